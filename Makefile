@@ -1,0 +1,36 @@
+# The two commands that matter: `make demo` and `make test`. Both build .venv from requirements.lock on first use.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck bench lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fabricbot analyze fixtures/seed_examples.json
+
+test: $(STAMP)
+	$(BIN)/ruff check bot diagnostics tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check bot diagnostics tests benchmarks
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Re-pin every dependency (runtime and test) with hashes after editing pyproject.toml.
+lock:
+	uv pip compile --python-version 3.11 --generate-hashes --extra test --extra build -o requirements.lock pyproject.toml
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -1,0 +1,44 @@
+"""One base class for every error a user can cause, so the CLI and the bot can answer in one line."""
+
+from __future__ import annotations
+
+
+class FabricbotError(Exception):
+    """An error caused by input or configuration; its message names the input and the value."""
+
+
+class InputError(FabricbotError):
+    """Bad input: names the file (or case), the line or field, and the offending value."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        value: object = None,
+    ) -> None:
+        self.source = source
+        self.line = line
+        self.field = field
+        self.value = value
+        self.reason = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.source or ""
+        if self.line is not None:
+            where = f"{where}:{self.line}" if where else f"line {self.line}"
+        parts = [where] if where else []
+        if self.field:
+            parts.append(f"field '{self.field}'")
+        head = ", ".join(parts)
+        text = f"{head}: {self.reason}" if head else self.reason
+        if self.value is not None:
+            text += f" (got {self.value!r})"
+        return text
+
+
+class ConfigError(FabricbotError):
+    """A data file (thresholds, platforms, catalog) or a setting that cannot be used."""

@@ -1,0 +1,1 @@
+"""Readers: raw input -> normalized tables (or, for the snapshot format, Snapshot models)."""

@@ -1,0 +1,164 @@
+"""Typed values that cross boundaries: the snapshot input, findings and the diagnosis."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
+
+from .schema import LinkState, LinkType, Priority, Severity
+
+NonNegInt = Annotated[StrictInt, Field(ge=0)]
+PositiveNumber = Annotated[StrictFloat | StrictInt, Field(gt=0)]
+
+_LINK_ID = re.compile(r"^(?P<kind>nvlink|pcie)[-_ ]?(?P<num>\d+)?$", re.IGNORECASE)
+
+# GPUs per node when a snapshot names no platform.
+DEFAULT_GPU_COUNT = 8
+
+
+class LinkReading(BaseModel):
+    """One link's counters as a snapshot states them, accumulated over the snapshot's window."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu_src: NonNegInt
+    gpu_dst: NonNegInt | None = None
+    link_id: Annotated[str, Field(min_length=1)]
+    crc_errors: NonNegInt
+    replay_count: NonNegInt
+    recovery_count: NonNegInt = 0
+    link_type: LinkType | None = None
+    link_state: LinkState = LinkState.UP
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        kind = self.kind
+        if kind is LinkType.NVSWITCH:
+            raise ValueError("link_type must be 'nvlink' or 'pcie' in a snapshot")
+        if self.link_state not in (LinkState.UP, LinkState.DOWN, LinkState.DEGRADED):
+            raise ValueError(f"link_state must be up, down or degraded, not {self.link_state.value!r}")
+        if kind is LinkType.NVLINK and self.gpu_dst is None:
+            raise ValueError("gpu_dst is required for an NVLink (only a PCIe link may leave it null)")
+        if self.gpu_dst is not None and self.gpu_dst == self.gpu_src:
+            raise ValueError(f"gpu_src and gpu_dst are both {self.gpu_src}: a link joins two different GPUs")
+        return self
+
+    @property
+    def kind(self) -> LinkType:
+        """The link type, stated or read from the `link_id` prefix."""
+        if self.link_type is not None:
+            return self.link_type
+        match = _LINK_ID.match(self.link_id.strip())
+        if not match:
+            raise ValueError(
+                f"cannot tell the link type from link_id {self.link_id!r}: "
+                "use an 'nvlink-N' or 'pcie' id, or set link_type"
+            )
+        return LinkType(match["kind"].lower())
+
+    @property
+    def link_number(self) -> int | None:
+        match = _LINK_ID.match(self.link_id.strip())
+        return int(match["num"]) if match and match["num"] is not None else None
+
+
+class Snapshot(BaseModel):
+    """One node's interconnect counters over one window, with the job's step time against its baseline."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_id: Annotated[str, Field(min_length=1)]
+    fabric_errors: Annotated[list[LinkReading], Field(min_length=1)]
+    step_time_ms: PositiveNumber
+    baseline_step_time_ms: PositiveNumber
+    window_hours: PositiveNumber = 1.0
+    platform: str | None = None
+
+    @model_validator(mode="after")
+    def _gpus_in_node(self) -> Self:
+        from .errors import ConfigError
+        from .platforms import gpu_count
+
+        try:
+            count = gpu_count(self.platform) if self.platform else DEFAULT_GPU_COUNT
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        for i, link in enumerate(self.fabric_errors):
+            for name in ("gpu_src", "gpu_dst"):
+                gpu = getattr(link, name)
+                if gpu is not None and gpu >= count:
+                    where = f"platform {self.platform!r}" if self.platform else "a node with no platform"
+                    raise ValueError(
+                        f"fabric_errors[{i}].{name} = {gpu} is outside the node: "
+                        f"{where} has GPUs 0-{count - 1}"
+                    )
+        return self
+
+
+class Crossing(BaseModel):
+    """One threshold a link crossed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    counter: str
+    rate_per_hour: float | None = None
+    above: float | None = None
+    severity: Severity
+    message: str
+
+
+class Finding(BaseModel):
+    """Every link the analysis looked at, healthy or not, with its rates and the thresholds it crossed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    component: str
+    link_type: LinkType
+    link_id: str
+    link: int | None = None
+    gpu: int | None = None
+    peer_gpu: int | None = None
+    peer: str = "unknown"
+    link_state: LinkState = LinkState.UP
+    counts: dict[str, float] = Field(default_factory=dict)
+    rates_per_hour: dict[str, float] = Field(default_factory=dict)
+    crossed: list[Crossing] = Field(default_factory=list)
+    severity: Severity = Severity.OK
+    worst_ratio: float | None = Field(
+        default=None, description="Highest rate / threshold among the rules crossed; None for a down link."
+    )
+
+
+class Diagnosis(BaseModel):
+    """What the analysis concludes about one node; everything downstream reads this."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: str
+    platform: str | None = None
+    window_hours: float
+    fault_detected: bool
+    isolated_component: str
+    degradation_pct: float | None
+    repair_action: str
+    ticket_priority: Priority
+    findings: list[Finding]
+    thresholds: list[dict[str, Any]] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def failing(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity in (Severity.FAILING, Severity.DOWN)]
+
+    def seed_view(self) -> dict[str, Any]:
+        """The five keys of the seed examples' expected output."""
+        return {
+            "fault_detected": self.fault_detected,
+            "isolated_component": self.isolated_component,
+            "degradation_pct": self.degradation_pct,
+            "repair_action": self.repair_action,
+            "ticket_priority": self.ticket_priority.value,
+        }

@@ -1,0 +1,196 @@
+"""Enumerations and the normalized tables every reader produces and every analysis consumes.
+
+Defined once here: ingest readers conform their output to these schemas, analysis relies on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import pandas as pd
+
+
+class LinkType(StrEnum):
+    NVLINK = "nvlink"
+    PCIE = "pcie"
+    NVSWITCH = "nvswitch"
+
+
+class LinkState(StrEnum):
+    UP = "up"
+    DOWN = "down"
+    DEGRADED = "degraded"
+    INACTIVE = "inactive"
+    UNKNOWN = "unknown"
+
+
+class Severity(StrEnum):
+    """Ordered from harmless to worst; compare with `severity_rank`."""
+
+    OK = "ok"
+    WARNING = "warning"
+    FAILING = "failing"
+    DOWN = "down"
+
+
+SEVERITY_RANK: dict[Severity, int] = {s: i for i, s in enumerate(Severity)}
+
+
+def severity_rank(severity: Severity | str) -> int:
+    return SEVERITY_RANK[Severity(severity)]
+
+
+class Priority(StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    URGENT = "urgent"
+
+
+class PortSource(StrEnum):
+    """Where a switch port number came from: read from the hardware, or taken from a platform template."""
+
+    OBSERVED = "observed"
+    ASSUMED = "assumed"
+    UNKNOWN = "unknown"
+
+
+class ComponentKind(StrEnum):
+    NVLINK = "nvlink"
+    NVSWITCH = "nvswitch"
+    GPU = "gpu"
+    PCIE = "pcie"
+    FABRIC_SOFTWARE = "fabric-software"
+
+
+class EventKind(StrEnum):
+    XID = "xid"
+    SXID = "sxid"
+    AER = "aer"
+    FABRIC_STATE = "fabric_state"
+
+
+# Cumulative counters a link sample may carry. A single reading is a total since reset, never a rate.
+COUNTERS: tuple[str, ...] = (
+    "crc_flit",
+    "crc_data",
+    "replay",
+    "recovery",
+    "tx_discards",
+    "replay_rollovers",  # PCIe: each rollover is a link retrain, never added to `replay`
+    "symbol_errors",  # Blackwell
+    "effective_errors",  # Blackwell
+    "recovery_successful",  # Blackwell
+    "recovery_failed",  # Blackwell
+)
+
+UTC_TS = "datetime64[ns, UTC]"
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """Column names and dtypes of one normalized table, in order."""
+
+    name: str
+    columns: dict[str, str]
+    doc: dict[str, str] = field(default_factory=dict)
+
+    def empty(self) -> pd.DataFrame:
+        return pd.DataFrame({c: pd.Series(dtype=d) for c, d in self.columns.items()})
+
+    def conform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Return `frame` with exactly this schema's columns (missing ones empty) and dtypes."""
+        out: dict[str, Any] = {}
+        n = len(frame)
+        for col, dtype in self.columns.items():
+            if col in frame.columns:
+                series = frame[col]
+                if dtype == UTC_TS:
+                    series = pd.to_datetime(series, utc=True)
+                target: Any = dtype
+                out[col] = series.astype(target) if str(series.dtype) != dtype else series
+            else:
+                out[col] = pd.Series([pd.NA] * n if n else [], dtype=dtype, index=frame.index)
+        return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
+
+
+LINK_SAMPLES = TableSchema(
+    "link_samples",
+    {
+        "timestamp": UTC_TS,
+        "node_id": "category",
+        "gpu": "Int16",  # nvidia-smi index; NA for an NVSwitch-side series
+        "link_type": "category",  # LinkType
+        "link": "Int16",  # NVLink index, NVSwitch port, or NA for a GPU's PCIe upstream link
+        "lane": "Int8",  # NA unless the counter is per lane
+        "peer": "category",  # "GPU 3", "NVSwitch 1", "CPU 0 root port", "unknown"
+        **{c: "float64" for c in COUNTERS},
+        "saturated": "boolean",  # a 16-bit counter stuck at 65535: the value is a lower bound
+        "symbol_ber": "float64",
+        "effective_ber": "float64",
+        "link_state": "category",  # LinkState
+        "speed_gbps": "float64",
+        "gen": "Int8",
+        "max_gen": "Int8",
+        "width": "Int8",
+        "max_width": "Int8",
+        "tx_bytes_per_s": "float64",
+        "rx_bytes_per_s": "float64",
+        "source": "category",  # "file:line"
+    },
+    doc={
+        "timestamp": "UTC time of the reading; NaT for a paste without a time",
+        "saturated": "true when a counter read 65535 (16-bit saturation): a lower bound, not an exact count",
+    },
+)
+
+STEP_SAMPLES = TableSchema(
+    "step_samples",
+    {
+        "timestamp": UTC_TS,
+        "job_id": "category",
+        "node_ids": "string",  # comma-separated; step time is job-wide (every rank waits for the slowest)
+        "step": "Int64",
+        "step_time_ms": "float64",
+        "collective": "category",  # e.g. all_reduce
+        "size_bytes": "Int64",
+        "collective_time_us": "float64",
+        "algbw_gbps": "float64",
+        "busbw_gbps": "float64",
+        "source": "category",
+    },
+)
+
+EVENTS = TableSchema(
+    "events",
+    {
+        "timestamp": UTC_TS,
+        "node_id": "category",
+        "gpu": "Int16",
+        "pci_bus_id": "string",
+        "kind": "category",  # EventKind
+        "code": "Int32",  # Xid / SXid number, or NA
+        "caused_by": "Int32",  # the earlier Xid a `caused by previous Xid N` line names
+        "text": "string",
+        "source": "category",
+    },
+)
+
+TOPOLOGY = TableSchema(
+    "topology",
+    {
+        "node_id": "category",
+        "a": "string",  # "GPU0", "NIC1", "NVSwitch 0000:05:00.0"
+        "b": "string",
+        "relation": "category",  # NV, PIX, PXB, PHB, NODE, SYS, nvlink, remote, cpu_affinity, numa_affinity
+        "nvlinks": "Int16",  # NV# count, or links from a GPU to a switch
+        "link": "Int16",  # a GPU's link index when the row is one link (nvlink -R)
+        "remote_port": "Int16",  # the switch port or peer link index at the far end, when observed
+        "detail": "string",
+        "source": "category",
+    },
+)
+
+TABLES: dict[str, TableSchema] = {t.name: t for t in (LINK_SAMPLES, STEP_SAMPLES, EVENTS, TOPOLOGY)}

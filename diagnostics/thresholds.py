@@ -1,0 +1,124 @@
+"""The thresholds file: detection rules and the priority policy, with user overrides.
+
+Defaults ship in `data/thresholds.toml`; a user file overrides rules by name, `--set RULE=VALUE` changes one
+value for a run, and a profile applies a named set of overrides.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .schema import Priority, Severity
+
+DEFAULT_FILE = Path(__file__).parent / "data" / "thresholds.toml"
+ENV_FILE = "FABRICBOT_THRESHOLDS"
+
+
+class Rule(BaseModel):
+    """Fires when a link's `counter` rate per hour is strictly greater than `above`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    counter: str
+    link_type: str = "any"
+    above: float = Field(ge=0)
+    severity: Severity
+    doc: str = ""
+
+    def applies_to(self, link_type: str) -> bool:
+        return self.link_type in ("any", link_type)
+
+
+class PriorityRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    level: Priority
+    when: Literal["failing", "down", "warning", "none"]
+    min_degradation_pct: float | None = None
+
+
+class Thresholds(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rules: list[Rule]
+    priority: list[PriorityRow]
+    profiles: dict[str, dict[str, float]] = Field(default_factory=dict)
+    source: str = str(DEFAULT_FILE.name)
+
+    def rule(self, name: str) -> Rule:
+        for rule in self.rules:
+            if rule.name == name:
+                return rule
+        raise ConfigError(f"no rule named {name!r}; rules: {', '.join(r.name for r in self.rules)}")
+
+    def with_overrides(self, values: Mapping[str, float]) -> Thresholds:
+        """A copy with `above` replaced for the named rules."""
+        for name in values:
+            self.rule(name)
+        rules = [r.model_copy(update={"above": float(values[r.name])}) if r.name in values else r
+                 for r in self.rules]
+        return self.model_copy(update={"rules": rules})
+
+    def with_profile(self, name: str) -> Thresholds:
+        if name not in self.profiles:
+            raise ConfigError(f"no threshold profile {name!r}; profiles: {', '.join(self.profiles) or 'none'}")
+        return self.with_overrides(self.profiles[name])
+
+    def table(self) -> list[dict[str, Any]]:
+        """The rules as plain rows, for reports."""
+        return [r.model_dump(exclude={"doc"}) for r in self.rules]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: thresholds file not found") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not a valid TOML thresholds file: {exc}") from None
+
+
+def _merge(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    rules = {r["name"]: dict(r) for r in base.get("rule", [])}
+    for i, row in enumerate(user.get("rule", [])):
+        if "name" not in row:
+            raise ConfigError(f"rule #{i + 1} in the thresholds file has no 'name'")
+        rules[row["name"]] = {**rules.get(row["name"], {}), **row}
+    profiles = {**base.get("profile", {}), **user.get("profile", {})}
+    return {"rule": list(rules.values()), "priority": user.get("priority", base.get("priority", [])),
+            "profile": profiles}
+
+
+def load_thresholds(
+    path: str | Path | None = None,
+    *,
+    overrides: Mapping[str, float] | None = None,
+    profile: str | None = None,
+) -> Thresholds:
+    """Defaults, then the user's file (argument or $FABRICBOT_THRESHOLDS), then a profile, then overrides."""
+    data = _read(DEFAULT_FILE)
+    source = DEFAULT_FILE.name
+    user_path = path or os.environ.get(ENV_FILE)
+    if user_path:
+        data = _merge(data, _read(Path(user_path)))
+        source = str(user_path)
+    try:
+        thresholds = Thresholds(rules=data["rule"], priority=data["priority"],
+                                profiles=data.get("profile", {}), source=source)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"{source}: {loc}: {err['msg']} (got {err.get('input')!r})") from None
+    if profile:
+        thresholds = thresholds.with_profile(profile)
+    if overrides:
+        thresholds = thresholds.with_overrides(overrides)
+    return thresholds

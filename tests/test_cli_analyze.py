@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+from tests.conftest import FIXTURES, link, snapshot_dict
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_seed_file_json_reports_expectations(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "analyze", str(FIXTURES / "seed_examples.json"), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert [d["node_id"] for d in data] == ["hpc-gpu-node-12", "hpc-gpu-node-03"]
+    assert data[0]["isolated_component"] == "GPU 2 -> GPU 3 NVLink 1"
+    assert data[0]["expectations"] == {k: True for k in data[0]["expectations"]}
+    # degradation differs by 0.1 from the seed's 0.6, within tolerance
+    assert data[1]["expectations"]["degradation_pct"] is True
+    assert data[1]["findings"][0]["severity"] == "ok"
+    assert {r["name"] for r in data[0]["thresholds"]} >= {"nvlink_replay", "crc", "recovery"}
+
+
+def test_one_object_in_one_object_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "one.json"
+    f.write_text(json.dumps(snapshot_dict(fabric_errors=[link(replay_count=2000)])))
+    code, out, _ = run(capsys, "analyze", str(f), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert isinstance(data, dict) and data["fault_detected"] is True
+
+
+def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "analyze", str(FIXTURES / "seed_examples.json"))
+    assert code == 0
+    assert "GPU 2 -> GPU 3 NVLink 1" in out and "urgent" in out and "5/5 match" in out
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(snapshot_dict())))
+    code, out, _ = run(capsys, "analyze", "-", "--json")
+    assert code == 0 and json.loads(out)["ticket_priority"] == "low"
+
+
+def test_list_with_one_bad_case_still_reports_the_good(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "mixed.json"
+    f.write_text(json.dumps([snapshot_dict(node_id="good"),
+                             snapshot_dict(node_id="bad", fabric_errors=[link(replay_count=-5)])]))
+    code, out, err = run(capsys, "analyze", str(f), "--json")
+    assert code == 1
+    data = json.loads(out)
+    assert data[0]["node_id"] == "good"
+    assert "error" in data[1]
+    assert "case 2 (bad)" in err and "fabric_errors[0].replay_count" in err and "-5" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    ("not json at all", "not valid JSON"),
+    ("[]", "the list of snapshots is empty"),
+    ('{"node_id": "n",\n "fabric_errors": [}', ":2"),
+    ("[1, 2]", "must be a JSON object"),
+])
+def test_bad_files_exit_nonzero_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               content: str, needle: str) -> None:
+    f = tmp_path / "bad.json"
+    f.write_text(content)
+    code, _, err = run(capsys, "analyze", str(f))
+    assert code != 0
+    assert needle in err and "Traceback" not in err
+    assert "bad.json" in err
+
+
+def test_missing_file_and_bad_override(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "analyze", "/nonexistent/x.json")
+    assert code == 2 and "file not found" in err
+    code, _, err = run(capsys, "analyze", str(FIXTURES / "seed_examples.json"), "--set", "nvlink_replay")
+    assert code == 2 and "RULE=NUMBER" in err
+
+
+def test_override_changes_the_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "one.json"
+    payload: dict[str, Any] = snapshot_dict(fabric_errors=[link(replay_count=600)])
+    f.write_text(json.dumps(payload))
+    _, out, _ = run(capsys, "analyze", str(f), "--json")
+    assert json.loads(out)["fault_detected"] is False
+    _, out, _ = run(capsys, "analyze", str(f), "--json", "--set", "nvlink_replay=500")
+    assert json.loads(out)["fault_detected"] is True
