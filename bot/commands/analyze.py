@@ -1,0 +1,123 @@
+"""`fabricbot analyze`: diagnose snapshots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
+from diagnostics.errors import InputError
+from diagnostics.ingest.snapshot import Case, read_cases
+
+DEGRADATION_TOLERANCE = 0.1
+
+
+def _read_text(path: str) -> tuple[str, str]:
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", source=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+    try:
+        return raw.decode("utf-8"), path
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", source=path) from None
+
+
+def _parse_overrides(values: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InputError("expected RULE=NUMBER", field="--set", value=item) from None
+    return out
+
+
+def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:
+    """Which of the expected keys the diagnosis reproduces (degradation within 0.1)."""
+    actual = diagnosis.seed_view()
+    report = {}
+    for key, want in expected.items():
+        got = actual.get(key)
+        if key == "degradation_pct" and isinstance(want, int | float) and isinstance(got, int | float):
+            report[key] = abs(got - want) <= DEGRADATION_TOLERANCE + 1e-9
+        else:
+            report[key] = got == want
+    return report
+
+
+def _table(diagnosis: Diagnosis, out: TextIO) -> None:
+    d = diagnosis
+    degradation = "n/a" if d.degradation_pct is None else f"{d.degradation_pct:+.1f}%"
+    print(f"{d.node_id}  priority={d.ticket_priority.value}  fault={'yes' if d.fault_detected else 'no'}  "
+          f"degradation={degradation}  window={d.window_hours:g}h", file=out)
+    print(f"  isolated: {d.isolated_component}", file=out)
+    print(f"  action:   {d.repair_action}", file=out)
+    rows = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
+    for f in d.findings:
+        r = f.rates_per_hour
+        rows.append((f.component, f.link_state.value, f"{r.get('replay', 0):,.0f}", f"{r.get('crc', 0):,.0f}",
+                     f"{r.get('recovery', 0):,.0f}", f.severity.value,
+                     "; ".join(c.message for c in f.crossed) or "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        head, *rest = row[:-1]
+        cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
+        print("  " + "  ".join(cells) + "  " + row[-1], file=out)
+    for w in d.warnings:
+        print(f"  warning: {w}", file=out)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    thresholds = load_thresholds(args.thresholds, overrides=_parse_overrides(args.set), profile=args.profile)
+    text, source = _read_text(args.file)
+    cases: list[Case] = read_cases(text, source)
+    is_list = text.lstrip().startswith("[")
+    results: list[dict[str, Any]] = []
+    failed = 0
+    for case in cases:
+        for err in case.errors:
+            print(f"error: {err}", file=sys.stderr)
+        if case.snapshot is None:
+            failed += 1
+            results.append({"error": [str(e) for e in case.errors], "case": case.label})
+            continue
+        diagnosis = analyze_snapshot(case.snapshot, thresholds)
+        item: dict[str, Any] = diagnosis.model_dump(mode="json")
+        if case.expected is not None:
+            item["expectations"] = expectation_report(diagnosis, case.expected)
+        results.append(item)
+        if not args.json:
+            _table(diagnosis, sys.stdout)
+            if case.expected is not None:
+                report = item["expectations"]
+                missed = [k for k, ok in report.items() if not ok]
+                print(f"  expected output: {len(report) - len(missed)}/{len(report)} match"
+                      + (f" (differs: {', '.join(missed)})" if missed else ""), file=sys.stdout)
+            print(file=sys.stdout)
+    if args.json:
+        json.dump(results if is_list else results[0], sys.stdout, indent=2)
+        print()
+    return 1 if failed else 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots")
+    analyze.add_argument("file", help="snapshot JSON (one object, a list, or seed cases); '-' reads stdin")
+    analyze.add_argument("--json", action="store_true", help="machine-readable output")
+    analyze.add_argument("--thresholds", metavar="FILE", help="a thresholds TOML file overriding the defaults")
+    analyze.add_argument("--profile", help="a named threshold profile from the thresholds file (e.g. dcgm)")
+    analyze.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                         help="override one rule's threshold for this run (repeatable)")
+    analyze.set_defaults(func=cmd_analyze)

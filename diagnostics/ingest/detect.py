@@ -1,0 +1,63 @@
+"""Choose a reader for an input by sniffing its head, or by name (`--format`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from .base import IngestResult, Reader, Source
+
+# Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
+_READER_MODULES: tuple[str, ...] = ()
+
+_CACHE: dict[str, Reader] = {}
+
+
+def readers() -> dict[str, Reader]:
+    if not _CACHE:
+        import importlib
+
+        for module in _READER_MODULES:
+            reader: Reader = importlib.import_module(f"{__package__}.{module}").READER
+            _CACHE[reader.name] = reader
+    return _CACHE
+
+
+def _looks_binary(head: bytes) -> bool:
+    if head.startswith(b"PAR1"):
+        return False
+    if b"\x00" in head[:8192]:
+        return True
+    try:
+        head[:8192].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head[:8192]) - 4  # a multi-byte character cut at the end is fine
+    return False
+
+
+def choose(source: Source, fmt: str | None = None) -> Reader:
+    available = readers()
+    if fmt:
+        if fmt not in available:
+            raise InputError(f"unknown format {fmt!r}; formats: {', '.join(sorted(available))}", source=source.name)
+        return available[fmt]
+    head = source.head()
+    if not head.strip():
+        raise InputError("the input is empty", source=source.name)
+    if head.startswith(b"PAR1") and "tables" in available:
+        return available["tables"]
+    if _looks_binary(head):
+        raise InputError("binary data, not a telemetry file this tool reads", source=source.name)
+    text = head.decode("utf-8", "replace")
+    scored = sorted(((r.sniff(text), name) for name, r in available.items()), reverse=True)
+    if not scored or scored[0][0] <= 0:
+        raise InputError(
+            "unrecognized format; force one with --format " + "|".join(sorted(available)), source=source.name
+        )
+    return available[scored[0][1]]
+
+
+def read(source: Source | str | Path, *, fmt: str | None = None, node_id: str | None = None) -> IngestResult:
+    """Read one input into normalized tables."""
+    src = source if isinstance(source, Source) else Source.from_path(source)
+    return choose(src, fmt).read(src, node_id=node_id)
