@@ -2,7 +2,7 @@
 
 from .analyze import analyze_snapshot, degradation_pct
 from .errors import ConfigError, FabricbotError, InputError
-from .model import Crossing, Diagnosis, Finding, LinkReading, Snapshot
+from .model import Crossing, Diagnosis, Finding, LinkReading, Localization, Snapshot
 from .schema import ComponentKind, LinkState, LinkType, PortSource, Priority, Severity
 from .thresholds import Rule, Thresholds, load_thresholds
 
@@ -17,6 +17,7 @@ __all__ = [
     "LinkReading",
     "LinkState",
     "LinkType",
+    "Localization",
     "PortSource",
     "Priority",
     "Rule",

@@ -71,4 +71,6 @@ def analyze_snapshot(snapshot: Snapshot, thresholds: Thresholds | None = None) -
         ticket_priority=priority(findings, degradation, thresholds),
         findings=findings,
         thresholds=thresholds.table(),
+        step_time_ms=float(snapshot.step_time_ms),
+        baseline_step_time_ms=float(snapshot.baseline_step_time_ms),
     )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
-from .schema import LinkState, LinkType, Priority, Severity
+from .schema import ComponentKind, LinkState, LinkType, PortSource, Priority, Severity
 
 NonNegInt = Annotated[StrictInt, Field(ge=0)]
 PositiveNumber = Annotated[StrictFloat | StrictInt, Field(gt=0)]
@@ -130,6 +131,34 @@ class Finding(BaseModel):
     worst_ratio: float | None = Field(
         default=None, description="Highest rate / threshold among the rules crossed; None for a down link."
     )
+    # Where the link lands, from the topology: a switch and port, with how that port is known.
+    switch: str | None = None
+    switch_port: int | None = None
+    port_source: PortSource = PortSource.UNKNOWN
+    lanes: list[int] = Field(default_factory=list, description="Failing lanes, where per-lane counters exist.")
+    onset: datetime | None = Field(default=None, description="When the link's errors started, from a history.")
+    explains_slowdown: bool | None = None
+    correlation_score: float | None = None
+    evidence: list[str] = Field(default_factory=list)
+
+
+class Localization(BaseModel):
+    """The suspected physical component behind the failing links, with why and how sure."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: ComponentKind
+    component: str = Field(description="As people say it: 'GPU 2 NVLink 1 -> NVSwitch 1 port 17', 'NVSwitch 2'.")
+    gpu: int | None = None
+    peer: str | None = None
+    link: int | None = None
+    switch: str | None = None
+    switch_port: int | None = None
+    port_source: PortSource = PortSource.UNKNOWN
+    lanes: list[int] = Field(default_factory=list)
+    links: list[str] = Field(default_factory=list, description="The failing links this component explains.")
+    confidence: float = Field(ge=0.0, le=1.0)
+    evidence: list[str] = Field(default_factory=list)
 
 
 class Diagnosis(BaseModel):
@@ -148,6 +177,15 @@ class Diagnosis(BaseModel):
     findings: list[Finding]
     thresholds: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    localization: Localization | None = None
+    step_time_ms: float | None = None
+    baseline_step_time_ms: float | None = None
+    job_id: str | None = None
+    job_gpus: int | None = Field(default=None, description="All GPUs of the affected job: every rank waits.")
+    slowdown_onset: datetime | None = None
+    verdict: str | None = Field(
+        default=None, description="Plain words on the slowdown: which link explains it, or 'not the fabric'."
+    )
 
     @property
     def failing(self) -> list[Finding]:
