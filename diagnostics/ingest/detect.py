@@ -8,7 +8,15 @@ from ..errors import InputError
 from .base import IngestResult, Reader, Source
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
-_READER_MODULES: tuple[str, ...] = ()
+_READER_MODULES: tuple[str, ...] = (
+    "nvlink",
+    "smi_query",
+    "lspci",
+    "kernel_log",
+    "nccl_tests",
+    "steplog",
+    "paste",
+)
 
 _CACHE: dict[str, Reader] = {}
 
