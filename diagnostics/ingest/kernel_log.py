@@ -46,7 +46,7 @@ class KernelLogReader:
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "kernel log", node_id)
         last: dict[str, Any] | None = None
-        skipped: list[int] = []
+        skipped = [0, 0, 0]  # count, first and last line: a large log keeps memory bounded
         for line in classify(source):
             if skip_shell(line, out):
                 continue
@@ -82,10 +82,10 @@ class KernelLogReader:
             elif "Xid" in body and ("NVRM" in body or "SXid" in body):
                 out.warn(line.number, "an Xid line that cannot be read (cut off?); it is skipped")
             else:
-                skipped.append(line.number)
-        if skipped:
-            out.warn(skipped[0], f"{len(skipped)} line(s) hold no Xid, SXid or AER message and were skipped "
-                                 f"(lines {skipped[0]}..{skipped[-1]})")
+                skipped = [skipped[0] + 1, skipped[1] or line.number, line.number]
+        if skipped[0]:
+            out.warn(skipped[1], f"{skipped[0]} line(s) hold no Xid, SXid or AER message and were skipped "
+                                 f"(lines {skipped[1]}..{skipped[2]})")
         out.timestamp = None
         return out.result()
 

@@ -131,7 +131,7 @@ class Collector:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     warnings: list[IngestWarning] = field(default_factory=list)
     timestamp: pd.Timestamp | None = None
-    _unread: list[Line] = field(default_factory=list)
+    _unread: list[Line] = field(default_factory=list)  # the first and the last of a run: memory stays bounded
     _said: set[str] = field(default_factory=set)
 
     def where(self, number: int) -> str:
@@ -158,7 +158,10 @@ class Collector:
 
     def unread(self, line: Line) -> None:
         """A line this reader cannot use: gathered with its neighbours into one warning."""
-        self._unread.append(line)
+        if len(self._unread) < 2:
+            self._unread.append(line)
+        else:
+            self._unread[1] = line
 
     def flush(self) -> None:
         if not self._unread:
@@ -194,7 +197,7 @@ class Collector:
         for table, rows in self.rows.items():
             # Every schema column present (empty ones as NaN) so conform only casts, whatever a row lacked.
             frame = pd.DataFrame(rows).reindex(columns=list(TABLES[table].columns))
-            if self.node_id is not None:
+            if self.node_id is not None and "node_id" in frame:
                 frame["node_id"] = frame["node_id"].fillna(self.node_id)
             frames[table] = frame
         return IngestResult.of(self.warnings, **frames)
