@@ -121,3 +121,11 @@ def test_empty_input() -> None:
     assert READER.read(Source.from_text("")).empty
     with pytest.raises(InputError, match="empty"):
         detect.read(Source.from_text("  \n"))
+
+
+def test_a_stated_time_dates_the_reading() -> None:
+    result = read_text("2026-11-29T16:09:49Z\n" + E_BLOCK + "         Link 1: CRC Errors: 0\n")
+    assert set(result["link_samples"]["timestamp"]) == {pd.Timestamp("2026-11-29 16:09:49", tz="UTC")}
+    assert result.warnings == []
+    naive = read_text("Sun Nov 29 16:09:49 2026\n" + E_BLOCK + "         Link 1: CRC Errors: 0\n")
+    assert warning_lines(naive) == [1] and "no zone" in naive.warnings[0].message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import Source
 from tests.ingest_tools_helpers import REAL, SAMPLES, read, read_text, warning_lines
@@ -42,3 +44,13 @@ def test_unread_output_and_a_command_without_output_are_named() -> None:
                        "$ nvidia-smi -q\n", fmt="paste")
     assert result.rows["link_samples"] == 1 and result.rows["events"] == 1
     assert warning_lines(result) == [2, 8]  # `ls`'s output, and `nvidia-smi -q` with nothing after it
+
+
+def test_a_date_before_an_output_times_it() -> None:
+    text = ("$ date\nSun Nov 29 16:09:49 UTC 2026\n$ nvidia-smi nvlink -e\nGPU 0: X (UUID: GPU-0)\n"
+            "  Link 0: Replay Errors: 3\n  Link 0: Recovery Errors: 0\n  Link 0: CRC Errors: 0\n"
+            "$ dmesg\n[5.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n")
+    result = read_text(text)
+    assert result["link_samples"]["timestamp"].tolist() == [pd.Timestamp("2026-11-29 16:09:49", tz="UTC")]
+    assert result["events"]["timestamp"].isna().all()  # dmesg counts from boot: no time, and not the date's
+    assert warning_lines(result) == [9]

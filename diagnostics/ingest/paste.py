@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from .base import IngestResult, Reader, Source
-from .textlines import Collector, Line, classify_line
+from .textlines import Collector, Line, classify_line, stated_time
 
 MIXED_SCORE = 0.95
 
@@ -85,6 +86,11 @@ def plan(lines: list[Line], others: dict[str, Reader]) -> list[Part]:
     parts: list[Part] = []
     for section in _sections(lines):
         parts.extend(_split(section, others))
+    for before, after in pairwise(parts):
+        if before.reader is None and _only_a_time(before):  # `$ date` before an output: the time of that output
+            after.lines[:0] = before.lines
+            before.lines = []
+    parts = [part for part in parts if part.lines]
     merged: list[Part] = []
     for part in parts:  # neighbours that one reader claims are read together (one row per link, not two)
         if merged and part.reader is not None and merged[-1].reader == part.reader:
@@ -126,6 +132,11 @@ def _split(section: list[Line], others: dict[str, Reader]) -> list[Part]:
         else:
             parts.append(Part(claim, block, host))
     return parts
+
+
+def _only_a_time(part: Part) -> bool:
+    text = [line for line in part.lines if line.kind == "text"]
+    return bool(text) and all(stated_time(line.text) for line in text)
 
 
 def _padded(lines: list[Line]) -> str:
