@@ -129,3 +129,12 @@ def test_a_stated_time_dates_the_reading() -> None:
     assert result.warnings == []
     naive = read_text("Sun Nov 29 16:09:49 2026\n" + E_BLOCK + "         Link 1: CRC Errors: 0\n")
     assert warning_lines(naive) == [1] and "no zone" in naive.warnings[0].message
+
+
+def test_remote_ends_name_the_peer_of_link_rows() -> None:
+    text = (SAMPLES / "nvlink_R_h100.txt").read_text() + (
+        "$ nvidia-smi nvlink -s\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
+        "         Link 0: 26.562 GB/s\n         Link 7: 26.562 GB/s\n"
+    )
+    links = read_text(text)["link_samples"].set_index("link")
+    assert links.loc[0, "peer"] == "NVSwitch" and links.loc[7, "peer"] == "unknown"

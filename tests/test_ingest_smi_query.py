@@ -52,3 +52,12 @@ def test_value_cut_off() -> None:
 def test_another_format_and_empty() -> None:
     assert READER.read(Source.from_path(REAL / "xid_145_149_log_1.txt")).rows["link_samples"] == 0
     assert READER.read(Source.from_text("")).empty
+
+
+def test_garbage_in_the_middle() -> None:
+    lines = (REAL / "nvidia_smi_q_pcie_v100_1.txt").read_text().splitlines()
+    lines.insert(17, "@@@@ \x07 garbage @@@@")
+    result = read_text("\n".join(lines), fmt="smi_query")
+    (row,) = result["link_samples"].to_dict("records")
+    assert row["replay"] == 0 and row["width"] == 16  # the lines after the garbage are still read
+    assert warning_lines(result) == [18]

@@ -63,6 +63,7 @@ class NvlinkReader:
         rows: dict[tuple[int, int, int | None], dict[str, Any]] = {}
         last_line: dict[tuple[int, int, int | None], int] = {}
         unknown_labels: set[str] = set()
+        remotes: dict[tuple[int, int], str] = {}
         gpu: int | None = None
         uuid: str | None = None
         for line in classify(source):
@@ -85,7 +86,7 @@ class NvlinkReader:
                 continue
             link, rest = int(match["link"]), match["rest"]
             if remote := _REMOTE.match(rest):
-                _remote(out, line, gpu, link, remote)
+                remotes[(gpu, link)] = _remote(out, line, gpu, link, remote)
                 continue
             lane: int | None = None
             if lane_match := _LANE.match(rest):
@@ -124,6 +125,8 @@ class NvlinkReader:
                 continue
             last_line[key] = line.number
         _check_complete(out, rows, last_line, complete)
+        for (g, link, _lane), row in rows.items():  # -R pasted with -e/-s: each link row names its far end
+            row["peer"] = remotes.get((g, link), row["peer"])
         return out.result()
 
 
@@ -156,7 +159,7 @@ def _row(
     return rows[key]
 
 
-def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[str]) -> None:
+def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[str]) -> str:
     raw = remote["dev"]
     if _SWITCH_SENTINEL.match(raw):
         far, detail = "NVSwitch", "an NVSwitch port; the driver reports no bus id for switches (FFFFFFFF)"
@@ -164,6 +167,7 @@ def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[st
         far, detail = normalize_bus_id(raw) or raw, "the remote device's PCI bus id"
     out.add("topology", line.number, a=f"GPU{gpu}", b=far, relation="remote", link=link,
             remote_port=int(remote["port"]), detail=detail)
+    return far if far == "NVSwitch" else f"PCI {far}"
 
 
 def _check_complete(

@@ -18,6 +18,7 @@ from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
 _GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_SECTION = re.compile(r"^[A-Za-z][\w ()/.-]*$")  # `GPU Link Info`, `PCIe Generation`, `Bridge Chip`
 _WIDTH = re.compile(r"^(\d+)x$")
 _FABRIC_KEYS = ("State", "Status", "Summary", "Bandwidth")
 _PCI_KEYS = ("Bus Id", "Replays Since Reset", "Replay Number Rollovers", "Tx Throughput", "Rx Throughput")
@@ -57,7 +58,10 @@ class SmiQueryReader:
             while stack and stack[-1][0] >= indent:
                 stack.pop()
             if not kv:
-                stack.append((indent, line.text.strip()))
+                if _SECTION.match(line.text.strip()):
+                    stack.append((indent, line.text.strip()))
+                else:
+                    out.unread(line)
                 continue
             key, value = kv["key"], kv["value"]
             if key == "Attached GPUs":
