@@ -4,7 +4,8 @@ Sections start at a shell command (with or without its prompt) and at Markdown f
 blank-line blocks that different readers claim are split apart. Each part is read by the registered reader
 whose sniff scores it highest, so readers added later (topology, dcgm) are picked up with no change here.
 Line numbers stay those of the whole paste: each part is handed over with the lines before it left blank.
-This reader only wins detection when the input really holds more than one kind of output.
+This reader only wins detection when the input really holds more than one kind of output. A paste is held in
+memory whole (pastes are small); a large file of one format goes straight to its own reader, which streams.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class PasteReader:
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         lines = _lines(text for _, text in source.lines())
         others = _others()
-        notes = Collector(source, "a known", node_id)
+        notes = Collector(source, "paste", node_id)
         results = []
         for part in plan(lines, others):
             body = [line for line in part.lines if line.kind not in ("blank", "fence", "provenance")]
