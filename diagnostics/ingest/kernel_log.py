@@ -17,8 +17,10 @@ from ..schema import EventKind
 from .base import IngestResult, Source
 from .textlines import Collector, classify, normalize_bus_id, skip_shell
 
-_ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+(?P<host>\S+)\s+")
-_SYSLOG = re.compile(r"^(?:\w{3})\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}\s+(?P<host>\S+)\s+")
+# journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
+_HOST = r"(?:(?P<host>[\w.-]+)\s+(?=kernel[:\[]))?"
+_ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+" + _HOST)
+_SYSLOG = re.compile(r"^\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+" + _HOST)
 _DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
 _UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
 _KERNEL = re.compile(r"^kernel:\s*")
