@@ -138,3 +138,13 @@ def test_remote_ends_name_the_peer_of_link_rows() -> None:
     )
     links = read_text(text)["link_samples"].set_index("link")
     assert links.loc[0, "peer"] == "NVSwitch" and links.loc[7, "peer"] == "unknown"
+
+
+def test_two_readings_in_one_paste_stay_two_rows() -> None:
+    block = E_BLOCK + "         Link 1: CRC Errors: 0\n"
+    later = block.replace("Replay Errors: 4", "Replay Errors: 7")
+    text = "2026-11-29T16:00:00Z\n" + block + "2026-11-29T16:21:00Z\n" + later
+    links = read_text(text)["link_samples"]
+    link0 = links[links["link"] == 0]
+    assert link0["replay"].tolist() == [4, 7]  # two readings 21 minutes apart: what a rate needs
+    assert link0["timestamp"].diff().iloc[1] == pd.Timedelta(minutes=21)

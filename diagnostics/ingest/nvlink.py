@@ -77,7 +77,7 @@ class NvlinkReader:
                 continue
             if ok := _LINKS_OK.match(line.text):
                 for link in range(int(ok["first"]), int(ok["last"]) + 1):
-                    row = _row(rows, out, line, gpu, uuid, link, None)
+                    row = _row(rows, out, line, (gpu, uuid, link, None), complete)
                     row.update({c: 0.0 for c in complete})
                 continue
             match = _LINK.match(line.text)
@@ -95,9 +95,9 @@ class NvlinkReader:
                     rest = f"CRC Errors: {rest}"
             key = (gpu, link, lane)
             if rest == "<inactive>":
-                _row(rows, out, line, gpu, uuid, link, lane)["link_state"] = LinkState.INACTIVE.value
+                _row(rows, out, line, (gpu, uuid, link, lane), ("link_state",))["link_state"] = LinkState.INACTIVE.value
             elif speed := _SPEED.match(rest):
-                row = _row(rows, out, line, gpu, uuid, link, lane)
+                row = _row(rows, out, line, (gpu, uuid, link, lane), ("speed_gbps", "link_state"))
                 row["speed_gbps"] = float(speed["speed"])
                 row.setdefault("link_state", LinkState.UP.value)
             elif counter := _COUNTER.match(rest):
@@ -116,7 +116,7 @@ class NvlinkReader:
                     continue
                 if value is None:
                     continue  # N/A: the driver does not report this counter
-                row = _row(rows, out, line, gpu, uuid, link, lane)
+                row = _row(rows, out, line, (gpu, uuid, link, lane), (column,))
                 row[column] = value
                 if value == SATURATED_16BIT:
                     row["saturated"] = True
@@ -125,8 +125,8 @@ class NvlinkReader:
                 continue
             last_line[key] = line.number
         _check_complete(out, rows, last_line, complete)
-        for (g, link, _lane), row in rows.items():  # -R pasted with -e/-s: each link row names its far end
-            row["peer"] = remotes.get((g, link), row["peer"])
+        for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
+            row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
         return out.result()
 
 
@@ -145,13 +145,13 @@ def _row(
     rows: dict[tuple[int, int, int | None], dict[str, Any]],
     out: Collector,
     line: Line,
-    gpu: int,
-    uuid: str | None,
-    link: int,
-    lane: int | None,
+    where: tuple[int, str | None, int, int | None],
+    fills: tuple[str, ...],
 ) -> dict[str, Any]:
+    """The row of this GPU, link and lane; a new one when it already holds what this line fills (a second reading)."""
+    gpu, uuid, link, lane = where
     key = (gpu, link, lane)
-    if key not in rows:
+    if key not in rows or any(column in rows[key] for column in fills):
         rows[key] = out.add(
             "link_samples", line.number, gpu=gpu, gpu_uuid=uuid, link_type=LinkType.NVLINK.value, link=link,
             lane=lane, peer="unknown", saturated=False,
