@@ -159,7 +159,7 @@ def line_batches(source: Source, batch_lines: int = 100_000) -> Iterator[pa.Arra
                        else pa.OSFile(str(source.path)))
         reader = pacsv.open_csv(
             stream,
-            read_options=pacsv.ReadOptions(column_names=["line"], block_size=1 << 23),
+            read_options=pacsv.ReadOptions(column_names=["line"], block_size=1 << 21),
             parse_options=pacsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False,
                                              ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(column_types={"line": pa.string()}, strings_can_be_null=False,
