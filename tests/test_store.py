@@ -68,3 +68,19 @@ def test_unreadable_file_is_reported_not_raised(tmp_path: Path) -> None:
     report = TelemetryStore(tmp_path / "s").ingest([junk, tmp_path / "missing.prom"])
     assert [f.status for f in report.files] == ["error", "error"] and not report.read_anything
     assert "binary" in str(report.files[0].error)
+
+
+def test_topology_and_gpu_identity_round_trip(tmp_path: Path) -> None:
+    topo = tmp_path / "topo.csv"
+    topo.write_text("node_id,a,b,relation,nvlinks\nn1,GPU0,GPU1,NV,18\nn1,GPU0,NIC0,PIX,\nn2,GPU0,GPU1,NV,12\n")
+    scrape = tmp_path / "s.prom"
+    scrape.write_text(f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{gpu_labels(3, 'n1')}}} 1 {DAY1}\n")
+    store = TelemetryStore(tmp_path / "s")
+    store.ingest([topo, scrape])
+    rows = store.topology("n1")
+    assert list(zip(rows["b"], rows["relation"], rows["nvlinks"], strict=True)) == [("GPU1", "NV", 18),
+                                                                                   ("NIC0", "PIX", pd.NA)]
+    assert str(rows["nvlinks"].dtype) == "Int16" and len(store.topology()) == 3
+    gpus = store.gpus("n1")
+    assert gpus["uuid"].item() == "GPU-00003" and gpus["pci_bus_id"].item() == "00000000:1B:00.0"
+    assert store.nodes() == ["n1", "n2"]
