@@ -84,3 +84,14 @@ def test_topology_and_gpu_identity_round_trip(tmp_path: Path) -> None:
     gpus = store.gpus("n1")
     assert gpus["uuid"].item() == "GPU-00003" and gpus["pci_bus_id"].item() == "00000000:1B:00.0"
     assert store.nodes() == ["n1", "n2"]
+
+
+def test_xid_gauge_change_between_ingests_is_an_event(tmp_path: Path) -> None:
+    store = TelemetryStore(tmp_path / "s")
+    for minute, last_xid in enumerate([79, 79, 74]):
+        path = tmp_path / f"scrape{minute}.prom"
+        path.write_text(f"DCGM_FI_DEV_XID_ERRORS{{{gpu_labels(6, 'n1')}}} {last_xid} {DAY1 + minute * 60_000}\n")
+        store.ingest([path])
+    events = store.events("n1")
+    assert list(events["code"]) == [74] and events["gpu"].tolist() == [6]
+    assert events["timestamp"].item() == pd.Timestamp(DAY1 + 120_000, unit="ms", tz="UTC")

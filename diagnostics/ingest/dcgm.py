@@ -112,6 +112,7 @@ class DcgmParser:
     columns: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     xids: list[tuple[Any, ...]] = field(default_factory=list)
+    xid_last: dict[tuple[Any, ...], float] = field(default_factory=dict)  # carried between reads (see build_events)
     gpus: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     warnings: list[IngestWarning] = field(default_factory=list)
     _series: dict[str, Series] = field(default_factory=dict)
@@ -279,7 +280,7 @@ class DcgmParser:
         if self.node_id is None and any(e[0] == "unknown" for e in self.entities):
             warnings.append(IngestWarning(self.files[0] if self.files else "<input>", None,
                                           "no Hostname label on some series: node 'unknown' (give --node)"))
-        events, xid_warnings = build_events(self.xids, self.files)
+        events, xid_warnings = build_events(self.xids, self.files, self.xid_last)
         tables = {name: empty(name) for name in TABLES}
         tables["link_samples"] = build_link_samples(self)  # already in the schema's columns and dtypes
         tables["events"] = EVENTS.conform(events) if len(events) else tables["events"]
@@ -294,9 +295,13 @@ def mtime(source: Source) -> datetime | None:
     return datetime.fromtimestamp(os.stat(source.path).st_mtime, tz=UTC)
 
 
-def read_scrapes(sources: Iterable[tuple[Source, datetime | None]], *, node_id: str | None = None) -> IngestResult:
-    """Read several scrapes as one series, so that a change between files (an Xid gauge) is seen."""
-    parser = DcgmParser(node_id=node_id)
+def read_scrapes(sources: Iterable[tuple[Source, datetime | None]], *, node_id: str | None = None,
+                 xid_last: dict[tuple[Any, ...], float] | None = None) -> IngestResult:
+    """Read several scrapes as one series, so that a change between files (an Xid gauge) is seen.
+
+    `xid_last` carries the Xid series' last values from earlier reads and is updated in place.
+    """
+    parser = DcgmParser(node_id=node_id, xid_last={} if xid_last is None else xid_last)
     for source, at in sources:
         parser.feed(source, at)
     result = parser.result()
@@ -314,8 +319,9 @@ class DcgmReader:
         hits = len(_SNIFF.findall(head))
         return 0.0 if not hits else (0.95 if hits >= 2 else 0.7)
 
-    def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None) -> IngestResult:
-        return read_scrapes([(source, at)], node_id=node_id)
+    def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None,
+             xid_last: dict[tuple[Any, ...], float] | None = None) -> IngestResult:
+        return read_scrapes([(source, at)], node_id=node_id, xid_last=xid_last)
 
 
 READER = DcgmReader()
