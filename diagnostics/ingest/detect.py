@@ -12,6 +12,13 @@ _READER_MODULES: tuple[str, ...] = (
     "dcgm",
     "snapshot",
     "tables",
+    "nvlink",
+    "smi_query",
+    "lspci",
+    "kernel_log",
+    "nccl_tests",
+    "steplog",
+    "paste",
 )
 
 _CACHE: dict[str, Reader] = {}
