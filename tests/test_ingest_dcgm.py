@@ -36,6 +36,7 @@ def test_real_a100_scrape_gives_nvlink_tx_bytes_per_gpu() -> None:
     assert gpus.loc[gpus["gpu"] == 2, "uuid"].item() == "GPU-fbd9a227-e473-b993-215f-8f39b3574fd0"
     assert set(gpus["model"]) == {"NVIDIA A100-SXM4-40GB"}
     assert rows["source"].iloc[0].endswith("dcgm_metrics_a100_1.txt:6")
+    assert rows.loc[rows["gpu"] == 1, "gpu_uuid"].item() == "GPU-02348a17-a825-300c-0336-48e33d0dadb2"
 
 
 def test_real_gb200_scrape_reads_blackwell_counters_and_flags_the_cut_off_line() -> None:
@@ -46,8 +47,9 @@ def test_real_gb200_scrape_reads_blackwell_counters_and_flags_the_cut_off_line()
     assert by_gpu.loc[3, "tx_discards"] == 0 and by_gpu.loc[3, "recovery_successful"] == 0
     assert sorted(rows.loc[rows["recovery_successful"].notna(), "gpu"]) == [0, 1, 2, 3]
     assert rows["recovery_failed"].isna().all()  # its samples are cut off
+    assert by_gpu.loc[2, "pci_bus_id"] == "0018:01:00.0"
     gpus = result["gpus"].set_index("gpu")
-    assert gpus.loc[0, "pci_bus_id"] == "00000008:01:00.0" and gpus.loc[0, "model"] == "NVIDIA GB200"
+    assert gpus.loc[0, "pci_bus_id"] == "0008:01:00.0" and gpus.loc[0, "model"] == "NVIDIA GB200"
     [cut] = result.warnings
     assert cut.line == 10 and "LINK_RECOVERY_FAILED_EVENTS" in cut.message and "cut off" in cut.message
 
@@ -162,7 +164,7 @@ def test_xid_counter_increases_and_gauge_changes_are_events() -> None:
     ))
     events = result["events"]
     assert list(zip(events["code"], events["count"].fillna(0), strict=True)) == [(79, 1), (79, 2), (79, 0)]
-    assert set(events["gpu"]) == {5} and set(events["pci_bus_id"]) == {"00000000:9A:00.0"}
+    assert set(events["gpu"]) == {5} and set(events["pci_bus_id"]) == {"0000:9a:00.0"}
     assert any("Xid 74" in w.message for w in result.warnings)  # the gauge's first value is not an event
 
 

@@ -82,7 +82,7 @@ def test_topology_and_gpu_identity_round_trip(tmp_path: Path) -> None:
                                                                                    ("NIC0", "PIX", pd.NA)]
     assert str(rows["nvlinks"].dtype) == "Int16" and len(store.topology()) == 3
     gpus = store.gpus("n1")
-    assert gpus["uuid"].item() == "GPU-00003" and gpus["pci_bus_id"].item() == "00000000:1B:00.0"
+    assert gpus["uuid"].item() == "GPU-00003" and gpus["pci_bus_id"].item() == "0000:1b:00.0"
     assert store.nodes() == ["n1", "n2"]
 
 

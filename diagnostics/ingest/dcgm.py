@@ -38,6 +38,7 @@ from .base import IngestResult, IngestWarning, Source
 from .dcgm_frame import build_events, build_gpus, build_link_samples, empty
 from .dcgm_lines import NAT_MS, Batch, line_batches, split
 from .dcgm_map import DcgmMap, load_map
+from .textlines import normalize_bus_id
 
 MAX_LINE_WARNINGS = 50  # per file; the rest are counted in one closing warning
 BATCH_LINES = 100_000  # lines parsed together; bounds the memory a file of any size needs while it is read
@@ -249,12 +250,14 @@ class DcgmParser:
         if gpu is not None:
             self._note_gpu(node, gpu, labels, f"{file}:{number}")
         if is_xid:
+            bus = mapping.label(labels, "pci_bus_id")
+            bus = normalize_bus_id(bus) or bus if bus else None
             if name in mapping.xid_gauge:
-                return ("xid", "gauge", node, gpu, None, mapping.label(labels, "pci_bus_id"))
+                return ("xid", "gauge", node, gpu, None, bus)
             code = mapping.label(labels, "xid")
             if code is None or not code.isdigit():
                 raise SeriesError(f"{name}: needs an integer xid label (got {code!r})")
-            return ("xid", "counter", node, gpu, int(code), mapping.label(labels, "pci_bus_id"))
+            return ("xid", "counter", node, gpu, int(code), bus)
         assert resolved is not None
         fld = resolved.field
         link = resolved.link if resolved.link is not None else link
@@ -274,6 +277,8 @@ class DcgmParser:
         for key in ("uuid", "pci_bus_id", "model", "driver_version", "pod", "namespace", "container"):
             if info.get(key) is None:
                 info[key] = self.mapping.label(labels, key)
+        if info.get("pci_bus_id"):  # one spelling across readers: dddd:bb:dd.f, lowercase
+            info["pci_bus_id"] = normalize_bus_id(info["pci_bus_id"]) or info["pci_bus_id"]
 
     def result(self) -> IngestResult:
         warnings = list(self.warnings)
