@@ -30,6 +30,7 @@ from sqlite_utils.db import Table
 from .errors import FabricbotError, InputError
 from .ingest.base import IngestResult, IngestWarning, Source
 from .ingest.detect import choose
+from .ingest.summary import nodes as summary_nodes
 from .ingest.summary import summarize
 from .schema import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY
 
@@ -220,10 +221,7 @@ class TelemetryStore:
 
     def _note_nodes(self, result: IngestResult) -> None:
         now = datetime.now(UTC).isoformat()
-        names: set[str] = set()
-        for table in ("link_samples", "events", "topology", "gpus"):
-            names.update(str(n) for n in result[table]["node_id"].dropna().unique())
-        for name in sorted(names):
+        for name in summary_nodes(result):
             first = now
             if self._table("nodes").count_where("node_id = ?", [name]):
                 first = self._table("nodes").get(name)["first_seen"]

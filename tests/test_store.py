@@ -95,3 +95,12 @@ def test_xid_gauge_change_between_ingests_is_an_event(tmp_path: Path) -> None:
     events = store.events("n1")
     assert list(events["code"]) == [74] and events["gpu"].tolist() == [6]
     assert events["timestamp"].item() == pd.Timestamp(DAY1 + 120_000, unit="ms", tz="UTC")
+
+
+def test_nodes_named_only_by_step_samples_are_known(tmp_path: Path) -> None:
+    steps = tmp_path / "steps.csv"
+    steps.write_text("timestamp,job_id,node_ids,step,step_time_ms\n2026-03-01T00:00:00Z,j1,\"n7,n8\",1,250\n")
+    store = TelemetryStore(tmp_path / "s")
+    store.ingest([steps])
+    assert store.nodes() == ["n7", "n8"] and store.jobs() == ["j1"]
+    assert store.step_samples(node_id="n8")["step_time_ms"].tolist() == [250]
