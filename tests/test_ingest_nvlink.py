@@ -148,3 +148,10 @@ def test_two_readings_in_one_paste_stay_two_rows() -> None:
     link0 = links[links["link"] == 0]
     assert link0["replay"].tolist() == [4, 7]  # two readings 21 minutes apart: what a rate needs
     assert link0["timestamp"].diff().iloc[1] == pd.Timedelta(minutes=21)
+
+
+def test_gpu_identity_rows() -> None:
+    gpus = read(REAL / "nvlink_s_a100_1.txt")["gpus"]
+    assert gpus["gpu"].tolist() == [0, 1, 2]
+    assert gpus["uuid"].tolist()[1] == "GPU-0c512562-871f-8257-6187-b5ae1b986d5e"
+    assert set(gpus["model"]) == {"NVIDIA A100-SXM4-80GB"}

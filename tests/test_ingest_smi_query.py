@@ -61,3 +61,10 @@ def test_garbage_in_the_middle() -> None:
     (row,) = result["link_samples"].to_dict("records")
     assert row["replay"] == 0 and row["width"] == 16  # the lines after the garbage are still read
     assert warning_lines(result) == [18]
+
+
+def test_gpu_identity_rows() -> None:
+    gpus = read(SAMPLES / "nvidia_smi_q_fabric_h100.txt")["gpus"]
+    assert gpus[["gpu", "pci_bus_id"]].values.tolist() == [[0, "0000:19:00.0"], [1, "0000:1b:00.0"]]
+    assert set(gpus["driver_version"]) == {"550.54.15"} and set(gpus["model"]) == {"NVIDIA H100 80GB HBM3"}
+    assert gpus["uuid"].tolist()[0] == "GPU-33333333-3333-3333-3333-333333333333"

@@ -64,6 +64,7 @@ class NvlinkReader:
         last_line: dict[tuple[int, int, int | None], int] = {}
         unknown_labels: set[str] = set()
         remotes: dict[tuple[int, int], str] = {}
+        seen_gpus: set[tuple[int, str | None]] = set()
         gpu: int | None = None
         uuid: str | None = None
         for line in classify(source):
@@ -71,6 +72,9 @@ class NvlinkReader:
                 continue
             if header := _GPU.match(line.text):
                 gpu, uuid = int(header["gpu"]), _uuid(header["uuid"])
+                if (gpu, uuid) not in seen_gpus:
+                    seen_gpus.add((gpu, uuid))
+                    out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=header["name"].strip())
                 continue
             if gpu is None:
                 out.unread(line)

@@ -40,6 +40,7 @@ class SmiQueryReader:
         out = Collector(source, "nvidia-smi -q", node_id)
         gpus: list[_Gpu] = []
         attached = False
+        driver: str | None = None
         stack: list[tuple[int, str]] = []
         last: Line | None = None
         for line in classify(source):
@@ -67,13 +68,16 @@ class SmiQueryReader:
             if key == "Attached GPUs":
                 attached = True
                 continue
+            if key == "Driver Version":
+                driver = value or None
+                continue
             if not gpus:
                 if indent == 0:
                     continue  # the log's own header (driver version and the like)
                 gpus.append(_Gpu(line.number, None, None))
             gpus[-1].take([name for _, name in stack], key, value, line, out)
         for gpu in gpus:
-            gpu.emit(out, last)
+            gpu.emit(out, last, driver)
         return out.result()
 
 
@@ -87,12 +91,15 @@ class _Gpu:
         self.fabric: dict[str, str] = {}
         self.fabric_line: int | None = None
         self.uuid: str | None = None
+        self.model: str | None = None
         self.in_pci = False
 
     def take(self, path: list[str], key: str, value: str, line: Line, out: Collector) -> None:
         section = path[-1] if path else ""
         if key == "GPU UUID":
             self.uuid = value or None
+        elif key == "Product Name" and not path:
+            self.model = value or None
         elif "Fabric" in path and key in _FABRIC_KEYS:
             if value and value != "N/A":
                 self.fabric[key if section == "Fabric" else f"{section} {key}"] = value
@@ -131,8 +138,11 @@ class _Gpu:
         if value is not None:
             self.row[column] = int(value)
 
-    def emit(self, out: Collector, last: Line | None) -> None:
+    def emit(self, out: Collector, last: Line | None, driver: str | None) -> None:
         number = self.row.pop("source_line", self.number)
+        if self.uuid or self.model or self.index is not None:
+            out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, pci_bus_id=self.row["pci_bus_id"],
+                    model=self.model, driver_version=driver)
         if self.in_pci:
             if "replay" not in self.row and last is not None:
                 out.warn(last.number, "the PCI section ends before `Replays Since Reset`; the output looks cut off")
