@@ -5,6 +5,7 @@ from .candidates import Candidate, candidates_for
 from .catalog import Part, part_for
 from .claude import ClaudeDrafter, ModelCall, drafter_from_env
 from .drafter import Drafter
+from .hypotheses import Inspection, rules_inspection
 from .rules import RulesDrafter
 from .ticket import Cost, Evidence, Hypothesis, Identity, RepairTicket, Step
 
@@ -16,6 +17,7 @@ __all__ = [
     "Evidence",
     "Hypothesis",
     "Identity",
+    "Inspection",
     "ModelCall",
     "NoFaultError",
     "Part",
@@ -25,4 +27,5 @@ __all__ = [
     "candidates_for",
     "drafter_from_env",
     "part_for",
+    "rules_inspection",
 ]

@@ -18,7 +18,7 @@ from .candidates import Candidate
 from .catalog import parts
 
 _GPU = re.compile(r"\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
-_LINK = re.compile(r"\bNVLink\s*#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
+_LINK = re.compile(r"\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
 _SWITCH = re.compile(r"\bNVSwitch\s*#?\s*(\d+)", re.IGNORECASE)
 _PORT = re.compile(r"\bport\s*#?\s*(\d+)", re.IGNORECASE)
 _LEVELS = "|".join(p.value for p in Priority)
@@ -106,6 +106,24 @@ def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: 
     return problems
 
 
+def node_text_problems(text: str, diagnosis: Diagnosis, candidates: Sequence[Candidate],
+                       priority: Priority) -> list[str]:
+    """Reasoning may discuss any component of the node, but only those that exist, and not a different priority."""
+    return contradictions(text, _union(candidates, diagnosis), "this node", priority, ALL_PARTS)
+
+
+def hypothesis_problems(hypotheses: Sequence[ModelHypothesis], diagnosis: Diagnosis,
+                        candidates: Sequence[Candidate], priority: Priority) -> list[str]:
+    ids = {c.id for c in candidates}
+    problems = []
+    for i, h in enumerate(hypotheses):
+        if h.candidate_id is not None and h.candidate_id not in ids:
+            problems.append(f"hypothesis {i + 1} names candidate {h.candidate_id!r}, which does not exist")
+        for text in h.evidence:
+            problems += [f"hypothesis {i + 1} {p}" for p in node_text_problems(text, diagnosis, candidates, priority)]
+    return problems
+
+
 def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candidate], priority_of: dict[str, Priority],
           part_of: dict[str, str | None], step_count: dict[str, int]) -> list[str]:
     """Every reason to send the answer back; empty when it is consistent with the facts."""
@@ -118,17 +136,13 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
     for alt in out.alternatives:
         if alt.candidate_id not in by_id:
             problems.append(f"alternative {alt.candidate_id!r} does not exist; candidates are: {known}")
-    for h in out.hypotheses:
-        if h.candidate_id is not None and h.candidate_id not in by_id:
-            problems.append(f"hypothesis names candidate {h.candidate_id!r}, which does not exist")
     prio, part = priority_of[chosen.id], part_of[chosen.id]
+    problems += hypothesis_problems(out.hypotheses, diagnosis, candidates, prio)
     own = _facts(chosen)
     for label, text in [("summary", out.summary), *((f"repair step {i + 1}", s)
                                                     for i, s in enumerate(out.repair_steps))]:
         problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part)]
-    # The reasoning may discuss any component of the node, but only those that exist.
-    problems += [f"why {p}" for p in contradictions(out.why, _union(candidates, diagnosis), "this node", prio,
-                                                    ALL_PARTS)]
+    problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
     if out.repair_steps and len(out.repair_steps) != step_count[chosen.id]:
         problems.append(f"repair_steps has {len(out.repair_steps)} steps; give exactly {step_count[chosen.id]} "
                         "(one per catalog step, same order) or none")
