@@ -32,7 +32,7 @@ def _expected(graph: Any, gpu: int, seen: int) -> int:
     if graph is not None:
         try:
             return len(graph.expected_links(gpu, LinkType.NVLINK.value))
-        except Exception:  # noqa: BLE001 - a graph without the GPU falls back to what was seen
+        except Exception:
             return seen
     return seen
 
@@ -43,7 +43,7 @@ def _port(graph: Any, f: Finding) -> dict[str, Any]:
         return {}
     try:
         port = graph.port_of(f.gpu, f.link, f.link_type.value)
-    except Exception:  # noqa: BLE001 - unknown link: keep what the telemetry said
+    except Exception:
         return {}
     return {"component": port.component, "switch": port.switch, "switch_port": port.switch_port,
             "port_source": PortSource(port.source), "peer": port.peer}
@@ -111,7 +111,7 @@ def _pcie(f: Finding) -> Localization:
     evidence = [c.message for c in f.crossed] + [e for e in f.evidence if "lanes" in e]
     return Localization(kind=ComponentKind.PCIE, component=f"GPU {f.gpu} PCIe", gpu=f.gpu, lanes=f.lanes,
                         links=[f.component], confidence=0.8,
-                        evidence=evidence + ["one GPU's PCIe link: its riser, cable or retimer, then the slot"])
+                        evidence=[*evidence, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
 
 
 def _links(findings: list[Finding], graph: Any) -> list[Localization]:

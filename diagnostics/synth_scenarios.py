@@ -99,7 +99,7 @@ class NodeSim:
 
     # -- output ----------------------------------------------------------------------------------------------
     def link_frame(self) -> pd.DataFrame:
-        n, t = len(self.links), len(self.times)
+        n = len(self.links)
         hours = np.diff((self.times - self.times[0]).total_seconds().to_numpy(), prepend=0.0) / 3600
         cols: dict[str, Any] = {}
         is_pcie = np.array([s.link_type == "pcie" for s in self.links])

@@ -64,7 +64,7 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
     for rule in thresholds.rules:
         if rule.persist is None:
             continue
-        k, windows = rule.persist
+        windows = rule.persist[1]
         over = np.zeros(len(m), dtype=np.int64)
         for i in range(windows):
             at = end - window * i
