@@ -33,6 +33,9 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     if not found:
         raise NoFaultError("no unhealthy link: nothing to repair", source=diagnosis.node_id)
     if component is None:
+        if not diagnosis.fault_detected:
+            raise NoFaultError("no fault detected (warnings only): name a link to draft a ticket for it anyway",
+                               source=diagnosis.node_id)
         chosen = next((c for c in found if c.isolated), found[0])
         return chosen, found
     wanted = component.strip().lower()
