@@ -239,3 +239,18 @@ def test_inspection_naming_what_does_not_exist_falls_back_to_rules() -> None:
     result = _drafter(scripted(lambda m, i: out), calls, retries=1).inspect(seed_diagnosis())
     assert result.drafted_by == "rules" and result.notes and result.hypotheses[0].agrees_with_analysis
     assert calls[-1].outcome == "fallback" and "retry" in [c.outcome for c in calls]
+
+
+def test_a_slow_model_times_out_and_falls_back() -> None:
+    import asyncio
+
+    calls: list[ModelCall] = []
+
+    async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        await asyncio.sleep(5)
+        raise AssertionError("not reached")
+
+    drafter = ClaudeDrafter(model=FunctionModel(slow, model_name="slow"), on_model_call=calls.append, timeout_s=0.2)
+    ticket = drafter.draft(seed_diagnosis())
+    assert ticket.drafted_by == "rules" and "Timeout" in ticket.fallback_notes[0]
+    assert calls[-1].outcome == "fallback" and calls[0].latency_ms < 3000

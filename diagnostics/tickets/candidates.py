@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..model import Diagnosis, Finding, Localization
 from ..schema import ComponentKind, LinkType, PortSource, Severity
 from ..topology import NodeGraph
-from .facts import port_for
+from .facts import port_for, resolve_graph
 
 
 class Candidate(BaseModel):
@@ -82,6 +82,7 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     if not bad:
         return []
     n = len(bad)
+    graph = resolve_graph(diagnosis, graph)
     links = [_link_candidate(f, diagnosis, graph, n) for f in bad]
     out: dict[str, Candidate] = {c.id: c for c in links}
 
