@@ -186,6 +186,13 @@ def test_wording_that_names_only_the_facts_is_accepted() -> None:
     assert ticket.drafted_by == "scripted-claude" and ticket.summary == answer["summary"]
 
 
+def test_reasoning_may_cite_healthy_links_of_the_node_but_not_invented_ones() -> None:
+    cites = good_answer() | {"why": "GPU 2 NVLink 1 replays 8,900/h; GPU 0 NVLink 0 toward GPU 1 reads clean."}
+    assert _drafter(scripted(lambda m, i: cites)).draft(seed_diagnosis()).drafted_by == "scripted-claude"
+    invents = good_answer() | {"why": "GPU 2 NVLink 1 replays; GPU 6 NVLink 11 is also suspect."}
+    assert _drafter(scripted(lambda m, i: invents), retries=0).draft(seed_diagnosis()).drafted_by == "rules"
+
+
 def test_reworded_steps_keep_the_catalog_commands() -> None:
     rules = RulesDrafter().draft(seed_diagnosis())
     wording = [f"Step {i + 1} for GPU 2 NVLink 1" for i in range(len(rules.repair_steps))]
