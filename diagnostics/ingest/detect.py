@@ -9,6 +9,9 @@ from .base import IngestResult, Reader, Source
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
 _READER_MODULES: tuple[str, ...] = (
+    "dcgm",
+    "snapshot",
+    "tables",
     "topo_matrix",
     "nccl_xml",
 )
