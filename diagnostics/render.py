@@ -9,6 +9,7 @@ clickable view.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from typing import Any
 
@@ -18,19 +19,19 @@ from PIL import Image  # matplotlib's own dependency
 
 matplotlib.use("Agg")
 
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.collections import LineCollection, PatchCollection  # noqa: E402
-from matplotlib.colors import to_rgba  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.transforms import ScaledTranslation  # noqa: E402
-from matplotlib.patches import FancyBboxPatch  # noqa: E402
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection, PatchCollection
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch
+from matplotlib.transforms import ScaledTranslation
 
-from .errors import InputError  # noqa: E402
-from .model import Diagnosis  # noqa: E402
-from .schema import Severity  # noqa: E402
-from .topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph  # noqa: E402
-from .topology.scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene, human  # noqa: E402
+from .errors import InputError
+from .model import Diagnosis
+from .schema import Severity
+from .topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph
+from .topology.scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene, human
 
 SIZE_PX = (1200, 900)
 PNG_COMPRESSION = 1  # zlib level: higher levels cost more time than they save bytes here
@@ -45,9 +46,9 @@ SUSPECT = "#6f42c1"
 _NODE_STYLE: dict[str, tuple[float, float, str, str, float]] = {  # width, height, face, edge, font size
     GPU: (1.05, 0.5, "#e7f5ff", "#1864ab", 11.0),
     NVSWITCH: (1.3, 0.48, "#f1f3f5", "#495057", 9.5),
-    PCIE_SWITCH: (1.0, 0.36, "#f8f9fa", "#868e96", 7.5),
+    PCIE_SWITCH: (0.82, 0.36, "#f8f9fa", "#868e96", 6.8),
     CPU: (1.3, 0.42, "#fff9db", "#8d7a00", 9.0),
-    NIC: (0.78, 0.3, "#ebfbee", "#2b8a3e", 7.0),
+    NIC: (0.44, 0.3, "#ebfbee", "#2b8a3e", 6.5),
 }
 
 
@@ -66,12 +67,16 @@ def _gid(name: str) -> str:
 def _draw_nodes(ax: Axes, scene: Scene, graph: NodeGraph, ids: bool) -> None:
     """Boxes and labels; one collection per kind unless each node needs its own SVG id."""
     many = sum(1 for k in scene.kinds.values() if k == GPU) > 10
+    switches = sorted(x for n, (x, _) in scene.pos.items() if scene.kinds.get(n) == NVSWITCH)
+    switch_room = min((b - a for a, b in itertools.pairwise(switches)), default=2.0) * 0.9
     boxes: dict[str, list[FancyBboxPatch]] = {}
     for name, (x, y) in scene.pos.items():
         kind = scene.kinds.get(name, CPU)
         w, h, face, edge, size = _NODE_STYLE.get(kind, _NODE_STYLE[CPU])
         if kind == GPU and many:
             w, h, size = w * 0.75, h * 0.85, size * 0.8
+        if kind == NVSWITCH and w > switch_room:
+            w, size = switch_room, size * switch_room / w
         box = FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.08",
                              facecolor=face, edgecolor=edge, linewidth=1.2, zorder=5, gid=_gid(name))
         if name == scene.suspect_node:
@@ -94,7 +99,7 @@ def _draw_nodes(ax: Axes, scene: Scene, graph: NodeGraph, ids: bool) -> None:
 
 
 def _width(bundle: Bundle) -> float:
-    return 0.6 + 0.18 * min(bundle.count, 9)
+    return 0.6 + 0.35 * min(bundle.count, 4)
 
 
 def _draw_bundles(ax: Axes, scene: Scene, ids: bool) -> None:
@@ -126,15 +131,13 @@ def _draw_highlights(ax: Axes, scene: Scene) -> None:
         (x1, y1), (x2, y2) = scene.pos[u], scene.pos[v]
         ax.plot([x1, x2], [y1, y2], color=SUSPECT, alpha=0.28, linewidth=16,
                 solid_capstyle="round", zorder=2, gid="suspect")
-    for i, h in enumerate(scene.highlights):
+    for h in scene.highlights:
         colour = SEVERITY_COLOURS.get(h.severity, SEVERITY_COLOURS[Severity.WARNING])
         x1, y1, x2, y2 = _offset(h, scene)
         ax.plot([x1, x2], [y1, y2], color=colour, linewidth=4.2, zorder=3,
                 linestyle=(0, (3, 1.5)) if h.severity is Severity.DOWN else "-", solid_capstyle="round",
                 gid=h.gid)
-        t = 0.3 + 0.08 * (i % 3)  # near the GPU end, clear of the midpoint and of the middle switches
-        lx, ly = x1 + (x2 - x1) * t, y1 + (y2 - y1) * t
-        ax.text(lx, ly, h.label, fontsize=9, ha="center", va="center", zorder=7,
+        ax.text(*h.label_at, h.label, fontsize=9, ha="center", va="center", zorder=7,
                 color="#212529", bbox={"boxstyle": "round,pad=0.25", "facecolor": "white",
                                        "edgecolor": colour, "linewidth": 1.5}, gid=f"{h.gid}-label")
 
