@@ -13,6 +13,7 @@ from diagnostics import FabricbotError
 COMMANDS: tuple[str, ...] = (
     "analyze",
     "ingest",
+    "render",
     "ticket",
 )
 
