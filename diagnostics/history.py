@@ -27,7 +27,10 @@ _REPAIR_CLASS = {ComponentKind.NVLINK: "nvlink", ComponentKind.NVSWITCH: "nvswit
 def _node_rows(frame: pd.DataFrame | None, node_id: str) -> pd.DataFrame:
     if frame is None or frame.empty or "node_id" not in frame.columns:
         return pd.DataFrame()
-    return frame[frame["node_id"] == node_id]
+    mine = (frame["node_id"] == node_id).to_numpy(bool, na_value=False)
+    if "gpu_total" in frame.columns:  # a GPU-wide sum of links is not a link
+        mine = mine & ~frame["gpu_total"].to_numpy(bool, na_value=False)
+    return frame if mine.all() else frame[mine]
 
 
 def _expected_links(graph: Any, platform: str | None, gpus: list[int]) -> dict[int, int]:
@@ -45,13 +48,13 @@ def _expected_links(graph: Any, platform: str | None, gpus: list[int]) -> dict[i
     return {}
 
 
-def _missing(links: pd.DataFrame, expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
-    """A missing series is never healthy: links the platform has but the telemetry lacks."""
+def _missing(metrics: pd.DataFrame, expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
+    """A missing series is never healthy: links the platform has but the telemetry lacks (one row per link)."""
     out: list[Finding] = []
-    nv = links[links["link_type"].astype("string") == LinkType.NVLINK.value] if not links.empty else links
     seen: dict[int, set[int]] = {}
-    if not nv.empty:
-        for gpu, link in nv[["gpu", "link"]].dropna().drop_duplicates().itertuples(index=False):
+    if not metrics.empty:
+        nv = metrics[metrics["link_type"] == LinkType.NVLINK.value]
+        for gpu, link in nv[["gpu", "link"]].dropna().itertuples(index=False):
             seen.setdefault(int(gpu), set()).add(int(link))
     if expected and not seen and any(expected.values()):
         warnings.append("NVLink counters not collected on this node (enable them in dcgm-exporter's counters "
@@ -181,7 +184,7 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
     start_ns = end_ns - int(window.total_seconds() * 1e9)
     findings += _event_findings(events, start_ns, end_ns, thresholds)
     gpus = sorted({f.gpu for f in findings if f.gpu is not None}) or list(range(8))
-    findings += _missing(links, _expected_links(graph, platform, gpus), warnings) if not links.empty else []
+    findings += _missing(metrics, _expected_links(graph, platform, gpus), warnings) if not links.empty else []
     software = _software(links, metrics, events)
     if software is not None:
         findings.insert(0, software)
