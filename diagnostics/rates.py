@@ -186,7 +186,7 @@ def windowed_increase(samples: pd.DataFrame, *, window: timedelta = timedelta(ho
     baseline = counted & ~_prev_in(inwin, p.starts)
     n_used = n_in + np.bincount(seg, weights=baseline, minlength=nseg).astype(np.int64)
     covered_h = np.where(n_used >= 2, last - first, 0) / NS_PER_HOUR
-    out: dict[str, Any] = {k: v.to_numpy() for k, v in p.heads().items()}
+    out: dict[str, Any] = {str(k): v.to_numpy() for k, v in p.heads().items()}
     out["samples"] = n_in
     out["first"] = pd.to_datetime(np.where(n_in > 0, first, small), utc=True)
     out["last"] = pd.to_datetime(np.where(n_in > 0, last, small), utc=True)
