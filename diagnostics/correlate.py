@@ -51,9 +51,9 @@ class JobExplanation(BaseModel):
     verdict: str
     warnings: list[str] = Field(default_factory=list)
 
-    def for_link(self, node_id: str, component: str) -> LinkScore | None:
+    def for_link(self, node_id: str, gpu: int | None, link: int | None, link_type: str) -> LinkScore | None:
         for score in self.links:
-            if score.node_id == node_id and score.component == component:
+            if (score.node_id, score.gpu, score.link, score.link_type) == (node_id, gpu, link, link_type):
                 return score
         return None
 

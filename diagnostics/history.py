@@ -16,9 +16,10 @@ from .platforms import platform_data
 from .rates import ns, prepare, utc_ns
 from .repairs import repair_action
 from .rules import priority, summarize, worst
-from .schema import ComponentKind, EventKind, LinkState, LinkType, Severity
+from .schema import ComponentKind, EventKind, LinkState, LinkType, PortSource, Severity
 from .table_rules import finding_of, link_metrics
 from .thresholds import Thresholds, load_thresholds
+from .topology import platform_graph
 
 _REPAIR_CLASS = {ComponentKind.NVLINK: "nvlink", ComponentKind.NVSWITCH: "nvswitch", ComponentKind.GPU: "gpu",
                  ComponentKind.PCIE: "pcie", ComponentKind.FABRIC_SOFTWARE: "fabric-software"}
@@ -38,7 +39,7 @@ def _expected_links(graph: Any, platform: str | None, gpus: list[int]) -> dict[i
         out = {}
         for gpu in gpus:
             try:
-                out[gpu] = len(graph.expected_links(gpu, LinkType.NVLINK.value))
+                out[gpu] = int(graph.expected_links(gpu, LinkType.NVLINK.value))
             except Exception:
                 continue
         return out
@@ -160,6 +161,8 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
     """Rates, rules, missing links, events, correlation with the node's job and localization, for one node."""
     thresholds = thresholds or load_thresholds()
     warnings: list[str] = []
+    if graph is None and platform:
+        graph = platform_graph(platform)
     links = _node_rows(tables.get("link_samples"), node_id)
     events = _node_rows(tables.get("events"), node_id)
     findings: list[Finding] = []
@@ -176,7 +179,7 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
         stale = _stale(metrics, p.t, end_ns, thresholds)
         seen = metrics[(metrics["samples"] > 0) | stale]
         rows: list[dict[str, Any]] = seen.to_dict("records")  # type: ignore[assignment]
-        findings = [finding_of(row, thresholds, stale=bool(s)) for row, s in
+        findings = [_placed(finding_of(row, thresholds, stale=bool(s)), graph) for row, s in
                     zip(rows, stale[seen.index], strict=True)]
         if (metrics["samples"] < 2).all():
             warnings.append("one reading per link: totals since reset only; a rate needs a second reading")
@@ -213,6 +216,18 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
     )
 
 
+def _placed(f: Finding, graph: Any) -> Finding:
+    """The finding with its switch, port and name from the topology graph, where the graph knows the link."""
+    if graph is None or f.gpu is None or f.link_type is LinkType.NVSWITCH:
+        return f
+    port = graph.port_of(f.gpu, f.link, f.link_type.value)
+    if port.source is PortSource.UNKNOWN and port.switch_port is None:
+        return f
+    update = {"component": port.component, "switch": port.switch or f.switch, "switch_port": port.switch_port,
+              "port_source": port.source}
+    return f.model_copy(update=update)
+
+
 def _events_end(events: pd.DataFrame) -> int:
     if events.empty:
         return int(pd.Timestamp.now(tz="UTC").value)
@@ -230,7 +245,7 @@ def _job(tables: Mapping[str, pd.DataFrame], node_id: str, job_id: str | None, t
 
 
 def _with_score(f: Finding, job: JobExplanation, node_id: str) -> Finding:
-    score = job.for_link(node_id, f.component)
+    score = job.for_link(node_id, f.gpu, f.link, f.link_type.value)
     if score is None:
         if f.severity is Severity.OK:
             return f
