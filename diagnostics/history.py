@@ -157,8 +157,12 @@ def _action(loc: Localization | None, top: Finding | None, node_id: str, platfor
 
 def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: timedelta = timedelta(hours=1),
                    end: datetime | None = None, thresholds: Thresholds | None = None, graph: Any = None,
-                   platform: str | None = None, job_id: str | None = None) -> Diagnosis:
-    """Rates, rules, missing links, events, correlation with the node's job and localization, for one node."""
+                   platform: str | None = None, job_id: str | None = None,
+                   job: JobExplanation | None = None) -> Diagnosis:
+    """Rates, rules, missing links, events, correlation with the node's job and localization, for one node.
+
+    `job` passes a job explanation already computed (a fleet sweep explains each job once for all its nodes).
+    """
     thresholds = thresholds or load_thresholds()
     warnings: list[str] = []
     if graph is None and platform:
@@ -192,7 +196,9 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
     if software is not None:
         findings.insert(0, software)
     locs = localize_all(findings, graph)
-    job = _job(tables, node_id, job_id, thresholds, warnings)
+    job = job or _job(tables, node_id, job_id, thresholds, warnings)
+    if job is not None and (not job.nodes or job.degradation_pct is None):
+        job = None
     if job is not None:
         findings = [_with_score(f, job, node_id) for f in findings]
     top = worst(findings)
