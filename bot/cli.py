@@ -14,6 +14,8 @@ COMMANDS: tuple[str, ...] = (
     "analyze",
     "ingest",
     "render",
+    "synth",
+    "eval",
     "ticket",
 )
 

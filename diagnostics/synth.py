@@ -45,10 +45,13 @@ def _assign(rng: np.random.Generator, nodes: int) -> tuple[dict[str, str], dict[
     known = all_platforms()
     pool = [s for s in SCENARIOS if s not in ("healthy", "replay_storm")]
     order: list[str] = []
-    while len(order) < nodes:
+    while len(order) < nodes + 2:
         order.extend(["healthy", "replay_storm", *rng.permutation(pool)])
+    for name, (scenario, _) in SEED_NODES.items():  # the seed nodes take their scenarios' first slots
+        if name in names:
+            order.remove(scenario)
     scenarios, platforms = {}, {}
-    free = iter(order[i] for i in range(len(order)))
+    free = iter(order)
     for name in names:
         if name in SEED_NODES:
             scenarios[name], platforms[name] = SEED_NODES[name]
@@ -159,16 +162,16 @@ def generate(*, out: Path, seed: int = 0, nodes: int = 16, hours: float = 8.0, i
 
 
 def _scrapes(links: pd.DataFrame, folder: Path, names: list[str]) -> None:
-    """The newest sample of each chosen node as a dcgm-exporter scrape, when the exposition writer exists."""
-    try:
-        from .ingest.dcgm import format_exposition  # type: ignore[attr-defined, import-not-found, unused-ignore]
-    except ImportError:
+    """The last 15 minutes of each chosen node as dcgm-exporter scrapes (with sample times), one file per node."""
+    from .ingest.dcgm_write import format_exposition
+
+    if not names:
         return
     folder.mkdir(exist_ok=True)
     for name in names:
-        rows = links[links["node_id"].astype("string") == name]
-        last = rows[rows["timestamp"] == rows["timestamp"].max()]
-        (folder / f"{name}.prom").write_text(format_exposition(last), encoding="utf-8")
+        rows = links[links["node_id"] == name]
+        recent = rows[rows["timestamp"] >= rows["timestamp"].max() - pd.Timedelta(minutes=15)]
+        (folder / f"{name}.prom").write_text("\n".join(format_exposition(recent)) + "\n", encoding="utf-8")
 
 
 def load(folder: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
