@@ -83,6 +83,10 @@ def test_rule_tickets_name_the_true_component(fleet: list[tuple[str, dict[str, A
         assert tickets, f"{node['scenario']} ({node_id}): no ticket"
         for t in tickets:
             assert _key(t) in truth, f"{node['scenario']}: ticket names {_key(t)}, truth {truth}"
+            # the analysis's own name for the component reaches the same ticket
+            if d.localization is not None and t.candidate_id == tickets[0].candidate_id:
+                again = RulesDrafter().draft(d, component=d.localization.component)
+                assert again.candidate_id == t.candidate_id
             assert t.human_review_required
             if t.component_kind.value == "fabric-software":
                 assert t.replacement_part is None
