@@ -107,3 +107,14 @@ def test_node_from_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert data["replacement_part"] is not None
     code, _, err = run(capsys, "ticket", "node-missing", "--store", str(store))
     assert code == 2 and faulty in err
+
+
+def test_inspect_ranks_hypotheses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(SEED_INPUT))
+    code, out, _ = run(capsys, "ticket", str(path), "--inspect", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["analysis_component"] == "GPU 2 -> GPU 3 NVLink 1" and data["agrees"] is True
+    assert data["hypotheses"][0]["kind"] == "nvlink" and data["hypotheses"][0]["agrees_with_analysis"]
+    code, out, _ = run(capsys, "ticket", str(path), "--inspect")
+    assert out.startswith("# Topology inspection: hpc-gpu-node-12") and "1. GPU 2 -> GPU 3 NVLink 1" in out

@@ -18,7 +18,16 @@ from diagnostics.errors import InputError
 from diagnostics.history import analyze_tables
 from diagnostics.ingest.snapshot import read_cases
 from diagnostics.store import DB_NAME, open_store
-from diagnostics.tickets import Drafter, ModelCall, NoFaultError, RulesDrafter, drafter_from_env
+from diagnostics.tickets import (
+    ClaudeDrafter,
+    Drafter,
+    ModelCall,
+    NoFaultError,
+    RulesDrafter,
+    drafter_from_env,
+    rules_inspection,
+)
+from diagnostics.tickets.hypotheses import inspection_markdown
 from diagnostics.topology import Inventory, NodeGraph, graph_from_topology, load_inventory
 
 ENV_STORE = "FABRICBOT_STORE"
@@ -90,13 +99,20 @@ def cmd_ticket(args: argparse.Namespace) -> int:
     tickets: list[dict[str, Any]] = []
     for label, diagnosis, graph in _diagnoses(args.target, args):
         try:
-            ticket = drafter.draft(diagnosis, component=args.link, graph=graph, inventory=inventory)
+            if args.inspect:
+                inspection = (drafter.inspect(diagnosis, graph=graph) if isinstance(drafter, ClaudeDrafter)
+                              else rules_inspection(diagnosis, graph))
+                tickets.append(inspection.model_dump(mode="json"))
+                text = inspection_markdown(inspection)
+            else:
+                ticket = drafter.draft(diagnosis, component=args.link, graph=graph, inventory=inventory)
+                tickets.append(ticket.model_dump(mode="json"))
+                text = ticket.to_markdown()
         except NoFaultError as exc:
             print(f"{label}: {exc.reason}", file=sys.stderr)
             continue
-        tickets.append(ticket.model_dump(mode="json"))
         if not args.json:
-            print(ticket.to_markdown())
+            print(text)
     if args.json:
         json.dump(tickets[0] if len(tickets) == 1 else tickets, sys.stdout, indent=2)
         print()
@@ -112,5 +128,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                                   f"recorded (default ${ENV_STORE})")
     p.add_argument("--platform", help="the node's platform (e.g. hgx-h100-8gpu) when the input does not say")
     p.add_argument("--inventory", metavar="FILE", help="inventory file (slots, serials, UUIDs, versions)")
+    p.add_argument("--inspect", action="store_true",
+                   help="rank the hypotheses (link, NVSwitch, GPU, PCIe, software) instead of drafting")
     p.add_argument("--rules", action="store_true", help="use the deterministic drafter even when a key is set")
     p.set_defaults(func=cmd_ticket)
