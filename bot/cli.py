@@ -13,6 +13,10 @@ from diagnostics import FabricbotError
 COMMANDS: tuple[str, ...] = (
     "analyze",
     "ingest",
+    "render",
+    "synth",
+    "eval",
+    "ticket",
 )
 
 
