@@ -1,0 +1,19 @@
+"""Prometheus as a telemetry source: read one node's DCGM series, and sweep the fleet with generated PromQL."""
+
+from .client import PrometheusClient, PrometheusError
+from .config import PrometheusConfig, load_config
+from .result import Offender, SweepResult
+from .source import read_node
+from .sweep import fleet_queries, sweep
+
+__all__ = [
+    "Offender",
+    "PrometheusClient",
+    "PrometheusConfig",
+    "PrometheusError",
+    "SweepResult",
+    "fleet_queries",
+    "load_config",
+    "read_node",
+    "sweep",
+]

@@ -1,0 +1,125 @@
+"""The fleet sweep pushed down into PromQL: the server finds the offending links, we read back only their nodes.
+
+Any query that fails or answers with warnings marks the result incomplete, with the reason; an empty offender list
+is only "healthy" when every query answered in full.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..ingest.dcgm_map import DcgmMap, load_map
+from ..schema import LinkType, Severity
+from ..thresholds import Thresholds
+from .client import PrometheusClient, PrometheusError
+from .local import failing_links
+from .promql import BELOW_EXPECTED_RULE, QueryBuilder, SweepQuery, missing_queries, rule_queries, unpushed_rules
+from .result import Offender, SweepResult
+from .source import read_node
+
+
+def fleet_queries(client: PrometheusClient, thresholds: Thresholds, window_hours: float,
+                  dmap: DcgmMap | None = None) -> list[SweepQuery]:
+    """Every query a sweep evaluates, generated from the thresholds and the dcgm table."""
+    builder = QueryBuilder(client.config, dmap or load_map())
+    return [*rule_queries(thresholds, builder, window_hours), *missing_queries(builder, window_hours)]
+
+
+def _int(value: Any) -> int | None:
+    return None if value in (None, "") else int(value)
+
+
+def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) -> Offender:
+    labels, value = row["metric"], float(row["value"][1])
+    names = client.config.labels
+    node = labels.get(names.node) or "unknown"
+    common: dict[str, Any] = {"node_id": node, "link_type": query.link_type, "gpu": _int(labels.get(names.gpu)),
+                              "nvswitch": labels.get(names.nvswitch) or None, "rule": query.rule,
+                              "severity": query.severity}
+    if query.rule == BELOW_EXPECTED_RULE:
+        model = labels.get(names.model, "")
+        want = next((n for m, n in (query.expected or {}).items() if m in model), None)
+        return Offender(**common, rate_per_hour=value, above=want,
+                        detail=f"{value:g} links reporting" + (f" of {want}" if want else ""))
+    link = _int(labels.get(names.link))
+    if query.link_type is LinkType.PCIE:
+        link = None
+    if query.persist:
+        return Offender(**common, link=link, above=query.above, detail=f"above in {value:g} windows")
+    return Offender(**common, link=link, rate_per_hour=None if query.above is None else value, above=query.above,
+                    detail="series stopped inside the window" if query.above is None else "")
+
+
+def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetime, window_hours: float,
+                   result: SweepResult, dmap: DcgmMap | None = None) -> None:
+    """Evaluate every generated query at `at`; failures become reasons the view is incomplete."""
+    queries = fleet_queries(client, thresholds, window_hours, dmap)
+    result.queries = len(queries)
+    result.not_pushed_down = unpushed_rules(thresholds, QueryBuilder(client.config, dmap or load_map()))
+    for query in queries:
+        before = len(client.stats.warnings)
+        try:
+            rows = client.query(query.promql, at)
+        except PrometheusError as exc:
+            result.complete = False
+            result.incomplete_reasons.append(f"rule {query.rule} ({query.link_type.value}) not evaluated: {exc}")
+            continue
+        for warning in client.stats.warnings[before:]:
+            result.complete = False
+            result.incomplete_reasons.append(f"rule {query.rule} ({query.link_type.value}): partial data: "
+                                             f"{warning}")
+        result.offenders.extend(_offender(client, query, row) for row in rows)
+    result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",
+                                         o.link or -1, o.rule))
+
+
+def sweep(client: PrometheusClient, thresholds: Thresholds, *, at: datetime | None = None,
+          window_hours: float = 1.0, analyze: bool = True, step_s: float = 60.0,
+          dmap: DcgmMap | None = None) -> SweepResult:
+    """Find the offending links fleet-wide on the server, then analyze only the offending nodes locally."""
+    at = at or datetime.now(UTC)
+    if not math.isfinite(window_hours) or window_hours <= 0:
+        raise PrometheusError(f"window must be a positive number of hours (got {window_hours!r})")
+    if window_hours > client.config.limits.max_window_hours:
+        raise PrometheusError(f"window of {window_hours:g} h is over the "
+                              f"{client.config.limits.max_window_hours:g} h limit (limits.max_window_hours)")
+    dmap = dmap or load_map()
+    result = SweepResult(at=at, window_hours=window_hours)
+    started = time.perf_counter()
+    find_offenders(client, thresholds, at, window_hours, result, dmap)
+    result.timings.sweep_s = time.perf_counter() - started
+    if analyze:
+        analyze_offenders(client, thresholds, result, step_s, dmap)
+    stats = client.stats
+    result.requests, result.retries, result.bytes_received = stats.requests, stats.retries, stats.bytes_received
+    return result
+
+
+def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: SweepResult, step_s: float,
+                      dmap: DcgmMap) -> None:
+    """Read each offending node's series over the window and run the local analysis on it alone."""
+    limit = client.config.limits.max_nodes_analyzed
+    nodes = result.nodes
+    if len(nodes) > limit:
+        result.warnings.append(f"{len(nodes)} offending nodes; analyzed the first {limit} "
+                               "(limits.max_nodes_analyzed); the offender list itself is complete")
+    start = result.at - timedelta(hours=result.window_hours)
+    for node in nodes[:limit]:
+        t0 = time.perf_counter()
+        try:
+            tables = read_node(client, node, start, result.at, step_s, dmap)
+        except PrometheusError as exc:
+            result.complete = False
+            result.incomplete_reasons.append(f"node {node} not read back: {exc}")
+            continue
+        finally:
+            result.timings.fetch_s += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        found = failing_links(tables["link_samples"], thresholds, result.at, result.window_hours,
+                              tables.tables.get("gpus"), client.config.exclude_models)
+        result.confirmed[node] = [o for o in found if o.severity is not Severity.OK]
+        result.warnings.extend(str(w) for w in tables.warnings)
+        result.timings.analyze_s += time.perf_counter() - t1
