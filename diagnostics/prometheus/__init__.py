@@ -4,7 +4,7 @@ from .client import PrometheusClient, PrometheusError
 from .config import PrometheusConfig, load_config
 from .result import Offender, SweepResult
 from .source import read_node
-from .sweep import fleet_queries, sweep
+from .sweep import fleet_queries, sweep, sweep_url
 
 __all__ = [
     "Offender",
@@ -16,4 +16,5 @@ __all__ = [
     "load_config",
     "read_node",
     "sweep",
+    "sweep_url",
 ]

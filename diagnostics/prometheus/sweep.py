@@ -123,3 +123,12 @@ def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: 
         result.confirmed[node] = [o for o in found if o.severity is not Severity.OK]
         result.warnings.extend(str(w) for w in tables.warnings)
         result.timings.analyze_s += time.perf_counter() - t1
+
+
+def sweep_url(thresholds: Thresholds, url: str | None = None, *, config_path: str | None = None,
+              **options: Any) -> SweepResult:
+    """A sweep for callers holding no client (the Slack bot's `/fabric fleet`): URL and secrets from settings."""
+    from .config import load_config
+
+    with PrometheusClient(load_config(url, path=config_path)) as client:
+        return sweep(client, thresholds, **options)
