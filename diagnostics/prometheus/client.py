@@ -28,7 +28,8 @@ class PrometheusError(FabricbotError):
 class QueryStats:
     requests: int = 0
     retries: int = 0
-    bytes_received: int = 0
+    bytes_received: int = 0  # on the wire (compressed when the server compresses)
+    bytes_decoded: int = 0  # the JSON after decompression
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -121,6 +122,7 @@ class PrometheusClient:
             finally:
                 self.stats.seconds += time.perf_counter() - started
             self.stats.bytes_received += response.num_bytes_downloaded
+            self.stats.bytes_decoded += len(response.content)
             if response.status_code in RETRY_STATUS:
                 last = f"HTTP {response.status_code}"
                 continue

@@ -61,7 +61,8 @@ class SweepResult(BaseModel):
     queries: int = 0
     requests: int = 0
     retries: int = 0
-    bytes_received: int = 0
+    bytes_received: int = 0  # on the wire
+    bytes_decoded: int = 0  # JSON after decompression
     timings: Timings = Field(default_factory=Timings)
 
     @property

@@ -27,9 +27,11 @@ def all_names(dmap: DcgmMap) -> str:
     return "|".join(f"{n}(_total)?" for n in sorted(set(names)))
 
 
-def node_selector(client: PrometheusClient, node: str, dmap: DcgmMap) -> str:
+def node_selector(client: PrometheusClient, node: str, dmap: DcgmMap, gpus: list[int] | None = None) -> str:
     cfg = client.config
     matchers = [f'__name__=~"{all_names(dmap)}"', f'{cfg.labels.node}="{_quote(node)}"']
+    if gpus:
+        matchers.append(f'{cfg.labels.gpu}=~"{"|".join(str(g) for g in sorted(set(gpus)))}"')
     if cfg.matchers.strip():
         matchers.append(cfg.matchers.strip())
     return "{" + ", ".join(matchers) + "}"
@@ -45,10 +47,13 @@ def _exposition(series: list[dict[str, Any]]) -> Iterator[str]:
 
 
 def read_node(client: PrometheusClient, node: str, start: datetime, end: datetime, step_s: float = 60.0,
-              dmap: DcgmMap | None = None) -> IngestResult:
-    """One node's link samples (and GPUs, Xid events) over [start, end] at `step_s` resolution."""
+              dmap: DcgmMap | None = None, gpus: list[int] | None = None) -> IngestResult:
+    """One node's link samples (and GPUs, Xid events) over [start, end] at `step_s` resolution.
+
+    `gpus` narrows the read to those GPUs' series (the offending ones), for a smaller transfer.
+    """
     dmap = dmap or load_map()
-    series = client.query_range(node_selector(client, node, dmap), start, end, step_s)
+    series = client.query_range(node_selector(client, node, dmap, gpus), start, end, step_s)
     name = f"{client.config.url} {client.config.labels.node}={node}"
     if not series:
         raise PrometheusError(f"{name}: no DCGM series between {start:%Y-%m-%d %H:%M} and {end:%H:%M} UTC "

@@ -94,7 +94,8 @@ def sweep(client: PrometheusClient, thresholds: Thresholds, *, at: datetime | No
     if analyze:
         analyze_offenders(client, thresholds, result, step_s, dmap)
     stats = client.stats
-    result.requests, result.retries, result.bytes_received = stats.requests, stats.retries, stats.bytes_received
+    result.requests, result.retries = stats.requests, stats.retries
+    result.bytes_received, result.bytes_decoded = stats.bytes_received, stats.bytes_decoded
     return result
 
 
@@ -109,8 +110,11 @@ def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: 
     start = result.at - timedelta(hours=result.window_hours)
     for node in nodes[:limit]:
         t0 = time.perf_counter()
+        mine = [o for o in result.offenders if o.node_id == node]
+        # the offending GPUs' series only; a switch-side offender (no GPU) needs the whole node
+        gpus = None if any(o.gpu is None for o in mine) else sorted({o.gpu for o in mine if o.gpu is not None})
         try:
-            tables = read_node(client, node, start, result.at, step_s, dmap)
+            tables = read_node(client, node, start, result.at, step_s, dmap, gpus)
         except PrometheusError as exc:
             result.complete = False
             result.incomplete_reasons.append(f"node {node} not read back: {exc}")
