@@ -13,6 +13,8 @@ from diagnostics import FabricbotError
 COMMANDS: tuple[str, ...] = (
     "analyze",
     "ingest",
+    "synth",
+    "eval",
     "sweep",
 )
 
