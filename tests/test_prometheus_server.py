@@ -11,7 +11,7 @@ import pytest
 
 from bot.cli import main
 from diagnostics import load_thresholds
-from diagnostics.prometheus import PrometheusClient, load_config, read_node, sweep
+from diagnostics.prometheus import PrometheusClient, load_config, read_node, sweep, sweep_url
 from diagnostics.prometheus.local import failing_links
 from tests.prometheus_helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet, start_server
 
@@ -82,6 +82,17 @@ def test_sweep_finds_the_planted_faults_and_confirms_them_locally(fleet: Fleet, 
     for node, confirmed in result.confirmed.items():
         mine = {o.key for o in result.offenders if o.node_id == node and o.rule != "link_missing"}
         assert mine <= _keys(confirmed)
+    # and the history analysis, run on the read-back series alone, diagnoses the same link
+    diagnosis = result.diagnoses["node-001"]
+    assert diagnosis.fault_detected and diagnosis.platform == "hgx-h100-8gpu"
+    assert any(f.gpu == 2 and f.link == 5 and f.severity.value == "failing" for f in diagnosis.findings)
+    assert not result.diagnoses["node-002"].findings or result.diagnoses["node-002"].fault_detected
+
+
+def test_fleet_function_for_the_bot(fleet: Fleet, server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FABRICBOT_PROMETHEUS_URL", server.url)
+    result = sweep_url(load_thresholds(), at=fleet.end, analyze=False)
+    assert result.complete and "node-001" in result.nodes
 
 
 def test_push_down_transfers_a_fraction_of_the_series(fleet: Fleet, server: Server) -> None:

@@ -17,7 +17,7 @@ from ..platforms import all_platforms
 from ..rules import crossings
 from ..schema import LinkType, Severity
 from ..thresholds import Thresholds
-from .promql import BELOW_EXPECTED_RULE, COUNTER_COLUMNS, MISSING_RULE, PRESENCE_COLUMN
+from .promql import BELOW_EXPECTED_RULE, COUNTER_COLUMNS, MISSING_RULE, PRESENCE_COLUMN, not_pushable
 from .result import Offender
 
 KEYS = ["node_id", "link_type", "gpu", "nvswitch", "link"]
@@ -68,33 +68,75 @@ def window_increases(inside: pd.DataFrame, column: str, start: float, end: float
     return pd.Series(value, index=first.index).dropna()
 
 
-def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, window_hours: float,
-                  gpus: pd.DataFrame | None = None, exclude_models: str = "(?i).*PCIe.*") -> list[Offender]:
-    """Every rule a link breaks at `at` over the window before it, and the links that are missing."""
-    start, end = (at - timedelta(hours=window_hours)).timestamp(), at.timestamp()
-    stamps = samples["timestamp"]
-    inside = samples[(stamps >= pd.Timestamp(start, unit="s", tz="UTC")) & (stamps <= pd.Timestamp(at))]
-    if "gpu_total" in inside:
-        inside = inside[~inside["gpu_total"].fillna(False).astype(bool)]
+def persist_ends(at: datetime, window_hours: float, m: int) -> list[float]:
+    """The instants a `[m windows : window]` subquery evaluates at: multiples of the window, newest first."""
+    step_ms = round(window_hours * 3600 * 1000)
+    last = (round(at.timestamp() * 1000) // step_ms) * step_ms
+    return [(last - j * step_ms) / 1000 for j in range(m)]
+
+
+def _rates(samples: pd.DataFrame, counters: list[str], start: float, end: float, hours: float) -> pd.DataFrame:
+    """Per link, each counter's `increase()` over [start, end] per hour (`crc` sums its columns)."""
+    inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
+                     & (samples["timestamp"] <= pd.Timestamp(end, unit="s", tz="UTC"))]
     rates: dict[str, pd.Series] = {}
-    for counter in dict.fromkeys(r.counter for r in thresholds.rules):
+    for counter in counters:
         parts = [window_increases(inside, c, start, end) for c in COUNTER_COLUMNS.get(counter, (counter,))
                  if c in inside]
         parts = [p for p in parts if len(p)]
         if parts:
-            rates[counter] = pd.concat(parts, axis=1).sum(axis=1, min_count=1) / window_hours
-    table = pd.DataFrame(rates)
+            rates[counter] = pd.concat(parts, axis=1).sum(axis=1, min_count=1) / hours
+    return pd.DataFrame(rates)
+
+
+def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, window_hours: float,
+                  gpus: pd.DataFrame | None = None, exclude_models: str = "(?i).*PCIe.*") -> list[Offender]:
+    """Every pushed-down rule a link breaks at `at` over the window before it, and the links that are missing."""
+    pushable = thresholds.model_copy(update={"rules": [r for r in thresholds.rules if not_pushable(r) is None]})
+    start, end = (at - timedelta(hours=window_hours)).timestamp(), at.timestamp()
+    if "gpu_total" in samples:
+        samples = samples[~samples["gpu_total"].fillna(False).astype(bool)]
+    counters = list(dict.fromkeys(r.counter for r in pushable.rules))
+    table = _rates(samples, counters, start, end, window_hours)
+    over = _windows_over(samples, pushable, at, window_hours)
     out: list[Offender] = []
     for key, row in table.iterrows():
         node, link_type, gpu, nvswitch, link = (_clean(k) for k in cast(tuple[object, ...], key))
         found = {str(c): float(v) for c, v in row.items() if pd.notna(v)}
-        for crossing in crossings(str(link_type), found, thresholds):
+        for crossing in crossings(str(link_type), found, pushable, over.get(_key(key))):
+            persist = pushable.rule(crossing.rule).persist is not None
             out.append(Offender(
                 node_id=str(node), link_type=LinkType(str(link_type)), gpu=_int(gpu),
                 nvswitch=None if nvswitch is None else str(nvswitch), link=_int(link), rule=crossing.rule,
-                severity=crossing.severity, rate_per_hour=crossing.rate_per_hour, above=crossing.above))
+                severity=crossing.severity, rate_per_hour=None if persist else crossing.rate_per_hour,
+                above=crossing.above))
+    inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
+                     & (samples["timestamp"] <= pd.Timestamp(at))]
     out.extend(missing_links(inside, at, gpus, exclude_models))
     return out
+
+
+def _windows_over(samples: pd.DataFrame, thresholds: Thresholds, at: datetime,
+                  window_hours: float) -> dict[tuple[object, ...], dict[str, int]]:
+    """Per link, for each `persist` rule, how many of its last m (server-aligned) windows exceeded."""
+    over: dict[tuple[object, ...], dict[str, int]] = {}
+    for rule in thresholds.rules:
+        if rule.persist is None:
+            continue
+        for end in persist_ends(at, window_hours, int(rule.persist[1])):
+            table = _rates(samples, [rule.counter], end - window_hours * 3600, end, window_hours)
+            if rule.counter not in table:
+                continue
+            for key, rate in table[rule.counter].items():
+                if pd.notna(rate) and rate > rule.above:
+                    counts = over.setdefault(_key(key), {})
+                    counts[rule.name] = counts.get(rule.name, 0) + 1
+    return over
+
+
+def _key(key: object) -> tuple[object, ...]:
+    """A link key with every missing part as None (NaN != NaN would split one link into many)."""
+    return tuple(_clean(k) for k in cast(tuple[object, ...], key))
 
 
 def _clean(value: object) -> object:

@@ -130,7 +130,8 @@ def not_pushable(rule: Rule) -> str | None:
 def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
     """One query per (rule, link type): links whose per-hour increase is above the rule's threshold.
 
-    A rule with `persist = [k, m]` counts the windows that exceeded with a subquery over the last m windows.
+    A rule with `persist = [k, m]` counts, with a subquery, the windows that exceeded among the last m; the
+    server aligns those windows to multiples of the window length (local.persist_ends mirrors it).
     """
     rng = duration(window_hours)
     out: list[SweepQuery] = []
@@ -147,7 +148,9 @@ def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: fl
             persist = getattr(rule, "persist", None)
             if persist:
                 k, m = int(persist[0]), int(persist[1])
-                promql = f"count_over_time(({promql})[{duration(window_hours * m)}:{rng}]) >= {k}"
+                # m evaluation points: the multiples of the window in (at - m windows, at]
+                span = f"{round(window_hours * m * 3600 * 1000) - 1}ms"
+                promql = f"count_over_time(({promql})[{span}:{rng}]) >= {k}"
             out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above,
                                   persist=bool(persist)))
     return out

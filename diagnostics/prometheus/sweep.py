@@ -11,7 +11,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pandas as pd
+
+from ..history import analyze_tables
 from ..ingest.dcgm_map import DcgmMap, load_map
+from ..platforms import all_platforms
 from ..schema import LinkType, Severity
 from ..thresholds import Thresholds
 from .client import PrometheusClient, PrometheusError
@@ -99,6 +103,18 @@ def sweep(client: PrometheusClient, thresholds: Thresholds, *, at: datetime | No
     return result
 
 
+def platform_of(gpus: pd.DataFrame | None) -> str | None:
+    """The platform whose GPU model the exporter's model label names (`NVIDIA H100 80GB HBM3` -> H100)."""
+    if gpus is None or gpus.empty or "model" not in gpus:
+        return None
+    models = {str(m) for m in gpus["model"].dropna()}
+    for name, data in sorted(all_platforms().items()):
+        model = str(data.get("gpu_model", ""))
+        if model and int(data.get("nvlinks_per_gpu", 0)) > 0 and any(model in m for m in models):
+            return name
+    return None
+
+
 def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: SweepResult, step_s: float,
                       dmap: DcgmMap) -> None:
     """Read each offending node's series over the window and run the local analysis on it alone."""
@@ -125,6 +141,9 @@ def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: 
         found = failing_links(tables["link_samples"], thresholds, result.at, result.window_hours,
                               tables.tables.get("gpus"), client.config.exclude_models)
         result.confirmed[node] = [o for o in found if o.severity is not Severity.OK]
+        result.diagnoses[node] = analyze_tables(
+            tables.tables, node_id=node, window=timedelta(hours=result.window_hours), end=result.at,
+            thresholds=thresholds, platform=platform_of(tables.tables.get("gpus")))
         result.warnings.extend(str(w) for w in tables.warnings)
         result.timings.analyze_s += time.perf_counter() - t1
 
