@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -192,16 +192,9 @@ def start_server(data: Path, *, extra: tuple[str, ...] = ()) -> Server:
     raise RuntimeError("prometheus did not become ready within 60 s")
 
 
-def fleet_end(fleet: Fleet) -> datetime:
-    """The sweep instant: the last scrape."""
-    return fleet.end
-
-
 def serve_fleet(fleet: Fleet, folder: Path, *, extra: tuple[str, ...] = ()) -> Server:
     om = folder / "fleet.om"
     write_openmetrics(fleet, om)
     backfill(om, folder / "data")
     return start_server(folder / "data", extra=extra)
 
-
-ONE_HOUR = timedelta(hours=1)

@@ -12,7 +12,7 @@ import pytest
 
 from diagnostics import load_thresholds
 from diagnostics.errors import ConfigError
-from diagnostics.prometheus import PrometheusClient, PrometheusError, fleet_queries, load_config, sweep
+from diagnostics.prometheus import PrometheusClient, PrometheusError, fleet_queries, load_config, read_node, sweep
 
 AT = datetime(2026, 3, 2, 2, 0, tzinfo=UTC)
 EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
@@ -183,3 +183,31 @@ def test_configuration_errors_name_the_setting() -> None:
     with pytest.raises(PrometheusError, match="over the 168 h limit"):
         sweep(client_for(lambda r: httpx.Response(200, json=EMPTY))[0], load_thresholds(), at=AT,
               window_hours=500)
+
+
+def test_read_node_maps_labels_and_reads_the_step_time_metric(tmp_path: pytest.TempPathFactory) -> None:
+    path = tmp_path / "prom.toml"  # type: ignore[operator]
+    path.write_text('[labels]\nnode = "instance"\n[step_time]\nmetric = "train_step_ms"\njob_label = "job"\n')
+    t0 = AT.timestamp() - 120
+    queries: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        query = _query(request)
+        queries.append(query)
+        if query.startswith("train_step_ms"):
+            rows = [{"metric": {"job": "4411", "instance": "gpu-7"}, "values": [[t0, "101"], [t0 + 60, "130"]]}]
+        else:
+            rows = [{"metric": {"__name__": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L3", "gpu": "2",
+                                "instance": "gpu-7", "modelName": "NVIDIA H100 80GB HBM3"},
+                     "values": [[t0, "10"], [t0 + 60, "70"], [t0 + 120, "130"]]}]
+        return httpx.Response(200, json={"status": "success", "data": {"resultType": "matrix", "result": rows}})
+
+    config = load_config("http://prom.test", path=path, env={})
+    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(answer)))
+    tables = read_node(client, "gpu-7", datetime.fromtimestamp(t0, UTC), AT, 60)
+    links = tables["link_samples"]
+    assert 'instance="gpu-7"' in queries[0]
+    assert list(links["replay"]) == [10.0, 70.0, 130.0]
+    assert set(links["node_id"]) == {"gpu-7"} and set(links["gpu"]) == {2} and set(links["link"]) == {3}
+    steps = tables["step_samples"]
+    assert list(steps["step_time_ms"]) == [101.0, 130.0] and set(steps["job_id"]) == {"4411"}

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
 from diagnostics import load_thresholds
-from diagnostics.prometheus import PrometheusClient, load_config, read_node, sweep, sweep_url
+from diagnostics.prometheus import Offender, PrometheusClient, load_config, read_node, sweep, sweep_url
 from diagnostics.prometheus.local import failing_links
 from tests.prometheus_helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet, start_server
 
@@ -40,7 +41,7 @@ def client(server: Server) -> Iterator[PrometheusClient]:
         yield c
 
 
-def _keys(offenders: list) -> set[tuple[object, ...]]:  # type: ignore[type-arg]
+def _keys(offenders: list[Offender]) -> set[tuple[object, ...]]:
     return {o.key for o in offenders}
 
 
@@ -86,7 +87,7 @@ def test_sweep_finds_the_planted_faults_and_confirms_them_locally(fleet: Fleet, 
     diagnosis = result.diagnoses["node-001"]
     assert diagnosis.fault_detected and diagnosis.platform == "hgx-h100-8gpu"
     assert any(f.gpu == 2 and f.link == 5 and f.severity.value == "failing" for f in diagnosis.findings)
-    assert not result.diagnoses["node-002"].findings or result.diagnoses["node-002"].fault_detected
+    assert result.diagnoses["node-002"].fault_detected  # the PCIe link at 3000 replays/h
 
 
 def test_fleet_function_for_the_bot(fleet: Fleet, server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,7 +103,7 @@ def test_push_down_transfers_a_fraction_of_the_series(fleet: Fleet, server: Serv
         pushed = c.stats.bytes_received
     with PrometheusClient(load_config(server.url, env={})) as c:
         for node in sorted(fleet.samples["node_id"].unique()):
-            read_node(c, str(node), fleet.end.replace(hour=fleet.end.hour - 1), fleet.end, 60)
+            read_node(c, str(node), fleet.end - timedelta(hours=1), fleet.end, 60)
         everything = c.stats.bytes_received
     assert pushed * 20 < everything
 

@@ -34,6 +34,9 @@ def _table(result: SweepResult, out: TextIO) -> None:
               f"{o.detail}".rstrip(), file=out)
     for node, found in result.confirmed.items():
         print(f"  {node}: local analysis of its series confirms {len(found)} finding(s)", file=out)
+    if result.not_pushed_down:
+        print(f"  not evaluated on the server (local analysis only): {'; '.join(result.not_pushed_down)}",
+              file=out)
     for warning in result.warnings:
         print(f"  warning: {warning}", file=out)
     print(f"  {result.queries} queries, {result.requests} requests ({result.retries} retries), "

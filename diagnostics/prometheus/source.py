@@ -10,9 +10,12 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+import pandas as pd
+
 from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.dcgm import read_scrapes
 from ..ingest.dcgm_map import DcgmMap, load_map
+from ..schema import STEP_SAMPLES
 from .client import PrometheusClient, PrometheusError
 
 
@@ -46,6 +49,19 @@ def _exposition(series: list[dict[str, Any]]) -> Iterator[str]:
             yield f"{name}{{{body}}} {value} {round(float(ts) * 1000)}"
 
 
+def read_step_times(client: PrometheusClient, node: str, start: datetime, end: datetime,
+                    step_s: float) -> pd.DataFrame:
+    """The configured step-time gauge (milliseconds) for the node's jobs, as step_samples rows."""
+    cfg = client.config
+    matchers = [f'{cfg.labels.node}="{_quote(node)}"', *([cfg.matchers.strip()] if cfg.matchers.strip() else [])]
+    series = client.query_range(f"{cfg.step_time_metric}{{{', '.join(matchers)}}}", start, end, step_s)
+    rows = [{"timestamp": pd.Timestamp(float(ts), unit="s", tz="UTC"),
+             "job_id": item["metric"].get(cfg.step_time_job_label, "unknown"), "node_ids": node,
+             "step_time_ms": float(value), "source": f"{cfg.url} {cfg.step_time_metric}"}
+            for item in series for ts, value in item.get("values", [])]
+    return STEP_SAMPLES.conform(pd.DataFrame(rows)) if rows else STEP_SAMPLES.empty()
+
+
 def read_node(client: PrometheusClient, node: str, start: datetime, end: datetime, step_s: float = 60.0,
               dmap: DcgmMap | None = None, gpus: list[int] | None = None) -> IngestResult:
     """One node's link samples (and GPUs, Xid events) over [start, end] at `step_s` resolution.
@@ -60,5 +76,7 @@ def read_node(client: PrometheusClient, node: str, start: datetime, end: datetim
                               "(a silent node is not a healthy one)")
     text = "\n".join(_exposition(series)) + "\n"
     result = read_scrapes([(Source.from_text(text, name=name), None)], node_id=node)
+    if client.config.step_time_metric:
+        result.tables["step_samples"] = read_step_times(client, node, start, end, step_s)
     result.warnings.extend(IngestWarning(name, None, f"server warning: {w}") for w in client.stats.warnings)
     return result
