@@ -61,3 +61,14 @@ def test_local_sweep_applies_the_thresholds_per_link() -> None:
     assert keys == {(1, "nvlink_replay"): pytest.approx(1800.0), (1, "crc"): pytest.approx(120.0)}
     stricter = failing_links(_samples(rows), load_thresholds(overrides={"nvlink_replay": 500}), at, 1.0)
     assert {(o.link, o.rule) for o in stricter} == {(1, "nvlink_replay"), (1, "crc"), (2, "nvlink_replay")}
+
+
+def test_real_server_tests_skip_only_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import prometheus_helpers
+
+    monkeypatch.setattr(prometheus_helpers.shutil, "which", lambda name: None)
+    monkeypatch.delenv("CI", raising=False)
+    assert "prometheus and promtool not installed" in str(prometheus_helpers.promtool_missing())
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(RuntimeError, match="CI is set"):
+        prometheus_helpers.promtool_missing()

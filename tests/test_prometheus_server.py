@@ -79,6 +79,8 @@ def test_sweep_finds_the_planted_faults_and_confirms_them_locally(fleet: Fleet, 
     assert ("node-003", "GPU 6 NVLink 9", "link_missing") in found
     assert ("node-003", "GPU 3 NVLinks", "links_below_expected") in found
     assert result.complete and result.nodes == ["node-000", "node-001", "node-002", "node-003"]
+    short = [o for o in result.offenders if o.rule == "links_below_expected"]
+    assert {(o.gpu, o.rate_per_hour, o.above) for o in short} == {(3, 17.0, 18.0), (6, 17.0, 18.0)}
     # only the offending nodes were read back, and their local analysis finds the same links
     for node, confirmed in result.confirmed.items():
         mine = {o.key for o in result.offenders if o.node_id == node and o.rule != "link_missing"}

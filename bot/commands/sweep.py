@@ -11,6 +11,7 @@ from typing import TextIO
 from diagnostics import load_thresholds
 from diagnostics.errors import InputError
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
+from diagnostics.prometheus.promql import BELOW_EXPECTED_RULE
 
 from .analyze import _parse_overrides
 
@@ -29,11 +30,16 @@ def _table(result: SweepResult, out: TextIO) -> None:
     print(result.headline(), file=out)
     for o in result.offenders:
         rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}"
-        limit = "" if o.above is None else f"> {o.above:g}"
+        sign = "<" if o.rule == BELOW_EXPECTED_RULE else ">"
+        limit = "" if o.above is None else f"{sign} {o.above:g}"
         print(f"  {o.node_id:<16} {o.component:<22} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "
               f"{o.detail}".rstrip(), file=out)
     for node, found in result.confirmed.items():
-        print(f"  {node}: local analysis of its series confirms {len(found)} finding(s)", file=out)
+        print(f"  {node}: its read-back series confirm {len(found)} finding(s)", file=out)
+        diagnosis = result.diagnoses.get(node)
+        if diagnosis is not None:
+            print(f"    diagnosis: {diagnosis.isolated_component}; priority {diagnosis.ticket_priority.value}; "
+                  f"{diagnosis.repair_action}", file=out)
     if result.not_pushed_down:
         print(f"  not evaluated on the server (local analysis only): {'; '.join(result.not_pushed_down)}",
               file=out)

@@ -194,7 +194,9 @@ def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQue
         present = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s, *match)
         if present is None:
             continue
-        clauses.append(f"(count by ({node_gpu}) (group by ({node_gpu_link}) ({present})) < {links})")
+        with_model = f"{node_gpu}, {model}"
+        clauses.append(f"(count by ({with_model}) (group by ({node_gpu_link}, {model}) "
+                       f"(label_replace({present}, \"{model}\", \"{_quote(gpu_model)}\", \"\", \"\"))) < {links})")
     if clauses:
         out.append(SweepQuery(BELOW_EXPECTED_RULE, LinkType.NVLINK, Severity.DOWN, " or ".join(clauses),
                               expected=expected))
