@@ -175,3 +175,13 @@ def test_real_sample_limit(fleet: Fleet, server: Server, tmp_path: Path) -> None
         assert "INCOMPLETE" in result.headline()
     finally:
         small.stop()
+
+
+def test_cli_one_node_from_prometheus(fleet: Fleet, server: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sweep", "--prometheus", server.url, "--node", "node-001", "--at", fleet.end.isoformat(),
+                 "--json"])
+    diagnosis = json.loads(capsys.readouterr().out)
+    assert code == 1 and diagnosis["node_id"] == "node-001" and diagnosis["fault_detected"]
+    assert diagnosis["platform"] == "hgx-h100-8gpu"
+    failing = [f for f in diagnosis["findings"] if f["severity"] == "failing"]
+    assert [(f["gpu"], f["link"]) for f in failing] == [(2, 5)]

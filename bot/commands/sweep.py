@@ -10,7 +10,7 @@ from typing import TextIO
 
 from diagnostics import load_thresholds
 from diagnostics.errors import InputError
-from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
+from diagnostics.prometheus import PrometheusClient, SweepResult, analyze_node, load_config, sweep
 from diagnostics.prometheus.promql import BELOW_EXPECTED_RULE
 
 from .analyze import _parse_overrides
@@ -53,6 +53,23 @@ def _table(result: SweepResult, out: TextIO) -> None:
 def cmd_sweep(args: argparse.Namespace) -> int:
     thresholds = load_thresholds(args.thresholds, overrides=_parse_overrides(args.set), profile=args.profile)
     config = load_config(args.prometheus, path=args.config)
+    if args.node:
+        with PrometheusClient(config) as client:
+            diagnosis = analyze_node(client, args.node, thresholds, at=_when(args.at), window_hours=args.window)
+        if args.json:
+            print(diagnosis.model_dump_json(indent=2))
+        else:
+            print(f"{diagnosis.node_id}  platform={diagnosis.platform or 'unknown'}  "
+                  f"fault={'yes' if diagnosis.fault_detected else 'no'}  "
+                  f"priority={diagnosis.ticket_priority.value}\n  isolated: {diagnosis.isolated_component}\n"
+                  f"  action:   {diagnosis.repair_action}")
+            for finding in diagnosis.findings:
+                if finding.severity.value != "ok":
+                    print(f"  {finding.component}: {finding.severity.value}: "
+                          f"{'; '.join(c.message for c in finding.crossed)}")
+            for warning in diagnosis.warnings:
+                print(f"  warning: {warning}")
+        return 1 if diagnosis.fault_detected else 0
     with PrometheusClient(config) as client:
         result = sweep(client, thresholds, at=_when(args.at), window_hours=args.window,
                        analyze=not args.no_analyze)
@@ -75,6 +92,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--config", metavar="FILE", help="label map and limits (default $FABRICBOT_PROMETHEUS_CONFIG)")
     p.add_argument("--window", type=float, default=1.0, metavar="HOURS", help="rate window (default 1 h)")
     p.add_argument("--at", metavar="TIME", help="evaluate at this UTC instant (default now)")
+    p.add_argument("--node", help="read and diagnose this one node's series instead of sweeping the fleet")
     p.add_argument("--no-analyze", action="store_true", help="list offenders only; skip reading their nodes back")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--thresholds", metavar="FILE", help="a thresholds TOML file overriding the defaults")

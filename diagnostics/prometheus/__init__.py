@@ -4,7 +4,7 @@ from .client import PrometheusClient, PrometheusError
 from .config import PrometheusConfig, load_config
 from .result import Offender, SweepResult
 from .source import read_node
-from .sweep import fleet_queries, sweep, sweep_url
+from .sweep import analyze_node, fleet_queries, sweep, sweep_url
 
 __all__ = [
     "Offender",
@@ -12,6 +12,7 @@ __all__ = [
     "PrometheusConfig",
     "PrometheusError",
     "SweepResult",
+    "analyze_node",
     "fleet_queries",
     "load_config",
     "read_node",

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..history import analyze_tables
 from ..ingest.dcgm_map import DcgmMap, load_map
+from ..model import Diagnosis
 from ..platforms import all_platforms
 from ..schema import LinkType, Severity
 from ..thresholds import Thresholds
@@ -155,3 +156,14 @@ def sweep_url(thresholds: Thresholds, url: str | None = None, *, config_path: st
 
     with PrometheusClient(load_config(url, path=config_path)) as client:
         return sweep(client, thresholds, **options)
+
+
+def analyze_node(client: PrometheusClient, node: str, thresholds: Thresholds, *, at: datetime | None = None,
+                 window_hours: float = 1.0, step_s: float = 60.0) -> Diagnosis:
+    """One node's series over the window, read from the server and diagnosed by the history analysis."""
+    at = at or datetime.now(UTC)
+    tables = read_node(client, node, at - timedelta(hours=window_hours), at, step_s)
+    diagnosis = analyze_tables(tables.tables, node_id=node, window=timedelta(hours=window_hours), end=at,
+                               thresholds=thresholds, platform=platform_of(tables.tables.get("gpus")))
+    extra = [str(w) for w in tables.warnings]
+    return diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *extra]}) if extra else diagnosis
