@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -211,3 +212,18 @@ def test_read_node_maps_labels_and_reads_the_step_time_metric(tmp_path: pytest.T
     assert set(links["node_id"]) == {"gpu-7"} and set(links["gpu"]) == {2} and set(links["link"]) == {3}
     steps = tables["step_samples"]
     assert list(steps["step_time_ms"]) == [101.0, 130.0] and set(steps["job_id"]) == {"4411"}
+
+
+def test_basic_auth_from_the_environment_is_sent_and_hidden() -> None:
+    seen: list[str] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization", ""))
+        return httpx.Response(200, json=EMPTY)
+
+    config = load_config("https://prom.test", env={"FABRICBOT_PROMETHEUS_USER": "ops",
+                                                   "FABRICBOT_PROMETHEUS_PASSWORD": SECRET})
+    client = PrometheusClient(config, transport=httpx.MockTransport(record))
+    client.query("up", AT)
+    assert seen == ["Basic " + base64.b64encode(f"ops:{SECRET}".encode()).decode()]
+    assert SECRET not in repr(config) + str(config.model_dump())

@@ -43,14 +43,14 @@ class PrometheusClient:
     """`query` and `query_range` over httpx; a caller may pass its own `httpx.Client` (tests: MockTransport)."""
 
     def __init__(self, config: PrometheusConfig, http: httpx.Client | None = None,
-                 sleep: Any = time.sleep) -> None:
+                 sleep: Any = time.sleep, transport: httpx.BaseTransport | None = None) -> None:
         self.config = config
         self.stats = QueryStats()
         self._sleep = sleep
         limits = config.limits
         self._http = http or httpx.Client(
             timeout=httpx.Timeout(limits.timeout_seconds), headers=config.auth_headers(),
-            auth=config.basic_auth(), follow_redirects=True,
+            auth=config.basic_auth(), follow_redirects=True, transport=transport,
         )
 
     def __repr__(self) -> str:  # never the headers: they may hold a token
