@@ -17,6 +17,7 @@ COMMANDS: tuple[str, ...] = (
     "synth",
     "eval",
     "ticket",
+    "sweep",
 )
 
 
