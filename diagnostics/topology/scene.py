@@ -16,7 +16,8 @@ from .graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node
 WIDTH, HEIGHT = 12.0, 9.0  # drawing units: one unit is 100 px at the default size
 RING_CENTER = (6.0, 5.75)
 RING_RADII = (4.9, 2.05)
-PCIE_Y, NIC_Y, CPU_Y = 2.45, 1.7, 1.0
+PCIE_Y, CPU_Y = 2.4, 1.1
+NIC_FIRST, NIC_STEP = 0.68, 0.5  # NIC boxes sit beside their PCIe switch, in its row
 
 _COUNTER_WORDS = {
     "replay": "replays", "recovery": "recoveries", "crc": "CRC errors", "crc_flit": "CRC flit errors",
@@ -47,6 +48,7 @@ class Highlight:
     gid: str
     offset: float = 0.0
     finding: Finding | None = None
+    label_at: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass
@@ -107,17 +109,21 @@ def layout(graph: NodeGraph) -> dict[str, tuple[float, float]]:
     """Deterministic positions: GPUs on a ring, NVSwitches across its middle, the PCIe tree below."""
     pos = _ring(graph.gpus)
     switches = graph.nodes_of(NVSWITCH)
-    span = min(2.0 * len(switches), 6.4)
+    span = min(1.7 * len(switches), 7.2)
     pos.update(_row(switches, RING_CENTER[1], RING_CENTER[0] - span / 2, RING_CENTER[0] + span / 2))
-    pos.update(_row(graph.nodes_of(PCIE_SWITCH), PCIE_Y, 0.3, WIDTH - 0.3))
-    for nic in graph.nodes_of(NIC):
-        ups = [n for n in graph.neighbours(nic) if n in pos]
-        x = pos[ups[0]][0] if ups else WIDTH / 2
-        pos[nic] = (x, NIC_Y)
+    # each PCIe switch shares its slot with its NICs, which sit beside it in the same row
+    for name, (x, y) in _row(graph.nodes_of(PCIE_SWITCH), PCIE_Y, 0.3, WIDTH - 0.3).items():
+        nics = [n for n in graph.neighbours(name) if graph.graph.nodes[n]["kind"] == NIC]
+        shift = (NIC_FIRST + NIC_STEP * (len(nics) - 1)) / 2 if nics else 0.0
+        pos[name] = (x - shift, y)
+        for i, nic in enumerate(nics):
+            pos[nic] = (x - shift + NIC_FIRST + NIC_STEP * i, y)
     cpus = graph.nodes_of(CPU)
     for i, cpu in enumerate(cpus):
         below = [pos[n][0] for n in graph.neighbours(cpu) if n in pos and graph.graph.nodes[n]["kind"] != GPU]
         pos[cpu] = (sum(below) / len(below) if below else WIDTH * (i + 1) / (len(cpus) + 1), CPU_Y)
+    for nic in graph.nodes_of(NIC):
+        pos.setdefault(nic, (WIDTH / 2, PCIE_Y - 0.6))
     return pos
 
 
@@ -130,8 +136,9 @@ def _bundles(graph: NodeGraph) -> list[Bundle]:
     return [Bundle(a, b, t, n) for (a, b, t), n in sorted(counts.items())]
 
 
-def _gid(*parts: object) -> str:
-    return "link-" + "-".join(str(p).lower().replace(" ", "") for p in parts if p is not None)
+def _gid(node: str, link_type: str, link: int | None = None) -> str:
+    """An SVG id for one link: `link-gpu2-nvlink1`, `link-gpu4-pcie`."""
+    return f"link-{node.lower().replace(' ', '')}-{link_type}{'' if link is None else link}"
 
 
 def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, str] | None:
@@ -158,7 +165,8 @@ def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, 
     if graph.platform is None and peer in scene.pos:
         assert peer is not None
         if not any({b.u, b.v} == {u, peer} for b in scene.bundles):
-            scene.bundles.append(Bundle(*sorted((u, peer)), "nvlink", 1))
+            a, b = sorted((u, peer))
+            scene.bundles.append(Bundle(a, b, "nvlink", 1))
         return u, peer, _gid(u, "nvlink", finding.link)
     scene.warnings.append(f"finding {finding.component}: {port.note or 'the graph has no such link'}; not drawn")
     return None
@@ -212,6 +220,9 @@ def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
         port = graph.port_of(finding.gpu or 0, finding.link) if name else None
         where = f" -> port {port.switch_port}" if port and port.switch_port is not None else ""
         label = f"{name}{where}: {rate_label(finding)}" if name else rate_label(finding)
-        scene.highlights.append(Highlight(u, v, finding.severity, label, gid, offset, finding))
+        (x1, y1), (x2, y2) = scene.pos[u], scene.pos[v]
+        t = 0.3 + 0.08 * (len(scene.highlights) % 3)  # near the GPU end: clear of the midpoint and the switches
+        at = (x1 + (x2 - x1) * t, y1 + (y2 - y1) * t)
+        scene.highlights.append(Highlight(u, v, finding.severity, label, gid, offset, finding, at))
     _suspect(scene, graph, diagnosis, placed)
     return scene
