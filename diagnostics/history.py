@@ -223,9 +223,9 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
 
 
 def _placed(f: Finding, graph: Any) -> Finding:
-    """The finding with its switch, port and name from the topology graph, where the graph knows the link."""
-    if graph is None or f.gpu is None or f.link_type is LinkType.NVSWITCH:
-        return f
+    """A flagged link with its switch, port and name from the topology graph, where the graph knows the link."""
+    if graph is None or f.gpu is None or f.link_type is LinkType.NVSWITCH or f.severity is Severity.OK:
+        return f  # a healthy link keeps the name its telemetry gives; only flagged links are looked up
     port = graph.port_of(f.gpu, f.link, f.link_type.value)
     if port.source is PortSource.UNKNOWN and port.switch_port is None:
         return f

@@ -103,7 +103,8 @@ def prepare(samples: pd.DataFrame) -> Prepared:
     ts = _utc(frame["timestamp"])
     if ts is not frame["timestamp"]:
         frame = frame.assign(timestamp=ts)
-    t = frame["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
+    t = frame["timestamp"].array.asi8 if frame["timestamp"].dtype == "datetime64[ns, UTC]" else \
+        frame["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
     valid = t != np.iinfo(np.int64).min
     key = np.zeros(len(frame), dtype=np.int64)
     for col, bits in zip(KEYS, (20, 12, 4, 12, 8), strict=True):
@@ -127,7 +128,7 @@ def prepare(samples: pd.DataFrame) -> Prepared:
     starts = np.ones(len(key), dtype=bool)
     if len(key) > 1:
         starts[1:] = key[1:] != key[:-1]
-    return Prepared(frame.reset_index(drop=True), key, t, starts)
+    return Prepared(frame, key, t, starts)  # positional access only: the index is left as it came
 
 
 def deltas(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

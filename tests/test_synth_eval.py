@@ -82,3 +82,17 @@ def test_cli_analyze_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["analyze", "--node", "x"]) == 2
     assert "fabricbot:" in capsys.readouterr().err
     assert main(["eval", "/nonexistent-fleet"]) == 2
+
+
+def test_cli_analyze_from_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    generate(out=tmp_path / "fleet", seed=4, nodes=2, hours=6, scrapes=0)
+    store = tmp_path / "store"
+    files = [str(tmp_path / "fleet" / f"{t}.parquet") for t in ("link_samples", "step_samples", "events")]
+    assert main(["ingest", "--store", str(store), *files]) == 0
+    capsys.readouterr()
+    assert main(["analyze", "--store", str(store), "--node", "hpc-gpu-node-01", "--window", "1h", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    truth = json.loads((tmp_path / "fleet" / "ground_truth.json").read_text())["nodes"]["hpc-gpu-node-01"]
+    assert data["fault_detected"] is bool(truth["faults"])
+    assert main(["analyze", "--store", str(store), "--node", "nope"]) == 2
+    assert "no node 'nope'" in capsys.readouterr().err
