@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -9,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 from bot.transport.loopback import LoopbackServer
 from bot.transport.mock_slack import MockSlack
 
-OPS = "COPS"
+from .bot_helpers import OPS, local_bot, posted
 
 
 def test_the_mock_serves_slack_sdk_calls_and_records_them() -> None:
@@ -38,3 +40,22 @@ def test_the_mock_serves_slack_sdk_calls_and_records_them() -> None:
     methods = [c.method for c in slack.calls]
     assert methods[:4] == ["auth.test", "chat.postMessage", "chat.postMessage", "chat.update"]
     assert "files.getUploadURLExternal" in methods and "files.completeUploadExternal" in methods
+
+
+def test_signed_requests_are_accepted_and_unsigned_or_stale_ones_rejected() -> None:
+    with local_bot() as local:
+        inj = local.injector
+        body = inj.command_body("help", user="UALICE", channel=OPS)
+        form = "application/x-www-form-urlencoded"
+        assert inj.send(body, form).status == 200
+        assert inj.send(body, form, sign=False).status == 401
+        assert inj.send(body, form, timestamp=int(time.time()) - 600).status == 401
+        assert inj.send(body, form, signature="v0=" + "0" * 64).status == 401
+        # a signature is bound to the body: the same signature over a changed body fails
+        ts = int(time.time())
+        sig = inj.verifier.generate_signature(timestamp=str(ts), body=body)
+        assert inj.send(body.replace("help", "fleet"), form, timestamp=ts, signature=sig).status == 401
+        challenge = inj.url_verification("c-123")
+        assert challenge.status == 200 and challenge.json() == {"challenge": "c-123"}
+        time.sleep(0.2)
+        assert not posted(local.slack)  # none of the rejected requests did any work
