@@ -116,7 +116,7 @@ def draft_elements(diagnosis: Diagnosis, analysis_id: int) -> list[ButtonElement
     links = degraded(diagnosis)
     loc = diagnosis.localization
     shared = {name for name in loc.links} if loc is not None and len(loc.links) > 1 else set()
-    grouped = [(i, f) for i, f in links if f.component in shared or f.link_id in shared]
+    grouped = [(i, f) for i, f in links if f.component in shared]
     elements: list[ButtonElement | StaticSelectElement] = []
     if loc is not None and grouped:
         target = DraftTarget(analysis_id)

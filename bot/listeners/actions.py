@@ -36,14 +36,16 @@ def _ephemeral(client: WebClient, channel: str, user: str, text: str, thread_ts:
     client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
 
 
-def evidence_lines(diagnosis: Diagnosis, component: str, at: str) -> list[str]:
+def evidence_lines(diagnosis: Diagnosis, component: str, at: str, analysis_id: int) -> list[str]:
+    """What a ticket keeps from one analysis; a later analysis adds its own lines, a repeat click none."""
     names = {component}
     if diagnosis.localization is not None and diagnosis.localization.component == component:
         names.update(diagnosis.localization.links)
-    lines = [f"{at} {diagnosis.node_id}: {blocks.finding_line(f)[2:]}" for f in diagnosis.findings
-             if f.component in names or f.link_id in names]
+    head = f"analysis {analysis_id} at {at}, {diagnosis.node_id}"
+    lines = [f"{head}: {blocks.finding_line(f)[2:]}" for f in diagnosis.findings
+             if f.component in names]
     if diagnosis.degradation_pct is not None:
-        lines.append(f"{at} {diagnosis.node_id}: step time {diagnosis.degradation_pct:+.1f}% against baseline")
+        lines.append(f"{head}: step time {diagnosis.degradation_pct:+.1f}% against baseline")
     return lines
 
 
@@ -94,7 +96,8 @@ def register(app: App, services: Services) -> None:
         at = services.clock().isoformat(timespec="seconds")
         existing = services.tracker.open_ticket(diagnosis.node_id, component)
         if existing is not None:
-            known = services.tracker.add_evidence(existing.id, evidence_lines(diagnosis, component, at), actor=user)
+            lines = evidence_lines(diagnosis, component, at, target.analysis_id)
+            known = services.tracker.add_evidence(existing.id, lines, actor=user)
             client.chat_postMessage(channel=channel, thread_ts=thread, text=(
                 f"A ticket for {component} on `{diagnosis.node_id}` is already open: *{known.id}* "
                 f"(filed by <@{known.filed_by}>). I added this analysis to its evidence."))
@@ -102,10 +105,10 @@ def register(app: App, services: Services) -> None:
                             outcome="points to open ticket", ticket=known.id)
             return
         if not services.limiter.allow(user):
-            _ephemeral(client, channel, user, f"You have drafted {services.settings.drafts_per_minute} tickets in "
-                       "the last minute; try again shortly.", thread)
             services.record("denied", actor=user, subject=f"{diagnosis.node_id} / {component}",
                             reason="draft rate limit")
+            _ephemeral(client, channel, user, f"You have drafted {services.settings.drafts_per_minute} tickets in "
+                       "the last minute; try again shortly.", thread)
             return
         if services.drafter is None:
             _ephemeral(client, channel, user, "No ticket drafter is installed with this bot.", thread)
@@ -130,10 +133,10 @@ def register(app: App, services: Services) -> None:
         filing = action["action_id"] == blocks.FILE_ACTION
         draft_id = int(action["value"])
         if not rights.allowed(client, user, channel):
-            _ephemeral(client, channel, user, "You can look at drafts here, but filing and discarding are limited "
-                       "to the on-call channels and groups.", thread or None)
             services.record("denied", actor=user, subject=f"draft {draft_id}",
                             reason="not allowed to file", action=action["action_id"], channel=channel)
+            _ephemeral(client, channel, user, "You can look at drafts here, but filing and discarding are limited "
+                       "to the on-call channels and groups.", thread or None)
             return
         claimed = services.state.claim_draft(draft_id, "filing" if filing else "discarded")
         if claimed is None:
@@ -150,7 +153,7 @@ def register(app: App, services: Services) -> None:
             services.record("approval", actor=user, subject=subject, draft=draft_id)
             diagnosis = services.state.analysis(claimed.analysis_id)
             at = services.clock().isoformat(timespec="seconds")
-            evidence = evidence_lines(diagnosis, claimed.component, at) if diagnosis else []
+            evidence = evidence_lines(diagnosis, claimed.component, at, claimed.analysis_id) if diagnosis else []
             try:
                 result = services.tracker.file(
                     node_id=claimed.node_id, component=claimed.component,
