@@ -12,6 +12,9 @@ from diagnostics import FabricbotError
 # One module per subcommand; each defines `register(subparsers)` and sets `func` on its parser.
 COMMANDS: tuple[str, ...] = (
     "analyze",
+    "ingest",
+    "synth",
+    "eval",
 )
 
 

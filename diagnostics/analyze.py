@@ -74,3 +74,8 @@ def analyze_snapshot(snapshot: Snapshot, thresholds: Thresholds | None = None) -
         step_time_ms=float(snapshot.step_time_ms),
         baseline_step_time_ms=float(snapshot.baseline_step_time_ms),
     )
+
+
+from .history import analyze_tables  # noqa: E402  (the history path shares this module's public name)
+
+__all__ = ["analyze_snapshot", "analyze_tables", "degradation_pct", "link_finding"]

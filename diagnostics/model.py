@@ -178,6 +178,8 @@ class Diagnosis(BaseModel):
     thresholds: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     localization: Localization | None = None
+    localizations: list[Localization] = Field(
+        default_factory=list, description="Every suspected component, most certain first (two faults, two parts).")
     step_time_ms: float | None = None
     baseline_step_time_ms: float | None = None
     job_id: str | None = None

@@ -9,22 +9,45 @@ from .schema import LinkState, Priority, Severity, severity_rank
 from .thresholds import Thresholds
 
 
-def _fmt(rate: float) -> str:
+def _fmt(rate: float, unit: str = "/h") -> str:
+    if unit == "ratio":
+        return f"{rate:.1e}"
     return f"{rate:,.1f}".rstrip("0").rstrip(".")
 
 
-def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: Thresholds) -> list[Crossing]:
-    """Every rule this link's rates break, worst first."""
+def _unit(unit: str) -> str:
+    return unit if unit.startswith("/") else f" {unit}"
+
+
+def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: Thresholds,
+              windows_over: Mapping[str, int] | None = None) -> list[Crossing]:
+    """Every rule this link's rates break, worst first.
+
+    A rule with `persist = [k, m]` needs a history: it fires when `windows_over[rule]` (how many of the last m
+    windows exceeded) is at least k, and is skipped when no history is given.
+    """
     found: list[Crossing] = []
     for rule in thresholds.rules:
         if not rule.applies_to(link_type) or rule.counter not in rates_per_hour:
             continue
         rate = rates_per_hour[rule.counter]
-        if rate > rule.above:
+        if rule.persist is not None:
+            k, m = rule.persist
+            over = (windows_over or {}).get(rule.name)
+            if over is None or over < k:
+                continue
             found.append(Crossing(
                 rule=rule.name, counter=rule.counter, rate_per_hour=rate, above=rule.above,
                 severity=rule.severity,
-                message=f"{rule.counter} {_fmt(rate)}/h > {_fmt(rule.above)}/h ({rule.name})",
+                message=f"{rule.counter} above {_fmt(rule.above)}{_unit(rule.unit)} in {over} of the last {m} "
+                        f"windows ({rule.name})",
+            ))
+        elif rate > rule.above:
+            found.append(Crossing(
+                rule=rule.name, counter=rule.counter, rate_per_hour=rate, above=rule.above,
+                severity=rule.severity,
+                message=f"{rule.counter} {_fmt(rate, rule.unit)}{_unit(rule.unit)} > "
+                        f"{_fmt(rule.above, rule.unit)}{_unit(rule.unit)} ({rule.name})",
             ))
     found.sort(key=lambda c: (severity_rank(c.severity), _ratio(c)), reverse=True)
     return found

@@ -103,7 +103,6 @@ class TableSchema:
     def conform(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Return `frame` with exactly this schema's columns (missing ones empty) and dtypes."""
         out: dict[str, Any] = {}
-        n = len(frame)
         for col, dtype in self.columns.items():
             if col in frame.columns:
                 series = frame[col]
@@ -112,7 +111,7 @@ class TableSchema:
                 target: Any = dtype
                 out[col] = series.astype(target) if str(series.dtype) != dtype else series
             else:
-                out[col] = pd.Series([pd.NA] * n if n else [], dtype=dtype, index=frame.index)
+                out[col] = pd.Series(index=frame.index, dtype=dtype)  # all missing, in the column's own NA
         return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
 
 
@@ -126,6 +125,8 @@ LINK_SAMPLES = TableSchema(
         "link": "Int16",  # NVLink index, NVSwitch port, or NA for a GPU's PCIe upstream link
         "lane": "Int8",  # NA unless the counter is per lane
         "peer": "category",  # "GPU 3", "NVSwitch 1", "CPU 0 root port", "unknown"
+        "nvswitch": "category",  # the NVSwitch a switch-side series belongs to (dcgm `nvswitch` label); else NA
+        "gpu_total": "boolean",  # true: the row sums all of the GPU's links of this type (link is NA)
         **{c: "float64" for c in COUNTERS},
         "saturated": "boolean",  # a 16-bit counter stuck at 65535: the value is a lower bound
         "symbol_ber": "float64",
@@ -143,6 +144,9 @@ LINK_SAMPLES = TableSchema(
     doc={
         "timestamp": "UTC time of the reading; NaT for a paste without a time",
         "saturated": "true when a counter read 65535 (16-bit saturation): a lower bound, not an exact count",
+        "gpu_total": "true when the row is a GPU-wide total over all its links of this type (e.g. dcgm-exporter's "
+        "`..._COUNT_TOTAL` without an `nvlink` label); such a row has link NA and must not be added to per-link rows",
+        "nvswitch": "the NVSwitch id of an NVSwitch-side port series (link_type nvswitch, link = port, gpu NA)",
     },
 )
 
@@ -173,6 +177,7 @@ EVENTS = TableSchema(
         "kind": "category",  # EventKind
         "code": "Int32",  # Xid / SXid number, or NA
         "caused_by": "Int32",  # the earlier Xid a `caused by previous Xid N` line names
+        "count": "Int64",  # occurrences the row stands for (a counter's increase); NA for one log line
         "text": "string",
         "source": "category",
     },
@@ -193,4 +198,21 @@ TOPOLOGY = TableSchema(
     },
 )
 
-TABLES: dict[str, TableSchema] = {t.name: t for t in (LINK_SAMPLES, STEP_SAMPLES, EVENTS, TOPOLOGY)}
+GPUS = TableSchema(
+    "gpus",
+    {
+        "node_id": "category",
+        "gpu": "Int16",
+        "uuid": "string",
+        "pci_bus_id": "string",
+        "model": "string",
+        "driver_version": "string",
+        "pod": "string",  # Kubernetes labels, when the exporter attached a GPU to a pod
+        "namespace": "string",
+        "container": "string",
+        "source": "category",
+    },
+    doc={"gpu": "one row per GPU a source describes: its identity as the exporter labelled it"},
+)
+
+TABLES: dict[str, TableSchema] = {t.name: t for t in (LINK_SAMPLES, STEP_SAMPLES, EVENTS, TOPOLOGY, GPUS)}

@@ -22,7 +22,11 @@ ENV_FILE = "FABRICBOT_THRESHOLDS"
 
 
 class Rule(BaseModel):
-    """Fires when a link's `counter` rate per hour is strictly greater than `above`."""
+    """Fires when a link's `counter` (a rate per hour unless `unit` says otherwise) is strictly above `above`.
+
+    `persist = [k, m]` makes a rate rule fire only when k of the last m windows exceed; `codes` lists the
+    Xid/SXid numbers an event rule counts.
+    """
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -32,6 +36,9 @@ class Rule(BaseModel):
     above: float = Field(ge=0)
     severity: Severity
     doc: str = ""
+    unit: str = "/h"
+    persist: tuple[int, int] | None = None
+    codes: list[int] = Field(default_factory=list)
 
     def applies_to(self, link_type: str) -> bool:
         return self.link_type in ("any", link_type)
@@ -51,6 +58,7 @@ class Thresholds(BaseModel):
     rules: list[Rule]
     priority: list[PriorityRow]
     profiles: dict[str, dict[str, float]] = Field(default_factory=dict)
+    settings: dict[str, float] = Field(default_factory=dict)
     source: str = str(DEFAULT_FILE.name)
 
     def rule(self, name: str) -> Rule:
@@ -76,6 +84,12 @@ class Thresholds(BaseModel):
         """The rules as plain rows, for reports."""
         return [r.model_dump(exclude={"doc"}) for r in self.rules]
 
+    def setting(self, name: str) -> float:
+        """A number from the `[settings]` table (load levels, slowdown and stale-series limits)."""
+        if name not in self.settings:
+            raise ConfigError(f"{self.source}: no setting {name!r} in [settings]")
+        return self.settings[name]
+
 
 def _read(path: Path) -> dict[str, Any]:
     try:
@@ -94,7 +108,7 @@ def _merge(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
         rules[row["name"]] = {**rules.get(row["name"], {}), **row}
     profiles = {**base.get("profile", {}), **user.get("profile", {})}
     return {"rule": list(rules.values()), "priority": user.get("priority", base.get("priority", [])),
-            "profile": profiles}
+            "profile": profiles, "settings": {**base.get("settings", {}), **user.get("settings", {})}}
 
 
 def load_thresholds(
@@ -112,7 +126,8 @@ def load_thresholds(
         source = str(user_path)
     try:
         thresholds = Thresholds(rules=data["rule"], priority=data["priority"],
-                                profiles=data.get("profile", {}), source=source)
+                                profiles=data.get("profile", {}), settings=data.get("settings", {}),
+                                source=source)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])

@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
+from diagnostics import Diagnosis, Thresholds, analyze_snapshot, load_thresholds
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import Case, read_cases
+
+from .analyze_history import diagnose_history, parse_window
 
 DEGRADATION_TOLERANCE = 0.1
 
@@ -57,7 +59,7 @@ def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[s
     return report
 
 
-def _table(diagnosis: Diagnosis, out: TextIO) -> None:
+def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> None:
     d = diagnosis
     degradation = "n/a" if d.degradation_pct is None else f"{d.degradation_pct:+.1f}%"
     print(f"{d.node_id}  priority={d.ticket_priority.value}  fault={'yes' if d.fault_detected else 'no'}  "
@@ -65,7 +67,8 @@ def _table(diagnosis: Diagnosis, out: TextIO) -> None:
     print(f"  isolated: {d.isolated_component}", file=out)
     print(f"  action:   {d.repair_action}", file=out)
     rows = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
-    for f in d.findings:
+    shown = [f for f in d.findings if f.severity.value != "ok"] if only_flagged else d.findings
+    for f in shown:
         r = f.rates_per_hour
         rows.append((f.component, f.link_state.value, f"{r.get('replay', 0):,.0f}", f"{r.get('crc', 0):,.0f}",
                      f"{r.get('recovery', 0):,.0f}", f.severity.value,
@@ -75,13 +78,36 @@ def _table(diagnosis: Diagnosis, out: TextIO) -> None:
         head, *rest = row[:-1]
         cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
         print("  " + "  ".join(cells) + "  " + row[-1], file=out)
+    if only_flagged:
+        print(f"  ({len(d.findings) - len(shown)} more links within thresholds)", file=out)
+        if d.localization is not None:
+            for loc in d.localizations:
+                print(f"  suspect:  {loc.component} ({loc.kind.value}, confidence {loc.confidence:.2f})", file=out)
+                for line in loc.evidence:
+                    print(f"            - {line}", file=out)
+        if d.verdict:
+            print(f"  verdict:  {d.verdict}", file=out)
     for w in d.warnings:
         print(f"  warning: {w}", file=out)
 
 
+def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    diagnosis = diagnose_history(args, thresholds)
+    if args.json:
+        json.dump(diagnosis.model_dump(mode="json"), sys.stdout, indent=2)
+        print()
+    else:
+        _table(diagnosis, sys.stdout, only_flagged=True)
+    return 0
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     thresholds = load_thresholds(args.thresholds, overrides=_parse_overrides(args.set), profile=args.profile)
-    text, source = _read_text(args.file)
+    if args.store or args.node:
+        return history(args, thresholds)
+    if len(args.inputs) != 1:
+        raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
+    text, source = _read_text(args.inputs[0])
     cases: list[Case] = read_cases(text, source)
     is_list = text.lstrip().startswith("[")
     results: list[dict[str, Any]] = []
@@ -113,8 +139,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots")
-    analyze.add_argument("file", help="snapshot JSON (one object, a list, or seed cases); '-' reads stdin")
+    analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots or counter histories")
+    analyze.add_argument("inputs", nargs="*", metavar="FILE",
+                         help="snapshot JSON (one object, a list, or seed cases; '-' reads stdin), or with --node: "
+                              "files/folders of telemetry in any ingestable format")
+    analyze.add_argument("--store", metavar="DIR", help="read the node's history from this telemetry store")
+    analyze.add_argument("--node", help="the node whose history to analyze")
+    analyze.add_argument("--window", default="1h", type=parse_window, help="rate window, e.g. 1h, 30m, 6h")
+    analyze.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
+    analyze.add_argument("--platform", help="the node's platform (else from nodes.csv among the inputs)")
+    analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job)")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     analyze.add_argument("--thresholds", metavar="FILE", help="a thresholds TOML file overriding the defaults")
     analyze.add_argument("--profile", help="a named threshold profile from the thresholds file (e.g. dcgm)")

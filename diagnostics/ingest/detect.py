@@ -8,7 +8,11 @@ from ..errors import InputError
 from .base import IngestResult, Reader, Source
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
-_READER_MODULES: tuple[str, ...] = ()
+_READER_MODULES: tuple[str, ...] = (
+    "dcgm",
+    "snapshot",
+    "tables",
+)
 
 _CACHE: dict[str, Reader] = {}
 

@@ -1,18 +1,22 @@
 """The snapshot JSON format: one object, a list of them, or the seed list of {"input", "expected_output"} cases.
 
-Each case is validated on its own, so one bad case never hides the good ones.
+Each case is validated on its own, so one bad case never hides the good ones. As the "snapshot" reader, a
+snapshot becomes link_samples and step_samples (see `snapshot_tables` for how its window is kept).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pandas as pd
 from pydantic import ValidationError
 
 from ..errors import InputError
 from ..model import Snapshot
+from .base import IngestResult, IngestWarning, Source
 
 
 @dataclass
@@ -84,3 +88,71 @@ def read_cases(text: str, source: str = "<input>") -> list[Case]:
                 case.errors.extend(validation_errors(exc, f"{source} {label}"))
         cases.append(case)
     return cases
+
+
+# ---- the snapshot as a reader of normalized tables ----
+#
+# A snapshot states counts accumulated over `window_hours`, not lifetime totals. It becomes two readings of
+# each link, one window apart: zero at the window's start and the stated counts at its end, so that a rate
+# computed from link_samples (difference / elapsed time) gives back exactly count / window_hours. The step time
+# becomes two step_samples of job `snapshot:<node>`: the baseline at the window's start, the current step time
+# at its end. A snapshot carries no clock time: the window ends at `at` when the caller gives one, else at
+# SNAPSHOT_EPOCH + window_hours (1970-01-01, plainly not a real time).
+
+SNAPSHOT_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_COUNTS = {"crc_errors": "crc_flit", "replay_count": "replay", "recovery_count": "recovery"}
+
+
+def snapshot_tables(snapshot: Snapshot, source: str, at: datetime | None = None) -> dict[str, pd.DataFrame]:
+    end = at or SNAPSHOT_EPOCH + timedelta(hours=snapshot.window_hours)
+    start = end - timedelta(hours=snapshot.window_hours)
+    links: list[dict[str, Any]] = []
+    for i, reading in enumerate(snapshot.fabric_errors):
+        kind = reading.kind
+        base = {
+            "node_id": snapshot.node_id, "gpu": reading.gpu_src, "link_type": kind.value,
+            "link": reading.link_number, "gpu_total": False, "link_state": reading.link_state.value,
+            "peer": f"GPU {reading.gpu_dst}" if reading.gpu_dst is not None else "unknown",
+            "saturated": False, "source": f"{source} fabric_errors[{i}]",
+        }
+        links.append({**base, "timestamp": start, **dict.fromkeys(_COUNTS.values(), 0.0)})
+        links.append({**base, "timestamp": end, **{c: float(getattr(reading, k)) for k, c in _COUNTS.items()}})
+    job = f"snapshot:{snapshot.node_id}"
+    steps = [
+        {"timestamp": start, "job_id": job, "node_ids": snapshot.node_id,
+         "step_time_ms": float(snapshot.baseline_step_time_ms), "source": f"{source} baseline_step_time_ms"},
+        {"timestamp": end, "job_id": job, "node_ids": snapshot.node_id,
+         "step_time_ms": float(snapshot.step_time_ms), "source": f"{source} step_time_ms"},
+    ]
+    return {"link_samples": pd.DataFrame(links), "step_samples": pd.DataFrame(steps)}
+
+
+class SnapshotReader:
+    name = "snapshot"
+
+    def sniff(self, head: str) -> float:
+        text = head.lstrip()
+        return 0.95 if text[:1] in "{[" and '"fabric_errors"' in head else 0.0
+
+    def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None) -> IngestResult:
+        with source.open_text() as fh:
+            cases = read_cases(fh.read(), source.name)
+        warnings: list[IngestWarning] = []
+        results: list[IngestResult] = []
+        for case in cases:
+            for err in case.errors:
+                warnings.append(IngestWarning(source.name, err.line, str(err)))
+            if case.snapshot is not None:
+                snap = case.snapshot if node_id is None else case.snapshot.model_copy(update={"node_id": node_id})
+                tables = snapshot_tables(snap, f"{source.name} {case.label}", at)
+                results.append(IngestResult.of([], link_samples=tables["link_samples"],
+                                               step_samples=tables["step_samples"]))
+        if not results:
+            raise InputError("no valid snapshot in the file", source=source.name,
+                             value="; ".join(w.message for w in warnings[:3]) or None)
+        combined = IngestResult.combine(results)
+        combined.warnings = warnings
+        return combined
+
+
+READER = SnapshotReader()

@@ -1,0 +1,70 @@
+"""`fabricbot ingest`: read telemetry files into normalized tables, and into a store with `--store`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+
+from diagnostics.errors import InputError
+from diagnostics.ingest.base import IngestResult
+from diagnostics.store import At, IngestReport, open_store, read_sources
+
+
+def _parse_at(value: str | None) -> At:
+    if value is None or value == "mtime":
+        return value  # type: ignore[return-value]
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError("expected an ISO time (2026-03-01T12:00:00Z) or 'mtime'", field="--at", value=value) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _print_text(report: IngestReport, stored: bool) -> None:
+    summary = report.as_dict()
+    for f in report.files:
+        rows = ", ".join(f"{n} {t}" for t, n in f.rows.items() if n) or "nothing"
+        state = {"ingested": "stored", "read": "read", "duplicate": "already in the store", "error": "not read"}
+        print(f"{f.name}: {state[f.status]}" + (f" as {f.format}: {rows}" if f.format else ""))
+    print(f"rows: {', '.join(f'{t}={n}' for t, n in summary['rows'].items())}")
+    print(f"nodes: {', '.join(summary['nodes']) or '-'}")
+    for node, gpus in summary["links_per_gpu"].items():
+        print(f"  {node}: NVLinks per GPU " + " ".join(f"{g}:{n}" for g, n in gpus.items()))
+    for w in report.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if not stored:
+        print("(not stored: give --store DIR to keep these samples)")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    at = _parse_at(args.at)
+    if args.store:
+        report = open_store(args.store).ingest(args.files, fmt=args.format, node_id=args.node, at=at)
+    else:
+        outcomes, results = read_sources(args.files, fmt=args.format, node_id=args.node, at=at)
+        report = IngestReport(outcomes, IngestResult.combine(results))
+    if args.json:
+        json.dump(report.as_dict(), sys.stdout, indent=2, default=str)
+        print()
+    else:
+        _print_text(report, bool(args.store))
+    if not report.read_anything:
+        reasons = "; ".join(f"{f.name}: {f.error}" for f in report.files if f.error)
+        print(f"fabricbot: nothing could be read ({reasons})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("ingest", help="read telemetry files (dcgm-exporter, tables, snapshots, ...)")
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.add_argument("--store", metavar="DIR", help="keep the samples in this store (Parquet + SQLite)")
+    parser.add_argument("--format", help="force a reader instead of detecting it")
+    parser.add_argument("--node", help="the node id for every sample (overrides labels such as Hostname)")
+    parser.add_argument("--at", metavar="TIME|mtime",
+                        help="time for readings without their own (a scrape saved without timestamps); "
+                             "'mtime' uses each file's modification time")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=cmd_ingest)

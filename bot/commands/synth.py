@@ -1,0 +1,32 @@
+"""`fabricbot synth`: write a synthetic fleet with labelled faults and its ground truth."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from diagnostics.synth import generate
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    truth_path = generate(out=Path(args.out), seed=args.seed, nodes=args.nodes, hours=args.hours,
+                          interval_min=args.interval, fmt=args.format, scrapes=args.scrapes)
+    truth = json.loads(truth_path.read_text(encoding="utf-8"))
+    faults = sum(len(n["faults"]) for n in truth["nodes"].values())
+    print(f"wrote {len(truth['nodes'])} nodes x {args.hours:g} h ({faults} faults, {len(truth['jobs'])} jobs) "
+          f"to {args.out}; ground truth: {truth_path}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    synth = sub.add_parser("synth", help="write a synthetic fleet with labelled faults and ground truth")
+    synth.add_argument("--out", required=True, metavar="DIR", help="folder to write")
+    synth.add_argument("--seed", type=int, default=0, help="random seed (same seed, same fleet; default 0)")
+    synth.add_argument("--nodes", type=int, default=16, help="number of 8-GPU nodes (default 16)")
+    synth.add_argument("--hours", type=float, default=8.0, help="hours of history (default 8, at least 6)")
+    synth.add_argument("--interval", type=float, default=5.0, metavar="MIN", help="minutes between samples")
+    synth.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="table file format")
+    synth.add_argument("--scrapes", type=int, default=2, metavar="N",
+                       help="also write the last hour of N nodes as dcgm-exporter scrapes (default 2)")
+    synth.set_defaults(func=cmd_synth)

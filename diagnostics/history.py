@@ -1,0 +1,254 @@
+"""History analysis: one node's normalized tables over a window -> the same Diagnosis as the snapshot path."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .correlate import JobExplanation, explain_job, jobs_on
+from .localize import OFF_BUS_RULE, SOFTWARE_RULE, localize_all
+from .model import Crossing, Diagnosis, Finding, Localization
+from .platforms import platform_data
+from .rates import ns, prepare, utc_ns
+from .repairs import repair_action
+from .rules import priority, summarize, worst
+from .schema import ComponentKind, EventKind, LinkState, LinkType, Severity
+from .table_rules import finding_of, link_metrics
+from .thresholds import Thresholds, load_thresholds
+
+_REPAIR_CLASS = {ComponentKind.NVLINK: "nvlink", ComponentKind.NVSWITCH: "nvswitch", ComponentKind.GPU: "gpu",
+                 ComponentKind.PCIE: "pcie", ComponentKind.FABRIC_SOFTWARE: "fabric-software"}
+
+
+def _node_rows(frame: pd.DataFrame | None, node_id: str) -> pd.DataFrame:
+    if frame is None or frame.empty or "node_id" not in frame.columns:
+        return pd.DataFrame()
+    return frame[frame["node_id"] == node_id]
+
+
+def _expected_links(graph: Any, platform: str | None, gpus: list[int]) -> dict[int, int]:
+    if graph is not None:
+        out = {}
+        for gpu in gpus:
+            try:
+                out[gpu] = len(graph.expected_links(gpu, LinkType.NVLINK.value))
+            except Exception:
+                continue
+        return out
+    if platform:
+        per_gpu = int(platform_data(platform).get("nvlinks_per_gpu", 0))
+        return dict.fromkeys(gpus, per_gpu)
+    return {}
+
+
+def _missing(links: pd.DataFrame, expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
+    """A missing series is never healthy: links the platform has but the telemetry lacks."""
+    out: list[Finding] = []
+    nv = links[links["link_type"].astype("string") == LinkType.NVLINK.value] if not links.empty else links
+    seen: dict[int, set[int]] = {}
+    if not nv.empty:
+        for gpu, link in nv[["gpu", "link"]].dropna().drop_duplicates().itertuples(index=False):
+            seen.setdefault(int(gpu), set()).add(int(link))
+    if expected and not seen and any(expected.values()):
+        warnings.append("NVLink counters not collected on this node (enable them in dcgm-exporter's counters "
+                        "file): NVLink health is unknown, not healthy")
+        return out
+    for gpu, count in sorted(expected.items()):
+        have = seen.get(gpu, set())
+        if not have and count:
+            warnings.append(f"GPU {gpu}: NVLink counters not collected")
+            continue
+        for link in sorted(set(range(count)) - have):
+            out.append(Finding(
+                component=f"GPU {gpu} NVLink {link}", link_type=LinkType.NVLINK, link_id=f"nvlink-{link}",
+                link=link, gpu=gpu, link_state=LinkState.UNKNOWN, severity=Severity.WARNING,
+                crossed=[Crossing(rule="link_missing", counter="link_state", severity=Severity.WARNING,
+                                  message=f"link missing: the platform has {count} NVLinks on GPU {gpu}, "
+                                          f"no series for link {link}")],
+                evidence=["a missing series is never healthy: a dead link's series disappears"]))
+    return out
+
+
+def _event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds) -> list[Finding]:
+    if events.empty:
+        return []
+    t = ns(events["timestamp"])
+    recent = events[(t > start_ns) & (t <= end_ns)]
+    out: list[Finding] = []
+    kind = recent["kind"].astype("string")
+    for rule in thresholds.rules:
+        if rule.counter not in (EventKind.XID.value, EventKind.SXID.value):
+            continue
+        rows = recent[kind == rule.counter]
+        if rule.codes:
+            rows = rows[rows["code"].isin(rule.codes)]
+        for gpu, group in rows.groupby(rows["gpu"].astype("Float64").fillna(-1), sort=True):
+            if len(group) <= rule.above:
+                continue
+            g = None if gpu < 0 else int(gpu)
+            codes = sorted({int(c) for c in group["code"].dropna()})
+            who = f"GPU {g}" if g is not None else "node"
+            crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=float(len(group)),
+                                above=rule.above, severity=rule.severity,
+                                message=f"{len(group)} {rule.counter.upper()} {', '.join(map(str, codes))} on "
+                                        f"{who} ({rule.name})")]
+            severity, ratio = summarize(crossed)
+            link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK
+            out.append(Finding(component=f"{who} {rule.counter.upper()} {'/'.join(map(str, codes))}",
+                               link_type=link_type, link_id=rule.counter, gpu=g, severity=severity,
+                               worst_ratio=ratio, crossed=crossed, counts={rule.counter: float(len(group))},
+                               evidence=[str(x) for x in group["text"].dropna().head(3)]))
+    return out
+
+
+def _software(links: pd.DataFrame, metrics: pd.DataFrame, events: pd.DataFrame) -> Finding | None:
+    """Fabric Manager or the driver, not a part: all NVLinks inactive everywhere, or fabric state not complete."""
+    evidence: list[str] = []
+    if not events.empty:
+        fabric = events[events["kind"].astype("string") == EventKind.FABRIC_STATE.value]
+        if not fabric.empty:
+            last = str(fabric.sort_values("timestamp")["text"].iloc[-1])
+            if "complete" not in last.lower() or "not" in last.lower() or "incomplete" in last.lower():
+                evidence.append(f"fabric state is '{last}', not Completed")
+    nv = metrics[metrics["link_type"].astype("string") == LinkType.NVLINK.value] if not metrics.empty else metrics
+    if not nv.empty and "link_state" in nv.columns:
+        states = nv["link_state"].astype("string")
+        if len(nv) >= 2 and states.isin(["inactive", "down"]).all() and nv["gpu"].nunique() > 1:
+            evidence.append(f"all {len(nv)} NVLinks on all {nv['gpu'].nunique()} GPUs are inactive at once")
+    if not evidence:
+        return None
+    return Finding(component="Fabric Manager / NVIDIA driver", link_type=LinkType.NVSWITCH, link_id="fabric",
+                   severity=Severity.FAILING, evidence=evidence,
+                   crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=Severity.FAILING,
+                                     message="; ".join(evidence))])
+
+
+def _stale(metrics: pd.DataFrame, p_t: np.ndarray, end_ns: int, thresholds: Thresholds) -> np.ndarray:
+    """Links whose series stopped before the end while the node kept reporting (a dead link disappears)."""
+    if metrics.empty or len(p_t) < 2:
+        return np.zeros(len(metrics), dtype=bool)
+    steps = np.diff(np.unique(p_t[-200_000:]))
+    interval = float(np.median(steps)) if len(steps) else 0.0
+    last_seen = ns(metrics["last_seen"])
+    node_last = last_seen.max()
+    limit = thresholds.setting("stale_after_intervals") * interval
+    return (node_last - last_seen > limit) & (node_last >= end_ns - limit)
+
+
+def _action(loc: Localization | None, top: Finding | None, node_id: str, platform: str | None) -> str:
+    if loc is not None and top is not None and top.severity in (Severity.FAILING, Severity.DOWN):
+        klass = _REPAIR_CLASS[loc.kind]
+        peer = loc.peer or ""
+        gpu_dst = peer.split()[1] if peer.startswith("GPU ") else "?"
+        return repair_action(klass, platform=platform, node_id=node_id, gpu=loc.gpu, gpu_src=loc.gpu,
+                             gpu_dst=gpu_dst, link=loc.link, peer=peer or "?", switch=loc.switch or "?")
+    if top is not None and top.severity is Severity.WARNING:
+        return repair_action("warning", platform=platform, node_id=node_id)
+    return repair_action("healthy", platform=platform, node_id=node_id)
+
+
+def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: timedelta = timedelta(hours=1),
+                   end: datetime | None = None, thresholds: Thresholds | None = None, graph: Any = None,
+                   platform: str | None = None, job_id: str | None = None) -> Diagnosis:
+    """Rates, rules, missing links, events, correlation with the node's job and localization, for one node."""
+    thresholds = thresholds or load_thresholds()
+    warnings: list[str] = []
+    links = _node_rows(tables.get("link_samples"), node_id)
+    events = _node_rows(tables.get("events"), node_id)
+    findings: list[Finding] = []
+    metrics = pd.DataFrame()
+    end_ns = utc_ns(end) if end is not None else None
+    if links.empty:
+        warnings.append(f"no link telemetry for {node_id}: its fabric health is unknown, not healthy")
+    else:
+        p = prepare(links)
+        if len(p.frame) < len(links):
+            warnings.append(f"{len(links) - len(p.frame)} duplicated or undated link samples ignored")
+        end_ns = end_ns if end_ns is not None else int(p.t.max())
+        metrics = link_metrics(p, window=window, end_ns=end_ns, thresholds=thresholds)
+        stale = _stale(metrics, p.t, end_ns, thresholds)
+        seen = metrics[(metrics["samples"] > 0) | stale]
+        rows: list[dict[str, Any]] = seen.to_dict("records")  # type: ignore[assignment]
+        findings = [finding_of(row, thresholds, stale=bool(s)) for row, s in
+                    zip(rows, stale[seen.index], strict=True)]
+        if (metrics["samples"] < 2).all():
+            warnings.append("one reading per link: totals since reset only; a rate needs a second reading")
+    end_ns = end_ns if end_ns is not None else _events_end(events)
+    start_ns = end_ns - int(window.total_seconds() * 1e9)
+    findings += _event_findings(events, start_ns, end_ns, thresholds)
+    gpus = sorted({f.gpu for f in findings if f.gpu is not None}) or list(range(8))
+    findings += _missing(links, _expected_links(graph, platform, gpus), warnings) if not links.empty else []
+    software = _software(links, metrics, events)
+    if software is not None:
+        findings.insert(0, software)
+    locs = localize_all(findings, graph)
+    job = _job(tables, node_id, job_id, thresholds, warnings)
+    if job is not None:
+        findings = [_with_score(f, job, node_id) for f in findings]
+    top = worst(findings)
+    failing = top is not None and top.severity in (Severity.FAILING, Severity.DOWN)
+    degradation = job.degradation_pct if job is not None else None
+    # the job's slowdown raises this node's priority only when one of its failing links explains it
+    blamed = degradation if any(f.explains_slowdown for f in findings) else None
+    loc = locs[0] if locs and failing else None
+    return Diagnosis(
+        node_id=node_id, platform=platform, window_hours=window.total_seconds() / 3600,
+        fault_detected=failing,
+        isolated_component=(loc.component if loc else top.component if top else "None") if failing else "None",
+        degradation_pct=degradation, repair_action=_action(loc, top, node_id, platform),
+        ticket_priority=priority(findings, blamed, thresholds), findings=findings,
+        thresholds=thresholds.table(), warnings=warnings, localization=loc,
+        localizations=locs if failing else [],
+        step_time_ms=job.step_time_ms if job else None,
+        baseline_step_time_ms=job.baseline_step_time_ms if job else None,
+        job_id=job.job_id if job else None, job_gpus=8 * len(job.nodes) if job and job.nodes else None,
+        slowdown_onset=job.onset if job else None, verdict=_node_verdict(job, findings, node_id),
+    )
+
+
+def _events_end(events: pd.DataFrame) -> int:
+    if events.empty:
+        return int(pd.Timestamp.now(tz="UTC").value)
+    return int(pd.to_datetime(events["timestamp"], utc=True, format="mixed").max().value)
+
+
+def _job(tables: Mapping[str, pd.DataFrame], node_id: str, job_id: str | None, thresholds: Thresholds,
+         warnings: list[str]) -> JobExplanation | None:
+    jobs = [job_id] if job_id else jobs_on(tables.get("step_samples"), node_id)
+    if not jobs:
+        return None
+    job = explain_job(tables, job_id=jobs[0], thresholds=thresholds)
+    warnings.extend(job.warnings)
+    return job if job.nodes else None
+
+
+def _with_score(f: Finding, job: JobExplanation, node_id: str) -> Finding:
+    score = job.for_link(node_id, f.component)
+    if score is None:
+        if f.severity is Severity.OK:
+            return f
+        explains = False
+        evidence = [*f.evidence, f"its errors do not track job {job.job_id}'s step time"]
+        return f.model_copy(update={"explains_slowdown": explains, "correlation_score": 0.0,
+                                    "evidence": evidence})
+    return f.model_copy(update={"explains_slowdown": score.explains_slowdown, "correlation_score": score.score,
+                                "onset": score.onset, "evidence": [*f.evidence, *score.evidence]})
+
+
+def _node_verdict(job: JobExplanation | None, findings: list[Finding], node_id: str) -> str | None:
+    if job is None:
+        return None
+    bad = [f for f in findings if f.severity in (Severity.FAILING, Severity.DOWN)]
+    if job.slowdown and any(f.explains_slowdown for f in bad):
+        return job.verdict
+    if job.slowdown and bad:
+        return (f"job {job.job_id} is {job.degradation_pct:+.1f}% slower but the failing links of {node_id} "
+                "do not track it: not this node's fabric")
+    if not job.slowdown and bad:
+        return (f"{bad[0].component} is failing but job {job.job_id} is not slower "
+                f"({job.degradation_pct:+.1f}%)")
+    return job.verdict

@@ -1,0 +1,296 @@
+"""dcgm-exporter scrapes (Prometheus text exposition or OpenMetrics) -> link_samples, events, gpus.
+
+The parser is hand-written, not a library's: it must read a 700-series scrape in well under 20 ms and a day of
+scrapes (a million samples) in seconds with bounded memory, and say which line is bad instead of stopping at it.
+It streams lines and keeps each sample in compact arrays (27 bytes); a series' text is parsed once and cached, so
+the repeated scrapes of a day cost a dictionary look-up per line. Metric and label names are mapped through
+`data/dcgm.toml` (see `dcgm_map`).
+
+Meaning kept:
+- Timestamps: an integer sample timestamp is milliseconds (Prometheus text); one with a fraction, or below 1e11,
+  is seconds (OpenMetrics). A sample without a timestamp takes the time the caller gives (`at`: `--at TIME` or the
+  file's mtime with `--at mtime`), else NaT: the reader never invents a scrape time.
+- Per-link names (`_L3`, `_L3_TOTAL`) and link-entity series (an `nvlink` label) give one row per link; a name
+  without a link and no `nvlink` label is a GPU total: link NA, `gpu_total` true. An `nvswitch` label makes the
+  row switch-side: link_type nvswitch, link = port, gpu NA.
+- DCGM's blank sentinels (9223372036854775794 and kin) are no value (NaN), counted in one warning per file.
+- A counter at 65535 is kept and the row flagged `saturated` (a lower bound).
+- Xids: every increase of `DCGM_EXP_XID_ERRORS_COUNT{xid}` is an event (count = the increase; the first reading
+  counts since the exporter started); `DCGM_FI_DEV_XID_ERRORS` holds the last Xid forever, so only a change between
+  readings is an event; a single nonzero reading is reported as a warning, not an event.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import InputError
+from ..schema import EVENTS, TABLES
+from .base import IngestResult, IngestWarning, Source
+from .dcgm_frame import NAT_MS, build_events, build_gpus, build_link_samples, empty
+from .dcgm_map import DcgmMap, load_map
+
+MAX_LINE_WARNINGS = 50  # per file; the rest are counted in one closing warning
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\\n]|\\.)*)"\s*(?:,|$)')
+_PLAIN = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"')
+_ESCAPE = re.compile(r"\\(.)")
+_UNESCAPE = {"n": "\n", "\\": "\\", '"': '"'}
+_SNIFF = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE)
+
+# A cached series: ("link", entity id, column id, is counter) | ("xid", kind, node, gpu, code, bus id) | ("skip",)
+Series = tuple[Any, ...]
+
+
+class SeriesError(ValueError):
+    """A series text that cannot be read; the message says why."""
+
+
+def parse_labels(body: str) -> dict[str, str]:
+    """`a="1",b="x\\"y"` -> {"a": "1", "b": 'x"y'}; raises SeriesError on anything else."""
+    if "\\" not in body:  # the common case: one findall, checked by rebuilding the text
+        pairs = _PLAIN.findall(body)
+        if ",".join(f'{k}="{v}"' for k, v in pairs) == body.rstrip(","):
+            return dict(pairs)
+    labels: dict[str, str] = {}
+    pos = 0
+    body = body.rstrip()
+    while pos < len(body):
+        match = _LABEL.match(body, pos)
+        if not match or match.end() == pos:
+            raise SeriesError(f"bad label syntax near {body[pos:pos + 30]!r}")
+        value = match[2]
+        labels[match[1]] = _ESCAPE.sub(lambda m: _UNESCAPE.get(m[1], "\\" + m[1]), value) if "\\" in value else value
+        pos = match.end()
+    return labels
+
+
+def parse_series(text: str) -> tuple[str, dict[str, str]]:
+    """`name{labels}` or `name` -> (name, labels)."""
+    brace = text.find("{")
+    name = text if brace < 0 else text[:brace]
+    if not _NAME.fullmatch(name):
+        raise SeriesError(f"not a metric name: {name[:40]!r}")
+    if brace < 0:
+        return name, {}
+    if not text.endswith("}"):
+        raise SeriesError("label set not closed (a cut-off line?)")
+    return name, parse_labels(text[brace + 1 : -1])
+
+
+def _timestamp_ms(token: str) -> int:
+    if "." in token or "e" in token or "E" in token:
+        return round(float(token) * 1000)
+    value = int(token)
+    return value * 1000 if abs(value) < 100_000_000_000 else value
+
+
+@dataclass
+class DcgmParser:
+    """Accumulates samples from one or more sources (each a scrape or a run of timestamped scrapes)."""
+
+    mapping: DcgmMap = field(default_factory=load_map)
+    node_id: str | None = None
+    ts: array[int] = field(default_factory=lambda: array("q"))
+    ent: array[int] = field(default_factory=lambda: array("i"))
+    col: array[int] = field(default_factory=lambda: array("b"))
+    val: array[float] = field(default_factory=lambda: array("d"))
+    line: array[int] = field(default_factory=lambda: array("i"))
+    file: array[int] = field(default_factory=lambda: array("h"))
+    entities: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    columns: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    xids: list[tuple[Any, ...]] = field(default_factory=list)
+    gpus: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    warnings: list[IngestWarning] = field(default_factory=list)
+    _series: dict[str, Series] = field(default_factory=dict)
+
+    def feed(self, source: Source, at: datetime | None = None) -> int:
+        """Read one source; returns the number of samples it gave."""
+        name = source.name
+        self.files.append(name)
+        file_no = len(self.files) - 1
+        at_ms = NAT_MS if at is None else int(at.timestamp() * 1000)
+        before, bad, sentinels, pending, eof = len(self.val), 0, 0, None, None
+        series_cache, sentinel_values, saturation = self._series, self.mapping.sentinels, self.mapping.saturation
+        ts_a, ent_a, col_a, val_a, line_a, file_a = self.ts, self.ent, self.col, self.val, self.line, self.file
+        sat_col = self._column("saturated")
+
+        def warn(number: int, message: str) -> None:
+            nonlocal bad
+            bad += 1
+            if bad <= MAX_LINE_WARNINGS:
+                self.warnings.append(IngestWarning(name, number, message))
+
+        for number, text in source.lines():
+            if not text or text[0] == "#":
+                if text.startswith(("# HELP ", "# TYPE ")):
+                    pending = (text.split(None, 3)[2:3] or [""])[0], number
+                elif text.strip() == "# EOF":
+                    eof = number
+                continue
+            if eof is not None:
+                warn(number, "content after '# EOF' (OpenMetrics end marker)")
+                continue
+            close = text.rfind("}")
+            if close >= 0:
+                key, rest = text[: close + 1], text[close + 1 :].split()
+            else:
+                parts = text.split()
+                key, rest = parts[0], parts[1:]
+            if not 1 <= len(rest) <= 2:
+                warn(number, "expected 'metric{labels} value [timestamp]'" + (" (cut off?)" if not rest else ""))
+                continue
+            series = series_cache.get(key)
+            if series is None:
+                try:
+                    series = self._describe(key, name, number)
+                except SeriesError as exc:
+                    warn(number, str(exc))
+                    continue
+                series_cache[key] = series
+            if pending is not None and key.startswith(pending[0]):
+                pending = None
+            kind = series[0]
+            if kind == "skip":
+                continue
+            try:
+                value = float(rest[0])
+                stamp = _timestamp_ms(rest[1]) if len(rest) == 2 else at_ms
+            except ValueError:
+                warn(number, f"not a number: {' '.join(rest)[:40]!r}")
+                continue
+            if value in sentinel_values:
+                sentinels += 1
+                continue
+            if kind == "xid":
+                self.xids.append((stamp, *series[1:], value, file_no, number))
+                continue
+            if math.isnan(value) or (series[3] and value < 0):
+                warn(number, f"{key[: key.find('{')] if '{' in key else key}: {rest[0]} is not a counter value")
+                continue
+            ts_a.append(stamp)
+            ent_a.append(series[1])
+            col_a.append(series[2])
+            val_a.append(value)
+            line_a.append(number)
+            file_a.append(file_no)
+            if series[3] and value == saturation:
+                ts_a.append(stamp)
+                ent_a.append(series[1])
+                col_a.append(sat_col)
+                val_a.append(1.0)
+                line_a.append(number)
+                file_a.append(file_no)
+        if bad > MAX_LINE_WARNINGS:
+            self.warnings.append(IngestWarning(name, None, f"{bad - MAX_LINE_WARNINGS} more unreadable lines"))
+        if sentinels:
+            self.warnings.append(IngestWarning(
+                name, None, f"{sentinels} samples held DCGM's blank sentinel (field not supported): read as no value"))
+        if pending is not None and pending[0]:
+            self.warnings.append(IngestWarning(
+                name, pending[1], f"metric {pending[0]} announced but no samples follow: the input is cut off here"))
+        return len(self.val) - before
+
+    def _column(self, column: str) -> int:
+        return self.columns.setdefault(column, len(self.columns))
+
+    def _describe(self, key: str, file: str, number: int) -> Series:
+        name, labels = parse_series(key)
+        mapping = self.mapping
+        resolved = mapping.resolve(name)
+        is_xid = name in mapping.xid_counter or name in mapping.xid_gauge
+        if resolved is None and not is_xid:
+            return ("skip",)
+        node = self.node_id or mapping.label(labels, "node") or "unknown"
+        gpu_text = mapping.label(labels, "gpu")
+        switch = mapping.label(labels, "nvswitch")
+        link_text = mapping.label(labels, "nvlink")
+        try:
+            gpu = int(gpu_text) if gpu_text is not None else None
+            link = int(link_text) if link_text is not None else None
+        except ValueError:
+            raise SeriesError(f"{name}: gpu/nvlink label is not an index ({gpu_text!r}, {link_text!r})") from None
+        if gpu is None and switch is None:
+            raise SeriesError(f"{name}: no gpu or nvswitch label, so no component to attach it to")
+        if gpu is not None:
+            self._note_gpu(node, gpu, labels, f"{file}:{number}")
+        if is_xid:
+            if name in mapping.xid_gauge:
+                return ("xid", "gauge", node, gpu, None, mapping.label(labels, "pci_bus_id"))
+            code = mapping.label(labels, "xid")
+            if code is None or not code.isdigit():
+                raise SeriesError(f"{name}: needs an integer xid label (got {code!r})")
+            return ("xid", "counter", node, gpu, int(code), mapping.label(labels, "pci_bus_id"))
+        assert resolved is not None
+        fld = resolved.field
+        link = resolved.link if resolved.link is not None else link
+        link_type = "nvswitch" if switch is not None else fld.link_type.value
+        if switch is not None:
+            gpu = None
+        total = link is None and link_type != "pcie"
+        entity = (node, gpu, link_type, link, switch, total)
+        ent = self.entities.setdefault(entity, len(self.entities))
+        return ("link", ent, self._column(fld.column), fld.counter)
+
+    def _note_gpu(self, node: str, gpu: int, labels: dict[str, str], where: str) -> None:
+        info = self.gpus.setdefault((node, gpu), {"source": where})
+        if info.get("_complete"):
+            return
+        info["_complete"] = True  # one look at the labels of each GPU's first series is enough
+        for key in ("uuid", "pci_bus_id", "model", "driver_version", "pod", "namespace", "container"):
+            if info.get(key) is None:
+                info[key] = self.mapping.label(labels, key)
+
+    def result(self) -> IngestResult:
+        warnings = list(self.warnings)
+        if self.node_id is None and any(e[0] == "unknown" for e in self.entities):
+            warnings.append(IngestWarning(self.files[0] if self.files else "<input>", None,
+                                          "no Hostname label on some series: node 'unknown' (give --node)"))
+        events, xid_warnings = build_events(self.xids, self.files)
+        tables = {name: empty(name) for name in TABLES}
+        tables["link_samples"] = build_link_samples(self)  # already in the schema's columns and dtypes
+        tables["events"] = EVENTS.conform(events) if len(events) else tables["events"]
+        tables["gpus"] = build_gpus(self.gpus)
+        return IngestResult(tables, [*warnings, *xid_warnings])
+
+
+def mtime(source: Source) -> datetime | None:
+    """The file's modification time, for a scrape saved without sample timestamps (`--at mtime`)."""
+    if source.path is None:
+        return None
+    return datetime.fromtimestamp(os.stat(source.path).st_mtime, tz=UTC)
+
+
+def read_scrapes(sources: Iterable[tuple[Source, datetime | None]], *, node_id: str | None = None) -> IngestResult:
+    """Read several scrapes as one series, so that a change between files (an Xid gauge) is seen."""
+    parser = DcgmParser(node_id=node_id)
+    for source, at in sources:
+        parser.feed(source, at)
+    result = parser.result()
+    if result.empty and parser.files:
+        detail = "; ".join(str(w) for w in result.warnings[:3])
+        raise InputError("no dcgm-exporter samples could be read" + (f" ({detail})" if detail else ""),
+                         source=", ".join(parser.files))
+    return result
+
+
+class DcgmReader:
+    name = "dcgm"
+
+    def sniff(self, head: str) -> float:
+        hits = len(_SNIFF.findall(head))
+        return 0.0 if not hits else (0.95 if hits >= 2 else 0.7)
+
+    def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None) -> IngestResult:
+        return read_scrapes([(source, at)], node_id=node_id)
+
+
+READER = DcgmReader()

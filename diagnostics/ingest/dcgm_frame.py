@@ -1,0 +1,161 @@
+"""Turn the dcgm parser's compact sample arrays into normalized frames (one row per time and link)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..schema import GPUS, LINK_SAMPLES, TABLES, TableSchema
+from .base import IngestWarning
+
+if TYPE_CHECKING:
+    from .dcgm import DcgmParser
+
+NAT_MS = np.iinfo(np.int64).min  # "no timestamp" in the millisecond array
+
+
+def _times(ms: np.ndarray) -> Any:
+    stamps = np.where(ms == NAT_MS, np.datetime64("NaT", "ms"), ms.astype("datetime64[ms]")).astype("datetime64[ns]")
+    return pd.DatetimeIndex(stamps).tz_localize("UTC")
+
+
+def _missing(dtype: str, n: int) -> Any:
+    """An all-missing column of `dtype`, built from arrays (pandas' scalar-fill path is slow for wide tables)."""
+    if dtype == "float64":
+        return np.full(n, np.nan)
+    if dtype.startswith("Int"):
+        return pd.arrays.IntegerArray(np.zeros(n, dtype=dtype.lower()), np.ones(n, dtype=bool))
+    if dtype == "boolean":
+        return pd.arrays.BooleanArray(np.zeros(n, dtype=bool), np.ones(n, dtype=bool))
+    if dtype == "category":
+        return pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), dtype=pd.CategoricalDtype(pd.Index([])))
+    if dtype.startswith("datetime"):
+        return _times(np.full(n, NAT_MS, dtype=np.int64))
+    target: Any = dtype
+    return pd.array(np.full(n, None, dtype=object), dtype=target)
+
+
+def typed_frame(schema: TableSchema, columns: dict[str, Any], n: int) -> pd.DataFrame:
+    """A frame with exactly `schema`'s columns and dtypes, from columns already of the right dtype."""
+    return pd.DataFrame({c: columns[c] if c in columns else _missing(d, n) for c, d in schema.columns.items()})
+
+
+def _category(codes: np.ndarray, values: list[Any]) -> Any:
+    """Per-row categorical from per-entity values (None -> missing)."""
+    cats = sorted({v for v in values if v is not None})
+    index = {v: i for i, v in enumerate(cats)}
+    lookup = np.array([index.get(v, -1) if v is not None else -1 for v in values], dtype=np.int32)
+    return pd.Categorical.from_codes(lookup[codes], dtype=pd.CategoricalDtype(pd.Index(cats, dtype=object)))
+
+
+def _nullable(codes: np.ndarray, values: list[Any], dtype: str) -> Any:
+    data = np.array([0 if v is None else v for v in values], dtype=dtype.lower())[codes]
+    mask = np.array([v is None for v in values], dtype=bool)[codes]
+    return pd.arrays.BooleanArray(data, mask) if dtype == "bool" else pd.arrays.IntegerArray(data, mask)
+
+
+_EMPTY: dict[str, pd.DataFrame] = {}
+
+
+def empty(table: str) -> pd.DataFrame:
+    if table not in _EMPTY:
+        _EMPTY[table] = TABLES[table].empty()
+    return _EMPTY[table].copy(deep=False)
+
+
+def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
+    """Pivot (time, entity, column, value) samples to rows of (time, entity) with one column per counter.
+
+    A row's source is the first line that contributed to it.
+    """
+    if not len(parser.val):
+        return empty("link_samples")
+    ts = np.frombuffer(parser.ts, dtype=np.int64)
+    ent = np.frombuffer(parser.ent, dtype=np.int32).astype(np.int64)
+    col = np.frombuffer(parser.col, dtype=np.int8)
+    val = np.frombuffer(parser.val, dtype=np.float64)
+    line = np.frombuffer(parser.line, dtype=np.int32)
+    file = np.frombuffer(parser.file, dtype=np.int16)
+
+    ts_unique, ts_code = np.unique(ts, return_inverse=True)
+    n_ent = len(parser.entities)
+    keys, row = np.unique(ts_code.astype(np.int64) * n_ent + ent, return_inverse=True)
+    used, col_code = np.unique(col, return_inverse=True)
+    matrix = np.full((len(keys), len(used)), np.nan)
+    matrix[row, col_code] = val
+    first = np.full(len(keys), np.iinfo(np.int32).max, dtype=np.int64)
+    np.minimum.at(first, row, line)
+    row_file = np.empty(len(keys), dtype=np.int16)
+    row_file[row] = file
+
+    names = {i: c for c, i in parser.columns.items()}
+    entities = list(parser.entities)
+    n = len(keys)
+    ent_of_row = (keys % n_ent).astype(np.int64)
+    frame: dict[str, Any] = {"timestamp": _times(ts_unique[keys // n_ent])}
+    for pos, label in enumerate(("node_id", "gpu", "link_type", "link", "nvswitch", "gpu_total")):
+        values = [e[pos] for e in entities]
+        dtype = LINK_SAMPLES.columns[label]
+        frame[label] = _category(ent_of_row, values) if dtype == "category" else _nullable(
+            ent_of_row, values, "bool" if dtype == "boolean" else dtype)
+    for j, c in enumerate(used):
+        frame[names[int(c)]] = matrix[:, j]
+    saturated = frame.pop("saturated", np.full(n, np.nan))
+    frame["saturated"] = pd.arrays.BooleanArray(~np.isnan(saturated), np.zeros(n, dtype=bool))
+    unknown = pd.CategoricalDtype(pd.Index(["unknown"]))
+    frame["peer"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=unknown)
+    text = np.char.add(np.char.add(np.array(parser.files, dtype=str)[row_file], ":"), first.astype(str))
+    frame["source"] = pd.Categorical(text)
+    return typed_frame(LINK_SAMPLES, frame, n)
+
+
+def build_events(xids: list[tuple[Any, ...]], files: list[str]) -> tuple[pd.DataFrame, list[IngestWarning]]:
+    """Xid rows: (ts, kind, node, gpu, code, bus id, value, file, line) in reading order -> events + warnings."""
+    rows: list[dict[str, Any]] = []
+    warnings: list[IngestWarning] = []
+    order = sorted(range(len(xids)), key=lambda i: (xids[i][0] == NAT_MS, xids[i][0], i))
+    if any(x[0] == NAT_MS for x in xids):
+        order = list(range(len(xids)))  # no times to order by: keep the reading order
+    last: dict[tuple[Any, ...], float] = {}
+    for i in order:
+        ts, kind, node, gpu, code, bus, value, file_no, line = xids[i]
+        where = f"{files[file_no]}:{line}"
+        key = (kind, node, gpu, code)
+        prev = last.get(key)
+        last[key] = value
+        event: dict[str, Any] | None = None
+        if kind == "counter":
+            increase = value if prev is None or value < prev else value - prev
+            if increase > 0:
+                first = " since the exporter started" if prev is None else ""
+                event = {"code": code, "count": int(increase),
+                         "text": f"Xid {code} counted {int(increase)} time(s){first} (DCGM_EXP_XID_ERRORS_COUNT)"}
+        elif prev is None:
+            if value:
+                warnings.append(IngestWarning(files[file_no], line, (
+                    f"GPU {gpu} last reported Xid {int(value)} at an unknown time; one reading of "
+                    "DCGM_FI_DEV_XID_ERRORS is not an event (a change between readings is)")))
+        elif value != prev and value:
+            event = {"code": int(value), "text": f"DCGM_FI_DEV_XID_ERRORS changed from {int(prev)} to {int(value)}"}
+        if event is not None:
+            ts_value = pd.NaT if ts == NAT_MS else pd.Timestamp(ts, unit="ms", tz="UTC")
+            rows.append({"timestamp": ts_value, "node_id": node, "gpu": gpu, "pci_bus_id": bus, "kind": "xid",
+                         "source": where, **event})
+    return pd.DataFrame(rows), warnings
+
+
+def build_gpus(gpus: dict[tuple[str, int], dict[str, Any]]) -> pd.DataFrame:
+    """One row per GPU, built column by column in the schema's dtypes."""
+    keys = sorted(gpus)
+    columns: dict[str, Any] = {
+        "node_id": pd.Categorical([k[0] for k in keys]),
+        "gpu": pd.array([k[1] for k in keys], dtype="Int16"),
+        "source": pd.Categorical([gpus[k]["source"] for k in keys]),
+    }
+    for name, dtype in GPUS.columns.items():
+        if name not in columns:
+            target: Any = dtype
+            columns[name] = pd.array([gpus[k].get(name) for k in keys], dtype=target)
+    return typed_frame(GPUS, columns, len(keys))

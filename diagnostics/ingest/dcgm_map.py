@@ -1,0 +1,134 @@
+"""The dcgm-exporter data table (`data/dcgm.toml`): metric names -> normalized columns, label aliases, sentinels.
+
+Kept as data so a new exporter version (a renamed field or label) is a file edit, not a code change.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..schema import COUNTERS, LINK_SAMPLES, LinkType
+
+DEFAULT_FILE = Path(__file__).resolve().parent.parent / "data" / "dcgm.toml"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One normalized column a metric feeds, and where its link index comes from."""
+
+    column: str
+    link_type: LinkType
+    per_link_name: bool  # the link index is part of the metric name (`_L3`)
+    counter: bool  # cumulative (saturation applies), else a gauge
+    write_name: str  # the spelling `format_exposition` writes: the first per-link name, else the first name
+    total_name: str | None  # the first name without a link index (a GPU total, or a link-entity series)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    field: Field
+    link: int | None  # from the name, for per-link names
+
+
+@dataclass(frozen=True)
+class DcgmMap:
+    exact: dict[str, Field]
+    patterns: tuple[tuple[re.Pattern[str], Field], ...]
+    labels: dict[str, tuple[str, ...]]
+    sentinels: frozenset[float]
+    saturation: float
+    xid_counter: frozenset[str]
+    xid_gauge: frozenset[str]
+    fields: tuple[Field, ...]
+    _memo: dict[str, Resolved | None] = dc_field(default_factory=dict, compare=False, hash=False)
+
+    def resolve(self, name: str) -> Resolved | None:
+        """The field a metric name feeds, or None for a metric fabricbot does not use."""
+        if name in self._memo:
+            return self._memo[name]
+        found = self._resolve(name)
+        if found is None and name.endswith("_total"):  # OpenMetrics adds `_total` to counter samples
+            found = self._resolve(name[: -len("_total")])
+        self._memo[name] = found
+        return found
+
+    def _resolve(self, name: str) -> Resolved | None:
+        field = self.exact.get(name)
+        if field is not None:
+            return Resolved(field, None)
+        for pattern, field in self.patterns:
+            match = pattern.fullmatch(name)
+            if match:
+                return Resolved(field, int(match[1]))
+        return None
+
+    def label(self, labels: dict[str, str], key: str) -> str | None:
+        for alias in self.labels.get(key, ()):
+            value = labels.get(alias)
+            if value is not None:
+                return value
+        return None
+
+
+_VALUE_COLUMNS = set(COUNTERS) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s"}
+
+
+def _fields(entries: list[dict[str, Any]], origin: str) -> tuple[dict[str, Field], list[tuple[re.Pattern[str], Field]],
+                                                             list[Field]]:
+    exact: dict[str, Field] = {}
+    patterns: list[tuple[re.Pattern[str], Field]] = []
+    fields: list[Field] = []
+    for i, entry in enumerate(entries):
+        try:
+            column, names = entry["column"], list(entry["names"])
+            link_type = LinkType(entry.get("link_type", "nvlink"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{origin}: field[{i}] needs column, names and a valid link_type ({exc})") from None
+        if column not in _VALUE_COLUMNS or column not in LINK_SAMPLES.columns:
+            raise ConfigError(f"{origin}: field[{i}]: unknown column {column!r}")
+        counter = entry.get("kind", "counter") == "counter"
+        total_name = next((n for n in names if "{link}" not in n), None)
+        for j, name in enumerate(names):
+            per_link = "{link}" in name
+            field = Field(column, link_type, per_link, counter, names[0], total_name)
+            if j == 0:
+                fields.append(field)
+            if per_link:
+                head, _, tail = name.partition("{link}")
+                patterns.append((re.compile(re.escape(head) + r"(\d{1,2})" + re.escape(tail)), field))
+            else:
+                exact[name] = field
+    return exact, patterns, fields
+
+
+def load_map(path: Path | None = None) -> DcgmMap:
+    """The default table, or a user's file in the same layout."""
+    return _load(path or DEFAULT_FILE)
+
+
+@cache
+def _load(path: Path) -> DcgmMap:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path.name}: not a readable dcgm mapping file: {exc}") from exc
+    exact, patterns, fields = _fields(data.get("field", []), path.name)
+    labels = {k: tuple(v) for k, v in data.get("labels", {}).items()}
+    xid = data.get("xid", {})
+    return DcgmMap(
+        exact=exact,
+        patterns=tuple(patterns),
+        labels=labels,
+        sentinels=frozenset(float(v) for v in data.get("sentinels", {}).get("values", [])),
+        saturation=float(data.get("saturation", {}).get("value", 65535)),
+        xid_counter=frozenset(xid.get("counter", [])),
+        xid_gauge=frozenset(xid.get("last_value_gauge", [])),
+        fields=tuple(fields),
+    )

@@ -1,0 +1,182 @@
+"""CSV, JSONL and Parquet files already in a normalized schema (diagnostics/schema.py).
+
+Which table a file holds is told by its columns: the table whose required columns are all present and that shares
+the most columns with the file. Unknown columns are dropped with one warning; a value that does not fit its
+column's dtype is a warning naming the row (file line for CSV/JSONL) and the value, and that cell becomes NA,
+never a guessed number. Large CSV/JSONL files are read in chunks, Parquet by row group.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from ..errors import InputError
+from ..schema import TABLES, TableSchema
+from .base import IngestResult, IngestWarning, Source
+
+CHUNK_ROWS = 200_000
+MAX_VALUE_WARNINGS = 20
+
+# Columns a file must hold to be a table of that kind.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "link_samples": ("node_id", "gpu", "link_type"),
+    "step_samples": ("step_time_ms",),
+    "events": ("node_id", "kind"),
+    "topology": ("node_id", "a", "b", "relation"),
+    "gpus": ("node_id", "gpu", "uuid"),
+}
+ENUMS: dict[str, tuple[str, ...]] = {
+    "link_type": ("nvlink", "pcie", "nvswitch"),
+    "link_state": ("up", "down", "degraded", "inactive", "unknown"),
+    "kind": ("xid", "sxid", "aer", "fabric_state"),
+}
+
+
+def table_for(columns: list[str], source: str) -> TableSchema:
+    """The schema a file's header names, or an InputError saying what is missing."""
+    present = set(columns)
+    best: tuple[int, str] | None = None
+    for name, needed in REQUIRED.items():
+        if set(needed) <= present:
+            score = len(present & set(TABLES[name].columns))
+            if best is None or score > best[0]:
+                best = (score, name)
+    if best is None:
+        near = max(REQUIRED, key=lambda n: len(present & set(TABLES[n].columns)))
+        missing = [c for c in REQUIRED[near] if c not in present]
+        raise InputError(f"columns match no normalized table; closest is {near}, which needs {', '.join(missing)}",
+                         source=source, value=", ".join(columns[:12]))
+    return TABLES[best[1]]
+
+
+def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: int,
+            warnings: list[IngestWarning]) -> pd.DataFrame:
+    """Check each value against its column's dtype and enumeration; a bad one becomes NA with a warning."""
+    out = frame.copy()
+    for col in [c for c in out.columns if c in schema.columns]:
+        dtype = schema.columns[col]
+        raw = out[col]
+        if dtype.startswith("datetime"):
+            parsed: pd.Series = pd.to_datetime(raw, utc=True, errors="coerce", format="mixed")
+        elif dtype.startswith(("Int", "float")):
+            parsed = pd.to_numeric(raw, errors="coerce")
+            if dtype.startswith("Int"):
+                parsed = parsed.where(parsed.isna() | (parsed == parsed.round()))
+        elif dtype == "boolean":
+            text = raw.astype("string").str.strip().str.lower()
+            parsed = text.map({"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False})
+        elif col in ENUMS:
+            parsed = raw.astype("string").str.strip().str.lower()
+            parsed = parsed.where(parsed.isin(ENUMS[col]))
+        else:
+            out[col] = raw
+            continue
+        bad = parsed.isna() & raw.notna() & (raw.astype("string").str.strip() != "")
+        for idx in bad[bad].index[: max(0, MAX_VALUE_WARNINGS - len(warnings))]:
+            line = first_line + int(idx) if first_line else None
+            where = "" if line else f"row {int(idx) + 1}: "
+            warnings.append(IngestWarning(source, line, f"{where}{col} = {raw[idx]!r} is not a valid {dtype}"))
+        out[col] = parsed
+    return out
+
+
+def _csv_chunks(source: Source) -> Iterator[tuple[pd.DataFrame, int]]:
+    with source.open_text() as fh:
+        try:
+            reader = pd.read_csv(fh, chunksize=CHUNK_ROWS, dtype=str, keep_default_na=True, on_bad_lines="warn")
+            line = 2
+            for chunk in reader:
+                chunk.index = pd.RangeIndex(len(chunk))
+                yield chunk, line
+                line += len(chunk)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise InputError(f"not a readable CSV table: {exc}", source=source.name) from None
+
+
+def _jsonl_chunks(source: Source, warnings: list[IngestWarning]) -> Iterator[tuple[pd.DataFrame, int]]:
+    rows: list[dict[str, Any]] = []
+    start = 1
+    for number, text in source.lines():
+        if not text.strip():
+            continue
+        try:
+            item = json.loads(text)
+            if not isinstance(item, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            warnings.append(IngestWarning(source.name, number, f"not a JSON object line: {exc}"))
+            continue
+        if not rows:
+            start = number
+        rows.append(item)
+        if len(rows) >= CHUNK_ROWS:
+            yield pd.DataFrame(rows), start
+            rows = []
+    if rows:
+        yield pd.DataFrame(rows), start
+
+
+def _parquet_chunks(source: Source) -> Iterator[tuple[pd.DataFrame, int]]:
+    assert source.path is not None, "Parquet needs a file"
+    try:
+        handle = pq.ParquetFile(source.path)
+        for batch in handle.iter_batches(batch_size=CHUNK_ROWS):
+            yield batch.to_pandas(), 0
+    except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
+        raise InputError(f"not a readable Parquet file: {exc}", source=source.name) from None
+
+
+class TablesReader:
+    name = "tables"
+
+    def sniff(self, head: str) -> float:
+        first = next((line for line in head.splitlines() if line.strip()), "")
+        if first.startswith("{"):
+            try:
+                keys = list(json.loads(first))
+            except ValueError:
+                return 0.0
+        else:
+            keys = [k.strip() for k in first.split(",")]
+        try:
+            table_for(keys, "")
+        except InputError:
+            return 0.0
+        return 0.9
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        warnings: list[IngestWarning] = []
+        head = source.head(4)
+        if head.startswith(b"PAR1"):
+            chunks = _parquet_chunks(source)
+        elif head.lstrip().startswith(b"{"):
+            chunks = _jsonl_chunks(source, warnings)
+        else:
+            chunks = _csv_chunks(source)
+        frames: list[pd.DataFrame] = []
+        schema: TableSchema | None = None
+        for chunk, first_line in chunks:
+            if schema is None:
+                schema = table_for([str(c) for c in chunk.columns], source.name)
+                extra = [str(c) for c in chunk.columns if c not in schema.columns]
+                if extra:
+                    warnings.append(IngestWarning(source.name, 1 if first_line else None,
+                                                  f"columns not in {schema.name} ignored: {', '.join(extra)}"))
+            chunk = _coerce(chunk, schema, source.name, first_line, warnings)
+            if node_id is not None and "node_id" in schema.columns:
+                chunk["node_id"] = node_id
+            if "source" in schema.columns and "source" not in chunk:
+                lines = range(first_line, first_line + len(chunk)) if first_line else range(1, len(chunk) + 1)
+                chunk["source"] = [f"{source.name}:{n}" for n in lines]
+            frames.append(schema.conform(chunk))
+        if schema is None:
+            raise InputError("no rows", source=source.name)
+        return IngestResult.of(warnings, **{schema.name: pd.concat(frames, ignore_index=True)})
+
+
+READER = TablesReader()

@@ -1,0 +1,209 @@
+"""The thresholds file applied to counter histories: per-link metrics over a window, then findings.
+
+Metrics are computed for every link at once on arrays (`link_metrics`); only links that could cross a rule are
+turned into `Finding` objects by the shared `rules.crossings`, so a fleet sweep stays vectorized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .model import Crossing, Finding
+from .rates import Prepared, _segmax, windowed_increase
+from .rules import crossings, state_crossing, summarize
+from .schema import LinkState, LinkType, Severity
+from .thresholds import Thresholds
+
+STATE_COLUMNS = ("peer", "link_state", "width", "max_width", "gen", "max_gen", "speed_gbps",
+                 "tx_bytes_per_s", "rx_bytes_per_s", "symbol_ber", "effective_ber", "saturated")
+RATE_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "tx_discards",
+                 "symbol_errors", "effective_errors", "recovery_successful", "recovery_failed")
+
+
+def last_state(p: Prepared, end_ns: int) -> pd.DataFrame:
+    """Each link's last non-missing state reading (width, generation, state, traffic) at or before the end."""
+    f = p.frame
+    seg = np.cumsum(p.starts) - 1
+    nseg = int(p.starts.sum())
+    upto = p.t <= end_ns
+    out: dict[str, object] = {}
+    for col in STATE_COLUMNS:
+        if col not in f.columns:
+            continue
+        ok = upto & f[col].notna().to_numpy()
+        if not ok.any():
+            continue
+        idx = np.full(nseg, -1, dtype=np.int64)
+        _segmax(idx, seg, np.where(ok, np.arange(len(f)), -1))
+        values = f[col].iloc[np.maximum(idx, 0)].reset_index(drop=True)
+        out[col] = values.where(pd.Series(idx >= 0), None)
+    return pd.DataFrame(out)
+
+
+def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thresholds) -> pd.DataFrame:
+    """Per link: rates per hour in the window ending at `end_ns`, state, derived metrics, persistence counts."""
+    end = pd.Timestamp(end_ns, tz="UTC")
+    cur = windowed_increase(p.frame, window=window, at=end, prepared=p)
+    state = last_state(p, end_ns)
+    m = pd.concat([cur, state], axis=1)
+    m["crc_per_hour"] = m.filter(items=["crc_flit_per_hour", "crc_data_per_hour"]).sum(axis=1, min_count=1)
+    m["crc_total"] = m.filter(items=["crc_flit_total", "crc_data_total"]).sum(axis=1, min_count=1)
+    if {"width", "max_width"} <= set(m.columns):
+        m["width_lost"] = (m["max_width"].astype("Float64") - m["width"].astype("Float64")).clip(lower=0)
+    if {"gen", "max_gen"} <= set(m.columns):
+        traffic = m.filter(items=["tx_bytes_per_s", "rx_bytes_per_s"]).astype("Float64").sum(axis=1)
+        busy = traffic >= thresholds.setting("pcie_busy_bytes_per_s")
+        lost = (m["max_gen"].astype("Float64") - m["gen"].astype("Float64")).clip(lower=0)
+        m["gen_lost_under_load"] = lost.where(busy, 0.0)
+        m["gen_lost_idle"] = lost.where(~busy, 0.0)
+    for rule in thresholds.rules:
+        if rule.persist is None:
+            continue
+        windows = rule.persist[1]
+        over = np.zeros(len(m), dtype=np.int64)
+        for i in range(windows):
+            at = end - window * i
+            past = cur if i == 0 else windowed_increase(p.frame, window=window, at=at, prepared=p)
+            rate = _rate_column(past, rule.counter)
+            if rate is not None:
+                over += (rate.fillna(0).to_numpy(np.float64) > rule.above)
+        m[f"over_{rule.name}"] = over
+    return m
+
+
+def _rate_column(frame: pd.DataFrame, counter: str) -> pd.Series | None:
+    if counter == "crc":
+        return frame.filter(items=["crc_flit_per_hour", "crc_data_per_hour"]).sum(axis=1, min_count=1)
+    col = f"{counter}_per_hour"
+    return frame[col] if col in frame.columns else None
+
+
+def _num(value: object) -> float | None:
+    if value is None or value is pd.NA:
+        return None
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(out) else out
+
+
+def _int(value: object) -> int | None:
+    num = _num(value)
+    return None if num is None else int(num)
+
+
+def metrics_of(row: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """A link row's rates per hour (and derived metrics) and its counts in the window, without NaN."""
+    rates: dict[str, float] = {}
+    counts: dict[str, float] = {}
+    for c in (*RATE_COUNTERS, "crc"):
+        rate = _num(row.get(f"{c}_per_hour"))
+        if rate is not None:
+            rates[c] = round(rate, 3)
+        inc = _num(row.get(f"{c}_increase"))
+        if inc is not None:
+            counts[c] = inc
+    if "crc" not in counts and ("crc_flit" in counts or "crc_data" in counts):
+        counts["crc"] = counts.get("crc_flit", 0.0) + counts.get("crc_data", 0.0)
+    for c in ("width_lost", "gen_lost_under_load", "effective_ber", "symbol_ber"):
+        value = _num(row.get(c))
+        if value is not None:
+            rates[c] = value
+    return rates, counts
+
+
+def component_of(link_type: str, gpu: int | None, link: int | None, peer: str, lane: int | None = None) -> str:
+    """`GPU 2 -> GPU 3 NVLink 1`, `GPU 2 NVLink 1 -> NVSwitch 1`, `GPU 4 PCIe`, `NVSwitch 1 port 17`."""
+    if link_type == LinkType.PCIE:
+        return f"GPU {gpu} PCIe"
+    if link_type == LinkType.NVSWITCH or gpu is None:
+        return f"{peer if peer.startswith('NVSwitch') else 'NVSwitch ?'} port {link}"
+    if peer.startswith("GPU"):
+        return f"{'GPU ' + str(gpu)} -> {peer} NVLink {link}"
+    return f"GPU {gpu} NVLink {link} -> {peer}"
+
+
+def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = False) -> Finding:
+    """One link's finding: rates, the rules crossed, state, evidence (congestion, lone readings, resets)."""
+    rates, counts = metrics_of(row)
+    link_type = str(row["link_type"])
+    windows_over = {k[5:]: int(v) for k, v in row.items() if isinstance(k, str) and k.startswith("over_")}
+    crossed = crossings(link_type, rates, thresholds, windows_over)
+    state = LinkState(str(row["link_state"])) if _present(row.get("link_state")) else LinkState.UP
+    evidence: list[str] = []
+    if stale:
+        state = LinkState.DOWN
+        crossed.insert(0, Crossing(rule="link_down", counter="link_state", severity=Severity.DOWN,
+                                   message="series stopped: a dead link's counters disappear"))
+    else:
+        down = state_crossing(state)
+        if down is not None:
+            crossed.insert(0, down)
+    if int(row.get("samples", 0) or 0) < 2 and not rates.keys() & set(RATE_COUNTERS):
+        totals = {c: _num(row.get(f"{c}_total")) for c in (*RATE_COUNTERS, "crc")}
+        counts = {c: v for c, v in totals.items() if v is not None}
+        evidence.append("one reading: lifetime totals only; a rate needs a second reading")
+    if int(row.get("resets", 0) or 0):
+        evidence.append(f"counter reset {int(row['resets'])}x in the window (reboot or driver reload), handled")
+    if _num(row.get("gen_lost_idle")):
+        evidence.append("PCIe generation below maximum at idle: power saving, not a fault")
+    severity, ratio = summarize(crossed)
+    gpu, link = _int(row.get("gpu")), _int(row.get("link"))
+    peer = str(row["peer"]) if _present(row.get("peer")) else ("CPU root port" if link_type == "pcie" else "unknown")
+    if severity is Severity.OK:
+        evidence.extend(_congestion(row, thresholds))
+    lost = _int(row.get("width_lost"))
+    lanes: list[int] = []
+    if lost and link_type == LinkType.PCIE:
+        width, max_width = _int(row.get("width")) or 0, _int(row.get("max_width")) or 0
+        lanes = list(range(width, max_width))
+        evidence.append(f"running x{width} of x{max_width}: lanes {width}-{max_width - 1} lost")
+    lane = _int(row.get("lane"))
+    peer_gpu = int(peer.split()[1]) if peer.startswith("GPU ") and peer.split()[1].isdigit() else None
+    return Finding(
+        component=component_of(link_type, gpu, link, peer), link_type=LinkType(link_type),
+        link_id=f"{link_type}-{link}" if link is not None else link_type, link=link, gpu=gpu, peer_gpu=peer_gpu,
+        peer=peer, link_state=state, counts=counts, rates_per_hour=rates, crossed=crossed, severity=severity,
+        worst_ratio=ratio, switch=peer if peer.startswith("NVSwitch") else None,
+        lanes=lanes if lane is None else [lane], evidence=evidence,
+    )
+
+
+def _present(value: object) -> bool:
+    return value is not None and value is not pd.NA and not (isinstance(value, float) and np.isnan(value))
+
+
+def _congestion(row: Mapping[str, Any], thresholds: Thresholds) -> list[str]:
+    speed = _num(row.get("speed_gbps"))
+    traffic = max(_num(row.get("tx_bytes_per_s")) or 0.0, _num(row.get("rx_bytes_per_s")) or 0.0)
+    if not speed or not traffic:
+        return []
+    share = traffic / (speed * 1e9)  # speed_gbps is GB/s per direction, as nvidia-smi nvlink -s states it
+    if share >= thresholds.setting("congestion_fraction"):
+        return [f"traffic at {share:.0%} of the link's capacity with no errors: congestion, not a fault"]
+    return []
+
+
+def candidates(m: pd.DataFrame, thresholds: Thresholds) -> np.ndarray:
+    """Links that could cross any rule or are not up: the only ones worth a full finding in a fleet sweep."""
+    flag = np.zeros(len(m), dtype=bool)
+    for rule in thresholds.rules:
+        col = _rate_column(m, rule.counter) if rule.counter not in m.columns else m[rule.counter]
+        if col is None:
+            continue
+        flag |= col.astype("Float64").fillna(0).to_numpy(np.float64) > rule.above
+    if "link_state" in m.columns:
+        flag |= m["link_state"].astype("string").fillna("up").isin(["down", "inactive", "degraded"]).to_numpy()
+    return flag
+
+
+def window_end(p: Prepared, end: datetime | None) -> int:
+    from .rates import utc_ns
+
+    return utc_ns(end) if end is not None else int(p.t.max())
