@@ -15,6 +15,7 @@ COMMANDS: tuple[str, ...] = (
     "ingest",
     "synth",
     "eval",
+    "ticket",
 )
 
 

@@ -1,0 +1,31 @@
+"""Repair tickets: facts from the diagnosis, words from a drafter (rules, or Claude through pydantic-ai)."""
+
+from .build import NoFaultError
+from .candidates import Candidate, candidates_for
+from .catalog import Part, part_for
+from .claude import ClaudeDrafter, ModelCall, drafter_from_env
+from .drafter import Drafter
+from .hypotheses import Inspection, rules_inspection
+from .rules import RulesDrafter
+from .ticket import Cost, Evidence, Hypothesis, Identity, RepairTicket, Step
+
+__all__ = [
+    "Candidate",
+    "ClaudeDrafter",
+    "Cost",
+    "Drafter",
+    "Evidence",
+    "Hypothesis",
+    "Identity",
+    "Inspection",
+    "ModelCall",
+    "NoFaultError",
+    "Part",
+    "RepairTicket",
+    "RulesDrafter",
+    "Step",
+    "candidates_for",
+    "drafter_from_env",
+    "part_for",
+    "rules_inspection",
+]

@@ -1,0 +1,145 @@
+"""Assemble a ticket for one candidate: facts from the diagnosis, steps and part from the catalogs.
+
+Both drafters end here; a drafter only adds words (summary, reasoning, step wording) and its view of the causes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import InputError
+from ..model import DEFAULT_GPU_COUNT, Diagnosis, Finding
+from ..platforms import gpu_count
+from ..rules import priority as rule_priority
+from ..schema import ComponentKind, Priority, Severity
+from ..thresholds import load_thresholds
+from ..topology import Inventory, NodeGraph
+from .candidates import Candidate, candidates_for, slug
+from .catalog import Part, capture_commands, part_for, render, steps_for
+from .identity import identity_for
+from .ticket import Cost, Evidence, Hypothesis, RepairTicket, Step
+
+HOURS_PER_DAY = 24
+
+
+class NoFaultError(InputError):
+    """The diagnosis holds nothing to repair."""
+
+
+def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None) -> tuple[Candidate, list[Candidate]]:
+    """The candidate a ticket is about: the isolated one, or the one `component` names (id, name or link id)."""
+    found = candidates_for(diagnosis, graph)
+    if not found:
+        raise NoFaultError("no unhealthy link: nothing to repair", source=diagnosis.node_id)
+    if component is None:
+        chosen = next((c for c in found if c.isolated), found[0])
+        return chosen, found
+    wanted = component.strip().lower()
+    for c in found:
+        if c.id in (wanted, slug(component)) or c.component.lower() == wanted:
+            return c, found
+    by_link = [c for c in found if c.link_id is not None and c.link_id.lower() == wanted]
+    if len(by_link) == 1:
+        return by_link[0], found
+    names = ", ".join(c.id for c in found)
+    raise InputError(f"no such component among this node's candidates ({names})", source=diagnosis.node_id,
+                     field="--link", value=component)
+
+
+def _explained(diagnosis: Diagnosis, candidate: Candidate) -> list[Finding]:
+    names = set(candidate.findings)
+    return [f for f in diagnosis.findings if f.component in names]
+
+
+def ticket_priority(diagnosis: Diagnosis, candidate: Candidate) -> Priority:
+    """The analysis's priority for the component it isolated; for another, the policy over that one's links."""
+    if candidate.isolated:
+        return diagnosis.ticket_priority
+    own = _explained(diagnosis, candidate)
+    if any(f.severity in (Severity.FAILING, Severity.DOWN) for f in own):
+        return diagnosis.ticket_priority
+    return rule_priority(own, diagnosis.degradation_pct, load_thresholds())
+
+
+def estimate_cost(diagnosis: Diagnosis) -> Cost:
+    notes: list[str] = []
+    if diagnosis.degradation_pct is None:
+        return Cost(gpu_hours_per_day=None, slowdown_fraction=None, job_gpus=diagnosis.job_gpus,
+                    assumptions=["no step time against a baseline: the cost cannot be estimated"])
+    fraction = max(diagnosis.degradation_pct, 0.0) / 100.0
+    gpus = diagnosis.job_gpus
+    if gpus is None:
+        gpus = gpu_count(diagnosis.platform) if diagnosis.platform else DEFAULT_GPU_COUNT
+        notes.append(f"the job's size is unknown: counted this node's {gpus} GPUs only; a job spanning more "
+                     "nodes loses proportionally more, since every rank waits for the slowest")
+    notes.append("the whole step-time slowdown is counted as this fault's, all day")
+    return Cost(gpu_hours_per_day=round(fraction * gpus * HOURS_PER_DAY, 1), slowdown_fraction=round(fraction, 4),
+                job_gpus=gpus, assumptions=notes)
+
+
+def evidence_for(diagnosis: Diagnosis, candidate: Candidate) -> Evidence:
+    own = _explained(diagnosis, candidate)
+    scores = [f.correlation_score for f in own if f.correlation_score is not None]
+    explains = [f.explains_slowdown for f in own if f.explains_slowdown is not None]
+    loc = diagnosis.localization
+    return Evidence(
+        rates_per_hour={f.component: dict(f.rates_per_hour) for f in own},
+        thresholds_crossed=[f"{f.component}: {c.message}" for f in own for c in f.crossed],
+        degradation_pct=diagnosis.degradation_pct, step_time_ms=diagnosis.step_time_ms,
+        baseline_step_time_ms=diagnosis.baseline_step_time_ms,
+        correlation_score=max(scores) if scores else None, explains_slowdown=any(explains) if explains else None,
+        localization=loc.component if loc else diagnosis.isolated_component,
+        localization_confidence=loc.confidence if loc else None,
+        notes=[n for n in candidate.evidence if not any(c.message == n for f in own for c in f.crossed)]
+        + ([diagnosis.verdict] if diagnosis.verdict else []),
+    )
+
+
+def rule_hypotheses(candidates: Sequence[Candidate]) -> list[Hypothesis]:
+    ranked = [c for c in candidates if c.score > 0 or c.isolated]
+    return [Hypothesis(rank=i + 1, kind=c.kind, candidate_id=c.id, component=c.component, evidence=list(c.evidence),
+                       agrees_with_analysis=c.isolated) for i, c in enumerate(ranked)]
+
+
+def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> str:
+    own = _explained(diagnosis, candidate)
+    worst = next((c.message for f in own for c in f.crossed), "unhealthy link")
+    deg = diagnosis.degradation_pct
+    slow = "" if deg is None else f"; step time {deg:+.1f}% against baseline"
+    return (f"{candidate.component} on {diagnosis.node_id}: {worst}{slow}. "
+            f"Priority {prio.value}. A person reviews this ticket before anyone acts.")
+
+
+def step_fields(diagnosis: Diagnosis, candidate: Candidate, part: Part | None) -> dict[str, Any]:
+    return {"node_id": diagnosis.node_id, "gpu": candidate.gpu, "peer": candidate.peer, "link": candidate.link,
+            "link_id": candidate.link_id, "switch": candidate.switch, "switch_port": candidate.switch_port,
+            "part": part.id if part else None, "component": candidate.component,
+            "fru": part.fru if part else (candidate.fru or "interconnect")}
+
+
+def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Candidate], *,
+             inventory: Inventory | None = None, drafted_by: str, summary: str | None = None,
+             reasoning: str | None = None, hypotheses: list[Hypothesis] | None = None, disagreement: str | None = None,
+             repair_wording: Sequence[str] | None = None, notes: Sequence[str] = ()) -> RepairTicket:
+    part = part_for(candidate.kind, diagnosis.platform)
+    fields = step_fields(diagnosis, candidate, part)
+    steps = steps_for(candidate.kind, diagnosis.platform)
+    isolate = [Step(order=i + 1, text=t, command=c) for i, (t, c) in enumerate(render(steps.isolate, fields))]
+    repair = [Step(order=i + 1, text=t, command=c) for i, (t, c) in enumerate(render(steps.repair, fields))]
+    if repair_wording is not None and len(repair_wording) == len(repair):
+        repair = [s.model_copy(update={"text": w}) for s, w in zip(repair, repair_wording, strict=True)]
+    prio = ticket_priority(diagnosis, candidate)
+    return RepairTicket(
+        node_id=diagnosis.node_id, component_kind=candidate.kind, component=candidate.component,
+        candidate_id=candidate.id, gpu_index=candidate.gpu, peer=candidate.peer, link_id=candidate.link_id,
+        link=candidate.link, lanes=list(candidate.lanes), switch=candidate.switch, switch_port=candidate.switch_port,
+        port_source=candidate.port_source,
+        port_find_with=candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None,
+        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu), replacement_part=part,
+        capture_first=capture_commands(), isolation_steps=isolate, repair_steps=repair, priority=prio,
+        evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis),
+        summary=summary or rule_summary(diagnosis, candidate, prio), reasoning=reasoning,
+        hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),
+        disagreement=disagreement, drafted_by=drafted_by, fallback_notes=list(notes),
+    )

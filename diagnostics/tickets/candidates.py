@@ -1,0 +1,150 @@
+"""The components a ticket may blame, each with the failing links it explains and its facts from the diagnosis.
+
+The analysis isolates one (its localization, or the worst link); the others are the alternatives a person, or the
+model, weighs: the single link, the GPU module all of a GPU's bad links share, the NVSwitch several GPUs' bad links
+land on, the PCIe path, or the fabric software when links go down everywhere at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..model import Diagnosis, Finding, Localization
+from ..schema import ComponentKind, LinkType, PortSource, Severity
+from ..topology import NodeGraph
+from .facts import port_for
+
+
+class Candidate(BaseModel):
+    """One component that could explain the failing links, with every fact a ticket quotes about it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(description="Stable id, e.g. 'gpu-2-gpu-3-nvlink-1', 'nvswitch-1', 'gpu-2', 'fabric-software'.")
+    kind: ComponentKind
+    component: str
+    gpu: int | None = None
+    peer: str | None = None
+    link: int | None = None
+    link_id: str | None = None
+    link_type: LinkType | None = None
+    lanes: list[int] = Field(default_factory=list)
+    switch: str | None = None
+    switch_port: int | None = None
+    port_source: PortSource = PortSource.UNKNOWN
+    find_with: str | None = None
+    fru: str | None = None
+    findings: list[str] = Field(default_factory=list, description="The unhealthy links this component explains.")
+    score: float = Field(ge=0.0, le=1.0, description="Share of the unhealthy links explained, discounted by "
+                                                     "how specific the component is.")
+    isolated: bool = Field(default=False, description="The deterministic analysis isolated this component.")
+    evidence: list[str] = Field(default_factory=list)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+_KIND_OF_LINK = {LinkType.NVLINK: ComponentKind.NVLINK, LinkType.PCIE: ComponentKind.PCIE,
+                 LinkType.NVSWITCH: ComponentKind.NVSWITCH}
+
+
+def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: int) -> Candidate:
+    port = port_for(f, d, graph)
+    evidence = [c.message for c in f.crossed] + list(f.evidence)
+    return Candidate(
+        id=slug(f.component), kind=_KIND_OF_LINK[f.link_type], component=f.component, gpu=f.gpu,
+        peer=f.peer if f.peer != "unknown" else port.peer, link=f.link, link_id=f.link_id, link_type=f.link_type,
+        lanes=list(f.lanes), switch=port.switch, switch_port=port.switch_port, port_source=port.source,
+        find_with=port.find_with, fru=port.fru, findings=[f.component], score=round(1.0 / total, 3),
+        evidence=evidence,
+    )
+
+
+def _unhealthy(d: Diagnosis) -> list[Finding]:
+    failing = d.failing
+    return failing or [f for f in d.findings if f.severity is Severity.WARNING]
+
+
+def _from_localization(loc: Localization, links: list[Candidate]) -> Candidate | None:
+    for c in links:
+        if loc.kind is c.kind and loc.gpu == c.gpu and (loc.link is None or loc.link == c.link):
+            return c
+    return None
+
+
+def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list[Candidate]:
+    """Every component that could explain the node's unhealthy links: the isolated one first, then by score."""
+    bad = _unhealthy(diagnosis)
+    if not bad:
+        return []
+    n = len(bad)
+    links = [_link_candidate(f, diagnosis, graph, n) for f in bad]
+    out: dict[str, Candidate] = {c.id: c for c in links}
+
+    by_gpu: dict[int, list[Candidate]] = defaultdict(list)
+    by_switch: dict[str, list[Candidate]] = defaultdict(list)
+    for c in links:
+        if c.gpu is not None and c.kind is ComponentKind.NVLINK:
+            by_gpu[c.gpu].append(c)
+        if c.switch is not None and c.kind is not ComponentKind.PCIE:
+            by_switch[c.switch].append(c)
+    for gpu, own in sorted(by_gpu.items()):
+        share = len(own) / n
+        out[f"gpu-{gpu}"] = Candidate(
+            id=f"gpu-{gpu}", kind=ComponentKind.GPU, component=f"GPU {gpu}", gpu=gpu,
+            findings=[c.component for c in own], score=round(share * (0.9 if len(own) > 1 else 0.5), 3),
+            evidence=[f"{len(own)} of {n} unhealthy links start at GPU {gpu}"],
+        )
+    for switch, own in sorted(by_switch.items()):
+        gpus = sorted({c.gpu for c in own if c.gpu is not None})
+        sources = {c.port_source for c in own}
+        source = PortSource.OBSERVED if sources == {PortSource.OBSERVED} else (
+            PortSource.ASSUMED if PortSource.UNKNOWN not in sources else PortSource.UNKNOWN)
+        ports = sorted({c.switch_port for c in own if c.switch_port is not None})
+        out[slug(switch)] = Candidate(
+            id=slug(switch), kind=ComponentKind.NVSWITCH, component=switch, switch=switch,
+            switch_port=ports[0] if len(ports) == 1 else None, port_source=source,
+            findings=[c.component for c in own], score=round(len(own) / n * (0.95 if len(gpus) > 1 else 0.4), 3),
+            evidence=[f"{len(own)} of {n} unhealthy links, from GPUs {', '.join(map(str, gpus))}, land on {switch}"
+                      f" (ports {source.value})"],
+        )
+    down_gpus = sorted({f.gpu for f in bad if f.severity is Severity.DOWN and f.gpu is not None})
+    wide = len(down_gpus) >= 3
+    out["fabric-software"] = Candidate(
+        id="fabric-software", kind=ComponentKind.FABRIC_SOFTWARE, component="Fabric Manager / driver",
+        findings=[f.component for f in bad] if wide else [], score=0.8 if wide else 0.05,
+        evidence=[f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"] if wide
+        else ["link errors are confined to specific links: a software fault would take links down node-wide"],
+    )
+    chosen = _isolated_id(diagnosis, links, out)
+    if chosen is not None:
+        out[chosen] = out[chosen].model_copy(update={"isolated": True})
+    return sorted(out.values(), key=lambda c: (not c.isolated, -c.score, c.id))
+
+
+def _isolated_id(d: Diagnosis, links: list[Candidate], out: dict[str, Candidate]) -> str | None:
+    loc = d.localization
+    if loc is not None:
+        if loc.kind in (ComponentKind.NVLINK, ComponentKind.PCIE):
+            match = _from_localization(loc, links)
+            if match is not None:
+                return match.id
+        by_kind = {ComponentKind.GPU: f"gpu-{loc.gpu}", ComponentKind.FABRIC_SOFTWARE: "fabric-software",
+                   ComponentKind.NVSWITCH: slug(loc.switch or loc.component)}
+        key = by_kind.get(loc.kind)
+        if key is None or key not in out:
+            key = slug(loc.component)
+            out[key] = Candidate(
+                id=key, kind=loc.kind, component=loc.component, gpu=loc.gpu, peer=loc.peer, link=loc.link,
+                lanes=list(loc.lanes), switch=loc.switch, switch_port=loc.switch_port, port_source=loc.port_source,
+                findings=list(loc.links), score=loc.confidence, evidence=list(loc.evidence),
+            )
+        return key
+    for c in links:
+        if c.component == d.isolated_component:
+            return c.id
+    return links[0].id if links and d.fault_detected else None

@@ -1,0 +1,37 @@
+"""The physical identity of a suspected component, from the node inventory, or `unknown` and where to read it."""
+
+from __future__ import annotations
+
+from ..topology import Inventory
+from ..topology.inventory import FOUND_BY
+from .ticket import Identity
+
+# Ticket field -> (inventory record, inventory field).
+_FIELDS: dict[str, tuple[str, str]] = {
+    "slot_label": ("gpu", "slot"),
+    "gpu_serial": ("gpu", "serial"),
+    "gpu_uuid": ("gpu", "uuid"),
+    "pci_bus_id": ("gpu", "pci_bus_id"),
+    "node_serial": ("node", "node_serial"),
+    "rack": ("node", "rack_location"),
+    "driver_version": ("node", "driver_version"),
+    "vbios_version": ("node", "vbios_version"),
+    "fabric_manager_version": ("node", "fabric_manager_version"),
+}
+
+
+def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None) -> Identity:
+    """Fill what the inventory knows; every other field reads `unknown`, with where to read it in `where`."""
+    node = (inventory or Inventory()).node(node_id)
+    record = {"node": node, "gpu": node.gpu(gpu) if gpu is not None else None}
+    values: dict[str, str] = {}
+    where: dict[str, str] = {}
+    for name, (kind, field) in _FIELDS.items():
+        source = record[kind]
+        raw = getattr(source, field) if source is not None else None
+        if raw not in (None, ""):
+            values[name] = str(raw)
+        elif source is not None:
+            hint = FOUND_BY[field]
+            where[name] = f"{hint} (GPU {gpu})" if kind == "gpu" else hint
+    return Identity(**values, where=where)

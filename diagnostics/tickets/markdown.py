@@ -1,0 +1,81 @@
+"""A ticket as Markdown, for a tracker or a Slack thread."""
+
+from __future__ import annotations
+
+from .ticket import RepairTicket
+
+
+def _port(t: RepairTicket) -> str:
+    if t.switch is None and t.switch_port is None:
+        how = f" (find it with `{t.port_find_with}`)" if t.port_find_with else ""
+        return f"unknown{how}"
+    port = f" port {t.switch_port}" if t.switch_port is not None else " (port unknown)"
+    how = f"; confirm with `{t.port_find_with}`" if t.port_find_with else ""
+    return f"{t.switch or 'unknown switch'}{port} ({t.port_source.value}{how})"
+
+
+def _part(t: RepairTicket) -> str:
+    p = t.replacement_part
+    if p is None:
+        return "none (nothing physical is replaced)" if t.component_kind.value == "fabric-software" else "none"
+    number = f", part number {p.part_number}" if p.part_number else ""
+    return f"{p.description} (`{p.id}`{number})"
+
+
+def ticket_markdown(t: RepairTicket) -> str:
+    lines = [f"# Repair ticket: {t.component} on {t.node_id}", "",
+             f"**Priority:** {t.priority.value} · **Human review required** · drafted by {t.drafted_by}", "",
+             t.summary, "", "## Component", "",
+             "| field | value |", "| --- | --- |",
+             f"| kind | {t.component_kind.value} |",
+             f"| GPU | {'-' if t.gpu_index is None else t.gpu_index} |",
+             f"| peer | {t.peer or '-'} |",
+             f"| link | {t.link_id or '-'} |",
+             f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",
+             f"| switch port | {_port(t)} |",
+             f"| replacement part | {_part(t)} |",
+             "", "## Physical identity", "", "| field | value |", "| --- | --- |"]
+    ident = t.identity
+    for name, value in ident.model_dump(exclude={"where"}).items():
+        where = ident.where.get(name)
+        lines.append(f"| {name.replace('_', ' ')} | {value}{f' (read: `{where}`)' if where else ''} |")
+    lines += ["", "## Capture first (before anyone touches the node)", ""]
+    lines += [f"- `{c}`" for c in t.capture_first]
+    lines += ["", "## Isolate", ""] + [f"{s.order}. {s.text}" for s in t.isolation_steps]
+    lines += ["", "## Repair, in order", ""]
+    lines += [f"{s.order}. {s.text}" + (f" — `{s.command}`" if s.command else "") for s in t.repair_steps]
+    e = t.evidence
+    lines += ["", "## Evidence", ""]
+    if e.degradation_pct is not None:
+        lines.append(f"- step time {e.step_time_ms:g} ms against {e.baseline_step_time_ms:g} ms baseline "
+                     f"({e.degradation_pct:+.1f}%)" if e.step_time_ms and e.baseline_step_time_ms
+                     else f"- degradation {e.degradation_pct:+.1f}%")
+    lines += [f"- {c}" for c in e.thresholds_crossed]
+    for comp, rates in e.rates_per_hour.items():
+        lines.append(f"- {comp}: " + ", ".join(f"{k} {v:,.1f}/h" for k, v in rates.items()))
+    if e.correlation_score is not None:
+        lines.append(f"- correlation with step time: {e.correlation_score:.2f}")
+    if e.localization:
+        conf = f" (confidence {e.localization_confidence:.2f})" if e.localization_confidence is not None else ""
+        lines.append(f"- analysis localized: {e.localization}{conf}")
+    lines += [f"- {n}" for n in e.notes]
+    c = t.estimated_cost
+    lines += ["", "## Estimated cost", ""]
+    if c.gpu_hours_per_day is None:
+        lines.append("- not estimated")
+    else:
+        lines.append(f"- {c.gpu_hours_per_day:,.1f} GPU-hours lost per day "
+                     f"({c.slowdown_fraction:.1%} slowdown × {c.job_gpus} GPUs × 24 h)")
+    lines += [f"- assumed: {a}" for a in c.assumptions]
+    if t.hypotheses:
+        lines += ["", "## Hypotheses, ranked", ""]
+        for h in t.hypotheses:
+            mark = " (the analysis's choice)" if h.agrees_with_analysis else ""
+            lines.append(f"{h.rank}. {h.component} [{h.kind.value}]{mark}: {'; '.join(h.evidence) or '-'}")
+    if t.reasoning:
+        lines += ["", "## Reasoning", "", t.reasoning]
+    if t.disagreement:
+        lines += ["", "## Drafter and analysis disagree", "", t.disagreement]
+    if t.fallback_notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in t.fallback_notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,149 @@
+"""What the model may say, and the checks that keep its words consistent with the facts.
+
+The model returns reasoning only: which candidate, why, the alternatives, its hypotheses, a summary and the wording
+of the repair steps. Every GPU, link, switch, port, part and priority its text names must match the facts of the
+candidate it chose; anything else is sent back to it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, Field
+
+from ..model import Diagnosis
+from ..schema import ComponentKind, Priority
+from .candidates import Candidate
+from .catalog import parts
+
+_GPU = re.compile(r"\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
+_LINK = re.compile(r"\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
+_SWITCH = re.compile(r"\bNVSwitch\s*#?\s*(\d+)", re.IGNORECASE)
+_PORT = re.compile(r"\bport\s*#?\s*(\d+)", re.IGNORECASE)
+_LEVELS = "|".join(p.value for p in Priority)
+_PRIORITY = re.compile(rf"\bpriority\b\W{{0,3}}(?:is\s+|of\s+|to\s+|should be\s+)?({_LEVELS})\b|"
+                       rf"\b({_LEVELS})[-\s]priority\b", re.IGNORECASE)
+
+
+class Alternative(BaseModel):
+    candidate_id: str = Field(description="An id from list_candidates.")
+    why: str = Field(description="Why it is less likely than the chosen candidate.")
+
+
+class ModelHypothesis(BaseModel):
+    kind: ComponentKind = Field(description="nvlink = a single link; nvswitch = a shared NVSwitch; gpu = the GPU "
+                                            "module; pcie = the PCIe riser/path; fabric-software = Fabric Manager "
+                                            "or driver.")
+    candidate_id: str | None = Field(None, description="The candidate this hypothesis blames, if one fits.")
+    evidence: list[str] = Field(default_factory=list, description="Facts from the tools for and against it.")
+
+
+class DraftReasoning(BaseModel):
+    """The model's structured answer; facts are never taken from it."""
+
+    candidate_id: str = Field(description="The id (from list_candidates) of the component held responsible.")
+    why: str = Field(description="Why this candidate, citing the findings.")
+    alternatives: list[Alternative] = Field(default_factory=list, description="Other candidates, most likely first.")
+    hypotheses: list[ModelHypothesis] = Field(default_factory=list,
+                                              description="Ranked: single link, shared NVSwitch, GPU module, PCIe "
+                                                          "riser, fabric software; most likely first.")
+    summary: str = Field(description="Two or three sentences for the on-call engineer and the technician.")
+    repair_steps: list[str] = Field(default_factory=list,
+                                    description="Clearer wording of the repair steps from repair_steps_for, one "
+                                                "per step, same order and count; empty keeps the catalog wording.")
+
+
+def _numbers(pattern: re.Pattern[str], text: str) -> set[int]:
+    return {int(next(g for g in m.groups() if g is not None)) for m in pattern.finditer(text)}
+
+
+def _from(texts: Iterable[str | None], pattern: re.Pattern[str]) -> set[int]:
+    out: set[int] = set()
+    for t in texts:
+        if t:
+            out |= _numbers(pattern, t)
+    return out
+
+
+def _facts(c: Candidate) -> dict[str, set[int]]:
+    texts = [c.component, c.peer, c.switch, *c.findings]
+    gpus = _from(texts, _GPU) | ({c.gpu} if c.gpu is not None else set())
+    links = _from([c.component, *c.findings, c.link_id], _LINK) | ({c.link} if c.link is not None else set())
+    return {"GPU": gpus, "NVLink": links, "NVSwitch": _from([c.switch, c.component], _SWITCH),
+            "port": {c.switch_port} if c.switch_port is not None else set()}
+
+
+ALL_PARTS = "*"
+_PATTERNS = {"GPU": _GPU, "NVLink": _LINK, "NVSwitch": _SWITCH, "port": _PORT}
+
+
+def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {name: set() for name in _PATTERNS}
+    for c in candidates:
+        for name, values in _facts(c).items():
+            out[name] |= values
+    out["GPU"] |= _from((f.component for f in diagnosis.findings), _GPU)
+    return out
+
+
+def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: Priority,
+                   part_id: str | None) -> list[str]:
+    """Each GPU, link, switch, port, part or priority `text` names that the facts do not hold."""
+    problems = []
+    for name, pattern in _PATTERNS.items():
+        for n in sorted(_numbers(pattern, text) - facts[name]):
+            held = ", ".join(f"{name} {v}" for v in sorted(facts[name])) or "none"
+            problems.append(f"names {name} {n}, but {owner} has {held}")
+    for m in _PRIORITY.finditer(text):
+        level = (m.group(1) or m.group(2)).lower()
+        if level != priority.value:
+            problems.append(f"states priority {level}, but the priority is {priority.value} (set by the analysis)")
+    lowered = text.lower()
+    for p in parts() if part_id != ALL_PARTS else ():
+        if p.id != part_id and p.id.lower() in lowered:
+            problems.append(f"names part {p.id}, but the catalog part for this component is {part_id or 'none'}")
+    return problems
+
+
+def node_text_problems(text: str, diagnosis: Diagnosis, candidates: Sequence[Candidate],
+                       priority: Priority) -> list[str]:
+    """Reasoning may discuss any component of the node, but only those that exist, and not a different priority."""
+    return contradictions(text, _union(candidates, diagnosis), "this node", priority, ALL_PARTS)
+
+
+def hypothesis_problems(hypotheses: Sequence[ModelHypothesis], diagnosis: Diagnosis,
+                        candidates: Sequence[Candidate], priority: Priority) -> list[str]:
+    ids = {c.id for c in candidates}
+    problems = []
+    for i, h in enumerate(hypotheses):
+        if h.candidate_id is not None and h.candidate_id not in ids:
+            problems.append(f"hypothesis {i + 1} names candidate {h.candidate_id!r}, which does not exist")
+        for text in h.evidence:
+            problems += [f"hypothesis {i + 1} {p}" for p in node_text_problems(text, diagnosis, candidates, priority)]
+    return problems
+
+
+def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candidate], priority_of: dict[str, Priority],
+          part_of: dict[str, str | None], step_count: dict[str, int]) -> list[str]:
+    """Every reason to send the answer back; empty when it is consistent with the facts."""
+    by_id = {c.id: c for c in candidates}
+    known = ", ".join(by_id)
+    chosen = by_id.get(out.candidate_id)
+    if chosen is None:
+        return [f"candidate_id {out.candidate_id!r} does not exist; choose one of: {known}"]
+    problems = []
+    for alt in out.alternatives:
+        if alt.candidate_id not in by_id:
+            problems.append(f"alternative {alt.candidate_id!r} does not exist; candidates are: {known}")
+    prio, part = priority_of[chosen.id], part_of[chosen.id]
+    problems += hypothesis_problems(out.hypotheses, diagnosis, candidates, prio)
+    own = _facts(chosen)
+    for label, text in [("summary", out.summary), *((f"repair step {i + 1}", s)
+                                                    for i, s in enumerate(out.repair_steps))]:
+        problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part)]
+    problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
+    if out.repair_steps and len(out.repair_steps) != step_count[chosen.id]:
+        problems.append(f"repair_steps has {len(out.repair_steps)} steps; give exactly {step_count[chosen.id]} "
+                        "(one per catalog step, same order) or none")
+    return problems

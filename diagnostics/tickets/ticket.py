@@ -1,0 +1,117 @@
+"""The repair ticket: facts from the diagnosis, steps from the catalogs, words from the drafter; always for review."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..schema import ComponentKind, PortSource, Priority
+from .catalog import Part
+
+UNKNOWN = "unknown"
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    order: int
+    text: str
+    command: str | None = Field(None, description="The command a person runs for this step, if any.")
+
+
+class Identity(BaseModel):
+    """The physical hardware behind the component; `unknown` fields say in `where` how to read them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    slot_label: str = UNKNOWN
+    gpu_serial: str = UNKNOWN
+    gpu_uuid: str = UNKNOWN
+    pci_bus_id: str = UNKNOWN
+    node_serial: str = UNKNOWN
+    rack: str = UNKNOWN
+    driver_version: str = UNKNOWN
+    vbios_version: str = UNKNOWN
+    fabric_manager_version: str = UNKNOWN
+    where: dict[str, str] = Field(default_factory=dict, description="For each unknown field, where to read it.")
+
+
+class Evidence(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rates_per_hour: dict[str, dict[str, float]] = Field(default_factory=dict, description="Per link, per counter.")
+    thresholds_crossed: list[str] = Field(default_factory=list)
+    degradation_pct: float | None = None
+    step_time_ms: float | None = None
+    baseline_step_time_ms: float | None = None
+    correlation_score: float | None = None
+    explains_slowdown: bool | None = None
+    localization: str | None = None
+    localization_confidence: float | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class Cost(BaseModel):
+    """GPU-hours lost per day: the slowdown fraction times every GPU of the job (every rank waits) times 24."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpu_hours_per_day: float | None
+    slowdown_fraction: float | None
+    job_gpus: int | None
+    assumptions: list[str] = Field(default_factory=list)
+
+
+class Hypothesis(BaseModel):
+    """One explanation of the node's failures, ranked, with its evidence."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    kind: ComponentKind
+    candidate_id: str | None = None
+    component: str
+    evidence: list[str] = Field(default_factory=list)
+    agrees_with_analysis: bool = False
+
+
+class RepairTicket(BaseModel):
+    """A drafted repair ticket. Every fact comes from the diagnosis; a person approves it before anyone acts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: str
+    component_kind: ComponentKind
+    component: str
+    candidate_id: str
+    gpu_index: int | None = None
+    peer: str | None = None
+    link_id: str | None = None
+    link: int | None = None
+    lanes: list[int] = Field(default_factory=list)
+    switch: str | None = None
+    switch_port: int | None = None
+    port_source: PortSource = PortSource.UNKNOWN
+    port_find_with: str | None = Field(None, description="The command that finds the port when it is unknown.")
+    identity: Identity = Field(default_factory=Identity)
+    replacement_part: Part | None = None
+    capture_first: list[str] = Field(default_factory=list)
+    isolation_steps: list[Step] = Field(default_factory=list)
+    repair_steps: list[Step] = Field(default_factory=list)
+    priority: Priority
+    evidence: Evidence = Field(default_factory=Evidence)
+    estimated_cost: Cost
+    summary: str
+    reasoning: str | None = None
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+    disagreement: str | None = Field(None, description="Where the drafter's view differs from the analysis; "
+                                                       "the facts stay the analysis's.")
+    human_review_required: Literal[True] = True
+    drafted_by: str
+    fallback_notes: list[str] = Field(default_factory=list)
+
+    def to_markdown(self) -> str:
+        from .markdown import ticket_markdown
+
+        return ticket_markdown(self)

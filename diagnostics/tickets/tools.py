@@ -1,0 +1,150 @@
+"""What the model may read: the diagnosis through tools, and a hook that reports every model request.
+
+Tool results are telemetry: data the model reasons over. Nothing a tool returns becomes a ticket fact.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from ..model import Diagnosis
+from ..topology import NodeGraph
+from .build import step_fields
+from .candidates import Candidate
+from .catalog import part_for, render, steps_for
+from .facts import port_for
+
+
+class ModelCall(BaseModel):
+    """One model request, or the fallback that replaced the model, as the caller's audit trail records it."""
+
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    outcome: Literal["ok", "retry", "fallback", "error"]
+    detail: str = ""
+
+
+@dataclass
+class DraftDeps:
+    """What the tools read: the diagnosis and its candidates; and the calls made so far."""
+
+    diagnosis: Diagnosis
+    candidates: list[Candidate]
+    target: Candidate | None
+    graph: NodeGraph | None
+    model_name: str
+    calls: list[ModelCall] = field(default_factory=list)
+    tools_used: list[str] = field(default_factory=list)
+
+    def candidate(self, candidate_id: str) -> Candidate:
+        for c in self.candidates:
+            if c.id == candidate_id:
+                return c
+        raise ModelRetry(f"no candidate {candidate_id!r}; candidates are: {', '.join(c.id for c in self.candidates)}")
+
+    def mark_retry(self, problem: str) -> None:
+        """The latest call's answer was sent back."""
+        if self.calls:
+            self.calls[-1] = self.calls[-1].model_copy(update={"outcome": "retry", "detail": problem[:200]})
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 1)
+
+
+async def record_call(ctx: RunContext[DraftDeps], *, request_context: ModelRequestContext,
+                      handler: Callable[[ModelRequestContext], Any]) -> ModelResponse:
+    """Time every model request and note its tokens; a failure is noted and passed on."""
+    start = time.perf_counter()
+    try:
+        response: ModelResponse = await handler(request_context)
+    except Exception as exc:
+        ctx.deps.calls.append(ModelCall(model=ctx.deps.model_name, latency_ms=_ms(start), outcome="error",
+                                        detail=type(exc).__name__))
+        raise
+    ctx.deps.calls.append(ModelCall(
+        model=response.model_name or ctx.deps.model_name, input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens, latency_ms=_ms(start), outcome="ok"))
+    return response
+
+
+_FINDING_FIELDS = {"component", "link_type", "link_id", "gpu", "peer", "link_state", "rates_per_hour", "severity",
+                   "worst_ratio", "switch", "switch_port", "port_source", "lanes", "explains_slowdown",
+                   "correlation_score", "evidence"}
+
+TOOLSET: FunctionToolset[DraftDeps] = FunctionToolset()
+
+
+@TOOLSET.tool
+def list_findings(ctx: RunContext[DraftDeps]) -> dict[str, Any]:
+    """Every link the analysis read, with rates per hour, thresholds crossed and severity; and the slowdown."""
+    ctx.deps.tools_used.append("list_findings")
+    d = ctx.deps.diagnosis
+    findings = [f.model_dump(mode="json", include=_FINDING_FIELDS) | {"crossed": [c.message for c in f.crossed]}
+                for f in d.findings]
+    return {"node_id": d.node_id, "platform": d.platform, "degradation_pct": d.degradation_pct,
+            "isolated_by_analysis": d.isolated_component, "verdict": d.verdict, "findings": findings}
+
+
+@TOOLSET.tool
+def list_candidates(ctx: RunContext[DraftDeps]) -> list[dict[str, Any]]:
+    """The components that could explain the unhealthy links, with their facts; `isolated` is the analysis's."""
+    ctx.deps.tools_used.append("list_candidates")
+    return [c.model_dump(mode="json") for c in ctx.deps.candidates]
+
+
+@TOOLSET.tool
+def topology_neighbours(ctx: RunContext[DraftDeps], gpu: int) -> list[dict[str, Any]]:
+    """Where each link of `gpu` the analysis read lands (peer, switch, port and whether the port is known)."""
+    ctx.deps.tools_used.append("topology_neighbours")
+    own = [f for f in ctx.deps.diagnosis.findings if f.gpu == gpu]
+    if not own:
+        raise ModelRetry(f"GPU {gpu} has no links in this diagnosis")
+    out = []
+    for f in own:
+        port = port_for(f, ctx.deps.diagnosis, ctx.deps.graph)
+        out.append({"link": f.component, "peer": f.peer, "switch": port.switch, "switch_port": port.switch_port,
+                    "port_source": port.source.value, "find_with": port.find_with, "severity": f.severity.value})
+    return out
+
+
+@TOOLSET.tool
+def parts_catalog(ctx: RunContext[DraftDeps], candidate_id: str) -> dict[str, Any] | None:
+    """The replacement part the catalog gives for this candidate on this platform (none for software)."""
+    ctx.deps.tools_used.append("parts_catalog")
+    part = part_for(ctx.deps.candidate(candidate_id).kind, ctx.deps.diagnosis.platform)
+    return part.model_dump(mode="json") if part else None
+
+
+@TOOLSET.tool
+def repair_steps_for(ctx: RunContext[DraftDeps], candidate_id: str) -> list[str]:
+    """The catalog's repair steps for this candidate, in order; you may reword them, keeping count and order."""
+    ctx.deps.tools_used.append("repair_steps_for")
+    c = ctx.deps.candidate(candidate_id)
+    d = ctx.deps.diagnosis
+    return [text for text, _ in render(steps_for(c.kind, d.platform).repair,
+                                       step_fields(d, c, part_for(c.kind, d.platform)))]
+
+
+@TOOLSET.tool
+def link_history(ctx: RunContext[DraftDeps], component: str) -> dict[str, Any]:
+    """One link's counts, rates, onset and correlation with the job's step time."""
+    ctx.deps.tools_used.append("link_history")
+    d = ctx.deps.diagnosis
+    for f in d.findings:
+        if component in (f.component, f.link_id):
+            return f.model_dump(mode="json", include={"component", "counts", "rates_per_hour", "onset",
+                                                      "correlation_score", "explains_slowdown", "evidence"}) | {
+                "window_hours": d.window_hours, "slowdown_onset": str(d.slowdown_onset or "unknown")}
+    raise ModelRetry(f"no link {component!r}; use a component name from list_findings")

@@ -1,0 +1,216 @@
+"""One node's fabric as a networkx MultiGraph, and the port lookups tickets quote.
+
+Nodes are named as people say them ("GPU 2", "NVSwitch 1", "PCIe switch 3", "CPU 0", "NIC 4") and carry `kind`.
+Every NVLink or PCIe link is one edge (parallel NVLinks are parallel edges) whose attributes say where it lands
+and how that is known (`port_source`): observed from the hardware, assumed from a platform template, or unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+from pydantic import BaseModel, ConfigDict
+
+from ..schema import LinkType, PortSource
+
+GPU, NVSWITCH, PCIE_SWITCH, CPU, NIC = "gpu", "nvswitch", "pcie_switch", "cpu", "nic"
+SWITCH_KINDS = (NVSWITCH, PCIE_SWITCH)
+
+_NODE_NAME = {GPU: "GPU {}", NVSWITCH: "NVSwitch {}", PCIE_SWITCH: "PCIe switch {}", CPU: "CPU {}", NIC: "NIC {}"}
+
+
+def node_name(kind: str, index: int | str) -> str:
+    return _NODE_NAME[kind].format(index)
+
+
+def gpu_node(gpu: int) -> str:
+    return node_name(GPU, gpu)
+
+
+_GPU_NAME = re.compile(r"^GPU ?(\d+)$")
+
+
+def gpu_index(name: str) -> int | None:
+    """The GPU index of a node name ("GPU 3" or "GPU3"), or None."""
+    match = _GPU_NAME.match(name.strip())
+    return int(match[1]) if match else None
+
+
+def find_with(gpu: int, link_type: str) -> str:
+    """The command that reads where this GPU's link really lands."""
+    if link_type == LinkType.PCIE:
+        return f"nvidia-smi -q -i {gpu} -d PCI; lspci -tv"
+    return f"nvidia-smi nvlink -R -i {gpu}"
+
+
+class PortInfo(BaseModel):
+    """Where one GPU link lands, which part holds it, and how that is known."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpu: int
+    link: int | None
+    link_type: str
+    peer: str
+    peer_kind: str
+    switch: str | None = None
+    switch_port: int | None = None
+    peer_link: int | None = None
+    source: PortSource = PortSource.UNKNOWN
+    find_with: str | None = None
+    fru: str
+    fru_next: str | None = None
+    component: str
+    expected_gen: int | None = None
+    expected_width: int | None = None
+    note: str | None = None
+
+
+class _Blank(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+@dataclass
+class NodeGraph:
+    """A node's fabric: the graph, the platform it follows (None for a generic graph) and what was uncertain."""
+
+    graph: nx.MultiGraph
+    platform: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    node_id: str | None = None
+    fru: dict[str, str] = field(default_factory=dict)
+    nvlinks_per_gpu: int | None = None
+
+    # -- nodes -------------------------------------------------------------------------------------------------
+    @property
+    def gpus(self) -> list[int]:
+        return sorted(d["index"] for _, d in self.graph.nodes(data=True) if d.get("kind") == GPU)
+
+    def nodes_of(self, kind: str) -> list[str]:
+        found = [(d.get("index", 0), n) for n, d in self.graph.nodes(data=True) if d.get("kind") == kind]
+        return [n for _, n in sorted(found, key=lambda t: (str(type(t[0])), t[0]))]
+
+    def switches(self, kind: str | None = None) -> list[str]:
+        """NVSwitch chips, then PCIe switches (or only those of `kind`)."""
+        kinds = (kind,) if kind else SWITCH_KINDS
+        return [n for k in kinds for n in self.nodes_of(k)]
+
+    def neighbours(self, node: str) -> list[str]:
+        if node not in self.graph:
+            return []
+        return sorted(set(self.graph.neighbors(node)))
+
+    # -- links -------------------------------------------------------------------------------------------------
+    def gpu_edges(self, gpu: int, link_type: str | None = None) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        """Every edge leaving GPU `gpu` (u is always the GPU), optionally of one link type."""
+        name = gpu_node(gpu)
+        if name not in self.graph:
+            return
+        for _, v, key, data in self.graph.edges(name, keys=True, data=True):
+            if link_type is None or data.get("link_type") == link_type:
+                yield name, v, key, data
+
+    def _link_on(self, gpu: int, data: dict[str, Any]) -> int | None:
+        """The link index at GPU `gpu`'s end of an edge (a GPU-GPU edge has one per end)."""
+        ends: dict[int, int | None] = data.get("ends", {})
+        return ends[gpu] if gpu in ends else data.get("link")
+
+    def expected_links(self, gpu: int, link_type: str = "nvlink") -> int:
+        """Links this GPU should have up, by the platform's SKU (12 of 18 by design is 12), else by the graph."""
+        if link_type == LinkType.PCIE:
+            return 1 if gpu in self.gpus else 0
+        if self.nvlinks_per_gpu is not None and gpu in self.gpus:
+            return self.nvlinks_per_gpu
+        return sum(int(d.get("nvlinks", 1)) for *_, d in self.gpu_edges(gpu, "nvlink"))
+
+    def has_link(self, gpu: int, link: int | None, link_type: str = "nvlink") -> bool:
+        if link is None:
+            return any(True for _ in self.gpu_edges(gpu, link_type))
+        return any(self._link_on(gpu, d) == link for *_, d in self.gpu_edges(gpu, link_type))
+
+    def links_of(self, gpu: int) -> list[PortInfo]:
+        """Every link of the GPU, NVLinks in link order, then PCIe."""
+        out = [self._port(gpu, v, d) for _, v, _, d in self.gpu_edges(gpu)]
+        return sorted(out, key=lambda p: (p.link_type != "nvlink", p.link if p.link is not None else -1, p.peer))
+
+    def port_of(self, gpu: int, link: int | None, link_type: str = "nvlink") -> PortInfo:
+        """Where GPU `gpu`'s link `link` lands; an honest `unknown` (with the command to find out) if not known."""
+        kind = str(LinkType(link_type))
+        candidates = [(v, d) for _, v, _, d in self.gpu_edges(gpu, kind)]
+        if kind == LinkType.PCIE and candidates:
+            return self._port(gpu, *candidates[0])
+        for v, d in candidates:
+            if link is not None and self._link_on(gpu, d) == link:
+                return self._port(gpu, v, d)
+        if gpu not in self.gpus:
+            where = f"platform {self.platform}" if self.platform else "this node's description"
+            have = f"GPUs {self.gpus[0]}-{self.gpus[-1]}" if self.gpus else "no GPUs"
+            note = f"GPU {gpu} is not in the node: {where} has {have}"
+        elif link is not None and self.platform and any(self._link_on(gpu, d) is not None for _, d in candidates):
+            note = f"GPU {gpu} has no {kind} link {link} on {self.platform} (expected {self.expected_links(gpu)})"
+        else:
+            note = "the description gives link counts, not ports"
+        peers = {v for v, _ in candidates}
+        peer = peers.pop() if len(peers) == 1 else "unknown"
+        return self._unknown(gpu, link, kind, peer, note)
+
+    def _unknown(self, gpu: int, link: int | None, kind: str, peer: str, note: str) -> PortInfo:
+        peer_kind = self.graph.nodes[peer].get("kind", "unknown") if peer in self.graph else "unknown"
+        return PortInfo(
+            gpu=gpu, link=link, link_type=kind, peer=peer, peer_kind=peer_kind,
+            switch=peer if peer_kind in SWITCH_KINDS else None, source=PortSource.UNKNOWN,
+            find_with=find_with(gpu, kind), fru=self._fru("gpu", gpu=gpu) or f"GPU {gpu} (part unknown)",
+            component=_component(gpu, link, kind, peer, peer_kind, None), note=note,
+        )
+
+    def _port(self, gpu: int, peer: str, data: dict[str, Any]) -> PortInfo:
+        kind = str(data.get("link_type", "nvlink"))
+        link = self._link_on(gpu, data)
+        peer_kind = str(self.graph.nodes[peer].get("kind", "unknown"))
+        source = PortSource(data.get("port_source", PortSource.UNKNOWN))
+        switch = peer if peer_kind in SWITCH_KINDS else None
+        port = data.get("switch_port") if switch else None
+        peer_link = data.get("ends", {}).get(gpu_index(peer)) if peer_kind == GPU else None
+        fields = {"gpu": gpu, "peer": peer, "switch": switch or peer, "pcie_switch": peer, "port": port,
+                  "link": link, "peer_link": peer_link}
+        fru = self._fru(kind, **fields) or self._fru("gpu", **fields) or f"GPU {gpu} (part unknown)"
+        return PortInfo(
+            gpu=gpu, link=link, link_type=kind, peer=peer, peer_kind=peer_kind, switch=switch,
+            switch_port=port, peer_link=peer_link, source=source,
+            find_with=None if source is PortSource.OBSERVED else find_with(gpu, kind),
+            fru=fru, fru_next=self._fru(f"{kind}_next", **fields),
+            component=_component(gpu, link, kind, peer, peer_kind, port),
+            expected_gen=data.get("gen"), expected_width=data.get("width"),
+            note=None if link is not None or kind == LinkType.PCIE else "the description gives link counts, not ports",
+        )
+
+    def _fru(self, key: str, **fields: Any) -> str | None:
+        text = self.fru.get(key)
+        return text.format_map(_Blank(fields)) if text else None
+
+    def copy(self) -> NodeGraph:
+        return NodeGraph(self.graph.copy(), self.platform, list(self.warnings), self.node_id, dict(self.fru),
+                         self.nvlinks_per_gpu)
+
+    def with_observed_ports(self, topology: Any) -> NodeGraph:
+        """A copy where the `remote` rows (from `nvidia-smi nvlink -R`) make those ports observed."""
+        from .observed import apply_remote_rows
+
+        return apply_remote_rows(self, topology)
+
+
+def _component(gpu: int, link: int | None, kind: str, peer: str, peer_kind: str, port: int | None) -> str:
+    """The link as people say it: `GPU 2 NVLink 1 -> NVSwitch 1 port 17`, `GPU 2 -> GPU 3 NVLink 1`, `GPU 4 PCIe`."""
+    if kind == LinkType.PCIE:
+        return f"GPU {gpu} PCIe"
+    number = f"NVLink {link}" if link is not None else "NVLink (index unknown)"
+    if peer_kind == GPU:
+        return f"GPU {gpu} -> {peer} {number}"
+    if peer_kind == NVSWITCH:
+        return f"GPU {gpu} {number} -> {peer}" + (f" port {port}" if port is not None else "")
+    return f"GPU {gpu} {number}"
