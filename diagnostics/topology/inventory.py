@@ -34,7 +34,7 @@ FOUND_BY: dict[str, str] = {
 
 # CSV / file column aliases -> field names.
 _ALIASES: dict[str, str] = {
-    "node": "node_id", "hostname": "node_id", "host": "node_id",
+    "node_id": "node_id", "node": "node_id", "hostname": "node_id", "host": "node_id",
     "gpu": "index", "gpu_index": "index", "index": "index",
     "bus_id": "pci_bus_id", "pci": "pci_bus_id", "pci_bus_id": "pci_bus_id",
     "slot": "slot", "slot_label": "slot", "baseboard_slot": "slot", "module_id": "slot",
@@ -128,7 +128,9 @@ def _clean(record: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in record.items():
         name = _ALIASES.get(str(key).strip().lower().replace(" ", "_").replace("-", "_"))
-        if name is None or value is None or (isinstance(value, float) and value != value) or value == "":
+        if name is None or value is None or isinstance(value, list | dict) or value == "":
+            continue
+        if isinstance(value, float) and value != value:
             continue
         out[name] = int(value) if name == "index" else str(value).strip()
     return out

@@ -1,0 +1,159 @@
+"""The NCCL topology XML (`NCCL_TOPO_DUMP_FILE`): GPUs, their NVLinks to NVSwitch chips or peer GPUs, the PCIe tree.
+
+Read as a stream (xml.etree's pull parser) so a cut-off dump yields every element completed before the cut plus a
+warning naming the line. `<nvlink target=BUSID count=N tclass=0x068000>`: tclass 0x0680xx is a bridge, i.e. an
+NVSwitch; a target that is another GPU's bus id is a direct link.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .base import IngestResult, IngestWarning, Source
+
+READER_NAME = "nccl-xml"
+NVSWITCH_CLASS = "0x0680"
+
+
+@dataclass
+class _Device:
+    kind: str  # gpu | nic
+    name: str
+    bus_path: tuple[str, ...]  # PCI bus ids from the CPU down to the device's own
+    numa: str | None
+    line: int
+
+
+@dataclass
+class _State:
+    where: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    stack: list[ET.Element] = field(default_factory=list)
+    devices: list[_Device] = field(default_factory=list)
+    links: list[tuple[int, str, int, str, int]] = field(default_factory=list)  # gpu, target, count, tclass, line
+    bus_of_gpu: dict[str, int] = field(default_factory=dict)
+
+    def path(self) -> tuple[str, ...]:
+        return tuple(e.get("busid", "").lower() for e in self.stack if e.tag == "pci")
+
+    def numa(self) -> str | None:
+        return next((e.get("numaid") for e in reversed(self.stack) if e.tag == "cpu"), None)
+
+    def start(self, elem: ET.Element, line: int) -> None:
+        src = f"{self.where}:{line}"
+        path = self.path()
+        if elem.tag == "gpu":
+            dev = elem.get("dev", elem.get("rank", "?"))
+            name = f"GPU{dev}"
+            parent = self.stack[-1] if self.stack and self.stack[-1].tag == "pci" else None
+            device = parent.get("device") if parent is not None else None
+            bus = path[-1] if path else None
+            if bus:
+                self.bus_of_gpu[bus] = int(dev) if dev.isdigit() else -1
+            detail = " ".join(f"{k}={v}" for k, v in (("device", device), ("sm", elem.get("sm"))) if v)
+            self.rows.append({"a": name, "b": bus, "relation": "gpu", "detail": detail or None, "source": src})
+            self.devices.append(_Device("gpu", name, path, self.numa(), line))
+        elif elem.tag == "net":
+            dev = elem.get("dev", "?")
+            self.rows.append({"a": f"NIC{dev}", "b": elem.get("name"), "relation": "nic", "source": src})
+            self.devices.append(_Device("nic", f"NIC{dev}", path, self.numa(), line))
+        elif elem.tag == "nvlink":
+            gpu = next((e for e in reversed(self.stack) if e.tag == "gpu"), None)
+            if gpu is not None:
+                dev = gpu.get("dev", "-1")
+                self.links.append((int(dev) if dev.lstrip("-").isdigit() else -1,
+                                   elem.get("target", "").lower(), int(elem.get("count", "1") or 1),
+                                   elem.get("tclass", ""), line))
+        self.stack.append(elem)
+
+    def end(self, elem: ET.Element) -> None:
+        if self.stack:
+            self.stack.pop()
+
+    def finish(self) -> None:
+        for index, target, count, tclass, line in self.links:
+            peer = self.bus_of_gpu.get(target)
+            if peer is not None:
+                b = f"GPU{peer}"
+            elif tclass.lower().startswith(NVSWITCH_CLASS):
+                b = f"NVSwitch {target}"
+            else:
+                b = target or "unknown"
+            self.rows.append({"a": f"GPU{index}", "b": b, "relation": "nvlink", "nvlinks": count,
+                              "detail": f"tclass={tclass}" if tclass else None, "source": f"{self.where}:{line}"})
+        for dev in self.devices:
+            if dev.numa is not None and dev.kind == "gpu":
+                self.rows.append({"a": dev.name, "relation": "numa_affinity", "detail": dev.numa,
+                                  "source": f"{self.where}:{dev.line}"})
+        gpus = [d for d in self.devices if d.kind == "gpu"]
+        for gpu in gpus:
+            for nic in (d for d in self.devices if d.kind == "nic"):
+                self.rows.append({"a": gpu.name, "b": nic.name, "relation": _path_kind(gpu, nic),
+                                  "source": f"{self.where}:{gpu.line}"})
+
+
+def _path_kind(a: _Device, b: _Device) -> str:
+    """The `topo -m` path kind between two devices, from their places in the PCI tree."""
+    if a.numa != b.numa:
+        return "SYS"
+    shared = 0
+    for x, y in zip(a.bus_path[:-1], b.bus_path[:-1], strict=False):
+        if x != y:
+            break
+        shared += 1
+    if not shared:
+        return "NODE"
+    return "PIX" if shared == len(a.bus_path) - 1 == len(b.bus_path) - 1 else "PXB"
+
+
+class NcclXmlReader:
+    name = READER_NAME
+
+    def sniff(self, head: str) -> float:
+        if re.search(r"<system\s+version=", head) and re.search(r"<(gpu|cpu|pci)\b", head):
+            return 0.95
+        return 0.5 if re.search(r"<gpu\s+dev=", head) else 0.0
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        state = _State(source.name)
+        warnings: list[IngestWarning] = []
+        parser: Any = ET.XMLPullParser(events=("start", "end"))
+        started = False
+        last = 0
+        for number, line in source.lines():
+            last = number
+            if not started:
+                if not line.lstrip().startswith("<"):
+                    continue  # comment or source lines before the XML
+                started = True
+            try:
+                parser.feed(line + "\n")
+                for event, elem in parser.read_events():
+                    if not isinstance(elem, ET.Element):
+                        continue
+                    if event == "start":
+                        state.start(elem, number)
+                    else:
+                        state.end(elem)
+            except ET.ParseError as exc:
+                warnings.append(IngestWarning(source.name, number, f"not well-formed XML here ({exc}); "
+                                                                   "read what came before"))
+                break
+        else:
+            if state.stack:
+                warnings.append(IngestWarning(source.name, last, f"the XML is cut off inside <{state.stack[-1].tag}>; "
+                                                                 "read what came before"))
+        state.finish()
+        if not any(r["relation"] == "gpu" for r in state.rows):
+            warnings.append(IngestWarning(source.name, None, "no <gpu> element in the NCCL topology"))
+        frame = pd.DataFrame(state.rows, columns=["a", "b", "relation", "nvlinks", "detail", "source"])
+        frame["node_id"] = node_id
+        return IngestResult.of(warnings, topology=frame)
+
+
+READER = NcclXmlReader()

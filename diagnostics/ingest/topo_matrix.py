@@ -1,0 +1,189 @@
+"""`nvidia-smi topo -m`: the matrix of NV# counts and PCIe path kinds, NIC rows, CPU/NUMA affinity columns.
+
+Both layouts are read: the old one names NICs by device (`mlx5_0`) in the header, the new one says `NIC0` and
+names them in a `NIC Legend`. Pastes are often cut off: each cut row, and each device with no row, is a warning
+naming the line, and what is there is still read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .base import IngestResult, IngestWarning, Source
+
+READER_NAME = "topo-m"
+PATH_KINDS = ("PIX", "PXB", "PHB", "NODE", "SYS")
+_OLD_NAMES = {"SOC": "SYS"}  # drivers before 384 said SOC for what is now SYS
+_AFFINITY = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity", "GPU NUMA ID": "gpu_numa_id"}
+_HEADER = re.compile(r"^\s+GPU0(\s|$)")
+_DEVICE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z][\w.]*\d)$")
+_CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
+_NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+_MLX = re.compile(r"^[a-z]+\d*_(\d+)$")
+
+
+@dataclass
+class _Matrix:
+    """One matrix being read: its columns, the rows seen, and the rows it produced."""
+
+    devices: list[str]
+    extra: list[str]
+    header_line: int
+    names: dict[str, str]  # header name -> normalized ("mlx5_2" -> "NIC2")
+    rows_seen: set[str] = field(default_factory=set)
+    out: list[dict[str, Any]] = field(default_factory=list)
+    last_line: int = 0
+    last_complete: bool = True
+
+
+def _split_header(line: str) -> list[str]:
+    return [t.strip() for t in re.split(r"\t+| {2,}", line.strip()) if t.strip()]
+
+
+def _normalize(devices: list[str]) -> dict[str, str]:
+    """Header names -> `GPU<i>` / `NIC<i>`; old layouts name NICs `mlx5_<i>`, taken as NIC<i>."""
+    names: dict[str, str] = {}
+    nic_order = 0
+    used = {int(d[3:]) for d in devices if d.startswith("NIC")}
+    for d in devices:
+        if d.startswith(("GPU", "NIC")):
+            names[d] = d
+            continue
+        match = _MLX.match(d)
+        index = int(match[1]) if match and int(match[1]) not in used else None
+        while index is None or index in used:
+            index, nic_order = nic_order, nic_order + 1
+        used.add(index)
+        names[d] = f"NIC{index}"
+    return names
+
+
+def _row(m: _Matrix, **values: Any) -> None:
+    m.out.append(values)
+
+
+def _parse_header(line: str, number: int) -> _Matrix | None:
+    tokens = _split_header(line)
+    devices: list[str] = []
+    extra: list[str] = []
+    for token in tokens:
+        if token in _AFFINITY:
+            extra.append(token)
+        elif not extra and _DEVICE.match(token):
+            devices.append(token)
+        else:
+            return None
+    if not any(d.startswith("GPU") for d in devices):
+        return None
+    return _Matrix(devices=devices, extra=extra, header_line=number, names=_normalize(devices))
+
+
+def _read_row(m: _Matrix, tokens: list[str], number: int, where: str, warnings: list[IngestWarning]) -> None:
+    name, cells = tokens[0], tokens[1:]
+    a = m.names[name]
+    m.rows_seen.add(name)
+    m.last_line = number
+    device_cells = cells[: len(m.devices)]
+    for col, cell in zip(m.devices, device_cells, strict=False):
+        b = m.names[col]
+        if cell == "X" or a == b:
+            continue
+        if not _CELL.match(cell):
+            warnings.append(IngestWarning(where, number, f"{name} -> {col}: unknown path kind {cell!r}, skipped"))
+            continue
+        kind = _OLD_NAMES.get(cell, cell)
+        if kind.startswith("NV"):
+            _row(m, a=a, b=b, relation="NV", nvlinks=int(kind[2:]), source=f"{where}:{number}")
+        else:
+            _row(m, a=a, b=b, relation=kind, detail=cell if cell != kind else None, source=f"{where}:{number}")
+    values = cells[len(m.devices):]
+    for col, value in zip(m.extra, values, strict=False):
+        if value not in ("N/A", ""):
+            _row(m, a=a, relation=_AFFINITY[col], detail=value, source=f"{where}:{number}")
+    m.last_complete = len(device_cells) == len(m.devices)
+    if not m.last_complete:
+        warnings.append(IngestWarning(where, number, f"row {name} is cut off after {len(device_cells)} of "
+                                                     f"{len(m.devices)} columns; read what is there"))
+    elif a.startswith("GPU") and len(values) < len(m.extra):
+        m.last_complete = False
+        missing = ", ".join(m.extra[len(values):])
+        warnings.append(IngestWarning(where, number, f"row {name} has no {missing} value; the line may be cut off"))
+
+
+def _finish(m: _Matrix, where: str, warnings: list[IngestWarning], ended_at_eof: bool) -> None:
+    if ended_at_eof and not m.last_complete and m.out and m.out[-1]["source"].endswith(f":{m.last_line}"):
+        last = m.out[-1]
+        if last["relation"] in _AFFINITY.values():
+            m.out.pop()
+            warnings.append(IngestWarning(where, m.last_line, f"the input ends inside this row: its last value "
+                                                              f"{last['detail']!r} may be cut, dropped"))
+    missing = [d for d in m.devices if d not in m.rows_seen]
+    if missing:
+        warnings.append(IngestWarning(where, m.last_line or m.header_line,
+                                      f"the matrix is cut off here: no rows for {', '.join(missing)} "
+                                      f"(their columns in the other rows are still read)"))
+    source = f"{where}:{m.header_line}"
+    devices = [{"a": m.names[d], "b": None if m.names[d] == d else d,
+                "relation": "gpu" if d.startswith("GPU") else "nic", "source": source} for d in m.devices]
+    m.out[:0] = devices
+
+
+def parse_lines(lines: Iterable[tuple[int, str]], where: str) -> tuple[list[dict[str, Any]], list[IngestWarning]]:
+    """Rows and warnings from the numbered lines of one or more `topo -m` outputs."""
+    warnings: list[IngestWarning] = []
+    rows: list[dict[str, Any]] = []
+    matrix: _Matrix | None = None
+    in_matrix = False
+    legend: dict[str, str] = {}
+    for number, line in lines:
+        if _HEADER.match(line):
+            header = _parse_header(line, number)
+            if header is not None:
+                if matrix is not None:
+                    _finish(matrix, where, warnings, ended_at_eof=False)
+                    rows.extend(matrix.out)
+                matrix, in_matrix = header, True
+                continue
+        tokens = line.split()
+        if matrix is not None and in_matrix and tokens and tokens[0] in matrix.names:
+            _read_row(matrix, tokens, number, where, warnings)
+            continue
+        in_matrix = False
+        match = _NIC_LEGEND.match(line)
+        if match:
+            legend[match[1]] = match[2]
+    if matrix is not None:
+        _finish(matrix, where, warnings, ended_at_eof=in_matrix)
+        rows.extend(matrix.out)
+    for row in rows:
+        if row["relation"] == "nic" and row["a"] in legend:
+            row["b"] = legend[row["a"]]
+    return rows, warnings
+
+
+class TopoMatrixReader:
+    name = READER_NAME
+
+    def sniff(self, head: str) -> float:
+        lines = head.splitlines()
+        header = any(_HEADER.match(line) and _parse_header(line, 0) for line in lines)
+        if not header:
+            return 0.0
+        cells = sum(1 for line in lines if re.match(r"^GPU\d+\s+(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)\s", line))
+        return 0.95 if cells else 0.6
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        rows, warnings = parse_lines(source.lines(), source.name)
+        if not rows:
+            warnings.append(IngestWarning(source.name, None, "no `nvidia-smi topo -m` matrix found"))
+        frame = pd.DataFrame(rows, columns=["a", "b", "relation", "nvlinks", "detail", "source"])
+        frame["node_id"] = node_id
+        return IngestResult.of(warnings, topology=frame)
+
+
+READER = TopoMatrixReader()
