@@ -86,6 +86,15 @@ COUNTERS: tuple[str, ...] = (
     "recovery_failed",  # Blackwell
 )
 
+# Host-side PCIe AER counters (sysfs aer_dev_* totals and the link-level correctable kinds). Cumulative like COUNTERS.
+AER_COUNTERS: tuple[str, ...] = (
+    "aer_correctable",  # TOTAL_ERR_COR
+    "aer_nonfatal",  # TOTAL_ERR_NONFATAL
+    "aer_fatal",  # TOTAL_ERR_FATAL
+    "bad_tlp",  # correctable BadTLP: the receiver dropped a TLP, the sender replays it
+    "bad_dllp",
+)
+
 UTC_TS = "datetime64[ns, UTC]"
 
 
@@ -140,9 +149,14 @@ LINK_SAMPLES = TableSchema(
         "tx_bytes_per_s": "float64",
         "rx_bytes_per_s": "float64",
         "source": "category",  # "file:line"
+        "gpu_uuid": "string",  # GPU-... as nvidia-smi prints it, when the input names it
+        "pci_bus_id": "string",  # normalized dddd:bb:dd.f, lowercase (the device this row was read from)
+        "device_kind": "category",  # lspci rows: gpu, nvswitch, pcie_switch, nic, bridge, other
+        **{c: "float64" for c in AER_COUNTERS},
     },
     doc={
         "timestamp": "UTC time of the reading; NaT for a paste without a time",
+        "speed_gbps": "link speed in GB/s (gigabytes per second, one direction) as nvidia-smi nvlink -s prints it",
         "saturated": "true when a counter read 65535 (16-bit saturation): a lower bound, not an exact count",
         "gpu_total": "true when the row is a GPU-wide total over all its links of this type (e.g. dcgm-exporter's "
         "`..._COUNT_TOTAL` without an `nvlink` label); such a row has link NA and must not be added to per-link rows",
@@ -164,6 +178,7 @@ STEP_SAMPLES = TableSchema(
         "algbw_gbps": "float64",
         "busbw_gbps": "float64",
         "source": "category",
+        "in_place": "boolean",  # nccl-tests: in-place or out-of-place figures; NA for the run's average row
     },
 )
 
@@ -180,6 +195,7 @@ EVENTS = TableSchema(
         "count": "Int64",  # occurrences the row stands for (a counter's increase); NA for one log line
         "text": "string",
         "source": "category",
+        "link": "Int16",  # the link (Xid 74) or NVSwitch port (SXid) the line names
     },
 )
 

@@ -14,6 +14,13 @@ _READER_MODULES: tuple[str, ...] = (
     "tables",
     "topo_matrix",
     "nccl_xml",
+    "nvlink",
+    "smi_query",
+    "lspci",
+    "kernel_log",
+    "nccl_tests",
+    "steplog",
+    "paste",
 )
 
 _CACHE: dict[str, Reader] = {}

@@ -1,0 +1,118 @@
+"""Kernel log lines: NVRM Xid, NVSwitch SXid and PCIe AER messages, as events.
+
+Accepts the line prefixes of dmesg (`[12345.678]`, `dmesg -T`), syslog (`Nov 29 16:00:01 host kernel:`) and
+journalctl (`-o short-iso`). Only a prefix with a date and year gives a time: dmesg's seconds since boot and
+syslog's yearless dates leave the timestamp empty (said once), rather than guess. A `caused by previous Xid N`
+tail fills `caused_by`; an NVLink Xid or an SXid that names a link fills `link`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+from ..schema import EventKind
+from .base import IngestResult, Source
+from .textlines import Collector, classify, normalize_bus_id, skip_shell
+
+_ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+(?P<host>\S+)\s+")
+_SYSLOG = re.compile(r"^(?:\w{3})\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}\s+(?P<host>\S+)\s+")
+_DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
+_UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
+_KERNEL = re.compile(r"^kernel:\s*")
+
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*(?P<rest>.*)$")
+_SXID = re.compile(r"(?P<dev>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*(?P<rest>.*)$")
+_CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
+_LINK = re.compile(r"\blink\s*(\d+)", re.IGNORECASE)
+_NVLINK_XIDS = frozenset({74, *range(144, 151)})
+_DEVICE = r"(?:[\w-]+\s+)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+"
+_AER_RECEIVED = re.compile(_DEVICE + r"AER: (?P<msg>.*?error received: (?P<src>\S+))\s*$")
+_AER_DETAIL = re.compile(_DEVICE + r"(?:AER:\s*)?(?P<msg>PCIe Bus Error:.*|device \[.*|\[\s*\d+\]\s*\S.*)$")
+
+
+class KernelLogReader:
+    name = "kernel_log"
+
+    def sniff(self, head: str) -> float:
+        if "NVRM: Xid" in head or ": SXid (" in head:
+            return 0.9
+        if "AER:" in head or "PCIe Bus Error" in head:
+            return 0.8
+        return 0.0
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        out = Collector(source, "kernel log", node_id)
+        last: dict[str, Any] | None = None
+        skipped = [0, 0, 0]  # count, first and last line: a large log keeps memory bounded
+        for line in classify(source):
+            if skip_shell(line, out):
+                continue
+            body, ts, host = _strip_prefix(line.text, out, line.number)
+            if node_id is None and host:
+                out.node_id = out.node_id or host
+            out.timestamp = ts
+            if xid := _XID.search(body):
+                code = int(xid["code"])
+                caused = _CAUSED.search(xid["rest"])
+                link = _LINK.search(xid["rest"]) if code in _NVLINK_XIDS else None
+                last = out.add("events", line.number, pci_bus_id=normalize_bus_id(xid["bus"]), kind=EventKind.XID.value,
+                               code=code, caused_by=int(caused[1]) if caused else None,
+                               link=int(link[1]) if link else None, text=body[xid.start():].removeprefix("NVRM: "))
+            elif sxid := _SXID.search(body):
+                bus, code = normalize_bus_id(sxid["bus"]), int(sxid["code"])
+                if sxid["rest"].startswith("Data {") and last and (last["pci_bus_id"], last["code"]) == (bus, code):
+                    last["text"] += "; " + sxid["rest"]
+                    continue
+                link = _LINK.search(sxid["rest"])
+                last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.SXID.value, code=code,
+                               link=int(link[1]) if link else None, text=f"{sxid['dev']}: {sxid['rest']}")
+            elif aer := _AER_RECEIVED.search(body):
+                src = normalize_bus_id(aer["src"]) or normalize_bus_id(aer["bus"])
+                last = out.add("events", line.number, pci_bus_id=src, kind=EventKind.AER.value, text=aer["msg"])
+            elif detail := _AER_DETAIL.search(body):
+                bus = normalize_bus_id(detail["bus"])
+                if last and last["kind"] == EventKind.AER.value and last["pci_bus_id"] == bus:
+                    last["text"] += "; " + " ".join(detail["msg"].split())
+                else:
+                    last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.AER.value,
+                                   text=" ".join(detail["msg"].split()))
+            elif "Xid" in body and ("NVRM" in body or "SXid" in body):
+                out.warn(line.number, "an Xid line that cannot be read (cut off?); it is skipped")
+            else:
+                skipped = [skipped[0] + 1, skipped[1] or line.number, line.number]
+        if skipped[0]:
+            out.warn(skipped[1], f"{skipped[0]} line(s) hold no Xid, SXid or AER message and were skipped "
+                                 f"(lines {skipped[1]}..{skipped[2]})")
+        out.timestamp = None
+        return out.result()
+
+
+def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Timestamp | None, str | None]:
+    """The message without its log prefix, the time the prefix states (if it has a year) and the host."""
+    ts: pd.Timestamp | None = None
+    host: str | None = None
+    body = text.strip()
+    if match := _ISO.match(body):
+        stamp = pd.Timestamp(match["ts"].replace(",", "."))
+        ts = stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")
+        host, body = match["host"], body[match.end():]
+        if stamp.tzinfo is None:
+            out.once("iso", number, "log times state no zone; read as UTC")
+    elif match := _SYSLOG.match(body):
+        host, body = match["host"], body[match.end():]
+        out.once("syslog", number, "syslog dates carry no year; these events have no timestamp")
+    elif match := _DMESG_T.match(body):
+        ts = pd.Timestamp(match["ts"]).tz_localize("UTC")
+        body = body[match.end():]
+        out.once("dmesg-T", number, "dmesg -T prints local time without a zone; read as UTC")
+    body = _KERNEL.sub("", body)
+    if match := _UPTIME.match(body):
+        body = body[match.end():]
+        out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
+    return body, ts, host
+
+
+READER = KernelLogReader()

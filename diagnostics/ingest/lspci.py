@@ -1,0 +1,127 @@
+"""PCIe seen from the host: `lspci -vvv` link capability vs status, and sysfs AER counter dumps.
+
+The GPU's own replay counter sees one direction only; the host side adds the link as trained (LnkSta vs LnkCap)
+for GPUs, NVSwitches, PCIe switch ports and NICs, and the AER counters (`aer_dev_correctable` and siblings,
+pasted with `cat` or `grep -r .`), which are lifetime totals. A narrower width than the capability marks the
+link degraded; a lower speed alone does not (links slow down at idle to save power).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..schema import LinkState, LinkType
+from .base import IngestResult, Source
+from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
+
+_DEVICE = re.compile(
+    r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (?P<cls>[^:]+): (?P<desc>.*)$"
+)
+_LNKCAP = re.compile(r"^\s*LnkCap:\s*Port #\d+, Speed (?P<speed>[\d.]+)GT/s, Width x(?P<width>\d+)")
+_LNKSTA = re.compile(r"^\s*LnkSta:\s*Speed (?P<speed>[\d.]+)GT/s[^,]*, Width x(?P<width>\d+)")
+_GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+_AER_PATH = re.compile(
+    r"(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])/aer_(?P<file>dev_correctable|dev_nonfatal|dev_fatal)"
+)
+_AER_VALUE = re.compile(r"(?:^|:)(?P<name>[A-Za-z_]+)\s+(?P<value>\d+)\s*$")
+AER_COLUMNS = {
+    "TOTAL_ERR_COR": "aer_correctable",
+    "TOTAL_ERR_NONFATAL": "aer_nonfatal",
+    "TOTAL_ERR_FATAL": "aer_fatal",
+    "BadTLP": "bad_tlp",
+    "BadDLLP": "bad_dllp",
+}
+
+
+def device_kind(cls: str, desc: str) -> str | None:
+    """gpu, nvswitch, pcie_switch, nic, or None for a device whose link fabricbot does not follow."""
+    cls_l, nvidia = cls.lower(), "nvidia" in desc.lower()
+    if "nvswitch" in desc.lower() or (nvidia and cls_l == "bridge"):
+        return "nvswitch"
+    if nvidia and ("3d controller" in cls_l or "vga compatible" in cls_l):
+        return "gpu"
+    if cls_l == "pci bridge":
+        return "pcie_switch"
+    if any(k in cls_l for k in ("ethernet controller", "infiniband controller", "network controller")):
+        return "nic"
+    return None
+
+
+class LspciReader:
+    name = "lspci"
+
+    def sniff(self, head: str) -> float:
+        if "LnkSta:" in head or "aer_dev_" in head or "TOTAL_ERR_COR" in head:
+            return 0.9
+        return 0.0
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        out = Collector(source, "lspci / AER", node_id)
+        rows: dict[str, dict[str, Any]] = {}
+        device: tuple[str, str | None, int] | None = None  # bus id, kind, header line
+        aer_bus: str | None = None
+        cap: dict[str, int | None] = {}
+        last: Line | None = None
+        for line in classify(source):
+            if line.kind == "command" and (path := _AER_PATH.search(line.command or "")):
+                aer_bus = normalize_bus_id(path["bus"])
+            if skip_shell(line, out):
+                continue
+            if head := _DEVICE.match(line.text):
+                _check_status(out, device, cap, last)
+                bus = normalize_bus_id(head["bus"]) or head["bus"]
+                device, cap, aer_bus = (bus, device_kind(head["cls"], head["desc"]), line.number), {}, None
+            elif match := _LNKCAP.match(line.text):
+                cap = {"speed": _gen(match["speed"]), "width": int(match["width"])}
+            elif (match := _LNKSTA.match(line.text)) and device is not None:
+                if device[1] is not None:
+                    _link_row(out, rows, device, cap, _gen(match["speed"]), int(match["width"]))
+                cap = {}
+            elif value := _AER_VALUE.search(line.text):
+                path = _AER_PATH.search(line.text)
+                bus = normalize_bus_id(path["bus"]) if path else aer_bus
+                column = AER_COLUMNS.get(value["name"])
+                if bus is None:
+                    out.once("aer-nobus", line.number, "AER counters without a device path; they are not read "
+                                                       "(paste them with `grep -r . /sys/bus/pci/devices/*/aer_dev_*`)")
+                elif column:
+                    row = _row(out, rows, bus, line.number, None)
+                    row[column] = float(value["value"])
+            elif device is None or not line.text[:1].isspace():
+                out.unread(line)
+            last = line
+        _check_status(out, device, cap, last)
+        return out.result()
+
+
+def _gen(speed: str) -> int | None:
+    return _GEN_BY_SPEED.get(float(speed))
+
+
+def _row(out: Collector, rows: dict[str, dict[str, Any]], bus: str, number: int, kind: str | None) -> dict[str, Any]:
+    if bus not in rows:
+        rows[bus] = out.add("link_samples", number, pci_bus_id=bus, link_type=LinkType.PCIE.value, peer="unknown",
+                            device_kind=kind)
+    if kind:
+        rows[bus]["device_kind"] = kind
+    return rows[bus]
+
+
+def _link_row(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str, str | None, int],
+              cap: dict[str, int | None], gen: int | None, width: int) -> None:
+    row = _row(out, rows, device[0], device[2], device[1])
+    row.update(gen=gen, width=width, max_gen=cap.get("speed"), max_width=cap.get("width"))
+    max_width = cap.get("width")
+    degraded = max_width is not None and width < max_width
+    row["link_state"] = (LinkState.DEGRADED if degraded else LinkState.UP).value
+
+
+def _check_status(out: Collector, device: tuple[str, str | None, int] | None, cap: dict[str, int | None],
+                  last: Line | None) -> None:
+    """A device block that shows LnkCap and ends without LnkSta was cut off."""
+    if device is not None and cap and device[1] is not None and last is not None:
+        out.warn(last.number, f"{device[0]}: LnkCap without LnkSta; the output looks cut off here")
+
+
+READER = LspciReader()

@@ -1,0 +1,185 @@
+"""`nvidia-smi nvlink` outputs: -e (error counters), -ec (per-lane CRC), -s (speed or `<inactive>`), -R (remote end).
+
+Several of them pasted together are merged into one row per GPU, link and lane. A single `-e` reading is a
+lifetime total since the counters were last reset: the rows carry no time unless the input states one (a
+`date` line), and a rate needs a second reading. `-R` rows go to the topology table with relation "remote":
+the far end's PCI bus id (or an NVSwitch, whose bus id the driver reports as FFFFFFFF) and its link/port.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..schema import LinkState, LinkType
+from .base import IngestResult, Source
+from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell, to_number
+
+COUNTERS_FILE = Path(__file__).resolve().parent.parent / "data" / "nvlink_counters.toml"
+
+_GPU = re.compile(r"^\s*GPU (?P<gpu>\d+): (?P<name>.+?)(?: \(UUID: (?P<uuid>[^)]*)\))?\s*$")
+_LINK = re.compile(r"^\s*Link (?P<link>\d+): (?P<rest>.*?)\s*$")
+_LINKS_OK = re.compile(r"^\s*Links (?P<first>\d+)-(?P<last>\d+): No errors\s*$", re.IGNORECASE)
+_SPEED = re.compile(r"^(?P<speed>\d+(?:\.\d+)?) GB/s$")
+_LANE = re.compile(r"^Lane (?P<lane>\d+):?\s*(?P<rest>.*)$")
+_REMOTE = re.compile(r"^Remote Device (?P<dev>\S+?):? Link (?P<port>\d+)$")
+_COUNTER = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 /()-]*?):\s*(?P<value>\S*)$")
+_SWITCH_SENTINEL = re.compile(r"^f{4,8}:ff:ff", re.IGNORECASE)
+
+
+@cache
+def counter_labels(path: Path = COUNTERS_FILE) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Label -> column map and the classic -e counter set, from the editable data file."""
+    try:
+        data = tomllib.loads(path.read_text())
+        labels = {" ".join(k.lower().split()): str(v) for k, v in data["labels"].items()}
+        complete = tuple(data["complete_set"]["columns"])
+    except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
+        raise ConfigError(f"{path.name}: cannot read the nvlink counter labels: {exc}") from None
+    return labels, complete
+
+
+class NvlinkReader:
+    name = "nvlink"
+
+    def sniff(self, head: str) -> float:
+        links = gpus = 0
+        for text in head.splitlines()[:400]:
+            if _GPU.match(text) and "UUID" in text:
+                gpus += 1
+            elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _LINKS_OK.match(text):
+                links += 1
+        if not links:
+            return 0.0
+        return 0.9 if gpus else 0.6
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        labels, complete = counter_labels()
+        out = Collector(source, "nvidia-smi nvlink", node_id)
+        rows: dict[tuple[int, int, int | None], dict[str, Any]] = {}
+        last_line: dict[tuple[int, int, int | None], int] = {}
+        unknown_labels: set[str] = set()
+        gpu: int | None = None
+        uuid: str | None = None
+        for line in classify(source):
+            if skip_shell(line, out):
+                continue
+            if header := _GPU.match(line.text):
+                gpu, uuid = int(header["gpu"]), _uuid(header["uuid"])
+                continue
+            if gpu is None:
+                out.unread(line)
+                continue
+            if ok := _LINKS_OK.match(line.text):
+                for link in range(int(ok["first"]), int(ok["last"]) + 1):
+                    row = _row(rows, out, line, gpu, uuid, link, None)
+                    row.update({c: 0.0 for c in complete})
+                continue
+            match = _LINK.match(line.text)
+            if not match:
+                out.unread(line)
+                continue
+            link, rest = int(match["link"]), match["rest"]
+            if remote := _REMOTE.match(rest):
+                _remote(out, line, gpu, link, remote)
+                continue
+            lane: int | None = None
+            if lane_match := _LANE.match(rest):
+                lane, rest = int(lane_match["lane"]), lane_match["rest"]
+                if to_number(rest) is not None:  # `Link 0: Lane 3: 12`
+                    rest = f"CRC Errors: {rest}"
+            key = (gpu, link, lane)
+            if rest == "<inactive>":
+                _row(rows, out, line, gpu, uuid, link, lane)["link_state"] = LinkState.INACTIVE.value
+            elif speed := _SPEED.match(rest):
+                row = _row(rows, out, line, gpu, uuid, link, lane)
+                row["speed_gbps"] = float(speed["speed"])
+                row.setdefault("link_state", LinkState.UP.value)
+            elif counter := _COUNTER.match(rest):
+                label = " ".join(counter["label"].lower().split())
+                column = labels.get(label)
+                value = to_number(counter["value"]) if counter["value"] else None
+                if column is None:
+                    if label not in unknown_labels:
+                        unknown_labels.add(label)
+                        out.warn(line.number, f"counter {counter['label']!r} is not in {COUNTERS_FILE.name}; "
+                                              "its values are not read")
+                    continue
+                if not counter["value"]:
+                    out.warn(line.number, f"GPU {gpu} link {link}: {counter['label']} has no value; "
+                                          "the output is cut off here")
+                    continue
+                if value is None:
+                    continue  # N/A: the driver does not report this counter
+                row = _row(rows, out, line, gpu, uuid, link, lane)
+                row[column] = value
+                if value == SATURATED_16BIT:
+                    row["saturated"] = True
+            else:
+                out.unread(line)
+                continue
+            last_line[key] = line.number
+        _check_complete(out, rows, last_line, complete)
+        return out.result()
+
+
+def _known_rest(rest: str) -> bool:
+    return bool(
+        rest == "<inactive>" or _SPEED.match(rest) or _REMOTE.match(rest) or _LANE.match(rest)
+        or (_COUNTER.match(rest) and "error" in rest.lower())
+    )
+
+
+def _uuid(raw: str | None) -> str | None:
+    return raw.strip() if raw and raw.strip().upper().startswith(("GPU-", "MIG-")) else None
+
+
+def _row(
+    rows: dict[tuple[int, int, int | None], dict[str, Any]],
+    out: Collector,
+    line: Line,
+    gpu: int,
+    uuid: str | None,
+    link: int,
+    lane: int | None,
+) -> dict[str, Any]:
+    key = (gpu, link, lane)
+    if key not in rows:
+        rows[key] = out.add(
+            "link_samples", line.number, gpu=gpu, gpu_uuid=uuid, link_type=LinkType.NVLINK.value, link=link,
+            lane=lane, peer="unknown", saturated=False,
+        )
+    return rows[key]
+
+
+def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[str]) -> None:
+    raw = remote["dev"]
+    if _SWITCH_SENTINEL.match(raw):
+        far, detail = "NVSwitch", "an NVSwitch port; the driver reports no bus id for switches (FFFFFFFF)"
+    else:
+        far, detail = normalize_bus_id(raw) or raw, "the remote device's PCI bus id"
+    out.add("topology", line.number, a=f"GPU{gpu}", b=far, relation="remote", link=link,
+            remote_port=int(remote["port"]), detail=detail)
+
+
+def _check_complete(
+    out: Collector,
+    rows: dict[tuple[int, int, int | None], dict[str, Any]],
+    last_line: dict[tuple[int, int, int | None], int],
+    complete: tuple[str, ...],
+) -> None:
+    for key, row in rows.items():
+        present = [c for c in complete if c in row]
+        if present and len(present) < len(complete) and key[2] is None:
+            missing = ", ".join(c for c in complete if c not in row)
+            out.warn(last_line.get(key), f"GPU {key[0]} link {key[1]}: no {missing} after this line; "
+                                         "the output looks cut off here")
+    out.flush()
+    out.warnings.sort(key=lambda w: w.line or 0)
+
+
+READER = NvlinkReader()

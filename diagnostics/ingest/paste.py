@@ -1,0 +1,148 @@
+"""A paste that mixes outputs: split it into sections, read each with the reader detection picks, warn the rest.
+
+Sections start at a shell command (with or without its prompt) and at Markdown fences; within a section,
+blank-line blocks that different readers claim are split apart. Each part is read by the registered reader
+whose sniff scores it highest, so readers added later (topology, dcgm) are picked up with no change here.
+Line numbers stay those of the whole paste: each part is handed over with the lines before it left blank.
+This reader only wins detection when the input really holds more than one kind of output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .base import IngestResult, Reader, Source
+from .textlines import Collector, Line, classify_line
+
+MIXED_SCORE = 0.95
+
+
+@dataclass
+class Part:
+    """Lines one reader (or none) takes, and the command that introduced them."""
+
+    reader: str | None
+    lines: list[Line] = field(default_factory=list)
+    host: str | None = None
+
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+
+class PasteReader:
+    name = "paste"
+
+    def sniff(self, head: str) -> float:
+        lines = _lines(head.splitlines())
+        readers = {part.reader for part in plan(lines, _others()) if part.reader}
+        return MIXED_SCORE if len(readers) >= 2 else 0.0
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        lines = _lines(text for _, text in source.lines())
+        others = _others()
+        notes = Collector(source, "a known", node_id)
+        results = []
+        for part in plan(lines, others):
+            body = [line for line in part.lines if line.kind not in ("blank", "fence", "provenance")]
+            if part.reader is None:
+                _warn_unread(notes, body)
+                continue
+            padded = Source.from_text(_padded(part.lines), name=source.name)
+            results.append(others[part.reader].read(padded, node_id=node_id or part.host))
+        results.append(notes.result())
+        combined = IngestResult.combine(results)
+        combined.warnings.sort(key=lambda w: w.line or 0)
+        return combined
+
+
+def _lines(texts: Iterable[str]) -> list[Line]:
+    """Classify a paste's lines, keeping a command's `\\` continuations with it."""
+    out: list[Line] = []
+    continuing = False
+    for number, text in enumerate(texts, start=1):
+        if continuing:
+            out.append(Line(number, text, "continuation", text.strip()))
+        else:
+            out.append(classify_line(number, text))
+        continuing = out[-1].kind in ("command", "continuation") and text.rstrip().endswith("\\")
+    return out
+
+
+def _others() -> dict[str, Reader]:
+    from .detect import readers
+
+    return {name: reader for name, reader in readers().items() if name != PasteReader.name}
+
+
+def _best(text: str, others: dict[str, Reader]) -> str | None:
+    scored = sorted(((reader.sniff(text), name) for name, reader in others.items()), reverse=True)
+    return scored[0][1] if scored and scored[0][0] > 0 else None
+
+
+def plan(lines: list[Line], others: dict[str, Reader]) -> list[Part]:
+    """Cut the paste into parts, each claimed by one reader or by none."""
+    parts: list[Part] = []
+    for section in _sections(lines):
+        parts.extend(_split(section, others))
+    merged: list[Part] = []
+    for part in parts:  # neighbours that one reader claims are read together (one row per link, not two)
+        if merged and part.reader is not None and merged[-1].reader == part.reader:
+            merged[-1].lines.extend(part.lines)
+            merged[-1].host = merged[-1].host or part.host
+        else:
+            merged.append(part)
+    return merged
+
+
+def _sections(lines: list[Line]) -> list[list[Line]]:
+    sections: list[list[Line]] = [[]]
+    for line in lines:
+        if line.kind in ("command", "fence") and sections[-1]:
+            sections.append([])
+        sections[-1].append(line)
+    return [s for s in sections if s]
+
+
+def _split(section: list[Line], others: dict[str, Reader]) -> list[Part]:
+    host = next((line.host for line in section if line.host), None)
+    head = [line for line in section if line.kind in ("command", "continuation", "fence")]
+    body = section[len(head):] if section[: len(head)] == head else section
+    blocks: list[list[Line]] = [[]]
+    for line in body:
+        if line.kind == "blank" and blocks[-1]:
+            blocks.append([])
+        blocks[-1].append(line)
+    claims = [_best("\n".join(line.text for line in block), others) for block in blocks]
+    if len({c for c in claims if c}) <= 1:
+        whole = _best("\n".join(line.text for line in section), others)
+        if whole is None and any(line.kind == "text" for line in body):
+            return [Part(None, section, host)]
+        return [Part(whole, section, host)]
+    parts: list[Part] = [Part(claims[0], head + blocks[0], host)]
+    for block, claim in zip(blocks[1:], claims[1:], strict=True):
+        if claim is None or claim == parts[-1].reader:
+            parts[-1].lines.extend(block)  # an unclaimed block stays with the output before it
+        else:
+            parts.append(Part(claim, block, host))
+    return parts
+
+
+def _padded(lines: list[Line]) -> str:
+    """The part's lines at their own line numbers, every other line blank."""
+    by_number = {line.number: line.text for line in lines}
+    return "\n".join(by_number.get(n, "") for n in range(1, max(by_number) + 1))
+
+
+def _warn_unread(notes: Collector, body: list[Line]) -> None:
+    commands = [line for line in body if line.kind == "command"]
+    text = [line for line in body if line.kind not in ("command", "continuation")]
+    if text:
+        span = f"lines {text[0].number}-{text[-1].number}" if len(text) > 1 else f"line {text[0].number}"
+        notes.warn(text[0].number, f"{span}: not output of a format fabricbot reads "
+                                   f"(starts {text[0].text.strip()[:60]!r}); skipped")
+    elif commands:
+        notes.warn(commands[0].number, f"the command {commands[0].command!r} has no output here that fabricbot reads")
+
+
+READER = PasteReader()

@@ -1,0 +1,178 @@
+"""Training step logs -> step_samples: JSONL or CSV step records, or text logs through configurable patterns.
+
+Step time is job-wide (every rank waits for the slowest), so one row per step is enough; `node_ids` lists the
+job's nodes when the log says them. Column names and text patterns live in `data/step_patterns.toml`;
+`StepLogReader.from_file(path)` reads a user's own file of the same shape.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ConfigError
+from .base import IngestResult, Source
+from .textlines import Collector, Line, classify, skip_shell, to_number
+
+PATTERNS_FILE = Path(__file__).resolve().parent.parent / "data" / "step_patterns.toml"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    regex: re.Pattern[str]
+    scale_to_ms: float
+
+
+class StepLogReader:
+    name = "steplog"
+
+    def __init__(self, fields: dict[str, list[str]], patterns: list[Pattern]) -> None:
+        self.fields = fields
+        self.patterns = patterns
+
+    @classmethod
+    def from_file(cls, path: str | Path = PATTERNS_FILE) -> StepLogReader:
+        where = Path(path)
+        try:
+            data = tomllib.loads(where.read_text())
+            fields = {key: [str(n).lower() for n in names] for key, names in data["fields"].items()}
+            patterns = [
+                Pattern(p["name"], re.compile(p["regex"]), 1000.0 if p.get("time_unit", "ms") == "s" else 1.0)
+                for p in data.get("pattern", [])
+            ]
+        except (OSError, tomllib.TOMLDecodeError, KeyError, re.error) as exc:
+            raise ConfigError(f"{where.name}: cannot read the step log patterns: {exc}") from None
+        for pattern in patterns:
+            if "step_time" not in pattern.regex.groupindex:
+                raise ConfigError(f"{where.name}: pattern {pattern.name!r} has no (?P<step_time>...) group")
+        return cls(fields, patterns)
+
+    def sniff(self, head: str) -> float:
+        lines = [t for t in head.splitlines()[:50] if t.strip() and not t.lstrip().startswith("#")]
+        if not lines:
+            return 0.0
+        first = lines[0].strip()
+        if first.startswith("{"):
+            try:
+                keys = {k.lower() for k in json.loads(first)}
+            except (json.JSONDecodeError, AttributeError):
+                return 0.0
+            return 0.6 if self._has_time(keys) else 0.0
+        if "," in first and self._has_time({c.strip().lower() for c in first.split(",")}):
+            return 0.6
+        hits = sum(1 for t in lines if any(p.regex.search(t) for p in self.patterns))
+        return 0.8 if hits else 0.0
+
+    def _has_time(self, keys: set[str]) -> bool:
+        return bool(keys & set(self.fields.get("step_time_ms", []) + self.fields.get("step_time_s", [])))
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        out = Collector(source, "step log", node_id)
+        header: list[str] | None = None
+        mode: str | None = None
+        for line in classify(source):
+            if skip_shell(line, out) or line.text.lstrip().startswith("#"):
+                continue
+            text = line.text.strip()
+            if mode is None:
+                mode = "jsonl" if text.startswith("{") else "csv" if self._is_header(text) else "text"
+                if mode == "csv":
+                    header = [c.strip().lower() for c in next(csv.reader([text]))]
+                    continue
+            if mode == "jsonl":
+                self._json(out, line)
+            elif mode == "csv" and header is not None:
+                values = next(csv.reader([text]))
+                if len(values) != len(header):
+                    out.warn(line.number, f"{len(values)} fields where the header has {len(header)}; row skipped")
+                    continue
+                self._record(out, line, dict(zip(header, values, strict=True)))
+            else:
+                self._text(out, line)
+        if not out.rows.get("step_samples") and not out.warnings:
+            out.warn(None, "no step records found")
+        return out.result()
+
+    def _is_header(self, text: str) -> bool:
+        return "," in text and self._has_time({c.strip().lower() for c in text.split(",")})
+
+    def _json(self, out: Collector, line: Line) -> None:
+        try:
+            record = json.loads(line.text)
+        except json.JSONDecodeError as exc:
+            out.warn(line.number, f"not valid JSON ({exc.msg}); the line is skipped")
+            return
+        if not isinstance(record, dict):
+            out.warn(line.number, "a step record must be a JSON object; the line is skipped")
+            return
+        self._record(out, line, {str(k).lower(): v for k, v in record.items()})
+
+    def _pick(self, record: dict[str, Any], field: str) -> Any:
+        for name in self.fields.get(field, []):
+            if record.get(name) not in (None, ""):
+                return record[name]
+        return None
+
+    def _record(self, out: Collector, line: Line, record: dict[str, Any]) -> None:
+        ms = _number(self._pick(record, "step_time_ms"))
+        seconds = _number(self._pick(record, "step_time_s"))
+        step_time = ms if ms is not None else (seconds * 1000.0 if seconds is not None else None)
+        if step_time is None or step_time <= 0:
+            out.warn(line.number, "no usable step time in this record; it is skipped")
+            return
+        step = _number(self._pick(record, "step"))
+        nodes = self._pick(record, "node_ids")
+        if isinstance(nodes, list):
+            nodes = ",".join(str(n) for n in nodes)
+        self._add(out, line, step, step_time, self._pick(record, "timestamp"), self._pick(record, "job_id"), nodes)
+
+    def _text(self, out: Collector, line: Line) -> None:
+        for pattern in self.patterns:
+            if match := pattern.regex.search(line.text):
+                groups = match.groupdict()
+                step_time = float(groups["step_time"]) * pattern.scale_to_ms
+                self._add(out, line, _number(groups.get("step")), step_time, groups.get("timestamp"),
+                          groups.get("job_id"), None)
+                return
+        # Text logs are mostly other lines; those are not worth a warning each.
+
+    def _add(self, out: Collector, line: Line, step: float | None, step_time: float, raw_time: Any,
+             job_id: Any, nodes: Any) -> None:
+        out.add("step_samples", line.number, step=int(step) if step is not None else None, step_time_ms=step_time,
+                timestamp=_timestamp(raw_time, out, line), job_id=str(job_id) if job_id is not None else None,
+                node_ids=str(nodes) if nodes else out.node_id)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    return to_number(str(value))
+
+
+def _timestamp(raw: Any, out: Collector, line: Line) -> pd.Timestamp | None:
+    if raw in (None, ""):
+        return None
+    try:
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            return pd.Timestamp(raw, unit="ms" if raw > 1e11 else "s", tz="UTC")
+        ts = pd.Timestamp(str(raw))
+    except (ValueError, OverflowError):
+        out.warn(line.number, f"cannot read the time {raw!r}; the row has none")
+        return None
+    if ts.tzinfo is None:
+        out.once("naive", line.number, "step times state no zone; read as UTC")
+        return ts.tz_localize("UTC")
+    return ts.tz_convert("UTC")
+
+
+READER = StepLogReader.from_file()

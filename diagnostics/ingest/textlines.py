@@ -1,0 +1,217 @@
+"""What every reader of pasted shell text shares: line kinds, bus ids, stated times and a row collector.
+
+Engineers paste outputs with the shell around them (a prompt, the command, a Markdown fence, a provenance
+comment, an author's `[...]`). Every text reader classifies lines the same way here, so each one skips the
+same noise silently and warns about the same gaps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..schema import TABLES
+from .base import IngestResult, IngestWarning, Source
+
+SATURATED_16BIT = 65535
+
+_PROVENANCE = re.compile(r"^\s*#\s*(?:source|note)\s*:", re.IGNORECASE)
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_ELISION = re.compile(r"^\s*(?:\[\s*\.\.\.\s*\]|\.{3,}|…)\s*$")
+# `$ cmd`, `user@host:~$ cmd`, `root@host:/x# cmd`, `[user@host dir]$ cmd`, `(venv) user@host:~$ cmd`
+_PROMPT = re.compile(
+    r"^\s*(?:\([^)]*\)\s*)?(?:(?P<host1>[\w.-]+@(?P<h1>[\w.-]+))(?::[^\s$#]*)?\s?[$#]|\[[\w.-]+@(?P<h2>[\w.-]+)[^\]]*\][$#]|\$)"
+    r"\s+(?P<cmd>\S.*)$"
+)
+# A command line pasted without its prompt: only the tools whose output fabricbot reads, and launchers.
+_BARE_COMMAND = re.compile(
+    r"^\s*(?:sudo\s+)?(?:\S*/)?(?:nvidia-smi|lspci|dmesg|journalctl|mpirun|srun|torchrun|\w+_perf(?:_mpi)?)(?:\s|$)"
+)
+_ISO_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*$")
+_DATE_TIME = re.compile(
+    r"^\s*(?:Timestamp\s*:\s*)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(\w{3})\s+(\d{1,2})\s+(\d{2}:\d{2}:\d{2})"
+    r"(?:\s+(UTC|GMT))?\s+(\d{4})\s*$"
+)
+_BUS_ID = re.compile(r"(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One input line and what kind of shell text it is."""
+
+    number: int
+    text: str
+    kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision"
+    command: str | None = None
+    host: str | None = None  # from a `user@host` prompt
+
+
+def classify(source: Source) -> Iterator[Line]:
+    """Stream the lines of a source, each tagged with its kind (a command's `\\` continuations included)."""
+    continuing = False
+    for number, text in source.lines():
+        if continuing:
+            continuing = text.rstrip().endswith("\\")
+            yield Line(number, text, "continuation", text.strip())
+            continue
+        yield (line := classify_line(number, text))
+        continuing = line.kind == "command" and text.rstrip().endswith("\\")
+
+
+def classify_line(number: int, text: str) -> Line:
+    if not text.strip():
+        return Line(number, text, "blank")
+    if _PROVENANCE.match(text):
+        return Line(number, text, "provenance")
+    if _FENCE.match(text):
+        return Line(number, text, "fence")
+    if _ELISION.match(text):
+        return Line(number, text, "elision")
+    prompt = _PROMPT.match(text)
+    if prompt:
+        return Line(number, text, "command", prompt["cmd"].strip(), prompt["h1"] or prompt["h2"])
+    if _BARE_COMMAND.match(text):
+        return Line(number, text, "command", text.strip())
+    return Line(number, text, "text")
+
+
+def normalize_bus_id(raw: str) -> str | None:
+    """`00000000:3B:00.0`, `0000:dc:00`, `3b:00.0` -> `0000:3b:00.0`; None when it is not a bus id."""
+    match = _BUS_ID.fullmatch(raw.strip())
+    if not match:
+        return None
+    domain = int(match[1] or "0", 16)
+    return f"{domain:04x}:{match[2].lower()}:{match[3].lower()}.{match[4] or '0'}"
+
+
+def find_bus_id(text: str) -> str | None:
+    """The first full `domain:bus:dev.fn` in a piece of text, normalized."""
+    match = re.search(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b", text)
+    return normalize_bus_id(match[0]) if match else None
+
+
+def stated_time(text: str) -> tuple[pd.Timestamp, bool] | None:
+    """A line that is only a time (`date` output, ISO 8601, an nvidia-smi Timestamp): (UTC time, zone stated)."""
+    iso = _ISO_TIME.match(text)
+    if iso:
+        ts = pd.Timestamp(iso[1])
+        zoned = ts.tzinfo is not None
+        return (ts.tz_convert("UTC") if zoned else ts.tz_localize("UTC")), zoned
+    date = _DATE_TIME.match(text)
+    if date:
+        month, day, clock, zone, year = date.groups()
+        try:
+            ts = pd.Timestamp(f"{day} {month} {year} {clock}").tz_localize("UTC")
+        except ValueError:
+            return None
+        return ts, zone is not None
+    return None
+
+
+def to_number(raw: str) -> float | None:
+    """A counter or figure as printed: `0`, `1,234`, `25.781`; None for N/A and the like."""
+    value = raw.strip().replace(",", "")
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+@dataclass
+class Collector:
+    """Rows per table and warnings for one source; runs of unread lines become one warning each."""
+
+    source: Source
+    fmt: str
+    node_id: str | None = None
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    warnings: list[IngestWarning] = field(default_factory=list)
+    timestamp: pd.Timestamp | None = None
+    _unread: list[Line] = field(default_factory=list)  # the first and the last of a run: memory stays bounded
+    _said: set[str] = field(default_factory=set)
+
+    def where(self, number: int) -> str:
+        return f"{self.source.name}:{number}"
+
+    def add(self, table: str, number: int, **values: Any) -> dict[str, Any]:
+        self.flush()
+        row: dict[str, Any] = {"node_id": self.node_id, "source": self.where(number)}
+        if table in ("link_samples", "step_samples", "events"):
+            row["timestamp"] = self.timestamp
+        row.update(values)
+        self.rows.setdefault(table, []).append(row)
+        return row
+
+    def warn(self, number: int | None, message: str) -> None:
+        self.flush()
+        self.warnings.append(IngestWarning(self.source.name, number, message))
+
+    def once(self, key: str, number: int | None, message: str) -> None:
+        """A warning that applies to the whole input: given at its first line, once."""
+        if key not in self._said:
+            self._said.add(key)
+            self.warn(number, message)
+
+    def unread(self, line: Line) -> None:
+        """A line this reader cannot use: gathered with its neighbours into one warning."""
+        if len(self._unread) < 2:
+            self._unread.append(line)
+        else:
+            self._unread[1] = line
+
+    def flush(self) -> None:
+        if not self._unread:
+            return
+        first, last = self._unread[0], self._unread[-1]
+        span = f"lines {first.number}-{last.number}" if last.number != first.number else "this line"
+        self.warnings.append(
+            IngestWarning(
+                self.source.name,
+                first.number,
+                f"{span} not read as {self.fmt} output (starts {first.text.strip()[:60]!r})",
+            )
+        )
+        self._unread.clear()
+
+    def take_time(self, line: Line) -> bool:
+        """Use a line that states a time as the time of the readings after it."""
+        found = stated_time(line.text)
+        if not found:
+            return False
+        self.timestamp, zoned = found
+        if not zoned:
+            self.warn(line.number, "the time states no zone; read as UTC")
+        return True
+
+    def take_host(self, line: Line) -> None:
+        if self.node_id is None and line.host:
+            self.node_id = line.host
+
+    def result(self) -> IngestResult:
+        self.flush()
+        frames = {}
+        for table, rows in self.rows.items():
+            # Every schema column present (empty ones as NaN) so conform only casts, whatever a row lacked.
+            frame = pd.DataFrame(rows).reindex(columns=list(TABLES[table].columns))
+            if self.node_id is not None and "node_id" in frame:
+                frame["node_id"] = frame["node_id"].fillna(self.node_id)
+            frames[table] = frame
+        return IngestResult.of(self.warnings, **frames)
+
+
+def skip_shell(line: Line, out: Collector) -> bool:
+    """Handle the lines every text reader treats alike; True when the line needs nothing more."""
+    if line.kind in ("blank", "provenance", "fence", "continuation"):
+        return True
+    if line.kind == "command":
+        out.take_host(line)
+        return True
+    if line.kind == "elision":
+        out.warn(line.number, f"{line.text.strip()!r}: the output is cut off or elided here; what it stands for "
+                              "is not read")
+        return True
+    return out.take_time(line)
