@@ -1,4 +1,4 @@
-"""The bot's view of the ticket drafter and the node picture, and how it finds them in `diagnostics`.
+"""The bot's view of the ticket drafter and the node picture, found in `diagnostics`.
 
 The bot only needs `draft(diagnosis, component=...)` returning something with `to_markdown()` and a
 `priority`; `diagnostics.tickets` supplies the rules and Claude drafters, `diagnostics.render` the PNG.
@@ -11,6 +11,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from diagnostics import Diagnosis
+from diagnostics.errors import FabricbotError
+from diagnostics.tickets import ModelCall, drafter_from_env
+from diagnostics.topology import NodeGraph, platform_graph
 
 
 class DraftedTicket(Protocol):
@@ -25,32 +28,31 @@ class Drafter(Protocol):
 Renderer = Callable[[Diagnosis], bytes]
 
 
-def _optional(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
-
-
-def default_drafter(on_model_call: Callable[[Any], None] | None = None) -> Drafter | None:
-    """Claude when configured, rules otherwise (`diagnostics.tickets.drafter_from_env`); None if not installed."""
-    tickets = _optional("diagnostics.tickets")
-    if tickets is None:
-        return None
-    drafter: Drafter = tickets.drafter_from_env(on_model_call=on_model_call)
+def default_drafter(on_model_call: Callable[[ModelCall], None] | None = None) -> Drafter:
+    """Claude when ANTHROPIC_API_KEY is set, the rules drafter otherwise."""
+    drafter: Drafter = drafter_from_env(on_model_call=on_model_call)
     return drafter
 
 
+def graph_for(diagnosis: Diagnosis) -> NodeGraph | None:
+    """The platform's template graph (ports marked assumed), when the diagnosis names a platform."""
+    if not diagnosis.platform:
+        return None
+    try:
+        return platform_graph(diagnosis.platform)
+    except FabricbotError:
+        return None
+
+
 def default_renderer() -> Renderer | None:
-    """The node picture as PNG from `diagnostics.render`; None if not installed."""
-    render = _optional("diagnostics.render")
-    topology = _optional("diagnostics.topology")
-    if render is None or topology is None:
+    """The node picture as PNG from `diagnostics.render`; None where this install has no renderer."""
+    try:
+        render = importlib.import_module("diagnostics.render")
+    except ImportError:
         return None
 
     def png(diagnosis: Diagnosis) -> bytes:
-        graph = topology.platform_graph(diagnosis.platform) if diagnosis.platform else None
-        out: bytes = render.render_node(graph, diagnosis, fmt="png")
+        out: bytes = render.render_node(graph_for(diagnosis), diagnosis, fmt="png")
         return out
 
     return png

@@ -16,6 +16,7 @@ import pandas as pd
 from slack_sdk import WebClient
 
 from diagnostics.errors import FabricbotError, InputError
+from diagnostics.history import analyze_tables
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
 from diagnostics.schema import COUNTERS, LINK_SAMPLES
@@ -39,17 +40,20 @@ def _message_time(ts: str) -> pd.Timestamp:
 
 
 def totals_text(links: pd.DataFrame, limit: int = 12) -> str:
-    """Per-link totals of one reading, links with errors first."""
+    """Per-link totals of one reading: the links with errors, worst first, then how many are clean."""
     counters = [c for c in COUNTERS if c in links and links[c].notna().any()]
     keyed = links.assign(total=links[counters].fillna(0).sum(axis=1)).sort_values("total", ascending=False)
+    dirty = keyed[keyed["total"] > 0]
     lines = []
-    for _, row in keyed.head(limit).iterrows():
+    for _, row in dirty.head(limit).iterrows():
         gpu = "NVSwitch side" if pd.isna(row["gpu"]) else f"GPU {row['gpu']}"
         link = "" if pd.isna(row["link"]) else f" link {row['link']}"
         values = ", ".join(f"{c} {row[c]:,.0f}" for c in counters if pd.notna(row[c]) and row[c])
-        lines.append(f"• {gpu}{link} ({row['link_type']}): {values or 'no errors'}")
-    more = f"\n…and {len(keyed) - limit} more links" if len(keyed) > limit else ""
-    return "\n".join(lines) + more
+        lines.append(f"• {gpu}{link} ({row['link_type']}): {values}")
+    if len(dirty) > limit:
+        lines.append(f"…and {len(dirty) - limit} more links with errors")
+    lines.append(f"{len(keyed) - len(dirty)} of {len(keyed)} links show no errors")
+    return "\n".join(lines)
 
 
 class PasteReader:
@@ -115,10 +119,6 @@ class PasteReader:
         return self._rates(both, node) + notes
 
     def _rates(self, links: pd.DataFrame, node: str) -> str:
-        try:
-            from diagnostics.analyze import analyze_tables  # type: ignore[attr-defined]
-        except ImportError:
-            return "I have both readings, but this install has no time-series analysis to compute rates."
         tables = IngestResult.of(link_samples=links).tables
         try:
             diagnosis = analyze_tables(tables, node_id=node)

@@ -74,9 +74,12 @@ def local_bot(settings: Settings | None = None, *, usergroups: dict[str, list[st
 
 
 def posted(slack: MockSlack, *, thread: str | None = None) -> list[Message]:
-    """Public bot messages, top-level or in one thread."""
-    return [m for m in list(slack.messages) if m.user.startswith("UFABRICBOT") and m.ephemeral_to is None
-            and ((thread is None and m.thread_ts is None) or (thread is not None and m.thread_ts == thread))]
+    """Public bot messages (not file shares), top-level or in one thread."""
+    def wanted(m: Message) -> bool:
+        here = m.thread_ts is None if thread is None else m.thread_ts == thread
+        return here and m.user.startswith("UFABRICBOT") and m.ephemeral_to is None and not m.files
+
+    return [m for m in list(slack.messages) if wanted(m)]
 
 
 def buttons(message: Message) -> list[dict[str, Any]]:

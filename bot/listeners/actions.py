@@ -15,10 +15,11 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from diagnostics import Diagnosis
+from diagnostics.errors import FabricbotError
 
 from .. import blocks
 from ..app import Services
-from ..drafting import ticket_priority
+from ..drafting import graph_for, ticket_priority
 
 USERGROUP_TTL_S = 60.0
 
@@ -113,7 +114,11 @@ def register(app: App, services: Services) -> None:
         if services.drafter is None:
             _ephemeral(client, channel, user, "No ticket drafter is installed with this bot.", thread)
             return
-        ticket = services.drafter.draft(diagnosis, component=component)
+        try:
+            ticket = services.drafter.draft(diagnosis, component=component, graph=graph_for(diagnosis))
+        except FabricbotError as exc:
+            _ephemeral(client, channel, user, f"I could not draft that ticket: {exc}", thread)
+            return
         markdown = ticket.to_markdown()
         drafted_by = str(getattr(ticket, "drafted_by", None) or "rules")
         draft_id = services.state.save_draft(
