@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,35 +16,12 @@ from bot.tracker import SqliteTracker
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message, MockSlack
 from diagnostics import Diagnosis
+from diagnostics.tickets import RulesDrafter
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "fixtures" / "seed_examples.json"
 OPS = "COPS"
 USERS = {"UALICE": "alice", "UBOB": "bob", "UMALLORY": "mallory"}
-
-
-@dataclass
-class StubTicket:
-    """What the bot reads from a drafted ticket (the drafters themselves are tested in their own package)."""
-
-    node_id: str
-    component: str
-    priority: str
-    drafted_by: str = "rules"
-
-    def to_markdown(self) -> str:
-        return f"# {self.node_id}: {self.component}\n\n**Priority:** {self.priority}\n"
-
-
-class StubDrafter:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str | None]] = []
-
-    def draft(self, diagnosis: Diagnosis, *, component: str | None = None, graph: Any = None,
-              inventory: Any = None) -> StubTicket:
-        self.calls.append((diagnosis.node_id, component))
-        return StubTicket(diagnosis.node_id, component or diagnosis.isolated_component,
-                          diagnosis.ticket_priority.value)
 
 
 def png_renderer(diagnosis: Diagnosis) -> bytes:
@@ -68,7 +44,7 @@ def local_bot(settings: Settings | None = None, *, usergroups: dict[str, list[st
     db = open_db(None)
     slack = MockSlack(users=dict(USERS), usergroups=usergroups or {})
     with LocalSlack(settings=settings or Settings(), source=source or SnapshotNodeSource.from_files([SEEDS]),
-                    drafter=drafter or StubDrafter(), tracker=SqliteTracker(db), audit=AuditLog(db),
+                    drafter=drafter or RulesDrafter(), tracker=SqliteTracker(db), audit=AuditLog(db),
                     renderer=png_renderer, slack=slack) as local:
         yield local
 

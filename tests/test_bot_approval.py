@@ -36,7 +36,9 @@ def _edited(local: LocalSlack, preview: Message) -> Message:
 def test_draft_preview_then_file_records_one_ticket_with_its_approver() -> None:
     with local_bot() as local:
         preview = _draft(local, summary_for(local, "hpc-gpu-node-12"))
-        assert "Ticket draft: hpc-gpu-node-12 / GPU 2 -> GPU 3 NVLink 1" in str(preview.blocks)
+        shown = str(preview.blocks)
+        assert "Ticket draft: hpc-gpu-node-12 / GPU 2 -> GPU 3 NVLink 1" in shown
+        assert "*Priority:* urgent" in shown and "GPU 3" in shown and "Drafted by rules" in shown
         assert {b["action_id"] for b in buttons(preview)} == {"file_ticket", "discard_draft"}
         assert _click(local, preview, "file_ticket", "UBOB") == 200
         filed = _edited(local, preview)
