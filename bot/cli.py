@@ -16,6 +16,7 @@ COMMANDS: tuple[str, ...] = (
     "synth",
     "eval",
     "ticket",
+    "render",
 )
 
 

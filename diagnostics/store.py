@@ -129,7 +129,10 @@ def _part(value: object) -> str:
 
 
 def _day(ts: pd.Series) -> pd.Series:
-    return ts.dt.strftime("%Y-%m-%d").fillna("none")
+    """The UTC day of each time as YYYY-MM-DD, `none` for NaT (formatted once per distinct day)."""
+    days = ts.dt.floor("D")
+    names = {d: ("none" if pd.isna(d) else d.strftime("%Y-%m-%d")) for d in days.unique()}
+    return days.map(names).astype("string").fillna("none")
 
 
 class TelemetryStore:
@@ -168,7 +171,7 @@ class TelemetryStore:
             self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name, "format": outcome.format,
                                         "ingested_at": datetime.now(UTC).isoformat(),
                                         "rows": pd.Series(outcome.rows).to_json()}, replace=True)
-        return IngestReport(outcomes, IngestResult.combine(results))
+        return IngestReport(outcomes, results[0] if len(results) == 1 else IngestResult.combine(results))
 
     def _write(self, result: IngestResult, sha: str) -> None:
         with self._db.conn:

@@ -22,22 +22,24 @@ Meaning kept:
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from ..errors import InputError
 from ..schema import EVENTS, TABLES
 from .base import IngestResult, IngestWarning, Source
-from .dcgm_frame import NAT_MS, build_events, build_gpus, build_link_samples, empty
+from .dcgm_frame import build_events, build_gpus, build_link_samples, empty
+from .dcgm_lines import NAT_MS, Batch, line_batches, split
 from .dcgm_map import DcgmMap, load_map
 
 MAX_LINE_WARNINGS = 50  # per file; the rest are counted in one closing warning
+BATCH_LINES = 100_000  # lines parsed together; bounds the memory a file of any size needs while it is read
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\\n]|\\.)*)"\s*(?:,|$)')
 _PLAIN = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"')
@@ -85,11 +87,19 @@ def parse_series(text: str) -> tuple[str, dict[str, str]]:
     return name, parse_labels(text[brace + 1 : -1])
 
 
-def _timestamp_ms(token: str) -> int:
-    if "." in token or "e" in token or "E" in token:
-        return round(float(token) * 1000)
-    value = int(token)
-    return value * 1000 if abs(value) < 100_000_000_000 else value
+@dataclass
+class _FileState:
+    name: str
+    number: int
+    at_ms: int
+    bad: int = 0
+    sentinels: int = 0
+    eof: int | None = None
+    header: tuple[str, int] | None = None  # the last HELP/TYPE line: (metric, line)
+    last_sample: int = 0
+
+
+_KIND = {"error": -1, "skip": 0, "link": 1, "xid": 2}
 
 
 @dataclass
@@ -98,12 +108,8 @@ class DcgmParser:
 
     mapping: DcgmMap = field(default_factory=load_map)
     node_id: str | None = None
-    ts: array[int] = field(default_factory=lambda: array("q"))
-    ent: array[int] = field(default_factory=lambda: array("i"))
-    col: array[int] = field(default_factory=lambda: array("b"))
-    val: array[float] = field(default_factory=lambda: array("d"))
-    line: array[int] = field(default_factory=lambda: array("i"))
-    file: array[int] = field(default_factory=lambda: array("h"))
+    parts: list[tuple[np.ndarray, ...]] = field(default_factory=list)  # (ts, entity, column, value, line, file)
+    samples: int = 0
     entities: dict[tuple[Any, ...], int] = field(default_factory=dict)
     columns: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
@@ -113,91 +119,91 @@ class DcgmParser:
     _series: dict[str, Series] = field(default_factory=dict)
 
     def feed(self, source: Source, at: datetime | None = None) -> int:
-        """Read one source; returns the number of samples it gave."""
-        name = source.name
-        self.files.append(name)
-        file_no = len(self.files) - 1
-        at_ms = NAT_MS if at is None else int(at.timestamp() * 1000)
-        before, bad, sentinels, pending, eof = len(self.val), 0, 0, None, None
-        series_cache, sentinel_values, saturation = self._series, self.mapping.sentinels, self.mapping.saturation
-        ts_a, ent_a, col_a, val_a, line_a, file_a = self.ts, self.ent, self.col, self.val, self.line, self.file
-        sat_col = self._column("saturated")
+        """Read one source, streamed in batches of lines; returns the number of samples it gave."""
+        self.files.append(source.name)
+        state = _FileState(source.name, len(self.files) - 1, NAT_MS if at is None else int(at.timestamp() * 1000))
+        before = self.samples
+        base = 0
+        for lines in line_batches(source, BATCH_LINES):
+            self._batch(split(lines, state.at_ms), base, state)
+            base += len(lines)
+        warn = self.warnings.append
+        if state.bad > MAX_LINE_WARNINGS:
+            warn(IngestWarning(state.name, None, f"{state.bad - MAX_LINE_WARNINGS} more unreadable lines"))
+        if state.sentinels:
+            warn(IngestWarning(state.name, None, f"{state.sentinels} samples held DCGM's blank sentinel "
+                                                 "(field not supported): read as no value"))
+        if state.header is not None and state.header[1] > state.last_sample:
+            warn(IngestWarning(state.name, state.header[1], f"metric {state.header[0]} announced but no samples "
+                                                            "follow: the input is cut off here"))
+        return self.samples - before
 
-        def warn(number: int, message: str) -> None:
-            nonlocal bad
-            bad += 1
-            if bad <= MAX_LINE_WARNINGS:
-                self.warnings.append(IngestWarning(name, number, message))
-
-        for number, text in source.lines():
-            if not text or text[0] == "#":
-                if text.startswith(("# HELP ", "# TYPE ")):
-                    pending = (text.split(None, 3)[2:3] or [""])[0], number
-                elif text.strip() == "# EOF":
-                    eof = number
-                continue
-            if eof is not None:
-                warn(number, "content after '# EOF' (OpenMetrics end marker)")
-                continue
-            close = text.rfind("}")
-            if close >= 0:
-                key, rest = text[: close + 1], text[close + 1 :].split()
-            else:
-                parts = text.split()
-                key, rest = parts[0], parts[1:]
-            if not 1 <= len(rest) <= 2:
-                warn(number, "expected 'metric{labels} value [timestamp]'" + (" (cut off?)" if not rest else ""))
-                continue
-            series = series_cache.get(key)
+    def _batch(self, batch: Batch, base: int, state: _FileState) -> None:
+        problems: list[tuple[int, str]] = []
+        for pos, text in batch.comments:
+            if text.startswith(("# HELP ", "# TYPE ")):
+                state.header = ((text.split(None, 3)[2:3] or [""])[0], base + pos + 1)
+            elif text.strip() == "# EOF" and state.eof is None:
+                state.eof = base + pos + 1
+        problems += [(base + int(p) + 1, "expected 'metric{labels} value [timestamp]' (a cut-off line?)")
+                     for p in batch.unmatched]
+        kinds = np.empty(len(batch.series), dtype=np.int8)
+        ents = np.zeros(len(batch.series), dtype=np.int32)
+        cols = np.zeros(len(batch.series), dtype=np.int8)
+        counters = np.zeros(len(batch.series), dtype=bool)
+        described: list[Series] = []
+        codes, first = np.unique(batch.series_code, return_index=True)
+        first_line = {int(c): base + int(batch.positions[f]) + 1 for c, f in zip(codes, first, strict=True)}
+        for i, text in enumerate(batch.series):
+            series = self._series.get(text)
             if series is None:
                 try:
-                    series = self._describe(key, name, number)
+                    series = self._describe(text, state.name, first_line.get(i, base + 1))
                 except SeriesError as exc:
-                    warn(number, str(exc))
-                    continue
-                series_cache[key] = series
-            if pending is not None and key.startswith(pending[0]):
-                pending = None
-            kind = series[0]
-            if kind == "skip":
+                    series = ("error", str(exc))
+                self._series[text] = series
+            described.append(series)
+            kinds[i] = _KIND[series[0]]
+            if series[0] == "link":
+                ents[i], cols[i], counters[i] = series[1], series[2], series[3]
+        code = batch.series_code
+        kind, line = kinds[code], base + batch.positions.astype(np.int64) + 1
+        if len(line):
+            state.last_sample = max(state.last_sample, int(line.max()))
+        after_eof = line > state.eof if state.eof is not None else np.zeros(len(line), dtype=bool)
+        problems += [(int(n), "content after '# EOF' (OpenMetrics end marker)") for n in line[after_eof]]
+        for row in np.flatnonzero((kind == _KIND["error"]) & ~after_eof):
+            problems.append((int(line[row]), described[code[row]][1]))
+        used = (kind >= _KIND["link"]) & ~after_eof
+        bad = used & batch.bad_value
+        problems += [(int(line[i]), f"not a number: {batch.raw[i].as_py()[:40]!r}") for i in np.flatnonzero(bad)]
+        value = batch.value
+        sentinel = used & ~bad & np.isin(value, list(self.mapping.sentinels))
+        state.sentinels += int(sentinel.sum())
+        good = used & ~bad & ~sentinel
+        for row in np.flatnonzero(good & (kind == _KIND["xid"])):
+            self.xids.append((int(batch.ts_ms[row]), *described[code[row]][1:], float(value[row]), state.number,
+                              int(line[row])))
+        link = good & (kind == _KIND["link"])
+        counter = counters[code]
+        invalid = link & (np.isnan(value) | (counter & (value < 0)))
+        problems += [(int(line[i]), f"{batch.raw[i].as_py().split(' ')[0]!r} is not a counter value")
+                     for i in np.flatnonzero(invalid)]
+        keep = link & ~invalid
+        saturated = keep & counter & (value == self.mapping.saturation)
+        sat_col = self._column("saturated")
+        for mask, col, val in ((keep, cols[code], value), (saturated, None, None)):
+            n = int(mask.sum())
+            if not n:
                 continue
-            try:
-                value = float(rest[0])
-                stamp = _timestamp_ms(rest[1]) if len(rest) == 2 else at_ms
-            except ValueError:
-                warn(number, f"not a number: {' '.join(rest)[:40]!r}")
-                continue
-            if value in sentinel_values:
-                sentinels += 1
-                continue
-            if kind == "xid":
-                self.xids.append((stamp, *series[1:], value, file_no, number))
-                continue
-            if math.isnan(value) or (series[3] and value < 0):
-                warn(number, f"{key[: key.find('{')] if '{' in key else key}: {rest[0]} is not a counter value")
-                continue
-            ts_a.append(stamp)
-            ent_a.append(series[1])
-            col_a.append(series[2])
-            val_a.append(value)
-            line_a.append(number)
-            file_a.append(file_no)
-            if series[3] and value == saturation:
-                ts_a.append(stamp)
-                ent_a.append(series[1])
-                col_a.append(sat_col)
-                val_a.append(1.0)
-                line_a.append(number)
-                file_a.append(file_no)
-        if bad > MAX_LINE_WARNINGS:
-            self.warnings.append(IngestWarning(name, None, f"{bad - MAX_LINE_WARNINGS} more unreadable lines"))
-        if sentinels:
-            self.warnings.append(IngestWarning(
-                name, None, f"{sentinels} samples held DCGM's blank sentinel (field not supported): read as no value"))
-        if pending is not None and pending[0]:
-            self.warnings.append(IngestWarning(
-                name, pending[1], f"metric {pending[0]} announced but no samples follow: the input is cut off here"))
-        return len(self.val) - before
+            self.parts.append((batch.ts_ms[mask], ents[code][mask], col[mask] if col is not None else
+                               np.full(n, sat_col, dtype=np.int8), val[mask] if val is not None else np.ones(n),
+                               line[mask].astype(np.int32), np.full(n, state.number, dtype=np.int16)))
+            self.samples += n if col is not None else 0
+        for number, message in sorted(problems):
+            state.bad += 1
+            if state.bad <= MAX_LINE_WARNINGS:
+                self.warnings.append(IngestWarning(state.name, number, message))
 
     def _column(self, column: str) -> int:
         return self.columns.setdefault(column, len(self.columns))

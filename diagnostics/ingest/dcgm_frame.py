@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..schema import GPUS, LINK_SAMPLES, TABLES, TableSchema
 from .base import IngestWarning
@@ -13,7 +15,7 @@ from .base import IngestWarning
 if TYPE_CHECKING:
     from .dcgm import DcgmParser
 
-NAT_MS = np.iinfo(np.int64).min  # "no timestamp" in the millisecond array
+from .dcgm_lines import NAT_MS
 
 
 def _times(ms: np.ndarray) -> Any:
@@ -70,25 +72,19 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
 
     A row's source is the first line that contributed to it.
     """
-    if not len(parser.val):
+    if not parser.parts:
         return empty("link_samples")
-    ts = np.frombuffer(parser.ts, dtype=np.int64)
-    ent = np.frombuffer(parser.ent, dtype=np.int32).astype(np.int64)
-    col = np.frombuffer(parser.col, dtype=np.int8)
-    val = np.frombuffer(parser.val, dtype=np.float64)
-    line = np.frombuffer(parser.line, dtype=np.int32)
-    file = np.frombuffer(parser.file, dtype=np.int16)
+    ts, ent, col, val, line, file = (np.concatenate(arrays) for arrays in zip(*parser.parts, strict=True))
+    ent = ent.astype(np.int64)
 
     ts_unique, ts_code = np.unique(ts, return_inverse=True)
     n_ent = len(parser.entities)
-    keys, row = np.unique(ts_code.astype(np.int64) * n_ent + ent, return_inverse=True)
+    # samples are in reading order, so a row's first sample is its first line
+    keys, first_sample, row = np.unique(ts_code.astype(np.int64) * n_ent + ent, return_index=True,
+                                        return_inverse=True)
     used, col_code = np.unique(col, return_inverse=True)
     matrix = np.full((len(keys), len(used)), np.nan)
     matrix[row, col_code] = val
-    first = np.full(len(keys), np.iinfo(np.int32).max, dtype=np.int64)
-    np.minimum.at(first, row, line)
-    row_file = np.empty(len(keys), dtype=np.int16)
-    row_file[row] = file
 
     names = {i: c for c, i in parser.columns.items()}
     entities = list(parser.entities)
@@ -106,8 +102,9 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
     frame["saturated"] = pd.arrays.BooleanArray(~np.isnan(saturated), np.zeros(n, dtype=bool))
     unknown = pd.CategoricalDtype(pd.Index(["unknown"]))
     frame["peer"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=unknown)
-    text = np.char.add(np.char.add(np.array(parser.files, dtype=str)[row_file], ":"), first.astype(str))
-    frame["source"] = pd.Categorical(text)
+    where = pc.binary_join_element_wise(pa.array(parser.files).take(pa.array(file[first_sample])),
+                                        pc.cast(pa.array(line[first_sample]), pa.string()), ":")
+    frame["source"] = where.dictionary_encode().to_pandas()
     return typed_frame(LINK_SAMPLES, frame, n)
 
 

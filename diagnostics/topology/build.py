@@ -109,6 +109,7 @@ def generic_graph(gpus: int | list[int], *, node_id: str | None = None, facts: F
         g.add_node(gpu_node(i), kind=GPU, index=i)
     graph = NodeGraph(g, platform=None, warnings=list(warnings or []), node_id=node_id)
     if facts is None:
+        graph.warnings.append("no platform: links are drawn as the findings name them; ports unknown")
         return graph
     switch_links = facts.switch_links()
     for s, bus_id in enumerate(facts.switch_ids()):

@@ -1,0 +1,66 @@
+"""`fabricbot render`: draw a node's fabric (PNG or SVG) from a file or from the telemetry store."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from diagnostics.errors import InputError
+from diagnostics.render import render_with_warnings
+from diagnostics.topology.inputs import Drawable, drawable_from_file, drawable_from_store
+
+
+def _format(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    suffix = Path(args.output).suffix.lower().lstrip(".") if args.output else ""
+    return suffix if suffix in ("png", "svg") else "png"
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    store = args.store or os.environ.get("FABRICBOT_STORE")
+    target = Path(args.target)
+    drawable: Drawable
+    if target.is_file():
+        drawable = drawable_from_file(target, platform=args.platform, case=args.case, node_id=args.node)
+    elif store:
+        drawable = drawable_from_store(store, args.target, platform=args.platform)
+    else:
+        raise InputError("no such file, and no --store (or FABRICBOT_STORE) to look the node up in",
+                         source=args.target)
+    if drawable.graph.node_id is None:
+        drawable.graph.node_id = args.node or target.stem
+    fmt = _format(args)
+    data, notes = render_with_warnings(drawable.graph, drawable.diagnosis, fmt=fmt, window=args.window)
+    node = drawable.diagnosis.node_id if drawable.diagnosis else drawable.graph.node_id
+    output = Path(args.output or f"{node}.{fmt}")
+    try:
+        output.write_bytes(data)
+    except OSError as exc:
+        raise InputError(f"cannot write the picture: {exc.strerror}", source=str(output)) from None
+    seen: set[str] = set()
+    for note in [*drawable.warnings, *notes]:
+        if note not in seen:
+            seen.add(note)
+            print(f"warning: {note}", file=sys.stderr)
+    platform = drawable.graph.platform or "generic graph"
+    print(f"wrote {output} ({fmt}, {len(data) / 1024:.0f} KB): {node}, {platform}, "
+          f"{len(drawable.graph.gpus)} GPUs")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    render = sub.add_parser("render", help="draw a node's NVLink/NVSwitch/PCIe fabric with its degraded links")
+    render.add_argument("target", metavar="NODE|FILE",
+                        help="a snapshot JSON, `nvidia-smi topo -m` output or NCCL topology XML; or a node id "
+                             "in the store")
+    render.add_argument("-o", "--output", metavar="FILE", help="where to write the picture (default NODE.png)")
+    render.add_argument("--format", choices=("png", "svg"), help="picture format (default: from -o, else png)")
+    render.add_argument("--store", metavar="DIR", help="telemetry store folder (default $FABRICBOT_STORE)")
+    render.add_argument("--platform", help="draw with this platform's template instead of detecting it")
+    render.add_argument("--case", type=int, metavar="N", help="which snapshot of a list to draw (from 1)")
+    render.add_argument("--node", metavar="ID", help="node id for a bare topology file")
+    render.add_argument("--window", metavar="TEXT", help="the time window to name in the title")
+    render.set_defaults(func=cmd_render)
