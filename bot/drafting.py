@@ -1,19 +1,20 @@
 """The bot's view of the ticket drafter and the node picture, found in `diagnostics`.
 
 The bot only needs `draft(diagnosis, component=...)` returning something with `to_markdown()` and a
-`priority`; `diagnostics.tickets` supplies the rules and Claude drafters, `diagnostics.render` the PNG.
+`priority`; `diagnostics.tickets` supplies the rules and Claude drafters, `diagnostics.render` the PNG over the
+platform's graph.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from diagnostics import Diagnosis
-from diagnostics.errors import FabricbotError
+from diagnostics.render import render_node
 from diagnostics.tickets import ModelCall, drafter_from_env
-from diagnostics.topology import NodeGraph, platform_graph
+from diagnostics.topology import NodeGraph
+from diagnostics.topology.inputs import graph_for_platform
 
 
 class DraftedTicket(Protocol):
@@ -34,28 +35,15 @@ def default_drafter(on_model_call: Callable[[ModelCall], None] | None = None) ->
     return drafter
 
 
-def graph_for(diagnosis: Diagnosis) -> NodeGraph | None:
-    """The platform's template graph (ports marked assumed), when the diagnosis names a platform."""
-    if not diagnosis.platform:
-        return None
-    try:
-        return platform_graph(diagnosis.platform)
-    except FabricbotError:
-        return None
+def graph_for(diagnosis: Diagnosis) -> NodeGraph:
+    """The platform's template graph (ports assumed), or a generic one when the platform is absent or unknown."""
+    graph, _ = graph_for_platform(diagnosis.platform, node_id=diagnosis.node_id)
+    return graph
 
 
-def default_renderer() -> Renderer | None:
-    """The node picture as PNG from `diagnostics.render`; None where this install has no renderer."""
-    try:
-        render = importlib.import_module("diagnostics.render")
-    except ImportError:
-        return None
-
-    def png(diagnosis: Diagnosis) -> bytes:
-        out: bytes = render.render_node(graph_for(diagnosis), diagnosis, fmt="png")
-        return out
-
-    return png
+def render_png(diagnosis: Diagnosis) -> bytes:
+    """The node picture with the diagnosis drawn on it."""
+    return render_node(graph_for(diagnosis), diagnosis, fmt="png")
 
 
 def ticket_priority(ticket: DraftedTicket, diagnosis: Diagnosis) -> str:

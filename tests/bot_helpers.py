@@ -25,7 +25,7 @@ USERS = {"UALICE": "alice", "UBOB": "bob", "UMALLORY": "mallory"}
 
 
 def png_renderer(diagnosis: Diagnosis) -> bytes:
-    """A real (tiny) PNG naming the node, standing in for the topology picture."""
+    """A tiny real PNG, standing in for the node picture where a test is not about the picture (it is faster)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -40,12 +40,12 @@ def png_renderer(diagnosis: Diagnosis) -> bytes:
 
 @contextmanager
 def local_bot(settings: Settings | None = None, *, usergroups: dict[str, list[str]] | None = None,
-              source: Any = None, drafter: Any = None) -> Iterator[LocalSlack]:
+              source: Any = None, drafter: Any = None, renderer: Any = None) -> Iterator[LocalSlack]:
     db = open_db(None)
     slack = MockSlack(users=dict(USERS), usergroups=usergroups or {})
     with LocalSlack(settings=settings or Settings(), source=source or SnapshotNodeSource.from_files([SEEDS]),
                     drafter=drafter or RulesDrafter(), tracker=SqliteTracker(db), audit=AuditLog(db),
-                    renderer=png_renderer, slack=slack) as local:
+                    renderer=renderer or png_renderer, slack=slack) as local:
         yield local
 
 

@@ -7,6 +7,7 @@ import threading
 import time
 
 from bot.blocks import DraftTarget
+from bot.drafting import render_png
 from bot.nodes import SnapshotNodeSource
 from bot.state import BotState
 from diagnostics import Diagnosis
@@ -35,7 +36,7 @@ def test_the_ack_arrives_before_the_work() -> None:
 
 
 def test_a_faulty_node_gets_a_summary_a_png_in_the_thread_and_a_draft_button() -> None:
-    with local_bot() as local:
+    with local_bot(renderer=render_png) as local:
         summary = summary_for(local, "hpc-gpu-node-12")
         text = json.dumps(summary.blocks)
         for fact in ("GPU 2 -> GPU 3 NVLink 1", "+89.2%", "urgent", "Reseat high-speed mezzanine"):
