@@ -8,6 +8,7 @@ clickable view.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import itertools
@@ -226,7 +227,17 @@ def _over_nodes(ax: _Board, scene: Scene, boxes: tuple[_Box, ...]) -> list[Artis
         out.append(ax.text(*h.label_at, h.label, fontsize=9, ha="center", va="center", zorder=7,
                            color="#212529", bbox={"boxstyle": "round,pad=0.25", "facecolor": "white",
                                                   "edgecolor": colour, "linewidth": 1.5}, gid=f"{h.gid}-label"))
+    marks = {m.node: m for m in scene.marks}
     for box in boxes:
+        mark = marks.get(box.name)
+        if mark is not None:
+            colour = SEVERITY_COLOURS.get(mark.severity, SEVERITY_COLOURS[Severity.WARNING])
+            ring = dataclasses.replace(box, w=box.w + 0.16, h=box.h + 0.16)  # outside a suspect outline
+            out.append(ax.add(_patch(ring, facecolor="none", edgecolor=colour, linewidth=3.0, zorder=6,
+                                     gid=f"mark-{_gid(box.name)}")))
+            out.append(ax.text(box.x, box.y - box.h / 2 - 0.25, mark.label, fontsize=8.5, ha="center", va="center",
+                               zorder=7, color="#212529", bbox={"boxstyle": "round,pad=0.2", "facecolor": "white",
+                                                                "edgecolor": colour, "linewidth": 1.2}))
         if box.name == scene.suspect_node:
             out.append(ax.add(_patch(box, facecolor="none", edgecolor=SUSPECT, linewidth=4.0, zorder=6,
                                      gid="suspect")))
