@@ -18,6 +18,9 @@ COMMANDS: tuple[str, ...] = (
     "eval",
     "ticket",
     "sweep",
+    "serve",
+    "demo",
+    "audit",
 )
 
 

@@ -12,6 +12,8 @@ _READER_MODULES: tuple[str, ...] = (
     "dcgm",
     "snapshot",
     "tables",
+    "topo_matrix",
+    "nccl_xml",
     "nvlink",
     "smi_query",
     "lspci",

@@ -1,0 +1,240 @@
+"""Block Kit for every message the bot posts, built with slack_sdk.models.blocks within Slack's limits.
+
+Limits kept here: 50 blocks a message, 25 elements an actions block, 3000 characters a section text,
+75 a button or option label, 2000 a button value, 150 an option value, 100 options a select, unique action ids.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    DividerBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    Option,
+    PlainTextObject,
+    SectionBlock,
+    StaticSelectElement,
+)
+
+from diagnostics import Diagnosis, Finding, Severity
+
+MAX_BLOCKS = 50
+MAX_ACTIONS = 25
+MAX_TEXT = 3000
+MAX_LABEL = 75
+MAX_OPTIONS = 100
+MAX_HEADER = 150
+
+DRAFT_ACTION = "draft"          # a button: draft the ticket for one component or link
+DRAFT_LINK_ACTION = "draft_link"  # a select menu: draft for one link of a shared component
+FILE_ACTION = "file_ticket"
+DISCARD_ACTION = "discard_draft"
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def section(text: str) -> SectionBlock:
+    return SectionBlock(text=MarkdownTextObject(text=clip(text, MAX_TEXT)))
+
+
+def sections(text: str) -> list[SectionBlock]:
+    """Long mrkdwn split at line ends into sections under the text limit."""
+    out, chunk = [], ""
+    for line in text.splitlines():
+        while len(line) > MAX_TEXT:
+            out.append(section(line[:MAX_TEXT]))
+            line = line[MAX_TEXT:]
+        if len(chunk) + len(line) + 1 > MAX_TEXT:
+            out.append(section(chunk))
+            chunk = ""
+        chunk += line + "\n"
+    if chunk.strip():
+        out.append(section(chunk))
+    return out
+
+
+def to_mrkdwn(markdown: str) -> str:
+    """Markdown as Slack shows it: headings and bold as *bold*, links as <url|text>."""
+    text = re.sub(r"^#{1,6}\s+(.*)$", r"*\1*", markdown, flags=re.MULTILINE)
+    text = re.sub(r"\*\*(.+?)\*\*", r"*\1*", text)
+    return re.sub(r"\[([^\]]+)\]\((\S+?)\)", r"<\2|\1>", text)
+
+
+@dataclass(frozen=True)
+class DraftTarget:
+    """What a draft button or option points at: an analysis the bot stored and a component or finding in it."""
+
+    analysis_id: int
+    finding: int | None = None  # index into Diagnosis.findings; None = the localized component
+
+    def value(self, component: str | None = None) -> str:
+        data: dict[str, Any] = {"a": self.analysis_id}
+        if self.finding is not None:
+            data["f"] = self.finding
+        if component is not None:
+            data["c"] = clip(component, 200)
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def parse(cls, value: str) -> DraftTarget:
+        data = json.loads(value)
+        finding = data.get("f")
+        return cls(int(data["a"]), int(finding) if finding is not None else None)
+
+
+def degraded(diagnosis: Diagnosis) -> list[tuple[int, Finding]]:
+    """The links worth a ticket, worst first, with their index in the diagnosis."""
+    found = [(i, f) for i, f in enumerate(diagnosis.findings) if f.severity is not Severity.OK]
+    return sorted(found, key=lambda p: (p[1].severity is not Severity.DOWN, -(p[1].worst_ratio or 0.0), p[0]))
+
+
+def _rates(f: Finding) -> str:
+    r = f.rates_per_hour
+    parts = [f"{name} {r[name]:,.0f}/h" for name in ("crc", "replay", "recovery") if r.get(name)]
+    return ", ".join(parts) or f"state {f.link_state.value}"
+
+
+def finding_line(f: Finding) -> str:
+    crossed = "; ".join(c.message for c in f.crossed)
+    return f"• *{f.component}* ({f.severity.value}): {_rates(f)}" + (f" — {crossed}" if crossed else "")
+
+
+def draft_elements(diagnosis: Diagnosis, analysis_id: int) -> list[ButtonElement | StaticSelectElement]:
+    """One button per degraded link; one button plus a select menu for links that share a localized component."""
+    links = degraded(diagnosis)
+    loc = diagnosis.localization
+    shared = {name for name in loc.links} if loc is not None and len(loc.links) > 1 else set()
+    grouped = [(i, f) for i, f in links if f.component in shared]
+    elements: list[ButtonElement | StaticSelectElement] = []
+    if loc is not None and grouped:
+        target = DraftTarget(analysis_id)
+        elements.append(ButtonElement(text=clip(f"Draft ticket: {loc.component}", MAX_LABEL),
+                                      action_id=f"{DRAFT_ACTION}:loc", value=target.value(loc.component),
+                                      style="primary"))
+        options = [Option(value=DraftTarget(analysis_id, i).value(), text=clip(f.component, MAX_LABEL))
+                   for i, f in grouped[:MAX_OPTIONS]]
+        elements.append(StaticSelectElement(
+            placeholder=PlainTextObject(text=clip(f"…or one of its {len(grouped)} links", MAX_LABEL)),
+            action_id=f"{DRAFT_LINK_ACTION}:loc", options=options))
+    grouped_ids = {i for i, _ in grouped}
+    for i, f in links:
+        if i not in grouped_ids:
+            elements.append(ButtonElement(text=clip(f"Draft ticket: {f.component}", MAX_LABEL),
+                                          action_id=f"{DRAFT_ACTION}:{i}",
+                                          value=DraftTarget(analysis_id, i).value(f.component),
+                                          style="primary" if not elements else None))
+    return elements
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def summary_fields(d: Diagnosis) -> list[str]:
+    degradation = "n/a" if d.degradation_pct is None else f"{d.degradation_pct:+.1f}% step time"
+    if d.degradation_pct is not None and d.job_id:
+        degradation += f" (job {d.job_id})"
+    correlation = d.verdict or "no step-time series to correlate (snapshot)"
+    return [
+        f"*Fault detected*\n{'yes' if d.fault_detected else 'no'}",
+        f"*Isolated component*\n{d.localization.component if d.localization else d.isolated_component}",
+        f"*Degradation*\n{degradation}",
+        f"*Priority*\n{d.ticket_priority.value}",
+        f"*Correlation*\n{correlation}",
+        f"*Window*\n{d.window_hours:g}h",
+    ]
+
+
+def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None) -> list[Block]:
+    """The summary message: what is wrong, where, how bad, what to do, and a draft button per finding."""
+    status = "fault detected" if d.fault_detected else "no fabric fault"
+    blocks: list[Block] = [HeaderBlock(text=clip(title or f"{d.node_id}: {status}", MAX_HEADER))]
+    blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
+    blocks.append(section(f"*Recommended action*\n{d.repair_action}"))
+    bad = degraded(d)
+    if bad:
+        lines = [finding_line(f) for _, f in bad]
+        shown = lines[:20]
+        more = f"\n…and {len(lines) - len(shown)} more links" if len(lines) > len(shown) else ""
+        blocks.append(section("*Degraded links*\n" + "\n".join(shown) + more))
+    notes = [*d.warnings]
+    if d.localization is not None:
+        notes.append(f"localization confidence {d.localization.confidence:.0%}")
+    if notes:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
+    elements = draft_elements(d, analysis_id)
+    room = MAX_BLOCKS - len(blocks) - 1
+    for n, chunk in enumerate(_chunks(elements, MAX_ACTIONS)):
+        if n >= room:
+            blocks.append(ContextBlock(elements=[MarkdownTextObject(
+                text=f"{len(elements) - n * MAX_ACTIONS} more draft buttons left out (Slack's block limit)")]))
+            break
+        blocks.append(ActionsBlock(block_id=f"drafts:{n}", elements=list(chunk)))
+    return blocks
+
+
+def fallback_text(d: Diagnosis) -> str:
+    """The plain text of a summary (notifications and screen readers)."""
+    if not d.fault_detected:
+        return f"{d.node_id}: no fabric fault ({d.ticket_priority.value})"
+    return f"{d.node_id}: {d.isolated_component} failing, {d.ticket_priority.value} priority"
+
+
+def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]:
+    """The worst links across the fleet, worst first."""
+    rows = [(d, f) for d in diagnoses for _, f in degraded(d)]
+    rows.sort(key=lambda p: (p[1].severity is not Severity.DOWN, -(p[1].worst_ratio or 0.0)))
+    healthy = sum(1 for d in diagnoses if not degraded(d))
+    blocks: list[Block] = [HeaderBlock(text=f"Fleet: {len(rows)} degraded links on {len(diagnoses)} nodes")]
+    if rows:
+        lines = [f"{n}. `{d.node_id}` {finding_line(f)[2:]}" for n, (d, f) in enumerate(rows[:limit], 1)]
+        blocks.extend(sections("\n".join(lines)))
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(
+        text=f"{healthy} healthy nodes; `/fabric <node>` diagnoses one and offers the tickets")]))
+    return blocks
+
+
+def preview_blocks(*, draft_id: int, node_id: str, component: str, markdown: str, drafted_by: str,
+                   requester: str) -> list[Block]:
+    """The ticket preview in the thread, with File and Discard."""
+    blocks: list[Block] = [HeaderBlock(text=clip(f"Ticket draft: {node_id} / {component}", MAX_HEADER))]
+    blocks.extend(sections(to_mrkdwn(markdown))[: MAX_BLOCKS - 4])
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(
+        text=f"Drafted by {drafted_by} for <@{requester}>. A person reviews it before it is filed.")]))
+    blocks.append(ActionsBlock(block_id=f"draft:{draft_id}", elements=[
+        ButtonElement(text="File ticket", action_id=FILE_ACTION, value=str(draft_id), style="primary"),
+        ButtonElement(text="Discard", action_id=DISCARD_ACTION, value=str(draft_id), style="danger"),
+    ]))
+    return blocks
+
+
+def decided_blocks(previous: list[dict[str, Any]], outcome: str) -> list[dict[str, Any]]:
+    """The preview after a decision: its buttons replaced by the outcome line."""
+    kept = [b for b in previous if b.get("type") != "actions"]
+    return [*kept, section(outcome).to_dict()]
+
+
+def help_blocks() -> list[Block]:
+    text = "\n".join([
+        "*fabricbot* diagnoses NVLink, NVSwitch and PCIe faults and drafts repair tickets for review.",
+        "• `/fabric <node> [--window 6h]`: what is wrong with one node, its picture, and ticket buttons",
+        "• `/fabric job <job_id>`: which node and link explain a job's slowdown",
+        "• `/fabric fleet`: the worst links across the fleet",
+        "• `/fabric help`: this text",
+        "Mention me with a question (`@fabricbot why is job 4411 slow?`), or paste `nvidia-smi nvlink -e` "
+        "output in a thread.",
+    ])
+    return [section(text), DividerBlock()]

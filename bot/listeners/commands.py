@@ -1,0 +1,141 @@
+"""`/fabric`: diagnose a node, explain a job, rank the fleet, or say how."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from diagnostics import Diagnosis
+from diagnostics.errors import FabricbotError
+
+from .. import blocks
+from ..app import Services
+from ..nodes import UnknownName
+
+COMMAND = "/fabric"
+_WINDOW = re.compile(r"^(\d+(?:\.\d+)?)\s*([mhd])$")
+_UNITS = {"m": 1 / 60, "h": 1.0, "d": 24.0}
+
+
+class UsageError(ValueError):
+    """Arguments `/fabric` cannot use; the message is shown to the user."""
+
+
+@dataclass(frozen=True)
+class Request:
+    verb: str  # node | job | fleet | help
+    target: str = ""
+    window_hours: float | None = None
+
+
+def parse(text: str) -> Request:
+    try:
+        words = shlex.split(text or "")
+    except ValueError as exc:
+        raise UsageError(f"cannot read the arguments: {exc}") from None
+    if not words or words[0] in ("help", "-h", "--help"):
+        return Request("help")
+    if words[0] == "fleet":
+        if len(words) > 1:
+            raise UsageError("`/fabric fleet` takes no arguments")
+        return Request("fleet")
+    if words[0] == "job":
+        if len(words) != 2:
+            raise UsageError("usage: `/fabric job <job_id>`")
+        return Request("job", words[1])
+    node, rest = words[0], words[1:]
+    window = None
+    while rest:
+        flag = rest.pop(0)
+        if flag == "--window" and rest:
+            value = rest.pop(0)
+            match = _WINDOW.match(value)
+            if not match or float(match[1]) <= 0:
+                raise UsageError(f"`--window` wants a duration like `6h`, `90m` or `2d`, not `{value}`")
+            window = float(match[1]) * _UNITS[match[2]]
+        else:
+            raise UsageError(f"unexpected `{flag}`; usage: `/fabric <node> [--window 6h]`")
+    return Request("node", node, window)
+
+
+def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, *, channel: str,
+                   title: str | None = None, thread_ts: str | None = None) -> str:
+    """Post the summary, then the node picture into its thread; returns the summary's ts."""
+    analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+    posted = client.chat_postMessage(channel=channel, text=blocks.fallback_text(diagnosis), thread_ts=thread_ts,
+                                     blocks=blocks.diagnosis_blocks(diagnosis, analysis_id, title=title))
+    ts = str(posted["ts"])
+    if services.renderer is not None:
+        png = services.renderer(diagnosis)
+        client.files_upload_v2(channel=channel, thread_ts=thread_ts or ts, content=png,
+                               filename=f"{diagnosis.node_id}.png", title=f"{diagnosis.node_id} topology",
+                               alt_txt=blocks.fallback_text(diagnosis),
+                               initial_comment=f"Topology of {diagnosis.node_id}: " + (
+                                   "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
+    return ts
+
+
+def _unknown_reply(exc: UnknownName, services: Services) -> str:
+    if exc.matches:
+        names = ", ".join(f"`{m}`" for m in exc.matches)
+        return f"I don't know a {exc.kind} called `{exc.name}`. Did you mean {names}?"
+    known = services.source.node_ids() if exc.kind == "node" else services.source.job_ids()
+    sample = ", ".join(f"`{k}`" for k in known[:5]) or "none yet"
+    return f"I don't know a {exc.kind} called `{exc.name}`. Known {exc.kind}s: {sample}."
+
+
+def register(app: App, services: Services) -> None:
+    def ack_command(ack: Ack, command: dict[str, Any]) -> None:
+        try:
+            request = parse(command.get("text", ""))
+        except UsageError as exc:
+            ack(text=f"{exc}. Try `/fabric help`.")
+            return
+        if request.verb == "help":
+            ack(blocks=blocks.help_blocks(), text="fabricbot help")
+            return
+        what = {"node": f"`{request.target}`", "job": f"job `{request.target}`", "fleet": "the fleet"}
+        ack(text=f"Looking at {what[request.verb]}…")
+
+    def work(command: dict[str, Any], client: WebClient, respond: Respond) -> None:
+        user, channel = command["user_id"], command["channel_id"]
+        try:
+            request = parse(command.get("text", ""))
+        except UsageError:
+            return  # the ack already answered
+        if request.verb == "help":
+            return
+        services.record("command", actor=user, subject=request.target or request.verb,
+                        command=f"{COMMAND} {command.get('text', '')}".strip(), channel=channel)
+        try:
+            if request.verb == "fleet":
+                diagnoses = services.source.fleet()
+                services.record("analysis", actor="fabricbot", subject="fleet", nodes=len(diagnoses))
+                client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
+                return
+            if request.verb == "job":
+                diagnosis = services.source.explain_job(request.target)
+                title = f"Job {request.target}: {diagnosis.node_id}"
+            else:
+                diagnosis = services.source.diagnose(request.target, window_hours=request.window_hours)
+                title = None
+            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
+                            fault=diagnosis.fault_detected, component=diagnosis.isolated_component,
+                            priority=diagnosis.ticket_priority.value, degradation_pct=diagnosis.degradation_pct,
+                            job=request.target if request.verb == "job" else None)
+            post_diagnosis(client, services, diagnosis, channel=channel, title=title)
+        except UnknownName as exc:
+            respond(text=_unknown_reply(exc, services), response_type="ephemeral")
+        except FabricbotError as exc:
+            respond(text=f"I could not analyse that: {exc}", response_type="ephemeral")
+        except SlackApiError as exc:
+            respond(text=f"Slack refused the post ({exc.response.get('error')}); invite me to this channel.",
+                    response_type="ephemeral")
+
+    app.command(COMMAND)(ack=ack_command, lazy=[work])

@@ -1,0 +1,157 @@
+"""Where the bot gets diagnoses: a small "node source" interface over whatever data the store holds.
+
+`SnapshotNodeSource` diagnoses nodes from snapshot JSON (the seed examples) with the snapshot analyzer;
+`TableNodeSource` reads normalized tables (the telemetry store, a synthetic fleet) with `analyze_tables`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Protocol
+
+import pandas as pd
+
+from diagnostics import Diagnosis, Snapshot, analyze_snapshot
+from diagnostics.correlate import explain_job
+from diagnostics.errors import InputError
+from diagnostics.history import analyze_tables
+from diagnostics.ingest.snapshot import read_cases
+from diagnostics.schema import EVENTS, LINK_SAMPLES, STEP_SAMPLES
+from diagnostics.thresholds import Thresholds, load_thresholds
+
+DEFAULT_WINDOW_HOURS = 1.0
+
+
+class UnknownName(InputError):
+    """A node or job the source does not hold; carries the close matches for a helpful reply."""
+
+    def __init__(self, kind: str, name: str, matches: list[str], known: int) -> None:
+        self.kind = kind
+        self.name = name
+        self.matches = matches
+        hint = f"; did you mean {', '.join(matches)}?" if matches else ""
+        super().__init__(f"no {kind} named {name!r} among {known} known{hint}")
+
+
+def close_matches(name: str, names: Iterable[str], n: int = 3) -> list[str]:
+    return difflib.get_close_matches(name, list(names), n=n, cutoff=0.5)
+
+
+class NodeSource(Protocol):
+    """What the bot asks of the data: diagnose a node, explain a job, rank the fleet."""
+
+    def node_ids(self) -> list[str]: ...
+
+    def job_ids(self) -> list[str]: ...
+
+    def diagnose(self, node_id: str, *, window_hours: float | None = None) -> Diagnosis: ...
+
+    def explain_job(self, job_id: str) -> Diagnosis: ...
+
+    def fleet(self) -> list[Diagnosis]: ...
+
+
+class SnapshotNodeSource:
+    """Nodes from snapshot JSON files; a snapshot carries its own window, so `window_hours` cannot change it."""
+
+    def __init__(self, snapshots: Iterable[Snapshot], thresholds: Thresholds | None = None) -> None:
+        self.snapshots = {s.node_id: s for s in snapshots}
+        self.thresholds = thresholds or load_thresholds()
+
+    @classmethod
+    def from_files(cls, paths: Iterable[Path]) -> SnapshotNodeSource:
+        snapshots = []
+        for path in paths:
+            for case in read_cases(path.read_text(encoding="utf-8"), str(path)):
+                if case.snapshot is None:
+                    raise case.errors[0]
+                snapshots.append(case.snapshot)
+        return cls(snapshots)
+
+    def node_ids(self) -> list[str]:
+        return sorted(self.snapshots)
+
+    def job_ids(self) -> list[str]:
+        return []
+
+    def diagnose(self, node_id: str, *, window_hours: float | None = None) -> Diagnosis:
+        snapshot = self.snapshots.get(node_id)
+        if snapshot is None:
+            raise UnknownName("node", node_id, close_matches(node_id, self.snapshots), len(self.snapshots))
+        diagnosis = analyze_snapshot(snapshot, self.thresholds)
+        if window_hours is not None and window_hours != diagnosis.window_hours:
+            note = (f"the snapshot covers {diagnosis.window_hours:g}h; "
+                    f"a {window_hours:g}h window needs time-series data in the store")
+            diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, note]})
+        return diagnosis
+
+    def explain_job(self, job_id: str) -> Diagnosis:
+        raise UnknownName("job", job_id, [], 0)
+
+    def fleet(self) -> list[Diagnosis]:
+        return [self.diagnose(n) for n in self.node_ids()]
+
+
+class TableNodeSource:
+    """Nodes and jobs from normalized tables (the telemetry store, or a synthetic fleet) via `analyze_tables`.
+
+    Link samples are split by node once, so a command analyses one node and the nodes sharing its jobs.
+    """
+
+    def __init__(self, tables: Mapping[str, pd.DataFrame], inventory: Mapping[str, str] | None = None,
+                 thresholds: Thresholds | None = None, window_hours: float = DEFAULT_WINDOW_HOURS) -> None:
+        self.inventory = dict(inventory or {})
+        self.thresholds = thresholds or load_thresholds()
+        self.window_hours = window_hours
+        links = tables.get("link_samples", LINK_SAMPLES.empty())
+        self.links = {str(k): g for k, g in links.groupby("node_id", observed=True, sort=True)}
+        self.steps = tables.get("step_samples", STEP_SAMPLES.empty())
+        self.events = tables.get("events", EVENTS.empty())
+        self.nodes = sorted(set(self.links) | set(self.inventory))
+
+    @classmethod
+    def from_store(cls, root: Path) -> TableNodeSource:
+        from diagnostics.store import TelemetryStore
+
+        store = TelemetryStore(root)
+        return cls({"link_samples": store.link_samples(), "step_samples": store.step_samples(),
+                    "events": store.events()})
+
+    def node_ids(self) -> list[str]:
+        return list(self.nodes)
+
+    def job_ids(self) -> list[str]:
+        return sorted(str(j) for j in self.steps["job_id"].dropna().unique())
+
+    def _tables(self, node_id: str) -> dict[str, pd.DataFrame]:
+        steps = self.steps[self.steps["node_ids"].fillna("").str.split(",").map(lambda ids: node_id in ids)]
+        nodes = {node_id} | {n.strip() for v in steps["node_ids"].dropna() for n in str(v).split(",")}
+        frames = [self.links[n] for n in sorted(nodes) if n in self.links]
+        links = pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
+        return {"link_samples": links, "step_samples": steps, "events": self.events}
+
+    def diagnose(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Diagnosis:
+        if node_id not in self.nodes:
+            raise UnknownName("node", node_id, close_matches(node_id, self.nodes), len(self.nodes))
+        window = timedelta(hours=window_hours or self.window_hours)
+        return analyze_tables(self._tables(node_id), node_id=node_id, window=window, thresholds=self.thresholds,
+                              platform=self.inventory.get(node_id), job_id=job_id)
+
+    def explain_job(self, job_id: str) -> Diagnosis:
+        jobs = self.job_ids()
+        if job_id not in jobs:
+            raise UnknownName("job", job_id, close_matches(job_id, jobs), len(jobs))
+        steps = self.steps[self.steps["job_id"] == job_id]
+        nodes = sorted({n.strip() for v in steps["node_ids"].dropna() for n in str(v).split(",")})
+        explanation = explain_job({"link_samples": pd.concat([self.links[n] for n in nodes if n in self.links]
+                                                             or [LINK_SAMPLES.empty()], ignore_index=True),
+                                   "step_samples": steps}, job_id=job_id, thresholds=self.thresholds)
+        blamed = [s.node_id for s in explanation.links if s.explains_slowdown]
+        node = blamed[0] if blamed else (explanation.nodes or nodes)[0]
+        return self.diagnose(node, job_id=job_id)
+
+    def fleet(self) -> list[Diagnosis]:
+        return [self.diagnose(n) for n in self.nodes]

@@ -1,0 +1,95 @@
+"""Bot configuration from the environment: tokens, model, store, who may file tickets.
+
+A missing value selects the offline default (local mock Slack, rules drafter, a store under ./.store) and
+`Settings.startup_notes()` says so once. Secrets are kept out of `repr` so no log line can carry them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from diagnostics.errors import ConfigError
+
+DEFAULT_STORE = ".store"
+DEFAULT_DRAFTS_PER_MINUTE = 5
+
+
+def _csv(value: str | None) -> frozenset[str]:
+    return frozenset(part.strip() for part in (value or "").split(",") if part.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the app needs from its environment; build with `from_env` or directly in tests."""
+
+    bot_token: str | None = field(default=None, repr=False)
+    signing_secret: str | None = field(default=None, repr=False)
+    app_token: str | None = field(default=None, repr=False)
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    model: str | None = None
+    store: Path = Path(DEFAULT_STORE)
+    # Who may file tickets: empty sets mean "anyone"; when both are set, either grants the right.
+    filing_channels: frozenset[str] = frozenset()
+    filing_usergroups: frozenset[str] = frozenset()
+    drafts_per_minute: int = DEFAULT_DRAFTS_PER_MINUTE
+    slack_api_url: str | None = None  # a Web API base URL other than Slack's (the local mock server)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        rate = env.get("FABRICBOT_DRAFTS_PER_MINUTE", str(DEFAULT_DRAFTS_PER_MINUTE))
+        try:
+            drafts = int(rate)
+            if drafts < 1:
+                raise ValueError
+        except ValueError:
+            raise ConfigError(f"FABRICBOT_DRAFTS_PER_MINUTE: expected a positive whole number (got {rate!r})") from None
+        return cls(
+            bot_token=env.get("SLACK_BOT_TOKEN") or None,
+            signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
+            app_token=env.get("SLACK_APP_TOKEN") or None,
+            anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
+            model=env.get("FABRICBOT_MODEL") or None,
+            store=Path(env.get("FABRICBOT_STORE") or DEFAULT_STORE),
+            filing_channels=_csv(env.get("FABRICBOT_FILING_CHANNELS")),
+            filing_usergroups=_csv(env.get("FABRICBOT_FILING_USERGROUPS")),
+            drafts_per_minute=drafts,
+        )
+
+    @property
+    def offline(self) -> bool:
+        """No Slack token: run against the local mock Slack server."""
+        return self.bot_token is None
+
+    @property
+    def mode(self) -> str:
+        if self.offline:
+            return "local"
+        return "socket" if self.app_token else "http"
+
+    def startup_notes(self) -> list[str]:
+        """One line per missing setting and the default it selects (never a secret's value)."""
+        notes = []
+        if self.bot_token is None:
+            notes.append("SLACK_BOT_TOKEN not set: serving the local mock Slack server on loopback")
+        elif self.app_token is None:
+            notes.append("SLACK_APP_TOKEN not set: HTTP mode (Slack must reach this host's /slack/events)")
+        if self.signing_secret is None and not self.offline and self.app_token is None:
+            notes.append("SLACK_SIGNING_SECRET not set: HTTP mode cannot verify requests and will not start")
+        if self.anthropic_api_key is None:
+            notes.append("ANTHROPIC_API_KEY not set: tickets and answers come from the rules drafter")
+        elif self.model is None:
+            notes.append("FABRICBOT_MODEL not set: the drafter's default Claude model")
+        if not self.filing_channels and not self.filing_usergroups:
+            notes.append("FABRICBOT_FILING_CHANNELS / FABRICBOT_FILING_USERGROUPS not set: anyone may file tickets")
+        notes.append(f"store: {self.store}")
+        return notes
+
+    def may_file_in(self, channel: str | None, user_groups: frozenset[str]) -> bool:
+        """Whether a user in these groups, in this channel, may file a ticket."""
+        if not self.filing_channels and not self.filing_usergroups:
+            return True
+        return bool((channel and channel in self.filing_channels) or (user_groups & self.filing_usergroups))

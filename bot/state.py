@@ -1,0 +1,111 @@
+"""The bot's own small state in the store's database: analyses it showed, drafts it previewed, draft rate.
+
+Buttons carry only short ids into these tables, so a click drafts from exactly the diagnosis the
+person saw (not a re-analysis) and button values stay far below Slack's limits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_utils
+
+from diagnostics import Diagnosis
+
+from .storage import db_lock
+
+ANALYSES = "bot_analyses"
+DRAFTS = "bot_drafts"
+
+
+@dataclass(frozen=True)
+class Draft:
+    id: int
+    analysis_id: int
+    node_id: str
+    component: str
+    markdown: str
+    priority: str
+    status: str
+    drafted_by: str
+    channel: str
+    message_ts: str
+    ticket_id: str | None
+
+
+class BotState:
+    """Analyses and drafts, guarded by one lock (listeners run on several threads)."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self.db = db
+        self.lock = lock = db_lock(db)
+        with lock:
+            db[ANALYSES].create({"id": int, "node_id": str, "at": str, "diagnosis": str},  # type: ignore[union-attr]
+                                pk="id", if_not_exists=True)
+            db[DRAFTS].create(  # type: ignore[union-attr]
+                {"id": int, "analysis_id": int, "node_id": str, "component": str, "markdown": str,
+                 "priority": str, "status": str, "drafted_by": str, "channel": str, "message_ts": str,
+                 "ticket_id": str}, pk="id", if_not_exists=True)
+
+    def save_analysis(self, diagnosis: Diagnosis, at: str) -> int:
+        with self.lock:
+            table = self.db[ANALYSES]
+            table.insert({"node_id": diagnosis.node_id, "at": at,  # type: ignore[union-attr]
+                          "diagnosis": diagnosis.model_dump_json()})
+            return int(table.last_pk or 0)  # type: ignore[union-attr]
+
+    def analysis(self, analysis_id: int) -> Diagnosis | None:
+        with self.lock:
+            rows = list(self.db[ANALYSES].rows_where("id = ?", [analysis_id]))
+        return Diagnosis.model_validate_json(rows[0]["diagnosis"]) if rows else None
+
+    def save_draft(self, **fields: Any) -> int:
+        with self.lock:
+            table = self.db[DRAFTS]
+            table.insert({"status": "pending", "ticket_id": None, "message_ts": "", **fields})  # type: ignore[union-attr]
+            return int(table.last_pk or 0)  # type: ignore[union-attr]
+
+    def draft(self, draft_id: int) -> Draft | None:
+        with self.lock:
+            rows = list(self.db[DRAFTS].rows_where("id = ?", [draft_id]))
+        return Draft(**rows[0]) if rows else None
+
+    def update_draft(self, draft_id: int, **fields: Any) -> None:
+        with self.lock:
+            self.db[DRAFTS].update(draft_id, fields)  # type: ignore[union-attr]
+
+    def claim_draft(self, draft_id: int, status: str) -> Draft | None:
+        """Move a pending draft to `status` atomically; None when someone else already decided it."""
+        with self.lock, self.db.conn:
+            draft = self.draft(draft_id)
+            if draft is None or draft.status != "pending":
+                return None
+            self.db[DRAFTS].update(draft_id, {"status": status})  # type: ignore[union-attr]
+            return draft
+
+
+class RateLimiter:
+    """At most `limit` events per user in any `period` seconds (a sliding window)."""
+
+    def __init__(self, limit: int, period: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit = limit
+        self.period = period
+        self.clock = clock
+        self._seen: dict[str, deque[float]] = defaultdict(deque)
+        self._lock = threading.Lock()
+
+    def allow(self, user: str) -> bool:
+        now = self.clock()
+        with self._lock:
+            seen = self._seen[user]
+            while seen and now - seen[0] >= self.period:
+                seen.popleft()
+            if len(seen) >= self.limit:
+                return False
+            seen.append(now)
+            return True

@@ -1,0 +1,170 @@
+"""Where approved tickets go: a Tracker protocol and the SQLite mock tracker behind it.
+
+The mock keeps tickets and their status history in the store's database (sqlite-utils). Filing is
+idempotent per node and component: while a ticket is open, filing again adds evidence to it; after it
+was closed, a recurrence opens a new ticket linked to the old one and escalates it to replacement.
+Nothing is written anywhere else; a real tracker adapter implements the same protocol.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import sqlite_utils
+
+from .storage import db_lock
+
+TICKETS = "tickets"
+HISTORY = "ticket_history"
+OPEN_STATES = ("open", "in_progress")
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A ticket as the tracker holds it."""
+
+    id: str
+    node_id: str
+    component: str
+    title: str
+    status: str
+    priority: str
+    filed_by: str
+    filed_at: str
+    body: str
+    linked_to: str | None = None
+    escalated: bool = False
+    evidence: tuple[str, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Ticket:
+        return cls(id=row["id"], node_id=row["node_id"], component=row["component"], title=row["title"],
+                   status=row["status"], priority=row["priority"], filed_by=row["filed_by"],
+                   filed_at=row["filed_at"], body=row["body"], linked_to=row["linked_to"],
+                   escalated=bool(row["escalated"]), evidence=tuple(json.loads(row["evidence"] or "[]")))
+
+
+@dataclass(frozen=True)
+class FilingResult:
+    """What a filing did: `created` is False when an open ticket already covered the component."""
+
+    ticket: Ticket
+    created: bool
+    recurrence_of: str | None = None
+
+
+class Tracker(Protocol):
+    def file(self, *, node_id: str, component: str, title: str, body: str, priority: str, actor: str,
+             evidence: list[str]) -> FilingResult: ...
+
+    def open_ticket(self, node_id: str, component: str) -> Ticket | None: ...
+
+    def add_evidence(self, ticket_id: str, evidence: list[str], *, actor: str) -> Ticket: ...
+
+    def get(self, ticket_id: str) -> Ticket | None: ...
+
+    def set_status(self, ticket_id: str, status: str, *, actor: str, note: str = "") -> Ticket: ...
+
+    def history(self, ticket_id: str) -> list[dict[str, Any]]: ...
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class SqliteTracker:
+    """The mock tracker: one lock serializes filings, so concurrent clicks can never create two tickets."""
+
+    def __init__(self, db: sqlite_utils.Database, *, prefix: str = "FAB", clock: Callable[[], str] = _now) -> None:
+        self.db = db
+        self.prefix = prefix
+        self.clock = clock
+        self._lock = db_lock(db)
+        with self._lock:
+            db[TICKETS].create(  # type: ignore[union-attr]
+                {"id": str, "seq": int, "node_id": str, "component": str, "title": str, "status": str,
+                 "priority": str, "filed_by": str, "filed_at": str, "body": str, "linked_to": str,
+                 "escalated": int, "evidence": str},
+                pk="id", not_null={"node_id", "component", "status"}, if_not_exists=True,
+            )
+            db[HISTORY].create(  # type: ignore[union-attr]
+                {"id": int, "ticket_id": str, "at": str, "status": str, "actor": str, "note": str},
+                pk="id", foreign_keys=[("ticket_id", TICKETS, "id")], if_not_exists=True,
+            )
+
+    def _latest(self, node_id: str, component: str, *, open_only: bool) -> Ticket | None:
+        where = "node_id = ? and component = ?"
+        if open_only:
+            where += " and status in ({})".format(", ".join("?" for _ in OPEN_STATES))
+        args: list[Any] = [node_id, component, *(OPEN_STATES if open_only else ())]
+        rows = list(self.db[TICKETS].rows_where(where, args, order_by="seq desc", limit=1))
+        return Ticket.from_row(rows[0]) if rows else None
+
+    def open_ticket(self, node_id: str, component: str) -> Ticket | None:
+        with self._lock:
+            return self._latest(node_id, component, open_only=True)
+
+    def get(self, ticket_id: str) -> Ticket | None:
+        rows = list(self.db[TICKETS].rows_where("id = ?", [ticket_id]))
+        return Ticket.from_row(rows[0]) if rows else None
+
+    def _history(self, ticket_id: str, status: str, actor: str, note: str) -> None:
+        self.db[HISTORY].insert(  # type: ignore[union-attr]
+            {"ticket_id": ticket_id, "at": self.clock(), "status": status, "actor": actor, "note": note})
+
+    def file(self, *, node_id: str, component: str, title: str, body: str, priority: str, actor: str,
+             evidence: list[str]) -> FilingResult:
+        with self._lock, self.db.conn:
+            existing = self._latest(node_id, component, open_only=True)
+            if existing is not None:
+                return FilingResult(self.add_evidence(existing.id, evidence, actor=actor), created=False)
+            previous = self._latest(node_id, component, open_only=False)
+            seq = int(self.db.execute(f"select coalesce(max(seq), 0) + 1 from {TICKETS}").fetchone()[0])
+            ticket_id = f"{self.prefix}-{seq:04d}"
+            if previous is not None:
+                title = f"{title} (recurrence of {previous.id}: replace the part)"
+            self.db[TICKETS].insert({  # type: ignore[union-attr]
+                "id": ticket_id, "seq": seq, "node_id": node_id, "component": component, "title": title,
+                "status": "open", "priority": priority, "filed_by": actor, "filed_at": self.clock(), "body": body,
+                "linked_to": previous.id if previous else None, "escalated": int(previous is not None),
+                "evidence": json.dumps(list(dict.fromkeys(evidence))),
+            })
+            note = f"recurrence of {previous.id}; escalated to replacement" if previous else "filed"
+            self._history(ticket_id, "open", actor, note)
+            ticket = self.get(ticket_id)
+            assert ticket is not None
+            return FilingResult(ticket, created=True, recurrence_of=previous.id if previous else None)
+
+    def add_evidence(self, ticket_id: str, evidence: list[str], *, actor: str) -> Ticket:
+        """Append evidence not yet on the ticket (a repeat click adds nothing)."""
+        with self._lock, self.db.conn:
+            ticket = self.get(ticket_id)
+            if ticket is None:
+                raise KeyError(ticket_id)
+            merged = list(dict.fromkeys([*ticket.evidence, *evidence]))
+            if merged != list(ticket.evidence):
+                self.db[TICKETS].update(ticket_id, {"evidence": json.dumps(merged)})  # type: ignore[union-attr]
+                self._history(ticket_id, ticket.status, actor, f"{len(merged) - len(ticket.evidence)} evidence added")
+            updated = self.get(ticket_id)
+            assert updated is not None
+            return updated
+
+    def set_status(self, ticket_id: str, status: str, *, actor: str, note: str = "") -> Ticket:
+        with self._lock, self.db.conn:
+            if self.get(ticket_id) is None:
+                raise KeyError(ticket_id)
+            self.db[TICKETS].update(ticket_id, {"status": status})  # type: ignore[union-attr]
+            self._history(ticket_id, status, actor, note)
+            ticket = self.get(ticket_id)
+            assert ticket is not None
+            return ticket
+
+    def history(self, ticket_id: str) -> list[dict[str, Any]]:
+        return list(self.db[HISTORY].rows_where("ticket_id = ?", [ticket_id], order_by="id"))
+
+    def tickets(self) -> list[Ticket]:
+        return [Ticket.from_row(r) for r in self.db[TICKETS].rows_where(order_by="seq")]

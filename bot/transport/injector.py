@@ -1,0 +1,132 @@
+"""Sends what Slack sends: signed slash commands, block actions and Events API payloads, over HTTP.
+
+The requests are built and signed as Slack builds them (form-encoded commands, a `payload` form field
+for interactions, JSON for events; `X-Slack-Signature` over `v0:{timestamp}:{body}`), so the app under
+test verifies them with its real signing secret.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+from slack_sdk.signature import SignatureVerifier
+
+from .mock_slack import BOT_USER, TEAM, MockSlack
+
+APP_ID = "AFABRICBOT"
+
+
+@dataclass
+class Sent:
+    """The app's HTTP answer to one injected request, and how long the answer took."""
+
+    status: int
+    body: str
+    seconds: float
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+class Injector:
+    """Signs and posts requests to the app's events URL; `slack` supplies the response URLs."""
+
+    def __init__(self, app_url: str, signing_secret: str, slack: MockSlack, *, timeout: float = 30.0) -> None:
+        self.url = app_url
+        self.verifier = SignatureVerifier(signing_secret)
+        self.slack = slack
+        self.http = httpx.Client(timeout=timeout)
+        self._seq = itertools.count(1)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def send(self, body: str, content_type: str, *, timestamp: int | None = None, sign: bool = True,
+             signature: str | None = None) -> Sent:
+        ts = str(int(time.time()) if timestamp is None else timestamp)
+        headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": ts}
+        if sign:
+            headers["X-Slack-Signature"] = signature or str(self.verifier.generate_signature(timestamp=ts, body=body))
+        start = time.perf_counter()
+        response = self.http.post(self.url, content=body.encode("utf-8"), headers=headers)
+        return Sent(response.status_code, response.text, time.perf_counter() - start)
+
+    def _trigger(self) -> str:
+        return f"{next(self._seq)}.trigger"
+
+    def command_body(self, text: str, *, user: str, channel: str, command: str = "/fabric") -> str:
+        return urlencode({
+            "token": "legacy-verification-token", "team_id": TEAM, "team_domain": "local", "channel_id": channel,
+            "channel_name": channel.lower(), "user_id": user, "user_name": self.slack.users.get(user, user),
+            "command": command, "text": text, "api_app_id": APP_ID, "is_enterprise_install": "false",
+            "response_url": self.slack.response_url(channel, user), "trigger_id": self._trigger(),
+        })
+
+    def command(self, text: str, *, user: str, channel: str, **kw: Any) -> Sent:
+        return self.send(self.command_body(text, user=user, channel=channel), "application/x-www-form-urlencoded",
+                         **kw)
+
+    def action(self, action: dict[str, Any], *, user: str, channel: str, message_ts: str,
+               thread_ts: str | None = None, **kw: Any) -> Sent:
+        """Click a button or pick an option (the `action` element as in the message's blocks, plus its pick)."""
+        message = self.slack.find(message_ts)
+        element = {**action, "action_ts": f"{time.time():.6f}"}
+        payload = {
+            "type": "block_actions", "team": {"id": TEAM, "domain": "local"}, "api_app_id": APP_ID,
+            "user": {"id": user, "username": self.slack.users.get(user, user), "team_id": TEAM},
+            "container": {"type": "message", "message_ts": message_ts, "channel_id": channel,
+                          "is_ephemeral": False},
+            "channel": {"id": channel, "name": channel.lower()},
+            "message": {"type": "message", "ts": message_ts, "thread_ts": thread_ts,
+                        "text": message.text if message else "", "blocks": message.blocks if message else []},
+            "trigger_id": self._trigger(), "response_url": self.slack.response_url(channel, user),
+            "actions": [element],
+        }
+        body = urlencode({"payload": json.dumps(payload)})
+        return self.send(body, "application/x-www-form-urlencoded", **kw)
+
+    def event(self, event: dict[str, Any], **kw: Any) -> Sent:
+        n = next(self._seq)
+        envelope = {
+            "token": "legacy-verification-token", "team_id": TEAM, "api_app_id": APP_ID, "event": event,
+            "type": "event_callback", "event_id": f"Ev{n:08d}", "event_time": int(time.time()),
+            "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
+        }
+        return self.send(json.dumps(envelope), "application/json", **kw)
+
+    def mention(self, text: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
+        text = f"<@{BOT_USER}> {text}"
+        ts = self.slack.user_message(channel, user, text, thread_ts)
+        event = {"type": "app_mention", "user": user, "text": text, "ts": ts, "channel": channel,
+                 "event_ts": ts}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return self.event(event)
+
+    def message(self, text: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
+        ts = self.slack.user_message(channel, user, text, thread_ts)
+        event = {"type": "message", "user": user, "text": text, "ts": ts, "channel": channel,
+                 "channel_type": "channel", "event_ts": ts}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return self.event(event)
+
+    def snippet(self, content: str, name: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
+        """Share a text snippet (Slack stores the file, then sends a `file_share` message event)."""
+        ts, file = self.slack.user_file(name, content.encode("utf-8"), channel, user, thread_ts)
+        event: dict[str, Any] = {"type": "message", "subtype": "file_share", "user": user, "text": "", "ts": ts,
+                                 "channel": channel, "channel_type": "channel", "event_ts": ts, "files": [file]}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return self.event(event)
+
+    def url_verification(self, challenge: str) -> Sent:
+        body = json.dumps({"token": "legacy-verification-token", "challenge": challenge,
+                           "type": "url_verification"})
+        return self.send(body, "application/json")

@@ -1,0 +1,312 @@
+"""A mock Slack Web API on loopback: the methods fabricbot uses, with state, and a record of every call.
+
+Point slack_sdk's WebClient at `MockSlack.api_url` (its `base_url`). Messages, threads, files and
+ephemeral replies are kept so tests and the demo can read the conversation back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+BOT_TOKEN = "xoxb-local-mock"
+BOT_USER = "UFABRICBOT"
+TEAM = "TLOCAL"
+
+
+@dataclass
+class Call:
+    """One request the mock received (tokens left out)."""
+
+    method: str
+    params: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Message:
+    channel: str
+    ts: str
+    text: str
+    user: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    thread_ts: str | None = None
+    ephemeral_to: str | None = None  # the user who alone sees it
+    files: list[str] = field(default_factory=list)
+    edits: int = 0
+
+
+@dataclass
+class File:
+    id: str
+    name: str
+    title: str
+    length: int
+    content: bytes | None = None
+    channel: str | None = None
+    thread_ts: str | None = None
+
+
+class MockSlack:
+    """State and routes of the mock; `app` is the Starlette app to serve, `base_url` set once it is served."""
+
+    def __init__(self, *, users: dict[str, str] | None = None, usergroups: dict[str, list[str]] | None = None,
+                 token: str = BOT_TOKEN) -> None:
+        self.token = token
+        self.users = users or {}
+        self.usergroups = usergroups or {}
+        self.calls: list[Call] = []
+        self.messages: list[Message] = []
+        self.files: dict[str, File] = {}
+        self.base_url = ""
+        self._ts = itertools.count(1)
+        self._ids = itertools.count(1)
+        self._cond = threading.Condition()
+        methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "auth.test": self._auth_test, "chat.postMessage": self._post, "chat.update": self._update,
+            "chat.postEphemeral": self._ephemeral, "files.getUploadURLExternal": self._get_upload_url,
+            "files.completeUploadExternal": self._complete_upload, "files.info": self._file_info,
+            "conversations.replies": self._replies, "users.info": self._user_info,
+            "usergroups.users.list": self._usergroup_users,
+        }
+        self._methods = methods
+        self.app = Starlette(routes=[
+            Route("/api/{method}", self._api, methods=["GET", "POST"]),
+            Route("/upload/{file_id}", self._upload, methods=["POST"]),
+            Route("/files/{file_id}/{name}", self._download, methods=["GET"]),
+            Route("/response/{channel}/{user}", self._response_url, methods=["POST"]),
+        ])
+
+    # -- reading back -------------------------------------------------------------------------------------
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/api/"
+
+    def response_url(self, channel: str, user: str) -> str:
+        return f"{self.base_url}/response/{channel}/{user}"
+
+    def calls_to(self, method: str) -> list[Call]:
+        with self._cond:
+            return [c for c in self.calls if c.method == method]
+
+    def wait_for(self, predicate: Callable[[MockSlack], bool], timeout: float = 10.0) -> bool:
+        """Block until `predicate(self)` holds (re-checked after every call the mock receives)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self), timeout=timeout)
+
+    def thread(self, channel: str, ts: str) -> list[Message]:
+        with self._cond:
+            return [m for m in self.messages if m.channel == channel and (m.ts == ts or m.thread_ts == ts)]
+
+    def find(self, ts: str) -> Message | None:
+        with self._cond:
+            return next((m for m in self.messages if m.ts == ts), None)
+
+    def user_message(self, channel: str, user: str, text: str, thread_ts: str | None = None) -> str:
+        """A message a person posts (Slack then sends the app its event); returns its ts."""
+        with self._cond:
+            msg = Message(channel=channel, ts=self._next_ts(), text=text, user=user, thread_ts=thread_ts)
+            self.messages.append(msg)
+            self._cond.notify_all()
+        return msg.ts
+
+    def user_file(self, name: str, content: bytes, channel: str, user: str,
+                  thread_ts: str | None = None) -> tuple[str, dict[str, Any]]:
+        """A snippet or file a person shares; returns the message ts and the file as events describe it."""
+        with self._cond:
+            f = File(id=f"F{next(self._ids):08d}", name=name, title=name, length=len(content), content=content,
+                     channel=channel, thread_ts=thread_ts)
+            self.files[f.id] = f
+            msg = Message(channel=channel, ts=self._next_ts(), text="", user=user, thread_ts=thread_ts,
+                          files=[f.id])
+            self.messages.append(msg)
+            self._cond.notify_all()
+            return msg.ts, self._file_json(f)
+
+    # -- plumbing -----------------------------------------------------------------------------------------
+    def _next_ts(self) -> str:
+        return f"1800000000.{next(self._ts):06d}"
+
+    def _record(self, method: str, params: dict[str, Any]) -> None:
+        with self._cond:
+            self.calls.append(Call(method, params))
+            self._cond.notify_all()
+
+    def _authorized(self, request: Request, params: dict[str, Any]) -> bool:
+        header = request.headers.get("authorization", "")
+        token = header.removeprefix("Bearer ").strip() or str(params.pop("token", ""))
+        return token == self.token
+
+    async def _params(self, request: Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query_params)
+        if request.method == "POST":
+            kind = request.headers.get("content-type", "")
+            body = await request.body()
+            if kind.startswith("application/json"):
+                params.update(json.loads(body or b"{}"))
+            else:  # slack_sdk sends the other methods form-encoded
+                params.update(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+        for key in ("blocks", "files", "attachments"):
+            if isinstance(params.get(key), str):
+                params[key] = json.loads(params[key])
+        return params
+
+    async def _api(self, request: Request) -> Response:
+        method = request.path_params["method"]
+        params = await self._params(request)
+        if not self._authorized(request, params):
+            self._record(method, {**params, "error": "invalid_auth"})
+            return JSONResponse({"ok": False, "error": "invalid_auth"})
+        handler = self._methods.get(method)
+        if handler is None:
+            self._record(method, {**params, "error": "unknown_method"})
+            return JSONResponse({"ok": False, "error": "unknown_method"})
+        with self._cond:
+            result = handler(params)
+        self._record(method, params)
+        return JSONResponse(result)
+
+    # -- Web API methods (called under the lock) ----------------------------------------------------------
+    def _auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": "https://local.slack.invalid/", "team": "local", "user": "fabricbot",
+                "team_id": TEAM, "user_id": BOT_USER, "bot_id": "BFABRICBOT"}
+
+    def _message_json(self, m: Message) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "message", "ts": m.ts, "text": m.text, "user": m.user, "blocks": m.blocks}
+        if m.thread_ts:
+            out["thread_ts"] = m.thread_ts
+        if m.files:
+            out["files"] = [self._file_json(self.files[f]) for f in m.files]
+        return out
+
+    def _post(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel", ""))
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        msg = Message(channel=channel, ts=self._next_ts(), text=str(params.get("text") or ""), user=BOT_USER,
+                      blocks=list(params.get("blocks") or []), thread_ts=params.get("thread_ts") or None)
+        self.messages.append(msg)
+        return {"ok": True, "channel": channel, "ts": msg.ts, "message": self._message_json(msg)}
+
+    def _update(self, params: dict[str, Any]) -> dict[str, Any]:
+        msg = next((m for m in self.messages if m.ts == params.get("ts") and m.channel == params.get("channel")),
+                   None)
+        if msg is None:
+            return {"ok": False, "error": "message_not_found"}
+        msg.text = str(params.get("text") or msg.text)
+        if "blocks" in params:
+            msg.blocks = list(params.get("blocks") or [])
+        msg.edits += 1
+        return {"ok": True, "channel": msg.channel, "ts": msg.ts, "text": msg.text}
+
+    def _ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        msg = Message(channel=str(params.get("channel")), ts=self._next_ts(), text=str(params.get("text") or ""),
+                      user=BOT_USER, blocks=list(params.get("blocks") or []),
+                      thread_ts=params.get("thread_ts") or None, ephemeral_to=str(params.get("user")))
+        self.messages.append(msg)
+        return {"ok": True, "message_ts": msg.ts}
+
+    def _file_json(self, f: File) -> dict[str, Any]:
+        return {"id": f.id, "name": f.name, "title": f.title, "size": f.length, "mimetype": _mimetype(f.name),
+                "url_private": f"{self.base_url}/files/{f.id}/{f.name}",
+                "url_private_download": f"{self.base_url}/files/{f.id}/{f.name}"}
+
+    def _get_upload_url(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = f"F{next(self._ids):08d}"
+        name = str(params.get("filename") or "file")
+        self.files[file_id] = File(id=file_id, name=name, title=name, length=int(params.get("length") or 0))
+        return {"ok": True, "upload_url": f"{self.base_url}/upload/{file_id}", "file_id": file_id}
+
+    def _complete_upload(self, params: dict[str, Any]) -> dict[str, Any]:
+        entries = params.get("files") or []
+        done = []
+        for entry in entries:
+            f = self.files.get(entry.get("id", ""))
+            if f is None or f.content is None:
+                return {"ok": False, "error": "file_not_found" if f is None else "file_upload_incomplete"}
+            f.title = entry.get("title") or f.title
+            done.append(f)
+        channel = params.get("channel_id") or params.get("channels")
+        if channel:
+            msg = Message(channel=str(channel), ts=self._next_ts(), text=str(params.get("initial_comment") or ""),
+                          user=BOT_USER, thread_ts=params.get("thread_ts") or None, files=[f.id for f in done])
+            self.messages.append(msg)
+            for f in done:
+                f.channel, f.thread_ts = msg.channel, msg.thread_ts
+        return {"ok": True, "files": [self._file_json(f) for f in done]}
+
+    def _file_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        f = self.files.get(str(params.get("file")))
+        if f is None:
+            return {"ok": False, "error": "file_not_found"}
+        return {"ok": True, "file": self._file_json(f)}
+
+    def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = params.get("channel"), params.get("ts")
+        found = [self._message_json(m) for m in self.messages
+                 if m.channel == channel and m.ephemeral_to is None and (m.ts == ts or m.thread_ts == ts)]
+        if not found:
+            return {"ok": False, "error": "thread_not_found"}
+        return {"ok": True, "messages": found, "has_more": False}
+
+    def _user_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = str(params.get("user"))
+        if user not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "user": {"id": user, "name": self.users[user], "real_name": self.users[user],
+                                     "is_bot": False, "tz": "UTC"}}
+
+    def _usergroup_users(self, params: dict[str, Any]) -> dict[str, Any]:
+        group = str(params.get("usergroup"))
+        if group not in self.usergroups:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"ok": True, "users": list(self.usergroups[group])}
+
+    # -- non-API endpoints --------------------------------------------------------------------------------
+    async def _upload(self, request: Request) -> Response:
+        file_id = request.path_params["file_id"]
+        body = await request.body()  # step 2 of files_upload_v2 posts the raw bytes
+        with self._cond:
+            f = self.files.get(file_id)
+            if f is not None:
+                f.content = body
+        self._record("upload", {"file_id": file_id, "bytes": len(body)})
+        if f is None:
+            return Response("no such upload", status_code=404)
+        return Response(f"OK - {len(body)}", media_type="text/plain")
+
+    async def _download(self, request: Request) -> Response:
+        if request.headers.get("authorization", "") != f"Bearer {self.token}":
+            return Response("unauthorized", status_code=403)
+        f = self.files.get(request.path_params["file_id"])
+        self._record("url_private", {"file_id": request.path_params["file_id"]})
+        if f is None or f.content is None:
+            return Response("not found", status_code=404)
+        return Response(f.content, media_type=_mimetype(f.name))
+
+    async def _response_url(self, request: Request) -> Response:
+        body = json.loads(await request.body() or b"{}")
+        channel, user = request.path_params["channel"], request.path_params["user"]
+        with self._cond:
+            public = body.get("response_type") == "in_channel"
+            self.messages.append(Message(channel=channel, ts=self._next_ts(), text=str(body.get("text") or ""),
+                                         user=BOT_USER, blocks=list(body.get("blocks") or []),
+                                         thread_ts=body.get("thread_ts"), ephemeral_to=None if public else user))
+        self._record("response_url", {"channel": channel, "user": user, **body})
+        return Response("ok")
+
+
+def _mimetype(name: str) -> str:
+    return {"png": "image/png", "svg": "image/svg+xml", "txt": "text/plain"}.get(name.rsplit(".", 1)[-1],
+                                                                                  "application/octet-stream")

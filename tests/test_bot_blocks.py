@@ -1,0 +1,71 @@
+"""Block Kit builders: one button per part, a select for a shared part's links, and Slack's limits kept."""
+
+from __future__ import annotations
+
+import json
+
+from bot import blocks
+from diagnostics import ComponentKind, Diagnosis, Finding, LinkType, Localization, Priority, Severity
+
+
+def _finding(gpu: int, link: int, severity: Severity = Severity.FAILING, ratio: float = 10.0) -> Finding:
+    return Finding(component=f"GPU {gpu} NVLink {link} -> NVSwitch {link % 4} port {gpu * 18 + link}",
+                   link_type=LinkType.NVLINK, link_id=f"nvlink-{link}", link=link, gpu=gpu, severity=severity,
+                   worst_ratio=ratio, rates_per_hour={"replay": 5000.0 * ratio})
+
+
+def _diagnosis(findings: list[Finding], localization: Localization | None = None) -> Diagnosis:
+    return Diagnosis(node_id="n1", window_hours=1.0, fault_detected=True, isolated_component="NVSwitch 2",
+                     degradation_pct=30.0, repair_action="replace", ticket_priority=Priority.URGENT,
+                     findings=findings, localization=localization)
+
+
+def _limits_hold(built: list) -> list[dict]:
+    as_dicts = [b.to_dict() for b in built]  # to_dict validates every element's limits
+    assert len(as_dicts) <= blocks.MAX_BLOCKS
+    ids = [e["action_id"] for b in as_dicts if b["type"] == "actions" for e in b["elements"]]
+    assert len(ids) == len(set(ids))
+    for b in as_dicts:
+        if b["type"] == "actions":
+            assert len(b["elements"]) <= blocks.MAX_ACTIONS
+            for e in b["elements"]:
+                assert len(e.get("value", "")) < 2000
+                assert all(len(o["value"]) <= 150 for o in e.get("options", []))
+        if b["type"] == "section" and "text" in b:
+            assert len(b["text"]["text"]) <= blocks.MAX_TEXT
+    return as_dicts
+
+
+def test_links_of_one_localized_component_get_one_button_and_a_select() -> None:
+    shared = [_finding(2, link) for link in range(18)]
+    other = _finding(5, 3, Severity.WARNING, 2.0)
+    loc = Localization(kind=ComponentKind.GPU, component="GPU 2 (module)", gpu=2, confidence=0.9,
+                       links=[f.component for f in shared])
+    d = _diagnosis([other, *shared], loc)
+    built = _limits_hold(blocks.diagnosis_blocks(d, analysis_id=7))
+    elements = [e for b in built if b["type"] == "actions" for e in b["elements"]]
+    assert [e["type"] for e in elements] == ["button", "static_select", "button"]
+    part, menu, single = elements
+    assert json.loads(part["value"]) == {"a": 7, "c": "GPU 2 (module)"}
+    assert blocks.DraftTarget.parse(part["value"]) == blocks.DraftTarget(7, None)
+    picked = [blocks.DraftTarget.parse(o["value"]).finding for o in menu["options"]]
+    assert sorted(picked) == list(range(1, 19))  # each option names its own finding
+    assert blocks.DraftTarget.parse(single["value"]).finding == 0
+
+
+def test_many_separate_degraded_links_stay_within_slack_limits() -> None:
+    findings = [_finding(g, link, ratio=float(g * 18 + link + 1)) for g in range(8) for link in range(18)]
+    built = _limits_hold(blocks.diagnosis_blocks(_diagnosis(findings), analysis_id=1))
+    actions = [b for b in built if b["type"] == "actions"]
+    assert len(actions) > 1 and sum(len(b["elements"]) for b in actions) == len(findings)
+    first = blocks.DraftTarget.parse(actions[0]["elements"][0]["value"])
+    assert first.finding is not None and findings[first.finding].worst_ratio == 144.0  # worst first
+
+
+def test_long_ticket_markdown_splits_into_sections_and_converts_to_mrkdwn() -> None:
+    md = "# Title\n\n**Priority:** urgent\n" + "\n".join(f"- step {i} " + "x" * 80 for i in range(80))
+    built = _limits_hold(blocks.preview_blocks(draft_id=3, node_id="n1", component="c", markdown=md,
+                                               drafted_by="rules", requester="UALICE"))
+    text = "".join(b["text"]["text"] for b in built if b["type"] == "section")
+    assert "*Title*" in text and "*Priority:* urgent" in text and "**" not in text
+    assert [e["value"] for e in built[-1]["elements"]] == ["3", "3"]

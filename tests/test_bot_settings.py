@@ -1,0 +1,47 @@
+"""Settings: offline defaults said once, secrets never shown, filing rights."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.settings import Settings
+from diagnostics.errors import ConfigError
+
+SECRETS = {"SLACK_BOT_TOKEN": "xoxb-secret-1", "SLACK_SIGNING_SECRET": "sign-secret-2",
+           "SLACK_APP_TOKEN": "xapp-secret-3", "ANTHROPIC_API_KEY": "sk-ant-secret-4"}
+
+
+def test_no_environment_selects_the_offline_defaults_and_says_so() -> None:
+    settings = Settings.from_env({})
+    assert settings.offline and settings.mode == "local"
+    notes = "\n".join(settings.startup_notes())
+    assert "SLACK_BOT_TOKEN not set" in notes and "ANTHROPIC_API_KEY not set" in notes
+    assert "anyone may file" in notes
+
+
+def test_modes_follow_the_tokens() -> None:
+    assert Settings.from_env(SECRETS).mode == "socket"
+    assert Settings.from_env({k: v for k, v in SECRETS.items() if k != "SLACK_APP_TOKEN"}).mode == "http"
+
+
+def test_secrets_never_appear_in_repr_or_notes() -> None:
+    settings = Settings.from_env({**SECRETS, "FABRICBOT_MODEL": "claude-x"})
+    shown = repr(settings) + "\n".join(settings.startup_notes())
+    for secret in SECRETS.values():
+        assert secret not in shown
+    assert "claude-x" in repr(settings)
+
+
+def test_a_bad_rate_limit_names_the_setting() -> None:
+    with pytest.raises(ConfigError, match=r"FABRICBOT_DRAFTS_PER_MINUTE.*'many'"):
+        Settings.from_env({"FABRICBOT_DRAFTS_PER_MINUTE": "many"})
+
+
+def test_filing_rights() -> None:
+    anyone = Settings()
+    assert anyone.may_file_in("CRANDOM", frozenset())
+    scoped = Settings.from_env({"FABRICBOT_FILING_CHANNELS": "COPS, CONCALL", "FABRICBOT_FILING_USERGROUPS": "SOPS"})
+    assert scoped.filing_channels == {"COPS", "CONCALL"}
+    assert scoped.may_file_in("COPS", frozenset())
+    assert not scoped.may_file_in("CRANDOM", frozenset())
+    assert scoped.may_file_in("CRANDOM", frozenset({"SOPS"}))

@@ -1,0 +1,75 @@
+"""The mock tracker: one ticket per open node+component, recurrences linked and escalated, a status history."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from bot.storage import open_db
+from bot.tracker import SqliteTracker
+
+
+@pytest.fixture
+def tracker() -> SqliteTracker:
+    return SqliteTracker(open_db(None))
+
+
+def _file(tracker: SqliteTracker, component: str = "GPU 2 -> GPU 3 NVLink 1", actor: str = "UALICE",
+          evidence: list[str] | None = None):
+    return tracker.file(node_id="hpc-gpu-node-12", component=component, title=f"node-12: {component}",
+                        body="# ticket", priority="urgent", actor=actor, evidence=evidence or ["crc 45,120/h"])
+
+
+def test_filing_creates_a_ticket_with_history(tracker: SqliteTracker) -> None:
+    result = _file(tracker)
+    assert result.created and result.ticket.id == "FAB-0001"
+    assert result.ticket.status == "open" and result.ticket.filed_by == "UALICE"
+    assert [(h["status"], h["actor"], h["note"]) for h in tracker.history("FAB-0001")] == [
+        ("open", "UALICE", "filed")]
+
+
+def test_a_second_filing_while_open_points_to_the_open_ticket_and_adds_evidence(tracker: SqliteTracker) -> None:
+    first = _file(tracker)
+    second = _file(tracker, actor="UBOB", evidence=["crc 45,120/h", "replay 9,000/h"])
+    assert not second.created and second.ticket.id == first.ticket.id
+    assert second.ticket.evidence == ("crc 45,120/h", "replay 9,000/h")
+    assert len(tracker.tickets()) == 1
+    assert tracker.history(first.ticket.id)[-1]["actor"] == "UBOB"
+
+
+def test_concurrent_filings_make_one_ticket(tracker: SqliteTracker) -> None:
+    barrier = threading.Barrier(8)
+    ids: list[str] = []
+
+    def click(n: int) -> None:
+        barrier.wait()
+        ids.append(_file(tracker, actor=f"U{n}").ticket.id)
+
+    threads = [threading.Thread(target=click, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(tracker.tickets()) == 1 and set(ids) == {"FAB-0001"}
+
+
+def test_a_recurrence_after_close_opens_a_linked_escalated_ticket(tracker: SqliteTracker) -> None:
+    first = _file(tracker).ticket
+    tracker.set_status(first.id, "closed", actor="UTECH", note="reseated")
+    again = _file(tracker)
+    assert again.created and again.recurrence_of == first.id
+    assert again.ticket.linked_to == first.id and again.ticket.escalated
+    assert "replace" in again.ticket.title
+    assert [h["status"] for h in tracker.history(first.id)] == ["open", "closed"]
+
+
+def test_other_components_get_their_own_tickets(tracker: SqliteTracker) -> None:
+    _file(tracker)
+    other = _file(tracker, component="GPU 4 PCIe")
+    assert other.created and other.ticket.id == "FAB-0002"
+
+
+def test_unknown_ticket_status_change_is_an_error(tracker: SqliteTracker) -> None:
+    with pytest.raises(KeyError):
+        tracker.set_status("FAB-9999", "closed", actor="U")
