@@ -21,8 +21,6 @@ _READER_MODULES: tuple[str, ...] = (
     "nccl_tests",
     "steplog",
     "paste",
-    "topo_matrix",
-    "nccl_xml",
 )
 
 _CACHE: dict[str, Reader] = {}
