@@ -9,33 +9,45 @@ from collections.abc import Sequence
 
 from diagnostics import FabricbotError
 
-# One module per subcommand; each defines `register(subparsers)` and sets `func` on its parser.
-COMMANDS: tuple[str, ...] = (
-    "analyze",
-    "ingest",
-    "render",
-    "synth",
-    "eval",
-    "ticket",
-    "sweep",
-    "serve",
-    "demo",
-    "audit",
-)
+# One module per subcommand (`bot/commands/<name>.py`, defining `register(subparsers)` that sets `func`), with
+# its one-line help. Only the module of the command being run is imported, so `fabricbot analyze` never pays for
+# the Slack, model and plotting libraries.
+COMMANDS: dict[str, str] = {
+    "analyze": "diagnose interconnect snapshots or counter histories",
+    "ingest": "read telemetry files (dcgm-exporter, tables, snapshots, shell outputs)",
+    "render": "draw a node's NVLink/NVSwitch/PCIe fabric with its degraded links",
+    "synth": "write a synthetic fleet with labelled faults and ground truth",
+    "eval": "detection and localization precision/recall/F1 on a synthetic fleet",
+    "ticket": "draft the repair ticket for the isolated component (or one link)",
+    "sweep": "find offending links fleet-wide through Prometheus (PromQL push-down)",
+    "serve": "run the Slack bot (Socket Mode, HTTP, or the local mock without a token)",
+    "demo": "run a scripted Slack conversation locally; write transcripts/demo.md",
+    "audit": "print the audit trail (JSON lines, or Markdown with --markdown)",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `command`, only that subcommand's module is imported (the others get a stub entry)."""
     parser = argparse.ArgumentParser(
         prog="fabricbot", description="Diagnose NVLink, NVSwitch and PCIe faults inside multi-GPU nodes."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"bot.commands.{name}").register(sub)
+    for name, summary in COMMANDS.items():
+        if command is None or name == command:
+            importlib.import_module(f"bot.commands.{name}").register(sub)
+        else:
+            sub.add_parser(name, help=summary)
     return parser
 
 
+def _command_in(argv: Sequence[str]) -> str | None:
+    return next((a for a in argv if a in COMMANDS), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_in(argv)
+    parser = build_parser(command) if command else build_parser("analyze")
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
