@@ -54,6 +54,20 @@ def table_for(columns: list[str], source: str) -> TableSchema:
     return TABLES[best[1]]
 
 
+def _typed(series: pd.Series, dtype: str) -> bool:
+    """Whether a column read from a typed format already has the schema's kind of values."""
+    kind = series.dtype
+    if dtype.startswith("datetime"):
+        return isinstance(kind, pd.DatetimeTZDtype)
+    if dtype.startswith("Int"):
+        return pd.api.types.is_integer_dtype(kind)
+    if dtype.startswith("float"):
+        return pd.api.types.is_numeric_dtype(kind) and not pd.api.types.is_bool_dtype(kind)
+    if dtype == "boolean":
+        return pd.api.types.is_bool_dtype(kind)
+    return False
+
+
 def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: int,
             warnings: list[IngestWarning]) -> pd.DataFrame:
     """Check each value against its column's dtype and enumeration; a bad one becomes NA with a warning."""
@@ -61,6 +75,8 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: i
     for col in [c for c in out.columns if c in schema.columns]:
         dtype = schema.columns[col]
         raw = out[col]
+        if _typed(raw, dtype) and col not in ENUMS:
+            continue  # a typed column (Parquet) already holds only valid values of its kind
         if dtype.startswith("datetime"):
             parsed: pd.Series = pd.to_datetime(raw, utc=True, errors="coerce", format="mixed")
         elif dtype.startswith(("Int", "float")):
@@ -76,7 +92,11 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: i
         else:
             out[col] = raw
             continue
-        bad = parsed.isna() & raw.notna() & (raw.astype("string").str.strip() != "")
+        lost = parsed.isna() & raw.notna()
+        if not lost.any():
+            out[col] = parsed
+            continue
+        bad = lost & (raw.astype("string").str.strip() != "")
         for idx in bad[bad].index[: max(0, MAX_VALUE_WARNINGS - len(warnings))]:
             line = first_line + int(idx) if first_line else None
             where = "" if line else f"row {int(idx) + 1}: "
