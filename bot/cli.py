@@ -17,6 +17,7 @@ COMMANDS: tuple[str, ...] = (
     "eval",
     "ticket",
     "render",
+    "console",
 )
 
 
