@@ -53,6 +53,11 @@ def _server(app: object, host: str, port: int) -> LoopbackServer:
         raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror}); pass --port 0 for a free port") from None
 
 
+def serve_until(seconds: float | None) -> None:
+    """Block while the servers run: until Ctrl-C, or `seconds`."""
+    threading.Event().wait(seconds)
+
+
 def cmd_console(args: argparse.Namespace) -> int:
     # The console always talks to the local mock: Slack tokens in the environment are not used here.
     settings = replace(Settings.from_env(), bot_token=None, app_token=None, signing_secret=None)
@@ -76,7 +81,7 @@ def cmd_console(args: argparse.Namespace) -> int:
                 host = f"[{server.host}]" if ":" in server.host else server.host
                 print(f"fabricbot console: http://{host}:{server.port}/  (Ctrl-C stops it)", flush=True)
                 print(f"fabricbot: nodes: {', '.join(source.node_ids()[:8])}", file=sys.stderr)
-                threading.Event().wait(args.seconds)
+                serve_until(args.seconds)
         db.conn.close()
     return 0
 
