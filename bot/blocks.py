@@ -145,6 +145,8 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 def summary_fields(d: Diagnosis) -> list[str]:
     degradation = "n/a" if d.degradation_pct is None else f"{d.degradation_pct:+.1f}% step time"
+    if d.degradation_pct is not None and d.job_id:
+        degradation += f" (job {d.job_id})"
     correlation = d.verdict or "no step-time series to correlate (snapshot)"
     return [
         f"*Fault detected*\n{'yes' if d.fault_detected else 'no'}",

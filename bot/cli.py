@@ -17,6 +17,9 @@ COMMANDS: tuple[str, ...] = (
     "eval",
     "ticket",
     "render",
+    "serve",
+    "demo",
+    "audit",
     "console",
 )
 

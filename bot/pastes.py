@@ -90,9 +90,9 @@ class PasteReader:
         result = IngestResult.combine(results)
         channel, thread = event["channel"], event.get("thread_ts") or event["ts"]
         reply = self._answer(result, channel, thread, event["ts"])
-        client.chat_postMessage(channel=channel, thread_ts=thread, text=reply)
         self.services.record("analysis", actor=event.get("user", ""), subject=f"paste in {channel}",
                              rows=result.rows, warnings=len(result.warnings))
+        client.chat_postMessage(channel=channel, thread_ts=thread, text=reply)
         return True
 
     def _answer(self, result: IngestResult, channel: str, thread: str, ts: str) -> str:

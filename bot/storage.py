@@ -1,4 +1,4 @@
-"""The store's SQLite database as the bot shares it across listener threads: one connection, one lock."""
+"""The telemetry store's SQLite database as the bot shares it across listener threads: one connection, one lock."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-DB_NAME = "fabricbot.db"
+from diagnostics.store import DB_NAME
 
 _LOCKS: weakref.WeakKeyDictionary[sqlite_utils.Database, threading.RLock] = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()

@@ -99,11 +99,11 @@ def register(app: App, services: Services) -> None:
         if existing is not None:
             lines = evidence_lines(diagnosis, component, at, target.analysis_id)
             known = services.tracker.add_evidence(existing.id, lines, actor=user)
+            services.record("draft", actor=user, subject=f"{diagnosis.node_id} / {component}",
+                            outcome="points to open ticket", ticket=known.id)
             client.chat_postMessage(channel=channel, thread_ts=thread, text=(
                 f"A ticket for {component} on `{diagnosis.node_id}` is already open: *{known.id}* "
                 f"(filed by <@{known.filed_by}>). I added this analysis to its evidence."))
-            services.record("draft", actor=user, subject=f"{diagnosis.node_id} / {component}",
-                            outcome="points to open ticket", ticket=known.id)
             return
         if not services.limiter.allow(user):
             services.record("denied", actor=user, subject=f"{diagnosis.node_id} / {component}",

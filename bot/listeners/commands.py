@@ -76,7 +76,8 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
         client.files_upload_v2(channel=channel, thread_ts=thread_ts or ts, content=png,
                                filename=f"{diagnosis.node_id}.png", title=f"{diagnosis.node_id} topology",
                                alt_txt=blocks.fallback_text(diagnosis),
-                               initial_comment=f"Topology of {diagnosis.node_id}: degraded links in colour")
+                               initial_comment=f"Topology of {diagnosis.node_id}: " + (
+                                   "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
     return ts
 
 

@@ -1,0 +1,104 @@
+"""Slack latency through the local transport: `/fabric <node>` -> ack, summary posted, PNG uploaded;
+and a "Draft ticket" click -> preview posted with the rules drafter.
+
+Budgets: ack under 200 ms (Slack gives 3 s), p95 from the command to the posted result under 1.5 s.
+Runs the real app over HTTP with signed requests against the mock Slack server, one request at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bot.audit import AuditLog
+from bot.drafting import render_png
+from bot.nodes import NodeSource, SnapshotNodeSource, TableNodeSource
+from bot.settings import Settings
+from bot.storage import open_db
+from bot.tracker import SqliteTracker
+from bot.transport.local import LocalSlack
+from bot.transport.mock_slack import MockSlack
+from diagnostics.synth import build
+from diagnostics.tickets import RulesDrafter
+
+ROOT = Path(__file__).resolve().parent.parent
+CHANNEL = "CBENCH"
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def line(name: str, values: list[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return (f"  {name:<28} p50 {statistics.median(ms):7.1f} ms   p95 {pct(ms, 0.95):7.1f} ms   "
+            f"max {max(ms):7.1f} ms   (n={len(ms)})")
+
+
+def run(source: NodeSource, nodes: list[str], commands: int, clicks: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {"ack": [], "summary posted": [], "png uploaded": [], "draft ack": [],
+                                   "draft preview posted": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_db(Path(tmp))
+        slack = MockSlack()
+        settings = Settings(drafts_per_minute=10_000)
+        with LocalSlack(settings=settings, source=source, drafter=RulesDrafter(), tracker=SqliteTracker(db),
+                        audit=AuditLog(db), renderer=render_png, slack=slack) as local:
+            local.injector.command(nodes[0], user="UWARM", channel=CHANNEL)  # warm-up: imports, caches
+            slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 1, timeout=60)
+            summaries = []
+            for i in range(commands):
+                posts, uploads = len(slack.calls_to("chat.postMessage")), len(slack.calls_to("upload"))
+                start = time.monotonic()
+                sent = local.injector.command(nodes[i % len(nodes)], user="UBENCH", channel=CHANNEL)
+                out["ack"].append(sent.seconds)
+                slack.wait_for(lambda s, n=uploads: len(s.calls_to("files.completeUploadExternal")) > n, timeout=60)
+                post = slack.calls_to("chat.postMessage")[posts]
+                out["summary posted"].append(post.at - start)
+                out["png uploaded"].append(slack.calls_to("files.completeUploadExternal")[-1].at - start)
+                summaries.append(slack.messages[-2] if slack.messages[-1].files else slack.messages[-1])
+            faulty = [m for m in summaries if any(b["type"] == "actions" for b in m.blocks)]
+            for i in range(clicks if faulty else 0):
+                summary = faulty[i % len(faulty)]
+                button = next(e for b in summary.blocks if b["type"] == "actions" for e in b["elements"])
+                posts = len(slack.calls_to("chat.postMessage"))
+                start = time.monotonic()
+                sent = local.injector.action(button, user="UBENCH", channel=CHANNEL, message_ts=summary.ts)
+                out["draft ack"].append(sent.seconds)
+                slack.wait_for(lambda s, n=posts: len(s.calls_to("chat.postMessage")) > n, timeout=60)
+                out["draft preview posted"].append(slack.calls_to("chat.postMessage")[posts].at - start)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--commands", type=int, default=50)
+    parser.add_argument("--clicks", type=int, default=20)
+    args = parser.parse_args()
+    seeds = SnapshotNodeSource.from_files([ROOT / "fixtures" / "seed_examples.json"])
+    tables, truth = build(seed=0)
+    fleet = TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()})
+    cases = [("seed snapshots (2 nodes)", seeds, seeds.node_ids()),
+             ("synthetic fleet (16 nodes x 8 h, analyze_tables)", fleet, ["hpc-gpu-node-12", "hpc-gpu-node-03"])]
+    print(f"/fabric through the local transport, {args.commands} commands and {args.clicks} draft clicks each, "
+          "one at a time (budgets: ack < 200 ms, p95 command -> posted result < 1.5 s)")
+    for name, source, nodes in cases:
+        result = run(source, nodes, args.commands, args.clicks)
+        alone = []
+        for i in range(10):  # the same diagnoses without Slack, to tell the analysis from the bot
+            start = time.monotonic()
+            source.diagnose(nodes[i % len(nodes)])
+            alone.append(time.monotonic() - start)
+        result["analysis alone (no Slack)"] = alone
+        print(name)
+        for key, values in result.items():
+            if values:
+                print(line(key, values))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""`fabricbot audit`: the audit trail (commands, analyses, model calls, drafts, approvals, discards, filings)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from diagnostics.errors import InputError
+from diagnostics.store import DB_NAME
+
+from ..audit import AuditLog
+from ..storage import open_db
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    store = Path(args.store or os.environ.get("FABRICBOT_STORE") or ".store")
+    if not (store / DB_NAME).exists():
+        raise InputError("no fabricbot database here (run the bot or `fabricbot ingest` first)", source=str(store))
+    audit = AuditLog(open_db(store))
+    text = audit.to_markdown() if args.markdown else "".join(
+        json.dumps(e, sort_keys=True) + "\n" for e in audit.entries(args.kind))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        print(text, end="")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = sub.add_parser("audit", help="print the audit trail (JSON lines, or Markdown with --markdown)")
+    audit.add_argument("--store", metavar="DIR", help="the store folder (default FABRICBOT_STORE or ./.store)")
+    audit.add_argument("--markdown", action="store_true", help="a Markdown table (as in ACTION_LOG.md)")
+    audit.add_argument("--kind", help="only entries of this kind (JSON output)")
+    audit.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    audit.set_defaults(func=cmd_audit)

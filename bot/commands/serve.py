@@ -1,0 +1,59 @@
+"""`fabricbot serve`: run the bot (Socket Mode, HTTP, or against the local mock Slack server)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import uvicorn
+
+from ..app import build_app
+from ..drafting import render_png
+from ..runtime import build_runtime, node_source
+from ..settings import Settings
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    if args.store:
+        settings = replace(settings, store=Path(args.store))
+    for note in settings.startup_notes():
+        print(f"fabricbot: {note}", file=sys.stderr)
+    rt = build_runtime(settings, source=node_source(settings, [Path(p) for p in args.snapshots]))
+    if settings.mode == "socket":
+        from ..transport.socket_mode import run
+
+        assert settings.app_token is not None
+        run(build_app(settings=settings, socket_mode=True, **rt.deps(render_png)), settings.app_token)
+        return 0
+    if settings.mode == "http":
+        if settings.signing_secret is None:
+            print("fabricbot: HTTP mode needs SLACK_SIGNING_SECRET", file=sys.stderr)
+            return 2
+        from ..transport.http import asgi_app
+
+        app = build_app(settings=settings, **rt.deps(render_png))
+        uvicorn.run(asgi_app(app), host=args.host, port=args.port, log_level="warning")
+        return 0
+    from ..transport.local import LocalSlack
+
+    with LocalSlack(settings=settings, **rt.deps(render_png)) as local:
+        print(f"fabricbot: mock Slack Web API at {local.slack.api_url}", file=sys.stderr)
+        print(f"fabricbot: app events at {local.injector.url} (signed requests only)", file=sys.stderr)
+        print("fabricbot: nodes: " + ", ".join(rt.source.node_ids()[:10]), file=sys.stderr)
+        threading.Event().wait(args.seconds)  # Ctrl-C ends it; leaving the block stops both servers
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = sub.add_parser("serve", help="run the Slack bot (Socket Mode, HTTP, or the local mock without a token)")
+    serve.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on (default 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=3000, help="HTTP mode: port (default 3000)")
+    serve.add_argument("--store", metavar="DIR", help="the telemetry store (default FABRICBOT_STORE or ./.store)")
+    serve.add_argument("--snapshots", nargs="*", default=[], metavar="FILE",
+                       help="diagnose nodes from snapshot JSON files instead of the store")
+    serve.add_argument("--seconds", type=float, default=None, help=argparse.SUPPRESS)  # local mode: stop after
+    serve.set_defaults(func=cmd_serve)

@@ -1,0 +1,168 @@
+"""The scripted on-call conversation: the real app on the local transport, recorded as a transcript.
+
+A faulty node, a healthy node, a job, a click, an approval, duplicate clicks and a mention, against the
+bundled synthetic fleet (which holds the seed nodes and job 4411). Times come from a stepping clock and
+Slack timestamps from the mock's counter, so a rerun writes the same files.
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from diagnostics import synth
+
+from .drafting import Renderer, render_png
+from .nodes import TableNodeSource
+from .runtime import build_runtime
+from .settings import Settings
+from .transcript import Transcript
+from .transport.local import LocalSlack
+from .transport.mock_slack import Message, MockSlack
+
+CHANNEL = "COPS"
+PEOPLE = {"UALICE": "alice (on-call)", "UBOB": "bob (fabric lead)", "UCAROL": "carol (SRE)"}
+GROUPS = {"SFABRICOPS": ["UALICE", "UBOB"]}
+START = datetime(2026, 9, 17, 8, 0, tzinfo=UTC)
+WAIT_S = 60.0
+
+
+class StepClock:
+    """A clock that moves on a fixed step each time it is read: deterministic times in order."""
+
+    def __init__(self, start: datetime = START, step: timedelta = timedelta(seconds=3)) -> None:
+        self.now = start
+        self.step = step
+
+    def __call__(self) -> datetime:
+        self.now += self.step
+        return self.now
+
+    def text(self) -> str:
+        return self().isoformat(timespec="seconds")
+
+
+def bundled_fleet(folder: Path | None = None) -> TableNodeSource:
+    """The synthetic fleet (seed 0): from `folder` when one was written, else generated in memory."""
+    if folder is not None and folder.is_dir():
+        tables, inventory = synth.load(folder)
+    else:
+        tables, truth = synth.build(seed=0)
+        inventory = {n: v["platform"] for n, v in truth["nodes"].items()}
+    return TableNodeSource(tables, inventory)
+
+
+@dataclass
+class DemoResult:
+    transcript: Path
+    action_log: Path
+    images: list[Path]
+    tickets: list[str]
+
+
+class Script:
+    """Steps of the conversation; each waits until the bot has finished answering."""
+
+    def __init__(self, local: LocalSlack, transcript: Transcript) -> None:
+        self.local = local
+        self.slack: MockSlack = local.slack
+        self.t = transcript
+
+    def _wait(self, done: Callable[[MockSlack], bool]) -> None:
+        if not self.slack.wait_for(done, timeout=WAIT_S):
+            raise RuntimeError("the bot did not answer in time")
+
+    def _top(self) -> list[Message]:
+        return [m for m in self.slack.messages if m.user == "UFABRICBOT" and m.thread_ts is None
+                and m.ephemeral_to is None]
+
+    def command(self, user: str, text: str, *, expect_post: bool = True) -> Message | None:
+        before, uploads = len(self._top()), len(self.slack.calls_to("files.completeUploadExternal"))
+        self.t.person(user, f"`/fabric {text}`", " (slash command)")
+        sent = self.local.injector.command(text, user=user, channel=CHANNEL)
+        self.t.note(f"fabricbot acknowledged at once, only to {PEOPLE[user]}: {sent.body}")
+        if not expect_post:
+            self._wait(lambda s: bool(s.calls_to("response_url")))
+            self.t.collect()
+            return None
+        self._wait(lambda s: len(self._top()) > before)
+        self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) > uploads)
+        self.t.collect()
+        return self._top()[-1]
+
+    def click(self, user: str, message: Message, label: str, done: Callable[[MockSlack], bool]) -> None:
+        element = next(e for b in message.blocks if b["type"] == "actions" for e in b["elements"]
+                       if e.get("text", {}).get("text", "").startswith(label))
+        self.t.person(user, f"clicks `[{element['text']['text']}]`")
+        self.local.injector.action(element, user=user, channel=CHANNEL, message_ts=message.ts,
+                                   thread_ts=message.thread_ts)
+        self._wait(done)
+        self.t.collect()
+
+    def mention(self, user: str, text: str) -> None:
+        self.t.person(user, f"@fabricbot {text}")
+        self.local.injector.mention(text, user=user, channel=CHANNEL)
+        asked = self.slack.messages[-1].ts
+        self._wait(lambda s: any(m.thread_ts == asked and m.user == "UFABRICBOT" for m in s.messages))
+        self.t.collect()
+
+
+def _thread_messages(slack: MockSlack, ts: str) -> list[Message]:
+    return [m for m in slack.messages if m.thread_ts == ts and m.user == "UFABRICBOT" and not m.files
+            and m.ephemeral_to is None]
+
+
+def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = None,
+             renderer: Renderer | None = render_png) -> DemoResult:
+    """Run the conversation and write `out/demo.md`, its PNGs under `out/demo/`, and `action_log`."""
+    clock = StepClock()
+    settings = Settings(filing_usergroups=frozenset(GROUPS))
+    images = out / "demo"
+    for old in images.glob("*.png") if images.is_dir() else []:
+        old.unlink()
+    with tempfile.TemporaryDirectory() as tmp:
+        rt = build_runtime(settings, source=fleet or bundled_fleet(), db_path=Path(tmp), clock=clock,
+                           tracker_clock=clock.text)
+        slack = MockSlack(users={u: n.split(" ")[0] for u, n in PEOPLE.items()}, usergroups=GROUPS)
+        with LocalSlack(settings=settings, slack=slack, clock=clock, **rt.deps(renderer)) as local:
+            t = Transcript(slack, {u: n.split(" ")[0] for u, n in PEOPLE.items()}, images, "demo")
+            s = Script(local, t)
+            t.heading("1. A faulty node")
+            faulty = s.command("UALICE", "hpc-gpu-node-12")
+            assert faulty is not None
+            t.heading("2. A healthy node")
+            s.command("UALICE", "hpc-gpu-node-03")
+            t.heading("3. Which node and link explain job 4411?")
+            s.command("UBOB", "job 4411")
+            t.heading("4. A typo gets close matches")
+            s.command("UCAROL", "hpc-gpu-node12", expect_post=False)
+            t.heading("5. Draft the ticket")
+            s.click("UALICE", faulty, "Draft ticket", lambda m: bool(_thread_messages(m, faulty.ts)))
+            seen = copy.deepcopy(_thread_messages(slack, faulty.ts)[0])  # the preview as people see it
+            live = slack.find(seen.ts)
+            ephemerals = len(slack.calls_to("chat.postEphemeral"))
+            t.heading("6. Only the fabric on-call group may file")
+            s.click("UCAROL", seen, "File ticket", lambda m: len(m.calls_to("chat.postEphemeral")) > ephemerals)
+            t.heading("7. Approval files the ticket")
+            s.click("UBOB", seen, "File ticket", lambda m: live is not None and live.edits > 0)
+            t.heading("8. Duplicate clicks")
+            ephemerals = len(slack.calls_to("chat.postEphemeral"))
+            s.click("UALICE", seen, "File ticket", lambda m: len(m.calls_to("chat.postEphemeral")) > ephemerals)
+            s.click("UCAROL", faulty, "Draft ticket", lambda m: len(_thread_messages(m, faulty.ts)) > 1)
+            t.heading("9. A question in the channel")
+            s.mention("UCAROL", "why is job 4411 slow?")
+        tickets = [f"{tk.id} {tk.node_id} / {tk.component} ({tk.status}, filed by {tk.filed_by})"
+                   for tk in rt.tracker.tickets()]
+        action_log.write_text(rt.audit.to_markdown("fabricbot action log (from `fabricbot demo`)"), encoding="utf-8")
+    intro = ("A scripted on-call conversation, run by `fabricbot demo` against the local mock Slack server and the "
+             "bundled synthetic fleet (seed 0; it holds `hpc-gpu-node-12` with a failing NVLink from GPU 2 and "
+             "`hpc-gpu-node-03`, healthy). Every request was signed and sent to the real app over HTTP. "
+             "Tickets filed in the mock tracker:\n\n" + "\n".join(f"- {x}" for x in tickets))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "demo.md"
+    path.write_text(t.text("fabricbot demo: an on-call conversation", intro), encoding="utf-8")
+    return DemoResult(path, action_log, t.pictures, tickets)
