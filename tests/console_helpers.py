@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.console.web import Console, console_app
 from bot.drafting import render_png
-from bot.nodes import SnapshotNodeSource
+from bot.nodes import NodeSource, SnapshotNodeSource
 from bot.transport.loopback import LoopbackServer
 from bot.transport.mock_slack import MockSlack
 
@@ -18,17 +18,19 @@ ME = "UALICE"
 
 
 @contextmanager
-def console(*, real_png: bool = False) -> Iterator[Console]:
-    """The real app and mock Slack, with a console for alice in #ops (the node picture is a stand-in unless asked)."""
-    source = SnapshotNodeSource.from_files([SEEDS])
+def console(*, real_png: bool = False, source: NodeSource | None = None) -> Iterator[Console]:
+    """The real app and mock Slack, with a console for alice in #ops (the node picture is a stand-in unless asked).
+
+    The nodes are the seed examples unless `source` says otherwise."""
+    source = source or SnapshotNodeSource.from_files([SEEDS])
     with local_bot(source=source, renderer=render_png if real_png else None) as local:
         yield Console(local, user=ME, channel=OPS, channel_name="ops", nodes=source.node_ids())
 
 
 @contextmanager
-def served(*, real_png: bool = False) -> Iterator[tuple[Console, str]]:
+def served(*, real_png: bool = False, source: NodeSource | None = None) -> Iterator[tuple[Console, str]]:
     """The console's web app on a loopback port: (console, base URL)."""
-    with console(real_png=real_png) as c, LoopbackServer(console_app(c)) as server:
+    with console(real_png=real_png, source=source) as c, LoopbackServer(console_app(c)) as server:
         yield c, server.url
 
 

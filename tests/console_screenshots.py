@@ -1,9 +1,14 @@
-"""Regenerate the console screenshots under transcripts/ (`python -m tests.console_screenshots [DIR]`)."""
+"""Regenerate the console screenshots under transcripts/ (`python -m tests.console_screenshots [DIR]`).
+
+It runs the browser walk-through over the bundled fleet, the nodes `fabricbot console` shows by default.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from bot.demo import bundled_fleet
 
 from .console_browser import page, walk_through
 from .console_helpers import served
@@ -13,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str]) -> int:
     out = Path(argv[0]) if argv else ROOT / "transcripts"
-    with served(real_png=True) as (_, url), page() as tab:
+    with served(real_png=True, source=bundled_fleet()) as (_, url), page() as tab:
         walk = walk_through(tab, url + "/", out)
     for shot in walk.shots:
         print(f"{shot} ({shot.stat().st_size // 1024} KB)")

@@ -15,35 +15,36 @@ from dataclasses import replace
 from pathlib import Path
 
 from diagnostics.errors import ConfigError
+from diagnostics.store import DB_NAME, TelemetryStore
 
-from ..audit import AuditLog
 from ..console.web import Console, console_app
-from ..drafting import default_drafter, render_png
-from ..nodes import NodeSource, SnapshotNodeSource, TableNodeSource
+from ..drafting import render_png
+from ..nodes import NodeSource
+from ..runtime import build_runtime, node_source
 from ..settings import Settings
-from ..storage import open_db
-from ..tracker import SqliteTracker
 from ..transport.local import LocalSlack
 from ..transport.loopback import LoopbackServer
 from ..transport.mock_slack import MockSlack
 
 DEFAULT_PORT = 8765
 CHANNEL, CHANNEL_NAME = "COPS", "ops"
-SEEDS = Path(__file__).resolve().parents[2] / "fixtures" / "seed_examples.json"
 
 
 def _source(settings: Settings, snapshots: list[Path]) -> NodeSource:
-    """Snapshot files when given; the telemetry store when it holds nodes; the bundled seed examples otherwise."""
-    if snapshots:
-        return SnapshotNodeSource.from_files(snapshots)
-    from diagnostics.store import DB_NAME, TelemetryStore
+    """Snapshot files when given; the telemetry store when it holds nodes; the demo's bundled fleet otherwise."""
+    if snapshots or ((settings.store / DB_NAME).exists() and TelemetryStore(settings.store).nodes()):
+        return node_source(settings, snapshots)
+    from ..demo import bundled_fleet
 
-    if (settings.store / DB_NAME).exists() and TelemetryStore(settings.store).nodes():
-        return TableNodeSource.from_store(settings.store)
-    if not SEEDS.exists():
-        raise ConfigError(f"no nodes to show: {settings.store} holds no telemetry and {SEEDS.name} is missing; "
-                          "pass --snapshots FILE or --store DIR")
-    return SnapshotNodeSource.from_files([SEEDS])
+    print("fabricbot: building the bundled fleet (a few seconds)…", file=sys.stderr, flush=True)
+    return bundled_fleet()
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _server(app: object, host: str, port: int) -> LoopbackServer:
@@ -64,17 +65,14 @@ def cmd_console(args: argparse.Namespace) -> int:
     if args.store:
         settings = replace(settings, store=Path(args.store))
     source = _source(settings, [Path(p) for p in args.snapshots])
-    if not ipaddress.ip_address(args.host).is_loopback:
+    if not _loopback(args.host):
         print(f"fabricbot: warning: serving on {args.host}: anyone who reaches it can act as {args.user}",
               file=sys.stderr)
     user_id = "U" + "".join(ch for ch in args.user.upper() if ch.isalnum())[:10]
     with tempfile.TemporaryDirectory(prefix="fabricbot-console-") as tmp:
-        db = open_db(Path(args.db) if args.db else Path(tmp))
-        audit = AuditLog(db)
+        rt = build_runtime(settings, source=source, db_path=Path(args.db) if args.db else Path(tmp))
         slack = MockSlack(users={user_id: args.user})
-        local = LocalSlack(settings=settings, source=source, drafter=default_drafter(), tracker=SqliteTracker(db),
-                           audit=audit, renderer=render_png, slack=slack)
-        with local:
+        with LocalSlack(settings=settings, slack=slack, **rt.deps(render_png)) as local:
             console = Console(local, user=user_id, channel=CHANNEL, channel_name=CHANNEL_NAME,
                               nodes=source.node_ids())
             with _server(console_app(console), args.host, args.port) as server:
@@ -82,7 +80,7 @@ def cmd_console(args: argparse.Namespace) -> int:
                 print(f"fabricbot console: http://{host}:{server.port}/  (Ctrl-C stops it)", flush=True)
                 print(f"fabricbot: nodes: {', '.join(source.node_ids()[:8])}", file=sys.stderr)
                 serve_until(args.seconds)
-        db.conn.close()
+        rt.db.conn.close()
     return 0
 
 
@@ -93,7 +91,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--user", default="oncall", help="your name in the channel (default oncall)")
     p.add_argument("--store", metavar="DIR", help="the telemetry store (default FABRICBOT_STORE or ./.store)")
     p.add_argument("--snapshots", nargs="*", default=[], metavar="FILE",
-                   help="diagnose nodes from snapshot JSON files instead of the store")
+                   help="diagnose nodes from snapshot JSON files (default: the store, else the bundled fleet)")
     p.add_argument("--db", metavar="DIR", help="keep tickets, drafts and the audit trail here (default: a fresh "
                    "temporary folder, removed on exit)")
     p.add_argument("--seconds", type=float, default=None, help=argparse.SUPPRESS)  # stop after (tests)

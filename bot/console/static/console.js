@@ -57,7 +57,7 @@ function fileBlock(m, f) {
     img.addEventListener("click", () => openTopology(f.id));
     img.addEventListener("load", () => { // the picture grew its pane: stay at the bottom if we were there
       const pane = img.closest(".messages");
-      if (pane && pane.dataset.stick === "1") pane.scrollTop = pane.scrollHeight;
+      if (pane && pane.dataset.stick !== "0") pane.scrollTop = pane.scrollHeight;
     });
     fig.appendChild(img);
   }
@@ -223,8 +223,12 @@ function showTip(link, ev) {
   tip.hidden = false;
   const pad = 16;
   const w = tip.offsetWidth, h = tip.offsetHeight;
-  let x = ev.clientX + pad, y = ev.clientY + pad;
+  // beside the cursor, on the side of the picture with more room, so the card does not hide the link's end
+  const host = $("svg-host").getBoundingClientRect();
+  const leftHalf = ev.clientX < host.left + host.width / 2;
+  let x = leftHalf ? ev.clientX + pad : ev.clientX - w - pad, y = ev.clientY + pad;
   if (x + w > window.innerWidth - 8) x = ev.clientX - w - pad;
+  if (x < 8) x = ev.clientX + pad;
   if (y + h > window.innerHeight - 8) y = Math.max(8, window.innerHeight - h - 8);
   tip.style.left = `${x}px`; tip.style.top = `${y}px`;
 }
@@ -247,7 +251,7 @@ async function openTopology(fileId) {
   state.topology = view;
   $("topo-title").textContent = `${view.node} · topology`;
   $("topo-sub").textContent = view.links.length
-    ? "Hover a coloured link for its rates and evidence; click it to draft its ticket."
+    ? "Hover a coloured link for its rates; click it to draft its ticket."
     : "No degraded links on this node.";
   const host = $("svg-host");
   host.innerHTML = view.svg.slice(view.svg.indexOf("<svg"));
