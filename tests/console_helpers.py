@@ -31,7 +31,10 @@ def console(*, real_png: bool = False, source: NodeSource | None = None) -> Iter
 def served(*, real_png: bool = False, source: NodeSource | None = None) -> Iterator[tuple[Console, str]]:
     """The console's web app on a loopback port: (console, base URL)."""
     with console(real_png=real_png, source=source) as c, LoopbackServer(console_app(c)) as server:
-        yield c, server.url
+        try:
+            yield c, server.url
+        finally:
+            c.close()
 
 
 def wait_feed(c: Console, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:

@@ -79,7 +79,10 @@ def cmd_console(args: argparse.Namespace) -> int:
                 host = f"[{server.host}]" if ":" in server.host else server.host
                 print(f"fabricbot console: http://{host}:{server.port}/  (Ctrl-C stops it)", flush=True)
                 print(f"fabricbot: nodes: {', '.join(source.node_ids()[:8])}", file=sys.stderr)
-                serve_until(args.seconds)
+                try:
+                    serve_until(args.seconds)
+                finally:
+                    console.close()
         rt.db.conn.close()
     return 0
 

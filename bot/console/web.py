@@ -52,6 +52,11 @@ class Console:
         self.nodes = list(nodes)
         self.echoes: list[Echo] = []
         self._lock = threading.Lock()
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        """End pending long polls, so the server can stop at once."""
+        self._closed.set()
 
     # -- what the page shows ------------------------------------------------------------------------------
     def version(self) -> int:
@@ -67,8 +72,8 @@ class Console:
     def wait(self, after: int, timeout: float = LONG_POLL_S) -> None:
         """Return once something changed since `after` (or after `timeout`)."""
         deadline = time.monotonic() + timeout
-        while self.version() == after and time.monotonic() < deadline:
-            self.slack.wait_for(lambda _: self.version() != after, timeout=min(1.0, deadline - time.monotonic()))
+        while self.version() == after and time.monotonic() < deadline and not self._closed.is_set():
+            self.slack.wait_for(lambda _: self.version() != after, timeout=min(0.25, deadline - time.monotonic()))
 
     def info(self) -> dict[str, Any]:
         return {"user": self.user, "name": self.slack.users.get(self.user, self.user), "channel": self.channel,
