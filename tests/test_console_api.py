@@ -114,3 +114,21 @@ def test_the_feed_shows_ephemerals_to_their_person_and_threads_under_their_root(
         ("root", ["reply"]), ("/fabric help", [])]
     assert feed["messages"][1]["ephemeral"] and feed["messages"][1]["name"] == "alice"
     assert [m["text"] for m in channel_feed(slack, "COPS", "UBOB", [])["messages"]] == ["root", "for bob"]
+
+
+def test_a_mention_is_the_persons_message_and_the_bot_answers_in_its_thread() -> None:
+    with console() as c:
+        client = TestClient(console_app(c))
+        assert client.post("/api/send", json={"text": "@fabricbot what is wrong with hpc-gpu-node-03?"}).json() == {
+            "status": 200}
+
+        def answered(feed: dict[str, Any]) -> bool:
+            mine = [m for m in feed["messages"] if m["user"] == ME]
+            return bool(mine) and any(r["bot"] and "hpc-gpu-node-03" in r["text"] for r in mine[0]["replies"])
+
+        feed = wait_feed(c, answered)
+        mine = next(m for m in feed["messages"] if m["user"] == ME)
+        assert mine["text"] == f"<@{BOT_USER}> what is wrong with hpc-gpu-node-03?" and not mine["ephemeral"]
+        # the bot heard it as an app_mention from this person (its audit trail records each one)
+        mentions = list(c.local.audit.db["audit"].rows_where("kind = ?", ["mention"]))
+        assert [r["actor"] for r in mentions] == [ME]
