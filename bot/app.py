@@ -11,6 +11,9 @@ from typing import Any
 from slack_bolt import App
 from slack_sdk import WebClient
 
+from diagnostics import Diagnosis
+
+from .answers import Answerer, RulesAnswerer
 from .audit import AuditLog
 from .drafting import Drafter, Renderer
 from .nodes import NodeSource
@@ -37,12 +40,18 @@ class Services:
     audit: AuditLog
     renderer: Renderer | None = None
     clock: Callable[[], datetime] = utc_now
+    answerer: Answerer = field(default_factory=RulesAnswerer)
     state: BotState = field(init=False)
     limiter: RateLimiter = field(init=False)
 
     def __post_init__(self) -> None:
         self.state = BotState(self.audit.db)
         self.limiter = RateLimiter(self.settings.drafts_per_minute)
+
+    def answer(self, diagnosis: Diagnosis, question: str) -> str:
+        """The answer to a question about a diagnosis, saying who wrote it when a model did."""
+        answer = self.answerer.answer(diagnosis, question)
+        return answer.text if answer.by == "rules" else f"{answer.text}\n_(answered by {answer.by} from the analysis)_"
 
     def record(self, kind: str, *, actor: str, subject: str = "", **detail: Any) -> int:
         """One audit entry, under the database lock (listeners run on several threads)."""
@@ -52,11 +61,12 @@ class Services:
 
 def build_app(*, settings: Settings, source: NodeSource, drafter: Drafter | None, tracker: Tracker,
               audit: AuditLog, client: WebClient | None = None, renderer: Renderer | None = None,
-              clock: Callable[[], datetime] = utc_now, socket_mode: bool = False) -> App:
+              clock: Callable[[], datetime] = utc_now, socket_mode: bool = False,
+              answerer: Answerer | None = None) -> App:
     """The app. `client` points the Web API elsewhere (the local mock); HTTP mode verifies signatures."""
     if client is None:
         client = WebClient(token=settings.bot_token, base_url=settings.slack_api_url or WebClient.BASE_URL)
-    services = Services(settings, source, drafter, tracker, audit, renderer, clock)
+    services = Services(settings, source, drafter, tracker, audit, renderer, clock, answerer or RulesAnswerer())
     app = App(
         client=client,
         signing_secret=settings.signing_secret,

@@ -21,6 +21,7 @@ from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
 from diagnostics.schema import COUNTERS, LINK_SAMPLES
 
+from .answers import rules_answer
 from .storage import db_lock
 
 if TYPE_CHECKING:
@@ -124,7 +125,5 @@ class PasteReader:
             diagnosis = analyze_tables(tables, node_id=node)
         except FabricbotError as exc:
             return f"I could not compute rates from the two readings: {exc}"
-        from .listeners.mentions import answer_for
-
         minutes = (links["timestamp"].max() - links["timestamp"].min()).total_seconds() / 60
-        return f"Rates over the {minutes:.0f} minutes between your two readings: " + answer_for(diagnosis, "")
+        return f"Rates over the {minutes:.0f} minutes between your two readings: " + rules_answer(diagnosis)

@@ -13,6 +13,7 @@ import sqlite_utils
 from diagnostics.store import DB_NAME, TelemetryStore
 from diagnostics.tickets import ModelCall
 
+from .answers import Answerer, answerer_from_env
 from .app import utc_now
 from .audit import AuditLog
 from .drafting import Drafter, Renderer, default_drafter
@@ -30,6 +31,7 @@ class AppDeps(TypedDict):
     tracker: SqliteTracker
     audit: AuditLog
     renderer: Renderer | None
+    answerer: Answerer
 
 
 @dataclass
@@ -41,11 +43,12 @@ class Runtime:
     tracker: SqliteTracker
     drafter: Drafter
     source: NodeSource
+    answerer: Answerer
 
     def deps(self, renderer: Renderer | None) -> AppDeps:
         """The keyword arguments `build_app` and `LocalSlack` take besides settings."""
         return {"source": self.source, "drafter": self.drafter, "tracker": self.tracker, "audit": self.audit,
-                "renderer": renderer}
+                "renderer": renderer, "answerer": self.answerer}
 
 
 def model_call_recorder(audit: AuditLog, clock: Callable[[], datetime] = utc_now) -> Callable[[ModelCall], None]:
@@ -72,5 +75,6 @@ def build_runtime(settings: Settings, *, source: NodeSource | None = None, db_pa
     db = open_db(db_path if db_path is not None else settings.store)
     audit = AuditLog(db)
     tracker = SqliteTracker(db, clock=tracker_clock) if tracker_clock else SqliteTracker(db)
-    drafter = default_drafter(on_model_call=model_call_recorder(audit, clock))
-    return Runtime(db, audit, tracker, drafter, source or node_source(settings))
+    recorder = model_call_recorder(audit, clock)
+    return Runtime(db, audit, tracker, default_drafter(on_model_call=recorder), source or node_source(settings),
+                   answerer_from_env(on_model_call=recorder))

@@ -51,9 +51,9 @@ class JobExplanation(BaseModel):
     verdict: str
     warnings: list[str] = Field(default_factory=list)
 
-    def for_link(self, node_id: str, component: str) -> LinkScore | None:
+    def for_link(self, node_id: str, gpu: int | None, link: int | None, link_type: str) -> LinkScore | None:
         for score in self.links:
-            if score.node_id == node_id and score.component == component:
+            if (score.node_id, score.gpu, score.link, score.link_type) == (node_id, gpu, link, link_type):
                 return score
         return None
 
@@ -87,7 +87,7 @@ def spearman_rows(series: np.ndarray, target: np.ndarray) -> np.ndarray:
 def job_steps(step_samples: pd.DataFrame, job_id: str) -> pd.DataFrame:
     if step_samples is None or step_samples.empty:
         return pd.DataFrame(columns=["timestamp", "step_time_ms", "node_ids"])
-    rows = step_samples[step_samples["job_id"] == str(job_id)]
+    rows = step_samples[step_samples["job_id"].astype("string") == str(job_id)]
     rows = rows[pd.to_numeric(rows["step_time_ms"], errors="coerce") > 0]
     rows = rows.assign(timestamp=pd.to_datetime(rows["timestamp"], utc=True, format="mixed"))
     return rows.dropna(subset=["timestamp"]).sort_values("timestamp").drop_duplicates("timestamp", keep="last")

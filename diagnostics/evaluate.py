@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from .correlate import JobExplanation, explain_job, jobs_on
 from .errors import InputError
 from .history import analyze_tables
 from .model import Diagnosis, Localization
@@ -137,9 +138,14 @@ def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1)) -> Eval
     tables, inventory = load(fleet_dir)
     end = pd.Timestamp(truth["end"])
     report = EvalReport(fleet=fleet_dir.name)
+    jobs: dict[str, JobExplanation] = {}
     for node_id, node in sorted(truth["nodes"].items()):
+        job = None
+        names = jobs_on(tables.get("step_samples"), node_id)
+        if names:
+            job = jobs.get(names[0]) or jobs.setdefault(names[0], explain_job(tables, job_id=names[0]))
         diagnosis = analyze_tables(tables, node_id=node_id, window=window, end=end,
-                                   platform=inventory.get(node_id, node["platform"]))
+                                   platform=inventory.get(node_id, node["platform"]), job=job)
         detection, localization = score_node(diagnosis, node)
         scenario = node["scenario"]
         report.detection.setdefault(scenario, Scores()).add(detection)

@@ -16,9 +16,10 @@ from .platforms import platform_data
 from .rates import ns, prepare, utc_ns
 from .repairs import repair_action
 from .rules import priority, summarize, worst
-from .schema import ComponentKind, EventKind, LinkState, LinkType, Severity
+from .schema import ComponentKind, EventKind, LinkState, LinkType, PortSource, Severity
 from .table_rules import finding_of, link_metrics
 from .thresholds import Thresholds, load_thresholds
+from .topology import platform_graph
 
 _REPAIR_CLASS = {ComponentKind.NVLINK: "nvlink", ComponentKind.NVSWITCH: "nvswitch", ComponentKind.GPU: "gpu",
                  ComponentKind.PCIE: "pcie", ComponentKind.FABRIC_SOFTWARE: "fabric-software"}
@@ -27,7 +28,10 @@ _REPAIR_CLASS = {ComponentKind.NVLINK: "nvlink", ComponentKind.NVSWITCH: "nvswit
 def _node_rows(frame: pd.DataFrame | None, node_id: str) -> pd.DataFrame:
     if frame is None or frame.empty or "node_id" not in frame.columns:
         return pd.DataFrame()
-    return frame[frame["node_id"] == node_id]
+    mine = (frame["node_id"] == node_id).to_numpy(bool, na_value=False)
+    if "gpu_total" in frame.columns:  # a GPU-wide sum of links is not a link
+        mine = mine & ~frame["gpu_total"].to_numpy(bool, na_value=False)
+    return frame if mine.all() else frame[mine]
 
 
 def _expected_links(graph: Any, platform: str | None, gpus: list[int]) -> dict[int, int]:
@@ -35,7 +39,7 @@ def _expected_links(graph: Any, platform: str | None, gpus: list[int]) -> dict[i
         out = {}
         for gpu in gpus:
             try:
-                out[gpu] = len(graph.expected_links(gpu, LinkType.NVLINK.value))
+                out[gpu] = int(graph.expected_links(gpu, LinkType.NVLINK.value))
             except Exception:
                 continue
         return out
@@ -45,13 +49,13 @@ def _expected_links(graph: Any, platform: str | None, gpus: list[int]) -> dict[i
     return {}
 
 
-def _missing(links: pd.DataFrame, expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
-    """A missing series is never healthy: links the platform has but the telemetry lacks."""
+def _missing(metrics: pd.DataFrame, expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
+    """A missing series is never healthy: links the platform has but the telemetry lacks (one row per link)."""
     out: list[Finding] = []
-    nv = links[links["link_type"].astype("string") == LinkType.NVLINK.value] if not links.empty else links
     seen: dict[int, set[int]] = {}
-    if not nv.empty:
-        for gpu, link in nv[["gpu", "link"]].dropna().drop_duplicates().itertuples(index=False):
+    if not metrics.empty:
+        nv = metrics[metrics["link_type"] == LinkType.NVLINK.value]
+        for gpu, link in nv[["gpu", "link"]].dropna().itertuples(index=False):
             seen.setdefault(int(gpu), set()).add(int(link))
     if expected and not seen and any(expected.values()):
         warnings.append("NVLink counters not collected on this node (enable them in dcgm-exporter's counters "
@@ -153,10 +157,16 @@ def _action(loc: Localization | None, top: Finding | None, node_id: str, platfor
 
 def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: timedelta = timedelta(hours=1),
                    end: datetime | None = None, thresholds: Thresholds | None = None, graph: Any = None,
-                   platform: str | None = None, job_id: str | None = None) -> Diagnosis:
-    """Rates, rules, missing links, events, correlation with the node's job and localization, for one node."""
+                   platform: str | None = None, job_id: str | None = None,
+                   job: JobExplanation | None = None) -> Diagnosis:
+    """Rates, rules, missing links, events, correlation with the node's job and localization, for one node.
+
+    `job` passes a job explanation already computed (a fleet sweep explains each job once for all its nodes).
+    """
     thresholds = thresholds or load_thresholds()
     warnings: list[str] = []
+    if graph is None and platform:
+        graph = platform_graph(platform)
     links = _node_rows(tables.get("link_samples"), node_id)
     events = _node_rows(tables.get("events"), node_id)
     findings: list[Finding] = []
@@ -173,7 +183,7 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
         stale = _stale(metrics, p.t, end_ns, thresholds)
         seen = metrics[(metrics["samples"] > 0) | stale]
         rows: list[dict[str, Any]] = seen.to_dict("records")  # type: ignore[assignment]
-        findings = [finding_of(row, thresholds, stale=bool(s)) for row, s in
+        findings = [_placed(finding_of(row, thresholds, stale=bool(s)), graph) for row, s in
                     zip(rows, stale[seen.index], strict=True)]
         if (metrics["samples"] < 2).all():
             warnings.append("one reading per link: totals since reset only; a rate needs a second reading")
@@ -181,12 +191,14 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
     start_ns = end_ns - int(window.total_seconds() * 1e9)
     findings += _event_findings(events, start_ns, end_ns, thresholds)
     gpus = sorted({f.gpu for f in findings if f.gpu is not None}) or list(range(8))
-    findings += _missing(links, _expected_links(graph, platform, gpus), warnings) if not links.empty else []
+    findings += _missing(metrics, _expected_links(graph, platform, gpus), warnings) if not links.empty else []
     software = _software(links, metrics, events)
     if software is not None:
         findings.insert(0, software)
     locs = localize_all(findings, graph)
-    job = _job(tables, node_id, job_id, thresholds, warnings)
+    job = job or _job(tables, node_id, job_id, thresholds, warnings)
+    if job is not None and (not job.nodes or job.degradation_pct is None):
+        job = None
     if job is not None:
         findings = [_with_score(f, job, node_id) for f in findings]
     top = worst(findings)
@@ -210,6 +222,18 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
     )
 
 
+def _placed(f: Finding, graph: Any) -> Finding:
+    """A flagged link with its switch, port and name from the topology graph, where the graph knows the link."""
+    if graph is None or f.gpu is None or f.link_type is LinkType.NVSWITCH or f.severity is Severity.OK:
+        return f  # a healthy link keeps the name its telemetry gives; only flagged links are looked up
+    port = graph.port_of(f.gpu, f.link, f.link_type.value)
+    if port.source is PortSource.UNKNOWN and port.switch_port is None:
+        return f
+    update = {"component": port.component, "switch": port.switch or f.switch, "switch_port": port.switch_port,
+              "port_source": port.source}
+    return f.model_copy(update=update)
+
+
 def _events_end(events: pd.DataFrame) -> int:
     if events.empty:
         return int(pd.Timestamp.now(tz="UTC").value)
@@ -227,7 +251,7 @@ def _job(tables: Mapping[str, pd.DataFrame], node_id: str, job_id: str | None, t
 
 
 def _with_score(f: Finding, job: JobExplanation, node_id: str) -> Finding:
-    score = job.for_link(node_id, f.component)
+    score = job.for_link(node_id, f.gpu, f.link, f.link_type.value)
     if score is None:
         if f.severity is Severity.OK:
             return f

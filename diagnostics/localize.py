@@ -31,7 +31,7 @@ def _rules(f: Finding) -> set[str]:
 def _expected(graph: Any, gpu: int, seen: int) -> int:
     if graph is not None:
         try:
-            return len(graph.expected_links(gpu, LinkType.NVLINK.value))
+            return int(graph.expected_links(gpu, LinkType.NVLINK.value))
         except Exception:
             return seen
     return seen

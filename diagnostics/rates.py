@@ -8,8 +8,9 @@ the new value counts from zero, never a negative increase. A scrape gap is bridg
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,16 +33,50 @@ def _codes(series: pd.Series) -> np.ndarray:
 
 @dataclass
 class Prepared:
-    """Link samples ordered by (link, time) with one row per (link, timestamp), ready for array work."""
+    """Link samples ordered by (link, time) with one row per (link, timestamp), ready for array work.
+
+    Counter values, their per-row deltas and the links' key columns are computed once and cached, so several
+    windows over the same history cost only the masks and sums.
+    """
 
     frame: pd.DataFrame
     key: np.ndarray  # int64 link key per row
     t: np.ndarray  # int64 ns UTC per row
     starts: np.ndarray  # bool: first row of a link
+    _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def segment_starts(self) -> np.ndarray:
-        return np.flatnonzero(self.starts)
+        return self._cached("heads_idx", lambda: np.flatnonzero(self.starts))
+
+    @property
+    def seg(self) -> np.ndarray:
+        """The link number (0..links-1) of each row."""
+        return self._cached("seg", lambda: np.cumsum(self.starts) - 1)
+
+    @property
+    def nseg(self) -> int:
+        return len(self.segment_starts)
+
+    @property
+    def counters(self) -> list[str]:
+        return self._cached("counters", lambda: counters_in(self.frame))
+
+    def heads(self) -> pd.DataFrame:
+        """One row per link: its key columns."""
+        return self._cached("heads", lambda: self.frame[[k for k in KEYS if k in self.frame.columns]]
+                            .iloc[self.segment_starts].reset_index(drop=True))
+
+    def values(self, column: str) -> np.ndarray:
+        return self._cached(f"v:{column}", lambda: self.frame[column].to_numpy(np.float64, na_value=np.nan))
+
+    def delta(self, counter: str) -> tuple[np.ndarray, np.ndarray]:
+        return self._cached(f"d:{counter}", lambda: deltas(self.values(counter), self.starts))
+
+    def _cached(self, name: str, make: Any) -> Any:
+        if name not in self._cache:
+            self._cache[name] = make()
+        return self._cache[name]
 
 
 def _utc(series: pd.Series) -> pd.Series:
@@ -68,7 +103,8 @@ def prepare(samples: pd.DataFrame) -> Prepared:
     ts = _utc(frame["timestamp"])
     if ts is not frame["timestamp"]:
         frame = frame.assign(timestamp=ts)
-    t = frame["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
+    t = frame["timestamp"].array.asi8 if frame["timestamp"].dtype == "datetime64[ns, UTC]" else \
+        frame["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
     valid = t != np.iinfo(np.int64).min
     key = np.zeros(len(frame), dtype=np.int64)
     for col, bits in zip(KEYS, (20, 12, 4, 12, 8), strict=True):
@@ -92,7 +128,7 @@ def prepare(samples: pd.DataFrame) -> Prepared:
     starts = np.ones(len(key), dtype=bool)
     if len(key) > 1:
         starts[1:] = key[1:] != key[:-1]
-    return Prepared(frame.reset_index(drop=True), key, t, starts)
+    return Prepared(frame, key, t, starts)  # positional access only: the index is left as it came
 
 
 def deltas(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -130,54 +166,63 @@ def windowed_increase(samples: pd.DataFrame, *, window: timedelta = timedelta(ho
     The reading just before the window is the starting point when it lies within one window of the start.
     """
     p = prepared or prepare(samples)
-    f = p.frame
-    counters = counters_in(f)
-    if len(f) == 0:
+    if len(p.frame) == 0:
         return pd.DataFrame(columns=[*KEYS, "samples"])
     end_ns = utc_ns(at) if at is not None else int(p.t.max())
-    start_ns = end_ns - int(window.total_seconds() * 1e9)
-    t = p.t
+    span = int(window.total_seconds() * 1e9)
+    start_ns = end_ns - span
+    t, seg, nseg = p.t, p.seg, p.nseg
     upto = t <= end_ns
     inwin = upto & (t > start_ns)
     prev_t = np.empty_like(t)
     prev_t[1:] = t[:-1]
-    prev_t[0] = t[0] if len(t) else 0
-    has_prev = ~p.starts
+    prev_t[0] = t[0]
     # a row's delta counts when the row is in the window and its previous reading is recent enough
-    counted = inwin & has_prev & (prev_t >= start_ns - (end_ns - start_ns))
-    seg = np.cumsum(p.starts) - 1
-    nseg = int(seg[-1]) + 1 if len(seg) else 0
-    first_used = np.where(counted, prev_t, np.where(inwin, t, np.iinfo(np.int64).max))
-    first = np.full(nseg, np.iinfo(np.int64).max, dtype=np.int64)
-    _segmin(first, seg, first_used)
-    last = np.full(nseg, np.iinfo(np.int64).min, dtype=np.int64)
-    _segmax(last, seg, np.where(inwin, t, np.iinfo(np.int64).min))
-    last_seen = np.full(nseg, np.iinfo(np.int64).min, dtype=np.int64)
-    _segmax(last_seen, seg, np.where(upto, t, np.iinfo(np.int64).min))
+    counted = inwin & ~p.starts & (prev_t >= start_ns - span)
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    first = _seg_reduce(np.minimum, p, np.where(counted, prev_t, np.where(inwin, t, big)), big)
+    last = _seg_reduce(np.maximum, p, np.where(inwin, t, small), small)
+    last_seen = _seg_reduce(np.maximum, p, np.where(upto, t, small), small)
     n_in = np.bincount(seg, weights=inwin, minlength=nseg).astype(np.int64)
-    n_used = n_in + np.bincount(seg, weights=counted & ~_prev_in(inwin, p.starts), minlength=nseg).astype(np.int64)
-    covered_ns = np.where(n_used >= 2, last - first, 0)
-    covered_h = covered_ns / NS_PER_HOUR
-    head = p.segment_starts
-    out: dict[str, object] = {k: f[k].to_numpy()[head] if k in f.columns else pd.NA for k in KEYS}
+    baseline = counted & ~_prev_in(inwin, p.starts)
+    n_used = n_in + np.bincount(seg, weights=baseline, minlength=nseg).astype(np.int64)
+    covered_h = np.where(n_used >= 2, last - first, 0) / NS_PER_HOUR
+    out: dict[str, Any] = {str(k): v.to_numpy() for k, v in p.heads().items()}
     out["samples"] = n_in
-    out["first"] = pd.to_datetime(np.where(n_in > 0, first, np.iinfo(np.int64).min), utc=True)
-    out["last"] = pd.to_datetime(np.where(n_in > 0, last, np.iinfo(np.int64).min), utc=True)
+    out["first"] = pd.to_datetime(np.where(n_in > 0, first, small), utc=True)
+    out["last"] = pd.to_datetime(np.where(n_in > 0, last, small), utc=True)
     out["last_seen"] = pd.to_datetime(last_seen, utc=True)
     out["covered_h"] = covered_h
     resets_total = np.zeros(nseg, dtype=np.int64)
-    for c in counters:
-        v = f[c].to_numpy(np.float64, na_value=np.nan)
-        d, reset = deltas(v, p.starts)
+    last_idx = _seg_reduce(np.maximum, p, np.where(upto, np.arange(len(t)), -1), -1)
+    safe_h = np.where(covered_h > 0, covered_h, 1.0)
+    for c in p.counters:
+        d, reset = p.delta(c)
         inc = np.bincount(seg, weights=np.where(counted, d, 0.0), minlength=nseg)
         resets_total = np.maximum(resets_total, np.bincount(seg, weights=reset & counted, minlength=nseg)
                                   .astype(np.int64))
         out[f"{c}_increase"] = inc
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[f"{c}_per_hour"] = np.where(covered_h > 0, inc / np.where(covered_h > 0, covered_h, 1), np.nan)
-        out[f"{c}_total"] = _last_value(v, seg, upto, nseg)
+        out[f"{c}_per_hour"] = np.where(covered_h > 0, inc / safe_h, np.nan)
+        v = p.values(c)
+        out[f"{c}_total"] = np.where(last_idx >= 0, v[np.maximum(last_idx, 0)], np.nan)
     out["resets"] = resets_total
     return pd.DataFrame(out)
+
+
+def window_sums(p: Prepared, counter: str, *, window: timedelta, end_ns: int, windows: int) -> np.ndarray:
+    """Increase of `counter` per link in each of the last `windows` windows ending at `end_ns`: [links, windows].
+
+    Column 0 is the newest window. One pass: every delta is placed by the window its later reading falls in.
+    """
+    out = np.zeros((p.nseg, windows))
+    if counter not in p.counters:
+        return out
+    d, _ = p.delta(counter)
+    span = int(window.total_seconds() * 1e9)
+    w = (end_ns - p.t) // span  # 0 for (end - span, end], 1 for the window before, ...
+    ok = (p.t <= end_ns) & (w < windows) & (d != 0)
+    flat = np.bincount(p.seg[ok] * windows + w[ok], weights=d[ok], minlength=p.nseg * windows)
+    return flat.reshape(p.nseg, windows)
 
 
 def _prev_in(inwin: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -187,27 +232,12 @@ def _prev_in(inwin: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return prev & ~starts
 
 
-def _segmax(out: np.ndarray, seg: np.ndarray, values: np.ndarray) -> None:
-    """Per-segment maximum of values (segments contiguous and ordered)."""
-    if len(seg) == 0:
-        return
-    bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
-    out[seg[bounds]] = np.maximum.reduceat(values, bounds)
-
-
-def _segmin(out: np.ndarray, seg: np.ndarray, values: np.ndarray) -> None:
-    if len(seg) == 0:
-        return
-    bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
-    out[seg[bounds]] = np.minimum.reduceat(values, bounds)
-
-
-def _last_value(v: np.ndarray, seg: np.ndarray, upto: np.ndarray, nseg: int) -> np.ndarray:
-    """The last non-missing reading per link at or before the window's end (NaN if none)."""
-    ok = upto & ~np.isnan(v)
-    idx = np.full(nseg, -1, dtype=np.int64)
-    _segmax(idx, seg, np.where(ok, np.arange(len(v)), -1))
-    return np.where(idx >= 0, v[np.maximum(idx, 0)], np.nan)
+def _seg_reduce(op: Any, p: Prepared, values: np.ndarray, empty: int) -> np.ndarray:
+    """Per-link reduction (np.minimum / np.maximum) of a row array; links are contiguous row runs."""
+    if len(values) == 0:
+        return np.full(p.nseg, empty, dtype=np.int64)
+    result: np.ndarray = op.reduceat(values, p.segment_starts)
+    return result
 
 
 def bucketed_increase(p: Prepared, counter: str, *, bucket: timedelta, start: datetime,
@@ -216,15 +246,13 @@ def bucketed_increase(p: Prepared, counter: str, *, bucket: timedelta, start: da
 
     Bucket i covers (start + i*bucket, start + (i+1)*bucket]; a delta is placed in the bucket of its later reading.
     """
-    nseg = int(p.starts.sum())
+    nseg = p.nseg
     out = np.zeros((nseg, buckets))
-    if counter not in p.frame.columns or nseg == 0:
+    if counter not in p.counters or nseg == 0:
         return out
-    v = p.frame[counter].to_numpy(np.float64, na_value=np.nan)
-    d, _ = deltas(v, p.starts)
+    d, _ = p.delta(counter)
     width = int(bucket.total_seconds() * 1e9)
     b = (p.t - utc_ns(start) - 1) // width
     ok = (b >= 0) & (b < buckets) & (d != 0)
-    seg = np.cumsum(p.starts) - 1
-    flat = np.bincount(seg[ok] * buckets + b[ok], weights=d[ok], minlength=nseg * buckets)
+    flat = np.bincount(p.seg[ok] * buckets + b[ok], weights=d[ok], minlength=nseg * buckets)
     return flat.reshape(nseg, buckets)

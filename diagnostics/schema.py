@@ -205,7 +205,8 @@ TOPOLOGY = TableSchema(
         "node_id": "category",
         "a": "string",  # "GPU0", "NIC1", "NVSwitch 0000:05:00.0"
         "b": "string",
-        "relation": "category",  # NV, PIX, PXB, PHB, NODE, SYS, nvlink, remote, cpu_affinity, numa_affinity
+        "relation": "category",  # NV, PIX, PXB, PHB, NODE, SYS, nvlink, remote, cpu_affinity, numa_affinity,
+        # gpu_numa_id, gpu (b: PCI bus id, detail: device=0x...), nic (b: device name such as mlx5_0)
         "nvlinks": "Int16",  # NV# count, or links from a GPU to a switch
         "link": "Int16",  # a GPU's link index when the row is one link (nvlink -R)
         "remote_port": "Int16",  # the switch port or peer link index at the far end, when observed

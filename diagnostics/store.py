@@ -30,6 +30,7 @@ from sqlite_utils.db import Table
 from .errors import FabricbotError, InputError
 from .ingest.base import IngestResult, IngestWarning, Source
 from .ingest.detect import choose
+from .ingest.summary import nodes as summary_nodes
 from .ingest.summary import summarize
 from .schema import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY
 
@@ -92,8 +93,14 @@ def _fill_time(result: IngestResult, at: datetime | None) -> None:
 
 
 def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = None, node_id: str | None = None,
-                 at: At = None, seen: set[str] | None = None) -> tuple[list[FileOutcome], list[IngestResult]]:
-    """Read each source with its reader; a source whose hash is in `seen` is skipped as a duplicate."""
+                 at: At = None, seen: set[str] | None = None,
+                 xid_last: dict[tuple[Any, ...], float] | None = None) -> tuple[list[FileOutcome], list[IngestResult]]:
+    """Read each source with its reader; a source whose hash is in `seen` is skipped as a duplicate.
+
+    Readers that keep state between files get it: `xid_last` (the dcgm Xid gauge's last value per GPU), so that
+    scrapes given one file each, in time order, show a change of the last Xid as an event.
+    """
+    xid_last = {} if xid_last is None else xid_last
     outcomes: list[FileOutcome] = []
     results: list[IngestResult] = []
     for item in sources:
@@ -106,10 +113,9 @@ def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = No
             reader = choose(src, fmt)
             when = (datetime.fromtimestamp(src.path.stat().st_mtime, tz=UTC) if at == "mtime" and src.path
                     else at if isinstance(at, datetime) else None)
-            if "at" in inspect.signature(reader.read).parameters:
-                result = reader.read(src, node_id=node_id, at=when)  # type: ignore[call-arg]
-            else:
-                result = reader.read(src, node_id=node_id)
+            options: dict[str, Any] = {"at": when, "xid_last": xid_last}
+            accepted = inspect.signature(reader.read).parameters
+            result = reader.read(src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
             _fill_time(result, when)
         except FileNotFoundError:
             outcomes.append(FileOutcome(src.name, None, "error", error="file not found"))
@@ -159,7 +165,8 @@ class TelemetryStore:
     def ingest(self, sources: Iterable[str | Path | Source], *, fmt: str | None = None,
                node_id: str | None = None, at: At = None) -> IngestReport:
         seen = {str(r["sha256"]) for r in self._table("ingests").rows}
-        outcomes, results = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen)
+        xid_last = self._xid_state()
+        outcomes, results = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last)
         done = iter(results)
         for outcome in outcomes:
             if outcome.status != "read":
@@ -171,7 +178,21 @@ class TelemetryStore:
             self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name, "format": outcome.format,
                                         "ingested_at": datetime.now(UTC).isoformat(),
                                         "rows": pd.Series(outcome.rows).to_json()}, replace=True)
+        self._table("xid_last").upsert_all(
+            [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2], "code": -1 if k[3] is None else k[3],
+              "value": v} for k, v in xid_last.items()],
+            pk=("kind", "node_id", "gpu", "code"))
         return IngestReport(outcomes, results[0] if len(results) == 1 else IngestResult.combine(results))
+
+    def _xid_state(self) -> dict[tuple[Any, ...], float]:
+        """The dcgm Xid series' last values from earlier ingests, so a change in the next scrape is an event."""
+        table = self._table("xid_last")
+        if not table.exists():
+            return {}
+        def unset(v: int) -> int | None:  # NULL is never equal to NULL in a key, so -1 stands for "none"
+            return None if v == -1 else v
+
+        return {(r["kind"], r["node_id"], unset(r["gpu"]), unset(r["code"])): float(r["value"]) for r in table.rows}
 
     def _write(self, result: IngestResult, sha: str) -> None:
         with self._db.conn:
@@ -200,10 +221,7 @@ class TelemetryStore:
 
     def _note_nodes(self, result: IngestResult) -> None:
         now = datetime.now(UTC).isoformat()
-        names: set[str] = set()
-        for table in ("link_samples", "events", "topology", "gpus"):
-            names.update(str(n) for n in result[table]["node_id"].dropna().unique())
-        for name in sorted(names):
+        for name in summary_nodes(result):
             first = now
             if self._table("nodes").count_where("node_id = ?", [name]):
                 first = self._table("nodes").get(name)["first_seen"]

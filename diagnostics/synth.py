@@ -45,10 +45,13 @@ def _assign(rng: np.random.Generator, nodes: int) -> tuple[dict[str, str], dict[
     known = all_platforms()
     pool = [s for s in SCENARIOS if s not in ("healthy", "replay_storm")]
     order: list[str] = []
-    while len(order) < nodes:
+    while len(order) < nodes + 2:
         order.extend(["healthy", "replay_storm", *rng.permutation(pool)])
+    for name, (scenario, _) in SEED_NODES.items():  # the seed nodes take their scenarios' first slots
+        if name in names:
+            order.remove(scenario)
     scenarios, platforms = {}, {}
-    free = iter(order[i] for i in range(len(order)))
+    free = iter(order)
     for name in names:
         if name in SEED_NODES:
             scenarios[name], platforms[name] = SEED_NODES[name]

@@ -1,10 +1,11 @@
-"""Which links a synthetic node has, read from the platform files (switched or direct NVLinks, and PCIe)."""
+"""Which links a synthetic node has: the platform's topology graph, so names and ports match the analysis."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .platforms import platform_data
+from .topology import platform_graph
 
 
 @dataclass(frozen=True)
@@ -17,42 +18,15 @@ class SynthLink:
 
 
 def nvlinks(platform: str) -> list[SynthLink]:
-    """A GPU's NVLinks in link-index order: through `[nvswitch] links_per_switch`, or `[nvlink] direct` pairs."""
-    data = platform_data(platform)
-    gpus = int(data["gpu_count"])
-    per_gpu = int(data.get("nvlinks_per_gpu", 0))
-    out: list[SynthLink] = []
-    direct = data.get("nvlink", {}).get("direct")
-    if direct:
-        next_link = dict.fromkeys(range(gpus), 0)
-        for pair in direct:
-            a, b = pair["gpus"]
-            for _ in range(int(pair.get("count", 1))):
-                for gpu, peer in ((a, b), (b, a)):
-                    out.append(SynthLink(gpu, next_link[gpu], "nvlink", f"GPU {peer}"))
-                    next_link[gpu] += 1
-        return sorted(out, key=lambda s: (s.gpu, s.link))
-    if per_gpu == 0:
-        return out
-    switch = data.get("nvswitch", {})
-    counts = switch.get("links_per_switch")
-    if not counts:  # a platform file without a layout: spread the links over its switches evenly
-        n = int(switch.get("count", 4))
-        counts = [per_gpu // n + (1 if i < per_gpu % n else 0) for i in range(n)]
-    for gpu in range(gpus):
-        link = 0
-        for s, count in enumerate(counts):
-            for _ in range(int(count)):
-                out.append(SynthLink(gpu, link, "nvlink", f"NVSwitch {s}", f"NVSwitch {s}"))
-                link += 1
-    return out
+    """Every GPU's NVLinks in link order, with the peer GPU or NVSwitch the template puts at the far end."""
+    graph = platform_graph(platform)
+    return [SynthLink(p.gpu, p.link, "nvlink", p.peer, p.switch)
+            for gpu in graph.gpus for p in graph.links_of(gpu) if p.link_type == "nvlink" and p.link is not None]
 
 
 def pcie_links(platform: str) -> list[SynthLink]:
-    data = platform_data(platform)
-    cpus = int(data.get("pcie", {}).get("cpus", 2))
-    gpus = int(data["gpu_count"])
-    return [SynthLink(g, None, "pcie", f"CPU {g * cpus // gpus} root port") for g in range(gpus)]
+    graph = platform_graph(platform)
+    return [SynthLink(gpu, None, "pcie", graph.port_of(gpu, None, "pcie").peer) for gpu in graph.gpus]
 
 
 def pcie_shape(platform: str) -> tuple[int, int]:

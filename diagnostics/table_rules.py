@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .model import Crossing, Finding
-from .rates import Prepared, _segmax, windowed_increase
+from .rates import Prepared, _seg_reduce, window_sums, windowed_increase
 from .rules import crossings, state_crossing, summarize
 from .schema import LinkState, LinkType, Severity
 from .thresholds import Thresholds
@@ -26,54 +26,48 @@ RATE_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers
 
 
 def last_state(p: Prepared, end_ns: int) -> pd.DataFrame:
-    """Each link's last non-missing state reading (width, generation, state, traffic) at or before the end."""
-    f = p.frame
-    seg = np.cumsum(p.starts) - 1
-    nseg = int(p.starts.sum())
-    upto = p.t <= end_ns
-    out: dict[str, object] = {}
-    for col in STATE_COLUMNS:
-        if col not in f.columns:
-            continue
-        ok = upto & f[col].notna().to_numpy()
-        if not ok.any():
-            continue
-        idx = np.full(nseg, -1, dtype=np.int64)
-        _segmax(idx, seg, np.where(ok, np.arange(len(f)), -1))
-        values = f[col].iloc[np.maximum(idx, 0)].reset_index(drop=True)
-        out[col] = values.where(pd.Series(idx >= 0), None)
-    return pd.DataFrame(out)
+    """Each link's state columns (width, generation, state, traffic) at its last reading at or before the end."""
+    idx = _seg_reduce(np.maximum, p, np.where(p.t <= end_ns, np.arange(len(p.t)), -1), -1)
+    take = np.maximum(idx, 0)
+    out = {col: p.frame[col].take(take).reset_index(drop=True) for col in STATE_COLUMNS if col in p.frame.columns}
+    frame = pd.DataFrame(out)
+    return frame.where(pd.Series(idx >= 0), None) if (idx < 0).any() else frame
 
 
 def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thresholds) -> pd.DataFrame:
-    """Per link: rates per hour in the window ending at `end_ns`, state, derived metrics, persistence counts."""
+    """Per link: rates per hour in the window ending at `end_ns`, state, derived metrics, persistence counts.
+
+    A rule with `persist = [k, m]` gets `over_<rule>`: in how many of the last m windows the counter's increase
+    per window-hour exceeded the rule's limit.
+    """
     end = pd.Timestamp(end_ns, tz="UTC")
     cur = windowed_increase(p.frame, window=window, at=end, prepared=p)
-    state = last_state(p, end_ns)
-    m = pd.concat([cur, state], axis=1)
+    m = pd.concat([cur, last_state(p, end_ns)], axis=1)
     m["crc_per_hour"] = m.filter(items=["crc_flit_per_hour", "crc_data_per_hour"]).sum(axis=1, min_count=1)
     m["crc_total"] = m.filter(items=["crc_flit_total", "crc_data_total"]).sum(axis=1, min_count=1)
     if {"width", "max_width"} <= set(m.columns):
-        m["width_lost"] = (m["max_width"].astype("Float64") - m["width"].astype("Float64")).clip(lower=0)
+        m["width_lost"] = (_float(m["max_width"]) - _float(m["width"])).clip(min=0)
     if {"gen", "max_gen"} <= set(m.columns):
-        traffic = m.filter(items=["tx_bytes_per_s", "rx_bytes_per_s"]).astype("Float64").sum(axis=1)
-        busy = traffic >= thresholds.setting("pcie_busy_bytes_per_s")
-        lost = (m["max_gen"].astype("Float64") - m["gen"].astype("Float64")).clip(lower=0)
-        m["gen_lost_under_load"] = lost.where(busy, 0.0)
-        m["gen_lost_idle"] = lost.where(~busy, 0.0)
+        traffic = np.fmax(_float(m.get("tx_bytes_per_s")), _float(m.get("rx_bytes_per_s")))
+        busy = np.nan_to_num(traffic) >= thresholds.setting("pcie_busy_bytes_per_s")
+        lost = (_float(m["max_gen"]) - _float(m["gen"])).clip(min=0)
+        m["gen_lost_under_load"] = np.where(busy, lost, lost * 0)  # NaN (no PCIe reading) stays NaN
+        m["gen_lost_idle"] = np.where(~busy, lost, lost * 0)
+    hours = window.total_seconds() / 3600
     for rule in thresholds.rules:
         if rule.persist is None:
             continue
-        windows = rule.persist[1]
-        over = np.zeros(len(m), dtype=np.int64)
-        for i in range(windows):
-            at = end - window * i
-            past = cur if i == 0 else windowed_increase(p.frame, window=window, at=at, prepared=p)
-            rate = _rate_column(past, rule.counter)
-            if rate is not None:
-                over += (rate.fillna(0).to_numpy(np.float64) > rule.above)
-        m[f"over_{rule.name}"] = over
+        counters = ("crc_flit", "crc_data") if rule.counter == "crc" else (rule.counter,)
+        sums = sum((window_sums(p, c, window=window, end_ns=end_ns, windows=rule.persist[1]) for c in counters),
+                   start=np.zeros((p.nseg, rule.persist[1])))
+        m[f"over_{rule.name}"] = (sums / hours > rule.above).sum(axis=1)
     return m
+
+
+def _float(series: pd.Series | None) -> np.ndarray:
+    if series is None:
+        return np.array(np.nan)
+    return pd.to_numeric(series, errors="coerce").to_numpy(np.float64, na_value=np.nan)
 
 
 def _rate_column(frame: pd.DataFrame, counter: str) -> pd.Series | None:
@@ -166,7 +160,8 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         evidence.append(f"running x{width} of x{max_width}: lanes {width}-{max_width - 1} lost")
     lane = _int(row.get("lane"))
     peer_gpu = int(peer.split()[1]) if peer.startswith("GPU ") and peer.split()[1].isdigit() else None
-    return Finding(
+    build = Finding.model_construct if severity is Severity.OK else Finding  # a healthy link: nothing to validate
+    return build(
         component=component_of(link_type, gpu, link, peer), link_type=LinkType(link_type),
         link_id=f"{link_type}-{link}" if link is not None else link_type, link=link, gpu=gpu, peer_gpu=peer_gpu,
         peer=peer, link_state=state, counts=counts, rates_per_hour=rates, crossed=crossed, severity=severity,

@@ -125,3 +125,18 @@ def test_drafts_are_rate_limited_per_user() -> None:
         assert "try again shortly" in local.slack.calls_to("chat.postEphemeral")[0].params["text"]
         _draft(local, summary, "UBOB")  # another person is not held back
         assert len([e for e in local.audit.entries("draft")]) == 2
+
+
+def test_a_recurrence_after_close_files_a_linked_ticket_escalated_to_replacement() -> None:
+    with local_bot() as local:
+        preview = _draft(local, summary_for(local, "hpc-gpu-node-12"))
+        _click(local, preview, "file_ticket", "UALICE")
+        _edited(local, preview)
+        local.tracker.set_status("FAB-0001", "closed", actor="UTECH", note="cable reseated")  # type: ignore[attr-defined]
+        again = _draft(local, summary_for(local, "hpc-gpu-node-12"))
+        assert "Ticket draft" in str(again.blocks)  # the closed ticket does not block a new draft
+        _click(local, again, "file_ticket", "UBOB")
+        text = _edited(local, again).text
+        assert "Filed *FAB-0002*" in text and "recurrence of FAB-0001, escalated to replacement" in text
+        new = local.tracker.get("FAB-0002")  # type: ignore[attr-defined]
+        assert new.linked_to == "FAB-0001" and new.escalated

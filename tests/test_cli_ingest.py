@@ -40,3 +40,16 @@ def test_nothing_readable_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["ingest", str(junk)]) == 1
     assert "nothing could be read" in capsys.readouterr().err
     assert main(["ingest", str(tmp_path / "s.prom"), "--at", "yesterday"]) == 2
+
+
+def test_at_mtime_dates_scrapes_without_timestamps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    scrape = tmp_path / "s.prom"
+    scrape.write_text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="n"} 2\n')
+    when = 1_772_409_600  # 2026-03-02T00:00Z
+    os.utime(scrape, (when, when))
+    assert main(["ingest", str(scrape), "--store", str(tmp_path / "st"), "--at", "mtime"]) == 0
+    assert (tmp_path / "st" / "link_samples" / "node=n" / "day=2026-03-02").is_dir()
+    assert main(["ingest", str(scrape), "--format", "nvidia-smi-x"]) == 1
+    assert "unknown format" in capsys.readouterr().err

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import sqlite_utils
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from bot.audit import AuditLog
 from bot.cli import main
+from bot.commands import ticket as ticket_command
+from diagnostics.store import open_store
+from diagnostics.synth import generate
+from diagnostics.tickets import ClaudeDrafter, ModelCall
 from tests.conftest import FIXTURES
 from tests.tickets_helpers import SEED_INPUT
 
@@ -61,17 +68,53 @@ def test_link_option_and_unknown_link(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_missing_node_file_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "ticket", "node-17")
-    assert code == 2 and err.count("\n") == 1 and "node-17" in err
+    assert code == 2 and "node-17" in err.splitlines()[-1] and "Traceback" not in err
 
 
 def test_model_calls_are_recorded_in_the_store_audit_table(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value")
-    # the key is set but model requests are disallowed in tests: the call fails and falls back, and is recorded
+    secret = "sk-ant-secret-value"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ConnectionError(f"upstream refused key {secret}")
+
+    def claude(*, on_model_call: Callable[[ModelCall], None] | None = None) -> ClaudeDrafter:
+        return ClaudeDrafter(model=FunctionModel(broken, model_name="claude-under-test"), on_model_call=on_model_call)
+
+    monkeypatch.setattr(ticket_command, "drafter_from_env", claude)
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(SEED_INPUT))
     code, out, _ = run(capsys, "ticket", str(path), "--store", str(tmp_path / "store"))
     assert code == 0 and "drafted by rules" in out
     entries = list(AuditLog(sqlite_utils.Database(tmp_path / "store" / "fabricbot.db")).entries("model_call"))
-    assert entries and entries[-1]["detail"]["outcome"] == "fallback"
-    assert "sk-ant-secret-value" not in json.dumps(entries) and "sk-ant-secret-value" not in out
+    assert [e["detail"]["outcome"] for e in entries] == ["error", "fallback"]
+    assert entries[0]["subject"] == "claude-under-test" and entries[0]["actor"] == "fabricbot ticket"
+    assert secret not in json.dumps(entries) and secret not in out
+
+
+def test_node_from_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    truth = json.loads(generate(out=tmp_path / "fleet", seed=0, nodes=2, hours=2, scrapes=0).read_text())
+    faulty = next(n for n, v in truth["nodes"].items() if v["faults"])
+    fault = truth["nodes"][faulty]["faults"][0]
+    store = tmp_path / "store"
+    open_store(store).ingest([tmp_path / "fleet" / f"{t}.parquet" for t in ("link_samples", "events",
+                                                                             "step_samples")])
+    code, out, _ = run(capsys, "ticket", faulty, "--store", str(store), "--json", "--rules",
+                       "--platform", truth["nodes"][faulty]["platform"])
+    data = json.loads(out)
+    assert code == 0 and data["node_id"] == faulty and data["gpu_index"] == fault["gpu"]
+    assert data["replacement_part"] is not None
+    code, _, err = run(capsys, "ticket", "node-missing", "--store", str(store))
+    assert code == 2 and faulty in err
+
+
+def test_inspect_ranks_hypotheses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(SEED_INPUT))
+    code, out, _ = run(capsys, "ticket", str(path), "--inspect", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["analysis_component"] == "GPU 2 -> GPU 3 NVLink 1" and data["agrees"] is True
+    assert data["hypotheses"][0]["kind"] == "nvlink" and data["hypotheses"][0]["agrees_with_analysis"]
+    code, out, _ = run(capsys, "ticket", str(path), "--inspect")
+    assert out.startswith("# Topology inspection: hpc-gpu-node-12") and "1. GPU 2 -> GPU 3 NVLink 1" in out

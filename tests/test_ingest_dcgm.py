@@ -36,6 +36,7 @@ def test_real_a100_scrape_gives_nvlink_tx_bytes_per_gpu() -> None:
     assert gpus.loc[gpus["gpu"] == 2, "uuid"].item() == "GPU-fbd9a227-e473-b993-215f-8f39b3574fd0"
     assert set(gpus["model"]) == {"NVIDIA A100-SXM4-40GB"}
     assert rows["source"].iloc[0].endswith("dcgm_metrics_a100_1.txt:6")
+    assert rows.loc[rows["gpu"] == 1, "gpu_uuid"].item() == "GPU-02348a17-a825-300c-0336-48e33d0dadb2"
 
 
 def test_real_gb200_scrape_reads_blackwell_counters_and_flags_the_cut_off_line() -> None:
@@ -46,8 +47,9 @@ def test_real_gb200_scrape_reads_blackwell_counters_and_flags_the_cut_off_line()
     assert by_gpu.loc[3, "tx_discards"] == 0 and by_gpu.loc[3, "recovery_successful"] == 0
     assert sorted(rows.loc[rows["recovery_successful"].notna(), "gpu"]) == [0, 1, 2, 3]
     assert rows["recovery_failed"].isna().all()  # its samples are cut off
+    assert by_gpu.loc[2, "pci_bus_id"] == "0018:01:00.0"
     gpus = result["gpus"].set_index("gpu")
-    assert gpus.loc[0, "pci_bus_id"] == "00000008:01:00.0" and gpus.loc[0, "model"] == "NVIDIA GB200"
+    assert gpus.loc[0, "pci_bus_id"] == "0008:01:00.0" and gpus.loc[0, "model"] == "NVIDIA GB200"
     [cut] = result.warnings
     assert cut.line == 10 and "LINK_RECOVERY_FAILED_EVENTS" in cut.message and "cut off" in cut.message
 
@@ -162,7 +164,7 @@ def test_xid_counter_increases_and_gauge_changes_are_events() -> None:
     ))
     events = result["events"]
     assert list(zip(events["code"], events["count"].fillna(0), strict=True)) == [(79, 1), (79, 2), (79, 0)]
-    assert set(events["gpu"]) == {5} and set(events["pci_bus_id"]) == {"00000000:9A:00.0"}
+    assert set(events["gpu"]) == {5} and set(events["pci_bus_id"]) == {"0000:9a:00.0"}
     assert any("Xid 74" in w.message for w in result.warnings)  # the gauge's first value is not an event
 
 
@@ -192,3 +194,49 @@ def test_node_override_and_missing_hostname_warning() -> None:
     result = READER.read(plain)
     assert result["link_samples"]["node_id"].item() == "unknown"
     assert any("--node" in w.message for w in result.warnings)
+
+
+def test_label_values_with_spaces_with_and_without_timestamps() -> None:
+    labels = 'gpu="0",modelName="NVIDIA H100 80GB HBM3",Hostname="h"'
+    result = READER.read(text(
+        f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L1{{{labels}}} 5",
+        f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L2{{{labels}}}\t6   1772323200000  ",
+        f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER {{{labels}}} 7",
+    ))
+    rows = result["link_samples"].set_index("link")
+    assert rows.loc[1, "replay"] == 5 and pd.isna(rows.loc[1, "timestamp"])
+    assert rows.loc[2, "replay"] == 6 and rows.loc[2, "timestamp"] == pd.Timestamp("2026-03-01T00:00Z")
+    assert result["gpus"]["model"].item() == "NVIDIA H100 80GB HBM3"
+    assert [w.line for w in result.warnings] == [3]  # a space between name and labels is not the format
+
+
+def test_large_input_path_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "big.prom"
+    path.write_text("\n".join(scrape(gpus=2, links=4, ts_ms=1_772_323_200_000, value=1)) + "\nbroken{\n")
+    small = READER.read(Source.from_path(path))
+    monkeypatch.setattr("diagnostics.ingest.dcgm_lines.SMALL_INPUT", 0)  # stream through the CSV reader
+    big = READER.read(Source.from_path(path))
+    pd.testing.assert_frame_equal(small["link_samples"], big["link_samples"])
+    assert [(w.line, w.message) for w in big.warnings] == [(w.line, w.message) for w in small.warnings]
+    assert big.warnings[-1].line == sum(1 for _ in path.open())
+
+
+def test_bytes_that_are_not_utf8_are_replaced_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "mixed.prom"
+    path.write_bytes(b'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="h\xff"} 3\n'
+                     b'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="1",Hostname="h"} 4\n')
+    monkeypatch.setattr("diagnostics.ingest.dcgm_lines.SMALL_INPUT", 0)
+    result = READER.read(Source.from_path(path))
+    assert list(result["link_samples"]["replay"]) == [3, 4]
+    assert set(result["link_samples"]["node_id"]) == {"h\ufffd", "h"}
+
+
+def test_scrapes_without_timestamps_take_the_given_time_per_file(tmp_path: Path) -> None:
+    files = []
+    for minute, value in enumerate([1, 4]):
+        path = tmp_path / f"scrape{minute}.prom"
+        path.write_text(f'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0{{gpu="0",Hostname="h"}} {value}\n')
+        files.append((Source.from_path(path), pd.Timestamp(f"2026-03-01T00:0{minute}Z").to_pydatetime()))
+    rows = read_scrapes(files)["link_samples"]
+    assert list(rows["replay"]) == [1, 4]
+    assert (rows["timestamp"].diff().dropna() == pd.Timedelta(minutes=1)).all()

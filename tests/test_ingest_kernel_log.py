@@ -49,3 +49,14 @@ def test_another_format_and_empty() -> None:
     other = READER.read(Source.from_path(REAL / "nvlink_e_h100_1.txt"))
     assert other.rows["events"] == 0 and other.warnings
     assert READER.read(Source.from_text("")).empty
+
+
+def test_dmesg_iso_and_journal_precise_prefixes() -> None:
+    text = ("2026-11-29T16:00:01,123456+00:00 NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+            "Nov 29 16:00:02.000001 node-9 kernel: nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, "
+            "Link 30 LTSSM Fault Up\n")
+    result = read_text(text)
+    events = result["events"]
+    assert events["code"].tolist() == [79, 20034] and events["link"].iloc[1] == 30
+    assert events["timestamp"].iloc[0] == pd.Timestamp("2026-11-29 16:00:01.123456", tz="UTC")
+    assert set(events["node_id"]) == {"node-9"}

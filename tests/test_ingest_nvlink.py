@@ -121,3 +121,37 @@ def test_empty_input() -> None:
     assert READER.read(Source.from_text("")).empty
     with pytest.raises(InputError, match="empty"):
         detect.read(Source.from_text("  \n"))
+
+
+def test_a_stated_time_dates_the_reading() -> None:
+    result = read_text("2026-11-29T16:09:49Z\n" + E_BLOCK + "         Link 1: CRC Errors: 0\n")
+    assert set(result["link_samples"]["timestamp"]) == {pd.Timestamp("2026-11-29 16:09:49", tz="UTC")}
+    assert result.warnings == []
+    naive = read_text("Sun Nov 29 16:09:49 2026\n" + E_BLOCK + "         Link 1: CRC Errors: 0\n")
+    assert warning_lines(naive) == [1] and "no zone" in naive.warnings[0].message
+
+
+def test_remote_ends_name_the_peer_of_link_rows() -> None:
+    text = (SAMPLES / "nvlink_R_h100.txt").read_text() + (
+        "$ nvidia-smi nvlink -s\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
+        "         Link 0: 26.562 GB/s\n         Link 7: 26.562 GB/s\n"
+    )
+    links = read_text(text)["link_samples"].set_index("link")
+    assert links.loc[0, "peer"] == "NVSwitch" and links.loc[7, "peer"] == "unknown"
+
+
+def test_two_readings_in_one_paste_stay_two_rows() -> None:
+    block = E_BLOCK + "         Link 1: CRC Errors: 0\n"
+    later = block.replace("Replay Errors: 4", "Replay Errors: 7")
+    text = "2026-11-29T16:00:00Z\n" + block + "2026-11-29T16:21:00Z\n" + later
+    links = read_text(text)["link_samples"]
+    link0 = links[links["link"] == 0]
+    assert link0["replay"].tolist() == [4, 7]  # two readings 21 minutes apart: what a rate needs
+    assert link0["timestamp"].diff().iloc[1] == pd.Timedelta(minutes=21)
+
+
+def test_gpu_identity_rows() -> None:
+    gpus = read(REAL / "nvlink_s_a100_1.txt")["gpus"]
+    assert gpus["gpu"].tolist() == [0, 1, 2]
+    assert gpus["uuid"].tolist()[1] == "GPU-0c512562-871f-8257-6187-b5ae1b986d5e"
+    assert set(gpus["model"]) == {"NVIDIA A100-SXM4-80GB"}

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
+import pytest
+
 from diagnostics.ingest import detect
-from diagnostics.ingest.base import Source
+from diagnostics.ingest.base import IngestResult, Source
 from tests.ingest_tools_helpers import REAL, SAMPLES, read, read_text, warning_lines
 
 
@@ -42,3 +45,38 @@ def test_unread_output_and_a_command_without_output_are_named() -> None:
                        "$ nvidia-smi -q\n", fmt="paste")
     assert result.rows["link_samples"] == 1 and result.rows["events"] == 1
     assert warning_lines(result) == [2, 8]  # `ls`'s output, and `nvidia-smi -q` with nothing after it
+
+
+def test_a_date_before_an_output_times_it() -> None:
+    text = ("$ date\nSun Nov 29 16:09:49 UTC 2026\n$ nvidia-smi nvlink -e\nGPU 0: X (UUID: GPU-0)\n"
+            "  Link 0: Replay Errors: 3\n  Link 0: Recovery Errors: 0\n  Link 0: CRC Errors: 0\n"
+            "$ dmesg\n[5.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n")
+    result = read_text(text)
+    assert result["link_samples"]["timestamp"].tolist() == [pd.Timestamp("2026-11-29 16:09:49", tz="UTC")]
+    assert result["events"]["timestamp"].isna().all()  # dmesg counts from boot: no time, and not the date's
+    assert warning_lines(result) == [9]
+
+
+class _LaterReader:
+    """A reader registered after the paste reader was written: the paste must reach it through the registry."""
+
+    name = "later"
+
+    def sniff(self, head: str) -> float:
+        return 0.95 if "LATER FORMAT" in head else 0.0
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        rows = [{"a": "GPU0", "b": "GPU1", "relation": "NV", "nvlinks": 18, "node_id": node_id,
+                 "source": f"{source.name}:{n}"} for n, text in source.lines() if text.startswith("LATER FORMAT")]
+        return IngestResult.of(topology=pd.DataFrame(rows))
+
+
+def test_sections_reach_readers_registered_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = {**detect.readers(), "later": _LaterReader()}
+    monkeypatch.setattr(detect, "readers", lambda: registry)
+    text = "me@node-3:~$ later-tool\nLATER FORMAT row\nme@node-3:~$ nvidia-smi nvlink -s\n" \
+           "GPU 0: X (UUID: GPU-0)\n  Link 0: <inactive>\n"
+    result = read_text(text)
+    assert result["topology"]["source"].tolist() == ["paste.txt:2"]
+    assert set(result["topology"]["node_id"]) == {"node-3"}
+    assert result["link_samples"]["link_state"].tolist() == ["inactive"]

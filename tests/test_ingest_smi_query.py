@@ -52,3 +52,19 @@ def test_value_cut_off() -> None:
 def test_another_format_and_empty() -> None:
     assert READER.read(Source.from_path(REAL / "xid_145_149_log_1.txt")).rows["link_samples"] == 0
     assert READER.read(Source.from_text("")).empty
+
+
+def test_garbage_in_the_middle() -> None:
+    lines = (REAL / "nvidia_smi_q_pcie_v100_1.txt").read_text().splitlines()
+    lines.insert(17, "@@@@ \x07 garbage @@@@")
+    result = read_text("\n".join(lines), fmt="smi_query")
+    (row,) = result["link_samples"].to_dict("records")
+    assert row["replay"] == 0 and row["width"] == 16  # the lines after the garbage are still read
+    assert warning_lines(result) == [18]
+
+
+def test_gpu_identity_rows() -> None:
+    gpus = read(SAMPLES / "nvidia_smi_q_fabric_h100.txt")["gpus"]
+    assert gpus[["gpu", "pci_bus_id"]].values.tolist() == [[0, "0000:19:00.0"], [1, "0000:1b:00.0"]]
+    assert set(gpus["driver_version"]) == {"550.54.15"} and set(gpus["model"]) == {"NVIDIA H100 80GB HBM3"}
+    assert gpus["uuid"].tolist()[0] == "GPU-33333333-3333-3333-3333-333333333333"

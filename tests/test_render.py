@@ -192,3 +192,15 @@ def test_layout_is_deterministic() -> None:
     png = render_node(platform_graph("dgx1-v100-8gpu"))
     assert png == render_node(platform_graph("dgx1-v100-8gpu"))
     assert re.search(rb"IEND", png)
+
+
+def test_a_finding_over_all_of_a_gpus_links_marks_the_gpu() -> None:
+    graph = platform_graph("hgx-h100-8gpu")
+    diag = diagnosis([finding(4, None, Severity.FAILING, replay=2500.0)])
+    png, warnings = render_with_warnings(graph, diag)
+    scene = build_scene(graph, diag)
+    assert [(m.node, m.severity, m.label) for m in scene.marks] == [
+        ("GPU 4", Severity.FAILING, "all NVLinks: 2.5k replays/h")]
+    assert not any("GPU 4" in w for w in warnings)
+    x, y = scene.pos["GPU 4"]
+    assert near(pixels(png), (x + 0.6, y), SEVERITY_COLOURS[Severity.FAILING], radius=4)  # a ring round the box

@@ -68,3 +68,39 @@ def test_unreadable_file_is_reported_not_raised(tmp_path: Path) -> None:
     report = TelemetryStore(tmp_path / "s").ingest([junk, tmp_path / "missing.prom"])
     assert [f.status for f in report.files] == ["error", "error"] and not report.read_anything
     assert "binary" in str(report.files[0].error)
+
+
+def test_topology_and_gpu_identity_round_trip(tmp_path: Path) -> None:
+    topo = tmp_path / "topo.csv"
+    topo.write_text("node_id,a,b,relation,nvlinks\nn1,GPU0,GPU1,NV,18\nn1,GPU0,NIC0,PIX,\nn2,GPU0,GPU1,NV,12\n")
+    scrape = tmp_path / "s.prom"
+    scrape.write_text(f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{gpu_labels(3, 'n1')}}} 1 {DAY1}\n")
+    store = TelemetryStore(tmp_path / "s")
+    store.ingest([topo, scrape])
+    rows = store.topology("n1")
+    assert list(zip(rows["b"], rows["relation"], rows["nvlinks"], strict=True)) == [("GPU1", "NV", 18),
+                                                                                   ("NIC0", "PIX", pd.NA)]
+    assert str(rows["nvlinks"].dtype) == "Int16" and len(store.topology()) == 3
+    gpus = store.gpus("n1")
+    assert gpus["uuid"].item() == "GPU-00003" and gpus["pci_bus_id"].item() == "0000:1b:00.0"
+    assert store.nodes() == ["n1", "n2"]
+
+
+def test_xid_gauge_change_between_ingests_is_an_event(tmp_path: Path) -> None:
+    store = TelemetryStore(tmp_path / "s")
+    for minute, last_xid in enumerate([79, 79, 74]):
+        path = tmp_path / f"scrape{minute}.prom"
+        path.write_text(f"DCGM_FI_DEV_XID_ERRORS{{{gpu_labels(6, 'n1')}}} {last_xid} {DAY1 + minute * 60_000}\n")
+        store.ingest([path])
+    events = store.events("n1")
+    assert list(events["code"]) == [74] and events["gpu"].tolist() == [6]
+    assert events["timestamp"].item() == pd.Timestamp(DAY1 + 120_000, unit="ms", tz="UTC")
+
+
+def test_nodes_named_only_by_step_samples_are_known(tmp_path: Path) -> None:
+    steps = tmp_path / "steps.csv"
+    steps.write_text("timestamp,job_id,node_ids,step,step_time_ms\n2026-03-01T00:00:00Z,j1,\"n7,n8\",1,250\n")
+    store = TelemetryStore(tmp_path / "s")
+    store.ingest([steps])
+    assert store.nodes() == ["n7", "n8"] and store.jobs() == ["j1"]
+    assert store.step_samples(node_id="n8")["step_time_ms"].tolist() == [250]

@@ -186,6 +186,13 @@ def test_wording_that_names_only_the_facts_is_accepted() -> None:
     assert ticket.drafted_by == "scripted-claude" and ticket.summary == answer["summary"]
 
 
+def test_reasoning_may_cite_healthy_links_of_the_node_but_not_invented_ones() -> None:
+    cites = good_answer() | {"why": "GPU 2 NVLink 1 replays 8,900/h; GPU 0 NVLink 0 toward GPU 1 reads clean."}
+    assert _drafter(scripted(lambda m, i: cites)).draft(seed_diagnosis()).drafted_by == "scripted-claude"
+    invents = good_answer() | {"why": "GPU 2 NVLink 1 replays; GPU 6 NVLink 11 is also suspect."}
+    assert _drafter(scripted(lambda m, i: invents), retries=0).draft(seed_diagnosis()).drafted_by == "rules"
+
+
 def test_reworded_steps_keep_the_catalog_commands() -> None:
     rules = RulesDrafter().draft(seed_diagnosis())
     wording = [f"Step {i + 1} for GPU 2 NVLink 1" for i in range(len(rules.repair_steps))]
@@ -239,3 +246,18 @@ def test_inspection_naming_what_does_not_exist_falls_back_to_rules() -> None:
     result = _drafter(scripted(lambda m, i: out), calls, retries=1).inspect(seed_diagnosis())
     assert result.drafted_by == "rules" and result.notes and result.hypotheses[0].agrees_with_analysis
     assert calls[-1].outcome == "fallback" and "retry" in [c.outcome for c in calls]
+
+
+def test_a_slow_model_times_out_and_falls_back() -> None:
+    import asyncio
+
+    calls: list[ModelCall] = []
+
+    async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        await asyncio.sleep(5)
+        raise AssertionError("not reached")
+
+    drafter = ClaudeDrafter(model=FunctionModel(slow, model_name="slow"), on_model_call=calls.append, timeout_s=0.2)
+    ticket = drafter.draft(seed_diagnosis())
+    assert ticket.drafted_by == "rules" and "Timeout" in ticket.fallback_notes[0]
+    assert calls[-1].outcome == "fallback" and calls[0].latency_ms < 3000

@@ -102,7 +102,7 @@ def _finding(gpu: int, link: int, severity: Severity = Severity.FAILING, **kw: o
 
 
 def test_shared_switch_outranks_single_links_when_several_gpus_land_on_it() -> None:
-    findings = [_finding(g, 0, switch="NVSwitch 2", switch_port=p, port_source=PortSource.OBSERVED)
+    findings = [_finding(g, 0, switch="NVSwitch 2", switch_port=p, port_source=PortSource.OBSERVED, lanes=[g])
                 for g, p in ((0, 4), (3, 12), (5, 20))]
     loc = Localization(kind=ComponentKind.NVSWITCH, component="NVSwitch 2", switch="NVSwitch 2", confidence=0.9)
     d = seed_diagnosis().model_copy(update={"findings": findings, "localization": loc})
@@ -111,6 +111,9 @@ def test_shared_switch_outranks_single_links_when_several_gpus_land_on_it() -> N
     t = RulesDrafter().draft(d)
     assert t.component_kind is ComponentKind.NVSWITCH and t.switch == "NVSwitch 2"
     assert t.replacement_part is not None and t.replacement_part.component is ComponentKind.NVSWITCH
+    link = RulesDrafter().draft(d, component="gpu-3-nvlink-0")
+    assert (link.switch, link.switch_port, link.port_source, link.lanes) == ("NVSwitch 2", 12, PortSource.OBSERVED, [3])
+    assert link.port_find_with is None  # observed: nothing to look up
 
 
 def test_fabric_software_ticket_has_no_part() -> None:

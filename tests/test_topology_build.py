@@ -131,3 +131,16 @@ def test_inventory_bad_row_names_the_line(tmp_path: Path) -> None:
         load_inventory(path)
     with pytest.raises(InputError, match="not found"):
         load_inventory(tmp_path / "none.toml")
+
+
+def test_inventory_puts_slot_labels_into_port_answers(tmp_path: Path) -> None:
+    path = tmp_path / "node.toml"
+    path.write_text('node_id = "n1"\n[[gpu]]\nindex = 2\nslot = "SXM5"\nserial = "1652"\nuuid = "GPU-2"\n')
+    graph = platform_graph("hgx-h100-8gpu")
+    graph.node_id = "n1"
+    port = graph.with_inventory(load_inventory(path)).port_of(2, 1)
+    assert port.fru == "GPU 2 module (HGX baseboard slot), slot SXM5"
+    assert (port.slot, port.gpu_serial, port.gpu_uuid) == ("SXM5", "1652", "GPU-2")
+    assert port.fru_next == "HGX baseboard (NVSwitch 0)"
+    bare = graph.port_of(2, 1)
+    assert bare.slot is None and bare.fru == "GPU 2 module (HGX baseboard slot)"

@@ -15,30 +15,68 @@ from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
 from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
 from diagnostics.errors import InputError
+from diagnostics.history import analyze_tables
 from diagnostics.ingest.snapshot import read_cases
-from diagnostics.tickets import Drafter, ModelCall, NoFaultError, RulesDrafter, drafter_from_env
+from diagnostics.store import DB_NAME, open_store
+from diagnostics.tickets import (
+    ClaudeDrafter,
+    Drafter,
+    ModelCall,
+    NoFaultError,
+    RulesDrafter,
+    drafter_from_env,
+    rules_inspection,
+)
+from diagnostics.tickets.hypotheses import inspection_markdown
+from diagnostics.topology import Inventory, NodeGraph, graph_from_topology, load_inventory
 
-DB_NAME = "fabricbot.db"
 ENV_STORE = "FABRICBOT_STORE"
 
 
-def _diagnoses(target: str) -> list[tuple[str, Diagnosis]]:
+def _store_folder(args: argparse.Namespace) -> str | None:
+    folder: str | None = args.store or os.environ.get(ENV_STORE)
+    return folder
+
+
+def _from_store(node_id: str, folder: str, platform: str | None) -> tuple[Diagnosis, NodeGraph | None]:
+    """Analyze a stored node's history; its `topology` rows, if any, give the graph (ports observed where known)."""
+    store = open_store(folder)
+    if node_id not in store.nodes():
+        known = ", ".join(store.nodes()) or "none"
+        raise InputError(f"no such node in the store (nodes: {known})", source=folder, value=node_id)
+    topology = store.topology(node_id)
+    graph = None
+    if len(topology):
+        graph = graph_from_topology(topology, node_id=node_id, platform=platform).with_observed_ports(topology)
+    tables = {"link_samples": store.link_samples(node_id), "events": store.events(node_id),
+              "step_samples": store.step_samples(node_id=node_id), "topology": topology}
+    platform = platform or (graph.platform if graph is not None else None)
+    return analyze_tables(tables, node_id=node_id, graph=graph, platform=platform), graph
+
+
+def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnosis, NodeGraph | None]]:
     if target != "-" and not Path(target).exists():
-        raise InputError("no such snapshot file; reading a node by name needs a telemetry store with its "
-                         "analysis, which this build lacks", source=target)
+        folder = _store_folder(args)
+        if folder is None:
+            raise InputError("no such file; to read a node by name give --store DIR (or set FABRICBOT_STORE)",
+                             source=target)
+        diagnosis, graph = _from_store(target, folder, args.platform)
+        return [(target, diagnosis, graph)]
     text, source = _read_text(target)
     thresholds = load_thresholds()
-    out = []
+    out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
     for case in read_cases(text, source):
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
         if case.snapshot is not None:
-            out.append((case.label, analyze_snapshot(case.snapshot, thresholds)))
+            snapshot = case.snapshot
+            if args.platform and snapshot.platform is None:
+                snapshot = snapshot.model_copy(update={"platform": args.platform})
+            out.append((case.label, analyze_snapshot(snapshot, thresholds), None))
     return out
 
 
-def _audit(store: str | None) -> AuditLog | None:
-    folder = store or os.environ.get(ENV_STORE)
+def _audit(folder: str | None) -> AuditLog | None:
     if not folder:
         return None
     path = Path(folder)
@@ -47,23 +85,34 @@ def _audit(store: str | None) -> AuditLog | None:
 
 
 def cmd_ticket(args: argparse.Namespace) -> int:
-    audit = _audit(args.store)
+    audit = _audit(_store_folder(args))
+    inventory: Inventory | None = load_inventory(args.inventory) if args.inventory else None
 
     def record(call: ModelCall) -> None:
         if audit is not None:
             audit.record("model_call", actor="fabricbot ticket", subject=call.model, detail=call.model_dump())
 
     drafter: Drafter = RulesDrafter() if args.rules else drafter_from_env(on_model_call=record)
+    if drafter.name == "rules" and not args.rules:
+        print("fabricbot: ANTHROPIC_API_KEY is not set: drafting with the rules drafter (offline default)",
+              file=sys.stderr)
     tickets: list[dict[str, Any]] = []
-    for label, diagnosis in _diagnoses(args.target):
+    for label, diagnosis, graph in _diagnoses(args.target, args):
         try:
-            ticket = drafter.draft(diagnosis, component=args.link)
-        except NoFaultError:
-            print(f"{label}: no unhealthy link: nothing to repair", file=sys.stderr)
+            if args.inspect:
+                inspection = (drafter.inspect(diagnosis, graph=graph) if isinstance(drafter, ClaudeDrafter)
+                              else rules_inspection(diagnosis, graph))
+                tickets.append(inspection.model_dump(mode="json"))
+                text = inspection_markdown(inspection)
+            else:
+                ticket = drafter.draft(diagnosis, component=args.link, graph=graph, inventory=inventory)
+                tickets.append(ticket.model_dump(mode="json"))
+                text = ticket.to_markdown()
+        except NoFaultError as exc:
+            print(f"{label}: {exc.reason}", file=sys.stderr)
             continue
-        tickets.append(ticket.model_dump(mode="json"))
         if not args.json:
-            print(ticket.to_markdown())
+            print(text)
     if args.json:
         json.dump(tickets[0] if len(tickets) == 1 else tickets, sys.stdout, indent=2)
         print()
@@ -72,10 +121,14 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ticket", help="draft the repair ticket for the isolated component (or one link)")
-    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON ('-' reads stdin)")
+    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON ('-' reads stdin), or a node in --store")
     p.add_argument("--link", help="a candidate id, component name or link id (default: the isolated component)")
     p.add_argument("--json", action="store_true", help="the ticket as JSON")
-    p.add_argument("--store", metavar="DIR", help=f"store folder whose database records model calls "
-                                                  f"(default ${ENV_STORE})")
+    p.add_argument("--store", metavar="DIR", help=f"telemetry store: where NODE is read from and model calls are "
+                                                  f"recorded (default ${ENV_STORE})")
+    p.add_argument("--platform", help="the node's platform (e.g. hgx-h100-8gpu) when the input does not say")
+    p.add_argument("--inventory", metavar="FILE", help="inventory file (slots, serials, UUIDs, versions)")
+    p.add_argument("--inspect", action="store_true",
+                   help="rank the hypotheses (link, NVSwitch, GPU, PCIe, software) instead of drafting")
     p.add_argument("--rules", action="store_true", help="use the deterministic drafter even when a key is set")
     p.set_defaults(func=cmd_ticket)

@@ -13,7 +13,6 @@ from typing import Any
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
-from diagnostics import Diagnosis
 from diagnostics.errors import FabricbotError
 
 from ..app import Services
@@ -24,26 +23,6 @@ from .commands import post_diagnosis
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 _JOB = re.compile(r"\bjob\s+#?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9]")
-
-
-def answer_for(diagnosis: Diagnosis, question: str) -> str:
-    """A plain answer from the analysis: what, where, how bad, what to do."""
-    d = diagnosis
-    who = f"Job {d.job_id}" if d.job_id else f"`{d.node_id}`"
-    if not d.fault_detected:
-        slow = f" (step time {d.degradation_pct:+.1f}%)" if d.degradation_pct is not None else ""
-        return (f"{who}: no fabric fault on `{d.node_id}`{slow}. "
-                + (d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."))
-    parts = [f"{who}: `{d.node_id}` has a failing {d.isolated_component}"]
-    if d.degradation_pct is not None:
-        parts.append(f"and the step time is {d.degradation_pct:+.1f}% against its baseline")
-    text = " ".join(parts) + "."
-    if d.verdict:
-        text += f" {d.verdict}"
-    worst = d.failing[0] if d.failing else None
-    if worst is not None and worst.crossed:
-        text += f" Evidence: {worst.crossed[0].message}."
-    return text + f" Priority {d.ticket_priority.value}; suggested action: {d.repair_action}"
 
 
 def register(app: App, services: Services) -> None:
@@ -69,7 +48,7 @@ def register(app: App, services: Services) -> None:
                 diagnosis = services.source.explain_job(job[1])
                 services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=job[1],
                                 fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
-                _reply(client, event, answer_for(diagnosis, text))
+                _reply(client, event, services.answer(diagnosis, text))
                 return
             nodes = services.source.node_ids()
             named = [w for w in _WORD.findall(text) if w in nodes]
@@ -77,7 +56,7 @@ def register(app: App, services: Services) -> None:
                 diagnosis = services.source.diagnose(named[0])
                 services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
                                 fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
-                _reply(client, event, answer_for(diagnosis, text))
+                _reply(client, event, services.answer(diagnosis, text))
                 post_diagnosis(client, services, diagnosis, channel=channel, thread_ts=thread)
                 return
             near = [m for w in _WORD.findall(text) if "-" in w for m in close_matches(w, nodes, n=1)]

@@ -15,6 +15,7 @@ from types import TracebackType
 from slack_bolt import App
 from slack_sdk import WebClient
 
+from ..answers import Answerer
 from ..app import build_app, utc_now
 from ..audit import AuditLog
 from ..drafting import Drafter, Renderer
@@ -32,14 +33,14 @@ class LocalSlack:
 
     def __init__(self, *, settings: Settings, source: NodeSource, drafter: Drafter | None, tracker: Tracker,
                  audit: AuditLog, renderer: Renderer | None = None, slack: MockSlack | None = None,
-                 clock: Callable[[], datetime] = utc_now) -> None:
+                 clock: Callable[[], datetime] = utc_now, answerer: Answerer | None = None) -> None:
         self.slack = slack or MockSlack()
         self.settings = replace(settings, bot_token=self.slack.token,
                                 signing_secret=settings.signing_secret or secrets.token_hex(16))
         self.audit = audit
         self.tracker = tracker
         self._deps = dict(source=source, drafter=drafter, tracker=tracker, audit=audit, renderer=renderer,
-                          clock=clock)
+                          clock=clock, answerer=answerer)
         self.slack_server = LoopbackServer(self.slack.app)
         self.slack.base_url = self.slack_server.url
         self.app: App | None = None

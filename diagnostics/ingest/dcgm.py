@@ -1,10 +1,11 @@
 """dcgm-exporter scrapes (Prometheus text exposition or OpenMetrics) -> link_samples, events, gpus.
 
-The parser is hand-written, not a library's: it must read a 700-series scrape in well under 20 ms and a day of
-scrapes (a million samples) in seconds with bounded memory, and say which line is bad instead of stopping at it.
-It streams lines and keeps each sample in compact arrays (27 bytes); a series' text is parsed once and cached, so
-the repeated scrapes of a day cost a dictionary look-up per line. Metric and label names are mapped through
-`data/dcgm.toml` (see `dcgm_map`).
+No library parser: prometheus_client's text parser is pure Python at several microseconds a line and stops at
+the first bad line, while a day of scrapes is a million lines and a bad line must become a warning naming it.
+Lines are read in batches (pyarrow's CSV reader for large files) and split by pyarrow compute kernels
+(`dcgm_lines`); each distinct series text, and each distinct label set, is parsed once in Python and cached, so
+repeated scrapes cost array operations only. Samples are kept as compact numpy arrays until one pivot builds the
+rows (`dcgm_frame`). Metric and label names are mapped through `data/dcgm.toml` (see `dcgm_map`).
 
 Meaning kept:
 - Timestamps: an integer sample timestamp is milliseconds (Prometheus text); one with a fraction, or below 1e11,
@@ -37,6 +38,7 @@ from .base import IngestResult, IngestWarning, Source
 from .dcgm_frame import build_events, build_gpus, build_link_samples, empty
 from .dcgm_lines import NAT_MS, Batch, line_batches, split
 from .dcgm_map import DcgmMap, load_map
+from .textlines import normalize_bus_id
 
 MAX_LINE_WARNINGS = 50  # per file; the rest are counted in one closing warning
 BATCH_LINES = 100_000  # lines parsed together; bounds the memory a file of any size needs while it is read
@@ -74,17 +76,14 @@ def parse_labels(body: str) -> dict[str, str]:
     return labels
 
 
-def parse_series(text: str) -> tuple[str, dict[str, str]]:
-    """`name{labels}` or `name` -> (name, labels)."""
-    brace = text.find("{")
-    name = text if brace < 0 else text[:brace]
-    if not _NAME.fullmatch(name):
-        raise SeriesError(f"not a metric name: {name[:40]!r}")
-    if brace < 0:
-        return name, {}
-    if not text.endswith("}"):
-        raise SeriesError("label set not closed (a cut-off line?)")
-    return name, parse_labels(text[brace + 1 : -1])
+@dataclass(frozen=True)
+class _Labels:
+    labels: dict[str, str]
+    node: str
+    gpu: int | None
+    switch: str | None
+    link: int | None
+    error: str | None = None
 
 
 @dataclass
@@ -114,9 +113,11 @@ class DcgmParser:
     columns: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     xids: list[tuple[Any, ...]] = field(default_factory=list)
+    xid_last: dict[tuple[Any, ...], float] = field(default_factory=dict)  # carried between reads (see build_events)
     gpus: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     warnings: list[IngestWarning] = field(default_factory=list)
     _series: dict[str, Series] = field(default_factory=dict)
+    _bodies: dict[str, _Labels] = field(default_factory=dict)
 
     def feed(self, source: Source, at: datetime | None = None) -> int:
         """Read one source, streamed in batches of lines; returns the number of samples it gave."""
@@ -208,33 +209,55 @@ class DcgmParser:
     def _column(self, column: str) -> int:
         return self.columns.setdefault(column, len(self.columns))
 
+    def _labels(self, body: str) -> _Labels:
+        """A label set, parsed once: a scrape repeats each GPU's label set for every metric."""
+        found = self._bodies.get(body)
+        if found is None:
+            try:
+                labels = parse_labels(body)
+                mapping = self.mapping
+                gpu_text, link_text = mapping.label(labels, "gpu"), mapping.label(labels, "nvlink")
+                try:
+                    gpu = int(gpu_text) if gpu_text is not None else None
+                    link = int(link_text) if link_text is not None else None
+                except ValueError:
+                    raise SeriesError(f"gpu/nvlink label is not an index ({gpu_text!r}, {link_text!r})") from None
+                node = self.node_id or mapping.label(labels, "node") or "unknown"
+                found = _Labels(labels, node, gpu, mapping.label(labels, "nvswitch"), link)
+            except SeriesError as exc:
+                found = _Labels({}, "", None, None, None, str(exc))
+            self._bodies[body] = found
+        if found.error:
+            raise SeriesError(found.error)
+        return found
+
     def _describe(self, key: str, file: str, number: int) -> Series:
-        name, labels = parse_series(key)
+        brace = key.find("{")
+        name = key if brace < 0 else key[:brace]
+        if not _NAME.fullmatch(name):
+            raise SeriesError(f"not a metric name: {name[:40]!r}")
+        if brace >= 0 and not key.endswith("}"):
+            raise SeriesError("label set not closed (a cut-off line?)")
+        info = self._labels(key[brace + 1 : -1] if brace >= 0 else "")
         mapping = self.mapping
         resolved = mapping.resolve(name)
         is_xid = name in mapping.xid_counter or name in mapping.xid_gauge
         if resolved is None and not is_xid:
             return ("skip",)
-        node = self.node_id or mapping.label(labels, "node") or "unknown"
-        gpu_text = mapping.label(labels, "gpu")
-        switch = mapping.label(labels, "nvswitch")
-        link_text = mapping.label(labels, "nvlink")
-        try:
-            gpu = int(gpu_text) if gpu_text is not None else None
-            link = int(link_text) if link_text is not None else None
-        except ValueError:
-            raise SeriesError(f"{name}: gpu/nvlink label is not an index ({gpu_text!r}, {link_text!r})") from None
+        node, gpu, switch, link, labels = info.node, info.gpu, info.switch, info.link, info.labels
         if gpu is None and switch is None:
             raise SeriesError(f"{name}: no gpu or nvswitch label, so no component to attach it to")
         if gpu is not None:
             self._note_gpu(node, gpu, labels, f"{file}:{number}")
         if is_xid:
+            bus = mapping.label(labels, "pci_bus_id")
+            bus = normalize_bus_id(bus) or bus if bus else None
             if name in mapping.xid_gauge:
-                return ("xid", "gauge", node, gpu, None, mapping.label(labels, "pci_bus_id"))
+                return ("xid", "gauge", node, gpu, None, bus)
             code = mapping.label(labels, "xid")
             if code is None or not code.isdigit():
                 raise SeriesError(f"{name}: needs an integer xid label (got {code!r})")
-            return ("xid", "counter", node, gpu, int(code), mapping.label(labels, "pci_bus_id"))
+            return ("xid", "counter", node, gpu, int(code), bus)
         assert resolved is not None
         fld = resolved.field
         link = resolved.link if resolved.link is not None else link
@@ -254,13 +277,15 @@ class DcgmParser:
         for key in ("uuid", "pci_bus_id", "model", "driver_version", "pod", "namespace", "container"):
             if info.get(key) is None:
                 info[key] = self.mapping.label(labels, key)
+        if info.get("pci_bus_id"):  # one spelling across readers: dddd:bb:dd.f, lowercase
+            info["pci_bus_id"] = normalize_bus_id(info["pci_bus_id"]) or info["pci_bus_id"]
 
     def result(self) -> IngestResult:
         warnings = list(self.warnings)
         if self.node_id is None and any(e[0] == "unknown" for e in self.entities):
             warnings.append(IngestWarning(self.files[0] if self.files else "<input>", None,
                                           "no Hostname label on some series: node 'unknown' (give --node)"))
-        events, xid_warnings = build_events(self.xids, self.files)
+        events, xid_warnings = build_events(self.xids, self.files, self.xid_last)
         tables = {name: empty(name) for name in TABLES}
         tables["link_samples"] = build_link_samples(self)  # already in the schema's columns and dtypes
         tables["events"] = EVENTS.conform(events) if len(events) else tables["events"]
@@ -275,9 +300,13 @@ def mtime(source: Source) -> datetime | None:
     return datetime.fromtimestamp(os.stat(source.path).st_mtime, tz=UTC)
 
 
-def read_scrapes(sources: Iterable[tuple[Source, datetime | None]], *, node_id: str | None = None) -> IngestResult:
-    """Read several scrapes as one series, so that a change between files (an Xid gauge) is seen."""
-    parser = DcgmParser(node_id=node_id)
+def read_scrapes(sources: Iterable[tuple[Source, datetime | None]], *, node_id: str | None = None,
+                 xid_last: dict[tuple[Any, ...], float] | None = None) -> IngestResult:
+    """Read several scrapes as one series, so that a change between files (an Xid gauge) is seen.
+
+    `xid_last` carries the Xid series' last values from earlier reads and is updated in place.
+    """
+    parser = DcgmParser(node_id=node_id, xid_last={} if xid_last is None else xid_last)
     for source, at in sources:
         parser.feed(source, at)
     result = parser.result()
@@ -295,8 +324,9 @@ class DcgmReader:
         hits = len(_SNIFF.findall(head))
         return 0.0 if not hits else (0.95 if hits >= 2 else 0.7)
 
-    def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None) -> IngestResult:
-        return read_scrapes([(source, at)], node_id=node_id)
+    def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None,
+             xid_last: dict[tuple[Any, ...], float] | None = None) -> IngestResult:
+        return read_scrapes([(source, at)], node_id=node_id, xid_last=xid_last)
 
 
 READER = DcgmReader()

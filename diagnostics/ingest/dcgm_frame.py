@@ -98,6 +98,9 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
             ent_of_row, values, "bool" if dtype == "boolean" else dtype)
     for j, c in enumerate(used):
         frame[names[int(c)]] = matrix[:, j]
+    for label, key in (("gpu_uuid", "uuid"), ("pci_bus_id", "pci_bus_id")):  # the GPU's identity on its rows
+        per_entity = np.array([parser.gpus.get((e[0], e[1]), {}).get(key) for e in entities], dtype=object)
+        frame[label] = pd.array(per_entity[ent_of_row], dtype="string")
     saturated = frame.pop("saturated", np.full(n, np.nan))
     frame["saturated"] = pd.arrays.BooleanArray(~np.isnan(saturated), np.zeros(n, dtype=bool))
     unknown = pd.CategoricalDtype(pd.Index(["unknown"]))
@@ -108,14 +111,19 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
     return typed_frame(LINK_SAMPLES, frame, n)
 
 
-def build_events(xids: list[tuple[Any, ...]], files: list[str]) -> tuple[pd.DataFrame, list[IngestWarning]]:
-    """Xid rows: (ts, kind, node, gpu, code, bus id, value, file, line) in reading order -> events + warnings."""
+def build_events(xids: list[tuple[Any, ...]], files: list[str],
+                 last: dict[tuple[Any, ...], float] | None = None) -> tuple[pd.DataFrame, list[IngestWarning]]:
+    """Xid rows: (ts, kind, node, gpu, code, bus id, value, file, line) in reading order -> events + warnings.
+
+    `last` holds each Xid series' previous value, (kind, node, gpu, code) -> value, from earlier reads; it is
+    updated in place, so a caller reading scrape files one by one sees a change between them.
+    """
     rows: list[dict[str, Any]] = []
     warnings: list[IngestWarning] = []
     order = sorted(range(len(xids)), key=lambda i: (xids[i][0] == NAT_MS, xids[i][0], i))
     if any(x[0] == NAT_MS for x in xids):
         order = list(range(len(xids)))  # no times to order by: keep the reading order
-    last: dict[tuple[Any, ...], float] = {}
+    last = {} if last is None else last
     for i in order:
         ts, kind, node, gpu, code, bus, value, file_no, line = xids[i]
         where = f"{files[file_no]}:{line}"

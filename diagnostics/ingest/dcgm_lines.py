@@ -22,6 +22,7 @@ import pyarrow.csv as pacsv
 from .base import Source
 
 NAT_MS = np.iinfo(np.int64).min  # "no timestamp"
+SMALL_INPUT = 4 << 20  # bytes; larger inputs stream through the CSV reader in blocks
 SECONDS_BELOW = 100_000_000_000  # a timestamp below this is seconds (OpenMetrics; year 5138), above it milliseconds
 
 
@@ -144,13 +145,21 @@ def line_batches(source: Source, batch_lines: int = 100_000) -> Iterator[pa.Arra
     refuses (bytes that are not UTF-8, a control character it takes for a delimiter) continues through Python's
     text reader from the line where it stopped, with undecodable bytes replaced.
     """
+    size = len(source.text) if source.text is not None else (source.path.stat().st_size if source.path else 0)
+    if size <= SMALL_INPUT:  # one scrape: splitting the text costs less than starting the CSV reader
+        text = source.text
+        if text is None:
+            assert source.path is not None
+            text = source.path.read_bytes().decode("utf-8", "replace")
+        yield pa.array(text.split("\n"), type=pa.string())
+        return
     done = 0
     try:
         stream: Any = (pa.BufferReader(source.text.encode("utf-8")) if source.text is not None
                        else pa.OSFile(str(source.path)))
         reader = pacsv.open_csv(
             stream,
-            read_options=pacsv.ReadOptions(column_names=["line"], block_size=1 << 23),
+            read_options=pacsv.ReadOptions(column_names=["line"], block_size=1 << 21),
             parse_options=pacsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False,
                                              ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(column_types={"line": pa.string()}, strings_can_be_null=False,

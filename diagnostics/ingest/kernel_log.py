@@ -17,8 +17,10 @@ from ..schema import EventKind
 from .base import IngestResult, Source
 from .textlines import Collector, classify, normalize_bus_id, skip_shell
 
-_ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+(?P<host>\S+)\s+")
-_SYSLOG = re.compile(r"^(?:\w{3})\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}\s+(?P<host>\S+)\s+")
+# journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
+_HOST = r"(?:(?P<host>[\w.-]+)\s+(?=kernel[:\[]))?"
+_ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+" + _HOST)
+_SYSLOG = re.compile(r"^\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+" + _HOST)
 _DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
 _UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
 _KERNEL = re.compile(r"^kernel:\s*")
@@ -27,6 +29,7 @@ _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*(?P<
 _SXID = re.compile(r"(?P<dev>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*(?P<rest>.*)$")
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
 _LINK = re.compile(r"\blink\s*(\d+)", re.IGNORECASE)
+_AER_KIND = EventKind.AER.value
 _NVLINK_XIDS = frozenset({74, *range(144, 151)})
 _DEVICE = r"(?:[\w-]+\s+)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+"
 _AER_RECEIVED = re.compile(_DEVICE + r"AER: (?P<msg>.*?error received: (?P<src>\S+))\s*$")
@@ -48,7 +51,11 @@ class KernelLogReader:
         last: dict[str, Any] | None = None
         skipped = [0, 0, 0]  # count, first and last line: a large log keeps memory bounded
         for line in classify(source):
-            if skip_shell(line, out):
+            if line.kind != "text":
+                skip_shell(line, out)
+                continue
+            if not _maybe_event(line.text, last):
+                skipped = [skipped[0] + 1, skipped[1] or line.number, line.number]
                 continue
             body, ts, host = _strip_prefix(line.text, out, line.number)
             if node_id is None and host:
@@ -69,10 +76,10 @@ class KernelLogReader:
                 link = _LINK.search(sxid["rest"])
                 last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.SXID.value, code=code,
                                link=int(link[1]) if link else None, text=f"{sxid['dev']}: {sxid['rest']}")
-            elif aer := _AER_RECEIVED.search(body):
+            elif "AER:" in body and (aer := _AER_RECEIVED.search(body)):
                 src = normalize_bus_id(aer["src"]) or normalize_bus_id(aer["bus"])
                 last = out.add("events", line.number, pci_bus_id=src, kind=EventKind.AER.value, text=aer["msg"])
-            elif detail := _AER_DETAIL.search(body):
+            elif _maybe_aer_detail(body, last) and (detail := _AER_DETAIL.search(body)):
                 bus = normalize_bus_id(detail["bus"])
                 if last and last["kind"] == EventKind.AER.value and last["pci_bus_id"] == bus:
                     last["text"] += "; " + " ".join(detail["msg"].split())
@@ -113,6 +120,16 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
         body = body[match.end():]
         out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
     return body, ts, host
+
+
+def _maybe_event(text: str, last: dict[str, Any] | None) -> bool:
+    """Whether a line may hold an event: most lines of a kernel log do not, and are passed over cheaply."""
+    return "Xid" in text or "AER" in text or _maybe_aer_detail(text, last)
+
+
+def _maybe_aer_detail(body: str, last: dict[str, Any] | None) -> bool:
+    """A cheap test first: the AER detail pattern is costly to search on every line of a large log."""
+    return "PCIe Bus Error" in body or (last is not None and last["kind"] == _AER_KIND)
 
 
 READER = KernelLogReader()

@@ -63,6 +63,8 @@ class NvlinkReader:
         rows: dict[tuple[int, int, int | None], dict[str, Any]] = {}
         last_line: dict[tuple[int, int, int | None], int] = {}
         unknown_labels: set[str] = set()
+        remotes: dict[tuple[int, int], str] = {}
+        seen_gpus: set[tuple[int, str | None]] = set()
         gpu: int | None = None
         uuid: str | None = None
         for line in classify(source):
@@ -70,13 +72,16 @@ class NvlinkReader:
                 continue
             if header := _GPU.match(line.text):
                 gpu, uuid = int(header["gpu"]), _uuid(header["uuid"])
+                if (gpu, uuid) not in seen_gpus:
+                    seen_gpus.add((gpu, uuid))
+                    out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=header["name"].strip())
                 continue
             if gpu is None:
                 out.unread(line)
                 continue
             if ok := _LINKS_OK.match(line.text):
                 for link in range(int(ok["first"]), int(ok["last"]) + 1):
-                    row = _row(rows, out, line, gpu, uuid, link, None)
+                    row = _row(rows, out, line, (gpu, uuid, link, None), complete)
                     row.update({c: 0.0 for c in complete})
                 continue
             match = _LINK.match(line.text)
@@ -85,7 +90,7 @@ class NvlinkReader:
                 continue
             link, rest = int(match["link"]), match["rest"]
             if remote := _REMOTE.match(rest):
-                _remote(out, line, gpu, link, remote)
+                remotes[(gpu, link)] = _remote(out, line, gpu, link, remote)
                 continue
             lane: int | None = None
             if lane_match := _LANE.match(rest):
@@ -94,9 +99,9 @@ class NvlinkReader:
                     rest = f"CRC Errors: {rest}"
             key = (gpu, link, lane)
             if rest == "<inactive>":
-                _row(rows, out, line, gpu, uuid, link, lane)["link_state"] = LinkState.INACTIVE.value
+                _row(rows, out, line, (gpu, uuid, link, lane), ("link_state",))["link_state"] = LinkState.INACTIVE.value
             elif speed := _SPEED.match(rest):
-                row = _row(rows, out, line, gpu, uuid, link, lane)
+                row = _row(rows, out, line, (gpu, uuid, link, lane), ("speed_gbps", "link_state"))
                 row["speed_gbps"] = float(speed["speed"])
                 row.setdefault("link_state", LinkState.UP.value)
             elif counter := _COUNTER.match(rest):
@@ -115,7 +120,7 @@ class NvlinkReader:
                     continue
                 if value is None:
                     continue  # N/A: the driver does not report this counter
-                row = _row(rows, out, line, gpu, uuid, link, lane)
+                row = _row(rows, out, line, (gpu, uuid, link, lane), (column,))
                 row[column] = value
                 if value == SATURATED_16BIT:
                     row["saturated"] = True
@@ -124,6 +129,8 @@ class NvlinkReader:
                 continue
             last_line[key] = line.number
         _check_complete(out, rows, last_line, complete)
+        for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
+            row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
         return out.result()
 
 
@@ -142,13 +149,13 @@ def _row(
     rows: dict[tuple[int, int, int | None], dict[str, Any]],
     out: Collector,
     line: Line,
-    gpu: int,
-    uuid: str | None,
-    link: int,
-    lane: int | None,
+    where: tuple[int, str | None, int, int | None],
+    fills: tuple[str, ...],
 ) -> dict[str, Any]:
+    """The row of this GPU, link and lane; a new one when it already holds what this line fills (a second reading)."""
+    gpu, uuid, link, lane = where
     key = (gpu, link, lane)
-    if key not in rows:
+    if key not in rows or any(column in rows[key] for column in fills):
         rows[key] = out.add(
             "link_samples", line.number, gpu=gpu, gpu_uuid=uuid, link_type=LinkType.NVLINK.value, link=link,
             lane=lane, peer="unknown", saturated=False,
@@ -156,7 +163,7 @@ def _row(
     return rows[key]
 
 
-def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[str]) -> None:
+def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[str]) -> str:
     raw = remote["dev"]
     if _SWITCH_SENTINEL.match(raw):
         far, detail = "NVSwitch", "an NVSwitch port; the driver reports no bus id for switches (FFFFFFFF)"
@@ -164,6 +171,7 @@ def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[st
         far, detail = normalize_bus_id(raw) or raw, "the remote device's PCI bus id"
     out.add("topology", line.number, a=f"GPU{gpu}", b=far, relation="remote", link=link,
             remote_port=int(remote["port"]), detail=detail)
+    return far if far == "NVSwitch" else f"PCI {far}"
 
 
 def _check_complete(

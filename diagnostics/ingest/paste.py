@@ -4,18 +4,20 @@ Sections start at a shell command (with or without its prompt) and at Markdown f
 blank-line blocks that different readers claim are split apart. Each part is read by the registered reader
 whose sniff scores it highest, so readers added later (topology, dcgm) are picked up with no change here.
 Line numbers stay those of the whole paste: each part is handed over with the lines before it left blank.
-This reader only wins detection when the input really holds more than one kind of output.
+This reader only wins detection when the input really holds more than one kind of output. A paste is held in
+memory whole (pastes are small); a large file of one format goes straight to its own reader, which streams.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from .base import IngestResult, Reader, Source
-from .textlines import Collector, Line, classify_line
+from .textlines import Collector, Line, classify_line, stated_time
 
-MIXED_SCORE = 0.95
+MIXED_SCORE = 0.99  # above the 0.95 a reader gives its own format: a mixed paste is more than any one of them
 
 
 @dataclass
@@ -41,7 +43,7 @@ class PasteReader:
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         lines = _lines(text for _, text in source.lines())
         others = _others()
-        notes = Collector(source, "a known", node_id)
+        notes = Collector(source, "paste", node_id)
         results = []
         for part in plan(lines, others):
             body = [line for line in part.lines if line.kind not in ("blank", "fence", "provenance")]
@@ -85,6 +87,11 @@ def plan(lines: list[Line], others: dict[str, Reader]) -> list[Part]:
     parts: list[Part] = []
     for section in _sections(lines):
         parts.extend(_split(section, others))
+    for before, after in pairwise(parts):
+        if before.reader is None and _only_a_time(before):  # `$ date` before an output: the time of that output
+            after.lines[:0] = before.lines
+            before.lines = []
+    parts = [part for part in parts if part.lines]
     merged: list[Part] = []
     for part in parts:  # neighbours that one reader claims are read together (one row per link, not two)
         if merged and part.reader is not None and merged[-1].reader == part.reader:
@@ -126,6 +133,11 @@ def _split(section: list[Line], others: dict[str, Reader]) -> list[Part]:
         else:
             parts.append(Part(claim, block, host))
     return parts
+
+
+def _only_a_time(part: Part) -> bool:
+    text = [line for line in part.lines if line.kind == "text"]
+    return bool(text) and all(stated_time(line.text) for line in text)
 
 
 def _padded(lines: list[Line]) -> str:

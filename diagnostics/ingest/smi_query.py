@@ -18,6 +18,7 @@ from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
 _GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_SECTION = re.compile(r"^[A-Za-z][\w ()/.-]*$")  # `GPU Link Info`, `PCIe Generation`, `Bridge Chip`
 _WIDTH = re.compile(r"^(\d+)x$")
 _FABRIC_KEYS = ("State", "Status", "Summary", "Bandwidth")
 _PCI_KEYS = ("Bus Id", "Replays Since Reset", "Replay Number Rollovers", "Tx Throughput", "Rx Throughput")
@@ -39,6 +40,7 @@ class SmiQueryReader:
         out = Collector(source, "nvidia-smi -q", node_id)
         gpus: list[_Gpu] = []
         attached = False
+        driver: str | None = None
         stack: list[tuple[int, str]] = []
         last: Line | None = None
         for line in classify(source):
@@ -57,11 +59,17 @@ class SmiQueryReader:
             while stack and stack[-1][0] >= indent:
                 stack.pop()
             if not kv:
-                stack.append((indent, line.text.strip()))
+                if _SECTION.match(line.text.strip()):
+                    stack.append((indent, line.text.strip()))
+                else:
+                    out.unread(line)
                 continue
             key, value = kv["key"], kv["value"]
             if key == "Attached GPUs":
                 attached = True
+                continue
+            if key == "Driver Version":
+                driver = value or None
                 continue
             if not gpus:
                 if indent == 0:
@@ -69,7 +77,7 @@ class SmiQueryReader:
                 gpus.append(_Gpu(line.number, None, None))
             gpus[-1].take([name for _, name in stack], key, value, line, out)
         for gpu in gpus:
-            gpu.emit(out, last)
+            gpu.emit(out, last, driver)
         return out.result()
 
 
@@ -83,12 +91,15 @@ class _Gpu:
         self.fabric: dict[str, str] = {}
         self.fabric_line: int | None = None
         self.uuid: str | None = None
+        self.model: str | None = None
         self.in_pci = False
 
     def take(self, path: list[str], key: str, value: str, line: Line, out: Collector) -> None:
         section = path[-1] if path else ""
         if key == "GPU UUID":
             self.uuid = value or None
+        elif key == "Product Name" and not path:
+            self.model = value or None
         elif "Fabric" in path and key in _FABRIC_KEYS:
             if value and value != "N/A":
                 self.fabric[key if section == "Fabric" else f"{section} {key}"] = value
@@ -127,8 +138,11 @@ class _Gpu:
         if value is not None:
             self.row[column] = int(value)
 
-    def emit(self, out: Collector, last: Line | None) -> None:
+    def emit(self, out: Collector, last: Line | None, driver: str | None) -> None:
         number = self.row.pop("source_line", self.number)
+        if self.uuid or self.model or self.index is not None:
+            out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, pci_bus_id=self.row["pci_bus_id"],
+                    model=self.model, driver_version=driver)
         if self.in_pci:
             if "replay" not in self.row and last is not None:
                 out.warn(last.number, "the PCI section ends before `Replays Since Reset`; the output looks cut off")

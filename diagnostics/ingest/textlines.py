@@ -63,16 +63,17 @@ def classify(source: Source) -> Iterator[Line]:
 
 
 def classify_line(number: int, text: str) -> Line:
-    if not text.strip():
+    stripped = text.lstrip()
+    if not stripped:
         return Line(number, text, "blank")
-    if _PROVENANCE.match(text):
+    first = stripped[0]  # cheap guards before each pattern: large logs go through here line by line
+    if first == "#" and _PROVENANCE.match(text):
         return Line(number, text, "provenance")
-    if _FENCE.match(text):
+    if first in "`~" and _FENCE.match(text):
         return Line(number, text, "fence")
-    if _ELISION.match(text):
+    if first in "[.…" and _ELISION.match(text):
         return Line(number, text, "elision")
-    prompt = _PROMPT.match(text)
-    if prompt:
+    if (first in "$(" or "@" in stripped) and (prompt := _PROMPT.match(text)):
         return Line(number, text, "command", prompt["cmd"].strip(), prompt["h1"] or prompt["h2"])
     if _BARE_COMMAND.match(text):
         return Line(number, text, "command", text.strip())

@@ -15,7 +15,7 @@ from ..rules import priority as rule_priority
 from ..schema import ComponentKind, Priority, Severity
 from ..thresholds import load_thresholds
 from ..topology import Inventory, NodeGraph
-from .candidates import Candidate, candidates_for, slug
+from .candidates import Candidate, candidate_for, candidates_for, slug
 from .catalog import Part, capture_commands, part_for, render, steps_for
 from .identity import identity_for
 from .ticket import Cost, Evidence, Hypothesis, RepairTicket, Step
@@ -33,12 +33,19 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     if not found:
         raise NoFaultError("no unhealthy link: nothing to repair", source=diagnosis.node_id)
     if component is None:
+        if not diagnosis.fault_detected:
+            raise NoFaultError("no fault detected (warnings only): name a link to draft a ticket for it anyway",
+                               source=diagnosis.node_id)
         chosen = next((c for c in found if c.isolated), found[0])
         return chosen, found
     wanted = component.strip().lower()
     for c in found:
         if c.id in (wanted, slug(component)) or c.component.lower() == wanted:
             return c, found
+    for loc in [*diagnosis.localizations, *([diagnosis.localization] if diagnosis.localization else [])]:
+        named = candidate_for(loc, found) if loc.component.lower() == wanted else None
+        if named is not None:
+            return named, found
     by_link = [c for c in found if c.link_id is not None and c.link_id.lower() == wanted]
     if len(by_link) == 1:
         return by_link[0], found

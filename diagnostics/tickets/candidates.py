@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..model import Diagnosis, Finding, Localization
 from ..schema import ComponentKind, LinkType, PortSource, Severity
 from ..topology import NodeGraph
-from .facts import port_for
+from .facts import port_for, resolve_graph
 
 
 class Candidate(BaseModel):
@@ -82,6 +82,7 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     if not bad:
         return []
     n = len(bad)
+    graph = resolve_graph(diagnosis, graph)
     links = [_link_candidate(f, diagnosis, graph, n) for f in bad]
     out: dict[str, Candidate] = {c.id: c for c in links}
 
@@ -126,25 +127,49 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     return sorted(out.values(), key=lambda c: (not c.isolated, -c.score, c.id))
 
 
+def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]) -> str:
+    """The candidate a localization names, added from the localization's own facts when none matches."""
+    if loc.kind in (ComponentKind.NVLINK, ComponentKind.PCIE):
+        match = _from_localization(loc, links)
+        if match is not None:
+            return match.id
+    by_kind = {ComponentKind.GPU: f"gpu-{loc.gpu}", ComponentKind.FABRIC_SOFTWARE: "fabric-software",
+               ComponentKind.NVSWITCH: slug(loc.switch or loc.component)}
+    key = by_kind.get(loc.kind)
+    if key is not None and key in out:  # the analysis's name and evidence for it
+        known = out[key]
+        out[key] = known.model_copy(update={"component": loc.component, "evidence": [*loc.evidence, *known.evidence],
+                                            "findings": sorted({*known.findings, *loc.links})})
+    else:
+        key = slug(loc.component)
+        out[key] = Candidate(
+            id=key, kind=loc.kind, component=loc.component, gpu=loc.gpu, peer=loc.peer, link=loc.link,
+            lanes=list(loc.lanes), switch=loc.switch, switch_port=loc.switch_port, port_source=loc.port_source,
+            findings=list(loc.links), score=loc.confidence, evidence=list(loc.evidence),
+        )
+    return key
+
+
 def _isolated_id(d: Diagnosis, links: list[Candidate], out: dict[str, Candidate]) -> str | None:
-    loc = d.localization
-    if loc is not None:
-        if loc.kind in (ComponentKind.NVLINK, ComponentKind.PCIE):
-            match = _from_localization(loc, links)
-            if match is not None:
-                return match.id
-        by_kind = {ComponentKind.GPU: f"gpu-{loc.gpu}", ComponentKind.FABRIC_SOFTWARE: "fabric-software",
-                   ComponentKind.NVSWITCH: slug(loc.switch or loc.component)}
-        key = by_kind.get(loc.kind)
-        if key is None or key not in out:
-            key = slug(loc.component)
-            out[key] = Candidate(
-                id=key, kind=loc.kind, component=loc.component, gpu=loc.gpu, peer=loc.peer, link=loc.link,
-                lanes=list(loc.lanes), switch=loc.switch, switch_port=loc.switch_port, port_source=loc.port_source,
-                findings=list(loc.links), score=loc.confidence, evidence=list(loc.evidence),
-            )
-        return key
+    locs = list(d.localizations) or ([d.localization] if d.localization else [])
+    if d.localization is not None and d.localization not in locs:
+        locs.insert(0, d.localization)
+    keys = [_ensure(loc, links, out) for loc in locs]
+    if keys:
+        return keys[0]
     for c in links:
         if c.component == d.isolated_component:
             return c.id
     return links[0].id if links and d.fault_detected else None
+
+
+def candidate_for(localization: Localization, candidates: list[Candidate]) -> Candidate | None:
+    """The candidate that stands for one of the analysis's localizations (for a ticket per localized fault)."""
+    for c in candidates:
+        if c.kind is localization.kind and (
+            (c.kind is ComponentKind.NVSWITCH and c.switch == localization.switch)
+            or (c.kind is ComponentKind.FABRIC_SOFTWARE)
+            or (c.kind is not ComponentKind.NVSWITCH and c.gpu == localization.gpu
+                and (localization.link is None or c.link == localization.link))):
+            return c
+    return None

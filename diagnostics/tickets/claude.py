@@ -23,6 +23,7 @@ from ..topology import Inventory, NodeGraph
 from .build import assemble, select, step_fields, ticket_priority
 from .candidates import Candidate
 from .catalog import part_for, render, steps_for
+from .facts import resolve_graph
 from .hypotheses import Inspection, InspectionAnswer, compare, ranked, rules_inspection
 from .reasoning import DraftReasoning, check, hypothesis_problems, node_text_problems
 from .rules import RulesDrafter
@@ -143,7 +144,7 @@ class ClaudeDrafter:
     def draft(self, diagnosis: Diagnosis, *, component: str | None = None, graph: NodeGraph | None = None,
               inventory: Inventory | None = None) -> RepairTicket:
         target, candidates = select(diagnosis, component, graph)
-        deps = DraftDeps(diagnosis, candidates, target, graph, self.name)
+        deps = DraftDeps(diagnosis, candidates, target, resolve_graph(diagnosis, graph), self.name)
         try:
             result = self.agent.run_sync(self._prompt(diagnosis, target), deps=deps, model=self._resolve())
         except Exception as exc:  # any failure of the model path ends in the rules drafter, said in the ticket
@@ -156,7 +157,7 @@ class ClaudeDrafter:
     def inspect(self, diagnosis: Diagnosis, *, graph: NodeGraph | None = None) -> Inspection:
         """Ranked hypotheses for the node's failures, held against the analysis's localization."""
         target, candidates = select(diagnosis, None, graph)
-        deps = DraftDeps(diagnosis, candidates, target, graph, self.name)
+        deps = DraftDeps(diagnosis, candidates, target, resolve_graph(diagnosis, graph), self.name)
         try:
             result = self.inspector.run_sync(self._prompt(diagnosis, target, "inspect"), deps=deps,
                                              model=self._resolve())

@@ -29,13 +29,19 @@ def find_port_command(finding: Finding) -> str | None:
     return find_with(finding.gpu, finding.link_type.value) if finding.gpu is not None else None
 
 
+def resolve_graph(diagnosis: Diagnosis, graph: NodeGraph | None) -> NodeGraph | None:
+    """The graph given, else the platform template's, else none."""
+    if graph is None and diagnosis.platform:
+        return platform_graph(diagnosis.platform)
+    return graph
+
+
 def port_for(finding: Finding, diagnosis: Diagnosis, graph: NodeGraph | None) -> Port:
     """The analysis's own port when it has one; else the graph's (or the platform template's); else unknown."""
     if finding.switch is not None or finding.port_source is not PortSource.UNKNOWN:
         return Port(finding.switch, finding.switch_port, finding.port_source,
                     None if finding.port_source is PortSource.OBSERVED else find_port_command(finding))
-    if graph is None and diagnosis.platform:
-        graph = platform_graph(diagnosis.platform)
+    graph = resolve_graph(diagnosis, graph)
     if graph is not None and finding.gpu is not None:
         info = graph.port_of(finding.gpu, finding.link, finding.link_type.value)
         return Port(info.switch, info.switch_port, info.source, info.find_with, info.fru, info.peer)

@@ -78,3 +78,15 @@ def rules_inspection(diagnosis: Diagnosis, graph: NodeGraph | None = None, *,
     return Inspection(node_id=diagnosis.node_id, hypotheses=hyps, analysis_component=target.component,
                       analysis_kind=target.kind, agrees=True, conclusion=conclusion, drafted_by="rules",
                       notes=list(notes))
+
+
+def inspection_markdown(i: Inspection) -> str:
+    lines = [f"# Topology inspection: {i.node_id}", "", f"drafted by {i.drafted_by}; the analysis isolated "
+             f"{i.analysis_component} ({i.analysis_kind.value})", "", i.conclusion, ""]
+    for h in i.hypotheses:
+        mark = " (the analysis's choice)" if h.agrees_with_analysis else ""
+        lines.append(f"{h.rank}. {h.component} [{h.kind.value}]{mark}: {'; '.join(h.evidence) or '-'}")
+    if i.disagreement:
+        lines += ["", f"**Disagrees with the analysis:** {i.disagreement}"]
+    lines += [f"- note: {n}" for n in i.notes]
+    return "\n".join(lines) + "\n"

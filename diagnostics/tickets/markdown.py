@@ -5,6 +5,11 @@ from __future__ import annotations
 from .ticket import RepairTicket
 
 
+def _cell(value: object) -> str:
+    """A table cell: telemetry text may hold pipes or newlines that would break the table."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 def _port(t: RepairTicket) -> str:
     if t.switch is None and t.switch_port is None:
         how = f" (find it with `{t.port_find_with}`)" if t.port_find_with else ""
@@ -23,14 +28,14 @@ def _part(t: RepairTicket) -> str:
 
 
 def ticket_markdown(t: RepairTicket) -> str:
-    lines = [f"# Repair ticket: {t.component} on {t.node_id}", "",
+    lines = [f"# Repair ticket: {_cell(t.component)} on {_cell(t.node_id)}", "",
              f"**Priority:** {t.priority.value} · **Human review required** · drafted by {t.drafted_by}", "",
              t.summary, "", "## Component", "",
              "| field | value |", "| --- | --- |",
              f"| kind | {t.component_kind.value} |",
              f"| GPU | {'-' if t.gpu_index is None else t.gpu_index} |",
-             f"| peer | {t.peer or '-'} |",
-             f"| link | {t.link_id or '-'} |",
+             f"| peer | {_cell(t.peer or '-')} |",
+             f"| link | {_cell(t.link_id or '-')} |",
              f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",
              f"| switch port | {_port(t)} |",
              f"| replacement part | {_part(t)} |",
@@ -38,7 +43,7 @@ def ticket_markdown(t: RepairTicket) -> str:
     ident = t.identity
     for name, value in ident.model_dump(exclude={"where"}).items():
         where = ident.where.get(name)
-        lines.append(f"| {name.replace('_', ' ')} | {value}{f' (read: `{where}`)' if where else ''} |")
+        lines.append(f"| {name.replace('_', ' ')} | {_cell(value)}{f' (read: `{where}`)' if where else ''} |")
     lines += ["", "## Capture first (before anyone touches the node)", ""]
     lines += [f"- `{c}`" for c in t.capture_first]
     lines += ["", "## Isolate", ""] + [f"{s.order}. {s.text}" for s in t.isolation_steps]

@@ -84,6 +84,10 @@ def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, s
         for name, values in _facts(c).items():
             out[name] |= values
     out["GPU"] |= _from((f.component for f in diagnosis.findings), _GPU)
+    out["NVLink"] |= _from((t for f in diagnosis.findings for t in (f.component, f.link_id)), _LINK)
+    out["NVLink"] |= {f.link for f in diagnosis.findings if f.link is not None and f.link_type.value == "nvlink"}
+    out["NVSwitch"] |= _from((f.switch for f in diagnosis.findings), _SWITCH)
+    out["port"] |= {f.switch_port for f in diagnosis.findings if f.switch_port is not None}
     return out
 
 

@@ -68,6 +68,9 @@ class PortInfo(BaseModel):
     expected_gen: int | None = None
     expected_width: int | None = None
     note: str | None = None
+    slot: str | None = None
+    gpu_serial: str | None = None
+    gpu_uuid: str | None = None
 
 
 class _Blank(dict[str, Any]):
@@ -161,7 +164,9 @@ class NodeGraph:
 
     def _unknown(self, gpu: int, link: int | None, kind: str, peer: str, note: str) -> PortInfo:
         peer_kind = self.graph.nodes[peer].get("kind", "unknown") if peer in self.graph else "unknown"
+        slot, serial, uuid = self._identity(gpu)
         return PortInfo(
+            slot=slot, gpu_serial=serial, gpu_uuid=uuid,
             gpu=gpu, link=link, link_type=kind, peer=peer, peer_kind=peer_kind,
             switch=peer if peer_kind in SWITCH_KINDS else None, source=PortSource.UNKNOWN,
             find_with=find_with(gpu, kind), fru=self._fru("gpu", gpu=gpu) or f"GPU {gpu} (part unknown)",
@@ -179,7 +184,9 @@ class NodeGraph:
         fields = {"gpu": gpu, "peer": peer, "switch": switch or peer, "pcie_switch": peer, "port": port,
                   "link": link, "peer_link": peer_link}
         fru = self._fru(kind, **fields) or self._fru("gpu", **fields) or f"GPU {gpu} (part unknown)"
+        slot, serial, uuid = self._identity(gpu)
         return PortInfo(
+            slot=slot, gpu_serial=serial, gpu_uuid=uuid,
             gpu=gpu, link=link, link_type=kind, peer=peer, peer_kind=peer_kind, switch=switch,
             switch_port=port, peer_link=peer_link, source=source,
             find_with=None if source is PortSource.OBSERVED else find_with(gpu, kind),
@@ -191,7 +198,31 @@ class NodeGraph:
 
     def _fru(self, key: str, **fields: Any) -> str | None:
         text = self.fru.get(key)
-        return text.format_map(_Blank(fields)) if text else None
+        if not text:
+            return None
+        out = text.format_map(_Blank(fields))
+        slot = self._identity(int(fields["gpu"]))[0] if "gpu" in fields else None
+        return f"{out}, slot {slot}" if slot and key in ("gpu", "nvlink", "pcie") else out
+
+    def _identity(self, gpu: int) -> tuple[str | None, str | None, str | None]:
+        """The GPU's slot label, serial and UUID from the inventory, where one was given."""
+        data = self.graph.nodes.get(gpu_node(gpu), {})
+        return data.get("slot"), data.get("serial"), data.get("uuid")
+
+    def with_inventory(self, inventory: Any) -> NodeGraph:
+        """A copy whose GPUs carry the inventory's slot label, serial and UUID (matched by index or bus id).
+
+        `inventory` is an Inventory (its entry for this node) or one node's NodeInventory.
+        """
+        node = inventory.node(self.node_id) if hasattr(inventory, "nodes") else inventory
+        out = self.copy()
+        for gpu in out.gpus:
+            data = out.graph.nodes[gpu_node(gpu)]
+            ident = node.gpu(pci_bus_id=data["pci_bus_id"]) if data.get("pci_bus_id") else node.gpu(gpu)
+            if ident.slot is None and ident.serial is None and ident.uuid is None:
+                ident = node.gpu(gpu)
+            data.update(slot=ident.slot, serial=ident.serial, uuid=ident.uuid)
+        return out
 
     def copy(self) -> NodeGraph:
         return NodeGraph(self.graph.copy(), self.platform, list(self.warnings), self.node_id, dict(self.fru),

@@ -52,6 +52,15 @@ class Highlight:
 
 
 @dataclass
+class Mark:
+    """A finding about a GPU's links as a whole (no link index): the GPU's box is outlined in its colour."""
+
+    node: str
+    severity: Severity
+    label: str
+
+
+@dataclass
 class Scene:
     pos: dict[str, tuple[float, float]]
     kinds: dict[str, str]
@@ -61,6 +70,7 @@ class Scene:
     suspect_edge: tuple[str, str] | None = None
     suspect_label: str | None = None
     warnings: list[str] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
 
 
 def human(value: float) -> str:
@@ -168,11 +178,16 @@ def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, 
             a, b = sorted((u, peer))
             scene.bundles.append(Bundle(a, b, "nvlink", 1))
         return u, peer, _gid(u, "nvlink", finding.link)
+    if finding.link is None and graph.has_link(gpu, None):  # a total over the GPU's links: mark the GPU
+        if finding.severity is not Severity.OK:
+            scene.marks.append(Mark(u, finding.severity, f"all NVLinks: {rate_label(finding)}"))
+        return None
     scene.warnings.append(f"finding {finding.component}: {port.note or 'the graph has no such link'}; not drawn")
     return None
 
 
-def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[str, tuple[str, str]]) -> None:
+def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[str, tuple[str, str]],
+             marked: dict[str, str]) -> None:
     loc = diagnosis.localization
     name = loc.component if loc else diagnosis.isolated_component
     if not name or name == "None":
@@ -185,6 +200,9 @@ def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[
             return
     if name in placed:
         scene.suspect_edge = placed[name]
+        return
+    if name in marked:
+        scene.suspect_node = marked[name]
         return
     if loc is not None and loc.gpu is not None:
         for h in scene.highlights:
@@ -204,10 +222,14 @@ def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
     if diagnosis is None:
         return scene
     placed: dict[str, tuple[str, str]] = {}
+    marked: dict[str, str] = {}
     per_edge: dict[frozenset[str], int] = {}
     for finding in sorted(diagnosis.findings, key=lambda f: -severity_rank(f.severity)):
+        marks = len(scene.marks)
         edge = _place(scene, graph, finding)
         if edge is None:
+            if len(scene.marks) > marks:
+                marked[finding.component] = scene.marks[-1].node
             continue
         u, v, gid = edge
         placed[finding.component] = (u, v)
@@ -224,5 +246,5 @@ def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
         t = 0.3 + 0.08 * (len(scene.highlights) % 3)  # near the GPU end: clear of the midpoint and the switches
         at = (x1 + (x2 - x1) * t, y1 + (y2 - y1) * t)
         scene.highlights.append(Highlight(u, v, finding.severity, label, gid, offset, finding, at))
-    _suspect(scene, graph, diagnosis, placed)
+    _suspect(scene, graph, diagnosis, placed, marked)
     return scene

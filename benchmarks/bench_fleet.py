@@ -1,0 +1,133 @@
+"""Fleet sweep: 1,024 HGX H100 nodes x 24 h at 5-minute samples (~45M link samples, four error counters).
+
+Times the whole sweep (rates, rules, localization) from in-memory tables and from Parquet on disk, reports peak
+memory, and times a straightforward pandas groupby().diff() implementation of the same rates for the ratio.
+Budgets: in memory < 3 s, from Parquet < 8 s, < 6 GB peak, >= 10x faster than groupby/diff.
+Each phase runs in its own process so its peak memory is its own; data generation is never timed.
+
+    python benchmarks/bench_fleet.py [--nodes 1024] [--hours 24] [--step-min 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fleet_data import fleet
+
+from diagnostics.rates import ns
+from diagnostics.sweep import history_needed, sweep
+from diagnostics.thresholds import load_thresholds
+
+WINDOW = timedelta(hours=1)
+COUNTERS = ["crc_flit", "crc_data", "replay", "recovery"]
+KEYS = ["node_id", "gpu", "link_type", "link"]
+
+
+def peak_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
+
+
+def platforms(frame: pd.DataFrame) -> dict[str, str]:
+    return dict.fromkeys(frame["node_id"].cat.categories, "hgx-h100-8gpu")
+
+
+def groupby_rates(frame: pd.DataFrame, end_ns: int) -> pd.DataFrame:
+    """The straightforward way: sort, groupby().diff(), a drop counts from zero, sum the window per link."""
+    frame = frame.sort_values([*KEYS, "timestamp"])
+    deltas = frame.groupby(KEYS, observed=True, dropna=False)[COUNTERS].diff()
+    values = frame[COUNTERS]
+    deltas = deltas.where(deltas >= 0, values).fillna(0)
+    inwin = ns(frame["timestamp"]) > end_ns - int(WINDOW.total_seconds() * 1e9)
+    sums = deltas[inwin].groupby([frame.loc[inwin, k] for k in KEYS], observed=True, dropna=False).sum()
+    return sums
+
+
+def phase_write(args: argparse.Namespace) -> dict[str, object]:
+    frame = fleet(args.nodes, args.hours, args.step_min)
+    frame.to_parquet(args.path, index=False, row_group_size=2_000_000)
+    return {"rows": len(frame), "links": args.nodes * 152, "parquet_mb": round(Path(args.path).stat().st_size / 2**20)}
+
+
+def phase_memory(args: argparse.Namespace) -> dict[str, object]:
+    frame = pd.read_parquet(args.path)  # loading is not timed: the tables are already in memory
+    thresholds = load_thresholds()
+    start = time.perf_counter()
+    result = sweep(frame, window=WINDOW, thresholds=thresholds, platforms=platforms(frame))
+    sweep_s = time.perf_counter() - start
+    # the same rates with groupby().diff() over the same rows the sweep used
+    end_ns = int(ns(frame["timestamp"]).max())
+    recent = frame[ns(frame["timestamp"]) > end_ns - int(history_needed(WINDOW, thresholds).total_seconds() * 1e9)]
+    start = time.perf_counter()
+    groupby_rates(recent, end_ns)
+    base_s = time.perf_counter() - start
+    return {"sweep_s": round(sweep_s, 2), "groupby_s": round(base_s, 2), "rows_used": result.rows_used,
+            "failing_nodes": len(result.failing_nodes()), "peak_gb": round(peak_gb(), 2)}
+
+
+def phase_parquet(args: argparse.Namespace) -> dict[str, object]:
+    thresholds = load_thresholds()
+    start = time.perf_counter()
+    meta = pq.read_metadata(args.path)
+    stats = [meta.row_group(i).column(0).statistics for i in range(meta.num_row_groups)]
+    newest = max(s.max for s in stats if s is not None)
+    since = pd.Timestamp(newest) - history_needed(WINDOW, thresholds)
+    table = pq.read_table(args.path, columns=["timestamp", *KEYS, *COUNTERS],
+                          filters=[("timestamp", ">", since.to_pydatetime())])
+    frame = table.to_pandas()
+    result = sweep(frame, window=WINDOW, thresholds=thresholds, platforms=platforms(frame))
+    return {"parquet_sweep_s": round(time.perf_counter() - start, 2), "failing_nodes": len(result.failing_nodes()),
+            "peak_gb": round(peak_gb(), 2)}
+
+
+def run(phase: str, args: argparse.Namespace) -> dict[str, object]:
+    cmd = [sys.executable, __file__, "--phase", phase, "--path", args.path, "--nodes", str(args.nodes),
+           "--hours", str(args.hours), "--step-min", str(args.step_min)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    result: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=1024)
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--step-min", type=float, default=5.0)
+    parser.add_argument("--phase", choices=("write", "memory", "parquet"))
+    parser.add_argument("--path")
+    args = parser.parse_args()
+    if args.phase:
+        phases = {"write": phase_write, "memory": phase_memory, "parquet": phase_parquet}
+        print(json.dumps(phases[args.phase](args)))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        args.path = str(Path(tmp) / "link_samples.parquet")
+        data = run("write", args)
+        print(f"fleet: {args.nodes} nodes x {args.hours:g} h at {args.step_min:g} min: {data['rows']:,} link "
+              f"samples, {data['links']:,} links, four counters; Parquet {data['parquet_mb']} MB")
+        mem = run("memory", args)
+        print(f"  sweep from memory (rates, rules, localization): {mem['sweep_s']} s  [budget 3 s]; "
+              f"rows in the windows: {mem['rows_used']:,}; failing nodes: {mem['failing_nodes']}")
+        ratio = float(mem["groupby_s"]) / max(float(mem["sweep_s"]), 1e-9)  # type: ignore[arg-type]
+        print(f"  pandas groupby().diff() rates on the same rows: {mem['groupby_s']} s -> sweep is {ratio:.1f}x "
+              f"faster  [budget >= 10x]")
+        print(f"  peak memory, in-memory phase (data included): {mem['peak_gb']} GB  [budget 6 GB]")
+        par = run("parquet", args)
+        print(f"  sweep from Parquet (read + sweep): {par['parquet_sweep_s']} s  [budget 8 s]; "
+              f"peak {par['peak_gb']} GB")
+
+
+if __name__ == "__main__":
+    main()

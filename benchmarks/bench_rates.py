@@ -1,0 +1,46 @@
+"""One node, 24 h of 1-minute samples (~219k link samples): the history analysis end to end (rates, rules,
+missing links, events, localization), and the rates alone. Budget: under 50 ms for the analysis."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from datetime import timedelta
+
+from diagnostics.analyze import analyze_tables
+from diagnostics.rates import prepare, windowed_increase
+from diagnostics.synth import build
+
+
+def timed(fn, repeat: int = 15) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), min(times)
+
+
+def main() -> None:
+    tables, truth = build(seed=7, nodes=1, hours=24, interval_min=1)  # not timed
+    node = next(iter(truth["nodes"]))
+    platform = truth["nodes"][node]["platform"]
+    links = tables["link_samples"]
+    node_tables = {"link_samples": links, "events": tables["events"]}
+    print(f"one node ({platform}), 24 h at 1 min: {len(links):,} link samples, "
+          f"{links.groupby(['gpu', 'link_type', 'link'], observed=True, dropna=False).ngroups} links")
+    med, best = timed(lambda: windowed_increase(links, window=timedelta(hours=1)))
+    print(f"  rates only (prepare + 1 h increase, all counters): median {med:.1f} ms, best {best:.1f} ms")
+    p = prepare(links)
+    med, best = timed(lambda: windowed_increase(links, window=timedelta(hours=1), prepared=p))
+    print(f"  rates on a prepared history:                        median {med:.1f} ms, best {best:.1f} ms")
+    med, best = timed(lambda: analyze_tables(node_tables, node_id=node, platform=platform))
+    print(f"  analyze_tables (rates, rules, localization):        median {med:.1f} ms, best {best:.1f} ms"
+          f"  [budget 50 ms]")
+    med, best = timed(lambda: analyze_tables(tables, node_id=node, platform=platform), repeat=5)
+    print(f"  ... plus step-time correlation of its job:          median {med:.1f} ms, best {best:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
