@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from xml.etree import ElementTree
 
 from bot.blocks import DRAFT_LINK_ACTION, diagnosis_blocks
-from bot.console.topology import analysis_of, draft_targets
+from bot.console.topology import analysis_of, draft_targets, topology_view
 from bot.console.web import Console
 from bot.nodes import SnapshotNodeSource
 from bot.transport.mock_slack import BOT_USER, Message
@@ -55,3 +57,22 @@ def test_links_of_a_shared_component_are_drafted_by_their_pick_in_its_menu() -> 
         action = Console._action(element, block["block_id"], target.option)
         assert action["selected_option"]["value"] == target.option and "options" not in action
         assert action["block_id"] == block["block_id"] and f'"f":{index}' in target.option
+
+
+def test_every_clickable_link_is_drawn_inside_the_svg_picture() -> None:
+    d = _node12()
+    view = topology_view(d, 41, _posted(d, 41))
+    root = ElementTree.fromstring(view["svg"])
+    _, _, width, height = (float(v) for v in root.attrib["viewBox"].split())
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    assert view["links"]
+    for link in view["links"]:
+        group = root.find(f".//svg:g[@id='{link['gid']}']", ns)
+        assert group is not None, link["gid"]
+        path = group.find("svg:path", ns)
+        assert path is not None and path.get("d"), f"{link['gid']} has no line to click"
+        numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", str(path.get("d")))]
+        xs, ys = numbers[0::2], numbers[1::2]
+        assert all(0 <= x <= width for x in xs) and all(0 <= y <= height for y in ys), path.get("d")
+        assert link["action"] == {"message_ts": "1800000000.000007", "action_id": f"draft:{link['finding']}",
+                                  "option": None}
