@@ -117,6 +117,15 @@ class Injector:
             event["thread_ts"] = thread_ts
         return self.event(event)
 
+    def snippet(self, content: str, name: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
+        """Share a text snippet (Slack stores the file, then sends a `file_share` message event)."""
+        ts, file = self.slack.user_file(name, content.encode("utf-8"), channel, user, thread_ts)
+        event: dict[str, Any] = {"type": "message", "subtype": "file_share", "user": user, "text": "", "ts": ts,
+                                 "channel": channel, "channel_type": "channel", "event_ts": ts, "files": [file]}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return self.event(event)
+
     def url_verification(self, challenge: str) -> Sent:
         body = json.dumps({"token": "legacy-verification-token", "challenge": challenge,
                            "type": "url_verification"})

@@ -121,6 +121,19 @@ class MockSlack:
             self._cond.notify_all()
         return msg.ts
 
+    def user_file(self, name: str, content: bytes, channel: str, user: str,
+                  thread_ts: str | None = None) -> tuple[str, dict[str, Any]]:
+        """A snippet or file a person shares; returns the message ts and the file as events describe it."""
+        with self._cond:
+            f = File(id=f"F{next(self._ids):08d}", name=name, title=name, length=len(content), content=content,
+                     channel=channel, thread_ts=thread_ts)
+            self.files[f.id] = f
+            msg = Message(channel=channel, ts=self._next_ts(), text="", user=user, thread_ts=thread_ts,
+                          files=[f.id])
+            self.messages.append(msg)
+            self._cond.notify_all()
+            return msg.ts, self._file_json(f)
+
     # -- plumbing -----------------------------------------------------------------------------------------
     def _next_ts(self) -> str:
         return f"1800000000.{next(self._ts):06d}"
