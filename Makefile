@@ -14,7 +14,7 @@ $(STAMP): requirements.lock pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/fabricbot analyze fixtures/seed_examples.json
+	$(BIN)/fabricbot demo
 
 test: $(STAMP)
 	$(BIN)/ruff check bot diagnostics tests benchmarks

@@ -13,10 +13,11 @@ from diagnostics import FabricbotError
 COMMANDS: tuple[str, ...] = (
     "analyze",
     "ingest",
+    "render",
     "synth",
     "eval",
     "ticket",
-    "render",
+    "sweep",
     "serve",
     "demo",
     "audit",

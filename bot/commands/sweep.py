@@ -1,0 +1,102 @@
+"""`fabricbot sweep`: the fleet's offending links, found by the Prometheus server itself."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from typing import TextIO
+
+from diagnostics import load_thresholds
+from diagnostics.errors import InputError
+from diagnostics.prometheus import PrometheusClient, SweepResult, analyze_node, load_config, sweep
+from diagnostics.prometheus.promql import BELOW_EXPECTED_RULE
+
+from .analyze import _parse_overrides
+
+
+def _when(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError("expected an ISO time such as 2026-03-02T12:00:00Z", field="--at", value=text) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _table(result: SweepResult, out: TextIO) -> None:
+    print(result.headline(), file=out)
+    for o in result.offenders:
+        rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}"
+        sign = "<" if o.rule == BELOW_EXPECTED_RULE else ">"
+        limit = "" if o.above is None else f"{sign} {o.above:g}"
+        print(f"  {o.node_id:<16} {o.component:<22} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "
+              f"{o.detail}".rstrip(), file=out)
+    for node, found in result.confirmed.items():
+        print(f"  {node}: its read-back series confirm {len(found)} finding(s)", file=out)
+        diagnosis = result.diagnoses.get(node)
+        if diagnosis is not None:
+            print(f"    diagnosis: {diagnosis.isolated_component}; priority {diagnosis.ticket_priority.value}; "
+                  f"{diagnosis.repair_action}", file=out)
+    if result.not_pushed_down:
+        print(f"  not evaluated on the server (local analysis only): {'; '.join(result.not_pushed_down)}",
+              file=out)
+    for warning in result.warnings:
+        print(f"  warning: {warning}", file=out)
+    print(f"  {result.queries} queries, {result.requests} requests ({result.retries} retries), "
+          f"{result.bytes_received:,} bytes; sweep {result.timings.sweep_s:.2f} s, "
+          f"read-back {result.timings.fetch_s:.2f} s, analysis {result.timings.analyze_s:.2f} s", file=out)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    thresholds = load_thresholds(args.thresholds, overrides=_parse_overrides(args.set), profile=args.profile)
+    config = load_config(args.prometheus, path=args.config)
+    if args.node:
+        with PrometheusClient(config) as client:
+            diagnosis = analyze_node(client, args.node, thresholds, at=_when(args.at), window_hours=args.window)
+        if args.json:
+            print(diagnosis.model_dump_json(indent=2))
+        else:
+            print(f"{diagnosis.node_id}  platform={diagnosis.platform or 'unknown'}  "
+                  f"fault={'yes' if diagnosis.fault_detected else 'no'}  "
+                  f"priority={diagnosis.ticket_priority.value}\n  isolated: {diagnosis.isolated_component}\n"
+                  f"  action:   {diagnosis.repair_action}")
+            for finding in diagnosis.findings:
+                if finding.severity.value != "ok":
+                    print(f"  {finding.component}: {finding.severity.value}: "
+                          f"{'; '.join(c.message for c in finding.crossed)}")
+            for warning in diagnosis.warnings:
+                print(f"  warning: {warning}")
+        return 1 if diagnosis.fault_detected else 0
+    with PrometheusClient(config) as client:
+        result = sweep(client, thresholds, at=_when(args.at), window_hours=args.window,
+                       analyze=not args.no_analyze)
+    if args.json:
+        json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
+        print()
+    else:
+        _table(result, sys.stdout)
+    if not result.complete:
+        print(f"fabricbot: {result.headline()}", file=sys.stderr)
+        return 3
+    return 1 if result.offenders else 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("sweep", help="find offending links fleet-wide through Prometheus (PromQL push-down)",
+                       description="Exit status: 0 all within thresholds, 1 offenders found, "
+                                   "3 the fleet view is incomplete, 2 a usage or configuration error.")
+    p.add_argument("--prometheus", metavar="URL", help="Prometheus base URL (default $FABRICBOT_PROMETHEUS_URL)")
+    p.add_argument("--config", metavar="FILE", help="label map and limits (default $FABRICBOT_PROMETHEUS_CONFIG)")
+    p.add_argument("--window", type=float, default=1.0, metavar="HOURS", help="rate window (default 1 h)")
+    p.add_argument("--at", metavar="TIME", help="evaluate at this UTC instant (default now)")
+    p.add_argument("--node", help="read and diagnose this one node's series instead of sweeping the fleet")
+    p.add_argument("--no-analyze", action="store_true", help="list offenders only; skip reading their nodes back")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--thresholds", metavar="FILE", help="a thresholds TOML file overriding the defaults")
+    p.add_argument("--profile", help="a named threshold profile from the thresholds file")
+    p.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                   help="override one rule's threshold for this run (repeatable)")
+    p.set_defaults(func=cmd_sweep)

@@ -1,0 +1,21 @@
+"""Prometheus as a telemetry source: read one node's DCGM series, and sweep the fleet with generated PromQL."""
+
+from .client import PrometheusClient, PrometheusError
+from .config import PrometheusConfig, load_config
+from .result import Offender, SweepResult
+from .source import read_node
+from .sweep import analyze_node, fleet_queries, sweep, sweep_url
+
+__all__ = [
+    "Offender",
+    "PrometheusClient",
+    "PrometheusConfig",
+    "PrometheusError",
+    "SweepResult",
+    "analyze_node",
+    "fleet_queries",
+    "load_config",
+    "read_node",
+    "sweep",
+    "sweep_url",
+]

@@ -1,0 +1,147 @@
+"""A small Prometheus HTTP API client: bounded queries, timeouts, retries with back-off, bytes counted.
+
+Every failure becomes a `PrometheusError` whose message says what the server did; callers turn it into an
+"incomplete fleet view", never into an empty (healthy-looking) answer.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from ..errors import FabricbotError
+from .config import PrometheusConfig
+
+RETRY_STATUS = {429, 502, 503, 504}
+
+
+class PrometheusError(FabricbotError):
+    """The server could not answer in full: down, slow, refusing, or over a limit."""
+
+
+@dataclass
+class QueryStats:
+    requests: int = 0
+    retries: int = 0
+    bytes_received: int = 0  # on the wire (compressed when the server compresses)
+    bytes_decoded: int = 0  # the JSON after decompression
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+def _ts(moment: datetime | float) -> str:
+    value = moment.timestamp() if isinstance(moment, datetime) else float(moment)
+    return f"{value:.3f}"
+
+
+class PrometheusClient:
+    """`query` and `query_range` over httpx; a caller may pass its own `httpx.Client` (tests: MockTransport)."""
+
+    def __init__(self, config: PrometheusConfig, http: httpx.Client | None = None,
+                 sleep: Any = time.sleep, transport: httpx.BaseTransport | None = None) -> None:
+        self.config = config
+        self.stats = QueryStats()
+        self._sleep = sleep
+        limits = config.limits
+        self._http = http or httpx.Client(
+            timeout=httpx.Timeout(limits.timeout_seconds), headers=config.auth_headers(),
+            auth=config.basic_auth(), follow_redirects=True, transport=transport,
+        )
+
+    def __repr__(self) -> str:  # never the headers: they may hold a token
+        return f"PrometheusClient({self.config.url!r})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> PrometheusClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the two API calls -------------------------------------------------------------------------------------
+    def query(self, promql: str, at: datetime | float) -> list[dict[str, Any]]:
+        """An instant query: a list of {"metric": labels, "value": [ts, "v"]}."""
+        return self._call("query", {"query": promql, "time": _ts(at)}, promql)
+
+    def query_range(self, promql: str, start: datetime | float, end: datetime | float,
+                    step_s: float) -> list[dict[str, Any]]:
+        """A range query: a list of {"metric": labels, "values": [[ts, "v"], ...]}, bounded by the limits."""
+        limits = self.config.limits
+        t0 = start.timestamp() if isinstance(start, datetime) else float(start)
+        t1 = end.timestamp() if isinstance(end, datetime) else float(end)
+        if t1 <= t0:
+            raise PrometheusError(f"empty time range {t0:.0f}..{t1:.0f} for {promql!r}")
+        if (t1 - t0) / 3600 > limits.max_window_hours:
+            raise PrometheusError(
+                f"window of {(t1 - t0) / 3600:.1f} h is longer than the {limits.max_window_hours:g} h limit")
+        step = max(float(step_s), limits.min_step_seconds, (t1 - t0) / limits.max_points_per_series)
+        return self._call("query_range", {"query": promql, "start": _ts(t0), "end": _ts(t1),
+                                          "step": f"{math.ceil(step * 1000) / 1000}"}, promql)
+
+    # -- transport -----------------------------------------------------------------------------------------------
+    def _call(self, endpoint: str, params: dict[str, str], promql: str) -> list[dict[str, Any]]:
+        body = self._post(endpoint, params, promql)
+        if body.get("warnings"):
+            self.stats.warnings.extend(str(w) for w in body["warnings"])
+        result = body.get("data", {}).get("result")
+        if not isinstance(result, list):
+            raise PrometheusError(f"{endpoint}: unexpected answer shape (no data.result list) for {promql!r}")
+        if len(result) > self.config.limits.max_series:
+            raise PrometheusError(
+                f"{endpoint}: {len(result)} series is over the {self.config.limits.max_series} series limit "
+                f"for {promql!r}; narrow the selector (selector.matchers) or raise limits.max_series")
+        return result
+
+    def _post(self, endpoint: str, params: dict[str, str], promql: str) -> dict[str, Any]:
+        url = f"{self.config.url}/api/v1/{endpoint}"
+        limits = self.config.limits
+        delay = limits.backoff_seconds
+        last = ""
+        for attempt in range(limits.retries + 1):
+            if attempt:
+                self.stats.retries += 1
+                self._sleep(delay)
+                delay *= 2
+            started = time.perf_counter()
+            self.stats.requests += 1
+            try:
+                response = self._http.post(url, data=params)
+            except httpx.TimeoutException:
+                last = f"no answer within {limits.timeout_seconds:g} s"
+                continue
+            except httpx.TransportError as exc:
+                last = f"cannot connect ({type(exc).__name__})"
+                continue
+            finally:
+                self.stats.seconds += time.perf_counter() - started
+            self.stats.bytes_received += response.num_bytes_downloaded
+            self.stats.bytes_decoded += len(response.content)
+            if response.status_code in RETRY_STATUS:
+                last = f"HTTP {response.status_code}"
+                continue
+            return self._decode(response, endpoint, promql)
+        raise PrometheusError(
+            f"Prometheus at {self.config.url} unavailable after {limits.retries + 1} tries: {last}")
+
+    def _decode(self, response: httpx.Response, endpoint: str, promql: str) -> dict[str, Any]:
+        try:
+            body: dict[str, Any] = response.json()
+        except ValueError:
+            raise PrometheusError(
+                f"{endpoint}: HTTP {response.status_code}, not a Prometheus API answer "
+                f"(content-type {response.headers.get('content-type', '?')})") from None
+        if response.status_code >= 400 or body.get("status") != "success":
+            kind = body.get("errorType", f"HTTP {response.status_code}")
+            error = str(body.get("error", "no error text"))
+            hint = ""
+            if "too many samples" in error:
+                hint = "; the query is over the server's sample limit (--query.max-samples): use a shorter window"
+            raise PrometheusError(f"{endpoint} refused ({kind}): {error}{hint} [query: {promql}]")
+        return body

@@ -1,0 +1,187 @@
+"""The same sweep, done locally on link_samples: Prometheus' `increase()` mirrored exactly, then the same rules.
+
+Mirroring the server's extrapolation (rather than a plain last-minus-first) is what lets the push-down and the
+local analysis agree link for link at any instant, even for a rate close to its threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import cast
+
+import numpy as np
+import pandas as pd
+
+from ..platforms import all_platforms
+from ..rules import crossings
+from ..schema import LinkType, Severity
+from ..thresholds import Thresholds
+from .promql import BELOW_EXPECTED_RULE, COUNTER_COLUMNS, MISSING_RULE, PRESENCE_COLUMN, not_pushable
+from .result import Offender
+
+KEYS = ["node_id", "link_type", "gpu", "nvswitch", "link"]
+LOOKBACK = timedelta(minutes=5)
+
+
+def extrapolated_increase(t: np.ndarray, v: np.ndarray, start: float, end: float) -> float | None:
+    """Prometheus 2.x `increase()` over one series' samples at seconds `t` inside [start, end]; None if < 2."""
+    if len(t) < 2:
+        return None
+    drops = v[1:] < v[:-1]
+    out = _extrapolate(np.array([t[0]]), np.array([t[-1]]), np.array([v[0]]), np.array([v[-1]]),
+                       np.array([float(v[:-1][drops].sum())]), np.array([len(t)]), start, end)
+    return float(out[0])
+
+
+def _extrapolate(t0: np.ndarray, t1: np.ndarray, v0: np.ndarray, v1: np.ndarray, resets: np.ndarray,
+                 n: np.ndarray, start: float, end: float) -> np.ndarray:
+    """promql/functions.go extrapolatedRate (isCounter, not a rate), over arrays of series."""
+    result = v1 - v0 + resets  # a counter reset loses the value before it: add it back
+    sampled = t1 - t0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        average = sampled / (n - 1)
+        to_zero = np.where((result > 0) & (v0 >= 0), sampled * (v0 / result), np.inf)
+        to_start = np.minimum(t0 - start, to_zero)
+        to_end = end - t1
+        threshold = average * 1.1
+        interval = (sampled + np.where(to_start < threshold, to_start, average / 2)
+                    + np.where(to_end < threshold, to_end, average / 2))
+        return np.where(n >= 2, result * (interval / sampled), np.nan)
+
+
+def window_increases(inside: pd.DataFrame, column: str, start: float, end: float) -> pd.Series:
+    """`increase(column[window])` for every link series in `inside`, indexed by KEYS."""
+    rows = inside[inside[column].notna()].sort_values([*KEYS, "timestamp"])
+    if rows.empty:
+        return pd.Series(dtype=float)
+    keys = [rows[k].astype("object").where(rows[k].notna(), None) for k in KEYS]
+    t = rows["timestamp"].astype("int64") / 1e9
+    v = rows[column].astype(float)
+    groups = v.groupby(keys, dropna=False, sort=False)
+    prev = groups.shift()
+    resets = v.where(v < prev, np.nan).notna() * prev.fillna(0.0)
+    agg = pd.DataFrame({"t": t, "v": v, "r": resets}).groupby(keys, dropna=False, sort=False)
+    first, last, n = agg.first(), agg.last(), agg.size()
+    value = _extrapolate(first["t"].to_numpy(), last["t"].to_numpy(), first["v"].to_numpy(),
+                         last["v"].to_numpy(), agg["r"].sum().to_numpy(), n.to_numpy(), start, end)
+    return pd.Series(value, index=first.index).dropna()
+
+
+def persist_ends(at: datetime, window_hours: float, m: int) -> list[float]:
+    """The instants a `[m windows : window]` subquery evaluates at: multiples of the window, newest first."""
+    step_ms = round(window_hours * 3600 * 1000)
+    last = (round(at.timestamp() * 1000) // step_ms) * step_ms
+    return [(last - j * step_ms) / 1000 for j in range(m)]
+
+
+def _rates(samples: pd.DataFrame, counters: list[str], start: float, end: float, hours: float) -> pd.DataFrame:
+    """Per link, each counter's `increase()` over [start, end] per hour (`crc` sums its columns)."""
+    inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
+                     & (samples["timestamp"] <= pd.Timestamp(end, unit="s", tz="UTC"))]
+    rates: dict[str, pd.Series] = {}
+    for counter in counters:
+        parts = [window_increases(inside, c, start, end) for c in COUNTER_COLUMNS.get(counter, (counter,))
+                 if c in inside]
+        parts = [p for p in parts if len(p)]
+        if parts:
+            rates[counter] = pd.concat(parts, axis=1).sum(axis=1, min_count=1) / hours
+    return pd.DataFrame(rates)
+
+
+def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, window_hours: float,
+                  gpus: pd.DataFrame | None = None, exclude_models: str = "(?i).*PCIe.*") -> list[Offender]:
+    """Every pushed-down rule a link breaks at `at` over the window before it, and the links that are missing."""
+    pushable = thresholds.model_copy(update={"rules": [r for r in thresholds.rules if not_pushable(r) is None]})
+    start, end = (at - timedelta(hours=window_hours)).timestamp(), at.timestamp()
+    if "gpu_total" in samples:
+        samples = samples[~samples["gpu_total"].fillna(False).astype(bool)]
+    counters = list(dict.fromkeys(r.counter for r in pushable.rules))
+    table = _rates(samples, counters, start, end, window_hours)
+    over = _windows_over(samples, pushable, at, window_hours)
+    out: list[Offender] = []
+    for key, row in table.iterrows():
+        node, link_type, gpu, nvswitch, link = (_clean(k) for k in cast(tuple[object, ...], key))
+        found = {str(c): float(v) for c, v in row.items() if pd.notna(v)}
+        for crossing in crossings(str(link_type), found, pushable, over.get(_key(key))):
+            persist = pushable.rule(crossing.rule).persist is not None
+            out.append(Offender(
+                node_id=str(node), link_type=LinkType(str(link_type)), gpu=_int(gpu),
+                nvswitch=None if nvswitch is None else str(nvswitch), link=_int(link), rule=crossing.rule,
+                severity=crossing.severity, rate_per_hour=None if persist else crossing.rate_per_hour,
+                above=crossing.above))
+    inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
+                     & (samples["timestamp"] <= pd.Timestamp(at))]
+    out.extend(missing_links(inside, at, gpus, exclude_models))
+    return out
+
+
+def _windows_over(samples: pd.DataFrame, thresholds: Thresholds, at: datetime,
+                  window_hours: float) -> dict[tuple[object, ...], dict[str, int]]:
+    """Per link, for each `persist` rule, how many of its last m (server-aligned) windows exceeded."""
+    over: dict[tuple[object, ...], dict[str, int]] = {}
+    for rule in thresholds.rules:
+        if rule.persist is None:
+            continue
+        for end in persist_ends(at, window_hours, int(rule.persist[1])):
+            table = _rates(samples, [rule.counter], end - window_hours * 3600, end, window_hours)
+            if rule.counter not in table:
+                continue
+            for key, rate in table[rule.counter].items():
+                if pd.notna(rate) and rate > rule.above:
+                    counts = over.setdefault(_key(key), {})
+                    counts[rule.name] = counts.get(rule.name, 0) + 1
+    return over
+
+
+def _key(key: object) -> tuple[object, ...]:
+    """A link key with every missing part as None (NaN != NaN would split one link into many)."""
+    return tuple(_clean(k) for k in cast(tuple[object, ...], key))
+
+
+def _clean(value: object) -> object:
+    return None if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)) else value
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(float(str(value)))
+
+
+def missing_links(inside: pd.DataFrame, at: datetime, gpus: pd.DataFrame | None,
+                  exclude_models: str) -> list[Offender]:
+    """Links seen in the window but silent for the last 5 minutes; GPUs with fewer links than their platform."""
+    links = inside[(inside["link_type"].astype("string") == LinkType.NVLINK.value)
+                   & inside["link"].notna() & inside[PRESENCE_COLUMN].notna()]
+    recent = links["timestamp"] >= pd.Timestamp(at) - LOOKBACK  # Prometheus 2.x: closed
+    seen = {(str(n), int(g), int(lk)) for n, g, lk in links[["node_id", "gpu", "link"]].itertuples(index=False)}
+    now = {(str(n), int(g), int(lk))
+           for n, g, lk in links.loc[recent, ["node_id", "gpu", "link"]].itertuples(index=False)}
+    out = [Offender(node_id=n, link_type=LinkType.NVLINK, gpu=g, link=lk, rule=MISSING_RULE,
+                    severity=Severity.DOWN, detail="series stopped inside the window")
+           for n, g, lk in sorted(seen - now)]
+    if gpus is None or gpus.empty:
+        return out
+    expected = _expected_links()
+    counts: dict[tuple[str, int], int] = {}
+    for n, g, _ in now:
+        counts[(n, g)] = counts.get((n, g), 0) + 1
+    excluded = re.compile(exclude_models)
+    for row in gpus.itertuples(index=False):
+        node, gpu, model = str(row.node_id), int(str(row.gpu)), str(row.model or "")
+        want = next((links for name, links in expected.items() if name in model), None)
+        have = counts.get((node, gpu))
+        if want is None or excluded.fullmatch(model) or have is None or have >= want:
+            continue  # a GPU with no link series at all is reported by the vanished-link rule instead
+        out.append(Offender(node_id=node, link_type=LinkType.NVLINK, gpu=gpu, rule=BELOW_EXPECTED_RULE,
+                            severity=Severity.DOWN, rate_per_hour=float(have), above=float(want),
+                            detail=f"{have} of {want} links reporting"))
+    return out
+
+
+def _expected_links() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for platform in sorted(all_platforms().values(), key=lambda p: str(p["name"])):
+        links, model = int(platform.get("nvlinks_per_gpu", 0)), str(platform.get("gpu_model", ""))
+        if links > 0 and model and model not in found:
+            found[model] = links
+    return found

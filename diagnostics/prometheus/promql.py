@@ -1,0 +1,203 @@
+"""PromQL generated from the thresholds file and the dcgm metric table, so no threshold or metric name is written twice.
+
+Each detection rule becomes one query per link type it applies to: the per-hour increase of its counter, per node,
+GPU, NVSwitch and link, compared with the rule's `above`. Missing series become two more queries: links whose
+series vanished inside the window, and GPUs reporting fewer links than their platform has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..ingest.dcgm_map import DcgmMap, Field
+from ..platforms import all_platforms
+from ..schema import LinkType, Severity
+from ..thresholds import Rule, Thresholds
+from .config import PrometheusConfig
+
+# A rule's counter may stand for several normalized columns.
+COUNTER_COLUMNS: dict[str, tuple[str, ...]] = {"crc": ("crc_flit", "crc_data")}
+PRESENCE_COLUMN = "replay"  # the NVLink counter whose series say that a link is reporting
+LOOKBACK = "5m"  # Prometheus' default staleness: a series without a sample this long is gone
+MISSING_RULE = "link_missing"
+BELOW_EXPECTED_RULE = "links_below_expected"
+
+Wrap = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class SweepQuery:
+    """One generated query and what an answer row means."""
+
+    rule: str
+    link_type: LinkType
+    severity: Severity
+    promql: str
+    above: float | None = None  # per hour; None for the missing-series queries
+    expected: dict[str, int] | None = None  # model pattern -> links per GPU, for BELOW_EXPECTED_RULE
+    persist: bool = False  # the value is a count of windows, not a rate
+
+
+def duration(hours: float) -> str:
+    """A PromQL duration for `hours`, in whole seconds."""
+    return f"{round(hours * 3600)}s"
+
+
+def _names(dmap: DcgmMap, column: str, link_type: LinkType) -> tuple[list[str], list[re.Pattern[str]]]:
+    exact = [n for n, f in dmap.exact.items() if _is(f, column, link_type)]
+    per_link = [p for p, f in dmap.patterns if _is(f, column, link_type)]
+    return exact, per_link
+
+
+def _is(field: Field, column: str, link_type: LinkType) -> bool:
+    return field.column == column and field.link_type is link_type and field.counter
+
+
+class QueryBuilder:
+    """Knows the server's labels and the metric spellings; writes selectors and per-link vectors."""
+
+    def __init__(self, config: PrometheusConfig, dmap: DcgmMap, max_links: int | None = None) -> None:
+        self.config = config
+        self.dmap = dmap
+        labels = config.labels
+        self.group = [labels.node, labels.gpu, labels.nvswitch, labels.link]
+        self.max_links = max_links or max(
+            [int(p.get("nvlinks_per_gpu", 0)) for p in all_platforms().values()] + [18])
+
+    def by(self, *roles: str) -> str:
+        labels = self.config.labels
+        return ", ".join(getattr(labels, r) for r in roles)
+
+    def selector(self, names: str, *extra: str) -> str:
+        """`{__name__=~"A|B", ...}`: every spelling of one counter, with the site's extra matchers."""
+        matchers = [f'__name__=~"{names}"', *(m for m in (self.config.matchers.strip(), *extra) if m)]
+        return "{" + ", ".join(matchers) + "}"
+
+    def column_vector(self, column: str, link_type: LinkType, wrap: Wrap, *extra: str) -> str | None:
+        """One series per link carrying `column`, each selector wrapped (e.g. in `increase(...[1h])`)."""
+        exact, per_link = _names(self.dmap, column, link_type)
+        link = self.config.labels.link
+        parts: list[str] = []
+        if exact:
+            # an NVLink counter without a link label is a GPU total: never compared with a per-link threshold
+            need = (f'{link}!=""',) if link_type is LinkType.NVLINK else ()
+            parts.append(wrap(self.selector(_spellings(exact), *need, *extra)))
+        if per_link:
+            for index in range(self.max_links):
+                names = _spellings([_expand(p, index) for p in per_link])
+                parts.append(f'label_replace({wrap(self.selector(names, *extra))}, "{link}", "{index}", "", "")')
+        if not parts:
+            return None
+        by = ", ".join(self.group)
+        return f"max by ({by}) ({' or '.join(parts)})"
+
+    def counter_vector(self, counter: str, link_type: LinkType, wrap: Wrap) -> str | None:
+        """The rule's counter per link: several columns are summed (`crc` = crc_flit + crc_data)."""
+        columns = COUNTER_COLUMNS.get(counter, (counter,))
+        vectors = [(c, v) for c in columns if (v := self.column_vector(c, link_type, wrap)) is not None]
+        if len(vectors) <= 1:
+            return vectors[0][1] if vectors else None
+        tagged = [f'label_replace({v}, "fabricbot_column", "{c}", "", "")' for c, v in vectors]
+        return f"sum by ({', '.join(self.group)}) ({' or '.join(tagged)})"
+
+
+def _quote(text: str) -> str:
+    """A regular expression inside a PromQL double-quoted string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _spellings(names: list[str]) -> str:
+    """A name regex; OpenMetrics adds `_total` to a counter's samples, so both spellings match."""
+    return "|".join(f"{n}(_total)?" for n in names)
+
+
+def _expand(pattern: re.Pattern[str], index: int) -> str:
+    return pattern.pattern.replace(r"(\d{1,2})", str(index)).replace("\\", "")
+
+
+def not_pushable(rule: Rule) -> str | None:
+    """Why a rule cannot be a PromQL rate comparison, or None when it can."""
+    unit = getattr(rule, "unit", "/h")
+    if unit != "/h":
+        return f"measured in {unit}, not a rate per hour"
+    if getattr(rule, "codes", None):
+        return "an event rule (Xid/SXid codes)"
+    return None
+
+
+def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
+    """One query per (rule, link type): links whose per-hour increase is above the rule's threshold.
+
+    A rule with `persist = [k, m]` counts, with a subquery, the windows that exceeded among the last m; the
+    server aligns those windows to multiples of the window length (local.persist_ends mirrors it).
+    """
+    rng = duration(window_hours)
+    out: list[SweepQuery] = []
+    for rule in thresholds.rules:
+        if not_pushable(rule):
+            continue
+        for link_type in LinkType:
+            if not rule.applies_to(link_type.value):
+                continue
+            vector = builder.counter_vector(rule.counter, link_type, lambda s: f"increase({s}[{rng}])")
+            if vector is None:
+                continue
+            promql = f"({vector}) / {window_hours:g} > {rule.above:g}"
+            persist = getattr(rule, "persist", None)
+            if persist:
+                k, m = int(persist[0]), int(persist[1])
+                # m evaluation points: the multiples of the window in (at - m windows, at]
+                span = f"{round(window_hours * m * 3600 * 1000) - 1}ms"
+                promql = f"count_over_time(({promql})[{span}:{rng}]) >= {k}"
+            out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above,
+                                  persist=bool(persist)))
+    return out
+
+
+def unpushed_rules(thresholds: Thresholds, builder: QueryBuilder) -> list[str]:
+    """Rules the sweep cannot evaluate on the server, each with the reason."""
+    out = []
+    for rule in thresholds.rules:
+        reason = not_pushable(rule)
+        if reason is None and not any(
+                rule.applies_to(t.value) and builder.counter_vector(rule.counter, t, lambda s: s) is not None
+                for t in LinkType):
+            reason = f"no dcgm-exporter metric carries {rule.counter!r}"
+        if reason:
+            out.append(f"{rule.name}: {reason}")
+    return out
+
+
+def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
+    """Links that stopped reporting inside the window, and GPUs reporting fewer links than their platform."""
+    cfg = builder.config
+    node_gpu_link = builder.by("node", "gpu", "link")
+    node_gpu = builder.by("node", "gpu")
+    seen = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK,
+                                 lambda s: f"last_over_time({s}[{duration(window_hours)}])")
+    now = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s)
+    if seen is None or now is None:
+        return []
+    vanished = f"group by ({node_gpu_link}) ({seen}) unless group by ({node_gpu_link}) ({now})"
+    out = [SweepQuery(MISSING_RULE, LinkType.NVLINK, Severity.DOWN, vanished)]
+    model, excluded = cfg.labels.model, cfg.exclude_models
+    clauses: list[str] = []
+    expected: dict[str, int] = {}
+    for platform in sorted(all_platforms().values(), key=lambda p: str(p["name"])):
+        links, gpu_model = int(platform.get("nvlinks_per_gpu", 0)), str(platform.get("gpu_model", ""))
+        if links <= 0 or not gpu_model or gpu_model in expected:
+            continue
+        expected[gpu_model] = links
+        match = (f'{model}=~".*{_quote(re.escape(gpu_model))}.*"', f'{model}!~"{excluded}"')
+        present = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s, *match)
+        if present is None:
+            continue
+        with_model = f"{node_gpu}, {model}"
+        clauses.append(f"(count by ({with_model}) (group by ({node_gpu_link}, {model}) "
+                       f"(label_replace({present}, \"{model}\", \"{_quote(gpu_model)}\", \"\", \"\"))) < {links})")
+    if clauses:
+        out.append(SweepQuery(BELOW_EXPECTED_RULE, LinkType.NVLINK, Severity.DOWN, " or ".join(clauses),
+                              expected=expected))
+    return out

@@ -1,0 +1,82 @@
+"""Read one node's DCGM series from Prometheus into the normalized tables the file readers produce.
+
+The answer is written back as timestamped exposition and read by the dcgm reader itself, so metric names, label
+aliases, sentinels and saturation are handled by one table (`data/dcgm.toml`) and one reader, not twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from ..ingest.base import IngestResult, IngestWarning, Source
+from ..ingest.dcgm import read_scrapes
+from ..ingest.dcgm_map import DcgmMap, load_map
+from ..schema import STEP_SAMPLES
+from .client import PrometheusClient, PrometheusError
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def all_names(dmap: DcgmMap) -> str:
+    """A regex of every metric name the dcgm table knows (both spellings of counters)."""
+    names = [*dmap.exact, *(p.pattern.replace(r"\d{1,2}", "[0-9]{1,2}").replace("\\", "") for p, _ in
+                            dmap.patterns), *dmap.xid_counter, *dmap.xid_gauge]
+    return "|".join(f"{n}(_total)?" for n in sorted(set(names)))
+
+
+def node_selector(client: PrometheusClient, node: str, dmap: DcgmMap, gpus: list[int] | None = None) -> str:
+    cfg = client.config
+    matchers = [f'__name__=~"{all_names(dmap)}"', f'{cfg.labels.node}="{_quote(node)}"']
+    if gpus:
+        matchers.append(f'{cfg.labels.gpu}=~"{"|".join(str(g) for g in sorted(set(gpus)))}"')
+    if cfg.matchers.strip():
+        matchers.append(cfg.matchers.strip())
+    return "{" + ", ".join(matchers) + "}"
+
+
+def _exposition(series: list[dict[str, Any]]) -> Iterator[str]:
+    for item in series:
+        labels = dict(item["metric"])
+        name = labels.pop("__name__", "")
+        body = ",".join(f'{k}="{_quote(v)}"' for k, v in sorted(labels.items()))
+        for ts, value in item.get("values", []):
+            yield f"{name}{{{body}}} {value} {round(float(ts) * 1000)}"
+
+
+def read_step_times(client: PrometheusClient, node: str, start: datetime, end: datetime,
+                    step_s: float) -> pd.DataFrame:
+    """The configured step-time gauge (milliseconds) for the node's jobs, as step_samples rows."""
+    cfg = client.config
+    matchers = [f'{cfg.labels.node}="{_quote(node)}"', *([cfg.matchers.strip()] if cfg.matchers.strip() else [])]
+    series = client.query_range(f"{cfg.step_time_metric}{{{', '.join(matchers)}}}", start, end, step_s)
+    rows = [{"timestamp": pd.Timestamp(float(ts), unit="s", tz="UTC"),
+             "job_id": item["metric"].get(cfg.step_time_job_label, "unknown"), "node_ids": node,
+             "step_time_ms": float(value), "source": f"{cfg.url} {cfg.step_time_metric}"}
+            for item in series for ts, value in item.get("values", [])]
+    return STEP_SAMPLES.conform(pd.DataFrame(rows)) if rows else STEP_SAMPLES.empty()
+
+
+def read_node(client: PrometheusClient, node: str, start: datetime, end: datetime, step_s: float = 60.0,
+              dmap: DcgmMap | None = None, gpus: list[int] | None = None) -> IngestResult:
+    """One node's link samples (and GPUs, Xid events) over [start, end] at `step_s` resolution.
+
+    `gpus` narrows the read to those GPUs' series (the offending ones), for a smaller transfer.
+    """
+    dmap = dmap or load_map()
+    series = client.query_range(node_selector(client, node, dmap, gpus), start, end, step_s)
+    name = f"{client.config.url} {client.config.labels.node}={node}"
+    if not series:
+        raise PrometheusError(f"{name}: no DCGM series between {start:%Y-%m-%d %H:%M} and {end:%H:%M} UTC "
+                              "(a silent node is not a healthy one)")
+    text = "\n".join(_exposition(series)) + "\n"
+    result = read_scrapes([(Source.from_text(text, name=name), None)], node_id=node)
+    if client.config.step_time_metric:
+        result.tables["step_samples"] = read_step_times(client, node, start, end, step_s)
+    result.warnings.extend(IngestWarning(name, None, f"server warning: {w}") for w in client.stats.warnings)
+    return result

@@ -1,0 +1,169 @@
+"""The fleet sweep pushed down into PromQL: the server finds the offending links, we read back only their nodes.
+
+Any query that fails or answers with warnings marks the result incomplete, with the reason; an empty offender list
+is only "healthy" when every query answered in full.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+
+from ..history import analyze_tables
+from ..ingest.dcgm_map import DcgmMap, load_map
+from ..model import Diagnosis
+from ..platforms import all_platforms
+from ..schema import LinkType, Severity
+from ..thresholds import Thresholds
+from .client import PrometheusClient, PrometheusError
+from .local import failing_links
+from .promql import BELOW_EXPECTED_RULE, QueryBuilder, SweepQuery, missing_queries, rule_queries, unpushed_rules
+from .result import Offender, SweepResult
+from .source import read_node
+
+
+def fleet_queries(client: PrometheusClient, thresholds: Thresholds, window_hours: float,
+                  dmap: DcgmMap | None = None) -> list[SweepQuery]:
+    """Every query a sweep evaluates, generated from the thresholds and the dcgm table."""
+    builder = QueryBuilder(client.config, dmap or load_map())
+    return [*rule_queries(thresholds, builder, window_hours), *missing_queries(builder, window_hours)]
+
+
+def _int(value: Any) -> int | None:
+    return None if value in (None, "") else int(value)
+
+
+def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) -> Offender:
+    labels, value = row["metric"], float(row["value"][1])
+    names = client.config.labels
+    node = labels.get(names.node) or "unknown"
+    common: dict[str, Any] = {"node_id": node, "link_type": query.link_type, "gpu": _int(labels.get(names.gpu)),
+                              "nvswitch": labels.get(names.nvswitch) or None, "rule": query.rule,
+                              "severity": query.severity}
+    if query.rule == BELOW_EXPECTED_RULE:
+        model = labels.get(names.model, "")
+        want = next((n for m, n in (query.expected or {}).items() if m in model), None)
+        return Offender(**common, rate_per_hour=value, above=want,
+                        detail=f"{value:g} links reporting" + (f" of {want}" if want else ""))
+    link = _int(labels.get(names.link))
+    if query.link_type is LinkType.PCIE:
+        link = None
+    if query.persist:
+        return Offender(**common, link=link, above=query.above, detail=f"above in {value:g} windows")
+    return Offender(**common, link=link, rate_per_hour=None if query.above is None else value, above=query.above,
+                    detail="series stopped inside the window" if query.above is None else "")
+
+
+def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetime, window_hours: float,
+                   result: SweepResult, dmap: DcgmMap | None = None) -> None:
+    """Evaluate every generated query at `at`; failures become reasons the view is incomplete."""
+    queries = fleet_queries(client, thresholds, window_hours, dmap)
+    result.queries = len(queries)
+    result.not_pushed_down = unpushed_rules(thresholds, QueryBuilder(client.config, dmap or load_map()))
+    for query in queries:
+        before = len(client.stats.warnings)
+        try:
+            rows = client.query(query.promql, at)
+        except PrometheusError as exc:
+            result.complete = False
+            result.incomplete_reasons.append(f"rule {query.rule} ({query.link_type.value}) not evaluated: {exc}")
+            continue
+        for warning in client.stats.warnings[before:]:
+            result.complete = False
+            result.incomplete_reasons.append(f"rule {query.rule} ({query.link_type.value}): partial data: "
+                                             f"{warning}")
+        result.offenders.extend(_offender(client, query, row) for row in rows)
+    result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",
+                                         o.link or -1, o.rule))
+
+
+def sweep(client: PrometheusClient, thresholds: Thresholds, *, at: datetime | None = None,
+          window_hours: float = 1.0, analyze: bool = True, step_s: float = 60.0,
+          dmap: DcgmMap | None = None) -> SweepResult:
+    """Find the offending links fleet-wide on the server, then analyze only the offending nodes locally."""
+    at = at or datetime.now(UTC)
+    if not math.isfinite(window_hours) or window_hours <= 0:
+        raise PrometheusError(f"window must be a positive number of hours (got {window_hours!r})")
+    if window_hours > client.config.limits.max_window_hours:
+        raise PrometheusError(f"window of {window_hours:g} h is over the "
+                              f"{client.config.limits.max_window_hours:g} h limit (limits.max_window_hours)")
+    dmap = dmap or load_map()
+    result = SweepResult(at=at, window_hours=window_hours)
+    started = time.perf_counter()
+    find_offenders(client, thresholds, at, window_hours, result, dmap)
+    result.timings.sweep_s = time.perf_counter() - started
+    if analyze:
+        analyze_offenders(client, thresholds, result, step_s, dmap)
+    stats = client.stats
+    result.requests, result.retries = stats.requests, stats.retries
+    result.bytes_received, result.bytes_decoded = stats.bytes_received, stats.bytes_decoded
+    return result
+
+
+def platform_of(gpus: pd.DataFrame | None) -> str | None:
+    """The platform whose GPU model the exporter's model label names (`NVIDIA H100 80GB HBM3` -> H100)."""
+    if gpus is None or gpus.empty or "model" not in gpus:
+        return None
+    models = {str(m) for m in gpus["model"].dropna()}
+    for name, data in sorted(all_platforms().items()):
+        model = str(data.get("gpu_model", ""))
+        if model and int(data.get("nvlinks_per_gpu", 0)) > 0 and any(model in m for m in models):
+            return name
+    return None
+
+
+def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: SweepResult, step_s: float,
+                      dmap: DcgmMap) -> None:
+    """Read each offending node's series over the window and run the local analysis on it alone."""
+    limit = client.config.limits.max_nodes_analyzed
+    nodes = result.nodes
+    if len(nodes) > limit:
+        result.warnings.append(f"{len(nodes)} offending nodes; analyzed the first {limit} "
+                               "(limits.max_nodes_analyzed); the offender list itself is complete")
+    start = result.at - timedelta(hours=result.window_hours)
+    for node in nodes[:limit]:
+        t0 = time.perf_counter()
+        mine = [o for o in result.offenders if o.node_id == node]
+        # the offending GPUs' series only; a switch-side offender (no GPU) needs the whole node
+        gpus = None if any(o.gpu is None for o in mine) else sorted({o.gpu for o in mine if o.gpu is not None})
+        try:
+            tables = read_node(client, node, start, result.at, step_s, dmap, gpus)
+        except PrometheusError as exc:
+            result.complete = False
+            result.incomplete_reasons.append(f"node {node} not read back: {exc}")
+            continue
+        finally:
+            result.timings.fetch_s += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        found = failing_links(tables["link_samples"], thresholds, result.at, result.window_hours,
+                              tables.tables.get("gpus"), client.config.exclude_models)
+        result.confirmed[node] = [o for o in found if o.severity is not Severity.OK]
+        result.diagnoses[node] = analyze_tables(
+            tables.tables, node_id=node, window=timedelta(hours=result.window_hours), end=result.at,
+            thresholds=thresholds, platform=platform_of(tables.tables.get("gpus")))
+        result.warnings.extend(str(w) for w in tables.warnings)
+        result.timings.analyze_s += time.perf_counter() - t1
+
+
+def sweep_url(thresholds: Thresholds, url: str | None = None, *, config_path: str | None = None,
+              **options: Any) -> SweepResult:
+    """A sweep for callers holding no client (the Slack bot's `/fabric fleet`): URL and secrets from settings."""
+    from .config import load_config
+
+    with PrometheusClient(load_config(url, path=config_path)) as client:
+        return sweep(client, thresholds, **options)
+
+
+def analyze_node(client: PrometheusClient, node: str, thresholds: Thresholds, *, at: datetime | None = None,
+                 window_hours: float = 1.0, step_s: float = 60.0) -> Diagnosis:
+    """One node's series over the window, read from the server and diagnosed by the history analysis."""
+    at = at or datetime.now(UTC)
+    tables = read_node(client, node, at - timedelta(hours=window_hours), at, step_s)
+    diagnosis = analyze_tables(tables.tables, node_id=node, window=timedelta(hours=window_hours), end=at,
+                               thresholds=thresholds, platform=platform_of(tables.tables.get("gpus")))
+    extra = [str(w) for w in tables.warnings]
+    return diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *extra]}) if extra else diagnosis
