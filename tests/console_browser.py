@@ -109,6 +109,7 @@ def walk_through(tab: Any, url: str, out: Path, node: str = "hpc-gpu-node-12") -
     match = re.search(r"Filed as (\S+?),", filed.inner_text())
     assert match, filed.inner_text()
     walk.ticket = match[1]
+    tab.locator("#topo-status", has_text=f"filed as {walk.ticket}").wait_for()  # the topology says so too
     tab.mouse.move(1, 1)
     walk.shots.append(_shot(tab, out / "console-filed.png"))
     return walk

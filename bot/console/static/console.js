@@ -7,6 +7,7 @@ const state = {
   thread: null,        // the root ts of the thread shown
   threadPinned: false, // the person chose it (otherwise the most recently active thread is shown)
   topology: null,      // the view model of the open topology
+  asked: null,         // the link whose draft was asked from the topology, and the thread's last reply then
 };
 const $ = (id) => document.getElementById(id);
 
@@ -132,6 +133,17 @@ function render() {
   renderThread();
 }
 
+// The outcome the bot posted for the draft asked from the topology: the preview, then filed or discarded.
+function showOutcome() {
+  if (!state.topology || !state.asked) return;
+  const root = state.feed.messages.find((m) => m.ts === state.topology.thread_ts);
+  const newer = ((root && root.replies) || []).filter((r) => r.ts > state.asked.after && r.bot);
+  for (const r of newer.reverse()) {
+    const m = /(Filed as|Already open as) \*(\S+?)\*/.exec(r.text) || (/Discarded/.test(r.text) ? ["", "Discarded"] : null);
+    if (m) { flash(m[2] ? `${state.asked.component}: ${m[1].toLowerCase()} ${m[2]}.` : `${state.asked.component}: draft discarded.`); return; }
+  }
+}
+
 function renderThread() {
   const root = state.feed.messages.find((m) => m.ts === state.thread);
   $("thread").hidden = !root;
@@ -153,6 +165,7 @@ async function refresh(after) {
     state.version = data.version;
     state.feed = data;
     render();
+    showOutcome();
   }
 }
 
@@ -236,6 +249,9 @@ function showTip(link, ev) {
 async function draftLink(link) {
   if (!link.action) { flash(`${link.component}: no draft action in the summary`); return; }
   flash(`Drafting the ticket for ${link.component}…`);
+  const root = state.feed.messages.find((m) => m.ts === state.topology.thread_ts);
+  const replies = (root && root.replies) || [];
+  state.asked = { component: link.component, after: replies.length ? replies[replies.length - 1].ts : "" };
   try {
     await api("/api/action", link.action);
     openThread(state.topology.thread_ts, true);
@@ -249,6 +265,7 @@ async function openTopology(fileId) {
   let view;
   try { view = await api(`/api/topology/${encodeURIComponent(fileId)}`); } catch (e) { alert(e.message); return; }
   state.topology = view;
+  state.asked = null;
   $("topo-title").textContent = `${view.node} · topology`;
   $("topo-sub").textContent = view.links.length
     ? "Hover a coloured link for its rates; click it to draft its ticket."
@@ -300,6 +317,7 @@ async function openTopology(fileId) {
 
 function closeTopology() {
   state.topology = null;
+  state.asked = null;
   $("app").classList.remove("mode-topology");
   $("topology").hidden = true;
   $("tip").hidden = true;
