@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench lock clean
+.PHONY: demo test console lint typecheck bench lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
@@ -15,6 +15,9 @@ $(STAMP): requirements.lock pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/fabricbot demo
+
+console: $(STAMP)
+	$(BIN)/fabricbot console
 
 test: $(STAMP)
 	$(BIN)/ruff check bot diagnostics tests benchmarks

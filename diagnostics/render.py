@@ -129,7 +129,8 @@ class _Board:
 
     def __init__(self, fig: Figure) -> None:
         self.figure = fig
-        self.transData = Affine2D().scale(SIZE_PX[0] / WIDTH, SIZE_PX[1] / HEIGHT)
+        # drawing units -> inches -> display: through the figure's dpi, so SVG (saved at 72 dpi) matches the PNG
+        self.transData = Affine2D().scale(SIZE_PX[0] / 100 / WIDTH, SIZE_PX[1] / 100 / HEIGHT) + fig.dpi_scale_trans
 
     def plot(self, xs: list[float], ys: list[float], **style: Any) -> Line2D:
         line = Line2D(xs, ys, transform=self.transData, **style)

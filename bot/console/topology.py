@@ -1,0 +1,112 @@
+"""The clickable topology: the node picture as SVG, each degraded link tied to the block action that drafts it.
+
+The diagnosis is the one the bot stored when it posted the summary (its draft buttons carry the analysis id),
+so the view shows exactly what the person saw; a click on a link sends the same action as that link's
+"Draft ticket" button, or the same pick in the component's select menu.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from diagnostics import Diagnosis
+from diagnostics.render import render_node
+from diagnostics.topology.scene import build_scene
+
+from .. import blocks
+from ..drafting import graph_for
+from ..state import ANALYSES, BotState
+from ..transport.mock_slack import BOT_USER, Message, MockSlack
+
+
+@dataclass(frozen=True)
+class Target:
+    """The summary message whose action element drafts one finding, and the pick for a select menu."""
+
+    message_ts: str
+    thread_ts: str | None
+    action_id: str
+    option: str | None = None
+
+    def json(self) -> dict[str, Any]:
+        return {"message_ts": self.message_ts, "action_id": self.action_id, "option": self.option}
+
+
+def draft_targets(message: Message) -> dict[int, Target]:
+    """Finding index -> the element of the summary that drafts it (a button, or an option of the select)."""
+    found: dict[int, Target] = {}
+    for block in message.blocks:
+        if block.get("type") != "actions":
+            continue
+        for element in block.get("elements", []):
+            action_id = str(element.get("action_id", ""))
+            if not action_id.startswith((blocks.DRAFT_ACTION + ":", blocks.DRAFT_LINK_ACTION + ":")):
+                continue
+            values = [(str(o["value"]), str(o["value"])) for o in element.get("options", [])]
+            if "value" in element:
+                values.append((str(element["value"]), ""))
+            for value, option in values:
+                target = blocks.DraftTarget.parse(value)
+                if target.finding is not None:
+                    found.setdefault(target.finding, Target(message.ts, message.thread_ts, action_id,
+                                                            option or None))
+    return found
+
+
+def analysis_of(message: Message) -> int | None:
+    """The analysis a summary's draft elements point at (every element of one summary carries the same id)."""
+    for block in message.blocks:
+        for element in block.get("elements", []) if block.get("type") == "actions" else []:
+            if not str(element.get("action_id", "")).startswith((blocks.DRAFT_ACTION, blocks.DRAFT_LINK_ACTION)):
+                continue
+            for value in [element.get("value"), *(o.get("value") for o in element.get("options", []))]:
+                if value:
+                    return blocks.DraftTarget.parse(str(value)).analysis_id
+    return None
+
+
+def summary_for_file(slack: MockSlack, file_message: Message) -> Message | None:
+    """The summary a picture belongs to: the newest bot message with draft elements before it, in its thread."""
+    root = file_message.thread_ts or file_message.ts
+    before = [m for m in list(slack.messages) if m.channel == file_message.channel and m.user == BOT_USER
+              and (m.ts == root or m.thread_ts == root) and m.ts < file_message.ts and m.ephemeral_to is None]
+    return next((m for m in reversed(before) if analysis_of(m) is not None), None)
+
+
+def latest_analysis(state: BotState, node_id: str) -> int | None:
+    with state.lock:
+        rows = list(state.db[ANALYSES].rows_where("node_id = ?", [node_id], order_by="id desc", limit=1))
+    return int(rows[0]["id"]) if rows else None
+
+
+def _rates(finding: Any) -> dict[str, float]:
+    return {k: round(float(v), 1) for k, v in finding.rates_per_hour.items() if v}
+
+
+def link_json(diagnosis: Diagnosis, index: int, gid: str, target: Target | None) -> dict[str, Any]:
+    f = diagnosis.findings[index]
+    port = f"{f.switch} port {f.switch_port} ({f.port_source.value})" if f.switch and f.switch_port is not None \
+        else None
+    return {"gid": gid, "finding": index, "component": f.component, "severity": f.severity.value,
+            "state": f.link_state.value, "peer": f.peer, "port": port, "rates": _rates(f),
+            "counts": {k: v for k, v in f.counts.items() if v}, "crossed": [c.message for c in f.crossed],
+            "evidence": list(f.evidence), "lanes": list(f.lanes),
+            "action": target.json() if target is not None else None}
+
+
+def topology_view(diagnosis: Diagnosis, analysis_id: int, summary: Message | None) -> dict[str, Any]:
+    """The SVG (the same layout as the PNG) and, per degraded link drawn, its details and its draft action."""
+    graph = graph_for(diagnosis)
+    svg = render_node(graph, diagnosis, fmt="svg").decode("utf-8")
+    targets = draft_targets(summary) if summary is not None else {}
+    links = []
+    for h in build_scene(graph, diagnosis).highlights:
+        if h.finding is None or h.finding not in diagnosis.findings:
+            continue
+        index = diagnosis.findings.index(h.finding)
+        links.append(link_json(diagnosis, index, h.gid, targets.get(index)))
+    return {"node": diagnosis.node_id, "analysis": analysis_id, "svg": svg, "links": links,
+            "summary_ts": summary.ts if summary else None,
+            "thread_ts": (summary.thread_ts or summary.ts) if summary else None,
+            "suspect": diagnosis.localization.component if diagnosis.localization else None}
