@@ -49,8 +49,7 @@ def test_an_answer_naming_a_gpu_outside_the_facts_is_retried_then_replaced_by_th
 def test_a_mention_gets_the_model_answer_in_its_thread(tmp_path: Path) -> None:
     model, _ = _model("hpc-gpu-node-12: GPU 2 -> GPU 3 NVLink 1 is failing; step time +89.2%.")
     with local_bot(answerer=ClaudeAnswerer(model=model)) as local:
-        local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
-        asked = local.slack.messages[-1]
+        asked = local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
         assert local.slack.wait_for(lambda s: posted(s, thread=asked.ts))
         text = posted(local.slack, thread=asked.ts)[0].text
         assert text.startswith("hpc-gpu-node-12: GPU 2 -> GPU 3 NVLink 1 is failing")

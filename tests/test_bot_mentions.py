@@ -46,8 +46,8 @@ def test_job_command_names_the_node_and_link(fleet: TableNodeSource) -> None:
 
 def test_a_mention_asking_about_a_job_is_answered_in_its_thread(fleet: TableNodeSource) -> None:
     with local_bot(source=fleet) as local:
-        assert local.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS).status == 200
-        question = local.slack.messages[-1]
+        question = local.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS)
+        assert question.status == 200
         assert local.slack.wait_for(lambda s: posted(s, thread=question.ts), timeout=20)
         answer = posted(local.slack, thread=question.ts)[0].text
         assert answer.startswith("Job 4411: `hpc-gpu-node-12` has a failing GPU 2 -> GPU 3 NVLink 1")
@@ -58,14 +58,12 @@ def test_a_mention_asking_about_a_job_is_answered_in_its_thread(fleet: TableNode
 
 def test_a_mention_naming_a_node_answers_and_offers_the_tickets(fleet: TableNodeSource) -> None:
     with local_bot(source=fleet) as local:
-        local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
-        question = local.slack.messages[-1]
+        question = local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
         assert local.slack.wait_for(lambda s: len(posted(s, thread=question.ts)) >= 2, timeout=20)
         answer, summary = posted(local.slack, thread=question.ts)[:2]
         assert "GPU 2 -> GPU 3 NVLink 1" in answer.text
         assert any(b["type"] == "actions" for b in summary.blocks)
-        local.injector.mention("and hpc-gpu-nod-3?", user="UBOB", channel=OPS)
-        other = local.slack.messages[-1]
+        other = local.injector.mention("and hpc-gpu-nod-3?", user="UBOB", channel=OPS)
         assert local.slack.wait_for(lambda s: posted(s, thread=other.ts), timeout=20)
         assert "Did you mean `hpc-gpu-node-03`?" in posted(local.slack, thread=other.ts)[0].text
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -29,6 +29,8 @@ class Sent:
     status: int
     body: str
     seconds: float
+    ts: str | None = None  # the user message an event was about, as Slack stored it
+
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
@@ -107,7 +109,7 @@ class Injector:
                  "event_ts": ts}
         if thread_ts:
             event["thread_ts"] = thread_ts
-        return self.event(event)
+        return replace(self.event(event), ts=ts)
 
     def message(self, text: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
         ts = self.slack.user_message(channel, user, text, thread_ts)
@@ -115,7 +117,7 @@ class Injector:
                  "channel_type": "channel", "event_ts": ts}
         if thread_ts:
             event["thread_ts"] = thread_ts
-        return self.event(event)
+        return replace(self.event(event), ts=ts)
 
     def snippet(self, content: str, name: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
         """Share a text snippet (Slack stores the file, then sends a `file_share` message event)."""
@@ -124,7 +126,7 @@ class Injector:
                                  "channel": channel, "channel_type": "channel", "event_ts": ts, "files": [file]}
         if thread_ts:
             event["thread_ts"] = thread_ts
-        return self.event(event)
+        return replace(self.event(event), ts=ts)
 
     def url_verification(self, challenge: str) -> Sent:
         body = json.dumps({"token": "legacy-verification-token", "challenge": challenge,
