@@ -176,8 +176,8 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
         warnings.append(f"no link telemetry for {node_id}: its fabric health is unknown, not healthy")
     else:
         p = prepare(links)
-        if len(p.frame) < len(links):
-            warnings.append(f"{len(links) - len(p.frame)} duplicated or undated link samples ignored")
+        if len(p.t) < len(links):
+            warnings.append(f"{len(links) - len(p.t)} duplicated or undated link samples ignored")
         end_ns = end_ns if end_ns is not None else int(p.t.max())
         metrics = link_metrics(p, window=window, end_ns=end_ns, thresholds=thresholds)
         stale = _stale(metrics, p.t, end_ns, thresholds)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .model import Crossing, Finding
-from .rates import Prepared, _seg_reduce, window_sums, windowed_increase
+from .rates import Prepared, increase, window_sums
 from .rules import crossings, state_crossing, summarize
 from .schema import LinkState, LinkType, Severity
 from .thresholds import Thresholds
@@ -27,10 +27,8 @@ RATE_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers
 
 def last_state(p: Prepared, end_ns: int) -> pd.DataFrame:
     """Each link's state columns (width, generation, state, traffic) at its last reading at or before the end."""
-    idx = _seg_reduce(np.maximum, p, np.where(p.t <= end_ns, np.arange(len(p.t)), -1), -1)
-    take = np.maximum(idx, 0)
-    out = {col: p.frame[col].take(take).reset_index(drop=True) for col in STATE_COLUMNS if col in p.frame.columns}
-    frame = pd.DataFrame(out)
+    idx = p.last_upto(end_ns)
+    frame = p.take([col for col in STATE_COLUMNS if col in p.source.columns], np.maximum(idx, 0))
     return frame.where(pd.Series(idx >= 0), None) if (idx < 0).any() else frame
 
 
@@ -40,8 +38,7 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
     A rule with `persist = [k, m]` gets `over_<rule>`: in how many of the last m windows the counter's increase
     per window-hour exceeded the rule's limit.
     """
-    end = pd.Timestamp(end_ns, tz="UTC")
-    cur = windowed_increase(p.frame, window=window, at=end, prepared=p)
+    cur = increase(p, end_ns=end_ns, span=int(window.total_seconds() * 1e9))
     m = pd.concat([cur, last_state(p, end_ns)], axis=1)
     m["crc_per_hour"] = m.filter(items=["crc_flit_per_hour", "crc_data_per_hour"]).sum(axis=1, min_count=1)
     m["crc_total"] = m.filter(items=["crc_flit_total", "crc_data_total"]).sum(axis=1, min_count=1)
