@@ -3,6 +3,7 @@ missing links, events, localization), and the rates alone. Budget: under 50 ms f
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from datetime import timedelta
@@ -10,6 +11,7 @@ from datetime import timedelta
 from diagnostics.analyze import analyze_tables
 from diagnostics.rates import prepare, windowed_increase
 from diagnostics.synth import build
+from diagnostics.thresholds import load_thresholds
 
 
 def timed(fn, repeat: int = 15) -> tuple[float, float]:  # type: ignore[no-untyped-def]
@@ -22,7 +24,12 @@ def timed(fn, repeat: int = 15) -> tuple[float, float]:  # type: ignore[no-untyp
     return statistics.median(times), min(times)
 
 
+def load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
+    print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
     tables, truth = build(seed=7, nodes=1, hours=24, interval_min=1)  # not timed
     node = next(iter(truth["nodes"]))
     platform = truth["nodes"][node]["platform"]
@@ -38,8 +45,12 @@ def main() -> None:
     med, best = timed(lambda: analyze_tables(node_tables, node_id=node, platform=platform))
     print(f"  analyze_tables (rates, rules, localization):        median {med:.1f} ms, best {best:.1f} ms"
           f"  [budget 50 ms]")
+    thresholds = load_thresholds()
+    med, best = timed(lambda: analyze_tables(node_tables, node_id=node, platform=platform, thresholds=thresholds))
+    print(f"  ... with the thresholds file already loaded:        median {med:.1f} ms, best {best:.1f} ms")
     med, best = timed(lambda: analyze_tables(tables, node_id=node, platform=platform), repeat=5)
     print(f"  ... plus step-time correlation of its job:          median {med:.1f} ms, best {best:.1f} ms")
+    print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":

@@ -18,20 +18,34 @@ import pandas as pd
 from .schema import COUNTERS
 
 KEYS: tuple[str, ...] = ("node_id", "gpu", "link_type", "link", "lane")
+KEY_BITS: tuple[int, ...] = (20, 12, 4, 12, 8)
 NS_PER_HOUR = 3_600_000_000_000
 
 
 def _codes(series: pd.Series, rows: np.ndarray | None) -> np.ndarray:
-    """Small non-negative integer codes for one key column at the given rows (NA -> 0)."""
+    """Small integer codes for one key column at the given rows (NA -> -1), in the column's narrow dtype."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy()
-        return (codes if rows is None else codes[rows]).astype(np.int64) + 1
-    if rows is not None:
-        series = pd.Series(series.array.take(rows))
+        return codes if rows is None else codes[rows]
+    values = series.array if rows is None else series.array.take(rows)
+    if pd.api.types.is_signed_integer_dtype(series.dtype):
+        dtype = getattr(series.dtype, "numpy_dtype", series.dtype)
+        return np.asarray(values.to_numpy(dtype=dtype, na_value=-1))
     if pd.api.types.is_integer_dtype(series.dtype):
-        return series.fillna(-1).to_numpy(np.int64) + 1
-    codes, _ = pd.factorize(series, use_na_sentinel=True)
-    return codes.astype(np.int64) + 1
+        return np.asarray(values.to_numpy(dtype=np.int64, na_value=-1))
+    codes, _ = pd.factorize(values, use_na_sentinel=True)
+    return np.asarray(codes)
+
+
+def _compose(codes: list[np.ndarray | None], at: np.ndarray | None = None) -> np.ndarray:
+    """One int64 link key from the key columns' codes (a missing column counts as NA), at rows `at`."""
+    size = next((len(c) for c in codes if c is not None), 0) if at is None else len(at)
+    key = np.zeros(size, dtype=np.int64)
+    for c, bits in zip(codes, KEY_BITS, strict=True):
+        key <<= bits
+        if c is not None:
+            key |= (c if at is None else c[at]).astype(np.int64) + 1
+    return key
 
 
 @dataclass
@@ -80,7 +94,7 @@ class Prepared:
     def take(self, columns: list[str], idx: np.ndarray) -> pd.DataFrame:
         """The given columns at ordered rows `idx`, indexed 0..n-1."""
         at = self.positions(idx)
-        return pd.DataFrame({c: self.source[c].take(at).reset_index(drop=True) for c in columns})
+        return pd.DataFrame({c: self.source[c].array.take(at) for c in columns})
 
     def heads(self) -> pd.DataFrame:
         """One row per link: its key columns."""
@@ -92,11 +106,7 @@ class Prepared:
         return self._cached(f"c:{column}", lambda: self.source[column].to_numpy(np.float64, na_value=np.nan))
 
     def values(self, column: str) -> np.ndarray:
-        return self._cached(f"v:{column}", lambda: self.values_at(column, np.arange(len(self.t))))
-
-    def values_at(self, column: str, idx: np.ndarray) -> np.ndarray:
-        col = self.column(column)
-        return col[self.positions(idx)]
+        return self._cached(f"v:{column}", lambda: self.column(column)[self.positions(np.arange(len(self.t)))])
 
     def delta(self, counter: str) -> tuple[np.ndarray, np.ndarray]:
         return self._cached(f"d:{counter}", lambda: deltas(self.values(counter), self.starts))
@@ -162,54 +172,55 @@ def prepare(samples: pd.DataFrame) -> Prepared:
 def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None) -> Prepared:
     """`prepare` over the rows at positions `rows` of a table (None: all), given its UTC nanosecond times.
 
-    Only key and time columns are read; the table is not copied or reordered.
+    Only key and time columns are read; the table is not copied or reordered. A table that comes link by link
+    is recognised from where its narrow key codes change, without building a wide key per row.
     """
     t = t_all if rows is None else t_all[rows]
-    key = np.zeros(len(t), dtype=np.int64)
-    for col, bits in zip(KEYS, (20, 12, 4, 12, 8), strict=True):
-        if col in frame.columns:
-            key <<= bits
-            key |= _codes(frame[col], rows)
-        else:
-            key <<= bits
     valid = t != np.iinfo(np.int64).min
     if not valid.all():
         keep_at = np.flatnonzero(valid)
         rows = keep_at if rows is None else rows[keep_at]
-        key, t = key[keep_at], t[keep_at]
+        t = t[keep_at]
+    codes = [_codes(frame[col], rows) if col in frame.columns else None for col in KEYS]
+    starts = np.ones(len(t), dtype=bool)
+    if len(t) < 2:
+        return Prepared(frame, rows, _compose(codes), t, starts)
+    change = np.zeros(len(t) - 1, dtype=bool)
+    for c in codes:
+        if c is not None:
+            change |= c[1:] != c[:-1]
+    if ((np.diff(t) > 0) | change).all():  # each run of one link is in time order
+        heads = np.concatenate(([0], np.flatnonzero(change) + 1))
+        run_keys = _compose(codes, heads)
+        sizes = np.diff(np.append(heads, len(t)))
+        if (np.diff(run_keys) > 0).all():
+            starts[1:] = change
+            return Prepared(frame, rows, np.repeat(run_keys, sizes), t, starts)
+        by_key = np.argsort(run_keys, kind="stable")
+        if (np.diff(run_keys[by_key]) > 0).all():  # one run per link: order the runs, not the rows
+            order = _ranges(heads[by_key], heads[by_key] + sizes[by_key])[0]
+            sizes = sizes[by_key]
+            starts = np.zeros(len(t), dtype=bool)
+            starts[np.cumsum(sizes) - sizes] = True
+            return Prepared(frame, order if rows is None else rows[order], np.repeat(run_keys[by_key], sizes),
+                            t[order], starts)
+    key = _compose(codes)
     order = _link_order(key, t)
-    if order is not None:
-        key, t = key[order], t[order]
-        same = (key[1:] == key[:-1]) & (t[1:] == t[:-1])
-        if same.any():
-            keep = np.ones(len(key), dtype=bool)
-            keep[:-1] = ~same  # of equal (link, time) rows keep the last
-            order, key, t = order[keep], key[keep], t[keep]
-        rows = order if rows is None else rows[order]
+    key, t = key[order], t[order]
+    same = (key[1:] == key[:-1]) & (t[1:] == t[:-1])
+    if same.any():
+        keep = np.ones(len(key), dtype=bool)
+        keep[:-1] = ~same  # of equal (link, time) rows keep the last
+        order, key, t = order[keep], key[keep], t[keep]
+    rows = order if rows is None else rows[order]
     starts = np.ones(len(key), dtype=bool)
-    if len(key) > 1:
-        starts[1:] = key[1:] != key[:-1]
+    starts[1:] = key[1:] != key[:-1]
     return Prepared(frame, rows, key, t, starts)  # positional access only: the index is left as it came
 
 
-def _link_order(key: np.ndarray, t: np.ndarray) -> np.ndarray | None:
-    """The row order by (link, time), None when the rows are in that order already.
-
-    Tables usually come link by link (a store partition) or time by time (a scrape): the first only needs its
-    runs of rows ordered by link, the second a stable sort by link; anything else gets a full sort.
-    """
-    if len(key) < 2:
-        return None
-    change = key[1:] != key[:-1]
-    if (np.diff(t)[~change] > 0).all():  # each run of one link is in time order
-        heads = np.concatenate(([0], np.flatnonzero(change) + 1))
-        run_keys = key[heads]
-        if (np.diff(run_keys) > 0).all():
-            return None
-        by_key = np.argsort(run_keys, kind="stable")
-        if (np.diff(run_keys[by_key]) > 0).all():  # one run per link: order the runs, not the rows
-            ends = np.append(heads[1:], len(key))
-            return _ranges(heads[by_key], ends[by_key])[0]
+def _link_order(key: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The row order by (link, time) of rows that are not grouped by link: a table that comes time by time
+    (a scrape) needs only a stable sort by link; anything else gets a full sort."""
     if (np.diff(t) >= 0).all():
         return np.argsort(key, kind="stable")
     return np.lexsort((t, key))
@@ -298,15 +309,17 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     lo = np.where(hi > c_lo, c_lo - 1, hi)
     idx, owner, run_first = _ranges(lo, hi)
     last_idx = np.maximum(hi - 1, 0)
+    at, last_at = p.positions(idx), p.positions(last_idx)
     resets_total = np.zeros(nseg, dtype=np.int64)
     safe_h = np.where(covered_h > 0, covered_h, 1.0)
     for c in p.counters:
-        d, reset = deltas(p.values_at(c, idx), run_first)
+        col = p.column(c)
+        d, reset = deltas(col[at], run_first)
         inc = np.bincount(owner, weights=d, minlength=nseg)
         resets_total = np.maximum(resets_total, np.bincount(owner, weights=reset, minlength=nseg).astype(np.int64))
         out[f"{c}_increase"] = inc
         out[f"{c}_per_hour"] = np.where(covered_h > 0, inc / safe_h, np.nan)
-        out[f"{c}_total"] = np.where(hi > seg0, p.values_at(c, last_idx), np.nan)
+        out[f"{c}_total"] = np.where(hi > seg0, col[last_at], np.nan)
     out["resets"] = resets_total
     return pd.DataFrame(out)
 
@@ -325,7 +338,7 @@ def window_sums(p: Prepared, counter: str, *, window: timedelta, end_ns: int, wi
     lo = p.first_after(end_ns - windows * span)
     lo = np.where(hi > lo, lo - (lo > p.segment_starts), hi)
     idx, owner, run_first = _ranges(lo, hi)
-    d, _ = deltas(p.values_at(counter, idx), run_first)
+    d, _ = deltas(p.column(counter)[p.positions(idx)], run_first)
     w = (end_ns - p.t[idx]) // span  # 0 for (end - span, end], 1 for the window before, ...
     ok = (w < windows) & (d != 0)
     flat = np.bincount(owner[ok] * windows + w[ok], weights=d[ok], minlength=p.nseg * windows)

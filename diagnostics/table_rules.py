@@ -6,6 +6,7 @@ turned into `Finding` objects by the shared `rules.crossings`, so a fleet sweep 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,7 +17,7 @@ import pandas as pd
 from .model import Crossing, Finding
 from .rates import Prepared, increase, window_sums
 from .rules import crossings, state_crossing, summarize
-from .schema import LinkState, LinkType, Severity
+from .schema import LinkState, LinkType, PortSource, Severity
 from .thresholds import Thresholds
 
 STATE_COLUMNS = ("peer", "link_state", "width", "max_width", "gen", "max_gen", "speed_gbps",
@@ -81,7 +82,7 @@ def _num(value: object) -> float | None:
         out = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    return None if np.isnan(out) else out
+    return None if math.isnan(out) else out
 
 
 def _int(value: object) -> int | None:
@@ -124,7 +125,7 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
     """One link's finding: rates, the rules crossed, state, evidence (congestion, lone readings, resets)."""
     rates, counts = metrics_of(row)
     link_type = str(row["link_type"])
-    windows_over = {k[5:]: int(v) for k, v in row.items() if isinstance(k, str) and k.startswith("over_")}
+    windows_over = {k[5:]: int(row[k]) for k in row if isinstance(k, str) and k[:5] == "over_"}
     crossed = crossings(link_type, rates, thresholds, windows_over)
     state = LinkState(str(row["link_state"])) if _present(row.get("link_state")) else LinkState.UP
     evidence: list[str] = []
@@ -157,14 +158,21 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         evidence.append(f"running x{width} of x{max_width}: lanes {width}-{max_width - 1} lost")
     lane = _int(row.get("lane"))
     peer_gpu = int(peer.split()[1]) if peer.startswith("GPU ") and peer.split()[1].isdigit() else None
-    build = Finding.model_construct if severity is Severity.OK else Finding  # a healthy link: nothing to validate
-    return build(
+    fields: dict[str, Any] = dict(
         component=component_of(link_type, gpu, link, peer), link_type=LinkType(link_type),
         link_id=f"{link_type}-{link}" if link is not None else link_type, link=link, gpu=gpu, peer_gpu=peer_gpu,
         peer=peer, link_state=state, counts=counts, rates_per_hour=rates, crossed=crossed, severity=severity,
         worst_ratio=ratio, switch=peer if peer.startswith("NVSwitch") else None,
         lanes=lanes if lane is None else [lane], evidence=evidence,
     )
+    if severity is not Severity.OK:
+        return Finding(**fields)
+    # a healthy link: nothing to validate, and its defaults are given so that none is resolved per link
+    return Finding.model_construct(_fields_set=set(fields), **fields, **_UNSET_DEFAULTS)
+
+
+_UNSET_DEFAULTS: dict[str, Any] = {"switch_port": None, "port_source": PortSource.UNKNOWN, "onset": None,
+                                   "explains_slowdown": None, "correlation_score": None}
 
 
 def _present(value: object) -> bool:
