@@ -84,8 +84,9 @@ def _event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds
     recent = events[(t > start_ns) & (t <= end_ns)]
     out: list[Finding] = []
     kind = recent["kind"].astype("string")
+    present = set(kind.dropna().unique())
     for rule in thresholds.rules:
-        if rule.counter not in (EventKind.XID.value, EventKind.SXID.value):
+        if rule.counter not in (EventKind.XID.value, EventKind.SXID.value) or rule.counter not in present:
             continue
         rows = recent[kind == rule.counter]
         if rule.codes:

@@ -267,6 +267,11 @@ def windowed_increase(samples: pd.DataFrame, *, window: timedelta = timedelta(ho
     return increase(p, end_ns=end_ns, span=int(window.total_seconds() * 1e9))
 
 
+def _times(values: np.ndarray) -> pd.DatetimeIndex:
+    """UTC nanoseconds (int64 minimum: none) as UTC times, without `to_datetime`'s parsing and caching."""
+    return pd.DatetimeIndex(values.astype(np.int64).view("datetime64[ns]")).tz_localize("UTC")
+
+
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rows of each link's run [lo, hi) laid end to end: row indices, their link, and run-start flags."""
     size = np.maximum(hi - lo, 0)
@@ -300,9 +305,9 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     covered_h = np.where(n_used >= 2, last - np.where(n_used >= 2, first, last), 0) / NS_PER_HOUR
     out: dict[str, Any] = {str(k): v.to_numpy() for k, v in p.heads().items()}
     out["samples"] = n_in
-    out["first"] = pd.to_datetime(np.where(n_in > 0, first, small), utc=True)
-    out["last"] = pd.to_datetime(last, utc=True)
-    out["last_seen"] = pd.to_datetime(np.where(hi > seg0, newest, small), utc=True)
+    out["first"] = _times(np.where(n_in > 0, first, small))
+    out["last"] = _times(last)
+    out["last_seen"] = _times(np.where(hi > seg0, newest, small))
     out["covered_h"] = covered_h
     # counted deltas: rows (c_lo, hi); their values need rows [c_lo - 1, hi), the first being the starting point
     c_lo = w_lo + 1 - from_before

@@ -17,7 +17,7 @@ import pandas as pd
 from .model import Crossing, Finding
 from .rates import Prepared, increase, window_sums
 from .rules import crossings, state_crossing, summarize
-from .schema import LinkState, LinkType, PortSource, Severity
+from .schema import LinkState, LinkType, Severity
 from .thresholds import Thresholds
 
 STATE_COLUMNS = ("peer", "link_state", "width", "max_width", "gen", "max_gen", "speed_gbps",
@@ -167,12 +167,14 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
     )
     if severity is not Severity.OK:
         return Finding(**fields)
-    # a healthy link: nothing to validate, and its defaults are given so that none is resolved per link
-    return Finding.model_construct(_fields_set=set(fields), **fields, **_UNSET_DEFAULTS)
+    # a healthy link: nothing to validate; a copy of a constructed one with every field given is cheapest
+    return _HEALTHY.model_copy(update=fields)
 
 
-_UNSET_DEFAULTS: dict[str, Any] = {"switch_port": None, "port_source": PortSource.UNKNOWN, "onset": None,
-                                   "explains_slowdown": None, "correlation_score": None}
+_HEALTHY = Finding.model_construct(component="", link_type=LinkType.NVLINK, link_id="", link=None, gpu=None,
+                                   peer_gpu=None, peer="unknown", link_state=LinkState.UP, counts={},
+                                   rates_per_hour={}, crossed=[], severity=Severity.OK, worst_ratio=None,
+                                   switch=None, lanes=[], evidence=[])
 
 
 def _present(value: object) -> bool:
