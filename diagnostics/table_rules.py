@@ -40,17 +40,21 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
     per window-hour exceeded the rule's limit.
     """
     cur = increase(p, end_ns=end_ns, span=int(window.total_seconds() * 1e9))
-    m = pd.concat([cur, last_state(p, end_ns)], axis=1)
-    m["crc_per_hour"] = m.filter(items=["crc_flit_per_hour", "crc_data_per_hour"]).sum(axis=1, min_count=1)
-    m["crc_total"] = m.filter(items=["crc_flit_total", "crc_data_total"]).sum(axis=1, min_count=1)
-    if {"width", "max_width"} <= set(m.columns):
-        m["width_lost"] = (_float(m["max_width"]) - _float(m["width"])).clip(min=0)
-    if {"gen", "max_gen"} <= set(m.columns):
-        traffic = np.fmax(_float(m.get("tx_bytes_per_s")), _float(m.get("rx_bytes_per_s")))
+    state = last_state(p, end_ns)
+
+    def col(name: str) -> pd.Series | None:
+        return cur[name] if name in cur.columns else state[name] if name in state.columns else None
+
+    extra: dict[str, Any] = {"crc_per_hour": _sum(col("crc_flit_per_hour"), col("crc_data_per_hour"), len(cur)),
+                             "crc_total": _sum(col("crc_flit_total"), col("crc_data_total"), len(cur))}
+    if "width" in state.columns and "max_width" in state.columns:
+        extra["width_lost"] = (_float(state["max_width"]) - _float(state["width"])).clip(min=0)
+    if "gen" in state.columns and "max_gen" in state.columns:
+        traffic = np.fmax(_float(col("tx_bytes_per_s")), _float(col("rx_bytes_per_s")))
         busy = np.nan_to_num(traffic) >= thresholds.setting("pcie_busy_bytes_per_s")
-        lost = (_float(m["max_gen"]) - _float(m["gen"])).clip(min=0)
-        m["gen_lost_under_load"] = np.where(busy, lost, lost * 0)  # NaN (no PCIe reading) stays NaN
-        m["gen_lost_idle"] = np.where(~busy, lost, lost * 0)
+        lost = (_float(state["max_gen"]) - _float(state["gen"])).clip(min=0)
+        extra["gen_lost_under_load"] = np.where(busy, lost, lost * 0)  # NaN (no PCIe reading) stays NaN
+        extra["gen_lost_idle"] = np.where(~busy, lost, lost * 0)
     hours = window.total_seconds() / 3600
     for rule in thresholds.rules:
         if rule.persist is None:
@@ -58,8 +62,20 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
         counters = ("crc_flit", "crc_data") if rule.counter == "crc" else (rule.counter,)
         sums = sum((window_sums(p, c, window=window, end_ns=end_ns, windows=rule.persist[1]) for c in counters),
                    start=np.zeros((p.nseg, rule.persist[1])))
-        m[f"over_{rule.name}"] = (sums / hours > rule.above).sum(axis=1)
-    return m
+        extra[f"over_{rule.name}"] = (sums / hours > rule.above).sum(axis=1)
+    return pd.concat([cur, state, pd.DataFrame(extra, index=cur.index)], axis=1)  # one concat, not an insert each
+
+
+def _sum(a: pd.Series | None, b: pd.Series | None, size: int) -> np.ndarray:
+    """Row sum of the columns present, NaN where none has a value (pandas' sum(axis=1, min_count=1))."""
+    present = [s.to_numpy(np.float64, na_value=np.nan) for s in (a, b) if s is not None]
+    if not present:
+        return np.full(size, np.nan)
+    total = np.nan_to_num(present[0], nan=0.0, posinf=np.inf, neginf=-np.inf)
+    for values in present[1:]:
+        total = total + np.nan_to_num(values, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    none = np.logical_and.reduce([np.isnan(v) for v in present])
+    return np.where(none, np.nan, total)
 
 
 def _float(series: pd.Series | None) -> np.ndarray:
