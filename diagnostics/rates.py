@@ -241,7 +241,9 @@ def deltas(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarr
     d[reset] = values[reset]
     reset &= ~starts
     d[starts] = 0.0
-    np.nan_to_num(d, copy=False, nan=0.0)
+    bad = ~np.isfinite(d)  # one pass; nan_to_num alone makes three
+    if bad.any():
+        d[bad] = np.nan_to_num(d[bad], nan=0.0)
     return d, reset
 
 
@@ -344,9 +346,11 @@ def window_sums(p: Prepared, counter: str, *, window: timedelta, end_ns: int, wi
     lo = np.where(hi > lo, lo - (lo > p.segment_starts), hi)
     idx, owner, run_first = _ranges(lo, hi)
     d, _ = deltas(p.column(counter)[p.positions(idx)], run_first)
-    w = (end_ns - p.t[idx]) // span  # 0 for (end - span, end], 1 for the window before, ...
-    ok = (w < windows) & (d != 0)
-    flat = np.bincount(owner[ok] * windows + w[ok], weights=d[ok], minlength=p.nseg * windows)
+    nz = np.flatnonzero(d)  # most readings add nothing: place only the others
+    w = (end_ns - p.t[idx[nz]]) // span  # 0 for (end - span, end], 1 for the window before, ...
+    ok = nz[w < windows]
+    w = w[w < windows]
+    flat = np.bincount(owner[ok] * windows + w, weights=d[ok], minlength=p.nseg * windows)
     return flat.reshape(p.nseg, windows)
 
 
