@@ -3,6 +3,7 @@ missing links, events, localization), and the rates alone. Budget: under 50 ms f
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from datetime import timedelta
@@ -10,10 +11,13 @@ from datetime import timedelta
 from diagnostics.analyze import analyze_tables
 from diagnostics.rates import prepare, windowed_increase
 from diagnostics.synth import build
+from diagnostics.thresholds import load_thresholds
 
 
-def timed(fn, repeat: int = 15) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    fn()
+def timed(fn, repeat: int = 20, warmup: int = 3) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Median and best of `repeat` calls after `warmup` calls (the first calls of a process grow its heap)."""
+    for _ in range(warmup):
+        fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -22,7 +26,18 @@ def timed(fn, repeat: int = 15) -> tuple[float, float]:  # type: ignore[no-untyp
     return statistics.median(times), min(times)
 
 
+def first_call(fn) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
+    print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
     tables, truth = build(seed=7, nodes=1, hours=24, interval_min=1)  # not timed
     node = next(iter(truth["nodes"]))
     platform = truth["nodes"][node]["platform"]
@@ -30,6 +45,7 @@ def main() -> None:
     node_tables = {"link_samples": links, "events": tables["events"]}
     print(f"one node ({platform}), 24 h at 1 min: {len(links):,} link samples, "
           f"{links.groupby(['gpu', 'link_type', 'link'], observed=True, dropna=False).ngroups} links")
+    cold = first_call(lambda: analyze_tables(node_tables, node_id=node, platform=platform))
     med, best = timed(lambda: windowed_increase(links, window=timedelta(hours=1)))
     print(f"  rates only (prepare + 1 h increase, all counters): median {med:.1f} ms, best {best:.1f} ms")
     p = prepare(links)
@@ -38,8 +54,13 @@ def main() -> None:
     med, best = timed(lambda: analyze_tables(node_tables, node_id=node, platform=platform))
     print(f"  analyze_tables (rates, rules, localization):        median {med:.1f} ms, best {best:.1f} ms"
           f"  [budget 50 ms]")
-    med, best = timed(lambda: analyze_tables(tables, node_id=node, platform=platform), repeat=5)
+    thresholds = load_thresholds()
+    med, best = timed(lambda: analyze_tables(node_tables, node_id=node, platform=platform, thresholds=thresholds))
+    print(f"  ... with the thresholds file already loaded:        median {med:.1f} ms, best {best:.1f} ms")
+    print(f"  ... the process's first call (cold heap, imports):  {cold:.1f} ms")
+    med, best = timed(lambda: analyze_tables(tables, node_id=node, platform=platform), repeat=5, warmup=1)
     print(f"  ... plus step-time correlation of its job:          median {med:.1f} ms, best {best:.1f} ms")
+    print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":

@@ -84,8 +84,9 @@ def _event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds
     recent = events[(t > start_ns) & (t <= end_ns)]
     out: list[Finding] = []
     kind = recent["kind"].astype("string")
+    present = set(kind.dropna().unique())
     for rule in thresholds.rules:
-        if rule.counter not in (EventKind.XID.value, EventKind.SXID.value):
+        if rule.counter not in (EventKind.XID.value, EventKind.SXID.value) or rule.counter not in present:
             continue
         rows = recent[kind == rule.counter]
         if rule.codes:
@@ -135,7 +136,7 @@ def _stale(metrics: pd.DataFrame, p_t: np.ndarray, end_ns: int, thresholds: Thre
     """Links whose series stopped before the end while the node kept reporting (a dead link disappears)."""
     if metrics.empty or len(p_t) < 2:
         return np.zeros(len(metrics), dtype=bool)
-    steps = np.diff(np.unique(p_t[-200_000:]))
+    steps = np.diff(np.sort(pd.unique(p_t[-200_000:])))  # hashing first: most times repeat across links
     interval = float(np.median(steps)) if len(steps) else 0.0
     last_seen = ns(metrics["last_seen"])
     node_last = last_seen.max()
@@ -176,8 +177,8 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
         warnings.append(f"no link telemetry for {node_id}: its fabric health is unknown, not healthy")
     else:
         p = prepare(links)
-        if len(p.frame) < len(links):
-            warnings.append(f"{len(links) - len(p.frame)} duplicated or undated link samples ignored")
+        if len(p.t) < len(links):
+            warnings.append(f"{len(links) - len(p.t)} duplicated or undated link samples ignored")
         end_ns = end_ns if end_ns is not None else int(p.t.max())
         metrics = link_metrics(p, window=window, end_ns=end_ns, thresholds=thresholds)
         stale = _stale(metrics, p.t, end_ns, thresholds)

@@ -18,32 +18,56 @@ import pandas as pd
 from .schema import COUNTERS
 
 KEYS: tuple[str, ...] = ("node_id", "gpu", "link_type", "link", "lane")
+KEY_BITS: tuple[int, ...] = (20, 12, 4, 12, 8)
 NS_PER_HOUR = 3_600_000_000_000
 
 
-def _codes(series: pd.Series) -> np.ndarray:
-    """Small non-negative integer codes for one key column (NA -> 0)."""
+def _codes(series: pd.Series, rows: np.ndarray | None) -> np.ndarray:
+    """Small integer codes for one key column at the given rows (NA -> -1), in the column's narrow dtype."""
     if isinstance(series.dtype, pd.CategoricalDtype):
-        return series.cat.codes.to_numpy(np.int64) + 1
+        codes = series.cat.codes.to_numpy()
+        return codes if rows is None else codes[rows]
+    values = series.array if rows is None else series.array.take(rows)
+    if pd.api.types.is_signed_integer_dtype(series.dtype):
+        dtype = getattr(series.dtype, "numpy_dtype", series.dtype)
+        return np.asarray(values.to_numpy(dtype=dtype, na_value=-1))
     if pd.api.types.is_integer_dtype(series.dtype):
-        return series.fillna(-1).to_numpy(np.int64) + 1
-    codes, _ = pd.factorize(series, use_na_sentinel=True)
-    return codes.astype(np.int64) + 1
+        return np.asarray(values.to_numpy(dtype=np.int64, na_value=-1))
+    codes, _ = pd.factorize(values, use_na_sentinel=True)
+    return np.asarray(codes)
+
+
+def _compose(codes: list[np.ndarray | None], at: np.ndarray | None = None) -> np.ndarray:
+    """One int64 link key from the key columns' codes (a missing column counts as NA), at rows `at`."""
+    size = next((len(c) for c in codes if c is not None), 0) if at is None else len(at)
+    key = np.zeros(size, dtype=np.int64)
+    for c, bits in zip(codes, KEY_BITS, strict=True):
+        key <<= bits
+        if c is not None:
+            key |= (c if at is None else c[at]).astype(np.int64) + 1
+    return key
 
 
 @dataclass
 class Prepared:
     """Link samples ordered by (link, time) with one row per (link, timestamp), ready for array work.
 
-    Counter values, their per-row deltas and the links' key columns are computed once and cached, so several
-    windows over the same history cost only the masks and sums.
+    The table itself is never reordered: `rows` are the positions of the ordered rows in `source` (None: the
+    source is already in order), and columns are read at the positions a computation needs. Window bounds per
+    link and counter arrays are cached, so several windows over the same history cost only their own rows.
     """
 
-    frame: pd.DataFrame
+    source: pd.DataFrame
+    rows: np.ndarray | None  # position in `source` of each ordered row
     key: np.ndarray  # int64 link key per row
     t: np.ndarray  # int64 ns UTC per row
     starts: np.ndarray  # bool: first row of a link
     _cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The ordered rows as a table (built on first use; array work reads `source` at `rows` instead)."""
+        return self._cached("frame", lambda: self.source if self.rows is None else self.source.iloc[self.rows])
 
     @property
     def segment_starts(self) -> np.ndarray:
@@ -60,23 +84,59 @@ class Prepared:
 
     @property
     def counters(self) -> list[str]:
-        return self._cached("counters", lambda: counters_in(self.frame))
+        return self._cached("counters", lambda: [c for c in COUNTERS if c in self.source.columns
+                                                 and _any_value(self.column(c), self.rows)])
+
+    def positions(self, idx: np.ndarray) -> np.ndarray:
+        """Positions in `source` of ordered rows `idx`."""
+        return idx if self.rows is None else self.rows[idx]
+
+    def take(self, columns: list[str], idx: np.ndarray) -> pd.DataFrame:
+        """The given columns at ordered rows `idx`, indexed 0..n-1."""
+        at = self.positions(idx)
+        return pd.DataFrame({c: self.source[c].array.take(at) for c in columns})
 
     def heads(self) -> pd.DataFrame:
         """One row per link: its key columns."""
-        return self._cached("heads", lambda: self.frame[[k for k in KEYS if k in self.frame.columns]]
-                            .iloc[self.segment_starts].reset_index(drop=True))
+        return self._cached("heads", lambda: self.take([k for k in KEYS if k in self.source.columns],
+                                                       self.segment_starts))
+
+    def column(self, column: str) -> np.ndarray:
+        """A numeric column of `source` as float64 (NA -> NaN), in source order."""
+        return self._cached(f"c:{column}", lambda: self.source[column].to_numpy(np.float64, na_value=np.nan))
 
     def values(self, column: str) -> np.ndarray:
-        return self._cached(f"v:{column}", lambda: self.frame[column].to_numpy(np.float64, na_value=np.nan))
+        return self._cached(f"v:{column}", lambda: self.column(column)[self.positions(np.arange(len(self.t)))])
 
     def delta(self, counter: str) -> tuple[np.ndarray, np.ndarray]:
         return self._cached(f"d:{counter}", lambda: deltas(self.values(counter), self.starts))
+
+    def first_after(self, when_ns: int) -> np.ndarray:
+        """Per link, the index of its first row later than `when_ns` (one past its last row when none)."""
+        def make() -> np.ndarray:
+            if len(self.t) == 0:
+                return np.zeros(0, dtype=np.int64)
+            upto = np.add.reduceat(self.t <= when_ns, self.segment_starts, dtype=np.int64)
+            return self.segment_starts + upto
+        return self._cached(f"after:{when_ns}", make)
+
+    def last_upto(self, end_ns: int) -> np.ndarray:
+        """Per link, the index of its newest row at or before `end_ns` (-1 when none)."""
+        hi = self.first_after(end_ns)
+        return np.where(hi > self.segment_starts, hi - 1, -1)
 
     def _cached(self, name: str, make: Any) -> Any:
         if name not in self._cache:
             self._cache[name] = make()
         return self._cache[name]
+
+
+def _any_value(column: np.ndarray, rows: np.ndarray | None) -> bool:
+    """Whether the column holds a reading at any of the rows (a few of the newest rows are looked at first)."""
+    recent = column[-4096:] if rows is None else column[rows[-4096:]]
+    if not np.isnan(recent).all():
+        return True
+    return not np.isnan(column if rows is None else column[rows]).all()
 
 
 def _utc(series: pd.Series) -> pd.Series:
@@ -94,7 +154,10 @@ def utc_ns(when: datetime | pd.Timestamp) -> int:
 
 def ns(series: pd.Series) -> np.ndarray:
     """UTC nanoseconds of a datetime column, whatever its unit."""
-    return _utc(series).to_numpy("datetime64[ns]").view(np.int64)
+    utc = _utc(series)
+    if utc.dtype == "datetime64[ns, UTC]":
+        return np.asarray(utc.array.asi8)
+    return utc.to_numpy("datetime64[ns]").view(np.int64)
 
 
 def prepare(samples: pd.DataFrame) -> Prepared:
@@ -103,32 +166,64 @@ def prepare(samples: pd.DataFrame) -> Prepared:
     ts = _utc(frame["timestamp"])
     if ts is not frame["timestamp"]:
         frame = frame.assign(timestamp=ts)
-    t = frame["timestamp"].array.asi8 if frame["timestamp"].dtype == "datetime64[ns, UTC]" else \
-        frame["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
+    return prepare_rows(frame, ns(frame["timestamp"]), None)
+
+
+def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None) -> Prepared:
+    """`prepare` over the rows at positions `rows` of a table (None: all), given its UTC nanosecond times.
+
+    Only key and time columns are read; the table is not copied or reordered. A table that comes link by link
+    is recognised from where its narrow key codes change, without building a wide key per row.
+    """
+    t = t_all if rows is None else t_all[rows]
     valid = t != np.iinfo(np.int64).min
-    key = np.zeros(len(frame), dtype=np.int64)
-    for col, bits in zip(KEYS, (20, 12, 4, 12, 8), strict=True):
-        key = (key << bits) | (_codes(frame[col]) if col in frame.columns else 0)
     if not valid.all():
-        frame, key, t = frame[valid], key[valid], t[valid]
-    if len(key) > 1:
-        dk = np.diff(key)
-        ordered = bool((dk >= 0).all() and (np.diff(t)[dk == 0] > 0).all())
-    else:
-        ordered = True
-    if not ordered:
-        order = np.lexsort((t, key))
-        key, t = key[order], t[order]
-        frame = frame.iloc[order]
-        same = (key[1:] == key[:-1]) & (t[1:] == t[:-1])
-        if same.any():
-            keep = np.ones(len(key), dtype=bool)
-            keep[:-1] = ~same  # of equal (link, time) rows keep the last
-            frame, key, t = frame[keep], key[keep], t[keep]
+        keep_at = np.flatnonzero(valid)
+        rows = keep_at if rows is None else rows[keep_at]
+        t = t[keep_at]
+    codes = [_codes(frame[col], rows) if col in frame.columns else None for col in KEYS]
+    starts = np.ones(len(t), dtype=bool)
+    if len(t) < 2:
+        return Prepared(frame, rows, _compose(codes), t, starts)
+    change = np.zeros(len(t) - 1, dtype=bool)
+    for c in codes:
+        if c is not None:
+            change |= c[1:] != c[:-1]
+    if ((np.diff(t) > 0) | change).all():  # each run of one link is in time order
+        heads = np.concatenate(([0], np.flatnonzero(change) + 1))
+        run_keys = _compose(codes, heads)
+        sizes = np.diff(np.append(heads, len(t)))
+        if (np.diff(run_keys) > 0).all():
+            starts[1:] = change
+            return Prepared(frame, rows, np.repeat(run_keys, sizes), t, starts)
+        by_key = np.argsort(run_keys, kind="stable")
+        if (np.diff(run_keys[by_key]) > 0).all():  # one run per link: order the runs, not the rows
+            order = _ranges(heads[by_key], heads[by_key] + sizes[by_key])[0]
+            sizes = sizes[by_key]
+            starts = np.zeros(len(t), dtype=bool)
+            starts[np.cumsum(sizes) - sizes] = True
+            return Prepared(frame, order if rows is None else rows[order], np.repeat(run_keys[by_key], sizes),
+                            t[order], starts)
+    key = _compose(codes)
+    order = _link_order(key, t)
+    key, t = key[order], t[order]
+    same = (key[1:] == key[:-1]) & (t[1:] == t[:-1])
+    if same.any():
+        keep = np.ones(len(key), dtype=bool)
+        keep[:-1] = ~same  # of equal (link, time) rows keep the last
+        order, key, t = order[keep], key[keep], t[keep]
+    rows = order if rows is None else rows[order]
     starts = np.ones(len(key), dtype=bool)
-    if len(key) > 1:
-        starts[1:] = key[1:] != key[:-1]
-    return Prepared(frame, key, t, starts)  # positional access only: the index is left as it came
+    starts[1:] = key[1:] != key[:-1]
+    return Prepared(frame, rows, key, t, starts)  # positional access only: the index is left as it came
+
+
+def _link_order(key: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The row order by (link, time) of rows that are not grouped by link: a table that comes time by time
+    (a scrape) needs only a stable sort by link; anything else gets a full sort."""
+    if (np.diff(t) >= 0).all():
+        return np.argsort(key, kind="stable")
+    return np.lexsort((t, key))
 
 
 def deltas(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +241,9 @@ def deltas(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarr
     d[reset] = values[reset]
     reset &= ~starts
     d[starts] = 0.0
-    np.nan_to_num(d, copy=False, nan=0.0)
+    bad = ~np.isfinite(d)  # one pass; nan_to_num alone makes three
+    if bad.any():
+        d[bad] = np.nan_to_num(d[bad], nan=0.0)
     return d, reset
 
 
@@ -166,45 +263,70 @@ def windowed_increase(samples: pd.DataFrame, *, window: timedelta = timedelta(ho
     The reading just before the window is the starting point when it lies within one window of the start.
     """
     p = prepared or prepare(samples)
-    if len(p.frame) == 0:
+    if len(p.t) == 0:
         return pd.DataFrame(columns=[*KEYS, "samples"])
     end_ns = utc_ns(at) if at is not None else int(p.t.max())
-    span = int(window.total_seconds() * 1e9)
+    return increase(p, end_ns=end_ns, span=int(window.total_seconds() * 1e9))
+
+
+def _times(values: np.ndarray) -> pd.DatetimeIndex:
+    """UTC nanoseconds (int64 minimum: none) as UTC times, without `to_datetime`'s parsing and caching."""
+    return pd.DatetimeIndex(values.astype(np.int64).view("datetime64[ns]")).tz_localize("UTC")
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of each link's run [lo, hi) laid end to end: row indices, their link, and run-start flags."""
+    size = np.maximum(hi - lo, 0)
+    offsets = np.cumsum(size) - size
+    idx = np.arange(int(size.sum()), dtype=np.int64) + np.repeat(lo - offsets, size)
+    owner = np.repeat(np.arange(len(lo)), size)
+    first = np.zeros(len(idx), dtype=bool)
+    first[offsets[size > 0]] = True
+    return idx, owner, first
+
+
+def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
+    """`windowed_increase` on a prepared history, reading only each link's rows in the window plus one before.
+
+    Rows are ordered by time within a link, so the window of a link is the run [w_lo, hi) of its rows: its
+    first reading is the only one whose starting point (the reading before) can lie outside the window.
+    """
     start_ns = end_ns - span
-    t, seg, nseg = p.t, p.seg, p.nseg
-    upto = t <= end_ns
-    inwin = upto & (t > start_ns)
-    prev_t = np.empty_like(t)
-    prev_t[1:] = t[:-1]
-    prev_t[0] = t[0]
-    # a row's delta counts when the row is in the window and its previous reading is recent enough
-    counted = inwin & ~p.starts & (prev_t >= start_ns - span)
-    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-    first = _seg_reduce(np.minimum, p, np.where(counted, prev_t, np.where(inwin, t, big)), big)
-    last = _seg_reduce(np.maximum, p, np.where(inwin, t, small), small)
-    last_seen = _seg_reduce(np.maximum, p, np.where(upto, t, small), small)
-    n_in = np.bincount(seg, weights=inwin, minlength=nseg).astype(np.int64)
-    baseline = counted & ~_prev_in(inwin, p.starts)
-    n_used = n_in + np.bincount(seg, weights=baseline, minlength=nseg).astype(np.int64)
-    covered_h = np.where(n_used >= 2, last - first, 0) / NS_PER_HOUR
+    seg0, nseg, t = p.segment_starts, p.nseg, p.t
+    hi = p.first_after(end_ns)
+    w_lo = p.first_after(start_ns)
+    n_in = hi - w_lo
+    before_t = t[np.maximum(w_lo - 1, 0)]
+    # the window's first reading counts from the reading before it when that one is recent enough
+    from_before = (n_in > 0) & (w_lo > seg0) & (before_t >= start_ns - span)
+    small = np.iinfo(np.int64).min
+    newest = t[np.maximum(hi - 1, 0)]
+    first = np.where(from_before, before_t, t[np.minimum(w_lo, len(t) - 1)])
+    last = np.where(n_in > 0, newest, small)
+    n_used = n_in + from_before
+    covered_h = np.where(n_used >= 2, last - np.where(n_used >= 2, first, last), 0) / NS_PER_HOUR
     out: dict[str, Any] = {str(k): v.to_numpy() for k, v in p.heads().items()}
     out["samples"] = n_in
-    out["first"] = pd.to_datetime(np.where(n_in > 0, first, small), utc=True)
-    out["last"] = pd.to_datetime(np.where(n_in > 0, last, small), utc=True)
-    out["last_seen"] = pd.to_datetime(last_seen, utc=True)
+    out["first"] = _times(np.where(n_in > 0, first, small))
+    out["last"] = _times(last)
+    out["last_seen"] = _times(np.where(hi > seg0, newest, small))
     out["covered_h"] = covered_h
+    # counted deltas: rows (c_lo, hi); their values need rows [c_lo - 1, hi), the first being the starting point
+    c_lo = w_lo + 1 - from_before
+    lo = np.where(hi > c_lo, c_lo - 1, hi)
+    idx, owner, run_first = _ranges(lo, hi)
+    last_idx = np.maximum(hi - 1, 0)
+    at, last_at = p.positions(idx), p.positions(last_idx)
     resets_total = np.zeros(nseg, dtype=np.int64)
-    last_idx = _seg_reduce(np.maximum, p, np.where(upto, np.arange(len(t)), -1), -1)
     safe_h = np.where(covered_h > 0, covered_h, 1.0)
     for c in p.counters:
-        d, reset = p.delta(c)
-        inc = np.bincount(seg, weights=np.where(counted, d, 0.0), minlength=nseg)
-        resets_total = np.maximum(resets_total, np.bincount(seg, weights=reset & counted, minlength=nseg)
-                                  .astype(np.int64))
+        col = p.column(c)
+        d, reset = deltas(col[at], run_first)
+        inc = np.bincount(owner, weights=d, minlength=nseg)
+        resets_total = np.maximum(resets_total, np.bincount(owner, weights=reset, minlength=nseg).astype(np.int64))
         out[f"{c}_increase"] = inc
         out[f"{c}_per_hour"] = np.where(covered_h > 0, inc / safe_h, np.nan)
-        v = p.values(c)
-        out[f"{c}_total"] = np.where(last_idx >= 0, v[np.maximum(last_idx, 0)], np.nan)
+        out[f"{c}_total"] = np.where(hi > seg0, col[last_at], np.nan)
     out["resets"] = resets_total
     return pd.DataFrame(out)
 
@@ -212,32 +334,24 @@ def windowed_increase(samples: pd.DataFrame, *, window: timedelta = timedelta(ho
 def window_sums(p: Prepared, counter: str, *, window: timedelta, end_ns: int, windows: int) -> np.ndarray:
     """Increase of `counter` per link in each of the last `windows` windows ending at `end_ns`: [links, windows].
 
-    Column 0 is the newest window. One pass: every delta is placed by the window its later reading falls in.
+    Column 0 is the newest window. Every delta is placed by the window its later reading falls in; only the rows
+    in the windows and the one reading before them are read.
     """
     out = np.zeros((p.nseg, windows))
     if counter not in p.counters:
         return out
-    d, _ = p.delta(counter)
     span = int(window.total_seconds() * 1e9)
-    w = (end_ns - p.t) // span  # 0 for (end - span, end], 1 for the window before, ...
-    ok = (p.t <= end_ns) & (w < windows) & (d != 0)
-    flat = np.bincount(p.seg[ok] * windows + w[ok], weights=d[ok], minlength=p.nseg * windows)
+    hi = p.first_after(end_ns)
+    lo = p.first_after(end_ns - windows * span)
+    lo = np.where(hi > lo, lo - (lo > p.segment_starts), hi)
+    idx, owner, run_first = _ranges(lo, hi)
+    d, _ = deltas(p.column(counter)[p.positions(idx)], run_first)
+    nz = np.flatnonzero(d)  # most readings add nothing: place only the others
+    w = (end_ns - p.t[idx[nz]]) // span  # 0 for (end - span, end], 1 for the window before, ...
+    ok = nz[w < windows]
+    w = w[w < windows]
+    flat = np.bincount(owner[ok] * windows + w, weights=d[ok], minlength=p.nseg * windows)
     return flat.reshape(p.nseg, windows)
-
-
-def _prev_in(inwin: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """True where the previous row of the same link is itself in the window."""
-    prev = np.zeros_like(inwin)
-    prev[1:] = inwin[:-1]
-    return prev & ~starts
-
-
-def _seg_reduce(op: Any, p: Prepared, values: np.ndarray, empty: int) -> np.ndarray:
-    """Per-link reduction (np.minimum / np.maximum) of a row array; links are contiguous row runs."""
-    if len(values) == 0:
-        return np.full(p.nseg, empty, dtype=np.int64)
-    result: np.ndarray = op.reduceat(values, p.segment_starts)
-    return result
 
 
 def bucketed_increase(p: Prepared, counter: str, *, bucket: timedelta, start: datetime,

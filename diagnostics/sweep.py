@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .localize import localize_all
 from .model import Finding, Localization
-from .rates import ns, prepare, utc_ns
+from .rates import ns, prepare_rows, utc_ns
 from .schema import Severity
 from .table_rules import candidates, finding_of, link_metrics
 from .thresholds import Thresholds, load_thresholds
@@ -47,11 +48,10 @@ def sweep(link_samples: pd.DataFrame, *, window: timedelta = timedelta(hours=1),
     t = ns(link_samples["timestamp"])
     end_ns = utc_ns(end) if end is not None else int(t.max())
     recent = t > end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
-    frame = link_samples if recent.all() else link_samples[recent]
-    p = prepare(frame)
+    p = prepare_rows(link_samples, t, None if recent.all() else np.flatnonzero(recent))
     metrics = link_metrics(p, window=window, end_ns=end_ns, thresholds=thresholds)
     flagged = metrics[candidates(metrics, thresholds)]
-    result = FleetSweep(links=p.nseg, rows_used=len(p.frame))
+    result = FleetSweep(links=p.nseg, rows_used=len(p.t))
     graphs: dict[str, Any] = {}
     rows: list[dict[str, Any]] = flagged.to_dict("records")  # type: ignore[assignment]
     for row in rows:

@@ -6,6 +6,7 @@ turned into `Finding` objects by the shared `rules.crossings`, so a fleet sweep 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .model import Crossing, Finding
-from .rates import Prepared, _seg_reduce, window_sums, windowed_increase
+from .rates import Prepared, increase, window_sums
 from .rules import crossings, state_crossing, summarize
 from .schema import LinkState, LinkType, Severity
 from .thresholds import Thresholds
@@ -27,10 +28,8 @@ RATE_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers
 
 def last_state(p: Prepared, end_ns: int) -> pd.DataFrame:
     """Each link's state columns (width, generation, state, traffic) at its last reading at or before the end."""
-    idx = _seg_reduce(np.maximum, p, np.where(p.t <= end_ns, np.arange(len(p.t)), -1), -1)
-    take = np.maximum(idx, 0)
-    out = {col: p.frame[col].take(take).reset_index(drop=True) for col in STATE_COLUMNS if col in p.frame.columns}
-    frame = pd.DataFrame(out)
+    idx = p.last_upto(end_ns)
+    frame = p.take([col for col in STATE_COLUMNS if col in p.source.columns], np.maximum(idx, 0))
     return frame.where(pd.Series(idx >= 0), None) if (idx < 0).any() else frame
 
 
@@ -40,19 +39,22 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
     A rule with `persist = [k, m]` gets `over_<rule>`: in how many of the last m windows the counter's increase
     per window-hour exceeded the rule's limit.
     """
-    end = pd.Timestamp(end_ns, tz="UTC")
-    cur = windowed_increase(p.frame, window=window, at=end, prepared=p)
-    m = pd.concat([cur, last_state(p, end_ns)], axis=1)
-    m["crc_per_hour"] = m.filter(items=["crc_flit_per_hour", "crc_data_per_hour"]).sum(axis=1, min_count=1)
-    m["crc_total"] = m.filter(items=["crc_flit_total", "crc_data_total"]).sum(axis=1, min_count=1)
-    if {"width", "max_width"} <= set(m.columns):
-        m["width_lost"] = (_float(m["max_width"]) - _float(m["width"])).clip(min=0)
-    if {"gen", "max_gen"} <= set(m.columns):
-        traffic = np.fmax(_float(m.get("tx_bytes_per_s")), _float(m.get("rx_bytes_per_s")))
+    cur = increase(p, end_ns=end_ns, span=int(window.total_seconds() * 1e9))
+    state = last_state(p, end_ns)
+
+    def col(name: str) -> pd.Series | None:
+        return cur[name] if name in cur.columns else state[name] if name in state.columns else None
+
+    extra: dict[str, Any] = {"crc_per_hour": _sum(col("crc_flit_per_hour"), col("crc_data_per_hour"), len(cur)),
+                             "crc_total": _sum(col("crc_flit_total"), col("crc_data_total"), len(cur))}
+    if "width" in state.columns and "max_width" in state.columns:
+        extra["width_lost"] = (_float(state["max_width"]) - _float(state["width"])).clip(min=0)
+    if "gen" in state.columns and "max_gen" in state.columns:
+        traffic = np.fmax(_float(col("tx_bytes_per_s")), _float(col("rx_bytes_per_s")))
         busy = np.nan_to_num(traffic) >= thresholds.setting("pcie_busy_bytes_per_s")
-        lost = (_float(m["max_gen"]) - _float(m["gen"])).clip(min=0)
-        m["gen_lost_under_load"] = np.where(busy, lost, lost * 0)  # NaN (no PCIe reading) stays NaN
-        m["gen_lost_idle"] = np.where(~busy, lost, lost * 0)
+        lost = (_float(state["max_gen"]) - _float(state["gen"])).clip(min=0)
+        extra["gen_lost_under_load"] = np.where(busy, lost, lost * 0)  # NaN (no PCIe reading) stays NaN
+        extra["gen_lost_idle"] = np.where(~busy, lost, lost * 0)
     hours = window.total_seconds() / 3600
     for rule in thresholds.rules:
         if rule.persist is None:
@@ -60,8 +62,20 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
         counters = ("crc_flit", "crc_data") if rule.counter == "crc" else (rule.counter,)
         sums = sum((window_sums(p, c, window=window, end_ns=end_ns, windows=rule.persist[1]) for c in counters),
                    start=np.zeros((p.nseg, rule.persist[1])))
-        m[f"over_{rule.name}"] = (sums / hours > rule.above).sum(axis=1)
-    return m
+        extra[f"over_{rule.name}"] = (sums / hours > rule.above).sum(axis=1)
+    return pd.concat([cur, state, pd.DataFrame(extra, index=cur.index)], axis=1)  # one concat, not an insert each
+
+
+def _sum(a: pd.Series | None, b: pd.Series | None, size: int) -> np.ndarray:
+    """Row sum of the columns present, NaN where none has a value (pandas' sum(axis=1, min_count=1))."""
+    present = [s.to_numpy(np.float64, na_value=np.nan) for s in (a, b) if s is not None]
+    if not present:
+        return np.full(size, np.nan)
+    total = np.nan_to_num(present[0], nan=0.0, posinf=np.inf, neginf=-np.inf)
+    for values in present[1:]:
+        total = total + np.nan_to_num(values, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    none = np.logical_and.reduce([np.isnan(v) for v in present])
+    return np.where(none, np.nan, total)
 
 
 def _float(series: pd.Series | None) -> np.ndarray:
@@ -84,7 +98,7 @@ def _num(value: object) -> float | None:
         out = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    return None if np.isnan(out) else out
+    return None if math.isnan(out) else out
 
 
 def _int(value: object) -> int | None:
@@ -127,7 +141,7 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
     """One link's finding: rates, the rules crossed, state, evidence (congestion, lone readings, resets)."""
     rates, counts = metrics_of(row)
     link_type = str(row["link_type"])
-    windows_over = {k[5:]: int(v) for k, v in row.items() if isinstance(k, str) and k.startswith("over_")}
+    windows_over = {k[5:]: int(row[k]) for k in row if isinstance(k, str) and k[:5] == "over_"}
     crossed = crossings(link_type, rates, thresholds, windows_over)
     state = LinkState(str(row["link_state"])) if _present(row.get("link_state")) else LinkState.UP
     evidence: list[str] = []
@@ -160,14 +174,23 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         evidence.append(f"running x{width} of x{max_width}: lanes {width}-{max_width - 1} lost")
     lane = _int(row.get("lane"))
     peer_gpu = int(peer.split()[1]) if peer.startswith("GPU ") and peer.split()[1].isdigit() else None
-    build = Finding.model_construct if severity is Severity.OK else Finding  # a healthy link: nothing to validate
-    return build(
+    fields: dict[str, Any] = dict(
         component=component_of(link_type, gpu, link, peer), link_type=LinkType(link_type),
         link_id=f"{link_type}-{link}" if link is not None else link_type, link=link, gpu=gpu, peer_gpu=peer_gpu,
         peer=peer, link_state=state, counts=counts, rates_per_hour=rates, crossed=crossed, severity=severity,
         worst_ratio=ratio, switch=peer if peer.startswith("NVSwitch") else None,
         lanes=lanes if lane is None else [lane], evidence=evidence,
     )
+    if severity is not Severity.OK:
+        return Finding(**fields)
+    # a healthy link: nothing to validate; a copy of a constructed one with every field given is cheapest
+    return _HEALTHY.model_copy(update=fields)
+
+
+_HEALTHY = Finding.model_construct(component="", link_type=LinkType.NVLINK, link_id="", link=None, gpu=None,
+                                   peer_gpu=None, peer="unknown", link_state=LinkState.UP, counts={},
+                                   rates_per_hour={}, crossed=[], severity=Severity.OK, worst_ratio=None,
+                                   switch=None, lanes=[], evidence=[])
 
 
 def _present(value: object) -> bool:
