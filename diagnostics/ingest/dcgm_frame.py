@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,25 +24,33 @@ def _times(ms: np.ndarray) -> Any:
     return pd.DatetimeIndex(stamps).tz_localize("UTC")
 
 
-def _missing(dtype: str, n: int) -> Any:
-    """An all-missing column of `dtype`, built from arrays (pandas' scalar-fill path is slow for wide tables)."""
+@cache
+def _missing_one(dtype: str) -> Any:
+    """One missing value of `dtype` (a categorical with no categories, <NA>, NaT, NaN), built once."""
     if dtype == "float64":
-        return np.full(n, np.nan)
+        return np.full(1, np.nan)
     if dtype.startswith("Int"):
-        return pd.arrays.IntegerArray(np.zeros(n, dtype=dtype.lower()), np.ones(n, dtype=bool))
+        return pd.arrays.IntegerArray(np.zeros(1, dtype=dtype.lower()), np.ones(1, dtype=bool))
     if dtype == "boolean":
-        return pd.arrays.BooleanArray(np.zeros(n, dtype=bool), np.ones(n, dtype=bool))
+        return pd.arrays.BooleanArray(np.zeros(1, dtype=bool), np.ones(1, dtype=bool))
     if dtype == "category":
-        return pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), dtype=pd.CategoricalDtype(pd.Index([])))
+        return pd.Categorical.from_codes(np.full(1, -1, dtype=np.int8), dtype=pd.CategoricalDtype(pd.Index([])))
     if dtype.startswith("datetime"):
-        return _times(np.full(n, NAT_MS, dtype=np.int64))
+        return _times(np.full(1, NAT_MS, dtype=np.int64)).array
     target: Any = dtype
-    return pd.array(np.full(n, None, dtype=object), dtype=target)
+    return pd.array(np.full(1, None, dtype=object), dtype=target)
+
+
+def _missing(dtype: str, n: int) -> Any:
+    """An all-missing column of `dtype`, taken from a one-value template (pandas' scalar-fill path, and building
+    a dtype per column, are slow for wide tables)."""
+    return _missing_one(dtype).take(np.zeros(n, dtype=np.intp))
 
 
 def typed_frame(schema: TableSchema, columns: dict[str, Any], n: int) -> pd.DataFrame:
     """A frame with exactly `schema`'s columns and dtypes, from columns already of the right dtype."""
-    return pd.DataFrame({c: columns[c] if c in columns else _missing(d, n) for c, d in schema.columns.items()})
+    return pd.DataFrame({c: columns[c] if c in columns else _missing(d, n) for c, d in schema.columns.items()},
+                        copy=False)  # every column is an array built for this frame alone
 
 
 def _category(codes: np.ndarray, values: list[Any]) -> Any:
@@ -58,13 +67,11 @@ def _nullable(codes: np.ndarray, values: list[Any], dtype: str) -> Any:
     return pd.arrays.BooleanArray(data, mask) if dtype == "bool" else pd.arrays.IntegerArray(data, mask)
 
 
-_EMPTY: dict[str, pd.DataFrame] = {}
-
-
 def empty(table: str) -> pd.DataFrame:
-    if table not in _EMPTY:
-        _EMPTY[table] = TABLES[table].empty()
-    return _EMPTY[table].copy(deep=False)
+    return TABLES[table].empty()
+
+
+_UNKNOWN = pd.CategoricalDtype(pd.Index(["unknown"]))  # the peer of every dcgm row (dtypes are immutable)
 
 
 def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
@@ -103,8 +110,7 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
         frame[label] = pd.array(per_entity[ent_of_row], dtype="string")
     saturated = frame.pop("saturated", np.full(n, np.nan))
     frame["saturated"] = pd.arrays.BooleanArray(~np.isnan(saturated), np.zeros(n, dtype=bool))
-    unknown = pd.CategoricalDtype(pd.Index(["unknown"]))
-    frame["peer"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=unknown)
+    frame["peer"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=_UNKNOWN)
     where = pc.binary_join_element_wise(pa.array(parser.files).take(pa.array(file[first_sample])),
                                         pc.cast(pa.array(line[first_sample]), pa.string()), ":")
     frame["source"] = where.dictionary_encode().to_pandas()
