@@ -106,8 +106,8 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
     for j, c in enumerate(used):
         frame[names[int(c)]] = matrix[:, j]
     for label, key in (("gpu_uuid", "uuid"), ("pci_bus_id", "pci_bus_id")):  # the GPU's identity on its rows
-        per_entity = np.array([parser.gpus.get((e[0], e[1]), {}).get(key) for e in entities], dtype=object)
-        frame[label] = pd.array(per_entity[ent_of_row], dtype="string")
+        per_entity = pd.array([parser.gpus.get((e[0], e[1]), {}).get(key) for e in entities], dtype="string")
+        frame[label] = per_entity.take(ent_of_row)  # one string per entity, taken for its rows
     saturated = frame.pop("saturated", np.full(n, np.nan))
     frame["saturated"] = pd.arrays.BooleanArray(~np.isnan(saturated), np.zeros(n, dtype=bool))
     frame["peer"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=_UNKNOWN)

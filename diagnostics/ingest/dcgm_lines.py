@@ -127,7 +127,9 @@ def split(arr: pa.Array, at_ms: int) -> Batch:
                   for parts_of, at, lines_of, has_ts in groups]
         return picked[0] if len(picked) == 1 else pa.concat_arrays(picked)
 
-    series, value_text, ts_text = column(0), column(1), column(2)
+    # the usual batch: every line has a timestamp, so its series parts were taken above already
+    series = first if len(with_ts) == len(count) else column(0)
+    value_text, ts_text = column(1), column(2)
     if len(groups) > 1:  # each group is in line order; lines of several groups are put back in line order
         order = pa.array(np.argsort(rows, kind="stable"))
         series, value_text, ts_text = series.take(order), value_text.take(order), ts_text.take(order)
