@@ -116,8 +116,8 @@ class TableSchema:
         """Return `frame` with exactly this schema's columns (missing ones empty) and dtypes."""
         template = _empty_frame(self.name, tuple(self.columns.items()))
         n = len(frame)
-        if (n and isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1
-                and frame.columns.equals(template.columns) and frame.columns.dtype == template.columns.dtype
+        if (n and _default_index(frame) and frame.columns.equals(template.columns)
+                and frame.columns.dtype == template.columns.dtype
                 and all(str(t) == d for t, d in zip(frame.dtypes, self.columns.values(), strict=True))):
             return frame.copy(deep=False)  # already conforming: nothing to convert (every reader's own frames)
         out: dict[str, Any] = {}
@@ -125,17 +125,30 @@ class TableSchema:
             if col in frame.columns:
                 series = frame[col]
                 if str(series.dtype) != dtype:
-                    if series.dtype == np.float64 and series.isna().all():  # a column no row filled: cast nothing
-                        out[col] = pd.Series(_missing(dtype, n), index=frame.index, copy=False)
+                    if _unfilled(series, dtype):  # a column no row filled: nothing to cast
+                        out[col] = _missing(dtype, n)
                         continue
                     if dtype == UTC_TS:
                         series = pd.to_datetime(series, utc=True)
                     target: Any = dtype
                     series = series.astype(target) if str(series.dtype) != dtype else series
-                out[col] = series
-            else:  # all missing, in the column's own NA
-                out[col] = pd.Series(_missing(dtype, n) if n else template[col].array, index=frame.index, copy=False)
-        return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
+                out[col] = series  # a Series, so the result shares its data copy-on-write, never by alias
+            else:  # all missing, in the column's own NA: an array of this frame's own
+                out[col] = _missing(dtype, n) if n else template[col].array
+        conformed = pd.DataFrame(out, index=frame.index, copy=False)
+        return conformed if _default_index(frame) else conformed.reset_index(drop=True)
+
+
+def _unfilled(series: pd.Series, dtype: str) -> bool:
+    """All NaN (or all None, for a target whose missing value does not depend on it): the cast would give exactly
+    `_missing(dtype)`. A categorical is left to astype, whose empty categories take the dtype of what it held."""
+    return (series.dtype == np.float64 or (series.dtype == object and dtype != "category")) and bool(
+        series.isna().all())
+
+
+def _default_index(frame: pd.DataFrame) -> bool:
+    index = frame.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
 
 
 @cache
