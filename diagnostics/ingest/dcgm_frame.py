@@ -157,16 +157,29 @@ def build_events(xids: list[tuple[Any, ...]], files: list[str],
     return pd.DataFrame(rows), warnings
 
 
+def _labels(values: list[str]) -> Any:
+    """pd.Categorical(values) for a few distinct strings, without inferring them twice."""
+    categories = pd.Index(sorted(set(values)))
+    codes = categories.get_indexer(pd.Index(values))
+    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories))
+
+
 def build_gpus(gpus: dict[tuple[str, int], dict[str, Any]]) -> pd.DataFrame:
     """One row per GPU, built column by column in the schema's dtypes."""
     keys = sorted(gpus)
     columns: dict[str, Any] = {
-        "node_id": pd.Categorical([k[0] for k in keys]),
+        "node_id": _labels([k[0] for k in keys]),
         "gpu": pd.array([k[1] for k in keys], dtype="Int16"),
-        "source": pd.Categorical([gpus[k]["source"] for k in keys]),
+        "source": _labels([gpus[k]["source"] for k in keys]),
     }
     for name, dtype in GPUS.columns.items():
         if name not in columns:
+            values = [gpus[k].get(name) for k in keys]
             target: Any = dtype
-            columns[name] = pd.array([gpus[k].get(name) for k in keys], dtype=target)
+            columns[name] = (pd.arrays.ArrowStringArray(pa.array(values, type=pa.string()))
+                             if _ARROW_STRINGS and dtype == "string" else pd.array(values, dtype=target))
     return typed_frame(GPUS, columns, len(keys))
+
+
+# pandas' "string" dtype is Arrow-backed here, so an Arrow array of the labels is the column as it stands
+_ARROW_STRINGS = isinstance(pd.array([], dtype="string"), pd.arrays.ArrowStringArray)
