@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -107,21 +109,63 @@ class TableSchema:
     doc: dict[str, str] = field(default_factory=dict)
 
     def empty(self) -> pd.DataFrame:
-        return pd.DataFrame({c: pd.Series(dtype=d) for c, d in self.columns.items()})
+        """An empty frame of this schema: built once per schema, each caller gets its own (copy-on-write) copy."""
+        return _empty_frame(self.name, tuple(self.columns.items())).copy(deep=False)
 
     def conform(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Return `frame` with exactly this schema's columns (missing ones empty) and dtypes."""
+        template = _empty_frame(self.name, tuple(self.columns.items()))
+        n = len(frame)
+        if (n and _default_index(frame) and frame.columns.equals(template.columns)
+                and frame.columns.dtype == template.columns.dtype
+                and all(str(t) == d for t, d in zip(frame.dtypes, self.columns.values(), strict=True))):
+            return frame.copy(deep=False)  # already conforming: nothing to convert (every reader's own frames)
         out: dict[str, Any] = {}
         for col, dtype in self.columns.items():
             if col in frame.columns:
                 series = frame[col]
-                if dtype == UTC_TS:
-                    series = pd.to_datetime(series, utc=True)
-                target: Any = dtype
-                out[col] = series.astype(target) if str(series.dtype) != dtype else series
-            else:
-                out[col] = pd.Series(index=frame.index, dtype=dtype)  # all missing, in the column's own NA
-        return pd.DataFrame(out, index=frame.index).reset_index(drop=True)
+                if str(series.dtype) != dtype:
+                    if _unfilled(series, dtype):  # a column no row filled: nothing to cast
+                        out[col] = _missing(dtype, n)
+                        continue
+                    if dtype == UTC_TS:
+                        series = pd.to_datetime(series, utc=True)
+                    target: Any = dtype
+                    series = series.astype(target) if str(series.dtype) != dtype else series
+                out[col] = series  # a Series, so the result shares its data copy-on-write, never by alias
+            else:  # all missing, in the column's own NA: an array of this frame's own
+                out[col] = _missing(dtype, n) if n else template[col].array
+        conformed = pd.DataFrame(out, index=frame.index, copy=False)
+        return conformed if _default_index(frame) else conformed.reset_index(drop=True)
+
+
+def _unfilled(series: pd.Series, dtype: str) -> bool:
+    """All NaN (or all None, for a target whose missing value does not depend on it): the cast would give exactly
+    `_missing(dtype)`. A categorical is left to astype, whose empty categories take the dtype of what it held."""
+    return (series.dtype == np.float64 or (series.dtype == object and dtype != "category")) and bool(
+        series.isna().all())
+
+
+def _default_index(frame: pd.DataFrame) -> bool:
+    index = frame.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+
+
+@cache
+def _empty_frame(name: str, columns: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    """The empty frame of a schema (keyed by its columns, so any TableSchema gets its own); never handed out."""
+    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in columns})
+
+
+@cache
+def _missing_one(dtype: str) -> Any:
+    return pd.Series(index=pd.RangeIndex(1), dtype=dtype).array
+
+
+def _missing(dtype: str, n: int) -> Any:
+    """`n` missing values of `dtype`, the same array `pd.Series(index=..., dtype=dtype)` holds, without its
+    per-call dtype inference (which made conforming a small frame cost tens of milliseconds)."""
+    return _missing_one(dtype).take(np.zeros(n, dtype=np.intp))
 
 
 LINK_SAMPLES = TableSchema(

@@ -99,6 +99,12 @@ class _FileState:
 
 
 _KIND = {"error": -1, "skip": 0, "link": 1, "xid": 2}
+# A series text's meaning and the GPU it names, (node, gpu, labels) or None (see DcgmParser._described)
+_Described = tuple[Series, tuple[str, int, dict[str, str]] | None]
+# id(mapping) -> (the mapping, kept alive so its id is not reused; (node_id, series text) -> description)
+_DESCRIBED: dict[int, tuple[DcgmMap, dict[tuple[str | None, str], _Described]]] = {}
+_DESCRIBED_MAX = 200_000  # descriptions kept per mapping (a series is ~1 kB with its labels): a bot reading many
+# nodes' scrapes starts over past this
 
 
 @dataclass
@@ -153,16 +159,14 @@ class DcgmParser:
         cols = np.zeros(len(batch.series), dtype=np.int8)
         counters = np.zeros(len(batch.series), dtype=bool)
         described: list[Series] = []
+        first_at = np.full(len(batch.series), -1, dtype=np.int64)  # each series' first sample in the batch
         codes, first = np.unique(batch.series_code, return_index=True)
-        first_line = {int(c): base + int(batch.positions[f]) + 1 for c, f in zip(codes, first, strict=True)}
+        first_at[codes] = first
         for i, text in enumerate(batch.series):
             series = self._series.get(text)
             if series is None:
-                try:
-                    series = self._describe(text, state.name, first_line.get(i, base + 1))
-                except SeriesError as exc:
-                    series = ("error", str(exc))
-                self._series[text] = series
+                number = base + int(batch.positions[first_at[i]]) + 1 if first_at[i] >= 0 else base + 1
+                series = self._series[text] = self._attach(self._described(text), f"{state.name}:{number}")
             described.append(series)
             kinds[i] = _KIND[series[0]]
             if series[0] == "link":
@@ -231,7 +235,34 @@ class DcgmParser:
             raise SeriesError(found.error)
         return found
 
-    def _describe(self, key: str, file: str, number: int) -> Series:
+    def _described(self, key: str) -> _Described:
+        """What a series text means, independent of this parser's state: shared by every parser with the same
+        mapping and node, so a scrape of a node seen before costs no text parsing."""
+        memo = _DESCRIBED.setdefault(id(self.mapping), (self.mapping, {}))[1]
+        found = memo.get((self.node_id, key))
+        if found is None:
+            if len(memo) >= _DESCRIBED_MAX:
+                memo.clear()
+            gpu_of: list[tuple[str, int, dict[str, str]]] = []
+            try:
+                series = self._describe(key, gpu_of)
+            except SeriesError as exc:
+                series = ("error", str(exc))
+            found = memo[(self.node_id, key)] = (series, gpu_of[0] if gpu_of else None)
+        return found
+
+    def _attach(self, described: _Described, where: str) -> Series:
+        """A description bound to this parser: its GPU noted, its entity and column numbered."""
+        series, gpu_of = described
+        if gpu_of is not None:
+            self._note_gpu(*gpu_of, where)
+        if series[0] != "link":
+            return series
+        entity, column, counter = series[1:]
+        return ("link", self.entities.setdefault(entity, len(self.entities)), self._column(column), counter)
+
+    def _describe(self, key: str, gpu_of: list[tuple[str, int, dict[str, str]]]) -> Series:
+        """("link", entity, column name, is counter) | ("xid", ...) | ("skip",); the GPU it names goes to `gpu_of`."""
         brace = key.find("{")
         name = key if brace < 0 else key[:brace]
         if not _NAME.fullmatch(name):
@@ -248,7 +279,7 @@ class DcgmParser:
         if gpu is None and switch is None:
             raise SeriesError(f"{name}: no gpu or nvswitch label, so no component to attach it to")
         if gpu is not None:
-            self._note_gpu(node, gpu, labels, f"{file}:{number}")
+            gpu_of.append((node, gpu, labels))
         if is_xid:
             bus = mapping.label(labels, "pci_bus_id")
             bus = normalize_bus_id(bus) or bus if bus else None
@@ -265,9 +296,7 @@ class DcgmParser:
         if switch is not None:
             gpu = None
         total = link is None and link_type != "pcie"
-        entity = (node, gpu, link_type, link, switch, total)
-        ent = self.entities.setdefault(entity, len(self.entities))
-        return ("link", ent, self._column(fld.column), fld.counter)
+        return ("link", (node, gpu, link_type, link, switch, total), fld.column, fld.counter)
 
     def _note_gpu(self, node: str, gpu: int, labels: dict[str, str], where: str) -> None:
         info = self.gpus.setdefault((node, gpu), {"source": where})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,25 +24,33 @@ def _times(ms: np.ndarray) -> Any:
     return pd.DatetimeIndex(stamps).tz_localize("UTC")
 
 
-def _missing(dtype: str, n: int) -> Any:
-    """An all-missing column of `dtype`, built from arrays (pandas' scalar-fill path is slow for wide tables)."""
+@cache
+def _missing_one(dtype: str) -> Any:
+    """One missing value of `dtype` (a categorical with no categories, <NA>, NaT, NaN), built once."""
     if dtype == "float64":
-        return np.full(n, np.nan)
+        return np.full(1, np.nan)
     if dtype.startswith("Int"):
-        return pd.arrays.IntegerArray(np.zeros(n, dtype=dtype.lower()), np.ones(n, dtype=bool))
+        return pd.arrays.IntegerArray(np.zeros(1, dtype=dtype.lower()), np.ones(1, dtype=bool))
     if dtype == "boolean":
-        return pd.arrays.BooleanArray(np.zeros(n, dtype=bool), np.ones(n, dtype=bool))
+        return pd.arrays.BooleanArray(np.zeros(1, dtype=bool), np.ones(1, dtype=bool))
     if dtype == "category":
-        return pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), dtype=pd.CategoricalDtype(pd.Index([])))
+        return pd.Categorical.from_codes(np.full(1, -1, dtype=np.int8), dtype=pd.CategoricalDtype(pd.Index([])))
     if dtype.startswith("datetime"):
-        return _times(np.full(n, NAT_MS, dtype=np.int64))
+        return _times(np.full(1, NAT_MS, dtype=np.int64)).array
     target: Any = dtype
-    return pd.array(np.full(n, None, dtype=object), dtype=target)
+    return pd.array(np.full(1, None, dtype=object), dtype=target)
+
+
+def _missing(dtype: str, n: int) -> Any:
+    """An all-missing column of `dtype`, taken from a one-value template (pandas' scalar-fill path, and building
+    a dtype per column, are slow for wide tables)."""
+    return _missing_one(dtype).take(np.zeros(n, dtype=np.intp))
 
 
 def typed_frame(schema: TableSchema, columns: dict[str, Any], n: int) -> pd.DataFrame:
     """A frame with exactly `schema`'s columns and dtypes, from columns already of the right dtype."""
-    return pd.DataFrame({c: columns[c] if c in columns else _missing(d, n) for c, d in schema.columns.items()})
+    return pd.DataFrame({c: columns[c] if c in columns else _missing(d, n) for c, d in schema.columns.items()},
+                        copy=False)  # every column is an array built for this frame alone
 
 
 def _category(codes: np.ndarray, values: list[Any]) -> Any:
@@ -58,13 +67,11 @@ def _nullable(codes: np.ndarray, values: list[Any], dtype: str) -> Any:
     return pd.arrays.BooleanArray(data, mask) if dtype == "bool" else pd.arrays.IntegerArray(data, mask)
 
 
-_EMPTY: dict[str, pd.DataFrame] = {}
-
-
 def empty(table: str) -> pd.DataFrame:
-    if table not in _EMPTY:
-        _EMPTY[table] = TABLES[table].empty()
-    return _EMPTY[table].copy(deep=False)
+    return TABLES[table].empty()
+
+
+_UNKNOWN = pd.CategoricalDtype(pd.Index(["unknown"]))  # the peer of every dcgm row (dtypes are immutable)
 
 
 def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
@@ -99,12 +106,11 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
     for j, c in enumerate(used):
         frame[names[int(c)]] = matrix[:, j]
     for label, key in (("gpu_uuid", "uuid"), ("pci_bus_id", "pci_bus_id")):  # the GPU's identity on its rows
-        per_entity = np.array([parser.gpus.get((e[0], e[1]), {}).get(key) for e in entities], dtype=object)
-        frame[label] = pd.array(per_entity[ent_of_row], dtype="string")
+        per_entity = pd.array([parser.gpus.get((e[0], e[1]), {}).get(key) for e in entities], dtype="string")
+        frame[label] = per_entity.take(ent_of_row)  # one string per entity, taken for its rows
     saturated = frame.pop("saturated", np.full(n, np.nan))
     frame["saturated"] = pd.arrays.BooleanArray(~np.isnan(saturated), np.zeros(n, dtype=bool))
-    unknown = pd.CategoricalDtype(pd.Index(["unknown"]))
-    frame["peer"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=unknown)
+    frame["peer"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=_UNKNOWN)
     where = pc.binary_join_element_wise(pa.array(parser.files).take(pa.array(file[first_sample])),
                                         pc.cast(pa.array(line[first_sample]), pa.string()), ":")
     frame["source"] = where.dictionary_encode().to_pandas()
@@ -151,16 +157,29 @@ def build_events(xids: list[tuple[Any, ...]], files: list[str],
     return pd.DataFrame(rows), warnings
 
 
+def _labels(values: list[str]) -> Any:
+    """pd.Categorical(values) for a few distinct strings, without inferring them twice."""
+    categories = pd.Index(sorted(set(values)))
+    codes = categories.get_indexer(pd.Index(values))
+    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(categories))
+
+
 def build_gpus(gpus: dict[tuple[str, int], dict[str, Any]]) -> pd.DataFrame:
     """One row per GPU, built column by column in the schema's dtypes."""
     keys = sorted(gpus)
     columns: dict[str, Any] = {
-        "node_id": pd.Categorical([k[0] for k in keys]),
+        "node_id": _labels([k[0] for k in keys]),
         "gpu": pd.array([k[1] for k in keys], dtype="Int16"),
-        "source": pd.Categorical([gpus[k]["source"] for k in keys]),
+        "source": _labels([gpus[k]["source"] for k in keys]),
     }
     for name, dtype in GPUS.columns.items():
         if name not in columns:
+            values = [gpus[k].get(name) for k in keys]
             target: Any = dtype
-            columns[name] = pd.array([gpus[k].get(name) for k in keys], dtype=target)
+            columns[name] = (pd.arrays.ArrowStringArray(pa.array(values, type=pa.string()))
+                             if _ARROW_STRINGS and dtype == "string" else pd.array(values, dtype=target))
     return typed_frame(GPUS, columns, len(keys))
+
+
+# pandas' "string" dtype is Arrow-backed here, so an Arrow array of the labels is the column as it stands
+_ARROW_STRINGS = isinstance(pd.array([], dtype="string"), pd.arrays.ArrowStringArray)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import islice
 from typing import Any
 
@@ -38,7 +39,13 @@ class Batch:
     value: np.ndarray  # per sample: float64, NaN where `bad_value`
     bad_value: np.ndarray  # per sample: bool, the value or timestamp is not a number
     ts_ms: np.ndarray  # per sample: int64 milliseconds, NAT_MS where none was given
-    raw: pa.Array  # the sample lines' value+timestamp text, for messages
+    value_text: pa.Array  # per sample: the value's text
+    ts_text: pa.Array  # per sample: the timestamp's text, "" where none was given
+
+    @cached_property
+    def raw(self) -> pa.Array:
+        """The sample lines' value+timestamp text, for messages: joined only when a message needs it."""
+        return pc.binary_join_element_wise(self.value_text, self.ts_text, " ")
 
 
 def _floats(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +69,7 @@ def _timestamps(ts: pa.Array, at_ms: int) -> tuple[np.ndarray, np.ndarray]:
     bad = np.zeros(len(ts), dtype=bool)
     if not given.any():
         return out, bad
-    text = ts.filter(pa.array(given))
+    text = ts if given.all() else ts.filter(pa.array(given))
     numbers, wrong = _floats(text)
     seconds = np.abs(numbers) < SECONDS_BELOW
     finite = np.isfinite(numbers) & ~wrong
@@ -84,10 +91,11 @@ def blanks(n: int) -> pa.Array:
 def split(arr: pa.Array, at_ms: int) -> Batch:
     """Lines (a string array without newlines) -> a Batch."""
     comment = pc.starts_with(arr, "#").to_numpy(zero_copy_only=False)
-    blank = pc.equal(pc.binary_length(pc.ascii_trim_whitespace(arr)), 0).to_numpy(zero_copy_only=False)
-    comments = [(int(i), str(arr[int(i)].as_py())) for i in np.flatnonzero(comment)]
+    blank = pc.or_(pc.equal(pc.binary_length(arr), 0), pc.ascii_is_space(arr)).to_numpy(zero_copy_only=False)
+    comment_at = np.flatnonzero(comment)
+    comments = list(zip(comment_at.tolist(), arr.filter(pa.array(comment)).to_pylist(), strict=True))
     candidate = np.flatnonzero(~comment & ~blank)
-    lines = pc.ascii_rtrim_whitespace(arr.take(pa.array(candidate)))
+    lines = pc.ascii_rtrim_whitespace(arr if len(candidate) == len(arr) else arr.take(pa.array(candidate)))
     # `series value [ts]`, split at the last two whitespace runs. A label value may hold spaces: when the first
     # of three parts is not a whole series (it opens `{` but does not close it), the line had no timestamp and
     # is split again at its last whitespace run only.
@@ -97,22 +105,35 @@ def split(arr: pa.Array, at_ms: int) -> Batch:
     start = parts.offsets.to_numpy()[:-1]
     three = np.flatnonzero(count == 3)
     first = flat.take(pa.array(start[three]))
-    opened = pc.and_(pc.match_substring(first, "{"), pc.invert(pc.ends_with(first, "}")))
-    broken = three[opened.to_numpy(zero_copy_only=False)]
-    with_ts = three[~opened.to_numpy(zero_copy_only=False)]
+    open_end = np.flatnonzero(~pc.ends_with(first, "}").to_numpy(zero_copy_only=False))
+    opened = np.zeros(len(three), dtype=bool)  # only a part that does not end the label set can leave it open
+    opened[open_end] = pc.match_substring(first.take(pa.array(open_end)), "{").to_numpy(zero_copy_only=False)
+    broken = three[opened]
+    with_ts = three[~opened]
     two = np.flatnonzero(count == 2)
     again = pc.ascii_split_whitespace(lines.take(pa.array(broken)), max_splits=1, reverse=True)
     again_ok = pc.equal(pc.list_value_length(again), 2).to_numpy(zero_copy_only=False)
     again_flat, again_start = pc.list_flatten(again), again.offsets.to_numpy()[:-1][again_ok]
 
-    rows = np.concatenate([two, with_ts, broken[again_ok]])
-    series = pa.concat_arrays([pick(flat, start[two]), pick(flat, start[with_ts]), pick(again_flat, again_start)])
-    value_text = pa.concat_arrays([pick(flat, start[two] + 1), pick(flat, start[with_ts] + 1),
-                                   pick(again_flat, again_start + 1)])
-    ts_text = pa.concat_arrays([blanks(len(two)), pick(flat, start[with_ts] + 2), blanks(len(again_start))])
-    order = pa.array(np.argsort(rows, kind="stable"))
-    series, value_text, ts_text = series.take(order), value_text.take(order), ts_text.take(order)
-    positions = candidate[np.sort(rows)]
+    # (parts, where each line's parts start, its lines, whether it has a timestamp), for each nonempty group
+    groups = [(flat, start[two], two, False), (flat, start[with_ts], with_ts, True),
+              (again_flat, again_start, broken[again_ok], False)]
+    groups = [g for g in groups if len(g[2])] or [(flat, start[two], two, False)]
+    rows = np.concatenate([g[2] for g in groups])
+
+    def column(offset: int) -> pa.Array:
+        """The `offset`-th part of every sample line (2: the timestamp, "" for a line without one)."""
+        picked = [pick(parts_of, at + offset) if offset < 2 or has_ts else blanks(len(lines_of))
+                  for parts_of, at, lines_of, has_ts in groups]
+        return picked[0] if len(picked) == 1 else pa.concat_arrays(picked)
+
+    # the usual batch: every line has a timestamp, so its series parts were taken above already
+    series = first if len(with_ts) == len(count) else column(0)
+    value_text, ts_text = column(1), column(2)
+    if len(groups) > 1:  # each group is in line order; lines of several groups are put back in line order
+        order = pa.array(np.argsort(rows, kind="stable"))
+        series, value_text, ts_text = series.take(order), value_text.take(order), ts_text.take(order)
+    positions = candidate[np.sort(rows) if len(groups) > 1 else rows]
     unmatched = np.sort(candidate[np.concatenate([np.flatnonzero(count < 2), broken[~again_ok]])])
     encoded = pc.dictionary_encode(series)
     value, bad_value = _floats(value_text)
@@ -126,7 +147,8 @@ def split(arr: pa.Array, at_ms: int) -> Batch:
         value=value,
         bad_value=bad_value | bad_ts,
         ts_ms=ts_ms,
-        raw=pc.binary_join_element_wise(value_text, ts_text, " "),
+        value_text=value_text,
+        ts_text=ts_text,
     )
 
 
