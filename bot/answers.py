@@ -21,7 +21,7 @@ from pydantic_ai.settings import ModelSettings
 
 from diagnostics import Diagnosis
 from diagnostics.tickets import ModelCall
-from diagnostics.tickets.claude import DEFAULT_MODEL, ENV_KEY, ENV_MODEL
+from diagnostics.tickets.claude import ENV_KEY, model_name
 
 _GPU = re.compile(r"\bGPU\s*(\d+)\b")
 
@@ -108,10 +108,7 @@ class ClaudeAnswerer:
 
     @property
     def name(self) -> str:
-        """The model's name: as given, or FABRICBOT_MODEL, or the drafter's default Claude model."""
-        if isinstance(self._model, Model):
-            return self._model.model_name
-        return (self._model or os.environ.get(ENV_MODEL) or DEFAULT_MODEL).removeprefix("anthropic:")
+        return model_name(self._model)
 
     def _resolve(self) -> Model:
         from pydantic_ai.models.anthropic import AnthropicModel

@@ -110,6 +110,13 @@ class MissingKeyError(RuntimeError):
     """No API key: the drafter falls back without trying a request."""
 
 
+def model_name(model: str | Model | None) -> str:
+    """A model's name: as given, or $FABRICBOT_MODEL, or the default Claude model."""
+    if isinstance(model, Model):
+        return model.model_name
+    return (model or os.environ.get(ENV_MODEL) or DEFAULT_MODEL).removeprefix("anthropic:")
+
+
 class ClaudeDrafter:
     """Drafts with Claude through pydantic-ai; falls back to the rules drafter, saying so, whenever it must."""
 
@@ -123,9 +130,7 @@ class ClaudeDrafter:
 
     @property
     def name(self) -> str:
-        if isinstance(self._model, Model):
-            return self._model.model_name
-        return (self._model or os.environ.get(ENV_MODEL) or DEFAULT_MODEL).removeprefix("anthropic:")
+        return model_name(self._model)
 
     def _resolve(self) -> Model:
         if isinstance(self._model, Model):
