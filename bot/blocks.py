@@ -281,7 +281,7 @@ def help_blocks() -> list[Block]:
         "*fabricbot* diagnoses NVLink, NVSwitch and PCIe faults and drafts repair tickets for review.",
         "• `/fabric <node> [--window 6h]`: what is wrong with one node, its picture, and ticket buttons",
         "• `/fabric job <job_id>`: which node and link explain a job's slowdown",
-        "• `/fabric fleet`: the worst links across the fleet",
+        "• `/fabric fleet`: the worst links across the fleet (swept on Prometheus when one is configured)",
         "• `/fabric help`: this text",
         "Mention me with a question (`@fabricbot why is job 4411 slow?`), or paste `nvidia-smi nvlink -e` "
         "output in a thread.",

@@ -72,3 +72,23 @@ def test_without_prometheus_the_fleet_comes_from_the_local_store() -> None:
     text, audit = _fleet_message(Settings())
     assert "1 degraded links on 2 nodes" in text and "hpc-gpu-node-12" in text
     assert audit == [{"source": "store", "nodes": 2}]
+
+
+def test_an_incomplete_sweep_with_offenders_stays_within_slack_limits() -> None:
+    from datetime import UTC, datetime
+
+    from bot.blocks import MAX_BLOCKS, MAX_TEXT, sweep_blocks
+    from diagnostics.prometheus import Offender, SweepResult
+    from diagnostics.schema import LinkType, Severity
+
+    offenders = [Offender(node_id=f"node-{n:03d}", link_type=LinkType.NVLINK, gpu=g, link=3, rule="nvlink_replay",
+                          severity=Severity.FAILING, rate_per_hour=2000.0 + n, above=1000.0)
+                 for n in range(60) for g in range(8)]
+    result = SweepResult(at=datetime(2026, 3, 2, tzinfo=UTC), window_hours=1.0, offenders=offenders,
+                         complete=False, incomplete_reasons=[f"rule r{i} not evaluated: timeout" for i in range(30)])
+    blocks = [b.to_dict() for b in sweep_blocks(result)]
+    text = json.dumps(blocks, ensure_ascii=False)
+    assert len(blocks) <= MAX_BLOCKS and all(len(b.get("text", {}).get("text", "")) <= MAX_TEXT for b in blocks)
+    assert "INCOMPLETE: 480 offending links found so far" in text and "not an all-clear" in text
+    assert "…and 20 more reasons" in text and "more lines" in text
+    assert "node-000" in text and "GPU 7 NVLink 3: nvlink_replay (failing), 2,000/h > 1,000/h" in text
