@@ -27,6 +27,8 @@ from slack_sdk.models.blocks import (
 )
 
 from diagnostics import Diagnosis, Finding, Severity
+from diagnostics.prometheus import Offender, SweepResult
+from diagnostics.prometheus.promql import BELOW_EXPECTED_RULE
 
 MAX_BLOCKS = 50
 MAX_ACTIONS = 25
@@ -207,6 +209,53 @@ def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]
     return blocks
 
 
+def offender_line(o: Offender) -> str:
+    """One offending link as the sweep found it: rule, rate against its threshold, and what the server said."""
+    def num(x: float) -> str:
+        return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+    measure = ""
+    if o.rate_per_hour is not None and o.above is not None and o.rule != BELOW_EXPECTED_RULE:
+        measure = f"{num(o.rate_per_hour)}/h > {num(o.above)}/h"  # a link count is in `detail` instead
+    said = "; ".join(p for p in (measure, o.detail) if p)
+    return f"{o.component}: {o.rule} ({o.severity.value})" + (f", {said}" if said else "")
+
+
+def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
+    """A Prometheus fleet sweep: offending links per node and GPU; an incomplete view says so, never "healthy"."""
+    if not result.complete:
+        title = f"Fleet view INCOMPLETE: {len(result.offenders)} offending links found so far"
+    else:
+        title = f"Fleet: {len(result.offenders)} offending links on {len(result.nodes)} nodes"
+    blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
+    if not result.complete:
+        reasons = "\n".join(f"• {r}" for r in result.incomplete_reasons[:10])
+        unshown = len(result.incomplete_reasons) - 10
+        blocks.append(section("*This is not an all-clear.* Some queries did not answer in full, so links may be "
+                              "failing that this list does not show:\n" + reasons
+                              + (f"\n…and {unshown} more reasons" if unshown > 0 else "")))
+    lines: list[str] = []
+    for node in result.nodes:
+        mine = [o for o in result.offenders if o.node_id == node]
+        d = result.diagnoses.get(node)
+        verdict = f" — {d.isolated_component}, {d.ticket_priority.value} priority" if d and d.fault_detected else ""
+        lines.append(f"*`{node}`*{verdict}")
+        lines.extend(f"  • {offender_line(o)}" for o in mine)
+    if lines:
+        shown = lines[:limit]
+        more = f"\n…and {len(lines) - len(shown)} more lines" if len(lines) > len(shown) else ""
+        blocks.extend(sections("\n".join(shown) + more)[: MAX_BLOCKS - 4])
+    elif result.complete:
+        blocks.append(section(result.headline()))
+    notes = [f"window {result.window_hours:g} h, {result.queries} PromQL rules evaluated on the server"]
+    if result.not_pushed_down:
+        notes.append("evaluated locally only (on offending nodes): " + ", ".join(result.not_pushed_down))
+    notes.extend(result.warnings[:3])
+    notes.append("`/fabric <node>` diagnoses one and offers the tickets")
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
+    return blocks
+
+
 def preview_blocks(*, draft_id: int, node_id: str, component: str, markdown: str, drafted_by: str,
                    requester: str) -> list[Block]:
     """The ticket preview in the thread, with File and Discard."""
@@ -232,7 +281,7 @@ def help_blocks() -> list[Block]:
         "*fabricbot* diagnoses NVLink, NVSwitch and PCIe faults and drafts repair tickets for review.",
         "• `/fabric <node> [--window 6h]`: what is wrong with one node, its picture, and ticket buttons",
         "• `/fabric job <job_id>`: which node and link explain a job's slowdown",
-        "• `/fabric fleet`: the worst links across the fleet",
+        "• `/fabric fleet`: the worst links across the fleet (swept on Prometheus when one is configured)",
         "• `/fabric help`: this text",
         "Mention me with a question (`@fabricbot why is job 4411 slow?`), or paste `nvidia-smi nvlink -e` "
         "output in a thread.",

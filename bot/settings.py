@@ -10,11 +10,22 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from diagnostics.errors import ConfigError
 
 DEFAULT_STORE = ".store"
 DEFAULT_DRAFTS_PER_MINUTE = 5
+
+
+def redacted_url(url: str) -> str:
+    """The URL without any user:password part, for log lines and messages."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return parts._replace(netloc=netloc, query="", fragment="").geturl()
 
 
 def _csv(value: str | None) -> frozenset[str]:
@@ -36,6 +47,8 @@ class Settings:
     filing_usergroups: frozenset[str] = frozenset()
     drafts_per_minute: int = DEFAULT_DRAFTS_PER_MINUTE
     slack_api_url: str | None = None  # a Web API base URL other than Slack's (the local mock server)
+    # `/fabric fleet` sweeps this Prometheus-compatible server; None ranks the local store instead.
+    prometheus_url: str | None = field(default=None, repr=False)  # may carry user:password
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -57,6 +70,7 @@ class Settings:
             filing_channels=_csv(env.get("FABRICBOT_FILING_CHANNELS")),
             filing_usergroups=_csv(env.get("FABRICBOT_FILING_USERGROUPS")),
             drafts_per_minute=drafts,
+            prometheus_url=env.get("FABRICBOT_PROMETHEUS_URL") or None,
         )
 
     @property
@@ -85,6 +99,10 @@ class Settings:
             notes.append("FABRICBOT_MODEL not set: the drafter's default Claude model")
         if not self.filing_channels and not self.filing_usergroups:
             notes.append("FABRICBOT_FILING_CHANNELS / FABRICBOT_FILING_USERGROUPS not set: anyone may file tickets")
+        if self.prometheus_url is None:
+            notes.append("FABRICBOT_PROMETHEUS_URL not set: `/fabric fleet` ranks the nodes in the local store")
+        else:
+            notes.append(f"fleet: `/fabric fleet` sweeps Prometheus at {redacted_url(self.prometheus_url)}")
         notes.append(f"store: {self.store}")
         return notes
 

@@ -41,13 +41,13 @@ def png_renderer(diagnosis: Diagnosis) -> bytes:
 @contextmanager
 def local_bot(settings: Settings | None = None, *, usergroups: dict[str, list[str]] | None = None,
               source: Any = None, drafter: Any = None, renderer: Any = None,
-              answerer: Any = None) -> Iterator[LocalSlack]:
+              answerer: Any = None, clock: Any = None) -> Iterator[LocalSlack]:
     db = open_db(None)
     slack = MockSlack(users=dict(USERS), usergroups=usergroups or {})
     with LocalSlack(settings=settings or Settings(), source=source or SnapshotNodeSource.from_files([SEEDS]),
                     drafter=drafter or RulesDrafter(), tracker=SqliteTracker(db), audit=AuditLog(db),
                     renderer=renderer or png_renderer, slack=slack,
-                    answerer=answerer) as local:
+                    answerer=answerer, **({"clock": clock} if clock else {})) as local:
         yield local
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pandas as pd
+import pytest
 
 from diagnostics.ingest.dcgm_write import format_exposition
 from diagnostics.schema import LINK_SAMPLES
@@ -198,3 +199,17 @@ def serve_fleet(fleet: Fleet, folder: Path, *, extra: tuple[str, ...] = ()) -> S
     backfill(om, folder / "data")
     return start_server(folder / "data", extra=extra)
 
+
+
+@pytest.fixture(scope="session", name="fleet")
+def fleet_fixture() -> Fleet:
+    """The small CI fleet (4 nodes x 2 h) with its planted faults; import it into a test module to use it."""
+    return generate_fleet(nodes=4, hours=2.0)
+
+
+@pytest.fixture(scope="session", name="server")
+def server_fixture(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A real Prometheus serving `fleet`, stopped at the end of the run."""
+    running = serve_fleet(fleet, tmp_path_factory.mktemp("prometheus"))
+    yield running
+    running.stop()

@@ -45,3 +45,13 @@ def test_filing_rights() -> None:
     assert scoped.may_file_in("COPS", frozenset())
     assert not scoped.may_file_in("CRANDOM", frozenset())
     assert scoped.may_file_in("CRANDOM", frozenset({"SOPS"}))
+
+
+def test_the_fleet_source_is_named_without_the_prometheus_password() -> None:
+    local = "\n".join(Settings.from_env({}).startup_notes())
+    assert "FABRICBOT_PROMETHEUS_URL not set" in local and "local store" in local
+    settings = Settings.from_env({"FABRICBOT_PROMETHEUS_URL": "https://ops:hunter2@prom.example:9090/api?x=1"})
+    assert settings.prometheus_url == "https://ops:hunter2@prom.example:9090/api?x=1"
+    shown = repr(settings) + "\n".join(settings.startup_notes())
+    assert "sweeps Prometheus at https://prom.example:9090/api" in shown
+    assert "hunter2" not in shown and "ops:" not in shown

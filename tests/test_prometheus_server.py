@@ -14,25 +14,20 @@ from bot.cli import main
 from diagnostics import load_thresholds
 from diagnostics.prometheus import Offender, PrometheusClient, load_config, read_node, sweep, sweep_url
 from diagnostics.prometheus.local import failing_links
-from tests.prometheus_helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet, start_server
+from tests.prometheus_helpers import (  # noqa: F401 (the shared `fleet` and `server` fixtures)
+    Fleet,
+    Server,
+    fleet_fixture,
+    promtool_missing,
+    server_fixture,
+    start_server,
+)
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 
 _REASON = promtool_missing()
 if _REASON:
     pytestmark.append(pytest.mark.skip(reason=_REASON))
-
-
-@pytest.fixture(scope="session")
-def fleet() -> Fleet:
-    return generate_fleet(nodes=4, hours=2.0)
-
-
-@pytest.fixture(scope="session")
-def server(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = serve_fleet(fleet, tmp_path_factory.mktemp("prometheus"))
-    yield running
-    running.stop()
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from diagnostics import Diagnosis
+from diagnostics import Diagnosis, load_thresholds
 from diagnostics.errors import FabricbotError
+from diagnostics.prometheus import sweep_url
 
 from .. import blocks
 from ..app import Services
@@ -81,6 +82,29 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
     return ts
 
 
+def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
+    """The fleet: swept on the Prometheus server when one is configured, else ranked from the local store."""
+    url = services.settings.prometheus_url
+    if url is None:
+        diagnoses = services.source.fleet()
+        services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(diagnoses))
+        client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
+        return
+    thresholds = getattr(services.source, "thresholds", None) or load_thresholds()
+    try:
+        result = sweep_url(thresholds, url, at=services.clock())
+    except FabricbotError as exc:  # a bad setting or a refused window: no fleet view at all
+        services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=False,
+                        error=str(exc))
+        client.chat_postMessage(channel=channel, text=f"Fleet sweep failed, no fleet view (not an all-clear): {exc}")
+        return
+    services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=result.complete,
+                    nodes=len(result.nodes), offenders=len(result.offenders),
+                    incomplete_reasons=result.incomplete_reasons[:10])
+    client.chat_postMessage(channel=channel, text=blocks.clip(result.headline(), blocks.MAX_TEXT),
+                            blocks=blocks.sweep_blocks(result))
+
+
 def _unknown_reply(exc: UnknownName, services: Services) -> str:
     if exc.matches:
         names = ", ".join(f"`{m}`" for m in exc.matches)
@@ -115,9 +139,7 @@ def register(app: App, services: Services) -> None:
                         command=f"{COMMAND} {command.get('text', '')}".strip(), channel=channel)
         try:
             if request.verb == "fleet":
-                diagnoses = services.source.fleet()
-                services.record("analysis", actor="fabricbot", subject="fleet", nodes=len(diagnoses))
-                client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
+                post_fleet(client, services, channel=channel)
                 return
             if request.verb == "job":
                 diagnosis = services.source.explain_job(request.target)
