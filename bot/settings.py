@@ -10,22 +10,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from diagnostics.errors import ConfigError
+from diagnostics.prometheus.config import redacted_url
 
 DEFAULT_STORE = ".store"
 DEFAULT_DRAFTS_PER_MINUTE = 5
-
-
-def redacted_url(url: str) -> str:
-    """The URL without any user:password part, for log lines and messages."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc, query="", fragment="").geturl()
 
 
 def _csv(value: str | None) -> frozenset[str]:

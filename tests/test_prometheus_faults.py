@@ -227,3 +227,15 @@ def test_basic_auth_from_the_environment_is_sent_and_hidden() -> None:
     client.query("up", AT)
     assert seen == ["Basic " + base64.b64encode(f"ops:{SECRET}".encode()).decode()]
     assert SECRET not in repr(config) + str(config.model_dump())
+
+
+def test_a_password_in_the_url_never_reaches_a_message() -> None:
+    def down(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    config = load_config("http://ops:s3cret@127.0.0.1:9/prom")
+    client = PrometheusClient(config, transport=httpx.MockTransport(down), sleep=lambda _s: None)
+    with pytest.raises(PrometheusError) as info:
+        client.query("up", AT)
+    assert "s3cret" not in str(info.value) and "127.0.0.1:9/prom" in str(info.value)
+    assert "s3cret" not in repr(client)

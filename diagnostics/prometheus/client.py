@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from ..errors import FabricbotError
-from .config import PrometheusConfig
+from .config import PrometheusConfig, redacted_url
 
 RETRY_STATUS = {429, 502, 503, 504}
 
@@ -54,7 +54,7 @@ class PrometheusClient:
         )
 
     def __repr__(self) -> str:  # never the headers: they may hold a token
-        return f"PrometheusClient({self.config.url!r})"
+        return f"PrometheusClient({redacted_url(self.config.url)!r})"
 
     def close(self) -> None:
         self._http.close()
@@ -128,7 +128,7 @@ class PrometheusClient:
                 continue
             return self._decode(response, endpoint, promql)
         raise PrometheusError(
-            f"Prometheus at {self.config.url} unavailable after {limits.retries + 1} tries: {last}")
+            f"Prometheus at {redacted_url(self.config.url)} unavailable after {limits.retries + 1} tries: {last}")
 
     def _decode(self, response: httpx.Response, endpoint: str, promql: str) -> dict[str, Any]:
         try:

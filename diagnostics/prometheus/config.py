@@ -9,6 +9,7 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -21,6 +22,16 @@ ENV_TOKEN = "FABRICBOT_PROMETHEUS_TOKEN"
 ENV_USER = "FABRICBOT_PROMETHEUS_USER"
 ENV_PASSWORD = "FABRICBOT_PROMETHEUS_PASSWORD"
 
+
+
+def redacted_url(url: str) -> str:
+    """The URL without any user:password part, query or fragment, for messages and logs."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return parts._replace(netloc=netloc, query="", fragment="").geturl()
 
 class Labels(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -17,6 +17,7 @@ from ..ingest.dcgm import read_scrapes
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..schema import STEP_SAMPLES
 from .client import PrometheusClient, PrometheusError
+from .config import redacted_url
 
 
 def _quote(value: str) -> str:
@@ -57,7 +58,7 @@ def read_step_times(client: PrometheusClient, node: str, start: datetime, end: d
     series = client.query_range(f"{cfg.step_time_metric}{{{', '.join(matchers)}}}", start, end, step_s)
     rows = [{"timestamp": pd.Timestamp(float(ts), unit="s", tz="UTC"),
              "job_id": item["metric"].get(cfg.step_time_job_label, "unknown"), "node_ids": node,
-             "step_time_ms": float(value), "source": f"{cfg.url} {cfg.step_time_metric}"}
+             "step_time_ms": float(value), "source": f"{redacted_url(cfg.url)} {cfg.step_time_metric}"}
             for item in series for ts, value in item.get("values", [])]
     return STEP_SAMPLES.conform(pd.DataFrame(rows)) if rows else STEP_SAMPLES.empty()
 
@@ -70,7 +71,7 @@ def read_node(client: PrometheusClient, node: str, start: datetime, end: datetim
     """
     dmap = dmap or load_map()
     series = client.query_range(node_selector(client, node, dmap, gpus), start, end, step_s)
-    name = f"{client.config.url} {client.config.labels.node}={node}"
+    name = f"{redacted_url(client.config.url)} {client.config.labels.node}={node}"
     if not series:
         raise PrometheusError(f"{name}: no DCGM series between {start:%Y-%m-%d %H:%M} and {end:%H:%M} UTC "
                               "(a silent node is not a healthy one)")
