@@ -41,6 +41,7 @@ class Labels(BaseModel):
     link: str = "nvlink"
     nvswitch: str = "nvswitch"
     model: str = "modelName"
+    xid: str = "xid"
 
 
 class Limits(BaseModel):

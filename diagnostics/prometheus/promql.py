@@ -2,7 +2,8 @@
 
 Each detection rule becomes one query per link type it applies to: the per-hour increase of its counter, per node,
 GPU, NVSwitch and link, compared with the rule's `above`. Missing series become two more queries: links whose
-series vanished inside the window, and GPUs reporting fewer links than their platform has.
+series vanished inside the window, and GPUs reporting fewer links than their platform has. Xid rules (a `codes`
+list) become two queries each, over the Xid counter and the last-Xid gauge (see `xid_queries`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..ingest.dcgm_map import DcgmMap, Field
+from ..localize import OFF_BUS_RULE
 from ..platforms import all_platforms
 from ..schema import LinkType, Severity
 from ..thresholds import Rule, Thresholds
@@ -23,6 +25,7 @@ PRESENCE_COLUMN = "replay"  # the NVLink counter whose series say that a link is
 LOOKBACK = "5m"  # Prometheus' default staleness: a series without a sample this long is gone
 MISSING_RULE = "link_missing"
 BELOW_EXPECTED_RULE = "links_below_expected"
+XID_COUNTER = "xid"  # the thresholds counter of the rules that list Xid codes
 
 Wrap = Callable[[str], str]
 
@@ -38,6 +41,7 @@ class SweepQuery:
     above: float | None = None  # per hour; None for the missing-series queries
     expected: dict[str, int] | None = None  # model pattern -> links per GPU, for BELOW_EXPECTED_RULE
     persist: bool = False  # the value is a count of windows, not a rate
+    xid: str | None = None  # "counter": a row per GPU and code, value = Xids; "gauge": value = the last Xid
 
 
 def duration(hours: float) -> str:
@@ -161,12 +165,54 @@ def unpushed_rules(thresholds: Thresholds, builder: QueryBuilder) -> list[str]:
     out = []
     for rule in thresholds.rules:
         reason = not_pushable(rule)
+        if reason and _xid_pushable(rule, builder):
+            continue
         if reason is None and not any(
                 rule.applies_to(t.value) and builder.counter_vector(rule.counter, t, lambda s: s) is not None
                 for t in LinkType):
             reason = f"no dcgm-exporter metric carries {rule.counter!r}"
         if reason:
             out.append(f"{rule.name}: {reason}")
+    return out
+
+
+def _xid_pushable(rule: Rule, builder: QueryBuilder) -> bool:
+    return (rule.counter == XID_COUNTER and bool(rule.codes)
+            and bool(builder.dmap.xid_counter or builder.dmap.xid_gauge))
+
+
+def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
+    """GPUs with an Xid of a rule's codes inside the window: one row per GPU and code.
+
+    The counter counts per `xid` label: its increase over the window, or the value of a series that first
+    appeared inside it (the exporter creates the series at the first Xid, and the local reader counts that first
+    reading too). The gauge holds the last Xid forever: a change inside the window whose value now is one of the
+    codes. `above` is compared with the Xids per GPU over the rule's codes (the counter) or the gauge's changes.
+    """
+    labels = builder.config.labels
+    rng = duration(window_hours)
+    gpu = builder.by("node", "gpu")
+    out: list[SweepQuery] = []
+    for rule in thresholds.rules:
+        if not _xid_pushable(rule, builder):
+            continue
+        codes = sorted({int(c) for c in rule.codes})
+        link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK  # as the local analysis
+        if builder.dmap.xid_counter:
+            sel = builder.selector(_spellings(sorted(builder.dmap.xid_counter)),
+                                   f'{labels.xid}=~"{"|".join(map(str, codes))}"')
+            per_code = f"{gpu}, {labels.xid}"
+            new = (f"(last_over_time({sel}[{rng}]) > 0 unless on ({per_code}) "
+                   f"last_over_time({sel}[{LOOKBACK}] offset {rng}))")
+            xids = f"max by ({per_code}) ((increase({sel}[{rng}]) > 0) or {new})"
+            promql = f"{xids} and on ({gpu}) (sum by ({gpu}) ({xids}) > {rule.above:g})"
+            out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="counter"))
+        if builder.dmap.xid_gauge:
+            sel = builder.selector(_spellings(sorted(builder.dmap.xid_gauge)))
+            last = f"max by ({gpu}) (last_over_time({sel}[{rng}]))"
+            is_code = " or ".join(f"{last} == {c}" for c in codes)
+            promql = f"({is_code}) and on ({gpu}) (max by ({gpu}) (changes({sel}[{rng}])) > {rule.above:g})"
+            out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="gauge"))
     return out
 
 

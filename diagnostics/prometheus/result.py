@@ -25,6 +25,7 @@ class Offender(BaseModel):
     rate_per_hour: float | None = None
     above: float | None = None
     detail: str = ""
+    xid: int | None = None  # the Xid code, for an Xid rule
 
     @property
     def key(self) -> tuple[str, str, int | None, str | None, int | None, str]:
@@ -32,7 +33,9 @@ class Offender(BaseModel):
 
     @property
     def component(self) -> str:
-        """The link as people say it: `GPU 2 NVLink 5`, `GPU 4 PCIe`, `NVSwitch 1 port 17`."""
+        """The link as people say it: `GPU 2 NVLink 5`, `GPU 4 PCIe`, `NVSwitch 1 port 17`, `GPU 3 Xid 79`."""
+        if self.xid is not None:
+            return f"GPU {self.gpu} Xid {self.xid}"
         if self.link_type is LinkType.PCIE:
             return f"GPU {self.gpu} PCIe"
         if self.link_type is LinkType.NVSWITCH:

@@ -21,7 +21,15 @@ from ..schema import LinkType, Severity
 from ..thresholds import Thresholds
 from .client import PrometheusClient, PrometheusError
 from .local import failing_links
-from .promql import BELOW_EXPECTED_RULE, QueryBuilder, SweepQuery, missing_queries, rule_queries, unpushed_rules
+from .promql import (
+    BELOW_EXPECTED_RULE,
+    QueryBuilder,
+    SweepQuery,
+    missing_queries,
+    rule_queries,
+    unpushed_rules,
+    xid_queries,
+)
 from .result import Offender, SweepResult
 from .source import read_node
 
@@ -30,7 +38,8 @@ def fleet_queries(client: PrometheusClient, thresholds: Thresholds, window_hours
                   dmap: DcgmMap | None = None) -> list[SweepQuery]:
     """Every query a sweep evaluates, generated from the thresholds and the dcgm table."""
     builder = QueryBuilder(client.config, dmap or load_map())
-    return [*rule_queries(thresholds, builder, window_hours), *missing_queries(builder, window_hours)]
+    return [*rule_queries(thresholds, builder, window_hours), *xid_queries(thresholds, builder, window_hours),
+            *missing_queries(builder, window_hours)]
 
 
 def _int(value: Any) -> int | None:
@@ -44,6 +53,12 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
     common: dict[str, Any] = {"node_id": node, "link_type": query.link_type, "gpu": _int(labels.get(names.gpu)),
                               "nvswitch": labels.get(names.nvswitch) or None, "rule": query.rule,
                               "severity": query.severity}
+    if query.xid == "counter":
+        return Offender(**common, xid=_int(labels.get(names.xid)), rate_per_hour=value, above=query.above,
+                        detail=f"{value:g} Xid(s) in the window")
+    if query.xid == "gauge":
+        return Offender(**common, xid=int(value), above=query.above,
+                        detail=f"last Xid changed to {value:g} inside the window")
     if query.rule == BELOW_EXPECTED_RULE:
         model = labels.get(names.model, "")
         want = next((n for m, n in (query.expected or {}).items() if m in model), None)
@@ -78,7 +93,7 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
                                              f"{warning}")
         result.offenders.extend(_offender(client, query, row) for row in rows)
     result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",
-                                         o.link or -1, o.rule))
+                                         o.link or -1, o.rule, o.xid or -1))
 
 
 def sweep(client: PrometheusClient, thresholds: Thresholds, *, at: datetime | None = None,
