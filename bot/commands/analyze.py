@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from diagnostics import Diagnosis, Thresholds, analyze_snapshot, load_thresholds
+from diagnostics import Diagnosis, Thresholds, analyze_snapshot
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import Case, read_cases
 
-from .analyze_history import diagnose_history, parse_window
+from ..options import add_threshold_options, thresholds_from, window_type
+from .analyze_history import diagnose_history
 
 DEGRADATION_TOLERANCE = 0.1
 
@@ -31,19 +31,6 @@ def _read_text(path: str) -> tuple[str, str]:
         return raw.decode("utf-8"), path
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", source=path) from None
-
-
-def _parse_overrides(values: Sequence[str]) -> dict[str, float]:
-    out = {}
-    for item in values:
-        name, sep, value = item.partition("=")
-        try:
-            if not sep:
-                raise ValueError
-            out[name.strip()] = float(value)
-        except ValueError:
-            raise InputError("expected RULE=NUMBER", field="--set", value=item) from None
-    return out
 
 
 def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:
@@ -102,7 +89,7 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    thresholds = load_thresholds(args.thresholds, overrides=_parse_overrides(args.set), profile=args.profile)
+    thresholds = thresholds_from(args)
     if args.store or args.node:
         return history(args, thresholds)
     if len(args.inputs) != 1:
@@ -145,13 +132,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                               "files/folders of telemetry in any ingestable format")
     analyze.add_argument("--store", metavar="DIR", help="read the node's history from this telemetry store")
     analyze.add_argument("--node", help="the node whose history to analyze")
-    analyze.add_argument("--window", default="1h", type=parse_window, help="rate window, e.g. 1h, 30m, 6h")
+    analyze.add_argument("--window", default="1h", type=window_type, help="rate window, e.g. 1h, 30m, 6h")
     analyze.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
     analyze.add_argument("--platform", help="the node's platform (else from nodes.csv among the inputs)")
     analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job)")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
-    analyze.add_argument("--thresholds", metavar="FILE", help="a thresholds TOML file overriding the defaults")
-    analyze.add_argument("--profile", help="a named threshold profile from the thresholds file (e.g. dcgm)")
-    analyze.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
-                         help="override one rule's threshold for this run (repeatable)")
+    add_threshold_options(analyze)
     analyze.set_defaults(func=cmd_analyze)

@@ -5,21 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
 
-from diagnostics.errors import InputError
 from diagnostics.ingest.base import IngestResult
 from diagnostics.store import At, IngestReport, open_store, read_sources
+
+from ..options import parse_time
 
 
 def _parse_at(value: str | None) -> At:
     if value is None or value == "mtime":
         return value  # type: ignore[return-value]
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError("expected an ISO time (2026-03-01T12:00:00Z) or 'mtime'", field="--at", value=value) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+    return parse_time(value, field="--at")
 
 
 def _print_text(report: IngestReport, stored: bool) -> None:

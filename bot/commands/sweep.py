@@ -5,25 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
 from typing import TextIO
 
-from diagnostics import load_thresholds
-from diagnostics.errors import InputError
 from diagnostics.prometheus import PrometheusClient, SweepResult, analyze_node, load_config, sweep
 from diagnostics.prometheus.promql import BELOW_EXPECTED_RULE
 
-from .analyze import _parse_overrides
-
-
-def _when(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError("expected an ISO time such as 2026-03-02T12:00:00Z", field="--at", value=text) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+from ..options import add_threshold_options, parse_time, thresholds_from
 
 
 def _table(result: SweepResult, out: TextIO) -> None:
@@ -51,11 +38,12 @@ def _table(result: SweepResult, out: TextIO) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    thresholds = load_thresholds(args.thresholds, overrides=_parse_overrides(args.set), profile=args.profile)
+    thresholds = thresholds_from(args)
+    at = parse_time(args.at, field="--at") if args.at else None
     config = load_config(args.prometheus, path=args.config)
     if args.node:
         with PrometheusClient(config) as client:
-            diagnosis = analyze_node(client, args.node, thresholds, at=_when(args.at), window_hours=args.window)
+            diagnosis = analyze_node(client, args.node, thresholds, at=at, window_hours=args.window)
         if args.json:
             print(diagnosis.model_dump_json(indent=2))
         else:
@@ -71,7 +59,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 print(f"  warning: {warning}")
         return 1 if diagnosis.fault_detected else 0
     with PrometheusClient(config) as client:
-        result = sweep(client, thresholds, at=_when(args.at), window_hours=args.window,
+        result = sweep(client, thresholds, at=at, window_hours=args.window,
                        analyze=not args.no_analyze)
     if args.json:
         json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
@@ -95,8 +83,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--node", help="read and diagnose this one node's series instead of sweeping the fleet")
     p.add_argument("--no-analyze", action="store_true", help="list offenders only; skip reading their nodes back")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--thresholds", metavar="FILE", help="a thresholds TOML file overriding the defaults")
-    p.add_argument("--profile", help="a named threshold profile from the thresholds file")
-    p.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
-                   help="override one rule's threshold for this run (repeatable)")
+    add_threshold_options(p)
     p.set_defaults(func=cmd_sweep)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -18,10 +17,9 @@ from diagnostics.prometheus import sweep_url
 from .. import blocks
 from ..app import Services
 from ..nodes import UnknownName
+from ..options import parse_duration
 
 COMMAND = "/fabric"
-_WINDOW = re.compile(r"^(\d+(?:\.\d+)?)\s*([mhd])$")
-_UNITS = {"m": 1 / 60, "h": 1.0, "d": 24.0}
 
 
 class UsageError(ValueError):
@@ -56,10 +54,10 @@ def parse(text: str) -> Request:
         flag = rest.pop(0)
         if flag == "--window" and rest:
             value = rest.pop(0)
-            match = _WINDOW.match(value)
-            if not match or float(match[1]) <= 0:
-                raise UsageError(f"`--window` wants a duration like `6h`, `90m` or `2d`, not `{value}`")
-            window = float(match[1]) * _UNITS[match[2]]
+            try:
+                window = parse_duration(value).total_seconds() / 3600
+            except ValueError:
+                raise UsageError(f"`--window` wants a duration like `6h`, `90m` or `2d`, not `{value}`") from None
         else:
             raise UsageError(f"unexpected `{flag}`; usage: `/fabric <node> [--window 6h]`")
     return Request("node", node, window)

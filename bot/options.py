@@ -1,0 +1,63 @@
+"""Values a person types (durations, times, threshold overrides), read the same way by every command and the bot."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from diagnostics import InputError, Thresholds, load_thresholds
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)\s*$", re.IGNORECASE)
+_UNITS = {"s": "seconds", "m": "minutes", "min": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """`90m`, `6h`, `2d` -> a positive timedelta; ValueError otherwise."""
+    match = _DURATION.match(text)
+    if not match or float(match[1]) <= 0:
+        raise ValueError(f"not a duration like 6h, 90m or 2d: {text!r}")
+    return timedelta(**{_UNITS[match[2].lower()]: float(match[1])})
+
+
+def window_type(text: str) -> timedelta:
+    """`parse_duration` as an argparse type."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_time(text: str, *, field: str) -> datetime:
+    """An ISO time (`2026-03-02T12:00:00Z`); UTC when it names no zone."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError("expected an ISO time such as 2026-03-02T12:00:00Z", field=field, value=text) from None
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def add_threshold_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--thresholds", metavar="FILE", help="a thresholds TOML file overriding the defaults")
+    parser.add_argument("--profile", help="a named threshold profile from the thresholds file (e.g. dcgm)")
+    parser.add_argument("--set", action="append", default=[], metavar="RULE=VALUE",
+                        help="override one rule's threshold for this run (repeatable)")
+
+
+def parse_overrides(values: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InputError("expected RULE=NUMBER", field="--set", value=item) from None
+    return out
+
+
+def thresholds_from(args: argparse.Namespace) -> Thresholds:
+    """The thresholds `add_threshold_options` asked for."""
+    return load_thresholds(args.thresholds, overrides=parse_overrides(args.set), profile=args.profile)
