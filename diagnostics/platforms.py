@@ -7,11 +7,11 @@ needs cheaply (does the platform exist, how many GPUs, which GPU model).
 from __future__ import annotations
 
 import os
-import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .datafiles import read_toml
 from .errors import ConfigError
 
 PACKAGE_DIR = Path(__file__).parent / "data" / "platforms"
@@ -30,10 +30,7 @@ def _load_all(dirs: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):
-            try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError) as exc:
-                raise ConfigError(f"{path.name}: not a readable platform file: {exc}") from exc
+            data = read_toml(path, "platform file")
             name = data.get("name", path.stem)
             data["name"] = name
             data["_path"] = str(path)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from functools import cache
 from pathlib import Path
 from string import Formatter
 from typing import Any
 
+from .datafiles import read_toml
 from .errors import ConfigError
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "repairs.toml"
@@ -15,11 +15,7 @@ DEFAULT_FILE = Path(__file__).parent / "data" / "repairs.toml"
 
 @cache
 def _actions(path: Path) -> tuple[dict[str, Any], ...]:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable repair catalog: {exc}") from None
-    return tuple(data.get("action", []))
+    return tuple(read_toml(path, "repair catalog").get("action", []))
 
 
 class _Blank(dict[str, Any]):

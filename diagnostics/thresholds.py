@@ -7,13 +7,13 @@ value for a run, and a profile applies a named set of overrides.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .datafiles import read_toml
 from .errors import ConfigError
 from .schema import Priority, Severity
 
@@ -92,12 +92,7 @@ class Thresholds(BaseModel):
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: thresholds file not found") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not a valid TOML thresholds file: {exc}") from None
+    return read_toml(path, "thresholds file")
 
 
 def _merge(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:

@@ -6,13 +6,13 @@ Kept as data so a new exporter version (a renamed field or label) is a file edit
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import read_toml
 from ..errors import ConfigError
 from ..schema import COUNTERS, LINK_SAMPLES, LinkType
 
@@ -115,10 +115,7 @@ def load_map(path: Path | None = None) -> DcgmMap:
 
 @cache
 def _load(path: Path) -> DcgmMap:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path.name}: not a readable dcgm mapping file: {exc}") from exc
+    data = read_toml(path, "dcgm mapping file")
     exact, patterns, fields = _fields(data.get("field", []), path.name)
     labels = {k: tuple(v) for k, v in data.get("labels", {}).items()}
     xid = data.get("xid", {})

@@ -9,11 +9,11 @@ the far end's PCI bus id (or an NVSwitch, whose bus id the driver reports as FFF
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..datafiles import read_toml
 from ..errors import ConfigError
 from ..schema import LinkState, LinkType
 from .base import IngestResult, Source
@@ -35,10 +35,10 @@ _SWITCH_SENTINEL = re.compile(r"^f{4,8}:ff:ff", re.IGNORECASE)
 def counter_labels(path: Path = COUNTERS_FILE) -> tuple[dict[str, str], tuple[str, ...]]:
     """Label -> column map and the classic -e counter set, from the editable data file."""
     try:
-        data = tomllib.loads(path.read_text())
+        data = read_toml(path, "nvlink counter label file")
         labels = {" ".join(k.lower().split()): str(v) for k, v in data["labels"].items()}
         complete = tuple(data["complete_set"]["columns"])
-    except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
+    except (KeyError, TypeError) as exc:
         raise ConfigError(f"{path.name}: cannot read the nvlink counter labels: {exc}") from None
     return labels, complete
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import csv
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..datafiles import read_toml
 from ..errors import ConfigError
 from .base import IngestResult, Source
 from .textlines import Collector, Line, classify, skip_shell, to_number
@@ -42,13 +42,13 @@ class StepLogReader:
     def from_file(cls, path: str | Path = PATTERNS_FILE) -> StepLogReader:
         where = Path(path)
         try:
-            data = tomllib.loads(where.read_text())
+            data = read_toml(where, "step log pattern file")
             fields = {key: [str(n).lower() for n in names] for key, names in data["fields"].items()}
             patterns = [
                 Pattern(p["name"], re.compile(p["regex"]), 1000.0 if p.get("time_unit", "ms") == "s" else 1.0)
                 for p in data.get("pattern", [])
             ]
-        except (OSError, tomllib.TOMLDecodeError, KeyError, re.error) as exc:
+        except (KeyError, TypeError, re.error) as exc:
             raise ConfigError(f"{where.name}: cannot read the step log patterns: {exc}") from None
         for pattern in patterns:
             if "step_time" not in pattern.regex.groupindex:

@@ -6,13 +6,13 @@ Secrets are `SecretStr`: they never appear in a repr, a log line or an error mes
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from ..datafiles import read_toml
 from ..errors import ConfigError
 
 DEFAULT_FILE = Path(__file__).resolve().parent.parent / "data" / "prometheus.toml"
@@ -86,12 +86,7 @@ class PrometheusConfig(BaseModel):
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: Prometheus settings file not found") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not a valid TOML Prometheus settings file: {exc}") from None
+    return read_toml(path, "Prometheus settings file")
 
 
 def _flatten(data: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,6 @@ Defaults ship in `diagnostics/data/`; a user points FABRICBOT_PARTS or FABRICBOT
 from __future__ import annotations
 
 import os
-import tomllib
 from functools import cache
 from pathlib import Path
 from string import Formatter
@@ -14,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..datafiles import read_toml
 from ..errors import ConfigError
 from ..schema import ComponentKind
 
@@ -56,13 +56,6 @@ class StepSet(BaseModel):
     repair: list[StepTemplate]
 
 
-def _read(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path.name}: not a readable {what}: {exc}") from None
-
-
 def _path(env: str, default: Path) -> Path:
     value = os.environ.get(env)
     return Path(value) if value else default
@@ -70,7 +63,7 @@ def _path(env: str, default: Path) -> Path:
 
 @cache
 def _parts(path: Path) -> tuple[Part, ...]:
-    data = _read(path, "parts catalog")
+    data = read_toml(path, "parts catalog")
     out = []
     for i, raw in enumerate(data.get("part", [])):
         try:
@@ -102,7 +95,7 @@ def part_for(kind: ComponentKind, platform: str | None, path: Path | None = None
 
 @cache
 def _steps(path: Path) -> tuple[tuple[str, ...], tuple[StepSet, ...]]:
-    data = _read(path, "repair-step catalog")
+    data = read_toml(path, "repair-step catalog")
     capture = tuple(str(c) for c in data.get("capture", []))
     sets = []
     for i, raw in enumerate(data.get("steps", [])):
