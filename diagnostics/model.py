@@ -129,7 +129,8 @@ class Finding(BaseModel):
     crossed: list[Crossing] = Field(default_factory=list)
     severity: Severity = Severity.OK
     worst_ratio: float | None = Field(
-        default=None, description="Highest rate / threshold among the rules crossed; None for a down link."
+        default=None,
+        description="Highest rate / threshold among the rules crossed; None for a down link or a zero threshold.",
     )
     # Where the link lands, from the topology: a switch and port, with how that port is known.
     switch: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 from .model import Crossing, Finding
@@ -70,14 +71,15 @@ def _ratio(c: Crossing) -> float:
 
 
 def summarize(crossed: list[Crossing]) -> tuple[Severity, float | None]:
-    """A link's severity (its worst crossing) and its worst rate/threshold ratio (None if down)."""
+    """A link's severity (its worst crossing) and its worst rate/threshold ratio (None if down or unbounded)."""
     if not crossed:
         return Severity.OK, None
     severity = max((c.severity for c in crossed), key=severity_rank)
     if severity is Severity.DOWN:
         return severity, None
-    finite = [_ratio(c) for c in crossed if c.severity == severity]
-    return severity, round(max(finite), 3)
+    ratio = max(_ratio(c) for c in crossed if c.severity == severity)
+    # a zero threshold (any event fires) has no finite ratio: None ranks it like a down link
+    return severity, round(ratio, 3) if math.isfinite(ratio) else None
 
 
 def worst(findings: Iterable[Finding]) -> Finding | None:

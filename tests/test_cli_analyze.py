@@ -23,7 +23,8 @@ def test_seed_file_json_reports_expectations(capsys: pytest.CaptureFixture[str])
     data = json.loads(out)
     assert [d["node_id"] for d in data] == ["hpc-gpu-node-12", "hpc-gpu-node-03"]
     assert data[0]["isolated_component"] == "GPU 2 -> GPU 3 NVLink 1"
-    assert data[0]["expectations"] == {k: True for k in data[0]["expectations"]}
+    seed_keys = ("fault_detected", "isolated_component", "degradation_pct", "repair_action", "ticket_priority")
+    assert data[0]["expectations"] == dict.fromkeys(seed_keys, True)
     # degradation differs by 0.1 from the seed's 0.6, within tolerance
     assert data[1]["expectations"]["degradation_pct"] is True
     assert data[1]["findings"][0]["severity"] == "ok"

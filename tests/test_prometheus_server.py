@@ -49,7 +49,9 @@ def test_push_down_agrees_with_the_files(fleet: Fleet, client: PrometheusClient,
     assert _keys(pushed.offenders) == _keys(local)
     rates = {o.key: o.rate_per_hour for o in local}
     for o in pushed.offenders:  # the same extrapolation: the same rates, not only the same verdicts
-        assert o.rate_per_hour == pytest.approx(rates[o.key], rel=1e-9) if o.rate_per_hour else True
+        assert (o.rate_per_hour is None) == (rates[o.key] is None)
+        if o.rate_per_hour is not None:
+            assert o.rate_per_hour == pytest.approx(rates[o.key], rel=1e-9)
 
 
 def test_agreement_holds_at_a_threshold_between_two_rates(fleet: Fleet, client: PrometheusClient) -> None:

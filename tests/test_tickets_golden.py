@@ -98,4 +98,5 @@ def test_rule_tickets_match_the_golden_file(fleet: list[tuple[str, dict[str, Any
     got = {node["scenario"]: [_view(t) for t in _tickets(d)] for _, node, d in fleet}
     if os.environ.get("FABRICBOT_REGEN_GOLDEN"):
         GOLDEN.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        pytest.skip("golden file rewritten; compare on the next run")
     assert got == json.loads(GOLDEN.read_text(encoding="utf-8"))
