@@ -15,7 +15,7 @@ from typing import Protocol
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, analyze_snapshot
-from diagnostics.correlate import explain_job
+from diagnostics.correlate import explain_job, job_nodes, jobs_on
 from diagnostics.errors import InputError
 from diagnostics.history import analyze_tables
 from diagnostics.ingest.snapshot import read_cases
@@ -127,8 +127,8 @@ class TableNodeSource:
         return sorted(str(j) for j in self.steps["job_id"].dropna().unique())
 
     def _tables(self, node_id: str) -> dict[str, pd.DataFrame]:
-        steps = self.steps[self.steps["node_ids"].fillna("").str.split(",").map(lambda ids: node_id in ids)]
-        nodes = {node_id} | {n.strip() for v in steps["node_ids"].dropna() for n in str(v).split(",")}
+        steps = self.steps[self.steps["job_id"].astype("string").isin(jobs_on(self.steps, node_id))]
+        nodes = {node_id, *job_nodes(steps)}
         frames = [self.links[n] for n in sorted(nodes) if n in self.links]
         links = pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
         return {"link_samples": links, "step_samples": steps, "events": self.events}
@@ -145,7 +145,7 @@ class TableNodeSource:
         if job_id not in jobs:
             raise UnknownName("job", job_id, close_matches(job_id, jobs), len(jobs))
         steps = self.steps[self.steps["job_id"] == job_id]
-        nodes = sorted({n.strip() for v in steps["node_ids"].dropna() for n in str(v).split(",")})
+        nodes = job_nodes(steps)
         explanation = explain_job({"link_samples": pd.concat([self.links[n] for n in nodes if n in self.links]
                                                              or [LINK_SAMPLES.empty()], ignore_index=True),
                                    "step_samples": steps}, job_id=job_id, thresholds=self.thresholds)

@@ -19,7 +19,8 @@ from diagnostics.errors import FabricbotError, InputError
 from diagnostics.history import analyze_tables
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
-from diagnostics.schema import COUNTERS, LINK_SAMPLES
+from diagnostics.rates import counters_in
+from diagnostics.schema import LINK_SAMPLES
 
 from .answers import rules_answer
 from .storage import db_lock
@@ -42,7 +43,7 @@ def _message_time(ts: str) -> pd.Timestamp:
 
 def totals_text(links: pd.DataFrame, limit: int = 12) -> str:
     """Per-link totals of one reading: the links with errors, worst first, then how many are clean."""
-    counters = [c for c in COUNTERS if c in links and links[c].notna().any()]
+    counters = counters_in(links)
     keyed = links.assign(total=links[counters].fillna(0).sum(axis=1)).sort_values("total", ascending=False)
     dirty = keyed[keyed["total"] > 0]
     lines = []

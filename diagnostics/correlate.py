@@ -105,7 +105,8 @@ def jobs_on(step_samples: pd.DataFrame | None, node_id: str) -> list[str]:
     return [str(j) for j in last.sort_values(ascending=False).index]
 
 
-def _nodes(steps: pd.DataFrame) -> list[str]:
+def job_nodes(steps: pd.DataFrame) -> list[str]:
+    """Every node the step samples' comma-separated `node_ids` name."""
     names: set[str] = set()
     for value in steps["node_ids"].dropna().astype(str):
         names.update(n.strip() for n in value.split(",") if n.strip())
@@ -120,7 +121,7 @@ def explain_job(tables: Mapping[str, pd.DataFrame], *, job_id: str, baseline_ms:
     steps = job_steps(tables.get("step_samples", pd.DataFrame()), job_id)
     if steps.empty:
         return JobExplanation(job_id=job_id, nodes=[], verdict=f"no step-time samples for job {job_id}")
-    nodes = _nodes(steps)
+    nodes = job_nodes(steps)
     values = steps["step_time_ms"].to_numpy(np.float64)
     times = steps["timestamp"]
     min_pct = thresholds.setting("slowdown_min_pct")

@@ -59,7 +59,9 @@ def sweep(link_samples: pd.DataFrame, *, window: timedelta = timedelta(hours=1),
         result.findings.setdefault(node, []).append(finding_of(row, thresholds))
     for node in result.failing_nodes():
         platform = (platforms or {}).get(node)
-        graph = graphs.setdefault(platform, platform_graph(platform)) if platform else None
+        if platform and platform not in graphs:
+            graphs[platform] = platform_graph(platform)
+        graph = graphs.get(platform) if platform else None
         result.localizations[node] = localize_all(result.findings[node], graph)
     return result
 

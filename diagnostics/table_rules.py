@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -220,8 +220,3 @@ def candidates(m: pd.DataFrame, thresholds: Thresholds) -> np.ndarray:
         flag |= m["link_state"].astype("string").fillna("up").isin(["down", "inactive", "degraded"]).to_numpy()
     return flag
 
-
-def window_end(p: Prepared, end: datetime | None) -> int:
-    from .rates import utc_ns
-
-    return utc_ns(end) if end is not None else int(p.t.max())

@@ -144,3 +144,11 @@ def test_inventory_puts_slot_labels_into_port_answers(tmp_path: Path) -> None:
     assert port.fru_next == "HGX baseboard (NVSwitch 0)"
     bare = graph.port_of(2, 1)
     assert bare.slot is None and bare.fru == "GPU 2 module (HGX baseboard slot)"
+
+
+def test_inventory_reads_short_and_long_bus_ids_alike(tmp_path: Path) -> None:
+    fleet = tmp_path / "inventory.csv"
+    fleet.write_text("node_id,pci_bus_id,slot,serial\nn1,3B:00.0,SXM5 #3,S-3\nn1,00000000:DC:00.0,SXM5 #7,S-7\n")
+    node = load_inventory(fleet).node("n1")
+    assert node.gpu(pci_bus_id="0000:3b:00.0").slot == "SXM5 #3"
+    assert node.gpu(pci_bus_id="0000:dc:00.0").slot == "SXM5 #7"

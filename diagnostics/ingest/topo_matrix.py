@@ -17,7 +17,6 @@ import pandas as pd
 from .base import IngestResult, IngestWarning, Source
 
 READER_NAME = "topo-m"
-PATH_KINDS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _OLD_NAMES = {"SOC": "SYS"}  # drivers before 384 said SOC for what is now SYS
 _AFFINITY = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity", "GPU NUMA ID": "gpu_numa_id"}
 _HEADER = re.compile(r"^\s+GPU0(\s|$)")

@@ -16,6 +16,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import InputError
+from ..ingest.textlines import normalize_bus_id
 
 UNKNOWN = "unknown"
 
@@ -51,10 +52,8 @@ _GPU_FIELDS = ("index", "pci_bus_id", "slot", "serial", "uuid")
 
 
 def _norm_bus(value: str) -> str:
-    """`00000000:18:00.0` and `0000:18:00.0` name the same device."""
-    text = value.strip().lower()
-    domain, _, rest = text.partition(":")
-    return f"{int(domain, 16):04x}:{rest}" if rest and all(c in "0123456789abcdef" for c in domain) else text
+    """`00000000:18:00.0`, `0000:18:00.0` and `18:00.0` name the same device; anything else is kept as written."""
+    return normalize_bus_id(value) or value.strip().lower()
 
 
 class _Known(BaseModel):
