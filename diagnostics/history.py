@@ -54,9 +54,11 @@ def _missing(metrics: pd.DataFrame, expected: Mapping[int, int], warnings: list[
     out: list[Finding] = []
     seen: dict[int, set[int]] = {}
     if not metrics.empty:
-        nv = metrics[metrics["link_type"] == LinkType.NVLINK.value]
-        for gpu, link in nv[["gpu", "link"]].dropna().itertuples(index=False):
-            seen.setdefault(int(gpu), set()).add(int(link))
+        nv = _nvlink_rows(metrics)
+        gpus, links = (_floats(metrics["gpu"])[nv], _floats(metrics["link"])[nv])
+        both = ~(np.isnan(gpus) | np.isnan(links))
+        for gpu, link in zip(gpus[both].astype(int).tolist(), links[both].astype(int).tolist(), strict=True):
+            seen.setdefault(gpu, set()).add(link)
     if expected and not seen and any(expected.values()):
         warnings.append("NVLink counters not collected on this node (enable them in dcgm-exporter's counters "
                         "file): NVLink health is unknown, not healthy")
@@ -75,6 +77,14 @@ def _missing(metrics: pd.DataFrame, expected: Mapping[int, int], warnings: list[
                                           f"no series for link {link}")],
                 evidence=["a missing series is never healthy: a dead link's series disappears"]))
     return out
+
+
+def _nvlink_rows(metrics: pd.DataFrame) -> np.ndarray:
+    return np.asarray(metrics["link_type"].to_numpy(object) == LinkType.NVLINK.value, dtype=bool)
+
+
+def _floats(series: pd.Series) -> np.ndarray:
+    return np.asarray(pd.to_numeric(series, errors="coerce").to_numpy(np.float64, na_value=np.nan))
 
 
 def _event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds) -> list[Finding]:
@@ -114,16 +124,18 @@ def _software(links: pd.DataFrame, metrics: pd.DataFrame, events: pd.DataFrame) 
     """Fabric Manager or the driver, not a part: all NVLinks inactive everywhere, or fabric state not complete."""
     evidence: list[str] = []
     if not events.empty:
-        fabric = events[events["kind"].astype("string") == EventKind.FABRIC_STATE.value]
-        if not fabric.empty:
-            last = str(fabric.sort_values("timestamp")["text"].iloc[-1])
+        fabric_rows = np.asarray(events["kind"].to_numpy(object) == EventKind.FABRIC_STATE.value, dtype=bool)
+        if fabric_rows.any():
+            fabric = events[fabric_rows]
+            last = str(fabric["text"].iloc[int(np.argmax(ns(fabric["timestamp"])))])
             if "complete" not in last.lower() or "not" in last.lower() or "incomplete" in last.lower():
                 evidence.append(f"fabric state is '{last}', not Completed")
-    nv = metrics[metrics["link_type"].astype("string") == LinkType.NVLINK.value] if not metrics.empty else metrics
-    if not nv.empty and "link_state" in nv.columns:
-        states = nv["link_state"].astype("string")
-        if len(nv) >= 2 and states.isin(["inactive", "down"]).all() and nv["gpu"].nunique() > 1:
-            evidence.append(f"all {len(nv)} NVLinks on all {nv['gpu'].nunique()} GPUs are inactive at once")
+    if not metrics.empty and "link_state" in metrics.columns:
+        nv = _nvlink_rows(metrics)
+        states = metrics["link_state"].to_numpy(object)[nv]
+        gpus = {g for g in _floats(metrics["gpu"])[nv].tolist() if g == g}  # NaN != NaN: no GPU
+        if len(states) >= 2 and all(s in ("inactive", "down") for s in states) and len(gpus) > 1:
+            evidence.append(f"all {len(states)} NVLinks on all {len(gpus)} GPUs are inactive at once")
     if not evidence:
         return None
     return Finding(component="Fabric Manager / NVIDIA driver", link_type=LinkType.NVSWITCH, link_id="fabric",

@@ -59,7 +59,6 @@ class Prepared:
 
     source: pd.DataFrame
     rows: np.ndarray | None  # position in `source` of each ordered row
-    key: np.ndarray  # int64 link key per row
     t: np.ndarray  # int64 ns UTC per row
     starts: np.ndarray  # bool: first row of a link
     _cache: dict[str, Any] = field(default_factory=dict)
@@ -184,26 +183,25 @@ def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None
     codes = [_codes(frame[col], rows) if col in frame.columns else None for col in KEYS]
     starts = np.ones(len(t), dtype=bool)
     if len(t) < 2:
-        return Prepared(frame, rows, _compose(codes), t, starts)
+        return Prepared(frame, rows, t, starts)
     change = np.zeros(len(t) - 1, dtype=bool)
     for c in codes:
         if c is not None:
-            change |= c[1:] != c[:-1]
-    if ((np.diff(t) > 0) | change).all():  # each run of one link is in time order
+            np.logical_or(change, c[1:] != c[:-1], out=change)
+    later = t[1:] > t[:-1]
+    if np.logical_or(later, change, out=later).all():  # each run of one link is in time order
         heads = np.concatenate(([0], np.flatnonzero(change) + 1))
         run_keys = _compose(codes, heads)
-        sizes = np.diff(np.append(heads, len(t)))
         if (np.diff(run_keys) > 0).all():
             starts[1:] = change
-            return Prepared(frame, rows, np.repeat(run_keys, sizes), t, starts)
+            return Prepared(frame, rows, t, starts)
         by_key = np.argsort(run_keys, kind="stable")
         if (np.diff(run_keys[by_key]) > 0).all():  # one run per link: order the runs, not the rows
-            order = _ranges(heads[by_key], heads[by_key] + sizes[by_key])[0]
-            sizes = sizes[by_key]
+            sizes = np.diff(np.append(heads, len(t)))[by_key]
+            order = _ranges(heads[by_key], heads[by_key] + sizes)[0]
             starts = np.zeros(len(t), dtype=bool)
             starts[np.cumsum(sizes) - sizes] = True
-            return Prepared(frame, order if rows is None else rows[order], np.repeat(run_keys[by_key], sizes),
-                            t[order], starts)
+            return Prepared(frame, order if rows is None else rows[order], t[order], starts)
     key = _compose(codes)
     order = _link_order(key, t)
     key, t = key[order], t[order]
@@ -215,7 +213,7 @@ def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None
     rows = order if rows is None else rows[order]
     starts = np.ones(len(key), dtype=bool)
     starts[1:] = key[1:] != key[:-1]
-    return Prepared(frame, rows, key, t, starts)  # positional access only: the index is left as it came
+    return Prepared(frame, rows, t, starts)  # positional access only: the index is left as it came
 
 
 def _link_order(key: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from diagnostics.schema import LINK_SAMPLES, ComponentKind
-from diagnostics.sweep import sweep
+from diagnostics.sweep import node_pieces, sweep
 from diagnostics.synth import load
 from tests.analysis_helpers import node_links
 
@@ -31,3 +31,27 @@ def test_sweep_on_the_committed_fleet_flags_its_replay_storm_node() -> None:
     result = sweep(tables["link_samples"], platforms=inventory)
     assert "hpc-gpu-node-12" in result.failing_nodes()
     assert "hpc-gpu-node-03" not in result.failing_nodes()
+
+
+def test_sweeping_in_pieces_finds_what_the_whole_table_shows() -> None:
+    tables, inventory = load(FLEET)
+    links = tables["link_samples"]
+    whole = sweep(links, platforms=inventory, piece_rows=len(links) + 1)
+    pieces = sweep(links, platforms=inventory, piece_rows=5_000)
+    assert len(node_pieces(links, 5_000)) > 4
+    assert pieces.failing_nodes() == whole.failing_nodes()
+    assert (pieces.links, pieces.rows_used) == (whole.links, whole.rows_used)
+    assert {n: [f.model_dump() for f in fs] for n, fs in pieces.findings.items()} == \
+        {n: [f.model_dump() for f in fs] for n, fs in whole.findings.items()}
+    assert pieces.localizations == whole.localizations
+
+
+def test_pieces_are_cut_only_between_nodes_and_only_when_each_node_lies_together() -> None:
+    grouped = LINK_SAMPLES.conform(pd.concat([node_links(node=n) for n in "abcd"], ignore_index=True))
+    bounds = node_pieces(grouped, 200)
+    nodes = grouped["node_id"].astype(str)
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(grouped) and len(bounds) == 4
+    for lo, hi in bounds:
+        assert nodes.iloc[lo:hi].nunique() == 1
+    interleaved = grouped.sort_values(["timestamp", "node_id"], kind="stable", ignore_index=True)
+    assert node_pieces(interleaved, 200) == [(0, len(interleaved))]
