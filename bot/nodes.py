@@ -15,7 +15,7 @@ from typing import Protocol
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, analyze_snapshot
-from diagnostics.correlate import explain_job, job_nodes, jobs_on
+from diagnostics.correlate import JobExplanation, explain_job, job_nodes, jobs_on
 from diagnostics.errors import InputError
 from diagnostics.history import analyze_tables
 from diagnostics.ingest.snapshot import read_cases
@@ -154,4 +154,15 @@ class TableNodeSource:
         return self.diagnose(node, job_id=job_id)
 
     def fleet(self) -> list[Diagnosis]:
-        return [self.diagnose(n) for n in self.nodes]
+        """Every node, each job's step-time correlation computed once for all the nodes it spans."""
+        window = timedelta(hours=self.window_hours)
+        explained: dict[str, JobExplanation] = {}
+        out = []
+        for node in self.nodes:
+            tables = self._tables(node)
+            jobs = jobs_on(self.steps, node)
+            if jobs and jobs[0] not in explained:
+                explained[jobs[0]] = explain_job(tables, job_id=jobs[0], thresholds=self.thresholds)
+            out.append(analyze_tables(tables, node_id=node, window=window, thresholds=self.thresholds,
+                                      platform=self.inventory.get(node), job=explained[jobs[0]] if jobs else None))
+        return out

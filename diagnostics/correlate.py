@@ -97,8 +97,10 @@ def jobs_on(step_samples: pd.DataFrame | None, node_id: str) -> list[str]:
     """Jobs whose step samples name this node, most recent first."""
     if step_samples is None or step_samples.empty:
         return []
-    nodes = step_samples["node_ids"].astype("string").fillna("")
-    hit = step_samples[nodes.str.split(",").apply(lambda ns: node_id in [n.strip() for n in ns])]
+    # each distinct node list is split once, not once per step sample
+    codes, lists = pd.factorize(step_samples["node_ids"].astype("string").fillna(""))
+    named = np.array([node_id in {n.strip() for n in str(names).split(",")} for names in lists], dtype=bool)
+    hit = step_samples[named[codes]]
     if hit.empty:
         return []
     last = hit.groupby(hit["job_id"].astype("string"), observed=True)["timestamp"].max()

@@ -209,7 +209,10 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
     if software is not None:
         findings.insert(0, software)
     locs = localize_all(findings, graph)
-    job = job or _job(tables, node_id, job_id, thresholds, warnings)
+    if job is None:
+        job = _job(tables, node_id, job_id, thresholds, warnings)
+    else:
+        warnings.extend(job.warnings)
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
     if job is not None:

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from bot.nodes import TableNodeSource
+from diagnostics.correlate import jobs_on
 from diagnostics.synth import build
 
 from .bot_helpers import OPS, local_bot, posted, summary_for
@@ -99,3 +100,22 @@ def test_a_snippet_file_is_downloaded_with_the_bot_token_and_read() -> None:
         assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
         assert "GPU 2 link 1 (nvlink): crc_flit 2,500, replay 500" in posted(local.slack, thread=root.ts)[0].text
         assert local.slack.calls_to("url_private")  # fetched from Slack, authorized by the bot token
+
+
+def test_the_fleet_view_explains_each_job_once_and_matches_node_by_node(fleet: TableNodeSource,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.nodes
+
+    calls: list[str | None] = []
+    real = bot.nodes.explain_job
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(kwargs.get("job_id"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bot.nodes, "explain_job", counted)
+    together = fleet.fleet()
+    assert sorted(calls) == sorted(set(calls)) and len(calls) == len({j for n in fleet.nodes
+                                                                      for j in jobs_on(fleet.steps, n)[:1]})
+    one_by_one = [fleet.diagnose(n) for n in fleet.nodes]
+    assert [d.model_dump() for d in together] == [d.model_dump() for d in one_by_one]
