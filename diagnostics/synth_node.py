@@ -154,7 +154,7 @@ class NodeSim:
     def _counts(self, counter: str, hours: np.ndarray) -> np.ndarray:
         expected = self.rate[counter] * hours * ~self.inactive
         inc = self.rng.poisson(expected).astype(float)
-        for c, i in self.exact:
+        for c, i in sorted(self.exact):  # sorted: a set of str keys iterates in a per-process order
             if c == counter:  # the fraction carries over: an hour's increase is the rate within one count
                 cum = np.floor(np.cumsum(expected[i]) + self.rng.uniform())
                 inc[i] = np.diff(cum, prepend=0.0)

@@ -69,8 +69,9 @@ def flapping_link(sim: NodeSim) -> None:
               rule="recovery_persistent", rate_per_hour=round(recoveries, 3))
 
 
-def link_inactive(sim: NodeSim, name: str = "link_inactive", gpu: int | None = None) -> None:
-    i = int(sim.rng.choice(sim.nv_indices(gpu)))
+def link_inactive(sim: NodeSim, name: str = "link_inactive", gpu: int | None = None, link: int | None = None) -> None:
+    i = int(sim.rng.choice(sim.nv_indices(gpu))) if link is None else next(
+        j for j in sim.nv_indices(gpu) if sim.links[j].link == link)
     on = sim.onset()
     sim.inactive[i, on:] = True
     s = sim.links[i]
@@ -163,14 +164,22 @@ def fabric_manager_down(sim: NodeSim) -> None:
 
 
 def two_faults(sim: NodeSim) -> None:
+    """Two independent faults on two GPUs. Two NVLinks never share a switch or a GPU pair: that would be one
+    switch or one link, and no analysis could tell them apart."""
     gpus = [int(g) for g in sim.rng.choice(8, size=2, replace=False)]
     first, second = sim.rng.choice(4, size=2, replace=False)
+    taken: set[str | None] = set()
     for gpu, which in zip(gpus, (first, second), strict=True):
-        if which == 0:
-            link = sim.links[int(sim.rng.choice(sim.nv_indices(gpu)))].link
-            replay_storm(sim, "two_faults", gpu=gpu, link=link)
-        elif which == 1:
-            link_inactive(sim, "two_faults", gpu=gpu)
+        if which in (0, 1):
+            other = f"GPU {gpus[1] if gpu == gpus[0] else gpus[0]}"
+            free = [j for j in sim.nv_indices(gpu) if sim.links[j].peer != other
+                    and (sim.links[j].switch is None or sim.links[j].switch not in taken)]
+            link = sim.links[int(sim.rng.choice(free))].link
+            taken.add(sim.links[next(j for j in free if sim.links[j].link == link)].switch)
+            if which == 0:
+                replay_storm(sim, "two_faults", gpu=gpu, link=link)
+            else:
+                link_inactive(sim, "two_faults", gpu=gpu, link=link)
         elif which == 2:
             pcie_riser_replays(sim, "two_faults", gpu=gpu)
         else:

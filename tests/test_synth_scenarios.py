@@ -4,6 +4,9 @@ alone with a fixed seed and scored against its ground truth."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +96,13 @@ def test_near_threshold_faults_are_drawn_and_still_found(tmp_path: Path, seed: i
     assert near and min(near) >= 1.1  # within 1.5x of the threshold, and found (above)
     under = [x["ratio"] for n in truth["nodes"].values() for x in n["near"]]
     assert under and max(under) < 1.0 and max(under) > 0.8  # just under a threshold, and not flagged (above)
+
+
+def test_same_seed_same_fleet_in_another_process() -> None:
+    """Hash randomisation differs per process: nothing the generator draws may depend on it."""
+    code = ("import pandas as pd; from diagnostics.synth import build; "
+            "t, _ = build(seed=5, nodes=4, hours=6); "
+            "print(int(pd.util.hash_pandas_object(t['link_samples'], index=False).sum()))")
+    digests = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed},
+                              capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
+    assert len(digests) == 1 and digests != {""}
