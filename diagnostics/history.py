@@ -87,18 +87,25 @@ def _floats(series: pd.Series) -> np.ndarray:
     return np.asarray(pd.to_numeric(series, errors="coerce").to_numpy(np.float64, na_value=np.nan))
 
 
-def _event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds) -> list[Finding]:
+def _event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
+                    silent: Mapping[int, int] | None = None) -> list[Finding]:
+    """Xid/SXid rules over the window. `silent` (GPU -> when its series stopped) keeps an Xid 79 found: a GPU off
+    the bus stays off, so its Xid 79 at or after it fell silent counts even before the window."""
     if events.empty:
         return []
     t = ns(events["timestamp"])
-    recent = events[(t > start_ns) & (t <= end_ns)]
+    in_window = (t > start_ns) & (t <= end_ns)
+    recent = events[in_window]
     out: list[Finding] = []
     kind = recent["kind"].astype("string")
-    present = set(kind.dropna().unique())
+    present = set(kind.dropna().unique()) | ({EventKind.XID.value} if silent else set())
     for rule in thresholds.rules:
         if rule.counter not in (EventKind.XID.value, EventKind.SXID.value) or rule.counter not in present:
             continue
         rows = recent[kind == rule.counter]
+        if rule.name == OFF_BUS_RULE and silent:
+            before = _off_bus_before(events[~in_window & (t <= end_ns)], silent)
+            rows = pd.concat([rows, before]) if not before.empty else rows
         if rule.codes:
             rows = rows[rows["code"].isin(rule.codes)]
         for gpu, group in rows.groupby(rows["gpu"].astype("Float64").fillna(-1), sort=True):
@@ -118,6 +125,27 @@ def _event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds
                                worst_ratio=ratio, crossed=crossed, counts={rule.counter: float(len(group))},
                                evidence=[str(x) for x in group["text"].dropna().head(3)]))
     return out
+
+
+def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataFrame:
+    """Xids before the window on GPUs that fell silent then (and stayed so): not those long before it."""
+    xid = events[(events["kind"].astype("string") == EventKind.XID.value)
+                 & events["gpu"].isin(list(silent)).to_numpy(bool, na_value=False)]
+    if xid.empty:
+        return xid
+    stopped = xid["gpu"].astype("Int64").map(silent).astype("Int64").to_numpy(np.int64, na_value=0)
+    return xid[ns(xid["timestamp"]) >= stopped]
+
+
+def _silent_gpus(metrics: pd.DataFrame, stale: np.ndarray, slack_ns: int) -> dict[int, int]:
+    """GPUs every series of which stopped while the node kept reporting -> (last reading - slack), in ns."""
+    if metrics.empty or not stale.any():
+        return {}
+    frame = pd.DataFrame({"gpu": metrics["gpu"].astype("Int64").to_numpy(), "stale": stale,
+                          "last": ns(metrics["last_seen"])}).dropna(subset=["gpu"])
+    per_gpu = frame.groupby("gpu").agg(all_stale=("stale", "all"), last=("last", "max"))
+    gone = per_gpu[per_gpu["all_stale"]]
+    return {int(g): int(last) - slack_ns for g, last in zip(gone.index, gone["last"], strict=True)}
 
 
 def _software(links: pd.DataFrame, metrics: pd.DataFrame, events: pd.DataFrame) -> Finding | None:
@@ -144,15 +172,19 @@ def _software(links: pd.DataFrame, metrics: pd.DataFrame, events: pd.DataFrame) 
                                      message="; ".join(evidence))])
 
 
-def _stale(metrics: pd.DataFrame, p_t: np.ndarray, end_ns: int, thresholds: Thresholds) -> np.ndarray:
+def _stale_limit(p_t: np.ndarray, thresholds: Thresholds) -> float:
+    """How long (ns) a series may be silent before it counts as stopped: a few sampling intervals."""
+    steps = np.diff(np.sort(pd.unique(p_t[-200_000:])))  # hashing first: most times repeat across links
+    interval = float(np.median(steps)) if len(steps) else 0.0
+    return thresholds.setting("stale_after_intervals") * interval
+
+
+def _stale(metrics: pd.DataFrame, p_t: np.ndarray, end_ns: int, limit: float) -> np.ndarray:
     """Links whose series stopped before the end while the node kept reporting (a dead link disappears)."""
     if metrics.empty or len(p_t) < 2:
         return np.zeros(len(metrics), dtype=bool)
-    steps = np.diff(np.sort(pd.unique(p_t[-200_000:])))  # hashing first: most times repeat across links
-    interval = float(np.median(steps)) if len(steps) else 0.0
     last_seen = ns(metrics["last_seen"])
     node_last = last_seen.max()
-    limit = thresholds.setting("stale_after_intervals") * interval
     return (node_last - last_seen > limit) & (node_last >= end_ns - limit)
 
 
@@ -184,6 +216,7 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
     events = _node_rows(tables.get("events"), node_id)
     findings: list[Finding] = []
     metrics = pd.DataFrame()
+    silent: dict[int, int] = {}
     end_ns = utc_ns(end) if end is not None else None
     if links.empty:
         warnings.append(f"no link telemetry for {node_id}: its fabric health is unknown, not healthy")
@@ -193,7 +226,9 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
             warnings.append(f"{len(links) - len(p.t)} duplicated or undated link samples ignored")
         end_ns = end_ns if end_ns is not None else int(p.t.max())
         metrics = link_metrics(p, window=window, end_ns=end_ns, thresholds=thresholds)
-        stale = _stale(metrics, p.t, end_ns, thresholds)
+        limit = _stale_limit(p.t, thresholds)
+        stale = _stale(metrics, p.t, end_ns, limit)
+        silent = _silent_gpus(metrics, stale, int(limit))
         seen = metrics[(metrics["samples"] > 0) | stale]
         rows: list[dict[str, Any]] = seen.to_dict("records")  # type: ignore[assignment]
         findings = [_placed(finding_of(row, thresholds, stale=bool(s)), graph) for row, s in
@@ -202,7 +237,7 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
             warnings.append("one reading per link: totals since reset only; a rate needs a second reading")
     end_ns = end_ns if end_ns is not None else _events_end(events)
     start_ns = end_ns - int(window.total_seconds() * 1e9)
-    findings += _event_findings(events, start_ns, end_ns, thresholds)
+    findings += _event_findings(events, start_ns, end_ns, thresholds, silent)
     gpus = sorted({f.gpu for f in findings if f.gpu is not None}) or list(range(8))
     findings += _missing(metrics, _expected_links(graph, platform, gpus), warnings) if not links.empty else []
     software = _software(links, metrics, events)

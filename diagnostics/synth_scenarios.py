@@ -1,150 +1,34 @@
-"""The labelled scenarios of the synthetic fleet: each changes one node's rates, states, resets and gaps.
+"""The labelled scenarios of the synthetic fleet: each changes one node's rates, states, resets, gaps and events.
 
-Ranges (per hour unless stated): background replays 0-15 and CRC 0-25 per link; a healthy node may carry one link
-at 50-90% of a threshold; a fault sits at 1.15x-30x its threshold (log-uniform), recoveries at 3-30/h; a fault
-slows its job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width.
+Ranges (per hour unless stated; background in `synth_node`): a fault sits at 1.1x-50x its threshold, half the draws
+near it (1.1x-1.5x) and half log-uniform 1.5x-50x; a healthy node carries, one time in two, a link at 0.5x-0.95x
+of a threshold; a flapping link recovers 1-30 times an hour (log-uniform) with replays at 0.1x-0.95x of their
+threshold; a benign CRC burst puts 150-3000 CRC flits and 0.5x-0.95x of the CRC-data threshold into one interval;
+a Blackwell link fails by effective errors (1-300/h, effective BER 1.1x-50x its limit) or failed recoveries (1-6/h)
+with replays staying rare; a GPU off the bus (Xid 79) stops reporting and its direct peers see their link go down.
+A fault slows its job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width. The driven
+counters grow deterministically (see `synth_node`), so a fault at 1.1x is over its threshold in every window.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .synth_layout import SynthLink, has_switches, nvlinks, pcie_links, pcie_shape
+from .synth_node import NodeSim, limit
+
+__all__ = ["BENIGN", "SCENARIOS", "NodeSim", "apply_scenario"]
 
 SCENARIOS: tuple[str, ...] = (
     "healthy", "replay_storm", "flapping_link", "link_inactive", "nvswitch_port_fault", "gpu_wide_fault",
     "pcie_riser_replays", "pcie_downtrain", "benign_crc_burst", "reboot_reset", "reset_during_fault",
-    "scrape_gaps", "fabric_manager_down", "sku_12_of_18", "two_faults", "outside_slowdown",
+    "scrape_gaps", "fabric_manager_down", "sku_12_of_18", "two_faults", "outside_slowdown", "xid79_gpu_lost",
+    "blackwell_link_errors", "healthy_blackwell",
 )
 BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps", "sku_12_of_18",
-                    "outside_slowdown"})
-REPLAY_LIMIT, CRC_LIMIT = 1000.0, 100.0
-NV_COUNTERS, PCIE_COUNTERS = ("crc_flit", "crc_data", "replay", "recovery"), ("replay", "replay_rollovers")
-
-
-@dataclass
-class NodeSim:
-    rng: np.random.Generator
-    node_id: str
-    platform: str
-    times: pd.DatetimeIndex
-    links: list[SynthLink]
-    rate: dict[str, np.ndarray]
-    inactive: np.ndarray
-    width: np.ndarray
-    gen: np.ndarray
-    traffic: np.ndarray
-    max_gen: int
-    max_width: int
-    resets: list[int] = field(default_factory=list)
-    keep: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))
-    faults: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    slowdown: tuple[int, float] | None = None
-
-    @classmethod
-    def new(cls, rng: np.random.Generator, node_id: str, platform: str, times: pd.DatetimeIndex) -> NodeSim:
-        links = nvlinks(platform) + pcie_links(platform)
-        n, t = len(links), len(times)
-        rate = {c: np.repeat(rng.uniform(0, hi, (n, 1)), t, axis=1)
-                for c, hi in (("replay", 15), ("crc_flit", 20), ("crc_data", 5), ("recovery", 0),
-                              ("replay_rollovers", 0))}
-        max_gen, max_width = pcie_shape(platform)
-        busy = np.ones(t, dtype=bool)
-        for _ in range(int(rng.integers(0, 3))):  # idle stretches: the PCIe generation drops to save power
-            a = int(rng.integers(0, t))
-            busy[a:a + int(rng.integers(2, 12))] = False
-        traffic = np.where(busy, rng.uniform(2e9, 12e9, t), rng.uniform(0, 2e8, t))
-        sim = cls(rng, node_id, platform, times, links, rate, np.zeros((n, t), dtype=bool),
-                  np.full(t, max_width, dtype=float), np.where(busy, max_gen, 1).astype(float), traffic,
-                  max_gen, max_width, keep=np.ones(t, dtype=bool))
-        if rng.random() < 0.3 and sim.nv_indices():  # one link near (below) a threshold: not a fault
-            i = int(rng.choice(sim.nv_indices()))
-            counter, limit = (("replay", REPLAY_LIMIT), ("crc_flit", CRC_LIMIT))[int(rng.integers(0, 2))]
-            sim.rate[counter][i] = rng.uniform(0.5, 0.9) * limit
-        if has_switches(platform):
-            sim.events.append({"timestamp": times[0], "kind": "fabric_state", "text": "Fabric State: Completed"})
-        return sim
-
-    # -- helpers scenarios use -------------------------------------------------------------------------------
-    def nv_indices(self, gpu: int | None = None) -> list[int]:
-        return [i for i, s in enumerate(self.links) if s.link_type == "nvlink" and (gpu is None or s.gpu == gpu)]
-
-    def pcie_index(self, gpu: int) -> int:
-        return next(i for i, s in enumerate(self.links) if s.link_type == "pcie" and s.gpu == gpu)
-
-    def onset(self, before_end_h: float = 4.0) -> int:
-        t = len(self.times)
-        step_h = (self.times[1] - self.times[0]).total_seconds() / 3600
-        latest = max(int(t * 0.2) + 1, t - int(before_end_h / step_h) - 1)
-        return int(self.rng.integers(int(t * 0.15), latest))
-
-    def fault_rate(self, limit: float) -> float:
-        return float(limit * np.exp(self.rng.uniform(np.log(1.15), np.log(30))))
-
-    def slows(self, onset: int, lo: float = 5.0, hi: float = 90.0, p: float = 0.8) -> bool:
-        if self.rng.random() < p and self.slowdown is None:
-            self.slowdown = (onset + int(self.rng.integers(0, 2)), round(float(self.rng.uniform(lo, hi)), 1))
-            return True
-        return False
-
-    def fault(self, scenario: str, kind: str, onset: int, slows: bool, **where: Any) -> None:
-        self.faults.append({"scenario": scenario, "kind": kind, "onset": str(self.times[onset]),
-                            "slows_job": slows, **where})
-
-    # -- output ----------------------------------------------------------------------------------------------
-    def link_frame(self) -> pd.DataFrame:
-        n = len(self.links)
-        hours = np.diff((self.times - self.times[0]).total_seconds().to_numpy(), prepend=0.0) / 3600
-        cols: dict[str, Any] = {}
-        is_pcie = np.array([s.link_type == "pcie" for s in self.links])
-        for c in ("crc_flit", "crc_data", "replay", "recovery", "replay_rollovers"):
-            inc = self.rng.poisson(self.rate[c] * hours * ~self.inactive).astype(float)
-            cum = np.cumsum(inc, axis=1) + np.floor(self.rng.uniform(0, 5e4 if c != "recovery" else 40, (n, 1)))
-            for r in sorted(self.resets):
-                cum[:, r:] -= cum[:, r - 1:r]
-            applies = is_pcie if c == "replay_rollovers" else ~is_pcie if c != "replay" else np.ones(n, bool)
-            cum[~applies] = np.nan
-            cols[c] = cum
-        keep = self.keep
-        k = int(keep.sum())
-
-        def flat(a: np.ndarray) -> np.ndarray:
-            return a[:, keep].reshape(-1)
-
-        def per_link(values: list[Any]) -> np.ndarray:
-            return np.repeat(np.array(values, dtype=object), k)
-
-        state = np.where(self.inactive, "inactive", "up")
-        pcie_row = np.repeat(is_pcie, k)
-        frame = pd.DataFrame({
-            "timestamp": np.tile(self.times[keep], n), "node_id": self.node_id,
-            "gpu": per_link([s.gpu for s in self.links]), "link_type": per_link([s.link_type for s in self.links]),
-            "link": per_link([s.link for s in self.links]), "peer": per_link([s.peer for s in self.links]),
-            **{c: flat(v) for c, v in cols.items()}, "link_state": flat(state),
-            "gen": np.where(pcie_row, np.tile(self.gen[keep], n), np.nan),
-            "max_gen": np.where(pcie_row, self.max_gen, np.nan),
-            "width": np.where(pcie_row, flat(self.width_by_link()), np.nan),
-            "max_width": np.where(pcie_row, self.max_width, np.nan),
-            "tx_bytes_per_s": np.where(pcie_row, np.tile(self.traffic[keep], n), np.nan), "source": "synth",
-        })
-        return frame
-
-    def width_by_link(self) -> np.ndarray:
-        w = np.full((len(self.links), len(self.times)), float(self.max_width))
-        for fault in self.faults:
-            if "width" in fault:
-                w[self.pcie_index(fault["gpu"]), self.times.searchsorted(pd.Timestamp(fault["onset"])):] = \
-                    fault["width"]
-        return w
-
-    def event_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{**e, "node_id": self.node_id, "source": "synth"} for e in self.events])
+                    "outside_slowdown", "healthy_blackwell"})
 
 
 # -- scenarios ---------------------------------------------------------------------------------------------------
@@ -154,11 +38,13 @@ def replay_storm(sim: NodeSim, name: str = "replay_storm", gpu: int | None = Non
     else:
         i = next(j for j in sim.nv_indices(gpu) if sim.links[j].link == link)
     on = sim.onset()
-    rate = sim.fault_rate(REPLAY_LIMIT)
-    sim.rate["replay"][i, on:] = rate
+    factor = sim.factor()
+    rate = factor * limit("nvlink_replay")
+    sim.drive("replay", i, on, rate)
     sim.rate["crc_flit"][i, on:] = rate * sim.rng.uniform(1, 5)
     s = sim.links[i]
-    sim.fault(name, "nvlink", on, sim.slows(on), gpu=s.gpu, link=s.link, switch=s.switch, peer=s.peer)
+    sim.fault(name, "nvlink", on, sim.slows(on), gpu=s.gpu, link=s.link, switch=s.switch, peer=s.peer,
+              rule="nvlink_replay", ratio=round(factor, 3))
 
 
 def seed_storm(sim: NodeSim) -> None:
@@ -175,14 +61,17 @@ def seed_storm(sim: NodeSim) -> None:
 def flapping_link(sim: NodeSim) -> None:
     i = int(sim.rng.choice(sim.nv_indices()))
     on = sim.onset(5.0)
-    sim.rate["recovery"][i, on:] = sim.rng.uniform(4, 30)
-    sim.rate["replay"][i, on:] = sim.rng.uniform(100, 900)
+    recoveries = float(np.exp(sim.rng.uniform(0, np.log(30))))
+    sim.drive("recovery", i, on, recoveries)
+    sim.drive("replay", i, on, sim.rng.uniform(0.1, 0.95) * limit("nvlink_replay"))
     s = sim.links[i]
-    sim.fault("flapping_link", "nvlink", on, sim.slows(on, 3, 30), gpu=s.gpu, link=s.link, switch=s.switch)
+    sim.fault("flapping_link", "nvlink", on, sim.slows(on, 3, 30), gpu=s.gpu, link=s.link, switch=s.switch,
+              rule="recovery_persistent", rate_per_hour=round(recoveries, 3))
 
 
-def link_inactive(sim: NodeSim, name: str = "link_inactive", gpu: int | None = None) -> None:
-    i = int(sim.rng.choice(sim.nv_indices(gpu)))
+def link_inactive(sim: NodeSim, name: str = "link_inactive", gpu: int | None = None, link: int | None = None) -> None:
+    i = int(sim.rng.choice(sim.nv_indices(gpu))) if link is None else next(
+        j for j in sim.nv_indices(gpu) if sim.links[j].link == link)
     on = sim.onset()
     sim.inactive[i, on:] = True
     s = sim.links[i]
@@ -193,30 +82,35 @@ def nvswitch_port_fault(sim: NodeSim) -> None:
     switch = str(sim.rng.choice(sorted({s.switch for s in sim.links if s.switch})))
     gpus = sim.rng.choice(8, size=int(sim.rng.integers(2, 5)), replace=False)
     on = sim.onset()
+    factors = []
     for gpu in gpus:
         i = int(sim.rng.choice([j for j in sim.nv_indices(int(gpu)) if sim.links[j].switch == switch]))
-        sim.rate["replay"][i, on:] = sim.fault_rate(REPLAY_LIMIT)
-    sim.fault("nvswitch_port_fault", "nvswitch", on, sim.slows(on), switch=switch, gpus=sorted(map(int, gpus)))
+        factors.append(sim.factor())
+        sim.drive("replay", i, on, factors[-1] * limit("nvlink_replay"))
+    sim.fault("nvswitch_port_fault", "nvswitch", on, sim.slows(on), switch=switch, gpus=sorted(map(int, gpus)),
+              rule="nvlink_replay", ratio=round(min(factors), 3))
 
 
 def gpu_wide_fault(sim: NodeSim) -> None:
     gpu = int(sim.rng.integers(0, 8))
     on = sim.onset()
-    for i in sim.nv_indices(gpu):
-        sim.rate["replay"][i, on:] = sim.fault_rate(REPLAY_LIMIT)
+    factors = [sim.factor() for _ in sim.nv_indices(gpu)]
+    for i, factor in zip(sim.nv_indices(gpu), factors, strict=True):
+        sim.drive("replay", i, on, factor * limit("nvlink_replay"))
     if sim.rng.random() < 0.5:
         sim.events.append({"timestamp": sim.times[-3], "kind": "xid", "gpu": gpu, "code": 74,
                            "text": f"NVRM: Xid (PCI:0000:{gpu + 0x18:02x}:00): 74, NVLink error"})
-    sim.fault("gpu_wide_fault", "gpu", on, sim.slows(on), gpu=gpu)
+    sim.fault("gpu_wide_fault", "gpu", on, sim.slows(on), gpu=gpu, rule="nvlink_replay",
+              ratio=round(min(factors), 3))
 
 
 def pcie_riser_replays(sim: NodeSim, name: str = "pcie_riser_replays", gpu: int | None = None) -> None:
     gpu = int(sim.rng.integers(0, 8)) if gpu is None else gpu
-    i, on = sim.pcie_index(gpu), sim.onset()
-    sim.rate["replay"][i, on:] = sim.fault_rate(REPLAY_LIMIT)
+    i, on, factor = sim.pcie_index(gpu), sim.onset(), sim.factor()
+    sim.drive("replay", i, on, factor * limit("pcie_replay"))
     if sim.rng.random() < 0.3:
         sim.rate["replay_rollovers"][i, on:] = 0.5
-    sim.fault(name, "pcie", on, sim.slows(on, 3, 30, 0.5), gpu=gpu)
+    sim.fault(name, "pcie", on, sim.slows(on, 3, 30, 0.5), gpu=gpu, rule="pcie_replay", ratio=round(factor, 3))
 
 
 def pcie_downtrain(sim: NodeSim, name: str = "pcie_downtrain", gpu: int | None = None) -> None:
@@ -228,9 +122,18 @@ def pcie_downtrain(sim: NodeSim, name: str = "pcie_downtrain", gpu: int | None =
 
 
 def benign_crc_burst(sim: NodeSim) -> None:
+    """One interval of CRC errors: flits well over the CRC warning, data just under the failing CRC-data rule."""
     i = int(sim.rng.choice(sim.nv_indices() or [sim.pcie_index(0)]))
     at = int(sim.rng.integers(len(sim.times) // 2, len(sim.times) - 1))
-    sim.rate["crc_flit"][i, at] = sim.rng.uniform(150, 3000) * 12
+    interval_h = (sim.times[at] - sim.times[at - 1]).total_seconds() / 3600
+    sim.rate["crc_flit"][i, at] = sim.rng.uniform(150, 3000) / interval_h
+    room = limit("nvlink_crc_data") - 2 - sim.rate["crc_data"][i].max()  # background, and one count of carry
+    ratio = float(sim.rng.uniform(0.5, 0.95))
+    sim.exact.add(("crc_data", i))  # exact, so the hour holding the burst stays under the rule
+    sim.rate["crc_data"][i, at] = ratio * room / interval_h
+    s = sim.links[i]
+    sim.near.append({"rule": "nvlink_crc_data", "ratio": round(float(ratio * room) / limit("nvlink_crc_data"), 3),
+                     "gpu": s.gpu, "link": s.link, "at": str(sim.times[at])})
 
 
 def reboot_reset(sim: NodeSim) -> None:
@@ -261,14 +164,22 @@ def fabric_manager_down(sim: NodeSim) -> None:
 
 
 def two_faults(sim: NodeSim) -> None:
+    """Two independent faults on two GPUs. Two NVLinks never share a switch or a GPU pair: that would be one
+    switch or one link, and no analysis could tell them apart."""
     gpus = [int(g) for g in sim.rng.choice(8, size=2, replace=False)]
     first, second = sim.rng.choice(4, size=2, replace=False)
+    taken: set[str | None] = set()
     for gpu, which in zip(gpus, (first, second), strict=True):
-        if which == 0:
-            link = sim.links[int(sim.rng.choice(sim.nv_indices(gpu)))].link
-            replay_storm(sim, "two_faults", gpu=gpu, link=link)
-        elif which == 1:
-            link_inactive(sim, "two_faults", gpu=gpu)
+        if which in (0, 1):
+            other = f"GPU {gpus[1] if gpu == gpus[0] else gpus[0]}"
+            free = [j for j in sim.nv_indices(gpu) if sim.links[j].peer != other
+                    and (sim.links[j].switch is None or sim.links[j].switch not in taken)]
+            link = sim.links[int(sim.rng.choice(free))].link
+            taken.add(sim.links[next(j for j in free if sim.links[j].link == link)].switch)
+            if which == 0:
+                replay_storm(sim, "two_faults", gpu=gpu, link=link)
+            else:
+                link_inactive(sim, "two_faults", gpu=gpu, link=link)
         elif which == 2:
             pcie_riser_replays(sim, "two_faults", gpu=gpu)
         else:
@@ -283,18 +194,58 @@ def healthy(sim: NodeSim) -> None:
     """Nothing beyond background noise (and maybe one link near a threshold)."""
 
 
+def healthy_blackwell(sim: NodeSim) -> None:
+    """A Blackwell node with a link whose bit-error ratio sits just under its limit: the Blackwell rules' negative."""
+    if not sim.near:
+        sim.near_below(int(sim.rng.choice(sim.nv_indices())))
+
+
+def xid79_gpu_lost(sim: NodeSim) -> None:
+    """Xid 79: the GPU fell off the bus. Its series stop; a direct peer sees its link to it go down."""
+    gpu, on = int(sim.rng.integers(0, 8)), sim.onset()
+    sim.gone[[i for i, s in enumerate(sim.links) if s.gpu == gpu], on + 1:] = True
+    sim.inactive[[i for i, s in enumerate(sim.links) if s.peer == f"GPU {gpu}"], on + 1:] = True
+    sim.events.append({"timestamp": sim.times[on], "kind": "xid", "gpu": gpu, "code": 79,
+                       "text": f"NVRM: Xid (PCI:0000:{gpu + 0x18:02x}:00): 79, pid='<unknown>', name=<unknown>, "
+                               "GPU has fallen off the bus."})
+    sim.fault("xid79_gpu_lost", "gpu", on, sim.slows(on, 20, 90, 0.5), gpu=gpu, rule="xid_off_bus")
+
+
+def blackwell_link_errors(sim: NodeSim) -> None:
+    """A Blackwell NVLink failing the Blackwell way: effective errors and BER, or failed recoveries; replays rare."""
+    i, on = int(sim.rng.choice(sim.nv_indices())), sim.onset()
+    s = sim.links[i]
+    if sim.rng.random() < 0.6:
+        factor = sim.factor()
+        sim.gauge["effective_ber"][i, on:] = factor * limit("effective_ber")
+        sim.drive("effective_errors", i, on, float(np.exp(sim.rng.uniform(0, np.log(300)))))
+        worse = sim.rng.uniform(10, 1000)
+        sim.gauge["symbol_ber"][i, on:] *= worse
+        sim.rate["symbol_errors"][i, on:] *= worse
+        how = {"rule": "effective_ber", "ratio": round(factor, 3)}
+    else:
+        failed = float(sim.rng.uniform(1, 6))
+        sim.drive("recovery_failed", i, on, failed)
+        sim.drive("recovery_successful", i, on, float(sim.rng.uniform(2, 20)))
+        how = {"rule": "recovery_failed", "rate_per_hour": round(failed, 3)}
+    sim.fault("blackwell_link_errors", "nvlink", on, sim.slows(on, 3, 40), gpu=s.gpu, link=s.link,
+              switch=s.switch, peer=s.peer, **how)
+
+
 _APPLY: dict[str, Callable[[NodeSim], None]] = {
     "healthy": healthy, "replay_storm": replay_storm, "flapping_link": flapping_link,
     "link_inactive": link_inactive, "nvswitch_port_fault": nvswitch_port_fault, "gpu_wide_fault": gpu_wide_fault,
     "pcie_riser_replays": pcie_riser_replays, "pcie_downtrain": pcie_downtrain,
     "benign_crc_burst": benign_crc_burst, "reboot_reset": reboot_reset, "reset_during_fault": reset_during_fault,
     "scrape_gaps": scrape_gaps, "fabric_manager_down": fabric_manager_down, "sku_12_of_18": healthy,
-    "two_faults": two_faults, "outside_slowdown": outside_slowdown,
+    "two_faults": two_faults, "outside_slowdown": outside_slowdown, "xid79_gpu_lost": xid79_gpu_lost,
+    "blackwell_link_errors": blackwell_link_errors, "healthy_blackwell": healthy_blackwell,
 }
 
 
-def apply_scenario(sim: NodeSim, scenario: str) -> None:
-    if sim.node_id == "hpc-gpu-node-12" and scenario == "replay_storm":
+def apply_scenario(sim: NodeSim, scenario: str, *, demo: bool = True) -> None:
+    """`demo`: node 12's replay storm is the demo's fixed one (GPU 2 -> GPU 3 NVLink 1, job 89% slower)."""
+    if demo and sim.node_id == "hpc-gpu-node-12" and scenario == "replay_storm":
         seed_storm(sim)
         return
     _APPLY[scenario](sim)

@@ -26,7 +26,7 @@ _REASON = promtool_missing()
 if _REASON:
     pytestmark.append(pytest.mark.skip(reason=_REASON))
 
-SEED, NODES, HOURS = 3, 12, 4.0
+SEED, NODES, HOURS = 31, 12, 4.0  # a mix with replay, PCIe and recovery faults and no Xid (not served)
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,8 @@ def test_committed_fleet_holds_every_scenario_and_the_demo_nodes() -> None:
     assert node12["faults"][0] | {"gpu": 2, "link": 1, "peer": "GPU 3"} == node12["faults"][0]
     assert truth["nodes"]["hpc-gpu-node-03"]["scenario"] == "healthy"
     assert "hpc-gpu-node-12" in truth["jobs"]["4411"]["nodes"]
+    own = [job for job in truth["jobs"].values() if "hpc-gpu-node-03" in job["nodes"]]
+    assert own == [own[0] | {"nodes": ["hpc-gpu-node-03"], "slowdown_pct": 0.0}]  # its own job, not slow
     assert sum(f.stat().st_size for f in FLEET.rglob("*") if f.is_file()) < 4_000_000
 
 

@@ -22,8 +22,8 @@ from diagnostics.tickets.candidates import candidate_for
 from tests.conftest import FIXTURES
 
 GOLDEN = FIXTURES / "golden_tickets.json"
-# 18 nodes of seed 0 hold every scenario at least once; 4 hours let the flapping link show.
-FLEET = {"seed": 0, "nodes": 18, "hours": 4.0}
+# 20 nodes of seed 0 hold every scenario at least once; 4 hours let the flapping link show.
+FLEET = {"seed": 0, "nodes": 20, "hours": 4.0}
 
 
 def _key(t: RepairTicket) -> tuple[Any, ...]:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from diagnostics.synth import generate
+from diagnostics.synth import DEFAULT_NODES, generate
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     synth = sub.add_parser("synth", help="write a synthetic fleet with labelled faults and ground truth")
     synth.add_argument("--out", required=True, metavar="DIR", help="folder to write")
     synth.add_argument("--seed", type=int, default=0, help="random seed (same seed, same fleet; default 0)")
-    synth.add_argument("--nodes", type=int, default=16, help="number of 8-GPU nodes (default 16)")
+    synth.add_argument("--nodes", type=int, default=DEFAULT_NODES,
+                       help=f"number of 8-GPU nodes (default {DEFAULT_NODES}: every scenario at least once)")
     synth.add_argument("--hours", type=float, default=8.0, help="hours of history (default 8, at least 6)")
     synth.add_argument("--interval", type=float, default=5.0, metavar="MIN", help="minutes between samples")
     synth.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="table file format")
