@@ -92,6 +92,16 @@ def test_links_stay_apart_and_missing_counter_is_nan_free() -> None:
     assert len(out) == 3
 
 
+def test_a_link_without_a_counter_has_no_rate_for_it_even_beside_links_that_have_it() -> None:
+    hopper = link_series(steady(100.0), link=0)
+    blackwell = link_series({"replay": steady(2.0), "effective_errors": steady(30.0)}, link=1)
+    out = windowed_increase(links(hopper, blackwell), window=HOUR).set_index("link")
+    assert out.loc[1, "effective_errors_per_hour"] == pytest.approx(30.0)
+    assert math.isnan(out.loc[0, "effective_errors_per_hour"])
+    assert math.isnan(out.loc[0, "effective_errors_increase"])
+    assert out.loc[0, "replay_per_hour"] == pytest.approx(100.0)
+
+
 def test_bucketed_increase_places_deltas_and_handles_reset() -> None:
     values = [0, 10, 20, 30, 5, 15]
     p = prepare(links(link_series(values)))
