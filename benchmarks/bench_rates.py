@@ -38,9 +38,12 @@ def load() -> str:
 
 def main() -> None:
     print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
-    tables, truth = build(seed=7, nodes=1, hours=24, interval_min=1)  # not timed
-    node = next(iter(truth["nodes"]))
-    platform = truth["nodes"][node]["platform"]
+    for seed in range(7, 100):  # an HGX H100/H200 node (144 NVLinks + 8 PCIe links) with a replay storm; not timed
+        tables, truth = build(seed=seed, nodes=1, hours=24, interval_min=1, scenarios=["replay_storm"])
+        node = next(iter(truth["nodes"]))
+        platform = truth["nodes"][node]["platform"]
+        if platform in ("hgx-h100-8gpu", "hgx-h200-8gpu"):
+            break
     links = tables["link_samples"]
     node_tables = {"link_samples": links, "events": tables["events"]}
     print(f"one node ({platform}), 24 h at 1 min: {len(links):,} link samples, "

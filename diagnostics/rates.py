@@ -135,7 +135,11 @@ def _any_value(column: np.ndarray, rows: np.ndarray | None) -> bool:
     recent = column[-4096:] if rows is None else column[rows[-4096:]]
     if not np.isnan(recent).all():
         return True
-    return not np.isnan(column if rows is None else column[rows]).all()
+    if len(column) == 0:
+        return False
+    if rows is None or len(rows) == len(column):  # every row (reordered): no need to gather them
+        return not np.isnan(np.fmax.reduce(column))  # fmax skips NaN: NaN only when every value is NaN
+    return not np.isnan(column[rows]).all()
 
 
 def _utc(series: pd.Series) -> pd.Series:
