@@ -103,7 +103,7 @@ def families(fleet: BigFleet) -> list[Family]:
             if "n0" in present and link == 1 and column == "replay":
                 fam.resets[_series(0, 1)] = steps // 3  # an exporter restart
             if "n2" in present and link == 3 and column == "recovery":
-                fam.steps_up[_series(2, 1)] = steps * 3 // 4
+                fam.steps_up[_series(2, 1)] = steps - 1 - (30 * 60) // fleet.scrape_s  # 30 min before the end
                 planted["node-002 GPU 1 NVLink 3"] = "one recovery"
             if "n3" in present and link == 17:
                 fam.absent.add(_series(3, 3))  # never reports: down before the window
@@ -167,8 +167,8 @@ def _write(fh: object, strings: pa.Array) -> int:
     return fh.write(data)  # type: ignore[attr-defined, no-any-return]
 
 
-def write_blocks(fleet: BigFleet, folder: Path) -> Iterator[tuple[Path, int]]:
-    """Write the fleet as one OpenMetrics file per 2-hour block; yield each file and its size as it is done."""
+def write_blocks(fleet: BigFleet, folder: Path) -> Iterator[tuple[Path, int, int]]:
+    """Write the fleet as one OpenMetrics file per 2-hour block; yield each file, its bytes and samples when done."""
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(fleet.seed)
     fams = families(fleet)
@@ -185,7 +185,7 @@ def write_blocks(fleet: BigFleet, folder: Path) -> Iterator[tuple[Path, int]]:
         first, count = int(steps[0]), len(steps)
         stamps = pa.array([f" {t}\n" for t in times[steps]])
         path = folder / f"fleet-{int(times[first])}.om"
-        size = 0
+        size = samples = 0
         with path.open("wb") as fh:
             for fam in fams:
                 values = _block_values(fam, rng, carries[fam.name], first, count, fleet.scrape_s)
@@ -196,6 +196,7 @@ def write_blocks(fleet: BigFleet, folder: Path) -> Iterator[tuple[Path, int]]:
                     keep[s, max(last + 1 - first, 0):] = False
                 size += fh.write(f"# TYPE {fam.name} {'counter' if fam.counter else 'gauge'}\n".encode())
                 size += _write(fh, _lines(prefixes[fam.name], values, stamps, keep))
+                samples += int(keep.sum())
             size += fh.write(b"# EOF\n")
         fleet.files.append(path)
-        yield path, size
+        yield path, size, samples
