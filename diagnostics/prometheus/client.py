@@ -32,7 +32,7 @@ class QueryStats:
     retries: int = 0
     bytes_received: int = 0  # on the wire (compressed when the server compresses)
     bytes_decoded: int = 0  # the JSON after decompression
-    seconds: float = 0.0
+    seconds: float = 0.0  # summed over requests: more than the wall time when queries overlap
     warnings: list[str] = field(default_factory=list)
 
 
