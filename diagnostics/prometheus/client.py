@@ -1,12 +1,14 @@
 """A small Prometheus HTTP API client: bounded queries, timeouts, retries with back-off, bytes counted.
 
 Every failure becomes a `PrometheusError` whose message says what the server did; callers turn it into an
-"incomplete fleet view", never into an empty (healthy-looking) answer.
+"incomplete fleet view", never into an empty (healthy-looking) answer. One client may be shared by several threads
+(the sweep runs its queries in a pool): httpx.Client is thread-safe, and the counters are updated under a lock.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,8 +32,16 @@ class QueryStats:
     retries: int = 0
     bytes_received: int = 0  # on the wire (compressed when the server compresses)
     bytes_decoded: int = 0  # the JSON after decompression
-    seconds: float = 0.0
+    seconds: float = 0.0  # summed over requests: more than the wall time when queries overlap
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One query's result rows and the warnings the server attached to that answer (partial data)."""
+
+    rows: list[dict[str, Any]]
+    warnings: tuple[str, ...] = ()
 
 
 def _ts(moment: datetime | float) -> str:
@@ -46,6 +56,7 @@ class PrometheusClient:
                  sleep: Any = time.sleep, transport: httpx.BaseTransport | None = None) -> None:
         self.config = config
         self.stats = QueryStats()
+        self._lock = threading.Lock()
         self._sleep = sleep
         limits = config.limits
         self._http = http or httpx.Client(
@@ -68,11 +79,19 @@ class PrometheusClient:
     # -- the two API calls -------------------------------------------------------------------------------------
     def query(self, promql: str, at: datetime | float) -> list[dict[str, Any]]:
         """An instant query: a list of {"metric": labels, "value": [ts, "v"]}."""
+        return self.instant(promql, at).rows
+
+    def instant(self, promql: str, at: datetime | float) -> Answer:
+        """An instant query with its own warnings, for callers running several queries at once."""
         return self._call("query", {"query": promql, "time": _ts(at)}, promql)
 
     def query_range(self, promql: str, start: datetime | float, end: datetime | float,
                     step_s: float) -> list[dict[str, Any]]:
         """A range query: a list of {"metric": labels, "values": [[ts, "v"], ...]}, bounded by the limits."""
+        return self.ranged(promql, start, end, step_s).rows
+
+    def ranged(self, promql: str, start: datetime | float, end: datetime | float, step_s: float) -> Answer:
+        """A range query with its own warnings."""
         limits = self.config.limits
         t0 = start.timestamp() if isinstance(start, datetime) else float(start)
         t1 = end.timestamp() if isinstance(end, datetime) else float(end)
@@ -86,10 +105,12 @@ class PrometheusClient:
                                           "step": f"{math.ceil(step * 1000) / 1000}"}, promql)
 
     # -- transport -----------------------------------------------------------------------------------------------
-    def _call(self, endpoint: str, params: dict[str, str], promql: str) -> list[dict[str, Any]]:
+    def _call(self, endpoint: str, params: dict[str, str], promql: str) -> Answer:
         body = self._post(endpoint, params, promql)
-        if body.get("warnings"):
-            self.stats.warnings.extend(str(w) for w in body["warnings"])
+        warnings = tuple(str(w) for w in body.get("warnings") or ())
+        if warnings:
+            with self._lock:
+                self.stats.warnings.extend(warnings)
         result = body.get("data", {}).get("result")
         if not isinstance(result, list):
             raise PrometheusError(f"{endpoint}: unexpected answer shape (no data.result list) for {promql!r}")
@@ -97,7 +118,7 @@ class PrometheusClient:
             raise PrometheusError(
                 f"{endpoint}: {len(result)} series is over the {self.config.limits.max_series} series limit "
                 f"for {promql!r}; narrow the selector (selector.matchers) or raise limits.max_series")
-        return result
+        return Answer(result, warnings)
 
     def _post(self, endpoint: str, params: dict[str, str], promql: str) -> dict[str, Any]:
         url = f"{self.config.url}/api/v1/{endpoint}"
@@ -106,11 +127,11 @@ class PrometheusClient:
         last = ""
         for attempt in range(limits.retries + 1):
             if attempt:
-                self.stats.retries += 1
+                self._count(retries=1)
                 self._sleep(delay)
                 delay *= 2
             started = time.perf_counter()
-            self.stats.requests += 1
+            self._count(requests=1)
             try:
                 response = self._http.post(url, data=params)
             except httpx.TimeoutException:
@@ -120,15 +141,19 @@ class PrometheusClient:
                 last = f"cannot connect ({type(exc).__name__})"
                 continue
             finally:
-                self.stats.seconds += time.perf_counter() - started
-            self.stats.bytes_received += response.num_bytes_downloaded
-            self.stats.bytes_decoded += len(response.content)
+                self._count(seconds=time.perf_counter() - started)
+            self._count(bytes_received=response.num_bytes_downloaded, bytes_decoded=len(response.content))
             if response.status_code in RETRY_STATUS:
                 last = f"HTTP {response.status_code}"
                 continue
             return self._decode(response, endpoint, promql)
         raise PrometheusError(
             f"Prometheus at {redacted_url(self.config.url)} unavailable after {limits.retries + 1} tries: {last}")
+
+    def _count(self, **add: float) -> None:
+        with self._lock:
+            for name, value in add.items():
+                setattr(self.stats, name, getattr(self.stats, name) + value)
 
     def _decode(self, response: httpx.Response, endpoint: str, promql: str) -> dict[str, Any]:
         try:

@@ -55,6 +55,7 @@ class Limits(BaseModel):
     timeout_seconds: float = Field(default=30.0, gt=0)
     retries: int = Field(default=3, ge=0)
     backoff_seconds: float = Field(default=0.5, ge=0)
+    concurrency: int = Field(default=4, ge=1)
 
 
 class PrometheusConfig(BaseModel):

@@ -51,16 +51,17 @@ def _exposition(series: list[dict[str, Any]]) -> Iterator[str]:
 
 
 def read_step_times(client: PrometheusClient, node: str, start: datetime, end: datetime,
-                    step_s: float) -> pd.DataFrame:
-    """The configured step-time gauge (milliseconds) for the node's jobs, as step_samples rows."""
+                    step_s: float) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """The configured step-time gauge (milliseconds) for the node's jobs, as step_samples rows; server warnings."""
     cfg = client.config
     matchers = [f'{cfg.labels.node}="{_quote(node)}"', *([cfg.matchers.strip()] if cfg.matchers.strip() else [])]
-    series = client.query_range(f"{cfg.step_time_metric}{{{', '.join(matchers)}}}", start, end, step_s)
+    answer = client.ranged(f"{cfg.step_time_metric}{{{', '.join(matchers)}}}", start, end, step_s)
+    series = answer.rows
     rows = [{"timestamp": pd.Timestamp(float(ts), unit="s", tz="UTC"),
              "job_id": item["metric"].get(cfg.step_time_job_label, "unknown"), "node_ids": node,
              "step_time_ms": float(value), "source": f"{redacted_url(cfg.url)} {cfg.step_time_metric}"}
             for item in series for ts, value in item.get("values", [])]
-    return STEP_SAMPLES.conform(pd.DataFrame(rows)) if rows else STEP_SAMPLES.empty()
+    return (STEP_SAMPLES.conform(pd.DataFrame(rows)) if rows else STEP_SAMPLES.empty()), answer.warnings
 
 
 def read_node(client: PrometheusClient, node: str, start: datetime, end: datetime, step_s: float = 60.0,
@@ -70,14 +71,18 @@ def read_node(client: PrometheusClient, node: str, start: datetime, end: datetim
     `gpus` narrows the read to those GPUs' series (the offending ones), for a smaller transfer.
     """
     dmap = dmap or load_map()
-    series = client.query_range(node_selector(client, node, dmap, gpus), start, end, step_s)
+    answer = client.ranged(node_selector(client, node, dmap, gpus), start, end, step_s)
+    series = answer.rows
     name = f"{redacted_url(client.config.url)} {client.config.labels.node}={node}"
     if not series:
         raise PrometheusError(f"{name}: no DCGM series between {start:%Y-%m-%d %H:%M} and {end:%H:%M} UTC "
                               "(a silent node is not a healthy one)")
     text = "\n".join(_exposition(series)) + "\n"
     result = read_scrapes([(Source.from_text(text, name=name), None)], node_id=node)
+    warnings = answer.warnings
     if client.config.step_time_metric:
-        result.tables["step_samples"] = read_step_times(client, node, start, end, step_s)
-    result.warnings.extend(IngestWarning(name, None, f"server warning: {w}") for w in client.stats.warnings)
+        result.tables["step_samples"], more = read_step_times(client, node, start, end, step_s)
+        warnings += more
+    # this node's answers only: the client may be serving other queries at the same time
+    result.warnings.extend(IngestWarning(name, None, f"server warning: {w}") for w in warnings)
     return result

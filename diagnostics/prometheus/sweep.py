@@ -1,13 +1,16 @@
 """The fleet sweep pushed down into PromQL: the server finds the offending links, we read back only their nodes.
 
 Any query that fails or answers with warnings marks the result incomplete, with the reason; an empty offender list
-is only "healthy" when every query answered in full.
+is only "healthy" when every query answered in full. The queries run in a bounded pool (`limits.concurrency`):
+the first one alone, so that a server that is down or refusing is met by one request and its retries, not by a
+burst; the rest together. Answers are taken in query order, so the result does not depend on which came first.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,7 +22,7 @@ from ..model import Diagnosis
 from ..platforms import all_platforms
 from ..schema import LinkType, Severity
 from ..thresholds import Thresholds
-from .client import PrometheusClient, PrometheusError
+from .client import Answer, PrometheusClient, PrometheusError
 from .local import failing_links
 from .promql import (
     BELOW_EXPECTED_RULE,
@@ -79,19 +82,26 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
     queries = fleet_queries(client, thresholds, window_hours, dmap)
     result.queries = len(queries)
     result.not_pushed_down = unpushed_rules(thresholds, QueryBuilder(client.config, dmap or load_map()))
-    for query in queries:
-        before = len(client.stats.warnings)
+
+    def evaluate(query: SweepQuery) -> Answer | PrometheusError:
         try:
-            rows = client.query(query.promql, at)
+            return client.instant(query.promql, at)
         except PrometheusError as exc:
+            return exc
+
+    answers = [evaluate(q) for q in queries[:1]]
+    with ThreadPoolExecutor(max_workers=client.config.limits.concurrency) as pool:
+        answers.extend(pool.map(evaluate, queries[1:]))
+    for query, answer in zip(queries, answers, strict=True):
+        what = f"rule {query.rule} ({query.link_type.value})"
+        if isinstance(answer, PrometheusError):
             result.complete = False
-            result.incomplete_reasons.append(f"rule {query.rule} ({query.link_type.value}) not evaluated: {exc}")
+            result.incomplete_reasons.append(f"{what} not evaluated: {answer}")
             continue
-        for warning in client.stats.warnings[before:]:
+        for warning in answer.warnings:
             result.complete = False
-            result.incomplete_reasons.append(f"rule {query.rule} ({query.link_type.value}): partial data: "
-                                             f"{warning}")
-        result.offenders.extend(_offender(client, query, row) for row in rows)
+            result.incomplete_reasons.append(f"{what}: partial data: {warning}")
+        result.offenders.extend(_offender(client, query, row) for row in answer.rows)
     result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",
                                          o.link or -1, o.rule, o.xid or -1))
 
