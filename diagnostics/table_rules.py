@@ -92,6 +92,8 @@ def _rate_column(frame: pd.DataFrame, counter: str) -> pd.Series | None:
 
 
 def _num(value: object) -> float | None:
+    if type(value) is float:  # the common case, first: a plain float, NaN meaning no value
+        return None if value != value else value
     if value is None or value is pd.NA:
         return None
     try:
@@ -141,7 +143,8 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
     """One link's finding: rates, the rules crossed, state, evidence (congestion, lone readings, resets)."""
     rates, counts = metrics_of(row)
     link_type = str(row["link_type"])
-    windows_over = {k[5:]: int(row[k]) for k in row if isinstance(k, str) and k[:5] == "over_"}
+    windows_over = {r.name: int(row[f"over_{r.name}"]) for r in thresholds.rules
+                    if r.persist is not None and f"over_{r.name}" in row}
     crossed = crossings(link_type, rates, thresholds, windows_over)
     state = LinkState(str(row["link_state"])) if _present(row.get("link_state")) else LinkState.UP
     evidence: list[str] = []
