@@ -109,6 +109,20 @@ def test_node_from_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert code == 2 and faulty in err
 
 
+def test_a_stored_node_is_judged_with_the_nodes_sharing_its_job(tmp_path: Path) -> None:
+    from bot.commands.ticket import _from_store
+
+    truth = json.loads(generate(out=tmp_path / "fleet", seed=0, nodes=6, hours=6, scrapes=0).read_text())
+    job = next(j for j in truth["jobs"].values() if len(j["nodes"]) > 1 and j["slowdown_pct"] > 10)
+    culprit = next(n for n in job["nodes"] if truth["nodes"][n]["faults"])
+    bystander = next(n for n in job["nodes"] if not truth["nodes"][n]["faults"])
+    open_store(tmp_path / "store").ingest([tmp_path / "fleet" / f"{t}.parquet"
+                                           for t in ("link_samples", "events", "step_samples")])
+    diagnosis, _ = _from_store(bystander, str(tmp_path / "store"), truth["nodes"][bystander]["platform"])
+    assert not diagnosis.fault_detected
+    assert diagnosis.verdict is not None and diagnosis.verdict.startswith(culprit)  # not "not the fabric"
+
+
 def test_inspect_ranks_hypotheses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(SEED_INPUT))

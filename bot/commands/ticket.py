@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from bot.commands.analyze import _read_text
 from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
 from diagnostics.errors import InputError
 from diagnostics.history import analyze_tables
+from diagnostics.history_io import load_store
 from diagnostics.ingest.snapshot import read_cases
 from diagnostics.store import DB_NAME, open_store
 from diagnostics.tickets import (
@@ -39,7 +41,8 @@ def _store_folder(args: argparse.Namespace) -> str | None:
 
 
 def _from_store(node_id: str, folder: str, platform: str | None) -> tuple[Diagnosis, NodeGraph | None]:
-    """Analyze a stored node's history; its `topology` rows, if any, give the graph (ports observed where known)."""
+    """Analyze a stored node's history with the nodes sharing its jobs (a peer's link may explain the slowdown
+    better); its `topology` rows, if any, give the graph (ports observed where known)."""
     store = open_store(folder)
     if node_id not in store.nodes():
         known = ", ".join(store.nodes()) or "none"
@@ -48,8 +51,7 @@ def _from_store(node_id: str, folder: str, platform: str | None) -> tuple[Diagno
     graph = None
     if len(topology):
         graph = graph_from_topology(topology, node_id=node_id, platform=platform).with_observed_ports(topology)
-    tables = {"link_samples": store.link_samples(node_id), "events": store.events(node_id),
-              "step_samples": store.step_samples(node_id=node_id), "topology": topology}
+    tables = {**load_store(folder, node_id, end=None, window=timedelta(hours=1)), "topology": topology}
     platform = platform or (graph.platform if graph is not None else None)
     return analyze_tables(tables, node_id=node_id, graph=graph, platform=platform), graph
 
