@@ -17,7 +17,7 @@ from .rates import ns, prepare, utc_ns
 from .repairs import repair_action
 from .rules import priority, summarize, worst
 from .schema import ComponentKind, EventKind, LinkState, LinkType, PortSource, Severity
-from .table_rules import finding_of, link_metrics
+from .table_rules import finding_of, link_metrics, records
 from .thresholds import Thresholds, load_thresholds
 from .topology import platform_graph
 
@@ -230,7 +230,7 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
         stale = _stale(metrics, p.t, end_ns, limit)
         silent = _silent_gpus(metrics, stale, int(limit))
         seen = metrics[(metrics["samples"] > 0) | stale]
-        rows: list[dict[str, Any]] = seen.to_dict("records")  # type: ignore[assignment]
+        rows = records(seen)
         findings = [_placed(finding_of(row, thresholds, stale=bool(s)), graph) for row, s in
                     zip(rows, stale[seen.index], strict=True)]
         if (metrics["samples"] < 2).all():

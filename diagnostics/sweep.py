@@ -20,7 +20,7 @@ from .localize import localize_all
 from .model import Finding, Localization
 from .rates import ns, prepare_rows, utc_ns
 from .schema import Severity
-from .table_rules import candidates, finding_of, link_metrics
+from .table_rules import candidates, finding_of, link_metrics, records
 from .thresholds import Thresholds, load_thresholds
 from .topology import platform_graph
 
@@ -78,8 +78,7 @@ def sweep(link_samples: pd.DataFrame, *, window: timedelta = timedelta(hours=1),
     flagged = [f for f, _, _ in done]
     result.links = sum(n for _, n, _ in done)
     result.rows_used = sum(n for _, _, n in done)
-    rows: list[dict[str, Any]] = pd.concat(flagged).to_dict("records")  # type: ignore[assignment]
-    for row in rows:
+    for row in records(pd.concat(flagged)):
         node = str(row["node_id"])
         result.findings.setdefault(node, []).append(finding_of(row, thresholds))
     graphs: dict[str, Any] = {}

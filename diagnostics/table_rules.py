@@ -66,6 +66,20 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
     return pd.concat([cur, state, pd.DataFrame(extra, index=cur.index)], axis=1)  # one concat, not an insert each
 
 
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows as dicts (a missing value as None or NaN), like `to_dict("records")` at about half its cost:
+    each column is converted once rather than each cell boxed on its own."""
+    names = [str(c) for c in frame.columns]
+    columns = [_plain(series) for _, series in frame.items()]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _plain(series: pd.Series) -> list[Any]:
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "fiub":
+        return list(series.to_numpy().tolist())
+    return list(series.to_numpy(dtype=object, na_value=None).tolist())  # type: ignore[call-overload]
+
+
 def _sum(a: pd.Series | None, b: pd.Series | None, size: int) -> np.ndarray:
     """Row sum of the columns present, NaN where none has a value (pandas' sum(axis=1, min_count=1))."""
     present = [s.to_numpy(np.float64, na_value=np.nan) for s in (a, b) if s is not None]
