@@ -16,6 +16,7 @@ import httpx
 import pandas as pd
 import pytest
 
+from bot.blocks import offender_line
 from diagnostics import load_thresholds, synth
 from diagnostics.history import analyze_tables
 from diagnostics.ingest.base import Source
@@ -212,7 +213,12 @@ def test_push_down_finds_exactly_the_planted_gauge_faults_and_agrees_with_the_fi
     local = failing_links(written[0]["link_samples"], load_thresholds(), _end(written), 1.0)
     assert {o.key for o in pushed.offenders} == {o.key for o in local}
     width = next(o for o in pushed.offenders if o.rule == "pcie_width" and o.node_id == "hpc-gpu-node-01")
-    assert width.rate_per_hour == 12 and width.component == "GPU 4 PCIe" and "lanes" in width.detail
+    assert (width.rate_per_hour, width.unit, width.component) == (12, "lanes", "GPU 4 PCIe")
+    ber = next(o for o in pushed.offenders if o.rule == "effective_ber")
+    assert ber.rate_per_hour == pytest.approx(3e-12) and ber.unit == "ratio"
+    # people read a gauge in its own unit, never as a rate per hour
+    assert "12 lanes > 0 lanes" in offender_line(width) and "/h" not in offender_line(width)
+    assert "3e-12 ratio > 1e-12 ratio" in offender_line(ber)
 
 
 @pytest.mark.prometheus

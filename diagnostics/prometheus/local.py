@@ -115,12 +115,13 @@ def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, w
         node, link_type, gpu, nvswitch, link = (_clean(k) for k in cast(tuple[object, ...], key))
         found = {str(c): float(v) for c, v in row.items() if pd.notna(v)}
         for crossing in crossings(str(link_type), found, pushable, over.get(_key(key))):
-            persist = pushable.rule(crossing.rule).persist is not None
+            rule = pushable.rule(crossing.rule)
+            persist = rule.persist is not None
             out.append(Offender(
                 node_id=str(node), link_type=LinkType(str(link_type)), gpu=_int(gpu),
                 nvswitch=None if nvswitch is None else str(nvswitch), link=_int(link), rule=crossing.rule,
                 severity=crossing.severity, rate_per_hour=None if persist else crossing.rate_per_hour,
-                above=crossing.above))
+                above=crossing.above, unit=rule.unit))
     out.extend(missing_links(inside, at, gpus, exclude_models))
     return out
 

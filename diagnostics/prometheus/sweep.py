@@ -74,8 +74,8 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
     if query.persist:
         return Offender(**common, link=link, above=query.above, detail=f"above in {value:g} windows")
     if query.unit != "/h":
-        return Offender(**common, link=link, rate_per_hour=value, above=query.above,
-                        detail=f"{value:g} {query.unit} at the last reading")
+        return Offender(**common, link=link, rate_per_hour=value, above=query.above, unit=query.unit,
+                        detail="the last reading in the window")
     return Offender(**common, link=link, rate_per_hour=None if query.above is None else value, above=query.above,
                     detail="series stopped inside the window" if query.above is None else "")
 
