@@ -215,8 +215,9 @@ def offender_line(o: Offender) -> str:
         return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
     measure = ""
+    unit = o.unit if o.unit.startswith("/") else f" {o.unit}"  # a rate, or a gauge's lanes or ratio
     if o.rate_per_hour is not None and o.above is not None and o.rule != BELOW_EXPECTED_RULE:
-        measure = f"{num(o.rate_per_hour)}/h > {num(o.above)}/h"  # a link count is in `detail` instead
+        measure = f"{num(o.rate_per_hour)}{unit} > {num(o.above)}{unit}"  # a link count is in `detail` instead
     said = "; ".join(p for p in (measure, o.detail) if p)
     return f"{o.component}: {o.rule} ({o.severity.value})" + (f", {said}" if said else "")
 

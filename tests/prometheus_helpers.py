@@ -193,6 +193,14 @@ def start_server(data: Path, *, extra: tuple[str, ...] = ()) -> Server:
     raise RuntimeError("prometheus did not become ready within 60 s")
 
 
+def serve_samples(samples: pd.DataFrame, folder: Path) -> Server:
+    """link_samples rows (the synthetic fleet's, read back from its files) served as dcgm-exporter series."""
+    om = folder / "fleet.om"
+    om.write_text("\n".join(format_exposition(samples, openmetrics=True)) + "\n", encoding="utf-8")
+    backfill(om, folder / "data")
+    return start_server(folder / "data")
+
+
 def serve_fleet(fleet: Fleet, folder: Path, *, extra: tuple[str, ...] = ()) -> Server:
     om = folder / "fleet.om"
     write_openmetrics(fleet, om)

@@ -16,10 +16,9 @@ import pytest
 
 from diagnostics import load_thresholds, synth
 from diagnostics.history import analyze_tables
-from diagnostics.ingest.dcgm_write import format_exposition
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
 from diagnostics.prometheus.local import failing_links
-from tests.prometheus_helpers import Server, backfill, promtool_missing, start_server
+from tests.prometheus_helpers import Server, promtool_missing, serve_samples
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 _REASON = promtool_missing()
@@ -40,10 +39,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, pd.Data
 @pytest.fixture(scope="module")
 def served(written: tuple[dict[str, pd.DataFrame], dict[str, str], Path]) -> Iterator[Server]:
     tables, _, folder = written
-    om = folder / "fleet.om"
-    om.write_text("\n".join(format_exposition(tables["link_samples"], openmetrics=True)) + "\n", encoding="utf-8")
-    backfill(om, folder / "data")
-    server = start_server(folder / "data")
+    server = serve_samples(tables["link_samples"], folder)
     yield server
     server.stop()
 

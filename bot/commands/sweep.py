@@ -16,7 +16,8 @@ from ..options import add_threshold_options, parse_time, thresholds_from
 def _table(result: SweepResult, out: TextIO) -> None:
     print(result.headline(), file=out)
     for o in result.offenders:
-        rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}"
+        rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}" if o.unit == "/h" else \
+            f"{o.rate_per_hour:g} {o.unit}"
         sign = "<" if o.rule == BELOW_EXPECTED_RULE else ">"
         limit = "" if o.above is None else f"{sign} {o.above:g}"
         print(f"  {o.node_id:<16} {o.component:<22} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "

@@ -67,6 +67,14 @@ def _nullable(codes: np.ndarray, values: list[Any], dtype: str) -> Any:
     return pd.arrays.BooleanArray(data, mask) if dtype == "bool" else pd.arrays.IntegerArray(data, mask)
 
 
+def _whole(values: np.ndarray, dtype: str) -> Any:
+    """A gauge of small whole numbers (PCIe generation, width) in its nullable integer column; a value that is
+    not one (a fraction, or out of the column's range) is no value rather than a wrapped-around number."""
+    info = np.iinfo(dtype.lower())
+    ok = np.isfinite(values) & (values == np.round(values)) & (values >= info.min) & (values <= info.max)
+    return pd.arrays.IntegerArray(np.where(ok, values, 0).astype(dtype.lower()), ~ok)
+
+
 def empty(table: str) -> pd.DataFrame:
     return TABLES[table].empty()
 
@@ -104,7 +112,9 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
         frame[label] = _category(ent_of_row, values) if dtype == "category" else _nullable(
             ent_of_row, values, "bool" if dtype == "boolean" else dtype)
     for j, c in enumerate(used):
-        frame[names[int(c)]] = matrix[:, j]
+        name = names[int(c)]
+        dtype = LINK_SAMPLES.columns.get(name, "float64")
+        frame[name] = _whole(matrix[:, j], dtype) if dtype.startswith("Int") else matrix[:, j]
     for label, key in (("gpu_uuid", "uuid"), ("pci_bus_id", "pci_bus_id")):  # the GPU's identity on its rows
         per_entity = pd.array([parser.gpus.get((e[0], e[1]), {}).get(key) for e in entities], dtype="string")
         frame[label] = per_entity.take(ent_of_row)  # one string per entity, taken for its rows

@@ -77,7 +77,8 @@ class DcgmMap:
         return None
 
 
-_VALUE_COLUMNS = set(COUNTERS) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s"}
+_VALUE_COLUMNS = set(COUNTERS) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s",
+                                   "gen", "max_gen", "width", "max_width"}
 
 
 def _fields(entries: list[dict[str, Any]], origin: str) -> tuple[dict[str, Field], list[tuple[re.Pattern[str], Field]],

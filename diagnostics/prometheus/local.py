@@ -17,6 +17,7 @@ from ..platforms import all_platforms
 from ..rules import crossings
 from ..schema import LinkType, Severity
 from ..thresholds import Thresholds
+from .gauges import GAUGE_METRICS, gauge_values, is_gauge_rule, last_readings
 from .promql import BELOW_EXPECTED_RULE, COUNTER_COLUMNS, MISSING_RULE, PRESENCE_COLUMN, not_pushable
 from .result import Offender
 
@@ -91,27 +92,36 @@ def _rates(samples: pd.DataFrame, counters: list[str], start: float, end: float,
 
 def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, window_hours: float,
                   gpus: pd.DataFrame | None = None, exclude_models: str = "(?i).*PCIe.*") -> list[Offender]:
-    """Every pushed-down rule a link breaks at `at` over the window before it, and the links that are missing."""
+    """Every pushed-down rule a link breaks at `at` over the window before it, and the links that are missing.
+
+    A gauge rule judges each link's last reading in the window, as `last_over_time` does (see `gauges`).
+    """
     pushable = thresholds.model_copy(update={"rules": [r for r in thresholds.rules if not_pushable(r) is None]})
     start, end = (at - timedelta(hours=window_hours)).timestamp(), at.timestamp()
     if "gpu_total" in samples:
         samples = samples[~samples["gpu_total"].fillna(False).astype(bool)]
-    counters = list(dict.fromkeys(r.counter for r in pushable.rules))
-    table = _rates(samples, counters, start, end, window_hours)
+    counters = list(dict.fromkeys(r.counter for r in pushable.rules if not is_gauge_rule(r)))
+    inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
+                     & (samples["timestamp"] <= pd.Timestamp(at))]
+    gauges = list(dict.fromkeys(c for r in pushable.rules if is_gauge_rule(r)
+                                for c in GAUGE_METRICS[r.counter].columns))
+    parts = [_rates(samples, counters, start, end, window_hours),
+             gauge_values(last_readings(inside, KEYS, gauges), pushable)]
+    parts = [p for p in parts if len(p) and len(p.columns)]
+    table = pd.concat(parts, axis=1) if parts else pd.DataFrame()
     over = _windows_over(samples, pushable, at, window_hours)
     out: list[Offender] = []
     for key, row in table.iterrows():
         node, link_type, gpu, nvswitch, link = (_clean(k) for k in cast(tuple[object, ...], key))
         found = {str(c): float(v) for c, v in row.items() if pd.notna(v)}
         for crossing in crossings(str(link_type), found, pushable, over.get(_key(key))):
-            persist = pushable.rule(crossing.rule).persist is not None
+            rule = pushable.rule(crossing.rule)
+            persist = rule.persist is not None
             out.append(Offender(
                 node_id=str(node), link_type=LinkType(str(link_type)), gpu=_int(gpu),
                 nvswitch=None if nvswitch is None else str(nvswitch), link=_int(link), rule=crossing.rule,
                 severity=crossing.severity, rate_per_hour=None if persist else crossing.rate_per_hour,
-                above=crossing.above))
-    inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
-                     & (samples["timestamp"] <= pd.Timestamp(at))]
+                above=crossing.above, unit=rule.unit))
     out.extend(missing_links(inside, at, gpus, exclude_models))
     return out
 

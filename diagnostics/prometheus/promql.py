@@ -1,9 +1,11 @@
 """PromQL generated from the thresholds file and the dcgm metric table, so no threshold or metric name is written twice.
 
 Each detection rule becomes one query per link type it applies to: the per-hour increase of its counter, per node,
-GPU, NVSwitch and link, compared with the rule's `above`. Missing series become two more queries: links whose
-series vanished inside the window, and GPUs reporting fewer links than their platform has. Xid rules (a `codes`
-list) become two queries each, over the Xid counter and the last-Xid gauge (see `xid_queries`).
+GPU, NVSwitch and link, compared with the rule's `above`; a rule on a gauge (PCIe lanes or generations lost, a
+bit-error ratio) compares the link's last reading in the window instead (see `gauges`). Missing series become two
+more queries: links whose series vanished inside the window, and GPUs reporting fewer links than their platform
+has. Xid rules (a `codes` list) become two queries each, over the Xid counter and the last-Xid gauge (see
+`xid_queries`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..platforms import all_platforms
 from ..schema import LinkType, Severity
 from ..thresholds import Rule, Thresholds
 from .config import PrometheusConfig
+from .gauges import BUSY_SETTING, GAUGE_METRICS, is_gauge_rule, literal
 
 # A rule's counter may stand for several normalized columns.
 COUNTER_COLUMNS: dict[str, tuple[str, ...]] = {"crc": ("crc_flit", "crc_data")}
@@ -42,6 +45,7 @@ class SweepQuery:
     expected: dict[str, int] | None = None  # model pattern -> links per GPU, for BELOW_EXPECTED_RULE
     persist: bool = False  # the value is a count of windows, not a rate
     xid: str | None = None  # "counter": a row per GPU and code, value = Xids; "gauge": value = the last Xid
+    unit: str = "/h"  # of the value: a rate, or a gauge rule's unit (lanes, generations, ratio)
 
 
 def duration(hours: float) -> str:
@@ -49,14 +53,15 @@ def duration(hours: float) -> str:
     return f"{round(hours * 3600)}s"
 
 
-def _names(dmap: DcgmMap, column: str, link_type: LinkType) -> tuple[list[str], list[re.Pattern[str]]]:
-    exact = [n for n, f in dmap.exact.items() if _is(f, column, link_type)]
-    per_link = [p for p, f in dmap.patterns if _is(f, column, link_type)]
+def _names(dmap: DcgmMap, column: str, link_type: LinkType,
+           counter: bool) -> tuple[list[str], list[re.Pattern[str]]]:
+    exact = [n for n, f in dmap.exact.items() if _is(f, column, link_type, counter)]
+    per_link = [p for p, f in dmap.patterns if _is(f, column, link_type, counter)]
     return exact, per_link
 
 
-def _is(field: Field, column: str, link_type: LinkType) -> bool:
-    return field.column == column and field.link_type is link_type and field.counter
+def _is(field: Field, column: str, link_type: LinkType, counter: bool) -> bool:
+    return field.column == column and field.link_type is link_type and field.counter is counter
 
 
 class QueryBuilder:
@@ -79,9 +84,11 @@ class QueryBuilder:
         matchers = [f'__name__=~"{names}"', *(m for m in (self.config.matchers.strip(), *extra) if m)]
         return "{" + ", ".join(matchers) + "}"
 
-    def column_vector(self, column: str, link_type: LinkType, wrap: Wrap, *extra: str) -> str | None:
-        """One series per link carrying `column`, each selector wrapped (e.g. in `increase(...[1h])`)."""
-        exact, per_link = _names(self.dmap, column, link_type)
+    def column_vector(self, column: str, link_type: LinkType, wrap: Wrap, *extra: str,
+                      counter: bool = True) -> str | None:
+        """One series per link carrying `column` (a counter, or a gauge with `counter=False`), each selector
+        wrapped (e.g. in `increase(...[1h])`)."""
+        exact, per_link = _names(self.dmap, column, link_type, counter)
         link = self.config.labels.link
         parts: list[str] = []
         if exact:
@@ -122,13 +129,14 @@ def _expand(pattern: re.Pattern[str], index: int) -> str:
 
 
 def not_pushable(rule: Rule) -> str | None:
-    """Why a rule cannot be a PromQL rate comparison, or None when it can."""
-    unit = getattr(rule, "unit", "/h")
-    if unit != "/h":
-        return f"measured in {unit}, not a rate per hour"
-    if getattr(rule, "codes", None):
+    """Why a rule cannot be a PromQL rate or gauge comparison, or None when it can."""
+    if rule.codes:
         return "an event rule (Xid/SXid codes)"
-    return None
+    if rule.unit == "/h" or is_gauge_rule(rule):
+        return None
+    if rule.unit == "events":
+        return "an event rule read from logs; no dcgm-exporter series is mapped for it"
+    return f"measured in {rule.unit}, which no query is generated for"
 
 
 def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
@@ -140,7 +148,7 @@ def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: fl
     rng = duration(window_hours)
     out: list[SweepQuery] = []
     for rule in thresholds.rules:
-        if not_pushable(rule):
+        if not_pushable(rule) or is_gauge_rule(rule):
             continue
         for link_type in LinkType:
             if not rule.applies_to(link_type.value):
@@ -167,12 +175,62 @@ def unpushed_rules(thresholds: Thresholds, builder: QueryBuilder) -> list[str]:
         reason = not_pushable(rule)
         if reason and _xid_pushable(rule, builder):
             continue
-        if reason is None and not any(
-                rule.applies_to(t.value) and builder.counter_vector(rule.counter, t, lambda s: s) is not None
-                for t in LinkType):
+        if reason is None and not any(rule.applies_to(t.value) and _vector(rule, builder, t, thresholds) is not None
+                                      for t in LinkType):
             reason = f"no dcgm-exporter metric carries {rule.counter!r}"
         if reason:
             out.append(f"{rule.name}: {reason}")
+    return out
+
+
+def _vector(rule: Rule, builder: QueryBuilder, link_type: LinkType, thresholds: Thresholds) -> str | None:
+    if is_gauge_rule(rule):
+        return gauge_promql(rule, builder, link_type, 1.0, thresholds)
+    return builder.counter_vector(rule.counter, link_type, lambda s: s)
+
+
+def gauge_promql(rule: Rule, builder: QueryBuilder, link_type: LinkType, window_hours: float,
+                 thresholds: Thresholds) -> str | None:
+    """Links whose gauge metric at the instant is above the rule's limit; None when a series it needs is unmapped.
+
+    The metric is each link's last reading in the window (`maximum - reading` for a loss). One that counts only
+    under load (generation lost) keeps the links whose last traffic reading, either direction, is at least the busy
+    setting; a link without a traffic series is never under load, as locally.
+    """
+    metric = GAUGE_METRICS[rule.counter]
+    rng = duration(window_hours)
+
+    def last(column: str) -> str | None:
+        return builder.column_vector(column, link_type, lambda s: f"last_over_time({s}[{rng}])", counter=False)
+
+    value = last(metric.column)
+    if value is not None and metric.maximum is not None:
+        top = last(metric.maximum)
+        value = None if top is None else f"({top} - {value})"
+    if value is None:
+        return None
+    promql = f"{value} > {literal(rule.above)}"
+    if not metric.busy:
+        return promql
+    busy = [v for c in metric.busy if (v := last(c)) is not None]
+    if not busy:
+        return None
+    limit = literal(thresholds.setting(BUSY_SETTING))
+    return f"({promql}) and on ({', '.join(builder.group)}) ({' or '.join(f'{b} >= {limit}' for b in busy)})"
+
+
+def gauge_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
+    """One query per (gauge rule, link type) that the dcgm table has the series for."""
+    out: list[SweepQuery] = []
+    for rule in thresholds.rules:
+        if not is_gauge_rule(rule):
+            continue
+        for link_type in LinkType:
+            promql = gauge_promql(rule, builder, link_type, window_hours, thresholds) \
+                if rule.applies_to(link_type.value) else None
+            if promql is not None:
+                out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above,
+                                      unit=rule.unit))
     return out
 
 

@@ -26,6 +26,7 @@ class Offender(BaseModel):
     above: float | None = None
     detail: str = ""
     xid: int | None = None  # the Xid code, for an Xid rule
+    unit: str = "/h"  # of rate_per_hour and above: a rate, or a gauge rule's unit (lanes, generations, ratio)
 
     @property
     def key(self) -> tuple[str, str, int | None, str | None, int | None, str]:

@@ -28,6 +28,7 @@ from .promql import (
     BELOW_EXPECTED_RULE,
     QueryBuilder,
     SweepQuery,
+    gauge_queries,
     missing_queries,
     rule_queries,
     unpushed_rules,
@@ -41,8 +42,8 @@ def fleet_queries(client: PrometheusClient, thresholds: Thresholds, window_hours
                   dmap: DcgmMap | None = None) -> list[SweepQuery]:
     """Every query a sweep evaluates, generated from the thresholds and the dcgm table."""
     builder = QueryBuilder(client.config, dmap or load_map())
-    return [*rule_queries(thresholds, builder, window_hours), *xid_queries(thresholds, builder, window_hours),
-            *missing_queries(builder, window_hours)]
+    return [*rule_queries(thresholds, builder, window_hours), *gauge_queries(thresholds, builder, window_hours),
+            *xid_queries(thresholds, builder, window_hours), *missing_queries(builder, window_hours)]
 
 
 def _int(value: Any) -> int | None:
@@ -72,6 +73,9 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
         link = None
     if query.persist:
         return Offender(**common, link=link, above=query.above, detail=f"above in {value:g} windows")
+    if query.unit != "/h":
+        return Offender(**common, link=link, rate_per_hour=value, above=query.above, unit=query.unit,
+                        detail="the last reading in the window")
     return Offender(**common, link=link, rate_per_hour=None if query.above is None else value, above=query.above,
                     detail="series stopped inside the window" if query.above is None else "")
 
