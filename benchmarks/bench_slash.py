@@ -83,7 +83,8 @@ def main() -> None:
     tables, truth = build(seed=0)
     fleet = TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()})
     cases = [("seed snapshots (2 nodes)", seeds, seeds.node_ids()),
-             ("synthetic fleet (16 nodes x 8 h, analyze_tables)", fleet, ["hpc-gpu-node-12", "hpc-gpu-node-03"])]
+             (f"synthetic fleet ({len(fleet.nodes)} nodes x 8 h, analyze_tables)", fleet,
+              ["hpc-gpu-node-12", "hpc-gpu-node-03"])]
     print(f"/fabric through the local transport, {args.commands} commands and {args.clicks} draft clicks each, "
           "one at a time (budgets: ack < 200 ms, p95 command -> posted result < 1.5 s)")
     for name, source, nodes in cases:
