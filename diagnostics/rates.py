@@ -307,7 +307,7 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     last = np.where(n_in > 0, newest, small)
     n_used = n_in + from_before
     covered_h = np.where(n_used >= 2, last - np.where(n_used >= 2, first, last), 0) / NS_PER_HOUR
-    out: dict[str, Any] = {str(k): v.to_numpy() for k, v in p.heads().items()}
+    out: dict[str, Any] = {str(k): v.array for k, v in p.heads().items()}  # keys keep their dtypes
     out["samples"] = n_in
     out["first"] = _times(np.where(n_in > 0, first, small))
     out["last"] = _times(last)

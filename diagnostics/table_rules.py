@@ -66,11 +66,14 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
     return pd.concat([cur, state, pd.DataFrame(extra, index=cur.index)], axis=1)  # one concat, not an insert each
 
 
-def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+WINDOW_TIMES = ("first", "last", "last_seen")  # when the window's readings were taken: no finding reads them
+
+
+def records(frame: pd.DataFrame, *, skip: tuple[str, ...] = WINDOW_TIMES) -> list[dict[str, Any]]:
     """The rows as dicts (a missing value as None or NaN), like `to_dict("records")` at about half its cost:
-    each column is converted once rather than each cell boxed on its own."""
-    names = [str(c) for c in frame.columns]
-    columns = [_plain(series) for _, series in frame.items()]
+    each column is converted once rather than each cell boxed on its own. Columns in `skip` are left out."""
+    names = [str(c) for c in frame.columns if c not in skip]
+    columns = [_plain(series) for name, series in frame.items() if name not in skip]
     return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
