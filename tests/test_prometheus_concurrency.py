@@ -47,7 +47,8 @@ class InFlight:
             self.seen += 1
             self.peak = max(self.peak, self.now)
             self.cond.notify_all()
-            if self.seen == 1:
+            if self.seen == 1:  # give any request sent beside it time to arrive before judging it alone
+                self.cond.wait_for(lambda: self.now > 1, timeout=0.3)
                 self.first_alone = self.now == 1
             else:
                 self.cond.wait_for(lambda: self.peak >= self.limit, timeout=2)

@@ -26,6 +26,10 @@ class PrometheusError(FabricbotError):
     """The server could not answer in full: down, slow, refusing, or over a limit."""
 
 
+class PrometheusUnavailable(PrometheusError):
+    """No answer at all after every retry: the server is down, unreachable or overloaded, not refusing a query."""
+
+
 @dataclass
 class QueryStats:
     requests: int = 0
@@ -147,7 +151,7 @@ class PrometheusClient:
                 last = f"HTTP {response.status_code}"
                 continue
             return self._decode(response, endpoint, promql)
-        raise PrometheusError(
+        raise PrometheusUnavailable(
             f"Prometheus at {redacted_url(self.config.url)} unavailable after {limits.retries + 1} tries: {last}")
 
     def _count(self, **add: float) -> None:

@@ -2,8 +2,9 @@
 
 Any query that fails or answers with warnings marks the result incomplete, with the reason; an empty offender list
 is only "healthy" when every query answered in full. The queries run in a bounded pool (`limits.concurrency`):
-the first one alone, so that a server that is down or refusing is met by one request and its retries, not by a
-burst; the rest together. Answers are taken in query order, so the result does not depend on which came first.
+the first one alone, so that a server that is down is met by one request and its retries, not by a burst (when
+it gets no answer at all, the rest are not sent and each says so); the rest together. Answers are taken in query
+order, so the result does not depend on which came first.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..model import Diagnosis
 from ..platforms import all_platforms
 from ..schema import LinkType, Severity
 from ..thresholds import Thresholds
-from .client import Answer, PrometheusClient, PrometheusError
+from .client import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .local import failing_links
 from .promql import (
     BELOW_EXPECTED_RULE,
@@ -94,8 +95,12 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
             return exc
 
     answers = [evaluate(q) for q in queries[:1]]
-    with ThreadPoolExecutor(max_workers=client.config.limits.concurrency) as pool:
-        answers.extend(pool.map(evaluate, queries[1:]))
+    if answers and isinstance(answers[0], PrometheusUnavailable):  # no point sending the rest to a dead server
+        answers += [PrometheusError(f"not sent: the server did not answer the first query ({answers[0]})")
+                    for _ in queries[1:]]
+    else:
+        with ThreadPoolExecutor(max_workers=client.config.limits.concurrency) as pool:
+            answers.extend(pool.map(evaluate, queries[1:]))
     for query, answer in zip(queries, answers, strict=True):
         what = f"rule {query.rule} ({query.link_type.value})"
         if isinstance(answer, PrometheusError):
