@@ -243,7 +243,9 @@ class TelemetryStore:
             frame = frame[frame["timestamp"] >= pd.Timestamp(start)]
         if end is not None:
             frame = frame[frame["timestamp"] < pd.Timestamp(end)]
-        return frame.sort_values(["timestamp", "node_id", "gpu", "link_type", "link"], kind="stable",
+        # link by link, each link's readings in time order: the layout the rates read without reordering, and
+        # each node's rows together, so a fleet sweep can take the nodes a few at a time
+        return frame.sort_values(["node_id", "gpu", "link_type", "link", "lane", "timestamp"], kind="stable",
                                  na_position="first").reset_index(drop=True)
 
     def step_samples(self, job_id: str | None = None, node_id: str | None = None) -> pd.DataFrame:

@@ -55,3 +55,17 @@ def test_pieces_are_cut_only_between_nodes_and_only_when_each_node_lies_together
         assert nodes.iloc[lo:hi].nunique() == 1
     interleaved = grouped.sort_values(["timestamp", "node_id"], kind="stable", ignore_index=True)
     assert node_pieces(interleaved, 200) == [(0, len(interleaved))]
+
+
+def test_the_store_hands_the_sweep_each_node_together(tmp_path: Path) -> None:
+    from diagnostics.store import open_store
+
+    store = open_store(tmp_path / "store")
+    store.ingest([FLEET / "link_samples.parquet"])
+    links = store.link_samples()
+    assert len(node_pieces(links, 5_000)) > 4
+    tables, inventory = load(FLEET)
+    direct = sweep(tables["link_samples"], platforms=inventory)
+    stored = sweep(links, platforms=inventory, piece_rows=5_000)
+    assert stored.failing_nodes() == direct.failing_nodes()
+    assert stored.links == direct.links
