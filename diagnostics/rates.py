@@ -328,8 +328,9 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
         inc = np.bincount(owner, weights=d, minlength=nseg)
         resets_total = np.maximum(resets_total, np.bincount(owner, weights=reset, minlength=nseg).astype(np.int64))
         missing = np.isnan(values)
-        if missing.any():  # a link without this counter (another platform's field) has no rate, not a zero one
-            inc[np.bincount(owner[~missing], minlength=nseg) == 0] = np.nan
+        if missing.any():  # a link read without this counter (another platform's field) has no rate, not zero
+            unread = (np.bincount(owner[~missing], minlength=nseg) == 0) & (hi > lo)
+            inc[unread] = np.nan
         out[f"{c}_increase"] = inc
         out[f"{c}_per_hour"] = np.where(covered_h > 0, inc / safe_h, np.nan)
         out[f"{c}_total"] = np.where(hi > seg0, col[last_at], np.nan)

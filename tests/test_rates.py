@@ -102,6 +102,18 @@ def test_a_link_without_a_counter_has_no_rate_for_it_even_beside_links_that_have
     assert out.loc[0, "replay_per_hour"] == pytest.approx(100.0)
 
 
+def test_a_link_silent_in_the_window_reads_the_same_beside_any_neighbour() -> None:
+    silent = link_series({"replay": steady(5.0), "effective_errors": steady(5.0)}, link=2,
+                         start=T0 - pd.Timedelta(hours=3))
+    alone = links(silent, link_series({"replay": steady(5.0), "effective_errors": steady(5.0)}, link=1))
+    mixed = links(silent, link_series(steady(100.0), link=0))
+    at = T0 + pd.Timedelta(hours=1)
+    for frame in (alone, mixed):
+        row = windowed_increase(frame, window=HOUR, at=at).set_index("link").loc[2]
+        assert row["samples"] == 0 and row["effective_errors_increase"] == 0.0
+        assert math.isnan(row["effective_errors_per_hour"])
+
+
 def test_bucketed_increase_places_deltas_and_handles_reset() -> None:
     values = [0, 10, 20, 30, 5, 15]
     p = prepare(links(link_series(values)))
