@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .correlate import job_nodes
 from .errors import InputError
 from .schema import TABLES
 from .store import TelemetryStore, read_sources
@@ -63,9 +64,7 @@ def load_store(root: str | Path, node_id: str, *, end: datetime | None, window: 
         raise InputError(f"no node {node_id!r} in the store (nodes: {known})", source=str(root))
     start = (end - max(history, window * 4)) if end is not None else None
     steps = store.step_samples(node_id=node_id)
-    nodes = {node_id}
-    for value in steps["node_ids"].dropna().astype(str):
-        nodes.update(n.strip() for n in value.split(",") if n.strip())
+    nodes = {node_id, *job_nodes(steps)}
     links = [store.link_samples(n, start, end) for n in sorted(nodes) if n in store.nodes()]
     return {"link_samples": pd.concat(links, ignore_index=True) if links else TABLES["link_samples"].empty(),
             "events": store.events(node_id), "step_samples": steps}
