@@ -187,8 +187,7 @@ def main() -> None:
         whole, pruned = float(base["whole_s"]), float(base["pruned_s"])  # type: ignore[arg-type]
         print(f"  pandas groupby().diff() of the same rates over the whole table: {whole} s -> the sweep (first "
               f"call) is {whole / first:.1f}x faster  [budget >= 10x]; per-link increases equal: {base['same']}")
-        print(f"  ... groupby().diff() handed only the rows the sweep reads: {pruned} s -> {pruned / first:.1f}x "
-              "")
+        print(f"  ... groupby().diff() handed only the rows the sweep reads: {pruned} s -> {pruned / first:.1f}x")
         par = run("parquet", args)
         print(f"  sweep from Parquet (read + sweep): {par['parquet_sweep_s']} s  [budget 8 s]; "
               f"peak {par['peak_gb']} GB")
