@@ -59,6 +59,11 @@ def test_the_query_counts_each_nodes_reporting_gpus_against_the_platform_files(
     assert "increase(" not in h100 and "[" not in h100.replace("[0-9]", "")
     # an H100 NVL card is its own platform, never counted against the H100 one
     assert 'modelName!~".*(H100\\\\ NVL).*"' in h100 and 'modelName!~"(?i).*PCIe.*"' in h100
+    # and so for the links per GPU: 12 on an H100 NVL is its platform's count, not 6 short of the H100's 18
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=EMPTY)))
+    below = next(q.promql for q in fleet_queries(client, load_thresholds(), 1.0) if q.rule == "links_below_expected")
+    h100_links = next(c for c in below.split(" or ") if c.endswith("< 18)") and '"H100"' in c)
+    assert 'modelName!~".*(H100\\\\ NVL).*"' in h100_links
     # a site's own platform file adds its clause with its own count
     (tmp_path / "quad.toml").write_text('name = "quad-gb200"\ngpu_model = "GB200"\ngpu_count = 4\n'
                                         'nvlinks_per_gpu = 18\n', encoding="utf-8")
