@@ -28,7 +28,7 @@ from slack_sdk.models.blocks import (
 
 from diagnostics import Diagnosis, Finding, Severity
 from diagnostics.prometheus import Offender, SweepResult
-from diagnostics.prometheus.promql import BELOW_EXPECTED_RULE
+from diagnostics.prometheus.promql import COUNT_RULES
 
 MAX_BLOCKS = 50
 MAX_ACTIONS = 25
@@ -216,7 +216,7 @@ def offender_line(o: Offender) -> str:
 
     measure = ""
     unit = o.unit if o.unit.startswith("/") else f" {o.unit}"  # a rate, or a gauge's lanes or ratio
-    if o.rate_per_hour is not None and o.above is not None and o.rule != BELOW_EXPECTED_RULE:
+    if o.rate_per_hour is not None and o.above is not None and o.rule not in COUNT_RULES:
         measure = f"{num(o.rate_per_hour)}{unit} > {num(o.above)}{unit}"  # a link count is in `detail` instead
     said = "; ".join(p for p in (measure, o.detail) if p)
     return f"{o.component}: {o.rule} ({o.severity.value})" + (f", {said}" if said else "")

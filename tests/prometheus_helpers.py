@@ -41,6 +41,15 @@ class Fleet:
     planted: dict[str, str] = field(default_factory=dict)
 
 
+def link_samples(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows holding some of the link_samples columns, as a link_samples table (the other counters NaN)."""
+    frame = frame.copy()
+    for column, dtype in LINK_SAMPLES.columns.items():
+        if dtype == "float64" and column not in frame:
+            frame[column] = np.nan
+    return LINK_SAMPLES.conform(frame)
+
+
 def _counter(rng: np.random.Generator, steps: int, per_step: float) -> np.ndarray:
     return np.cumsum(rng.poisson(per_step, steps)).astype(float)
 
@@ -99,11 +108,7 @@ def generate_fleet(nodes: int = 4, hours: float = 2.0, scrape_s: int = 60, seed:
                                       for g in range(GPUS)]),
         })
         frames += [frame, pcie]
-    samples = pd.concat(frames, ignore_index=True)
-    for column, dtype in LINK_SAMPLES.columns.items():
-        if dtype == "float64" and column not in samples:
-            samples[column] = np.nan
-    samples = LINK_SAMPLES.conform(samples)
+    samples = link_samples(pd.concat(frames, ignore_index=True))
     gpus = pd.DataFrame([{"node_id": f"node-{n:03d}", "gpu": g, "model": MODEL}
                          for n in range(nodes) for g in range(GPUS)])
     return Fleet(samples, gpus, START, times[-1].to_pydatetime(), planted)

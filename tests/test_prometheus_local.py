@@ -10,7 +10,7 @@ import pytest
 
 from diagnostics import load_thresholds
 from diagnostics.prometheus.local import extrapolated_increase, failing_links
-from diagnostics.schema import LINK_SAMPLES
+from tests.prometheus_helpers import link_samples
 
 
 def test_extrapolates_to_both_edges_when_samples_are_close_to_them() -> None:
@@ -40,11 +40,7 @@ def test_one_sample_is_no_increase() -> None:
 
 
 def _samples(rows: list[dict[str, object]]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows)
-    for column, dtype in LINK_SAMPLES.columns.items():
-        if dtype == "float64" and column not in frame:
-            frame[column] = np.nan
-    return LINK_SAMPLES.conform(frame)
+    return link_samples(pd.DataFrame(rows))
 
 
 def test_local_sweep_applies_the_thresholds_per_link() -> None:

@@ -8,7 +8,7 @@ import sys
 from typing import TextIO
 
 from diagnostics.prometheus import PrometheusClient, SweepResult, analyze_node, load_config, sweep
-from diagnostics.prometheus.promql import BELOW_EXPECTED_RULE
+from diagnostics.prometheus.promql import COUNT_RULES
 
 from ..options import add_threshold_options, parse_time, thresholds_from
 
@@ -18,7 +18,7 @@ def _table(result: SweepResult, out: TextIO) -> None:
     for o in result.offenders:
         rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}" if o.unit == "/h" else \
             f"{o.rate_per_hour:g} {o.unit}"
-        sign = "<" if o.rule == BELOW_EXPECTED_RULE else ">"
+        sign = "<" if o.rule in COUNT_RULES else ">"
         limit = "" if o.above is None else f"{sign} {o.above:g}"
         print(f"  {o.node_id:<16} {o.component:<22} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "
               f"{o.detail}".rstrip(), file=out)

@@ -13,12 +13,20 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from ..platforms import all_platforms
 from ..rules import crossings
 from ..schema import LinkType, Severity
 from ..thresholds import Thresholds
 from .gauges import GAUGE_METRICS, gauge_values, is_gauge_rule, last_readings
-from .promql import BELOW_EXPECTED_RULE, COUNTER_COLUMNS, MISSING_RULE, PRESENCE_COLUMN, not_pushable
+from .promql import (
+    BELOW_EXPECTED_RULE,
+    COUNTER_COLUMNS,
+    GPU_MISSING_RULE,
+    MISSING_RULE,
+    PRESENCE_COLUMN,
+    not_pushable,
+    platform_counts,
+    platform_model,
+)
 from .result import Offender
 
 KEYS = ["node_id", "link_type", "gpu", "nvswitch", "link"]
@@ -98,6 +106,7 @@ def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, w
     """
     pushable = thresholds.model_copy(update={"rules": [r for r in thresholds.rules if not_pushable(r) is None]})
     start, end = (at - timedelta(hours=window_hours)).timestamp(), at.timestamp()
+    gpu_missing = missing_gpus(samples, at, gpus, exclude_models)  # a GPU total says the GPU reports too
     if "gpu_total" in samples:
         samples = samples[~samples["gpu_total"].fillna(False).astype(bool)]
     counters = list(dict.fromkeys(r.counter for r in pushable.rules if not is_gauge_rule(r)))
@@ -123,7 +132,7 @@ def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, w
                 severity=crossing.severity, rate_per_hour=None if persist else crossing.rate_per_hour,
                 above=crossing.above, unit=rule.unit))
     out.extend(missing_links(inside, at, gpus, exclude_models))
-    return out
+    return [*out, *gpu_missing]
 
 
 def _windows_over(samples: pd.DataFrame, thresholds: Thresholds, at: datetime,
@@ -171,14 +180,15 @@ def missing_links(inside: pd.DataFrame, at: datetime, gpus: pd.DataFrame | None,
            for n, g, lk in sorted(seen - now)]
     if gpus is None or gpus.empty:
         return out
-    expected = _expected_links()
+    expected = platform_counts("nvlinks_per_gpu")
     counts: dict[tuple[str, int], int] = {}
     for n, g, _ in now:
         counts[(n, g)] = counts.get((n, g), 0) + 1
     excluded = re.compile(exclude_models)
     for row in gpus.itertuples(index=False):
         node, gpu, model = str(row.node_id), int(str(row.gpu)), str(row.model or "")
-        want = next((links for name, links in expected.items() if name in model), None)
+        name = platform_model(model, expected)
+        want = None if name is None else expected[name]
         have = counts.get((node, gpu))
         if want is None or excluded.fullmatch(model) or have is None or have >= want:
             continue  # a GPU with no link series at all is reported by the vanished-link rule instead
@@ -188,10 +198,28 @@ def missing_links(inside: pd.DataFrame, at: datetime, gpus: pd.DataFrame | None,
     return out
 
 
-def _expected_links() -> dict[str, int]:
-    found: dict[str, int] = {}
-    for platform in sorted(all_platforms().values(), key=lambda p: str(p["name"])):
-        links, model = int(platform.get("nvlinks_per_gpu", 0)), str(platform.get("gpu_model", ""))
-        if links > 0 and model and model not in found:
-            found[model] = links
-    return found
+def missing_gpus(samples: pd.DataFrame, at: datetime, gpus: pd.DataFrame | None,
+                 exclude_models: str) -> list[Offender]:
+    """Nodes with fewer GPUs reporting at `at` than their platform has, as `promql.gpu_missing_queries` counts them.
+
+    A GPU reports when a presence-counter row (PCIe or NVLink, GPU totals included) lies within the lookback; its
+    model comes from the `gpus` table, as the server reads it from the series' model label.
+    """
+    if gpus is None or gpus.empty:
+        return []
+    rows = samples[samples["link_type"].astype("string").isin([LinkType.PCIE.value, LinkType.NVLINK.value])
+                   & samples["gpu"].notna() & samples[PRESENCE_COLUMN].notna()
+                   & (samples["timestamp"] >= pd.Timestamp(at) - LOOKBACK) & (samples["timestamp"] <= pd.Timestamp(at))]
+    reporting = {(str(n), int(g)) for n, g in rows[["node_id", "gpu"]].itertuples(index=False)}
+    expected = platform_counts("gpu_count")
+    excluded = re.compile(exclude_models)
+    counts: dict[tuple[str, str], int] = {}
+    for row in gpus.itertuples(index=False):
+        node, gpu, model = str(row.node_id), int(str(row.gpu)), str(row.model or "")
+        name = platform_model(model, expected)
+        if name is not None and not excluded.fullmatch(model) and (node, gpu) in reporting:
+            counts[(node, name)] = counts.get((node, name), 0) + 1
+    return [Offender(node_id=node, link_type=LinkType.PCIE, rule=GPU_MISSING_RULE, severity=Severity.DOWN,
+                     rate_per_hour=float(have), above=float(expected[name]), unit="GPUs",
+                     detail=f"{have} of {expected[name]} GPUs report")
+            for (node, name), have in sorted(counts.items()) if have < expected[name]]

@@ -2,16 +2,17 @@
 
 Each detection rule becomes one query per link type it applies to: the per-hour increase of its counter, per node,
 GPU, NVSwitch and link, compared with the rule's `above`; a rule on a gauge (PCIe lanes or generations lost, a
-bit-error ratio) compares the link's last reading in the window instead (see `gauges`). Missing series become two
-more queries: links whose series vanished inside the window, and GPUs reporting fewer links than their platform
-has. Xid rules (a `codes` list) become two queries each, over the Xid counter and the last-Xid gauge (see
-`xid_queries`).
+bit-error ratio) compares the link's last reading in the window instead (see `gauges`). Missing series become three
+more queries: links whose series vanished inside the window, GPUs reporting fewer links than their platform has,
+and nodes with fewer GPUs reporting than their platform has (a GPU that fell off the bus hours before the sweep has
+no series left for the other two to see). Xid rules (a `codes` list) become two queries each, over the Xid counter
+and the last-Xid gauge (see `xid_queries`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..ingest.dcgm_map import DcgmMap, Field
@@ -28,6 +29,8 @@ PRESENCE_COLUMN = "replay"  # the NVLink counter whose series say that a link is
 LOOKBACK = "5m"  # Prometheus' default staleness: a series without a sample this long is gone
 MISSING_RULE = "link_missing"
 BELOW_EXPECTED_RULE = "links_below_expected"
+GPU_MISSING_RULE = "gpus_missing"
+COUNT_RULES = (BELOW_EXPECTED_RULE, GPU_MISSING_RULE)  # the value is a count against the platform's, not a rate
 XID_COUNTER = "xid"  # the thresholds counter of the rules that list Xid codes
 
 Wrap = Callable[[str], str]
@@ -42,7 +45,7 @@ class SweepQuery:
     severity: Severity
     promql: str
     above: float | None = None  # per hour; None for the missing-series queries
-    expected: dict[str, int] | None = None  # model pattern -> links per GPU, for BELOW_EXPECTED_RULE
+    expected: dict[str, int] | None = None  # model -> links per GPU, or GPUs per node (GPU_MISSING_RULE)
     persist: bool = False  # the value is a count of windows, not a rate
     xid: str | None = None  # "counter": a row per GPU and code, value = Xids; "gauge": value = the last Xid
     unit: str = "/h"  # of the value: a rate, or a gauge rule's unit (lanes, generations, ratio)
@@ -83,6 +86,13 @@ class QueryBuilder:
         """`{__name__=~"A|B", ...}`: every spelling of one counter, with the site's extra matchers."""
         matchers = [f'__name__=~"{names}"', *(m for m in (self.config.matchers.strip(), *extra) if m)]
         return "{" + ", ".join(matchers) + "}"
+
+    def names(self, column: str, *link_types: LinkType) -> str:
+        """A name regex of every metric feeding `column` (a counter) for those link types, per-link names included."""
+        exact = [n for t in link_types for n in _names(self.dmap, column, t, True)[0]]
+        per_link = [p.pattern.replace(r"\d{1,2}", "[0-9]{1,2}").replace("\\", "")
+                    for t in link_types for p in _names(self.dmap, column, t, True)[1]]
+        return _spellings(sorted(set(exact + per_link)))
 
     def column_vector(self, column: str, link_type: LinkType, wrap: Wrap, *extra: str,
                       counter: bool = True) -> str | None:
@@ -274,27 +284,46 @@ def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: flo
     return out
 
 
+def platform_counts(key: str) -> dict[str, int]:
+    """Per platform GPU model, the platform's `key` (`nvlinks_per_gpu`, `gpu_count`), where it is positive."""
+    found: dict[str, int] = {}
+    for platform in sorted(all_platforms().values(), key=lambda p: str(p["name"])):
+        value, model = int(platform.get(key, 0)), str(platform.get("gpu_model", ""))
+        if value > 0 and model and model not in found:
+            found[model] = value
+    return found
+
+
+def platform_model(model: str, models: Iterable[str]) -> str | None:
+    """The platform model a GPU's model label names: the most specific one it contains (`H100 NVL`, not `H100`)."""
+    return max((m for m in models if m in model), key=len, default=None)
+
+
+def _model_matchers(label: str, model: str, models: Iterable[str], excluded: str) -> tuple[str, ...]:
+    """Matchers for the series whose model label `platform_model` maps to `model`, less the excluded models."""
+    wider = sorted(m for m in models if model in m and m != model)
+    skip = (f'{label}!~".*({"|".join(_quote(re.escape(m)) for m in wider)}).*"',) if wider else ()
+    return f'{label}=~".*{_quote(re.escape(model))}.*"', *skip, f'{label}!~"{excluded}"'
+
+
 def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
-    """Links that stopped reporting inside the window, and GPUs reporting fewer links than their platform."""
+    """Links that stopped reporting inside the window, GPUs reporting fewer links than their platform, and nodes
+    with fewer GPUs reporting than their platform has."""
     cfg = builder.config
     node_gpu_link = builder.by("node", "gpu", "link")
     node_gpu = builder.by("node", "gpu")
+    model = cfg.labels.model
     seen = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK,
                                  lambda s: f"last_over_time({s}[{duration(window_hours)}])")
     now = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s)
     if seen is None or now is None:
-        return []
+        return gpu_missing_queries(builder)
     vanished = f"group by ({node_gpu_link}) ({seen}) unless group by ({node_gpu_link}) ({now})"
     out = [SweepQuery(MISSING_RULE, LinkType.NVLINK, Severity.DOWN, vanished)]
-    model, excluded = cfg.labels.model, cfg.exclude_models
+    expected = platform_counts("nvlinks_per_gpu")
     clauses: list[str] = []
-    expected: dict[str, int] = {}
-    for platform in sorted(all_platforms().values(), key=lambda p: str(p["name"])):
-        links, gpu_model = int(platform.get("nvlinks_per_gpu", 0)), str(platform.get("gpu_model", ""))
-        if links <= 0 or not gpu_model or gpu_model in expected:
-            continue
-        expected[gpu_model] = links
-        match = (f'{model}=~".*{_quote(re.escape(gpu_model))}.*"', f'{model}!~"{excluded}"')
+    for gpu_model, links in expected.items():
+        match = _model_matchers(model, gpu_model, expected, cfg.exclude_models)
         present = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s, *match)
         if present is None:
             continue
@@ -304,4 +333,30 @@ def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQue
     if clauses:
         out.append(SweepQuery(BELOW_EXPECTED_RULE, LinkType.NVLINK, Severity.DOWN, " or ".join(clauses),
                               expected=expected))
-    return out
+    return [*out, *gpu_missing_queries(builder)]
+
+
+def gpu_missing_queries(builder: QueryBuilder) -> list[SweepQuery]:
+    """Nodes where fewer GPUs report now than their platform's `gpu_count`: one row per node, value = GPUs reporting.
+
+    A GPU reports when any series of the presence counter (its PCIe replay counter, which dcgm-exporter's default
+    counters file exports for every GPU, or an NVLink one) has a sample within the staleness lookback. A GPU off
+    the bus loses them all, however long ago, which the per-link queries (windowed, or counting a GPU's links)
+    cannot see. A node with no GPU reporting at all has no row: that is a silent node, not a missing GPU.
+    """
+    cfg = builder.config
+    node, node_gpu, model = builder.by("node"), builder.by("node", "gpu"), cfg.labels.model
+    names = builder.names(PRESENCE_COLUMN, LinkType.PCIE, LinkType.NVLINK)
+    expected = platform_counts("gpu_count")
+    clauses = []
+    for gpu_model, gpus in expected.items():
+        if re.fullmatch(cfg.exclude_models, gpu_model):
+            continue  # a platform of excluded cards (PCIe): its GPUs are never held to a count
+        sel = builder.selector(names, f'{cfg.labels.gpu}!=""', *_model_matchers(model, gpu_model, expected,
+                                                                                   cfg.exclude_models))
+        clauses.append(f'(count by ({node}, {model}) (label_replace(group by ({node_gpu}) ({sel}), '
+                       f'"{model}", "{_quote(gpu_model)}", "", "")) < {gpus})')
+    if not clauses:
+        return []
+    return [SweepQuery(GPU_MISSING_RULE, LinkType.PCIE, Severity.DOWN, " or ".join(clauses), expected=expected,
+                       unit="GPUs")]

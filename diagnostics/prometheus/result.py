@@ -11,7 +11,8 @@ from ..schema import LinkType, Severity
 
 
 class Offender(BaseModel):
-    """One link (or GPU, for a missing-links finding) that broke one rule at the sweep's instant."""
+    """One link (or GPU, for a missing-links finding; or node, for missing GPUs) that broke one rule at the sweep's
+    instant."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -37,6 +38,8 @@ class Offender(BaseModel):
         """The link as people say it: `GPU 2 NVLink 5`, `GPU 4 PCIe`, `NVSwitch 1 port 17`, `GPU 3 Xid 79`."""
         if self.xid is not None:
             return f"GPU {self.gpu} Xid {self.xid}"
+        if self.gpu is None and self.nvswitch is None:
+            return "GPUs"  # the node's GPU count
         if self.link_type is LinkType.PCIE:
             return f"GPU {self.gpu} PCIe"
         if self.link_type is LinkType.NVSWITCH:

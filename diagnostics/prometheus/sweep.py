@@ -27,6 +27,7 @@ from .client import Answer, PrometheusClient, PrometheusError, PrometheusUnavail
 from .local import failing_links
 from .promql import (
     BELOW_EXPECTED_RULE,
+    GPU_MISSING_RULE,
     QueryBuilder,
     SweepQuery,
     gauge_queries,
@@ -69,6 +70,10 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
         want = next((n for m, n in (query.expected or {}).items() if m in model), None)
         return Offender(**common, rate_per_hour=value, above=want,
                         detail=f"{value:g} links reporting" + (f" of {want}" if want else ""))
+    if query.rule == GPU_MISSING_RULE:
+        want = (query.expected or {}).get(labels.get(names.model, ""))
+        return Offender(**common, rate_per_hour=value, above=want, unit=query.unit,
+                        detail=f"{value:g} of {want} GPUs report" if want else f"{value:g} GPUs report")
     link = _int(labels.get(names.link))
     if query.link_type is LinkType.PCIE:
         link = None
