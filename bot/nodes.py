@@ -160,7 +160,7 @@ class TableNodeSource:
         out = []
         for node in self.nodes:
             tables = self._tables(node)
-            jobs = jobs_on(self.steps, node)
+            jobs = jobs_on(tables["step_samples"], node)  # the steps already narrowed to this node's jobs
             if jobs and jobs[0] not in explained:
                 explained[jobs[0]] = explain_job(tables, job_id=jobs[0], thresholds=self.thresholds)
             out.append(analyze_tables(tables, node_id=node, window=window, thresholds=self.thresholds,

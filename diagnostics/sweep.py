@@ -51,7 +51,7 @@ def sweep(link_samples: pd.DataFrame, *, window: timedelta = timedelta(hours=1),
           piece_rows: int = PIECE_ROWS, workers: int = 2) -> FleetSweep:
     """Every node's failing links and suspected parts for the window ending at `end` (default: newest sample).
 
-    A table that holds each node's rows together (as the store and the scrape readers write it) is swept in pieces
+    A table that holds each node's rows together (as the store hands it back) is swept in pieces
     of a few nodes, `workers` pieces at a time: one piece's arrays stay small enough to be reused rather than
     freshly paged in, numpy works on two pieces at once outside the GIL, and the result is that of the whole.
     """

@@ -79,8 +79,10 @@ def records(frame: pd.DataFrame, *, skip: tuple[str, ...] = WINDOW_TIMES) -> lis
 
 def _plain(series: pd.Series) -> list[Any]:
     if isinstance(series.dtype, np.dtype) and series.dtype.kind in "fiub":
-        return list(series.to_numpy().tolist())
-    return list(series.to_numpy(dtype=object, na_value=None).tolist())  # type: ignore[call-overload]
+        values: list[Any] = series.to_numpy().tolist()
+    else:
+        values = series.to_numpy(dtype=object, na_value=None).tolist()  # type: ignore[call-overload]
+    return values
 
 
 def _sum(a: pd.Series | None, b: pd.Series | None, size: int) -> np.ndarray:

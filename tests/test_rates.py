@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnostics.rates import bucketed_increase, prepare, windowed_increase
+from diagnostics.rates import _any_value, bucketed_increase, prepare, windowed_increase
 from tests.analysis_helpers import T0, link_series, links, steady
 
 HOUR = timedelta(hours=1)
@@ -120,3 +120,12 @@ def test_bucketed_increase_places_deltas_and_handles_reset() -> None:
     buckets = bucketed_increase(p, "replay", bucket=timedelta(minutes=10), start=T0, buckets=3)
     assert buckets.shape == (1, 3)
     assert np.allclose(buckets[0], [20, 15, 10])
+
+
+def test_a_counter_is_collected_when_only_an_old_row_holds_a_reading() -> None:
+    column = np.full(10_000, np.nan)
+    column[5] = 3.0
+    order = np.arange(10_000)[::-1].copy()  # every row, reordered: read without gathering
+    assert _any_value(column, None) and _any_value(column, order)
+    assert not _any_value(column, order[:9_000])  # the rows in use leave out the only reading
+    assert not _any_value(np.full(10, np.nan), None) and not _any_value(np.zeros(0), None)
