@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import READER
-from tests.dcgm_helpers import scrape
+from tests.ingest.dcgm_helpers import scrape
 
 BUDGET_MS = 20.0
 

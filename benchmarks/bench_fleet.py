@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fleet_data import fleet
 
-from diagnostics.rates import increase, ns, prepare_rows
-from diagnostics.sweep import history_needed, sweep
-from diagnostics.thresholds import load_thresholds
+from diagnostics.analysis.fleet import history_needed, sweep
+from diagnostics.analysis.rates import increase, ns, prepare_rows
+from diagnostics.config.thresholds import load_thresholds
 
 WINDOW = timedelta(hours=1)
 COUNTERS = ["crc_flit", "crc_data", "replay", "recovery"]

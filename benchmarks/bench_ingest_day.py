@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.dcgm_helpers import scrape
+from tests.ingest.dcgm_helpers import scrape
 
 BUDGET_S = 5.0
 BUDGET_MB = 500.0
@@ -35,7 +35,7 @@ def write_day(path: Path) -> int:
 
 
 def ingest(path: str, store: str, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    from diagnostics.store import TelemetryStore
+    from diagnostics.store.telemetry import TelemetryStore
 
     start, cpu = time.perf_counter(), time.process_time()
     report = TelemetryStore(store).ingest([path])

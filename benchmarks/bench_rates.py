@@ -8,10 +8,10 @@ import statistics
 import time
 from datetime import timedelta
 
-from diagnostics.analyze import analyze_tables
-from diagnostics.rates import prepare, windowed_increase
-from diagnostics.synth import build
-from diagnostics.thresholds import load_thresholds
+from diagnostics.analysis.rates import prepare, windowed_increase
+from diagnostics.analysis.snapshot import analyze_tables
+from diagnostics.config.thresholds import load_thresholds
+from diagnostics.synth.fleet import build
 
 
 def timed(fn, repeat: int = 20, warmup: int = 3) -> tuple[float, float]:  # type: ignore[no-untyped-def]

@@ -10,9 +10,9 @@ import os
 import statistics
 import time
 
+from diagnostics.enums import LinkType, Severity
 from diagnostics.model import Diagnosis, Finding
-from diagnostics.render import render_node
-from diagnostics.schema import LinkType, Severity
+from diagnostics.render.draw import render_node
 from diagnostics.topology import platform_graph
 
 BUDGET_MS = 300.0

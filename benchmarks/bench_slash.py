@@ -21,7 +21,7 @@ from bot.storage import open_db
 from bot.tracker import SqliteTracker
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import MockSlack
-from diagnostics.synth import build
+from diagnostics.synth.fleet import build
 from diagnostics.tickets import RulesDrafter
 
 ROOT = Path(__file__).resolve().parent.parent

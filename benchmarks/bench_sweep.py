@@ -35,13 +35,13 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from diagnostics import load_thresholds
+from diagnostics.config.thresholds import Thresholds
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, read_node, sweep
 from diagnostics.prometheus.local import failing_links
-from diagnostics.thresholds import Thresholds
-from tests.prometheus_fleet import BLOCK_S, BigFleet, write_blocks
-from tests.prometheus_helpers import GPUS, MODEL, start_server
+from tests.prometheus.fleet_writer import BLOCK_S, BigFleet, write_blocks
+from tests.prometheus.helpers import GPUS, MODEL, start_server
 
 FORMAT = 2  # bump when the generated fleet changes, so that a cached data dir is rebuilt
 NO_COMPACTION = ("--storage.tsdb.max-block-duration=2h",)  # keep promtool's 2 h blocks: no compaction mid-timing

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from diagnostics import synth
+from diagnostics.synth import fleet as synth
 
 from .drafting import Renderer, render_png
 from .nodes import TableNodeSource

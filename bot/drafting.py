@@ -11,10 +11,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from diagnostics import Diagnosis
-from diagnostics.render import render_node
+from diagnostics.render.draw import render_node
+from diagnostics.render.inputs import graph_for_platform
 from diagnostics.tickets import ModelCall, drafter_from_env
 from diagnostics.topology import NodeGraph
-from diagnostics.topology.inputs import graph_for_platform
 
 
 class DraftedTicket(Protocol):

@@ -15,12 +15,12 @@ from typing import Protocol
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, analyze_snapshot
-from diagnostics.correlate import JobExplanation, explain_job, job_nodes, jobs_on
+from diagnostics.analysis.correlate import JobExplanation, explain_job, job_nodes, jobs_on
+from diagnostics.analysis.node import analyze_tables
+from diagnostics.config.thresholds import Thresholds, load_thresholds
 from diagnostics.errors import InputError
-from diagnostics.history import analyze_tables
 from diagnostics.ingest.snapshot import read_cases
-from diagnostics.schema import EVENTS, LINK_SAMPLES, STEP_SAMPLES
-from diagnostics.thresholds import Thresholds, load_thresholds
+from diagnostics.tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES
 
 DEFAULT_WINDOW_HOURS = 1.0
 
@@ -114,7 +114,7 @@ class TableNodeSource:
 
     @classmethod
     def from_store(cls, root: Path) -> TableNodeSource:
-        from diagnostics.store import TelemetryStore
+        from diagnostics.store.telemetry import TelemetryStore
 
         store = TelemetryStore(root)
         return cls({"link_samples": store.link_samples(), "step_samples": store.step_samples(),

@@ -15,12 +15,12 @@ import httpx
 import pandas as pd
 from slack_sdk import WebClient
 
+from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis.rates import counters_in
 from diagnostics.errors import FabricbotError, InputError
-from diagnostics.history import analyze_tables
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
-from diagnostics.rates import counters_in
-from diagnostics.schema import LINK_SAMPLES
+from diagnostics.tables import LINK_SAMPLES
 
 from .answers import rules_answer
 from .storage import db_lock

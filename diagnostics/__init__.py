@@ -1,10 +1,10 @@
 """fabricbot's diagnostics: ingest, analysis, topology, rendering and tickets. Knows nothing of Slack."""
 
-from .analyze import analyze_snapshot, degradation_pct
+from .analysis.snapshot import analyze_snapshot, degradation_pct
+from .config.thresholds import Rule, Thresholds, load_thresholds
+from .enums import ComponentKind, LinkState, LinkType, PortSource, Priority, Severity
 from .errors import ConfigError, FabricbotError, InputError
 from .model import Crossing, Diagnosis, Finding, LinkReading, Localization, Snapshot
-from .schema import ComponentKind, LinkState, LinkType, PortSource, Priority, Severity
-from .thresholds import Rule, Thresholds, load_thresholds
 
 __all__ = [
     "ComponentKind",

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
-from .schema import ComponentKind, LinkState, LinkType, PortSource, Priority, Severity
+from .enums import ComponentKind, LinkState, LinkType, PortSource, Priority, Severity
 
 NonNegInt = Annotated[StrictInt, Field(ge=0)]
 PositiveNumber = Annotated[StrictFloat | StrictInt, Field(gt=0)]
@@ -79,8 +79,8 @@ class Snapshot(BaseModel):
 
     @model_validator(mode="after")
     def _gpus_in_node(self) -> Self:
+        from .config.platforms import gpu_count
         from .errors import ConfigError
-        from .platforms import gpu_count
 
         try:
             count = gpu_count(self.platform) if self.platform else DEFAULT_GPU_COUNT

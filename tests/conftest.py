@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.prometheus.helpers import Fleet, Server, generate_fleet, serve_fleet
 
 try:  # the model layer may not be imported by every test run
     from pydantic_ai import models as _models
@@ -15,7 +18,7 @@ try:  # the model layer may not be imported by every test run
 except ImportError:  # pragma: no cover
     pass
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 
 
@@ -41,3 +44,18 @@ def link(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"gpu_src": 0, "gpu_dst": 1, "link_id": "nvlink-0", "crc_errors": 0, "replay_count": 0}
     base.update(overrides)
     return base
+
+
+# The real Prometheus the `prometheus` tests query (bot and prometheus folders): one per run, started on first use.
+@pytest.fixture(scope="session", name="fleet")
+def fleet_fixture() -> Fleet:
+    """The small CI fleet (4 nodes x 2 h) with its planted faults; import it into a test module to use it."""
+    return generate_fleet(nodes=4, hours=2.0)
+
+
+@pytest.fixture(scope="session", name="server")
+def server_fixture(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A real Prometheus serving `fleet`, stopped at the end of the run."""
+    running = serve_fleet(fleet, tmp_path_factory.mktemp("prometheus"))
+    yield running
+    running.stop()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from diagnostics import Diagnosis, InputError, Thresholds
-from diagnostics.analyze import analyze_tables
-from diagnostics.history_io import load_inputs, load_store
+from diagnostics.analysis.snapshot import analyze_tables
+from diagnostics.store.load import load_inputs, load_store
 
 from ..options import parse_time
 

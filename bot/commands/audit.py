@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from diagnostics.errors import InputError
-from diagnostics.store import DB_NAME
+from diagnostics.store.telemetry import DB_NAME
 
 from ..audit import AuditLog
 from ..storage import open_db

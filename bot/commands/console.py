@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from diagnostics.errors import ConfigError
-from diagnostics.store import DB_NAME, TelemetryStore
+from diagnostics.store.telemetry import DB_NAME, TelemetryStore
 
 from ..console.web import Console, console_app
 from ..drafting import render_png

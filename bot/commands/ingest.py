@@ -7,7 +7,7 @@ import json
 import sys
 
 from diagnostics.ingest.base import IngestResult
-from diagnostics.store import At, IngestReport, open_store, read_sources
+from diagnostics.store.telemetry import At, IngestReport, open_store, read_sources
 
 from ..options import parse_time
 

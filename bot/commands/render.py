@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from diagnostics.errors import InputError
-from diagnostics.render import render_with_warnings
-from diagnostics.topology.inputs import Drawable, drawable_from_file, drawable_from_store
+from diagnostics.render.draw import render_with_warnings
+from diagnostics.render.inputs import Drawable, drawable_from_file, drawable_from_store
 
 
 def _format(args: argparse.Namespace) -> str:

@@ -15,11 +15,11 @@ import sqlite_utils
 from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
 from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
+from diagnostics.analysis.node import analyze_tables
 from diagnostics.errors import InputError
-from diagnostics.history import analyze_tables
-from diagnostics.history_io import load_store
 from diagnostics.ingest.snapshot import read_cases
-from diagnostics.store import DB_NAME, open_store
+from diagnostics.store.load import load_store
+from diagnostics.store.telemetry import DB_NAME, open_store
 from diagnostics.tickets import (
     ClaudeDrafter,
     Drafter,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnostics import Diagnosis
-from diagnostics.render import render_node
-from diagnostics.topology.scene import build_scene
+from diagnostics.render.draw import render_node
+from diagnostics.render.scene import build_scene
 
 from .. import blocks
 from ..drafting import graph_for

@@ -11,7 +11,7 @@ from typing import Protocol, TextIO
 import pandas as pd
 
 from ..errors import InputError
-from ..schema import TABLES
+from ..tables import TABLES
 
 HEAD_BYTES = 64 * 1024
 

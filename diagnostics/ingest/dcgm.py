@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..schema import EVENTS, TABLES
+from ..tables import EVENTS, TABLES
 from .base import IngestResult, IngestWarning, Source
 from .dcgm_frame import build_events, build_gpus, build_link_samples, empty
 from .dcgm_lines import NAT_MS, Batch, line_batches, split

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..schema import GPUS, LINK_SAMPLES, TABLES, TableSchema
+from ..tables import GPUS, LINK_SAMPLES, TABLES, TableSchema
 from .base import IngestWarning
 
 if TYPE_CHECKING:

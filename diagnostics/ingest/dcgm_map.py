@@ -12,11 +12,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..datafiles import read_toml
+from ..config.datafiles import DATA_DIR, read_toml
+from ..enums import LinkType
 from ..errors import ConfigError
-from ..schema import COUNTERS, LINK_SAMPLES, LinkType
+from ..tables import COUNTERS, LINK_SAMPLES
 
-DEFAULT_FILE = Path(__file__).resolve().parent.parent / "data" / "dcgm.toml"
+DEFAULT_FILE = DATA_DIR / "dcgm.toml"
 
 
 @dataclass(frozen=True)

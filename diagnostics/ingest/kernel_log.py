@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..schema import EventKind
+from ..enums import EventKind
 from .base import IngestResult, Source
 from .textlines import Collector, classify, normalize_bus_id, skip_shell
 

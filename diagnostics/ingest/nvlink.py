@@ -13,13 +13,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..datafiles import read_toml
+from ..config.datafiles import DATA_DIR, read_toml
+from ..enums import LinkState, LinkType
 from ..errors import ConfigError
-from ..schema import LinkState, LinkType
 from .base import IngestResult, Source
 from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell, to_number
 
-COUNTERS_FILE = Path(__file__).resolve().parent.parent / "data" / "nvlink_counters.toml"
+COUNTERS_FILE = DATA_DIR / "nvlink_counters.toml"
 
 _GPU = re.compile(r"^\s*GPU (?P<gpu>\d+): (?P<name>.+?)(?: \(UUID: (?P<uuid>[^)]*)\))?\s*$")
 _LINK = re.compile(r"^\s*Link (?P<link>\d+): (?P<rest>.*?)\s*$")

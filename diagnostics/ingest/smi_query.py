@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..schema import LinkState, LinkType
+from ..enums import LinkState, LinkType
 from .base import IngestResult, Source
 from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell, to_number
 

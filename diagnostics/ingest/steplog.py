@@ -16,12 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..datafiles import read_toml
+from ..config.datafiles import DATA_DIR, read_toml
 from ..errors import ConfigError
 from .base import IngestResult, Source
 from .textlines import Collector, Line, classify, skip_shell, to_number
 
-PATTERNS_FILE = Path(__file__).resolve().parent.parent / "data" / "step_patterns.toml"
+PATTERNS_FILE = DATA_DIR / "step_patterns.toml"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..errors import InputError
-from ..schema import TABLES, TableSchema
+from ..tables import TABLES, TableSchema
 from .base import IngestResult, IngestWarning, Source
 
 CHUNK_ROWS = 200_000

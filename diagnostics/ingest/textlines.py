@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..schema import TABLES
+from ..tables import TABLES
 from .base import IngestResult, IngestWarning, Source
 
 SATURATED_16BIT = 65535

@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from ..datafiles import read_toml
+from ..config.datafiles import DATA_DIR, read_toml
 from ..errors import ConfigError
 
-DEFAULT_FILE = Path(__file__).resolve().parent.parent / "data" / "prometheus.toml"
+DEFAULT_FILE = DATA_DIR / "prometheus.toml"
 ENV_FILE = "FABRICBOT_PROMETHEUS_CONFIG"
 ENV_URL = "FABRICBOT_PROMETHEUS_URL"
 ENV_TOKEN = "FABRICBOT_PROMETHEUS_TOKEN"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..thresholds import Rule, Thresholds
+from ..config.thresholds import Rule, Thresholds
 
 BUSY_SETTING = "pcie_busy_bytes_per_s"
 

@@ -13,9 +13,9 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from ..rules import crossings
-from ..schema import LinkType, Severity
-from ..thresholds import Thresholds
+from ..analysis.rules import crossings
+from ..config.thresholds import Thresholds
+from ..enums import LinkType, Severity
 from .gauges import GAUGE_METRICS, gauge_values, is_gauge_rule, last_readings
 from .promql import (
     BELOW_EXPECTED_RULE,

@@ -15,11 +15,11 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ..analysis.localize import OFF_BUS_RULE
+from ..config.platforms import all_platforms
+from ..config.thresholds import Rule, Thresholds
+from ..enums import LinkType, Severity
 from ..ingest.dcgm_map import DcgmMap, Field
-from ..localize import OFF_BUS_RULE
-from ..platforms import all_platforms
-from ..schema import LinkType, Severity
-from ..thresholds import Rule, Thresholds
 from .config import PrometheusConfig
 from .gauges import BUSY_SETTING, GAUGE_METRICS, is_gauge_rule, literal
 

@@ -6,8 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..enums import LinkType, Severity
 from ..model import Diagnosis
-from ..schema import LinkType, Severity
 
 
 class Offender(BaseModel):

@@ -15,7 +15,7 @@ import pandas as pd
 from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.dcgm import read_scrapes
 from ..ingest.dcgm_map import DcgmMap, load_map
-from ..schema import STEP_SAMPLES
+from ..tables import STEP_SAMPLES
 from .client import PrometheusClient, PrometheusError
 from .config import redacted_url
 

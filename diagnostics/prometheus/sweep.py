@@ -17,12 +17,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..history import analyze_tables
+from ..analysis.node import analyze_tables
+from ..config.platforms import all_platforms
+from ..config.thresholds import Thresholds
+from ..enums import LinkType, Severity
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import Diagnosis
-from ..platforms import all_platforms
-from ..schema import LinkType, Severity
-from ..thresholds import Thresholds
 from .client import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .local import failing_links
 from .promql import (

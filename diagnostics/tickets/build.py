@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..analysis.rules import priority as rule_priority
+from ..config.platforms import gpu_count
+from ..config.thresholds import load_thresholds
+from ..enums import ComponentKind, Priority, Severity
 from ..errors import InputError
 from ..model import DEFAULT_GPU_COUNT, Diagnosis, Finding
-from ..platforms import gpu_count
-from ..rules import priority as rule_priority
-from ..schema import ComponentKind, Priority, Severity
-from ..thresholds import load_thresholds
 from ..topology import Inventory, NodeGraph
 from .candidates import Candidate, candidate_for, candidates_for, slug
 from .catalog import Part, capture_commands, part_for, render, steps_for

@@ -12,8 +12,8 @@ from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..enums import ComponentKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, Localization
-from ..schema import ComponentKind, LinkType, PortSource, Severity
 from ..topology import NodeGraph
 from .facts import port_for, resolve_graph
 

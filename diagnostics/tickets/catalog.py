@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..datafiles import read_toml
+from ..config.datafiles import DATA_DIR, read_toml
+from ..enums import ComponentKind
 from ..errors import ConfigError
-from ..schema import ComponentKind
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = DATA_DIR
 PARTS_FILE = DATA / "parts.toml"
 STEPS_FILE = DATA / "ticket_steps.toml"
 ENV_PARTS = "FABRICBOT_PARTS"

@@ -17,8 +17,8 @@ from pydantic_ai.capabilities import Hooks
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from ..enums import ComponentKind, Priority
 from ..model import Diagnosis
-from ..schema import ComponentKind, Priority
 from ..topology import Inventory, NodeGraph
 from .build import assemble, select, step_fields, ticket_priority
 from .candidates import Candidate

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..enums import PortSource
 from ..model import Diagnosis, Finding
-from ..schema import PortSource
 from ..topology import NodeGraph, platform_graph
 from ..topology.graph import find_with
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..enums import ComponentKind
 from ..model import Diagnosis
-from ..schema import ComponentKind
 from ..topology import NodeGraph
 from .build import rule_hypotheses, select
 from .candidates import Candidate

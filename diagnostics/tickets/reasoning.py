@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
+from ..enums import ComponentKind, Priority
 from ..model import Diagnosis
-from ..schema import ComponentKind, Priority
 from .candidates import Candidate
 from .catalog import parts
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..schema import ComponentKind, PortSource, Priority
+from ..enums import ComponentKind, PortSource, Priority
 from .catalog import Part
 
 UNKNOWN = "unknown"

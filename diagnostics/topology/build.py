@@ -12,7 +12,7 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
-from ..platforms import all_platforms
+from ..config.platforms import all_platforms
 from .facts import Facts
 from .graph import CPU, GPU, NVSWITCH, NodeGraph, gpu_node, node_name
 from .templates import platform_graph

@@ -15,7 +15,7 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
-from ..schema import LinkType, PortSource
+from ..enums import LinkType, PortSource
 
 GPU, NVSWITCH, PCIE_SWITCH, CPU, NIC = "gpu", "nvswitch", "pcie_switch", "cpu", "nic"
 SWITCH_KINDS = (NVSWITCH, PCIE_SWITCH)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..schema import PortSource
+from ..enums import PortSource
 from .graph import NVSWITCH, gpu_index, gpu_node, node_name
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from typing import Any
 
 import networkx as nx
 
+from ..config.platforms import all_platforms, platform_data
+from ..enums import PortSource
 from ..errors import ConfigError
-from ..platforms import all_platforms, platform_data
-from ..schema import PortSource
 from .graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node, node_name
 
 

@@ -1,0 +1,112 @@
+"""Thresholds applied to a link's rates, and the priority policy applied to a node's findings."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from ..config.thresholds import Thresholds
+from ..enums import LinkState, Priority, Severity, severity_rank
+from ..model import Crossing, Finding
+
+
+def _fmt(rate: float, unit: str = "/h") -> str:
+    if unit == "ratio":
+        return f"{rate:.1e}"
+    return f"{rate:,.1f}".rstrip("0").rstrip(".")
+
+
+def _unit(unit: str) -> str:
+    return unit if unit.startswith("/") else f" {unit}"
+
+
+def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: Thresholds,
+              windows_over: Mapping[str, int] | None = None) -> list[Crossing]:
+    """Every rule this link's rates break, worst first.
+
+    A rule with `persist = [k, m]` needs a history: it fires when `windows_over[rule]` (how many of the last m
+    windows exceeded) is at least k, and is skipped when no history is given.
+    """
+    found: list[Crossing] = []
+    for rule in thresholds.rules:
+        if not rule.applies_to(link_type) or rule.counter not in rates_per_hour:
+            continue
+        rate = rates_per_hour[rule.counter]
+        if rule.persist is not None:
+            k, m = rule.persist
+            over = (windows_over or {}).get(rule.name)
+            if over is None or over < k:
+                continue
+            found.append(Crossing(
+                rule=rule.name, counter=rule.counter, rate_per_hour=rate, above=rule.above,
+                severity=rule.severity,
+                message=f"{rule.counter} above {_fmt(rule.above)}{_unit(rule.unit)} in {over} of the last {m} "
+                        f"windows ({rule.name})",
+            ))
+        elif rate > rule.above:
+            found.append(Crossing(
+                rule=rule.name, counter=rule.counter, rate_per_hour=rate, above=rule.above,
+                severity=rule.severity,
+                message=f"{rule.counter} {_fmt(rate, rule.unit)}{_unit(rule.unit)} > "
+                        f"{_fmt(rule.above, rule.unit)}{_unit(rule.unit)} ({rule.name})",
+            ))
+    found.sort(key=lambda c: (severity_rank(c.severity), _ratio(c)), reverse=True)
+    return found
+
+
+def state_crossing(state: LinkState) -> Crossing | None:
+    if state in (LinkState.DOWN, LinkState.INACTIVE):
+        return Crossing(rule="link_down", counter="link_state", severity=Severity.DOWN,
+                        message=f"link is {state.value}")
+    if state is LinkState.DEGRADED:
+        return Crossing(rule="link_degraded", counter="link_state", severity=Severity.WARNING,
+                        message="link reports a degraded state")
+    return None
+
+
+def _ratio(c: Crossing) -> float:
+    if c.rate_per_hour is None or c.above is None:
+        return float("inf")
+    return c.rate_per_hour / c.above if c.above > 0 else float("inf") if c.rate_per_hour > 0 else 0.0
+
+
+def summarize(crossed: list[Crossing]) -> tuple[Severity, float | None]:
+    """A link's severity (its worst crossing) and its worst rate/threshold ratio (None if down or unbounded)."""
+    if not crossed:
+        return Severity.OK, None
+    severity = max((c.severity for c in crossed), key=severity_rank)
+    if severity is Severity.DOWN:
+        return severity, None
+    ratio = max(_ratio(c) for c in crossed if c.severity == severity)
+    # a zero threshold (any event fires) has no finite ratio: None ranks it like a down link
+    return severity, round(ratio, 3) if math.isfinite(ratio) else None
+
+
+def worst(findings: Iterable[Finding]) -> Finding | None:
+    """The worst link: highest severity, then highest rate against its threshold (a down link is worst)."""
+    candidates = [f for f in findings if f.severity is not Severity.OK]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda f: (severity_rank(f.severity),
+                                          f.worst_ratio if f.worst_ratio is not None else float("inf")))
+
+
+def priority(findings: Iterable[Finding], degradation_pct: float | None, thresholds: Thresholds) -> Priority:
+    """The first row of the priority table whose conditions hold."""
+    severities = {f.severity for f in findings}
+    failing = bool(severities & {Severity.FAILING, Severity.DOWN})
+    holds = {
+        "failing": failing,
+        "down": Severity.DOWN in severities,
+        "warning": not failing and Severity.WARNING in severities,
+        "none": not failing and Severity.WARNING not in severities,
+    }
+    for row in thresholds.priority:
+        if not holds[row.when]:
+            continue
+        if row.min_degradation_pct is not None and (
+            degradation_pct is None or degradation_pct < row.min_degradation_pct
+        ):
+            continue
+        return row.level
+    return Priority.LOW

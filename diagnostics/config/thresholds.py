@@ -1,0 +1,134 @@
+"""The thresholds file: detection rules and the priority policy, with user overrides.
+
+Defaults ship in `data/thresholds.toml`; a user file overrides rules by name, `--set RULE=VALUE` changes one
+value for a run, and a profile applies a named set of overrides.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..enums import Priority, Severity
+from ..errors import ConfigError
+from .datafiles import DATA_DIR, read_toml
+
+DEFAULT_FILE = DATA_DIR / "thresholds.toml"
+ENV_FILE = "FABRICBOT_THRESHOLDS"
+
+
+class Rule(BaseModel):
+    """Fires when a link's `counter` (a rate per hour unless `unit` says otherwise) is strictly above `above`.
+
+    `persist = [k, m]` makes a rate rule fire only when k of the last m windows exceed; `codes` lists the
+    Xid/SXid numbers an event rule counts.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    counter: str
+    link_type: str = "any"
+    above: float = Field(ge=0)
+    severity: Severity
+    doc: str = ""
+    unit: str = "/h"
+    persist: tuple[int, int] | None = None
+    codes: list[int] = Field(default_factory=list)
+
+    def applies_to(self, link_type: str) -> bool:
+        return self.link_type in ("any", link_type)
+
+
+class PriorityRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    level: Priority
+    when: Literal["failing", "down", "warning", "none"]
+    min_degradation_pct: float | None = None
+
+
+class Thresholds(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rules: list[Rule]
+    priority: list[PriorityRow]
+    profiles: dict[str, dict[str, float]] = Field(default_factory=dict)
+    settings: dict[str, float] = Field(default_factory=dict)
+    source: str = str(DEFAULT_FILE.name)
+
+    def rule(self, name: str) -> Rule:
+        for rule in self.rules:
+            if rule.name == name:
+                return rule
+        raise ConfigError(f"no rule named {name!r}; rules: {', '.join(r.name for r in self.rules)}")
+
+    def with_overrides(self, values: Mapping[str, float]) -> Thresholds:
+        """A copy with `above` replaced for the named rules."""
+        for name in values:
+            self.rule(name)
+        rules = [r.model_copy(update={"above": float(values[r.name])}) if r.name in values else r
+                 for r in self.rules]
+        return self.model_copy(update={"rules": rules})
+
+    def with_profile(self, name: str) -> Thresholds:
+        if name not in self.profiles:
+            raise ConfigError(f"no threshold profile {name!r}; profiles: {', '.join(self.profiles) or 'none'}")
+        return self.with_overrides(self.profiles[name])
+
+    def table(self) -> list[dict[str, Any]]:
+        """The rules as plain rows, for reports."""
+        return [r.model_dump(exclude={"doc"}) for r in self.rules]
+
+    def setting(self, name: str) -> float:
+        """A number from the `[settings]` table (load levels, slowdown and stale-series limits)."""
+        if name not in self.settings:
+            raise ConfigError(f"{self.source}: no setting {name!r} in [settings]")
+        return self.settings[name]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return read_toml(path, "thresholds file")
+
+
+def _merge(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    rules = {r["name"]: dict(r) for r in base.get("rule", [])}
+    for i, row in enumerate(user.get("rule", [])):
+        if "name" not in row:
+            raise ConfigError(f"rule #{i + 1} in the thresholds file has no 'name'")
+        rules[row["name"]] = {**rules.get(row["name"], {}), **row}
+    profiles = {**base.get("profile", {}), **user.get("profile", {})}
+    return {"rule": list(rules.values()), "priority": user.get("priority", base.get("priority", [])),
+            "profile": profiles, "settings": {**base.get("settings", {}), **user.get("settings", {})}}
+
+
+def load_thresholds(
+    path: str | Path | None = None,
+    *,
+    overrides: Mapping[str, float] | None = None,
+    profile: str | None = None,
+) -> Thresholds:
+    """Defaults, then the user's file (argument or $FABRICBOT_THRESHOLDS), then a profile, then overrides."""
+    data = _read(DEFAULT_FILE)
+    source = DEFAULT_FILE.name
+    user_path = path or os.environ.get(ENV_FILE)
+    if user_path:
+        data = _merge(data, _read(Path(user_path)))
+        source = str(user_path)
+    try:
+        thresholds = Thresholds(rules=data["rule"], priority=data["priority"],
+                                profiles=data.get("profile", {}), settings=data.get("settings", {}),
+                                source=source)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"{source}: {loc}: {err['msg']} (got {err.get('input')!r})") from None
+    if profile:
+        thresholds = thresholds.with_profile(profile)
+    if overrides:
+        thresholds = thresholds.with_overrides(overrides)
+    return thresholds

@@ -1,0 +1,250 @@
+"""What the node picture shows, decided before anything is drawn: where each node sits, which links are bundled,
+which are degraded (and how badly), which component is suspected, and what could not be placed.
+
+Kept apart from matplotlib so the layout and the mapping of findings onto edges can be tested on their own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..enums import LinkType, Severity, severity_rank
+from ..model import Diagnosis, Finding
+from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node
+
+WIDTH, HEIGHT = 12.0, 9.0  # drawing units: one unit is 100 px at the default size
+RING_CENTER = (6.0, 5.75)
+RING_RADII = (4.9, 2.05)
+PCIE_Y, CPU_Y = 2.4, 1.1
+NIC_FIRST, NIC_STEP = 0.68, 0.5  # NIC boxes sit beside their PCIe switch, in its row
+
+_COUNTER_WORDS = {
+    "replay": "replays", "recovery": "recoveries", "crc": "CRC errors", "crc_flit": "CRC flit errors",
+    "crc_data": "CRC data errors", "tx_discards": "discards", "symbol_errors": "symbol errors",
+    "effective_errors": "effective errors", "recovery_failed": "failed recoveries",
+    "recovery_successful": "recoveries", "replay_rollovers": "retrains",
+}
+
+
+@dataclass
+class Bundle:
+    """All links between two nodes, drawn as one line; `count` links (NVLinks) or one (PCIe)."""
+
+    u: str
+    v: str
+    link_type: str
+    count: int
+
+
+@dataclass
+class Highlight:
+    """One degraded link drawn over its bundle."""
+
+    u: str
+    v: str
+    severity: Severity
+    label: str
+    gid: str
+    offset: float = 0.0
+    finding: Finding | None = None
+    label_at: tuple[float, float] = (0.0, 0.0)
+
+
+@dataclass
+class Mark:
+    """A finding about a GPU's links as a whole (no link index): the GPU's box is outlined in its colour."""
+
+    node: str
+    severity: Severity
+    label: str
+
+
+@dataclass
+class Scene:
+    pos: dict[str, tuple[float, float]]
+    kinds: dict[str, str]
+    bundles: list[Bundle]
+    highlights: list[Highlight] = field(default_factory=list)
+    suspect_node: str | None = None
+    suspect_edge: tuple[str, str] | None = None
+    suspect_label: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+
+
+def human(value: float) -> str:
+    """8900 -> '8.9k', 45120 -> '45k', 1.25e6 -> '1.2M', 12 -> '12', 0.25 -> '0.25'."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            scaled = value / size
+            return f"{scaled:.1f}{suffix}".replace(".0" + suffix, suffix) if scaled < 10 else f"{scaled:.0f}{suffix}"
+    return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.2g}"
+
+
+def rate_label(finding: Finding) -> str:
+    """The figure that made the link degraded, e.g. '8.9k replays/h'; 'down' for a link that is down."""
+    if finding.link_state.value in ("down", "inactive") or finding.severity is Severity.DOWN:
+        return "down"
+    rated = [c for c in finding.crossed if c.rate_per_hour is not None]
+    if rated:
+        top = max(rated, key=lambda c: (severity_rank(c.severity), c.rate_per_hour or 0.0))
+        counter, rate = top.counter, float(top.rate_per_hour or 0.0)
+    elif finding.rates_per_hour:
+        counter, rate = max(finding.rates_per_hour.items(), key=lambda kv: kv[1])
+    else:
+        return finding.severity.value
+    return f"{human(rate)} {_COUNTER_WORDS.get(counter, counter)}/h"
+
+
+def _ring(gpus: list[int]) -> dict[str, tuple[float, float]]:
+    n = max(len(gpus), 1)
+    cx, cy = RING_CENTER
+    rx, ry = RING_RADII
+    pos = {}
+    for i, gpu in enumerate(gpus):
+        angle = math.radians(180.0 - (i + 0.5) * 360.0 / n)
+        pos[gpu_node(gpu)] = (cx + rx * math.cos(angle), cy + ry * math.sin(angle))
+    return pos
+
+
+def _row(nodes: list[str], y: float, left: float, right: float) -> dict[str, tuple[float, float]]:
+    if not nodes:
+        return {}
+    step = (right - left) / len(nodes)
+    return {n: (left + step * (i + 0.5), y) for i, n in enumerate(nodes)}
+
+
+def layout(graph: NodeGraph) -> dict[str, tuple[float, float]]:
+    """Deterministic positions: GPUs on a ring, NVSwitches across its middle, the PCIe tree below."""
+    pos = _ring(graph.gpus)
+    switches = graph.nodes_of(NVSWITCH)
+    span = min(1.7 * len(switches), 7.2)
+    pos.update(_row(switches, RING_CENTER[1], RING_CENTER[0] - span / 2, RING_CENTER[0] + span / 2))
+    # each PCIe switch shares its slot with its NICs, which sit beside it in the same row
+    for name, (x, y) in _row(graph.nodes_of(PCIE_SWITCH), PCIE_Y, 0.3, WIDTH - 0.3).items():
+        nics = [n for n in graph.neighbours(name) if graph.graph.nodes[n]["kind"] == NIC]
+        shift = (NIC_FIRST + NIC_STEP * (len(nics) - 1)) / 2 if nics else 0.0
+        pos[name] = (x - shift, y)
+        for i, nic in enumerate(nics):
+            pos[nic] = (x - shift + NIC_FIRST + NIC_STEP * i, y)
+    cpus = graph.nodes_of(CPU)
+    for i, cpu in enumerate(cpus):
+        below = [pos[n][0] for n in graph.neighbours(cpu) if n in pos and graph.graph.nodes[n]["kind"] != GPU]
+        pos[cpu] = (sum(below) / len(below) if below else WIDTH * (i + 1) / (len(cpus) + 1), CPU_Y)
+    for nic in graph.nodes_of(NIC):
+        pos.setdefault(nic, (WIDTH / 2, PCIE_Y - 0.6))
+    return pos
+
+
+def _bundles(graph: NodeGraph) -> list[Bundle]:
+    counts: dict[tuple[str, str, str], int] = {}
+    for u, v, data in graph.graph.edges(data=True):
+        a, b = sorted((u, v))
+        key = (a, b, str(data.get("link_type", "nvlink")))
+        counts[key] = counts.get(key, 0) + int(data.get("nvlinks", 1))
+    return [Bundle(a, b, t, n) for (a, b, t), n in sorted(counts.items())]
+
+
+def _gid(node: str, link_type: str, link: int | None = None) -> str:
+    """An SVG id for one link: `link-gpu2-nvlink1`, `link-gpu4-pcie`."""
+    return f"link-{node.lower().replace(' ', '')}-{link_type}{'' if link is None else link}"
+
+
+def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, str] | None:
+    """The edge a finding belongs on (u, v, gid), adding a stated edge where the graph has no layout for it."""
+    gpu = finding.gpu
+    if gpu is None or gpu_node(gpu) not in graph.graph:
+        where = f"GPU {gpu}" if gpu is not None else "no GPU"
+        scene.warnings.append(f"finding {finding.component}: {where} is not in the node's graph; not drawn")
+        return None
+    u = gpu_node(gpu)
+    if finding.link_type is LinkType.PCIE:
+        ups = [v for _, v, _, _ in graph.gpu_edges(gpu, "pcie")]
+        if ups:
+            return u, ups[0], _gid(u, "pcie")
+        root = f"PCIe root of {u}"
+        x, y = scene.pos[u]
+        scene.pos[root], scene.kinds[root] = (x, max(y - 1.0, PCIE_Y)), CPU
+        scene.bundles.append(Bundle(u, root, "pcie", 1))
+        return u, root, _gid(u, "pcie")
+    port = graph.port_of(gpu, finding.link)
+    if port.peer in graph.graph and graph.has_link(gpu, finding.link):
+        return u, port.peer, _gid(u, "nvlink", finding.link)
+    peer = gpu_node(finding.peer_gpu) if finding.peer_gpu is not None else None
+    if graph.platform is None and peer in scene.pos:
+        assert peer is not None
+        if not any({b.u, b.v} == {u, peer} for b in scene.bundles):
+            a, b = sorted((u, peer))
+            scene.bundles.append(Bundle(a, b, "nvlink", 1))
+        return u, peer, _gid(u, "nvlink", finding.link)
+    if finding.link is None and graph.has_link(gpu, None):  # a total over the GPU's links: mark the GPU
+        if finding.severity is not Severity.OK:
+            scene.marks.append(Mark(u, finding.severity, f"all NVLinks: {rate_label(finding)}"))
+        return None
+    scene.warnings.append(f"finding {finding.component}: {port.note or 'the graph has no such link'}; not drawn")
+    return None
+
+
+def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[str, tuple[str, str]],
+             marked: dict[str, str]) -> None:
+    loc = diagnosis.localization
+    name = loc.component if loc else diagnosis.isolated_component
+    if not name or name == "None":
+        return
+    scene.suspect_label = name + (f" ({loc.port_source.value} port)" if loc and loc.switch_port is not None else "")
+    if loc is not None and loc.kind.value in ("nvswitch", "gpu"):
+        node = loc.switch if loc.kind.value == "nvswitch" else (gpu_node(loc.gpu) if loc.gpu is not None else None)
+        if node in scene.pos:
+            scene.suspect_node = node
+            return
+    if name in placed:
+        scene.suspect_edge = placed[name]
+        return
+    if name in marked:
+        scene.suspect_node = marked[name]
+        return
+    if loc is not None and loc.gpu is not None:
+        for h in scene.highlights:
+            if h.finding is not None and h.finding.gpu == loc.gpu and h.finding.link == loc.link:
+                scene.suspect_edge = (h.u, h.v)
+                return
+    if name in scene.pos:
+        scene.suspect_node = name
+    else:
+        scene.warnings.append(f"suspected component {name!r} is not in the node's graph; not outlined")
+
+
+def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
+    pos = layout(graph)
+    kinds = {n: str(d.get("kind", "")) for n, d in graph.graph.nodes(data=True)}
+    scene = Scene(pos=pos, kinds=kinds, bundles=_bundles(graph))
+    if diagnosis is None:
+        return scene
+    placed: dict[str, tuple[str, str]] = {}
+    marked: dict[str, str] = {}
+    per_edge: dict[frozenset[str], int] = {}
+    for finding in sorted(diagnosis.findings, key=lambda f: -severity_rank(f.severity)):
+        marks = len(scene.marks)
+        edge = _place(scene, graph, finding)
+        if edge is None:
+            if len(scene.marks) > marks:
+                marked[finding.component] = scene.marks[-1].node
+            continue
+        u, v, gid = edge
+        placed[finding.component] = (u, v)
+        if finding.severity is Severity.OK:
+            continue
+        k = per_edge.get(frozenset((u, v)), 0)
+        per_edge[frozenset((u, v))] = k + 1
+        offset = 0.07 * ((k + 1) // 2) * (1 if k % 2 == 0 else -1)
+        name = f"NVLink {finding.link}" if finding.link_type is LinkType.NVLINK and finding.link is not None else ""
+        port = graph.port_of(finding.gpu or 0, finding.link) if name else None
+        where = f" -> port {port.switch_port}" if port and port.switch_port is not None else ""
+        label = f"{name}{where}: {rate_label(finding)}" if name else rate_label(finding)
+        (x1, y1), (x2, y2) = scene.pos[u], scene.pos[v]
+        t = 0.3 + 0.08 * (len(scene.highlights) % 3)  # near the GPU end: clear of the midpoint and the switches
+        at = (x1 + (x2 - x1) * t, y1 + (y2 - y1) * t)
+        scene.highlights.append(Highlight(u, v, finding.severity, label, gid, offset, finding, at))
+    _suspect(scene, graph, diagnosis, placed, marked)
+    return scene

@@ -1,0 +1,70 @@
+"""Tables for the history analysis: from files and folders of any ingestable format, or from the store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+
+from ..analysis.correlate import job_nodes
+from ..errors import InputError
+from ..tables import TABLES
+from .telemetry import TelemetryStore, read_sources
+
+INVENTORY = "nodes.csv"  # node_id,platform (written by `fabricbot synth`)
+SKIP = {INVENTORY, "ground_truth.json"}
+
+
+def _files(paths: Iterable[str | Path]) -> tuple[list[Path], dict[str, str]]:
+    files: list[Path] = []
+    inventory: dict[str, str] = {}
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise InputError("file or folder not found", source=str(path))
+        found = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in found:
+            if f.name == INVENTORY:
+                nodes = pd.read_csv(f, dtype=str)
+                if {"node_id", "platform"} <= set(nodes.columns):
+                    inventory.update(zip(nodes["node_id"], nodes["platform"], strict=True))
+            elif f.name not in SKIP and not f.name.startswith("."):
+                files.append(f)
+    return files, inventory
+
+
+def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> tuple[
+        dict[str, pd.DataFrame], dict[str, str], list[str]]:
+    """Every table the inputs hold (concatenated), the node inventory if a `nodes.csv` is among them, warnings."""
+    files, inventory = _files(paths)
+    outcomes, results = read_sources(files, node_id=node_id)
+    warnings = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
+    warnings += [str(w) for r in results for w in r.warnings]
+    tables: dict[str, pd.DataFrame] = {}
+    for name, schema in TABLES.items():
+        frames = [r[name] for r in results if name in r.tables and not r[name].empty]
+        if frames:
+            plain = [f.astype({c: "string" for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)})
+                     for f in frames] if len(frames) > 1 else frames
+            tables[name] = schema.conform(pd.concat(plain, ignore_index=True))
+    if not tables:
+        raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
+                         source=", ".join(str(p) for p in files[:3]) or "inputs")
+    return tables, inventory, warnings
+
+
+def load_store(root: str | Path, node_id: str, *, end: datetime | None, window: timedelta,
+               history: timedelta = timedelta(days=1)) -> dict[str, pd.DataFrame]:
+    """The node's samples (and those of the nodes sharing its jobs) around the window, from the store."""
+    store = TelemetryStore(root)
+    if node_id not in store.nodes():
+        known = ", ".join(store.nodes()[:10]) or "none"
+        raise InputError(f"no node {node_id!r} in the store (nodes: {known})", source=str(root))
+    start = (end - max(history, window * 4)) if end is not None else None
+    steps = store.step_samples(node_id=node_id)
+    nodes = {node_id, *job_nodes(steps)}
+    links = [store.link_samples(n, start, end) for n in sorted(nodes) if n in store.nodes()]
+    return {"link_samples": pd.concat(links, ignore_index=True) if links else TABLES["link_samples"].empty(),
+            "events": store.events(node_id), "step_samples": steps}

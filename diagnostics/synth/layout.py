@@ -1,0 +1,39 @@
+"""Which links a synthetic node has: the platform's topology graph, so names and ports match the analysis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config.platforms import platform_data
+from ..topology import platform_graph
+
+
+@dataclass(frozen=True)
+class SynthLink:
+    gpu: int
+    link: int | None  # None for a GPU's PCIe upstream link
+    link_type: str
+    peer: str
+    switch: str | None = None
+
+
+def nvlinks(platform: str) -> list[SynthLink]:
+    """Every GPU's NVLinks in link order, with the peer GPU or NVSwitch the template puts at the far end."""
+    graph = platform_graph(platform)
+    return [SynthLink(p.gpu, p.link, "nvlink", p.peer, p.switch)
+            for gpu in graph.gpus for p in graph.links_of(gpu) if p.link_type == "nvlink" and p.link is not None]
+
+
+def pcie_links(platform: str) -> list[SynthLink]:
+    graph = platform_graph(platform)
+    return [SynthLink(gpu, None, "pcie", graph.port_of(gpu, None, "pcie").peer) for gpu in graph.gpus]
+
+
+def pcie_shape(platform: str) -> tuple[int, int]:
+    """Maximum PCIe generation and width of the platform's GPUs."""
+    pcie = platform_data(platform).get("pcie", {})
+    return int(pcie.get("generation", 4)), int(pcie.get("width", 16))
+
+
+def has_switches(platform: str) -> bool:
+    return any(link.switch for link in nvlinks(platform))

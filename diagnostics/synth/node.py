@@ -1,0 +1,211 @@
+"""One synthetic node: its links' counter rates, gauges and states over time, turned into link_samples rows.
+
+Background (per hour): replays 0-15, CRC flits 0-20, CRC data 0-5 per link, Poisson. Blackwell NVLinks report
+other counters (replays rare by design, 0-2; symbol errors corrected by FEC, no effective errors) and bit-error
+ratios. A counter a scenario drives (a fault, or a benign link drawn near a threshold) grows deterministically at
+its rate, the fraction carried between samples, so an hour's increase is the rate within one count: a fault drawn
+at 1.1x its threshold is over it in every window, a benign link at 0.95x under it. Rules and limits come from the
+packaged thresholds file, so ground truth follows its defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..config.platforms import platform_data
+from ..config.thresholds import DEFAULT_FILE, load_thresholds
+from .layout import SynthLink, has_switches, nvlinks, pcie_links, pcie_shape
+
+CLASSIC = ("crc_flit", "crc_data", "recovery")  # NVLink counters before Blackwell
+BLACKWELL = ("symbol_errors", "effective_errors", "recovery_successful", "recovery_failed")
+COUNTERS = ("replay", *CLASSIC, "replay_rollovers", *BLACKWELL)
+GAUGES = ("symbol_ber", "effective_ber")
+NEAR_LOW, NEAR_HIGH = 1.1, 1.5  # "near" a threshold, above it; below it a benign draw reaches 0.95x
+
+
+@cache
+def limit(rule: str) -> float:
+    """A rule's default limit (`above`) from the packaged thresholds file."""
+    return float(load_thresholds(DEFAULT_FILE).rule(rule).above)
+
+
+def is_blackwell(platform: str) -> bool:
+    return int(platform_data(platform).get("nvlink_generation", 0)) >= 5
+
+
+@dataclass
+class NodeSim:
+    rng: np.random.Generator
+    node_id: str
+    platform: str
+    times: pd.DatetimeIndex
+    links: list[SynthLink]
+    rate: dict[str, np.ndarray]
+    gauge: dict[str, np.ndarray]
+    inactive: np.ndarray
+    width: np.ndarray
+    gen: np.ndarray
+    traffic: np.ndarray
+    max_gen: int
+    max_width: int
+    blackwell: bool = False
+    resets: list[int] = field(default_factory=list)
+    keep: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))
+    gone: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))  # per link: no row at all
+    exact: set[tuple[str, int]] = field(default_factory=set)  # (counter, link index) grown deterministically
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    near: list[dict[str, Any]] = field(default_factory=list)  # benign links drawn just under a threshold
+    events: list[dict[str, Any]] = field(default_factory=list)
+    slowdown: tuple[int, float] | None = None
+
+    @classmethod
+    def new(cls, rng: np.random.Generator, node_id: str, platform: str, times: pd.DatetimeIndex, *,
+            near: bool = True) -> NodeSim:
+        """`near=False`: no link drawn under a threshold (the demo nodes show no stray warning)."""
+        links = nvlinks(platform) + pcie_links(platform)
+        n, t = len(links), len(times)
+        blackwell = is_blackwell(platform)
+        highs = {"replay": 2 if blackwell else 15, "crc_flit": 20, "crc_data": 5, "symbol_errors": 0}
+        rate = {c: np.repeat(rng.uniform(0, highs.get(c, 0), (n, 1)), t, axis=1) for c in COUNTERS}
+        gauge = {c: np.full((n, t), np.nan) for c in GAUGES}
+        max_gen, max_width = pcie_shape(platform)
+        busy = np.ones(t, dtype=bool)
+        for _ in range(int(rng.integers(0, 3))):  # idle stretches: the PCIe generation drops to save power
+            a = int(rng.integers(0, t))
+            busy[a:a + int(rng.integers(2, 12))] = False
+        traffic = np.where(busy, rng.uniform(2e9, 12e9, t), rng.uniform(0, 2e8, t))
+        sim = cls(rng, node_id, platform, times, links, rate, gauge, np.zeros((n, t), dtype=bool),
+                  np.full(t, max_width, dtype=float), np.where(busy, max_gen, 1).astype(float), traffic,
+                  max_gen, max_width, blackwell=blackwell, keep=np.ones(t, dtype=bool),
+                  gone=np.zeros((n, t), dtype=bool))
+        nv = sim.nv_indices()
+        if blackwell:
+            rate["symbol_errors"][nv] = np.exp(rng.uniform(np.log(1e2), np.log(1e5), (len(nv), 1)))
+            gauge["symbol_ber"][nv] = np.exp(rng.uniform(np.log(1e-10), np.log(1e-7), (len(nv), 1)))
+            gauge["effective_ber"][nv] = np.exp(rng.uniform(np.log(1e-17), np.log(1e-15), (len(nv), 1)))
+        if rng.random() < 0.5 and nv and near:  # one link just under a threshold: not a fault
+            sim.near_below(int(rng.choice(nv)))
+        if has_switches(platform):
+            sim.events.append({"timestamp": times[0], "kind": "fabric_state", "text": "Fabric State: Completed"})
+        return sim
+
+    def near_below(self, i: int) -> None:
+        ratio = float(self.rng.uniform(0.5, 0.95))
+        s = self.links[i]
+        if self.blackwell:
+            rule = str(self.rng.choice(["effective_ber", "symbol_ber"]))
+            self.gauge[rule][i] = ratio * limit(rule)
+        else:
+            rule = str(self.rng.choice(["nvlink_replay", "crc", "nvlink_crc_data"]))
+            counter = {"nvlink_replay": "replay", "crc": "crc_flit", "nvlink_crc_data": "crc_data"}[rule]
+            if rule == "crc":
+                self.rate["crc_data"][i] = 0.0  # the rule sums both CRC counters
+            self.drive(counter, i, 0, ratio * limit(rule))
+        self.near.append({"rule": rule, "ratio": round(ratio, 3), "gpu": s.gpu, "link": s.link})
+
+    # -- helpers scenarios use -------------------------------------------------------------------------------
+    def nv_indices(self, gpu: int | None = None) -> list[int]:
+        return [i for i, s in enumerate(self.links) if s.link_type == "nvlink" and (gpu is None or s.gpu == gpu)]
+
+    def pcie_index(self, gpu: int) -> int:
+        return next(i for i, s in enumerate(self.links) if s.link_type == "pcie" and s.gpu == gpu)
+
+    def onset(self, before_end_h: float = 4.0) -> int:
+        t = len(self.times)
+        step_h = (self.times[1] - self.times[0]).total_seconds() / 3600
+        latest = max(int(t * 0.2) + 1, t - int(before_end_h / step_h) - 1)
+        return int(self.rng.integers(int(t * 0.15), latest))
+
+    def factor(self) -> float:
+        """How far over its threshold a fault is: half the draws near it (1.1-1.5x), half 1.5-50x log-uniform."""
+        if self.rng.random() < 0.5:
+            return float(self.rng.uniform(NEAR_LOW, NEAR_HIGH))
+        return float(np.exp(self.rng.uniform(np.log(NEAR_HIGH), np.log(50))))
+
+    def drive(self, counter: str, i: int, start: int, rate: float) -> None:
+        """Counter `counter` of link `i` grows at `rate` per hour from sample `start`, deterministically."""
+        self.rate[counter][i, start:] = rate
+        self.exact.add((counter, i))
+
+    def slows(self, onset: int, lo: float = 5.0, hi: float = 90.0, p: float = 0.8) -> bool:
+        if self.rng.random() < p and self.slowdown is None:
+            self.slowdown = (onset + int(self.rng.integers(0, 2)), round(float(self.rng.uniform(lo, hi)), 1))
+            return True
+        return False
+
+    def fault(self, scenario: str, kind: str, onset: int, slows: bool, **where: Any) -> None:
+        self.faults.append({"scenario": scenario, "kind": kind, "onset": str(self.times[onset]),
+                            "slows_job": slows, **where})
+
+    # -- output ----------------------------------------------------------------------------------------------
+    def _applies(self, counter: str) -> np.ndarray:
+        pcie = np.array([s.link_type == "pcie" for s in self.links])
+        if counter == "replay":
+            return np.ones(len(self.links), dtype=bool)
+        if counter == "replay_rollovers":
+            return pcie
+        return ~pcie & (self.blackwell == (counter in BLACKWELL))
+
+    def _counts(self, counter: str, hours: np.ndarray) -> np.ndarray:
+        expected = self.rate[counter] * hours * ~self.inactive
+        inc = self.rng.poisson(expected).astype(float)
+        for c, i in sorted(self.exact):  # sorted: a set of str keys iterates in a per-process order
+            if c == counter:  # the fraction carries over: an hour's increase is the rate within one count
+                cum = np.floor(np.cumsum(expected[i]) + self.rng.uniform())
+                inc[i] = np.diff(cum, prepend=0.0)
+        return inc
+
+    def link_frame(self) -> pd.DataFrame:
+        n = len(self.links)
+        hours = np.diff((self.times - self.times[0]).total_seconds().to_numpy(), prepend=0.0) / 3600
+        cols: dict[str, Any] = {}
+        is_pcie = np.array([s.link_type == "pcie" for s in self.links])
+        for c in COUNTERS:
+            applies = self._applies(c)
+            if not applies.any():
+                continue
+            cum = np.cumsum(self._counts(c, hours), axis=1)
+            cum += np.floor(self.rng.uniform(0, 5e4 if c not in ("recovery", "recovery_failed") else 40, (n, 1)))
+            for r in sorted(self.resets):
+                cum[:, r:] -= cum[:, r - 1:r]
+            cum[~applies] = np.nan
+            cols[c] = cum
+        rows = self.keep[None, :] & ~self.gone
+        per_link = rows.sum(axis=1)
+
+        def flat(a: np.ndarray) -> np.ndarray:
+            return np.broadcast_to(a, rows.shape)[rows]
+
+        def each(values: list[Any]) -> np.ndarray:
+            return np.repeat(np.array(values, dtype=object), per_link)
+
+        state = np.where(self.inactive, "inactive", "up")
+        pcie_row = np.repeat(is_pcie, per_link)
+        return pd.DataFrame({
+            "timestamp": flat(self.times.to_numpy()[None, :]), "node_id": self.node_id,
+            "gpu": each([s.gpu for s in self.links]), "link_type": each([s.link_type for s in self.links]),
+            "link": each([s.link for s in self.links]), "peer": each([s.peer for s in self.links]),
+            **{c: flat(v) for c, v in cols.items()},
+            **{g: flat(v) for g, v in self.gauge.items() if np.isfinite(v).any()}, "link_state": flat(state),
+            "gen": np.where(pcie_row, flat(self.gen[None, :]), np.nan),
+            "max_gen": np.where(pcie_row, self.max_gen, np.nan),
+            "width": np.where(pcie_row, flat(self.width_by_link()), np.nan),
+            "max_width": np.where(pcie_row, self.max_width, np.nan),
+            "tx_bytes_per_s": np.where(pcie_row, flat(self.traffic[None, :]), np.nan), "source": "synth",
+        })
+
+    def width_by_link(self) -> np.ndarray:
+        w = np.full((len(self.links), len(self.times)), float(self.max_width))
+        for fault in self.faults:
+            if "width" in fault:
+                w[self.pcie_index(fault["gpu"]), self.times.searchsorted(pd.Timestamp(fault["onset"])):] = \
+                    fault["width"]
+        return w
+
+    def event_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{**e, "node_id": self.node_id, "source": "synth"} for e in self.events])

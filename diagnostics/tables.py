@@ -1,0 +1,217 @@
+"""The normalized tables every reader produces and every analysis consumes, and the counters they carry.
+
+Defined once here: ingest readers conform their output to these schemas, analysis relies on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# Cumulative counters a link sample may carry. A single reading is a total since reset, never a rate.
+COUNTERS: tuple[str, ...] = (
+    "crc_flit",
+    "crc_data",
+    "replay",
+    "recovery",
+    "tx_discards",
+    "replay_rollovers",  # PCIe: each rollover is a link retrain, never added to `replay`
+    "symbol_errors",  # Blackwell
+    "effective_errors",  # Blackwell
+    "recovery_successful",  # Blackwell
+    "recovery_failed",  # Blackwell
+)
+
+# Host-side PCIe AER counters (sysfs aer_dev_* totals and the link-level correctable kinds). Cumulative like COUNTERS.
+AER_COUNTERS: tuple[str, ...] = (
+    "aer_correctable",  # TOTAL_ERR_COR
+    "aer_nonfatal",  # TOTAL_ERR_NONFATAL
+    "aer_fatal",  # TOTAL_ERR_FATAL
+    "bad_tlp",  # correctable BadTLP: the receiver dropped a TLP, the sender replays it
+    "bad_dllp",
+)
+
+UTC_TS = "datetime64[ns, UTC]"
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """Column names and dtypes of one normalized table, in order."""
+
+    name: str
+    columns: dict[str, str]
+    doc: dict[str, str] = field(default_factory=dict)
+
+    def empty(self) -> pd.DataFrame:
+        """An empty frame of this schema: built once per schema, each caller gets its own (copy-on-write) copy."""
+        return _empty_frame(self.name, tuple(self.columns.items())).copy(deep=False)
+
+    def conform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Return `frame` with exactly this schema's columns (missing ones empty) and dtypes."""
+        template = _empty_frame(self.name, tuple(self.columns.items()))
+        n = len(frame)
+        if (n and _default_index(frame) and frame.columns.equals(template.columns)
+                and frame.columns.dtype == template.columns.dtype
+                and all(str(t) == d for t, d in zip(frame.dtypes, self.columns.values(), strict=True))):
+            return frame.copy(deep=False)  # already conforming: nothing to convert (every reader's own frames)
+        out: dict[str, Any] = {}
+        for col, dtype in self.columns.items():
+            if col in frame.columns:
+                series = frame[col]
+                if str(series.dtype) != dtype:
+                    if _unfilled(series, dtype):  # a column no row filled: nothing to cast
+                        out[col] = _missing(dtype, n)
+                        continue
+                    if dtype == UTC_TS:
+                        series = pd.to_datetime(series, utc=True)
+                    target: Any = dtype
+                    series = series.astype(target) if str(series.dtype) != dtype else series
+                out[col] = series  # a Series, so the result shares its data copy-on-write, never by alias
+            else:  # all missing, in the column's own NA: an array of this frame's own
+                out[col] = _missing(dtype, n) if n else template[col].array
+        conformed = pd.DataFrame(out, index=frame.index, copy=False)
+        return conformed if _default_index(frame) else conformed.reset_index(drop=True)
+
+
+def _unfilled(series: pd.Series, dtype: str) -> bool:
+    """All NaN (or all None, for a target whose missing value does not depend on it): the cast would give exactly
+    `_missing(dtype)`. A categorical is left to astype, whose empty categories take the dtype of what it held."""
+    return (series.dtype == np.float64 or (series.dtype == object and dtype != "category")) and bool(
+        series.isna().all())
+
+
+def _default_index(frame: pd.DataFrame) -> bool:
+    index = frame.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+
+
+@cache
+def _empty_frame(name: str, columns: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    """The empty frame of a schema (keyed by its columns, so any TableSchema gets its own); never handed out."""
+    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in columns})
+
+
+@cache
+def _missing_one(dtype: str) -> Any:
+    return pd.Series(index=pd.RangeIndex(1), dtype=dtype).array
+
+
+def _missing(dtype: str, n: int) -> Any:
+    """`n` missing values of `dtype`, the same array `pd.Series(index=..., dtype=dtype)` holds, without its
+    per-call dtype inference (which made conforming a small frame cost tens of milliseconds)."""
+    return _missing_one(dtype).take(np.zeros(n, dtype=np.intp))
+
+
+LINK_SAMPLES = TableSchema(
+    "link_samples",
+    {
+        "timestamp": UTC_TS,
+        "node_id": "category",
+        "gpu": "Int16",  # nvidia-smi index; NA for an NVSwitch-side series
+        "link_type": "category",  # LinkType
+        "link": "Int16",  # NVLink index, NVSwitch port, or NA for a GPU's PCIe upstream link
+        "lane": "Int8",  # NA unless the counter is per lane
+        "peer": "category",  # "GPU 3", "NVSwitch 1", "CPU 0 root port", "unknown"
+        "nvswitch": "category",  # the NVSwitch a switch-side series belongs to (dcgm `nvswitch` label); else NA
+        "gpu_total": "boolean",  # true: the row sums all of the GPU's links of this type (link is NA)
+        **{c: "float64" for c in COUNTERS},
+        "saturated": "boolean",  # a 16-bit counter stuck at 65535: the value is a lower bound
+        "symbol_ber": "float64",
+        "effective_ber": "float64",
+        "link_state": "category",  # LinkState
+        "speed_gbps": "float64",
+        "gen": "Int8",
+        "max_gen": "Int8",
+        "width": "Int8",
+        "max_width": "Int8",
+        "tx_bytes_per_s": "float64",
+        "rx_bytes_per_s": "float64",
+        "source": "category",  # "file:line"
+        "gpu_uuid": "string",  # GPU-... as nvidia-smi prints it, when the input names it
+        "pci_bus_id": "string",  # normalized dddd:bb:dd.f, lowercase (the device this row was read from)
+        "device_kind": "category",  # lspci rows: gpu, nvswitch, pcie_switch, nic, bridge, other
+        **{c: "float64" for c in AER_COUNTERS},
+    },
+    doc={
+        "timestamp": "UTC time of the reading; NaT for a paste without a time",
+        "speed_gbps": "link speed in GB/s (gigabytes per second, one direction) as nvidia-smi nvlink -s prints it",
+        "saturated": "true when a counter read 65535 (16-bit saturation): a lower bound, not an exact count",
+        "gpu_total": "true when the row is a GPU-wide total over all its links of this type (e.g. dcgm-exporter's "
+        "`..._COUNT_TOTAL` without an `nvlink` label); such a row has link NA and must not be added to per-link rows",
+        "nvswitch": "the NVSwitch id of an NVSwitch-side port series (link_type nvswitch, link = port, gpu NA)",
+    },
+)
+
+STEP_SAMPLES = TableSchema(
+    "step_samples",
+    {
+        "timestamp": UTC_TS,
+        "job_id": "category",
+        "node_ids": "string",  # comma-separated; step time is job-wide (every rank waits for the slowest)
+        "step": "Int64",
+        "step_time_ms": "float64",
+        "collective": "category",  # e.g. all_reduce
+        "size_bytes": "Int64",
+        "collective_time_us": "float64",
+        "algbw_gbps": "float64",
+        "busbw_gbps": "float64",
+        "source": "category",
+        "in_place": "boolean",  # nccl-tests: in-place or out-of-place figures; NA for the run's average row
+    },
+)
+
+EVENTS = TableSchema(
+    "events",
+    {
+        "timestamp": UTC_TS,
+        "node_id": "category",
+        "gpu": "Int16",
+        "pci_bus_id": "string",
+        "kind": "category",  # EventKind
+        "code": "Int32",  # Xid / SXid number, or NA
+        "caused_by": "Int32",  # the earlier Xid a `caused by previous Xid N` line names
+        "count": "Int64",  # occurrences the row stands for (a counter's increase); NA for one log line
+        "text": "string",
+        "source": "category",
+        "link": "Int16",  # the link (Xid 74) or NVSwitch port (SXid) the line names
+    },
+)
+
+TOPOLOGY = TableSchema(
+    "topology",
+    {
+        "node_id": "category",
+        "a": "string",  # "GPU0", "NIC1", "NVSwitch 0000:05:00.0"
+        "b": "string",
+        "relation": "category",  # NV, PIX, PXB, PHB, NODE, SYS, nvlink, remote, cpu_affinity, numa_affinity,
+        # gpu_numa_id, gpu (b: PCI bus id, detail: device=0x...), nic (b: device name such as mlx5_0)
+        "nvlinks": "Int16",  # NV# count, or links from a GPU to a switch
+        "link": "Int16",  # a GPU's link index when the row is one link (nvlink -R)
+        "remote_port": "Int16",  # the switch port or peer link index at the far end, when observed
+        "detail": "string",
+        "source": "category",
+    },
+)
+
+GPUS = TableSchema(
+    "gpus",
+    {
+        "node_id": "category",
+        "gpu": "Int16",
+        "uuid": "string",
+        "pci_bus_id": "string",
+        "model": "string",
+        "driver_version": "string",
+        "pod": "string",  # Kubernetes labels, when the exporter attached a GPU to a pod
+        "namespace": "string",
+        "container": "string",
+        "source": "category",
+    },
+    doc={"gpu": "one row per GPU a source describes: its identity as the exporter labelled it"},
+)
+
+TABLES: dict[str, TableSchema] = {t.name: t for t in (LINK_SAMPLES, STEP_SAMPLES, EVENTS, TOPOLOGY, GPUS)}

@@ -1,0 +1,87 @@
+"""Step time against link errors: onset, the link that explains it, and plain 'not the fabric' verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from diagnostics.analysis.correlate import change_point, explain_job
+from diagnostics.analysis.snapshot import analyze_tables
+from tests.analysis.helpers import T0, link_series, links, steps
+
+N = 24 * 12 + 1  # a day of 5-minute samples
+ONSET = 200
+
+
+def slow_steps(onset: int | None = ONSET, pct: float = 40.0, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    values = 200 * (1 + rng.normal(0, 0.01, N))
+    if onset is not None:
+        values[onset:] *= 1 + pct / 100
+    return steps(values)
+
+
+def counter(rate_from: dict[int, float]) -> list[float]:
+    """A cumulative counter whose per-hour rate changes at the given sample indices."""
+    rate = np.zeros(N)
+    for start, value in sorted(rate_from.items()):
+        rate[start:] = value
+    return list(np.cumsum(rate * 5 / 60))
+
+
+def fleet() -> pd.DataFrame:
+    return links(
+        link_series(counter({0: 3.0}), link=0, step_min=5),
+        link_series(counter({ONSET: 6000.0}), link=1, step_min=5),  # starts with the slowdown
+        link_series(counter({2: 5000.0}), link=2, step_min=5),  # erroring since the day began, no effect
+    )
+
+
+def test_change_point_finds_the_shift() -> None:
+    values = np.r_[np.full(50, 100.0), np.full(30, 130.0)]
+    assert change_point(values) == 50
+    assert change_point(np.ones(4)) is None
+
+
+def test_link_starting_with_the_slowdown_ranks_first() -> None:
+    job = explain_job({"link_samples": fleet(), "step_samples": slow_steps()}, job_id="j1")
+    assert job.slowdown and job.degradation_pct is not None and 35 < job.degradation_pct < 45
+    assert job.onset is not None and abs(pd.Timestamp(job.onset) - (T0 + pd.Timedelta(minutes=5 * ONSET))) \
+        <= pd.Timedelta(minutes=10)
+    top = job.links[0]
+    assert top.link == 1 and top.explains_slowdown and top.score >= 0.6
+    early = next(s for s in job.links if s.link == 2)
+    assert not early.explains_slowdown and early.score < top.score
+    assert "explains" in job.verdict
+
+
+def test_slow_job_with_no_erroring_link_is_not_the_fabric() -> None:
+    quiet = links(link_series(counter({0: 3.0}), link=0))
+    job = explain_job({"link_samples": quiet, "step_samples": slow_steps()}, job_id="j1")
+    assert job.slowdown and not any(s.explains_slowdown for s in job.links)
+    assert "not the fabric" in job.verdict
+
+
+def test_bad_link_but_job_not_slower_is_said() -> None:
+    tables = {"link_samples": fleet(), "step_samples": slow_steps(onset=None)}
+    d = analyze_tables(tables, node_id="n1")
+    assert d.fault_detected and d.degradation_pct is not None and abs(d.degradation_pct) < 3
+    assert d.verdict is not None and "not slower" in d.verdict
+    assert d.ticket_priority.value == "medium"  # failing, but the job does not pay for it
+
+
+def test_diagnosis_carries_scores_and_urgent_priority_when_explained() -> None:
+    d = analyze_tables({"link_samples": fleet(), "step_samples": slow_steps()}, node_id="n1")
+    link1 = next(f for f in d.findings if f.link == 1)
+    assert link1.explains_slowdown and link1.correlation_score is not None and link1.onset is not None
+    assert d.job_id == "j1" and d.ticket_priority.value == "urgent"
+    link2 = next(f for f in d.findings if f.link == 2)
+    assert link2.explains_slowdown is False
+
+
+def test_given_baseline_and_job_without_telemetry() -> None:
+    job = explain_job({"step_samples": slow_steps()}, job_id="j1", baseline_ms=100.0)
+    assert job.baseline_step_time_ms == 100.0 and job.warnings
+    assert "not the fabric" in job.verdict
+    missing = explain_job({"step_samples": slow_steps()}, job_id="nope")
+    assert missing.verdict.startswith("no step-time samples")

@@ -1,0 +1,208 @@
+"""Each detection rule over histories, missing series, software that looks like hardware."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+from freezegun import freeze_time
+from pydantic import BaseModel
+
+from diagnostics.analysis.snapshot import analyze_tables
+from diagnostics.enums import ComponentKind, Priority, Severity
+from diagnostics.model import Diagnosis, Finding
+from tests.analysis.helpers import T0, events, link_series, links, node_links, steady
+
+
+def diagnose(tables: dict[str, pd.DataFrame], **kw: object) -> Diagnosis:
+    return analyze_tables(tables, node_id="n1", **kw)  # type: ignore[arg-type]
+
+
+def finding(d: Diagnosis, component: str) -> Finding:
+    return next(f for f in d.findings if f.component == component)
+
+
+def rules(f: Finding) -> set[str]:
+    return {c.rule for c in f.crossed}
+
+
+def test_nvlink_replay_above_1000_per_hour_fails() -> None:
+    d = diagnose({"link_samples": links(link_series(steady(1500.0)), link_series(steady(900.0), link=1))})
+    assert rules(finding(d, "GPU 0 NVLink 0 -> NVSwitch 0")) == {"nvlink_replay"}
+    assert finding(d, "GPU 0 NVLink 1 -> NVSwitch 0").severity is Severity.OK
+    assert d.fault_detected and d.isolated_component == "GPU 0 NVLink 0 -> NVSwitch 0"
+
+
+def test_pcie_replays_have_their_own_rule_and_rollovers_are_severe() -> None:
+    frame = links(link_series({"replay": steady(2000.0), "replay_rollovers": [0] * 12 + [1]}, link_type="pcie",
+                              link=None, gpu=4, peer="CPU 1 root port"))
+    f = finding(diagnose({"link_samples": frame}), "GPU 4 PCIe")
+    assert {"pcie_replay", "pcie_replay_rollover"} <= rules(f)
+    assert f.severity is Severity.FAILING
+
+
+def test_crc_warning_and_crc_data_failing() -> None:
+    frame = links(link_series({"replay": steady(0), "crc_flit": steady(300.0), "crc_data": steady(0)}),
+                  link_series({"replay": steady(0), "crc_flit": steady(0), "crc_data": steady(2000.0)}, link=1))
+    d = diagnose({"link_samples": frame})
+    assert rules(finding(d, "GPU 0 NVLink 0 -> NVSwitch 0")) == {"crc"}
+    assert finding(d, "GPU 0 NVLink 0 -> NVSwitch 0").severity is Severity.WARNING
+    assert {"crc", "nvlink_crc_data"} <= rules(finding(d, "GPU 0 NVLink 1 -> NVSwitch 0"))
+
+
+def test_any_recovery_warns_and_persistent_recoveries_fail_even_at_9_per_hour() -> None:
+    once = [0] * 48 + [1]
+    rising = [int(9 * i / 12) for i in range(49)]  # 9 per hour for four hours
+    frame = links(link_series({"replay": steady(0, n=49), "recovery": once}),
+                  link_series({"replay": steady(0, n=49), "recovery": rising}, link=1))
+    d = diagnose({"link_samples": frame})
+    assert finding(d, "GPU 0 NVLink 0 -> NVSwitch 0").severity is Severity.WARNING
+    flapping = finding(d, "GPU 0 NVLink 1 -> NVSwitch 0")
+    assert "recovery_persistent" in rules(flapping) and flapping.severity is Severity.FAILING
+
+
+def test_persistence_needs_k_of_m_windows() -> None:
+    # recoveries only in the last hour: warning, not the persistent rule
+    values = [0] * 37 + [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    d = diagnose({"link_samples": links(link_series({"replay": steady(0, n=49), "recovery": values}))})
+    assert rules(d.findings[0]) == {"recovery"}
+
+
+def test_pcie_width_downtrain_names_lost_lanes() -> None:
+    frame = links(link_series(steady(0), link_type="pcie", link=None, gpu=2, width=8, max_width=16, gen=5,
+                              max_gen=5, tx_bytes_per_s=5e9))
+    d = diagnose({"link_samples": frame})
+    f = finding(d, "GPU 2 PCIe")
+    assert "pcie_width" in rules(f) and f.lanes == list(range(8, 16))
+    assert d.localization is not None and d.localization.lanes == list(range(8, 16))
+
+
+def test_pcie_gen_drop_is_a_fault_only_under_load() -> None:
+    busy = link_series(steady(0), link_type="pcie", link=None, gpu=1, gen=3, max_gen=5, width=16, max_width=16,
+                       tx_bytes_per_s=8e9)
+    idle = link_series(steady(0), link_type="pcie", link=None, gpu=2, gen=1, max_gen=5, width=16, max_width=16,
+                       tx_bytes_per_s=1e6)
+    d = diagnose({"link_samples": links(busy, idle)})
+    assert rules(finding(d, "GPU 1 PCIe")) == {"pcie_gen_under_load"}
+    quiet = finding(d, "GPU 2 PCIe")
+    assert quiet.severity is Severity.OK and any("power saving" in e for e in quiet.evidence)
+
+
+def test_inactive_link_is_down() -> None:
+    d = diagnose({"link_samples": links(link_series(steady(0), link_state="inactive"),
+                                        link_series(steady(0), link=1))})
+    assert finding(d, "GPU 0 NVLink 0 -> NVSwitch 0").severity is Severity.DOWN
+
+
+def test_series_that_stops_is_down() -> None:
+    d = diagnose({"link_samples": links(link_series(steady(0, n=6)), link_series(steady(0), link=1))})
+    f = finding(d, "GPU 0 NVLink 0 -> NVSwitch 0")
+    assert f.severity is Severity.DOWN and "series stopped" in f.crossed[0].message
+
+
+def test_missing_links_against_the_platform_and_sku_awareness() -> None:
+    frame = node_links(per_gpu=17, switches=(4, 5, 5, 3))  # link 17 of every GPU lacks a series
+    d = diagnose({"link_samples": frame}, platform="hgx-h100-8gpu")
+    missing = [f for f in d.findings if any(c.rule == "link_missing" for c in f.crossed)]
+    assert len(missing) == 8 and all(f.link == 17 for f in missing)
+    twelve = node_links(per_gpu=12, switches=(12,))
+    d12 = diagnose({"link_samples": twelve}, platform="dgx-a100-8gpu")  # 12 links by design
+    assert not [f for f in d12.findings if f.severity is not Severity.OK]
+
+
+def test_counters_not_collected_is_not_healthy() -> None:
+    frame = links(*[link_series(steady(0), link_type="pcie", link=None, gpu=g) for g in range(8)])
+    d = diagnose({"link_samples": frame}, platform="hgx-h100-8gpu")
+    assert any("not collected" in w for w in d.warnings)
+
+
+def test_lone_reading_gives_totals_and_says_so() -> None:
+    d = diagnose({"link_samples": links(link_series([12345.0]))})
+    assert d.findings[0].counts["replay"] == 12345.0
+    assert not d.findings[0].rates_per_hour
+    assert any("second reading" in w for w in d.warnings)
+
+
+def test_xid_rules() -> None:
+    evts = events([{"timestamp": T0 + pd.Timedelta(minutes=50), "kind": "xid", "gpu": 3, "code": 74,
+                    "text": "Xid 74"},
+                   {"timestamp": T0 + pd.Timedelta(minutes=55), "kind": "sxid", "code": 20034, "text": "SXid"}])
+    d = diagnose({"link_samples": links(link_series(steady(0))), "events": evts})
+    names = {c.rule for f in d.findings for c in f.crossed}
+    assert {"xid_nvlink", "sxid"} <= names
+
+
+def test_xid_79_makes_the_gpu_the_suspect() -> None:
+    frame = node_links({(5, k): 3000.0 for k in range(4)})
+    evts = events([{"timestamp": T0 + pd.Timedelta(minutes=58), "kind": "xid", "gpu": 5, "code": 79,
+                    "text": "GPU has fallen off the bus"}])
+    d = diagnose({"link_samples": frame, "events": evts})
+    assert d.localization is not None
+    assert d.localization.kind is ComponentKind.GPU and d.localization.gpu == 5
+    assert len(d.localizations) == 1
+
+
+def test_blackwell_effective_errors_ber_and_failed_recoveries() -> None:
+    frame = links(link_series({"effective_errors": steady(5.0), "recovery_failed": [0] * 12 + [1]},
+                              effective_ber=3e-11, symbol_ber=1e-9))
+    names = rules(diagnose({"link_samples": frame}).findings[0])
+    assert {"effective_errors", "recovery_failed", "effective_ber"} <= names and "symbol_ber" not in names
+
+
+def test_all_links_inactive_on_all_gpus_is_fabric_software() -> None:
+    frame = node_links(state={(g, k): "inactive" for g in range(8) for k in range(18)})
+    d = diagnose({"link_samples": frame})
+    assert d.localization is not None and d.localization.kind is ComponentKind.FABRIC_SOFTWARE
+    assert "fabricmanager" in d.repair_action and "No part" in d.repair_action
+
+
+def test_fabric_state_not_complete_is_fabric_software() -> None:
+    evts = events([{"timestamp": T0, "kind": "fabric_state", "text": "Fabric State: In Progress"}])
+    d = diagnose({"link_samples": node_links(), "events": evts})
+    assert d.localization is not None and d.localization.kind is ComponentKind.FABRIC_SOFTWARE
+
+
+def test_congestion_is_said_not_flagged() -> None:
+    frame = links(link_series(steady(0), speed_gbps=26.562, tx_bytes_per_s=25.5e9))
+    f = diagnose({"link_samples": frame}).findings[0]
+    assert f.severity is Severity.OK and any("congestion" in e for e in f.evidence)
+
+
+def test_thresholds_set_overrides_history_rules() -> None:
+    from diagnostics.config.thresholds import load_thresholds
+
+    frame = links(link_series(steady(600.0)))
+    strict = load_thresholds(overrides={"nvlink_replay": 500.0})
+    assert diagnose({"link_samples": frame}, thresholds=strict).fault_detected
+    assert not diagnose({"link_samples": frame}).fault_detected
+
+
+
+def all_finite(value: object) -> bool:
+    """Every number in a model's fields is finite (JSON would hide a NaN as null)."""
+    if isinstance(value, BaseModel):
+        return all_finite(value.model_dump())
+    if isinstance(value, dict):
+        return all(all_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(all_finite(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+@freeze_time("2026-03-01T01:00:00Z")
+def test_node_without_link_telemetry_is_unknown_not_healthy() -> None:
+    evts = events([{"timestamp": T0 + pd.Timedelta(minutes=30), "kind": "xid", "gpu": 1, "code": 74,
+                    "text": "Xid 74"}])
+    d = diagnose({"events": evts}, window=timedelta(hours=1))
+    assert any("unknown, not healthy" in w for w in d.warnings)
+    assert any(c.rule == "xid_nvlink" for f in d.findings for c in f.crossed)
+    assert d.ticket_priority is Priority.MEDIUM
+    assert all_finite(d)
+
+
+@pytest.mark.parametrize("values", [[5.0], [3.0] * 13, [10, 5, 2, 1, 0, 0]])
+def test_odd_series_never_produce_nan(values: list[float]) -> None:
+    d = diagnose({"link_samples": links(link_series(values))})
+    assert all_finite(d)

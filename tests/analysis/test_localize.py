@@ -1,0 +1,73 @@
+"""Common-cause localization per scenario, over the platform topology graph."""
+
+from __future__ import annotations
+
+from diagnostics.analysis.localize import localize, localize_all
+from diagnostics.analysis.snapshot import analyze_tables
+from diagnostics.enums import ComponentKind, LinkType, PortSource, Severity
+from diagnostics.model import Crossing, Finding
+from diagnostics.topology import platform_graph
+from tests.analysis.helpers import link_series, links, node_links, steady
+
+
+def bad(gpu: int, link: int, peer: str, **kw: object) -> Finding:
+    crossing = Crossing(rule="nvlink_replay", counter="replay", rate_per_hour=5000.0, above=1000.0,
+                        severity=Severity.FAILING, message="replay 5,000/h > 1,000/h")
+    return Finding(component=f"GPU {gpu} NVLink {link}", link_type=LinkType.NVLINK, link_id=f"nvlink-{link}",
+                   link=link, gpu=gpu, peer=peer, crossed=[crossing], severity=Severity.FAILING, worst_ratio=5.0,
+                   switch=peer if peer.startswith("NVSwitch") else None,
+                   peer_gpu=int(peer.split()[1]) if peer.startswith("GPU") else None, **kw)  # type: ignore[arg-type]
+
+
+def test_one_link_alone_is_its_port_pair_with_the_port_from_the_graph() -> None:
+    loc = localize([bad(2, 1, "NVSwitch 0")], platform_graph("hgx-h100-8gpu"))
+    assert loc is not None and loc.kind is ComponentKind.NVLINK
+    assert loc.component == "GPU 2 NVLink 1 -> NVSwitch 0 port 9" and loc.switch_port == 9
+    assert loc.port_source is PortSource.ASSUMED
+
+
+def test_all_links_of_one_gpu_point_to_the_gpu() -> None:
+    graph = platform_graph("hgx-h100-8gpu")
+    switch_of = {p.link: p.peer for p in graph.links_of(5) if p.link_type == "nvlink"}
+    findings = [bad(5, k, switch_of[k]) for k in range(18)]
+    loc = localize(findings, graph)
+    assert loc is not None and loc.kind is ComponentKind.GPU and loc.gpu == 5
+    assert len(localize_all(findings, graph)) == 1
+
+
+def test_same_switch_across_gpus_points_to_the_switch() -> None:
+    graph = platform_graph("hgx-h100-8gpu")
+    findings = [bad(g, 5, "NVSwitch 1") for g in (0, 3, 6)]
+    locs = localize_all(findings, graph)
+    assert [(loc.kind, loc.switch) for loc in locs] == [(ComponentKind.NVSWITCH, "NVSwitch 1")]
+
+
+def test_two_independent_faults_give_two_parts() -> None:
+    graph = platform_graph("hgx-h100-8gpu")
+    locs = localize_all([bad(1, 0, "NVSwitch 0"), bad(6, 17, "NVSwitch 3")], graph)
+    assert sorted((loc.gpu, loc.link) for loc in locs) == [(1, 0), (6, 17)]
+
+
+def test_both_ends_of_a_direct_link_count_once() -> None:
+    graph = platform_graph("h100-nvl-8gpu")
+    locs = localize_all([bad(2, 1, "GPU 3"), bad(3, 1, "GPU 2")], graph)
+    assert len(locs) == 1 and locs[0].component == "GPU 2 -> GPU 3 NVLink 1"
+
+
+def test_per_lane_counters_pinpoint_the_lane() -> None:
+    frame = links(link_series(steady(4000.0), lane=2), link_series(steady(1.0), lane=0),
+                  link_series(steady(1.0), link=1))
+    d = analyze_tables({"link_samples": frame}, node_id="n1")
+    assert d.localization is not None and d.localization.lanes == [2]
+
+
+def test_gpu_wide_fault_end_to_end() -> None:
+    frame = node_links({(4, k): 2500.0 for k in range(18)})
+    d = analyze_tables({"link_samples": frame}, node_id="n1", platform="hgx-h100-8gpu")
+    assert d.localization is not None and d.localization.kind is ComponentKind.GPU and d.localization.gpu == 4
+    assert d.isolated_component == "GPU 4"
+    assert "GPU 4" in d.repair_action
+
+
+def test_no_failing_link_no_localization() -> None:
+    assert localize([], None) is None

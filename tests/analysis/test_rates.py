@@ -1,0 +1,131 @@
+"""Counter increases like Prometheus increase(): resets, gaps, irregular and messy timestamps."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from diagnostics.analysis.rates import _any_value, bucketed_increase, prepare, windowed_increase
+from tests.analysis.helpers import T0, link_series, links, steady
+
+HOUR = timedelta(hours=1)
+
+
+def one(frame: pd.DataFrame) -> pd.Series:
+    assert len(frame) == 1
+    return frame.iloc[0]
+
+
+def test_steady_counter_gives_its_rate() -> None:
+    row = one(windowed_increase(links(link_series(steady(1200.0))), window=HOUR))
+    assert row["replay_increase"] == pytest.approx(1200.0)
+    assert row["replay_per_hour"] == pytest.approx(1200.0)
+    assert row["samples"] == 12  # the reading at the window's start is the baseline, not in the window
+
+
+def test_reset_counts_from_zero_never_negative() -> None:
+    # 100/5min, reboot after the 6th reading: the counter restarts at 0 and keeps climbing
+    values = [5000, 5100, 5200, 5300, 5400, 5500, 40, 140, 240, 340, 440, 540, 640]
+    row = one(windowed_increase(links(link_series(values)), window=HOUR))
+    assert row["replay_increase"] == pytest.approx(500 + 40 + 600)
+    assert row["resets"] == 1
+    assert row["replay_per_hour"] == pytest.approx(1140.0)  # over the one-hour window
+
+
+def test_scrape_gap_is_bridged_without_inflation() -> None:
+    times = [T0 + pd.Timedelta(minutes=m) for m in (0, 5, 10, 50, 55, 60)]
+    values = [0, 100, 200, 1000, 1100, 1200]  # 1200/h throughout, 40 minutes unscraped
+    row = one(windowed_increase(links(link_series(values, times=times)), window=HOUR))
+    assert row["replay_per_hour"] == pytest.approx(1200.0)
+
+
+def test_window_ending_earlier() -> None:
+    values = steady(100.0, n=25)[:13] + [v + 5000 for v in steady(100.0, n=25)[13:]]
+    frame = links(link_series(values))
+    early = one(windowed_increase(frame, window=HOUR, at=T0 + pd.Timedelta(hours=1)))
+    late = one(windowed_increase(frame, window=HOUR, at=T0 + pd.Timedelta(hours=2)))
+    assert early["replay_increase"] == pytest.approx(100.0)
+    assert late["replay_increase"] == pytest.approx(5100.0)
+
+
+def test_single_reading_is_a_total_not_a_rate() -> None:
+    row = one(windowed_increase(links(link_series([777.0])), window=HOUR))
+    assert row["replay_total"] == 777.0
+    assert math.isnan(row["replay_per_hour"])
+    assert row["replay_increase"] == 0.0
+
+
+def test_all_equal_counter_is_zero() -> None:
+    row = one(windowed_increase(links(link_series([42.0] * 13)), window=HOUR))
+    assert row["replay_per_hour"] == 0.0
+
+
+def test_out_of_order_and_duplicated_timestamps() -> None:
+    frame = links(link_series(steady(600.0)))
+    shuffled = pd.concat([frame.iloc[::-1], frame.iloc[[3, 7]]], ignore_index=True)
+    row = one(windowed_increase(shuffled, window=HOUR))
+    assert row["replay_per_hour"] == pytest.approx(600.0)
+    assert row["samples"] == 12
+
+
+def test_mixed_time_zones_are_one_clock() -> None:
+    utc = [T0 + pd.Timedelta(minutes=5 * i) for i in range(13)]
+    mixed = [t.tz_convert("Europe/Berlin").isoformat() if i % 2 else t.isoformat() for i, t in enumerate(utc)]
+    raw = link_series(steady(300.0), times=mixed)
+    row = one(windowed_increase(raw, window=HOUR))
+    assert row["replay_per_hour"] == pytest.approx(300.0)
+
+
+def test_links_stay_apart_and_missing_counter_is_nan_free() -> None:
+    frame = links(link_series(steady(100.0), link=0), link_series(steady(5000.0), link=1),
+                  link_series(steady(10.0), link_type="pcie", link=None, gpu=3))
+    out = windowed_increase(frame, window=HOUR)
+    nv = out[out["link_type"] == "nvlink"].set_index("link")["replay_per_hour"]
+    pcie = out[out["link_type"] == "pcie"]
+    assert nv[0] == pytest.approx(100.0)
+    assert nv[1] == pytest.approx(5000.0)
+    assert pcie["replay_per_hour"].tolist() == pytest.approx([10.0])
+    assert len(out) == 3
+
+
+def test_a_link_without_a_counter_has_no_rate_for_it_even_beside_links_that_have_it() -> None:
+    hopper = link_series(steady(100.0), link=0)
+    blackwell = link_series({"replay": steady(2.0), "effective_errors": steady(30.0)}, link=1)
+    out = windowed_increase(links(hopper, blackwell), window=HOUR).set_index("link")
+    assert out.loc[1, "effective_errors_per_hour"] == pytest.approx(30.0)
+    assert math.isnan(out.loc[0, "effective_errors_per_hour"])
+    assert math.isnan(out.loc[0, "effective_errors_increase"])
+    assert out.loc[0, "replay_per_hour"] == pytest.approx(100.0)
+
+
+def test_a_link_silent_in_the_window_reads_the_same_beside_any_neighbour() -> None:
+    silent = link_series({"replay": steady(5.0), "effective_errors": steady(5.0)}, link=2,
+                         start=T0 - pd.Timedelta(hours=3))
+    alone = links(silent, link_series({"replay": steady(5.0), "effective_errors": steady(5.0)}, link=1))
+    mixed = links(silent, link_series(steady(100.0), link=0))
+    at = T0 + pd.Timedelta(hours=1)
+    for frame in (alone, mixed):
+        row = windowed_increase(frame, window=HOUR, at=at).set_index("link").loc[2]
+        assert row["samples"] == 0 and row["effective_errors_increase"] == 0.0
+        assert math.isnan(row["effective_errors_per_hour"])
+
+
+def test_bucketed_increase_places_deltas_and_handles_reset() -> None:
+    values = [0, 10, 20, 30, 5, 15]
+    p = prepare(links(link_series(values)))
+    buckets = bucketed_increase(p, "replay", bucket=timedelta(minutes=10), start=T0, buckets=3)
+    assert buckets.shape == (1, 3)
+    assert np.allclose(buckets[0], [20, 15, 10])
+
+
+def test_a_counter_is_collected_when_only_an_old_row_holds_a_reading() -> None:
+    column = np.full(10_000, np.nan)
+    column[5] = 3.0
+    order = np.arange(10_000)[::-1].copy()  # every row, reordered: read without gathering
+    assert _any_value(column, None) and _any_value(column, order)
+    assert not _any_value(column, order[:9_000])  # the rows in use leave out the only reading
+    assert not _any_value(np.full(10, np.nan), None) and not _any_value(np.zeros(0), None)

@@ -1,0 +1,43 @@
+"""`fabricbot console`: serves on loopback and says where; a taken port is a clear error, not a traceback."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+
+from bot.cli import main
+from bot.commands import console as console_cmd
+
+from ..helpers import SEEDS
+
+
+def test_console_serves_the_page_on_loopback_and_prints_its_url(capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, object] = {}
+
+    def wait_and_fetch(seconds: float | None) -> None:
+        url = capsys.readouterr().out.split()[2]  # "fabricbot console: URL ..."
+        seen["url"] = url
+        seen["page"] = httpx.get(url, timeout=10).text
+        seen["info"] = httpx.get(url + "api/info", timeout=10).json()
+
+    monkeypatch.setattr(console_cmd, "serve_until", wait_and_fetch)
+    assert main(["console", "--port", "0", "--user", "dana", "--snapshots", str(SEEDS)]) == 0
+    assert str(seen["url"]).startswith("http://127.0.0.1:")
+    assert "console.js" in str(seen["page"])
+    info = seen["info"]
+    assert isinstance(info, dict)
+    assert info["name"] == "dana" and info["nodes"] == ["hpc-gpu-node-03", "hpc-gpu-node-12"]
+
+
+def test_a_taken_port_is_reported_with_the_way_out(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["console", "--port", str(port), "--seconds", "0", "--snapshots", str(SEEDS)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "--port 0" in err

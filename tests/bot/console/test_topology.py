@@ -1,0 +1,78 @@
+"""Topology clicks map to the elements the bot posted: a link's own button, or its pick in a component's menu."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from xml.etree import ElementTree
+
+from bot.blocks import DRAFT_LINK_ACTION, diagnosis_blocks
+from bot.console.topology import analysis_of, draft_targets, topology_view
+from bot.console.web import Console
+from bot.nodes import SnapshotNodeSource
+from bot.transport.mock_slack import BOT_USER, Message
+from diagnostics import Diagnosis
+from diagnostics.enums import ComponentKind, Severity
+from diagnostics.model import Localization
+
+from ..helpers import SEEDS
+
+
+def _posted(diagnosis: Diagnosis, analysis_id: int) -> Message:
+    blocks: list[dict[str, Any]] = [b.to_dict() for b in diagnosis_blocks(diagnosis, analysis_id)]
+    return Message("COPS", "1800000000.000007", "summary", BOT_USER, blocks=blocks)
+
+
+def _node12() -> Diagnosis:
+    return SnapshotNodeSource.from_files([SEEDS]).diagnose("hpc-gpu-node-12")
+
+
+def test_a_single_failing_link_is_drafted_by_its_own_button() -> None:
+    d = _node12()
+    bad = [i for i, f in enumerate(d.findings) if f.severity is not Severity.OK]
+    message = _posted(d, 41)
+    targets = draft_targets(message)
+    assert analysis_of(message) == 41
+    assert sorted(targets) == bad
+    assert all(t.action_id == f"draft:{i}" and t.option is None for i, t in targets.items())
+
+
+def test_links_of_a_shared_component_are_drafted_by_their_pick_in_its_menu() -> None:
+    d = _node12()
+    first = next(i for i, f in enumerate(d.findings) if f.severity is not Severity.OK)
+    other = next(i for i, f in enumerate(d.findings) if f.severity is Severity.OK)
+    findings = list(d.findings)
+    findings[other] = findings[other].model_copy(update={"severity": Severity.FAILING, "worst_ratio": 3.0})
+    loc = Localization(kind=ComponentKind.NVSWITCH, component="NVSwitch 1", switch="NVSwitch 1", confidence=0.8,
+                       links=[findings[first].component, findings[other].component])
+    shared = d.model_copy(update={"findings": findings, "localization": loc})
+    message = _posted(shared, 5)
+    targets = draft_targets(message)
+    assert sorted(targets) == sorted([first, other])
+    for index, target in targets.items():
+        assert target.action_id.startswith(DRAFT_LINK_ACTION) and target.option is not None
+        # the action Slack would send for that pick: the select, its block, and the chosen option
+        block = next(b for b in message.blocks if b["type"] == "actions")
+        element = next(e for e in block["elements"] if e["action_id"] == target.action_id)
+        action = Console._action(element, block["block_id"], target.option)
+        assert action["selected_option"]["value"] == target.option and "options" not in action
+        assert action["block_id"] == block["block_id"] and f'"f":{index}' in target.option
+
+
+def test_every_clickable_link_is_drawn_inside_the_svg_picture() -> None:
+    d = _node12()
+    view = topology_view(d, 41, _posted(d, 41))
+    root = ElementTree.fromstring(view["svg"])
+    _, _, width, height = (float(v) for v in root.attrib["viewBox"].split())
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    assert view["links"]
+    for link in view["links"]:
+        group = root.find(f".//svg:g[@id='{link['gid']}']", ns)
+        assert group is not None, link["gid"]
+        path = group.find("svg:path", ns)
+        assert path is not None and path.get("d"), f"{link['gid']} has no line to click"
+        numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", str(path.get("d")))]
+        xs, ys = numbers[0::2], numbers[1::2]
+        assert all(0 <= x <= width for x in xs) and all(0 <= y <= height for y in ys), path.get("d")
+        assert link["action"] == {"message_ts": "1800000000.000007", "action_id": f"draft:{link['finding']}",
+                                  "option": None}

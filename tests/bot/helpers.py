@@ -1,0 +1,71 @@
+"""Building the real app on the local transport for scenario tests."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bot.audit import AuditLog
+from bot.nodes import SnapshotNodeSource
+from bot.settings import Settings
+from bot.storage import open_db
+from bot.tracker import SqliteTracker
+from bot.transport.local import LocalSlack
+from bot.transport.mock_slack import Message, MockSlack
+from diagnostics import Diagnosis
+from diagnostics.tickets import RulesDrafter
+
+ROOT = Path(__file__).resolve().parents[2]
+SEEDS = ROOT / "fixtures" / "seed_examples.json"
+OPS = "COPS"
+USERS = {"UALICE": "alice", "UBOB": "bob", "UMALLORY": "mallory"}
+
+
+def png_renderer(diagnosis: Diagnosis) -> bytes:
+    """A tiny real PNG, standing in for the node picture where a test is not about the picture (it is faster)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(1, 1), dpi=20)
+    fig.text(0.1, 0.5, diagnosis.node_id[-2:])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+@contextmanager
+def local_bot(settings: Settings | None = None, *, usergroups: dict[str, list[str]] | None = None,
+              source: Any = None, drafter: Any = None, renderer: Any = None,
+              answerer: Any = None, clock: Any = None) -> Iterator[LocalSlack]:
+    db = open_db(None)
+    slack = MockSlack(users=dict(USERS), usergroups=usergroups or {})
+    with LocalSlack(settings=settings or Settings(), source=source or SnapshotNodeSource.from_files([SEEDS]),
+                    drafter=drafter or RulesDrafter(), tracker=SqliteTracker(db), audit=AuditLog(db),
+                    renderer=renderer or png_renderer, slack=slack,
+                    answerer=answerer, **({"clock": clock} if clock else {})) as local:
+        yield local
+
+
+def posted(slack: MockSlack, *, thread: str | None = None) -> list[Message]:
+    """Public bot messages (not file shares), top-level or in one thread."""
+    def wanted(m: Message) -> bool:
+        here = m.thread_ts is None if thread is None else m.thread_ts == thread
+        return here and m.user.startswith("UFABRICBOT") and m.ephemeral_to is None and not m.files
+
+    return [m for m in list(slack.messages) if wanted(m)]
+
+
+def buttons(message: Message) -> list[dict[str, Any]]:
+    return [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
+
+
+def summary_for(local: LocalSlack, node: str, user: str = "UALICE") -> Message:
+    before = len(posted(local.slack))
+    assert local.injector.command(node, user=user, channel=OPS).status == 200
+    assert local.slack.wait_for(lambda s: len(posted(s)) > before)
+    return posted(local.slack)[-1]

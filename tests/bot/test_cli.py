@@ -1,0 +1,59 @@
+"""`fabricbot demo`, `serve` (local mode) and `audit` from the command line's side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.audit import AuditLog
+from bot.cli import main
+from bot.demo import run_demo
+from bot.nodes import TableNodeSource
+from bot.storage import open_db
+from diagnostics.synth.fleet import build
+
+from .helpers import png_renderer
+
+
+def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action_log(tmp_path: Path) -> None:
+    tables, truth = build(nodes=12, hours=3)
+    fleet = TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()})
+    result = run_demo(tmp_path / "transcripts", tmp_path / "ACTION_LOG.md", fleet=fleet, renderer=png_renderer)
+    text = result.transcript.read_text()
+    for step in ("`/fabric hpc-gpu-node-12`", "`/fabric hpc-gpu-node-03`", "`/fabric job 4411`",
+                 "Did you mean `hpc-gpu-node-12`", "Ticket draft: hpc-gpu-node-12", "limited to the on-call",
+                 "Filed as **FAB-0001**, approved by @bob", "already filed as FAB-0001",
+                 "already open: **FAB-0001**", "@fabricbot why is job 4411 slow?"):
+        assert step in text, step
+    assert len(result.tickets) == 1 and result.tickets[0].startswith("FAB-0001 hpc-gpu-node-12")
+    assert [p.name for p in result.images] == ["01-hpc-gpu-node-12.png", "02-hpc-gpu-node-03.png",
+                                               "03-hpc-gpu-node-12.png"]
+    assert all(f"(demo/{p.name})" in text and p.read_bytes().startswith(b"\x89PNG") for p in result.images)
+    log = result.action_log.read_text()
+    for kind in ("| command |", "| analysis |", "| draft |", "| denied |", "| approval |", "| filing |",
+                 "| mention |"):
+        assert kind in log, kind
+
+
+def test_audit_exports_markdown_and_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    audit = AuditLog(open_db(tmp_path))
+    audit.record("command", actor="UALICE", subject="hpc-gpu-node-12", detail={"slack_bot_token": "xoxb-1"})
+    assert main(["audit", "--store", str(tmp_path), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| command | UALICE | hpc-gpu-node-12 |" in out and "xoxb-1" not in out
+    assert main(["audit", "--store", str(tmp_path), "--kind", "command"]) == 0
+    assert '"actor": "UALICE"' in capsys.readouterr().out
+    assert main(["audit", "--store", str(tmp_path / "missing")]) == 2
+    assert "no fabricbot database" in capsys.readouterr().err
+
+
+def test_serve_without_a_token_runs_the_local_mock_and_says_why(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["serve", "--store", str(tmp_path), "--seconds", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "SLACK_BOT_TOKEN not set" in err and "mock Slack Web API at http://127.0.0.1:" in err
+    assert "hpc-gpu-node-12" in err  # the bundled seed nodes, as the store is empty

@@ -1,0 +1,105 @@
+"""`/fabric` through the local transport: ack first, then the summary, the picture and the buttons."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from bot.blocks import DraftTarget
+from bot.drafting import render_png
+from bot.nodes import SnapshotNodeSource
+from bot.state import BotState
+from diagnostics import Diagnosis
+
+from .helpers import OPS, SEEDS, buttons, local_bot, posted, summary_for
+
+
+class SlowSource(SnapshotNodeSource):
+    """The seed nodes, with an analysis that takes a while (as a large store would)."""
+
+    def diagnose(self, node_id: str, *, window_hours: float | None = None) -> Diagnosis:
+        time.sleep(0.6)
+        return super().diagnose(node_id, window_hours=window_hours)
+
+
+def test_the_ack_arrives_before_the_work() -> None:
+    source = SlowSource(SnapshotNodeSource.from_files([SEEDS]).snapshots.values())
+    with local_bot(source=source) as local:
+        sent = local.injector.command("hpc-gpu-node-12", user="UALICE", channel=OPS)
+        acked = time.monotonic()
+        assert sent.status == 200 and "Looking at `hpc-gpu-node-12`" in sent.body
+        assert sent.seconds < 0.5
+        assert not local.slack.calls_to("chat.postMessage")
+        assert local.slack.wait_for(lambda s: s.calls_to("chat.postMessage"))
+        assert local.slack.calls_to("chat.postMessage")[0].at > acked
+
+
+def test_a_faulty_node_gets_a_summary_a_png_in_the_thread_and_a_draft_button() -> None:
+    with local_bot(renderer=render_png) as local:
+        summary = summary_for(local, "hpc-gpu-node-12")
+        text = json.dumps(summary.blocks)
+        for fact in ("GPU 2 -> GPU 3 NVLink 1", "+89.2%", "urgent", "Reseat high-speed mezzanine"):
+            assert fact in text
+        assert local.slack.wait_for(lambda s: s.calls_to("files.completeUploadExternal"))
+        order = [c.method for c in local.slack.calls
+                 if c.method in ("files.getUploadURLExternal", "upload", "files.completeUploadExternal")]
+        assert order == ["files.getUploadURLExternal", "upload", "files.completeUploadExternal"]
+        (png,) = local.slack.files.values()
+        assert png.content is not None and png.content.startswith(b"\x89PNG") and png.length == len(png.content)
+        assert png.thread_ts == summary.ts and png.channel == OPS
+        (button,) = buttons(summary)
+        target = DraftTarget.parse(button["value"])
+        diagnosis = BotState(local.audit.db).analysis(target.analysis_id)
+        assert diagnosis is not None and target.finding is not None
+        assert diagnosis.findings[target.finding].component == "GPU 2 -> GPU 3 NVLink 1"
+
+
+def test_a_healthy_node_gets_no_draft_button() -> None:
+    with local_bot() as local:
+        summary = summary_for(local, "hpc-gpu-node-03")
+        assert "no fabric fault" in summary.text
+        assert buttons(summary) == []
+
+
+def test_unknown_node_and_bad_arguments_get_helpful_ephemeral_replies() -> None:
+    with local_bot() as local:
+        local.injector.command("hpc-gpu-node12", user="UALICE", channel=OPS)
+        assert local.slack.wait_for(lambda s: s.calls_to("response_url"))
+        reply = local.slack.calls_to("response_url")[0].params
+        assert reply["response_type"] == "ephemeral" and "`hpc-gpu-node-12`" in reply["text"]
+        bad = local.injector.command("hpc-gpu-node-12 --window soon", user="UALICE", channel=OPS).body
+        assert "--window" in bad and "6h" in bad and "`soon`" in bad
+        assert local.injector.command("job", user="UALICE", channel=OPS).body.startswith("usage")
+        help_text = json.dumps(local.injector.command("help", user="UALICE", channel=OPS).json())
+        assert "/fabric job" in help_text
+        time.sleep(0.2)
+        assert not posted(local.slack)
+
+
+def test_twenty_concurrent_commands_are_all_answered() -> None:
+    with local_bot() as local:
+        nodes = ["hpc-gpu-node-12", "hpc-gpu-node-03"] * 10
+        statuses: list[int] = []
+
+        def send(node: str) -> None:
+            statuses.append(local.injector.command(node, user="UALICE", channel=OPS).status)
+
+        threads = [threading.Thread(target=send, args=(n,)) for n in nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert statuses == [200] * 20
+        assert local.slack.wait_for(lambda s: len(posted(s)) == 20, timeout=30)
+        assert local.slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 20, timeout=30)
+        titles = sorted(m.text.split(":")[0] for m in posted(local.slack))
+        assert titles == sorted(nodes)
+
+
+def test_fleet_ranks_the_degraded_links() -> None:
+    with local_bot() as local:
+        local.injector.command("fleet", user="UALICE", channel=OPS)
+        assert local.slack.wait_for(lambda s: posted(s))
+        text = json.dumps(posted(local.slack)[0].blocks)
+        assert "1 degraded links on 2 nodes" in text and "hpc-gpu-node-12" in text

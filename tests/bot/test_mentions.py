@@ -1,0 +1,121 @@
+"""Jobs, mentions and pasted tool output, on a small synthetic fleet through the local transport."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from bot.nodes import TableNodeSource
+from diagnostics.analysis.correlate import jobs_on
+from diagnostics.synth.fleet import build
+
+from .helpers import OPS, local_bot, posted, summary_for
+
+
+@pytest.fixture(scope="module")
+def fleet() -> TableNodeSource:
+    tables, truth = build(nodes=12, hours=3)
+    return TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()})
+
+
+def _paste(gpu2_link1: tuple[int, int, int]) -> str:
+    replay, recovery, crc = gpu2_link1
+    lines = ["```", "$ nvidia-smi nvlink -e"]
+    for gpu in range(4):
+        lines.append(f"GPU {gpu}: NVIDIA H100 80GB HBM3 (UUID: GPU-0000000{gpu}-0000-0000-0000-000000000000)")
+        for link in range(2):
+            hit = (gpu, link) == (2, 1)
+            lines += [f"         Link {link}: Replay Errors: {replay if hit else 0}",
+                      f"         Link {link}: Recovery Errors: {recovery if hit else 0}",
+                      f"         Link {link}: CRC Errors: {crc if hit else 0}", ""]
+    return "\n".join([*lines, "```"])
+
+
+def test_job_command_names_the_node_and_link(fleet: TableNodeSource) -> None:
+    with local_bot(source=fleet) as local:
+        local.injector.command("job 4411", user="UALICE", channel=OPS)
+        assert local.slack.wait_for(lambda s: posted(s), timeout=20)
+        text = json.dumps(posted(local.slack)[0].blocks)
+        assert "Job 4411: hpc-gpu-node-12" in text
+        assert "GPU 2 -> GPU 3 NVLink 1" in text and "explains job 4411" in text
+        local.injector.command("job 9999", user="UALICE", channel=OPS)
+        assert local.slack.wait_for(lambda s: s.calls_to("response_url"))
+        assert "job called `9999`" in local.slack.calls_to("response_url")[0].params["text"]
+
+
+def test_a_mention_asking_about_a_job_is_answered_in_its_thread(fleet: TableNodeSource) -> None:
+    with local_bot(source=fleet) as local:
+        question = local.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS)
+        assert question.status == 200
+        assert local.slack.wait_for(lambda s: posted(s, thread=question.ts), timeout=20)
+        answer = posted(local.slack, thread=question.ts)[0].text
+        assert answer.startswith("Job 4411: `hpc-gpu-node-12` has a failing GPU 2 -> GPU 3 NVLink 1")
+        slowdown = re.search(r"step time is \+(\d+\.\d)%", answer)
+        assert slowdown is not None and float(slowdown[1]) > 50 and "urgent" in answer
+        assert [e["kind"] for e in local.audit.entries()][:2] == ["mention", "analysis"]
+
+
+def test_a_mention_naming_a_node_answers_and_offers_the_tickets(fleet: TableNodeSource) -> None:
+    with local_bot(source=fleet) as local:
+        question = local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=question.ts)) >= 2, timeout=20)
+        answer, summary = posted(local.slack, thread=question.ts)[:2]
+        assert "GPU 2 -> GPU 3 NVLink 1" in answer.text
+        assert any(b["type"] == "actions" for b in summary.blocks)
+        other = local.injector.mention("and hpc-gpu-nod-3?", user="UBOB", channel=OPS)
+        assert local.slack.wait_for(lambda s: posted(s, thread=other.ts), timeout=20)
+        assert "Did you mean `hpc-gpu-node-03`?" in posted(local.slack, thread=other.ts)[0].text
+
+
+def test_a_pasted_lifetime_reading_gets_totals_then_rates_from_a_second_paste() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts)
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 1)
+        first = posted(local.slack, thread=root.ts)[-1].text
+        assert "lifetime totals" in first and "not rates" in first
+        assert "GPU 2 link 1 (nvlink): crc_flit 45,000, replay 9,000, recovery 2\n7 of 8 links show no errors" in first
+        assert "again in a few minutes" in first
+        local.injector.message(_paste((12000, 2, 60000)), user="UALICE", channel=OPS, thread_ts=root.ts)
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 2)
+        second = posted(local.slack, thread=root.ts)[-1].text
+        assert second.startswith("Rates over the") and "GPU 2" in second
+
+
+def test_chatter_in_a_thread_is_left_alone() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message("thanks, looking now\nwill update", user="UALICE", channel=OPS, thread_ts=root.ts)
+        local.injector.message("ok", user="UBOB", channel=OPS, thread_ts=root.ts)
+        assert not local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=1.0)
+
+
+def test_a_snippet_file_is_downloaded_with_the_bot_token_and_read() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        body = _paste((500, 0, 2500)).replace("```", "")
+        local.injector.snippet(body, "nvlink-e.txt", user="UALICE", channel=OPS, thread_ts=root.ts)
+        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
+        assert "GPU 2 link 1 (nvlink): crc_flit 2,500, replay 500" in posted(local.slack, thread=root.ts)[0].text
+        assert local.slack.calls_to("url_private")  # fetched from Slack, authorized by the bot token
+
+
+def test_the_fleet_view_explains_each_job_once_and_matches_node_by_node(fleet: TableNodeSource,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.nodes
+
+    calls: list[str | None] = []
+    real = bot.nodes.explain_job
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(kwargs.get("job_id"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bot.nodes, "explain_job", counted)
+    together = fleet.fleet()
+    assert sorted(calls) == sorted(set(calls)) and len(calls) == len({j for n in fleet.nodes
+                                                                      for j in jobs_on(fleet.steps, n)[:1]})
+    one_by_one = [fleet.diagnose(n) for n in fleet.nodes]
+    assert [d.model_dump() for d in together] == [d.model_dump() for d in one_by_one]

@@ -1,0 +1,61 @@
+"""The local transport itself: the mock Web API speaks slack_sdk, and the app checks Slack's signatures."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.transport.loopback import LoopbackServer
+from bot.transport.mock_slack import MockSlack
+
+from .helpers import OPS, local_bot, posted
+
+
+def test_the_mock_serves_slack_sdk_calls_and_records_them() -> None:
+    slack = MockSlack(users={"UALICE": "alice"}, usergroups={"SOPS": ["UALICE"]})
+    with LoopbackServer(slack.app) as server:
+        slack.base_url = server.url
+        client = WebClient(token=slack.token, base_url=slack.api_url)
+        assert client.auth_test()["user_id"] == "UFABRICBOT"
+        root = client.chat_postMessage(channel=OPS, text="root")["ts"]
+        client.chat_postMessage(channel=OPS, text="reply", thread_ts=root)
+        client.chat_update(channel=OPS, ts=root, text="edited")
+        assert [m["text"] for m in client.conversations_replies(channel=OPS, ts=root)["messages"]] == [
+            "edited", "reply"]
+        assert client.users_info(user="UALICE")["user"]["name"] == "alice"
+        assert client.usergroups_users_list(usergroup="SOPS")["users"] == ["UALICE"]
+        upload = client.files_upload_v2(channel=OPS, thread_ts=root, content=b"\x89PNG-bytes", filename="n.png")
+        url = upload["files"][0]["url_private"]
+        assert httpx.get(url, headers={"Authorization": f"Bearer {slack.token}"}).content == b"\x89PNG-bytes"
+        assert httpx.get(url).status_code == 403
+        bad = WebClient(token="xoxb-wrong", base_url=slack.api_url)
+        try:
+            bad.auth_test()
+            raise AssertionError("a wrong token was accepted")
+        except SlackApiError as exc:
+            assert exc.response["error"] == "invalid_auth"
+    methods = [c.method for c in slack.calls]
+    assert methods[:4] == ["auth.test", "chat.postMessage", "chat.postMessage", "chat.update"]
+    assert "files.getUploadURLExternal" in methods and "files.completeUploadExternal" in methods
+
+
+def test_signed_requests_are_accepted_and_unsigned_or_stale_ones_rejected() -> None:
+    with local_bot() as local:
+        inj = local.injector
+        body = inj.command_body("help", user="UALICE", channel=OPS)
+        form = "application/x-www-form-urlencoded"
+        assert inj.send(body, form).status == 200
+        assert inj.send(body, form, sign=False).status == 401
+        assert inj.send(body, form, timestamp=int(time.time()) - 600).status == 401
+        assert inj.send(body, form, signature="v0=" + "0" * 64).status == 401
+        # a signature is bound to the body: the same signature over a changed body fails
+        ts = int(time.time())
+        sig = inj.verifier.generate_signature(timestamp=str(ts), body=body)
+        assert inj.send(body.replace("help", "fleet"), form, timestamp=ts, signature=sig).status == 401
+        challenge = inj.url_verification("c-123")
+        assert challenge.status == 200 and challenge.json() == {"challenge": "c-123"}
+        time.sleep(0.2)
+        assert not posted(local.slack)  # none of the rejected requests did any work

@@ -1,0 +1,242 @@
+"""dcgm-exporter reader: real scrapes, every label and name spelling, and every malformed input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from diagnostics.errors import InputError
+from diagnostics.ingest.base import Source
+from diagnostics.ingest.dcgm import READER, parse_labels, read_scrapes
+from diagnostics.ingest.detect import choose, read
+from tests.ingest.dcgm_helpers import gpu_labels, scrape
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+
+
+def text(*lines: str) -> Source:
+    return Source.from_text("\n".join(lines) + "\n", name="scrape.prom")
+
+
+def links(result: pd.DataFrame) -> pd.DataFrame:
+    return result[~result["gpu_total"].astype(bool) & (result["link_type"] == "nvlink")]
+
+
+def test_real_a100_scrape_gives_nvlink_tx_bytes_per_gpu() -> None:
+    result = read(REAL / "dcgm_metrics_a100_1.txt")
+    rows = result["link_samples"]
+    assert list(rows["gpu"]) == [0, 1, 2, 3]
+    assert set(rows["node_id"]) == {"axa"}
+    assert rows["gpu_total"].all() and rows["link"].isna().all()  # a GPU-wide gauge, not one link
+    assert (rows["tx_bytes_per_s"] == 0).all() and rows["rx_bytes_per_s"].isna().all()
+    assert rows["timestamp"].isna().all()  # the excerpt carries no times and none was given
+    gpus = result["gpus"]
+    assert gpus.loc[gpus["gpu"] == 2, "uuid"].item() == "GPU-fbd9a227-e473-b993-215f-8f39b3574fd0"
+    assert set(gpus["model"]) == {"NVIDIA A100-SXM4-40GB"}
+    assert rows["source"].iloc[0].endswith("dcgm_metrics_a100_1.txt:6")
+    assert rows.loc[rows["gpu"] == 1, "gpu_uuid"].item() == "GPU-02348a17-a825-300c-0336-48e33d0dadb2"
+
+
+def test_real_gb200_scrape_reads_blackwell_counters_and_flags_the_cut_off_line() -> None:
+    result = read(REAL / "dcgm_metrics_gb200_1.txt")
+    rows = result["link_samples"]
+    assert set(rows["node_id"]) == {"3f546054f69d"}
+    by_gpu = rows.set_index("gpu")
+    assert by_gpu.loc[3, "tx_discards"] == 0 and by_gpu.loc[3, "recovery_successful"] == 0
+    assert sorted(rows.loc[rows["recovery_successful"].notna(), "gpu"]) == [0, 1, 2, 3]
+    assert rows["recovery_failed"].isna().all()  # its samples are cut off
+    assert by_gpu.loc[2, "pci_bus_id"] == "0018:01:00.0"
+    gpus = result["gpus"].set_index("gpu")
+    assert gpus.loc[0, "pci_bus_id"] == "0008:01:00.0" and gpus.loc[0, "model"] == "NVIDIA GB200"
+    [cut] = result.warnings
+    assert cut.line == 10 and "LINK_RECOVERY_FAILED_EVENTS" in cut.message and "cut off" in cut.message
+
+
+def test_per_link_names_both_spellings_and_gpu_totals_stay_apart() -> None:
+    labels = gpu_labels(2)
+    result = READER.read(text(
+        f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L3{{{labels}}} 7 1700000000000",
+        f"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_L15_TOTAL{{{labels}}} 4 1700000000000",
+        f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{{{labels}}} 11 1700000000000",
+    ))
+    rows = result["link_samples"].set_index(["gpu_total", "link"])
+    assert rows.loc[(False, 3), "replay"] == 7
+    assert rows.loc[(False, 15), "crc_flit"] == 4
+    total = result["link_samples"][result["link_samples"]["gpu_total"]]
+    assert len(total) == 1 and total["replay"].item() == 11 and pd.isna(total["link"].item())
+    assert str(result["link_samples"]["timestamp"].iloc[0]) == "2023-11-14 22:13:20+00:00"
+
+
+def test_link_entity_series_and_nvswitch_ports() -> None:
+    result = READER.read(text(
+        'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{gpu="1",nvlink="9",hostname="n1"} 5',
+        'DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERRORS{nvswitch="2",nvlink="33",hostname="n1"} 8',
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="1",hostname="n1"} 3',
+    ))
+    rows = result["link_samples"].set_index("link_type")
+    assert rows.loc["nvlink", "link"] == 9 and rows.loc["nvlink", "crc_flit"] == 5
+    assert not rows.loc["nvlink", "gpu_total"]
+    assert rows.loc["nvswitch", "link"] == 33 and rows.loc["nvswitch", "nvswitch"] == "2"
+    assert pd.isna(rows.loc["nvswitch", "gpu"]) and rows.loc["nvswitch", "replay"] == 8
+    assert rows.loc["pcie", "replay"] == 3 and not rows.loc["pcie", "gpu_total"]
+
+
+def test_label_spellings_map_to_one_identity() -> None:
+    result = READER.read(text(
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",UUID="GPU-a",modelName="H100",Hostname="h"} 1',
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="1",gpu_uuid="GPU-b",model_name="H100",hostname="h",'
+        'pod="train-0",namespace="ml",container="main"} 2',
+    ))
+    gpus = result["gpus"].set_index("gpu")
+    assert list(gpus["uuid"]) == ["GPU-a", "GPU-b"] and set(gpus["model"]) == {"H100"}
+    assert gpus.loc[1, "pod"] == "train-0" and gpus.loc[1, "namespace"] == "ml"
+    assert set(result["link_samples"]["node_id"]) == {"h"}
+
+
+def test_labels_with_quotes_and_escapes() -> None:
+    assert parse_labels(r'a="x\"y",b="back\\slash",c="line\nbreak",d="}{ ,"') == {
+        "a": 'x"y', "b": "back\\slash", "c": "line\nbreak", "d": "}{ ,"}
+    result = READER.read(text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="rack \\"7\\" node"} 4'))
+    assert result["link_samples"]["node_id"].item() == 'rack "7" node'
+
+
+def test_sentinel_is_no_value_and_saturation_is_flagged() -> None:
+    result = READER.read(text(
+        'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0{gpu="0",Hostname="h"} 9223372036854775794',
+        'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0{gpu="0",Hostname="h"} 65535',
+        'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L1{gpu="0",Hostname="h"} 12',
+    ))
+    rows = result["link_samples"].set_index("link")
+    assert pd.isna(rows.loc[0, "crc_flit"])
+    assert rows.loc[0, "replay"] == 65535 and rows.loc[0, "saturated"]
+    assert not rows.loc[1, "saturated"]
+    assert any("sentinel" in w.message for w in result.warnings)
+
+
+def test_truncated_lines_warn_with_line_and_keep_the_rest() -> None:
+    result = READER.read(text(
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="h"} 1',
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="1",Hostname="h',
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="2",Hostname="h"}',
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="3",Hostname="h"} 1x',
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="4",Hostname="h"} -3',
+    ))
+    assert list(result["link_samples"]["gpu"]) == [0]
+    assert sorted(w.line for w in result.warnings if w.line) == [2, 3, 4, 5]
+    assert all(w.file == "scrape.prom" for w in result.warnings)
+
+
+def test_binary_junk_and_other_formats_are_refused_clearly(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(bytes(range(256)) * 40)
+    with pytest.raises(InputError, match="binary"):
+        read(junk)
+    other = Source.from_text("GPU 0: NVIDIA H100\n\t Link 0: Replay Errors: 0\n", name="nvlink.txt")
+    with pytest.raises(InputError, match="no dcgm-exporter samples"):
+        read(other, fmt="dcgm")
+    with pytest.raises(InputError, match="empty"):
+        choose(Source.from_text("  \n", name="empty.txt"))
+
+
+def test_openmetrics_seconds_and_eof() -> None:
+    result = READER.read(text(
+        "# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter",
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER_total{gpu="0",Hostname="h"} 2 1700000000.5',
+        "# EOF",
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER_total{gpu="1",Hostname="h"} 9 1700000000.5',
+    ))
+    rows = result["link_samples"]
+    assert list(rows["gpu"]) == [0] and rows["timestamp"].item() == pd.Timestamp(1700000000500, unit="ms", tz="UTC")
+    assert [w.line for w in result.warnings] == [4]
+
+
+def test_xid_counter_increases_and_gauge_changes_are_events() -> None:
+    labels = 'gpu="5",Hostname="h",pci_bus_id="00000000:9A:00.0"'
+    result = READER.read(text(
+        f'DCGM_EXP_XID_ERRORS_COUNT{{{labels},xid="79"}} 1 1700000000000',
+        f'DCGM_EXP_XID_ERRORS_COUNT{{{labels},xid="79"}} 1 1700000060000',
+        f'DCGM_EXP_XID_ERRORS_COUNT{{{labels},xid="79"}} 3 1700000120000',
+        f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} 74 1700000000000",
+        f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} 74 1700000060000",
+        f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} 79 1700000120000",
+    ))
+    events = result["events"]
+    assert list(zip(events["code"], events["count"].fillna(0), strict=True)) == [(79, 1), (79, 2), (79, 0)]
+    assert set(events["gpu"]) == {5} and set(events["pci_bus_id"]) == {"0000:9a:00.0"}
+    assert any("Xid 74" in w.message for w in result.warnings)  # the gauge's first value is not an event
+
+
+def test_xid_gauge_change_across_two_scrape_files() -> None:
+    first = text('DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="h"} 0')
+    second = text('DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="h"} 79')
+    at = [pd.Timestamp("2026-03-01T00:00Z").to_pydatetime(), pd.Timestamp("2026-03-01T00:01Z").to_pydatetime()]
+    result = read_scrapes(zip([first, second], at, strict=True))
+    assert list(result["events"]["code"]) == [79]
+    assert result["events"]["timestamp"].item() == pd.Timestamp("2026-03-01T00:01Z")
+
+
+def test_full_scrape_has_18_links_per_gpu() -> None:
+    result = READER.read(text(*scrape(ts_ms=1_700_000_000_000, value=2)))
+    per_link = links(result["link_samples"])
+    assert per_link.groupby("gpu")["link"].nunique().eq(18).all() and len(per_link) == 8 * 18
+    assert (per_link[["crc_flit", "crc_data", "replay", "recovery"]] == 2).all().all()
+    totals = result["link_samples"][result["link_samples"]["gpu_total"]]
+    pcie = result["link_samples"][result["link_samples"]["link_type"] == "pcie"]
+    assert len(pcie) == 8 and (pcie["replay"] == 36).all() and pcie["link"].isna().all()
+    assert (totals["replay"] == 36).all() and (totals["tx_bytes_per_s"] == 1.5e10).all()
+
+
+def test_node_override_and_missing_hostname_warning() -> None:
+    plain = text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0"} 1')
+    assert READER.read(plain, node_id="n9")["link_samples"]["node_id"].item() == "n9"
+    result = READER.read(plain)
+    assert result["link_samples"]["node_id"].item() == "unknown"
+    assert any("--node" in w.message for w in result.warnings)
+
+
+def test_label_values_with_spaces_with_and_without_timestamps() -> None:
+    labels = 'gpu="0",modelName="NVIDIA H100 80GB HBM3",Hostname="h"'
+    result = READER.read(text(
+        f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L1{{{labels}}} 5",
+        f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L2{{{labels}}}\t6   1772323200000  ",
+        f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER {{{labels}}} 7",
+    ))
+    rows = result["link_samples"].set_index("link")
+    assert rows.loc[1, "replay"] == 5 and pd.isna(rows.loc[1, "timestamp"])
+    assert rows.loc[2, "replay"] == 6 and rows.loc[2, "timestamp"] == pd.Timestamp("2026-03-01T00:00Z")
+    assert result["gpus"]["model"].item() == "NVIDIA H100 80GB HBM3"
+    assert [w.line for w in result.warnings] == [3]  # a space between name and labels is not the format
+
+
+def test_large_input_path_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "big.prom"
+    path.write_text("\n".join(scrape(gpus=2, links=4, ts_ms=1_772_323_200_000, value=1)) + "\nbroken{\n")
+    small = READER.read(Source.from_path(path))
+    monkeypatch.setattr("diagnostics.ingest.dcgm_lines.SMALL_INPUT", 0)  # stream through the CSV reader
+    big = READER.read(Source.from_path(path))
+    pd.testing.assert_frame_equal(small["link_samples"], big["link_samples"])
+    assert [(w.line, w.message) for w in big.warnings] == [(w.line, w.message) for w in small.warnings]
+    assert big.warnings[-1].line == sum(1 for _ in path.open())
+
+
+def test_bytes_that_are_not_utf8_are_replaced_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "mixed.prom"
+    path.write_bytes(b'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="h\xff"} 3\n'
+                     b'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="1",Hostname="h"} 4\n')
+    monkeypatch.setattr("diagnostics.ingest.dcgm_lines.SMALL_INPUT", 0)
+    result = READER.read(Source.from_path(path))
+    assert list(result["link_samples"]["replay"]) == [3, 4]
+    assert set(result["link_samples"]["node_id"]) == {"h\ufffd", "h"}
+
+
+def test_scrapes_without_timestamps_take_the_given_time_per_file(tmp_path: Path) -> None:
+    files = []
+    for minute, value in enumerate([1, 4]):
+        path = tmp_path / f"scrape{minute}.prom"
+        path.write_text(f'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0{{gpu="0",Hostname="h"}} {value}\n')
+        files.append((Source.from_path(path), pd.Timestamp(f"2026-03-01T00:0{minute}Z").to_pydatetime()))
+    rows = read_scrapes(files)["link_samples"]
+    assert list(rows["replay"]) == [1, 4]
+    assert (rows["timestamp"].diff().dropna() == pd.Timedelta(minutes=1)).all()

@@ -1,0 +1,157 @@
+"""nvidia-smi nvlink -e / -ec / -s / -R: the real samples and malformed inputs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from diagnostics.errors import InputError
+from diagnostics.ingest import detect
+from diagnostics.ingest.base import Source
+from diagnostics.ingest.nvlink import READER
+from tests.ingest.helpers import REAL, SAMPLES, links_per_gpu, read, read_text, warning_lines
+
+
+def test_h100_error_counters_and_speeds_merge_per_link() -> None:
+    result = read(REAL / "nvlink_e_h100_1.txt")
+    links = result["link_samples"]
+    assert links_per_gpu(links) == {0: [0, 1, 17]}  # the author elided links 2..16
+    assert (links[["replay", "recovery", "crc_flit"]] == 0).all().all()
+    assert set(links["gpu_uuid"]) == {"GPU-abcdefab-cdef-abdc-abcd-abababababab"}
+    speeds = links.set_index("link")["speed_gbps"]
+    assert speeds[0] == 26.562 and speeds[17] == 26.562 and pd.isna(speeds[1])
+    assert links["timestamp"].isna().all()  # one reading of a cumulative counter: a lifetime total, no time
+    assert set(links["link_type"]) == {"nvlink"}
+    assert warning_lines(result) == [13, 22]  # the two `[...]` elisions, not the source lines
+
+
+def test_a100_speeds_twelve_links_per_gpu_and_the_cut() -> None:
+    result = read(REAL / "nvlink_s_a100_1.txt")
+    per_gpu = links_per_gpu(result["link_samples"])
+    assert per_gpu == {0: list(range(12)), 1: list(range(12)), 2: [0]}
+    assert set(result["link_samples"]["speed_gbps"]) == {25.0}
+    assert warning_lines(result) == [31]
+    assert "cut off" in result.warnings[0].message
+
+
+def test_v100_inactive_links() -> None:
+    result = read(REAL / "nvlink_s_v100_inactive_1.txt")
+    links = result["link_samples"].set_index("link")
+    assert set(links["gpu"]) == {3}
+    assert sorted(links.index[links["link_state"] == "inactive"]) == [3, 5]
+    assert sorted(links.index[links["link_state"] == "up"]) == [0, 1, 2, 4]
+    assert links.loc[[0, 1, 2, 4], "speed_gbps"].eq(25.781).all()
+    assert links["gpu_uuid"].isna().all()  # `UUID: ...` is an elision, not a UUID
+    assert warning_lines(result) == [4]
+
+
+def test_remote_ends_become_topology_rows() -> None:
+    topo = read(SAMPLES / "nvlink_R_h100.txt")["topology"]
+    assert list(topo["relation"].unique()) == ["remote"]
+    gpu0 = topo[topo["a"] == "GPU0"]
+    assert list(gpu0["b"]) == ["NVSwitch"] * 3 and list(gpu0["remote_port"]) == [12, 13, 40]
+    gpu1 = topo[topo["a"] == "GPU1"]
+    assert set(gpu1["b"]) == {"0000:d5:00.0"} and list(gpu1["link"]) == [0, 1, 2]
+    assert list(gpu1["remote_port"]) == [0, 1, 6]
+
+
+def test_per_lane_crc_and_saturation() -> None:
+    links = read(SAMPLES / "nvlink_ec_a100.txt")["link_samples"]
+    assert len(links) == 8 and links["lane"].notna().all()
+    hot = links[links["crc_flit"] > 0]
+    assert [(int(r.link), int(r.lane), r.crc_flit) for r in hot.itertuples()] == [(0, 2, 17.0), (1, 1, 65535.0)]
+    assert list(links[links["saturated"]]["lane"]) == [1]
+
+
+def test_links_with_no_errors_shorthand() -> None:
+    text = "GPU 0: Tesla V100-SXM2-32GB (UUID: GPU-5261e3df)\n         Links 0-5: No errors\n"
+    links = read_text(text)["link_samples"]
+    assert list(links["link"]) == [0, 1, 2, 3, 4, 5]
+    assert (links[["replay", "recovery", "crc_flit"]] == 0).all().all()
+
+
+E_BLOCK = """GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1)
+         Link 0: Replay Errors: 4
+         Link 0: Recovery Errors: 1
+         Link 0: CRC Errors: 9
+         Link 1: Replay Errors: 2
+         Link 1: Recovery Errors: 0
+"""
+
+
+def test_truncated_block_warns_at_the_cut() -> None:
+    result = read_text(E_BLOCK)
+    links = result["link_samples"].set_index("link")
+    assert links.loc[0, "replay"] == 4 and links.loc[0, "crc_flit"] == 9
+    assert links.loc[1, "replay"] == 2 and pd.isna(links.loc[1, "crc_flit"])
+    assert warning_lines(result) == [6]
+    assert "crc_flit" in result.warnings[0].message
+
+
+def test_truncated_line_without_value() -> None:
+    result = read_text(E_BLOCK + "         Link 1: CRC Errors:")
+    assert 7 in warning_lines(result)
+    assert pd.isna(result["link_samples"].set_index("link").loc[1, "crc_flit"])
+
+
+def test_garbage_in_the_middle_is_warned_and_the_rest_read() -> None:
+    lines = E_BLOCK.splitlines()
+    lines.insert(3, "\x1b[0m%%%% garbled ��� line")
+    result = read_text("\n".join(lines) + "\n         Link 1: CRC Errors: 0\n", fmt="nvlink")
+    assert len(result["link_samples"]) == 2
+    assert warning_lines(result) == [4]
+    assert result["link_samples"].set_index("link").loc[0, "crc_flit"] == 9
+
+
+def test_unknown_counter_label_is_named_not_guessed() -> None:
+    result = read_text(
+        "GPU 0: X (UUID: GPU-0)\n  Link 0: Replay Errors: 1\n  Link 0: Frobnication Errors: 5\n"
+        "  Link 0: Recovery Errors: 0\n  Link 0: CRC Errors: 0\n"
+    )
+    assert result["link_samples"]["replay"].tolist() == [1.0]
+    assert warning_lines(result) == [3] and "Frobnication" in result.warnings[0].message
+
+
+def test_another_format_gives_no_rows() -> None:
+    result = READER.read(Source.from_path(REAL / "nccl_allreduce_1.txt"))
+    assert result.empty and result.warnings
+
+
+def test_empty_input() -> None:
+    assert READER.read(Source.from_text("")).empty
+    with pytest.raises(InputError, match="empty"):
+        detect.read(Source.from_text("  \n"))
+
+
+def test_a_stated_time_dates_the_reading() -> None:
+    result = read_text("2026-11-29T16:09:49Z\n" + E_BLOCK + "         Link 1: CRC Errors: 0\n")
+    assert set(result["link_samples"]["timestamp"]) == {pd.Timestamp("2026-11-29 16:09:49", tz="UTC")}
+    assert result.warnings == []
+    naive = read_text("Sun Nov 29 16:09:49 2026\n" + E_BLOCK + "         Link 1: CRC Errors: 0\n")
+    assert warning_lines(naive) == [1] and "no zone" in naive.warnings[0].message
+
+
+def test_remote_ends_name_the_peer_of_link_rows() -> None:
+    text = (SAMPLES / "nvlink_R_h100.txt").read_text() + (
+        "$ nvidia-smi nvlink -s\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
+        "         Link 0: 26.562 GB/s\n         Link 7: 26.562 GB/s\n"
+    )
+    links = read_text(text)["link_samples"].set_index("link")
+    assert links.loc[0, "peer"] == "NVSwitch" and links.loc[7, "peer"] == "unknown"
+
+
+def test_two_readings_in_one_paste_stay_two_rows() -> None:
+    block = E_BLOCK + "         Link 1: CRC Errors: 0\n"
+    later = block.replace("Replay Errors: 4", "Replay Errors: 7")
+    text = "2026-11-29T16:00:00Z\n" + block + "2026-11-29T16:21:00Z\n" + later
+    links = read_text(text)["link_samples"]
+    link0 = links[links["link"] == 0]
+    assert link0["replay"].tolist() == [4, 7]  # two readings 21 minutes apart: what a rate needs
+    assert link0["timestamp"].diff().iloc[1] == pd.Timedelta(minutes=21)
+
+
+def test_gpu_identity_rows() -> None:
+    gpus = read(REAL / "nvlink_s_a100_1.txt")["gpus"]
+    assert gpus["gpu"].tolist() == [0, 1, 2]
+    assert gpus["uuid"].tolist()[1] == "GPU-0c512562-871f-8257-6187-b5ae1b986d5e"
+    assert set(gpus["model"]) == {"NVIDIA A100-SXM4-80GB"}

@@ -1,0 +1,82 @@
+"""Mixed pastes: sections read by the registered readers, the rest warned with the paste's own line numbers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from diagnostics.ingest import detect
+from diagnostics.ingest.base import IngestResult, Source
+from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
+
+
+def test_mixed_markdown_paste() -> None:
+    result = read(SAMPLES / "mixed_paste.md")
+    links = result["link_samples"]
+    nvlink = links[links["link_type"] == "nvlink"].set_index("link")
+    assert nvlink["link_state"].to_dict() == {0: "up", 1: "inactive"}
+    pcie = links[links["link_type"] == "pcie"].iloc[0]
+    assert (pcie["replay"], pcie["replay_rollovers"], pcie["pci_bus_id"]) == (7, 1, "0000:19:00.0")
+    assert result["events"]["code"].tolist() == [74] and result["events"]["link"].tolist() == [1]
+    assert set(links["node_id"]) | set(result["events"]["node_id"]) == {"gpu-node-07"}  # from the prompt
+    assert links["source"].tolist() == [f"{SAMPLES / 'mixed_paste.md'}:{n}" for n in (6, 7, 15)]
+    assert warning_lines(result) == [2, 9, 11]  # the prose, dmesg's boot-relative times, `uptime`'s output
+
+
+def test_paste_wins_only_when_sections_really_mix() -> None:
+    mixed = (SAMPLES / "mixed_paste.md").read_text()
+    assert detect.choose(Source.from_text(mixed)).name == "paste"
+    for path in [*REAL.iterdir(), *SAMPLES.iterdir()]:
+        if path.name != "mixed_paste.md":
+            assert detect.choose(Source.from_path(path)).name != "paste", path.name
+
+
+def test_two_outputs_without_prompts_split_at_blank_lines() -> None:
+    nvlink = (REAL / "nvlink_s_v100_inactive_1.txt").read_text().splitlines()[4:]
+    xid = (REAL / "xid_145_149_log_1.txt").read_text().splitlines()[2:4]
+    result = read_text("\n".join([*xid, "", *nvlink]))
+    assert result.rows["events"] == 2 and result.rows["link_samples"] == 6
+    assert result["link_samples"]["source"].iloc[0] == "paste.txt:5"  # line 4 is the GPU header
+
+
+def test_unread_output_and_a_command_without_output_are_named() -> None:
+    result = read_text("$ ls\nfoo bar\n$ nvidia-smi nvlink -s\nGPU 0: X (UUID: GPU-0)\n  Link 0: 25 GB/s\n"
+                       "$ dmesg | grep Xid\nkernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, off the bus\n"
+                       "$ nvidia-smi -q\n", fmt="paste")
+    assert result.rows["link_samples"] == 1 and result.rows["events"] == 1
+    assert warning_lines(result) == [2, 8]  # `ls`'s output, and `nvidia-smi -q` with nothing after it
+
+
+def test_a_date_before_an_output_times_it() -> None:
+    text = ("$ date\nSun Nov 29 16:09:49 UTC 2026\n$ nvidia-smi nvlink -e\nGPU 0: X (UUID: GPU-0)\n"
+            "  Link 0: Replay Errors: 3\n  Link 0: Recovery Errors: 0\n  Link 0: CRC Errors: 0\n"
+            "$ dmesg\n[5.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n")
+    result = read_text(text)
+    assert result["link_samples"]["timestamp"].tolist() == [pd.Timestamp("2026-11-29 16:09:49", tz="UTC")]
+    assert result["events"]["timestamp"].isna().all()  # dmesg counts from boot: no time, and not the date's
+    assert warning_lines(result) == [9]
+
+
+class _LaterReader:
+    """A reader registered after the paste reader was written: the paste must reach it through the registry."""
+
+    name = "later"
+
+    def sniff(self, head: str) -> float:
+        return 0.95 if "LATER FORMAT" in head else 0.0
+
+    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        rows = [{"a": "GPU0", "b": "GPU1", "relation": "NV", "nvlinks": 18, "node_id": node_id,
+                 "source": f"{source.name}:{n}"} for n, text in source.lines() if text.startswith("LATER FORMAT")]
+        return IngestResult.of(topology=pd.DataFrame(rows))
+
+
+def test_sections_reach_readers_registered_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = {**detect.readers(), "later": _LaterReader()}
+    monkeypatch.setattr(detect, "readers", lambda: registry)
+    text = "me@node-3:~$ later-tool\nLATER FORMAT row\nme@node-3:~$ nvidia-smi nvlink -s\n" \
+           "GPU 0: X (UUID: GPU-0)\n  Link 0: <inactive>\n"
+    result = read_text(text)
+    assert result["topology"]["source"].tolist() == ["paste.txt:2"]
+    assert set(result["topology"]["node_id"]) == {"node-3"}
+    assert result["link_samples"]["link_state"].tolist() == ["inactive"]

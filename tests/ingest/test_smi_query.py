@@ -1,0 +1,70 @@
+"""nvidia-smi -q PCI and Fabric sections."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from diagnostics.ingest.base import Source
+from diagnostics.ingest.smi_query import READER
+from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
+
+
+def test_v100_pci_section() -> None:
+    result = read(REAL / "nvidia_smi_q_pcie_v100_1.txt")
+    assert result.warnings == []  # the source lines and the trailing GPU-level keys are not complaints
+    (row,) = result["link_samples"].to_dict("records")
+    assert row["link_type"] == "pcie" and row["pci_bus_id"] == "0000:00:04.0"
+    assert (row["gen"], row["max_gen"], row["width"], row["max_width"]) == (3, 3, 16, 16)
+    assert row["replay"] == 0 and row["replay_rollovers"] == 0
+    assert row["rx_bytes_per_s"] == 50_000 and row["tx_bytes_per_s"] == 0
+    assert pd.isna(row["gpu"])  # a pasted section does not say which index the GPU has
+    assert pd.isna(row["timestamp"])
+
+
+def test_whole_output_gives_indexes_fabric_events_and_saturation() -> None:
+    result = read(SAMPLES / "nvidia_smi_q_fabric_h100.txt")
+    links = result["link_samples"]
+    assert list(links["gpu"]) == [0, 1]
+    assert list(links["pci_bus_id"]) == ["0000:19:00.0", "0000:1b:00.0"]
+    assert list(links["replay"]) == [3, 65535] and list(links["saturated"]) == [False, True]
+    assert list(links["replay_rollovers"]) == [0, 2]  # retrains: never added to the replays
+    assert list(links["link_state"]) == ["up", "degraded"]  # x8 of x16
+    assert links["timestamp"].eq(pd.Timestamp("2026-11-20 03:20:00", tz="UTC")).all()
+    events = result["events"]
+    assert list(events["kind"]) == ["fabric_state", "fabric_state"]
+    assert list(events["text"]) == ["State: Completed; Status: Success", "State: In Progress"]
+    assert warning_lines(result) == [4]  # the time states no zone
+
+
+def test_cut_in_the_pci_section() -> None:
+    text = (REAL / "nvidia_smi_q_pcie_v100_1.txt").read_text().splitlines()[:15]
+    result = read_text("\n".join(text), fmt="smi_query")
+    assert result["link_samples"]["width"].tolist() == [16]
+    assert result["link_samples"]["replay"].isna().all()
+    assert warning_lines(result) == [15] and "cut off" in result.warnings[0].message
+
+
+def test_value_cut_off() -> None:
+    result = read_text("        Replays Since Reset               :\n", fmt="smi_query")
+    assert 1 in warning_lines(result)
+
+
+def test_another_format_and_empty() -> None:
+    assert READER.read(Source.from_path(REAL / "xid_145_149_log_1.txt")).rows["link_samples"] == 0
+    assert READER.read(Source.from_text("")).empty
+
+
+def test_garbage_in_the_middle() -> None:
+    lines = (REAL / "nvidia_smi_q_pcie_v100_1.txt").read_text().splitlines()
+    lines.insert(17, "@@@@ \x07 garbage @@@@")
+    result = read_text("\n".join(lines), fmt="smi_query")
+    (row,) = result["link_samples"].to_dict("records")
+    assert row["replay"] == 0 and row["width"] == 16  # the lines after the garbage are still read
+    assert warning_lines(result) == [18]
+
+
+def test_gpu_identity_rows() -> None:
+    gpus = read(SAMPLES / "nvidia_smi_q_fabric_h100.txt")["gpus"]
+    assert gpus[["gpu", "pci_bus_id"]].values.tolist() == [[0, "0000:19:00.0"], [1, "0000:1b:00.0"]]
+    assert set(gpus["driver_version"]) == {"550.54.15"} and set(gpus["model"]) == {"NVIDIA H100 80GB HBM3"}
+    assert gpus["uuid"].tolist()[0] == "GPU-33333333-3333-3333-3333-333333333333"

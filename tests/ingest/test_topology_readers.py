@@ -1,0 +1,152 @@
+"""`nvidia-smi topo -m` and NCCL topology XML readers against the real samples in fixtures/real/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from diagnostics.ingest.base import Source
+from diagnostics.ingest.detect import choose, read
+from diagnostics.topology import graph_from_topology
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+
+
+def topology(name: str) -> tuple[pd.DataFrame, list[str]]:
+    result = read(REAL / name, node_id="node-a")
+    return result["topology"], [str(w) for w in result.warnings]
+
+
+def cell(frame: pd.DataFrame, a: str, b: str) -> tuple[str, object]:
+    row = frame[(frame["a"] == a) & (frame["b"] == b) & ~frame["relation"].isin(["gpu", "nic"])]
+    assert len(row) == 1, f"{a} -> {b}: {len(row)} rows"
+    return str(row["relation"].iloc[0]), row["nvlinks"].iloc[0]
+
+
+def affinity(frame: pd.DataFrame, device: str, relation: str) -> str | None:
+    row = frame[(frame["a"] == device) & (frame["relation"] == relation)]
+    return None if row.empty else str(row["detail"].iloc[0])
+
+
+@pytest.mark.parametrize(("name", "reader"), [
+    ("topo_m_hgx_h100_1.txt", "topo-m"), ("topo_m_dgx_a100_1.txt", "topo-m"),
+    ("topo_m_dgx1_v100_1.txt", "topo-m"), ("topo_m_pcie_4090_1.txt", "topo-m"),
+    ("nccl_topo_1.txt", "nccl-xml"),
+])
+def test_detected(name: str, reader: str) -> None:
+    assert choose(Source.from_path(REAL / name)).name == reader
+
+
+def test_h100_matrix_nv18_everywhere_and_nic_affinities() -> None:
+    frame, warnings = topology("topo_m_hgx_h100_1.txt")
+    assert sorted(frame.loc[frame["relation"] == "gpu", "a"]) == [f"GPU{i}" for i in range(8)]
+    assert sorted(frame.loc[frame["relation"] == "nic", "a"]) == [f"NIC{i}" for i in range(9)]
+    nv = frame[frame["relation"] == "NV"]
+    assert set(nv["nvlinks"]) == {18}
+    pairs = {tuple(sorted((a, b))) for a, b in zip(nv["a"], nv["b"], strict=True)}
+    # GPU7's pairs come from the other rows' columns; GPU6-GPU7 is in neither cut row: not made up
+    assert len(pairs) == 27 and ("GPU6", "GPU7") not in pairs
+    assert cell(frame, "GPU0", "NIC0")[0] == "PIX"
+    assert cell(frame, "GPU3", "NIC4")[0] == "PIX"
+    assert cell(frame, "GPU0", "NIC1")[0] == "NODE"
+    assert cell(frame, "GPU4", "NIC0")[0] == "SYS"
+    assert affinity(frame, "GPU3", "cpu_affinity") == "24-47,120-143"
+    assert affinity(frame, "GPU4", "numa_affinity") == "2"
+    assert affinity(frame, "GPU0", "gpu_numa_id") is None  # N/A
+    # the paste is cut inside GPU6's row: both the cut row and the missing rows are named, with lines
+    assert any(":10: row GPU6 is cut off after 7 of 17 columns" in w for w in warnings)
+    assert any("no rows for GPU7, NIC0" in w for w in warnings)
+    assert (frame["source"].astype(str).str.contains(r"topo_m_hgx_h100_1\.txt:\d+$")).all()
+    graph = graph_from_topology(frame)
+    assert graph.platform == "hgx-h100-8gpu" and graph.gpus == list(range(8)) and graph.node_id == "node-a"
+    assert any("hgx-h200-8gpu" in w for w in graph.warnings)  # NV18 fits H200 too: said, not hidden
+
+
+def test_dgx1_hybrid_cube_mesh() -> None:
+    frame, warnings = topology("topo_m_dgx1_v100_1.txt")
+    assert warnings == []
+    assert cell(frame, "GPU0", "GPU3") == ("NV", 2)
+    assert cell(frame, "GPU0", "GPU1") == ("NV", 1)
+    assert cell(frame, "GPU0", "GPU5")[0] == "SYS"
+    # the old layout names NICs by device: mlx5_2 is NIC2, PIX with GPU4
+    nics = frame[frame["relation"] == "nic"].set_index("a")["b"].to_dict()
+    assert nics == {"NIC0": "mlx5_0", "NIC1": "mlx5_1", "NIC2": "mlx5_2", "NIC3": "mlx5_3"}
+    assert cell(frame, "GPU4", "NIC2")[0] == "PIX"
+    assert affinity(frame, "GPU7", "cpu_affinity") == "20-39,60-79"
+    graph = graph_from_topology(frame)
+    assert graph.platform == "dgx1-v100-8gpu" and graph.warnings == []
+
+
+def test_dgx_a100_cut_row_keeps_what_is_whole() -> None:
+    frame, warnings = topology("topo_m_dgx_a100_1.txt")
+    assert set(frame.loc[frame["relation"] == "NV", "nvlinks"]) == {12}
+    assert cell(frame, "GPU0", "NIC1")[0] == "PXB"
+    assert affinity(frame, "GPU2", "numa_affinity") == "1"
+    assert affinity(frame, "GPU4", "cpu_affinity") is None  # '112-127,240-25' is cut: dropped, not guessed
+    assert any(":9: the input ends inside this row" in w for w in warnings)
+    graph = graph_from_topology(frame)
+    assert graph.platform == "dgx-a100-8gpu" and len(graph.gpus) == 8
+
+
+def test_4090_pcie_only() -> None:
+    frame, warnings = topology("topo_m_pcie_4090_1.txt")
+    assert warnings == []
+    assert "NV" not in set(frame["relation"])
+    assert cell(frame, "GPU6", "NIC0")[0] == "PHB"
+    assert cell(frame, "NIC0", "NIC1")[0] == "PIX"
+    assert affinity(frame, "GPU5", "numa_affinity") == "1"
+    graph = graph_from_topology(frame)
+    assert graph.platform == "pcie-8gpu" and graph.expected_links(0) == 0
+
+
+def test_nccl_xml_18_links_per_gpu_spread_5_5_4_4() -> None:
+    frame, warnings = topology("nccl_topo_1.txt")
+    assert warnings == []
+    links = frame[frame["relation"] == "nvlink"]
+    assert links.groupby("a")["nvlinks"].sum().to_dict() == {f"GPU{i}": 18 for i in range(8)}
+    for _, per_gpu in links.groupby("a"):
+        assert sorted(per_gpu["nvlinks"]) == [4, 4, 5, 5]
+        assert per_gpu["b"].str.startswith("NVSwitch 0000:f").all()
+    gpus = frame[frame["relation"] == "gpu"].set_index("a")
+    assert gpus.loc["GPU0", "b"] == "0000:a4:00.0" and "device=0x2330" in str(gpus.loc["GPU0", "detail"])
+    assert cell(frame, "GPU0", "NIC7")[0] == "PIX"  # the NIC under the same bridge
+    assert cell(frame, "GPU0", "NIC6")[0] == "NODE"
+    assert cell(frame, "GPU0", "NIC0")[0] == "SYS"
+    graph = graph_from_topology(frame)
+    assert graph.platform == "hgx-h100-8gpu" and graph.warnings == []  # the PCI device id settles H100
+    assert graph.graph.nodes["NVSwitch 1"]["pci_bus_id"] == "0000:f4:00.0"
+
+
+def test_cut_off_xml_reads_what_came_before(tmp_path: Path) -> None:
+    lines = (REAL / "nccl_topo_1.txt").read_text().splitlines()
+    cut = tmp_path / "cut.xml"
+    cut.write_text("\n".join(lines[:44]))  # stops inside GPU 2's element, after two of its <nvlink>s
+    result = read(cut)
+    frame = result["topology"]
+    assert sorted(frame.loc[frame["relation"] == "gpu", "a"]) == ["GPU0", "GPU1", "GPU2"]
+    assert any("cut off inside <gpu>" in str(w) and w.line == 44 for w in result.warnings)
+    links = frame[frame["relation"] == "nvlink"].groupby("a")["nvlinks"].sum().to_dict()
+    assert links == {"GPU0": 18, "GPU1": 18, "GPU2": 9}
+    graph = graph_from_topology(frame)
+    assert graph.gpus == [0, 1, 2] and graph.platform is None  # still a graph for what is known
+    assert any("generic graph" in w for w in graph.warnings)
+
+
+def test_broken_xml_names_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.xml"
+    bad.write_text('<system version="1">\n<cpu numaid="0">\n<gpu dev="0" <<>\n</cpu></system>\n')
+    result = read(bad, fmt="nccl-xml")
+    assert any(w.line == 3 and "not well-formed" in w.message for w in result.warnings)
+
+
+def test_old_soc_path_kind_and_unknown_cell(tmp_path: Path) -> None:
+    text = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tSOC\t0-7\nGPU1\tSOC\t X \t8-15\n"
+    path = tmp_path / "old.txt"
+    path.write_text(text)
+    frame = read(path)["topology"]
+    assert cell(frame, "GPU0", "GPU1")[0] == "SYS"
+    path.write_text(text.replace("SOC\t X", "WAT\t X"))
+    result = read(path)
+    assert any("unknown path kind 'WAT'" in w.message and w.line == 3 for w in result.warnings)

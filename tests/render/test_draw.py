@@ -1,0 +1,206 @@
+"""The node picture, checked by its pixels: degraded edges in their severity colour, healthy ones grey."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diagnostics import analyze_snapshot
+from diagnostics.enums import ComponentKind, LinkType, Severity
+from diagnostics.model import Diagnosis, Finding, Localization, Snapshot
+from diagnostics.render.draw import HEALTHY, SEVERITY_COLOURS, SIZE_PX, SUSPECT, render_node, render_with_warnings
+from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, human, layout
+from diagnostics.topology import generic_graph, platform_graph
+
+MAX_BYTES = 300 * 1024
+
+
+def pixels(png: bytes) -> np.ndarray:
+    image = Image.open(io.BytesIO(png))
+    assert image.size == SIZE_PX
+    return np.asarray(image.convert("RGB")).astype(int)
+
+
+def rgb(colour: str) -> np.ndarray:
+    return np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
+
+
+def to_px(x: float, y: float) -> tuple[int, int]:
+    return round(x / WIDTH * SIZE_PX[0]), round((HEIGHT - y) / HEIGHT * SIZE_PX[1])
+
+
+def near(img: np.ndarray, point: tuple[float, float], colour: str, radius: int = 6, tol: int = 30) -> bool:
+    """Whether `colour` appears within `radius` px of a point given in drawing units."""
+    px, py = to_px(*point)
+    window = img[max(py - radius, 0):py + radius + 1, max(px - radius, 0):px + radius + 1]
+    return bool((np.abs(window - rgb(colour)).max(axis=2) <= tol).any())
+
+
+def midpoint(scene: Scene, u: str, v: str) -> tuple[float, float]:
+    (x1, y1), (x2, y2) = scene.pos[u], scene.pos[v]
+    return (x1 + x2) / 2, (y1 + y2) / 2
+
+
+def distance(p: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
+    """From point p to the segment a-b, in drawing units."""
+    pa, ba = np.subtract(p, a), np.subtract(b, a)
+    t = float(np.clip(np.dot(pa, ba) / np.dot(ba, ba), 0.0, 1.0))
+    return float(np.hypot(*(pa - t * ba)))
+
+
+def finding(gpu: int, link: int | None, severity: Severity, *, peer_gpu: int | None = None,
+            link_type: LinkType = LinkType.NVLINK, replay: float = 8900.0) -> Finding:
+    return Finding(component=f"GPU {gpu} NVLink {link}", link_type=link_type, link_id=f"nvlink-{link}", link=link,
+                   gpu=gpu, peer_gpu=peer_gpu, severity=severity, rates_per_hour={"replay": replay})
+
+
+def diagnosis(findings: list[Finding], **extra: object) -> Diagnosis:
+    fields: dict[str, object] = {
+        "node_id": "node-7", "platform": "hgx-h100-8gpu", "window_hours": 1.0, "fault_detected": True,
+        "isolated_component": findings[0].component, "degradation_pct": 12.5, "repair_action": "reseat",
+        "ticket_priority": "high", "findings": findings, **extra}
+    return Diagnosis.model_validate(fields)
+
+
+@pytest.fixture(scope="module")
+def h100() -> tuple[Diagnosis, bytes, Scene]:
+    graph = platform_graph("hgx-h100-8gpu")
+    diag = diagnosis([finding(2, 1, Severity.FAILING), finding(5, 10, Severity.WARNING, replay=120.0),
+                      finding(6, 16, Severity.DOWN), finding(0, 0, Severity.OK, replay=0.0)])
+    return diag, render_node(graph, diag), build_scene(graph, diag)
+
+
+def test_degraded_edges_carry_their_severity_colour(h100: tuple[Diagnosis, bytes, Scene]) -> None:
+    _, png, scene = h100
+    img = pixels(png)
+    expected = {("GPU 2", "NVSwitch 0"): Severity.FAILING, ("GPU 5", "NVSwitch 2"): Severity.WARNING,
+                ("GPU 6", "NVSwitch 3"): Severity.DOWN}
+    drawn = {(h.u, h.v): h.severity for h in scene.highlights}
+    assert drawn == expected  # GPU 2 link 1 lands on NVSwitch 0, link 10 on NVSwitch 2, link 16 on NVSwitch 3
+    for (u, v), severity in expected.items():
+        assert near(img, midpoint(scene, u, v), SEVERITY_COLOURS[severity], radius=8), (u, v, severity)
+    for severity in (Severity.WARNING, Severity.DOWN):  # each colour only where its edge is
+        assert not near(img, midpoint(scene, "GPU 2", "NVSwitch 0"), SEVERITY_COLOURS[severity], radius=8)
+
+
+def test_healthy_edges_are_grey(h100: tuple[Diagnosis, bytes, Scene]) -> None:
+    _, png, scene = h100
+    img = pixels(png)
+    degraded = {frozenset((h.u, h.v)) for h in scene.highlights}
+    checked = 0
+    for b in scene.bundles:
+        if b.link_type != "nvlink" or frozenset((b.u, b.v)) in degraded:
+            continue
+        mid = midpoint(scene, b.u, b.v)
+        if any(abs(mid[0] - x) < 0.8 and abs(mid[1] - y) < 0.4 for x, y in scene.pos.values()):
+            continue  # the midpoint is under a box
+        if any(distance(mid, scene.pos[h.u], scene.pos[h.v]) < 0.3 for h in scene.highlights):
+            continue  # a degraded line passes close by
+        if any(abs(mid[0] - h.label_at[0]) < 1.5 and abs(mid[1] - h.label_at[1]) < 0.25 for h in scene.highlights):
+            continue  # under a label
+        assert near(img, mid, HEALTHY, radius=3, tol=25), (b.u, b.v)
+        for colour in SEVERITY_COLOURS.values():
+            assert not near(img, mid, colour, radius=3, tol=40), (b.u, b.v, colour)
+        checked += 1
+    assert checked >= 10
+
+
+def test_image_and_file_size_in_bounds(h100: tuple[Diagnosis, bytes, Scene]) -> None:
+    _, png, _ = h100
+    assert png.startswith(b"\x89PNG") and 20_000 < len(png) < MAX_BYTES
+    assert pixels(png).shape == (900, 1200, 3)
+
+
+def test_labels_carry_rates(h100: tuple[Diagnosis, bytes, Scene]) -> None:
+    _, _, scene = h100
+    labels = {h.severity: h.label for h in scene.highlights}
+    assert labels[Severity.FAILING] == "NVLink 1 -> port 9: 8.9k replays/h"
+    assert labels[Severity.WARNING] == "NVLink 10 -> port 26: 120 replays/h"
+    assert labels[Severity.DOWN].endswith(": down")
+    assert (human(8900), human(45120), human(1_250_000), human(12), human(0.25)) == ("8.9k", "45k", "1.2M", "12",
+                                                                                       "0.25")
+
+
+def test_suspected_component_is_outlined() -> None:
+    graph = platform_graph("hgx-h100-8gpu")
+    loc = Localization(kind=ComponentKind.NVSWITCH, component="NVSwitch 1", switch="NVSwitch 1", confidence=0.8)
+    diag = diagnosis([finding(2, 5, Severity.FAILING), finding(3, 6, Severity.FAILING)], localization=loc)
+    scene = build_scene(graph, diag)
+    assert scene.suspect_node == "NVSwitch 1"
+    img = pixels(render_node(graph, diag))
+    x, y = scene.pos["NVSwitch 1"]
+    assert near(img, (x, y + 0.24), SUSPECT, radius=5, tol=30)  # the box's top edge in the outline colour
+    assert not near(img, scene.pos["NVSwitch 2"], SUSPECT, radius=40, tol=30)
+
+
+def test_seed_snapshot_without_platform_draws_the_stated_link(seed_cases: list[dict[str, object]]) -> None:
+    snapshot = Snapshot.model_validate(seed_cases[0]["input"])
+    diag = analyze_snapshot(snapshot)
+    graph = generic_graph(8, node_id=snapshot.node_id)
+    png, warnings = render_with_warnings(graph, diag)
+    assert any("no platform" in w for w in warnings)
+    scene = build_scene(graph, diag)
+    assert [(h.u, h.v, h.severity) for h in scene.highlights] == [("GPU 2", "GPU 3", Severity.FAILING)]
+    assert scene.suspect_edge == ("GPU 2", "GPU 3")
+    img = pixels(png)
+    assert near(img, midpoint(scene, "GPU 2", "GPU 3"), SEVERITY_COLOURS[Severity.FAILING], radius=8)
+    assert near(img, midpoint(scene, "GPU 0", "GPU 1"), HEALTHY, radius=3)  # the healthy link, grey
+
+
+def test_finding_the_graph_lacks_is_a_warning_and_the_picture_is_drawn() -> None:
+    graph = platform_graph("hgx-h100-8gpu")
+    diag = diagnosis([finding(2, 1, Severity.FAILING), finding(11, 0, Severity.FAILING),
+                      finding(3, 25, Severity.WARNING)])
+    png, warnings = render_with_warnings(graph, diag)
+    assert any("GPU 11 is not in the node's graph" in w for w in warnings)
+    assert any("GPU 3 has no nvlink link 25" in w for w in warnings)
+    assert len(png) > 20_000 and near(pixels(png), midpoint(build_scene(graph, diag), "GPU 2", "NVSwitch 0"),
+                                      SEVERITY_COLOURS[Severity.FAILING], radius=8)
+
+
+def test_pcie_finding_lands_on_the_pcie_edge() -> None:
+    graph = platform_graph("dgx-a100-8gpu")
+    diag = diagnosis([finding(3, None, Severity.FAILING, link_type=LinkType.PCIE)], platform="dgx-a100-8gpu")
+    scene = build_scene(graph, diag)
+    assert [(h.u, h.v) for h in scene.highlights] == [("GPU 3", "PCIe switch 1")]
+    assert near(pixels(render_node(graph, diag)), midpoint(scene, "GPU 3", "PCIe switch 1"),
+                SEVERITY_COLOURS[Severity.FAILING], radius=8)
+
+
+def test_svg_carries_ids_per_link_and_node() -> None:
+    graph = platform_graph("hgx-h100-8gpu")
+    svg = render_node(graph, diagnosis([finding(2, 1, Severity.FAILING)]), fmt="svg").decode()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    assert 'id="link-gpu2-nvlink1"' in svg
+    assert 'id="node-nvswitch0"' in svg and 'id="bundle-gpu0-nvswitch0"' in svg
+
+
+@pytest.mark.parametrize("gpus", [4, 16])
+def test_generic_layouts_keep_every_gpu_on_the_canvas(gpus: int) -> None:
+    pos = layout(generic_graph(gpus))
+    assert len(pos) == gpus
+    assert all(0.5 < x < WIDTH - 0.5 and 3.0 < y < HEIGHT - 1.0 for x, y in pos.values())
+    assert len({(round(x, 2), round(y, 2)) for x, y in pos.values()}) == gpus
+
+
+def test_layout_is_deterministic() -> None:
+    assert layout(platform_graph("dgx-a100-8gpu")) == layout(platform_graph("dgx-a100-8gpu"))
+    png = render_node(platform_graph("dgx1-v100-8gpu"))
+    assert png == render_node(platform_graph("dgx1-v100-8gpu"))
+    assert re.search(rb"IEND", png)
+
+
+def test_a_finding_over_all_of_a_gpus_links_marks_the_gpu() -> None:
+    graph = platform_graph("hgx-h100-8gpu")
+    diag = diagnosis([finding(4, None, Severity.FAILING, replay=2500.0)])
+    png, warnings = render_with_warnings(graph, diag)
+    scene = build_scene(graph, diag)
+    assert [(m.node, m.severity, m.label) for m in scene.marks] == [
+        ("GPU 4", Severity.FAILING, "all NVLinks: 2.5k replays/h")]
+    assert not any("GPU 4" in w for w in warnings)
+    x, y = scene.pos["GPU 4"]
+    assert near(pixels(png), (x + 0.6, y), SEVERITY_COLOURS[Severity.FAILING], radius=4)  # a ring round the box

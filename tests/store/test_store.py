@@ -1,0 +1,106 @@
+"""TelemetryStore: Parquet by node and day, SQLite manifest, events and nodes; reads give back what went in."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from diagnostics.store.telemetry import TelemetryStore
+from tests.ingest.dcgm_helpers import gpu_labels
+
+DAY1 = 1_772_323_200_000  # 2026-03-01T00:00Z in ms
+
+
+def write_scrapes(path: Path, host: str, start_ms: int, minutes: int, replay_step: int) -> None:
+    lines = ["# TYPE DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0 counter"]
+    for gpu in range(2):
+        for m in range(minutes):
+            lines.append(f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0{{{gpu_labels(gpu, host)}}} "
+                         f"{m * replay_step} {start_ms + m * 60_000}")
+    lines.append("# TYPE DCGM_FI_DEV_XID_ERRORS gauge")
+    lines += [f"DCGM_FI_DEV_XID_ERRORS{{{gpu_labels(1, host)}}} {x} {start_ms + i * 60_000}"
+              for i, x in enumerate([0, 0, 79])]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_round_trip_partitions_and_manifest(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.prom", tmp_path / "b.prom"
+    write_scrapes(a, "node-a", DAY1 - 2 * 60_000, 4, 5)  # crosses midnight: two day partitions
+    write_scrapes(b, "node-b", DAY1, 3, 1)
+    store = TelemetryStore(tmp_path / "store")
+    report = store.ingest([a, b])
+    assert [f.status for f in report.files] == ["ingested", "ingested"]
+    assert store.nodes() == ["node-a", "node-b"]
+    days = sorted(p.name for p in (tmp_path / "store" / "link_samples" / "node=node-a").iterdir())
+    assert days == ["day=2026-02-28", "day=2026-03-01"]
+
+    rows = store.link_samples("node-a")
+    assert len(rows) == 8 and list(rows[rows["gpu"] == 0]["replay"]) == [0, 5, 10, 15]
+    assert str(rows["timestamp"].dtype) == "datetime64[ns, UTC]" and str(rows["gpu"].dtype) == "Int16"
+    window = store.link_samples(start=datetime(2026, 3, 1, tzinfo=UTC), end=datetime(2026, 3, 1, 0, 2, tzinfo=UTC))
+    assert sorted(window["node_id"].astype(str).unique()) == ["node-a", "node-b"] and len(window) == 8
+
+    events = store.events("node-a")
+    assert list(events["code"]) == [79] and events["timestamp"].iloc[0] == pd.Timestamp(DAY1, unit="ms", tz="UTC")
+    assert len(store.events()) == 2
+
+    again = store.ingest([a])
+    assert [f.status for f in again.files] == ["duplicate"]
+    assert len(store.link_samples()) == 14 and store.db["ingests"].count == 2
+
+
+def test_snapshot_gives_step_samples_and_jobs(tmp_path: Path) -> None:
+    snap = Path(__file__).resolve().parents[2] / "fixtures" / "seed_examples.json"
+    store = TelemetryStore(tmp_path / "s")
+    store.ingest([snap])
+    jobs = store.jobs()
+    assert jobs and all(j.startswith("snapshot:") for j in jobs)
+    node = jobs[0].removeprefix("snapshot:")
+    steps = store.step_samples(jobs[0])
+    assert len(steps) == 2 and list(store.step_samples(node_id=node)["job_id"].unique()) == [jobs[0]]
+
+
+def test_unreadable_file_is_reported_not_raised(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01\x02" * 100)
+    report = TelemetryStore(tmp_path / "s").ingest([junk, tmp_path / "missing.prom"])
+    assert [f.status for f in report.files] == ["error", "error"] and not report.read_anything
+    assert "binary" in str(report.files[0].error)
+
+
+def test_topology_and_gpu_identity_round_trip(tmp_path: Path) -> None:
+    topo = tmp_path / "topo.csv"
+    topo.write_text("node_id,a,b,relation,nvlinks\nn1,GPU0,GPU1,NV,18\nn1,GPU0,NIC0,PIX,\nn2,GPU0,GPU1,NV,12\n")
+    scrape = tmp_path / "s.prom"
+    scrape.write_text(f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{gpu_labels(3, 'n1')}}} 1 {DAY1}\n")
+    store = TelemetryStore(tmp_path / "s")
+    store.ingest([topo, scrape])
+    rows = store.topology("n1")
+    assert list(zip(rows["b"], rows["relation"], rows["nvlinks"], strict=True)) == [("GPU1", "NV", 18),
+                                                                                   ("NIC0", "PIX", pd.NA)]
+    assert str(rows["nvlinks"].dtype) == "Int16" and len(store.topology()) == 3
+    gpus = store.gpus("n1")
+    assert gpus["uuid"].item() == "GPU-00003" and gpus["pci_bus_id"].item() == "0000:1b:00.0"
+    assert store.nodes() == ["n1", "n2"]
+
+
+def test_xid_gauge_change_between_ingests_is_an_event(tmp_path: Path) -> None:
+    store = TelemetryStore(tmp_path / "s")
+    for minute, last_xid in enumerate([79, 79, 74]):
+        path = tmp_path / f"scrape{minute}.prom"
+        path.write_text(f"DCGM_FI_DEV_XID_ERRORS{{{gpu_labels(6, 'n1')}}} {last_xid} {DAY1 + minute * 60_000}\n")
+        store.ingest([path])
+    events = store.events("n1")
+    assert list(events["code"]) == [74] and events["gpu"].tolist() == [6]
+    assert events["timestamp"].item() == pd.Timestamp(DAY1 + 120_000, unit="ms", tz="UTC")
+
+
+def test_nodes_named_only_by_step_samples_are_known(tmp_path: Path) -> None:
+    steps = tmp_path / "steps.csv"
+    steps.write_text("timestamp,job_id,node_ids,step,step_time_ms\n2026-03-01T00:00:00Z,j1,\"n7,n8\",1,250\n")
+    store = TelemetryStore(tmp_path / "s")
+    store.ingest([steps])
+    assert store.nodes() == ["n7", "n8"] and store.jobs() == ["j1"]
+    assert store.step_samples(node_id="n8")["step_time_ms"].tolist() == [250]

@@ -1,0 +1,102 @@
+"""Golden rule-drafter tickets for every synthetic scenario, checked against the fleet's ground truth.
+
+Set FABRICBOT_REGEN_GOLDEN=1 to rewrite fixtures/golden_tickets.json after a deliberate change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from diagnostics.analysis.node import analyze_tables
+from diagnostics.model import Diagnosis
+from diagnostics.synth.evaluate import truth_key
+from diagnostics.synth.fleet import build
+from diagnostics.synth.scenarios import SCENARIOS
+from diagnostics.tickets import NoFaultError, RepairTicket, RulesDrafter, candidates_for
+from diagnostics.tickets.candidates import candidate_for
+from tests.conftest import FIXTURES
+
+GOLDEN = FIXTURES / "golden_tickets.json"
+# 20 nodes of seed 0 hold every scenario at least once; 4 hours let the flapping link show.
+FLEET = {"seed": 0, "nodes": 20, "hours": 4.0}
+
+
+def _key(t: RepairTicket) -> tuple[Any, ...]:
+    kind = t.component_kind.value
+    if kind == "nvlink":
+        return ("nvlink", t.gpu_index, t.link)
+    if kind == "nvswitch":
+        return ("nvswitch", t.switch)
+    if kind in ("gpu", "pcie"):
+        return (kind, t.gpu_index)
+    return (kind,)
+
+
+def _view(t: RepairTicket) -> dict[str, Any]:
+    return {"component": t.component, "component_kind": t.component_kind.value, "gpu_index": t.gpu_index,
+            "peer": t.peer, "link_id": t.link_id, "switch": t.switch, "switch_port": t.switch_port,
+            "port_source": t.port_source.value, "part": t.replacement_part.id if t.replacement_part else None,
+            "priority": t.priority.value, "repair_steps": len(t.repair_steps)}
+
+
+@pytest.fixture(scope="module")
+def fleet() -> list[tuple[str, dict[str, Any], Diagnosis]]:
+    tables, truth = build(**FLEET)  # type: ignore[arg-type]
+    end = pd.Timestamp(truth["end"])
+    seen: set[str] = set()
+    out = []
+    for node_id, node in sorted(truth["nodes"].items(), key=lambda kv: kv[0]):
+        if node["scenario"] in seen:
+            continue
+        seen.add(node["scenario"])
+        out.append((node_id, node, analyze_tables(tables, node_id=node_id, end=end, platform=node["platform"])))
+    return out
+
+
+def _tickets(d: Diagnosis) -> list[RepairTicket]:
+    """One ticket per localized fault: the isolated one first."""
+    try:
+        first = RulesDrafter().draft(d)
+    except NoFaultError:
+        return []
+    found = candidates_for(d)
+    rest = [candidate_for(loc, found) for loc in d.localizations[1:]]
+    return [first] + [RulesDrafter().draft(d, component=c.id) for c in rest if c is not None]
+
+
+def test_every_scenario_is_covered(fleet: list[tuple[str, dict[str, Any], Diagnosis]]) -> None:
+    assert {node["scenario"] for _, node, _ in fleet} == set(SCENARIOS)
+
+
+def test_rule_tickets_name_the_true_component(fleet: list[tuple[str, dict[str, Any], Diagnosis]]) -> None:
+    for node_id, node, d in fleet:
+        truth = {truth_key(f) for f in node["faults"]}
+        tickets = _tickets(d)
+        if node["benign"]:
+            assert not tickets, f"{node['scenario']}: a benign node got a ticket"
+            continue
+        assert tickets, f"{node['scenario']} ({node_id}): no ticket"
+        for t in tickets:
+            assert _key(t) in truth, f"{node['scenario']}: ticket names {_key(t)}, truth {truth}"
+            # the analysis's own name for the component reaches the same ticket
+            if d.localization is not None and t.candidate_id == tickets[0].candidate_id:
+                again = RulesDrafter().draft(d, component=d.localization.component)
+                assert again.candidate_id == t.candidate_id
+            assert t.human_review_required
+            if t.component_kind.value == "fabric-software":
+                assert t.replacement_part is None
+            else:
+                assert t.replacement_part is not None, f"{node['scenario']}: no part"
+
+
+def test_rule_tickets_match_the_golden_file(fleet: list[tuple[str, dict[str, Any], Diagnosis]]) -> None:
+    got = {node["scenario"]: [_view(t) for t in _tickets(d)] for _, node, d in fleet}
+    if os.environ.get("FABRICBOT_REGEN_GOLDEN"):
+        GOLDEN.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        pytest.skip("golden file rewritten; compare on the next run")
+    assert got == json.loads(GOLDEN.read_text(encoding="utf-8"))

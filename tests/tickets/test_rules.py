@@ -1,0 +1,144 @@
+"""The rules drafter and the ticket's facts: seed example, platforms, inventory, cost, catalogs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from diagnostics import ConfigError, Finding, Localization
+from diagnostics.enums import ComponentKind, LinkType, PortSource, Priority, Severity
+from diagnostics.errors import InputError
+from diagnostics.tickets import NoFaultError, RulesDrafter, candidates_for, part_for
+from diagnostics.tickets.catalog import parts
+from diagnostics.topology import Inventory
+from tests.tickets.helpers import seed_diagnosis
+
+
+def test_seed_ticket_names_the_link_its_peer_a_part_and_urgent_priority() -> None:
+    t = RulesDrafter().draft(seed_diagnosis())
+    assert (t.gpu_index, t.peer, t.link_id, t.link) == (2, "GPU 3", "nvlink-1", 1)
+    assert t.component_kind is ComponentKind.NVLINK and t.priority is Priority.URGENT
+    assert t.replacement_part is not None and t.replacement_part in parts()
+    # no platform: the port is unknown, and the ticket says how to find it
+    assert t.port_source is PortSource.UNKNOWN and t.switch_port is None
+    assert t.port_find_with is not None and "nvidia-smi nvlink -R -i 2" in t.port_find_with
+    assert t.human_review_required is True and t.drafted_by == "rules"
+    md = t.to_markdown()
+    assert "GPU 2 -> GPU 3 NVLink 1" in md and "urgent" in md and "nvidia-smi nvlink -R -i 2" in md
+
+
+def test_seed_on_hgx_h100_names_an_nvswitch_port_marked_assumed() -> None:
+    t = RulesDrafter().draft(seed_diagnosis(platform="hgx-h100-8gpu"))
+    assert t.switch is not None and t.switch.startswith("NVSwitch")
+    assert t.switch_port is not None and t.port_source is PortSource.ASSUMED
+    assert t.replacement_part is not None and t.replacement_part.platform == "hgx-h100-8gpu"
+    assert any(f"port {t.switch_port}" in s.text for s in t.isolation_steps)
+
+
+def test_capture_and_repair_steps_are_ordered_and_complete() -> None:
+    t = RulesDrafter().draft(seed_diagnosis())
+    for command in ("nvidia-smi nvlink -e", "nvidia-smi nvlink -s", "dcgmi diag -r 3", "nvidia-bug-report.sh"):
+        assert command in t.capture_first
+    texts = [s.text.lower() for s in t.repair_steps]
+    order = [next(i for i, s in enumerate(texts) if word in s) for word in ("reset", "reseat", "replace")]
+    assert order == sorted(order) and [s.order for s in t.repair_steps] == list(range(1, len(texts) + 1))
+    assert any("follow" in s and "slot" in s for s in texts)
+    assert "drain" in t.isolation_steps[0].text.lower()
+    assert not any("port" in s.text for s in t.isolation_steps)  # no port known, no port to isolate
+
+
+def test_human_review_cannot_be_switched_off() -> None:
+    t = RulesDrafter().draft(seed_diagnosis())
+    with pytest.raises(ValidationError):
+        type(t).model_validate(t.model_dump() | {"human_review_required": False})
+    with pytest.raises(ValidationError):
+        t.human_review_required = False  # type: ignore[misc]
+
+
+def test_cost_counts_every_gpu_of_the_job_and_says_what_it_assumed() -> None:
+    t = RulesDrafter().draft(seed_diagnosis())
+    assert t.estimated_cost.gpu_hours_per_day == pytest.approx(0.892 * 8 * 24, abs=0.1)
+    assert any("unknown" in a for a in t.estimated_cost.assumptions)
+    big = seed_diagnosis().model_copy(update={"job_gpus": 512})
+    cost = RulesDrafter().draft(big).estimated_cost
+    assert cost.gpu_hours_per_day == pytest.approx(0.892 * 512 * 24, abs=0.1) and cost.job_gpus == 512
+    assert not any("unknown" in a for a in cost.assumptions)
+
+
+def test_inventory_fills_identity_and_unknowns_say_where(tmp_path: Path) -> None:
+    inv = Inventory.model_validate({"nodes": {"hpc-gpu-node-12": {
+        "node_serial": "SN-NODE-1", "rack_location": "R12-U20", "driver_version": "550.54.15",
+        "gpus": [{"index": 2, "slot": "SXM3", "serial": "1652022001234", "uuid": "GPU-abc",
+                  "pci_bus_id": "0000:1b:00.0"}]}}})
+    ident = RulesDrafter().draft(seed_diagnosis(), inventory=inv).identity
+    assert (ident.slot_label, ident.gpu_serial, ident.gpu_uuid, ident.rack) == ("SXM3", "1652022001234", "GPU-abc",
+                                                                                "R12-U20")
+    assert ident.fabric_manager_version == "unknown" and "fabricmanager" in ident.where["fabric_manager_version"]
+    assert "slot_label" not in ident.where
+    bare = RulesDrafter().draft(seed_diagnosis()).identity
+    assert bare.gpu_serial == "unknown" and "Serial Number" in bare.where["gpu_serial"]
+
+
+def test_link_option_picks_another_component_and_bad_names_are_clear() -> None:
+    d = seed_diagnosis()
+    assert RulesDrafter().draft(d, component="gpu-2").component_kind is ComponentKind.GPU
+    assert RulesDrafter().draft(d, component="nvlink-1").link_id == "nvlink-1"
+    with pytest.raises(InputError, match="no such component"):
+        RulesDrafter().draft(d, component="nvlink-9")
+
+
+def test_healthy_node_has_nothing_to_repair() -> None:
+    healthy = seed_diagnosis(fabric_errors=[{"gpu_src": 0, "gpu_dst": 1, "link_id": "nvlink-0",
+                                             "crc_errors": 2, "replay_count": 1}])
+    with pytest.raises(NoFaultError):
+        RulesDrafter().draft(healthy)
+
+
+def _finding(gpu: int, link: int, severity: Severity = Severity.FAILING, **kw: object) -> Finding:
+    return Finding(component=f"GPU {gpu} NVLink {link}", link_type=LinkType.NVLINK, link_id=f"nvlink-{link}",
+                   link=link, gpu=gpu, severity=severity, **kw)  # type: ignore[arg-type]
+
+
+def test_shared_switch_outranks_single_links_when_several_gpus_land_on_it() -> None:
+    findings = [_finding(g, 0, switch="NVSwitch 2", switch_port=p, port_source=PortSource.OBSERVED, lanes=[g])
+                for g, p in ((0, 4), (3, 12), (5, 20))]
+    loc = Localization(kind=ComponentKind.NVSWITCH, component="NVSwitch 2", switch="NVSwitch 2", confidence=0.9)
+    d = seed_diagnosis().model_copy(update={"findings": findings, "localization": loc})
+    ranked = candidates_for(d)
+    assert ranked[0].id == "nvswitch-2" and ranked[0].isolated and ranked[0].port_source is PortSource.OBSERVED
+    t = RulesDrafter().draft(d)
+    assert t.component_kind is ComponentKind.NVSWITCH and t.switch == "NVSwitch 2"
+    assert t.replacement_part is not None and t.replacement_part.component is ComponentKind.NVSWITCH
+    link = RulesDrafter().draft(d, component="gpu-3-nvlink-0")
+    assert (link.switch, link.switch_port, link.port_source, link.lanes) == ("NVSwitch 2", 12, PortSource.OBSERVED, [3])
+    assert link.port_find_with is None  # observed: nothing to look up
+
+
+def test_fabric_software_ticket_has_no_part() -> None:
+    findings = [_finding(g, 0, Severity.DOWN) for g in range(6)]
+    loc = Localization(kind=ComponentKind.FABRIC_SOFTWARE, component="Fabric Manager", confidence=0.8)
+    d = seed_diagnosis().model_copy(update={"findings": findings, "localization": loc})
+    t = RulesDrafter().draft(d)
+    assert t.component_kind is ComponentKind.FABRIC_SOFTWARE and t.replacement_part is None
+    assert "none" in t.to_markdown().split("replacement part")[1].split("\n")[0]
+    assert part_for(ComponentKind.FABRIC_SOFTWARE, "hgx-h100-8gpu") is None
+
+
+def test_user_parts_catalog_overrides_and_bad_catalog_is_a_clear_error(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = tmp_path / "parts.toml"
+    mine.write_text('[[part]]\nplatform = "*"\ncomponent = "nvlink"\nid = "site-cable-7"\n'
+                    'description = "site cable"\nfru = "cable"\npart_number = "ACME-7"\n')
+    monkeypatch.setenv("FABRICBOT_PARTS", str(mine))
+    t = RulesDrafter().draft(seed_diagnosis())
+    assert t.replacement_part is not None and t.replacement_part.part_number == "ACME-7"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[part]]\nplatform = "*"\ncomponent = "fabric-software"\nid = "x"\ndescription = "x"\nfru = "x"\n')
+    with pytest.raises(ConfigError, match=r"bad\.toml.*fabric-software has no replacement part"):
+        parts(bad)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[part]\n")
+    with pytest.raises(ConfigError, match=r"broken\.toml: not a readable parts catalog"):
+        parts(broken)

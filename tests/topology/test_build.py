@@ -1,0 +1,155 @@
+"""Graphs from TOPOLOGY rows: platform detection, the generic fallback, observed ports, inventory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from diagnostics.enums import PortSource
+from diagnostics.errors import InputError
+from diagnostics.tables import TOPOLOGY
+from diagnostics.topology import generic_graph, graph_from_topology, load_inventory, platform_graph
+
+
+def nv_matrix(gpus: int, count: int, node: str = "n1") -> pd.DataFrame:
+    rows = [{"node_id": node, "a": f"GPU{i}", "relation": "gpu"} for i in range(gpus)]
+    rows += [{"node_id": node, "a": f"GPU{i}", "b": f"GPU{j}", "relation": "NV", "nvlinks": count}
+             for i in range(gpus) for j in range(gpus) if i != j]
+    return TOPOLOGY.conform(pd.DataFrame(rows))
+
+
+@pytest.mark.parametrize("gpus", [4, 16])
+def test_4_or_16_gpus_give_a_generic_graph_that_works(gpus: int) -> None:
+    graph = graph_from_topology(nv_matrix(gpus, 18))
+    assert graph.platform is None and graph.gpus == list(range(gpus)) and graph.node_id == "n1"
+    assert any(f"no platform template fits {gpus} GPUs with NVLink counts NV18" in w for w in graph.warnings)
+    assert graph.switches("nvswitch") == ["NVSwitch fabric"]
+    assert graph.expected_links(0) == 18
+    port = graph.port_of(1, 5)
+    assert port.source is PortSource.UNKNOWN and port.switch_port is None
+    assert port.find_with == "nvidia-smi nvlink -R -i 1"
+
+
+def test_a_mesh_of_unequal_pairs_stays_pairs() -> None:
+    rows = nv_matrix(4, 2)
+    rows.loc[(rows["a"] == "GPU0") & (rows["b"] == "GPU1"), "nvlinks"] = 4
+    graph = graph_from_topology(rows)
+    assert graph.platform is None and graph.switches() == []
+    assert graph.expected_links(0) == 4 + 2 + 2
+    assert graph.port_of(0, None).peer == "unknown"  # three peers: which one is not known
+
+
+def test_a_missing_link_is_told_not_hidden() -> None:
+    rows = nv_matrix(8, 18)
+    gpu3 = (rows["a"] == "GPU3") | (rows["b"] == "GPU3")
+    rows.loc[gpu3 & (rows["relation"] == "NV"), "nvlinks"] = 17
+    graph = graph_from_topology(rows)
+    assert graph.platform == "hgx-h100-8gpu"
+    assert any("GPU 0 - GPU 3: 17 NVLinks where hgx-h100-8gpu has 18" in w for w in graph.warnings)
+
+
+def test_platform_hint_wins() -> None:
+    graph = graph_from_topology(nv_matrix(8, 18), platform="hgx-h200-8gpu")
+    assert graph.platform == "hgx-h200-8gpu"
+
+
+def test_seed_style_node_without_platform() -> None:
+    graph = generic_graph(8, node_id="hpc-gpu-node-12")
+    port = graph.port_of(2, 1)
+    assert port.source is PortSource.UNKNOWN and port.switch is None
+    assert port.find_with == "nvidia-smi nvlink -R -i 2"
+    assert port.component == "GPU 2 NVLink 1"
+
+
+def remote_rows(entries: list[tuple[int, int, str, int]]) -> pd.DataFrame:
+    return TOPOLOGY.conform(pd.DataFrame([
+        {"node_id": "n1", "a": f"GPU{g}", "link": link, "b": b, "remote_port": port, "relation": "remote",
+         "source": f"nvlink_r.txt:{i + 1}"} for i, (g, link, b, port) in enumerate(entries)]))
+
+
+def test_nvlink_r_makes_ports_observed() -> None:
+    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([
+        (2, 1, "NVSwitch 3", 41), (2, 0, "NVSwitch 0", 8)]))
+    moved = graph.port_of(2, 1)
+    assert moved.source is PortSource.OBSERVED and moved.find_with is None
+    assert moved.component == "GPU 2 NVLink 1 -> NVSwitch 3 port 41"
+    assert graph.port_of(2, 0).source is PortSource.OBSERVED
+    assert graph.port_of(2, 2).source is PortSource.ASSUMED  # untouched links keep their template port
+    assert len([p for p in graph.links_of(2) if p.link_type == "nvlink"]) == 18
+    # the template itself is not changed
+    assert platform_graph("hgx-h100-8gpu").port_of(2, 1).source is PortSource.ASSUMED
+
+
+def test_nvlink_r_bus_ids_bind_switches_in_bus_order() -> None:
+    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([
+        (0, 0, "NVSwitch 0000:f4:00.0", 3), (0, 5, "0000:f3:00.0", 1)]))
+    assert graph.port_of(0, 0).switch == "NVSwitch 1"  # f3 < f4: second in bus order
+    assert graph.port_of(0, 5).switch == "NVSwitch 0"
+    assert any("PCI bus id order" in w for w in graph.warnings)
+
+
+def test_remote_rows_in_a_topology_are_applied() -> None:
+    rows = pd.concat([nv_matrix(8, 18), remote_rows([(4, 17, "NVSwitch 2", 60)])], ignore_index=True)
+    graph = graph_from_topology(rows)
+    assert graph.port_of(4, 17).switch_port == 60 and graph.port_of(4, 17).source is PortSource.OBSERVED
+
+
+def test_unplaceable_remote_end_is_a_warning() -> None:
+    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([(1, 2, "somewhere", 3)]))
+    assert any("nvlink_r.txt:1: cannot place remote end 'somewhere'" in w for w in graph.warnings)
+
+
+def test_inventory_per_node_toml(tmp_path: Path) -> None:
+    path = tmp_path / "node.toml"
+    path.write_text('node_id = "n1"\nnode_serial = "SN123"\nrack = "R12-U30"\ndriver = "550.54.15"\n'
+                    '[[gpu]]\nindex = 2\nbus_id = "00000000:3B:00.0"\nslot = "SXM3"\nserial = "1652"\n')
+    node = load_inventory(path).node("n1")
+    assert node.rack_location == "R12-U30" and node.value("driver_version") == "550.54.15"
+    assert node.gpu(pci_bus_id="0000:3b:00.0").slot == "SXM3"
+    assert node.describe_gpu(2) == "GPU 2: slot SXM3, serial 1652, UUID unknown (nvidia-smi -q: 'GPU UUID')"
+    assert "vbios_version: unknown (nvidia-smi -q: 'VBIOS Version')" in node.unknowns()
+    assert node.gpu(5).value("slot").startswith("unknown (nvidia-smi -q: 'Module ID'")
+
+
+def test_inventory_fleet_csv(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.csv"
+    path.write_text("node_id,gpu_index,pci_bus_id,slot,gpu_serial,gpu_uuid,node_serial,rack_location\n"
+                    "a,0,0000:18:00.0,SXM1,s0,GPU-aaa,NA1,R1\n"
+                    "a,1,0000:2a:00.0,SXM2,s1,GPU-bbb,NA1,R1\n"
+                    "b,0,0000:18:00.0,SXM5,t0,GPU-ccc,NB1,R2\n")
+    inv = load_inventory(path)
+    assert sorted(inv.nodes) == ["a", "b"]
+    assert inv.node("a").gpu(1).uuid == "GPU-bbb" and inv.node("b").gpu(0).slot == "SXM5"
+    assert inv.node("zzz").value("node_serial").startswith("unknown")
+
+
+def test_inventory_bad_row_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.csv"
+    path.write_text("node_id,gpu_index,slot\na,0,SXM1\na,two,SXM2\n")
+    with pytest.raises(InputError, match=r"fleet\.csv:3"):
+        load_inventory(path)
+    with pytest.raises(InputError, match="not found"):
+        load_inventory(tmp_path / "none.toml")
+
+
+def test_inventory_puts_slot_labels_into_port_answers(tmp_path: Path) -> None:
+    path = tmp_path / "node.toml"
+    path.write_text('node_id = "n1"\n[[gpu]]\nindex = 2\nslot = "SXM5"\nserial = "1652"\nuuid = "GPU-2"\n')
+    graph = platform_graph("hgx-h100-8gpu")
+    graph.node_id = "n1"
+    port = graph.with_inventory(load_inventory(path)).port_of(2, 1)
+    assert port.fru == "GPU 2 module (HGX baseboard slot), slot SXM5"
+    assert (port.slot, port.gpu_serial, port.gpu_uuid) == ("SXM5", "1652", "GPU-2")
+    assert port.fru_next == "HGX baseboard (NVSwitch 0)"
+    bare = graph.port_of(2, 1)
+    assert bare.slot is None and bare.fru == "GPU 2 module (HGX baseboard slot)"
+
+
+def test_inventory_reads_short_and_long_bus_ids_alike(tmp_path: Path) -> None:
+    fleet = tmp_path / "inventory.csv"
+    fleet.write_text("node_id,pci_bus_id,slot,serial\nn1,3B:00.0,SXM5 #3,S-3\nn1,00000000:DC:00.0,SXM5 #7,S-7\n")
+    node = load_inventory(fleet).node("n1")
+    assert node.gpu(pci_bus_id="0000:3b:00.0").slot == "SXM5 #3"
+    assert node.gpu(pci_bus_id="0000:dc:00.0").slot == "SXM5 #7"
