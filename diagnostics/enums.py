@@ -63,3 +63,17 @@ class EventKind(StrEnum):
     SXID = "sxid"
     AER = "aer"
     FABRIC_STATE = "fabric_state"
+
+
+class FaultKind(StrEnum):
+    """What kind of fault a localized component has: the repair catalog is keyed by platform and fault kind."""
+
+    NVLINK = "nvlink"  # one link (its port pair) failing: replays, CRC, recoveries, down
+    NVLINK_AGGREGATE = "nvlink-aggregate"  # a GPU's NVLink totals over all its links (Blackwell): which link is unread
+    GPU_NVLINKS = "gpu-nvlinks"  # most of one GPU's NVLinks: the GPU (its module)
+    NVSWITCH = "nvswitch"  # failing links of several GPUs landing on one switch
+    NVSWITCH_FATAL = "nvswitch-fatal"  # a fatal SXid on a switch link
+    GPU_OFF_BUS = "gpu-off-bus"  # Xid 79: the GPU fell off the bus
+    PCIE_REPLAYS = "pcie-replays"  # a GPU's PCIe link replaying
+    PCIE_DOWNTRAIN = "pcie-downtrain"  # a GPU's PCIe link running narrower or slower than it can under load
+    FABRIC_MANAGER = "fabric-manager"  # Fabric Manager or the driver: no part

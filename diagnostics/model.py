@@ -8,7 +8,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
-from .enums import ComponentKind, LinkState, LinkType, PortSource, Priority, Severity
+from .enums import ComponentKind, FaultKind, LinkState, LinkType, PortSource, Priority, Severity
 
 NonNegInt = Annotated[StrictInt, Field(ge=0)]
 PositiveNumber = Annotated[StrictFloat | StrictInt, Field(gt=0)]
@@ -149,6 +149,7 @@ class Localization(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kind: ComponentKind
+    fault: FaultKind | None = Field(default=None, description="What kind of fault: keys the repair catalog.")
     component: str = Field(description="As people say it: 'GPU 2 NVLink 1 -> NVSwitch 1 port 17', 'NVSwitch 2'.")
     gpu: int | None = None
     peer: str | None = None

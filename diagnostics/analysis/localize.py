@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..enums import ComponentKind, LinkType, PortSource, Severity
+from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity
 from ..model import Finding, Localization
 
 SOFTWARE_RULE = "fabric_software"
@@ -55,14 +55,16 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
     findings = list(findings)
     software = [f for f in findings if SOFTWARE_RULE in _rules(f)]
     if software:
-        return [Localization(kind=ComponentKind.FABRIC_SOFTWARE, component="Fabric Manager / NVIDIA driver",
+        return [Localization(kind=ComponentKind.FABRIC_SOFTWARE, fault=FaultKind.FABRIC_MANAGER,
+                             component="Fabric Manager / NVIDIA driver",
                              confidence=0.8, links=[f.component for f in software],
                              evidence=[e for f in software for e in f.evidence]
                              + ["no part goes on the ticket: restart Fabric Manager or reload the driver first"])]
     out: list[Localization] = []
     off_bus = sorted({f.gpu for f in findings if OFF_BUS_RULE in _rules(f) and f.gpu is not None})
     for gpu in off_bus:
-        out.append(Localization(kind=ComponentKind.GPU, component=f"GPU {gpu}", gpu=gpu, confidence=0.9,
+        out.append(Localization(kind=ComponentKind.GPU, fault=FaultKind.GPU_OFF_BUS, component=f"GPU {gpu}",
+                                gpu=gpu, confidence=0.9,
                                 evidence=[f"Xid 79 on GPU {gpu}: it fell off the bus; the GPU itself is the "
                                           "suspect, not the links or switches around it"]))
     bad = [f for f in findings if _bad(f) and f.gpu not in off_bus and f.peer_gpu not in off_bus
@@ -83,7 +85,7 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
         if len(links) >= GPU_WIDE_MIN_LINKS and len(links) >= GPU_WIDE_SHARE * max(expected, 1):
             wide.append(gpu)
             out.append(Localization(
-                kind=ComponentKind.GPU, component=f"GPU {gpu}", gpu=gpu,
+                kind=ComponentKind.GPU, fault=FaultKind.GPU_NVLINKS, component=f"GPU {gpu}", gpu=gpu,
                 confidence=round(min(0.95, 0.5 + 0.5 * len(links) / max(expected, 1)), 2),
                 links=[f.component for f in links],
                 evidence=[f"{len(links)} of GPU {gpu}'s {expected} NVLinks fail: the common end is the GPU "
@@ -99,7 +101,7 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
         if len(gpus) >= 2:
             rest = [f for f in rest if f not in links]
             out.append(Localization(
-                kind=ComponentKind.NVSWITCH, component=switch, switch=switch,
+                kind=ComponentKind.NVSWITCH, fault=FaultKind.NVSWITCH, component=switch, switch=switch,
                 confidence=round(min(0.95, 0.6 + 0.1 * len(gpus)), 2), links=[f.component for f in links],
                 evidence=[f"failing links of GPUs {', '.join(map(str, gpus))} all land on {switch}: "
                           "the switch (its baseboard) is the common end"]))
@@ -109,7 +111,9 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
 
 def _pcie(f: Finding) -> Localization:
     evidence = [c.message for c in f.crossed] + [e for e in f.evidence if "lanes" in e]
-    return Localization(kind=ComponentKind.PCIE, component=f"GPU {f.gpu} PCIe", gpu=f.gpu, lanes=f.lanes,
+    downtrain = bool(_rules(f) & {"pcie_width", "pcie_gen_under_load"})
+    fault = FaultKind.PCIE_DOWNTRAIN if downtrain else FaultKind.PCIE_REPLAYS
+    return Localization(kind=ComponentKind.PCIE, fault=fault, component=f"GPU {f.gpu} PCIe", gpu=f.gpu, lanes=f.lanes,
                         links=[f.component], confidence=0.8,
                         evidence=[*evidence, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
 
@@ -134,7 +138,8 @@ def _links(findings: list[Finding], graph: Any) -> list[Localization]:
         if top.lanes:
             evidence.append(f"per-lane counters point to lane(s) {', '.join(map(str, top.lanes))}")
         out.append(Localization(
-            kind=ComponentKind.NVLINK, component=port.get("component") or top.component, gpu=top.gpu,
+            kind=ComponentKind.NVLINK, fault=FaultKind.NVLINK, component=port.get("component") or top.component,
+            gpu=top.gpu,
             peer=port.get("peer") or top.peer, link=top.link, switch=port.get("switch") or top.switch,
             switch_port=port.get("switch_port"), port_source=source, lanes=top.lanes,
             links=[f.component for f in group], confidence=0.85 if source is PortSource.OBSERVED else 0.75,
