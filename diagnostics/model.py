@@ -171,6 +171,8 @@ class Diagnosis(BaseModel):
     node_id: str
     platform: str | None = None
     window_hours: float
+    window_end: datetime | None = Field(
+        default=None, description="The end of the window the rates were computed over (UTC); None for a snapshot.")
     fault_detected: bool
     isolated_component: str
     degradation_pct: float | None

@@ -270,6 +270,7 @@ def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: 
         baseline_step_time_ms=job.baseline_step_time_ms if job else None,
         job_id=job.job_id if job else None, job_gpus=8 * len(job.nodes) if job and job.nodes else None,
         slowdown_onset=job.onset if job else None, verdict=_node_verdict(job, findings, node_id),
+        window_end=pd.Timestamp(end_ns, tz="UTC").to_pydatetime() if not (links.empty and events.empty) else None,
     )
 
 
