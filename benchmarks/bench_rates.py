@@ -8,8 +8,8 @@ import statistics
 import time
 from datetime import timedelta
 
+from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.rates import prepare, windowed_increase
-from diagnostics.analysis.snapshot import analyze_tables
 from diagnostics.config.thresholds import load_thresholds
 from diagnostics.synth.fleet import build
 

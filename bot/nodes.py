@@ -15,8 +15,8 @@ from typing import Protocol
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, analyze_snapshot
-from diagnostics.analysis.correlate import JobExplanation, explain_job, job_nodes, jobs_on
-from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis import analyze_fleet, analyze_tables
+from diagnostics.analysis.correlate import job_nodes, jobs_on
 from diagnostics.config.thresholds import Thresholds, load_thresholds
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import read_cases
@@ -128,10 +128,7 @@ class TableNodeSource:
 
     def _tables(self, node_id: str) -> dict[str, pd.DataFrame]:
         steps = self.steps[self.steps["job_id"].astype("string").isin(jobs_on(self.steps, node_id))]
-        nodes = {node_id, *job_nodes(steps)}
-        frames = [self.links[n] for n in sorted(nodes) if n in self.links]
-        links = pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
-        return {"link_samples": links, "step_samples": steps, "events": self.events}
+        return self._rows({node_id, *job_nodes(steps)}, steps)
 
     def diagnose(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Diagnosis:
         if node_id not in self.nodes:
@@ -146,23 +143,21 @@ class TableNodeSource:
             raise UnknownName("job", job_id, close_matches(job_id, jobs), len(jobs))
         steps = self.steps[self.steps["job_id"] == job_id]
         nodes = job_nodes(steps)
-        explanation = explain_job({"link_samples": pd.concat([self.links[n] for n in nodes if n in self.links]
-                                                             or [LINK_SAMPLES.empty()], ignore_index=True),
-                                   "step_samples": steps}, job_id=job_id, thresholds=self.thresholds)
-        blamed = [s.node_id for s in explanation.links if s.explains_slowdown]
-        node = blamed[0] if blamed else (explanation.nodes or nodes)[0]
+        result = analyze_fleet(self._rows(nodes, steps), window=timedelta(hours=self.window_hours),
+                               thresholds=self.thresholds, platforms=self.inventory, nodes=nodes,
+                               jobs=dict.fromkeys(nodes, job_id))
+        explanation = result.jobs.get(job_id)
+        blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
+        node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
         return self.diagnose(node, job_id=job_id)
 
+    def _rows(self, nodes: Iterable[str], steps: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        frames = [self.links[n] for n in sorted(set(nodes)) if n in self.links]
+        links = pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
+        return {"link_samples": links, "step_samples": steps, "events": self.events}
+
     def fleet(self) -> list[Diagnosis]:
-        """Every node, each job's step-time correlation computed once for all the nodes it spans."""
-        window = timedelta(hours=self.window_hours)
-        explained: dict[str, JobExplanation] = {}
-        out = []
-        for node in self.nodes:
-            tables = self._tables(node)
-            jobs = jobs_on(tables["step_samples"], node)  # the steps already narrowed to this node's jobs
-            if jobs and jobs[0] not in explained:
-                explained[jobs[0]] = explain_job(tables, job_id=jobs[0], thresholds=self.thresholds)
-            out.append(analyze_tables(tables, node_id=node, window=window, thresholds=self.thresholds,
-                                      platform=self.inventory.get(node), job=explained[jobs[0]] if jobs else None))
-        return out
+        """Every node, by the fleet engine: each job's step-time correlation computed once for all its nodes."""
+        result = analyze_fleet(self._rows(self.nodes, self.steps), window=timedelta(hours=self.window_hours),
+                               thresholds=self.thresholds, platforms=self.inventory, nodes=self.nodes)
+        return [result.diagnoses[n] for n in self.nodes]

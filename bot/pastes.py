@@ -15,7 +15,7 @@ import httpx
 import pandas as pd
 from slack_sdk import WebClient
 
-from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.rates import counters_in
 from diagnostics.errors import FabricbotError, InputError
 from diagnostics.ingest import detect

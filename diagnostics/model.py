@@ -6,8 +6,9 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, computed_field, model_validator
 
+from .components import ComponentRef
 from .enums import ComponentKind, FaultKind, LinkState, LinkType, PortSource, Priority, Severity
 
 NonNegInt = Annotated[StrictInt, Field(ge=0)]
@@ -105,8 +106,9 @@ class Crossing(BaseModel):
 
     rule: str
     counter: str
-    rate_per_hour: float | None = None
+    rate_per_hour: float | None = Field(default=None, description="The value the rule judged, in `unit`.")
     above: float | None = None
+    unit: str = "/h"
     severity: Severity
     message: str
 
@@ -116,7 +118,7 @@ class Finding(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    component: str
+    ref: ComponentRef
     link_type: LinkType
     link_id: str
     link: int | None = None
@@ -124,8 +126,10 @@ class Finding(BaseModel):
     peer_gpu: int | None = None
     peer: str = "unknown"
     link_state: LinkState = LinkState.UP
-    counts: dict[str, float] = Field(default_factory=dict)
-    rates_per_hour: dict[str, float] = Field(default_factory=dict)
+    counts: dict[str, float] = Field(default_factory=dict, description="Increase of each counter in the window.")
+    rates_per_hour: dict[str, float] = Field(default_factory=dict, description="Counters' increase per hour.")
+    levels: dict[str, float] = Field(
+        default_factory=dict, description="Readings judged as they stand: lanes or generations lost, bit-error ratios.")
     crossed: list[Crossing] = Field(default_factory=list)
     severity: Severity = Severity.OK
     worst_ratio: float | None = Field(
@@ -136,11 +140,19 @@ class Finding(BaseModel):
     switch: str | None = None
     switch_port: int | None = None
     port_source: PortSource = PortSource.UNKNOWN
-    lanes: list[int] = Field(default_factory=list, description="Failing lanes, where per-lane counters exist.")
+    lanes: list[int] = Field(default_factory=list, description="Failing lanes, only where a reader observed them.")
+    width: int | None = Field(default=None, description="PCIe lanes the link runs at (its max is `max_width`).")
+    max_width: int | None = None
     onset: datetime | None = Field(default=None, description="When the link's errors started, from a history.")
     explains_slowdown: bool | None = None
     correlation_score: float | None = None
     evidence: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def component(self) -> str:
+        """The link as people say it (`ref.name`)."""
+        return self.ref.name
 
 
 class Localization(BaseModel):
@@ -148,9 +160,8 @@ class Localization(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: ComponentKind
+    ref: ComponentRef
     fault: FaultKind | None = Field(default=None, description="What kind of fault: keys the repair catalog.")
-    component: str = Field(description="As people say it: 'GPU 2 NVLink 1 -> NVSwitch 1 port 17', 'NVSwitch 2'.")
     gpu: int | None = None
     peer: str | None = None
     link: int | None = None
@@ -160,7 +171,22 @@ class Localization(BaseModel):
     lanes: list[int] = Field(default_factory=list)
     links: list[str] = Field(default_factory=list, description="The failing links this component explains.")
     confidence: float = Field(ge=0.0, le=1.0)
+    severity: Severity = Severity.FAILING
+    worst_ratio: float | None = Field(default=None, description="The furthest its links are over a threshold.")
+    explains_slowdown: bool = False
+    action: str | None = Field(default=None, description="What a person does about this component.")
     evidence: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def component(self) -> str:
+        """As people say it: 'GPU 2 NVLink 1 -> NVSwitch 1 port 17', 'NVSwitch 2'."""
+        return self.ref.name
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kind(self) -> ComponentKind:
+        return self.ref.kind
 
 
 class Diagnosis(BaseModel):
@@ -183,7 +209,9 @@ class Diagnosis(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     localization: Localization | None = None
     localizations: list[Localization] = Field(
-        default_factory=list, description="Every suspected component, most certain first (two faults, two parts).")
+        default_factory=list,
+        description="Every suspected component, ranked: the one that explains the slowdown first, then the most "
+                    "severe, then the furthest over its threshold (two faults, two parts).")
     step_time_ms: float | None = None
     baseline_step_time_ms: float | None = None
     job_id: str | None = None

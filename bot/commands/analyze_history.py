@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from diagnostics import Diagnosis, InputError, Thresholds
-from diagnostics.analysis.snapshot import analyze_tables
+from diagnostics.analysis import analyze_tables
 from diagnostics.store.load import load_inputs, load_store
 
 from ..options import parse_time

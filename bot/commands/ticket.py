@@ -15,7 +15,7 @@ import sqlite_utils
 from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
 from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
-from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis import analyze_tables
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import read_cases
 from diagnostics.store.load import load_store

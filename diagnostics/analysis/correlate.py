@@ -7,16 +7,16 @@ own error onset lies to the slowdown onset.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from ..config.thresholds import Thresholds, load_thresholds
-from .findings import component_of
-from .rates import bucketed_increase, prepare, utc_ns
+from .. import format as fmt
+from ..components import ComponentRef
+from ..config.thresholds import Thresholds
+from .rates import Prepared, run_rows, utc_ns
 
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
                   "recovery_failed")
@@ -25,10 +25,7 @@ MAX_LAG_BUCKETS = 3
 
 class LinkScore(BaseModel):
     node_id: str
-    component: str
-    gpu: int | None = None
-    link: int | None = None
-    link_type: str
+    ref: ComponentRef
     score: float = Field(ge=0.0, le=1.0)
     rank_correlation: float
     lag_minutes: float
@@ -51,9 +48,9 @@ class JobExplanation(BaseModel):
     verdict: str
     warnings: list[str] = Field(default_factory=list)
 
-    def for_link(self, node_id: str, gpu: int | None, link: int | None, link_type: str) -> LinkScore | None:
+    def for_link(self, node_id: str, ref: ComponentRef) -> LinkScore | None:
         for score in self.links:
-            if (score.node_id, score.gpu, score.link, score.link_type) == (node_id, gpu, link, link_type):
+            if score.node_id == node_id and score.ref.slug == ref.slug:
                 return score
         return None
 
@@ -115,12 +112,13 @@ def job_nodes(steps: pd.DataFrame) -> list[str]:
     return sorted(names)
 
 
-def explain_job(tables: Mapping[str, pd.DataFrame], *, job_id: str, baseline_ms: float | None = None,
-                onset: datetime | None = None, thresholds: Thresholds | None = None,
-                bucket: timedelta = timedelta(minutes=5)) -> JobExplanation:
-    """Slowdown of `job_id` (against `baseline_ms`, or the median before the change point) and each link's score."""
-    thresholds = thresholds or load_thresholds()
-    steps = job_steps(tables.get("step_samples", pd.DataFrame()), job_id)
+def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, baseline_ms: float | None = None,
+                 onset: datetime | None = None) -> JobExplanation:
+    """A job's slowdown from its step times alone (against `baseline_ms`, or the median before the change point).
+
+    Step samples are few, so this reads the job's whole history; only a slowed job needs its links scored.
+    """
+    steps = job_steps(steps, job_id)
     if steps.empty:
         return JobExplanation(job_id=job_id, nodes=[], verdict=f"no step-time samples for job {job_id}")
     nodes = job_nodes(steps)
@@ -149,93 +147,118 @@ def explain_job(tables: Mapping[str, pd.DataFrame], *, job_id: str, baseline_ms:
                                  step_time_ms=round(current, 3), degradation_pct=degradation, slowdown=slow,
                                  onset=start.to_pydatetime() if slow and start is not None else None,
                                  verdict="")
-    links = tables.get("link_samples")
-    scores: list[LinkScore] = []
-    if links is None or links.empty or not links["node_id"].isin(nodes).any():
-        explanation.warnings.append(f"no link telemetry for the nodes of job {job_id} ({', '.join(nodes)})")
-    else:
-        scores = _score_links(links, nodes, steps, explanation, thresholds, bucket)
-    explanation.links = sorted(scores, key=lambda s: s.score, reverse=True)
-    explanation.verdict = _verdict(explanation)
+    explanation.verdict = verdict(explanation)
     return explanation
 
 
-def _signals(links: pd.DataFrame, nodes: list[str], t0: pd.Timestamp, n: int,
-             bucket: timedelta) -> tuple[pd.DataFrame, np.ndarray]:
-    """Per link, errors per bucket plus a large step while the link is down or has lost lanes."""
-    subset = links[links["node_id"].isin(nodes)]
-    p = prepare(subset)
-    errors = sum((bucketed_increase(p, c, bucket=bucket, start=t0, buckets=n) for c in ERROR_COUNTERS),
-                 start=np.zeros((int(p.starts.sum()), n)))
-    f = p.frame
-    bad = np.zeros(len(f), dtype=bool)
-    if "link_state" in f.columns:
-        bad |= f["link_state"].astype("string").isin(["down", "inactive"]).fillna(False).to_numpy(bool)
-    if {"width", "max_width"} <= set(f.columns):
-        bad |= (f["width"].astype("Float64") < f["max_width"].astype("Float64")).fillna(False).to_numpy(bool)
-    if bad.any():
-        seg = np.cumsum(p.starts) - 1
-        b = (p.t - utc_ns(t0) - 1) // int(bucket.total_seconds() * 1e9)
-        ok = bad & (b >= 0) & (b < n)
+def steps_span(steps: pd.DataFrame, job_id: str) -> tuple[int, int] | None:
+    """The first and last step time of a job (UTC ns): the link history its correlation reads."""
+    rows = job_steps(steps, job_id)
+    if rows.empty:
+        return None
+    t = rows["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
+    return int(t[0]), int(t[-1])
+
+
+def score_links(job: JobExplanation, steps: pd.DataFrame, p: Prepared, segments: np.ndarray,
+                refs: list[tuple[str, ComponentRef]], thresholds: Thresholds,
+                bucket: timedelta = timedelta(minutes=5)) -> JobExplanation:
+    """`job` with the given links scored against its step time, best first, and its verdict.
+
+    `segments` are the links' indices in the prepared history `p`; `refs` their node and identity, in the same order.
+    """
+    rows = job_steps(steps, job.job_id)
+    scores: list[LinkScore] = []
+    if len(segments) and not rows.empty:
+        scores = _score(p, segments, refs, rows, job, thresholds, bucket)
+    out = job.model_copy(update={"links": sorted(scores, key=lambda s: s.score, reverse=True)})
+    out.verdict = verdict(out)
+    return out
+
+
+def _signals(p: Prepared, segments: np.ndarray, t0: pd.Timestamp, n: int, bucket: timedelta) -> np.ndarray:
+    """Per chosen link, errors per bucket plus a large step while the link is down or has lost lanes."""
+    errors = np.zeros((len(segments), n))
+    idx, owner, _ = run_rows(p.segment_starts[segments], _segment_ends(p)[segments])
+    if len(idx) == 0:
+        return errors
+    width = int(bucket.total_seconds() * 1e9)
+    b = (p.t[idx] - utc_ns(t0) - 1) // width
+    ok = (b >= 0) & (b < n)
+    for c in ERROR_COUNTERS:
+        if c not in p.counters:
+            continue
+        d, _ = p.delta(c)
+        d = d[idx]
+        hit = ok & (d != 0)
+        np.add.at(errors, (owner[hit], b[hit]), d[hit])
+    bad = np.zeros(len(idx), dtype=bool)
+    at = p.positions(idx)
+    source = p.source
+    if "link_state" in source.columns:
+        state = source["link_state"].array.take(at)
+        bad |= pd.Series(state, dtype="string").isin(["down", "inactive"]).to_numpy(bool, na_value=False)
+    if {"width", "max_width"} <= set(source.columns):
+        width_now = source["width"].array.take(at).to_numpy(np.float64, na_value=np.nan)
+        width_max = source["max_width"].array.take(at).to_numpy(np.float64, na_value=np.nan)
+        bad |= np.nan_to_num(width_now < width_max, nan=0).astype(bool)
+    flagged = bad & ok
+    if flagged.any():
         flags = np.zeros(errors.shape)
-        flags[seg[ok], b[ok]] = 1.0
+        flags[owner[flagged], b[flagged]] = 1.0
         errors = errors + flags * 1e9
-    return f.iloc[p.segment_starts].reset_index(drop=True), errors
+    return errors
 
 
-def _score_links(links: pd.DataFrame, nodes: list[str], steps: pd.DataFrame, job: JobExplanation,
-                 thresholds: Thresholds, bucket: timedelta) -> list[LinkScore]:
+def _segment_ends(p: Prepared) -> np.ndarray:
+    return np.append(p.segment_starts[1:], len(p.t))
+
+
+def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef]], steps: pd.DataFrame,
+           job: JobExplanation, thresholds: Thresholds, bucket: timedelta) -> list[LinkScore]:
     t0 = steps["timestamp"].iloc[0].floor(bucket) - bucket
     n = int((steps["timestamp"].iloc[-1] - t0) / bucket) + 1
-    heads, errors = _signals(links, nodes, t0, n, bucket)
+    errors = _signals(p, segments, t0, n, bucket)
     step_b = steps.groupby((steps["timestamp"] - t0 - pd.Timedelta(1)) // bucket)["step_time_ms"].mean()
     step_series = step_b.reindex(range(n)).ffill().bfill().to_numpy(np.float64)
     tol = thresholds.setting("onset_tolerance_min")
     min_score = thresholds.setting("explains_min_score")
-    scale = timedelta(hours=1) / bucket
-    floor = min(r.above for r in thresholds.rules if r.counter in ("replay", "crc") and r.above > 0) / scale
-    out: list[LinkScore] = []
-    picked = np.flatnonzero(errors.max(axis=1) > floor)
     lags = min(MAX_LAG_BUCKETS, max(n - 4, 0))
-    rhos = np.stack([spearman_rows(errors[picked, : n - k], step_series[k:]) for k in range(lags + 1)], axis=1) \
-        if len(picked) else np.zeros((0, 1))
-    for j, i in enumerate(picked):
-        series = errors[i]
+    rhos = np.stack([spearman_rows(errors[:, : n - k], step_series[k:]) for k in range(lags + 1)], axis=1)
+    out: list[LinkScore] = []
+    for j, (node, ref) in enumerate(refs):
+        series = errors[j]
         lag = int(np.argmax(rhos[j]))
         rho = float(rhos[j, lag])
-        first = np.flatnonzero(series > max(floor, 0.25 * np.quantile(series[series > 0], 0.9)))
+        positive = series[series > 0]
+        first = np.flatnonzero(series > 0.25 * np.quantile(positive, 0.9)) if len(positive) else np.array([], int)
         onset = t0 + bucket * (int(first[0]) + 1) if len(first) else None
         align = 0.0
         evidence: list[str] = []
         if onset is not None and job.onset is not None:
             gap_min = abs((pd.Timestamp(job.onset) - onset).total_seconds()) / 60
             align = float(np.exp(-gap_min / tol))
-            evidence.append(f"errors start {onset:%Y-%m-%d %H:%M}, slowdown {pd.Timestamp(job.onset):%H:%M} "
+            evidence.append(f"errors start {fmt.when(onset)}, slowdown {fmt.when(job.onset)} "
                             f"({gap_min:.0f} min apart)")
-        elif onset is not None and len(first) and first[0] == 0:
+        elif onset is not None and first[0] == 0:
             evidence.append("errors already present when the job's history begins")
         score = round(float(np.clip(0.5 * max(rho, 0.0) + 0.5 * align, 0.0, 1.0)), 3)
         evidence.append(f"rank correlation with step time {rho:+.2f} at lag {lag * bucket.total_seconds() / 60:g} min")
-        row = heads.iloc[int(i)]
-        gpu = None if pd.isna(row.get("gpu")) else int(row["gpu"])
-        link = None if pd.isna(row.get("link")) else int(row["link"])
-        peer = str(row["peer"]) if "peer" in row and not pd.isna(row["peer"]) else "unknown"
         out.append(LinkScore(
-            node_id=str(row["node_id"]), component=component_of(str(row["link_type"]), gpu, link, peer),
-            gpu=gpu, link=link, link_type=str(row["link_type"]), score=score, rank_correlation=round(rho, 3),
+            node_id=node, ref=ref, score=score, rank_correlation=round(rho, 3),
             lag_minutes=lag * bucket.total_seconds() / 60, onset=onset.to_pydatetime() if onset else None,
             explains_slowdown=bool(job.slowdown and score >= min_score), evidence=evidence,
         ))
     return out
 
 
-def _verdict(job: JobExplanation) -> str:
+def verdict(job: JobExplanation) -> str:
     pct = f"{job.degradation_pct:+.1f}%" if job.degradation_pct is not None else "n/a"
     explaining = [s for s in job.links if s.explains_slowdown]
     if job.slowdown and explaining:
         top = explaining[0]
-        since = f" since {job.onset:%Y-%m-%d %H:%M} UTC" if job.onset else ""
-        return (f"{top.node_id} {top.component} explains job {job.job_id}'s slowdown ({pct}{since}; "
+        since = f" since {fmt.when(job.onset)}" if job.onset else ""
+        return (f"{top.node_id} {top.ref.name} explains job {job.job_id}'s slowdown ({pct}{since}; "
                 f"score {top.score:.2f})")
     if job.slowdown:
         return f"job {job.job_id} is {pct} slower and no link's errors track it: not the fabric"

@@ -1,12 +1,15 @@
-"""A fleet sweep: rates, rules and localization for every node at once, vectorized across the fleet.
+"""The analysis engine: every node's findings, events, localizations and each job's correlation, computed once.
 
-Only rows the windows need are touched (the last window, the persistence windows and one reading before them);
-only links that cross a rule become findings; only nodes with failing links are localized.
+Rates and rules run on arrays across the fleet (`metrics`), only on the rows the windows need (the last window,
+the persistence windows and one reading before them); only links that cross a rule become findings; events,
+missing links and GPUs and Fabric Manager are judged per node; a job's links are scored against its step time
+once, for all its nodes. One node's Diagnosis (`node.analyze_tables`) is this engine run on that node's rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -16,79 +19,46 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..components import ComponentRef
+from ..config.platforms import all_platforms
 from ..config.thresholds import Thresholds, load_thresholds
-from ..enums import Severity
-from ..model import Finding, Localization
+from ..enums import ComponentKind, LinkType, PortSource, Severity
+from ..model import Diagnosis, Finding
 from ..topology import platform_graph
-from .findings import candidates, finding_of, link_metrics, records
+from .correlate import JobExplanation, job_slowdown, jobs_on, score_links, steps_span
+from .diagnosis import assemble
+from .events import event_findings, missing_gpus, missing_links, node_view, software_finding
+from .findings import finding_of, ref_of
 from .localize import localize_all
-from .rates import ns, prepare_rows, utc_ns
+from .metrics import candidates, link_metrics, records
+from .rates import Prepared, ns, prepare_rows, utc_ns
+
+PIECE_ROWS = 4_000_000
+LINK_KINDS = (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)  # what a job's step time is scored on
+# A link's history for the correlation: (nodes, start, end) -> their link samples, each node's rows together.
+History = Callable[[list[str], datetime, datetime], pd.DataFrame]
 
 
 @dataclass
-class FleetSweep:
-    links: int
-    rows_used: int
-    findings: dict[str, list[Finding]] = field(default_factory=dict)
-    localizations: dict[str, list[Localization]] = field(default_factory=dict)
+class FleetAnalysis:
+    """Every analyzed node's Diagnosis and every job's explanation, with what it cost."""
+
+    end: datetime | None
+    window: timedelta
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+    jobs: dict[str, JobExplanation] = field(default_factory=dict)
+    links: int = 0
+    rows_used: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
 
     def failing_nodes(self) -> list[str]:
-        return sorted(n for n, fs in self.findings.items()
-                      if any(f.severity in (Severity.FAILING, Severity.DOWN) for f in fs))
-
-
-PIECE_ROWS = 4_000_000
+        return sorted(n for n, d in self.diagnoses.items() if d.fault_detected)
 
 
 def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
     """How far back the rules look: the longest persistence span, plus one window for the starting reading."""
     windows = max([r.persist[1] for r in thresholds.rules if r.persist] + [1])
     return window * (windows + 1)
-
-
-def sweep(link_samples: pd.DataFrame, *, window: timedelta = timedelta(hours=1), end: datetime | None = None,
-          thresholds: Thresholds | None = None, platforms: Mapping[str, str] | None = None,
-          piece_rows: int = PIECE_ROWS, workers: int = 2) -> FleetSweep:
-    """Every node's failing links and suspected parts for the window ending at `end` (default: newest sample).
-
-    A table that holds each node's rows together (as the store hands it back) is swept in pieces
-    of a few nodes, `workers` pieces at a time: one piece's arrays stay small enough to be reused rather than
-    freshly paged in, numpy works on two pieces at once outside the GIL, and the result is that of the whole.
-    """
-    thresholds = thresholds or load_thresholds()
-    t = ns(link_samples["timestamp"])
-    end_ns = utc_ns(end) if end is not None else int(t.max())
-    since_ns = end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
-    result = FleetSweep(links=0, rows_used=0)
-
-    def piece(part: pd.DataFrame, times: np.ndarray) -> tuple[pd.DataFrame, int, int]:
-        recent = times > since_ns
-        p = prepare_rows(part, times, None if recent.all() else np.flatnonzero(recent))
-        metrics = link_metrics(p, window=window, end_ns=end_ns, thresholds=thresholds)
-        return metrics[candidates(metrics, thresholds)], p.nseg, len(p.t)
-
-    bounds = node_pieces(link_samples, piece_rows)
-    parts = [link_samples if len(bounds) == 1 else link_samples.iloc[lo:hi] for lo, hi in bounds]
-    times = [t[lo:hi] for lo, hi in bounds]
-    if len(parts) == 1 or workers < 2:
-        done = list(map(piece, parts, times))
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:  # numpy runs outside the GIL
-            done = list(pool.map(piece, parts, times))
-    flagged = [f for f, _, _ in done]
-    result.links = sum(n for _, n, _ in done)
-    result.rows_used = sum(n for _, _, n in done)
-    for row in records(pd.concat(flagged)):
-        node = str(row["node_id"])
-        result.findings.setdefault(node, []).append(finding_of(row, thresholds))
-    graphs: dict[str, Any] = {}
-    for node in result.failing_nodes():
-        platform = (platforms or {}).get(node)
-        if platform and platform not in graphs:
-            graphs[platform] = platform_graph(platform)
-        graph = graphs.get(platform) if platform else None
-        result.localizations[node] = localize_all(result.findings[node], graph)
-    return result
 
 
 def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
@@ -104,3 +74,278 @@ def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
     cuts = np.unique(heads[np.minimum(np.searchsorted(heads, np.arange(rows, len(frame), rows)), len(heads) - 1)])
     bounds = [0, *cuts.tolist(), len(frame)]
     return list(pairwise(bounds))
+
+
+def _per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
+    """Rows to read, or None for all: a GPU's total over its links is dropped where the GPU also reports per link
+    (it would count every error twice), and kept where it is all there is (Blackwell's NVLink5 counters)."""
+    if "gpu_total" not in links.columns:
+        return None
+    total = links["gpu_total"].to_numpy(bool, na_value=False)
+    if not total.any():
+        return None
+    node = pd.factorize(links["node_id"])[0].astype(np.int64)
+    gpu = links["gpu"].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1
+    kind = pd.factorize(links["link_type"])[0].astype(np.int64)
+    key = (node << 24) | (gpu << 8) | (kind + 1)
+    per_link = np.unique(key[~total & links["link"].notna().to_numpy()])
+    drop = total & np.isin(key, per_link)
+    return np.flatnonzero(~drop) if drop.any() else None
+
+
+def _metrics(links: pd.DataFrame, t: np.ndarray, *, since_ns: int, end_ns: int, window: timedelta,
+             thresholds: Thresholds, piece_rows: int, workers: int) -> tuple[pd.DataFrame, int, int]:
+    """Every link's metrics over the window, the table swept in pieces of a few nodes, `workers` at a time (numpy
+    works outside the GIL; a piece's arrays stay small enough to be reused rather than paged in afresh)."""
+    keep = _per_link_rows(links)
+    recent = t > since_ns
+    if keep is not None:
+        mask = np.zeros(len(t), dtype=bool)
+        mask[keep] = True
+        recent &= mask
+
+    def piece(bounds: tuple[int, int]) -> tuple[pd.DataFrame, int, int]:
+        lo, hi = bounds
+        part = links if (lo, hi) == (0, len(links)) else links.iloc[lo:hi]
+        chosen = recent[lo:hi]
+        p = prepare_rows(part, t[lo:hi], None if chosen.all() else np.flatnonzero(chosen))
+        return link_metrics(p, window=window, end_ns=end_ns, thresholds=thresholds), p.nseg, len(p.t)
+
+    bounds = node_pieces(links, piece_rows)
+    if len(bounds) == 1 or workers < 2:
+        done = list(map(piece, bounds))
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(piece, bounds))
+    frames = [m for m, _, _ in done if len(m)]
+    metrics = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else pd.DataFrame()
+    return metrics, sum(n for _, n, _ in done), sum(r for _, _, r in done)
+
+
+def _placed(f: Finding, graph: Any) -> Finding:
+    """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link."""
+    if graph is None or f.gpu is None or f.link is None or f.link_type is LinkType.NVSWITCH:
+        return f
+
+    port = graph.port_of(f.gpu, f.link, f.link_type.value)
+    if port.source is PortSource.UNKNOWN and port.switch_port is None:
+        return f
+    return f.model_copy(update={"ref": port.ref, "switch": port.switch or f.switch, "switch_port": port.switch_port,
+                                "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
+
+
+class _Graphs:
+    """Each node's topology graph: given, or its platform's template (built once per platform)."""
+
+    def __init__(self, platforms: Mapping[str, str], graphs: Mapping[str, Any]) -> None:
+        self.platforms, self.given, self.templates = platforms, graphs, dict[str, Any]()
+
+    def __call__(self, node: str) -> Any:
+        if node in self.given:
+            return self.given[node]
+        platform = self.platforms.get(node)
+        if not platform:
+            return None
+        if platform not in self.templates:
+            self.templates[platform] = platform_graph(platform)
+        return self.templates[platform]
+
+
+def _expected_links(graph: Any, gpus: Collection[int]) -> dict[int, int]:
+    out = {}
+    for gpu in sorted(gpus):
+        try:
+            out[gpu] = int(graph.expected_links(gpu, LinkType.NVLINK.value))
+        except Exception:
+            continue
+    return out
+
+
+def _node_rows(frame: pd.DataFrame | None, nodes: Collection[str] | None) -> pd.DataFrame:
+    if frame is None or frame.empty or "node_id" not in frame.columns or nodes is None:
+        return frame if frame is not None else pd.DataFrame()
+    mine = frame["node_id"].isin(list(nodes)).to_numpy(bool, na_value=False)
+    return frame if mine.all() else frame[mine]
+
+
+def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
+                  end: datetime | None = None, thresholds: Thresholds | None = None,
+                  platforms: Mapping[str, str] | None = None, graphs: Mapping[str, Any] | None = None,
+                  nodes: Collection[str] | None = None, full: bool = False,
+                  jobs: Mapping[str, str] | None = None, history: History | None = None,
+                  piece_rows: int = PIECE_ROWS, workers: int = 2) -> FleetAnalysis:
+    """Every node's Diagnosis for the window ending at `end` (default: the newest sample), and each job's.
+
+    `nodes` names the nodes whose diagnoses are wanted (default: every node the tables hold; other nodes' rows are
+    still analyzed: a peer's link may explain a job's slowdown). `full` keeps a finding for every healthy link too
+    (one node's view); otherwise only flagged links become findings. `jobs` chooses a node's job (default: the one
+    whose steps are newest). `history` reads the link samples a job's correlation needs beyond the tables' rows.
+    """
+    started = time.perf_counter()
+    thresholds = thresholds or load_thresholds()
+    platforms = dict(platforms or {})
+    graph_of = _Graphs(platforms, graphs or {})
+    links = tables.get("link_samples", pd.DataFrame())
+    links = links if links is not None else pd.DataFrame()
+    events = tables.get("events", pd.DataFrame())
+    events = events if events is not None else pd.DataFrame()
+    steps = tables.get("step_samples", pd.DataFrame())
+    steps = steps if steps is not None else pd.DataFrame()
+    t = ns(links["timestamp"]) if len(links) else np.zeros(0, dtype=np.int64)
+    end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
+    start_ns = end_ns - int(window.total_seconds() * 1e9)
+    since_ns = end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
+    result = FleetAnalysis(end=pd.Timestamp(end_ns, tz="UTC").to_pydatetime() if end_ns else None, window=window)
+    metrics, result.links, result.rows_used = (_metrics(
+        links, t, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds, piece_rows=piece_rows,
+        workers=workers) if len(links) else (pd.DataFrame(), 0, 0))
+    result.timings["metrics_s"] = time.perf_counter() - started
+    view = node_view(metrics, end_ns, thresholds)
+    found: dict[str, list[Finding]] = {}
+    if len(metrics):
+        flagged = candidates(metrics, thresholds) | view.stale
+        if full:
+            flagged[:] = True
+        stale = view.stale[flagged]
+        for row, s in zip(records(metrics[flagged]), stale.tolist(), strict=True):
+            found.setdefault(str(row["node_id"]), []).append(finding_of(row, thresholds, stale=s))
+    node_events = {str(n): g for n, g in events.groupby(events["node_id"].astype("string"), observed=True)} \
+        if len(events) and "node_id" in events.columns else {}
+    analyzed = sorted(set(view.gpus_seen) | set(found) | set(node_events) | _names(metrics))
+    wanted = sorted(nodes) if nodes is not None else analyzed
+    warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
+    for node in sorted(set(analyzed) | set(wanted)):
+        graph = graph_of(node)
+        mine = [_placed(f, graph) for f in found.get(node, [])]
+        mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
+                               view.silent.get(node))
+        seen = view.nvlinks_seen.get(node, {})
+        if graph is not None and node in view.gpus_seen:
+            mine += missing_links(seen, _expected_links(graph, view.gpus_seen[node]), warnings[node])
+            mine += missing_gpus(view.gpus_seen[node], _gpu_count(platforms.get(node)))
+        software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
+        if software is not None:
+            mine.insert(0, software)
+        found[node] = mine
+    result.timings["findings_s"] = time.perf_counter() - started - result.timings["metrics_s"]
+    chosen = {n: jobs[n] for n in wanted if jobs and n in jobs}
+    for node in wanted:
+        if node not in chosen:
+            names = jobs_on(steps, node) if len(steps) else []
+            if names:
+                chosen[node] = names[0]
+    result.jobs = _explain(chosen, steps, found, links, t, end_ns, thresholds, history)
+    reporting = set(view.gpus_seen) | _names(metrics)
+    for explained in result.jobs.values():
+        if explained.nodes and not reporting & set(explained.nodes):
+            explained.warnings.append(f"no link telemetry for the nodes of job {explained.job_id} "
+                                      f"({', '.join(explained.nodes)})")
+    result.timings["jobs_s"] = time.perf_counter() - started - sum(result.timings.values())
+    window_end = pd.Timestamp(end_ns, tz="UTC").to_pydatetime()
+    samples = _max_samples(metrics)
+    for node in wanted:
+        mine = found.get(node, [])
+        notes = warnings.get(node, [])
+        if node not in view.gpus_seen and node not in _names(metrics):
+            notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy")
+        elif samples.get(node, 2) < 2:
+            notes.append("one reading per link: totals since reset only; a rate needs a second reading")
+        job = result.jobs.get(chosen[node]) if node in chosen else None
+        if job is not None:
+            notes.extend(job.warnings)
+        failing = [f for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
+        graph = graph_of(node)
+        per_gpu = None if graph is not None else {g: len(s) for g, s in view.nvlinks_seen.get(node, {}).items()}
+        locs = localize_all(mine, graph, per_gpu) if failing else []
+        result.diagnoses[node] = assemble(
+            node, platform=platforms.get(node), window_hours=window.total_seconds() / 3600,
+            window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
+            thresholds=thresholds, warnings=notes)
+    result.timings["total_s"] = time.perf_counter() - started
+    return result
+
+
+def _names(metrics: pd.DataFrame) -> set[str]:
+    if metrics.empty:
+        return set()
+    return {str(n) for n in metrics["node_id"].astype("string").dropna().unique()}
+
+
+def _max_samples(metrics: pd.DataFrame) -> dict[str, int]:
+    if metrics.empty:
+        return {}
+    most = metrics.groupby(metrics["node_id"].astype("string"), observed=True)["samples"].max()
+    return {str(k): int(v) for k, v in most.items()}
+
+
+def _gpu_count(platform: str | None) -> int | None:
+    if not platform:
+        return None
+    data = all_platforms().get(platform)
+    return int(data["gpu_count"]) if data and "gpu_count" in data else None
+
+
+def _events_end(events: pd.DataFrame) -> int:
+    if events.empty:
+        return int(pd.Timestamp.now(tz="UTC").value)
+    return int(pd.to_datetime(events["timestamp"], utc=True, format="mixed").max().value)
+
+
+def _explain(chosen: Mapping[str, str], steps: pd.DataFrame, found: Mapping[str, list[Finding]],
+             links: pd.DataFrame, t: np.ndarray, end_ns: int, thresholds: Thresholds,
+             history: History | None) -> dict[str, JobExplanation]:
+    """Each chosen job once: its slowdown from its steps, and, when it is slower, its nodes' flagged links scored."""
+    out: dict[str, JobExplanation] = {}
+    for job_id in sorted(set(chosen.values())):
+        out[job_id] = job_slowdown(steps, job_id, thresholds=thresholds)
+    slowed = {j: e for j, e in out.items() if e.slowdown and e.nodes}
+    wanted: dict[str, list[tuple[str, ComponentRef]]] = {}
+    for job_id, job in slowed.items():
+        wanted[job_id] = [(n, f.ref) for n in job.nodes for f in found.get(n, [])
+                          if f.severity is not Severity.OK and f.ref.kind in LINK_KINDS]
+    needed = sorted({n for refs in wanted.values() for n, _ in refs})
+    if not needed:
+        return out
+    spans = [s for s in (steps_span(steps, j) for j in wanted) if s is not None]
+    start = min(s[0] for s in spans) - 10 * 60 * 10**9 if spans else end_ns
+    p = _history(needed, start, end_ns, links, t, history)
+    index = _segments(p)
+    for job_id, refs in wanted.items():
+        present = [(n, r) for n, r in refs if (n, r.slug) in index]
+        segments = np.array([index[(n, r.slug)] for n, r in present], dtype=np.int64)
+        out[job_id] = score_links(slowed[job_id], steps, p, segments, present, thresholds)
+    return out
+
+
+def _history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, t: np.ndarray,
+             history: History | None) -> Prepared:
+    """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables."""
+    if history is not None:
+        frame = history(nodes, pd.Timestamp(start_ns, tz="UTC").to_pydatetime(),
+                        pd.Timestamp(end_ns, tz="UTC").to_pydatetime())
+        times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
+        rows = np.flatnonzero((times >= start_ns) & (times <= end_ns))
+        return prepare_rows(frame, times, rows)
+    mine = links["node_id"].isin(nodes).to_numpy(bool, na_value=False) & (t >= start_ns) & (t <= end_ns)
+    keep = _per_link_rows(links)
+    if keep is not None:
+        allowed = np.zeros(len(t), dtype=bool)
+        allowed[keep] = True
+        mine &= allowed
+    return prepare_rows(links, t, np.flatnonzero(mine))
+
+
+def _segments(p: Prepared) -> dict[tuple[str, str], int]:
+    """(node, component slug) -> the link's index in the prepared history."""
+    if p.nseg == 0:
+        return {}
+    out: dict[tuple[str, str], int] = {}
+    for i, row in enumerate(records(p.heads().assign(gpu_total=_heads_total(p)), skip=())):
+        out[(str(row["node_id"]), ref_of(row).slug)] = i
+    return out
+
+
+def _heads_total(p: Prepared) -> Any:
+    if "gpu_total" not in p.source.columns:
+        return None
+    return p.source["gpu_total"].array.take(p.positions(p.segment_starts))

@@ -2,7 +2,8 @@
 
 Failing links that share an endpoint point to that endpoint: most links of one GPU -> the GPU (its module); links
 of several GPUs landing on one NVSwitch -> that switch (its baseboard); a lone link -> its port pair. Software that
-looks like hardware (Fabric Manager down, all links inactive) names no part; after an Xid 79 the GPU is the suspect.
+looks like hardware (Fabric Manager down, all links inactive) names no part; after an Xid 79 the GPU is the suspect;
+a GPU's NVLink total over all its links (Blackwell's counters) points to the GPU's links, not to one of them.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity
+from ..components import ComponentRef
+from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
+from .events import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE
 
-SOFTWARE_RULE = "fabric_software"
-OFF_BUS_RULE = "xid_off_bus"
 GPU_WIDE_SHARE = 0.5
 GPU_WIDE_MIN_LINKS = 3
+DOWNTRAIN_RULES = {"pcie_width", "pcie_gen_under_load"}
 
 
 def _bad(f: Finding) -> bool:
@@ -38,15 +40,22 @@ def _expected(graph: Any, gpu: int, seen: int) -> int:
 
 
 def _port(graph: Any, f: Finding) -> dict[str, Any]:
-    """Switch, port and the component name from the topology graph, where it knows the link."""
+    """Switch, port and identity from the topology graph, where it knows the link."""
     if graph is None or f.gpu is None or f.link is None:
         return {}
     try:
         port = graph.port_of(f.gpu, f.link, f.link_type.value)
     except Exception:
         return {}
-    return {"component": port.component, "switch": port.switch, "switch_port": port.switch_port,
+    return {"ref": port.ref, "switch": port.switch, "switch_port": port.switch_port,
             "port_source": PortSource(port.source), "peer": port.peer}
+
+
+def _grade(links: list[Finding]) -> dict[str, Any]:
+    """A component's severity and how far over its thresholds, from the findings it explains."""
+    worst = max(links, key=lambda f: (severity_rank(f.severity), f.worst_ratio or 0.0))
+    return {"severity": worst.severity, "worst_ratio": worst.worst_ratio,
+            "links": [f.component for f in links]}
 
 
 def localize_all(findings: Iterable[Finding], graph: Any = None,
@@ -55,22 +64,26 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
     findings = list(findings)
     software = [f for f in findings if SOFTWARE_RULE in _rules(f)]
     if software:
-        return [Localization(kind=ComponentKind.FABRIC_SOFTWARE, fault=FaultKind.FABRIC_MANAGER,
-                             component="Fabric Manager / NVIDIA driver",
-                             confidence=0.8, links=[f.component for f in software],
-                             evidence=[e for f in software for e in f.evidence]
+        return [Localization(ref=ComponentRef.fabric_software(), fault=FaultKind.FABRIC_MANAGER, confidence=0.8,
+                             **_grade(software), evidence=[e for f in software for e in f.evidence]
                              + ["no part goes on the ticket: restart Fabric Manager or reload the driver first"])]
     out: list[Localization] = []
-    off_bus = sorted({f.gpu for f in findings if OFF_BUS_RULE in _rules(f) and f.gpu is not None})
+    off_bus = sorted({f.gpu for f in findings if _rules(f) & {OFF_BUS_RULE, GPU_MISSING_RULE} and f.gpu is not None})
     for gpu in off_bus:
-        out.append(Localization(kind=ComponentKind.GPU, fault=FaultKind.GPU_OFF_BUS, component=f"GPU {gpu}",
-                                gpu=gpu, confidence=0.9,
-                                evidence=[f"Xid 79 on GPU {gpu}: it fell off the bus; the GPU itself is the "
-                                          "suspect, not the links or switches around it"]))
+        mine = [f for f in findings if f.gpu == gpu and _rules(f) & {OFF_BUS_RULE, GPU_MISSING_RULE}]
+        xid = any(OFF_BUS_RULE in _rules(f) for f in mine)
+        why = (f"Xid 79 on GPU {gpu}: it fell off the bus; the GPU's PCIe link (riser, slot) and the GPU itself are "
+               "the suspects, not the NVLinks or switches around it" if xid else
+               f"GPU {gpu} reports no telemetry at all while the node's other GPUs do: it is off the bus or its "
+               "driver lost it")
+        out.append(Localization(ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_OFF_BUS, gpu=gpu,
+                                confidence=0.9 if xid else 0.6, **_grade(mine), evidence=[why]))
+    # links only: an Xid names a GPU, not a link, and is weighed above
     bad = [f for f in findings if _bad(f) and f.gpu not in off_bus and f.peer_gpu not in off_bus
-           and (f.link is not None or f.link_type is LinkType.PCIE)]
-    out.extend(_pcie(f) for f in bad if f.link_type is LinkType.PCIE)
-    nvlinks = [f for f in bad if f.link_type is not LinkType.PCIE]
+           and f.ref.kind in (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)]
+    out.extend(_pcie(f) for f in bad if f.ref.kind is ComponentKind.PCIE)
+    out.extend(_aggregate(f) for f in bad if f.ref.kind is ComponentKind.NVLINK and f.ref.link is None)
+    nvlinks = [f for f in bad if f.ref.kind is not ComponentKind.PCIE and f.link is not None]
     seen: dict[int, int] = defaultdict(int)
     for f in findings:
         if f.link_type is LinkType.NVLINK and f.gpu is not None and f.link is not None:
@@ -85,9 +98,8 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
         if len(links) >= GPU_WIDE_MIN_LINKS and len(links) >= GPU_WIDE_SHARE * max(expected, 1):
             wide.append(gpu)
             out.append(Localization(
-                kind=ComponentKind.GPU, fault=FaultKind.GPU_NVLINKS, component=f"GPU {gpu}", gpu=gpu,
-                confidence=round(min(0.95, 0.5 + 0.5 * len(links) / max(expected, 1)), 2),
-                links=[f.component for f in links],
+                ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_NVLINKS, gpu=gpu,
+                confidence=round(min(0.95, 0.5 + 0.5 * len(links) / max(expected, 1)), 2), **_grade(links),
                 evidence=[f"{len(links)} of GPU {gpu}'s {expected} NVLinks fail: the common end is the GPU "
                           "(its module), not the switches or peers"]))
     rest = [f for f in nvlinks if f.gpu not in wide and f.peer_gpu not in wide]
@@ -101,8 +113,8 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
         if len(gpus) >= 2:
             rest = [f for f in rest if f not in links]
             out.append(Localization(
-                kind=ComponentKind.NVSWITCH, fault=FaultKind.NVSWITCH, component=switch, switch=switch,
-                confidence=round(min(0.95, 0.6 + 0.1 * len(gpus)), 2), links=[f.component for f in links],
+                ref=ComponentRef.nvswitch(switch), fault=FaultKind.NVSWITCH, switch=switch,
+                confidence=round(min(0.95, 0.6 + 0.1 * len(gpus)), 2), **_grade(links),
                 evidence=[f"failing links of GPUs {', '.join(map(str, gpus))} all land on {switch}: "
                           "the switch (its baseboard) is the common end"]))
     out.extend(_links(rest, graph))
@@ -111,11 +123,20 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
 
 def _pcie(f: Finding) -> Localization:
     evidence = [c.message for c in f.crossed] + [e for e in f.evidence if "lanes" in e]
-    downtrain = bool(_rules(f) & {"pcie_width", "pcie_gen_under_load"})
-    fault = FaultKind.PCIE_DOWNTRAIN if downtrain else FaultKind.PCIE_REPLAYS
-    return Localization(kind=ComponentKind.PCIE, fault=fault, component=f"GPU {f.gpu} PCIe", gpu=f.gpu, lanes=f.lanes,
-                        links=[f.component], confidence=0.8,
+    fault = FaultKind.PCIE_DOWNTRAIN if _rules(f) & DOWNTRAIN_RULES else FaultKind.PCIE_REPLAYS
+    return Localization(ref=ComponentRef.pcie(f.gpu), fault=fault, gpu=f.gpu, lanes=f.lanes, confidence=0.8,
+                        **_grade([f]),
                         evidence=[*evidence, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
+
+
+def _aggregate(f: Finding) -> Localization:
+    """A GPU-wide NVLink total over threshold: the GPU's links, which one unread."""
+    return Localization(
+        ref=ComponentRef.nvlink(f.gpu, None), fault=FaultKind.NVLINK_AGGREGATE, gpu=f.gpu, confidence=0.6,
+        **_grade([f]),
+        evidence=[*(c.message for c in f.crossed),
+                  f"the counters are GPU {f.gpu}'s totals over all its NVLinks: read each link with "
+                  f"`nvidia-smi nvlink -e -i {f.gpu}` to find which one"])
 
 
 def _links(findings: list[Finding], graph: Any) -> list[Localization]:
@@ -138,13 +159,19 @@ def _links(findings: list[Finding], graph: Any) -> list[Localization]:
         if top.lanes:
             evidence.append(f"per-lane counters point to lane(s) {', '.join(map(str, top.lanes))}")
         out.append(Localization(
-            kind=ComponentKind.NVLINK, fault=FaultKind.NVLINK, component=port.get("component") or top.component,
-            gpu=top.gpu,
+            ref=port.get("ref") or top.ref, fault=FaultKind.NVLINK, gpu=top.gpu,
             peer=port.get("peer") or top.peer, link=top.link, switch=port.get("switch") or top.switch,
             switch_port=port.get("switch_port"), port_source=source, lanes=top.lanes,
-            links=[f.component for f in group], confidence=0.85 if source is PortSource.OBSERVED else 0.75,
-            evidence=evidence))
+            confidence=0.85 if source is PortSource.OBSERVED else 0.75, **_grade(group), evidence=evidence))
     return out
+
+
+def rank(localizations: Iterable[Localization]) -> list[Localization]:
+    """The headline first: the component that explains the slowdown, else the most severe, else the furthest over
+    its threshold (a down link or a zero threshold counts as furthest); confidence breaks ties."""
+    return sorted(localizations, key=lambda loc: (
+        not loc.explains_slowdown, -severity_rank(loc.severity),
+        -(loc.worst_ratio if loc.worst_ratio is not None else float("inf")), -loc.confidence))
 
 
 def localize(findings: Iterable[Finding], graph: Any = None) -> Localization | None:

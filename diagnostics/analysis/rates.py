@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..tables import COUNTERS
 
-KEYS: tuple[str, ...] = ("node_id", "gpu", "link_type", "link", "lane")
-KEY_BITS: tuple[int, ...] = (20, 12, 4, 12, 8)
+KEYS: tuple[str, ...] = ("node_id", "gpu", "link_type", "nvswitch", "link", "lane")
+KEY_BITS: tuple[int, ...] = (20, 12, 4, 6, 12, 8)  # 62 bits: one int64 per link
 NS_PER_HOUR = 3_600_000_000_000
 
 
@@ -202,7 +202,7 @@ def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None
         by_key = np.argsort(run_keys, kind="stable")
         if (np.diff(run_keys[by_key]) > 0).all():  # one run per link: order the runs, not the rows
             sizes = np.diff(np.append(heads, len(t)))[by_key]
-            order = _ranges(heads[by_key], heads[by_key] + sizes)[0]
+            order = run_rows(heads[by_key], heads[by_key] + sizes)[0]
             starts = np.zeros(len(t), dtype=bool)
             starts[np.cumsum(sizes) - sizes] = True
             return Prepared(frame, order if rows is None else rows[order], t[order], starts)
@@ -276,7 +276,7 @@ def _times(values: np.ndarray) -> pd.DatetimeIndex:
     return pd.DatetimeIndex(values.astype(np.int64).view("datetime64[ns]")).tz_localize("UTC")
 
 
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run_rows(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rows of each link's run [lo, hi) laid end to end: row indices, their link, and run-start flags."""
     size = np.maximum(hi - lo, 0)
     offsets = np.cumsum(size) - size
@@ -313,10 +313,12 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     out["last"] = _times(last)
     out["last_seen"] = _times(np.where(hi > seg0, newest, small))
     out["covered_h"] = covered_h
+    # the link's sampling interval over the window: how long a silence must last before the series has stopped
+    out["interval_ns"] = np.where(n_used >= 2, (last - first) / np.maximum(n_used - 1, 1), np.nan)
     # counted deltas: rows (c_lo, hi); their values need rows [c_lo - 1, hi), the first being the starting point
     c_lo = w_lo + 1 - from_before
     lo = np.where(hi > c_lo, c_lo - 1, hi)
-    idx, owner, run_first = _ranges(lo, hi)
+    idx, owner, run_first = run_rows(lo, hi)
     last_idx = np.maximum(hi - 1, 0)
     at, last_at = p.positions(idx), p.positions(last_idx)
     resets_total = np.zeros(nseg, dtype=np.int64)
@@ -351,7 +353,7 @@ def window_sums(p: Prepared, counter: str, *, window: timedelta, end_ns: int, wi
     hi = p.first_after(end_ns)
     lo = p.first_after(end_ns - windows * span)
     lo = np.where(hi > lo, lo - (lo > p.segment_starts), hi)
-    idx, owner, run_first = _ranges(lo, hi)
+    idx, owner, run_first = run_rows(lo, hi)
     d, _ = deltas(p.column(counter)[p.positions(idx)], run_first)
     nz = np.flatnonzero(d)  # most readings add nothing: place only the others
     w = (end_ns - p.t[idx[nz]]) // span  # 0 for (end - span, end], 1 for the window before, ...

@@ -5,19 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from .. import format as fmt
 from ..config.thresholds import Thresholds
 from ..enums import LinkState, Priority, Severity, severity_rank
 from ..model import Crossing, Finding
-
-
-def _fmt(rate: float, unit: str = "/h") -> str:
-    if unit == "ratio":
-        return f"{rate:.1e}"
-    return f"{rate:,.1f}".rstrip("0").rstrip(".")
-
-
-def _unit(unit: str) -> str:
-    return unit if unit.startswith("/") else f" {unit}"
 
 
 def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: Thresholds,
@@ -40,15 +31,17 @@ def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: T
             found.append(Crossing(
                 rule=rule.name, counter=rule.counter, rate_per_hour=rate, above=rule.above,
                 severity=rule.severity,
-                message=f"{rule.counter} above {_fmt(rule.above)}{_unit(rule.unit)} in {over} of the last {m} "
-                        f"windows ({rule.name})",
+                unit=rule.unit,
+                message=f"{fmt.label(rule.counter)} above {fmt.value(rule.above, rule.unit)} in {over} of the last "
+                        f"{m} windows ({rule.name})",
             ))
         elif rate > rule.above:
             found.append(Crossing(
                 rule=rule.name, counter=rule.counter, rate_per_hour=rate, above=rule.above,
                 severity=rule.severity,
-                message=f"{rule.counter} {_fmt(rate, rule.unit)}{_unit(rule.unit)} > "
-                        f"{_fmt(rule.above, rule.unit)}{_unit(rule.unit)} ({rule.name})",
+                unit=rule.unit,
+                message=f"{fmt.metric(rule.counter, rate, unit=rule.unit)} > {fmt.value(rule.above, rule.unit)} "
+                        f"({rule.name})",
             ))
     found.sort(key=lambda c: (severity_rank(c.severity), _ratio(c)), reverse=True)
     return found
@@ -56,10 +49,10 @@ def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: T
 
 def state_crossing(state: LinkState) -> Crossing | None:
     if state in (LinkState.DOWN, LinkState.INACTIVE):
-        return Crossing(rule="link_down", counter="link_state", severity=Severity.DOWN,
+        return Crossing(rule="link_down", counter="link_state", severity=Severity.DOWN, unit="",
                         message=f"link is {state.value}")
     if state is LinkState.DEGRADED:
-        return Crossing(rule="link_degraded", counter="link_state", severity=Severity.WARNING,
+        return Crossing(rule="link_degraded", counter="link_state", severity=Severity.WARNING, unit="",
                         message="link reports a degraded state")
     return None
 

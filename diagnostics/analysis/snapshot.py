@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..components import ComponentRef
 from ..config.repairs import repair_action
 from ..config.thresholds import Thresholds, load_thresholds
 from ..enums import LinkType, Severity
@@ -14,13 +15,11 @@ def degradation_pct(step_time_ms: float, baseline_ms: float) -> float:
     return round((step_time_ms - baseline_ms) / baseline_ms * 100.0, 1)
 
 
-def component_name(link: LinkReading) -> str:
-    """The link as people say it: `GPU 2 -> GPU 3 NVLink 1`, `GPU 4 PCIe`."""
+def ref_of(link: LinkReading) -> ComponentRef:
+    """The link's identity: `GPU 2 -> GPU 3 NVLink 1`, `GPU 4 PCIe`."""
     if link.kind is LinkType.PCIE:
-        return f"GPU {link.gpu_src} PCIe"
-    number = link.link_number
-    suffix = f"NVLink {number}" if number is not None else f"NVLink ({link.link_id})"
-    return f"GPU {link.gpu_src} -> GPU {link.gpu_dst} {suffix}"
+        return ComponentRef.pcie(link.gpu_src)
+    return ComponentRef.nvlink(link.gpu_src, link.link_number, peer_gpu=link.gpu_dst)
 
 
 def link_finding(link: LinkReading, window_hours: float, thresholds: Thresholds) -> Finding:
@@ -33,7 +32,7 @@ def link_finding(link: LinkReading, window_hours: float, thresholds: Thresholds)
         crossed.insert(0, state)
     severity, ratio = summarize(crossed)
     return Finding(
-        component=component_name(link), link_type=link.kind, link_id=link.link_id, link=link.link_number,
+        ref=ref_of(link), link_type=link.kind, link_id=link.link_id, link=link.link_number,
         gpu=link.gpu_src, peer_gpu=link.gpu_dst,
         peer=f"GPU {link.gpu_dst}" if link.gpu_dst is not None else "CPU root port",
         link_state=link.link_state, counts=counts, rates_per_hour=rates, crossed=crossed,
@@ -75,7 +74,3 @@ def analyze_snapshot(snapshot: Snapshot, thresholds: Thresholds | None = None) -
         baseline_step_time_ms=float(snapshot.baseline_step_time_ms),
     )
 
-
-from .node import analyze_tables  # noqa: E402  (the history path shares this module's public name)
-
-__all__ = ["analyze_snapshot", "analyze_tables", "degradation_pct", "link_finding"]

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..enums import Priority, Severity
 from ..errors import ConfigError
+from ..format import Unit
 from .datafiles import DATA_DIR, read_toml
 
 DEFAULT_FILE = DATA_DIR / "thresholds.toml"
@@ -36,7 +37,7 @@ class Rule(BaseModel):
     above: float = Field(ge=0)
     severity: Severity
     doc: str = ""
-    unit: str = "/h"
+    unit: Unit = Unit.PER_HOUR
     persist: tuple[int, int] | None = None
     codes: list[int] = Field(default_factory=list)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis.node import analyze_tables
+from ..analysis import analyze_tables
 from ..config.platforms import all_platforms
 from ..config.thresholds import Thresholds
 from ..enums import LinkType, Severity

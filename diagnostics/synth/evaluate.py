@@ -11,8 +11,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from ..analysis.correlate import JobExplanation, explain_job, jobs_on
-from ..analysis.node import analyze_tables
+from ..analysis import analyze_fleet
 from ..enums import ComponentKind, Priority
 from ..errors import InputError
 from ..model import Diagnosis, Localization
@@ -138,14 +137,10 @@ def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1)) -> Eval
     tables, inventory = load(fleet_dir)
     end = pd.Timestamp(truth["end"])
     report = EvalReport(fleet=fleet_dir.name)
-    jobs: dict[str, JobExplanation] = {}
+    platforms = {n: inventory.get(n, v["platform"]) for n, v in truth["nodes"].items()}
+    fleet = analyze_fleet(tables, window=window, end=end, platforms=platforms, nodes=sorted(truth["nodes"]))
     for node_id, node in sorted(truth["nodes"].items()):
-        job = None
-        names = jobs_on(tables.get("step_samples"), node_id)
-        if names:
-            job = jobs.get(names[0]) or jobs.setdefault(names[0], explain_job(tables, job_id=names[0]))
-        diagnosis = analyze_tables(tables, node_id=node_id, window=window, end=end,
-                                   platform=inventory.get(node_id, node["platform"]), job=job)
+        diagnosis = fleet.diagnoses[node_id]
         detection, localization = score_node(diagnosis, node)
         scenario = node["scenario"]
         report.detection.setdefault(scenario, Scores()).add(detection)

@@ -15,7 +15,7 @@ from ..enums import ComponentKind, Priority, Severity
 from ..errors import InputError
 from ..model import DEFAULT_GPU_COUNT, Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
-from .candidates import Candidate, candidate_for, candidates_for, slug
+from .candidates import Candidate, candidate_for, candidates_for
 from .catalog import Part, capture_commands, part_for, render, steps_for
 from .identity import identity_for
 from .ticket import Cost, Evidence, Hypothesis, RepairTicket, Step
@@ -40,7 +40,7 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
         return chosen, found
     wanted = component.strip().lower()
     for c in found:
-        if c.id in (wanted, slug(component)) or c.component.lower() == wanted:
+        if c.id == wanted or c.component.lower() == wanted:
             return c, found
     for loc in [*diagnosis.localizations, *([diagnosis.localization] if diagnosis.localization else [])]:
         named = candidate_for(loc, found) if loc.component.lower() == wanted else None

@@ -7,11 +7,11 @@ land on, the PCIe path, or the fabric software when links go down everywhere at 
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..components import ComponentRef
 from ..enums import ComponentKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, Localization
 from ..topology import NodeGraph
@@ -23,7 +23,7 @@ class Candidate(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    id: str = Field(description="Stable id, e.g. 'gpu-2-gpu-3-nvlink-1', 'nvswitch-1', 'gpu-2', 'fabric-software'.")
+    ref: ComponentRef
     kind: ComponentKind
     component: str
     gpu: int | None = None
@@ -43,9 +43,10 @@ class Candidate(BaseModel):
     isolated: bool = Field(default=False, description="The deterministic analysis isolated this component.")
     evidence: list[str] = Field(default_factory=list)
 
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    @property
+    def id(self) -> str:
+        """The component's slug: 'gpu2-nvlink1', 'nvswitch-1', 'gpu2', 'fabric-software'."""
+        return self.ref.slug
 
 
 _KIND_OF_LINK = {LinkType.NVLINK: ComponentKind.NVLINK, LinkType.PCIE: ComponentKind.PCIE,
@@ -56,7 +57,7 @@ def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: in
     port = port_for(f, d, graph)
     evidence = [c.message for c in f.crossed] + list(f.evidence)
     return Candidate(
-        id=slug(f.component), kind=_KIND_OF_LINK[f.link_type], component=f.component, gpu=f.gpu,
+        ref=f.ref, kind=f.ref.kind, component=f.component, gpu=f.gpu,
         peer=f.peer if f.peer != "unknown" else port.peer, link=f.link, link_id=f.link_id, link_type=f.link_type,
         lanes=list(f.lanes), switch=port.switch, switch_port=port.switch_port, port_source=port.source,
         find_with=port.find_with, fru=port.fru, findings=[f.component], score=round(1.0 / total, 3),
@@ -95,8 +96,9 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
             by_switch[c.switch].append(c)
     for gpu, own in sorted(by_gpu.items()):
         share = len(own) / n
-        out[f"gpu-{gpu}"] = Candidate(
-            id=f"gpu-{gpu}", kind=ComponentKind.GPU, component=f"GPU {gpu}", gpu=gpu,
+        ref = ComponentRef.of_gpu(gpu)
+        out[ref.slug] = Candidate(
+            ref=ref, kind=ComponentKind.GPU, component=ref.name, gpu=gpu,
             findings=[c.component for c in own], score=round(share * (0.9 if len(own) > 1 else 0.5), 3),
             evidence=[f"{len(own)} of {n} unhealthy links start at GPU {gpu}"],
         )
@@ -106,8 +108,9 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
         source = PortSource.OBSERVED if sources == {PortSource.OBSERVED} else (
             PortSource.ASSUMED if PortSource.UNKNOWN not in sources else PortSource.UNKNOWN)
         ports = sorted({c.switch_port for c in own if c.switch_port is not None})
-        out[slug(switch)] = Candidate(
-            id=slug(switch), kind=ComponentKind.NVSWITCH, component=switch, switch=switch,
+        ref = ComponentRef.nvswitch(switch)
+        out[ref.slug] = Candidate(
+            ref=ref, kind=ComponentKind.NVSWITCH, component=ref.name, switch=switch,
             switch_port=ports[0] if len(ports) == 1 else None, port_source=source,
             findings=[c.component for c in own], score=round(len(own) / n * (0.95 if len(gpus) > 1 else 0.4), 3),
             evidence=[f"{len(own)} of {n} unhealthy links, from GPUs {', '.join(map(str, gpus))}, land on {switch}"
@@ -115,8 +118,9 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
         )
     down_gpus = sorted({f.gpu for f in bad if f.severity is Severity.DOWN and f.gpu is not None})
     wide = len(down_gpus) >= 3
-    out["fabric-software"] = Candidate(
-        id="fabric-software", kind=ComponentKind.FABRIC_SOFTWARE, component="Fabric Manager / driver",
+    fabric = ComponentRef.fabric_software()
+    out[fabric.slug] = Candidate(
+        ref=fabric, kind=ComponentKind.FABRIC_SOFTWARE, component=fabric.name,
         findings=[f.component for f in bad] if wide else [], score=0.8 if wide else 0.05,
         evidence=[f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"] if wide
         else ["link errors are confined to specific links: a software fault would take links down node-wide"],
@@ -133,17 +137,14 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
         match = _from_localization(loc, links)
         if match is not None:
             return match.id
-    by_kind = {ComponentKind.GPU: f"gpu-{loc.gpu}", ComponentKind.FABRIC_SOFTWARE: "fabric-software",
-               ComponentKind.NVSWITCH: slug(loc.switch or loc.component)}
-    key = by_kind.get(loc.kind)
-    if key is not None and key in out:  # the analysis's name and evidence for it
+    key = loc.ref.slug
+    if key in out:  # the analysis's name and evidence for it
         known = out[key]
         out[key] = known.model_copy(update={"component": loc.component, "evidence": [*loc.evidence, *known.evidence],
                                             "findings": sorted({*known.findings, *loc.links})})
     else:
-        key = slug(loc.component)
         out[key] = Candidate(
-            id=key, kind=loc.kind, component=loc.component, gpu=loc.gpu, peer=loc.peer, link=loc.link,
+            ref=loc.ref, kind=loc.kind, component=loc.component, gpu=loc.gpu, peer=loc.peer, link=loc.link,
             lanes=list(loc.lanes), switch=loc.switch, switch_port=loc.switch_port, port_source=loc.port_source,
             findings=list(loc.links), score=loc.confidence, evidence=list(loc.evidence),
         )

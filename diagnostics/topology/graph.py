@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
+from ..components import ComponentRef
 from ..enums import LinkType, PortSource
 
 GPU, NVSWITCH, PCIE_SWITCH, CPU, NIC = "gpu", "nvswitch", "pcie_switch", "cpu", "nic"
@@ -64,13 +65,17 @@ class PortInfo(BaseModel):
     find_with: str | None = None
     fru: str
     fru_next: str | None = None
-    component: str
+    ref: ComponentRef
     expected_gen: int | None = None
     expected_width: int | None = None
     note: str | None = None
     slot: str | None = None
     gpu_serial: str | None = None
     gpu_uuid: str | None = None
+
+    @property
+    def component(self) -> str:
+        return self.ref.name
 
 
 class _Blank(dict[str, Any]):
@@ -170,7 +175,7 @@ class NodeGraph:
             gpu=gpu, link=link, link_type=kind, peer=peer, peer_kind=peer_kind,
             switch=peer if peer_kind in SWITCH_KINDS else None, source=PortSource.UNKNOWN,
             find_with=find_with(gpu, kind), fru=self._fru("gpu", gpu=gpu) or f"GPU {gpu} (part unknown)",
-            component=_component(gpu, link, kind, peer, peer_kind, None), note=note,
+            ref=_ref(gpu, link, kind, peer, peer_kind, None), note=note,
         )
 
     def _port(self, gpu: int, peer: str, data: dict[str, Any]) -> PortInfo:
@@ -191,7 +196,7 @@ class NodeGraph:
             switch_port=port, peer_link=peer_link, source=source,
             find_with=None if source is PortSource.OBSERVED else find_with(gpu, kind),
             fru=fru, fru_next=self._fru(f"{kind}_next", **fields),
-            component=_component(gpu, link, kind, peer, peer_kind, port),
+            ref=_ref(gpu, link, kind, peer, peer_kind, port),
             expected_gen=data.get("gen"), expected_width=data.get("width"),
             note=None if link is not None or kind == LinkType.PCIE else "the description gives link counts, not ports",
         )
@@ -235,13 +240,12 @@ class NodeGraph:
         return apply_remote_rows(self, topology)
 
 
-def _component(gpu: int, link: int | None, kind: str, peer: str, peer_kind: str, port: int | None) -> str:
-    """The link as people say it: `GPU 2 NVLink 1 -> NVSwitch 1 port 17`, `GPU 2 -> GPU 3 NVLink 1`, `GPU 4 PCIe`."""
+def _ref(gpu: int, link: int | None, kind: str, peer: str, peer_kind: str, port: int | None) -> ComponentRef:
+    """The link's identity with where it lands: a GPU peer, a switch port, or neither when the graph does not say."""
     if kind == LinkType.PCIE:
-        return f"GPU {gpu} PCIe"
-    number = f"NVLink {link}" if link is not None else "NVLink (index unknown)"
+        return ComponentRef.pcie(gpu)
     if peer_kind == GPU:
-        return f"GPU {gpu} -> {peer} {number}"
+        return ComponentRef.nvlink(gpu, link, peer_gpu=gpu_index(peer))
     if peer_kind == NVSWITCH:
-        return f"GPU {gpu} {number} -> {peer}" + (f" port {port}" if port is not None else "")
-    return f"GPU {gpu} {number}"
+        return ComponentRef.nvlink(gpu, link, switch=peer, port=port)
+    return ComponentRef.nvlink(gpu, link)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from diagnostics.analysis.correlate import change_point, explain_job
-from diagnostics.analysis.snapshot import analyze_tables
+from diagnostics.analysis import analyze_tables, explain_job
+from diagnostics.analysis.correlate import change_point, job_slowdown
+from diagnostics.config.thresholds import load_thresholds
 from tests.analysis.helpers import T0, link_series, links, steps
 
 N = 24 * 12 + 1  # a day of 5-minute samples
@@ -49,8 +50,8 @@ def test_link_starting_with_the_slowdown_ranks_first() -> None:
     assert job.onset is not None and abs(pd.Timestamp(job.onset) - (T0 + pd.Timedelta(minutes=5 * ONSET))) \
         <= pd.Timedelta(minutes=10)
     top = job.links[0]
-    assert top.link == 1 and top.explains_slowdown and top.score >= 0.6
-    early = next(s for s in job.links if s.link == 2)
+    assert top.ref.link == 1 and top.explains_slowdown and top.score >= 0.6
+    early = next(s for s in job.links if s.ref.link == 2)
     assert not early.explains_slowdown and early.score < top.score
     assert "explains" in job.verdict
 
@@ -80,8 +81,10 @@ def test_diagnosis_carries_scores_and_urgent_priority_when_explained() -> None:
 
 
 def test_given_baseline_and_job_without_telemetry() -> None:
-    job = explain_job({"step_samples": slow_steps()}, job_id="j1", baseline_ms=100.0)
-    assert job.baseline_step_time_ms == 100.0 and job.warnings
+    given = job_slowdown(slow_steps(), "j1", thresholds=load_thresholds(), baseline_ms=100.0)
+    assert given.baseline_step_time_ms == 100.0 and given.degradation_pct is not None and given.degradation_pct > 90
+    job = explain_job({"step_samples": slow_steps()}, job_id="j1")
+    assert job.warnings == ["no link telemetry for the nodes of job j1 (n1)"]
     assert "not the fabric" in job.verdict
     missing = explain_job({"step_samples": slow_steps()}, job_id="nope")
     assert missing.verdict.startswith("no step-time samples")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.localize import localize, localize_all
-from diagnostics.analysis.snapshot import analyze_tables
+from diagnostics.components import ComponentRef
 from diagnostics.enums import ComponentKind, LinkType, PortSource, Severity
 from diagnostics.model import Crossing, Finding
 from diagnostics.topology import platform_graph
@@ -13,7 +14,8 @@ from tests.analysis.helpers import link_series, links, node_links, steady
 def bad(gpu: int, link: int, peer: str, **kw: object) -> Finding:
     crossing = Crossing(rule="nvlink_replay", counter="replay", rate_per_hour=5000.0, above=1000.0,
                         severity=Severity.FAILING, message="replay 5,000/h > 1,000/h")
-    return Finding(component=f"GPU {gpu} NVLink {link}", link_type=LinkType.NVLINK, link_id=f"nvlink-{link}",
+    return Finding(ref=ComponentRef.of_link("nvlink", gpu, link, peer), link_type=LinkType.NVLINK,
+                   link_id=f"nvlink-{link}",
                    link=link, gpu=gpu, peer=peer, crossed=[crossing], severity=Severity.FAILING, worst_ratio=5.0,
                    switch=peer if peer.startswith("NVSwitch") else None,
                    peer_gpu=int(peer.split()[1]) if peer.startswith("GPU") else None, **kw)  # type: ignore[arg-type]

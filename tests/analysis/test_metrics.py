@@ -10,8 +10,8 @@ import pytest
 from freezegun import freeze_time
 from pydantic import BaseModel
 
-from diagnostics.analysis.snapshot import analyze_tables
-from diagnostics.enums import ComponentKind, Priority, Severity
+from diagnostics.analysis import analyze_tables
+from diagnostics.enums import ComponentKind, FaultKind, Priority, Severity
 from diagnostics.model import Diagnosis, Finding
 from tests.analysis.helpers import T0, events, link_series, links, node_links, steady
 
@@ -70,13 +70,23 @@ def test_persistence_needs_k_of_m_windows() -> None:
     assert rules(d.findings[0]) == {"recovery"}
 
 
-def test_pcie_width_downtrain_names_lost_lanes() -> None:
+def test_pcie_width_downtrain_says_how_many_lanes_not_which() -> None:
     frame = links(link_series(steady(0), link_type="pcie", link=None, gpu=2, width=8, max_width=16, gen=5,
                               max_gen=5, tx_bytes_per_s=5e9))
     d = diagnose({"link_samples": frame})
     f = finding(d, "GPU 2 PCIe")
-    assert "pcie_width" in rules(f) and f.lanes == list(range(8, 16))
-    assert d.localization is not None and d.localization.lanes == list(range(8, 16))
+    assert "pcie_width" in rules(f) and f.lanes == [] and (f.width, f.max_width) == (8, 16)
+    assert "lanes lost: 8 of 16 (running x8 of x16)" in f.evidence
+    assert f.levels == {"width_lost": 8.0, "gen_lost_under_load": 0.0} and "width_lost" not in f.rates_per_hour
+    assert d.localization is not None and d.localization.lanes == []
+    assert d.localization.fault is FaultKind.PCIE_DOWNTRAIN
+
+
+def test_a_lane_a_reader_observed_is_named() -> None:
+    frame = links(link_series(steady(0), link_type="pcie", link=None, gpu=2, width=8, max_width=16, gen=5,
+                              max_gen=5, tx_bytes_per_s=5e9, lane=6))
+    f = finding(diagnose({"link_samples": frame}), "GPU 2 PCIe")
+    assert f.lanes == [6]
 
 
 def test_pcie_gen_drop_is_a_fault_only_under_load() -> None:

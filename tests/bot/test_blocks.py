@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 from bot import blocks
-from diagnostics import ComponentKind, Diagnosis, Finding, LinkType, Localization, Priority, Severity
+from diagnostics import Diagnosis, Finding, LinkType, Localization, Priority, Severity
+from diagnostics.components import ComponentRef
 
 
 def _finding(gpu: int, link: int, severity: Severity = Severity.FAILING, ratio: float = 10.0) -> Finding:
-    return Finding(component=f"GPU {gpu} NVLink {link} -> NVSwitch {link % 4} port {gpu * 18 + link}",
+    return Finding(ref=ComponentRef.nvlink(gpu, link, switch=f"NVSwitch {link % 4}", port=gpu * 18 + link),
                    link_type=LinkType.NVLINK, link_id=f"nvlink-{link}", link=link, gpu=gpu, severity=severity,
                    worst_ratio=ratio, rates_per_hour={"replay": 5000.0 * ratio})
 
@@ -39,14 +40,14 @@ def _limits_hold(built: list) -> list[dict]:
 def test_links_of_one_localized_component_get_one_button_and_a_select() -> None:
     shared = [_finding(2, link) for link in range(18)]
     other = _finding(5, 3, Severity.WARNING, 2.0)
-    loc = Localization(kind=ComponentKind.GPU, component="GPU 2 (module)", gpu=2, confidence=0.9,
+    loc = Localization(ref=ComponentRef.of_gpu(2), gpu=2, confidence=0.9,
                        links=[f.component for f in shared])
     d = _diagnosis([other, *shared], loc)
     built = _limits_hold(blocks.diagnosis_blocks(d, analysis_id=7))
     elements = [e for b in built if b["type"] == "actions" for e in b["elements"]]
     assert [e["type"] for e in elements] == ["button", "static_select", "button"]
     part, menu, single = elements
-    assert json.loads(part["value"]) == {"a": 7, "c": "GPU 2 (module)"}
+    assert json.loads(part["value"]) == {"a": 7, "c": "GPU 2"}
     assert blocks.DraftTarget.parse(part["value"]) == blocks.DraftTarget(7, None)
     picked = [blocks.DraftTarget.parse(o["value"]).finding for o in menu["options"]]
     assert sorted(picked) == list(range(1, 19))  # each option names its own finding

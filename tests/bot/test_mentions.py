@@ -8,6 +8,7 @@ import re
 import pytest
 
 from bot.nodes import TableNodeSource
+from diagnostics import Diagnosis, Severity
 from diagnostics.analysis.correlate import jobs_on
 from diagnostics.synth.fleet import build
 
@@ -104,18 +105,22 @@ def test_a_snippet_file_is_downloaded_with_the_bot_token_and_read() -> None:
 
 def test_the_fleet_view_explains_each_job_once_and_matches_node_by_node(fleet: TableNodeSource,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import bot.nodes
+    import diagnostics.analysis.fleet as engine
 
-    calls: list[str | None] = []
-    real = bot.nodes.explain_job
+    calls: list[str] = []
+    real = engine.job_slowdown
 
-    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(kwargs.get("job_id"))
-        return real(*args, **kwargs)
+    def counted(steps, job_id, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(job_id)
+        return real(steps, job_id, **kwargs)
 
-    monkeypatch.setattr(bot.nodes, "explain_job", counted)
+    monkeypatch.setattr(engine, "job_slowdown", counted)
     together = fleet.fleet()
     assert sorted(calls) == sorted(set(calls)) and len(calls) == len({j for n in fleet.nodes
                                                                       for j in jobs_on(fleet.steps, n)[:1]})
+
+    def flagged(d: Diagnosis) -> dict[str, object]:  # a fleet keeps findings for flagged links only
+        return d.model_copy(update={"findings": [f for f in d.findings if f.severity is not Severity.OK]}).model_dump()
+
     one_by_one = [fleet.diagnose(n) for n in fleet.nodes]
-    assert [d.model_dump() for d in together] == [d.model_dump() for d in one_by_one]
+    assert [flagged(d) for d in together] == [flagged(d) for d in one_by_one]

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from diagnostics import load_thresholds
-from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis import analyze_tables
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
 from diagnostics.prometheus.local import failing_links
 from diagnostics.synth import fleet as synth

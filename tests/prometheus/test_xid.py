@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from diagnostics import load_thresholds
-from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis import analyze_tables
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
 from diagnostics.ingest.dcgm_map import load_map

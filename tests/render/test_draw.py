@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 
 from diagnostics import analyze_snapshot
-from diagnostics.enums import ComponentKind, LinkType, Severity
+from diagnostics.components import ComponentRef
+from diagnostics.enums import LinkType, Severity
 from diagnostics.model import Diagnosis, Finding, Localization, Snapshot
 from diagnostics.render.draw import HEALTHY, SEVERITY_COLOURS, SIZE_PX, SUSPECT, render_node, render_with_warnings
 from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, human, layout
@@ -54,7 +55,8 @@ def distance(p: tuple[float, float], a: tuple[float, float], b: tuple[float, flo
 
 def finding(gpu: int, link: int | None, severity: Severity, *, peer_gpu: int | None = None,
             link_type: LinkType = LinkType.NVLINK, replay: float = 8900.0) -> Finding:
-    return Finding(component=f"GPU {gpu} NVLink {link}", link_type=link_type, link_id=f"nvlink-{link}", link=link,
+    ref = ComponentRef.of_link(link_type.value, gpu, link, f"GPU {peer_gpu}" if peer_gpu is not None else None)
+    return Finding(ref=ref, link_type=link_type, link_id=f"nvlink-{link}", link=link,
                    gpu=gpu, peer_gpu=peer_gpu, severity=severity, rates_per_hour={"replay": replay})
 
 
@@ -127,7 +129,7 @@ def test_labels_carry_rates(h100: tuple[Diagnosis, bytes, Scene]) -> None:
 
 def test_suspected_component_is_outlined() -> None:
     graph = platform_graph("hgx-h100-8gpu")
-    loc = Localization(kind=ComponentKind.NVSWITCH, component="NVSwitch 1", switch="NVSwitch 1", confidence=0.8)
+    loc = Localization(ref=ComponentRef.nvswitch("NVSwitch 1"), switch="NVSwitch 1", confidence=0.8)
     diag = diagnosis([finding(2, 5, Severity.FAILING), finding(3, 6, Severity.FAILING)], localization=loc)
     scene = build_scene(graph, diag)
     assert scene.suspect_node == "NVSwitch 1"

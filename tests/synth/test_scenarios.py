@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis import analyze_tables
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
 from diagnostics.synth.evaluate import EvalReport, evaluate

@@ -30,21 +30,21 @@ def seed_diagnosis(**overrides: Any) -> Diagnosis:
     return analyze_snapshot(Snapshot.model_validate(SEED_INPUT | overrides))
 
 
-def good_answer(candidate_id: str = "gpu-2-gpu-3-nvlink-1") -> dict[str, Any]:
+def good_answer(candidate_id: str = "gpu2-nvlink1") -> dict[str, Any]:
     return {
         "candidate_id": candidate_id,
         "why": "GPU 2 -> GPU 3 NVLink 1 replays 8,900 per hour against a 1,000 limit; GPU 0 -> GPU 1 is clean.",
-        "alternatives": [{"candidate_id": "gpu-2", "why": "only one of GPU 2's links is failing"}],
-        "hypotheses": [{"kind": "nvlink", "candidate_id": "gpu-2-gpu-3-nvlink-1", "evidence": ["one link"]},
-                       {"kind": "gpu", "candidate_id": "gpu-2", "evidence": ["other links clean"]}],
+        "alternatives": [{"candidate_id": "gpu2", "why": "only one of GPU 2's links is failing"}],
+        "hypotheses": [{"kind": "nvlink", "candidate_id": "gpu2-nvlink1", "evidence": ["one link"]},
+                       {"kind": "gpu", "candidate_id": "gpu2", "evidence": ["other links clean"]}],
         "summary": "NVLink 1 between GPU 2 and GPU 3 is failing and explains the slowdown; reseat, then replace.",
         "repair_steps": [],
     }
 
 
 def _tool_args(name: str) -> dict[str, Any]:
-    return {"topology_neighbours": {"gpu": 2}, "parts_catalog": {"candidate_id": "gpu-2-gpu-3-nvlink-1"},
-            "repair_steps_for": {"candidate_id": "gpu-2-gpu-3-nvlink-1"},
+    return {"topology_neighbours": {"gpu": 2}, "parts_catalog": {"candidate_id": "gpu2-nvlink1"},
+            "repair_steps_for": {"candidate_id": "gpu2-nvlink1"},
             "link_history": {"component": "GPU 2 -> GPU 3 NVLink 1"}}.get(name, {})
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis import analyze_tables
 from diagnostics.model import Diagnosis
 from diagnostics.synth.evaluate import truth_key
 from diagnostics.synth.fleet import build

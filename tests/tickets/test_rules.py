@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from diagnostics import ConfigError, Finding, Localization
+from diagnostics.components import ComponentRef
 from diagnostics.enums import ComponentKind, LinkType, PortSource, Priority, Severity
 from diagnostics.errors import InputError
 from diagnostics.tickets import NoFaultError, RulesDrafter, candidates_for, part_for
@@ -83,7 +84,7 @@ def test_inventory_fills_identity_and_unknowns_say_where(tmp_path: Path) -> None
 
 def test_link_option_picks_another_component_and_bad_names_are_clear() -> None:
     d = seed_diagnosis()
-    assert RulesDrafter().draft(d, component="gpu-2").component_kind is ComponentKind.GPU
+    assert RulesDrafter().draft(d, component="gpu2").component_kind is ComponentKind.GPU
     assert RulesDrafter().draft(d, component="nvlink-1").link_id == "nvlink-1"
     with pytest.raises(InputError, match="no such component"):
         RulesDrafter().draft(d, component="nvlink-9")
@@ -97,28 +98,29 @@ def test_healthy_node_has_nothing_to_repair() -> None:
 
 
 def _finding(gpu: int, link: int, severity: Severity = Severity.FAILING, **kw: object) -> Finding:
-    return Finding(component=f"GPU {gpu} NVLink {link}", link_type=LinkType.NVLINK, link_id=f"nvlink-{link}",
+    ref = ComponentRef.nvlink(gpu, link, switch=kw.get("switch"), port=kw.get("switch_port"))  # type: ignore[arg-type]
+    return Finding(ref=ref, link_type=LinkType.NVLINK, link_id=f"nvlink-{link}",
                    link=link, gpu=gpu, severity=severity, **kw)  # type: ignore[arg-type]
 
 
 def test_shared_switch_outranks_single_links_when_several_gpus_land_on_it() -> None:
     findings = [_finding(g, 0, switch="NVSwitch 2", switch_port=p, port_source=PortSource.OBSERVED, lanes=[g])
                 for g, p in ((0, 4), (3, 12), (5, 20))]
-    loc = Localization(kind=ComponentKind.NVSWITCH, component="NVSwitch 2", switch="NVSwitch 2", confidence=0.9)
+    loc = Localization(ref=ComponentRef.nvswitch("NVSwitch 2"), switch="NVSwitch 2", confidence=0.9)
     d = seed_diagnosis().model_copy(update={"findings": findings, "localization": loc})
     ranked = candidates_for(d)
     assert ranked[0].id == "nvswitch-2" and ranked[0].isolated and ranked[0].port_source is PortSource.OBSERVED
     t = RulesDrafter().draft(d)
     assert t.component_kind is ComponentKind.NVSWITCH and t.switch == "NVSwitch 2"
     assert t.replacement_part is not None and t.replacement_part.component is ComponentKind.NVSWITCH
-    link = RulesDrafter().draft(d, component="gpu-3-nvlink-0")
+    link = RulesDrafter().draft(d, component="gpu3-nvlink0")
     assert (link.switch, link.switch_port, link.port_source, link.lanes) == ("NVSwitch 2", 12, PortSource.OBSERVED, [3])
     assert link.port_find_with is None  # observed: nothing to look up
 
 
 def test_fabric_software_ticket_has_no_part() -> None:
     findings = [_finding(g, 0, Severity.DOWN) for g in range(6)]
-    loc = Localization(kind=ComponentKind.FABRIC_SOFTWARE, component="Fabric Manager", confidence=0.8)
+    loc = Localization(ref=ComponentRef.fabric_software(), confidence=0.8)
     d = seed_diagnosis().model_copy(update={"findings": findings, "localization": loc})
     t = RulesDrafter().draft(d)
     assert t.component_kind is ComponentKind.FABRIC_SOFTWARE and t.replacement_part is None

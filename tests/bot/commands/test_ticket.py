@@ -60,7 +60,7 @@ def test_json_has_the_ticket_fields(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_link_option_and_unknown_link(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(SEED_INPUT))
-    code, out, _ = run(capsys, "ticket", str(path), "--link", "gpu-2", "--json")
+    code, out, _ = run(capsys, "ticket", str(path), "--link", "gpu2", "--json")
     assert code == 0 and json.loads(out)["component_kind"] == "gpu"
     code, _, err = run(capsys, "ticket", str(path), "--link", "nvlink-7")
     assert code == 2 and "nvlink-7" in err and "Traceback" not in err

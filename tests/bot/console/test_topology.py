@@ -12,7 +12,8 @@ from bot.console.web import Console
 from bot.nodes import SnapshotNodeSource
 from bot.transport.mock_slack import BOT_USER, Message
 from diagnostics import Diagnosis
-from diagnostics.enums import ComponentKind, Severity
+from diagnostics.components import ComponentRef
+from diagnostics.enums import Severity
 from diagnostics.model import Localization
 
 from ..helpers import SEEDS
@@ -43,7 +44,7 @@ def test_links_of_a_shared_component_are_drafted_by_their_pick_in_its_menu() -> 
     other = next(i for i, f in enumerate(d.findings) if f.severity is Severity.OK)
     findings = list(d.findings)
     findings[other] = findings[other].model_copy(update={"severity": Severity.FAILING, "worst_ratio": 3.0})
-    loc = Localization(kind=ComponentKind.NVSWITCH, component="NVSwitch 1", switch="NVSwitch 1", confidence=0.8,
+    loc = Localization(ref=ComponentRef.nvswitch("NVSwitch 1"), switch="NVSwitch 1", confidence=0.8,
                        links=[findings[first].component, findings[other].component])
     shared = d.model_copy(update={"findings": findings, "localization": loc})
     message = _posted(shared, 5)

@@ -1,0 +1,101 @@
+"""One node's conclusions put together: scores from its job, the ranked components, priority, action and verdict."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .. import format as fmt
+from ..config.repairs import repair_action
+from ..config.thresholds import Thresholds
+from ..enums import ComponentKind, Severity
+from ..model import Diagnosis, Finding, Localization
+from .correlate import JobExplanation
+from .localize import rank
+from .rules import priority, worst
+
+_REPAIR_CLASS = {ComponentKind.NVLINK: "nvlink", ComponentKind.NVSWITCH: "nvswitch", ComponentKind.GPU: "gpu",
+                 ComponentKind.PCIE: "pcie", ComponentKind.FABRIC_SOFTWARE: "fabric-software"}
+
+
+def _bad(f: Finding) -> bool:
+    return f.severity in (Severity.FAILING, Severity.DOWN)
+
+
+def action_for(loc: Localization, node_id: str, platform: str | None) -> str:
+    """What a person does about one suspected component, from the repair catalog."""
+    peer = loc.peer or ""
+    gpu_dst = peer.split()[1] if peer.startswith("GPU ") else "?"
+    return repair_action(_REPAIR_CLASS[loc.kind], platform=platform, node_id=node_id, gpu=loc.gpu, gpu_src=loc.gpu,
+                         gpu_dst=gpu_dst, link=loc.link, peer=peer or "?", switch=loc.switch or "?")
+
+
+def scored(findings: list[Finding], job: JobExplanation, node_id: str) -> list[Finding]:
+    """The findings with their correlation to the job's step time; a flagged link the job's score did not reach
+    does not explain it."""
+    out = []
+    for f in findings:
+        score = job.for_link(node_id, f.ref)
+        if score is None:
+            if f.severity is Severity.OK:
+                out.append(f)
+                continue
+            evidence = [*f.evidence, f"its errors do not track job {job.job_id}'s step time"]
+            out.append(f.model_copy(update={"explains_slowdown": False, "correlation_score": 0.0,
+                                            "evidence": evidence}))
+            continue
+        out.append(f.model_copy(update={"explains_slowdown": score.explains_slowdown,
+                                        "correlation_score": score.score, "onset": score.onset,
+                                        "evidence": [*f.evidence, *score.evidence]}))
+    return out
+
+
+def assemble(node_id: str, *, platform: str | None, window_hours: float, window_end: datetime | None,
+             findings: list[Finding], localizations: list[Localization], job: JobExplanation | None,
+             thresholds: Thresholds, warnings: list[str]) -> Diagnosis:
+    """The node's Diagnosis: every localized component keeps its own action; the headline is ranked first."""
+    if job is not None and (not job.nodes or job.degradation_pct is None):
+        job = None
+    if job is not None:
+        findings = scored(findings, job, node_id)
+    top = worst(findings)
+    failing = top is not None and _bad(top)
+    explaining = {f.component for f in findings if f.explains_slowdown}
+    locs = rank(loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
+                                       "action": action_for(loc, node_id, platform)})
+                for loc in localizations) if failing else []
+    loc = locs[0] if locs else None
+    degradation = job.degradation_pct if job is not None else None
+    # the job's slowdown raises this node's priority only when one of its failing links explains it
+    blamed = degradation if any(f.explains_slowdown for f in findings) else None
+    if loc is not None and loc.action is not None:
+        action = loc.action
+    elif top is not None and top.severity is Severity.WARNING:
+        action = repair_action("warning", platform=platform, node_id=node_id)
+    else:
+        action = repair_action("healthy", platform=platform, node_id=node_id)
+    headline = (loc.component if loc else top.component if top else "None") if failing else "None"
+    return Diagnosis(
+        node_id=node_id, platform=platform, window_hours=window_hours, window_end=window_end,
+        fault_detected=failing, isolated_component=headline, degradation_pct=degradation, repair_action=action,
+        ticket_priority=priority(findings, blamed, thresholds), findings=findings, thresholds=thresholds.table(),
+        warnings=warnings, localization=loc, localizations=locs,
+        step_time_ms=job.step_time_ms if job else None,
+        baseline_step_time_ms=job.baseline_step_time_ms if job else None,
+        job_id=job.job_id if job else None, job_gpus=8 * len(job.nodes) if job and job.nodes else None,
+        slowdown_onset=job.onset if job else None, verdict=_verdict(job, findings, node_id, headline),
+    )
+
+
+def _verdict(job: JobExplanation | None, findings: list[Finding], node_id: str, headline: str) -> str | None:
+    if job is None:
+        return None
+    bad = [f for f in findings if _bad(f)]
+    pct = fmt.percent(job.degradation_pct)
+    if job.slowdown and any(f.explains_slowdown for f in bad):
+        return job.verdict
+    if job.slowdown and bad:
+        return (f"job {job.job_id} is {pct} slower but the failing links of {node_id} do not track it: "
+                "not this node's fabric")
+    if not job.slowdown and bad:
+        return f"{headline} is failing but job {job.job_id} is not slower ({pct})"
+    return job.verdict

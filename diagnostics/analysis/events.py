@@ -1,0 +1,224 @@
+"""What the counters alone do not say: Xid and SXid events, links and GPUs that stopped or never reported, and
+Fabric Manager. Per-link checks run on the fleet's metrics table at once; event rules run per node (events are few).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..components import ComponentRef
+from ..config.thresholds import Thresholds
+from ..enums import EventKind, LinkState, LinkType, Severity
+from ..model import Crossing, Finding
+from .rates import ns
+from .rules import summarize
+
+SOFTWARE_RULE = "fabric_software"
+OFF_BUS_RULE = "xid_off_bus"
+MISSING_RULE = "link_missing"
+GPU_MISSING_RULE = "gpus_missing"
+MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event
+
+
+@dataclass
+class NodeView:
+    """Per node, what the metrics table says beyond each link's rules."""
+
+    stale: np.ndarray  # per metrics row: the series stopped while the node kept reporting
+    silent: dict[str, dict[int, int]] = field(default_factory=dict)  # node -> GPU -> when its series stopped (ns)
+    gpus_seen: dict[str, set[int]] = field(default_factory=dict)  # node -> GPUs with any series
+    nvlinks_seen: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # node -> GPU -> NVLink indices
+    all_inactive: dict[str, str] = field(default_factory=dict)  # node -> why every NVLink reads inactive
+
+
+def _floats(series: pd.Series) -> np.ndarray:
+    return np.asarray(pd.to_numeric(series, errors="coerce").to_numpy(np.float64, na_value=np.nan))
+
+
+def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> NodeView:
+    """Stopped series, silent GPUs, the GPUs and NVLinks each node reports, all NVLinks inactive: per node at once.
+
+    A series has stopped when it is silent for `stale_after_intervals` of its node's sampling interval while its
+    node kept reporting up to the end of the window (a dead link's series disappears; a dead exporter is not that).
+    """
+    n = len(metrics)
+    if n == 0:
+        return NodeView(stale=np.zeros(0, dtype=bool))
+    codes, names = pd.factorize(metrics["node_id"].astype("string"), use_na_sentinel=True)
+    last = ns(metrics["last_seen"]).astype(np.float64)
+    last[last < -9e18] = np.nan
+    interval = pd.Series(metrics["interval_ns"].to_numpy(np.float64)).groupby(codes).median()
+    limit = interval.reindex(range(len(names))).to_numpy(np.float64) * thresholds.setting("stale_after_intervals")
+    node_last = pd.Series(last).groupby(codes).max().reindex(range(len(names))).to_numpy(np.float64)
+    row_limit, row_node_last = limit[codes], node_last[codes]
+    with np.errstate(invalid="ignore"):
+        stale = (row_node_last - last > row_limit) & (row_node_last >= end_ns - row_limit)
+    stale = np.nan_to_num(stale, nan=0).astype(bool)
+    view = NodeView(stale=stale)
+    gpu = _floats(metrics["gpu"])
+    has_gpu = ~np.isnan(gpu)
+    frame = pd.DataFrame({"node": codes[has_gpu], "gpu": gpu[has_gpu].astype(np.int64), "stale": stale[has_gpu],
+                          "last": last[has_gpu]})
+    per_gpu = frame.groupby(["node", "gpu"]).agg(all_stale=("stale", "all"), last=("last", "max"))
+    for node, g, all_stale, newest in zip(per_gpu.index.get_level_values(0).tolist(),
+                                          per_gpu.index.get_level_values(1).tolist(), per_gpu["all_stale"].tolist(),
+                                          per_gpu["last"].tolist(), strict=True):
+        name = str(names[node])
+        view.gpus_seen.setdefault(name, set()).add(int(g))
+        if all_stale:
+            view.silent.setdefault(name, {})[int(g)] = int(newest - limit[node])
+    link_type = metrics["link_type"].astype("string").to_numpy(object)
+    link = _floats(metrics["link"])
+    nv = (link_type == LinkType.NVLINK.value) & has_gpu & ~np.isnan(link)
+    for node, g, lk in zip(codes[nv].tolist(), gpu[nv].astype(int).tolist(), link[nv].astype(int).tolist(),
+                           strict=True):
+        view.nvlinks_seen.setdefault(str(names[node]), {}).setdefault(g, set()).add(lk)
+    if "link_state" in metrics.columns:
+        state = metrics["link_state"].astype("string").fillna("up").to_numpy(object)
+        down = np.isin(state, ["inactive", "down"])
+        nv_rows = pd.DataFrame({"node": codes[nv], "down": down[nv], "gpu": gpu[nv]})
+        summary = nv_rows.groupby("node").agg(links=("down", "size"), down=("down", "all"), gpus=("gpu", "nunique"))
+        dead = summary[(summary["down"]) & (summary["links"] >= 2) & (summary["gpus"] > 1)]
+        for node, count, gpus in zip(dead.index.tolist(), dead["links"].tolist(), dead["gpus"].tolist(), strict=True):
+            view.all_inactive[str(names[node])] = f"all {count} NVLinks on all {gpus} GPUs are inactive at once"
+    return view
+
+
+def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per event: an Xid the kernel log and DCGM both report (within ten minutes) counts once."""
+    if len(events) < 2 or "source" not in events.columns:
+        return events
+    t = ns(events["timestamp"])
+    origin = events["source"].astype("string").fillna("").str.rsplit(":", n=1).str[0]
+    key = pd.DataFrame({"node": events["node_id"].astype("string").fillna(""),
+                        "gpu": events["gpu"].astype("Float64").fillna(-1),
+                        "kind": events["kind"].astype("string").fillna(""),
+                        "code": events["code"].astype("Float64").fillna(-1)}).groupby(
+        ["node", "gpu", "kind", "code"], sort=False).ngroup().to_numpy()
+    order = np.lexsort((t, key))
+    key, t, where = key[order], t[order], origin.to_numpy(object)[order]
+    same = np.r_[False, key[1:] == key[:-1]]
+    close = np.r_[False, np.diff(t) <= MERGE_NS]
+    other = np.r_[False, where[1:] != where[:-1]]
+    duplicate = same & close & other
+    if not duplicate.any():
+        return events
+    keep = np.ones(len(events), dtype=bool)
+    keep[order[duplicate]] = False
+    return events[keep]
+
+
+def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
+                   silent: Mapping[int, int] | None = None) -> list[Finding]:
+    """One node's Xid/SXid rules over the window. `silent` (GPU -> when its series stopped) keeps an Xid 79 found:
+    a GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window."""
+    if events.empty:
+        return []
+    events = merge_sources(events)
+    t = ns(events["timestamp"])
+    in_window = (t > start_ns) & (t <= end_ns)
+    recent = events[in_window]
+    out: list[Finding] = []
+    kind = recent["kind"].astype("string")
+    present = set(kind.dropna().unique()) | ({EventKind.XID.value} if silent else set())
+    for rule in thresholds.rules:
+        if rule.counter not in (EventKind.XID.value, EventKind.SXID.value) or rule.counter not in present:
+            continue
+        rows = recent[(kind == rule.counter).fillna(False).to_numpy(bool)]
+        if rule.name == OFF_BUS_RULE and silent:
+            before = _off_bus_before(events[~in_window & (t <= end_ns)], silent)
+            rows = pd.concat([rows, before]) if not before.empty else rows
+        if rule.codes:
+            rows = rows[rows["code"].isin(rule.codes).fillna(False).to_numpy(bool)]
+        for gpu, group in rows.groupby(rows["gpu"].astype("Float64").fillna(-1), sort=True):
+            occurrences = float(group["count"].astype("Float64").fillna(1).sum()) if "count" in group else len(group)
+            if occurrences <= rule.above:
+                continue
+            g = None if gpu < 0 else int(gpu)
+            codes = sorted({int(c) for c in group["code"].dropna()})
+            who = f"GPU {g}" if g is not None else "node"
+            listed = ", ".join(map(str, codes))
+            crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
+                                unit=rule.unit, severity=rule.severity,
+                                message=f"{occurrences:g} {rule.counter.upper()} {listed} on {who} ({rule.name})")]
+            severity, ratio = summarize(crossed)
+            link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK
+            ref = ComponentRef.of_gpu(g) if g is not None else ComponentRef.nvswitch(None)
+            out.append(Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=g, severity=severity,
+                               worst_ratio=ratio, crossed=crossed, counts={rule.counter: occurrences},
+                               evidence=[str(x) for x in group["text"].dropna().head(3)]))
+    return out
+
+
+def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataFrame:
+    """Xids before the window on GPUs that fell silent then (and stayed so): not those long before it."""
+    xid = events[(events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
+                 & events["gpu"].isin(list(silent)).to_numpy(bool, na_value=False)]
+    if xid.empty:
+        return xid
+    stopped = xid["gpu"].astype("Int64").map(silent).astype("Int64").to_numpy(np.int64, na_value=0)
+    return xid[ns(xid["timestamp"]) >= stopped]
+
+
+def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding | None:
+    """Fabric Manager or the driver, not a part: all NVLinks inactive at once, or the fabric state not complete."""
+    evidence: list[str] = []
+    if not events.empty:
+        fabric_rows = np.asarray(events["kind"].to_numpy(object) == EventKind.FABRIC_STATE.value, dtype=bool)
+        if fabric_rows.any():
+            fabric = events[fabric_rows]
+            last = str(fabric["text"].iloc[int(np.argmax(ns(fabric["timestamp"])))])
+            if "complete" not in last.lower() or "not" in last.lower() or "incomplete" in last.lower():
+                evidence.append(f"fabric state is '{last}', not Completed")
+    if all_inactive:
+        evidence.append(all_inactive)
+    if not evidence:
+        return None
+    return Finding(ref=ComponentRef.fabric_software(), link_type=LinkType.NVSWITCH, link_id="fabric",
+                   severity=Severity.FAILING, evidence=evidence,
+                   crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=Severity.FAILING, unit="",
+                                     message="; ".join(evidence))])
+
+
+def missing_links(seen: Mapping[int, set[int]], expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
+    """A missing series is never healthy: links the platform has but the telemetry lacks (one finding per link)."""
+    out: list[Finding] = []
+    if expected and not seen and any(expected.values()):
+        warnings.append("NVLink counters not collected on this node (enable them in dcgm-exporter's counters "
+                        "file): NVLink health is unknown, not healthy")
+        return out
+    for gpu, count in sorted(expected.items()):
+        have = seen.get(gpu, set())
+        if not have and count:
+            warnings.append(f"GPU {gpu}: NVLink counters not collected")
+            continue
+        for link in sorted(set(range(count)) - have):
+            out.append(Finding(
+                ref=ComponentRef.nvlink(gpu, link), link_type=LinkType.NVLINK, link_id=f"nvlink-{link}", link=link,
+                gpu=gpu, link_state=LinkState.UNKNOWN, severity=Severity.WARNING,
+                crossed=[Crossing(rule=MISSING_RULE, counter="link_state", severity=Severity.WARNING, unit="",
+                                  message=f"link missing: the platform has {count} NVLinks on GPU {gpu}, "
+                                          f"no series for link {link}")],
+                evidence=["a missing series is never healthy: a dead link's series disappears"]))
+    return out
+
+
+def missing_gpus(seen: set[int], gpu_count: int | None) -> list[Finding]:
+    """GPUs the platform has that report no series at all: never healthy (a GPU off the bus hours ago is silent)."""
+    if not gpu_count or not seen:
+        return []
+    gone = sorted(set(range(gpu_count)) - seen)
+    out = []
+    for gpu in gone:
+        message = f"GPU {gpu} reports no telemetry: {len(seen)} of {gpu_count} GPUs report"
+        out.append(Finding(
+            ref=ComponentRef.of_gpu(gpu), link_type=LinkType.PCIE, link_id="gpu", gpu=gpu,
+            link_state=LinkState.UNKNOWN, severity=Severity.DOWN,
+            crossed=[Crossing(rule=GPU_MISSING_RULE, counter="gpus", rate_per_hour=float(len(seen)),
+                              above=float(gpu_count), unit="GPUs", severity=Severity.DOWN, message=message)],
+            evidence=["check `nvidia-smi -L` and the kernel log for Xid 79: a GPU off the bus stops every series"]))
+    return out

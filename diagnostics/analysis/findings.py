@@ -1,0 +1,148 @@
+"""One link's metrics row -> its `Finding`: rates and levels, the rules crossed, state, identity and evidence."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import format as fmt
+from ..components import ComponentRef
+from ..config.thresholds import Thresholds
+from ..enums import ComponentKind, LinkState, LinkType, Severity
+from ..model import Crossing, Finding
+from .metrics import RATE_COUNTERS
+from .rules import crossings, state_crossing, summarize
+
+LEVELS = ("width_lost", "gen_lost_under_load", "effective_ber", "symbol_ber")
+
+
+def _num(value: object) -> float | None:
+    if type(value) is float:  # the common case, first: a plain float, NaN meaning no value
+        return None if value != value else value
+    if value is None or value is pd.NA:
+        return None
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(out) else out
+
+
+def _int(value: object) -> int | None:
+    num = _num(value)
+    return None if num is None else int(num)
+
+
+def _present(value: object) -> bool:
+    return value is not None and value is not pd.NA and not (isinstance(value, float) and np.isnan(value))
+
+
+def metrics_of(row: Mapping[str, Any], link_type: str) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """A link row's rates per hour, its levels (lanes, generations, bit-error ratios) and its counts in the window,
+    without NaN and without metrics its link type does not have."""
+    rates: dict[str, float] = {}
+    counts: dict[str, float] = {}
+    for c in (*RATE_COUNTERS, "crc"):
+        if not fmt.applies(c, link_type):
+            continue
+        rate = _num(row.get(f"{c}_per_hour"))
+        if rate is not None:
+            rates[c] = round(rate, 3)
+        inc = _num(row.get(f"{c}_increase"))
+        if inc is not None:
+            counts[c] = inc
+    if "crc" not in counts and ("crc_flit" in counts or "crc_data" in counts):
+        counts["crc"] = counts.get("crc_flit", 0.0) + counts.get("crc_data", 0.0)
+    levels: dict[str, float] = {}
+    for c in LEVELS:
+        level = _num(row.get(c))
+        if level is not None and fmt.applies(c, link_type):
+            levels[c] = level
+    return rates, levels, counts
+
+
+def ref_of(row: Mapping[str, Any]) -> ComponentRef:
+    """A link's identity from its row: a GPU's total over all its links has no link index."""
+    link_type = str(row["link_type"])
+    gpu, link = _int(row.get("gpu")), _int(row.get("link"))
+    if _present(row.get("gpu_total")) and bool(row.get("gpu_total")) and link_type != LinkType.PCIE:
+        return ComponentRef.nvlink(gpu, None)
+    peer = str(row["peer"]) if _present(row.get("peer")) else ""
+    if link_type == LinkType.NVSWITCH and _present(row.get("nvswitch")):
+        switch = str(row["nvswitch"])
+        return ComponentRef.nvswitch(switch if switch.startswith("NVSwitch") else f"NVSwitch {switch}", link)
+    return ComponentRef.of_link(link_type, gpu, link, peer)
+
+
+def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = False) -> Finding:
+    """One link's finding: rates, the rules crossed, state, evidence (congestion, lone readings, resets)."""
+    link_type = str(row["link_type"])
+    rates, levels, counts = metrics_of(row, link_type)
+    windows_over = {r.name: int(row[f"over_{r.name}"]) for r in thresholds.rules
+                    if r.persist is not None and f"over_{r.name}" in row}
+    crossed = crossings(link_type, {**rates, **levels}, thresholds, windows_over)
+    state = LinkState(str(row["link_state"])) if _present(row.get("link_state")) else LinkState.UP
+    evidence: list[str] = []
+    if stale:
+        state = LinkState.DOWN
+        crossed.insert(0, Crossing(rule="link_down", counter="link_state", severity=Severity.DOWN, unit="",
+                                   message="series stopped: a dead link's counters disappear"))
+    else:
+        down = state_crossing(state)
+        if down is not None:
+            crossed.insert(0, down)
+    if int(row.get("samples", 0) or 0) < 2 and not rates.keys() & set(RATE_COUNTERS):
+        totals = {c: _num(row.get(f"{c}_total")) for c in (*RATE_COUNTERS, "crc") if fmt.applies(c, link_type)}
+        counts = {c: v for c, v in totals.items() if v is not None}
+        evidence.append("one reading: lifetime totals only (" + fmt.totals(counts) + "); a rate needs a second "
+                        "reading")
+    if int(row.get("resets", 0) or 0):
+        evidence.append(f"counter reset {int(row['resets'])}x in the window (reboot or driver reload), handled")
+    if _num(row.get("gen_lost_idle")):
+        evidence.append("PCIe generation below maximum at idle: power saving, not a fault")
+    severity, ratio = summarize(crossed)
+    ref = ref_of(row)
+    if ref.kind is ComponentKind.NVLINK and ref.link is None and ref.gpu is not None:
+        evidence.append(f"a total over all of GPU {ref.gpu}'s NVLinks: which link is not read here "
+                        f"(nvidia-smi nvlink -e -i {ref.gpu} reads each link)")
+    if severity is Severity.OK:
+        evidence.extend(_congestion(row, thresholds))
+    width, max_width = _int(row.get("width")), _int(row.get("max_width"))
+    if link_type == LinkType.PCIE and width is not None and max_width and width < max_width:
+        evidence.append(fmt.lanes_lost(width, max_width))
+    lane = _int(row.get("lane"))
+    peer = str(row["peer"]) if _present(row.get("peer")) else ("CPU root port" if link_type == "pcie" else "unknown")
+    fields: dict[str, Any] = dict(
+        ref=ref, link_type=LinkType(link_type),
+        link_id=f"{link_type}-{ref.link}" if ref.link is not None else link_type, link=ref.link, gpu=ref.gpu,
+        peer_gpu=ref.peer_gpu, peer=peer, link_state=state, counts=counts, rates_per_hour=rates, levels=levels,
+        crossed=crossed, severity=severity, worst_ratio=ratio, switch=ref.switch,
+        lanes=[] if lane is None else [lane], width=width if link_type == LinkType.PCIE else None,
+        max_width=max_width if link_type == LinkType.PCIE else None, evidence=evidence,
+    )
+    if severity is not Severity.OK:
+        return Finding(**fields)
+    # a healthy link: nothing to validate; a copy of a constructed one with every field given is cheapest
+    return _HEALTHY.model_copy(update=fields)
+
+
+_HEALTHY = Finding.model_construct(ref=ComponentRef.nvlink(None, None), link_type=LinkType.NVLINK, link_id="",
+                                   link=None, gpu=None, peer_gpu=None, peer="unknown", link_state=LinkState.UP,
+                                   counts={}, rates_per_hour={}, levels={}, crossed=[], severity=Severity.OK,
+                                   worst_ratio=None, switch=None, lanes=[], width=None, max_width=None,
+                                   evidence=[])
+
+
+def _congestion(row: Mapping[str, Any], thresholds: Thresholds) -> list[str]:
+    speed = _num(row.get("speed_gbps"))
+    traffic = max(_num(row.get("tx_bytes_per_s")) or 0.0, _num(row.get("rx_bytes_per_s")) or 0.0)
+    if not speed or not traffic:
+        return []
+    share = traffic / (speed * 1e9)  # speed_gbps is GB/s per direction, as nvidia-smi nvlink -s states it
+    if share >= thresholds.setting("congestion_fraction"):
+        return [f"traffic at {share:.0%} of the link's capacity with no errors: congestion, not a fault"]
+    return []

@@ -1,0 +1,167 @@
+"""Every value's unit and text, in one place: the CLI, Block Kit, Markdown tickets and the picture all format here.
+
+A metric's unit is decided once (`unit_of`): counters are rates per hour, `width_lost` is lanes,
+`gen_lost_under_load` generations, the Blackwell bit-error ratios are ratios, a lone reading is a total since reset.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from enum import StrEnum
+
+import pandas as pd
+
+from .enums import LinkType
+
+
+class Unit(StrEnum):
+    PER_HOUR = "/h"
+    LANES = "lanes"
+    GENERATIONS = "generations"
+    RATIO = "ratio"
+    EVENTS = "events"
+    GPUS = "GPUs"
+    LINKS = "links"
+    TOTAL = "since reset"
+
+
+# Readings that are levels, not counts: judged on the last reading in the window.
+LEVEL_UNITS: dict[str, Unit] = {
+    "width_lost": Unit.LANES,
+    "gen_lost_under_load": Unit.GENERATIONS,
+    "effective_ber": Unit.RATIO,
+    "symbol_ber": Unit.RATIO,
+}
+
+# What people call each metric.
+LABELS: dict[str, str] = {
+    "replay": "replays",
+    "crc": "CRC errors",
+    "crc_flit": "CRC flit errors",
+    "crc_data": "CRC data errors",
+    "recovery": "recoveries",
+    "replay_rollovers": "replay rollovers",
+    "tx_discards": "TX discards",
+    "symbol_errors": "symbol errors",
+    "effective_errors": "effective errors",
+    "recovery_successful": "successful recoveries",
+    "recovery_failed": "failed recoveries",
+    "width_lost": "lanes lost",
+    "gen_lost_under_load": "generations lost under load",
+    "effective_ber": "effective BER",
+    "symbol_ber": "symbol BER",
+    "xid": "Xids",
+    "sxid": "SXids",
+}
+
+# Counters that exist on one link type only: on another they are not read, whatever a table holds.
+ONLY_ON: dict[str, LinkType] = {
+    "replay_rollovers": LinkType.PCIE,
+    "symbol_errors": LinkType.NVLINK,
+    "effective_errors": LinkType.NVLINK,
+    "recovery_successful": LinkType.NVLINK,
+    "recovery_failed": LinkType.NVLINK,
+    "effective_ber": LinkType.NVLINK,
+    "symbol_ber": LinkType.NVLINK,
+    "width_lost": LinkType.PCIE,
+    "gen_lost_under_load": LinkType.PCIE,
+}
+
+
+def applies(metric: str, link_type: str) -> bool:
+    """Whether a metric exists on this link type (a PCIe rollover count is no NVLink figure)."""
+    only = ONLY_ON.get(metric)
+    return only is None or only == link_type
+
+
+def unit_of(metric: str) -> Unit:
+    return LEVEL_UNITS.get(metric, Unit.PER_HOUR)
+
+
+def label(metric: str) -> str:
+    return LABELS.get(metric, metric.replace("_", " "))
+
+
+def number(value: float, *, compact: bool = False) -> str:
+    """8900 -> '8,900' ('8.9k' compact), 0.25 -> '0.25', 2.0 -> '2'; never '8,900.0'."""
+    if not math.isfinite(value):
+        return "inf" if value > 0 else "-inf" if value < 0 else "n/a"
+    if compact:
+        for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(value) >= size:
+                scaled = value / size
+                text = f"{scaled:.1f}" if abs(scaled) < 10 else f"{scaled:.0f}"
+                return text.removesuffix(".0") + suffix
+    if value == int(value) or abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 1:
+        return f"{value:,.1f}".removesuffix(".0")
+    return f"{value:.2g}"
+
+
+def value(amount: float, unit: Unit | str, *, compact: bool = False) -> str:
+    """A value with its unit: '8,900/h', '8 lanes', '1 generation', '1.2e-10', '3 events', '45,120 since reset'."""
+    unit = Unit(unit)
+    if unit is Unit.PER_HOUR:
+        return f"{number(amount, compact=compact)}/h"
+    if unit is Unit.RATIO:
+        return f"{amount:.1e}"
+    if unit is Unit.TOTAL:
+        return f"{number(amount, compact=compact)} since reset"
+    count = number(amount, compact=compact)
+    singular = {Unit.LANES: "lane", Unit.GENERATIONS: "generation", Unit.EVENTS: "event", Unit.GPUS: "GPU",
+                Unit.LINKS: "link"}[unit]
+    return f"{count} {singular if amount == 1 else unit.value}"
+
+
+def metric(name: str, amount: float, *, compact: bool = False, unit: Unit | str | None = None) -> str:
+    """A named metric with its unit: 'replays 8,900/h', '8 lanes lost', 'effective BER 1.2e-10'."""
+    chosen = Unit(unit) if unit is not None else unit_of(name)
+    if chosen is Unit.LANES and name == "width_lost":
+        return f"{value(amount, chosen, compact=compact)} lost"
+    if chosen is Unit.GENERATIONS:
+        return f"{value(amount, chosen, compact=compact)} lost under load"
+    return f"{label(name)} {value(amount, chosen, compact=compact)}"
+
+
+def metrics(values: Mapping[str, float], *, compact: bool = False, skip_zero: bool = True) -> str:
+    """Several metrics, comma-separated, in the order given."""
+    return ", ".join(metric(k, v, compact=compact) for k, v in values.items() if not (skip_zero and not v))
+
+
+def totals(values: Mapping[str, float]) -> str:
+    """Lifetime totals of a lone reading: 'replays 8,900, CRC errors 45,120 since reset'."""
+    shown = [f"{label(k)} {number(v)}" for k, v in values.items() if v]
+    return (", ".join(shown) + " since reset") if shown else "no errors since reset"
+
+
+def lanes_lost(width: int, max_width: int) -> str:
+    """How many lanes a link lost: its width says how many, never which."""
+    return f"lanes lost: {max_width - width} of {max_width} (running x{width} of x{max_width})"
+
+
+def percent(pct: float | None, *, signed: bool = True) -> str:
+    if pct is None:
+        return "n/a"
+    return f"{pct:+.1f}%" if signed else f"{pct:.1f}%"
+
+
+def when(moment: datetime | pd.Timestamp | None) -> str:
+    """A UTC time as '2026-03-01 08:00 UTC'."""
+    if moment is None:
+        return "n/a"
+    ts = pd.Timestamp(moment)
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return f"{ts:%Y-%m-%d %H:%M} UTC"
+
+
+def hours(amount: float) -> str:
+    return f"{number(amount)} h"
+
+
+def window(span_hours: float, end: datetime | None) -> str:
+    """'window 1 h to 2026-03-01 08:00 UTC' (a snapshot has no end: 'window 1 h')."""
+    text = f"window {hours(span_hours)}"
+    return f"{text} to {when(end)}" if end is not None else text
