@@ -91,8 +91,9 @@ def same_rates(fast: pd.DataFrame, base: pd.DataFrame) -> bool:
 
 def memory_pass(frame: pd.DataFrame) -> float:
     """One read of every array the engine reads (times, keys, the four counters), summed: the floor of any sweep."""
-    arrays = [ns(frame["timestamp"]), *(frame[k].array.to_numpy(na_value=-1) for k in KEYS[1:]),
-              *(frame[c].to_numpy() for c in COUNTERS)]
+    keys = [frame[k].cat.codes.to_numpy() if isinstance(frame[k].dtype, pd.CategoricalDtype)
+            else frame[k].to_numpy(np.int64, na_value=-1) for k in KEYS]
+    arrays = [ns(frame["timestamp"]), *keys, *(frame[c].to_numpy() for c in COUNTERS)]
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()

@@ -39,7 +39,7 @@ from diagnostics.config.thresholds import Thresholds
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, read_node, sweep
-from diagnostics.prometheus.local import failing_links
+from tests.prometheus.mirror import failing_links
 from tests.prometheus.fleet_writer import BLOCK_S, BigFleet, write_blocks
 from tests.prometheus.helpers import GPUS, MODEL, start_server
 

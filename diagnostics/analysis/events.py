@@ -10,17 +10,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .. import format as fmt
 from ..components import ComponentRef
-from ..config.thresholds import Thresholds
-from ..enums import EventKind, LinkState, LinkType, Severity
+from ..config.thresholds import (
+    BELOW_EXPECTED_RULE,
+    GPU_MISSING_RULE,
+    OFF_BUS_RULE,
+    SOFTWARE_RULE,
+    Thresholds,
+)
+from ..enums import ComponentKind, EventKind, LinkState, LinkType, Severity
 from ..model import Crossing, Finding
 from .rates import ns
 from .rules import summarize
 
-SOFTWARE_RULE = "fabric_software"
-OFF_BUS_RULE = "xid_off_bus"
-MISSING_RULE = "link_missing"
-GPU_MISSING_RULE = "gpus_missing"
 MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event
 
 
@@ -32,6 +35,7 @@ class NodeView:
     silent: dict[str, dict[int, int]] = field(default_factory=dict)  # node -> GPU -> when its series stopped (ns)
     gpus_seen: dict[str, set[int]] = field(default_factory=dict)  # node -> GPUs with any series
     nvlinks_seen: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # node -> GPU -> NVLink indices
+    nvlinks_live: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # ... of series still reporting
     all_inactive: dict[str, str] = field(default_factory=dict)  # node -> why every NVLink reads inactive
 
 
@@ -74,9 +78,11 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
     link_type = metrics["link_type"].astype("string").to_numpy(object)
     link = _floats(metrics["link"])
     nv = (link_type == LinkType.NVLINK.value) & has_gpu & ~np.isnan(link)
-    for node, g, lk in zip(codes[nv].tolist(), gpu[nv].astype(int).tolist(), link[nv].astype(int).tolist(),
-                           strict=True):
+    for node, g, lk, gone in zip(codes[nv].tolist(), gpu[nv].astype(int).tolist(), link[nv].astype(int).tolist(),
+                                 stale[nv].tolist(), strict=True):
         view.nvlinks_seen.setdefault(str(names[node]), {}).setdefault(g, set()).add(lk)
+        if not gone:
+            view.nvlinks_live.setdefault(str(names[node]), {}).setdefault(g, set()).add(lk)
     if "link_state" in metrics.columns:
         state = metrics["link_state"].astype("string").fillna("up").to_numpy(object)
         down = np.isin(state, ["inactive", "down"])
@@ -184,41 +190,58 @@ def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding 
                                      message="; ".join(evidence))])
 
 
-def missing_links(seen: Mapping[int, set[int]], expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
-    """A missing series is never healthy: links the platform has but the telemetry lacks (one finding per link)."""
-    out: list[Finding] = []
+def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: Mapping[int, set[int]],
+                  expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
+    """A missing series is never healthy: a GPU reporting fewer NVLinks than its platform has is short of each
+    link it lacks (dcgm-exporter drops the series of a link that is down): a link never seen gets a finding of its
+    own, a link whose series stopped keeps its finding and is counted. A GPU with no NVLink series at all is not
+    collected, which is said as a warning."""
     if expected and not seen and any(expected.values()):
         warnings.append("NVLink counters not collected on this node (enable them in dcgm-exporter's counters "
                         "file): NVLink health is unknown, not healthy")
-        return out
+        return findings
+    out = list(findings)
     for gpu, count in sorted(expected.items()):
-        have = seen.get(gpu, set())
-        if not have and count:
+        if not seen.get(gpu) and count:
             warnings.append(f"GPU {gpu}: NVLink counters not collected")
             continue
-        for link in sorted(set(range(count)) - have):
+        have = live.get(gpu, set())
+        if len(have) >= count:
+            continue
+        short = f"GPU {gpu} reports {len(have)} of its {count} NVLinks"
+
+        def crossing(message: str, have: set[int] = have, count: int = count) -> Crossing:
+            return Crossing(rule=BELOW_EXPECTED_RULE, counter="links", rate_per_hour=float(len(have)),
+                            above=float(count), unit="links", severity=Severity.DOWN, message=message)
+
+        stopped = seen.get(gpu, set()) - have
+        for i, f in enumerate(out):
+            if f.gpu == gpu and f.link in stopped and f.ref.kind is ComponentKind.NVLINK:
+                out[i] = f.model_copy(update={"crossed": [*f.crossed, crossing(f"{short}: link {f.link} stopped")]})
+        for link in sorted(set(range(count)) - seen.get(gpu, set())):
             out.append(Finding(
                 ref=ComponentRef.nvlink(gpu, link), link_type=LinkType.NVLINK, link_id=f"nvlink-{link}", link=link,
-                gpu=gpu, link_state=LinkState.UNKNOWN, severity=Severity.WARNING,
-                crossed=[Crossing(rule=MISSING_RULE, counter="link_state", severity=Severity.WARNING, unit="",
-                                  message=f"link missing: the platform has {count} NVLinks on GPU {gpu}, "
-                                          f"no series for link {link}")],
-                evidence=["a missing series is never healthy: a dead link's series disappears"]))
+                gpu=gpu, link_state=LinkState.UNKNOWN, severity=Severity.DOWN,
+                crossed=[crossing(f"{short}: no series for link {link}")],
+                evidence=["a missing series is never healthy: dcgm-exporter drops the series of a link that is down"]))
     return out
 
 
-def missing_gpus(seen: set[int], gpu_count: int | None) -> list[Finding]:
-    """GPUs the platform has that report no series at all: never healthy (a GPU off the bus hours ago is silent)."""
-    if not gpu_count or not seen:
-        return []
-    gone = sorted(set(range(gpu_count)) - seen)
+def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[int, int]) -> list[Finding]:
+    """GPUs that report nothing: those whose every series stopped inside the span (`stopped`: GPU -> when), and,
+    when the platform's GPU count is known, those that never reported. Never healthy: a GPU off the bus is silent."""
+    gone = set(stopped) | (set(range(gpu_count)) - reporting if gpu_count and reporting else set())
     out = []
-    for gpu in gone:
-        message = f"GPU {gpu} reports no telemetry: {len(seen)} of {gpu_count} GPUs report"
+    for gpu in sorted(gone):
+        how = (f"GPU {gpu} stopped reporting at {fmt.when(pd.Timestamp(stopped[gpu], tz='UTC'))}" if gpu in stopped
+               else f"GPU {gpu} reports no telemetry")
+        live = len(reporting - gone)
+        count = f": {live} of {gpu_count} GPUs report" if gpu_count else f" while {live} other GPU(s) report"
         out.append(Finding(
             ref=ComponentRef.of_gpu(gpu), link_type=LinkType.PCIE, link_id="gpu", gpu=gpu,
             link_state=LinkState.UNKNOWN, severity=Severity.DOWN,
-            crossed=[Crossing(rule=GPU_MISSING_RULE, counter="gpus", rate_per_hour=float(len(seen)),
-                              above=float(gpu_count), unit="GPUs", severity=Severity.DOWN, message=message)],
+            crossed=[Crossing(rule=GPU_MISSING_RULE, counter="gpus", rate_per_hour=float(live),
+                              above=float(gpu_count) if gpu_count else None, unit="GPUs", severity=Severity.DOWN,
+                              message=how + count)],
             evidence=["check `nvidia-smi -L` and the kernel log for Xid 79: a GPU off the bus stops every series"]))
     return out

@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..components import ComponentRef
-from ..config.thresholds import Thresholds
+from ..config.thresholds import MISSING_RULE, Thresholds
 from ..enums import ComponentKind, LinkState, LinkType, Severity
 from ..model import Crossing, Finding
 from .metrics import RATE_COUNTERS
@@ -89,8 +89,8 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
     evidence: list[str] = []
     if stale:
         state = LinkState.DOWN
-        crossed.insert(0, Crossing(rule="link_down", counter="link_state", severity=Severity.DOWN, unit="",
-                                   message="series stopped: a dead link's counters disappear"))
+        crossed.insert(0, Crossing(rule=MISSING_RULE, counter="link_state", severity=Severity.DOWN, unit="",
+                                   message="series stopped inside the window: a dead link's series disappears"))
     else:
         down = state_crossing(state)
         if down is not None:

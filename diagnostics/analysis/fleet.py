@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..components import ComponentRef
 from ..config.platforms import all_platforms
-from ..config.thresholds import Thresholds, load_thresholds
+from ..config.thresholds import MISSING_RULE, Thresholds, load_thresholds
 from ..enums import ComponentKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
 from ..topology import platform_graph
@@ -173,6 +173,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                   platforms: Mapping[str, str] | None = None, graphs: Mapping[str, Any] | None = None,
                   nodes: Collection[str] | None = None, full: bool = False,
                   jobs: Mapping[str, str] | None = None, history: History | None = None,
+                  expected_gpus: Mapping[str, Collection[int]] | None = None,
                   piece_rows: int = PIECE_ROWS, workers: int = 2) -> FleetAnalysis:
     """Every node's Diagnosis for the window ending at `end` (default: the newest sample), and each job's.
 
@@ -180,6 +181,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     still analyzed: a peer's link may explain a job's slowdown). `full` keeps a finding for every healthy link too
     (one node's view); otherwise only flagged links become findings. `jobs` chooses a node's job (default: the one
     whose steps are newest). `history` reads the link samples a job's correlation needs beyond the tables' rows.
+    `expected_gpus` limits, per node, the GPUs whose absence is a finding (a read of only some GPUs' series).
     """
     started = time.perf_counter()
     thresholds = thresholds or load_thresholds()
@@ -214,15 +216,26 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     analyzed = sorted(set(view.gpus_seen) | set(found) | set(node_events) | _names(metrics))
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
+    samples = _max_samples(metrics)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node)
         mine = [_placed(f, graph) for f in found.get(node, [])]
         mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
                                view.silent.get(node))
+        stopped = view.silent.get(node, {})
+        if stopped:  # a GPU whose every series stopped is one finding, not one per link
+            mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]
         seen = view.nvlinks_seen.get(node, {})
-        if graph is not None and node in view.gpus_seen:
-            mine += missing_links(seen, _expected_links(graph, view.gpus_seen[node]), warnings[node])
-            mine += missing_gpus(view.gpus_seen[node], _gpu_count(platforms.get(node)))
+        if node in view.gpus_seen:
+            reporting = view.gpus_seen[node]
+            if graph is not None:
+                live = {g: s for g, s in view.nvlinks_live.get(node, {}).items() if g not in stopped}
+                expected = _expected_links(graph, reporting - set(stopped))
+                mine = missing_links(mine, seen, live, expected, warnings[node])
+            count = _gpu_count(platforms.get(node)) if samples.get(node, 0) >= 2 else None
+            if expected_gpus is not None and node in expected_gpus:
+                reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
+            mine += missing_gpus(reporting, count, stopped)
         software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
         if software is not None:
             mine.insert(0, software)
@@ -235,14 +248,13 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if names:
                 chosen[node] = names[0]
     result.jobs = _explain(chosen, steps, found, links, t, end_ns, thresholds, history)
-    reporting = set(view.gpus_seen) | _names(metrics)
+    with_telemetry = set(view.gpus_seen) | _names(metrics)
     for explained in result.jobs.values():
-        if explained.nodes and not reporting & set(explained.nodes):
+        if explained.nodes and not with_telemetry & set(explained.nodes):
             explained.warnings.append(f"no link telemetry for the nodes of job {explained.job_id} "
                                       f"({', '.join(explained.nodes)})")
     result.timings["jobs_s"] = time.perf_counter() - started - sum(result.timings.values())
     window_end = pd.Timestamp(end_ns, tz="UTC").to_pydatetime()
-    samples = _max_samples(metrics)
     for node in wanted:
         mine = found.get(node, [])
         notes = warnings.get(node, [])
@@ -263,6 +275,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             thresholds=thresholds, warnings=notes)
     result.timings["total_s"] = time.perf_counter() - started
     return result
+
+
+def _stale(f: Finding) -> bool:
+    return any(c.rule == MISSING_RULE for c in f.crossed)
 
 
 def _names(metrics: pd.DataFrame) -> set[str]:

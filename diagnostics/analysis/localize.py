@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..components import ComponentRef
+from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
-from .events import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE
 
 GPU_WIDE_SHARE = 0.5
 GPU_WIDE_MIN_LINKS = 3

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from .. import format as fmt
-from ..config.thresholds import Thresholds
+from ..config.thresholds import LINK_DOWN_RULE, Thresholds
 from ..enums import LinkState, Priority, Severity, severity_rank
 from ..model import Crossing, Finding
 
@@ -49,7 +49,7 @@ def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: T
 
 def state_crossing(state: LinkState) -> Crossing | None:
     if state in (LinkState.DOWN, LinkState.INACTIVE):
-        return Crossing(rule="link_down", counter="link_state", severity=Severity.DOWN, unit="",
+        return Crossing(rule=LINK_DOWN_RULE, counter="link_state", severity=Severity.DOWN, unit="",
                         message=f"link is {state.value}")
     if state is LinkState.DEGRADED:
         return Crossing(rule="link_degraded", counter="link_state", severity=Severity.WARNING, unit="",

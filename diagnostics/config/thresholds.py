@@ -19,6 +19,14 @@ from ..format import Unit
 from .datafiles import DATA_DIR, read_toml
 
 DEFAULT_FILE = DATA_DIR / "thresholds.toml"
+
+# Rules the analysis applies beyond the file's rows (and the push-down names alike), by name.
+LINK_DOWN_RULE = "link_down"  # a link reports a down or inactive state
+MISSING_RULE = "link_missing"  # a link's series stopped inside the window (a dead link's series disappears)
+BELOW_EXPECTED_RULE = "links_below_expected"  # a GPU reports fewer links than its platform has
+GPU_MISSING_RULE = "gpus_missing"  # a node reports fewer GPUs than its platform has
+SOFTWARE_RULE = "fabric_software"  # Fabric Manager or the driver: the fabric state, all links inactive at once
+OFF_BUS_RULE = "xid_off_bus"  # the thresholds file's Xid 79 row: the GPU fell off the bus
 ENV_FILE = "FABRICBOT_THRESHOLDS"
 
 

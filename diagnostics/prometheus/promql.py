@@ -15,9 +15,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..analysis.localize import OFF_BUS_RULE
 from ..config.platforms import all_platforms
-from ..config.thresholds import Rule, Thresholds
+from ..config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Rule, Thresholds
 from ..enums import LinkType, Severity
 from ..ingest.dcgm_map import DcgmMap, Field
 from .config import PrometheusConfig
@@ -27,9 +26,6 @@ from .gauges import BUSY_SETTING, GAUGE_METRICS, is_gauge_rule, literal
 COUNTER_COLUMNS: dict[str, tuple[str, ...]] = {"crc": ("crc_flit", "crc_data")}
 PRESENCE_COLUMN = "replay"  # the NVLink counter whose series say that a link is reporting
 LOOKBACK = "5m"  # Prometheus' default staleness: a series without a sample this long is gone
-MISSING_RULE = "link_missing"
-BELOW_EXPECTED_RULE = "links_below_expected"
-GPU_MISSING_RULE = "gpus_missing"
 COUNT_RULES = (BELOW_EXPECTED_RULE, GPU_MISSING_RULE)  # the value is a count against the platform's, not a rate
 XID_COUNTER = "xid"  # the thresholds counter of the rules that list Xid codes
 

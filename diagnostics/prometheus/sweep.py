@@ -17,14 +17,15 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis import analyze_tables
+from ..analysis import analyze_fleet, history_needed
 from ..config.platforms import all_platforms
 from ..config.thresholds import Thresholds
-from ..enums import LinkType, Severity
+from ..enums import LinkType
+from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import Diagnosis
+from ..offenders import Offender, SweepResult, offenders_of
 from .client import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable
-from .local import failing_links
 from .promql import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
@@ -36,7 +37,6 @@ from .promql import (
     unpushed_rules,
     xid_queries,
 )
-from .result import Offender, SweepResult
 from .source import read_node
 
 
@@ -157,17 +157,18 @@ def platform_of(gpus: pd.DataFrame | None) -> str | None:
 
 def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: SweepResult, step_s: float,
                       dmap: DcgmMap) -> None:
-    """Read each offending node's series over the window and run the local analysis on it alone."""
+    """Read each offending node's series over the span its rules need, and run the analysis engine on them."""
     limit = client.config.limits.max_nodes_analyzed
     nodes = result.nodes
     if len(nodes) > limit:
         result.warnings.append(f"{len(nodes)} offending nodes; analyzed the first {limit} "
                                "(limits.max_nodes_analyzed); the offender list itself is complete")
-    start = result.at - timedelta(hours=result.window_hours)
+    window = timedelta(hours=result.window_hours)
+    start = result.at - history_needed(window, thresholds)
     for node in nodes[:limit]:
         t0 = time.perf_counter()
         mine = [o for o in result.offenders if o.node_id == node]
-        # the offending GPUs' series only; a switch-side offender (no GPU) needs the whole node
+        # the offending GPUs' series only; a switch-side offender (no GPU) or a GPU count needs the whole node
         gpus = None if any(o.gpu is None for o in mine) else sorted({o.gpu for o in mine if o.gpu is not None})
         try:
             tables = read_node(client, node, start, result.at, step_s, dmap, gpus)
@@ -178,14 +179,22 @@ def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: 
         finally:
             result.timings.fetch_s += time.perf_counter() - t0
         t1 = time.perf_counter()
-        found = failing_links(tables["link_samples"], thresholds, result.at, result.window_hours,
-                              tables.tables.get("gpus"), client.config.exclude_models)
-        result.confirmed[node] = [o for o in found if o.severity is not Severity.OK]
-        result.diagnoses[node] = analyze_tables(
-            tables.tables, node_id=node, window=timedelta(hours=result.window_hours), end=result.at,
-            thresholds=thresholds, platform=platform_of(tables.tables.get("gpus")))
+        diagnosis = _diagnose(tables, node, window, result.at, thresholds, gpus=gpus)
+        result.confirmed[node] = offenders_of(diagnosis)
+        result.diagnoses[node] = diagnosis
         result.warnings.extend(str(w) for w in tables.warnings)
         result.timings.analyze_s += time.perf_counter() - t1
+
+
+def _diagnose(tables: IngestResult, node: str, window: timedelta, at: datetime, thresholds: Thresholds, *,
+              gpus: list[int] | None = None) -> Diagnosis:
+    """The engine on one node's read-back series, its platform from the exporter's model label; a read narrowed to
+    some GPUs (`gpus`) holds only theirs, so only their absence would be a finding."""
+    platform = platform_of(tables.tables.get("gpus"))
+    analysis = analyze_fleet(tables.tables, window=window, end=at, thresholds=thresholds,
+                             platforms={node: platform} if platform else None, nodes=[node], full=True,
+                             expected_gpus={node: gpus} if gpus is not None else None)
+    return analysis.diagnoses[node]
 
 
 def sweep_url(thresholds: Thresholds, url: str | None = None, *, config_path: str | None = None,
@@ -199,10 +208,10 @@ def sweep_url(thresholds: Thresholds, url: str | None = None, *, config_path: st
 
 def analyze_node(client: PrometheusClient, node: str, thresholds: Thresholds, *, at: datetime | None = None,
                  window_hours: float = 1.0, step_s: float = 60.0) -> Diagnosis:
-    """One node's series over the window, read from the server and diagnosed by the history analysis."""
+    """One node's series over the span its rules need, read from the server and diagnosed by the engine."""
     at = at or datetime.now(UTC)
-    tables = read_node(client, node, at - timedelta(hours=window_hours), at, step_s)
-    diagnosis = analyze_tables(tables.tables, node_id=node, window=timedelta(hours=window_hours), end=at,
-                               thresholds=thresholds, platform=platform_of(tables.tables.get("gpus")))
+    window = timedelta(hours=window_hours)
+    tables = read_node(client, node, at - history_needed(window, thresholds), at, step_s)
+    diagnosis = _diagnose(tables, node, window, at, thresholds)
     extra = [str(w) for w in tables.warnings]
     return diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *extra]}) if extra else diagnosis

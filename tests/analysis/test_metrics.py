@@ -115,8 +115,9 @@ def test_series_that_stops_is_down() -> None:
 def test_missing_links_against_the_platform_and_sku_awareness() -> None:
     frame = node_links(per_gpu=17, switches=(4, 5, 5, 3))  # link 17 of every GPU lacks a series
     d = diagnose({"link_samples": frame}, platform="hgx-h100-8gpu")
-    missing = [f for f in d.findings if any(c.rule == "link_missing" for c in f.crossed)]
-    assert len(missing) == 8 and all(f.link == 17 for f in missing)
+    missing = [f for f in d.findings if any(c.rule == "links_below_expected" for c in f.crossed)]
+    assert len(missing) == 8 and all(f.link == 17 and f.severity is Severity.DOWN for f in missing)
+    assert missing[0].crossed[0].message == "GPU 0 reports 17 of its 18 NVLinks: no series for link 17"
     twelve = node_links(per_gpu=12, switches=(12,))
     d12 = diagnose({"link_samples": twelve}, platform="dgx-a100-8gpu")  # 12 links by design
     assert not [f for f in d12.findings if f.severity is not Severity.OK]

@@ -17,9 +17,9 @@ import pytest
 from diagnostics import load_thresholds
 from diagnostics.analysis import analyze_tables
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
-from diagnostics.prometheus.local import failing_links
 from diagnostics.synth import fleet as synth
 from tests.prometheus.helpers import Server, promtool_missing, serve_samples
+from tests.prometheus.mirror import failing_links
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 _REASON = promtool_missing()

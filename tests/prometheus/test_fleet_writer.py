@@ -11,9 +11,9 @@ import pytest
 from diagnostics import load_thresholds
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
-from diagnostics.prometheus.local import failing_links
 from tests.prometheus.fleet_writer import BLOCK_S, BigFleet, write_blocks
 from tests.prometheus.helpers import GPUS, LINKS, MODEL
+from tests.prometheus.mirror import failing_links
 
 NEAR_THRESHOLD = "node-000 GPU 0 NVLink 0"  # 1040/h against 1000/h: may fall either side; agreement covers it
 

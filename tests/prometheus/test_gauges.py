@@ -24,10 +24,10 @@ from diagnostics.ingest.dcgm import read_scrapes
 from diagnostics.ingest.dcgm_map import load_map
 from diagnostics.ingest.dcgm_write import format_exposition
 from diagnostics.prometheus import PrometheusClient, SweepResult, fleet_queries, load_config, sweep
-from diagnostics.prometheus.local import failing_links
 from diagnostics.prometheus.promql import QueryBuilder, unpushed_rules
 from diagnostics.synth import fleet as synth
 from tests.prometheus.helpers import Server, promtool_missing, serve_samples
+from tests.prometheus.mirror import failing_links
 
 GAUGE_RULES = {"pcie_width", "pcie_gen_under_load", "effective_ber", "symbol_ber"}
 EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}

@@ -16,7 +16,6 @@ from bot.blocks import offender_line
 from diagnostics import load_thresholds
 from diagnostics.config.platforms import ENV_DIRS
 from diagnostics.prometheus import PrometheusClient, SweepResult, fleet_queries, load_config, sweep
-from diagnostics.prometheus.local import failing_links, missing_gpus
 from diagnostics.prometheus.promql import GPU_MISSING_RULE
 from diagnostics.tables import LINK_SAMPLES
 from tests.prometheus.helpers import (
@@ -29,6 +28,7 @@ from tests.prometheus.helpers import (
     promtool_missing,
     serve_fleet,
 )
+from tests.prometheus.mirror import failing_links, missing_gpus
 
 AT = datetime(2026, 3, 2, 4, 0, tzinfo=UTC)
 EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}

@@ -13,8 +13,8 @@ import pytest
 from bot.cli import main
 from diagnostics import load_thresholds
 from diagnostics.prometheus import Offender, PrometheusClient, load_config, read_node, sweep, sweep_url
-from diagnostics.prometheus.local import failing_links
 from tests.prometheus.helpers import Fleet, Server, promtool_missing, start_server
+from tests.prometheus.mirror import failing_links
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 

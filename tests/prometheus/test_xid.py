@@ -71,8 +71,8 @@ def test_offenders_carry_the_rule_and_the_xid_code() -> None:
 
     result = sweep(_client(httpx.MockTransport(answer)), load_thresholds(), at=AT, analyze=False)
     found = {(o.node_id, o.component, o.rule, o.severity.value, o.xid) for o in result.offenders}
-    assert found == {("node-a", "GPU 3 Xid 79", "xid_off_bus", "down", 79),
-                     ("node-b", "GPU 1 Xid 74", "xid_nvlink", "failing", 74)}
+    assert found == {("node-a", "GPU 3 (Xid 79)", "xid_off_bus", "down", 79),
+                     ("node-b", "GPU 1 (Xid 74)", "xid_nvlink", "failing", 74)}
     assert result.complete and "2 offending" in result.headline()
 
 

@@ -1,7 +1,8 @@
-"""The same sweep, done locally on link_samples: Prometheus' `increase()` mirrored exactly, then the same rules.
+"""A local mirror of the PromQL push-down: Prometheus' `increase()` and the generated queries' rules, on link_samples.
 
-Mirroring the server's extrapolation (rather than a plain last-minus-first) is what lets the push-down and the
-local analysis agree link for link at any instant, even for a rate close to its threshold.
+The oracle the generated queries are tested against: mirroring the server's extrapolation (rather than a plain
+last-minus-first) lets the two agree link for link at any instant, even for a rate close to its threshold. The
+product never uses it: what a sweep reads back goes through the analysis engine.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from ..analysis.rules import crossings
-from ..config.thresholds import Thresholds
-from ..enums import LinkType, Severity
-from .gauges import GAUGE_METRICS, gauge_values, is_gauge_rule, last_readings
-from .promql import (
+from diagnostics.analysis.rules import crossings
+from diagnostics.config.thresholds import Thresholds
+from diagnostics.enums import LinkType, Severity
+from diagnostics.offenders import Offender
+from diagnostics.prometheus.gauges import GAUGE_METRICS, gauge_values, is_gauge_rule, last_readings
+from diagnostics.prometheus.promql import (
     BELOW_EXPECTED_RULE,
     COUNTER_COLUMNS,
     GPU_MISSING_RULE,
@@ -27,7 +29,6 @@ from .promql import (
     platform_counts,
     platform_model,
 )
-from .result import Offender
 
 KEYS = ["node_id", "link_type", "gpu", "nvswitch", "link"]
 LOOKBACK = timedelta(minutes=5)

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from diagnostics import load_thresholds
-from diagnostics.prometheus.local import extrapolated_increase, failing_links
 from tests.prometheus.helpers import link_samples
+from tests.prometheus.mirror import extrapolated_increase, failing_links
 
 
 def test_extrapolates_to_both_edges_when_samples_are_close_to_them() -> None:

@@ -1,0 +1,134 @@
+"""What a fleet sweep returns, wherever it ran (the local store or a Prometheus server): the offending links, the
+offending nodes' diagnoses, whether the view is complete, and what it cost."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .components import ComponentRef
+from .config.thresholds import BELOW_EXPECTED_RULE
+from .enums import ComponentKind, LinkType, Severity
+from .model import Diagnosis, Finding
+
+
+class Offender(BaseModel):
+    """One link (or GPU, for a missing-links finding; or node, for missing GPUs) that broke one rule at the sweep's
+    instant."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: str
+    link_type: LinkType
+    gpu: int | None = None
+    nvswitch: str | None = None
+    link: int | None = None
+    rule: str
+    severity: Severity
+    rate_per_hour: float | None = None
+    above: float | None = None
+    detail: str = ""
+    xid: int | None = None  # the Xid code, for an Xid rule
+    unit: str = "/h"  # of rate_per_hour and above: a rate, or a gauge rule's unit (lanes, generations, ratio)
+
+    @property
+    def key(self) -> tuple[str, str, int | None, str | None, int | None, str]:
+        return self.node_id, self.link_type.value, self.gpu, self.nvswitch, self.link, self.rule
+
+    @property
+    def ref(self) -> ComponentRef | None:
+        """What broke the rule: a link, a GPU (an Xid), or None for the node (its GPU count)."""
+        if self.xid is not None and self.gpu is not None:
+            return ComponentRef.of_gpu(self.gpu)
+        if self.gpu is None and self.nvswitch is None:
+            return None
+        if self.link_type is LinkType.PCIE:
+            return ComponentRef.pcie(self.gpu) if self.gpu is not None else None
+        if self.link_type is LinkType.NVSWITCH or self.gpu is None:
+            switch = self.nvswitch or ""
+            return ComponentRef.nvswitch(switch if switch.startswith("NVSwitch") else f"NVSwitch {switch}", self.link)
+        return ComponentRef.nvlink(self.gpu, self.link)
+
+    @property
+    def component(self) -> str:
+        """As people say it: `GPU 2 NVLink 5`, `GPU 4 PCIe`, `NVSwitch 1 port 17`, `GPU 3 (Xid 79)`, `GPUs`."""
+        ref = self.ref
+        if ref is None:
+            return "GPUs"  # the node's GPU count
+        return f"{ref.name} (Xid {self.xid})" if self.xid is not None else ref.name
+
+
+def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
+    """Every rule a node's flagged findings break, as a sweep lists them: one offender per link and rule, and one
+    per GPU for the links it lacks (as the push-down counts them)."""
+    out = []
+    short: dict[int, Offender] = {}
+    for f in diagnosis.findings:
+        if f.severity is Severity.OK:
+            continue
+        for c in f.crossed:
+            if c.rule == BELOW_EXPECTED_RULE and f.gpu is not None:
+                short[f.gpu] = Offender(node_id=diagnosis.node_id, link_type=f.link_type, gpu=f.gpu, rule=c.rule,
+                                        severity=c.severity, rate_per_hour=c.rate_per_hour, above=c.above,
+                                        unit=c.unit, detail=f"{c.rate_per_hour:g} links reporting of {c.above:g}")
+                continue
+            out.append(_offender(diagnosis.node_id, f, c.rule, c.severity, c.rate_per_hour, c.above, c.unit,
+                                 c.message))
+    out.extend(short.values())
+    return sorted(out, key=lambda o: (o.node_id, o.link_type.value, o.gpu if o.gpu is not None else -1,
+                                      o.nvswitch or "", o.link if o.link is not None else -1, o.rule))
+
+
+def _offender(node: str, f: Finding, rule: str, severity: Severity, value: float | None, above: float | None,
+              unit: str, detail: str) -> Offender:
+    ref = f.ref
+    switch = ref.switch.removeprefix("NVSwitch ") if ref.kind is ComponentKind.NVSWITCH and ref.switch else None
+    link = ref.port if ref.kind is ComponentKind.NVSWITCH else ref.link
+    return Offender(node_id=node, link_type=f.link_type, gpu=ref.gpu, link=link, nvswitch=switch, rule=rule,
+                    severity=severity, rate_per_hour=value, above=above, unit=unit or "/h", detail=detail)
+
+
+class Timings(BaseModel):
+    sweep_s: float = 0.0  # the generated queries, evaluated on the server (a store sweep: none)
+    fetch_s: float = 0.0  # reading series: the offending nodes' back from the server, or the window from the store
+    analyze_s: float = 0.0  # the analysis engine over what was read
+
+
+class SweepResult(BaseModel):
+    """A fleet sweep. `complete` is False whenever any part could not be read: the list is then a lower bound.
+
+    `source` says where it ran: `prometheus` (the rules as PromQL on the server, offending nodes read back) or
+    `store` (the local telemetry store, every node through the analysis engine).
+    """
+
+    at: datetime
+    window_hours: float
+    source: str = "prometheus"
+    offenders: list[Offender] = Field(default_factory=list)
+    diagnoses: dict[str, Diagnosis] = Field(default_factory=dict)
+    confirmed: dict[str, list[Offender]] = Field(default_factory=dict)  # node -> local analysis of its series
+    complete: bool = True
+    incomplete_reasons: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    not_pushed_down: list[str] = Field(default_factory=list)  # rules only the local analysis evaluates
+    queries: int = 0
+    requests: int = 0
+    retries: int = 0
+    bytes_received: int = 0  # on the wire
+    bytes_decoded: int = 0  # JSON after decompression
+    timings: Timings = Field(default_factory=Timings)
+
+    @property
+    def nodes(self) -> list[str]:
+        return sorted({o.node_id for o in self.offenders})
+
+    def headline(self) -> str:
+        """One line for a person: never 'healthy' unless every query answered in full."""
+        if not self.complete:
+            found = f"{len(self.offenders)} offending link(s) found so far" if self.offenders else "nothing found"
+            return (f"fleet view INCOMPLETE ({found}; this is not an all-clear): "
+                    + "; ".join(self.incomplete_reasons))
+        if not self.offenders:
+            return f"all links within thresholds over the last {self.window_hours:g} h"
+        return f"{len(self.offenders)} offending link(s) on {len(self.nodes)} node(s)"
