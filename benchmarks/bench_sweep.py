@@ -39,9 +39,9 @@ from diagnostics.config.thresholds import Thresholds
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, read_node, sweep
-from tests.prometheus.mirror import failing_links
 from tests.prometheus.fleet_writer import BLOCK_S, BigFleet, write_blocks
 from tests.prometheus.helpers import GPUS, MODEL, start_server
+from tests.prometheus.mirror import failing_links
 
 FORMAT = 2  # bump when the generated fleet changes, so that a cached data dir is rebuilt
 NO_COMPACTION = ("--storage.tsdb.max-block-duration=2h",)  # keep promtool's 2 h blocks: no compaction mid-timing

@@ -26,9 +26,8 @@ from slack_sdk.models.blocks import (
     StaticSelectElement,
 )
 
-from diagnostics import Diagnosis, Finding, Severity
-from diagnostics.prometheus import Offender, SweepResult
-from diagnostics.prometheus.promql import COUNT_RULES
+from diagnostics import COUNT_RULES, ComponentRef, Diagnosis, Finding, Offender, Severity, SweepResult
+from diagnostics import format as fmt
 
 MAX_BLOCKS = 50
 MAX_ACTIONS = 25
@@ -36,6 +35,7 @@ MAX_TEXT = 3000
 MAX_LABEL = 75
 MAX_OPTIONS = 100
 MAX_HEADER = 150
+SHOWN_RATES = ("crc", "replay", "recovery", "effective_errors", "recovery_failed", "replay_rollovers")
 
 DRAFT_ACTION = "draft"          # a button: draft the ticket for one component or link
 DRAFT_LINK_ACTION = "draft_link"  # a select menu: draft for one link of a shared component
@@ -79,12 +79,15 @@ class DraftTarget:
     """What a draft button or option points at: an analysis the bot stored and a component or finding in it."""
 
     analysis_id: int
-    finding: int | None = None  # index into Diagnosis.findings; None = the localized component
+    finding: int | None = None  # index into Diagnosis.findings
+    localization: int | None = None  # index into Diagnosis.localizations; neither: the headline component
 
     def value(self, component: str | None = None) -> str:
         data: dict[str, Any] = {"a": self.analysis_id}
         if self.finding is not None:
             data["f"] = self.finding
+        if self.localization is not None:
+            data["l"] = self.localization
         if component is not None:
             data["c"] = clip(component, 200)
         return json.dumps(data, separators=(",", ":"))
@@ -92,8 +95,17 @@ class DraftTarget:
     @classmethod
     def parse(cls, value: str) -> DraftTarget:
         data = json.loads(value)
-        finding = data.get("f")
-        return cls(int(data["a"]), int(finding) if finding is not None else None)
+        finding, loc = data.get("f"), data.get("l")
+        return cls(int(data["a"]), int(finding) if finding is not None else None,
+                   int(loc) if loc is not None else None)
+
+    def ref(self, diagnosis: Diagnosis) -> ComponentRef | None:
+        """The component in the stored diagnosis this target names (None: a node with nothing isolated)."""
+        if self.finding is not None and 0 <= self.finding < len(diagnosis.findings):
+            return diagnosis.findings[self.finding].ref
+        if self.localization is not None and 0 <= self.localization < len(diagnosis.localizations):
+            return diagnosis.localizations[self.localization].ref
+        return diagnosis.localization.ref if diagnosis.localization is not None else None
 
 
 def degraded(diagnosis: Diagnosis) -> list[tuple[int, Finding]]:
@@ -103,9 +115,8 @@ def degraded(diagnosis: Diagnosis) -> list[tuple[int, Finding]]:
 
 
 def _rates(f: Finding) -> str:
-    r = f.rates_per_hour
-    parts = [f"{name} {r[name]:,.0f}/h" for name in ("crc", "replay", "recovery") if r.get(name)]
-    return ", ".join(parts) or f"state {f.link_state.value}"
+    shown = fmt.metrics({**{k: v for k, v in f.rates_per_hour.items() if k in SHOWN_RATES}, **f.levels})
+    return shown or f"state {f.link_state.value}"
 
 
 def finding_line(f: Finding) -> str:
@@ -113,30 +124,39 @@ def finding_line(f: Finding) -> str:
     return f"• *{f.component}* ({f.severity.value}): {_rates(f)}" + (f" — {crossed}" if crossed else "")
 
 
+def _button(text: str, action_id: str, value: str, primary: bool) -> ButtonElement:
+    return ButtonElement(text=clip(f"Draft ticket: {text}", MAX_LABEL), action_id=action_id, value=value,
+                         style="primary" if primary else None)
+
+
 def draft_elements(diagnosis: Diagnosis, analysis_id: int) -> list[ButtonElement | StaticSelectElement]:
-    """One button per degraded link; one button plus a select menu for links that share a localized component."""
+    """A button per suspected component in the analysis's ranked order (the headline first); one that explains
+    several links gets a select menu of them too; then a button per degraded link no component explains."""
     links = degraded(diagnosis)
-    loc = diagnosis.localization
-    shared = {name for name in loc.links} if loc is not None and len(loc.links) > 1 else set()
-    grouped = [(i, f) for i, f in links if f.component in shared]
+    index = {f.component: i for i, f in links}
     elements: list[ButtonElement | StaticSelectElement] = []
-    if loc is not None and grouped:
-        target = DraftTarget(analysis_id)
-        elements.append(ButtonElement(text=clip(f"Draft ticket: {loc.component}", MAX_LABEL),
-                                      action_id=f"{DRAFT_ACTION}:loc", value=target.value(loc.component),
-                                      style="primary"))
-        options = [Option(value=DraftTarget(analysis_id, i).value(), text=clip(f.component, MAX_LABEL))
-                   for i, f in grouped[:MAX_OPTIONS]]
-        elements.append(StaticSelectElement(
-            placeholder=PlainTextObject(text=clip(f"…or one of its {len(grouped)} links", MAX_LABEL)),
-            action_id=f"{DRAFT_LINK_ACTION}:loc", options=options))
-    grouped_ids = {i for i, _ in grouped}
+    covered: set[int] = set()
+    for n, loc in enumerate(diagnosis.localizations or ([diagnosis.localization] if diagnosis.localization else [])):
+        own = [(index[name], name) for name in loc.links if name in index]
+        if len(own) == 1 and own[0][1] == loc.component:  # a lone link: its own button
+            i, name = own[0]
+            elements.append(_button(name, f"{DRAFT_ACTION}:{i}", DraftTarget(analysis_id, i).value(name),
+                                    not elements))
+            covered.add(i)
+            continue
+        target = DraftTarget(analysis_id, localization=n if diagnosis.localizations else None)
+        elements.append(_button(loc.component, f"{DRAFT_ACTION}:loc{n}", target.value(loc.component), not elements))
+        if len(own) > 1:
+            options = [Option(value=DraftTarget(analysis_id, i).value(), text=clip(name, MAX_LABEL))
+                       for i, name in own[:MAX_OPTIONS]]
+            elements.append(StaticSelectElement(
+                placeholder=PlainTextObject(text=clip(f"…or one of its {len(own)} links", MAX_LABEL)),
+                action_id=f"{DRAFT_LINK_ACTION}:loc{n}", options=options))
+        covered.update(i for i, _ in own)
     for i, f in links:
-        if i not in grouped_ids:
-            elements.append(ButtonElement(text=clip(f"Draft ticket: {f.component}", MAX_LABEL),
-                                          action_id=f"{DRAFT_ACTION}:{i}",
-                                          value=DraftTarget(analysis_id, i).value(f.component),
-                                          style="primary" if not elements else None))
+        if i not in covered:
+            elements.append(_button(f.component, f"{DRAFT_ACTION}:{i}", DraftTarget(analysis_id, i).value(f.component),
+                                    not elements))
     return elements
 
 
@@ -156,7 +176,7 @@ def summary_fields(d: Diagnosis) -> list[str]:
         f"*Degradation*\n{degradation}",
         f"*Priority*\n{d.ticket_priority.value}",
         f"*Correlation*\n{correlation}",
-        f"*Window*\n{d.window_hours:g}h",
+        f"*Window*\n{fmt.window(d.window_hours, d.window_end).removeprefix('window ')}",
     ]
 
 
@@ -210,14 +230,10 @@ def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]
 
 
 def offender_line(o: Offender) -> str:
-    """One offending link as the sweep found it: rule, rate against its threshold, and what the server said."""
-    def num(x: float) -> str:
-        return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-
+    """One offending link as the sweep found it: rule, the value against its threshold, and what was said."""
     measure = ""
-    unit = o.unit if o.unit.startswith("/") else f" {o.unit}"  # a rate, or a gauge's lanes or ratio
     if o.rate_per_hour is not None and o.above is not None and o.rule not in COUNT_RULES:
-        measure = f"{num(o.rate_per_hour)}{unit} > {num(o.above)}{unit}"  # a link count is in `detail` instead
+        measure = f"{fmt.value(o.rate_per_hour, o.unit)} > {fmt.value(o.above, o.unit)}"  # a count is in `detail`
     said = "; ".join(p for p in (measure, o.detail) if p)
     return f"{o.component}: {o.rule} ({o.severity.value})" + (f", {said}" if said else "")
 

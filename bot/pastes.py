@@ -15,8 +15,8 @@ import httpx
 import pandas as pd
 from slack_sdk import WebClient
 
-from diagnostics.analysis import analyze_tables
-from diagnostics.analysis.rates import counters_in
+from diagnostics import Diagnosis, analyze_tables
+from diagnostics import format as fmt
 from diagnostics.errors import FabricbotError, InputError
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
@@ -41,20 +41,14 @@ def _message_time(ts: str) -> pd.Timestamp:
     return pd.Timestamp(datetime.fromtimestamp(float(ts), UTC))
 
 
-def totals_text(links: pd.DataFrame, limit: int = 12) -> str:
-    """Per-link totals of one reading: the links with errors, worst first, then how many are clean."""
-    counters = counters_in(links)
-    keyed = links.assign(total=links[counters].fillna(0).sum(axis=1)).sort_values("total", ascending=False)
-    dirty = keyed[keyed["total"] > 0]
-    lines = []
-    for _, row in dirty.head(limit).iterrows():
-        gpu = "NVSwitch side" if pd.isna(row["gpu"]) else f"GPU {row['gpu']}"
-        link = "" if pd.isna(row["link"]) else f" link {row['link']}"
-        values = ", ".join(f"{c} {row[c]:,.0f}" for c in counters if pd.notna(row[c]) and row[c])
-        lines.append(f"• {gpu}{link} ({row['link_type']}): {values}")
+def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
+    """Per-link totals of one reading: the links with errors, most first, then how many are clean."""
+    dirty = sorted((f for f in diagnosis.findings if any(f.counts.values())),
+                   key=lambda f: -sum(f.counts.values()))
+    lines = [f"• {f.component}: {fmt.totals(f.counts)}" for f in dirty[:limit]]
     if len(dirty) > limit:
         lines.append(f"…and {len(dirty) - limit} more links with errors")
-    lines.append(f"{len(keyed) - len(dirty)} of {len(keyed)} links show no errors")
+    lines.append(f"{len(diagnosis.findings) - len(dirty)} of {len(diagnosis.findings)} links show no errors")
     return "\n".join(lines)
 
 
@@ -113,8 +107,9 @@ class PasteReader:
             db[PASTES].insert({"channel": channel, "thread_ts": thread, "message_ts": ts,  # type: ignore[union-attr]
                                "node_id": node, "link_samples": links.to_json(orient="split", date_format="iso")})
         if not earlier:
+            totals = analyze_tables(IngestResult.of(link_samples=LINK_SAMPLES.conform(links)).tables, node_id=node)
             return (f"These are lifetime totals since the counters were last reset on `{node}`, not rates:\n"
-                    f"{totals_text(links)}\nPaste the same command's output again in a few minutes and I will "
+                    f"{totals_text(totals)}\nPaste the same command's output again in a few minutes and I will "
                     f"compute the error rates between the two readings.{notes}")
         before = pd.read_json(io.StringIO(earlier[0]["link_samples"]), orient="split")
         both = LINK_SAMPLES.conform(pd.concat([before, links], ignore_index=True))

@@ -29,6 +29,7 @@ class Draft:
     analysis_id: int
     node_id: str
     component: str
+    slug: str
     markdown: str
     priority: str
     status: str
@@ -48,9 +49,12 @@ class BotState:
             db[ANALYSES].create({"id": int, "node_id": str, "at": str, "diagnosis": str},  # type: ignore[union-attr]
                                 pk="id", if_not_exists=True)
             db[DRAFTS].create(  # type: ignore[union-attr]
-                {"id": int, "analysis_id": int, "node_id": str, "component": str, "markdown": str,
+                {"id": int, "analysis_id": int, "node_id": str, "component": str, "slug": str, "markdown": str,
                  "priority": str, "status": str, "drafted_by": str, "channel": str, "message_ts": str,
                  "ticket_id": str}, pk="id", if_not_exists=True)
+            if "slug" not in db[DRAFTS].columns_dict:  # a database from before drafts were keyed by slug
+                db[DRAFTS].add_column("slug", str)  # type: ignore[union-attr]
+                db.execute(f"update {DRAFTS} set slug = component where slug is null")
 
     def save_analysis(self, diagnosis: Diagnosis, at: str) -> int:
         with self.lock:

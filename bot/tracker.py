@@ -1,7 +1,8 @@
 """Where approved tickets go: a Tracker protocol and the SQLite mock tracker behind it.
 
 The mock keeps tickets and their status history in the store's database (sqlite-utils). Filing is
-idempotent per node and component: while a ticket is open, filing again adds evidence to it; after it
+idempotent per node and component (its slug: the same link is one ticket however its name reads, port known or
+not): while a ticket is open, filing again adds evidence to it; after it
 was closed, a recurrence opens a new ticket linked to the old one and escalates it to replacement.
 Nothing is written anywhere else; a real tracker adapter implements the same protocol.
 """
@@ -30,6 +31,7 @@ class Ticket:
     id: str
     node_id: str
     component: str
+    slug: str
     title: str
     status: str
     priority: str
@@ -42,7 +44,8 @@ class Ticket:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Ticket:
-        return cls(id=row["id"], node_id=row["node_id"], component=row["component"], title=row["title"],
+        return cls(id=row["id"], node_id=row["node_id"], component=row["component"],
+                   slug=row.get("slug") or row["component"], title=row["title"],
                    status=row["status"], priority=row["priority"], filed_by=row["filed_by"],
                    filed_at=row["filed_at"], body=row["body"], linked_to=row["linked_to"],
                    escalated=bool(row["escalated"]), evidence=tuple(json.loads(row["evidence"] or "[]")))
@@ -58,10 +61,10 @@ class FilingResult:
 
 
 class Tracker(Protocol):
-    def file(self, *, node_id: str, component: str, title: str, body: str, priority: str, actor: str,
+    def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
              evidence: list[str]) -> FilingResult: ...
 
-    def open_ticket(self, node_id: str, component: str) -> Ticket | None: ...
+    def open_ticket(self, node_id: str, slug: str) -> Ticket | None: ...
 
     def add_evidence(self, ticket_id: str, evidence: list[str], *, actor: str) -> Ticket: ...
 
@@ -86,27 +89,30 @@ class SqliteTracker:
         self._lock = db_lock(db)
         with self._lock:
             db[TICKETS].create(  # type: ignore[union-attr]
-                {"id": str, "seq": int, "node_id": str, "component": str, "title": str, "status": str,
-                 "priority": str, "filed_by": str, "filed_at": str, "body": str, "linked_to": str,
+                {"id": str, "seq": int, "node_id": str, "component": str, "slug": str, "title": str,
+                 "status": str, "priority": str, "filed_by": str, "filed_at": str, "body": str, "linked_to": str,
                  "escalated": int, "evidence": str},
                 pk="id", not_null={"node_id", "component", "status"}, if_not_exists=True,
             )
+            if "slug" not in db[TICKETS].columns_dict:  # a database from before tickets were keyed by slug
+                db[TICKETS].add_column("slug", str)  # type: ignore[union-attr]
+                db.execute(f"update {TICKETS} set slug = component where slug is null")
             db[HISTORY].create(  # type: ignore[union-attr]
                 {"id": int, "ticket_id": str, "at": str, "status": str, "actor": str, "note": str},
                 pk="id", foreign_keys=[("ticket_id", TICKETS, "id")], if_not_exists=True,
             )
 
-    def _latest(self, node_id: str, component: str, *, open_only: bool) -> Ticket | None:
-        where = "node_id = ? and component = ?"
+    def _latest(self, node_id: str, slug: str, *, open_only: bool) -> Ticket | None:
+        where = "node_id = ? and slug = ?"
         if open_only:
             where += " and status in ({})".format(", ".join("?" for _ in OPEN_STATES))
-        args: list[Any] = [node_id, component, *(OPEN_STATES if open_only else ())]
+        args: list[Any] = [node_id, slug, *(OPEN_STATES if open_only else ())]
         rows = list(self.db[TICKETS].rows_where(where, args, order_by="seq desc", limit=1))
         return Ticket.from_row(rows[0]) if rows else None
 
-    def open_ticket(self, node_id: str, component: str) -> Ticket | None:
+    def open_ticket(self, node_id: str, slug: str) -> Ticket | None:
         with self._lock:
-            return self._latest(node_id, component, open_only=True)
+            return self._latest(node_id, slug, open_only=True)
 
     def get(self, ticket_id: str) -> Ticket | None:
         rows = list(self.db[TICKETS].rows_where("id = ?", [ticket_id]))
@@ -116,19 +122,19 @@ class SqliteTracker:
         self.db[HISTORY].insert(  # type: ignore[union-attr]
             {"ticket_id": ticket_id, "at": self.clock(), "status": status, "actor": actor, "note": note})
 
-    def file(self, *, node_id: str, component: str, title: str, body: str, priority: str, actor: str,
+    def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
              evidence: list[str]) -> FilingResult:
         with self._lock, self.db.conn:
-            existing = self._latest(node_id, component, open_only=True)
+            existing = self._latest(node_id, slug, open_only=True)
             if existing is not None:
                 return FilingResult(self.add_evidence(existing.id, evidence, actor=actor), created=False)
-            previous = self._latest(node_id, component, open_only=False)
+            previous = self._latest(node_id, slug, open_only=False)
             seq = int(self.db.execute(f"select coalesce(max(seq), 0) + 1 from {TICKETS}").fetchone()[0])
             ticket_id = f"{self.prefix}-{seq:04d}"
             if previous is not None:
                 title = f"{title} (recurrence of {previous.id}: replace the part)"
             self.db[TICKETS].insert({  # type: ignore[union-attr]
-                "id": ticket_id, "seq": seq, "node_id": node_id, "component": component, "title": title,
+                "id": ticket_id, "seq": seq, "node_id": node_id, "component": component, "slug": slug, "title": title,
                 "status": "open", "priority": priority, "filed_by": actor, "filed_at": self.clock(), "body": body,
                 "linked_to": previous.id if previous else None, "escalated": int(previous is not None),
                 "evidence": json.dumps(list(dict.fromkeys(evidence))),

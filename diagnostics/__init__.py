@@ -1,30 +1,66 @@
-"""fabricbot's diagnostics: ingest, analysis, topology, rendering and tickets. Knows nothing of Slack."""
+"""fabricbot's diagnostics: ingest, store, analysis, topology, rendering and tickets. Knows nothing of Slack.
 
-from .analysis.snapshot import analyze_snapshot, degradation_pct
+Data flows one way: raw input -> `ingest` -> normalized tables (`tables`) -> `store` -> `analysis` -> a
+`Diagnosis` -> `render`, `tickets`. This module is the public surface; each subpackage has its own.
+"""
+
+from . import format
+from .analysis import (
+    FleetAnalysis,
+    JobExplanation,
+    analyze_fleet,
+    analyze_snapshot,
+    analyze_tables,
+    degradation_pct,
+    explain_job,
+)
+from .components import ComponentRef
 from .config.thresholds import Rule, Thresholds, load_thresholds
-from .enums import ComponentKind, LinkState, LinkType, PortSource, Priority, Severity
+from .enums import ComponentKind, EventKind, FaultKind, LinkState, LinkType, PortSource, Priority, Severity
 from .errors import ConfigError, FabricbotError, InputError
 from .model import Crossing, Diagnosis, Finding, LinkReading, Localization, Snapshot
+from .offenders import COUNT_RULES, Offender, SweepResult, offenders_of
+from .tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TABLES, TOPOLOGY, TableSchema
 
 __all__ = [
+    "COUNT_RULES",
+    "EVENTS",
+    "GPUS",
+    "LINK_SAMPLES",
+    "STEP_SAMPLES",
+    "TABLES",
+    "TOPOLOGY",
     "ComponentKind",
+    "ComponentRef",
     "ConfigError",
     "Crossing",
     "Diagnosis",
+    "EventKind",
     "FabricbotError",
+    "FaultKind",
     "Finding",
+    "FleetAnalysis",
     "InputError",
+    "JobExplanation",
     "LinkReading",
     "LinkState",
     "LinkType",
     "Localization",
+    "Offender",
     "PortSource",
     "Priority",
     "Rule",
     "Severity",
     "Snapshot",
+    "SweepResult",
+    "TableSchema",
     "Thresholds",
+    "analyze_fleet",
     "analyze_snapshot",
+    "analyze_tables",
     "degradation_pct",
+    "explain_job",
+    "format",
     "load_thresholds",
+    "offenders_of",
 ]

@@ -132,8 +132,9 @@ def metrics(values: Mapping[str, float], *, compact: bool = False, skip_zero: bo
 
 
 def totals(values: Mapping[str, float]) -> str:
-    """Lifetime totals of a lone reading: 'replays 8,900, CRC errors 45,120 since reset'."""
-    shown = [f"{label(k)} {number(v)}" for k, v in values.items() if v]
+    """Lifetime totals of a lone reading: 'replays 8,900, CRC errors 45,120 since reset' (CRC as one sum)."""
+    parts = ("crc_flit", "crc_data") if "crc" in values else ()
+    shown = [f"{label(k)} {number(v)}" for k, v in values.items() if v and k not in parts]
     return (", ".join(shown) + " since reset") if shown else "no errors since reset"
 
 

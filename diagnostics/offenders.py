@@ -8,9 +8,11 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from .components import ComponentRef
-from .config.thresholds import BELOW_EXPECTED_RULE
+from .config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE
 from .enums import ComponentKind, LinkType, Severity
 from .model import Diagnosis, Finding
+
+COUNT_RULES = (BELOW_EXPECTED_RULE, GPU_MISSING_RULE)  # the value is a count against the platform's, not a rate
 
 
 class Offender(BaseModel):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from diagnostics import Diagnosis, Thresholds, analyze_snapshot
+from diagnostics import format as fmt
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import Case, read_cases
 
@@ -48,17 +49,16 @@ def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[s
 
 def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> None:
     d = diagnosis
-    degradation = "n/a" if d.degradation_pct is None else f"{d.degradation_pct:+.1f}%"
     print(f"{d.node_id}  priority={d.ticket_priority.value}  fault={'yes' if d.fault_detected else 'no'}  "
-          f"degradation={degradation}  window={d.window_hours:g}h", file=out)
+          f"degradation={fmt.percent(d.degradation_pct)}  {fmt.window(d.window_hours, d.window_end)}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)
     print(f"  action:   {d.repair_action}", file=out)
-    rows = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
+    rows: list[tuple[str, ...]] = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
     shown = [f for f in d.findings if f.severity.value != "ok"] if only_flagged else d.findings
     for f in shown:
         r = f.rates_per_hour
-        rows.append((f.component, f.link_state.value, f"{r.get('replay', 0):,.0f}", f"{r.get('crc', 0):,.0f}",
-                     f"{r.get('recovery', 0):,.0f}", f.severity.value,
+        cells = [fmt.number(r[k]) if k in r else "-" for k in ("replay", "crc", "recovery")]
+        rows.append((f.component, f.link_state.value, *cells, f.severity.value,
                      "; ".join(c.message for c in f.crossed) or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
@@ -69,7 +69,10 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         print(f"  ({len(d.findings) - len(shown)} more links within thresholds)", file=out)
         if d.localization is not None:
             for loc in d.localizations:
-                print(f"  suspect:  {loc.component} ({loc.kind.value}, confidence {loc.confidence:.2f})", file=out)
+                print(f"  suspect:  {loc.component} ({loc.fault or loc.kind.value}, {loc.severity.value}, "
+                      f"confidence {loc.confidence:.2f})", file=out)
+                if loc.action:
+                    print(f"            action: {loc.action}", file=out)
                 for line in loc.evidence:
                     print(f"            - {line}", file=out)
         if d.verdict:

@@ -7,8 +7,8 @@ import json
 import sys
 from typing import TextIO
 
+from diagnostics import COUNT_RULES
 from diagnostics.prometheus import PrometheusClient, SweepResult, analyze_node, load_config, sweep
-from diagnostics.prometheus.promql import COUNT_RULES
 
 from ..options import add_threshold_options, parse_time, thresholds_from
 

@@ -90,12 +90,11 @@ def register(app: App, services: Services) -> None:
         if diagnosis is None:
             _ephemeral(client, channel, user, "That analysis is gone; run `/fabric` again.", thread)
             return
-        if target.finding is None:
-            component = diagnosis.localization.component if diagnosis.localization else diagnosis.isolated_component
-        else:
-            component = diagnosis.findings[target.finding].component
+        ref = target.ref(diagnosis)
+        component = ref.name if ref is not None else diagnosis.isolated_component
+        slug = ref.slug if ref is not None else component
         at = services.clock().isoformat(timespec="seconds")
-        existing = services.tracker.open_ticket(diagnosis.node_id, component)
+        existing = services.tracker.open_ticket(diagnosis.node_id, slug)
         if existing is not None:
             lines = evidence_lines(diagnosis, component, at, target.analysis_id)
             known = services.tracker.add_evidence(existing.id, lines, actor=user)
@@ -122,7 +121,8 @@ def register(app: App, services: Services) -> None:
         markdown = ticket.to_markdown()
         drafted_by = str(getattr(ticket, "drafted_by", None) or "rules")
         draft_id = services.state.save_draft(
-            analysis_id=target.analysis_id, node_id=diagnosis.node_id, component=component, markdown=markdown,
+            analysis_id=target.analysis_id, node_id=diagnosis.node_id, component=component, slug=slug,
+            markdown=markdown,
             priority=ticket_priority(ticket, diagnosis), drafted_by=drafted_by, channel=channel)
         services.record("draft", actor=user, subject=f"{diagnosis.node_id} / {component}", draft=draft_id,
                         drafted_by=drafted_by, priority=ticket_priority(ticket, diagnosis))
@@ -161,7 +161,7 @@ def register(app: App, services: Services) -> None:
             evidence = evidence_lines(diagnosis, claimed.component, at, claimed.analysis_id) if diagnosis else []
             try:
                 result = services.tracker.file(
-                    node_id=claimed.node_id, component=claimed.component,
+                    node_id=claimed.node_id, component=claimed.component, slug=claimed.slug or claimed.component,
                     title=f"{claimed.node_id}: {claimed.component}", body=claimed.markdown,
                     priority=claimed.priority, actor=user, evidence=evidence)
             except Exception:

@@ -26,7 +26,6 @@ from .gauges import BUSY_SETTING, GAUGE_METRICS, is_gauge_rule, literal
 COUNTER_COLUMNS: dict[str, tuple[str, ...]] = {"crc": ("crc_flit", "crc_data")}
 PRESENCE_COLUMN = "replay"  # the NVLink counter whose series say that a link is reporting
 LOOKBACK = "5m"  # Prometheus' default staleness: a series without a sample this long is gone
-COUNT_RULES = (BELOW_EXPECTED_RULE, GPU_MISSING_RULE)  # the value is a count against the platform's, not a rate
 XID_COUNTER = "xid"  # the thresholds counter of the rules that list Xid codes
 
 Wrap = Callable[[str], str]

@@ -36,7 +36,7 @@ from ..enums import Severity
 from ..errors import InputError
 from ..model import Diagnosis
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph
-from .scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene, human
+from .scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene
 
 SIZE_PX = (1200, 900)
 PNG_COMPRESSION = 1  # zlib level: higher levels cost more time than they save bytes here
@@ -336,4 +336,4 @@ def render_node(graph: NodeGraph, diagnosis: Diagnosis | None = None, *, fmt: st
     return render_with_warnings(graph, diagnosis, fmt=fmt, window=window)[0]
 
 
-__all__ = ["SEVERITY_COLOURS", "human", "render_node", "render_with_warnings"]
+__all__ = ["SEVERITY_COLOURS", "render_node", "render_with_warnings"]

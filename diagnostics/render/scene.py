@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .. import format as fmt
 from ..enums import LinkType, Severity, severity_rank
 from ..model import Diagnosis, Finding
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node
@@ -73,28 +74,23 @@ class Scene:
     marks: list[Mark] = field(default_factory=list)
 
 
-def human(value: float) -> str:
-    """8900 -> '8.9k', 45120 -> '45k', 1.25e6 -> '1.2M', 12 -> '12', 0.25 -> '0.25'."""
-    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= size:
-            scaled = value / size
-            return f"{scaled:.1f}{suffix}".replace(".0" + suffix, suffix) if scaled < 10 else f"{scaled:.0f}{suffix}"
-    return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.2g}"
-
-
 def rate_label(finding: Finding) -> str:
-    """The figure that made the link degraded, e.g. '8.9k replays/h'; 'down' for a link that is down."""
+    """The figure that made the link degraded, e.g. '8.9k replays/h', 'x8 of x16'; 'down' for a link that is down."""
     if finding.link_state.value in ("down", "inactive") or finding.severity is Severity.DOWN:
         return "down"
     rated = [c for c in finding.crossed if c.rate_per_hour is not None]
     if rated:
         top = max(rated, key=lambda c: (severity_rank(c.severity), c.rate_per_hour or 0.0))
         counter, rate = top.counter, float(top.rate_per_hour or 0.0)
+        if top.unit != fmt.Unit.PER_HOUR and top.unit:
+            if counter == "width_lost" and finding.width is not None and finding.max_width:
+                return f"x{finding.width} of x{finding.max_width}"
+            return fmt.metric(counter, rate, compact=True, unit=top.unit)
     elif finding.rates_per_hour:
         counter, rate = max(finding.rates_per_hour.items(), key=lambda kv: kv[1])
     else:
         return finding.severity.value
-    return f"{human(rate)} {_COUNTER_WORDS.get(counter, counter)}/h"
+    return f"{fmt.number(rate, compact=True)} {_COUNTER_WORDS.get(counter, counter)}/h"
 
 
 def _ring(gpus: list[int]) -> dict[str, tuple[float, float]]:

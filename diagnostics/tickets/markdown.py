@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import format as fmt
 from .ticket import RepairTicket
 
 
@@ -57,7 +58,7 @@ def ticket_markdown(t: RepairTicket) -> str:
                      else f"- degradation {e.degradation_pct:+.1f}%")
     lines += [f"- {c}" for c in e.thresholds_crossed]
     for comp, rates in e.rates_per_hour.items():
-        lines.append(f"- {comp}: " + ", ".join(f"{k} {v:,.1f}/h" for k, v in rates.items()))
+        lines.append(f"- {comp}: " + fmt.metrics(rates, skip_zero=False))
     if e.correlation_score is not None:
         lines.append(f"- correlation with step time: {e.correlation_score:.2f}")
     if e.localization:

@@ -77,7 +77,8 @@ def test_a_pasted_lifetime_reading_gets_totals_then_rates_from_a_second_paste() 
         assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 1)
         first = posted(local.slack, thread=root.ts)[-1].text
         assert "lifetime totals" in first and "not rates" in first
-        assert "GPU 2 link 1 (nvlink): crc_flit 45,000, replay 9,000, recovery 2\n7 of 8 links show no errors" in first
+        assert ("GPU 2 NVLink 1: replays 9,000, recoveries 2, CRC errors 45,000 since reset\n"
+                "7 of 8 links show no errors") in first
         assert "again in a few minutes" in first
         local.injector.message(_paste((12000, 2, 60000)), user="UALICE", channel=OPS, thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 2)
@@ -99,7 +100,8 @@ def test_a_snippet_file_is_downloaded_with_the_bot_token_and_read() -> None:
         body = _paste((500, 0, 2500)).replace("```", "")
         local.injector.snippet(body, "nvlink-e.txt", user="UALICE", channel=OPS, thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
-        assert "GPU 2 link 1 (nvlink): crc_flit 2,500, replay 500" in posted(local.slack, thread=root.ts)[0].text
+        reply = posted(local.slack, thread=root.ts)[0].text
+        assert "GPU 2 NVLink 1: replays 500, CRC errors 2,500 since reset" in reply
         assert local.slack.calls_to("url_private")  # fetched from Slack, authorized by the bot token
 
 

@@ -16,8 +16,9 @@ def tracker() -> SqliteTracker:
 
 
 def _file(tracker: SqliteTracker, component: str = "GPU 2 -> GPU 3 NVLink 1", actor: str = "UALICE",
-          evidence: list[str] | None = None):
-    return tracker.file(node_id="hpc-gpu-node-12", component=component, title=f"node-12: {component}",
+          evidence: list[str] | None = None, slug: str | None = None):
+    return tracker.file(node_id="hpc-gpu-node-12", component=component, slug=slug or component,
+                        title=f"node-12: {component}",
                         body="# ticket", priority="urgent", actor=actor, evidence=evidence or ["crc 45,120/h"])
 
 
