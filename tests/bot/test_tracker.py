@@ -74,3 +74,13 @@ def test_other_components_get_their_own_tickets(tracker: SqliteTracker) -> None:
 def test_unknown_ticket_status_change_is_an_error(tracker: SqliteTracker) -> None:
     with pytest.raises(KeyError):
         tracker.set_status("FAB-9999", "closed", actor="U")
+
+
+def test_one_link_is_one_ticket_however_its_name_reads(tracker: SqliteTracker) -> None:
+    first = _file(tracker, component="GPU 2 NVLink 1", slug="gpu2-nvlink1")
+    # the same link, named with the switch port a later analysis found, is the same ticket
+    again = _file(tracker, component="GPU 2 NVLink 1 -> NVSwitch 0 port 9", slug="gpu2-nvlink1")
+    other = _file(tracker, component="GPU 2 NVLink 2 -> NVSwitch 0 port 10", slug="gpu2-nvlink2")
+    assert first.created and not again.created and again.ticket.id == first.ticket.id
+    assert other.created and other.ticket.id != first.ticket.id
+    assert tracker.open_ticket("hpc-gpu-node-12", "gpu2-nvlink1") is not None

@@ -1,0 +1,44 @@
+"""One formatter for every value: a unit per metric, the same text in every output."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from diagnostics import format as fmt
+
+
+@pytest.mark.parametrize(("value", "plain", "compact"), [
+    (8900.0, "8,900", "8.9k"), (45120.0, "45,120", "45k"), (1_250_000.0, "1,250,000", "1.2M"),
+    (12.0, "12", "12"), (0.25, "0.25", "0.25"), (2.5, "2.5", "2.5"), (1500.4, "1,500", "1.5k"),
+])
+def test_numbers_never_show_a_trailing_zero(value: float, plain: str, compact: str) -> None:
+    assert (fmt.number(value), fmt.number(value, compact=True)) == (plain, compact)
+
+
+def test_each_metric_is_shown_in_its_own_unit() -> None:
+    assert fmt.metric("replay", 8900.0) == "replays 8,900/h"
+    assert fmt.metric("width_lost", 8.0) == "8 lanes lost"
+    assert fmt.metric("width_lost", 1.0) == "1 lane lost"
+    assert fmt.metric("gen_lost_under_load", 1.0) == "1 generation lost under load"
+    assert fmt.metric("effective_ber", 3e-12) == "effective BER 3.0e-12"
+    assert fmt.value(2.0, "events") == "2 events" and fmt.value(7.0, "GPUs") == "7 GPUs"
+    assert fmt.metrics({"replay": 8771.0, "crc": 0.0, "width_lost": 8.0}) == "replays 8,771/h, 8 lanes lost"
+
+
+def test_a_pcie_counter_is_not_an_nvlink_figure() -> None:
+    assert not fmt.applies("replay_rollovers", "nvlink") and fmt.applies("replay_rollovers", "pcie")
+    assert not fmt.applies("width_lost", "nvlink") and not fmt.applies("effective_ber", "pcie")
+    assert fmt.applies("replay", "nvlink") and fmt.applies("replay", "pcie")
+
+
+def test_totals_lanes_times_and_windows() -> None:
+    assert fmt.totals({"replay": 9000.0, "crc_flit": 45000.0, "crc": 45000.0}) == \
+        "replays 9,000, CRC errors 45,000 since reset"
+    assert fmt.totals({"replay": 0.0}) == "no errors since reset"
+    assert fmt.lanes_lost(8, 16) == "lanes lost: 8 of 16 (running x8 of x16)"
+    end = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+    assert fmt.window(1.0, end) == "window 1 h to 2026-03-01 08:00 UTC"
+    assert fmt.window(0.5, None) == "window 0.5 h"
+    assert fmt.percent(88.84) == "+88.8%" and fmt.percent(None) == "n/a"
