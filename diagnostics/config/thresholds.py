@@ -66,7 +66,7 @@ class Thresholds(BaseModel):
 
     rules: list[Rule]
     priority: list[PriorityRow]
-    profiles: dict[str, dict[str, float]] = Field(default_factory=dict)
+    profiles: dict[str, dict[str, float | dict[str, Any]]] = Field(default_factory=dict)
     settings: dict[str, float] = Field(default_factory=dict)
     source: str = str(DEFAULT_FILE.name)
 
@@ -76,12 +76,21 @@ class Thresholds(BaseModel):
                 return rule
         raise ConfigError(f"no rule named {name!r}; rules: {', '.join(r.name for r in self.rules)}")
 
-    def with_overrides(self, values: Mapping[str, float]) -> Thresholds:
-        """A copy with `above` replaced for the named rules."""
-        for name in values:
+    def with_overrides(self, values: Mapping[str, float | Mapping[str, Any]]) -> Thresholds:
+        """A copy with `above` (or, given a table, `above` and `severity`) replaced for the named rules."""
+        updates: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
             self.rule(name)
-        rules = [r.model_copy(update={"above": float(values[r.name])}) if r.name in values else r
-                 for r in self.rules]
+            change = dict(value) if isinstance(value, Mapping) else {"above": value}
+            unknown = set(change) - {"above", "severity"}
+            if unknown:
+                raise ConfigError(f"{self.source}: rule {name!r}: a profile may change above and severity, not "
+                                  f"{', '.join(sorted(unknown))}")
+            try:
+                updates[name] = {k: float(v) if k == "above" else Severity(str(v)) for k, v in change.items()}
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{self.source}: rule {name!r}: {exc}") from None
+        rules = [r.model_copy(update=updates[r.name]) if r.name in updates else r for r in self.rules]
         return self.model_copy(update={"rules": rules})
 
     def with_profile(self, name: str) -> Thresholds:

@@ -82,11 +82,31 @@ def test_pcie_link_with_null_peer() -> None:
     assert "riser" in d.repair_action
 
 
-def test_pcie_profile_is_stricter() -> None:
-    snap = Snapshot.model_validate(snapshot_dict(fabric_errors=[
-        {"gpu_src": 1, "link_id": "pcie-0", "crc_errors": 0, "replay_count": 600}]))
-    assert not analyze_snapshot(snap).fault_detected
-    assert analyze_snapshot(snap, load_thresholds(profile="dcgm")).fault_detected
+def test_the_dcgm_profile_judges_as_dcgm_health_does() -> None:
+    dcgm = load_thresholds(profile="dcgm")
+
+    def judged(link: dict[str, object], thresholds: object = None) -> tuple[str, set[str]]:
+        d = analyze_snapshot(Snapshot.model_validate(snapshot_dict(fabric_errors=[link])), thresholds)  # type: ignore[arg-type]
+        return d.findings[0].severity.value, {c.rule for c in d.findings[0].crossed}
+
+    one_replay = {"gpu_src": 0, "gpu_dst": 1, "link_id": "nvlink-0", "crc_errors": 0, "replay_count": 1}
+    assert judged(one_replay) == ("ok", set()) and judged(one_replay, dcgm) == ("failing", {"nvlink_replay"})
+    recovery = {**one_replay, "replay_count": 0, "recovery_count": 1}
+    assert judged(recovery)[0] == "warning" and judged(recovery, dcgm)[0] == "failing"
+    crc = {**one_replay, "replay_count": 0, "crc_errors": 50}
+    assert judged(crc) == ("ok", set()) and judged(crc, dcgm) == ("warning", {"crc"})
+    storm = {**crc, "crc_errors": 400_000}  # over 100 per second: DCGM's fail level, in every profile
+    assert judged(storm)[0] == "failing" and "crc_rate" in judged(storm)[1]
+    pcie = {"gpu_src": 1, "link_id": "pcie-0", "crc_errors": 0, "replay_count": 970}
+    assert judged(pcie)[0] == "ok" and judged(pcie, dcgm)[0] == "failing"
+
+
+def test_a_profile_rejects_what_it_may_not_change() -> None:
+    base = load_thresholds()
+    with pytest.raises(ConfigError, match="may change above and severity, not doc"):
+        base.with_overrides({"crc": {"doc": "x"}})
+    with pytest.raises(ConfigError, match="rule 'crc'"):
+        base.with_overrides({"crc": {"severity": "dreadful"}})
 
 
 def test_warnings_never_set_fault_and_give_medium() -> None:
