@@ -16,7 +16,20 @@ from pydantic import BaseModel, ConfigDict
 from .enums import ComponentKind, LinkType
 
 FABRIC_SOFTWARE_NAME = "Fabric Manager / NVIDIA driver"
-_GPU_PEER = re.compile(r"^GPU ?(\d+)$")
+_GPU_PEER = re.compile(r"^\s*gpu[\s_-]*(\d+)\s*$", re.IGNORECASE)
+_SWITCH_PEER = re.compile(r"^\s*(?:nv\s*switch|nvsw|sw)[\s_-]*([0-9a-f:.]+)\s*$", re.IGNORECASE)
+
+
+def peer_name(text: str | None) -> str | None:
+    """A peer as the graph names it ("GPU 3", "NVSwitch 1") from how tables write it ("GPU3", "nvswitch-1",
+    "NVSwitch_1"); None when it names neither (a CPU root port, "unknown")."""
+    if not text:
+        return None
+    gpu = _GPU_PEER.match(text)
+    if gpu:
+        return f"GPU {int(gpu[1])}"
+    switch = _SWITCH_PEER.match(text)
+    return f"NVSwitch {switch[1]}" if switch else None
 
 
 class ComponentRef(BaseModel):
@@ -58,13 +71,13 @@ class ComponentRef(BaseModel):
         """A link from its table row: type, GPU, link index and the peer column ("GPU 3", "NVSwitch 1", ...)."""
         if link_type == LinkType.PCIE:
             return cls.pcie(gpu)
-        peer = (peer or "").strip()
+        named = peer_name(peer)
+        switch = named if named is not None and named.startswith("NVSwitch") else None
         if link_type == LinkType.NVSWITCH or gpu is None:
-            return cls.nvswitch(peer if peer.startswith("NVSwitch") else None, link)
-        match = _GPU_PEER.match(peer)
-        if match:
-            return cls.nvlink(gpu, link, peer_gpu=int(match[1]))
-        return cls.nvlink(gpu, link, switch=peer if peer.startswith("NVSwitch") else None, port=port)
+            return cls.nvswitch(switch, link)
+        if named is not None and named.startswith("GPU "):
+            return cls.nvlink(gpu, link, peer_gpu=int(named.split()[1]))
+        return cls.nvlink(gpu, link, switch=switch, port=port)
 
     @property
     def name(self) -> str:

@@ -13,6 +13,8 @@ from .correlate import JobExplanation
 from .localize import rank
 from .rules import priority, worst
 
+PLATFORM_UNKNOWN = ("platform unknown: the expected links and GPUs are not checked and the repair names no part for "
+                    "a board (name it with --platform or a nodes.csv)")
 _REPAIR_CLASS = {ComponentKind.NVLINK: "nvlink", ComponentKind.NVSWITCH: "nvswitch", ComponentKind.GPU: "gpu",
                  ComponentKind.PCIE: "pcie", ComponentKind.FABRIC_SOFTWARE: "fabric-software"}
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..components import ComponentRef
+from ..components import ComponentRef, peer_name
 from ..config.thresholds import MISSING_RULE, Thresholds
 from ..enums import ComponentKind, LinkState, LinkType, Severity
 from ..model import Crossing, Finding
@@ -115,7 +115,8 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
     if link_type == LinkType.PCIE and width is not None and max_width and width < max_width:
         evidence.append(fmt.lanes_lost(width, max_width))
     lane = _int(row.get("lane"))
-    peer = str(row["peer"]) if _present(row.get("peer")) else ("CPU root port" if link_type == "pcie" else "unknown")
+    raw = str(row["peer"]) if _present(row.get("peer")) else ""
+    peer = peer_name(raw) or raw or ("CPU root port" if link_type == "pcie" else "unknown")
     fields: dict[str, Any] = dict(
         ref=ref, link_type=LinkType(link_type),
         link_id=f"{link_type}-{ref.link}" if ref.link is not None else link_type, link=ref.link, gpu=ref.gpu,

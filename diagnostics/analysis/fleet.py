@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 
 from ..components import ComponentRef
-from ..config.platforms import all_platforms
+from ..config.platforms import all_platforms, platform_for_model
 from ..config.thresholds import MISSING_RULE, Thresholds, load_thresholds
 from ..enums import ComponentKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
-from ..topology import platform_graph
+from ..topology import graph_from_topology, platform_graph
 from .correlate import JobExplanation, job_slowdown, jobs_on, score_links, steps_span
-from .diagnosis import assemble
+from .diagnosis import PLATFORM_UNKNOWN, assemble
 from .events import event_findings, missing_gpus, missing_links, node_view, software_finding
 from .findings import finding_of, ref_of
 from .localize import localize_all
@@ -135,20 +135,56 @@ def _placed(f: Finding, graph: Any) -> Finding:
 
 
 class _Graphs:
-    """Each node's topology graph: given, or its platform's template (built once per platform)."""
+    """Each node's topology graph and platform: given; else its platform's template (built once per platform); else,
+    for a node with flagged links, the graph its own topology rows describe (`topo -m`, NCCL XML, `nvlink -R`)."""
 
-    def __init__(self, platforms: Mapping[str, str], graphs: Mapping[str, Any]) -> None:
-        self.platforms, self.given, self.templates = platforms, graphs, dict[str, Any]()
+    def __init__(self, platforms: Mapping[str, str], graphs: Mapping[str, Any], gpus: pd.DataFrame | None,
+                 topology: pd.DataFrame | None) -> None:
+        self.platforms, self.given, self.templates = dict(platforms), graphs, dict[str, Any]()
+        self.notes: dict[str, list[str]] = {}
+        self.topology = _by_node(topology)
+        self.described: dict[str, Any] = {}
+        for node, rows in _by_node(gpus).items():
+            if node in self.platforms or "model" not in rows:
+                continue
+            models = sorted({str(m) for m in rows["model"].dropna()})
+            found = {platform_for_model(m) for m in models} - {None}
+            if len(found) == 1:
+                self.platforms[node] = str(found.pop())
+                self.notes[node] = [f"platform {self.platforms[node]} taken from the GPU model "
+                                    f"{', '.join(repr(m) for m in models)}; name it with --platform or a nodes.csv"]
 
-    def __call__(self, node: str) -> Any:
+    def __call__(self, node: str, *, describe: bool = False) -> Any:
         if node in self.given:
             return self.given[node]
         platform = self.platforms.get(node)
-        if not platform:
-            return None
-        if platform not in self.templates:
-            self.templates[platform] = platform_graph(platform)
-        return self.templates[platform]
+        if platform:
+            if platform not in self.templates:
+                self.templates[platform] = platform_graph(platform)
+            return self.templates[platform]
+        if describe and node in self.topology and node not in self.described:
+            graph = graph_from_topology(self.topology[node], node_id=node)
+            self.described[node] = graph
+            self.notes.setdefault(node, []).extend(graph.warnings)
+        return self.described.get(node)
+
+    def platform(self, node: str) -> str | None:
+        if node in self.platforms:
+            return self.platforms[node]
+        graph = self.given.get(node) or self.described.get(node)
+        return getattr(graph, "platform", None) if graph is not None else None
+
+    def warnings(self, node: str) -> list[str]:
+        notes = list(self.notes.get(node, []))
+        if self.platform(node) is None:
+            notes.append(PLATFORM_UNKNOWN)
+        return notes
+
+
+def _by_node(frame: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    if frame is None or frame.empty or "node_id" not in frame.columns:
+        return {}
+    return {str(n): g for n, g in frame.groupby(frame["node_id"].astype("string"), observed=True)}
 
 
 def _expected_links(graph: Any, gpus: Collection[int]) -> dict[int, int]:
@@ -186,13 +222,13 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     started = time.perf_counter()
     thresholds = thresholds or load_thresholds()
     platforms = dict(platforms or {})
-    graph_of = _Graphs(platforms, graphs or {})
     links = tables.get("link_samples", pd.DataFrame())
     links = links if links is not None else pd.DataFrame()
     events = tables.get("events", pd.DataFrame())
     events = events if events is not None else pd.DataFrame()
     steps = tables.get("step_samples", pd.DataFrame())
     steps = steps if steps is not None else pd.DataFrame()
+    graph_of = _Graphs(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"))
     t = ns(links["timestamp"]) if len(links) else np.zeros(0, dtype=np.int64)
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
     start_ns = end_ns - int(window.total_seconds() * 1e9)
@@ -218,7 +254,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
     for node in sorted(set(analyzed) | set(wanted)):
-        graph = graph_of(node)
+        graph = graph_of(node, describe=bool(found.get(node)))
         mine = [_placed(f, graph) for f in found.get(node, [])]
         mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
                                view.silent.get(node))
@@ -232,7 +268,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                 live = {g: s for g, s in view.nvlinks_live.get(node, {}).items() if g not in stopped}
                 expected = _expected_links(graph, reporting - set(stopped))
                 mine = missing_links(mine, seen, live, expected, warnings[node])
-            count = _gpu_count(platforms.get(node)) if samples.get(node, 0) >= 2 else None
+            count = _gpu_count(graph_of.platform(node)) if samples.get(node, 0) >= 2 else None
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
             mine += missing_gpus(reporting, count, stopped)
@@ -257,7 +293,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     window_end = pd.Timestamp(end_ns, tz="UTC").to_pydatetime()
     for node in wanted:
         mine = found.get(node, [])
-        notes = warnings.get(node, [])
+        notes = [*graph_of.warnings(node), *warnings.get(node, [])]
         if node not in view.gpus_seen and node not in _names(metrics):
             notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy")
         elif samples.get(node, 2) < 2:
@@ -266,11 +302,11 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if job is not None:
             notes.extend(job.warnings)
         failing = [f for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
-        graph = graph_of(node)
+        graph = graph_of(node, describe=bool(failing))
         per_gpu = None if graph is not None else {g: len(s) for g, s in view.nvlinks_seen.get(node, {}).items()}
         locs = localize_all(mine, graph, per_gpu) if failing else []
         result.diagnoses[node] = assemble(
-            node, platform=platforms.get(node), window_hours=window.total_seconds() / 3600,
+            node, platform=graph_of.platform(node), window_hours=window.total_seconds() / 3600,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes)
     result.timings["total_s"] = time.perf_counter() - started

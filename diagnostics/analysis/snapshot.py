@@ -7,6 +7,7 @@ from ..config.repairs import repair_action
 from ..config.thresholds import Thresholds, load_thresholds
 from ..enums import LinkType, Severity
 from ..model import Diagnosis, Finding, LinkReading, Snapshot
+from .diagnosis import PLATFORM_UNKNOWN
 from .rules import crossings, priority, state_crossing, summarize, worst
 
 
@@ -69,7 +70,7 @@ def analyze_snapshot(snapshot: Snapshot, thresholds: Thresholds | None = None) -
         repair_action=_action(snapshot, top),
         ticket_priority=priority(findings, degradation, thresholds),
         findings=findings,
-        thresholds=thresholds.table(),
+        thresholds=thresholds.table(), warnings=[] if snapshot.platform else [PLATFORM_UNKNOWN],
         step_time_ms=float(snapshot.step_time_ms),
         baseline_step_time_ms=float(snapshot.baseline_step_time_ms),
     )

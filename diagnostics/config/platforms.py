@@ -52,3 +52,15 @@ def platform_data(name: str) -> dict[str, Any]:
 
 def gpu_count(name: str) -> int:
     return int(platform_data(name)["gpu_count"])
+
+
+def platform_for_model(model: str | None) -> str | None:
+    """The platform a GPU model label names (`NVIDIA H100 80GB HBM3` -> hgx-h100-8gpu), the most specific model
+    first (`H100 NVL` before `H100`); None for a model no platform file claims, or for a PCIe card of an SXM model
+    (an `H100 PCIe` is not on an HGX board)."""
+    if not model:
+        return None
+    named = [(str(d.get("gpu_model", "")), n) for n, d in all_platforms().items()
+             if d.get("gpu_model") and int(d.get("nvlinks_per_gpu", 0)) > 0]
+    hits = [(m, n) for m, n in named if m in model and ("PCIe" not in model or "PCIe" in m)]
+    return max(hits, key=lambda h: (len(h[0]), h[1]))[1] if hits else None

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis import analyze_fleet, history_needed
-from ..config.platforms import all_platforms
+from ..config.platforms import platform_for_model
 from ..config.thresholds import Thresholds
 from ..enums import LinkType
 from ..ingest.base import IngestResult
@@ -147,12 +147,8 @@ def platform_of(gpus: pd.DataFrame | None) -> str | None:
     """The platform whose GPU model the exporter's model label names (`NVIDIA H100 80GB HBM3` -> H100)."""
     if gpus is None or gpus.empty or "model" not in gpus:
         return None
-    models = {str(m) for m in gpus["model"].dropna()}
-    for name, data in sorted(all_platforms().items()):
-        model = str(data.get("gpu_model", ""))
-        if model and int(data.get("nvlinks_per_gpu", 0)) > 0 and any(model in m for m in models):
-            return name
-    return None
+    found = {platform_for_model(str(m)) for m in gpus["model"].dropna()} - {None}
+    return found.pop() if len(found) == 1 else None
 
 
 def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: SweepResult, step_s: float,

@@ -73,3 +73,13 @@ def test_gpu_wide_fault_end_to_end() -> None:
 
 def test_no_failing_link_no_localization() -> None:
     assert localize([], None) is None
+
+
+def test_without_a_platform_the_peer_column_still_names_the_shared_switch() -> None:
+    """Eight GPUs' failing links name `nvswitch-1` in the tables' own spelling: that switch is the common end."""
+    frame = links(*(link_series(steady(5000), gpu=g, link=3, peer="nvswitch-1") for g in range(8)),
+                  *(link_series(steady(0), gpu=g, link=4, peer="nvswitch-2") for g in range(8)))
+    d = analyze_tables({"link_samples": frame}, node_id="n1")
+    assert d.platform is None and d.localization is not None
+    assert d.localization.kind is ComponentKind.NVSWITCH and d.localization.component == "NVSwitch 1"
+    assert {f.switch for f in d.failing} == {"NVSwitch 1"}

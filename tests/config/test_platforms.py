@@ -1,0 +1,30 @@
+"""Which platform a GPU model names, and what the engine makes of a node whose platform nobody gave."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from diagnostics import GPUS, analyze_tables
+from diagnostics.config.platforms import platform_for_model
+from tests.analysis.helpers import node_links
+
+
+@pytest.mark.parametrize(("model", "platform"), [
+    ("NVIDIA H100 80GB HBM3", "hgx-h100-8gpu"), ("NVIDIA H100 NVL", "h100-nvl-8gpu"),
+    ("NVIDIA A100-SXM4-80GB", "dgx-a100-8gpu"), ("NVIDIA H200", "hgx-h200-8gpu"), ("NVIDIA B200", "hgx-b200-8gpu"),
+    ("Tesla V100-SXM2-32GB", "dgx1-v100-8gpu"), ("NVIDIA H100 PCIe", None), ("NVIDIA GeForce RTX 4090", None),
+    ("", None),
+])
+def test_the_most_specific_model_wins_and_a_pcie_card_is_not_an_sxm_board(model: str, platform: str | None) -> None:
+    assert platform_for_model(model) == platform
+
+
+def test_a_node_without_a_platform_takes_its_gpus_model_and_says_so() -> None:
+    links = node_links(node="n1")
+    gpus = GPUS.conform(pd.DataFrame({"node_id": ["n1"] * 8, "gpu": range(8), "model": ["NVIDIA H100 80GB HBM3"] * 8}))
+    d = analyze_tables({"link_samples": links, "gpus": gpus}, node_id="n1")
+    assert d.platform == "hgx-h100-8gpu"
+    assert any("taken from the GPU model 'NVIDIA H100 80GB HBM3'" in w for w in d.warnings)
+    bare = analyze_tables({"link_samples": links}, node_id="n1")
+    assert bare.platform is None and any(w.startswith("platform unknown") for w in bare.warnings)
