@@ -21,6 +21,7 @@ from .rates import Prepared, run_rows, utc_ns
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
                   "recovery_failed")
 MAX_LAG_BUCKETS = 3
+TIE_SCORE = 0.05  # links whose scores lie this close explain a slowdown together
 
 
 class LinkScore(BaseModel):
@@ -170,9 +171,25 @@ def score_links(job: JobExplanation, steps: pd.DataFrame, p: Prepared, segments:
     rows = job_steps(steps, job.job_id)
     scores: list[LinkScore] = []
     if len(segments) and not rows.empty:
-        scores = _score(p, segments, refs, rows, job, thresholds, bucket)
+        scores = _runner_ups(_score(p, segments, refs, rows, job, thresholds, bucket))
     out = job.model_copy(update={"links": sorted(scores, key=lambda s: s.score, reverse=True)})
     out.verdict = verdict(out)
+    return out
+
+
+def _runner_ups(scores: list[LinkScore]) -> list[LinkScore]:
+    """A ring is paced by its slowest hop: the best-tracking link explains a job's slowdown, and another only when it
+    tracks as well (within TIE_SCORE); the rest are failing links the job does not wait on."""
+    best = max((s.score for s in scores if s.explains_slowdown), default=None)
+    if best is None:
+        return scores
+    out = []
+    for s in scores:
+        if s.explains_slowdown and s.score < best - TIE_SCORE:
+            s = s.model_copy(update={"explains_slowdown": False,
+                                     "evidence": [*s.evidence, f"another link tracks the slowdown better "
+                                                               f"(score {best:.2f} against {s.score:.2f})"]})
+        out.append(s)
     return out
 
 

@@ -88,3 +88,20 @@ def test_given_baseline_and_job_without_telemetry() -> None:
     assert "not the fabric" in job.verdict
     missing = explain_job({"step_samples": slow_steps()}, job_id="nope")
     assert missing.verdict.startswith("no step-time samples")
+
+
+def test_two_failing_links_on_one_job_only_the_one_that_tracks_best_explains_it() -> None:
+    """A ring is paced by its slowest hop: the link whose errors start with the slowdown explains it; another
+    failing link on the job whose errors start a quarter of an hour later tracks less well and does not, and its
+    node's priority stays medium."""
+    peer = link_series(counter({ONSET + 3: 3000.0}), node="n2", link=4, step_min=5)  # 15 min after: it tracks too
+    tables = {"link_samples": links(*(link_series(counter({ONSET: 6000.0}), link=1, step_min=5),), peer),
+              "step_samples": steps(slow_steps()["step_time_ms"].tolist(), nodes="n1,n2")}
+    job = explain_job(tables, job_id="j1")
+    explaining = [(s.node_id, s.ref.link) for s in job.links if s.explains_slowdown]
+    assert explaining == [("n1", 1)]
+    other = next(s for s in job.links if s.node_id == "n2")
+    assert any("another link tracks the slowdown better" in e for e in other.evidence)
+    bystander = analyze_tables(tables, node_id="n2")
+    assert bystander.fault_detected and bystander.ticket_priority.value == "medium"
+    assert bystander.verdict is not None and "not this node's fabric" in bystander.verdict
