@@ -1,4 +1,4 @@
-"""The parts catalog and the repair-step catalog: data files keyed by platform and component kind.
+"""The ticket's part (from the repair catalog) and the repair-step catalog keyed by component kind.
 
 Defaults ship in `diagnostics/data/`; a user points FABRICBOT_PARTS or FABRICBOT_TICKET_STEPS at a copy to change them.
 """
@@ -14,27 +14,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..config.datafiles import DATA_DIR, read_toml
-from ..enums import ComponentKind
+from ..config.parts import Part
+from ..config.repair_plan import repair_plan
+from ..config.repairs import DEFAULT_FAULT
+from ..enums import ComponentKind, FaultKind
 from ..errors import ConfigError
 
 DATA = DATA_DIR
-PARTS_FILE = DATA / "parts.toml"
 STEPS_FILE = DATA / "ticket_steps.toml"
-ENV_PARTS = "FABRICBOT_PARTS"
 ENV_STEPS = "FABRICBOT_TICKET_STEPS"
-
-
-class Part(BaseModel):
-    """One catalog entry: what a technician orders and swaps."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    platform: str
-    component: ComponentKind
-    description: str
-    fru: str
-    part_number: str | None = None
 
 
 class StepTemplate(BaseModel):
@@ -61,35 +49,17 @@ def _path(env: str, default: Path) -> Path:
     return Path(value) if value else default
 
 
-@cache
-def _parts(path: Path) -> tuple[Part, ...]:
-    data = read_toml(path, "parts catalog")
-    out = []
-    for i, raw in enumerate(data.get("part", [])):
-        try:
-            part = Part.model_validate(raw)
-        except ValidationError as exc:
-            raise ConfigError(f"{path.name}: part[{i}]: {exc.errors()[0]['msg']} "
-                              f"(field {'.'.join(map(str, exc.errors()[0]['loc']))})") from None
-        if part.component is ComponentKind.FABRIC_SOFTWARE:
-            raise ConfigError(f"{path.name}: part[{i}] ({part.id}): fabric-software has no replacement part")
-        out.append(part)
-    return tuple(out)
-
-
-def parts(path: Path | None = None) -> tuple[Part, ...]:
-    return _parts(path or _path(ENV_PARTS, PARTS_FILE))
-
-
 def part_for(kind: ComponentKind, platform: str | None, path: Path | None = None) -> Part | None:
-    """The part for this component kind: the platform's own entry first, then the generic one; none for software."""
-    if kind is ComponentKind.FABRIC_SOFTWARE:
-        return None
-    catalog = parts(path)
-    for wanted in (platform, "*"):
-        for part in catalog:
-            if part.platform == wanted and part.component is kind:
-                return part
+    """The part the repair catalog names first for this component kind's faults on this platform.
+
+    Transitional: the drafter does not yet know a candidate's fault kind, so a GPU's part is the one of its NVLink
+    fault, else of its fall off the bus.
+    """
+    faults = [DEFAULT_FAULT[kind]] + ([FaultKind.GPU_OFF_BUS] if kind is ComponentKind.GPU else [])
+    for fault in faults:
+        part = repair_plan(platform, fault).part
+        if part is not None:
+            return part
     return None
 
 

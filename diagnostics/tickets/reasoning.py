@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
+from ..config.parts import parts
 from ..enums import ComponentKind, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
-from .catalog import parts
 
 _GPU = re.compile(r"\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
 _LINK = re.compile(r"\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)

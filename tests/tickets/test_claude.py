@@ -39,9 +39,9 @@ def test_tool_results_reach_the_model() -> None:
         captured.append(seen_text(messages))
         return good_answer()
 
-    _drafter(scripted(answer)).draft(seed_diagnosis())
+    _drafter(scripted(answer)).draft(seed_diagnosis(platform="h100-nvl-8gpu"))
     # list_candidates and parts_catalog answered with the diagnosis's facts and the catalog's part
-    assert "gpu2-nvlink1" in captured[0] and "nvlink-interposer-cable" in captured[0]
+    assert "gpu2-nvlink1" in captured[0] and "h100-nvl-nvlink-bridge" in captured[0]
     assert "8900" in captured[0]  # link_history's rate
 
 
@@ -181,8 +181,8 @@ def test_live_claude_drafts_the_seed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_wording_that_names_only_the_facts_is_accepted() -> None:
     answer = good_answer() | {"summary": "GPU 2 NVLink 1 toward GPU 3 is failing; its NVLink4 generation lanes end "
-                                         "on the nvlink-interposer-cable. Priority urgent."}
-    ticket = _drafter(scripted(lambda m, i: answer)).draft(seed_diagnosis())
+                                         "on the h100-nvl-nvlink-bridge. Priority urgent."}
+    ticket = _drafter(scripted(lambda m, i: answer)).draft(seed_diagnosis(platform="h100-nvl-8gpu"))
     assert ticket.drafted_by == "scripted-claude" and ticket.summary == answer["summary"]
 
 

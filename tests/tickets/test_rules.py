@@ -9,10 +9,10 @@ from pydantic import ValidationError
 
 from diagnostics import ConfigError, Finding, Localization
 from diagnostics.components import ComponentRef
+from diagnostics.config.parts import parts
 from diagnostics.enums import ComponentKind, LinkType, PortSource, Priority, Severity
 from diagnostics.errors import InputError
 from diagnostics.tickets import NoFaultError, RulesDrafter, candidates_for, part_for
-from diagnostics.tickets.catalog import parts
 from diagnostics.topology import Inventory
 from tests.tickets.helpers import seed_diagnosis
 
@@ -21,7 +21,7 @@ def test_seed_ticket_names_the_link_its_peer_a_part_and_urgent_priority() -> Non
     t = RulesDrafter().draft(seed_diagnosis())
     assert (t.gpu_index, t.peer, t.link_id, t.link) == (2, "GPU 3", "nvlink-1", 1)
     assert t.component_kind is ComponentKind.NVLINK and t.priority is Priority.URGENT
-    assert t.replacement_part is not None and t.replacement_part in parts()
+    assert t.replacement_part is None  # no platform: no part the board may not have
     # no platform: the port is unknown, and the ticket says how to find it
     assert t.port_source is PortSource.UNKNOWN and t.switch_port is None
     assert t.port_find_with is not None and "nvidia-smi nvlink -R -i 2" in t.port_find_with
@@ -112,7 +112,9 @@ def test_shared_switch_outranks_single_links_when_several_gpus_land_on_it() -> N
     assert ranked[0].id == "nvswitch-2" and ranked[0].isolated and ranked[0].port_source is PortSource.OBSERVED
     t = RulesDrafter().draft(d)
     assert t.component_kind is ComponentKind.NVSWITCH and t.switch == "NVSwitch 2"
-    assert t.replacement_part is not None and t.replacement_part.component is ComponentKind.NVSWITCH
+    assert t.replacement_part is None  # the seed names no platform: which board carries NVSwitch 2 is unknown
+    on_a100 = RulesDrafter().draft(d.model_copy(update={"platform": "dgx-a100-8gpu"}))
+    assert on_a100.replacement_part is not None and on_a100.replacement_part.id == "dgx-a100-baseboard"
     link = RulesDrafter().draft(d, component="gpu3-nvlink0")
     assert (link.switch, link.switch_port, link.port_source, link.lanes) == ("NVSwitch 2", 12, PortSource.OBSERVED, [3])
     assert link.port_find_with is None  # observed: nothing to look up
@@ -131,14 +133,14 @@ def test_fabric_software_ticket_has_no_part() -> None:
 def test_user_parts_catalog_overrides_and_bad_catalog_is_a_clear_error(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     mine = tmp_path / "parts.toml"
-    mine.write_text('[[part]]\nplatform = "*"\ncomponent = "nvlink"\nid = "site-cable-7"\n'
-                    'description = "site cable"\nfru = "cable"\npart_number = "ACME-7"\n')
+    mine.write_text('[[part]]\nid = "h100-nvl-nvlink-bridge"\npart_number = "ACME-7"\n')
     monkeypatch.setenv("FABRICBOT_PARTS", str(mine))
-    t = RulesDrafter().draft(seed_diagnosis())
+    t = RulesDrafter().draft(seed_diagnosis(platform="h100-nvl-8gpu"))
     assert t.replacement_part is not None and t.replacement_part.part_number == "ACME-7"
+    assert t.replacement_part.fru == "NVLink bridge"  # the fields the user did not set keep their defaults
     bad = tmp_path / "bad.toml"
-    bad.write_text('[[part]]\nplatform = "*"\ncomponent = "fabric-software"\nid = "x"\ndescription = "x"\nfru = "x"\n')
-    with pytest.raises(ConfigError, match=r"bad\.toml.*fabric-software has no replacement part"):
+    bad.write_text('[[part]]\nid = "x"\nplatform = "*"\ndescription = "x"\n')
+    with pytest.raises(ConfigError, match=r"bad\.toml: part 'x': fru: Field required"):
         parts(bad)
     broken = tmp_path / "broken.toml"
     broken.write_text("[[part]\n")
