@@ -22,6 +22,7 @@ from .repair_text import PLACEHOLDERS, Text, placeholders
 
 CATALOG_FILE = DATA_DIR / "repairs.toml"
 ENV_REPAIRS = "FABRICBOT_REPAIRS"
+ENV_OLD_STEPS = "FABRICBOT_TICKET_STEPS"  # the step file the catalog replaced
 RESET_MARK = "reset"  # in a repair list: where the reset step goes
 
 Need = Literal["nvlink", "nvswitch", "fabric-manager", "nvlsm"]
@@ -247,6 +248,9 @@ def _load(default: Path, user: Path | None) -> Catalog:
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
     """The defaults with the user's file (argument or $FABRICBOT_REPAIRS) merged in, checked."""
+    if os.environ.get(ENV_OLD_STEPS):
+        raise ConfigError(f"{ENV_OLD_STEPS} is no longer read: the capture lists and repair steps moved to the repair "
+                          f"catalog; point {ENV_REPAIRS} at a file of your changes to diagnostics/data/repairs.toml")
     env = os.environ.get(ENV_REPAIRS)
     user = Path(path) if path else (Path(env) if env else None)
     return _load(CATALOG_FILE, user)
