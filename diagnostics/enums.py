@@ -77,3 +77,14 @@ class FaultKind(StrEnum):
     PCIE_REPLAYS = "pcie-replays"  # a GPU's PCIe link replaying
     PCIE_DOWNTRAIN = "pcie-downtrain"  # a GPU's PCIe link running narrower or slower than it can under load
     FABRIC_MANAGER = "fabric-manager"  # Fabric Manager or the driver: no part
+
+
+class ResetScope(StrEnum):
+    """What a repair plan resets: one GPU, a GPU with all its NVLink peers (pre-Ampere), the whole node, the fabric
+    service, or nothing (the fault does not apply to the platform)."""
+
+    GPU = "gpu"
+    NVLINK_PEERS = "nvlink-peers"
+    NODE = "node"
+    FABRIC_SERVICE = "fabric-service"
+    NONE = "none"

@@ -155,13 +155,11 @@ class Finding(BaseModel):
         return self.ref.name
 
 
-class Localization(BaseModel):
-    """The suspected physical component behind the failing links, with why and how sure."""
+class ComponentFacts(BaseModel):
+    """Where a suspected component sits: its GPU, the link and the peer it reaches, the switch port, the lanes."""
 
     model_config = ConfigDict(frozen=True)
 
-    ref: ComponentRef
-    fault: FaultKind | None = Field(default=None, description="What kind of fault: keys the repair catalog.")
     gpu: int | None = None
     peer: str | None = None
     link: int | None = None
@@ -169,6 +167,13 @@ class Localization(BaseModel):
     switch_port: int | None = None
     port_source: PortSource = PortSource.UNKNOWN
     lanes: list[int] = Field(default_factory=list)
+
+
+class Localization(ComponentFacts):
+    """The suspected physical component behind the failing links, with why and how sure."""
+
+    ref: ComponentRef
+    fault: FaultKind | None = Field(default=None, description="What kind of fault: keys the repair catalog.")
     links: list[str] = Field(default_factory=list, description="The failing links this component explains.")
     confidence: float = Field(ge=0.0, le=1.0)
     severity: Severity = Severity.FAILING

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from .. import format as fmt
-from ..config.repairs import repair_action
+from ..config.repairs import localization_action, repair_action
 from ..config.thresholds import Thresholds
-from ..enums import ComponentKind, Severity
+from ..enums import Severity
 from ..model import Diagnosis, Finding, Localization
 from .correlate import JobExplanation
 from .localize import rank
@@ -15,8 +15,6 @@ from .rules import priority, worst
 
 PLATFORM_UNKNOWN = ("platform unknown: the expected links and GPUs are not checked and the repair names no part for "
                     "a board (name it with --platform or a nodes.csv)")
-_REPAIR_CLASS = {ComponentKind.NVLINK: "nvlink", ComponentKind.NVSWITCH: "nvswitch", ComponentKind.GPU: "gpu",
-                 ComponentKind.PCIE: "pcie", ComponentKind.FABRIC_SOFTWARE: "fabric-software"}
 
 
 def _bad(f: Finding) -> bool:
@@ -25,10 +23,7 @@ def _bad(f: Finding) -> bool:
 
 def action_for(loc: Localization, node_id: str, platform: str | None) -> str:
     """What a person does about one suspected component, from the repair catalog."""
-    peer = loc.peer or ""
-    gpu_dst = peer.split()[1] if peer.startswith("GPU ") else "?"
-    return repair_action(_REPAIR_CLASS[loc.kind], platform=platform, node_id=node_id, gpu=loc.gpu, gpu_src=loc.gpu,
-                         gpu_dst=gpu_dst, link=loc.link, peer=peer or "?", switch=loc.switch or "?")
+    return localization_action(loc, platform=platform, node_id=node_id)
 
 
 def scored(findings: list[Finding], job: JobExplanation, node_id: str) -> list[Finding]:

@@ -1,35 +1,90 @@
-"""Repair actions from the catalog file, keyed by platform and component class."""
+"""The Diagnosis' one-line repair action, from the repair catalog (see repair_plan.py for the whole plan).
+
+`localization_action` is the call the analysis makes for a localized fault; `repair_action` keeps the older call by
+component class (healthy, warning, nvlink, pcie, down, gpu, nvswitch, fabric-software) working on top of it.
+"""
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
-from string import Formatter
 from typing import Any
 
+from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
-from .datafiles import DATA_DIR, read_toml
+from ..model import ComponentFacts, Finding, Localization
+from .repair_catalog import load_catalog
+from .repair_plan import PlanFacts, repair_plan
+from .repair_text import known
 
-DEFAULT_FILE = DATA_DIR / "repairs.toml"
+# The old component classes, where the class alone says the fault kind.
+_CLASS_FAULT = {
+    "nvlink": FaultKind.NVLINK, "nvswitch": FaultKind.NVSWITCH, "fabric-software": FaultKind.FABRIC_MANAGER,
+    "pcie": FaultKind.PCIE_REPLAYS, "gpu": FaultKind.GPU_NVLINKS,
+}
+DEFAULT_FAULT = {
+    ComponentKind.NVLINK: FaultKind.NVLINK, ComponentKind.NVSWITCH: FaultKind.NVSWITCH,
+    ComponentKind.GPU: FaultKind.GPU_NVLINKS, ComponentKind.PCIE: FaultKind.PCIE_REPLAYS,
+    ComponentKind.FABRIC_SOFTWARE: FaultKind.FABRIC_MANAGER,
+}
 
 
-@cache
-def _actions(path: Path) -> tuple[dict[str, Any], ...]:
-    return tuple(read_toml(path, "repair catalog").get("action", []))
+def status_action(status: str, path: Path | None = None) -> str:
+    """The action of a node with nothing to repair: 'healthy' or 'warning'."""
+    cat = load_catalog(path)
+    if status not in ("healthy", "warning"):
+        raise ConfigError(f"{cat.source}: no status {status!r} (healthy or warning)")
+    text: str = getattr(cat.status, status)
+    return text
 
 
-class _Blank(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return "?"
+def fault_of(loc: Localization) -> FaultKind:
+    """The localization's fault kind; one from its component kind when the analysis did not set it."""
+    return loc.fault or DEFAULT_FAULT[loc.kind]
 
 
-def repair_action(component: str, *, platform: str | None = None, path: Path = DEFAULT_FILE,
-                  **fields: Any) -> str:
-    """The catalog's text for this component class on this platform (exact platform first, then '*')."""
-    actions = _actions(path)
-    for wanted in (platform, "*"):
-        for action in actions:
-            if action.get("platform") == wanted and action.get("component") == component:
-                text: str = action["text"]
-                return Formatter().vformat(text, (), _Blank(fields))
-    raise ConfigError(f"{path.name}: no repair action for component {component!r} (platform {platform!r})")
+def localization_action(loc: Localization, *, platform: str | None, node_id: str | None) -> str:
+    """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
+    facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN,
+                      **loc.model_dump(include=set(ComponentFacts.model_fields)))
+    return repair_plan(platform, fault_of(loc), facts).action
+
+
+def finding_fault(finding: Finding) -> FaultKind:
+    """The fault kind of one unhealthy link on its own (no common cause weighed)."""
+    rules = {c.rule for c in finding.crossed}
+    if "xid_off_bus" in rules:
+        return FaultKind.GPU_OFF_BUS
+    if finding.link_type is LinkType.PCIE:
+        return FaultKind.PCIE_DOWNTRAIN if rules & {"pcie_width", "pcie_gen_under_load"} else FaultKind.PCIE_REPLAYS
+    if finding.link_type is LinkType.NVSWITCH:
+        return FaultKind.NVSWITCH
+    return FaultKind.NVLINK if finding.link is not None else FaultKind.NVLINK_AGGREGATE
+
+
+def repair_action(component: str, *, platform: str | None = None, path: Path | None = None,
+                  fault: FaultKind | str | None = None, **fields: Any) -> str:
+    """The action for a component class (the older call), or for `fault` when given.
+
+    fields: node_id, gpu (or gpu_src), gpu_dst, peer, link, switch, switch_port. A class 'down' is a link that is
+    down: an NVLink (it has a peer GPU) or the GPU's PCIe link, which leaves the GPU off the bus.
+    """
+    if component in ("healthy", "warning") and fault is None:
+        return status_action(component, path)
+    values = known(fields)
+    if fault is not None:
+        kind = FaultKind(fault)
+    elif component == "down":
+        kind = FaultKind.NVLINK if "gpu_dst" in values or values.get("peer", "").startswith("GPU") \
+            else FaultKind.GPU_OFF_BUS
+    elif component in _CLASS_FAULT:
+        kind = _CLASS_FAULT[component]
+    else:
+        raise ConfigError(f"no repair action for component class {component!r}; classes: healthy, warning, down, "
+                          + ", ".join(_CLASS_FAULT))
+    peer = values.get("peer") or (f"GPU {values['gpu_dst']}" if "gpu_dst" in values else None)
+    gpu = values.get("gpu", values.get("gpu_src"))
+    facts = PlanFacts(node_id=values.get("node_id"), gpu=int(gpu) if gpu is not None else None, peer=peer,
+                      link=int(values["link"]) if "link" in values else None, switch=values.get("switch"),
+                      switch_port=int(values["switch_port"]) if "switch_port" in values else None,
+                      link_down=component == "down")
+    return repair_plan(platform, kind, facts, catalog=load_catalog(path)).action

@@ -2,7 +2,7 @@
 
 from .build import NoFaultError
 from .candidates import Candidate, candidates_for
-from .catalog import Part, part_for
+from .catalog import Part, RepairPlan, plan_for
 from .claude import ClaudeDrafter, ModelCall, drafter_from_env
 from .drafter import Drafter
 from .hypotheses import Inspection, rules_inspection
@@ -21,11 +21,12 @@ __all__ = [
     "ModelCall",
     "NoFaultError",
     "Part",
+    "RepairPlan",
     "RepairTicket",
     "RulesDrafter",
     "Step",
     "candidates_for",
     "drafter_from_env",
-    "part_for",
+    "plan_for",
     "rules_inspection",
 ]

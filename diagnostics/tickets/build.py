@@ -1,4 +1,4 @@
-"""Assemble a ticket for one candidate: facts from the diagnosis, steps and part from the catalogs.
+"""Assemble a ticket for one candidate: facts from the diagnosis, part and steps from the repair catalog's plan.
 
 Both drafters end here; a drafter only adds words (summary, reasoning, step wording) and its view of the causes.
 """
@@ -6,7 +6,6 @@ Both drafters end here; a drafter only adds words (summary, reasoning, step word
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..analysis.rules import priority as rule_priority
 from ..config.platforms import gpu_count
@@ -16,7 +15,7 @@ from ..errors import InputError
 from ..model import DEFAULT_GPU_COUNT, Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
 from .candidates import Candidate, candidate_for, candidates_for
-from .catalog import Part, capture_commands, part_for, render, steps_for
+from .catalog import PlanStep, plan_for
 from .identity import identity_for
 from .ticket import Cost, Evidence, Hypothesis, RepairTicket, Step
 
@@ -118,33 +117,28 @@ def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> 
             f"Priority {prio.value}. A person reviews this ticket before anyone acts.")
 
 
-def step_fields(diagnosis: Diagnosis, candidate: Candidate, part: Part | None) -> dict[str, Any]:
-    return {"node_id": diagnosis.node_id, "gpu": candidate.gpu, "peer": candidate.peer, "link": candidate.link,
-            "link_id": candidate.link_id, "switch": candidate.switch, "switch_port": candidate.switch_port,
-            "part": part.id if part else None, "component": candidate.component,
-            "fru": part.fru if part else (candidate.fru or "interconnect")}
+def _steps(steps: Sequence[PlanStep]) -> list[Step]:
+    return [Step(order=i + 1, text=s.text, command=s.command) for i, s in enumerate(steps)]
 
 
 def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Candidate], *,
              inventory: Inventory | None = None, drafted_by: str, summary: str | None = None,
              reasoning: str | None = None, hypotheses: list[Hypothesis] | None = None, disagreement: str | None = None,
              repair_wording: Sequence[str] | None = None, notes: Sequence[str] = ()) -> RepairTicket:
-    part = part_for(candidate.kind, diagnosis.platform)
-    fields = step_fields(diagnosis, candidate, part)
-    steps = steps_for(candidate.kind, diagnosis.platform)
-    isolate = [Step(order=i + 1, text=t, command=c) for i, (t, c) in enumerate(render(steps.isolate, fields))]
-    repair = [Step(order=i + 1, text=t, command=c) for i, (t, c) in enumerate(render(steps.repair, fields))]
+    plan = plan_for(diagnosis, candidate)
+    isolate, repair = _steps(plan.isolation), _steps(plan.repair)
     if repair_wording is not None and len(repair_wording) == len(repair):
         repair = [s.model_copy(update={"text": w}) for s, w in zip(repair, repair_wording, strict=True)]
     prio = ticket_priority(diagnosis, candidate)
     return RepairTicket(
-        node_id=diagnosis.node_id, component_kind=candidate.kind, component=candidate.component,
+        node_id=diagnosis.node_id, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
         candidate_id=candidate.id, gpu_index=candidate.gpu, peer=candidate.peer, link_id=candidate.link_id,
         link=candidate.link, lanes=list(candidate.lanes), switch=candidate.switch, switch_port=candidate.switch_port,
         port_source=candidate.port_source,
         port_find_with=candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None,
-        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu), replacement_part=part,
-        capture_first=capture_commands(), isolation_steps=isolate, repair_steps=repair, priority=prio,
+        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu), replacement_part=plan.part,
+        next_part=plan.next_part, part_note=plan.part_note, warnings=plan.warnings, capture_first=plan.captures,
+        isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis),
         summary=summary or rule_summary(diagnosis, candidate, prio), reasoning=reasoning,
         hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),

@@ -12,7 +12,8 @@ from collections import defaultdict
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..components import ComponentRef
-from ..enums import ComponentKind, LinkType, PortSource, Severity
+from ..config.repairs import fault_of, finding_fault
+from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, Localization
 from ..topology import NodeGraph
 from .facts import port_for, resolve_graph
@@ -25,6 +26,7 @@ class Candidate(BaseModel):
 
     ref: ComponentRef
     kind: ComponentKind
+    fault: FaultKind = Field(description="What kind of fault this component would have: keys the repair catalog.")
     component: str
     gpu: int | None = None
     peer: str | None = None
@@ -57,7 +59,7 @@ def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: in
     port = port_for(f, d, graph)
     evidence = [c.message for c in f.crossed] + list(f.evidence)
     return Candidate(
-        ref=f.ref, kind=f.ref.kind, component=f.component, gpu=f.gpu,
+        ref=f.ref, kind=f.ref.kind, fault=finding_fault(f), component=f.component, gpu=f.gpu,
         peer=f.peer if f.peer != "unknown" else port.peer, link=f.link, link_id=f.link_id, link_type=f.link_type,
         lanes=list(f.lanes), switch=port.switch, switch_port=port.switch_port, port_source=port.source,
         find_with=port.find_with, fru=port.fru, findings=[f.component], score=round(1.0 / total, 3),
@@ -98,7 +100,7 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
         share = len(own) / n
         ref = ComponentRef.of_gpu(gpu)
         out[ref.slug] = Candidate(
-            ref=ref, kind=ComponentKind.GPU, component=ref.name, gpu=gpu,
+            ref=ref, kind=ComponentKind.GPU, fault=FaultKind.GPU_NVLINKS, component=ref.name, gpu=gpu,
             findings=[c.component for c in own], score=round(share * (0.9 if len(own) > 1 else 0.5), 3),
             evidence=[f"{len(own)} of {n} unhealthy links start at GPU {gpu}"],
         )
@@ -110,7 +112,7 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
         ports = sorted({c.switch_port for c in own if c.switch_port is not None})
         ref = ComponentRef.nvswitch(switch)
         out[ref.slug] = Candidate(
-            ref=ref, kind=ComponentKind.NVSWITCH, component=ref.name, switch=switch,
+            ref=ref, kind=ComponentKind.NVSWITCH, fault=FaultKind.NVSWITCH, component=ref.name, switch=switch,
             switch_port=ports[0] if len(ports) == 1 else None, port_source=source,
             findings=[c.component for c in own], score=round(len(own) / n * (0.95 if len(gpus) > 1 else 0.4), 3),
             evidence=[f"{len(own)} of {n} unhealthy links, from GPUs {', '.join(map(str, gpus))}, land on {switch}"
@@ -120,7 +122,7 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     wide = len(down_gpus) >= 3
     fabric = ComponentRef.fabric_software()
     out[fabric.slug] = Candidate(
-        ref=fabric, kind=ComponentKind.FABRIC_SOFTWARE, component=fabric.name,
+        ref=fabric, kind=ComponentKind.FABRIC_SOFTWARE, fault=FaultKind.FABRIC_MANAGER, component=fabric.name,
         findings=[f.component for f in bad] if wide else [], score=0.8 if wide else 0.05,
         evidence=[f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"] if wide
         else ["link errors are confined to specific links: a software fault would take links down node-wide"],
@@ -136,16 +138,18 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
     if loc.kind in (ComponentKind.NVLINK, ComponentKind.PCIE):
         match = _from_localization(loc, links)
         if match is not None:
+            out[match.id] = out[match.id].model_copy(update={"fault": fault_of(loc)})
             return match.id
     key = loc.ref.slug
     if key in out:  # the analysis's name and evidence for it
         known = out[key]
         out[key] = known.model_copy(update={"component": loc.component, "evidence": [*loc.evidence, *known.evidence],
-                                            "findings": sorted({*known.findings, *loc.links})})
+                                            "findings": sorted({*known.findings, *loc.links}), "fault": fault_of(loc)})
     else:
         out[key] = Candidate(
-            ref=loc.ref, kind=loc.kind, component=loc.component, gpu=loc.gpu, peer=loc.peer, link=loc.link,
-            lanes=list(loc.lanes), switch=loc.switch, switch_port=loc.switch_port, port_source=loc.port_source,
+            ref=loc.ref, kind=loc.kind, fault=fault_of(loc), component=loc.component, gpu=loc.gpu, peer=loc.peer,
+            link=loc.link, lanes=list(loc.lanes), switch=loc.switch, switch_port=loc.switch_port,
+            port_source=loc.port_source,
             findings=list(loc.links), score=loc.confidence, evidence=list(loc.evidence),
         )
     return key

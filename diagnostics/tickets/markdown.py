@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from .. import format as fmt
+from ..enums import ResetScope
+from .catalog import Part
 from .ticket import RepairTicket
 
 
@@ -20,33 +22,48 @@ def _port(t: RepairTicket) -> str:
     return f"{t.switch or 'unknown switch'}{port} ({t.port_source.value}{how})"
 
 
-def _part(t: RepairTicket) -> str:
-    p = t.replacement_part
+def _part(p: Part | None, note: str | None = None) -> str:
     if p is None:
-        return "none (nothing physical is replaced)" if t.component_kind.value == "fabric-software" else "none"
+        return f"none ({note})" if note else "none"
     number = f", part number {p.part_number}" if p.part_number else ""
     return f"{p.description} (`{p.id}`{number})"
+
+
+_RESET = {ResetScope.GPU: "this GPU alone", ResetScope.NVLINK_PEERS: "GPUs {gpus} together (NVLink peers, pre-Ampere)",
+          ResetScope.NODE: "none: reboot or restart the node", ResetScope.FABRIC_SERVICE: "the Fabric Manager service",
+          ResetScope.NONE: "none until the input and the platform agree"}
+
+
+def _reset(t: RepairTicket) -> str:
+    text = _RESET[t.reset.scope].format(gpus=", ".join(map(str, t.reset.gpus)))
+    return text + (f" (`{t.reset.command}`)" if t.reset.command else "")
 
 
 def ticket_markdown(t: RepairTicket) -> str:
     lines = [f"# Repair ticket: {_cell(t.component)} on {_cell(t.node_id)}", "",
              f"**Priority:** {t.priority.value} · **Human review required** · drafted by {t.drafted_by}", "",
-             t.summary, "", "## Component", "",
+             t.summary, ""]
+    if t.warnings:
+        lines += ["## Warnings", ""] + [f"- {_cell(w)}" for w in t.warnings] + [""]
+    lines += ["## Component", "",
              "| field | value |", "| --- | --- |",
              f"| kind | {t.component_kind.value} |",
+             f"| fault | {t.fault.value} |",
              f"| GPU | {'-' if t.gpu_index is None else t.gpu_index} |",
              f"| peer | {_cell(t.peer or '-')} |",
              f"| link | {_cell(t.link_id or '-')} |",
              f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",
              f"| switch port | {_port(t)} |",
-             f"| replacement part | {_part(t)} |",
+             f"| replacement part | {_cell(_part(t.replacement_part, t.part_note))} |",
+             *([f"| then | {_cell(_part(t.next_part))} |"] if t.next_part else []),
+             f"| reset | {_cell(_reset(t))} |",
              "", "## Physical identity", "", "| field | value |", "| --- | --- |"]
     ident = t.identity
     for name, value in ident.model_dump(exclude={"where"}).items():
         where = ident.where.get(name)
         lines.append(f"| {name.replace('_', ' ')} | {_cell(value)}{f' (read: `{where}`)' if where else ''} |")
     lines += ["", "## Capture first (before anyone touches the node)", ""]
-    lines += [f"- `{c}`" for c in t.capture_first]
+    lines += [f"- `{c.command}`: {c.why}" for c in t.capture_first]
     lines += ["", "## Isolate", ""] + [f"{s.order}. {s.text}" for s in t.isolation_steps]
     lines += ["", "## Repair, in order", ""]
     lines += [f"{s.order}. {s.text}" + (f" — `{s.command}`" if s.command else "") for s in t.repair_steps]

@@ -2,7 +2,8 @@
 
 The model returns reasoning only: which candidate, why, the alternatives, its hypotheses, a summary and the wording
 of the repair steps. Every GPU, link, switch, port, part and priority its text names must match the facts of the
-candidate it chose; anything else is sent back to it.
+candidate it chose, and every command and part it names must be in that candidate's repair plan (which never
+disables a link or a port); anything else is sent back to it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
+from ..config.parts import parts
 from ..enums import ComponentKind, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
-from .catalog import parts
+from .catalog import RepairPlan
 
 _GPU = re.compile(r"\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
 _LINK = re.compile(r"\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
@@ -92,7 +94,7 @@ def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, s
 
 
 def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: Priority,
-                   part_id: str | None) -> list[str]:
+                   part_ids: set[str] | str) -> list[str]:
     """Each GPU, link, switch, port, part or priority `text` names that the facts do not hold."""
     problems = []
     for name, pattern in _PATTERNS.items():
@@ -104,9 +106,41 @@ def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: 
         if level != priority.value:
             problems.append(f"states priority {level}, but the priority is {priority.value} (set by the analysis)")
     lowered = text.lower()
-    for p in parts() if part_id != ALL_PARTS else ():
-        if p.id != part_id and p.id.lower() in lowered:
-            problems.append(f"names part {p.id}, but the catalog part for this component is {part_id or 'none'}")
+    for p in parts() if part_ids != ALL_PARTS else ():
+        if p.id not in part_ids and p.id.lower() in lowered:
+            held = ", ".join(sorted(part_ids)) or "none"
+            problems.append(f"names part {p.id}, but the catalog parts for this component are {held}")
+    return problems
+
+
+# A command a person would run, named by its tool and first argument ('nvidia-smi -r', 'dcgmi diag').
+_TOOLS = r"nvidia-smi|dcgmi|lspci|systemctl|nv-fabricmanager|journalctl|dmesg|ipmitool|nvidia-bug-report\.sh|reboot"
+_COMMAND = re.compile(rf"(?<![\w-])({_TOOLS})(?:\s+(?:sudo\s+)?(-{{1,2}}[\w-]+|[a-z][\w-]*))?", re.IGNORECASE)
+_DISABLES = re.compile(r"\b(disabl|isolat|shut ?down|turn(?:ed)? off)\w*\b[^.;]*\b(link|port)s?\b", re.IGNORECASE)
+
+
+def _commands(text: str) -> set[tuple[str, str]]:
+    return {(m.group(1).lower(), (m.group(2) or "").split("=")[0].lower()) for m in _COMMAND.finditer(text)}
+
+
+def plan_commands(plan: RepairPlan) -> set[tuple[str, str]]:
+    """Every command the plan names, in its commands and in its words."""
+    texts = [plan.action, *(c.command for c in plan.captures),
+             *(t for s in [*plan.isolation, *plan.repair] for t in (s.text, s.command or ""))]
+    return {c for t in texts for c in _commands(t)}
+
+
+def plan_problems(text: str, plan: RepairPlan, allowed: set[tuple[str, str]]) -> list[str]:
+    """A command the plan does not hold, or a step that disables or isolates a link or port."""
+    problems = []
+    tools = {tool for tool, _ in allowed}
+    for tool, arg in sorted(_commands(text) - allowed):
+        if arg or tool not in tools:
+            problems.append(f"names `{' '.join(filter(None, (tool, arg)))}`, which this {plan.fault.value} plan does "
+                            "not hold (keep to the catalog's captures and steps)")
+    if _DISABLES.search(text):
+        problems.append("tells someone to disable or isolate a link or port; isolation is draining the node or "
+                        "excluding the GPU, never a link or a port")
     return problems
 
 
@@ -129,7 +163,7 @@ def hypothesis_problems(hypotheses: Sequence[ModelHypothesis], diagnosis: Diagno
 
 
 def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candidate], priority_of: dict[str, Priority],
-          part_of: dict[str, str | None], step_count: dict[str, int]) -> list[str]:
+          plans: dict[str, RepairPlan]) -> list[str]:
     """Every reason to send the answer back; empty when it is consistent with the facts."""
     by_id = {c.id: c for c in candidates}
     known = ", ".join(by_id)
@@ -140,14 +174,17 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
     for alt in out.alternatives:
         if alt.candidate_id not in by_id:
             problems.append(f"alternative {alt.candidate_id!r} does not exist; candidates are: {known}")
-    prio, part = priority_of[chosen.id], part_of[chosen.id]
+    prio, plan = priority_of[chosen.id], plans[chosen.id]
+    part_ids = {p.id for p in (plan.part, plan.next_part) if p is not None}
+    allowed = plan_commands(plan)
     problems += hypothesis_problems(out.hypotheses, diagnosis, candidates, prio)
     own = _facts(chosen)
     for label, text in [("summary", out.summary), *((f"repair step {i + 1}", s)
                                                     for i, s in enumerate(out.repair_steps))]:
-        problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part)]
+        problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part_ids)]
+        problems += [f"{label} {p}" for p in plan_problems(text, plan, allowed)]
     problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
-    if out.repair_steps and len(out.repair_steps) != step_count[chosen.id]:
-        problems.append(f"repair_steps has {len(out.repair_steps)} steps; give exactly {step_count[chosen.id]} "
+    if out.repair_steps and len(out.repair_steps) != len(plan.repair):
+        problems.append(f"repair_steps has {len(out.repair_steps)} steps; give exactly {len(plan.repair)} "
                         "(one per catalog step, same order) or none")
     return problems

@@ -1,4 +1,4 @@
-"""The repair ticket: facts from the diagnosis, steps from the catalogs, words from the drafter; always for review."""
+"""The repair ticket: facts from the diagnosis, plan from the repair catalog, words from the drafter; for review."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..enums import ComponentKind, PortSource, Priority
-from .catalog import Part
+from ..enums import ComponentKind, FaultKind, PortSource, Priority, ResetScope
+from .catalog import Capture, Part, Reset
 
 UNKNOWN = "unknown"
 
@@ -83,6 +83,7 @@ class RepairTicket(BaseModel):
 
     node_id: str
     component_kind: ComponentKind
+    fault: FaultKind = Field(description="The fault kind the repair catalog was read for.")
     component: str
     candidate_id: str
     gpu_index: int | None = None
@@ -96,8 +97,13 @@ class RepairTicket(BaseModel):
     port_find_with: str | None = Field(None, description="The command that finds the port when it is unknown.")
     identity: Identity = Field(default_factory=Identity)
     replacement_part: Part | None = None
-    capture_first: list[str] = Field(default_factory=list)
+    next_part: Part | None = Field(None, description="What to replace when the first part is not at fault.")
+    part_note: str | None = Field(None, description="Why no part is named, when none is.")
+    warnings: list[str] = Field(default_factory=list, description="An input that contradicts the platform, an "
+                                                                  "unknown platform, an assumed port.")
+    capture_first: list[Capture] = Field(default_factory=list, description="Before anyone touches the node.")
     isolation_steps: list[Step] = Field(default_factory=list)
+    reset: Reset = Field(default_factory=lambda: Reset(scope=ResetScope.NONE))
     repair_steps: list[Step] = Field(default_factory=list)
     priority: Priority
     evidence: Evidence = Field(default_factory=Evidence)

@@ -18,9 +18,8 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from ..model import Diagnosis
 from ..topology import NodeGraph
-from .build import step_fields
 from .candidates import Candidate
-from .catalog import part_for, render, steps_for
+from .catalog import plan_for
 from .facts import port_for
 
 
@@ -120,21 +119,26 @@ def topology_neighbours(ctx: RunContext[DraftDeps], gpu: int) -> list[dict[str, 
 
 
 @TOOLSET.tool
-def parts_catalog(ctx: RunContext[DraftDeps], candidate_id: str) -> dict[str, Any] | None:
-    """The replacement part the catalog gives for this candidate on this platform (none for software)."""
+def parts_catalog(ctx: RunContext[DraftDeps], candidate_id: str) -> dict[str, Any]:
+    """The part the repair catalog names for this candidate on this platform, the next one, or why there is none;
+    and whether the platform can have this fault at all (the warnings say when the input contradicts it)."""
     ctx.deps.tools_used.append("parts_catalog")
-    part = part_for(ctx.deps.candidate(candidate_id).kind, ctx.deps.diagnosis.platform)
-    return part.model_dump(mode="json") if part else None
+    plan = plan_for(ctx.deps.diagnosis, ctx.deps.candidate(candidate_id))
+    return {"part": plan.part.model_dump(mode="json") if plan.part else None,
+            "next_part": plan.next_part.model_dump(mode="json") if plan.next_part else None,
+            "why_no_part": plan.part_note, "fault": plan.fault.value, "applies": plan.applies,
+            "warnings": plan.warnings}
 
 
 @TOOLSET.tool
-def repair_steps_for(ctx: RunContext[DraftDeps], candidate_id: str) -> list[str]:
-    """The catalog's repair steps for this candidate, in order; you may reword them, keeping count and order."""
+def repair_steps_for(ctx: RunContext[DraftDeps], candidate_id: str) -> dict[str, Any]:
+    """The catalog's plan for this candidate: captures (before anyone touches the node), isolation, the reset the
+    platform allows and the repair steps in order. You may reword the repair steps, keeping count and order; name
+    no command the plan does not hold."""
     ctx.deps.tools_used.append("repair_steps_for")
-    c = ctx.deps.candidate(candidate_id)
-    d = ctx.deps.diagnosis
-    return [text for text, _ in render(steps_for(c.kind, d.platform).repair,
-                                       step_fields(d, c, part_for(c.kind, d.platform)))]
+    plan = plan_for(ctx.deps.diagnosis, ctx.deps.candidate(candidate_id))
+    return {"capture_first": [c.command for c in plan.captures], "isolate": [s.text for s in plan.isolation],
+            "reset": plan.reset.model_dump(mode="json"), "repair_steps": [s.text for s in plan.repair]}
 
 
 @TOOLSET.tool

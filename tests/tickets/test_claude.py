@@ -39,9 +39,9 @@ def test_tool_results_reach_the_model() -> None:
         captured.append(seen_text(messages))
         return good_answer()
 
-    _drafter(scripted(answer)).draft(seed_diagnosis())
+    _drafter(scripted(answer)).draft(seed_diagnosis(platform="h100-nvl-8gpu"))
     # list_candidates and parts_catalog answered with the diagnosis's facts and the catalog's part
-    assert "gpu2-nvlink1" in captured[0] and "nvlink-interposer-cable" in captured[0]
+    assert "gpu2-nvlink1" in captured[0] and "h100-nvl-nvlink-bridge" in captured[0]
     assert "8900" in captured[0]  # link_history's rate
 
 
@@ -52,6 +52,8 @@ def test_tool_results_reach_the_model() -> None:
     {"summary": "GPU 2 NVLink 1 lands on NVSwitch 1 port 17."},                # a port the facts do not hold
     {"summary": "Replace the hgx-h100-baseboard for GPU 2 NVLink 1."},         # another catalog part
     {"summary": "GPU 2 NVLink 1 failing; priority low."},                      # a priority that is not the analysis's
+    {"summary": "GPU 2 NVLink 1 is failing; disable the link and carry on."},  # fabricbot never disables a link
+    {"summary": "GPU 2 NVLink 1 is failing; run systemctl restart nvidia-fabricmanager."},  # not in the plan
 ])
 def test_contradicting_answer_is_retried_then_falls_back_to_rules(bad: dict[str, Any]) -> None:
     calls: list[ModelCall] = []
@@ -181,8 +183,8 @@ def test_live_claude_drafts_the_seed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_wording_that_names_only_the_facts_is_accepted() -> None:
     answer = good_answer() | {"summary": "GPU 2 NVLink 1 toward GPU 3 is failing; its NVLink4 generation lanes end "
-                                         "on the nvlink-interposer-cable. Priority urgent."}
-    ticket = _drafter(scripted(lambda m, i: answer)).draft(seed_diagnosis())
+                                         "on the h100-nvl-nvlink-bridge. Priority urgent."}
+    ticket = _drafter(scripted(lambda m, i: answer)).draft(seed_diagnosis(platform="h100-nvl-8gpu"))
     assert ticket.drafted_by == "scripted-claude" and ticket.summary == answer["summary"]
 
 
@@ -262,3 +264,26 @@ def test_a_slow_model_times_out_and_falls_back() -> None:
     ticket = drafter.draft(seed_diagnosis())
     assert ticket.drafted_by == "rules" and "Timeout" in ticket.fallback_notes[0]
     assert calls[-1].outcome == "fallback" and calls[0].latency_ms < 3000
+
+
+def test_model_steps_are_held_to_the_plans_commands() -> None:
+    """Rewording may not add a reset the platform does not allow: a GPU off the bus is restarted, never reset."""
+    from diagnostics import Localization
+    from diagnostics.components import ComponentRef
+    from diagnostics.enums import FaultKind
+    from diagnostics.tickets.catalog import plan_for
+    from diagnostics.tickets.reasoning import DraftReasoning, check
+
+    loc = Localization(ref=ComponentRef.of_gpu(2), fault=FaultKind.GPU_OFF_BUS, gpu=2, confidence=0.9)
+    d = seed_diagnosis(platform="hgx-h100-8gpu").model_copy(update={"localization": loc, "localizations": [loc]})
+    found = candidates_for(d)
+    target = next(c for c in found if c.id == ComponentRef.of_gpu(2).slug)
+    plans = {c.id: plan_for(d, c) for c in found}
+    prio = {c.id: Priority.URGENT for c in found}
+    steps = [s.text for s in plans[target.id].repair]
+    ok = DraftReasoning(candidate_id=target.id, why="Xid 79 on GPU 2", summary="GPU 2 fell off the bus; priority "
+                        "urgent.", repair_steps=steps)
+    assert check(ok, d, found, prio, plans) == []
+    reset = ok.model_copy(update={"repair_steps": ["Reset GPU 2 with nvidia-smi -r -i 2", *steps[1:]]})
+    problems = check(reset, d, found, prio, plans)
+    assert problems and "`nvidia-smi -r`" in problems[0] and "gpu-off-bus plan does not hold" in problems[0]

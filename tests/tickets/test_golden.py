@@ -41,7 +41,9 @@ def _view(t: RepairTicket) -> dict[str, Any]:
     return {"component": t.component, "component_kind": t.component_kind.value, "gpu_index": t.gpu_index,
             "peer": t.peer, "link_id": t.link_id, "switch": t.switch, "switch_port": t.switch_port,
             "port_source": t.port_source.value, "part": t.replacement_part.id if t.replacement_part else None,
-            "priority": t.priority.value, "repair_steps": len(t.repair_steps)}
+            "priority": t.priority.value, "repair_steps": len(t.repair_steps), "fault": t.fault.value,
+            "reset": t.reset.scope.value, "next_part": t.next_part.id if t.next_part else None,
+            "warnings": len(t.warnings)}
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ from pydantic import ValidationError
 
 from diagnostics import ConfigError, Finding, Localization
 from diagnostics.components import ComponentRef
-from diagnostics.enums import ComponentKind, LinkType, PortSource, Priority, Severity
+from diagnostics.config.parts import parts
+from diagnostics.enums import ComponentKind, FaultKind, LinkType, PortSource, Priority, ResetScope, Severity
 from diagnostics.errors import InputError
-from diagnostics.tickets import NoFaultError, RulesDrafter, candidates_for, part_for
-from diagnostics.tickets.catalog import parts
+from diagnostics.tickets import NoFaultError, RulesDrafter, candidates_for
 from diagnostics.topology import Inventory
 from tests.tickets.helpers import seed_diagnosis
 
@@ -21,7 +21,7 @@ def test_seed_ticket_names_the_link_its_peer_a_part_and_urgent_priority() -> Non
     t = RulesDrafter().draft(seed_diagnosis())
     assert (t.gpu_index, t.peer, t.link_id, t.link) == (2, "GPU 3", "nvlink-1", 1)
     assert t.component_kind is ComponentKind.NVLINK and t.priority is Priority.URGENT
-    assert t.replacement_part is not None and t.replacement_part in parts()
+    assert t.replacement_part is None  # no platform: no part the board may not have
     # no platform: the port is unknown, and the ticket says how to find it
     assert t.port_source is PortSource.UNKNOWN and t.switch_port is None
     assert t.port_find_with is not None and "nvidia-smi nvlink -R -i 2" in t.port_find_with
@@ -34,14 +34,25 @@ def test_seed_on_hgx_h100_names_an_nvswitch_port_marked_assumed() -> None:
     t = RulesDrafter().draft(seed_diagnosis(platform="hgx-h100-8gpu"))
     assert t.switch is not None and t.switch.startswith("NVSwitch")
     assert t.switch_port is not None and t.port_source is PortSource.ASSUMED
-    assert t.replacement_part is not None and t.replacement_part.platform == "hgx-h100-8gpu"
-    assert any(f"port {t.switch_port}" in s.text for s in t.isolation_steps)
+    assert t.replacement_part is not None and t.replacement_part.id == "hgx-h100-sxm5-module"
+    # a GPU pair on an NVSwitch board contradicts the board: the ticket says so and names the switch path
+    assert any("every GPU NVLink lands on an NVSwitch" in w and f"{t.switch} port {t.switch_port}" in w
+               for w in t.warnings)
+    assert any(f"port {t.switch_port} is assumed" in w for w in t.warnings)
+    assert not any("port" in s.text for s in t.isolation_steps)  # a port is never isolated
+    md = t.to_markdown()
+    assert "## Warnings" in md and "ribbon" not in md
 
 
 def test_capture_and_repair_steps_are_ordered_and_complete() -> None:
     t = RulesDrafter().draft(seed_diagnosis())
-    for command in ("nvidia-smi nvlink -e", "nvidia-smi nvlink -s", "dcgmi diag -r 3", "nvidia-bug-report.sh"):
-        assert command in t.capture_first
+    captures = [c.command for c in t.capture_first]
+    for command in ("nvidia-smi nvlink -e -i 2", "nvidia-smi nvlink -s -i 2", "sudo nvidia-bug-report.sh"):
+        assert command in captures
+    assert captures[:2] == ['nvidia-smi -q | grep -i "product name"', "nvidia-smi topo -m"]  # no platform: tell it
+    assert "dcgmi diag -r 3" not in captures  # 15 minutes of load: after the drain, among the repairs
+    assert "dcgmi diag -r 3" in [s.command for s in t.repair_steps]
+    assert any("platform unknown" in w for w in t.warnings) and t.part_note
     texts = [s.text.lower() for s in t.repair_steps]
     order = [next(i for i, s in enumerate(texts) if word in s) for word in ("reset", "reseat", "replace")]
     assert order == sorted(order) and [s.order for s in t.repair_steps] == list(range(1, len(texts) + 1))
@@ -112,7 +123,9 @@ def test_shared_switch_outranks_single_links_when_several_gpus_land_on_it() -> N
     assert ranked[0].id == "nvswitch-2" and ranked[0].isolated and ranked[0].port_source is PortSource.OBSERVED
     t = RulesDrafter().draft(d)
     assert t.component_kind is ComponentKind.NVSWITCH and t.switch == "NVSwitch 2"
-    assert t.replacement_part is not None and t.replacement_part.component is ComponentKind.NVSWITCH
+    assert t.replacement_part is None  # the seed names no platform: which board carries NVSwitch 2 is unknown
+    on_a100 = RulesDrafter().draft(d.model_copy(update={"platform": "dgx-a100-8gpu"}))
+    assert on_a100.replacement_part is not None and on_a100.replacement_part.id == "dgx-a100-baseboard"
     link = RulesDrafter().draft(d, component="gpu3-nvlink0")
     assert (link.switch, link.switch_port, link.port_source, link.lanes) == ("NVSwitch 2", 12, PortSource.OBSERVED, [3])
     assert link.port_find_with is None  # observed: nothing to look up
@@ -124,23 +137,55 @@ def test_fabric_software_ticket_has_no_part() -> None:
     d = seed_diagnosis().model_copy(update={"findings": findings, "localization": loc})
     t = RulesDrafter().draft(d)
     assert t.component_kind is ComponentKind.FABRIC_SOFTWARE and t.replacement_part is None
-    assert "none" in t.to_markdown().split("replacement part")[1].split("\n")[0]
-    assert part_for(ComponentKind.FABRIC_SOFTWARE, "hgx-h100-8gpu") is None
+    assert "none (nothing physical is replaced" in t.to_markdown().split("replacement part")[1].split("\n")[0]
+    on_h100 = RulesDrafter().draft(d.model_copy(update={"platform": "hgx-h100-8gpu"}))
+    assert on_h100.replacement_part is None and on_h100.reset.scope is ResetScope.FABRIC_SERVICE
+    assert "nv-fabricmanager --version" in [c.command for c in on_h100.capture_first]
+    dgx1 = RulesDrafter().draft(d.model_copy(update={"platform": "dgx1-v100-8gpu"}))
+    assert dgx1.warnings and "runs no Fabric Manager" in dgx1.warnings[0]  # the input contradicts the board
 
 
 def test_user_parts_catalog_overrides_and_bad_catalog_is_a_clear_error(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     mine = tmp_path / "parts.toml"
-    mine.write_text('[[part]]\nplatform = "*"\ncomponent = "nvlink"\nid = "site-cable-7"\n'
-                    'description = "site cable"\nfru = "cable"\npart_number = "ACME-7"\n')
+    mine.write_text('[[part]]\nid = "h100-nvl-nvlink-bridge"\npart_number = "ACME-7"\n')
     monkeypatch.setenv("FABRICBOT_PARTS", str(mine))
-    t = RulesDrafter().draft(seed_diagnosis())
+    t = RulesDrafter().draft(seed_diagnosis(platform="h100-nvl-8gpu"))
     assert t.replacement_part is not None and t.replacement_part.part_number == "ACME-7"
+    assert t.replacement_part.fru == "NVLink bridge"  # the fields the user did not set keep their defaults
     bad = tmp_path / "bad.toml"
-    bad.write_text('[[part]]\nplatform = "*"\ncomponent = "fabric-software"\nid = "x"\ndescription = "x"\nfru = "x"\n')
-    with pytest.raises(ConfigError, match=r"bad\.toml.*fabric-software has no replacement part"):
+    bad.write_text('[[part]]\nid = "x"\nplatform = "*"\ndescription = "x"\n')
+    with pytest.raises(ConfigError, match=r"bad\.toml: part 'x': fru: Field required"):
         parts(bad)
     broken = tmp_path / "broken.toml"
     broken.write_text("[[part]\n")
     with pytest.raises(ConfigError, match=r"broken\.toml: not a readable parts catalog"):
         parts(broken)
+
+
+def test_a_gpu_off_the_bus_gets_a_machine_restart_and_its_pcie_evidence_first() -> None:
+    loc = Localization(ref=ComponentRef.of_gpu(5), fault=FaultKind.GPU_OFF_BUS, gpu=5, confidence=0.9)
+    d = seed_diagnosis(platform="pcie-8gpu", fabric_errors=[
+        {"gpu_src": 5, "gpu_dst": None, "link_id": "pcie", "crc_errors": 0, "replay_count": 9000}])
+    t = RulesDrafter().draft(d.model_copy(update={"localization": loc, "localizations": [loc]}))
+    assert (t.fault, t.reset.scope) == (FaultKind.GPU_OFF_BUS, ResetScope.NODE)
+    assert not [s for s in t.repair_steps if s.command and "nvidia-smi -r" in s.command]
+    assert "restart the machine" in t.repair_steps[0].text.lower()
+    captures = [c.command for c in t.capture_first]
+    assert "sudo lspci -vvv" in captures and any("AER" in c for c in captures)
+    assert not [c for c in captures if "nvlink" in c]  # a PCIe-only server: no NVLink commands
+    assert t.replacement_part is not None and t.replacement_part.id == "pcie-riser-retimer"  # riser and slot first
+
+
+def test_a_v100_ticket_resets_every_nvlink_peer_together() -> None:
+    t = RulesDrafter().draft(seed_diagnosis(platform="dgx1-v100-8gpu", fabric_errors=[
+        {"gpu_src": 2, "gpu_dst": 3, "link_id": "nvlink-4", "crc_errors": 45120, "replay_count": 8900}]))
+    assert t.reset.scope is ResetScope.NVLINK_PEERS and t.reset.gpus == list(range(8))
+    assert t.repair_steps[0].command == "nvidia-smi -r -i 0,1,2,3,4,5,6,7"
+    assert "ribbon" not in t.to_markdown() and t.replacement_part is not None
+
+
+def test_the_old_step_catalog_variable_is_refused_with_a_pointer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FABRICBOT_TICKET_STEPS", "/nowhere/ticket_steps.toml")
+    with pytest.raises(ConfigError, match="FABRICBOT_REPAIRS"):
+        RulesDrafter().draft(seed_diagnosis())

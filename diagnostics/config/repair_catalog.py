@@ -1,0 +1,257 @@
+"""The repair catalog file (`data/repairs.toml`), typed and checked: platforms, fault kinds and the step library.
+
+A user file ($FABRICBOT_REPAIRS) is merged into the defaults table by table, key by key (a list replaces the list it
+names). Loading checks what a typo would otherwise hide until a ticket reads it: every fault kind has a plan, every
+id a list names exists, every part exists on its platform, every placeholder is one the plan can fill.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..enums import FaultKind, ResetScope
+from ..errors import ConfigError
+from .datafiles import DATA_DIR, read_toml
+from .parts import parts
+from .repair_text import PLACEHOLDERS, Text, placeholders
+
+CATALOG_FILE = DATA_DIR / "repairs.toml"
+ENV_REPAIRS = "FABRICBOT_REPAIRS"
+ENV_OLD_STEPS = "FABRICBOT_TICKET_STEPS"  # the step file the catalog replaced
+RESET_MARK = "reset"  # in a repair list: where the reset step goes
+
+Need = Literal["nvlink", "nvswitch", "fabric-manager", "nvlsm"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CaptureEntry(_Model):
+    """A command run before anyone touches the node, and what its output shows."""
+
+    command: Text
+    why: str
+    needs: Need | None = None
+    source: str = "assumed"
+
+
+class StepEntry(_Model):
+    text: Text
+    command: Text | None = None
+    source: str = "assumed"
+
+
+StepRef = str | StepEntry  # an id in [step], the reset mark, or a step written out
+
+
+class FaultEntry(_Model):
+    """The default plan of one fault kind."""
+
+    reset: ResetScope
+    reset_text: Text | None = None
+    capture: list[str]
+    isolate: list[StepRef]
+    repair: list[StepRef]
+    action: Text
+    down_action: Text | None = None
+
+
+class FaultOverride(_Model):
+    """One platform's entry for one fault kind: its parts, or `applies = false` and why; may replace lists."""
+
+    applies: bool = True
+    why: str | None = None
+    part: str | None = None
+    next_part: str | None = None
+    reset_text: Text | None = None
+    capture: list[str] | None = None
+    isolate: list[StepRef] | None = None
+    repair: list[StepRef] | None = None
+    action: Text | None = None
+    down_action: Text | None = None
+
+
+class PlatformEntry(_Model):
+    nvlink: Literal["nvswitch", "direct", "bridge", "none"]
+    gpu_reset: Literal["single", "nvlink-peers"]
+    fabric: list[Literal["fabric-manager", "nvlsm"]] = Field(default_factory=list)
+    board: str
+    reset_note: str | None = None
+    fm_note: str | None = None
+    source: str = "assumed"
+    fault: dict[FaultKind, FaultOverride] = Field(default_factory=dict)
+
+    def has(self, need: Need) -> bool:
+        if need == "nvlink":
+            return self.nvlink != "none"
+        if need == "nvswitch":
+            return self.nvlink == "nvswitch"
+        return need in self.fabric
+
+
+class UnknownEntry(_Model):
+    board: str = "board"
+    reset_note: str | None = None
+    fault: dict[FaultKind, FaultOverride] = Field(default_factory=dict)
+
+
+class NotApplicable(_Model):
+    isolate: list[StepEntry]
+    repair: list[StepEntry]
+    action: Text
+
+
+class Wording(_Model):
+    """A contradiction between input and platform: said in full as a warning, and short before the action."""
+
+    warning: Text
+    action: Text
+
+
+class Contradiction(_Model):
+    peer_on_switch_board: Wording
+    no_switch_on_platform: Wording
+    peer_not_joined: Wording
+    not_applicable: Wording
+
+
+class Warnings(_Model):
+    unknown_platform: Text
+    unlisted_platform: Text
+    assumed_port: Text
+    unknown_port: Text
+    no_part_unknown: Text
+    no_part_software: Text
+
+
+class Status(_Model):
+    healthy: str
+    warning: str
+
+
+class Catalog(_Model):
+    status: Status
+    platform: dict[str, PlatformEntry]
+    unknown: UnknownEntry = Field(default_factory=UnknownEntry)
+    fault: dict[FaultKind, FaultEntry]
+    capture: dict[str, CaptureEntry]
+    step: dict[str, StepEntry]
+    reset: dict[ResetScope, StepEntry]
+    not_applicable: NotApplicable
+    contradiction: Contradiction
+    warning: Warnings
+    source: str = CATALOG_FILE.name
+
+
+def _merge(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in user.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _texts(value: Any, where: str) -> list[tuple[str, str]]:
+    """Every template string inside a parsed value, with where it sits."""
+    if isinstance(value, str):
+        return [(where, value)]
+    if isinstance(value, list):
+        return [t for i, v in enumerate(value) for t in _texts(v, f"{where}[{i}]")]
+    if isinstance(value, BaseModel):
+        fields = {k: getattr(value, k) for k in type(value).model_fields if k not in ("source", "why", "needs")}
+        return [t for k, v in fields.items() for t in _texts(v, f"{where}.{k}")]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _texts(v, f"{where}.{k}")]
+    return []
+
+
+def _check_templates(cat: Catalog) -> None:
+    scopes: dict[str, Any] = {"fault": cat.fault, "capture": cat.capture, "step": cat.step, "reset": cat.reset,
+                              "not_applicable": cat.not_applicable, "contradiction": cat.contradiction,
+                              "warning": cat.warning, "unknown": cat.unknown.fault,
+                              **{f"platform.{n}": p.fault for n, p in cat.platform.items()}}
+    for scope, value in scopes.items():
+        for where, text in _texts(value, scope):
+            try:
+                names = placeholders(text)
+            except ValueError as exc:
+                raise ConfigError(f"{cat.source}: {where}: malformed template {text!r}: {exc}") from None
+            unknown = names - PLACEHOLDERS
+            if unknown:
+                raise ConfigError(f"{cat.source}: {where}: unknown placeholder {{{sorted(unknown)[0]}}} in {text!r}; "
+                                  f"known: {', '.join(sorted(PLACEHOLDERS))}")
+
+
+def _check_refs(cat: Catalog) -> None:
+    lists: list[tuple[str, FaultEntry | FaultOverride]] = [(f"fault.{k}", f) for k, f in cat.fault.items()]
+    lists += [(f"unknown.fault.{k}", f) for k, f in cat.unknown.fault.items()]
+    lists += [(f"platform.{n}.fault.{k}", f) for n, p in cat.platform.items() for k, f in p.fault.items()]
+    for where, entry in lists:
+        for cid in entry.capture or []:
+            if cid not in cat.capture:
+                raise ConfigError(f"{cat.source}: {where}.capture names {cid!r}, which is not a [capture] entry")
+        for name in ("isolate", "repair"):
+            for ref in getattr(entry, name) or []:
+                if isinstance(ref, str) and ref != RESET_MARK and ref not in cat.step:
+                    raise ConfigError(f"{cat.source}: {where}.{name} names {ref!r}, which is not a [step] entry")
+    missing = [k.value for k in FaultKind if k not in cat.fault]
+    if missing:
+        raise ConfigError(f"{cat.source}: no [fault.{missing[0]}] plan (every fault kind needs one)")
+    for scope in ResetScope:
+        if scope is not ResetScope.NONE and scope not in cat.reset:
+            raise ConfigError(f"{cat.source}: no [reset.{scope.value}] step")
+
+
+def _check_parts(cat: Catalog) -> None:
+    by_id = {p.id: p for p in parts()}
+    for name, plat in cat.platform.items():
+        for kind, entry in plat.fault.items():
+            where = f"{cat.source}: platform.{name}.fault.{kind.value}"
+            if not entry.applies and not entry.why:
+                raise ConfigError(f"{where}: applies = false needs a `why` (it is what the ticket tells the user)")
+            for pid in (entry.part, entry.next_part):
+                if pid is None:
+                    continue
+                if pid not in by_id:
+                    raise ConfigError(f"{where}: part {pid!r} is not in the parts catalog")
+                if by_id[pid].platform != name:
+                    raise ConfigError(f"{where}: part {pid!r} belongs to platform {by_id[pid].platform!r}")
+
+
+def _validated(data: dict[str, Any], source: str) -> Catalog:
+    try:
+        cat = Catalog.model_validate({**data, "source": source})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"{source}: {loc}: {err['msg']} (got {err.get('input')!r})"[:500]) from None
+    _check_templates(cat)
+    _check_refs(cat)
+    _check_parts(cat)
+    return cat
+
+
+@cache
+def _load(default: Path, user: Path | None) -> Catalog:
+    data = read_toml(default, "repair catalog")
+    source = default.name
+    if user is not None:
+        data = _merge(data, read_toml(user, "repair catalog"))
+        source = str(user)
+    return _validated(data, source)
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """The defaults with the user's file (argument or $FABRICBOT_REPAIRS) merged in, checked."""
+    if os.environ.get(ENV_OLD_STEPS):
+        raise ConfigError(f"{ENV_OLD_STEPS} is no longer read: the capture lists and repair steps moved to the repair "
+                          f"catalog; point {ENV_REPAIRS} at a file of your changes to diagnostics/data/repairs.toml")
+    env = os.environ.get(ENV_REPAIRS)
+    user = Path(path) if path else (Path(env) if env else None)
+    return _load(CATALOG_FILE, user)
+

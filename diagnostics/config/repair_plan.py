@@ -1,0 +1,343 @@
+"""The repair plan for one fault on one platform: the catalog's entry, filled with the localization's facts.
+
+What to capture first, how to isolate the node, the reset the platform allows, the repairs in order, the part, a
+one-line action and the warnings (an input that contradicts the platform, an unknown platform, an assumed port).
+Every text is filled from the facts or rephrased or left out where a fact is unknown: nothing unfilled reaches a user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..enums import FaultKind, PortSource, ResetScope
+from ..errors import ConfigError
+from ..model import ComponentFacts
+from .parts import Part, part_by_id
+from .repair_catalog import (
+    RESET_MARK,
+    Catalog,
+    FaultOverride,
+    Need,
+    PlatformEntry,
+    StepEntry,
+    StepRef,
+    Wording,
+    load_catalog,
+)
+from .repair_text import Text, fill, known
+
+# What a node must have, when its platform is unknown, for the fault kind to be possible at all.
+_IMPLIED: dict[FaultKind, frozenset[str]] = {
+    FaultKind.NVLINK: frozenset({"nvlink"}), FaultKind.NVLINK_AGGREGATE: frozenset({"nvlink"}),
+    FaultKind.GPU_NVLINKS: frozenset({"nvlink"}),
+    FaultKind.NVSWITCH: frozenset({"nvlink", "nvswitch", "fabric-manager"}),
+    FaultKind.NVSWITCH_FATAL: frozenset({"nvlink", "nvswitch", "fabric-manager"}),
+    FaultKind.FABRIC_MANAGER: frozenset({"nvlink", "nvswitch", "fabric-manager"}),
+}
+_LINK_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class PlanFacts(ComponentFacts):
+    """What the localization knows about the faulty component, and its node; None where it does not know."""
+
+    node_id: str | None = None
+    link_down: bool = Field(default=False, description="The link is down, not counting errors.")
+
+
+class Capture(_Model):
+    command: str
+    why: str
+
+
+class PlanStep(_Model):
+    text: str
+    command: str | None = None
+
+
+class Reset(_Model):
+    scope: ResetScope
+    gpus: list[int] = Field(default_factory=list, description="The GPUs one reset command must name together.")
+    command: str | None = None
+
+
+class RepairPlan(_Model):
+    """Everything a ticket and the Diagnosis' action say about repairing one fault, in the order a person acts."""
+
+    platform: str | None
+    fault: FaultKind
+    applies: bool = Field(description="False when the platform cannot have this fault: the input contradicts it.")
+    part: Part | None = None
+    next_part: Part | None = None
+    part_note: str | None = Field(None, description="Why no part is named, when none is.")
+    captures: list[Capture]
+    isolation: list[PlanStep]
+    reset: Reset
+    repair: list[PlanStep]
+    action: str
+    warnings: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+
+    def commands(self) -> list[str]:
+        """Every command of the plan in the order a person runs them: captures, isolation, repairs."""
+        steps = [*self.isolation, *self.repair]
+        return [c.command for c in self.captures] + [s.command for s in steps if s.command]
+
+
+def _graph(platform: str) -> Any:
+    from ..topology import platform_graph
+
+    try:
+        return platform_graph(platform)
+    except ConfigError:
+        return None
+
+
+def _gpu_index(name: str | None) -> int | None:
+    from ..topology import gpu_index
+
+    return gpu_index(name) if name else None
+
+
+def _nvlink_gpu_peers(graph: Any, gpu: int) -> list[int]:
+    peers = {_gpu_index(v) for _, v, _, _ in graph.gpu_edges(gpu, "nvlink")}
+    return sorted(p for p in peers if p is not None)
+
+
+def _reset_set(graph: Any, gpu: int) -> list[int]:
+    """GPU `gpu` and every GPU reachable over NVLink from it: pre-Ampere, one reset must name them all."""
+    seen, todo = {gpu}, [gpu]
+    while todo:
+        for peer in _nvlink_gpu_peers(graph, todo.pop()):
+            if peer not in seen:
+                seen.add(peer)
+                todo.append(peer)
+    return sorted(seen)
+
+
+def _path(port: Any) -> str:
+    """Where a GPU link lands: 'NVSwitch 0 port 9 (port assumed from the platform template)'."""
+    where = {PortSource.OBSERVED: "port observed", PortSource.ASSUMED: "port assumed from the platform template"}
+    number = f" port {port.switch_port}" if port.switch_port is not None else ""
+    return f"{port.switch}{number} ({where.get(PortSource(port.source), 'port unknown')})"
+
+
+class _Builder:
+    def __init__(self, cat: Catalog, platform: str | None, fault: FaultKind, facts: PlanFacts) -> None:
+        self.cat, self.platform, self.fault, self.facts = cat, platform, fault, facts
+        self.plat: PlatformEntry | None = cat.platform.get(platform) if platform else None
+        self.warnings: list[str] = []
+        self.sources: list[str] = []
+        overrides = self.plat.fault if self.plat else cat.unknown.fault
+        self.over = overrides.get(fault, FaultOverride())
+        self.base = cat.fault[fault]
+        self.values = known({
+            "node_id": facts.node_id, "gpu": facts.gpu, "peer": facts.peer, "link": facts.link,
+            "switch": facts.switch, "switch_port": facts.switch_port, "lanes": facts.lanes,
+            "platform": platform, "board": self.plat.board if self.plat else cat.unknown.board,
+            "reset_note": self.plat.reset_note if self.plat else cat.unknown.reset_note,
+            "fm_note": self.plat.fm_note if self.plat else None,
+        })
+        self.values["node"] = f"node {self.values['node_id']}" if "node_id" in self.values else "the node"
+        self.port_source = facts.port_source
+        self.contradiction: str | None = None
+        if self.plat is not None:
+            self.sources.append(f"{platform}: {self.plat.source}")
+        if platform is None:
+            self._warn(cat.warning.unknown_platform)
+        elif self.plat is None:
+            self._warn(cat.warning.unlisted_platform)
+
+    # -- wording -------------------------------------------------------------------------------------------------
+    def fill(self, text: Text | None, **extra: Any) -> str | None:
+        return fill(text, {**self.values, **known(extra)})
+
+    def _warn(self, text: Text, **extra: Any) -> None:
+        line = self.fill(text, **extra)
+        if line:
+            self.warnings.append(line)
+
+    def has(self, need: Need) -> bool:
+        if self.plat is not None:
+            return self.plat.has(need)
+        return need in _IMPLIED.get(self.fault, frozenset())
+
+    # -- facts checked against the platform's topology ------------------------------------------------------------
+    def check_peer(self) -> None:
+        """An NVLink's peer that the platform cannot have: say so, and name where the link really lands."""
+        f, plat = self.facts, self.plat
+        if f.gpu is not None and _gpu_index(f.peer) is not None:
+            self.values["gpu_dst"] = str(_gpu_index(f.peer))
+        if plat is None or self.fault not in _LINK_FAULTS or f.gpu is None or not f.peer or self.platform is None:
+            return
+        graph = _graph(self.platform)
+        if graph is None or f.gpu not in graph.gpus:
+            return
+        peer_gpu = _gpu_index(f.peer)
+        text: Wording | None = None
+        extra: dict[str, Any] = {"input_peer": f.peer}
+        if plat.nvlink == "nvswitch" and peer_gpu is not None:
+            text = self.cat.contradiction.peer_on_switch_board
+            port = graph.port_of(f.gpu, f.link, "nvlink")
+            if port.switch is not None:
+                extra["switch_path"] = _path(port)
+                self.values.update(known({"peer": port.switch, "switch": port.switch,
+                                          "switch_port": f.switch_port if f.switch_port is not None
+                                          else port.switch_port}))
+                if f.switch_port is None:
+                    self.port_source = PortSource(port.source)
+            else:
+                self.values.pop("peer", None)
+        elif plat.nvlink in ("direct", "bridge") and f.peer.startswith("NVSwitch"):
+            text = self.cat.contradiction.no_switch_on_platform
+            for key in ("peer", "switch", "switch_port"):
+                self.values.pop(key, None)
+        elif plat.nvlink in ("direct", "bridge") and peer_gpu is not None \
+                and peer_gpu not in _nvlink_gpu_peers(graph, f.gpu):
+            text = self.cat.contradiction.peer_not_joined
+            peers = _nvlink_gpu_peers(graph, f.gpu)
+            if peers:
+                extra["switch_path"] = ", ".join(f"GPU {p}" for p in peers)
+            self.values.pop("peer", None)
+        if text is None:
+            return
+        self.values.pop("gpu_dst", None)
+        self._warn(text.warning, **extra)
+        self.contradiction = self.fill(text.action, **extra)
+
+    def check_port(self) -> None:
+        switch = self.values.get("switch", "")
+        if not switch.startswith("NVSwitch"):
+            return
+        if "switch_port" in self.values and self.port_source is PortSource.ASSUMED:
+            self._warn(self.cat.warning.assumed_port)
+        elif "switch_port" not in self.values and self.fault in _LINK_FAULTS:
+            self._warn(self.cat.warning.unknown_port)
+
+    # -- the plan's parts ----------------------------------------------------------------------------------------
+    def parts(self) -> tuple[Part | None, Part | None, str | None]:
+        part = part_by_id(self.over.part) if self.over.part else None
+        nxt = part_by_id(self.over.next_part) if self.over.next_part else None
+        for key, p in (("part", part), ("next_part", nxt)):
+            if p is not None:
+                self.values[key] = p.fru
+                self.values[f"{key}_id"] = p.id
+                self.sources.append(f"{p.id}: {p.source}")
+        note = None
+        if part is None:
+            note = self.fill(self.cat.warning.no_part_software if self.fault is FaultKind.FABRIC_MANAGER
+                             else self.cat.warning.no_part_unknown)
+        return part, nxt, note
+
+    def reset(self) -> Reset:
+        scope = self.base.reset
+        gpus: list[int] = []
+        command = None
+        if scope is ResetScope.GPU and self.facts.gpu is None:
+            scope = ResetScope.NODE
+        if scope is ResetScope.GPU:
+            gpus = [self.facts.gpu] if self.facts.gpu is not None else []
+            graph = _graph(self.platform) if self.platform else None
+            if self.plat is not None and self.plat.gpu_reset == "nvlink-peers" and graph is not None:
+                scope, gpus = ResetScope.NVLINK_PEERS, _reset_set(graph, gpus[0])
+            command = "nvidia-smi -r -i " + ",".join(map(str, gpus))
+            self.values.update(reset_command=command, reset_gpus=", ".join(map(str, gpus)))
+        entry = self.cat.reset[scope]
+        self.sources.append(f"reset {scope.value}: {entry.source}")
+        if scope is ResetScope.FABRIC_SERVICE:
+            command = self.fill(entry.command)
+        return Reset(scope=scope, gpus=gpus, command=command)
+
+    def reset_step(self, reset: Reset) -> PlanStep | None:
+        entry = self.cat.reset[reset.scope]
+        text = self.fill(self.over.reset_text) or self.fill(self.base.reset_text) or self.fill(entry.text)
+        return PlanStep(text=text, command=reset.command) if text else None
+
+    def captures(self) -> list[Capture]:
+        out = []
+        for cid in self.over.capture or self.base.capture:
+            entry = self.cat.capture[cid]
+            if entry.needs is not None and not self.has(entry.needs):
+                continue
+            command = self.fill(entry.command)
+            if command is not None:
+                out.append(Capture(command=command, why=self.fill(entry.why) or entry.why))
+                if entry.source != "assumed":
+                    self.sources.append(f"{command}: {entry.source}")
+        return out
+
+    def steps(self, refs: Sequence[StepRef], reset: PlanStep | None = None) -> list[PlanStep]:
+        out: list[PlanStep] = []
+        placed = False
+        for ref in refs:
+            if ref == RESET_MARK:
+                placed = True
+                out += [reset] if reset else []
+                continue
+            entry = self.cat.step[ref] if isinstance(ref, str) else ref
+            step = self._step(entry)
+            if step is not None:
+                out.append(step)
+        if reset is not None and not placed:
+            out.insert(0, reset)
+        return out
+
+    def _step(self, entry: StepEntry) -> PlanStep | None:
+        text = self.fill(entry.text)
+        if text is None:
+            return None
+        if isinstance(entry.text, str) and entry.source != "assumed":
+            self.sources.append(f"{text[:60]}: {entry.source}")
+        return PlanStep(text=text, command=self.fill(entry.command))
+
+    def chosen_action(self) -> Text:
+        if self.facts.link_down:
+            down = self.over.down_action or self.base.down_action
+            if down is not None:
+                return down
+        return self.over.action or self.base.action
+
+    def action(self, text: Text) -> str:
+        line = self.fill(text) or f"Drain the node and follow the repair ticket for this {self.fault.value} fault"
+        return f"{self.contradiction}; {line}" if self.contradiction else line
+
+
+def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts | Mapping[str, Any] | None = None,
+                *, catalog: Catalog | None = None) -> RepairPlan:
+    """The catalog's plan for `fault` on `platform` (None: unknown), filled with the localization's facts."""
+    fault = FaultKind(fault)
+    facts = facts if isinstance(facts, PlanFacts) else PlanFacts.model_validate(dict(facts or {}))
+    b = _Builder(catalog or load_catalog(), platform, fault, facts)
+    if not b.over.applies:
+        return _not_applicable(b)
+    b.check_peer()
+    b.check_port()
+    part, nxt, note = b.parts()
+    reset = b.reset()
+    captures = b.captures()
+    isolation = b.steps(b.over.isolate or b.base.isolate)
+    repair = b.steps(b.over.repair or b.base.repair, b.reset_step(reset))
+    return RepairPlan(platform=platform, fault=fault, applies=True, part=part, next_part=nxt, part_note=note,
+                      captures=captures, isolation=isolation, reset=reset, repair=repair,
+                      action=b.action(b.chosen_action()), warnings=b.warnings,
+                      sources=list(dict.fromkeys(b.sources)))
+
+
+def _not_applicable(b: _Builder) -> RepairPlan:
+    """A fault the platform cannot have: the plan says the input contradicts the platform, and how to settle it."""
+    why = b.over.why or "the platform cannot have this fault"
+    na = b.cat.not_applicable
+    b.values["why"] = why
+    b._warn(b.cat.contradiction.not_applicable.warning)
+    b.contradiction = b.fill(b.cat.contradiction.not_applicable.action)
+    first = [cid for cid in ("identify-board", "topology") if cid not in (b.over.capture or b.base.capture)]
+    b.over = b.over.model_copy(update={"capture": first + list(b.over.capture or b.base.capture)})
+    return RepairPlan(platform=b.platform, fault=b.fault, applies=False, part_note=why, captures=b.captures(),
+                      isolation=b.steps(na.isolate), reset=Reset(scope=ResetScope.NONE), repair=b.steps(na.repair),
+                      action=b.action(na.action), warnings=b.warnings, sources=list(dict.fromkeys(b.sources)))

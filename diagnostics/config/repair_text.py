@@ -1,0 +1,55 @@
+"""Catalog templates: a text is one string or a list of alternatives, and the first whose placeholders all have
+values is the one used; with none, the caller leaves the step out. A placeholder never reaches a user unfilled."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from string import Formatter
+from typing import Any
+
+Text = str | list[str]
+
+# Every name a catalog template may use; the loader refuses any other.
+PLACEHOLDERS = frozenset({
+    "node", "node_id", "gpu", "peer", "gpu_dst", "link", "switch", "switch_port", "lanes", "switch_path", "input_peer",
+    "part", "part_id", "next_part", "next_part_id", "board", "platform", "reset_command", "reset_gpus",
+    "reset_note", "fm_note", "why",
+})
+
+# A value that stands for "not known" in the facts some callers pass.
+_UNKNOWN = frozenset({"", "?", "unknown", "none"})
+
+
+def alternatives(text: Text) -> list[str]:
+    return [text] if isinstance(text, str) else list(text)
+
+
+def placeholders(text: str) -> set[str]:
+    """The field names a template uses; a ValueError for a malformed one (an unclosed brace)."""
+    return {name for _, name, _, _ in Formatter().parse(text) if name is not None}
+
+
+def known(values: Mapping[str, Any]) -> dict[str, str]:
+    """The facts that have a value, as text; None, '' and '?' are unknown."""
+    out = {}
+    for key, value in values.items():
+        if value is None:
+            continue
+        text = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+        if text.strip().lower() not in _UNKNOWN:
+            out[key] = text
+    return out
+
+
+def fill(text: Text | None, values: Mapping[str, str]) -> str | None:
+    """The first alternative whose placeholders all have values, filled; None when no alternative can be."""
+    if text is None:
+        return None
+    for option in alternatives(text):
+        if placeholders(option) <= values.keys():
+            return option.format_map(values)
+    return None
+
+
+def fill_all(texts: Sequence[Text], values: Mapping[str, str]) -> list[str]:
+    return [t for t in (fill(x, values) for x in texts) if t is not None]

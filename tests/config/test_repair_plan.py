@@ -1,0 +1,238 @@
+"""The repair catalog walked over every platform and fault kind: what a technician would be told, checked as a
+reviewer would check it (parts that exist, captures first, no reset that cannot work, nothing left unfilled)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from diagnostics.config.parts import parts
+from diagnostics.config.platforms import all_platforms
+from diagnostics.config.repair_catalog import load_catalog
+from diagnostics.config.repair_plan import PlanFacts, RepairPlan, repair_plan
+from diagnostics.enums import FaultKind, PortSource, ResetScope
+from diagnostics.errors import ConfigError
+from diagnostics.topology import platform_graph
+
+PLATFORMS: list[str | None] = [*sorted(all_platforms()), None]
+NVSWITCH_FAULTS = (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL)
+XID_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE, FaultKind.GPU_NVLINKS, FaultKind.NVSWITCH,
+              FaultKind.NVSWITCH_FATAL, FaultKind.GPU_OFF_BUS, FaultKind.FABRIC_MANAGER)
+# A step that switches a link or port off, or takes it out of the fabric: fabricbot never says to do that.
+DISABLES = re.compile(r"\b(disabl|isolat|shut ?down|turn(ed)? off)\w*\b[^.;]*\b(link|port)s?\b", re.IGNORECASE)
+GPU_RESET = re.compile(r"nvidia-smi\s+(-r\b|--gpu-reset)")
+TOUCHES = re.compile(r"nvidia-smi\s+(-r\b|--gpu-reset)|reboot|systemctl restart|dcgmi diag|scontrol|kubectl|power")
+
+
+def _facts(platform: str | None, fault: FaultKind) -> PlanFacts:
+    """What the analysis would localize: the link's true far end on the platform, where it has one."""
+    if fault in NVSWITCH_FAULTS:
+        return PlanFacts(node_id="gpu-node-7", switch="NVSwitch 1")
+    if fault is FaultKind.FABRIC_MANAGER:
+        return PlanFacts(node_id="gpu-node-7")
+    if fault in (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE):
+        link = 1 if fault is FaultKind.NVLINK else None
+        peer, switch, port, source = "NVSwitch 0", "NVSwitch 0", None, PortSource.UNKNOWN
+        if platform is not None and link is not None:
+            info = platform_graph(platform).port_of(2, link, "nvlink")
+            peer, switch, port, source = info.peer, info.switch, info.switch_port, info.source
+        return PlanFacts(node_id="gpu-node-7", gpu=2, link=link, peer=peer, switch=switch, switch_port=port,
+                         port_source=source)
+    return PlanFacts(node_id="gpu-node-7", gpu=2, lanes=[6] if fault is FaultKind.PCIE_REPLAYS else [])
+
+
+def _texts(plan: RepairPlan) -> list[str]:
+    out = [plan.action, *plan.warnings, plan.part_note or ""]
+    out += [t for c in plan.captures for t in (c.command, c.why)]
+    out += [t for s in [*plan.isolation, *plan.repair] for t in (s.text, s.command or "")]
+    return out
+
+
+def _unfilled(plan: RepairPlan) -> list[str]:
+    return [t for t in _texts(plan) if "?" in t or "{" in t or "}" in t]
+
+
+CASES = [(p, f) for p in PLATFORMS for f in FaultKind]
+
+
+@pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p or 'no-platform'}-{f.value}" for p, f in CASES])
+def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platform: str | None,
+                                                                          fault: FaultKind) -> None:
+    for facts in (_facts(platform, fault), PlanFacts()):  # with the localization's facts, and with none at all
+        plan = repair_plan(platform, fault, facts)
+        assert not _unfilled(plan), _unfilled(plan)
+        assert plan.action and "\n" not in plan.action
+        captures = [c.command for c in plan.captures]
+        steps = [*plan.isolation, *plan.repair]
+        # the part exists on that platform, or the plan says why there is none
+        if plan.part is not None:
+            assert platform is not None and plan.part.platform == platform and plan.part in parts()
+        else:
+            assert plan.part_note
+        if platform is None:
+            assert plan.part is None and any("platform unknown" in w for w in plan.warnings)
+        if not plan.applies:
+            assert plan.action.startswith("Input contradicts platform")
+            assert any("contradicts" in w for w in plan.warnings) and plan.reset.scope is ResetScope.NONE
+            assert "nvidia-smi topo -m" in captures
+        # captures come before anything is touched: none of them resets, reboots, loads or drains
+        assert captures and not [c for c in captures if TOUCHES.search(c)]
+        # ... and fit the fault kind and the platform
+        if platform == "pcie-8gpu":
+            assert not [c for c in captures if "nvlink" in c]
+        if fault in XID_FAULTS:
+            assert any("journalctl -k" in c or "dmesg" in c for c in captures), captures
+        if plan.applies and fault in (*NVSWITCH_FAULTS, FaultKind.FABRIC_MANAGER):
+            assert "nvidia-smi -q -d FABRIC" in captures
+            assert any("/var/log/fabricmanager.log" in c for c in captures)
+            if platform == "hgx-b200-8gpu":
+                assert any("nvlsm.log" in c for c in captures)
+        if plan.applies and fault is FaultKind.FABRIC_MANAGER:
+            assert "nv-fabricmanager --version" in plan.commands()
+        assert not [c for c in plan.commands() if re.search(r"nvidia-smi -q\s*\|\s*grep -i version", c)]
+        if fault is FaultKind.PCIE_DOWNTRAIN:
+            assert "sudo lspci -vvv" in captures  # before any reboot: the reboot retrains the link
+        # isolation is a drain (or excluding the GPU), never a link or a port; dcgmi diag only after the drain
+        assert not [s.text for s in steps if DISABLES.search(s.text)]
+        assert not [s.text for s in plan.isolation if "dcgmi" in s.text or "port" in s.text]
+        if plan.applies:
+            assert "drain" in plan.isolation[0].text.lower()
+            assert any(s.command == "dcgmi diag -r 3" for s in plan.repair) or fault is FaultKind.FABRIC_MANAGER
+        # the reset the platform allows
+        if fault is FaultKind.GPU_OFF_BUS:
+            assert plan.reset.scope is ResetScope.NODE
+            assert not [t for t in _texts(plan) if GPU_RESET.search(t)]
+            assert "restart the machine" in plan.repair[0].text.lower()
+        if plan.reset.scope in (ResetScope.GPU, ResetScope.NVLINK_PEERS):
+            assert plan.reset.command == "nvidia-smi -r -i " + ",".join(map(str, plan.reset.gpus))
+            assert plan.reset.command in [s.command for s in plan.repair]
+        if plan.reset.scope is ResetScope.NVLINK_PEERS or (platform == "dgx1-v100-8gpu" and facts.gpu is not None
+                                                            and plan.reset.scope is ResetScope.GPU):
+            graph = platform_graph("dgx1-v100-8gpu")
+            peers = {int(v.split()[1]) for _, v, _, _ in graph.gpu_edges(2, "nvlink")}
+            assert plan.reset.scope is ResetScope.NVLINK_PEERS and {2, *peers} <= set(plan.reset.gpus)
+        # the repairs run in the ladder's order, with the swap test and the escalation of a repeat
+        if plan.applies and plan.part is not None and fault not in NVSWITCH_FAULTS:
+            texts = [s.text.lower() for s in plan.repair]
+            reseat = next(i for i, t in enumerate(texts) if "reseat" in t)
+            replace = next(i for i, t in enumerate(texts) if t.startswith("replace"))
+            assert reseat < replace
+            assert any("follow" in t and "slot" in t for t in texts)
+            assert any("within days" in t for t in texts)
+
+
+@pytest.mark.parametrize("platform", ["dgx1-v100-8gpu", "pcie-8gpu", "h100-nvl-8gpu"])
+@pytest.mark.parametrize("fault", [*NVSWITCH_FAULTS, FaultKind.FABRIC_MANAGER])
+def test_a_switch_fault_on_a_board_without_switches_contradicts_the_platform(platform: str, fault: FaultKind) -> None:
+    plan = repair_plan(platform, fault, _facts(platform, fault))
+    assert not plan.applies and plan.part is None
+    assert "has no NVSwitch" in plan.action or "runs no Fabric Manager" in plan.action
+
+
+def test_no_nvlink_action_on_boards_without_that_link() -> None:
+    plan = repair_plan("pcie-8gpu", FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer="GPU 3", link=1))
+    assert not plan.applies and "has no NVLink" in plan.action
+    for platform in ("hgx-b200-8gpu", "h100-nvl-8gpu"):
+        plan = repair_plan(platform, FaultKind.NVLINK, _facts(platform, FaultKind.NVLINK))
+        words = " ".join(_texts(plan)).lower()
+        assert "ribbon" not in words and "interposer" not in words and "mezzanine" not in words
+        assert plan.part is not None and plan.part.platform == platform
+
+
+def test_a_gpu_pair_on_an_nvswitch_board_contradicts_it_and_names_the_switch_path() -> None:
+    port = platform_graph("hgx-h100-8gpu").port_of(2, 1, "nvlink")
+    plan = repair_plan("hgx-h100-8gpu", FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer="GPU 3", link=1))
+    assert plan.action.startswith("Input contradicts hgx-h100-8gpu")
+    assert f"{port.switch} port {port.switch_port}" in plan.action and "not to GPU 3" in plan.action
+    assert any("every GPU NVLink lands on an NVSwitch" in w for w in plan.warnings)
+    assert any("assumed" in w and f"port {port.switch_port}" in w for w in plan.warnings)
+    words = " ".join(_texts(plan)).lower()
+    assert "ribbon" not in words and "slot 2-3" not in words
+    assert not [s for s in plan.repair if "GPU 3" in s.text]  # the steps follow the real path, not the input's
+
+
+def test_a_v100_link_between_gpus_the_mesh_does_not_join_contradicts_it() -> None:
+    peers = {int(v.split()[1]) for _, v, _, _ in platform_graph("dgx1-v100-8gpu").gpu_edges(2, "nvlink")}
+    stranger = next(g for g in range(8) if g != 2 and g not in peers)
+    plan = repair_plan("dgx1-v100-8gpu", FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer=f"GPU {stranger}",
+                                                                      link=1))
+    assert plan.action.startswith("Input contradicts dgx1-v100-8gpu") and f"GPU {stranger}" in plan.action
+    joined = repair_plan("dgx1-v100-8gpu", FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer=f"GPU {min(peers)}",
+                                                                        link=1))
+    assert not joined.warnings and f"GPU {min(peers)}" in joined.action
+    assert joined.reset.scope is ResetScope.NVLINK_PEERS and joined.reset.gpus == list(range(8))
+
+
+def test_the_no_platform_direct_link_keeps_the_products_canonical_action() -> None:
+    plan = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="hpc-gpu-node-12", gpu=2, peer="GPU 3", link=1))
+    assert plan.action == "Reseat high-speed mezzanine interconnect or replace interposer ribbon cable on slot 2-3"
+    assert plan.part is None and any("nvidia-smi topo -m" in w for w in plan.warnings)
+    assert [c.command for c in plan.captures][:2] == ['nvidia-smi -q | grep -i "product name"', "nvidia-smi topo -m"]
+    # a link whose far end is a switch, or is not known, is not what that wording is for
+    for peer in ("NVSwitch 1", None):
+        other = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer=peer, link=1))
+        assert "ribbon" not in other.action and other.action.startswith("Platform unknown")
+        assert "nvidia-smi topo -m" in other.action
+
+
+def test_assumed_and_unknown_ports_are_warnings_never_steps() -> None:
+    facts = PlanFacts(node_id="n", gpu=2, link=1, peer="NVSwitch 1", switch="NVSwitch 1", switch_port=17,
+                      port_source=PortSource.ASSUMED)
+    plan = repair_plan("hgx-h100-8gpu", FaultKind.NVLINK, facts)
+    assert any("port 17 is assumed" in w and "nvidia-smi nvlink -R -i 2" in w for w in plan.warnings)
+    assert not [s for s in [*plan.isolation, *plan.repair] if "port 17" in s.text]
+    observed = repair_plan("hgx-h100-8gpu", FaultKind.NVLINK, facts.model_copy(
+        update={"port_source": PortSource.OBSERVED}))
+    assert not observed.warnings
+    unknown = repair_plan("hgx-h100-8gpu", FaultKind.NVLINK, facts.model_copy(update={"switch_port": None}))
+    assert any("port is not known" in w for w in unknown.warnings)
+
+
+def test_pre_ampere_resets_name_every_nvlink_peer_and_ampere_needs_fabric_manager() -> None:
+    v100 = repair_plan("dgx1-v100-8gpu", FaultKind.GPU_NVLINKS, PlanFacts(node_id="n", gpu=5))
+    assert v100.reset.command == "nvidia-smi -r -i 0,1,2,3,4,5,6,7"
+    assert "peer" in v100.repair[0].text.lower()
+    a100 = repair_plan("dgx-a100-8gpu", FaultKind.NVLINK, PlanFacts(node_id="n", gpu=3, link=0, peer="NVSwitch 0"))
+    assert a100.reset.command == "nvidia-smi -r -i 3" and "nvidia-fabricmanager must be running" in a100.repair[0].text
+
+
+def _catalog_file(tmp_path: Any, text: str) -> Any:
+    path = tmp_path / f"mine-{len(list(tmp_path.iterdir()))}.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_user_catalog_merges_key_by_key_and_a_bad_one_names_the_file_and_the_entry(tmp_path: Any) -> None:
+    mine = _catalog_file(tmp_path, '[status]\nhealthy = "All quiet"\n\n[fault.pcie-replays]\n'
+                                   'capture = ["gpu-query", "lspci"]\n')
+    cat = load_catalog(mine)
+    assert cat.status.healthy == "All quiet" and cat.status.warning.startswith("Keep monitoring")
+    plan = repair_plan("pcie-8gpu", FaultKind.PCIE_REPLAYS, PlanFacts(gpu=1), catalog=cat)
+    assert [c.command for c in plan.captures] == ["nvidia-smi -q -i 1", "sudo lspci -vvv"]
+    bad = {
+        '[platform.hgx-h100-8gpu.fault.nvlink]\npart = "ribbon-cable"\n':
+            r"mine-\d\.toml: platform\.hgx-h100-8gpu\.fault\.nvlink: part 'ribbon-cable' is not in the parts catalog",
+        '[platform.hgx-b200-8gpu.fault.nvlink]\npart = "dgx-a100-baseboard"\n': r"belongs to platform 'dgx-a100-8gpu'",
+        '[step.diag]\ntext = "Run dcgmi diag on {nodeid}"\n':
+            r"mine-\d\.toml: step\.diag\.text: unknown placeholder \{nodeid\}",
+        '[fault.nvlink]\ncapture = ["nvlink-errors", "nvlink-counters"]\n':
+            r"fault\.nvlink\.capture names 'nvlink-counters'",
+        '[platform.pcie-8gpu.fault.gpu-off-bus]\napplies = false\n': r"applies = false needs a `why`",
+        '[platform.pcie-8gpu]\ngpu_reset = "whole-board"\n': r"platform\.pcie-8gpu\.gpu_reset: Input should be",
+    }
+    for text, message in bad.items():
+        with pytest.raises(ConfigError, match=message):
+            load_catalog(_catalog_file(tmp_path, text))
+
+
+def test_the_catalog_agrees_with_the_platform_files() -> None:
+    cat = load_catalog()
+    for name, data in all_platforms().items():
+        entry = cat.platform[name]
+        assert (entry.nvlink == "none") == (int(data.get("nvlinks_per_gpu", 0)) == 0), name
+        assert (entry.nvlink == "nvswitch") == ("nvswitch" in data), name
+        assert (entry.nvlink == "bridge") == (data.get("nvlink", {}).get("kind") == "bridge"), name
+        assert ("fabric-manager" in entry.fabric) == ("nvswitch" in data), name
+        assert set(entry.fault) == set(FaultKind), name
