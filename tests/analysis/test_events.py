@@ -1,0 +1,45 @@
+"""Events once each, whichever sources report them; GPUs and links that stop or never report are never healthy."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from diagnostics.analysis import analyze_tables
+from tests.analysis.helpers import T0, events, node_links
+
+
+def _xid79(minute: float, source: str, count: int | None = None) -> dict[str, object]:
+    row: dict[str, object] = {"timestamp": T0 + pd.Timedelta(minutes=minute), "kind": "xid", "gpu": 5, "code": 79,
+                              "text": "GPU has fallen off the bus", "source": source}
+    if count is not None:
+        row["count"] = count
+    return row
+
+
+def _xid79_count(rows: list[dict[str, object]]) -> float:
+    d = analyze_tables({"link_samples": node_links(), "events": events(rows)}, node_id="n1")
+    found = [c for f in d.findings for c in f.crossed if c.rule == "xid_off_bus"]
+    assert len(found) == 1
+    return float(found[0].rate_per_hour or 0)
+
+
+def test_one_xid_seen_by_the_kernel_log_and_by_dcgm_counts_once() -> None:
+    assert _xid79_count([_xid79(50, "kern.log:812"), _xid79(51, "scrape-0851.prom:40", count=1)]) == 1
+
+
+def test_two_lines_of_one_log_are_two_events_and_a_counter_increase_counts_its_size() -> None:
+    assert _xid79_count([_xid79(40, "kern.log:800"), _xid79(50, "kern.log:812")]) == 2
+    assert _xid79_count([_xid79(50, "scrape-0850.prom:40", count=3)]) == 3
+    # far apart in time, two sources see two events
+    assert _xid79_count([_xid79(10, "kern.log:700"), _xid79(55, "scrape-0855.prom:40", count=1)]) == 2
+
+
+def test_a_gpu_whose_series_all_stop_is_one_finding_not_one_per_link() -> None:
+    frame = node_links()
+    late = (frame["gpu"] == 3) & (frame["timestamp"] > T0 + pd.Timedelta(minutes=30))
+    d = analyze_tables({"link_samples": frame[~late].reset_index(drop=True)}, node_id="n1",
+                       platform="hgx-h100-8gpu")
+    gone = [f for f in d.findings if f.gpu == 3 and f.severity.value != "ok"]
+    assert [c.rule for f in gone for c in f.crossed] == ["gpus_missing"]
+    assert gone[0].crossed[0].message.startswith("GPU 3 stopped reporting at ")
+    assert d.localization is not None and d.localization.component == "GPU 3"
