@@ -24,6 +24,7 @@ _FABRIC_KEYS = ("State", "Status", "Summary", "Bandwidth")
 _PCI_KEYS = ("Bus Id", "Replays Since Reset", "Replay Number Rollovers", "Tx Throughput", "Rx Throughput")
 _THROUGHPUT = {"Tx Throughput": "tx_bytes_per_s", "Rx Throughput": "rx_bytes_per_s"}
 _UNITS = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9}
+_LOG_HEADER = ("CUDA Version", "HIC Info")  # keys of the log's own header, before the first GPU
 
 
 class SmiQueryReader:
@@ -72,8 +73,8 @@ class SmiQueryReader:
                 driver = value or None
                 continue
             if not gpus:
-                if indent == 0:
-                    continue  # the log's own header (driver version and the like)
+                if indent == 0 and key in _LOG_HEADER:
+                    continue  # the log's own header; a pasted section without it starts a GPU of its own
                 gpus.append(_Gpu(line.number, None, None))
             gpus[-1].take([name for _, name in stack], key, value, line, out)
         for gpu in gpus:

@@ -152,7 +152,8 @@ def parse_lines(lines: Iterable[tuple[int, str]], where: str) -> tuple[list[dict
         if matrix is not None and in_matrix and tokens and tokens[0] in matrix.names:
             _read_row(matrix, tokens, number, where, warnings)
             continue
-        in_matrix = False
+        if line.strip():  # blank lines after a cut row still leave the input ending inside it
+            in_matrix = False
         match = _NIC_LEGEND.match(line)
         if match:
             legend[match[1]] = match[2]
