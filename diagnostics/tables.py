@@ -178,6 +178,14 @@ EVENTS = TableSchema(
         "text": "string",
         "source": "category",
         "link": "Int16",  # the link (Xid 74) or NVSwitch port (SXid) the line names
+        "severity": "string",  # "fatal" / "non-fatal" as the line states it (SXid, NVLink5 Xids); else NA
+        "nvswitch": "string",  # the NVSwitch an SXid names (index N of nvidia-nvswitchN); its bus id is pci_bus_id
+    },
+    doc={
+        "severity": "what the kernel line itself says (`Fatal`, `Non-fatal`, `Severity 1`); how the analysis treats "
+        "a code is the Xid/SXid catalog's `severity`, not this",
+        "nvswitch": "the switch index as the driver names the device (`nvidia-nvswitch3` -> \"3\"); NA when the "
+        "prefix gives none",
     },
 )
 
