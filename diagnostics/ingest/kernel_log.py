@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..enums import EventKind
+from ..config.catalogs import load_xid_catalog
+from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
 from .textlines import Collector, classify, normalize_bus_id, skip_shell
 
@@ -44,7 +45,6 @@ _XID_SEVERITY = re.compile(r"^[A-Z0-9_]+ (?P<sev>Fatal|Non-?fatal)\b", re.IGNORE
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
 _LINK = re.compile(r"\blink\s*(\d+)", re.IGNORECASE)
 _AER_KIND = EventKind.AER.value
-_NVLINK_XIDS = frozenset({74, *range(144, 151)})
 _DEVICE = r"(?:[\w-]+\s+)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+"
 _AER_RECEIVED = re.compile(_DEVICE + r"AER: (?P<msg>.*?error received: (?P<src>\S+))\s*$")
 _AER_DETAIL = re.compile(_DEVICE + r"(?:AER:\s*)?(?P<msg>PCIe Bus Error:.*|device \[.*|\[\s*\d+\]\s*\S.*)$")
@@ -62,6 +62,7 @@ class KernelLogReader:
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "kernel log", node_id)
+        nvlink_xids = load_xid_catalog().interconnect_codes(LinkType.NVLINK)  # the Xids whose `Link N` is read
         last: dict[str, Any] | None = None
         open_sxids: dict[tuple[str | None, int], dict[str, Any]] = {}  # (switch bus id, code) -> its event
         skipped = [0, 0, 0]  # count, first and last line: a large log keeps memory bounded
@@ -79,7 +80,7 @@ class KernelLogReader:
             if xid := _XID.search(body):
                 code = int(xid["code"])
                 caused = _CAUSED.search(xid["rest"])
-                link = _LINK.search(xid["rest"]) if code in _NVLINK_XIDS else None
+                link = _LINK.search(xid["rest"]) if code in nvlink_xids else None
                 stated = _XID_SEVERITY.match(xid["rest"])
                 last = out.add("events", line.number, pci_bus_id=normalize_bus_id(xid["bus"]), kind=EventKind.XID.value,
                                code=code, caused_by=int(caused[1]) if caused else None,
