@@ -5,6 +5,8 @@ Outputs copied from a doc, quoted in Slack or put in a Markdown block arrive wit
 between ``` fences. Every reader sees the output as the tool printed it: `Source` removes the wrapping here,
 one line for one line, so line numbers in warnings stay those of the input. The wrapping is judged from the
 head of the input: a large file keeps streaming, and a quote or indent that only starts later is left alone.
+A sample's `# source:` / `# note:` lines are not output and do not count (they may sit at column 0 above an
+indented copy).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ _FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})")
 _FENCE_TAG = re.compile(r"^[\w+.#-]{0,20}\s*$")  # ```bash, ```txt, ``` alone: a fence line, not content
 _TRAILING_FENCE = re.compile(r"\s*`{3,}\s*$")
 _ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
+_PROVENANCE = re.compile(r"^\s*#\s*(?:source|note)\s*:", re.IGNORECASE)  # a sample's own first lines
 
 
 @dataclass(frozen=True)
@@ -81,14 +84,14 @@ def detect(head: str) -> Wrapping:
     escaped = ("&gt;" in head or "&lt;" in head or "&amp;" in head) and "<" not in head and ">" not in head
     if escaped:
         lines = [_unescaped(line) for line in lines]
-    filled = [line for line in lines if line.strip()]
+    filled = [line for line in lines if line.strip() and not _PROVENANCE.match(line)]
     if not filled:
         return Wrapping(unescape=escaped)
     quoted = all(line.lstrip(" ").startswith(">") for line in filled) and all(
         _QUOTE.match(line) for line in filled)
     if quoted:
         filled = [_QUOTE.sub("", line, count=1) for line in filled]
-        filled = [line for line in filled if line.strip()]
+        filled = [line for line in filled if line.strip() and not _PROVENANCE.match(line)]
     fences = any(_FENCE.match(line) for line in filled)
     indent = _common_indent(line for line in filled if not _FENCE.match(line)) if filled else ""
     return Wrapping(unescape=escaped, quoted=quoted, indent=indent, fences=fences)

@@ -121,3 +121,10 @@ def test_an_indented_pci_section_alone_is_one_gpu() -> None:
            "        Replays Since Reset               : 7\n        Replay Number Rollovers           : 1\n"
     rows = read_text(text)["link_samples"]
     assert rows[["pci_bus_id", "replay", "replay_rollovers"]].values.tolist() == [["0000:19:00.0", 7, 1]]
+
+
+def test_a_samples_own_source_lines_do_not_count_as_its_wrapping() -> None:
+    text = "# source: somewhere\n# note: an indented copy\n    GPU 0: X (UUID: GPU-0)\n    \t Link 0: 25 GB/s\n"
+    assert detect_wrapping(text).indent == "    "
+    assert read_text(text)["link_samples"]["speed_gbps"].tolist() == [25.0]
+    assert detect_wrapping("Here it is:\n    GPU 0: X\n") == Wrapping()  # prose at column 0 is part of the paste
