@@ -134,6 +134,7 @@ LINK_SAMPLES = TableSchema(
         "gpu_uuid": "string",  # GPU-... as nvidia-smi prints it, when the input names it
         "pci_bus_id": "string",  # normalized dddd:bb:dd.f, lowercase (the device this row was read from)
         "device_kind": "category",  # lspci rows: gpu, nvswitch, pcie_switch, nic, bridge, other
+        "lane_error": "boolean",  # lspci LaneErrStat: a lane error seen (per-lane row) or any/none (device row)
         **{c: "float64" for c in AER_COUNTERS},
     },
     doc={
@@ -143,6 +144,9 @@ LINK_SAMPLES = TableSchema(
         "gpu_total": "true when the row is a GPU-wide total over all its links of this type (e.g. dcgm-exporter's "
         "`..._COUNT_TOTAL` without an `nvlink` label); such a row has link NA and must not be added to per-link rows",
         "nvswitch": "the NVSwitch id of an NVSwitch-side port series (link_type nvswitch, link = port, gpu NA)",
+        "lane_error": "an observation, never a guess: lspci's Lane Error Status (`LaneErrStat: LaneErr at lane: 6`) "
+        "gives one row per lane it names (lane set, lane_error true) and sets the device's own row (lane NA) true; "
+        "`LaneErrStat: 0` sets it false; NA where the input does not say. A width downtrain names no lane",
     },
 )
 
