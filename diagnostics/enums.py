@@ -88,3 +88,12 @@ class ResetScope(StrEnum):
     NODE = "node"
     FABRIC_SERVICE = "fabric-service"
     NONE = "none"
+
+
+class CodeSeverity(StrEnum):
+    """How the analysis treats an Xid or SXid code (its catalog entry), whatever the line itself says."""
+
+    FATAL = "fatal"  # the GPU, switch or link stops until a reset or restart
+    FAILING = "failing"  # a part is failing: repair it
+    WARNING = "warning"  # worth watching; no action on its own
+    INFO = "info"  # follows another error, or no action

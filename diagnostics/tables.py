@@ -35,6 +35,10 @@ AER_COUNTERS: tuple[str, ...] = (
     "bad_dllp",
 )
 
+# NVLink5 forward-error-correction histogram: DCGM's count of corrected symbol errors in bin 0..15 (a GPU's
+# aggregate over its links, like the other NVLink5 counters). Cumulative; a rate needs two readings.
+FEC_HISTORY: tuple[str, ...] = tuple(f"fec_history_{i}" for i in range(16))
+
 UTC_TS = "datetime64[ns, UTC]"
 
 
@@ -134,6 +138,8 @@ LINK_SAMPLES = TableSchema(
         "gpu_uuid": "string",  # GPU-... as nvidia-smi prints it, when the input names it
         "pci_bus_id": "string",  # normalized dddd:bb:dd.f, lowercase (the device this row was read from)
         "device_kind": "category",  # lspci rows: gpu, nvswitch, pcie_switch, nic, bridge, other
+        "lane_error": "boolean",  # lspci LaneErrStat: a lane error seen (per-lane row) or any/none (device row)
+        **{c: "float64" for c in FEC_HISTORY},
         **{c: "float64" for c in AER_COUNTERS},
     },
     doc={
@@ -143,6 +149,11 @@ LINK_SAMPLES = TableSchema(
         "gpu_total": "true when the row is a GPU-wide total over all its links of this type (e.g. dcgm-exporter's "
         "`..._COUNT_TOTAL` without an `nvlink` label); such a row has link NA and must not be added to per-link rows",
         "nvswitch": "the NVSwitch id of an NVSwitch-side port series (link_type nvswitch, link = port, gpu NA)",
+        "lane_error": "an observation, never a guess: lspci's Lane Error Status (`LaneErrStat: LaneErr at lane: 6`) "
+        "gives one row per lane it names (lane set, lane_error true) and sets the device's own row (lane NA) true; "
+        "`LaneErrStat: 0` sets it false; NA where the input does not say. A width downtrain names no lane",
+        "fec_history_0": "DCGM_FI_DEV_NVLINK_COUNT_FEC_HISTORY_<bin>: corrected symbol errors counted in FEC "
+        "histogram bin <bin> (0-15), NVLink5+ only, the GPU's aggregate over its links (gpu_total rows)",
     },
 )
 
@@ -178,6 +189,14 @@ EVENTS = TableSchema(
         "text": "string",
         "source": "category",
         "link": "Int16",  # the link (Xid 74) or NVSwitch port (SXid) the line names
+        "severity": "string",  # "fatal" / "non-fatal" as the line states it (SXid, NVLink5 Xids); else NA
+        "nvswitch": "string",  # the NVSwitch an SXid names (index N of nvidia-nvswitchN); its bus id is pci_bus_id
+    },
+    doc={
+        "severity": "what the kernel line itself says (`Fatal`, `Non-fatal`, `Severity 1`); how the analysis treats "
+        "a code is the Xid/SXid catalog's `severity`, not this",
+        "nvswitch": "the switch index as the driver names the device (`nvidia-nvswitch3` -> \"3\"); NA when the "
+        "prefix gives none",
     },
 )
 

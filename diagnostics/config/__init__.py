@@ -1,1 +1,1 @@
-"""The data files a user may edit and how they are read: thresholds, platforms, repair catalogs."""
+"""The data files a user may edit and how they are read: thresholds, platforms, repair catalogs, Xid/SXid catalogs."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol, TextIO
 
@@ -12,6 +13,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..tables import TABLES
+from .wrapping import Wrapping
+from .wrapping import detect as detect_wrapping
 
 HEAD_BYTES = 64 * 1024
 
@@ -88,6 +91,7 @@ class Source:
         return cls(name=name, text=text)
 
     def head(self, size: int = HEAD_BYTES) -> bytes:
+        """The first bytes as stored (binary checks, Parquet magic); `head_text` is what readers sniff."""
         if self.text is not None:
             return self.text[:size].encode("utf-8", "replace")
         assert self.path is not None
@@ -99,18 +103,37 @@ class Source:
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", source=self.name) from None
 
-    def open_text(self) -> TextIO:
-        """A text stream over the whole input; undecodable bytes become U+FFFD, never an exception."""
+    @cached_property
+    def wrapping(self) -> Wrapping:
+        """The indentation, quote markers, escaping and fences around the output (see `wrapping`)."""
+        return detect_wrapping(self.head().decode("utf-8", "replace"))
+
+    def head_text(self, size: int = HEAD_BYTES) -> str:
+        """The head as the tool printed it, line for line: what a reader's sniff looks at."""
+        text = self.head(size).decode("utf-8", "replace")
+        wrapping = self.wrapping
+        return text if wrapping.none else "\n".join(wrapping.unwrap(line) for line in text.split("\n"))
+
+    def _raw_text(self) -> TextIO:
         if self.text is not None:
             return io.StringIO(self.text)
         assert self.path is not None
         return self.path.open("r", encoding="utf-8", errors="replace", newline=None)
 
+    def open_text(self) -> TextIO:
+        """A text stream over the whole input without its wrapping; undecodable bytes become U+FFFD, never an
+        exception. A wrapped input is held in memory (wrapped inputs are pastes)."""
+        if self.wrapping.none:
+            return self._raw_text()
+        return io.StringIO("".join(f"{line}\n" for _, line in self.lines()))
+
     def lines(self) -> Iterator[tuple[int, str]]:
-        """(line number from 1, line without its newline), streamed."""
-        with self.open_text() as fh:
+        """(line number from 1, line without its newline and its wrapping), streamed."""
+        unwrap = None if self.wrapping.none else self.wrapping.unwrap
+        with self._raw_text() as fh:
             for number, line in enumerate(fh, start=1):
-                yield number, line.rstrip("\r\n")
+                text = line.rstrip("\r\n")
+                yield number, (unwrap(text) if unwrap else text)
 
 
 class Reader(Protocol):

@@ -292,6 +292,8 @@ class DcgmParser:
         assert resolved is not None
         fld = resolved.field
         link = resolved.link if resolved.link is not None else link
+        if fld.needs_link and link is None:
+            raise SeriesError(f"{name}: a per-link field without an nvlink label: which link is not known")
         link_type = "nvswitch" if switch is not None else fld.link_type.value
         if switch is not None:
             gpu = None

@@ -165,8 +165,12 @@ def line_batches(source: Source, batch_lines: int = 100_000) -> Iterator[pa.Arra
 
     pyarrow's CSV reader, with a delimiter and quoting that never split a line, reads the lines; a file it
     refuses (bytes that are not UTF-8, a control character it takes for a delimiter) continues through Python's
-    text reader from the line where it stopped, with undecodable bytes replaced.
+    text reader from the line where it stopped, with undecodable bytes replaced. A pasted scrape (indented,
+    quoted, fenced) goes through the source's own lines, which come without that wrapping.
     """
+    if not source.wrapping.none:
+        yield from _python_batches(source, 0, batch_lines)
+        return
     size = len(source.text) if source.text is not None else (source.path.stat().st_size if source.path else 0)
     if size <= SMALL_INPUT:  # one scrape: splitting the text costs less than starting the CSV reader
         text = source.text

@@ -15,7 +15,7 @@ from typing import Any
 from ..config.datafiles import DATA_DIR, read_toml
 from ..enums import LinkType
 from ..errors import ConfigError
-from ..tables import COUNTERS, LINK_SAMPLES
+from ..tables import COUNTERS, FEC_HISTORY, LINK_SAMPLES
 
 DEFAULT_FILE = DATA_DIR / "dcgm.toml"
 
@@ -30,6 +30,7 @@ class Field:
     counter: bool  # cumulative (saturation applies), else a gauge
     write_name: str  # the spelling `format_exposition` writes: the first per-link name, else the first name
     total_name: str | None  # the first name without a link index (a GPU total, or a link-entity series)
+    needs_link: bool = False  # a per-link-entity field: a series without an `nvlink` label is an error, not a total
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class DcgmMap:
         return None
 
 
-_VALUE_COLUMNS = set(COUNTERS) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s",
+_VALUE_COLUMNS = set(COUNTERS) | set(FEC_HISTORY) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s",
                                    "gen", "max_gen", "width", "max_width"}
 
 
@@ -96,10 +97,11 @@ def _fields(entries: list[dict[str, Any]], origin: str) -> tuple[dict[str, Field
         if column not in _VALUE_COLUMNS or column not in LINK_SAMPLES.columns:
             raise ConfigError(f"{origin}: field[{i}]: unknown column {column!r}")
         counter = entry.get("kind", "counter") == "counter"
+        needs_link = bool(entry.get("needs_link", False))
         total_name = next((n for n in names if "{link}" not in n), None)
         for j, name in enumerate(names):
             per_link = "{link}" in name
-            field = Field(column, link_type, per_link, counter, names[0], total_name)
+            field = Field(column, link_type, per_link, counter, names[0], total_name, needs_link)
             if j == 0:
                 fields.append(field)
             if per_link:

@@ -61,7 +61,7 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
         return available["tables"]
     if _looks_binary(head):
         raise InputError("binary data, not a telemetry file this tool reads", source=source.name)
-    text = head.decode("utf-8", "replace")
+    text = source.head_text()  # without the paste's indentation, quote markers or fences
     scored = sorted(((r.sniff(text), name) for name, r in available.items()), reverse=True)
     if not scored or scored[0][0] <= 0:
         raise InputError(

@@ -4,6 +4,13 @@ Accepts the line prefixes of dmesg (`[12345.678]`, `dmesg -T`), syslog (`Nov 29 
 journalctl (`-o short-iso`). Only a prefix with a date and year gives a time: dmesg's seconds since boot and
 syslog's yearless dates leave the timestamp empty (said once), rather than guess. A `caused by previous Xid N`
 tail fills `caused_by`; an NVLink Xid or an SXid that names a link fills `link`.
+
+An SXid is printed as several lines with the same switch and code: the first says `Fatal`/`Non-fatal` and the
+link (`24007, Fatal, Link 12 sourcetrack timeout error (First)`), the next `Severity S Engine instance I ...`
+(S = 1 fatal, 0 non-fatal: NVSWITCH_ERROR_SEVERITY_TYPE) and one or two `Data {...}` lines. They are one event,
+whatever other lines come between; a continuation whose first line is not in the input (cut off above)
+is still one event, and a warning says so. `dmesg -x --time-format iso` (`kern  :err   : 2025-...`) and
+`talosctl dmesg` (`10.0.0.1: kern: err: [2026-...]: ...`) prefixes give a time too.
 """
 
 from __future__ import annotations
@@ -13,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..enums import EventKind
+from ..config.catalogs import load_xid_catalog
+from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
 from .textlines import Collector, classify, normalize_bus_id, skip_shell
 
@@ -22,15 +30,21 @@ _HOST = r"(?:(?P<host>[\w.-]+)\s+(?=kernel[:\[]))?"
 _ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+" + _HOST)
 _SYSLOG = re.compile(r"^\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+" + _HOST)
 _DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
+_STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+_DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
+_TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
 _UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
 _KERNEL = re.compile(r"^kernel:\s*")
 
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*(?P<rest>.*)$")
-_SXID = re.compile(r"(?P<dev>nvidia-nvswitch\d*): SXid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*(?P<rest>.*)$")
+_SXID = re.compile(r"(?P<dev>nvidia-nvswitch(?P<index>\d*)): SXid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*"
+                   r"(?P<rest>.*)$")
+_SXID_HEAD = re.compile(r"^(?P<sev>Fatal|Non-?fatal)\s*,", re.IGNORECASE)
+_SXID_MORE = re.compile(r"^(?:Data \{|Severity (?P<sev>\d+) Engine instance)")
+_XID_SEVERITY = re.compile(r"^[A-Z0-9_]+ (?P<sev>Fatal|Non-?fatal)\b", re.IGNORECASE)  # NVLink5: `NETIR Fatal XC0`
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
 _LINK = re.compile(r"\blink\s*(\d+)", re.IGNORECASE)
 _AER_KIND = EventKind.AER.value
-_NVLINK_XIDS = frozenset({74, *range(144, 151)})
 _DEVICE = r"(?:[\w-]+\s+)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+"
 _AER_RECEIVED = re.compile(_DEVICE + r"AER: (?P<msg>.*?error received: (?P<src>\S+))\s*$")
 _AER_DETAIL = re.compile(_DEVICE + r"(?:AER:\s*)?(?P<msg>PCIe Bus Error:.*|device \[.*|\[\s*\d+\]\s*\S.*)$")
@@ -48,7 +62,9 @@ class KernelLogReader:
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "kernel log", node_id)
+        nvlink_xids = load_xid_catalog().interconnect_codes(LinkType.NVLINK)  # the Xids whose `Link N` is read
         last: dict[str, Any] | None = None
+        open_sxids: dict[tuple[str | None, int], dict[str, Any]] = {}  # (switch bus id, code) -> its event
         skipped = [0, 0, 0]  # count, first and last line: a large log keeps memory bounded
         for line in classify(source):
             if line.kind != "text":
@@ -64,18 +80,14 @@ class KernelLogReader:
             if xid := _XID.search(body):
                 code = int(xid["code"])
                 caused = _CAUSED.search(xid["rest"])
-                link = _LINK.search(xid["rest"]) if code in _NVLINK_XIDS else None
+                link = _LINK.search(xid["rest"]) if code in nvlink_xids else None
+                stated = _XID_SEVERITY.match(xid["rest"])
                 last = out.add("events", line.number, pci_bus_id=normalize_bus_id(xid["bus"]), kind=EventKind.XID.value,
                                code=code, caused_by=int(caused[1]) if caused else None,
-                               link=int(link[1]) if link else None, text=body[xid.start():].removeprefix("NVRM: "))
+                               link=int(link[1]) if link else None, text=body[xid.start():].removeprefix("NVRM: "),
+                               severity=_severity(stated["sev"]) if stated else None)
             elif sxid := _SXID.search(body):
-                bus, code = normalize_bus_id(sxid["bus"]), int(sxid["code"])
-                if sxid["rest"].startswith("Data {") and last and (last["pci_bus_id"], last["code"]) == (bus, code):
-                    last["text"] += "; " + sxid["rest"]
-                    continue
-                link = _LINK.search(sxid["rest"])
-                last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.SXID.value, code=code,
-                               link=int(link[1]) if link else None, text=f"{sxid['dev']}: {sxid['rest']}")
+                last = _sxid(out, line.number, sxid, open_sxids)
             elif "AER:" in body and (aer := _AER_RECEIVED.search(body)):
                 src = normalize_bus_id(aer["src"]) or normalize_bus_id(aer["bus"])
                 last = out.add("events", line.number, pci_bus_id=src, kind=EventKind.AER.value, text=aer["msg"])
@@ -97,15 +109,45 @@ class KernelLogReader:
         return out.result()
 
 
+def _sxid(out: Collector, number: int, sxid: re.Match[str], open_sxids: dict[tuple[str | None, int], dict[str, Any]],
+          ) -> dict[str, Any]:
+    """A first SXid line starts an event; its `Severity`/`Data` lines (same switch and code) join it."""
+    bus, code, rest = normalize_bus_id(sxid["bus"]), int(sxid["code"]), sxid["rest"]
+    more = _SXID_MORE.match(rest)
+    event = open_sxids.get((bus, code)) if more else None
+    if event is not None:
+        event["text"] += "; " + rest
+        if more and more["sev"] is not None and event["severity"] is None:
+            event["severity"] = _severity(more["sev"])
+        return event
+    head = _SXID_HEAD.match(rest)
+    link = _LINK.search(rest) if head or not more else None
+    if more:
+        out.warn(number, f"SXid {code} on {bus}: its first line (severity and link) is not in the input, cut off "
+                         "above; its following lines are read as one event")
+    severity = _severity(head["sev"]) if head else (_severity(more["sev"]) if more and more["sev"] else None)
+    event = out.add("events", number, pci_bus_id=bus, kind=EventKind.SXID.value, code=code,
+                    link=int(link[1]) if link else None, text=f"{sxid['dev']}: {rest}", severity=severity,
+                    nvswitch=sxid["index"] or None)
+    open_sxids[(bus, code)] = event
+    return event
+
+
+def _severity(stated: str) -> str:
+    """`Fatal`, `Non-fatal`, `Nonfatal` or NVSwitch's severity number (1 fatal, 0 non-fatal) -> fatal / non-fatal."""
+    word = stated.lower()
+    return "fatal" if word in ("fatal", "1") else "non-fatal"
+
+
 def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Timestamp | None, str | None]:
     """The message without its log prefix, the time the prefix states (if it has a year) and the host."""
     ts: pd.Timestamp | None = None
     host: str | None = None
     body = text.strip()
-    if match := _ISO.match(body):
+    if (match := _ISO.match(body)) or (match := _DMESG_X.match(body)) or (match := _TALOS.match(body)):
         stamp = pd.Timestamp(match["ts"].replace(",", "."))
         ts = stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")
-        host, body = match["host"], body[match.end():]
+        host, body = match.groupdict().get("host"), body[match.end():]
         if stamp.tzinfo is None:
             out.once("iso", number, "log times state no zone; read as UTC")
     elif match := _SYSLOG.match(body):

@@ -4,6 +4,11 @@ The GPU's own replay counter sees one direction only; the host side adds the lin
 for GPUs, NVSwitches, PCIe switch ports and NICs, and the AER counters (`aer_dev_correctable` and siblings,
 pasted with `cat` or `grep -r .`), which are lifetime totals. A narrower width than the capability marks the
 link degraded; a lower speed alone does not (links slow down at idle to save power).
+
+The Secondary PCI Express capability's Lane Error Status is the one place a failing lane is observed:
+`LaneErrStat: LaneErr at lane: 0 1 2 3` gives a row per lane named (lane, lane_error true) beside the device's
+link row, whose lane_error says whether any lane erred (`LaneErrStat: 0`: false). A width below the capability
+says how many lanes are lost, never which, so no lane is inferred from it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ _DEVICE = re.compile(
 )
 _LNKCAP = re.compile(r"^\s*LnkCap:\s*Port #\d+, Speed (?P<speed>[\d.]+)GT/s, Width x(?P<width>\d+)")
 _LNKSTA = re.compile(r"^\s*LnkSta:\s*Speed (?P<speed>[\d.]+)GT/s[^,]*, Width x(?P<width>\d+)")
+_LANE_ERRORS = re.compile(r"^\s*LaneErrStat:\s*(?:LaneErr at lane:\s*(?P<lanes>\d+(?:\s+\d+)*)|(?P<none>0))\s*$")
 _GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 _AER_PATH = re.compile(
     r"(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])/aer_(?P<file>dev_correctable|dev_nonfatal|dev_fatal)"
@@ -78,6 +84,9 @@ class LspciReader:
                 if device[1] is not None:
                     _link_row(out, rows, device, cap, _gen(match["speed"]), int(match["width"]))
                 cap = {}
+            elif (match := _LANE_ERRORS.match(line.text)) and device is not None:
+                if device[1] is not None:
+                    _lane_rows(out, rows, device, line.number, match["lanes"])
             elif value := _AER_VALUE.search(line.text):
                 path = _AER_PATH.search(line.text)
                 bus = normalize_bus_id(path["bus"]) if path else aer_bus
@@ -115,6 +124,16 @@ def _link_row(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str
     max_width = cap.get("width")
     degraded = max_width is not None and width < max_width
     row["link_state"] = (LinkState.DEGRADED if degraded else LinkState.UP).value
+
+
+def _lane_rows(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str, str | None, int], number: int,
+               lanes: str | None) -> None:
+    """The lanes the device's Lane Error Status names: one row each, and the device row's yes/no."""
+    named = [int(n) for n in lanes.split()] if lanes else []
+    _row(out, rows, device[0], device[2], device[1])["lane_error"] = bool(named)
+    for lane in named:
+        out.add("link_samples", number, pci_bus_id=device[0], link_type=LinkType.PCIE.value, peer="unknown",
+                device_kind=device[1], lane=lane, lane_error=True)
 
 
 def _check_status(out: Collector, device: tuple[str, str | None, int] | None, cap: dict[str, int | None],

@@ -16,6 +16,7 @@ from itertools import pairwise
 
 from .base import IngestResult, Reader, Source
 from .textlines import Collector, Line, classify_line, stated_time
+from .wrapping import unwrap_text
 
 MIXED_SCORE = 0.99  # above the 0.95 a reader gives its own format: a mixed paste is more than any one of them
 
@@ -78,6 +79,7 @@ def _others() -> dict[str, Reader]:
 
 
 def _best(text: str, others: dict[str, Reader]) -> str | None:
+    text = unwrap_text(text)  # a block quoted or indented on its own inside the paste
     scored = sorted(((reader.sniff(text), name) for name, reader in others.items()), reverse=True)
     return scored[0][1] if scored and scored[0][0] > 0 else None
 

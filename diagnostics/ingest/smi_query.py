@@ -4,7 +4,9 @@
 `Replay Number Rollovers` counts link retrains, so it has its own column and is never added to the replays.
 Generation and width are read current vs max; the generation drops at idle to save power, so only a narrower
 width marks the link degraded here. GPU indexes are given only for a whole `-q` output (it lists every GPU in
-index order after `Attached GPUs`); a pasted section keeps its bus id instead.
+index order after `Attached GPUs`); a pasted section keeps its bus id instead. The Fabric section (`-d FABRIC`,
+or the section grepped out) becomes one fabric_state event whose text keeps every value it states: State,
+Status, CliqueId, ClusterUUID and the Health lines (Summary, Bandwidth, Route Recovery ...); N/A is left out.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
 _GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _SECTION = re.compile(r"^[A-Za-z][\w ()/.-]*$")  # `GPU Link Info`, `PCIe Generation`, `Bridge Chip`
 _WIDTH = re.compile(r"^(\d+)x$")
-_FABRIC_KEYS = ("State", "Status", "Summary", "Bandwidth")
+_FABRIC_SECTION = re.compile(r"^\s*Fabric\s*$", re.MULTILINE)
+_FABRIC_STATE = re.compile(r"^\s*State\s+:\s*\S", re.MULTILINE)
 _PCI_KEYS = ("Bus Id", "Replays Since Reset", "Replay Number Rollovers", "Tx Throughput", "Rx Throughput")
 _THROUGHPUT = {"Tx Throughput": "tx_bytes_per_s", "Rx Throughput": "rx_bytes_per_s"}
 _UNITS = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9}
+_LOG_HEADER = ("CUDA Version", "HIC Info")  # keys of the log's own header, before the first GPU
 
 
 class SmiQueryReader:
@@ -33,6 +37,8 @@ class SmiQueryReader:
         if "Replays Since Reset" in head or "Replay Number Rollovers" in head:
             return 0.9
         if "NVSMI LOG" in head or ("GPU Link Info" in head and "PCIe Generation" in head):
+            return 0.8
+        if _FABRIC_SECTION.search(head) and _FABRIC_STATE.search(head):
             return 0.8
         return 0.0
 
@@ -72,8 +78,8 @@ class SmiQueryReader:
                 driver = value or None
                 continue
             if not gpus:
-                if indent == 0:
-                    continue  # the log's own header (driver version and the like)
+                if indent == 0 and key in _LOG_HEADER:
+                    continue  # the log's own header; a pasted section without it starts a GPU of its own
                 gpus.append(_Gpu(line.number, None, None))
             gpus[-1].take([name for _, name in stack], key, value, line, out)
         for gpu in gpus:
@@ -100,7 +106,7 @@ class _Gpu:
             self.uuid = value or None
         elif key == "Product Name" and not path:
             self.model = value or None
-        elif "Fabric" in path and key in _FABRIC_KEYS:
+        elif "Fabric" in path:
             if value and value != "N/A":
                 self.fabric[key if section == "Fabric" else f"{section} {key}"] = value
                 self.fabric_line = self.fabric_line or line.number

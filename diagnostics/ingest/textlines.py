@@ -21,16 +21,17 @@ SATURATED_16BIT = 65535
 
 _PROVENANCE = re.compile(r"^\s*#\s*(?:source|note)\s*:", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
-_ELISION = re.compile(r"^\s*(?:\[\s*\.\.\.\s*\]|\.{3,}|…)\s*$")
+_ELISION = re.compile(r"^\s*(?:\[\s*\.\.\.\s*\]|\.{3,}|…|--)\s*$")  # `--`: grep -A/-B/-C's gap between groups
 # `$ cmd`, `user@host:~$ cmd`, `root@host:/x# cmd`, `[user@host dir]$ cmd`, `(venv) user@host:~$ cmd`
 _PROMPT = re.compile(
     r"^\s*(?:\([^)]*\)\s*)?(?:(?P<host1>[\w.-]+@(?P<h1>[\w.-]+))(?::[^\s$#]*)?\s?[$#]|\[[\w.-]+@(?P<h2>[\w.-]+)[^\]]*\][$#]|\$)"
     r"\s+(?P<cmd>\S.*)$"
 )
-# A command line pasted without its prompt: only the tools whose output fabricbot reads, and launchers.
-_BARE_COMMAND = re.compile(
-    r"^\s*(?:sudo\s+)?(?:\S*/)?(?:nvidia-smi|lspci|dmesg|journalctl|mpirun|srun|torchrun|\w+_perf(?:_mpi)?)(?:\s|$)"
-)
+# A command line pasted without its prompt (or after a root shell's bare `# `): only the tools whose output
+# fabricbot reads, and launchers.
+_TOOLS = r"(?:sudo\s+)?(?:\S*/)?(?:nvidia-smi|lspci|dmesg|journalctl|mpirun|srun|torchrun|\w+_perf(?:_mpi)?)(?:\s|$)"
+_BARE_COMMAND = re.compile(r"^\s*" + _TOOLS)
+_ROOT_PROMPT = re.compile(r"^\s*#\s+(?=" + _TOOLS + ")")
 _ISO_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*$")
 _DATE_TIME = re.compile(
     r"^\s*(?:Timestamp\s*:\s*)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(\w{3})\s+(\d{1,2})\s+(\d{2}:\d{2}:\d{2})"
@@ -69,9 +70,11 @@ def classify_line(number: int, text: str) -> Line:
     first = stripped[0]  # cheap guards before each pattern: large logs go through here line by line
     if first == "#" and _PROVENANCE.match(text):
         return Line(number, text, "provenance")
+    if first == "#" and (root := _ROOT_PROMPT.match(text)):
+        return Line(number, text, "command", text[root.end():].strip())
     if first in "`~" and _FENCE.match(text):
         return Line(number, text, "fence")
-    if first in "[.…" and _ELISION.match(text):
+    if first in "[.…-" and _ELISION.match(text):
         return Line(number, text, "elision")
     if (first in "$(" or "@" in stripped) and (prompt := _PROMPT.match(text)):
         return Line(number, text, "command", prompt["cmd"].strip(), prompt["h1"] or prompt["h2"])

@@ -2,7 +2,10 @@
 
 Both layouts are read: the old one names NICs by device (`mlx5_0`) in the header, the new one says `NIC0` and
 names them in a `NIC Legend`. Pastes are often cut off: each cut row, and each device with no row, is a warning
-naming the line, and what is there is still read.
+naming the line, and what is there is still read. The header may start at column 0 (a copy that began at
+`GPU0`). In a row cut where the input ends, every value but the last was followed by whitespace and is whole;
+the last is kept only when no longer value starts with it (X, PIX, PXB, PHB, NODE, SYS, NV with two digits):
+`NV1` may be the start of NV12 or NV18, an affinity list may go on, and such a value is dropped with a warning.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from .base import IngestResult, IngestWarning, Source
 READER_NAME = "topo-m"
 _OLD_NAMES = {"SOC": "SYS"}  # drivers before 384 said SOC for what is now SYS
 _AFFINITY = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity", "GPU NUMA ID": "gpu_numa_id"}
-_HEADER = re.compile(r"^\s+GPU0(\s|$)")
+_HEADER = re.compile(r"^\s*GPU0(\s|$)")
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z][\w.]*\d)$")
 _CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
+_WHOLE = re.compile(r"^(X|NV\d\d|PIX|PXB|PHB|NODE|SYS|SOC)$")  # no longer value starts with one of these
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _MLX = re.compile(r"^[a-z]+\d*_(\d+)$")
 
@@ -38,6 +42,18 @@ class _Matrix:
     out: list[dict[str, Any]] = field(default_factory=list)
     last_line: int = 0
     last_complete: bool = True
+    cut: _Cut | None = None  # the last value of a short row, until it is known whether the input ends there
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """The last value of a row shorter than the header, with no whitespace after it."""
+
+    row: str
+    column: str
+    value: str
+    number: int
+    index: int | None  # its row in `out`, if it made one
 
 
 def _split_header(line: str) -> list[str]:
@@ -82,45 +98,66 @@ def _parse_header(line: str, number: int) -> _Matrix | None:
     return _Matrix(devices=devices, extra=extra, header_line=number, names=_normalize(devices))
 
 
-def _read_row(m: _Matrix, tokens: list[str], number: int, where: str, warnings: list[IngestWarning]) -> None:
+def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[IngestWarning]) -> None:
+    _settle(m, where, warnings, at_end=False)  # another row follows: the short row's last value was whole
+    tokens = text.split()
     name, cells = tokens[0], tokens[1:]
     a = m.names[name]
     m.rows_seen.add(name)
     m.last_line = number
     device_cells = cells[: len(m.devices)]
-    for col, cell in zip(m.devices, device_cells, strict=False):
+    values = cells[len(m.devices):]
+    m.last_complete = len(device_cells) == len(m.devices) and (not a.startswith("GPU") or
+                                                               len(values) >= len(m.extra))
+    open_end = not m.last_complete and bool(cells) and not text[-1:].isspace()
+    for i, (col, cell) in enumerate(zip(m.devices, device_cells, strict=False)):
+        at_cut = open_end and i == len(cells) - 1
+        before = len(m.out)
         b = m.names[col]
         if cell == "X" or a == b:
-            continue
-        if not _CELL.match(cell):
-            warnings.append(IngestWarning(where, number, f"{name} -> {col}: unknown path kind {cell!r}, skipped"))
-            continue
-        kind = _OLD_NAMES.get(cell, cell)
-        if kind.startswith("NV"):
+            pass
+        elif not _CELL.match(cell):
+            if not at_cut:  # at a cut it may be a fragment: told when it is known whether the input ends here
+                warnings.append(IngestWarning(where, number, f"{name} -> {col}: unknown path kind {cell!r}, skipped"))
+        elif (kind := _OLD_NAMES.get(cell, cell)).startswith("NV"):
             _row(m, a=a, b=b, relation="NV", nvlinks=int(kind[2:]), source=f"{where}:{number}")
         else:
             _row(m, a=a, b=b, relation=kind, detail=cell if cell != kind else None, source=f"{where}:{number}")
-    values = cells[len(m.devices):]
-    for col, value in zip(m.extra, values, strict=False):
+        if at_cut:
+            m.cut = _Cut(name, col, cell, number, before if len(m.out) > before else None)
+    for i, (col, value) in enumerate(zip(m.extra, values, strict=False)):
+        before = len(m.out)
         if value not in ("N/A", ""):
             _row(m, a=a, relation=_AFFINITY[col], detail=value, source=f"{where}:{number}")
-    m.last_complete = len(device_cells) == len(m.devices)
-    if not m.last_complete:
+        if open_end and len(device_cells) + i == len(cells) - 1:
+            m.cut = _Cut(name, col, value, number, before if len(m.out) > before else None)
+    if len(device_cells) < len(m.devices):
         warnings.append(IngestWarning(where, number, f"row {name} is cut off after {len(device_cells)} of "
                                                      f"{len(m.devices)} columns; read what is there"))
-    elif a.startswith("GPU") and len(values) < len(m.extra):
-        m.last_complete = False
+    elif not m.last_complete:
         missing = ", ".join(m.extra[len(values):])
         warnings.append(IngestWarning(where, number, f"row {name} has no {missing} value; the line may be cut off"))
 
 
+def _settle(m: _Matrix, where: str, warnings: list[IngestWarning], *, at_end: bool) -> None:
+    """Keep or drop a short row's last value: dropped when the input ends there and the value may be cut."""
+    cut, m.cut = m.cut, None
+    if cut is None:
+        return
+    device = cut.column in m.devices
+    if at_end and not (device and _WHOLE.match(cut.value)):
+        if cut.index is not None:
+            del m.out[cut.index]
+        warnings.append(IngestWarning(where, cut.number, f"the input ends inside this row: its last value "
+                                                         f"{cut.value!r} ({cut.row} -> {cut.column}) may be cut, "
+                                                         "dropped"))
+    elif device and not _CELL.match(cut.value):
+        warnings.append(IngestWarning(where, cut.number, f"{cut.row} -> {cut.column}: unknown path kind "
+                                                         f"{cut.value!r}, skipped"))
+
+
 def _finish(m: _Matrix, where: str, warnings: list[IngestWarning], ended_at_eof: bool) -> None:
-    if ended_at_eof and not m.last_complete and m.out and m.out[-1]["source"].endswith(f":{m.last_line}"):
-        last = m.out[-1]
-        if last["relation"] in _AFFINITY.values():
-            m.out.pop()
-            warnings.append(IngestWarning(where, m.last_line, f"the input ends inside this row: its last value "
-                                                              f"{last['detail']!r} may be cut, dropped"))
+    _settle(m, where, warnings, at_end=ended_at_eof)
     missing = [d for d in m.devices if d not in m.rows_seen]
     if missing:
         warnings.append(IngestWarning(where, m.last_line or m.header_line,
@@ -150,9 +187,12 @@ def parse_lines(lines: Iterable[tuple[int, str]], where: str) -> tuple[list[dict
                 continue
         tokens = line.split()
         if matrix is not None and in_matrix and tokens and tokens[0] in matrix.names:
-            _read_row(matrix, tokens, number, where, warnings)
+            _read_row(matrix, line, number, where, warnings)
             continue
-        in_matrix = False
+        if line.strip():  # blank lines after a cut row still leave the input ending inside it
+            in_matrix = False
+            if matrix is not None:
+                _settle(matrix, where, warnings, at_end=False)
         match = _NIC_LEGEND.match(line)
         if match:
             legend[match[1]] = match[2]

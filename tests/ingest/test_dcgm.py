@@ -240,3 +240,61 @@ def test_scrapes_without_timestamps_take_the_given_time_per_file(tmp_path: Path)
     rows = read_scrapes(files)["link_samples"]
     assert list(rows["replay"]) == [1, 4]
     assert (rows["timestamp"].diff().dropna() == pd.Timedelta(minutes=1)).all()
+
+
+def test_real_gb200_scrape_is_per_gpu_aggregates_never_links() -> None:
+    rows = read(REAL / "dcgm_metrics_gb200_1.txt")["link_samples"]
+    assert len(rows) == 4 and sorted(rows["gpu"]) == [0, 1, 2, 3]  # one row per GPU, not per link
+    assert rows["gpu_total"].all() and rows["link"].isna().all() and rows["lane"].isna().all()
+    assert set(rows["link_type"]) == {"nvlink"} and links(rows).empty
+
+
+RENAMED = [  # (the name scrapes carry today, its DCGM 4.6 name, a value)
+    ("DCGM_FI_DEV_NVLINK_COUNT_RX_SYMBOL_ERRORS", "DCGM_FI_DEV_NVLINK_RX_SYMBOL_ERROR_TOTAL", "11"),
+    ("DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS", "DCGM_FI_DEV_NVLINK_RECOVERY_FAILED_TOTAL", "2"),
+    ("DCGM_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER_FLOAT", "DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RATIO", "1.5e-13"),
+    ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL", "4"),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_PCIE_REPLAY_TOTAL", "9"),
+]
+
+
+def test_dcgm_4_6_names_read_as_the_old_ones() -> None:
+    labels = gpu_labels(1)
+    old, new = (READER.read(text(*(f"{names[i]}{{{labels}}} {names[2]}" for names in RENAMED)))["link_samples"]
+                for i in (0, 1))
+    keep = ["gpu", "link_type", "link", "gpu_total", "symbol_errors", "recovery_failed", "effective_ber", "crc_flit",
+            "replay"]
+    assert len(new) == 2 and new[keep].equals(old[keep])
+    nvlink = new[new["link_type"] == "nvlink"].iloc[0]
+    assert nvlink["gpu_total"] and pd.isna(nvlink["link"])  # NVLink5 fields: an aggregate across all links
+    assert (nvlink["symbol_errors"], nvlink["recovery_failed"], nvlink["crc_flit"]) == (11, 2, 4)
+    assert nvlink["effective_ber"] == 1.5e-13 and new.loc[new["link_type"] == "pcie", "replay"].item() == 9
+
+
+def test_fec_history_bins_and_the_raw_ber_that_is_not_a_ratio() -> None:
+    labels = gpu_labels(0)
+    result = READER.read(text(
+        f"DCGM_FI_DEV_NVLINK_COUNT_FEC_HISTORY_0{{{labels}}} 123456",
+        f"DCGM_FI_DEV_NVLINK_COUNT_FEC_HISTORY_15{{{labels}}} 2",
+        f"DCGM_FI_DEV_NVLINK_COUNT_SYMBOL_BER{{{labels}}} 4627730092099895296",  # encoded: not read as a ratio
+        f"DCGM_FI_DEV_NVLINK_SYMBOL_BER_RATIO{{{labels}}} 2.5e-9",
+    ))
+    (row,) = result["link_samples"].to_dict("records")
+    assert (row["fec_history_0"], row["fec_history_15"], row["symbol_ber"]) == (123456, 2, 2.5e-9)
+    assert pd.isna(row["fec_history_7"]) and row["gpu_total"] and pd.isna(row["link"])
+    assert result.warnings == []
+
+
+def test_a_per_link_field_needs_its_link_label() -> None:
+    labels = gpu_labels(0)
+    result = READER.read(text(
+        f'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL{{{labels},nvlink="3"}} 5',
+        f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL{{{labels}}} 9",
+        'DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERROR_TOTAL{nvswitch="2",nvlink="17",Hostname="n1"} 1',
+    ))
+    rows = result["link_samples"]
+    per_link = rows[rows["link_type"] == "nvlink"]
+    assert per_link[["link", "replay"]].values.tolist() == [[3, 5]] and not per_link["gpu_total"].any()
+    switch = rows[rows["link_type"] == "nvswitch"].iloc[0]
+    assert (switch["nvswitch"], switch["link"], switch["replay"]) == ("2", 17, 1)
+    assert [(w.line, "without an nvlink label" in w.message) for w in result.warnings] == [(2, True)]

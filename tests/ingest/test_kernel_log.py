@@ -60,3 +60,67 @@ def test_dmesg_iso_and_journal_precise_prefixes() -> None:
     assert events["code"].tolist() == [79, 20034] and events["link"].iloc[1] == 30
     assert events["timestamp"].iloc[0] == pd.Timestamp("2026-11-29 16:00:01.123456", tz="UTC")
     assert set(events["node_id"]) == {"node-9"}
+
+
+def test_real_sxid_lines_are_one_event_each_with_severity_switch_and_link() -> None:
+    result = read(REAL / "sxid_22013_h100_1.txt")
+    events = result["events"]
+    assert set(events["kind"]) == {"sxid"} and set(events["code"]) == {22013}
+    assert events["link"].tolist()[1:] == [44, 45, 46] and pd.isna(events["link"].iloc[0])
+    assert events["severity"].tolist()[1:] == ["non-fatal"] * 3 and pd.isna(events["severity"].iloc[0])
+    assert set(events["nvswitch"]) == {"3"} and set(events["pci_bus_id"]) == {"0000:04:00.0"}
+    link44 = events.iloc[1]
+    assert link44["source"].endswith(":5")
+    assert "Severity 0 Engine instance 44" in link44["text"] and "Data {0x0000002c" in link44["text"]
+    assert "Data {" not in events.iloc[3]["text"]  # Link 46's following lines are past the cut
+    # the first SXid line is the Data line of an event whose first line is above the excerpt: said, not dropped
+    assert any(w.line == 4 and "first line (severity and link) is not in the input" in w.message
+               for w in result.warnings)
+
+
+def test_real_fatal_sxid_without_its_first_line_and_talos_prefixes() -> None:
+    result = read(REAL / "sxid_24007_xid_a100_1.txt")
+    events = result["events"]
+    assert events["kind"].tolist() == ["sxid", "xid", "xid", "xid"] and events["code"].tolist() == [24007, 62, 45, 45]
+    sxid = events.iloc[0]
+    assert (sxid["severity"], sxid["nvswitch"], sxid["pci_bus_id"]) == ("fatal", "1", "0000:aa:00.0")  # Severity 1
+    assert pd.isna(sxid["link"]) and "Data {0x10000000" in sxid["text"]
+    assert sxid["timestamp"] == pd.Timestamp("2026-04-22T21:25:20.466440686Z")
+    assert events["pci_bus_id"].tolist()[1:] == ["0000:48:00.0"] * 3
+    assert warning_lines(result) == [5, 4]  # the SXid cut above; the NVRM lines that are not events
+
+
+def test_an_sxid_and_its_continuations_interleaved_with_other_lines() -> None:
+    text = ("[ 3367.373226] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 24007, Fatal, Link 12 sourcetrack timeout "
+            "error (First)\n"
+            "[ 3367.373230] NVRM: GPU at PCI:0000:18:00: GPU-aaaa\n"
+            "[ 3367.373238] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 24007, Severity 1 Engine instance 12 "
+            "Sub-engine instance 00\n"
+            "[ 3367.373240] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20009, Non-fatal, Link 30 RX Short Error Rate\n"
+            "[ 3367.373245] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 24007, Data {0x00000001, 0x00000001, "
+            "0x00000000}\n"
+            "[ 3367.373250] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 24007, Data {0x00000002}\n"
+            "[ 3367.373300] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 10001, Non-fatal, PRI WRITE SYSB error, "
+            "instance=3\n")
+    events = read_text(text)["events"]
+    assert events["code"].tolist() == [24007, 20009, 10001]
+    assert events["severity"].tolist() == ["fatal", "non-fatal", "non-fatal"]
+    assert events["nvswitch"].tolist() == ["0", "2", "0"]
+    assert events["link"].tolist()[:2] == [12, 30] and pd.isna(events["link"].iloc[2])
+    first = events.iloc[0]["text"]
+    assert first.startswith("nvidia-nvswitch0: Fatal, Link 12 sourcetrack timeout error (First); Severity 1")
+    assert first.endswith("Data {0x00000001, 0x00000001, 0x00000000}; Data {0x00000002}")
+
+
+def test_dmesg_decode_iso_prefix_and_nvlink5_xid_severity() -> None:
+    text = ("kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, "
+            "Non-fatal, Link 7 egress non-posted PRIV error (First)\n"
+            "NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x026001c6 0x00000000)\n"
+            "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008)\n"
+            "NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+    events = read_text(text)["events"]
+    assert events["timestamp"].iloc[0] == pd.Timestamp("2025-01-25 10:34:54.859532", tz="UTC")
+    assert events["severity"].tolist()[:3] == ["non-fatal", "fatal", "non-fatal"]
+    assert pd.isna(events["severity"].iloc[3])  # Xid 79's line states no severity: the catalog's is not put here
+    assert events["link"].tolist()[:3] == [7, 0, 13]
+    assert events["pci_bus_id"].tolist()[2] == "0018:01:00.0"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.lspci import READER
-from tests.ingest.helpers import SAMPLES, read, read_text, warning_lines
+from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
 
 
 def test_link_cap_vs_status_for_gpus_switches_nics() -> None:
@@ -50,3 +52,46 @@ def test_garbage_between_devices() -> None:
 def test_another_format_and_empty() -> None:
     assert READER.read(Source.from_path(SAMPLES / "steps.csv")).rows["link_samples"] == 0
     assert READER.read(Source.from_text("")).empty
+
+
+def test_real_lane_error_status_names_the_lane() -> None:
+    result = read(REAL / "lspci_vv_laneerr_rk3588_1.txt")  # four-space indented, as the article shows it
+    rows = result["link_samples"]
+    assert set(rows["pci_bus_id"]) == {"0001:10:00.0"}  # the SATA controller is not a link fabricbot follows
+    port = rows[rows["lane"].isna()].iloc[0]
+    assert (port["device_kind"], port["gen"], port["width"], port["max_width"]) == ("pcie_switch", 3, 2, 2)
+    assert port["link_state"] == "up" and port["lane_error"]
+    lane = rows[rows["lane"].notna()]
+    assert lane["lane"].tolist() == [1] and lane["lane_error"].tolist() == [True]
+    assert lane["source"].iloc[0].endswith(":70") and pd.isna(lane["width"].iloc[0])
+    assert result.warnings == []
+
+
+GPU = """{bus} 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)
+	Capabilities: [68] Express (v2) Endpoint, MSI 00
+		LnkCap:	Port #0, Speed 32GT/s, Width x16, ASPM not supported
+		LnkSta:	Speed {speed}GT/s, Width x{width}
+{tail}"""
+
+
+def test_lanes_come_only_from_lane_error_status() -> None:
+    secondary = "\tCapabilities: [200 v1] Secondary PCI Express\n\t\tLnkCtl3: LnkEquIntrruptEn- PerformEqu-\n"
+    text = "".join([
+        GPU.format(bus="0000:19:00.0", speed=16, width=8, tail=secondary + "\t\tLaneErrStat: LaneErr at lane: 8 9\n"),
+        GPU.format(bus="0000:1b:00.0", speed=32, width=16, tail=secondary + "\t\tLaneErrStat: 0\n"),
+        GPU.format(bus="0000:5d:00.0", speed=16, width=8, tail=""),  # downtrained: how many lanes, not which
+    ])
+    rows = read_text(text, fmt="lspci")["link_samples"]
+    links = rows[rows["lane"].isna()].set_index("pci_bus_id")
+    assert links.loc["0000:19:00.0", "width"] == 8 and links.loc["0000:19:00.0", "max_width"] == 16
+    assert links.loc["0000:19:00.0", "link_state"] == "degraded" and links.loc["0000:19:00.0", "lane_error"]
+    assert not links.loc["0000:1b:00.0", "lane_error"] and links.loc["0000:1b:00.0", "link_state"] == "up"
+    assert pd.isna(links.loc["0000:5d:00.0", "lane_error"]) and links.loc["0000:5d:00.0", "link_state"] == "degraded"
+    lanes = rows[rows["lane"].notna()]
+    assert lanes[["pci_bus_id", "lane"]].values.tolist() == [["0000:19:00.0", 8], ["0000:19:00.0", 9]]
+    assert set(lanes["device_kind"]) == {"gpu"} and lanes["lane_error"].all()
+
+
+def test_no_lane_is_made_up_from_a_downtrain() -> None:
+    rows = read(SAMPLES / "lspci_vvv_h100.txt")["link_samples"]
+    assert rows["lane"].isna().all() and rows["lane_error"].isna().all()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
+from diagnostics.ingest import detect
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.smi_query import READER
 from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
@@ -68,3 +70,24 @@ def test_gpu_identity_rows() -> None:
     assert gpus[["gpu", "pci_bus_id"]].values.tolist() == [[0, "0000:19:00.0"], [1, "0000:1b:00.0"]]
     assert set(gpus["driver_version"]) == {"550.54.15"} and set(gpus["model"]) == {"NVIDIA H100 80GB HBM3"}
     assert gpus["uuid"].tolist()[0] == "GPU-33333333-3333-3333-3333-333333333333"
+
+
+@pytest.mark.parametrize(("name", "line", "text"), [
+    ("smi_q_fabric_unhealthy_1.txt", 5, "State: Completed; Status: Success; CliqueId: 2; "
+     "ClusterUUID: dc6e40c4-d722-4357-9ba6-5291dd461278; Health Summary: Unhealthy; Health Bandwidth: Full"),
+    ("smi_q_fabric_insufficient_1.txt", 4, "State: Completed; Status: Insufficient Resources; CliqueId: 0; "
+     "ClusterUUID: 00000000-0000-0000-0000-000000000000"),
+    ("smi_q_fabric_in_progress_1.txt", 4, "State: In Progress"),  # every other value reads N/A
+])
+def test_real_fabric_sections(name: str, line: int, text: str) -> None:
+    assert detect.choose(Source.from_path(REAL / name)).name == "smi_query"
+    result = read(REAL / name)
+    events = result["events"]
+    assert events["kind"].tolist() == ["fabric_state"] and events["text"].tolist() == [text]
+    assert events["source"].iloc[0].endswith(f":{line}")
+    assert result.rows["link_samples"] == 0  # a Fabric section alone says nothing of the PCIe link
+
+
+def test_a_grep_separator_is_said_and_the_root_prompt_is_a_command() -> None:
+    result = read(REAL / "smi_q_fabric_unhealthy_1.txt")
+    assert warning_lines(result) == [12] and "'--'" in result.warnings[0].message  # not line 3's `# nvidia-smi`

@@ -150,3 +150,74 @@ def test_old_soc_path_kind_and_unknown_cell(tmp_path: Path) -> None:
     path.write_text(text.replace("SOC\t X", "WAT\t X"))
     result = read(path)
     assert any("unknown path kind 'WAT'" in w.message and w.line == 3 for w in result.warnings)
+
+
+def test_wide_matrix_from_column_zero_cut_mid_row() -> None:
+    frame, warnings = topology("topo_m_a100_18nic_1.txt")
+    nics = sorted(frame.loc[frame["relation"] == "nic", "a"], key=lambda n: int(n[3:]))
+    assert nics == [f"NIC{i}" for i in range(18)]
+    assert set(frame.loc[frame["relation"] == "NV", "nvlinks"]) == {12}
+    assert cell(frame, "GPU0", "NIC5")[0] == "PXB" and cell(frame, "GPU2", "NIC1")[0] == "PXB"
+    assert cell(frame, "GPU4", "GPU7") == ("NV", 12)
+    assert cell(frame, "GPU4", "NIC6")[0] == "SYS"  # the cut row's last value: SYS is whole, kept
+    assert frame[(frame["a"] == "GPU4") & (frame["b"] == "NIC7")].empty  # past the cut: nothing made up
+    assert affinity(frame, "GPU3", "cpu_affinity") == "16-31,144-159"
+    assert affinity(frame, "GPU0", "numa_affinity") == "3"
+    assert any(":8: row GPU4 is cut off after 15 of 26 columns" in w for w in warnings)
+    assert any(":8: the matrix is cut off here: no rows for GPU5, GPU6, GPU7, NIC0" in w for w in warnings)
+    graph = graph_from_topology(frame)
+    assert graph.platform == "dgx-a100-8gpu" and graph.gpus == list(range(8))
+
+
+def test_wide_matrix_after_a_prompt_cut_after_one_value() -> None:
+    frame, warnings = topology("topo_m_h100_18nic_1.txt")
+    assert set(frame.loc[frame["relation"] == "NV", "nvlinks"]) == {18}
+    assert cell(frame, "GPU4", "GPU0") == ("NV", 18)  # NV18 has two digits: nothing longer starts with it
+    assert cell(frame, "GPU2", "NIC8")[0] == "PXB" and cell(frame, "GPU0", "NIC17")[0] == "SYS"
+    assert affinity(frame, "GPU1", "gpu_numa_id") is None  # N/A
+    at_cut = [w.split(": ", 1)[1] for w in warnings if ":9:" in w]
+    assert at_cut[0] == "row GPU4 is cut off after 1 of 26 columns; read what is there"
+    assert graph_from_topology(frame).platform == "hgx-h100-8gpu"
+
+
+def _cut_a100(after: str) -> str:
+    """The real 18-NIC matrix, its GPU4 row cut right after `after` (a prefix of that row)."""
+    lines = (REAL / "topo_m_a100_18nic_1.txt").read_text().splitlines()
+    assert lines[7].startswith(after)
+    return "\n".join([*lines[:7], after])
+
+
+@pytest.mark.parametrize(("after", "kept"), [
+    ("GPU4    NV12    NV12    NV12    NV12     X      NV1", None),  # NV1 may be NV12 or NV18
+    ("GPU4    NV12    NV12    NV12    NV12     X      NV12    NV12    NV12    SY", None),  # a fragment
+    ("GPU4    NV12    NV12    NV12    NV12     X      NV12    NV12    NV12    SYS     SYS", "SYS"),
+    ("GPU4    NV12    NV12    NV12    NV12     X      NV12 ", "NV"),  # whitespace after it: whole
+])
+def test_the_last_value_of_a_cut_row_is_kept_only_when_whole(tmp_path: Path, after: str, kept: str | None) -> None:
+    path = tmp_path / "cut.txt"
+    path.write_text(_cut_a100(after))
+    result = read(path, node_id="node-a")
+    frame = result["topology"]
+    columns = ["GPU0", "GPU1", "GPU2", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "NIC0", "NIC1"]
+    last_col = columns[len(after.split()) - 2]
+    rows = frame[(frame["a"] == "GPU4") & (frame["b"] == last_col)]
+    messages = [w.message for w in result.warnings if w.line == 8]
+    if kept is None:
+        assert rows.empty
+        said = f"its last value {after.split()[-1]!r} (GPU4 -> {last_col}) may be cut, dropped"
+        assert any(said in m for m in messages)
+        assert not any("unknown path kind" in m for m in messages)
+    else:
+        assert rows["relation"].tolist() == [kept]
+        assert not any("may be cut" in m for m in messages)
+
+
+def test_a_short_row_inside_the_matrix_keeps_its_values_and_names_a_bad_one(tmp_path: Path) -> None:
+    lines = (REAL / "topo_m_a100_18nic_1.txt").read_text().splitlines()
+    lines[4] = lines[4][:60].rstrip() + "    SY"  # GPU1's row, short and ending in a fragment, then GPU2's row
+    path = tmp_path / "short.txt"
+    path.write_text("\n".join(lines))
+    result = read(path)
+    assert any(w.line == 5 and "unknown path kind 'SY'" in w.message for w in result.warnings)
+    assert not any("may be cut" in w.message for w in result.warnings)
+    assert cell(result["topology"], "GPU1", "GPU6") == ("NV", 12)

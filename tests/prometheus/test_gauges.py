@@ -63,8 +63,9 @@ def test_pcie_queries_compare_the_last_readings_of_the_link_gauges() -> None:
 def test_ber_queries_are_per_link_gauge_comparisons_with_exact_limits() -> None:
     queries = _queries()
     effective, symbol = queries[("effective_ber", "nvlink")], queries[("symbol_ber", "nvlink")]
-    assert "last_over_time({__name__=~\"DCGM_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER_FLOAT(_total)?\", nvlink!=\"\"}" \
-        in effective  # a GPU aggregate (no link label) is never compared with a per-link limit
+    assert ("last_over_time({__name__=~\"DCGM_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER_FLOAT(_total)?"
+            "|DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RATIO(_total)?\", nvlink!=\"\"}") \
+        in effective  # both DCGM spellings; a GPU aggregate (no link label) is never compared with a per-link limit
     assert effective.endswith("> 1e-12") and symbol.endswith("> 1e-06")
     # the Blackwell counter rules were rate rules already: increase() per hour
     for rule in ("effective_errors", "recovery_failed"):
