@@ -35,10 +35,6 @@ AER_COUNTERS: tuple[str, ...] = (
     "bad_dllp",
 )
 
-# NVLink5 forward-error-correction histogram: DCGM's count of corrected symbol errors in bin 0..15 (a GPU's
-# aggregate over its links, like the other NVLink5 counters). Cumulative; a rate needs two readings.
-FEC_HISTORY: tuple[str, ...] = tuple(f"fec_history_{i}" for i in range(16))
-
 UTC_TS = "datetime64[ns, UTC]"
 
 
@@ -139,7 +135,6 @@ LINK_SAMPLES = TableSchema(
         "pci_bus_id": "string",  # normalized dddd:bb:dd.f, lowercase (the device this row was read from)
         "device_kind": "category",  # lspci rows: gpu, nvswitch, pcie_switch, nic, bridge, other
         "lane_error": "boolean",  # lspci LaneErrStat: a lane error seen (per-lane row) or any/none (device row)
-        **{c: "float64" for c in FEC_HISTORY},
         **{c: "float64" for c in AER_COUNTERS},
     },
     doc={
@@ -152,8 +147,6 @@ LINK_SAMPLES = TableSchema(
         "lane_error": "an observation, never a guess: lspci's Lane Error Status (`LaneErrStat: LaneErr at lane: 6`) "
         "gives one row per lane it names (lane set, lane_error true) and sets the device's own row (lane NA) true; "
         "`LaneErrStat: 0` sets it false; NA where the input does not say. A width downtrain names no lane",
-        "fec_history_0": "DCGM_FI_DEV_NVLINK_COUNT_FEC_HISTORY_<bin>: corrected symbol errors counted in FEC "
-        "histogram bin <bin> (0-15), NVLink5+ only, the GPU's aggregate over its links (gpu_total rows)",
     },
 )
 

@@ -15,7 +15,7 @@ from typing import Any
 from ..config.datafiles import DATA_DIR, read_toml
 from ..enums import LinkType
 from ..errors import ConfigError
-from ..tables import COUNTERS, FEC_HISTORY, LINK_SAMPLES
+from ..tables import COUNTERS, LINK_SAMPLES
 
 DEFAULT_FILE = DATA_DIR / "dcgm.toml"
 
@@ -79,7 +79,7 @@ class DcgmMap:
         return None
 
 
-_VALUE_COLUMNS = set(COUNTERS) | set(FEC_HISTORY) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s",
+_VALUE_COLUMNS = set(COUNTERS) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s",
                                    "gen", "max_gen", "width", "max_width"}
 
 
