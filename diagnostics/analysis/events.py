@@ -12,14 +12,16 @@ import pandas as pd
 
 from .. import format as fmt
 from ..components import ComponentRef
+from ..config.catalogs import load_sxid_catalog, load_xid_catalog
 from ..config.thresholds import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
     OFF_BUS_RULE,
     SOFTWARE_RULE,
+    Rule,
     Thresholds,
 )
-from ..enums import ComponentKind, EventKind, LinkState, LinkType, Severity
+from ..enums import CodeSeverity, ComponentKind, EventKind, LinkState, LinkType, Severity
 from ..model import Crossing, Finding
 from .rates import ns
 from .rules import summarize
@@ -140,24 +142,62 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
             rows = pd.concat([rows, before]) if not before.empty else rows
         if rule.codes:
             rows = rows[rows["code"].isin(rule.codes).fillna(False).to_numpy(bool)]
-        for gpu, group in rows.groupby(rows["gpu"].astype("Float64").fillna(-1), sort=True):
+        if rule.fatal is not None:
+            rows = rows[_fatal(rows, rule.counter) == rule.fatal]
+        switch_side = rule.counter == EventKind.SXID.value
+        for key, group in rows.groupby(_where(rows, switch_side), sort=True):
             occurrences = float(group["count"].astype("Float64").fillna(1).sum()) if "count" in group else len(group)
             if occurrences <= rule.above:
                 continue
-            g = None if gpu < 0 else int(gpu)
-            codes = sorted({int(c) for c in group["code"].dropna()})
-            who = f"GPU {g}" if g is not None else "node"
-            listed = ", ".join(map(str, codes))
-            crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
-                                unit=rule.unit, severity=rule.severity,
-                                message=f"{occurrences:g} {rule.counter.upper()} {listed} on {who} ({rule.name})")]
-            severity, ratio = summarize(crossed)
-            link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK
-            ref = ComponentRef.of_gpu(g) if g is not None else ComponentRef.nvswitch(None)
-            out.append(Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=g, severity=severity,
-                               worst_ratio=ratio, crossed=crossed, counts={rule.counter: occurrences},
-                               evidence=[str(x) for x in group["text"].dropna().head(3)]))
+            out.append(_event_finding(rule, key, group, occurrences, switch_side))
     return out
+
+
+def _where(rows: pd.DataFrame, switch_side: bool) -> pd.Series:
+    """What an event is about: the GPU an Xid names, or the switch and port an SXid names."""
+    if not switch_side:
+        return rows["gpu"].astype("Float64").fillna(-1).astype(str)
+    switch = rows["nvswitch"].astype("string").fillna("?") if "nvswitch" in rows else pd.Series("?", rows.index)
+    port = rows["link"].astype("Float64").fillna(-1).astype(int).astype(str) if "link" in rows else "-1"
+    return switch + ":" + port
+
+
+def _fatal(rows: pd.DataFrame, kind: str) -> np.ndarray:
+    """Whether each event is fatal: as its line says, else as the catalog says its code is."""
+    catalog = load_xid_catalog() if kind == EventKind.XID.value else load_sxid_catalog()
+    by_code = np.array([catalog.entry(int(c)).severity is CodeSeverity.FATAL if c is not pd.NA and c == c else False
+                        for c in rows["code"].astype("Float64").tolist()], dtype=bool)
+    if "severity" not in rows:
+        return by_code
+    stated = rows["severity"].astype("string").str.lower()
+    return np.where(stated.isna().to_numpy(), by_code, (stated == "fatal").fillna(False).to_numpy(bool))
+
+
+def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float, switch_side: bool) -> Finding:
+    codes = sorted({int(c) for c in group["code"].dropna()})
+    listed = ", ".join(map(str, codes))
+    if switch_side:
+        switch, port = key.split(":")
+        ref = ComponentRef.nvswitch(f"NVSwitch {switch}" if switch != "?" else None,
+                                    int(port) if port != "-1" else None)
+        gpu, link_type = None, LinkType.NVSWITCH
+    else:
+        gpu = None if float(key) < 0 else int(float(key))
+        ref = ComponentRef.of_gpu(gpu) if gpu is not None else ComponentRef.nvswitch(None)
+        link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK
+    who = ref.name if switch_side or gpu is not None else "node"
+    crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
+                        unit=rule.unit, severity=rule.severity,
+                        message=f"{occurrences:g} {rule.counter.upper()} {listed} on {who} ({rule.name})")]
+    severity, ratio = summarize(crossed)
+    catalog = load_xid_catalog() if rule.counter == EventKind.XID.value else load_sxid_catalog()
+    label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
+    meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"
+                + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
+    return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=ref.port,
+                   switch=ref.switch, switch_port=ref.port, severity=severity, worst_ratio=ratio, crossed=crossed,
+                   counts={rule.counter: occurrences},
+                   evidence=[*meanings, *(str(x) for x in group["text"].dropna().head(3))])
 
 
 def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataFrame:

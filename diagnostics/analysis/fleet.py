@@ -77,20 +77,39 @@ def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
 
 
 def _per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
-    """Rows to read, or None for all: a GPU's total over its links is dropped where the GPU also reports per link
-    (it would count every error twice), and kept where it is all there is (Blackwell's NVLink5 counters)."""
-    if "gpu_total" not in links.columns:
-        return None
-    total = links["gpu_total"].to_numpy(bool, na_value=False)
-    if not total.any():
-        return None
-    node = pd.factorize(links["node_id"])[0].astype(np.int64)
-    gpu = links["gpu"].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1
-    kind = pd.factorize(links["link_type"])[0].astype(np.int64)
-    key = (node << 24) | (gpu << 8) | (kind + 1)
-    per_link = np.unique(key[~total & links["link"].notna().to_numpy()])
-    drop = total & np.isin(key, per_link)
+    """Rows the rates read, or None for all. Dropped: a GPU's total over its links where the GPU also reports per
+    link (it would count every error twice; kept where it is all there is, as Blackwell's NVLink5 counters are), a
+    lane a reader observed failing (`observed_lanes` puts it on its link), and a PCIe device that is no GPU."""
+    drop = np.zeros(len(links), dtype=bool)
+    if "gpu_total" in links.columns:
+        total = links["gpu_total"].to_numpy(bool, na_value=False)
+        if total.any():
+            node = pd.factorize(links["node_id"])[0].astype(np.int64)
+            gpu = links["gpu"].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1
+            kind = pd.factorize(links["link_type"])[0].astype(np.int64)
+            key = (node << 24) | (gpu << 8) | (kind + 1)
+            per_link = np.unique(key[~total & links["link"].notna().to_numpy()])
+            drop |= total & np.isin(key, per_link)
+    if "lane_error" in links.columns and "lane" in links.columns:
+        drop |= links["lane_error"].notna().to_numpy() & links["lane"].notna().to_numpy()
+    pcie = (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
+    drop |= pcie & links["gpu"].isna().to_numpy()
     return np.flatnonzero(~drop) if drop.any() else None
+
+
+def observed_lanes(links: pd.DataFrame) -> dict[tuple[str, int], list[int]]:
+    """(node, GPU) -> the PCIe lanes a reader saw failing (lspci's LaneErrStat): a lane is named only when seen."""
+    if "lane_error" not in links.columns or "lane" not in links.columns:
+        return {}
+    seen = links[links["lane_error"].fillna(False).to_numpy(bool) & links["lane"].notna().to_numpy()
+                 & links["gpu"].notna().to_numpy()]
+    out: dict[tuple[str, int], list[int]] = {}
+    for node, gpu, lane in zip(seen["node_id"].astype(str), seen["gpu"].astype(int), seen["lane"].astype(int),
+                               strict=True):
+        out.setdefault((node, gpu), [])
+        if lane not in out[(node, gpu)]:
+            out[(node, gpu)].append(lane)
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def _metrics(links: pd.DataFrame, t: np.ndarray, *, since_ns: int, end_ns: int, window: timedelta,
@@ -245,8 +264,15 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if full:
             flagged[:] = True
         stale = view.stale[flagged]
+        lanes = observed_lanes(links)
         for row, s in zip(records(metrics[flagged]), stale.tolist(), strict=True):
-            found.setdefault(str(row["node_id"]), []).append(finding_of(row, thresholds, stale=s))
+            f = finding_of(row, thresholds, stale=s)
+            named = lanes.get((str(row["node_id"]), f.gpu)) if f.link_type is LinkType.PCIE and f.gpu is not None \
+                else None
+            if named:
+                f = f.model_copy(update={"lanes": named, "evidence": [*f.evidence, "lspci's lane error status names "
+                                         f"lane(s) {', '.join(map(str, named))}"]})
+            found.setdefault(str(row["node_id"]), []).append(f)
     node_events = {str(n): g for n, g in events.groupby(events["node_id"].astype("string"), observed=True)} \
         if len(events) and "node_id" in events.columns else {}
     analyzed = sorted(set(view.gpus_seen) | set(found) | set(node_events) | _names(metrics))

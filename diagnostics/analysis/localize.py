@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..components import ComponentRef
-from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE
+from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
 
@@ -78,8 +78,10 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
                "driver lost it")
         out.append(Localization(ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_OFF_BUS, gpu=gpu,
                                 confidence=0.9 if xid else 0.6, **_grade(mine), evidence=[why]))
-    # links only: an Xid names a GPU, not a link, and is weighed above
-    bad = [f for f in findings if _bad(f) and f.gpu not in off_bus and f.peer_gpu not in off_bus
+    fatal = [f for f in findings if SXID_FATAL_RULE in _rules(f)]
+    out.extend(_switch_fatal(f) for f in fatal)
+    # links only: an Xid names a GPU and an SXid a switch port, and they are weighed above
+    bad = [f for f in findings if _bad(f) and f.gpu not in off_bus and f.peer_gpu not in off_bus and f not in fatal
            and f.ref.kind in (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)]
     out.extend(_pcie(f) for f in bad if f.ref.kind is ComponentKind.PCIE)
     out.extend(_aggregate(f) for f in bad if f.ref.kind is ComponentKind.NVLINK and f.ref.link is None)
@@ -127,6 +129,15 @@ def _pcie(f: Finding) -> Localization:
     return Localization(ref=ComponentRef.pcie(f.gpu), fault=fault, gpu=f.gpu, lanes=f.lanes, confidence=0.8,
                         **_grade([f]),
                         evidence=[*evidence, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
+
+
+def _switch_fatal(f: Finding) -> Localization:
+    """A fatal SXid names the switch and the port whose link it stopped."""
+    return Localization(
+        ref=f.ref, fault=FaultKind.NVSWITCH_FATAL, switch=f.ref.switch, switch_port=f.ref.port, confidence=0.85,
+        **_grade([f]),
+        evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
+                  "a fatal SXid stops the switch link it names until the node is restarted"])
 
 
 def _aggregate(f: Finding) -> Localization:

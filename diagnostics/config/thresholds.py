@@ -27,6 +27,7 @@ BELOW_EXPECTED_RULE = "links_below_expected"  # a GPU reports fewer links than i
 GPU_MISSING_RULE = "gpus_missing"  # a node reports fewer GPUs than its platform has
 SOFTWARE_RULE = "fabric_software"  # Fabric Manager or the driver: the fabric state, all links inactive at once
 OFF_BUS_RULE = "xid_off_bus"  # the thresholds file's Xid 79 row: the GPU fell off the bus
+SXID_FATAL_RULE = "sxid_fatal"  # the thresholds file's fatal-SXid row: a switch link stopped
 ENV_FILE = "FABRICBOT_THRESHOLDS"
 
 
@@ -34,7 +35,7 @@ class Rule(BaseModel):
     """Fires when a link's `counter` (a rate per hour unless `unit` says otherwise) is strictly above `above`.
 
     `persist = [k, m]` makes a rate rule fire only when k of the last m windows exceed; `codes` lists the
-    Xid/SXid numbers an event rule counts.
+    Xid/SXid numbers an event rule counts, `fatal` whether it counts only the fatal (or the non-fatal) ones.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -48,6 +49,7 @@ class Rule(BaseModel):
     unit: Unit = Unit.PER_HOUR
     persist: tuple[int, int] | None = None
     codes: list[int] = Field(default_factory=list)
+    fatal: bool | None = None  # an event rule counting only fatal (true) or only non-fatal (false) events
 
     def applies_to(self, link_type: str) -> bool:
         return self.link_type in ("any", link_type)

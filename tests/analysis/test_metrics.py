@@ -139,10 +139,26 @@ def test_lone_reading_gives_totals_and_says_so() -> None:
 def test_xid_rules() -> None:
     evts = events([{"timestamp": T0 + pd.Timedelta(minutes=50), "kind": "xid", "gpu": 3, "code": 74,
                     "text": "Xid 74"},
-                   {"timestamp": T0 + pd.Timedelta(minutes=55), "kind": "sxid", "code": 20034, "text": "SXid"}])
+                   {"timestamp": T0 + pd.Timedelta(minutes=55), "kind": "sxid", "code": 20034, "text": "SXid",
+                    "severity": "non-fatal", "nvswitch": "1", "link": 7},
+                   {"timestamp": T0 + pd.Timedelta(minutes=56), "kind": "sxid", "code": 24007, "text": "SXid",
+                    "severity": "fatal", "nvswitch": "2", "link": 12}])
     d = diagnose({"link_samples": links(link_series(steady(0))), "events": evts})
-    names = {c.rule for f in d.findings for c in f.crossed}
-    assert {"xid_nvlink", "sxid"} <= names
+    by_rule = {c.rule: f for f in d.findings for c in f.crossed}
+    assert {"xid_nvlink", "sxid", "sxid_fatal"} <= set(by_rule)
+    assert by_rule["sxid"].severity is Severity.WARNING and by_rule["sxid"].component == "NVSwitch 1 port 7"
+    fatal = by_rule["sxid_fatal"]
+    assert fatal.severity is Severity.FAILING and fatal.component == "NVSwitch 2 port 12"
+    assert any(e.startswith("SXid 24007 (sourcetrack timeout error)") for e in fatal.evidence)
+    assert d.localization is not None and d.localization.fault is FaultKind.NVSWITCH_FATAL
+    assert (d.localization.switch, d.localization.switch_port) == ("NVSwitch 2", 12)
+
+
+def test_a_fatal_sxid_is_fatal_by_its_catalog_when_the_line_does_not_say() -> None:
+    evts = events([{"timestamp": T0 + pd.Timedelta(minutes=56), "kind": "sxid", "code": 24007, "text": "SXid",
+                    "nvswitch": "0", "link": 3}])
+    d = diagnose({"link_samples": links(link_series(steady(0))), "events": evts})
+    assert [c.rule for f in d.findings for c in f.crossed] == ["sxid_fatal"]
 
 
 def test_xid_79_makes_the_gpu_the_suspect() -> None:
