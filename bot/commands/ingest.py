@@ -7,7 +7,8 @@ import json
 import sys
 
 from diagnostics.ingest.base import IngestResult
-from diagnostics.store.telemetry import At, IngestReport, open_store, read_sources
+from diagnostics.store.sources import At, IngestReport, read_sources
+from diagnostics.store.telemetry import open_store
 
 from ..options import parse_time
 

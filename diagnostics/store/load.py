@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.correlate import job_nodes
+from ..analysis.fleet import history_needed
+from ..config.thresholds import Thresholds, load_thresholds
 from ..errors import InputError
 from ..tables import TABLES
-from .telemetry import TelemetryStore, read_sources
+from .sources import read_sources
+from .telemetry import StoreWindow, TelemetryStore, open_store
 
 INVENTORY = "nodes.csv"  # node_id,platform (written by `fabricbot synth`)
 SKIP = {INVENTORY, "ground_truth.json"}
+CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants
 
 
 def _files(paths: Iterable[str | Path]) -> tuple[list[Path], dict[str, str]]:
@@ -55,16 +58,24 @@ def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> t
     return tables, inventory, warnings
 
 
-def load_store(root: str | Path, node_id: str, *, end: datetime | None, window: timedelta,
-               history: timedelta = timedelta(days=1)) -> dict[str, pd.DataFrame]:
-    """The node's samples (and those of the nodes sharing its jobs) around the window, from the store."""
-    store = TelemetryStore(root)
-    if node_id not in store.nodes():
-        known = ", ".join(store.nodes()[:10]) or "none"
-        raise InputError(f"no node {node_id!r} in the store (nodes: {known})", source=str(root))
-    start = (end - max(history, window * 4)) if end is not None else None
-    steps = store.step_samples(node_id=node_id)
-    nodes = {node_id, *job_nodes(steps)}
-    links = [store.link_samples(n, start, end) for n in sorted(nodes) if n in store.nodes()]
-    return {"link_samples": pd.concat(links, ignore_index=True) if links else TABLES["link_samples"].empty(),
-            "events": store.events(node_id), "step_samples": steps}
+def node_span(window: timedelta, thresholds: Thresholds | None = None,
+              history: timedelta = CORRELATION_SPAN) -> timedelta:
+    """How much history one node's diagnosis reads: what the rules need, and a day for the job correlation."""
+    return max(history, window * 4, history_needed(window, thresholds or load_thresholds()))
+
+
+def read_node(store: TelemetryStore, node_id: str, *, end: datetime | None, window: timedelta,
+              thresholds: Thresholds | None = None, history: timedelta = CORRELATION_SPAN) -> StoreWindow:
+    """The node's window (and that of the nodes sharing its jobs) from the store; an unknown node is an error."""
+    known = store.nodes()
+    if node_id not in known:
+        listed = ", ".join(known[:10]) or "none"
+        raise InputError(f"no node {node_id!r} in the store (nodes: {listed})", source=str(store.root))
+    return store.read_window(end=end, span=node_span(window, thresholds, history), nodes=[node_id], peers=True)
+
+
+def load_store(root: str | Path | TelemetryStore, node_id: str, *, end: datetime | None, window: timedelta,
+               history: timedelta = CORRELATION_SPAN, thresholds: Thresholds | None = None) -> dict[str, pd.DataFrame]:
+    """The node's samples (and those of the nodes sharing its jobs) over the span its analysis needs."""
+    store = root if isinstance(root, TelemetryStore) else open_store(root)
+    return read_node(store, node_id, end=end, window=window, thresholds=thresholds, history=history).tables
