@@ -6,7 +6,8 @@ import argparse
 
 from diagnostics import Diagnosis, InputError, Thresholds
 from diagnostics.analysis import analyze_tables
-from diagnostics.store.load import load_inputs, load_store
+from diagnostics.store.load import load_inputs, read_node
+from diagnostics.store.telemetry import open_store
 
 from ..options import parse_time
 
@@ -20,7 +21,9 @@ def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Diagno
     if args.store:
         if args.inputs:
             raise InputError("give either --store DIR or input files, not both")
-        tables = load_store(args.store, args.node, end=end, window=args.window)
+        got = read_node(open_store(args.store), args.node, end=end, window=args.window, thresholds=thresholds)
+        tables = got.tables
+        platform = platform or got.platforms.get(args.node)  # --platform wins over the stored one
     else:
         if not args.inputs:
             raise InputError("give files or folders of telemetry, or --store DIR", field="--node")

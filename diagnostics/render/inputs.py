@@ -103,6 +103,7 @@ def drawable_from_store(store_dir: str | Path, node_id: str, *, platform: str | 
     if node_id not in nodes:
         listed = ", ".join(nodes[:20]) or "none"
         raise InputError(f"no node {node_id!r} in the store (nodes: {listed})", source=str(store_dir))
+    platform = platform or store.platforms([node_id]).get(node_id)  # --platform wins over the stored one
     topology = store.topology(node_id)
     if topology.empty:
         graph, warnings = graph_for_platform(platform, node_id=node_id)

@@ -15,36 +15,22 @@ from ..tables import TABLES
 from .sources import read_sources
 from .telemetry import StoreWindow, TelemetryStore, open_store
 
-INVENTORY = "nodes.csv"  # node_id,platform (written by `fabricbot synth`)
-SKIP = {INVENTORY, "ground_truth.json"}
 CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants
-
-
-def _files(paths: Iterable[str | Path]) -> tuple[list[Path], dict[str, str]]:
-    files: list[Path] = []
-    inventory: dict[str, str] = {}
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise InputError("file or folder not found", source=str(path))
-        found = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for f in found:
-            if f.name == INVENTORY:
-                nodes = pd.read_csv(f, dtype=str)
-                if {"node_id", "platform"} <= set(nodes.columns):
-                    inventory.update(zip(nodes["node_id"], nodes["platform"], strict=True))
-            elif f.name not in SKIP and not f.name.startswith("."):
-                files.append(f)
-    return files, inventory
 
 
 def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> tuple[
         dict[str, pd.DataFrame], dict[str, str], list[str]]:
-    """Every table the inputs hold (concatenated), the node inventory if a `nodes.csv` is among them, warnings."""
-    files, inventory = _files(paths)
-    outcomes, results = read_sources(files, node_id=node_id)
+    """Every table the inputs (files, folders) hold, concatenated; the platforms their inventory files give
+    (`nodes.csv` and the like); warnings."""
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        raise InputError("file or folder not found", source=missing[0])
+    outcomes = read_sources(paths, node_id=node_id)
+    results = [o.result for o in outcomes if o.result is not None]
     warnings = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
     warnings += [str(w) for r in results for w in r.warnings]
+    inventory = {str(n): str(p) for o in outcomes if o.nodes is not None
+                 for n, p in zip(o.nodes["node_id"], o.nodes["platform"], strict=True) if isinstance(p, str)}
     tables: dict[str, pd.DataFrame] = {}
     for name, schema in TABLES.items():
         frames = [r[name] for r in results if name in r.tables and not r[name].empty]
@@ -54,7 +40,7 @@ def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> t
             tables[name] = schema.conform(pd.concat(plain, ignore_index=True))
     if not tables:
         raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
-                         source=", ".join(str(p) for p in files[:3]) or "inputs")
+                         source=", ".join(o.name for o in outcomes[:3]) or "inputs")
     return tables, inventory, warnings
 
 
@@ -79,3 +65,4 @@ def load_store(root: str | Path | TelemetryStore, node_id: str, *, end: datetime
     """The node's samples (and those of the nodes sharing its jobs) over the span its analysis needs."""
     store = root if isinstance(root, TelemetryStore) else open_store(root)
     return read_node(store, node_id, end=end, window=window, thresholds=thresholds, history=history).tables
+

@@ -61,6 +61,15 @@ class StoreWindow:
     stats: ScanStats
     newest: dict[str, datetime]  # each asked node's newest link reading in the store (at any time)
 
+    @property
+    def platforms(self) -> dict[str, str]:
+        """Each node's stored platform (from an inventory file); nodes without one are left out."""
+        nodes = self.tables["nodes"]
+        if "platform" not in nodes.columns:
+            return {}
+        return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True)
+                if isinstance(p, str) and p}
+
 
 class TelemetryStore:
     """Samples in Parquet by node and day; manifest, nodes, GPUs, events and topology in SQLite."""
@@ -86,25 +95,28 @@ class TelemetryStore:
     # ---- writing ----
     def ingest(self, sources: Iterable[str | Path | Source], *, fmt: str | None = None,
                node_id: str | None = None, at: At = None) -> IngestReport:
+        """Read the files (folders recursively) and keep what they hold; an inventory file gives node records."""
         seen = {str(r["sha256"]) for r in self._table("ingests").rows}
         xid_last = self._xid_state()
-        outcomes, results = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last)
-        done = iter(results)
+        outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last)
         for outcome in outcomes:
             if outcome.status != "read":
                 continue
-            result = next(done)
             assert outcome.sha256 is not None
-            self._write(result, outcome.sha256)
-            outcome.status = "ingested"
-            self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name, "format": outcome.format,
-                                        "ingested_at": datetime.now(UTC).isoformat(),
-                                        "rows": pd.Series(outcome.rows).to_json()}, replace=True)
+            with self._db.conn:
+                if outcome.result is not None:
+                    self._write(outcome.result, outcome.sha256)
+                if outcome.nodes is not None:
+                    self._write_nodes(outcome.nodes)
+                outcome.status = "ingested"
+                self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name,
+                                               "format": outcome.format, "ingested_at": datetime.now(UTC).isoformat(),
+                                               "rows": pd.Series(outcome.rows).to_json()}, replace=True)
         self._table("xid_last").upsert_all(
             [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2], "code": -1 if k[3] is None else k[3],
               "value": v} for k, v in xid_last.items()],
             pk=("kind", "node_id", "gpu", "code"))
-        return IngestReport(outcomes, results[0] if len(results) == 1 else IngestResult.combine(results))
+        return IngestReport.of(outcomes)
 
     def _xid_state(self) -> dict[tuple[Any, ...], float]:
         """The dcgm Xid series' last values from earlier ingests, so a change in the next scrape is an event."""
@@ -117,15 +129,22 @@ class TelemetryStore:
         return {(r["kind"], r["node_id"], unset(r["gpu"]), unset(r["code"])): float(r["value"]) for r in table.rows}
 
     def _write(self, result: IngestResult, sha: str) -> None:
-        with self._db.conn:
-            self._write_parts(result["link_samples"], LINK_SAMPLES, "node_id", sha, LINK_KEYS[1:])
-            self._write_parts(result["step_samples"], STEP_SAMPLES, "job_id", sha, ())
-            self._write_rows("events", result["events"])
-            self._write_rows("topology", result["topology"])
-            gpus = result["gpus"]
-            if len(gpus):
-                self._table("gpus").upsert_all(_records(gpus), pk=("node_id", "gpu"), alter=True)
-            self._note_nodes(result)
+        self._write_parts(result["link_samples"], LINK_SAMPLES, "node_id", sha, LINK_KEYS[1:])
+        self._write_parts(result["step_samples"], STEP_SAMPLES, "job_id", sha, ())
+        self._write_rows("events", result["events"])
+        self._write_rows("topology", result["topology"])
+        gpus = result["gpus"]
+        if len(gpus):
+            self._table("gpus").upsert_all(_records(gpus), pk=("node_id", "gpu"), alter=True)
+        self._note_nodes(summary_nodes(result))
+
+    def _write_nodes(self, records: pd.DataFrame) -> None:
+        """An inventory's node records: a platform, serial or rack it gives replaces the stored one."""
+        self._note_nodes(records["node_id"].astype(str).tolist())
+        for row in records.to_dict("records"):
+            given = {k: v for k, v in row.items() if k != "node_id" and isinstance(v, str) and v}
+            if given:
+                self._table("nodes").update(str(row["node_id"]), given, alter=True)
 
     def _write_parts(self, frame: pd.DataFrame, schema: TableSchema, key: str, sha: str,
                      order: tuple[str, ...]) -> None:
@@ -148,9 +167,9 @@ class TelemetryStore:
             self._table(table).insert_all(_records(frame), alter=True)
             self._table(table).create_index(["node_id"], if_not_exists=True)
 
-    def _note_nodes(self, result: IngestResult) -> None:
+    def _note_nodes(self, names: Iterable[str]) -> None:
         now = datetime.now(UTC).isoformat()
-        for name in summary_nodes(result):
+        for name in names:
             first = now
             if self._table("nodes").count_where("node_id = ?", [name]):
                 first = self._table("nodes").get(name)["first_seen"]
@@ -159,6 +178,14 @@ class TelemetryStore:
     # ---- reading ----
     def nodes(self) -> list[str]:
         return sorted(str(r["node_id"]) for r in self._table("nodes").rows)
+
+    def platforms(self, nodes: Collection[str] | None = None) -> dict[str, str]:
+        """Each node's platform as an inventory file gave it (nodes without one are left out)."""
+        frame = self._sql_table("nodes", None if nodes is None else sorted(set(nodes)), lambda f: f)
+        if "platform" not in frame.columns:
+            return {}
+        return {str(n): str(p) for n, p in zip(frame["node_id"], frame["platform"], strict=True)
+                if isinstance(p, str) and p}
 
     def jobs(self) -> list[str]:
         return self._catalog.keys("step_samples")
