@@ -18,7 +18,7 @@ from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
 from diagnostics.analysis import analyze_tables
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import read_cases
-from diagnostics.store.load import read_node
+from diagnostics.store.load import read_node, stored_diagnosis
 from diagnostics.store.telemetry import DB_NAME, open_store
 from diagnostics.tickets import (
     ClaudeDrafter,
@@ -53,7 +53,7 @@ def _from_store(node_id: str, folder: str, platform: str | None) -> tuple[Diagno
         graph = graph_from_topology(topology, node_id=node_id, platform=platform).with_observed_ports(topology)
     platform = platform or (graph.platform if graph is not None else None)
     diagnosis = analyze_tables(got.tables, node_id=node_id, end=got.end, graph=graph, platform=platform)
-    return diagnosis, graph
+    return stored_diagnosis(diagnosis, got, timedelta(hours=1)), graph
 
 
 def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnosis, NodeGraph | None]]:

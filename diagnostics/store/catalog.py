@@ -103,6 +103,12 @@ class Catalog:
         sql = f"SELECT key, max(t_max) FROM {CATALOG} WHERE tbl = ? AND key IN {_in(keys)} GROUP BY key"
         return {str(k): int(v) for k, v in self.db.execute(sql, [table, *keys]).fetchall() if v is not None}
 
+    def undated_rows(self, table: str, keys: Collection[str]) -> dict[str, int]:
+        """Per key, the rows of its parts that hold no time at all (a paste ingested without --at)."""
+        sql = (f"SELECT key, sum(rows) FROM {CATALOG} WHERE tbl = ? AND t_min IS NULL AND key IN {_in(keys)} "
+               "GROUP BY key")
+        return {str(k): int(v) for k, v in self.db.execute(sql, [table, *keys]).fetchall() if v}
+
     def keys(self, table: str) -> list[str]:
         rows = self.db.execute(f"SELECT DISTINCT key FROM {CATALOG} WHERE tbl = ? ORDER BY key", [table])
         return [str(k) for (k,) in rows.fetchall()]

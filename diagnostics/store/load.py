@@ -11,6 +11,7 @@ import pandas as pd
 from ..analysis.fleet import history_needed
 from ..config.thresholds import Thresholds, load_thresholds
 from ..errors import InputError
+from ..model import Diagnosis
 from ..tables import TABLES
 from .sources import read_sources
 from .telemetry import StoreWindow, TelemetryStore, open_store
@@ -65,4 +66,21 @@ def load_store(root: str | Path | TelemetryStore, node_id: str, *, end: datetime
     """The node's samples (and those of the nodes sharing its jobs) over the span its analysis needs."""
     store = root if isinstance(root, TelemetryStore) else open_store(root)
     return read_node(store, node_id, end=end, window=window, thresholds=thresholds, history=history).tables
+
+
+def stored_diagnosis(diagnosis: Diagnosis, got: StoreWindow, window: timedelta) -> Diagnosis:
+    """A diagnosis from the store's window with what the window could not show said in its warnings: a node
+    silent since before the window, and readings without a time (no window can place them)."""
+    node = diagnosis.node_id
+    notes = []
+    newest = got.newest.get(node)
+    if got.end is not None and newest is not None and newest <= got.end - window:
+        notes.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at the "
+                     f"store's newest reading ({got.end:%Y-%m-%d %H:%M} UTC)")
+    if got.undated.get(node):
+        notes.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
+                     "--at): no window can place them; ingest the file again with --at TIME or --at mtime")
+    if notes:
+        diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *notes]})
+    return diagnosis
 

@@ -14,7 +14,7 @@ window needs are read, so a request costs what its window holds, not what the st
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ class StoreWindow:
     span: timedelta
     stats: ScanStats
     newest: dict[str, datetime]  # each asked node's newest link reading in the store (at any time)
+    undated: dict[str, int] = field(default_factory=dict)  # per asked node, link readings without a time
 
     @property
     def platforms(self) -> dict[str, str]:
@@ -103,6 +104,11 @@ class TelemetryStore:
             if outcome.status != "read":
                 continue
             assert outcome.sha256 is not None
+            if outcome.result is not None:
+                outcome.error = _placed_on_a_node(outcome.result)
+                if outcome.error:
+                    outcome.status = "error"
+                    continue
             with self._db.conn:
                 if outcome.result is not None:
                     self._write(outcome.result, outcome.sha256)
@@ -235,8 +241,10 @@ class TelemetryStore:
                   "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
                   "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),
                   "nodes": self._sql_table("nodes", names, lambda f: f)}
+        undated = self._catalog.undated_rows("link_samples", names) if names else {}
         return StoreWindow(tables, None if end_ns is None else pd.Timestamp(end_ns, tz="UTC").to_pydatetime(),
-                           span, stats, {k: pd.Timestamp(v, tz="UTC").to_pydatetime() for k, v in newest.items()})
+                           span, stats, {k: pd.Timestamp(v, tz="UTC").to_pydatetime() for k, v in newest.items()},
+                           undated)
 
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
         extra, args = None, []
@@ -290,6 +298,26 @@ class TelemetryStore:
                                   params)
         frame: pd.DataFrame = conform(pd.DataFrame(cursor.fetchall(), columns=[d[0] for d in cursor.description]))
         return frame
+
+
+def _placed_on_a_node(result: IngestResult) -> str | None:
+    """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names;
+    with none or several, nothing is stored and the reason says to pass --node (a store keys everything by node)."""
+    named = set(summary_nodes(result))
+    unplaced = [name for name, frame in result.tables.items()
+                if len(frame) and "node_id" in frame.columns and frame["node_id"].isna().any()]
+    if not unplaced:
+        return None
+    if len(named) == 1:
+        node = next(iter(named))
+        for name in unplaced:
+            frame = result.tables[name]
+            filled = frame["node_id"].astype("string").fillna(node)
+            result.tables[name] = frame.assign(node_id=filled.astype("category"))
+        return None
+    which = "names no node" if not named else f"names several nodes ({', '.join(sorted(named)[:4])})"
+    return (f"{', '.join(unplaced)} rows without a node and the input {which}: pass --node NODE to say which "
+            "node it was taken on (nothing of it was stored)")
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
