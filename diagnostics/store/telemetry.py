@@ -196,6 +196,10 @@ class TelemetryStore:
     def jobs(self) -> list[str]:
         return self._catalog.keys("step_samples")
 
+    def job_nodes(self, job_id: str) -> list[str]:
+        """The nodes a job's step samples name."""
+        return sorted(self._catalog.jobs_on(None, None, None).get(job_id, set()))
+
     def newest(self, nodes: Collection[str] | None = None) -> datetime | None:
         """The newest link reading the store holds (of those nodes), from the catalog: no file is opened."""
         value = self._catalog.newest("link_samples", None if nodes is None else sorted(set(nodes)))

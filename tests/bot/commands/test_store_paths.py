@@ -79,5 +79,7 @@ def test_render_a_stored_node_draws_its_findings(tmp_path: Path, capsys: pytest.
     diagnosis = json.loads(out)
     assert diagnosis["fault_detected"] and diagnosis["platform"] == "dgx1-v100-8gpu"
     assert "GPU 3" in diagnosis["isolated_component"]
+    code, out, _ = run(capsys, "analyze", "--store", store, "--node", "v100-1")
+    assert code == 0 and "window 1 h to 2026-03-01 08:00 UTC" in out.splitlines()[0]
     code, out, _ = run(capsys, "ticket", "v100-1", "--store", store, "--rules", "--json")
     assert code == 0 and json.loads(out)["node_id"] == "v100-1" and json.loads(out)["gpu_index"] == 3
