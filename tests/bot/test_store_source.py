@@ -50,6 +50,10 @@ def test_a_later_ingest_is_seen_by_the_running_bot(tmp_path: Path) -> None:
         after = text_of(summary_for(local, "gpu-node-7"))
         assert "replays 6,000/h" in after and "1 h to 2026-03-01 03:00 UTC" in after
         assert "platform unknown" not in after  # the stored platform is used
+        before = len(local.slack.messages)
+        assert local.injector.command("fleet", user="UALICE", channel="COPS").status == 200
+        assert local.slack.wait_for(lambda s: len(s.messages) > before and "Fleet:" in str(s.messages[-1].blocks))
+        assert "window 1 h to 2026-03-01 03:00 UTC" in str(local.slack.messages[-1].blocks)
 
 
 def test_store_source_lists_explains_and_sweeps_from_the_store(tmp_path: Path) -> None:
