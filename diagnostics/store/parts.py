@@ -60,13 +60,65 @@ def to_arrow(frame: pd.DataFrame, schema: TableSchema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=target)
 
 
-def to_frame(table: pa.Table) -> pd.DataFrame:
-    """An Arrow table read from parts as pandas with the normalized tables' dtypes (nullable ints, categories)."""
-    frame = table.to_pandas(types_mapper=_PANDAS.get, split_blocks=True, self_destruct=True)
-    for name in frame.columns:
-        if str(frame[name].dtype) == "datetime64[us, UTC]":  # a part written at another unit
-            frame[name] = frame[name].astype("datetime64[ns, UTC]")
-    return frame
+@dataclass
+class Rows:
+    """Rows read from parts, and the order they are handed back in (positions in `table`; None: as they are)."""
+
+    table: pa.Table
+    order: np.ndarray | None = None
+
+    def frame(self) -> pd.DataFrame:
+        """The rows in order, as pandas with the normalized tables' dtypes (nullable ints, categories).
+
+        Built a column at a time from whole arrays, the reordering a gather on each: converting a table of
+        thousands of chunks (a row group each) with `to_pandas`, and reordering it with Arrow's `take`, cost
+        several times more."""
+        return pd.DataFrame({name: _series(column, self.order)
+                             for name, column in zip(self.table.column_names, self.table.columns, strict=True)},
+                            copy=False)
+
+
+def _series(column: pa.ChunkedArray, order: np.ndarray | None) -> Any:
+    kind = column.type
+
+    def gather(values: np.ndarray) -> np.ndarray:
+        return values if order is None else values[order]
+
+    if pa.types.is_dictionary(kind):
+        categories, codes = _dictionary_codes(column)
+        return pd.Categorical.from_codes(gather(codes), categories=pd.Index(categories, dtype="str"))
+    if pa.types.is_timestamp(kind):
+        ns = column.cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
+        values = gather(pc.fill_null(ns, np.iinfo(np.int64).min).to_numpy())
+        return pd.Series(values.view("datetime64[ns]")).dt.tz_localize("UTC").array
+    if pa.types.is_floating(kind):
+        return gather(column.to_numpy())
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        empty = False if pa.types.is_boolean(kind) else 0
+        n, nulls = len(column), column.null_count
+        if nulls == n:  # nothing filled (a lane column of NVLink rows): no values to read or reorder
+            values = np.zeros(n, dtype=kind.to_pandas_dtype())
+            mask = np.ones(n, dtype=bool)
+        else:
+            values = gather(pc.fill_null(column, empty).to_numpy() if nulls else column.to_numpy())
+            mask = gather(column.is_null().to_numpy()) if nulls else np.zeros(n, dtype=bool)
+        if pa.types.is_boolean(kind):
+            return pd.arrays.BooleanArray(values, mask)
+        return pd.arrays.IntegerArray(values, mask)
+    series = column.to_pandas(types_mapper=_PANDAS.get)
+    return series.array if order is None else series.array.take(order)
+
+
+def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """A dictionary column's values (sorted) and each row's code among them (-1 for null), chunk by chunk."""
+    chunks = [c for c in column.chunks if len(c)]
+    values = sorted({v for c in chunks for v in c.dictionary.to_pylist() if v is not None})
+    where = {v: i for i, v in enumerate(values)}
+    pieces = []
+    for chunk in chunks:
+        lookup = np.array([where.get(v, -1) for v in chunk.dictionary.to_pylist()] + [-1], dtype=np.int32)
+        pieces.append(lookup[pc.fill_null(chunk.indices, len(lookup) - 1).to_numpy()])
+    return values, (np.concatenate(pieces) if pieces else np.zeros(0, np.int32))
 
 
 @dataclass(frozen=True)
@@ -151,9 +203,10 @@ class ScanStats:
 
 
 def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None, end_ns: int | None, *,
-               order: Sequence[str], keep: Collection[str] = (), workers: int = 2) -> tuple[pa.Table, ScanStats]:
+               order: Sequence[str], keep: Collection[str] = (), skip: Collection[str] = (),
+               workers: int = 2) -> tuple[Rows, ScanStats]:
     """The parts' rows with timestamps in (start, end] (every row without bounds), key by key as the parts come,
-    each key's rows ordered by `order` then time; only the columns some part fills (and `keep`).
+    each key's rows ordered by `order` then time; only the columns some part fills (and `keep`), less `skip`.
 
     Row groups whose time range (from the catalog) lies outside the window are not read, and only row groups
     that cross a bound are filtered. Files are read `workers` at a time (Arrow decodes outside the GIL). A part
@@ -162,12 +215,12 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves."""
     target = arrow_schema(schema)
     filled = frozenset().union(*(p.columns for p in parts))
-    out = pa.schema([target.field(n) for n in target.names if n in filled or n in keep])
+    out = pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip])
     by_key: dict[str, list[Part]] = {}
     for part in parts:
         by_key.setdefault(part.key, []).append(part)
 
-    def one(group: list[Part]) -> tuple[pa.Table | None, ScanStats]:
+    def one(group: list[Part]) -> tuple[pa.Table | None, np.ndarray | None, ScanStats]:
         stats, tables = ScanStats(), []
         for part in group:
             chosen = [i for i, (lo, hi, _) in enumerate(part.groups) if _overlaps(lo, hi, start_ns, end_ns)]
@@ -184,11 +237,10 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
                 table = table.filter(_in_window(table.column("timestamp"), start_ns, end_ns))
             tables.append(table)
         if not tables:
-            return None, stats
+            return None, None, stats
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-        table = _ordered(table, order)
         stats.rows = table.num_rows
-        return table, stats
+        return table, _ordered(table, order), stats
 
     if workers > 1 and len(by_key) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -196,10 +248,17 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     else:
         done = [one(g) for g in by_key.values()]
     stats = ScanStats()
-    for _, s in done:
+    for _, _, s in done:
         stats.add(s)
-    tables = [t for t, _ in done if t is not None]
-    return (pa.concat_tables(tables) if tables else out.empty_table()), stats
+    tables = [(t, o) for t, o, _ in done if t is not None]
+    if not tables:
+        return Rows(out.empty_table()), stats
+    positions = None
+    if any(o is not None for _, o in tables):
+        offsets = np.cumsum([0] + [t.num_rows for t, _ in tables[:-1]])
+        positions = np.concatenate([(o if o is not None else np.arange(t.num_rows)) + lo
+                                    for (t, o), lo in zip(tables, offsets, strict=True)])
+    return Rows(pa.concat_tables([t for t, _ in tables]), positions), stats
 
 
 def _overlaps(lo: int | None, hi: int | None, start: int | None, end: int | None) -> bool:
@@ -246,13 +305,14 @@ def _cast(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _ordered(table: pa.Table, keys: Iterable[str]) -> pa.Table:
-    """Rows ordered by the key columns (by value, NA first) then time: each key's rows together, in time order.
+def _ordered(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
+    """The order of rows by the key columns (by value, NA first) then time (None: already so): each key's rows
+    together, in time order.
 
     Row groups come hour by hour, each link by link, so a stable sort by key alone (timsort, a few passes over
     sorted runs) usually leaves every link in time order; a full sort only when not."""
     if table.num_rows < 2:
-        return table
+        return None
     names = [k for k in keys if k in table.column_names]
     key = np.zeros(table.num_rows, dtype=np.int64)
     for name in names:
@@ -260,14 +320,12 @@ def _ordered(table: pa.Table, keys: Iterable[str]) -> pa.Table:
         key = (key << bits) | codes
     t = table.column("timestamp").cast(pa.int64()).fill_null(np.iinfo(np.int64).min).to_numpy()
     if ((key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (t[1:] > t[:-1]))).all():
-        return table  # as written: nothing to reorder
+        return None  # as written: nothing to reorder
     order = np.argsort(key, kind="stable")
     k, tt = key[order], t[order]
     if not ((tt[1:] > tt[:-1]) | (k[1:] != k[:-1])).all():
         order = np.lexsort((t, key))
-    if (np.diff(order) == 1).all():
-        return table
-    return table.take(pa.array(order))
+    return None if (np.diff(order) == 1).all() else order
 
 
 _BITS = {"node_id": 20, "gpu": 12, "link_type": 4, "link": 12, "lane": 8}
@@ -275,20 +333,11 @@ _BITS = {"node_id": 20, "gpu": 12, "link_type": 4, "link": 12, "lane": 8}
 
 def _rank_codes(name: str, column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
     """Per row, the rank of its value among the column's distinct values, NA as 0; and the bits it takes.
-
     A dictionary column is ranked through its (small) dictionaries, never value by value."""
     bits = _BITS.get(name, 20)
     if pa.types.is_dictionary(column.type):
-        chunks = [c for c in column.chunks if len(c)]
-        values = sorted({v for c in chunks for v in c.dictionary.to_pylist() if v is not None})
-        rank = {v: i + 1 for i, v in enumerate(values)}
-        pieces = []
-        for chunk in chunks:
-            lookup = np.array([rank.get(v, 0) for v in chunk.dictionary.to_pylist()] + [0], dtype=np.int64)
-            indices = pc.fill_null(chunk.indices, len(lookup) - 1).to_numpy()
-            pieces.append(lookup[indices])
-        codes = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
-        return codes, max(bits, (len(values) + 1).bit_length())
+        values, codes = _dictionary_codes(column)
+        return codes.astype(np.int64) + 1, max(bits, (len(values) + 1).bit_length())
     if pa.types.is_string(column.type):
         uniques = pc.unique(column).drop_null()
         ordered = pc.take(uniques, pc.array_sort_indices(uniques))

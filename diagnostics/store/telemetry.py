@@ -32,12 +32,15 @@ from ..ingest.base import IngestResult, Source
 from ..ingest.summary import nodes as summary_nodes
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
 from .catalog import Catalog
-from .parts import PART_TABLES, ScanStats, read_parts, to_frame, write_part
+from .parts import PART_TABLES, ScanStats, read_parts, write_part
 from .sources import At, IngestReport, read_sources
 
 DB_NAME = "fabricbot.db"
 LINK_KEYS = ("node_id", "gpu", "link_type", "link", "lane")
 ALWAYS = ("timestamp", *LINK_KEYS, "peer")  # link columns a window keeps even when no reading fills them
+# A reading's provenance ("file:line"): no analysis reads it, and with a value of its own on every row it costs
+# more to read than the counters do. A window leaves it out; link_samples() keeps it.
+PROVENANCE = ("source",)
 
 
 def _part(value: object) -> str:
@@ -212,8 +215,9 @@ class TelemetryStore:
         them within the span; their GPUs, topology and node records. `end=None`: the store's newest reading.
         `peers`: also the nodes that share a job with them in the span (a peer's link may explain the slowdown).
 
-        Link samples hold the link keys, `peer`, and the columns some part in the window fills: a counter no
-        reading of the window carries is left out rather than read as a column of nothing."""
+        Link samples hold the link keys, `peer`, and the columns some part in the window fills (a counter no
+        reading of the window carries is left out rather than read as a column of nothing), without the
+        readings' provenance (`source`)."""
         return self.read_window(end=end, span=span, nodes=nodes, peers=peers).tables
 
     def read_window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
@@ -232,14 +236,15 @@ class TelemetryStore:
         steps = STEP_SAMPLES.empty()
         if end_ns is not None and names != []:
             parts = self._catalog.parts("link_samples", names, start_ns, end_ns)
-            table, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS)
-            links = to_frame(table)
+            rows, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
+                                     skip=PROVENANCE)
+            links = rows.frame()
             jobs = self._catalog.jobs_on(names, start_ns, end_ns)
             if jobs:
                 step_parts = self._catalog.parts("step_samples", sorted(jobs), start_ns, end_ns)
-                step_table, _ = read_parts(step_parts, STEP_SAMPLES, start_ns, end_ns, order=(),
-                                           keep=STEP_SAMPLES.columns)
-                steps = STEP_SAMPLES.conform(to_frame(step_table))
+                step_rows, _ = read_parts(step_parts, STEP_SAMPLES, start_ns, end_ns, order=(),
+                                          keep=STEP_SAMPLES.columns)
+                steps = STEP_SAMPLES.conform(step_rows.frame())
         newest = self._catalog.newest_by_key("link_samples", names) if names else {}
         tables = {"link_samples": links, "step_samples": steps, "events": self._events(names, end_ns),
                   "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
@@ -267,13 +272,13 @@ class TelemetryStore:
         lo = None if start is None else utc_ns(start) - 1
         hi = None if end is None else utc_ns(end) - 1
         parts = self._catalog.parts("link_samples", None if node_id is None else [node_id], lo, hi)
-        table, _ = read_parts(parts, LINK_SAMPLES, lo, hi, order=LINK_KEYS[1:], keep=LINK_SAMPLES.columns)
-        return LINK_SAMPLES.conform(to_frame(table))
+        rows, _ = read_parts(parts, LINK_SAMPLES, lo, hi, order=LINK_KEYS[1:], keep=LINK_SAMPLES.columns)
+        return LINK_SAMPLES.conform(rows.frame())
 
     def step_samples(self, job_id: str | None = None, node_id: str | None = None) -> pd.DataFrame:
         parts = self._catalog.parts("step_samples", None if job_id is None else [job_id])
-        table, _ = read_parts(parts, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns)
-        frame = STEP_SAMPLES.conform(to_frame(table))
+        rows, _ = read_parts(parts, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns)
+        frame = STEP_SAMPLES.conform(rows.frame())
         if node_id is not None and len(frame):
             named = [node_id in {n.strip() for n in str(v).split(",")} for v in frame["node_ids"].fillna("")]
             frame = frame[np.asarray(named, dtype=bool)].reset_index(drop=True)
