@@ -75,6 +75,7 @@ def test_render_a_stored_node_draws_its_findings(tmp_path: Path, capsys: pytest.
     svg = picture.read_text()
     assert code == 0 and "dgx1-v100-8gpu" in out
     assert "topology only" not in svg and "2 failing/down" in svg
+    assert "window 1 h to 2026-03-01 08:00 UTC" in svg
     code, out, _ = run(capsys, "analyze", "--store", store, "--node", "v100-1", "--json")
     diagnosis = json.loads(out)
     assert diagnosis["fault_detected"] and diagnosis["platform"] == "dgx1-v100-8gpu"
