@@ -23,7 +23,7 @@ from diagnostics.analysis.correlate import job_nodes, jobs_on
 from diagnostics.config.thresholds import Thresholds, load_thresholds
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import read_cases
-from diagnostics.store.load import node_span, read_node, stored_diagnosis
+from diagnostics.store.load import CORRELATION_SPAN, node_span, read_node, stored_diagnosis
 from diagnostics.store.telemetry import TelemetryStore
 from diagnostics.tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES
 
@@ -224,7 +224,7 @@ class StoreNodeSource:
         engine asks (`history`), so the sweep reads a day only for the nodes that need one."""
         window = timedelta(hours=self.window_hours)
         with self._store() as store:
-            got = store.read_window(end=None, span=history_needed(window, self.thresholds))
+            got = store.read_window(end=None, span=history_needed(window, self.thresholds), steps=CORRELATION_SPAN)
             nodes = store.nodes()
         result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=self.thresholds,
                                platforms=got.platforms, nodes=nodes, history=self._history)

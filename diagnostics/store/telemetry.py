@@ -221,8 +221,9 @@ class TelemetryStore:
         return self.read_window(end=end, span=span, nodes=nodes, peers=peers).tables
 
     def read_window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
-                    peers: bool = False) -> StoreWindow:
-        """`window`, with the window's end, each node's newest reading and what the read touched."""
+                    peers: bool = False, steps: timedelta | None = None) -> StoreWindow:
+        """`window`, with the window's end, each node's newest reading and what the read touched. `steps`: the
+        step samples over this longer span (a job's slowdown is judged on a day of them; they are few)."""
         names = None if nodes is None else sorted({str(n) for n in nodes})
         end_ns = utc_ns(end) if end is not None else self._catalog.newest("link_samples")
         if end_ns is None:
@@ -233,20 +234,23 @@ class TelemetryStore:
             names = sorted(set(names).union(*shared))
         stats = ScanStats()
         links = LINK_SAMPLES.empty()[list(ALWAYS)]
-        steps = STEP_SAMPLES.empty()
+        step_frame = STEP_SAMPLES.empty()
         if end_ns is not None and names != []:
             parts = self._catalog.parts("link_samples", names, start_ns, end_ns)
             rows, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
                                      skip=PROVENANCE)
             links = rows.frame()
-            jobs = self._catalog.jobs_on(names, start_ns, end_ns)
+            since = start_ns
+            if steps is not None and start_ns is not None:
+                since = min(start_ns, end_ns - int(steps.total_seconds() * 1e9))
+            jobs = self._catalog.jobs_on(names, since, end_ns)
             if jobs:
-                step_parts = self._catalog.parts("step_samples", sorted(jobs), start_ns, end_ns)
-                step_rows, _ = read_parts(step_parts, STEP_SAMPLES, start_ns, end_ns, order=(),
+                step_parts = self._catalog.parts("step_samples", sorted(jobs), since, end_ns)
+                step_rows, _ = read_parts(step_parts, STEP_SAMPLES, since, end_ns, order=(),
                                           keep=STEP_SAMPLES.columns)
-                steps = STEP_SAMPLES.conform(step_rows.frame())
+                step_frame = STEP_SAMPLES.conform(step_rows.frame())
         newest = self._catalog.newest_by_key("link_samples", names) if names else {}
-        tables = {"link_samples": links, "step_samples": steps, "events": self._events(names, end_ns),
+        tables = {"link_samples": links, "step_samples": step_frame, "events": self._events(names, end_ns),
                   "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
                   "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),
                   "nodes": self._sql_table("nodes", names, lambda f: f)}

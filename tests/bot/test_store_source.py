@@ -78,3 +78,25 @@ def test_store_source_lists_explains_and_sweeps_from_the_store(tmp_path: Path) -
     with pytest.raises(UnknownName) as err:
         source.diagnose("gpu-node-3")
     assert err.value.matches and err.value.matches[0].startswith("gpu-node-")
+
+
+def test_the_fleet_judges_a_slowed_job_on_its_day_of_history(tmp_path: Path) -> None:
+    """The fleet reads links over the rules' span only; a slowed job's links come from the store when the engine
+    asks for them, over the job's steps, so the fleet and the node's own summary agree on what explains it."""
+    store = TelemetryStore(tmp_path / "store")
+    last = write_hours(tmp_path / "calm.csv", "gpu-node-1", 0, 6, per_reading=0.0)
+    write_hours(tmp_path / "storm.csv", "gpu-node-1", 6, 2, per_reading=400.0, base=last)
+    write_hours(tmp_path / "peer.csv", "gpu-node-2", 0, 8, per_reading=0.0)
+    times = [START + pd.Timedelta(minutes=5 * i) for i in range(8 * 12 + 1)]
+    pd.DataFrame({"timestamp": [t.isoformat() for t in times], "job_id": "j1", "node_ids": "gpu-node-1,gpu-node-2",
+                  "step": range(len(times)), "step_time_ms": [200.0 if i < 72 else 260.0 for i in range(len(times))]
+                  }).to_csv(tmp_path / "steps.csv", index=False)
+    (tmp_path / "nodes.csv").write_text("node_id,platform\ngpu-node-1,hgx-h100-8gpu\ngpu-node-2,hgx-h100-8gpu\n")
+    store.ingest([tmp_path / n for n in ("calm.csv", "storm.csv", "peer.csv", "steps.csv", "nodes.csv")])
+    source = StoreNodeSource(tmp_path / "store")
+    swept = {d.node_id: d for d in source.fleet()}["gpu-node-1"]
+    alone = source.diagnose("gpu-node-1")
+    assert swept.degradation_pct == alone.degradation_pct and swept.degradation_pct is not None
+    assert swept.degradation_pct > 20
+    explains = [f.component for f in swept.findings if f.explains_slowdown]
+    assert explains and explains == [f.component for f in alone.findings if f.explains_slowdown]

@@ -148,5 +148,7 @@ def test_step_samples_of_the_jobs_on_the_nodes_within_the_span(tmp_path: Path) -
     got = store.window(end=end, span=timedelta(hours=3), nodes=["n1"])["step_samples"]
     assert set(got["job_id"].astype(str)) == {"j1"} and len(got) == 3
     assert store.window(end=end, span=timedelta(hours=3), nodes=["n9"])["step_samples"].empty
+    longer = store.read_window(end=end, span=timedelta(hours=3), nodes=["n1"], steps=timedelta(hours=8))
+    assert len(longer.tables["step_samples"]) == 8  # a job's slowdown is judged on more steps than the rules' span
     with_peers = store.read_window(end=end, span=timedelta(hours=3), nodes=["n1"], peers=True)
     assert with_peers.tables["nodes"]["node_id"].tolist() == ["n1", "n2"]
