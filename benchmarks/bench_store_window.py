@@ -8,7 +8,8 @@ with jobs of four nodes each (step samples) and a nodes.csv (the synth writer's 
 store is kept there and reused by the next run. Then, each in its own process so its peak memory is its own:
 - one node: its window as `/fabric NODE` reads it (1 h window; a day of history for the job correlation; the
   nodes sharing its job), then that read plus `analyze_tables` (the summary without Slack), p50/p95;
-- the fleet: every node over the span the rules need (`history_needed`), then that read plus the fleet sweep.
+- the fleet: every node over the span the rules need (`history_needed`), then that read plus the engine's fleet
+  analysis (`analyze_fleet`), as `/fabric fleet` runs them.
 Printed: wall time, rows read (row groups and rows scanned, rows kept), peak RSS of the phase's process, and the
 load average (other work on the machine shows in the figures). Budgets (the engine's, the read is part of both):
 fleet sweep including the read < 5 s wall and < 3 GB peak; one node's summary p95 < 500 ms.
@@ -24,7 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fleet_data import fleet, fleet_options, run_phase
 
-from diagnostics.analysis.fleet import history_needed, sweep
-from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis import analyze_fleet, analyze_tables, history_needed
 from diagnostics.config.thresholds import load_thresholds
-from diagnostics.store.load import read_node
+from diagnostics.store.load import CORRELATION_SPAN, read_node
 from diagnostics.store.telemetry import TelemetryStore
 
 WINDOW = timedelta(hours=1)
@@ -114,15 +114,22 @@ def phase_node(args: argparse.Namespace) -> dict[str, object]:
 
 
 def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
+    """The fleet as the bot's `/fabric fleet` reads and judges it: the rules' span, a day of step samples, and a
+    slowed job's links from the store when the engine asks for them."""
     store = TelemetryStore(args.store)
     thresholds = load_thresholds()
     span = history_needed(WINDOW, thresholds)
     started = time.perf_counter()
-    got = store.read_window(end=None, span=span)
+    got = store.read_window(end=None, span=span, steps=CORRELATION_SPAN)
     read_s = time.perf_counter() - started
-    links = got.tables["link_samples"]
-    result = sweep(links, window=WINDOW, end=got.end, thresholds=thresholds, platforms=got.platforms)
+
+    def history(nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
+        return store.window(end=end, span=end - start + timedelta(microseconds=1), nodes=nodes)["link_samples"]
+
+    result = analyze_fleet(got.tables, window=WINDOW, end=got.end, thresholds=thresholds, platforms=got.platforms,
+                           history=history)
     total_s = time.perf_counter() - started
+    links = got.tables["link_samples"]
     return {"read_s": round(read_s, 2), "read_and_sweep_s": round(total_s, 2), "span_h": span.total_seconds() / 3600,
             "rows": got.stats.rows, "rows_scanned": got.stats.rows_scanned, "row_groups": got.stats.row_groups,
             "files": got.stats.files, "columns": len(links.columns), "failing_nodes": len(result.failing_nodes()),
@@ -170,7 +177,7 @@ def main() -> None:
         print(f"    rows read {node['rows']:,} ({node['row_groups']} row groups in {node['files']} files, "
               f"{node['rows_scanned']:,} rows scanned); peak RSS {node['peak_mb']} MB")
         fl = run("fleet", args)
-        print(f"  whole fleet over the span the rules need ({fl['span_h']:g} h): read {fl['read_s']} s, read + sweep "
+        print(f"  whole fleet over the span the rules need ({fl['span_h']:g} h): read {fl['read_s']} s, read + engine "
               f"{fl['read_and_sweep_s']} s  [budget 5 s]; {fl['failing_nodes']} failing nodes")
         print(f"    rows read {fl['rows']:,} x {fl['columns']} columns ({fl['row_groups']:,} row groups in "
               f"{fl['files']:,} files, {fl['rows_scanned']:,} rows scanned); peak RSS {fl['peak_mb']} MB  "
