@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fleet_data import fleet
+from fleet_data import fleet, fleet_options, run_phase
 
 from diagnostics.analysis import analyze_fleet, history_needed
 from diagnostics.analysis.rates import increase, ns, prepare_rows
@@ -165,18 +164,12 @@ def phase_parquet(args: argparse.Namespace) -> dict[str, object]:
 
 
 def run(phase: str, args: argparse.Namespace) -> dict[str, object]:
-    cmd = [sys.executable, __file__, "--phase", phase, "--path", args.path, "--nodes", str(args.nodes),
-           "--hours", str(args.hours), "--step-min", str(args.step_min)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    result: dict[str, object] = json.loads(out.strip().splitlines()[-1])
-    return result
+    return run_phase(__file__, phase, args, "--path", args.path)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=1024)
-    parser.add_argument("--hours", type=float, default=24.0)
-    parser.add_argument("--step-min", type=float, default=5.0)
+    fleet_options(parser)
     parser.add_argument("--phase", choices=("write", "memory", "baseline", "parquet"))
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--data", help="keep the generated Parquet file here and reuse it on later runs")

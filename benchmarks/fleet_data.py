@@ -7,6 +7,11 @@ nodes carry a replay storm so the sweep has something to find.
 
 from __future__ import annotations
 
+import argparse
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 
@@ -40,3 +45,19 @@ def fleet(nodes: int, hours: float, step_min: float, seed: int = 0) -> pd.DataFr
             inc[storm, times // 2:] += 400
         columns[name] = np.cumsum(inc, axis=1, dtype=np.float64).reshape(-1)
     return pd.DataFrame(columns)
+
+
+def fleet_options(parser: argparse.ArgumentParser) -> None:
+    """The fleet's shape as the fleet benchmarks take it (the issue's size by default)."""
+    parser.add_argument("--nodes", type=int, default=1024)
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--step-min", type=float, default=5.0)
+
+
+def run_phase(script: str, phase: str, args: argparse.Namespace, *extra: str) -> dict[str, object]:
+    """One phase of a benchmark in its own process (so its peak memory is its own): its last line, as JSON."""
+    cmd = [sys.executable, script, "--phase", phase, "--nodes", str(args.nodes), "--hours", str(args.hours),
+           "--step-min", str(args.step_min), *extra]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    result: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+    return result

@@ -224,8 +224,10 @@ def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]
     if rows:
         lines = [f"{n}. `{d.node_id}` {finding_line(f)[2:]}" for n, (d, f) in enumerate(rows[:limit], 1)]
         blocks.extend(sections("\n".join(lines)))
+    ended = next((d for d in diagnoses if d.window_end is not None), None)
+    window = f"{fmt.window(ended.window_hours, ended.window_end)}; " if ended is not None else ""
     blocks.append(ContextBlock(elements=[MarkdownTextObject(
-        text=f"{healthy} healthy nodes; `/fabric <node>` diagnoses one and offers the tickets")]))
+        text=f"{window}{healthy} healthy nodes; `/fabric <node>` diagnoses one and offers the tickets")]))
     return blocks
 
 

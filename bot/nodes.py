@@ -1,25 +1,30 @@
 """Where the bot gets diagnoses: a small "node source" interface over whatever data the store holds.
 
 `SnapshotNodeSource` diagnoses nodes from snapshot JSON (the seed examples) with the snapshot analyzer;
-`TableNodeSource` reads normalized tables (the telemetry store, a synthetic fleet) with `analyze_tables`.
+`TableNodeSource` diagnoses normalized tables held in memory (a synthetic fleet) with the engine;
+`StoreNodeSource` reads the window each answer needs from the telemetry store at each call, so a node ingested a
+minute ago is seen now and memory follows the window, not the store's history.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
-from datetime import timedelta
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, analyze_snapshot
-from diagnostics.analysis import analyze_fleet, analyze_tables
+from diagnostics.analysis import analyze_fleet, analyze_tables, history_needed
 from diagnostics.analysis.correlate import job_nodes, jobs_on
 from diagnostics.config.thresholds import Thresholds, load_thresholds
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import read_cases
+from diagnostics.store.load import CORRELATION_SPAN, node_span, read_node, stored_diagnosis
+from diagnostics.store.telemetry import TelemetryStore
 from diagnostics.tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES
 
 DEFAULT_WINDOW_HOURS = 1.0
@@ -96,7 +101,7 @@ class SnapshotNodeSource:
 
 
 class TableNodeSource:
-    """Nodes and jobs from normalized tables (the telemetry store, or a synthetic fleet) via `analyze_tables`.
+    """Nodes and jobs from normalized tables held in memory (a synthetic fleet) via `analyze_tables`.
 
     Link samples are split by node once, so a command analyses one node and the nodes sharing its jobs.
     """
@@ -111,14 +116,6 @@ class TableNodeSource:
         self.steps = tables.get("step_samples", STEP_SAMPLES.empty())
         self.events = tables.get("events", EVENTS.empty())
         self.nodes = sorted(set(self.links) | set(self.inventory))
-
-    @classmethod
-    def from_store(cls, root: Path) -> TableNodeSource:
-        from diagnostics.store.telemetry import TelemetryStore
-
-        store = TelemetryStore(root)
-        return cls({"link_samples": store.link_samples(), "step_samples": store.step_samples(),
-                    "events": store.events()})
 
     def node_ids(self) -> list[str]:
         return list(self.nodes)
@@ -161,3 +158,78 @@ class TableNodeSource:
         result = analyze_fleet(self._rows(self.nodes, self.steps), window=timedelta(hours=self.window_hours),
                                thresholds=self.thresholds, platforms=self.inventory, nodes=self.nodes)
         return [result.diagnoses[n] for n in self.nodes]
+
+
+class StoreNodeSource:
+    """Nodes and jobs from the telemetry store, read per request: each answer reads the window it needs (the node
+    and the nodes sharing its job over the span its rules and its job's correlation want; the fleet over the span
+    the rules need, a slowed job's links over a day only when the engine asks for them), so a later ingest is seen
+    at the next request and memory is bounded by the window. Each call opens its own database connection
+    (listener threads answer requests at once)."""
+
+    def __init__(self, root: Path | str, thresholds: Thresholds | None = None,
+                 window_hours: float = DEFAULT_WINDOW_HOURS) -> None:
+        self.root = Path(root)
+        self.thresholds = thresholds or load_thresholds()
+        self.window_hours = window_hours
+
+    @contextmanager
+    def _store(self) -> Iterator[TelemetryStore]:
+        store = TelemetryStore(self.root)
+        try:
+            yield store
+        finally:
+            store.db.close()
+
+    def node_ids(self) -> list[str]:
+        with self._store() as store:
+            return store.nodes()
+
+    def job_ids(self) -> list[str]:
+        with self._store() as store:
+            return store.jobs()
+
+    def diagnose(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Diagnosis:
+        window = timedelta(hours=window_hours or self.window_hours)
+        with self._store() as store:
+            known = store.nodes()
+            if node_id not in known:
+                raise UnknownName("node", node_id, close_matches(node_id, known), len(known))
+            got = read_node(store, node_id, end=None, window=window, thresholds=self.thresholds)
+        diagnosis = analyze_tables(got.tables, node_id=node_id, window=window, end=got.end,
+                                   thresholds=self.thresholds, platform=got.platforms.get(node_id),
+                                   platforms=got.platforms, job_id=job_id)
+        return stored_diagnosis(diagnosis, got, window)
+
+    def explain_job(self, job_id: str) -> Diagnosis:
+        """The job's nodes' window read once: its slowdown explained, and the node whose link explains it."""
+        window = timedelta(hours=self.window_hours)
+        with self._store() as store:
+            jobs = store.jobs()
+            if job_id not in jobs:
+                raise UnknownName("job", job_id, close_matches(job_id, jobs), len(jobs))
+            nodes = store.job_nodes(job_id)
+            got = store.read_window(end=None, span=node_span(window, self.thresholds), nodes=nodes)
+        result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=self.thresholds,
+                               platforms=got.platforms, nodes=nodes, jobs=dict.fromkeys(nodes, job_id))
+        explanation = result.jobs.get(job_id)
+        blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
+        node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
+        diagnosis = analyze_tables(got.tables, node_id=node, window=window, end=got.end, thresholds=self.thresholds,
+                                   platform=got.platforms.get(node), platforms=got.platforms, job_id=job_id)
+        return stored_diagnosis(diagnosis, got, window)
+
+    def fleet(self) -> list[Diagnosis]:
+        """Every stored node over the span the rules need; a slowed job's links over its steps' day, read when the
+        engine asks (`history`), so the sweep reads a day only for the nodes that need one."""
+        window = timedelta(hours=self.window_hours)
+        with self._store() as store:
+            got = store.read_window(end=None, span=history_needed(window, self.thresholds), steps=CORRELATION_SPAN)
+            nodes = store.nodes()
+        result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=self.thresholds,
+                               platforms=got.platforms, nodes=nodes, history=self._history)
+        return [stored_diagnosis(result.diagnoses[n], got, window) for n in nodes if n in result.diagnoses]
+
+    def _history(self, nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
+        with self._store() as store:
+            return store.window(end=end, span=end - start + timedelta(microseconds=1), nodes=nodes)["link_samples"]

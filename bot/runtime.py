@@ -17,7 +17,7 @@ from .answers import Answerer, answerer_from_env
 from .app import utc_now
 from .audit import AuditLog
 from .drafting import Drafter, Renderer, default_drafter
-from .nodes import NodeSource, SnapshotNodeSource, TableNodeSource
+from .nodes import NodeSource, SnapshotNodeSource, StoreNodeSource
 from .settings import Settings
 from .storage import db_lock, open_db
 from .tracker import SqliteTracker
@@ -62,11 +62,12 @@ def model_call_recorder(audit: AuditLog, clock: Callable[[], datetime] = utc_now
 
 
 def node_source(settings: Settings, snapshots: Sequence[Path] = ()) -> NodeSource:
-    """Snapshot files when given; else the telemetry store when it holds nodes; else the bundled seed examples."""
+    """Snapshot files when given; else the telemetry store when it holds nodes (read per request); else the bundled
+    seed examples."""
     if snapshots:
         return SnapshotNodeSource.from_files(snapshots)
     if (settings.store / DB_NAME).exists() and TelemetryStore(settings.store).nodes():
-        return TableNodeSource.from_store(settings.store)
+        return StoreNodeSource(settings.store)
     return SnapshotNodeSource.from_files([BUNDLED_SNAPSHOTS])
 
 

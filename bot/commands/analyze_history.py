@@ -6,7 +6,8 @@ import argparse
 
 from diagnostics import Diagnosis, InputError, Thresholds
 from diagnostics.analysis import analyze_tables
-from diagnostics.store.load import load_inputs, load_store
+from diagnostics.store.load import load_inputs, read_node, stored_diagnosis
+from diagnostics.store.telemetry import open_store
 
 from ..options import parse_time
 
@@ -15,17 +16,19 @@ def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Diagno
     if not args.node:
         raise InputError("--node is required with --store or history files", field="--node")
     end = parse_time(args.end, field="--end") if args.end else None
-    warnings: list[str] = []
     platform = args.platform
     if args.store:
         if args.inputs:
             raise InputError("give either --store DIR or input files, not both")
-        tables = load_store(args.store, args.node, end=end, window=args.window)
-    else:
-        if not args.inputs:
-            raise InputError("give files or folders of telemetry, or --store DIR", field="--node")
-        tables, inventory, warnings = load_inputs(args.inputs)
-        platform = platform or inventory.get(args.node)
+        got = read_node(open_store(args.store), args.node, end=end, window=args.window, thresholds=thresholds)
+        diagnosis = analyze_tables(got.tables, node_id=args.node, window=args.window, end=got.end,
+                                   thresholds=thresholds, job_id=args.job,
+                                   platform=platform or got.platforms.get(args.node))  # --platform wins
+        return stored_diagnosis(diagnosis, got, args.window)
+    if not args.inputs:
+        raise InputError("give files or folders of telemetry, or --store DIR", field="--node")
+    tables, inventory, warnings = load_inputs(args.inputs)
+    platform = platform or inventory.get(args.node)
     diagnosis = analyze_tables(tables, node_id=args.node, window=args.window, end=end, thresholds=thresholds,
                                platform=platform, job_id=args.job)
     if warnings:

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from diagnostics.ingest.base import IngestResult
-from diagnostics.store.telemetry import At, IngestReport, open_store, read_sources
+from diagnostics.store.sources import At, IngestReport, read_sources
+from diagnostics.store.telemetry import open_store
 
 from ..options import parse_time
 
@@ -26,6 +26,9 @@ def _print_text(report: IngestReport, stored: bool) -> None:
         print(f"{f.name}: {state[f.status]}" + (f" as {f.format}: {rows}" if f.format else ""))
     print(f"rows: {', '.join(f'{t}={n}' for t, n in summary['rows'].items())}")
     print(f"nodes: {', '.join(summary['nodes']) or '-'}")
+    if summary["platforms"]:
+        print("platforms: " + ", ".join(f"{n} {p}" for n, p in sorted(summary["platforms"].items())[:10])
+              + (f" (and {len(summary['platforms']) - 10} more)" if len(summary["platforms"]) > 10 else ""))
     for node, gpus in summary["links_per_gpu"].items():
         print(f"  {node}: NVLinks per GPU " + " ".join(f"{g}:{n}" for g, n in gpus.items()))
     for w in report.warnings:
@@ -39,8 +42,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.store:
         report = open_store(args.store).ingest(args.files, fmt=args.format, node_id=args.node, at=at)
     else:
-        outcomes, results = read_sources(args.files, fmt=args.format, node_id=args.node, at=at)
-        report = IngestReport(outcomes, IngestResult.combine(results))
+        report = IngestReport.of(read_sources(args.files, fmt=args.format, node_id=args.node, at=at))
     if args.json:
         json.dump(report.as_dict(), sys.stdout, indent=2, default=str)
         print()
@@ -55,9 +57,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("ingest", help="read telemetry files (dcgm-exporter, tables, snapshots, ...)")
-    parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.add_argument("files", nargs="+", metavar="FILE|DIR",
+                        help="files, or folders read recursively (hidden files and ground_truth.json skipped); "
+                             "nodes.csv (node_id,platform) and inventory CSV/TOML/JSON files give node platforms")
     parser.add_argument("--store", metavar="DIR", help="keep the samples in this store (Parquet + SQLite)")
-    parser.add_argument("--format", help="force a reader instead of detecting it")
+    parser.add_argument("--format", help="force a reader instead of detecting it ('inventory' for a nodes file)")
     parser.add_argument("--node", help="the node id for every sample (overrides labels such as Hostname)")
     parser.add_argument("--at", metavar="TIME|mtime",
                         help="time for readings without their own (a scrape saved without timestamps); "

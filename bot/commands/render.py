@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from diagnostics.errors import InputError
+from diagnostics.format import window as window_text
 from diagnostics.render.draw import render_with_warnings
 from diagnostics.render.inputs import Drawable, drawable_from_file, drawable_from_store
 
@@ -33,7 +34,10 @@ def cmd_render(args: argparse.Namespace) -> int:
     if drawable.graph.node_id is None:
         drawable.graph.node_id = args.node or target.stem
     fmt = _format(args)
-    data, notes = render_with_warnings(drawable.graph, drawable.diagnosis, fmt=fmt, window=args.window)
+    window = args.window
+    if window is None and drawable.diagnosis is not None and drawable.diagnosis.window_end is not None:
+        window = window_text(drawable.diagnosis.window_hours, drawable.diagnosis.window_end)  # which it shows
+    data, notes = render_with_warnings(drawable.graph, drawable.diagnosis, fmt=fmt, window=window)
     node = drawable.diagnosis.node_id if drawable.diagnosis else drawable.graph.node_id
     output = Path(args.output or f"{node}.{fmt}")
     try:

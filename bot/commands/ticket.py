@@ -18,7 +18,7 @@ from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
 from diagnostics.analysis import analyze_tables
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import read_cases
-from diagnostics.store.load import load_store
+from diagnostics.store.load import read_node, stored_diagnosis
 from diagnostics.store.telemetry import DB_NAME, open_store
 from diagnostics.tickets import (
     ClaudeDrafter,
@@ -41,19 +41,19 @@ def _store_folder(args: argparse.Namespace) -> str | None:
 
 
 def _from_store(node_id: str, folder: str, platform: str | None) -> tuple[Diagnosis, NodeGraph | None]:
-    """Analyze a stored node's history with the nodes sharing its jobs (a peer's link may explain the slowdown
-    better); its `topology` rows, if any, give the graph (ports observed where known)."""
-    store = open_store(folder)
-    if node_id not in store.nodes():
-        known = ", ".join(store.nodes()) or "none"
-        raise InputError(f"no such node in the store (nodes: {known})", source=folder, value=node_id)
-    topology = store.topology(node_id)
+    """Analyze a stored node's window with the nodes sharing its jobs (a peer's link may explain the slowdown
+    better); its `topology` rows, if any, give the graph (ports observed where known). `platform` (--platform)
+    wins over the stored one."""
+    got = read_node(open_store(folder), node_id, end=None, window=timedelta(hours=1))
+    platform = platform or got.platforms.get(node_id)
+    topology = got.tables["topology"]
+    topology = topology[(topology["node_id"] == node_id).to_numpy(bool, na_value=False)]
     graph = None
     if len(topology):
         graph = graph_from_topology(topology, node_id=node_id, platform=platform).with_observed_ports(topology)
-    tables = {**load_store(folder, node_id, end=None, window=timedelta(hours=1)), "topology": topology}
     platform = platform or (graph.platform if graph is not None else None)
-    return analyze_tables(tables, node_id=node_id, graph=graph, platform=platform), graph
+    diagnosis = analyze_tables(got.tables, node_id=node_id, end=got.end, graph=graph, platform=platform)
+    return stored_diagnosis(diagnosis, got, timedelta(hours=1)), graph
 
 
 def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnosis, NodeGraph | None]]:

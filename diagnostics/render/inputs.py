@@ -5,6 +5,7 @@ the telemetry store. Every path ends in a graph that can be drawn; what was unce
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -94,25 +95,32 @@ def drawable_from_file(path: str | Path, *, platform: str | None = None, case: i
     return Drawable(graph, None, warnings)
 
 
-def drawable_from_store(store_dir: str | Path, node_id: str, *, platform: str | None = None) -> Drawable:
-    """A node's topology as the store holds it (a generic graph when it holds none)."""
+def drawable_from_store(store_dir: str | Path, node_id: str, *, platform: str | None = None,
+                        window: timedelta = timedelta(hours=1), end: datetime | None = None) -> Drawable:
+    """A stored node's window analysed and drawn with its findings, on its topology as the store holds it (its
+    platform's template, or a generic graph, when it holds none). `platform` wins over the stored one."""
+    from ..analysis import analyze_tables
+    from ..store.load import read_node, stored_diagnosis
     from ..store.telemetry import open_store
 
-    store = open_store(store_dir)
-    nodes = store.nodes()
-    if node_id not in nodes:
-        listed = ", ".join(nodes[:20]) or "none"
-        raise InputError(f"no node {node_id!r} in the store (nodes: {listed})", source=str(store_dir))
-    topology = store.topology(node_id)
+    got = read_node(open_store(store_dir), node_id, end=end, window=window)
+    platform = platform or got.platforms.get(node_id)
+    topology = got.tables["topology"]
+    topology = topology[(topology["node_id"] == node_id).to_numpy(bool, na_value=False)]
+    warnings: list[str] = []
     if topology.empty:
         graph, warnings = graph_for_platform(platform, node_id=node_id)
         warnings.append(f"the store holds no topology for {node_id} (ingest its `nvidia-smi topo -m` or NCCL "
                         "topology XML); drawing " + ("its platform's template" if graph.platform else
                                                      "a generic graph"))
-        return Drawable(graph, None, warnings)
-    try:
-        graph = graph_from_topology(topology, node_id=node_id, platform=platform)
-    except ConfigError:
-        graph = graph_from_topology(topology, node_id=node_id)
-        graph.warnings.append(f"unknown platform {platform!r}: detected from the description instead")
-    return Drawable(graph, None, [])
+    else:
+        try:
+            graph = graph_from_topology(topology, node_id=node_id, platform=platform)
+        except ConfigError:
+            graph = graph_from_topology(topology, node_id=node_id)
+            graph.warnings.append(f"unknown platform {platform!r}: detected from the description instead")
+    known = graph.platform or (platform if platform in all_platforms() else None)
+    diagnosis = stored_diagnosis(analyze_tables(got.tables, node_id=node_id, window=window, end=got.end,
+                                                graph=graph if known or not topology.empty else None,
+                                                platform=known), got, window)
+    return Drawable(graph, diagnosis, [*warnings, *diagnosis.warnings])

@@ -8,40 +8,30 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.correlate import job_nodes
+from ..analysis.fleet import history_needed
+from ..config.thresholds import Thresholds, load_thresholds
 from ..errors import InputError
+from ..model import Diagnosis
 from ..tables import TABLES
-from .telemetry import TelemetryStore, read_sources
+from .sources import read_sources
+from .telemetry import StoreWindow, TelemetryStore, open_store
 
-INVENTORY = "nodes.csv"  # node_id,platform (written by `fabricbot synth`)
-SKIP = {INVENTORY, "ground_truth.json"}
-
-
-def _files(paths: Iterable[str | Path]) -> tuple[list[Path], dict[str, str]]:
-    files: list[Path] = []
-    inventory: dict[str, str] = {}
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise InputError("file or folder not found", source=str(path))
-        found = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for f in found:
-            if f.name == INVENTORY:
-                nodes = pd.read_csv(f, dtype=str)
-                if {"node_id", "platform"} <= set(nodes.columns):
-                    inventory.update(zip(nodes["node_id"], nodes["platform"], strict=True))
-            elif f.name not in SKIP and not f.name.startswith("."):
-                files.append(f)
-    return files, inventory
+CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants
 
 
 def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> tuple[
         dict[str, pd.DataFrame], dict[str, str], list[str]]:
-    """Every table the inputs hold (concatenated), the node inventory if a `nodes.csv` is among them, warnings."""
-    files, inventory = _files(paths)
-    outcomes, results = read_sources(files, node_id=node_id)
+    """Every table the inputs (files, folders) hold, concatenated; the platforms their inventory files give
+    (`nodes.csv` and the like); warnings."""
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        raise InputError("file or folder not found", source=missing[0])
+    outcomes = read_sources(paths, node_id=node_id)
+    results = [o.result for o in outcomes if o.result is not None]
     warnings = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
     warnings += [str(w) for r in results for w in r.warnings]
+    inventory = {str(n): str(p) for o in outcomes if o.nodes is not None
+                 for n, p in zip(o.nodes["node_id"], o.nodes["platform"], strict=True) if isinstance(p, str)}
     tables: dict[str, pd.DataFrame] = {}
     for name, schema in TABLES.items():
         frames = [r[name] for r in results if name in r.tables and not r[name].empty]
@@ -51,20 +41,46 @@ def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> t
             tables[name] = schema.conform(pd.concat(plain, ignore_index=True))
     if not tables:
         raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
-                         source=", ".join(str(p) for p in files[:3]) or "inputs")
+                         source=", ".join(o.name for o in outcomes[:3]) or "inputs")
     return tables, inventory, warnings
 
 
-def load_store(root: str | Path, node_id: str, *, end: datetime | None, window: timedelta,
-               history: timedelta = timedelta(days=1)) -> dict[str, pd.DataFrame]:
-    """The node's samples (and those of the nodes sharing its jobs) around the window, from the store."""
-    store = TelemetryStore(root)
-    if node_id not in store.nodes():
-        known = ", ".join(store.nodes()[:10]) or "none"
-        raise InputError(f"no node {node_id!r} in the store (nodes: {known})", source=str(root))
-    start = (end - max(history, window * 4)) if end is not None else None
-    steps = store.step_samples(node_id=node_id)
-    nodes = {node_id, *job_nodes(steps)}
-    links = [store.link_samples(n, start, end) for n in sorted(nodes) if n in store.nodes()]
-    return {"link_samples": pd.concat(links, ignore_index=True) if links else TABLES["link_samples"].empty(),
-            "events": store.events(node_id), "step_samples": steps}
+def node_span(window: timedelta, thresholds: Thresholds | None = None,
+              history: timedelta = CORRELATION_SPAN) -> timedelta:
+    """How much history one node's diagnosis reads: what the rules need, and a day for the job correlation."""
+    return max(history, window * 4, history_needed(window, thresholds or load_thresholds()))
+
+
+def read_node(store: TelemetryStore, node_id: str, *, end: datetime | None, window: timedelta,
+              thresholds: Thresholds | None = None, history: timedelta = CORRELATION_SPAN) -> StoreWindow:
+    """The node's window (and that of the nodes sharing its jobs) from the store; an unknown node is an error."""
+    known = store.nodes()
+    if node_id not in known:
+        listed = ", ".join(known[:10]) or "none"
+        raise InputError(f"no node {node_id!r} in the store (nodes: {listed})", source=str(store.root))
+    return store.read_window(end=end, span=node_span(window, thresholds, history), nodes=[node_id], peers=True)
+
+
+def load_store(root: str | Path | TelemetryStore, node_id: str, *, end: datetime | None, window: timedelta,
+               history: timedelta = CORRELATION_SPAN, thresholds: Thresholds | None = None) -> dict[str, pd.DataFrame]:
+    """The node's samples (and those of the nodes sharing its jobs) over the span its analysis needs."""
+    store = root if isinstance(root, TelemetryStore) else open_store(root)
+    return read_node(store, node_id, end=end, window=window, thresholds=thresholds, history=history).tables
+
+
+def stored_diagnosis(diagnosis: Diagnosis, got: StoreWindow, window: timedelta) -> Diagnosis:
+    """A diagnosis from the store's window with what the window could not show said in its warnings: a node
+    silent since before the window, and readings without a time (no window can place them)."""
+    node = diagnosis.node_id
+    notes = []
+    newest = got.newest.get(node)
+    if got.end is not None and newest is not None and newest <= got.end - window:
+        notes.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at the "
+                     f"store's newest reading ({got.end:%Y-%m-%d %H:%M} UTC)")
+    if got.undated.get(node):
+        notes.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
+                     "--at): no window can place them; ingest the file again with --at TIME or --at mtime")
+    if notes:
+        diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *notes]})
+    return diagnosis
+

@@ -4,130 +4,43 @@ Layout under `root`:
 - `link_samples/node=<node>/day=<YYYY-MM-DD>/<file-hash>.parquet` (day `none` for rows without a time);
 - `step_samples/job=<job>/day=<YYYY-MM-DD>/<file-hash>.parquet`;
 - `fabricbot.db` (sqlite-utils): `ingests` (the manifest: one row per input file by SHA-256, so ingesting the
-  same bytes twice adds nothing), `nodes`, `gpus`, `events`, `topology`. Tickets and the audit trail live in the
-  same database (`db`).
+  same bytes twice adds nothing), `nodes`, `gpus`, `events`, `topology`, and the catalog of the Parquet files
+  (`parquet_files`, `job_nodes`: see parts.py). Tickets and the audit trail live in the same database (`db`).
 Each ingested file writes its own Parquet file per partition, named by the input's hash, so a partition is a
-folder of immutable files and a query reads only the nodes and days it asks for.
+folder of immutable files. A read asks for a window (`window`): only the files, row groups and columns that
+window needs are read, so a request costs what its window holds, not what the store has gathered.
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import quote, unquote
+from typing import Any
+from urllib.parse import quote
 
+import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import sqlite_utils
 from sqlite_utils.db import Table
 
-from ..errors import FabricbotError, InputError
-from ..ingest.base import IngestResult, IngestWarning, Source
-from ..ingest.detect import choose
+from ..analysis.correlate import job_nodes
+from ..analysis.rates import utc_ns
+from ..errors import InputError
+from ..ingest.base import IngestResult, Source
 from ..ingest.summary import nodes as summary_nodes
-from ..ingest.summary import summarize
-from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY
+from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
+from .catalog import Catalog
+from .parts import PART_TABLES, ScanStats, read_parts, write_part
+from .sources import At, IngestReport, read_sources
 
 DB_NAME = "fabricbot.db"
-At = datetime | Literal["mtime"] | None
-
-
-@dataclass
-class FileOutcome:
-    name: str
-    sha256: str | None
-    status: str  # ingested | duplicate | read | error
-    format: str | None = None
-    rows: dict[str, int] = field(default_factory=dict)
-    error: str | None = None
-
-
-@dataclass
-class IngestReport:
-    """What an ingest read: per-file outcomes, the combined tables and every warning."""
-
-    files: list[FileOutcome]
-    result: IngestResult
-
-    @property
-    def warnings(self) -> list[IngestWarning]:
-        errors = [IngestWarning(f.name, None, f.error) for f in self.files if f.error]
-        return [*errors, *self.result.warnings]
-
-    @property
-    def read_anything(self) -> bool:
-        return any(f.status in ("ingested", "read", "duplicate") for f in self.files)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = summarize(self.result)
-        out["warnings"] = [w.as_dict() for w in self.warnings]
-        out["files"] = [{"file": f.name, "status": f.status, "format": f.format, "rows": f.rows} for f in self.files]
-        return out
-
-
-def _hash(source: Source) -> str:
-    digest = hashlib.sha256()
-    if source.text is not None:
-        digest.update(source.text.encode("utf-8"))
-    else:
-        assert source.path is not None
-        with source.path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def _fill_time(result: IngestResult, at: datetime | None) -> None:
-    if at is None:
-        return
-    for name in ("link_samples", "step_samples", "events"):
-        frame = result.tables[name]
-        if len(frame) and frame["timestamp"].isna().any():
-            frame["timestamp"] = frame["timestamp"].fillna(pd.Timestamp(at).tz_convert(UTC))
-
-
-def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = None, node_id: str | None = None,
-                 at: At = None, seen: set[str] | None = None,
-                 xid_last: dict[tuple[Any, ...], float] | None = None) -> tuple[list[FileOutcome], list[IngestResult]]:
-    """Read each source with its reader; a source whose hash is in `seen` is skipped as a duplicate.
-
-    Readers that keep state between files get it: `xid_last` (the dcgm Xid gauge's last value per GPU), so that
-    scrapes given one file each, in time order, show a change of the last Xid as an event.
-    """
-    xid_last = {} if xid_last is None else xid_last
-    outcomes: list[FileOutcome] = []
-    results: list[IngestResult] = []
-    for item in sources:
-        src = item if isinstance(item, Source) else Source.from_path(item)
-        try:
-            sha = _hash(src)
-            if seen is not None and sha in seen:
-                outcomes.append(FileOutcome(src.name, sha, "duplicate"))
-                continue
-            reader = choose(src, fmt)
-            when = (datetime.fromtimestamp(src.path.stat().st_mtime, tz=UTC) if at == "mtime" and src.path
-                    else at if isinstance(at, datetime) else None)
-            options: dict[str, Any] = {"at": when, "xid_last": xid_last}
-            accepted = inspect.signature(reader.read).parameters
-            result = reader.read(src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
-            _fill_time(result, when)
-        except FileNotFoundError:
-            outcomes.append(FileOutcome(src.name, None, "error", error="file not found"))
-            continue
-        except FabricbotError as exc:
-            outcomes.append(FileOutcome(src.name, None, "error", error=getattr(exc, "reason", str(exc))))
-            continue
-        if seen is not None:
-            seen.add(sha)
-        outcomes.append(FileOutcome(src.name, sha, "read", reader.name, result.rows))
-        results.append(result)
-    return outcomes, results
+LINK_KEYS = ("node_id", "gpu", "link_type", "link", "lane")
+ALWAYS = ("timestamp", *LINK_KEYS, "peer")  # link columns a window keeps even when no reading fills them
+# A reading's provenance ("file:line"): no analysis reads it, and with a value of its own on every row it costs
+# more to read than the counters do. A window leaves it out; link_samples() keeps it.
+PROVENANCE = ("source",)
 
 
 def _part(value: object) -> str:
@@ -139,6 +52,27 @@ def _day(ts: pd.Series) -> pd.Series:
     days = ts.dt.floor("D")
     names = {d: ("none" if pd.isna(d) else d.strftime("%Y-%m-%d")) for d in days.unique()}
     return days.map(names).astype("string").fillna("none")
+
+
+@dataclass
+class StoreWindow:
+    """The tables one window needs, the window's end, and what reading them touched."""
+
+    tables: dict[str, pd.DataFrame]
+    end: datetime | None
+    span: timedelta
+    stats: ScanStats
+    newest: dict[str, datetime]  # each asked node's newest link reading in the store (at any time)
+    undated: dict[str, int] = field(default_factory=dict)  # per asked node, link readings without a time
+
+    @property
+    def platforms(self) -> dict[str, str]:
+        """Each node's stored platform (from an inventory file); nodes without one are left out."""
+        nodes = self.tables["nodes"]
+        if "platform" not in nodes.columns:
+            return {}
+        return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True)
+                if isinstance(p, str) and p}
 
 
 class TelemetryStore:
@@ -153,6 +87,7 @@ class TelemetryStore:
             if_not_exists=True)
         self._table("nodes").create({"node_id": str, "first_seen": str, "last_seen": str}, pk="node_id",
                                  if_not_exists=True)
+        self._catalog = Catalog(self._db, self.root)
 
     def _table(self, name: str) -> Table:
         return self._db.table(name)
@@ -164,25 +99,33 @@ class TelemetryStore:
     # ---- writing ----
     def ingest(self, sources: Iterable[str | Path | Source], *, fmt: str | None = None,
                node_id: str | None = None, at: At = None) -> IngestReport:
+        """Read the files (folders recursively) and keep what they hold; an inventory file gives node records."""
         seen = {str(r["sha256"]) for r in self._table("ingests").rows}
         xid_last = self._xid_state()
-        outcomes, results = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last)
-        done = iter(results)
+        outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last)
         for outcome in outcomes:
             if outcome.status != "read":
                 continue
-            result = next(done)
             assert outcome.sha256 is not None
-            self._write(result, outcome.sha256)
-            outcome.status = "ingested"
-            self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name, "format": outcome.format,
-                                        "ingested_at": datetime.now(UTC).isoformat(),
-                                        "rows": pd.Series(outcome.rows).to_json()}, replace=True)
+            if outcome.result is not None:
+                outcome.error = _placed_on_a_node(outcome.result)
+                if outcome.error:
+                    outcome.status = "error"
+                    continue
+            with self._db.conn:
+                if outcome.result is not None:
+                    self._write(outcome.result, outcome.sha256)
+                if outcome.nodes is not None:
+                    self._write_nodes(outcome.nodes)
+                outcome.status = "ingested"
+                self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name,
+                                               "format": outcome.format, "ingested_at": datetime.now(UTC).isoformat(),
+                                               "rows": pd.Series(outcome.rows).to_json()}, replace=True)
         self._table("xid_last").upsert_all(
             [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2], "code": -1 if k[3] is None else k[3],
               "value": v} for k, v in xid_last.items()],
             pk=("kind", "node_id", "gpu", "code"))
-        return IngestReport(outcomes, results[0] if len(results) == 1 else IngestResult.combine(results))
+        return IngestReport.of(outcomes)
 
     def _xid_state(self) -> dict[tuple[Any, ...], float]:
         """The dcgm Xid series' last values from earlier ingests, so a change in the next scrape is an event."""
@@ -195,33 +138,47 @@ class TelemetryStore:
         return {(r["kind"], r["node_id"], unset(r["gpu"]), unset(r["code"])): float(r["value"]) for r in table.rows}
 
     def _write(self, result: IngestResult, sha: str) -> None:
-        with self._db.conn:
-            self._write_parquet(result["link_samples"], "link_samples", "node_id", "node", sha)
-            self._write_parquet(result["step_samples"], "step_samples", "job_id", "job", sha)
-            self._write_rows("events", result["events"])
-            self._write_rows("topology", result["topology"])
-            gpus = result["gpus"]
-            if len(gpus):
-                self._table("gpus").upsert_all(_records(gpus), pk=("node_id", "gpu"), alter=True)
-            self._note_nodes(result)
+        self._write_parts(result["link_samples"], LINK_SAMPLES, "node_id", sha, LINK_KEYS[1:])
+        self._write_parts(result["step_samples"], STEP_SAMPLES, "job_id", sha, ())
+        self._write_rows("events", result["events"])
+        self._write_rows("topology", result["topology"])
+        gpus = result["gpus"]
+        if len(gpus):
+            self._table("gpus").upsert_all(_records(gpus), pk=("node_id", "gpu"), alter=True)
+        self._note_nodes(summary_nodes(result))
 
-    def _write_parquet(self, frame: pd.DataFrame, table: str, key: str, label: str, sha: str) -> None:
+    def _write_nodes(self, records: pd.DataFrame) -> None:
+        """An inventory's node records: a platform, serial or rack it gives replaces the stored one."""
+        self._note_nodes(records["node_id"].astype(str).tolist())
+        for row in records.to_dict("records"):
+            given = {k: v for k, v in row.items() if k != "node_id" and isinstance(v, str) and v}
+            if given:
+                self._table("nodes").update(str(row["node_id"]), given, alter=True)
+
+    def _write_parts(self, frame: pd.DataFrame, schema: TableSchema, key: str, sha: str,
+                     order: tuple[str, ...]) -> None:
         if not len(frame):
             return
+        table, label = schema.name, PART_TABLES[schema.name]
+        frame = schema.conform(frame)
         keys = frame[key].astype("string").fillna("unknown")
         for (value, day), part in frame.groupby([keys, _day(frame["timestamp"])], sort=False, observed=True):
             folder = self.root / table / f"{label}={_part(value)}" / f"day={day}"
             folder.mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.Table.from_pandas(part.reset_index(drop=True), preserve_index=False),
-                           folder / f"{sha[:20]}.parquet")
+            path = folder / f"{sha[:20]}.parquet"
+            info = write_part(path, part.reset_index(drop=True), schema, order)
+            self._catalog.add(table, str(value), str(day), path, info)
+            if table == "step_samples":
+                self._catalog.add_job_nodes(str(value), job_nodes(part), info.t_min, info.t_max)
 
     def _write_rows(self, table: str, frame: pd.DataFrame) -> None:
         if len(frame):
             self._table(table).insert_all(_records(frame), alter=True)
+            self._table(table).create_index(["node_id"], if_not_exists=True)
 
-    def _note_nodes(self, result: IngestResult) -> None:
+    def _note_nodes(self, names: Iterable[str]) -> None:
         now = datetime.now(UTC).isoformat()
-        for name in summary_nodes(result):
+        for name in names:
             first = now
             if self._table("nodes").count_where("node_id = ?", [name]):
                 first = self._table("nodes").get(name)["first_seen"]
@@ -231,74 +188,149 @@ class TelemetryStore:
     def nodes(self) -> list[str]:
         return sorted(str(r["node_id"]) for r in self._table("nodes").rows)
 
+    def platforms(self, nodes: Collection[str] | None = None) -> dict[str, str]:
+        """Each node's platform as an inventory file gave it (nodes without one are left out)."""
+        frame = self._sql_table("nodes", None if nodes is None else sorted(set(nodes)), lambda f: f)
+        if "platform" not in frame.columns:
+            return {}
+        return {str(n): str(p) for n, p in zip(frame["node_id"], frame["platform"], strict=True)
+                if isinstance(p, str) and p}
+
     def jobs(self) -> list[str]:
-        folder = self.root / "step_samples"
-        return sorted(unquote(p.name.removeprefix("job=")) for p in folder.glob("job=*")) if folder.is_dir() else []
+        return self._catalog.keys("step_samples")
+
+    def job_nodes(self, job_id: str) -> list[str]:
+        """The nodes a job's step samples name."""
+        return sorted(self._catalog.jobs_on(None, None, None).get(job_id, set()))
+
+    def newest(self, nodes: Collection[str] | None = None) -> datetime | None:
+        """The newest link reading the store holds (of those nodes), from the catalog: no file is opened."""
+        value = self._catalog.newest("link_samples", None if nodes is None else sorted(set(nodes)))
+        return None if value is None else pd.Timestamp(value, tz="UTC").to_pydatetime()
+
+    def window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
+               peers: bool = False) -> dict[str, pd.DataFrame]:
+        """The tables a window needs: link samples of those nodes (all when None) in (end - span, end], each
+        node's rows together and each link's in time order; their events up to `end`; the step samples of jobs on
+        them within the span; their GPUs, topology and node records. `end=None`: the store's newest reading.
+        `peers`: also the nodes that share a job with them in the span (a peer's link may explain the slowdown).
+
+        Link samples hold the link keys, `peer`, and the columns some part in the window fills (a counter no
+        reading of the window carries is left out rather than read as a column of nothing), without the
+        readings' provenance (`source`)."""
+        return self.read_window(end=end, span=span, nodes=nodes, peers=peers).tables
+
+    def read_window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
+                    peers: bool = False, steps: timedelta | None = None) -> StoreWindow:
+        """`window`, with the window's end, each node's newest reading and what the read touched. `steps`: the
+        step samples over this longer span (a job's slowdown is judged on a day of them; they are few)."""
+        names = None if nodes is None else sorted({str(n) for n in nodes})
+        end_ns = utc_ns(end) if end is not None else self._catalog.newest("link_samples")
+        if end_ns is None:
+            end_ns = self._catalog.newest("step_samples")
+        start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
+        if peers and names:
+            shared = self._catalog.jobs_on(names, start_ns, end_ns).values()
+            names = sorted(set(names).union(*shared))
+        stats = ScanStats()
+        links = LINK_SAMPLES.empty()[list(ALWAYS)]
+        step_frame = STEP_SAMPLES.empty()
+        if end_ns is not None and names != []:
+            parts = self._catalog.parts("link_samples", names, start_ns, end_ns)
+            rows, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
+                                     skip=PROVENANCE)
+            links = rows.frame()
+            since = start_ns
+            if steps is not None and start_ns is not None:
+                since = min(start_ns, end_ns - int(steps.total_seconds() * 1e9))
+            jobs = self._catalog.jobs_on(names, since, end_ns)
+            if jobs:
+                step_parts = self._catalog.parts("step_samples", sorted(jobs), since, end_ns)
+                step_rows, _ = read_parts(step_parts, STEP_SAMPLES, since, end_ns, order=(),
+                                          keep=STEP_SAMPLES.columns)
+                step_frame = STEP_SAMPLES.conform(step_rows.frame())
+        newest = self._catalog.newest_by_key("link_samples", names) if names else {}
+        tables = {"link_samples": links, "step_samples": step_frame, "events": self._events(names, end_ns),
+                  "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
+                  "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),
+                  "nodes": self._sql_table("nodes", names, lambda f: f)}
+        undated = self._catalog.undated_rows("link_samples", names) if names else {}
+        return StoreWindow(tables, None if end_ns is None else pd.Timestamp(end_ns, tz="UTC").to_pydatetime(),
+                           span, stats, {k: pd.Timestamp(v, tz="UTC").to_pydatetime() for k, v in newest.items()},
+                           undated)
+
+    def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
+        extra, args = None, []
+        if end_ns is not None:  # ISO times compare as text: a second's slack here, the exact bound below
+            bound = (pd.Timestamp(end_ns, tz="UTC") + pd.Timedelta(seconds=1)).isoformat()
+            extra, args = "(timestamp IS NULL OR timestamp <= ?)", [bound]
+        events = self._sql_table(EVENTS.name, names, EVENTS.conform, extra, args)
+        if end_ns is not None and len(events):
+            late = (events["timestamp"] > pd.Timestamp(end_ns, tz="UTC")).to_numpy(bool, na_value=False)
+            events = events[~late].reset_index(drop=True)
+        return events
 
     def link_samples(self, node_id: str | None = None, start: datetime | None = None,
                      end: datetime | None = None) -> pd.DataFrame:
-        files = self._files("link_samples", "node", node_id, start, end)
-        frame = LINK_SAMPLES.conform(_concat(files)) if files else LINK_SAMPLES.empty()
-        if start is not None:
-            frame = frame[frame["timestamp"] >= pd.Timestamp(start)]
-        if end is not None:
-            frame = frame[frame["timestamp"] < pd.Timestamp(end)]
-        # link by link, each link's readings in time order: the layout the rates read without reordering, and
-        # each node's rows together, so a fleet sweep can take the nodes a few at a time
-        return frame.sort_values(["node_id", "gpu", "link_type", "link", "lane", "timestamp"], kind="stable",
-                                 na_position="first").reset_index(drop=True)
+        """Link samples in [start, end) (all, undated ones too, without bounds), link by link in time order."""
+        lo = None if start is None else utc_ns(start) - 1
+        hi = None if end is None else utc_ns(end) - 1
+        parts = self._catalog.parts("link_samples", None if node_id is None else [node_id], lo, hi)
+        rows, _ = read_parts(parts, LINK_SAMPLES, lo, hi, order=LINK_KEYS[1:], keep=LINK_SAMPLES.columns)
+        return LINK_SAMPLES.conform(rows.frame())
 
     def step_samples(self, job_id: str | None = None, node_id: str | None = None) -> pd.DataFrame:
-        files = self._files("step_samples", "job", job_id, None, None)
-        frame = STEP_SAMPLES.conform(_concat(files)) if files else STEP_SAMPLES.empty()
-        if node_id is not None:
-            frame = frame[frame["node_ids"].fillna("").str.split(",").map(lambda ids: node_id in ids)]
-        return frame.sort_values(["job_id", "timestamp"], kind="stable").reset_index(drop=True)
+        parts = self._catalog.parts("step_samples", None if job_id is None else [job_id])
+        rows, _ = read_parts(parts, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns)
+        frame = STEP_SAMPLES.conform(rows.frame())
+        if node_id is not None and len(frame):
+            named = [node_id in {n.strip() for n in str(v).split(",")} for v in frame["node_ids"].fillna("")]
+            frame = frame[np.asarray(named, dtype=bool)].reset_index(drop=True)
+        return frame
 
     def events(self, node_id: str | None = None) -> pd.DataFrame:
-        return self._sql_table(EVENTS.name, node_id, EVENTS.conform)
+        return self._sql_table(EVENTS.name, None if node_id is None else [node_id], EVENTS.conform)
 
     def topology(self, node_id: str | None = None) -> pd.DataFrame:
-        return self._sql_table(TOPOLOGY.name, node_id, TOPOLOGY.conform)
+        return self._sql_table(TOPOLOGY.name, None if node_id is None else [node_id], TOPOLOGY.conform)
 
     def gpus(self, node_id: str | None = None) -> pd.DataFrame:
-        return self._sql_table(GPUS.name, node_id, GPUS.conform)
+        return self._sql_table(GPUS.name, None if node_id is None else [node_id], GPUS.conform)
 
-    def _sql_table(self, table: str, node_id: str | None, conform: Any) -> pd.DataFrame:
+    def _sql_table(self, table: str, names: list[str] | None, conform: Any, extra: str | None = None,
+                   args: list[Any] | None = None) -> pd.DataFrame:
         if not self._table(table).exists():
             return conform(pd.DataFrame())
-        where, args = ("node_id = ?", [node_id]) if node_id is not None else (None, [])
-        rows = list(self._table(table).rows_where(where, args))
-        return conform(pd.DataFrame(rows))
-
-    def _files(self, table: str, label: str, key: str | None, start: datetime | None,
-               end: datetime | None) -> list[Path]:
-        base = self.root / table
-        if not base.is_dir():
-            return []
-        parts = [base / f"{label}={_part(key)}"] if key is not None else sorted(base.glob(f"{label}=*"))
-        lo = start.astimezone(UTC).date() if start else date.min
-        hi = end.astimezone(UTC).date() if end else date.max
-        files: list[Path] = []
-        for part in parts:
-            for day_dir in sorted(part.glob("day=*")):
-                day = day_dir.name.removeprefix("day=")
-                if day == "none":
-                    if start is None and end is None:
-                        files.extend(sorted(day_dir.glob("*.parquet")))
-                    continue
-                if lo <= date.fromisoformat(day) <= hi:
-                    files.extend(sorted(day_dir.glob("*.parquet")))
-        return files
+        where, params = [], list(args or [])
+        if names is not None:
+            where.append(f"node_id IN ({','.join('?' * len(names))})")
+            params = [*names, *params]
+        if extra:
+            where.append(extra)
+        cursor = self._db.execute(f"SELECT * FROM [{table}]" + (f" WHERE {' AND '.join(where)}" if where else ""),
+                                  params)
+        frame: pd.DataFrame = conform(pd.DataFrame(cursor.fetchall(), columns=[d[0] for d in cursor.description]))
+        return frame
 
 
-def _concat(files: list[Path]) -> pd.DataFrame:
-    frames = [pq.read_table(f).to_pandas() for f in files]
-    for frame in frames:  # categories differ between files: compare as plain values
-        for col in frame.columns:
-            if isinstance(frame[col].dtype, pd.CategoricalDtype):
-                frame[col] = frame[col].astype("string")
-    return pd.concat(frames, ignore_index=True)
+def _placed_on_a_node(result: IngestResult) -> str | None:
+    """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names;
+    with none or several, nothing is stored and the reason says to pass --node (a store keys everything by node)."""
+    named = set(summary_nodes(result))
+    unplaced = [name for name, frame in result.tables.items()
+                if len(frame) and "node_id" in frame.columns and frame["node_id"].isna().any()]
+    if not unplaced:
+        return None
+    if len(named) == 1:
+        node = next(iter(named))
+        for name in unplaced:
+            frame = result.tables[name]
+            filled = frame["node_id"].astype("string").fillna(node)
+            result.tables[name] = frame.assign(node_id=filled.astype("category"))
+        return None
+    which = "names no node" if not named else f"names several nodes ({', '.join(sorted(named)[:4])})"
+    return (f"{', '.join(unplaced)} rows without a node and the input {which}: pass --node NODE to say which "
+            "node it was taken on (nothing of it was stored)")
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:

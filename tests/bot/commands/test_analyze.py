@@ -97,3 +97,25 @@ def test_override_changes_the_verdict(tmp_path: Path, capsys: pytest.CaptureFixt
     assert json.loads(out)["fault_detected"] is False
     _, out, _ = run(capsys, "analyze", str(f), "--json", "--set", "nvlink_replay=500")
     assert json.loads(out)["fault_detected"] is True
+
+
+def test_a_stored_node_is_analysed_on_its_stored_platform_unless_one_is_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from diagnostics.synth.fleet import generate
+
+    truth = json.loads(generate(out=tmp_path / "fleet", seed=5, nodes=2, hours=2, scrapes=0).read_text())
+    node, info = next(iter(truth["nodes"].items()))
+    store = str(tmp_path / "st")
+    assert main(["ingest", str(tmp_path / "fleet" / "link_samples.parquet"), "--store", store]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, "analyze", "--store", store, "--node", node, "--json")
+    bare = json.loads(out)
+    assert code == 0 and bare["platform"] is None
+    assert any(w.startswith("platform unknown") for w in bare["warnings"])
+    assert main(["ingest", str(tmp_path / "fleet" / "nodes.csv"), "--store", store]) == 0
+    capsys.readouterr()
+    stored = json.loads(run(capsys, "analyze", "--store", store, "--node", node, "--json")[1])
+    assert stored["platform"] == info["platform"] and not any("platform unknown" in w for w in stored["warnings"])
+    other = "pcie-8gpu" if info["platform"] != "pcie-8gpu" else "hgx-h100-8gpu"
+    given = json.loads(run(capsys, "analyze", "--store", store, "--node", node, "--platform", other, "--json")[1])
+    assert given["platform"] == other

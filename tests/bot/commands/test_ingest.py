@@ -53,3 +53,46 @@ def test_at_mtime_dates_scrapes_without_timestamps(tmp_path: Path, capsys: pytes
     assert (tmp_path / "st" / "link_samples" / "node=n" / "day=2026-03-02").is_dir()
     assert main(["ingest", str(scrape), "--format", "nvidia-smi-x"]) == 1
     assert "unknown format" in capsys.readouterr().err
+
+
+def test_a_synth_folder_with_its_nodes_csv_is_ingested_and_the_platforms_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from diagnostics.store.telemetry import TelemetryStore
+    from diagnostics.synth.fleet import generate
+
+    truth = json.loads(generate(out=tmp_path / "fleet", seed=3, nodes=3, hours=1, scrapes=1).read_text())
+    (tmp_path / "fleet" / ".notes.swp").write_bytes(b"\x00junk")
+    code = main(["ingest", str(tmp_path / "fleet"), "--store", str(tmp_path / "st")])
+    out, err = capsys.readouterr()
+    assert code == 0 and "not read" not in out and err == ""
+    store = TelemetryStore(tmp_path / "st")
+    assert store.platforms() == {n: v["platform"] for n, v in truth["nodes"].items()}
+    files = {Path(r["file"]).name for r in store.db["ingests"].rows}
+    assert "nodes.csv" in files and "link_samples.parquet" in files and len(files) == 5  # 3 tables, csv, 1 scrape
+    assert "ground_truth.json" not in files and ".notes.swp" not in files
+    assert main(["ingest", str(tmp_path / "fleet"), "--store", str(tmp_path / "st")]) == 0
+    assert capsys.readouterr().out.count("already in the store") == 5
+
+
+def test_inventory_files_give_platform_serial_and_rack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from diagnostics.store.telemetry import TelemetryStore
+
+    (tmp_path / "fleet.csv").write_text("hostname,gpu,serial,platform,rack\nn1,0,S0,hgx-h100-8gpu,R7\n"
+                                        "n1,1,S1,hgx-h100-8gpu,R7\nn2,0,S2,dgx-a100-8gpu,R8\n")
+    (tmp_path / "n3.toml").write_text('node_id = "n3"\nplatform = "hgx-h200-8gpu"\nnode_serial = "SN-3"\n'
+                                      '[[gpu]]\nindex = 0\nserial = "G0"\n')
+    assert main(["ingest", str(tmp_path / "fleet.csv"), str(tmp_path / "n3.toml"), "--store",
+                 str(tmp_path / "st"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [f["format"] for f in report["files"]] == ["inventory", "inventory"]
+    store = TelemetryStore(tmp_path / "st")
+    assert store.platforms() == {"n1": "hgx-h100-8gpu", "n2": "dgx-a100-8gpu", "n3": "hgx-h200-8gpu"}
+    nodes = {r["node_id"]: r for r in store.db["nodes"].rows}
+    assert nodes["n1"]["rack_location"] == "R7" and nodes["n3"]["node_serial"] == "SN-3"
+
+
+def test_an_unknown_platform_in_a_nodes_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "nodes.csv").write_text("node_id,platform\nn1,hgx-h900-8gpu\n")
+    assert main(["ingest", str(tmp_path / "nodes.csv"), "--store", str(tmp_path / "st")]) == 1
+    err = capsys.readouterr().err
+    assert "nodes.csv" in err and "hgx-h900-8gpu" in err and "known:" in err

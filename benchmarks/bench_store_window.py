@@ -1,0 +1,189 @@
+"""Windowed store reads: 1,024 HGX H100 nodes x 24 h at 5-minute samples (~45M link samples) in the store.
+
+    python benchmarks/bench_store_window.py [--nodes 1024] [--hours 24] [--step-min 5] [--data DIR]
+
+The store is built first and not timed: the fleet's link samples (benchmarks/fleet_data.py, as bench_fleet.py
+makes them) a few nodes at a time, written as normalized Parquet tables and ingested as `fabricbot ingest` does,
+with jobs of four nodes each (step samples) and a nodes.csv (the synth writer's inventory). Given `--data`, the
+store is kept there and reused by the next run. Then, each in its own process so its peak memory is its own:
+- one node: its window as `/fabric NODE` reads it (1 h window; a day of history for the job correlation; the
+  nodes sharing its job), then that read plus `analyze_tables` (the summary without Slack), p50/p95;
+- the fleet: every node over the span the rules need (`history_needed`), then that read plus the engine's fleet
+  analysis (`analyze_fleet`), as `/fabric fleet` runs them.
+Printed: wall time, rows read (row groups and rows scanned, rows kept), peak RSS of the phase's process, and the
+load average (other work on the machine shows in the figures). Budgets (the engine's, the read is part of both):
+fleet sweep including the read < 5 s wall and < 3 GB peak; one node's summary p95 < 500 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fleet_data import fleet, fleet_options, run_phase
+
+from diagnostics.analysis import analyze_fleet, analyze_tables, history_needed
+from diagnostics.config.thresholds import load_thresholds
+from diagnostics.store.load import CORRELATION_SPAN, read_node
+from diagnostics.store.telemetry import TelemetryStore
+
+WINDOW = timedelta(hours=1)
+CHUNK_NODES = 32
+JOB_NODES = 4
+PLATFORM = "hgx-h100-8gpu"
+
+
+def load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def steps(names: list[str], times: pd.DatetimeIndex, first: int) -> pd.DataFrame:
+    """One job per four nodes, a step-time sample at every reading."""
+    frames = []
+    for j in range(0, len(names), JOB_NODES):
+        members = names[j:j + JOB_NODES]
+        frames.append(pd.DataFrame({"timestamp": times, "job_id": f"job-{first + j // JOB_NODES:04d}",
+                                    "node_ids": ",".join(members), "step": np.arange(len(times)),
+                                    "step_time_ms": 200.0 + (np.arange(len(times)) % 7)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def phase_build(args: argparse.Namespace) -> dict[str, object]:
+    store = TelemetryStore(args.store)
+    rows = 0
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for first in range(0, args.nodes, CHUNK_NODES):
+            count = min(CHUNK_NODES, args.nodes - first)
+            frame = fleet(count, args.hours, args.step_min, seed=first)
+            names = [f"node-{first + i:04d}" for i in range(count)]
+            frame["node_id"] = frame["node_id"].cat.rename_categories(names)
+            path = Path(tmp) / f"links-{first:04d}.parquet"
+            frame.to_parquet(path, index=False)
+            times = pd.DatetimeIndex(frame["timestamp"].unique()).sort_values()
+            steps(names, times, first // JOB_NODES).to_parquet(Path(tmp) / f"steps-{first:04d}.parquet", index=False)
+            pd.DataFrame({"node_id": names, "platform": PLATFORM}).to_csv(Path(tmp) / "nodes.csv", index=False)
+            report = store.ingest([path, Path(tmp) / f"steps-{first:04d}.parquet", Path(tmp) / "nodes.csv"])
+            assert all(f.status == "ingested" for f in report.files), [f.error for f in report.files]
+            rows += len(frame)
+            for leftover in Path(tmp).iterdir():
+                leftover.unlink()
+    size = sum(p.stat().st_size for p in Path(args.store).rglob("*") if p.is_file())
+    return {"rows": rows, "build_s": round(time.perf_counter() - started, 1), "store_mb": round(size / 2**20)}
+
+
+def phase_node(args: argparse.Namespace) -> dict[str, object]:
+    store = TelemetryStore(args.store)
+    thresholds = load_thresholds()
+    nodes = store.nodes()
+    rng = np.random.default_rng(1)
+    picks = [str(n) for n in rng.choice(nodes, size=args.repeat)]
+    read_node(store, picks[0], end=None, window=WINDOW, thresholds=thresholds)  # imports, caches
+    reads, summaries, stats = [], [], []
+    for node in picks:
+        started = time.perf_counter()
+        got = read_node(store, node, end=None, window=WINDOW, thresholds=thresholds)
+        reads.append(time.perf_counter() - started)
+        analyze_tables(got.tables, node_id=node, window=WINDOW, end=got.end, thresholds=thresholds,
+                       platform=got.platforms.get(node))
+        summaries.append(time.perf_counter() - started)
+        stats.append(got.stats)
+    return {"read_p50_ms": round(statistics.median(reads) * 1000, 1), "read_p95_ms": round(pct(reads, 0.95) * 1000, 1),
+            "summary_p50_ms": round(statistics.median(summaries) * 1000, 1),
+            "summary_p95_ms": round(pct(summaries, 0.95) * 1000, 1), "rows": stats[-1].rows,
+            "row_groups": stats[-1].row_groups, "rows_scanned": stats[-1].rows_scanned, "files": stats[-1].files,
+            "peak_mb": round(peak_mb())}
+
+
+def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
+    """The fleet as the bot's `/fabric fleet` reads and judges it: the rules' span, a day of step samples, and a
+    slowed job's links from the store when the engine asks for them."""
+    store = TelemetryStore(args.store)
+    thresholds = load_thresholds()
+    span = history_needed(WINDOW, thresholds)
+    started = time.perf_counter()
+    got = store.read_window(end=None, span=span, steps=CORRELATION_SPAN)
+    read_s = time.perf_counter() - started
+
+    def history(nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
+        return store.window(end=end, span=end - start + timedelta(microseconds=1), nodes=nodes)["link_samples"]
+
+    result = analyze_fleet(got.tables, window=WINDOW, end=got.end, thresholds=thresholds, platforms=got.platforms,
+                           history=history)
+    total_s = time.perf_counter() - started
+    links = got.tables["link_samples"]
+    return {"read_s": round(read_s, 2), "read_and_sweep_s": round(total_s, 2), "span_h": span.total_seconds() / 3600,
+            "rows": got.stats.rows, "rows_scanned": got.stats.rows_scanned, "row_groups": got.stats.row_groups,
+            "files": got.stats.files, "columns": len(links.columns), "failing_nodes": len(result.failing_nodes()),
+            "peak_mb": round(peak_mb())}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def store_line(args: argparse.Namespace) -> str:
+    """The store the timings read: the one in --data when it is there, else one built now (not timed)."""
+    if Path(args.store, "fabricbot.db").exists():
+        return f"store: {args.store} reused ({len(TelemetryStore(args.store).nodes())} nodes; shape options ignored)"
+    built = run("build", args)
+    return (f"store: {args.nodes} nodes x {args.hours:g} h at {args.step_min:g} min: {built['rows']:,} link samples, "
+            f"{built['store_mb']} MB on disk; built in {built['build_s']} s (not timed below)")
+
+
+def run(phase: str, args: argparse.Namespace) -> dict[str, object]:
+    return run_phase(__file__, phase, args, "--store", args.store, "--repeat", str(args.repeat))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    fleet_options(parser)
+    parser.add_argument("--repeat", type=int, default=20, help="one-node reads to time")
+    parser.add_argument("--data", help="keep the store in this folder and reuse it on later runs")
+    parser.add_argument("--phase", choices=("build", "node", "fleet"), help=argparse.SUPPRESS)
+    parser.add_argument("--store", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase:
+        phases = {"build": phase_build, "node": phase_node, "fleet": phase_fleet}
+        print(json.dumps(phases[args.phase](args)))
+        return
+    print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
+    with tempfile.TemporaryDirectory() as tmp:
+        args.store = args.data or str(Path(tmp) / "store")
+        print(store_line(args))
+        node = run("node", args)
+        print(f"  one node (/fabric NODE: 1 h window, 1 day of history, its job's {JOB_NODES} nodes): read p50 "
+              f"{node['read_p50_ms']} ms, p95 {node['read_p95_ms']} ms; read + analyze_tables p50 "
+              f"{node['summary_p50_ms']} ms, p95 {node['summary_p95_ms']} ms  [budget p95 500 ms, Slack included]")
+        print(f"    rows read {node['rows']:,} ({node['row_groups']} row groups in {node['files']} files, "
+              f"{node['rows_scanned']:,} rows scanned); peak RSS {node['peak_mb']} MB")
+        fl = run("fleet", args)
+        print(f"  whole fleet over the span the rules need ({fl['span_h']:g} h): read {fl['read_s']} s, read + engine "
+              f"{fl['read_and_sweep_s']} s  [budget 5 s]; {fl['failing_nodes']} failing nodes")
+        print(f"    rows read {fl['rows']:,} x {fl['columns']} columns ({fl['row_groups']:,} row groups in "
+              f"{fl['files']:,} files, {fl['rows_scanned']:,} rows scanned); peak RSS {fl['peak_mb']} MB  "
+              "[budget 3 GB]")
+    print(f"load average after: {load()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Node records from inventory files: `nodes.csv` (node_id,platform, as `fabricbot synth` writes it) and the
+inventory CSV, TOML or JSON that diagnostics/topology/inventory.py reads, with a `platform` column or key.
+
+The store keeps each node's platform (and serial and rack where given) from them, so an analysis of a stored node
+knows its topology instead of guessing a generic one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..config.platforms import all_platforms
+from ..errors import InputError
+from ..ingest.base import Source
+from ..topology.inventory import _ALIASES, load_inventory
+
+NODES_FILE = "nodes.csv"
+NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location")
+_OWN = {"node_serial", "rack_location", "slot", "serial"}  # fields no telemetry table has
+
+
+def _name(column: str) -> str | None:
+    key = column.strip().lower().replace(" ", "_").replace("-", "_")
+    return "platform" if key == "platform" else _ALIASES.get(key)
+
+
+def _is_inventory_header(columns: list[str]) -> bool:
+    names = [_name(c) for c in columns]
+    return "node_id" in names and None not in names and bool({"platform", *_OWN} & set(names))
+
+
+def _mapping(data: Any) -> bool:
+    if not isinstance(data, dict) or "fabric_errors" in data:
+        return False
+    names = {_name(str(k)) for k in data}
+    return bool({"platform", *_OWN} & names) or "gpus" in data or "gpu" in data
+
+
+def read_node_file(source: Source, *, node_id: str | None = None) -> pd.DataFrame | None:
+    """The node records of an inventory file (NODE_COLUMNS), or None when the source is not one."""
+    if source.path is None:
+        return None
+    path = source.path
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".toml", ".json"):
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if suffix == ".csv":
+        header = next(csv.reader(io.StringIO(text)), [])
+        if path.name != NODES_FILE and not _is_inventory_header(header):
+            return None
+        if "node_id" not in [_name(c) for c in header]:
+            raise InputError("a nodes file needs a node_id column (node_id,platform)", source=source.name,
+                             value=",".join(header[:8]))
+        return _records(path, _platforms_csv(path), node_id)
+    try:
+        data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError):
+        return None
+    if not _mapping(data):
+        return None
+    platform = next((v for k, v in data.items() if _name(str(k)) == "platform"), None)
+    named = next((v for k, v in data.items() if _name(str(k)) == "node_id"), None) or node_id
+    if not named:
+        raise InputError("the inventory names no node (add node_id, or pass --node)", source=source.name)
+    return _records(path, {str(named): platform}, str(named))
+
+
+def _platforms_csv(path: Path) -> dict[str, Any]:
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    renamed = frame.rename(columns={c: _name(c) or c for c in frame.columns})
+    if "platform" not in renamed.columns:
+        return {}
+    rows = renamed[["node_id", "platform"]].drop_duplicates("node_id", keep="last")
+    return dict(zip(rows["node_id"], rows["platform"], strict=True))
+
+
+def _records(path: Path, platforms: dict[str, Any], node_id: str | None) -> pd.DataFrame:
+    """One row per node: its platform (checked against the known platforms), serial and rack."""
+    inventory = load_inventory(path)
+    known = all_platforms()
+    rows = []
+    for name in sorted(set(platforms) | {n for n in inventory.nodes if n}):
+        node = inventory.node(name)
+        platform = platforms.get(name) or None
+        if platform is not None and str(platform) not in known:
+            raise InputError(f"unknown platform {platform!r} for node {name} (known: {', '.join(sorted(known))})",
+                             source=str(path), value=str(platform))
+        rows.append({"node_id": name, "platform": platform, "node_serial": node.node_serial,
+                     "rack_location": node.rack_location})
+    if not rows and node_id:
+        node = inventory.node(None)
+        rows.append({"node_id": node_id, "platform": None, "node_serial": node.node_serial,
+                     "rack_location": node.rack_location})
+    return pd.DataFrame(rows, columns=list(NODE_COLUMNS))

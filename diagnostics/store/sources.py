@@ -1,0 +1,166 @@
+"""Reading input files for an ingest: folders expanded, each file read by its reader or as a node inventory.
+
+Shared by `fabricbot ingest` (with or without a store) and by the history analysis of files, so both take the
+same inputs: files and folders (recursively), skipping hidden files and a synthetic fleet's `ground_truth.json`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from ..errors import FabricbotError, InputError
+from ..ingest.base import IngestResult, IngestWarning, Source
+from ..ingest.detect import choose
+from ..ingest.summary import summarize
+from .inventory import NODE_COLUMNS, read_node_file
+
+At = datetime | Literal["mtime"] | None
+SKIP_NAMES = frozenset({"ground_truth.json"})  # a synthetic fleet's answers, not telemetry
+
+
+@dataclass
+class FileOutcome:
+    name: str
+    sha256: str | None
+    status: str  # ingested | duplicate | read | error
+    format: str | None = None
+    rows: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    result: IngestResult | None = field(default=None, repr=False)  # telemetry the file held
+    nodes: pd.DataFrame | None = field(default=None, repr=False)  # node records of an inventory file
+
+
+@dataclass
+class IngestReport:
+    """What an ingest read: per-file outcomes, the combined tables, the node records and every warning."""
+
+    files: list[FileOutcome]
+    result: IngestResult
+    node_warnings: list[IngestWarning] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, files: list[FileOutcome]) -> IngestReport:
+        results = [f.result for f in files if f.result is not None]
+        return cls(files, results[0] if len(results) == 1 else IngestResult.combine(results))
+
+    @property
+    def nodes(self) -> pd.DataFrame:
+        """Every node record the inventory files gave (node_id, platform, node_serial, rack_location)."""
+        frames = [f.nodes for f in self.files if f.nodes is not None and len(f.nodes)]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(NODE_COLUMNS))
+
+    @property
+    def warnings(self) -> list[IngestWarning]:
+        errors = [IngestWarning(f.name, None, f.error) for f in self.files if f.error]
+        return [*errors, *self.node_warnings, *self.result.warnings]
+
+    @property
+    def read_anything(self) -> bool:
+        return any(f.status in ("ingested", "read", "duplicate") for f in self.files)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = summarize(self.result)
+        out["warnings"] = [w.as_dict() for w in self.warnings]
+        out["files"] = [{"file": f.name, "status": f.status, "format": f.format, "rows": f.rows} for f in self.files]
+        nodes = self.nodes
+        out["platforms"] = {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True)
+                            if isinstance(p, str)}
+        return out
+
+
+def expand(paths: Iterable[str | Path | Source]) -> list[str | Path | Source]:
+    """Files as given; folders replaced by the files under them (sorted, recursively), hidden ones and
+    `ground_truth.json` left out. A path that does not exist stays, so its reader reports it."""
+    out: list[str | Path | Source] = []
+    for item in paths:
+        if isinstance(item, Source) or not Path(item).is_dir():
+            out.append(item)
+            continue
+        root = Path(item)
+        for path in sorted(root.rglob("*")):
+            parts = path.relative_to(root).parts
+            if path.is_file() and not any(p.startswith(".") for p in parts) and path.name not in SKIP_NAMES:
+                out.append(path)
+    return out
+
+
+def file_hash(source: Source) -> str:
+    digest = hashlib.sha256()
+    if source.text is not None:
+        digest.update(source.text.encode("utf-8"))
+    else:
+        assert source.path is not None
+        with source.path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _fill_time(result: IngestResult, at: datetime | None) -> None:
+    if at is None:
+        return
+    for name in ("link_samples", "step_samples", "events"):
+        frame = result.tables[name]
+        if len(frame) and frame["timestamp"].isna().any():
+            frame["timestamp"] = frame["timestamp"].fillna(pd.Timestamp(at).tz_convert(UTC))
+
+
+def _read_one(src: Source, fmt: str | None, node_id: str | None, at: At,
+              xid_last: dict[tuple[Any, ...], float]) -> tuple[str, IngestResult | None, pd.DataFrame | None]:
+    """(format, telemetry, node records) of one source; an inventory file gives node records only."""
+    if fmt is None or fmt == "inventory":
+        nodes = read_node_file(src, node_id=node_id)
+        if nodes is not None:
+            return "inventory", None, nodes
+        if fmt == "inventory":
+            raise InputError("not a node inventory (nodes.csv, or an inventory CSV, TOML or JSON)", source=src.name)
+    reader = choose(src, fmt)
+    when = (datetime.fromtimestamp(src.path.stat().st_mtime, tz=UTC) if at == "mtime" and src.path
+            else at if isinstance(at, datetime) else None)
+    options: dict[str, Any] = {"at": when, "xid_last": xid_last}
+    accepted = inspect.signature(reader.read).parameters
+    result = reader.read(src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
+    _fill_time(result, when)
+    return reader.name, result, None
+
+
+def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = None, node_id: str | None = None,
+                 at: At = None, seen: set[str] | None = None,
+                 xid_last: dict[tuple[Any, ...], float] | None = None) -> list[FileOutcome]:
+    """Read each source (folders expanded) with its reader; a source whose hash is in `seen` is a duplicate.
+
+    Readers that keep state between files get it: `xid_last` (the dcgm Xid gauge's last value per GPU), so that
+    scrapes given one file each, in time order, show a change of the last Xid as an event.
+    """
+    xid_last = {} if xid_last is None else xid_last
+    outcomes: list[FileOutcome] = []
+    for item in expand(sources):
+        src = item if isinstance(item, Source) else Source.from_path(item)
+        try:
+            sha = file_hash(src)
+            if seen is not None and sha in seen:
+                outcomes.append(FileOutcome(src.name, sha, "duplicate"))
+                continue
+            name, result, nodes = _read_one(src, fmt, node_id, at, xid_last)
+        except FileNotFoundError:
+            outcomes.append(FileOutcome(src.name, None, "error", error="file not found"))
+            continue
+        except IsADirectoryError:
+            outcomes.append(FileOutcome(src.name, None, "error", error="a folder that cannot be listed"))
+            continue
+        except FabricbotError as exc:
+            outcomes.append(FileOutcome(src.name, None, "error", error=getattr(exc, "reason", str(exc))))
+            continue
+        if seen is not None:
+            seen.add(sha)
+        rows = result.rows if result is not None else {"nodes": len(nodes) if nodes is not None else 0}
+        outcomes.append(FileOutcome(src.name, sha, "read", name, rows, result=result, nodes=nodes))
+    return outcomes

@@ -1,0 +1,154 @@
+"""Windowed reads: only the files, row groups and rows a window needs are read, in the layout the rates read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sqlite_utils
+
+from diagnostics.store import parts
+from diagnostics.store.telemetry import TelemetryStore
+
+START = pd.Timestamp("2026-03-01T00:00:00Z")
+STEP = pd.Timedelta(minutes=5)
+
+
+def fleet_file(path: Path, nodes: int = 3, hours: int = 48, links: int = 4) -> pd.DataFrame:
+    """Link samples of a few nodes, time by time (as a scrape comes), written as a normalized Parquet table."""
+    times = pd.date_range(START, periods=hours * 12, freq=STEP)
+    rows = [{"timestamp": t, "node_id": f"n{n}", "gpu": g, "link_type": "nvlink", "link": link,
+             "replay": float(i * (n + 1)), "crc_flit": float(i)}
+            for i, t in enumerate(times) for n in range(nodes) for g in range(2) for link in range(links)]
+    frame = pd.DataFrame(rows)
+    frame.to_parquet(path, index=False)
+    return frame
+
+
+class Spy:
+    """Records every row group read from a part, with the part's file."""
+
+    def __init__(self) -> None:
+        self.read: list[tuple[str, int]] = []
+        self.opened: list[str] = []
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        real = pq.ParquetFile
+        spy = self
+
+        class Watched(real):  # type: ignore[misc,valid-type]
+            def __init__(self, source: Any, *args: Any, **kwargs: Any) -> None:
+                spy.opened.append(str(source))
+                super().__init__(source, *args, **kwargs)
+
+            def read_row_groups(self, row_groups: Any, *args: Any, **kwargs: Any) -> pa.Table:
+                spy.read.extend((spy.opened[-1], int(g)) for g in row_groups)
+                return super().read_row_groups(row_groups, *args, **kwargs)
+
+        monkeypatch.setattr(parts.pq, "ParquetFile", Watched)
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TelemetryStore:
+    monkeypatch.setattr(parts, "MIN_GROUP_ROWS", 64)  # row groups of an hour for these few links
+    source = tmp_path / "links.parquet"
+    fleet_file(source)
+    store = TelemetryStore(tmp_path / "store")
+    assert [f.status for f in store.ingest([source]).files] == ["ingested"]
+    return store
+
+
+def test_a_window_reads_only_its_nodes_row_groups_and_rows(store: TelemetryStore,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = Spy()
+    spy.install(monkeypatch)
+    end = datetime(2026, 3, 2, 6, 0, tzinfo=UTC)
+    got = store.read_window(end=end, span=timedelta(hours=2), nodes=["n1"])
+    links = got.tables["link_samples"]
+    t = links["timestamp"]
+    assert set(links["node_id"].astype(str)) == {"n1"}
+    assert t.min() == pd.Timestamp(end) - timedelta(hours=2) + STEP and t.max() == pd.Timestamp(end)
+    assert len(links) == 8 * 24  # 8 links, 24 readings in (04:00, 06:00]
+    assert all("node=n1" in f for f in spy.opened) and len(spy.opened) == 1  # one node, one day
+    for path, group in spy.read:  # every row group read overlaps the window
+        stats = pq.ParquetFile(path).metadata.row_group(group).column(0).statistics
+        assert pd.Timestamp(stats.max) > pd.Timestamp(end) - timedelta(hours=2)
+        assert pd.Timestamp(stats.min) <= pd.Timestamp(end)
+    groups = pq.ParquetFile(spy.opened[0]).metadata.num_row_groups
+    assert got.stats.row_groups == len(spy.read) < groups
+    assert got.stats.rows_scanned < 8 * 288 and got.stats.rows == len(links)
+
+
+def test_window_rows_are_link_by_link_in_time_order(store: TelemetryStore) -> None:
+    links = store.window(end=None, span=timedelta(hours=30), nodes=None)["link_samples"]  # crosses midnight
+    keys = links[["node_id", "gpu", "link"]].astype(str).agg("/".join, axis=1)
+    runs = keys.ne(keys.shift()).cumsum()
+    assert runs.nunique() == keys.nunique() == 3 * 8  # each link's rows together, each node's together
+    assert list(dict.fromkeys(links["node_id"].astype(str))) == ["n0", "n1", "n2"]
+    t = links["timestamp"].array.asi8
+    same = (runs.to_numpy()[1:] == runs.to_numpy()[:-1])
+    assert (t[1:][same] > t[:-1][same]).all()
+    expected = links.sort_values(["node_id", "gpu", "link_type", "link", "lane", "timestamp"], kind="stable")
+    assert (expected.index == links.index).all()
+
+
+def test_the_newest_reading_comes_from_the_catalog_without_opening_a_file(store: TelemetryStore,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = Spy()
+    spy.install(monkeypatch)
+    assert store.newest() == START + 48 * 12 * STEP - STEP
+    assert spy.opened == []
+    got = store.read_window(end=None, span=timedelta(hours=1))
+    assert got.end == store.newest() and got.tables["link_samples"]["timestamp"].max() == pd.Timestamp(got.end)
+
+
+def test_a_window_holds_only_the_columns_its_readings_fill(store: TelemetryStore) -> None:
+    links = store.window(end=None, span=timedelta(hours=1))["link_samples"]
+    assert {"replay", "crc_flit", "timestamp", "node_id", "gpu", "link"} <= set(links.columns)
+    assert "symbol_ber" not in links.columns and "aer_fatal" not in links.columns
+    assert str(links["gpu"].dtype) == "Int16" and str(links["timestamp"].dtype) == "datetime64[ns, UTC]"
+
+
+def test_a_store_written_before_the_catalog_is_read_by_window(tmp_path: Path) -> None:
+    root = tmp_path / "old"
+    frame = fleet_file(tmp_path / "links.parquet", nodes=1, hours=30)
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
+    for day, part in frame.groupby(frame["timestamp"].dt.strftime("%Y-%m-%d")):
+        folder = root / "link_samples" / "node=n0" / f"day={day}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pandas(part.reset_index(drop=True), preserve_index=False),
+                       folder / "0123456789abcdef0123.parquet")  # as the store wrote them: one group, time-major
+    sqlite_utils.Database(root / "fabricbot.db")["nodes"].insert({"node_id": "n0", "first_seen": "x",
+                                                                  "last_seen": "x"}, pk="node_id")
+    store = TelemetryStore(root)
+    got = store.read_window(end=None, span=timedelta(hours=2), nodes=["n0"])
+    links = got.tables["link_samples"]
+    assert got.end == START + 30 * 12 * STEP - STEP and len(links) == 8 * 24
+    assert got.stats.files == 1  # the first day's part lies outside the window
+    t = links["timestamp"].array.asi8.reshape(8, 24)
+    assert (np.diff(t, axis=1) > 0).all() and links["replay"].iloc[23] > links["replay"].iloc[0]
+
+
+def test_step_samples_of_the_jobs_on_the_nodes_within_the_span(tmp_path: Path) -> None:
+    steps = tmp_path / "steps.csv"
+    lines = ["timestamp,job_id,node_ids,step,step_time_ms"]
+    for h in range(10):
+        lines.append(f"2026-03-01T{h:02d}:00:00Z,j1,\"n1,n2\",{h},{200 + h}")
+        lines.append(f"2026-03-01T{h:02d}:00:00Z,j2,n3,{h},300")
+    steps.write_text("\n".join(lines) + "\n")
+    store = TelemetryStore(tmp_path / "s")
+    store.ingest([steps])
+    end = datetime(2026, 3, 1, 9, tzinfo=UTC)
+    got = store.window(end=end, span=timedelta(hours=3), nodes=["n1"])["step_samples"]
+    assert set(got["job_id"].astype(str)) == {"j1"} and len(got) == 3
+    assert store.window(end=end, span=timedelta(hours=3), nodes=["n9"])["step_samples"].empty
+    longer = store.read_window(end=end, span=timedelta(hours=3), nodes=["n1"], steps=timedelta(hours=8))
+    assert len(longer.tables["step_samples"]) == 8  # a job's slowdown is judged on more steps than the rules' span
+    with_peers = store.read_window(end=end, span=timedelta(hours=3), nodes=["n1"], peers=True)
+    assert with_peers.tables["nodes"]["node_id"].tolist() == ["n1", "n2"]
