@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fleet_data import fleet, fleet_options, run_phase
 
 from diagnostics.analysis import analyze_fleet, analyze_tables, history_needed
+from diagnostics.analysis.stored import CORRELATION_SPAN, read_node
 from diagnostics.config.thresholds import load_thresholds
-from diagnostics.store.load import CORRELATION_SPAN, read_node
 from diagnostics.store.telemetry import TelemetryStore
 
 WINDOW = timedelta(hours=1)

@@ -11,19 +11,19 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Protocol
 
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, analyze_snapshot
-from diagnostics.analysis import analyze_fleet, analyze_tables, history_needed
+from diagnostics.analysis import analyze_fleet, analyze_tables
 from diagnostics.analysis.correlate import job_nodes, jobs_on
+from diagnostics.analysis.stored import analyze_store, node_span, read_node, stored_diagnosis
 from diagnostics.config.thresholds import Thresholds, load_thresholds
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import read_cases
-from diagnostics.store.load import CORRELATION_SPAN, node_span, read_node, stored_diagnosis
 from diagnostics.store.telemetry import TelemetryStore
 from diagnostics.tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES
 
@@ -221,15 +221,9 @@ class StoreNodeSource:
 
     def fleet(self) -> list[Diagnosis]:
         """Every stored node over the span the rules need; a slowed job's links over its steps' day, read when the
-        engine asks (`history`), so the sweep reads a day only for the nodes that need one."""
+        engine asks, so the sweep reads a day only for the nodes that need one."""
         window = timedelta(hours=self.window_hours)
         with self._store() as store:
-            got = store.read_window(end=None, span=history_needed(window, self.thresholds), steps=CORRELATION_SPAN)
+            result, got = analyze_store(store, window=window, thresholds=self.thresholds)
             nodes = store.nodes()
-        result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=self.thresholds,
-                               platforms=got.platforms, nodes=nodes, history=self._history)
         return [stored_diagnosis(result.diagnoses[n], got, window) for n in nodes if n in result.diagnoses]
-
-    def _history(self, nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
-        with self._store() as store:
-            return store.window(end=end, span=end - start + timedelta(microseconds=1), nodes=nodes)["link_samples"]

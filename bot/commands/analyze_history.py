@@ -6,7 +6,8 @@ import argparse
 
 from diagnostics import Diagnosis, InputError, Thresholds
 from diagnostics.analysis import analyze_tables
-from diagnostics.store.load import load_inputs, read_node, stored_diagnosis
+from diagnostics.analysis.stored import read_node, stored_diagnosis
+from diagnostics.store.load import load_inputs
 from diagnostics.store.telemetry import open_store
 
 from ..options import parse_time

@@ -1,14 +1,22 @@
-"""`fabricbot sweep`: the fleet's offending links, found by the Prometheus server itself."""
+"""`fabricbot sweep`: the fleet's offending links, from the local store or found by a Prometheus server itself.
+
+Both give the same result (offenders, the offending nodes' diagnoses, whether the view is complete, timings), the
+same `--json` and the same exit codes."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TextIO
 
-from diagnostics import COUNT_RULES
+from diagnostics import COUNT_RULES, ConfigError, InputError
+from diagnostics import format as fmt
+from diagnostics.analysis.stored import sweep_store
 from diagnostics.prometheus import PrometheusClient, SweepResult, analyze_node, load_config, sweep
+from diagnostics.prometheus.config import ENV_URL
+from diagnostics.store.telemetry import open_store
 
 from ..options import add_threshold_options, parse_time, thresholds_from
 
@@ -23,7 +31,8 @@ def _table(result: SweepResult, out: TextIO) -> None:
         print(f"  {o.node_id:<16} {o.component:<22} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "
               f"{o.detail}".rstrip(), file=out)
     for node, found in result.confirmed.items():
-        print(f"  {node}: its read-back series confirm {len(found)} finding(s)", file=out)
+        what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"
+        print(f"  {node}: {what} {len(found)} finding(s)", file=out)
         diagnosis = result.diagnoses.get(node)
         if diagnosis is not None:
             print(f"    diagnosis: {diagnosis.isolated_component}; priority {diagnosis.ticket_priority.value}; "
@@ -33,14 +42,42 @@ def _table(result: SweepResult, out: TextIO) -> None:
               file=out)
     for warning in result.warnings:
         print(f"  warning: {warning}", file=out)
+    if result.source == "store":
+        print(f"  the store, {fmt.window(result.window_hours, result.at)}: read {result.timings.fetch_s:.2f} s, "
+              f"analysis {result.timings.analyze_s:.2f} s", file=out)
+        return
     print(f"  {result.queries} queries, {result.requests} requests ({result.retries} retries), "
           f"{result.bytes_received:,} bytes; sweep {result.timings.sweep_s:.2f} s, "
           f"read-back {result.timings.fetch_s:.2f} s, analysis {result.timings.analyze_s:.2f} s", file=out)
 
 
+def _report(result: SweepResult, as_json: bool) -> int:
+    if as_json:
+        json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
+        print()
+    else:
+        _table(result, sys.stdout)
+    if not result.complete:
+        print(f"fabricbot: {result.headline()}", file=sys.stderr)
+        return 3
+    return 1 if result.offenders else 0
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
     at = parse_time(args.at, field="--at") if args.at else None
+    if args.store:
+        if args.node:
+            raise InputError("--node reads one node from Prometheus; for a stored node run "
+                             "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
+        store = open_store(args.store)
+        try:
+            return _report(sweep_store(store, thresholds=thresholds, at=at, window_hours=args.window), args.json)
+        finally:
+            store.db.close()
+    if not (args.prometheus or os.environ.get(ENV_URL)):
+        raise ConfigError(f"nothing to sweep: give --store DIR (the local telemetry store) or --prometheus URL "
+                          f"(or set {ENV_URL})")
     config = load_config(args.prometheus, path=args.config)
     if args.node:
         with PrometheusClient(config) as client:
@@ -62,21 +99,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with PrometheusClient(config) as client:
         result = sweep(client, thresholds, at=at, window_hours=args.window,
                        analyze=not args.no_analyze)
-    if args.json:
-        json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
-        print()
-    else:
-        _table(result, sys.stdout)
-    if not result.complete:
-        print(f"fabricbot: {result.headline()}", file=sys.stderr)
-        return 3
-    return 1 if result.offenders else 0
+    return _report(result, args.json)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("sweep", help="find offending links fleet-wide through Prometheus (PromQL push-down)",
+    p = sub.add_parser("sweep", help="find offending links fleet-wide: the local store, or Prometheus (push-down)",
                        description="Exit status: 0 all within thresholds, 1 offenders found, "
                                    "3 the fleet view is incomplete, 2 a usage or configuration error.")
+    p.add_argument("--store", metavar="DIR", help="sweep the local telemetry store instead of a Prometheus server")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus base URL (default $FABRICBOT_PROMETHEUS_URL)")
     p.add_argument("--config", metavar="FILE", help="label map and limits (default $FABRICBOT_PROMETHEUS_CONFIG)")
     p.add_argument("--window", type=float, default=1.0, metavar="HOURS", help="rate window (default 1 h)")

@@ -16,9 +16,9 @@ from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
 from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
 from diagnostics.analysis import analyze_tables
+from diagnostics.analysis.stored import read_node, stored_diagnosis
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import read_cases
-from diagnostics.store.load import read_node, stored_diagnosis
 from diagnostics.store.telemetry import DB_NAME, open_store
 from diagnostics.tickets import (
     ClaudeDrafter,

@@ -100,7 +100,7 @@ def drawable_from_store(store_dir: str | Path, node_id: str, *, platform: str | 
     """A stored node's window analysed and drawn with its findings, on its topology as the store holds it (its
     platform's template, or a generic graph, when it holds none). `platform` wins over the stored one."""
     from ..analysis import analyze_tables
-    from ..store.load import read_node, stored_diagnosis
+    from ..analysis.stored import read_node, stored_diagnosis
     from ..store.telemetry import open_store
 
     got = read_node(open_store(store_dir), node_id, end=end, window=window)

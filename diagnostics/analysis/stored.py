@@ -1,0 +1,130 @@
+"""The engine over the local store: the windows a node, a job or the fleet needs, read as the engine asks, and a
+sweep of the whole store reported as the Prometheus sweep reports (`SweepResult`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+
+from .. import format as fmt
+from ..config.thresholds import Thresholds, load_thresholds
+from ..errors import InputError
+from ..model import Diagnosis
+from ..offenders import SweepResult, offenders_of
+from ..store.telemetry import StoreWindow, TelemetryStore, open_store
+from .fleet import FleetAnalysis, History, analyze_fleet, history_needed
+
+CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants
+
+
+def node_span(window: timedelta, thresholds: Thresholds | None = None,
+              history: timedelta = CORRELATION_SPAN) -> timedelta:
+    """How much history one node's diagnosis reads: what the rules need, and a day for the job correlation."""
+    return max(history, window * 4, history_needed(window, thresholds or load_thresholds()))
+
+
+def read_node(store: TelemetryStore, node_id: str, *, end: datetime | None, window: timedelta,
+              thresholds: Thresholds | None = None, history: timedelta = CORRELATION_SPAN) -> StoreWindow:
+    """The node's window (and that of the nodes sharing its jobs) from the store; an unknown node is an error."""
+    known = store.nodes()
+    if node_id not in known:
+        listed = ", ".join(known[:10]) or "none"
+        raise InputError(f"no node {node_id!r} in the store (nodes: {listed})", source=str(store.root))
+    return store.read_window(end=end, span=node_span(window, thresholds, history), nodes=[node_id], peers=True)
+
+
+def load_store(root: str | Path | TelemetryStore, node_id: str, *, end: datetime | None, window: timedelta,
+               history: timedelta = CORRELATION_SPAN, thresholds: Thresholds | None = None) -> dict[str, pd.DataFrame]:
+    """The node's samples (and those of the nodes sharing its jobs) over the span its analysis needs."""
+    store = root if isinstance(root, TelemetryStore) else open_store(root)
+    return read_node(store, node_id, end=end, window=window, thresholds=thresholds, history=history).tables
+
+
+def stored_diagnosis(diagnosis: Diagnosis, got: StoreWindow, window: timedelta) -> Diagnosis:
+    """A diagnosis from the store's window with what the window could not show said in its warnings: a node
+    silent since before the window, and readings without a time (no window can place them)."""
+    node = diagnosis.node_id
+    notes = []
+    newest = got.newest.get(node)
+    if got.end is not None and newest is not None and newest <= got.end - window:
+        notes.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at the "
+                     f"store's newest reading ({got.end:%Y-%m-%d %H:%M} UTC)")
+    if got.undated.get(node):
+        notes.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
+                     "--at): no window can place them; ingest the file again with --at TIME or --at mtime")
+    if notes:
+        diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *notes]})
+    return diagnosis
+
+
+
+def history_from(store: TelemetryStore) -> History:
+    """The link samples a job's correlation asks for, read from the store when the engine asks."""
+    def read(nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
+        return store.window(end=end, span=end - start + timedelta(microseconds=1), nodes=nodes)["link_samples"]
+
+    return read
+
+
+def analyze_store(store: TelemetryStore, *, window: timedelta, thresholds: Thresholds,
+                  end: datetime | None = None) -> tuple[FleetAnalysis, StoreWindow]:
+    """Every stored node over the span the rules need (a day of step samples; a slowed job's links over its day,
+    read only for the nodes that need it), by the engine."""
+    got = store.read_window(end=end, span=history_needed(window, thresholds), steps=CORRELATION_SPAN)
+    result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=thresholds, platforms=got.platforms,
+                           nodes=store.nodes(), history=history_from(store))
+    return result, got
+
+
+def result_of(analysis: FleetAnalysis, *, window_hours: float, read_s: float = 0.0) -> SweepResult:
+    """The engine's fleet analysis as a sweep result: every offending link, and its node's diagnosis."""
+    at = analysis.end or datetime.now().astimezone()
+    result = SweepResult(at=at, window_hours=window_hours, source="store")
+    for node, diagnosis in sorted(analysis.diagnoses.items()):
+        found = offenders_of(diagnosis)
+        result.offenders.extend(found)
+        if found:
+            result.diagnoses[node] = diagnosis
+            result.confirmed[node] = found
+    result.timings.fetch_s = read_s
+    result.timings.analyze_s = analysis.timings.get("total_s", 0.0)
+    return result
+
+
+def sweep_tables(tables: Mapping[str, pd.DataFrame], *, thresholds: Thresholds, at: datetime | None = None,
+                 window_hours: float = 1.0, platforms: Mapping[str, str] | None = None,
+                 history: History | None = None, read_s: float = 0.0) -> SweepResult:
+    """Every node the tables hold, swept by the engine."""
+    analysis = analyze_fleet(tables, window=timedelta(hours=window_hours), end=at, thresholds=thresholds,
+                             platforms=platforms, history=history)
+    return result_of(analysis, window_hours=window_hours, read_s=read_s)
+
+
+def sweep_store(store: TelemetryStore, *, thresholds: Thresholds, at: datetime | None = None,
+                window_hours: float = 1.0) -> SweepResult:
+    """The whole store swept for the window ending at `at` (default: its newest reading). A node of the store with
+    no reading in the span the rules need makes the view incomplete: a silent node is not a healthy one."""
+    window = timedelta(hours=window_hours)
+    started = time.perf_counter()
+    if store.newest() is None:
+        return SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source="store",
+                           complete=False, incomplete_reasons=["the store holds no link samples"])
+    analysis, got = analyze_store(store, window=window, thresholds=thresholds, end=at)
+    total = time.perf_counter() - started
+    engine = analysis.timings.get("total_s", 0.0)
+    result = result_of(analysis, window_hours=window_hours, read_s=max(total - engine, 0.0))
+    result.diagnoses = {n: stored_diagnosis(d, got, window) for n, d in result.diagnoses.items()}
+    span = history_needed(window, thresholds)
+    links = got.tables["link_samples"]
+    reporting = set(links["node_id"].astype("string").dropna().unique()) if len(links) else set()
+    quiet = sorted(set(store.nodes()) - reporting)
+    if quiet:
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"{len(quiet)} node(s) of the store have no reading in the {fmt.hours(span.total_seconds() / 3600)} "
+            f"before {fmt.when(got.end)}: " + ", ".join(quiet[:10]) + (" ..." if len(quiet) > 10 else ""))
+    return result

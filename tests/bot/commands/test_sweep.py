@@ -1,0 +1,76 @@
+"""`fabricbot sweep --store`: the local store swept by the engine, with the Prometheus sweep's output and exit codes."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bot.cli import main
+from diagnostics import analyze_fleet, load_thresholds
+from diagnostics.analysis.stored import sweep_store
+from diagnostics.store.telemetry import open_store
+from diagnostics.synth.fleet import load
+
+FLEET = Path(__file__).resolve().parents[3] / "fixtures" / "fleet"
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("store")
+    assert main(["ingest", str(FLEET), "--store", str(folder)]) == 0
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _no_prometheus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FABRICBOT_PROMETHEUS_URL", raising=False)
+
+
+def test_the_store_sweep_finds_what_the_engine_finds_in_memory(store_dir: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["sweep", "--store", str(store_dir), "--json"]) == 1  # offenders found
+    result = json.loads(capsys.readouterr().out)
+    assert result["source"] == "store" and result["complete"], result["incomplete_reasons"]
+    tables, inventory = load(FLEET)
+    memory = analyze_fleet(tables, platforms=inventory)
+    assert sorted(result["diagnoses"]) == sorted(n for n, d in memory.diagnoses.items()
+                                                 if any(f.severity.value != "ok" for f in d.findings))
+    for node, d in result["diagnoses"].items():
+        assert [loc["component"] for loc in d["localizations"]] == \
+            [loc.component for loc in memory.diagnoses[node].localizations], node
+    storm = [o for o in result["offenders"] if o["node_id"] == "hpc-gpu-node-12" and o["rule"] == "nvlink_replay"]
+    assert [(o["gpu"], o["link"]) for o in storm] == [(2, 1)]
+    assert result["timings"]["analyze_s"] > 0 and result["timings"]["fetch_s"] > 0
+
+
+def test_the_table_says_where_it_ran(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["sweep", "--store", str(store_dir)]) == 1
+    out = capsys.readouterr().out
+    assert "offending link(s) on" in out and "hpc-gpu-node-12" in out and "the store, window 1 h to " in out
+
+
+def test_a_node_silent_over_the_span_makes_the_view_incomplete(store_dir: Path) -> None:
+    store = open_store(store_dir)
+    end = store.newest()
+    assert end is not None
+    later = end + timedelta(hours=6)  # every node silent for longer than the rules look back
+    result = sweep_store(store, thresholds=load_thresholds(), at=later)
+    assert not result.complete and "have no reading" in result.incomplete_reasons[0]
+    assert "not an all-clear" in result.headline()
+
+
+def test_without_a_store_or_a_server_it_says_which_to_give(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep"]) == 2
+    err = capsys.readouterr().err
+    assert "--store DIR" in err and "--prometheus URL" in err
+
+
+def test_an_empty_store_is_not_an_all_clear(tmp_path: Path) -> None:
+    result = sweep_store(open_store(tmp_path / "empty"), thresholds=load_thresholds(), at=pd.Timestamp.now(tz="UTC"))
+    assert not result.complete and result.incomplete_reasons == ["the store holds no link samples"]
