@@ -82,13 +82,12 @@ def spearman_rows(series: np.ndarray, target: np.ndarray) -> np.ndarray:
     return np.nan_to_num(rho, nan=0.0)
 
 
-def job_steps(step_samples: pd.DataFrame, job_id: str) -> pd.DataFrame:
+def job_steps(step_samples: pd.DataFrame | None, job_id: str) -> pd.DataFrame:
+    """One job's step samples with a step time and a time, in time order, one per time (the last wins)."""
     if step_samples is None or step_samples.empty:
         return pd.DataFrame(columns=["timestamp", "step_time_ms", "node_ids"])
-    rows = step_samples[step_samples["job_id"].astype("string") == str(job_id)]
-    rows = rows[pd.to_numeric(rows["step_time_ms"], errors="coerce") > 0]
-    rows = rows.assign(timestamp=pd.to_datetime(rows["timestamp"], utc=True, format="mixed"))
-    return rows.dropna(subset=["timestamp"]).sort_values("timestamp").drop_duplicates("timestamp", keep="last")
+    rows = step_samples[(step_samples["job_id"].astype("string") == str(job_id)).to_numpy(bool, na_value=False)]
+    return _clean(rows, ["timestamp"])
 
 
 def jobs_on(step_samples: pd.DataFrame | None, node_id: str) -> list[str]:
@@ -105,6 +104,51 @@ def jobs_on(step_samples: pd.DataFrame | None, node_id: str) -> list[str]:
     return [str(j) for j in last.sort_values(ascending=False).index]
 
 
+class JobSteps:
+    """Step samples indexed once for a fleet: each job's rows cleaned (`job_steps`) and its nodes, and each node's
+    jobs, newest first (a fleet asks for a thousand nodes' jobs; scanning every step sample for each is what this
+    saves)."""
+
+    def __init__(self, step_samples: pd.DataFrame | None) -> None:
+        self.by_job: dict[str, pd.DataFrame] = {}
+        self.nodes: dict[str, list[str]] = {}
+        self.by_node: dict[str, list[str]] = {}
+        if step_samples is None or step_samples.empty:
+            return
+        rows = _clean(step_samples, ["job_id", "timestamp"])
+        jobs = rows["job_id"].astype("string")
+        for job, mine in rows.groupby(jobs, observed=True, sort=False):
+            self.by_job[str(job)] = mine
+        newest: dict[str, dict[str, pd.Timestamp]] = {}
+        lists = rows.groupby([jobs, rows["node_ids"].astype("string").fillna("")], observed=True,
+                             sort=False)["timestamp"].max()
+        for (job, listed), last in zip(lists.index.tolist(), lists.tolist(), strict=True):
+            named = {n.strip() for n in str(listed).split(",") if n.strip()}
+            self.nodes[str(job)] = sorted(set(self.nodes.get(str(job), [])) | named)
+            for node in named:
+                mine_ = newest.setdefault(node, {})
+                mine_[str(job)] = max(last, mine_.get(str(job), last))
+        self.by_node = {n: [j for j, _ in sorted(js.items(), key=lambda kv: kv[1], reverse=True)]
+                        for n, js in newest.items()}
+
+    def of(self, job_id: str) -> pd.DataFrame:
+        """The job's step samples, cleaned as `job_steps` cleans them."""
+        rows = self.by_job.get(str(job_id))
+        return rows if rows is not None else pd.DataFrame(columns=["timestamp", "step_time_ms", "node_ids", "job_id"])
+
+    def jobs_on(self, node_id: str) -> list[str]:
+        return list(self.by_node.get(node_id, []))
+
+
+def _clean(rows: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """Step samples with a positive step time and a time, in `order`, one per (job, time): the last wins."""
+    rows = rows[pd.to_numeric(rows["step_time_ms"], errors="coerce").to_numpy(np.float64, na_value=np.nan) > 0]
+    if str(rows["timestamp"].dtype) != "datetime64[ns, UTC]":
+        rows = rows.assign(timestamp=pd.to_datetime(rows["timestamp"], utc=True, format="mixed"))
+    rows = rows.dropna(subset=["timestamp"]).sort_values(order, kind="stable")
+    return rows.drop_duplicates(order, keep="last")
+
+
 def job_nodes(steps: pd.DataFrame) -> list[str]:
     """Every node the step samples' comma-separated `node_ids` name."""
     names: set[str] = set()
@@ -114,15 +158,17 @@ def job_nodes(steps: pd.DataFrame) -> list[str]:
 
 
 def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, baseline_ms: float | None = None,
-                 onset: datetime | None = None) -> JobExplanation:
+                 onset: datetime | None = None, cleaned: bool = False,
+                 nodes: list[str] | None = None) -> JobExplanation:
     """A job's slowdown from its step times alone (against `baseline_ms`, or the median before the change point).
 
     Step samples are few, so this reads the job's whole history; only a slowed job needs its links scored.
+    `cleaned`: `steps` are the job's own, as `job_steps` gives them (and `nodes` the nodes they name).
     """
-    steps = job_steps(steps, job_id)
+    steps = steps if cleaned else job_steps(steps, job_id)
     if steps.empty:
         return JobExplanation(job_id=job_id, nodes=[], verdict=f"no step-time samples for job {job_id}")
-    nodes = job_nodes(steps)
+    nodes = list(nodes) if nodes is not None else job_nodes(steps)
     values = steps["step_time_ms"].to_numpy(np.float64)
     times = steps["timestamp"]
     min_pct = thresholds.setting("slowdown_min_pct")
@@ -152,9 +198,9 @@ def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, ba
     return explanation
 
 
-def steps_span(steps: pd.DataFrame, job_id: str) -> tuple[int, int] | None:
+def steps_span(steps: pd.DataFrame, job_id: str, *, cleaned: bool = False) -> tuple[int, int] | None:
     """The first and last step time of a job (UTC ns): the link history its correlation reads."""
-    rows = job_steps(steps, job_id)
+    rows = steps if cleaned else job_steps(steps, job_id)
     if rows.empty:
         return None
     t = rows["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
@@ -163,12 +209,12 @@ def steps_span(steps: pd.DataFrame, job_id: str) -> tuple[int, int] | None:
 
 def score_links(job: JobExplanation, steps: pd.DataFrame, p: Prepared, segments: np.ndarray,
                 refs: list[tuple[str, ComponentRef]], thresholds: Thresholds,
-                bucket: timedelta = timedelta(minutes=5)) -> JobExplanation:
+                bucket: timedelta = timedelta(minutes=5), cleaned: bool = False) -> JobExplanation:
     """`job` with the given links scored against its step time, best first, and its verdict.
 
     `segments` are the links' indices in the prepared history `p`; `refs` their node and identity, in the same order.
     """
-    rows = job_steps(steps, job.job_id)
+    rows = steps if cleaned else job_steps(steps, job.job_id)
     scores: list[LinkScore] = []
     if len(segments) and not rows.empty:
         scores = _runner_ups(_score(p, segments, refs, rows, job, thresholds, bucket))

@@ -54,7 +54,12 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
     n = len(metrics)
     if n == 0:
         return NodeView(stale=np.zeros(0, dtype=bool))
-    codes, names = pd.factorize(metrics["node_id"].astype("string"), use_na_sentinel=True)
+    node_ids = metrics["node_id"]
+    if isinstance(node_ids.dtype, pd.CategoricalDtype):  # the keys keep their dtypes: no strings to hash
+        codes, found = node_ids.cat.codes.to_numpy(), node_ids.cat.categories
+    else:
+        codes, found = pd.factorize(node_ids.astype("string"), use_na_sentinel=True)
+    names = [str(n) for n in found]  # looked up once per link below: a list, not an index
     last = ns(metrics["last_seen"]).astype(np.float64)
     last[last < -9e18] = np.nan
     interval = pd.Series(metrics["interval_ns"].to_numpy(np.float64)).groupby(codes).median()

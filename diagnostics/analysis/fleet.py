@@ -25,7 +25,7 @@ from ..config.thresholds import MISSING_RULE, Thresholds, load_thresholds
 from ..enums import ComponentKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
 from ..topology import graph_from_topology, platform_graph
-from .correlate import JobExplanation, job_slowdown, jobs_on, score_links, steps_span
+from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span
 from .diagnosis import PLATFORM_UNKNOWN, assemble
 from .events import event_findings, missing_gpus, missing_links, node_view, software_finding
 from .findings import finding_of, ref_of
@@ -304,12 +304,13 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         found[node] = mine
     result.timings["findings_s"] = time.perf_counter() - started - result.timings["metrics_s"]
     chosen = {n: jobs[n] for n in wanted if jobs and n in jobs}
+    index = JobSteps(steps)
     for node in wanted:
         if node not in chosen:
-            names = jobs_on(steps, node) if len(steps) else []
+            names = index.jobs_on(node)
             if names:
                 chosen[node] = names[0]
-    result.jobs = _explain(chosen, steps, found, links, t, end_ns, thresholds, history)
+    result.jobs = _explain(chosen, index, found, links, t, end_ns, thresholds, history)
     with_telemetry = set(view.gpus_seen) | _names(metrics)
     for explained in result.jobs.values():
         if explained.nodes and not with_telemetry & set(explained.nodes):
@@ -369,13 +370,14 @@ def _events_end(events: pd.DataFrame) -> int:
     return int(pd.to_datetime(events["timestamp"], utc=True, format="mixed").max().value)
 
 
-def _explain(chosen: Mapping[str, str], steps: pd.DataFrame, found: Mapping[str, list[Finding]],
+def _explain(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str, list[Finding]],
              links: pd.DataFrame, t: np.ndarray, end_ns: int, thresholds: Thresholds,
              history: History | None) -> dict[str, JobExplanation]:
     """Each chosen job once: its slowdown from its steps, and, when it is slower, its nodes' flagged links scored."""
     out: dict[str, JobExplanation] = {}
     for job_id in sorted(set(chosen.values())):
-        out[job_id] = job_slowdown(steps, job_id, thresholds=thresholds)
+        out[job_id] = job_slowdown(steps.of(job_id), job_id, thresholds=thresholds, cleaned=True,
+                                   nodes=steps.nodes.get(job_id))
     slowed = {j: e for j, e in out.items() if e.slowdown and e.nodes}
     wanted: dict[str, list[tuple[str, ComponentRef]]] = {}
     for job_id, job in slowed.items():
@@ -384,14 +386,14 @@ def _explain(chosen: Mapping[str, str], steps: pd.DataFrame, found: Mapping[str,
     needed = sorted({n for refs in wanted.values() for n, _ in refs})
     if not needed:
         return out
-    spans = [s for s in (steps_span(steps, j) for j in wanted) if s is not None]
+    spans = [s for s in (steps_span(steps.of(j), j, cleaned=True) for j in wanted) if s is not None]
     start = min(s[0] for s in spans) - 10 * 60 * 10**9 if spans else end_ns
     p = _history(needed, start, end_ns, links, t, history)
     index = _segments(p)
     for job_id, refs in wanted.items():
         present = [(n, r) for n, r in refs if (n, r.slug) in index]
         segments = np.array([index[(n, r.slug)] for n, r in present], dtype=np.int64)
-        out[job_id] = score_links(slowed[job_id], steps, p, segments, present, thresholds)
+        out[job_id] = score_links(slowed[job_id], steps.of(job_id), p, segments, present, thresholds, cleaned=True)
     return out
 
 

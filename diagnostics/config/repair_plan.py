@@ -8,6 +8,8 @@ Every text is filled from the facts or rephrased or left out where a fact is unk
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +18,7 @@ from ..enums import FaultKind, PortSource, ResetScope
 from ..errors import ConfigError
 from ..model import ComponentFacts
 from .parts import Part, part_by_id
+from .platforms import platform_dirs
 from .repair_catalog import (
     RESET_MARK,
     Catalog,
@@ -91,6 +94,12 @@ class RepairPlan(_Model):
 
 
 def _graph(platform: str) -> Any:
+    return _template(platform, tuple(platform_dirs()))
+
+
+@cache
+def _template(platform: str, dirs: tuple[Path, ...]) -> Any:
+    """A platform's template graph, built once per platform and platform folders (plans only read it)."""
     from ..topology import platform_graph
 
     try:
