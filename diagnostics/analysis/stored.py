@@ -74,7 +74,7 @@ def analyze_store(store: TelemetryStore, *, window: timedelta, thresholds: Thres
                   end: datetime | None = None) -> tuple[FleetAnalysis, StoreWindow]:
     """Every stored node over the span the rules need (a day of step samples; a slowed job's links over its day,
     read only for the nodes that need it), by the engine."""
-    got = store.read_window(end=end, span=history_needed(window, thresholds), steps=CORRELATION_SPAN)
+    got = store.read_window(end=end, span=history_needed(window, thresholds), steps=CORRELATION_SPAN, exact=False)
     result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=thresholds, platforms=got.platforms,
                            nodes=store.nodes(), history=history_from(store))
     return result, got

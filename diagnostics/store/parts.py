@@ -209,7 +209,7 @@ class ScanStats:
 
 def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None, end_ns: int | None, *,
                order: Sequence[str], keep: Collection[str] = (), skip: Collection[str] = (),
-               workers: int = 2) -> tuple[Rows, ScanStats]:
+               workers: int = 2, exact: bool = True) -> tuple[Rows, ScanStats]:
     """The parts' rows with timestamps in (start, end] (every row without bounds), key by key as the parts come,
     each key's rows ordered by `order` then time; only the columns some part fills (and `keep`), less `skip`.
 
@@ -217,7 +217,9 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     that cross a bound are filtered. Files are read `workers` at a time (Arrow decodes outside the GIL). A part
     of other column types than the schema's (an older writer) is cast to it. Measured on this layout, reading
     each file's chosen row groups directly is about twice as fast as a pyarrow dataset scan with the same
-    pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves."""
+    pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves. `exact=False`
+    keeps the whole of a row group that crosses the window's start (a reader that bounds its own rows, as the
+    analysis engine does, is spared the filter)."""
     target = arrow_schema(schema)
     filled = frozenset().union(*(p.columns for p in parts))
     out = pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip])
@@ -238,8 +240,9 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
             stats.row_groups += len(chosen)
             stats.rows_scanned += table.num_rows
             table = _cast(table, out)
-            if any(not _inside(*part.groups[i][:2], start_ns, end_ns) for i in chosen):
-                table = table.filter(_in_window(table.column("timestamp"), start_ns, end_ns))
+            lower = start_ns if exact else None
+            if any(not _inside(*part.groups[i][:2], lower, end_ns) for i in chosen):
+                table = table.filter(_in_window(table.column("timestamp"), lower, end_ns))
             tables.append(table)
         if not tables:
             return None, None, stats

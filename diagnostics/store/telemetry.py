@@ -221,9 +221,10 @@ class TelemetryStore:
         return self.read_window(end=end, span=span, nodes=nodes, peers=peers).tables
 
     def read_window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
-                    peers: bool = False, steps: timedelta | None = None) -> StoreWindow:
+                    peers: bool = False, steps: timedelta | None = None, exact: bool = True) -> StoreWindow:
         """`window`, with the window's end, each node's newest reading and what the read touched. `steps`: the
-        step samples over this longer span (a job's slowdown is judged on a day of them; they are few)."""
+        step samples over this longer span (a job's slowdown is judged on a day of them; they are few). `exact=False`:
+        link samples may start up to a row group before the span (for a reader that bounds its own rows)."""
         names = None if nodes is None else sorted({str(n) for n in nodes})
         end_ns = utc_ns(end) if end is not None else self._catalog.newest("link_samples")
         if end_ns is None:
@@ -238,7 +239,7 @@ class TelemetryStore:
         if end_ns is not None and names != []:
             parts = self._catalog.parts("link_samples", names, start_ns, end_ns)
             rows, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
-                                     skip=PROVENANCE)
+                                     skip=PROVENANCE, exact=exact)
             links = rows.frame()
             since = start_ns
             if steps is not None and start_ns is not None:
