@@ -22,10 +22,11 @@ import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fleet_data import fleet, fleet_options, run_phase
 
-from diagnostics.analysis import analyze_fleet, analyze_tables, history_needed
-from diagnostics.analysis.stored import CORRELATION_SPAN, read_node
+from diagnostics.analysis import analyze_tables, history_needed
+from diagnostics.analysis.stored import CORRELATION_SPAN, read_node, sweep_store
 from diagnostics.config.thresholds import load_thresholds
 from diagnostics.store.telemetry import TelemetryStore
 
@@ -114,26 +115,40 @@ def phase_node(args: argparse.Namespace) -> dict[str, object]:
 
 
 def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
-    """The fleet as the bot's `/fabric fleet` reads and judges it: the rules' span, a day of step samples, and a
-    slowed job's links from the store when the engine asks for them."""
+    """The fleet as `fabricbot sweep --store` and the bot's `/fabric fleet` read and judge it: the rules' span, a day
+    of step samples, and a slowed job's links from the store when the engine asks for them."""
     store = TelemetryStore(args.store)
     thresholds = load_thresholds()
     span = history_needed(WINDOW, thresholds)
     started = time.perf_counter()
-    got = store.read_window(end=None, span=span, steps=CORRELATION_SPAN)
-    read_s = time.perf_counter() - started
-
-    def history(nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
-        return store.window(end=end, span=end - start + timedelta(microseconds=1), nodes=nodes)["link_samples"]
-
-    result = analyze_fleet(got.tables, window=WINDOW, end=got.end, thresholds=thresholds, platforms=got.platforms,
-                           history=history)
+    result = sweep_store(store, thresholds=thresholds, window_hours=WINDOW.total_seconds() / 3600)
     total_s = time.perf_counter() - started
+    got = store.read_window(end=None, span=span, steps=CORRELATION_SPAN)  # what it read, for the figures
     links = got.tables["link_samples"]
-    return {"read_s": round(read_s, 2), "read_and_sweep_s": round(total_s, 2), "span_h": span.total_seconds() / 3600,
-            "rows": got.stats.rows, "rows_scanned": got.stats.rows_scanned, "row_groups": got.stats.row_groups,
-            "files": got.stats.files, "columns": len(links.columns), "failing_nodes": len(result.failing_nodes()),
-            "peak_mb": round(peak_mb())}
+    return {"read_s": round(result.timings.fetch_s, 2), "read_and_sweep_s": round(total_s, 2),
+            "span_h": span.total_seconds() / 3600, "rows": got.stats.rows, "rows_scanned": got.stats.rows_scanned,
+            "row_groups": got.stats.row_groups, "files": got.stats.files, "columns": len(links.columns),
+            "failing_nodes": sum(d.fault_detected for d in result.diagnoses.values()), "peak_mb": round(peak_mb())}
+
+
+def phase_commands(args: argparse.Namespace) -> dict[str, object]:
+    """The two commands a person runs, as processes: one node's `analyze --store --node`, the fleet's
+    `sweep --store` (start-up and imports included in both, as a person waits for them)."""
+    store = TelemetryStore(args.store)
+    node = store.nodes()[len(store.nodes()) // 2]
+    cli = [sys.executable, "-m", "bot.cli"]
+
+    def wall(argv: list[str]) -> float:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            subprocess.run([*cli, *argv], capture_output=True, check=False)
+            times.append(time.perf_counter() - started)
+        return statistics.median(times)
+
+    one = wall(["analyze", "--store", args.store, "--node", node, "--json"])
+    fleet = wall(["sweep", "--store", args.store, "--json"])
+    return {"node_s": round(one, 2), "fleet_s": round(fleet, 2), "ratio": round(fleet / one, 1)}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -159,11 +174,11 @@ def main() -> None:
     fleet_options(parser)
     parser.add_argument("--repeat", type=int, default=20, help="one-node reads to time")
     parser.add_argument("--data", help="keep the store in this folder and reuse it on later runs")
-    parser.add_argument("--phase", choices=("build", "node", "fleet"), help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=("build", "node", "fleet", "commands"), help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        phases = {"build": phase_build, "node": phase_node, "fleet": phase_fleet}
+        phases = {"build": phase_build, "node": phase_node, "fleet": phase_fleet, "commands": phase_commands}
         print(json.dumps(phases[args.phase](args)))
         return
     print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
@@ -182,6 +197,10 @@ def main() -> None:
         print(f"    rows read {fl['rows']:,} x {fl['columns']} columns ({fl['row_groups']:,} row groups in "
               f"{fl['files']:,} files, {fl['rows_scanned']:,} rows scanned); peak RSS {fl['peak_mb']} MB  "
               "[budget 3 GB]")
+        cmd = run("commands", args)
+        print(f"  as commands (process start-up included): `fabricbot analyze --store --node` {cmd['node_s']} s, "
+              f"`fabricbot sweep --store` {cmd['fleet_s']} s: the fleet costs {cmd['ratio']}x one node  "
+              "[budget < 10x]")
     print(f"load average after: {load()}")
 
 

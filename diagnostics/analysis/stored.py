@@ -74,7 +74,7 @@ def analyze_store(store: TelemetryStore, *, window: timedelta, thresholds: Thres
                   end: datetime | None = None) -> tuple[FleetAnalysis, StoreWindow]:
     """Every stored node over the span the rules need (a day of step samples; a slowed job's links over its day,
     read only for the nodes that need it), by the engine."""
-    got = store.read_window(end=end, span=history_needed(window, thresholds), steps=CORRELATION_SPAN, exact=False)
+    got = store.read_window(end=end, span=history_needed(window, thresholds), steps=CORRELATION_SPAN)
     result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=thresholds, platforms=got.platforms,
                            nodes=store.nodes(), history=history_from(store))
     return result, got
@@ -120,7 +120,7 @@ def sweep_store(store: TelemetryStore, *, thresholds: Thresholds, at: datetime |
     result.diagnoses = {n: stored_diagnosis(d, got, window) for n, d in result.diagnoses.items()}
     span = history_needed(window, thresholds)
     links = got.tables["link_samples"]
-    reporting = set(links["node_id"].astype("string").dropna().unique()) if len(links) else set()
+    reporting = {str(n) for n in links["node_id"].dropna().unique()} if len(links) else set()  # categories: fast
     quiet = sorted(set(store.nodes()) - reporting)
     if quiet:
         result.complete = False
