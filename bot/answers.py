@@ -20,8 +20,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from diagnostics import Diagnosis
-from diagnostics.tickets import ModelCall
-from diagnostics.tickets.claude import ENV_KEY, model_name
+from diagnostics.tickets import ENV_KEY, ModelCall, model_name
 
 _GPU = re.compile(r"\bGPU\s*(\d+)\b")
 

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from diagnostics import Diagnosis
-from diagnostics.render.draw import render_node
-from diagnostics.render.inputs import graph_for_platform
+from diagnostics.render import graph_for_platform, render_node
 from diagnostics.tickets import ModelCall, drafter_from_env
 from diagnostics.topology import NodeGraph
 

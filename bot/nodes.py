@@ -17,15 +17,20 @@ from typing import Protocol
 
 import pandas as pd
 
-from diagnostics import Diagnosis, Snapshot, analyze_snapshot
-from diagnostics.analysis import analyze_fleet, analyze_tables
-from diagnostics.analysis.correlate import job_nodes, jobs_on
-from diagnostics.analysis.stored import analyze_store, node_span, read_node, stored_diagnosis
-from diagnostics.config.thresholds import Thresholds, load_thresholds
-from diagnostics.errors import InputError
-from diagnostics.ingest.snapshot import read_cases
-from diagnostics.store.telemetry import TelemetryStore
-from diagnostics.tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES
+from diagnostics import EVENTS, LINK_SAMPLES, STEP_SAMPLES, Diagnosis, InputError, Snapshot, analyze_snapshot
+from diagnostics.analysis import (
+    analyze_fleet,
+    analyze_store,
+    analyze_tables,
+    job_nodes,
+    jobs_on,
+    node_span,
+    read_node,
+    stored_diagnosis,
+)
+from diagnostics.config import Thresholds, load_thresholds
+from diagnostics.ingest import read_cases
+from diagnostics.store import TelemetryStore
 
 DEFAULT_WINDOW_HOURS = 1.0
 

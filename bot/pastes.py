@@ -15,12 +15,9 @@ import httpx
 import pandas as pd
 from slack_sdk import WebClient
 
-from diagnostics import Diagnosis, analyze_tables
+from diagnostics import LINK_SAMPLES, Diagnosis, FabricbotError, InputError, analyze_tables
 from diagnostics import format as fmt
-from diagnostics.errors import FabricbotError, InputError
-from diagnostics.ingest import detect
-from diagnostics.ingest.base import IngestResult, Source
-from diagnostics.tables import LINK_SAMPLES
+from diagnostics.ingest import IngestResult, Source, detect
 
 from .answers import rules_answer
 from .storage import db_lock

@@ -10,7 +10,7 @@ from typing import TypedDict
 
 import sqlite_utils
 
-from diagnostics.store.telemetry import DB_NAME, TelemetryStore
+from diagnostics.store import DB_NAME, TelemetryStore
 from diagnostics.tickets import ModelCall
 
 from .answers import Answerer, answerer_from_env

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from diagnostics.errors import ConfigError
-from diagnostics.prometheus.config import redacted_url
+from diagnostics import ConfigError
+from diagnostics.prometheus import redacted_url
 
 DEFAULT_STORE = ".store"
 DEFAULT_DRAFTS_PER_MINUTE = 5

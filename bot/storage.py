@@ -9,7 +9,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from diagnostics.store.telemetry import DB_NAME
+from diagnostics.store import DB_NAME
 
 _LOCKS: weakref.WeakKeyDictionary[sqlite_utils.Database, threading.RLock] = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()

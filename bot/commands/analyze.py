@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from diagnostics import Diagnosis, Thresholds, analyze_snapshot
+from diagnostics import Diagnosis, InputError, Thresholds, analyze_snapshot
 from diagnostics import format as fmt
-from diagnostics.errors import InputError
-from diagnostics.ingest.snapshot import Case, read_cases
+from diagnostics.ingest import Case, read_cases
 
 from ..options import add_threshold_options, thresholds_from, window_type
 from .analyze_history import diagnose_history

@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 
 from diagnostics import Diagnosis, InputError, Thresholds
-from diagnostics.analysis import analyze_tables
-from diagnostics.analysis.stored import read_node, stored_diagnosis
-from diagnostics.store.load import load_inputs
-from diagnostics.store.telemetry import open_store
+from diagnostics.analysis import analyze_tables, read_node, stored_diagnosis
+from diagnostics.store import load_inputs, open_store
 
 from ..options import parse_time
 

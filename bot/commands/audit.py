@@ -7,8 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from diagnostics.errors import InputError
-from diagnostics.store.telemetry import DB_NAME
+from diagnostics import InputError
+from diagnostics.store import DB_NAME
 
 from ..audit import AuditLog
 from ..storage import open_db

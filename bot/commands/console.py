@@ -14,8 +14,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from diagnostics.errors import ConfigError
-from diagnostics.store.telemetry import DB_NAME, TelemetryStore
+from diagnostics import ConfigError
+from diagnostics.store import DB_NAME, TelemetryStore
 
 from ..console.web import Console, console_app
 from ..drafting import render_png

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from diagnostics.synth.evaluate import evaluate
+from diagnostics.synth import evaluate
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

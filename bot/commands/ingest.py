@@ -6,8 +6,7 @@ import argparse
 import json
 import sys
 
-from diagnostics.store.sources import At, IngestReport, read_sources
-from diagnostics.store.telemetry import open_store
+from diagnostics.store import At, IngestReport, open_store, read_sources
 
 from ..options import parse_time
 

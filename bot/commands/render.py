@@ -7,10 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from diagnostics.errors import InputError
-from diagnostics.format import window as window_text
-from diagnostics.render.draw import render_with_warnings
-from diagnostics.render.inputs import Drawable, drawable_from_file, drawable_from_store
+from diagnostics import InputError
+from diagnostics import format as units
+from diagnostics.render import Drawable, drawable_from_file, drawable_from_store, render_with_warnings
 
 
 def _format(args: argparse.Namespace) -> str:
@@ -36,7 +35,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     fmt = _format(args)
     window = args.window
     if window is None and drawable.diagnosis is not None and drawable.diagnosis.window_end is not None:
-        window = window_text(drawable.diagnosis.window_hours, drawable.diagnosis.window_end)  # which it shows
+        window = units.window(drawable.diagnosis.window_hours, drawable.diagnosis.window_end)  # which it shows
     data, notes = render_with_warnings(drawable.graph, drawable.diagnosis, fmt=fmt, window=window)
     node = drawable.diagnosis.node_id if drawable.diagnosis else drawable.graph.node_id
     output = Path(args.output or f"{node}.{fmt}")

@@ -13,10 +13,9 @@ from typing import TextIO
 
 from diagnostics import COUNT_RULES, ConfigError, InputError
 from diagnostics import format as fmt
-from diagnostics.analysis.stored import sweep_store
-from diagnostics.prometheus import PrometheusClient, SweepResult, analyze_node, load_config, sweep
-from diagnostics.prometheus.config import ENV_URL
-from diagnostics.store.telemetry import open_store
+from diagnostics.analysis import sweep_store
+from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, analyze_node, load_config, sweep
+from diagnostics.store import open_store
 
 from ..options import add_threshold_options, parse_time, thresholds_from
 

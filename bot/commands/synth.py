@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from diagnostics.synth.fleet import DEFAULT_NODES, generate
+from diagnostics.synth import DEFAULT_NODES, generate
 
 
 def cmd_synth(args: argparse.Namespace) -> int:

@@ -14,12 +14,10 @@ import sqlite_utils
 
 from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
-from diagnostics import Diagnosis, analyze_snapshot, load_thresholds
-from diagnostics.analysis import analyze_tables
-from diagnostics.analysis.stored import read_node, stored_diagnosis
-from diagnostics.errors import InputError
-from diagnostics.ingest.snapshot import read_cases
-from diagnostics.store.telemetry import DB_NAME, open_store
+from diagnostics import Diagnosis, InputError, analyze_snapshot, load_thresholds
+from diagnostics.analysis import analyze_tables, read_node, stored_diagnosis
+from diagnostics.ingest import read_cases
+from diagnostics.store import DB_NAME, open_store
 from diagnostics.tickets import (
     ClaudeDrafter,
     Drafter,
@@ -27,9 +25,9 @@ from diagnostics.tickets import (
     NoFaultError,
     RulesDrafter,
     drafter_from_env,
+    inspection_markdown,
     rules_inspection,
 )
-from diagnostics.tickets.hypotheses import inspection_markdown
 from diagnostics.topology import Inventory, NodeGraph, graph_from_topology, load_inventory
 
 ENV_STORE = "FABRICBOT_STORE"

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnostics import Diagnosis
-from diagnostics.render.draw import render_node
-from diagnostics.render.scene import build_scene
+from diagnostics.render import build_scene, render_node
 
 from .. import blocks
 from ..drafting import graph_for

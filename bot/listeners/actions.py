@@ -14,8 +14,7 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from diagnostics import Diagnosis
-from diagnostics.errors import FabricbotError
+from diagnostics import Diagnosis, FabricbotError
 
 from .. import blocks
 from ..app import Services

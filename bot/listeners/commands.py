@@ -10,8 +10,7 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from diagnostics import Diagnosis, load_thresholds
-from diagnostics.errors import FabricbotError
+from diagnostics import Diagnosis, FabricbotError, load_thresholds
 from diagnostics.prometheus import sweep_url
 
 from .. import blocks

@@ -13,7 +13,7 @@ from typing import Any
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
-from diagnostics.errors import FabricbotError
+from diagnostics import FabricbotError
 
 from ..app import Services
 from ..nodes import UnknownName, close_matches

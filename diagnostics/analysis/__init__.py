@@ -3,21 +3,33 @@ and its entry points: a fleet's diagnoses (`analyze_fleet`), one node's (`analyz
 node's rows) and a snapshot's (`analyze_snapshot`: counters already summed over a window).
 """
 
-from .correlate import JobExplanation, LinkScore
+from .correlate import JobExplanation, LinkScore, job_nodes, jobs_on
 from .fleet import FleetAnalysis, History, analyze_fleet, history_needed
 from .node import analyze_tables, explain_job, node_tables
+from .rates import counters_in
 from .snapshot import analyze_snapshot, degradation_pct
+from .stored import CORRELATION_SPAN, analyze_store, node_span, read_node, stored_diagnosis, sweep_store, sweep_tables
 
 __all__ = [
+    "CORRELATION_SPAN",
     "FleetAnalysis",
     "History",
     "JobExplanation",
     "LinkScore",
     "analyze_fleet",
     "analyze_snapshot",
+    "analyze_store",
     "analyze_tables",
+    "counters_in",
     "degradation_pct",
     "explain_job",
     "history_needed",
+    "job_nodes",
+    "jobs_on",
+    "node_span",
     "node_tables",
+    "read_node",
+    "stored_diagnosis",
+    "sweep_store",
+    "sweep_tables",
 ]

@@ -1,1 +1,18 @@
 """The data files a user may edit and how they are read: thresholds, platforms, repair catalogs, Xid/SXid catalogs."""
+
+from .catalogs import load_sxid_catalog, load_xid_catalog
+from .platforms import all_platforms, platform_for_model
+from .repair_plan import RepairPlan, repair_plan
+from .thresholds import Rule, Thresholds, load_thresholds
+
+__all__ = [
+    "RepairPlan",
+    "Rule",
+    "Thresholds",
+    "all_platforms",
+    "load_sxid_catalog",
+    "load_thresholds",
+    "load_xid_catalog",
+    "platform_for_model",
+    "repair_plan",
+]

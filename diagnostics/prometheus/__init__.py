@@ -2,11 +2,12 @@
 
 from ..offenders import Offender, SweepResult
 from .client import PrometheusClient, PrometheusError
-from .config import PrometheusConfig, load_config
+from .config import ENV_URL, PrometheusConfig, load_config, redacted_url
 from .source import read_node
 from .sweep import analyze_node, fleet_queries, sweep, sweep_url
 
 __all__ = [
+    "ENV_URL",
     "Offender",
     "PrometheusClient",
     "PrometheusConfig",
@@ -16,6 +17,7 @@ __all__ = [
     "fleet_queries",
     "load_config",
     "read_node",
+    "redacted_url",
     "sweep",
     "sweep_url",
 ]
