@@ -43,6 +43,7 @@ class ComponentRef(BaseModel):
     peer_gpu: int | None = None  # the GPU at the far end of a direct NVLink
     switch: str | None = None  # the switch a link lands on, or the switch itself ("NVSwitch 1")
     port: int | None = None  # the switch port, where known
+    bus: str | None = None  # a GPU's PCI address, when a log names the GPU by it and nothing gives its index
 
     @classmethod
     def nvlink(cls, gpu: int | None, link: int | None, *, peer_gpu: int | None = None, switch: str | None = None,
@@ -54,8 +55,8 @@ class ComponentRef(BaseModel):
         return cls(kind=ComponentKind.PCIE, gpu=gpu)
 
     @classmethod
-    def of_gpu(cls, gpu: int) -> Self:
-        return cls(kind=ComponentKind.GPU, gpu=gpu)
+    def of_gpu(cls, gpu: int | None, *, bus: str | None = None) -> Self:
+        return cls(kind=ComponentKind.GPU, gpu=gpu, bus=bus if gpu is None else None)
 
     @classmethod
     def nvswitch(cls, switch: str | None, port: int | None = None) -> Self:
@@ -86,6 +87,8 @@ class ComponentRef(BaseModel):
         if kind is ComponentKind.FABRIC_SOFTWARE:
             return FABRIC_SOFTWARE_NAME
         if kind is ComponentKind.GPU:
+            if self.gpu is None:
+                return f"the GPU at PCI {self.bus}" if self.bus else "a GPU of the node (index unknown)"
             return f"GPU {self.gpu}"
         if kind is ComponentKind.PCIE:
             return f"GPU {self.gpu} PCIe"
@@ -112,6 +115,8 @@ class ComponentRef(BaseModel):
         if kind is ComponentKind.FABRIC_SOFTWARE:
             return "fabric-software"
         if kind is ComponentKind.GPU:
+            if self.gpu is None:
+                return f"gpu-{_slugify(self.bus)}" if self.bus else "gpu-unknown"
             return f"gpu{self.gpu}"
         if kind is ComponentKind.PCIE:
             return f"gpu{self.gpu}-pcie"

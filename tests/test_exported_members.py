@@ -26,9 +26,9 @@ def test_the_bot_imports_diagnostics_only_from_its_surfaces() -> None:
     below: list[str] = []
     for path in sorted((ROOT / "bot").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("diagnostics"):
-                if node.module not in surfaces:
-                    below.append(f"{path.relative_to(ROOT)}: {node.module}")
+            if (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("diagnostics")
+                    and node.module not in surfaces):
+                below.append(f"{path.relative_to(ROOT)}: {node.module}")
     assert below == []
 
 

@@ -66,6 +66,9 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     blamed = degradation if any(f.explains_slowdown for f in findings) else None
     if loc is not None and loc.action is not None:
         action = loc.action
+    elif failing and top is not None:  # failing, and no part to name: say what to read, never "routine"
+        action = (f"Investigate {top.component} on {node_id}: {top.crossed[0].message if top.crossed else 'failing'}"
+                  "; no component is localized, so no part is named")
     elif top is not None and top.severity is Severity.WARNING:
         action = repair_action("warning", platform=platform, node_id=node_id)
     else:

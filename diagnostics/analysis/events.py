@@ -126,12 +126,13 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
-                   silent: Mapping[int, int] | None = None) -> list[Finding]:
+                   silent: Mapping[int, int] | None = None, buses: Mapping[str, int] | None = None) -> list[Finding]:
     """One node's Xid/SXid rules over the window. `silent` (GPU -> when its series stopped) keeps an Xid 79 found:
-    a GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window."""
+    a GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. `buses`
+    (PCI address -> GPU index, from the node's GPU table) names the GPU of a log line that gives only its address."""
     if events.empty:
         return []
-    events = merge_sources(events)
+    events = merge_sources(_indexed(events, buses or {}))
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
     recent = events[in_window]
@@ -146,7 +147,7 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
             before = _off_bus_before(events[~in_window & (t <= end_ns)], silent)
             rows = pd.concat([rows, before]) if not before.empty else rows
         if rule.codes:
-            rows = rows[rows["code"].isin(rule.codes).fillna(False).to_numpy(bool)]
+            rows = _with_code(rows, rule.codes)
         if rule.fatal is not None:
             rows = rows[_fatal(rows, rule.counter) == rule.fatal]
         switch_side = rule.counter == EventKind.SXID.value
@@ -158,10 +159,43 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
     return out
 
 
+def _indexed(events: pd.DataFrame, buses: Mapping[str, int]) -> pd.DataFrame:
+    """Events with the GPU index filled from their PCI address where the node's GPU table knows it."""
+    if not buses or "pci_bus_id" not in events or not events["gpu"].isna().any():
+        return events
+    known = events["pci_bus_id"].astype("string").str.lower().map(buses).astype("Int16")
+    return events.assign(gpu=events["gpu"].astype("Int16").fillna(known))
+
+
+def _with_code(rows: pd.DataFrame, codes: list[int]) -> pd.DataFrame:
+    """Events of these codes, and those a later line says they caused (`Xid 45 ... caused by previous Xid 149`):
+    the cause happened even when its own line is not in the input; each GPU's cause counts once."""
+    direct = rows[rows["code"].isin(codes).fillna(False).to_numpy(bool)]
+    if "caused_by" not in rows:
+        return direct
+    caused = rows[rows["caused_by"].isin(codes).fillna(False).to_numpy(bool)
+                  & ~rows["code"].isin(codes).fillna(False).to_numpy(bool)]
+    if caused.empty:
+        return direct
+    who = caused["gpu"].astype("string").fillna(caused["pci_bus_id"].astype("string")).fillna("")
+    seen = {(w, int(c)) for w, c in zip(_who(direct), direct["code"].astype(int), strict=True)}
+    inferred = caused.assign(code=caused["caused_by"], count=pd.array([1] * len(caused), dtype="Int64"),
+                             text="(" + caused["text"].astype("string").fillna("") + ")")
+    keep = [(w, int(c)) not in seen for w, c in zip(who, inferred["code"].astype(int), strict=True)]
+    inferred = inferred[keep].drop_duplicates(subset=["gpu", "pci_bus_id", "code"])
+    return pd.concat([direct, inferred]) if len(inferred) else direct
+
+
+def _who(rows: pd.DataFrame) -> pd.Series:
+    bus = rows["pci_bus_id"].astype("string") if "pci_bus_id" in rows else pd.Series(pd.NA, index=rows.index)
+    return rows["gpu"].astype("string").fillna(bus).fillna("")
+
+
 def _where(rows: pd.DataFrame, switch_side: bool) -> pd.Series:
-    """What an event is about: the GPU an Xid names, or the switch and port an SXid names."""
+    """What an event is about: the GPU an Xid names (its index, else its PCI address), or the switch and port an
+    SXid names."""
     if not switch_side:
-        return rows["gpu"].astype("Float64").fillna(-1).astype(str)
+        return "gpu:" + _who(rows)
     switch = rows["nvswitch"].astype("string").fillna("?") if "nvswitch" in rows else pd.Series("?", rows.index)
     port = rows["link"].astype("Float64").fillna(-1).astype(int).astype(str) if "link" in rows else "-1"
     return switch + ":" + port
@@ -187,10 +221,11 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
                                     int(port) if port != "-1" else None)
         gpu, link_type = None, LinkType.NVSWITCH
     else:
-        gpu = None if float(key) < 0 else int(float(key))
-        ref = ComponentRef.of_gpu(gpu) if gpu is not None else ComponentRef.nvswitch(None)
+        named = key.removeprefix("gpu:")
+        gpu = int(named) if named.isdigit() else None
+        ref = ComponentRef.of_gpu(gpu, bus=named or None)
         link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK
-    who = ref.name if switch_side or gpu is not None else "node"
+    who = ref.name
     crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
                         unit=rule.unit, severity=rule.severity,
                         message=f"{occurrences:g} {rule.counter.upper()} {listed} on {who} ({rule.name})")]
@@ -216,23 +251,50 @@ def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataF
 
 
 def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding | None:
-    """Fabric Manager or the driver, not a part: all NVLinks inactive at once, or the fabric state not complete."""
-    evidence: list[str] = []
+    """Fabric Manager or the driver, not a part: all NVLinks inactive at once, or the fabric state (`nvidia-smi -q`
+    Fabric section) not Completed or its status not Success (failing); its health summary not Healthy or its
+    bandwidth not Full (a warning: the fabric works, degraded)."""
+    failing: list[str] = []
+    warning: list[str] = []
     if not events.empty:
         fabric_rows = np.asarray(events["kind"].to_numpy(object) == EventKind.FABRIC_STATE.value, dtype=bool)
         if fabric_rows.any():
             fabric = events[fabric_rows]
             last = str(fabric["text"].iloc[int(np.argmax(ns(fabric["timestamp"])))])
-            if "complete" not in last.lower() or "not" in last.lower() or "incomplete" in last.lower():
-                evidence.append(f"fabric state is '{last}', not Completed")
+            stated = _fabric_fields(last)
+            state = stated.get("state", last)
+            if state.lower() != "completed":
+                failing.append(f"fabric state is '{state}', not Completed")
+            status = stated.get("status")
+            if status and status.lower() not in ("success", "n/a"):
+                failing.append(f"fabric status is '{status}', not Success")
+            health = stated.get("health summary")
+            if health and health.lower() not in ("healthy", "n/a"):
+                warning.append(f"fabric health summary is '{health}'")
+            bandwidth = stated.get("health bandwidth")
+            if bandwidth and bandwidth.lower() not in ("full", "n/a"):
+                warning.append(f"fabric bandwidth is '{bandwidth}', not Full")
     if all_inactive:
-        evidence.append(all_inactive)
+        failing.append(all_inactive)
+    evidence = failing + warning
     if not evidence:
         return None
+    severity = Severity.FAILING if failing else Severity.WARNING
     return Finding(ref=ComponentRef.fabric_software(), link_type=LinkType.NVSWITCH, link_id="fabric",
-                   severity=Severity.FAILING, evidence=evidence,
-                   crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=Severity.FAILING, unit="",
+                   severity=severity, evidence=evidence,
+                   crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=severity, unit="",
                                      message="; ".join(evidence))])
+
+
+def _fabric_fields(text: str) -> dict[str, str]:
+    """`State: Completed; Status: Success; Health Summary: Unhealthy` -> {"state": "Completed", ...}; a bare
+    state (`In Progress`) is the state."""
+    fields: dict[str, str] = {}
+    for part in text.split(";"):
+        key, sep, value = part.partition(":")
+        if sep:
+            fields[key.strip().lower().removeprefix("fabric ").strip()] = value.strip()
+    return fields if fields else {"state": text.strip()}
 
 
 def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: Mapping[int, set[int]],

@@ -163,7 +163,12 @@ class _Graphs:
         self.notes: dict[str, list[str]] = {}
         self.topology = _by_node(topology)
         self.described: dict[str, Any] = {}
+        self.buses: dict[str, dict[str, int]] = {}  # node -> PCI address -> GPU index, from its GPU table
         for node, rows in _by_node(gpus).items():
+            if "pci_bus_id" in rows:
+                known = rows.dropna(subset=["pci_bus_id", "gpu"])
+                self.buses[node] = {str(b).lower(): int(g) for b, g in zip(known["pci_bus_id"], known["gpu"],
+                                                                           strict=True)}
             if node in self.platforms or "model" not in rows:
                 continue
             models = sorted({str(m) for m in rows["model"].dropna()})
@@ -252,7 +257,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
     start_ns = end_ns - int(window.total_seconds() * 1e9)
     since_ns = end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
-    result = FleetAnalysis(end=pd.Timestamp(end_ns, tz="UTC").to_pydatetime() if end_ns else None, window=window)
+    result = FleetAnalysis(end=pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False) if end_ns else None, window=window)
     metrics, result.links, result.rows_used = (_metrics(
         links, t, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds, piece_rows=piece_rows,
         workers=workers) if len(links) else (pd.DataFrame(), 0, 0))
@@ -283,14 +288,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         graph = graph_of(node, describe=bool(found.get(node)))
         mine = [_placed(f, graph) for f in found.get(node, [])]
         mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
-                               view.silent.get(node))
+                               view.silent.get(node), graph_of.buses.get(node))
         stopped = view.silent.get(node, {})
         if stopped:  # a GPU whose every series stopped is one finding, not one per link
             mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]
         seen = view.nvlinks_seen.get(node, {})
         if node in view.gpus_seen:
             reporting = view.gpus_seen[node]
-            if graph is not None:
+            if graph is not None and samples.get(node, 0) >= 2:  # a lone reading (a paste, maybe cut) proves no absence
                 live = {g: s for g, s in view.nvlinks_live.get(node, {}).items() if g not in stopped}
                 expected = _expected_links(graph, reporting - set(stopped))
                 mine = missing_links(mine, seen, live, expected, warnings[node])
@@ -317,7 +322,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             explained.warnings.append(f"no link telemetry for the nodes of job {explained.job_id} "
                                       f"({', '.join(explained.nodes)})")
     result.timings["jobs_s"] = time.perf_counter() - started - sum(result.timings.values())
-    window_end = pd.Timestamp(end_ns, tz="UTC").to_pydatetime()
+    window_end = pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False)
     for node in wanted:
         mine = found.get(node, [])
         notes = [*graph_of.warnings(node), *warnings.get(node, [])]
@@ -402,7 +407,7 @@ def _history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, 
     """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables."""
     if history is not None:
         frame = history(nodes, pd.Timestamp(start_ns, tz="UTC").to_pydatetime(),
-                        pd.Timestamp(end_ns, tz="UTC").to_pydatetime())
+                        pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False))
         times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
         rows = np.flatnonzero((times >= start_ns) & (times <= end_ns))
         return prepare_rows(frame, times, rows)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..components import ComponentRef
-from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE
+from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
 
@@ -62,7 +62,7 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
                  links_per_gpu: Mapping[int, int] | None = None) -> list[Localization]:
     """Every suspected component behind the failing findings, most certain first."""
     findings = list(findings)
-    software = [f for f in findings if SOFTWARE_RULE in _rules(f)]
+    software = [f for f in findings if SOFTWARE_RULE in _rules(f) and _bad(f)]
     if software:
         return [Localization(ref=ComponentRef.fabric_software(), fault=FaultKind.FABRIC_MANAGER, confidence=0.8,
                              **_grade(software), evidence=[e for f in software for e in f.evidence]
@@ -120,7 +120,20 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
                 evidence=[f"failing links of GPUs {', '.join(map(str, gpus))} all land on {switch}: "
                           "the switch (its baseboard) is the common end"]))
     out.extend(_links(rest, graph))
+    covered = {loc.gpu for loc in out if loc.gpu is not None}
+    out.extend(_xid_link(f) for f in findings if _bad(f) and XID_NVLINK_RULE in _rules(f) and f.gpu not in covered)
     return sorted(out, key=lambda loc: -loc.confidence)
+
+
+def _xid_link(f: Finding) -> Localization:
+    """An NVLink Xid on a GPU whose counters show nothing failing: the link it names, else the GPU's links."""
+    link = f.link if f.ref.kind is not ComponentKind.GPU else None
+    ref = ComponentRef.nvlink(f.gpu, link) if f.gpu is not None else f.ref
+    fault = FaultKind.NVLINK if link is not None else FaultKind.NVLINK_AGGREGATE
+    read = f"`nvidia-smi nvlink -e -i {f.gpu}`" if f.gpu is not None else "`nvidia-smi nvlink -e`"
+    return Localization(ref=ref, fault=fault, gpu=f.gpu, link=link, confidence=0.6, **_grade([f]),
+                        evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
+                                  f"the driver reported an NVLink error on this GPU; {read} reads which link"])
 
 
 def _pcie(f: Finding) -> Localization:

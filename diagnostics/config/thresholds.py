@@ -28,6 +28,7 @@ GPU_MISSING_RULE = "gpus_missing"  # a node reports fewer GPUs than its platform
 SOFTWARE_RULE = "fabric_software"  # Fabric Manager or the driver: the fabric state, all links inactive at once
 OFF_BUS_RULE = "xid_off_bus"  # the thresholds file's Xid 79 row: the GPU fell off the bus
 SXID_FATAL_RULE = "sxid_fatal"  # the thresholds file's fatal-SXid row: a switch link stopped
+XID_NVLINK_RULE = "xid_nvlink"  # the thresholds file's NVLink-Xid row (74, 144-150)
 ENV_FILE = "FABRICBOT_THRESHOLDS"
 
 

@@ -108,19 +108,19 @@ def drawable_from_store(store_dir: str | Path, node_id: str, *, platform: str | 
     topology = got.tables["topology"]
     topology = topology[(topology["node_id"] == node_id).to_numpy(bool, na_value=False)]
     warnings: list[str] = []
-    if topology.empty:
-        graph, warnings = graph_for_platform(platform, node_id=node_id)
-        warnings.append(f"the store holds no topology for {node_id} (ingest its `nvidia-smi topo -m` or NCCL "
-                        "topology XML); drawing " + ("its platform's template" if graph.platform else
-                                                     "a generic graph"))
-    else:
+    graph: NodeGraph | None = None
+    if not topology.empty:
         try:
             graph = graph_from_topology(topology, node_id=node_id, platform=platform)
         except ConfigError:
             graph = graph_from_topology(topology, node_id=node_id)
             graph.warnings.append(f"unknown platform {platform!r}: detected from the description instead")
-    known = graph.platform or (platform if platform in all_platforms() else None)
+    known = (graph.platform if graph is not None else None) or (platform if platform in all_platforms() else None)
     diagnosis = stored_diagnosis(analyze_tables(got.tables, node_id=node_id, window=window, end=got.end,
-                                                graph=graph if known or not topology.empty else None,
-                                                platform=known), got, window)
+                                                graph=graph, platform=known), got, window)
+    if graph is None:  # the platform the analysis settled on (given, stored, or from the GPU model) is drawn
+        graph, warnings = graph_for_platform(diagnosis.platform, node_id=node_id)
+        warnings.append(f"the store holds no topology for {node_id} (ingest its `nvidia-smi topo -m` or NCCL "
+                        "topology XML); drawing " + ("its platform's template" if graph.platform else
+                                                     "a generic graph"))
     return Drawable(graph, diagnosis, [*warnings, *diagnosis.warnings])
