@@ -257,7 +257,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
     start_ns = end_ns - int(window.total_seconds() * 1e9)
     since_ns = end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
-    result = FleetAnalysis(end=pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False) if end_ns else None, window=window)
+    window_end = pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False)
+    result = FleetAnalysis(end=window_end if end_ns else None, window=window)
     metrics, result.links, result.rows_used = (_metrics(
         links, t, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds, piece_rows=piece_rows,
         workers=workers) if len(links) else (pd.DataFrame(), 0, 0))
@@ -322,7 +323,6 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             explained.warnings.append(f"no link telemetry for the nodes of job {explained.job_id} "
                                       f"({', '.join(explained.nodes)})")
     result.timings["jobs_s"] = time.perf_counter() - started - sum(result.timings.values())
-    window_end = pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False)
     for node in wanted:
         mine = found.get(node, [])
         notes = [*graph_of.warnings(node), *warnings.get(node, [])]

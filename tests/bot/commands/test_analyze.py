@@ -7,18 +7,12 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
+from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES, link, snapshot_dict
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_seed_file_json_reports_expectations(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "analyze", str(FIXTURES / "seed_examples.json"), "--json")
+def test_seed_file_json_reports_expectations(cli: Cli) -> None:
+    code, out, _ = cli("analyze", str(FIXTURES / "seed_examples.json"), "--json")
     assert code == 0
     data = json.loads(out)
     assert [d["node_id"] for d in data] == ["hpc-gpu-node-12", "hpc-gpu-node-03"]
@@ -31,33 +25,33 @@ def test_seed_file_json_reports_expectations(capsys: pytest.CaptureFixture[str])
     assert {r["name"] for r in data[0]["thresholds"]} >= {"nvlink_replay", "crc", "recovery"}
 
 
-def test_one_object_in_one_object_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_object_in_one_object_out(tmp_path: Path, cli: Cli) -> None:
     f = tmp_path / "one.json"
     f.write_text(json.dumps(snapshot_dict(fabric_errors=[link(replay_count=2000)])))
-    code, out, _ = run(capsys, "analyze", str(f), "--json")
+    code, out, _ = cli("analyze", str(f), "--json")
     assert code == 0
     data = json.loads(out)
     assert isinstance(data, dict) and data["fault_detected"] is True
 
 
-def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "analyze", str(FIXTURES / "seed_examples.json"))
+def test_table_output(cli: Cli) -> None:
+    code, out, _ = cli("analyze", str(FIXTURES / "seed_examples.json"))
     assert code == 0
     assert "GPU 2 -> GPU 3 NVLink 1" in out and "urgent" in out and "5/5 match" in out
 
 
-def test_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_stdin(monkeypatch: pytest.MonkeyPatch, cli: Cli) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(snapshot_dict())))
-    code, out, _ = run(capsys, "analyze", "-", "--json")
+    code, out, _ = cli("analyze", "-", "--json")
     assert code == 0 and json.loads(out)["ticket_priority"] == "low"
 
 
 def test_list_with_one_bad_case_still_reports_the_good(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+                                                      cli: Cli) -> None:
     f = tmp_path / "mixed.json"
     f.write_text(json.dumps([snapshot_dict(node_id="good"),
                              snapshot_dict(node_id="bad", fabric_errors=[link(replay_count=-5)])]))
-    code, out, err = run(capsys, "analyze", str(f), "--json")
+    code, out, err = cli("analyze", str(f), "--json")
     assert code == 1
     data = json.loads(out)
     assert data[0]["node_id"] == "good"
@@ -72,50 +66,48 @@ def test_list_with_one_bad_case_still_reports_the_good(tmp_path: Path,
     ('{"node_id": "n",\n "fabric_errors": [}', ":2"),
     ("[1, 2]", "must be a JSON object"),
 ])
-def test_bad_files_exit_nonzero_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_bad_files_exit_nonzero_with_a_message(tmp_path: Path, cli: Cli,
                                                content: str, needle: str) -> None:
     f = tmp_path / "bad.json"
     f.write_text(content)
-    code, _, err = run(capsys, "analyze", str(f))
+    code, _, err = cli("analyze", str(f))
     assert code != 0
     assert needle in err and "Traceback" not in err
     assert "bad.json" in err
 
 
-def test_missing_file_and_bad_override(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "analyze", "/nonexistent/x.json")
+def test_missing_file_and_bad_override(cli: Cli) -> None:
+    code, _, err = cli("analyze", "/nonexistent/x.json")
     assert code == 2 and "file not found" in err
-    code, _, err = run(capsys, "analyze", str(FIXTURES / "seed_examples.json"), "--set", "nvlink_replay")
+    code, _, err = cli("analyze", str(FIXTURES / "seed_examples.json"), "--set", "nvlink_replay")
     assert code == 2 and "RULE=NUMBER" in err
 
 
-def test_override_changes_the_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_override_changes_the_verdict(tmp_path: Path, cli: Cli) -> None:
     f = tmp_path / "one.json"
     payload: dict[str, Any] = snapshot_dict(fabric_errors=[link(replay_count=600)])
     f.write_text(json.dumps(payload))
-    _, out, _ = run(capsys, "analyze", str(f), "--json")
+    _, out, _ = cli("analyze", str(f), "--json")
     assert json.loads(out)["fault_detected"] is False
-    _, out, _ = run(capsys, "analyze", str(f), "--json", "--set", "nvlink_replay=500")
+    _, out, _ = cli("analyze", str(f), "--json", "--set", "nvlink_replay=500")
     assert json.loads(out)["fault_detected"] is True
 
 
 def test_a_stored_node_is_analysed_on_its_stored_platform_unless_one_is_given(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, cli: Cli) -> None:
     from diagnostics.synth.fleet import generate
 
     truth = json.loads(generate(out=tmp_path / "fleet", seed=5, nodes=2, hours=2, scrapes=0).read_text())
     node, info = next(iter(truth["nodes"].items()))
     store = str(tmp_path / "st")
-    assert main(["ingest", str(tmp_path / "fleet" / "link_samples.parquet"), "--store", store]) == 0
-    capsys.readouterr()
-    code, out, _ = run(capsys, "analyze", "--store", store, "--node", node, "--json")
+    assert cli("ingest", str(tmp_path / "fleet" / "link_samples.parquet"), "--store", store)[0] == 0
+    code, out, _ = cli("analyze", "--store", store, "--node", node, "--json")
     bare = json.loads(out)
     assert code == 0 and bare["platform"] is None
     assert any(w.startswith("platform unknown") for w in bare["warnings"])
-    assert main(["ingest", str(tmp_path / "fleet" / "nodes.csv"), "--store", store]) == 0
-    capsys.readouterr()
-    stored = json.loads(run(capsys, "analyze", "--store", store, "--node", node, "--json")[1])
+    assert cli("ingest", str(tmp_path / "fleet" / "nodes.csv"), "--store", store)[0] == 0
+    stored = json.loads(cli("analyze", "--store", store, "--node", node, "--json")[1])
     assert stored["platform"] == info["platform"] and not any("platform unknown" in w for w in stored["warnings"])
     other = "pcie-8gpu" if info["platform"] != "pcie-8gpu" else "hgx-h100-8gpu"
-    given = json.loads(run(capsys, "analyze", "--store", store, "--node", node, "--platform", other, "--json")[1])
+    given = json.loads(cli("analyze", "--store", store, "--node", node, "--platform", other, "--json")[1])
     assert given["platform"] == other

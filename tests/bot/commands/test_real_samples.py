@@ -8,47 +8,37 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
 from diagnostics.store import open_store
+from tests.bot.commands.conftest import Cli
 
 REAL = Path(__file__).resolve().parents[3] / "fixtures" / "real"
 SAMPLES = sorted(REAL.glob("*.txt"))
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[p.stem for p in SAMPLES])
 def test_each_real_sample_goes_through_the_whole_path(sample: Path, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+                                                      cli: Cli) -> None:
     store = tmp_path / "store"
-    code, _, err = _run(capsys, "ingest", str(sample), "--store", str(store), "--at", "2026-03-01T12:00:00Z")
+    code, _, err = cli("ingest", str(sample), "--store", str(store), "--at", "2026-03-01T12:00:00Z")
     if code != 0:  # a sample that names no node is ingested as the node the user says it is
         assert "--node" in err, err
-        code, _, err = _run(capsys, "ingest", str(sample), "--store", str(store), "--node", "n1",
+        code, _, err = cli("ingest", str(sample), "--store", str(store), "--node", "n1",
                             "--at", "2026-03-01T12:00:00Z")
     assert code == 0, err
     nodes = open_store(store).nodes()
     assert nodes
     for node in nodes:
-        code, out, err = _run(capsys, "analyze", "--store", str(store), "--node", node, "--json")
+        code, out, err = cli("analyze", "--store", str(store), "--node", node, "--json")
         assert code == 0, err
         diagnosis = json.loads(out)
         assert diagnosis["node_id"] == node and "{" not in diagnosis["repair_action"]
-        code, out, err = _run(capsys, "ticket", node, "--store", str(store))
+        code, out, err = cli("ticket", node, "--store", str(store))
         assert code in (0, 1), err
         assert ("# " in out) if code == 0 else ("fabricbot:" in err)
         picture = tmp_path / f"{node}.png"
-        code, out, err = _run(capsys, "render", node, "--store", str(store), "-o", str(picture))
+        code, out, err = cli("render", node, "--store", str(store), "-o", str(picture))
         assert code == 0, err
         assert picture.stat().st_size > 10_000
         if diagnosis["platform"] is not None:  # a known board: every finding lands on its picture
@@ -56,12 +46,12 @@ def test_each_real_sample_goes_through_the_whole_path(sample: Path, tmp_path: Pa
 
 
 def test_a_cut_log_of_xid_45_lines_still_says_which_nvlink5_xids_came_first(tmp_path: Path,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+                                                                         cli: Cli) -> None:
     """Only `Xid 45 ... caused by previous Xid 149/145` lines survive the cut: the causes happened on those GPUs."""
     store = tmp_path / "store"
-    _run(capsys, "ingest", str(REAL / "xid_145_149_log_1.txt"), "--store", str(store), "--node", "n1",
+    cli("ingest", str(REAL / "xid_145_149_log_1.txt"), "--store", str(store), "--node", "n1",
          "--at", "2026-03-01T12:00:00Z")
-    _, out, _ = _run(capsys, "analyze", "--store", str(store), "--node", "n1", "--json")
+    _, out, _ = cli("analyze", "--store", str(store), "--node", "n1", "--json")
     d = json.loads(out)
     assert d["fault_detected"]
     causes = {c["message"] for f in d["findings"] for c in f["crossed"] if c["rule"] == "xid_nvlink"}
@@ -70,13 +60,13 @@ def test_a_cut_log_of_xid_45_lines_still_says_which_nvlink5_xids_came_first(tmp_
 
 
 def test_a_fabric_whose_health_is_unhealthy_warns_and_one_still_in_progress_fails(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, cli: Cli) -> None:
     seen = {}
     for name in ("smi_q_fabric_unhealthy_1", "smi_q_fabric_in_progress_1"):
         store = tmp_path / name
-        _run(capsys, "ingest", str(REAL / f"{name}.txt"), "--store", str(store), "--node", "n1",
+        cli("ingest", str(REAL / f"{name}.txt"), "--store", str(store), "--node", "n1",
              "--at", "2026-03-01T12:00:00Z")
-        _, out, _ = _run(capsys, "analyze", "--store", str(store), "--node", "n1", "--json")
+        _, out, _ = cli("analyze", "--store", str(store), "--node", "n1", "--json")
         d = json.loads(out)
         fabric = next(f for f in d["findings"] if f["component"] == "Fabric Manager / NVIDIA driver")
         seen[name] = (fabric["severity"], fabric["evidence"][0], d["fault_detected"])

@@ -8,17 +8,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from bot.cli import main
 from diagnostics.store.telemetry import open_store
+from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES, snapshot_dict
 
 REAL = FIXTURES / "real"
 
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def matrix(gpus: int) -> str:
@@ -28,27 +23,27 @@ def matrix(gpus: int) -> str:
     return head + rows
 
 
-def test_seed_snapshot_case_drawn_with_its_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_seed_snapshot_case_drawn_with_its_findings(tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "seed.png"
-    code, stdout, err = run(capsys, "render", str(FIXTURES / "seed_examples.json"), "--case", "1", "-o", str(out))
+    code, stdout, err = cli("render", str(FIXTURES / "seed_examples.json"), "--case", "1", "-o", str(out))
     assert code == 0
     assert "hpc-gpu-node-12" in stdout and "generic graph" in stdout
     assert "no platform" in err
     assert Image.open(out).size == (1200, 900)
 
 
-def test_snapshot_with_platform_uses_its_template(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_snapshot_with_platform_uses_its_template(tmp_path: Path, cli: Cli) -> None:
     snap = tmp_path / "snap.json"
     snap.write_text(json.dumps(snapshot_dict(platform="hgx-h100-8gpu")))
-    code, stdout, _ = run(capsys, "render", str(snap), "-o", str(tmp_path / "x.svg"))
+    code, stdout, _ = cli("render", str(snap), "-o", str(tmp_path / "x.svg"))
     assert code == 0 and "hgx-h100-8gpu" in stdout
     assert (tmp_path / "x.svg").read_text().lstrip().startswith("<?xml")
 
 
-def test_snapshot_with_unknown_platform_draws_generic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_snapshot_with_unknown_platform_draws_generic(tmp_path: Path, cli: Cli) -> None:
     snap = tmp_path / "snap.json"
     snap.write_text(json.dumps(snapshot_dict(platform="mystery-9000")))
-    code, stdout, err = run(capsys, "render", str(snap), "-o", str(tmp_path / "x.png"))
+    code, stdout, err = cli("render", str(snap), "-o", str(tmp_path / "x.png"))
     assert code == 0 and "generic graph" in stdout
     assert "unknown platform 'mystery-9000'" in err
 
@@ -56,42 +51,42 @@ def test_snapshot_with_unknown_platform_draws_generic(tmp_path: Path, capsys: py
 @pytest.mark.parametrize(("name", "platform"), [("topo_m_hgx_h100_1.txt", "hgx-h100-8gpu"),
                                                 ("topo_m_dgx1_v100_1.txt", "dgx1-v100-8gpu"),
                                                 ("nccl_topo_1.txt", "hgx-h100-8gpu")])
-def test_bare_topology_files(name: str, platform: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bare_topology_files(name: str, platform: str, tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "t.png"
-    code, stdout, _ = run(capsys, "render", str(REAL / name), "-o", str(out), "--node", "gpu-17")
+    code, stdout, _ = cli("render", str(REAL / name), "-o", str(out), "--node", "gpu-17")
     assert code == 0 and platform in stdout and "gpu-17" in stdout
     assert out.stat().st_size < 300 * 1024
 
 
 @pytest.mark.parametrize("gpus", [4, 16])
 def test_4_or_16_gpus_draw_generic_and_exit_0(gpus: int, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+                                               cli: Cli) -> None:
     topo = tmp_path / "topo.txt"
     topo.write_text(matrix(gpus))
-    code, stdout, err = run(capsys, "render", str(topo), "-o", str(tmp_path / "g.png"))
+    code, stdout, err = cli("render", str(topo), "-o", str(tmp_path / "g.png"))
     assert code == 0 and f"generic graph, {gpus} GPUs" in stdout
     assert f"no platform template fits {gpus} GPUs" in err
 
 
-def test_unknown_platform_flag_is_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, stdout, err = run(capsys, "render", str(REAL / "topo_m_pcie_4090_1.txt"), "--platform", "nope",
+def test_unknown_platform_flag_is_a_warning(tmp_path: Path, cli: Cli) -> None:
+    code, stdout, err = cli("render", str(REAL / "topo_m_pcie_4090_1.txt"), "--platform", "nope",
                             "-o", str(tmp_path / "p.png"))
     assert code == 0 and "pcie-8gpu" in stdout and "unknown platform 'nope'" in err
 
 
-def test_file_without_topology_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_file_without_topology_is_a_clear_error(tmp_path: Path, cli: Cli) -> None:
     junk = tmp_path / "notes.txt"
     junk.write_text("hello\nworld\n")
-    code, _, err = run(capsys, "render", str(junk), "-o", str(tmp_path / "n.png"))
+    code, _, err = cli("render", str(junk), "-o", str(tmp_path / "n.png"))
     assert code == 2 and err.startswith("fabricbot: ") and "notes.txt" in err
-    code, _, err = run(capsys, "render", "node-that-is-no-file", "-o", str(tmp_path / "n.png"))
+    code, _, err = cli("render", "node-that-is-no-file", "-o", str(tmp_path / "n.png"))
     assert code == 2 and "--store" in err
 
 
-def test_node_from_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_node_from_the_store(tmp_path: Path, cli: Cli) -> None:
     store = tmp_path / "store"
     open_store(store).ingest([REAL / "topo_m_dgx_a100_1.txt"], node_id="a100-3")
-    code, stdout, _ = run(capsys, "render", "a100-3", "--store", str(store), "-o", str(tmp_path / "s.png"))
+    code, stdout, _ = cli("render", "a100-3", "--store", str(store), "-o", str(tmp_path / "s.png"))
     assert code == 0 and "a100-3" in stdout and "dgx-a100-8gpu" in stdout
-    code, _, err = run(capsys, "render", "other", "--store", str(store), "-o", str(tmp_path / "s.png"))
+    code, _, err = cli("render", "other", "--store", str(store), "-o", str(tmp_path / "s.png"))
     assert code == 2 and "no node 'other'" in err and "a100-3" in err

@@ -12,11 +12,11 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from bot.audit import AuditLog
-from bot.cli import main
 from bot.commands import ticket as ticket_command
 from diagnostics.store.telemetry import open_store
 from diagnostics.synth.fleet import generate
 from diagnostics.tickets import ClaudeDrafter, ModelCall
+from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES
 from tests.tickets.helpers import SEED_INPUT
 
@@ -25,30 +25,20 @@ FIELDS = {"node_id", "component_kind", "gpu_index", "peer", "link_id", "lanes", 
           "capture_first", "priority", "evidence", "estimated_cost", "human_review_required", "drafted_by"}
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
-@pytest.fixture(autouse=True)
-def _no_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
-
-
-def test_seed_file_prints_the_urgent_ticket_and_skips_the_healthy_case(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "ticket", str(FIXTURES / "seed_examples.json"))
+def test_seed_file_prints_the_urgent_ticket_and_skips_the_healthy_case(cli: Cli) -> None:
+    code, out, err = cli("ticket", str(FIXTURES / "seed_examples.json"))
     assert code == 0
     assert out.startswith("# Repair ticket: GPU 2 -> GPU 3 NVLink 1 on hpc-gpu-node-12")
     assert "**Priority:** urgent" in out and "nvidia-smi nvlink -R -i 2" in out
     assert "hpc-gpu-node-03" in err and "nothing to repair" in err
 
 
-def test_json_has_the_ticket_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_has_the_ticket_fields(tmp_path: Path, cli: Cli) -> None:
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(SEED_INPUT | {"platform": "hgx-h100-8gpu"}))
-    code, out, _ = run(capsys, "ticket", str(path), "--json")
+    code, out, _ = cli("ticket", str(path), "--json")
     data = json.loads(out)
     assert code == 0 and set(data) >= FIELDS
     assert (data["gpu_index"], data["peer"], data["link_id"], data["priority"]) == (2, "GPU 3", "nvlink-1", "urgent")
@@ -57,21 +47,21 @@ def test_json_has_the_ticket_fields(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "ANTHROPIC_API_KEY is not set" in data["fallback_notes"][0]
 
 
-def test_link_option_and_unknown_link(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_link_option_and_unknown_link(tmp_path: Path, cli: Cli) -> None:
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(SEED_INPUT))
-    code, out, _ = run(capsys, "ticket", str(path), "--link", "gpu2", "--json")
+    code, out, _ = cli("ticket", str(path), "--link", "gpu2", "--json")
     assert code == 0 and json.loads(out)["component_kind"] == "gpu"
-    code, _, err = run(capsys, "ticket", str(path), "--link", "nvlink-7")
+    code, _, err = cli("ticket", str(path), "--link", "nvlink-7")
     assert code == 2 and "nvlink-7" in err and "Traceback" not in err
 
 
-def test_missing_node_file_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "ticket", "node-17")
+def test_missing_node_file_is_one_line(cli: Cli) -> None:
+    code, _, err = cli("ticket", "node-17")
     assert code == 2 and "node-17" in err.splitlines()[-1] and "Traceback" not in err
 
 
-def test_model_calls_are_recorded_in_the_store_audit_table(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_model_calls_are_recorded_in_the_store_audit_table(tmp_path: Path, cli: Cli,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-ant-secret-value"
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
@@ -85,7 +75,7 @@ def test_model_calls_are_recorded_in_the_store_audit_table(tmp_path: Path, capsy
     monkeypatch.setattr(ticket_command, "drafter_from_env", claude)
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(SEED_INPUT))
-    code, out, _ = run(capsys, "ticket", str(path), "--store", str(tmp_path / "store"))
+    code, out, _ = cli("ticket", str(path), "--store", str(tmp_path / "store"))
     assert code == 0 and "drafted by rules" in out
     entries = list(AuditLog(sqlite_utils.Database(tmp_path / "store" / "fabricbot.db")).entries("model_call"))
     assert [e["detail"]["outcome"] for e in entries] == ["error", "fallback"]
@@ -93,19 +83,19 @@ def test_model_calls_are_recorded_in_the_store_audit_table(tmp_path: Path, capsy
     assert secret not in json.dumps(entries) and secret not in out
 
 
-def test_node_from_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_node_from_the_store(tmp_path: Path, cli: Cli) -> None:
     truth = json.loads(generate(out=tmp_path / "fleet", seed=0, nodes=2, hours=2, scrapes=0).read_text())
     faulty = next(n for n, v in truth["nodes"].items() if v["faults"])
     fault = truth["nodes"][faulty]["faults"][0]
     store = tmp_path / "store"
     open_store(store).ingest([tmp_path / "fleet" / f"{t}.parquet" for t in ("link_samples", "events",
                                                                              "step_samples")])
-    code, out, _ = run(capsys, "ticket", faulty, "--store", str(store), "--json", "--rules",
+    code, out, _ = cli("ticket", faulty, "--store", str(store), "--json", "--rules",
                        "--platform", truth["nodes"][faulty]["platform"])
     data = json.loads(out)
     assert code == 0 and data["node_id"] == faulty and data["gpu_index"] == fault["gpu"]
     assert data["replacement_part"] is not None
-    code, _, err = run(capsys, "ticket", "node-missing", "--store", str(store))
+    code, _, err = cli("ticket", "node-missing", "--store", str(store))
     assert code == 2 and faulty in err
 
 
@@ -123,12 +113,12 @@ def test_a_stored_node_is_judged_with_the_nodes_sharing_its_job(tmp_path: Path) 
     assert diagnosis.verdict is not None and diagnosis.verdict.startswith(culprit)  # not "not the fabric"
 
 
-def test_inspect_ranks_hypotheses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_ranks_hypotheses(tmp_path: Path, cli: Cli) -> None:
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(SEED_INPUT))
-    code, out, _ = run(capsys, "ticket", str(path), "--inspect", "--json")
+    code, out, _ = cli("ticket", str(path), "--inspect", "--json")
     data = json.loads(out)
     assert code == 0 and data["analysis_component"] == "GPU 2 -> GPU 3 NVLink 1" and data["agrees"] is True
     assert data["hypotheses"][0]["kind"] == "nvlink" and data["hypotheses"][0]["agrees_with_analysis"]
-    code, out, _ = run(capsys, "ticket", str(path), "--inspect")
+    code, out, _ = cli("ticket", str(path), "--inspect")
     assert out.startswith("# Topology inspection: hpc-gpu-node-12") and "1. GPU 2 -> GPU 3 NVLink 1" in out
