@@ -8,7 +8,7 @@ with `nvswitch` and `nvlink` (port) labels. Samples of one metric are written to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pandas as pd
 
@@ -30,8 +30,10 @@ def _quote(series: pd.Series) -> pd.Series:
         "\n", "\\n", regex=False)
 
 
-def _samples(frame: pd.DataFrame, column: str, fld: Field, openmetrics: bool) -> pd.DataFrame:
-    """One exposition line per row of `frame` (all of one link type) that has `column`."""
+def _samples(frame: pd.DataFrame, column: str, fld: Field, openmetrics: bool,
+             models: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One exposition line per row of `frame` (all of one link type) that has `column`; `models` (node -> GPU
+    model) adds the exporter's `modelName` label."""
     rows = frame[frame[column].notna()]
     if rows.empty:
         return pd.DataFrame(columns=["name", "line"])
@@ -52,6 +54,9 @@ def _samples(frame: pd.DataFrame, column: str, fld: Field, openmetrics: bool) ->
     needs_link = link.notna() & (switch | (name == plain)) & ~total
     labels = labels.where(~needs_link, labels + 'nvlink="' + link.astype("string") + '",')
     labels = labels + 'Hostname="' + _quote(rows["node_id"]) + '"'
+    if models:
+        model = rows["node_id"].astype("string").map(dict(models)).astype("string")
+        labels = labels.where(model.isna(), labels + ',modelName="' + _quote(model) + '"')
     value = rows[column].map(lambda v: f"{v:.17g}")
     ts = rows["timestamp"]
     if openmetrics:
@@ -65,7 +70,7 @@ def _samples(frame: pd.DataFrame, column: str, fld: Field, openmetrics: bool) ->
 
 
 def format_exposition(frame: pd.DataFrame, *, openmetrics: bool = False,
-                      mapping: DcgmMap | None = None) -> Iterator[str]:
+                      mapping: DcgmMap | None = None, models: Mapping[str, str] | None = None) -> Iterator[str]:
     """Yield exposition lines (without newlines) for LINK_SAMPLES rows; `# EOF` ends OpenMetrics output."""
     mapping = mapping or load_map()
     parts: list[pd.DataFrame] = []
@@ -77,7 +82,7 @@ def format_exposition(frame: pd.DataFrame, *, openmetrics: bool = False,
             fld = _field_for(mapping, column, str(link_type))
             if fld is None:
                 continue
-            part = _samples(group, column, fld, openmetrics)
+            part = _samples(group, column, fld, openmetrics, models)
             for name in part["name"].unique():
                 kinds[str(name)] = "counter" if fld.counter else "gauge"
             parts.append(part)

@@ -11,7 +11,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -197,10 +197,11 @@ def start_server(data: Path, *, extra: tuple[str, ...] = ()) -> Server:
     raise RuntimeError("prometheus did not become ready within 60 s")
 
 
-def serve_samples(samples: pd.DataFrame, folder: Path) -> Server:
-    """link_samples rows (the synthetic fleet's, read back from its files) served as dcgm-exporter series."""
+def serve_samples(samples: pd.DataFrame, folder: Path, models: Mapping[str, str] | None = None) -> Server:
+    """link_samples rows (the synthetic fleet's, read back from its files) served as dcgm-exporter series, with
+    each node's GPU model as the exporter's `modelName` label when `models` names it."""
     om = folder / "fleet.om"
-    om.write_text("\n".join(format_exposition(samples, openmetrics=True)) + "\n", encoding="utf-8")
+    om.write_text("\n".join(format_exposition(samples, openmetrics=True, models=models)) + "\n", encoding="utf-8")
     backfill(om, folder / "data")
     return start_server(folder / "data")
 
@@ -210,3 +211,9 @@ def serve_fleet(fleet: Fleet, folder: Path, *, extra: tuple[str, ...] = ()) -> S
     write_openmetrics(fleet, om)
     backfill(om, folder / "data")
     return start_server(folder / "data", extra=extra)
+
+
+def newest(tables: Mapping[str, pd.DataFrame]) -> datetime:
+    """The newest link sample's time: the instant a sweep of the written fleet is evaluated at."""
+    stamp: datetime = tables["link_samples"]["timestamp"].max().to_pydatetime()
+    return stamp

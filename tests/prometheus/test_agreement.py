@@ -8,7 +8,7 @@ on every pushed-down rule for this seed, and where it knows more (a link_state c
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +18,7 @@ from diagnostics import load_thresholds
 from diagnostics.analysis import analyze_tables
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
 from diagnostics.synth import fleet as synth
-from tests.prometheus.helpers import Server, promtool_missing, serve_samples
+from tests.prometheus.helpers import Server, newest, promtool_missing, serve_samples
 from tests.prometheus.mirror import failing_links
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
@@ -52,14 +52,10 @@ def pushed(written: tuple[dict[str, pd.DataFrame], dict[str, str], Path], served
         return sweep(client, load_thresholds(), at=at, window_hours=1.0, analyze=False)
 
 
-def _end(written: tuple[dict[str, pd.DataFrame], dict[str, str], Path]) -> datetime:
-    stamp: datetime = written[0]["link_samples"]["timestamp"].max().to_pydatetime()
-    return stamp
-
 
 def test_push_down_equals_the_local_sweep_from_the_files(
         written: tuple[dict[str, pd.DataFrame], dict[str, str], Path], pushed: SweepResult) -> None:
-    local = failing_links(written[0]["link_samples"], load_thresholds(), _end(written), 1.0)
+    local = failing_links(written[0]["link_samples"], load_thresholds(), newest(written[0]), 1.0)
     assert pushed.complete, pushed.incomplete_reasons
     assert {o.key for o in pushed.offenders} == {o.key for o in local}
     rules = {o.rule for o in pushed.offenders}
@@ -72,7 +68,7 @@ def test_the_history_analysis_finds_the_same_links_for_every_pushed_rule(
     names = {r.name for r in load_thresholds().rules} - {r.split(":")[0] for r in pushed.not_pushed_down}
     seen_by_state = 0
     for node in sorted(inventory):
-        diagnosis = analyze_tables(tables, node_id=node, window=timedelta(hours=1), end=_end(written),
+        diagnosis = analyze_tables(tables, node_id=node, window=timedelta(hours=1), end=newest(written[0]),
                                    thresholds=load_thresholds(), platform=inventory[node])
         local = {(f.link_type.value, f.gpu, f.link, c.rule) for f in diagnosis.findings for c in f.crossed
                  if c.rule in names}

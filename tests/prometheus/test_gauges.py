@@ -9,7 +9,7 @@ and the history analysis find from the same rows.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -26,7 +26,7 @@ from diagnostics.ingest.dcgm_write import format_exposition
 from diagnostics.prometheus import PrometheusClient, SweepResult, fleet_queries, load_config, sweep
 from diagnostics.prometheus.promql import QueryBuilder, unpushed_rules
 from diagnostics.synth import fleet as synth
-from tests.prometheus.helpers import Server, promtool_missing, serve_samples
+from tests.prometheus.helpers import Server, newest, promtool_missing, serve_samples
 from tests.prometheus.mirror import failing_links
 
 GAUGE_RULES = {"pcie_width", "pcie_gen_under_load", "effective_ber", "symbol_ber"}
@@ -195,15 +195,11 @@ def served(written: Written) -> Iterator[Server]:
     server.stop()
 
 
-def _end(written: Written) -> datetime:
-    stamp: datetime = written[0]["link_samples"]["timestamp"].max().to_pydatetime()
-    return stamp
-
 
 @pytest.fixture(scope="module")
 def pushed(written: Written, served: Server) -> SweepResult:
     with PrometheusClient(load_config(served.url, env={})) as client:
-        return sweep(client, load_thresholds(), at=_end(written), window_hours=1.0, analyze=False)
+        return sweep(client, load_thresholds(), at=newest(written[0]), window_hours=1.0, analyze=False)
 
 
 @pytest.mark.prometheus
@@ -213,7 +209,7 @@ def test_push_down_finds_exactly_the_planted_gauge_faults_and_agrees_with_the_fi
     assert pushed.complete, pushed.incomplete_reasons
     assert sorted(r.split(":")[0] for r in pushed.not_pushed_down) == ["pcie_replay_rollover", "sxid", "sxid_fatal"]
     assert {o.key for o in pushed.offenders if o.rule in GAUGE_RULES} == PLANTED
-    local = failing_links(written[0]["link_samples"], load_thresholds(), _end(written), 1.0)
+    local = failing_links(written[0]["link_samples"], load_thresholds(), newest(written[0]), 1.0)
     assert {o.key for o in pushed.offenders} == {o.key for o in local}
     width = next(o for o in pushed.offenders if o.rule == "pcie_width" and o.node_id == "hpc-gpu-node-01")
     assert (width.rate_per_hour, width.unit, width.component) == (12, "lanes", "GPU 4 PCIe")
@@ -230,7 +226,7 @@ def test_the_history_analysis_judges_the_same_links_and_calls_the_idle_drop_powe
         written: Written, pushed: SweepResult) -> None:
     tables, inventory, _ = written
     for node in sorted(inventory):
-        diagnosis = analyze_tables(tables, node_id=node, window=timedelta(hours=1), end=_end(written),
+        diagnosis = analyze_tables(tables, node_id=node, window=timedelta(hours=1), end=newest(written[0]),
                                    thresholds=load_thresholds(), platform=inventory[node])
         local = {(f.link_type.value, f.gpu, f.link, c.rule) for f in diagnosis.findings for c in f.crossed
                  if c.rule in GAUGE_RULES}
