@@ -65,7 +65,9 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
         print("  " + "  ".join(cells) + "  " + row[-1], file=out)
     if only_flagged:
-        print(f"  ({len(d.findings) - len(shown)} more links within thresholds)", file=out)
+        lone = any("one reading" in e for f in d.findings for e in f.evidence)
+        print(f"  ({len(d.findings) - len(shown)} more links "
+              f"{'read once: totals only, no rates' if lone else 'within thresholds'})", file=out)
         if d.localization is not None:
             for loc in d.localizations:
                 print(f"  suspect:  {loc.component} ({loc.fault or loc.kind.value}, {loc.severity.value}, "

@@ -16,7 +16,7 @@ from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
 from diagnostics import Diagnosis, InputError, analyze_snapshot, load_thresholds
 from diagnostics.analysis import analyze_tables, read_node, stored_diagnosis
-from diagnostics.ingest import read_cases
+from diagnostics.ingest import read_cases, with_platform
 from diagnostics.store import DB_NAME, open_store
 from diagnostics.tickets import (
     ClaudeDrafter,
@@ -69,9 +69,7 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
         if case.snapshot is not None:
-            snapshot = case.snapshot
-            if args.platform and snapshot.platform is None:
-                snapshot = snapshot.model_copy(update={"platform": args.platform})
+            snapshot = with_platform(case.snapshot, args.platform)
             out.append((case.label, analyze_snapshot(snapshot, thresholds), None))
     return out
 

@@ -46,9 +46,13 @@ def scored(findings: list[Finding], job: JobExplanation, node_id: str) -> list[F
     return out
 
 
+LONE_READING_ACTION = ("Read the counters again in a few minutes: one reading holds lifetime totals since reset, not "
+                       "rates, so the error rate is not known yet")
+
+
 def assemble(node_id: str, *, platform: str | None, window_hours: float, window_end: datetime | None,
              findings: list[Finding], localizations: list[Localization], job: JobExplanation | None,
-             thresholds: Thresholds, warnings: list[str]) -> Diagnosis:
+             thresholds: Thresholds, warnings: list[str], rates_known: bool = True) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action; the headline is ranked first."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
@@ -71,6 +75,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
                   "; no component is localized, so no part is named")
     elif top is not None and top.severity is Severity.WARNING:
         action = repair_action("warning", platform=platform, node_id=node_id)
+    elif not rates_known:  # nothing judged is not "within threshold"
+        action = LONE_READING_ACTION
     else:
         action = repair_action("healthy", platform=platform, node_id=node_id)
     headline = (loc.component if loc else top.component if top else "None") if failing else "None"

@@ -340,7 +340,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         result.diagnoses[node] = assemble(
             node, platform=graph_of.platform(node), window_hours=window.total_seconds() / 3600,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
-            thresholds=thresholds, warnings=notes)
+            thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2)
     result.timings["total_s"] = time.perf_counter() - started
     return result
 

@@ -2,7 +2,7 @@
 
 from . import detect
 from .base import IngestResult, IngestWarning, Reader, Source
-from .snapshot import Case, read_cases
+from .snapshot import Case, read_cases, with_platform
 
 __all__ = [
     "Case",
@@ -12,4 +12,5 @@ __all__ = [
     "Source",
     "detect",
     "read_cases",
+    "with_platform",
 ]

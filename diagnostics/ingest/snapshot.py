@@ -156,3 +156,14 @@ class SnapshotReader:
 
 
 READER = SnapshotReader()
+
+
+def with_platform(snapshot: Snapshot, platform: str | None) -> Snapshot:
+    """The snapshot on the platform a person named (`--platform` wins over the file's), checked as a file's is."""
+    if not platform or platform == snapshot.platform:
+        return snapshot
+    try:
+        return Snapshot.model_validate({**snapshot.model_dump(), "platform": platform})
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise InputError(reason, source=snapshot.node_id, field="--platform", value=platform) from None

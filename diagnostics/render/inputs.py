@@ -14,7 +14,7 @@ from ..config.platforms import all_platforms
 from ..errors import ConfigError, InputError
 from ..ingest.base import Source
 from ..ingest.detect import read
-from ..ingest.snapshot import read_cases
+from ..ingest.snapshot import read_cases, with_platform
 from ..model import DEFAULT_GPU_COUNT, Diagnosis, Snapshot
 from ..topology.build import generic_graph, graph_from_topology
 from ..topology.graph import NodeGraph
@@ -57,6 +57,9 @@ def _snapshot(text: str, source: str, case: int | None, platform: str | None) ->
         warnings.append(f"unknown platform {named!r}: analysed and drawn without a platform")
     if snapshot is None:
         raise chosen.errors[0]
+    if platform and snapshot.platform and platform != snapshot.platform:
+        warnings.append(f"--platform {platform} overrides the snapshot's platform {snapshot.platform}")
+    snapshot = with_platform(snapshot, platform if platform in all_platforms() else None)
     diagnosis = analyze_snapshot(snapshot)
     graph, more = graph_for_platform(platform or snapshot.platform, node_id=snapshot.node_id)
     return Drawable(graph, diagnosis, warnings + more)

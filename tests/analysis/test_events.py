@@ -43,3 +43,11 @@ def test_a_gpu_whose_series_all_stop_is_one_finding_not_one_per_link() -> None:
     assert [c.rule for f in gone for c in f.crossed] == ["gpus_missing"]
     assert gone[0].crossed[0].message.startswith("GPU 3 stopped reporting at ")
     assert d.localization is not None and d.localization.component == "GPU 3"
+
+
+def test_one_reading_is_not_called_within_threshold() -> None:
+    frame = node_links()
+    first = frame[frame["timestamp"] == frame["timestamp"].min()].reset_index(drop=True)
+    d = analyze_tables({"link_samples": first}, node_id="n1")
+    assert not d.fault_detected and "within allowable" not in d.repair_action
+    assert d.repair_action.startswith("Read the counters again in a few minutes")

@@ -122,3 +122,14 @@ def test_inspect_ranks_hypotheses(tmp_path: Path, cli: Cli) -> None:
     assert data["hypotheses"][0]["kind"] == "nvlink" and data["hypotheses"][0]["agrees_with_analysis"]
     code, out, _ = cli("ticket", str(path), "--inspect")
     assert out.startswith("# Topology inspection: hpc-gpu-node-12") and "1. GPU 2 -> GPU 3 NVLink 1" in out
+
+
+def test_platform_given_wins_over_the_one_a_snapshot_names(tmp_path: Path, cli: Cli) -> None:
+    snap = {"node_id": "n9", "platform": "dgx-a100-8gpu", "step_time_ms": 300.0, "baseline_step_time_ms": 180.0,
+            "fabric_errors": [{"gpu_src": 2, "gpu_dst": 3, "link_id": "nvlink-1", "crc_errors": 45120,
+                               "replay_count": 8900}]}
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(snap))
+    code, out, _ = cli("ticket", str(path), "--platform", "hgx-h100-8gpu")
+    assert code == 0 and "on hgx-h100-8gpu every GPU NVLink lands on an NVSwitch" in out
+    assert json.loads(cli("ticket", str(path), "--platform", "hgx-h100-8gpu", "--json")[1])["switch"] == "NVSwitch 0"
