@@ -48,6 +48,12 @@ class JobExplanation(BaseModel):
     links: list[LinkScore] = Field(default_factory=list)
     verdict: str
     warnings: list[str] = Field(default_factory=list)
+    stopped: datetime | None = Field(
+        default=None, description="The last step of a job that logs no step any more (it is not running).")
+
+    @property
+    def running(self) -> bool:
+        return self.stopped is None
 
     def for_link(self, node_id: str, ref: ComponentRef) -> LinkScore | None:
         for score in self.links:
@@ -315,7 +321,27 @@ def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef
     return out
 
 
+def stopped(rows: pd.DataFrame, job: JobExplanation, *, end_ns: int, window: timedelta,
+            thresholds: Thresholds) -> JobExplanation:
+    """`job` marked stopped when its newest step (of `rows`, its steps as `job_steps` cleans them) lies further back
+    than `stale_after_intervals` of its own step intervals (a whole window for a job with one step): as a link's
+    series has stopped, so has a job that logs no step; it is neither slowed nor at its baseline."""
+    if len(rows) == 0:
+        return job
+    t = rows["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
+    quiet = float(np.median(np.diff(t))) * thresholds.setting("stale_after_intervals") if len(t) > 1 \
+        else window.total_seconds() * 1e9
+    if end_ns - int(t[-1]) <= quiet:
+        return job
+    out = job.model_copy(update={"stopped": pd.Timestamp(int(t[-1]), tz="UTC").to_pydatetime(), "slowdown": False,
+                                 "onset": None})
+    out.verdict = verdict(out)
+    return out
+
+
 def verdict(job: JobExplanation) -> str:
+    if job.stopped is not None:
+        return f"job {job.job_id} has logged no step since {fmt.when(job.stopped)}: it is not running"
     pct = f"{job.degradation_pct:+.1f}%" if job.degradation_pct is not None else "n/a"
     explaining = [s for s in job.links if s.explains_slowdown]
     if job.slowdown and explaining:

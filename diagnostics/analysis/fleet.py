@@ -25,7 +25,7 @@ from ..config.thresholds import MISSING_RULE, Thresholds, load_thresholds
 from ..enums import ComponentKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
 from ..topology import graph_from_topology, platform_graph
-from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span
+from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span, stopped
 from .diagnosis import PLATFORM_UNKNOWN, assemble
 from .events import event_findings, missing_gpus, missing_links, node_view, software_finding
 from .findings import finding_of, ref_of
@@ -316,7 +316,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             names = index.jobs_on(node)
             if names:
                 chosen[node] = names[0]
-    result.jobs = _explain(chosen, index, found, links, t, end_ns, thresholds, history)
+    # a job has stopped only against an end the caller or the data gives, never against the clock
+    dated = end is not None or len(t) > 0 or len(events) > 0
+    result.jobs = _explain(chosen, index, found, links, t, end_ns, window if dated else None, thresholds, history)
     with_telemetry = set(view.gpus_seen) | _names(metrics)
     for explained in result.jobs.values():
         if explained.nodes and not with_telemetry & set(explained.nodes):
@@ -376,13 +378,17 @@ def _events_end(events: pd.DataFrame) -> int:
 
 
 def _explain(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str, list[Finding]],
-             links: pd.DataFrame, t: np.ndarray, end_ns: int, thresholds: Thresholds,
+             links: pd.DataFrame, t: np.ndarray, end_ns: int, window: timedelta | None, thresholds: Thresholds,
              history: History | None) -> dict[str, JobExplanation]:
-    """Each chosen job once: its slowdown from its steps, and, when it is slower, its nodes' flagged links scored."""
+    """Each chosen job once: its slowdown from its steps, and, when it is slower (and, given a `window`, still
+    running at the end), its nodes' flagged links scored."""
     out: dict[str, JobExplanation] = {}
     for job_id in sorted(set(chosen.values())):
         out[job_id] = job_slowdown(steps.of(job_id), job_id, thresholds=thresholds, cleaned=True,
                                    nodes=steps.nodes.get(job_id))
+        if window is not None:
+            out[job_id] = stopped(steps.of(job_id), out[job_id], end_ns=end_ns, window=window,
+                                  thresholds=thresholds)
     slowed = {j: e for j, e in out.items() if e.slowdown and e.nodes}
     wanted: dict[str, list[tuple[str, ComponentRef]]] = {}
     for job_id, job in slowed.items():

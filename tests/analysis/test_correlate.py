@@ -105,3 +105,13 @@ def test_two_failing_links_on_one_job_only_the_one_that_tracks_best_explains_it(
     bystander = analyze_tables(tables, node_id="n2")
     assert bystander.fault_detected and bystander.ticket_priority.value == "medium"
     assert bystander.verdict is not None and "not this node's fabric" in bystander.verdict
+
+
+def test_a_job_that_logs_no_step_any_more_is_not_running() -> None:
+    storm = links(link_series(counter({ONSET: 6000.0}), link=1))
+    cut = slow_steps().iloc[: ONSET + 20]  # the job stops logging 100 minutes after its slowdown began
+    d = analyze_tables({"link_samples": storm, "step_samples": cut}, node_id="n1")
+    assert d.job_id == "j1" and d.verdict is not None and "not running" in d.verdict
+    assert d.degradation_pct is None and d.ticket_priority.value == "medium"  # failing, no slowdown to blame
+    running = analyze_tables({"link_samples": storm, "step_samples": slow_steps()}, node_id="n1")
+    assert running.ticket_priority.value == "urgent" and "explains" in (running.verdict or "")

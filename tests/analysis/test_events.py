@@ -1,11 +1,13 @@
-"""Events once each, whichever sources report them; GPUs and links that stop or never report are never healthy."""
+"""Events once each, whichever sources report them; GPUs and links that stop or never report are never healthy;
+Fabric Manager down."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from diagnostics.analysis import analyze_tables
-from tests.analysis.helpers import T0, events, node_links
+from diagnostics.enums import FaultKind
+from tests.analysis.helpers import T0, events, node_links, steps
 
 
 def _xid79(minute: float, source: str, count: int | None = None) -> dict[str, object]:
@@ -51,3 +53,17 @@ def test_one_reading_is_not_called_within_threshold() -> None:
     d = analyze_tables({"link_samples": first}, node_id="n1")
     assert not d.fault_detected and "within allowable" not in d.repair_action
     assert d.repair_action.startswith("Read the counters again in a few minutes")
+
+
+N = 6 * 12 + 1  # six hours of 5-minute samples
+
+
+def test_fabric_manager_down_says_jobs_cannot_start_and_names_no_part() -> None:
+    down = node_links(n=N, state={(g, k): "inactive" for g in range(8) for k in range(18)})
+    fm = events([{"timestamp": T0, "kind": "fabric_state", "text": "Fabric State: In Progress"}])
+    job = steps([200.0] * 6)  # the job ran half an hour, then could not run
+    d = analyze_tables({"link_samples": down, "events": fm, "step_samples": job}, node_id="n1",
+                       platform="hgx-h100-8gpu")
+    assert d.localization is not None and d.localization.fault is FaultKind.FABRIC_MANAGER
+    assert d.verdict is not None and "jobs cannot start" in d.verdict and "error 802" in d.verdict
+    assert "not running" in d.verdict  # its job logged no step since
