@@ -1,5 +1,5 @@
 """Events once each, whichever sources report them; GPUs and links that stop or never report are never healthy;
-Fabric Manager down."""
+Fabric Manager down; a GPU's NVLink totals beside its links."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 
 from diagnostics.analysis import analyze_tables
 from diagnostics.enums import FaultKind
-from tests.analysis.helpers import T0, events, node_links, steps
+from tests.analysis.helpers import T0, events, link_series, links, node_links, steady, steps
 
 
 def _xid79(minute: float, source: str, count: int | None = None) -> dict[str, object]:
@@ -67,3 +67,12 @@ def test_fabric_manager_down_says_jobs_cannot_start_and_names_no_part() -> None:
     assert d.localization is not None and d.localization.fault is FaultKind.FABRIC_MANAGER
     assert d.verdict is not None and "jobs cannot start" in d.verdict and "error 802" in d.verdict
     assert "not running" in d.verdict  # its job logged no step since
+
+
+def test_a_gpu_total_with_counters_its_links_lack_is_read_and_one_that_repeats_them_is_not() -> None:
+    per_link = node_links(gpus=8)
+    total = link_series({"effective_errors": steady(30.0), "replay": steady(5000.0)}, gpu=2, link=None, peer="",
+                        gpu_total=True)
+    repeat = link_series({"replay": steady(5000.0)}, gpu=5, link=None, peer="", gpu_total=True)
+    d = analyze_tables({"link_samples": links(per_link, total, repeat)}, node_id="n1", platform="hgx-h100-8gpu")
+    assert [(loc.ref.slug, loc.fault) for loc in d.localizations] == [("gpu2-nvlinks", FaultKind.NVLINK_AGGREGATE)]
