@@ -21,14 +21,21 @@ import pandas as pd
 
 from ..components import ComponentRef
 from ..config.platforms import all_platforms, platform_for_model
-from ..config.thresholds import MISSING_RULE, Thresholds, load_thresholds
+from ..config.thresholds import GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Thresholds, load_thresholds
 from ..enums import ComponentKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
 from ..tables import COUNTERS
 from ..topology import graph_from_topology, platform_graph
 from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span, stopped
 from .diagnosis import PLATFORM_UNKNOWN, assemble
-from .events import event_findings, missing_gpus, missing_links, node_view, software_finding
+from .events import (
+    event_findings,
+    missing_gpus,
+    missing_links,
+    node_view,
+    replays_before_silence,
+    software_finding,
+)
 from .findings import finding_of, ref_of
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
@@ -321,6 +328,11 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
             mine += missing_gpus(reporting, count, stopped)
+        for gpu in sorted(stopped):  # a GPU off the bus: what its PCIe link counted before it fell silent
+            before = replays_before_silence(links, t, node, gpu, end_ns, end_ns - start_ns, thresholds)
+            if before is not None:
+                mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
+                        if f.gpu == gpu and _off_bus(f) else f for f in mine]
         software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
         if software is not None:
             mine.insert(0, software)
@@ -362,6 +374,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2)
     result.timings["total_s"] = time.perf_counter() - started
     return result
+
+
+def _off_bus(f: Finding) -> bool:
+    return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in f.crossed)
 
 
 def _stale(f: Finding) -> bool:

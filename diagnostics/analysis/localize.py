@@ -76,8 +76,9 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
                "the suspects, not the NVLinks or switches around it" if xid else
                f"GPU {gpu} reports no telemetry at all while the node's other GPUs do: it is off the bus or its "
                "driver lost it")
+        evidence = [why, *dict.fromkeys(e for f in mine for e in f.evidence)]  # the Xid lines, the PCIe history
         out.append(Localization(ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_OFF_BUS, gpu=gpu,
-                                confidence=0.9 if xid else 0.6, **_grade(mine), evidence=[why]))
+                                confidence=0.9 if xid else 0.6, **_grade(mine), evidence=evidence))
     fatal = [f for f in findings if SXID_FATAL_RULE in _rules(f)]
     out.extend(_switch_fatal(f) for f in fatal)
     # links only: an Xid names a GPU and an SXid a switch port, and they are weighed above

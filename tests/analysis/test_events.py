@@ -1,5 +1,5 @@
-"""Events once each, whichever sources report them; GPUs and links that stop or never report are never healthy;
-Fabric Manager down; a GPU's NVLink totals beside its links."""
+"""Events once each, whichever sources report them; GPUs and links that stop or never report are never healthy; a
+GPU off the bus with the PCIe history before it; Fabric Manager down; a GPU's NVLink totals beside its links."""
 
 from __future__ import annotations
 
@@ -56,6 +56,27 @@ def test_one_reading_is_not_called_within_threshold() -> None:
 
 
 N = 6 * 12 + 1  # six hours of 5-minute samples
+GONE = 50  # GPU 3's series stop after this sample
+
+
+def _off_bus(replays_per_hour: float) -> dict[str, pd.DataFrame]:
+    nv = node_links(n=N)
+    nv = nv[~((nv["gpu"] == 3) & (nv["timestamp"] > T0 + pd.Timedelta(minutes=5 * GONE)))]
+    pcie = [link_series(steady(replays_per_hour if g == 3 else 0.0, GONE + 1 if g == 3 else N), gpu=g, link=None,
+                        link_type="pcie", peer="PCIe switch 0") for g in range(8)]
+    xid = events([{"timestamp": T0 + pd.Timedelta(minutes=5 * GONE), "gpu": 3, "kind": "xid", "code": 79,
+                   "text": "NVRM: Xid (PCI:0000:1b:00): 79, GPU has fallen off the bus."}])
+    return {"link_samples": links(nv, *pcie), "events": xid}
+
+
+def test_the_pcie_replays_before_a_gpu_fell_off_the_bus_are_its_evidence_not_a_second_fault() -> None:
+    d = analyze_tables(_off_bus(4000.0), node_id="n1", platform="hgx-h100-8gpu")
+    assert [(loc.ref.slug, loc.fault) for loc in d.localizations] == [("gpu3", FaultKind.GPU_OFF_BUS)]
+    evidence = " ".join(d.localizations[0].evidence)
+    assert "PCIe replay history before the Xid 79" in evidence and "4,000" in evidence
+    quiet = analyze_tables(_off_bus(0.0), node_id="n1", platform="hgx-h100-8gpu")
+    assert quiet.localizations[0].ref.slug == "gpu3"
+    assert "PCIe replay" not in " ".join(quiet.localizations[0].evidence)  # nothing counted: nothing claimed
 
 
 def test_fabric_manager_down_says_jobs_cannot_start_and_names_no_part() -> None:
