@@ -97,3 +97,21 @@ def test_a_gpu_total_with_counters_its_links_lack_is_read_and_one_that_repeats_t
     repeat = link_series({"replay": steady(5000.0)}, gpu=5, link=None, peer="", gpu_total=True)
     d = analyze_tables({"link_samples": links(per_link, total, repeat)}, node_id="n1", platform="hgx-h100-8gpu")
     assert [(loc.ref.slug, loc.fault) for loc in d.localizations] == [("gpu2-nvlinks", FaultKind.NVLINK_AGGREGATE)]
+
+
+def test_the_gpu_link_on_a_port_a_fatal_sxid_stopped_is_that_sxid_not_a_second_part() -> None:
+    from diagnostics.topology import platform_graph
+
+    port = platform_graph("hgx-h100-8gpu").port_of(4, 3, "nvlink")
+    switch = str(port.switch).split()[-1]
+    down = node_links(state={(4, 3): "inactive"})
+    sxid = events([{"timestamp": T0 + pd.Timedelta(minutes=30), "kind": "sxid", "code": 24007, "severity": "fatal",
+                    "nvswitch": switch, "link": port.switch_port,
+                    "text": f"nvidia-nvswitch{switch}: SXid (PCI:0000:a0:00.0): 24007, Fatal, Link "
+                            f"{port.switch_port} sourcetrack timeout error (First)"}])
+    d = analyze_tables({"link_samples": down, "events": sxid}, node_id="n1", platform="hgx-h100-8gpu")
+    assert [(loc.fault, loc.ref.slug) for loc in d.localizations] == \
+        [(FaultKind.NVSWITCH_FATAL, f"nvswitch-{switch}-port{port.switch_port}")]
+    assert any("GPU 4 NVLink 3" in e and "same link" in e for e in d.localizations[0].evidence)
+    alone = analyze_tables({"link_samples": down}, node_id="n1", platform="hgx-h100-8gpu")
+    assert [loc.fault for loc in alone.localizations] == [FaultKind.NVLINK]  # no SXid: the link is the part
