@@ -5,7 +5,8 @@ other counters (replays rare by design, 0-2; symbol errors corrected by FEC, no 
 ratios. A counter a scenario drives (a fault, or a benign link drawn near a threshold) grows deterministically at
 its rate, the fraction carried between samples, so an hour's increase is the rate within one count: a fault drawn
 at 1.1x its threshold is over it in every window, a benign link at 0.95x under it. Rules and limits come from the
-packaged thresholds file, so ground truth follows its defaults.
+packaged thresholds file, so ground truth follows its defaults. A slowdown is never drawn within `MARGIN_PCT` of a
+step in the priority policy (5 %, 20 %): the measured figure could fall either side.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..components import ComponentRef
 from ..config.platforms import platform_data
-from ..config.thresholds import DEFAULT_FILE, load_thresholds
+from ..config.thresholds import DEFAULT_FILE, Thresholds, load_thresholds
+from ..enums import FaultKind, Severity
 from .layout import SynthLink, has_switches, nvlinks, pcie_links, pcie_shape
 
 CLASSIC = ("crc_flit", "crc_data", "recovery")  # NVLink counters before Blackwell
@@ -26,12 +29,41 @@ BLACKWELL = ("symbol_errors", "effective_errors", "recovery_successful", "recove
 COUNTERS = ("replay", *CLASSIC, "replay_rollovers", *BLACKWELL)
 GAUGES = ("symbol_ber", "effective_ber")
 NEAR_LOW, NEAR_HIGH = 1.1, 1.5  # "near" a threshold, above it; below it a benign draw reaches 0.95x
+MARGIN_PCT = 1.5  # no slowdown is drawn closer than this to a step of the priority policy
 
 
 @cache
+def defaults() -> Thresholds:
+    """The packaged thresholds file: the limits faults are drawn against and the policy the truth is judged by."""
+    return load_thresholds(DEFAULT_FILE)
+
+
 def limit(rule: str) -> float:
     """A rule's default limit (`above`) from the packaged thresholds file."""
-    return float(load_thresholds(DEFAULT_FILE).rule(rule).above)
+    return float(defaults().rule(rule).above)
+
+
+def policy_steps() -> list[float]:
+    """The slowdowns at which the verdict or the priority changes: the slowdown floor and the priority rows'."""
+    t = defaults()
+    rows = [r.min_degradation_pct for r in t.priority if r.min_degradation_pct is not None]
+    return sorted({t.setting("slowdown_min_pct"), *rows})
+
+
+def component_of(fault: FaultKind, where: dict[str, Any]) -> str:
+    """The slug of the part a fault is in (`ComponentRef.slug`): what a correct localization names."""
+    gpu = where.get("gpu")
+    if fault is FaultKind.NVLINK:
+        return ComponentRef.nvlink(gpu, where["link"]).slug
+    if fault is FaultKind.NVLINK_AGGREGATE:
+        return ComponentRef.nvlink(gpu, None).slug
+    if fault in (FaultKind.GPU_NVLINKS, FaultKind.GPU_OFF_BUS):
+        return ComponentRef.of_gpu(int(where["gpu"])).slug
+    if fault in (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL):
+        return ComponentRef.nvswitch(where["switch"]).slug
+    if fault in (FaultKind.PCIE_REPLAYS, FaultKind.PCIE_DOWNTRAIN):
+        return ComponentRef.pcie(gpu).slug
+    return ComponentRef.fabric_software().slug
 
 
 def is_blackwell(platform: str) -> bool:
@@ -62,14 +94,16 @@ class NodeSim:
     near: list[dict[str, Any]] = field(default_factory=list)  # benign links drawn just under a threshold
     events: list[dict[str, Any]] = field(default_factory=list)
     slowdown: tuple[int, float] | None = None
+    stops_job: int | None = None  # the sample from which the node's job logs no step (it cannot run)
+    warnings: list[dict[str, Any]] = field(default_factory=list)  # benign readings over a warning rule, and when
 
     @classmethod
     def new(cls, rng: np.random.Generator, node_id: str, platform: str, times: pd.DatetimeIndex, *,
             near: bool = True) -> NodeSim:
         """`near=False`: no link drawn under a threshold (the demo nodes show no stray warning)."""
+        blackwell = is_blackwell(platform)
         links = nvlinks(platform) + pcie_links(platform)
         n, t = len(links), len(times)
-        blackwell = is_blackwell(platform)
         highs = {"replay": 2 if blackwell else 15, "crc_flit": 20, "crc_data": 5, "symbol_errors": 0}
         rate = {c: np.repeat(rng.uniform(0, highs.get(c, 0), (n, 1)), t, axis=1) for c in COUNTERS}
         gauge = {c: np.full((n, t), np.nan) for c in GAUGES}
@@ -106,7 +140,15 @@ class NodeSim:
             if rule == "crc":
                 self.rate["crc_data"][i] = 0.0  # the rule sums both CRC counters
             self.drive(counter, i, 0, ratio * limit(rule))
+            if rule == "nvlink_crc_data" and ratio * limit(rule) > limit("crc"):  # under failing, over the warning
+                self.warn("crc", i, 0, len(self.times) - 1)
         self.near.append({"rule": rule, "ratio": round(ratio, 3), "gpu": s.gpu, "link": s.link})
+
+    def warn(self, rule: str, i: int, start: int, stop: int) -> None:
+        """A benign reading over warning rule `rule` from sample `start` to `stop`: a warning, not a fault."""
+        s = self.links[i]
+        self.warnings.append({"rule": rule, "gpu": s.gpu, "link": s.link, "from": str(self.times[start]),
+                              "to": str(self.times[stop])})
 
     # -- helpers scenarios use -------------------------------------------------------------------------------
     def nv_indices(self, gpu: int | None = None) -> list[int]:
@@ -132,15 +174,29 @@ class NodeSim:
         self.rate[counter][i, start:] = rate
         self.exact.add((counter, i))
 
-    def slows(self, onset: int, lo: float = 5.0, hi: float = 90.0, p: float = 0.8) -> bool:
-        if self.rng.random() < p and self.slowdown is None:
-            self.slowdown = (onset + int(self.rng.integers(0, 2)), round(float(self.rng.uniform(lo, hi)), 1))
-            return True
-        return False
+    def slows(self, onset: int, lo: float = 5.0, hi: float = 90.0, p: float = 0.8, *,
+              force: bool | None = None) -> bool:
+        """Whether the fault slows its job (with probability `p`, or as `force` says), by lo-hi percent."""
+        if force is False or self.slowdown is not None or (force is None and self.rng.random() >= p):
+            return False
+        self.slowdown = (onset + int(self.rng.integers(0, 2)), self.slowdown_pct(lo, hi))
+        return True
 
-    def fault(self, scenario: str, kind: str, onset: int, slows: bool, **where: Any) -> None:
-        self.faults.append({"scenario": scenario, "kind": kind, "onset": str(self.times[onset]),
-                            "slows_job": slows, **where})
+    def slowdown_pct(self, lo: float, hi: float) -> float:
+        """A slowdown in lo-hi percent, never within MARGIN_PCT of a step of the priority policy."""
+        pct = round(float(self.rng.uniform(lo, hi)), 1)
+        while any(abs(pct - step) < MARGIN_PCT for step in policy_steps()):
+            pct = round(float(self.rng.uniform(lo, hi)), 1)
+        return pct
+
+    def fault(self, scenario: str, kind: str, onset: int, slows: bool, *, fault: FaultKind,
+              severity: Severity = Severity.FAILING, ratio: float | None = None, **where: Any) -> None:
+        """A labelled fault: where it is, its kind, the part it is in, how bad (`ratio`: how far over its
+        threshold; None for a zero threshold or a down link, which count as furthest) and whether it slows the job."""
+        self.faults.append({"scenario": scenario, "kind": kind, "fault": fault.value,
+                            "component": component_of(fault, where), "onset": str(self.times[onset]),
+                            "slows_job": slows, "severity": severity.value,
+                            "ratio": None if ratio is None else round(ratio, 3), **where})
 
     # -- output ----------------------------------------------------------------------------------------------
     def _applies(self, counter: str) -> np.ndarray:

@@ -5,21 +5,24 @@ near it (1.1x-1.5x) and half log-uniform 1.5x-50x; a healthy node carries, one t
 of a threshold; a flapping link recovers 1-30 times an hour (log-uniform) with replays at 0.1x-0.95x of their
 threshold; a benign CRC burst puts 150-3000 CRC flits and 0.5x-0.95x of the CRC-data threshold into one interval;
 a Blackwell link fails by effective errors (1-300/h, effective BER 1.1x-50x its limit) or failed recoveries (1-6/h)
-with replays staying rare; a GPU off the bus (Xid 79) stops reporting and its direct peers see their link go down.
-A fault slows its job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width. The driven
-counters grow deterministically (see `synth_node`), so a fault at 1.1x is over its threshold in every window.
+with replays staying rare; a GPU off the bus (Xid 79) stops reporting and its direct peers see their
+link go down and its job stops. A fault slows its
+job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width. The driven counters grow
+deterministically (see `synth_node`), so a fault at 1.1x is over its threshold in every window.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..enums import FaultKind, Severity
 from .node import NodeSim, limit
 
-__all__ = ["BENIGN", "SCENARIOS", "NodeSim", "apply_scenario"]
+__all__ = ["BENIGN", "CAVEATS", "SCENARIOS", "NodeSim", "apply_scenario"]
 
 SCENARIOS: tuple[str, ...] = (
     "healthy", "replay_storm", "flapping_link", "link_inactive", "nvswitch_port_fault", "gpu_wide_fault",
@@ -29,22 +32,27 @@ SCENARIOS: tuple[str, ...] = (
 )
 BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps", "sku_12_of_18",
                     "outside_slowdown", "healthy_blackwell"})
+# What a diagnosis must say beyond its parts, per scenario: (where: warnings | verdict | evidence of the headline,
+# the words); matched without regard to case.
+CAVEATS: dict[str, list[tuple[str, str]]] = {
+}
 
 
 # -- scenarios ---------------------------------------------------------------------------------------------------
-def replay_storm(sim: NodeSim, name: str = "replay_storm", gpu: int | None = None, link: int | None = None) -> None:
+def replay_storm(sim: NodeSim, name: str = "replay_storm", gpu: int | None = None, link: int | None = None, *,
+                 onset: int | None = None, slow: bool | None = None, lo: float = 5.0, hi: float = 90.0) -> None:
     if gpu is None:
         i = int(sim.rng.choice(sim.nv_indices()))
     else:
         i = next(j for j in sim.nv_indices(gpu) if sim.links[j].link == link)
-    on = sim.onset()
+    on = sim.onset() if onset is None else onset
     factor = sim.factor()
     rate = factor * limit("nvlink_replay")
     sim.drive("replay", i, on, rate)
     sim.rate["crc_flit"][i, on:] = rate * sim.rng.uniform(1, 5)
     s = sim.links[i]
-    sim.fault(name, "nvlink", on, sim.slows(on), gpu=s.gpu, link=s.link, switch=s.switch, peer=s.peer,
-              rule="nvlink_replay", ratio=round(factor, 3))
+    sim.fault(name, "nvlink", on, sim.slows(on, lo, hi, force=slow), fault=FaultKind.NVLINK, ratio=factor,
+              gpu=s.gpu, link=s.link, switch=s.switch, peer=s.peer, rule="nvlink_replay")
 
 
 def seed_storm(sim: NodeSim) -> None:
@@ -55,7 +63,8 @@ def seed_storm(sim: NodeSim) -> None:
     sim.rate["crc_flit"][i, on:] = 45120.0
     sim.slowdown = (on, 89.2)
     s = sim.links[i]
-    sim.fault("replay_storm", "nvlink", on, True, gpu=s.gpu, link=s.link, switch=s.switch, peer=s.peer)
+    sim.fault("replay_storm", "nvlink", on, True, fault=FaultKind.NVLINK, ratio=8900.0 / limit("nvlink_replay"),
+              gpu=s.gpu, link=s.link, switch=s.switch, peer=s.peer, rule="nvlink_replay")
 
 
 def flapping_link(sim: NodeSim) -> None:
@@ -65,17 +74,19 @@ def flapping_link(sim: NodeSim) -> None:
     sim.drive("recovery", i, on, recoveries)
     sim.drive("replay", i, on, sim.rng.uniform(0.1, 0.95) * limit("nvlink_replay"))
     s = sim.links[i]
-    sim.fault("flapping_link", "nvlink", on, sim.slows(on, 3, 30), gpu=s.gpu, link=s.link, switch=s.switch,
-              rule="recovery_persistent", rate_per_hour=round(recoveries, 3))
+    sim.fault("flapping_link", "nvlink", on, sim.slows(on, 3, 30), fault=FaultKind.NVLINK, gpu=s.gpu, link=s.link,
+              switch=s.switch, rule="recovery_persistent", rate_per_hour=round(recoveries, 3))
 
 
-def link_inactive(sim: NodeSim, name: str = "link_inactive", gpu: int | None = None, link: int | None = None) -> None:
+def link_inactive(sim: NodeSim, name: str = "link_inactive", gpu: int | None = None, link: int | None = None, *,
+                  onset: int | None = None, slow: bool | None = None, lo: float = 3.0, hi: float = 40.0) -> None:
     i = int(sim.rng.choice(sim.nv_indices(gpu))) if link is None else next(
         j for j in sim.nv_indices(gpu) if sim.links[j].link == link)
-    on = sim.onset()
+    on = sim.onset() if onset is None else onset
     sim.inactive[i, on:] = True
     s = sim.links[i]
-    sim.fault(name, "nvlink", on, sim.slows(on, 3, 40), gpu=s.gpu, link=s.link, switch=s.switch)
+    sim.fault(name, "nvlink", on, sim.slows(on, lo, hi, force=slow), fault=FaultKind.NVLINK,
+              severity=Severity.DOWN, gpu=s.gpu, link=s.link, switch=s.switch)
 
 
 def nvswitch_port_fault(sim: NodeSim) -> None:
@@ -87,8 +98,8 @@ def nvswitch_port_fault(sim: NodeSim) -> None:
         i = int(sim.rng.choice([j for j in sim.nv_indices(int(gpu)) if sim.links[j].switch == switch]))
         factors.append(sim.factor())
         sim.drive("replay", i, on, factors[-1] * limit("nvlink_replay"))
-    sim.fault("nvswitch_port_fault", "nvswitch", on, sim.slows(on), switch=switch, gpus=sorted(map(int, gpus)),
-              rule="nvlink_replay", ratio=round(min(factors), 3))
+    sim.fault("nvswitch_port_fault", "nvswitch", on, sim.slows(on), fault=FaultKind.NVSWITCH, ratio=max(factors),
+              switch=switch, gpus=sorted(map(int, gpus)), rule="nvlink_replay", least_ratio=round(min(factors), 3))
 
 
 def gpu_wide_fault(sim: NodeSim) -> None:
@@ -100,25 +111,29 @@ def gpu_wide_fault(sim: NodeSim) -> None:
     if sim.rng.random() < 0.5:
         sim.events.append({"timestamp": sim.times[-3], "kind": "xid", "gpu": gpu, "code": 74,
                            "text": f"NVRM: Xid (PCI:0000:{gpu + 0x18:02x}:00): 74, NVLink error"})
-    sim.fault("gpu_wide_fault", "gpu", on, sim.slows(on), gpu=gpu, rule="nvlink_replay",
-              ratio=round(min(factors), 3))
+    sim.fault("gpu_wide_fault", "gpu", on, sim.slows(on), fault=FaultKind.GPU_NVLINKS, ratio=max(factors), gpu=gpu,
+              rule="nvlink_replay", least_ratio=round(min(factors), 3))
 
 
-def pcie_riser_replays(sim: NodeSim, name: str = "pcie_riser_replays", gpu: int | None = None) -> None:
+def pcie_riser_replays(sim: NodeSim, name: str = "pcie_riser_replays", gpu: int | None = None, *,
+                       onset: int | None = None, slow: bool | None = None, lo: float = 3.0, hi: float = 30.0) -> None:
     gpu = int(sim.rng.integers(0, 8)) if gpu is None else gpu
-    i, on, factor = sim.pcie_index(gpu), sim.onset(), sim.factor()
+    i, on, factor = sim.pcie_index(gpu), sim.onset() if onset is None else onset, sim.factor()
     sim.drive("replay", i, on, factor * limit("pcie_replay"))
-    if sim.rng.random() < 0.3:
+    rollovers = sim.rng.random() < 0.3
+    if rollovers:  # a rollover is a retrain: failing at any count, as far over as any zero threshold
         sim.rate["replay_rollovers"][i, on:] = 0.5
-    sim.fault(name, "pcie", on, sim.slows(on, 3, 30, 0.5), gpu=gpu, rule="pcie_replay", ratio=round(factor, 3))
+    sim.fault(name, "pcie", on, sim.slows(on, lo, hi, 0.5, force=slow), fault=FaultKind.PCIE_REPLAYS,
+              ratio=None if rollovers else factor, gpu=gpu, rule="pcie_replay")
 
 
-def pcie_downtrain(sim: NodeSim, name: str = "pcie_downtrain", gpu: int | None = None) -> None:
+def pcie_downtrain(sim: NodeSim, name: str = "pcie_downtrain", gpu: int | None = None, *,
+                   onset: int | None = None, slow: bool | None = None, lo: float = 1.0, hi: float = 10.0) -> None:
     gpu = int(sim.rng.integers(0, 8)) if gpu is None else gpu
-    on = sim.onset()
+    on = sim.onset() if onset is None else onset
     width = sim.max_width // int(sim.rng.choice([2, 4]))
-    sim.fault(name, "pcie", on, sim.slows(on, 1, 10, 0.5), gpu=gpu, width=width,
-              lanes=list(range(width, sim.max_width)))
+    sim.fault(name, "pcie", on, sim.slows(on, lo, hi, 0.5, force=slow), fault=FaultKind.PCIE_DOWNTRAIN, gpu=gpu,
+              width=width, lanes=list(range(width, sim.max_width)), rule="pcie_width")
 
 
 def benign_crc_burst(sim: NodeSim) -> None:
@@ -134,6 +149,7 @@ def benign_crc_burst(sim: NodeSim) -> None:
     s = sim.links[i]
     sim.near.append({"rule": "nvlink_crc_data", "ratio": round(float(ratio * room) / limit("nvlink_crc_data"), 3),
                      "gpu": s.gpu, "link": s.link, "at": str(sim.times[at])})
+    sim.warn("crc", i, at, at)
 
 
 def reboot_reset(sim: NodeSim) -> None:
@@ -160,7 +176,8 @@ def fabric_manager_down(sim: NodeSim) -> None:
     sim.inactive[sim.nv_indices(), on:] = True
     sim.events.append({"timestamp": sim.times[on], "kind": "fabric_state",
                        "text": "Fabric State: In Progress (Fabric Manager not running)"})
-    sim.fault("fabric_manager_down", "fabric-software", on, sim.slows(on, 30, 90, 1.0))
+    sim.fault("fabric_manager_down", "fabric-software", on, sim.slows(on, 30, 90, 1.0),
+              fault=FaultKind.FABRIC_MANAGER, severity=Severity.DOWN)
 
 
 def two_faults(sim: NodeSim) -> None:
@@ -187,7 +204,7 @@ def two_faults(sim: NodeSim) -> None:
 
 
 def outside_slowdown(sim: NodeSim) -> None:
-    sim.slowdown = (sim.onset(), round(float(sim.rng.uniform(8, 50)), 1))
+    sim.slowdown = (sim.onset(), sim.slowdown_pct(8, 50))
 
 
 def healthy(sim: NodeSim) -> None:
@@ -200,15 +217,20 @@ def healthy_blackwell(sim: NodeSim) -> None:
         sim.near_below(int(sim.rng.choice(sim.nv_indices())))
 
 
-def xid79_gpu_lost(sim: NodeSim) -> None:
-    """Xid 79: the GPU fell off the bus. Its series stop; a direct peer sees its link to it go down."""
-    gpu, on = int(sim.rng.integers(0, 8)), sim.onset()
+def xid79_gpu_lost(sim: NodeSim, name: str = "xid79_gpu_lost", gpu: int | None = None,
+                   onset: int | None = None) -> None:
+    """Xid 79: the GPU fell off the bus. Its series stop; a direct peer sees its link to it go down; the job's
+    processes on it fail, so the job logs no step from then on."""
+    gpu = int(sim.rng.integers(0, 8)) if gpu is None else gpu
+    on = sim.onset() if onset is None else onset
     sim.gone[[i for i, s in enumerate(sim.links) if s.gpu == gpu], on + 1:] = True
     sim.inactive[[i for i, s in enumerate(sim.links) if s.peer == f"GPU {gpu}"], on + 1:] = True
     sim.events.append({"timestamp": sim.times[on], "kind": "xid", "gpu": gpu, "code": 79,
                        "text": f"NVRM: Xid (PCI:0000:{gpu + 0x18:02x}:00): 79, pid='<unknown>', name=<unknown>, "
                                "GPU has fallen off the bus."})
-    sim.fault("xid79_gpu_lost", "gpu", on, sim.slows(on, 20, 90, 0.5), gpu=gpu, rule="xid_off_bus")
+    sim.stops_job = on
+    sim.fault(name, "gpu", on, False, fault=FaultKind.GPU_OFF_BUS, severity=Severity.DOWN, gpu=gpu,
+              rule="xid_off_bus")
 
 
 def blackwell_link_errors(sim: NodeSim) -> None:
@@ -222,14 +244,15 @@ def blackwell_link_errors(sim: NodeSim) -> None:
         worse = sim.rng.uniform(10, 1000)
         sim.gauge["symbol_ber"][i, on:] *= worse
         sim.rate["symbol_errors"][i, on:] *= worse
-        how = {"rule": "effective_ber", "ratio": round(factor, 3)}
+        how: dict[str, Any] = {"rule": "effective_ber", "ber_ratio": round(factor, 3)}
     else:
         failed = float(sim.rng.uniform(1, 6))
         sim.drive("recovery_failed", i, on, failed)
         sim.drive("recovery_successful", i, on, float(sim.rng.uniform(2, 20)))
         how = {"rule": "recovery_failed", "rate_per_hour": round(failed, 3)}
-    sim.fault("blackwell_link_errors", "nvlink", on, sim.slows(on, 3, 40), gpu=s.gpu, link=s.link,
-              switch=s.switch, peer=s.peer, **how)
+    # effective errors and failed recoveries fail at any count: as far over as a zero threshold goes (ratio None)
+    sim.fault("blackwell_link_errors", "nvlink", on, sim.slows(on, 3, 40), fault=FaultKind.NVLINK, gpu=s.gpu,
+              link=s.link, switch=s.switch, peer=s.peer, **how)
 
 
 _APPLY: dict[str, Callable[[NodeSim], None]] = {

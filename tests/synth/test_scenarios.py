@@ -1,5 +1,5 @@
-"""The newer synthetic scenarios (GPU off the bus, Blackwell links) and the near-threshold draws, each generated
-alone with a fixed seed and scored against its ground truth."""
+"""Each scenario generated alone with a fixed seed: what the synth writes, what its ground truth says, and the
+analysis scored against it."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ import pytest
 from diagnostics.analysis import analyze_tables
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
-from diagnostics.synth.evaluate import EvalReport, evaluate
+from diagnostics.synth.evaluate import SCORES, EvalReport, evaluate
 from diagnostics.synth.fleet import build, generate
 from diagnostics.synth.node import NEAR_HIGH
+from diagnostics.synth.truth import NO_JOB
 
 BLACKWELL_RULES = {"effective_errors", "effective_ber", "recovery_failed", "symbol_ber"}
 
@@ -30,19 +31,32 @@ def _fleet(folder: Path, scenarios: list[str], *, seed: int, nodes: int, scrapes
 
 
 def _exact(report: EvalReport) -> None:
+    """Every node's every answer as the truth has it."""
     for node in report.nodes:
-        assert node.found == node.truth, node
+        assert node.wrong == [], (node.node_id, node.scenario, node.wrong, node.expected, node.given)
+    for s in report.scenarios.values():
+        assert all(s.value(n) in (None, 1.0) for n in SCORES)
     assert report.false_urgent_high == 0
 
 
-def test_a_gpu_off_the_bus_is_the_gpu_not_its_links(tmp_path: Path) -> None:
+def _tables(folder: Path) -> dict[str, pd.DataFrame]:
+    return {t: pd.read_parquet(folder / f"{t}.parquet") for t in ("link_samples", "events", "step_samples")}
+
+
+def test_a_gpu_off_the_bus_is_the_gpu_not_its_links_and_its_job_stops(tmp_path: Path) -> None:
     truth, report = _fleet(tmp_path, ["xid79_gpu_lost"], seed=21, nodes=4, scrapes=1)
     _exact(report)
-    assert all(n.found == [f"gpu {t['faults'][0]['gpu']}"] for n, t in zip(report.nodes, truth["nodes"].values(),
-                                                                              strict=True))
+    for node in truth["nodes"].values():
+        (fault,) = node["faults"]
+        assert node["expect"]["localized"] == [f"gpu{fault['gpu']}"] and node["expect"]["verdict"] == NO_JOB
+        assert node["expect"]["priority"] == "high"  # a GPU down
     # the Xid came hours before the analysed hour: only the GPU's silence since then keeps it in view
     end = pd.Timestamp(truth["end"])
     assert all(end - pd.Timestamp(t["faults"][0]["onset"]) > pd.Timedelta(hours=2) for t in truth["nodes"].values())
+    steps = _tables(tmp_path)["step_samples"]
+    for job_id, job in truth["jobs"].items():  # the job's processes on the GPU failed: it logs no step since
+        mine = steps[steps["job_id"].astype(str) == job_id]
+        assert pd.to_datetime(mine["timestamp"]).max() < pd.Timestamp(job["stopped_at"])
     # the scrapes carry the Xid counter, and the lost GPU has no link series there
     (scrape,) = (tmp_path / "dcgm").glob("*.prom")
     node = truth["nodes"][scrape.stem]
@@ -68,12 +82,11 @@ def test_an_xid79_long_before_the_gpu_fell_silent_is_not_blamed() -> None:
 def test_blackwell_links_fail_by_effective_errors_or_failed_recoveries_not_replays(tmp_path: Path) -> None:
     truth, report = _fleet(tmp_path, ["blackwell_link_errors", "healthy_blackwell"], seed=3, nodes=6)
     _exact(report)
-    tables = {t: pd.read_parquet(tmp_path / f"{t}.parquet") for t in ("link_samples", "events")}
     end = pd.Timestamp(truth["end"])
     rules_seen: set[str] = set()
     for node_id, node in truth["nodes"].items():
         assert node["platform"] == "hgx-b200-8gpu"
-        d = analyze_tables(tables, node_id=node_id, end=end, platform=node["platform"])
+        d = analyze_tables(_tables(tmp_path), node_id=node_id, end=end, platform=node["platform"])
         if node["benign"]:  # a BER just under its limit: nothing fails
             assert not d.fault_detected and node["near"]
             continue
@@ -91,11 +104,19 @@ def test_near_threshold_faults_are_drawn_and_still_found(tmp_path: Path, seed: i
     mix = ["replay_storm", "pcie_riser_replays", "nvswitch_port_fault", "gpu_wide_fault", "healthy"]
     truth, report = _fleet(tmp_path, mix, seed=seed, nodes=10)
     _exact(report)
-    faults = [f for n in truth["nodes"].values() for f in n["faults"] if "ratio" in f]
-    near = [f["ratio"] for f in faults if f["ratio"] < NEAR_HIGH]
+    faults = [f for n in truth["nodes"].values() for f in n["faults"]]
+    ratios = [f.get("least_ratio") or f["ratio"] for f in faults]  # a switch or GPU fault: its nearest link
+    near = [r for r in ratios if r is not None and r < NEAR_HIGH]
     assert near and min(near) >= 1.1  # within 1.5x of the threshold, and found (above)
     under = [x["ratio"] for n in truth["nodes"].values() for x in n["near"]]
     assert under and max(under) < 1.0 and max(under) > 0.8  # just under a threshold, and not flagged (above)
+
+
+def test_no_slowdown_is_drawn_where_the_policy_could_read_it_either_way() -> None:
+    _, truth = build(seed=12, nodes=40, hours=6)
+    for job in truth["jobs"].values():
+        pct = job["slowdown_pct"]
+        assert pct == 0.0 or all(abs(pct - step) >= 1.5 for step in (5.0, 20.0)), pct
 
 
 def test_same_seed_same_fleet_in_another_process() -> None:
