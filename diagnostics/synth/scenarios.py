@@ -7,7 +7,8 @@ threshold; a benign CRC burst puts 150-3000 CRC flits and 0.5x-0.95x of the CRC-
 a Blackwell link fails by effective errors (1-300/h, effective BER 1.1x-50x its limit) or failed recoveries (1-6/h)
 with replays staying rare; a GPU off the bus (Xid 79) stops reporting and its direct peers see their
 link go down and its job stops. A fault slows its
-job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width. The driven counters grow
+job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width (the truth says how many lanes, not
+which: no reader names them). The driven counters grow
 deterministically (see `synth_node`), so a fault at 1.1x is over its threshold in every window.
 """
 
@@ -129,11 +130,12 @@ def pcie_riser_replays(sim: NodeSim, name: str = "pcie_riser_replays", gpu: int 
 
 def pcie_downtrain(sim: NodeSim, name: str = "pcie_downtrain", gpu: int | None = None, *,
                    onset: int | None = None, slow: bool | None = None, lo: float = 1.0, hi: float = 10.0) -> None:
+    """The link runs narrower: its width says how many lanes it lost, never which, so the truth names none."""
     gpu = int(sim.rng.integers(0, 8)) if gpu is None else gpu
     on = sim.onset() if onset is None else onset
     width = sim.max_width // int(sim.rng.choice([2, 4]))
     sim.fault(name, "pcie", on, sim.slows(on, lo, hi, 0.5, force=slow), fault=FaultKind.PCIE_DOWNTRAIN, gpu=gpu,
-              width=width, lanes=list(range(width, sim.max_width)), rule="pcie_width")
+              width=width, max_width=sim.max_width, rule="pcie_width")
 
 
 def benign_crc_burst(sim: NodeSim) -> None:

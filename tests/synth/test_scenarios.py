@@ -99,6 +99,18 @@ def test_blackwell_links_fail_by_effective_errors_or_failed_recoveries_not_repla
     assert rules_seen == {"effective_ber", "recovery_failed"}
 
 
+def test_a_pcie_downtrain_says_how_many_lanes_not_which(tmp_path: Path) -> None:
+    truth, report = _fleet(tmp_path, ["pcie_downtrain"], seed=11, nodes=2)
+    _exact(report)
+    for name, node in truth["nodes"].items():
+        (fault,) = node["faults"]
+        assert "lanes" not in fault and fault["width"] < fault["max_width"]
+        d = analyze_tables(_tables(tmp_path), node_id=name, end=pd.Timestamp(truth["end"]), platform=node["platform"])
+        lost = fault["max_width"] - fault["width"]
+        assert any(f"lanes lost: {lost} of {fault['max_width']}" in e for f in d.findings for e in f.evidence)
+        assert d.localization is not None and d.localization.lanes == []
+
+
 @pytest.mark.parametrize("seed", [3, 4])
 def test_near_threshold_faults_are_drawn_and_still_found(tmp_path: Path, seed: int) -> None:
     mix = ["replay_storm", "pcie_riser_replays", "nvswitch_port_fault", "gpu_wide_fault", "healthy"]
