@@ -8,7 +8,8 @@ a Blackwell link fails by effective errors (1-300/h, effective BER 1.1x-50x its 
 with replays staying rare; a GPU off the bus (Xid 79) stops reporting and its direct peers see their
 link go down and its job stops. A fault slows its
 job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width (the truth says how many lanes, not
-which: no reader names them). The driven counters grow
+which: no reader names them). Two faults on one node: the one that slows the job and another whose onset lies at
+least an hour away from it (or before the job's history), so the two can be told apart. The driven counters grow
 deterministically (see `synth_node`), so a fault at 1.1x is over its threshold in every window.
 """
 
@@ -183,12 +184,19 @@ def fabric_manager_down(sim: NodeSim) -> None:
 
 
 def two_faults(sim: NodeSim) -> None:
-    """Two independent faults on two GPUs. Two NVLinks never share a switch or a GPU pair: that would be one
-    switch or one link, and no analysis could tell them apart."""
+    """Two independent faults on two GPUs: the first slows the job; the second starts at least an hour away from it,
+    or before the job's history begins. Two NVLinks never share a switch or a GPU pair: that would be one switch or
+    one link, and no analysis could tell them apart."""
     gpus = [int(g) for g in sim.rng.choice(8, size=2, replace=False)]
-    first, second = sim.rng.choice(4, size=2, replace=False)
+    kinds = sim.rng.choice(4, size=2, replace=False)
+    first = sim.onset()
+    step_h = (sim.times[1] - sim.times[0]).total_seconds() / 3600
+    apart = int(np.ceil(1.0 / step_h))
+    latest = max(first, len(sim.times) - int(4.0 / step_h) - 1)
+    second = int(sim.rng.choice([0, *(i for i in range(1, latest + 1) if abs(i - first) >= apart)]))
     taken: set[str | None] = set()
-    for gpu, which in zip(gpus, (first, second), strict=True):
+    for gpu, which, on, slow in zip(gpus, kinds, (first, second), (True, False), strict=True):
+        when: dict[str, Any] = {"onset": on, "slow": slow, "lo": 8.0, "hi": 60.0}
         if which in (0, 1):
             other = f"GPU {gpus[1] if gpu == gpus[0] else gpus[0]}"
             free = [j for j in sim.nv_indices(gpu) if sim.links[j].peer != other
@@ -196,13 +204,13 @@ def two_faults(sim: NodeSim) -> None:
             link = sim.links[int(sim.rng.choice(free))].link
             taken.add(sim.links[next(j for j in free if sim.links[j].link == link)].switch)
             if which == 0:
-                replay_storm(sim, "two_faults", gpu=gpu, link=link)
+                replay_storm(sim, "two_faults", gpu=gpu, link=link, **when)
             else:
-                link_inactive(sim, "two_faults", gpu=gpu, link=link)
+                link_inactive(sim, "two_faults", gpu=gpu, link=link, **when)
         elif which == 2:
-            pcie_riser_replays(sim, "two_faults", gpu=gpu)
+            pcie_riser_replays(sim, "two_faults", gpu=gpu, **when)
         else:
-            pcie_downtrain(sim, "two_faults", gpu=gpu)
+            pcie_downtrain(sim, "two_faults", gpu=gpu, **when)
 
 
 def outside_slowdown(sim: NodeSim) -> None:

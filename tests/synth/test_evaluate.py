@@ -39,7 +39,7 @@ def test_same_seed_same_fleet_other_seed_other_fleet() -> None:
 @pytest.fixture(scope="module")
 def scored() -> tuple[dict[str, Any], dict[str, Any]]:
     """Diagnoses of a small fleet: two faults on one node (one explains its job), a slowdown from outside, healthy."""
-    tables, truth = build(seed=8, nodes=3, hours=6, scenarios=["two_faults", "outside_slowdown", "healthy"])
+    tables, truth = build(seed=7, nodes=3, hours=6, scenarios=["two_faults", "outside_slowdown", "healthy"])
     inventory = {n: v["platform"] for n, v in truth["nodes"].items() if v["platform"]}
     fleet = analyze_fleet(tables, end=pd.Timestamp(truth["end"]), platforms=inventory, nodes=sorted(truth["nodes"]))
     return truth, {"fleet": fleet, "tables": tables, "inventory": inventory}

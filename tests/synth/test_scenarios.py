@@ -19,7 +19,7 @@ from diagnostics.ingest.dcgm import read_scrapes
 from diagnostics.synth.evaluate import SCORES, EvalReport, evaluate
 from diagnostics.synth.fleet import build, generate
 from diagnostics.synth.node import NEAR_HIGH
-from diagnostics.synth.truth import NO_JOB
+from diagnostics.synth.truth import EXPLAINS, NO_JOB
 
 BLACKWELL_RULES = {"effective_errors", "effective_ber", "recovery_failed", "symbol_ber"}
 
@@ -97,6 +97,18 @@ def test_blackwell_links_fail_by_effective_errors_or_failed_recoveries_not_repla
         assert bad[0].rates_per_hour.get("replay", 0.0) < 10  # replays stay rare
         rules_seen.add(fault["rule"])
     assert rules_seen == {"effective_ber", "recovery_failed"}
+
+
+def test_two_faults_one_slows_the_job_and_the_other_starts_an_hour_apart(tmp_path: Path) -> None:
+    truth, report = _fleet(tmp_path, ["two_faults"], seed=5, nodes=6)
+    _exact(report)
+    for node in truth["nodes"].values():
+        slow, other = node["faults"]
+        assert slow["slows_job"] and not other["slows_job"]
+        apart = abs(pd.Timestamp(slow["onset"]) - pd.Timestamp(other["onset"]))
+        assert apart >= pd.Timedelta(hours=1) or pd.Timestamp(other["onset"]) == pd.Timestamp(truth["start"])
+        assert node["expect"]["headline"] == slow["component"] and node["expect"]["verdict"] == EXPLAINS
+        assert len(node["expect"]["localized"]) == 2
 
 
 def test_a_pcie_downtrain_says_how_many_lanes_not_which(tmp_path: Path) -> None:
