@@ -7,6 +7,7 @@ Xid counters) of a few nodes. Same seed, same fleet. 20 nodes hold every scenari
 
 The ground truth holds, per node, its labelled faults (kind, part, onset, whether it slows the job) and what a
 diagnosis should conclude (`expect`, see `truth`); per job, its nodes, slowdown and when it stopped logging steps.
+A node outside the inventory (`platform_unknown`) is left out of `nodes.csv`; its truth names no platform.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def _assign(rng: np.random.Generator, nodes: int, only: Sequence[str] | None = N
 def _platform(rng: np.random.Generator, scenario: str, known: dict[str, Any]) -> str:
     if scenario in ONLY_ON:
         return ONLY_ON[scenario]
-    if scenario in ("nvswitch_port_fault", "fabric_manager_down"):
+    if scenario in ("nvswitch_port_fault", "fabric_manager_down", "platform_unknown"):
         return str(rng.choice([p for p in SWITCHED if p in known]))
     platforms = [*PLATFORMS, B200] if scenario in ANY_GENERATION else list(PLATFORMS)
     if scenario not in NEED_NO_NVLINK:  # the rest need NVLinks
@@ -171,7 +172,7 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
         fleet.sims[name] = sim
         link_frames.append(sim.link_frame())
         event_frames.append(sim.event_frame())
-        truth_nodes[name] = {"platform": platforms[name],
+        truth_nodes[name] = {"platform": platforms[name] if sim.inventory else None, "board": platforms[name],
                              "scenario": chosen[name], "benign": chosen[name] in BENIGN, "faults": sim.faults,
                              "near": sim.near, "warnings": sim.warnings}
     steps, jobs = _steps(rng, fleet, times)
@@ -198,12 +199,11 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
             frame.to_csv(out / f"{name}.csv", index=False)
         else:
             frame.to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
-    pd.DataFrame({"node_id": list(truth["nodes"]),
-                  "platform": [v["platform"] for v in truth["nodes"].values()]}).to_csv(out / "nodes.csv",
-                                                                                        index=False)
+    known = {n: v["platform"] for n, v in truth["nodes"].items() if v["platform"] is not None}
+    pd.DataFrame({"node_id": list(known), "platform": list(known.values())}).to_csv(out / "nodes.csv", index=False)
     # a GPU off the bus first, then Blackwell nodes, then other Xids, so the scrapes show those series
     order = sorted(truth["nodes"], key=lambda n: (not _has_xid(tables["events"], n, 79),
-                                                  truth["nodes"][n]["platform"] != B200,
+                                                  truth["nodes"][n]["board"] != B200,
                                                   not _has_xid(tables["events"], n), n))
     _scrapes(tables["link_samples"], tables["events"], out / "dcgm", order[:scrapes])
     path = out / "ground_truth.json"

@@ -96,6 +96,7 @@ class NodeSim:
     slowdown: tuple[int, float] | None = None
     stops_job: int | None = None  # the sample from which the node's job logs no step (it cannot run)
     warnings: list[dict[str, Any]] = field(default_factory=list)  # benign readings over a warning rule, and when
+    inventory: bool = True  # False: the node is missing from the inventory and its peers are spelled `nvswitch-1`
 
     @classmethod
     def new(cls, rng: np.random.Generator, node_id: str, platform: str, times: pd.DatetimeIndex, *,
@@ -245,7 +246,7 @@ class NodeSim:
         return pd.DataFrame({
             "timestamp": flat(self.times.to_numpy()[None, :]), "node_id": self.node_id,
             "gpu": each([s.gpu for s in self.links]), "link_type": each([s.link_type for s in self.links]),
-            "link": each([s.link for s in self.links]), "peer": each([s.peer for s in self.links]),
+            "link": each([s.link for s in self.links]), "peer": each([self._peer(s) for s in self.links]),
             **{c: flat(v) for c, v in cols.items()},
             **{g: flat(v) for g, v in self.gauge.items() if np.isfinite(v).any()}, "link_state": flat(state),
             "gen": np.where(pcie_row, flat(self.gen[None, :]), np.nan),
@@ -254,6 +255,10 @@ class NodeSim:
             "max_width": np.where(pcie_row, self.max_width, np.nan),
             "tx_bytes_per_s": np.where(pcie_row, flat(self.traffic[None, :]), np.nan), "source": "synth",
         })
+
+    def _peer(self, s: SynthLink) -> str:
+        """The peer column as the node's readers spell it: a node outside the inventory writes `nvswitch-1`."""
+        return s.peer.replace("NVSwitch ", "nvswitch-") if not self.inventory else s.peer
 
     def width_by_link(self) -> np.ndarray:
         w = np.full((len(self.links), len(self.times)), float(self.max_width))

@@ -30,13 +30,14 @@ SCENARIOS: tuple[str, ...] = (
     "healthy", "replay_storm", "flapping_link", "link_inactive", "nvswitch_port_fault", "gpu_wide_fault",
     "pcie_riser_replays", "pcie_downtrain", "benign_crc_burst", "reboot_reset", "reset_during_fault",
     "scrape_gaps", "fabric_manager_down", "sku_12_of_18", "two_faults", "outside_slowdown", "xid79_gpu_lost",
-    "blackwell_link_errors", "healthy_blackwell",
+    "blackwell_link_errors", "healthy_blackwell", "platform_unknown",
 )
 BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps", "sku_12_of_18",
                     "outside_slowdown", "healthy_blackwell"})
 # What a diagnosis must say beyond its parts, per scenario: (where: warnings | verdict | evidence of the headline,
 # the words); matched without regard to case.
 CAVEATS: dict[str, list[tuple[str, str]]] = {
+    "platform_unknown": [("warnings", "platform unknown")],
 }
 
 
@@ -265,6 +266,13 @@ def blackwell_link_errors(sim: NodeSim) -> None:
               link=s.link, switch=s.switch, peer=s.peer, **how)
 
 
+def platform_unknown(sim: NodeSim) -> None:
+    """A node the inventory lacks (no platform file names it), its tables spelling switches `nvswitch-1`: a replay
+    storm on one of its NVLinks, which no part can be named for until the board is known."""
+    sim.inventory = False
+    replay_storm(sim, "platform_unknown")
+
+
 _APPLY: dict[str, Callable[[NodeSim], None]] = {
     "healthy": healthy, "replay_storm": replay_storm, "flapping_link": flapping_link,
     "link_inactive": link_inactive, "nvswitch_port_fault": nvswitch_port_fault, "gpu_wide_fault": gpu_wide_fault,
@@ -273,6 +281,7 @@ _APPLY: dict[str, Callable[[NodeSim], None]] = {
     "scrape_gaps": scrape_gaps, "fabric_manager_down": fabric_manager_down, "sku_12_of_18": healthy,
     "two_faults": two_faults, "outside_slowdown": outside_slowdown, "xid79_gpu_lost": xid79_gpu_lost,
     "blackwell_link_errors": blackwell_link_errors, "healthy_blackwell": healthy_blackwell,
+    "platform_unknown": platform_unknown,
 }
 
 

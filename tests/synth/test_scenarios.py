@@ -14,9 +14,11 @@ import pandas as pd
 import pytest
 
 from diagnostics.analysis import analyze_tables
+from diagnostics.config.repair_plan import repair_plan
+from diagnostics.enums import FaultKind
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
-from diagnostics.synth.evaluate import SCORES, EvalReport, evaluate
+from diagnostics.synth.evaluate import SCORES, EvalReport, evaluate, fits
 from diagnostics.synth.fleet import build, generate
 from diagnostics.synth.node import NEAR_HIGH
 from diagnostics.synth.truth import EXPLAINS, NO_JOB
@@ -109,6 +111,34 @@ def test_two_faults_one_slows_the_job_and_the_other_starts_an_hour_apart(tmp_pat
         assert apart >= pd.Timedelta(hours=1) or pd.Timestamp(other["onset"]) == pd.Timestamp(truth["start"])
         assert node["expect"]["headline"] == slow["component"] and node["expect"]["verdict"] == EXPLAINS
         assert len(node["expect"]["localized"]) == 2
+
+
+def test_a_node_without_a_platform_is_localized_and_says_so(tmp_path: Path) -> None:
+    truth, report = _fleet(tmp_path, ["platform_unknown", "healthy"], seed=6, nodes=2)
+    _exact(report)
+    unknown = [n for n, v in truth["nodes"].items() if v["scenario"] == "platform_unknown"]
+    inventory = pd.read_csv(tmp_path / "nodes.csv")
+    assert not set(unknown) & set(inventory["node_id"])  # the inventory lacks it
+    links = _tables(tmp_path)["link_samples"]
+    peers = set(links[links["node_id"].isin(unknown)]["peer"].dropna().astype(str))
+    assert any(p.startswith("nvswitch-") for p in peers) and not any(p.startswith("NVSwitch") for p in peers)
+    for name in unknown:
+        node = truth["nodes"][name]
+        assert node["platform"] is None and node["board"] and node["expect"]["parts"] == {
+            node["faults"][0]["component"]: None}
+        d = analyze_tables(_tables(tmp_path), node_id=name, end=pd.Timestamp(truth["end"]))
+        assert d.platform is None and any(w.startswith("platform unknown") for w in d.warnings)
+        assert d.localization is not None and d.localization.ref.slug == node["faults"][0]["component"]
+        assert repair_plan(None, d.localization.fault or FaultKind.NVLINK).part is None
+    # the fit score: a plan for a platform the node is not known to have would name a part where none may be
+    result = next(r for r in report.nodes if r.node_id == unknown[0])
+    assert result.given["fit"] == {truth["nodes"][unknown[0]]["faults"][0]["component"]: "fits"}
+    d = analyze_tables(_tables(tmp_path), node_id=unknown[0], end=pd.Timestamp(truth["end"]))
+    loc = d.localization
+    assert loc is not None
+    named = fits(loc, d.model_copy(update={"platform": "hgx-h100-8gpu"}), loc.fault.value if loc.fault else None,
+                 None)
+    assert named[0] is False and "where none applies" in named[1]
 
 
 def test_a_pcie_downtrain_says_how_many_lanes_not_which(tmp_path: Path) -> None:
