@@ -1,12 +1,16 @@
 """One synthetic node: its links' counter rates, gauges and states over time, turned into link_samples rows.
 
-Background (per hour): replays 0-15, CRC flits 0-20, CRC data 0-5 per link, Poisson. Blackwell NVLinks report
-other counters (replays rare by design, 0-2; symbol errors corrected by FEC, no effective errors) and bit-error
-ratios. A counter a scenario drives (a fault, or a benign link drawn near a threshold) grows deterministically at
-its rate, the fraction carried between samples, so an hour's increase is the rate within one count: a fault drawn
-at 1.1x its threshold is over it in every window, a benign link at 0.95x under it. Rules and limits come from the
-packaged thresholds file, so ground truth follows its defaults. A slowdown is never drawn within `MARGIN_PCT` of a
-step in the priority policy (5 %, 20 %): the measured figure could fall either side.
+Background (per hour): replays 0-15, CRC flits 0-20, CRC data 0-5 per link, Poisson. Blackwell nodes are written
+as dcgm-exporter writes them on GB200/B200: the NVLink5 counters (symbol and effective errors, successful and
+failed recoveries, the bit-error ratios) only as each GPU's total over its links (a row with `gpu_total` true and
+no link: DCGM documents fields 1200-1219 as "NVLink5+ only. Returns aggregate value across all links"), and per
+link only the replay counter, which DCGM also gives per link (the link-entity field 1527,
+`DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL`; rare there by design, 0-2). A counter a scenario drives (a fault,
+or a benign link drawn near a threshold) grows deterministically at its rate, the fraction carried between samples,
+so an hour's increase is the rate within one count: a fault drawn at 1.1x its threshold is over it in every window,
+a benign link at 0.95x under it. Rules and limits come from the packaged thresholds file, so ground truth follows
+its defaults. A slowdown is never drawn within `MARGIN_PCT` of a step in the priority policy (5 %, 20 %): the
+measured figure could fall either side.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..components import ComponentRef
 from ..config.platforms import platform_data
 from ..config.thresholds import DEFAULT_FILE, Thresholds, load_thresholds
 from ..enums import FaultKind, Severity
-from .layout import SynthLink, has_switches, nvlinks, pcie_links, pcie_shape
+from .layout import SynthLink, gpu_totals, has_switches, nvlinks, pcie_links, pcie_shape
 
 CLASSIC = ("crc_flit", "crc_data", "recovery")  # NVLink counters before Blackwell
 BLACKWELL = ("symbol_errors", "effective_errors", "recovery_successful", "recovery_failed")
@@ -103,7 +107,7 @@ class NodeSim:
             near: bool = True) -> NodeSim:
         """`near=False`: no link drawn under a threshold (the demo nodes show no stray warning)."""
         blackwell = is_blackwell(platform)
-        links = nvlinks(platform) + pcie_links(platform)
+        links = nvlinks(platform) + pcie_links(platform) + (gpu_totals(platform) if blackwell else [])
         n, t = len(links), len(times)
         highs = {"replay": 2 if blackwell else 15, "crc_flit": 20, "crc_data": 5, "symbol_errors": 0}
         rate = {c: np.repeat(rng.uniform(0, highs.get(c, 0), (n, 1)), t, axis=1) for c in COUNTERS}
@@ -118,12 +122,12 @@ class NodeSim:
                   np.full(t, max_width, dtype=float), np.where(busy, max_gen, 1).astype(float), traffic,
                   max_gen, max_width, blackwell=blackwell, keep=np.ones(t, dtype=bool),
                   gone=np.zeros((n, t), dtype=bool))
-        nv = sim.nv_indices()
+        nv = sim.error_indices()
         if blackwell:
             rate["symbol_errors"][nv] = np.exp(rng.uniform(np.log(1e2), np.log(1e5), (len(nv), 1)))
             gauge["symbol_ber"][nv] = np.exp(rng.uniform(np.log(1e-10), np.log(1e-7), (len(nv), 1)))
             gauge["effective_ber"][nv] = np.exp(rng.uniform(np.log(1e-17), np.log(1e-15), (len(nv), 1)))
-        if rng.random() < 0.5 and nv and near:  # one link just under a threshold: not a fault
+        if rng.random() < 0.5 and nv and near:  # one link (or GPU total) just under a threshold: not a fault
             sim.near_below(int(rng.choice(nv)))
         if has_switches(platform):
             sim.events.append({"timestamp": times[0], "kind": "fabric_state", "text": "Fabric State: Completed"})
@@ -153,7 +157,16 @@ class NodeSim:
 
     # -- helpers scenarios use -------------------------------------------------------------------------------
     def nv_indices(self, gpu: int | None = None) -> list[int]:
-        return [i for i, s in enumerate(self.links) if s.link_type == "nvlink" and (gpu is None or s.gpu == gpu)]
+        """The NVLinks, each on its own (not the GPU totals)."""
+        return [i for i, s in enumerate(self.links) if s.link_type == "nvlink" and not s.total
+                and (gpu is None or s.gpu == gpu)]
+
+    def total_index(self, gpu: int) -> int:
+        return next(i for i, s in enumerate(self.links) if s.total and s.gpu == gpu)
+
+    def error_indices(self) -> list[int]:
+        """Where the NVLink error counters live: the GPU totals on Blackwell, else each NVLink."""
+        return [i for i, s in enumerate(self.links) if s.total] if self.blackwell else self.nv_indices()
 
     def pcie_index(self, gpu: int) -> int:
         return next(i for i, s in enumerate(self.links) if s.link_type == "pcie" and s.gpu == gpu)
@@ -202,11 +215,14 @@ class NodeSim:
     # -- output ----------------------------------------------------------------------------------------------
     def _applies(self, counter: str) -> np.ndarray:
         pcie = np.array([s.link_type == "pcie" for s in self.links])
+        total = np.array([s.total for s in self.links])
         if counter == "replay":
-            return np.ones(len(self.links), dtype=bool)
+            return ~total
         if counter == "replay_rollovers":
             return pcie
-        return ~pcie & (self.blackwell == (counter in BLACKWELL))
+        if counter in BLACKWELL:
+            return total
+        return ~pcie & ~self.blackwell
 
     def _counts(self, counter: str, hours: np.ndarray) -> np.ndarray:
         expected = self.rate[counter] * hours * ~self.inactive
@@ -247,6 +263,7 @@ class NodeSim:
             "timestamp": flat(self.times.to_numpy()[None, :]), "node_id": self.node_id,
             "gpu": each([s.gpu for s in self.links]), "link_type": each([s.link_type for s in self.links]),
             "link": each([s.link for s in self.links]), "peer": each([self._peer(s) for s in self.links]),
+            "gpu_total": each([s.total for s in self.links]).astype(bool),
             **{c: flat(v) for c, v in cols.items()},
             **{g: flat(v) for g, v in self.gauge.items() if np.isfinite(v).any()}, "link_state": flat(state),
             "gen": np.where(pcie_row, flat(self.gen[None, :]), np.nan),
@@ -256,8 +273,10 @@ class NodeSim:
             "tx_bytes_per_s": np.where(pcie_row, flat(self.traffic[None, :]), np.nan), "source": "synth",
         })
 
-    def _peer(self, s: SynthLink) -> str:
+    def _peer(self, s: SynthLink) -> str | None:
         """The peer column as the node's readers spell it: a node outside the inventory writes `nvswitch-1`."""
+        if s.total:
+            return None
         return s.peer.replace("NVSwitch ", "nvswitch-") if not self.inventory else s.peer
 
     def width_by_link(self) -> np.ndarray:

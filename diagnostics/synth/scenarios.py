@@ -4,8 +4,8 @@ Ranges (per hour unless stated; background in `synth_node`): a fault sits at 1.1
 near it (1.1x-1.5x) and half log-uniform 1.5x-50x; a healthy node carries, one time in two, a link at 0.5x-0.95x
 of a threshold; a flapping link recovers 1-30 times an hour (log-uniform) with replays at 0.1x-0.95x of their
 threshold; a benign CRC burst puts 150-3000 CRC flits and 0.5x-0.95x of the CRC-data threshold into one interval;
-a Blackwell link fails by effective errors (1-300/h, effective BER 1.1x-50x its limit) or failed recoveries (1-6/h)
-with replays staying rare; a GPU off the bus (Xid 79) stops reporting and its direct peers see their
+a Blackwell GPU fails by effective errors (1-300/h, effective BER 1.1x-50x its limit) or failed recoveries (1-6/h),
+read as the GPU's totals over its NVLinks; a GPU off the bus (Xid 79) stops reporting and its direct peers see their
 link go down and its job stops. A fault slows its
 job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width (the truth says how many lanes, not
 which: no reader names them). Two faults on one node: the one that slows the job and another whose onset lies at
@@ -223,9 +223,9 @@ def healthy(sim: NodeSim) -> None:
 
 
 def healthy_blackwell(sim: NodeSim) -> None:
-    """A Blackwell node with a link whose bit-error ratio sits just under its limit: the Blackwell rules' negative."""
+    """A Blackwell node with a GPU whose bit-error ratio sits just under its limit: the Blackwell rules' negative."""
     if not sim.near:
-        sim.near_below(int(sim.rng.choice(sim.nv_indices())))
+        sim.near_below(int(sim.rng.choice(sim.error_indices())))
 
 
 def xid79_gpu_lost(sim: NodeSim, name: str = "xid79_gpu_lost", gpu: int | None = None,
@@ -245,9 +245,10 @@ def xid79_gpu_lost(sim: NodeSim, name: str = "xid79_gpu_lost", gpu: int | None =
 
 
 def blackwell_link_errors(sim: NodeSim) -> None:
-    """A Blackwell NVLink failing the Blackwell way: effective errors and BER, or failed recoveries; replays rare."""
-    i, on = int(sim.rng.choice(sim.nv_indices())), sim.onset()
-    s = sim.links[i]
+    """A Blackwell GPU's NVLinks failing the Blackwell way: effective errors and BER, or failed recoveries; replays
+    rare. DCGM reads these counters as the GPU's totals over its links, so the fault is the GPU's NVLinks."""
+    gpu, on = int(sim.rng.integers(0, 8)), sim.onset()
+    i = sim.total_index(gpu)
     if sim.rng.random() < 0.6:
         factor = sim.factor()
         sim.gauge["effective_ber"][i, on:] = factor * limit("effective_ber")
@@ -262,8 +263,8 @@ def blackwell_link_errors(sim: NodeSim) -> None:
         sim.drive("recovery_successful", i, on, float(sim.rng.uniform(2, 20)))
         how = {"rule": "recovery_failed", "rate_per_hour": round(failed, 3)}
     # effective errors and failed recoveries fail at any count: as far over as a zero threshold goes (ratio None)
-    sim.fault("blackwell_link_errors", "nvlink", on, sim.slows(on, 3, 40), fault=FaultKind.NVLINK, gpu=s.gpu,
-              link=s.link, switch=s.switch, peer=s.peer, **how)
+    sim.fault("blackwell_link_errors", "nvlink", on, sim.slows(on, 3, 40), fault=FaultKind.NVLINK_AGGREGATE,
+              gpu=gpu, link=None, **how)
 
 
 def platform_unknown(sim: NodeSim) -> None:
