@@ -3,7 +3,7 @@
 Each node gets one scenario; rates, onsets, sizes and the slowdown they cause are drawn from ranges that include
 values near each threshold, so no fixed pattern can be learned. Output: the normalized tables (Parquet or CSV),
 `nodes.csv` (the inventory: node and platform), `ground_truth.json`, and dcgm-exporter scrapes (link series and
-Xid counters) of a few nodes. Same seed, same fleet. 20 nodes hold every scenario at least once.
+Xid counters) of a few nodes. Same seed, same fleet. 24 nodes hold every scenario at least once.
 
 The ground truth holds, per node, its labelled faults (kind, part, onset, whether it slows the job) and what a
 diagnosis should conclude (`expect`, see `truth`); per job, its nodes, slowdown and when it stopped logging steps.
@@ -32,17 +32,17 @@ START = pd.Timestamp("2026-01-05T00:00:00Z")
 SEED_NODES = {"hpc-gpu-node-12": ("replay_storm", "h100-nvl-8gpu"), "hpc-gpu-node-03": ("healthy", "hgx-h100-8gpu")}
 SEED_JOB = "4411"
 HEALTHY_SEED = "hpc-gpu-node-03"  # runs a job of its own, so its summary shows no other node's slowdown
-DEFAULT_NODES = 20
+DEFAULT_NODES = 24
 PLATFORMS = ("hgx-h100-8gpu", "hgx-h200-8gpu", "dgx-a100-8gpu", "dgx1-v100-8gpu", "pcie-8gpu")
 B200 = "hgx-b200-8gpu"
 # scenarios on one platform only; the fleet skips them when that platform's file is missing
 ONLY_ON = {"sku_12_of_18": "h100-nvl-8gpu", "blackwell_link_errors": B200, "healthy_blackwell": B200}
 # scenarios that read no pre-Blackwell NVLink counter (replay, CRC, recovery): Blackwell nodes may take them
 ANY_GENERATION = ("healthy", "outside_slowdown", "scrape_gaps", "reboot_reset", "pcie_riser_replays",
-                  "pcie_downtrain", "link_inactive", "xid79_gpu_lost")
+                  "pcie_downtrain", "link_inactive", "xid79_gpu_lost", "xid79_after_pcie_replays")
 SWITCHED = ("hgx-h100-8gpu", "hgx-h200-8gpu", "dgx-a100-8gpu")  # NVSwitch boards running Fabric Manager
 NEED_NO_NVLINK = ("pcie_riser_replays", "pcie_downtrain", "healthy", "outside_slowdown", "scrape_gaps",
-                  "xid79_gpu_lost")
+                  "xid79_gpu_lost", "xid79_after_pcie_replays")
 
 
 @dataclass

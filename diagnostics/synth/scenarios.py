@@ -6,7 +6,7 @@ of a threshold; a flapping link recovers 1-30 times an hour (log-uniform) with r
 threshold; a benign CRC burst puts 150-3000 CRC flits and 0.5x-0.95x of the CRC-data threshold into one interval;
 a Blackwell GPU fails by effective errors (1-300/h, effective BER 1.1x-50x its limit) or failed recoveries (1-6/h),
 read as the GPU's totals over its NVLinks; a GPU off the bus (Xid 79) stops reporting and its direct peers see their
-link go down and its job stops. A fault slows its
+link go down, its job stops, and in one scenario its PCIe link replays for 15-90 minutes first. A fault slows its
 job with probability 0.8 by 5-90%; PCIe downtrains halve or quarter the width (the truth says how many lanes, not
 which: no reader names them). Two faults on one node: the one that slows the job and another whose onset lies at
 least an hour away from it (or before the job's history), so the two can be told apart. The driven counters grow
@@ -30,7 +30,7 @@ SCENARIOS: tuple[str, ...] = (
     "healthy", "replay_storm", "flapping_link", "link_inactive", "nvswitch_port_fault", "gpu_wide_fault",
     "pcie_riser_replays", "pcie_downtrain", "benign_crc_burst", "reboot_reset", "reset_during_fault",
     "scrape_gaps", "fabric_manager_down", "sku_12_of_18", "two_faults", "outside_slowdown", "xid79_gpu_lost",
-    "blackwell_link_errors", "healthy_blackwell", "platform_unknown",
+    "blackwell_link_errors", "healthy_blackwell", "platform_unknown", "xid79_after_pcie_replays",
 )
 BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps", "sku_12_of_18",
                     "outside_slowdown", "healthy_blackwell"})
@@ -38,6 +38,7 @@ BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps"
 # the words); matched without regard to case.
 CAVEATS: dict[str, list[tuple[str, str]]] = {
     "platform_unknown": [("warnings", "platform unknown")],
+    "xid79_after_pcie_replays": [("evidence", "pcie replay")],
 }
 
 
@@ -244,6 +245,19 @@ def xid79_gpu_lost(sim: NodeSim, name: str = "xid79_gpu_lost", gpu: int | None =
               rule="xid_off_bus")
 
 
+def xid79_after_pcie_replays(sim: NodeSim) -> None:
+    """The GPU's PCIe link replays for 15-90 minutes, then Xid 79 and its series stop: the GPU off the bus is the
+    fault; the replays before it are its evidence (the PCIe path is the usual cause), not a second fault."""
+    gpu, t = int(sim.rng.integers(0, 8)), len(sim.times)
+    step_h = (sim.times[1] - sim.times[0]).total_seconds() / 3600
+    on = int(sim.rng.integers(max(int(t * 0.3), t - int(4.0 / step_h)), t - int(1.5 / step_h)))
+    rise = on - int(sim.rng.integers(max(1, int(0.25 / step_h)), int(1.5 / step_h) + 1))
+    factor = sim.factor()
+    sim.drive("replay", sim.pcie_index(gpu), rise, factor * limit("pcie_replay"))
+    xid79_gpu_lost(sim, "xid79_after_pcie_replays", gpu=gpu, onset=on)
+    sim.faults[-1].update(replays_from=str(sim.times[rise]), replay_ratio=round(factor, 3))
+
+
 def blackwell_link_errors(sim: NodeSim) -> None:
     """A Blackwell GPU's NVLinks failing the Blackwell way: effective errors and BER, or failed recoveries; replays
     rare. DCGM reads these counters as the GPU's totals over its links, so the fault is the GPU's NVLinks."""
@@ -282,7 +296,7 @@ _APPLY: dict[str, Callable[[NodeSim], None]] = {
     "scrape_gaps": scrape_gaps, "fabric_manager_down": fabric_manager_down, "sku_12_of_18": healthy,
     "two_faults": two_faults, "outside_slowdown": outside_slowdown, "xid79_gpu_lost": xid79_gpu_lost,
     "blackwell_link_errors": blackwell_link_errors, "healthy_blackwell": healthy_blackwell,
-    "platform_unknown": platform_unknown,
+    "platform_unknown": platform_unknown, "xid79_after_pcie_replays": xid79_after_pcie_replays,
 }
 
 

@@ -81,6 +81,22 @@ def test_an_xid79_long_before_the_gpu_fell_silent_is_not_blamed() -> None:
     assert "xid_off_bus" not in {c.rule for f in older.findings for c in f.crossed}
 
 
+def test_xid79_after_pcie_replays_names_the_gpu_with_the_replays_as_evidence(tmp_path: Path) -> None:
+    truth, report = _fleet(tmp_path, ["xid79_after_pcie_replays"], seed=8, nodes=3)
+    _exact(report)
+    links = _tables(tmp_path)["link_samples"]
+    for name, node in truth["nodes"].items():
+        (fault,) = node["faults"]
+        assert fault["fault"] == FaultKind.GPU_OFF_BUS.value and node["expect"]["localized"] == [fault["component"]]
+        pcie = links[(links["node_id"] == name) & (links["gpu"] == fault["gpu"]) & (links["link_type"] == "pcie")]
+        rising = pcie[pd.to_datetime(pcie["timestamp"]) >= pd.Timestamp(fault["replays_from"])]
+        assert rising["replay"].diff().sum() > 0  # the replays rose before the GPU fell off the bus
+        assert pd.to_datetime(pcie["timestamp"]).max() <= pd.Timestamp(fault["onset"])  # then its series stop
+    for result in report.nodes:
+        assert result.given["localized"] == result.expected["localized"]  # no PCIe part beside the GPU
+        assert result.given["caveats"][0]["says"] == "pcie replay"
+
+
 def test_blackwell_is_written_as_dcgm_exporter_writes_it(tmp_path: Path) -> None:
     """NVLink5 counters only as each GPU's total over its links (no `nvlink` label); per link only the replays."""
     truth, report = _fleet(tmp_path, ["blackwell_link_errors", "healthy_blackwell"], seed=3, nodes=4, scrapes=1)
