@@ -39,10 +39,10 @@ B200 = "hgx-b200-8gpu"
 ONLY_ON = {"sku_12_of_18": "h100-nvl-8gpu", "blackwell_link_errors": B200, "healthy_blackwell": B200}
 # scenarios that read no pre-Blackwell NVLink counter (replay, CRC, recovery): Blackwell nodes may take them
 ANY_GENERATION = ("healthy", "outside_slowdown", "scrape_gaps", "reboot_reset", "pcie_riser_replays",
-                  "pcie_downtrain", "link_inactive", "xid79_gpu_lost", "xid79_after_pcie_replays")
+                  "pcie_downtrain", "link_inactive", "xid79_gpu_lost", "xid79_after_pcie_replays", "single_scrape")
 SWITCHED = ("hgx-h100-8gpu", "hgx-h200-8gpu", "dgx-a100-8gpu")  # NVSwitch boards running Fabric Manager
 NEED_NO_NVLINK = ("pcie_riser_replays", "pcie_downtrain", "healthy", "outside_slowdown", "scrape_gaps",
-                  "xid79_gpu_lost", "xid79_after_pcie_replays")
+                  "xid79_gpu_lost", "xid79_after_pcie_replays", "single_scrape")
 
 
 @dataclass

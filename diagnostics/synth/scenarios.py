@@ -30,14 +30,15 @@ SCENARIOS: tuple[str, ...] = (
     "healthy", "replay_storm", "flapping_link", "link_inactive", "nvswitch_port_fault", "gpu_wide_fault",
     "pcie_riser_replays", "pcie_downtrain", "benign_crc_burst", "reboot_reset", "reset_during_fault",
     "scrape_gaps", "fabric_manager_down", "sku_12_of_18", "two_faults", "outside_slowdown", "xid79_gpu_lost",
-    "blackwell_link_errors", "healthy_blackwell", "platform_unknown", "xid79_after_pcie_replays",
+    "blackwell_link_errors", "healthy_blackwell", "platform_unknown", "xid79_after_pcie_replays", "single_scrape",
 )
 BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps", "sku_12_of_18",
-                    "outside_slowdown", "healthy_blackwell"})
+                    "outside_slowdown", "healthy_blackwell", "single_scrape"})
 # What a diagnosis must say beyond its parts, per scenario: (where: warnings | verdict | evidence of the headline,
 # the words); matched without regard to case.
 CAVEATS: dict[str, list[tuple[str, str]]] = {
     "platform_unknown": [("warnings", "platform unknown")],
+    "single_scrape": [("warnings", "second reading")],
     "xid79_after_pcie_replays": [("evidence", "pcie replay")],
 }
 
@@ -288,6 +289,13 @@ def platform_unknown(sim: NodeSim) -> None:
     replay_storm(sim, "platform_unknown")
 
 
+def single_scrape(sim: NodeSim) -> None:
+    """The store holds one scrape of this node: one reading per link, totals since reset and no rate (so no rate
+    can cross a warning either)."""
+    sim.keep[:-1] = False
+    sim.warnings.clear()
+
+
 _APPLY: dict[str, Callable[[NodeSim], None]] = {
     "healthy": healthy, "replay_storm": replay_storm, "flapping_link": flapping_link,
     "link_inactive": link_inactive, "nvswitch_port_fault": nvswitch_port_fault, "gpu_wide_fault": gpu_wide_fault,
@@ -297,6 +305,7 @@ _APPLY: dict[str, Callable[[NodeSim], None]] = {
     "two_faults": two_faults, "outside_slowdown": outside_slowdown, "xid79_gpu_lost": xid79_gpu_lost,
     "blackwell_link_errors": blackwell_link_errors, "healthy_blackwell": healthy_blackwell,
     "platform_unknown": platform_unknown, "xid79_after_pcie_replays": xid79_after_pcie_replays,
+    "single_scrape": single_scrape,
 }
 
 

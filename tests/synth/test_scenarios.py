@@ -174,6 +174,19 @@ def test_a_node_without_a_platform_is_localized_and_says_so(tmp_path: Path) -> N
     assert named[0] is False and "where none applies" in named[1]
 
 
+def test_a_single_scrape_is_not_failing_and_asks_for_a_second_reading(tmp_path: Path) -> None:
+    truth, report = _fleet(tmp_path, ["single_scrape", "single_scrape", "replay_storm"], seed=9, nodes=3)
+    _exact(report)
+    links = _tables(tmp_path)["link_samples"]
+    for name, node in truth["nodes"].items():
+        if node["scenario"] != "single_scrape":
+            continue
+        assert links[links["node_id"] == name]["timestamp"].nunique() == 1
+        assert node["expect"] | {"detected": False, "priority": "low"} == node["expect"]
+        result = next(r for r in report.nodes if r.node_id == name)
+        assert result.given["detected"] is False and result.given["caveats"][0]["says"] == "second reading"
+
+
 def test_a_pcie_downtrain_says_how_many_lanes_not_which(tmp_path: Path) -> None:
     truth, report = _fleet(tmp_path, ["pcie_downtrain"], seed=11, nodes=2)
     _exact(report)
