@@ -39,6 +39,7 @@ BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps"
 CAVEATS: dict[str, list[tuple[str, str]]] = {
     "platform_unknown": [("warnings", "platform unknown")],
     "single_scrape": [("warnings", "second reading")],
+    "fabric_manager_down": [("verdict", "cannot start")],
     "xid79_after_pcie_replays": [("evidence", "pcie replay")],
 }
 
@@ -178,12 +179,15 @@ def scrape_gaps(sim: NodeSim) -> None:
 
 
 def fabric_manager_down(sim: NodeSim) -> None:
+    """Fabric Manager stops: every NVLink goes inactive and, on an NVSwitch system, CUDA initialisation fails
+    (error 802, "system not yet initialized"), so the node's job logs no step from then on."""
     on = sim.onset()
     sim.inactive[sim.nv_indices(), on:] = True
     sim.events.append({"timestamp": sim.times[on], "kind": "fabric_state",
                        "text": "Fabric State: In Progress (Fabric Manager not running)"})
-    sim.fault("fabric_manager_down", "fabric-software", on, sim.slows(on, 30, 90, 1.0),
-              fault=FaultKind.FABRIC_MANAGER, severity=Severity.DOWN)
+    sim.stops_job = on
+    sim.fault("fabric_manager_down", "fabric-software", on, False, fault=FaultKind.FABRIC_MANAGER,
+              severity=Severity.DOWN)
 
 
 def two_faults(sim: NodeSim) -> None:

@@ -187,6 +187,23 @@ def test_a_single_scrape_is_not_failing_and_asks_for_a_second_reading(tmp_path: 
         assert result.given["detected"] is False and result.given["caveats"][0]["says"] == "second reading"
 
 
+def test_fabric_manager_down_stops_jobs_and_names_no_part(tmp_path: Path) -> None:
+    truth, report = _fleet(tmp_path, ["fabric_manager_down", "healthy", "healthy"], seed=4, nodes=3)
+    _exact(report)
+    steps = _tables(tmp_path)["step_samples"]
+    for node in truth["nodes"].values():
+        if node["scenario"] != "fabric_manager_down":
+            continue
+        job = truth["jobs"][node["job"]]
+        assert job["stopped_at"] == node["faults"][0]["onset"] and job["slowdown_pct"] == 0.0
+        mine = steps[steps["job_id"].astype(str) == node["job"]]
+        assert pd.to_datetime(mine["timestamp"]).max() < pd.Timestamp(job["stopped_at"])  # no step since FM stopped
+        assert node["expect"] | {"verdict": NO_JOB, "priority": "high", "localized": ["fabric-software"]} == \
+            node["expect"] and node["expect"]["parts"] == {"fabric-software": None}
+        for other in job["nodes"]:  # every node of the job: it does not run
+            assert truth["nodes"][other]["expect"]["verdict"] == NO_JOB
+
+
 def test_a_pcie_downtrain_says_how_many_lanes_not_which(tmp_path: Path) -> None:
     truth, report = _fleet(tmp_path, ["pcie_downtrain"], seed=11, nodes=2)
     _exact(report)
