@@ -89,7 +89,7 @@ def _assign(rng: np.random.Generator, nodes: int, only: Sequence[str] | None = N
 def _platform(rng: np.random.Generator, scenario: str, known: dict[str, Any]) -> str:
     if scenario in ONLY_ON:
         return ONLY_ON[scenario]
-    if scenario in ("nvswitch_port_fault", "fabric_manager_down", "platform_unknown"):
+    if scenario in ("nvswitch_port_fault", "fabric_manager_down", "platform_unknown", "fatal_sxid"):
         return str(rng.choice([p for p in SWITCHED if p in known]))
     platforms = [*PLATFORMS, B200] if scenario in ANY_GENERATION else list(PLATFORMS)
     if scenario not in NEED_NO_NVLINK:  # the rest need NVLinks

@@ -63,8 +63,10 @@ def component_of(fault: FaultKind, where: dict[str, Any]) -> str:
         return ComponentRef.nvlink(gpu, None).slug
     if fault in (FaultKind.GPU_NVLINKS, FaultKind.GPU_OFF_BUS):
         return ComponentRef.of_gpu(int(where["gpu"])).slug
-    if fault in (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL):
+    if fault is FaultKind.NVSWITCH:
         return ComponentRef.nvswitch(where["switch"]).slug
+    if fault is FaultKind.NVSWITCH_FATAL:  # the port the SXid names
+        return ComponentRef.nvswitch(where["switch"], where["port"]).slug
     if fault in (FaultKind.PCIE_REPLAYS, FaultKind.PCIE_DOWNTRAIN):
         return ComponentRef.pcie(gpu).slug
     return ComponentRef.fabric_software().slug

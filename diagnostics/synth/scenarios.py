@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..enums import FaultKind, Severity
+from ..topology import platform_graph
 from .node import NodeSim, limit
 
 __all__ = ["BENIGN", "CAVEATS", "SCENARIOS", "NodeSim", "apply_scenario"]
@@ -31,6 +32,7 @@ SCENARIOS: tuple[str, ...] = (
     "pcie_riser_replays", "pcie_downtrain", "benign_crc_burst", "reboot_reset", "reset_during_fault",
     "scrape_gaps", "fabric_manager_down", "sku_12_of_18", "two_faults", "outside_slowdown", "xid79_gpu_lost",
     "blackwell_link_errors", "healthy_blackwell", "platform_unknown", "xid79_after_pcie_replays", "single_scrape",
+    "fatal_sxid",
 )
 BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps", "sku_12_of_18",
                     "outside_slowdown", "healthy_blackwell", "single_scrape"})
@@ -286,6 +288,26 @@ def blackwell_link_errors(sim: NodeSim) -> None:
               gpu=gpu, link=None, **how)
 
 
+def fatal_sxid(sim: NodeSim) -> None:
+    """A fatal SXid (24007, sourcetrack timeout) on the NVSwitch port of one GPU link, 20-55 minutes before the end:
+    the switch stops that link, so the GPU sees its NVLink go inactive, and the job's processes on the GPU fail (it
+    logs no step since). The kernel line names the switch (nvidia-nvswitchN) and the port (Link N)."""
+    i = int(sim.rng.choice([j for j in sim.nv_indices() if sim.links[j].switch]))
+    s = sim.links[i]
+    port = platform_graph(sim.platform).port_of(s.gpu, s.link, "nvlink").switch_port
+    step_h = (sim.times[1] - sim.times[0]).total_seconds() / 3600
+    on = len(sim.times) - 1 - int(sim.rng.integers(int(np.ceil(0.34 / step_h)), int(0.92 / step_h) + 1))
+    index = str(s.switch).split()[-1]
+    sim.inactive[i, on + 1:] = True
+    sim.events.append({"timestamp": sim.times[on], "kind": "sxid", "code": 24007, "severity": "fatal",
+                       "nvswitch": index, "link": port,
+                       "text": f"nvidia-nvswitch{index}: SXid (PCI:0000:{0xa0 + int(index):02x}:00.0): 24007, Fatal, "
+                               f"Link {port} sourcetrack timeout error (First)"})
+    sim.stops_job = on + 1
+    sim.fault("fatal_sxid", "nvswitch", on, False, fault=FaultKind.NVSWITCH_FATAL, severity=Severity.DOWN,
+              switch=s.switch, port=port, gpu=s.gpu, link=s.link, code=24007)
+
+
 def platform_unknown(sim: NodeSim) -> None:
     """A node the inventory lacks (no platform file names it), its tables spelling switches `nvswitch-1`: a replay
     storm on one of its NVLinks, which no part can be named for until the board is known."""
@@ -309,7 +331,7 @@ _APPLY: dict[str, Callable[[NodeSim], None]] = {
     "two_faults": two_faults, "outside_slowdown": outside_slowdown, "xid79_gpu_lost": xid79_gpu_lost,
     "blackwell_link_errors": blackwell_link_errors, "healthy_blackwell": healthy_blackwell,
     "platform_unknown": platform_unknown, "xid79_after_pcie_replays": xid79_after_pcie_replays,
-    "single_scrape": single_scrape,
+    "single_scrape": single_scrape, "fatal_sxid": fatal_sxid,
 }
 
 

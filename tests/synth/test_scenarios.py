@@ -204,6 +204,25 @@ def test_fabric_manager_down_stops_jobs_and_names_no_part(tmp_path: Path) -> Non
             assert truth["nodes"][other]["expect"]["verdict"] == NO_JOB
 
 
+def test_a_fatal_sxid_names_the_switch_port_and_stops_the_link_and_the_job(tmp_path: Path) -> None:
+    truth, report = _fleet(tmp_path, ["fatal_sxid", "healthy"], seed=13, nodes=4)
+    _exact(report)
+    tables = _tables(tmp_path)
+    sxid = tables["events"][tables["events"]["kind"] == "sxid"]
+    for name, node in truth["nodes"].items():
+        if node["scenario"] != "fatal_sxid":
+            continue
+        (fault,) = node["faults"]
+        mine = sxid[sxid["node_id"] == name]
+        assert list(mine["severity"]) == ["fatal"] and list(mine["link"]) == [fault["port"]]
+        assert fault["component"] == f"nvswitch-{mine['nvswitch'].iloc[0]}-port{fault['port']}"
+        links = tables["link_samples"]
+        gpu_side = links[(links["node_id"] == name) & (links["gpu"] == fault["gpu"]) & (links["link"] == fault["link"])]
+        assert gpu_side["link_state"].astype(str).iloc[-1] == "inactive"  # the switch stopped the link
+        assert node["expect"] | {"localized": [fault["component"]], "verdict": NO_JOB, "priority": "high"} == \
+            node["expect"]
+
+
 def test_a_pcie_downtrain_says_how_many_lanes_not_which(tmp_path: Path) -> None:
     truth, report = _fleet(tmp_path, ["pcie_downtrain"], seed=11, nodes=2)
     _exact(report)
