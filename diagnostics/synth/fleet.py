@@ -3,7 +3,7 @@
 Each node gets one scenario; rates, onsets, sizes and the slowdown they cause are drawn from ranges that include
 values near each threshold, so no fixed pattern can be learned. Output: the normalized tables (Parquet or CSV),
 `nodes.csv` (the inventory: node and platform), `ground_truth.json`, and dcgm-exporter scrapes (link series and
-Xid counters) of a few nodes. Same seed, same fleet. 24 nodes hold every scenario at least once.
+Xid counters) of a few nodes. Same seed, same fleet. 24 nodes hold every scenario (23) at least once.
 
 The ground truth holds, per node, its labelled faults (kind, part, onset, whether it slows the job) and what a
 diagnosis should conclude (`expect`, see `truth`); per job, its nodes, slowdown and when it stopped logging steps.

@@ -12,8 +12,9 @@ import pytest
 from bot.cli import main
 from diagnostics.analysis import analyze_fleet
 from diagnostics.enums import FaultKind, Priority
-from diagnostics.synth.evaluate import SCORES, EvalReport, score, score_node
+from diagnostics.synth.evaluate import SCORES, EvalReport, evaluate, score, score_node
 from diagnostics.synth.fleet import build, generate
+from diagnostics.synth.scenarios import SCENARIOS
 from diagnostics.synth.truth import EXPLAINS, NOT_THE_FABRIC
 
 FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
@@ -27,6 +28,32 @@ def _meets(report: EvalReport, floor: float = 0.95) -> None:
     assert report.false_urgent_high == 0
 
 
+@pytest.fixture(scope="module")
+def committed() -> EvalReport:
+    return evaluate(FLEET)
+
+
+def test_committed_fleet_meets_every_score(committed: EvalReport) -> None:
+    _meets(committed)
+    assert set(committed.scenarios) == set(SCENARIOS)
+    healthy = committed.scenarios["healthy"]
+    assert healthy.value("headline") is None and healthy.value("fit") is None  # nothing to name: n/a, not 1.00
+    assert healthy.value("verdict") is not None and healthy.value("priority") is not None
+
+
+def test_committed_fleet_holds_the_demo_nodes() -> None:
+    truth = json.loads((FLEET / "ground_truth.json").read_text())
+    node12 = truth["nodes"]["hpc-gpu-node-12"]
+    assert node12["faults"][0] | {"gpu": 2, "link": 1, "peer": "GPU 3"} == node12["faults"][0]
+    assert node12["expect"] | {"headline": "gpu2-nvlink1", "verdict": EXPLAINS, "priority": "urgent"} == \
+        node12["expect"]
+    assert truth["nodes"]["hpc-gpu-node-03"]["scenario"] == "healthy"
+    assert "hpc-gpu-node-12" in truth["jobs"]["4411"]["nodes"]
+    own = [job for job in truth["jobs"].values() if "hpc-gpu-node-03" in job["nodes"]]
+    assert own == [own[0] | {"nodes": ["hpc-gpu-node-03"], "slowdown_pct": 0.0}]  # its own job, not slow
+    assert sum(f.stat().st_size for f in FLEET.rglob("*") if f.is_file()) < 4_000_000
+
+
 def test_same_seed_same_fleet_other_seed_other_fleet() -> None:
     a, truth_a = build(seed=5, nodes=4, hours=6)
     b, truth_b = build(seed=5, nodes=4, hours=6)
@@ -36,6 +63,12 @@ def test_same_seed_same_fleet_other_seed_other_fleet() -> None:
     assert not a["link_samples"]["replay"].equals(c["link_samples"]["replay"])
 
 
+def test_a_fresh_seed_meets_every_score(tmp_path: Path) -> None:
+    generate(out=tmp_path, seed=101, nodes=8, hours=6, scrapes=0)
+    _meets(evaluate(tmp_path))
+
+
+# -- the scoring itself: a wrong answer lowers exactly its own score ----------------------------------------------
 @pytest.fixture(scope="module")
 def scored() -> tuple[dict[str, Any], dict[str, Any]]:
     """Diagnoses of a small fleet: two faults on one node (one explains its job), a slowdown from outside, healthy."""
