@@ -136,8 +136,10 @@ class TableNodeSource:
         if node_id not in self.nodes:
             raise UnknownName("node", node_id, close_matches(node_id, self.nodes), len(self.nodes))
         window = timedelta(hours=window_hours or self.window_hours)
+        # the job's other nodes are judged on their own platforms too, as the fleet view judges them
+        peers = {n: p for n, p in self.inventory.items() if p}
         return analyze_tables(self._tables(node_id), node_id=node_id, window=window, thresholds=self.thresholds,
-                              platform=self.inventory.get(node_id), job_id=job_id)
+                              platform=self.inventory.get(node_id), job_id=job_id, platforms=peers)
 
     def explain_job(self, job_id: str) -> Diagnosis:
         jobs = self.job_ids()

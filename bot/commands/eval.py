@@ -1,4 +1,4 @@
-"""`fabricbot eval`: score the analysis on a synthetic fleet against its ground truth."""
+"""`fabricbot eval`: score the analysis on a synthetic fleet against its ground truth, per scenario."""
 
 from __future__ import annotations
 
@@ -13,23 +13,23 @@ from diagnostics.synth import evaluate
 def cmd_eval(args: argparse.Namespace) -> int:
     report = evaluate(Path(args.fleet))
     if args.json:
-        data = report.model_dump(mode="json")
-        data["overall"] = {k: {"f1": report.overall(k).f1, "precision": report.overall(k).precision,
-                               "recall": report.overall(k).recall} for k in ("detection", "localization")}
-        json.dump(data, sys.stdout, indent=2)
+        json.dump(report.summary(), sys.stdout, indent=2)
         print()
     else:
         print(report.render())
-    f1 = report.overall("localization").f1
-    if args.min_f1 is not None and (f1 is None or f1 < args.min_f1):
-        print(f"localization F1 below {args.min_f1}", file=sys.stderr)
+    lowest = report.lowest()
+    if args.min_score is not None and (lowest is None or lowest < args.min_score or report.false_urgent_high):
+        print(f"a scenario scores below {args.min_score} (lowest {lowest}), or a benign node is urgent/high "
+              f"({report.false_urgent_high})", file=sys.stderr)
         return 1
     return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ev = sub.add_parser("eval", help="detection and localization precision/recall/F1 on a synthetic fleet")
+    ev = sub.add_parser("eval", help="score detection, localization, headline, verdict, priority, part fit and "
+                                     "caveats per scenario on a synthetic fleet")
     ev.add_argument("fleet", metavar="DIR", help="a folder written by `fabricbot synth`")
-    ev.add_argument("--json", action="store_true", help="machine-readable output")
-    ev.add_argument("--min-f1", type=float, default=None, help="exit 1 if localization F1 is below this")
+    ev.add_argument("--json", action="store_true", help="machine-readable output (the same scores, and per node)")
+    ev.add_argument("--min-score", type=float, default=None,
+                    help="exit 1 if any scenario's score is below this or a benign node is urgent or high")
     ev.set_defaults(func=cmd_eval)

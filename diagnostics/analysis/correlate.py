@@ -21,6 +21,9 @@ from .rates import Prepared, run_rows, utc_ns
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
                   "recovery_failed")
 MAX_LAG_BUCKETS = 3
+SPARSE_COUNTS = 3  # a sparse link's counts are summed over enough buckets to expect about this many
+MAX_SUM_BUCKETS = 12  # ... but over an hour at most (5-minute buckets)
+ONSET_RISE = 2.0  # a link's errors start where they run at least this many times their rate before
 TIE_SCORE = 0.05  # links whose scores lie this close explain a slowdown together
 
 
@@ -48,6 +51,12 @@ class JobExplanation(BaseModel):
     links: list[LinkScore] = Field(default_factory=list)
     verdict: str
     warnings: list[str] = Field(default_factory=list)
+    stopped: datetime | None = Field(
+        default=None, description="The last step of a job that logs no step any more (it is not running).")
+
+    @property
+    def running(self) -> bool:
+        return self.stopped is None
 
     def for_link(self, node_id: str, ref: ComponentRef) -> LinkScore | None:
         for score in self.links:
@@ -277,6 +286,32 @@ def _segment_ends(p: Prepared) -> np.ndarray:
     return np.append(p.segment_starts[1:], len(p.t))
 
 
+def _onset(series: np.ndarray) -> np.ndarray:
+    """The bucket the link's errors start in (as a one-element array; empty when it has none): where a single shift
+    in mean best splits the series, when the errors after it run at ONSET_RISE times those before (a background of
+    a few errors an hour does not start it), else the first bucket with a quarter of its high errors."""
+    positive = series[series > 0]
+    if not len(positive):
+        return np.array([], int)
+    cp = change_point(series)
+    if cp is not None:
+        before, after = float(series[:cp].mean()), float(series[cp:].mean())
+        if after > 0 and after >= ONSET_RISE * before:
+            return np.array([cp])
+    return np.flatnonzero(series > 0.25 * np.quantile(positive, 0.9))[:1]
+
+
+def _sparse(series: np.ndarray, first: int) -> tuple[int, float]:
+    """For a link whose errors come a few an hour (failed recoveries, a Blackwell link's effective errors): how many
+    buckets to sum before ranking (so one count every few buckets reads as a rate, not as noise) and how many
+    buckets its true onset may precede its first count by (the mean gap between counts). A dense series gets 1, 0."""
+    after = series[first:]
+    rate = float(after.mean()) if len(after) else 0.0  # counts per bucket once the errors started
+    if rate <= 0 or rate >= 1:
+        return 1, 0.0
+    return int(min(MAX_SUM_BUCKETS, np.ceil(SPARSE_COUNTS / rate))), min(1.0 / rate, float(MAX_SUM_BUCKETS))
+
+
 def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef]], steps: pd.DataFrame,
            job: JobExplanation, thresholds: Thresholds, bucket: timedelta) -> list[LinkScore]:
     t0 = steps["timestamp"].iloc[0].floor(bucket) - bucket
@@ -287,22 +322,33 @@ def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef
     tol = thresholds.setting("onset_tolerance_min")
     min_score = thresholds.setting("explains_min_score")
     lags = min(MAX_LAG_BUCKETS, max(n - 4, 0))
-    rhos = np.stack([spearman_rows(errors[:, : n - k], step_series[k:]) for k in range(lags + 1)], axis=1)
+    firsts, slack = [], np.zeros(len(errors))
+    ranked = errors.copy()
+    for j, series in enumerate(errors):
+        first = _onset(series)
+        firsts.append(first)
+        if len(first):
+            width, slack[j] = _sparse(series, int(first[0]))
+            if width > 1:  # a trailing sum: a few counts an hour rank as the rate they are
+                ranked[j] = np.convolve(series, np.ones(width))[:n]
+    rhos = np.stack([spearman_rows(ranked[:, : n - k], step_series[k:]) for k in range(lags + 1)], axis=1)
     out: list[LinkScore] = []
     for j, (node, ref) in enumerate(refs):
-        series = errors[j]
         lag = int(np.argmax(rhos[j]))
         rho = float(rhos[j, lag])
-        positive = series[series > 0]
-        first = np.flatnonzero(series > 0.25 * np.quantile(positive, 0.9)) if len(positive) else np.array([], int)
+        first = firsts[j]
         onset = t0 + bucket * (int(first[0]) + 1) if len(first) else None
         align = 0.0
         evidence: list[str] = []
         if onset is not None and job.onset is not None:
             gap_min = abs((pd.Timestamp(job.onset) - onset).total_seconds()) / 60
-            align = float(np.exp(-gap_min / tol))
+            early = (onset - pd.Timestamp(job.onset)).total_seconds() / 60  # the slowdown began before the count
+            unseen = slack[j] * bucket.total_seconds() / 60  # sparse counts: the onset may precede the first one
+            near = max(0.0, gap_min - unseen) if early > 0 else gap_min
+            align = float(np.exp(-near / tol))
             evidence.append(f"errors start {fmt.when(onset)}, slowdown {fmt.when(job.onset)} "
-                            f"({gap_min:.0f} min apart)")
+                            f"({gap_min:.0f} min apart" + (f"; about {unseen:.0f} min between counts)" if unseen
+                                                           else ")"))
         elif onset is not None and first[0] == 0:
             evidence.append("errors already present when the job's history begins")
         score = round(float(np.clip(0.5 * max(rho, 0.0) + 0.5 * align, 0.0, 1.0)), 3)
@@ -315,7 +361,27 @@ def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef
     return out
 
 
+def stopped(rows: pd.DataFrame, job: JobExplanation, *, end_ns: int, window: timedelta,
+            thresholds: Thresholds) -> JobExplanation:
+    """`job` marked stopped when its newest step (of `rows`, its steps as `job_steps` cleans them) lies further back
+    than `stale_after_intervals` of its own step intervals (a whole window for a job with one step): as a link's
+    series has stopped, so has a job that logs no step; it is neither slowed nor at its baseline."""
+    if len(rows) == 0:
+        return job
+    t = rows["timestamp"].to_numpy("datetime64[ns]").view(np.int64)
+    quiet = float(np.median(np.diff(t))) * thresholds.setting("stale_after_intervals") if len(t) > 1 \
+        else window.total_seconds() * 1e9
+    if end_ns - int(t[-1]) <= quiet:
+        return job
+    out = job.model_copy(update={"stopped": pd.Timestamp(int(t[-1]), tz="UTC").to_pydatetime(), "slowdown": False,
+                                 "onset": None})
+    out.verdict = verdict(out)
+    return out
+
+
 def verdict(job: JobExplanation) -> str:
+    if job.stopped is not None:
+        return f"job {job.job_id} has logged no step since {fmt.when(job.stopped)}: it is not running"
     pct = f"{job.degradation_pct:+.1f}%" if job.degradation_pct is not None else "n/a"
     explaining = [s for s in job.links if s.explains_slowdown]
     if job.slowdown and explaining:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from .. import format as fmt
 from ..config.repairs import localization_action, repair_action
-from ..config.thresholds import Thresholds
+from ..config.thresholds import SOFTWARE_RULE, Thresholds
 from ..enums import Severity
 from ..model import Diagnosis, Finding, Localization
 from .correlate import JobExplanation
@@ -15,6 +15,8 @@ from .rules import priority, worst
 
 PLATFORM_UNKNOWN = ("platform unknown: the expected links and GPUs are not checked and the repair names no part for "
                     "a board (name it with --platform or a nodes.csv)")
+FABRIC_DOWN = ("the fabric is not up on {node} (Fabric Manager or the driver): jobs cannot start there, since on an "
+               "NVSwitch system CUDA initialisation fails with error 802 ('system not yet initialized')")
 
 
 def _bad(f: Finding) -> bool:
@@ -56,6 +58,9 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     """The node's Diagnosis: every localized component keeps its own action; the headline is ranked first."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
+    shown = job  # a job that stopped is named, but neither slowed nor explained by this node's links
+    if job is not None and not job.running:
+        job = None
     if job is not None:
         findings = scored(findings, job, node_id)
     top = worst(findings)
@@ -87,14 +92,23 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         warnings=warnings, localization=loc, localizations=locs,
         step_time_ms=job.step_time_ms if job else None,
         baseline_step_time_ms=job.baseline_step_time_ms if job else None,
-        job_id=job.job_id if job else None, job_gpus=8 * len(job.nodes) if job and job.nodes else None,
-        slowdown_onset=job.onset if job else None, verdict=_verdict(job, findings, node_id, headline),
+        job_id=shown.job_id if shown else None,
+        job_gpus=8 * len(shown.nodes) if shown and shown.nodes else None,
+        slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline),
     )
 
 
-def _verdict(job: JobExplanation | None, findings: list[Finding], node_id: str, headline: str) -> str | None:
-    if job is None:
-        return None
+def _verdict(job: JobExplanation | None, shown: JobExplanation | None, findings: list[Finding], node_id: str,
+             headline: str) -> str | None:
+    software = any(c.rule == SOFTWARE_RULE for f in findings for c in f.crossed)
+    said = _job_verdict(job, findings, node_id, headline) if job is not None else shown.verdict if shown else None
+    if not software:
+        return said
+    down = FABRIC_DOWN.format(node=node_id)
+    return f"{down}; {said}" if said else down
+
+
+def _job_verdict(job: JobExplanation, findings: list[Finding], node_id: str, headline: str) -> str:
     bad = [f for f in findings if _bad(f)]
     pct = fmt.percent(job.degradation_pct)
     if job.slowdown and any(f.explains_slowdown for f in bad):

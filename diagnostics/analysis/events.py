@@ -23,7 +23,7 @@ from ..config.thresholds import (
 )
 from ..enums import CodeSeverity, ComponentKind, EventKind, LinkState, LinkType, Severity
 from ..model import Crossing, Finding
-from .rates import ns
+from .rates import deltas, ns
 from .rules import summarize
 
 MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event
@@ -352,3 +352,35 @@ def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[in
                               message=how + count)],
             evidence=["check `nvidia-smi -L` and the kernel log for Xid 79: a GPU off the bus stops every series"]))
     return out
+
+
+def replays_before_silence(links: pd.DataFrame, t: np.ndarray, node: str, gpu: int, end_ns: int, window_ns: int,
+                           thresholds: Thresholds) -> str | None:
+    """What a GPU's PCIe link counted in the window before its series stopped: a replaying PCIe link (riser, slot)
+    is the usual cause of a GPU falling off the bus, so its history is the evidence of the Xid 79, not a fault of
+    its own. None when the link counted no replay then."""
+    if links.empty or "replay" not in links.columns:
+        return None
+    mine = ((links["node_id"] == node).to_numpy(bool, na_value=False)
+            & (links["gpu"] == gpu).to_numpy(bool, na_value=False)
+            & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False) & (t <= end_ns))
+    if mine.sum() < 2:
+        return None
+    at = np.flatnonzero(mine)
+    order = at[np.argsort(t[at], kind="stable")]
+    times = t[order]
+    last = int(times[-1])
+    keep = times >= last - window_ns
+    keep[max(int(np.argmax(keep)) - 1, 0)] = True  # the reading before the window is its starting point
+    values = links["replay"].to_numpy(np.float64, na_value=np.nan)[order][keep]
+    starts = np.zeros(len(values), dtype=bool)
+    starts[0] = True
+    counted = float(deltas(values, starts)[0].sum())
+    if counted <= 0:
+        return None
+    span_h = max((last - int(times[keep][0])) / 3.6e12, 1e-9)
+    rule = next((r for r in thresholds.rules if r.counter == "replay" and r.applies_to(LinkType.PCIE.value)), None)
+    limit = f"; {rule.name} fails above {fmt.value(rule.above, rule.unit)}" if rule is not None else ""
+    return (f"GPU {gpu}'s PCIe link counted {fmt.number(counted)} replays in the {fmt.hours(span_h)} before its "
+            f"series stopped ({fmt.value(counted / span_h, fmt.Unit.PER_HOUR)}{limit}): PCIe replay history before the "
+            "Xid 79, the PCIe path (riser, cable, slot) first")

@@ -21,13 +21,21 @@ import pandas as pd
 
 from ..components import ComponentRef
 from ..config.platforms import all_platforms, platform_for_model
-from ..config.thresholds import MISSING_RULE, Thresholds, load_thresholds
+from ..config.thresholds import GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Thresholds, load_thresholds
 from ..enums import ComponentKind, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
+from ..tables import COUNTERS
 from ..topology import graph_from_topology, platform_graph
-from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span
+from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span, stopped
 from .diagnosis import PLATFORM_UNKNOWN, assemble
-from .events import event_findings, missing_gpus, missing_links, node_view, software_finding
+from .events import (
+    event_findings,
+    missing_gpus,
+    missing_links,
+    node_view,
+    replays_before_silence,
+    software_finding,
+)
 from .findings import finding_of, ref_of
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
@@ -77,24 +85,40 @@ def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
 
 
 def _per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
-    """Rows the rates read, or None for all. Dropped: a GPU's total over its links where the GPU also reports per
-    link (it would count every error twice; kept where it is all there is, as Blackwell's NVLink5 counters are), a
-    lane a reader observed failing (`observed_lanes` puts it on its link), and a PCIe device that is no GPU."""
+    """Rows the rates read, or None for all. Dropped: a GPU's total over its links where the GPU's per-link rows
+    carry every counter it carries (it would count each error twice; kept where it holds a counter they lack, as
+    Blackwell's NVLink5 totals do beside the per-link replays), a lane a reader observed failing (`observed_lanes`
+    puts it on its link), and a PCIe device that is no GPU."""
     drop = np.zeros(len(links), dtype=bool)
     if "gpu_total" in links.columns:
         total = links["gpu_total"].to_numpy(bool, na_value=False)
         if total.any():
-            node = pd.factorize(links["node_id"])[0].astype(np.int64)
-            gpu = links["gpu"].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1
-            kind = pd.factorize(links["link_type"])[0].astype(np.int64)
-            key = (node << 24) | (gpu << 8) | (kind + 1)
-            per_link = np.unique(key[~total & links["link"].notna().to_numpy()])
-            drop |= total & np.isin(key, per_link)
+            drop |= _repeated_totals(links, total)
     if "lane_error" in links.columns and "lane" in links.columns:
         drop |= links["lane_error"].notna().to_numpy() & links["lane"].notna().to_numpy()
     pcie = (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
     drop |= pcie & links["gpu"].isna().to_numpy()
     return np.flatnonzero(~drop) if drop.any() else None
+
+
+def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
+    """The GPU totals whose every counter the same GPU's per-link rows also carry."""
+    node = pd.factorize(links["node_id"])[0].astype(np.int64)
+    gpu = links["gpu"].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1
+    kind = pd.factorize(links["link_type"])[0].astype(np.int64)
+    key = (node << 24) | (gpu << 8) | (kind + 1)
+    per_link = ~total & links["link"].notna().to_numpy()
+    covered = np.isin(key, np.unique(key[per_link])) & total  # a total beside per-link rows of its GPU
+    for column in (*COUNTERS, "symbol_ber", "effective_ber"):
+        if not covered.any():
+            break
+        if column not in links.columns:
+            continue
+        has = links[column].notna().to_numpy()
+        own = covered & has
+        if own.any():  # a total holding this counter repeats the links only if they hold it too
+            covered[own] = np.isin(key[own], np.unique(key[per_link & has]))
+    return covered
 
 
 def observed_lanes(links: pd.DataFrame) -> dict[tuple[str, int], list[int]]:
@@ -304,6 +328,11 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
             mine += missing_gpus(reporting, count, stopped)
+        for gpu in sorted(stopped):  # a GPU off the bus: what its PCIe link counted before it fell silent
+            before = replays_before_silence(links, t, node, gpu, end_ns, end_ns - start_ns, thresholds)
+            if before is not None:
+                mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
+                        if f.gpu == gpu and _off_bus(f) else f for f in mine]
         software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
         if software is not None:
             mine.insert(0, software)
@@ -316,7 +345,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             names = index.jobs_on(node)
             if names:
                 chosen[node] = names[0]
-    result.jobs = _explain(chosen, index, found, links, t, end_ns, thresholds, history)
+    # a job has stopped only against an end the caller or the data gives, never against the clock
+    dated = end is not None or len(t) > 0 or len(events) > 0
+    result.jobs = _explain(chosen, index, found, links, t, end_ns, window if dated else None, thresholds, history)
     with_telemetry = set(view.gpus_seen) | _names(metrics)
     for explained in result.jobs.values():
         if explained.nodes and not with_telemetry & set(explained.nodes):
@@ -343,6 +374,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2)
     result.timings["total_s"] = time.perf_counter() - started
     return result
+
+
+def _off_bus(f: Finding) -> bool:
+    return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in f.crossed)
 
 
 def _stale(f: Finding) -> bool:
@@ -376,13 +411,17 @@ def _events_end(events: pd.DataFrame) -> int:
 
 
 def _explain(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str, list[Finding]],
-             links: pd.DataFrame, t: np.ndarray, end_ns: int, thresholds: Thresholds,
+             links: pd.DataFrame, t: np.ndarray, end_ns: int, window: timedelta | None, thresholds: Thresholds,
              history: History | None) -> dict[str, JobExplanation]:
-    """Each chosen job once: its slowdown from its steps, and, when it is slower, its nodes' flagged links scored."""
+    """Each chosen job once: its slowdown from its steps, and, when it is slower (and, given a `window`, still
+    running at the end), its nodes' flagged links scored."""
     out: dict[str, JobExplanation] = {}
     for job_id in sorted(set(chosen.values())):
         out[job_id] = job_slowdown(steps.of(job_id), job_id, thresholds=thresholds, cleaned=True,
                                    nodes=steps.nodes.get(job_id))
+        if window is not None:
+            out[job_id] = stopped(steps.of(job_id), out[job_id], end_ns=end_ns, window=window,
+                                  thresholds=thresholds)
     slowed = {j: e for j, e in out.items() if e.slowdown and e.nodes}
     wanted: dict[str, list[tuple[str, ComponentRef]]] = {}
     for job_id, job in slowed.items():

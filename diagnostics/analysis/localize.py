@@ -76,13 +76,24 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
                "the suspects, not the NVLinks or switches around it" if xid else
                f"GPU {gpu} reports no telemetry at all while the node's other GPUs do: it is off the bus or its "
                "driver lost it")
+        evidence = [why, *dict.fromkeys(e for f in mine for e in f.evidence)]  # the Xid lines, the PCIe history
         out.append(Localization(ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_OFF_BUS, gpu=gpu,
-                                confidence=0.9 if xid else 0.6, **_grade(mine), evidence=[why]))
+                                confidence=0.9 if xid else 0.6, **_grade(mine), evidence=evidence))
     fatal = [f for f in findings if SXID_FATAL_RULE in _rules(f)]
-    out.extend(_switch_fatal(f) for f in fatal)
+    # a GPU's NVLink landing on the port a fatal SXid stopped is that same link seen from the GPU: not a second part
+    stopped = {(f.ref.switch, f.ref.port) for f in fatal if f.ref.port is not None}
+    behind: dict[tuple[Any, Any], list[Finding]] = defaultdict(list)
+    for f in findings:
+        if _bad(f) and f.ref.kind is ComponentKind.NVLINK and f.link is not None and stopped:
+            port = _port(graph, f)
+            where = (port.get("switch") or f.switch, port.get("switch_port", f.switch_port))
+            if where in stopped:
+                behind[where].append(f)
+    out.extend(_switch_fatal(f, behind.get((f.ref.switch, f.ref.port), [])) for f in fatal)
+    folded = [b for links in behind.values() for b in links]
     # links only: an Xid names a GPU and an SXid a switch port, and they are weighed above
     bad = [f for f in findings if _bad(f) and f.gpu not in off_bus and f.peer_gpu not in off_bus and f not in fatal
-           and f.ref.kind in (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)]
+           and f not in folded and f.ref.kind in (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)]
     out.extend(_pcie(f) for f in bad if f.ref.kind is ComponentKind.PCIE)
     out.extend(_aggregate(f) for f in bad if f.ref.kind is ComponentKind.NVLINK and f.ref.link is None)
     nvlinks = [f for f in bad if f.ref.kind is not ComponentKind.PCIE and f.link is not None]
@@ -144,13 +155,15 @@ def _pcie(f: Finding) -> Localization:
                         evidence=[*evidence, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
 
 
-def _switch_fatal(f: Finding) -> Localization:
-    """A fatal SXid names the switch and the port whose link it stopped."""
+def _switch_fatal(f: Finding, behind: list[Finding]) -> Localization:
+    """A fatal SXid names the switch and the port whose link it stopped; the GPU link on that port is its evidence."""
     return Localization(
         ref=f.ref, fault=FaultKind.NVSWITCH_FATAL, switch=f.ref.switch, switch_port=f.ref.port, confidence=0.85,
         **_grade([f]),
         evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
-                  "a fatal SXid stops the switch link it names until the node is restarted"])
+                  "a fatal SXid stops the switch link it names until the node is restarted",
+                  *(f"{b.component} lands on that port and is {b.severity.value}: the same link, seen from the GPU"
+                    for b in behind)])
 
 
 def _aggregate(f: Finding) -> Localization:

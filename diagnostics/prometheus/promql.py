@@ -98,7 +98,9 @@ class QueryBuilder:
         parts: list[str] = []
         if exact:
             # an NVLink counter without a link label is a GPU total: never compared with a per-link threshold
-            need = (f'{link}!=""',) if link_type is LinkType.NVLINK else ()
+            # where the counter has per-link names; a counter DCGM gives only as a GPU's total (NVLink5's
+            # DCGM_FI_DEV_NVLINK_COUNT_*) is judged as that total, as the history analysis judges it
+            need = (f'{link}!=""',) if link_type is LinkType.NVLINK and per_link else ()
             parts.append(wrap(self.selector(_spellings(exact), *need, *extra)))
         if per_link:
             for index in range(self.max_links):

@@ -1,9 +1,17 @@
-"""Score the history analysis against a synthetic fleet's ground truth: detection and localization per scenario."""
+"""Score the analysis against a synthetic fleet's ground truth, per scenario, on what an engineer checks.
+
+Per node: detection (a fault found or not), localization (the localized parts by slug: precision, recall, F1), the
+headline (the part named first), the verdict on the job (explains / not the fabric / job not slower / no job), the
+priority, whether each part found fits (its fault kind is the truth's, the repair plan names a part of the node's
+platform or none where none applies, the action has no unfilled placeholder) and the caveats the diagnosis must
+state (an unknown platform, a lone reading, jobs that cannot start, the evidence of the headline). A score a
+scenario cannot have (no node with a headline, no part to fit, no caveat) is n/a, not 1.00.
+"""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -11,21 +19,49 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from ..analysis import analyze_fleet
-from ..enums import ComponentKind, Priority
+from ..analysis import JobExplanation, analyze_fleet
+from ..config.repair_plan import repair_plan
+from ..config.repairs import fault_of
+from ..enums import Priority
 from ..errors import InputError
 from ..model import Diagnosis, Localization
 from .fleet import load
+from .truth import EXPLAINS, NO_JOB, NOT_SLOWER, NOT_THE_FABRIC
 
-Key = tuple[Any, ...]
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+SCORES = ("detection", "localization", "headline", "verdict", "priority", "fit", "caveats")
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+class Tally(BaseModel):
+    """How many of the counted answers were right; n/a when none was counted."""
+
+    right: int = 0
+    total: int = 0
+
+    def add(self, ok: bool) -> None:
+        self.right += int(ok)
+        self.total += 1
+
+    def merge(self, other: Tally) -> None:
+        self.right, self.total = self.right + other.right, self.total + other.total
+
+    @property
+    def score(self) -> float | None:
+        return self.right / self.total if self.total else None
 
 
 class Scores(BaseModel):
+    """Set matching: the parts found against the parts to find."""
+
     tp: int = 0
     fp: int = 0
     fn: int = 0
 
-    def add(self, other: Scores) -> None:
+    def merge(self, other: Scores) -> None:
         self.tp, self.fp, self.fn = self.tp + other.tp, self.fp + other.fp, self.fn + other.fn
 
     @property
@@ -43,89 +79,165 @@ class Scores(BaseModel):
             return None
         return 2 * self.tp / (2 * self.tp + self.fp + self.fn)
 
-    def line(self) -> str:
-        def fmt(x: float | None) -> str:
-            return "n/a" if x is None else f"{x:.2f}"
+    @property
+    def score(self) -> float | None:
+        return self.f1
 
-        return f"P={fmt(self.precision)} R={fmt(self.recall)} F1={fmt(self.f1)}"
+
+class ScenarioScores(BaseModel):
+    nodes: int = 0
+    detection: Tally = Field(default_factory=Tally)
+    localization: Scores = Field(default_factory=Scores)
+    headline: Tally = Field(default_factory=Tally)
+    verdict: Tally = Field(default_factory=Tally)
+    priority: Tally = Field(default_factory=Tally)
+    fit: Tally = Field(default_factory=Tally)
+    caveats: Tally = Field(default_factory=Tally)
+
+    def merge(self, other: ScenarioScores) -> None:
+        self.nodes += other.nodes
+        for name in SCORES:
+            getattr(self, name).merge(getattr(other, name))
+
+    def value(self, name: str) -> float | None:
+        score: float | None = getattr(self, name).score
+        return score
 
 
 class NodeResult(BaseModel):
+    """One node's expected and given answers, and which of them differ."""
+
     node_id: str
     scenario: str
     benign: bool
-    truth: list[str]
-    found: list[str]
-    fault_detected: bool
-    priority: Priority
+    expected: dict[str, Any]
+    given: dict[str, Any]
+    wrong: list[str] = Field(default_factory=list)
 
 
 class EvalReport(BaseModel):
     fleet: str
-    detection: dict[str, Scores] = Field(default_factory=dict)
-    localization: dict[str, Scores] = Field(default_factory=dict)
+    scenarios: dict[str, ScenarioScores] = Field(default_factory=dict)
     false_urgent_high: int = 0
     nodes: list[NodeResult] = Field(default_factory=list)
 
-    def overall(self, which: str) -> Scores:
-        total = Scores()
-        for s in (self.detection if which == "detection" else self.localization).values():
-            total.add(s)
+    def overall(self) -> ScenarioScores:
+        total = ScenarioScores()
+        for s in self.scenarios.values():
+            total.merge(s)
         return total
 
+    def lowest(self) -> float | None:
+        """The lowest score of any scenario (n/a scores left out)."""
+        values = [v for s in self.scenarios.values() for n in SCORES if (v := s.value(n)) is not None]
+        return min(values) if values else None
+
+    def summary(self) -> dict[str, Any]:
+        """Per scenario and overall, each score (None for n/a), with the counts behind it: what `--json` prints."""
+        def row(s: ScenarioScores) -> dict[str, Any]:
+            out: dict[str, Any] = {"nodes": s.nodes}
+            for name in SCORES:
+                out[name] = s.value(name)
+            out["counts"] = {name: getattr(s, name).model_dump() for name in SCORES}
+            return out
+
+        return {"fleet": self.fleet, "scenarios": {k: row(v) for k, v in sorted(self.scenarios.items())},
+                "overall": row(self.overall()), "lowest": self.lowest(), "false_urgent_high": self.false_urgent_high,
+                "nodes": [n.model_dump(mode="json") for n in self.nodes]}
+
     def render(self) -> str:
-        width = max([len(s) for s in self.detection] + [8])
-        lines = [f"{'scenario':<{width}}  nodes  detection                   localization"]
-        counts: dict[str, int] = defaultdict(int)
-        for n in self.nodes:
-            counts[n.scenario] += 1
-        for name in sorted(self.detection):
-            lines.append(f"{name:<{width}}  {counts[name]:>5}  {self.detection[name].line():<26}  "
-                         f"{self.localization[name].line()}")
-        lines.append(f"{'overall':<{width}}  {len(self.nodes):>5}  {self.overall('detection').line():<26}  "
-                     f"{self.overall('localization').line()}")
+        width = max([len(s) for s in self.scenarios] + [8])
+        heads = ["nodes", "detect", "localize", "headline", "verdict", "priority", "fit", "caveats"]
+        lines = [f"{'scenario':<{width}}  " + "  ".join(f"{h:>8}" for h in heads)]
+
+        def line(name: str, s: ScenarioScores) -> str:
+            cells = [f"{s.nodes:>8}"] + [f"{_fmt(s.value(n)):>8}" for n in SCORES]
+            return f"{name:<{width}}  " + "  ".join(cells)
+
+        for name in sorted(self.scenarios):
+            lines.append(line(name, self.scenarios[name]))
+        lines.append(line("overall", self.overall()))
         lines.append(f"false urgent/high: {self.false_urgent_high}")
-        missed = [n for n in self.nodes if set(n.truth) != set(n.found)]
-        for n in missed:
-            lines.append(f"  {n.node_id} ({n.scenario}): expected {n.truth or ['nothing']}, "
-                         f"found {n.found or ['nothing']}")
+        shown = {"fit": "faults"}  # what the truth says of a part that did not fit: its fault kind (and part)
+        for n in self.nodes:
+            for what in n.wrong:
+                expected = n.expected.get(shown.get(what, what))
+                lines.append(f"  {n.node_id} ({n.scenario}) {what}: expected {expected!r}, got {n.given.get(what)!r}")
         return "\n".join(lines)
 
 
-def truth_key(fault: dict[str, Any]) -> Key:
-    kind = fault["kind"]
-    if kind == "nvlink":
-        return ("nvlink", fault["gpu"], fault["link"])
-    if kind == "nvswitch":
-        return ("nvswitch", fault["switch"])
-    if kind in ("gpu", "pcie"):
-        return (kind, fault["gpu"])
-    return (kind,)
+def verdict_of(d: Diagnosis, job: JobExplanation | None) -> str:
+    """The analysis's verdict on the node's job, in the four words the truth uses."""
+    if d.job_id is None or job is None or not job.running:
+        return NO_JOB
+    if not job.slowdown:
+        return NOT_SLOWER
+    return EXPLAINS if any(f.explains_slowdown for f in d.failing) else NOT_THE_FABRIC
 
 
-def found_key(loc: Localization) -> Key:
-    if loc.kind is ComponentKind.NVLINK:
-        return ("nvlink", loc.gpu, loc.link)
-    if loc.kind is ComponentKind.NVSWITCH:
-        return ("nvswitch", loc.switch)
-    if loc.kind in (ComponentKind.GPU, ComponentKind.PCIE):
-        return (loc.kind.value, loc.gpu)
-    return (loc.kind.value,)
+def fits(loc: Localization, d: Diagnosis, fault: str | None, platform: str | None) -> tuple[bool, str]:
+    """Whether a localized part fits: its fault kind is the truth's; the repair plan for the node's platform names a
+    part of that platform, or none where the truth expects none; its action leaves no placeholder unfilled."""
+    kind = fault_of(loc)
+    if kind.value != fault:
+        return False, f"fault kind {kind.value}"
+    plan = repair_plan(d.platform, kind, loc.model_dump(include={"gpu", "peer", "link", "switch", "switch_port",
+                                                                 "port_source", "lanes"}) | {"node_id": d.node_id})
+    if not plan.applies:
+        return False, f"the plan says {kind.value} does not apply to {d.platform}"
+    if platform is None and plan.part is not None:
+        return False, f"part {plan.part.id} where none applies"
+    if platform is not None and (plan.part is None or plan.part.platform != platform):
+        return False, f"part {plan.part.id if plan.part else None} not of {platform}"
+    for text in (loc.action or "", plan.action, d.repair_action):
+        if PLACEHOLDER.search(text):
+            return False, f"unfilled placeholder in {text!r}"
+    return True, "fits"
 
 
-def _label(key: Key) -> str:
-    return " ".join(str(k) for k in key)
+def _said(d: Diagnosis, where: str) -> str:
+    if where == "warnings":
+        return " ".join(d.warnings)
+    if where == "verdict":
+        return d.verdict or ""
+    return " ".join(d.localization.evidence) if d.localization is not None else ""
 
 
-def score_node(diagnosis: Diagnosis, truth: dict[str, Any]) -> tuple[Scores, Scores]:
-    expected = {truth_key(f) for f in truth["faults"]}
-    found = {found_key(loc) for loc in diagnosis.localizations}
-    has_fault = bool(expected)
-    detection = Scores(tp=int(has_fault and diagnosis.fault_detected),
-                       fp=int(not has_fault and diagnosis.fault_detected),
-                       fn=int(has_fault and not diagnosis.fault_detected))
-    localization = Scores(tp=len(expected & found), fp=len(found - expected), fn=len(expected - found))
-    return detection, localization
+def score_node(d: Diagnosis, job: JobExplanation | None,
+               expect: dict[str, Any]) -> tuple[ScenarioScores, dict[str, Any], list[str]]:
+    """One node's scores, its answers in the truth's terms, and the names of the scores it got wrong."""
+    s = ScenarioScores(nodes=1)
+    found = {loc.ref.slug: loc for loc in d.localizations}
+    headline = d.localization.ref.slug if d.localization is not None else None
+    given: dict[str, Any] = {"detected": d.fault_detected, "localized": sorted(found), "headline": headline,
+                             "verdict": verdict_of(d, job), "priority": d.ticket_priority.value}
+    wrong: list[str] = []
+
+    def check(name: str, ok: bool, what: str | None = None) -> None:
+        getattr(s, name).add(ok)
+        if not ok:
+            wrong.append(what or name)
+
+    check("detection", given["detected"] == expect["detected"], "detected")
+    truth = set(expect["localized"])
+    s.localization = Scores(tp=len(truth & set(found)), fp=len(set(found) - truth), fn=len(truth - set(found)))
+    if truth != set(found):
+        wrong.append("localized")
+    if expect["headline"] is not None or headline is not None:
+        check("headline", headline == expect["headline"])
+    check("verdict", given["verdict"] == expect["verdict"])
+    check("priority", given["priority"] == expect["priority"])
+    given["fit"] = {}
+    for slug in sorted(truth & set(found)):
+        ok, note = fits(found[slug], d, expect["faults"][slug], expect["parts"][slug])
+        given["fit"][slug] = note
+        check("fit", ok)
+    given["caveats"] = []
+    for c in expect["caveats"]:
+        said = c["says"].lower() in _said(d, c["in"]).lower()
+        given["caveats"].append(c if said else {"in": c["in"], "missing": c["says"]})
+        check("caveats", said)
+    return s, given, wrong
 
 
 def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1)) -> EvalReport:
@@ -135,21 +247,27 @@ def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1)) -> Eval
         raise InputError("no ground_truth.json: not a fleet written by `fabricbot synth`", source=str(fleet_dir))
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     tables, inventory = load(fleet_dir)
+    return score(tables, truth, inventory, name=fleet_dir.name, window=window)
+
+
+def score(tables: dict[str, pd.DataFrame], truth: dict[str, Any], inventory: dict[str, str], *, name: str = "",
+          window: timedelta = timedelta(hours=1)) -> EvalReport:
+    """The analysis of `tables` (platforms from the inventory only) scored against `truth`."""
+    old = sorted(n for n, v in truth["nodes"].items() if "expect" not in v)
+    if old:
+        raise InputError(f"ground truth of {old[0]} (and {len(old) - 1} more) has no 'expect': written by an older "
+                         "`fabricbot synth`; write the fleet again", source=name or "ground_truth.json")
     end = pd.Timestamp(truth["end"])
-    report = EvalReport(fleet=fleet_dir.name)
-    platforms = {n: inventory.get(n, v["platform"]) for n, v in truth["nodes"].items()}
-    fleet = analyze_fleet(tables, window=window, end=end, platforms=platforms, nodes=sorted(truth["nodes"]))
+    report = EvalReport(fleet=name)
+    fleet = analyze_fleet(tables, window=window, end=end, platforms=inventory, nodes=sorted(truth["nodes"]))
     for node_id, node in sorted(truth["nodes"].items()):
-        diagnosis = fleet.diagnoses[node_id]
-        detection, localization = score_node(diagnosis, node)
+        d = fleet.diagnoses[node_id]
+        job = fleet.jobs.get(d.job_id) if d.job_id is not None else None
+        scores, given, wrong = score_node(d, job, node["expect"])
         scenario = node["scenario"]
-        report.detection.setdefault(scenario, Scores()).add(detection)
-        report.localization.setdefault(scenario, Scores()).add(localization)
-        if node["benign"] and diagnosis.ticket_priority in (Priority.URGENT, Priority.HIGH):
+        report.scenarios.setdefault(scenario, ScenarioScores()).merge(scores)
+        if node["benign"] and d.ticket_priority in (Priority.URGENT, Priority.HIGH):
             report.false_urgent_high += 1
-        report.nodes.append(NodeResult(
-            node_id=node_id, scenario=scenario, benign=node["benign"],
-            truth=sorted(_label(truth_key(f)) for f in node["faults"]),
-            found=sorted(_label(found_key(loc)) for loc in diagnosis.localizations),
-            fault_detected=diagnosis.fault_detected, priority=diagnosis.ticket_priority))
+        report.nodes.append(NodeResult(node_id=node_id, scenario=scenario, benign=node["benign"],
+                                       expected=node["expect"], given=given, wrong=wrong))
     return report

@@ -3,7 +3,11 @@
 Each node gets one scenario; rates, onsets, sizes and the slowdown they cause are drawn from ranges that include
 values near each threshold, so no fixed pattern can be learned. Output: the normalized tables (Parquet or CSV),
 `nodes.csv` (the inventory: node and platform), `ground_truth.json`, and dcgm-exporter scrapes (link series and
-Xid counters) of a few nodes. Same seed, same fleet. 20 nodes hold every scenario (19) at least once.
+Xid counters) of a few nodes. Same seed, same fleet. 24 nodes hold every scenario (23) at least once.
+
+The ground truth holds, per node, its labelled faults (kind, part, onset, whether it slows the job) and what a
+diagnosis should conclude (`expect`, see `truth`); per job, its nodes, slowdown and when it stopped logging steps.
+A node outside the inventory (`platform_unknown`) is left out of `nodes.csv`; its truth names no platform.
 """
 
 from __future__ import annotations
@@ -21,20 +25,24 @@ from ..config.platforms import all_platforms
 from ..errors import InputError
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES, TableSchema
 from .node import NodeSim
-from .scenarios import BENIGN, SCENARIOS, apply_scenario
+from .scenarios import BENIGN, CAVEATS, SCENARIOS, apply_scenario
+from .truth import expectations
 
 START = pd.Timestamp("2026-01-05T00:00:00Z")
 SEED_NODES = {"hpc-gpu-node-12": ("replay_storm", "h100-nvl-8gpu"), "hpc-gpu-node-03": ("healthy", "hgx-h100-8gpu")}
 SEED_JOB = "4411"
 HEALTHY_SEED = "hpc-gpu-node-03"  # runs a job of its own, so its summary shows no other node's slowdown
-DEFAULT_NODES = 20
+DEFAULT_NODES = 24
 PLATFORMS = ("hgx-h100-8gpu", "hgx-h200-8gpu", "dgx-a100-8gpu", "dgx1-v100-8gpu", "pcie-8gpu")
 B200 = "hgx-b200-8gpu"
 # scenarios on one platform only; the fleet skips them when that platform's file is missing
 ONLY_ON = {"sku_12_of_18": "h100-nvl-8gpu", "blackwell_link_errors": B200, "healthy_blackwell": B200}
 # scenarios that read no pre-Blackwell NVLink counter (replay, CRC, recovery): Blackwell nodes may take them
 ANY_GENERATION = ("healthy", "outside_slowdown", "scrape_gaps", "reboot_reset", "pcie_riser_replays",
-                  "pcie_downtrain", "link_inactive", "xid79_gpu_lost")
+                  "pcie_downtrain", "link_inactive", "xid79_gpu_lost", "xid79_after_pcie_replays", "single_scrape")
+SWITCHED = ("hgx-h100-8gpu", "hgx-h200-8gpu", "dgx-a100-8gpu")  # NVSwitch boards running Fabric Manager
+NEED_NO_NVLINK = ("pcie_riser_replays", "pcie_downtrain", "healthy", "outside_slowdown", "scrape_gaps",
+                  "xid79_gpu_lost", "xid79_after_pcie_replays", "single_scrape")
 
 
 @dataclass
@@ -81,32 +89,43 @@ def _assign(rng: np.random.Generator, nodes: int, only: Sequence[str] | None = N
 def _platform(rng: np.random.Generator, scenario: str, known: dict[str, Any]) -> str:
     if scenario in ONLY_ON:
         return ONLY_ON[scenario]
-    if scenario in ("nvswitch_port_fault", "fabric_manager_down"):
-        return str(rng.choice(["hgx-h100-8gpu", "hgx-h200-8gpu", "dgx-a100-8gpu"]))
+    if scenario in ("nvswitch_port_fault", "fabric_manager_down", "platform_unknown", "fatal_sxid"):
+        return str(rng.choice([p for p in SWITCHED if p in known]))
     platforms = [*PLATFORMS, B200] if scenario in ANY_GENERATION else list(PLATFORMS)
-    if scenario not in ("pcie_riser_replays", "pcie_downtrain", "healthy", "outside_slowdown", "scrape_gaps",
-                        "xid79_gpu_lost"):  # the rest need NVLinks
+    if scenario not in NEED_NO_NVLINK:  # the rest need NVLinks
         platforms = [p for p in platforms if p in known and int(known[p].get("nvlinks_per_gpu", 0)) > 0]
     return str(rng.choice([p for p in platforms if p in known]))
 
 
 def _jobs(rng: np.random.Generator, fleet: Fleet) -> list[tuple[str, list[str]]]:
-    """Jobs spanning nodes; each job holds at most one node whose trouble slows it."""
-    slow = [n for n in fleet.nodes if fleet.sims[n].slowdown is not None]
-    calm = [n for n in fleet.nodes if fleet.sims[n].slowdown is None and n != HEALTHY_SEED]
+    """Jobs spanning nodes; each job holds at most one node whose trouble slows it or stops it."""
+    slow = [n for n in fleet.nodes if fleet.sims[n].slowdown is not None or fleet.sims[n].stops_job is not None]
+    calm = [n for n in fleet.nodes if n not in slow and n != HEALTHY_SEED]
     rng.shuffle(calm)
     jobs: list[tuple[str, list[str]]] = []
     number = 4400
     for node in slow:
-        members = [node] + [calm.pop() for _ in range(min(len(calm), int(rng.integers(0, 3))))]
+        apart = _apart(fleet, node, calm)  # no other fault starting with the slowdown: the two could not be told apart
+        members = [node] + [apart.pop() for _ in range(min(len(apart), int(rng.integers(0, 3))))]
+        calm = [n for n in calm if n not in members]
         jobs.append((SEED_JOB if node == "hpc-gpu-node-12" else _next(number := number + 1), sorted(members)))
     while calm:
         members = [calm.pop() for _ in range(min(len(calm), int(rng.integers(1, 4))))]
         number += 1
         jobs.append((_next(number), sorted(members)))
-    if HEALTHY_SEED in fleet.nodes and fleet.sims[HEALTHY_SEED].slowdown is None:
+    if HEALTHY_SEED in fleet.nodes and HEALTHY_SEED not in slow:
         jobs.append((_next(number + 1), [HEALTHY_SEED]))
     return jobs
+
+
+def _apart(fleet: Fleet, node: str, calm: list[str]) -> list[str]:
+    """The calm nodes none of whose faults starts within an hour of `node`'s slowdown or stop."""
+    sim = fleet.sims[node]
+    when = sim.slowdown[0] if sim.slowdown is not None else sim.stops_job
+    step_h = (sim.times[1] - sim.times[0]).total_seconds() / 3600
+    near = int(np.ceil(1.0 / step_h))
+    return [n for n in calm if all(abs(int(sim.times.searchsorted(pd.Timestamp(f["onset"]))) - (when or 0)) >= near
+                                   for f in fleet.sims[n].faults)]
 
 
 def _next(number: int) -> str:
@@ -122,11 +141,14 @@ def _steps(rng: np.random.Generator, fleet: Fleet, times: pd.DatetimeIndex) -> t
         if cause is not None:
             onset, pct = cause
             values[onset:] *= 1 + pct / 100
+        stop = next((fleet.sims[n].stops_job for n in members if fleet.sims[n].stops_job is not None), None)
         truth[job] = {"nodes": members, "baseline_step_time_ms": round(base, 1),
                       "slowdown_pct": cause[1] if cause else 0.0,
-                      "onset": str(times[cause[0]]) if cause else None}
-        frames.append(pd.DataFrame({"timestamp": times, "job_id": job, "node_ids": ",".join(members),
-                                    "step": np.arange(len(times)) * 50, "step_time_ms": values.round(2),
+                      "onset": str(times[cause[0]]) if cause else None,
+                      "stopped_at": str(times[stop]) if stop is not None else None}
+        logged = slice(0, stop)  # a job that cannot run logs no step
+        frames.append(pd.DataFrame({"timestamp": times[logged], "job_id": job, "node_ids": ",".join(members),
+                                    "step": np.arange(len(times))[logged] * 50, "step_time_ms": values[logged].round(2),
                                     "source": "synth"}))
     return conform(STEP_SAMPLES, pd.concat(frames, ignore_index=True)), truth
 
@@ -142,16 +164,23 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
                           + 1, freq=f"{interval_min}min")
     chosen, platforms = _assign(rng, nodes, scenarios)
     fleet = Fleet(list(chosen), platforms, chosen)
-    link_frames, event_frames, truth_nodes = [], [], {}
+    link_frames, event_frames = [], []
+    truth_nodes: dict[str, dict[str, Any]] = {}
     for name in fleet.nodes:
         sim = NodeSim.new(rng, name, platforms[name], times, near=scenarios is not None or name not in SEED_NODES)
         apply_scenario(sim, chosen[name], demo=not scenarios)
         fleet.sims[name] = sim
         link_frames.append(sim.link_frame())
         event_frames.append(sim.event_frame())
-        truth_nodes[name] = {"platform": platforms[name], "scenario": chosen[name],
-                             "benign": chosen[name] in BENIGN, "faults": sim.faults, "near": sim.near}
+        truth_nodes[name] = {"platform": platforms[name] if sim.inventory else None, "board": platforms[name],
+                             "scenario": chosen[name], "benign": chosen[name] in BENIGN, "faults": sim.faults,
+                             "near": sim.near, "warnings": sim.warnings}
     steps, jobs = _steps(rng, fleet, times)
+    job_of = {n: j for j, v in jobs.items() for n in v["nodes"]}
+    for name, node in truth_nodes.items():
+        node["job"] = job_of.get(name)
+        node["expect"] = expectations(node, jobs.get(job_of.get(name, "")), end=times[-1],
+                                      caveats=CAVEATS.get(chosen[name], []))
     tables = {"link_samples": conform(LINK_SAMPLES, pd.concat(link_frames, ignore_index=True)),
               "events": conform(EVENTS, pd.concat(event_frames, ignore_index=True)),
               "step_samples": steps}
@@ -170,12 +199,11 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
             frame.to_csv(out / f"{name}.csv", index=False)
         else:
             frame.to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
-    pd.DataFrame({"node_id": list(truth["nodes"]),
-                  "platform": [v["platform"] for v in truth["nodes"].values()]}).to_csv(out / "nodes.csv",
-                                                                                        index=False)
+    known = {n: v["platform"] for n, v in truth["nodes"].items() if v["platform"] is not None}
+    pd.DataFrame({"node_id": list(known), "platform": list(known.values())}).to_csv(out / "nodes.csv", index=False)
     # a GPU off the bus first, then Blackwell nodes, then other Xids, so the scrapes show those series
     order = sorted(truth["nodes"], key=lambda n: (not _has_xid(tables["events"], n, 79),
-                                                  truth["nodes"][n]["platform"] != B200,
+                                                  truth["nodes"][n]["board"] != B200,
                                                   not _has_xid(tables["events"], n), n))
     _scrapes(tables["link_samples"], tables["events"], out / "dcgm", order[:scrapes])
     path = out / "ground_truth.json"

@@ -15,6 +15,7 @@ class SynthLink:
     link_type: str
     peer: str
     switch: str | None = None
+    total: bool = False  # a GPU's total over all its NVLinks (Blackwell's NVLink5 counters): link None, no peer
 
 
 def nvlinks(platform: str) -> list[SynthLink]:
@@ -22,6 +23,11 @@ def nvlinks(platform: str) -> list[SynthLink]:
     graph = platform_graph(platform)
     return [SynthLink(p.gpu, p.link, "nvlink", p.peer, p.switch)
             for gpu in graph.gpus for p in graph.links_of(gpu) if p.link_type == "nvlink" and p.link is not None]
+
+
+def gpu_totals(platform: str) -> list[SynthLink]:
+    """One row per GPU for the counters DCGM reports only as a GPU's total over its NVLinks (NVLink5)."""
+    return [SynthLink(gpu, None, "nvlink", "", total=True) for gpu in platform_graph(platform).gpus]
 
 
 def pcie_links(platform: str) -> list[SynthLink]:

@@ -1,11 +1,16 @@
 """One synthetic node: its links' counter rates, gauges and states over time, turned into link_samples rows.
 
-Background (per hour): replays 0-15, CRC flits 0-20, CRC data 0-5 per link, Poisson. Blackwell NVLinks report
-other counters (replays rare by design, 0-2; symbol errors corrected by FEC, no effective errors) and bit-error
-ratios. A counter a scenario drives (a fault, or a benign link drawn near a threshold) grows deterministically at
-its rate, the fraction carried between samples, so an hour's increase is the rate within one count: a fault drawn
-at 1.1x its threshold is over it in every window, a benign link at 0.95x under it. Rules and limits come from the
-packaged thresholds file, so ground truth follows its defaults.
+Background (per hour): replays 0-15, CRC flits 0-20, CRC data 0-5 per link, Poisson. Blackwell nodes are written
+as dcgm-exporter writes them on GB200/B200: the NVLink5 counters (symbol and effective errors, successful and
+failed recoveries, the bit-error ratios) only as each GPU's total over its links (a row with `gpu_total` true and
+no link: DCGM documents fields 1200-1219 as "NVLink5+ only. Returns aggregate value across all links"), and per
+link only the replay counter, which DCGM also gives per link (the link-entity field 1527,
+`DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL`; rare there by design, 0-2). A counter a scenario drives (a fault,
+or a benign link drawn near a threshold) grows deterministically at its rate, the fraction carried between samples,
+so an hour's increase is the rate within one count: a fault drawn at 1.1x its threshold is over it in every window,
+a benign link at 0.95x under it. Rules and limits come from the packaged thresholds file, so ground truth follows
+its defaults. A slowdown is never drawn within `MARGIN_PCT` of a step in the priority policy (5 %, 20 %): the
+measured figure could fall either side.
 """
 
 from __future__ import annotations
@@ -17,21 +22,54 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..components import ComponentRef
 from ..config.platforms import platform_data
-from ..config.thresholds import DEFAULT_FILE, load_thresholds
-from .layout import SynthLink, has_switches, nvlinks, pcie_links, pcie_shape
+from ..config.thresholds import DEFAULT_FILE, Thresholds, load_thresholds
+from ..enums import FaultKind, Severity
+from .layout import SynthLink, gpu_totals, has_switches, nvlinks, pcie_links, pcie_shape
 
 CLASSIC = ("crc_flit", "crc_data", "recovery")  # NVLink counters before Blackwell
 BLACKWELL = ("symbol_errors", "effective_errors", "recovery_successful", "recovery_failed")
 COUNTERS = ("replay", *CLASSIC, "replay_rollovers", *BLACKWELL)
 GAUGES = ("symbol_ber", "effective_ber")
 NEAR_LOW, NEAR_HIGH = 1.1, 1.5  # "near" a threshold, above it; below it a benign draw reaches 0.95x
+MARGIN_PCT = 1.5  # no slowdown is drawn closer than this to a step of the priority policy
 
 
 @cache
+def defaults() -> Thresholds:
+    """The packaged thresholds file: the limits faults are drawn against and the policy the truth is judged by."""
+    return load_thresholds(DEFAULT_FILE)
+
+
 def limit(rule: str) -> float:
     """A rule's default limit (`above`) from the packaged thresholds file."""
-    return float(load_thresholds(DEFAULT_FILE).rule(rule).above)
+    return float(defaults().rule(rule).above)
+
+
+def policy_steps() -> list[float]:
+    """The slowdowns at which the verdict or the priority changes: the slowdown floor and the priority rows'."""
+    t = defaults()
+    rows = [r.min_degradation_pct for r in t.priority if r.min_degradation_pct is not None]
+    return sorted({t.setting("slowdown_min_pct"), *rows})
+
+
+def component_of(fault: FaultKind, where: dict[str, Any]) -> str:
+    """The slug of the part a fault is in (`ComponentRef.slug`): what a correct localization names."""
+    gpu = where.get("gpu")
+    if fault is FaultKind.NVLINK:
+        return ComponentRef.nvlink(gpu, where["link"]).slug
+    if fault is FaultKind.NVLINK_AGGREGATE:
+        return ComponentRef.nvlink(gpu, None).slug
+    if fault in (FaultKind.GPU_NVLINKS, FaultKind.GPU_OFF_BUS):
+        return ComponentRef.of_gpu(int(where["gpu"])).slug
+    if fault is FaultKind.NVSWITCH:
+        return ComponentRef.nvswitch(where["switch"]).slug
+    if fault is FaultKind.NVSWITCH_FATAL:  # the port the SXid names
+        return ComponentRef.nvswitch(where["switch"], where["port"]).slug
+    if fault in (FaultKind.PCIE_REPLAYS, FaultKind.PCIE_DOWNTRAIN):
+        return ComponentRef.pcie(gpu).slug
+    return ComponentRef.fabric_software().slug
 
 
 def is_blackwell(platform: str) -> bool:
@@ -62,14 +100,17 @@ class NodeSim:
     near: list[dict[str, Any]] = field(default_factory=list)  # benign links drawn just under a threshold
     events: list[dict[str, Any]] = field(default_factory=list)
     slowdown: tuple[int, float] | None = None
+    stops_job: int | None = None  # the sample from which the node's job logs no step (it cannot run)
+    warnings: list[dict[str, Any]] = field(default_factory=list)  # benign readings over a warning rule, and when
+    inventory: bool = True  # False: the node is missing from the inventory and its peers are spelled `nvswitch-1`
 
     @classmethod
     def new(cls, rng: np.random.Generator, node_id: str, platform: str, times: pd.DatetimeIndex, *,
             near: bool = True) -> NodeSim:
         """`near=False`: no link drawn under a threshold (the demo nodes show no stray warning)."""
-        links = nvlinks(platform) + pcie_links(platform)
-        n, t = len(links), len(times)
         blackwell = is_blackwell(platform)
+        links = nvlinks(platform) + pcie_links(platform) + (gpu_totals(platform) if blackwell else [])
+        n, t = len(links), len(times)
         highs = {"replay": 2 if blackwell else 15, "crc_flit": 20, "crc_data": 5, "symbol_errors": 0}
         rate = {c: np.repeat(rng.uniform(0, highs.get(c, 0), (n, 1)), t, axis=1) for c in COUNTERS}
         gauge = {c: np.full((n, t), np.nan) for c in GAUGES}
@@ -83,12 +124,12 @@ class NodeSim:
                   np.full(t, max_width, dtype=float), np.where(busy, max_gen, 1).astype(float), traffic,
                   max_gen, max_width, blackwell=blackwell, keep=np.ones(t, dtype=bool),
                   gone=np.zeros((n, t), dtype=bool))
-        nv = sim.nv_indices()
+        nv = sim.error_indices()
         if blackwell:
             rate["symbol_errors"][nv] = np.exp(rng.uniform(np.log(1e2), np.log(1e5), (len(nv), 1)))
             gauge["symbol_ber"][nv] = np.exp(rng.uniform(np.log(1e-10), np.log(1e-7), (len(nv), 1)))
             gauge["effective_ber"][nv] = np.exp(rng.uniform(np.log(1e-17), np.log(1e-15), (len(nv), 1)))
-        if rng.random() < 0.5 and nv and near:  # one link just under a threshold: not a fault
+        if rng.random() < 0.5 and nv and near:  # one link (or GPU total) just under a threshold: not a fault
             sim.near_below(int(rng.choice(nv)))
         if has_switches(platform):
             sim.events.append({"timestamp": times[0], "kind": "fabric_state", "text": "Fabric State: Completed"})
@@ -106,11 +147,28 @@ class NodeSim:
             if rule == "crc":
                 self.rate["crc_data"][i] = 0.0  # the rule sums both CRC counters
             self.drive(counter, i, 0, ratio * limit(rule))
+            if rule == "nvlink_crc_data" and ratio * limit(rule) > limit("crc"):  # under failing, over the warning
+                self.warn("crc", i, 0, len(self.times) - 1)
         self.near.append({"rule": rule, "ratio": round(ratio, 3), "gpu": s.gpu, "link": s.link})
+
+    def warn(self, rule: str, i: int, start: int, stop: int) -> None:
+        """A benign reading over warning rule `rule` from sample `start` to `stop`: a warning, not a fault."""
+        s = self.links[i]
+        self.warnings.append({"rule": rule, "gpu": s.gpu, "link": s.link, "from": str(self.times[start]),
+                              "to": str(self.times[stop])})
 
     # -- helpers scenarios use -------------------------------------------------------------------------------
     def nv_indices(self, gpu: int | None = None) -> list[int]:
-        return [i for i, s in enumerate(self.links) if s.link_type == "nvlink" and (gpu is None or s.gpu == gpu)]
+        """The NVLinks, each on its own (not the GPU totals)."""
+        return [i for i, s in enumerate(self.links) if s.link_type == "nvlink" and not s.total
+                and (gpu is None or s.gpu == gpu)]
+
+    def total_index(self, gpu: int) -> int:
+        return next(i for i, s in enumerate(self.links) if s.total and s.gpu == gpu)
+
+    def error_indices(self) -> list[int]:
+        """Where the NVLink error counters live: the GPU totals on Blackwell, else each NVLink."""
+        return [i for i, s in enumerate(self.links) if s.total] if self.blackwell else self.nv_indices()
 
     def pcie_index(self, gpu: int) -> int:
         return next(i for i, s in enumerate(self.links) if s.link_type == "pcie" and s.gpu == gpu)
@@ -132,24 +190,41 @@ class NodeSim:
         self.rate[counter][i, start:] = rate
         self.exact.add((counter, i))
 
-    def slows(self, onset: int, lo: float = 5.0, hi: float = 90.0, p: float = 0.8) -> bool:
-        if self.rng.random() < p and self.slowdown is None:
-            self.slowdown = (onset + int(self.rng.integers(0, 2)), round(float(self.rng.uniform(lo, hi)), 1))
-            return True
-        return False
+    def slows(self, onset: int, lo: float = 5.0, hi: float = 90.0, p: float = 0.8, *,
+              force: bool | None = None) -> bool:
+        """Whether the fault slows its job (with probability `p`, or as `force` says), by lo-hi percent."""
+        if force is False or self.slowdown is not None or (force is None and self.rng.random() >= p):
+            return False
+        self.slowdown = (onset + int(self.rng.integers(0, 2)), self.slowdown_pct(lo, hi))
+        return True
 
-    def fault(self, scenario: str, kind: str, onset: int, slows: bool, **where: Any) -> None:
-        self.faults.append({"scenario": scenario, "kind": kind, "onset": str(self.times[onset]),
-                            "slows_job": slows, **where})
+    def slowdown_pct(self, lo: float, hi: float) -> float:
+        """A slowdown in lo-hi percent, never within MARGIN_PCT of a step of the priority policy."""
+        pct = round(float(self.rng.uniform(lo, hi)), 1)
+        while any(abs(pct - step) < MARGIN_PCT for step in policy_steps()):
+            pct = round(float(self.rng.uniform(lo, hi)), 1)
+        return pct
+
+    def fault(self, scenario: str, kind: str, onset: int, slows: bool, *, fault: FaultKind,
+              severity: Severity = Severity.FAILING, ratio: float | None = None, **where: Any) -> None:
+        """A labelled fault: where it is, its kind, the part it is in, how bad (`ratio`: how far over its
+        threshold; None for a zero threshold or a down link, which count as furthest) and whether it slows the job."""
+        self.faults.append({"scenario": scenario, "kind": kind, "fault": fault.value,
+                            "component": component_of(fault, where), "onset": str(self.times[onset]),
+                            "slows_job": slows, "severity": severity.value,
+                            "ratio": None if ratio is None else round(ratio, 3), **where})
 
     # -- output ----------------------------------------------------------------------------------------------
     def _applies(self, counter: str) -> np.ndarray:
         pcie = np.array([s.link_type == "pcie" for s in self.links])
+        total = np.array([s.total for s in self.links])
         if counter == "replay":
-            return np.ones(len(self.links), dtype=bool)
+            return ~total
         if counter == "replay_rollovers":
             return pcie
-        return ~pcie & (self.blackwell == (counter in BLACKWELL))
+        if counter in BLACKWELL:
+            return total
+        return ~pcie & ~self.blackwell
 
     def _counts(self, counter: str, hours: np.ndarray) -> np.ndarray:
         expected = self.rate[counter] * hours * ~self.inactive
@@ -189,7 +264,8 @@ class NodeSim:
         return pd.DataFrame({
             "timestamp": flat(self.times.to_numpy()[None, :]), "node_id": self.node_id,
             "gpu": each([s.gpu for s in self.links]), "link_type": each([s.link_type for s in self.links]),
-            "link": each([s.link for s in self.links]), "peer": each([s.peer for s in self.links]),
+            "link": each([s.link for s in self.links]), "peer": each([self._peer(s) for s in self.links]),
+            "gpu_total": each([s.total for s in self.links]).astype(bool),
             **{c: flat(v) for c, v in cols.items()},
             **{g: flat(v) for g, v in self.gauge.items() if np.isfinite(v).any()}, "link_state": flat(state),
             "gen": np.where(pcie_row, flat(self.gen[None, :]), np.nan),
@@ -198,6 +274,12 @@ class NodeSim:
             "max_width": np.where(pcie_row, self.max_width, np.nan),
             "tx_bytes_per_s": np.where(pcie_row, flat(self.traffic[None, :]), np.nan), "source": "synth",
         })
+
+    def _peer(self, s: SynthLink) -> str | None:
+        """The peer column as the node's readers spell it: a node outside the inventory writes `nvswitch-1`."""
+        if s.total:
+            return None
+        return s.peer.replace("NVSwitch ", "nvswitch-") if not self.inventory else s.peer
 
     def width_by_link(self) -> np.ndarray:
         w = np.full((len(self.links), len(self.times)), float(self.max_width))

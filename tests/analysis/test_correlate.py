@@ -105,3 +105,42 @@ def test_two_failing_links_on_one_job_only_the_one_that_tracks_best_explains_it(
     bystander = analyze_tables(tables, node_id="n2")
     assert bystander.fault_detected and bystander.ticket_priority.value == "medium"
     assert bystander.verdict is not None and "not this node's fabric" in bystander.verdict
+
+
+def events_of(rate_from: dict[int, float], seed: int) -> list[float]:
+    """A counter of whole events at the given per-hour rates (a few an hour: one every few samples)."""
+    return list(np.floor(np.array(counter(rate_from)) + np.random.default_rng(seed).uniform()))
+
+
+def test_a_few_failed_recoveries_an_hour_starting_with_the_slowdown_explain_it() -> None:
+    sparse = links(link_series({"recovery_failed": events_of({ONSET: 3.0}, 1)}, link=None, gpu=0, peer="",
+                               gpu_total=True),
+                   link_series({"recovery_failed": events_of({ONSET - 60: 3.0}, 2)}, link=None, gpu=1, peer="",
+                               gpu_total=True))
+    job = explain_job({"link_samples": sparse, "step_samples": slow_steps()}, job_id="j1")
+    by_gpu = {s.ref.gpu: s for s in job.links}
+    assert by_gpu[0].explains_slowdown and by_gpu[0].score >= 0.6  # one count every 20 minutes, from the onset
+    assert "between counts" in " ".join(by_gpu[0].evidence)
+    assert not by_gpu[1].explains_slowdown  # the same rate from five hours before: not this slowdown
+
+
+def test_a_background_of_errors_does_not_start_a_link_before_its_rise() -> None:
+    """A flapping link: a few recoveries an hour and replays rising over a background of 40 an hour."""
+    rng = np.random.default_rng(3)
+    noisy = np.cumsum(rng.poisson(40 * 5 / 60, N) + np.where(np.arange(N) >= ONSET, 150 * 5 / 60, 0))
+    flapping = link_series({"replay": list(noisy.astype(float)), "recovery": events_of({ONSET: 4.0}, 4)}, link=4)
+    job = explain_job({"link_samples": links(flapping), "step_samples": slow_steps()}, job_id="j1")
+    (score,) = job.links
+    assert score.onset is not None
+    assert abs(pd.Timestamp(score.onset) - (T0 + pd.Timedelta(minutes=5 * ONSET))) <= pd.Timedelta(minutes=10)
+    assert score.explains_slowdown
+
+
+def test_a_job_that_logs_no_step_any_more_is_not_running() -> None:
+    storm = links(link_series(counter({ONSET: 6000.0}), link=1))
+    cut = slow_steps().iloc[: ONSET + 20]  # the job stops logging 100 minutes after its slowdown began
+    d = analyze_tables({"link_samples": storm, "step_samples": cut}, node_id="n1")
+    assert d.job_id == "j1" and d.verdict is not None and "not running" in d.verdict
+    assert d.degradation_pct is None and d.ticket_priority.value == "medium"  # failing, no slowdown to blame
+    running = analyze_tables({"link_samples": storm, "step_samples": slow_steps()}, node_id="n1")
+    assert running.ticket_priority.value == "urgent" and "explains" in (running.verdict or "")

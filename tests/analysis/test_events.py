@@ -1,11 +1,13 @@
-"""Events once each, whichever sources report them; GPUs and links that stop or never report are never healthy."""
+"""Events once each, whichever sources report them; GPUs and links that stop or never report are never healthy; a
+GPU off the bus with the PCIe history before it; Fabric Manager down; a GPU's NVLink totals beside its links."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from diagnostics.analysis import analyze_tables
-from tests.analysis.helpers import T0, events, node_links
+from diagnostics.enums import FaultKind
+from tests.analysis.helpers import T0, events, link_series, links, node_links, steady, steps
 
 
 def _xid79(minute: float, source: str, count: int | None = None) -> dict[str, object]:
@@ -51,3 +53,65 @@ def test_one_reading_is_not_called_within_threshold() -> None:
     d = analyze_tables({"link_samples": first}, node_id="n1")
     assert not d.fault_detected and "within allowable" not in d.repair_action
     assert d.repair_action.startswith("Read the counters again in a few minutes")
+
+
+N = 6 * 12 + 1  # six hours of 5-minute samples
+GONE = 50  # GPU 3's series stop after this sample
+
+
+def _off_bus(replays_per_hour: float) -> dict[str, pd.DataFrame]:
+    nv = node_links(n=N)
+    nv = nv[~((nv["gpu"] == 3) & (nv["timestamp"] > T0 + pd.Timedelta(minutes=5 * GONE)))]
+    pcie = [link_series(steady(replays_per_hour if g == 3 else 0.0, GONE + 1 if g == 3 else N), gpu=g, link=None,
+                        link_type="pcie", peer="PCIe switch 0") for g in range(8)]
+    xid = events([{"timestamp": T0 + pd.Timedelta(minutes=5 * GONE), "gpu": 3, "kind": "xid", "code": 79,
+                   "text": "NVRM: Xid (PCI:0000:1b:00): 79, GPU has fallen off the bus."}])
+    return {"link_samples": links(nv, *pcie), "events": xid}
+
+
+def test_the_pcie_replays_before_a_gpu_fell_off_the_bus_are_its_evidence_not_a_second_fault() -> None:
+    d = analyze_tables(_off_bus(4000.0), node_id="n1", platform="hgx-h100-8gpu")
+    assert [(loc.ref.slug, loc.fault) for loc in d.localizations] == [("gpu3", FaultKind.GPU_OFF_BUS)]
+    evidence = " ".join(d.localizations[0].evidence)
+    assert "PCIe replay history before the Xid 79" in evidence and "4,000" in evidence
+    quiet = analyze_tables(_off_bus(0.0), node_id="n1", platform="hgx-h100-8gpu")
+    assert quiet.localizations[0].ref.slug == "gpu3"
+    assert "PCIe replay" not in " ".join(quiet.localizations[0].evidence)  # nothing counted: nothing claimed
+
+
+def test_fabric_manager_down_says_jobs_cannot_start_and_names_no_part() -> None:
+    down = node_links(n=N, state={(g, k): "inactive" for g in range(8) for k in range(18)})
+    fm = events([{"timestamp": T0, "kind": "fabric_state", "text": "Fabric State: In Progress"}])
+    job = steps([200.0] * 6)  # the job ran half an hour, then could not run
+    d = analyze_tables({"link_samples": down, "events": fm, "step_samples": job}, node_id="n1",
+                       platform="hgx-h100-8gpu")
+    assert d.localization is not None and d.localization.fault is FaultKind.FABRIC_MANAGER
+    assert d.verdict is not None and "jobs cannot start" in d.verdict and "error 802" in d.verdict
+    assert "not running" in d.verdict  # its job logged no step since
+
+
+def test_a_gpu_total_with_counters_its_links_lack_is_read_and_one_that_repeats_them_is_not() -> None:
+    per_link = node_links(gpus=8)
+    total = link_series({"effective_errors": steady(30.0), "replay": steady(5000.0)}, gpu=2, link=None, peer="",
+                        gpu_total=True)
+    repeat = link_series({"replay": steady(5000.0)}, gpu=5, link=None, peer="", gpu_total=True)
+    d = analyze_tables({"link_samples": links(per_link, total, repeat)}, node_id="n1", platform="hgx-h100-8gpu")
+    assert [(loc.ref.slug, loc.fault) for loc in d.localizations] == [("gpu2-nvlinks", FaultKind.NVLINK_AGGREGATE)]
+
+
+def test_the_gpu_link_on_a_port_a_fatal_sxid_stopped_is_that_sxid_not_a_second_part() -> None:
+    from diagnostics.topology import platform_graph
+
+    port = platform_graph("hgx-h100-8gpu").port_of(4, 3, "nvlink")
+    switch = str(port.switch).split()[-1]
+    down = node_links(state={(4, 3): "inactive"})
+    sxid = events([{"timestamp": T0 + pd.Timedelta(minutes=30), "kind": "sxid", "code": 24007, "severity": "fatal",
+                    "nvswitch": switch, "link": port.switch_port,
+                    "text": f"nvidia-nvswitch{switch}: SXid (PCI:0000:a0:00.0): 24007, Fatal, Link "
+                            f"{port.switch_port} sourcetrack timeout error (First)"}])
+    d = analyze_tables({"link_samples": down, "events": sxid}, node_id="n1", platform="hgx-h100-8gpu")
+    assert [(loc.fault, loc.ref.slug) for loc in d.localizations] == \
+        [(FaultKind.NVSWITCH_FATAL, f"nvswitch-{switch}-port{port.switch_port}")]
+    assert any("GPU 4 NVLink 3" in e and "same link" in e for e in d.localizations[0].evidence)
+    alone = analyze_tables({"link_samples": down}, node_id="n1", platform="hgx-h100-8gpu")
+    assert [loc.fault for loc in alone.localizations] == [FaultKind.NVLINK]  # no SXid: the link is the part

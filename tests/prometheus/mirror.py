@@ -17,6 +17,7 @@ import pandas as pd
 from diagnostics.analysis.rules import crossings
 from diagnostics.config.thresholds import Thresholds
 from diagnostics.enums import LinkType, Severity
+from diagnostics.ingest.dcgm_map import load_map
 from diagnostics.offenders import Offender
 from diagnostics.prometheus.gauges import GAUGE_METRICS, gauge_values, is_gauge_rule, last_readings
 from diagnostics.prometheus.promql import (
@@ -108,8 +109,11 @@ def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, w
     pushable = thresholds.model_copy(update={"rules": [r for r in thresholds.rules if not_pushable(r) is None]})
     start, end = (at - timedelta(hours=window_hours)).timestamp(), at.timestamp()
     gpu_missing = missing_gpus(samples, at, gpus, exclude_models)  # a GPU total says the GPU reports too
-    if "gpu_total" in samples:
-        samples = samples[~samples["gpu_total"].fillna(False).astype(bool)]
+    if "gpu_total" in samples:  # a GPU total is judged only for counters DCGM names no link of (NVLink5's)
+        total = samples["gpu_total"].fillna(False).astype(bool)
+        named = sorted({f.column for _, f in load_map().patterns if f.link_type is LinkType.NVLINK} & set(samples))
+        samples = samples.copy()
+        samples.loc[total, named] = np.nan
     counters = list(dict.fromkeys(r.counter for r in pushable.rules if not is_gauge_rule(r)))
     inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
                      & (samples["timestamp"] <= pd.Timestamp(at))]

@@ -63,9 +63,11 @@ def test_pcie_queries_compare_the_last_readings_of_the_link_gauges() -> None:
 def test_ber_queries_are_per_link_gauge_comparisons_with_exact_limits() -> None:
     queries = _queries()
     effective, symbol = queries[("effective_ber", "nvlink")], queries[("symbol_ber", "nvlink")]
+    # both DCGM spellings; NVLink5's bit-error ratios exist only as a GPU's total (no link label): it is judged
     assert ("last_over_time({__name__=~\"DCGM_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER_FLOAT(_total)?"
-            "|DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RATIO(_total)?\", nvlink!=\"\"}") \
-        in effective  # both DCGM spellings; a GPU aggregate (no link label) is never compared with a per-link limit
+            "|DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RATIO(_total)?\"}") in effective
+    # a counter with per-link names never has its GPU total compared with a per-link limit
+    assert 'nvlink!=""' in queries[("nvlink_replay", "nvlink")]
     assert effective.endswith("> 1e-12") and symbol.endswith("> 1e-06")
     # the Blackwell counter rules were rate rules already: increase() per hour
     for rule in ("effective_errors", "recovery_failed"):
@@ -143,8 +145,8 @@ PLANTED = {
     ("hpc-gpu-node-01", "pcie", 4, None, None, "pcie_width"),  # the scenario's downtrain, under load
     ("hpc-gpu-node-02", "pcie", 6, None, None, "pcie_width"),  # a downtrain at idle is still lanes lost
     ("hpc-gpu-node-03", "pcie", 3, None, None, "pcie_gen_under_load"),
-    ("hpc-gpu-node-04", "nvlink", 1, None, 2, "effective_ber"),
-    ("hpc-gpu-node-04", "nvlink", 5, None, 7, "symbol_ber"),
+    ("hpc-gpu-node-04", "nvlink", 1, None, None, "effective_ber"),  # Blackwell: a GPU's total over its NVLinks
+    ("hpc-gpu-node-04", "nvlink", 5, None, None, "symbol_ber"),
 }
 
 
@@ -154,7 +156,7 @@ def _plant(links: pd.DataFrame) -> pd.DataFrame:
     end = links["timestamp"].max()
     late = links["timestamp"] > end - pd.Timedelta(minutes=30)
     node = links["node_id"].astype(str)
-    pcie, gpu, link = links["link_type"].astype(str) == "pcie", links["gpu"], links["link"]
+    pcie, gpu = links["link_type"].astype(str) == "pcie", links["gpu"]
     # node 02 idles at the end: every GPU drops to generation 1 (power saving, not a fault); GPU 6 lost lanes
     idle = late & pcie & (node == "hpc-gpu-node-02")
     links.loc[idle, "tx_bytes_per_s"] = IDLE
@@ -166,12 +168,13 @@ def _plant(links: pd.DataFrame) -> pd.DataFrame:
     links.loc[busy, "gen"] = links.loc[busy, "max_gen"]
     links.loc[busy & (gpu == 3), "gen"] = links.loc[busy & (gpu == 3), "max_gen"] - 1
     limit = {r.name: r.above for r in load_thresholds().rules}
-    bw = node == "hpc-gpu-node-04"
-    links.loc[bw & late & (gpu == 1) & (link == 2), "effective_ber"] = 3 * limit["effective_ber"]
-    links.loc[bw & late & (gpu == 5) & (link == 7), "symbol_ber"] = 2 * limit["symbol_ber"]
-    links.loc[bw & late & (gpu == 2) & (link == 3), "symbol_ber"] = 0.9 * limit["symbol_ber"]  # just under
+    # the NVLink5 bit-error ratios are GPU totals (dcgm-exporter's DCGM_FI_DEV_NVLINK_COUNT_*: no link)
+    bw = (node == "hpc-gpu-node-04") & links["gpu_total"].fillna(False).astype(bool)
+    links.loc[bw & late & (gpu == 1), "effective_ber"] = 3 * limit["effective_ber"]
+    links.loc[bw & late & (gpu == 5), "symbol_ber"] = 2 * limit["symbol_ber"]
+    links.loc[bw & late & (gpu == 2), "symbol_ber"] = 0.9 * limit["symbol_ber"]  # just under
     # over its limit earlier in the window, back under at the end: the instant's reading is under
-    links.loc[bw & ~late & (gpu == 6) & (link == 0), "effective_ber"] = 50 * limit["effective_ber"]
+    links.loc[bw & ~late & (gpu == 6), "effective_ber"] = 50 * limit["effective_ber"]
     return links
 
 

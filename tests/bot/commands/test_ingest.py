@@ -66,7 +66,7 @@ def test_a_synth_folder_with_its_nodes_csv_is_ingested_and_the_platforms_kept(
     out, err = capsys.readouterr()
     assert code == 0 and "not read" not in out and err == ""
     store = TelemetryStore(tmp_path / "st")
-    assert store.platforms() == {n: v["platform"] for n, v in truth["nodes"].items()}
+    assert store.platforms() == {n: v["platform"] for n, v in truth["nodes"].items() if v["platform"]}
     files = {Path(r["file"]).name for r in store.db["ingests"].rows}
     assert "nodes.csv" in files and "link_samples.parquet" in files and len(files) == 5  # 3 tables, csv, 1 scrape
     assert "ground_truth.json" not in files and ".notes.swp" not in files

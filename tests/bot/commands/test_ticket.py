@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlite_utils
@@ -14,7 +15,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from bot.audit import AuditLog
 from bot.commands import ticket as ticket_command
 from diagnostics.store.telemetry import open_store
-from diagnostics.synth.fleet import generate
+from diagnostics.synth.fleet import build, generate
 from diagnostics.tickets import ClaudeDrafter, ModelCall
 from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES
@@ -102,10 +103,21 @@ def test_node_from_the_store(tmp_path: Path, cli: Cli) -> None:
 def test_a_stored_node_is_judged_with_the_nodes_sharing_its_job(tmp_path: Path) -> None:
     from bot.commands.ticket import _from_store
 
-    truth = json.loads(generate(out=tmp_path / "fleet", seed=0, nodes=6, hours=6, scrapes=0).read_text())
-    job = next(j for j in truth["jobs"].values() if len(j["nodes"]) > 1 and j["slowdown_pct"] > 10)
-    culprit = next(n for n in job["nodes"] if truth["nodes"][n]["faults"])
-    bystander = next(n for n in job["nodes"] if not truth["nodes"][n]["faults"])
+    def shared(truth: dict[str, Any]) -> tuple[str, str] | None:
+        """A slowed job of several nodes: the node whose fault explains it and one with no fault."""
+        for job in truth["jobs"].values():
+            nodes = {n: truth["nodes"][n] for n in job["nodes"]}
+            culprit = [n for n, v in nodes.items() if v["expect"]["verdict"] == "explains"]
+            clean = [n for n, v in nodes.items() if not v["faults"]]
+            if job["slowdown_pct"] > 10 and culprit and clean:
+                return culprit[0], clean[0]
+        return None
+
+    seed = next(s for s in range(20) if shared(build(seed=s, nodes=6, hours=6)[1]))  # the first fleet that has one
+    truth = json.loads(generate(out=tmp_path / "fleet", seed=seed, nodes=6, hours=6, scrapes=0).read_text())
+    pair = shared(truth)
+    assert pair is not None
+    culprit, bystander = pair
     open_store(tmp_path / "store").ingest([tmp_path / "fleet" / f"{t}.parquet"
                                            for t in ("link_samples", "events", "step_samples")])
     diagnosis, _ = _from_store(bystander, str(tmp_path / "store"), truth["nodes"][bystander]["platform"])
