@@ -4,7 +4,8 @@ node's rows) and a snapshot's (`analyze_snapshot`: counters already summed over 
 """
 
 from .correlate import JobExplanation, LinkScore, job_nodes, jobs_on
-from .fleet import FleetAnalysis, History, analyze_fleet, history_needed
+from .fleet import FleetAnalysis, analyze_fleet, history_needed
+from .jobs import History
 from .node import analyze_tables, explain_job, node_tables
 from .rates import counters_in
 from .snapshot import analyze_snapshot, degradation_pct

@@ -9,7 +9,7 @@ once, for all its nodes. One node's Diagnosis (`node.analyze_tables`) is this en
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,15 +19,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..components import ComponentRef
-from ..config.platforms import all_platforms, platform_for_model
 from ..config.thresholds import GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Thresholds, load_thresholds
-from ..enums import ComponentKind, LinkType, PortSource, Severity
+from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
-from ..tables import COUNTERS
-from ..topology import graph_from_topology, platform_graph
-from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span, stopped
-from .diagnosis import PLATFORM_UNKNOWN, assemble
+from .boards import Boards, expected_links, gpu_count
+from .correlate import JobExplanation, JobSteps
+from .diagnosis import assemble
 from .events import (
     event_findings,
     missing_gpus,
@@ -36,15 +33,14 @@ from .events import (
     replays_before_silence,
     software_finding,
 )
-from .findings import finding_of, ref_of
+from .findings import finding_of
+from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
-from .rates import Prepared, ns, prepare_rows, utc_ns
+from .rates import ns, prepare_rows, utc_ns
+from .rows import observed_lanes, per_link_rows
 
 PIECE_ROWS = 4_000_000
-LINK_KINDS = (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)  # what a job's step time is scored on
-# A link's history for the correlation: (nodes, start, end) -> their link samples, each node's rows together.
-History = Callable[[list[str], datetime, datetime], pd.DataFrame]
 
 
 @dataclass
@@ -84,63 +80,11 @@ def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
     return list(pairwise(bounds))
 
 
-def _per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
-    """Rows the rates read, or None for all. Dropped: a GPU's total over its links where the GPU's per-link rows
-    carry every counter it carries (it would count each error twice; kept where it holds a counter they lack, as
-    Blackwell's NVLink5 totals do beside the per-link replays), a lane a reader observed failing (`observed_lanes`
-    puts it on its link), and a PCIe device that is no GPU."""
-    drop = np.zeros(len(links), dtype=bool)
-    if "gpu_total" in links.columns:
-        total = links["gpu_total"].to_numpy(bool, na_value=False)
-        if total.any():
-            drop |= _repeated_totals(links, total)
-    if "lane_error" in links.columns and "lane" in links.columns:
-        drop |= links["lane_error"].notna().to_numpy() & links["lane"].notna().to_numpy()
-    pcie = (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
-    drop |= pcie & links["gpu"].isna().to_numpy()
-    return np.flatnonzero(~drop) if drop.any() else None
-
-
-def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
-    """The GPU totals whose every counter the same GPU's per-link rows also carry."""
-    node = pd.factorize(links["node_id"])[0].astype(np.int64)
-    gpu = links["gpu"].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1
-    kind = pd.factorize(links["link_type"])[0].astype(np.int64)
-    key = (node << 24) | (gpu << 8) | (kind + 1)
-    per_link = ~total & links["link"].notna().to_numpy()
-    covered = np.isin(key, np.unique(key[per_link])) & total  # a total beside per-link rows of its GPU
-    for column in (*COUNTERS, "symbol_ber", "effective_ber"):
-        if not covered.any():
-            break
-        if column not in links.columns:
-            continue
-        has = links[column].notna().to_numpy()
-        own = covered & has
-        if own.any():  # a total holding this counter repeats the links only if they hold it too
-            covered[own] = np.isin(key[own], np.unique(key[per_link & has]))
-    return covered
-
-
-def observed_lanes(links: pd.DataFrame) -> dict[tuple[str, int], list[int]]:
-    """(node, GPU) -> the PCIe lanes a reader saw failing (lspci's LaneErrStat): a lane is named only when seen."""
-    if "lane_error" not in links.columns or "lane" not in links.columns:
-        return {}
-    seen = links[links["lane_error"].fillna(False).to_numpy(bool) & links["lane"].notna().to_numpy()
-                 & links["gpu"].notna().to_numpy()]
-    out: dict[tuple[str, int], list[int]] = {}
-    for node, gpu, lane in zip(seen["node_id"].astype(str), seen["gpu"].astype(int), seen["lane"].astype(int),
-                               strict=True):
-        out.setdefault((node, gpu), [])
-        if lane not in out[(node, gpu)]:
-            out[(node, gpu)].append(lane)
-    return {k: sorted(v) for k, v in out.items()}
-
-
 def _metrics(links: pd.DataFrame, t: np.ndarray, *, since_ns: int, end_ns: int, window: timedelta,
              thresholds: Thresholds, piece_rows: int, workers: int) -> tuple[pd.DataFrame, int, int]:
     """Every link's metrics over the window, the table swept in pieces of a few nodes, `workers` at a time (numpy
     works outside the GIL; a piece's arrays stay small enough to be reused rather than paged in afresh)."""
-    keep = _per_link_rows(links)
+    keep = per_link_rows(links)
     recent = t > since_ns
     if keep is not None:
         mask = np.zeros(len(t), dtype=bool)
@@ -177,74 +121,6 @@ def _placed(f: Finding, graph: Any) -> Finding:
                                 "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
 
 
-class _Graphs:
-    """Each node's topology graph and platform: given; else its platform's template (built once per platform); else,
-    for a node with flagged links, the graph its own topology rows describe (`topo -m`, NCCL XML, `nvlink -R`)."""
-
-    def __init__(self, platforms: Mapping[str, str], graphs: Mapping[str, Any], gpus: pd.DataFrame | None,
-                 topology: pd.DataFrame | None) -> None:
-        self.platforms, self.given, self.templates = dict(platforms), graphs, dict[str, Any]()
-        self.notes: dict[str, list[str]] = {}
-        self.topology = _by_node(topology)
-        self.described: dict[str, Any] = {}
-        self.buses: dict[str, dict[str, int]] = {}  # node -> PCI address -> GPU index, from its GPU table
-        for node, rows in _by_node(gpus).items():
-            if "pci_bus_id" in rows:
-                known = rows.dropna(subset=["pci_bus_id", "gpu"])
-                self.buses[node] = {str(b).lower(): int(g) for b, g in zip(known["pci_bus_id"], known["gpu"],
-                                                                           strict=True)}
-            if node in self.platforms or "model" not in rows:
-                continue
-            models = sorted({str(m) for m in rows["model"].dropna()})
-            found = {platform_for_model(m) for m in models} - {None}
-            if len(found) == 1:
-                self.platforms[node] = str(found.pop())
-                self.notes[node] = [f"platform {self.platforms[node]} taken from the GPU model "
-                                    f"{', '.join(repr(m) for m in models)}; name it with --platform or a nodes.csv"]
-
-    def __call__(self, node: str, *, describe: bool = False) -> Any:
-        if node in self.given:
-            return self.given[node]
-        platform = self.platforms.get(node)
-        if platform:
-            if platform not in self.templates:
-                self.templates[platform] = platform_graph(platform)
-            return self.templates[platform]
-        if describe and node in self.topology and node not in self.described:
-            graph = graph_from_topology(self.topology[node], node_id=node)
-            self.described[node] = graph
-            self.notes.setdefault(node, []).extend(graph.warnings)
-        return self.described.get(node)
-
-    def platform(self, node: str) -> str | None:
-        if node in self.platforms:
-            return self.platforms[node]
-        graph = self.given.get(node) or self.described.get(node)
-        return getattr(graph, "platform", None) if graph is not None else None
-
-    def warnings(self, node: str) -> list[str]:
-        notes = list(self.notes.get(node, []))
-        if self.platform(node) is None:
-            notes.append(PLATFORM_UNKNOWN)
-        return notes
-
-
-def _by_node(frame: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
-    if frame is None or frame.empty or "node_id" not in frame.columns:
-        return {}
-    return {str(n): g for n, g in frame.groupby(frame["node_id"].astype("string"), observed=True)}
-
-
-def _expected_links(graph: Any, gpus: Collection[int]) -> dict[int, int]:
-    out = {}
-    for gpu in sorted(gpus):
-        try:
-            out[gpu] = int(graph.expected_links(gpu, LinkType.NVLINK.value))
-        except Exception:
-            continue
-    return out
-
-
 def _node_rows(frame: pd.DataFrame | None, nodes: Collection[str] | None) -> pd.DataFrame:
     if frame is None or frame.empty or "node_id" not in frame.columns or nodes is None:
         return frame if frame is not None else pd.DataFrame()
@@ -276,7 +152,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     events = events if events is not None else pd.DataFrame()
     steps = tables.get("step_samples", pd.DataFrame())
     steps = steps if steps is not None else pd.DataFrame()
-    graph_of = _Graphs(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"))
+    graph_of = Boards(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"))
     t = ns(links["timestamp"]) if len(links) else np.zeros(0, dtype=np.int64)
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
     start_ns = end_ns - int(window.total_seconds() * 1e9)
@@ -322,9 +198,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             reporting = view.gpus_seen[node]
             if graph is not None and samples.get(node, 0) >= 2:  # a lone reading (a paste, maybe cut) proves no absence
                 live = {g: s for g, s in view.nvlinks_live.get(node, {}).items() if g not in stopped}
-                expected = _expected_links(graph, reporting - set(stopped))
+                expected = expected_links(graph, reporting - set(stopped))
                 mine = missing_links(mine, seen, live, expected, warnings[node])
-            count = _gpu_count(graph_of.platform(node)) if samples.get(node, 0) >= 2 else None
+            count = gpu_count(graph_of.platform(node)) if samples.get(node, 0) >= 2 else None
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
             mine += missing_gpus(reporting, count, stopped)
@@ -347,7 +223,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                 chosen[node] = names[0]
     # a job has stopped only against an end the caller or the data gives, never against the clock
     dated = end is not None or len(t) > 0 or len(events) > 0
-    result.jobs = _explain(chosen, index, found, links, t, end_ns, window if dated else None, thresholds, history)
+    result.jobs = explain_jobs(chosen, index, found, links, t, end_ns, window if dated else None, thresholds, history)
     with_telemetry = set(view.gpus_seen) | _names(metrics)
     for explained in result.jobs.values():
         if explained.nodes and not with_telemetry & set(explained.nodes):
@@ -397,79 +273,7 @@ def _max_samples(metrics: pd.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in most.items()}
 
 
-def _gpu_count(platform: str | None) -> int | None:
-    if not platform:
-        return None
-    data = all_platforms().get(platform)
-    return int(data["gpu_count"]) if data and "gpu_count" in data else None
-
-
 def _events_end(events: pd.DataFrame) -> int:
     if events.empty:
         return int(pd.Timestamp.now(tz="UTC").value)
     return int(pd.to_datetime(events["timestamp"], utc=True, format="mixed").max().value)
-
-
-def _explain(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str, list[Finding]],
-             links: pd.DataFrame, t: np.ndarray, end_ns: int, window: timedelta | None, thresholds: Thresholds,
-             history: History | None) -> dict[str, JobExplanation]:
-    """Each chosen job once: its slowdown from its steps, and, when it is slower (and, given a `window`, still
-    running at the end), its nodes' flagged links scored."""
-    out: dict[str, JobExplanation] = {}
-    for job_id in sorted(set(chosen.values())):
-        out[job_id] = job_slowdown(steps.of(job_id), job_id, thresholds=thresholds, cleaned=True,
-                                   nodes=steps.nodes.get(job_id))
-        if window is not None:
-            out[job_id] = stopped(steps.of(job_id), out[job_id], end_ns=end_ns, window=window,
-                                  thresholds=thresholds)
-    slowed = {j: e for j, e in out.items() if e.slowdown and e.nodes}
-    wanted: dict[str, list[tuple[str, ComponentRef]]] = {}
-    for job_id, job in slowed.items():
-        wanted[job_id] = [(n, f.ref) for n in job.nodes for f in found.get(n, [])
-                          if f.severity is not Severity.OK and f.ref.kind in LINK_KINDS]
-    needed = sorted({n for refs in wanted.values() for n, _ in refs})
-    if not needed:
-        return out
-    spans = [s for s in (steps_span(steps.of(j), j, cleaned=True) for j in wanted) if s is not None]
-    start = min(s[0] for s in spans) - 10 * 60 * 10**9 if spans else end_ns
-    p = _history(needed, start, end_ns, links, t, history)
-    index = _segments(p)
-    for job_id, refs in wanted.items():
-        present = [(n, r) for n, r in refs if (n, r.slug) in index]
-        segments = np.array([index[(n, r.slug)] for n, r in present], dtype=np.int64)
-        out[job_id] = score_links(slowed[job_id], steps.of(job_id), p, segments, present, thresholds, cleaned=True)
-    return out
-
-
-def _history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, t: np.ndarray,
-             history: History | None) -> Prepared:
-    """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables."""
-    if history is not None:
-        frame = history(nodes, pd.Timestamp(start_ns, tz="UTC").to_pydatetime(),
-                        pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False))
-        times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
-        rows = np.flatnonzero((times >= start_ns) & (times <= end_ns))
-        return prepare_rows(frame, times, rows)
-    mine = links["node_id"].isin(nodes).to_numpy(bool, na_value=False) & (t >= start_ns) & (t <= end_ns)
-    keep = _per_link_rows(links)
-    if keep is not None:
-        allowed = np.zeros(len(t), dtype=bool)
-        allowed[keep] = True
-        mine &= allowed
-    return prepare_rows(links, t, np.flatnonzero(mine))
-
-
-def _segments(p: Prepared) -> dict[tuple[str, str], int]:
-    """(node, component slug) -> the link's index in the prepared history."""
-    if p.nseg == 0:
-        return {}
-    out: dict[tuple[str, str], int] = {}
-    for i, row in enumerate(records(p.heads().assign(gpu_total=_heads_total(p)), skip=())):
-        out[(str(row["node_id"]), ref_of(row).slug)] = i
-    return out
-
-
-def _heads_total(p: Prepared) -> Any:
-    if "gpu_total" not in p.source.columns:
-        return None
-    return p.source["gpu_total"].array.take(p.positions(p.segment_starts))

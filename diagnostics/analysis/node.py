@@ -15,7 +15,8 @@ import pandas as pd
 from ..config.thresholds import Thresholds
 from ..model import Diagnosis
 from .correlate import JobExplanation, job_nodes, job_steps, jobs_on
-from .fleet import History, analyze_fleet
+from .fleet import analyze_fleet
+from .jobs import History
 
 
 def node_tables(tables: Mapping[str, pd.DataFrame], node_id: str,

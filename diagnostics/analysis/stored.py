@@ -16,7 +16,8 @@ from ..errors import InputError
 from ..model import Diagnosis
 from ..offenders import SweepResult, offenders_of
 from ..store.telemetry import StoreWindow, TelemetryStore, open_store
-from .fleet import FleetAnalysis, History, analyze_fleet, history_needed
+from .fleet import FleetAnalysis, analyze_fleet, history_needed
+from .jobs import History
 
 CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants
 

@@ -107,7 +107,7 @@ def test_a_snippet_file_is_downloaded_with_the_bot_token_and_read() -> None:
 
 def test_the_fleet_view_explains_each_job_once_and_matches_node_by_node(fleet: TableNodeSource,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import diagnostics.analysis.fleet as engine
+    import diagnostics.analysis.jobs as engine
 
     calls: list[str] = []
     real = engine.job_slowdown

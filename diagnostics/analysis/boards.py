@@ -1,0 +1,89 @@
+"""Each node's topology graph and platform, for the engine: given, the platform's template, or what the node's own
+topology rows describe; a platform the GPU model label names; the GPUs' PCI addresses."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import pandas as pd
+
+from ..config.platforms import all_platforms, platform_for_model
+from ..enums import LinkType
+from ..topology import graph_from_topology, platform_graph
+from .diagnosis import PLATFORM_UNKNOWN
+
+
+class Boards:
+    """Each node's topology graph and platform: given; else its platform's template (built once per platform); else,
+    for a node with flagged links, the graph its own topology rows describe (`topo -m`, NCCL XML, `nvlink -R`)."""
+
+    def __init__(self, platforms: Mapping[str, str], graphs: Mapping[str, Any], gpus: pd.DataFrame | None,
+                 topology: pd.DataFrame | None) -> None:
+        self.platforms, self.given, self.templates = dict(platforms), graphs, dict[str, Any]()
+        self.notes: dict[str, list[str]] = {}
+        self.topology = by_node(topology)
+        self.described: dict[str, Any] = {}
+        self.buses: dict[str, dict[str, int]] = {}  # node -> PCI address -> GPU index, from its GPU table
+        for node, rows in by_node(gpus).items():
+            if "pci_bus_id" in rows:
+                known = rows.dropna(subset=["pci_bus_id", "gpu"])
+                self.buses[node] = {str(b).lower(): int(g) for b, g in zip(known["pci_bus_id"], known["gpu"],
+                                                                           strict=True)}
+            if node in self.platforms or "model" not in rows:
+                continue
+            models = sorted({str(m) for m in rows["model"].dropna()})
+            found = {platform_for_model(m) for m in models} - {None}
+            if len(found) == 1:
+                self.platforms[node] = str(found.pop())
+                self.notes[node] = [f"platform {self.platforms[node]} taken from the GPU model "
+                                    f"{', '.join(repr(m) for m in models)}; name it with --platform or a nodes.csv"]
+
+    def __call__(self, node: str, *, describe: bool = False) -> Any:
+        if node in self.given:
+            return self.given[node]
+        platform = self.platforms.get(node)
+        if platform:
+            if platform not in self.templates:
+                self.templates[platform] = platform_graph(platform)
+            return self.templates[platform]
+        if describe and node in self.topology and node not in self.described:
+            graph = graph_from_topology(self.topology[node], node_id=node)
+            self.described[node] = graph
+            self.notes.setdefault(node, []).extend(graph.warnings)
+        return self.described.get(node)
+
+    def platform(self, node: str) -> str | None:
+        if node in self.platforms:
+            return self.platforms[node]
+        graph = self.given.get(node) or self.described.get(node)
+        return getattr(graph, "platform", None) if graph is not None else None
+
+    def warnings(self, node: str) -> list[str]:
+        notes = list(self.notes.get(node, []))
+        if self.platform(node) is None:
+            notes.append(PLATFORM_UNKNOWN)
+        return notes
+
+
+def by_node(frame: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    if frame is None or frame.empty or "node_id" not in frame.columns:
+        return {}
+    return {str(n): g for n, g in frame.groupby(frame["node_id"].astype("string"), observed=True)}
+
+
+def expected_links(graph: Any, gpus: Collection[int]) -> dict[int, int]:
+    out = {}
+    for gpu in sorted(gpus):
+        try:
+            out[gpu] = int(graph.expected_links(gpu, LinkType.NVLINK.value))
+        except Exception:
+            continue
+    return out
+
+
+def gpu_count(platform: str | None) -> int | None:
+    if not platform:
+        return None
+    data = all_platforms().get(platform)
+    return int(data["gpu_count"]) if data and "gpu_count" in data else None

@@ -1,0 +1,91 @@
+"""Each job explained once for the fleet: its slowdown from its steps, and, when it is slower, its nodes' flagged links
+scored against its step time over the history that correlation needs (read from the tables or, when the engine is
+given one, from a reader such as the store)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..components import ComponentRef
+from ..config.thresholds import Thresholds
+from ..enums import ComponentKind, Severity
+from ..model import Finding
+from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span, stopped
+from .findings import ref_of
+from .metrics import records
+from .rates import Prepared, ns, prepare_rows
+from .rows import per_link_rows
+
+LINK_KINDS = (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)  # what a job's step time is scored on
+# A link's history for the correlation: (nodes, start, end) -> their link samples, each node's rows together.
+History = Callable[[list[str], datetime, datetime], pd.DataFrame]
+
+
+def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str, list[Finding]],
+             links: pd.DataFrame, t: np.ndarray, end_ns: int, window: timedelta | None, thresholds: Thresholds,
+             history: History | None) -> dict[str, JobExplanation]:
+    """Each chosen job once: its slowdown from its steps, and, when it is slower (and, given a `window`, still
+    running at the end), its nodes' flagged links scored."""
+    out: dict[str, JobExplanation] = {}
+    for job_id in sorted(set(chosen.values())):
+        out[job_id] = job_slowdown(steps.of(job_id), job_id, thresholds=thresholds, cleaned=True,
+                                   nodes=steps.nodes.get(job_id))
+        if window is not None:
+            out[job_id] = stopped(steps.of(job_id), out[job_id], end_ns=end_ns, window=window,
+                                  thresholds=thresholds)
+    slowed = {j: e for j, e in out.items() if e.slowdown and e.nodes}
+    wanted: dict[str, list[tuple[str, ComponentRef]]] = {}
+    for job_id, job in slowed.items():
+        wanted[job_id] = [(n, f.ref) for n in job.nodes for f in found.get(n, [])
+                          if f.severity is not Severity.OK and f.ref.kind in LINK_KINDS]
+    needed = sorted({n for refs in wanted.values() for n, _ in refs})
+    if not needed:
+        return out
+    spans = [s for s in (steps_span(steps.of(j), j, cleaned=True) for j in wanted) if s is not None]
+    start = min(s[0] for s in spans) - 10 * 60 * 10**9 if spans else end_ns
+    p = _history(needed, start, end_ns, links, t, history)
+    index = _segments(p)
+    for job_id, refs in wanted.items():
+        present = [(n, r) for n, r in refs if (n, r.slug) in index]
+        segments = np.array([index[(n, r.slug)] for n, r in present], dtype=np.int64)
+        out[job_id] = score_links(slowed[job_id], steps.of(job_id), p, segments, present, thresholds, cleaned=True)
+    return out
+
+
+def _history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, t: np.ndarray,
+             history: History | None) -> Prepared:
+    """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables."""
+    if history is not None:
+        frame = history(nodes, pd.Timestamp(start_ns, tz="UTC").to_pydatetime(),
+                        pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False))
+        times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
+        rows = np.flatnonzero((times >= start_ns) & (times <= end_ns))
+        return prepare_rows(frame, times, rows)
+    mine = links["node_id"].isin(nodes).to_numpy(bool, na_value=False) & (t >= start_ns) & (t <= end_ns)
+    keep = per_link_rows(links)
+    if keep is not None:
+        allowed = np.zeros(len(t), dtype=bool)
+        allowed[keep] = True
+        mine &= allowed
+    return prepare_rows(links, t, np.flatnonzero(mine))
+
+
+def _segments(p: Prepared) -> dict[tuple[str, str], int]:
+    """(node, component slug) -> the link's index in the prepared history."""
+    if p.nseg == 0:
+        return {}
+    out: dict[tuple[str, str], int] = {}
+    for i, row in enumerate(records(p.heads().assign(gpu_total=_heads_total(p)), skip=())):
+        out[(str(row["node_id"]), ref_of(row).slug)] = i
+    return out
+
+
+def _heads_total(p: Prepared) -> Any:
+    if "gpu_total" not in p.source.columns:
+        return None
+    return p.source["gpu_total"].array.take(p.positions(p.segment_starts))
