@@ -29,6 +29,14 @@ def window_type(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def hours_type(text: str) -> float:
+    """A window in hours, as a duration (`6h`, `90m`) or a bare number of hours (`1.5`), for argparse."""
+    try:
+        return float(text)
+    except ValueError:
+        return window_type(text).total_seconds() / 3600
+
+
 def parse_time(text: str, *, field: str) -> datetime:
     """An ISO time (`2026-03-02T12:00:00Z`); UTC when it names no zone."""
     try:

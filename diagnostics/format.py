@@ -151,7 +151,7 @@ def percent(pct: float | None, *, signed: bool = True) -> str:
 
 def when(moment: datetime | pd.Timestamp | None) -> str:
     """A UTC time as '2026-03-01 08:00 UTC'."""
-    if moment is None:
+    if moment is None or pd.isna(moment):
         return "n/a"
     ts = pd.Timestamp(moment)
     ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")

@@ -17,7 +17,7 @@ from diagnostics.analysis import sweep_store
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, analyze_node, load_config, sweep
 from diagnostics.store import open_store
 
-from ..options import add_threshold_options, parse_time, thresholds_from
+from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 
 
 def _table(result: SweepResult, out: TextIO) -> None:
@@ -69,7 +69,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if args.node:
             raise InputError("--node reads one node from Prometheus; for a stored node run "
                              "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
-        store = open_store(args.store)
+        store = open_store(args.store, create=False)
         try:
             return _report(sweep_store(store, thresholds=thresholds, at=at, window_hours=args.window), args.json)
         finally:
@@ -108,7 +108,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--store", metavar="DIR", help="sweep the local telemetry store instead of a Prometheus server")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus base URL (default $FABRICBOT_PROMETHEUS_URL)")
     p.add_argument("--config", metavar="FILE", help="label map and limits (default $FABRICBOT_PROMETHEUS_CONFIG)")
-    p.add_argument("--window", type=float, default=1.0, metavar="HOURS", help="rate window (default 1 h)")
+    p.add_argument("--window", type=hours_type, default=1.0, metavar="WINDOW",
+                   help="rate window: 1h, 30m, 6h, or hours as a number (default 1 h)")
     p.add_argument("--at", metavar="TIME", help="evaluate at this UTC instant (default now)")
     p.add_argument("--node", help="read and diagnose this one node's series instead of sweeping the fleet")
     p.add_argument("--no-analyze", action="store_true", help="list offenders only; skip reading their nodes back")

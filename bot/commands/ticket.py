@@ -42,7 +42,7 @@ def _from_store(node_id: str, folder: str, platform: str | None) -> tuple[Diagno
     """Analyze a stored node's window with the nodes sharing its jobs (a peer's link may explain the slowdown
     better); its `topology` rows, if any, give the graph (ports observed where known). `platform` (--platform)
     wins over the stored one."""
-    got = read_node(open_store(folder), node_id, end=None, window=timedelta(hours=1))
+    got = read_node(open_store(folder, create=False), node_id, end=None, window=timedelta(hours=1))
     platform = platform or got.platforms.get(node_id)
     topology = got.tables["topology"]
     topology = topology[(topology["node_id"] == node_id).to_numpy(bool, na_value=False)]

@@ -48,13 +48,17 @@ def scored(findings: list[Finding], job: JobExplanation, node_id: str) -> list[F
     return out
 
 
+NO_LINKS_ACTION = ("Collect this node's link counters (dcgm-exporter with its NVLink and PCIe error fields, or "
+                   "`nvidia-smi nvlink -e` read twice a few minutes apart): without them its fabric health is not "
+                   "known")
 LONE_READING_ACTION = ("Read the counters again in a few minutes: one reading holds lifetime totals since reset, not "
                        "rates, so the error rate is not known yet")
 
 
 def assemble(node_id: str, *, platform: str | None, window_hours: float, window_end: datetime | None,
              findings: list[Finding], localizations: list[Localization], job: JobExplanation | None,
-             thresholds: Thresholds, warnings: list[str], rates_known: bool = True) -> Diagnosis:
+             thresholds: Thresholds, warnings: list[str], rates_known: bool = True,
+             has_links: bool = True) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action; the headline is ranked first."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
@@ -80,7 +84,9 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
                   "; no component is localized, so no part is named")
     elif top is not None and top.severity is Severity.WARNING:
         action = repair_action("warning", platform=platform, node_id=node_id)
-    elif not rates_known:  # nothing judged is not "within threshold"
+    elif not has_links:  # nothing read is not "within threshold"
+        action = NO_LINKS_ACTION
+    elif not rates_known:
         action = LONE_READING_ACTION
     else:
         action = repair_action("healthy", platform=platform, node_id=node_id)
@@ -100,7 +106,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
 
 def _verdict(job: JobExplanation | None, shown: JobExplanation | None, findings: list[Finding], node_id: str,
              headline: str) -> str | None:
-    software = any(c.rule == SOFTWARE_RULE for f in findings for c in f.crossed)
+    software = any(c.rule == SOFTWARE_RULE and _bad(f) for f in findings for c in f.crossed)
     said = _job_verdict(job, findings, node_id, headline) if job is not None else shown.verdict if shown else None
     if not software:
         return said

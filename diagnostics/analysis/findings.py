@@ -99,7 +99,7 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         totals = {c: _num(row.get(f"{c}_total")) for c in (*RATE_COUNTERS, "crc") if fmt.applies(c, link_type)}
         counts = {c: v for c, v in totals.items() if v is not None}
         evidence.append("one reading: lifetime totals only (" + fmt.totals(counts) + "); a rate needs a second "
-                        "reading")
+                        "reading" if counts else "one reading of the link's state: the input carries no error counters")
     if int(row.get("resets", 0) or 0):
         evidence.append(f"counter reset {int(row['resets'])}x in the window (reboot or driver reload), handled")
     if _num(row.get("gen_lost_idle")):

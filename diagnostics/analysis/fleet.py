@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import format as fmt
 from ..config.thresholds import GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Thresholds, load_thresholds
 from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
@@ -154,6 +155,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     steps = steps if steps is not None else pd.DataFrame()
     graph_of = Boards(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"))
     t = ns(links["timestamp"]) if len(links) else np.zeros(0, dtype=np.int64)
+    events, t, undated = _dated(events, t, links, end)
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
     start_ns = end_ns - int(window.total_seconds() * 1e9)
     since_ns = end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
@@ -186,7 +188,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
     for node in sorted(set(analyzed) | set(wanted)):
-        graph = graph_of(node, describe=bool(found.get(node)))
+        graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = [_placed(f, graph) for f in found.get(node, [])]
         mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
                                view.silent.get(node), graph_of.buses.get(node))
@@ -230,9 +232,13 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             explained.warnings.append(f"no link telemetry for the nodes of job {explained.job_id} "
                                       f"({', '.join(explained.nodes)})")
     result.timings["jobs_s"] = time.perf_counter() - started - sum(result.timings.values())
+    reporting_links = _names(metrics)
     for node in wanted:
         mine = found.get(node, [])
         notes = [*graph_of.warnings(node), *warnings.get(node, [])]
+        if undated.get(node):
+            notes.append(f"{undated[node]} reading(s) of {node} carry no time: taken as read at "
+                         f"{fmt.when(window_end)} (give the time with --at, or a `date` line before the paste)")
         if node not in view.gpus_seen and node not in _names(metrics):
             notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy")
         elif samples.get(node, 2) < 2:
@@ -241,13 +247,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if job is not None:
             notes.extend(job.warnings)
         failing = [f for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
-        graph = graph_of(node, describe=bool(failing))
+        graph = graph_of(node, describe=full or bool(failing))
         per_gpu = None if graph is not None else {g: len(s) for g, s in view.nvlinks_seen.get(node, {}).items()}
         locs = localize_all(mine, graph, per_gpu) if failing else []
         result.diagnoses[node] = assemble(
             node, platform=graph_of.platform(node), window_hours=window.total_seconds() / 3600,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
-            thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2)
+            thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2,
+            has_links=node in view.gpus_seen or node in reporting_links)
     result.timings["total_s"] = time.perf_counter() - started
     return result
 
@@ -276,4 +283,32 @@ def _max_samples(metrics: pd.DataFrame) -> dict[str, int]:
 def _events_end(events: pd.DataFrame) -> int:
     if events.empty:
         return int(pd.Timestamp.now(tz="UTC").value)
-    return int(pd.to_datetime(events["timestamp"], utc=True, format="mixed").max().value)
+    newest = pd.to_datetime(events["timestamp"], utc=True, format="mixed").max()
+    return int(pd.Timestamp.now(tz="UTC").value if pd.isna(newest) else newest.value)
+
+
+NO_TIME = np.iinfo(np.int64).min
+
+
+def _dated(events: pd.DataFrame, t: np.ndarray, links: pd.DataFrame,
+           end: datetime | None) -> tuple[pd.DataFrame, np.ndarray, dict[str, int]]:
+    """Readings and events without a time (a paste with no `date` line) taken as read at the window's end (or the
+    newest time the input has): a lone reading still says a link is down. -> events, times, per node how many."""
+    undated: dict[str, int] = {}
+    missing = t == NO_TIME
+    stated = [int(t[~missing].max())] if (~missing).any() else []
+    ev_t = ns(events["timestamp"]) if len(events) else np.zeros(0, dtype=np.int64)
+    ev_missing = ev_t == NO_TIME
+    stated += [int(ev_t[~ev_missing].max())] if (~ev_missing).any() else []
+    if not missing.any() and not ev_missing.any():
+        return events, t, undated
+    stamp = utc_ns(end) if end is not None else max(stated) if stated else int(pd.Timestamp.now(tz="UTC").value)
+    if missing.any():
+        t = np.where(missing, stamp, t)
+        for node, count in links.loc[missing, "node_id"].astype("string").value_counts().items():
+            undated[str(node)] = int(count)
+    if ev_missing.any():
+        events = events.assign(timestamp=events["timestamp"].where(~ev_missing, pd.Timestamp(stamp, tz="UTC")))
+        for node, count in events.loc[ev_missing, "node_id"].astype("string").value_counts().items():
+            undated[str(node)] = undated.get(str(node), 0) + int(count)
+    return events, t, undated

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ..config.thresholds import Thresholds
+from ..errors import InputError
 from ..model import Diagnosis
 from .correlate import JobExplanation, job_nodes, job_steps, jobs_on
 from .fleet import analyze_fleet
@@ -23,6 +24,10 @@ def node_tables(tables: Mapping[str, pd.DataFrame], node_id: str,
                 job_id: str | None = None) -> tuple[dict[str, pd.DataFrame], str | None]:
     """The rows one node's analysis reads: its own, and its job's other nodes' (a peer's link may explain it)."""
     steps = tables.get("step_samples")
+    if job_id is not None and job_steps(steps, job_id).empty:
+        known = ", ".join(jobs_on(steps, node_id)[:10]) or "none"
+        raise InputError(f"no step samples for job {job_id!r} (jobs on {node_id}: {known})", field="--job",
+                         value=job_id)
     job = job_id or next(iter(jobs_on(steps, node_id)), None)
     nodes = {node_id}
     if job is not None and steps is not None:

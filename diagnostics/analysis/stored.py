@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..model import Diagnosis
 from ..offenders import SweepResult, offenders_of
 from ..store.telemetry import StoreWindow, TelemetryStore, open_store
+from .diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 
@@ -41,7 +42,7 @@ def read_node(store: TelemetryStore, node_id: str, *, end: datetime | None, wind
 def load_store(root: str | Path | TelemetryStore, node_id: str, *, end: datetime | None, window: timedelta,
                history: timedelta = CORRELATION_SPAN, thresholds: Thresholds | None = None) -> dict[str, pd.DataFrame]:
     """The node's samples (and those of the nodes sharing its jobs) over the span its analysis needs."""
-    store = root if isinstance(root, TelemetryStore) else open_store(root)
+    store = root if isinstance(root, TelemetryStore) else open_store(root, create=False)
     return read_node(store, node_id, end=end, window=window, thresholds=thresholds, history=history).tables
 
 
@@ -111,10 +112,12 @@ def sweep_store(store: TelemetryStore, *, thresholds: Thresholds, at: datetime |
     no reading in the span the rules need makes the view incomplete: a silent node is not a healthy one."""
     window = timedelta(hours=window_hours)
     started = time.perf_counter()
-    if store.newest() is None:
+    newest = store.newest() or _newest_event(store)
+    if newest is None:
         return SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source="store",
-                           complete=False, incomplete_reasons=["the store holds no link samples"])
-    analysis, got = analyze_store(store, window=window, thresholds=thresholds, end=at)
+                           complete=False, incomplete_reasons=["the store holds no link samples and no events"])
+    end = at or newest
+    analysis, got = analyze_store(store, window=window, thresholds=thresholds, end=end)
     total = time.perf_counter() - started
     engine = analysis.timings.get("total_s", 0.0)
     result = result_of(analysis, window_hours=window_hours, read_s=max(total - engine, 0.0))
@@ -123,9 +126,26 @@ def sweep_store(store: TelemetryStore, *, thresholds: Thresholds, at: datetime |
     links = got.tables["link_samples"]
     reporting = {str(n) for n in links["node_id"].dropna().unique()} if len(links) else set()  # categories: fast
     quiet = sorted(set(store.nodes()) - reporting)
+    quiet = [n for n in quiet if n not in result.diagnoses]  # a node with events only is not silent
+    lone = sorted(n for n, d in analysis.diagnoses.items() if n not in quiet
+                  and d.repair_action in (LONE_READING_ACTION, NO_LINKS_ACTION))
+    if lone:
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"{len(lone)} node(s) hold one reading per link, or none: totals only, no rates, so their links are not "
+            "judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
     if quiet:
         result.complete = False
         result.incomplete_reasons.append(
             f"{len(quiet)} node(s) of the store have no reading in the {fmt.hours(span.total_seconds() / 3600)} "
             f"before {fmt.when(got.end)}: " + ", ".join(quiet[:10]) + (" ..." if len(quiet) > 10 else ""))
     return result
+
+
+def _newest_event(store: TelemetryStore) -> datetime | None:
+    """The newest event's time, for a store that holds events but no link samples (a kernel log alone)."""
+    events = store.events()
+    if events.empty:
+        return None
+    newest = pd.to_datetime(events["timestamp"], utc=True).max()
+    return None if pd.isna(newest) else newest.to_pydatetime()

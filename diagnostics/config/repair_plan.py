@@ -256,7 +256,9 @@ class _Builder:
             if self.plat is not None and self.plat.gpu_reset == "nvlink-peers" and graph is not None:
                 scope, gpus = ResetScope.NVLINK_PEERS, _reset_set(graph, gpus[0])
             command = "nvidia-smi -r -i " + ",".join(map(str, gpus))
-            self.values.update(reset_command=command, reset_gpus=", ".join(map(str, gpus)))
+            listed = ", ".join(map(str, gpus))
+            what = f"GPUs {listed} together (NVLink peers of a pre-Ampere GPU)" if len(gpus) > 1 else f"GPU {listed}"
+            self.values.update(reset_command=command, reset_gpus=listed, reset_what=what)
         entry = self.cat.reset[scope]
         self.sources.append(f"reset {scope.value}: {entry.source}")
         if scope is ResetScope.FABRIC_SERVICE:

@@ -106,7 +106,7 @@ def drawable_from_store(store_dir: str | Path, node_id: str, *, platform: str | 
     from ..analysis.stored import read_node, stored_diagnosis
     from ..store.telemetry import open_store
 
-    got = read_node(open_store(store_dir), node_id, end=end, window=window)
+    got = read_node(open_store(store_dir, create=False), node_id, end=end, window=window)
     platform = platform or got.platforms.get(node_id)
     topology = got.tables["topology"]
     topology = topology[(topology["node_id"] == node_id).to_numpy(bool, na_value=False)]

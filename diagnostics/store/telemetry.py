@@ -342,8 +342,12 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in row.items()} for row in rows]
 
 
-def open_store(root: Path | str) -> TelemetryStore:
-    """A store at `root`; an InputError, not a traceback, when the folder cannot be used."""
+def open_store(root: Path | str, *, create: bool = True) -> TelemetryStore:
+    """A store at `root`; an InputError, not a traceback, when the folder cannot be used. `create=False` (a command
+    that only reads) says so when there is no store there, rather than making an empty one at a mistyped path."""
+    if not create and not (Path(root) / DB_NAME).exists():
+        raise InputError(f"no telemetry store here (no {DB_NAME}): ingest into it first with "
+                         f"`fabricbot ingest FILE --store {root}`", source=str(root))
     try:
         return TelemetryStore(root)
     except OSError as exc:

@@ -90,20 +90,24 @@ def evidence_for(diagnosis: Diagnosis, candidate: Candidate) -> Evidence:
     explains = [f.explains_slowdown for f in own if f.explains_slowdown is not None]
     loc = diagnosis.localization
     return Evidence(
-        rates_per_hour={f.component: dict(f.rates_per_hour) for f in own},
-        thresholds_crossed=[f"{f.component}: {c.message}" for f in own for c in f.crossed],
+        rates_per_hour={f.component: dict(f.rates_per_hour) for f in own if f.rates_per_hour},
+        thresholds_crossed=list(dict.fromkeys(f"{f.component}: {c.message}" for f in own for c in f.crossed)),
         degradation_pct=diagnosis.degradation_pct, step_time_ms=diagnosis.step_time_ms,
         baseline_step_time_ms=diagnosis.baseline_step_time_ms,
         correlation_score=max(scores) if scores else None, explains_slowdown=any(explains) if explains else None,
         localization=loc.component if loc else diagnosis.isolated_component,
         localization_confidence=loc.confidence if loc else None,
-        notes=[n for n in candidate.evidence if not any(c.message == n for f in own for c in f.crossed)]
-        + ([diagnosis.verdict] if diagnosis.verdict else []),
+        notes=list(dict.fromkeys([*(n for n in candidate.evidence
+                                     if not any(c.message == n for f in own for c in f.crossed)),
+                                   *([diagnosis.verdict] if diagnosis.verdict else [])])),
     )
 
 
+MAX_HYPOTHESES = 8  # a person weighs a few alternatives; 150 links down are one hypothesis, not 150
+
+
 def rule_hypotheses(candidates: Sequence[Candidate]) -> list[Hypothesis]:
-    ranked = [c for c in candidates if c.score > 0 or c.isolated]
+    ranked = [c for c in candidates if c.score > 0 or c.isolated][:MAX_HYPOTHESES]
     return [Hypothesis(rank=i + 1, kind=c.kind, candidate_id=c.id, component=c.component, evidence=list(c.evidence),
                        agrees_with_analysis=c.isolated) for i, c in enumerate(ranked)]
 

@@ -115,8 +115,9 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
             ref=ref, kind=ComponentKind.NVSWITCH, fault=FaultKind.NVSWITCH, component=ref.name, switch=switch,
             switch_port=ports[0] if len(ports) == 1 else None, port_source=source,
             findings=[c.component for c in own], score=round(len(own) / n * (0.95 if len(gpus) > 1 else 0.4), 3),
-            evidence=[f"{len(own)} of {n} unhealthy links, from GPUs {', '.join(map(str, gpus))}, land on {switch}"
-                      f" (ports {source.value})"],
+            evidence=[f"{len(own)} of {n} unhealthy links"
+                      + (f", from GPUs {', '.join(map(str, gpus))}," if gpus else " (switch-side ports)")
+                      + f" land on {switch} (ports {source.value})"],
         )
     down_gpus = sorted({f.gpu for f in bad if f.severity is Severity.DOWN and f.gpu is not None})
     wide = len(down_gpus) >= 3

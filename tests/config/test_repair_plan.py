@@ -236,3 +236,11 @@ def test_the_catalog_agrees_with_the_platform_files() -> None:
         assert (entry.nvlink == "bridge") == (data.get("nvlink", {}).get("kind") == "bridge"), name
         assert ("fabric-manager" in entry.fabric) == ("nvswitch" in data), name
         assert set(entry.fault) == set(FaultKind), name
+
+
+def test_the_one_line_action_resets_what_the_platform_allows() -> None:
+    """The Diagnosis' one-line action (the Slack summary) says the same reset the ticket's steps do."""
+    v100 = repair_plan("dgx1-v100-8gpu", "gpu-nvlinks", {"gpu": 4, "node_id": "n"})
+    assert "reset GPUs 0, 1, 2, 3, 4, 5, 6, 7 together" in v100.action and v100.reset.gpus == list(range(8))
+    h100 = repair_plan("hgx-h100-8gpu", "gpu-nvlinks", {"gpu": 4, "node_id": "n"})
+    assert "reset GPU 4," in h100.action and h100.reset.gpus == [4]

@@ -72,3 +72,28 @@ def test_a_fabric_whose_health_is_unhealthy_warns_and_one_still_in_progress_fail
         seen[name] = (fabric["severity"], fabric["evidence"][0], d["fault_detected"])
     assert seen["smi_q_fabric_unhealthy_1"] == ("warning", "fabric health summary is 'Unhealthy'", False)
     assert seen["smi_q_fabric_in_progress_1"] == ("failing", "fabric state is 'In Progress', not Completed", True)
+
+
+def test_a_stored_topology_names_the_board_for_analyze_as_for_render(tmp_path: Path, cli: Cli) -> None:
+    store = str(tmp_path / "store")
+    assert cli("ingest", str(REAL / "topo_m_dgx_a100_1.txt"), "--store", store, "--node", "n1")[0] == 0
+    diagnosis = json.loads(cli("analyze", "--store", store, "--node", "n1", "--json")[1])
+    assert diagnosis["platform"] == "dgx-a100-8gpu"
+    assert diagnosis["repair_action"].startswith("Collect this node's link counters")  # a matrix holds no counters
+
+
+def test_an_undated_paste_still_shows_its_down_links(cli: Cli) -> None:
+    code, out, _ = cli("analyze", str(REAL / "nvlink_s_v100_inactive_1.txt"), "--node", "pn", "--json")
+    d = json.loads((code == 0 and out) or "{}")
+    assert d["fault_detected"] and d["ticket_priority"] == "high"
+    assert any("carry no time: taken as read at" in w for w in d["warnings"])
+
+
+def test_an_unknown_job_is_an_error_and_a_window_reads_as_a_duration(tmp_path: Path, cli: Cli) -> None:
+    fleet = REAL.parent / "fleet"
+    code, _, err = cli("analyze", str(fleet), "--node", "hpc-gpu-node-12", "--job", "999999")
+    assert code == 2 and "no step samples for job '999999'" in err
+    store = str(tmp_path / "s")
+    cli("ingest", str(fleet / "link_samples.parquet"), "--store", store)
+    code, out, _ = cli("sweep", "--store", store, "--window", "2h", "--json")
+    assert json.loads(out)["window_hours"] == 2.0

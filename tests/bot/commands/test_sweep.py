@@ -33,9 +33,13 @@ def _no_prometheus(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_store_sweep_finds_what_the_engine_finds_in_memory(store_dir: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(["sweep", "--store", str(store_dir), "--json"]) == 1  # offenders found
+    assert main(["sweep", "--store", str(store_dir), "--json"]) == 3  # incomplete: a node holds one scrape
     result = json.loads(capsys.readouterr().out)
-    assert result["source"] == "store" and result["complete"], result["incomplete_reasons"]
+    assert result["source"] == "store" and not result["complete"]
+    lone = [n for n, v in json.loads((FLEET / "ground_truth.json").read_text())["nodes"].items()
+            if v["scenario"] == "single_scrape"]
+    assert [r for r in result["incomplete_reasons"] if "one reading per link" in r and all(n in r for n in lone)]
+    assert len(result["incomplete_reasons"]) == 1
     tables, inventory = load(FLEET)
     memory = analyze_fleet(tables, platforms=inventory)
     assert sorted(result["diagnoses"]) == sorted(n for n, d in memory.diagnoses.items()
@@ -50,9 +54,9 @@ def test_the_store_sweep_finds_what_the_engine_finds_in_memory(store_dir: Path,
 
 def test_the_table_says_where_it_ran(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
-    assert main(["sweep", "--store", str(store_dir)]) == 1
+    assert main(["sweep", "--store", str(store_dir)]) == 3
     out = capsys.readouterr().out
-    assert "offending link(s) on" in out and "hpc-gpu-node-12" in out and "the store, window 1 h to " in out
+    assert "offending link(s)" in out and "hpc-gpu-node-12" in out and "the store, window 1 h to " in out
 
 
 def test_a_node_silent_over_the_span_makes_the_view_incomplete(store_dir: Path) -> None:
@@ -73,4 +77,18 @@ def test_without_a_store_or_a_server_it_says_which_to_give(capsys: pytest.Captur
 
 def test_an_empty_store_is_not_an_all_clear(tmp_path: Path) -> None:
     result = sweep_store(open_store(tmp_path / "empty"), thresholds=load_thresholds(), at=pd.Timestamp.now(tz="UTC"))
-    assert not result.complete and result.incomplete_reasons == ["the store holds no link samples"]
+    assert not result.complete and result.incomplete_reasons == ["the store holds no link samples and no events"]
+
+
+def test_a_mistyped_store_is_an_error_not_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "--store", str(tmp_path / "typo")]) == 2
+    assert "no telemetry store here" in capsys.readouterr().err and not (tmp_path / "typo").exists()
+
+
+def test_a_store_of_events_alone_is_swept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    real = FLEET.parent / "real" / "sxid_24007_xid_a100_1.txt"
+    assert main(["ingest", str(real), "--store", str(tmp_path / "s"), "--at", "2026-03-01T12:00:00Z"]) == 0
+    capsys.readouterr()
+    main(["sweep", "--store", str(tmp_path / "s"), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert any(o["rule"] == "sxid_fatal" for o in result["offenders"])

@@ -19,7 +19,7 @@ CHROMIUM = Path(os.environ.get("FABRICBOT_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1440, "height": 900}
-TIMEOUT_MS = 20_000
+TIMEOUT_MS = 60_000  # a loaded CI machine: the page waits on the bot's lazy listeners
 
 # A point on a link's line, in page coordinates: the path's own geometry through the SVG's screen transform.
 POINT_ON = """([gid, t]) => {
