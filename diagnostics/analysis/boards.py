@@ -30,10 +30,17 @@ class Boards:
                 known = rows.dropna(subset=["pci_bus_id", "gpu"])
                 self.buses[node] = {str(b).lower(): int(g) for b, g in zip(known["pci_bus_id"], known["gpu"],
                                                                            strict=True)}
-            if node in self.platforms or "model" not in rows:
+            if "model" not in rows:
                 continue
             models = sorted({str(m) for m in rows["model"].dropna()})
-            found = {platform_for_model(m) for m in models} - {None}
+            found = {p for p in (platform_for_model(m) for m in models) if p is not None}
+            given = self.platforms.get(node)
+            if given is not None:
+                if found and given not in found:
+                    self.notes[node] = [f"the platform given, {given}, is not what the GPU model "
+                                        f"{', '.join(repr(m) for m in models)} says ({', '.join(sorted(found))}): "
+                                        "its parts and steps may not fit the board"]
+                continue
             if len(found) == 1:
                 self.platforms[node] = str(found.pop())
                 self.notes[node] = [f"platform {self.platforms[node]} taken from the GPU model "

@@ -235,6 +235,7 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"
                 + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
     return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=ref.port,
+                   link_state=LinkState.UNKNOWN,
                    switch=ref.switch, switch_port=ref.port, severity=severity, worst_ratio=ratio, crossed=crossed,
                    counts={rule.counter: occurrences},
                    evidence=[*meanings, *(str(x) for x in group["text"].dropna().head(3))])

@@ -94,7 +94,7 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     for c in links:
         if c.gpu is not None and c.kind is ComponentKind.NVLINK:
             by_gpu[c.gpu].append(c)
-        if c.switch is not None and c.kind is not ComponentKind.PCIE:
+        if c.switch is not None and c.kind is not ComponentKind.PCIE and c.switch.startswith("NVSwitch"):
             by_switch[c.switch].append(c)
     for gpu, own in sorted(by_gpu.items()):
         share = len(own) / n

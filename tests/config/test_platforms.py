@@ -29,3 +29,11 @@ def test_a_node_without_a_platform_takes_its_gpus_model_and_says_so() -> None:
     assert any("taken from the GPU model 'NVIDIA H100 80GB HBM3'" in w for w in d.warnings)
     bare = analyze_tables({"link_samples": links}, node_id="n1")
     assert bare.platform is None and any(w.startswith("platform unknown") for w in bare.warnings)
+
+
+def test_a_platform_the_gpu_model_contradicts_is_said() -> None:
+    links = node_links(node="n1")
+    gpus = GPUS.conform(pd.DataFrame({"node_id": ["n1"] * 8, "gpu": range(8), "model": ["Tesla V100-SXM2-32GB"] * 8}))
+    d = analyze_tables({"link_samples": links, "gpus": gpus}, node_id="n1", platform="hgx-h100-8gpu")
+    assert d.platform == "hgx-h100-8gpu"
+    assert any("is not what the GPU model 'Tesla V100-SXM2-32GB' says (dgx1-v100-8gpu)" in w for w in d.warnings)
