@@ -10,9 +10,10 @@ import os
 import statistics
 import time
 
+from diagnostics import ComponentRef
 from diagnostics.enums import LinkType, Severity
 from diagnostics.model import Diagnosis, Finding
-from diagnostics.render.draw import render_node
+from diagnostics.render import render_node
 from diagnostics.topology import platform_graph
 
 BUDGET_MS = 300.0
@@ -21,7 +22,7 @@ RUNS = 15
 
 def diagnosis() -> Diagnosis:
     def finding(gpu: int, link: int, severity: Severity, replay: float) -> Finding:
-        return Finding(component=f"GPU {gpu} NVLink {link}", link_type=LinkType.NVLINK, link_id=f"nvlink-{link}",
+        return Finding(ref=ComponentRef.nvlink(gpu, link), link_type=LinkType.NVLINK, link_id=f"nvlink-{link}",
                        link=link, gpu=gpu, severity=severity, rates_per_hour={"replay": replay})
 
     return Diagnosis(node_id="bench-node", platform="hgx-h100-8gpu", window_hours=1.0, fault_detected=True,
