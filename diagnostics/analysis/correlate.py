@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from .. import format as fmt
 from ..components import ComponentRef
 from ..config.thresholds import Thresholds
-from .rates import Prepared, run_rows, utc_ns
+from .rates import Prepared, run_rows, utc_datetime, utc_ns
 
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
                   "recovery_failed")
@@ -373,7 +373,7 @@ def stopped(rows: pd.DataFrame, job: JobExplanation, *, end_ns: int, window: tim
         else window.total_seconds() * 1e9
     if end_ns - int(t[-1]) <= quiet:
         return job
-    out = job.model_copy(update={"stopped": pd.Timestamp(int(t[-1]), tz="UTC").to_pydatetime(), "slowdown": False,
+    out = job.model_copy(update={"stopped": utc_datetime(int(t[-1])), "slowdown": False,
                                  "onset": None})
     out.verdict = verdict(out)
     return out

@@ -38,7 +38,7 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
-from .rates import ns, prepare_rows, utc_ns
+from .rates import ns, prepare_rows, utc_datetime, utc_ns
 from .rows import observed_lanes, per_link_rows
 
 PIECE_ROWS = 4_000_000
@@ -159,7 +159,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
     start_ns = end_ns - int(window.total_seconds() * 1e9)
     since_ns = end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
-    window_end = pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False)
+    window_end = utc_datetime(end_ns)
     result = FleetAnalysis(end=window_end if end_ns else None, window=window)
     metrics, result.links, result.rows_used = (_metrics(
         links, t, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds, piece_rows=piece_rows,

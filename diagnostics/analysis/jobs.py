@@ -18,7 +18,7 @@ from ..model import Finding
 from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span, stopped
 from .findings import ref_of
 from .metrics import records
-from .rates import Prepared, ns, prepare_rows
+from .rates import Prepared, ns, prepare_rows, utc_datetime
 from .rows import per_link_rows
 
 LINK_KINDS = (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)  # what a job's step time is scored on
@@ -61,8 +61,8 @@ def _history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, 
              history: History | None) -> Prepared:
     """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables."""
     if history is not None:
-        frame = history(nodes, pd.Timestamp(start_ns, tz="UTC").to_pydatetime(),
-                        pd.Timestamp(end_ns, tz="UTC").to_pydatetime(warn=False))
+        frame = history(nodes, utc_datetime(start_ns),
+                        utc_datetime(end_ns))
         times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
         rows = np.flatnonzero((times >= start_ns) & (times <= end_ns))
         return prepare_rows(frame, times, rows)

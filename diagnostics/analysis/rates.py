@@ -155,6 +155,12 @@ def utc_ns(when: datetime | pd.Timestamp) -> int:
     return int(ts.value)
 
 
+def utc_datetime(value: int | np.integer | pd.Timestamp) -> datetime:
+    """UTC nanoseconds (or a Timestamp) as an aware datetime; the nanoseconds a datetime cannot hold are dropped."""
+    ts = pd.Timestamp(value, tz="UTC") if not isinstance(value, pd.Timestamp) else value
+    return ts.to_pydatetime(warn=False)
+
+
 def ns(series: pd.Series) -> np.ndarray:
     """UTC nanoseconds of a datetime column, whatever its unit."""
     utc = _utc(series)

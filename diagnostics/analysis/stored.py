@@ -19,6 +19,7 @@ from ..store.telemetry import StoreWindow, TelemetryStore, open_store
 from .diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
+from .rates import utc_datetime
 
 CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants
 
@@ -148,4 +149,4 @@ def _newest_event(store: TelemetryStore) -> datetime | None:
     if events.empty:
         return None
     newest = pd.to_datetime(events["timestamp"], utc=True).max()
-    return None if pd.isna(newest) else newest.to_pydatetime()
+    return None if pd.isna(newest) else utc_datetime(newest)

@@ -26,7 +26,7 @@ import sqlite_utils
 from sqlite_utils.db import Table
 
 from ..analysis.correlate import job_nodes
-from ..analysis.rates import utc_ns
+from ..analysis.rates import utc_datetime, utc_ns
 from ..errors import InputError
 from ..ingest.base import IngestResult, Source
 from ..ingest.summary import nodes as summary_nodes
@@ -206,7 +206,7 @@ class TelemetryStore:
     def newest(self, nodes: Collection[str] | None = None) -> datetime | None:
         """The newest link reading the store holds (of those nodes), from the catalog: no file is opened."""
         value = self._catalog.newest("link_samples", None if nodes is None else sorted(set(nodes)))
-        return None if value is None else pd.Timestamp(value, tz="UTC").to_pydatetime()
+        return None if value is None else utc_datetime(value)
 
     def window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
                peers: bool = False) -> dict[str, pd.DataFrame]:
@@ -256,8 +256,8 @@ class TelemetryStore:
                   "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),
                   "nodes": self._sql_table("nodes", names, lambda f: f)}
         undated = self._catalog.undated_rows("link_samples", names) if names else {}
-        return StoreWindow(tables, None if end_ns is None else pd.Timestamp(end_ns, tz="UTC").to_pydatetime(),
-                           span, stats, {k: pd.Timestamp(v, tz="UTC").to_pydatetime() for k, v in newest.items()},
+        return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
+                           span, stats, {k: utc_datetime(v) for k, v in newest.items()},
                            undated)
 
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
