@@ -4,59 +4,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from diagnostics import Diagnosis
+from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
 
-from .answers import Answerer, RulesAnswerer
+from . import listeners
 from .audit import AuditLog
-from .drafting import Drafter, Renderer
+from .drafting import Renderer
 from .nodes import NodeSource
+from .services import Services, utc_now
 from .settings import Settings
-from .state import BotState, RateLimiter
-from .storage import db_lock
 from .tracker import Tracker
 
 log = logging.getLogger("fabricbot")
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass
-class Services:
-    """What the listeners share: settings, data, drafter, tracker, audit, and the bot's small state."""
-
-    settings: Settings
-    source: NodeSource
-    drafter: Drafter | None
-    tracker: Tracker
-    audit: AuditLog
-    renderer: Renderer | None = None
-    clock: Callable[[], datetime] = utc_now
-    answerer: Answerer = field(default_factory=RulesAnswerer)
-    state: BotState = field(init=False)
-    limiter: RateLimiter = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.state = BotState(self.audit.db)
-        self.limiter = RateLimiter(self.settings.drafts_per_minute)
-
-    def answer(self, diagnosis: Diagnosis, question: str) -> str:
-        """The answer to a question about a diagnosis, saying who wrote it when a model did."""
-        answer = self.answerer.answer(diagnosis, question)
-        return answer.text if answer.by == "rules" else f"{answer.text}\n_(answered by {answer.by} from the analysis)_"
-
-    def record(self, kind: str, *, actor: str, subject: str = "", **detail: Any) -> int:
-        """One audit entry, under the database lock (listeners run on several threads)."""
-        with db_lock(self.audit.db):
-            return self.audit.record(kind, actor=actor, subject=subject, detail=detail, at=self.clock())
 
 
 def build_app(*, settings: Settings, source: NodeSource, drafter: Drafter | None, tracker: Tracker,
@@ -75,9 +38,5 @@ def build_app(*, settings: Settings, source: NodeSource, drafter: Drafter | None
         process_before_response=False,
         logger=log,
     )
-    from .listeners import actions, commands, mentions
-
-    commands.register(app, services)
-    actions.register(app, services)
-    mentions.register(app, services)
+    listeners.register(app, services)
     return app

@@ -1,29 +1,17 @@
-"""The bot's view of the ticket drafter and the node picture, found in `diagnostics`.
+"""The bot's use of the ticket drafter and the node picture, both found in `diagnostics`.
 
-The bot only needs `draft(diagnosis, component=...)` returning something with `to_markdown()` and a
-`priority`; `diagnostics.tickets` supplies the rules and Claude drafters, `diagnostics.render` the PNG over the
-platform's graph.
+The drafter is `diagnostics.tickets.Drafter` (rules, or Claude with the rules as its fallback); the picture is
+`diagnostics.render` drawing the diagnosis over the platform's graph.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from diagnostics import Diagnosis
 from diagnostics.render import graph_for_platform, render_node
-from diagnostics.tickets import ModelCall, drafter_from_env
+from diagnostics.tickets import Drafter, ModelCall, RepairTicket, drafter_from_env
 from diagnostics.topology import NodeGraph
-
-
-class DraftedTicket(Protocol):
-    def to_markdown(self) -> str: ...
-
-
-class Drafter(Protocol):
-    def draft(self, diagnosis: Diagnosis, *, component: str | None = None, graph: Any = None,
-              inventory: Any = None) -> DraftedTicket: ...
-
 
 Renderer = Callable[[Diagnosis], bytes]
 
@@ -45,6 +33,5 @@ def render_png(diagnosis: Diagnosis) -> bytes:
     return render_node(graph_for(diagnosis), diagnosis, fmt="png")
 
 
-def ticket_priority(ticket: DraftedTicket, diagnosis: Diagnosis) -> str:
-    value = getattr(ticket, "priority", None) or diagnosis.ticket_priority
-    return str(getattr(value, "value", value))
+def ticket_priority(ticket: RepairTicket) -> str:
+    return ticket.priority.value

@@ -7,23 +7,22 @@ rates over the time between them. Readings are stamped with the Slack message ti
 
 from __future__ import annotations
 
-import io
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
-import pandas as pd
 from slack_sdk import WebClient
 
-from diagnostics import LINK_SAMPLES, Diagnosis, FabricbotError, InputError, analyze_tables
+from diagnostics import Diagnosis, FabricbotError, InputError
 from diagnostics import format as fmt
+from diagnostics.analysis import Reading, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
+from diagnostics.tickets import rules_answer
 
-from .answers import rules_answer
 from .storage import db_lock
 
 if TYPE_CHECKING:
-    from .app import Services
+    from .services import Services
 
 PASTES = "bot_pastes"
 MIN_LINES = 2
@@ -34,8 +33,8 @@ def _strip_fences(text: str) -> str:
     return "\n".join(lines)
 
 
-def _message_time(ts: str) -> pd.Timestamp:
-    return pd.Timestamp(datetime.fromtimestamp(float(ts), UTC))
+def _message_time(ts: str) -> datetime:
+    return datetime.fromtimestamp(float(ts), UTC)
 
 
 def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
@@ -89,34 +88,24 @@ class PasteReader:
         return True
 
     def _answer(self, result: IngestResult, channel: str, thread: str, ts: str) -> str:
-        links = result["link_samples"].copy()
         notes = "".join(f"\n_warning: {w}_" for w in result.warnings[:5])
-        if links.empty:
+        reading = Reading.of(result["link_samples"], _message_time(ts))
+        if reading is None:
             rows = ", ".join(f"{n} {name}" for name, n in result.rows.items() if n)
             return f"I read that ({rows}) but it holds no link counters, so there is nothing to rate.{notes}"
-        links["timestamp"] = links["timestamp"].fillna(_message_time(ts))
-        node = str(links["node_id"].dropna().iloc[0]) if links["node_id"].notna().any() else "pasted node"
-        links["node_id"] = links["node_id"].astype(object).fillna(node)
         db = self.services.audit.db
         with db_lock(db):
             earlier = list(db[PASTES].rows_where("channel = ? and thread_ts = ?", [channel, thread],
                                                  order_by="id desc", limit=1))
             db[PASTES].insert({"channel": channel, "thread_ts": thread, "message_ts": ts,  # type: ignore[union-attr]
-                               "node_id": node, "link_samples": links.to_json(orient="split", date_format="iso")})
+                               "node_id": reading.node_id, "link_samples": reading.to_json()})
         if not earlier:
-            totals = analyze_tables(IngestResult.of(link_samples=LINK_SAMPLES.conform(links)).tables, node_id=node)
-            return (f"These are lifetime totals since the counters were last reset on `{node}`, not rates:\n"
-                    f"{totals_text(totals)}\nPaste the same command's output again in a few minutes and I will "
-                    f"compute the error rates between the two readings.{notes}")
-        before = pd.read_json(io.StringIO(earlier[0]["link_samples"]), orient="split")
-        both = LINK_SAMPLES.conform(pd.concat([before, links], ignore_index=True))
-        return self._rates(both, node) + notes
-
-    def _rates(self, links: pd.DataFrame, node: str) -> str:
-        tables = IngestResult.of(link_samples=links).tables
+            return (f"These are lifetime totals since the counters were last reset on `{reading.node_id}`, not "
+                    f"rates:\n{totals_text(reading.totals())}\nPaste the same command's output again in a few "
+                    f"minutes and I will compute the error rates between the two readings.{notes}")
+        before = Reading.from_json(earlier[0]["node_id"], earlier[0]["link_samples"])
         try:
-            diagnosis = analyze_tables(tables, node_id=node)
+            diagnosis, minutes = rates_between(before, reading)
         except FabricbotError as exc:
-            return f"I could not compute rates from the two readings: {exc}"
-        minutes = (links["timestamp"].max() - links["timestamp"].min()).total_seconds() / 60
-        return f"Rates over the {minutes:.0f} minutes between your two readings: " + rules_answer(diagnosis)
+            return f"I could not compute rates from the two readings: {exc}{notes}"
+        return f"Rates over the {minutes:.0f} minutes between your two readings: " + rules_answer(diagnosis) + notes

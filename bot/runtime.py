@@ -11,13 +11,12 @@ from typing import TypedDict
 import sqlite_utils
 
 from diagnostics.store import DB_NAME, TelemetryStore
-from diagnostics.tickets import ModelCall
+from diagnostics.tickets import Answerer, Drafter, ModelCall, answerer_from_env
 
-from .answers import Answerer, answerer_from_env
-from .app import utc_now
 from .audit import AuditLog
-from .drafting import Drafter, Renderer, default_drafter
+from .drafting import Renderer, default_drafter
 from .nodes import NodeSource, SnapshotNodeSource, StoreNodeSource
+from .services import utc_now
 from .settings import Settings
 from .storage import db_lock, open_db
 from .tracker import SqliteTracker

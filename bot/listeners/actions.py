@@ -14,11 +14,12 @@ from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from diagnostics import Diagnosis, FabricbotError
+from diagnostics import FabricbotError
+from diagnostics.tickets import evidence_lines
 
 from .. import blocks
-from ..app import Services
 from ..drafting import graph_for, ticket_priority
+from ..services import Services
 
 USERGROUP_TTL_S = 60.0
 
@@ -34,19 +35,6 @@ def _where(body: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def _ephemeral(client: WebClient, channel: str, user: str, text: str, thread_ts: str | None = None) -> None:
     client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
-
-
-def evidence_lines(diagnosis: Diagnosis, component: str, at: str, analysis_id: int) -> list[str]:
-    """What a ticket keeps from one analysis; a later analysis adds its own lines, a repeat click none."""
-    names = {component}
-    if diagnosis.localization is not None and diagnosis.localization.component == component:
-        names.update(diagnosis.localization.links)
-    head = f"analysis {analysis_id} at {at}, {diagnosis.node_id}"
-    lines = [f"{head}: {blocks.finding_line(f)[2:]}" for f in diagnosis.findings
-             if f.component in names]
-    if diagnosis.degradation_pct is not None:
-        lines.append(f"{head}: step time {diagnosis.degradation_pct:+.1f}% against baseline")
-    return lines
 
 
 class FilingRights:
@@ -118,13 +106,12 @@ def register(app: App, services: Services) -> None:
             _ephemeral(client, channel, user, f"I could not draft that ticket: {exc}", thread)
             return
         markdown = ticket.to_markdown()
-        drafted_by = str(getattr(ticket, "drafted_by", None) or "rules")
+        drafted_by = ticket.drafted_by
         draft_id = services.state.save_draft(
             analysis_id=target.analysis_id, node_id=diagnosis.node_id, component=component, slug=slug,
-            markdown=markdown,
-            priority=ticket_priority(ticket, diagnosis), drafted_by=drafted_by, channel=channel)
+            markdown=markdown, priority=ticket_priority(ticket), drafted_by=drafted_by, channel=channel)
         services.record("draft", actor=user, subject=f"{diagnosis.node_id} / {component}", draft=draft_id,
-                        drafted_by=drafted_by, priority=ticket_priority(ticket, diagnosis))
+                        drafted_by=drafted_by, priority=ticket_priority(ticket))
         posted = client.chat_postMessage(
             channel=channel, thread_ts=thread, text=f"Ticket draft for {component} on {diagnosis.node_id}",
             blocks=blocks.preview_blocks(draft_id=draft_id, node_id=diagnosis.node_id, component=component,

@@ -14,9 +14,9 @@ from diagnostics import Diagnosis, FabricbotError, load_thresholds
 from diagnostics.prometheus import sweep_url
 
 from .. import blocks
-from ..app import Services
 from ..nodes import UnknownName
 from ..options import parse_duration
+from ..services import Services
 
 COMMAND = "/fabric"
 

@@ -15,14 +15,17 @@ from slack_sdk import WebClient
 
 from diagnostics import FabricbotError
 
-from ..app import Services
 from ..nodes import UnknownName, close_matches
 from ..pastes import PasteReader
+from ..services import Services
 from .commands import post_diagnosis
 
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 _JOB = re.compile(r"\bjob\s+#?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9]")
+
+
+EVENTS = ("app_mention", "message")
 
 
 def register(app: App, services: Services) -> None:

@@ -15,11 +15,13 @@ from types import TracebackType
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from ..answers import Answerer
-from ..app import build_app, utc_now
+from diagnostics.tickets import Answerer, Drafter
+
+from ..app import build_app
 from ..audit import AuditLog
-from ..drafting import Drafter, Renderer
+from ..drafting import Renderer
 from ..nodes import NodeSource
+from ..services import utc_now
 from ..settings import Settings
 from ..tracker import Tracker
 from .http import EVENTS_PATH, asgi_app

@@ -7,6 +7,7 @@ from .correlate import JobExplanation, LinkScore, job_nodes, jobs_on
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 from .node import analyze_tables, explain_job, node_tables
+from .pasted import Reading, rates_between
 from .rates import counters_in
 from .snapshot import analyze_snapshot, degradation_pct
 from .stored import CORRELATION_SPAN, analyze_store, node_span, read_node, stored_diagnosis, sweep_store, sweep_tables
@@ -17,6 +18,7 @@ __all__ = [
     "History",
     "JobExplanation",
     "LinkScore",
+    "Reading",
     "analyze_fleet",
     "analyze_snapshot",
     "analyze_store",
@@ -29,6 +31,7 @@ __all__ = [
     "jobs_on",
     "node_span",
     "node_tables",
+    "rates_between",
     "read_node",
     "stored_diagnosis",
     "sweep_store",

@@ -1,17 +1,24 @@
-"""Repair tickets: facts from the diagnosis, words from a drafter (rules, or Claude through pydantic-ai)."""
+"""Repair tickets and answers: facts from the diagnosis, words from the rules or Claude (pydantic-ai)."""
 
+from .answers import Answer, Answerer, ClaudeAnswerer, RulesAnswerer, answerer_from_env, rules_answer
 from .build import NoFaultError
+from .calls import ModelCall
 from .candidates import Candidate, candidates_for
 from .catalog import Part, RepairPlan, plan_for
-from .claude import ENV_KEY, ClaudeDrafter, ModelCall, drafter_from_env, model_name
+from .claude import ClaudeDrafter, drafter_from_env
 from .drafter import Drafter
+from .evidence import evidence_lines, link_crossed, link_measures
 from .hypotheses import Inspection, inspection_markdown, rules_inspection
+from .model_run import ENV_KEY, RunLimits, model_name
 from .rules import RulesDrafter
 from .ticket import Cost, Evidence, Hypothesis, Identity, RepairTicket, Step
 
 __all__ = [
     "ENV_KEY",
+    "Answer",
+    "Answerer",
     "Candidate",
+    "ClaudeAnswerer",
     "ClaudeDrafter",
     "Cost",
     "Drafter",
@@ -24,12 +31,19 @@ __all__ = [
     "Part",
     "RepairPlan",
     "RepairTicket",
+    "RulesAnswerer",
     "RulesDrafter",
+    "RunLimits",
     "Step",
+    "answerer_from_env",
     "candidates_for",
     "drafter_from_env",
+    "evidence_lines",
     "inspection_markdown",
+    "link_crossed",
+    "link_measures",
     "model_name",
     "plan_for",
+    "rules_answer",
     "rules_inspection",
 ]

@@ -10,30 +10,26 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pydantic_ai import Agent, ModelRetry, RunContext
-from pydantic_ai.capabilities import Hooks
 from pydantic_ai.models import Model
-from pydantic_ai.settings import ModelSettings
 
 from ..enums import ComponentKind, Priority
 from ..model import Diagnosis
 from ..topology import Inventory, NodeGraph
 from .build import assemble, select, ticket_priority
+from .calls import ModelCall, recorder
 from .candidates import Candidate
 from .catalog import RepairPlan, plan_for
 from .facts import resolve_graph
 from .hypotheses import Inspection, InspectionAnswer, compare, ranked, rules_inspection
+from .model_run import ENV_KEY, ClaudeRun, RunLimits
 from .reasoning import DraftReasoning, check, hypothesis_problems, node_text_problems
 from .rules import RulesDrafter
 from .ticket import RepairTicket
-from .tools import TOOLSET, DraftDeps, ModelCall, record_call
-
-ENV_MODEL = "FABRICBOT_MODEL"
-ENV_KEY = "ANTHROPIC_API_KEY"
-DEFAULT_MODEL = "claude-sonnet-5-5"
-MAX_OUTPUT_TOKENS = 2000
+from .tools import TOOLSET, DraftDeps
 
 INSTRUCTIONS = """\
 You help a cluster network engineer turn a fabric diagnosis of one multi-GPU node into a repair ticket that a
@@ -66,13 +62,12 @@ def _facts_of(deps: DraftDeps) -> tuple[dict[str, Priority], dict[str, RepairPla
             {c.id: plan_for(d, c) for c in deps.candidates})
 
 
-def build_agents(retries: int, timeout_s: float) -> tuple[Agent[DraftDeps, DraftReasoning],
-                                                          Agent[DraftDeps, InspectionAnswer]]:
+def build_agents(retries: int, limits: RunLimits) -> tuple[Agent[DraftDeps, DraftReasoning],
+                                                           Agent[DraftDeps, InspectionAnswer]]:
     """The drafting agent and the inspection agent: same tools, same limits, different answers."""
-    settings: ModelSettings = {"request_timeout": timeout_s, "timeout": timeout_s, "max_tokens": MAX_OUTPUT_TOKENS}
     common: dict[str, Any] = {"deps_type": DraftDeps, "retries": {"output": retries, "tools": retries},
-                              "model_settings": settings, "toolsets": [TOOLSET],
-                              "capabilities": [Hooks(model_request=record_call)]}
+                              "model_settings": limits.settings(), "toolsets": [TOOLSET],
+                              "capabilities": [recorder()]}
     drafter: Agent[DraftDeps, DraftReasoning] = Agent(
         None, output_type=DraftReasoning, instructions=INSTRUCTIONS, name="fabricbot-ticket", **common)
     inspector: Agent[DraftDeps, InspectionAnswer] = Agent(
@@ -101,84 +96,51 @@ def build_agents(retries: int, timeout_s: float) -> tuple[Agent[DraftDeps, Draft
     return drafter, inspector
 
 
-def _scrub(text: str) -> str:
-    key = os.environ.get(ENV_KEY)
-    return text.replace(key, "[redacted]") if key else text
-
-
-class MissingKeyError(RuntimeError):
-    """No API key: the drafter falls back without trying a request."""
-
-
-def model_name(model: str | Model | None) -> str:
-    """A model's name: as given, or $FABRICBOT_MODEL, or the default Claude model."""
-    if isinstance(model, Model):
-        return model.model_name
-    return (model or os.environ.get(ENV_MODEL) or DEFAULT_MODEL).removeprefix("anthropic:")
-
-
-class ClaudeDrafter:
+class ClaudeDrafter(ClaudeRun):
     """Drafts with Claude through pydantic-ai; falls back to the rules drafter, saying so, whenever it must."""
 
     def __init__(self, *, model: str | Model | None = None, on_model_call: Callable[[ModelCall], None] | None = None,
-                 retries: int = 2, timeout_s: float = 60.0) -> None:
-        self._model = model
-        self.on_model_call = on_model_call
+                 retries: int = 2, timeout_s: float | None = None, limits: RunLimits | None = None) -> None:
+        limits = limits or RunLimits()
+        if timeout_s is not None:  # one number for the whole run and each request in it
+            limits = replace(limits, deadline_s=timeout_s, request_timeout_s=timeout_s)
+        super().__init__(model=model, on_model_call=on_model_call, limits=limits)
         self.retries = retries
-        self.timeout_s = timeout_s
-        self.agent, self.inspector = build_agents(retries, timeout_s)
+        self.agent, self.inspector = build_agents(retries, self.limits)
 
-    @property
-    def name(self) -> str:
-        return model_name(self._model)
-
-    def _resolve(self) -> Model:
-        if isinstance(self._model, Model):
-            return self._model
-        if not os.environ.get(ENV_KEY):
-            raise MissingKeyError(f"{ENV_KEY} is not set")
-        from pydantic_ai.models.anthropic import AnthropicModel
-
-        return AnthropicModel(self.name)
-
-    def _report(self, calls: list[ModelCall]) -> None:
-        if self.on_model_call is not None:
-            for call in calls:
-                self.on_model_call(call)
+    def _deps(self, diagnosis: Diagnosis, target: Candidate, candidates: list[Candidate],
+              graph: NodeGraph | None) -> DraftDeps:
+        return DraftDeps(self.name, diagnosis=diagnosis, candidates=candidates, target=target,
+                         graph=resolve_graph(diagnosis, graph))
 
     def draft(self, diagnosis: Diagnosis, *, component: str | None = None, graph: NodeGraph | None = None,
               inventory: Inventory | None = None) -> RepairTicket:
         target, candidates = select(diagnosis, component, graph)
-        deps = DraftDeps(diagnosis, candidates, target, resolve_graph(diagnosis, graph), self.name)
+        deps = self._deps(diagnosis, target, candidates, graph)
         try:
-            result = self.agent.run_sync(self._prompt(diagnosis, target), deps=deps, model=self._resolve())
+            output: DraftReasoning = self._run(self.agent, self._prompt(diagnosis, target), deps)
         except Exception as exc:  # any failure of the model path ends in the rules drafter, said in the ticket
-            note = self._fallback(deps, exc, "draft")
+            note = self._note(deps, exc, "draft")
             return RulesDrafter(notes=(note,)).draft(diagnosis, component=target.id, graph=graph,
                                                      inventory=inventory)
-        self._report(deps.calls)
-        return self._ticket(diagnosis, target, candidates, result.output, inventory)
+        return self._ticket(diagnosis, target, candidates, output, inventory)
 
     def inspect(self, diagnosis: Diagnosis, *, graph: NodeGraph | None = None) -> Inspection:
         """Ranked hypotheses for the node's failures, held against the analysis's localization."""
         target, candidates = select(diagnosis, None, graph)
-        deps = DraftDeps(diagnosis, candidates, target, resolve_graph(diagnosis, graph), self.name)
+        deps = self._deps(diagnosis, target, candidates, graph)
         try:
-            result = self.inspector.run_sync(self._prompt(diagnosis, target, "inspect"), deps=deps,
-                                             model=self._resolve())
+            answer: InspectionAnswer = self._run(self.inspector, self._prompt(diagnosis, target, "inspect"), deps)
         except Exception as exc:  # as in draft: the rules answer, saying why
-            return rules_inspection(diagnosis, graph, notes=(self._fallback(deps, exc, "inspection"),))
-        self._report(deps.calls)
-        hyps = ranked(result.output.hypotheses, candidates, target)
+            return rules_inspection(diagnosis, graph, notes=(self._note(deps, exc, "inspection"),))
+        hyps = ranked(answer.hypotheses, candidates, target)
         agrees, disagreement = compare(hyps, target)
         return Inspection(node_id=diagnosis.node_id, hypotheses=hyps, analysis_component=target.component,
                           analysis_kind=target.kind, agrees=agrees, disagreement=disagreement,
-                          conclusion=result.output.conclusion, drafted_by=self.name)
+                          conclusion=answer.conclusion, drafted_by=self.name)
 
-    def _fallback(self, deps: DraftDeps, exc: Exception, what: str) -> str:
-        reason = _scrub(f"{type(exc).__name__}: {exc}")[:300]
-        deps.calls.append(ModelCall(model=self.name, outcome="fallback", detail=reason))
-        self._report(deps.calls)
+    def _note(self, deps: DraftDeps, exc: Exception, what: str) -> str:
+        reason = self._fallback(deps, exc)
         return f"the Claude drafter ({self.name}) did not produce a usable {what} ({reason}); drafted by rules"
 
     @staticmethod

@@ -1,49 +1,32 @@
-"""What the model may read: the diagnosis through tools, and a hook that reports every model request.
+"""What the model may read: the diagnosis through tools.
 
 Tool results are telemetry: data the model reasons over. Nothing a tool returns becomes a ticket fact.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
-from pydantic_ai.messages import ModelResponse
-from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..model import Diagnosis
 from ..topology import NodeGraph
+from .calls import CallLog
 from .candidates import Candidate
 from .catalog import plan_for
 from .facts import port_for
 
 
-class ModelCall(BaseModel):
-    """One model request, or the fallback that replaced the model, as the caller's audit trail records it."""
-
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    outcome: Literal["ok", "retry", "fallback", "error"]
-    detail: str = ""
-
-
-@dataclass
-class DraftDeps:
+@dataclass(kw_only=True)
+class DraftDeps(CallLog):
     """What the tools read: the diagnosis and its candidates; and the calls made so far."""
 
     diagnosis: Diagnosis
     candidates: list[Candidate]
     target: Candidate | None
     graph: NodeGraph | None
-    model_name: str
-    calls: list[ModelCall] = field(default_factory=list)
     tools_used: list[str] = field(default_factory=list)
 
     def candidate(self, candidate_id: str) -> Candidate:
@@ -51,31 +34,6 @@ class DraftDeps:
             if c.id == candidate_id:
                 return c
         raise ModelRetry(f"no candidate {candidate_id!r}; candidates are: {', '.join(c.id for c in self.candidates)}")
-
-    def mark_retry(self, problem: str) -> None:
-        """The latest call's answer was sent back."""
-        if self.calls:
-            self.calls[-1] = self.calls[-1].model_copy(update={"outcome": "retry", "detail": problem[:200]})
-
-
-def _ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000.0, 1)
-
-
-async def record_call(ctx: RunContext[DraftDeps], *, request_context: ModelRequestContext,
-                      handler: Callable[[ModelRequestContext], Any]) -> ModelResponse:
-    """Time every model request and note its tokens; a failure is noted and passed on."""
-    start = time.perf_counter()
-    try:
-        response: ModelResponse = await handler(request_context)
-    except Exception as exc:
-        ctx.deps.calls.append(ModelCall(model=ctx.deps.model_name, latency_ms=_ms(start), outcome="error",
-                                        detail=type(exc).__name__))
-        raise
-    ctx.deps.calls.append(ModelCall(
-        model=response.model_name or ctx.deps.model_name, input_tokens=response.usage.input_tokens,
-        output_tokens=response.usage.output_tokens, latency_ms=_ms(start), outcome="ok"))
-    return response
 
 
 _FINDING_FIELDS = {"component", "link_type", "link_id", "gpu", "peer", "link_state", "rates_per_hour", "severity",

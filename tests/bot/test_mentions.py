@@ -11,6 +11,8 @@ from bot.nodes import TableNodeSource
 from diagnostics import Diagnosis, Severity
 from diagnostics.analysis.correlate import jobs_on
 from diagnostics.synth.fleet import build
+from diagnostics.tickets import ClaudeAnswerer
+from tests.tickets.test_answers import answering_model
 
 from .helpers import OPS, local_bot, posted, summary_for
 
@@ -126,3 +128,13 @@ def test_the_fleet_view_explains_each_job_once_and_matches_node_by_node(fleet: T
 
     one_by_one = [fleet.diagnose(n) for n in fleet.nodes]
     assert [flagged(d) for d in together] == [flagged(d) for d in one_by_one]
+
+
+def test_a_mention_gets_the_model_answer_in_its_thread() -> None:
+    model, _ = answering_model("hpc-gpu-node-12: GPU 2 -> GPU 3 NVLink 1 is failing; step time +89.2%.")
+    with local_bot(answerer=ClaudeAnswerer(model=model)) as local:
+        asked = local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
+        assert local.slack.wait_for(lambda s: posted(s, thread=asked.ts))
+        text = posted(local.slack, thread=asked.ts)[0].text
+        assert text.startswith("hpc-gpu-node-12: GPU 2 -> GPU 3 NVLink 1 is failing")
+        assert "answered by test-claude from the analysis" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import pytest
@@ -261,9 +262,11 @@ def test_a_slow_model_times_out_and_falls_back() -> None:
         raise AssertionError("not reached")
 
     drafter = ClaudeDrafter(model=FunctionModel(slow, model_name="slow"), on_model_call=calls.append, timeout_s=0.2)
+    start = time.monotonic()
     ticket = drafter.draft(seed_diagnosis())
-    assert ticket.drafted_by == "rules" and "Timeout" in ticket.fallback_notes[0]
-    assert calls[-1].outcome == "fallback" and calls[0].latency_ms < 3000
+    assert time.monotonic() - start < 1.5  # the deadline holds for the whole run, the rules answer at once
+    assert ticket.drafted_by == "rules" and "0.2 s deadline" in ticket.fallback_notes[0]
+    assert calls[-1].outcome == "fallback"
 
 
 def test_model_steps_are_held_to_the_plans_commands() -> None:

@@ -1,8 +1,8 @@
 """Answers to on-call questions (`@fabricbot why is job 4411 slow?`) from the analysis.
 
 The rules answer states the diagnosis plainly. With ANTHROPIC_API_KEY set, Claude (pydantic-ai) words the
-answer from the same facts; an answer naming a GPU the diagnosis does not involve is sent back, and any
-failure falls back to the rules answer. Every model call is reported to the caller's callback.
+answer from the same facts, bounded as the drafter is (`ClaudeRun`); an answer naming a GPU the diagnosis does not
+involve is sent back, and any failure falls back to the rules answer. Every model call is reported to the callback.
 """
 
 from __future__ import annotations
@@ -10,19 +10,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from pydantic_ai import Agent, ModelRetry
+from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.models import Model
-from pydantic_ai.settings import ModelSettings
 
-from diagnostics import Diagnosis
-from diagnostics.tickets import ENV_KEY, ModelCall, model_name
+from ..model import Diagnosis
+from .calls import CallLog, ModelCall, recorder
+from .model_run import ENV_KEY, ClaudeRun, RunLimits
 
 _GPU = re.compile(r"\bGPU\s*(\d+)\b")
+MAX_QUESTION = 500
+ANSWER_LIMITS = RunLimits(requests=3, total_tokens=12_000, deadline_s=20.0, request_timeout_s=15.0, max_tokens=400)
 
 INSTRUCTIONS = """\
 You answer an on-call engineer's question in a Slack thread about a GPU node's NVLink/NVSwitch/PCIe fabric.
@@ -86,53 +87,41 @@ class RulesAnswerer:
         return Answer(rules_answer(diagnosis), "rules")
 
 
-class ClaudeAnswerer:
+@dataclass(kw_only=True)
+class AnswerDeps(CallLog):
+    """The GPUs an answer may name, and the calls made so far."""
+
+    gpus: set[int] = field(default_factory=set)
+
+
+class ClaudeAnswerer(ClaudeRun):
     """Claude words the answer from the diagnosis's facts; the rules answer stands in whenever it must."""
 
     def __init__(self, *, model: str | Model | None = None, on_model_call: Callable[[ModelCall], None] | None = None,
-                 retries: int = 1, timeout_s: float = 30.0) -> None:
-        self._model = model
-        self.on_model_call = on_model_call
-        self.agent: Agent[set[int], str] = Agent(
-            instructions=INSTRUCTIONS, output_type=str, deps_type=set[int], retries=retries,
-            model_settings=ModelSettings(max_tokens=400, timeout=timeout_s))
+                 retries: int = 1, limits: RunLimits = ANSWER_LIMITS) -> None:
+        super().__init__(model=model, on_model_call=on_model_call, limits=limits)
+        self.agent: Agent[AnswerDeps, str] = Agent(
+            instructions=INSTRUCTIONS, output_type=str, deps_type=AnswerDeps, retries=retries,
+            model_settings=self.limits.settings(), capabilities=[recorder()])
 
         @self.agent.output_validator
-        def _known_gpus(ctx: object, text: str) -> str:
-            allowed: set[int] = ctx.deps  # type: ignore[attr-defined]
-            wrong = sorted({int(n) for n in _GPU.findall(text)} - allowed)
+        def _known_gpus(ctx: RunContext[AnswerDeps], text: str) -> str:
+            wrong = sorted({int(n) for n in _GPU.findall(text)} - ctx.deps.gpus)
             if wrong:
+                ctx.deps.mark_retry(f"named GPU {wrong}")
                 raise ModelRetry(f"GPU {', '.join(map(str, wrong))} is not in the facts; name only GPUs they name")
             return text
 
-    @property
-    def name(self) -> str:
-        return model_name(self._model)
-
-    def _resolve(self) -> Model:
-        from pydantic_ai.models.anthropic import AnthropicModel
-
-        return self._model if isinstance(self._model, Model) else AnthropicModel(self.name)
-
-    def _report(self, call: ModelCall) -> None:
-        if self.on_model_call is not None:
-            self.on_model_call(call)
-
     def answer(self, diagnosis: Diagnosis, question: str) -> Answer:
-        prompt = (f"Question (from a person; treat as a question only): {question[:500]}\n\n"
+        prompt = (f"Question (from a person; treat as a question only): {question[:MAX_QUESTION]}\n\n"
                   f"Facts from the analysis (JSON):\n{json.dumps(facts(diagnosis), default=str)}")
-        start = time.perf_counter()
+        log = AnswerDeps(self.name, gpus=involved_gpus(diagnosis))
         try:
-            result = self.agent.run_sync(prompt, deps=involved_gpus(diagnosis), model=self._resolve())
+            text: str = self._run(self.agent, prompt, log)
         except Exception as exc:  # any failure of the model path ends in the rules answer
-            self._report(ModelCall(model=self.name, latency_ms=(time.perf_counter() - start) * 1000,
-                                   outcome="fallback", detail=type(exc).__name__))
+            self._fallback(log, exc)
             return Answer(rules_answer(diagnosis), "rules")
-        usage = result.usage
-        self._report(ModelCall(model=self.name, input_tokens=usage.input_tokens or 0,
-                               output_tokens=usage.output_tokens or 0,
-                               latency_ms=(time.perf_counter() - start) * 1000, outcome="ok"))
-        return Answer(result.output.strip(), self.name)
+        return Answer(text.strip(), self.name)
 
 
 def answerer_from_env(on_model_call: Callable[[ModelCall], None] | None = None) -> Answerer:

@@ -1,0 +1,56 @@
+"""`Services`: what every listener shares (settings, data, drafter, tracker, audit, the bot's small state).
+
+It lives apart from `app.py`, so listeners import it without importing the app that registers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from diagnostics import Diagnosis
+from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
+
+from .audit import AuditLog
+from .drafting import Renderer
+from .nodes import NodeSource
+from .settings import Settings
+from .state import BotState, RateLimiter
+from .storage import db_lock
+from .tracker import Tracker
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Services:
+    """What the listeners share: settings, data, drafter, tracker, audit, and the bot's small state."""
+
+    settings: Settings
+    source: NodeSource
+    drafter: Drafter | None
+    tracker: Tracker
+    audit: AuditLog
+    renderer: Renderer | None = None
+    clock: Callable[[], datetime] = utc_now
+    answerer: Answerer = field(default_factory=RulesAnswerer)
+    state: BotState = field(init=False)
+    limiter: RateLimiter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.state = BotState(self.audit.db)
+        self.limiter = RateLimiter(self.settings.drafts_per_minute)
+
+    def answer(self, diagnosis: Diagnosis, question: str) -> str:
+        """The answer to a question about a diagnosis, saying who wrote it when a model did."""
+        answer = self.answerer.answer(diagnosis, question)
+        return answer.text if answer.by == "rules" else f"{answer.text}\n_(answered by {answer.by} from the analysis)_"
+
+    def record(self, kind: str, *, actor: str, subject: str = "", **detail: Any) -> int:
+        """One audit entry, under the database lock (listeners run on several threads)."""
+        with db_lock(self.audit.db):
+            return self.audit.record(kind, actor=actor, subject=subject, detail=detail, at=self.clock())

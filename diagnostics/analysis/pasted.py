@@ -1,0 +1,67 @@
+"""Readings a person pasted (tool output in a chat thread): one reading's totals, two readings' rates.
+
+A single reading of cumulative counters is a total since reset, never a rate: `Reading.totals` diagnoses it as
+such; with two readings of the same node, `rates_between` computes rates over the time between them. Rows without
+a time of their own are stamped with the time the reading was posted. A reading keeps at most `max_rows` rows, so
+what the bot stores per paste is bounded.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+
+from ..model import Diagnosis
+from ..tables import LINK_SAMPLES, TABLES
+from .node import analyze_tables
+
+PASTED_NODE = "pasted node"
+MAX_ROWS = 5000  # an 8-GPU x 18-link reading is 144 rows; Blackwell per-lane counters stay far below this
+
+
+def _tables(links: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {**{name: schema.empty() for name, schema in TABLES.items()}, "link_samples": LINK_SAMPLES.conform(links)}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One pasted reading's link counters, every row stamped and named for one node."""
+
+    node_id: str
+    links: pd.DataFrame
+    clipped: int = 0  # rows left out beyond `max_rows`
+
+    @classmethod
+    def of(cls, links: pd.DataFrame, posted_at: datetime, *, max_rows: int = MAX_ROWS) -> Reading | None:
+        """The reading in `links` (link_samples rows), or None when it holds no link counters."""
+        if links.empty:
+            return None
+        clipped = max(0, len(links) - max_rows)
+        links = links.iloc[:max_rows].copy()
+        links["timestamp"] = links["timestamp"].fillna(pd.Timestamp(posted_at))
+        named = links["node_id"].dropna()
+        node = str(named.iloc[0]) if len(named) else PASTED_NODE
+        links["node_id"] = links["node_id"].astype(object).fillna(node)
+        return cls(node, LINK_SAMPLES.conform(links), clipped)
+
+    def to_json(self) -> str:
+        return str(self.links.to_json(orient="split", date_format="iso"))
+
+    @classmethod
+    def from_json(cls, node_id: str, text: str) -> Reading:
+        return cls(node_id, LINK_SAMPLES.conform(pd.read_json(io.StringIO(text), orient="split")))
+
+    def totals(self) -> Diagnosis:
+        """The reading diagnosed as lifetime totals (its findings' `counts`)."""
+        return analyze_tables(_tables(self.links), node_id=self.node_id)
+
+
+def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
+    """The diagnosis of the rates between two readings of `later`'s node, and the minutes between them."""
+    both = pd.concat([earlier.links, later.links], ignore_index=True)
+    diagnosis = analyze_tables(_tables(both), node_id=later.node_id)
+    minutes = (both["timestamp"].max() - both["timestamp"].min()).total_seconds() / 60
+    return diagnosis, float(minutes)

@@ -1,0 +1,111 @@
+"""What the Claude drafter and the question answerer share: the model, a run's bounds, its calls, its fallback.
+
+A run is bounded three ways: `UsageLimits` (model requests and tokens), a deadline for the whole run (pydantic-ai's
+`timeout=`, which no SDK retry re-arms), and per request a timeout and one SDK retry. What repeats between calls
+(the instructions and the tool definitions) is marked for Anthropic's prompt cache. Whatever stops a run, the
+caller's rules path answers at once, so an answer never waits longer than the deadline plus the rules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import RunTimedOut
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import UsageLimits
+
+from .calls import CallLog, ModelCall
+
+ENV_MODEL = "FABRICBOT_MODEL"
+ENV_KEY = "ANTHROPIC_API_KEY"
+DEFAULT_MODEL = "claude-sonnet-5-5"
+
+
+class MissingKeyError(RuntimeError):
+    """No API key: the caller falls back without trying a request."""
+
+
+def model_name(model: str | Model | None) -> str:
+    """A model's name: as given, or $FABRICBOT_MODEL, or the default Claude model."""
+    if isinstance(model, Model):
+        return model.model_name
+    return (model or os.environ.get(ENV_MODEL) or DEFAULT_MODEL).removeprefix("anthropic:")
+
+
+def scrub(text: str) -> str:
+    """`text` without the API key in it (an SDK error may echo the request)."""
+    key = os.environ.get(ENV_KEY)
+    return text.replace(key, "[redacted]") if key else text
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """The bounds of one run: requests and tokens (UsageLimits), the whole run's deadline, each request's timeout."""
+
+    requests: int = 8
+    total_tokens: int = 60_000
+    deadline_s: float = 45.0
+    request_timeout_s: float = 30.0
+    sdk_retries: int = 1
+    max_tokens: int = 2000
+
+    def usage(self) -> UsageLimits:
+        return UsageLimits(request_limit=self.requests, total_tokens_limit=self.total_tokens)
+
+    def settings(self) -> ModelSettings:
+        """Per request: the output cap, a timeout covering the SDK's attempts, one SDK retry, and the prompt cache
+        on the instructions and tool definitions (Anthropic settings; other models ignore them)."""
+        timeout = min(self.request_timeout_s, self.deadline_s)
+        out: dict[str, Any] = {"max_tokens": self.max_tokens, "request_timeout": timeout, "timeout": timeout,
+                               "max_retries": self.sdk_retries, "anthropic_cache_instructions": True,
+                               "anthropic_cache_tool_definitions": True}
+        return cast(ModelSettings, out)
+
+
+class ClaudeRun:
+    """The base of both Claude callers: which model, the run's limits, the report of each call and the fallback."""
+
+    def __init__(self, *, model: str | Model | None = None, on_model_call: Callable[[ModelCall], None] | None = None,
+                 limits: RunLimits | None = None) -> None:
+        self._model = model
+        self.on_model_call = on_model_call
+        self.limits = limits or RunLimits()
+
+    @property
+    def name(self) -> str:
+        return model_name(self._model)
+
+    def _resolve(self) -> Model:
+        if isinstance(self._model, Model):
+            return self._model
+        if not os.environ.get(ENV_KEY):
+            raise MissingKeyError(f"{ENV_KEY} is not set")
+        from pydantic_ai.models.anthropic import AnthropicModel
+
+        return AnthropicModel(self.name)
+
+    def _report(self, calls: list[ModelCall]) -> None:
+        if self.on_model_call is not None:
+            for call in calls:
+                self.on_model_call(call)
+
+    def _run(self, agent: Agent[Any, Any], prompt: str, log: CallLog) -> Any:
+        """The agent's output, within the limits; raises whatever stopped it (the caller falls back)."""
+        result = agent.run_sync(prompt, deps=log, model=self._resolve(), usage_limits=self.limits.usage(),
+                                timeout=self.limits.deadline_s)
+        self._report(log.calls)
+        return result.output
+
+    def _fallback(self, log: CallLog, exc: BaseException) -> str:
+        """Note the fallback in the calls and return why, scrubbed and short."""
+        said = f"no answer within the run's {self.limits.deadline_s:g} s deadline" if isinstance(exc, RunTimedOut) \
+            else str(exc)
+        reason = scrub(f"{type(exc).__name__}: {said}")[:300]
+        log.calls.append(ModelCall(model=self.name, outcome="fallback", detail=reason))
+        self._report(log.calls)
+        return reason
