@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TypedDict
@@ -11,7 +11,16 @@ from typing import TypedDict
 import sqlite_utils
 
 from diagnostics.store import DB_NAME, TelemetryStore
-from diagnostics.tickets import Answerer, Drafter, ModelCall, answerer_from_env
+from diagnostics.tickets import (
+    Answerer,
+    Drafter,
+    ModelCall,
+    ModelCheck,
+    RulesAnswerer,
+    RulesDrafter,
+    answerer_from_env,
+    model_name,
+)
 
 from .audit import AuditLog
 from .drafting import Renderer, default_drafter
@@ -43,6 +52,7 @@ class Runtime:
     drafter: Drafter
     source: NodeSource
     answerer: Answerer
+    notes: list[str] = field(default_factory=list)  # what the start-up checks found, said once
 
     def deps(self, renderer: Renderer | None) -> AppDeps:
         """The keyword arguments `build_app` and `LocalSlack` take besides settings."""
@@ -70,11 +80,23 @@ def node_source(settings: Settings, snapshots: Sequence[Path] = ()) -> NodeSourc
     return SnapshotNodeSource.from_files([BUNDLED_SNAPSHOTS])
 
 
+ModelChecker = Callable[[str, str], ModelCheck]
+
+
 def build_runtime(settings: Settings, *, source: NodeSource | None = None, db_path: Path | None = None,
-                  clock: Callable[[], datetime] = utc_now, tracker_clock: Callable[[], str] | None = None) -> Runtime:
+                  clock: Callable[[], datetime] = utc_now, tracker_clock: Callable[[], str] | None = None,
+                  model_check: ModelChecker | None = None) -> Runtime:
+    """The runtime; with `model_check` and a key, Claude is checked once first and left out when unusable."""
     db = open_db(db_path if db_path is not None else settings.store)
     audit = AuditLog(db)
     tracker = SqliteTracker(db, clock=tracker_clock) if tracker_clock else SqliteTracker(db)
     recorder = model_call_recorder(audit, clock)
-    return Runtime(db, audit, tracker, default_drafter(on_model_call=recorder), source or node_source(settings),
-                   answerer_from_env(on_model_call=recorder))
+    rt = Runtime(db, audit, tracker, default_drafter(on_model_call=recorder), source or node_source(settings),
+                 answerer_from_env(on_model_call=recorder))
+    if model_check is not None and settings.anthropic_api_key:
+        found = model_check(model_name(settings.model), settings.anthropic_api_key)
+        rt.notes.append(found.note)
+        if not found.usable:
+            rt.drafter = RulesDrafter(notes=(f"Claude was unusable at start-up: {found.note}",))
+            rt.answerer = RulesAnswerer()
+    return rt

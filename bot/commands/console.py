@@ -16,6 +16,7 @@ from pathlib import Path
 
 from diagnostics import ConfigError
 from diagnostics.store import DB_NAME, TelemetryStore
+from diagnostics.tickets import check_model
 
 from ..console.web import Console, console_app
 from ..drafting import render_png
@@ -70,7 +71,10 @@ def cmd_console(args: argparse.Namespace) -> int:
               file=sys.stderr)
     user_id = "U" + "".join(ch for ch in args.user.upper() if ch.isalnum())[:10]
     with tempfile.TemporaryDirectory(prefix="fabricbot-console-") as tmp:
-        rt = build_runtime(settings, source=source, db_path=Path(args.db) if args.db else Path(tmp))
+        rt = build_runtime(settings, source=source, db_path=Path(args.db) if args.db else Path(tmp),
+                           model_check=check_model)
+        for note in rt.notes:
+            print(f"fabricbot: {note}", file=sys.stderr)
         slack = MockSlack(users={user_id: args.user})
         with LocalSlack(settings=settings, slack=slack, **rt.deps(render_png)) as local:
             console = Console(local, user=user_id, channel=CHANNEL, channel_name=CHANNEL_NAME,

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import uvicorn
 
+from diagnostics.tickets import check_model
+
 from ..app import build_app
 from ..drafting import render_png
 from ..runtime import build_runtime, node_source
@@ -22,7 +24,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings = replace(settings, store=Path(args.store))
     for note in settings.startup_notes():
         print(f"fabricbot: {note}", file=sys.stderr)
-    rt = build_runtime(settings, source=node_source(settings, [Path(p) for p in args.snapshots]))
+    rt = build_runtime(settings, source=node_source(settings, [Path(p) for p in args.snapshots]),
+                       model_check=check_model)
+    for note in rt.notes:
+        print(f"fabricbot: {note}", file=sys.stderr)
     if settings.mode == "socket":
         from ..transport.socket_mode import run
 

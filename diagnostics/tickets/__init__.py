@@ -9,7 +9,7 @@ from .claude import ClaudeDrafter, drafter_from_env
 from .drafter import Drafter
 from .evidence import evidence_lines, link_crossed, link_measures
 from .hypotheses import Inspection, inspection_markdown, rules_inspection
-from .model_run import ENV_KEY, RunLimits, model_name
+from .model_run import ENV_KEY, ModelCheck, RunLimits, check_model, model_name
 from .rules import RulesDrafter
 from .ticket import Cost, Evidence, Hypothesis, Identity, RepairTicket, Step
 
@@ -27,6 +27,7 @@ __all__ = [
     "Identity",
     "Inspection",
     "ModelCall",
+    "ModelCheck",
     "NoFaultError",
     "Part",
     "RepairPlan",
@@ -37,6 +38,7 @@ __all__ = [
     "Step",
     "answerer_from_env",
     "candidates_for",
+    "check_model",
     "drafter_from_env",
     "evidence_lines",
     "inspection_markdown",

@@ -109,3 +109,34 @@ class ClaudeRun:
         log.calls.append(ModelCall(model=self.name, outcome="fallback", detail=reason))
         self._report(log.calls)
         return reason
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """What the start-up check found: whether Claude can be used at all, and the one line to say so."""
+
+    usable: bool
+    note: str
+
+
+def check_model(name: str, api_key: str, *, http_client: Any = None, timeout_s: float = 10.0) -> ModelCheck:
+    """Ask the Anthropic API once, at start-up, whether this key may use this model (a metadata read, no tokens).
+
+    A refused key or an unknown model makes Claude unusable for the process (said once, not in every ticket); an
+    unreachable API is only noted, since each run falls back on its own when it fails.
+    """
+    import anthropic
+
+    client = anthropic.Anthropic(api_key=api_key, max_retries=0, timeout=timeout_s, http_client=http_client)
+    try:
+        client.models.retrieve(name)
+    except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
+        return ModelCheck(False, scrub(f"{ENV_KEY} was refused by the Anthropic API ({exc.status_code}): check the "
+                                       "key; tickets and answers come from the rules"))
+    except anthropic.NotFoundError:
+        return ModelCheck(False, f"the Anthropic API knows no model {name!r} for this key (404): check "
+                                 f"{ENV_MODEL}; tickets and answers come from the rules")
+    except anthropic.APIError as exc:
+        return ModelCheck(True, scrub(f"could not check Claude at start-up ({type(exc).__name__}); each run "
+                                      "falls back to the rules if the API stays unreachable"))
+    return ModelCheck(True, f"Claude model {name} is available to this key")

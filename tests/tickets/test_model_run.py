@@ -1,0 +1,119 @@
+"""Claude runs are bounded (requests, tokens, one deadline per run), cache what repeats, and are checked once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from bot.runtime import build_runtime
+from bot.settings import Settings
+from diagnostics.tickets import ClaudeAnswerer, ClaudeDrafter, ModelCall, ModelCheck, RunLimits, check_model
+from tests.tickets.helpers import good_answer, scripted, seed_diagnosis
+
+
+def test_a_model_that_never_stops_calling_tools_is_stopped_by_the_request_limit() -> None:
+    calls: list[ModelCall] = []
+
+    def loop(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("list_findings", {}, tool_call_id=f"t{len(messages)}")])
+
+    drafter = ClaudeDrafter(model=FunctionModel(loop, model_name="looping"), on_model_call=calls.append,
+                            limits=RunLimits(requests=3))
+    ticket = drafter.draft(seed_diagnosis())
+    assert ticket.drafted_by == "rules" and "UsageLimitExceeded" in ticket.fallback_notes[0]
+    assert [c.outcome for c in calls] == ["ok", "ok", "ok", "fallback"]
+
+
+def test_the_token_limit_holds_across_the_run() -> None:
+    model = scripted(lambda messages, attempt: good_answer())  # 150 tokens a request, four requests in all
+    ticket = ClaudeDrafter(model=model, limits=RunLimits(total_tokens=200)).draft(seed_diagnosis())
+    assert ticket.drafted_by == "rules" and "total_tokens_limit" in ticket.fallback_notes[0]
+    assert ClaudeDrafter(model=model).draft(seed_diagnosis()).drafted_by == "scripted-claude"
+
+
+def test_an_answer_past_its_deadline_is_the_rules_answer_at_the_deadline() -> None:
+    calls: list[ModelCall] = []
+
+    async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        await asyncio.sleep(5)
+        return ModelResponse(parts=[TextPart("too late")])
+
+    answerer = ClaudeAnswerer(model=FunctionModel(slow, model_name="slow"), on_model_call=calls.append,
+                              limits=RunLimits(deadline_s=0.3))
+    start = time.monotonic()
+    answer = answerer.answer(seed_diagnosis(), "why is it slow?")
+    assert time.monotonic() - start < 1.5
+    assert answer.by == "rules" and calls[-1].outcome == "fallback" and "0.3 s deadline" in calls[-1].detail
+
+
+def test_every_request_carries_the_cache_marks_and_its_bounds() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(dict(info.model_settings or {}))
+        return ModelResponse(parts=[TextPart("GPU 2 -> GPU 3 NVLink 1 is failing.")])
+
+    ClaudeAnswerer(model=FunctionModel(reply, model_name="m")).answer(seed_diagnosis(), "why?")
+    (settings,) = seen
+    assert settings["anthropic_cache_instructions"] is True and settings["anthropic_cache_tool_definitions"] is True
+    assert settings["max_tokens"] == 400 and settings["max_retries"] == 1
+    assert settings["request_timeout"] <= 20.0  # never longer than the run's deadline
+    drafting = dict(ClaudeDrafter(model="claude-x").agent.model_settings or {})
+    assert drafting["anthropic_cache_tool_definitions"] is True and drafting["max_tokens"] == 2000
+
+
+def _anthropic(status: int, body: dict[str, Any] | None = None) -> httpx2.Client:
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        assert request.url.path == "/v1/models/claude-test"
+        return httpx2.Response(status, json=body or {})
+
+    return httpx2.Client(transport=httpx2.MockTransport(handle))
+
+
+def _error(kind: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": f"{kind} for sk-ant-secret"}}
+
+
+def test_the_start_up_check_tells_a_refused_key_and_an_unknown_model_from_an_outage(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    ok = check_model("claude-test", "sk-ant-secret", http_client=_anthropic(200, {
+        "id": "claude-test", "type": "model", "display_name": "Claude Test", "created_at": "2026-01-01T00:00:00Z"}))
+    assert ok.usable and "available" in ok.note
+    refused = check_model("claude-test", "sk-ant-secret", http_client=_anthropic(401, _error("authentication_error")))
+    assert not refused.usable and "ANTHROPIC_API_KEY was refused" in refused.note and "(401)" in refused.note
+    unknown = check_model("claude-test", "sk-ant-secret", http_client=_anthropic(404, _error("not_found_error")))
+    assert not unknown.usable and "no model 'claude-test'" in unknown.note and "FABRICBOT_MODEL" in unknown.note
+
+    def down(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused")
+
+    unreachable = httpx2.Client(transport=httpx2.MockTransport(down))
+    outage = check_model("claude-test", "sk-ant-secret", http_client=unreachable)
+    assert outage.usable and "could not check" in outage.note
+    assert all("sk-ant-secret" not in c.note for c in (ok, refused, unknown, outage))
+
+
+def test_an_unusable_claude_is_said_once_and_the_rules_draft(tmp_path: Path) -> None:
+    checked: list[tuple[str, str]] = []
+
+    def refuse(model: str, key: str) -> ModelCheck:
+        checked.append((model, key))
+        return ModelCheck(False, "ANTHROPIC_API_KEY was refused by the Anthropic API (401)")
+
+    settings = Settings(anthropic_api_key="sk-ant-x", model="claude-test", store=tmp_path)
+    rt = build_runtime(settings, model_check=refuse)
+    assert checked == [("claude-test", "sk-ant-x")] and rt.notes == [
+        "ANTHROPIC_API_KEY was refused by the Anthropic API (401)"]
+    ticket = rt.drafter.draft(seed_diagnosis())
+    assert ticket.drafted_by == "rules" and "unusable at start-up" in ticket.fallback_notes[0]
+    assert rt.answerer.answer(seed_diagnosis(), "why?").by == "rules"
+    assert json.dumps(rt.notes).count("refused") == 1
