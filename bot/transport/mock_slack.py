@@ -1,7 +1,9 @@
 """A mock Slack Web API on loopback: the methods fabricbot uses, with state, and a record of every call.
 
 Point slack_sdk's WebClient at `MockSlack.api_url` (its `base_url`). Messages, threads, files and
-ephemeral replies are kept so tests and the demo can read the conversation back.
+ephemeral replies are kept so tests and the demo can read the conversation back. It fails as Slack does
+(`faults`: rate limits, revoked tokens, missing scopes, channels the bot is not in), checks blocks as Slack does
+(`invalid_blocks`, see blockkit.py) and refuses text over Slack's 40,000 characters (`msg_too_long`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .blockkit import block_errors, special_tokens
+from .slack_faults import Failure, Faults
+
 BOT_TOKEN = "xoxb-local-mock"
 BOT_USER = "UFABRICBOT"
 TEAM = "TLOCAL"
+MAX_TEXT = 40_000  # https://api.slack.com/changelog/2018-04-truncating-really-long-messages
+POSTING = {"chat.postMessage", "chat.update", "chat.postEphemeral"}
 
 
 @dataclass
@@ -62,8 +69,9 @@ class MockSlack:
     """State and routes of the mock; `app` is the Starlette app to serve, `base_url` set once it is served."""
 
     def __init__(self, *, users: dict[str, str] | None = None, usergroups: dict[str, list[str]] | None = None,
-                 token: str = BOT_TOKEN) -> None:
+                 token: str = BOT_TOKEN, scopes: frozenset[str] | None = None) -> None:
         self.token = token
+        self.faults = Faults(scopes=scopes)
         self.users = users or {}
         self.usergroups = usergroups or {}
         self.calls: list[Call] = []
@@ -112,6 +120,17 @@ class MockSlack:
     def find(self, ts: str) -> Message | None:
         with self._cond:
             return next((m for m in self.messages if m.ts == ts), None)
+
+    def errors(self, method: str | None = None) -> list[str]:
+        """The error codes the mock answered (to `method`, or to any call), in order."""
+        with self._cond:
+            return [str(c.params["error"]) for c in self.calls
+                    if "error" in c.params and (method is None or c.method == method)]
+
+    def specials(self) -> list[str]:
+        """Every `<...>` token Slack would parse in what the bot posted: mentions, pings and links (mrkdwn only)."""
+        with self._cond:
+            return [tok for m in self.messages if m.user == BOT_USER for tok in special_tokens(m.text, m.blocks)]
 
     def user_message(self, channel: str, user: str, text: str, thread_ts: str | None = None) -> str:
         """A message a person posts (Slack then sends the app its event); returns its ts."""
@@ -172,10 +191,30 @@ class MockSlack:
         if handler is None:
             self._record(method, {**params, "error": "unknown_method"})
             return JSONResponse({"ok": False, "error": "unknown_method"})
+        failure = self.faults.take(method, params) or self._content_failure(method, params)
+        if failure is not None:
+            self._record(method, {**params, "error": failure.body["error"]})
+            return JSONResponse(failure.body, status_code=failure.status, headers=failure.headers)
         with self._cond:
             result = handler(params)
-        self._record(method, params)
+        self._record(method, params if result.get("ok") else {**params, "error": result.get("error")})
         return JSONResponse(result)
+
+    @staticmethod
+    def _content_failure(method: str, params: dict[str, Any]) -> Failure | None:
+        """What Slack refuses in a message itself: text too long, blocks it cannot lay out, nothing to show."""
+        if method not in POSTING:
+            return None
+        if len(str(params.get("text") or "")) > MAX_TEXT:
+            return Failure({"ok": False, "error": "msg_too_long"})
+        if "blocks" in params:
+            errors = block_errors(params["blocks"])
+            if errors:
+                return Failure({"ok": False, "error": "invalid_blocks", "errors": errors,
+                                "response_metadata": {"messages": [f"[ERROR] {e}" for e in errors]}})
+        elif method != "chat.update" and not params.get("text"):
+            return Failure({"ok": False, "error": "no_text"})
+        return None
 
     # -- Web API methods (called under the lock) ----------------------------------------------------------
     def _auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
@@ -289,6 +328,9 @@ class MockSlack:
     async def _download(self, request: Request) -> Response:
         if request.headers.get("authorization", "") != f"Bearer {self.token}":
             return Response("unauthorized", status_code=403)
+        if self.faults.take("url_private", {}) is not None:  # no files:read scope, or a revoked token
+            self._record("url_private", {"file_id": request.path_params["file_id"], "error": "forbidden"})
+            return Response("forbidden", status_code=403)
         f = self.files.get(request.path_params["file_id"])
         self._record("url_private", {"file_id": request.path_params["file_id"]})
         if f is None or f.content is None:
@@ -298,6 +340,10 @@ class MockSlack:
     async def _response_url(self, request: Request) -> Response:
         body = json.loads(await request.body() or b"{}")
         channel, user = request.path_params["channel"], request.path_params["user"]
+        refused = self._content_failure("chat.postMessage", body)
+        if refused is not None:  # a response URL answers with a status and the error as plain text
+            self._record("response_url", {"channel": channel, "user": user, **body, "error": refused.body["error"]})
+            return Response(str(refused.body["error"]), status_code=400 if refused.status == 200 else refused.status)
         with self._cond:
             public = body.get("response_type") == "in_channel"
             self.messages.append(Message(channel=channel, ts=self._next_ts(), text=str(body.get("text") or ""),
