@@ -1,13 +1,14 @@
 """Block Kit for every message the bot posts, built with slack_sdk.models.blocks within Slack's limits.
 
 Limits kept here: 50 blocks a message, 25 elements an actions block, 3000 characters a section text,
-75 a button or option label, 2000 a button value, 150 an option value, 100 options a select, unique action ids.
+75 a button or option label, 2000 a button value, 150 an option value, 100 options a select, unique action ids
+(https://docs.slack.dev/reference/block-kit/blocks). Every text in a mrkdwn object that is not the bot's own
+template (node and link names, verdicts, warnings, drafted text) is escaped (`mrkdwn.esc`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,9 @@ from slack_sdk.models.blocks import (
 
 from diagnostics import COUNT_RULES, ComponentRef, Diagnosis, Finding, Offender, Severity, SweepResult
 from diagnostics import format as fmt
+from diagnostics.tickets import link_crossed, link_measures
+
+from .mrkdwn import esc, mention, to_mrkdwn
 
 MAX_BLOCKS = 50
 MAX_ACTIONS = 25
@@ -35,7 +39,6 @@ MAX_TEXT = 3000
 MAX_LABEL = 75
 MAX_OPTIONS = 100
 MAX_HEADER = 150
-SHOWN_RATES = ("crc", "replay", "recovery", "effective_errors", "recovery_failed", "replay_rollovers")
 
 DRAFT_ACTION = "draft"          # a button: draft the ticket for one component or link
 DRAFT_LINK_ACTION = "draft_link"  # a select menu: draft for one link of a shared component
@@ -51,27 +54,32 @@ def section(text: str) -> SectionBlock:
     return SectionBlock(text=MarkdownTextObject(text=clip(text, MAX_TEXT)))
 
 
+def _pieces(line: str) -> list[str]:
+    """A line cut into pieces under the text limit, never inside an escape like `&amp;`."""
+    out = []
+    while len(line) > MAX_TEXT:
+        cut = MAX_TEXT
+        amp = line.rfind("&", MAX_TEXT - 5, MAX_TEXT)
+        if amp != -1 and ";" not in line[amp:MAX_TEXT]:
+            cut = amp
+        out.append(line[:cut])
+        line = line[cut:]
+    return [*out, line]
+
+
 def sections(text: str) -> list[SectionBlock]:
-    """Long mrkdwn split at line ends into sections under the text limit."""
-    out, chunk = [], ""
+    """Long mrkdwn split at line ends into sections under the text limit, in order, none of them empty."""
+    out: list[SectionBlock] = []
+    chunk = ""
     for line in text.splitlines():
-        while len(line) > MAX_TEXT:
-            out.append(section(line[:MAX_TEXT]))
-            line = line[MAX_TEXT:]
-        if len(chunk) + len(line) + 1 > MAX_TEXT:
-            out.append(section(chunk))
-            chunk = ""
-        chunk += line + "\n"
+        for piece in _pieces(line):
+            if chunk and len(chunk) + len(piece) + 1 > MAX_TEXT:
+                out.append(section(chunk))
+                chunk = ""
+            chunk = f"{chunk}\n{piece}" if chunk else piece
     if chunk.strip():
         out.append(section(chunk))
-    return out
-
-
-def to_mrkdwn(markdown: str) -> str:
-    """Markdown as Slack shows it: headings and bold as *bold*, links as <url|text>."""
-    text = re.sub(r"^#{1,6}\s+(.*)$", r"*\1*", markdown, flags=re.MULTILINE)
-    text = re.sub(r"\*\*(.+?)\*\*", r"*\1*", text)
-    return re.sub(r"\[([^\]]+)\]\((\S+?)\)", r"<\2|\1>", text)
+    return [b for b in out if b.text is not None and b.text.text.strip()]
 
 
 @dataclass(frozen=True)
@@ -94,16 +102,25 @@ class DraftTarget:
 
     @classmethod
     def parse(cls, value: str) -> DraftTarget:
-        data = json.loads(value)
-        finding, loc = data.get("f"), data.get("l")
-        return cls(int(data["a"]), int(finding) if finding is not None else None,
-                   int(loc) if loc is not None else None)
+        """The target a value names; ValueError for any value `value()` did not make."""
+        try:
+            data = json.loads(value)
+            finding, loc = data.get("f"), data.get("l")
+            return cls(int(data["a"]), int(finding) if finding is not None else None,
+                       int(loc) if loc is not None else None)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            raise ValueError("not a value of a draft button") from None
 
     def ref(self, diagnosis: Diagnosis) -> ComponentRef | None:
-        """The component in the stored diagnosis this target names (None: a node with nothing isolated)."""
-        if self.finding is not None and 0 <= self.finding < len(diagnosis.findings):
+        """The component in the stored diagnosis this target names (None: a node with nothing isolated); ValueError
+        when its index points past the diagnosis (an edited value)."""
+        if self.finding is not None:
+            if not 0 <= self.finding < len(diagnosis.findings):
+                raise ValueError(f"finding {self.finding} is not in the analysis")
             return diagnosis.findings[self.finding].ref
-        if self.localization is not None and 0 <= self.localization < len(diagnosis.localizations):
+        if self.localization is not None:
+            if not 0 <= self.localization < len(diagnosis.localizations):
+                raise ValueError(f"suspect {self.localization} is not in the analysis")
             return diagnosis.localizations[self.localization].ref
         return diagnosis.localization.ref if diagnosis.localization is not None else None
 
@@ -114,14 +131,10 @@ def degraded(diagnosis: Diagnosis) -> list[tuple[int, Finding]]:
     return sorted(found, key=lambda p: (p[1].severity is not Severity.DOWN, -(p[1].worst_ratio or 0.0), p[0]))
 
 
-def _rates(f: Finding) -> str:
-    shown = fmt.metrics({**{k: v for k, v in f.rates_per_hour.items() if k in SHOWN_RATES}, **f.levels})
-    return shown or f"state {f.link_state.value}"
-
-
 def finding_line(f: Finding) -> str:
-    crossed = "; ".join(c.message for c in f.crossed)
-    return f"• *{f.component}* ({f.severity.value}): {_rates(f)}" + (f" — {crossed}" if crossed else "")
+    crossed = esc(link_crossed(f))
+    return f"• *{esc(f.component)}* ({f.severity.value}): {esc(link_measures(f))}" + (f" — {crossed}" if crossed
+                                                                                       else "")
 
 
 def _button(text: str, action_id: str, value: str, primary: bool) -> ButtonElement:
@@ -168,15 +181,15 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 def summary_fields(d: Diagnosis) -> list[str]:
     degradation = "n/a" if d.degradation_pct is None else f"{d.degradation_pct:+.1f}% step time"
     if d.degradation_pct is not None and d.job_id:
-        degradation += f" (job {d.job_id})"
-    correlation = d.verdict or "no step-time series to correlate (snapshot)"
+        degradation += f" (job {esc(d.job_id)})"
+    correlation = esc(d.verdict) if d.verdict else "no step-time series to correlate (snapshot)"
     return [
         f"*Fault detected*\n{'yes' if d.fault_detected else 'no'}",
-        f"*Isolated component*\n{d.localization.component if d.localization else d.isolated_component}",
+        f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_component)}",
         f"*Degradation*\n{degradation}",
         f"*Priority*\n{d.ticket_priority.value}",
         f"*Correlation*\n{correlation}",
-        f"*Window*\n{fmt.window(d.window_hours, d.window_end).removeprefix('window ')}",
+        f"*Window*\n{esc(fmt.window(d.window_hours, d.window_end).removeprefix('window '))}",
     ]
 
 
@@ -185,14 +198,14 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
     status = "fault detected" if d.fault_detected else "no fabric fault"
     blocks: list[Block] = [HeaderBlock(text=clip(title or f"{d.node_id}: {status}", MAX_HEADER))]
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
-    blocks.append(section(f"*Recommended action*\n{d.repair_action}"))
+    blocks.append(section(f"*Recommended action*\n{esc(d.repair_action)}"))
     bad = degraded(d)
     if bad:
         lines = [finding_line(f) for _, f in bad]
         shown = lines[:20]
         more = f"\n…and {len(lines) - len(shown)} more links" if len(lines) > len(shown) else ""
         blocks.append(section("*Degraded links*\n" + "\n".join(shown) + more))
-    notes = [*d.warnings]
+    notes = [esc(w) for w in d.warnings]
     if d.localization is not None:
         notes.append(f"localization confidence {d.localization.confidence:.0%}")
     if notes:
@@ -222,17 +235,18 @@ def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]
     healthy = sum(1 for d in diagnoses if not degraded(d))
     blocks: list[Block] = [HeaderBlock(text=f"Fleet: {len(rows)} degraded links on {len(diagnoses)} nodes")]
     if rows:
-        lines = [f"{n}. `{d.node_id}` {finding_line(f)[2:]}" for n, (d, f) in enumerate(rows[:limit], 1)]
+        lines = [f"{n}. `{esc(d.node_id)}` {finding_line(f)[2:]}" for n, (d, f) in enumerate(rows[:limit], 1)]
         blocks.extend(sections("\n".join(lines)))
     ended = next((d for d in diagnoses if d.window_end is not None), None)
-    window = f"{fmt.window(ended.window_hours, ended.window_end)}; " if ended is not None else ""
+    window = f"{esc(fmt.window(ended.window_hours, ended.window_end))}; " if ended is not None else ""
     blocks.append(ContextBlock(elements=[MarkdownTextObject(
         text=f"{window}{healthy} healthy nodes; `/fabric <node>` diagnoses one and offers the tickets")]))
     return blocks
 
 
 def offender_line(o: Offender) -> str:
-    """One offending link as the sweep found it: rule, the value against its threshold, and what was said."""
+    """One offending link as the sweep found it: rule, the value against its threshold, and what was said (plain
+    text: escape it for mrkdwn)."""
     measure = ""
     if o.rate_per_hour is not None and o.above is not None and o.rule not in COUNT_RULES:
         measure = f"{fmt.value(o.rate_per_hour, o.unit)} > {fmt.value(o.above, o.unit)}"  # a count is in `detail`
@@ -248,7 +262,7 @@ def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
         title = f"Fleet: {len(result.offenders)} offending links on {len(result.nodes)} nodes"
     blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
     if not result.complete:
-        reasons = "\n".join(f"• {r}" for r in result.incomplete_reasons[:10])
+        reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])
         unshown = len(result.incomplete_reasons) - 10
         blocks.append(section("*This is not an all-clear.* Some queries did not answer in full, so links may be "
                               "failing that this list does not show:\n" + reasons
@@ -257,19 +271,20 @@ def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
     for node in result.nodes:
         mine = [o for o in result.offenders if o.node_id == node]
         d = result.diagnoses.get(node)
-        verdict = f" — {d.isolated_component}, {d.ticket_priority.value} priority" if d and d.fault_detected else ""
-        lines.append(f"*`{node}`*{verdict}")
-        lines.extend(f"  • {offender_line(o)}" for o in mine)
+        verdict = f" — {esc(d.isolated_component)}, {d.ticket_priority.value} priority" if d and d.fault_detected \
+            else ""
+        lines.append(f"*`{esc(node)}`*{verdict}")
+        lines.extend(f"  • {esc(offender_line(o))}" for o in mine)
     if lines:
         shown = lines[:limit]
         more = f"\n…and {len(lines) - len(shown)} more lines" if len(lines) > len(shown) else ""
         blocks.extend(sections("\n".join(shown) + more)[: MAX_BLOCKS - 4])
     elif result.complete:
-        blocks.append(section(result.headline()))
+        blocks.append(section(esc(result.headline())))
     notes = [f"window {result.window_hours:g} h, {result.queries} PromQL rules evaluated on the server"]
     if result.not_pushed_down:
-        notes.append("evaluated locally only (on offending nodes): " + ", ".join(result.not_pushed_down))
-    notes.extend(result.warnings[:3])
+        notes.append("evaluated locally only (on offending nodes): " + esc(", ".join(result.not_pushed_down)))
+    notes.extend(esc(w) for w in result.warnings[:3])
     notes.append("`/fabric <node>` diagnoses one and offers the tickets")
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
     return blocks
@@ -281,7 +296,7 @@ def preview_blocks(*, draft_id: int, node_id: str, component: str, markdown: str
     blocks: list[Block] = [HeaderBlock(text=clip(f"Ticket draft: {node_id} / {component}", MAX_HEADER))]
     blocks.extend(sections(to_mrkdwn(markdown))[: MAX_BLOCKS - 4])
     blocks.append(ContextBlock(elements=[MarkdownTextObject(
-        text=f"Drafted by {drafted_by} for <@{requester}>. A person reviews it before it is filed.")]))
+        text=f"Drafted by {esc(drafted_by)} for {mention(requester)}. A person reviews it before it is filed.")]))
     blocks.append(ActionsBlock(block_id=f"draft:{draft_id}", elements=[
         ButtonElement(text="File ticket", action_id=FILE_ACTION, value=str(draft_id), style="primary"),
         ButtonElement(text="Discard", action_id=DISCARD_ACTION, value=str(draft_id), style="danger"),

@@ -7,14 +7,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .mrkdwn import unescape
 from .transport.mock_slack import Message, MockSlack
 
 
 def mrkdwn_to_markdown(text: str, names: Mapping[str, str]) -> str:
-    """Slack's mrkdwn as Markdown: *bold* -> **bold**, <@U1> -> @name, <url|text> -> [text](url)."""
+    """Slack's mrkdwn as Markdown: *bold* -> **bold**, <@U1> -> @name, <url|text> -> [text](url), and Slack's
+    escapes (&lt; &gt; &amp;) as the characters a person reads."""
     text = re.sub(r"<@([A-Z0-9]+)>", lambda m: "@" + names.get(m[1], m[1]), text)
     text = re.sub(r"<(\S+?)\|([^>]+)>", r"[\2](\1)", text)
-    return re.sub(r"(?<![\w*])\*(?!\s)([^*\n]+?)(?<!\s)\*(?![\w*])", r"**\1**", text)
+    return unescape(re.sub(r"(?<![\w*])\*(?!\s)([^*\n]+?)(?<!\s)\*(?![\w*])", r"**\1**", text))
 
 
 def blocks_to_markdown(blocks: list[dict[str, Any]], names: Mapping[str, str]) -> list[str]:

@@ -150,3 +150,8 @@ def mrkdwn_texts(text: str, blocks: list[dict[str, Any]]) -> list[str]:
 def special_tokens(text: str, blocks: list[dict[str, Any]]) -> list[str]:
     """The `<...>` tokens Slack turns into mentions, pings (`<!channel>`) or links (`<url|label>`) in a message."""
     return [m[1] for t in mrkdwn_texts(text, blocks) for m in _SPECIAL.finditer(t)]
+
+
+def shown(text: str) -> str:
+    """Escaped mrkdwn as a person reads it: Slack shows `&lt;`, `&gt;` and `&amp;` as `<`, `>` and `&`."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")

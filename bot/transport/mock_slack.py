@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .blockkit import block_errors, special_tokens
+from .blockkit import block_errors, shown, special_tokens
 from .slack_faults import Failure, Faults
 
 BOT_TOKEN = "xoxb-local-mock"
@@ -52,6 +52,16 @@ class Message:
     ephemeral_to: str | None = None  # the user who alone sees it
     files: list[str] = field(default_factory=list)
     edits: int = 0
+
+    @property
+    def shown(self) -> str:
+        """The text as people read it (escapes decoded)."""
+        return shown(self.text)
+
+    @property
+    def shown_blocks(self) -> str:
+        """The blocks as JSON, escapes decoded: what a test looks for a fact in."""
+        return shown(json.dumps(self.blocks, ensure_ascii=False))
 
 
 @dataclass

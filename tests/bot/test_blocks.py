@@ -70,3 +70,34 @@ def test_long_ticket_markdown_splits_into_sections_and_converts_to_mrkdwn() -> N
     text = "".join(b["text"]["text"] for b in built if b["type"] == "section")
     assert "*Title*" in text and "*Priority:* urgent" in text and "**" not in text
     assert [e["value"] for e in built[-1]["elements"]] == ["3", "3"]
+
+
+def test_a_line_of_exactly_the_limit_keeps_its_order_and_no_section_is_empty() -> None:
+    text = "first line\n" + "y" * blocks.MAX_TEXT + "\nlast line\n" + "z" * (blocks.MAX_TEXT + 10)
+    built = [b.to_dict() for b in blocks.sections(text)]
+    parts = [b["text"]["text"] for b in built]
+    assert all(0 < len(p) <= blocks.MAX_TEXT for p in parts)
+    assert "".join(parts).replace("\n", "") == text.replace("\n", "")  # nothing lost, nothing reordered
+    assert parts[0] == "first line"
+
+
+def test_a_cut_never_splits_an_escape() -> None:
+    text = "x" * (blocks.MAX_TEXT - 2) + "&amp;" + "y" * 10
+    parts = [b.to_dict()["text"]["text"] for b in blocks.sections(text)]
+    assert parts[0].endswith("x") and parts[1].startswith("&amp;")
+
+
+def test_text_from_outside_the_bot_is_escaped_and_links_come_only_from_the_bot() -> None:
+    from bot.mrkdwn import esc, mention, to_mrkdwn
+
+    hostile = "<!channel> <@U0ADMIN> <https://evil.example|the runbook> & [the runbook](https://evil.example)"
+    assert esc(hostile).count("<") == 0 and "&amp;" in esc(hostile)
+    md = to_mrkdwn(f"# Title\n**bold** {hostile}")
+    assert md.startswith("*Title*\n*bold*") and "<" not in md and "the runbook (`https://evil.example`)" in md
+    assert mention("UALICE") == "<@UALICE>" and mention("<!channel>") == "&lt;!channel&gt;"
+    d = _diagnosis([_finding(2, 1)]).model_copy(update={"warnings": [hostile], "repair_action": "<!here> now",
+                                                        "node_id": "<@U0ADMIN>"})
+    built = _limits_hold(blocks.diagnosis_blocks(d, analysis_id=1))
+    from bot.transport.blockkit import special_tokens
+    assert special_tokens(blocks.fallback_text(d), built) == ["@U0ADMIN"]  # the raw fallback: callers escape it
+    assert special_tokens(esc(blocks.fallback_text(d)), built) == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.settings import Settings
+from bot.transport.blockkit import shown
 from tests.bot.helpers import OPS, local_bot, posted
 from tests.prometheus.helpers import Fleet, Server, free_port, promtool_missing
 
@@ -20,7 +21,7 @@ def _fleet_message(settings: Settings, at: Fleet | None = None) -> tuple[str, li
         assert local.slack.wait_for(lambda s: posted(s), timeout=60)
         message = posted(local.slack)[0]
         audit = [e["detail"] for e in local.audit.entries("analysis") if e["subject"] == "fleet"]
-        return message.text + "\n" + json.dumps(message.blocks), audit
+        return message.shown + "\n" + message.shown_blocks, audit
 
 
 @pytest.mark.prometheus
@@ -80,7 +81,7 @@ def test_an_incomplete_sweep_with_offenders_stays_within_slack_limits() -> None:
     result = SweepResult(at=datetime(2026, 3, 2, tzinfo=UTC), window_hours=1.0, offenders=offenders,
                          complete=False, incomplete_reasons=[f"rule r{i} not evaluated: timeout" for i in range(30)])
     blocks = [b.to_dict() for b in sweep_blocks(result)]
-    text = json.dumps(blocks, ensure_ascii=False)
+    text = shown(json.dumps(blocks, ensure_ascii=False))
     assert len(blocks) <= MAX_BLOCKS and all(len(b.get("text", {}).get("text", "")) <= MAX_TEXT for b in blocks)
     assert "INCOMPLETE: 480 offending links found so far" in text and "not an all-clear" in text
     assert "…and 20 more reasons" in text and "more lines" in text

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -40,7 +39,7 @@ def test_job_command_names_the_node_and_link(fleet: TableNodeSource) -> None:
     with local_bot(source=fleet) as local:
         local.injector.command("job 4411", user="UALICE", channel=OPS)
         assert local.slack.wait_for(lambda s: posted(s), timeout=20)
-        text = json.dumps(posted(local.slack)[0].blocks)
+        text = posted(local.slack)[0].shown_blocks
         assert "Job 4411: hpc-gpu-node-12" in text
         assert "GPU 2 -> GPU 3 NVLink 1" in text and "explains job 4411" in text
         local.injector.command("job 9999", user="UALICE", channel=OPS)
@@ -53,7 +52,7 @@ def test_a_mention_asking_about_a_job_is_answered_in_its_thread(fleet: TableNode
         question = local.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS)
         assert question.status == 200
         assert local.slack.wait_for(lambda s: posted(s, thread=question.ts), timeout=20)
-        answer = posted(local.slack, thread=question.ts)[0].text
+        answer = posted(local.slack, thread=question.ts)[0].shown
         assert answer.startswith("Job 4411: `hpc-gpu-node-12` has a failing GPU 2 -> GPU 3 NVLink 1")
         slowdown = re.search(r"step time is \+(\d+\.\d)%", answer)
         assert slowdown is not None and float(slowdown[1]) > 50 and "urgent" in answer
@@ -65,7 +64,7 @@ def test_a_mention_naming_a_node_answers_and_offers_the_tickets(fleet: TableNode
         question = local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
         assert local.slack.wait_for(lambda s: len(posted(s, thread=question.ts)) >= 2, timeout=20)
         answer, summary = posted(local.slack, thread=question.ts)[:2]
-        assert "GPU 2 -> GPU 3 NVLink 1" in answer.text
+        assert "GPU 2 -> GPU 3 NVLink 1" in answer.shown
         assert any(b["type"] == "actions" for b in summary.blocks)
         other = local.injector.mention("and hpc-gpu-nod-3?", user="UBOB", channel=OPS)
         assert local.slack.wait_for(lambda s: posted(s, thread=other.ts), timeout=20)
@@ -77,14 +76,14 @@ def test_a_pasted_lifetime_reading_gets_totals_then_rates_from_a_second_paste() 
         root = summary_for(local, "hpc-gpu-node-12")
         local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 1)
-        first = posted(local.slack, thread=root.ts)[-1].text
+        first = posted(local.slack, thread=root.ts)[-1].shown
         assert "lifetime totals" in first and "not rates" in first
         assert ("GPU 2 NVLink 1: replays 9,000, recoveries 2, CRC errors 45,000 since reset\n"
                 "7 of 8 links show no errors") in first
         assert "again in a few minutes" in first
         local.injector.message(_paste((12000, 2, 60000)), user="UALICE", channel=OPS, thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 2)
-        second = posted(local.slack, thread=root.ts)[-1].text
+        second = posted(local.slack, thread=root.ts)[-1].shown
         assert second.startswith("Rates over the") and "GPU 2" in second
 
 
@@ -102,7 +101,7 @@ def test_a_snippet_file_is_downloaded_with_the_bot_token_and_read() -> None:
         body = _paste((500, 0, 2500)).replace("```", "")
         local.injector.snippet(body, "nvlink-e.txt", user="UALICE", channel=OPS, thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
-        reply = posted(local.slack, thread=root.ts)[0].text
+        reply = posted(local.slack, thread=root.ts)[0].shown
         assert "GPU 2 NVLink 1: replays 500, CRC errors 2,500 since reset" in reply
         assert local.slack.calls_to("url_private")  # fetched from Slack, authorized by the bot token
 
@@ -135,6 +134,6 @@ def test_a_mention_gets_the_model_answer_in_its_thread() -> None:
     with local_bot(answerer=ClaudeAnswerer(model=model)) as local:
         asked = local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
         assert local.slack.wait_for(lambda s: posted(s, thread=asked.ts))
-        text = posted(local.slack, thread=asked.ts)[0].text
+        text = posted(local.slack, thread=asked.ts)[0].shown
         assert text.startswith("hpc-gpu-node-12: GPU 2 -> GPU 3 NVLink 1 is failing")
         assert "answered by test-claude from the analysis" in text

@@ -14,16 +14,21 @@ const BlockKit = (() => {
     return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   }
 
+  // Slack's own escapes in mrkdwn (&lt; &gt; &amp;) are shown as the characters they stand for
+  function unslack(s) {
+    return String(s).replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  }
+
   // <@U123>, <#C1|name>, <url|label>, <url>
   function special(inner, users) {
     const [target, label] = inner.split("|", 2);
     if (target.startsWith("@")) {
       const id = target.slice(1);
-      return `<span class="mention">@${escapeHtml(users[id] || label || id)}</span>`;
+      return `<span class="mention">@${escapeHtml(users[id] || unslack(label || id))}</span>`;
     }
-    if (target.startsWith("#")) return `<span class="mention">#${escapeHtml(label || target.slice(1))}</span>`;
+    if (target.startsWith("#")) return `<span class="mention">#${escapeHtml(unslack(label || target.slice(1)))}</span>`;
     if (/^(https?:|mailto:)/.test(target)) {
-      return `<a href="${escapeHtml(target)}" target="_blank" rel="noopener">${escapeHtml(label || target)}</a>`;
+      return `<a href="${escapeHtml(target)}" target="_blank" rel="noopener">${escapeHtml(unslack(label || target))}</a>`;
     }
     return escapeHtml(`<${inner}>`);
   }
@@ -33,7 +38,7 @@ const BlockKit = (() => {
     const parts = String(text).split(/(<[^<>\n]+>)/g);
     return parts.map((part) => {
       if (/^<[^<>\n]+>$/.test(part)) return special(part.slice(1, -1), users);
-      let s = escapeHtml(part);
+      let s = escapeHtml(unslack(part));
       s = s.replace(/(^|[\s(“"'>])\*([^*\n]+?)\*(?=$|[\s).,:;!?”"'<])/g, "$1<b>$2</b>");
       s = s.replace(/(^|[\s(“"'>])_([^_\n]+?)_(?=$|[\s).,:;!?”"'<])/g, "$1<i>$2</i>");
       s = s.replace(/(^|[\s(])~([^~\n]+?)~(?=$|[\s).,:;!?])/g, "$1<s>$2</s>");
@@ -46,9 +51,9 @@ const BlockKit = (() => {
   function mrkdwn(text, users = {}) {
     const out = [];
     String(text || "").split("```").forEach((chunk, i) => {
-      if (i % 2 === 1) { out.push(`<pre>${escapeHtml(chunk.replace(/^\n/, ""))}</pre>`); return; }
+      if (i % 2 === 1) { out.push(`<pre>${escapeHtml(unslack(chunk.replace(/^\n/, "")))}</pre>`); return; }
       const html = chunk.split(/(`[^`\n]+`)/g).map((piece) =>
-        /^`[^`\n]+`$/.test(piece) ? `<code>${escapeHtml(piece.slice(1, -1))}</code>` : inline(piece, users),
+        /^`[^`\n]+`$/.test(piece) ? `<code>${escapeHtml(unslack(piece.slice(1, -1)))}</code>` : inline(piece, users),
       ).join("");
       out.push(html.replace(/\n/g, "<br>"));
     });
