@@ -1,14 +1,19 @@
 """Tool output pasted into a Slack thread (or attached as a snippet), read with the ingest readers.
 
-A single reading of cumulative counters is a total since reset, never a rate: the bot shows the totals
-and asks for a second paste a few minutes later; with two readings in a thread, the analysis computes
-rates over the time between them. Readings are stamped with the Slack message time when they carry none.
+The readings themselves are `diagnostics.analysis.Reading`: one gives lifetime totals and the bot asks for a
+second paste a few minutes later; with two in a thread, the rates between them. Readings are stamped with the Slack
+message time when they carry none. Bounds, each said to the person when it applies: a paste or file of at most
+`MAX_LINES` lines, a file of at most `MAX_FILE_BYTES` (and only text, only from Slack's file host, read no further
+than the limit whatever its declared size), a stored reading of at most `Reading`'s rows, one stored reading per
+thread and `MAX_STORED` in all.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 from slack_sdk import WebClient
@@ -19,13 +24,26 @@ from diagnostics.analysis import Reading, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
 from diagnostics.tickets import rules_answer
 
+from .mrkdwn import esc
 from .storage import db_lock
 
 if TYPE_CHECKING:
     from .services import Services
 
+log = logging.getLogger("fabricbot")
 PASTES = "bot_pastes"
 MIN_LINES = 2
+MAX_LINES = 20_000  # a 400-GPU `nvidia-smi nvlink -e` is 22,000; one node's is under 1,000
+MAX_FILE_BYTES = 2_000_000
+MAX_STORED = 2_000  # readings kept across all threads (the oldest go first)
+SLACK_FILE_HOSTS = ("files.slack.com",)
+TEXT_TYPES = ("text/", "application/json", "application/x-ndjson")
+# Slack calls some text files application/octet-stream; these names are tool output all the same.
+TEXT_NAMES = (".txt", ".log", ".out", ".prom", ".csv", ".json", ".jsonl", ".ndjson")
+
+
+class NotRead(ValueError):
+    """A paste or file the bot will not read (past a bound, or refused by Slack); the message says why."""
 
 
 def _strip_fences(text: str) -> str:
@@ -37,11 +55,23 @@ def _message_time(ts: str) -> datetime:
     return datetime.fromtimestamp(float(ts), UTC)
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n:,} bytes"
+
+
+def _lines_ok(text: str, what: str) -> str:
+    lines = text.count("\n") + 1
+    if lines > MAX_LINES:
+        raise NotRead(f"{what} is {lines:,} lines; I read at most {MAX_LINES:,}. Paste one command's output at a "
+                     "time (one node's `nvidia-smi nvlink -e` is under 1,000 lines).")
+    return text
+
+
 def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
     """Per-link totals of one reading: the links with errors, most first, then how many are clean."""
     dirty = sorted((f for f in diagnosis.findings if any(f.counts.values())),
                    key=lambda f: -sum(f.counts.values()))
-    lines = [f"• {f.component}: {fmt.totals(f.counts)}" for f in dirty[:limit]]
+    lines = [f"• {esc(f.component)}: {fmt.totals(f.counts)}" for f in dirty[:limit]]
     if len(dirty) > limit:
         lines.append(f"…and {len(dirty) - limit} more links with errors")
     lines.append(f"{len(diagnosis.findings) - len(dirty)} of {len(diagnosis.findings)} links show no errors")
@@ -56,23 +86,67 @@ class PasteReader:
             db[PASTES].create({"id": int, "channel": str, "thread_ts": str, "message_ts": str,  # type: ignore[union-attr]
                                "node_id": str, "link_samples": str}, pk="id", if_not_exists=True)
 
+    def _allowed_host(self, client: WebClient, url: str) -> bool:
+        """Only Slack's file host (or the API's own host, the local mock) ever gets the bot token."""
+        host = urlsplit(url).hostname or ""
+        return host in SLACK_FILE_HOSTS or host == urlsplit(client.base_url).hostname
+
+    def _download(self, client: WebClient, f: dict[str, Any]) -> str | None:
+        """A shared file's text, or None when it is not a text file the bot may fetch."""
+        name = str(f.get("name") or "snippet")
+        url = str(f.get("url_private_download") or f.get("url_private") or "")
+        if not url or not self._allowed_host(client, url):
+            log.warning("fabricbot: not downloading %s from %s", name, urlsplit(url).hostname)
+            return None
+        mimetype = str(f.get("mimetype") or "text/plain")
+        if not (mimetype.startswith(TEXT_TYPES) or (mimetype == "application/octet-stream"
+                                                    and name.lower().endswith(TEXT_NAMES))):
+            return None  # a picture, a PDF or an archive shared in the thread: not tool output
+        size = f.get("size")
+        if isinstance(size, int) and size > MAX_FILE_BYTES:
+            raise NotRead(f"`{esc(name)}` is {_size(size)}; I read text files up to {_size(MAX_FILE_BYTES)}. "
+                          "Share one command's output at a time.")
+        body = bytearray()
+        try:
+            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {client.token}"},
+                              timeout=10.0) as response:
+                if response.status_code != 200:
+                    raise NotRead(f"Slack would not let me read `{esc(name)}` (HTTP {response.status_code}): my "
+                                  "app may lack the `files:read` scope.")
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_FILE_BYTES:  # whatever size the event declared
+                        raise NotRead(f"`{esc(name)}` is over {_size(MAX_FILE_BYTES)}; I read text files up to "
+                                      "that. Share one command's output at a time.")
+        except httpx.HTTPError as exc:
+            raise NotRead(f"I could not download `{esc(name)}` from Slack ({type(exc).__name__}); try again.") from None
+        if b"\0" in body[:8192]:
+            return None  # binary, whatever its name says
+        return _lines_ok(body.decode("utf-8", errors="replace"), f"`{esc(name)}`")
+
     def _sources(self, client: WebClient, event: dict[str, Any], text: str) -> list[Source]:
         out = []
         body = _strip_fences(text)
         if len(body.splitlines()) >= MIN_LINES:
-            out.append(Source.from_text(body, name=f"slack message {event.get('ts')}"))
+            out.append(Source.from_text(_lines_ok(body, "That paste"), name=f"slack message {event.get('ts')}"))
         for f in event.get("files") or []:
-            url = f.get("url_private_download") or f.get("url_private")
-            if url:
-                response = httpx.get(url, headers={"Authorization": f"Bearer {client.token}"}, timeout=10.0)
-                if response.status_code == 200:
-                    out.append(Source.from_text(response.text, name=f.get("name") or "snippet"))
+            content = self._download(client, f) if isinstance(f, dict) else None
+            if content is not None:
+                out.append(Source.from_text(content, name=str(f.get("name") or "snippet")))
         return out
 
     def handle(self, client: WebClient, event: dict[str, Any], text: str) -> bool:
-        """Read a paste; True when it held telemetry the readers recognize (and the bot answered)."""
+        """Read a paste; True when it held telemetry the readers recognize, or broke a bound (the bot answered)."""
+        channel, thread = event["channel"], event.get("thread_ts") or event["ts"]
+        try:
+            sources = self._sources(client, event, text)
+        except NotRead as exc:
+            self.services.record("denied", actor=event.get("user", ""), subject=f"paste in {channel}",
+                                 reason=str(exc)[:200])
+            client.chat_postMessage(channel=channel, thread_ts=thread, text=str(exc))
+            return True
         results = []
-        for source in self._sources(client, event, text):
+        for source in sources:
             try:
                 results.append(detect.read(source))
             except InputError:
@@ -80,32 +154,44 @@ class PasteReader:
         if not results:
             return False
         result = IngestResult.combine(results)
-        channel, thread = event["channel"], event.get("thread_ts") or event["ts"]
         reply = self._answer(result, channel, thread, event["ts"])
         self.services.record("analysis", actor=event.get("user", ""), subject=f"paste in {channel}",
                              rows=result.rows, warnings=len(result.warnings))
         client.chat_postMessage(channel=channel, thread_ts=thread, text=reply)
         return True
 
+    def _store(self, channel: str, thread: str, ts: str, reading: Reading) -> dict[str, Any] | None:
+        """Keep `reading` as the thread's latest (one per thread, `MAX_STORED` in all); returns the one before."""
+        db = self.services.audit.db
+        table = db[PASTES]
+        with db_lock(db), db.conn:
+            earlier = list(table.rows_where("channel = ? and thread_ts = ?", [channel, thread],
+                                            order_by="id desc", limit=1))
+            db.execute(f"delete from {PASTES} where channel = ? and thread_ts = ?", [channel, thread])
+            table.insert({"channel": channel, "thread_ts": thread, "message_ts": ts,  # type: ignore[union-attr]
+                          "node_id": reading.node_id, "link_samples": reading.to_json()})
+            db.execute(f"delete from {PASTES} where id not in (select id from {PASTES} order by id desc limit ?)",
+                       [MAX_STORED])
+        return earlier[0] if earlier else None
+
     def _answer(self, result: IngestResult, channel: str, thread: str, ts: str) -> str:
-        notes = "".join(f"\n_warning: {w}_" for w in result.warnings[:5])
+        notes = "".join(f"\n_warning: {esc(w)}_" for w in result.warnings[:5])
         reading = Reading.of(result["link_samples"], _message_time(ts))
         if reading is None:
             rows = ", ".join(f"{n} {name}" for name, n in result.rows.items() if n)
             return f"I read that ({rows}) but it holds no link counters, so there is nothing to rate.{notes}"
-        db = self.services.audit.db
-        with db_lock(db):
-            earlier = list(db[PASTES].rows_where("channel = ? and thread_ts = ?", [channel, thread],
-                                                 order_by="id desc", limit=1))
-            db[PASTES].insert({"channel": channel, "thread_ts": thread, "message_ts": ts,  # type: ignore[union-attr]
-                               "node_id": reading.node_id, "link_samples": reading.to_json()})
-        if not earlier:
-            return (f"These are lifetime totals since the counters were last reset on `{reading.node_id}`, not "
+        if reading.clipped:
+            notes += f"\n_I kept the first {len(reading.links):,} link rows and left out {reading.clipped:,}._"
+        earlier = self._store(channel, thread, ts, reading)
+        node = esc(reading.node_id)
+        if earlier is None:
+            return (f"These are lifetime totals since the counters were last reset on `{node}`, not "
                     f"rates:\n{totals_text(reading.totals())}\nPaste the same command's output again in a few "
                     f"minutes and I will compute the error rates between the two readings.{notes}")
-        before = Reading.from_json(earlier[0]["node_id"], earlier[0]["link_samples"])
+        before = Reading.from_json(earlier["node_id"], earlier["link_samples"])
         try:
             diagnosis, minutes = rates_between(before, reading)
         except FabricbotError as exc:
-            return f"I could not compute rates from the two readings: {exc}{notes}"
-        return f"Rates over the {minutes:.0f} minutes between your two readings: " + rules_answer(diagnosis) + notes
+            return f"I could not compute rates from the two readings: {esc(exc)}{notes}"
+        return (f"Rates over the {minutes:.0f} minutes between your two readings: " + esc(rules_answer(diagnosis))
+                + notes)

@@ -364,5 +364,6 @@ class MockSlack:
 
 
 def _mimetype(name: str) -> str:
-    return {"png": "image/png", "svg": "image/svg+xml", "txt": "text/plain"}.get(name.rsplit(".", 1)[-1],
-                                                                                  "application/octet-stream")
+    kinds = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "gz": "application/gzip",
+             "txt": "text/plain", "log": "text/plain", "csv": "text/csv", "json": "application/json"}
+    return kinds.get(name.rsplit(".", 1)[-1].lower(), "application/octet-stream")

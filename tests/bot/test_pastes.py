@@ -1,0 +1,76 @@
+"""Pasted tool output within bounds: lines, file size and type, the file host, and how many readings are kept."""
+
+from __future__ import annotations
+
+import pytest
+
+import bot.pastes as pastes
+from bot.transport.local import LocalSlack
+
+from .helpers import OPS, local_bot, posted, summary_for
+from .test_mentions import _paste
+
+
+def _reply(local: LocalSlack, thread: str, n: int = 1) -> str:
+    assert local.slack.wait_for(lambda s: len(posted(s, thread=thread)) >= n), posted(local.slack, thread=thread)
+    return posted(local.slack, thread=thread)[n - 1].shown
+
+
+def test_a_paste_over_the_line_cap_is_refused_with_the_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pastes, "MAX_LINES", 30)
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+        assert "That paste is 37 lines; I read at most 30." in reply and "one command's output" in reply
+        assert local.audit.db[pastes.PASTES].count == 0
+        (denied,) = local.audit.entries("denied")
+        assert denied["actor"] == "UALICE" and "37 lines" in denied["detail"]["reason"]
+
+
+def test_a_file_over_the_size_cap_is_not_downloaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pastes, "MAX_FILE_BYTES", 1000)
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.snippet(_paste((1, 0, 5)).replace("```", "") + "\n" * 2000, "nvlink-e.txt", user="UALICE",
+                               channel=OPS, thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+        assert "`nvlink-e.txt` is 3,152 bytes; I read text files up to 1,000 bytes" in reply
+        assert not local.slack.calls_to("url_private")  # refused on its declared size: never fetched
+
+
+def test_a_file_that_lies_about_its_size_is_read_no_further_than_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pastes, "MAX_FILE_BYTES", 1000)
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        ts, file = local.slack.user_file("nvlink-e.txt", b"x" * 5000, OPS, "UALICE", root.ts)
+        local.injector.event({"type": "message", "subtype": "file_share", "user": "UALICE", "text": "", "ts": ts,
+                              "channel": OPS, "thread_ts": root.ts, "files": [{**file, "size": 10}]})
+        assert "`nvlink-e.txt` is over 1,000 bytes" in _reply(local, root.ts)
+
+
+def test_pictures_binaries_and_foreign_hosts_are_left_alone() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.snippet("not a png", "board.png", user="UALICE", channel=OPS, thread_ts=root.ts)
+        local.injector.snippet("\0\1\2 binary\nmore", "dump.log", user="UALICE", channel=OPS, thread_ts=root.ts)
+        ts, file = local.slack.user_file("nvlink-e.txt", _paste((1, 0, 5)).encode(), OPS, "UALICE", root.ts)
+        foreign = {**file, "url_private": "https://evil.example/x", "url_private_download": "https://evil.example/x"}
+        local.injector.event({"type": "message", "subtype": "file_share", "user": "UALICE", "text": "", "ts": ts,
+                              "channel": OPS, "thread_ts": root.ts, "files": [foreign]})
+        assert not local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=1.0)
+        fetched = [c.params["file_id"] for c in local.slack.calls_to("url_private")]
+        assert len(fetched) == 1 and file["id"] not in fetched  # the binary .log only: no picture, no other host
+
+
+def test_stored_readings_are_one_per_thread_and_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pastes, "MAX_STORED", 2)
+    with local_bot() as local:
+        roots = [summary_for(local, node) for node in ("hpc-gpu-node-12", "hpc-gpu-node-03", "hpc-gpu-node-12")]
+        for n, root in enumerate(roots):
+            local.injector.message(_paste((100 * (n + 1), 0, 5)), user="UALICE", channel=OPS, thread_ts=root.ts)
+            _reply(local, root.ts)
+        local.injector.message(_paste((900, 0, 5)), user="UALICE", channel=OPS, thread_ts=roots[2].ts)
+        assert _reply(local, roots[2].ts, 2).startswith("Rates over the")
+        kept = list(local.audit.db[pastes.PASTES].rows)
+        assert len(kept) == 2 and sorted(r["thread_ts"] for r in kept) == sorted([roots[1].ts, roots[2].ts])
