@@ -116,6 +116,16 @@ def _thread_messages(slack: MockSlack, ts: str) -> list[Message]:
             and m.ephemeral_to is None]
 
 
+def _answered(slack: MockSlack, ts: str, count: int) -> bool:
+    """The thread holds `count` bot messages and the last is final ("Drafting…" replaced)."""
+    found = _thread_messages(slack, ts)
+    return len(found) >= count and found[count - 1].edits > 0
+
+
+def _ephemerals(slack: MockSlack) -> int:
+    return sum(1 for m in slack.messages if m.ephemeral_to is not None)
+
+
 def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = None,
              renderer: Renderer | None = render_png) -> DemoResult:
     """Run the conversation and write `out/demo.md`, its PNGs under `out/demo/`, and `action_log`."""
@@ -141,18 +151,19 @@ def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = Non
             t.heading("4. A typo gets close matches")
             s.command("UCAROL", "hpc-gpu-node12", expect_post=False)
             t.heading("5. Draft the ticket")
-            s.click("UALICE", faulty, "Draft ticket", lambda m: bool(_thread_messages(m, faulty.ts)))
+            s.click("UALICE", faulty, "Draft ticket", lambda m: _answered(m, faulty.ts, 1))
             seen = copy.deepcopy(_thread_messages(slack, faulty.ts)[0])  # the preview as people see it
             live = slack.find(seen.ts)
-            ephemerals = len(slack.calls_to("chat.postEphemeral"))
+            ephemerals = _ephemerals(slack)
             t.heading("6. Only the fabric on-call group may file")
-            s.click("UCAROL", seen, "File ticket", lambda m: len(m.calls_to("chat.postEphemeral")) > ephemerals)
+            s.click("UCAROL", seen, "File ticket", lambda m: _ephemerals(m) > ephemerals)
             t.heading("7. Approval files the ticket")
-            s.click("UBOB", seen, "File ticket", lambda m: live is not None and live.edits > 0)
+            edits = live.edits if live is not None else 0
+            s.click("UBOB", seen, "File ticket", lambda m: live is not None and live.edits > edits)
             t.heading("8. Duplicate clicks")
-            ephemerals = len(slack.calls_to("chat.postEphemeral"))
-            s.click("UALICE", seen, "File ticket", lambda m: len(m.calls_to("chat.postEphemeral")) > ephemerals)
-            s.click("UCAROL", faulty, "Draft ticket", lambda m: len(_thread_messages(m, faulty.ts)) > 1)
+            ephemerals = _ephemerals(slack)
+            s.click("UALICE", seen, "File ticket", lambda m: _ephemerals(m) > ephemerals)
+            s.click("UCAROL", faulty, "Draft ticket", lambda m: _answered(m, faulty.ts, 2))
             t.heading("9. A question in the channel")
             s.mention("UCAROL", "why is job 4411 slow?")
         tickets = [f"{tk.id} {tk.node_id} / {tk.component} ({tk.status}, filed by {tk.filed_by})"

@@ -16,10 +16,12 @@ from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
 from .audit import AuditLog
 from .drafting import Renderer
 from .nodes import NodeSource
+from .posted import PostedAnalyses
 from .settings import Settings
 from .state import BotState, RateLimiter
 from .storage import db_lock
 from .tracker import Tracker
+from .work import WorkQueue
 
 
 def utc_now() -> datetime:
@@ -40,10 +42,24 @@ class Services:
     answerer: Answerer = field(default_factory=RulesAnswerer)
     state: BotState = field(init=False)
     limiter: RateLimiter = field(init=False)
+    posted: PostedAnalyses = field(init=False)
+    work: WorkQueue = field(init=False)  # analysis, pictures, filing, answers
+    drafts: WorkQueue = field(init=False)  # drafts (seconds on the model each)
+    notices: WorkQueue = field(init=False)  # a short post that must not wait behind the others ("Drafting...")
 
     def __post_init__(self) -> None:
         self.state = BotState(self.audit.db)
         self.limiter = RateLimiter(self.settings.drafts_per_minute)
+        self.posted = PostedAnalyses(self.audit.db)
+        s = self.settings
+        self.work = WorkQueue("work", workers=s.workers, limit=s.queue_limit)
+        self.drafts = WorkQueue("drafts", workers=s.draft_workers, limit=s.queue_limit)
+        self.notices = WorkQueue("notices", workers=2, limit=s.queue_limit)
+
+    def shutdown(self) -> None:
+        """Stop taking work and let what runs finish."""
+        for queue in (self.work, self.drafts, self.notices):
+            queue.shutdown()
 
     def answer(self, diagnosis: Diagnosis, question: str) -> str:
         """The answer to a question about a diagnosis, saying who wrote it when a model did."""

@@ -16,10 +16,33 @@ from diagnostics.prometheus import redacted_url
 
 DEFAULT_STORE = ".store"
 DEFAULT_DRAFTS_PER_MINUTE = 5
+DEFAULT_WORKERS = 4  # analysis, pictures and posts: CPU-bound, a few threads are enough
+DEFAULT_DRAFT_WORKERS = 8  # drafts wait on the model for seconds: more of them may wait at once
+DEFAULT_QUEUE_LIMIT = 64  # jobs waiting per queue before a request is told to try again
 
 
 def _csv(value: str | None) -> frozenset[str]:
     return frozenset(part.strip() for part in (value or "").split(",") if part.strip())
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name, str(default))
+    try:
+        value = int(text)
+        if value < 1:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"{name}: expected a positive whole number (got {text!r})") from None
+    return value
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    text = env.get(name, "").strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    if text in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(f"{name}: expected true or false (got {text!r})")
 
 
 @dataclass(frozen=True)
@@ -36,6 +59,11 @@ class Settings:
     filing_channels: frozenset[str] = frozenset()
     filing_usergroups: frozenset[str] = frozenset()
     drafts_per_minute: int = DEFAULT_DRAFTS_PER_MINUTE
+    # Work off the request thread: threads for analysis and posts, threads for drafts, and how many may wait.
+    workers: int = DEFAULT_WORKERS
+    draft_workers: int = DEFAULT_DRAFT_WORKERS
+    queue_limit: int = DEFAULT_QUEUE_LIMIT
+    two_person_filing: bool = False  # the approver of a draft must be someone other than who asked for it
     slack_api_url: str | None = None  # a Web API base URL other than Slack's (the local mock server)
     # `/fabric fleet` sweeps this Prometheus-compatible server; None ranks the local store instead.
     prometheus_url: str | None = field(default=None, repr=False)  # may carry user:password
@@ -43,13 +71,6 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        rate = env.get("FABRICBOT_DRAFTS_PER_MINUTE", str(DEFAULT_DRAFTS_PER_MINUTE))
-        try:
-            drafts = int(rate)
-            if drafts < 1:
-                raise ValueError
-        except ValueError:
-            raise ConfigError(f"FABRICBOT_DRAFTS_PER_MINUTE: expected a positive whole number (got {rate!r})") from None
         return cls(
             bot_token=env.get("SLACK_BOT_TOKEN") or None,
             signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
@@ -59,7 +80,11 @@ class Settings:
             store=Path(env.get("FABRICBOT_STORE") or DEFAULT_STORE),
             filing_channels=_csv(env.get("FABRICBOT_FILING_CHANNELS")),
             filing_usergroups=_csv(env.get("FABRICBOT_FILING_USERGROUPS")),
-            drafts_per_minute=drafts,
+            drafts_per_minute=_count(env, "FABRICBOT_DRAFTS_PER_MINUTE", DEFAULT_DRAFTS_PER_MINUTE),
+            workers=_count(env, "FABRICBOT_WORKERS", DEFAULT_WORKERS),
+            draft_workers=_count(env, "FABRICBOT_DRAFT_WORKERS", DEFAULT_DRAFT_WORKERS),
+            queue_limit=_count(env, "FABRICBOT_QUEUE_LIMIT", DEFAULT_QUEUE_LIMIT),
+            two_person_filing=_flag(env, "FABRICBOT_TWO_PERSON_FILING"),
             prometheus_url=env.get("FABRICBOT_PROMETHEUS_URL") or None,
         )
 
@@ -89,6 +114,8 @@ class Settings:
             notes.append("FABRICBOT_MODEL not set: the drafter's default Claude model")
         if not self.filing_channels and not self.filing_usergroups:
             notes.append("FABRICBOT_FILING_CHANNELS / FABRICBOT_FILING_USERGROUPS not set: anyone may file tickets")
+        if self.two_person_filing:
+            notes.append("two-person filing: a draft is filed only by someone other than who asked for it")
         if self.prometheus_url is None:
             notes.append("FABRICBOT_PROMETHEUS_URL not set: `/fabric fleet` ranks the nodes in the local store")
         else:

@@ -37,6 +37,7 @@ class Draft:
     channel: str
     message_ts: str
     ticket_id: str | None
+    requested_by: str = ""  # who clicked "Draft ticket" (two-person filing compares the approver with them)
 
 
 class BotState:
@@ -51,10 +52,12 @@ class BotState:
             db[DRAFTS].create(  # type: ignore[union-attr]
                 {"id": int, "analysis_id": int, "node_id": str, "component": str, "slug": str, "markdown": str,
                  "priority": str, "status": str, "drafted_by": str, "channel": str, "message_ts": str,
-                 "ticket_id": str}, pk="id", if_not_exists=True)
+                 "ticket_id": str, "requested_by": str}, pk="id", if_not_exists=True)
             if "slug" not in db[DRAFTS].columns_dict:  # a database from before drafts were keyed by slug
                 db[DRAFTS].add_column("slug", str)  # type: ignore[union-attr]
                 db.execute(f"update {DRAFTS} set slug = component where slug is null")
+            if "requested_by" not in db[DRAFTS].columns_dict:  # a database from before two-person filing
+                db[DRAFTS].add_column("requested_by", str)  # type: ignore[union-attr]
 
     def save_analysis(self, diagnosis: Diagnosis, at: str) -> int:
         with self.lock:
@@ -77,7 +80,7 @@ class BotState:
     def draft(self, draft_id: int) -> Draft | None:
         with self.lock:
             rows = list(self.db[DRAFTS].rows_where("id = ?", [draft_id]))
-        return Draft(**rows[0]) if rows else None
+        return Draft(**{**rows[0], "requested_by": rows[0].get("requested_by") or ""}) if rows else None
 
     def update_draft(self, draft_id: int, **fields: Any) -> None:
         with self.lock:
@@ -113,3 +116,9 @@ class RateLimiter:
                 return False
             seen.append(now)
             return True
+
+    def refund(self, user: str) -> None:
+        """Give back the latest slot `allow` took (the work it was for never happened)."""
+        with self._lock:
+            if self._seen[user]:
+                self._seen[user].pop()

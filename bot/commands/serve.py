@@ -41,7 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ..transport.http import asgi_app
 
         app = build_app(settings=settings, **rt.deps(render_png))
-        uvicorn.run(asgi_app(app), host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(asgi_app(app, settings.signing_secret), host=args.host, port=args.port, log_level="warning")
         return 0
     from ..transport.local import LocalSlack
 

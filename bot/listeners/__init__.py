@@ -1,4 +1,6 @@
-"""Bolt listeners by concern: slash commands, interactive actions, mentions and thread messages.
+"""Bolt listeners by concern: the slash command, draft buttons, filing buttons, mentions and thread messages.
+
+Every listener acknowledges on the request's own thread and leaves its work to the work queues (`Services`).
 
 `register` is the one place that wires them to an app, so no listener imports the app. `COMMANDS` and `EVENTS`
 name what the app answers; the Slack app manifest must subscribe to the same (a test reads both).
@@ -9,7 +11,7 @@ from __future__ import annotations
 from slack_bolt import App
 
 from ..services import Services
-from . import actions, commands, mentions
+from . import commands, drafts, filing, mentions
 
 COMMANDS = (commands.COMMAND,)
 EVENTS = mentions.EVENTS
@@ -17,5 +19,6 @@ EVENTS = mentions.EVENTS
 
 def register(app: App, services: Services) -> None:
     commands.register(app, services)
-    actions.register(app, services)
+    drafts.register(app, services)
+    filing.register(app, services)
     mentions.register(app, services)

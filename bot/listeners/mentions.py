@@ -1,8 +1,9 @@
 """Mentions and thread pastes: answer triage questions from the analysis; read pasted tool output.
 
 `@fabricbot why is job 4411 slow?` explains the job; a mention naming a node diagnoses it. Output of
-`nvidia-smi nvlink -e` (or topo, or a snippet file) pasted in a thread is read with the ingest readers:
-one reading of lifetime counters gives totals and asks for a second paste, two give rates.
+`nvidia-smi nvlink -e` (or topo, or a snippet file) pasted in a thread is read with the ingest readers, also when
+the message mentions someone else: one reading of lifetime counters gives totals and asks for a second paste, two
+give rates. Each event is acknowledged at once and answered from the work queue.
 """
 
 from __future__ import annotations
@@ -10,78 +11,103 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from diagnostics import FabricbotError
 
+from ..mrkdwn import esc
 from ..nodes import UnknownName, close_matches
 from ..pastes import PasteReader
+from ..posting import post_diagnosis
+from ..replies import Replier
 from ..services import Services
-from .commands import post_diagnosis
+from ..work import BUSY, Busy
 
+EVENTS = ("app_mention", "message")
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 _JOB = re.compile(r"\bjob\s+#?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9]")
+HOW = ("Ask me about a node or a job: `@fabricbot what is wrong with <node>?`, `@fabricbot why is job <id> slow?`, "
+       "or paste `nvidia-smi nvlink -e` output here.")
 
 
-EVENTS = ("app_mention", "message")
+def _thread(event: dict[str, Any]) -> str:
+    return str(event.get("thread_ts") or event["ts"])
+
+
+def _replier(client: WebClient, event: dict[str, Any]) -> Replier:
+    return Replier(client, str(event.get("user", "")), str(event["channel"]), _thread(event))
+
+
+def _post(client: WebClient, event: dict[str, Any], text: str) -> None:
+    client.chat_postMessage(channel=event["channel"], thread_ts=_thread(event), text=text)
+
+
+def answer_mention(services: Services, pastes: PasteReader, client: WebClient, event: dict[str, Any]) -> None:
+    """The work behind one mention: a paste, a job, a node, or how to ask."""
+    text = _MENTION.sub("", event.get("text", "")).strip()
+    user, channel = event.get("user", ""), event["channel"]
+    services.record("mention", actor=user, subject=channel, text=text[:300])
+    try:
+        if pastes.handle(client, event, text):
+            return
+        job = _JOB.search(text)
+        if job:
+            diagnosis = services.source.explain_job(job[1])
+            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=job[1],
+                            fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
+            _post(client, event, esc(services.answer(diagnosis, text)))
+            return
+        nodes = services.source.node_ids()
+        named = [w for w in _WORD.findall(text) if w in nodes]
+        if named:
+            diagnosis = services.source.diagnose(named[0])
+            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
+                            fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
+            _post(client, event, esc(services.answer(diagnosis, text)))
+            post_diagnosis(client, services, diagnosis, channel=channel, thread_ts=_thread(event))
+            return
+        near = [m for w in _WORD.findall(text) if "-" in w for m in close_matches(w, nodes, n=1)]
+        _post(client, event, HOW + (f" Did you mean `{esc(near[0])}`?" if near else ""))
+    except UnknownName as exc:
+        _post(client, event, esc(exc))
+    except FabricbotError as exc:
+        _post(client, event, f"I could not analyse that: {esc(exc)}")
+    except SlackApiError as exc:
+        _replier(client, event).slack_failed(exc, "answering a mention")
+
+
+def read_paste(services: Services, pastes: PasteReader, client: WebClient, event: dict[str, Any]) -> None:
+    """The work behind one thread message: read it if it holds tool output."""
+    try:
+        pastes.handle(client, event, event.get("text", ""))
+    except SlackApiError as exc:
+        _replier(client, event).slack_failed(exc, "answering a paste")
 
 
 def register(app: App, services: Services) -> None:
     pastes = PasteReader(services)
 
-    def ack_only(ack: Ack) -> None:
-        ack()
-
-    def _reply(client: WebClient, event: dict[str, Any], text: str) -> None:
-        client.chat_postMessage(channel=event["channel"], thread_ts=event.get("thread_ts") or event["ts"],
-                                text=text)
+    def queue(job: Any, client: WebClient, event: dict[str, Any]) -> None:
+        try:
+            services.work.submit(job, services, pastes, client, event)
+        except Busy:
+            services.notices.offer(_replier(client, event).tell, BUSY)
 
     def mention(event: dict[str, Any], client: WebClient) -> None:
-        text = _MENTION.sub("", event.get("text", "")).strip()
-        user, channel = event.get("user", ""), event["channel"]
-        thread = event.get("thread_ts") or event["ts"]
-        services.record("mention", actor=user, subject=channel, text=text[:300])
-        if pastes.handle(client, event, text):
-            return
-        try:
-            job = _JOB.search(text)
-            if job:
-                diagnosis = services.source.explain_job(job[1])
-                services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=job[1],
-                                fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
-                _reply(client, event, services.answer(diagnosis, text))
-                return
-            nodes = services.source.node_ids()
-            named = [w for w in _WORD.findall(text) if w in nodes]
-            if named:
-                diagnosis = services.source.diagnose(named[0])
-                services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
-                                fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
-                _reply(client, event, services.answer(diagnosis, text))
-                post_diagnosis(client, services, diagnosis, channel=channel, thread_ts=thread)
-                return
-            near = [m for w in _WORD.findall(text) if "-" in w for m in close_matches(w, nodes, n=1)]
-            hint = f" Did you mean `{near[0]}`?" if near else ""
-            _reply(client, event, "Ask me about a node or a job: `@fabricbot what is wrong with <node>?`, "
-                   f"`@fabricbot why is job <id> slow?`, or paste `nvidia-smi nvlink -e` output here.{hint}")
-        except UnknownName as exc:
-            _reply(client, event, str(exc))
-        except FabricbotError as exc:
-            _reply(client, event, f"I could not analyse that: {exc}")
+        queue(answer_mention, client, event)
 
-    def message(event: dict[str, Any], client: WebClient) -> None:
+    def message(event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         # Only people's messages in threads (or with a snippet) can be pastes; the bot's own are skipped.
         if event.get("bot_id") or event.get("subtype") not in (None, "file_share"):
             return
         if not event.get("thread_ts") and not event.get("files"):
             return
-        if _MENTION.search(event.get("text", "")):
+        if context.bot_user_id and f"<@{context.bot_user_id}>" in event.get("text", ""):
             return  # the app_mention listener answers it
-        pastes.handle(client, event, event.get("text", ""))
+        queue(read_paste, client, event)
 
-    app.event("app_mention")(ack=ack_only, lazy=[mention])
-    app.event("message")(ack=ack_only, lazy=[message])
-
-
+    app.event("app_mention")(mention)
+    app.event("message")(message)

@@ -30,6 +30,7 @@ class Sent:
     body: str
     seconds: float
     ts: str | None = None  # the user message an event was about, as Slack stored it
+    event: dict[str, Any] | None = None  # an Events API envelope as sent (to deliver it again)
 
 
     def json(self) -> Any:
@@ -50,9 +51,9 @@ class Injector:
         self.http.close()
 
     def send(self, body: str, content_type: str, *, timestamp: int | None = None, sign: bool = True,
-             signature: str | None = None) -> Sent:
+             signature: str | None = None, headers: dict[str, str] | None = None) -> Sent:
         ts = str(int(time.time()) if timestamp is None else timestamp)
-        headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": ts}
+        headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": ts, **(headers or {})}
         if sign:
             headers["X-Slack-Signature"] = signature or str(self.verifier.generate_signature(timestamp=ts, body=body))
         start = time.perf_counter()
@@ -100,7 +101,14 @@ class Injector:
             "type": "event_callback", "event_id": f"Ev{n:08d}", "event_time": int(time.time()),
             "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
         }
-        return self.send(json.dumps(envelope), "application/json", **kw)
+        return replace(self.send(json.dumps(envelope), "application/json", **kw), event=envelope)
+
+    def retry(self, sent: Sent, attempt: int = 1, reason: str = "http_timeout") -> Sent:
+        """Deliver an event again as Slack retries it: the same envelope, freshly signed, with the retry headers."""
+        assert sent.event is not None, "only events are retried"
+        again = self.send(json.dumps(sent.event), "application/json", timestamp=int(time.time()) + attempt,
+                          headers={"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": reason})
+        return replace(again, ts=sent.ts, event=sent.event)
 
     def mention(self, text: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
         text = f"<@{BOT_USER}> {text}"

@@ -12,12 +12,11 @@ from dataclasses import replace
 from datetime import datetime
 from types import TracebackType
 
-from slack_bolt import App
 from slack_sdk import WebClient
 
 from diagnostics.tickets import Answerer, Drafter
 
-from ..app import build_app
+from ..app import FabricApp, build_app
 from ..audit import AuditLog
 from ..drafting import Renderer
 from ..nodes import NodeSource
@@ -45,7 +44,7 @@ class LocalSlack:
                           clock=clock, answerer=answerer)
         self.slack_server = LoopbackServer(self.slack.app)
         self.slack.base_url = self.slack_server.url
-        self.app: App | None = None
+        self.app: FabricApp | None = None
         self.app_server: LoopbackServer | None = None
         self.injector: Injector
 
@@ -53,7 +52,7 @@ class LocalSlack:
         self.slack_server.start()
         client = WebClient(token=self.slack.token, base_url=self.slack.api_url)
         self.app = build_app(settings=self.settings, client=client, **self._deps)  # type: ignore[arg-type]
-        self.app_server = LoopbackServer(asgi_app(self.app)).start()
+        self.app_server = LoopbackServer(asgi_app(self.app, self.settings.signing_secret)).start()
         self.injector = Injector(self.app_server.url + EVENTS_PATH, str(self.settings.signing_secret), self.slack)
         return self
 
@@ -61,6 +60,8 @@ class LocalSlack:
         if self.app_server is not None:
             self.injector.close()
             self.app_server.stop()
+        if self.app is not None:
+            self.app.services.shutdown()  # let queued work finish while the mock still answers
         self.slack_server.stop()
 
     def __enter__(self) -> LocalSlack:

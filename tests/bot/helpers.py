@@ -60,6 +60,11 @@ def posted(slack: MockSlack, *, thread: str | None = None) -> list[Message]:
     return [m for m in list(slack.messages) if wanted(m)]
 
 
+def private(slack: MockSlack, user: str | None = None) -> list[Message]:
+    """What the bot told one person (or anyone) alone: ephemeral messages and response-URL replies."""
+    return [m for m in list(slack.messages) if m.ephemeral_to is not None and (user is None or m.ephemeral_to == user)]
+
+
 def buttons(message: Message) -> list[dict[str, Any]]:
     return [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
 

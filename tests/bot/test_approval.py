@@ -9,15 +9,17 @@ from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
 
-from .helpers import OPS, buttons, local_bot, posted, summary_for
+from .helpers import OPS, buttons, local_bot, posted, private, summary_for
 
 
 def _draft(local: LocalSlack, summary: Message, user: str = "UALICE") -> Message:
+    """Click the summary's draft button; the preview ("Drafting…" replaced) as the clicker saw it."""
     before = len(posted(local.slack, thread=summary.ts))
     (button,) = buttons(summary)
     assert local.injector.action(button, user=user, channel=OPS, message_ts=summary.ts).status == 200
-    assert local.slack.wait_for(lambda s: len(posted(s, thread=summary.ts)) > before)
-    return copy.deepcopy(posted(local.slack, thread=summary.ts)[-1])  # as the clicker saw it
+    assert local.slack.wait_for(lambda s: len(posted(s, thread=summary.ts)) > before
+                                and posted(s, thread=summary.ts)[before].edits > 0)
+    return copy.deepcopy(posted(local.slack, thread=summary.ts)[before])
 
 
 def _click(local: LocalSlack, preview: Message, action_id: str, user: str) -> int:
@@ -27,7 +29,8 @@ def _click(local: LocalSlack, preview: Message, action_id: str, user: str) -> in
 
 
 def _edited(local: LocalSlack, preview: Message) -> Message:
-    assert local.slack.wait_for(lambda s: (s.find(preview.ts) or preview).edits > 0)
+    """The preview once a decision updated it."""
+    assert local.slack.wait_for(lambda s: (s.find(preview.ts) or preview).edits > preview.edits)
     found = local.slack.find(preview.ts)
     assert found is not None
     return found
@@ -36,7 +39,7 @@ def _edited(local: LocalSlack, preview: Message) -> Message:
 def test_draft_preview_then_file_records_one_ticket_with_its_approver() -> None:
     with local_bot() as local:
         preview = _draft(local, summary_for(local, "hpc-gpu-node-12"))
-        shown = str(preview.blocks)
+        shown = preview.shown_blocks
         assert "Ticket draft: hpc-gpu-node-12 / GPU 2 -> GPU 3 NVLink 1" in shown
         assert "*Priority:* urgent" in shown and "GPU 3" in shown and "Drafted by rules" in shown
         assert {b["action_id"] for b in buttons(preview)} == {"file_ticket", "discard_draft"}
@@ -70,22 +73,23 @@ def test_concurrent_double_clicks_file_exactly_one_ticket() -> None:
             t.join()
         _edited(local, first)
         _edited(local, second)
-        assert local.slack.wait_for(lambda s: len(s.calls_to("chat.postEphemeral")) == 2)
+        assert local.slack.wait_for(lambda s: len(private(s)) == 2)
         assert len(local.tracker.tickets()) == 1  # type: ignore[attr-defined]
         texts = sorted(m.text for m in (local.slack.find(first.ts), local.slack.find(second.ts)) if m)
         assert any("Filed as *FAB-0001*" in t for t in texts)
         assert any("Already open as *FAB-0001*" in t for t in texts)
-        assert all("already" in c.params["text"] for c in local.slack.calls_to("chat.postEphemeral"))
+        assert all("already" in m.text for m in private(local.slack))
 
 
 def test_a_draft_click_while_a_ticket_is_open_points_to_it() -> None:
     with local_bot() as local:
         summary = summary_for(local, "hpc-gpu-node-12")
         _click(local, _draft(local, summary), "file_ticket", "UALICE")
-        assert local.slack.wait_for(lambda s: s.calls_to("chat.update"))
+        assert local.slack.wait_for(lambda s: any("Filed as" in m.text for m in s.messages))
         again = summary_for(local, "hpc-gpu-node-12", user="UBOB")
         pointer = _draft(local, again, "UBOB")
         assert "already open: *FAB-0001*" in pointer.text and buttons(pointer) == []
+        assert "Drafting the ticket for GPU 2 -&gt; GPU 3 NVLink 1" not in pointer.text  # "Drafting…" was replaced
         assert len(local.tracker.tickets()) == 1  # type: ignore[attr-defined]
         assert local.tracker.history("FAB-0001")[-1]["actor"] == "UBOB"  # type: ignore[attr-defined]
 
@@ -96,8 +100,8 @@ def test_discard_files_nothing() -> None:
         _click(local, preview, "discard_draft", "UALICE")
         assert "Discarded by <@UALICE>" in _edited(local, preview).text
         _click(local, preview, "file_ticket", "UALICE")  # a stale button on the old message
-        assert local.slack.wait_for(lambda s: s.calls_to("chat.postEphemeral"))
-        assert "already discarded" in local.slack.calls_to("chat.postEphemeral")[0].params["text"]
+        assert local.slack.wait_for(lambda s: private(s))
+        assert "already discarded" in private(local.slack)[0].text
         assert local.tracker.tickets() == []  # type: ignore[attr-defined]
 
 
@@ -106,9 +110,9 @@ def test_a_user_outside_the_allow_list_may_look_but_not_file() -> None:
     with local_bot(settings, usergroups={"SOPS": ["UALICE"]}) as local:
         preview = _draft(local, summary_for(local, "hpc-gpu-node-12", user="UMALLORY"), "UMALLORY")
         _click(local, preview, "file_ticket", "UMALLORY")
-        assert local.slack.wait_for(lambda s: s.calls_to("chat.postEphemeral"))
-        denial = local.slack.calls_to("chat.postEphemeral")[0].params
-        assert denial["user"] == "UMALLORY" and "limited" in denial["text"]
+        assert local.slack.wait_for(lambda s: private(s))
+        (denial,) = private(local.slack)
+        assert denial.ephemeral_to == "UMALLORY" and "limited" in denial.text
         assert local.tracker.tickets() == []  # type: ignore[attr-defined]
         assert [e["actor"] for e in local.audit.entries("denied")] == ["UMALLORY"]
         _click(local, preview, "file_ticket", "UALICE")
@@ -121,8 +125,8 @@ def test_drafts_are_rate_limited_per_user() -> None:
         _draft(local, summary, "UALICE")
         (button,) = buttons(summary)
         local.injector.action(button, user="UALICE", channel=OPS, message_ts=summary.ts)
-        assert local.slack.wait_for(lambda s: s.calls_to("chat.postEphemeral"))
-        assert "try again shortly" in local.slack.calls_to("chat.postEphemeral")[0].params["text"]
+        assert local.slack.wait_for(lambda s: private(s))
+        assert "try again shortly" in private(local.slack)[0].text
         _draft(local, summary, "UBOB")  # another person is not held back
         assert len([e for e in local.audit.entries("draft")]) == 2
 
@@ -134,7 +138,7 @@ def test_a_recurrence_after_close_files_a_linked_ticket_escalated_to_replacement
         _edited(local, preview)
         local.tracker.set_status("FAB-0001", "closed", actor="UTECH", note="cable reseated")  # type: ignore[attr-defined]
         again = _draft(local, summary_for(local, "hpc-gpu-node-12"))
-        assert "Ticket draft" in str(again.blocks)  # the closed ticket does not block a new draft
+        assert "Ticket draft" in again.shown_blocks  # the closed ticket does not block a new draft
         _click(local, again, "file_ticket", "UBOB")
         text = _edited(local, again).text
         assert "Filed *FAB-0002*" in text and "recurrence of FAB-0001, escalated to replacement" in text

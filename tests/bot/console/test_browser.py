@@ -21,8 +21,8 @@ def test_slash_command_picture_buttons_then_a_topology_click_files_a_ticket(tmp_
     # the id the page shows is the ticket the tracker holds, for the link that was clicked
     assert [(t["id"], t["component"]) for t in tickets] == [(walk.ticket, walk.link)]
     assert "Rates" in walk.tooltip and walk.link in walk.tooltip
-    drafts = [c.params for c in console.slack.calls_to("chat.postMessage") if "Ticket draft" in str(c.params)]
-    assert len(drafts) == 1  # one click, one draft, through the bot's own flow
+    drafts = [c.params for c in console.slack.calls_to("chat.update") if c.params["text"].startswith("Ticket draft")]
+    assert len(drafts) == 1  # one click, one draft ("Drafting…" replaced), through the bot's own flow
     assert walk.console_errors == []
     kept = ROOT / "test-output" / "console"  # git-ignored; CI keeps it as an artifact
     kept.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,214 @@
+""""Draft ticket": a preview of the ticket for one finding, posted in the summary's thread.
+
+The click is acknowledged at once; the button is checked and "Drafting…" posted right away (on the notices queue,
+never behind a slow draft), then replaced by the preview when the drafter is done (on the drafts queue). A second
+click on the same button while its draft runs is told so, not drafted again. A button drafts only from the analysis
+its message shows; a value that is not one the bot made, or points past that analysis, gets a reply and drafts
+nothing. A refused post gives back the person's draft slot, and a draft whose preview never showed can never be
+filed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from diagnostics import Diagnosis, FabricbotError
+from diagnostics.tickets import evidence_lines
+
+from .. import blocks
+from ..drafting import graph_for, ticket_priority
+from ..mrkdwn import esc, mention
+from ..services import Services
+from ..work import BUSY, Busy
+from .clicks import Click, click
+
+WAIT_FOR_PLACEHOLDER_S = 60.0
+BAD_VALUE = "That button's value is not one I made, so I drafted nothing; run `/fabric` again for fresh buttons."
+
+
+class Refused(Exception):
+    """A click the bot will not draft for; the message replaces "Drafting…"."""
+
+
+def _label(action: dict[str, Any]) -> str:
+    picked = (action.get("selected_option") or {}).get("text") or action.get("text") or {}
+    return str(picked.get("text") or "").removeprefix("Draft ticket: ") or "this finding"
+
+
+class Drafting:
+    """One click's draft, from "Drafting…" to the preview (or to why not)."""
+
+    def __init__(self, services: Services, at: Click, target: blocks.DraftTarget, done: Callable[[], None]) -> None:
+        self.services = services
+        self.at = at
+        self.target = target
+        self.done = done  # the button is free again: called just before the outcome shows
+
+    def check(self) -> tuple[Diagnosis, str, str]:
+        """The analysis, component and slug this click drafts; `Refused` (said to the person alone) when the
+        button does not belong to its message's analysis or points past it."""
+        diagnosis = self._analysis()
+        try:
+            ref = self.target.ref(diagnosis)
+        except ValueError:
+            self.services.record("denied", actor=self.at.user, subject=f"analysis {self.target.analysis_id}",
+                                 reason="draft button points past its analysis")
+            raise Refused(BAD_VALUE) from None
+        component = ref.name if ref is not None else diagnosis.isolated_component
+        return diagnosis, component, ref.slug if ref is not None else component
+
+    def _analysis(self) -> Diagnosis:
+        shown = self.services.posted.analysis_of(self.at.channel, self.at.ts)
+        if shown != self.target.analysis_id:
+            self.services.record("denied", actor=self.at.user, subject=f"analysis {self.target.analysis_id}",
+                                 reason="button value names another message's analysis", message=self.at.ts)
+            raise Refused("That button does not match the analysis this message shows, so I drafted nothing; run "
+                          "`/fabric` again for fresh buttons.")
+        diagnosis = self.services.state.analysis(self.target.analysis_id)
+        if diagnosis is None:
+            raise Refused("That analysis is gone; run `/fabric` again.")
+        return diagnosis
+
+    def run(self, client: WebClient, placeholder: str) -> bool:
+        """Draft and show the preview in place of `placeholder`; True when a draft was made and shown."""
+        s, at = self.services, self.at
+        diagnosis, component, slug = self.check()
+        try:
+            subject = f"{diagnosis.node_id} / {component}"
+            when = s.clock().isoformat(timespec="seconds")
+            existing = s.tracker.open_ticket(diagnosis.node_id, slug)
+            if existing is not None:
+                known = s.tracker.add_evidence(existing.id, evidence_lines(diagnosis, component, when,
+                                                                           self.target.analysis_id), actor=at.user)
+                s.record("draft", actor=at.user, subject=subject, outcome="points to open ticket", ticket=known.id)
+                raise Refused(f"A ticket for {esc(component)} on `{esc(diagnosis.node_id)}` is already open: "
+                              f"*{esc(known.id)}* (filed by {mention(known.filed_by)}). I added this analysis to "
+                              "its evidence.")
+            assert s.drafter is not None
+            try:
+                ticket = s.drafter.draft(diagnosis, component=component, graph=graph_for(diagnosis))
+            except FabricbotError as exc:
+                raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
+        except Refused as why:
+            self.done()
+            client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])
+            return False
+        markdown = ticket.to_markdown()
+        draft_id = s.state.save_draft(
+            analysis_id=self.target.analysis_id, node_id=diagnosis.node_id, component=component, slug=slug,
+            markdown=markdown, priority=ticket_priority(ticket), drafted_by=ticket.drafted_by, channel=at.channel,
+            requested_by=at.user, message_ts=placeholder)
+        s.record("draft", actor=at.user, subject=subject, draft=draft_id, drafted_by=ticket.drafted_by,
+                 priority=ticket_priority(ticket))
+        self.done()
+        try:
+            client.chat_update(channel=at.channel, ts=placeholder,
+                               text=f"Ticket draft for {esc(component)} on {esc(diagnosis.node_id)}",
+                               blocks=blocks.preview_blocks(draft_id=draft_id, node_id=diagnosis.node_id,
+                                                            component=component, markdown=markdown,
+                                                            drafted_by=ticket.drafted_by, requester=at.user))
+        except SlackApiError:
+            s.state.update_draft(draft_id, status="unposted")  # never shown, so never to be filed
+            raise
+        return True
+
+
+def register(app: App, services: Services) -> None:
+    running: dict[str, str] = {}  # a button (channel, message, value) whose draft runs -> who asked
+    lock = threading.Lock()
+
+    def post_placeholder(client: WebClient, at: Click, target: blocks.DraftTarget, label: str,
+                         ready: Future[str]) -> None:
+        try:
+            Drafting(services, at, target, lambda: None).check()
+        except Refused as why:
+            at.reply.tell(str(why))
+            ready.set_exception(why)
+            return
+        try:
+            posted = client.chat_postMessage(channel=at.channel, thread_ts=at.thread,
+                                             text=f":hourglass_flowing_sand: Drafting the ticket for {esc(label)}… "
+                                                  f"(asked by {mention(at.user)})")
+            ready.set_result(str(posted["ts"]))
+        except Exception as exc:  # the draft job hears of it and tells the person
+            ready.set_exception(exc)
+
+    def draft_job(client: WebClient, at: Click, target: blocks.DraftTarget, key: str, ready: Future[str]) -> None:
+        drafted = False
+
+        def done() -> None:
+            with lock:
+                running.pop(key, None)
+
+        try:
+            placeholder = ready.result(timeout=WAIT_FOR_PLACEHOLDER_S)
+            drafted = Drafting(services, at, target, done).run(client, placeholder)
+        except Refused:
+            pass  # the person was told when the click was checked
+        except SlackApiError as exc:
+            at.reply.slack_failed(exc, "posting a ticket draft")
+        except (Busy, TimeoutError):
+            at.reply.tell(BUSY)
+        finally:
+            if not drafted:
+                services.limiter.refund(at.user)
+            done()
+
+    def on_draft(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient,
+                 respond: Respond) -> None:
+        ack()
+        at = click(body, client, respond)
+        value = str(action.get("value") or (action.get("selected_option") or {}).get("value") or "")
+        try:
+            target = blocks.DraftTarget.parse(value)
+        except ValueError:
+            services.record("denied", actor=at.user, subject=f"message {at.ts}", reason="bad draft button value")
+            services.notices.offer(at.reply.tell, BAD_VALUE)
+            return
+        key = f"{at.channel}:{at.ts}:{value}"
+        with lock:
+            asked = running.get(key)
+            if asked is None:
+                running[key] = at.user
+        if asked is not None:  # a double click, or a second person, while the draft runs
+            who = "You" if asked == at.user else mention(asked)
+            services.notices.offer(at.reply.tell, f"{who} asked for this draft a moment ago; it is being drafted and "
+                                    "will appear in the thread.")
+            return
+
+        def release(text: str) -> None:
+            with lock:
+                running.pop(key, None)
+            services.notices.offer(at.reply.tell, text)
+
+        if services.drafter is None:
+            release("No ticket drafter is installed with this bot.")
+            return
+        if not services.limiter.allow(at.user):
+            services.record("denied", actor=at.user, subject=f"analysis {target.analysis_id}",
+                            reason="draft rate limit")
+            release(f"You have drafted {services.settings.drafts_per_minute} tickets in the last minute; try again "
+                    "shortly.")
+            return
+        ready: Future[str] = Future()
+        try:
+            services.drafts.submit(draft_job, client, at, target, key, ready)
+        except Busy:
+            services.limiter.refund(at.user)
+            release(BUSY)
+            return
+        try:
+            services.notices.submit(post_placeholder, client, at, target, _label(action), ready)
+        except Busy as exc:
+            ready.set_exception(exc)  # the draft job tells the person and gives the slot back
+
+    app.action(re.compile(rf"^{blocks.DRAFT_ACTION}:"))(on_draft)
+    app.action(re.compile(rf"^{blocks.DRAFT_LINK_ACTION}:"))(on_draft)

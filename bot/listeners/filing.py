@@ -1,0 +1,152 @@
+"""File or discard a draft from its preview's buttons.
+
+Filing is guarded: only the allowed channels and groups may decide; with two-person filing the approver is someone
+other than who asked for the draft; a button acts only on the draft its own message shows; a draft is claimed
+atomically (a double click files once) and the tracker returns the open ticket for the same node and part (two
+drafts never make two tickets). A failed filing puts the draft back; a refused message update after a filing
+tells the person what was filed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from diagnostics.tickets import evidence_lines
+
+from .. import blocks
+from ..mrkdwn import esc, mention
+from ..replies import error_code, explain
+from ..services import Services
+from ..work import BUSY, Busy
+from .clicks import Click, click
+
+USERGROUP_TTL_S = 60.0
+# Errors that say the bot cannot read the groups at all (not that a person is outside them).
+_CANNOT_LOOK = ("missing_scope", "invalid_auth", "not_authed", "token_revoked", "account_inactive", "ratelimited")
+
+
+class CannotCheck(Exception):
+    """The filing rights could not be looked up; the message says why."""
+
+
+class FilingRights:
+    """Who may file: the settings' channels, or members of its user groups (looked up, cached a minute)."""
+
+    def __init__(self, services: Services) -> None:
+        self.settings = services.settings
+        self._members: dict[str, tuple[float, frozenset[str]]] = {}
+
+    def groups_of(self, client: WebClient, user: str) -> frozenset[str]:
+        found = set()
+        for group in self.settings.filing_usergroups:
+            cached = self._members.get(group)
+            if cached is None or time.monotonic() - cached[0] > USERGROUP_TTL_S:
+                try:
+                    users = frozenset(client.usergroups_users_list(usergroup=group).get("users") or [])
+                except SlackApiError as exc:
+                    if error_code(exc) in _CANNOT_LOOK:  # not cached: the next click looks again
+                        raise CannotCheck(f"I cannot check who may file: {explain(exc)}") from None
+                    users = frozenset()  # a group that is gone: nobody is in it
+                cached = self._members[group] = (time.monotonic(), users)
+            if user in cached[1]:
+                found.add(group)
+        return frozenset(found)
+
+    def allowed(self, client: WebClient, user: str, channel: str) -> bool:
+        groups = self.groups_of(client, user) if self.settings.filing_usergroups else frozenset()
+        return self.settings.may_file_in(channel, groups)
+
+
+def decide(services: Services, rights: FilingRights, client: WebClient, at: Click, action_id: str, draft_id: int,
+           previous: list[dict[str, Any]]) -> None:
+    """The work behind one File or Discard click."""
+    filing = action_id == blocks.FILE_ACTION
+    try:
+        allowed = rights.allowed(client, at.user, at.channel)
+    except CannotCheck as exc:
+        at.reply.tell(str(exc))
+        return
+    if not allowed:
+        services.record("denied", actor=at.user, subject=f"draft {draft_id}", reason="not allowed to file",
+                        action=action_id, channel=at.channel)
+        at.reply.tell("You can look at drafts here, but filing and discarding are limited to the on-call channels "
+                      "and groups.")
+        return
+    current = services.state.draft(draft_id)
+    if current is None or current.message_ts != at.ts:
+        services.record("denied", actor=at.user, subject=f"draft {draft_id}", reason="button on another message")
+        at.reply.tell("That button does not belong to the draft this message shows, so I did nothing.")
+        return
+    if filing and services.settings.two_person_filing and current.requested_by == at.user:
+        services.record("denied", actor=at.user, subject=f"draft {draft_id}", reason="two-person filing")
+        at.reply.tell("Two-person filing is on: someone other than you, who asked for this draft, must approve it.")
+        return
+    claimed = services.state.claim_draft(draft_id, "filing" if filing else "discarded")
+    if claimed is None:
+        current = services.state.draft(draft_id)
+        state = "gone" if current is None else current.status
+        extra = f" as {esc(current.ticket_id)}" if current and current.ticket_id else ""
+        at.reply.tell(f"That draft is already {state}{extra}.")
+        return
+    subject = f"{claimed.node_id} / {claimed.component}"
+    if not filing:
+        services.record("discard", actor=at.user, subject=subject, draft=draft_id)
+        outcome = f":wastebasket: Discarded by {mention(at.user)}."
+    else:
+        services.record("approval", actor=at.user, subject=subject, draft=draft_id)
+        diagnosis = services.state.analysis(claimed.analysis_id)
+        when = services.clock().isoformat(timespec="seconds")
+        evidence = evidence_lines(diagnosis, claimed.component, when, claimed.analysis_id) if diagnosis else []
+        try:
+            result = services.tracker.file(
+                node_id=claimed.node_id, component=claimed.component, slug=claimed.slug or claimed.component,
+                title=f"{claimed.node_id}: {claimed.component}", body=claimed.markdown,
+                priority=claimed.priority, actor=at.user, evidence=evidence)
+        except Exception as exc:  # the tracker refused: the draft goes back, and the person hears why
+            services.state.update_draft(draft_id, status="pending")
+            at.reply.tell(f"Filing failed, so the draft is still open: {esc(exc)}")
+            raise
+        ticket = result.ticket
+        services.state.update_draft(draft_id, status="filed", ticket_id=ticket.id)
+        services.record("filing", actor="fabricbot", subject=subject, ticket=ticket.id, created=result.created,
+                        approved_by=at.user, recurrence_of=result.recurrence_of)
+        if not result.created:
+            outcome = (f":link: Already open as *{esc(ticket.id)}* (filed by {mention(ticket.filed_by)}); "
+                       f"{mention(at.user)}'s approval added this evidence to it.")
+        elif result.recurrence_of:
+            outcome = (f":rotating_light: Filed *{esc(ticket.id)}* (approved by {mention(at.user)}): a recurrence of "
+                       f"{esc(result.recurrence_of)}, escalated to replacement.")
+        else:
+            outcome = f":white_check_mark: Filed as *{esc(ticket.id)}*, approved by {mention(at.user)}."
+    try:
+        client.chat_update(channel=at.channel, ts=at.ts, text=outcome, blocks=blocks.decided_blocks(previous, outcome))
+    except SlackApiError as exc:  # what was decided stands; the person hears it, and why the message did not change
+        at.reply.tell(f"{outcome} (I could not update the draft's message: {explain(exc)})")
+
+
+def register(app: App, services: Services) -> None:
+    rights = FilingRights(services)
+
+    def on_decide(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient,
+                  respond: Respond) -> None:
+        ack()
+        at = click(body, client, respond)
+        try:
+            draft_id = int(str(action.get("value")))
+        except ValueError:
+            services.record("denied", actor=at.user, subject=f"message {at.ts}", reason="bad draft id")
+            services.notices.offer(at.reply.tell, "That button's value is not one I made, so I did nothing.")
+            return
+        previous = (body.get("message") or {}).get("blocks") or []
+        try:
+            services.work.submit(decide, services, rights, client, at, action["action_id"], draft_id, previous)
+        except Busy:
+            services.notices.offer(at.reply.tell, BUSY)
+
+    app.action(blocks.FILE_ACTION)(on_decide)
+    app.action(blocks.DISCARD_ACTION)(on_decide)

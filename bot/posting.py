@@ -1,0 +1,62 @@
+"""Posting what the analysis found: a node's summary with its picture in the thread, and the fleet.
+
+Each summary's message is remembered with the analysis it shows (`services.posted`), so a button clicked on it
+can only draft from that analysis, whatever its value says.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from slack_sdk import WebClient
+
+from diagnostics import Diagnosis, FabricbotError, load_thresholds
+from diagnostics.prometheus import sweep_url
+
+from . import blocks
+from .mrkdwn import esc
+from .services import Services
+
+log = logging.getLogger("fabricbot")
+def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, *, channel: str,
+                   title: str | None = None, thread_ts: str | None = None) -> str:
+    """Post the summary, then the node picture into its thread; returns the summary's ts."""
+    analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+    with services.posted.posting(channel):
+        posted = client.chat_postMessage(channel=channel, text=esc(blocks.fallback_text(diagnosis)),
+                                         thread_ts=thread_ts,
+                                         blocks=blocks.diagnosis_blocks(diagnosis, analysis_id, title=title))
+        ts = str(posted["ts"])
+        services.posted.remember(channel, ts, analysis_id)
+    if services.renderer is not None:
+        png = services.renderer(diagnosis)
+        client.files_upload_v2(channel=channel, thread_ts=thread_ts or ts, content=png,
+                               filename=f"{diagnosis.node_id}.png", title=f"{diagnosis.node_id} topology",
+                               alt_txt=blocks.fallback_text(diagnosis),
+                               initial_comment=f"Topology of {esc(diagnosis.node_id)}: " + (
+                                   "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
+    return ts
+
+
+def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
+    """The fleet: swept on the Prometheus server when one is configured, else ranked from the local store."""
+    url = services.settings.prometheus_url
+    if url is None:
+        diagnoses = services.source.fleet()
+        services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(diagnoses))
+        client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
+        return
+    thresholds = getattr(services.source, "thresholds", None) or load_thresholds()
+    try:
+        result = sweep_url(thresholds, url, at=services.clock())
+    except FabricbotError as exc:  # a bad setting or a refused window: no fleet view at all
+        services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=False,
+                        error=str(exc))
+        client.chat_postMessage(channel=channel,
+                                text=f"Fleet sweep failed, no fleet view (not an all-clear): {esc(exc)}")
+        return
+    services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=result.complete,
+                    nodes=len(result.nodes), offenders=len(result.offenders),
+                    incomplete_reasons=result.incomplete_reasons[:10])
+    client.chat_postMessage(channel=channel, text=esc(blocks.clip(result.headline(), blocks.MAX_TEXT)),
+                            blocks=blocks.sweep_blocks(result))

@@ -1,0 +1,135 @@
+"""Draft and filing buttons: "Drafting…" at once, one draft per click in flight, values checked against the
+message's own analysis and draft, two-person filing."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from typing import Any
+
+from bot.settings import Settings
+from bot.transport.local import LocalSlack
+from bot.transport.mock_slack import Message
+from diagnostics import Diagnosis
+from diagnostics.tickets import RepairTicket, RulesDrafter
+
+from .helpers import OPS, buttons, local_bot, posted, private, summary_for
+
+
+class SlowDrafter(RulesDrafter):
+    """The rules drafter, taking `delay` seconds (as a Claude run with a few tool calls does); counts its drafts."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+        self.drafts = 0
+        self._lock = threading.Lock()
+
+    def draft(self, diagnosis: Diagnosis, **kwargs: Any) -> RepairTicket:
+        with self._lock:
+            self.drafts += 1
+        time.sleep(self.delay)
+        return super().draft(diagnosis, **kwargs)
+
+
+def _click(local: LocalSlack, message: Message, element: dict[str, Any], user: str = "UALICE") -> int:
+    return local.injector.action(element, user=user, channel=OPS, message_ts=message.ts,
+                                 thread_ts=message.thread_ts).status
+
+
+def _told(local: LocalSlack, user: str, n: int = 1) -> list[str]:
+    assert local.slack.wait_for(lambda s: len(private(s, user)) >= n), private(local.slack)
+    return [m.text for m in private(local.slack, user)]
+
+
+def test_drafting_is_said_at_once_and_replaced_by_the_preview() -> None:
+    drafter = SlowDrafter(1.0)
+    with local_bot(drafter=drafter) as local:
+        summary = summary_for(local, "hpc-gpu-node-12")
+        start = time.monotonic()
+        assert _click(local, summary, buttons(summary)[0]) == 200
+        assert local.slack.wait_for(lambda s: posted(s, thread=summary.ts), timeout=0.8)
+        (placeholder,) = posted(local.slack, thread=summary.ts)
+        assert time.monotonic() - start < 0.8 and "Drafting the ticket for GPU 2 -> GPU 3 NVLink 1" in placeholder.shown
+        assert placeholder.edits == 0 and buttons(placeholder) == []
+        assert local.slack.wait_for(lambda s: placeholder.edits == 1)
+        assert "Ticket draft: hpc-gpu-node-12" in placeholder.shown_blocks and len(buttons(placeholder)) == 2
+        assert len(posted(local.slack, thread=summary.ts)) == 1  # replaced, not a second message
+
+
+def test_a_repeated_click_while_the_draft_runs_drafts_once() -> None:
+    drafter = SlowDrafter(1.0)
+    with local_bot(drafter=drafter) as local:
+        summary = summary_for(local, "hpc-gpu-node-12")
+        button = buttons(summary)[0]
+        for user in ("UALICE", "UALICE", "UBOB"):
+            assert _click(local, summary, button, user) == 200
+        assert "You asked for this draft a moment ago" in _told(local, "UALICE")[0]
+        assert "<@UALICE> asked for this draft a moment ago" in _told(local, "UBOB")[0]
+        assert local.slack.wait_for(lambda s: any(m.edits for m in posted(s, thread=summary.ts)))
+        time.sleep(0.3)
+        assert drafter.drafts == 1 and len(posted(local.slack, thread=summary.ts)) == 1
+        assert [e["kind"] for e in local.audit.entries()].count("draft") == 1
+
+
+def test_a_button_value_the_bot_did_not_make_gets_a_reply_and_drafts_nothing() -> None:
+    with local_bot() as local:
+        summary = summary_for(local, "hpc-gpu-node-12")
+        button = buttons(summary)[0]
+        good = json.loads(button["value"])
+        for value in ("{not json", json.dumps({"a": good["a"], "f": 99}), json.dumps({"f": 0}), "[]"):
+            assert _click(local, summary, {**button, "value": value}) == 200
+        texts = _told(local, "UALICE", 4)
+        assert all("not one I made" in t or "drafted nothing" in t for t in texts), texts
+        time.sleep(0.3)
+        drafts = [m for m in posted(local.slack, thread=summary.ts) if "Ticket draft" in m.shown_blocks]
+        assert drafts == [] and not local.audit.db["bot_drafts"].count
+        assert len(list(local.audit.entries("denied"))) >= 3
+
+
+def test_an_edited_value_never_drafts_from_another_messages_analysis() -> None:
+    with local_bot() as local:
+        node12 = summary_for(local, "hpc-gpu-node-12")
+        node03 = summary_for(local, "hpc-gpu-node-03")
+        assert buttons(node03) == []  # healthy: nothing to draft
+        forged = {**buttons(node12)[0]}
+        node03_analysis = local.app.services.posted.analysis_of(OPS, node03.ts)  # type: ignore[union-attr]
+        forged["value"] = json.dumps({**json.loads(forged["value"]), "a": node03_analysis})
+        assert _click(local, node12, forged) == 200
+        assert "does not match the analysis this message shows" in _told(local, "UALICE")[0]
+        time.sleep(0.3)
+        assert posted(local.slack, thread=node12.ts) == [] and not local.audit.db["bot_drafts"].count
+        (denied,) = local.audit.entries("denied")
+        assert denied["detail"]["reason"] == "button value names another message's analysis"
+
+
+def _preview(local: LocalSlack, summary: Message, user: str) -> Message:
+    _click(local, summary, buttons(summary)[0], user)
+    assert local.slack.wait_for(lambda s: any(len(buttons(m)) == 2 for m in posted(s, thread=summary.ts)))
+    return copy.deepcopy(next(m for m in posted(local.slack, thread=summary.ts) if len(buttons(m)) == 2))
+
+
+def test_two_person_filing_needs_an_approver_other_than_who_asked() -> None:
+    with local_bot(Settings(two_person_filing=True)) as local:
+        preview = _preview(local, summary_for(local, "hpc-gpu-node-12"), "UALICE")
+        file_button = next(b for b in buttons(preview) if b["action_id"] == "file_ticket")
+        _click(local, preview, file_button, "UALICE")
+        assert "Two-person filing is on" in _told(local, "UALICE")[0]
+        assert local.tracker.tickets() == []  # type: ignore[attr-defined]
+        _click(local, preview, file_button, "UBOB")
+        assert local.slack.wait_for(lambda s: local.tracker.tickets())  # type: ignore[attr-defined]
+        assert local.tracker.tickets()[0].filed_by == "UBOB"  # type: ignore[attr-defined]
+
+
+def test_a_filing_button_acts_only_on_the_draft_its_message_shows() -> None:
+    with local_bot() as local:
+        summary = summary_for(local, "hpc-gpu-node-12")
+        preview = _preview(local, summary, "UALICE")
+        file_button = next(b for b in buttons(preview) if b["action_id"] == "file_ticket")
+        for value in ("999", "not a number"):
+            _click(local, preview, {**file_button, "value": value}, "UBOB")
+        texts = _told(local, "UBOB", 2)
+        assert any("does not belong to the draft" in t for t in texts) and any("not one I made" in t for t in texts)
+        assert local.tracker.tickets() == []  # type: ignore[attr-defined]

@@ -1,0 +1,89 @@
+"""Slack payloads before any listener: malformed signed ones get 400, replays and event retries are done once."""
+
+from __future__ import annotations
+
+import json
+import time
+from urllib.parse import urlencode
+
+from bot.dedupe import Seen
+from bot.payloads import problem
+
+from .helpers import OPS, local_bot, posted
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def test_malformed_signed_payloads_get_400_and_unsigned_ones_401() -> None:
+    with local_bot() as local:
+        inj = local.injector
+        bad = [
+            (urlencode({"payload": "{not json"}), FORM),
+            ("[1, 2]", "application/json"),
+            ("\"a string\"", "application/json"),
+            (json.dumps({"type": "event_callback", "event_id": "Ev1"}), "application/json"),
+            (json.dumps({"type": "event_callback", "event_id": "Ev2", "event": {"type": "app_mention"}}),
+             "application/json"),
+            (urlencode({"payload": json.dumps({"type": "block_actions", "user": {"id": "UALICE"}})}), FORM),
+            (urlencode({"payload": json.dumps({"type": "block_actions", "actions": [{"action_id": "draft:0"}],
+                                                "user": {"id": "UALICE"}})}), FORM),
+            (urlencode({"command": "/fabric", "text": "hpc-gpu-node-12"}), FORM),
+        ]
+        for body, kind in bad:
+            sent = inj.send(body, kind)
+            assert sent.status == 400, (body, sent.status, sent.body)
+            assert sent.body.startswith("malformed payload")
+            assert inj.send(body, kind, sign=False).status == 401
+        raw = inj.http.post(inj.url, content=b"\xff\xfe{", headers={
+            "Content-Type": FORM, "X-Slack-Request-Timestamp": str(int(time.time())),
+            "X-Slack-Signature": inj.verifier.generate_signature(timestamp=str(int(time.time())), body="\xff\xfe{")})
+        assert raw.status_code in (400, 401)  # never a 500 or a reset connection
+        assert inj.command("help", user="UALICE", channel=OPS).status == 200  # the app still answers
+        time.sleep(0.2)
+        assert not posted(local.slack)
+
+
+def test_problem_names_what_is_missing() -> None:
+    assert problem({"command": "/fabric", "user_id": "U1", "channel_id": "C1", "text": "x"}) is None
+    assert "without its user" in str(problem({"type": "block_actions", "actions": []}))
+    assert "channel and ts" in str(problem({"type": "event_callback", "event_id": "E", "event": {
+        "type": "message", "channel": "C1"}}))
+    assert problem({"type": "event_callback", "event_id": "E", "event": {"type": "team_join"}}) is None
+
+
+def test_a_replayed_request_inside_the_five_minutes_does_nothing_again() -> None:
+    with local_bot() as local:
+        inj = local.injector
+        body = inj.command_body("hpc-gpu-node-12", user="UALICE", channel=OPS)
+        ts = int(time.time())
+        first = inj.send(body, FORM, timestamp=ts)
+        again = inj.send(body, FORM, timestamp=ts)  # the same bytes, the same signature
+        assert first.status == 200 and "Looking at" in first.body
+        assert again.status == 200 and again.body == ""
+        assert local.slack.wait_for(lambda s: len(posted(s)) == 1)
+        time.sleep(0.5)
+        assert len(posted(local.slack)) == 1
+        assert [e["kind"] for e in local.audit.entries()].count("command") == 1
+
+
+def test_an_event_delivered_again_gets_one_reply() -> None:
+    with local_bot() as local:
+        asked = local.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS)
+        retried = local.injector.retry(asked, attempt=1)
+        twice = local.injector.retry(asked, attempt=2, reason="http_error")
+        assert asked.status == retried.status == twice.status == 200
+        assert local.slack.wait_for(lambda s: posted(s, thread=asked.ts))
+        time.sleep(0.5)
+        assert len(posted(local.slack, thread=asked.ts)) == 1
+        assert [e["kind"] for e in local.audit.entries()].count("mention") == 1
+
+
+def test_seen_keys_expire_and_memory_is_bounded() -> None:
+    now = [0.0]
+    seen = Seen(10.0, limit=3, clock=lambda: now[0])
+    assert seen.first("a") and not seen.first("a")
+    now[0] = 11.0
+    assert seen.first("a")  # expired, so new again
+    for key in "bcde":
+        assert seen.first(key)
+    assert seen.first("b")  # pushed out by the bound
