@@ -240,7 +240,7 @@ def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]
     ended = next((d for d in diagnoses if d.window_end is not None), None)
     window = f"{esc(fmt.window(ended.window_hours, ended.window_end))}; " if ended is not None else ""
     blocks.append(ContextBlock(elements=[MarkdownTextObject(
-        text=f"{window}{healthy} healthy nodes; `/fabric <node>` diagnoses one and offers the tickets")]))
+        text=f"{window}{healthy} healthy nodes; `/fabric &lt;node&gt;` diagnoses one and offers the tickets")]))
     return blocks
 
 
@@ -285,7 +285,7 @@ def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
     if result.not_pushed_down:
         notes.append("evaluated locally only (on offending nodes): " + esc(", ".join(result.not_pushed_down)))
     notes.extend(esc(w) for w in result.warnings[:3])
-    notes.append("`/fabric <node>` diagnoses one and offers the tickets")
+    notes.append("`/fabric &lt;node&gt;` diagnoses one and offers the tickets")
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
     return blocks
 
@@ -313,8 +313,8 @@ def decided_blocks(previous: list[dict[str, Any]], outcome: str) -> list[dict[st
 def help_blocks() -> list[Block]:
     text = "\n".join([
         "*fabricbot* diagnoses NVLink, NVSwitch and PCIe faults and drafts repair tickets for review.",
-        "• `/fabric <node> [--window 6h]`: what is wrong with one node, its picture, and ticket buttons",
-        "• `/fabric job <job_id>`: which node and link explain a job's slowdown",
+        "• `/fabric &lt;node&gt; [--window 6h]`: what is wrong with one node, its picture, and ticket buttons",
+        "• `/fabric job &lt;job_id&gt;`: which node and link explain a job's slowdown",
         "• `/fabric fleet`: the worst links across the fleet (swept on Prometheus when one is configured)",
         "• `/fabric help`: this text",
         "Mention me with a question (`@fabricbot why is job 4411 slow?`), or paste `nvidia-smi nvlink -e` "

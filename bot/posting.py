@@ -7,8 +7,10 @@ can only draft from that analysis, whatever its value says.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from diagnostics import Diagnosis, FabricbotError, load_thresholds
 from diagnostics.prometheus import sweep_url
@@ -18,9 +20,15 @@ from .mrkdwn import esc
 from .services import Services
 
 log = logging.getLogger("fabricbot")
+Failed = Callable[[SlackApiError, str], None]  # tell the person why Slack refused (what was being done)
+
+
 def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, *, channel: str,
-                   title: str | None = None, thread_ts: str | None = None) -> str:
-    """Post the summary, then the node picture into its thread; returns the summary's ts."""
+                   title: str | None = None, thread_ts: str | None = None, failed: Failed | None = None) -> str:
+    """Post the summary, then queue the node picture for its thread; returns the summary's ts.
+
+    The picture (a render and an upload: the slow part) runs as its own job after the work already queued, so under
+    load every summary is posted before the pictures; a refused upload goes to `failed`."""
     analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
     with services.posted.posting(channel):
         posted = client.chat_postMessage(channel=channel, text=esc(blocks.fallback_text(diagnosis)),
@@ -29,13 +37,25 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
         ts = str(posted["ts"])
         services.posted.remember(channel, ts, analysis_id)
     if services.renderer is not None:
-        png = services.renderer(diagnosis)
-        client.files_upload_v2(channel=channel, thread_ts=thread_ts or ts, content=png,
+        services.work.later(post_picture, client, services, diagnosis, channel, thread_ts or ts, failed)
+    return ts
+
+
+def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, channel: str, thread_ts: str,
+                 failed: Failed | None) -> None:
+    """The node picture, uploaded into the summary's thread."""
+    assert services.renderer is not None
+    png = services.renderer(diagnosis)
+    try:
+        client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=png,
                                filename=f"{diagnosis.node_id}.png", title=f"{diagnosis.node_id} topology",
                                alt_txt=blocks.fallback_text(diagnosis),
                                initial_comment=f"Topology of {esc(diagnosis.node_id)}: " + (
                                    "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
-    return ts
+    except SlackApiError as exc:
+        if failed is None:
+            raise
+        failed(exc, "uploading the node picture")
 
 
 def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:

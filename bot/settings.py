@@ -106,6 +106,8 @@ class Settings:
             notes.append("SLACK_BOT_TOKEN not set: serving the local mock Slack server on loopback")
         elif self.app_token is None:
             notes.append("SLACK_APP_TOKEN not set: HTTP mode (Slack must reach this host's /slack/events)")
+            notes.append("HTTP mode serves plain HTTP: Slack calls only https:// URLs, so put a TLS-terminating "
+                         "proxy in front (or use Socket Mode: SLACK_APP_TOKEN, no public URL)")
         if self.signing_secret is None and not self.offline and self.app_token is None:
             notes.append("SLACK_SIGNING_SECRET not set: HTTP mode cannot verify requests and will not start")
         if self.anthropic_api_key is None:

@@ -49,6 +49,14 @@ class WorkQueue:
             return False
         return True
 
+    def later(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn(*args)` after what waits already (a picture after the summaries queued before it); at once, on
+        this thread, when the queue is full or stopping."""
+        try:
+            self.submit(fn, *args)
+        except (Busy, RuntimeError):  # RuntimeError: the pool is shutting down
+            fn(*args)
+
     def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         try:
             return fn(*args)

@@ -57,7 +57,7 @@ def parse(text: str) -> Request:
         return Request("fleet")
     if words[0] == "job":
         if len(words) != 2:
-            raise UsageError("usage: `/fabric job <job_id>`")
+            raise UsageError("usage: `/fabric job &lt;job_id&gt;`")
         return Request("job", words[1])
     node = words.popleft()
     window = None
@@ -70,7 +70,7 @@ def parse(text: str) -> Request:
             except ValueError:
                 raise UsageError(f"`--window` wants a duration like `6h`, `90m` or `2d`, not `{esc(value)}`") from None
         else:
-            raise UsageError(f"unexpected `{esc(flag)}`; usage: `/fabric <node> [--window 6h]`")
+            raise UsageError(f"unexpected `{esc(flag)}`; usage: `/fabric &lt;node&gt; [--window 6h]`")
     return Request("node", node, window)
 
 
@@ -102,7 +102,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
                         fault=diagnosis.fault_detected, component=diagnosis.isolated_component,
                         priority=diagnosis.ticket_priority.value, degradation_pct=diagnosis.degradation_pct,
                         job=request.target if request.verb == "job" else None)
-        post_diagnosis(client, services, diagnosis, channel=reply.channel, title=title)
+        post_diagnosis(client, services, diagnosis, channel=reply.channel, title=title, failed=reply.slack_failed)
     except UnknownName as exc:
         reply.tell(_unknown_reply(exc, services))
     except FabricbotError as exc:

@@ -10,6 +10,7 @@ filed.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from diagnostics.tickets import evidence_lines
 from .. import blocks
 from ..drafting import graph_for, ticket_priority
 from ..mrkdwn import esc, mention
+from ..replies import error_code
 from ..services import Services
 from ..work import BUSY, Busy
 from .clicks import Click, click
@@ -46,11 +48,13 @@ def _label(action: dict[str, Any]) -> str:
 class Drafting:
     """One click's draft, from "Drafting…" to the preview (or to why not)."""
 
-    def __init__(self, services: Services, at: Click, target: blocks.DraftTarget, done: Callable[[], None]) -> None:
+    def __init__(self, services: Services, at: Click, target: blocks.DraftTarget, done: Callable[[], None],
+                 refund: Callable[[], None]) -> None:
         self.services = services
         self.at = at
         self.target = target
         self.done = done  # the button is free again: called just before the outcome shows
+        self.refund = refund  # the person's draft slot back (no draft shown): called before they hear why
 
     def check(self) -> tuple[Diagnosis, str, str]:
         """The analysis, component and slug this click drafts; `Refused` (said to the person alone) when the
@@ -99,6 +103,7 @@ class Drafting:
                 raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
         except Refused as why:
             self.done()
+            self.refund()
             client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])
             return False
         markdown = ticket.to_markdown()
@@ -115,8 +120,17 @@ class Drafting:
                                blocks=blocks.preview_blocks(draft_id=draft_id, node_id=diagnosis.node_id,
                                                             component=component, markdown=markdown,
                                                             drafted_by=ticket.drafted_by, requester=at.user))
-        except SlackApiError:
+        except SlackApiError as exc:
             s.state.update_draft(draft_id, status="unposted")  # never shown, so never to be filed
+            self.refund()
+            s.record("draft", actor=at.user, subject=subject, draft=draft_id, outcome="not shown",
+                     error=error_code(exc))
+            # "Drafting…" must not stay for ever; if even this is refused, the person still hears why
+            with contextlib.suppress(SlackApiError):
+                client.chat_update(channel=at.channel, ts=placeholder, blocks=[],
+                                   text=f":warning: The draft for {esc(component)} could not be shown "
+                                        f"(`{esc(error_code(exc))}`), so it cannot be filed; click Draft ticket "
+                                        "again.")
             raise
         return True
 
@@ -128,7 +142,7 @@ def register(app: App, services: Services) -> None:
     def post_placeholder(client: WebClient, at: Click, target: blocks.DraftTarget, label: str,
                          ready: Future[str]) -> None:
         try:
-            Drafting(services, at, target, lambda: None).check()
+            Drafting(services, at, target, lambda: None, lambda: None).check()
         except Refused as why:
             at.reply.tell(str(why))
             ready.set_exception(why)
@@ -143,23 +157,31 @@ def register(app: App, services: Services) -> None:
 
     def draft_job(client: WebClient, at: Click, target: blocks.DraftTarget, key: str, ready: Future[str]) -> None:
         drafted = False
+        refunded = threading.Event()
 
         def done() -> None:
             with lock:
                 running.pop(key, None)
 
+        def refund() -> None:
+            if not refunded.is_set():
+                refunded.set()
+                services.limiter.refund(at.user)
+
         try:
             placeholder = ready.result(timeout=WAIT_FOR_PLACEHOLDER_S)
-            drafted = Drafting(services, at, target, done).run(client, placeholder)
+            drafted = Drafting(services, at, target, done, refund).run(client, placeholder)
         except Refused:
-            pass  # the person was told when the click was checked
+            refund()  # the person was told when the click was checked
         except SlackApiError as exc:
+            refund()
             at.reply.slack_failed(exc, "posting a ticket draft")
         except (Busy, TimeoutError):
+            refund()
             at.reply.tell(BUSY)
         finally:
             if not drafted:
-                services.limiter.refund(at.user)
+                refund()
             done()
 
     def on_draft(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient,

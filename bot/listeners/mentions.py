@@ -29,8 +29,8 @@ EVENTS = ("app_mention", "message")
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 _JOB = re.compile(r"\bjob\s+#?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9]")
-HOW = ("Ask me about a node or a job: `@fabricbot what is wrong with <node>?`, `@fabricbot why is job <id> slow?`, "
-       "or paste `nvidia-smi nvlink -e` output here.")
+HOW = ("Ask me about a node or a job: `@fabricbot what is wrong with &lt;node&gt;?`, "
+       "`@fabricbot why is job &lt;id&gt; slow?`, or paste `nvidia-smi nvlink -e` output here.")
 
 
 def _thread(event: dict[str, Any]) -> str:
@@ -46,10 +46,18 @@ def _post(client: WebClient, event: dict[str, Any], text: str) -> None:
 
 
 def answer_mention(services: Services, pastes: PasteReader, client: WebClient, event: dict[str, Any]) -> None:
-    """The work behind one mention: a paste, a job, a node, or how to ask."""
+    """The work behind one mention: a paste, a job, a node, or how to ask; a post Slack refuses is explained to
+    who asked."""
     text = _MENTION.sub("", event.get("text", "")).strip()
-    user, channel = event.get("user", ""), event["channel"]
-    services.record("mention", actor=user, subject=channel, text=text[:300])
+    services.record("mention", actor=event.get("user", ""), subject=event["channel"], text=text[:300])
+    try:
+        _answer(services, pastes, client, event, text)
+    except SlackApiError as exc:
+        _replier(client, event).slack_failed(exc, "answering a mention")
+
+
+def _answer(services: Services, pastes: PasteReader, client: WebClient, event: dict[str, Any], text: str) -> None:
+    channel = event["channel"]
     try:
         if pastes.handle(client, event, text):
             return
@@ -67,7 +75,8 @@ def answer_mention(services: Services, pastes: PasteReader, client: WebClient, e
             services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
                             fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
             _post(client, event, esc(services.answer(diagnosis, text)))
-            post_diagnosis(client, services, diagnosis, channel=channel, thread_ts=_thread(event))
+            post_diagnosis(client, services, diagnosis, channel=channel, thread_ts=_thread(event),
+                           failed=_replier(client, event).slack_failed)
             return
         near = [m for w in _WORD.findall(text) if "-" in w for m in close_matches(w, nodes, n=1)]
         _post(client, event, HOW + (f" Did you mean `{esc(near[0])}`?" if near else ""))
@@ -75,8 +84,6 @@ def answer_mention(services: Services, pastes: PasteReader, client: WebClient, e
         _post(client, event, esc(exc))
     except FabricbotError as exc:
         _post(client, event, f"I could not analyse that: {esc(exc)}")
-    except SlackApiError as exc:
-        _replier(client, event).slack_failed(exc, "answering a mention")
 
 
 def read_paste(services: Services, pastes: PasteReader, client: WebClient, event: dict[str, Any]) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,12 +18,33 @@ from bot.tracker import SqliteTracker
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message, MockSlack
 from diagnostics import Diagnosis
-from diagnostics.tickets import RulesDrafter
+from diagnostics.tickets import RepairTicket, RulesDrafter
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT / "fixtures" / "seed_examples.json"
 OPS = "COPS"
 USERS = {"UALICE": "alice", "UBOB": "bob", "UMALLORY": "mallory"}
+
+
+class SlowDrafter(RulesDrafter):
+    """The rules drafter, taking `delay` seconds (as a Claude run with a few tool calls does); counts its drafts
+    begun and done."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+        self.drafts = 0
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def draft(self, diagnosis: Diagnosis, **kwargs: Any) -> RepairTicket:
+        with self._lock:
+            self.drafts += 1
+        time.sleep(self.delay)
+        ticket = super().draft(diagnosis, **kwargs)
+        with self._lock:
+            self.done += 1
+        return ticket
 
 
 def png_renderer(diagnosis: Diagnosis) -> bytes:

@@ -5,33 +5,14 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 import time
 from typing import Any
 
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
-from diagnostics import Diagnosis
-from diagnostics.tickets import RepairTicket, RulesDrafter
 
-from .helpers import OPS, buttons, local_bot, posted, private, summary_for
-
-
-class SlowDrafter(RulesDrafter):
-    """The rules drafter, taking `delay` seconds (as a Claude run with a few tool calls does); counts its drafts."""
-
-    def __init__(self, delay: float) -> None:
-        super().__init__()
-        self.delay = delay
-        self.drafts = 0
-        self._lock = threading.Lock()
-
-    def draft(self, diagnosis: Diagnosis, **kwargs: Any) -> RepairTicket:
-        with self._lock:
-            self.drafts += 1
-        time.sleep(self.delay)
-        return super().draft(diagnosis, **kwargs)
+from .helpers import OPS, SlowDrafter, buttons, local_bot, posted, private, summary_for
 
 
 def _click(local: LocalSlack, message: Message, element: dict[str, Any], user: str = "UALICE") -> int:

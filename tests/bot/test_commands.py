@@ -9,6 +9,7 @@ import time
 from bot.blocks import DraftTarget
 from bot.drafting import render_png
 from bot.nodes import SnapshotNodeSource
+from bot.settings import Settings
 from bot.state import BotState
 from diagnostics import Diagnosis
 
@@ -103,3 +104,29 @@ def test_fleet_ranks_the_degraded_links() -> None:
         assert local.slack.wait_for(lambda s: posted(s))
         text = json.dumps(posted(local.slack)[0].blocks)
         assert "1 degraded links on 2 nodes" in text and "hpc-gpu-node-12" in text
+
+
+def test_arguments_are_capped_and_read_in_one_pass() -> None:
+    from bot.listeners.commands import MAX_ARGUMENTS, UsageError, parse
+
+    huge = "hpc-gpu-node-12 " + "--window 6h " * 40_000  # 480k characters
+    start = time.monotonic()
+    try:
+        parse(huge)
+    except UsageError as exc:
+        assert f"`/fabric` takes at most {MAX_ARGUMENTS}" in str(exc)
+    assert time.monotonic() - start < 0.05
+    many = "node " + " ".join(["--window 6h"] * ((MAX_ARGUMENTS - 5) // 12))
+    assert len(many) <= MAX_ARGUMENTS and parse(many).window_hours == 6.0
+    with local_bot() as local:
+        sent = local.injector.command(huge, user="UALICE", channel=OPS)
+        assert sent.status == 200 and "characters of arguments" in sent.body and sent.seconds < 1.0
+
+
+def test_a_full_queue_is_said_in_the_acknowledgement() -> None:
+    source = SlowSource(SnapshotNodeSource.from_files([SEEDS]).snapshots.values())
+    with local_bot(Settings(workers=1, queue_limit=1), source=source) as local:
+        bodies = [local.injector.command("hpc-gpu-node-12", user="UALICE", channel=OPS).body for _ in range(4)]
+        assert [b.startswith("Looking at") for b in bodies] == [True, True, False, False]
+        assert all("try again in a minute" in b for b in bodies[2:])
+        assert local.slack.wait_for(lambda s: len(posted(s)) == 2, timeout=10)

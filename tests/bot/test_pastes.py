@@ -74,3 +74,12 @@ def test_stored_readings_are_one_per_thread_and_capped(monkeypatch: pytest.Monke
         assert _reply(local, roots[2].ts, 2).startswith("Rates over the")
         kept = list(local.audit.db[pastes.PASTES].rows)
         assert len(kept) == 2 and sorted(r["thread_ts"] for r in kept) == sorted([roots[1].ts, roots[2].ts])
+
+
+def test_a_paste_in_a_thread_that_mentions_someone_is_read() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message("<@UBOB> here is the output\n" + _paste((9000, 2, 45000)), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        assert "lifetime totals" in _reply(local, root.ts)
+        assert local.audit.db[pastes.PASTES].count == 1

@@ -55,3 +55,22 @@ def test_the_fleet_source_is_named_without_the_prometheus_password() -> None:
     shown = repr(settings) + "\n".join(settings.startup_notes())
     assert "sweeps Prometheus at https://prom.example:9090/api" in shown
     assert "hunter2" not in shown and "ops:" not in shown
+
+
+def test_http_mode_says_it_wants_a_tls_proxy() -> None:
+    http = "\n".join(Settings.from_env({k: v for k, v in SECRETS.items() if k != "SLACK_APP_TOKEN"}).startup_notes())
+    assert "TLS-terminating proxy" in http and "https://" in http
+    assert "TLS" not in "\n".join(Settings.from_env(SECRETS).startup_notes())  # Socket Mode needs no public URL
+
+
+def test_the_work_queues_and_two_person_filing_are_settings() -> None:
+    default = Settings.from_env({})
+    assert (default.workers, default.draft_workers, default.queue_limit, default.two_person_filing) == (4, 8, 64, False)
+    tuned = Settings.from_env({"FABRICBOT_WORKERS": "2", "FABRICBOT_DRAFT_WORKERS": "16", "FABRICBOT_QUEUE_LIMIT": "8",
+                               "FABRICBOT_TWO_PERSON_FILING": "yes"})
+    assert (tuned.workers, tuned.draft_workers, tuned.queue_limit, tuned.two_person_filing) == (2, 16, 8, True)
+    assert "two-person filing" in "\n".join(tuned.startup_notes())
+    with pytest.raises(ConfigError, match=r"FABRICBOT_QUEUE_LIMIT.*'0'"):
+        Settings.from_env({"FABRICBOT_QUEUE_LIMIT": "0"})
+    with pytest.raises(ConfigError, match=r"FABRICBOT_TWO_PERSON_FILING.*'maybe'"):
+        Settings.from_env({"FABRICBOT_TWO_PERSON_FILING": "maybe"})
