@@ -1,18 +1,24 @@
 """Slack latency through the local transport: `/fabric <node>` -> ack, summary posted, PNG uploaded;
-and a "Draft ticket" click -> preview posted with the rules drafter.
+and a "Draft ticket" click -> preview posted with the rules drafter; then the same under load: `--in-flight` slow
+drafts (`--draft-seconds` each, as a Claude run with a few tool calls takes) running while `--concurrent` commands
+arrive at once.
 
 Budgets: ack under 200 ms (Slack gives 3 s), p95 from the command to the posted result under 1.5 s; from a
 1,024-node store (`--store DIR`, e.g. the one `bench_store_window.py --data DIR` builds), the summary p95 under
-500 ms. Runs the real app over HTTP with signed requests against the mock Slack server, one request at a time.
+500 ms; with 10 drafts of 8 s in flight, 20 commands at once: every ack under 1 s, summary p95 under 3 s. Runs the
+real app over HTTP with signed requests against the mock Slack server.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from bot.audit import AuditLog
 from bot.drafting import render_png
@@ -22,8 +28,9 @@ from bot.storage import open_db
 from bot.tracker import SqliteTracker
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import MockSlack
+from diagnostics import Diagnosis
 from diagnostics.synth.fleet import build
-from diagnostics.tickets import RulesDrafter
+from diagnostics.tickets import RepairTicket, RulesDrafter
 
 ROOT = Path(__file__).resolve().parent.parent
 CHANNEL = "CBENCH"
@@ -42,7 +49,7 @@ def line(name: str, values: list[float]) -> str:
 
 def run(source: NodeSource, nodes: list[str], commands: int, clicks: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"ack": [], "summary posted": [], "png uploaded": [], "draft ack": [],
-                                   "draft preview posted": []}
+                                   "\"Drafting...\" posted": [], "draft preview shown": []}
     with tempfile.TemporaryDirectory() as tmp:
         db = open_db(Path(tmp))
         slack = MockSlack()
@@ -66,12 +73,77 @@ def run(source: NodeSource, nodes: list[str], commands: int, clicks: int) -> dic
             for i in range(clicks if faulty else 0):
                 summary = faulty[i % len(faulty)]
                 button = next(e for b in summary.blocks if b["type"] == "actions" for e in b["elements"])
-                posts = len(slack.calls_to("chat.postMessage"))
+                posts, edits = len(slack.calls_to("chat.postMessage")), len(slack.calls_to("chat.update"))
                 start = time.monotonic()
                 sent = local.injector.action(button, user="UBENCH", channel=CHANNEL, message_ts=summary.ts)
                 out["draft ack"].append(sent.seconds)
-                slack.wait_for(lambda s, n=posts: len(s.calls_to("chat.postMessage")) > n, timeout=60)
-                out["draft preview posted"].append(slack.calls_to("chat.postMessage")[posts].at - start)
+                slack.wait_for(lambda s, n=edits: len(s.calls_to("chat.update")) > n, timeout=60)
+                out["\"Drafting...\" posted"].append(slack.calls_to("chat.postMessage")[posts].at - start)
+                out["draft preview shown"].append(slack.calls_to("chat.update")[edits].at - start)
+    return out
+
+
+class SlowDrafter(RulesDrafter):
+    """The rules drafter taking `delay` seconds, as a Claude run does."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def draft(self, diagnosis: Diagnosis, **kwargs: Any) -> RepairTicket:
+        time.sleep(self.delay)
+        return super().draft(diagnosis, **kwargs)
+
+
+def run_loaded(source: NodeSource, nodes: list[str], *, in_flight: int, draft_seconds: float, concurrent: int,
+               rounds: int) -> dict[str, list[float]]:
+    """Each round: `in_flight` drafts clicked and running, then `concurrent` commands sent at once."""
+    out: dict[str, list[float]] = {"draft click ack": [], "command ack": [], "summary posted": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_db(Path(tmp))
+        slack = MockSlack()
+        settings = Settings(drafts_per_minute=10_000, draft_workers=max(in_flight, 1))
+        with LocalSlack(settings=settings, source=source, drafter=SlowDrafter(draft_seconds),
+                        tracker=SqliteTracker(db), audit=AuditLog(db), renderer=render_png, slack=slack) as local:
+            def top_level() -> list[Any]:
+                return [c for c in slack.calls_to("chat.postMessage") if not c.params.get("thread_ts")]
+
+            def summaries() -> list[Any]:
+                return [m for m in list(slack.messages) if m.thread_ts is None and m.ephemeral_to is None
+                        and not m.files and m.user.startswith("UFABRICBOT")]
+
+            acks: list[float] = []
+            lock = threading.Lock()
+
+            def command(node: str) -> None:
+                sent = local.injector.command(node, user="UBENCH", channel=CHANNEL)
+                with lock:
+                    acks.append(sent.seconds)
+
+            for _ in range(rounds):
+                faulty = []
+                for _ in range(in_flight):  # fresh summaries to click (a button drafts once while it runs)
+                    n = len(top_level())
+                    local.injector.command(nodes[0], user="UBENCH", channel=CHANNEL)
+                    slack.wait_for(lambda s, n=n: len(top_level()) > n, timeout=60)
+                    faulty.append(summaries()[-1])
+                edits = len(slack.calls_to("chat.update"))
+                for summary in faulty:
+                    button = next(e for b in summary.blocks if b["type"] == "actions" for e in b["elements"])
+                    out["draft click ack"].append(local.injector.action(button, user="UBENCH", channel=CHANNEL,
+                                                                        message_ts=summary.ts).seconds)
+                before = len(top_level())
+                threads = [threading.Thread(target=command, args=(nodes[i % len(nodes)],)) for i in range(concurrent)]
+                start = time.monotonic()
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                slack.wait_for(lambda s, n=before: len(top_level()) >= n + concurrent, timeout=120)
+                out["summary posted"].extend(c.at - start for c in top_level()[before:before + concurrent])
+                slack.wait_for(lambda s, n=edits: len(s.calls_to("chat.update")) >= n + in_flight,
+                               timeout=draft_seconds * 4 + 60)  # the drafts end before the next round
+            out["command ack"] = acks
     return out
 
 
@@ -80,6 +152,10 @@ def main() -> None:
     parser.add_argument("--commands", type=int, default=50)
     parser.add_argument("--clicks", type=int, default=20)
     parser.add_argument("--store", help="also a telemetry store (read per request, as the running bot does)")
+    parser.add_argument("--in-flight", type=int, default=10, help="slow drafts running during the loaded rounds")
+    parser.add_argument("--draft-seconds", type=float, default=8.0)
+    parser.add_argument("--concurrent", type=int, default=20, help="commands sent at once in each loaded round")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     seeds = SnapshotNodeSource.from_files([ROOT / "fixtures" / "seed_examples.json"])
     tables, truth = build(seed=0)
@@ -106,6 +182,14 @@ def main() -> None:
         for key, values in result.items():
             if values:
                 print(line(key, values))
+    print(f"under load: {args.in_flight} drafts of {args.draft_seconds:g} s in flight, {args.concurrent} commands at "
+          f"once, {args.rounds} rounds (budgets: every ack < 1 s, summary p95 < 3 s); load average "
+          + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    loaded = run_loaded(fleet, ["hpc-gpu-node-12", "hpc-gpu-node-03"], in_flight=args.in_flight,
+                        draft_seconds=args.draft_seconds, concurrent=args.concurrent, rounds=args.rounds)
+    print(f"synthetic fleet ({len(fleet.nodes)} nodes x 8 h, analyze_tables)")
+    for key, values in loaded.items():
+        print(line(key, values))
 
 
 if __name__ == "__main__":
