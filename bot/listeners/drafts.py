@@ -45,16 +45,46 @@ def _label(action: dict[str, Any]) -> str:
     return str(picked.get("text") or "").removeprefix("Draft ticket: ") or "this finding"
 
 
+class Slot:
+    """One click's hold on its button (another click while it drafts is told so) and on the person's draft slot.
+    Each is let go once, and before the person hears how the click ended, so a click right after that is free."""
+
+    def __init__(self, services: Services, user: str, *, free: Callable[[], None] = lambda: None) -> None:
+        self.services = services
+        self.user = user
+        self._free = free
+        self._lock = threading.Lock()
+        self._freed = self._refunded = False
+
+    def free(self) -> None:
+        """The button may be clicked again."""
+        with self._lock:
+            if self._freed:
+                return
+            self._freed = True
+        self._free()
+
+    def refund(self) -> None:
+        """The person's draft slot back: no draft was shown."""
+        with self._lock:
+            if self._refunded:
+                return
+            self._refunded = True
+        self.services.limiter.refund(self.user)
+
+    def release(self) -> None:
+        self.refund()
+        self.free()
+
+
 class Drafting:
     """One click's draft, from "Drafting…" to the preview (or to why not)."""
 
-    def __init__(self, services: Services, at: Click, target: blocks.DraftTarget, done: Callable[[], None],
-                 refund: Callable[[], None]) -> None:
+    def __init__(self, services: Services, at: Click, target: blocks.DraftTarget, slot: Slot) -> None:
         self.services = services
         self.at = at
         self.target = target
-        self.done = done  # the button is free again: called just before the outcome shows
-        self.refund = refund  # the person's draft slot back (no draft shown): called before they hear why
+        self.slot = slot  # let go before the outcome shows
 
     def check(self) -> tuple[Diagnosis, str, str]:
         """The analysis, component and slug this click drafts; `Refused` (said to the person alone) when the
@@ -102,8 +132,7 @@ class Drafting:
             except FabricbotError as exc:
                 raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
         except Refused as why:
-            self.done()
-            self.refund()
+            self.slot.release()
             client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])
             return False
         markdown = ticket.to_markdown()
@@ -113,7 +142,7 @@ class Drafting:
             requested_by=at.user, message_ts=placeholder)
         s.record("draft", actor=at.user, subject=subject, draft=draft_id, drafted_by=ticket.drafted_by,
                  priority=ticket_priority(ticket))
-        self.done()
+        self.slot.free()
         try:
             client.chat_update(channel=at.channel, ts=placeholder,
                                text=f"Ticket draft for {esc(component)} on {esc(diagnosis.node_id)}",
@@ -122,7 +151,7 @@ class Drafting:
                                                             drafted_by=ticket.drafted_by, requester=at.user))
         except SlackApiError as exc:
             s.state.update_draft(draft_id, status="unposted")  # never shown, so never to be filed
-            self.refund()
+            self.slot.refund()
             s.record("draft", actor=at.user, subject=subject, draft=draft_id, outcome="not shown",
                      error=error_code(exc))
             # "Drafting…" must not stay for ever; if even this is refused, the person still hears why
@@ -139,13 +168,14 @@ def register(app: App, services: Services) -> None:
     running: dict[str, str] = {}  # a button (channel, message, value) whose draft runs -> who asked
     lock = threading.Lock()
 
-    def post_placeholder(client: WebClient, at: Click, target: blocks.DraftTarget, label: str,
+    def post_placeholder(client: WebClient, at: Click, target: blocks.DraftTarget, label: str, slot: Slot,
                          ready: Future[str]) -> None:
         try:
-            Drafting(services, at, target, lambda: None, lambda: None).check()
+            Drafting(services, at, target, slot).check()
         except Refused as why:
-            at.reply.tell(str(why))
+            slot.release()
             ready.set_exception(why)
+            at.reply.tell(str(why))
             return
         try:
             posted = client.chat_postMessage(channel=at.channel, thread_ts=at.thread,
@@ -155,34 +185,23 @@ def register(app: App, services: Services) -> None:
         except Exception as exc:  # the draft job hears of it and tells the person
             ready.set_exception(exc)
 
-    def draft_job(client: WebClient, at: Click, target: blocks.DraftTarget, key: str, ready: Future[str]) -> None:
+    def draft_job(client: WebClient, at: Click, target: blocks.DraftTarget, slot: Slot, ready: Future[str]) -> None:
         drafted = False
-        refunded = threading.Event()
-
-        def done() -> None:
-            with lock:
-                running.pop(key, None)
-
-        def refund() -> None:
-            if not refunded.is_set():
-                refunded.set()
-                services.limiter.refund(at.user)
-
         try:
             placeholder = ready.result(timeout=WAIT_FOR_PLACEHOLDER_S)
-            drafted = Drafting(services, at, target, done, refund).run(client, placeholder)
+            drafted = Drafting(services, at, target, slot).run(client, placeholder)
         except Refused:
-            refund()  # the person was told when the click was checked
+            slot.release()  # the person was told when the click was checked
         except SlackApiError as exc:
-            refund()
+            slot.release()
             at.reply.slack_failed(exc, "posting a ticket draft")
         except (Busy, TimeoutError):
-            refund()
+            slot.release()
             at.reply.tell(BUSY)
         finally:
             if not drafted:
-                refund()
-            done()
+                slot.refund()
+            slot.free()
 
     def on_draft(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient,
                  respond: Respond) -> None:
@@ -206,31 +225,33 @@ def register(app: App, services: Services) -> None:
                                     "will appear in the thread.")
             return
 
-        def release(text: str) -> None:
+        def free() -> None:
             with lock:
                 running.pop(key, None)
-            services.notices.offer(at.reply.tell, text)
 
+        slot = Slot(services, at.user, free=free)
         if services.drafter is None:
-            release("No ticket drafter is installed with this bot.")
+            slot.free()
+            services.notices.offer(at.reply.tell, "No ticket drafter is installed with this bot.")
             return
         if not services.limiter.allow(at.user):
             services.record("denied", actor=at.user, subject=f"analysis {target.analysis_id}",
                             reason="draft rate limit")
-            release(f"You have drafted {services.settings.drafts_per_minute} tickets in the last minute; try again "
-                    "shortly.")
+            slot.free()  # no slot was taken
+            services.notices.offer(at.reply.tell, f"You have drafted {services.settings.drafts_per_minute} tickets "
+                                   "in the last minute; try again shortly.")
             return
         ready: Future[str] = Future()
         try:
-            services.drafts.submit(draft_job, client, at, target, key, ready)
+            services.drafts.submit(draft_job, client, at, target, slot, ready)
         except Busy:
-            services.limiter.refund(at.user)
-            release(BUSY)
+            slot.release()
+            services.notices.offer(at.reply.tell, BUSY)
             return
         try:
-            services.notices.submit(post_placeholder, client, at, target, _label(action), ready)
+            services.notices.submit(post_placeholder, client, at, target, _label(action), slot, ready)
         except Busy as exc:
-            ready.set_exception(exc)  # the draft job tells the person and gives the slot back
+            ready.set_exception(exc)  # the draft job gives the slot back and tells the person
 
     app.action(re.compile(rf"^{blocks.DRAFT_ACTION}:"))(on_draft)
     app.action(re.compile(rf"^{blocks.DRAFT_LINK_ACTION}:"))(on_draft)
