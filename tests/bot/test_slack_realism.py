@@ -103,6 +103,27 @@ def test_twenty_commands_are_acknowledged_within_a_second_with_ten_slow_drafts_i
         assert len(previews) == 10 and all(len(buttons(m)) == 2 for m in previews)  # each "Drafting…" replaced
 
 
+def test_a_slow_request_never_holds_up_the_others_on_the_servers_event_loop() -> None:
+    with local_bot() as local:
+        app = local.app
+        assert app is not None
+        dispatch = app.dispatch
+
+        def slow(request: Any) -> Any:  # as a listener stuck on a lock or a slow disk would be
+            if "slowpoke" in request.raw_body:
+                time.sleep(2.0)
+            return dispatch(request)
+
+        app.dispatch = slow  # type: ignore[method-assign]
+        stuck = threading.Thread(target=local.injector.command, args=("slowpoke",),
+                                 kwargs={"user": "UALICE", "channel": OPS})
+        stuck.start()
+        time.sleep(0.2)
+        quick = [local.injector.command(NODE, user="UBOB", channel=OPS) for _ in range(3)]
+        assert all(q.status == 200 and q.seconds < 0.5 for q in quick), [q.seconds for q in quick]
+        stuck.join()
+
+
 # -- retries ------------------------------------------------------------------------------------------------------
 
 def test_an_event_slack_delivers_again_gets_one_answer() -> None:
