@@ -87,3 +87,47 @@ def test_seen_keys_expire_and_memory_is_bounded() -> None:
     for key in "bcde":
         assert seen.first(key)
     assert seen.first("b")  # pushed out by the bound
+
+
+def test_socket_mode_shares_the_checks_and_the_retry_dedupe() -> None:
+    from slack_bolt.adapter.socket_mode.internals import run_bolt_app
+    from slack_bolt.request import BoltRequest
+    from slack_sdk import WebClient
+    from slack_sdk.socket_mode.request import SocketModeRequest
+
+    from bot.app import build_app
+    from bot.audit import AuditLog
+    from bot.nodes import SnapshotNodeSource
+    from bot.settings import Settings
+    from bot.storage import open_db
+    from bot.tracker import SqliteTracker
+    from bot.transport.loopback import LoopbackServer
+    from bot.transport.mock_slack import MockSlack
+    from diagnostics.tickets import RulesDrafter
+
+    from .helpers import SEEDS
+
+    slack = MockSlack()
+    with LoopbackServer(slack.app) as server:
+        slack.base_url = server.url
+        db = open_db(None)
+        app = build_app(settings=Settings(), source=SnapshotNodeSource.from_files([SEEDS]), drafter=RulesDrafter(),
+                        tracker=SqliteTracker(db), audit=AuditLog(db), socket_mode=True,
+                        client=WebClient(token=slack.token, base_url=slack.api_url))
+        try:
+            ts = slack.user_message(OPS, "UBOB", "<@UFABRICBOT> why is job 4411 slow?")
+            event = {"type": "event_callback", "event_id": "EvSOCKET1", "team_id": "TLOCAL", "api_app_id": "ALOCAL",
+                     "authorizations": [{"team_id": "TLOCAL", "user_id": "UFABRICBOT", "is_bot": True}],
+                     "event": {"type": "app_mention", "user": "UBOB", "text": "<@UFABRICBOT> why is job 4411 slow?",
+                               "ts": ts, "channel": OPS, "event_ts": ts}}
+            for attempt in (0, 1):  # Slack resends an envelope it got no ack for, with retry_attempt
+                req = SocketModeRequest(type="events_api", envelope_id=f"e{attempt}", payload=event,
+                                        retry_attempt=attempt, retry_reason="timeout" if attempt else None)
+                assert run_bolt_app(app, req).status == 200
+            assert slack.wait_for(lambda s: posted(s, thread=ts))
+            time.sleep(0.3)
+            assert len(posted(slack, thread=ts)) == 1
+            broken = {"type": "event_callback", "event_id": "EvSOCKET2", "event": {"type": "app_mention"}}
+            assert app.dispatch(BoltRequest(mode="socket_mode", body=broken)).status == 400
+        finally:
+            app.services.shutdown()
