@@ -13,6 +13,7 @@ from slack_sdk import WebClient
 
 from diagnostics import Diagnosis
 
+from . import filing
 from .answers import Answerer, RulesAnswerer
 from .audit import AuditLog
 from .drafting import Drafter, Renderer
@@ -47,6 +48,9 @@ class Services:
     def __post_init__(self) -> None:
         self.state = BotState(self.audit.db)
         self.limiter = RateLimiter(self.settings.drafts_per_minute)
+        mended = filing.recover(state=self.state, tracker=self.tracker, audit=self.audit, record=self.record)
+        if mended:
+            log.warning("mended what an earlier run left between states: %s", mended)
 
     def answer(self, diagnosis: Diagnosis, question: str) -> str:
         """The answer to a question about a diagnosis, saying who wrote it when a model did."""

@@ -13,7 +13,8 @@ from typing import Any
 import sqlite_utils
 
 TABLE = "audit"
-KINDS = ("command", "analysis", "model_call", "draft", "approval", "discard", "filing", "mention", "denied")
+KINDS = ("command", "analysis", "model_call", "draft", "approval", "discard", "filing", "mention", "denied",
+         "recovery")
 
 # Keys whose values never reach the trail, whoever passes them.
 _SECRET_SUFFIXES = ("token", "api_key", "apikey", "secret", "password", "authorization")

@@ -74,6 +74,12 @@ class Tracker(Protocol):
 
     def history(self, ticket_id: str) -> list[dict[str, Any]]: ...
 
+    def tickets(self) -> list[Ticket]: ...
+
+    def mend(self) -> list[Ticket]:
+        """Give a history row to each ticket a crash left without one; the tickets mended."""
+        ...
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -124,7 +130,7 @@ class SqliteTracker:
 
     def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
              evidence: list[str]) -> FilingResult:
-        with self._lock, self.db.conn:
+        with self._lock, self.db.atomic():
             existing = self._latest(node_id, slug, open_only=True)
             if existing is not None:
                 return FilingResult(self.add_evidence(existing.id, evidence, actor=actor), created=False)
@@ -147,7 +153,7 @@ class SqliteTracker:
 
     def add_evidence(self, ticket_id: str, evidence: list[str], *, actor: str) -> Ticket:
         """Append evidence not yet on the ticket (a repeat click adds nothing)."""
-        with self._lock, self.db.conn:
+        with self._lock, self.db.atomic():
             ticket = self.get(ticket_id)
             if ticket is None:
                 raise KeyError(ticket_id)
@@ -160,7 +166,7 @@ class SqliteTracker:
             return updated
 
     def set_status(self, ticket_id: str, status: str, *, actor: str, note: str = "") -> Ticket:
-        with self._lock, self.db.conn:
+        with self._lock, self.db.atomic():
             if self.get(ticket_id) is None:
                 raise KeyError(ticket_id)
             self.db[TICKETS].update(ticket_id, {"status": status})  # type: ignore[union-attr]
@@ -171,6 +177,17 @@ class SqliteTracker:
 
     def history(self, ticket_id: str) -> list[dict[str, Any]]:
         return list(self.db[HISTORY].rows_where("ticket_id = ?", [ticket_id], order_by="id"))
+
+    def mend(self) -> list[Ticket]:
+        with self._lock, self.db.atomic():
+            orphans = [Ticket.from_row(r) for r in self.db.query(
+                f"select t.* from {TICKETS} t where not exists "
+                f"(select 1 from {HISTORY} h where h.ticket_id = t.id) order by t.seq")]
+            for ticket in orphans:
+                self.db[HISTORY].insert({  # type: ignore[union-attr]
+                    "ticket_id": ticket.id, "at": ticket.filed_at, "status": ticket.status, "actor": ticket.filed_by,
+                    "note": "filed (history row restored at start-up)"})
+            return orphans
 
     def tickets(self) -> list[Ticket]:
         return [Ticket.from_row(r) for r in self.db[TICKETS].rows_where(order_by="seq")]

@@ -1,7 +1,7 @@
 """Buttons: draft a ticket for a finding, then file or discard the draft.
 
-Filing is guarded twice: a draft is claimed atomically (a double click files once), and the tracker
-returns the open ticket for the same node and component (two drafts never make two tickets).
+Filing is guarded twice: a draft is decided in one transaction (a double click files once; a crash leaves all or
+nothing), and the tracker returns the open ticket for the same node and part (two drafts never make two tickets).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from slack_sdk.errors import SlackApiError
 from diagnostics import Diagnosis, FabricbotError
 
 from .. import blocks
+from .. import filing as filing_
 from ..app import Services
 from ..drafting import graph_for, ticket_priority
+from ..state import Draft
 
 USERGROUP_TTL_S = 60.0
 
@@ -142,34 +144,25 @@ def register(app: App, services: Services) -> None:
             _ephemeral(client, channel, user, "You can look at drafts here, but filing and discarding are limited "
                        "to the on-call channels and groups.", thread or None)
             return
-        claimed = services.state.claim_draft(draft_id, "filing" if filing else "discarded")
-        if claimed is None:
+
+        def evidence(draft: Draft) -> list[str]:
+            diagnosis = services.state.analysis(draft.analysis_id)
+            at = services.clock().isoformat(timespec="seconds")
+            return evidence_lines(diagnosis, draft.component, at, draft.analysis_id) if diagnosis else []
+
+        decision = filing_.decide(state=services.state, tracker=services.tracker, record=services.record,
+                                  draft_id=draft_id, actor=user, filing=filing, evidence=evidence)
+        if decision is None:
             current = services.state.draft(draft_id)
             state = "gone" if current is None else current.status
             extra = f" as {current.ticket_id}" if current and current.ticket_id else ""
             _ephemeral(client, channel, user, f"That draft is already {state}{extra}.", thread or None)
             return
-        subject = f"{claimed.node_id} / {claimed.component}"
-        if not filing:
-            services.record("discard", actor=user, subject=subject, draft=draft_id)
+        if decision.result is None:
             outcome = f":wastebasket: Discarded by <@{user}>."
         else:
-            services.record("approval", actor=user, subject=subject, draft=draft_id)
-            diagnosis = services.state.analysis(claimed.analysis_id)
-            at = services.clock().isoformat(timespec="seconds")
-            evidence = evidence_lines(diagnosis, claimed.component, at, claimed.analysis_id) if diagnosis else []
-            try:
-                result = services.tracker.file(
-                    node_id=claimed.node_id, component=claimed.component, slug=claimed.slug or claimed.component,
-                    title=f"{claimed.node_id}: {claimed.component}", body=claimed.markdown,
-                    priority=claimed.priority, actor=user, evidence=evidence)
-            except Exception:
-                services.state.update_draft(draft_id, status="pending")
-                raise
+            result = decision.result
             ticket = result.ticket
-            services.state.update_draft(draft_id, status="filed", ticket_id=ticket.id)
-            services.record("filing", actor="fabricbot", subject=subject, ticket=ticket.id, created=result.created,
-                            approved_by=user, recurrence_of=result.recurrence_of)
             if not result.created:
                 outcome = (f":link: Already open as *{ticket.id}* (filed by <@{ticket.filed_by}>); "
                            f"<@{user}>'s approval added this evidence to it.")
