@@ -11,7 +11,7 @@ from typing import Any
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from diagnostics import Diagnosis
+from diagnostics import Diagnosis, RedactingFilter
 
 from . import filing
 from .answers import Answerer, RulesAnswerer
@@ -24,6 +24,7 @@ from .storage import db_lock
 from .tracker import Tracker
 
 log = logging.getLogger("fabricbot")
+log.addFilter(RedactingFilter())
 
 
 def utc_now() -> datetime:

@@ -12,6 +12,8 @@ from typing import Any
 
 import sqlite_utils
 
+from diagnostics import redact_values
+
 TABLE = "audit"
 KINDS = ("command", "analysis", "model_call", "draft", "approval", "discard", "filing", "mention", "denied",
          "recovery")
@@ -25,7 +27,8 @@ def _secret(key: str) -> bool:
 
 
 def _scrub(detail: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: ("[redacted]" if _secret(k) else v) for k, v in detail.items()}
+    """Secret-named keys blanked; every other string cleared of anything shaped like a key or token."""
+    return {k: ("[redacted]" if _secret(k) else redact_values(v)) for k, v in detail.items()}
 
 
 class AuditLog:

@@ -19,6 +19,7 @@ from pydantic_ai.settings import ModelSettings
 
 from ..enums import ComponentKind, Priority
 from ..model import Diagnosis
+from ..redaction import redact
 from ..topology import Inventory, NodeGraph
 from .build import assemble, select, ticket_priority
 from .candidates import Candidate
@@ -101,11 +102,6 @@ def build_agents(retries: int, timeout_s: float) -> tuple[Agent[DraftDeps, Draft
     return drafter, inspector
 
 
-def _scrub(text: str) -> str:
-    key = os.environ.get(ENV_KEY)
-    return text.replace(key, "[redacted]") if key else text
-
-
 class MissingKeyError(RuntimeError):
     """No API key: the drafter falls back without trying a request."""
 
@@ -176,7 +172,7 @@ class ClaudeDrafter:
                           conclusion=result.output.conclusion, drafted_by=self.name)
 
     def _fallback(self, deps: DraftDeps, exc: Exception, what: str) -> str:
-        reason = _scrub(f"{type(exc).__name__}: {exc}")[:300]
+        reason = redact(f"{type(exc).__name__}: {exc}")[:300]
         deps.calls.append(ModelCall(model=self.name, outcome="fallback", detail=reason))
         self._report(deps.calls)
         return f"the Claude drafter ({self.name}) did not produce a usable {what} ({reason}); drafted by rules"

@@ -24,3 +24,13 @@ def test_records_in_order_and_redacts_secrets() -> None:
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown audit kind"):
         AuditLog(sqlite_utils.Database(memory=True)).record("reset_register", actor="x")
+
+
+def test_a_key_echoed_in_an_error_is_redacted_wherever_it_sits_in_the_detail() -> None:
+    log = AuditLog(sqlite_utils.Database(memory=True))
+    cut_key = "sk-ant-api03-AbCdEfGhIjKl"  # an API error echoing the start of a key
+    log.record("model_call", actor="fabricbot", detail={"outcome": "fallback", "detail": f"401 invalid key {cut_key}",
+                                                          "calls": [{"error": "Bearer xyz.123"}]})
+    (row,) = log.entries()
+    assert cut_key not in str(row["detail"]) and "xyz.123" not in str(row["detail"])
+    assert row["detail"]["detail"] == "401 invalid key [redacted]" and row["detail"]["outcome"] == "fallback"
