@@ -60,6 +60,7 @@ class AuditLog:
         lines = [f"# {title}", "", "| # | time (UTC) | kind | actor | subject | detail |",
                  "| --- | --- | --- | --- | --- | --- |"]
         for e in self.entries():
-            detail = "; ".join(f"{k}={v}" for k, v in e["detail"].items()).replace("|", "\\|").replace("\n", " ")
+            detail = "; ".join(f"{k}={v}" for k, v in e["detail"].items() if v is not None)  # unset: not said
+            detail = detail.replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {e['id']} | {e['at']} | {e['kind']} | {e['actor']} | {e['subject']} | {detail} |")
         return "\n".join(lines) + "\n"

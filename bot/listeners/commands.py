@@ -145,7 +145,8 @@ def register(app: App, services: Services) -> None:
                 diagnosis = services.source.diagnose(request.target, window_hours=request.window_hours)
                 title = None
             services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
-                            fault=diagnosis.fault_detected, component=diagnosis.isolated_component,
+                            fault=diagnosis.fault_detected,
+                            component=diagnosis.isolated_component if diagnosis.fault_detected else None,
                             priority=diagnosis.ticket_priority.value, degradation_pct=diagnosis.degradation_pct,
                             job=request.target if request.verb == "job" else None)
             post_diagnosis(client, services, diagnosis, channel=channel, title=title)

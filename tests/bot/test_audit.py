@@ -21,6 +21,14 @@ def test_records_in_order_and_redacts_secrets() -> None:
     assert [r["kind"] for r in log.entries("command")] == ["command"]
 
 
+def test_the_markdown_leaves_out_what_was_not_set() -> None:
+    log = AuditLog(sqlite_utils.Database(memory=True))
+    log.record("analysis", actor="fabricbot", subject="node-12", detail={"job": None, "priority": "urgent"})
+    (row,) = log.entries()
+    assert row["detail"] == {"job": None, "priority": "urgent"}  # the trail keeps it
+    assert "job=" not in log.to_markdown() and "priority=urgent" in log.to_markdown()
+
+
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown audit kind"):
         AuditLog(sqlite_utils.Database(memory=True)).record("reset_register", actor="x")
