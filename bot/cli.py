@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "serve": "run the Slack bot (Socket Mode, HTTP, or the local mock without a token)",
     "demo": "run a scripted Slack conversation locally; write transcripts/demo.md",
     "audit": "print the audit trail (JSON lines, or Markdown with --markdown)",
+    "tickets": "list tickets, report a repair, verify repaired parts",
     "console": "run the ops channel and a clickable topology in your browser, on loopback",
 }
 

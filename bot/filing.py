@@ -34,8 +34,10 @@ class Decision:
 
 
 def decide(*, state: BotState, tracker: Tracker, record: Record, draft_id: int, actor: str, filing: bool,
-           evidence: Callable[[Draft], list[str]]) -> Decision | None:
-    """File or discard a pending draft, all or nothing; None when it was already decided (a second click)."""
+           evidence: Callable[[Draft], list[str]],
+           parts: Callable[[Draft], list[str]] | None = None) -> Decision | None:
+    """File or discard a pending draft, all or nothing; None when it was already decided (a second click).
+    `parts`: the slugs the ticket stands for (its part and the links it explains), watched after a repair."""
     db = state.db
     with db_lock(db), db.atomic():
         draft = state.claim_draft(draft_id, "filed" if filing else "discarded")
@@ -48,7 +50,8 @@ def decide(*, state: BotState, tracker: Tracker, record: Record, draft_id: int, 
         record("approval", actor=actor, subject=subject, draft=draft_id)
         result = tracker.file(node_id=draft.node_id, component=draft.component, slug=draft.slug or draft.component,
                               title=f"{draft.node_id}: {draft.component}", body=draft.markdown,
-                              priority=draft.priority, actor=actor, evidence=evidence(draft))
+                              priority=draft.priority, actor=actor, evidence=evidence(draft),
+                              parts=parts(draft) if parts else None)
         state.update_draft(draft_id, ticket_id=result.ticket.id)
         record("filing", actor="fabricbot", subject=subject, ticket=result.ticket.id, created=result.created,
                approved_by=actor, recurrence_of=result.recurrence_of)

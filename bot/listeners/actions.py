@@ -150,8 +150,12 @@ def register(app: App, services: Services) -> None:
             at = services.clock().isoformat(timespec="seconds")
             return evidence_lines(diagnosis, draft.component, at, draft.analysis_id) if diagnosis else []
 
+        def parts(draft: Draft) -> list[str]:
+            diagnosis = services.state.analysis(draft.analysis_id)
+            return diagnosis.parts_of(draft.slug) if diagnosis else [draft.slug]
+
         decision = filing_.decide(state=services.state, tracker=services.tracker, record=services.record,
-                                  draft_id=draft_id, actor=user, filing=filing, evidence=evidence)
+                                  draft_id=draft_id, actor=user, filing=filing, evidence=evidence, parts=parts)
         if decision is None:
             current = services.state.draft(draft_id)
             state = "gone" if current is None else current.status

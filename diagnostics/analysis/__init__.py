@@ -1,6 +1,7 @@
 """The analysis engine, in the order data flows: rates -> rules -> findings -> events -> correlation -> localization,
 and its entry points: a fleet's diagnoses (`analyze_fleet`), one node's (`analyze_tables`: the same engine on that
-node's rows) and a snapshot's (`analyze_snapshot`: counters already summed over a window).
+node's rows), a snapshot's (`analyze_snapshot`: counters already summed over a window), and a repair's
+verification (`check_repair`: the repaired part judged window by window since).
 """
 
 from .correlate import JobExplanation, LinkScore, job_nodes, jobs_on
@@ -10,6 +11,7 @@ from .node import analyze_tables, explain_job, node_tables
 from .rates import counters_in
 from .snapshot import analyze_snapshot, degradation_pct
 from .stored import CORRELATION_SPAN, analyze_store, node_span, read_node, stored_diagnosis, sweep_store, sweep_tables
+from .verify import RepairCheck, RepairVerdict, check_repair, check_stored_repair
 
 __all__ = [
     "CORRELATION_SPAN",
@@ -17,10 +19,14 @@ __all__ = [
     "History",
     "JobExplanation",
     "LinkScore",
+    "RepairCheck",
+    "RepairVerdict",
     "analyze_fleet",
     "analyze_snapshot",
     "analyze_store",
     "analyze_tables",
+    "check_repair",
+    "check_stored_repair",
     "counters_in",
     "degradation_pct",
     "explain_job",

@@ -62,6 +62,15 @@ def test_filing_writes_the_ticket_its_history_the_draft_and_both_audit_entries(p
     assert parts.decide(decision.draft.id) is None  # a second click decides nothing
 
 
+def test_the_ticket_keeps_the_parts_its_repair_will_be_verified_on(parts: Parts) -> None:
+    draft_id = parts.draft("nvswitch-1")
+    decision = filing.decide(state=parts.state, tracker=parts.tracker, record=parts.record, draft_id=draft_id,
+                             actor="UBOB", filing=True, evidence=lambda d: [],
+                             parts=lambda d: [d.slug, "gpu0-nvlink3", "gpu1-nvlink3"])
+    assert decision is not None and decision.result is not None
+    assert decision.result.ticket.parts == ("gpu0-nvlink3", "gpu1-nvlink3", "nvswitch-1")
+
+
 def test_a_tracker_that_fails_after_writing_leaves_nothing_behind(parts: Parts) -> None:
     draft_id = parts.draft()
     real = parts.tracker.file

@@ -1,0 +1,52 @@
+"""The repair-verification policy: how long a repaired part must stay clean, judged how, before its ticket closes.
+
+Defaults ship in `data/verification.toml`; FABRICBOT_VERIFICATION names a user file whose keys replace them.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigError
+from .datafiles import DATA_DIR, read_toml
+
+DEFAULT_FILE = DATA_DIR / "verification.toml"
+ENV_FILE = "FABRICBOT_VERIFICATION"
+
+
+class VerificationPolicy(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    soak_hours: float = Field(gt=0, le=24 * 90)
+    window_hours: float = Field(gt=0, le=24)
+    reopen_at: Literal["warning", "failing"] = "failing"
+    min_coverage: float = Field(ge=0, le=1)
+
+    @property
+    def soak(self) -> timedelta:
+        return timedelta(hours=self.soak_hours)
+
+    @property
+    def window(self) -> timedelta:
+        return timedelta(hours=self.window_hours)
+
+
+def load_verification(path: Path | None = None, **overrides: object) -> VerificationPolicy:
+    """The defaults, the user's file (argument or $FABRICBOT_VERIFICATION) over them, then `overrides`."""
+    values = read_toml(DEFAULT_FILE, "verification policy")
+    env = os.environ.get(ENV_FILE)
+    user = path or (Path(env) if env else None)
+    if user is not None:
+        values |= read_toml(user, "verification policy")
+    values |= {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return VerificationPolicy.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(map(str, err["loc"]))
+        raise ConfigError(f"{(user or DEFAULT_FILE).name}: {field}: {err['msg']} (got {err.get('input')!r})") from None
