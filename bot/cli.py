@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "demo": "run a scripted Slack conversation locally; write transcripts/demo.md",
     "audit": "print the audit trail (JSON lines, or Markdown with --markdown)",
     "tickets": "list tickets, report a repair, verify repaired parts",
+    "watch": "links trending toward a failing threshold, with the projected time",
     "console": "run the ops channel and a clickable topology in your browser, on loopback",
 }
 

@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 
 from diagnostics import InputError
@@ -19,6 +18,7 @@ from diagnostics.config import load_verification
 from diagnostics.store import DB_NAME, open_store
 
 from ..audit import AuditLog
+from ..options import parse_time
 from ..storage import open_db
 from ..tracker import SqliteTracker, Ticket
 from ..verification import verify_repairs
@@ -35,16 +35,6 @@ def _line(t: Ticket) -> str:
     flags = " escalated" if t.escalated else ""
     repaired = f", repaired {t.repaired_at} by {t.repaired_by}" if t.repaired_at else ""
     return f"{t.id}  {t.status:<9} {t.priority:<7} {t.node_id} / {t.component}{flags}{repaired}"
-
-
-def _when(text: str | None) -> str | None:
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError("not a time (ISO 8601, e.g. 2026-03-01T08:00Z)", field="--at", value=text) from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC).isoformat(timespec="seconds")
 
 
 def cmd_tickets(args: argparse.Namespace) -> int:
@@ -68,8 +58,9 @@ def cmd_tickets(args: argparse.Namespace) -> int:
             print(f"  {h['at']}  {h['status']:<15} {h['actor']}: {h['note']}")
         return 0
     if action == "repaired":
+        at = parse_time(args.at, field="--at").isoformat(timespec="seconds") if args.at else None
         try:
-            ticket = tracker.report_repair(args.ticket, actor=args.by, at=_when(args.at), note=args.note or "")
+            ticket = tracker.report_repair(args.ticket, actor=args.by, at=at, note=args.note or "")
         except KeyError:
             raise InputError("no such ticket", field="ticket", value=args.ticket) from None
         except ValueError as exc:

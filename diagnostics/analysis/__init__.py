@@ -10,7 +10,17 @@ from .jobs import History
 from .node import analyze_tables, explain_job, node_tables
 from .rates import counters_in
 from .snapshot import analyze_snapshot, degradation_pct
-from .stored import CORRELATION_SPAN, analyze_store, node_span, read_node, stored_diagnosis, sweep_store, sweep_tables
+from .stored import (
+    CORRELATION_SPAN,
+    analyze_store,
+    node_span,
+    read_node,
+    stored_diagnosis,
+    sweep_store,
+    sweep_tables,
+    watch_store,
+)
+from .trends import Watch, watch_list
 from .verify import RepairCheck, RepairVerdict, check_repair, check_stored_repair
 
 __all__ = [
@@ -21,6 +31,7 @@ __all__ = [
     "LinkScore",
     "RepairCheck",
     "RepairVerdict",
+    "Watch",
     "analyze_fleet",
     "analyze_snapshot",
     "analyze_store",
@@ -39,4 +50,6 @@ __all__ = [
     "stored_diagnosis",
     "sweep_store",
     "sweep_tables",
+    "watch_list",
+    "watch_store",
 ]

@@ -12,6 +12,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..config.thresholds import Thresholds, load_thresholds
+from ..config.watch import WatchPolicy, load_watch
 from ..errors import InputError
 from ..model import Diagnosis
 from ..offenders import SweepResult, offenders_of
@@ -20,6 +21,7 @@ from .diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 from .rates import utc_datetime
+from .trends import Watch, watch_list
 
 CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants
 
@@ -150,3 +152,20 @@ def _newest_event(store: TelemetryStore) -> datetime | None:
         return None
     newest = pd.to_datetime(events["timestamp"], utc=True).max()
     return None if pd.isna(newest) else utc_datetime(newest)
+
+
+def watch_store(store: TelemetryStore, *, nodes: list[str] | None = None, end: datetime | None = None,
+                policy: WatchPolicy | None = None, thresholds: Thresholds | None = None,
+                chunk: int = 64) -> list[Watch]:
+    """The watch list over the store's lookback, read `chunk` nodes at a time so memory follows the chunk, not
+    the fleet (a 72 h lookback holds three days of every link)."""
+    policy = policy or load_watch()
+    names = nodes if nodes is not None else store.nodes()
+    end = end or store.newest(names)
+    if end is None:
+        return []
+    found: list[Watch] = []
+    for i in range(0, len(names), chunk):
+        got = store.read_window(end=end, span=policy.lookback, nodes=names[i:i + chunk])
+        found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds)
+    return sorted(found, key=lambda w: (w.hours_left, w.node_id, w.ref.slug))

@@ -5,15 +5,13 @@ Defaults ship in `data/verification.toml`; FABRICBOT_VERIFICATION names a user f
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ConfigError
-from .datafiles import DATA_DIR, read_toml
+from .datafiles import DATA_DIR, load_policy
 
 DEFAULT_FILE = DATA_DIR / "verification.toml"
 ENV_FILE = "FABRICBOT_VERIFICATION"
@@ -38,15 +36,4 @@ class VerificationPolicy(BaseModel):
 
 def load_verification(path: Path | None = None, **overrides: object) -> VerificationPolicy:
     """The defaults, the user's file (argument or $FABRICBOT_VERIFICATION) over them, then `overrides`."""
-    values = read_toml(DEFAULT_FILE, "verification policy")
-    env = os.environ.get(ENV_FILE)
-    user = path or (Path(env) if env else None)
-    if user is not None:
-        values |= read_toml(user, "verification policy")
-    values |= {k: v for k, v in overrides.items() if v is not None}
-    try:
-        return VerificationPolicy.model_validate(values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(map(str, err["loc"]))
-        raise ConfigError(f"{(user or DEFAULT_FILE).name}: {field}: {err['msg']} (got {err.get('input')!r})") from None
+    return load_policy(VerificationPolicy, DEFAULT_FILE, ENV_FILE, "verification policy", path, overrides)
