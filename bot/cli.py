@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "audit": "print the audit trail (JSON lines, or Markdown with --markdown)",
     "tickets": "list tickets, report a repair, verify repaired parts",
     "watch": "links trending toward a failing threshold, with the projected time",
+    "maintenance": "planned work on a node: no page and no ticket from it for a while",
     "console": "run the ops channel and a clickable topology in your browser, on loopback",
 }
 

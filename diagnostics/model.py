@@ -225,6 +225,9 @@ class Diagnosis(BaseModel):
     verdict: str | None = Field(
         default=None, description="Plain words on the slowdown: which link explains it, or 'not the fabric'."
     )
+    maintenance: str | None = Field(
+        default=None, description="Planned work on the node over this window: its findings are shown, not paged "
+                                  "or ticketed ('in maintenance until ...').")
 
     @property
     def failing(self) -> list[Finding]:

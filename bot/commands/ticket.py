@@ -97,6 +97,10 @@ def cmd_ticket(args: argparse.Namespace) -> int:
               file=sys.stderr)
     tickets: list[dict[str, Any]] = []
     for label, diagnosis, graph in diagnoses:
+        if diagnosis.maintenance and not args.inspect:
+            print(f"{label}: {diagnosis.maintenance}: no ticket from planned work "
+                  "(`fabricbot maintenance NODE --end` when it is over)", file=sys.stderr)
+            continue
         try:
             if args.inspect:
                 inspection = (drafter.inspect(diagnosis, graph=graph) if isinstance(drafter, ClaudeDrafter)

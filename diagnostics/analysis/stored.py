@@ -13,9 +13,11 @@ import pandas as pd
 from .. import format as fmt
 from ..config.thresholds import Thresholds, load_thresholds
 from ..config.watch import WatchPolicy, load_watch
+from ..enums import Priority
 from ..errors import InputError
 from ..model import Diagnosis
 from ..offenders import SweepResult, offenders_of
+from ..store.maintenance import Maintenance
 from ..store.telemetry import StoreWindow, TelemetryStore, open_store
 from .diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
@@ -63,7 +65,22 @@ def stored_diagnosis(diagnosis: Diagnosis, got: StoreWindow, window: timedelta) 
                      "--at): no window can place them; ingest the file again with --at TIME or --at mtime")
     if notes:
         diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *notes]})
+    if got.end is not None:
+        diagnosis = planned(diagnosis, got.maintenance.get(node, []), start=got.end - window, end=got.end)
     return diagnosis
+
+
+def planned(diagnosis: Diagnosis, windows: list[Maintenance], *, start: datetime, end: datetime) -> Diagnosis:
+    """A diagnosis of a node whose planned work overlaps the window: its findings kept and shown, its priority
+    low (nothing pages) and `maintenance` set (no ticket is drafted from it)."""
+    hits = [w for w in windows if w.start <= end and (w.until is None or w.until > start)]
+    if not hits:
+        return diagnosis
+    window = max(hits, key=lambda w: w.until or end + timedelta(days=3650))
+    note = window.note if window.covers(end) else f"{window.note}; it ended inside this window"
+    return diagnosis.model_copy(update={
+        "maintenance": note, "ticket_priority": Priority.LOW,
+        "warnings": [f"{note}: findings are shown, not paged or ticketed", *diagnosis.warnings]})
 
 
 
@@ -125,6 +142,12 @@ def sweep_store(store: TelemetryStore, *, thresholds: Thresholds, at: datetime |
     engine = analysis.timings.get("total_s", 0.0)
     result = result_of(analysis, window_hours=window_hours, read_s=max(total - engine, 0.0))
     result.diagnoses = {n: stored_diagnosis(d, got, window) for n, d in result.diagnoses.items()}
+    held = sorted(n for n, d in result.diagnoses.items() if d.maintenance)
+    if held:  # planned work does not page: shown as a warning, left out of the offenders
+        result.offenders = [o for o in result.offenders if o.node_id not in held]
+        result.confirmed = {n: f for n, f in result.confirmed.items() if n not in held}
+        result.warnings.append(f"{len(held)} node(s) in maintenance, their findings not counted as offenders: "
+                               + "; ".join(f"{n} {result.diagnoses[n].maintenance}" for n in held[:10]))
     span = history_needed(window, thresholds)
     links = got.tables["link_samples"]
     reporting = {str(n) for n in links["node_id"].dropna().unique()} if len(links) else set()  # categories: fast
