@@ -20,7 +20,14 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..config.thresholds import GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Thresholds, load_thresholds
+from ..config.thresholds import (
+    GPU_MISSING_RULE,
+    LINK_DOWN_RULE,
+    MISSING_RULE,
+    OFF_BUS_RULE,
+    Thresholds,
+    load_thresholds,
+)
 from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
 from .boards import Boards, expected_links, gpu_count
@@ -214,6 +221,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
         if software is not None:
             mine.insert(0, software)
+        if node in view.restarted:  # a reboot's links down are the reboot: said, not judged
+            warnings[node].append(view.restarted[node])
+            mine = [f for f in mine if not _only_down(f)]
         found[node] = mine
     result.timings["findings_s"] = time.perf_counter() - started - result.timings["metrics_s"]
     chosen = {n: jobs[n] for n in wanted if jobs and n in jobs}
@@ -261,6 +271,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
 
 def _off_bus(f: Finding) -> bool:
     return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in f.crossed)
+
+
+def _only_down(f: Finding) -> bool:
+    return bool(f.crossed) and all(c.rule == LINK_DOWN_RULE for c in f.crossed)
 
 
 def _stale(f: Finding) -> bool:
