@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from diagnostics.analysis import analyze_tables
-from diagnostics.enums import FaultKind
+from diagnostics.enums import FaultKind, Severity
 from tests.analysis.helpers import T0, events, link_series, links, node_links, steady, steps
 
 
@@ -149,3 +149,18 @@ def test_links_still_down_a_window_after_the_restart_are_a_fault() -> None:
                        platform="hgx-h100-8gpu")
     assert d.fault_detected and d.isolated_component == "Fabric Manager / NVIDIA driver"
     assert not any("a reboot or driver reload" in w for w in d.warnings)
+
+
+def test_a_link_warning_before_a_reboot_keeps_its_warning_not_a_down() -> None:
+    """A link already over the CRC warning is still warned after a reboot; its inactive reading is the reboot."""
+    frame = _rebooted(down_until=16)
+    marginal = (frame["gpu"] == 0) & (frame["link"] == 8)
+    order = frame.loc[marginal, "timestamp"].rank(method="first").to_numpy()
+    frame.loc[marginal, "crc_data"] = [5.0 * i if i <= 13 else 40.0 * (i - 13) for i in order]  # 480/h after it
+    d = analyze_tables({"link_samples": frame}, node_id="n1", end=(T0 + pd.Timedelta(minutes=80)).to_pydatetime(),
+                       platform="hgx-h100-8gpu")
+    assert not d.fault_detected and d.failing == []
+    warned = [f for f in d.findings if f.gpu == 0 and f.link == 8]
+    assert [f.severity for f in warned] == [Severity.WARNING]
+    assert [c.rule for c in warned[0].crossed] == ["crc"]
+    assert "the restart, not judged" in warned[0].evidence[-1]
