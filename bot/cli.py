@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "tickets": "list tickets, report a repair, verify repaired parts",
     "watch": "links trending toward a failing threshold, with the projected time",
     "maintenance": "planned work on a node: no page and no ticket from it for a while",
+    "digest": "the daily digest: new failing parts, watch list, repairs verifying, maintenance",
     "console": "run the ops channel and a clickable topology in your browser, on loopback",
 }
 
