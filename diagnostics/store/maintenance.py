@@ -2,8 +2,10 @@
 
 A node in maintenance is still diagnosed and its findings still shown, but nothing pages and no ticket is drafted
 from it: a reboot or a reseat is not a fault. Windows live in the store's database (table `maintenance`), set from
-the CLI or Slack, or come from an inventory file's `state` column (`drain`, `drained`, `cordon`, `cordoned`,
-`maintenance`: open-ended until the file says otherwise).
+the CLI or Slack, or come from an inventory file's `state` column: a scheduler state that keeps jobs off the node
+(Slurm's DRAIN, DRAINED, DRAINING, MAINT or a `+`-joined state holding one, such as IDLE+MAINTENANCE+RESERVED;
+Kubernetes' cordoned / SchedulingDisabled) holds the node in maintenance, open-ended, until an inventory ingested
+later gives another state. Slurm's state flags (`*`, `~`, `#`, ...) after the name are ignored.
 """
 
 from __future__ import annotations
@@ -17,6 +19,16 @@ from .. import format as fmt
 from ..errors import InputError
 
 TABLE = "maintenance"
+NODES = "nodes"  # the store's node records: an inventory's `state` column lands there
+HELD_STATES = frozenset({"drain", "drained", "draining", "drng", "maint", "maintenance", "cordon", "cordoned",
+                         "schedulingdisabled"})
+INVENTORY_START = datetime(1970, 1, 1, tzinfo=UTC)  # an inventory says how the node is now, not since when
+
+
+def held(state: str | None) -> bool:
+    """Whether a scheduler state keeps jobs off the node for planned work (see the module's words)."""
+    words = (w.strip().rstrip("*~#!%$@^-").lower().replace(" ", "") for w in str(state or "").split("+"))
+    return any(w in HELD_STATES for w in words)
 MAX_SPAN = timedelta(days=30)  # a window longer than a month is more likely a typo than a plan
 
 
@@ -69,8 +81,8 @@ class MaintenanceLog:
 
     def end(self, node_id: str, *, at: datetime, by: str) -> list[Maintenance]:
         """End every window of the node still open at `at`; the windows ended."""
-        at = _utc(at)
-        ended = [w for w in self.windows(node_id) if w.covers(at)]
+        at = _utc(at)  # an inventory's hold ends only with the inventory
+        ended = [w for w in self.windows(node_id) if w.covers(at) and w.source != "inventory"]
         with self.db.atomic():
             for row in self.db[TABLE].rows_where("node_id = ?", [node_id]):
                 window = self._window(row)
@@ -87,8 +99,17 @@ class MaintenanceLog:
                            str(row.get("set_by") or ""), str(row.get("source") or "cli"))
 
     def windows(self, node_id: str | None = None) -> list[Maintenance]:
+        """Every window, the open-ended ones of an inventory's state first."""
         where, args = ("node_id = ?", [node_id]) if node_id else (None, [])
-        return [self._window(r) for r in self.db[TABLE].rows_where(where, args, order_by="start")]
+        return self._inventory(where, args) + [self._window(r) for r in self.db[TABLE].rows_where(where, args,
+                                                                                                   order_by="start")]
+
+    def _inventory(self, where: str | None, args: list[str]) -> list[Maintenance]:
+        if not self.db[NODES].exists() or "state" not in self.db[NODES].columns_dict:  # type: ignore[union-attr]
+            return []
+        return [Maintenance(str(r["node_id"]), INVENTORY_START, None, f"the inventory's state is {r['state']}",
+                            "inventory", "inventory")
+                for r in self.db[NODES].rows_where(where, args) if held(r.get("state"))]
 
     def active(self, node_id: str, at: datetime) -> Maintenance | None:
         """The window covering `at` that ends last (open-ended first), if any."""

@@ -67,3 +67,35 @@ def test_bad_requests_name_what_is_wrong(tmp_path: Path, cli: Cli) -> None:
     assert code == 2 and "30 days" in err
     code, _, err = cli("maintenance", "node-12", "2h", "--store", str(store))
     assert code == 2 and "--by" in err
+
+
+def test_an_inventory_that_says_drain_holds_the_node_until_it_says_otherwise(tmp_path: Path, cli: Cli) -> None:
+    """Slurm's DRAIN (any `+`-joined state holding it, flags such as `*` ignored) is planned work: no page."""
+    store = _store(tmp_path)
+    drained = tmp_path / "drained" / "nodes.csv"
+    drained.parent.mkdir()
+    drained.write_text("node_id,platform,state\nnode-12,hgx-h100-8gpu,IDLE+DRAIN*\n")
+    code, out, _ = cli("ingest", str(drained), "--store", str(store))
+    assert code == 0
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    swept = json.loads(out)
+    assert code == 0 and swept["offenders"] == [], swept["offenders"]
+    note = swept["diagnoses"]["node-12"]["maintenance"]
+    assert "the inventory's state is IDLE+DRAIN*" in note and "no end set" in note
+    code, out, _ = cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store))
+    assert out.strip() == "node-12 is not in maintenance"  # only the inventory ends its own hold
+
+    resumed = tmp_path / "resumed" / "nodes.csv"
+    resumed.parent.mkdir()
+    resumed.write_text("node_id,platform,state\nnode-12,hgx-h100-8gpu,mixed\n")
+    assert cli("ingest", str(resumed), "--store", str(store))[0] == 0
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    assert code == 1 and {o["node_id"] for o in json.loads(out)["offenders"]} == {"node-12"}
+
+
+def test_which_scheduler_states_hold_a_node() -> None:
+    from diagnostics.store.maintenance import held
+
+    assert all(held(s) for s in ("drain", "DRAINED", "draining", "drng*", "IDLE+MAINTENANCE+RESERVED", "maint",
+                                 "cordoned", "SchedulingDisabled"))
+    assert not any(held(s) for s in ("idle", "mixed", "allocated", "down*", "", None, "Ready"))
