@@ -17,6 +17,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
+from diagnostics import RedactingFilter
 from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
 
 from . import listeners, payloads
@@ -28,6 +29,7 @@ from .settings import Settings
 from .tracker import Tracker
 
 log = logging.getLogger("fabricbot")
+log.addFilter(RedactingFilter())
 RATE_LIMIT_RETRIES = 2
 
 

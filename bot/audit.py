@@ -12,8 +12,11 @@ from typing import Any
 
 import sqlite_utils
 
+from diagnostics import redact_values
+
 TABLE = "audit"
-KINDS = ("command", "analysis", "model_call", "draft", "approval", "discard", "filing", "mention", "denied")
+KINDS = ("command", "analysis", "model_call", "draft", "approval", "discard", "filing", "mention", "denied",
+         "recovery", "repair", "verification")
 
 # Keys whose values never reach the trail, whoever passes them.
 _SECRET_SUFFIXES = ("token", "api_key", "apikey", "secret", "password", "authorization")
@@ -24,7 +27,8 @@ def _secret(key: str) -> bool:
 
 
 def _scrub(detail: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: ("[redacted]" if _secret(k) else v) for k, v in detail.items()}
+    """Secret-named keys blanked; every other string cleared of anything shaped like a key or token."""
+    return {k: ("[redacted]" if _secret(k) else redact_values(v)) for k, v in detail.items()}
 
 
 class AuditLog:
@@ -56,6 +60,7 @@ class AuditLog:
         lines = [f"# {title}", "", "| # | time (UTC) | kind | actor | subject | detail |",
                  "| --- | --- | --- | --- | --- | --- |"]
         for e in self.entries():
-            detail = "; ".join(f"{k}={v}" for k, v in e["detail"].items()).replace("|", "\\|").replace("\n", " ")
+            detail = "; ".join(f"{k}={v}" for k, v in e["detail"].items() if v is not None)  # unset: not said
+            detail = detail.replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {e['id']} | {e['at']} | {e['kind']} | {e['actor']} | {e['subject']} | {detail} |")
         return "\n".join(lines) + "\n"

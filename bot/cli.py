@@ -23,6 +23,10 @@ COMMANDS: dict[str, str] = {
     "serve": "run the Slack bot (Socket Mode, HTTP, or the local mock without a token)",
     "demo": "run a scripted Slack conversation locally; write transcripts/demo.md",
     "audit": "print the audit trail (JSON lines, or Markdown with --markdown)",
+    "tickets": "list tickets, report a repair, verify repaired parts",
+    "watch": "links trending toward a failing threshold, with the projected time",
+    "maintenance": "planned work on a node: no page and no ticket from it for a while",
+    "digest": "the daily digest: new failing parts, watch list, repairs verifying, maintenance",
     "console": "run the ops channel and a clickable topology in your browser, on loopback",
 }
 

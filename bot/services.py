@@ -5,6 +5,7 @@ It lives apart from `app.py`, so listeners import it without importing the app t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ from typing import Any
 from diagnostics import Diagnosis
 from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
 
+from . import filing
 from .audit import AuditLog
 from .drafting import Renderer
 from .nodes import NodeSource
@@ -22,6 +24,8 @@ from .state import BotState, RateLimiter
 from .storage import db_lock
 from .tracker import Tracker
 from .work import WorkQueue
+
+log = logging.getLogger("fabricbot")
 
 
 def utc_now() -> datetime:
@@ -55,6 +59,9 @@ class Services:
         self.work = WorkQueue("work", workers=s.workers, limit=s.queue_limit)
         self.drafts = WorkQueue("drafts", workers=s.draft_workers, limit=s.queue_limit)
         self.notices = WorkQueue("notices", workers=2, limit=s.queue_limit)
+        mended = filing.recover(state=self.state, tracker=self.tracker, audit=self.audit, record=self.record)
+        if mended:
+            log.warning("mended what an earlier run left between states: %s", mended)
 
     def shutdown(self) -> None:
         """Stop taking work and let what runs finish."""

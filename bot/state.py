@@ -88,7 +88,7 @@ class BotState:
 
     def claim_draft(self, draft_id: int, status: str) -> Draft | None:
         """Move a pending draft to `status` atomically; None when someone else already decided it."""
-        with self.lock, self.db.conn:
+        with self.lock, self.db.atomic():
             draft = self.draft(draft_id)
             if draft is None or draft.status != "pending":
                 return None

@@ -4,7 +4,9 @@ The mock keeps tickets and their status history in the store's database (sqlite-
 idempotent per node and component (its slug: the same link is one ticket however its name reads, port known or
 not): while a ticket is open, filing again adds evidence to it; after it
 was closed, a recurrence opens a new ticket linked to the old one and escalates it to replacement.
-Nothing is written anywhere else; a real tracker adapter implements the same protocol.
+A ticket lives open -> verifying (a person reported the repair; the bot watches the part through a soak) ->
+closed with the evidence, or back to open, escalated to replacement, when the errors return. The history keeps
+every step. Nothing is written anywhere else; a real tracker adapter implements the same protocol.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from .storage import db_lock
 
 TICKETS = "tickets"
 HISTORY = "ticket_history"
-OPEN_STATES = ("open", "in_progress")
+OPEN_STATES = ("open", "in_progress", "verifying")  # a part with a ticket in these gets no second one
+VERIFYING = "verifying"
 
 
 @dataclass(frozen=True)
@@ -41,14 +44,19 @@ class Ticket:
     linked_to: str | None = None
     escalated: bool = False
     evidence: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()  # the slugs the ticket stands for: its part and the links it explains
+    repaired_at: str | None = None
+    repaired_by: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Ticket:
-        return cls(id=row["id"], node_id=row["node_id"], component=row["component"],
-                   slug=row.get("slug") or row["component"], title=row["title"],
+        slug = row.get("slug") or row["component"]
+        return cls(id=row["id"], node_id=row["node_id"], component=row["component"], slug=slug, title=row["title"],
                    status=row["status"], priority=row["priority"], filed_by=row["filed_by"],
                    filed_at=row["filed_at"], body=row["body"], linked_to=row["linked_to"],
-                   escalated=bool(row["escalated"]), evidence=tuple(json.loads(row["evidence"] or "[]")))
+                   escalated=bool(row["escalated"]), evidence=tuple(json.loads(row["evidence"] or "[]")),
+                   parts=tuple(json.loads(row.get("parts") or "[]") or [slug]),
+                   repaired_at=row.get("repaired_at"), repaired_by=row.get("repaired_by"))
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,7 @@ class FilingResult:
 
 class Tracker(Protocol):
     def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
-             evidence: list[str]) -> FilingResult: ...
+             evidence: list[str], parts: list[str] | None = None) -> FilingResult: ...
 
     def open_ticket(self, node_id: str, slug: str) -> Ticket | None: ...
 
@@ -73,6 +81,24 @@ class Tracker(Protocol):
     def set_status(self, ticket_id: str, status: str, *, actor: str, note: str = "") -> Ticket: ...
 
     def history(self, ticket_id: str) -> list[dict[str, Any]]: ...
+
+    def report_repair(self, ticket_id: str, *, actor: str, at: str | None = None, note: str = "") -> Ticket:
+        """The repair is done: the ticket waits in `verifying` while the part is watched."""
+        ...
+
+    def close(self, ticket_id: str, *, actor: str, evidence: list[str]) -> Ticket:
+        """The repair held: closed, with what showed it."""
+        ...
+
+    def reopen(self, ticket_id: str, *, actor: str, evidence: list[str]) -> Ticket:
+        """The repair did not hold: open again and escalated to replacing the part."""
+        ...
+
+    def tickets(self) -> list[Ticket]: ...
+
+    def mend(self) -> list[Ticket]:
+        """Give a history row to each ticket a crash left without one; the tickets mended."""
+        ...
 
 
 def _now() -> str:
@@ -97,6 +123,9 @@ class SqliteTracker:
             if "slug" not in db[TICKETS].columns_dict:  # a database from before tickets were keyed by slug
                 db[TICKETS].add_column("slug", str)  # type: ignore[union-attr]
                 db.execute(f"update {TICKETS} set slug = component where slug is null")
+            for column in ("parts", "repaired_at", "repaired_by"):  # from before repairs were verified
+                if column not in db[TICKETS].columns_dict:
+                    db[TICKETS].add_column(column, str)  # type: ignore[union-attr]
             db[HISTORY].create(  # type: ignore[union-attr]
                 {"id": int, "ticket_id": str, "at": str, "status": str, "actor": str, "note": str},
                 pk="id", foreign_keys=[("ticket_id", TICKETS, "id")], if_not_exists=True,
@@ -123,8 +152,8 @@ class SqliteTracker:
             {"ticket_id": ticket_id, "at": self.clock(), "status": status, "actor": actor, "note": note})
 
     def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
-             evidence: list[str]) -> FilingResult:
-        with self._lock, self.db.conn:
+             evidence: list[str], parts: list[str] | None = None) -> FilingResult:
+        with self._lock, self.db.atomic():
             existing = self._latest(node_id, slug, open_only=True)
             if existing is not None:
                 return FilingResult(self.add_evidence(existing.id, evidence, actor=actor), created=False)
@@ -138,6 +167,7 @@ class SqliteTracker:
                 "status": "open", "priority": priority, "filed_by": actor, "filed_at": self.clock(), "body": body,
                 "linked_to": previous.id if previous else None, "escalated": int(previous is not None),
                 "evidence": json.dumps(list(dict.fromkeys(evidence))),
+                "parts": json.dumps(sorted({slug, *(parts or [])})),
             })
             note = f"recurrence of {previous.id}; escalated to replacement" if previous else "filed"
             self._history(ticket_id, "open", actor, note)
@@ -147,7 +177,7 @@ class SqliteTracker:
 
     def add_evidence(self, ticket_id: str, evidence: list[str], *, actor: str) -> Ticket:
         """Append evidence not yet on the ticket (a repeat click adds nothing)."""
-        with self._lock, self.db.conn:
+        with self._lock, self.db.atomic():
             ticket = self.get(ticket_id)
             if ticket is None:
                 raise KeyError(ticket_id)
@@ -160,7 +190,7 @@ class SqliteTracker:
             return updated
 
     def set_status(self, ticket_id: str, status: str, *, actor: str, note: str = "") -> Ticket:
-        with self._lock, self.db.conn:
+        with self._lock, self.db.atomic():
             if self.get(ticket_id) is None:
                 raise KeyError(ticket_id)
             self.db[TICKETS].update(ticket_id, {"status": status})  # type: ignore[union-attr]
@@ -169,8 +199,58 @@ class SqliteTracker:
             assert ticket is not None
             return ticket
 
+    def _ticket(self, ticket_id: str, *, status: tuple[str, ...]) -> Ticket:
+        ticket = self.get(ticket_id)
+        if ticket is None:
+            raise KeyError(ticket_id)
+        if ticket.status not in status:
+            raise ValueError(f"{ticket_id} is {ticket.status}, not {' or '.join(status)}")
+        return ticket
+
+    def report_repair(self, ticket_id: str, *, actor: str, at: str | None = None, note: str = "") -> Ticket:
+        with self._lock, self.db.atomic():
+            self._ticket(ticket_id, status=("open", "in_progress"))
+            when = at or self.clock()
+            self.db[TICKETS].update(ticket_id, {  # type: ignore[union-attr]
+                "status": VERIFYING, "repaired_at": when, "repaired_by": actor})
+            self._history(ticket_id, "repair_reported", actor, note or "repair reported")
+            self._history(ticket_id, VERIFYING, "fabricbot", f"watching the part's counters from {when}")
+            return self._ticket(ticket_id, status=(VERIFYING,))
+
+    def close(self, ticket_id: str, *, actor: str, evidence: list[str]) -> Ticket:
+        with self._lock, self.db.atomic():
+            ticket = self._ticket(ticket_id, status=(VERIFYING,))
+            merged = list(dict.fromkeys([*ticket.evidence, *evidence]))
+            self.db[TICKETS].update(ticket_id, {  # type: ignore[union-attr]
+                "status": "closed", "evidence": json.dumps(merged)})
+            self._history(ticket_id, "closed", actor, "; ".join(evidence) or "repair held")
+            return self._ticket(ticket_id, status=("closed",))
+
+    def reopen(self, ticket_id: str, *, actor: str, evidence: list[str]) -> Ticket:
+        with self._lock, self.db.atomic():
+            ticket = self._ticket(ticket_id, status=(VERIFYING,))
+            merged = list(dict.fromkeys([*ticket.evidence, *evidence]))
+            title = ticket.title if ticket.escalated else f"{ticket.title} (repair did not hold: replace the part)"
+            self.db[TICKETS].update(ticket_id, {  # type: ignore[union-attr]
+                "status": "open", "escalated": 1, "title": title, "evidence": json.dumps(merged),
+                "repaired_at": None, "repaired_by": None})
+            self._history(ticket_id, "open", actor,
+                          "repair did not hold; escalated to replacement: " + ("; ".join(evidence) or "errors back"))
+            return self._ticket(ticket_id, status=("open",))
+
     def history(self, ticket_id: str) -> list[dict[str, Any]]:
         return list(self.db[HISTORY].rows_where("ticket_id = ?", [ticket_id], order_by="id"))
+
+    def mend(self) -> list[Ticket]:
+        with self._lock, self.db.atomic():
+            orphans = [Ticket.from_row(r) for r in self.db.query(
+                f"select t.* from {TICKETS} t where not exists "
+                f"(select 1 from {HISTORY} h where h.ticket_id = t.id) order by t.seq")]
+            for ticket in orphans:
+                self.db[HISTORY].insert({  # type: ignore[union-attr]
+                    "ticket_id": ticket.id, "at": ticket.filed_at, "status": ticket.status, "actor": ticket.filed_by,
+                    "note": "filed (history row restored at start-up)"})
+            return orphans
 
     def tickets(self) -> list[Ticket]:
         return [Ticket.from_row(r) for r in self.db[TICKETS].rows_where(order_by="seq")]

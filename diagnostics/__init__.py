@@ -20,6 +20,7 @@ from .enums import ComponentKind, EventKind, FaultKind, LinkState, LinkType, Por
 from .errors import ConfigError, FabricbotError, InputError
 from .model import Crossing, Diagnosis, Finding, LinkReading, Localization, Snapshot
 from .offenders import COUNT_RULES, Offender, SweepResult, offenders_of
+from .redaction import RedactingFilter, redact, redact_values
 from .tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TABLES, TOPOLOGY, TableSchema
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "Offender",
     "PortSource",
     "Priority",
+    "RedactingFilter",
     "Rule",
     "Severity",
     "Snapshot",
@@ -63,4 +65,6 @@ __all__ = [
     "format",
     "load_thresholds",
     "offenders_of",
+    "redact",
+    "redact_values",
 ]

@@ -225,10 +225,20 @@ class Diagnosis(BaseModel):
     verdict: str | None = Field(
         default=None, description="Plain words on the slowdown: which link explains it, or 'not the fabric'."
     )
+    maintenance: str | None = Field(
+        default=None, description="Planned work on the node over this window: its findings are shown, not paged "
+                                  "or ticketed ('in maintenance until ...').")
 
     @property
     def failing(self) -> list[Finding]:
         return [f for f in self.findings if f.severity in (Severity.FAILING, Severity.DOWN)]
+
+    def parts_of(self, slug: str) -> list[str]:
+        """The slugs a ticket for `slug` stands for: itself and, for a localized part (a switch, a GPU), the links
+        it explains; a repair of the part is verified on all of them."""
+        names = {link for loc in self.localizations or ([self.localization] if self.localization else [])
+                 if loc.ref.slug == slug for link in loc.links}
+        return sorted({slug} | {f.ref.slug for f in self.findings if f.component in names})
 
     def seed_view(self) -> dict[str, Any]:
         """The five keys of the seed examples' expected output."""

@@ -22,6 +22,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"a scenario scores below {args.min_score} (lowest {lowest}), or a benign node is urgent/high "
               f"({report.false_urgent_high})", file=sys.stderr)
         return 1
+    if args.min_score is not None and report.life is not None and not report.life.ok:
+        print("the life nodes fail: a restart ticketed, a false warning, a lead under 24 h or a repair misjudged",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -31,5 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ev.add_argument("fleet", metavar="DIR", help="a folder written by `fabricbot synth`")
     ev.add_argument("--json", action="store_true", help="machine-readable output (the same scores, and per node)")
     ev.add_argument("--min-score", type=float, default=None,
-                    help="exit 1 if any scenario's score is below this or a benign node is urgent or high")
+                    help="exit 1 if any scenario's score is below this, a benign node is urgent or high, or "
+                         "the life nodes fail (a restart ticketed, a false warning, a lead under 24 h, a repair "
+                         "misjudged)")
     ev.set_defaults(func=cmd_eval)

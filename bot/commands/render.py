@@ -11,17 +11,26 @@ from diagnostics import InputError
 from diagnostics import format as units
 from diagnostics.render import Drawable, drawable_from_file, drawable_from_store, render_with_warnings
 
+FORMATS = ("png", "svg")
+
 
 def _format(args: argparse.Namespace) -> str:
-    if args.format:
-        return str(args.format)
+    """The format asked for, or the output's suffix; a suffix that names another format is refused, not ignored."""
     suffix = Path(args.output).suffix.lower().lstrip(".") if args.output else ""
-    return suffix if suffix in ("png", "svg") else "png"
+    if args.format:
+        if suffix and suffix != args.format:
+            raise InputError(f"-o names a .{suffix} file but --format is {args.format}", source=str(args.output))
+        return str(args.format)
+    if suffix and suffix not in FORMATS:
+        raise InputError(f"cannot write .{suffix}: the picture is PNG or SVG (name the file .png or .svg, or give "
+                         "--format)", source=str(args.output))
+    return suffix or "png"
 
 
 def cmd_render(args: argparse.Namespace) -> int:
     store = args.store or os.environ.get("FABRICBOT_STORE")
     target = Path(args.target)
+    fmt = _format(args)  # before any work: a wrong name fails at once
     drawable: Drawable
     if target.is_file():
         drawable = drawable_from_file(target, platform=args.platform, case=args.case, node_id=args.node)
@@ -32,7 +41,6 @@ def cmd_render(args: argparse.Namespace) -> int:
                          source=args.target)
     if drawable.graph.node_id is None:
         drawable.graph.node_id = args.node or target.stem
-    fmt = _format(args)
     window = args.window
     if window is None and drawable.diagnosis is not None and drawable.diagnosis.window_end is not None:
         window = units.window(drawable.diagnosis.window_hours, drawable.diagnosis.window_end)  # which it shows
@@ -60,7 +68,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="a snapshot JSON, `nvidia-smi topo -m` output or NCCL topology XML; or a node id "
                              "in the store")
     render.add_argument("-o", "--output", metavar="FILE", help="where to write the picture (default NODE.png)")
-    render.add_argument("--format", choices=("png", "svg"), help="picture format (default: from -o, else png)")
+    render.add_argument("--format", choices=FORMATS, help="picture format (default: from -o, else png)")
     render.add_argument("--store", metavar="DIR", help="telemetry store folder (default $FABRICBOT_STORE)")
     render.add_argument("--platform", help="draw with this platform's template instead of detecting it")
     render.add_argument("--case", type=int, metavar="N", help="which snapshot of a list to draw (from 1)")

@@ -11,11 +11,13 @@ from diagnostics.synth import DEFAULT_NODES, generate
 
 def cmd_synth(args: argparse.Namespace) -> int:
     truth_path = generate(out=Path(args.out), seed=args.seed, nodes=args.nodes, hours=args.hours,
-                          interval_min=args.interval, fmt=args.format, scrapes=args.scrapes)
+                          interval_min=args.interval, fmt=args.format, scrapes=args.scrapes,
+                          life=not args.no_life)
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     faults = sum(len(n["faults"]) for n in truth["nodes"].values())
     print(f"wrote {len(truth['nodes'])} nodes x {args.hours:g} h ({faults} faults, {len(truth['jobs'])} jobs) "
-          f"to {args.out}; ground truth: {truth_path}")
+          f"to {args.out}; ground truth: {truth_path}" + ("" if args.no_life else
+                                                           "; restarts, slow failures and repairs in life/"))
     return 0
 
 
@@ -30,4 +32,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     synth.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="table file format")
     synth.add_argument("--scrapes", type=int, default=2, metavar="N",
                        help="also write the last hour of N nodes as dcgm-exporter scrapes (default 2)")
+    synth.add_argument("--no-life", action="store_true",
+                       help="leave out the life nodes (four days of planned restarts, slow failures and repairs)")
     synth.set_defaults(func=cmd_synth)

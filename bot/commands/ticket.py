@@ -91,11 +91,16 @@ def cmd_ticket(args: argparse.Namespace) -> int:
             audit.record("model_call", actor="fabricbot ticket", subject=call.model, detail=call.model_dump())
 
     drafter: Drafter = RulesDrafter() if args.rules else drafter_from_env(on_model_call=record)
+    diagnoses = _diagnoses(args.target, args)  # an input error is said first, and alone
     if drafter.name == "rules" and not args.rules:
         print("fabricbot: ANTHROPIC_API_KEY is not set: drafting with the rules drafter (offline default)",
               file=sys.stderr)
     tickets: list[dict[str, Any]] = []
-    for label, diagnosis, graph in _diagnoses(args.target, args):
+    for label, diagnosis, graph in diagnoses:
+        if diagnosis.maintenance and not args.inspect:
+            print(f"{label}: {diagnosis.maintenance}: no ticket from planned work "
+                  "(`fabricbot maintenance NODE --end` when it is over)", file=sys.stderr)
+            continue
         try:
             if args.inspect:
                 inspection = (drafter.inspect(diagnosis, graph=graph) if isinstance(drafter, ClaudeDrafter)

@@ -2,9 +2,9 @@
 
 Filing is guarded: only the allowed channels and groups may decide; with two-person filing the approver is someone
 other than who asked for the draft; a button acts only on the draft its own message shows; a draft is claimed
-atomically (a double click files once) and the tracker returns the open ticket for the same node and part (two
-drafts never make two tickets). A failed filing puts the draft back; a refused message update after a filing
-tells the person what was filed.
+in one transaction (a double click files once; a crash leaves all or nothing) and the tracker returns the open
+ticket for the same node and part (two drafts never make two tickets). A failed filing writes nothing; a refused
+message update after a filing tells the person what was filed.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from slack_sdk.errors import SlackApiError
 from diagnostics.tickets import evidence_lines
 
 from .. import blocks
+from .. import filing as filing_
 from ..mrkdwn import esc, mention
 from ..replies import error_code, explain
 from ..services import Services
+from ..state import Draft
 from ..work import BUSY, Busy
 from .clicks import Click, click
 
@@ -86,35 +88,33 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
         services.record("denied", actor=at.user, subject=f"draft {draft_id}", reason="two-person filing")
         at.reply.tell("Two-person filing is on: someone other than you, who asked for this draft, must approve it.")
         return
-    claimed = services.state.claim_draft(draft_id, "filing" if filing else "discarded")
-    if claimed is None:
+
+    def evidence(draft: Draft) -> list[str]:
+        diagnosis = services.state.analysis(draft.analysis_id)
+        when = services.clock().isoformat(timespec="seconds")
+        return evidence_lines(diagnosis, draft.component, when, draft.analysis_id) if diagnosis else []
+
+    def parts(draft: Draft) -> list[str]:
+        diagnosis = services.state.analysis(draft.analysis_id)
+        return diagnosis.parts_of(draft.slug) if diagnosis else [draft.slug]
+
+    try:
+        decision = filing_.decide(state=services.state, tracker=services.tracker, record=services.record,
+                                  draft_id=draft_id, actor=at.user, filing=filing, evidence=evidence, parts=parts)
+    except Exception as exc:  # the tracker refused: nothing was written, and the person hears why
+        at.reply.tell(f"Filing failed, so the draft is still open: {esc(exc)}")
+        raise
+    if decision is None:
         current = services.state.draft(draft_id)
         state = "gone" if current is None else current.status
         extra = f" as {esc(current.ticket_id)}" if current and current.ticket_id else ""
         at.reply.tell(f"That draft is already {state}{extra}.")
         return
-    subject = f"{claimed.node_id} / {claimed.component}"
-    if not filing:
-        services.record("discard", actor=at.user, subject=subject, draft=draft_id)
+    if decision.result is None:
         outcome = f":wastebasket: Discarded by {mention(at.user)}."
     else:
-        services.record("approval", actor=at.user, subject=subject, draft=draft_id)
-        diagnosis = services.state.analysis(claimed.analysis_id)
-        when = services.clock().isoformat(timespec="seconds")
-        evidence = evidence_lines(diagnosis, claimed.component, when, claimed.analysis_id) if diagnosis else []
-        try:
-            result = services.tracker.file(
-                node_id=claimed.node_id, component=claimed.component, slug=claimed.slug or claimed.component,
-                title=f"{claimed.node_id}: {claimed.component}", body=claimed.markdown,
-                priority=claimed.priority, actor=at.user, evidence=evidence)
-        except Exception as exc:  # the tracker refused: the draft goes back, and the person hears why
-            services.state.update_draft(draft_id, status="pending")
-            at.reply.tell(f"Filing failed, so the draft is still open: {esc(exc)}")
-            raise
+        result = decision.result
         ticket = result.ticket
-        services.state.update_draft(draft_id, status="filed", ticket_id=ticket.id)
-        services.record("filing", actor="fabricbot", subject=subject, ticket=ticket.id, created=result.created,
-                        approved_by=at.user, recurrence_of=result.recurrence_of)
         if not result.created:
             outcome = (f":link: Already open as *{esc(ticket.id)}* (filed by {mention(ticket.filed_by)}); "
                        f"{mention(at.user)}'s approval added this evidence to it.")

@@ -1,6 +1,7 @@
 """The analysis engine, in the order data flows: rates -> rules -> findings -> events -> correlation -> localization,
 and its entry points: a fleet's diagnoses (`analyze_fleet`), one node's (`analyze_tables`: the same engine on that
-node's rows) and a snapshot's (`analyze_snapshot`: counters already summed over a window).
+node's rows), a snapshot's (`analyze_snapshot`: counters already summed over a window), and a repair's
+verification (`check_repair`: the repaired part judged window by window since).
 """
 
 from .correlate import JobExplanation, LinkScore, job_nodes, jobs_on
@@ -10,7 +11,18 @@ from .node import analyze_tables, explain_job, node_tables
 from .pasted import Reading, rates_between
 from .rates import counters_in
 from .snapshot import analyze_snapshot, degradation_pct
-from .stored import CORRELATION_SPAN, analyze_store, node_span, read_node, stored_diagnosis, sweep_store, sweep_tables
+from .stored import (
+    CORRELATION_SPAN,
+    analyze_store,
+    node_span,
+    read_node,
+    stored_diagnosis,
+    sweep_store,
+    sweep_tables,
+    watch_store,
+)
+from .trends import Watch, watch_list
+from .verify import RepairCheck, RepairVerdict, check_repair, check_stored_repair
 
 __all__ = [
     "CORRELATION_SPAN",
@@ -19,10 +31,15 @@ __all__ = [
     "JobExplanation",
     "LinkScore",
     "Reading",
+    "RepairCheck",
+    "RepairVerdict",
+    "Watch",
     "analyze_fleet",
     "analyze_snapshot",
     "analyze_store",
     "analyze_tables",
+    "check_repair",
+    "check_stored_repair",
     "counters_in",
     "degradation_pct",
     "explain_job",
@@ -36,4 +53,6 @@ __all__ = [
     "stored_diagnosis",
     "sweep_store",
     "sweep_tables",
+    "watch_list",
+    "watch_store",
 ]

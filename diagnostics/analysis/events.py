@@ -39,6 +39,7 @@ class NodeView:
     nvlinks_seen: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # node -> GPU -> NVLink indices
     nvlinks_live: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # ... of series still reporting
     all_inactive: dict[str, str] = field(default_factory=dict)  # node -> why every NVLink reads inactive
+    restarted: dict[str, str] = field(default_factory=dict)  # node -> its reboot or driver reload in the window
 
 
 def _floats(series: pd.Series) -> np.ndarray:
@@ -90,6 +91,7 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
         view.nvlinks_seen.setdefault(str(names[node]), {}).setdefault(g, set()).add(lk)
         if not gone:
             view.nvlinks_live.setdefault(str(names[node]), {}).setdefault(g, set()).add(lk)
+    _restarts(view, metrics, codes, names, nv)
     if "link_state" in metrics.columns:
         state = metrics["link_state"].astype("string").fillna("up").to_numpy(object)
         down = np.isin(state, ["inactive", "down"])
@@ -97,8 +99,26 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
         summary = nv_rows.groupby("node").agg(links=("down", "size"), down=("down", "all"), gpus=("gpu", "nunique"))
         dead = summary[(summary["down"]) & (summary["links"] >= 2) & (summary["gpus"] > 1)]
         for node, count, gpus in zip(dead.index.tolist(), dead["links"].tolist(), dead["gpus"].tolist(), strict=True):
-            view.all_inactive[str(names[node])] = f"all {count} NVLinks on all {gpus} GPUs are inactive at once"
+            if str(names[node]) not in view.restarted:
+                view.all_inactive[str(names[node])] = f"all {count} NVLinks on all {gpus} GPUs are inactive at once"
     return view
+
+
+RESTART_SHARE = 0.9  # of a node's links whose counters restart in one window: the node (or its driver) restarted
+
+
+def _restarts(view: NodeView, metrics: pd.DataFrame, codes: np.ndarray, names: list[str], nv: np.ndarray) -> None:
+    """Nodes whose NVLink counters nearly all restarted in the window: a reboot or driver reload, planned or not.
+    Links reading down together right after it are the restart, not a fault; still down a window later, they are."""
+    if "resets" not in metrics.columns or not nv.any():
+        return
+    reset = metrics["resets"].to_numpy(np.float64, na_value=0.0) > 0
+    share = pd.Series(reset[nv]).groupby(codes[nv]).mean()
+    for node, part in zip(share.index.tolist(), share.tolist(), strict=True):
+        if part >= RESTART_SHARE:
+            view.restarted[str(names[node])] = (
+                f"the counters of {part:.0%} of its NVLinks restarted in this window: a reboot or driver reload "
+                "(links down right after it are the restart, not a fault; still down a window later, they are)")
 
 
 def merge_sources(events: pd.DataFrame) -> pd.DataFrame:

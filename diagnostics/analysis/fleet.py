@@ -20,7 +20,14 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..config.thresholds import GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Thresholds, load_thresholds
+from ..config.thresholds import (
+    GPU_MISSING_RULE,
+    LINK_DOWN_RULE,
+    MISSING_RULE,
+    OFF_BUS_RULE,
+    Thresholds,
+    load_thresholds,
+)
 from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding
 from .boards import Boards, expected_links, gpu_count
@@ -40,6 +47,7 @@ from .localize import localize_all
 from .metrics import candidates, link_metrics, records
 from .rates import ns, prepare_rows, utc_datetime, utc_ns
 from .rows import observed_lanes, per_link_rows
+from .rules import summarize
 
 PIECE_ROWS = 4_000_000
 
@@ -214,6 +222,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
         if software is not None:
             mine.insert(0, software)
+        if node in view.restarted:  # a reboot's links down are the reboot: said, not judged
+            warnings[node].append(view.restarted[node])
+            mine = [j for f in mine if (j := _restart_judged(f)) is not None]
         found[node] = mine
     result.timings["findings_s"] = time.perf_counter() - started - result.timings["metrics_s"]
     chosen = {n: jobs[n] for n in wanted if jobs and n in jobs}
@@ -261,6 +272,19 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
 
 def _off_bus(f: Finding) -> bool:
     return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in f.crossed)
+
+
+def _restart_judged(f: Finding) -> Finding | None:
+    """A finding after a restart: its link reading down is the restart, so only its other crossings judge it (none
+    left: no finding)."""
+    kept = [c for c in f.crossed if c.rule != LINK_DOWN_RULE]
+    if len(kept) == len(f.crossed):
+        return f
+    if not kept:
+        return None
+    severity, ratio = summarize(kept)
+    return f.model_copy(update={"crossed": kept, "severity": severity, "worst_ratio": ratio,
+                                "evidence": [*f.evidence, "inactive right after the restart: the restart, not judged"]})
 
 
 def _stale(f: Finding) -> bool:

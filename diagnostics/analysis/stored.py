@@ -12,14 +12,18 @@ import pandas as pd
 
 from .. import format as fmt
 from ..config.thresholds import Thresholds, load_thresholds
+from ..config.watch import WatchPolicy, load_watch
+from ..enums import Priority
 from ..errors import InputError
 from ..model import Diagnosis
 from ..offenders import SweepResult, offenders_of
+from ..store.maintenance import Maintenance
 from ..store.telemetry import StoreWindow, TelemetryStore, open_store
 from .diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 from .rates import utc_datetime
+from .trends import Watch, watch_list
 
 CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants
 
@@ -61,7 +65,22 @@ def stored_diagnosis(diagnosis: Diagnosis, got: StoreWindow, window: timedelta) 
                      "--at): no window can place them; ingest the file again with --at TIME or --at mtime")
     if notes:
         diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *notes]})
+    if got.end is not None:
+        diagnosis = planned(diagnosis, got.maintenance.get(node, []), start=got.end - window, end=got.end)
     return diagnosis
+
+
+def planned(diagnosis: Diagnosis, windows: list[Maintenance], *, start: datetime, end: datetime) -> Diagnosis:
+    """A diagnosis of a node whose planned work overlaps the window: its findings kept and shown, its priority
+    low (nothing pages) and `maintenance` set (no ticket is drafted from it)."""
+    hits = [w for w in windows if w.start <= end and (w.until is None or w.until > start)]
+    if not hits:
+        return diagnosis
+    window = max(hits, key=lambda w: w.until or end + timedelta(days=3650))
+    note = window.note if window.covers(end) else f"{window.note}; it ended inside this window"
+    return diagnosis.model_copy(update={
+        "maintenance": note, "ticket_priority": Priority.LOW,
+        "warnings": [f"{note}: findings are shown, not paged or ticketed", *diagnosis.warnings]})
 
 
 
@@ -123,6 +142,12 @@ def sweep_store(store: TelemetryStore, *, thresholds: Thresholds, at: datetime |
     engine = analysis.timings.get("total_s", 0.0)
     result = result_of(analysis, window_hours=window_hours, read_s=max(total - engine, 0.0))
     result.diagnoses = {n: stored_diagnosis(d, got, window) for n, d in result.diagnoses.items()}
+    held = sorted(n for n, d in result.diagnoses.items() if d.maintenance)
+    if held:  # planned work does not page: shown as a warning, left out of the offenders
+        result.offenders = [o for o in result.offenders if o.node_id not in held]
+        result.confirmed = {n: f for n, f in result.confirmed.items() if n not in held}
+        result.warnings.append(f"{len(held)} node(s) in maintenance, their findings not counted as offenders: "
+                               + "; ".join(f"{n} {result.diagnoses[n].maintenance}" for n in held[:10]))
     span = history_needed(window, thresholds)
     links = got.tables["link_samples"]
     reporting = {str(n) for n in links["node_id"].dropna().unique()} if len(links) else set()  # categories: fast
@@ -150,3 +175,20 @@ def _newest_event(store: TelemetryStore) -> datetime | None:
         return None
     newest = pd.to_datetime(events["timestamp"], utc=True).max()
     return None if pd.isna(newest) else utc_datetime(newest)
+
+
+def watch_store(store: TelemetryStore, *, nodes: list[str] | None = None, end: datetime | None = None,
+                policy: WatchPolicy | None = None, thresholds: Thresholds | None = None,
+                chunk: int = 64) -> list[Watch]:
+    """The watch list over the store's lookback, read `chunk` nodes at a time so memory follows the chunk, not
+    the fleet (a 72 h lookback holds three days of every link)."""
+    policy = policy or load_watch()
+    names = nodes if nodes is not None else store.nodes()
+    end = end or store.newest(names)
+    if end is None:
+        return []
+    found: list[Watch] = []
+    for i in range(0, len(names), chunk):
+        got = store.read_window(end=end, span=policy.lookback, nodes=names[i:i + chunk])
+        found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds)
+    return sorted(found, key=lambda w: (w.hours_left, w.node_id, w.ref.slug))

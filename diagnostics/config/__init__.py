@@ -4,14 +4,20 @@ from .catalogs import load_sxid_catalog, load_xid_catalog
 from .platforms import all_platforms, platform_for_model
 from .repair_plan import RepairPlan, repair_plan
 from .thresholds import Rule, Thresholds, load_thresholds
+from .verification import VerificationPolicy, load_verification
+from .watch import WatchPolicy, load_watch
 
 __all__ = [
     "RepairPlan",
     "Rule",
     "Thresholds",
+    "VerificationPolicy",
+    "WatchPolicy",
     "all_platforms",
     "load_sxid_catalog",
     "load_thresholds",
+    "load_verification",
+    "load_watch",
     "load_xid_catalog",
     "platform_for_model",
     "repair_plan",

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
 
 # The default data files shipped with the package; a user file overrides each.
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -20,3 +25,21 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: {what} not found") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path.name}: not a readable {what}: {exc}") from None
+
+
+def load_policy(model: type[M], default: Path, env: str, what: str, path: Path | None,
+                overrides: dict[str, object]) -> M:
+    """A small policy file: the defaults, the user's file (argument or $`env`) key by key over them, then
+    `overrides` (None: not given); a ConfigError names the file, the field and the value otherwise."""
+    values = read_toml(default, what)
+    named = os.environ.get(env)
+    user = path or (Path(named) if named else None)
+    if user is not None:
+        values |= read_toml(user, what)
+    values |= {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(map(str, err["loc"]))
+        raise ConfigError(f"{(user or default).name}: {field}: {err['msg']} (got {err.get('input')!r})") from None

@@ -1,6 +1,7 @@
 """The local telemetry store: Parquet samples by node and day, a SQLite database beside them, windowed reads."""
 
 from .load import load_inputs
+from .maintenance import Maintenance, MaintenanceLog
 from .sources import At, FileOutcome, IngestReport, read_sources
 from .telemetry import DB_NAME, StoreWindow, TelemetryStore, open_store
 
@@ -9,6 +10,8 @@ __all__ = [
     "At",
     "FileOutcome",
     "IngestReport",
+    "Maintenance",
+    "MaintenanceLog",
     "StoreWindow",
     "TelemetryStore",
     "load_inputs",

@@ -22,13 +22,14 @@ from ..ingest.base import Source
 from ..topology.inventory import _ALIASES, load_inventory
 
 NODES_FILE = "nodes.csv"
-NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location")
-_OWN = {"node_serial", "rack_location", "slot", "serial"}  # fields no telemetry table has
+NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "state")
+_OWN = {"node_serial", "rack_location", "slot", "serial", "state"}  # fields no telemetry table has
+_STATE = ("state", "node_state")  # the scheduler's word for the node: `drain` puts it in maintenance
 
 
 def _name(column: str) -> str | None:
     key = column.strip().lower().replace(" ", "_").replace("-", "_")
-    return "platform" if key == "platform" else _ALIASES.get(key)
+    return key if key == "platform" else "state" if key in _STATE else _ALIASES.get(key)
 
 
 def _is_inventory_header(columns: list[str]) -> bool:
@@ -59,7 +60,7 @@ def read_node_file(source: Source, *, node_id: str | None = None) -> pd.DataFram
         if "node_id" not in [_name(c) for c in header]:
             raise InputError("a nodes file needs a node_id column (node_id,platform)", source=source.name,
                              value=",".join(header[:8]))
-        return _records(path, _platforms_csv(path), node_id)
+        return _records(path, _column_csv(path, "platform"), node_id, _column_csv(path, "state"))
     try:
         data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError):
@@ -70,20 +71,24 @@ def read_node_file(source: Source, *, node_id: str | None = None) -> pd.DataFram
     named = next((v for k, v in data.items() if _name(str(k)) == "node_id"), None) or node_id
     if not named:
         raise InputError("the inventory names no node (add node_id, or pass --node)", source=source.name)
-    return _records(path, {str(named): platform}, str(named))
+    state = next((v for k, v in data.items() if _name(str(k)) == "state"), None)
+    return _records(path, {str(named): platform}, str(named), {str(named): state} if state else {})
 
 
-def _platforms_csv(path: Path) -> dict[str, Any]:
+def _column_csv(path: Path, column: str) -> dict[str, Any]:
+    """node -> the CSV's value of `column` (its last row for the node); {} without the column."""
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     renamed = frame.rename(columns={c: _name(c) or c for c in frame.columns})
-    if "platform" not in renamed.columns:
+    if column not in renamed.columns:
         return {}
-    rows = renamed[["node_id", "platform"]].drop_duplicates("node_id", keep="last")
-    return dict(zip(rows["node_id"], rows["platform"], strict=True))
+    rows = renamed[["node_id", column]].drop_duplicates("node_id", keep="last")
+    return dict(zip(rows["node_id"], rows[column], strict=True))
 
 
-def _records(path: Path, platforms: dict[str, Any], node_id: str | None) -> pd.DataFrame:
-    """One row per node: its platform (checked against the known platforms), serial and rack."""
+def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
+             states: dict[str, Any] | None = None) -> pd.DataFrame:
+    """One row per node: its platform (checked against the known platforms), serial, rack and scheduler state."""
+    states = states or {}
     inventory = load_inventory(path)
     known = all_platforms()
     rows = []
@@ -94,9 +99,9 @@ def _records(path: Path, platforms: dict[str, Any], node_id: str | None) -> pd.D
             raise InputError(f"unknown platform {platform!r} for node {name} (known: {', '.join(sorted(known))})",
                              source=str(path), value=str(platform))
         rows.append({"node_id": name, "platform": platform, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location})
+                     "rack_location": node.rack_location, "state": str(states.get(name) or "").strip() or None})
     if not rows and node_id:
         node = inventory.node(None)
         rows.append({"node_id": node_id, "platform": None, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location})
+                     "rack_location": node.rack_location, "state": None})
     return pd.DataFrame(rows, columns=list(NODE_COLUMNS))

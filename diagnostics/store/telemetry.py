@@ -32,6 +32,7 @@ from ..ingest.base import IngestResult, Source
 from ..ingest.summary import nodes as summary_nodes
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
 from .catalog import Catalog
+from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, read_parts, write_part
 from .sources import At, IngestReport, read_sources
 
@@ -64,6 +65,7 @@ class StoreWindow:
     stats: ScanStats
     newest: dict[str, datetime]  # each asked node's newest link reading in the store (at any time)
     undated: dict[str, int] = field(default_factory=dict)  # per asked node, link readings without a time
+    maintenance: dict[str, list[Maintenance]] = field(default_factory=dict)  # per asked node, its planned work
 
     @property
     def platforms(self) -> dict[str, str]:
@@ -95,6 +97,11 @@ class TelemetryStore:
     @property
     def db(self) -> sqlite_utils.Database:
         return self._db
+
+    @property
+    def maintenance(self) -> MaintenanceLog:
+        """The nodes' planned-work windows (kept in the store's database)."""
+        return MaintenanceLog(self._db)
 
     # ---- writing ----
     def ingest(self, sources: Iterable[str | Path | Source], *, fmt: str | None = None,
@@ -256,9 +263,13 @@ class TelemetryStore:
                   "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),
                   "nodes": self._sql_table("nodes", names, lambda f: f)}
         undated = self._catalog.undated_rows("link_samples", names) if names else {}
+        planned: dict[str, list[Maintenance]] = {}
+        for window in self.maintenance.windows():
+            if names is None or window.node_id in names:
+                planned.setdefault(window.node_id, []).append(window)
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
-                           undated)
+                           undated, planned)
 
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
         extra, args = None, []

@@ -26,6 +26,8 @@ from ..enums import Priority
 from ..errors import InputError
 from ..model import Diagnosis, Localization
 from .fleet import load
+from .life import load_life
+from .life_eval import LifeReport, score_life
 from .truth import EXPLAINS, NO_JOB, NOT_SLOWER, NOT_THE_FABRIC
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
@@ -120,6 +122,8 @@ class EvalReport(BaseModel):
     scenarios: dict[str, ScenarioScores] = Field(default_factory=dict)
     false_urgent_high: int = 0
     nodes: list[NodeResult] = Field(default_factory=list)
+    life: LifeReport | None = Field(default=None, description="Restarts, warnings and repairs, where the fleet has "
+                                                               "life nodes.")
 
     def overall(self) -> ScenarioScores:
         total = ScenarioScores()
@@ -143,7 +147,9 @@ class EvalReport(BaseModel):
 
         return {"fleet": self.fleet, "scenarios": {k: row(v) for k, v in sorted(self.scenarios.items())},
                 "overall": row(self.overall()), "lowest": self.lowest(), "false_urgent_high": self.false_urgent_high,
-                "nodes": [n.model_dump(mode="json") for n in self.nodes]}
+                "nodes": [n.model_dump(mode="json") for n in self.nodes],
+                "life": None if self.life is None else self.life.model_dump(mode="json") | {
+                    "min_lead_hours": self.life.min_lead, "ok": self.life.ok}}
 
     def render(self) -> str:
         width = max([len(s) for s in self.scenarios] + [8])
@@ -158,6 +164,8 @@ class EvalReport(BaseModel):
             lines.append(line(name, self.scenarios[name]))
         lines.append(line("overall", self.overall()))
         lines.append(f"false urgent/high: {self.false_urgent_high}")
+        if self.life is not None:
+            lines += self.life.lines()
         shown = {"fit": "faults"}  # what the truth says of a part that did not fit: its fault kind (and part)
         for n in self.nodes:
             for what in n.wrong:
@@ -247,7 +255,11 @@ def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1)) -> Eval
         raise InputError("no ground_truth.json: not a fleet written by `fabricbot synth`", source=str(fleet_dir))
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     tables, inventory = load(fleet_dir)
-    return score(tables, truth, inventory, name=fleet_dir.name, window=window)
+    report = score(tables, truth, inventory, name=fleet_dir.name, window=window)
+    life = load_life(fleet_dir)
+    if life is not None:
+        report.life = score_life(*life)
+    return report
 
 
 def score(tables: dict[str, pd.DataFrame], truth: dict[str, Any], inventory: dict[str, str], *, name: str = "",

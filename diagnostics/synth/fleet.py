@@ -190,8 +190,10 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
 
 
 def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, interval_min: float = 5.0,
-             fmt: str = "parquet", scrapes: int = 2, scenarios: Sequence[str] | None = None) -> Path:
-    """Write the fleet under `out`; returns the ground-truth file. `scrapes` nodes also get dcgm scrapes."""
+             fmt: str = "parquet", scrapes: int = 2, scenarios: Sequence[str] | None = None,
+             life: bool = False) -> Path:
+    """Write the fleet under `out`; returns the ground-truth file. `scrapes` nodes also get dcgm scrapes; `life`
+    adds the life nodes (`synth.life`) in `out/life`."""
     tables, truth = build(seed=seed, nodes=nodes, hours=hours, interval_min=interval_min, scenarios=scenarios)
     out.mkdir(parents=True, exist_ok=True)
     for name, frame in tables.items():
@@ -208,6 +210,10 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
     _scrapes(tables["link_samples"], tables["events"], out / "dcgm", order[:scrapes])
     path = out / "ground_truth.json"
     path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if life:
+        from .life import generate_life  # it builds on this module
+
+        generate_life(out, seed=seed, end=pd.Timestamp(truth["end"]))
     return path
 
 

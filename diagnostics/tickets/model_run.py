@@ -19,6 +19,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
+from ..redaction import redact
 from .calls import CallLog, ModelCall
 
 ENV_MODEL = "FABRICBOT_MODEL"
@@ -38,9 +39,9 @@ def model_name(model: str | Model | None) -> str:
 
 
 def scrub(text: str) -> str:
-    """`text` without the API key in it (an SDK error may echo the request)."""
-    key = os.environ.get(ENV_KEY)
-    return text.replace(key, "[redacted]") if key else text
+    """`text` without a secret in it (an SDK error may echo the request, or a cut key): by shape and by the
+    configured key (`redaction.redact`)."""
+    return redact(text)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,10 @@ GPU off the bus with the PCIe history before it; Fabric Manager down; a GPU's NV
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from diagnostics.analysis import analyze_tables
-from diagnostics.enums import FaultKind
+from diagnostics.enums import FaultKind, Severity
 from tests.analysis.helpers import T0, events, link_series, links, node_links, steady, steps
 
 
@@ -115,3 +116,51 @@ def test_the_gpu_link_on_a_port_a_fatal_sxid_stopped_is_that_sxid_not_a_second_p
     assert any("GPU 4 NVLink 3" in e and "same link" in e for e in d.localizations[0].evidence)
     alone = analyze_tables({"link_samples": down}, node_id="n1", platform="hgx-h100-8gpu")
     assert [loc.fault for loc in alone.localizations] == [FaultKind.NVLINK]  # no SXid: the link is the part
+
+
+def _rebooted(down_until: int, *, n: int = 37) -> pd.DataFrame:
+    """A healthy switched node rebooted at reading 12 (an hour in): a 15-minute gap, every counter restarts, and
+    every NVLink reads down from the first reading back up to reading `down_until`."""
+    frames = []
+    for g in range(8):
+        for k in range(18):
+            rows = [i for i in range(n) if not 12 < i < 15]
+            frame = link_series([2.0 * 5 / 60 * (i if i <= 12 else i - 15) for i in rows], gpu=g, link=k,
+                                peer=f"NVSwitch {k % 4}", times=[T0 + pd.Timedelta(minutes=5 * i) for i in rows])
+            frame["link_state"] = ["down" if 15 <= i <= down_until else "up" for i in rows]
+            frames.append(frame)
+    return links(*frames)
+
+
+@pytest.mark.parametrize("end_min", [75, 90, 120])
+def test_a_reboot_is_said_not_judged(end_min: int) -> None:
+    """NVSentinel raised NVLINK_DOWN on 214 of 288 nodes from planned reboots: links down together right after
+    every counter restarted are the reboot."""
+    frame = _rebooted(down_until=16)
+    d = analyze_tables({"link_samples": frame}, node_id="n1", end=(T0 + pd.Timedelta(minutes=end_min)).to_pydatetime(),
+                       platform="hgx-h100-8gpu")
+    assert not d.fault_detected and d.ticket_priority.value == "low" and d.failing == []
+    assert any("a reboot or driver reload" in w for w in d.warnings)
+
+
+def test_links_still_down_a_window_after_the_restart_are_a_fault() -> None:
+    frame = _rebooted(down_until=36)  # never came back up
+    d = analyze_tables({"link_samples": frame}, node_id="n1", end=(T0 + pd.Timedelta(minutes=180)).to_pydatetime(),
+                       platform="hgx-h100-8gpu")
+    assert d.fault_detected and d.isolated_component == "Fabric Manager / NVIDIA driver"
+    assert not any("a reboot or driver reload" in w for w in d.warnings)
+
+
+def test_a_link_warning_before_a_reboot_keeps_its_warning_not_a_down() -> None:
+    """A link already over the CRC warning is still warned after a reboot; its inactive reading is the reboot."""
+    frame = _rebooted(down_until=16)
+    marginal = (frame["gpu"] == 0) & (frame["link"] == 8)
+    order = frame.loc[marginal, "timestamp"].rank(method="first").to_numpy()
+    frame.loc[marginal, "crc_data"] = [5.0 * i if i <= 13 else 40.0 * (i - 13) for i in order]  # 480/h after it
+    d = analyze_tables({"link_samples": frame}, node_id="n1", end=(T0 + pd.Timedelta(minutes=80)).to_pydatetime(),
+                       platform="hgx-h100-8gpu")
+    assert not d.fault_detected and d.failing == []
+    warned = [f for f in d.findings if f.gpu == 0 and f.link == 8]
+    assert [f.severity for f in warned] == [Severity.WARNING]
+    assert [c.rule for c in warned[0].crossed] == ["crc"]
+    assert "the restart, not judged" in warned[0].evidence[-1]

@@ -83,3 +83,13 @@ def test_without_a_platform_the_peer_column_still_names_the_shared_switch() -> N
     assert d.platform is None and d.localization is not None
     assert d.localization.kind is ComponentKind.NVSWITCH and d.localization.component == "NVSwitch 1"
     assert {f.switch for f in d.failing} == {"NVSwitch 1"}
+
+
+def test_a_switch_ticket_stands_for_the_links_it_explains_and_a_link_ticket_for_itself() -> None:
+    frame = links(*(link_series(steady(5000), gpu=g, link=3, peer="nvswitch-1") for g in range(4)),
+                  *(link_series(steady(0), gpu=g, link=4, peer="nvswitch-2") for g in range(4)))
+    d = analyze_tables({"link_samples": frame}, node_id="n1")
+    assert d.localization is not None
+    switch = d.localization.ref.slug
+    assert d.parts_of(switch) == sorted({switch, *(f"gpu{g}-nvlink3" for g in range(4))})
+    assert d.parts_of("gpu0-nvlink4") == ["gpu0-nvlink4"]  # a healthy link's ticket watches only that link

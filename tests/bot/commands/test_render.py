@@ -83,6 +83,16 @@ def test_file_without_topology_is_a_clear_error(tmp_path: Path, cli: Cli) -> Non
     assert code == 2 and "--store" in err
 
 
+def test_an_output_name_of_another_format_is_refused_before_any_work(tmp_path: Path, cli: Cli) -> None:
+    snap = FIXTURES / "seed_examples.json"
+    code, _, err = cli("render", str(snap), "--case", "1", "-o", str(tmp_path / "x.gif"))
+    assert code == 2 and ".gif" in err and "x.gif" in err and not (tmp_path / "x.gif").exists()
+    code, _, err = cli("render", str(snap), "--case", "1", "-o", str(tmp_path / "x.png"), "--format", "svg")
+    assert code == 2 and "--format is svg" in err and not (tmp_path / "x.png").exists()
+    code, stdout, _ = cli("render", str(snap), "--case", "1", "-o", str(tmp_path / "x.SVG"))
+    assert code == 0 and "(svg," in stdout and (tmp_path / "x.SVG").read_bytes().lstrip().startswith(b"<")
+
+
 def test_node_from_the_store(tmp_path: Path, cli: Cli) -> None:
     store = tmp_path / "store"
     open_store(store).ingest([REAL / "topo_m_dgx_a100_1.txt"], node_id="a100-3")

@@ -14,6 +14,7 @@ from diagnostics import analyze_fleet, load_thresholds
 from diagnostics.analysis.stored import sweep_store
 from diagnostics.store.telemetry import open_store
 from diagnostics.synth.fleet import load
+from diagnostics.synth.life import load_life
 
 FLEET = Path(__file__).resolve().parents[3] / "fixtures" / "fleet"
 
@@ -41,7 +42,10 @@ def test_the_store_sweep_finds_what_the_engine_finds_in_memory(store_dir: Path,
     assert [r for r in result["incomplete_reasons"] if "one reading per link" in r and all(n in r for n in lone)]
     assert len(result["incomplete_reasons"]) == 1
     tables, inventory = load(FLEET)
-    memory = analyze_fleet(tables, platforms=inventory)
+    life = load_life(FLEET)  # the fleet folder holds the life nodes too, ending at the fleet's end
+    assert life is not None
+    tables = {k: pd.concat([v, life[0][k]], ignore_index=True) if k in life[0] else v for k, v in tables.items()}
+    memory = analyze_fleet(tables, platforms={**inventory, **life[1]})
     assert sorted(result["diagnoses"]) == sorted(n for n, d in memory.diagnoses.items()
                                                  if any(f.severity.value != "ok" for f in d.findings))
     for node, d in result["diagnoses"].items():

@@ -1,0 +1,47 @@
+"""`fabricbot digest`: the daily digest (new failing parts, the watch list, repairs waiting for verification, nodes
+in maintenance) printed from the store and the tracker; the bot posts the same to the ops channel on a schedule."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import asdict
+
+from diagnostics import InputError
+from diagnostics.store import open_store
+
+from ..digest import build_digest, digest_lines
+from ..options import add_threshold_options, parse_time, thresholds_from
+from ..storage import open_db
+from ..tracker import SqliteTracker
+
+
+def cmd_digest(args: argparse.Namespace) -> int:
+    folder = args.store or os.environ.get("FABRICBOT_STORE")
+    if not folder:
+        raise InputError("the digest reads the store and its tickets: give --store DIR (or set FABRICBOT_STORE)")
+    store = open_store(folder, create=False)
+    tracker = SqliteTracker(open_db(store.root))
+    digest = build_digest(store, tracker, thresholds=thresholds_from(args),
+                          at=parse_time(args.at, field="--at") if args.at else None)
+    if args.json:
+        print(json.dumps({"at": digest.at.isoformat(), "new": [asdict(o) for o in digest.new],
+                          "ticketed": digest.ticketed,
+                          "watches": [{**w.model_dump(mode="json"), "component": w.component} for w in digest.watches],
+                          "verifying": [asdict(t) for t in digest.verifying],
+                          "maintenance": [{**asdict(w), "note": w.note} for w in digest.maintenance],
+                          "incomplete": digest.incomplete}, indent=2, default=str))
+    else:
+        print("\n".join(digest_lines(digest)))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("digest", help="the daily digest: new failing parts, watch list, repairs verifying, "
+                                      "maintenance")
+    p.add_argument("--store", metavar="DIR", help="telemetry store folder (default $FABRICBOT_STORE)")
+    p.add_argument("--at", metavar="TIME", help="as of this time (ISO 8601; default the newest reading)")
+    p.add_argument("--json", action="store_true")
+    add_threshold_options(p)
+    p.set_defaults(func=cmd_digest)

@@ -1,0 +1,106 @@
+"""`fabricbot tickets`: the mock tracker's tickets, a repair reported, and the repaired parts verified.
+
+A ticket reported repaired waits in `verifying`; `fabricbot tickets verify` judges each such part on the store's
+readings since its repair and closes the ticket when the soak held, or reopens it, escalated to replacement, when
+the errors came back. Nothing here touches hardware: the tracker is the local mock in the store's database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from diagnostics import InputError
+from diagnostics.config import load_verification
+from diagnostics.store import DB_NAME, open_store
+
+from ..audit import AuditLog
+from ..options import parse_time
+from ..storage import open_db
+from ..tracker import SqliteTracker, Ticket
+from ..verification import verify_repairs
+
+
+def _folder(args: argparse.Namespace) -> Path:
+    store = Path(args.store or os.environ.get("FABRICBOT_STORE") or ".store")
+    if not (store / DB_NAME).exists():
+        raise InputError("no fabricbot database here (run the bot or `fabricbot ingest` first)", source=str(store))
+    return store
+
+
+def _line(t: Ticket) -> str:
+    flags = " escalated" if t.escalated else ""
+    repaired = f", repaired {t.repaired_at} by {t.repaired_by}" if t.repaired_at else ""
+    return f"{t.id}  {t.status:<9} {t.priority:<7} {t.node_id} / {t.component}{flags}{repaired}"
+
+
+def cmd_tickets(args: argparse.Namespace) -> int:
+    folder = _folder(args)
+    db = open_db(folder)
+    tracker, audit = SqliteTracker(db), AuditLog(db)
+    action = args.action or "list"
+    if action == "list":
+        tickets = [t for t in tracker.tickets() if args.status in (None, t.status)]
+        if args.json:
+            print(json.dumps([asdict(t) for t in tickets], indent=2))
+        else:
+            print("\n".join(map(_line, tickets)) if tickets else "no tickets")
+        return 0
+    if action == "show":
+        ticket = tracker.get(args.ticket)
+        if ticket is None:
+            raise InputError("no such ticket", field="ticket", value=args.ticket)
+        print(_line(ticket))
+        for h in tracker.history(ticket.id):
+            print(f"  {h['at']}  {h['status']:<15} {h['actor']}: {h['note']}")
+        return 0
+    if action == "repaired":
+        at = parse_time(args.at, field="--at").isoformat(timespec="seconds") if args.at else None
+        try:
+            ticket = tracker.report_repair(args.ticket, actor=args.by, at=at, note=args.note or "")
+        except KeyError:
+            raise InputError("no such ticket", field="ticket", value=args.ticket) from None
+        except ValueError as exc:
+            raise InputError(str(exc), field="ticket", value=args.ticket) from None
+        audit.record("repair", actor=args.by, subject=f"{ticket.node_id} / {ticket.component}", detail={
+            "ticket": ticket.id, "repaired_at": ticket.repaired_at, "note": args.note})
+        soak = load_verification().soak_hours
+        print(f"{ticket.id} is verifying: its part is watched for {soak:g} h of readings from {ticket.repaired_at} "
+              "(`fabricbot tickets verify` checks it)")
+        return 0
+    store = open_store(folder, create=False)
+    results = verify_repairs(tracker=tracker, store=store, record=lambda kind, *, actor, subject="", **detail:
+                             audit.record(kind, actor=actor, subject=subject, detail=detail),
+                             ticket_ids=set(args.ticket) if args.ticket else None)
+    if args.json:
+        print(json.dumps([{"ticket": r.ticket.id, "status": r.ticket.status, **r.check.model_dump(mode="json")}
+                          for r in results], indent=2))
+    else:
+        for r in results:
+            print(f"{r.ticket.id} {r.ticket.status}: {r.check.summary}")
+        if not results:
+            print("no ticket is verifying")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("tickets", help="list tickets, report a repair, verify repaired parts")
+    p.add_argument("--store", metavar="DIR", help="the store folder (default FABRICBOT_STORE or ./.store)")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    listing = actions.add_parser("list", help="every ticket (the default)")
+    listing.add_argument("--status", help="only tickets in this state (open, verifying, closed)")
+    listing.add_argument("--json", action="store_true")
+    show = actions.add_parser("show", help="one ticket with its history")
+    show.add_argument("ticket", metavar="ID")
+    repaired = actions.add_parser("repaired", help="report a ticket's repair done: it waits in verifying")
+    repaired.add_argument("ticket", metavar="ID")
+    repaired.add_argument("--by", required=True, help="who did the repair")
+    repaired.add_argument("--at", help="when (ISO 8601; default now)")
+    repaired.add_argument("--note", help="what was done (e.g. 'reseated NVSwitch tray')")
+    verify = actions.add_parser("verify", help="judge each verifying ticket's part on the readings since its repair")
+    verify.add_argument("ticket", metavar="ID", nargs="*", help="only these tickets")
+    verify.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_tickets, status=None, json=False)

@@ -1,0 +1,49 @@
+"""`fabricbot watch`: links climbing toward a failing threshold, with the time the trend says they will cross."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from diagnostics import InputError
+from diagnostics.analysis import watch_store
+from diagnostics.config import load_watch
+from diagnostics.store import open_store
+
+from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    folder = args.store or os.environ.get("FABRICBOT_STORE")
+    if not folder:
+        raise InputError("the watch list reads the store's history: give --store DIR (or set FABRICBOT_STORE)")
+    store = open_store(folder, create=False)
+    policy = load_watch(args.policy, horizon_hours=args.horizon, lookback_hours=args.lookback)
+    unknown = sorted(set(args.node) - set(store.nodes()))
+    if unknown:
+        raise InputError("no such node in the store", field="--node", value=", ".join(unknown))
+    watches = watch_store(store, nodes=args.node or None, policy=policy, thresholds=thresholds_from(args),
+                          end=parse_time(args.at, field="--at") if args.at else None)
+    if args.json:
+        print(json.dumps([{**w.model_dump(mode="json"), "component": w.component} for w in watches], indent=2))
+        return 0
+    if not watches:
+        print(f"nothing climbing toward a failing threshold within {policy.horizon_hours:g} h "
+              f"(last {policy.lookback_hours:g} h of readings)")
+    for w in watches:
+        print(f"watch  {w.node_id}  {w.summary}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("watch", help="links trending toward a failing threshold, with the projected time")
+    p.add_argument("--store", metavar="DIR", help="telemetry store folder (default $FABRICBOT_STORE)")
+    p.add_argument("--node", action="append", default=[], metavar="ID", help="only this node (repeatable)")
+    p.add_argument("--at", metavar="TIME", help="judge as of this time (ISO 8601; default the newest reading)")
+    p.add_argument("--horizon", type=hours_type, metavar="HOURS", help="how far ahead to project (e.g. 7d, 48h)")
+    p.add_argument("--lookback", type=hours_type, metavar="HOURS", help="how much history the trend is fit on")
+    p.add_argument("--policy", metavar="FILE", help="a watch policy TOML file (default $FABRICBOT_WATCH)")
+    p.add_argument("--json", action="store_true")
+    add_threshold_options(p)
+    p.set_defaults(func=cmd_watch)

@@ -1,0 +1,101 @@
+"""The daily digest: what changed on the fabric since yesterday, for the ops channel or a terminal.
+
+New offenders (a failing part with no open ticket yet), the watch list, tickets waiting for their repair to be
+verified, and the nodes in maintenance. It reads the store and the tracker; it files nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from diagnostics import InputError, Priority, Thresholds
+from diagnostics import format as fmt
+from diagnostics.analysis import Watch, sweep_store, watch_store
+from diagnostics.store import Maintenance, TelemetryStore
+
+from .tracker import Ticket, Tracker
+
+SHOWN = 10  # of each list; the rest are counted
+
+
+@dataclass(frozen=True)
+class NewOffender:
+    node_id: str
+    component: str
+    slug: str
+    priority: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Digest:
+    at: datetime
+    new: list[NewOffender] = field(default_factory=list)
+    ticketed: int = 0  # failing parts that already have an open ticket
+    watches: list[Watch] = field(default_factory=list)
+    verifying: list[Ticket] = field(default_factory=list)
+    maintenance: list[Maintenance] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)
+
+    @property
+    def quiet(self) -> bool:
+        return not (self.new or self.watches or self.verifying or self.maintenance)
+
+
+def build_digest(store: TelemetryStore, tracker: Tracker, *, thresholds: Thresholds,
+                 at: datetime | None = None) -> Digest:
+    """The digest as of `at` (default: the store's newest reading)."""
+    sweep = sweep_store(store, thresholds=thresholds, at=at)
+    new: list[NewOffender] = []
+    ticketed = 0
+    for node, d in sorted(sweep.diagnoses.items()):
+        if d.maintenance or not d.fault_detected:
+            continue
+        for loc in d.localizations:
+            if tracker.open_ticket(node, loc.ref.slug) is not None:
+                ticketed += 1
+                continue
+            new.append(NewOffender(node, loc.ref.name, loc.ref.slug, d.ticket_priority.value,
+                                   loc.evidence[0] if loc.evidence else d.repair_action))
+    urgency = list(Priority)[::-1]  # urgent first
+    new.sort(key=lambda o: (urgency.index(Priority(o.priority)), o.node_id, o.slug))
+    end = at or sweep.at
+    open_maintenance = [w for n in store.nodes() if (w := store.maintenance.active(n, end)) is not None]
+    return Digest(at=end, new=new, ticketed=ticketed, watches=watch_store(store, end=end, thresholds=thresholds),
+                  verifying=[t for t in tracker.tickets() if t.status == "verifying"],
+                  maintenance=open_maintenance, incomplete=sweep.incomplete_reasons)
+
+
+def _more(items: list[object]) -> list[str]:
+    return [f"... and {len(items) - SHOWN} more"] if len(items) > SHOWN else []
+
+
+def digest_lines(d: Digest) -> list[str]:
+    """The digest as plain lines, in the order a person reads it: what is new first."""
+    lines = [f"Fabric digest for {fmt.when(d.at)}"]
+    if d.quiet:
+        return [*lines, "Nothing new: no new failing part, nothing climbing, no repair waiting, no node in "
+                        "maintenance.", *[f"Incomplete: {r}" for r in d.incomplete]]
+    lines.append(f"New failing parts ({len(d.new)}; {d.ticketed} more already ticketed):" if d.new else
+                 f"New failing parts: none ({d.ticketed} already ticketed)")
+    lines += [f"  {o.priority:<7} {o.node_id} / {o.component}: {o.why}" for o in d.new[:SHOWN]] + _more(list(d.new))
+    lines.append(f"Watch ({len(d.watches)}):" if d.watches else "Watch: nothing climbing toward a threshold")
+    lines += [f"  {w.node_id} {w.summary}" for w in d.watches[:SHOWN]] + _more(list(d.watches))
+    lines.append(f"Waiting for verification ({len(d.verifying)}):" if d.verifying else
+                 "Waiting for verification: none")
+    lines += [f"  {t.id} {t.node_id} / {t.component}, repaired {t.repaired_at} by {t.repaired_by}"
+              for t in d.verifying[:SHOWN]] + _more(list(d.verifying))
+    lines.append(f"In maintenance ({len(d.maintenance)}):" if d.maintenance else "In maintenance: none")
+    lines += [f"  {w.node_id} {w.note}" for w in d.maintenance[:SHOWN]] + _more(list(d.maintenance))
+    lines += [f"Incomplete: {r}" for r in d.incomplete]
+    return lines
+
+
+def next_run(now: datetime, at_hhmm: str) -> datetime:
+    """The next time of day `HH:MM` (UTC) after `now`: when the scheduled digest posts."""
+    hours, _, minutes = at_hhmm.partition(":")
+    if not (hours.isdigit() and minutes.isdigit() and int(hours) < 24 and int(minutes) < 60):
+        raise InputError("a digest time is HH:MM (UTC)", field="FABRICBOT_DIGEST_AT", value=at_hhmm)
+    today = now.astimezone(UTC).replace(hour=int(hours), minute=int(minutes), second=0, microsecond=0)
+    return today if today > now else today + timedelta(days=1)

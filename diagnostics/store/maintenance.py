@@ -1,0 +1,124 @@
+"""Planned work: which nodes are in maintenance, from when until when, why and on whose word.
+
+A node in maintenance is still diagnosed and its findings still shown, but nothing pages and no ticket is drafted
+from it: a reboot or a reseat is not a fault. Windows live in the store's database (table `maintenance`), set from
+the CLI or Slack, or come from an inventory file's `state` column: a scheduler state that keeps jobs off the node
+(Slurm's DRAIN, DRAINED, DRAINING, MAINT or a `+`-joined state holding one, such as IDLE+MAINTENANCE+RESERVED;
+Kubernetes' cordoned / SchedulingDisabled) holds the node in maintenance, open-ended, until an inventory ingested
+later gives another state. Slurm's state flags (`*`, `~`, `#`, ...) after the name are ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import sqlite_utils
+
+from .. import format as fmt
+from ..errors import InputError
+
+TABLE = "maintenance"
+NODES = "nodes"  # the store's node records: an inventory's `state` column lands there
+HELD_STATES = frozenset({"drain", "drained", "draining", "drng", "maint", "maintenance", "cordon", "cordoned",
+                         "schedulingdisabled"})
+INVENTORY_START = datetime(1970, 1, 1, tzinfo=UTC)  # an inventory says how the node is now, not since when
+
+
+def held(state: str | None) -> bool:
+    """Whether a scheduler state keeps jobs off the node for planned work (see the module's words)."""
+    words = (w.strip().rstrip("*~#!%$@^-").lower().replace(" ", "") for w in str(state or "").split("+"))
+    return any(w in HELD_STATES for w in words)
+MAX_SPAN = timedelta(days=30)  # a window longer than a month is more likely a typo than a plan
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    """One node's planned-work window; `until` None: open-ended (an inventory's drain state)."""
+
+    node_id: str
+    start: datetime
+    until: datetime | None
+    reason: str
+    set_by: str
+    source: str = "cli"
+
+    def covers(self, moment: datetime) -> bool:
+        return self.start <= moment and (self.until is None or moment < self.until)
+
+    @property
+    def note(self) -> str:
+        """As the answer says it: "in maintenance until 2026-03-01 10:00 UTC: swap GPU 3 (set by UALICE)"."""
+        until = f"until {fmt.when(self.until)}" if self.until else f"({self.source}, no end set)"
+        return f"in maintenance {until}: {self.reason or 'planned work'} (set by {self.set_by})"
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+class MaintenanceLog:
+    """The maintenance windows in a store's database."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self.db = db
+        db[TABLE].create({"id": int, "node_id": str, "start": str, "until": str,  # type: ignore[union-attr]
+                          "reason": str, "set_by": str, "source": str, "ended_by": str},
+                         pk="id", not_null={"node_id", "start"}, if_not_exists=True)
+
+    def set(self, node_id: str, *, start: datetime, span: timedelta, reason: str, set_by: str,
+            source: str = "cli") -> Maintenance:
+        if not timedelta(0) < span <= MAX_SPAN:
+            raise InputError(f"a maintenance window is more than 0 and at most {MAX_SPAN.days} days",
+                             field="duration", value=str(span))
+        start = _utc(start)
+        window = Maintenance(node_id, start, start + span, reason, set_by, source)
+        with self.db.atomic():
+            self.db[TABLE].insert({"node_id": node_id, "start": start.isoformat(),  # type: ignore[union-attr]
+                                   "until": window.until.isoformat() if window.until else None,
+                                   "reason": reason, "set_by": set_by, "source": source})
+        return window
+
+    def end(self, node_id: str, *, at: datetime, by: str) -> list[Maintenance]:
+        """End every window of the node still open at `at`; the windows ended."""
+        at = _utc(at)  # an inventory's hold ends only with the inventory
+        ended = [w for w in self.windows(node_id) if w.covers(at) and w.source != "inventory"]
+        with self.db.atomic():
+            for row in self.db[TABLE].rows_where("node_id = ?", [node_id]):
+                window = self._window(row)
+                if window.covers(at):
+                    self.db[TABLE].update(row["id"], {"until": at.isoformat(),  # type: ignore[union-attr]
+                                                      "ended_by": by})
+        return ended
+
+    @staticmethod
+    def _window(row: dict[str, object]) -> Maintenance:
+        until = row.get("until")
+        return Maintenance(str(row["node_id"]), datetime.fromisoformat(str(row["start"])),
+                           datetime.fromisoformat(str(until)) if until else None, str(row.get("reason") or ""),
+                           str(row.get("set_by") or ""), str(row.get("source") or "cli"))
+
+    def windows(self, node_id: str | None = None) -> list[Maintenance]:
+        """Every window, the open-ended ones of an inventory's state first."""
+        where, args = ("node_id = ?", [node_id]) if node_id else (None, [])
+        return self._inventory(where, args) + [self._window(r) for r in self.db[TABLE].rows_where(where, args,
+                                                                                                   order_by="start")]
+
+    def _inventory(self, where: str | None, args: list[str]) -> list[Maintenance]:
+        if not self.db[NODES].exists() or "state" not in self.db[NODES].columns_dict:
+            return []
+        return [Maintenance(str(r["node_id"]), INVENTORY_START, None, f"the inventory's state is {r['state']}",
+                            "inventory", "inventory")
+                for r in self.db[NODES].rows_where(where, args) if held(r.get("state"))]
+
+    def active(self, node_id: str, at: datetime) -> Maintenance | None:
+        """The window covering `at` that ends last (open-ended first), if any."""
+        at = _utc(at)
+        covering = [w for w in self.windows(node_id) if w.covers(at)]
+        return max(covering, key=lambda w: w.until or datetime.max.replace(tzinfo=UTC), default=None)
+
+    def overlapping(self, node_id: str, start: datetime, end: datetime) -> Maintenance | None:
+        """A window that overlaps [start, end] (a reboot inside the analysis window counts, even if it ended)."""
+        start, end = _utc(start), _utc(end)
+        hits = [w for w in self.windows(node_id) if w.start <= end and (w.until is None or w.until > start)]
+        return max(hits, key=lambda w: w.until or datetime.max.replace(tzinfo=UTC), default=None)

@@ -1,0 +1,127 @@
+"""Score the alert's life on the life nodes (`life`): restarts never ticketed, warnings early and only where due,
+repairs judged as they turned out.
+
+- Restarts: every window ending from the restart to two hours after it (each sample) is analyzed; a diagnosis
+  that detects a fault there would ticket a planned reboot.
+- Warnings: the watch list once an hour over the last 48 hours; a node with no fault warned at any of them is a
+  false warning. A slow failure's lead time is from the first warning (held from then to the end) to the hour its
+  truth crosses the threshold; one never warned has no lead (0 h).
+- Repairs: the verification the tracker runs, on the readings from the repair to the end; right when a repair that
+  held is closed and one that failed is reopened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from ..analysis import analyze_fleet
+from ..analysis.trends import watch_list
+from ..analysis.verify import RepairVerdict, check_repair
+from .life import RESTARTS
+
+WARN_SPAN = timedelta(hours=48)
+WARN_STEP = timedelta(hours=1)  # the watch list is read once an hour, as a scheduled run would
+RESTART_SPAN = timedelta(hours=2)
+MIN_LEAD_HOURS = 24.0
+
+
+class LifeReport(BaseModel):
+    """What `fabricbot eval` prints for the life nodes, with the cases behind each figure."""
+
+    restarts: int = 0
+    restarts_ticketed: list[str] = Field(default_factory=list, description="node at window end, per ticketing window")
+    quiet_nodes: int = 0
+    false_warnings: list[str] = Field(default_factory=list)
+    leads: dict[str, float] = Field(default_factory=dict, description="node -> hours of warning (0: never warned)")
+    repairs: dict[str, str] = Field(default_factory=dict, description="node -> verdict given")
+    repairs_right: list[str] = Field(default_factory=list)
+
+    @property
+    def min_lead(self) -> float | None:
+        return min(self.leads.values()) if self.leads else None
+
+    @property
+    def ok(self) -> bool:
+        lead = self.min_lead
+        return (not self.restarts_ticketed and not self.false_warnings and len(self.repairs_right) == len(self.repairs)
+                and (lead is None or lead >= MIN_LEAD_HOURS))
+
+    def lines(self) -> list[str]:
+        lead = self.min_lead
+        warned = sum(v > 0 for v in self.leads.values())
+        held = sum(v == RepairVerdict.HELD.value for v in self.repairs.values())
+        out = [f"reboots ticketed: {len(self.restarts_ticketed)} (of {self.restarts} planned reboots and driver "
+               "reloads, every window to 2 h after each)",
+               f"false warnings: {len(self.false_warnings)} (of {self.quiet_nodes} nodes with no fault, over 48 h)",
+               "warning lead time: " + ("n/a" if lead is None else f"min {lead:.0f} h") +
+               f" ({warned}/{len(self.leads)} slow failures warned)",
+               f"repairs verified: {len(self.repairs_right)}/{len(self.repairs)} ({held} closed as held, "
+               f"{len(self.repairs) - held} not)"]
+        out += [f"  ticketed after a restart: {x}" for x in self.restarts_ticketed]
+        out += [f"  warned with no fault: {x}" for x in self.false_warnings]
+        out += [f"  {n} ({v})" for n, v in self.repairs.items() if n not in self.repairs_right]
+        return out
+
+
+def _sample_ends(samples: pd.DataFrame, node: str, start: pd.Timestamp, stop: pd.Timestamp,
+                 every: timedelta | None = None) -> list[pd.Timestamp]:
+    """The node's sample times from `start` to `stop`, at most one per `every`."""
+    t = samples.loc[samples["node_id"] == node, "timestamp"]
+    times = sorted(pd.Timestamp(x) for x in t[(t >= start) & (t <= stop)].unique())
+    if every is None:
+        return times
+    kept: list[pd.Timestamp] = []
+    for when in times:
+        if not kept or when - kept[-1] >= every:
+            kept.append(when)
+    return kept
+
+
+def score_life(tables: Mapping[str, pd.DataFrame], inventory: Mapping[str, str], truth: dict[str, Any]) -> LifeReport:
+    report = LifeReport()
+    samples = tables["link_samples"]
+    end = pd.Timestamp(truth["end"])
+    by_node = {n: {k: v[v["node_id"] == n] for k, v in tables.items()} for n in truth["nodes"]}
+    for node, t in sorted(truth["nodes"].items()):
+        mine = by_node[node]
+        if t["scenario"] in RESTARTS:
+            report.restarts += 1
+            at = pd.Timestamp(t["restart_at"])
+            for when in _sample_ends(samples, node, at, at + RESTART_SPAN):
+                d = analyze_fleet(mine, end=when, platforms=inventory, nodes=[node]).diagnoses[node]
+                if d.fault_detected:
+                    report.restarts_ticketed.append(f"{node} at {when:%Y-%m-%d %H:%M}: {d.isolated_component}")
+        if t["scenario"] in (*RESTARTS, "healthy_long", "slow_degradation"):
+            ends = _sample_ends(samples, node, end - WARN_SPAN, end, WARN_STEP)
+            warned = [bool(_watched(mine, when, t.get("component"))) for when in ends]
+            if t["scenario"] != "slow_degradation":
+                report.quiet_nodes += 1
+                if any(warned):
+                    first = ends[warned.index(True)]
+                    report.false_warnings.append(f"{node} at {first:%Y-%m-%d %H:%M}: "
+                                                 f"{_watched(mine, first, None)[0]}")
+            else:
+                held = next((i for i, w in enumerate(reversed(warned)) if not w), len(warned))  # warned to the end
+                crosses = pd.Timestamp(t["crosses_at"])
+                report.leads[node] = (crosses - ends[-held]).total_seconds() / 3600 if held else 0.0
+        if t["scenario"] in ("repair_holds", "repair_fails"):
+            repaired = pd.Timestamp(t["repaired_at"])
+            since = {k: v[v["timestamp"] >= repaired] if "timestamp" in v else v for k, v in mine.items()}
+            check = check_repair(since, node_id=node, parts=[t["component"]], repaired_at=repaired.to_pydatetime(),
+                                 now=end.to_pydatetime(), platforms=inventory, platform=inventory.get(node))
+            report.repairs[node] = check.verdict.value
+            want = RepairVerdict.HELD if t["holds"] else RepairVerdict.FAILED
+            if check.verdict is want:
+                report.repairs_right.append(node)
+    return report
+
+
+def _watched(tables: Mapping[str, pd.DataFrame], when: pd.Timestamp, component: str | None) -> list[str]:
+    """The watches at `when` (only those on `component` when one is named)."""
+    return [w.summary for w in watch_list(tables, end=when.to_pydatetime())
+            if component is None or w.ref.slug == component]

@@ -1,0 +1,101 @@
+"""Planned work: a node in maintenance is diagnosed and shown, but nothing pages and no ticket comes from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from diagnostics.store import open_store
+from tests.analysis.helpers import T0, link_series, links, steady
+
+from .conftest import Cli
+
+END = T0 + pd.Timedelta(hours=2)
+
+
+def _store(tmp_path: Path) -> Path:
+    """node-12 with a failing link over two hours, node-13 healthy."""
+    frame = links(link_series(steady(9000.0, 25), node="node-12", gpu=2, link=1),
+                  link_series(steady(2.0, 25), node="node-13", gpu=0, link=0))
+    csv = tmp_path / "links.csv"
+    frame.to_csv(csv, index=False)
+    store = tmp_path / "store"
+    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
+    return store
+
+
+def test_a_window_over_the_analysis_keeps_the_findings_and_stops_the_page_and_the_ticket(tmp_path: Path,
+                                                                                          cli: Cli) -> None:
+    store = _store(tmp_path)
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    assert code == 1 and json.loads(out)["offenders"]  # before: node-12 pages
+    code, out, _ = cli("maintenance", "node-12", "3h", "reseat NVSwitch tray", "--by", "alice", "--store", str(store),
+                       "--at", (END - pd.Timedelta(minutes=30)).isoformat())
+    assert code == 0 and "in maintenance until 2026-03-01 04:30 UTC: reseat NVSwitch tray (set by alice)" in out
+
+    code, out, _ = cli("analyze", "--store", str(store), "--node", "node-12", "--json")
+    diagnosis = json.loads(out)
+    assert diagnosis["maintenance"].startswith("in maintenance until 2026-03-01 04:30 UTC")
+    assert diagnosis["fault_detected"] and diagnosis["ticket_priority"] == "low"  # shown, not paged
+    code, out, err = cli("ticket", "node-12", "--store", str(store))
+    assert code == 1 and "no ticket from planned work" in err and out == ""
+    code, out, err = cli("sweep", "--store", str(store), "--json")
+    swept = json.loads(out)
+    assert code == 0 and swept["offenders"] == [] and "node-12" in " ".join(swept["warnings"])
+
+    code, out, _ = cli("maintenance", "--store", str(store), "--at", END.isoformat())
+    assert out.split()[:2] == ["node-12", "now"]
+    code, out, _ = cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store),
+                       "--at", (END + pd.Timedelta(hours=5)).isoformat())
+    assert out.strip() == "node-12 is not in maintenance"  # its 3 h were over by then
+    code, out, _ = cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store),
+                       "--at", (END - pd.Timedelta(minutes=10)).isoformat())
+    assert out.strip() == "node-12: ended 1 maintenance window(s)"
+    code, out, _ = cli("analyze", "--store", str(store), "--node", "node-12", "--json")
+    assert "ended inside this window" in json.loads(out)["maintenance"]  # the last hour still saw it
+
+
+def test_bad_requests_name_what_is_wrong(tmp_path: Path, cli: Cli) -> None:
+    store = _store(tmp_path)
+    code, _, err = cli("maintenance", "node-99", "2h", "--by", "alice", "--store", str(store))
+    assert code == 2 and "node-99" in err
+    code, _, err = cli("maintenance", "node-12", "forever", "--by", "alice", "--store", str(store))
+    assert code == 2 and "forever" in err
+    code, _, err = cli("maintenance", "node-12", "90d", "--by", "alice", "--store", str(store))
+    assert code == 2 and "30 days" in err
+    code, _, err = cli("maintenance", "node-12", "2h", "--store", str(store))
+    assert code == 2 and "--by" in err
+
+
+def test_an_inventory_that_says_drain_holds_the_node_until_it_says_otherwise(tmp_path: Path, cli: Cli) -> None:
+    """Slurm's DRAIN (any `+`-joined state holding it, flags such as `*` ignored) is planned work: no page."""
+    store = _store(tmp_path)
+    drained = tmp_path / "drained" / "nodes.csv"
+    drained.parent.mkdir()
+    drained.write_text("node_id,platform,state\nnode-12,hgx-h100-8gpu,IDLE+DRAIN*\n")
+    code, out, _ = cli("ingest", str(drained), "--store", str(store))
+    assert code == 0
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    swept = json.loads(out)
+    assert code == 0 and swept["offenders"] == [], swept["offenders"]
+    note = swept["diagnoses"]["node-12"]["maintenance"]
+    assert "the inventory's state is IDLE+DRAIN*" in note and "no end set" in note
+    code, out, _ = cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store))
+    assert out.strip() == "node-12 is not in maintenance"  # only the inventory ends its own hold
+
+    resumed = tmp_path / "resumed" / "nodes.csv"
+    resumed.parent.mkdir()
+    resumed.write_text("node_id,platform,state\nnode-12,hgx-h100-8gpu,mixed\n")
+    assert cli("ingest", str(resumed), "--store", str(store))[0] == 0
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    assert code == 1 and {o["node_id"] for o in json.loads(out)["offenders"]} == {"node-12"}
+
+
+def test_which_scheduler_states_hold_a_node() -> None:
+    from diagnostics.store.maintenance import held
+
+    assert all(held(s) for s in ("drain", "DRAINED", "draining", "drng*", "IDLE+MAINTENANCE+RESERVED", "maint",
+                                 "cordoned", "SchedulingDisabled"))
+    assert not any(held(s) for s in ("idle", "mixed", "allocated", "down*", "", None, "Ready"))

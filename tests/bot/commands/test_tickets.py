@@ -1,0 +1,72 @@
+"""`fabricbot tickets`: a repair reported, then verified on the readings ingested since: closed or reopened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from bot.storage import open_db
+from bot.tracker import SqliteTracker
+from diagnostics.store import open_store
+from tests.analysis.helpers import T0, link_series, links, steady
+
+from .conftest import Cli
+
+SOAK_SAMPLES = 24 * 12 + 1  # the default soak, a day at 5 min
+
+
+def _ingest(store: Path, frame: pd.DataFrame, name: str) -> None:
+    csv = store.parent / f"{name}.csv"
+    frame.to_csv(csv, index=False)
+    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
+
+
+def _file(store: Path, gpu: int) -> str:
+    result = SqliteTracker(open_db(store)).file(
+        node_id="n1", component=f"GPU {gpu} NVLink 1", slug=f"gpu{gpu}-nvlink1", title="t", body="b",
+        priority="urgent", actor="UALICE", evidence=["replays 9,000/h"])
+    return result.ticket.id
+
+
+def test_a_repair_that_holds_closes_and_one_that_does_not_reopens_escalated(tmp_path: Path, cli: Cli) -> None:
+    store = tmp_path / "store"
+    before = T0 - pd.Timedelta(hours=2)
+    _ingest(store, links(link_series(steady(9000.0, 25), gpu=2, link=1, start=before),
+                         link_series(steady(9000.0, 25), gpu=5, link=1, start=before)), "before")
+    held, failed = _file(store, 2), _file(store, 5)
+    for ticket in (held, failed):
+        code, out, _ = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH",
+                           "--at", "2026-03-01T00:00Z", "--note", "reseated the tray")
+        assert code == 0 and f"{ticket} is verifying" in out
+    code, out, _ = cli("tickets", "--store", str(store), "verify")
+    assert code == 0 and f"{held} verifying: 0 h clean of the 24 h soak" in out and "closed" not in out
+
+    after = steady(3.0, SOAK_SAMPLES)
+    back = [*steady(3.0, 61), *(v + 15.0 for v in steady(8000.0, SOAK_SAMPLES - 61))]  # errors back after 5 h
+    _ingest(store, links(link_series(after, gpu=2, link=1), link_series(back, gpu=5, link=1)), "after")
+    code, out, _ = cli("tickets", "--store", str(store), "verify")
+    assert code == 0
+    assert f"{held} closed: the repair held: 24 h of readings clean" in out
+    assert f"{failed} open: the repair did not hold: GPU 5 NVLink 1" in out
+
+    code, out, _ = cli("tickets", "--store", str(store), "show", failed)
+    assert "escalated" in out.splitlines()[0]
+    assert [line.split()[1] for line in out.splitlines()[1:]] == ["open", "repair_reported", "verifying", "open"]
+    code, out, _ = cli("tickets", "--store", str(store), "list", "--status", "closed")
+    assert out.split()[0] == held and failed not in out
+    kinds = [line for line in cli("audit", "--store", str(store))[1].splitlines()]
+    assert sum('"kind": "verification"' in k for k in kinds) == 2 and sum('"kind": "repair"' in k for k in kinds) == 2
+
+
+def test_a_repair_is_reported_only_on_an_open_ticket_at_a_time_that_parses(tmp_path: Path, cli: Cli) -> None:
+    store = tmp_path / "store"
+    _ingest(store, links(link_series(steady(9000.0, 13), gpu=2, link=1)), "before")
+    ticket = _file(store, 2)
+    code, _, err = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH", "--at", "yesterday")
+    assert code == 2 and "--at" in err and "yesterday" in err
+    code, _, err = cli("tickets", "--store", str(store), "repaired", "FAB-0999", "--by", "UTECH")
+    assert code == 2 and "FAB-0999" in err
+    assert cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH")[0] == 0
+    code, _, err = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH")
+    assert code == 2 and "verifying, not open" in err

@@ -1,0 +1,101 @@
+"""The daily digest over a real store: new failing parts, the watch list, repairs verifying, maintenance."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.digest import Digest, build_digest, digest_lines, next_run
+from bot.storage import open_db
+from bot.tracker import SqliteTracker
+from diagnostics import InputError, load_thresholds
+from diagnostics.store import open_store
+
+FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("store")
+    assert main(["ingest", str(FLEET), "--store", str(folder)]) == 0
+    return folder
+
+
+@pytest.fixture
+def store_dir(ingested: Path, tmp_path: Path) -> Path:
+    """A copy per test: tickets and maintenance windows written by one test are not seen by another."""
+    return Path(shutil.copytree(ingested, tmp_path / "store"))
+
+
+def _digest(folder: Path) -> Digest:
+    store = open_store(folder, create=False)
+    return build_digest(store, SqliteTracker(open_db(folder)), thresholds=load_thresholds())
+
+
+def test_the_digest_names_new_parts_urgent_first_and_the_slow_failures_coming(store_dir: Path) -> None:
+    d = _digest(store_dir)
+    slugs = {(o.node_id, o.slug) for o in d.new}
+    assert ("hpc-gpu-node-12", "gpu2-nvlink1") in slugs
+    order = [o.priority for o in d.new]
+    assert order == sorted(order, key=["urgent", "high", "medium", "low"].index)
+    truth = json.loads((FLEET / "life" / "ground_truth.json").read_text())
+    slow = {(n, v["component"]) for n, v in truth["nodes"].items() if v["scenario"] == "slow_degradation"}
+    assert {(w.node_id, w.ref.slug) for w in d.watches} == slow
+    assert d.verifying == [] and d.maintenance == [] and d.ticketed == 0
+    assert any("hpc-gpu-node-09" in r for r in d.incomplete)  # the node holding one scrape
+
+
+def test_a_ticketed_part_is_not_new_and_a_repaired_one_waits_for_verification(store_dir: Path) -> None:
+    tracker = SqliteTracker(open_db(store_dir))
+    filed = tracker.file(node_id="hpc-gpu-node-12", component="GPU 2 -> GPU 3 NVLink 1", slug="gpu2-nvlink1",
+                         title="t", body="b", priority="urgent", actor="alice", evidence=[])
+    before = _digest(store_dir)
+    assert ("hpc-gpu-node-12", "gpu2-nvlink1") not in {(o.node_id, o.slug) for o in before.new}
+    assert before.ticketed == 1
+    tracker.report_repair(filed.ticket.id, actor="bob", note="reseated the bridge")
+    after = _digest(store_dir)
+    assert [t.id for t in after.verifying] == [filed.ticket.id]
+    assert any(filed.ticket.id in line and "repaired" in line for line in digest_lines(after))
+
+
+def test_a_node_in_maintenance_is_listed_not_paged(store_dir: Path) -> None:
+    store = open_store(store_dir, create=False)
+    end = store.newest()
+    assert end is not None
+    store.maintenance.set("hpc-gpu-node-07", start=end - timedelta(hours=2), span=timedelta(hours=6),
+                          reason="swap GPU 4 riser", set_by="carol")
+    d = _digest(store_dir)
+    assert "hpc-gpu-node-07" not in {o.node_id for o in d.new}
+    assert [w.node_id for w in d.maintenance] == ["hpc-gpu-node-07"]
+    assert any("hpc-gpu-node-07" in line and "swap GPU 4 riser" in line for line in digest_lines(d))
+
+
+def test_a_quiet_digest_says_nothing_is_new() -> None:
+    lines = digest_lines(Digest(at=datetime(2026, 3, 1, 8, tzinfo=UTC)))
+    assert lines[0] == "Fabric digest for 2026-03-01 08:00 UTC" and lines[1].startswith("Nothing new")
+
+
+def test_the_schedule_is_the_next_time_of_day_in_utc() -> None:
+    now = datetime(2026, 3, 1, 7, 30, tzinfo=UTC)
+    assert next_run(now, "08:00") == datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+    assert next_run(now, "07:30") == datetime(2026, 3, 2, 7, 30, tzinfo=UTC)  # not now: tomorrow
+    with pytest.raises(InputError, match="HH:MM"):
+        next_run(now, "25:00")
+
+
+def test_the_cli_prints_the_digest_and_its_json(store_dir: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
+    capsys.readouterr()
+    assert main(["digest", "--store", str(store_dir)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Fabric digest for ") and "Watch (3):" in text and "hpc-gpu-node-12" in text
+    assert main(["digest", "--store", str(store_dir), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["watches"]) == 3 and any(o["node_id"] == "hpc-gpu-node-12" for o in data["new"])
+    assert main(["digest"]) == 2  # no store named
