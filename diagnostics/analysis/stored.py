@@ -160,6 +160,7 @@ def sweep_store(store: TelemetryStore, *, thresholds: Thresholds, at: datetime |
         result.incomplete_reasons.append(
             f"{len(lone)} node(s) hold one reading per link, or none: totals only, no rates, so their links are not "
             "judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
+    result.swept, result.silent = store.nodes(), quiet
     if quiet:
         result.complete = False
         result.incomplete_reasons.append(
