@@ -5,13 +5,11 @@ machine-readable output stay as they were."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
 from tqdm import tqdm
-
-from diagnostics.progress import Progress
 
 
 def shown(stream: TextIO, *, quiet: bool = False) -> bool:
@@ -22,7 +20,7 @@ def shown(stream: TextIO, *, quiet: bool = False) -> bool:
 
 @contextmanager
 def progress_bar(total: int, what: str, *, unit: str = "step", quiet: bool = False,
-                 stream: TextIO | None = None) -> Iterator[Progress]:
+                 stream: TextIO | None = None) -> Iterator[Callable[[int], None]]:
     """A bar of `total` steps for the work in the block; the block gets the callable that advances it."""
     out = stream if stream is not None else sys.stderr
     with tqdm(total=total, desc=what, unit=unit, file=out, disable=not shown(out, quiet=quiet), leave=True,
