@@ -11,7 +11,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from diagnostics import Diagnosis, FabricbotError, load_thresholds
-from diagnostics.prometheus import sweep_url
+from diagnostics.analysis import fleet_result
+from diagnostics.prometheus import SweepResult, sweep_url
+from diagnostics.render import render_correlation, render_fleet
 
 from .. import blocks
 from ..app import Services
@@ -76,7 +78,25 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
                                alt_txt=blocks.fallback_text(diagnosis),
                                initial_comment=f"Topology of {diagnosis.node_id}: " + (
                                    "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
+        if diagnosis.evidence is not None:
+            client.files_upload_v2(channel=channel, thread_ts=thread_ts or ts, content=render_correlation(diagnosis),
+                                   filename=f"{diagnosis.node_id}-correlation.png",
+                                   title=f"{diagnosis.node_id} step time against link errors",
+                                   alt_txt=diagnosis.verdict or blocks.fallback_text(diagnosis),
+                                   initial_comment=f"Job {diagnosis.evidence.job_id}'s step time against " + (
+                                       "the links that explain it" if diagnosis.evidence.explained
+                                       else f"the worst links of {diagnosis.node_id}"))
     return ts
+
+
+def post_heat_map(client: WebClient, services: Services, result: SweepResult, *, channel: str, ts: str) -> None:
+    """The fleet's heat map in the thread of its list (when the bot draws pictures)."""
+    if services.renderer is None:
+        return
+    client.files_upload_v2(channel=channel, thread_ts=ts, content=render_fleet(result), filename="fleet.png",
+                           title="fleet heat map", alt_txt=blocks.clip(result.headline(), blocks.MAX_TEXT),
+                           initial_comment="The fleet: nodes by GPUs, coloured by the worst finding, the suspected "
+                                           "parts outlined")
 
 
 def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
@@ -85,7 +105,11 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
     if url is None:
         diagnoses = services.source.fleet()
         services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(diagnoses))
-        client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
+        posted = client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
+        ended = next((d.window_end for d in diagnoses if d.window_end is not None), None)
+        hours = diagnoses[0].window_hours if diagnoses else 1.0
+        post_heat_map(client, services, fleet_result({d.node_id: d for d in diagnoses}, window_hours=hours, at=ended),
+                      channel=channel, ts=str(posted["ts"]))
         return
     thresholds = getattr(services.source, "thresholds", None) or load_thresholds()
     try:
@@ -98,8 +122,9 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
     services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=result.complete,
                     nodes=len(result.nodes), offenders=len(result.offenders),
                     incomplete_reasons=result.incomplete_reasons[:10])
-    client.chat_postMessage(channel=channel, text=blocks.clip(result.headline(), blocks.MAX_TEXT),
-                            blocks=blocks.sweep_blocks(result))
+    posted = client.chat_postMessage(channel=channel, text=blocks.clip(result.headline(), blocks.MAX_TEXT),
+                                     blocks=blocks.sweep_blocks(result))
+    post_heat_map(client, services, result, channel=channel, ts=str(posted["ts"]))
 
 
 def _unknown_reply(exc: UnknownName, services: Services) -> str:
