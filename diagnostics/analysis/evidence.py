@@ -25,7 +25,7 @@ from .rates import NS_PER_HOUR, bucketed_increase, utc_datetime
 
 BUCKET = timedelta(minutes=5)  # the correlation's own bucket
 MAX_BUCKETS = 288  # a longer history gets wider buckets (a day at 5 minutes)
-WORST = 3  # links shown beside a slowdown no link explains
+WORST = 3  # links shown at most: those that explain the slowdown, else the worst
 SHOWN_COUNTERS = ("replay", "crc", "recovery")  # what a link's rate is shown as when no rule judged it
 PARTS = {"crc": ("crc_flit", "crc_data")}  # a rule's counter that sums two of the table's
 
@@ -87,7 +87,7 @@ def _chosen(diagnosis: Diagnosis, job: JobExplanation,
         if f is not None:
             out.append((score.node_id, f, score))
     if out:
-        return out, True
+        return out[:WORST], True
     links = [f for f in diagnosis.findings if f.ref.kind in LINK_KINDS]
     links.sort(key=lambda f: (-severity_rank(f.severity), -(f.worst_ratio or 0.0), -_errors(f), f.ref.slug))
     return [(diagnosis.node_id, f, None) for f in links[:WORST]], False
