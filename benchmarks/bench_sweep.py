@@ -34,6 +34,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bot.progress import progress_bar
 from diagnostics import load_thresholds
 from diagnostics.config.thresholds import Thresholds
 from diagnostics.ingest.base import Source
@@ -82,12 +83,14 @@ def build(fleet: BigFleet, folder: Path, jobs: int, keep_hours: float) -> dict[s
     gen_s = 0.0
     size = samples = 0
     futures: list[Future[float]] = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    blocks = int(fleet.steps * fleet.scrape_s // BLOCK_S) + 1  # at most: one file per 2-hour block
+    with progress_bar(blocks, "backfill", unit="block") as done, ThreadPoolExecutor(max_workers=jobs) as pool:
         t = time.perf_counter()
         for path, nbytes, count in write_blocks(fleet, folder / "openmetrics"):
             gen_s += time.perf_counter() - t
             size, samples = size + nbytes, samples + count
             futures.append(pool.submit(promtool, path, folder / "tsdb", needed(fleet, path, keep_hours)))
+            futures[-1].add_done_callback(lambda _: done(1))
             while len(pending := [f for f in futures if not f.done()]) > jobs:  # bound the disk used
                 wait(pending, return_when=FIRST_COMPLETED)
             t = time.perf_counter()

@@ -80,7 +80,7 @@ class Script:
         return [m for m in self.slack.messages if m.user == "UFABRICBOT" and m.thread_ts is None
                 and m.ephemeral_to is None]
 
-    def command(self, user: str, text: str, *, expect_post: bool = True) -> Message | None:
+    def command(self, user: str, text: str, *, expect_post: bool = True, pictures: int = 1) -> Message | None:
         before, uploads = len(self._top()), len(self.slack.calls_to("files.completeUploadExternal"))
         self.t.person(user, f"`/fabric {text}`", " (slash command)")
         sent = self.local.injector.command(text, user=user, channel=CHANNEL)
@@ -90,7 +90,7 @@ class Script:
             self.t.collect()
             return None
         self._wait(lambda s: len(self._top()) > before)
-        self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) > uploads)
+        self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) >= uploads + pictures)
         self.t.collect()
         return self._top()[-1]
 
@@ -135,36 +135,45 @@ def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = Non
     for old in images.glob("*.png") if images.is_dir() else []:
         old.unlink()
     with tempfile.TemporaryDirectory() as tmp:
-        rt = build_runtime(settings, source=fleet or bundled_fleet(), db_path=Path(tmp), clock=clock,
+        source = fleet or bundled_fleet()
+
+        def pictures(node: str | None = None, job: str | None = None) -> int:
+            """The topology, and the correlation picture when the node's job has a history."""
+            d = source.explain_job(job) if job else source.diagnose(node or "")
+            return 1 + (d.evidence is not None) if renderer is not None else 0
+
+        rt = build_runtime(settings, source=source, db_path=Path(tmp), clock=clock,
                            tracker_clock=clock.text)
         slack = MockSlack(users={u: n.split(" ")[0] for u, n in PEOPLE.items()}, usergroups=GROUPS)
         with LocalSlack(settings=settings, slack=slack, clock=clock, **rt.deps(renderer)) as local:
             t = Transcript(slack, {u: n.split(" ")[0] for u, n in PEOPLE.items()}, images, "demo")
             s = Script(local, t)
             t.heading("1. A faulty node")
-            faulty = s.command("UALICE", "hpc-gpu-node-12")
+            faulty = s.command("UALICE", "hpc-gpu-node-12", pictures=pictures("hpc-gpu-node-12"))
             assert faulty is not None
             t.heading("2. A healthy node")
-            s.command("UALICE", "hpc-gpu-node-03")
+            s.command("UALICE", "hpc-gpu-node-03", pictures=pictures("hpc-gpu-node-03"))
             t.heading("3. Which node and link explain job 4411?")
-            s.command("UBOB", "job 4411")
-            t.heading("4. A typo gets close matches")
+            s.command("UBOB", "job 4411", pictures=pictures(job="4411"))
+            t.heading("4. The fleet at a glance")
+            s.command("UBOB", "fleet", pictures=1 if renderer is not None else 0)
+            t.heading("5. A typo gets close matches")
             s.command("UCAROL", "hpc-gpu-node12", expect_post=False)
-            t.heading("5. Draft the ticket")
+            t.heading("6. Draft the ticket")
             s.click("UALICE", faulty, "Draft ticket", lambda m: _answered(m, faulty.ts, 1))
             seen = copy.deepcopy(_thread_messages(slack, faulty.ts)[0])  # the preview as people see it
             live = slack.find(seen.ts)
             ephemerals = _ephemerals(slack)
-            t.heading("6. Only the fabric on-call group may file")
+            t.heading("7. Only the fabric on-call group may file")
             s.click("UCAROL", seen, "File ticket", lambda m: _ephemerals(m) > ephemerals)
-            t.heading("7. Approval files the ticket")
+            t.heading("8. Approval files the ticket")
             edits = live.edits if live is not None else 0
             s.click("UBOB", seen, "File ticket", lambda m: live is not None and live.edits > edits)
-            t.heading("8. Duplicate clicks")
+            t.heading("9. Duplicate clicks")
             ephemerals = _ephemerals(slack)
             s.click("UALICE", seen, "File ticket", lambda m: _ephemerals(m) > ephemerals)
             s.click("UCAROL", faulty, "Draft ticket", lambda m: _answered(m, faulty.ts, 2))
-            t.heading("9. A question in the channel")
+            t.heading("10. A question in the channel")
             s.mention("UCAROL", "why is job 4411 slow?")
         tickets = [f"{tk.id} {tk.node_id} / {tk.component} ({tk.status}, filed by {tk.filed_by})"
                    for tk in rt.tracker.tickets()]

@@ -13,7 +13,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from diagnostics import Diagnosis, FabricbotError, load_thresholds
-from diagnostics.prometheus import sweep_url
+from diagnostics.analysis import fleet_result
+from diagnostics.prometheus import SweepResult, sweep_url
+from diagnostics.render import render_correlation, render_fleet
 
 from . import blocks
 from .mrkdwn import esc
@@ -43,7 +45,8 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
 
 def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, channel: str, thread_ts: str,
                  failed: Failed | None) -> None:
-    """The node picture, uploaded into the summary's thread."""
+    """The node picture, uploaded into the summary's thread, then the step time against the links' errors when
+    the node's job has a history."""
     assert services.renderer is not None
     png = services.renderer(diagnosis)
     try:
@@ -52,10 +55,29 @@ def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, ch
                                alt_txt=blocks.fallback_text(diagnosis),
                                initial_comment=f"Topology of {esc(diagnosis.node_id)}: " + (
                                    "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
+        evidence = diagnosis.evidence
+        if evidence is not None:
+            client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=render_correlation(diagnosis),
+                                   filename=f"{diagnosis.node_id}-correlation.png",
+                                   title=f"{diagnosis.node_id} step time against link errors",
+                                   alt_txt=diagnosis.verdict or blocks.fallback_text(diagnosis),
+                                   initial_comment=f"Job {esc(evidence.job_id)}'s step time against " + (
+                                       "the links that explain it" if evidence.explained
+                                       else f"the worst links of {esc(diagnosis.node_id)}"))
     except SlackApiError as exc:
         if failed is None:
             raise
         failed(exc, "uploading the node picture")
+
+
+def post_heat_map(client: WebClient, services: Services, result: SweepResult, channel: str, ts: str) -> None:
+    """The fleet's heat map in the thread of its list (when the bot draws pictures)."""
+    if services.renderer is None:
+        return
+    client.files_upload_v2(channel=channel, thread_ts=ts, content=render_fleet(result), filename="fleet.png",
+                           title="fleet heat map", alt_txt=blocks.clip(result.headline(), blocks.MAX_TEXT),
+                           initial_comment="The fleet: nodes by GPUs, coloured by the worst finding, the suspected "
+                                           "parts outlined")
 
 
 def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
@@ -64,7 +86,12 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
     if url is None:
         diagnoses = services.source.fleet()
         services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(diagnoses))
-        client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
+        posted = client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
+        ended = next((d.window_end for d in diagnoses if d.window_end is not None), None)
+        hours = diagnoses[0].window_hours if diagnoses else 1.0
+        services.work.later(post_heat_map, client, services,
+                            fleet_result({d.node_id: d for d in diagnoses}, window_hours=hours, at=ended),
+                            channel, str(posted["ts"]))
         return
     thresholds = getattr(services.source, "thresholds", None) or load_thresholds()
     try:
@@ -78,5 +105,6 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
     services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=result.complete,
                     nodes=len(result.nodes), offenders=len(result.offenders),
                     incomplete_reasons=result.incomplete_reasons[:10])
-    client.chat_postMessage(channel=channel, text=esc(blocks.clip(result.headline(), blocks.MAX_TEXT)),
-                            blocks=blocks.sweep_blocks(result))
+    posted = client.chat_postMessage(channel=channel, text=esc(blocks.clip(result.headline(), blocks.MAX_TEXT)),
+                                     blocks=blocks.sweep_blocks(result))
+    services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, computed_field, model_validator
@@ -194,6 +194,42 @@ class Localization(ComponentFacts):
         return self.ref.kind
 
 
+class LinkSeries(BaseModel):
+    """One link's error rate per time bucket, on its job's time axis, with the threshold of the rule on it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: str
+    ref: ComponentRef
+    counter: str = Field(description="The counter whose rate is shown: the one the link's worst rule judges.")
+    rate_per_hour: list[float]
+    above: float | None = Field(default=None, description="The threshold of the rule on `counter`, per hour.")
+    rule: str | None = None
+    severity: Severity = Severity.OK
+    explains_slowdown: bool = False
+    score: float | None = None
+    onset: datetime | None = Field(default=None, description="When the link's errors started, as scored.")
+
+
+class StepEvidence(BaseModel):
+    """A job's step time and links' error rates on one time axis, bucketed as the correlation reads them: the
+    links that explain the slowdown, or (when none does) the node's worst links."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    start: datetime = Field(description="The start of the first bucket (UTC).")
+    bucket_minutes: float
+    step_time_ms: list[float | None] = Field(description="The job's mean step time per bucket; None: no step.")
+    links: list[LinkSeries] = Field(default_factory=list)
+    explained: bool = Field(default=False, description="Whether the links shown explain the slowdown.")
+
+    def bucket_ends(self) -> list[datetime]:
+        """Each bucket's end: the time its values are read at."""
+        step = timedelta(minutes=self.bucket_minutes)
+        return [self.start + step * (i + 1) for i in range(len(self.step_time_ms))]
+
+
 class Diagnosis(BaseModel):
     """What the analysis concludes about one node; everything downstream reads this."""
 
@@ -225,6 +261,9 @@ class Diagnosis(BaseModel):
     verdict: str | None = Field(
         default=None, description="Plain words on the slowdown: which link explains it, or 'not the fabric'."
     )
+    evidence: StepEvidence | None = Field(
+        default=None, description="One node's view only: its job's step time and the links that explain it (or its "
+                                  "worst links) over the job's history, for the correlation picture.")
     maintenance: str | None = Field(
         default=None, description="Planned work on the node over this window: its findings are shown, not paged "
                                   "or ticketed ('in maintenance until ...').")

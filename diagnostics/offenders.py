@@ -114,6 +114,9 @@ class SweepResult(BaseModel):
     incomplete_reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     not_pushed_down: list[str] = Field(default_factory=list)  # rules only the local analysis evaluates
+    swept: list[str] = Field(default_factory=list, description="Every node the view covers, offending or not "
+                                                               "(empty where the source lists only offenders).")
+    silent: list[str] = Field(default_factory=list, description="Nodes with no reading in the span: not healthy.")
     queries: int = 0
     requests: int = 0
     retries: int = 0

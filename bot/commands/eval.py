@@ -7,11 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from diagnostics.synth import evaluate
+from diagnostics.synth import EVAL_STEPS, evaluate
+
+from ..progress import progress_bar
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    report = evaluate(Path(args.fleet))
+    with progress_bar(EVAL_STEPS, "eval", quiet=args.json) as progress:
+        report = evaluate(Path(args.fleet), progress=progress)
     if args.json:
         json.dump(report.summary(), sys.stdout, indent=2)
         print()

@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 
-from diagnostics.store import At, IngestReport, open_store, read_sources
+from diagnostics.store import At, IngestReport, expand, open_store, read_sources
 
 from ..options import parse_time
+from ..progress import progress_bar
 
 
 def _parse_at(value: str | None) -> At:
@@ -38,10 +39,15 @@ def _print_text(report: IngestReport, stored: bool) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     at = _parse_at(args.at)
-    if args.store:
-        report = open_store(args.store).ingest(args.files, fmt=args.format, node_id=args.node, at=at)
-    else:
-        report = IngestReport.of(read_sources(args.files, fmt=args.format, node_id=args.node, at=at))
+    files = len(expand(args.files))
+    steps = files * 2 if args.store else files  # each file read, then (into a store) kept
+    with progress_bar(steps, "ingest", unit="step", quiet=args.json or files < 2) as progress:
+        if args.store:
+            report = open_store(args.store).ingest(args.files, fmt=args.format, node_id=args.node, at=at,
+                                                   progress=progress)
+        else:
+            report = IngestReport.of(read_sources(args.files, fmt=args.format, node_id=args.node, at=at,
+                                                  progress=progress))
     if args.json:
         json.dump(report.as_dict(), sys.stdout, indent=2, default=str)
         print()

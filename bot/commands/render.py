@@ -9,7 +9,13 @@ from pathlib import Path
 
 from diagnostics import InputError
 from diagnostics import format as units
-from diagnostics.render import Drawable, drawable_from_file, drawable_from_store, render_with_warnings
+from diagnostics.render import (
+    Drawable,
+    drawable_from_file,
+    drawable_from_store,
+    render_correlation,
+    render_with_warnings,
+)
 
 FORMATS = ("png", "svg")
 
@@ -59,6 +65,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     platform = drawable.graph.platform or "generic graph"
     print(f"wrote {output} ({fmt}, {len(data) / 1024:.0f} KB): {node}, {platform}, "
           f"{len(drawable.graph.gpus)} GPUs")
+    diagnosis = drawable.diagnosis
+    if diagnosis is not None and diagnosis.evidence is not None and not args.no_correlation:
+        beside = Path(args.correlation or output.with_name(f"{output.stem}-correlation.png"))
+        picture = render_correlation(diagnosis)
+        try:
+            beside.write_bytes(picture)
+        except OSError as exc:
+            raise InputError(f"cannot write the correlation picture: {exc.strerror}", source=str(beside)) from None
+        print(f"wrote {beside} (png, {len(picture) / 1024:.0f} KB): job {diagnosis.evidence.job_id}'s step time "
+              f"against {len(diagnosis.evidence.links)} link(s)")
     return 0
 
 
@@ -74,4 +90,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render.add_argument("--case", type=int, metavar="N", help="which snapshot of a list to draw (from 1)")
     render.add_argument("--node", metavar="ID", help="node id for a bare topology file")
     render.add_argument("--window", metavar="TEXT", help="the time window to name in the title")
+    render.add_argument("--correlation", metavar="FILE",
+                        help="where to write the job's step time against its links' errors, when the node has a "
+                             "job history (default: beside -o, NAME-correlation.png)")
+    render.add_argument("--no-correlation", action="store_true", help="draw the topology only")
     render.set_defaults(func=cmd_render)

@@ -9,12 +9,14 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from diagnostics import COUNT_RULES, ConfigError, InputError
 from diagnostics import format as fmt
 from diagnostics.analysis import sweep_store
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, analyze_node, load_config, sweep
+from diagnostics.render import fleet_grid, render_fleet
 from diagnostics.store import open_store
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
@@ -50,7 +52,15 @@ def _table(result: SweepResult, out: TextIO) -> None:
           f"read-back {result.timings.fetch_s:.2f} s, analysis {result.timings.analyze_s:.2f} s", file=out)
 
 
-def _report(result: SweepResult, as_json: bool) -> int:
+def _report(result: SweepResult, as_json: bool, png: str | None = None) -> int:
+    if png:
+        data = render_fleet(result)
+        try:
+            Path(png).write_bytes(data)
+        except OSError as exc:
+            raise InputError(f"cannot write the heat map: {exc.strerror}", source=png) from None
+        print(f"wrote {png} (png, {len(data) / 1024:.0f} KB): the heat map of {len(fleet_grid(result).nodes)} "
+              "node(s)", file=sys.stderr if as_json else sys.stdout)
     if as_json:
         json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
         print()
@@ -71,7 +81,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                              "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
         store = open_store(args.store, create=False)
         try:
-            return _report(sweep_store(store, thresholds=thresholds, at=at, window_hours=args.window), args.json)
+            return _report(sweep_store(store, thresholds=thresholds, at=at, window_hours=args.window), args.json,
+                           args.png)
         finally:
             store.db.close()
     if not (args.prometheus or os.environ.get(ENV_URL)):
@@ -98,7 +109,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with PrometheusClient(config) as client:
         result = sweep(client, thresholds, at=at, window_hours=args.window,
                        analyze=not args.no_analyze)
-    return _report(result, args.json)
+    return _report(result, args.json, args.png)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -114,5 +125,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--node", help="read and diagnose this one node's series instead of sweeping the fleet")
     p.add_argument("--no-analyze", action="store_true", help="list offenders only; skip reading their nodes back")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--png", metavar="FILE", help="also write the fleet heat map (nodes x GPUs) as a PNG")
     add_threshold_options(p)
     p.set_defaults(func=cmd_sweep)

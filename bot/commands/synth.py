@@ -6,13 +6,16 @@ import argparse
 import json
 from pathlib import Path
 
-from diagnostics.synth import DEFAULT_NODES, generate
+from diagnostics.synth import DEFAULT_NODES, generate, generate_steps
+
+from ..progress import progress_bar
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
-    truth_path = generate(out=Path(args.out), seed=args.seed, nodes=args.nodes, hours=args.hours,
-                          interval_min=args.interval, fmt=args.format, scrapes=args.scrapes,
-                          life=not args.no_life)
+    with progress_bar(generate_steps(args.nodes, life=not args.no_life), "synth", unit="step") as progress:
+        truth_path = generate(out=Path(args.out), seed=args.seed, nodes=args.nodes, hours=args.hours,
+                              interval_min=args.interval, fmt=args.format, scrapes=args.scrapes,
+                              life=not args.no_life, progress=progress)
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     faults = sum(len(n["faults"]) for n in truth["nodes"].values())
     print(f"wrote {len(truth['nodes'])} nodes x {args.hours:g} h ({faults} faults, {len(truth['jobs'])} jobs) "

@@ -14,6 +14,7 @@ from .snapshot import analyze_snapshot, degradation_pct
 from .stored import (
     CORRELATION_SPAN,
     analyze_store,
+    fleet_result,
     node_span,
     read_node,
     stored_diagnosis,
@@ -43,6 +44,7 @@ __all__ = [
     "counters_in",
     "degradation_pct",
     "explain_job",
+    "fleet_result",
     "history_needed",
     "job_nodes",
     "jobs_on",

@@ -41,6 +41,7 @@ from .events import (
     replays_before_silence,
     software_finding,
 )
+from .evidence import step_evidence
 from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
@@ -266,6 +267,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2,
             has_links=node in view.gpus_seen or node in reporting_links)
+        if full and job is not None:  # one node's view: what the correlation read, for its picture
+            evidence = step_evidence(result.diagnoses[node], job, index.of(job.job_id), found, links, t,
+                                     end_ns=end_ns, thresholds=thresholds, history=history)
+            result.diagnoses[node] = result.diagnoses[node].model_copy(update={"evidence": evidence})
     result.timings["total_s"] = time.perf_counter() - started
     return result
 

@@ -48,8 +48,8 @@ def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str,
         return out
     spans = [s for s in (steps_span(steps.of(j), j, cleaned=True) for j in wanted) if s is not None]
     start = min(s[0] for s in spans) - 10 * 60 * 10**9 if spans else end_ns
-    p = _history(needed, start, end_ns, links, t, history)
-    index = _segments(p)
+    p = link_history(needed, start, end_ns, links, t, history)
+    index = segment_index(p)
     for job_id, refs in wanted.items():
         present = [(n, r) for n, r in refs if (n, r.slug) in index]
         segments = np.array([index[(n, r.slug)] for n, r in present], dtype=np.int64)
@@ -57,7 +57,7 @@ def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str,
     return out
 
 
-def _history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, t: np.ndarray,
+def link_history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, t: np.ndarray,
              history: History | None) -> Prepared:
     """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables."""
     if history is not None:
@@ -75,7 +75,7 @@ def _history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, 
     return prepare_rows(links, t, np.flatnonzero(mine))
 
 
-def _segments(p: Prepared) -> dict[tuple[str, str], int]:
+def segment_index(p: Prepared) -> dict[tuple[str, str], int]:
     """(node, component slug) -> the link's index in the prepared history."""
     if p.nseg == 0:
         return {}

@@ -102,16 +102,23 @@ def analyze_store(store: TelemetryStore, *, window: timedelta, thresholds: Thres
     return result, got
 
 
-def result_of(analysis: FleetAnalysis, *, window_hours: float, read_s: float = 0.0) -> SweepResult:
-    """The engine's fleet analysis as a sweep result: every offending link, and its node's diagnosis."""
-    at = analysis.end or datetime.now().astimezone()
-    result = SweepResult(at=at, window_hours=window_hours, source="store")
-    for node, diagnosis in sorted(analysis.diagnoses.items()):
+def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float,
+                 at: datetime | None = None) -> SweepResult:
+    """Every node's diagnosis as a sweep result: every offending link, its node's diagnosis, every node swept."""
+    result = SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source="store",
+                         swept=sorted(diagnoses))
+    for node, diagnosis in sorted(diagnoses.items()):
         found = offenders_of(diagnosis)
         result.offenders.extend(found)
         if found:
             result.diagnoses[node] = diagnosis
             result.confirmed[node] = found
+    return result
+
+
+def result_of(analysis: FleetAnalysis, *, window_hours: float, read_s: float = 0.0) -> SweepResult:
+    """The engine's fleet analysis as a sweep result: every offending link, and its node's diagnosis."""
+    result = fleet_result(analysis.diagnoses, window_hours=window_hours, at=analysis.end)
     result.timings.fetch_s = read_s
     result.timings.analyze_s = analysis.timings.get("total_s", 0.0)
     return result
@@ -160,6 +167,7 @@ def sweep_store(store: TelemetryStore, *, thresholds: Thresholds, at: datetime |
         result.incomplete_reasons.append(
             f"{len(lone)} node(s) hold one reading per link, or none: totals only, no rates, so their links are not "
             "judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
+    result.silent = quiet
     if quiet:
         result.complete = False
         result.incomplete_reasons.append(

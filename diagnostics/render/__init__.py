@@ -1,17 +1,25 @@
-"""The node picture: a scene laid out from the topology graph and the diagnosis, drawn as PNG or SVG."""
+"""The pictures: the node's fabric (a scene laid out from the topology graph and the diagnosis, drawn as PNG or
+SVG), a job's step time against its links' errors, and the fleet's heat map."""
 
-from .draw import SEVERITY_COLOURS, render_node, render_with_warnings
+from .colours import SEVERITY_COLOURS
+from .correlation import render_correlation
+from .draw import render_node, render_with_warnings
+from .heatmap import FleetGrid, fleet_grid, render_fleet
 from .inputs import Drawable, drawable_from_file, drawable_from_store, graph_for_platform
 from .scene import Scene, build_scene
 
 __all__ = [
     "SEVERITY_COLOURS",
     "Drawable",
+    "FleetGrid",
     "Scene",
     "build_scene",
     "drawable_from_file",
     "drawable_from_store",
+    "fleet_grid",
     "graph_for_platform",
+    "render_correlation",
+    "render_fleet",
     "render_node",
     "render_with_warnings",
 ]

@@ -36,18 +36,11 @@ from ..enums import Severity
 from ..errors import InputError
 from ..model import Diagnosis
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph
+from .colours import HEALTHY, PCIE_HEALTHY, SEVERITY_COLOURS, SUSPECT
 from .scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene
 
 SIZE_PX = (1200, 900)
 PNG_COMPRESSION = 1  # zlib level: higher levels cost more time than they save bytes here
-HEALTHY = "#a9afb7"
-PCIE_HEALTHY = "#c9ced4"
-SEVERITY_COLOURS: dict[Severity, str] = {
-    Severity.WARNING: "#f2a900",
-    Severity.FAILING: "#e8590c",
-    Severity.DOWN: "#c2185b",
-}
-SUSPECT = "#6f42c1"
 _NODE_STYLE: dict[str, tuple[float, float, str, str, float]] = {  # width, height, face, edge, font size
     GPU: (1.05, 0.5, "#e7f5ff", "#1864ab", 11.0),
     NVSWITCH: (1.3, 0.48, "#f1f3f5", "#495057", 9.5),

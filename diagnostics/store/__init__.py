@@ -2,7 +2,7 @@
 
 from .load import load_inputs
 from .maintenance import Maintenance, MaintenanceLog
-from .sources import At, FileOutcome, IngestReport, read_sources
+from .sources import At, FileOutcome, IngestReport, expand, read_sources
 from .telemetry import DB_NAME, StoreWindow, TelemetryStore, open_store
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "MaintenanceLog",
     "StoreWindow",
     "TelemetryStore",
+    "expand",
     "load_inputs",
     "open_store",
     "read_sources",

@@ -20,6 +20,7 @@ from ..errors import FabricbotError, InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.detect import choose
 from ..ingest.summary import summarize
+from ..progress import Progress, advance
 from .inventory import NODE_COLUMNS, read_node_file
 
 At = datetime | Literal["mtime"] | None
@@ -134,33 +135,37 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, at: At,
 
 def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = None, node_id: str | None = None,
                  at: At = None, seen: set[str] | None = None,
-                 xid_last: dict[tuple[Any, ...], float] | None = None) -> list[FileOutcome]:
+                 xid_last: dict[tuple[Any, ...], float] | None = None,
+                 progress: Progress | None = None) -> list[FileOutcome]:
     """Read each source (folders expanded) with its reader; a source whose hash is in `seen` is a duplicate.
 
     Readers that keep state between files get it: `xid_last` (the dcgm Xid gauge's last value per GPU), so that
-    scrapes given one file each, in time order, show a change of the last Xid as an event.
+    scrapes given one file each, in time order, show a change of the last Xid as an event. `progress` is advanced
+    by one per file read.
     """
     xid_last = {} if xid_last is None else xid_last
     outcomes: list[FileOutcome] = []
     for item in expand(sources):
-        src = item if isinstance(item, Source) else Source.from_path(item)
-        try:
-            sha = file_hash(src)
-            if seen is not None and sha in seen:
-                outcomes.append(FileOutcome(src.name, sha, "duplicate"))
-                continue
-            name, result, nodes = _read_one(src, fmt, node_id, at, xid_last)
-        except FileNotFoundError:
-            outcomes.append(FileOutcome(src.name, None, "error", error="file not found"))
-            continue
-        except IsADirectoryError:
-            outcomes.append(FileOutcome(src.name, None, "error", error="a folder that cannot be listed"))
-            continue
-        except FabricbotError as exc:
-            outcomes.append(FileOutcome(src.name, None, "error", error=getattr(exc, "reason", str(exc))))
-            continue
-        if seen is not None:
-            seen.add(sha)
-        rows = result.rows if result is not None else {"nodes": len(nodes) if nodes is not None else 0}
-        outcomes.append(FileOutcome(src.name, sha, "read", name, rows, result=result, nodes=nodes))
+        outcomes.append(_read_item(item, fmt, node_id, at, seen, xid_last))
+        advance(progress)
     return outcomes
+
+
+def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, at: At, seen: set[str] | None,
+               xid_last: dict[tuple[Any, ...], float]) -> FileOutcome:
+    src = item if isinstance(item, Source) else Source.from_path(item)
+    try:
+        sha = file_hash(src)
+        if seen is not None and sha in seen:
+            return FileOutcome(src.name, sha, "duplicate")
+        name, result, nodes = _read_one(src, fmt, node_id, at, xid_last)
+    except FileNotFoundError:
+        return FileOutcome(src.name, None, "error", error="file not found")
+    except IsADirectoryError:
+        return FileOutcome(src.name, None, "error", error="a folder that cannot be listed")
+    except FabricbotError as exc:
+        return FileOutcome(src.name, None, "error", error=getattr(exc, "reason", str(exc)))
+    if seen is not None:
+        seen.add(sha)
+    rows = result.rows if result is not None else {"nodes": len(nodes) if nodes is not None else 0}
+    return FileOutcome(src.name, sha, "read", name, rows, result=result, nodes=nodes)

@@ -30,11 +30,12 @@ from ..analysis.rates import utc_datetime, utc_ns
 from ..errors import InputError
 from ..ingest.base import IngestResult, Source
 from ..ingest.summary import nodes as summary_nodes
+from ..progress import Progress, advance
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
 from .catalog import Catalog
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, read_parts, write_part
-from .sources import At, IngestReport, read_sources
+from .sources import At, FileOutcome, IngestReport, read_sources
 
 DB_NAME = "fabricbot.db"
 LINK_KEYS = ("node_id", "gpu", "link_type", "link", "lane")
@@ -105,34 +106,40 @@ class TelemetryStore:
 
     # ---- writing ----
     def ingest(self, sources: Iterable[str | Path | Source], *, fmt: str | None = None,
-               node_id: str | None = None, at: At = None) -> IngestReport:
-        """Read the files (folders recursively) and keep what they hold; an inventory file gives node records."""
+               node_id: str | None = None, at: At = None, progress: Progress | None = None) -> IngestReport:
+        """Read the files (folders recursively) and keep what they hold; an inventory file gives node records.
+        `progress` is advanced by one per file read and one per file stored (or passed over)."""
         seen = {str(r["sha256"]) for r in self._table("ingests").rows}
         xid_last = self._xid_state()
-        outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last)
+        outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last,
+                                progress=progress)
         for outcome in outcomes:
-            if outcome.status != "read":
-                continue
-            assert outcome.sha256 is not None
-            if outcome.result is not None:
-                outcome.error = _placed_on_a_node(outcome.result)
-                if outcome.error:
-                    outcome.status = "error"
-                    continue
-            with self._db.conn:
-                if outcome.result is not None:
-                    self._write(outcome.result, outcome.sha256)
-                if outcome.nodes is not None:
-                    self._write_nodes(outcome.nodes)
-                outcome.status = "ingested"
-                self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name,
-                                               "format": outcome.format, "ingested_at": datetime.now(UTC).isoformat(),
-                                               "rows": pd.Series(outcome.rows).to_json()}, replace=True)
+            if outcome.status == "read":
+                self._keep(outcome)
+            advance(progress)
         self._table("xid_last").upsert_all(
             [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2], "code": -1 if k[3] is None else k[3],
               "value": v} for k, v in xid_last.items()],
             pk=("kind", "node_id", "gpu", "code"))
         return IngestReport.of(outcomes)
+
+    def _keep(self, outcome: FileOutcome) -> None:
+        """One file's telemetry and node records written, with its hash, in one transaction."""
+        assert outcome.sha256 is not None
+        if outcome.result is not None:
+            outcome.error = _placed_on_a_node(outcome.result)
+            if outcome.error:
+                outcome.status = "error"
+                return
+        with self._db.conn:
+            if outcome.result is not None:
+                self._write(outcome.result, outcome.sha256)
+            if outcome.nodes is not None:
+                self._write_nodes(outcome.nodes)
+            outcome.status = "ingested"
+            self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name,
+                                           "format": outcome.format, "ingested_at": datetime.now(UTC).isoformat(),
+                                           "rows": pd.Series(outcome.rows).to_json()}, replace=True)
 
     def _xid_state(self) -> dict[tuple[Any, ...], float]:
         """The dcgm Xid series' last values from earlier ingests, so a change in the next scrape is an event."""

@@ -25,6 +25,7 @@ from ..config.repairs import fault_of
 from ..enums import Priority
 from ..errors import InputError
 from ..model import Diagnosis, Localization
+from ..progress import Progress, advance
 from .fleet import load
 from .life import load_life
 from .life_eval import LifeReport, score_life
@@ -248,14 +249,19 @@ def score_node(d: Diagnosis, job: JobExplanation | None,
     return s, given, wrong
 
 
-def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1)) -> EvalReport:
+EVAL_STEPS = 3  # what `evaluate` advances its progress by: the fleet read, analysed, scored
+
+
+def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1),
+             progress: Progress | None = None) -> EvalReport:
     """Analyze every node of a written fleet at its last sample and score it against `ground_truth.json`."""
     truth_path = fleet_dir / "ground_truth.json"
     if not truth_path.exists():
         raise InputError("no ground_truth.json: not a fleet written by `fabricbot synth`", source=str(fleet_dir))
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     tables, inventory = load(fleet_dir)
-    report = score(tables, truth, inventory, name=fleet_dir.name, window=window)
+    advance(progress)
+    report = score(tables, truth, inventory, name=fleet_dir.name, window=window, progress=progress)
     life = load_life(fleet_dir)
     if life is not None:
         report.life = score_life(*life)
@@ -263,7 +269,7 @@ def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1)) -> Eval
 
 
 def score(tables: dict[str, pd.DataFrame], truth: dict[str, Any], inventory: dict[str, str], *, name: str = "",
-          window: timedelta = timedelta(hours=1)) -> EvalReport:
+          window: timedelta = timedelta(hours=1), progress: Progress | None = None) -> EvalReport:
     """The analysis of `tables` (platforms from the inventory only) scored against `truth`."""
     old = sorted(n for n, v in truth["nodes"].items() if "expect" not in v)
     if old:
@@ -272,6 +278,7 @@ def score(tables: dict[str, pd.DataFrame], truth: dict[str, Any], inventory: dic
     end = pd.Timestamp(truth["end"])
     report = EvalReport(fleet=name)
     fleet = analyze_fleet(tables, window=window, end=end, platforms=inventory, nodes=sorted(truth["nodes"]))
+    advance(progress)
     for node_id, node in sorted(truth["nodes"].items()):
         d = fleet.diagnoses[node_id]
         job = fleet.jobs.get(d.job_id) if d.job_id is not None else None
@@ -282,4 +289,5 @@ def score(tables: dict[str, pd.DataFrame], truth: dict[str, Any], inventory: dic
             report.false_urgent_high += 1
         report.nodes.append(NodeResult(node_id=node_id, scenario=scenario, benign=node["benign"],
                                        expected=node["expect"], given=given, wrong=wrong))
+    advance(progress)
     return report

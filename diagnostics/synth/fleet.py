@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..config.platforms import all_platforms
 from ..errors import InputError
+from ..progress import Progress, advance
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES, TableSchema
 from .node import NodeSim
 from .scenarios import BENIGN, CAVEATS, SCENARIOS, apply_scenario
@@ -154,8 +155,10 @@ def _steps(rng: np.random.Generator, fleet: Fleet, times: pd.DatetimeIndex) -> t
 
 
 def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, interval_min: float = 5.0,
-          scenarios: Sequence[str] | None = None) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
-    """The fleet's tables and its ground truth, in memory; `scenarios` limits the mix to those (in turn)."""
+          scenarios: Sequence[str] | None = None,
+          progress: Progress | None = None) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """The fleet's tables and its ground truth, in memory; `scenarios` limits the mix to those (in turn).
+    `progress` is advanced by one per node simulated."""
     unknown = sorted(set(scenarios or ()) - set(SCENARIOS))
     if unknown:
         raise InputError(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
@@ -172,6 +175,7 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
         fleet.sims[name] = sim
         link_frames.append(sim.link_frame())
         event_frames.append(sim.event_frame())
+        advance(progress)
         truth_nodes[name] = {"platform": platforms[name] if sim.inventory else None, "board": platforms[name],
                              "scenario": chosen[name], "benign": chosen[name] in BENIGN, "faults": sim.faults,
                              "near": sim.near, "warnings": sim.warnings}
@@ -191,16 +195,19 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
 
 def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, interval_min: float = 5.0,
              fmt: str = "parquet", scrapes: int = 2, scenarios: Sequence[str] | None = None,
-             life: bool = False) -> Path:
+             life: bool = False, progress: Progress | None = None) -> Path:
     """Write the fleet under `out`; returns the ground-truth file. `scrapes` nodes also get dcgm scrapes; `life`
-    adds the life nodes (`synth.life`) in `out/life`."""
-    tables, truth = build(seed=seed, nodes=nodes, hours=hours, interval_min=interval_min, scenarios=scenarios)
+    adds the life nodes (`synth.life`) in `out/life`. `progress` is advanced by one per node simulated and one per
+    part written (`generate_steps` in all)."""
+    tables, truth = build(seed=seed, nodes=nodes, hours=hours, interval_min=interval_min, scenarios=scenarios,
+                          progress=progress)
     out.mkdir(parents=True, exist_ok=True)
     for name, frame in tables.items():
         if fmt == "csv":
             frame.to_csv(out / f"{name}.csv", index=False)
         else:
             frame.to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
+        advance(progress)
     known = {n: v["platform"] for n, v in truth["nodes"].items() if v["platform"] is not None}
     pd.DataFrame({"node_id": list(known), "platform": list(known.values())}).to_csv(out / "nodes.csv", index=False)
     # a GPU off the bus first, then Blackwell nodes, then other Xids, so the scrapes show those series
@@ -208,13 +215,21 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
                                                   truth["nodes"][n]["board"] != B200,
                                                   not _has_xid(tables["events"], n), n))
     _scrapes(tables["link_samples"], tables["events"], out / "dcgm", order[:scrapes])
+    advance(progress)
     path = out / "ground_truth.json"
     path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if life:
         from .life import generate_life  # it builds on this module
 
         generate_life(out, seed=seed, end=pd.Timestamp(truth["end"]))
+        advance(progress)
     return path
+
+
+def generate_steps(nodes: int, *, life: bool = False) -> int:
+    """How many steps `generate` advances its progress by: each node, each table file, the scrapes, the life
+    nodes."""
+    return nodes + 4 + life
 
 
 def _has_xid(events: pd.DataFrame, node: str, code: int | None = None) -> bool:

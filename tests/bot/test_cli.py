@@ -27,8 +27,11 @@ def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action
                  "already open: **FAB-0001**", "@fabricbot why is job 4411 slow?"):
         assert step in text, step
     assert len(result.tickets) == 1 and result.tickets[0].startswith("FAB-0001 hpc-gpu-node-12")
-    assert [p.name for p in result.images] == ["01-hpc-gpu-node-12.png", "02-hpc-gpu-node-03.png",
-                                               "03-hpc-gpu-node-12.png"]
+    assert [p.name for p in result.images] == [  # each node's topology, then its job's correlation picture
+        "01-hpc-gpu-node-12.png", "02-hpc-gpu-node-12-correlation.png", "03-hpc-gpu-node-03.png",
+        "04-hpc-gpu-node-03-correlation.png", "05-hpc-gpu-node-12.png", "06-hpc-gpu-node-12-correlation.png",
+        "07-fleet.png"]
+    assert "`/fabric fleet`" in text and "![fleet heat map](demo/07-fleet.png)" in text
     assert all(f"(demo/{p.name})" in text and p.read_bytes().startswith(b"\x89PNG") for p in result.images)
     log = result.action_log.read_text()
     for kind in ("| command |", "| analysis |", "| draft |", "| denied |", "| approval |", "| filing |",

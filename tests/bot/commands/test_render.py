@@ -100,3 +100,17 @@ def test_node_from_the_store(tmp_path: Path, cli: Cli) -> None:
     assert code == 0 and "a100-3" in stdout and "dgx-a100-8gpu" in stdout
     code, _, err = cli("render", "other", "--store", str(store), "-o", str(tmp_path / "s.png"))
     assert code == 2 and "no node 'other'" in err and "a100-3" in err
+
+
+def test_a_stored_node_with_a_job_gets_its_correlation_picture_beside_the_topology(tmp_path: Path, cli: Cli) -> None:
+    store = tmp_path / "store"
+    assert cli("ingest", str(FIXTURES / "fleet"), "--store", str(store))[0] == 0
+    out = tmp_path / "n12.png"
+    code, stdout, _ = cli("render", "hpc-gpu-node-12", "--store", str(store), "-o", str(out))
+    assert code == 0
+    beside = tmp_path / "n12-correlation.png"
+    assert f"wrote {beside}" in stdout and "job 4411's step time against 1 link(s)" in stdout
+    assert Image.open(beside).size == (1200, 560) and beside.stat().st_size < 150 * 1024
+    code, stdout, _ = cli("render", "hpc-gpu-node-12", "--store", str(store), "-o", str(tmp_path / "t.png"),
+                          "--no-correlation")
+    assert code == 0 and "correlation" not in stdout and not (tmp_path / "t-correlation.png").exists()

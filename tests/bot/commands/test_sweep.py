@@ -96,3 +96,16 @@ def test_a_store_of_events_alone_is_swept(tmp_path: Path, capsys: pytest.Capture
     main(["sweep", "--store", str(tmp_path / "s"), "--json"])
     result = json.loads(capsys.readouterr().out)
     assert any(o["rule"] == "sxid_fatal" for o in result["offenders"])
+
+
+def test_png_writes_the_fleet_heat_map(store_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from PIL import Image
+
+    out = tmp_path / "fleet.png"
+    capsys.readouterr()
+    assert main(["sweep", "--store", str(store_dir), "--png", str(out), "--json"]) == 3
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # the JSON stays whole: what was written is said on stderr
+    nodes = len(open_store(store_dir, create=False).nodes())
+    assert f"wrote {out}" in captured.err and f"the heat map of {nodes} node(s)" in captured.err
+    assert Image.open(out).format == "PNG"

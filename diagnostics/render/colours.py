@@ -1,0 +1,22 @@
+"""The pictures' colours, defined once: each severity's, healthy links', the suspected component's."""
+
+from __future__ import annotations
+
+from ..enums import Severity
+
+HEALTHY = "#a9afb7"
+PCIE_HEALTHY = "#c9ced4"
+SEVERITY_COLOURS: dict[Severity, str] = {
+    Severity.WARNING: "#f2a900",
+    Severity.FAILING: "#e8590c",
+    Severity.DOWN: "#c2185b",
+}
+SUSPECT = "#6f42c1"
+INK = "#212529"  # text
+MUTED = "#495057"  # secondary text
+STEP_TIME = "#1864ab"  # a job's step time
+
+
+def severity_colour(severity: Severity) -> str:
+    """A severity's colour; healthy (ok) is grey."""
+    return SEVERITY_COLOURS.get(severity, HEALTHY)

@@ -1,0 +1,116 @@
+"""The fleet heat map, checked by its pixels: each cell in the colour of the worst finding on that node's GPU, a
+silent node dark, the suspected part outlined, a large fleet folded into panels."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from diagnostics.components import ComponentRef
+from diagnostics.enums import LinkType, Severity
+from diagnostics.model import Diagnosis, Localization
+from diagnostics.offenders import Offender, SweepResult
+from diagnostics.render.colours import SEVERITY_COLOURS, SUSPECT
+from diagnostics.render.heatmap import HEALTHY_CELL, SILENT_CELL, WIDTH_PX, fleet_grid, layout_of, render_fleet
+
+AT = datetime(2026, 9, 17, 8, 0, tzinfo=UTC)
+
+
+def rgb(colour: str) -> np.ndarray:
+    return np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
+
+
+def offender(node: str, gpu: int | None, severity: Severity, rule: str = "nvlink_replay") -> Offender:
+    return Offender(node_id=node, link_type=LinkType.NVLINK, gpu=gpu, link=1, rule=rule, severity=severity,
+                    rate_per_hour=5000.0, above=1000.0)
+
+
+def suspecting(node: str, gpu: int | None, switch: str | None = None) -> Diagnosis:
+    ref = ComponentRef.nvswitch(switch) if switch else ComponentRef.nvlink(gpu, 1)
+    loc = Localization(ref=ref, gpu=gpu, switch=switch, confidence=0.9, severity=Severity.FAILING)
+    return Diagnosis(node_id=node, platform="hgx-h100-8gpu", window_hours=1.0, fault_detected=True,
+                     isolated_component=ref.name, degradation_pct=None, repair_action="reseat",
+                     ticket_priority="medium",  # type: ignore[arg-type]
+                     findings=[], localization=loc, localizations=[loc])
+
+
+def sweep(nodes: list[str], offenders: list[Offender], diagnoses: dict[str, Diagnosis],
+          silent: tuple[str, ...] = ()) -> SweepResult:
+    return SweepResult(at=AT, window_hours=1.0, source="store", offenders=offenders, diagnoses=diagnoses,
+                       swept=nodes, silent=list(silent))
+
+
+def picture(result: SweepResult) -> np.ndarray:
+    img = Image.open(io.BytesIO(render_fleet(result)))
+    assert img.size == (WIDTH_PX, layout_of(fleet_grid(result)).height)
+    return np.asarray(img.convert("RGB")).astype(int)
+
+
+def colour_at(img: np.ndarray, point: tuple[int, int]) -> np.ndarray:
+    x, y = point
+    return img[y, x]
+
+
+def is_colour(img: np.ndarray, point: tuple[int, int], colour: str, tol: int = 12) -> bool:
+    return bool(np.abs(colour_at(img, point) - rgb(colour)).max() <= tol)
+
+
+@pytest.fixture(scope="module")
+def small() -> tuple[SweepResult, np.ndarray]:
+    nodes = [f"node-{i:02d}" for i in range(1, 7)]
+    result = sweep(nodes, [offender("node-02", 3, Severity.FAILING), offender("node-03", 0, Severity.WARNING),
+                           offender("node-03", 0, Severity.DOWN, "link_down"),
+                           offender("node-03", 5, Severity.WARNING, "crc")],
+                   {"node-02": suspecting("node-02", 3), "node-04": suspecting("node-04", None, "NVSwitch 1")},
+                   silent=("node-06",))
+    return result, picture(result)
+
+
+def test_each_cell_has_the_colour_of_its_worst_finding(small: tuple[SweepResult, np.ndarray]) -> None:
+    result, img = small
+    grid, lay = fleet_grid(result), layout_of(fleet_grid(result))
+    row = grid.nodes.index
+    assert is_colour(img, lay.cell_centre(row("node-02"), 3), SEVERITY_COLOURS[Severity.FAILING])
+    assert is_colour(img, lay.cell_centre(row("node-03"), 0), SEVERITY_COLOURS[Severity.DOWN])  # down beats warning
+    assert is_colour(img, lay.cell_centre(row("node-03"), 5), SEVERITY_COLOURS[Severity.WARNING])
+    for node, gpu in (("node-01", 0), ("node-02", 2), ("node-05", 7), ("node-03", 1)):
+        assert is_colour(img, lay.cell_centre(row(node), gpu), HEALTHY_CELL), (node, gpu)
+    assert all(is_colour(img, lay.cell_centre(row("node-06"), g), SILENT_CELL) for g in range(9))
+
+
+def test_the_suspected_parts_are_outlined(small: tuple[SweepResult, np.ndarray]) -> None:
+    result, img = small
+    grid, lay = fleet_grid(result), layout_of(fleet_grid(result))
+
+    def outlined(node: str, column: int) -> bool:
+        x, y = lay.cell_centre(grid.nodes.index(node), column)
+        edge = img[y, x - round(lay.cell_w / 2) + 1:x]  # from the cell's left edge to its centre
+        return bool((np.abs(edge - rgb(SUSPECT)).max(axis=1) <= 40).any())
+
+    assert outlined("node-02", 3)
+    assert outlined("node-04", grid.gpus)  # a switch: the last column, in the part's severity
+    assert is_colour(img, lay.cell_centre(grid.nodes.index("node-04"), grid.gpus), SEVERITY_COLOURS[Severity.FAILING])
+    assert not outlined("node-03", 0) and not outlined("node-01", 3)
+
+
+def test_a_thousand_nodes_fold_into_panels() -> None:
+    nodes = [f"gpu-node-{i:04d}" for i in range(1024)]
+    result = sweep(nodes, [offender("gpu-node-1000", 5, Severity.FAILING), offender("gpu-node-0007", 1,
+                                                                                    Severity.DOWN)], {})
+    grid, lay = fleet_grid(result), layout_of(fleet_grid(result))
+    assert lay.panels == 8 and lay.rows == 128
+    img = picture(result)
+    assert is_colour(img, lay.cell_centre(1000, 5), SEVERITY_COLOURS[Severity.FAILING])
+    assert is_colour(img, lay.cell_centre(7, 1), SEVERITY_COLOURS[Severity.DOWN])
+    assert is_colour(img, lay.cell_centre(1000, 4), HEALTHY_CELL)
+    assert grid.severity("gpu-node-1000", 5) is Severity.FAILING
+
+
+def test_a_source_that_lists_only_offenders_says_so() -> None:
+    result = sweep([], [offender("node-02", 3, Severity.FAILING)], {})
+    grid = fleet_grid(result)
+    assert grid.offenders_only and grid.nodes == ["node-02"]
