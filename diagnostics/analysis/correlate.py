@@ -289,7 +289,7 @@ def _signals(p: Prepared, segments: np.ndarray, t0: pd.Timestamp, n: int, bucket
 def _ratios(p: Prepared, idx: np.ndarray, owner: np.ndarray, b: np.ndarray, ok: np.ndarray,
             errors: np.ndarray) -> None:
     """For the links that count no errors, their bit-error ratio's highest reading per bucket (in place)."""
-    quiet = ~errors.any(axis=1)
+    quiet = np.asarray((errors == 0).all(axis=1), dtype=bool)
     for c in ERROR_RATIOS:
         if not quiet.any() or c not in p.source.columns:
             continue
@@ -297,7 +297,7 @@ def _ratios(p: Prepared, idx: np.ndarray, owner: np.ndarray, b: np.ndarray, ok: 
         hit = ok & quiet[owner] & np.isfinite(v) & (v > 0)
         if hit.any():
             np.maximum.at(errors, (owner[hit], b[hit]), v[hit])
-            quiet &= ~errors.any(axis=1)
+            quiet &= np.asarray((errors == 0).all(axis=1), dtype=bool)
 
 
 def _segment_ends(p: Prepared) -> np.ndarray:
