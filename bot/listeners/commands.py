@@ -47,6 +47,10 @@ def parse(text: str) -> Request:
         if len(words) != 2:
             raise UsageError("usage: `/fabric job <job_id>`")
         return Request("job", words[1])
+    if words[0] == "rack":  # a rack of the rack inventory: diagnosed as one, drawn as the rack view
+        if len(words) != 2:
+            raise UsageError("usage: `/fabric rack <rack>`")
+        return Request("node", words[1])
     node, rest = words[0], words[1:]
     window = None
     while rest:

@@ -260,7 +260,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if undated.get(node):
             notes.append(f"{undated[node]} reading(s) of {node} carry no time: taken as read at "
                          f"{fmt.when(window_end)} (give the time with --at, or a `date` line before the paste)")
-        if node not in view.gpus_seen and node not in _names(metrics):
+        if node not in view.gpus_seen and node not in reporting_links:
             notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy")
         elif samples.get(node, 2) < 2:
             notes.append("one reading per link: totals since reset only; a rate needs a second reading")

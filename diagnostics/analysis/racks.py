@@ -207,7 +207,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
         others = sorted({t for loc in outside for t in _trays_of(rack, loc)} - {label})
         also = f" and those of compute trays {', '.join(others)}" if others else ""
         notes.append(f"the fault is outside this tray: {outside[0].component} (rack {rack.place.rack_id}) explains "
-                     f"its failing links{also}; the rack's view: `fabricbot analyze --rack {rack.place.rack_id}`")
+                     f"its failing links{also}; the rack's view: `/fabric rack {rack.place.rack_id}`")
     update.update(localizations=locs, localization=top, isolated_component=top.component,
                   repair_action=top.action or tray.repair_action, warnings=notes)
     return tray.model_copy(update=update)

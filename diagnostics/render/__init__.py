@@ -3,7 +3,7 @@ switch chips), drawn as PNG or SVG."""
 
 from .draw import SEVERITY_COLOURS, render_node, render_with_warnings
 from .inputs import Drawable, drawable_from_file, drawable_from_store, graph_for_platform
-from .rack import render_rack
+from .rack import render_rack, wants_rack_view
 from .scene import Scene, build_scene
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "render_node",
     "render_rack",
     "render_with_warnings",
+    "wants_rack_view",
 ]

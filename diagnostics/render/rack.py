@@ -100,6 +100,19 @@ def suspect_boxes(loc: Localization, rack: RackGraph) -> list[tuple[float, float
     return []
 
 
+def wants_rack_view(diagnosis: Diagnosis) -> bool:
+    """Whether a diagnosis is drawn as its rack: a rack's own, or a tray's whose suspect is outside the tray."""
+    if diagnosis.rack is None:
+        return False
+    if diagnosis.tray is None:
+        return True
+    loc = diagnosis.localization
+    return loc is not None and loc.ref.kind in _OUTSIDE and diagnosis.fault_detected
+
+
+_OUTSIDE = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
+
+
 def _pixels(grid: np.ndarray) -> np.ndarray:
     """The grid as an RGB image, one pixel per GPU link: rows are trays, columns chip-major, GPU-minor."""
     trays, chips, gpus = grid.shape
@@ -169,7 +182,9 @@ def _tray_label(diagnosis: Diagnosis, tray: int) -> str:
 
 def _header(fig: Figure, d: Diagnosis, loc: Localization | None, unplaced: list[Finding]) -> None:
     place = d.rack
-    title = f"Rack {d.node_id}  ·  {place.platform if place else d.platform}  ·  {d.ticket_priority.value}"
+    rack = place.rack_id if place else d.node_id
+    tray = f"  ·  tray {d.tray} ({d.node_id}): the fault is outside it" if d.tray is not None else ""
+    title = f"Rack {rack}  ·  {place.platform if place else d.platform}  ·  {d.ticket_priority.value}{tray}"
     fig.text(0.012, 0.965, title, fontsize=15, fontweight="bold", va="center", color="#212529")
     sub = (f"suspected: {loc.component}" if loc is not None else
            "no failing link" if not d.fault_detected else "no unit localized")
@@ -179,4 +194,4 @@ def _header(fig: Figure, d: Diagnosis, loc: Localization | None, unplaced: list[
         fig.text(0.012, 0.895 - 0.024 * i, f"! {line}"[:170], fontsize=7.5, va="center", color="#862e9c")
 
 
-__all__ = ["render_rack", "severity_grid", "suspect_boxes"]
+__all__ = ["render_rack", "severity_grid", "suspect_boxes", "wants_rack_view"]
