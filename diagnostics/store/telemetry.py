@@ -30,6 +30,7 @@ from ..analysis.racks import RackSlot
 from ..analysis.rates import utc_datetime, utc_ns
 from ..errors import InputError
 from ..ingest.base import IngestResult, Source
+from ..ingest.nmxt import place_in_racks
 from ..ingest.summary import nodes as summary_nodes
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
 from .catalog import Catalog
@@ -130,8 +131,9 @@ class TelemetryStore:
             if outcome.status != "read":
                 continue
             assert outcome.sha256 is not None
-            if outcome.result is not None:
-                outcome.error = _placed_on_a_node(outcome.result)
+            if outcome.result is not None:  # an NMX-T scrape's trays named by the hosts the inventory puts there
+                outcome.error = place_in_racks(outcome.result, self.racks(), self.platforms()) or \
+                    _placed_on_a_node(outcome.result)
                 if outcome.error:
                     outcome.status = "error"
                     continue
