@@ -17,6 +17,7 @@ from diagnostics.config.repair_plan import PlanFacts, repair_plan
 from diagnostics.enums import ComponentKind, FaultKind, Priority
 from diagnostics.synth.rack_fleet import build_racks
 from diagnostics.synth.rack_scenarios import RACK_SCENARIOS
+from diagnostics.tickets import RulesDrafter
 
 DISABLES = re.compile(r"\b(disabl|isolat|shut ?down|turn(ed)? off|reconfigur|partition)\w*\b", re.IGNORECASE)
 
@@ -110,3 +111,20 @@ def test_the_inventory_names_bad_slots_and_leaves_out_a_host_of_another_rack_pla
     assert "b: compute tray 3 is also a's" in said and "c: compute tray 40 is outside gb200-nvl72's 18" in said
     assert "d is a gb200-nvl36x2 host in a gb200-nvl72 rack: left out" in said and "e" not in rack.kind
     assert not rack.place.slots_known
+
+
+@pytest.mark.parametrize(("scenario", "part"), [("switch_tray", "gb200-nvl72-switch-tray"),
+                                                ("cartridge", "gb200-nvl72-cartridge"),
+                                                ("compute_tray", "gb200-nvl72-compute-tray")])
+def test_a_rack_ticket_names_the_nvl72_part_and_drains_the_trays_on_its_links(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]], scenario: str, part: str) -> None:
+    fleet, truth, _ = racks
+    d = fleet.racks[_rack_of(truth, scenario)]
+    ticket = RulesDrafter().draft(d)
+    assert ticket.component == d.isolated_component and ticket.replacement_part is not None
+    assert ticket.replacement_part.id == part
+    assert d.localization is not None
+    first = ticket.isolation_steps[0].text
+    assert all(h in first for h in d.localization.hosts) and "no change to the fabric" in first
+    assert not [s.text for s in [*ticket.isolation_steps, *ticket.repair_steps] if DISABLES.search(s.text)]
+    assert any("nvlink_domain_telemetry" in c.command for c in ticket.capture_first)
