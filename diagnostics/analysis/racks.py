@@ -184,7 +184,10 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
 
 
 def _switch_hosts(rack: Rack, loc: Localization) -> list[str]:
-    host = rack.place.switch.get(loc.switch_tray or "") if loc.switch_tray else None
+    """The hosts to drain for a unit only its switch side reports: the compute tray its link comes from, else the
+    switch tray itself."""
+    tray = rack.place.compute.get(loc.tray or "") if loc.tray else None
+    host = tray or (rack.place.switch.get(loc.switch_tray or "") if loc.switch_tray else None)
     return [host] if host else []
 
 
@@ -196,8 +199,12 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
     mine = [loc for loc in rack_diagnosis.localizations
             if (loc.switch_tray == label if switch_host else host in loc.hosts)]
     update: dict[str, object] = {"rack": rack.place, "tray": label}
-    if not mine or not tray.fault_detected:
+    if not mine:
         return tray.model_copy(update=update)
+    if not tray.fault_detected:  # its own end reads clean, but a link of it runs through the failing unit
+        said = f"its links run through {mine[0].component}, which rack {rack.place.rack_id} finds failing " \
+               f"(`/fabric rack {rack.place.rack_id}`): drain it with the rack's plan"
+        return tray.model_copy(update={**update, "warnings": [*tray.warnings, said]})
     locs = rank(mine)
     top = locs[0]
     notes = list(tray.warnings)

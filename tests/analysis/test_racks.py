@@ -17,7 +17,9 @@ from diagnostics.config.repair_plan import PlanFacts, repair_plan
 from diagnostics.enums import ComponentKind, FaultKind, Priority
 from diagnostics.synth.rack_fleet import build_racks
 from diagnostics.synth.rack_scenarios import RACK_SCENARIOS
+from diagnostics.tables import EVENTS
 from diagnostics.tickets import RulesDrafter
+from diagnostics.topology.rack import rack_graph
 
 DISABLES = re.compile(r"\b(disabl|isolat|shut ?down|turn(ed)? off|reconfigur|partition)\w*\b", re.IGNORECASE)
 
@@ -128,3 +130,23 @@ def test_a_rack_ticket_names_the_nvl72_part_and_drains_the_trays_on_its_links(
     assert all(h in first for h in d.localization.hosts) and "no change to the fabric" in first
     assert not [s.text for s in [*ticket.isolation_steps, *ticket.repair_steps] if DISABLES.search(s.text)]
     assert any("nvlink_domain_telemetry" in c.command for c in ticket.capture_first)
+
+
+def test_a_fatal_sxid_on_a_switch_tray_names_its_port_and_tells_the_tray_whose_link_it_carries() -> None:
+    tables, truth, slots, platforms = build_racks(seed=21, racks=1, hours=6, scenarios=["healthy_rack"])
+    end = rack_graph("gb200-nvl72").end(7, 1, 5)
+    sxid = pd.DataFrame([{
+        "timestamp": pd.Timestamp(truth["end"]) - pd.Timedelta(minutes=20),
+        "node_id": f"rack-01-s{end.switch_tray:02d}",
+        "kind": "sxid", "code": 24007, "severity": "fatal", "nvswitch": str(end.chip - 1), "link": end.port,
+        "text": f"nvidia-nvswitch{end.chip - 1}: SXid (PCI:0000:05:00.0): 24007, Fatal, Link {end.port} sourcetrack "
+                "timeout error"}])
+    tables["events"] = EVENTS.conform(pd.concat([tables["events"], sxid], ignore_index=True))
+    fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                          racks=slots)
+    loc = fleet.racks["rack-01"].localization
+    assert loc is not None and loc.fault is FaultKind.NVSWITCH_FATAL
+    assert loc.component == f"Switch tray {end.switch_tray} chip {end.chip} port {end.port}"
+    assert loc.hosts == ["rack-01-c07"]  # the compute tray its link comes from: the one to drain
+    tray = fleet.diagnoses["rack-01-c07"]
+    assert not tray.fault_detected and any(loc.component in w for w in tray.warnings)

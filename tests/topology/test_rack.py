@@ -75,3 +75,18 @@ def test_a_rack_file_that_contradicts_itself_is_a_config_error(tmp_path: Path, m
     monkeypatch.setenv("FABRICBOT_RACKS", str(tmp_path))
     with pytest.raises(ConfigError, match=f"broken.toml: .*{says}"):
         all_racks()
+
+
+def test_a_real_gb200_scrape_is_a_compute_tray_whose_ports_need_its_slot() -> None:
+    """dcgm-exporter on a GB200 tray (fixtures/real): four GPUs, their model names the NVL72 compute tray."""
+    from diagnostics.config.platforms import platform_for_model
+    from diagnostics.ingest.detect import read
+
+    real = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "dcgm_metrics_gb200_1.txt"
+    result = read(real)
+    gpus = result["gpus"]
+    assert sorted(gpus["gpu"].astype(int)) == [0, 1, 2, 3] and set(gpus["model"]) == {"NVIDIA GB200"}
+    platform = platform_for_model("NVIDIA GB200")
+    assert platform == "gb200-nvl72-compute-tray"
+    assert platform_graph(platform).port_of(3, 17).switch == "Switch tray 9 chip 2"
+    assert platform_graph(platform).port_of(3, 17).switch_port is None  # which port: the tray's slot says
