@@ -45,7 +45,7 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
-from .racks import Rack, RackSlot, diagnose_rack, group_racks, rack_job, tray_view
+from .racks import Rack, RackSlot, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
 from .rates import ns, prepare_rows, utc_datetime, utc_ns
 from .rows import observed_lanes, per_link_rows
 from .rules import summarize
@@ -278,6 +278,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             has_links=node in view.gpus_seen or node in reporting_links,
             job_gpus=_job_gpus(job, graph_of))
     for rack_id, rack in sorted(rack_set.items()):
+        rack.warnings.extend(domain_notes(rack, events))
         job = rack_job(rack, result.jobs, chosen)
         notes_of = {h: result.diagnoses[h].warnings for h in rack.hosts() if h in result.diagnoses}
         result.racks[rack_id], _ = diagnose_rack(

@@ -10,9 +10,12 @@ port. Every finding keeps the score its host's job gave it, so a job spanning tr
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+
+import pandas as pd
 
 from ..components import ComponentRef
 from ..config.platforms import all_platforms
@@ -27,6 +30,7 @@ from .localize import rank
 from .rack_localize import Placed, localize_rack
 
 _DRIVER_SWITCH = re.compile(r"^NVSwitch (\d+)$")
+_DOMAIN = re.compile(r"(ClusterUUID|CliqueId): ([^;]+)")
 OUTSIDE = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
 
 
@@ -96,6 +100,27 @@ def group_racks(platforms: Mapping[str, str], slots: Mapping[str, RackSlot]) -> 
             rack.warnings.append(f"the inventory names {spec.compute_trays - len(missing)} of the rack's "
                                  f"{spec.compute_trays} compute trays: trays {_ranges(missing)} are not judged")
     return out
+
+
+def domain_notes(rack: Rack, events: pd.DataFrame) -> list[str]:
+    """The compute trays whose GPUs name another NVLink domain than the rest of the rack (`nvidia-smi -q` Fabric:
+    ClusterUUID and CliqueId, newest reading per tray): not in the rack's domain, or not in this rack."""
+    if not len(events) or not {"kind", "node_id", "text"} <= set(events.columns):
+        return []
+    hosts = rack.hosts("compute")
+    rows = events[(events["kind"].astype("string") == "fabric_state")
+                  & events["node_id"].astype("string").isin(hosts)]
+    seen: dict[str, tuple[str, str]] = {}
+    for host, text in zip(rows["node_id"].astype(str), rows["text"].astype(str), strict=True):
+        found = dict(_DOMAIN.findall(text))
+        if "ClusterUUID" in found or "CliqueId" in found:
+            seen[host] = (found.get("ClusterUUID", "?").strip(), found.get("CliqueId", "?").strip())
+    if len(set(seen.values())) < 2:
+        return []
+    (uuid, clique), _ = Counter(seen.values()).most_common(1)[0]
+    return [f"compute tray {rack.label[h]} ({h}) reports ClusterUUID {u}, CliqueId {c}; the rack's other trays "
+            f"{uuid}, {clique}: it is not in the rack's NVLink domain (its fabric registration, or the inventory's "
+            "rack, is wrong)" for h, (u, c) in sorted(seen.items()) if (u, c) != (uuid, clique)]
 
 
 def _ranges(values: list[int]) -> str:

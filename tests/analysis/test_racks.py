@@ -150,3 +150,15 @@ def test_a_fatal_sxid_on_a_switch_tray_names_its_port_and_tells_the_tray_whose_l
     assert loc.hosts == ["rack-01-c07"]  # the compute tray its link comes from: the one to drain
     tray = fleet.diagnoses["rack-01-c07"]
     assert not tray.fault_detected and any(loc.component in w for w in tray.warnings)
+
+
+def test_a_tray_in_another_nvlink_domain_is_named_by_its_rack() -> None:
+    tables, truth, slots, platforms = build_racks(seed=22, racks=1, hours=6, scenarios=["healthy_rack"])
+    events = tables["events"]
+    odd = (events["node_id"].astype(str) == "rack-01-c05") & (events["kind"].astype(str) == "fabric_state")
+    texts = events["text"].astype(str).where(~odd, "State: Completed; Status: Success; CliqueId: 1; ClusterUUID: other")
+    tables["events"] = events.assign(text=texts)
+    fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                          racks=slots)
+    said = [w for w in fleet.racks["rack-01"].warnings if "NVLink domain" in w]
+    assert len(said) == 1 and said[0].startswith("compute tray 5 (rack-01-c05) reports ClusterUUID other, CliqueId 1")
