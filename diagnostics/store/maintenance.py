@@ -105,7 +105,7 @@ class MaintenanceLog:
                                                                                                    order_by="start")]
 
     def _inventory(self, where: str | None, args: list[str]) -> list[Maintenance]:
-        if not self.db[NODES].exists() or "state" not in self.db[NODES].columns_dict:  # type: ignore[union-attr]
+        if not self.db[NODES].exists() or "state" not in self.db[NODES].columns_dict:
             return []
         return [Maintenance(str(r["node_id"]), INVENTORY_START, None, f"the inventory's state is {r['state']}",
                             "inventory", "inventory")
