@@ -9,11 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from diagnostics import InputError
+from diagnostics import InputError, Priority, Thresholds
 from diagnostics import format as fmt
 from diagnostics.analysis import Watch, sweep_store, watch_store
-from diagnostics.config.thresholds import Thresholds
-from diagnostics.enums import Priority
 from diagnostics.store import Maintenance, TelemetryStore
 
 from .tracker import Ticket, Tracker

@@ -110,27 +110,31 @@ class NmxtReader:
         return IngestResult.of(warnings, link_samples=frame) if len(frame) else IngestResult(warnings=warnings)
 
 
-def place_in_racks(result: IngestResult, racks: Mapping[str, Any], platforms: Mapping[str, str]) -> str | None:
-    """Name an NMX-T result's trays by the hosts the rack inventory puts there (in place); an error message when a
-    tray has no host, else None. `racks`: host -> RackSlot; `platforms`: host -> platform."""
+def place_in_racks(result: IngestResult, racks: Mapping[str, Any], platforms: Mapping[str, str]) -> None:
+    """Name an NMX-T result's trays by the hosts the rack inventory puts there (in place). A tray the inventory
+    does not place keeps a name of its own place (`rack-07-compute-tray18`), with a warning saying how to join it
+    to its host. `racks`: host -> RackSlot; `platforms`: host -> platform."""
     links = result.tables["link_samples"]
     if not len(links):
-        return None
+        return
     names = links["node_id"].astype("string")
     placed = names.str.startswith(PREFIX).fillna(False)
     if not placed.any():
-        return None
+        return
     hosts = {f"{PREFIX}{s.rack}:{tray_kind(platforms.get(h))}:{s.tray}": h for h, s in racks.items()
              if s.tray is not None and tray_kind(platforms.get(h))}
-    wanted = sorted(set(names[placed]))
-    missing = [w for w in wanted if w not in hosts]
+    missing = sorted(set(names[placed]) - set(hosts))
+    for name in missing:
+        rack, kind, slot = name[len(PREFIX):].rsplit(":", 2)
+        hosts[name] = f"{rack}-{kind}-tray{slot}"
     if missing:
-        return (f"the rack inventory names no host for {', '.join(m[len(PREFIX):] for m in missing[:4])}"
-                + (" ..." if len(missing) > 4 else "") + ": ingest a nodes.csv with node_id, platform, rack, tray "
-                "(the rack as --node named it) before the NMX-T scrape")
+        shown = ", ".join(hosts[m] for m in missing[:4]) + (" ..." if len(missing) > 4 else "")
+        result.warnings.append(IngestWarning(
+            "nmxt", None, f"the rack inventory names no host for {len(missing)} tray(s) of the scrape, kept under "
+            f"their place ({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node named "
+            "it) before the NMX-T scrape to read them as their hosts"))
     renamed = names.where(~placed, names.map(hosts))
     result.tables["link_samples"] = links.assign(node_id=renamed.astype("category"))
-    return None
 
 
 READER = NmxtReader()

@@ -131,9 +131,9 @@ class TelemetryStore:
             if outcome.status != "read":
                 continue
             assert outcome.sha256 is not None
-            if outcome.result is not None:  # an NMX-T scrape's trays named by the hosts the inventory puts there
-                outcome.error = place_in_racks(outcome.result, self.racks(), self.platforms()) or \
-                    _placed_on_a_node(outcome.result)
+            if outcome.result is not None:
+                place_in_racks(outcome.result, self.racks(), self.platforms())  # an NMX-T scrape's trays as hosts
+                outcome.error = _placed_on_a_node(outcome.result)
                 if outcome.error:
                     outcome.status = "error"
                     continue

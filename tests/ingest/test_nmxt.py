@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -66,15 +67,17 @@ def test_both_ends_of_the_link_become_rows_of_their_trays(tmp_path: Path) -> Non
     assert str(gpu["timestamp"]).startswith("2026-06-2")  # the series' own time (ms)
 
 
-def test_the_trays_are_placed_on_the_inventorys_hosts_and_an_unplaced_tray_is_an_error(tmp_path: Path) -> None:
+def test_the_trays_are_placed_on_the_inventorys_hosts_and_an_unplaced_tray_keeps_its_place(tmp_path: Path) -> None:
     result = READER.read(_scrape(tmp_path), node_id="rack-07")
     racks = {"r7-c18": RackSlot("rack-07", "18"), "r7-s06": RackSlot("rack-07", "6")}
     platforms = {"r7-c18": "gb200-nvl72-compute-tray", "r7-s06": "gb200-nvl72-switch-tray"}
-    assert place_in_racks(result, racks, platforms) is None
-    assert set(result["link_samples"]["node_id"].astype(str)) == {"r7-c18", "r7-s06"}
+    place_in_racks(result, racks, platforms)
+    assert set(result["link_samples"]["node_id"].astype(str)) == {"r7-c18", "r7-s06"} and not result.warnings
     again = READER.read(_scrape(tmp_path), node_id="rack-08")
-    said = place_in_racks(again, racks, platforms)
-    assert said is not None and "rack-08:compute:18" in said and "nodes.csv" in said
+    place_in_racks(again, racks, platforms)
+    assert set(again["link_samples"]["node_id"].astype(str)) == {"rack-08-compute-tray18", "rack-08-switch-tray6"}
+    said = str(again.warnings[-1])
+    assert "names no host for 2 tray(s)" in said and "nodes.csv" in said
 
 
 def test_a_scrape_without_a_rack_or_chassis_is_refused(tmp_path: Path) -> None:
@@ -82,3 +85,17 @@ def test_a_scrape_without_a_rack_or_chassis_is_refused(tmp_path: Path) -> None:
     path.write_text('Link_Down{node_description="MF0;sw02:N5400_LD/U2", Port_Number="9"} 1\n', encoding="utf-8")
     with pytest.raises(InputError, match="names no rack"):
         READER.read(Source.from_path(path))
+
+
+def test_the_store_reads_a_scrape_after_its_rack_inventory_as_the_hosts(tmp_path: Path) -> None:
+    from diagnostics.store import open_store
+
+    inventory = tmp_path / "nodes.csv"
+    inventory.write_text("node_id,platform,rack,tray\nr7-c18,gb200-nvl72-compute-tray,rack-07,18\n"
+                         "r7-s06,gb200-nvl72-switch-tray,rack-07,6\n", encoding="utf-8")
+    store = open_store(tmp_path / "store")
+    store.ingest([inventory])
+    store.ingest([_scrape(tmp_path).path], node_id="rack-07")  # type: ignore[list-item]
+    links = store.window(end=None, span=timedelta(days=3650), nodes=["r7-c18", "r7-s06"])["link_samples"]
+    assert set(links["node_id"].astype(str)) == {"r7-c18", "r7-s06"}
+    assert "rack-07-compute-tray18" not in store.nodes()
