@@ -3,11 +3,12 @@
 On the switch tray that runs NMX-Telemetry: `curl -s http://localhost:9352/xcset/nvlink_domain_telemetry`. Each
 series is one port, named by its labels: a GPU port carries `port_label="GPUP<link>"`, `device_num_on_tray` (the
 GPU) and `tray_index` (its compute tray, counted from 0); a switch port carries `node_description="MF0;sw06:
-N5400_LD/U1"` (switch tray 6, chip U1) and `Port_Number`. Families read, as NVIDIA's health collector maps them
-(NVIDIA/ncx-infra-controller-core, crates/health/src/collectors/nmxt.rs, NMXT_METRIC_MAP): `Effective_BER` (the
-post-FEC bit-error ratio) -> effective_ber, `Symbol_BER` -> symbol_ber, `Symbol_Errors` -> symbol_errors,
-`Effective_Errors` -> effective_errors, `Link_Down` (times the link went down) -> recovery_failed,
-`total_successful_recovery_events` -> recovery_successful; `lid` (every port has one) gives the port's row alone.
+N5400_LD/U1"` (switch tray 6, chip U1) and `Port_Number`. Families read: `Effective_BER` (the post-FEC
+bit-error ratio) -> effective_ber, `Symbol_Errors` -> symbol_errors, `Link_Down` (times the link went down) ->
+recovery_failed, `total_successful_recovery_events` -> recovery_successful and `lid` (every port has one: the port's
+row alone), as NVIDIA's health collector maps them (NVIDIA/ncx-infra-controller-core,
+crates/health/src/collectors/nmxt.rs, NMXT_METRIC_MAP); `Symbol_BER` -> symbol_ber and `Effective_Errors` ->
+effective_errors, the names public InfiniBand link-analysis scripts give the same port counters (assumed for NMX-T).
 On every series `logical_state` gives the link's state (ACT: up, DOWN: down) and a GPU port's
 `link_partner_description` its switch chip. Other families (cables, timers) are left out.
 
