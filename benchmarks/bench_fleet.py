@@ -5,13 +5,16 @@ memory, and times a straightforward pandas groupby().diff() implementation of th
 the whole table, as it would be written, and handed only the rows the sweep reads, to show where the gain comes from.
 Budgets: in memory < 3 s (1.1-1.2 s or faster), from Parquet < 8 s, < 6 GB peak, >= 10x faster than groupby/diff,
 and the ratio to one memory pass over the same arrays (aim 10x).
+A rack sweep beside it: 64 GB200 NVL72 racks (4,608 GPUs; 1,152 compute trays and 576 switch trays, every GPU link
+and switch port, ~48M link samples) over the same 24 h, swept with the rack inventory, so each rack gets its own
+diagnosis from all its trays' findings.
 Each phase runs in its own process so its peak memory is its own; data generation is never timed. The
 groupby/diff baseline applies the same rules as the fast path (a drop counts from zero, a reading's increase
 counts when it lies in the window and the reading before it is at most one window older than the window's
 start) and its per-link increases are checked equal to the fast path's. The machine's load average is printed
 with the figures.
 
-    python benchmarks/bench_fleet.py [--nodes 1024] [--hours 24] [--step-min 5] [--data FILE.parquet]
+    python benchmarks/bench_fleet.py [--nodes 1024] [--hours 24] [--step-min 5] [--racks 64] [--data FILE.parquet]
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fleet_data import fleet, fleet_options, run_phase
+from fleet_data import fleet, fleet_options, rack_fleet, run_phase
 
 from diagnostics.analysis import analyze_fleet, history_needed
+from diagnostics.analysis.racks import RackSlot
 from diagnostics.analysis.rates import increase, ns, prepare_rows
 from diagnostics.config.thresholds import load_thresholds
 
@@ -163,19 +167,41 @@ def phase_parquet(args: argparse.Namespace) -> dict[str, object]:
             "peak_gb": round(peak_gb(), 2)}
 
 
+def phase_racks(args: argparse.Namespace) -> dict[str, object]:
+    """The rack sweep from memory: every tray's links and every switch port, each rack diagnosed as one."""
+    frame, inventory = rack_fleet(args.racks, args.hours, args.step_min)  # generation is not timed
+    slots = {n: RackSlot(r, t) for n, r, t in zip(inventory["node_id"], inventory["rack"], inventory["tray"],
+                                                    strict=True)}
+    hosts = dict(zip(inventory["node_id"], inventory["platform"], strict=True))
+    thresholds = load_thresholds()
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        result = analyze_fleet({"link_samples": frame}, window=WINDOW, thresholds=thresholds, platforms=hosts,
+                               racks=slots)
+        times.append(time.perf_counter() - start)
+    found = sorted({d.isolated_component for d in result.racks.values() if d.fault_detected})
+    return {"rows": len(frame), "gpus": args.racks * 72, "sweep_s": round(times[0], 2),
+            "steady_s": round(min(times[1:]), 3), "racks": len(result.racks),
+            "racks_failing": sum(d.fault_detected for d in result.racks.values()), "units": found[:3],
+            "peak_gb": round(peak_gb(), 2)}
+
+
 def run(phase: str, args: argparse.Namespace) -> dict[str, object]:
-    return run_phase(__file__, phase, args, "--path", args.path)
+    return run_phase(__file__, phase, args, "--path", args.path, "--racks", str(args.racks))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     fleet_options(parser)
-    parser.add_argument("--phase", choices=("write", "memory", "baseline", "parquet"))
+    parser.add_argument("--phase", choices=("write", "memory", "baseline", "parquet", "racks"))
+    parser.add_argument("--racks", type=int, default=64, help="GB200 NVL72 racks in the rack sweep (0: none)")
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--data", help="keep the generated Parquet file here and reuse it on later runs")
     args = parser.parse_args()
     if args.phase:
-        phases = {"write": phase_write, "memory": phase_memory, "baseline": phase_baseline, "parquet": phase_parquet}
+        phases = {"write": phase_write, "memory": phase_memory, "baseline": phase_baseline, "parquet": phase_parquet,
+                  "racks": phase_racks}
         print(json.dumps(phases[args.phase](args)))
         return
     print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
@@ -205,6 +231,13 @@ def main() -> None:
         par = run("parquet", args)
         print(f"  sweep from Parquet (read + sweep): {par['parquet_sweep_s']} s  [budget 8 s]; "
               f"peak {par['peak_gb']} GB")
+        if args.racks:
+            rk = run("racks", args)
+            print(f"rack sweep: {args.racks} GB200 NVL72 racks ({rk['gpus']:,} GPUs) x {args.hours:g} h at "
+                  f"{args.step_min:g} min: {rk['rows']:,} link samples; from memory {rk['sweep_s']} s first call, "
+                  f"{rk['steady_s']} s steady (the {args.nodes}-node 8-GPU fleet: {mem['sweep_s']} s, "
+                  f"{mem['steady_s']} s); {rk['racks']} rack diagnoses, {rk['racks_failing']} with a fault "
+                  f"({', '.join(map(str, rk['units']))} ...); peak {rk['peak_gb']} GB")  # type: ignore[arg-type]
     print(f"load average after: {load()}")
 
 

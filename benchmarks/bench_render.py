@@ -3,7 +3,8 @@
 - the node picture: one HGX H100 render (144 NVLinks, 30 nodes, three degraded links), budget 300 ms;
 - the correlation picture: a day of 5-minute buckets, the step time against three links (the most it draws),
   budget 300 ms and 150 KB;
-- the fleet heat map: 1,024 nodes x 8 GPUs with 60 offenders and 20 suspected parts, budget 1 s.
+- the fleet heat map: 1,024 nodes x 8 GPUs with 60 offenders and 20 suspected parts, budget 1 s;
+- the rack picture: one GB200 NVL72 rack render (1,296 GPU links, a switch tray suspected), budget 300 ms, 300 KB.
 
 Prints wall and CPU time per render. On a shared machine wall time follows the load; CPU time is the steadier
 figure. The first render pays for font loading; the budget applies to every render after it.
@@ -22,7 +23,7 @@ from diagnostics import ComponentRef
 from diagnostics.enums import LinkType, Severity
 from diagnostics.model import Diagnosis, Finding, LinkSeries, Localization, StepEvidence
 from diagnostics.offenders import Offender, SweepResult
-from diagnostics.render import render_correlation, render_fleet, render_node
+from diagnostics.render import render_correlation, render_fleet, render_node, render_rack
 from diagnostics.topology import platform_graph
 
 BUDGET_MS = 300.0
@@ -111,5 +112,39 @@ def main() -> None:
     print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
+def rack_diagnosis() -> Diagnosis:
+    """A synthetic NVL72 rack with a switch tray failing, as the one engine diagnoses it."""
+    from datetime import timedelta
+
+    import pandas as pd
+
+    from diagnostics.analysis import analyze_fleet
+    from diagnostics.synth import build_racks
+
+    tables, truth, slots, platforms = build_racks(seed=3, racks=1, hours=6, scenarios=["switch_tray"])
+    fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                          racks=slots)
+    return next(iter(fleet.racks.values()))
+
+
+def rack() -> None:
+    diag = rack_diagnosis()
+    start = time.perf_counter()
+    render_rack(diag)
+    first = (time.perf_counter() - start) * 1000
+    wall, cpu, png, svg = [], [], b"", b""
+    for _ in range(RUNS):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        png = render_rack(diag)
+        wall.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+    svg = render_rack(diag, fmt="svg")
+    print(f"render_rack, GB200 NVL72 (1,296 GPU links; suspected {diag.isolated_component}), 1200x900 PNG "
+          f"{len(png) / 1024:.0f} KB (SVG {len(svg) / 1024:.0f} KB): first {first:.0f} ms; then wall p50 "
+          f"{statistics.median(wall):.0f} ms, min {min(wall):.0f} ms; CPU p50 {statistics.median(cpu):.0f} ms "
+          f"(budget {BUDGET_MS:.0f} ms; {RUNS} runs; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+
+
 if __name__ == "__main__":
     main()
+    rack()

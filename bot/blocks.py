@@ -315,6 +315,8 @@ def help_blocks() -> list[Block]:
         "*fabricbot* diagnoses NVLink, NVSwitch and PCIe faults and drafts repair tickets for review.",
         "• `/fabric &lt;node&gt; [--window 6h]`: what is wrong with one node, its picture, and ticket buttons",
         "• `/fabric job &lt;job_id&gt;`: which node and link explain a job's slowdown",
+        "• `/fabric rack &lt;rack&gt;`: a GB200 NVL72 rack as one: the unit behind its trays' failing links, "
+        "its rack view",
         "• `/fabric fleet`: the worst links across the fleet (swept on Prometheus when one is configured)",
         "• `/fabric help`: this text",
         "Mention me with a question (`@fabricbot why is job 4411 slow?`), or paste `nvidia-smi nvlink -e` "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from diagnostics import Diagnosis
-from diagnostics.render import graph_for_platform, render_node
+from diagnostics.render import graph_for_platform, render_node, render_rack, wants_rack_view
 from diagnostics.tickets import Drafter, ModelCall, RepairTicket, drafter_from_env
 from diagnostics.topology import NodeGraph
 
@@ -29,7 +29,10 @@ def graph_for(diagnosis: Diagnosis) -> NodeGraph:
 
 
 def render_png(diagnosis: Diagnosis) -> bytes:
-    """The node picture with the diagnosis drawn on it."""
+    """The node picture with the diagnosis drawn on it; a rack's (or a tray's whose fault is outside it) as the
+    rack view."""
+    if wants_rack_view(diagnosis):
+        return render_rack(diagnosis, fmt="png")
     return render_node(graph_for(diagnosis), diagnosis, fmt="png")
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 from diagnostics import EVENTS, LINK_SAMPLES, STEP_SAMPLES, Diagnosis, InputError, Snapshot, analyze_snapshot
 from diagnostics.analysis import (
     analyze_fleet,
+    analyze_rack,
     analyze_store,
     analyze_tables,
     job_nodes,
@@ -197,9 +198,14 @@ class StoreNodeSource:
             return store.jobs()
 
     def diagnose(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Diagnosis:
+        """A node's diagnosis; a rack's (by its id in the rack inventory), or a rack host's as its rack sees it."""
         window = timedelta(hours=window_hours or self.window_hours)
         with self._store() as store:
-            known = store.nodes()
+            known, racks = store.nodes(), store.racks()
+            rack = racks[node_id].rack if node_id in racks else node_id
+            if job_id is None and rack in {s.rack for s in racks.values()}:
+                diagnosis, result = analyze_rack(store, rack, window=window, thresholds=self.thresholds)
+                return result.diagnoses.get(node_id, diagnosis)
             if node_id not in known:
                 raise UnknownName("node", node_id, close_matches(node_id, known), len(known))
             got = read_node(store, node_id, end=None, window=window, thresholds=self.thresholds)

@@ -4,30 +4,48 @@ Every place that names a link, GPU, switch or the fabric software builds a `Comp
 (`GPU 2 -> GPU 3 NVLink 1`, `GPU 2 NVLink 1 -> NVSwitch 1 port 17`, `GPU 4 PCIe`, `NVSwitch 2`), so two places can
 never spell one component two ways. The `slug` names the physical thing, not where it was seen landing: a link
 keeps its slug whether its switch port is known or not, which is what the tracker deduplicates tickets on.
+
+In a rack (GB200 NVL72) the same refs carry the compute tray (`Compute tray 7 GPU 2 NVLink 5 -> Switch tray 3 chip 2
+port 27`), and the rack's own units have kinds of their own: `Compute tray 7`, `Switch tray 3`, `Cable cartridge 2`;
+a switch chip is an NVSwitch named by its tray (`Switch tray 3 chip 2`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Self
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from .enums import ComponentKind, LinkType
 
 FABRIC_SOFTWARE_NAME = "Fabric Manager / NVIDIA driver"
 _GPU_PEER = re.compile(r"^\s*gpu[\s_-]*(\d+)\s*$", re.IGNORECASE)
 _SWITCH_PEER = re.compile(r"^\s*(?:nv\s*switch|nvsw|sw)[\s_-]*([0-9a-f:.]+)\s*$", re.IGNORECASE)
+_RACK_CHIP = re.compile(r"^\s*switch tray (?P<tray>\S+) chip (?P<chip>\d+)\s*$", re.IGNORECASE)
+
+
+def chip_name(switch_tray: str, chip: int) -> str:
+    """A rack's switch chip as people say it: 'Switch tray 3 chip 2'."""
+    return f"Switch tray {switch_tray} chip {chip}"
+
+
+def is_switch(name: str | None) -> bool:
+    """Whether a peer name is a switch: an NVSwitch of a board, or a chip of a rack's switch tray."""
+    return bool(name) and (str(name).startswith("NVSwitch") or _RACK_CHIP.match(str(name)) is not None)
 
 
 def peer_name(text: str | None) -> str | None:
-    """A peer as the graph names it ("GPU 3", "NVSwitch 1") from how tables write it ("GPU3", "nvswitch-1",
-    "NVSwitch_1"); None when it names neither (a CPU root port, "unknown")."""
+    """A peer as the graph names it ("GPU 3", "NVSwitch 1", "Switch tray 3 chip 2") from how tables write it
+    ("GPU3", "nvswitch-1", "NVSwitch_1"); None when it names none of them (a CPU root port, "unknown")."""
     if not text:
         return None
     gpu = _GPU_PEER.match(text)
     if gpu:
         return f"GPU {int(gpu[1])}"
+    chip = _RACK_CHIP.match(text)
+    if chip:
+        return chip_name(chip["tray"], int(chip["chip"]))
     switch = _SWITCH_PEER.match(text)
     return f"NVSwitch {switch[1]}" if switch else None
 
@@ -44,6 +62,23 @@ class ComponentRef(BaseModel):
     switch: str | None = None  # the switch a link lands on, or the switch itself ("NVSwitch 1")
     port: int | None = None  # the switch port, where known
     bus: str | None = None  # a GPU's PCI address, when a log names the GPU by it and nothing gives its index
+    tray: str | None = None  # in a rack: the compute tray (slot, or host where the slot is unknown) of a GPU or link
+    switch_tray: str | None = None  # in a rack: the switch tray of a switch chip, port or switch tray
+    chip: int | None = None  # in a rack: the chip (1-based, as the tray is marked) within its switch tray
+    cartridge: str | None = None  # in a rack: the cable cartridge
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rack_switch(cls, data: Any) -> Any:
+        """A rack's chip is one name and two fields: either gives the other."""
+        if not isinstance(data, dict):
+            return data
+        switch, tray, chip = data.get("switch"), data.get("switch_tray"), data.get("chip")
+        if switch is None and tray is not None and chip is not None:
+            data = {**data, "switch": chip_name(str(tray), int(chip))}
+        elif switch is not None and tray is None and (named := _RACK_CHIP.match(str(switch))):
+            data = {**data, "switch_tray": named["tray"], "chip": int(named["chip"])}
+        return data
 
     @classmethod
     def nvlink(cls, gpu: int | None, link: int | None, *, peer_gpu: int | None = None, switch: str | None = None,
@@ -67,13 +102,38 @@ class ComponentRef(BaseModel):
         return cls(kind=ComponentKind.FABRIC_SOFTWARE)
 
     @classmethod
+    def compute_tray(cls, tray: str) -> Self:
+        return cls(kind=ComponentKind.COMPUTE_TRAY, tray=str(tray))
+
+    @classmethod
+    def switch_tray_unit(cls, switch_tray: str) -> Self:
+        return cls(kind=ComponentKind.SWITCH_TRAY, switch_tray=str(switch_tray))
+
+    @classmethod
+    def switch_chip(cls, switch_tray: str, chip: int, port: int | None = None) -> Self:
+        return cls(kind=ComponentKind.NVSWITCH, switch_tray=str(switch_tray), chip=chip, port=port)
+
+    @classmethod
+    def cartridge_unit(cls, cartridge: str) -> Self:
+        return cls(kind=ComponentKind.CARTRIDGE, cartridge=str(cartridge))
+
+    def in_tray(self, tray: str, **where: Any) -> Self:
+        """This node-level GPU, link or PCIe ref as its rack sees it: in compute tray `tray`, landing where `where`
+        (switch_tray, chip, port) says."""
+        update: dict[str, Any] = {"tray": str(tray), **where}
+        if "switch_tray" in where or "chip" in where:
+            update["switch"] = None
+        data = {**self.model_dump(), **update}
+        return type(self).model_validate(data)
+
+    @classmethod
     def of_link(cls, link_type: str, gpu: int | None, link: int | None, peer: str | None = None,
                 port: int | None = None) -> Self:
         """A link from its table row: type, GPU, link index and the peer column ("GPU 3", "NVSwitch 1", ...)."""
         if link_type == LinkType.PCIE:
             return cls.pcie(gpu)
         named = peer_name(peer)
-        switch = named if named is not None and named.startswith("NVSwitch") else None
+        switch = named if is_switch(named) else None
         if link_type == LinkType.NVSWITCH or gpu is None:
             return cls.nvswitch(switch, link)
         if named is not None and named.startswith("GPU "):
@@ -83,6 +143,17 @@ class ComponentRef(BaseModel):
     @property
     def name(self) -> str:
         """The component as people say it."""
+        kind = self.kind
+        if kind is ComponentKind.COMPUTE_TRAY:
+            return f"Compute tray {self.tray}"
+        if kind is ComponentKind.SWITCH_TRAY:
+            return f"Switch tray {self.switch_tray}"
+        if kind is ComponentKind.CARTRIDGE:
+            return f"Cable cartridge {self.cartridge}"
+        own = self._own_name()
+        return f"Compute tray {self.tray} {own}" if self.tray is not None and kind in _IN_TRAY else own
+
+    def _own_name(self) -> str:
         kind = self.kind
         if kind is ComponentKind.FABRIC_SOFTWARE:
             return FABRIC_SOFTWARE_NAME
@@ -111,6 +182,20 @@ class ComponentRef(BaseModel):
     @property
     def slug(self) -> str:
         """A stable key: the same physical component gives the same slug however much of its path is known."""
+        kind = self.kind
+        if kind is ComponentKind.COMPUTE_TRAY:
+            return _tray_slug(self.tray)
+        if kind is ComponentKind.SWITCH_TRAY:
+            return f"switch-{_tray_slug(self.switch_tray)}"
+        if kind is ComponentKind.CARTRIDGE:
+            return f"cartridge{_slugify(str(self.cartridge))}"
+        if kind is ComponentKind.NVSWITCH and self.switch_tray is not None and self.chip is not None:
+            base = f"switch-{_tray_slug(self.switch_tray)}-chip{self.chip}"
+            return f"{base}-port{self.port}" if self.port is not None else base
+        own = self._own_slug()
+        return f"{_tray_slug(self.tray)}-{own}" if self.tray is not None and kind in _IN_TRAY else own
+
+    def _own_slug(self) -> str:
         kind = self.kind
         if kind is ComponentKind.FABRIC_SOFTWARE:
             return "fabric-software"
@@ -142,5 +227,14 @@ class ComponentRef(BaseModel):
         return self.name
 
 
+_IN_TRAY = (ComponentKind.GPU, ComponentKind.NVLINK, ComponentKind.PCIE)
+
+
 def _slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unnamed"
+
+
+def _tray_slug(tray: str | None) -> str:
+    """'tray7' for a slot, 'tray-host-a' for a tray known only by its host."""
+    label = str(tray)
+    return f"tray{label}" if label.isdigit() else f"tray-{_slugify(label)}"

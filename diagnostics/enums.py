@@ -56,6 +56,9 @@ class ComponentKind(StrEnum):
     GPU = "gpu"
     PCIE = "pcie"
     FABRIC_SOFTWARE = "fabric-software"
+    COMPUTE_TRAY = "compute-tray"  # a rack's compute tray (its GPUs, board and spine connectors)
+    SWITCH_TRAY = "switch-tray"  # a rack's NVLink switch tray (its switch chips and spine connectors)
+    CARTRIDGE = "cartridge"  # a rack's cable cartridge: a block of the copper spine's cables
 
 
 class EventKind(StrEnum):
@@ -77,6 +80,10 @@ class FaultKind(StrEnum):
     PCIE_REPLAYS = "pcie-replays"  # a GPU's PCIe link replaying
     PCIE_DOWNTRAIN = "pcie-downtrain"  # a GPU's PCIe link running narrower or slower than it can under load
     FABRIC_MANAGER = "fabric-manager"  # Fabric Manager or the driver: no part
+    SWITCH_PORT = "switch-port"  # a rack: one NVLink failing at its switch tray port (the switch side counts errors)
+    SWITCH_TRAY = "switch-tray"  # a rack: failing links on both chips of one switch tray
+    CARTRIDGE = "cartridge"  # a rack: failing links of several compute and switch trays, all in one cable cartridge
+    COMPUTE_TRAY = "compute-tray"  # a rack: failing links of several GPUs of one compute tray, on many switch chips
 
 
 class ResetScope(StrEnum):

@@ -56,24 +56,26 @@ LABELS: dict[str, str] = {
     "sxid": "SXids",
 }
 
-# Counters that exist on one link type only: on another they are not read, whatever a table holds.
-ONLY_ON: dict[str, LinkType] = {
-    "replay_rollovers": LinkType.PCIE,
-    "symbol_errors": LinkType.NVLINK,
-    "effective_errors": LinkType.NVLINK,
-    "recovery_successful": LinkType.NVLINK,
-    "recovery_failed": LinkType.NVLINK,
-    "effective_ber": LinkType.NVLINK,
-    "symbol_ber": LinkType.NVLINK,
-    "width_lost": LinkType.PCIE,
-    "gen_lost_under_load": LinkType.PCIE,
+# Counters that exist on some link types only: on another they are not read, whatever a table holds. The NVLink5
+# counters are a GPU's and, on an NVLink5 switch tray, its ports' (NMX-T reads both ends of every link).
+_NVLINK5 = frozenset({LinkType.NVLINK, LinkType.NVSWITCH})
+ONLY_ON: dict[str, frozenset[LinkType]] = {
+    "replay_rollovers": frozenset({LinkType.PCIE}),
+    "symbol_errors": _NVLINK5,
+    "effective_errors": _NVLINK5,
+    "recovery_successful": _NVLINK5,
+    "recovery_failed": _NVLINK5,
+    "effective_ber": _NVLINK5,
+    "symbol_ber": _NVLINK5,
+    "width_lost": frozenset({LinkType.PCIE}),
+    "gen_lost_under_load": frozenset({LinkType.PCIE}),
 }
 
 
 def applies(metric: str, link_type: str) -> bool:
     """Whether a metric exists on this link type (a PCIe rollover count is no NVLink figure)."""
     only = ONLY_ON.get(metric)
-    return only is None or only == link_type
+    return only is None or link_type in only
 
 
 def unit_of(metric: str) -> Unit:

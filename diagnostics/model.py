@@ -167,6 +167,30 @@ class ComponentFacts(BaseModel):
     switch_port: int | None = None
     port_source: PortSource = PortSource.UNKNOWN
     lanes: list[int] = Field(default_factory=list)
+    tray: str | None = Field(default=None, description="In a rack: the compute tray the component is in.")
+    switch_tray: str | None = Field(default=None, description="In a rack: the switch tray the component is in.")
+    cartridge: str | None = Field(default=None, description="In a rack: the cable cartridge.")
+    hosts: list[str] = Field(default_factory=list,
+                             description="In a rack: the hosts whose links the component carries (to drain).")
+    switch_host: str | None = Field(default=None, description="In a rack: the host of the switch tray it is on.")
+
+
+class RackPlace(BaseModel):
+    """A rack whose hosts are diagnosed together: its platform and which host is in which tray."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rack_id: str
+    platform: str
+    compute: dict[str, str] = Field(default_factory=dict, description="Compute tray (slot) -> host.")
+    switch: dict[str, str] = Field(default_factory=dict, description="Switch tray (slot) -> host.")
+    slots_known: bool = Field(default=True, description="False when trays are named by host, slots unknown.")
+
+    def host_of(self, tray: str | None) -> str | None:
+        return self.compute.get(str(tray)) if tray is not None else None
+
+    def tray_of(self, host: str) -> str | None:
+        return next((t for t, h in self.compute.items() if h == host), None)
 
 
 class Localization(ComponentFacts):
@@ -267,6 +291,9 @@ class Diagnosis(BaseModel):
     maintenance: str | None = Field(
         default=None, description="Planned work on the node over this window: its findings are shown, not paged "
                                   "or ticketed ('in maintenance until ...').")
+    rack: RackPlace | None = Field(
+        default=None, description="The rack this diagnosis is of (node_id is the rack), or the rack of this tray.")
+    tray: str | None = Field(default=None, description="For a rack's host: its tray in `rack`.")
 
     @property
     def failing(self) -> list[Finding]:

@@ -10,9 +10,11 @@ from typing import Any, TextIO
 
 from diagnostics import Diagnosis, InputError, Thresholds, analyze_snapshot
 from diagnostics import format as fmt
+from diagnostics.analysis import analyze_rack
 from diagnostics.ingest import Case, read_cases
+from diagnostics.store import open_store
 
-from ..options import add_threshold_options, thresholds_from, window_type
+from ..options import add_threshold_options, parse_time, thresholds_from, window_type
 from .analyze_history import diagnose_history
 
 DEGRADATION_TOLERANCE = 0.1
@@ -92,8 +94,29 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     return 0
 
 
+def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
+    if not args.store:
+        raise InputError("--rack reads the telemetry store: give --store DIR", field="--rack", value=args.rack)
+    end = parse_time(args.end, field="--end") if args.end else None
+    diagnosis, _ = analyze_rack(open_store(args.store, create=False), args.rack, window=args.window,
+                                thresholds=thresholds, end=end)
+    if args.json:
+        json.dump(diagnosis.model_dump(mode="json"), sys.stdout, indent=2)
+        print()
+    else:
+        _table(diagnosis, sys.stdout, only_flagged=True)
+        for loc in diagnosis.localizations[:4]:
+            kind = loc.fault.value if loc.fault else "fault"
+            why = loc.evidence[0] if loc.evidence else ""
+            print(f"  {loc.component} ({kind}, confidence {loc.confidence:.2f}): {why}")
+    return 0
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
+    if args.rack:
+        return rack(args, thresholds)
     if args.store or args.node:
         return history(args, thresholds)
     if len(args.inputs) != 1:
@@ -136,6 +159,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                               "files/folders of telemetry in any ingestable format")
     analyze.add_argument("--store", metavar="DIR", help="read the node's history from this telemetry store")
     analyze.add_argument("--node", help="the node whose history to analyze")
+    analyze.add_argument("--rack", help="with --store: the rack (of a rack inventory) to analyze as one")
     analyze.add_argument("--window", default="1h", type=window_type, help="rate window, e.g. 1h, 30m, 6h")
     analyze.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
     analyze.add_argument("--platform", help="the node's platform (else from nodes.csv among the inputs)")

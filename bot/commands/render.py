@@ -9,13 +9,19 @@ from pathlib import Path
 
 from diagnostics import InputError
 from diagnostics import format as units
+from diagnostics.analysis import analyze_rack
+from diagnostics.config import load_thresholds
 from diagnostics.render import (
     Drawable,
     drawable_from_file,
     drawable_from_store,
     render_correlation,
+    render_rack,
     render_with_warnings,
 )
+from diagnostics.store import open_store
+
+from ..options import window_type
 
 FORMATS = ("png", "svg")
 
@@ -38,6 +44,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     target = Path(args.target)
     fmt = _format(args)  # before any work: a wrong name fails at once
     drawable: Drawable
+    if args.rack:
+        return _rack(args, store, fmt)
     if target.is_file():
         drawable = drawable_from_file(target, platform=args.platform, case=args.case, node_id=args.node)
     elif store:
@@ -78,6 +86,27 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rack(args: argparse.Namespace, store: str | None, fmt: str) -> int:
+    """The rack view: compute trays by switch chips, from the store's rack inventory and telemetry."""
+    if not store:
+        raise InputError("--rack draws from the telemetry store: give --store DIR (or FABRICBOT_STORE)",
+                         field="--rack", value=args.target)
+    diagnosis, _ = analyze_rack(open_store(store, create=False), args.target, window=window_type("1h"),
+                                thresholds=load_thresholds())
+    data = render_rack(diagnosis, fmt=fmt)
+    output = Path(args.output or f"{args.target}.{fmt}")
+    try:
+        output.write_bytes(data)
+    except OSError as exc:
+        raise InputError(f"cannot write the picture: {exc.strerror}", source=str(output)) from None
+    for note in diagnosis.warnings:
+        print(f"warning: {note}", file=sys.stderr)
+    print(f"wrote {output} ({fmt}, {len(data) / 1024:.0f} KB): rack {args.target}, "
+          f"{diagnosis.rack.platform if diagnosis.rack else diagnosis.platform}; suspected: "
+          f"{diagnosis.localization.component if diagnosis.localization else 'none'}")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render = sub.add_parser("render", help="draw a node's NVLink/NVSwitch/PCIe fabric with its degraded links")
     render.add_argument("target", metavar="NODE|FILE",
@@ -94,4 +123,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="where to write the job's step time against its links' errors, when the node has a "
                              "job history (default: beside -o, NAME-correlation.png)")
     render.add_argument("--no-correlation", action="store_true", help="draw the topology only")
+    render.add_argument("--rack", action="store_true",
+                        help="NODE is a rack of the store's rack inventory: draw the rack view (trays x switch chips)")
     render.set_defaults(func=cmd_render)

@@ -6,12 +6,26 @@ import argparse
 import json
 from pathlib import Path
 
-from diagnostics.synth import DEFAULT_NODES, generate, generate_steps
+from diagnostics import InputError
+from diagnostics.config import all_racks
+from diagnostics.synth import DEFAULT_NODES, DEFAULT_RACKS, generate, generate_racks, generate_steps
 
 from ..progress import progress_bar
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
+    if args.platform is not None:
+        if args.platform not in all_racks():
+            raise InputError(f"--platform takes a rack platform ({', '.join(sorted(all_racks()))}); without it the "
+                             "fleet mixes the 8-GPU platforms", field="--platform", value=args.platform)
+        truth_path = generate_racks(out=Path(args.out), seed=args.seed, racks=args.racks, hours=args.hours,
+                                    interval_min=args.interval, platform=args.platform, fmt=args.format)
+        truth = json.loads(truth_path.read_text(encoding="utf-8"))
+        faults = sum(len(r["faults"]) for r in truth["racks"].values())
+        print(f"wrote {len(truth['racks'])} {args.platform} racks x {args.hours:g} h ({faults} faults, "
+              f"{len(truth['jobs'])} jobs) to {args.out}; rack inventory: {Path(args.out) / 'nodes.csv'}; "
+              f"ground truth: {truth_path}")
+        return 0
     with progress_bar(generate_steps(args.nodes, life=not args.no_life), "synth", unit="step") as progress:
         truth_path = generate(out=Path(args.out), seed=args.seed, nodes=args.nodes, hours=args.hours,
                               interval_min=args.interval, fmt=args.format, scrapes=args.scrapes,
@@ -30,6 +44,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     synth.add_argument("--seed", type=int, default=0, help="random seed (same seed, same fleet; default 0)")
     synth.add_argument("--nodes", type=int, default=DEFAULT_NODES,
                        help=f"number of 8-GPU nodes (default {DEFAULT_NODES}: every scenario at least once)")
+    synth.add_argument("--platform", default=None, metavar="RACK",
+                       help="write racks of this rack platform instead (gb200-nvl72, gb200-nvl36x2)")
+    synth.add_argument("--racks", type=int, default=DEFAULT_RACKS,
+                       help=f"with --platform: number of racks (default {DEFAULT_RACKS}: every rack scenario once)")
     synth.add_argument("--hours", type=float, default=8.0, help="hours of history (default 8, at least 6)")
     synth.add_argument("--interval", type=float, default=5.0, metavar="MIN", help="minutes between samples")
     synth.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="table file format")

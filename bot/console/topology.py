@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from diagnostics import Diagnosis
-from diagnostics.render import build_scene, render_node
+from diagnostics import Diagnosis, Severity
+from diagnostics.render import build_scene, render_node, render_rack, wants_rack_view
 
 from .. import blocks
 from ..drafting import graph_for
@@ -94,17 +94,40 @@ def link_json(diagnosis: Diagnosis, index: int, gid: str, target: Target | None)
             "action": target.json() if target is not None else None}
 
 
+def rack_units(diagnosis: Diagnosis) -> dict[str, int]:
+    """The rack view's clickable units, each tied to the first failing finding it holds: the suspect's outline, and
+    each compute tray row and switch chip column with a degraded link (gid -> finding index)."""
+    units: dict[str, int] = {}
+    loc = diagnosis.localization
+    for index, f in enumerate(diagnosis.findings):
+        if f.severity is Severity.OK:
+            continue
+        if loc is not None and (f.component in loc.links or f.component == loc.component):
+            units.setdefault("suspect", index)
+        ref = f.ref
+        if ref.tray is not None and str(ref.tray).isdigit():
+            units.setdefault(f"unit-tray{ref.tray}", index)
+        if ref.switch_tray is not None and ref.chip is not None:
+            units.setdefault(f"unit-switch-tray{ref.switch_tray}-chip{ref.chip}", index)
+    return units
+
+
 def topology_view(diagnosis: Diagnosis, analysis_id: int, summary: Message | None) -> dict[str, Any]:
-    """The SVG (the same layout as the PNG) and, per degraded link drawn, its details and its draft action."""
-    graph = graph_for(diagnosis)
-    svg = render_node(graph, diagnosis, fmt="svg").decode("utf-8")
+    """The SVG (the same layout as the PNG) and, per degraded link drawn, its details and its draft action; for a
+    rack, the rack view with its units clickable."""
     targets = draft_targets(summary) if summary is not None else {}
     links = []
-    for h in build_scene(graph, diagnosis).highlights:
-        if h.finding is None or h.finding not in diagnosis.findings:
-            continue
-        index = diagnosis.findings.index(h.finding)
-        links.append(link_json(diagnosis, index, h.gid, targets.get(index)))
+    if wants_rack_view(diagnosis):
+        svg = render_rack(diagnosis, fmt="svg").decode("utf-8")
+        links = [link_json(diagnosis, index, gid, targets.get(index)) for gid, index in rack_units(diagnosis).items()]
+    else:
+        graph = graph_for(diagnosis)
+        svg = render_node(graph, diagnosis, fmt="svg").decode("utf-8")
+        for h in build_scene(graph, diagnosis).highlights:
+            if h.finding is None or h.finding not in diagnosis.findings:
+                continue
+            index = diagnosis.findings.index(h.finding)
+            links.append(link_json(diagnosis, index, h.gid, targets.get(index)))
     return {"node": diagnosis.node_id, "analysis": analysis_id, "svg": svg, "links": links,
             "summary_ts": summary.ts if summary else None,
             "thread_ts": (summary.thread_ts or summary.ts) if summary else None,

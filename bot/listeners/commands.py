@@ -59,6 +59,10 @@ def parse(text: str) -> Request:
         if len(words) != 2:
             raise UsageError("usage: `/fabric job &lt;job_id&gt;`")
         return Request("job", words[1])
+    if words[0] == "rack":  # a rack of the rack inventory: diagnosed as one, drawn as the rack view
+        if len(words) != 2:
+            raise UsageError("usage: `/fabric rack &lt;rack&gt;`")
+        return Request("node", words[1])
     node = words.popleft()
     window = None
     while words:

@@ -1,6 +1,7 @@
 """The analysis engine, in the order data flows: rates -> rules -> findings -> events -> correlation -> localization,
-and its entry points: a fleet's diagnoses (`analyze_fleet`), one node's (`analyze_tables`: the same engine on that
-node's rows), a snapshot's (`analyze_snapshot`: counters already summed over a window), and a repair's
+and its entry points: a fleet's diagnoses (`analyze_fleet`; with a rack inventory, each rack's too), one node's
+(`analyze_tables`: the same engine on that node's rows), a stored rack's (`analyze_rack`: all its trays' findings
+weighed together), a snapshot's (`analyze_snapshot`: counters already summed over a window), and a repair's
 verification (`check_repair`: the repaired part judged window by window since).
 """
 
@@ -13,6 +14,7 @@ from .rates import counters_in
 from .snapshot import analyze_snapshot, degradation_pct
 from .stored import (
     CORRELATION_SPAN,
+    analyze_rack,
     analyze_store,
     fleet_result,
     node_span,
@@ -36,6 +38,7 @@ __all__ = [
     "RepairVerdict",
     "Watch",
     "analyze_fleet",
+    "analyze_rack",
     "analyze_snapshot",
     "analyze_store",
     "analyze_tables",

@@ -11,6 +11,7 @@ import pandas as pd
 from ..config.platforms import all_platforms, platform_for_model
 from ..enums import LinkType
 from ..topology import graph_from_topology, platform_graph
+from ..topology.rack import rack_graph
 from .diagnosis import PLATFORM_UNKNOWN
 
 
@@ -19,8 +20,9 @@ class Boards:
     for a node with flagged links, the graph its own topology rows describe (`topo -m`, NCCL XML, `nvlink -R`)."""
 
     def __init__(self, platforms: Mapping[str, str], graphs: Mapping[str, Any], gpus: pd.DataFrame | None,
-                 topology: pd.DataFrame | None) -> None:
+                 topology: pd.DataFrame | None, slots: Mapping[str, int] | None = None) -> None:
         self.platforms, self.given, self.templates = dict(platforms), graphs, dict[str, Any]()
+        self.slots = dict(slots or {})  # a rack host -> its compute tray's slot: its ports are the rack's
         self.notes: dict[str, list[str]] = {}
         self.topology = by_node(topology)
         self.described: dict[str, Any] = {}
@@ -51,9 +53,14 @@ class Boards:
             return self.given[node]
         platform = self.platforms.get(node)
         if platform:
-            if platform not in self.templates:
-                self.templates[platform] = platform_graph(platform)
-            return self.templates[platform]
+            data = all_platforms().get(platform, {})
+            rack = data.get("rack")
+            slot = self.slots.get(node) if rack and data.get("tray_kind") == "compute" else None
+            key = f"{platform}@{slot}" if slot is not None else platform
+            if key not in self.templates:
+                self.templates[key] = rack_graph(str(rack)).tray_graph(slot) if slot is not None \
+                    else platform_graph(platform)
+            return self.templates[key]
         if describe and node in self.topology and node not in self.described:
             graph = graph_from_topology(self.topology[node], node_id=node)
             self.described[node] = graph

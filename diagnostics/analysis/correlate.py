@@ -20,6 +20,9 @@ from .rates import Prepared, run_rows, utc_datetime, utc_ns
 
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
                   "recovery_failed")
+# A link that counts no errors but reads a bit-error ratio (an NVLink5 switch port, as NMX-T reads it) is scored on
+# that ratio: its level per bucket rises with the errors the link's receiver sees.
+ERROR_RATIOS = ("effective_ber",)
 MAX_LAG_BUCKETS = 3
 SPARSE_COUNTS = 3  # a sparse link's counts are summed over enough buckets to expect about this many
 MAX_SUM_BUCKETS = 12  # ... but over an hour at most (5-minute buckets)
@@ -264,6 +267,7 @@ def _signals(p: Prepared, segments: np.ndarray, t0: pd.Timestamp, n: int, bucket
         d = d[idx]
         hit = ok & (d != 0)
         np.add.at(errors, (owner[hit], b[hit]), d[hit])
+    _ratios(p, idx, owner, b, ok, errors)
     bad = np.zeros(len(idx), dtype=bool)
     at = p.positions(idx)
     source = p.source
@@ -280,6 +284,20 @@ def _signals(p: Prepared, segments: np.ndarray, t0: pd.Timestamp, n: int, bucket
         flags[owner[flagged], b[flagged]] = 1.0
         errors = errors + flags * 1e9
     return errors
+
+
+def _ratios(p: Prepared, idx: np.ndarray, owner: np.ndarray, b: np.ndarray, ok: np.ndarray,
+            errors: np.ndarray) -> None:
+    """For the links that count no errors, their bit-error ratio's highest reading per bucket (in place)."""
+    quiet = np.asarray((errors == 0).all(axis=1), dtype=bool)
+    for c in ERROR_RATIOS:
+        if not quiet.any() or c not in p.source.columns:
+            continue
+        v = p.values(c)[idx]
+        hit = ok & quiet[owner] & np.isfinite(v) & (v > 0)
+        if hit.any():
+            np.maximum.at(errors, (owner[hit], b[hit]), v[hit])
+            quiet &= np.asarray((errors == 0).all(axis=1), dtype=bool)
 
 
 def _segment_ends(p: Prepared) -> np.ndarray:

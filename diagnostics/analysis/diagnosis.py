@@ -8,7 +8,7 @@ from .. import format as fmt
 from ..config.repairs import localization_action, repair_action
 from ..config.thresholds import SOFTWARE_RULE, Thresholds
 from ..enums import Severity
-from ..model import Diagnosis, Finding, Localization
+from ..model import Diagnosis, Finding, Localization, RackPlace
 from .correlate import JobExplanation
 from .localize import rank
 from .rules import priority, worst
@@ -58,20 +58,23 @@ LONE_READING_ACTION = ("Read the counters again in a few minutes: one reading ho
 def assemble(node_id: str, *, platform: str | None, window_hours: float, window_end: datetime | None,
              findings: list[Finding], localizations: list[Localization], job: JobExplanation | None,
              thresholds: Thresholds, warnings: list[str], rates_known: bool = True,
-             has_links: bool = True) -> Diagnosis:
-    """The node's Diagnosis: every localized component keeps its own action; the headline is ranked first."""
+             has_links: bool = True, job_gpus: int | None = None, prescored: bool = False,
+             rack: RackPlace | None = None, tray: str | None = None) -> Diagnosis:
+    """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
+    catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
+    rack's, scored on each of its hosts)."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
     shown = job  # a job that stopped is named, but neither slowed nor explained by this node's links
     if job is not None and not job.running:
         job = None
-    if job is not None:
+    if job is not None and not prescored:
         findings = scored(findings, job, node_id)
     top = worst(findings)
     failing = top is not None and _bad(top)
     explaining = {f.component for f in findings if f.explains_slowdown}
     locs = rank(loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
-                                       "action": action_for(loc, node_id, platform)})
+                                       "action": loc.action or action_for(loc, node_id, platform)})
                 for loc in localizations) if failing else []
     loc = locs[0] if locs else None
     degradation = job.degradation_pct if job is not None else None
@@ -99,8 +102,9 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         step_time_ms=job.step_time_ms if job else None,
         baseline_step_time_ms=job.baseline_step_time_ms if job else None,
         job_id=shown.job_id if shown else None,
-        job_gpus=8 * len(shown.nodes) if shown and shown.nodes else None,
+        job_gpus=(job_gpus or 8 * len(shown.nodes)) if shown and shown.nodes else None,
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline),
+        rack=rack, tray=tray,
     )
 
 

@@ -46,6 +46,7 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
+from .racks import Rack, RackSlot, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
 from .rates import ns, prepare_rows, utc_datetime, utc_ns
 from .rows import observed_lanes, per_link_rows
 from .rules import summarize
@@ -61,6 +62,7 @@ class FleetAnalysis:
     window: timedelta
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     jobs: dict[str, JobExplanation] = field(default_factory=dict)
+    racks: dict[str, Diagnosis] = field(default_factory=dict)  # one per rack the inventory names, by rack id
     links: int = 0
     rows_used: int = 0
     timings: dict[str, float] = field(default_factory=dict)
@@ -144,6 +146,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                   nodes: Collection[str] | None = None, full: bool = False,
                   jobs: Mapping[str, str] | None = None, history: History | None = None,
                   expected_gpus: Mapping[str, Collection[int]] | None = None,
+                  racks: Mapping[str, RackSlot] | None = None,
                   piece_rows: int = PIECE_ROWS, workers: int = 2) -> FleetAnalysis:
     """Every node's Diagnosis for the window ending at `end` (default: the newest sample), and each job's.
 
@@ -152,6 +155,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     (one node's view); otherwise only flagged links become findings. `jobs` chooses a node's job (default: the one
     whose steps are newest). `history` reads the link samples a job's correlation needs beyond the tables' rows.
     `expected_gpus` limits, per node, the GPUs whose absence is a finding (a read of only some GPUs' series).
+    `racks` places hosts in racks (rack, tray slot): each rack with a wanted host (every rack, when `nodes` is None)
+    gets a Diagnosis of its own in `racks`, weighed over all its hosts, and its hosts' diagnoses say what it found.
     """
     started = time.perf_counter()
     thresholds = thresholds or load_thresholds()
@@ -162,7 +167,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     events = events if events is not None else pd.DataFrame()
     steps = tables.get("step_samples", pd.DataFrame())
     steps = steps if steps is not None else pd.DataFrame()
-    graph_of = Boards(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"))
+    slots = {h: int(s.tray) for h, s in (racks or {}).items() if s.tray is not None and str(s.tray).isdigit()}
+    graph_of = Boards(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"), slots)
     t = ns(links["timestamp"]) if len(links) else np.zeros(0, dtype=np.int64)
     events, t, undated = _dated(events, t, links, end)
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
@@ -228,16 +234,20 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             mine = [j for f in mine if (j := _restart_judged(f)) is not None]
         found[node] = mine
     result.timings["findings_s"] = time.perf_counter() - started - result.timings["metrics_s"]
+    rack_set = _racks_wanted(graph_of, racks, nodes, wanted)
     chosen = {n: jobs[n] for n in wanted if jobs and n in jobs}
     index = JobSteps(steps)
-    for node in wanted:
+    members = [h for r in rack_set.values() for h in r.hosts("compute")]
+    for node in [*wanted, *members]:
         if node not in chosen:
             names = index.jobs_on(node)
             if names:
                 chosen[node] = names[0]
+    peers = {h: r.hosts("switch") for r in rack_set.values() for h in r.hosts("compute")}
     # a job has stopped only against an end the caller or the data gives, never against the clock
     dated = end is not None or len(t) > 0 or len(events) > 0
-    result.jobs = explain_jobs(chosen, index, found, links, t, end_ns, window if dated else None, thresholds, history)
+    result.jobs = explain_jobs(chosen, index, found, links, t, end_ns, window if dated else None, thresholds, history,
+                               peers)
     with_telemetry = set(view.gpus_seen) | _names(metrics)
     for explained in result.jobs.values():
         if explained.nodes and not with_telemetry & set(explained.nodes):
@@ -251,7 +261,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if undated.get(node):
             notes.append(f"{undated[node]} reading(s) of {node} carry no time: taken as read at "
                          f"{fmt.when(window_end)} (give the time with --at, or a `date` line before the paste)")
-        if node not in view.gpus_seen and node not in _names(metrics):
+        if node not in view.gpus_seen and node not in reporting_links:
             notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy")
         elif samples.get(node, 2) < 2:
             notes.append("one reading per link: totals since reset only; a rate needs a second reading")
@@ -266,13 +276,44 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             node, platform=graph_of.platform(node), window_hours=window.total_seconds() / 3600,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2,
-            has_links=node in view.gpus_seen or node in reporting_links)
+            has_links=node in view.gpus_seen or node in reporting_links,
+            job_gpus=_job_gpus(job, graph_of))
         if full and job is not None:  # one node's view: what the correlation read, for its picture
             evidence = step_evidence(result.diagnoses[node], job, index.of(job.job_id), found, links, t,
                                      end_ns=end_ns, thresholds=thresholds, history=history)
             result.diagnoses[node] = result.diagnoses[node].model_copy(update={"evidence": evidence})
+    for rack_id, rack in sorted(rack_set.items()):
+        rack.warnings.extend(domain_notes(rack, events))
+        job = rack_job(rack, result.jobs, chosen)
+        notes_of = {h: result.diagnoses[h].warnings for h in rack.hosts() if h in result.diagnoses}
+        result.racks[rack_id], _ = diagnose_rack(
+            rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
+            thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of))
+        for host in rack.hosts():
+            if host in result.diagnoses:
+                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host)
     result.timings["total_s"] = time.perf_counter() - started
     return result
+
+
+def _racks_wanted(graph_of: Boards, racks: Mapping[str, RackSlot] | None, nodes: Collection[str] | None,
+                  wanted: list[str]) -> dict[str, Rack]:
+    """The racks to diagnose: those with a wanted host, or every rack the inventory names when no node is asked."""
+    if not racks:
+        return {}
+    platforms = {h: p for h in racks if (p := graph_of.platform(h)) is not None}
+    grouped = group_racks(platforms, racks)
+    if nodes is None:
+        return grouped
+    asked = set(wanted)
+    return {r: rack for r, rack in grouped.items() if asked & set(rack.kind)}
+
+
+def _job_gpus(job: JobExplanation | None, graph_of: Boards) -> int | None:
+    """Every GPU of the job: each of its nodes' platform's count (8 where it is not known)."""
+    if job is None or not job.nodes:
+        return None
+    return sum(gpu_count(graph_of.platform(n)) or 8 for n in job.nodes)
 
 
 def _off_bus(f: Finding) -> bool:

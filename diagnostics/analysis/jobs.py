@@ -4,7 +4,7 @@ given one, from a reader such as the store)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,9 +28,10 @@ History = Callable[[list[str], datetime, datetime], pd.DataFrame]
 
 def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str, list[Finding]],
              links: pd.DataFrame, t: np.ndarray, end_ns: int, window: timedelta | None, thresholds: Thresholds,
-             history: History | None) -> dict[str, JobExplanation]:
+             history: History | None, peers: Mapping[str, Sequence[str]] | None = None) -> dict[str, JobExplanation]:
     """Each chosen job once: its slowdown from its steps, and, when it is slower (and, given a `window`, still
-    running at the end), its nodes' flagged links scored."""
+    running at the end), its nodes' flagged links scored, and those of each node's `peers` (a rack's switch trays,
+    whose ports carry its compute trays' links)."""
     out: dict[str, JobExplanation] = {}
     for job_id in sorted(set(chosen.values())):
         out[job_id] = job_slowdown(steps.of(job_id), job_id, thresholds=thresholds, cleaned=True,
@@ -41,7 +42,8 @@ def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str,
     slowed = {j: e for j, e in out.items() if e.slowdown and e.nodes}
     wanted: dict[str, list[tuple[str, ComponentRef]]] = {}
     for job_id, job in slowed.items():
-        wanted[job_id] = [(n, f.ref) for n in job.nodes for f in found.get(n, [])
+        nodes = list(dict.fromkeys([*job.nodes, *(p for n in job.nodes for p in (peers or {}).get(n, []))]))
+        wanted[job_id] = [(n, f.ref) for n in nodes for f in found.get(n, [])
                           if f.severity is not Severity.OK and f.ref.kind in LINK_KINDS]
     needed = sorted({n for refs in wanted.values() for n, _ in refs})
     if not needed:

@@ -98,7 +98,7 @@ def analyze_store(store: TelemetryStore, *, window: timedelta, thresholds: Thres
     read only for the nodes that need it), by the engine."""
     got = store.read_window(end=end, span=history_needed(window, thresholds), steps=CORRELATION_SPAN)
     result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=thresholds, platforms=got.platforms,
-                           nodes=store.nodes(), history=history_from(store))
+                           nodes=store.nodes(), history=history_from(store), racks=got.racks)
     return result, got
 
 
@@ -200,3 +200,22 @@ def watch_store(store: TelemetryStore, *, nodes: list[str] | None = None, end: d
         got = store.read_window(end=end, span=policy.lookback, nodes=names[i:i + chunk])
         found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds)
     return sorted(found, key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
+
+
+def analyze_rack(store: TelemetryStore, rack_id: str, *, window: timedelta, thresholds: Thresholds,
+                 end: datetime | None = None) -> tuple[Diagnosis, FleetAnalysis]:
+    """A rack's Diagnosis from the store: every host the rack inventory puts in it, over the span the rules and
+    its job's correlation need, weighed together by the engine (and each host's own, in the analysis)."""
+    slots = store.racks()
+    hosts = sorted(h for h, s in slots.items() if s.rack == rack_id)
+    if not hosts:
+        racks = sorted({s.rack for s in slots.values()})
+        raise InputError(f"no rack {rack_id!r} in the store's inventory (racks: {', '.join(racks[:10]) or 'none'}; "
+                         "ingest a nodes.csv with node_id, platform, rack, tray)", source=str(store.root))
+    got = store.read_window(end=end, span=node_span(window, thresholds), nodes=hosts, steps=CORRELATION_SPAN)
+    result = analyze_fleet(got.tables, window=window, end=got.end, thresholds=thresholds, platforms=got.platforms,
+                           nodes=hosts, history=history_from(store), racks={h: slots[h] for h in hosts})
+    if rack_id not in result.racks:
+        raise InputError(f"rack {rack_id!r} names no host of a rack platform (gb200-nvl72-compute-tray, ...): give "
+                         "its hosts' platforms in the inventory", source=str(store.root))
+    return result.racks[rack_id], result

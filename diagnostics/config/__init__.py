@@ -1,7 +1,9 @@
-"""The data files a user may edit and how they are read: thresholds, platforms, repair catalogs, Xid/SXid catalogs."""
+"""The data files a user may edit and how they are read: thresholds, platforms, racks, repair catalogs, Xid and
+SXid catalogs."""
 
 from .catalogs import load_sxid_catalog, load_xid_catalog
 from .platforms import all_platforms, platform_for_model
+from .racks import all_racks
 from .repair_plan import RepairPlan, repair_plan
 from .thresholds import Rule, Thresholds, load_thresholds
 from .verification import VerificationPolicy, load_verification
@@ -14,6 +16,7 @@ __all__ = [
     "VerificationPolicy",
     "WatchPolicy",
     "all_platforms",
+    "all_racks",
     "load_sxid_catalog",
     "load_thresholds",
     "load_verification",

@@ -36,7 +36,7 @@ class CaptureEntry(_Model):
     """A command run before anyone touches the node, and what its output shows."""
 
     command: Text
-    why: str
+    why: Text
     needs: Need | None = None
     source: str = "assumed"
 
@@ -78,6 +78,7 @@ class FaultOverride(_Model):
 
 
 class PlatformEntry(_Model):
+    rack: bool = False  # a rack platform (data/racks/) or a rack's host: its units are named in the rack
     nvlink: Literal["nvswitch", "direct", "bridge", "none"]
     gpu_reset: Literal["single", "nvlink-peers"]
     fabric: list[Literal["fabric-manager", "nvlsm"]] = Field(default_factory=list)
@@ -88,6 +89,8 @@ class PlatformEntry(_Model):
     fault: dict[FaultKind, FaultOverride] = Field(default_factory=dict)
 
     def has(self, need: Need) -> bool:
+        if self.rack and need in ("nvlink", "nvswitch"):
+            return True  # a rack's host, a switch tray too: its rack's GPUs reach its switch chips over NVLink
         if need == "nvlink":
             return self.nvlink != "none"
         if need == "nvswitch":
@@ -140,6 +143,7 @@ class Catalog(_Model):
     platform: dict[str, PlatformEntry]
     unknown: UnknownEntry = Field(default_factory=UnknownEntry)
     fault: dict[FaultKind, FaultEntry]
+    rack_fault: dict[FaultKind, FaultEntry] = Field(default_factory=dict)  # a rack's plans, where they differ
     capture: dict[str, CaptureEntry]
     step: dict[str, StepEntry]
     reset: dict[ResetScope, StepEntry]
@@ -156,6 +160,22 @@ def _merge(base: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _inherit(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """Platform entries with `same_as = "NAME"`: NAME's entry, with their own keys merged over it (a rack's hosts
+    repair as their rack does)."""
+    platforms = dict(data.get("platform", {}))
+    for name, entry in list(platforms.items()):
+        base = entry.get("same_as") if isinstance(entry, dict) else None
+        if base is None:
+            continue
+        if base not in platforms or "same_as" in platforms[base]:
+            raise ConfigError(f"{source}: platform.{name}.same_as names {base!r}, which is no platform entry of its "
+                              "own")
+        own = {k: v for k, v in entry.items() if k != "same_as"}
+        platforms[name] = _merge(platforms[base], own)
+    return {**data, "platform": platforms}
+
+
 def _texts(value: Any, where: str) -> list[tuple[str, str]]:
     """Every template string inside a parsed value, with where it sits."""
     if isinstance(value, str):
@@ -163,7 +183,7 @@ def _texts(value: Any, where: str) -> list[tuple[str, str]]:
     if isinstance(value, list):
         return [t for i, v in enumerate(value) for t in _texts(v, f"{where}[{i}]")]
     if isinstance(value, BaseModel):
-        fields = {k: getattr(value, k) for k in type(value).model_fields if k not in ("source", "why", "needs")}
+        fields = {k: getattr(value, k) for k in type(value).model_fields if k not in ("source", "needs")}
         return [t for k, v in fields.items() for t in _texts(v, f"{where}.{k}")]
     if isinstance(value, dict):
         return [t for k, v in value.items() for t in _texts(v, f"{where}.{k}")]
@@ -171,7 +191,8 @@ def _texts(value: Any, where: str) -> list[tuple[str, str]]:
 
 
 def _check_templates(cat: Catalog) -> None:
-    scopes: dict[str, Any] = {"fault": cat.fault, "capture": cat.capture, "step": cat.step, "reset": cat.reset,
+    scopes: dict[str, Any] = {"fault": cat.fault, "rack_fault": cat.rack_fault, "capture": cat.capture,
+                              "step": cat.step, "reset": cat.reset,
                               "not_applicable": cat.not_applicable, "contradiction": cat.contradiction,
                               "warning": cat.warning, "unknown": cat.unknown.fault,
                               **{f"platform.{n}": p.fault for n, p in cat.platform.items()}}
@@ -189,6 +210,7 @@ def _check_templates(cat: Catalog) -> None:
 
 def _check_refs(cat: Catalog) -> None:
     lists: list[tuple[str, FaultEntry | FaultOverride]] = [(f"fault.{k}", f) for k, f in cat.fault.items()]
+    lists += [(f"rack_fault.{k}", f) for k, f in cat.rack_fault.items()]
     lists += [(f"unknown.fault.{k}", f) for k, f in cat.unknown.fault.items()]
     lists += [(f"platform.{n}.fault.{k}", f) for n, p in cat.platform.items() for k, f in p.fault.items()]
     for where, entry in lists:
@@ -208,8 +230,11 @@ def _check_refs(cat: Catalog) -> None:
 
 
 def _check_parts(cat: Catalog) -> None:
+    from .platforms import all_platforms
+
     by_id = {p.id: p for p in parts()}
     for name, plat in cat.platform.items():
+        rack = all_platforms().get(name, {}).get("rack")  # a rack's host may name its rack's parts
         for kind, entry in plat.fault.items():
             where = f"{cat.source}: platform.{name}.fault.{kind.value}"
             if not entry.applies and not entry.why:
@@ -219,11 +244,12 @@ def _check_parts(cat: Catalog) -> None:
                     continue
                 if pid not in by_id:
                     raise ConfigError(f"{where}: part {pid!r} is not in the parts catalog")
-                if by_id[pid].platform != name:
+                if by_id[pid].platform not in (name, rack):
                     raise ConfigError(f"{where}: part {pid!r} belongs to platform {by_id[pid].platform!r}")
 
 
 def _validated(data: dict[str, Any], source: str) -> Catalog:
+    data = _inherit(data, source)
     try:
         cat = Catalog.model_validate({**data, "source": source})
     except ValidationError as exc:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..components import is_switch
 from ..enums import FaultKind, PortSource, ResetScope
 from ..errors import ConfigError
 from ..model import ComponentFacts
@@ -52,6 +53,7 @@ class PlanFacts(ComponentFacts):
 
     node_id: str | None = None
     link_down: bool = Field(default=False, description="The link is down, not counting errors.")
+    unit: str | None = Field(default=None, description="The component as people say it (a rack's unit).")
 
 
 class Capture(_Model):
@@ -145,14 +147,20 @@ class _Builder:
         self.sources: list[str] = []
         overrides = self.plat.fault if self.plat else cat.unknown.fault
         self.over = overrides.get(fault, FaultOverride())
-        self.base = cat.fault[fault]
+        rack = cat.rack_fault.get(fault) if self.plat is not None and self.plat.rack else None
+        self.base = rack or cat.fault[fault]
         self.values = known({
             "node_id": facts.node_id, "gpu": facts.gpu, "peer": facts.peer, "link": facts.link,
             "switch": facts.switch, "switch_port": facts.switch_port, "lanes": facts.lanes,
             "platform": platform, "board": self.plat.board if self.plat else cat.unknown.board,
             "reset_note": self.plat.reset_note if self.plat else cat.unknown.reset_note,
             "fm_note": self.plat.fm_note if self.plat else None,
+            "tray": facts.tray, "switch_tray": facts.switch_tray, "cartridge": facts.cartridge,
+            "hosts": ", ".join(facts.hosts) or None, "hosts_csv": ",".join(facts.hosts) or None,
+            "switch_host": facts.switch_host, "unit": facts.unit,
         })
+        if self.plat is not None and self.plat.rack:
+            self.values["rack"] = self.values.get("node_id", "the rack")
         self.values["node"] = f"node {self.values['node_id']}" if "node_id" in self.values else "the node"
         self.port_source = facts.port_source
         self.contradiction: str | None = None
@@ -222,7 +230,7 @@ class _Builder:
 
     def check_port(self) -> None:
         switch = self.values.get("switch", "")
-        if not switch.startswith("NVSwitch"):
+        if not is_switch(switch):
             return
         if "switch_port" in self.values and self.port_source is PortSource.ASSUMED:
             self._warn(self.cat.warning.assumed_port)
@@ -261,8 +269,8 @@ class _Builder:
             self.values.update(reset_command=command, reset_gpus=listed, reset_what=what)
         entry = self.cat.reset[scope]
         self.sources.append(f"reset {scope.value}: {entry.source}")
-        if scope is ResetScope.FABRIC_SERVICE:
-            command = self.fill(entry.command)
+        if scope is ResetScope.FABRIC_SERVICE and not (self.plat is not None and self.plat.rack):
+            command = self.fill(entry.command)  # a rack's fabric is NMX's, on a switch tray: no host service
         return Reset(scope=scope, gpus=gpus, command=command)
 
     def reset_step(self, reset: Reset) -> PlanStep | None:
@@ -278,7 +286,8 @@ class _Builder:
                 continue
             command = self.fill(entry.command)
             if command is not None:
-                out.append(Capture(command=command, why=self.fill(entry.why) or entry.why))
+                why = self.fill(entry.why) or (entry.why if isinstance(entry.why, str) else entry.why[-1])
+                out.append(Capture(command=command, why=why))
                 if entry.source != "assumed":
                     self.sources.append(f"{command}: {entry.source}")
         return out

@@ -44,7 +44,7 @@ def fault_of(loc: Localization) -> FaultKind:
 
 def localization_action(loc: Localization, *, platform: str | None, node_id: str | None) -> str:
     """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
-    facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN,
+    facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component,
                       **loc.model_dump(include=set(ComponentFacts.model_fields)))
     return repair_plan(platform, fault_of(loc), facts).action
 

@@ -10,6 +10,7 @@ from .base import IngestResult, Reader, Source
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
 _READER_MODULES: tuple[str, ...] = (
     "dcgm",
+    "nmxt",
     "snapshot",
     "tables",
     "topo_matrix",

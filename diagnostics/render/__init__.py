@@ -1,11 +1,12 @@
 """The pictures: the node's fabric (a scene laid out from the topology graph and the diagnosis, drawn as PNG or
-SVG), a job's step time against its links' errors, and the fleet's heat map."""
+SVG), the rack view (trays by switch chips), a job's step time against its links' errors, and the fleet's heat map."""
 
 from .colours import SEVERITY_COLOURS
 from .correlation import render_correlation
 from .draw import render_node, render_with_warnings
 from .heatmap import FleetGrid, fleet_grid, render_fleet
 from .inputs import Drawable, drawable_from_file, drawable_from_store, graph_for_platform
+from .rack import render_rack, wants_rack_view
 from .scene import Scene, build_scene
 
 __all__ = [
@@ -21,5 +22,7 @@ __all__ = [
     "render_correlation",
     "render_fleet",
     "render_node",
+    "render_rack",
     "render_with_warnings",
+    "wants_rack_view",
 ]

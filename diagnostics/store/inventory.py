@@ -1,8 +1,9 @@
 """Node records from inventory files: `nodes.csv` (node_id,platform, as `fabricbot synth` writes it) and the
 inventory CSV, TOML or JSON that diagnostics/topology/inventory.py reads, with a `platform` column or key.
 
-The store keeps each node's platform (and serial and rack where given) from them, so an analysis of a stored node
-knows its topology instead of guessing a generic one.
+The store keeps each node's platform (and serial, rack and, for a rack's host, its tray's slot where given) from
+them, so an analysis of a stored node knows its topology instead of guessing a generic one, and a rack's hosts are
+weighed together.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from ..ingest.base import Source
 from ..topology.inventory import _ALIASES, load_inventory
 
 NODES_FILE = "nodes.csv"
-NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "state")
-_OWN = {"node_serial", "rack_location", "slot", "serial", "state"}  # fields no telemetry table has
+NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "tray", "state")
+_OWN = {"node_serial", "rack_location", "tray", "slot", "serial", "state"}  # fields no telemetry table has
 _STATE = ("state", "node_state")  # the scheduler's word for the node: `drain` puts it in maintenance
 
 
@@ -99,9 +100,10 @@ def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
             raise InputError(f"unknown platform {platform!r} for node {name} (known: {', '.join(sorted(known))})",
                              source=str(path), value=str(platform))
         rows.append({"node_id": name, "platform": platform, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location, "state": str(states.get(name) or "").strip() or None})
+                     "rack_location": node.rack_location, "tray": node.tray,
+                     "state": str(states.get(name) or "").strip() or None})
     if not rows and node_id:
         node = inventory.node(None)
         rows.append({"node_id": node_id, "platform": None, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location, "state": None})
+                     "rack_location": node.rack_location, "tray": node.tray, "state": None})
     return pd.DataFrame(rows, columns=list(NODE_COLUMNS))

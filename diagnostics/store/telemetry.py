@@ -26,9 +26,11 @@ import sqlite_utils
 from sqlite_utils.db import Table
 
 from ..analysis.correlate import job_nodes
+from ..analysis.racks import RackSlot
 from ..analysis.rates import utc_datetime, utc_ns
 from ..errors import InputError
 from ..ingest.base import IngestResult, Source
+from ..ingest.nmxt import place_in_racks
 from ..ingest.summary import nodes as summary_nodes
 from ..progress import Progress, advance
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
@@ -76,6 +78,21 @@ class StoreWindow:
             return {}
         return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True)
                 if isinstance(p, str) and p}
+
+    @property
+    def racks(self) -> dict[str, RackSlot]:
+        """Each node's rack and tray slot, as a rack inventory gave them (nodes without a rack are left out)."""
+        return rack_slots(self.tables["nodes"])
+
+
+def rack_slots(nodes: pd.DataFrame) -> dict[str, RackSlot]:
+    """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column."""
+    if "rack_location" not in nodes.columns:
+        return {}
+    trays = nodes["tray"] if "tray" in nodes.columns else pd.Series([None] * len(nodes), index=nodes.index)
+    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None)
+            for n, r, t in zip(nodes["node_id"], nodes["rack_location"], trays, strict=True)
+            if isinstance(r, str) and r}
 
 
 class TelemetryStore:
@@ -127,6 +144,7 @@ class TelemetryStore:
         """One file's telemetry and node records written, with its hash, in one transaction."""
         assert outcome.sha256 is not None
         if outcome.result is not None:
+            place_in_racks(outcome.result, self.racks(), self.platforms())  # an NMX-T scrape's trays as hosts
             outcome.error = _placed_on_a_node(outcome.result)
             if outcome.error:
                 outcome.status = "error"
@@ -209,6 +227,10 @@ class TelemetryStore:
             return {}
         return {str(n): str(p) for n, p in zip(frame["node_id"], frame["platform"], strict=True)
                 if isinstance(p, str) and p}
+
+    def racks(self) -> dict[str, RackSlot]:
+        """Each node's rack and tray slot, as a rack inventory gave them (nodes without a rack are left out)."""
+        return rack_slots(self._sql_table("nodes", None, lambda f: f))
 
     def jobs(self) -> list[str]:
         return self._catalog.keys("step_samples")

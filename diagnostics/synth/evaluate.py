@@ -20,15 +20,17 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from ..analysis import JobExplanation, analyze_fleet
+from ..analysis.racks import RackSlot
 from ..config.repair_plan import repair_plan
 from ..config.repairs import fault_of
 from ..enums import Priority
 from ..errors import InputError
-from ..model import Diagnosis, Localization
+from ..model import ComponentFacts, Diagnosis, Localization
 from ..progress import Progress, advance
 from .fleet import load
 from .life import load_life
 from .life_eval import LifeReport, score_life
+from .rack_fleet import load_slots
 from .truth import EXPLAINS, NO_JOB, NOT_SLOWER, NOT_THE_FABRIC
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
@@ -190,8 +192,8 @@ def fits(loc: Localization, d: Diagnosis, fault: str | None, platform: str | Non
     kind = fault_of(loc)
     if kind.value != fault:
         return False, f"fault kind {kind.value}"
-    plan = repair_plan(d.platform, kind, loc.model_dump(include={"gpu", "peer", "link", "switch", "switch_port",
-                                                                 "port_source", "lanes"}) | {"node_id": d.node_id})
+    plan = repair_plan(d.platform, kind, loc.model_dump(include=set(ComponentFacts.model_fields))
+                       | {"node_id": d.node_id, "unit": loc.component})
     if not plan.applies:
         return False, f"the plan says {kind.value} does not apply to {d.platform}"
     if platform is None and plan.part is not None:
@@ -261,7 +263,8 @@ def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1),
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     tables, inventory = load(fleet_dir)
     advance(progress)
-    report = score(tables, truth, inventory, name=fleet_dir.name, window=window, progress=progress)
+    report = score(tables, truth, inventory, name=fleet_dir.name, window=window, racks=load_slots(fleet_dir),
+                   progress=progress)
     life = load_life(fleet_dir)
     if life is not None:
         report.life = score_life(*life)
@@ -269,25 +272,32 @@ def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1),
 
 
 def score(tables: dict[str, pd.DataFrame], truth: dict[str, Any], inventory: dict[str, str], *, name: str = "",
-          window: timedelta = timedelta(hours=1), progress: Progress | None = None) -> EvalReport:
-    """The analysis of `tables` (platforms from the inventory only) scored against `truth`."""
-    old = sorted(n for n, v in truth["nodes"].items() if "expect" not in v)
+          window: timedelta = timedelta(hours=1), racks: dict[str, RackSlot] | None = None,
+          progress: Progress | None = None) -> EvalReport:
+    """The analysis of `tables` (platforms from the inventory only) scored against `truth`: each node's Diagnosis
+    against its truth, and each rack's (a rack fleet's `racks`) against the rack's."""
+    old = sorted(n for n, v in [*truth["nodes"].items(), *truth.get("racks", {}).items()] if "expect" not in v)
     if old:
         raise InputError(f"ground truth of {old[0]} (and {len(old) - 1} more) has no 'expect': written by an older "
                          "`fabricbot synth`; write the fleet again", source=name or "ground_truth.json")
     end = pd.Timestamp(truth["end"])
     report = EvalReport(fleet=name)
-    fleet = analyze_fleet(tables, window=window, end=end, platforms=inventory, nodes=sorted(truth["nodes"]))
+    hosts = sorted(set(truth["nodes"]) | {h for h, s in (racks or {}).items() if s.rack in truth.get("racks", {})})
+    fleet = analyze_fleet(tables, window=window, end=end, platforms=inventory, nodes=hosts, racks=racks)
     advance(progress)
-    for node_id, node in sorted(truth["nodes"].items()):
-        d = fleet.diagnoses[node_id]
+    units = [(n, v, fleet.diagnoses.get(n)) for n, v in sorted(truth["nodes"].items())]
+    units += [(r, v, fleet.racks.get(r)) for r, v in sorted(truth.get("racks", {}).items())]
+    for unit_id, unit, d in units:
+        if d is None:
+            raise InputError(f"{unit_id} was not diagnosed: its inventory (nodes.csv) is missing or does not name it",
+                             source=name or "ground_truth.json")
         job = fleet.jobs.get(d.job_id) if d.job_id is not None else None
-        scores, given, wrong = score_node(d, job, node["expect"])
-        scenario = node["scenario"]
+        scores, given, wrong = score_node(d, job, unit["expect"])
+        scenario = unit["scenario"]
         report.scenarios.setdefault(scenario, ScenarioScores()).merge(scores)
-        if node["benign"] and d.ticket_priority in (Priority.URGENT, Priority.HIGH):
+        if unit["benign"] and d.ticket_priority in (Priority.URGENT, Priority.HIGH):
             report.false_urgent_high += 1
-        report.nodes.append(NodeResult(node_id=node_id, scenario=scenario, benign=node["benign"],
-                                       expected=node["expect"], given=given, wrong=wrong))
+        report.nodes.append(NodeResult(node_id=unit_id, scenario=scenario, benign=unit["benign"],
+                                       expected=unit["expect"], given=given, wrong=wrong))
     advance(progress)
     return report

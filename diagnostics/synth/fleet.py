@@ -193,6 +193,18 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
     return tables, truth
 
 
+def write_tables(out: Path, tables: dict[str, pd.DataFrame], fmt: str,
+                 progress: Progress | None = None) -> None:
+    """Each table as `out/<name>.parquet` (zstd) or `.csv`; `progress` advanced by one per table."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, frame in tables.items():
+        if fmt == "csv":
+            frame.to_csv(out / f"{name}.csv", index=False)
+        else:
+            frame.to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
+        advance(progress)
+
+
 def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, interval_min: float = 5.0,
              fmt: str = "parquet", scrapes: int = 2, scenarios: Sequence[str] | None = None,
              life: bool = False, progress: Progress | None = None) -> Path:
@@ -201,13 +213,7 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
     part written (`generate_steps` in all)."""
     tables, truth = build(seed=seed, nodes=nodes, hours=hours, interval_min=interval_min, scenarios=scenarios,
                           progress=progress)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, frame in tables.items():
-        if fmt == "csv":
-            frame.to_csv(out / f"{name}.csv", index=False)
-        else:
-            frame.to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
-        advance(progress)
+    write_tables(out, tables, fmt, progress)
     known = {n: v["platform"] for n, v in truth["nodes"].items() if v["platform"] is not None}
     pd.DataFrame({"node_id": list(known), "platform": list(known.values())}).to_csv(out / "nodes.csv", index=False)
     # a GPU off the bus first, then Blackwell nodes, then other Xids, so the scrapes show those series

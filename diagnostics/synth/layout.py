@@ -31,6 +31,9 @@ def gpu_totals(platform: str) -> list[SynthLink]:
 
 
 def pcie_links(platform: str) -> list[SynthLink]:
+    """Each GPU's PCIe link; none on a platform whose GPUs reach their CPU another way (GB200: NVLink-C2C)."""
+    if "pcie" not in platform_data(platform):
+        return []
     graph = platform_graph(platform)
     return [SynthLink(gpu, None, "pcie", graph.port_of(gpu, None, "pcie").peer) for gpu in graph.gpus]
 

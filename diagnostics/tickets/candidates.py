@@ -8,6 +8,7 @@ land on, the PCIe path, or the fabric software when links go down everywhere at 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +40,11 @@ class Candidate(BaseModel):
     port_source: PortSource = PortSource.UNKNOWN
     find_with: str | None = None
     fru: str | None = None
+    tray: str | None = None  # in a rack: the compute tray, switch tray and cable cartridge, and the hosts to drain
+    switch_tray: str | None = None
+    cartridge: str | None = None
+    hosts: list[str] = Field(default_factory=list)
+    switch_host: str | None = None
     findings: list[str] = Field(default_factory=list, description="The unhealthy links this component explains.")
     score: float = Field(ge=0.0, le=1.0, description="Share of the unhealthy links explained, discounted by "
                                                      "how specific the component is.")
@@ -139,21 +145,28 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
     if loc.kind in (ComponentKind.NVLINK, ComponentKind.PCIE):
         match = _from_localization(loc, links)
         if match is not None:
-            out[match.id] = out[match.id].model_copy(update={"fault": fault_of(loc)})
+            out[match.id] = out[match.id].model_copy(update={"fault": fault_of(loc), **_rack_facts(loc)})
             return match.id
     key = loc.ref.slug
     if key in out:  # the analysis's name and evidence for it
         known = out[key]
         out[key] = known.model_copy(update={"component": loc.component, "evidence": [*loc.evidence, *known.evidence],
-                                            "findings": sorted({*known.findings, *loc.links}), "fault": fault_of(loc)})
+                                            "findings": sorted({*known.findings, *loc.links}), "fault": fault_of(loc),
+                                            **_rack_facts(loc)})
     else:
         out[key] = Candidate(
             ref=loc.ref, kind=loc.kind, fault=fault_of(loc), component=loc.component, gpu=loc.gpu, peer=loc.peer,
             link=loc.link, lanes=list(loc.lanes), switch=loc.switch, switch_port=loc.switch_port,
-            port_source=loc.port_source,
+            port_source=loc.port_source, **_rack_facts(loc),
             findings=list(loc.links), score=loc.confidence, evidence=list(loc.evidence),
         )
     return key
+
+
+def _rack_facts(loc: Localization) -> dict[str, Any]:
+    """Where a rack's localized unit sits and which hosts carry its links (none of these off a rack)."""
+    return {"tray": loc.tray, "switch_tray": loc.switch_tray, "cartridge": loc.cartridge, "hosts": list(loc.hosts),
+            "switch_host": loc.switch_host}
 
 
 def _isolated_id(d: Diagnosis, links: list[Candidate], out: dict[str, Candidate]) -> str | None:

@@ -30,8 +30,9 @@ def find_port_command(finding: Finding) -> str | None:
 
 
 def resolve_graph(diagnosis: Diagnosis, graph: NodeGraph | None) -> NodeGraph | None:
-    """The graph given, else the platform template's, else none."""
-    if graph is None and diagnosis.platform:
+    """The graph given, else the platform template's, else none (a rack's own diagnosis: its findings carry their
+    ports, placed by the rack file)."""
+    if graph is None and diagnosis.platform and not (diagnosis.rack is not None and diagnosis.tray is None):
         return platform_graph(diagnosis.platform)
     return graph
 

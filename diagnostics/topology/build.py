@@ -68,8 +68,8 @@ def _choose(facts: Facts, hint: str | None) -> tuple[NodeGraph | None, list[str]
         return graph, notes
     scored: list[tuple[float, bool, int, str, list[str]]] = []
     for name, data in platforms.items():
-        if int(data.get("gpu_count", 0)) != len(facts.gpus):
-            continue
+        if int(data.get("gpu_count", 0)) != len(facts.gpus) or data.get("rack"):
+            continue  # a rack's host is not told from its own topology: its links land in the rack
         graph = platform_graph(name)
         score, notes = _score(facts, graph)
         if score >= MIN_SCORE:

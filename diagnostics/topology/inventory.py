@@ -28,6 +28,7 @@ FOUND_BY: dict[str, str] = {
     "pci_bus_id": "nvidia-smi -q: 'PCI > Bus Id'",
     "node_serial": "dmidecode -s system-serial-number",
     "rack_location": "the site's asset inventory",
+    "tray": "the rack inventory: the slot of the host's compute or switch tray in its rack",
     "driver_version": "nvidia-smi -q: 'Driver Version'",
     "vbios_version": "nvidia-smi -q: 'VBIOS Version'",
     "fabric_manager_version": "nv-fabricmanager --version",
@@ -42,12 +43,14 @@ _ALIASES: dict[str, str] = {
     "serial": "serial", "gpu_serial": "serial", "uuid": "uuid", "gpu_uuid": "uuid",
     "node_serial": "node_serial", "system_serial": "node_serial", "rack": "rack_location",
     "rack_location": "rack_location", "location": "rack_location",
+    "tray": "tray", "tray_slot": "tray", "tray_index": "tray",
     "driver": "driver_version", "driver_version": "driver_version",
     "vbios": "vbios_version", "vbios_version": "vbios_version",
     "fabric_manager": "fabric_manager_version", "fabric_manager_version": "fabric_manager_version",
     "fm_version": "fabric_manager_version",
 }
 _NODE_FIELDS = ("node_serial", "rack_location", "driver_version", "vbios_version", "fabric_manager_version")
+_RACK_FIELDS = ("tray",)  # a rack's host: its tray's slot in the rack `rack_location` names
 _GPU_FIELDS = ("index", "pci_bus_id", "slot", "serial", "uuid")
 
 
@@ -83,6 +86,7 @@ class NodeInventory(_Known):
     node_id: str | None = None
     node_serial: str | None = None
     rack_location: str | None = None
+    tray: str | None = None
     driver_version: str | None = None
     vbios_version: str | None = None
     fabric_manager_version: str | None = None
@@ -136,7 +140,7 @@ def _clean(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_mapping(data: dict[str, Any], source: str) -> Inventory:
-    node = {k: v for k, v in _clean(data).items() if k in ("node_id", *_NODE_FIELDS)}
+    node = {k: v for k, v in _clean(data).items() if k in ("node_id", *_NODE_FIELDS, *_RACK_FIELDS)}
     gpus = [_clean(g) for g in data.get("gpu", data.get("gpus", []))]
     try:
         inv = NodeInventory(**node, gpus=[GpuIdentity(**g) for g in gpus])
@@ -160,7 +164,7 @@ def _from_csv(path: Path) -> Inventory:
             raise InputError(f"bad inventory row: {exc}", source=str(path), line=line) from None
         node_id = row.get("node_id", "")
         fields = nodes.setdefault(node_id, {"node_id": node_id or None})
-        for name in _NODE_FIELDS:
+        for name in (*_NODE_FIELDS, *_RACK_FIELDS):
             if name in row:
                 fields.setdefault(name, row[name])
         if any(v is not None for v in gpu.model_dump().values()):

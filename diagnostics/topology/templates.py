@@ -111,6 +111,10 @@ def _add_pcie(g: nx.MultiGraph, section: dict[str, Any], gpus: int, where: str) 
 def platform_graph(name: str) -> NodeGraph:
     """The template graph of a platform named by its file (`hgx-h100-8gpu`, ...)."""
     data = platform_data(name)
+    if data.get("rack"):  # a rack's host: its links land in the rack, so the rack file lays them out
+        from .rack import host_graph
+
+        return host_graph(name)
     where = data.get("_path", name).rsplit("/", 1)[-1]
     gpus = _int(data, "gpu_count", where)
     gen = data.get("nvlink_generation")

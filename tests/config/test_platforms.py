@@ -14,7 +14,7 @@ from tests.analysis.helpers import node_links
     ("NVIDIA H100 80GB HBM3", "hgx-h100-8gpu"), ("NVIDIA H100 NVL", "h100-nvl-8gpu"),
     ("NVIDIA A100-SXM4-80GB", "dgx-a100-8gpu"), ("NVIDIA H200", "hgx-h200-8gpu"), ("NVIDIA B200", "hgx-b200-8gpu"),
     ("Tesla V100-SXM2-32GB", "dgx1-v100-8gpu"), ("NVIDIA H100 PCIe", None), ("NVIDIA GeForce RTX 4090", None),
-    ("NVIDIA GB200", None),  # a GB200 rack's tray is no HGX B200 board
+    ("NVIDIA GB200", "gb200-nvl72-compute-tray"),  # a GB200 rack's tray, no HGX B200 board (NVL36x2: inventory)
     ("", None),
 ])
 def test_the_most_specific_model_wins_and_a_pcie_card_is_not_an_sxm_board(model: str, platform: str | None) -> None:

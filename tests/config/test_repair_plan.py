@@ -17,6 +17,8 @@ from diagnostics.errors import ConfigError
 from diagnostics.topology import platform_graph
 
 PLATFORMS: list[str | None] = [*sorted(all_platforms()), None]
+# A rack's host names its rack's parts, and its fabric is NMX's (on a switch tray), not a Fabric Manager of its own.
+RACK_OF: dict[str, str] = {n: str(d["rack"]) for n, d in all_platforms().items() if d.get("rack")}
 NVSWITCH_FAULTS = (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL)
 XID_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE, FaultKind.GPU_NVLINKS, FaultKind.NVSWITCH,
               FaultKind.NVSWITCH_FATAL, FaultKind.GPU_OFF_BUS, FaultKind.FABRIC_MANAGER)
@@ -68,7 +70,8 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
         steps = [*plan.isolation, *plan.repair]
         # the part exists on that platform, or the plan says why there is none
         if plan.part is not None:
-            assert platform is not None and plan.part.platform == platform and plan.part in parts()
+            assert platform is not None and plan.part.platform in (platform, RACK_OF.get(platform))
+            assert plan.part in parts()
         else:
             assert plan.part_note
         if platform is None:
@@ -84,12 +87,15 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
             assert not [c for c in captures if "nvlink" in c]
         if fault in XID_FAULTS:
             assert any("journalctl -k" in c or "dmesg" in c for c in captures), captures
-        if plan.applies and fault in (*NVSWITCH_FAULTS, FaultKind.FABRIC_MANAGER):
+        if plan.applies and fault in (*NVSWITCH_FAULTS, FaultKind.FABRIC_MANAGER) and platform in RACK_OF:
+            assert "nv show cluster apps" in captures  # NMX-Controller's state, on the switch tray that runs it
+            assert not [c for c in plan.commands() if "fabricmanager" in c]
+        elif plan.applies and fault in (*NVSWITCH_FAULTS, FaultKind.FABRIC_MANAGER):
             assert "nvidia-smi -q -d FABRIC" in captures
             assert any("/var/log/fabricmanager.log" in c for c in captures)
             if platform == "hgx-b200-8gpu":
                 assert any("nvlsm.log" in c for c in captures)
-        if plan.applies and fault is FaultKind.FABRIC_MANAGER:
+        if plan.applies and fault is FaultKind.FABRIC_MANAGER and platform not in RACK_OF:
             assert "nv-fabricmanager --version" in plan.commands()
         assert not [c for c in plan.commands() if re.search(r"nvidia-smi -q\s*\|\s*grep -i version", c)]
         if fault is FaultKind.PCIE_DOWNTRAIN:
@@ -104,7 +110,8 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
         if fault is FaultKind.GPU_OFF_BUS:
             assert plan.reset.scope is ResetScope.NODE
             assert not [t for t in _texts(plan) if GPU_RESET.search(t)]
-            assert "restart the machine" in plan.repair[0].text.lower()
+            restart = "restart the compute tray" if platform in RACK_OF else "restart the machine"
+            assert restart in plan.repair[0].text.lower()
         if plan.reset.scope in (ResetScope.GPU, ResetScope.NVLINK_PEERS):
             assert plan.reset.command == "nvidia-smi -r -i " + ",".join(map(str, plan.reset.gpus))
             assert plan.reset.command in [s.command for s in plan.repair]
@@ -116,10 +123,14 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
         # the repairs run in the ladder's order, with the swap test and the escalation of a repeat
         if plan.applies and plan.part is not None and fault not in NVSWITCH_FAULTS:
             texts = [s.text.lower() for s in plan.repair]
-            reseat = next(i for i, t in enumerate(texts) if "reseat" in t)
-            replace = next(i for i, t in enumerate(texts) if t.startswith("replace"))
-            assert reseat < replace
-            assert any("follow" in t and "slot" in t for t in texts)
+            reseat = next((i for i, t in enumerate(texts) if "reseat" in t), None)
+            if platform in RACK_OF:  # a rack's trays blind-mate to the spine: reseat the tray, then replace a unit
+                replace = next(i for i, t in enumerate(texts) if "replace" in t)
+                assert reseat is not None and reseat <= replace, texts
+            else:
+                replace = next(i for i, t in enumerate(texts) if t.startswith("replace"))
+                assert reseat is not None and reseat < replace
+                assert any("follow" in t and "slot" in t for t in texts)
             assert any("within days" in t for t in texts)
 
 
@@ -232,9 +243,13 @@ def test_the_catalog_agrees_with_the_platform_files() -> None:
     for name, data in all_platforms().items():
         entry = cat.platform[name]
         assert (entry.nvlink == "none") == (int(data.get("nvlinks_per_gpu", 0)) == 0), name
-        assert (entry.nvlink == "nvswitch") == ("nvswitch" in data), name
-        assert (entry.nvlink == "bridge") == (data.get("nvlink", {}).get("kind") == "bridge"), name
-        assert ("fabric-manager" in entry.fabric) == ("nvswitch" in data), name
+        if name in RACK_OF:  # a rack's compute tray links to its switch trays; no host runs Fabric Manager
+            assert entry.rack and (entry.nvlink == "nvswitch") == (data["tray_kind"] == "compute"), name
+            assert not entry.fabric and cat.platform[RACK_OF[name]].rack, name
+        else:
+            assert (entry.nvlink == "nvswitch") == ("nvswitch" in data), name
+            assert (entry.nvlink == "bridge") == (data.get("nvlink", {}).get("kind") == "bridge"), name
+            assert ("fabric-manager" in entry.fabric) == ("nvswitch" in data), name
         assert set(entry.fault) == set(FaultKind), name
 
 

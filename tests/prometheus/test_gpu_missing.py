@@ -51,7 +51,9 @@ def test_the_query_counts_each_nodes_reporting_gpus_against_the_platform_files(
     promql = _gpu_missing_query()
     clauses = promql.split(" or ")
     models = {c.split('"modelName", "')[1].split('"')[0] for c in clauses}
-    assert models == {"A100", "V100", "H100 NVL", "B200", "H100", "H200"}  # not the generic PCIe platform
+    assert models == {"A100", "V100", "H100 NVL", "B200", "H100", "H200", "GB200"}  # not the generic PCIe platform
+    gb200 = next(c for c in clauses if '"GB200"' in c)  # a GB200 rack's compute tray holds 4 GPUs
+    assert gb200.endswith("< 4)") and 'modelName!~".*(GB200).*"' in next(c for c in clauses if '"B200"' in c)
     h100 = next(c for c in clauses if '"H100"' in c)
     assert "count by (Hostname, modelName)" in h100 and "group by (Hostname, gpu)" in h100 and h100.endswith("< 8)")
     # the PCIe counter every GPU exports and the NVLink ones both say a GPU reports; no window, only the lookback
@@ -65,10 +67,10 @@ def test_the_query_counts_each_nodes_reporting_gpus_against_the_platform_files(
     h100_links = next(c for c in below.split(" or ") if c.endswith("< 18)") and '"H100"' in c)
     assert 'modelName!~".*(H100\\\\ NVL).*"' in h100_links
     # a site's own platform file adds its clause with its own count
-    (tmp_path / "quad.toml").write_text('name = "quad-gb200"\ngpu_model = "GB200"\ngpu_count = 4\n'
+    (tmp_path / "quad.toml").write_text('name = "quad-x9"\ngpu_model = "X9"\ngpu_count = 4\n'
                                         'nvlinks_per_gpu = 18\n', encoding="utf-8")
     monkeypatch.setenv(ENV_DIRS, str(tmp_path))
-    quad = next(c for c in _gpu_missing_query().split(" or ") if '"GB200"' in c)
+    quad = next(c for c in _gpu_missing_query().split(" or ") if '"X9"' in c)
     assert quad.endswith("< 4)")
 
 

@@ -1,0 +1,249 @@
+"""Racks in the one engine: each rack's hosts' findings placed in the rack and weighed together, one Diagnosis per
+rack, and each tray's own Diagnosis told what its rack concludes about its links.
+
+A host belongs to a rack when its platform is a rack's host platform (`rack` key) and the inventory names its rack
+(and, for its ports and cartridges, its tray's slot). Compute trays' findings are named in the rack (`Compute tray 7
+GPU 2 NVLink 5 -> Switch tray 3 chip 2 port 27`); switch trays' port findings are joined to the GPU link on that
+port. Every finding keeps the score its host's job gave it, so a job spanning trays is one job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pandas as pd
+
+from ..components import ComponentRef
+from ..config.platforms import all_platforms
+from ..config.racks import rack_of
+from ..config.thresholds import Thresholds
+from ..enums import ComponentKind, FaultKind, PortSource, Severity
+from ..model import Diagnosis, Finding, Localization, RackPlace
+from ..topology.rack import RackGraph, rack_graph
+from .correlate import JobExplanation
+from .diagnosis import assemble, scored
+from .localize import rank
+from .rack_localize import Placed, localize_rack
+
+_DRIVER_SWITCH = re.compile(r"^NVSwitch (\d+)$")
+_DOMAIN = re.compile(r"(ClusterUUID|CliqueId): ([^;]+)")
+OUTSIDE = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
+
+
+@dataclass(frozen=True)
+class RackSlot:
+    """Where the inventory puts a host: its rack, and its tray's slot (None when the inventory gives none)."""
+
+    rack: str
+    tray: str | None = None
+
+
+@dataclass
+class Rack:
+    """One rack's hosts, how the rack names each, and what is missing."""
+
+    place: RackPlace
+    graph: RackGraph
+    label: dict[str, str] = field(default_factory=dict)  # host -> tray label (its slot, else the host)
+    kind: dict[str, str] = field(default_factory=dict)  # host -> compute | switch
+    slot: dict[str, int] = field(default_factory=dict)  # host -> slot, where known and in the rack
+    warnings: list[str] = field(default_factory=list)
+
+    def hosts(self, kind: str | None = None) -> list[str]:
+        return sorted(h for h, k in self.kind.items() if kind is None or k == kind)
+
+
+def group_racks(platforms: Mapping[str, str], slots: Mapping[str, RackSlot]) -> dict[str, Rack]:
+    """Every rack the inventory names, with its hosts (those whose platform is a rack host's)."""
+    known = all_platforms()
+    out: dict[str, Rack] = {}
+    for host, where in sorted(slots.items()):
+        platform = platforms.get(host)
+        spec = rack_of(platform) if platform in known else None
+        if spec is None:
+            continue
+        kind = str(known[str(platform)].get("tray_kind", "compute"))
+        rack = out.get(where.rack)
+        if rack is None:
+            rack = out[where.rack] = Rack(RackPlace(rack_id=where.rack, platform=spec.name), rack_graph(spec.name))
+        elif rack.graph.name != spec.name:
+            rack.warnings.append(f"{host} is a {spec.name} host in a {rack.graph.name} rack: left out")
+            continue
+        rack.kind[host] = kind
+        limit = spec.compute_trays if kind == "compute" else spec.switch_trays
+        slot = int(where.tray) if where.tray is not None and str(where.tray).isdigit() else None
+        taken = [h for h, s in rack.slot.items() if s == slot and rack.kind[h] == kind]
+        if slot is not None and (not 1 <= slot <= limit or taken):
+            why = f"outside {spec.name}'s {limit} {kind} trays" if not taken else f"also {taken[0]}'s"
+            rack.warnings.append(f"{host}: {kind} tray {where.tray} is {why}; the host is named by itself")
+            slot = None
+        if slot is not None:
+            rack.slot[host] = slot
+        rack.label[host] = str(slot) if slot is not None else host
+    for rack in out.values():
+        compute = {rack.label[h]: h for h in rack.hosts("compute")}
+        switch = {rack.label[h]: h for h in rack.hosts("switch")}
+        unslotted = [h for h in rack.kind if h not in rack.slot]
+        rack.place = rack.place.model_copy(update={"compute": compute, "switch": switch,
+                                                   "slots_known": not unslotted})
+        spec = rack.graph.spec
+        if unslotted:
+            rack.warnings.append(f"no tray slot for {', '.join(unslotted[:6])}: their switch ports and cartridges are "
+                                 "not known (give the inventory's tray column)")
+        missing = sorted(set(range(1, spec.compute_trays + 1)) - set(rack.slot[h] for h in rack.hosts("compute")
+                                                                      if h in rack.slot))
+        if missing and not unslotted:
+            rack.warnings.append(f"the inventory names {spec.compute_trays - len(missing)} of the rack's "
+                                 f"{spec.compute_trays} compute trays: trays {_ranges(missing)} are not judged")
+    return out
+
+
+def domain_notes(rack: Rack, events: pd.DataFrame) -> list[str]:
+    """The compute trays whose GPUs name another NVLink domain than the rest of the rack (`nvidia-smi -q` Fabric:
+    ClusterUUID and CliqueId, newest reading per tray): not in the rack's domain, or not in this rack."""
+    if not len(events) or not {"kind", "node_id", "text"} <= set(events.columns):
+        return []
+    hosts = rack.hosts("compute")
+    rows = events[(events["kind"].astype("string") == "fabric_state")
+                  & events["node_id"].astype("string").isin(hosts)]
+    seen: dict[str, tuple[str, str]] = {}
+    for host, text in zip(rows["node_id"].astype(str), rows["text"].astype(str), strict=True):
+        found = dict(_DOMAIN.findall(text))
+        if "ClusterUUID" in found or "CliqueId" in found:
+            seen[host] = (found.get("ClusterUUID", "?").strip(), found.get("CliqueId", "?").strip())
+    if len(set(seen.values())) < 2:
+        return []
+    (uuid, clique), _ = Counter(seen.values()).most_common(1)[0]
+    return [f"compute tray {rack.label[h]} ({h}) reports ClusterUUID {u}, CliqueId {c}; the rack's other trays "
+            f"{uuid}, {clique}: it is not in the rack's NVLink domain (its fabric registration, or the inventory's "
+            "rack, is wrong)" for h, (u, c) in sorted(seen.items()) if (u, c) != (uuid, clique)]
+
+
+def _ranges(values: list[int]) -> str:
+    return ", ".join(map(str, values[:12])) + (" ..." if len(values) > 12 else "")
+
+
+def place_findings(rack: Rack, host: str, findings: list[Finding]) -> list[Placed]:
+    """A host's findings as its rack names them, each with where its link runs."""
+    graph, label, slot = rack.graph, rack.label[host], rack.slot.get(host)
+    out = []
+    for f in findings:
+        ref = f.ref
+        if rack.kind[host] == "switch":
+            out.append(_switch_side(rack, host, f))
+            continue
+        if ref.kind is ComponentKind.NVLINK and ref.gpu is not None and ref.link is not None \
+                and graph.has(1, ref.gpu, ref.link):
+            switch_tray, chip = graph.chip_of(ref.link)
+            port = graph.port_of(slot, ref.gpu) if slot is not None else None
+            cartridge = graph.cartridge_of(slot, ref.link) if slot is not None else None
+            new = ref.in_tray(label, switch_tray=str(switch_tray), chip=chip, port=port)
+            lifted = f.model_copy(update={"ref": new, "switch": new.switch, "switch_port": port,
+                                          "port_source": PortSource.ASSUMED if port is not None else
+                                          PortSource.UNKNOWN})
+            out.append(Placed(lifted, host, ref, label, ref.gpu, ref.link, str(switch_tray), chip, port, cartridge))
+        elif ref.kind in (ComponentKind.GPU, ComponentKind.PCIE, ComponentKind.NVLINK) and ref.gpu is not None:
+            out.append(Placed(f.model_copy(update={"ref": ref.in_tray(label)}), host, ref, label, ref.gpu))
+        else:
+            out.append(Placed(f, host, ref))
+    return out
+
+
+def _switch_side(rack: Rack, host: str, f: Finding) -> Placed:
+    """A switch tray's port finding named by its tray and chip (the driver's NVSwitch k is chip k + 1), joined to
+    the GPU link on that port where the tray's slot is known."""
+    label, ref = rack.label[host], f.ref
+    named = _DRIVER_SWITCH.match(ref.switch or "")
+    if ref.kind is not ComponentKind.NVSWITCH or named is None:
+        return Placed(f, host, ref, switch_side=True)
+    chip = int(named[1]) + 1
+    new = ComponentRef.switch_chip(label, chip, ref.port)
+    lifted = f.model_copy(update={"ref": new, "switch": new.switch})
+    end = rack.graph.from_port(rack.slot[host], chip, ref.port) if host in rack.slot and ref.port is not None \
+        else None
+    if end is None:
+        return Placed(lifted, host, ref, switch_tray=label, chip=chip, port=ref.port, switch_side=True)
+    return Placed(lifted, host, ref, str(end.tray), end.gpu, end.link, label, chip, end.port, end.cartridge,
+                  switch_side=True)
+
+
+def rack_job(rack: Rack, jobs: Mapping[str, JobExplanation], chosen: Mapping[str, str]) -> JobExplanation | None:
+    """The job the rack's compute trays run: the one on most of them (a slowed job first on a tie)."""
+    compute = set(rack.hosts("compute"))
+    found = {chosen[h] for h in compute if h in chosen and chosen[h] in jobs}
+    if not found:
+        return None
+    return max((jobs[j] for j in found), key=lambda j: (len(compute & set(j.nodes)), j.slowdown, j.job_id))
+
+
+def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplanation | None, *,
+                  window_hours: float, window_end: datetime | None, thresholds: Thresholds,
+                  host_warnings: Mapping[str, list[str]], job_gpus: int | None) -> tuple[Diagnosis, list[Placed]]:
+    """The rack's Diagnosis: every host's findings scored against the rack's job, placed, weighed together."""
+    placed: list[Placed] = []
+    running = job is not None and job.nodes and job.degradation_pct is not None and job.running
+    for host in rack.hosts():
+        mine = found.get(host, [])
+        if running and job is not None:
+            mine = scored(mine, job, host)
+        placed.extend(place_findings(rack, host, mine))
+    locs = localize_rack(placed, rack.graph) if any(
+        p.finding.severity in (Severity.FAILING, Severity.DOWN) for p in placed) else []
+    locs = [loc.model_copy(update={"hosts": loc.hosts or _switch_hosts(rack, loc)}) for loc in locs]
+    notes = list(rack.warnings)
+    silent = [h for h in rack.hosts() if h not in found or any("no link telemetry" in w for w in
+                                                               host_warnings.get(h, []))]
+    if silent:
+        notes.append(f"no link telemetry from {', '.join(silent[:8])}" + (" ..." if len(silent) > 8 else "")
+                     + ": their links are not judged")
+    diagnosis = assemble(rack.place.rack_id, platform=rack.graph.name, window_hours=window_hours,
+                         window_end=window_end, findings=[p.finding for p in placed], localizations=locs, job=job,
+                         thresholds=thresholds, warnings=notes, rates_known=bool(placed) or not silent,
+                         has_links=bool(placed) or len(silent) < len(rack.hosts()), job_gpus=job_gpus,
+                         prescored=True, rack=rack.place)
+    return diagnosis, placed
+
+
+def _switch_hosts(rack: Rack, loc: Localization) -> list[str]:
+    """The hosts to drain for a unit only its switch side reports: the compute tray its link comes from, else the
+    switch tray itself."""
+    tray = rack.place.compute.get(loc.tray or "") if loc.tray else None
+    host = tray or (rack.place.switch.get(loc.switch_tray or "") if loc.switch_tray else None)
+    return [host] if host else []
+
+
+def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str) -> Diagnosis:
+    """A rack host's own Diagnosis with its rack's conclusions about its links: the units the rack localized that
+    hold this host's failing links (outside the tray, it says so and names the rack's view)."""
+    label = rack.label[host]
+    switch_host = rack.kind.get(host) == "switch"
+    mine = [loc for loc in rack_diagnosis.localizations
+            if (loc.switch_tray == label if switch_host else host in loc.hosts)]
+    update: dict[str, object] = {"rack": rack.place, "tray": label}
+    if not mine:
+        return tray.model_copy(update=update)
+    if not tray.fault_detected:  # its own end reads clean, but a link of it runs through the failing unit
+        said = f"its links run through {mine[0].component}, which rack {rack.place.rack_id} finds failing " \
+               f"(`/fabric rack {rack.place.rack_id}`): drain it with the rack's plan"
+        return tray.model_copy(update={**update, "warnings": [*tray.warnings, said]})
+    locs = rank(mine)
+    top = locs[0]
+    notes = list(tray.warnings)
+    outside = [loc for loc in locs if loc.ref.kind in OUTSIDE or loc.fault in (FaultKind.SWITCH_PORT,
+                                                                                FaultKind.NVSWITCH_FATAL)]
+    if outside and not switch_host:
+        others = sorted({t for loc in outside for t in _trays_of(rack, loc)} - {label})
+        also = f" and those of compute trays {', '.join(others)}" if others else ""
+        notes.append(f"the fault is outside this tray: {outside[0].component} (rack {rack.place.rack_id}) explains "
+                     f"its failing links{also}; the rack's view: `/fabric rack {rack.place.rack_id}`")
+    update.update(localizations=locs, localization=top, isolated_component=top.component,
+                  repair_action=top.action or tray.repair_action, warnings=notes)
+    return tray.model_copy(update=update)
+
+
+def _trays_of(rack: Rack, loc: Localization) -> set[str]:
+    return {rack.label[h] for h in loc.hosts if h in rack.label}

@@ -1,0 +1,141 @@
+"""NMX-T's Prometheus scrape of a GB200 NVLink domain: every port of the domain, both ends of every GPU link.
+
+On the switch tray that runs NMX-Telemetry: `curl -s http://localhost:9352/xcset/nvlink_domain_telemetry`. Each
+series is one port, named by its labels: a GPU port carries `port_label="GPUP<link>"`, `device_num_on_tray` (the
+GPU) and `tray_index` (its compute tray, counted from 0); a switch port carries `node_description="MF0;sw06:
+N5400_LD/U1"` (switch tray 6, chip U1) and `Port_Number`. Families read: `Effective_BER` (the post-FEC
+bit-error ratio) -> effective_ber, `Symbol_Errors` -> symbol_errors, `Link_Down` (times the link went down) ->
+recovery_failed, `total_successful_recovery_events` -> recovery_successful and `lid` (every port has one: the port's
+row alone), as NVIDIA's health collector maps them (NVIDIA/ncx-infra-controller-core,
+crates/health/src/collectors/nmxt.rs, NMXT_METRIC_MAP); `Symbol_BER` -> symbol_ber and `Effective_Errors` ->
+effective_errors, the names public InfiniBand link-analysis scripts give the same port counters (assumed for NMX-T).
+On every series `logical_state` gives the link's state (ACT: up, DOWN: down) and a GPU port's
+`link_partner_description` its switch chip. Other families (cables, timers) are left out.
+
+The scrape names no host: each row's node_id is the tray's place in the rack (`nmx:<rack>:compute:18`,
+`nmx:<rack>:switch:6`; the rack is the `--node` given to the reader, else the series' chassis id), which the store
+turns into the host the rack inventory puts there (`place_in_racks`). Assumed: `device_num_on_tray` is the GPU's
+nvidia-smi index and `tray_index` + 1 its compute tray's slot; chip U<k> is the driver's NVSwitch k-1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from ..components import chip_name
+from ..config.racks import tray_kind
+from ..errors import InputError
+from .base import IngestResult, IngestWarning, Source
+from .dcgm import SeriesError, parse_labels
+
+FAMILIES: dict[str, str] = {
+    "Effective_BER": "effective_ber", "Symbol_BER": "symbol_ber", "Symbol_Errors": "symbol_errors",
+    "Effective_Errors": "effective_errors", "Link_Down": "recovery_failed",
+    "total_successful_recovery_events": "recovery_successful",
+}
+IDENTITY = frozenset({"lid"})  # a family that only says the port is there
+STATES = {"ACT": "up", "DOWN": "down"}  # NMX-T logical_state -> link_state
+PREFIX = "nmx:"
+_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}\s+(\S+)(?:\s+(\d+))?\s*$")
+_GPU_PORT = re.compile(r"^GPUP(\d+)$")
+_SWITCH = re.compile(r";sw(\d+):[^/]*/U(\d+)\s*$")
+_SNIFF = re.compile(r"^(?:Effective_BER|Symbol_Errors|Link_Down|lid)\{[^\n]*Port_Number=", re.MULTILINE)
+
+
+def _place(labels: dict[str, str], rack: str) -> dict[str, Any] | None:
+    """The row keys of one port: a GPU's link or a switch chip's port; None for a port of neither."""
+    gpu_port = _GPU_PORT.match(labels.get("port_label", ""))
+    if gpu_port and labels.get("tray_index", "").isdigit() and labels.get("device_num_on_tray", "").isdigit():
+        far = _SWITCH.search(labels.get("link_partner_description", ""))
+        return {"node_id": f"{PREFIX}{rack}:compute:{int(labels['tray_index']) + 1}",
+                "gpu": int(labels["device_num_on_tray"]), "link_type": "nvlink", "link": int(gpu_port[1]),
+                "nvswitch": None, "peer": chip_name(str(int(far[1])), int(far[2])) if far else None}
+    switch = _SWITCH.search(labels.get("node_description", ""))
+    if switch and labels.get("Port_Number", "").isdigit():
+        return {"node_id": f"{PREFIX}{rack}:switch:{int(switch[1])}", "gpu": None, "link_type": "nvswitch",
+                "link": int(labels["Port_Number"]), "nvswitch": str(int(switch[2]) - 1), "peer": None}
+    return None
+
+
+class NmxtReader:
+    name = "nmxt"
+
+    def sniff(self, head: str) -> float:
+        return 0.9 if _SNIFF.search(head) else 0.0
+
+    def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None) -> IngestResult:
+        when = at or datetime.now(UTC)
+        rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        warnings: list[IngestWarning] = []
+        skipped = 0
+        for number, line in source.lines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            match = _LINE.match(line.strip())
+            if match is None:
+                warnings.append(IngestWarning(source.name, number, f"not a Prometheus series: {line[:60]!r}"))
+                continue
+            family, body, value, stamp = match.groups()
+            column = FAMILIES.get(family)
+            if column is None and family not in IDENTITY:
+                continue
+            try:
+                labels = parse_labels(body)
+                reading = float(value)
+            except (SeriesError, ValueError) as exc:
+                warnings.append(IngestWarning(source.name, number, f"{family}: {exc}"))
+                continue
+            rack = node_id or (f"chassis-{labels['chassis_id']}" if labels.get("chassis_id") else None)
+            if rack is None:
+                raise InputError("an NMX-T scrape names no rack: give the rack it is of (--node RACK)",
+                                 source=source.name, line=number)
+            keys = _place(labels, rack)
+            if keys is None:
+                skipped += 1
+                continue
+            t = pd.Timestamp(int(stamp), unit="ms", tz="UTC") if stamp else pd.Timestamp(when)
+            row = rows.setdefault((t, *keys.values()), {"timestamp": t, **keys, "source": "nmxt"})
+            if column is not None:
+                row[column] = reading
+            if labels.get("logical_state") in STATES:
+                row["link_state"] = STATES[labels["logical_state"]]
+        if skipped:
+            warnings.append(IngestWarning(source.name, None, f"{skipped} series of ports that are neither a GPU's "
+                                          "link nor a switch chip's port (trunks, management): left out"))
+        frame = pd.DataFrame(list(rows.values()))
+        return IngestResult.of(warnings, link_samples=frame) if len(frame) else IngestResult(warnings=warnings)
+
+
+def place_in_racks(result: IngestResult, racks: Mapping[str, Any], platforms: Mapping[str, str]) -> None:
+    """Name an NMX-T result's trays by the hosts the rack inventory puts there (in place). A tray the inventory
+    does not place keeps a name of its own place (`rack-07-compute-tray18`), with a warning saying how to join it
+    to its host. `racks`: host -> RackSlot; `platforms`: host -> platform."""
+    links = result.tables["link_samples"]
+    if not len(links):
+        return
+    names = links["node_id"].astype("string")
+    placed = names.str.startswith(PREFIX).fillna(False)
+    if not placed.any():
+        return
+    hosts = {f"{PREFIX}{s.rack}:{tray_kind(platforms.get(h))}:{s.tray}": h for h, s in racks.items()
+             if s.tray is not None and tray_kind(platforms.get(h))}
+    missing = sorted(set(names[placed]) - set(hosts))
+    for name in missing:
+        rack, kind, slot = name[len(PREFIX):].rsplit(":", 2)
+        hosts[name] = f"{rack}-{kind}-tray{slot}"
+    if missing:
+        shown = ", ".join(hosts[m] for m in missing[:4]) + (" ..." if len(missing) > 4 else "")
+        result.warnings.append(IngestWarning(
+            "nmxt", None, f"the rack inventory names no host for {len(missing)} tray(s) of the scrape, kept under "
+            f"their place ({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node named "
+            "it) before the NMX-T scrape to read them as their hosts"))
+    renamed = names.where(~placed, names.map(hosts))
+    result.tables["link_samples"] = links.assign(node_id=renamed.astype("category"))
+
+
+READER = NmxtReader()

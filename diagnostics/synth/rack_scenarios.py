@@ -1,0 +1,169 @@
+"""The labelled rack scenarios: each puts one fault (or none) into a synthetic rack, where an operator would see it.
+
+- switch_port: one link, seen failing at its switch port (its effective BER at 1.1x-50x its limit, or the link going
+  down 1-6 times an hour) and, four times in five, at its GPU end (replays at 1.1x-50x their limit);
+- switch_chip: the links of 3-8 GPUs, in at least two compute trays, to one chip;
+- switch_tray: the links of 2-4 GPUs to each of the two chips of one switch tray;
+- cartridge: 4-10 links inside one cable cartridge, from at least two compute trays to at least two switch trays;
+- compute_tray: 4-12 links of 2-4 GPUs of one compute tray, on at least three chips;
+- one_gpu: 9-18 of one GPU's links, a fifth of them inactive, and half the time an Xid 149 on it;
+- benign_burst: one interval of replays on one GPU link at 0.5x-0.95x the hourly limit: nothing fails;
+- healthy_rack: background only.
+Links failing at both ends count at both; the GPU's NVLink5 totals count the same errors half the time. A fault slows
+the rack's job four times in five, by 5-60 %.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..components import ComponentRef
+from ..enums import FaultKind, Severity
+from .node import limit
+from .rack import RackSim
+
+RACK_SCENARIOS: tuple[str, ...] = ("healthy_rack", "switch_port", "switch_chip", "switch_tray", "cartridge",
+                                   "compute_tray", "one_gpu", "benign_burst")
+RACK_BENIGN = frozenset({"healthy_rack", "benign_burst"})
+
+
+def _links(sim: RackSim) -> int:
+    return sim.graph.spec.nvlinks_per_gpu
+
+
+def _gpus(sim: RackSim) -> int:
+    return sim.graph.spec.gpus_per_tray
+
+
+def switch_port(sim: RackSim) -> None:
+    g, rng = sim.graph, sim.rng
+    tray, gpu, link = int(rng.choice(g.compute_trays)), int(rng.integers(_gpus(sim))), int(rng.integers(_links(sim)))
+    on, factor, down = sim.onset(), sim.factor(), bool(rng.random() < 0.4)
+    sim.fail_port(tray, gpu, link, on, float(rng.uniform(1, 6)) if down else factor, down=down)
+    if rng.random() < 0.8:
+        sim.fail_link(tray, gpu, link, on, sim.factor())
+    end = g.end(tray, gpu, link)
+    sim.fault("switch_port", end.port_ref, FaultKind.SWITCH_PORT, on, sim.slows(on), ratio=None if down else factor,
+              tray=tray, gpu=gpu, link=link, switch_tray=end.switch_tray, chip=end.chip, port=end.port)
+
+
+def switch_chip(sim: RackSim) -> None:
+    g, rng = sim.graph, sim.rng
+    link = int(rng.integers(_links(sim)))
+    switch_tray, chip = g.chip_of(link)
+    pool = [(t, gpu) for t in g.compute_trays for gpu in range(_gpus(sim))]
+    while True:
+        picked = [pool[i] for i in rng.choice(len(pool), size=int(rng.integers(3, 9)), replace=False)]
+        if len({t for t, _ in picked}) >= 2:
+            break
+    on = sim.onset()
+    factors = [_fail_both(sim, t, gpu, link, on) for t, gpu in picked]
+    sim.fault("switch_chip", ComponentRef.switch_chip(str(switch_tray), chip), FaultKind.NVSWITCH, on, sim.slows(on),
+              ratio=max(factors), switch_tray=switch_tray, chip=chip, gpus=sorted(picked))
+
+
+def switch_tray(sim: RackSim) -> None:
+    g, rng = sim.graph, sim.rng
+    st = int(rng.choice(g.switch_trays))
+    on = sim.onset()
+    factors, picked = [], []
+    for chip in range(1, g.spec.chips_per_switch_tray + 1):
+        link = g.chip_index(st, chip)
+        for i in rng.choice(g.spec.gpus, size=int(rng.integers(2, 5)), replace=False):
+            tray, gpu = int(i) // _gpus(sim) + 1, int(i) % _gpus(sim)
+            factors.append(_fail_both(sim, tray, gpu, link, on))
+            picked.append((tray, gpu, link))
+    sim.fault("switch_tray", ComponentRef.switch_tray_unit(str(st)), FaultKind.SWITCH_TRAY, on, sim.slows(on),
+              ratio=max(factors), switch_tray=st, links=sorted(picked))
+
+
+def cartridge(sim: RackSim) -> None:
+    g, rng = sim.graph, sim.rng
+    cart = g.spec.cartridge[int(rng.integers(len(g.spec.cartridge)))]
+    trays = list(range(cart.compute_trays[0], cart.compute_trays[1] + 1))
+    links = list(range(cart.links[0], cart.links[1] + 1))
+    while True:
+        count = int(rng.integers(4, 11))
+        picked = {(int(rng.choice(trays)), int(rng.integers(_gpus(sim))), int(rng.choice(links))) for _ in range(count)}
+        if len({t for t, _, _ in picked}) >= 2 and len({g.chip_of(lk)[0] for _, _, lk in picked}) >= 2 \
+                and len(picked) >= 4:
+            break
+    on = sim.onset()
+    factors = [_fail_both(sim, t, gpu, lk, on) for t, gpu, lk in sorted(picked)]
+    sim.fault("cartridge", ComponentRef.cartridge_unit(cart.id), FaultKind.CARTRIDGE, on, sim.slows(on),
+              ratio=max(factors), cartridge=cart.id, links=sorted(picked))
+
+
+def compute_tray(sim: RackSim) -> None:
+    g, rng = sim.graph, sim.rng
+    tray = int(rng.choice(g.compute_trays))
+    while True:
+        gpus = rng.choice(_gpus(sim), size=int(rng.integers(2, _gpus(sim) + 1)), replace=False)
+        picked = {(int(gpu), int(rng.integers(_links(sim)))) for gpu in gpus for _ in range(int(rng.integers(2, 4)))}
+        if len({lk for _, lk in picked}) >= 3 and len({gpu for gpu, _ in picked}) >= 2 and len(picked) >= 4:
+            break
+    on = sim.onset()
+    factors = [_fail_gpu_end(sim, tray, gpu, lk, on) for gpu, lk in sorted(picked)]
+    sim.fault("compute_tray", ComponentRef.compute_tray(str(tray)), FaultKind.COMPUTE_TRAY, on, sim.slows(on),
+              ratio=max(factors), tray=tray, links=sorted(picked))
+
+
+def one_gpu(sim: RackSim) -> None:
+    g, rng = sim.graph, sim.rng
+    tray, gpu = int(rng.choice(g.compute_trays)), int(rng.integers(_gpus(sim)))
+    count = int(rng.integers(_links(sim) // 2, _links(sim) + 1))
+    links = sorted(int(lk) for lk in rng.choice(_links(sim), size=count, replace=False))
+    on = sim.onset()
+    down = {lk for lk in links if rng.random() < 0.2}
+    factors = []
+    for lk in links:
+        factors.append(sim.factor())
+        sim.fail_link(tray, gpu, lk, on, factors[-1], down=lk in down)
+    if rng.random() < 0.5:
+        node = sim.trays[tray]
+        node.events.append({"timestamp": sim.times[min(on + 2, len(sim.times) - 1)], "kind": "xid", "gpu": gpu,
+                            "code": 149, "severity": "fatal",
+                            "text": f"NVRM: Xid (PCI:0008:{gpu + 1:02x}:00): 149, NETIR_LINK_EVT Fatal error"})
+    sim.fault("one_gpu", ComponentRef.of_gpu(gpu).in_tray(str(tray)), FaultKind.GPU_NVLINKS, on, sim.slows(on),
+              ratio=None if down else max(factors), severity=Severity.DOWN if down else Severity.FAILING, tray=tray,
+              gpu=gpu, links=links)
+
+
+def benign_burst(sim: RackSim) -> None:
+    """One interval of replays on a GPU link, under the hourly limit: no fault."""
+    g, rng = sim.graph, sim.rng
+    tray, gpu, link = int(rng.choice(g.compute_trays)), int(rng.integers(_gpus(sim))), int(rng.integers(_links(sim)))
+    node, i = sim.trays[tray], sim.link_row(tray, gpu, link)
+    at = int(rng.integers(len(sim.times) // 2, len(sim.times) - 1))
+    hours = (sim.times[at] - sim.times[at - 1]).total_seconds() / 3600
+    ratio = float(rng.uniform(0.5, 0.95))
+    room = limit("nvlink_replay") - 2 - float(node.rate["replay"][i].max())
+    node.rate["replay"][i, at] = ratio * room / hours
+    node.exact.add(("replay", i))
+    node.near.append({"rule": "nvlink_replay", "ratio": round(ratio * room / limit("nvlink_replay"), 3), "gpu": gpu,
+                      "link": link, "at": str(sim.times[at])})
+
+
+def healthy_rack(sim: RackSim) -> None:
+    """Background only (and, one time in two, a tray's GPU totals just under a limit)."""
+
+
+def _fail_both(sim: RackSim, tray: int, gpu: int, link: int, on: int) -> float:
+    """A link failing on the switch side of the spine: its GPU end counts replays, its port's BER rises half the
+    time."""
+    factor = _fail_gpu_end(sim, tray, gpu, link, on)
+    if sim.rng.random() < 0.5:
+        sim.fail_port(tray, gpu, link, on, sim.factor(), down=False)
+    return factor
+
+
+def _fail_gpu_end(sim: RackSim, tray: int, gpu: int, link: int, on: int) -> float:
+    factor = sim.factor()
+    sim.fail_link(tray, gpu, link, on, factor)
+    return factor
+
+
+APPLY: dict[str, Callable[[RackSim], None]] = {
+    "healthy_rack": healthy_rack, "switch_port": switch_port, "switch_chip": switch_chip, "switch_tray": switch_tray,
+    "cartridge": cartridge, "compute_tray": compute_tray, "one_gpu": one_gpu, "benign_burst": benign_burst,
+}

@@ -1,0 +1,79 @@
+"""A rack from the store: its inventory (node_id, platform, rack, tray) ingested with its telemetry, the rack
+analyzed as one, a tray answered as its rack sees it, and the commands around them."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from bot.cli import main
+from bot.listeners.commands import Request, parse
+from bot.nodes import StoreNodeSource
+from diagnostics.analysis import analyze_rack
+from diagnostics.config import load_thresholds
+from diagnostics.enums import ComponentKind
+from diagnostics.errors import InputError
+from diagnostics.store import TelemetryStore, open_store
+from diagnostics.synth.rack_fleet import generate_racks
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    fleet = tmp_path_factory.mktemp("racks")
+    truth = json.loads(generate_racks(out=fleet, seed=4, racks=1, hours=6, scenarios=["switch_tray"])
+                       .read_text(encoding="utf-8"))
+    root = tmp_path_factory.mktemp("store")
+    open_store(root).ingest([fleet])
+    return root, truth
+
+
+def _store(root: Path) -> TelemetryStore:
+    return open_store(root, create=False)
+
+
+def test_the_inventory_places_every_host_in_its_rack_and_tray(stored: tuple[Path, dict[str, Any]]) -> None:
+    racks = _store(stored[0]).racks()
+    assert len(racks) == 27 and racks["rack-01-c03"].rack == "rack-01" and racks["rack-01-c03"].tray == "3"
+    assert racks["rack-01-s09"].tray == "9"
+
+
+def test_a_stored_rack_is_localized_and_its_trays_are_told(stored: tuple[Path, dict[str, Any]]) -> None:
+    root, truth = stored
+    fault = truth["racks"]["rack-01"]["faults"][0]
+    d, result = analyze_rack(_store(root), "rack-01", window=timedelta(hours=1), thresholds=load_thresholds())
+    assert d.localization is not None and d.localization.ref.slug == fault["component"]
+    assert d.localization.ref.kind is ComponentKind.SWITCH_TRAY
+    for host in d.localization.hosts:
+        assert result.diagnoses[host].isolated_component == d.localization.component
+    with pytest.raises(InputError, match=r"no rack 'rack-09'.*racks: rack-01"):
+        analyze_rack(_store(root), "rack-09", window=timedelta(hours=1), thresholds=load_thresholds())
+
+
+def test_the_bot_answers_a_rack_and_a_tray_as_its_rack_sees_it(stored: tuple[Path, dict[str, Any]]) -> None:
+    root = stored[0]
+    assert parse("rack rack-01") == Request("node", "rack-01")
+    source = StoreNodeSource(root)
+    rack = source.diagnose("rack-01")
+    assert rack.rack is not None and rack.tray is None and rack.localization is not None
+    host = rack.localization.hosts[0]
+    tray = source.diagnose(host)
+    assert tray.node_id == host and tray.tray is not None
+    assert tray.isolated_component == rack.localization.component
+    assert any("outside this tray" in w for w in tray.warnings)
+
+
+def test_the_commands_analyze_and_draw_the_rack(stored: tuple[Path, dict[str, Any]], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    root = stored[0]
+    assert main(["analyze", "--store", str(root), "--rack", "rack-01"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("rack-01") and "Switch tray" in said
+    out = tmp_path / "rack.png"
+    assert main(["render", "rack-01", "--rack", "--store", str(root), "-o", str(out)]) == 0
+    assert Image.open(out).size == (1200, 900) and out.stat().st_size < 300 * 1024
+    assert "suspected: Switch tray" in capsys.readouterr().out

@@ -1,0 +1,164 @@
+"""A rack in the one engine: every tray's findings weighed together and localized to the unit that explains them,
+each tray told what its rack found, one job across the trays, and a rack-safe plan."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from diagnostics.analysis import analyze_fleet
+from diagnostics.analysis.fleet import FleetAnalysis
+from diagnostics.analysis.racks import RackSlot, group_racks
+from diagnostics.config.repair_plan import PlanFacts, repair_plan
+from diagnostics.enums import ComponentKind, FaultKind, Priority
+from diagnostics.synth.rack_fleet import build_racks
+from diagnostics.synth.rack_scenarios import RACK_SCENARIOS
+from diagnostics.tables import EVENTS
+from diagnostics.tickets import RulesDrafter
+from diagnostics.topology.rack import rack_graph
+
+DISABLES = re.compile(r"\b(disabl|isolat|shut ?down|turn(ed)? off|reconfigur|partition)\w*\b", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def racks() -> tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]:
+    tables, truth, slots, platforms = build_racks(seed=41, racks=len(RACK_SCENARIOS), hours=6,
+                                                  scenarios=list(RACK_SCENARIOS))
+    fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                          racks=slots)
+    return fleet, truth, slots
+
+
+def _rack_of(truth: dict[str, Any], scenario: str) -> str:
+    return next(r for r, v in truth["racks"].items() if v["scenario"] == scenario)
+
+
+@pytest.mark.parametrize("scenario", [s for s in RACK_SCENARIOS if s not in ("healthy_rack", "benign_burst")])
+def test_each_fault_is_localized_to_its_unit(racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]],
+                                             scenario: str) -> None:
+    fleet, truth, _ = racks
+    rack_id = _rack_of(truth, scenario)
+    d = fleet.racks[rack_id]
+    fault = truth["racks"][rack_id]["faults"][0]
+    assert d.localization is not None and d.localization.ref.slug == fault["component"], d.localizations
+    assert d.localization.fault.value == fault["fault"]
+    assert d.localization.evidence and d.rack is not None and d.rack.rack_id == rack_id
+
+
+def test_a_switch_tray_fault_is_told_to_each_compute_tray_it_reaches(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    fleet, truth, _ = racks
+    rack_id = _rack_of(truth, "switch_tray")
+    loc = fleet.racks[rack_id].localization
+    assert loc is not None and loc.ref.kind is ComponentKind.SWITCH_TRAY
+    assert len(loc.hosts) >= 2  # the failing GPUs sit in several compute trays, none of which is at fault
+    for host in loc.hosts:
+        tray = fleet.diagnoses[host]
+        assert tray.isolated_component == loc.component and tray.tray is not None
+        assert any("outside this tray" in w and rack_id in w for w in tray.warnings), tray.warnings
+    quiet = next(h for h in fleet.racks[rack_id].rack.compute.values() if h not in loc.hosts)  # type: ignore[union-attr]
+    assert not fleet.diagnoses[quiet].fault_detected
+
+
+def test_a_job_across_the_trays_is_one_job_of_72_gpus(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    fleet, truth, _ = racks
+    rack_id = _rack_of(truth, "compute_tray")
+    d = fleet.racks[rack_id]
+    job = truth["jobs"][truth["racks"][rack_id]["job"]]
+    assert d.job_id == truth["racks"][rack_id]["job"] and d.job_gpus == 72
+    assert len(fleet.jobs[d.job_id].nodes) == 18
+    if job["slowdown_pct"]:
+        assert d.degradation_pct is not None and d.degradation_pct > 3
+
+
+def test_healthy_and_benign_racks_are_not_urgent_or_high(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    fleet, truth, _ = racks
+    for scenario in ("healthy_rack", "benign_burst"):
+        d = fleet.racks[_rack_of(truth, scenario)]
+        assert not d.fault_detected and d.ticket_priority not in (Priority.URGENT, Priority.HIGH)
+        assert "Collect this node's link counters" not in d.repair_action  # its trays did report
+
+
+@pytest.mark.parametrize("fault", [FaultKind.SWITCH_PORT, FaultKind.SWITCH_TRAY, FaultKind.CARTRIDGE,
+                                   FaultKind.COMPUTE_TRAY, FaultKind.NVSWITCH, FaultKind.GPU_NVLINKS])
+def test_a_rack_plan_drains_the_jobs_trays_and_never_changes_the_fabric(fault: FaultKind) -> None:
+    facts = PlanFacts(node_id="rack-07", tray="7", gpu=2, link=5, switch_tray="3", chip=2,
+                      switch="Switch tray 3 chip 2",
+                      switch_port=27, cartridge="1", hosts=["r7-c07", "r7-c09"], unit="Switch tray 3")
+    plan = repair_plan("gb200-nvl72", fault, facts)
+    assert plan.applies and plan.part is not None and plan.part.platform == "gb200-nvl72"
+    assert "drain compute trays r7-c07, r7-c09" in plan.isolation[0].text.lower()
+    assert "nodename=r7-c07,r7-c09" in plan.isolation[0].text
+    assert not [s.text for s in [*plan.isolation, *plan.repair] if DISABLES.search(s.text)]
+    assert not [c for c in plan.commands() if "fabricmanager" in c]
+    captures = [c.command for c in plan.captures]
+    assert any("nvlink_domain_telemetry" in c for c in captures)  # the NMX-T state of the rack
+    assert "sudo nvidia-bug-report.sh" in captures and any("each of r7-c07, r7-c09" in c.why for c in plan.captures)
+
+
+def test_the_inventory_names_bad_slots_and_leaves_out_a_host_of_another_rack_platform() -> None:
+    platforms = {"a": "gb200-nvl72-compute-tray", "b": "gb200-nvl72-compute-tray", "c": "gb200-nvl72-compute-tray",
+                 "d": "gb200-nvl36x2-compute-tray", "e": "hgx-h100-8gpu"}
+    slots = {"a": RackSlot("r1", "3"), "b": RackSlot("r1", "3"), "c": RackSlot("r1", "40"), "d": RackSlot("r1", "1"),
+             "e": RackSlot("r1", "2")}
+    rack = group_racks(platforms, slots)["r1"]
+    assert rack.slot == {"a": 3} and rack.label["b"] == "b" and rack.label["c"] == "c"
+    said = " ".join(rack.warnings)
+    assert "b: compute tray 3 is also a's" in said and "c: compute tray 40 is outside gb200-nvl72's 18" in said
+    assert "d is a gb200-nvl36x2 host in a gb200-nvl72 rack: left out" in said and "e" not in rack.kind
+    assert not rack.place.slots_known
+
+
+@pytest.mark.parametrize(("scenario", "part"), [("switch_tray", "gb200-nvl72-switch-tray"),
+                                                ("cartridge", "gb200-nvl72-cartridge"),
+                                                ("compute_tray", "gb200-nvl72-compute-tray")])
+def test_a_rack_ticket_names_the_nvl72_part_and_drains_the_trays_on_its_links(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]], scenario: str, part: str) -> None:
+    fleet, truth, _ = racks
+    d = fleet.racks[_rack_of(truth, scenario)]
+    ticket = RulesDrafter().draft(d)
+    assert ticket.component == d.isolated_component and ticket.replacement_part is not None
+    assert ticket.replacement_part.id == part
+    assert d.localization is not None
+    first = ticket.isolation_steps[0].text
+    assert all(h in first for h in d.localization.hosts) and "no change to the fabric" in first
+    assert not [s.text for s in [*ticket.isolation_steps, *ticket.repair_steps] if DISABLES.search(s.text)]
+    assert any("nvlink_domain_telemetry" in c.command for c in ticket.capture_first)
+
+
+def test_a_fatal_sxid_on_a_switch_tray_names_its_port_and_tells_the_tray_whose_link_it_carries() -> None:
+    tables, truth, slots, platforms = build_racks(seed=21, racks=1, hours=6, scenarios=["healthy_rack"])
+    end = rack_graph("gb200-nvl72").end(7, 1, 5)
+    sxid = pd.DataFrame([{
+        "timestamp": pd.Timestamp(truth["end"]) - pd.Timedelta(minutes=20),
+        "node_id": f"rack-01-s{end.switch_tray:02d}",
+        "kind": "sxid", "code": 24007, "severity": "fatal", "nvswitch": str(end.chip - 1), "link": end.port,
+        "text": f"nvidia-nvswitch{end.chip - 1}: SXid (PCI:0000:05:00.0): 24007, Fatal, Link {end.port} sourcetrack "
+                "timeout error"}])
+    tables["events"] = EVENTS.conform(pd.concat([tables["events"], sxid], ignore_index=True))
+    fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                          racks=slots)
+    loc = fleet.racks["rack-01"].localization
+    assert loc is not None and loc.fault is FaultKind.NVSWITCH_FATAL
+    assert loc.component == f"Switch tray {end.switch_tray} chip {end.chip} port {end.port}"
+    assert loc.hosts == ["rack-01-c07"]  # the compute tray its link comes from: the one to drain
+    tray = fleet.diagnoses["rack-01-c07"]
+    assert not tray.fault_detected and any(loc.component in w for w in tray.warnings)
+
+
+def test_a_tray_in_another_nvlink_domain_is_named_by_its_rack() -> None:
+    tables, truth, slots, platforms = build_racks(seed=22, racks=1, hours=6, scenarios=["healthy_rack"])
+    events = tables["events"]
+    odd = (events["node_id"].astype(str) == "rack-01-c05") & (events["kind"].astype(str) == "fabric_state")
+    texts = events["text"].astype(str).where(~odd, "State: Completed; Status: Success; CliqueId: 1; ClusterUUID: other")
+    tables["events"] = events.assign(text=texts)
+    fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                          racks=slots)
+    said = [w for w in fleet.racks["rack-01"].warnings if "NVLink domain" in w]
+    assert len(said) == 1 and said[0].startswith("compute tray 5 (rack-01-c05) reports ClusterUUID other, CliqueId 1")

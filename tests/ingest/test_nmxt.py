@@ -1,0 +1,101 @@
+"""NMX-T's scrape: both ends of a GB200 GPU link read as rows, placed on the hosts the rack inventory names."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from diagnostics.analysis.racks import RackSlot
+from diagnostics.errors import InputError
+from diagnostics.ingest.base import Source
+from diagnostics.ingest.dcgm import parse_labels
+from diagnostics.ingest.detect import choose
+from diagnostics.ingest.nmxt import READER, place_in_racks
+from diagnostics.topology.rack import rack_graph
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nmxt_lid_gb200_1.txt"
+
+
+def _real_series() -> str:
+    return next(line for line in REAL.read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
+
+
+def _scrape(tmp_path: Path) -> Source:
+    """The real series' GPU port as Effective_BER and Link_Down, and the switch port at its far end."""
+    gpu = _real_series()
+    body = gpu[gpu.index("{"):gpu.index("}") + 1]
+    labels = parse_labels(body[1:-1])
+    switch = (f'Effective_BER{{node_description="{labels["link_partner_description"]}", '
+              f'Port_Number="{labels["link_partner_port_num"]}", chassis_id="{labels["chassis_id"]}"}} 4.2e-11 '
+              "1781993954087")
+    path = tmp_path / "nmxt.prom"
+    path.write_text("# TYPE Effective_BER gauge\n" + f"Effective_BER{body} 1.5e-254 1781993954087\n"
+                    + f"Link_Down{body} 3 1781993954087\n" + switch + "\n"
+                    + 'Symbol_Errors{node_description="MF0;sw06:N5400_LD/U1", Port_Number="140"} 7\n'
+                    + 'Fan_Speed{Port_Number="1"} 4\n', encoding="utf-8")
+    return Source.from_path(path)
+
+
+def test_the_real_series_names_a_gpu_link_whose_far_end_the_rack_file_puts_where_nmxt_says() -> None:
+    labels = parse_labels(_real_series().split("{", 1)[1].rsplit("}", 1)[0])
+    tray, gpu, link = int(labels["tray_index"]) + 1, int(labels["device_num_on_tray"]), int(labels["port_label"][4:])
+    end = rack_graph("gb200-nvl72").end(tray, gpu, link)
+    assert labels["link_partner_description"] == f"MF0;sw{end.switch_tray:02d}:N5400_LD/U{end.chip}"
+    assert int(labels["link_partner_port_num"]) == end.port
+
+
+def test_the_real_series_reads_as_its_port_up() -> None:
+    links = READER.read(Source.from_path(REAL), node_id="rack-01")["link_samples"]
+    assert len(links) == 1 and links.iloc[0]["node_id"] == "nmx:rack-01:compute:18"
+    assert links.iloc[0]["link_state"] == "up" and links.iloc[0]["link"] == 10
+
+
+def test_both_ends_of_the_link_become_rows_of_their_trays(tmp_path: Path) -> None:
+    source = _scrape(tmp_path)
+    assert choose(source).name == "nmxt"
+    result = READER.read(source, node_id="rack-07")
+    links = result["link_samples"].sort_values("link_type").reset_index(drop=True)
+    assert len(links) == 3
+    gpu = links.iloc[0]
+    assert (gpu["node_id"], gpu["gpu"], gpu["link_type"], gpu["link"]) == ("nmx:rack-07:compute:18", 2, "nvlink", 10)
+    assert gpu["recovery_failed"] == 3 and gpu["effective_ber"] == pytest.approx(1.5e-254)
+    assert gpu["link_state"] == "up" and gpu["peer"] == "Switch tray 6 chip 1"  # logical_state ACT; its far end
+    switch = links[links["link"] == 71].iloc[0]
+    assert (switch["node_id"], switch["nvswitch"], switch["effective_ber"]) == ("nmx:rack-07:switch:6", "0", 4.2e-11)
+    assert str(gpu["timestamp"]).startswith("2026-06-2")  # the series' own time (ms)
+
+
+def test_the_trays_are_placed_on_the_inventorys_hosts_and_an_unplaced_tray_keeps_its_place(tmp_path: Path) -> None:
+    result = READER.read(_scrape(tmp_path), node_id="rack-07")
+    racks = {"r7-c18": RackSlot("rack-07", "18"), "r7-s06": RackSlot("rack-07", "6")}
+    platforms = {"r7-c18": "gb200-nvl72-compute-tray", "r7-s06": "gb200-nvl72-switch-tray"}
+    place_in_racks(result, racks, platforms)
+    assert set(result["link_samples"]["node_id"].astype(str)) == {"r7-c18", "r7-s06"} and not result.warnings
+    again = READER.read(_scrape(tmp_path), node_id="rack-08")
+    place_in_racks(again, racks, platforms)
+    assert set(again["link_samples"]["node_id"].astype(str)) == {"rack-08-compute-tray18", "rack-08-switch-tray6"}
+    said = str(again.warnings[-1])
+    assert "names no host for 2 tray(s)" in said and "nodes.csv" in said
+
+
+def test_a_scrape_without_a_rack_or_chassis_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bare.prom"
+    path.write_text('Link_Down{node_description="MF0;sw02:N5400_LD/U2", Port_Number="9"} 1\n', encoding="utf-8")
+    with pytest.raises(InputError, match="names no rack"):
+        READER.read(Source.from_path(path))
+
+
+def test_the_store_reads_a_scrape_after_its_rack_inventory_as_the_hosts(tmp_path: Path) -> None:
+    from diagnostics.store import open_store
+
+    inventory = tmp_path / "nodes.csv"
+    inventory.write_text("node_id,platform,rack,tray\nr7-c18,gb200-nvl72-compute-tray,rack-07,18\n"
+                         "r7-s06,gb200-nvl72-switch-tray,rack-07,6\n", encoding="utf-8")
+    store = open_store(tmp_path / "store")
+    store.ingest([inventory])
+    store.ingest([_scrape(tmp_path).path], node_id="rack-07")  # type: ignore[list-item]
+    links = store.window(end=None, span=timedelta(days=3650), nodes=["r7-c18", "r7-s06"])["link_samples"]
+    assert set(links["node_id"].astype(str)) == {"r7-c18", "r7-s06"}
+    assert "rack-07-compute-tray18" not in store.nodes()
