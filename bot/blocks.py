@@ -44,6 +44,7 @@ DRAFT_ACTION = "draft"          # a button: draft the ticket for one component o
 DRAFT_LINK_ACTION = "draft_link"  # a select menu: draft for one link of a shared component
 FILE_ACTION = "file_ticket"
 DISCARD_ACTION = "discard_draft"
+REPAIR_ACTION = "report_repair"  # a filed ticket's button: the repair is done, watch the part
 
 
 def clip(text: str, limit: int) -> str:
@@ -210,7 +211,7 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
         notes.append(f"localization confidence {d.localization.confidence:.0%}")
     if notes:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
-    elements = draft_elements(d, analysis_id)
+    elements = [] if d.maintenance else draft_elements(d, analysis_id)  # planned work: nothing to draft
     room = MAX_BLOCKS - len(blocks) - 1
     for n, chunk in enumerate(_chunks(elements, MAX_ACTIONS)):
         if n >= room:
@@ -304,10 +305,16 @@ def preview_blocks(*, draft_id: int, node_id: str, component: str, markdown: str
     return blocks
 
 
-def decided_blocks(previous: list[dict[str, Any]], outcome: str) -> list[dict[str, Any]]:
-    """The preview after a decision: its buttons replaced by the outcome line."""
-    kept = [b for b in previous if b.get("type") != "actions"]
-    return [*kept, section(outcome).to_dict()]
+def decided_blocks(previous: list[dict[str, Any]], outcome: str,
+                   ticket_id: str | None = None) -> list[dict[str, Any]]:
+    """The preview after a decision: its buttons replaced by the outcome line (and, for a ticket, the button that
+    reports its repair done)."""
+    kept = [b for b in previous if b.get("type") != "actions" and b.get("block_id") != REPAIR_ACTION]
+    out = [*kept, section(outcome).to_dict()]
+    if ticket_id is not None:
+        out.append(ActionsBlock(block_id=REPAIR_ACTION, elements=[
+            ButtonElement(text="Report repair", action_id=REPAIR_ACTION, value=ticket_id)]).to_dict())
+    return out
 
 
 def help_blocks() -> list[Block]:
@@ -318,6 +325,10 @@ def help_blocks() -> list[Block]:
         "• `/fabric rack &lt;rack&gt;`: a GB200 NVL72 rack as one: the unit behind its trays' failing links, "
         "its rack view",
         "• `/fabric fleet`: the worst links across the fleet (swept on Prometheus when one is configured)",
+        "• `/fabric maintenance &lt;node&gt; 2h \"why\"` (or `... end`; alone: the list): planned work pages nobody",
+        "• `/fabric watch [&lt;node&gt;]`: links climbing toward a failing threshold, with when they will cross",
+        "• `/fabric verify`: judge every repaired ticket on the readings since its repair (close or reopen)",
+        "• `/fabric digest`: new failing parts, the watch list, repairs verifying, nodes in maintenance",
         "• `/fabric help`: this text",
         "Mention me with a question (`@fabricbot why is job 4411 slow?`), or paste `nvidia-smi nvlink -e` "
         "output in a thread.",

@@ -13,12 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from diagnostics.synth import fleet as synth
+import pandas as pd
+
+from diagnostics import synth
+from diagnostics.synth import build_life, load_life
 
 from .drafting import Renderer, render_png
 from .nodes import TableNodeSource
-from .runtime import build_runtime
+from .runtime import Runtime, build_runtime
 from .settings import Settings
 from .transcript import Transcript
 from .transport.local import LocalSlack
@@ -46,14 +50,49 @@ class StepClock:
         return self().isoformat(timespec="seconds")
 
 
-def bundled_fleet(folder: Path | None = None) -> TableNodeSource:
-    """The synthetic fleet (seed 0): from `folder` when one was written, else generated in memory."""
+def bundled(folder: Path | None = None) -> tuple[TableNodeSource, dict[str, Any]]:
+    """The synthetic fleet (seed 0) with its life nodes (four days of restarts, slow failures and repairs), and
+    the life nodes' truth: from `folder` when one was written, else generated in memory."""
     if folder is not None and folder.is_dir():
         tables, inventory = synth.load(folder)
+        life = load_life(folder)
+        lived, lives, truth = (life[0], life[1], life[2]) if life is not None else ({}, {}, {"nodes": {}})
     else:
-        tables, truth = synth.build(seed=0)
-        inventory = {n: v["platform"] for n, v in truth["nodes"].items()}
-    return TableNodeSource(tables, inventory)
+        tables, fleet_truth = synth.build(seed=0)
+        inventory = {n: v["platform"] for n, v in fleet_truth["nodes"].items()}
+        lived, truth = build_life(seed=0, end=pd.Timestamp(fleet_truth["end"]))
+        lives = {n: v["platform"] for n, v in truth["nodes"].items()}
+    joined = {k: pd.concat([v, lived[k]], ignore_index=True) if k in lived else v for k, v in tables.items()}
+    return TableNodeSource(joined, {**inventory, **lives}), truth["nodes"]
+
+
+def bundled_fleet(folder: Path | None = None) -> TableNodeSource:
+    """The bundled fleet alone (see `bundled`)."""
+    return bundled(folder)[0]
+
+
+def earlier_shift(rt: Runtime, fleet: TableNodeSource, life: dict[str, Any]) -> list[str]:
+    """Tickets an earlier shift filed on the life nodes whose parts were repaired 30 hours before the demo, each
+    reported repaired then by a technician: one repair held, one did not. Returns what the transcript says."""
+    said = []
+    for node, t in sorted(life.items()):
+        if t["scenario"] not in ("repair_holds", "repair_fails"):
+            continue
+        finding = next(f for f in fleet.diagnose(node).findings if f.ref.slug == t["component"])
+        filed = rt.tracker.file(node_id=node, component=finding.component, slug=t["component"],
+                                title=f"{node}: {finding.component}", body=f"# {node}: {finding.component}",
+                                priority="high", actor="UDAVE", evidence=[], parts=[t["component"]])
+        repaired = datetime.fromisoformat(t["repaired_at"])
+        rt.tracker.report_repair(filed.ticket.id, actor="UDAVE", at=repaired.isoformat(timespec="seconds"),
+                                 note="reseated the NVLink cable")
+        subject = f"{node} / {finding.component}"
+        rt.audit.record("filing", actor="fabricbot", subject=subject, detail={
+            "ticket": filed.ticket.id, "created": True, "approved_by": "UDAVE", "shift": "night"})
+        rt.audit.record("repair", actor="UDAVE", subject=subject, detail={
+            "ticket": filed.ticket.id, "repaired_at": repaired.isoformat(timespec="seconds")})
+        said.append(f"{filed.ticket.id} {node} / {finding.component}: reported repaired at "
+                    f"{repaired:%Y-%m-%d %H:%M} UTC by dave (night shift)")
+    return said
 
 
 @dataclass
@@ -127,15 +166,18 @@ def _ephemerals(slack: MockSlack) -> int:
 
 
 def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = None,
-             renderer: Renderer | None = render_png) -> DemoResult:
-    """Run the conversation and write `out/demo.md`, its PNGs under `out/demo/`, and `action_log`."""
+             life: dict[str, Any] | None = None, renderer: Renderer | None = render_png) -> DemoResult:
+    """Run the conversation and write `out/demo.md`, its PNGs under `out/demo/`, and `action_log`. `life`: the life
+    nodes' truth, for the tickets an earlier shift left verifying (none without it)."""
     clock = StepClock()
     settings = Settings(filing_usergroups=frozenset(GROUPS))
     images = out / "demo"
     for old in images.glob("*.png") if images.is_dir() else []:
         old.unlink()
     with tempfile.TemporaryDirectory() as tmp:
-        source = fleet or bundled_fleet()
+        if fleet is None:
+            fleet, life = bundled()
+        source = fleet
 
         def pictures(node: str | None = None, job: str | None = None) -> int:
             """The topology, and the correlation picture when the node's job has a history."""
@@ -144,6 +186,7 @@ def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = Non
 
         rt = build_runtime(settings, source=source, db_path=Path(tmp), clock=clock,
                            tracker_clock=clock.text)
+        earlier = earlier_shift(rt, source, life or {})
         slack = MockSlack(users={u: n.split(" ")[0] for u, n in PEOPLE.items()}, usergroups=GROUPS)
         with LocalSlack(settings=settings, slack=slack, clock=clock, **rt.deps(renderer)) as local:
             t = Transcript(slack, {u: n.split(" ")[0] for u, n in PEOPLE.items()}, images, "demo")
@@ -175,6 +218,22 @@ def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = Non
             s.click("UCAROL", faulty, "Draft ticket", lambda m: _answered(m, faulty.ts, 2))
             t.heading("10. A question in the channel")
             s.mention("UCAROL", "why is job 4411 slow?")
+            t.heading("11. Planned work pages nobody")
+            s.command("UBOB", 'maintenance hpc-gpu-node-07 2h "swap the GPU 4 riser"', pictures=0)
+            s.command("UALICE", "hpc-gpu-node-07", pictures=pictures("hpc-gpu-node-07"))
+            t.heading("12. Early warning: what is climbing")
+            s.command("UALICE", "watch", pictures=0)
+            t.heading("13. The repair is done")
+            filed = slack.find(seen.ts)
+            assert filed is not None
+            replies = len(_thread_messages(slack, faulty.ts))
+            s.click("UALICE", filed, "Report repair", lambda m: len(_thread_messages(m, faulty.ts)) > replies)
+            t.heading("14. Repairs verified")
+            if earlier:
+                t.note("Before this shift, the night shift had filed and reported repaired: " + "; ".join(earlier))
+            s.command("UBOB", "verify", pictures=0)
+            t.heading("15. The daily digest")
+            s.command("UBOB", "digest", pictures=0)
         tickets = [f"{tk.id} {tk.node_id} / {tk.component} ({tk.status}, filed by {tk.filed_by})"
                    for tk in rt.tracker.tickets()]
         action_log.write_text(rt.audit.to_markdown("fabricbot action log (from `fabricbot demo`)"), encoding="utf-8")

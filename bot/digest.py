@@ -6,10 +6,11 @@ verified, and the nodes in maintenance. It reads the store and the tracker; it f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from diagnostics import InputError, Priority, Thresholds
+from diagnostics import Diagnosis, InputError, Priority, Thresholds
 from diagnostics import format as fmt
 from diagnostics.analysis import Watch, sweep_store, watch_store
 from diagnostics.store import Maintenance, TelemetryStore
@@ -43,28 +44,36 @@ class Digest:
         return not (self.new or self.watches or self.verifying or self.maintenance)
 
 
-def build_digest(store: TelemetryStore, tracker: Tracker, *, thresholds: Thresholds,
-                 at: datetime | None = None) -> Digest:
-    """The digest as of `at` (default: the store's newest reading)."""
-    sweep = sweep_store(store, thresholds=thresholds, at=at)
+def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], watches: list[Watch], tracker: Tracker,
+             maintenance: list[Maintenance], incomplete: list[str] | None = None) -> Digest:
+    """The digest from the fleet's diagnoses as of `at`, the watch list, the tracker and the maintenance windows
+    open at `at`."""
     new: list[NewOffender] = []
     ticketed = 0
-    for node, d in sorted(sweep.diagnoses.items()):
+    for d in sorted(diagnoses, key=lambda d: d.node_id):
         if d.maintenance or not d.fault_detected:
             continue
         for loc in d.localizations:
-            if tracker.open_ticket(node, loc.ref.slug) is not None:
+            if tracker.open_ticket(d.node_id, loc.ref.slug) is not None:
                 ticketed += 1
                 continue
-            new.append(NewOffender(node, loc.ref.name, loc.ref.slug, d.ticket_priority.value,
+            new.append(NewOffender(d.node_id, loc.ref.name, loc.ref.slug, d.ticket_priority.value,
                                    loc.evidence[0] if loc.evidence else d.repair_action))
     urgency = list(Priority)[::-1]  # urgent first
     new.sort(key=lambda o: (urgency.index(Priority(o.priority)), o.node_id, o.slug))
-    end = at or sweep.at
-    open_maintenance = [w for n in store.nodes() if (w := store.maintenance.active(n, end)) is not None]
-    return Digest(at=end, new=new, ticketed=ticketed, watches=watch_store(store, end=end, thresholds=thresholds),
+    return Digest(at=at, new=new, ticketed=ticketed, watches=watches,
                   verifying=[t for t in tracker.tickets() if t.status == "verifying"],
-                  maintenance=open_maintenance, incomplete=sweep.incomplete_reasons)
+                  maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []))
+
+
+def build_digest(store: TelemetryStore, tracker: Tracker, *, thresholds: Thresholds,
+                 at: datetime | None = None) -> Digest:
+    """The digest of a store as of `at` (default: its newest reading)."""
+    sweep = sweep_store(store, thresholds=thresholds, at=at)
+    end = at or sweep.at
+    return assemble(at=end, diagnoses=sweep.diagnoses.values(), tracker=tracker,
+                    watches=watch_store(store, end=end, thresholds=thresholds),
+                    maintenance=store.maintenance.windows(), incomplete=sweep.incomplete_reasons)
 
 
 def _more(items: list[object]) -> list[str]:
@@ -84,7 +93,9 @@ def digest_lines(d: Digest) -> list[str]:
     lines += [f"  {w.node_id} {w.summary}" for w in d.watches[:SHOWN]] + _more(list(d.watches))
     lines.append(f"Waiting for verification ({len(d.verifying)}):" if d.verifying else
                  "Waiting for verification: none")
-    lines += [f"  {t.id} {t.node_id} / {t.component}, repaired {t.repaired_at} by {t.repaired_by}"
+    lines += [f"  {t.id} {t.node_id} / {t.component}, repaired "
+              f"{fmt.when(datetime.fromisoformat(t.repaired_at)) if t.repaired_at else '(time unknown)'} "
+              f"by {t.repaired_by}"
               for t in d.verifying[:SHOWN]] + _more(list(d.verifying))
     lines.append(f"In maintenance ({len(d.maintenance)}):" if d.maintenance else "In maintenance: none")
     lines += [f"  {w.node_id} {w.note}" for w in d.maintenance[:SHOWN]] + _more(list(d.maintenance))

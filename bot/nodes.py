@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -19,19 +19,28 @@ import pandas as pd
 
 from diagnostics import EVENTS, LINK_SAMPLES, STEP_SAMPLES, Diagnosis, InputError, Snapshot, analyze_snapshot
 from diagnostics.analysis import (
+    RepairCheck,
+    Watch,
     analyze_fleet,
     analyze_rack,
     analyze_store,
     analyze_tables,
+    check_repair,
+    check_stored_repair,
     job_nodes,
     jobs_on,
     node_span,
+    planned,
     read_node,
     stored_diagnosis,
+    watch_list,
+    watch_store,
 )
-from diagnostics.config import Thresholds, load_thresholds
+from diagnostics.config import Thresholds, VerificationPolicy, load_thresholds, load_watch
 from diagnostics.ingest import read_cases
-from diagnostics.store import TelemetryStore
+from diagnostics.store import MaintenanceLog, TelemetryStore
+
+from .storage import open_db
 
 DEFAULT_WINDOW_HOURS = 1.0
 
@@ -64,8 +73,34 @@ class NodeSource(Protocol):
 
     def fleet(self) -> list[Diagnosis]: ...
 
+    def maintenance(self) -> MaintenanceLog:
+        """Where the nodes' planned-work windows are kept (the store's, or this run's own)."""
+        ...
 
-class SnapshotNodeSource:
+    def watch(self, node_id: str | None = None) -> list[Watch]: ...
+
+    def repair_check(self, *, node_id: str, parts: list[str], repaired_at: datetime,
+                     policy: VerificationPolicy | None = None) -> RepairCheck: ...
+
+
+class _OwnMaintenance:
+    """Planned work kept for this run (a source with no store): in memory, gone when the bot stops."""
+
+    _log: MaintenanceLog | None = None
+
+    def maintenance(self) -> MaintenanceLog:
+        if self._log is None:
+            self._log = MaintenanceLog(open_db(None))
+        return self._log
+
+    def _planned(self, diagnosis: Diagnosis, window: timedelta) -> Diagnosis:
+        end = diagnosis.window_end
+        if self._log is None or end is None:
+            return diagnosis
+        return planned(diagnosis, self._log.windows(diagnosis.node_id), start=end - window, end=end)
+
+
+class SnapshotNodeSource(_OwnMaintenance):
     """Nodes from snapshot JSON files; a snapshot carries its own window, so `window_hours` cannot change it."""
 
     def __init__(self, snapshots: Iterable[Snapshot], thresholds: Thresholds | None = None) -> None:
@@ -105,8 +140,15 @@ class SnapshotNodeSource:
     def fleet(self) -> list[Diagnosis]:
         return [self.diagnose(n) for n in self.node_ids()]
 
+    def watch(self, node_id: str | None = None) -> list[Watch]:
+        return []  # a snapshot is one window: no trend
 
-class TableNodeSource:
+    def repair_check(self, *, node_id: str, parts: list[str], repaired_at: datetime,
+                     policy: VerificationPolicy | None = None) -> RepairCheck:
+        return check_repair({}, node_id=node_id, parts=parts, repaired_at=repaired_at, now=None, policy=policy)
+
+
+class TableNodeSource(_OwnMaintenance):
     """Nodes and jobs from normalized tables held in memory (a synthetic fleet) via `analyze_tables`.
 
     Link samples are split by node once, so a command analyses one node and the nodes sharing its jobs.
@@ -139,8 +181,9 @@ class TableNodeSource:
         window = timedelta(hours=window_hours or self.window_hours)
         # the job's other nodes are judged on their own platforms too, as the fleet view judges them
         peers = {n: p for n, p in self.inventory.items() if p}
-        return analyze_tables(self._tables(node_id), node_id=node_id, window=window, thresholds=self.thresholds,
-                              platform=self.inventory.get(node_id), job_id=job_id, platforms=peers)
+        diagnosis = analyze_tables(self._tables(node_id), node_id=node_id, window=window, thresholds=self.thresholds,
+                                   platform=self.inventory.get(node_id), job_id=job_id, platforms=peers)
+        return self._planned(diagnosis, window)
 
     def explain_job(self, job_id: str) -> Diagnosis:
         jobs = self.job_ids()
@@ -163,9 +206,32 @@ class TableNodeSource:
 
     def fleet(self) -> list[Diagnosis]:
         """Every node, by the fleet engine: each job's step-time correlation computed once for all its nodes."""
-        result = analyze_fleet(self._rows(self.nodes, self.steps), window=timedelta(hours=self.window_hours),
-                               thresholds=self.thresholds, platforms=self.inventory, nodes=self.nodes)
-        return [result.diagnoses[n] for n in self.nodes]
+        window = timedelta(hours=self.window_hours)
+        result = analyze_fleet(self._rows(self.nodes, self.steps), window=window, thresholds=self.thresholds,
+                               platforms=self.inventory, nodes=self.nodes)
+        return [self._planned(result.diagnoses[n], window) for n in self.nodes]
+
+    def watch(self, node_id: str | None = None) -> list[Watch]:
+        nodes = self.nodes if node_id is None else [self._known(node_id)]
+        return watch_list(self._rows(nodes, STEP_SAMPLES.empty()), thresholds=self.thresholds)
+
+    def repair_check(self, *, node_id: str, parts: list[str], repaired_at: datetime,
+                     policy: VerificationPolicy | None = None) -> RepairCheck:
+        """The part judged on the readings since the repair, to the newest."""
+        rows = self._rows([self._known(node_id)], STEP_SAMPLES.empty())
+        since = {k: v[pd.to_datetime(v["timestamp"], utc=True) >= pd.Timestamp(repaired_at)] if len(v) else v
+                 for k, v in rows.items()}
+        links = since["link_samples"]
+        newest = pd.to_datetime(links["timestamp"], utc=True).max() if len(links) else None
+        return check_repair(since, node_id=node_id, parts=parts, repaired_at=repaired_at,
+                            now=None if newest is None or pd.isna(newest) else newest.to_pydatetime(),
+                            policy=policy, thresholds=self.thresholds, platform=self.inventory.get(node_id),
+                            platforms=self.inventory)
+
+    def _known(self, node_id: str) -> str:
+        if node_id not in self.nodes:
+            raise UnknownName("node", node_id, close_matches(node_id, self.nodes), len(self.nodes))
+        return node_id
 
 
 class StoreNodeSource:
@@ -240,3 +306,20 @@ class StoreNodeSource:
             result, got = analyze_store(store, window=window, thresholds=self.thresholds)
             nodes = store.nodes()
         return [stored_diagnosis(result.diagnoses[n], got, window) for n in nodes if n in result.diagnoses]
+
+    def maintenance(self) -> MaintenanceLog:
+        return TelemetryStore(self.root).maintenance
+
+    def watch(self, node_id: str | None = None) -> list[Watch]:
+        with self._store() as store:
+            known = store.nodes()
+            if node_id is not None and node_id not in known:
+                raise UnknownName("node", node_id, close_matches(node_id, known), len(known))
+            return watch_store(store, nodes=None if node_id is None else [node_id], thresholds=self.thresholds,
+                               policy=load_watch())
+
+    def repair_check(self, *, node_id: str, parts: list[str], repaired_at: datetime,
+                     policy: VerificationPolicy | None = None) -> RepairCheck:
+        with self._store() as store:
+            return check_stored_repair(store, node_id=node_id, parts=parts, repaired_at=repaired_at, policy=policy,
+                                       thresholds=self.thresholds)

@@ -67,6 +67,9 @@ class Settings:
     slack_api_url: str | None = None  # a Web API base URL other than Slack's (the local mock server)
     # `/fabric fleet` sweeps this Prometheus-compatible server; None ranks the local store instead.
     prometheus_url: str | None = field(default=None, repr=False)  # may carry user:password
+    # The daily digest: posted to `digest_channel` at `digest_at` (HH:MM, UTC); off unless both are set.
+    digest_at: str | None = None
+    digest_channel: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -86,6 +89,8 @@ class Settings:
             queue_limit=_count(env, "FABRICBOT_QUEUE_LIMIT", DEFAULT_QUEUE_LIMIT),
             two_person_filing=_flag(env, "FABRICBOT_TWO_PERSON_FILING"),
             prometheus_url=env.get("FABRICBOT_PROMETHEUS_URL") or None,
+            digest_at=env.get("FABRICBOT_DIGEST_AT") or None,
+            digest_channel=env.get("FABRICBOT_DIGEST_CHANNEL") or None,
         )
 
     @property
@@ -122,6 +127,10 @@ class Settings:
             notes.append("FABRICBOT_PROMETHEUS_URL not set: `/fabric fleet` ranks the nodes in the local store")
         else:
             notes.append(f"fleet: `/fabric fleet` sweeps Prometheus at {redacted_url(self.prometheus_url)}")
+        if self.digest_at and self.digest_channel:
+            notes.append(f"daily digest: posted to {self.digest_channel} at {self.digest_at} UTC")
+        elif self.digest_at or self.digest_channel:
+            notes.append("the daily digest needs both FABRICBOT_DIGEST_AT and FABRICBOT_DIGEST_CHANNEL: off")
         notes.append(f"store: {self.store}")
         return notes
 

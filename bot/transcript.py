@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,6 +61,7 @@ class Transcript:
         self.parts: list[str] = []
         self.pictures: list[Path] = []
         self._seen: dict[str, int] = {}  # ts -> edits already shown
+        self._blocks: dict[str, list[dict[str, Any]]] = {}  # ts -> its blocks as last shown
 
     def heading(self, text: str) -> None:
         self.parts.append(f"## {text}\n")
@@ -96,9 +98,12 @@ class Transcript:
                 continue
             if m.ts not in self._seen:
                 self.parts.append(self._render(m))
-            elif m.edits > self._seen[m.ts]:  # show what changed: the message's last block
-                self.parts.append("_fabricbot updated the message above:_\n\n" + self._render(m, m.blocks[-1:]))
+            elif m.edits > self._seen[m.ts]:  # show what changed: the blocks the message did not have before
+                before = self._blocks.get(m.ts, [])
+                new = [b for b in m.blocks if b not in before] or m.blocks[-1:]
+                self.parts.append("_fabricbot updated the message above:_\n\n" + self._render(m, new))
             self._seen[m.ts] = m.edits
+            self._blocks[m.ts] = copy.deepcopy(m.blocks)
 
     def text(self, title: str, intro: str) -> str:
         return f"# {title}\n\n{intro}\n\n" + "\n".join(self.parts)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..demo import bundled_fleet, run_demo
+from ..demo import bundled, run_demo
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    fleet = bundled_fleet(Path(args.fleet) if args.fleet else None)
-    result = run_demo(Path(args.out), Path(args.action_log), fleet=fleet)
+    fleet, life = bundled(Path(args.fleet) if args.fleet else None)
+    result = run_demo(Path(args.out), Path(args.action_log), fleet=fleet, life=life)
     print(f"wrote {result.transcript} with {len(result.images)} pictures, and {result.action_log}")
     for ticket in result.tickets:
         print(f"  ticket {ticket}")

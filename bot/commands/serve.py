@@ -12,10 +12,18 @@ import uvicorn
 
 from diagnostics.tickets import check_model
 
-from ..app import build_app
+from ..app import FabricApp, build_app
 from ..drafting import render_png
 from ..runtime import build_runtime, node_source
+from ..schedule import DigestSchedule
 from ..settings import Settings
+
+
+def _digest(settings: Settings, app: FabricApp) -> DigestSchedule | None:
+    """The daily digest's schedule, when both of its settings are given."""
+    if not (settings.digest_at and settings.digest_channel):
+        return None
+    return DigestSchedule(app.services, app.client, at=settings.digest_at, channel=settings.digest_channel).start()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -32,7 +40,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ..transport.socket_mode import run
 
         assert settings.app_token is not None
-        run(build_app(settings=settings, socket_mode=True, **rt.deps(render_png)), settings.app_token)
+        app = build_app(settings=settings, socket_mode=True, **rt.deps(render_png))
+        _digest(settings, app)
+        run(app, settings.app_token)
         return 0
     if settings.mode == "http":
         if settings.signing_secret is None:
@@ -41,6 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from ..transport.http import asgi_app
 
         app = build_app(settings=settings, **rt.deps(render_png))
+        _digest(settings, app)
         uvicorn.run(asgi_app(app, settings.signing_secret), host=args.host, port=args.port, log_level="warning")
         return 0
     from ..transport.local import LocalSlack
@@ -49,7 +60,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"fabricbot: mock Slack Web API at {local.slack.api_url}", file=sys.stderr)
         print(f"fabricbot: app events at {local.injector.url} (signed requests only)", file=sys.stderr)
         print("fabricbot: nodes: " + ", ".join(rt.source.node_ids()[:10]), file=sys.stderr)
-        threading.Event().wait(args.seconds)  # Ctrl-C ends it; leaving the block stops both servers
+        assert local.app is not None
+        schedule = _digest(settings, local.app)
+        try:
+            threading.Event().wait(args.seconds)  # Ctrl-C ends it; leaving the block stops both servers
+        finally:
+            if schedule is not None:
+                schedule.stop()
     return 0
 
 

@@ -21,7 +21,7 @@ from ..audit import AuditLog
 from ..options import parse_time
 from ..storage import open_db
 from ..tracker import SqliteTracker, Ticket
-from ..verification import verify_repairs
+from ..verification import store_check, verify_repairs
 
 
 def _folder(args: argparse.Namespace) -> Path:
@@ -72,8 +72,10 @@ def cmd_tickets(args: argparse.Namespace) -> int:
               "(`fabricbot tickets verify` checks it)")
         return 0
     store = open_store(folder, create=False)
-    results = verify_repairs(tracker=tracker, store=store, record=lambda kind, *, actor, subject="", **detail:
-                             audit.record(kind, actor=actor, subject=subject, detail=detail),
+    def record(kind: str, *, actor: str, subject: str = "", **detail: object) -> int:
+        return audit.record(kind, actor=actor, subject=subject, detail=detail)
+
+    results = verify_repairs(tracker=tracker, check=store_check(store), record=record,
                              ticket_ids=set(args.ticket) if args.ticket else None)
     if args.json:
         print(json.dumps([{"ticket": r.ticket.id, "status": r.ticket.status, **r.check.model_dump(mode="json")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,8 @@ from slack_bolt import Respond
 from slack_sdk import WebClient
 
 from ..replies import Replier
+from ..services import Services
+from ..work import BUSY, Busy
 
 
 @dataclass(frozen=True)
@@ -32,3 +35,11 @@ def click(body: dict[str, Any], client: WebClient, respond: Respond | None) -> C
     thread = message.get("thread_ts") or ts
     user = body["user"]["id"]
     return Click(user, channel, ts, thread, Replier(client, user, channel, thread, respond))
+
+
+def queued(services: Services, at: Click, fn: Callable[..., Any], *args: Any) -> None:
+    """A click's work on the work queue; a full queue is said to the person at once."""
+    try:
+        services.work.submit(fn, *args)
+    except Busy:
+        services.notices.offer(at.reply.tell, BUSY)

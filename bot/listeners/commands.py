@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from slack_sdk.errors import SlackApiError
 from diagnostics import FabricbotError
 
 from .. import blocks
+from ..lifecycle import digest_text, maintenance_list, post_text, set_maintenance, verify_text, watch_text
 from ..mrkdwn import esc
 from ..nodes import UnknownName
 from ..options import parse_duration
@@ -37,9 +39,10 @@ class UsageError(ValueError):
 
 @dataclass(frozen=True)
 class Request:
-    verb: str  # node | job | fleet | help
+    verb: str  # node | job | fleet | help | maintenance | watch | verify | digest
     target: str = ""
     window_hours: float | None = None
+    args: tuple[str, ...] = ()  # maintenance: NODE DURATION [reason...] or NODE end
 
 
 def parse(text: str) -> Request:
@@ -51,10 +54,20 @@ def parse(text: str) -> Request:
         raise UsageError(f"cannot read the arguments: {esc(exc)}") from None
     if not words or words[0] in ("help", "-h", "--help"):
         return Request("help")
-    if words[0] == "fleet":
+    if words[0] in ("fleet", "verify", "digest"):
         if len(words) > 1:
-            raise UsageError("`/fabric fleet` takes no arguments")
-        return Request("fleet")
+            raise UsageError(f"`/fabric {words[0]}` takes no arguments")
+        return Request(words[0])
+    if words[0] == "watch":
+        if len(words) > 2:
+            raise UsageError("usage: `/fabric watch [&lt;node&gt;]`")
+        return Request("watch", words[1] if len(words) == 2 else "")
+    if words[0] == "maintenance":
+        args = tuple(list(words)[1:])
+        if len(args) == 1:
+            raise UsageError("usage: `/fabric maintenance &lt;node&gt; 2h \"why\"` or "
+                             "`/fabric maintenance &lt;node&gt; end`")
+        return Request("maintenance", args[0] if args else "", args=args)
     if words[0] == "job":
         if len(words) != 2:
             raise UsageError("usage: `/fabric job &lt;job_id&gt;`")
@@ -93,6 +106,9 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
     services.record("command", actor=reply.user, subject=request.target or request.verb,
                     command=f"{COMMAND} {command.get('text', '')}".strip(), channel=reply.channel)
     try:
+        if request.verb in LIFECYCLE:
+            post_text(client, reply.channel, LIFECYCLE[request.verb](services, request, reply.user))
+            return
         if request.verb == "fleet":
             post_fleet(client, services, channel=reply.channel)
             return
@@ -116,6 +132,18 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
         reply.slack_failed(exc, "posting the diagnosis")
 
 
+def _maintenance(services: Services, request: Request, user: str) -> str:
+    return set_maintenance(services, user=user, args=request.args) if request.args else maintenance_list(services)
+
+
+LIFECYCLE: dict[str, Callable[[Services, Request, str], str]] = {  # verbs whose answer is one message
+    "maintenance": _maintenance,
+    "watch": lambda services, request, _: watch_text(services, request.target or None),
+    "verify": lambda services, _, __: verify_text(services),
+    "digest": lambda services, _, __: digest_text(services),
+}
+
+
 def register(app: App, services: Services) -> None:
     def fabric(ack: Ack, command: dict[str, Any], client: WebClient, respond: Respond) -> None:
         try:
@@ -132,7 +160,9 @@ def register(app: App, services: Services) -> None:
         except Busy:
             ack(text=BUSY)
             return
-        what = {"node": f"`{esc(request.target)}`", "job": f"job `{esc(request.target)}`", "fleet": "the fleet"}
+        what = {"node": f"`{esc(request.target)}`", "job": f"job `{esc(request.target)}`", "fleet": "the fleet",
+                "maintenance": "planned work", "watch": "what is climbing", "verify": "the repairs waiting",
+                "digest": "today's digest"}
         ack(text=f"Looking at {what[request.verb]}…")
 
     app.command(COMMAND)(fabric)

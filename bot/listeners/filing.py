@@ -24,8 +24,7 @@ from ..mrkdwn import esc, mention
 from ..replies import error_code, explain
 from ..services import Services
 from ..state import Draft
-from ..work import BUSY, Busy
-from .clicks import Click, click
+from .clicks import Click, click, queued
 
 USERGROUP_TTL_S = 60.0
 # Errors that say the bot cannot read the groups at all (not that a person is outside them).
@@ -110,6 +109,7 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
         extra = f" as {esc(current.ticket_id)}" if current and current.ticket_id else ""
         at.reply.tell(f"That draft is already {state}{extra}.")
         return
+    filed = decision.result.ticket.id if decision.result is not None else None
     if decision.result is None:
         outcome = f":wastebasket: Discarded by {mention(at.user)}."
     else:
@@ -124,7 +124,8 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
         else:
             outcome = f":white_check_mark: Filed as *{esc(ticket.id)}*, approved by {mention(at.user)}."
     try:
-        client.chat_update(channel=at.channel, ts=at.ts, text=outcome, blocks=blocks.decided_blocks(previous, outcome))
+        client.chat_update(channel=at.channel, ts=at.ts, text=outcome,
+                           blocks=blocks.decided_blocks(previous, outcome, filed))
     except SlackApiError as exc:  # what was decided stands; the person hears it, and why the message did not change
         at.reply.tell(f"{outcome} (I could not update the draft's message: {explain(exc)})")
 
@@ -143,10 +144,7 @@ def register(app: App, services: Services) -> None:
             services.notices.offer(at.reply.tell, "That button's value is not one I made, so I did nothing.")
             return
         previous = (body.get("message") or {}).get("blocks") or []
-        try:
-            services.work.submit(decide, services, rights, client, at, action["action_id"], draft_id, previous)
-        except Busy:
-            services.notices.offer(at.reply.tell, BUSY)
+        queued(services, at, decide, services, rights, client, at, action["action_id"], draft_id, previous)
 
     app.action(blocks.FILE_ACTION)(on_decide)
     app.action(blocks.DISCARD_ACTION)(on_decide)

@@ -46,7 +46,7 @@ def test_draft_preview_then_file_records_one_ticket_with_its_approver() -> None:
         assert _click(local, preview, "file_ticket", "UBOB") == 200
         filed = _edited(local, preview)
         assert "Filed as *FAB-0001*, approved by <@UBOB>" in filed.text
-        assert buttons(filed) == []
+        assert [(b["action_id"], b["value"]) for b in buttons(filed)] == [("report_repair", "FAB-0001")]
         (ticket,) = local.tracker.tickets()  # type: ignore[attr-defined]
         assert (ticket.node_id, ticket.component, ticket.priority) == (
             "hpc-gpu-node-12", "GPU 2 -> GPU 3 NVLink 1", "urgent")

@@ -1,0 +1,143 @@
+"""What happens around an alert, in the channel: planned work, the watch list, repairs verified, the digest.
+
+`/fabric maintenance NODE 2h "reason"` (and `... end`, and the list), `/fabric watch [NODE]`, `/fabric verify`
+and `/fabric digest` post from here; the "Report repair" button on a filed ticket moves it to verifying. Each
+reads the node source (the store, or the run's own data) and the tracker; none touches hardware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from slack_sdk import WebClient
+
+from diagnostics import InputError
+from diagnostics import format as fmt
+from diagnostics.analysis import RepairVerdict
+from diagnostics.config import load_verification
+
+from . import blocks
+from .digest import Digest, assemble, digest_lines
+from .mrkdwn import esc
+from .options import parse_duration
+from .services import Services
+from .tracker import VERIFYING, Ticket
+from .verification import verify_repairs
+
+SHOWN = 15
+
+
+def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> str:
+    """`NODE DURATION [reason...]` or `NODE end`: the reply's text."""
+    node, rest = args[0], list(args[1:])
+    nodes = services.source.node_ids()
+    if node not in nodes:
+        raise InputError(f"no node named {node!r}", field="node", value=node)
+    log = services.source.maintenance()
+    now = services.clock()
+    if rest == ["end"]:
+        ended = log.end(node, at=now, by=user)
+        services.record("maintenance", actor=user, subject=node, action="end", ended=len(ended))
+        return f"`{esc(node)}`: maintenance ended." if ended else f"`{esc(node)}` is not in maintenance."
+    if not rest:
+        raise InputError("give how long (e.g. `2h`, `90m`, `1d`) and why, or `end`", field="duration")
+    try:
+        span = parse_duration(rest[0])
+    except ValueError:
+        raise InputError("a duration is like `2h`, `90m` or `1d`", field="duration", value=rest[0]) from None
+    reason = " ".join(rest[1:]) or "planned work"
+    # from the node's newest reading when that is earlier: the readings up to now belong to the work too
+    newest = services.source.diagnose(node).window_end
+    start = min(now, newest) if newest is not None else now
+    window = log.set(node, start=start, span=span + (now - start), reason=reason, set_by=user, source="slack")
+    services.record("maintenance", actor=user, subject=node, action="set", until=window.until.isoformat()
+                    if window.until else None, reason=reason)
+    return (f":construction: `{esc(node)}` {esc(window.note)}. Its findings are still shown; nothing pages and "
+            "no ticket is drafted from it until then.")
+
+
+def maintenance_list(services: Services) -> str:
+    now = services.clock()
+    windows = [w for w in services.source.maintenance().windows() if w.covers(now) or
+               (w.until is not None and w.start > now)]
+    if not windows:
+        return "No node is in maintenance, and none is planned."
+    return "\n".join(["*Maintenance*"] + [f"• `{esc(w.node_id)}` {esc(w.note)}" for w in windows[:SHOWN]])
+
+
+def watch_text(services: Services, node: str | None) -> str:
+    watches = services.source.watch(node)
+    where = f"`{esc(node)}`" if node else "the fleet"
+    if not watches:
+        return f":eyes: Nothing on {where} is climbing toward a failing threshold."
+    lines = [f":eyes: *Watch: {len(watches)} link(s) of {where} climbing toward a failing threshold*"]
+    lines += [f"• `{esc(w.node_id)}` {esc(w.summary)}" for w in watches[:SHOWN]]
+    if len(watches) > SHOWN:
+        lines.append(f"… and {len(watches) - SHOWN} more (`fabricbot watch`)")
+    return "\n".join(lines)
+
+
+def verify_text(services: Services) -> str:
+    """Every verifying ticket checked now; each close or reopen is in the tracker and the audit trail."""
+    results = verify_repairs(tracker=services.tracker, record=services.record,
+                             check=lambda t, policy: services.source.repair_check(
+                                 node_id=t.node_id, parts=list(t.parts), repaired_at=_repaired(t), policy=policy))
+    if not results:
+        return "No ticket is waiting for its repair to be verified."
+    icon = {RepairVerdict.HELD: ":white_check_mark:", RepairVerdict.FAILED: ":rotating_light:",
+            RepairVerdict.HOLDING: ":hourglass_flowing_sand:"}
+    said = {RepairVerdict.HELD: "closed", RepairVerdict.FAILED: "reopened, escalated to replacement",
+            RepairVerdict.HOLDING: "still verifying"}
+    return "\n".join(["*Repairs verified*"] + [
+        f"{icon[r.check.verdict]} *{esc(r.ticket.id)}* `{esc(r.ticket.node_id)}` {esc(r.ticket.component)}: "
+        f"{said[r.check.verdict]}: {esc(r.check.summary)}" for r in results])
+
+
+def _when(iso: str | None) -> str:
+    return fmt.when(datetime.fromisoformat(iso)) if iso else "an unknown time"
+
+
+def _repaired(ticket: Ticket) -> datetime:
+    assert ticket.repaired_at is not None
+    return datetime.fromisoformat(ticket.repaired_at)
+
+
+def digest_of(services: Services) -> Digest:
+    diagnoses = services.source.fleet()
+    ends = [d.window_end for d in diagnoses if d.window_end is not None]
+    at = max(ends) if ends else services.clock()
+    return assemble(at=at, diagnoses=diagnoses, watches=services.source.watch(None), tracker=services.tracker,
+                    maintenance=services.source.maintenance().windows())
+
+
+def digest_text(services: Services) -> str:
+    lines = digest_lines(digest_of(services))
+    return "\n".join([f"*{esc(lines[0])}*", *(esc(line) for line in lines[1:])])
+
+
+def report_repair(services: Services, *, ticket_id: str, user: str) -> str:
+    """The repair is done: the ticket waits in verifying while its part is watched."""
+    ticket = services.tracker.get(ticket_id)
+    if ticket is None:
+        raise InputError("no such ticket", field="ticket", value=ticket_id)
+    if ticket.status == VERIFYING:
+        return f"*{esc(ticket.id)}* is already verifying (repair reported {_when(ticket.repaired_at)})."
+    at = services.clock().isoformat(timespec="seconds")
+    try:
+        ticket = services.tracker.report_repair(ticket_id, actor=user, at=at, note="reported from Slack")
+    except ValueError as exc:
+        raise InputError(str(exc), field="ticket", value=ticket_id) from None
+    services.record("repair", actor=user, subject=f"{ticket.node_id} / {ticket.component}", ticket=ticket.id,
+                    repaired_at=ticket.repaired_at)
+    soak = load_verification().soak_hours
+    return (f":wrench: *{esc(ticket.id)}* is verifying: {esc(ticket.component)} on `{esc(ticket.node_id)}` is "
+            f"watched for {soak:g} h of readings from {_when(ticket.repaired_at)}; `/fabric verify` closes it when "
+            "the soak holds, or reopens it, escalated, when the errors come back.")
+
+
+def post_text(client: WebClient, channel: str, text: str, *, thread_ts: str | None = None) -> str:
+    posted = client.chat_postMessage(channel=channel, text=text, thread_ts=thread_ts,
+                                     blocks=[b.to_dict() for b in blocks.sections(text)])
+    return str(posted["ts"])
+

@@ -1,0 +1,182 @@
+"""Around the alert, through the real Bolt app: planned work, the watch list, a repair reported, verified, the
+digest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.demo import StepClock, bundled, earlier_shift
+from bot.listeners.commands import Request, UsageError, parse
+from bot.nodes import TableNodeSource
+from bot.settings import Settings
+from bot.transport.local import LocalSlack
+from bot.transport.mock_slack import Message
+
+from .helpers import OPS, buttons, local_bot, posted, private, summary_for
+
+FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
+GROUP = {"SFABRIC": ["UALICE", "UBOB"]}
+
+
+@pytest.fixture(scope="module")
+def fleet() -> tuple[TableNodeSource, dict[str, Any]]:
+    return bundled(FLEET)
+
+
+@pytest.fixture
+def local(fleet: tuple[TableNodeSource, dict[str, Any]]) -> Iterator[LocalSlack]:
+    source = TableNodeSource({"link_samples": pd_concat(fleet[0]), "step_samples": fleet[0].steps,
+                              "events": fleet[0].events}, fleet[0].inventory)  # maintenance of its own per test
+    with local_bot(Settings(filing_usergroups=frozenset(GROUP)), usergroups=GROUP, source=source,
+                   clock=StepClock()) as bot:  # the clock at the fleet's newest reading, as on a live fleet
+        yield bot
+
+
+def pd_concat(source: TableNodeSource) -> Any:
+    import pandas as pd
+
+    return pd.concat(list(source.links.values()), ignore_index=True)
+
+
+def _say(local: LocalSlack, text: str, user: str = "UALICE") -> Message:
+    before = len(posted(local.slack))
+    assert local.injector.command(text, user=user, channel=OPS).status == 200
+    assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=60)
+    return posted(local.slack)[before]
+
+
+def test_parse_reads_the_lifecycle_verbs() -> None:
+    assert parse('maintenance node-7 2h "swap the riser"') == Request(
+        "maintenance", "node-7", args=("node-7", "2h", "swap the riser"))
+    assert parse("maintenance") == Request("maintenance")
+    assert parse("watch node-7") == Request("watch", "node-7")
+    assert parse("verify") == Request("verify") and parse("digest") == Request("digest")
+    for bad in ("maintenance node-7", "verify now", "watch a b"):
+        with pytest.raises(UsageError):
+            parse(bad)
+
+
+def test_planned_work_is_shown_and_pages_nobody_until_it_ends(local: LocalSlack) -> None:
+    before = summary_for(local, "hpc-gpu-node-07")
+    assert buttons(before)  # it pages: a ticket may be drafted
+    said = _say(local, 'maintenance hpc-gpu-node-07 2h "swap the GPU 4 riser"', user="UBOB")
+    assert "in maintenance until" in said.text and "swap the GPU 4 riser" in said.text
+    during = summary_for(local, "hpc-gpu-node-07")
+    assert "in maintenance until" in during.shown_blocks and buttons(during) == []  # nothing to draft
+    assert "low" in during.shown_blocks
+    listed = _say(local, "maintenance")
+    assert "hpc-gpu-node-07" in listed.text
+    ended = _say(local, "maintenance hpc-gpu-node-07 end", user="UBOB")
+    assert "maintenance ended" in ended.text
+    assert local.app is not None
+    (window,) = local.app.services.source.maintenance().windows("hpc-gpu-node-07")
+    assert window.until is not None and window.until - window.start < timedelta(hours=1)  # ended, not 2 h
+    kinds = [(e["kind"], e["detail"].get("action")) for e in local.audit.entries("maintenance")]
+    assert kinds == [("maintenance", "set"), ("maintenance", "end")]
+
+
+def test_a_bad_maintenance_request_is_told_what_is_wrong(local: LocalSlack) -> None:
+    before = len(private(local.slack))
+    assert local.injector.command("maintenance no-such-node 2h x", user="UALICE", channel=OPS).status == 200
+    assert local.slack.wait_for(lambda s: len(private(s)) > before + 1 or any(
+        "no node named" in m.text for m in private(s)), timeout=30)
+    assert any("no node named 'no-such-node'" in m.text for m in private(local.slack))
+
+
+def test_the_watch_lists_the_slow_failures_coming(local: LocalSlack, fleet: tuple[TableNodeSource, Any]) -> None:
+    said = _say(local, "watch")
+    slow = sorted(n for n, v in fleet[1].items() if v["scenario"] == "slow_degradation")
+    assert "3 link(s) of the fleet climbing" in said.text and all(n in said.text for n in slow)
+    quiet = _say(local, "watch hpc-gpu-node-03")
+    assert "Nothing on `hpc-gpu-node-03` is climbing" in quiet.text
+
+
+def _file(local: LocalSlack) -> Message:
+    summary = summary_for(local, "hpc-gpu-node-12")
+    (draft,) = buttons(summary)
+    local.injector.action(draft, user="UALICE", channel=OPS, message_ts=summary.ts)
+    assert local.slack.wait_for(lambda s: any(b["action_id"] == "file_ticket" for m in posted(s, thread=summary.ts)
+                                              for b in buttons(m)), timeout=30)
+    (preview,) = [m for m in posted(local.slack, thread=summary.ts) if buttons(m)]
+    (file_button,) = [b for b in buttons(preview) if b["action_id"] == "file_ticket"]
+    local.injector.action(file_button, user="UBOB", channel=OPS, message_ts=preview.ts, thread_ts=preview.thread_ts)
+    assert local.slack.wait_for(lambda s: "Filed as" in (s.find(preview.ts) or preview).text, timeout=30)
+    found = local.slack.find(preview.ts)
+    assert found is not None
+    return found
+
+
+def test_report_repair_moves_the_ticket_to_verifying_and_verify_judges_every_repair(
+        local: LocalSlack, fleet: tuple[TableNodeSource, dict[str, Any]]) -> None:
+    class Rt:  # what `earlier_shift` needs of a runtime: the bot's own tracker and audit trail
+        tracker = local.tracker  # type: ignore[attr-defined]
+        audit = local.audit
+
+    assert local.app is not None
+    earlier = earlier_shift(Rt(), local.app.services.source, fleet[1])  # type: ignore[arg-type]
+    assert len(earlier) == 4
+    filed = _file(local)
+    (repair,) = buttons(filed)
+    thread = filed.thread_ts or filed.ts
+    replies = len(posted(local.slack, thread=thread))
+    local.injector.action(repair, user="UMALLORY", channel=OPS, message_ts=filed.ts, thread_ts=filed.thread_ts)
+    assert local.slack.wait_for(lambda s: any("limited to the on-call" in m.text for m in private(s, "UMALLORY")))
+    forged = {**repair, "value": "FAB-0001"}  # another ticket than the message shows
+    local.injector.action(forged, user="UALICE", channel=OPS, message_ts=filed.ts, thread_ts=filed.thread_ts)
+    assert local.slack.wait_for(lambda s: any("does not belong" in m.text for m in private(s, "UALICE")))
+    local.injector.action(repair, user="UALICE", channel=OPS, message_ts=filed.ts, thread_ts=filed.thread_ts)
+    assert local.slack.wait_for(lambda s: len(posted(s, thread=thread)) > replies)
+    assert "FAB-0005* is verifying" in posted(local.slack, thread=thread)[-1].text
+    statuses = {t.id: t.status for t in local.tracker.tickets()}  # type: ignore[attr-defined]
+    assert statuses["FAB-0005"] == "verifying" and statuses["FAB-0001"] == "verifying"
+
+    said = _say(local, "verify", user="UBOB")
+    statuses = {t.id: t.status for t in local.tracker.tickets()}  # type: ignore[attr-defined]
+    truth = {n: v for n, v in fleet[1].items() if "holds" in v}
+    by_node = {t.node_id: t for t in local.tracker.tickets()}  # type: ignore[attr-defined]
+    for node, v in truth.items():
+        assert by_node[node].status == ("closed" if v["holds"] else "open"), node
+        assert by_node[node].escalated == (not v["holds"])
+    assert statuses["FAB-0005"] == "verifying"  # no reading since its repair: still watched
+    assert said.text.count("closed") == 2 and said.text.count("reopened") == 2
+    verdicts = sorted(e["detail"]["verdict"] for e in local.audit.entries("verification"))
+    assert verdicts == ["failed", "failed", "held", "held"]
+
+    digest = _say(local, "digest")
+    assert "Fabric digest for" in digest.text and "Waiting for verification (1)" in digest.text
+    assert "FAB-0005" in digest.text and "Watch (3)" in digest.text
+
+
+def test_the_daily_digest_posts_at_its_time_of_day(local: LocalSlack) -> None:
+    from datetime import UTC, datetime
+
+    from bot.schedule import DigestSchedule
+    from diagnostics import InputError
+
+    assert local.app is not None
+    with pytest.raises(InputError, match="HH:MM"):
+        DigestSchedule(local.app.services, local.app.client, at="8 am", channel=OPS)
+    ticks = iter([datetime(2026, 9, 17, 7, 59, 59, 900000, tzinfo=UTC)] * 2 + [datetime(2026, 9, 17, 8, 0, 1,
+                                                                                        tzinfo=UTC)] * 50)
+    before = len(posted(local.slack))
+    schedule = DigestSchedule(local.app.services, local.app.client, at="08:00", channel=OPS,
+                              now=lambda: next(ticks)).start()
+    try:
+        assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=30)
+    finally:
+        schedule.stop()
+    assert posted(local.slack)[before].text.startswith("*Fabric digest for")
+    assert [e["detail"]["command"] for e in local.audit.entries("command")][-1] == "daily digest"
+
+
+def test_the_digest_is_off_unless_both_settings_are_given() -> None:
+    notes = Settings(digest_at="08:00").startup_notes()
+    assert any("needs both FABRICBOT_DIGEST_AT and FABRICBOT_DIGEST_CHANNEL" in n for n in notes)
+    on = Settings.from_env({"FABRICBOT_DIGEST_AT": "08:00", "FABRICBOT_DIGEST_CHANNEL": "COPS"})
+    assert (on.digest_at, on.digest_channel) == ("08:00", "COPS")
+    assert any("daily digest: posted to COPS at 08:00 UTC" in n for n in on.startup_notes())
