@@ -23,6 +23,8 @@ _GPU = re.compile(r"\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
 _LINK = re.compile(r"\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
 _SWITCH = re.compile(r"\bNVSwitch\s*#?\s*(\d+)", re.IGNORECASE)
 _PORT = re.compile(r"\bport\s*#?\s*(\d+)", re.IGNORECASE)
+_LANE = re.compile(r"\blanes?\s*#?\s*(\d+)(?!\s*(?:of|lanes?)\b)", re.IGNORECASE)  # 'lane 6', not 'lanes 8 of 16'
+
 _LEVELS = "|".join(p.value for p in Priority)
 _PRIORITY = re.compile(rf"\bpriority\b\W{{0,3}}(?:is\s+|of\s+|to\s+|should be\s+)?({_LEVELS})\b|"
                        rf"\b({_LEVELS})[-\s]priority\b", re.IGNORECASE)
@@ -73,11 +75,11 @@ def _facts(c: Candidate) -> dict[str, set[int]]:
     gpus = _from(texts, _GPU) | ({c.gpu} if c.gpu is not None else set())
     links = _from([c.component, *c.findings, c.link_id], _LINK) | ({c.link} if c.link is not None else set())
     return {"GPU": gpus, "NVLink": links, "NVSwitch": _from([c.switch, c.component], _SWITCH),
-            "port": {c.switch_port} if c.switch_port is not None else set()}
+            "port": {c.switch_port} if c.switch_port is not None else set(), "lane": set(c.lanes)}
 
 
 ALL_PARTS = "*"
-_PATTERNS = {"GPU": _GPU, "NVLink": _LINK, "NVSwitch": _SWITCH, "port": _PORT}
+_PATTERNS = {"GPU": _GPU, "NVLink": _LINK, "NVSwitch": _SWITCH, "port": _PORT, "lane": _LANE}
 
 
 def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, set[int]]:
@@ -90,6 +92,7 @@ def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, s
     out["NVLink"] |= {f.link for f in diagnosis.findings if f.link is not None and f.link_type.value == "nvlink"}
     out["NVSwitch"] |= _from((f.switch for f in diagnosis.findings), _SWITCH)
     out["port"] |= {f.switch_port for f in diagnosis.findings if f.switch_port is not None}
+    out["lane"] |= {lane for f in diagnosis.findings for lane in f.lanes}
     return out
 
 

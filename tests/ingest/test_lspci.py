@@ -95,3 +95,31 @@ def test_lanes_come_only_from_lane_error_status() -> None:
 def test_no_lane_is_made_up_from_a_downtrain() -> None:
     rows = read(SAMPLES / "lspci_vvv_h100.txt")["link_samples"]
     assert rows["lane"].isna().all() and rows["lane_error"].isna().all()
+
+
+def test_the_port_above_a_gpu_is_its_upstream_end_with_its_status_bits() -> None:
+    rows = read(SAMPLES / "lspci_vvv_lane_h100.txt")["link_samples"]
+    ends = rows[rows["lane"].isna()].set_index(["pci_bus_id", rows[rows["lane"].isna()]["end"].astype("string")
+                                                .fillna("gpu")])
+    port = ends.loc[("0000:19:00.0", "upstream")]  # the bridge whose secondary bus is 19, read as the GPU's far end
+    assert (port["peer"], port["device_kind"], port["replay_timeout"], port["rx_err"]) == \
+        ("0000:18:00.0", "pcie_switch", 1.0, 0.0)
+    gpu = ends.loc[("0000:19:00.0", "gpu")]
+    assert (gpu["rx_err"], gpu["bad_dllp"], gpu["bad_tlp"], gpu["replay_timeout"]) == (1.0, 1.0, 0.0, 0.0)
+    lane = rows[rows["lane"].notna()]
+    assert lane[["pci_bus_id", "lane"]].values.tolist() == [["0000:19:00.0", 6]] and lane["end"].isna().all()
+
+
+def test_a_sysfs_count_is_kept_over_the_status_bit() -> None:
+    text = ((SAMPLES / "aer_sysfs_dump.txt").read_text() + "\n" + (SAMPLES / "lspci_vvv_lane_h100.txt").read_text())
+    gpu = read_text(text)["link_samples"]
+    gpu = gpu[(gpu["pci_bus_id"] == "0000:19:00.0") & gpu["lane"].isna() & gpu["end"].isna()]
+    assert gpu["bad_tlp"].max() == 12 and gpu["rx_err"].max() == 0  # the counts, not CESta's bits
+
+
+def test_real_root_port_status_bits() -> None:
+    rows = read(REAL / "lspci_vv_laneerr_rk3588_1.txt")["link_samples"]
+    port = rows[rows["lane"].isna() & (rows["pci_bus_id"] == "0001:10:00.0")].iloc[0]
+    # CESta: RxErr+ BadTLP- BadDLLP+ Rollover- Timeout+ on the root port that reports lane 1 in error
+    assert (port["rx_err"], port["bad_tlp"], port["bad_dllp"], port["aer_rollover"], port["replay_timeout"]) == \
+        (1.0, 0.0, 1.0, 0.0, 1.0)

@@ -85,10 +85,11 @@ def test_a_sites_limits_and_busy_level_change_the_queries(tmp_path: Path) -> Non
     assert ">= 250000000.0" in queries[("pcie_gen_under_load", "pcie")]
 
 
-def test_only_sxids_and_replay_rollovers_are_left_to_the_local_analysis(tmp_path: Path) -> None:
+def test_only_sxids_replay_rollovers_and_lane_errors_are_left_to_the_local_analysis(tmp_path: Path) -> None:
     thresholds = load_thresholds()
     left = dict(r.split(": ", 1) for r in unpushed_rules(thresholds, QueryBuilder(_client().config, load_map())))
-    assert sorted(left) == ["pcie_replay_rollover", "sxid", "sxid_fatal"]
+    assert sorted(left) == ["pcie_lane_error", "pcie_replay_rollover", "sxid", "sxid_fatal"]
+    assert "lanes" in left["pcie_lane_error"]  # lspci's lane error status: no exporter series carries it
     assert "replay_rollovers" in left["pcie_replay_rollover"]  # no exporter field: nvidia-smi -q reads it
     # a dcgm table without the PCIe traffic gauges cannot tell load from idle: the generation rule stays local
     table = tmp_path / "dcgm.toml"

@@ -147,3 +147,21 @@ def test_platform_given_wins_over_the_one_a_snapshot_names(tmp_path: Path, cli: 
     code, out, _ = cli("ticket", str(path), "--platform", "hgx-h100-8gpu")
     assert code == 0 and "on hgx-h100-8gpu every GPU NVLink lands on an NVSwitch" in out
     assert json.loads(cli("ticket", str(path), "--platform", "hgx-h100-8gpu", "--json")[1])["switch"] == "NVSwitch 0"
+
+
+def test_lspci_paste_names_the_gpu_the_lane_the_end_and_the_part(cli: Cli) -> None:
+    paste = FIXTURES / "samples" / "lspci_vvv_lane_h100.txt"
+    code, out, _ = cli("ticket", str(paste), "--node", "gpu-node-7", "--platform", "hgx-h100-8gpu", "--json")
+    data = json.loads(out)
+    assert code == 0 and (data["node_id"], data["gpu_index"], data["component_kind"]) == ("gpu-node-7", 0, "pcie")
+    assert (data["lanes"], data["end"]) == ([6], "gpu")
+    # received at the GPU end, the port above it replaying: the GPU's module first, the PCIe path second
+    assert (data["replacement_part"]["id"], data["next_part"]["id"]) == ("hgx-h100-sxm5-module", "hgx-h100-pcie-path")
+    assert any("0000:18:00.0" in e and "replays it sent" in e for e in data["evidence"]["notes"])
+    code, out, _ = cli("ticket", str(paste), "--node", "gpu-node-7", "--platform", "hgx-h100-8gpu")
+    assert "| lanes | 6 |" in out and "| end | errors received at the GPU's end |" in out
+
+
+def test_a_paste_naming_no_node_asks_for_one(cli: Cli) -> None:
+    code, _, err = cli("ticket", str(FIXTURES / "samples" / "lspci_vvv_lane_h100.txt"))
+    assert code == 2 and "--node" in err and "Traceback" not in err
