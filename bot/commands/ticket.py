@@ -61,6 +61,8 @@ def _from_paste(target: str, args: argparse.Namespace) -> tuple[str, Diagnosis, 
     tables, inventory, warnings = load_inputs([target])
     named = sorted({str(n) for frame in tables.values() if "node_id" in frame.columns
                     for n in frame["node_id"].dropna().unique()})
+    if args.node and named and args.node not in named:
+        raise InputError(f"the input names {', '.join(named)}, not {args.node}", source=target, field="--node")
     node = args.node or (named[0] if len(named) == 1 else None)
     if node is None:
         raise InputError("the input names " + (f"{len(named)} nodes ({', '.join(named)})" if named else "no node")

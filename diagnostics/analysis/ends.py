@@ -180,5 +180,6 @@ def nvlink_ends(findings: list[Finding], policy: EndsPolicy) -> list[Finding]:
             why = "both ends count received errors: the link between them, not one end" if gpu_in and port_in \
                 else "the two ends do not say which received the errors"
         out.append(f.model_copy(update={"end": end, "evidence": [
-            *f.evidence, f"the other end, {there}: {said}", f"seen from both ends: {why}"]}))
+            *f.evidence, f"the other end, {there} (by the {f.port_source.value} port map): {said}",
+            f"seen from both ends: {why}"]}))
     return [f for f in out if id(f) not in folded]

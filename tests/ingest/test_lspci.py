@@ -123,3 +123,16 @@ def test_real_root_port_status_bits() -> None:
     # CESta: RxErr+ BadTLP- BadDLLP+ Rollover- Timeout+ on the root port that reports lane 1 in error
     assert (port["rx_err"], port["bad_tlp"], port["bad_dllp"], port["aer_rollover"], port["replay_timeout"]) == \
         (1.0, 0.0, 1.0, 0.0, 1.0)
+
+
+def test_real_gpu_lane_error_and_status_bits_as_printed() -> None:
+    text = (REAL / "lspci_vvv_laneerr_firepro_1.txt").read_text(encoding="utf-8")
+    assert read_text(text, fmt="lspci")["link_samples"].empty  # an AMD display device is not a link fabricbot follows
+    # the same lines under an NVIDIA device header (the only line changed): the lane and the bits are read as printed
+    nvidia = text.replace("VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Cape Verde GL "
+                          "[FirePro W4100] [1002:682c]", "3D controller [0302]: NVIDIA Corporation GH100 [10de:2330]")
+    rows = read_text(nvidia, fmt="lspci")["link_samples"]
+    device = rows[rows["lane"].isna()].iloc[0]
+    assert (device["width"], device["max_width"], device["lane_error"]) == (16, 16, True)
+    assert (device["bad_tlp"], device["rx_err"], device["bad_dllp"], device["replay_timeout"]) == (1.0, 0.0, 0.0, 0.0)
+    assert rows.loc[rows["lane"].notna(), "lane"].tolist() == [6]

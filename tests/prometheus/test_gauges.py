@@ -99,8 +99,8 @@ def test_only_sxids_replay_rollovers_and_lane_errors_are_left_to_the_local_analy
     table.write_text(text, encoding="utf-8")
     partial = load_map(table)
     left = unpushed_rules(thresholds, QueryBuilder(_client().config, partial))
-    assert sorted(r.split(":")[0] for r in left) == ["pcie_gen_under_load", "pcie_replay_rollover", "sxid",
-                                                              "sxid_fatal"]
+    assert sorted(r.split(":")[0] for r in left) == ["pcie_gen_under_load", "pcie_lane_error",
+                                                     "pcie_replay_rollover", "sxid", "sxid_fatal"]
     rules = {q.rule for q in fleet_queries(_client(), thresholds, 1.0, partial)}
     assert "pcie_width" in rules and "pcie_gen_under_load" not in rules
 
@@ -211,7 +211,8 @@ def pushed(written: Written, served: Server) -> SweepResult:
 def test_push_down_finds_exactly_the_planted_gauge_faults_and_agrees_with_the_files(
         written: Written, pushed: SweepResult) -> None:
     assert pushed.complete, pushed.incomplete_reasons
-    assert sorted(r.split(":")[0] for r in pushed.not_pushed_down) == ["pcie_replay_rollover", "sxid", "sxid_fatal"]
+    assert sorted(r.split(":")[0] for r in pushed.not_pushed_down) == ["pcie_lane_error", "pcie_replay_rollover",
+                                                                       "sxid", "sxid_fatal"]
     assert {o.key for o in pushed.offenders if o.rule in GAUGE_RULES} == PLANTED
     local = failing_links(written[0]["link_samples"], load_thresholds(), newest(written[0]), 1.0)
     assert {o.key for o in pushed.offenders} == {o.key for o in local}

@@ -165,3 +165,21 @@ def test_lspci_paste_names_the_gpu_the_lane_the_end_and_the_part(cli: Cli) -> No
 def test_a_paste_naming_no_node_asks_for_one(cli: Cli) -> None:
     code, _, err = cli("ticket", str(FIXTURES / "samples" / "lspci_vvv_lane_h100.txt"))
     assert code == 2 and "--node" in err and "Traceback" not in err
+
+
+def test_a_real_listing_names_the_upstream_end(tmp_path: Path, cli: Cli) -> None:
+    """The ROCK 5 ITX listing as printed: its root port (secondary bus 11) reports lane 1 in error and receiver
+    errors; the device below it none. Under an NVIDIA header (the one line changed) that device is a GPU, and the
+    ticket names its upstream end: the PCIe path first."""
+    text = (FIXTURES / "real" / "lspci_vv_laneerr_rk3588_1.txt").read_text(encoding="utf-8")
+    paste = tmp_path / "lspci.txt"
+    paste.write_text(text.replace("SATA controller: ASMedia Technology Inc. ASM1164 Serial ATA AHCI Controller",
+                                  "3D controller: NVIDIA Corporation GH100"), encoding="utf-8")
+    code, _, err = cli("ticket", str(paste), "--node", "n1")
+    assert code == 2 and "rock-5-itx" in err  # the prompt names the node
+    code, out, _ = cli("ticket", str(paste), "--platform", "pcie-8gpu", "--json")
+    data = json.loads(out)
+    assert code == 0 and (data["node_id"], data["gpu_index"], data["lanes"], data["end"]) == \
+        ("rock-5-itx", 0, [1], "upstream")
+    assert data["replacement_part"]["id"] == "pcie-riser-retimer"
+    assert any("0001:10:00.0" in note and "received errors" in note for note in data["evidence"]["notes"])
