@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from ..config.parts import parts
-from ..enums import ComponentKind, Priority
+from ..enums import ComponentKind, LinkEnd, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
 from .catalog import RepairPlan
@@ -25,6 +25,8 @@ _SWITCH = re.compile(r"\bNVSwitch\s*#?\s*(\d+)", re.IGNORECASE)
 _PORT = re.compile(r"\bport\s*#?\s*(\d+)", re.IGNORECASE)
 _LANE = re.compile(r"\blanes?\s*#?\s*(\d+)(?!\s*(?:of|lanes?)\b)", re.IGNORECASE)  # 'lane 6', not 'lanes 8 of 16'
 
+_END = re.compile(r"\b(GPU|NVSwitch|upstream)(?:'s)?\s+end\b", re.IGNORECASE)
+_END_OF = {"gpu": LinkEnd.GPU, "nvswitch": LinkEnd.NVSWITCH, "upstream": LinkEnd.UPSTREAM}
 _LEVELS = "|".join(p.value for p in Priority)
 _PRIORITY = re.compile(rf"\bpriority\b\W{{0,3}}(?:is\s+|of\s+|to\s+|should be\s+)?({_LEVELS})\b|"
                        rf"\b({_LEVELS})[-\s]priority\b", re.IGNORECASE)
@@ -116,6 +118,14 @@ def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: 
     return problems
 
 
+def end_problems(text: str, end: LinkEnd | None, owner: str) -> list[str]:
+    """Each end of the link `text` says the errors reach that the analysis did not name (an end is named only where
+    both ends' counters say it)."""
+    named = {_END_OF[m.group(1).lower()] for m in _END.finditer(text)}
+    held = f"the {end.value} end" if end is not None else "no end (the counters of both ends do not name one)"
+    return [f"names the {e.value} end, but {owner} has {held}" for e in sorted(named) if e is not end]
+
+
 # A command a person would run, named by its tool and first argument ('nvidia-smi -r', 'dcgmi diag').
 _TOOLS = r"nvidia-smi|dcgmi|lspci|systemctl|nv-fabricmanager|journalctl|dmesg|ipmitool|nvidia-bug-report\.sh|reboot"
 _COMMAND = re.compile(rf"(?<![\w-])({_TOOLS})(?:\s+(?:sudo\s+)?(-{{1,2}}[\w-]+|[a-z][\w-]*))?", re.IGNORECASE)
@@ -185,6 +195,7 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
     for label, text in [("summary", out.summary), *((f"repair step {i + 1}", s)
                                                     for i, s in enumerate(out.repair_steps))]:
         problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part_ids)]
+        problems += [f"{label} {p}" for p in end_problems(text, chosen.end, f"candidate {chosen.id}")]
         problems += [f"{label} {p}" for p in plan_problems(text, plan, allowed)]
     problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
     if out.repair_steps and len(out.repair_steps) != len(plan.repair):
