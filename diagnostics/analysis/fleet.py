@@ -52,6 +52,7 @@ from .racks import Rack, RackSlot, diagnose_rack, domain_notes, group_racks, rac
 from .rates import ns, prepare_rows, utc_datetime, utc_ns
 from .rows import numbered_by_bus, per_link_rows
 from .rules import summarize
+from .share import traffic_notes
 
 PIECE_ROWS = 4_000_000
 
@@ -138,11 +139,11 @@ def _placed(f: Finding, graph: Any) -> Finding:
 def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, Any]]) -> pd.DataFrame:
     """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: a level its rule judges."""
     counts = {key: max(len(v.lanes) for v in views.values()) for key, views in ends.items()}
-    pcie = (metrics["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
-    nodes = metrics["node_id"].astype("string").fillna("").tolist()
-    gpus = metrics["gpu"].astype("Float64").fillna(-1).astype(int).tolist()
-    level = np.array([counts.get((n, g), np.nan) if p else np.nan
-                      for n, g, p in zip(nodes, gpus, pcie.tolist(), strict=True)], dtype=float)
+    pcie = np.flatnonzero((metrics["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
+                          & metrics["gpu"].notna().to_numpy())  # one row per GPU: a few of the node's rows
+    level = np.full(len(metrics), np.nan)
+    rows = metrics.iloc[pcie]
+    level[pcie] = [counts.get((str(n), int(g)), np.nan) for n, g in zip(rows["node_id"], rows["gpu"], strict=True)]
     return metrics.assign(lanes_in_error=level)
 
 
@@ -201,6 +202,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     if ends and len(metrics):
         metrics = _lanes_level(metrics, ends)
     if len(metrics):
+        shares = traffic_notes(metrics, thresholds)
         flagged = candidates(metrics, thresholds) | view.stale
         if full:
             flagged[:] = True
@@ -212,6 +214,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if views and f.gpu is not None:
                 side, lanes, said = pcie_end(views, f.gpu)
                 f = f.model_copy(update={"lanes": lanes, "end": side, "evidence": [*f.evidence, *said]})
+            note = shares.get((str(row["node_id"]), f.gpu, f.link)) \
+                if f.link_type is LinkType.NVLINK and f.gpu is not None and f.link is not None else None
+            if note and not f.lanes and f.severity is not Severity.DOWN:
+                f = f.model_copy(update={"evidence": [*f.evidence, note]})
             found.setdefault(str(row["node_id"]), []).append(f)
     node_events = {str(n): g for n, g in events.groupby(events["node_id"].astype("string"), observed=True)} \
         if len(events) and "node_id" in events.columns else {}

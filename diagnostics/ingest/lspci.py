@@ -100,6 +100,9 @@ class LspciReader:
             elif (match := _LANE_ERRORS.match(line.text)) and device is not None:
                 if device[1] is not None:
                     lanes[device[0]] = _lane_rows(out, rows, device, line.number, match["lanes"])
+                elif match["lanes"]:
+                    out.warn(line.number, f"{device[0]} reports lane(s) {match['lanes']} in error, but it is no "
+                                          "NVIDIA GPU, NVSwitch, PCIe switch or NIC: its link is not followed")
             elif (match := _BUS.match(line.text)) and device is not None:
                 below[(device[0].split(":")[0], int(match["secondary"], 16))] = device[0]
             elif (match := _CESTA.match(line.text)) and device is not None:

@@ -171,12 +171,13 @@ class EvalReport(BaseModel):
         lines.append(line("overall", self.overall()))
         lines.append(f"false urgent/high: {self.false_urgent_high}")
         total = self.overall()
-        for name, what in (("lane", "lanes"), ("end", "ends")):
+        for name in BELOW:
             got: Scores = getattr(total, name)
+            named = got.tp + got.fn
+            where = sum(1 for v in self.scenarios.values() if getattr(v, name).tp + getattr(v, name).fn)
             lines.append(f"{name} localization: F1={_fmt(got.f1)} (precision {_fmt(got.precision)}, recall "
-                         f"{_fmt(got.recall)}; {got.tp + got.fn} {what} to name, in "
-                         f"{sum(1 for v in self.scenarios.values() if getattr(v, name).tp + getattr(v, name).fn)} "
-                         "scenarios)")
+                         f"{_fmt(got.recall)}; {named} {name}{'' if named == 1 else 's'} to name, in {where} "
+                         f"scenario{'' if where == 1 else 's'})")
         if self.life is not None:
             lines += self.life.lines()
         shown = {"fit": "faults"}  # what the truth says of a part that did not fit: its fault kind (and part)

@@ -126,8 +126,12 @@ def test_real_root_port_status_bits() -> None:
 
 
 def test_real_gpu_lane_error_and_status_bits_as_printed() -> None:
-    text = (REAL / "lspci_vvv_laneerr_firepro_1.txt").read_text(encoding="utf-8")
-    assert read_text(text, fmt="lspci")["link_samples"].empty  # an AMD display device is not a link fabricbot follows
+    text = (SAMPLES / "lspci_vvv_laneerr_firepro_real.txt").read_text(encoding="utf-8")  # real, but no NVIDIA device
+    amd = read_text(text, fmt="lspci")
+    assert amd["link_samples"].empty  # an AMD display device is not a link fabricbot follows, and it says so
+    assert [w.message for w in amd.warnings] == [
+        "0000:0a:00.0 reports lane(s) 6 in error, but it is no NVIDIA GPU, NVSwitch, PCIe switch or NIC: its link is "
+        "not followed"]
     # the same lines under an NVIDIA device header (the only line changed): the lane and the bits are read as printed
     nvidia = text.replace("VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Cape Verde GL "
                           "[FirePro W4100] [1002:682c]", "3D controller [0302]: NVIDIA Corporation GH100 [10de:2330]")
