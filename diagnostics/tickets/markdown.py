@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import format as fmt
-from ..enums import LinkEnd, ResetScope
+from ..enums import ComponentKind, LinkEnd, ResetScope
 from .catalog import Part
 from .ticket import RepairTicket
 
@@ -53,7 +53,7 @@ def ticket_markdown(t: RepairTicket) -> str:
              f"| peer | {_cell(t.peer or '-')} |",
              f"| link | {_cell(t.link_id or '-')} |",
              f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",
-             f"| end | {_end(t)} |",
+             *([f"| end | {_end(t)} |"] if t.component_kind in (ComponentKind.NVLINK, ComponentKind.PCIE) else []),
              f"| switch port | {_port(t)} |",
              f"| replacement part | {_cell(_part(t.replacement_part, t.part_note))} |",
              *([f"| then | {_cell(_part(t.next_part))} |"] if t.next_part else []),
