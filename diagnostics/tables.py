@@ -138,7 +138,6 @@ LINK_SAMPLES = TableSchema(
         "pci_bus_id": "string",  # normalized dddd:bb:dd.f, lowercase (the device this row was read from)
         "device_kind": "category",  # lspci rows: gpu, nvswitch, pcie_switch, nic, bridge, other
         "lane_error": "boolean",  # lspci LaneErrStat: a lane error seen (per-lane row) or any/none (device row)
-        "lanes_in_error": "float64",  # how many lanes the device's LaneErrStat names (0 for `LaneErrStat: 0`)
         "end": "category",  # LinkEnd: the end of the GPU's link the row was read at; NA = the GPU's own
         **{c: "float64" for c in AER_COUNTERS},
     },
@@ -155,7 +154,6 @@ LINK_SAMPLES = TableSchema(
         "end": "which end of the GPU's PCIe link a row was read at: NA (or gpu) the GPU's own port; upstream the "
         "PCIe switch or root port above it (its own bus id in `peer`, the GPU's in pci_bus_id). Which end saw "
         "which error tells the direction (`diagnostics/data/ends.toml`)",
-        "lanes_in_error": "a level: the number of lanes the device's Lane Error Status names at this reading",
     },
 )
 
