@@ -9,10 +9,12 @@ import pytest
 from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.ends import EndView, pcie_end
 from diagnostics.enums import LinkEnd
+from diagnostics.ingest import detect
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.lspci import READER
 from diagnostics.topology import platform_graph
 from tests.conftest import FIXTURES
+from tests.ingest.dcgm_helpers import scrape
 
 PASTE = (FIXTURES / "samples" / "lspci_vvv_lane_h100.txt").read_text(encoding="utf-8")
 
@@ -86,3 +88,37 @@ def test_an_nvlink_seen_from_both_ends_names_the_receiving_end(gpu_counter: str,
     assert [loc.ref.slug for loc in d.localizations] == ["gpu3-nvlink2"]  # one part: the port folded into the link
     assert d.localization is not None and d.localization.end is end
     assert any("seen from both ends" in e for e in d.localization.evidence)
+
+
+def test_dcgm_exporter_scrapes_of_a_gpu_link_and_its_nvswitch_port_name_the_switch_end() -> None:
+    """Two dcgm-exporter scrapes half an hour apart, as the exporter writes them: GPU 3's NVLink 2 replays, and the
+    NVSwitch port it lands on (`nvswitch` and `nvlink` labels) counts the CRC errors it received."""
+    port = platform_graph("hgx-h100-8gpu").port_of(3, 2, "nvlink")
+    switch = str(port.switch).split()[-1]
+    t0, t1 = 1772366400000, 1772366400000 + 30 * 60 * 1000
+    lines = []
+    for stamp, count in ((t0, 0), (t1, 2500)):
+        for line in scrape(ts_ms=stamp, host="n1"):
+            if line.startswith("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L2{") and 'gpu="3"' in line:
+                line = line.replace("} 0 ", f"}} {count} ")
+            lines.append(line)
+        lines.append(f'DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERRORS{{nvswitch="{switch}",nvlink="{port.switch_port}",'
+                     f'Hostname="n1"}} {count} {stamp}')
+    tables = detect.read(Source.from_text("\n".join(lines) + "\n", name="scrapes.prom")).tables
+    d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+    assert [loc.ref.slug for loc in d.localizations] == ["gpu3-nvlink2"]
+    assert d.localization is not None and d.localization.end is LinkEnd.NVSWITCH
+    assert any(f"NVSwitch {switch} port {port.switch_port}" in e and "assumed port map" in e
+               for e in d.localization.evidence)
+
+
+def test_two_readings_of_nvlink_ec_name_the_lane_on_its_link() -> None:
+    reading = ("$ date -u\n{date}\n$ nvidia-smi nvlink -ec -i 2\n"
+               "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-22222222-2222-2222-2222-222222222222)\n"
+               "\t Link 5: Lane 0: CRC Errors: 0\n\t Link 5: Lane 1: CRC Errors: {count}\n")
+    text = (reading.format(date="Sun Mar  1 12:00:00 UTC 2026", count=10)
+            + reading.format(date="Sun Mar  1 12:30:00 UTC 2026", count=4010))
+    tables = detect.read(Source.from_text(text, name="ec.txt"), node_id="n1").tables
+    d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+    link = next(f for f in d.findings if (f.gpu, f.link) == (2, 5) and f.crossed)
+    assert link.lanes == [1] and link.end is None  # one end read: the lane, not the end
