@@ -64,19 +64,24 @@ def numbered_by_bus(links: pd.DataFrame, buses: Mapping[str, Mapping[str, int]])
     rows = links[unnamed]
     bus = rows["pci_bus_id"].astype("string").str.lower()
     node = rows["node_id"].astype("string")
-    gpus = rows["device_kind"].astype("string") == "gpu"
+    gpus = (rows["device_kind"].astype("string") == "gpu").to_numpy(bool, na_value=False)
     index = pd.Series(pd.NA, index=rows.index, dtype="Int16")
     warnings: dict[str, str] = {}
     for name in sorted(set(node.dropna())):
         mine = (node == name).to_numpy(bool, na_value=False)
         known = buses.get(name)
         if not known:
-            order = sorted(set(bus[mine & gpus.to_numpy(bool, na_value=False)].dropna()))
+            order = sorted(set(bus[mine & gpus].dropna()))
             known = {b: i for i, b in enumerate(order)}
             if known:
                 warnings[name] = ("GPU numbers taken from PCI bus order (" + ", ".join(
                     f"{b} = GPU {i}" for b, i in known.items()) + "), as nvidia-smi numbers GPUs by default; "
                     "`nvidia-smi --query-gpu=index,pci.bus_id --format=csv` confirms them")
+        else:
+            strays = sorted(set(bus[mine & gpus].dropna()) - set(known))
+            if strays:
+                warnings[name] = (f"{', '.join(strays)}: a GPU the node's GPU table does not list (off the bus, or "
+                                  "a table of some GPUs only): its PCIe readings are not numbered, so not judged")
         index[mine] = bus[mine].map(known).astype("Int16")
     gpu = links["gpu"].astype("Int16").to_numpy(copy=True)
     gpu[np.flatnonzero(unnamed)] = index.to_numpy()

@@ -122,3 +122,12 @@ def test_two_readings_of_nvlink_ec_name_the_lane_on_its_link() -> None:
     d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
     link = next(f for f in d.findings if (f.gpu, f.link) == (2, 5) and f.crossed)
     assert link.lanes == [1] and link.end is None  # one end read: the lane, not the end
+
+
+def test_a_gpu_table_numbers_the_lspci_rows_and_a_gpu_it_lacks_is_said() -> None:
+    tables = READER.read(Source.from_text(PASTE, name="paste.txt"), node_id="n1").tables
+    tables["gpus"] = pd.DataFrame({"node_id": ["n1"], "gpu": [5], "pci_bus_id": ["0000:19:00.0"]})
+    d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+    assert d.localization is not None and (d.localization.gpu, d.localization.lanes) == (5, [6])
+    assert any(w.startswith("0000:1b:00.0: a GPU the node's GPU table does not list") for w in d.warnings)
+    assert not any("PCI bus order" in w for w in d.warnings)
