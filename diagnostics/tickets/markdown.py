@@ -112,6 +112,6 @@ _ENDS = {LinkEnd.GPU: "the GPU's", LinkEnd.UPSTREAM: "the PCIe switch or root po
 def _end(t: RepairTicket) -> str:
     """Which end's receiver saw the errors, as the ticket's end row says it."""
     if t.end is None:
-        return "not determined (both ends' counters are needed)"
+        return "not determined (no reading of both ends says which received the errors)"
     where = _ENDS[t.end]
     return f"errors received at {where}" + ("" if t.end is LinkEnd.UPSTREAM else " end")
