@@ -165,6 +165,17 @@ def _ephemerals(slack: MockSlack) -> int:
     return sum(1 for m in slack.messages if m.ephemeral_to is not None)
 
 
+def _planned_work(source: TableNodeSource) -> tuple[str, str]:
+    """The node the demo puts in maintenance (the first failing one after the seed nodes' faulty one), and the
+    part its repair replaces."""
+    for node in source.node_ids():
+        if node.startswith("hpc-gpu-node-") and node != "hpc-gpu-node-12":
+            d = source.diagnose(node)
+            if d.fault_detected and d.localization is not None:
+                return node, d.isolated_component
+    raise RuntimeError("the fleet holds no second failing node to put in maintenance")
+
+
 def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = None,
              life: dict[str, Any] | None = None, renderer: Renderer | None = render_png) -> DemoResult:
     """Run the conversation and write `out/demo.md`, its PNGs under `out/demo/`, and `action_log`. `life`: the life
@@ -219,8 +230,9 @@ def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = Non
             t.heading("10. A question in the channel")
             s.mention("UCAROL", "why is job 4411 slow?")
             t.heading("11. Planned work pages nobody")
-            s.command("UBOB", 'maintenance hpc-gpu-node-07 2h "swap the GPU 4 riser"', pictures=0)
-            s.command("UALICE", "hpc-gpu-node-07", pictures=pictures("hpc-gpu-node-07"))
+            planned, part = _planned_work(source)
+            s.command("UBOB", f'maintenance {planned} 2h "replace {part}"', pictures=0)
+            s.command("UALICE", planned, pictures=pictures(planned))
             t.heading("12. Early warning: what is climbing")
             s.command("UALICE", "watch", pictures=0)
             t.heading("13. The repair is done")

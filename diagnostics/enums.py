@@ -19,6 +19,14 @@ class LinkState(StrEnum):
     UNKNOWN = "unknown"
 
 
+class LinkEnd(StrEnum):
+    """An end of a link: the GPU's port, the PCIe switch or root port above it, or the NVSwitch port it lands on."""
+
+    GPU = "gpu"
+    UPSTREAM = "upstream"
+    NVSWITCH = "nvswitch"
+
+
 class Severity(StrEnum):
     """Ordered from harmless to worst; compare with `severity_rank`."""
 

@@ -30,6 +30,7 @@ class Unit(StrEnum):
 # Readings that are levels, not counts: judged on the last reading in the window.
 LEVEL_UNITS: dict[str, Unit] = {
     "width_lost": Unit.LANES,
+    "lanes_in_error": Unit.LANES,
     "gen_lost_under_load": Unit.GENERATIONS,
     "effective_ber": Unit.RATIO,
     "symbol_ber": Unit.RATIO,
@@ -49,6 +50,12 @@ LABELS: dict[str, str] = {
     "recovery_successful": "successful recoveries",
     "recovery_failed": "failed recoveries",
     "width_lost": "lanes lost",
+    "lanes_in_error": "lanes in error",
+    "rx_err": "receiver errors",
+    "bad_tlp": "bad TLPs",
+    "bad_dllp": "bad DLLPs",
+    "replay_timeout": "replay timer timeouts",
+    "aer_rollover": "replay-number rollovers",
     "gen_lost_under_load": "generations lost under load",
     "effective_ber": "effective BER",
     "symbol_ber": "symbol BER",
@@ -68,6 +75,7 @@ ONLY_ON: dict[str, frozenset[LinkType]] = {
     "effective_ber": _NVLINK5,
     "symbol_ber": _NVLINK5,
     "width_lost": frozenset({LinkType.PCIE}),
+    "lanes_in_error": frozenset({LinkType.PCIE}),
     "gen_lost_under_load": frozenset({LinkType.PCIE}),
 }
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, computed_field, model_validator
 
 from .components import ComponentRef
-from .enums import ComponentKind, FaultKind, LinkState, LinkType, PortSource, Priority, Severity
+from .enums import ComponentKind, FaultKind, LinkEnd, LinkState, LinkType, PortSource, Priority, Severity
 
 NonNegInt = Annotated[StrictInt, Field(ge=0)]
 PositiveNumber = Annotated[StrictFloat | StrictInt, Field(gt=0)]
@@ -141,6 +141,9 @@ class Finding(BaseModel):
     switch_port: int | None = None
     port_source: PortSource = PortSource.UNKNOWN
     lanes: list[int] = Field(default_factory=list, description="Failing lanes, only where a reader observed them.")
+    end: LinkEnd | None = Field(
+        default=None, description="The end whose receiver saw the errors, only where the counters of an end say so "
+                                  "(`diagnostics/data/ends.toml`): the GPU, its upstream PCIe port, or the NVSwitch.")
     width: int | None = Field(default=None, description="PCIe lanes the link runs at (its max is `max_width`).")
     max_width: int | None = None
     onset: datetime | None = Field(default=None, description="When the link's errors started, from a history.")
@@ -167,6 +170,7 @@ class ComponentFacts(BaseModel):
     switch_port: int | None = None
     port_source: PortSource = PortSource.UNKNOWN
     lanes: list[int] = Field(default_factory=list)
+    end: LinkEnd | None = None
     tray: str | None = Field(default=None, description="In a rack: the compute tray the component is in.")
     switch_tray: str | None = Field(default=None, description="In a rack: the switch tray the component is in.")
     cartridge: str | None = Field(default=None, description="In a rack: the cable cartridge.")

@@ -32,7 +32,10 @@ AER_COUNTERS: tuple[str, ...] = (
     "aer_nonfatal",  # TOTAL_ERR_NONFATAL
     "aer_fatal",  # TOTAL_ERR_FATAL
     "bad_tlp",  # correctable BadTLP: the receiver dropped a TLP, the sender replays it
-    "bad_dllp",
+    "bad_dllp",  # correctable BadDLLP: seen by the receiver
+    "rx_err",  # correctable Receiver Error (physical layer): seen by the receiver
+    "replay_timeout",  # correctable Replay Timer Timeout: counted by the transmitter that had to replay
+    "aer_rollover",  # correctable REPLAY_NUM Rollover: counted by the transmitter (it retrains the link)
 )
 
 UTC_TS = "datetime64[ns, UTC]"
@@ -135,6 +138,7 @@ LINK_SAMPLES = TableSchema(
         "pci_bus_id": "string",  # normalized dddd:bb:dd.f, lowercase (the device this row was read from)
         "device_kind": "category",  # lspci rows: gpu, nvswitch, pcie_switch, nic, bridge, other
         "lane_error": "boolean",  # lspci LaneErrStat: a lane error seen (per-lane row) or any/none (device row)
+        "end": "category",  # LinkEnd: the end of the GPU's link the row was read at; NA = the GPU's own
         **{c: "float64" for c in AER_COUNTERS},
     },
     doc={
@@ -147,6 +151,9 @@ LINK_SAMPLES = TableSchema(
         "lane_error": "an observation, never a guess: lspci's Lane Error Status (`LaneErrStat: LaneErr at lane: 6`) "
         "gives one row per lane it names (lane set, lane_error true) and sets the device's own row (lane NA) true; "
         "`LaneErrStat: 0` sets it false; NA where the input does not say. A width downtrain names no lane",
+        "end": "which end of the GPU's PCIe link a row was read at: NA (or gpu) the GPU's own port; upstream the "
+        "PCIe switch or root port above it (its own bus id in `peer`, the GPU's in pci_bus_id). Which end saw "
+        "which error tells the direction (`diagnostics/data/ends.toml`)",
     },
 )
 

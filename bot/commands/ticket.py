@@ -14,10 +14,11 @@ import sqlite_utils
 
 from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
+from bot.commands.analyze_history import unnamed_as
 from diagnostics import Diagnosis, InputError, analyze_snapshot, load_thresholds
 from diagnostics.analysis import analyze_tables, read_node, stored_diagnosis
 from diagnostics.ingest import read_cases, with_platform
-from diagnostics.store import DB_NAME, open_store
+from diagnostics.store import DB_NAME, load_inputs, open_store
 from diagnostics.tickets import (
     ClaudeDrafter,
     Drafter,
@@ -54,6 +55,25 @@ def _from_store(node_id: str, folder: str, platform: str | None) -> tuple[Diagno
     return stored_diagnosis(diagnosis, got, timedelta(hours=1)), graph
 
 
+def _from_paste(target: str, args: argparse.Namespace) -> tuple[str, Diagnosis, NodeGraph | None]:
+    """A paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file: read as `ingest`
+    reads it, and the node it names (or --node) analyzed."""
+    tables, inventory, warnings = load_inputs([target])
+    named = sorted({str(n) for frame in tables.values() if "node_id" in frame.columns
+                    for n in frame["node_id"].dropna().unique()})
+    if args.node and named and args.node not in named:
+        raise InputError(f"the input names {', '.join(named)}, not {args.node}", source=target, field="--node")
+    node = args.node or (named[0] if len(named) == 1 else None)
+    if node is None:
+        raise InputError("the input names " + (f"{len(named)} nodes ({', '.join(named)})" if named else "no node")
+                         + ": give --node NODE", source=target, field="--node")
+    tables = unnamed_as(tables, node)
+    diagnosis = analyze_tables(tables, node_id=node, platform=args.platform or inventory.get(node))
+    if warnings:
+        diagnosis = diagnosis.model_copy(update={"warnings": [*warnings[:10], *diagnosis.warnings]})
+    return node, diagnosis, None
+
+
 def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnosis, NodeGraph | None]]:
     if target != "-" and not Path(target).exists():
         folder = _store_folder(args)
@@ -63,6 +83,8 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
         diagnosis, graph = _from_store(target, folder, args.platform)
         return [(target, diagnosis, graph)]
     text, source = _read_text(target)
+    if target != "-" and not text.lstrip().startswith(("{", "[")):
+        return [_from_paste(target, args)]
     thresholds = load_thresholds()
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
     for case in read_cases(text, source):
@@ -124,7 +146,9 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ticket", help="draft the repair ticket for the isolated component (or one link)")
-    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON ('-' reads stdin), or a node in --store")
+    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON ('-' reads stdin), a paste of shell output or "
+                                                       "a telemetry file (as `ingest` reads it), or a node in --store")
+    p.add_argument("--node", help="the node a paste that names none is from")
     p.add_argument("--link", help="a candidate id, component name or link id (default: the isolated component)")
     p.add_argument("--json", action="store_true", help="the ticket as JSON")
     p.add_argument("--store", metavar="DIR", help=f"telemetry store: where NODE is read from and model calls are "

@@ -17,7 +17,7 @@ from ..model import Crossing, Finding
 from .metrics import RATE_COUNTERS
 from .rules import crossings, state_crossing, summarize
 
-LEVELS = ("width_lost", "gen_lost_under_load", "effective_ber", "symbol_ber")
+LEVELS = ("width_lost", "lanes_in_error", "gen_lost_under_load", "effective_ber", "symbol_ber")
 
 
 def _num(value: object) -> float | None:

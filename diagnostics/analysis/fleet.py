@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
+from ..config.ends import default_ends
 from ..config.thresholds import (
     GPU_MISSING_RULE,
     LINK_DOWN_RULE,
@@ -33,6 +34,7 @@ from ..model import Diagnosis, Finding
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
+from .ends import nvlink_ends, pcie_end, pcie_ends
 from .events import (
     event_findings,
     missing_gpus,
@@ -48,8 +50,9 @@ from .localize import localize_all
 from .metrics import candidates, link_metrics, records
 from .racks import Rack, RackSlot, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
 from .rates import ns, prepare_rows, utc_datetime, utc_ns
-from .rows import observed_lanes, per_link_rows
+from .rows import numbered_by_bus, per_link_rows
 from .rules import summarize
+from .share import traffic_notes
 
 PIECE_ROWS = 4_000_000
 
@@ -133,6 +136,17 @@ def _placed(f: Finding, graph: Any) -> Finding:
                                 "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
 
 
+def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, Any]]) -> pd.DataFrame:
+    """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: a level its rule judges."""
+    counts = {key: max(len(v.lanes) for v in views.values()) for key, views in ends.items()}
+    pcie = np.flatnonzero((metrics["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
+                          & metrics["gpu"].notna().to_numpy())  # one row per GPU: a few of the node's rows
+    level = np.full(len(metrics), np.nan)
+    rows = metrics.iloc[pcie]
+    level[pcie] = [counts.get((str(n), int(g)), np.nan) for n, g in zip(rows["node_id"], rows["gpu"], strict=True)]
+    return metrics.assign(lanes_in_error=level)
+
+
 def _node_rows(frame: pd.DataFrame | None, nodes: Collection[str] | None) -> pd.DataFrame:
     if frame is None or frame.empty or "node_id" not in frame.columns or nodes is None:
         return frame if frame is not None else pd.DataFrame()
@@ -169,6 +183,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     steps = steps if steps is not None else pd.DataFrame()
     slots = {h: int(s.tray) for h, s in (racks or {}).items() if s.tray is not None and str(s.tray).isdigit()}
     graph_of = Boards(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"), slots)
+    links, by_bus = numbered_by_bus(links, graph_of.buses)
     t = ns(links["timestamp"]) if len(links) else np.zeros(0, dtype=np.int64)
     events, t, undated = _dated(events, t, links, end)
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
@@ -182,19 +197,27 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     result.timings["metrics_s"] = time.perf_counter() - started
     view = node_view(metrics, end_ns, thresholds)
     found: dict[str, list[Finding]] = {}
+    policy = default_ends()
+    ends = pcie_ends(links, t, since_ns, end_ns, policy)
+    if ends and len(metrics):
+        metrics = _lanes_level(metrics, ends)
     if len(metrics):
+        shares = traffic_notes(metrics, thresholds)
         flagged = candidates(metrics, thresholds) | view.stale
         if full:
             flagged[:] = True
         stale = view.stale[flagged]
-        lanes = observed_lanes(links)
         for row, s in zip(records(metrics[flagged]), stale.tolist(), strict=True):
             f = finding_of(row, thresholds, stale=s)
-            named = lanes.get((str(row["node_id"]), f.gpu)) if f.link_type is LinkType.PCIE and f.gpu is not None \
+            views = ends.get((str(row["node_id"]), f.gpu)) if f.link_type is LinkType.PCIE and f.gpu is not None \
                 else None
-            if named:
-                f = f.model_copy(update={"lanes": named, "evidence": [*f.evidence, "lspci's lane error status names "
-                                         f"lane(s) {', '.join(map(str, named))}"]})
+            if views and f.gpu is not None:
+                side, lanes, said = pcie_end(views, f.gpu)
+                f = f.model_copy(update={"lanes": lanes, "end": side, "evidence": [*f.evidence, *said]})
+            note = shares.get((str(row["node_id"]), f.gpu, f.link)) \
+                if f.link_type is LinkType.NVLINK and f.gpu is not None and f.link is not None else None
+            if note and not f.lanes and f.severity is not Severity.DOWN:
+                f = f.model_copy(update={"evidence": [*f.evidence, note]})
             found.setdefault(str(row["node_id"]), []).append(f)
     node_events = {str(n): g for n, g in events.groupby(events["node_id"].astype("string"), observed=True)} \
         if len(events) and "node_id" in events.columns else {}
@@ -204,7 +227,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     samples = _max_samples(metrics)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
-        mine = [_placed(f, graph) for f in found.get(node, [])]
+        mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
+        if node in by_bus:
+            warnings[node].append(by_bus[node])
         mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
                                view.silent.get(node), graph_of.buses.get(node))
         stopped = view.silent.get(node, {})

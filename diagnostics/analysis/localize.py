@@ -150,9 +150,10 @@ def _xid_link(f: Finding) -> Localization:
 def _pcie(f: Finding) -> Localization:
     evidence = [c.message for c in f.crossed] + [e for e in f.evidence if "lanes" in e]
     fault = FaultKind.PCIE_DOWNTRAIN if _rules(f) & DOWNTRAIN_RULES else FaultKind.PCIE_REPLAYS
-    return Localization(ref=ComponentRef.pcie(f.gpu), fault=fault, gpu=f.gpu, lanes=f.lanes, confidence=0.8,
-                        **_grade([f]),
-                        evidence=[*evidence, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
+    said = [e for e in f.evidence if "received" in e or "replayed" in e or "end" in e]
+    return Localization(ref=ComponentRef.pcie(f.gpu), fault=fault, gpu=f.gpu, lanes=f.lanes, end=f.end,
+                        confidence=0.85 if f.end is not None else 0.8, **_grade([f]),
+                        evidence=[*evidence, *said, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
 
 
 def _switch_fatal(f: Finding, behind: list[Finding]) -> Localization:
@@ -193,12 +194,16 @@ def _links(findings: list[Finding], graph: Any) -> list[Localization]:
         others = [f for f in findings if f.gpu == top.gpu and f not in group]
         evidence.append(f"only this link of GPU {top.gpu} fails" if not others
                         else f"GPU {top.gpu} has {len(others)} other failing link(s) on other paths")
-        if top.lanes:
-            evidence.append(f"per-lane counters point to lane(s) {', '.join(map(str, top.lanes))}")
+        lanes = sorted({lane for f in group for lane in f.lanes})
+        if lanes:
+            evidence.append(f"per-lane counters point to lane(s) {', '.join(map(str, lanes))}")
+        ends = {f.end for f in group if f.end is not None}
+        evidence += [e for f in group for e in f.evidence if e.startswith(("the other end", "seen from both ends"))]
         out.append(Localization(
             ref=port.get("ref") or top.ref, fault=FaultKind.NVLINK, gpu=top.gpu,
             peer=port.get("peer") or top.peer, link=top.link, switch=port.get("switch") or top.switch,
-            switch_port=port.get("switch_port"), port_source=source, lanes=top.lanes,
+            switch_port=port.get("switch_port"), port_source=source, lanes=lanes,
+            end=ends.pop() if len(ends) == 1 else None,
             confidence=0.85 if source is PortSource.OBSERVED else 0.75, **_grade(group), evidence=evidence))
     return out
 

@@ -1,12 +1,15 @@
 """Which link samples the rates read: a GPU's total over its links only where nothing per link carries its counters,
-no lane a reader observed failing (it is named on its link instead), no PCIe device that is no GPU."""
+no lane a reader observed failing (it is named on its link instead), no far end of a GPU's PCIe link (read by
+`ends`), no PCIe device that is no GPU; and the GPU index of PCIe rows read by bus id alone (lspci)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..enums import LinkType
+from ..enums import LinkEnd, LinkType
 from ..tables import COUNTERS
 
 
@@ -22,6 +25,8 @@ def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
             drop |= _repeated_totals(links, total)
     if "lane_error" in links.columns and "lane" in links.columns:
         drop |= links["lane_error"].notna().to_numpy() & links["lane"].notna().to_numpy()
+    if "end" in links.columns:
+        drop |= links["end"].notna().to_numpy() & (links["end"] != LinkEnd.GPU.value).to_numpy(bool, na_value=False)
     pcie = (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
     drop |= pcie & links["gpu"].isna().to_numpy()
     return np.flatnonzero(~drop) if drop.any() else None
@@ -47,16 +52,37 @@ def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
     return covered
 
 
-def observed_lanes(links: pd.DataFrame) -> dict[tuple[str, int], list[int]]:
-    """(node, GPU) -> the PCIe lanes a reader saw failing (lspci's LaneErrStat): a lane is named only when seen."""
-    if "lane_error" not in links.columns or "lane" not in links.columns:
-        return {}
-    seen = links[links["lane_error"].fillna(False).to_numpy(bool) & links["lane"].notna().to_numpy()
-                 & links["gpu"].notna().to_numpy()]
-    out: dict[tuple[str, int], list[int]] = {}
-    for node, gpu, lane in zip(seen["node_id"].astype(str), seen["gpu"].astype(int), seen["lane"].astype(int),
-                               strict=True):
-        out.setdefault((node, gpu), [])
-        if lane not in out[(node, gpu)]:
-            out[(node, gpu)].append(lane)
-    return {k: sorted(v) for k, v in out.items()}
+def numbered_by_bus(links: pd.DataFrame, buses: Mapping[str, Mapping[str, int]]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """PCIe rows read from a GPU's bus id with no GPU index (lspci) take the index the node's GPU table gives that
+    bus; with no table, the GPUs' PCI bus order, as nvidia-smi numbers them by default, said in a warning per node."""
+    if not len(links) or "pci_bus_id" not in links.columns or "device_kind" not in links.columns:
+        return links, {}
+    unnamed = links["gpu"].isna().to_numpy() & links["pci_bus_id"].notna().to_numpy() \
+        & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
+    if not unnamed.any():
+        return links, {}
+    rows = links[unnamed]
+    bus = rows["pci_bus_id"].astype("string").str.lower()
+    node = rows["node_id"].astype("string")
+    gpus = (rows["device_kind"].astype("string") == "gpu").to_numpy(bool, na_value=False)
+    index = pd.Series(pd.NA, index=rows.index, dtype="Int16")
+    warnings: dict[str, str] = {}
+    for name in sorted(set(node.dropna())):
+        mine = (node == name).to_numpy(bool, na_value=False)
+        known = buses.get(name)
+        if not known:
+            order = sorted(set(bus[mine & gpus].dropna()))
+            known = {b: i for i, b in enumerate(order)}
+            if known:
+                warnings[name] = ("GPU numbers taken from PCI bus order (" + ", ".join(
+                    f"{b} = GPU {i}" for b, i in known.items()) + "), as nvidia-smi numbers GPUs by default; "
+                    "`nvidia-smi --query-gpu=index,pci.bus_id --format=csv` confirms them")
+        else:
+            strays = sorted(set(bus[mine & gpus].dropna()) - set(known))
+            if strays:
+                warnings[name] = (f"{', '.join(strays)}: a GPU the node's GPU table does not list (off the bus, or "
+                                  "a table of some GPUs only): its PCIe readings are not numbered, so not judged")
+        index[mine] = bus[mine].map(known).astype("Int16")
+    gpu = links["gpu"].astype("Int16").to_numpy(copy=True)
+    gpu[np.flatnonzero(unnamed)] = index.to_numpy()
+    return links.assign(gpu=pd.array(gpu, dtype="Int16")), warnings

@@ -18,6 +18,7 @@ from ..components import is_switch
 from ..enums import FaultKind, PortSource, ResetScope
 from ..errors import ConfigError
 from ..model import ComponentFacts
+from .ends import default_ends
 from .parts import Part, part_by_id
 from .platforms import platform_dirs
 from .repair_catalog import (
@@ -42,6 +43,7 @@ _IMPLIED: dict[FaultKind, frozenset[str]] = {
     FaultKind.FABRIC_MANAGER: frozenset({"nvlink", "nvswitch", "fabric-manager"}),
 }
 _LINK_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE)
+_END_FAMILY = {FaultKind.NVLINK: "nvlink", FaultKind.PCIE_REPLAYS: "pcie", FaultKind.PCIE_DOWNTRAIN: "pcie"}
 
 
 class _Model(BaseModel):
@@ -339,6 +341,11 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
     b.check_peer()
     b.check_port()
     part, nxt, note = b.parts()
+    family = _END_FAMILY.get(fault)
+    if family and part is not None and nxt is not None and default_ends().first_part(family, facts.end) == "next_part":
+        # the part on the side of the end that received the errors comes first; the steps keep the catalog's order
+        part, nxt = nxt, part
+        b.sources.append(f"the errors reach the {facts.end} end: its part first (data/ends.toml)")
     reset = b.reset()
     captures = b.captures()
     isolation = b.steps(b.over.isolate or b.base.isolate)

@@ -9,6 +9,11 @@ The Secondary PCI Express capability's Lane Error Status is the one place a fail
 `LaneErrStat: LaneErr at lane: 0 1 2 3` gives a row per lane named (lane, lane_error true) beside the device's
 link row, whose lane_error says whether any lane erred (`LaneErrStat: 0`: false). A width below the capability
 says how many lanes are lost, never which, so no lane is inferred from it.
+
+Which end saw which error tells the direction (`data/ends.toml`): the AER correctable status (`CESta: RxErr+
+BadTLP- BadDLLP+ Rollover- Timeout+`) of each port, a set bit read as at least one (a sysfs count, where pasted,
+is the count). A bridge whose `Bus: ... secondary=` is a GPU's bus is the switch or root port above that GPU: its
+rows are the GPU link's upstream end (end `upstream`, the GPU's bus id, the port's own in `peer`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..enums import LinkState, LinkType
+from ..enums import LinkEnd, LinkState, LinkType
 from .base import IngestResult, Source
 from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
 
@@ -30,6 +35,9 @@ _GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 _AER_PATH = re.compile(
     r"(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])/aer_(?P<file>dev_correctable|dev_nonfatal|dev_fatal)"
 )
+_BUS = re.compile(r"^\s*Bus: primary=[0-9a-fA-F]+, secondary=(?P<secondary>[0-9a-fA-F]+), subordinate=")
+_CESTA = re.compile(r"^\s*CESta:\s*(?P<bits>.*)$")
+_BIT = re.compile(r"(?P<name>[A-Za-z]+)(?P<set>[+-])")
 _AER_VALUE = re.compile(r"(?:^|:)(?P<name>[A-Za-z_]+)\s+(?P<value>\d+)\s*$")
 AER_COLUMNS = {
     "TOTAL_ERR_COR": "aer_correctable",
@@ -37,6 +45,9 @@ AER_COLUMNS = {
     "TOTAL_ERR_FATAL": "aer_fatal",
     "BadTLP": "bad_tlp",
     "BadDLLP": "bad_dllp",
+    "RxErr": "rx_err",
+    "Timeout": "replay_timeout",
+    "Rollover": "aer_rollover",
 }
 
 
@@ -69,6 +80,8 @@ class LspciReader:
         aer_bus: str | None = None
         cap: dict[str, int | None] = {}
         last: Line | None = None
+        below: dict[tuple[str, int], str] = {}  # (domain, secondary bus) -> the bridge above that bus
+        lanes: dict[str, list[dict[str, Any]]] = {}
         for line in classify(source):
             if line.kind == "command" and (path := _AER_PATH.search(line.command or "")):
                 aer_bus = normalize_bus_id(path["bus"])
@@ -86,7 +99,15 @@ class LspciReader:
                 cap = {}
             elif (match := _LANE_ERRORS.match(line.text)) and device is not None:
                 if device[1] is not None:
-                    _lane_rows(out, rows, device, line.number, match["lanes"])
+                    lanes[device[0]] = _lane_rows(out, rows, device, line.number, match["lanes"])
+                elif match["lanes"]:
+                    out.warn(line.number, f"{device[0]} reports lane(s) {match['lanes']} in error, but it is no "
+                                          "NVIDIA GPU, NVSwitch, PCIe switch or NIC: its link is not followed")
+            elif (match := _BUS.match(line.text)) and device is not None:
+                below[(device[0].split(":")[0], int(match["secondary"], 16))] = device[0]
+            elif (match := _CESTA.match(line.text)) and device is not None:
+                if device[1] is not None:
+                    _status_bits(out, rows, device, match["bits"])
             elif value := _AER_VALUE.search(line.text):
                 path = _AER_PATH.search(line.text)
                 bus = normalize_bus_id(path["bus"]) if path else aer_bus
@@ -97,10 +118,12 @@ class LspciReader:
                 elif column:
                     row = _row(out, rows, bus, line.number, None)
                     row[column] = float(value["value"])
+                    row["aer_counted"] = True
             elif device is None or not line.text[:1].isspace():
                 out.unread(line)
             last = line
         _check_status(out, device, cap, last)
+        _upstream_ends(rows, lanes, below)
         return out.result()
 
 
@@ -127,13 +150,38 @@ def _link_row(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str
 
 
 def _lane_rows(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str, str | None, int], number: int,
-               lanes: str | None) -> None:
+               lanes: str | None) -> list[dict[str, Any]]:
     """The lanes the device's Lane Error Status names: one row each, and the device row's yes/no."""
     named = [int(n) for n in lanes.split()] if lanes else []
     _row(out, rows, device[0], device[2], device[1])["lane_error"] = bool(named)
-    for lane in named:
-        out.add("link_samples", number, pci_bus_id=device[0], link_type=LinkType.PCIE.value, peer="unknown",
-                device_kind=device[1], lane=lane, lane_error=True)
+    return [out.add("link_samples", number, pci_bus_id=device[0], link_type=LinkType.PCIE.value, peer="unknown",
+                    device_kind=device[1], lane=lane, lane_error=True) for lane in named]
+
+
+def _status_bits(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str, str | None, int],
+                 bits: str) -> None:
+    """The AER correctable status bits of a port: a set bit is at least one error of that kind since they were
+    cleared (a sysfs count of the same device, where pasted, is kept: it says how many)."""
+    row = _row(out, rows, device[0], device[2], device[1])
+    for bit in _BIT.finditer(bits):
+        column = AER_COLUMNS.get(bit["name"])
+        if column and not row.get("aer_counted"):
+            row[column] = 1.0 if bit["set"] == "+" else 0.0
+
+
+def _upstream_ends(rows: dict[str, dict[str, Any]], lanes: dict[str, list[dict[str, Any]]],
+                   below: dict[tuple[str, int], str]) -> None:
+    """The port above each GPU (the bridge whose secondary bus is the GPU's bus) is the upstream end of the GPU's
+    link: its rows take the GPU's bus id, end `upstream` and the port's own bus id as their peer."""
+    for bus, row in list(rows.items()):
+        domain, number = bus.split(":")[0], int(bus.split(":")[1], 16)
+        port = below.get((domain, number))
+        if row.get("device_kind") != "gpu" or port is None or port not in rows:
+            continue
+        for r in [rows[port], *lanes.get(port, [])]:
+            r.update(pci_bus_id=bus, end=LinkEnd.UPSTREAM.value, peer=port)
+    for row in rows.values():
+        row.pop("aer_counted", None)
 
 
 def _check_status(out: Collector, device: tuple[str, str | None, int] | None, cap: dict[str, int | None],

@@ -35,6 +35,7 @@ from .truth import EXPLAINS, NO_JOB, NOT_SLOWER, NOT_THE_FABRIC
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 SCORES = ("detection", "localization", "headline", "verdict", "priority", "fit", "caveats")
+BELOW = ("lane", "end")  # below the part: the lanes and the end named, as (part, lane) and (part, end) pairs
 
 
 def _fmt(x: float | None) -> str:
@@ -98,10 +99,12 @@ class ScenarioScores(BaseModel):
     priority: Tally = Field(default_factory=Tally)
     fit: Tally = Field(default_factory=Tally)
     caveats: Tally = Field(default_factory=Tally)
+    lane: Scores = Field(default_factory=Scores)
+    end: Scores = Field(default_factory=Scores)
 
     def merge(self, other: ScenarioScores) -> None:
         self.nodes += other.nodes
-        for name in SCORES:
+        for name in (*SCORES, *BELOW):
             getattr(self, name).merge(getattr(other, name))
 
     def value(self, name: str) -> float | None:
@@ -136,16 +139,16 @@ class EvalReport(BaseModel):
 
     def lowest(self) -> float | None:
         """The lowest score of any scenario (n/a scores left out)."""
-        values = [v for s in self.scenarios.values() for n in SCORES if (v := s.value(n)) is not None]
+        values = [v for s in self.scenarios.values() for n in (*SCORES, *BELOW) if (v := s.value(n)) is not None]
         return min(values) if values else None
 
     def summary(self) -> dict[str, Any]:
         """Per scenario and overall, each score (None for n/a), with the counts behind it: what `--json` prints."""
         def row(s: ScenarioScores) -> dict[str, Any]:
             out: dict[str, Any] = {"nodes": s.nodes}
-            for name in SCORES:
+            for name in (*SCORES, *BELOW):
                 out[name] = s.value(name)
-            out["counts"] = {name: getattr(s, name).model_dump() for name in SCORES}
+            out["counts"] = {name: getattr(s, name).model_dump() for name in (*SCORES, *BELOW)}
             return out
 
         return {"fleet": self.fleet, "scenarios": {k: row(v) for k, v in sorted(self.scenarios.items())},
@@ -167,6 +170,14 @@ class EvalReport(BaseModel):
             lines.append(line(name, self.scenarios[name]))
         lines.append(line("overall", self.overall()))
         lines.append(f"false urgent/high: {self.false_urgent_high}")
+        total = self.overall()
+        for name in BELOW:
+            got: Scores = getattr(total, name)
+            named = got.tp + got.fn
+            where = sum(1 for v in self.scenarios.values() if getattr(v, name).tp + getattr(v, name).fn)
+            lines.append(f"{name} localization: F1={_fmt(got.f1)} (precision {_fmt(got.precision)}, recall "
+                         f"{_fmt(got.recall)}; {named} {name}{'' if named == 1 else 's'} to name, in {where} "
+                         f"scenario{'' if where == 1 else 's'})")
         if self.life is not None:
             lines += self.life.lines()
         shown = {"fit": "faults"}  # what the truth says of a part that did not fit: its fault kind (and part)
@@ -243,6 +254,14 @@ def score_node(d: Diagnosis, job: JobExplanation | None,
         ok, note = fits(found[slug], d, expect["faults"][slug], expect["parts"][slug])
         given["fit"][slug] = note
         check("fit", ok)
+    for name, pairs in (("lane", sorted([slug, lane] for slug, loc in found.items() for lane in loc.lanes)),
+                        ("end", sorted([slug, loc.end.value] for slug, loc in found.items() if loc.end is not None))):
+        want = {tuple(p) for p in expect.get(f"{name}s", [])}
+        have = {tuple(p) for p in pairs}
+        setattr(s, name, Scores(tp=len(want & have), fp=len(have - want), fn=len(want - have)))
+        given[f"{name}s"] = pairs
+        if want != have:
+            wrong.append(f"{name}s")
     given["caveats"] = []
     for c in expect["caveats"]:
         said = c["says"].lower() in _said(d, c["in"]).lower()

@@ -25,6 +25,7 @@ from ..config.platforms import all_platforms
 from ..errors import InputError
 from ..progress import Progress, advance
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES, TableSchema
+from .lanes import extra_rows
 from .node import NodeSim
 from .scenarios import BENIGN, CAVEATS, SCENARIOS, apply_scenario
 from .truth import expectations
@@ -33,17 +34,18 @@ START = pd.Timestamp("2026-01-05T00:00:00Z")
 SEED_NODES = {"hpc-gpu-node-12": ("replay_storm", "h100-nvl-8gpu"), "hpc-gpu-node-03": ("healthy", "hgx-h100-8gpu")}
 SEED_JOB = "4411"
 HEALTHY_SEED = "hpc-gpu-node-03"  # runs a job of its own, so its summary shows no other node's slowdown
-DEFAULT_NODES = 24
+DEFAULT_NODES = 27
 PLATFORMS = ("hgx-h100-8gpu", "hgx-h200-8gpu", "dgx-a100-8gpu", "dgx1-v100-8gpu", "pcie-8gpu")
 B200 = "hgx-b200-8gpu"
 # scenarios on one platform only; the fleet skips them when that platform's file is missing
 ONLY_ON = {"sku_12_of_18": "h100-nvl-8gpu", "blackwell_link_errors": B200, "healthy_blackwell": B200}
 # scenarios that read no pre-Blackwell NVLink counter (replay, CRC, recovery): Blackwell nodes may take them
 ANY_GENERATION = ("healthy", "outside_slowdown", "scrape_gaps", "reboot_reset", "pcie_riser_replays",
-                  "pcie_downtrain", "link_inactive", "xid79_gpu_lost", "xid79_after_pcie_replays", "single_scrape")
+                  "pcie_lane_errors", "pcie_downtrain", "link_inactive", "xid79_gpu_lost", "xid79_after_pcie_replays",
+                  "single_scrape")
 SWITCHED = ("hgx-h100-8gpu", "hgx-h200-8gpu", "dgx-a100-8gpu")  # NVSwitch boards running Fabric Manager
-NEED_NO_NVLINK = ("pcie_riser_replays", "pcie_downtrain", "healthy", "outside_slowdown", "scrape_gaps",
-                  "xid79_gpu_lost", "xid79_after_pcie_replays", "single_scrape")
+NEED_NO_NVLINK = ("pcie_riser_replays", "pcie_downtrain", "pcie_lane_errors", "healthy", "outside_slowdown",
+                  "scrape_gaps", "xid79_gpu_lost", "xid79_after_pcie_replays", "single_scrape")
 
 
 @dataclass
@@ -90,7 +92,8 @@ def _assign(rng: np.random.Generator, nodes: int, only: Sequence[str] | None = N
 def _platform(rng: np.random.Generator, scenario: str, known: dict[str, Any]) -> str:
     if scenario in ONLY_ON:
         return ONLY_ON[scenario]
-    if scenario in ("nvswitch_port_fault", "fabric_manager_down", "platform_unknown", "fatal_sxid"):
+    if scenario in ("nvswitch_port_fault", "fabric_manager_down", "platform_unknown", "fatal_sxid",
+                    "nvswitch_end_fault"):
         return str(rng.choice([p for p in SWITCHED if p in known]))
     platforms = [*PLATFORMS, B200] if scenario in ANY_GENERATION else list(PLATFORMS)
     if scenario not in NEED_NO_NVLINK:  # the rest need NVLinks
@@ -173,7 +176,7 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
         sim = NodeSim.new(rng, name, platforms[name], times, near=scenarios is not None or name not in SEED_NODES)
         apply_scenario(sim, chosen[name], demo=not scenarios)
         fleet.sims[name] = sim
-        link_frames.append(sim.link_frame())
+        link_frames.append(extra_rows(sim, sim.link_frame()))
         event_frames.append(sim.event_frame())
         advance(progress)
         truth_nodes[name] = {"platform": platforms[name] if sim.inventory else None, "board": platforms[name],

@@ -103,6 +103,9 @@ class NodeSim:
     stops_job: int | None = None  # the sample from which the node's job logs no step (it cannot run)
     warnings: list[dict[str, Any]] = field(default_factory=list)  # benign readings over a warning rule, and when
     inventory: bool = True  # False: the node is missing from the inventory and its peers are spelled `nvswitch-1`
+    ports: list[dict[str, Any]] = field(default_factory=list)  # PCIe lane faults: the lane, the end, from when
+    lanes: list[dict[str, Any]] = field(default_factory=list)  # NVLink lanes counting CRC errors (nvlink -ec)
+    switch_ports: list[dict[str, Any]] = field(default_factory=list)  # NVSwitch ports read at the far end
 
     @classmethod
     def new(cls, rng: np.random.Generator, node_id: str, platform: str, times: pd.DatetimeIndex, *,

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..enums import FaultKind, Severity
 from ..topology import platform_graph
+from .lanes import nvlink_lane_errors, nvswitch_end_fault, pcie_lane_errors
 from .node import NodeSim, limit
 
 __all__ = ["BENIGN", "CAVEATS", "SCENARIOS", "NodeSim", "apply_scenario"]
@@ -32,7 +33,7 @@ SCENARIOS: tuple[str, ...] = (
     "pcie_riser_replays", "pcie_downtrain", "benign_crc_burst", "reboot_reset", "reset_during_fault",
     "scrape_gaps", "fabric_manager_down", "sku_12_of_18", "two_faults", "outside_slowdown", "xid79_gpu_lost",
     "blackwell_link_errors", "healthy_blackwell", "platform_unknown", "xid79_after_pcie_replays", "single_scrape",
-    "fatal_sxid",
+    "fatal_sxid", "pcie_lane_errors", "nvlink_lane_errors", "nvswitch_end_fault",
 )
 BENIGN = frozenset({"healthy", "benign_crc_burst", "reboot_reset", "scrape_gaps", "sku_12_of_18",
                     "outside_slowdown", "healthy_blackwell", "single_scrape"})
@@ -331,7 +332,8 @@ _APPLY: dict[str, Callable[[NodeSim], None]] = {
     "two_faults": two_faults, "outside_slowdown": outside_slowdown, "xid79_gpu_lost": xid79_gpu_lost,
     "blackwell_link_errors": blackwell_link_errors, "healthy_blackwell": healthy_blackwell,
     "platform_unknown": platform_unknown, "xid79_after_pcie_replays": xid79_after_pcie_replays,
-    "single_scrape": single_scrape, "fatal_sxid": fatal_sxid,
+    "single_scrape": single_scrape, "fatal_sxid": fatal_sxid, "pcie_lane_errors": pcie_lane_errors,
+    "nvlink_lane_errors": nvlink_lane_errors, "nvswitch_end_fault": nvswitch_end_fault,
 }
 
 

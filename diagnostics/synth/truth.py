@@ -90,5 +90,7 @@ def expectations(node: dict[str, Any], job: dict[str, Any] | None, *, end: pd.Ti
         "priority": priority(node, job, end=end).value,
         "parts": {f["component"]: part_platform(node, f) for f in faults},
         "faults": {f["component"]: f["fault"] for f in faults},
+        "lanes": sorted([f["component"], lane] for f in faults for lane in f.get("lanes", [])),
+        "ends": sorted([f["component"], f["end"]] for f in faults if f.get("end")),
         "caveats": [{"in": where, "says": words} for where, words in caveats],
     }

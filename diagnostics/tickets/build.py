@@ -137,7 +137,8 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
     return RepairTicket(
         node_id=diagnosis.node_id, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
         candidate_id=candidate.id, gpu_index=candidate.gpu, peer=candidate.peer, link_id=candidate.link_id,
-        link=candidate.link, lanes=list(candidate.lanes), switch=candidate.switch, switch_port=candidate.switch_port,
+        link=candidate.link, lanes=list(candidate.lanes), end=candidate.end, switch=candidate.switch,
+        switch_port=candidate.switch_port,
         port_source=candidate.port_source,
         port_find_with=candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None,
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu), replacement_part=plan.part,

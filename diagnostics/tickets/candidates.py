@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..components import ComponentRef
 from ..config.repairs import fault_of, finding_fault
-from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity
+from ..enums import ComponentKind, FaultKind, LinkEnd, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, Localization
 from ..topology import NodeGraph
 from .facts import port_for, resolve_graph
@@ -35,6 +35,7 @@ class Candidate(BaseModel):
     link_id: str | None = None
     link_type: LinkType | None = None
     lanes: list[int] = Field(default_factory=list)
+    end: LinkEnd | None = None
     switch: str | None = None
     switch_port: int | None = None
     port_source: PortSource = PortSource.UNKNOWN
@@ -67,7 +68,7 @@ def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: in
     return Candidate(
         ref=f.ref, kind=f.ref.kind, fault=finding_fault(f), component=f.component, gpu=f.gpu,
         peer=f.peer if f.peer != "unknown" else port.peer, link=f.link, link_id=f.link_id, link_type=f.link_type,
-        lanes=list(f.lanes), switch=port.switch, switch_port=port.switch_port, port_source=port.source,
+        lanes=list(f.lanes), end=f.end, switch=port.switch, switch_port=port.switch_port, port_source=port.source,
         find_with=port.find_with, fru=port.fru, findings=[f.component], score=round(1.0 / total, 3),
         evidence=evidence,
     )
@@ -156,7 +157,8 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
     else:
         out[key] = Candidate(
             ref=loc.ref, kind=loc.kind, fault=fault_of(loc), component=loc.component, gpu=loc.gpu, peer=loc.peer,
-            link=loc.link, lanes=list(loc.lanes), switch=loc.switch, switch_port=loc.switch_port,
+            link=loc.link, lanes=list(loc.lanes), end=loc.end, switch=loc.switch,
+            switch_port=loc.switch_port,
             port_source=loc.port_source, **_rack_facts(loc),
             findings=list(loc.links), score=loc.confidence, evidence=list(loc.evidence),
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import format as fmt
-from ..enums import ResetScope
+from ..enums import ComponentKind, LinkEnd, ResetScope
 from .catalog import Part
 from .ticket import RepairTicket
 
@@ -53,6 +53,7 @@ def ticket_markdown(t: RepairTicket) -> str:
              f"| peer | {_cell(t.peer or '-')} |",
              f"| link | {_cell(t.link_id or '-')} |",
              f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",
+             *([f"| end | {_end(t)} |"] if t.component_kind in (ComponentKind.NVLINK, ComponentKind.PCIE) else []),
              f"| switch port | {_port(t)} |",
              f"| replacement part | {_cell(_part(t.replacement_part, t.part_note))} |",
              *([f"| then | {_cell(_part(t.next_part))} |"] if t.next_part else []),
@@ -102,3 +103,15 @@ def ticket_markdown(t: RepairTicket) -> str:
     if t.fallback_notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in t.fallback_notes]
     return "\n".join(lines) + "\n"
+
+
+_ENDS = {LinkEnd.GPU: "the GPU's", LinkEnd.UPSTREAM: "the PCIe switch or root port above the GPU",
+         LinkEnd.NVSWITCH: "the NVSwitch port's"}
+
+
+def _end(t: RepairTicket) -> str:
+    """Which end's receiver saw the errors, as the ticket's end row says it."""
+    if t.end is None:
+        return "not determined (no reading of both ends says which received the errors)"
+    where = _ENDS[t.end]
+    return f"errors received at {where}" + ("" if t.end is LinkEnd.UPSTREAM else " end")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from ..config.parts import parts
-from ..enums import ComponentKind, Priority
+from ..enums import ComponentKind, LinkEnd, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
 from .catalog import RepairPlan
@@ -23,6 +23,10 @@ _GPU = re.compile(r"\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
 _LINK = re.compile(r"\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
 _SWITCH = re.compile(r"\bNVSwitch\s*#?\s*(\d+)", re.IGNORECASE)
 _PORT = re.compile(r"\bport\s*#?\s*(\d+)", re.IGNORECASE)
+_LANE = re.compile(r"\blanes?\s*#?\s*(\d+)(?!\s*(?:of|lanes?)\b)", re.IGNORECASE)  # 'lane 6', not 'lanes 8 of 16'
+
+_END = re.compile(r"\b(GPU|NVSwitch|upstream)(?:'s)?\s+end\b", re.IGNORECASE)
+_END_OF = {"gpu": LinkEnd.GPU, "nvswitch": LinkEnd.NVSWITCH, "upstream": LinkEnd.UPSTREAM}
 _LEVELS = "|".join(p.value for p in Priority)
 _PRIORITY = re.compile(rf"\bpriority\b\W{{0,3}}(?:is\s+|of\s+|to\s+|should be\s+)?({_LEVELS})\b|"
                        rf"\b({_LEVELS})[-\s]priority\b", re.IGNORECASE)
@@ -73,11 +77,11 @@ def _facts(c: Candidate) -> dict[str, set[int]]:
     gpus = _from(texts, _GPU) | ({c.gpu} if c.gpu is not None else set())
     links = _from([c.component, *c.findings, c.link_id], _LINK) | ({c.link} if c.link is not None else set())
     return {"GPU": gpus, "NVLink": links, "NVSwitch": _from([c.switch, c.component], _SWITCH),
-            "port": {c.switch_port} if c.switch_port is not None else set()}
+            "port": {c.switch_port} if c.switch_port is not None else set(), "lane": set(c.lanes)}
 
 
 ALL_PARTS = "*"
-_PATTERNS = {"GPU": _GPU, "NVLink": _LINK, "NVSwitch": _SWITCH, "port": _PORT}
+_PATTERNS = {"GPU": _GPU, "NVLink": _LINK, "NVSwitch": _SWITCH, "port": _PORT, "lane": _LANE}
 
 
 def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, set[int]]:
@@ -90,6 +94,7 @@ def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, s
     out["NVLink"] |= {f.link for f in diagnosis.findings if f.link is not None and f.link_type.value == "nvlink"}
     out["NVSwitch"] |= _from((f.switch for f in diagnosis.findings), _SWITCH)
     out["port"] |= {f.switch_port for f in diagnosis.findings if f.switch_port is not None}
+    out["lane"] |= {lane for f in diagnosis.findings for lane in f.lanes}
     return out
 
 
@@ -111,6 +116,14 @@ def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: 
             held = ", ".join(sorted(part_ids)) or "none"
             problems.append(f"names part {p.id}, but the catalog parts for this component are {held}")
     return problems
+
+
+def end_problems(text: str, end: LinkEnd | None, owner: str) -> list[str]:
+    """Each end of the link `text` says the errors reach that the analysis did not name (an end is named only where
+    both ends' counters say it)."""
+    named = {_END_OF[m.group(1).lower()] for m in _END.finditer(text)}
+    held = f"the {end.value} end" if end is not None else "no end (the counters of both ends do not name one)"
+    return [f"names the {e.value} end, but {owner} has {held}" for e in sorted(named) if e is not end]
 
 
 # A command a person would run, named by its tool and first argument ('nvidia-smi -r', 'dcgmi diag').
@@ -182,6 +195,7 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
     for label, text in [("summary", out.summary), *((f"repair step {i + 1}", s)
                                                     for i, s in enumerate(out.repair_steps))]:
         problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part_ids)]
+        problems += [f"{label} {p}" for p in end_problems(text, chosen.end, f"candidate {chosen.id}")]
         problems += [f"{label} {p}" for p in plan_problems(text, plan, allowed)]
     problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
     if out.repair_steps and len(out.repair_steps) != len(plan.repair):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..enums import ComponentKind, FaultKind, PortSource, Priority, ResetScope
+from ..enums import ComponentKind, FaultKind, LinkEnd, PortSource, Priority, ResetScope
 from .catalog import Capture, Part, Reset
 
 UNKNOWN = "unknown"
@@ -91,6 +91,8 @@ class RepairTicket(BaseModel):
     link_id: str | None = None
     link: int | None = None
     lanes: list[int] = Field(default_factory=list)
+    end: LinkEnd | None = Field(None, description="The end of the link whose receiver saw the errors, where both "
+                                                  "ends were read.")
     switch: str | None = None
     switch_port: int | None = None
     port_source: PortSource = PortSource.UNKNOWN

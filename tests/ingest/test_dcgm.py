@@ -298,3 +298,15 @@ def test_a_per_link_field_needs_its_link_label() -> None:
     switch = rows[rows["link_type"] == "nvswitch"].iloc[0]
     assert (switch["nvswitch"], switch["link"], switch["replay"]) == ("2", 17, 1)
     assert [(w.line, "without an nvlink label" in w.message) for w in result.warnings] == [(2, True)]
+
+
+def test_per_link_nvlink_bytes_are_read_per_link_beside_the_gpu_total() -> None:
+    result = READER.read(text(
+        'DCGM_FI_PROF_NVLINK_L3_TX_BYTES{gpu="0",UUID="GPU-1",Hostname="n1"} 5000000000 1772366400000',
+        'DCGM_FI_PROF_NVLINK_L17_RX_BYTES{gpu="0",UUID="GPU-1",Hostname="n1"} 7000000000 1772366400000',
+        'DCGM_FI_PROF_NVLINK_TX_BYTES{gpu="0",UUID="GPU-1",Hostname="n1"} 9000000000 1772366400000'))
+    rows = result.tables["link_samples"]
+    per_link = links(rows).set_index("link")
+    assert per_link.loc[3, "tx_bytes_per_s"] == 5e9 and per_link.loc[17, "rx_bytes_per_s"] == 7e9
+    total = rows[rows["gpu_total"].astype(bool)]
+    assert total["tx_bytes_per_s"].tolist() == [9e9] and total["link"].isna().all()

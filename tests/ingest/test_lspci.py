@@ -95,3 +95,48 @@ def test_lanes_come_only_from_lane_error_status() -> None:
 def test_no_lane_is_made_up_from_a_downtrain() -> None:
     rows = read(SAMPLES / "lspci_vvv_h100.txt")["link_samples"]
     assert rows["lane"].isna().all() and rows["lane_error"].isna().all()
+
+
+def test_the_port_above_a_gpu_is_its_upstream_end_with_its_status_bits() -> None:
+    rows = read(SAMPLES / "lspci_vvv_lane_h100.txt")["link_samples"]
+    ends = rows[rows["lane"].isna()].set_index(["pci_bus_id", rows[rows["lane"].isna()]["end"].astype("string")
+                                                .fillna("gpu")])
+    port = ends.loc[("0000:19:00.0", "upstream")]  # the bridge whose secondary bus is 19, read as the GPU's far end
+    assert (port["peer"], port["device_kind"], port["replay_timeout"], port["rx_err"]) == \
+        ("0000:18:00.0", "pcie_switch", 1.0, 0.0)
+    gpu = ends.loc[("0000:19:00.0", "gpu")]
+    assert (gpu["rx_err"], gpu["bad_dllp"], gpu["bad_tlp"], gpu["replay_timeout"]) == (1.0, 1.0, 0.0, 0.0)
+    lane = rows[rows["lane"].notna()]
+    assert lane[["pci_bus_id", "lane"]].values.tolist() == [["0000:19:00.0", 6]] and lane["end"].isna().all()
+
+
+def test_a_sysfs_count_is_kept_over_the_status_bit() -> None:
+    text = ((SAMPLES / "aer_sysfs_dump.txt").read_text() + "\n" + (SAMPLES / "lspci_vvv_lane_h100.txt").read_text())
+    gpu = read_text(text)["link_samples"]
+    gpu = gpu[(gpu["pci_bus_id"] == "0000:19:00.0") & gpu["lane"].isna() & gpu["end"].isna()]
+    assert gpu["bad_tlp"].max() == 12 and gpu["rx_err"].max() == 0  # the counts, not CESta's bits
+
+
+def test_real_root_port_status_bits() -> None:
+    rows = read(REAL / "lspci_vv_laneerr_rk3588_1.txt")["link_samples"]
+    port = rows[rows["lane"].isna() & (rows["pci_bus_id"] == "0001:10:00.0")].iloc[0]
+    # CESta: RxErr+ BadTLP- BadDLLP+ Rollover- Timeout+ on the root port that reports lane 1 in error
+    assert (port["rx_err"], port["bad_tlp"], port["bad_dllp"], port["aer_rollover"], port["replay_timeout"]) == \
+        (1.0, 0.0, 1.0, 0.0, 1.0)
+
+
+def test_real_gpu_lane_error_and_status_bits_as_printed() -> None:
+    text = (SAMPLES / "lspci_vvv_laneerr_firepro_real.txt").read_text(encoding="utf-8")  # real, but no NVIDIA device
+    amd = read_text(text, fmt="lspci")
+    assert amd["link_samples"].empty  # an AMD display device is not a link fabricbot follows, and it says so
+    assert [w.message for w in amd.warnings] == [
+        "0000:0a:00.0 reports lane(s) 6 in error, but it is no NVIDIA GPU, NVSwitch, PCIe switch or NIC: its link is "
+        "not followed"]
+    # the same lines under an NVIDIA device header (the only line changed): the lane and the bits are read as printed
+    nvidia = text.replace("VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Cape Verde GL "
+                          "[FirePro W4100] [1002:682c]", "3D controller [0302]: NVIDIA Corporation GH100 [10de:2330]")
+    rows = read_text(nvidia, fmt="lspci")["link_samples"]
+    device = rows[rows["lane"].isna()].iloc[0]
+    assert (device["width"], device["max_width"], device["lane_error"]) == (16, 16, True)
+    assert (device["bad_tlp"], device["rx_err"], device["bad_dllp"], device["replay_timeout"]) == (1.0, 0.0, 0.0, 0.0)
+    assert rows.loc[rows["lane"].notna(), "lane"].tolist() == [6]

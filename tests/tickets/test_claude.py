@@ -55,6 +55,8 @@ def test_tool_results_reach_the_model() -> None:
     {"summary": "GPU 2 NVLink 1 failing; priority low."},                      # a priority that is not the analysis's
     {"summary": "GPU 2 NVLink 1 is failing; disable the link and carry on."},  # fabricbot never disables a link
     {"summary": "GPU 2 NVLink 1 is failing; run systemctl restart nvidia-fabricmanager."},  # not in the plan
+    {"summary": "GPU 2 NVLink 1 lane 3 is failing."},  # no lane was observed
+    {"summary": "GPU 2 NVLink 1 is failing: the errors reach the GPU end."},  # only one end was read: no end
 ])
 def test_contradicting_answer_is_retried_then_falls_back_to_rules(bad: dict[str, Any]) -> None:
     calls: list[ModelCall] = []

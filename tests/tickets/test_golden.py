@@ -31,7 +31,7 @@ def _view(t: RepairTicket) -> dict[str, Any]:
             "port_source": t.port_source.value, "part": t.replacement_part.id if t.replacement_part else None,
             "priority": t.priority.value, "repair_steps": len(t.repair_steps), "fault": t.fault.value,
             "reset": t.reset.scope.value, "next_part": t.next_part.id if t.next_part else None,
-            "warnings": len(t.warnings)}
+            "warnings": len(t.warnings), "lanes": t.lanes, "end": t.end.value if t.end else None}
 
 
 @pytest.fixture(scope="module")

@@ -147,3 +147,39 @@ def test_platform_given_wins_over_the_one_a_snapshot_names(tmp_path: Path, cli: 
     code, out, _ = cli("ticket", str(path), "--platform", "hgx-h100-8gpu")
     assert code == 0 and "on hgx-h100-8gpu every GPU NVLink lands on an NVSwitch" in out
     assert json.loads(cli("ticket", str(path), "--platform", "hgx-h100-8gpu", "--json")[1])["switch"] == "NVSwitch 0"
+
+
+def test_lspci_paste_names_the_gpu_the_lane_the_end_and_the_part(cli: Cli) -> None:
+    paste = FIXTURES / "samples" / "lspci_vvv_lane_h100.txt"
+    code, out, _ = cli("ticket", str(paste), "--node", "gpu-node-7", "--platform", "hgx-h100-8gpu", "--json")
+    data = json.loads(out)
+    assert code == 0 and (data["node_id"], data["gpu_index"], data["component_kind"]) == ("gpu-node-7", 0, "pcie")
+    assert (data["lanes"], data["end"]) == ([6], "gpu")
+    # received at the GPU end, the port above it replaying: the GPU's module first, the PCIe path second
+    assert (data["replacement_part"]["id"], data["next_part"]["id"]) == ("hgx-h100-sxm5-module", "hgx-h100-pcie-path")
+    assert any("0000:18:00.0" in e and "replays it sent" in e for e in data["evidence"]["notes"])
+    code, out, _ = cli("ticket", str(paste), "--node", "gpu-node-7", "--platform", "hgx-h100-8gpu")
+    assert "| lanes | 6 |" in out and "| end | errors received at the GPU's end |" in out
+
+
+def test_a_paste_naming_no_node_asks_for_one(cli: Cli) -> None:
+    code, _, err = cli("ticket", str(FIXTURES / "samples" / "lspci_vvv_lane_h100.txt"))
+    assert code == 2 and "--node" in err and "Traceback" not in err
+
+
+def test_a_real_listing_names_the_upstream_end(tmp_path: Path, cli: Cli) -> None:
+    """The ROCK 5 ITX listing as printed: its root port (secondary bus 11) reports lane 1 in error and receiver
+    errors; the device below it none. Under an NVIDIA header (the one line changed) that device is a GPU, and the
+    ticket names its upstream end: the PCIe path first."""
+    text = (FIXTURES / "real" / "lspci_vv_laneerr_rk3588_1.txt").read_text(encoding="utf-8")
+    paste = tmp_path / "lspci.txt"
+    paste.write_text(text.replace("SATA controller: ASMedia Technology Inc. ASM1164 Serial ATA AHCI Controller",
+                                  "3D controller: NVIDIA Corporation GH100"), encoding="utf-8")
+    code, _, err = cli("ticket", str(paste), "--node", "n1")
+    assert code == 2 and "rock-5-itx" in err  # the prompt names the node
+    code, out, _ = cli("ticket", str(paste), "--platform", "pcie-8gpu", "--json")
+    data = json.loads(out)
+    assert code == 0 and (data["node_id"], data["gpu_index"], data["lanes"], data["end"]) == \
+        ("rock-5-itx", 0, [1], "upstream")
+    assert data["replacement_part"]["id"] == "pcie-riser-retimer"
+    assert any("0001:10:00.0" in note and "received errors" in note for note in data["evidence"]["notes"])

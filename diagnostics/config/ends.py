@@ -1,0 +1,54 @@
+"""Which end of a link counts which error (`data/ends.toml`): receivers count what they detect, transmitters the
+replays they send, so the end whose receiver saw the errors is named, and the part on its side comes first.
+
+FABRICBOT_ENDS names a user file whose tables replace the defaults.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..enums import LinkEnd
+from .datafiles import DATA_DIR, load_policy
+
+DEFAULT_FILE = DATA_DIR / "ends.toml"
+ENV_FILE = "FABRICBOT_ENDS"
+
+
+class Direction(BaseModel):
+    """The counters a receiver keeps and those a transmitter keeps, on one kind of link, with their source."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str = Field(min_length=1)
+    received: list[str] = Field(min_length=1)
+    sent: list[str] = Field(min_length=1)
+
+
+class EndsPolicy(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pcie: Direction
+    nvlink: Direction
+    part_first: dict[Literal["pcie", "nvlink"], dict[LinkEnd, Literal["part", "next_part"]]] = Field(
+        default_factory=dict)
+
+    def first_part(self, family: str, end: LinkEnd | None) -> str:
+        """'part' or 'next_part': which of the catalog's parts a fault received at `end` replaces first."""
+        if end is None or family not in self.part_first:
+            return "part"
+        return self.part_first[family].get(end, "part")
+
+
+def load_ends(path: Path | None = None) -> EndsPolicy:
+    """The defaults, or the user's file (argument or $FABRICBOT_ENDS) table by table over them."""
+    return load_policy(EndsPolicy, DEFAULT_FILE, ENV_FILE, "link ends", path, {})
+
+
+@cache
+def default_ends() -> EndsPolicy:
+    return load_ends()

@@ -1,0 +1,133 @@
+"""Which end of a link saw the errors: both ends of a GPU's PCIe link from lspci, an NVLink joined to its NVSwitch
+port; an end is named only where both ends were read."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from diagnostics.analysis import analyze_tables
+from diagnostics.analysis.ends import EndView, pcie_end
+from diagnostics.enums import LinkEnd
+from diagnostics.ingest import detect
+from diagnostics.ingest.base import Source
+from diagnostics.ingest.lspci import READER
+from diagnostics.topology import platform_graph
+from tests.conftest import FIXTURES
+from tests.ingest.dcgm_helpers import scrape
+
+PASTE = (FIXTURES / "samples" / "lspci_vvv_lane_h100.txt").read_text(encoding="utf-8")
+
+
+def _diagnose(text: str) -> object:
+    tables = READER.read(Source.from_text(text, name="paste.txt"), node_id="n1").tables
+    return analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+
+
+def test_the_gpu_end_receives_and_the_port_above_replays() -> None:
+    d = _diagnose(PASTE)
+    loc = d.localization  # type: ignore[attr-defined]
+    assert (loc.ref.slug, loc.lanes, loc.end) == ("gpu0-pcie", [6], LinkEnd.GPU)
+    assert any("GPU numbers taken from PCI bus order" in w for w in d.warnings)  # type: ignore[attr-defined]
+
+
+def test_the_upstream_end_receives_when_the_status_is_the_port_s() -> None:
+    swapped = (PASTE.replace("LaneErrStat: LaneErr at lane: 6", "LaneErrStat: 0", 1)
+               .replace("LaneErrStat: 0\n\tKernel driver in use: pcieport", "LaneErrStat: LaneErr at lane: 9\n"
+                        "\tKernel driver in use: pcieport", 1)
+               .replace("CESta:\tRxErr+ BadTLP- BadDLLP+ Rollover- Timeout-", "CESta:\tRxErr- BadTLP- BadDLLP- "
+                        "Rollover- Timeout+")
+               .replace("CESta:\tRxErr- BadTLP- BadDLLP- Rollover- Timeout+", "CESta:\tRxErr+ BadTLP- BadDLLP- "
+                        "Rollover- Timeout-", 1))
+    loc = _diagnose(swapped).localization  # type: ignore[attr-defined]
+    assert (loc.lanes, loc.end) == ([9], LinkEnd.UPSTREAM)
+
+
+def test_without_the_port_above_the_lane_is_named_but_no_end() -> None:
+    alone = "\n".join(line for line in PASTE.splitlines() if "Bus: primary" not in line)
+    loc = _diagnose(alone).localization  # type: ignore[attr-defined]
+    assert (loc.lanes, loc.end) == ([6], None)
+    assert any("only one end of the link was read" in e for e in loc.evidence)
+
+
+@pytest.mark.parametrize(("gpu", "upstream", "end"), [
+    (EndView(lanes=(3,)), EndView(sent={"replay_timeout": 2.0}), LinkEnd.GPU),
+    (EndView(), EndView(received={"rx_err": 4.0}), LinkEnd.UPSTREAM),
+    (EndView(sent={"replay_timeout": 1.0}), EndView(), LinkEnd.UPSTREAM),  # the GPU replayed: errors reach the port
+    (EndView(received={"bad_tlp": 1.0}), EndView(received={"rx_err": 1.0}), None),  # both receive: the link between
+    (EndView(), EndView(), None),
+])
+def test_which_end_received(gpu: EndView, upstream: EndView, end: LinkEnd | None) -> None:
+    got, _, said = pcie_end({LinkEnd.GPU: gpu, LinkEnd.UPSTREAM: upstream}, 2)
+    assert got is end
+    if end is None and gpu.receives:
+        assert any("both ends" in s for s in said)
+
+
+def _switch_tables(gpu_counter: str, port_counter: str) -> dict[str, pd.DataFrame]:
+    """Every NVLink of an HGX H100 healthy but GPU 3's NVLink 2, and the NVSwitch port it lands on, counting."""
+    graph = platform_graph("hgx-h100-8gpu")
+    port = graph.port_of(3, 2, "nvlink")
+    times = pd.date_range("2026-03-01", periods=13, freq="5min", tz="UTC")
+    hours = (times - times[0]).total_seconds().to_numpy() / 3600
+    frames = [pd.DataFrame({"timestamp": times, "node_id": "n1", "gpu": p.gpu, "link_type": "nvlink", "link": p.link,
+                            "peer": p.peer, "replay": 0.0, "crc_data": 0.0,
+                            **({gpu_counter: hours * 5000.0} if (p.gpu, p.link) == (3, 2) else {})})
+              for g in graph.gpus for p in graph.links_of(g) if p.link_type == "nvlink"]
+    frames.append(pd.DataFrame({"timestamp": times, "node_id": "n1", "link_type": "nvswitch",
+                                "nvswitch": str(port.switch).split()[-1], "link": port.switch_port, "replay": 0.0,
+                                "crc_data": 0.0, port_counter: hours * 5000.0}))
+    return {"link_samples": pd.concat(frames, ignore_index=True)}
+
+
+@pytest.mark.parametrize(("gpu_counter", "port_counter", "end"), [
+    ("replay", "crc_data", LinkEnd.NVSWITCH), ("crc_data", "replay", LinkEnd.GPU)])
+def test_an_nvlink_seen_from_both_ends_names_the_receiving_end(gpu_counter: str, port_counter: str,
+                                                              end: LinkEnd) -> None:
+    d = analyze_tables(_switch_tables(gpu_counter, port_counter), node_id="n1", platform="hgx-h100-8gpu")
+    assert [loc.ref.slug for loc in d.localizations] == ["gpu3-nvlink2"]  # one part: the port folded into the link
+    assert d.localization is not None and d.localization.end is end
+    assert any("seen from both ends" in e for e in d.localization.evidence)
+
+
+def test_dcgm_exporter_scrapes_of_a_gpu_link_and_its_nvswitch_port_name_the_switch_end() -> None:
+    """Two dcgm-exporter scrapes half an hour apart, as the exporter writes them: GPU 3's NVLink 2 replays, and the
+    NVSwitch port it lands on (`nvswitch` and `nvlink` labels) counts the CRC errors it received."""
+    port = platform_graph("hgx-h100-8gpu").port_of(3, 2, "nvlink")
+    switch = str(port.switch).split()[-1]
+    t0, t1 = 1772366400000, 1772366400000 + 30 * 60 * 1000
+    lines = []
+    for stamp, count in ((t0, 0), (t1, 2500)):
+        for line in scrape(ts_ms=stamp, host="n1"):
+            if line.startswith("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L2{") and 'gpu="3"' in line:
+                line = line.replace("} 0 ", f"}} {count} ")
+            lines.append(line)
+        lines.append(f'DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERRORS{{nvswitch="{switch}",nvlink="{port.switch_port}",'
+                     f'Hostname="n1"}} {count} {stamp}')
+    tables = detect.read(Source.from_text("\n".join(lines) + "\n", name="scrapes.prom")).tables
+    d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+    assert [loc.ref.slug for loc in d.localizations] == ["gpu3-nvlink2"]
+    assert d.localization is not None and d.localization.end is LinkEnd.NVSWITCH
+    assert any(f"NVSwitch {switch} port {port.switch_port}" in e and "assumed port map" in e
+               for e in d.localization.evidence)
+
+
+def test_two_readings_of_nvlink_ec_name_the_lane_on_its_link() -> None:
+    reading = ("$ date -u\n{date}\n$ nvidia-smi nvlink -ec -i 2\n"
+               "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-22222222-2222-2222-2222-222222222222)\n"
+               "\t Link 5: Lane 0: CRC Errors: 0\n\t Link 5: Lane 1: CRC Errors: {count}\n")
+    text = (reading.format(date="Sun Mar  1 12:00:00 UTC 2026", count=10)
+            + reading.format(date="Sun Mar  1 12:30:00 UTC 2026", count=4010))
+    tables = detect.read(Source.from_text(text, name="ec.txt"), node_id="n1").tables
+    d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+    link = next(f for f in d.findings if (f.gpu, f.link) == (2, 5) and f.crossed)
+    assert link.lanes == [1] and link.end is None  # one end read: the lane, not the end
+
+
+def test_a_gpu_table_numbers_the_lspci_rows_and_a_gpu_it_lacks_is_said() -> None:
+    tables = READER.read(Source.from_text(PASTE, name="paste.txt"), node_id="n1").tables
+    tables["gpus"] = pd.DataFrame({"node_id": ["n1"], "gpu": [5], "pci_bus_id": ["0000:19:00.0"]})
+    d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
+    assert d.localization is not None and (d.localization.gpu, d.localization.lanes) == (5, [6])
+    assert any(w.startswith("0000:1b:00.0: a GPU the node's GPU table does not list") for w in d.warnings)
+    assert not any("PCI bus order" in w for w in d.warnings)
