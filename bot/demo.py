@@ -24,6 +24,7 @@ from .drafting import Renderer, render_png
 from .nodes import TableNodeSource
 from .runtime import Runtime, build_runtime
 from .settings import Settings
+from .tracker import SqliteTracker
 from .transcript import Transcript
 from .transport.local import LocalSlack
 from .transport.mock_slack import Message, MockSlack
@@ -79,16 +80,18 @@ def earlier_shift(rt: Runtime, fleet: TableNodeSource, life: dict[str, Any]) -> 
         if t["scenario"] not in ("repair_holds", "repair_fails"):
             continue
         finding = next(f for f in fleet.diagnose(node).findings if f.ref.slug == t["component"])
-        filed = rt.tracker.file(node_id=node, component=finding.component, slug=t["component"],
-                                title=f"{node}: {finding.component}", body=f"# {node}: {finding.component}",
-                                priority="high", actor="UDAVE", evidence=[], parts=[t["component"]])
+        when = datetime.fromisoformat(t["onset"]) + timedelta(hours=2)  # the night shift filed it then
+        night = SqliteTracker(rt.tracker.db, clock=lambda w=when: w.isoformat(timespec="seconds"))
+        filed = night.file(node_id=node, component=finding.component, slug=t["component"],
+                           title=f"{node}: {finding.component}", body=f"# {node}: {finding.component}",
+                           priority="high", actor="UDAVE", evidence=[], parts=[t["component"]])
         repaired = datetime.fromisoformat(t["repaired_at"])
-        rt.tracker.report_repair(filed.ticket.id, actor="UDAVE", at=repaired.isoformat(timespec="seconds"),
-                                 note="reseated the NVLink cable")
+        night.report_repair(filed.ticket.id, actor="UDAVE", at=repaired.isoformat(timespec="seconds"),
+                            note="reseated the NVLink cable")
         subject = f"{node} / {finding.component}"
-        rt.audit.record("filing", actor="fabricbot", subject=subject, detail={
+        rt.audit.record("filing", actor="fabricbot", subject=subject, at=when, detail={
             "ticket": filed.ticket.id, "created": True, "approved_by": "UDAVE", "shift": "night"})
-        rt.audit.record("repair", actor="UDAVE", subject=subject, detail={
+        rt.audit.record("repair", actor="UDAVE", subject=subject, at=repaired, detail={
             "ticket": filed.ticket.id, "repaired_at": repaired.isoformat(timespec="seconds")})
         said.append(f"{filed.ticket.id} {node} / {finding.component}: reported repaired at "
                     f"{repaired:%Y-%m-%d %H:%M} UTC by dave (night shift)")
