@@ -81,7 +81,7 @@ def earlier_shift(rt: Runtime, fleet: TableNodeSource, life: dict[str, Any]) -> 
             continue
         finding = next(f for f in fleet.diagnose(node).findings if f.ref.slug == t["component"])
         when = datetime.fromisoformat(t["onset"]) + timedelta(hours=2)  # the night shift filed it then
-        night = SqliteTracker(rt.tracker.db, clock=lambda w=when: w.isoformat(timespec="seconds"))
+        night = SqliteTracker(rt.tracker.db, clock=when.isoformat(timespec="seconds").format)  # a fixed time
         filed = night.file(node_id=node, component=finding.component, slug=t["component"],
                            title=f"{node}: {finding.component}", body=f"# {node}: {finding.component}",
                            priority="high", actor="UDAVE", evidence=[], parts=[t["component"]])
