@@ -72,6 +72,11 @@ def bundled_fleet(folder: Path | None = None) -> TableNodeSource:
     return bundled(folder)[0]
 
 
+def _fixed(stamp: str) -> Callable[[], str]:
+    """A clock stopped at `stamp`."""
+    return lambda: stamp
+
+
 def earlier_shift(rt: Runtime, fleet: TableNodeSource, life: dict[str, Any]) -> list[str]:
     """Tickets an earlier shift filed on the life nodes whose parts were repaired 30 hours before the demo, each
     reported repaired then by a technician: one repair held, one did not. Returns what the transcript says."""
@@ -81,7 +86,7 @@ def earlier_shift(rt: Runtime, fleet: TableNodeSource, life: dict[str, Any]) -> 
             continue
         finding = next(f for f in fleet.diagnose(node).findings if f.ref.slug == t["component"])
         when = datetime.fromisoformat(t["onset"]) + timedelta(hours=2)  # the night shift filed it then
-        night = SqliteTracker(rt.tracker.db, clock=when.isoformat(timespec="seconds").format)  # a fixed time
+        night = SqliteTracker(rt.tracker.db, clock=_fixed(when.isoformat(timespec="seconds")))
         filed = night.file(node_id=node, component=finding.component, slug=t["component"],
                            title=f"{node}: {finding.component}", body=f"# {node}: {finding.component}",
                            priority="high", actor="UDAVE", evidence=[], parts=[t["component"]])
