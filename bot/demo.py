@@ -141,13 +141,16 @@ class Script:
         self.t.collect()
         return self._top()[-1]
 
-    def click(self, user: str, message: Message, label: str, done: Callable[[MockSlack], bool]) -> None:
+    def click(self, user: str, message: Message, label: str, done: Callable[[MockSlack], bool], *,
+              pictures: int = 0) -> None:
         element = next(e for b in message.blocks if b["type"] == "actions" for e in b["elements"]
                        if e.get("text", {}).get("text", "").startswith(label))
+        uploads = len(self.slack.calls_to("files.completeUploadExternal"))
         self.t.person(user, f"clicks `[{element['text']['text']}]`")
         self.local.injector.action(element, user=user, channel=CHANNEL, message_ts=message.ts,
                                    thread_ts=message.thread_ts)
         self._wait(done)
+        self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) >= uploads + pictures)
         self.t.collect()
 
     def mention(self, user: str, text: str) -> None:
@@ -222,7 +225,8 @@ def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = Non
             t.heading("5. A typo gets close matches")
             s.command("UCAROL", "hpc-gpu-node12", expect_post=False)
             t.heading("6. Draft the ticket")
-            s.click("UALICE", faulty, "Draft ticket", lambda m: _answered(m, faulty.ts, 1))
+            evidence = renderer is not None and source.diagnose("hpc-gpu-node-12").evidence is not None
+            s.click("UALICE", faulty, "Draft ticket", lambda m: _answered(m, faulty.ts, 1), pictures=int(evidence))
             seen = copy.deepcopy(_thread_messages(slack, faulty.ts)[0])  # the preview as people see it
             live = slack.find(seen.ts)
             ephemerals = _ephemerals(slack)

@@ -55,19 +55,28 @@ def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, ch
                                alt_txt=blocks.fallback_text(diagnosis),
                                initial_comment=f"Topology of {esc(diagnosis.node_id)}: " + (
                                    "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
-        evidence = diagnosis.evidence
-        if evidence is not None:
-            client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=render_correlation(diagnosis),
-                                   filename=f"{diagnosis.node_id}-correlation.png",
-                                   title=f"{diagnosis.node_id} step time against link errors",
-                                   alt_txt=diagnosis.verdict or blocks.fallback_text(diagnosis),
-                                   initial_comment=f"Job {esc(evidence.job_id)}'s step time against " + (
-                                       "the links that explain it" if evidence.explained
-                                       else f"the worst links of {esc(diagnosis.node_id)}"))
+        post_correlation(client, diagnosis, channel, thread_ts)
     except SlackApiError as exc:
         if failed is None:
             raise
         failed(exc, "uploading the node picture")
+
+
+def post_correlation(client: WebClient, diagnosis: Diagnosis, channel: str, thread_ts: str,
+                     comment: str | None = None) -> bool:
+    """The job's step time against the links' errors, uploaded into a thread, when the node's job has a history;
+    whether there was one to post."""
+    evidence = diagnosis.evidence
+    if evidence is None:
+        return False
+    client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=render_correlation(diagnosis),
+                           filename=f"{diagnosis.node_id}-correlation.png",
+                           title=f"{diagnosis.node_id} step time against link errors",
+                           alt_txt=diagnosis.verdict or blocks.fallback_text(diagnosis),
+                           initial_comment=comment or f"Job {esc(evidence.job_id)}'s step time against " + (
+                               "the links that explain it" if evidence.explained
+                               else f"the worst links of {esc(diagnosis.node_id)}"))
+    return True
 
 
 def post_heat_map(client: WebClient, services: Services, result: SweepResult, channel: str, ts: str) -> None:

@@ -27,6 +27,7 @@ from diagnostics.tickets import evidence_lines
 from .. import blocks
 from ..drafting import graph_for, ticket_priority
 from ..mrkdwn import esc, mention
+from ..posting import post_correlation
 from ..replies import error_code
 from ..services import Services
 from ..work import BUSY, Busy
@@ -161,7 +162,17 @@ class Drafting:
                                         f"(`{esc(error_code(exc))}`), so it cannot be filed; click Draft ticket "
                                         "again.")
             raise
+        if s.renderer is not None and diagnosis.evidence is not None:  # the draft's evidence, as a picture
+            s.work.later(self._attach, client, diagnosis, component)
         return True
+
+    def _attach(self, client: WebClient, diagnosis: Diagnosis, component: str) -> None:
+        try:
+            post_correlation(client, diagnosis, self.at.channel, self.at.thread,
+                             comment=f"The evidence for the {esc(component)} draft: its job's step time against "
+                                     "the links' errors")
+        except SlackApiError as exc:
+            self.at.reply.slack_failed(exc, "attaching the draft's evidence picture")
 
 
 def register(app: App, services: Services) -> None:

@@ -26,7 +26,7 @@ def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action
                  "Did you mean `hpc-gpu-node-12`", "Ticket draft: hpc-gpu-node-12", "limited to the on-call",
                  "Filed as **FAB-0001**, approved by @bob", "already filed as FAB-0001",
                  "already open: **FAB-0001**", "@fabricbot why is job 4411 slow?",
-                 "`/fabric maintenance hpc-gpu-node-", '2h "replace ', "findings are shown, not paged",
+                 "The evidence for the GPU 2 -> GPU 3 NVLink 1 draft", "`/fabric maintenance hpc-gpu-node-", '2h "replace ', "findings are shown, not paged",
                  "`/fabric watch`", "clicks `[Report repair]`", "**FAB-0001** is verifying", "`/fabric verify`",
                  "still verifying", "`/fabric digest`", "Waiting for verification (1)"):
         assert step in text, step
@@ -34,7 +34,8 @@ def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action
     assert [p.name for p in result.images] == [  # each node's topology, then its job's correlation picture
         "01-hpc-gpu-node-12.png", "02-hpc-gpu-node-12-correlation.png", "03-hpc-gpu-node-03.png",
         "04-hpc-gpu-node-03-correlation.png", "05-hpc-gpu-node-12.png", "06-hpc-gpu-node-12-correlation.png",
-        "07-fleet.png", f"08-{planned}.png", f"09-{planned}-correlation.png"]
+        "07-fleet.png", "08-hpc-gpu-node-12-correlation.png",  # the draft's evidence, attached in its thread
+        f"09-{planned}.png", f"10-{planned}-correlation.png"]
     assert "`/fabric fleet`" in text and "![fleet heat map](demo/07-fleet.png)" in text
     assert all(f"(demo/{p.name})" in text and p.read_bytes().startswith(b"\x89PNG") for p in result.images)
     log = result.action_log.read_text()
