@@ -3,16 +3,45 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, computed_field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    computed_field,
+    model_validator,
+)
 
+from . import values
 from .components import ComponentRef
 from .enums import ComponentKind, FaultKind, LinkEnd, LinkState, LinkType, PortSource, Priority, Severity
 
+
+def _held(check: Callable[[float], float], value: float) -> float:
+    """A value `values` accepts; its refusal as the ValueError pydantic reports with the field and the value."""
+    try:
+        return check(value)
+    except values.Refused as why:
+        raise ValueError(str(why)) from None
+
+
 NonNegInt = Annotated[StrictInt, Field(ge=0)]
-PositiveNumber = Annotated[StrictFloat | StrictInt, Field(gt=0)]
+# A count accumulated over the window: a whole number a counter holds (0 to 2^64 - 1, `data/limits.toml`).
+Count = Annotated[StrictInt, Field(ge=0), AfterValidator(lambda v: int(_held(lambda x: values.counter(str(x), "table"),
+                                                                          v)))]
+PositiveNumber = Annotated[StrictFloat | StrictInt, Field(gt=0, allow_inf_nan=False)]
+# A step time in milliseconds: finite, above zero and at most the limits' bound (11.6 days).
+StepTime = Annotated[StrictFloat | StrictInt, Field(gt=0, allow_inf_nan=False),
+                     AfterValidator(lambda v: _held(lambda x: values.gauge(x, "step_time_ms"), v))]
+# The window the counts were accumulated over: one minute to a year (`data/limits.toml` [window]).
+WindowHours = Annotated[StrictFloat | StrictInt, Field(gt=0, allow_inf_nan=False),
+                        AfterValidator(lambda v: _held(values.window_hours, v))]
 
 _LINK_ID = re.compile(r"^(?P<kind>nvlink|pcie)[-_ ]?(?P<num>\d+)?$", re.IGNORECASE)
 
@@ -28,9 +57,9 @@ class LinkReading(BaseModel):
     gpu_src: NonNegInt
     gpu_dst: NonNegInt | None = None
     link_id: Annotated[str, Field(min_length=1)]
-    crc_errors: NonNegInt
-    replay_count: NonNegInt
-    recovery_count: NonNegInt = 0
+    crc_errors: Count
+    replay_count: Count
+    recovery_count: Count = 0
     link_type: LinkType | None = None
     link_state: LinkState = LinkState.UP
 
@@ -73,9 +102,9 @@ class Snapshot(BaseModel):
 
     node_id: Annotated[str, Field(min_length=1)]
     fabric_errors: Annotated[list[LinkReading], Field(min_length=1)]
-    step_time_ms: PositiveNumber
-    baseline_step_time_ms: PositiveNumber
-    window_hours: PositiveNumber = 1.0
+    step_time_ms: StepTime
+    baseline_step_time_ms: StepTime
+    window_hours: WindowHours = 1.0
     platform: str | None = None
 
     @model_validator(mode="after")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 import pandas as pd
 
@@ -17,6 +18,16 @@ from .wrapping import Wrapping
 from .wrapping import detect as detect_wrapping
 
 HEAD_BYTES = 64 * 1024
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or infinity)")
+
+
+def loads_strict(text: str) -> Any:
+    """JSON as RFC 8259 defines it: Python's `json` also takes NaN, Infinity and -Infinity, which no number a
+    reader keeps may be; a ValueError names the one found."""
+    return json.loads(text, parse_constant=_no_constant)
 
 
 @dataclass(frozen=True)
@@ -73,13 +84,56 @@ class IngestResult:
         return out
 
 
+BOM = "\ufeff"  # a byte-order mark some editors write first: not part of the output
+_BOM_BYTES = BOM.encode()
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The last line of an input that no newline ends: it may stop inside a value (a cut file, a full disk).
+
+    A value followed by another character on the line is whole; the text after the line's last space or tab
+    is followed by nothing, so it may be the start of a longer value (45 of 45120) and is never read.
+    """
+
+    number: int
+    text: str  # the line as the tool printed it (wrapping removed)
+
+    @property
+    def whole(self) -> str:
+        """The line up to and including its last space or tab: every value in it is followed by something."""
+        cut = max(self.text.rfind(" "), self.text.rfind("\t"))
+        return self.text[: cut + 1]
+
+    @property
+    def fragment(self) -> str:
+        return self.text[len(self.whole):]
+
+    def warning(self, source: str, what: str | None = None) -> IngestWarning:
+        """What is not read of the line: `what` (the whole line's sample or row), else its last part."""
+        head = "the input ends inside this line, with no newline after it"
+        if what is not None:
+            text = f"{head}: {what} ({self.text.strip()[:60]!r}) may be cut off and is not read"
+        elif self.fragment:
+            text = f"{head}: its last part ({self.fragment[:60]!r}) may be cut off and is not read"
+        else:
+            text = f"{head}: read up to the cut ({self.text.strip()[:60]!r})"
+        return IngestWarning(source, self.number, text)
+
+
 @dataclass(frozen=True)
 class Source:
-    """One input: a file on disk or text already in memory (a paste, a Slack snippet, stdin)."""
+    """One input: a file on disk or text already in memory (a paste, a Slack snippet, stdin).
+
+    `whole_end`: the input ends where its author stopped, so a last line without a newline is whole (text
+    handed over in memory: Slack trims the newline of every message). A file's last line always ends with a
+    newline as the tool, the shell's `>` or `tee` write it; without one the file was cut (see `Tail`).
+    """
 
     name: str
     path: Path | None = None
     text: str | None = None
+    whole_end: bool = False
 
     @classmethod
     def from_path(cls, path: str | Path) -> Source:
@@ -87,17 +141,18 @@ class Source:
         return cls(name=str(path), path=p)
 
     @classmethod
-    def from_text(cls, text: str, name: str = "<paste>") -> Source:
-        return cls(name=name, text=text)
+    def from_text(cls, text: str, name: str = "<paste>", *, whole_end: bool = True) -> Source:
+        return cls(name=name, text=text.removeprefix(BOM), whole_end=whole_end)
 
     def head(self, size: int = HEAD_BYTES) -> bytes:
-        """The first bytes as stored (binary checks, Parquet magic); `head_text` is what readers sniff."""
+        """The first bytes as stored, without a BOM (binary checks, Parquet magic); `head_text` is what readers
+        sniff."""
         if self.text is not None:
             return self.text[:size].encode("utf-8", "replace")
         assert self.path is not None
         try:
             with self.path.open("rb") as fh:
-                return fh.read(size)
+                return fh.read(size).removeprefix(_BOM_BYTES)
         except FileNotFoundError:
             raise InputError("file not found", source=self.name) from None
         except OSError as exc:
@@ -114,26 +169,98 @@ class Source:
         wrapping = self.wrapping
         return text if wrapping.none else "\n".join(wrapping.unwrap(line) for line in text.split("\n"))
 
+    @cached_property
+    def tail(self) -> Tail | None:
+        """The input's last line when no newline ends it (and it is not blank); None when the input can end
+        without one (`whole_end`) or does end with one."""
+        if self.whole_end:
+            return None
+        if self.text is not None:
+            if self.text.endswith(("\n", "\r")):
+                return None
+            number, last = self.text.count("\n") + 1, self.text.rsplit("\n", 1)[-1]
+        else:
+            found = _file_tail(self.path) if self.path is not None else None
+            if found is None:
+                return None
+            number, last = found
+        text = last.rstrip("\r")
+        if not text.strip():
+            return None
+        return Tail(number, text if self.wrapping.none else self.wrapping.unwrap(text))
+
     def _raw_text(self) -> TextIO:
+        """The whole input as text, BOM removed, undecodable bytes as U+FFFD, every newline as `\\n`."""
         if self.text is not None:
             return io.StringIO(self.text)
         assert self.path is not None
-        return self.path.open("r", encoding="utf-8", errors="replace", newline=None)
+        return self.path.open("r", encoding="utf-8-sig", errors="replace", newline=None)
 
-    def open_text(self) -> TextIO:
-        """A text stream over the whole input without its wrapping; undecodable bytes become U+FFFD, never an
-        exception. A wrapped input is held in memory (wrapped inputs are pastes)."""
-        if self.wrapping.none:
+    def open_text(self, *, keep_tail: bool = False) -> TextIO:
+        """A text stream over the input's whole lines without their wrapping; undecodable bytes become U+FFFD,
+        never an exception. A cut last line (`tail`) is left out unless `keep_tail` (a format that shows its own
+        end, JSON or XML, tells a cut document by not parsing). A wrapped or cut input is held in memory
+        (wrapped inputs are pastes; a cut file is rare)."""
+        if self.wrapping.none and (keep_tail or self.tail is None):
             return self._raw_text()
-        return io.StringIO("".join(f"{line}\n" for _, line in self.lines()))
+        return io.StringIO("".join(f"{line}\n" for _, line, ended in self.numbered() if ended or keep_tail))
 
-    def lines(self) -> Iterator[tuple[int, str]]:
-        """(line number from 1, line without its newline and its wrapping), streamed."""
+    def numbered(self) -> Iterator[tuple[int, str, bool]]:
+        """(line number from 1, line without its newline and its wrapping, whether a newline ends it), streamed.
+        Only the last line can lack one; it counts as ended in an input with `whole_end`."""
         unwrap = None if self.wrapping.none else self.wrapping.unwrap
         with self._raw_text() as fh:
             for number, line in enumerate(fh, start=1):
                 text = line.rstrip("\r\n")
-                yield number, (unwrap(text) if unwrap else text)
+                ended = self.whole_end or len(text) < len(line) or not text.strip()
+                yield number, (unwrap(text) if unwrap else text), ended
+
+    def read_lines(self, warn: Callable[[IngestWarning], None],
+                   shows_end: Callable[[str], bool] | None = None) -> Iterator[tuple[int, str]]:
+        """Every line, a cut last line (`tail`) only up to its last space or tab: `warn` gets the warning for
+        the rest. What the readers of line-oriented shell text read. `shows_end(text)`: the line shows its own
+        end (a JSON object that parses), so it is whole as it stands."""
+        for number, text, ended in self.numbered():
+            if not ended and not (shows_end is not None and shows_end(text)):
+                tail = Tail(number, text)
+                warn(tail.warning(self.name))
+                text = tail.whole
+            yield number, text
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """(line number from 1, line without its newline and its wrapping) of every whole line, streamed: a cut
+        last line (`tail`) is not among them, and the reader warns of it."""
+        for number, text, ended in self.numbered():
+            if ended:
+                yield number, text
+
+
+def _file_tail(path: Path) -> tuple[int, str] | None:
+    """(line number, text) of a file's last line when no newline ends it; None when one does (or it is empty)."""
+    try:
+        with path.open("rb") as fh:
+            end = fh.seek(0, io.SEEK_END)
+            if end == 0:
+                return None
+            fh.seek(end - 1)
+            if fh.read(1) in (b"\n", b"\r"):
+                return None
+            fh.seek(0)
+            newlines, last, offset, after_cr = 0, -1, 0, False
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                found = max(block.rfind(b"\n"), block.rfind(b"\r"))
+                if found >= 0:
+                    last = offset + found
+                # a CR, an LF and a CRLF are one newline each (as text mode reads them), across blocks too
+                newlines += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+                newlines -= after_cr and block.startswith(b"\n")
+                after_cr = block.endswith(b"\r")
+                offset += len(block)
+            fh.seek(last + 1)
+            text = fh.read().removeprefix(_BOM_BYTES if last < 0 else b"").decode("utf-8", "replace")
+    except OSError:
+        return None
+    return newlines + 1, text
 
 
 class Reader(Protocol):

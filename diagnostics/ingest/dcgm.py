@@ -34,6 +34,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..tables import EVENTS, TABLES
+from ..values import Refused, limits
+from ..values import index as checked_index
 from .base import IngestResult, IngestWarning, Source
 from .dcgm_frame import build_events, build_gpus, build_link_samples, empty
 from .dcgm_lines import NAT_MS, Batch, line_batches, split
@@ -47,6 +49,11 @@ _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\\n]|\\.)*)"\s*
 _PLAIN = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"')
 _ESCAPE = re.compile(r"\\(.)")
 _UNESCAPE = {"n": "\n", "\\": "\\", '"': '"'}
+# The limit each gauge column is held to (see `values`); generations and widths are whole numbers.
+_GAUGE_KINDS = {"symbol_ber": "ber", "effective_ber": "ber", "tx_bytes_per_s": "bytes_per_s",
+                "rx_bytes_per_s": "bytes_per_s", "gen": "pcie_gen", "max_gen": "pcie_gen", "width": "pcie_width",
+                "max_width": "pcie_width"}
+_WHOLE_GAUGES = frozenset({"gen", "max_gen", "width", "max_width"})
 _SNIFF = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE)
 
 # A cached series: ("link", entity id, column id, is counter) | ("xid", kind, node, gpu, code, bus id) | ("skip",)
@@ -55,6 +62,12 @@ Series = tuple[Any, ...]
 
 class SeriesError(ValueError):
     """A series text that cannot be read; the message says why."""
+
+
+def _unheld(value: np.ndarray, top: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """Values no field of theirs can hold: NaN, infinite, negative, above its top, a fraction where it counts."""
+    with np.errstate(invalid="ignore"):
+        return ~np.isfinite(value) | (value < 0) | (value > top) | (whole & (value != np.floor(value)))
 
 
 def parse_labels(body: str) -> dict[str, str]:
@@ -124,6 +137,7 @@ class DcgmParser:
     warnings: list[IngestWarning] = field(default_factory=list)
     _series: dict[str, Series] = field(default_factory=dict)
     _bodies: dict[str, _Labels] = field(default_factory=dict)
+    _names: dict[int, str] = field(default_factory=dict)  # column id -> name
 
     def feed(self, source: Source, at: datetime | None = None) -> int:
         """Read one source, streamed in batches of lines; returns the number of samples it gave."""
@@ -135,6 +149,8 @@ class DcgmParser:
             self._batch(split(lines, state.at_ms), base, state)
             base += len(lines)
         warn = self.warnings.append
+        if source.tail is not None:
+            warn(source.tail.warning(state.name, "the sample"))
         if state.bad > MAX_LINE_WARNINGS:
             warn(IngestWarning(state.name, None, f"{state.bad - MAX_LINE_WARNINGS} more unreadable lines"))
         if state.sentinels:
@@ -158,6 +174,8 @@ class DcgmParser:
         ents = np.zeros(len(batch.series), dtype=np.int32)
         cols = np.zeros(len(batch.series), dtype=np.int8)
         counters = np.zeros(len(batch.series), dtype=bool)
+        tops = np.full(len(batch.series), np.inf)  # the largest value each series' field can hold
+        wholes = np.zeros(len(batch.series), dtype=bool)  # counters, generations, widths, Xid codes
         described: list[Series] = []
         first_at = np.full(len(batch.series), -1, dtype=np.int64)  # each series' first sample in the batch
         codes, first = np.unique(batch.series_code, return_index=True)
@@ -171,6 +189,8 @@ class DcgmParser:
             kinds[i] = _KIND[series[0]]
             if series[0] == "link":
                 ents[i], cols[i], counters[i] = series[1], series[2], series[3]
+            if series[0] in ("link", "xid"):
+                tops[i], wholes[i] = self._bounds(series)
         code = batch.series_code
         kind, line = kinds[code], base + batch.positions.astype(np.int64) + 1
         if len(line):
@@ -186,15 +206,16 @@ class DcgmParser:
         sentinel = used & ~bad & np.isin(value, list(self.mapping.sentinels))
         state.sentinels += int(sentinel.sum())
         good = used & ~bad & ~sentinel
+        unheld = good & _unheld(value, tops[code], wholes[code])
+        problems += [(int(line[i]), f"{batch.raw[i].as_py().split(' ')[0]!r} is not a value this field can hold "
+                                    f"({'a whole number ' if wholes[code[i]] else ''}from 0 to {tops[code[i]]:g})")
+                     for i in np.flatnonzero(unheld)]
+        good &= ~unheld
         for row in np.flatnonzero(good & (kind == _KIND["xid"])):
             self.xids.append((int(batch.ts_ms[row]), *described[code[row]][1:], float(value[row]), state.number,
                               int(line[row])))
-        link = good & (kind == _KIND["link"])
+        keep = good & (kind == _KIND["link"])
         counter = counters[code]
-        invalid = link & (np.isnan(value) | (counter & (value < 0)))
-        problems += [(int(line[i]), f"{batch.raw[i].as_py().split(' ')[0]!r} is not a counter value")
-                     for i in np.flatnonzero(invalid)]
-        keep = link & ~invalid
         saturated = keep & counter & (value == self.mapping.saturation)
         sat_col = self._column("saturated")
         for mask, col, val in ((keep, cols[code], value), (saturated, None, None)):
@@ -210,6 +231,18 @@ class DcgmParser:
             if state.bad <= MAX_LINE_WARNINGS:
                 self.warnings.append(IngestWarning(state.name, number, message))
 
+    def _bounds(self, series: Series) -> tuple[float, bool]:
+        """(largest value, whole numbers only) of a series' field: `values`' limits for its column."""
+        if series[0] == "xid":
+            return (float(limits().counter_max("dcgm")), True) if series[1] == "counter" else (
+                float(limits().index["code"]), True)
+        if series[3]:
+            return float(limits().counter_max("dcgm")), True
+        name = self._names.get(series[2]) or next(c for c, i in self.columns.items() if i == series[2])
+        self._names[series[2]] = name
+        kind = _GAUGE_KINDS.get(name)
+        return (limits().gauge[kind] if kind else np.inf), name in _WHOLE_GAUGES
+
     def _column(self, column: str) -> int:
         return self.columns.setdefault(column, len(self.columns))
 
@@ -222,10 +255,11 @@ class DcgmParser:
                 mapping = self.mapping
                 gpu_text, link_text = mapping.label(labels, "gpu"), mapping.label(labels, "nvlink")
                 try:
-                    gpu = int(gpu_text) if gpu_text is not None else None
-                    link = int(link_text) if link_text is not None else None
-                except ValueError:
-                    raise SeriesError(f"gpu/nvlink label is not an index ({gpu_text!r}, {link_text!r})") from None
+                    gpu = checked_index(gpu_text, "gpu") if gpu_text is not None else None
+                    link = checked_index(link_text, "link") if link_text is not None else None
+                except Refused as why:
+                    raise SeriesError(f"gpu/nvlink label is not an index ({gpu_text!r}, {link_text!r}: {why})"
+                                      ) from None
                 node = self.node_id or mapping.label(labels, "node") or "unknown"
                 found = _Labels(labels, node, gpu, mapping.label(labels, "nvswitch"), link)
             except SeriesError as exc:
@@ -286,9 +320,10 @@ class DcgmParser:
             if name in mapping.xid_gauge:
                 return ("xid", "gauge", node, gpu, None, bus)
             code = mapping.label(labels, "xid")
-            if code is None or not code.isdigit():
-                raise SeriesError(f"{name}: needs an integer xid label (got {code!r})")
-            return ("xid", "counter", node, gpu, int(code), bus)
+            try:
+                return ("xid", "counter", node, gpu, checked_index(code or "", "code"), bus)
+            except Refused:
+                raise SeriesError(f"{name}: needs an integer xid label, an Xid number (got {code!r})") from None
         assert resolved is not None
         fld = resolved.field
         link = resolved.link if resolved.link is not None else link

@@ -166,18 +166,21 @@ def line_batches(source: Source, batch_lines: int = 100_000) -> Iterator[pa.Arra
     pyarrow's CSV reader, with a delimiter and quoting that never split a line, reads the lines; a file it
     refuses (bytes that are not UTF-8, a control character it takes for a delimiter) continues through Python's
     text reader from the line where it stopped, with undecodable bytes replaced. A pasted scrape (indented,
-    quoted, fenced) goes through the source's own lines, which come without that wrapping.
+    quoted, fenced) goes through the source's own lines, which come without that wrapping. A cut last line
+    (`Source.tail`: the exposition format ends every line with a newline) is not among them.
     """
     if not source.wrapping.none:
         yield from _python_batches(source, 0, batch_lines)
         return
+    cut = source.tail is not None
     size = len(source.text) if source.text is not None else (source.path.stat().st_size if source.path else 0)
     if size <= SMALL_INPUT:  # one scrape: splitting the text costs less than starting the CSV reader
         text = source.text
         if text is None:
             assert source.path is not None
-            text = source.path.read_bytes().decode("utf-8", "replace")
-        yield pa.array(text.split("\n"), type=pa.string())
+            text = source.path.read_bytes().decode("utf-8-sig", "replace")
+        lines = text.split("\n")
+        yield pa.array(lines[:-1] if cut else lines, type=pa.string())
         return
     done = 0
     try:
@@ -191,10 +194,14 @@ def line_batches(source: Source, batch_lines: int = 100_000) -> Iterator[pa.Arra
             convert_options=pacsv.ConvertOptions(column_types={"line": pa.string()}, strings_can_be_null=False,
                                                  quoted_strings_can_be_null=False),
         )
+        held: pa.Array | None = None  # one batch held back: the last one loses a cut last line
         for batch in reader:
-            column = batch.column(0)
-            done += len(column)
-            yield column
+            if held is not None:
+                yield held
+                done += len(held)
+            held = batch.column(0)
+        if held is not None:
+            yield held.slice(0, len(held) - 1) if cut else held
         return
     except (pa.ArrowInvalid, OSError):
         pass

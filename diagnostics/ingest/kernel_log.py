@@ -23,10 +23,11 @@ import pandas as pd
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
-from .textlines import Collector, classify, normalize_bus_id, skip_shell
+from .textlines import Collector, classify, normalize_bus_id, parse_time, skip_shell
 
 # journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
-_HOST = r"(?:(?P<host>[\w.-]+)\s+(?=kernel[:\[]))?"
+# a host name in any script (`nœud-07`, `узел-3`, decomposed accents): whatever the prefix holds before `kernel:`
+_HOST = r"(?:(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[]))?"
 _ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+" + _HOST)
 _SYSLOG = re.compile(r"^\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+" + _HOST)
 _DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
@@ -43,7 +44,7 @@ _SXID_HEAD = re.compile(r"^(?P<sev>Fatal|Non-?fatal)\s*,", re.IGNORECASE)
 _SXID_MORE = re.compile(r"^(?:Data \{|Severity (?P<sev>\d+) Engine instance)")
 _XID_SEVERITY = re.compile(r"^[A-Z0-9_]+ (?P<sev>Fatal|Non-?fatal)\b", re.IGNORECASE)  # NVLink5: `NETIR Fatal XC0`
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
-_LINK = re.compile(r"\blink\s*(\d+)", re.IGNORECASE)
+_LINK = re.compile(r"\blink\s*(\d+)(?!\w|\.\d)", re.IGNORECASE)  # `link 5(0x0...`, never the 1 of `link 1E+308`
 _AER_KIND = EventKind.AER.value
 _DEVICE = r"(?:[\w-]+\s+)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+"
 _AER_RECEIVED = re.compile(_DEVICE + r"AER: (?P<msg>.*?error received: (?P<src>\S+))\s*$")
@@ -66,7 +67,7 @@ class KernelLogReader:
         last: dict[str, Any] | None = None
         open_sxids: dict[tuple[str | None, int], dict[str, Any]] = {}  # (switch bus id, code) -> its event
         skipped = [0, 0, 0]  # count, first and last line: a large log keeps memory bounded
-        for line in classify(source):
+        for line in classify(source, out):
             if line.kind != "text":
                 skip_shell(line, out)
                 continue
@@ -77,16 +78,23 @@ class KernelLogReader:
             if node_id is None and host:
                 out.node_id = out.node_id or host
             out.timestamp = ts
-            if xid := _XID.search(body):
-                code = int(xid["code"])
+            xid = _XID.search(body)
+            code = out.checked("index", line.number, xid["code"], "code", "Xid") if xid else None
+            sxid = _SXID.search(body) if xid is None else None
+            if xid and code is not None:
                 caused = _CAUSED.search(xid["rest"])
                 link = _LINK.search(xid["rest"]) if code in nvlink_xids else None
                 stated = _XID_SEVERITY.match(xid["rest"])
                 last = out.add("events", line.number, pci_bus_id=normalize_bus_id(xid["bus"]), kind=EventKind.XID.value,
-                               code=code, caused_by=int(caused[1]) if caused else None,
-                               link=int(link[1]) if link else None, text=body[xid.start():].removeprefix("NVRM: "),
+                               code=code, text=body[xid.start():].removeprefix("NVRM: "),
+                               caused_by=out.checked("index", line.number, caused[1], "code", "caused by Xid")
+                               if caused else None,
+                               link=out.checked("index", line.number, link[1], "link", f"Xid {code} link")
+                               if link else None,
                                severity=_severity(stated["sev"]) if stated else None)
-            elif sxid := _SXID.search(body):
+            elif xid:
+                pass  # its code is refused, and said
+            elif sxid and out.checked("index", line.number, sxid["code"], "code", "SXid") is not None:
                 last = _sxid(out, line.number, sxid, open_sxids)
             elif "AER:" in body and (aer := _AER_RECEIVED.search(body)):
                 src = normalize_bus_id(aer["src"]) or normalize_bus_id(aer["bus"])
@@ -112,7 +120,7 @@ class KernelLogReader:
 def _sxid(out: Collector, number: int, sxid: re.Match[str], open_sxids: dict[tuple[str | None, int], dict[str, Any]],
           ) -> dict[str, Any]:
     """A first SXid line starts an event; its `Severity`/`Data` lines (same switch and code) join it."""
-    bus, code, rest = normalize_bus_id(sxid["bus"]), int(sxid["code"]), sxid["rest"]
+    bus, code, rest = normalize_bus_id(sxid["bus"]), int(sxid["code"]), sxid["rest"]  # the code is checked
     more = _SXID_MORE.match(rest)
     event = open_sxids.get((bus, code)) if more else None
     if event is not None:
@@ -127,8 +135,8 @@ def _sxid(out: Collector, number: int, sxid: re.Match[str], open_sxids: dict[tup
                          "above; its following lines are read as one event")
     severity = _severity(head["sev"]) if head else (_severity(more["sev"]) if more and more["sev"] else None)
     event = out.add("events", number, pci_bus_id=bus, kind=EventKind.SXID.value, code=code,
-                    link=int(link[1]) if link else None, text=f"{sxid['dev']}: {rest}", severity=severity,
-                    nvswitch=sxid["index"] or None)
+                    link=out.checked("index", number, link[1], "link", f"SXid {code} port") if link else None,
+                    text=f"{sxid['dev']}: {rest}", severity=severity, nvswitch=sxid["index"] or None)
     open_sxids[(bus, code)] = event
     return event
 
@@ -145,18 +153,25 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
     host: str | None = None
     body = text.strip()
     if (match := _ISO.match(body)) or (match := _DMESG_X.match(body)) or (match := _TALOS.match(body)):
-        stamp = pd.Timestamp(match["ts"].replace(",", "."))
-        ts = stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")
+        stamp = parse_time(match["ts"].replace(",", "."))
         host, body = match.groupdict().get("host"), body[match.end():]
-        if stamp.tzinfo is None:
-            out.once("iso", number, "log times state no zone; read as UTC")
+        if stamp is None:
+            out.warn(number, f"the time {match['ts']!r} is no time (a digit changed?); the event has none")
+        else:
+            ts = stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")
+            if stamp.tzinfo is None:
+                out.once("iso", number, "log times state no zone; read as UTC")
     elif match := _SYSLOG.match(body):
         host, body = match["host"], body[match.end():]
         out.once("syslog", number, "syslog dates carry no year; these events have no timestamp")
     elif match := _DMESG_T.match(body):
-        ts = pd.Timestamp(match["ts"]).tz_localize("UTC")
+        stamp = parse_time(match["ts"])
         body = body[match.end():]
-        out.once("dmesg-T", number, "dmesg -T prints local time without a zone; read as UTC")
+        if stamp is None:
+            out.warn(number, f"the time {match['ts']!r} is no time (a digit changed?); the event has none")
+        else:
+            ts = stamp.tz_localize("UTC")
+            out.once("dmesg-T", number, "dmesg -T prints local time without a zone; read as UTC")
     body = _KERNEL.sub("", body)
     if match := _UPTIME.match(body):
         body = body[match.end():]

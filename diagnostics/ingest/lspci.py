@@ -82,7 +82,7 @@ class LspciReader:
         last: Line | None = None
         below: dict[tuple[str, int], str] = {}  # (domain, secondary bus) -> the bridge above that bus
         lanes: dict[str, list[dict[str, Any]]] = {}
-        for line in classify(source):
+        for line in classify(source, out):
             if line.kind == "command" and (path := _AER_PATH.search(line.command or "")):
                 aer_bus = normalize_bus_id(path["bus"])
             if skip_shell(line, out):
@@ -92,10 +92,12 @@ class LspciReader:
                 bus = normalize_bus_id(head["bus"]) or head["bus"]
                 device, cap, aer_bus = (bus, device_kind(head["cls"], head["desc"]), line.number), {}, None
             elif match := _LNKCAP.match(line.text):
-                cap = {"speed": _gen(match["speed"]), "width": int(match["width"])}
+                cap = {"speed": _gen(out, line.number, match["speed"], "LnkCap"),
+                       "width": out.checked("level", line.number, match["width"], "pcie_width", "LnkCap width")}
             elif (match := _LNKSTA.match(line.text)) and device is not None:
-                if device[1] is not None:
-                    _link_row(out, rows, device, cap, _gen(match["speed"]), int(match["width"]))
+                width = out.checked("level", line.number, match["width"], "pcie_width", "LnkSta width")
+                if device[1] is not None and width is not None:
+                    _link_row(out, rows, device, cap, _gen(out, line.number, match["speed"], "LnkSta"), width)
                 cap = {}
             elif (match := _LANE_ERRORS.match(line.text)) and device is not None:
                 if device[1] is not None:
@@ -116,9 +118,11 @@ class LspciReader:
                     out.once("aer-nobus", line.number, "AER counters without a device path; they are not read "
                                                        "(paste them with `grep -r . /sys/bus/pci/devices/*/aer_dev_*`)")
                 elif column:
-                    row = _row(out, rows, bus, line.number, None)
-                    row[column] = float(value["value"])
-                    row["aer_counted"] = True
+                    count = out.checked("counter", line.number, value["value"], "aer", value["name"])
+                    if count is not None:
+                        row = _row(out, rows, bus, line.number, None)
+                        row[column] = count
+                        row["aer_counted"] = True
             elif device is None or not line.text[:1].isspace():
                 out.unread(line)
             last = line
@@ -127,8 +131,14 @@ class LspciReader:
         return out.result()
 
 
-def _gen(speed: str) -> int | None:
-    return _GEN_BY_SPEED.get(float(speed))
+def _gen(out: Collector, number: int, speed: str, what: str) -> int | None:
+    """The PCIe generation of a lane rate in GT/s; None, with a warning, for a rate no generation has."""
+    rate = out.checked("gauge", number, speed, "lane_rate_gts", f"{what} speed (GT/s)")
+    if rate is None:
+        return None
+    if rate not in _GEN_BY_SPEED:
+        out.warn(number, f"{what} speed {speed}GT/s is no PCIe generation's lane rate; its generation is not read")
+    return _GEN_BY_SPEED.get(rate)
 
 
 def _row(out: Collector, rows: dict[str, dict[str, Any]], bus: str, number: int, kind: str | None) -> dict[str, Any]:
@@ -152,7 +162,8 @@ def _link_row(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str
 def _lane_rows(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str, str | None, int], number: int,
                lanes: str | None) -> list[dict[str, Any]]:
     """The lanes the device's Lane Error Status names: one row each, and the device row's yes/no."""
-    named = [int(n) for n in lanes.split()] if lanes else []
+    found = [out.checked("index", number, n, "lane", f"{device[0]} LaneErrStat lane") for n in (lanes or "").split()]
+    named = [lane for lane in found if lane is not None]
     _row(out, rows, device[0], device[2], device[1])["lane_error"] = bool(named)
     return [out.add("link_samples", number, pci_bus_id=device[0], link_type=LinkType.PCIE.value, peer="unknown",
                     device_kind=device[1], lane=lane, lane_error=True) for lane in named]

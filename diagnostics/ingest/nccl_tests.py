@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 
 from .base import IngestResult, Source
-from .textlines import Collector, Line, classify, skip_shell, to_number
+from .textlines import Collector, Line, classify, skip_shell
 
 _COMMAND = re.compile(r"(?:^|/|\s)(?P<coll>[a-z_]+?)_perf(?:_mpi)?\b")
 _RANK = re.compile(r"^#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
 _KNOWN = re.compile(r"^(?:NCCL version|#)")
+_KINDS = ("collective_time_us", "bandwidth_gbps", "bandwidth_gbps")  # the limits of time, algbw and busbw
 # The layouts seen before a header is: newest first. Each name is a column, `time` starts a figures group.
 _DEFAULT_LAYOUTS = (
     ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"],
@@ -39,7 +40,7 @@ class NcclTestsReader:
         hosts: list[str] = []
         columns: list[str] | None = None
         rows = 0
-        for line in classify(source):
+        for line in classify(source, out):
             if line.kind in ("command", "continuation") and (cmd := _COMMAND.search(line.command or "")):
                 collective = cmd["coll"]
             if skip_shell(line, out):
@@ -49,7 +50,7 @@ class NcclTestsReader:
                 if rank["host"] not in hosts:
                     hosts.append(rank["host"])
             elif avg := _AVG.match(text):
-                value = to_number(avg["value"])
+                value = out.checked("gauge", line.number, avg["value"], "bandwidth_gbps", "Avg bus bandwidth")
                 if value is not None:
                     out.add("step_samples", line.number, collective=collective, busbw_gbps=value)
             elif text.startswith("#") and "size" in text and "time" in text:
@@ -75,19 +76,20 @@ def _data_row(out: Collector, line: Line, columns: list[str] | None, collective:
     if layout is None:
         out.unread(line)
         return 0
-    size = to_number(tokens[0])
+    size = out.checked("index", line.number, tokens[0], "size_bytes", "size")
     starts = [i for i, name in enumerate(layout) if name == "time"]
     read = 0
     for group, start in enumerate(starts):
         figures = tokens[start:start + 3]
-        values = [to_number(t) for t in figures]
-        if len(figures) < 3 or None in values:
-            if len(tokens) < len(layout):
-                out.warn(line.number, f"this row is cut off after {len(tokens)} of {len(layout)} columns; "
-                                      "its whole figures are read")
-                break
-            continue  # N/A: this collective has no such figures
-        out.add("step_samples", line.number, collective=collective, size_bytes=int(size) if size is not None else None,
+        if len(figures) < 3:
+            out.warn(line.number, f"this row is cut off after {len(tokens)} of {len(layout)} columns; "
+                                  "its whole figures are read")
+            break
+        values = [out.checked("gauge", line.number, t, kind, f"{name} ({'in' if group else 'out-of'}-place)")
+                  for t, kind, name in zip(figures, _KINDS, ("time", "algbw", "busbw"), strict=True)]
+        if None in values:
+            continue  # N/A (this collective has no such figures), or refused and said
+        out.add("step_samples", line.number, collective=collective, size_bytes=size,
                 collective_time_us=values[0], algbw_gbps=values[1], busbw_gbps=values[2], in_place=group == 1)
         read += 1
     return read

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import values
 from .base import IngestResult, IngestWarning, Source
 
 READER_NAME = "nccl-xml"
@@ -37,6 +38,7 @@ class _State:
     devices: list[_Device] = field(default_factory=list)
     links: list[tuple[int, str, int, str, int]] = field(default_factory=list)  # gpu, target, count, tclass, line
     bus_of_gpu: dict[str, int] = field(default_factory=dict)
+    warnings: list[IngestWarning] = field(default_factory=list)
 
     def path(self) -> tuple[str, ...]:
         return tuple(e.get("busid", "").lower() for e in self.stack if e.tag == "pci")
@@ -64,12 +66,21 @@ class _State:
             self.devices.append(_Device("nic", f"NIC{dev}", path, self.numa(), line))
         elif elem.tag == "nvlink":
             gpu = next((e for e in reversed(self.stack) if e.tag == "gpu"), None)
-            if gpu is not None:
+            count = self.checked(elem.get("count", "1") or "1", line, "nvlink count")
+            if gpu is not None and count is not None:
                 dev = gpu.get("dev", "-1")
                 self.links.append((int(dev) if dev.lstrip("-").isdigit() else -1,
-                                   elem.get("target", "").lower(), int(elem.get("count", "1") or 1),
-                                   elem.get("tclass", ""), line))
+                                   elem.get("target", "").lower(), count, elem.get("tclass", ""), line))
         self.stack.append(elem)
+
+    def checked(self, raw: str, line: int, what: str) -> int | None:
+        """A link count as the XML states it, or None with a warning naming the line and the value."""
+        try:
+            return values.index(raw, "link")
+        except values.Refused as why:
+            self.warnings.append(IngestWarning(self.where, line, f"{what} = {values.describe(raw)}: {why}; "
+                                                                 "not read"))
+            return None
 
     def end(self, elem: ET.Element) -> None:
         if self.stack:
@@ -121,11 +132,11 @@ class NcclXmlReader:
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         state = _State(source.name)
-        warnings: list[IngestWarning] = []
+        warnings = state.warnings
         parser: Any = ET.XMLPullParser(events=("start", "end"))
         started = False
         last = 0
-        for number, line in source.lines():
+        for number, line, _ in source.numbered():  # XML shows its own end: a cut last line leaves an element open
             last = number
             if not started:
                 if not line.lstrip().startswith("<"):

@@ -17,7 +17,7 @@ from ..config.datafiles import DATA_DIR, read_toml
 from ..enums import LinkState, LinkType
 from ..errors import ConfigError
 from .base import IngestResult, Source
-from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell, to_number
+from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell
 
 COUNTERS_FILE = DATA_DIR / "nvlink_counters.toml"
 
@@ -28,6 +28,7 @@ _SPEED = re.compile(r"^(?P<speed>\d+(?:\.\d+)?) GB/s$")
 _LANE = re.compile(r"^Lane (?P<lane>\d+):?\s*(?P<rest>.*)$")
 _REMOTE = re.compile(r"^Remote Device (?P<dev>\S+?):? Link (?P<port>\d+)$")
 _COUNTER = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 /()-]*?):\s*(?P<value>\S*)$")
+_BARE_VALUE = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|nan|inf\w*)(?:e[-+]?\d+)?$", re.IGNORECASE)
 _SWITCH_SENTINEL = re.compile(r"^f{4,8}:ff:ff", re.IGNORECASE)
 
 
@@ -67,11 +68,13 @@ class NvlinkReader:
         seen_gpus: set[tuple[int, str | None]] = set()
         gpu: int | None = None
         uuid: str | None = None
-        for line in classify(source):
+        for line in classify(source, out):
             if skip_shell(line, out):
                 continue
             if header := _GPU.match(line.text):
-                gpu, uuid = int(header["gpu"]), _uuid(header["uuid"])
+                gpu, uuid = out.checked("index", line.number, header["gpu"], "gpu", "GPU index"), _uuid(header["uuid"])
+                if gpu is None:  # refused: its lines belong to no GPU and are reported as not read
+                    continue
                 if (gpu, uuid) not in seen_gpus:
                     seen_gpus.add((gpu, uuid))
                     out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=header["name"].strip())
@@ -80,7 +83,9 @@ class NvlinkReader:
                 out.unread(line)
                 continue
             if ok := _LINKS_OK.match(line.text):
-                for link in range(int(ok["first"]), int(ok["last"]) + 1):
+                first = out.checked("index", line.number, ok["first"], "link", f"GPU {gpu} link")
+                last = out.checked("index", line.number, ok["last"], "link", f"GPU {gpu} link")
+                for link in range(first or 0, last + 1 if first is not None and last is not None else 0):
                     row = _row(rows, out, line, (gpu, uuid, link, None), complete)
                     row.update({c: 0.0 for c in complete})
                 continue
@@ -88,26 +93,34 @@ class NvlinkReader:
             if not match:
                 out.unread(line)
                 continue
-            link, rest = int(match["link"]), match["rest"]
+            found, rest = out.checked("index", line.number, match["link"], "link", f"GPU {gpu} link"), match["rest"]
+            if found is None:
+                continue
+            link = found
             if remote := _REMOTE.match(rest):
                 remotes[(gpu, link)] = _remote(out, line, gpu, link, remote)
                 continue
             lane: int | None = None
             if lane_match := _LANE.match(rest):
-                lane, rest = int(lane_match["lane"]), lane_match["rest"]
-                if to_number(rest) is not None:  # `Link 0: Lane 3: 12`
+                lane = out.checked("index", line.number, lane_match["lane"], "lane", f"GPU {gpu} link {link} lane")
+                rest = lane_match["rest"]
+                if lane is None:
+                    continue
+                if _BARE_VALUE.match(rest):  # `Link 0: Lane 3: 12`
                     rest = f"CRC Errors: {rest}"
             key = (gpu, link, lane)
             if rest == "<inactive>":
                 _row(rows, out, line, (gpu, uuid, link, lane), ("link_state",))["link_state"] = LinkState.INACTIVE.value
             elif speed := _SPEED.match(rest):
+                gbps = out.checked("gauge", line.number, speed["speed"], "speed_gbps", f"GPU {gpu} link {link} speed")
+                if gbps is None:
+                    continue
                 row = _row(rows, out, line, (gpu, uuid, link, lane), ("speed_gbps", "link_state"))
-                row["speed_gbps"] = float(speed["speed"])
+                row["speed_gbps"] = gbps
                 row.setdefault("link_state", LinkState.UP.value)
             elif counter := _COUNTER.match(rest):
                 label = " ".join(counter["label"].lower().split())
                 column = labels.get(label)
-                value = to_number(counter["value"]) if counter["value"] else None
                 if column is None:
                     if label not in unknown_labels:
                         unknown_labels.add(label)
@@ -118,8 +131,10 @@ class NvlinkReader:
                     out.warn(line.number, f"GPU {gpu} link {link}: {counter['label']} has no value; "
                                           "the output is cut off here")
                     continue
+                value = out.checked("counter", line.number, counter["value"], "nvlink", f"GPU {gpu} link {link} "
+                                    f"{counter['label']}")
                 if value is None:
-                    continue  # N/A: the driver does not report this counter
+                    continue  # N/A (the driver does not report this counter), or refused and said
                 row = _row(rows, out, line, (gpu, uuid, link, lane), (column,))
                 row[column] = value
                 if value == SATURATED_16BIT:
@@ -170,7 +185,8 @@ def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[st
     else:
         far, detail = normalize_bus_id(raw) or raw, "the remote device's PCI bus id"
     out.add("topology", line.number, a=f"GPU{gpu}", b=far, relation="remote", link=link,
-            remote_port=int(remote["port"]), detail=detail)
+            remote_port=out.checked("index", line.number, remote["port"], "link", f"GPU {gpu} link {link} remote port"),
+            detail=detail)
     return far if far == "NVSwitch" else f"PCI {far}"
 
 

@@ -42,9 +42,9 @@ class PasteReader:
         return MIXED_SCORE if len(readers) >= 2 else 0.0
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
-        lines = _lines(text for _, text in source.lines())
-        others = _others()
         notes = Collector(source, "paste", node_id)
+        lines = _lines(text for _, text in source.read_lines(notes.note))
+        others = _others()
         results = []
         for part in plan(lines, others):
             body = [line for line in part.lines if line.kind not in ("blank", "fence", "provenance")]

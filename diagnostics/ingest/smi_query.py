@@ -15,8 +15,9 @@ import re
 from typing import Any
 
 from ..enums import LinkState, LinkType
+from ..values import gauge, number
 from .base import IngestResult, Source
-from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell, to_number
+from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
 _GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
@@ -49,7 +50,7 @@ class SmiQueryReader:
         driver: str | None = None
         stack: list[tuple[int, str]] = []
         last: Line | None = None
-        for line in classify(source):
+        for line in classify(source, out):
             if line.kind == "text" and line.text.strip().startswith("Timestamp"):
                 out.take_time(Line(line.number, line.text.split(":", 1)[1], "text"))
                 continue
@@ -112,10 +113,12 @@ class _Gpu:
                 self.fabric_line = self.fabric_line or line.number
         elif section == "PCIe Generation" and key in ("Max", "Current"):
             self.in_pci = True
-            self._set("max_gen" if key == "Max" else "gen", to_number(value))
+            self._set("max_gen" if key == "Max" else "gen",
+                      out.checked("level", line.number, value, "pcie_gen", f"PCIe generation {key}"))
         elif section == "Link Width" and key in ("Max", "Current"):
             width = _WIDTH.match(value)
-            self._set("max_width" if key == "Max" else "width", float(width[1]) if width else None)
+            lanes = out.checked("level", line.number, width[1] if width else value, "pcie_width", f"Link Width {key}")
+            self._set("max_width" if key == "Max" else "width", lanes)
         elif key in _PCI_KEYS:
             self.in_pci = True
             self._pci(key, value, line, out)
@@ -126,13 +129,16 @@ class _Gpu:
         elif key == "Bus Id":
             self.row["pci_bus_id"] = normalize_bus_id(value) or self.row["pci_bus_id"]
         elif key in _THROUGHPUT:
-            number, _, unit = value.partition(" ")
-            amount = to_number(number)
-            if amount is not None and unit in _UNITS:
-                self.row[_THROUGHPUT[key]] = amount * _UNITS[unit]
+            amount_text, _, unit = value.partition(" ")
+            if unit in _UNITS:
+                scale = _UNITS[unit]
+                amount = out.value(line.number, amount_text, lambda r: gauge(number(r) * scale, "bytes_per_s"), key)
+                if amount is not None:
+                    self.row[_THROUGHPUT[key]] = amount
         else:
-            column = "replay" if key == "Replays Since Reset" else "replay_rollovers"
-            count = to_number(value)
+            replays = key == "Replays Since Reset"
+            column = "replay" if replays else "replay_rollovers"
+            count = out.checked("counter", line.number, value, "pcie_replay" if replays else "pcie_rollover", key)
             if count is None:
                 return
             self.row[column] = count
@@ -140,9 +146,9 @@ class _Gpu:
             if count == SATURATED_16BIT:
                 self.row["saturated"] = True
 
-    def _set(self, column: str, value: float | None) -> None:
+    def _set(self, column: str, value: int | None) -> None:
         if value is not None:
-            self.row[column] = int(value)
+            self.row[column] = value
 
     def emit(self, out: Collector, last: Line | None, driver: str | None) -> None:
         number = self.row.pop("source_line", self.number)

@@ -135,7 +135,7 @@ class SnapshotReader:
         return 0.95 if text[:1] in "{[" and '"fabric_errors"' in head else 0.0
 
     def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None) -> IngestResult:
-        with source.open_text() as fh:
+        with source.open_text(keep_tail=True) as fh:  # JSON shows its own end: a cut document does not parse
             cases = read_cases(fh.read(), source.name)
         warnings: list[IngestWarning] = []
         results: list[IngestResult] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +17,15 @@ from typing import Any
 
 import pandas as pd
 
+from .. import values
 from ..config.datafiles import DATA_DIR, read_toml
 from ..errors import ConfigError
-from .base import IngestResult, Source
-from .textlines import Collector, Line, classify, skip_shell, to_number
+from ..values import gauge, no_value, number
+from .base import IngestResult, Source, loads_strict
+from .textlines import Collector, Line, classify, parse_time, skip_shell
 
 PATTERNS_FILE = DATA_DIR / "step_patterns.toml"
+_MORE_NUMBER = re.compile(r"\d|\.\d|[eE][-+]?\d")  # what goes on from a number: more digits, a fraction, an exponent
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class StepLogReader:
         out = Collector(source, "step log", node_id)
         header: list[str] | None = None
         mode: str | None = None
-        for line in classify(source):
+        for line in classify(source, out, _json_object):
             if skip_shell(line, out) or line.text.lstrip().startswith("#"):
                 continue
             text = line.text.strip()
@@ -106,9 +110,12 @@ class StepLogReader:
 
     def _json(self, out: Collector, line: Line) -> None:
         try:
-            record = json.loads(line.text)
+            record = loads_strict(line.text)
         except json.JSONDecodeError as exc:
             out.warn(line.number, f"not valid JSON ({exc.msg}); the line is skipped")
+            return
+        except ValueError as exc:
+            out.warn(line.number, f"{exc}; the line is skipped")
             return
         if not isinstance(record, dict):
             out.warn(line.number, "a step record must be a JSON object; the line is skipped")
@@ -122,13 +129,18 @@ class StepLogReader:
         return None
 
     def _record(self, out: Collector, line: Line, record: dict[str, Any]) -> None:
-        ms = _number(self._pick(record, "step_time_ms"))
-        seconds = _number(self._pick(record, "step_time_s"))
-        step_time = ms if ms is not None else (seconds * 1000.0 if seconds is not None else None)
-        if step_time is None or step_time <= 0:
+        ms, seconds = self._pick(record, "step_time_ms"), self._pick(record, "step_time_s")
+        raw, scale, name = (ms, 1.0, "step_time_ms") if ms is not None else (seconds, 1000.0, "step_time_s")
+        if _value(raw) is None:
             out.warn(line.number, "no usable step time in this record; it is skipped")
             return
-        step = _number(self._pick(record, "step"))
+        step_time = _step_time(out, line, raw, scale, name)  # a refused value is said, naming it
+        if step_time is None:
+            return
+        if step_time <= 0:
+            out.warn(line.number, f"{name} = {raw!r}: a step takes some time; the record is skipped")
+            return
+        step = _step(out, line, self._pick(record, "step"))
         nodes = self._pick(record, "node_ids")
         if isinstance(nodes, list):
             nodes = ",".join(str(n) for n in nodes)
@@ -138,25 +150,62 @@ class StepLogReader:
         for pattern in self.patterns:
             if match := pattern.regex.search(line.text):
                 groups = match.groupdict()
-                step_time = float(groups["step_time"]) * pattern.scale_to_ms
-                self._add(out, line, _number(groups.get("step")), step_time, groups.get("timestamp"),
-                          groups.get("job_id"), None)
+                if cut := _inside_a_number(line.text, match):
+                    out.warn(line.number, f"{pattern.name}: {cut!r} is not a number this pattern reads; the line is "
+                                          "skipped")
+                    return
+                step_time = _step_time(out, line, groups["step_time"], pattern.scale_to_ms, "step time")
+                if step_time is not None:
+                    self._add(out, line, _step(out, line, groups.get("step")), step_time, groups.get("timestamp"),
+                              groups.get("job_id"), None)
                 return
         # Text logs are mostly other lines; those are not worth a warning each.
 
-    def _add(self, out: Collector, line: Line, step: float | None, step_time: float, raw_time: Any,
+    def _add(self, out: Collector, line: Line, step: int | None, step_time: float, raw_time: Any,
              job_id: Any, nodes: Any) -> None:
-        out.add("step_samples", line.number, step=int(step) if step is not None else None, step_time_ms=step_time,
+        out.add("step_samples", line.number, step=step, step_time_ms=step_time,
                 timestamp=_timestamp(raw_time, out, line), job_id=str(job_id) if job_id is not None else None,
                 node_ids=str(nodes) if nodes else out.node_id)
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
+def _inside_a_number(text: str, match: re.Match[str]) -> str | None:
+    """The whole token when a pattern's number is only the start of one (`1` of `1e400`, `812.5` of `812.5.1`);
+    a unit after it (`0.5s`) ends the number."""
+    for group in ("step_time", "step"):
+        if match.groupdict().get(group) is None:
+            continue
+        if _MORE_NUMBER.match(text, match.end(group)):
+            return text[match.start(group):].split()[0]
+    return None
+
+
+def _json_object(text: str) -> bool:
+    """A JSON step record shows its own end: one that parses is whole without a newline after it."""
+    try:
+        return text.lstrip().startswith("{") and isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _value(raw: Any) -> str | float | None:
+    """A record's value as a number or its text; None for a value that is no number at all (true, a list)."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str) or (isinstance(raw, str) and no_value(raw)):
         return None
-    if isinstance(value, int | float):
-        return float(value)
-    return to_number(str(value))
+    return raw
+
+
+def _step_time(out: Collector, line: Line, raw: Any, scale: float, what: str) -> float | None:
+    """A step time in milliseconds, from a value in ms (scale 1) or seconds (1000): finite and bounded."""
+    value = _value(raw)
+    if value is None:
+        return None
+    checked = out.value(line.number, value, lambda r: gauge(number(r) * scale, "step_time_ms"), what)
+    return float(checked) if checked is not None else None
+
+
+def _step(out: Collector, line: Line, raw: Any) -> int | None:
+    value = _value(raw)
+    return out.checked("index", line.number, value, "step", "step") if value is not None else None
 
 
 def _timestamp(raw: Any, out: Collector, line: Line) -> pd.Timestamp | None:
@@ -164,8 +213,15 @@ def _timestamp(raw: Any, out: Collector, line: Line) -> pd.Timestamp | None:
         return None
     try:
         if isinstance(raw, int | float) and not isinstance(raw, bool):
-            return pd.Timestamp(raw, unit="ms" if raw > 1e11 else "s", tz="UTC")
-        ts = pd.Timestamp(str(raw))
+            if not math.isfinite(raw):
+                raise ValueError(raw)
+            stamp = values.time(pd.Timestamp(raw, unit="ms" if raw > 1e11 else "s", tz="UTC"))
+            if stamp is None:
+                raise ValueError(raw)
+            return stamp
+        ts = parse_time(str(raw))
+        if ts is None:
+            raise ValueError(raw)
     except (ValueError, OverflowError):
         out.warn(line.number, f"cannot read the time {raw!r}; the row has none")
         return None

@@ -12,12 +12,14 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
 from ..errors import InputError
 from ..tables import TABLES, TableSchema
-from .base import IngestResult, IngestWarning, Source
+from ..values import TIME_RANGE, unheld
+from .base import IngestResult, IngestWarning, Source, loads_strict
 
 CHUNK_ROWS = 200_000
 MAX_VALUE_WARNINGS = 20
@@ -75,14 +77,23 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: i
     for col in [c for c in out.columns if c in schema.columns]:
         dtype = schema.columns[col]
         raw = out[col]
-        if _typed(raw, dtype) and col not in ENUMS:
+        numeric = dtype.startswith(("Int", "float"))
+        number = pd.Series(False, index=raw.index)
+        if _typed(raw, dtype) and col not in ENUMS and not numeric:
             continue  # a typed column (Parquet) already holds only valid values of its kind
         if dtype.startswith("datetime"):
             parsed: pd.Series = pd.to_datetime(raw, utc=True, errors="coerce", format="mixed")
-        elif dtype.startswith(("Int", "float")):
-            parsed = pd.to_numeric(raw, errors="coerce")
+            parsed = parsed.where(parsed.isna() | parsed.between(*TIME_RANGE))  # what a UTC ns time holds
+        elif numeric:  # typed or not, a number is one its column can hold (`values.unheld`)
+            parsed = pd.to_numeric(raw, errors="coerce").astype("float64")
+            number = parsed.notna()
+            held = ~unheld(col, parsed.to_numpy(np.float64, na_value=np.nan))
             if dtype.startswith("Int"):
-                parsed = parsed.where(parsed.isna() | (parsed == parsed.round()))
+                info = np.iinfo(dtype.lower())
+                held &= (parsed.isna() | ((parsed == parsed.round()) & parsed.between(info.min, info.max))).to_numpy()
+            parsed = parsed.where(held)
+            if _typed(raw, dtype) and bool(held.all()):
+                continue
         elif dtype == "boolean":
             text = raw.astype("string").str.strip().str.lower()
             parsed = text.map({"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False})
@@ -100,7 +111,9 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: i
         for idx in bad[bad].index[: max(0, MAX_VALUE_WARNINGS - len(warnings))]:
             line = first_line + int(idx) if first_line else None
             where = "" if line else f"row {int(idx) + 1}: "
-            warnings.append(IngestWarning(source, line, f"{where}{col} = {raw[idx]!r} is not a valid {dtype}"))
+            why = (f"is not a value {col} can hold (negative, infinite, fractional or above its limit)"
+                   if numeric and number[idx] else f"is not a valid {dtype}")
+            warnings.append(IngestWarning(source, line, f"{where}{col} = {raw[idx]!r} {why}"))
         out[col] = parsed
     return out
 
@@ -121,11 +134,11 @@ def _csv_chunks(source: Source) -> Iterator[tuple[pd.DataFrame, int]]:
 def _jsonl_chunks(source: Source, warnings: list[IngestWarning]) -> Iterator[tuple[pd.DataFrame, int]]:
     rows: list[dict[str, Any]] = []
     start = 1
-    for number, text in source.lines():
+    for number, text, _ in source.numbered():  # a JSON object shows its own end: a cut one does not parse
         if not text.strip():
             continue
         try:
-            item = json.loads(text)
+            item = loads_strict(text)
             if not isinstance(item, dict):
                 raise ValueError("not a JSON object")
         except ValueError as exc:
@@ -171,13 +184,14 @@ class TablesReader:
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         warnings: list[IngestWarning] = []
-        head = source.head(4)
-        if head.startswith(b"PAR1"):
+        if source.head(4).startswith(b"PAR1"):
             chunks = _parquet_chunks(source)
-        elif head.lstrip().startswith(b"{"):
+        elif source.head_text(4096).lstrip().startswith("{"):
             chunks = _jsonl_chunks(source, warnings)
         else:
             chunks = _csv_chunks(source)
+            if source.tail is not None:  # a CSV row no newline ends may be cut inside its last field
+                warnings.append(source.tail.warning(source.name, "the row"))
         frames: list[pd.DataFrame] = []
         schema: TableSchema | None = None
         for chunk, first_line in chunks:

@@ -8,13 +8,15 @@ same noise silently and warns about the same gaps.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from .. import values
 from ..tables import TABLES
+from ..values import Refused, describe, no_value
 from .base import IngestResult, IngestWarning, Source
 
 SATURATED_16BIT = 65535
@@ -23,8 +25,9 @@ _PROVENANCE = re.compile(r"^\s*#\s*(?:source|note)\s*:", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _ELISION = re.compile(r"^\s*(?:\[\s*\.\.\.\s*\]|\.{3,}|…|--)\s*$")  # `--`: grep -A/-B/-C's gap between groups
 # `$ cmd`, `user@host:~$ cmd`, `root@host:/x# cmd`, `[user@host dir]$ cmd`, `(venv) user@host:~$ cmd`
+_NAME = r"[^\s:@$#\[\]()/\\]+"  # a user or host name in any script (`nœud-07`, `узел-3`, decomposed accents)
 _PROMPT = re.compile(
-    r"^\s*(?:\([^)]*\)\s*)?(?:(?P<host1>[\w.-]+@(?P<h1>[\w.-]+))(?::[^\s$#]*)?\s?[$#]|\[[\w.-]+@(?P<h2>[\w.-]+)[^\]]*\][$#]|\$)"
+    rf"^\s*(?:\([^)]*\)\s*)?(?:(?P<host1>{_NAME}@(?P<h1>{_NAME}))(?::[^\s$#]*)?\s?[$#]|\[{_NAME}@(?P<h2>{_NAME})[^\]]*\][$#]|\$)"
     r"\s+(?P<cmd>\S.*)$"
 )
 # A command line pasted without its prompt (or after a root shell's bare `# `): only the tools whose output
@@ -51,10 +54,13 @@ class Line:
     host: str | None = None  # from a `user@host` prompt
 
 
-def classify(source: Source) -> Iterator[Line]:
-    """Stream the lines of a source, each tagged with its kind (a command's `\\` continuations included)."""
+def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | None = None) -> Iterator[Line]:
+    """Stream the lines of a source, each tagged with its kind (a command's `\\` continuations included).
+
+    A cut last line (see `Tail`) is read only up to its last space or tab, and `out` warns of the rest, unless
+    `shows_end` says it is whole (see `Source.read_lines`)."""
     continuing = False
-    for number, text in source.lines():
+    for number, text in source.read_lines(out.note, shows_end):
         if continuing:
             continuing = text.rstrip().endswith("\\")
             yield Line(number, text, "continuation", text.strip())
@@ -102,18 +108,26 @@ def stated_time(text: str) -> tuple[pd.Timestamp, bool] | None:
     """A line that is only a time (`date` output, ISO 8601, an nvidia-smi Timestamp): (UTC time, zone stated)."""
     iso = _ISO_TIME.match(text)
     if iso:
-        ts = pd.Timestamp(iso[1])
+        ts = parse_time(iso[1])
+        if ts is None:
+            return None
         zoned = ts.tzinfo is not None
         return (ts.tz_convert("UTC") if zoned else ts.tz_localize("UTC")), zoned
     date = _DATE_TIME.match(text)
     if date:
         month, day, clock, zone, year = date.groups()
-        try:
-            ts = pd.Timestamp(f"{day} {month} {year} {clock}").tz_localize("UTC")
-        except ValueError:
-            return None
-        return ts, zone is not None
+        found = parse_time(f"{day} {month} {year} {clock}")
+        return (found.tz_localize("UTC"), zone is not None) if found is not None else None
     return None
+
+
+def parse_time(text: str) -> pd.Timestamp | None:
+    """A time as printed, or None when it is no time (`03:14:87`, month 13, before 1970 or after 2262)."""
+    try:
+        ts = pd.Timestamp(text)
+    except (ValueError, OverflowError):  # pandas' DateParseError and OutOfBoundsDatetime are ValueErrors
+        return None
+    return None if pd.isna(ts) else values.time(ts)
 
 
 def to_number(raw: str) -> float | None:
@@ -153,6 +167,27 @@ class Collector:
     def warn(self, number: int | None, message: str) -> None:
         self.flush()
         self.warnings.append(IngestWarning(self.source.name, number, message))
+
+    def note(self, warning: IngestWarning) -> None:
+        """A warning already made (by `Source.read_lines`), in its place among this reader's."""
+        self.flush()
+        self.warnings.append(warning)
+
+    def value(self, number: int, raw: str | float, check: Callable[[str | float], Any], what: str) -> Any:
+        """`check(raw)` (a function of `values`), or None: nothing for a tool's N/A, a warning naming the line
+        and the value for anything the check refuses."""
+        if isinstance(raw, str) and no_value(raw):
+            return None
+        try:
+            return check(raw)
+        except Refused as why:
+            self.warn(number, f"{what} = {describe(raw)}: {why}; not read")
+            return None
+
+    def checked(self, role: str, number: int, raw: str | float, kind: str, what: str) -> Any:
+        """`raw` as a `values.<role>` (counter, index, gauge or level) of `kind`, or None (see `value`)."""
+        check = getattr(values, role)
+        return self.value(number, raw, lambda r: check(r, kind), what)
 
     def once(self, key: str, number: int | None, message: str) -> None:
         """A warning that applies to the whole input: given at its first line, once."""

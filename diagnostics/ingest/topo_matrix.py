@@ -17,7 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from .base import IngestResult, IngestWarning, Source
+from ..values import Refused, describe
+from ..values import index as checked_index
+from .base import IngestResult, IngestWarning, Source, Tail
 
 READER_NAME = "topo-m"
 _OLD_NAMES = {"SOC": "SYS"}  # drivers before 384 said SOC for what is now SYS
@@ -54,6 +56,7 @@ class _Cut:
     value: str
     number: int
     index: int | None  # its row in `out`, if it made one
+    open: bool = False  # no newline ends its line
 
 
 def _split_header(line: str) -> list[str]:
@@ -98,7 +101,7 @@ def _parse_header(line: str, number: int) -> _Matrix | None:
     return _Matrix(devices=devices, extra=extra, header_line=number, names=_normalize(devices))
 
 
-def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[IngestWarning]) -> None:
+def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[IngestWarning], ended: bool) -> None:
     _settle(m, where, warnings, at_end=False)  # another row follows: the short row's last value was whole
     tokens = text.split()
     name, cells = tokens[0], tokens[1:]
@@ -109,7 +112,7 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
     values = cells[len(m.devices):]
     m.last_complete = len(device_cells) == len(m.devices) and (not a.startswith("GPU") or
                                                                len(values) >= len(m.extra))
-    open_end = not m.last_complete and bool(cells) and not text[-1:].isspace()
+    open_end = (not m.last_complete or not ended) and bool(cells) and not text[-1:].isspace()
     for i, (col, cell) in enumerate(zip(m.devices, device_cells, strict=False)):
         at_cut = open_end and i == len(cells) - 1
         before = len(m.out)
@@ -120,17 +123,21 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
             if not at_cut:  # at a cut it may be a fragment: told when it is known whether the input ends here
                 warnings.append(IngestWarning(where, number, f"{name} -> {col}: unknown path kind {cell!r}, skipped"))
         elif (kind := _OLD_NAMES.get(cell, cell)).startswith("NV"):
-            _row(m, a=a, b=b, relation="NV", nvlinks=int(kind[2:]), source=f"{where}:{number}")
+            try:
+                _row(m, a=a, b=b, relation="NV", nvlinks=checked_index(kind[2:], "link"), source=f"{where}:{number}")
+            except Refused as why:
+                warnings.append(IngestWarning(where, number, f"{name} -> {col}: {describe(cell)}: {why}; "
+                                                             "skipped"))
         else:
             _row(m, a=a, b=b, relation=kind, detail=cell if cell != kind else None, source=f"{where}:{number}")
         if at_cut:
-            m.cut = _Cut(name, col, cell, number, before if len(m.out) > before else None)
+            m.cut = _Cut(name, col, cell, number, before if len(m.out) > before else None, not ended)
     for i, (col, value) in enumerate(zip(m.extra, values, strict=False)):
         before = len(m.out)
         if value not in ("N/A", ""):
             _row(m, a=a, relation=_AFFINITY[col], detail=value, source=f"{where}:{number}")
         if open_end and len(device_cells) + i == len(cells) - 1:
-            m.cut = _Cut(name, col, value, number, before if len(m.out) > before else None)
+            m.cut = _Cut(name, col, value, number, before if len(m.out) > before else None, not ended)
     if len(device_cells) < len(m.devices):
         warnings.append(IngestWarning(where, number, f"row {name} is cut off after {len(device_cells)} of "
                                                      f"{len(m.devices)} columns; read what is there"))
@@ -151,6 +158,10 @@ def _settle(m: _Matrix, where: str, warnings: list[IngestWarning], *, at_end: bo
         warnings.append(IngestWarning(where, cut.number, f"the input ends inside this row: its last value "
                                                          f"{cut.value!r} ({cut.row} -> {cut.column}) may be cut, "
                                                          "dropped"))
+    elif at_end and cut.open:
+        warnings.append(IngestWarning(where, cut.number, f"the input ends inside this row, with no newline after "
+                                                         f"it: its last value {cut.value!r} is whole (no longer "
+                                                         "value starts with it), kept"))
     elif device and not _CELL.match(cut.value):
         warnings.append(IngestWarning(where, cut.number, f"{cut.row} -> {cut.column}: unknown path kind "
                                                          f"{cut.value!r}, skipped"))
@@ -169,14 +180,21 @@ def _finish(m: _Matrix, where: str, warnings: list[IngestWarning], ended_at_eof:
     m.out[:0] = devices
 
 
-def parse_lines(lines: Iterable[tuple[int, str]], where: str) -> tuple[list[dict[str, Any]], list[IngestWarning]]:
-    """Rows and warnings from the numbered lines of one or more `topo -m` outputs."""
+def parse_lines(lines: Iterable[tuple[int, str, bool]], where: str) -> tuple[list[dict[str, Any]], list[IngestWarning]]:
+    """Rows and warnings from the numbered lines of one or more `topo -m` outputs (with whether a newline ends
+    each: a matrix row no newline ends is cut like a short row; any other such line is read up to its last
+    space, see `Tail`)."""
     warnings: list[IngestWarning] = []
     rows: list[dict[str, Any]] = []
     matrix: _Matrix | None = None
     in_matrix = False
     legend: dict[str, str] = {}
-    for number, line in lines:
+    for number, line, ended in lines:
+        tokens = line.split()
+        if not ended and not (matrix is not None and in_matrix and tokens and tokens[0] in matrix.names):
+            tail = Tail(number, line)
+            warnings.append(tail.warning(where))
+            line = tail.whole
         if _HEADER.match(line):
             header = _parse_header(line, number)
             if header is not None:
@@ -187,7 +205,7 @@ def parse_lines(lines: Iterable[tuple[int, str]], where: str) -> tuple[list[dict
                 continue
         tokens = line.split()
         if matrix is not None and in_matrix and tokens and tokens[0] in matrix.names:
-            _read_row(matrix, line, number, where, warnings)
+            _read_row(matrix, line, number, where, warnings, ended)
             continue
         if line.strip():  # blank lines after a cut row still leave the input ending inside it
             in_matrix = False
@@ -217,7 +235,7 @@ class TopoMatrixReader:
         return 0.95 if cells else 0.6
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
-        rows, warnings = parse_lines(source.lines(), source.name)
+        rows, warnings = parse_lines(source.numbered(), source.name)
         if not rows:
             warnings.append(IngestWarning(source.name, None, "no `nvidia-smi topo -m` matrix found"))
         frame = pd.DataFrame(rows, columns=["a", "b", "relation", "nvlinks", "detail", "source"])

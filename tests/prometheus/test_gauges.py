@@ -114,17 +114,19 @@ def test_the_dcgm_reader_fills_the_pcie_link_row() -> None:
         'DCGM_FI_DEV_PCIE_LINK_WIDTH{gpu="2",Hostname="n1"} 8 1767225600000',
         'DCGM_FI_PROF_PCIE_TX_BYTES{gpu="2",Hostname="n1"} 4.5e9 1767225600000',
         'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="2",Hostname="n1"} 7 1767225600000',
-        'DCGM_FI_DEV_PCIE_LINK_WIDTH{gpu="3",Hostname="n1"} 2.5 1767225600000',  # not a width: no value
-        'DCGM_FI_DEV_PCIE_LINK_GEN{gpu="3",Hostname="n1"} 300 1767225600000',  # out of range: no value
+        'DCGM_FI_DEV_PCIE_LINK_WIDTH{gpu="3",Hostname="n1"} 2.5 1767225600000',  # not a width: refused
+        'DCGM_FI_DEV_PCIE_LINK_GEN{gpu="3",Hostname="n1"} 300 1767225600000',  # out of range: refused
     ]) + "\n"
-    rows = read_scrapes([(Source.from_text(text, name="scrape.prom"), None)]).tables["link_samples"]
-    assert len(rows) == 2 and set(rows["link_type"].astype(str)) == {"pcie"}
+    result = read_scrapes([(Source.from_text(text, name="scrape.prom"), None)])
+    rows = result.tables["link_samples"]
+    assert len(rows) == 1 and set(rows["link_type"].astype(str)) == {"pcie"}
     row = rows[rows["gpu"] == 2].iloc[0]
     assert (row["gen"], row["max_gen"], row["width"], row["max_width"]) == (3, 5, 8, 16)
     assert row["tx_bytes_per_s"] == 4.5e9 and row["replay"] == 7 and pd.isna(row["link"])
     assert not bool(row["gpu_total"]) and str(rows["width"].dtype) == "Int8"
-    other = rows[rows["gpu"] == 3].iloc[0]
-    assert pd.isna(other["width"]) and pd.isna(other["gen"])
+    refused = {w.line: w.message for w in result.warnings}
+    assert "'2.5' is not a value this field can hold (a whole number from 0 to 32)" in refused[7]
+    assert "'300' is not a value this field can hold (a whole number from 0 to 7)" in refused[8]
 
 
 def test_written_scrapes_carry_the_pcie_gauges_back() -> None:
