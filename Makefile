@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test console lint typecheck bench lock clean
+.PHONY: demo test fuzz console lint typecheck bench lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
@@ -23,6 +23,12 @@ test: $(STAMP)
 	$(BIN)/ruff check bot diagnostics tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# The long fuzz run: FUZZ_CASES mutants of the real and sample files (`make test` runs a bounded few thousand).
+# Prints tracebacks, hangs and silent wrong numbers; a failing input is kept in tests/fuzz/corpus/.
+FUZZ_CASES ?= 10000
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz.run --cases $(FUZZ_CASES)
 
 lint: $(STAMP)
 	$(BIN)/ruff check bot diagnostics tests benchmarks

@@ -74,6 +74,12 @@ class LinkReading(BaseModel):
             raise ValueError("gpu_dst is required for an NVLink (only a PCIe link may leave it null)")
         if self.gpu_dst is not None and self.gpu_dst == self.gpu_src:
             raise ValueError(f"gpu_src and gpu_dst are both {self.gpu_src}: a link joins two different GPUs")
+        match = _LINK_ID.match(self.link_id.strip())
+        if match and match["num"] is not None:
+            try:
+                values.index(match["num"], "link")
+            except values.Refused as why:
+                raise ValueError(f"link_id {self.link_id[:40]!r}: {why}") from None
         return self
 
     @property

@@ -43,6 +43,7 @@ class Limits:
     index: dict[str, int]
     gauge: dict[str, float]
     window_hours: tuple[float, float]
+    rate_min_interval_s: float
 
     def counter_max(self, kind: str) -> int:
         return (1 << self.counter_bits[kind]) - 1
@@ -56,11 +57,15 @@ def _load(path: Path) -> Limits:
         index = {str(k): int(v) for k, v in data["index"].items()}
         gauge = {str(k): float(v) for k, v in data["gauge"].items()}
         window = (float(data["window"]["min_hours"]), float(data["window"]["max_hours"]))
+        rate_min = float(data["rate"]["min_interval_s"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"{path.name}: needs [counter], [index], [gauge] and [window] tables: {exc}") from None
+        raise ConfigError(f"{path.name}: needs [counter], [index], [gauge], [window] and [rate] tables: "
+                          f"{exc}") from None
     if not all(0 < b <= 64 for b in bits.values()) or not 0 < window[0] < window[1]:
         raise ConfigError(f"{path.name}: counter widths are 1-64 bits and 0 < min_hours < max_hours")
-    return Limits(bits, index, gauge, window)
+    if not 0 < rate_min < window[1] * 3600:
+        raise ConfigError(f"{path.name}: [rate] min_interval_s is above 0 and below the longest window")
+    return Limits(bits, index, gauge, window, rate_min)
 
 
 def limits() -> Limits:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..tables import COUNTERS
+from ..values import limits
 
 KEYS: tuple[str, ...] = ("node_id", "gpu", "link_type", "nvswitch", "link", "lane")
 KEY_BITS: tuple[int, ...] = (20, 12, 4, 6, 12, 8)  # 62 bits: one int64 per link
@@ -328,7 +329,9 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     last_idx = np.maximum(hi - 1, 0)
     at, last_at = p.positions(idx), p.positions(last_idx)
     resets_total = np.zeros(nseg, dtype=np.int64)
-    safe_h = np.where(covered_h > 0, covered_h, 1.0)
+    # readings closer than the minimum interval (data/limits.toml [rate]) give counts but no rate
+    rated = covered_h * 3600 >= limits().rate_min_interval_s
+    safe_h = np.where(rated, covered_h, 1.0)
     for c in p.counters:
         col = p.column(c)
         values = col[at]
@@ -340,7 +343,7 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
             unread = (np.bincount(owner[~missing], minlength=nseg) == 0) & (hi > lo)
             inc[unread] = np.nan
         out[f"{c}_increase"] = inc
-        out[f"{c}_per_hour"] = np.where(covered_h > 0, inc / safe_h, np.nan)
+        out[f"{c}_per_hour"] = np.where(rated, inc / safe_h, np.nan)
         out[f"{c}_total"] = np.where(hi > seg0, col[last_at], np.nan)
     out["resets"] = resets_total
     return pd.DataFrame(out)

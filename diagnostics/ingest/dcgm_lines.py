@@ -20,10 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ..values import TIME_RANGE
 from .base import Source
 
 NAT_MS = np.iinfo(np.int64).min  # "no timestamp"
 SMALL_INPUT = 4 << 20  # bytes; larger inputs stream through the CSV reader in blocks
+_LAST_MS = TIME_RANGE[1].value // 1_000_000  # the last millisecond a reading's time may be (2262)
 SECONDS_BELOW = 100_000_000_000  # a timestamp below this is seconds (OpenMetrics; year 5138), above it milliseconds
 
 
@@ -72,8 +74,9 @@ def _timestamps(ts: pa.Array, at_ms: int) -> tuple[np.ndarray, np.ndarray]:
     text = ts if given.all() else ts.filter(pa.array(given))
     numbers, wrong = _floats(text)
     seconds = np.abs(numbers) < SECONDS_BELOW
-    finite = np.isfinite(numbers) & ~wrong
     ms = np.where(seconds, np.round(numbers * 1000), numbers)
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(ms) & ~wrong & (np.abs(ms) <= _LAST_MS)  # a time no int64 of ms holds is none
     where = np.flatnonzero(given)
     out[where] = np.where(finite, ms, 0).astype(np.int64)
     bad[where] = ~finite

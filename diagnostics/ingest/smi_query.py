@@ -52,7 +52,9 @@ class SmiQueryReader:
         last: Line | None = None
         for line in classify(source, out):
             if line.kind == "text" and line.text.strip().startswith("Timestamp"):
-                out.take_time(Line(line.number, line.text.split(":", 1)[1], "text"))
+                _, colon, stated = line.text.partition(":")
+                if colon:  # a line cut before its colon states no time
+                    out.take_time(Line(line.number, stated, "text"))
                 continue
             if skip_shell(line, out) or "NVSMI LOG" in line.text:
                 continue

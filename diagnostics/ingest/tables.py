@@ -8,6 +8,7 @@ never a guessed number. Large CSV/JSONL files are read in chunks, Parquet by row
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -70,7 +71,7 @@ def _typed(series: pd.Series, dtype: str) -> bool:
     return False
 
 
-def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: int,
+def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, lines: list[int] | None,
             warnings: list[IngestWarning]) -> pd.DataFrame:
     """Check each value against its column's dtype and enumeration; a bad one becomes NA with a warning."""
     out = frame.copy()
@@ -109,7 +110,7 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: i
             continue
         bad = lost & (raw.astype("string").str.strip() != "")
         for idx in bad[bad].index[: max(0, MAX_VALUE_WARNINGS - len(warnings))]:
-            line = first_line + int(idx) if first_line else None
+            line = lines[int(idx)] if lines else None
             where = "" if line else f"row {int(idx) + 1}: "
             why = (f"is not a value {col} can hold (negative, infinite, fractional or above its limit)"
                    if numeric and number[idx] else f"is not a valid {dtype}")
@@ -118,22 +119,59 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, first_line: i
     return out
 
 
-def _csv_chunks(source: Source) -> Iterator[tuple[pd.DataFrame, int]]:
+# What a CSV cell holds where its writer had no value (pandas' own defaults for read_csv, less the odd ones).
+CSV_NA = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "<NA>", "#N/A"})
+# One chunk: its rows and the line of the input each row starts on (None for Parquet, which has no lines).
+Chunk = tuple[pd.DataFrame, list[int] | None]
+
+
+def _csv_frame(rows: list[list[str]], header: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=header, dtype=object)
+    return frame.where(~frame.isin(CSV_NA), None)
+
+
+def _csv_chunks(source: Source, warnings: list[IngestWarning]) -> Iterator[Chunk]:
+    """Rows of the header's width, each with the line it starts on (a quoted cell may span lines); a row of
+    another width is a warning naming its line, never a row read into the wrong columns or dropped unsaid."""
     with source.open_text() as fh:
+        reader = csv.reader(fh)
         try:
-            reader = pd.read_csv(fh, chunksize=CHUNK_ROWS, dtype=str, keep_default_na=True, on_bad_lines="warn")
-            line = 2
-            for chunk in reader:
-                chunk.index = pd.RangeIndex(len(chunk))
-                yield chunk, line
-                line += len(chunk)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise InputError(f"not a readable CSV table: {exc}", source=source.name) from None
+            header = next(reader)
+        except StopIteration:
+            raise InputError("not a readable CSV table: no header", source=source.name) from None
+        except csv.Error as exc:
+            raise InputError(f"not a readable CSV table: {exc}", source=source.name, line=1) from None
+        rows: list[list[str]] = []
+        lines: list[int] = []
+        start = reader.line_num + 1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                warnings.append(IngestWarning(source.name, start, f"not a CSV row: {exc}; not read"))
+                start = reader.line_num + 1
+                continue
+            line, start = start, reader.line_num + 1
+            if not row:
+                continue
+            if len(row) != len(header):
+                warnings.append(IngestWarning(source.name, line, f"{len(row)} fields where the header names "
+                                                                 f"{len(header)}; row not read"))
+                continue
+            rows.append(row)
+            lines.append(line)
+            if len(rows) >= CHUNK_ROWS:
+                yield _csv_frame(rows, header), lines
+                rows, lines = [], []
+        if rows or not lines:
+            yield _csv_frame(rows, header), lines
 
 
-def _jsonl_chunks(source: Source, warnings: list[IngestWarning]) -> Iterator[tuple[pd.DataFrame, int]]:
+def _jsonl_chunks(source: Source, warnings: list[IngestWarning]) -> Iterator[Chunk]:
     rows: list[dict[str, Any]] = []
-    start = 1
+    lines: list[int] = []
     for number, text, _ in source.numbered():  # a JSON object shows its own end: a cut one does not parse
         if not text.strip():
             continue
@@ -144,22 +182,21 @@ def _jsonl_chunks(source: Source, warnings: list[IngestWarning]) -> Iterator[tup
         except ValueError as exc:
             warnings.append(IngestWarning(source.name, number, f"not a JSON object line: {exc}"))
             continue
-        if not rows:
-            start = number
         rows.append(item)
+        lines.append(number)
         if len(rows) >= CHUNK_ROWS:
-            yield pd.DataFrame(rows), start
-            rows = []
+            yield pd.DataFrame(rows), lines
+            rows, lines = [], []
     if rows:
-        yield pd.DataFrame(rows), start
+        yield pd.DataFrame(rows), lines
 
 
-def _parquet_chunks(source: Source) -> Iterator[tuple[pd.DataFrame, int]]:
+def _parquet_chunks(source: Source) -> Iterator[Chunk]:
     assert source.path is not None, "Parquet needs a file"
     try:
         handle = pq.ParquetFile(source.path)
         for batch in handle.iter_batches(batch_size=CHUNK_ROWS):
-            yield batch.to_pandas(), 0
+            yield batch.to_pandas(), None
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
         raise InputError(f"not a readable Parquet file: {exc}", source=source.name) from None
 
@@ -189,24 +226,24 @@ class TablesReader:
         elif source.head_text(4096).lstrip().startswith("{"):
             chunks = _jsonl_chunks(source, warnings)
         else:
-            chunks = _csv_chunks(source)
+            chunks = _csv_chunks(source, warnings)
             if source.tail is not None:  # a CSV row no newline ends may be cut inside its last field
                 warnings.append(source.tail.warning(source.name, "the row"))
         frames: list[pd.DataFrame] = []
         schema: TableSchema | None = None
-        for chunk, first_line in chunks:
+        for chunk, lines in chunks:
             if schema is None:
                 schema = table_for([str(c) for c in chunk.columns], source.name)
                 extra = [str(c) for c in chunk.columns if c not in schema.columns]
                 if extra:
-                    warnings.append(IngestWarning(source.name, 1 if first_line else None,
+                    warnings.append(IngestWarning(source.name, 1 if lines is not None else None,
                                                   f"columns not in {schema.name} ignored: {', '.join(extra)}"))
-            chunk = _coerce(chunk, schema, source.name, first_line, warnings)
+            chunk = _coerce(chunk, schema, source.name, lines, warnings)
             if node_id is not None and "node_id" in schema.columns:
                 chunk["node_id"] = node_id
             if "source" in schema.columns and "source" not in chunk:
-                lines = range(first_line, first_line + len(chunk)) if first_line else range(1, len(chunk) + 1)
-                chunk["source"] = [f"{source.name}:{n}" for n in lines]
+                numbers = lines if lines is not None else range(1, len(chunk) + 1)
+                chunk["source"] = [f"{source.name}:{n}" for n in numbers]
             frames.append(schema.conform(chunk))
         if schema is None:
             raise InputError("no rows", source=source.name)

@@ -129,3 +129,15 @@ def test_a_counter_is_collected_when_only_an_old_row_holds_a_reading() -> None:
     assert _any_value(column, None) and _any_value(column, order)
     assert not _any_value(column, order[:9_000])  # the rows in use leave out the only reading
     assert not _any_value(np.full(10, np.nan), None) and not _any_value(np.zeros(0), None)
+
+
+@pytest.mark.parametrize(("apart", "rated"), [(pd.Timedelta(microseconds=3), False), (pd.Timedelta(seconds=59), False),
+                                              (pd.Timedelta(seconds=60), True)])
+def test_readings_closer_than_the_minimum_interval_give_counts_but_no_rate(apart: pd.Timedelta, rated: bool) -> None:
+    """Two pastes of `nvlink -e` a few microseconds apart: 45,120 more errors, but no errors per hour (the
+    minimum is `[rate] min_interval_s` in data/limits.toml, one minute)."""
+    row = one(windowed_increase(links(link_series([0, 45120], times=[T0, T0 + apart])), window=HOUR))
+    assert row["replay_increase"] == 45120
+    assert math.isnan(row["replay_per_hour"]) is not rated
+    if rated:
+        assert row["replay_per_hour"] == pytest.approx(45120 * 3600 / apart.total_seconds())

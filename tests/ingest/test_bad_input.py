@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from diagnostics.errors import InputError
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
 from diagnostics.ingest.dcgm import read_scrapes
@@ -197,3 +198,22 @@ def test_a_bom_and_crlf_read_as_the_original(tmp_path: Path, fixture: str) -> No
     other = detect.read(Source(name=str(tmp_path / fixture), path=tmp_path / "bom" / fixture))
     for table in plain.tables:
         pd.testing.assert_frame_equal(plain[table], other[table])
+
+
+@pytest.mark.parametrize("window", ["Infinity", "NaN", "0", "1e-9", "1e9"])
+def test_a_snapshot_window_of_no_sane_length_is_refused_naming_the_field(tmp_path: Path, window: str) -> None:
+    text = (f'{{"node_id": "n1", "fabric_errors": [{{"gpu_src": 2, "gpu_dst": 3, "link_id": "nvlink-1", '
+            f'"crc_errors": 45120, "replay_count": 8900}}], "step_time_ms": 340.5, "baseline_step_time_ms": 180, '
+            f'"window_hours": {window}}}\n')
+    with pytest.raises(InputError) as caught:
+        read_file(tmp_path, text, "snapshot.json")
+    assert "field 'window_hours'" in str(caught.value)
+
+
+def test_a_csv_row_of_another_width_is_said_and_later_rows_keep_their_lines(tmp_path: Path) -> None:
+    text = ('step,step_time_ms\n1,812.5\n2,813.0,extra,fields\n"3",815.9\n\n4,816.1\n')
+    result = read_file(tmp_path, text, "steps.csv")
+    rows = result["step_samples"]
+    assert rows["step_time_ms"].tolist() == [812.5, 815.9, 816.1]
+    assert rows["source"].str.rsplit(":", n=1).str[1].tolist() == ["2", "4", "6"]
+    assert said(result, 3, "4 fields where the header names 2", "not read")
