@@ -1,4 +1,7 @@
-"""`fabricbot ingest`: read telemetry files into normalized tables, and into a store with `--store`."""
+"""`fabricbot ingest`: read telemetry files into normalized tables, and into a store with `--store`.
+
+Each file is read, and stored, on its own: one that cannot be read is refused and named with its reason, and the
+others are kept. The exit code: 0 every file read, 3 some refused (the rest kept), 1 none read."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from diagnostics.store import At, IngestReport, expand, open_store, read_sources
 from ..options import parse_time
 from ..progress import progress_bar
 
+PARTIAL = 3  # some files refused, the others read (and stored): as `sweep`'s incomplete
+
 
 def _parse_at(value: str | None) -> At:
     if value is None or value == "mtime":
@@ -22,8 +27,9 @@ def _print_text(report: IngestReport, stored: bool) -> None:
     summary = report.as_dict()
     for f in report.files:
         rows = ", ".join(f"{n} {t}" for t, n in f.rows.items() if n) or "nothing"
-        state = {"ingested": "stored", "read": "read", "duplicate": "already in the store", "error": "not read"}
-        print(f"{f.name}: {state[f.status]}" + (f" as {f.format}: {rows}" if f.format else ""))
+        state = {"ingested": "stored", "read": "read", "duplicate": "already in the store", "error": "refused"}
+        why = f" ({f.error})" if f.status == "error" and f.error else ""
+        print(f"{f.name}: {state[f.status]}{why}" + (f" as {f.format}: {rows}" if f.format else ""))
     print(f"rows: {', '.join(f'{t}={n}' for t, n in summary['rows'].items())}")
     print(f"nodes: {', '.join(summary['nodes']) or '-'}")
     if summary["platforms"]:
@@ -53,10 +59,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print()
     else:
         _print_text(report, bool(args.store))
+    refused = [f for f in report.files if f.status == "error"]
+    reasons = "; ".join(f"{f.name}: {f.error}" for f in refused if f.error)
     if not report.read_anything:
-        reasons = "; ".join(f"{f.name}: {f.error}" for f in report.files if f.error)
         print(f"fabricbot: nothing could be read ({reasons})", file=sys.stderr)
         return 1
+    if refused:
+        kept = "stored" if args.store else "read"
+        print(f"fabricbot: {len(refused)} of {len(report.files)} files refused, the others {kept} ({reasons})",
+              file=sys.stderr)
+        return PARTIAL
     return 0
 
 

@@ -128,12 +128,15 @@ class Source:
     `whole_end`: the input ends where its author stopped, so a last line without a newline is whole (text
     handed over in memory: Slack trims the newline of every message). A file's last line always ends with a
     newline as the tool, the shell's `>` or `tee` write it; without one the file was cut (see `Tail`).
+    `first_line`: the number of the text's first line (a part of a paste keeps the paste's line numbers);
+    readers that number lines themselves from `open_text` see the lines before it as blank.
     """
 
     name: str
     path: Path | None = None
     text: str | None = None
     whole_end: bool = False
+    first_line: int = 1
 
     @classmethod
     def from_path(cls, path: str | Path) -> Source:
@@ -141,8 +144,8 @@ class Source:
         return cls(name=str(path), path=p)
 
     @classmethod
-    def from_text(cls, text: str, name: str = "<paste>", *, whole_end: bool = True) -> Source:
-        return cls(name=name, text=text.removeprefix(BOM), whole_end=whole_end)
+    def from_text(cls, text: str, name: str = "<paste>", *, whole_end: bool = True, first_line: int = 1) -> Source:
+        return cls(name=name, text=text.removeprefix(BOM), whole_end=whole_end, first_line=first_line)
 
     def head(self, size: int = HEAD_BYTES) -> bytes:
         """The first bytes as stored, without a BOM (binary checks, Parquet magic); `head_text` is what readers
@@ -178,7 +181,7 @@ class Source:
         if self.text is not None:
             if self.text.endswith(("\n", "\r")):
                 return None
-            number, last = self.text.count("\n") + 1, self.text.rsplit("\n", 1)[-1]
+            number, last = self.text.count("\n") + self.first_line, self.text.rsplit("\n", 1)[-1]
         else:
             found = _file_tail(self.path) if self.path is not None else None
             if found is None:
@@ -201,16 +204,17 @@ class Source:
         never an exception. A cut last line (`tail`) is left out unless `keep_tail` (a format that shows its own
         end, JSON or XML, tells a cut document by not parsing). A wrapped or cut input is held in memory
         (wrapped inputs are pastes; a cut file is rare)."""
+        before = "\n" * (self.first_line - 1)
         if self.wrapping.none and (keep_tail or self.tail is None):
-            return self._raw_text()
-        return io.StringIO("".join(f"{line}\n" for _, line, ended in self.numbered() if ended or keep_tail))
+            return io.StringIO(before + self.text) if before and self.text is not None else self._raw_text()
+        return io.StringIO(before + "".join(f"{line}\n" for _, line, ended in self.numbered() if ended or keep_tail))
 
     def numbered(self) -> Iterator[tuple[int, str, bool]]:
         """(line number from 1, line without its newline and its wrapping, whether a newline ends it), streamed.
         Only the last line can lack one; it counts as ended in an input with `whole_end`."""
         unwrap = None if self.wrapping.none else self.wrapping.unwrap
         with self._raw_text() as fh:
-            for number, line in enumerate(fh, start=1):
+            for number, line in enumerate(fh, start=self.first_line):
                 text = line.rstrip("\r\n")
                 ended = self.whole_end or len(text) < len(line) or not text.strip()
                 yield number, (unwrap(text) if unwrap else text), ended

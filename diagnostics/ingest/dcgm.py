@@ -144,7 +144,7 @@ class DcgmParser:
         self.files.append(source.name)
         state = _FileState(source.name, len(self.files) - 1, NAT_MS if at is None else int(at.timestamp() * 1000))
         before = self.samples
-        base = 0
+        base = source.first_line - 1
         for lines in line_batches(source, BATCH_LINES):
             self._batch(split(lines, state.at_ms), base, state)
             base += len(lines)

@@ -18,6 +18,7 @@ from ..enums import LinkState, LinkType
 from ..errors import ConfigError
 from .base import IngestResult, Source
 from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell
+from .wrapping import split_lines
 
 COUNTERS_FILE = DATA_DIR / "nvlink_counters.toml"
 
@@ -49,7 +50,7 @@ class NvlinkReader:
 
     def sniff(self, head: str) -> float:
         links = gpus = 0
-        for text in head.splitlines()[:400]:
+        for text in split_lines(head)[:400]:
             if _GPU.match(text) and "UUID" in text:
                 gpus += 1
             elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _LINKS_OK.match(text):

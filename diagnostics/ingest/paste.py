@@ -3,7 +3,7 @@
 Sections start at a shell command (with or without its prompt) and at Markdown fences; within a section,
 blank-line blocks that different readers claim are split apart. Each part is read by the registered reader
 whose sniff scores it highest, so readers added later (topology, dcgm) are picked up with no change here.
-Line numbers stay those of the whole paste: each part is handed over with the lines before it left blank.
+Line numbers stay those of the whole paste: each part is handed over as a source starting at its first line.
 This reader only wins detection when the input really holds more than one kind of output. A paste is held in
 memory whole (pastes are small); a large file of one format goes straight to its own reader, which streams.
 """
@@ -16,7 +16,7 @@ from itertools import pairwise
 
 from .base import IngestResult, Reader, Source
 from .textlines import Collector, Line, classify_line, stated_time
-from .wrapping import unwrap_text
+from .wrapping import split_lines, unwrap_text
 
 MIXED_SCORE = 0.99  # above the 0.95 a reader gives its own format: a mixed paste is more than any one of them
 
@@ -37,7 +37,7 @@ class PasteReader:
     name = "paste"
 
     def sniff(self, head: str) -> float:
-        lines = _lines(head.splitlines())
+        lines = _lines(split_lines(head))
         readers = {part.reader for part in plan(lines, _others()) if part.reader}
         return MIXED_SCORE if len(readers) >= 2 else 0.0
 
@@ -51,8 +51,9 @@ class PasteReader:
             if part.reader is None:
                 _warn_unread(notes, body)
                 continue
-            padded = Source.from_text(_padded(part.lines), name=source.name)
-            results.append(others[part.reader].read(padded, node_id=node_id or part.host))
+            first, text = _span(part.lines)
+            own = Source.from_text(text, name=source.name, first_line=first)
+            results.append(others[part.reader].read(own, node_id=node_id or part.host))
         results.append(notes.result())
         combined = IngestResult.combine(results)
         combined.warnings.sort(key=lambda w: w.line or 0)
@@ -142,10 +143,12 @@ def _only_a_time(part: Part) -> bool:
     return bool(text) and all(stated_time(line.text) for line in text)
 
 
-def _padded(lines: list[Line]) -> str:
-    """The part's lines at their own line numbers, every other line blank."""
+def _span(lines: list[Line]) -> tuple[int, str]:
+    """(first line number, text) of a part: its lines at their own numbers, a line between them of another part
+    blank. The part is read as a source that starts at that line, so its warnings name the paste's lines."""
     by_number = {line.number: line.text for line in lines}
-    return "\n".join(by_number.get(n, "") for n in range(1, max(by_number) + 1))
+    first = min(by_number)
+    return first, "\n".join(by_number.get(n, "") for n in range(first, max(by_number) + 1))
 
 
 def _warn_unread(notes: Collector, body: list[Line]) -> None:

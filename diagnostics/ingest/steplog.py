@@ -23,6 +23,7 @@ from ..errors import ConfigError
 from ..values import gauge, no_value, number
 from .base import IngestResult, Source, loads_strict
 from .textlines import Collector, Line, classify, parse_time, skip_shell
+from .wrapping import split_lines
 
 PATTERNS_FILE = DATA_DIR / "step_patterns.toml"
 _MORE_NUMBER = re.compile(r"\d|\.\d|[eE][-+]?\d")  # what goes on from a number: more digits, a fraction, an exponent
@@ -60,7 +61,7 @@ class StepLogReader:
         return cls(fields, patterns)
 
     def sniff(self, head: str) -> float:
-        lines = [t for t in head.splitlines()[:50] if t.strip() and not t.lstrip().startswith("#")]
+        lines = [t for t in split_lines(head)[:50] if t.strip() and not t.lstrip().startswith("#")]
         if not lines:
             return 0.0
         first = lines[0].strip()

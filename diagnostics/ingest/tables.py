@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..tables import TABLES, TableSchema
 from ..values import TIME_RANGE, unheld
 from .base import IngestResult, IngestWarning, Source, loads_strict
+from .wrapping import split_lines
 
 CHUNK_ROWS = 200_000
 MAX_VALUE_WARNINGS = 20
@@ -92,6 +93,8 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, lines: list[i
             if dtype.startswith("Int"):
                 info = np.iinfo(dtype.lower())
                 held &= (parsed.isna() | ((parsed == parsed.round()) & parsed.between(info.min, info.max))).to_numpy()
+                if pd.api.types.is_unsigned_integer_dtype(raw.dtype):  # 2**63 is 2**63 - 1 as a float: exact here
+                    held &= raw.to_numpy() <= np.uint64(info.max)
             parsed = parsed.where(held)
             if _typed(raw, dtype) and bool(held.all()):
                 continue
@@ -205,7 +208,7 @@ class TablesReader:
     name = "tables"
 
     def sniff(self, head: str) -> float:
-        first = next((line for line in head.splitlines() if line.strip()), "")
+        first = next((line for line in split_lines(head) if line.strip()), "")
         if first.startswith("{"):
             try:
                 keys = list(json.loads(first))

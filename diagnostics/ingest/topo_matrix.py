@@ -20,6 +20,7 @@ import pandas as pd
 from ..values import Refused, describe
 from ..values import index as checked_index
 from .base import IngestResult, IngestWarning, Source, Tail
+from .wrapping import split_lines
 
 READER_NAME = "topo-m"
 _OLD_NAMES = {"SOC": "SYS"}  # drivers before 384 said SOC for what is now SYS
@@ -227,7 +228,7 @@ class TopoMatrixReader:
     name = READER_NAME
 
     def sniff(self, head: str) -> float:
-        lines = head.splitlines()
+        lines = split_lines(head)
         header = any(_HEADER.match(line) and _parse_header(line, 0) for line in lines)
         if not header:
             return 0.0

@@ -76,9 +76,16 @@ def _unfenced(line: str) -> str:
     return _TRAILING_FENCE.sub("", line) if line.rstrip().endswith("```") else line
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of a text as a file read in text mode has them: split at LF, CRLF and CR only (`str.splitlines`
+    also splits at a vertical tab, a form feed and U+2028, which no reader's lines are split at)."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
 def detect(head: str) -> Wrapping:
     """The wrapping of an input, judged from its head (the last line of a head may be cut: it is not used)."""
-    lines = head.splitlines()
+    lines = split_lines(head)
     if len(lines) > 1 and not head.endswith(("\n", "\r")):
         lines = lines[:-1]
     escaped = ("&gt;" in head or "&lt;" in head or "&amp;" in head) and "<" not in head and ">" not in head

@@ -70,7 +70,9 @@ class IngestReport:
     def as_dict(self) -> dict[str, Any]:
         out = summarize(self.result)
         out["warnings"] = [w.as_dict() for w in self.warnings]
-        out["files"] = [{"file": f.name, "status": f.status, "format": f.format, "rows": f.rows} for f in self.files]
+        out["files"] = [{"file": f.name, "status": f.status, "format": f.format, "rows": f.rows, "error": f.error}
+                        for f in self.files]
+        out["refused"] = [f.name for f in self.files if f.status == "error"]
         nodes = self.nodes
         out["platforms"] = {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True)
                             if isinstance(p, str)}

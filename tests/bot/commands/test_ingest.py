@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
+from diagnostics.store import open_store
 
 REAL = Path(__file__).resolve().parents[3] / "fixtures" / "real"
 
@@ -96,3 +98,27 @@ def test_an_unknown_platform_in_a_nodes_file_is_named(tmp_path: Path, capsys: py
     assert main(["ingest", str(tmp_path / "nodes.csv"), "--store", str(tmp_path / "st")]) == 1
     err = capsys.readouterr().err
     assert "nodes.csv" in err and "hgx-h900-8gpu" in err and "known:" in err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_refused_file_leaves_the_good_one_stored_and_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               as_json: bool) -> None:
+    good = tmp_path / "good.prom"
+    good.write_text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="n"} 2 1772409600000\n')
+    bad = tmp_path / "bad.log"
+    bad.write_bytes(b"\x00\xff" * 64)
+    store = tmp_path / "st"
+    code = main(["ingest", str(good), str(bad), "--store", str(store), *(["--json"] if as_json else [])])
+    out, err = capsys.readouterr()
+    assert code == 3
+    assert "1 of 2 files refused, the others stored" in err and "bad.log: binary data" in err
+    if as_json:
+        report = json.loads(out)
+        assert [(f["status"], f["error"] is None) for f in report["files"]] == [("ingested", True), ("error", False)]
+        assert report["refused"] == [str(bad)]
+    else:
+        assert f"{good}: stored as dcgm" in out and f"{bad}: refused (binary data" in out
+    stored = open_store(store).window(end=None, span=timedelta(hours=2))["link_samples"]
+    assert stored["replay"].tolist() == [2]
+    bad.write_text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="n"} 5 1772409660000\n')
+    assert main(["ingest", str(good), str(bad), "--store", str(store)]) == 0  # mended, it is taken
