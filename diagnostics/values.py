@@ -44,6 +44,7 @@ class Limits:
     gauge: dict[str, float]
     window_hours: tuple[float, float]
     rate_min_interval_s: float
+    paste_max_outputs: int
 
     def counter_max(self, kind: str) -> int:
         return (1 << self.counter_bits[kind]) - 1
@@ -58,19 +59,28 @@ def _load(path: Path) -> Limits:
         gauge = {str(k): float(v) for k, v in data["gauge"].items()}
         window = (float(data["window"]["min_hours"]), float(data["window"]["max_hours"]))
         rate_min = float(data["rate"]["min_interval_s"])
+        outputs = int(data["paste"]["max_outputs"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"{path.name}: needs [counter], [index], [gauge], [window] and [rate] tables: "
-                          f"{exc}") from None
+        raise ConfigError(f"{path.name}: needs [counter], [index], [gauge], [window], [rate] and [paste] "
+                          f"tables: {exc}") from None
     if not all(0 < b <= 64 for b in bits.values()) or not 0 < window[0] < window[1]:
         raise ConfigError(f"{path.name}: counter widths are 1-64 bits and 0 < min_hours < max_hours")
     if not 0 < rate_min < window[1] * 3600:
         raise ConfigError(f"{path.name}: [rate] min_interval_s is above 0 and below the longest window")
-    return Limits(bits, index, gauge, window, rate_min)
+    if outputs < 1:
+        raise ConfigError(f"{path.name}: [paste] max_outputs is at least 1")
+    return Limits(bits, index, gauge, window, rate_min, outputs)
 
 
 def limits() -> Limits:
-    """The limits in force: FABRICBOT_LIMITS names a user file, else the shipped one."""
-    return _load(Path(os.environ.get(ENV_FILE) or LIMITS_FILE))
+    """The limits in force: FABRICBOT_LIMITS names a user file, else the shipped one (every value a reader
+    takes asks: looked up by the variable's text, not by a Path made each time)."""
+    return _named(os.environ.get(ENV_FILE) or "")
+
+
+@cache
+def _named(name: str) -> Limits:
+    return _load(Path(name) if name else LIMITS_FILE)
 
 
 def no_value(raw: str) -> bool:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import pairwise
 
+from ..values import limits
 from .base import IngestResult, Reader, Source
 from .textlines import Collector, Line, classify_line, stated_time
 from .wrapping import split_lines, unwrap_text
@@ -38,7 +38,7 @@ class PasteReader:
 
     def sniff(self, head: str) -> float:
         lines = _lines(split_lines(head))
-        readers = {part.reader for part in plan(lines, _others()) if part.reader}
+        readers = {part.reader for part in plan(lines, _others())[0] if part.reader}
         return MIXED_SCORE if len(readers) >= 2 else 0.0
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
@@ -46,7 +46,8 @@ class PasteReader:
         lines = _lines(text for _, text in source.read_lines(notes.note))
         others = _others()
         results = []
-        for part in plan(lines, others):
+        parts, stopped = plan(lines, others, limits().paste_max_outputs)
+        for part in parts:
             body = [line for line in part.lines if line.kind not in ("blank", "fence", "provenance")]
             if part.reader is None:
                 _warn_unread(notes, body)
@@ -54,6 +55,10 @@ class PasteReader:
             first, text = _span(part.lines)
             own = Source.from_text(text, name=source.name, first_line=first)
             results.append(others[part.reader].read(own, node_id=node_id or part.host))
+        if stopped is not None:
+            notes.warn(stopped, f"this paste holds more than {limits().paste_max_outputs} outputs (the limits' "
+                                f"[paste] max_outputs): lines {stopped}-{lines[-1].number} not read; give them as "
+                                "files or in another paste")
         results.append(notes.result())
         combined = IngestResult.combine(results)
         combined.warnings.sort(key=lambda w: w.line or 0)
@@ -85,24 +90,24 @@ def _best(text: str, others: dict[str, Reader]) -> str | None:
     return scored[0][1] if scored and scored[0][0] > 0 else None
 
 
-def plan(lines: list[Line], others: dict[str, Reader]) -> list[Part]:
-    """Cut the paste into parts, each claimed by one reader or by none."""
-    parts: list[Part] = []
-    for section in _sections(lines):
-        parts.extend(_split(section, others))
-    for before, after in pairwise(parts):
-        if before.reader is None and _only_a_time(before):  # `$ date` before an output: the time of that output
-            after.lines[:0] = before.lines
-            before.lines = []
-    parts = [part for part in parts if part.lines]
+def plan(lines: list[Line], others: dict[str, Reader], limit: int | None = None) -> tuple[list[Part], int | None]:
+    """Cut the paste into parts, each claimed by one reader or by none; with `limit`, stop before the part that
+    would be the limit's + 1st claimed one: (parts, the line it starts at), None where all were planned."""
     merged: list[Part] = []
-    for part in parts:  # neighbours that one reader claims are read together (one row per link, not two)
-        if merged and part.reader is not None and merged[-1].reader == part.reader:
-            merged[-1].lines.extend(part.lines)
-            merged[-1].host = merged[-1].host or part.host
-        else:
+    claimed = 0
+    for section in _sections(lines):
+        for part in _split(section, others):
+            if merged and merged[-1].reader is None and _only_a_time(merged[-1]):
+                part.lines[:0] = merged.pop().lines  # `$ date` before an output: the time of that output
+            if merged and part.reader is not None and merged[-1].reader == part.reader:
+                merged[-1].lines.extend(part.lines)  # neighbours one reader claims: read together (one row a link)
+                merged[-1].host = merged[-1].host or part.host
+                continue
+            claimed += part.reader is not None
+            if limit is not None and claimed > limit:
+                return merged, part.lines[0].number
             merged.append(part)
-    return merged
+    return merged, None
 
 
 def _sections(lines: list[Line]) -> list[list[Line]]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..values import Refused, describe
@@ -42,7 +42,7 @@ class _Matrix:
     header_line: int
     names: dict[str, str]  # header name -> normalized ("mlx5_2" -> "NIC2")
     rows_seen: set[str] = field(default_factory=set)
-    out: list[dict[str, Any]] = field(default_factory=list)
+    out: list[Row] = field(default_factory=list)
     last_line: int = 0
     last_complete: bool = True
     cut: _Cut | None = None  # the last value of a short row, until it is known whether the input ends there
@@ -82,8 +82,16 @@ def _normalize(devices: list[str]) -> dict[str, str]:
     return names
 
 
-def _row(m: _Matrix, **values: Any) -> None:
-    m.out.append(values)
+# One topology row as the reader keeps it: (a, b, relation, nvlinks, detail, line). Tuples, not dicts, and the
+# line as a number (its `file:line` text made once per line at the end): a 10 MB matrix is a million rows.
+Row = tuple[str, str | None, str, int | None, str | None, int]
+COLUMNS = ["a", "b", "relation", "nvlinks", "detail", "line"]
+CHUNK_ROWS = 100_000
+
+
+def _row(m: _Matrix, number: int, a: str, b: str | None, relation: str, nvlinks: int | None = None,
+         detail: str | None = None) -> None:
+    m.out.append((a, b, relation, nvlinks, detail, number))
 
 
 def _parse_header(line: str, number: int) -> _Matrix | None:
@@ -125,18 +133,18 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
                 warnings.append(IngestWarning(where, number, f"{name} -> {col}: unknown path kind {cell!r}, skipped"))
         elif (kind := _OLD_NAMES.get(cell, cell)).startswith("NV"):
             try:
-                _row(m, a=a, b=b, relation="NV", nvlinks=checked_index(kind[2:], "link"), source=f"{where}:{number}")
+                _row(m, number, a, b, "NV", nvlinks=checked_index(kind[2:], "link"))
             except Refused as why:
                 warnings.append(IngestWarning(where, number, f"{name} -> {col}: {describe(cell)}: {why}; "
                                                              "skipped"))
         else:
-            _row(m, a=a, b=b, relation=kind, detail=cell if cell != kind else None, source=f"{where}:{number}")
+            _row(m, number, a, b, kind, detail=cell if cell != kind else None)
         if at_cut:
             m.cut = _Cut(name, col, cell, number, before if len(m.out) > before else None, not ended)
     for i, (col, value) in enumerate(zip(m.extra, values, strict=False)):
         before = len(m.out)
         if value not in ("N/A", ""):
-            _row(m, a=a, relation=_AFFINITY[col], detail=value, source=f"{where}:{number}")
+            _row(m, number, a, None, _AFFINITY[col], detail=value)
         if open_end and len(device_cells) + i == len(cells) - 1:
             m.cut = _Cut(name, col, value, number, before if len(m.out) > before else None, not ended)
     if len(device_cells) < len(m.devices):
@@ -175,18 +183,20 @@ def _finish(m: _Matrix, where: str, warnings: list[IngestWarning], ended_at_eof:
         warnings.append(IngestWarning(where, m.last_line or m.header_line,
                                       f"the matrix is cut off here: no rows for {', '.join(missing)} "
                                       f"(their columns in the other rows are still read)"))
-    source = f"{where}:{m.header_line}"
-    devices = [{"a": m.names[d], "b": None if m.names[d] == d else d,
-                "relation": "gpu" if d.startswith("GPU") else "nic", "source": source} for d in m.devices]
+    devices: list[Row] = [(m.names[d], None if m.names[d] == d else d, "gpu" if d.startswith("GPU") else "nic",
+                           None, None, m.header_line) for d in m.devices]
     m.out[:0] = devices
 
 
-def parse_lines(lines: Iterable[tuple[int, str, bool]], where: str) -> tuple[list[dict[str, Any]], list[IngestWarning]]:
+def parse_lines(lines: Iterable[tuple[int, str, bool]], where: str) -> tuple[list[pd.DataFrame], dict[str, str],
+                                                                           list[IngestWarning]]:
     """Rows and warnings from the numbered lines of one or more `topo -m` outputs (with whether a newline ends
     each: a matrix row no newline ends is cut like a short row; any other such line is read up to its last
-    space, see `Tail`)."""
+    space, see `Tail`), and the NIC legend (`NIC0: mlx5_0`). Rows become tables every CHUNK_ROWS or so (whole
+    matrices), so a long input is held as tables, not as a million tuples."""
     warnings: list[IngestWarning] = []
-    rows: list[dict[str, Any]] = []
+    chunks: list[pd.DataFrame] = []
+    pending: list[Row] = []
     matrix: _Matrix | None = None
     in_matrix = False
     legend: dict[str, str] = {}
@@ -201,7 +211,7 @@ def parse_lines(lines: Iterable[tuple[int, str, bool]], where: str) -> tuple[lis
             if header is not None:
                 if matrix is not None:
                     _finish(matrix, where, warnings, ended_at_eof=False)
-                    rows.extend(matrix.out)
+                    pending = _keep(chunks, pending, matrix.out, where)
                 matrix, in_matrix = header, True
                 continue
         tokens = line.split()
@@ -217,11 +227,29 @@ def parse_lines(lines: Iterable[tuple[int, str, bool]], where: str) -> tuple[lis
             legend[match[1]] = match[2]
     if matrix is not None:
         _finish(matrix, where, warnings, ended_at_eof=in_matrix)
-        rows.extend(matrix.out)
-    for row in rows:
-        if row["relation"] == "nic" and row["a"] in legend:
-            row["b"] = legend[row["a"]]
-    return rows, warnings
+        pending = _keep(chunks, pending, matrix.out, where)
+    if pending:
+        chunks.append(_frame(pending, where))
+    return chunks, legend, warnings
+
+
+def _keep(chunks: list[pd.DataFrame], pending: list[Row], rows: list[Row], where: str) -> list[Row]:
+    """A finished matrix's rows added to those pending; a table of them once there are CHUNK_ROWS."""
+    pending.extend(rows)
+    if len(pending) < CHUNK_ROWS:
+        return pending
+    chunks.append(_frame(pending, where))
+    return []
+
+
+def _frame(rows: list[Row], where: str) -> pd.DataFrame:
+    """Rows as a table of the schema's kinds: texts as strings, `source` as one category a line."""
+    frame = pd.DataFrame(rows, columns=COLUMNS).astype({"a": "string", "b": "string", "relation": "category",
+                                                        "detail": "string", "nvlinks": "Int16"})
+    numbers, at = np.unique(frame.pop("line").to_numpy(dtype=np.int64), return_inverse=True)
+    frame["source"] = pd.Categorical.from_codes(at.astype(np.int64), categories=pd.Index(
+        [f"{where}:{n}" for n in numbers], dtype="string"))
+    return frame
 
 
 class TopoMatrixReader:
@@ -236,10 +264,12 @@ class TopoMatrixReader:
         return 0.95 if cells else 0.6
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
-        rows, warnings = parse_lines(source.numbered(), source.name)
-        if not rows:
+        chunks, legend, warnings = parse_lines(source.numbered(), source.name)
+        if not chunks:
             warnings.append(IngestWarning(source.name, None, "no `nvidia-smi topo -m` matrix found"))
-        frame = pd.DataFrame(rows, columns=["a", "b", "relation", "nvlinks", "detail", "source"])
+        frame = pd.concat(chunks or [_frame([], source.name)], ignore_index=True)
+        named = (frame["relation"] == "nic") & frame["a"].isin(list(legend))
+        frame.loc[named, "b"] = frame.loc[named, "a"].map(legend)
         frame["node_id"] = node_id
         return IngestResult.of(warnings, topology=frame)
 

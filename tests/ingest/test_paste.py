@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
+from diagnostics import values
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
 from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
@@ -80,3 +83,19 @@ def test_sections_reach_readers_registered_later(monkeypatch: pytest.MonkeyPatch
     assert result["topology"]["source"].tolist() == ["paste.txt:2"]
     assert set(result["topology"]["node_id"]) == {"node-3"}
     assert result["link_samples"]["link_state"].tolist() == ["inactive"]
+
+
+def test_a_paste_of_more_outputs_than_the_limit_reads_the_first_and_names_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    limits_file = tmp_path / "limits.toml"
+    shipped = (Path(values.__file__).parent / "data" / "limits.toml").read_text()
+    limits_file.write_text(shipped.replace("max_outputs = 200", "max_outputs = 2"))
+    monkeypatch.setenv(values.ENV_FILE, str(limits_file))
+    sample = (SAMPLES / "mixed_paste.md").read_text()
+    result = detect.read(Source.from_text(sample * 3, name="paste.md"))
+    over = [w for w in result.warnings if "max_outputs" in w.message]
+    assert len(over) == 1 and over[0].line is not None
+    assert f"lines {over[0].line}-{(sample * 3).count(chr(10))} not read" in over[0].message
+    assert over[0].line <= sample.count("\n")  # two outputs of the first copy, then the cap
+    first = detect.read(Source.from_text(sample, name="paste.md"))
+    assert len(result["link_samples"]) <= len(first["link_samples"])

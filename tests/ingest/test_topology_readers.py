@@ -221,3 +221,14 @@ def test_a_short_row_inside_the_matrix_keeps_its_values_and_names_a_bad_one(tmp_
     assert any(w.line == 5 and "unknown path kind 'SY'" in w.message for w in result.warnings)
     assert not any("may be cut" in w.message for w in result.warnings)
     assert cell(result["topology"], "GPU1", "GPU6") == ("NV", 12)
+
+
+def test_a_long_topo_m_read_in_chunks_reads_as_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagnostics.ingest import topo_matrix
+
+    text = (REAL / "topo_m_a100_18nic_1.txt").read_text() * 3
+    whole = read(Source.from_text(text))["topology"]
+    monkeypatch.setattr(topo_matrix, "CHUNK_ROWS", 5)  # a table every matrix
+    chunked = read(Source.from_text(text))["topology"]
+    pd.testing.assert_frame_equal(whole, chunked, check_categorical=False)  # the same rows; categories in any order
+    assert whole["source"].nunique() > 3 and len(whole) > 3 * 5
