@@ -159,6 +159,9 @@ class NcclXmlReader:
             if state.stack:
                 warnings.append(IngestWarning(source.name, last, f"the XML is cut off inside <{state.stack[-1].tag}>; "
                                                                  "read what came before"))
+        tail = source.tail  # reading stopped at bad XML before the cut last line: still said
+        if tail is not None and not any(w.line == tail.number for w in warnings):
+            warnings.append(tail.warning(source.name, "its element"))
         state.finish()
         if not any(r["relation"] == "gpu" for r in state.rows):
             warnings.append(IngestWarning(source.name, None, "no <gpu> element in the NCCL topology"))
