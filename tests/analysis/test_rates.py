@@ -141,3 +141,29 @@ def test_readings_closer_than_the_minimum_interval_give_counts_but_no_rate(apart
     assert math.isnan(row["replay_per_hour"]) is not rated
     if rated:
         assert row["replay_per_hour"] == pytest.approx(45120 * 3600 / apart.total_seconds())
+
+
+def _paste(at: str, crc: int) -> pd.DataFrame:
+    from diagnostics.ingest import detect
+    from diagnostics.ingest.base import Source
+
+    text = (f"root@n1:~# date -Ins\n{at}\nroot@n1:~# nvidia-smi nvlink -e\nGPU 0: X (UUID: GPU-0)\n"
+            f"  Link 0: Replay Errors: 0\n  Link 0: Recovery Errors: 0\n  Link 0: CRC Errors: {crc}\n")
+    return detect.read(Source.from_text(text))["link_samples"]
+
+
+@pytest.mark.parametrize(("second", "rated"), [("2026-11-29T16:09:49.000003+00:00", False),
+                                               ("2026-11-29T16:19:49.000001+00:00", True)])
+def test_two_pastes_microseconds_apart_give_no_rate_to_judge(second: str, rated: bool) -> None:
+    """The issue's two pastes: 45,120 CRC errors between readings 2 us apart were 45 trillion an hour, failing."""
+    from diagnostics.analysis import analyze_tables
+
+    samples = pd.concat([_paste("2026-11-29T16:09:49.000001+00:00", 0), _paste(second, 45120)], ignore_index=True)
+    diagnosis = analyze_tables({"link_samples": samples}, node_id="n1")
+    finding = next(f for f in diagnosis.findings if f.link == 0)
+    assert finding.counts.get("crc_flit") == 45120
+    assert ("crc_flit" in finding.rates_per_hour) is rated
+    if rated:
+        assert finding.rates_per_hour["crc_flit"] == pytest.approx(45120 * 6)
+    else:
+        assert not diagnosis.fault_detected
