@@ -198,6 +198,8 @@ def _parquet_chunks(source: Source) -> Iterator[Chunk]:
     assert source.path is not None, "Parquet needs a file"
     try:
         handle = pq.ParquetFile(source.path)
+        if handle.metadata.num_rows == 0:  # a table with no rows is still a table: its columns say which
+            yield handle.schema_arrow.empty_table().to_pandas(), None
         for batch in handle.iter_batches(batch_size=CHUNK_ROWS):
             yield batch.to_pandas(), None
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file

@@ -22,9 +22,10 @@ def fleet() -> TableNodeSource:
     return TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()})
 
 
-def _paste(gpu2_link1: tuple[int, int, int]) -> str:
+def _paste(gpu2_link1: tuple[int, int, int], at: str | None = None) -> str:
+    """`nvidia-smi nvlink -e` of 4 GPUs, GPU 2 link 1 counting; `at`: a `date` line stating when it was read."""
     replay, recovery, crc = gpu2_link1
-    lines = ["```", "$ nvidia-smi nvlink -e"]
+    lines = ["```", *(["$ date -Is", at] if at else []), "$ nvidia-smi nvlink -e"]
     for gpu in range(4):
         lines.append(f"GPU {gpu}: NVIDIA H100 80GB HBM3 (UUID: GPU-0000000{gpu}-0000-0000-0000-000000000000)")
         for link in range(2):
@@ -74,17 +75,20 @@ def test_a_mention_naming_a_node_answers_and_offers_the_tickets(fleet: TableNode
 def test_a_pasted_lifetime_reading_gets_totals_then_rates_from_a_second_paste() -> None:
     with local_bot() as local:
         root = summary_for(local, "hpc-gpu-node-12")
-        local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts)
+        local.injector.message(_paste((9000, 2, 45000), "2026-03-02T10:00:00+00:00"), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 1)
         first = posted(local.slack, thread=root.ts)[-1].shown
         assert "lifetime totals" in first and "not rates" in first
         assert ("GPU 2 NVLink 1: replays 9,000, recoveries 2, CRC errors 45,000 since reset\n"
                 "7 of 8 links show no errors") in first
         assert "again in a few minutes" in first
-        local.injector.message(_paste((12000, 2, 60000)), user="UALICE", channel=OPS, thread_ts=root.ts)
+        # ten minutes later (a rate needs readings at least a minute apart: `[rate] min_interval_s`)
+        local.injector.message(_paste((12000, 2, 60000), "2026-03-02T10:10:00+00:00"), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 2)
         second = posted(local.slack, thread=root.ts)[-1].shown
-        assert second.startswith("Rates over the") and "GPU 2" in second
+        assert second.startswith("Rates over the 10 minutes") and "GPU 2" in second
 
 
 def test_chatter_in_a_thread_is_left_alone() -> None:

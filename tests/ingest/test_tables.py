@@ -11,7 +11,7 @@ import pytest
 from diagnostics.errors import InputError
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.detect import choose, read
-from diagnostics.tables import LINK_SAMPLES
+from diagnostics.tables import LINK_SAMPLES, TABLES
 
 CSV = """timestamp,node_id,gpu,link_type,link,replay,crc_flit,saturated
 2026-03-01T00:00:00Z,n1,0,nvlink,3,10,1,false
@@ -61,3 +61,10 @@ def test_missing_required_column_is_an_error(tmp_path: Path) -> None:
     path.write_text("timestamp,node_id,link,replay\n2026-03-01,n1,0,1\n")
     with pytest.raises(InputError, match="needs gpu, link_type"):
         read(path, fmt="tables")
+
+
+def test_a_parquet_table_with_no_rows_is_read_as_empty_not_refused(tmp_path: Path) -> None:
+    path = tmp_path / "events.parquet"
+    TABLES["events"].empty().to_parquet(path, index=False)
+    result = read(path)
+    assert result.rows["events"] == 0 and not result.warnings

@@ -9,6 +9,7 @@ import pandas as pd
 from bot.storage import open_db
 from bot.tracker import SqliteTracker
 from diagnostics.store import open_store
+from diagnostics.tables import COUNTERS
 from tests.analysis.helpers import T0, link_series, links, steady
 
 from .conftest import Cli
@@ -18,7 +19,8 @@ SOAK_SAMPLES = 24 * 12 + 1  # the default soak, a day at 5 min
 
 def _ingest(store: Path, frame: pd.DataFrame, name: str) -> None:
     csv = store.parent / f"{name}.csv"
-    frame.to_csv(csv, index=False)
+    counters = [c for c in COUNTERS if c in frame.columns]
+    frame.assign(**{c: frame[c].round() for c in counters}).to_csv(csv, index=False)  # a counter is a whole number
     assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
 
 
