@@ -14,6 +14,7 @@ from ..components import ComponentRef, peer_name
 from ..config.thresholds import MISSING_RULE, Thresholds
 from ..enums import ComponentKind, LinkState, LinkType, Severity
 from ..model import Crossing, Finding
+from ..values import limits
 from .metrics import RATE_COUNTERS
 from .rules import crossings, state_crossing, summarize
 
@@ -100,6 +101,11 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         counts = {c: v for c, v in totals.items() if v is not None}
         evidence.append("one reading: lifetime totals only (" + fmt.totals(counts) + "); a rate needs a second "
                         "reading" if counts else "one reading of the link's state: the input carries no error counters")
+    covered = _num(row.get("covered_h"))
+    apart = limits().rate_min_interval_s
+    if int(row.get("samples", 0) or 0) >= 2 and covered is not None and covered * 3600 < apart:
+        evidence.append(f"readings {covered * 3600:.3g} s apart: a rate needs readings at least "
+                        f"{apart:g} s apart ([rate] min_interval_s); the increase is kept, no rate is judged")
     if int(row.get("resets", 0) or 0):
         evidence.append(f"counter reset {int(row['resets'])}x in the window (reboot or driver reload), handled")
     if _num(row.get("gen_lost_idle")):

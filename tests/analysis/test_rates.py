@@ -167,3 +167,4 @@ def test_two_pastes_microseconds_apart_give_no_rate_to_judge(second: str, rated:
         assert finding.rates_per_hour["crc_flit"] == pytest.approx(45120 * 6)
     else:
         assert not diagnosis.fault_detected
+        assert any("a rate needs readings at least 60 s apart" in e for e in finding.evidence)
