@@ -27,10 +27,12 @@ from typing import Any
 
 import pandas as pd
 
+from .. import values
 from ..components import chip_name
 from ..config.racks import tray_kind
 from ..errors import InputError
-from .base import IngestResult, IngestWarning, Source
+from ..values import Refused, describe
+from .base import IngestResult, IngestWarning, Source, Tail
 from .dcgm import SeriesError, parse_labels
 
 FAMILIES: dict[str, str] = {
@@ -53,13 +55,37 @@ def _place(labels: dict[str, str], rack: str) -> dict[str, Any] | None:
     if gpu_port and labels.get("tray_index", "").isdigit() and labels.get("device_num_on_tray", "").isdigit():
         far = _SWITCH.search(labels.get("link_partner_description", ""))
         return {"node_id": f"{PREFIX}{rack}:compute:{int(labels['tray_index']) + 1}",
-                "gpu": int(labels["device_num_on_tray"]), "link_type": "nvlink", "link": int(gpu_port[1]),
+                "gpu": values.index(labels["device_num_on_tray"], "gpu"), "link_type": "nvlink",
+                "link": values.index(gpu_port[1], "link"),
                 "nvswitch": None, "peer": chip_name(str(int(far[1])), int(far[2])) if far else None}
     switch = _SWITCH.search(labels.get("node_description", ""))
     if switch and labels.get("Port_Number", "").isdigit():
         return {"node_id": f"{PREFIX}{rack}:switch:{int(switch[1])}", "gpu": None, "link_type": "nvswitch",
-                "link": int(labels["Port_Number"]), "nvswitch": str(int(switch[2]) - 1), "peer": None}
+                "link": values.index(labels["Port_Number"], "link"), "nvswitch": str(int(switch[2]) - 1), "peer": None}
     return None
+
+
+def _value(column: str, raw: str) -> float:
+    """A family's value as its column holds it (`values`: a counter whole and within its width, a BER finite
+    and at most 1); Refused, with the value, otherwise."""
+    role, kind = values.COLUMNS[column]
+    try:
+        return float(getattr(values, role)(raw, kind))
+    except Refused as why:
+        raise Refused(f"{describe(raw)} is not a value {column} can hold: {why}") from None
+
+
+def _time(stamp: str | None, when: datetime) -> pd.Timestamp:
+    """A sample's time (ms since the epoch), or the reader's time where the sample gives none."""
+    if not stamp:
+        return pd.Timestamp(when)
+    try:
+        found = values.time(pd.Timestamp(int(stamp), unit="ms", tz="UTC"))
+    except (ValueError, OverflowError):  # OutOfBoundsDatetime is a ValueError
+        found = None
+    if found is None:
+        raise Refused(f"timestamp {describe(stamp)} is no time from 1970 to 2262")
+    return found
 
 
 class NmxtReader:
@@ -73,8 +99,11 @@ class NmxtReader:
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         warnings: list[IngestWarning] = []
         skipped = 0
-        for number, line in source.lines():
+        for number, line, ended in source.numbered():
             if not line.strip() or line.startswith("#"):
+                continue
+            if not ended:  # the exposition format ends every line with a newline: a cut sample is not read
+                warnings.append(Tail(number, line).warning(source.name, "its sample"))
                 continue
             match = _LINE.match(line.strip())
             if match is None:
@@ -86,20 +115,28 @@ class NmxtReader:
                 continue
             try:
                 labels = parse_labels(body)
-                reading = float(value)
-            except (SeriesError, ValueError) as exc:
+                reading = _value(column, value) if column is not None else None
+                t = _time(stamp, when)
+            except SeriesError as exc:
                 warnings.append(IngestWarning(source.name, number, f"{family}: {exc}"))
+                continue
+            except Refused as why:
+                warnings.append(IngestWarning(source.name, number, f"{family}: {why}; not read"))
                 continue
             rack = node_id or (f"chassis-{labels['chassis_id']}" if labels.get("chassis_id") else None)
             if rack is None:
                 raise InputError("an NMX-T scrape names no rack: give the rack it is of (--node RACK)",
                                  source=source.name, line=number)
-            keys = _place(labels, rack)
+            try:
+                keys = _place(labels, rack)
+            except Refused as why:
+                warnings.append(IngestWarning(source.name, number, f"{family}: a GPU, link or port number that "
+                                                                   f"is no index ({why}); not read"))
+                continue
             if keys is None:
                 skipped += 1
                 continue
-            t = pd.Timestamp(int(stamp), unit="ms", tz="UTC") if stamp else pd.Timestamp(when)
-            row = rows.setdefault((t, *keys.values()), {"timestamp": t, **keys, "source": "nmxt"})
+            row = rows.setdefault((t, *keys.values()), {"timestamp": t, **keys, "source": f"{source.name}:{number}"})
             if column is not None:
                 row[column] = reading
             if labels.get("logical_state") in STATES:

@@ -217,3 +217,25 @@ def test_a_csv_row_of_another_width_is_said_and_later_rows_keep_their_lines(tmp_
     assert rows["step_time_ms"].tolist() == [812.5, 815.9, 816.1]
     assert rows["source"].str.rsplit(":", n=1).str[1].tolist() == ["2", "4", "6"]
     assert said(result, 3, "4 fields where the header names 2", "not read")
+
+
+@pytest.mark.parametrize(("series", "said_of"), [
+    ('Effective_BER{node_description="MF0;sw06:N5400_LD/U1", Port_Number="9"} NaN', "'NaN' is not a value"),
+    ('Symbol_Errors{node_description="MF0;sw06:N5400_LD/U1", Port_Number="9"} -1', "'-1' is not a value"),
+    ('Symbol_Errors{node_description="MF0;sw06:N5400_LD/U1", Port_Number="18446744073709551616"} 5', "no index"),
+    ('Symbol_Errors{node_description="MF0;sw06:N5400_LD/U1", Port_Number="9"} 5 99999999999999999', "no time"),
+])
+def test_an_nmxt_sample_no_column_holds_is_refused(tmp_path: Path, series: str, said_of: str) -> None:
+    good = 'Symbol_Errors{node_description="MF0;sw06:N5400_LD/U1", Port_Number="10"} 7 1781993954087\n'
+    result = detect.read(Source.from_text(good + series + "\n", name="n.prom"), fmt="nmxt", node_id="rack-07")
+    rows = result["link_samples"]
+    assert rows["link"].tolist() == [10] and rows["symbol_errors"].tolist() == [7]
+    assert said(result, 2, said_of)
+
+
+def test_a_cut_nmxt_sample_is_not_read_and_said(tmp_path: Path) -> None:
+    text = ('Symbol_Errors{node_description="MF0;sw06:N5400_LD/U1", Port_Number="10", chassis_id="1"} 7 1781993954087\n'
+            'Symbol_Errors{node_description="MF0;sw06:N5400_LD/U1", Port_Number="11", chassis_id="1"} 45')
+    result = read_file(tmp_path, text, "n.prom")
+    assert result["link_samples"]["link"].tolist() == [10]
+    assert said(result, 2, "ends inside this line")
