@@ -84,9 +84,11 @@ def split_lines(text: str) -> list[str]:
 
 
 def detect(head: str) -> Wrapping:
-    """The wrapping of an input, judged from its head (the last line of a head may be cut: it is not used)."""
+    """The wrapping of an input, judged from its head (the last line of a head may be cut: it is not used, unless
+    it is the only line that is not blank or provenance, as in a file cut inside its first sample)."""
     lines = split_lines(head)
-    if len(lines) > 1 and not head.endswith(("\n", "\r")):
+    if len(lines) > 1 and not head.endswith(("\n", "\r")) and any(
+            line.strip() and not _PROVENANCE.match(line) for line in lines[:-1]):
         lines = lines[:-1]
     escaped = ("&gt;" in head or "&lt;" in head or "&amp;" in head) and "<" not in head and ">" not in head
     if escaped:
