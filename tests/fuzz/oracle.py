@@ -114,7 +114,8 @@ def read_bytes(data: bytes, name: str, fmt: str | None = None) -> Outcome:
 def _tokens(text: str) -> np.ndarray:
     values: list[float] = []
     for raw in _TOKEN.findall(text):
-        for spelling in {raw, raw.replace(",", ""), *raw.split(",")}:
+        # a minus may be a separator (`pcie-3`, `node-02`): the number after it is in the input too
+        for spelling in {raw, raw.replace(",", ""), *raw.split(","), raw.lstrip("-+")}:
             try:
                 values.append(float(spelling))
             except ValueError:
@@ -137,10 +138,12 @@ def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
     return series.to_numpy(dtype=np.float64, na_value=np.nan) if len(series) else np.zeros(0)
 
 
-def check_numbers(result: IngestResult, text: str | None, problems: Problems) -> None:
+def check_numbers(result: IngestResult, text: str | None, problems: Problems, *, baseline: bool = False) -> None:
     """Finite, non-negative, whole where the column is a count or an index, and held by the input (a binary
     input, `text` None, holds its numbers encoded: only the first three are checked)."""
     tokens = _tokens(text) if text is not None else None
+    if tokens is not None and baseline:  # a snapshot is stored as a zero reading, then its counts (see snapshot.py)
+        tokens = np.union1d(tokens, [0.0])
     for table, frame in result.tables.items():
         kinds: list[tuple[str, tuple[float, ...] | None, bool]] = []
         kinds += [(c, (1.0,), True) for c in (*COUNTS.get(table, ()), *INDEXES.get(table, ()))]
@@ -176,7 +179,8 @@ def read_and_check(data: bytes, name: str, problems: Problems, fmt: str | None =
         problems.add("traceback", f"{type(exc).__name__}: {exc}"[:300])
         return None
     if outcome.result is not None:
-        check_numbers(outcome.result, None if is_binary(name) else data.decode("utf-8", "replace"), problems)
+        check_numbers(outcome.result, None if is_binary(name) else data.decode("utf-8", "replace"), problems,
+                      baseline=outcome.reader == "snapshot")
     return outcome
 
 

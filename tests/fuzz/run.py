@@ -3,17 +3,20 @@ what went wrong by kind and keeps every failing input in the corpus.
 
     python -m tests.fuzz.run --cases 10000 [--seed N] [--no-keep]
 
-It prints the cases run and, for each kind, how many went wrong; it exits 1 when any did. Hypothesis is the
-generator here, not the judge: a failure is counted and kept, and the run goes on.
+It prints the cases run and, for each kind, how many went wrong; it exits 1 when any did. A fifth as many
+snapshot files of any values are read too (a failing one is printed: it has no seed file to keep it by).
+Hypothesis is the generator here, not the judge: a failure is counted and kept, and the run goes on.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
 from collections import Counter
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
@@ -51,9 +54,24 @@ def run(cases: int, rng_seed: int, keep: bool) -> tuple[int, Counter[str], list[
         elif problems:
             found.append(f"{name} {[m.describe() for m in mutations]}: {problems}")
 
+    @seed(rng_seed)
+    @settings(max_examples=max(1, cases // 5), deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategies.snapshot_object())
+    def snapshot(raw: dict[str, Any]) -> None:
+        nonlocal done
+        done += 1
+        problems = oracle.Problems()
+        text = json.dumps(raw, allow_nan=True)  # NaN and Infinity spelled as Python writes them
+        oracle.read_and_check(text.encode(), "snapshot.json", problems, fmt="snapshot")
+        tally.update({kind for kind, _ in problems.items})
+        if problems:
+            found.append(f"snapshot {text[:200]}: {problems}")
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a library's warning about a damaged input is no finding
         one()
+        snapshot()
     return done, tally, found
 
 
@@ -66,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     done, tally, found = run(args.cases, args.seed, not args.no_keep)
     elapsed = time.perf_counter() - started
-    print(f"fuzz: {done:,} cases in {elapsed:.0f} s (seed {args.seed}), {len(seeds())} seed files")
+    print(f"fuzz: {done:,} cases in {elapsed:.0f} s (seed {args.seed}): mutants of {len(seeds())} seed files and "
+          f"{max(1, args.cases // 5):,} snapshot files")
     for group, kinds in GROUPS.items():
         print(f"  {group}: {sum(tally[k] for k in kinds)}")
     for kind, count in sorted(tally.items()):
