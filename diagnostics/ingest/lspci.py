@@ -28,6 +28,7 @@ from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
 _DEVICE = re.compile(
     r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (?P<cls>[^:]+): (?P<desc>.*)$"
 )
+_BROKEN_DEVICE = re.compile(r"^[0-9a-fA-F]{2,8}:\S*\s")  # starts as a device line does, at column 0
 _LNKCAP = re.compile(r"^\s*LnkCap:\s*Port #\d+, Speed (?P<speed>[\d.]+)GT/s, Width x(?P<width>\d+)")
 _LNKSTA = re.compile(r"^\s*LnkSta:\s*Speed (?P<speed>[\d.]+)GT/s[^,]*, Width x(?P<width>\d+)")
 _LANE_ERRORS = re.compile(r"^\s*LaneErrStat:\s*(?:LaneErr at lane:\s*(?P<lanes>\d+(?:\s+\d+)*)|(?P<none>0))\s*$")
@@ -91,6 +92,11 @@ class LspciReader:
                 _check_status(out, device, cap, last)
                 bus = normalize_bus_id(head["bus"]) or head["bus"]
                 device, cap, aer_bus = (bus, device_kind(head["cls"], head["desc"]), line.number), {}, None
+            elif _BROKEN_DEVICE.match(line.text):  # a device line whose bus id is no bus id: its lines are no one's
+                _check_status(out, device, cap, last)
+                out.warn(line.number, f"{line.text.strip()[:40]!r}: not a device line as lspci prints one (its bus "
+                                      "id is not DDDD:BB:DD.F); the lines under it are not read")
+                device, cap, aer_bus = None, {}, None
             elif match := _LNKCAP.match(line.text):
                 cap = {"speed": _gen(out, line.number, match["speed"], "LnkCap"),
                        "width": out.checked("level", line.number, match["width"], "pcie_width", "LnkCap width")}
