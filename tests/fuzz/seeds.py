@@ -46,8 +46,9 @@ def seeds() -> tuple[tuple[str, bytes], ...]:
     out = [(p.name, p.read_bytes()) for p in files if p.is_file()]
     out.append(("seed_examples.json", (FIXTURES / "seed_examples.json").read_bytes()))
     out.append(("nodes.csv", (FIXTURES / "fleet" / "nodes.csv").read_bytes()))
-    out.append(("hpc-gpu-node-02.prom", (FIXTURES / "fleet" / "dcgm" / "hpc-gpu-node-02.prom").read_bytes()))
-    out.append(("hpc-gpu-node-20.prom", _sampled(FIXTURES / "fleet" / "dcgm" / "hpc-gpu-node-20.prom")))
+    scrapes = sorted((FIXTURES / "fleet" / "dcgm").glob("*.prom"))  # the committed fleet's: one whole, one sampled
+    out.append((scrapes[0].name, scrapes[0].read_bytes()))
+    out.append((scrapes[-1].name, _sampled(scrapes[-1])))
     out.extend(_table_seeds())
     return tuple(out)
 
