@@ -21,6 +21,7 @@ from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
 _GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_GPU_ANY = re.compile(r"^GPU (\S+:\S+)$")  # a GPU header whose bus id is damaged
 _SECTION = re.compile(r"^[A-Za-z][\w ()/.-]*$")  # `GPU Link Info`, `PCIe Generation`, `Bridge Chip`
 _WIDTH = re.compile(r"^(\d+)x$")
 _FABRIC_SECTION = re.compile(r"^\s*Fabric\s*$", re.MULTILINE)
@@ -59,8 +60,12 @@ class SmiQueryReader:
             if skip_shell(line, out) or "NVSMI LOG" in line.text:
                 continue
             last = line
-            if header := _GPU.match(line.text.strip()):
-                gpus.append(_Gpu(line.number, normalize_bus_id(header["bus"]), len(gpus) if attached else None))
+            if (header := _GPU.match(line.text.strip())) or (broken := _GPU_ANY.match(line.text.strip())):
+                bus = normalize_bus_id(header["bus"]) if header else None
+                if header is None and broken is not None:  # the next GPU's section: not the GPU's before it
+                    out.warn(line.number, f"GPU {broken[1][:40]!r}: not a PCI bus id; this GPU's readings are kept "
+                                          "without one")
+                gpus.append(_Gpu(line.number, bus, len(gpus) if attached else None))
                 stack.clear()
                 continue
             kv = _KEY.match(line.text)
