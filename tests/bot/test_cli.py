@@ -26,7 +26,8 @@ def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action
                  "Did you mean `hpc-gpu-node-12`", "Ticket draft: hpc-gpu-node-12", "limited to the on-call",
                  "Filed as **FAB-0001**, approved by @bob", "already filed as FAB-0001",
                  "already open: **FAB-0001**", "@fabricbot why is job 4411 slow?",
-                 "The evidence for the GPU 2 -> GPU 3 NVLink 1 draft", "`/fabric maintenance hpc-gpu-node-", '2h "replace ', "findings are shown, not paged",
+                 "The evidence for the GPU 2 -> GPU 3 NVLink 1 draft", "`/fabric maintenance hpc-gpu-node-",
+                 '2h "replace ', "findings are shown, not paged",
                  "`/fabric watch`", "clicks `[Report repair]`", "**FAB-0001** is verifying", "`/fabric verify`",
                  "still verifying", "`/fabric digest`", "Waiting for verification (1)"):
         assert step in text, step
