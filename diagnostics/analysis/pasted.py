@@ -14,8 +14,10 @@ from datetime import datetime
 
 import pandas as pd
 
+from ..errors import InputError
 from ..model import Diagnosis
 from ..tables import LINK_SAMPLES, TABLES
+from ..values import limits
 from .node import analyze_tables
 
 PASTED_NODE = "pasted node"
@@ -62,6 +64,11 @@ class Reading:
 def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
     """The diagnosis of the rates between two readings of `later`'s node, and the minutes between them."""
     both = pd.concat([earlier.links, later.links], ignore_index=True)
+    seconds = (both["timestamp"].max() - both["timestamp"].min()).total_seconds()
+    shortest = limits().rate_min_interval_s
+    if not seconds >= shortest:  # NaN (an undated reading) included
+        raise InputError(f"the two readings are {seconds:g} s apart; a rate needs readings at least {shortest:g} s "
+                         "apart ([rate] min_interval_s in limits.toml): paste it again in a few minutes",
+                         field="readings", value=f"{seconds:g} s")
     diagnosis = analyze_tables(_tables(both), node_id=later.node_id)
-    minutes = (both["timestamp"].max() - both["timestamp"].min()).total_seconds() / 60
-    return diagnosis, float(minutes)
+    return diagnosis, float(seconds / 60)

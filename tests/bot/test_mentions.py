@@ -143,3 +143,17 @@ def test_a_mention_gets_the_model_answer_in_its_thread() -> None:
         text = posted(local.slack, thread=asked.ts)[0].shown
         assert text.startswith("hpc-gpu-node-12: GPU 2 -> GPU 3 NVLink 1 is failing")
         assert "answered by test-claude from the analysis" in text
+
+
+def test_two_pastes_seconds_apart_are_told_they_are_too_close_for_a_rate() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_paste((9000, 2, 45000), "2026-03-02T10:00:00+00:00"), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 1)
+        local.injector.message(_paste((9001, 2, 45003), "2026-03-02T10:00:05+00:00"), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 2)
+        second = posted(local.slack, thread=root.ts)[-1].shown
+        assert "could not compute rates" in second and "5 s apart" in second and "at least 60 s" in second
+        assert "no fabric fault" not in second
