@@ -17,7 +17,7 @@ from diagnostics import Diagnosis, Snapshot, analyze_snapshot
 from diagnostics.tickets import ClaudeDrafter, RulesDrafter, candidates_for
 
 models.ALLOW_MODEL_REQUESTS = False
-TOOLS = ("list_findings", "list_candidates", "parts_catalog")
+TOOLS = ("unhealthy_links", "list_candidates", "parts_catalog")
 
 
 def node_diagnosis() -> Diagnosis:

@@ -33,8 +33,10 @@ from .tools import TOOLSET, DraftDeps
 
 INSTRUCTIONS = """\
 You help a cluster network engineer turn a fabric diagnosis of one multi-GPU node into a repair ticket that a
-technician can act on. Use the tools: read the findings, the candidate components, the topology neighbours of the
-GPUs involved, the parts catalog and the repair steps, then decide which candidate explains the failing links.
+technician can act on. Use the tools: start with unhealthy_links (the node's summary and its unhealthy links, one
+line each; healthy links are only counted), open a link with link_detail (its lanes, both ends, the far end's port),
+compare the links on its switch (same_switch) and its GPU (topology_neighbours), read the candidate components, the
+parts catalog and the repair steps, then decide which candidate explains the failing links. Read only what you need.
 Weigh these hypotheses against each other: a single link, a shared NVSwitch, the GPU module, the PCIe riser, the
 fabric software (Fabric Manager or driver). Several failing links on one GPU point at the GPU module; failing links
 of several GPUs landing on one switch point at the switch; links down everywhere point at software.

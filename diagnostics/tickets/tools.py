@@ -11,12 +11,12 @@ from typing import Any
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..model import Diagnosis
+from ..model import Diagnosis, Finding
 from ..topology import NodeGraph
+from . import pages
 from .calls import CallLog
 from .candidates import Candidate
 from .catalog import plan_for
-from .facts import port_for
 
 
 @dataclass(kw_only=True)
@@ -36,44 +36,57 @@ class DraftDeps(CallLog):
         raise ModelRetry(f"no candidate {candidate_id!r}; candidates are: {', '.join(c.id for c in self.candidates)}")
 
 
-_FINDING_FIELDS = {"component", "link_type", "link_id", "gpu", "peer", "link_state", "rates_per_hour", "severity",
-                   "worst_ratio", "switch", "switch_port", "port_source", "lanes", "explains_slowdown",
-                   "correlation_score", "evidence"}
-
 TOOLSET: FunctionToolset[DraftDeps] = FunctionToolset()
 
 
+def _finding(ctx: RunContext[DraftDeps], link: str) -> Finding:
+    f = pages.find(ctx.deps.diagnosis, link)
+    if f is None:
+        raise ModelRetry(f"no link {link!r}; use a ref from unhealthy_links or topology_neighbours")
+    return f
+
+
 @TOOLSET.tool
-def list_findings(ctx: RunContext[DraftDeps]) -> dict[str, Any]:
-    """Every link the analysis read, with rates per hour, thresholds crossed and severity; and the slowdown."""
-    ctx.deps.tools_used.append("list_findings")
-    d = ctx.deps.diagnosis
-    findings = [f.model_dump(mode="json", include=_FINDING_FIELDS) | {"crossed": [c.message for c in f.crossed]}
-                for f in d.findings]
-    return {"node_id": d.node_id, "platform": d.platform, "degradation_pct": d.degradation_pct,
-            "isolated_by_analysis": d.isolated_component, "verdict": d.verdict, "findings": findings}
+def unhealthy_links(ctx: RunContext[DraftDeps], page: int = 1) -> dict[str, Any]:
+    """The node's summary (platform, slowdown, the analysis's verdict, healthy links counted by type) and its
+    unhealthy links worst first, one line each, a page at a time (page 1 first)."""
+    ctx.deps.tools_used.append("unhealthy_links")
+    return pages.unhealthy_page(ctx.deps.diagnosis, ctx.deps.graph, max(page, 1) - 1)
+
+
+@TOOLSET.tool
+def link_detail(ctx: RunContext[DraftDeps], link: str) -> dict[str, Any]:
+    """One link in full, by its ref: counts, rates, thresholds crossed, lanes, width, the end that saw the errors,
+    the far end (peer, switch and port), onset and correlation with the job's step time."""
+    ctx.deps.tools_used.append("link_detail")
+    return pages.detail(_finding(ctx, link), ctx.deps.diagnosis, ctx.deps.graph)
+
+
+@TOOLSET.tool
+def same_switch(ctx: RunContext[DraftDeps], link: str) -> dict[str, Any]:
+    """The other links on the NVSwitch or PCIe switch this link lands on: unhealthy ones as lines, healthy ones
+    counted. Many GPUs' bad links on one switch point at the switch."""
+    ctx.deps.tools_used.append("same_switch")
+    return pages.same_switch(_finding(ctx, link), ctx.deps.diagnosis, ctx.deps.graph)
 
 
 @TOOLSET.tool
 def list_candidates(ctx: RunContext[DraftDeps]) -> list[dict[str, Any]]:
     """The components that could explain the unhealthy links, with their facts; `isolated` is the analysis's."""
     ctx.deps.tools_used.append("list_candidates")
-    return [c.model_dump(mode="json") for c in ctx.deps.candidates]
+    return [c.model_dump(mode="json", exclude_defaults=True) | {"id": c.id} for c in ctx.deps.candidates]
 
 
 @TOOLSET.tool
-def topology_neighbours(ctx: RunContext[DraftDeps], gpu: int) -> list[dict[str, Any]]:
-    """Where each link of `gpu` the analysis read lands (peer, switch, port and whether the port is known)."""
+def topology_neighbours(ctx: RunContext[DraftDeps], gpu: int) -> list[str]:
+    """Every link of `gpu` the analysis read, one line each: where it lands, its severity, lanes and end. Several
+    failing links on one GPU point at the GPU module."""
     ctx.deps.tools_used.append("topology_neighbours")
-    own = [f for f in ctx.deps.diagnosis.findings if f.gpu == gpu]
+    d = ctx.deps.diagnosis
+    own = [f for f in d.findings if f.gpu == gpu]
     if not own:
         raise ModelRetry(f"GPU {gpu} has no links in this diagnosis")
-    out = []
-    for f in own:
-        port = port_for(f, ctx.deps.diagnosis, ctx.deps.graph)
-        out.append({"link": f.component, "peer": f.peer, "switch": port.switch, "switch_port": port.switch_port,
-                    "port_source": port.source.value, "find_with": port.find_with, "severity": f.severity.value})
-    return out
+    return [pages.line(f, d, ctx.deps.graph) for f in own]
 
 
 @TOOLSET.tool
@@ -97,16 +110,3 @@ def repair_steps_for(ctx: RunContext[DraftDeps], candidate_id: str) -> dict[str,
     plan = plan_for(ctx.deps.diagnosis, ctx.deps.candidate(candidate_id))
     return {"capture_first": [c.command for c in plan.captures], "isolate": [s.text for s in plan.isolation],
             "reset": plan.reset.model_dump(mode="json"), "repair_steps": [s.text for s in plan.repair]}
-
-
-@TOOLSET.tool
-def link_history(ctx: RunContext[DraftDeps], component: str) -> dict[str, Any]:
-    """One link's counts, rates, onset and correlation with the job's step time."""
-    ctx.deps.tools_used.append("link_history")
-    d = ctx.deps.diagnosis
-    for f in d.findings:
-        if component in (f.component, f.link_id):
-            return f.model_dump(mode="json", include={"component", "counts", "rates_per_hour", "onset",
-                                                      "correlation_score", "explains_slowdown", "evidence"}) | {
-                "window_hours": d.window_hours, "slowdown_onset": str(d.slowdown_onset or "unknown")}
-    raise ModelRetry(f"no link {component!r}; use a component name from list_findings")

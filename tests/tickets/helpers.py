@@ -22,8 +22,8 @@ SEED_INPUT: dict[str, Any] = {
     "baseline_step_time_ms": 180,
 }
 
-TOOLS = ["list_findings", "list_candidates", "topology_neighbours", "parts_catalog", "repair_steps_for",
-         "link_history"]
+TOOLS = ["unhealthy_links", "link_detail", "same_switch", "list_candidates", "topology_neighbours", "parts_catalog",
+         "repair_steps_for"]
 
 
 def seed_diagnosis(**overrides: Any) -> Diagnosis:
@@ -45,7 +45,8 @@ def good_answer(candidate_id: str = "gpu2-nvlink1") -> dict[str, Any]:
 def _tool_args(name: str) -> dict[str, Any]:
     return {"topology_neighbours": {"gpu": 2}, "parts_catalog": {"candidate_id": "gpu2-nvlink1"},
             "repair_steps_for": {"candidate_id": "gpu2-nvlink1"},
-            "link_history": {"component": "GPU 2 -> GPU 3 NVLink 1"}}.get(name, {})
+            "link_detail": {"link": "GPU 2 -> GPU 3 NVLink 1"},
+            "same_switch": {"link": "gpu2-nvlink1"}}.get(name, {})
 
 
 def seen_text(messages: list[ModelMessage]) -> str:
@@ -73,3 +74,21 @@ def scripted(answer: Callable[[list[ModelMessage], int], dict[str, Any]], *, cal
                              usage=usage)
 
     return FunctionModel(respond, model_name="scripted-claude")
+
+
+def hgx_node(failing: int = 3, gpus: tuple[int, ...] = (2,)) -> Diagnosis:
+    """An HGX H100 node with all 144 NVLinks read, the first `failing` links of each of `gpus` replaying."""
+    links = [{"gpu_src": g, "gpu_dst": (g + 1 + i % 7) % 8, "link_id": f"nvlink-{i}", "crc_errors": i * 3,
+              "replay_count": 1500 + 10 * g + i if g in gpus and i < failing else i}
+             for g in range(8) for i in range(18)]
+    return analyze_snapshot(Snapshot.model_validate({
+        "node_id": "hgx-node", "platform": "hgx-h100-8gpu", "fabric_errors": links, "step_time_ms": 210.0,
+        "baseline_step_time_ms": 180.0}))
+
+
+def request_tokens(messages: list[ModelMessage], info: AgentInfo) -> int:
+    """A request's input as the API would be sent it (instructions, tool definitions, messages), at 4 characters a
+    token: the estimate the README's per-draft budget is stated in."""
+    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters_json_schema}
+             for t in [*info.function_tools, *info.output_tools]]
+    return (len(info.instructions or "") + len(json.dumps(tools)) + len(repr(messages))) // 4

@@ -43,7 +43,7 @@ def test_tool_results_reach_the_model() -> None:
     _drafter(scripted(answer)).draft(seed_diagnosis(platform="h100-nvl-8gpu"))
     # list_candidates and parts_catalog answered with the diagnosis's facts and the catalog's part
     assert "gpu2-nvlink1" in captured[0] and "h100-nvl-nvlink-bridge" in captured[0]
-    assert "8900" in captured[0]  # link_history's rate
+    assert "8900" in captured[0]  # link_detail's rate
 
 
 @pytest.mark.parametrize("bad", [

@@ -23,7 +23,7 @@ def test_a_model_that_never_stops_calling_tools_is_stopped_by_the_request_limit(
     calls: list[ModelCall] = []
 
     def loop(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[ToolCallPart("list_findings", {}, tool_call_id=f"t{len(messages)}")])
+        return ModelResponse(parts=[ToolCallPart("unhealthy_links", {}, tool_call_id=f"t{len(messages)}")])
 
     drafter = ClaudeDrafter(model=FunctionModel(loop, model_name="looping"), on_model_call=calls.append,
                             limits=RunLimits(requests=3))
