@@ -17,7 +17,7 @@ from ..topology import Inventory, NodeGraph
 from .candidates import Candidate, candidate_for, candidates_for
 from .catalog import PlanStep, plan_for
 from .identity import identity_for
-from .ticket import Cost, Evidence, Hypothesis, RepairTicket, Step
+from .ticket import Choice, Cost, Evidence, Hypothesis, RepairTicket, Step
 
 HOURS_PER_DAY = 24
 
@@ -128,7 +128,8 @@ def _steps(steps: Sequence[PlanStep]) -> list[Step]:
 def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Candidate], *,
              inventory: Inventory | None = None, drafted_by: str, summary: str | None = None,
              reasoning: str | None = None, hypotheses: list[Hypothesis] | None = None, disagreement: str | None = None,
-             repair_wording: Sequence[str] | None = None, notes: Sequence[str] = ()) -> RepairTicket:
+             repair_wording: Sequence[str] | None = None, notes: Sequence[str] = (),
+             choice: Choice | None = None) -> RepairTicket:
     plan = plan_for(diagnosis, candidate)
     isolate, repair = _steps(plan.isolation), _steps(plan.repair)
     if repair_wording is not None and len(repair_wording) == len(repair):
@@ -147,5 +148,5 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis),
         summary=summary or rule_summary(diagnosis, candidate, prio), reasoning=reasoning,
         hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),
-        disagreement=disagreement, drafted_by=drafted_by, fallback_notes=list(notes),
+        disagreement=disagreement, choice=choice, drafted_by=drafted_by, fallback_notes=list(notes),
     )

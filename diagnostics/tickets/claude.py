@@ -26,6 +26,7 @@ from .catalog import RepairPlan, plan_for
 from .facts import resolve_graph
 from .hypotheses import Inspection, InspectionAnswer, compare, ranked, rules_inspection
 from .model_run import ENV_KEY, ClaudeRun, RunLimits
+from .proposal import missing_cites, weigh
 from .reasoning import DraftReasoning, check, hypothesis_problems, node_text_problems
 from .rules import RulesDrafter
 from .ticket import RepairTicket
@@ -48,7 +49,8 @@ did not give for your chosen candidate, nor any command or part its repair plan 
 does not hold. Never tell anyone to disable or isolate a link or port: isolation is draining the node or excluding
 the GPU. In the summary and the steps name only your chosen candidate's GPU, peer,
 link, switch and port; discuss other components only in `why` and the alternatives. Answer with the candidate's id
-exactly as list_candidates gives it."""
+exactly as list_candidates gives it. You may choose a candidate the analysis did not isolate: then cite, by their
+refs, the unhealthy links that make it more likely; the ticket carries your choice only if those rows support it."""
 
 INSPECT = """
 
@@ -79,6 +81,7 @@ def build_agents(retries: int, limits: RunLimits) -> tuple[Agent[DraftDeps, Draf
     def facts_hold(ctx: RunContext[DraftDeps], out: DraftReasoning) -> DraftReasoning:
         prio, plans = _facts_of(ctx.deps)
         problems = check(out, ctx.deps.diagnosis, ctx.deps.candidates, prio, plans)
+        problems += missing_cites(out.cites, ctx.deps.diagnosis)
         if problems:
             ctx.deps.mark_retry(problems[0])
             raise ModelRetry("The answer contradicts the facts: " + "; ".join(problems))
@@ -163,14 +166,18 @@ class ClaudeDrafter(ClaudeRun):
                             reasoning=reasoning, hypotheses=hypotheses or None,
                             repair_wording=out.repair_steps or None)
         theirs = by_id[out.candidate_id]
+        choice = weigh(out.cites, d, theirs, target)
+        if choice.carried == "model":
+            return assemble(d, theirs, candidates, inventory=inventory, drafted_by=self.name, summary=out.summary,
+                            reasoning=reasoning, hypotheses=hypotheses or None,
+                            repair_wording=out.repair_steps or None, choice=choice)
         disagreement = (f"The model holds {theirs.component} ({theirs.kind.value}) responsible; the analysis isolated "
                         f"{target.component} ({target.kind.value}). Model's summary: {out.summary} "
                         "The ticket keeps the analysis's facts and steps.")
         if theirs.kind is ComponentKind.FABRIC_SOFTWARE:
             disagreement += " Rule out the fabric software before replacing hardware."
         return assemble(d, target, candidates, inventory=inventory, drafted_by=self.name, reasoning=reasoning,
-                        hypotheses=hypotheses or None, disagreement=disagreement)
-
+                        hypotheses=hypotheses or None, disagreement=disagreement, choice=choice)
 
 def drafter_from_env(*, on_model_call: Callable[[ModelCall], None] | None = None) -> ClaudeDrafter | RulesDrafter:
     """The Claude drafter when ANTHROPIC_API_KEY is set, else the rules drafter, which says why in its tickets."""

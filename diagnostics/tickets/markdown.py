@@ -98,6 +98,10 @@ def ticket_markdown(t: RepairTicket) -> str:
             lines.append(f"{h.rank}. {h.component} [{h.kind.value}]{mark}: {'; '.join(h.evidence) or '-'}")
     if t.reasoning:
         lines += ["", "## Reasoning", "", t.reasoning]
+    if t.choice:
+        ch = t.choice
+        lines += ["", "## The model's choice and the rules'", "", f"- rules: {ch.rules}", f"- model: {ch.model} "
+                  f"(citing {', '.join(ch.cited) or 'no rows'})", f"- carried: {ch.carried}; {ch.why}"]
     if t.disagreement:
         lines += ["", "## Drafter and analysis disagree", "", t.disagreement]
     if t.fallback_notes:

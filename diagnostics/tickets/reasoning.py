@@ -54,6 +54,10 @@ class DraftReasoning(BaseModel):
     hypotheses: list[ModelHypothesis] = Field(default_factory=list,
                                               description="Ranked: single link, shared NVSwitch, GPU module, PCIe "
                                                           "riser, fabric software; most likely first.")
+    cites: list[str] = Field(default_factory=list,
+                             description="Refs (from unhealthy_links) of the links behind the choice. Required when "
+                                         "the choice is not the analysis's: it carries the ticket only if the cited "
+                                         "rows are unhealthy and are links it explains.")
     summary: str = Field(description="Two or three sentences for the on-call engineer and the technician.")
     repair_steps: list[str] = Field(default_factory=list,
                                     description="Clearer wording of the repair steps from repair_steps_for, one "

@@ -63,6 +63,18 @@ class Cost(BaseModel):
     assumptions: list[str] = Field(default_factory=list)
 
 
+class Choice(BaseModel):
+    """The rules' choice beside the model's, and which one the ticket carries, with why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rules: str
+    model: str
+    carried: Literal["rules", "model"]
+    why: str
+    cited: list[str]
+
+
 class Hypothesis(BaseModel):
     """One explanation of the node's failures, ranked, with its evidence."""
 
@@ -115,6 +127,8 @@ class RepairTicket(BaseModel):
     hypotheses: list[Hypothesis] = Field(default_factory=list)
     disagreement: str | None = Field(None, description="Where the drafter's view differs from the analysis; "
                                                        "the facts stay the analysis's.")
+    choice: Choice | None = Field(None, description="Where the model chose another component than the rules: both, "
+                                                    "and which one the ticket carries, with why.")
     human_review_required: Literal[True] = True
     drafted_by: str
     fallback_notes: list[str] = Field(default_factory=list)
