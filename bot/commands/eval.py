@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,27 @@ from diagnostics.synth import EVAL_STEPS, evaluate
 from ..progress import progress_bar
 
 
+def cmd_eval_drafter(args: argparse.Namespace) -> int:
+    """`--drafter claude`: Claude's tickets for the fleet's failing nodes against the ground truth; needs a key."""
+    from diagnostics.synth import score_drafter
+    from diagnostics.tickets import ENV_KEY, ClaudeDrafter
+
+    if not os.environ.get(ENV_KEY):
+        print(f"{ENV_KEY} is not set: `fabricbot eval --drafter claude` asks Claude for a ticket per failing node "
+              "and needs a key (the analysis's own scores need none: drop --drafter)", file=sys.stderr)
+        return 2
+    report = score_drafter(Path(args.fleet), ClaudeDrafter())
+    if args.json:
+        json.dump(report.model_dump(mode="json"), sys.stdout, indent=2)
+        print()
+    else:
+        print(report.render())
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.drafter == "claude":
+        return cmd_eval_drafter(args)
     with progress_bar(EVAL_STEPS, "eval", quiet=args.json) as progress:
         report = evaluate(Path(args.fleet), progress=progress)
     if args.json:
@@ -41,4 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     help="exit 1 if any scenario's score is below this, a benign node is urgent or high, or "
                          "the life nodes fail (a restart ticketed, a false warning, a lead under 24 h, a repair "
                          "misjudged)")
+    ev.add_argument("--drafter", choices=["claude"], default=None,
+                    help="score Claude's tickets for the failing nodes instead (component, lane, end, part "
+                         "against the ground truth); needs ANTHROPIC_API_KEY, else exits 2")
     ev.set_defaults(func=cmd_eval)

@@ -1,9 +1,11 @@
 """Labelled synthetic fleets and the eval that scores the analysis against their ground truth."""
 
+from .drafter_eval import DrafterReport, score_drafter
 from .evaluate import EVAL_STEPS, EvalReport, evaluate
 from .fleet import DEFAULT_NODES, build, generate, generate_steps, load
 from .life import build_life, load_life
 from .rack_fleet import DEFAULT_RACKS, build_racks, generate_racks, load_slots
 
-__all__ = ["DEFAULT_NODES", "DEFAULT_RACKS", "EVAL_STEPS", "EvalReport", "build", "build_life", "build_racks",
-           "evaluate", "generate", "generate_racks", "generate_steps", "load", "load_life", "load_slots"]
+__all__ = ["DEFAULT_NODES", "DEFAULT_RACKS", "EVAL_STEPS", "DrafterReport", "EvalReport", "build", "build_life",
+           "build_racks", "evaluate", "generate", "generate_racks", "generate_steps", "load", "load_life", "load_slots",
+           "score_drafter"]
