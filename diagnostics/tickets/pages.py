@@ -109,12 +109,16 @@ def detail(f: Finding, d: Diagnosis, graph: NodeGraph | None) -> dict[str, Any]:
 
 
 def same_switch(f: Finding, d: Diagnosis, graph: NodeGraph | None) -> dict[str, Any]:
-    """The other links landing on the same NVSwitch or PCIe switch: unhealthy ones as lines, healthy ones counted."""
+    """The other links landing on the same NVSwitch or PCIe switch: unhealthy ones as lines, healthy ones counted;
+    and what the topology attaches to it, read or not."""
     switch = port_for(f, d, graph).switch
     if switch is None:
         return {"switch": None, "note": "where this link lands is unknown; no shared switch to compare"}
     others = [o for o in d.findings if o is not f and port_for(o, d, graph).switch == switch]
     bad = [o for o in others if o.severity is not Severity.OK]
-    return {"switch": switch, "gpus_on_it": sorted({o.gpu for o in others if o.gpu is not None}),
-            "healthy_links": _counts(o for o in others if o.severity is Severity.OK),
-            "unhealthy_links": [line(o, d, graph) for o in bad]}
+    out: dict[str, Any] = {"switch": switch, "gpus_on_it": sorted({o.gpu for o in others if o.gpu is not None}),
+                           "healthy_links": _counts(o for o in others if o.severity is Severity.OK),
+                           "unhealthy_links": [line(o, d, graph) for o in bad]}
+    if graph is not None and graph.neighbours(switch):
+        out["attached_per_topology"] = graph.neighbours(switch)  # what else hangs off it: GPUs, NICs, the CPU
+    return out

@@ -65,7 +65,8 @@ def link_detail(ctx: RunContext[DraftDeps], link: str) -> dict[str, Any]:
 @TOOLSET.tool
 def same_switch(ctx: RunContext[DraftDeps], link: str) -> dict[str, Any]:
     """The other links on the NVSwitch or PCIe switch this link lands on: unhealthy ones as lines, healthy ones
-    counted. Many GPUs' bad links on one switch point at the switch."""
+    counted; and what the topology attaches to it (GPUs, NICs, the CPU). Many GPUs' bad links on one switch point
+    at the switch."""
     ctx.deps.tools_used.append("same_switch")
     return pages.same_switch(_finding(ctx, link), ctx.deps.diagnosis, ctx.deps.graph)
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from diagnostics.analysis import analyze_fleet
 from diagnostics.enums import LinkEnd
+from diagnostics.synth.fleet import load
 from diagnostics.tickets import ClaudeDrafter, candidates_for
 from diagnostics.tickets.facts import port_for, resolve_graph
 from diagnostics.tickets.pages import PAGE, detail, find, line, same_switch, unhealthy_page
@@ -78,6 +84,21 @@ def test_same_switch_lists_the_other_bad_links_and_counts_the_rest() -> None:
     graph = resolve_graph(d, None)
     out = same_switch(f, d, graph)
     assert out["switch"] == "NVSwitch 0" and out["gpus_on_it"] == list(range(8))
+    assert {f"GPU {g}" for g in range(8)} <= set(out["attached_per_topology"])
     assert [line.split(" | ")[0] for line in out["unhealthy_links"]] == ["gpu2-nvlink0", "gpu2-nvlink1", "gpu2-nvlink2"]
     landing = [g for g in d.findings if port_for(g, d, graph).switch == "NVSwitch 0"]
     assert sum(out["healthy_links"].values()) + len(out["unhealthy_links"]) + 1 == len(landing)
+
+
+def test_a_pcie_switch_shows_what_hangs_off_it_though_unread() -> None:
+    fleet = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
+    truth = json.loads((fleet / "ground_truth.json").read_text())
+    tables, inventory = load(fleet)
+    node = "hpc-gpu-node-02"  # the PCIe riser scenario: GPU 2's PCIe link replays
+    d = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=inventory,
+                      nodes=[node]).diagnoses[node]
+    f = find(d, "gpu2-pcie")
+    assert f is not None
+    out = same_switch(f, d, resolve_graph(d, None))
+    assert out["switch"] == "PCIe switch 2" and out["unhealthy_links"] == []
+    assert "GPU 2" in out["attached_per_topology"] and any(n.startswith("NIC") for n in out["attached_per_topology"])
