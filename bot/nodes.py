@@ -246,6 +246,7 @@ class StoreNodeSource:
         self.root = Path(root)
         self.thresholds = thresholds or load_thresholds()
         self.window_hours = window_hours
+        self._log: MaintenanceLog | None = None
 
     @contextmanager
     def _store(self) -> Iterator[TelemetryStore]:
@@ -308,7 +309,11 @@ class StoreNodeSource:
         return [stored_diagnosis(result.diagnoses[n], got, window) for n in nodes if n in result.diagnoses]
 
     def maintenance(self) -> MaintenanceLog:
-        return TelemetryStore(self.root).maintenance
+        """The store's planned-work windows, on one connection of their own kept for the source's life (each
+        request's store is closed after it; the windows are read and set at most once a command)."""
+        if self._log is None:
+            self._log = MaintenanceLog(open_db(self.root))
+        return self._log
 
     def watch(self, node_id: str | None = None) -> list[Watch]:
         with self._store() as store:

@@ -100,3 +100,20 @@ def test_the_fleet_judges_a_slowed_job_on_its_day_of_history(tmp_path: Path) -> 
     assert swept.degradation_pct > 20
     explains = [f.component for f in swept.findings if f.explains_slowdown]
     assert explains and explains == [f.component for f in alone.findings if f.explains_slowdown]
+
+
+def test_planned_work_set_through_the_source_is_the_stores_own(tmp_path: Path) -> None:
+    """A window set through the bot's source lands in the store's database: every reader of the store sees it."""
+    from datetime import timedelta
+
+    store_dir = tmp_path / "store"
+    write_hours(tmp_path / "links.csv", "gpu-node-7", 0, 2, per_reading=200.0)
+    TelemetryStore(store_dir).ingest([tmp_path / "links.csv"])
+    source = StoreNodeSource(store_dir)
+    assert source.maintenance() is source.maintenance()  # one log, not a connection per call
+    end = START + pd.Timedelta(hours=2)
+    source.maintenance().set("gpu-node-7", start=end - timedelta(minutes=30), span=timedelta(hours=2),
+                             reason="reseat GPU 0", set_by="UBOB", source="slack")
+    assert [w.reason for w in TelemetryStore(store_dir).maintenance.windows("gpu-node-7")] == ["reseat GPU 0"]
+    d = source.diagnose("gpu-node-7")
+    assert d.maintenance is not None and "reseat GPU 0" in d.maintenance and d.ticket_priority.value == "low"
