@@ -20,6 +20,7 @@ from diagnostics.config import load_verification
 from . import blocks
 from .digest import Digest, assemble, digest_lines
 from .mrkdwn import esc
+from .nodes import UnknownName, close_matches
 from .options import parse_duration
 from .services import Services
 from .tracker import VERIFYING, Ticket
@@ -32,8 +33,8 @@ def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> st
     """`NODE DURATION [reason...]` or `NODE end`: the reply's text."""
     node, rest = args[0], list(args[1:])
     nodes = services.source.node_ids()
-    if node not in nodes:
-        raise InputError(f"no node named {node!r}", field="node", value=node)
+    if node not in nodes:  # answered as any unknown node is: with the close matches
+        raise UnknownName("node", node, close_matches(node, nodes), len(nodes))
     log = services.source.maintenance()
     now = services.clock()
     if rest == ["end"]:

@@ -82,10 +82,11 @@ def test_planned_work_is_shown_and_pages_nobody_until_it_ends(local: LocalSlack)
 
 def test_a_bad_maintenance_request_is_told_what_is_wrong(local: LocalSlack) -> None:
     before = len(private(local.slack))
-    assert local.injector.command("maintenance no-such-node 2h x", user="UALICE", channel=OPS).status == 200
-    assert local.slack.wait_for(lambda s: len(private(s)) > before + 1 or any(
-        "no node named" in m.text for m in private(s)), timeout=30)
-    assert any("no node named 'no-such-node'" in m.text for m in private(local.slack))
+    assert local.injector.command("maintenance hpc-gpu-node12 2h x", user="UALICE", channel=OPS).status == 200
+    assert local.slack.wait_for(lambda s: any("I don't know a node" in m.text for m in private(s)[before:]),
+                                timeout=30)
+    said = next(m.text for m in private(local.slack)[before:] if "I don't know a node" in m.text)
+    assert "`hpc-gpu-node12`" in said and "Did you mean `hpc-gpu-node-12`" in said
 
 
 def test_the_watch_lists_the_slow_failures_coming(local: LocalSlack, fleet: tuple[TableNodeSource, Any]) -> None:
