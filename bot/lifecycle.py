@@ -23,8 +23,8 @@ from .mrkdwn import esc
 from .nodes import UnknownName, close_matches
 from .options import parse_duration
 from .services import Services
-from .tracker import VERIFYING, Ticket
-from .verification import verify_repairs
+from .tracker import VERIFYING
+from .verification import source_check, verify_repairs
 
 SHOWN = 15
 
@@ -81,9 +81,7 @@ def watch_text(services: Services, node: str | None) -> str:
 
 def verify_text(services: Services) -> str:
     """Every verifying ticket checked now; each close or reopen is in the tracker and the audit trail."""
-    results = verify_repairs(tracker=services.tracker, record=services.record,
-                             check=lambda t, policy: services.source.repair_check(
-                                 node_id=t.node_id, parts=list(t.parts), repaired_at=_repaired(t), policy=policy))
+    results = verify_repairs(tracker=services.tracker, record=services.record, check=source_check(services.source))
     if not results:
         return "No ticket is waiting for its repair to be verified."
     icon = {RepairVerdict.HELD: ":white_check_mark:", RepairVerdict.FAILED: ":rotating_light:",
@@ -97,11 +95,6 @@ def verify_text(services: Services) -> str:
 
 def _when(iso: str | None) -> str:
     return fmt.when(datetime.fromisoformat(iso)) if iso else "an unknown time"
-
-
-def _repaired(ticket: Ticket) -> datetime:
-    assert ticket.repaired_at is not None
-    return datetime.fromisoformat(ticket.repaired_at)
 
 
 def digest_of(services: Services) -> Digest:

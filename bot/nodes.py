@@ -20,6 +20,7 @@ import pandas as pd
 from diagnostics import EVENTS, LINK_SAMPLES, STEP_SAMPLES, Diagnosis, InputError, Snapshot, analyze_snapshot
 from diagnostics.analysis import (
     RepairCheck,
+    RepairVerdict,
     Watch,
     analyze_fleet,
     analyze_rack,
@@ -36,7 +37,7 @@ from diagnostics.analysis import (
     watch_list,
     watch_store,
 )
-from diagnostics.config import Thresholds, VerificationPolicy, load_thresholds, load_watch
+from diagnostics.config import Thresholds, VerificationPolicy, load_thresholds, load_verification, load_watch
 from diagnostics.ingest import read_cases
 from diagnostics.store import MaintenanceLog, TelemetryStore
 
@@ -326,5 +327,10 @@ class StoreNodeSource:
     def repair_check(self, *, node_id: str, parts: list[str], repaired_at: datetime,
                      policy: VerificationPolicy | None = None) -> RepairCheck:
         with self._store() as store:
+            if node_id not in store.nodes():
+                policy = policy or load_verification()
+                return RepairCheck(node_id=node_id, parts=parts, repaired_at=repaired_at, checked_to=None,
+                                   soak_hours=policy.soak_hours, windows=0, covered=0, verdict=RepairVerdict.HOLDING,
+                                   evidence=[f"the store holds no readings of {node_id}"])
             return check_stored_repair(store, node_id=node_id, parts=parts, repaired_at=repaired_at, policy=policy,
                                        thresholds=self.thresholds)

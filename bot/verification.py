@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from diagnostics.analysis import RepairCheck, RepairVerdict, check_stored_repair
-from diagnostics.config import Thresholds, VerificationPolicy, load_verification
-from diagnostics.store import TelemetryStore
+from diagnostics.analysis import RepairCheck, RepairVerdict
+from diagnostics.config import VerificationPolicy, load_verification
 
 from .filing import Record
+from .nodes import NodeSource
 from .tracker import VERIFYING, Ticket, Tracker
 
 
@@ -31,20 +31,12 @@ class Verified:
 Check = Callable[[Ticket, VerificationPolicy], RepairCheck]
 
 
-def store_check(store: TelemetryStore, thresholds: Thresholds | None = None) -> Check:
-    """A ticket's part judged on the store's readings since its repair."""
-    known = set(store.nodes())
-
+def source_check(source: NodeSource) -> Check:
+    """A ticket's part judged on the node source's readings since its repair (the store's, or the run's own)."""
     def check(ticket: Ticket, policy: VerificationPolicy) -> RepairCheck:
         assert ticket.repaired_at is not None
-        repaired = datetime.fromisoformat(ticket.repaired_at)
-        if ticket.node_id not in known:
-            return RepairCheck(node_id=ticket.node_id, parts=list(ticket.parts), repaired_at=repaired,
-                               checked_to=None, soak_hours=policy.soak_hours, windows=0, covered=0,
-                               verdict=RepairVerdict.HOLDING,
-                               evidence=[f"the store holds no readings of {ticket.node_id}"])
-        return check_stored_repair(store, node_id=ticket.node_id, parts=ticket.parts, repaired_at=repaired,
-                                   policy=policy, thresholds=thresholds)
+        return source.repair_check(node_id=ticket.node_id, parts=list(ticket.parts),
+                                   repaired_at=datetime.fromisoformat(ticket.repaired_at), policy=policy)
 
     return check
 
