@@ -117,3 +117,11 @@ def test_planned_work_set_through_the_source_is_the_stores_own(tmp_path: Path) -
     assert [w.reason for w in TelemetryStore(store_dir).maintenance.windows("gpu-node-7")] == ["reseat GPU 0"]
     d = source.diagnose("gpu-node-7")
     assert d.maintenance is not None and "reseat GPU 0" in d.maintenance and d.ticket_priority.value == "low"
+
+
+def test_a_repair_on_a_node_the_store_never_read_is_still_verifying_and_says_why(tmp_path: Path) -> None:
+    write_hours(tmp_path / "links.csv", "gpu-node-7", 0, 1, per_reading=1.0)
+    TelemetryStore(tmp_path / "store").ingest([tmp_path / "links.csv"])
+    check = StoreNodeSource(tmp_path / "store").repair_check(node_id="gpu-node-9", parts=["gpu0-nvlink1"],
+                                                             repaired_at=START.to_pydatetime())
+    assert check.verdict.value == "holding" and check.evidence == ["the store holds no readings of gpu-node-9"]
