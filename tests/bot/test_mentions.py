@@ -7,6 +7,7 @@ import re
 import pytest
 
 from bot.nodes import TableNodeSource
+from bot.transport.local import LocalSlack
 from diagnostics import Diagnosis, Severity
 from diagnostics.analysis.correlate import jobs_on
 from diagnostics.synth.fleet import build
@@ -72,22 +73,23 @@ def test_a_mention_naming_a_node_answers_and_offers_the_tickets(fleet: TableNode
         assert "Did you mean `hpc-gpu-node-03`?" in posted(local.slack, thread=other.ts)[0].text
 
 
+def _paste_reply(local: LocalSlack, thread: str, counts: tuple[int, int, int], at: str, nth: int) -> str:
+    """Paste a reading of those counts taken `at` in the thread; the bot's `nth` reply there."""
+    local.injector.message(_paste(counts, at), user="UALICE", channel=OPS, thread_ts=thread)
+    assert local.slack.wait_for(lambda s: len(posted(s, thread=thread)) >= nth)
+    return posted(local.slack, thread=thread)[-1].shown
+
+
 def test_a_pasted_lifetime_reading_gets_totals_then_rates_from_a_second_paste() -> None:
     with local_bot() as local:
         root = summary_for(local, "hpc-gpu-node-12")
-        local.injector.message(_paste((9000, 2, 45000), "2026-03-02T10:00:00+00:00"), user="UALICE", channel=OPS,
-                               thread_ts=root.ts)
-        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 1)
-        first = posted(local.slack, thread=root.ts)[-1].shown
+        first = _paste_reply(local, root.ts, (9000, 2, 45000), "2026-03-02T10:00:00+00:00", 1)
         assert "lifetime totals" in first and "not rates" in first
         assert ("GPU 2 NVLink 1: replays 9,000, recoveries 2, CRC errors 45,000 since reset\n"
                 "7 of 8 links show no errors") in first
         assert "again in a few minutes" in first
         # ten minutes later (a rate needs readings at least a minute apart: `[rate] min_interval_s`)
-        local.injector.message(_paste((12000, 2, 60000), "2026-03-02T10:10:00+00:00"), user="UALICE", channel=OPS,
-                               thread_ts=root.ts)
-        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 2)
-        second = posted(local.slack, thread=root.ts)[-1].shown
+        second = _paste_reply(local, root.ts, (12000, 2, 60000), "2026-03-02T10:10:00+00:00", 2)
         assert second.startswith("Rates over the 10 minutes") and "GPU 2" in second
 
 
@@ -148,12 +150,7 @@ def test_a_mention_gets_the_model_answer_in_its_thread() -> None:
 def test_two_pastes_seconds_apart_are_told_they_are_too_close_for_a_rate() -> None:
     with local_bot() as local:
         root = summary_for(local, "hpc-gpu-node-12")
-        local.injector.message(_paste((9000, 2, 45000), "2026-03-02T10:00:00+00:00"), user="UALICE", channel=OPS,
-                               thread_ts=root.ts)
-        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 1)
-        local.injector.message(_paste((9001, 2, 45003), "2026-03-02T10:00:05+00:00"), user="UALICE", channel=OPS,
-                               thread_ts=root.ts)
-        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) >= 2)
-        second = posted(local.slack, thread=root.ts)[-1].shown
+        _paste_reply(local, root.ts, (9000, 2, 45000), "2026-03-02T10:00:00+00:00", 1)
+        second = _paste_reply(local, root.ts, (9001, 2, 45003), "2026-03-02T10:00:05+00:00", 2)
         assert "could not compute rates" in second and "5 s apart" in second and "at least 60 s" in second
         assert "no fabric fault" not in second
