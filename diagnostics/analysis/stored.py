@@ -218,4 +218,6 @@ def analyze_rack(store: TelemetryStore, rack_id: str, *, window: timedelta, thre
     if rack_id not in result.racks:
         raise InputError(f"rack {rack_id!r} names no host of a rack platform (gb200-nvl72-compute-tray, ...): give "
                          "its hosts' platforms in the inventory", source=str(store.root))
+    # each host as any stored node is told: planned work, a host silent since before the window, undated readings
+    result.diagnoses = {h: stored_diagnosis(d, got, window) for h, d in result.diagnoses.items()}
     return result.racks[rack_id], result

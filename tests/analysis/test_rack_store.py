@@ -77,3 +77,19 @@ def test_the_commands_analyze_and_draw_the_rack(stored: tuple[Path, dict[str, An
     assert main(["render", "rack-01", "--rack", "--store", str(root), "-o", str(out)]) == 0
     assert Image.open(out).size == (1200, 900) and out.stat().st_size < 300 * 1024
     assert "suspected: Switch tray" in capsys.readouterr().out
+
+
+def test_a_rack_host_in_maintenance_is_shown_not_paged(stored: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """Planned work holds for a tray answered through its rack, as for any stored node."""
+    import shutil
+
+    root = Path(shutil.copytree(stored[0], tmp_path / "store"))
+    d, _ = analyze_rack(_store(root), "rack-01", window=timedelta(hours=1), thresholds=load_thresholds())
+    assert d.localization is not None and d.window_end is not None
+    host = d.localization.hosts[0]
+    store = _store(root)
+    store.maintenance.set(host, start=d.window_end - timedelta(minutes=30), span=timedelta(hours=2),
+                          reason="reseat the switch tray", set_by="UBOB")
+    held = StoreNodeSource(root).diagnose(host)
+    assert held.maintenance is not None and "reseat the switch tray" in held.maintenance
+    assert held.ticket_priority.value == "low"
