@@ -28,6 +28,7 @@ from ..posting import post_diagnosis, post_fleet
 from ..replies import Replier
 from ..services import Services
 from ..work import BUSY, Busy
+from .filing import CannotCheck, FilingRights
 
 COMMAND = "/fabric"
 MAX_ARGUMENTS = 300  # characters: a node name, a job id and a window fit many times over
@@ -107,6 +108,8 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
                     command=f"{COMMAND} {command.get('text', '')}".strip(), channel=reply.channel)
     try:
         if request.verb in LIFECYCLE:
+            if _changes_state(request) and not _may_change(services, client, reply):
+                return
             post_text(client, reply.channel, LIFECYCLE[request.verb](services, request, reply.user))
             return
         if request.verb == "fleet":
@@ -130,6 +133,25 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
         reply.tell(f"I could not analyse that: {esc(exc)}")
     except SlackApiError as exc:
         reply.slack_failed(exc, "posting the diagnosis")
+
+
+def _changes_state(request: Request) -> bool:
+    """Setting or ending planned work silences pages; verifying closes and reopens tickets: filing's rights."""
+    return request.verb == "verify" or (request.verb == "maintenance" and bool(request.args))
+
+
+def _may_change(services: Services, client: WebClient, reply: Replier) -> bool:
+    try:
+        allowed = FilingRights(services).allowed(client, reply.user, reply.channel)
+    except CannotCheck as exc:
+        reply.tell(str(exc))
+        return False
+    if not allowed:
+        services.record("denied", actor=reply.user, subject="command", reason="not allowed to change planned work "
+                        "or tickets")
+        reply.tell("Planned work and repair verification are limited to the on-call channels and groups, as "
+                   "filing is.")
+    return allowed
 
 
 def _maintenance(services: Services, request: Request, user: str) -> str:

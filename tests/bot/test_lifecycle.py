@@ -181,3 +181,18 @@ def test_the_digest_is_off_unless_both_settings_are_given() -> None:
     on = Settings.from_env({"FABRICBOT_DIGEST_AT": "08:00", "FABRICBOT_DIGEST_CHANNEL": "COPS"})
     assert (on.digest_at, on.digest_channel) == ("08:00", "COPS")
     assert any("daily digest: posted to COPS at 08:00 UTC" in n for n in on.startup_notes())
+
+
+def test_only_those_who_may_file_may_set_planned_work_or_verify(local: LocalSlack) -> None:
+    def refused(s: Any) -> int:
+        return sum("limited to the on-call" in m.text for m in private(s, "UMALLORY"))
+
+    for n, text in enumerate(("maintenance hpc-gpu-node-07 2h quiet please", "verify"), start=1):
+        assert local.injector.command(text, user="UMALLORY", channel=OPS).status == 200
+        assert local.slack.wait_for(lambda s, n=n: refused(s) >= n, timeout=30)
+    assert local.app is not None
+    assert local.app.services.source.maintenance().windows("hpc-gpu-node-07") == []
+    assert [e["detail"]["reason"] for e in local.audit.entries("denied")] == [
+        "not allowed to change planned work or tickets"] * 2
+    listed = _say(local, "maintenance", user="UMALLORY")  # reading the list is anyone's
+    assert "No node is in maintenance" in listed.text
