@@ -23,6 +23,7 @@ from .mrkdwn import esc
 from .nodes import UnknownName, close_matches
 from .options import parse_duration
 from .services import Services
+from .storage import db_lock
 from .tracker import VERIFYING
 from .verification import source_check, verify_repairs
 
@@ -38,7 +39,8 @@ def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> st
     log = services.source.maintenance()
     now = services.clock()
     if rest == ["end"]:
-        ended = log.end(node, at=now, by=user)
+        with db_lock(log.db):  # one connection, many listener threads: one transaction at a time
+            ended = log.end(node, at=now, by=user)
         services.record("maintenance", actor=user, subject=node, action="end", ended=len(ended))
         return f"`{esc(node)}`: maintenance ended." if ended else f"`{esc(node)}` is not in maintenance."
     if not rest:
@@ -51,7 +53,8 @@ def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> st
     # from the node's newest reading when that is earlier: the readings up to now belong to the work too
     newest = services.source.diagnose(node).window_end
     start = min(now, newest) if newest is not None else now
-    window = log.set(node, start=start, span=span + (now - start), reason=reason, set_by=user, source="slack")
+    with db_lock(log.db):
+        window = log.set(node, start=start, span=span + (now - start), reason=reason, set_by=user, source="slack")
     services.record("maintenance", actor=user, subject=node, action="set", until=window.until.isoformat()
                     if window.until else None, reason=reason)
     return (f":construction: `{esc(node)}` {esc(window.note)}. Its findings are still shown; nothing pages and "
