@@ -51,7 +51,7 @@ def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> st
         raise InputError("a duration is like `2h`, `90m` or `1d`", field="duration", value=rest[0]) from None
     reason = " ".join(rest[1:]) or "planned work"
     # from the node's newest reading when that is earlier: the readings up to now belong to the work too
-    newest = services.source.diagnose(node).window_end
+    newest = services.source.newest(node)
     start = min(now, newest) if newest is not None else now
     with db_lock(log.db):
         window = log.set(node, start=start, span=span + (now - start), reason=reason, set_by=user, source="slack")

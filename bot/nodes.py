@@ -80,6 +80,10 @@ class NodeSource(Protocol):
 
     def watch(self, node_id: str | None = None) -> list[Watch]: ...
 
+    def newest(self, node_id: str) -> datetime | None:
+        """The time of the node's newest link reading (None: it has none with a time)."""
+        ...
+
     def repair_check(self, *, node_id: str, parts: list[str], repaired_at: datetime,
                      policy: VerificationPolicy | None = None) -> RepairCheck: ...
 
@@ -143,6 +147,9 @@ class SnapshotNodeSource(_OwnMaintenance):
 
     def watch(self, node_id: str | None = None) -> list[Watch]:
         return []  # a snapshot is one window: no trend
+
+    def newest(self, node_id: str) -> datetime | None:
+        return None  # a snapshot is a window's totals, read at no stated time
 
     def repair_check(self, *, node_id: str, parts: list[str], repaired_at: datetime,
                      policy: VerificationPolicy | None = None) -> RepairCheck:
@@ -228,6 +235,11 @@ class TableNodeSource(_OwnMaintenance):
                             now=None if newest is None or pd.isna(newest) else newest.to_pydatetime(),
                             policy=policy, thresholds=self.thresholds, platform=self.inventory.get(node_id),
                             platforms=self.inventory)
+
+    def newest(self, node_id: str) -> datetime | None:
+        links = self.links.get(self._known(node_id))
+        last = pd.to_datetime(links["timestamp"], utc=True).max() if links is not None and len(links) else None
+        return None if last is None or pd.isna(last) else last.to_pydatetime()
 
     def _known(self, node_id: str) -> str:
         if node_id not in self.nodes:
@@ -315,6 +327,10 @@ class StoreNodeSource:
         if self._log is None:
             self._log = MaintenanceLog(open_db(self.root))
         return self._log
+
+    def newest(self, node_id: str) -> datetime | None:
+        with self._store() as store:  # from the catalog: no file is opened
+            return store.newest([node_id])
 
     def watch(self, node_id: str | None = None) -> list[Watch]:
         with self._store() as store:

@@ -80,6 +80,11 @@ def test_planned_work_is_shown_and_pages_nobody_until_it_ends(local: LocalSlack)
     assert kinds == [("maintenance", "set"), ("maintenance", "end")]
 
 
+def test_the_newest_reading_is_the_analysis_window_s_end(fleet: tuple[TableNodeSource, Any]) -> None:
+    source = fleet[0]
+    assert source.newest("hpc-gpu-node-12") == source.diagnose("hpc-gpu-node-12").window_end is not None
+
+
 def test_a_bad_maintenance_request_is_told_what_is_wrong(local: LocalSlack) -> None:
     before = len(private(local.slack))
     assert local.injector.command("maintenance hpc-gpu-node12 2h x", user="UALICE", channel=OPS).status == 200

@@ -111,6 +111,7 @@ def test_planned_work_set_through_the_source_is_the_stores_own(tmp_path: Path) -
     TelemetryStore(store_dir).ingest([tmp_path / "links.csv"])
     source = StoreNodeSource(store_dir)
     assert source.maintenance() is source.maintenance()  # one log, not a connection per call
+    assert source.newest("gpu-node-7") == source.diagnose("gpu-node-7").window_end == START + pd.Timedelta(hours=2)
     end = START + pd.Timedelta(hours=2)
     source.maintenance().set("gpu-node-7", start=end - timedelta(minutes=30), span=timedelta(hours=2),
                              reason="reseat GPU 0", set_by="UBOB", source="slack")
