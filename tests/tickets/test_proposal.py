@@ -55,7 +55,7 @@ def test_one_gpus_rows_do_not_make_a_switch_fault() -> None:
     assert ticket.choice.carried == "rules" and "on one GPU" in ticket.choice.why
 
 
-def test_rows_the_rules_choice_explains_as_well_do_not_carry_it() -> None:
+def test_one_row_cannot_carry_a_shared_component() -> None:
     ticket = _draft(lambda m, i: _answer("gpu2", ["gpu2-nvlink2"]))
     assert ticket.choice is not None and ticket.choice.carried == "rules" and "one row" in ticket.choice.why
 
