@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..enums import FaultKind
 from ..tables import EVENTS, LINK_SAMPLES
-from .fleet import START, conform
+from .fleet import START, conform, write_tables
 from .node import NodeSim, component_of, limit
 
 __all__ = ["LIFE", "LIFE_SCENARIOS", "build_life", "generate_life", "load_life"]
@@ -47,28 +47,15 @@ def _at(sim: NodeSim, hours_before_end: float) -> int:
     return int(sim.times.searchsorted(sim.times[-1] - pd.Timedelta(minutes=round(hours_before_end * 60))))
 
 
-def _restart(sim: NodeSim, at: int, *, gap: int) -> None:
-    """Every counter restarts at sample `at`; the NVLinks read inactive then; the exporter is silent `gap` samples
-    before it."""
+def restart(sim: NodeSim, *, gap: bool) -> dict[str, Any]:
+    """Every counter restarts at a drawn sample and the NVLinks read inactive then; with `gap` (a reboot) the
+    exporter is silent for 1-5 samples before it, without (a driver reload) it keeps reporting."""
+    at = int(sim.rng.integers(len(sim.times) // 3, len(sim.times) - 6))
+    silent = int(sim.rng.integers(1, 6)) if gap else 0
     sim.resets.append(at)
-    sim.keep[at - gap:at] = False
+    sim.keep[at - silent:at] = False
     sim.inactive[sim.nv_indices(), at] = True
-
-
-def planned_reboot(sim: NodeSim) -> dict[str, Any]:
-    at = int(sim.rng.integers(len(sim.times) // 3, len(sim.times) - 6))
-    _restart(sim, at, gap=int(sim.rng.integers(1, 6)))
     return {"restart_at": str(sim.times[at])}
-
-
-def driver_reload(sim: NodeSim) -> dict[str, Any]:
-    at = int(sim.rng.integers(len(sim.times) // 3, len(sim.times) - 6))
-    _restart(sim, at, gap=0)
-    return {"restart_at": str(sim.times[at])}
-
-
-def healthy_long(sim: NodeSim) -> dict[str, Any]:
-    return {}
 
 
 def slow_degradation(sim: NodeSim, which: int) -> dict[str, Any]:
@@ -117,8 +104,9 @@ def _apply(sim: NodeSim, scenario: str, nth: int) -> dict[str, Any]:
         return slow_degradation(sim, nth)
     if scenario in ("repair_holds", "repair_fails"):
         return repair(sim, scenario == "repair_holds")
-    return {"planned_reboot": planned_reboot, "driver_reload": driver_reload, "healthy_long": healthy_long}[
-        scenario](sim)
+    if scenario in RESTARTS:
+        return restart(sim, gap=scenario == "planned_reboot")
+    return {}  # healthy_long: the background alone
 
 
 def build_life(*, seed: int = 0, end: pd.Timestamp | None = None) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -135,12 +123,11 @@ def build_life(*, seed: int = 0, end: pd.Timestamp | None = None) -> tuple[dict[
         for nth in range(count):
             number += 1
             name = f"hpc-gpu-life-{number:02d}"
-            platform = PLATFORM
-            sim = NodeSim.new(rng, name, platform, times, near=nth == 0)
+            sim = NodeSim.new(rng, name, PLATFORM, times, near=nth == 0)
             truth = _apply(sim, scenario, nth)
             links.append(sim.link_frame())
             events.append(sim.event_frame())
-            nodes[name] = {"scenario": scenario, "platform": platform, **truth}
+            nodes[name] = {"scenario": scenario, "platform": PLATFORM, **truth}
     tables = {"link_samples": conform(LINK_SAMPLES, pd.concat(links, ignore_index=True)),
               "events": conform(EVENTS, pd.concat(events, ignore_index=True))}  # no job runs here
     return tables, {"seed": seed, "start": str(times[0]), "end": str(times[-1]), "interval_min": INTERVAL_MIN,
@@ -151,9 +138,7 @@ def generate_life(fleet_dir: Path, *, seed: int = 0, end: pd.Timestamp | None = 
     """Write the life nodes under `fleet_dir/life`; returns their truth file."""
     tables, truth = build_life(seed=seed, end=end)
     out = fleet_dir / LIFE
-    out.mkdir(parents=True, exist_ok=True)
-    for name, frame in tables.items():
-        frame.to_parquet(out / f"{name}.parquet", index=False, compression="zstd")
+    write_tables(out, tables, "parquet")
     pd.DataFrame({"node_id": list(truth["nodes"]), "platform": [v["platform"] for v in truth["nodes"].values()]}
                  ).to_csv(out / "nodes.csv", index=False)
     path = out / "ground_truth.json"
