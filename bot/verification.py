@@ -23,10 +23,6 @@ class Verified:
     ticket: Ticket
     check: RepairCheck
 
-    @property
-    def moved(self) -> bool:
-        return self.check.verdict is not RepairVerdict.HOLDING
-
 
 Check = Callable[[Ticket, VerificationPolicy], RepairCheck]
 

@@ -22,10 +22,6 @@ class Click:
     thread: str  # that message's thread (its own ts when it starts one)
     reply: Replier
 
-    @property
-    def in_thread(self) -> bool:
-        return self.thread != self.ts
-
 
 def click(body: dict[str, Any], client: WebClient, respond: Respond | None) -> Click:
     container = body.get("container") or {}

@@ -130,15 +130,6 @@ def parse_time(text: str) -> pd.Timestamp | None:
     return None if pd.isna(ts) else values.time(ts)
 
 
-def to_number(raw: str) -> float | None:
-    """A counter or figure as printed: `0`, `1,234`, `25.781`; None for N/A and the like."""
-    value = raw.strip().replace(",", "")
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
 @dataclass
 class Collector:
     """Rows per table and warnings for one source; runs of unread lines become one warning each."""

@@ -110,15 +110,3 @@ class MaintenanceLog:
         return [Maintenance(str(r["node_id"]), INVENTORY_START, None, f"the inventory's state is {r['state']}",
                             "inventory", "inventory")
                 for r in self.db[NODES].rows_where(where, args) if held(r.get("state"))]
-
-    def active(self, node_id: str, at: datetime) -> Maintenance | None:
-        """The window covering `at` that ends last (open-ended first), if any."""
-        at = _utc(at)
-        covering = [w for w in self.windows(node_id) if w.covers(at)]
-        return max(covering, key=lambda w: w.until or datetime.max.replace(tzinfo=UTC), default=None)
-
-    def overlapping(self, node_id: str, start: datetime, end: datetime) -> Maintenance | None:
-        """A window that overlaps [start, end] (a reboot inside the analysis window counts, even if it ended)."""
-        start, end = _utc(start), _utc(end)
-        hits = [w for w in self.windows(node_id) if w.start <= end and (w.until is None or w.until > start)]
-        return max(hits, key=lambda w: w.until or datetime.max.replace(tzinfo=UTC), default=None)
