@@ -18,7 +18,8 @@ from .state import DRAFTS, BotState, Draft
 from .storage import db_lock
 from .tracker import FilingResult, Tracker
 
-FILING = "filing"  # a draft between its claim and its ticket: only a crash or an outside tracker leaves one there
+FILING = "filing"  # a draft claimed but not yet tied to its ticket: `decide` never leaves one (it claims straight to
+# "filed" inside its transaction); a database written before that, or a tracker outside it, can
 
 
 class Record(Protocol):

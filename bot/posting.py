@@ -96,11 +96,12 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
         diagnoses = services.source.fleet()
         services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(diagnoses))
         posted = client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
-        ended = next((d.window_end for d in diagnoses if d.window_end is not None), None)
-        hours = diagnoses[0].window_hours if diagnoses else 1.0
-        services.work.later(post_heat_map, client, services,
-                            fleet_result({d.node_id: d for d in diagnoses}, window_hours=hours, at=ended),
-                            channel, str(posted["ts"]))
+        if services.renderer is not None:  # the heat map, only when the bot draws pictures
+            ended = next((d.window_end for d in diagnoses if d.window_end is not None), None)
+            hours = diagnoses[0].window_hours if diagnoses else 1.0
+            services.work.later(post_heat_map, client, services,
+                                fleet_result({d.node_id: d for d in diagnoses}, window_hours=hours, at=ended),
+                                channel, str(posted["ts"]))
         return
     thresholds = getattr(services.source, "thresholds", None) or load_thresholds()
     try:
