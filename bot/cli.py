@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -59,6 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except FabricbotError as exc:
         print(f"fabricbot: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.OperationalError as exc:  # another writer held the store past the busy timeout
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        from diagnostics.store import BUSY_TIMEOUT_S
+
+        print(f"fabricbot: the store's database stayed locked by another writer for over {BUSY_TIMEOUT_S:g} s "
+              f"({exc}); nothing was half-written: try again", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

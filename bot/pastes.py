@@ -22,6 +22,7 @@ from diagnostics import Diagnosis, FabricbotError, InputError
 from diagnostics import format as fmt
 from diagnostics.analysis import Reading, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
+from diagnostics.store import transaction
 from diagnostics.tickets import rules_answer
 
 from .mrkdwn import esc
@@ -164,7 +165,7 @@ class PasteReader:
         """Keep `reading` as the thread's latest (one per thread, `MAX_STORED` in all); returns the one before."""
         db = self.services.audit.db
         table = db[PASTES]
-        with db_lock(db), db.conn:
+        with transaction(db):
             earlier = list(table.rows_where("channel = ? and thread_ts = ?", [channel, thread],
                                             order_by="id desc", limit=1))
             db.execute(f"delete from {PASTES} where channel = ? and thread_ts = ?", [channel, thread])

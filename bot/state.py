@@ -16,6 +16,7 @@ from typing import Any
 import sqlite_utils
 
 from diagnostics import Diagnosis
+from diagnostics.store import transaction
 
 from .storage import db_lock
 
@@ -45,8 +46,8 @@ class BotState:
 
     def __init__(self, db: sqlite_utils.Database) -> None:
         self.db = db
-        self.lock = lock = db_lock(db)
-        with lock:
+        self.lock = db_lock(db)
+        with transaction(db):  # two bots starting at once add a missing column once
             db[ANALYSES].create({"id": int, "node_id": str, "at": str, "diagnosis": str},  # type: ignore[union-attr]
                                 pk="id", if_not_exists=True)
             db[DRAFTS].create(  # type: ignore[union-attr]

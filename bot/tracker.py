@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 import sqlite_utils
 
+from diagnostics.store import transaction
+
 from .storage import db_lock
 
 TICKETS = "tickets"
@@ -113,7 +115,7 @@ class SqliteTracker:
         self.prefix = prefix
         self.clock = clock
         self._lock = db_lock(db)
-        with self._lock:
+        with transaction(db):  # two bots starting at once add a missing column once
             db[TICKETS].create(  # type: ignore[union-attr]
                 {"id": str, "seq": int, "node_id": str, "component": str, "slug": str, "title": str,
                  "status": str, "priority": str, "filed_by": str, "filed_at": str, "body": str, "linked_to": str,

@@ -10,15 +10,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
 from bot.commands.analyze_history import unnamed_as
+from bot.storage import open_db
 from diagnostics import Diagnosis, InputError, analyze_snapshot, load_thresholds
 from diagnostics.analysis import analyze_tables, read_node, stored_diagnosis
 from diagnostics.ingest import read_cases, with_platform
-from diagnostics.store import DB_NAME, load_inputs, open_store
+from diagnostics.store import load_inputs, open_store
 from diagnostics.tickets import (
     ClaudeDrafter,
     Drafter,
@@ -99,9 +98,7 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
 def _audit(folder: str | None) -> AuditLog | None:
     if not folder:
         return None
-    path = Path(folder)
-    path.mkdir(parents=True, exist_ok=True)
-    return AuditLog(sqlite_utils.Database(path / DB_NAME))
+    return AuditLog(open_db(Path(folder)))
 
 
 def cmd_ticket(args: argparse.Namespace) -> int:

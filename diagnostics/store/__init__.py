@@ -1,21 +1,27 @@
 """The local telemetry store: Parquet samples by node and day, a SQLite database beside them, windowed reads."""
 
+from .database import BUSY_TIMEOUT_S, StoreDatabase, connect, lock_of, transaction
 from .load import load_inputs
 from .maintenance import Maintenance, MaintenanceLog
 from .sources import At, FileOutcome, IngestReport, expand, read_sources
 from .telemetry import DB_NAME, StoreWindow, TelemetryStore, open_store
 
 __all__ = [
+    "BUSY_TIMEOUT_S",
     "DB_NAME",
     "At",
     "FileOutcome",
     "IngestReport",
     "Maintenance",
     "MaintenanceLog",
+    "StoreDatabase",
     "StoreWindow",
     "TelemetryStore",
+    "connect",
     "expand",
     "load_inputs",
+    "lock_of",
     "open_store",
     "read_sources",
+    "transaction",
 ]

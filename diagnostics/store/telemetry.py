@@ -35,6 +35,7 @@ from ..ingest.summary import nodes as summary_nodes
 from ..progress import Progress, advance
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
 from .catalog import Catalog
+from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, read_parts, write_part
 from .sources import At, FileOutcome, IngestReport, read_sources
@@ -101,13 +102,14 @@ class TelemetryStore:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite_utils.Database(self.root / DB_NAME)
-        self._table("ingests").create(
-            {"sha256": str, "file": str, "format": str, "ingested_at": str, "rows": str}, pk="sha256",
-            if_not_exists=True)
-        self._table("nodes").create({"node_id": str, "first_seen": str, "last_seen": str}, pk="node_id",
-                                 if_not_exists=True)
-        self._catalog = Catalog(self._db, self.root)
+        self._db = connect(self.root / DB_NAME)
+        with transaction(self._db):
+            self._table("ingests").create(
+                {"sha256": str, "file": str, "format": str, "ingested_at": str, "rows": str}, pk="sha256",
+                if_not_exists=True)
+            self._table("nodes").create({"node_id": str, "first_seen": str, "last_seen": str}, pk="node_id",
+                                        if_not_exists=True)
+            self._catalog = Catalog(self._db, self.root)
 
     def _table(self, name: str) -> Table:
         return self._db.table(name)
@@ -134,10 +136,11 @@ class TelemetryStore:
             if outcome.status == "read":
                 self._keep(outcome)
             advance(progress)
-        self._table("xid_last").upsert_all(
-            [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2], "code": -1 if k[3] is None else k[3],
-              "value": v} for k, v in xid_last.items()],
-            pk=("kind", "node_id", "gpu", "code"))
+        with transaction(self._db):
+            self._table("xid_last").upsert_all(
+                [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2],
+                  "code": -1 if k[3] is None else k[3], "value": v} for k, v in xid_last.items()],
+                pk=("kind", "node_id", "gpu", "code"))
         return IngestReport.of(outcomes)
 
     def _keep(self, outcome: FileOutcome) -> None:
@@ -149,7 +152,10 @@ class TelemetryStore:
             if outcome.error:
                 outcome.status = "error"
                 return
-        with self._db.conn:
+        with transaction(self._db):  # the write lock first: a second writer (the bot, another ingest) waits
+            if self._table("ingests").count_where("sha256 = ?", [outcome.sha256]):
+                outcome.status = "duplicate"  # the same bytes stored by another ingest meanwhile
+                return
             if outcome.result is not None:
                 self._write(outcome.result, outcome.sha256)
             if outcome.nodes is not None:
