@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 
+from diagnostics.links import inert_links
+
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 _HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.MULTILINE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
-_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
 
 
 def esc(text: object) -> str:
@@ -35,7 +36,7 @@ def mention(user: str) -> str:
 
 def to_mrkdwn(markdown: str) -> str:
     """Markdown (a drafted ticket, the model's words) as Slack shows it: escaped first; headings and bold as *bold*;
-    a Markdown link as its text with the address beside it in code, never as a Slack link."""
-    text = _HEADING.sub(r"*\1*", esc(markdown))
-    text = _BOLD.sub(r"*\1*", text)
-    return _LINK.sub(r"\1 (`\2`)", text)
+    a link (Markdown, an image, an HTML anchor) as its text with the address beside it in code, never as a Slack
+    link (the same `inert_links` a stored ticket body went through)."""
+    text = _HEADING.sub(r"*\1*", esc(inert_links(markdown)))
+    return _BOLD.sub(r"*\1*", text)

@@ -1,9 +1,15 @@
-"""A ticket as Markdown, for a tracker or a Slack thread."""
+"""A ticket as Markdown, for a tracker or a Slack thread.
+
+The body is stored as the tracker will render it, so any link in it (the model writes the summary, the reasoning
+and the hypotheses; telemetry writes names and warnings) is made text there (`inert_links`), not only when posted
+to Slack.
+"""
 
 from __future__ import annotations
 
 from .. import format as fmt
 from ..enums import ComponentKind, LinkEnd, ResetScope
+from ..links import inert_links
 from .catalog import Part
 from .ticket import RepairTicket
 
@@ -106,7 +112,7 @@ def ticket_markdown(t: RepairTicket) -> str:
         lines += ["", "## Drafter and analysis disagree", "", t.disagreement]
     if t.fallback_notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in t.fallback_notes]
-    return "\n".join(lines) + "\n"
+    return inert_links("\n".join(lines) + "\n")
 
 
 _ENDS = {LinkEnd.GPU: "the GPU's", LinkEnd.UPSTREAM: "the PCIe switch or root port above the GPU",

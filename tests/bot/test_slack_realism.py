@@ -337,3 +337,8 @@ def test_pings_mentions_and_links_from_telemetry_the_model_and_people_are_shown_
             assert "<https://evil.example|the runbook>" in shown
         assert "the runbook (`https://evil.example`)" in preview.shown_blocks  # a Markdown link: its address shown
         assert all("I don't know a node called" in t or "job" in t for t in _told(local, "UALICE", 5))
+        _click(local, preview, _button(preview, "file_ticket"), "UBOB")
+        assert local.slack.wait_for(lambda s: bool(local.tracker.tickets()))  # type: ignore[attr-defined]
+        (ticket,) = local.tracker.tickets()  # type: ignore[attr-defined]
+        assert "](https://evil.example)" not in ticket.body  # stored as the tracker renders it: the link as text
+        assert ticket.body.count("the runbook (`https://evil.example`)") == 3  # the summary, reasoning and warning
