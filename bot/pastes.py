@@ -68,6 +68,20 @@ def _lines_ok(text: str, what: str) -> str:
     return text
 
 
+def unreadable(source: Source, exc: InputError) -> str:
+    """Why no reader took a shared file, as the person who shared it needs it: its shape, and what the readers said
+    (not the command line's `--format` advice, which a Slack user cannot take)."""
+    text = source.text or ""
+    lines = text.splitlines() or [""]
+    longest = max(len(line) for line in lines)
+    shape = f"{len(lines):,} line{'s' if len(lines) != 1 else ''}, the longest {longest:,} characters"
+    why = str(exc).removeprefix(f"{source.name}: ")
+    if "unrecognized format" in why:
+        why = ("it is no output I read (`nvidia-smi nvlink -e`/`-s`/`-q`/`topo -m`, dcgm-exporter metrics, "
+               "`lspci -vvv`, kernel log Xid lines, nccl-tests, NMX-T, step logs, a snapshot or tables)")
+    return f"I could not read `{esc(source.name)}` ({shape}): {esc(why)}."
+
+
 def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
     """Per-link totals of one reading: the links with errors, most first, then how many are clean."""
     dirty = sorted((f for f in diagnosis.findings if any(f.counts.values())),
@@ -125,15 +139,17 @@ class PasteReader:
             return None  # binary, whatever its name says
         return _lines_ok(body.decode("utf-8", errors="replace"), f"`{esc(name)}`")
 
-    def _sources(self, client: WebClient, event: dict[str, Any], text: str) -> list[Source]:
+    def _sources(self, client: WebClient, event: dict[str, Any], text: str) -> list[tuple[Source, bool]]:
+        """The message's text and its text files, each with whether it was shared as a file."""
         out = []
         body = _strip_fences(text)
         if len(body.splitlines()) >= MIN_LINES:
-            out.append(Source.from_text(_lines_ok(body, "That paste"), name=f"slack message {event.get('ts')}"))
+            out.append((Source.from_text(_lines_ok(body, "That paste"), name=f"slack message {event.get('ts')}"),
+                        False))
         for f in event.get("files") or []:
             content = self._download(client, f) if isinstance(f, dict) else None
             if content is not None:
-                out.append(Source.from_text(content, name=str(f.get("name") or "snippet")))
+                out.append((Source.from_text(content, name=str(f.get("name") or "snippet")), True))
         return out
 
     def handle(self, client: WebClient, event: dict[str, Any], text: str) -> bool:
@@ -146,16 +162,22 @@ class PasteReader:
                                  reason=str(exc)[:200])
             client.chat_postMessage(channel=channel, thread_ts=thread, text=str(exc))
             return True
-        results = []
-        for source in sources:
+        results, refused = [], []
+        for source, shared in sources:
             try:
                 results.append(detect.read(source))
-            except InputError:
-                continue
-        if not results:
+            except InputError as exc:  # a message's text may be chat; a file shared here was meant to be read
+                if shared:
+                    refused.append(unreadable(source, exc))
+        if not results and not refused:
             return False
+        if not results:
+            self.services.record("denied", actor=event.get("user", ""), subject=f"paste in {channel}",
+                                 reason="; ".join(refused)[:200])
+            client.chat_postMessage(channel=channel, thread_ts=thread, text="\n".join(refused))
+            return True
         result = IngestResult.combine(results)
-        reply = self._answer(result, channel, thread, event["ts"])
+        reply = self._answer(result, channel, thread, event["ts"]) + "".join(f"\n_{r}_" for r in refused)
         self.services.record("analysis", actor=event.get("user", ""), subject=f"paste in {channel}",
                              rows=result.rows, warnings=len(result.warnings))
         client.chat_postMessage(channel=channel, thread_ts=thread, text=reply)

@@ -49,6 +49,36 @@ def test_a_file_that_lies_about_its_size_is_read_no_further_than_the_cap(monkeyp
         assert "`nvlink-e.txt` is over 1,000 bytes" in _reply(local, root.ts)
 
 
+def test_a_shared_text_file_no_reader_can_read_gets_a_reply_that_says_why() -> None:
+    headers = "".join(f"# HELP DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL link {i}\n" for i in range(19_999))
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.snippet("x" * 1_999_000, "one-line.txt", user="UALICE", channel=OPS, thread_ts=root.ts)
+        one_line = _reply(local, root.ts)
+        assert "I could not read `one-line.txt` (1 line, the longest 1,999,000 characters): it is no output I read" \
+            in one_line and "--format" not in one_line
+        local.injector.snippet(headers, "metrics.prom", user="UALICE", channel=OPS, thread_ts=root.ts)
+        said = _reply(local, root.ts, 2)
+        assert "I could not read `metrics.prom` (19,999 lines" in said and "announced but no samples follow" in said
+        assert [e["detail"]["reason"][:30] for e in local.audit.entries("denied")] == [
+            "I could not read `one-line.txt", "I could not read `metrics.prom"]
+        ts, good = local.slack.user_file("nvlink-e.txt", _paste((1, 0, 5)).replace("```", "").encode(), OPS,
+                                         "UALICE", root.ts)
+        _, bad = local.slack.user_file("notes.txt", b"just words\nof a person\n", OPS, "UALICE", root.ts)
+        local.injector.event({"type": "message", "subtype": "file_share", "user": "UALICE", "text": "", "ts": ts,
+                              "channel": OPS, "thread_ts": root.ts, "files": [good, bad]})
+        both = _reply(local, root.ts, 3)  # what could be read is answered, and the file that could not is named
+        assert "lifetime totals" in both and "I could not read `notes.txt` (2 lines" in both
+
+
+def test_a_message_that_holds_no_tool_output_is_chat_and_gets_no_reply() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message("looking at it now\nwill swap the riser after lunch", user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        assert not local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=1.0)
+
+
 def test_pictures_binaries_and_foreign_hosts_are_left_alone() -> None:
     with local_bot() as local:
         root = summary_for(local, "hpc-gpu-node-12")
