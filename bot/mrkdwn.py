@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from diagnostics.links import inert_links
+from diagnostics import inert_links
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,20}$")

@@ -18,6 +18,7 @@ from .components import ComponentRef
 from .config.thresholds import Rule, Thresholds, load_thresholds
 from .enums import ComponentKind, EventKind, FaultKind, LinkState, LinkType, PortSource, Priority, Severity
 from .errors import ConfigError, FabricbotError, InputError
+from .links import inert_links
 from .model import Crossing, Diagnosis, Finding, LinkReading, Localization, Snapshot
 from .offenders import COUNT_RULES, Offender, SweepResult, offenders_of
 from .redaction import RedactingFilter, redact, redact_values
@@ -63,6 +64,7 @@ __all__ = [
     "degradation_pct",
     "explain_job",
     "format",
+    "inert_links",
     "load_thresholds",
     "offenders_of",
     "redact",
