@@ -27,7 +27,17 @@ from slack_sdk.models.blocks import (
     StaticSelectElement,
 )
 
-from diagnostics import COUNT_RULES, ComponentRef, Diagnosis, Finding, Offender, Severity, SweepResult
+from diagnostics import (
+    COUNT_RULES,
+    ComponentRef,
+    Diagnosis,
+    Finding,
+    Offender,
+    Severity,
+    SweepResult,
+    fleet_name_notes,
+    headline_name,
+)
 from diagnostics import format as fmt
 from diagnostics.tickets import link_crossed, link_measures
 
@@ -197,7 +207,7 @@ def summary_fields(d: Diagnosis) -> list[str]:
 def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None) -> list[Block]:
     """The summary message: what is wrong, where, how bad, what to do, and a draft button per finding."""
     status = "fault detected" if d.fault_detected else "no fabric fault"
-    blocks: list[Block] = [HeaderBlock(text=clip(title or f"{d.node_id}: {status}", MAX_HEADER))]
+    blocks: list[Block] = [HeaderBlock(text=clip(title or f"{headline_name(d.node_id)}: {status}", MAX_HEADER))]
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
     blocks.append(section(f"*Recommended action*\n{esc(d.repair_action)}"))
     bad = degraded(d)
@@ -225,8 +235,8 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
 def fallback_text(d: Diagnosis) -> str:
     """The plain text of a summary (notifications and screen readers)."""
     if not d.fault_detected:
-        return f"{d.node_id}: no fabric fault ({d.ticket_priority.value})"
-    return f"{d.node_id}: {d.isolated_component} failing, {d.ticket_priority.value} priority"
+        return f"{headline_name(d.node_id)}: no fabric fault ({d.ticket_priority.value})"
+    return f"{headline_name(d.node_id)}: {d.isolated_component} failing, {d.ticket_priority.value} priority"
 
 
 def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]:
@@ -240,8 +250,10 @@ def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]
         blocks.extend(sections("\n".join(lines)))
     ended = next((d for d in diagnoses if d.window_end is not None), None)
     window = f"{esc(fmt.window(ended.window_hours, ended.window_end))}; " if ended is not None else ""
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(
-        text=f"{window}{healthy} healthy nodes; `/fabric &lt;node&gt;` diagnoses one and offers the tickets")]))
+    names = "".join(f"{esc(n)}; " for n in fleet_name_notes(d.node_id for d in diagnoses)[:3])
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip(
+        f"{window}{healthy} healthy nodes; {names}`/fabric &lt;node&gt;` diagnoses one and offers the tickets",
+        MAX_TEXT))]))
     return blocks
 
 

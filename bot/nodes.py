@@ -17,7 +17,17 @@ from typing import Protocol
 
 import pandas as pd
 
-from diagnostics import EVENTS, LINK_SAMPLES, STEP_SAMPLES, Diagnosis, InputError, Snapshot, analyze_snapshot
+from diagnostics import (
+    EVENTS,
+    LINK_SAMPLES,
+    STEP_SAMPLES,
+    Diagnosis,
+    InputError,
+    Snapshot,
+    analyze_snapshot,
+    name_notes,
+    resolve_name,
+)
 from diagnostics.analysis import (
     RepairCheck,
     RepairVerdict,
@@ -59,6 +69,18 @@ class UnknownName(InputError):
 
 def close_matches(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(name, list(names), n=n, cutoff=0.5)
+
+
+def named(diagnosis: Diagnosis, names: Iterable[str], asked: str | None = None) -> Diagnosis:
+    """The diagnosis with what its answer must say of the node's name among the source's: another node that is
+    one with it once normalised or reads the same but for characters outside ASCII, and a name matched only once
+    normalised (the characters outside ASCII are said by the diagnosis itself)."""
+    notes = name_notes(diagnosis.node_id, names)
+    if asked is not None and asked != diagnosis.node_id:
+        notes.insert(0, f"`{asked}` was matched to the node `{diagnosis.node_id}` once Unicode-normalised (NFKC)")
+    if not notes:
+        return diagnosis
+    return diagnosis.model_copy(update={"warnings": [*notes, *(w for w in diagnosis.warnings if w not in notes)]})
 
 
 class NodeSource(Protocol):
@@ -129,10 +151,11 @@ class SnapshotNodeSource(_OwnMaintenance):
         return []
 
     def diagnose(self, node_id: str, *, window_hours: float | None = None) -> Diagnosis:
+        asked, node_id = node_id, resolve_name(node_id, self.snapshots) or node_id
         snapshot = self.snapshots.get(node_id)
         if snapshot is None:
             raise UnknownName("node", node_id, close_matches(node_id, self.snapshots), len(self.snapshots))
-        diagnosis = analyze_snapshot(snapshot, self.thresholds)
+        diagnosis = named(analyze_snapshot(snapshot, self.thresholds), self.snapshots, asked)
         if window_hours is not None and window_hours != diagnosis.window_hours:
             note = (f"the snapshot covers {diagnosis.window_hours:g}h; "
                     f"a {window_hours:g}h window needs time-series data in the store")
@@ -184,17 +207,17 @@ class TableNodeSource(_OwnMaintenance):
         return self._rows({node_id, *job_nodes(steps)}, steps)
 
     def diagnose(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Diagnosis:
-        if node_id not in self.nodes:
-            raise UnknownName("node", node_id, close_matches(node_id, self.nodes), len(self.nodes))
+        asked, node_id = node_id, self._known(node_id)
         window = timedelta(hours=window_hours or self.window_hours)
         # the job's other nodes are judged on their own platforms too, as the fleet view judges them
         peers = {n: p for n, p in self.inventory.items() if p}
         diagnosis = analyze_tables(self._tables(node_id), node_id=node_id, window=window, thresholds=self.thresholds,
                                    platform=self.inventory.get(node_id), job_id=job_id, platforms=peers)
-        return self._planned(diagnosis, window)
+        return named(self._planned(diagnosis, window), self.nodes, asked)
 
     def explain_job(self, job_id: str) -> Diagnosis:
         jobs = self.job_ids()
+        job_id = resolve_name(job_id, jobs) or job_id
         if job_id not in jobs:
             raise UnknownName("job", job_id, close_matches(job_id, jobs), len(jobs))
         steps = self.steps[self.steps["job_id"] == job_id]
@@ -217,7 +240,7 @@ class TableNodeSource(_OwnMaintenance):
         window = timedelta(hours=self.window_hours)
         result = analyze_fleet(self._rows(self.nodes, self.steps), window=window, thresholds=self.thresholds,
                                platforms=self.inventory, nodes=self.nodes)
-        return [self._planned(result.diagnoses[n], window) for n in self.nodes]
+        return [named(self._planned(result.diagnoses[n], window), self.nodes) for n in self.nodes]
 
     def watch(self, node_id: str | None = None) -> list[Watch]:
         nodes = self.nodes if node_id is None else [self._known(node_id)]
@@ -242,6 +265,7 @@ class TableNodeSource(_OwnMaintenance):
         return None if last is None or pd.isna(last) else last.to_pydatetime()
 
     def _known(self, node_id: str) -> str:
+        node_id = resolve_name(node_id, self.nodes) or node_id
         if node_id not in self.nodes:
             raise UnknownName("node", node_id, close_matches(node_id, self.nodes), len(self.nodes))
         return node_id
@@ -282,23 +306,25 @@ class StoreNodeSource:
         window = timedelta(hours=window_hours or self.window_hours)
         with self._store() as store:
             known, racks = store.nodes(), store.racks()
+            asked, node_id = node_id, resolve_name(node_id, [*known, *(s.rack for s in racks.values())]) or node_id
             rack = racks[node_id].rack if node_id in racks else node_id
             if job_id is None and rack in {s.rack for s in racks.values()}:
                 diagnosis, result = analyze_rack(store, rack, window=window, thresholds=self.thresholds)
-                return result.diagnoses.get(node_id, diagnosis)
+                return named(result.diagnoses.get(node_id, diagnosis), known, asked)
             if node_id not in known:
                 raise UnknownName("node", node_id, close_matches(node_id, known), len(known))
             got = read_node(store, node_id, end=None, window=window, thresholds=self.thresholds)
         diagnosis = analyze_tables(got.tables, node_id=node_id, window=window, end=got.end,
                                    thresholds=self.thresholds, platform=got.platforms.get(node_id),
                                    platforms=got.platforms, job_id=job_id)
-        return stored_diagnosis(diagnosis, got, window)
+        return named(stored_diagnosis(diagnosis, got, window), known, asked)
 
     def explain_job(self, job_id: str) -> Diagnosis:
         """The job's nodes' window read once: its slowdown explained, and the node whose link explains it."""
         window = timedelta(hours=self.window_hours)
         with self._store() as store:
             jobs = store.jobs()
+            job_id = resolve_name(job_id, jobs) or job_id
             if job_id not in jobs:
                 raise UnknownName("job", job_id, close_matches(job_id, jobs), len(jobs))
             nodes = store.job_nodes(job_id)
@@ -310,7 +336,7 @@ class StoreNodeSource:
         node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
         diagnosis = analyze_tables(got.tables, node_id=node, window=window, end=got.end, thresholds=self.thresholds,
                                    platform=got.platforms.get(node), platforms=got.platforms, job_id=job_id)
-        return stored_diagnosis(diagnosis, got, window)
+        return named(stored_diagnosis(diagnosis, got, window), nodes)
 
     def fleet(self) -> list[Diagnosis]:
         """Every stored node over the span the rules need; a slowed job's links over its steps' day, read when the
@@ -319,7 +345,8 @@ class StoreNodeSource:
         with self._store() as store:
             result, got = analyze_store(store, window=window, thresholds=self.thresholds)
             nodes = store.nodes()
-        return [stored_diagnosis(result.diagnoses[n], got, window) for n in nodes if n in result.diagnoses]
+        return [named(stored_diagnosis(result.diagnoses[n], got, window), nodes) for n in nodes
+                if n in result.diagnoses]
 
     def maintenance(self) -> MaintenanceLog:
         """The store's planned-work windows, on one connection of their own kept for the source's life (each
@@ -335,6 +362,7 @@ class StoreNodeSource:
     def watch(self, node_id: str | None = None) -> list[Watch]:
         with self._store() as store:
             known = store.nodes()
+            node_id = None if node_id is None else resolve_name(node_id, known) or node_id
             if node_id is not None and node_id not in known:
                 raise UnknownName("node", node_id, close_matches(node_id, known), len(known))
             return watch_store(store, nodes=None if node_id is None else [node_id], thresholds=self.thresholds,

@@ -20,6 +20,7 @@ from .enums import ComponentKind, EventKind, FaultKind, LinkState, LinkType, Por
 from .errors import ConfigError, FabricbotError, InputError
 from .links import inert_links
 from .model import Crossing, Diagnosis, Finding, LinkReading, Localization, Snapshot
+from .names import fleet_name_notes, headline_name, name_notes, normal_name, outside_ascii, resolve_name
 from .offenders import COUNT_RULES, Offender, SweepResult, offenders_of
 from .redaction import RedactingFilter, redact, redact_values
 from .tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TABLES, TOPOLOGY, TableSchema
@@ -63,10 +64,16 @@ __all__ = [
     "analyze_tables",
     "degradation_pct",
     "explain_job",
+    "fleet_name_notes",
     "format",
+    "headline_name",
     "inert_links",
     "load_thresholds",
+    "name_notes",
+    "normal_name",
     "offenders_of",
+    "outside_ascii",
     "redact",
     "redact_values",
+    "resolve_name",
 ]

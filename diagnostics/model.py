@@ -21,6 +21,7 @@ from pydantic import (
 from . import values
 from .components import ComponentRef
 from .enums import ComponentKind, FaultKind, LinkEnd, LinkState, LinkType, PortSource, Priority, Severity
+from .names import outside_ascii
 
 
 def _held(check: Callable[[float], float], value: float) -> float:
@@ -333,6 +334,16 @@ class Diagnosis(BaseModel):
     rack: RackPlace | None = Field(
         default=None, description="The rack this diagnosis is of (node_id is the rack), or the rack of this tray.")
     tray: str | None = Field(default=None, description="For a rack's host: its tray in `rack`.")
+
+    @model_validator(mode="after")
+    def _odd_names_said(self) -> Self:
+        """A node, job or rack name outside ASCII is said in the answer itself, whichever door built it: it may only
+        look like the name a person meant (see `names`)."""
+        named = [self.node_id, self.job_id, self.rack.rack_id if self.rack else None]
+        odd = [n for n in dict.fromkeys(outside_ascii(x) for x in named if x) if n and n not in self.warnings]
+        if odd:
+            object.__setattr__(self, "warnings", [*odd, *self.warnings])  # frozen: set once, as it is built
+        return self
 
     @property
     def failing(self) -> list[Finding]:

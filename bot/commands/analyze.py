@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from diagnostics import Diagnosis, InputError, Thresholds, analyze_snapshot
+from diagnostics import Diagnosis, InputError, Thresholds, analyze_snapshot, headline_name
 from diagnostics import format as fmt
 from diagnostics.analysis import analyze_rack
 from diagnostics.ingest import Case, read_cases
 from diagnostics.store import open_store
 
+from ..nodes import named
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
 from .analyze_history import diagnose_history
 
@@ -50,8 +51,9 @@ def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[s
 
 def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> None:
     d = diagnosis
-    print(f"{d.node_id}  priority={d.ticket_priority.value}  fault={'yes' if d.fault_detected else 'no'}  "
-          f"degradation={fmt.percent(d.degradation_pct)}  {fmt.window(d.window_hours, d.window_end)}", file=out)
+    print(f"{headline_name(d.node_id)}  priority={d.ticket_priority.value}  "
+          f"fault={'yes' if d.fault_detected else 'no'}  degradation={fmt.percent(d.degradation_pct)}  "
+          f"{fmt.window(d.window_hours, d.window_end)}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)
     print(f"  action:   {d.repair_action}", file=out)
     rows: list[tuple[str, ...]] = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
@@ -126,6 +128,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     is_list = text.lstrip().startswith("[")
     results: list[dict[str, Any]] = []
     failed = 0
+    names = [c.snapshot.node_id for c in cases if c.snapshot is not None]
     for case in cases:
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
@@ -133,7 +136,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             failed += 1
             results.append({"error": [str(e) for e in case.errors], "case": case.label})
             continue
-        diagnosis = analyze_snapshot(case.snapshot, thresholds)
+        diagnosis = named(analyze_snapshot(case.snapshot, thresholds), names)
         item: dict[str, Any] = diagnosis.model_dump(mode="json")
         if case.expected is not None:
             item["expectations"] = expectation_report(diagnosis, case.expected)

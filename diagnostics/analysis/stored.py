@@ -16,6 +16,7 @@ from ..config.watch import WatchPolicy, load_watch
 from ..enums import Priority
 from ..errors import InputError
 from ..model import Diagnosis
+from ..names import fleet_name_notes
 from ..offenders import SweepResult, offenders_of
 from ..store.maintenance import Maintenance
 from ..store.telemetry import StoreWindow, TelemetryStore, open_store
@@ -106,7 +107,7 @@ def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float,
                  at: datetime | None = None) -> SweepResult:
     """Every node's diagnosis as a sweep result: every offending link, its node's diagnosis, every node swept."""
     result = SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source="store",
-                         swept=sorted(diagnoses))
+                         swept=sorted(diagnoses), warnings=fleet_name_notes(diagnoses))
     for node, diagnosis in sorted(diagnoses.items()):
         found = offenders_of(diagnosis)
         result.offenders.extend(found)

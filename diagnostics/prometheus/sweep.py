@@ -24,6 +24,7 @@ from ..enums import LinkType
 from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import Diagnosis
+from ..names import fleet_name_notes
 from ..offenders import Offender, SweepResult, offenders_of
 from .client import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .promql import (
@@ -137,6 +138,7 @@ def sweep(client: PrometheusClient, thresholds: Thresholds, *, at: datetime | No
     result.timings.sweep_s = time.perf_counter() - started
     if analyze:
         analyze_offenders(client, thresholds, result, step_s, dmap)
+    result.warnings.extend(fleet_name_notes(o.node_id for o in result.offenders))
     stats = client.stats
     result.requests, result.retries = stats.requests, stats.retries
     result.bytes_received, result.bytes_decoded = stats.bytes_received, stats.bytes_decoded

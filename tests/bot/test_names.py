@@ -1,0 +1,91 @@
+"""Names that only look alike, asked through every door: a healthy node named with a Cyrillic `е` beside the failing
+`hpc-gpu-node-12` never answers "no fabric fault" without saying its name is not what it looks like; a name typed
+in another Unicode form (full-width) finds the node once normalised (NFKC) and says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.blocks import fallback_text, fleet_blocks
+from bot.cli import main as cli
+from bot.nodes import SnapshotNodeSource, StoreNodeSource
+from diagnostics import fleet_name_notes, name_notes, normal_name, outside_ascii, resolve_name
+
+from .helpers import SEEDS, local_bot, summary_for
+
+FAILING = "hpc-gpu-node-12"
+LOOKALIKE = "hpc-gpu-nod\u0435-12"  # a Cyrillic е (U+0435)
+FULLWIDTH = "\uff48\uff50\uff43-gpu-node-12"  # ｈｐｃ-gpu-node-12, as some keyboards type it
+
+
+@pytest.fixture
+def fleet_file(tmp_path: Path) -> Path:
+    cases = json.loads(SEEDS.read_text())
+    healthy = json.loads(json.dumps(cases[1]))  # node-03's clean reading, under the look-alike name
+    healthy["input"]["node_id"] = LOOKALIKE
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps([c["input"] for c in [*cases, healthy]]))
+    return path
+
+
+def _says_lookalike(text: str) -> bool:
+    return "U+0435 CYRILLIC SMALL LETTER IE" in text and FAILING in text
+
+
+def test_names_are_matched_once_normalised_and_look_alikes_are_named() -> None:
+    assert normal_name(FULLWIDTH) == FAILING and resolve_name(FULLWIDTH, [FAILING, LOOKALIKE]) == FAILING
+    assert resolve_name(LOOKALIKE, [FAILING]) is None  # NFKC keeps a Cyrillic letter a Cyrillic letter
+    assert outside_ascii(FAILING) is None
+    assert "'е' U+0435 CYRILLIC SMALL LETTER IE at character 12" in (outside_ascii(LOOKALIKE) or "")
+    (mine,) = name_notes(FAILING, [FAILING, LOOKALIKE])
+    assert f"another node, `{LOOKALIKE}`, reads the same as `{FAILING}`" in mine and "U+0435" in mine
+    odd, other = name_notes(LOOKALIKE, [FAILING, LOOKALIKE])
+    assert "outside ASCII" in odd and f"`{FAILING}`" in other and "plain ASCII" in other
+    assert name_notes("hpc-gpu-node-13", [FAILING, LOOKALIKE, "hpc-gpu-node-13"]) == []  # differs in ASCII: apart
+    (fleet,) = fleet_name_notes([FAILING, LOOKALIKE, "hpc-gpu-node-03"])
+    assert LOOKALIKE in fleet and f"could be taken for `{FAILING}`" in fleet
+    assert fleet_name_notes([FAILING, f"{FAILING} "]) == [f"the nodes `{FAILING}` and `{FAILING} ` are one name "
+                                                          "once normalised"]
+
+
+def test_the_slash_command_says_the_name_is_not_what_it_looks_like(fleet_file: Path) -> None:
+    source = SnapshotNodeSource.from_files([fleet_file])
+    with local_bot(source=source) as local:
+        healthy = summary_for(local, LOOKALIKE)
+        assert f"{LOOKALIKE} (name not ASCII): no fabric fault" in healthy.shown_blocks
+        assert _says_lookalike(healthy.shown_blocks)
+        failing = summary_for(local, FAILING)
+        assert f"{FAILING}: fault detected" in failing.shown_blocks
+        assert f"another node, `{LOOKALIKE}`, reads the same" in failing.shown_blocks
+        typed = summary_for(local, FULLWIDTH)
+        assert f"{FAILING}: fault detected" in typed.shown_blocks and "once Unicode-normalised" in typed.shown_blocks
+    assert "(name not ASCII): no fabric fault" in fallback_text(source.diagnose(LOOKALIKE))
+
+
+def test_the_fleet_view_names_the_look_alike(fleet_file: Path) -> None:
+    blocks = json.dumps([b.to_dict() for b in fleet_blocks(SnapshotNodeSource.from_files([fleet_file]).fleet())],
+                        ensure_ascii=False)
+    assert _says_lookalike(blocks)
+
+
+def test_the_cli_and_the_store_say_it_too(fleet_file: Path, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    cli(["analyze", str(fleet_file)])
+    shown = capsys.readouterr().out
+    healthy = shown[shown.index(f"{LOOKALIKE} (name not ASCII)  priority"):]
+    assert "fault=no" in healthy.splitlines()[0] and _says_lookalike(healthy)
+    store = tmp_path / "store"
+    assert cli(["ingest", str(fleet_file), "--store", str(store)]) == 0
+    capsys.readouterr()
+    cli(["analyze", "--store", str(store), "--node", LOOKALIKE])
+    assert _says_lookalike(capsys.readouterr().out)
+    cli(["analyze", "--store", str(store), "--node", FULLWIDTH])
+    assert "fault=yes" in capsys.readouterr().out  # the failing node, found once normalised
+    cli(["sweep", "--store", str(store)])
+    assert _says_lookalike(capsys.readouterr().out)
+    by_store = StoreNodeSource(store)
+    assert _says_lookalike(" ".join(by_store.diagnose(LOOKALIKE).warnings))
+    assert by_store.diagnose(FULLWIDTH).node_id == FAILING
