@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.prometheus.helpers import Fleet, Server, generate_fleet, serve_fleet
+from tests.shared import built_once
 
 try:  # the model layer may not be imported by every test run
     from pydantic_ai import models as _models
@@ -59,3 +60,18 @@ def server_fixture(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> It
     running = serve_fleet(fleet, tmp_path_factory.mktemp("prometheus"))
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def bundled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled fleet (fixtures/fleet) ingested into a store, once per run. Read it; copy it to write."""
+    from bot.cli import main
+    from diagnostics.store import DB_NAME, connect
+
+    def ingest(folder: Path) -> None:
+        assert main(["ingest", str(FIXTURES / "fleet"), "--store", str(folder)]) == 0
+        db = connect(folder / DB_NAME)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the database file whole in itself: copies need no WAL
+        db.close()
+
+    return built_once(tmp_path_factory, "bundled-store", ingest)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,21 +14,15 @@ from bot.storage import open_db
 from bot.tracker import SqliteTracker
 from diagnostics import InputError, load_thresholds
 from diagnostics.store import open_store
+from tests.shared import copy_store
 
 FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
 
 
-@pytest.fixture(scope="module")
-def ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("store")
-    assert main(["ingest", str(FLEET), "--store", str(folder)]) == 0
-    return folder
-
-
 @pytest.fixture
-def store_dir(ingested: Path, tmp_path: Path) -> Path:
+def store_dir(bundled_store: Path, tmp_path: Path) -> Path:
     """A copy per test: tickets and maintenance windows written by one test are not seen by another."""
-    return Path(shutil.copytree(ingested, tmp_path / "store"))
+    return copy_store(bundled_store, tmp_path / "store")
 
 
 def _digest(folder: Path) -> Digest:

@@ -145,17 +145,28 @@ def test_killing_the_filer_at_random_points_never_leaves_a_state_between(tmp_pat
     rng = random.Random(20261201)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     killed_midway = 0
-    for run in range(20):
-        store = tmp_path / f"store-{run}"
-        child = subprocess.Popen([sys.executable, "-m", "tests.bot.filer", str(store), "400"], cwd=ROOT, env=env,
-                                 stdout=subprocess.PIPE, text=True)
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 0.25))
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
-        mended = _consistent(store)
-        assert not mended, f"run {run}: a kill left states between: {mended}"
-        drafts = list(open_db(store)[DRAFTS].rows)
-        killed_midway += any(d["status"] == "pending" for d in drafts) and any(
-            d["status"] != "pending" for d in drafts)
+    server = subprocess.Popen([sys.executable, "-m", "tests.bot.filer"], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        assert server.stdout.readline().strip() == "ready"
+        for run in range(20):
+            store = tmp_path / f"store-{run}"
+            server.stdin.write(f"{store} 400\n")
+            server.stdin.flush()
+            said, pid = server.stdout.readline().split()
+            assert said == "filing", said
+            time.sleep(rng.uniform(0.0, 0.25))
+            os.kill(int(pid), signal.SIGKILL)
+            while (line := server.stdout.readline().split())[:1] != ["exited"]:  # "done PID" if it finished first
+                assert line, "the filer server stopped"
+            assert line[1] == pid
+            mended = _consistent(store)
+            assert not mended, f"run {run}: a kill left states between: {mended}"
+            drafts = list(open_db(store)[DRAFTS].rows)
+            killed_midway += any(d["status"] == "pending" for d in drafts) and any(
+                d["status"] != "pending" for d in drafts)
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
     assert killed_midway >= 15  # the kills really landed while it was filing

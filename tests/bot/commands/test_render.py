@@ -102,9 +102,9 @@ def test_node_from_the_store(tmp_path: Path, cli: Cli) -> None:
     assert code == 2 and "no node 'other'" in err and "a100-3" in err
 
 
-def test_a_stored_node_with_a_job_gets_its_correlation_picture_beside_the_topology(tmp_path: Path, cli: Cli) -> None:
-    store = tmp_path / "store"
-    assert cli("ingest", str(FIXTURES / "fleet"), "--store", str(store))[0] == 0
+def test_a_stored_node_with_a_job_gets_its_correlation_picture_beside_the_topology(tmp_path: Path, cli: Cli,
+                                                                                  bundled_store: Path) -> None:
+    store = bundled_store  # only read
     out = tmp_path / "n12.png"
     code, stdout, _ = cli("render", "hpc-gpu-node-12", "--store", str(store), "-o", str(out))
     assert code == 0

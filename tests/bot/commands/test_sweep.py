@@ -15,15 +15,14 @@ from diagnostics.analysis.stored import sweep_store
 from diagnostics.store.telemetry import open_store
 from diagnostics.synth.fleet import load
 from diagnostics.synth.life import load_life
+from tests.shared import copy_store
 
 FLEET = Path(__file__).resolve().parents[3] / "fixtures" / "fleet"
 
 
 @pytest.fixture(scope="module")
-def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("store")
-    assert main(["ingest", str(FLEET), "--store", str(folder)]) == 0
-    return folder
+def store_dir(bundled_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_store(bundled_store, tmp_path_factory.mktemp("sweep") / "store")
 
 
 @pytest.fixture(autouse=True)

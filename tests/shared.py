@@ -1,0 +1,38 @@
+"""What several test modules build once per run and share: folders built under a lock, whichever worker asks
+first (under pytest-xdist each worker is a process of its own, so a session fixture alone would build once per
+worker)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+def _run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this run that every xdist worker shares (each worker's own base folder is inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """`build(folder)` run once per test run, whichever worker asks first (the others wait for it, under a file
+    lock); the folder it filled, to be read, or copied before writing."""
+    shared = _run_folder(tmp_path_factory)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            build(folder)
+            done.touch()
+    return folder
+
+
+def copy_store(store: Path, to: Path) -> Path:
+    """A store copied to write in (its database's WAL included)."""
+    return Path(shutil.copytree(store, to))
