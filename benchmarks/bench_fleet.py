@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fleet_data import fleet, fleet_options, rack_fleet, run_phase
 
 from diagnostics.analysis import analyze_fleet, history_needed
-from diagnostics.analysis.racks import RackSlot
 from diagnostics.analysis.rates import increase, ns, prepare_rows
 from diagnostics.config.thresholds import load_thresholds
+from diagnostics.model import RackSlot
 
 WINDOW = timedelta(hours=1)
 COUNTERS = ["crc_flit", "crc_data", "replay", "recovery"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Self
 
@@ -20,7 +21,9 @@ from pydantic import (
 
 from . import values
 from .components import ComponentRef
+from .config.platforms import gpu_count
 from .enums import ComponentKind, FaultKind, LinkEnd, LinkState, LinkType, PortSource, Priority, Severity
+from .errors import ConfigError
 from .names import outside_ascii
 
 
@@ -116,9 +119,6 @@ class Snapshot(BaseModel):
 
     @model_validator(mode="after")
     def _gpus_in_node(self) -> Self:
-        from .config.platforms import gpu_count
-        from .errors import ConfigError
-
         try:
             count = gpu_count(self.platform) if self.platform else DEFAULT_GPU_COUNT
         except ConfigError as exc:
@@ -213,6 +213,14 @@ class ComponentFacts(BaseModel):
     hosts: list[str] = Field(default_factory=list,
                              description="In a rack: the hosts whose links the component carries (to drain).")
     switch_host: str | None = Field(default=None, description="In a rack: the host of the switch tray it is on.")
+
+
+@dataclass(frozen=True)
+class RackSlot:
+    """Where the inventory puts a host: its rack, and its tray's slot (None when the inventory gives none)."""
+
+    rack: str
+    tray: str | None = None
 
 
 class RackPlace(BaseModel):

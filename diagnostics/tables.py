@@ -234,3 +234,11 @@ GPUS = TableSchema(
 )
 
 TABLES: dict[str, TableSchema] = {t.name: t for t in (LINK_SAMPLES, STEP_SAMPLES, EVENTS, TOPOLOGY, GPUS)}
+
+
+def job_nodes(steps: pd.DataFrame) -> list[str]:
+    """Every node the step samples' comma-separated `node_ids` name."""
+    names: set[str] = set()
+    for value in steps["node_ids"].dropna().astype(str):
+        names.update(n.strip() for n in value.split(",") if n.strip())
+    return sorted(names)

@@ -5,7 +5,8 @@ weighed together), a snapshot's (`analyze_snapshot`: counters already summed ove
 verification (`check_repair`: the repaired part judged window by window since).
 """
 
-from .correlate import JobExplanation, LinkScore, job_nodes, jobs_on
+from ..tables import job_nodes
+from .correlate import JobExplanation, LinkScore, jobs_on
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 from .node import analyze_tables, explain_job, node_tables

@@ -16,7 +16,9 @@ from pydantic import BaseModel, Field
 from .. import format as fmt
 from ..components import ComponentRef
 from ..config.thresholds import Thresholds
-from .rates import Prepared, run_rows, utc_datetime, utc_ns
+from ..tables import job_nodes
+from ..times import utc_datetime, utc_ns
+from .rates import Prepared, run_rows
 
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
                   "recovery_failed")
@@ -159,14 +161,6 @@ def _clean(rows: pd.DataFrame, order: list[str]) -> pd.DataFrame:
         rows = rows.assign(timestamp=pd.to_datetime(rows["timestamp"], utc=True, format="mixed"))
     rows = rows.dropna(subset=["timestamp"]).sort_values(order, kind="stable")
     return rows.drop_duplicates(order, keep="last")
-
-
-def job_nodes(steps: pd.DataFrame) -> list[str]:
-    """Every node the step samples' comma-separated `node_ids` name."""
-    names: set[str] = set()
-    for value in steps["node_ids"].dropna().astype(str):
-        names.update(n.strip() for n in value.split(",") if n.strip())
-    return sorted(names)
 
 
 def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, baseline_ms: float | None = None,

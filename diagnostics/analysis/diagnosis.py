@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from .. import format as fmt
-from ..config.repairs import localization_action, repair_action
 from ..config.thresholds import SOFTWARE_RULE, Thresholds
 from ..enums import Severity
 from ..model import Diagnosis, Finding, Localization, RackPlace
+from ..repair import localization_action, repair_action
 from .correlate import JobExplanation
 from .localize import rank
 from .rules import priority, worst

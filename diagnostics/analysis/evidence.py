@@ -19,9 +19,10 @@ from ..config.thresholds import Thresholds
 from ..enums import severity_rank
 from ..format import Unit
 from ..model import Diagnosis, Finding, LinkSeries, StepEvidence
+from ..times import utc_datetime
 from .correlate import JobExplanation, LinkScore
 from .jobs import LINK_KINDS, History, link_history, segment_index
-from .rates import NS_PER_HOUR, bucketed_increase, utc_datetime
+from .rates import NS_PER_HOUR, bucketed_increase
 
 BUCKET = timedelta(minutes=5)  # the correlation's own bucket
 MAX_BUCKETS = 288  # a longer history gets wider buckets (a day at 5 minutes)

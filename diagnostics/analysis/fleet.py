@@ -30,7 +30,8 @@ from ..config.thresholds import (
     load_thresholds,
 )
 from ..enums import LinkType, PortSource, Severity
-from ..model import Diagnosis, Finding
+from ..model import Diagnosis, Finding, RackSlot
+from ..times import ns, utc_datetime, utc_ns
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
@@ -48,8 +49,8 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
-from .racks import Rack, RackSlot, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
-from .rates import ns, prepare_rows, utc_datetime, utc_ns
+from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
+from .rates import prepare_rows
 from .rows import numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes

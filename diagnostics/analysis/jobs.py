@@ -15,10 +15,11 @@ from ..components import ComponentRef
 from ..config.thresholds import Thresholds
 from ..enums import ComponentKind, Severity
 from ..model import Finding
+from ..times import ns, utc_datetime
 from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span, stopped
 from .findings import ref_of
 from .metrics import records
-from .rates import Prepared, ns, prepare_rows, utc_datetime
+from .rates import Prepared, prepare_rows
 from .rows import per_link_rows
 
 LINK_KINDS = (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)  # what a job's step time is scored on

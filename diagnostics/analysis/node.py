@@ -15,7 +15,8 @@ import pandas as pd
 from ..config.thresholds import Thresholds
 from ..errors import InputError
 from ..model import Diagnosis
-from .correlate import JobExplanation, job_nodes, job_steps, jobs_on
+from ..tables import job_nodes
+from .correlate import JobExplanation, job_steps, jobs_on
 from .fleet import analyze_fleet
 from .jobs import History
 

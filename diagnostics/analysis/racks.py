@@ -22,7 +22,7 @@ from ..config.platforms import all_platforms
 from ..config.racks import rack_of
 from ..config.thresholds import Thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Severity
-from ..model import Diagnosis, Finding, Localization, RackPlace
+from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot
 from ..topology.rack import RackGraph, rack_graph
 from .correlate import JobExplanation
 from .diagnosis import assemble, scored
@@ -32,14 +32,6 @@ from .rack_localize import Placed, localize_rack
 _DRIVER_SWITCH = re.compile(r"^NVSwitch (\d+)$")
 _DOMAIN = re.compile(r"(ClusterUUID|CliqueId): ([^;]+)")
 OUTSIDE = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
-
-
-@dataclass(frozen=True)
-class RackSlot:
-    """Where the inventory puts a host: its rack, and its tray's slot (None when the inventory gives none)."""
-
-    rack: str
-    tray: str | None = None
 
 
 @dataclass

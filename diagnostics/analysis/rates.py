@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..tables import COUNTERS
+from ..times import ns, utc_ns
+from ..times import utc as _utc
 from ..values import limits
 
 KEYS: tuple[str, ...] = ("node_id", "gpu", "link_type", "nvswitch", "link", "lane")
@@ -141,33 +143,6 @@ def _any_value(column: np.ndarray, rows: np.ndarray | None) -> bool:
     if rows is None or len(rows) == len(column):  # every row (reordered): no need to gather them
         return not np.isnan(np.fmax.reduce(column))  # fmax skips NaN: NaN only when every value is NaN
     return not np.isnan(column[rows]).all()
-
-
-def _utc(series: pd.Series) -> pd.Series:
-    if str(series.dtype) == "datetime64[ns, UTC]":
-        return series
-    return pd.to_datetime(series, utc=True, errors="coerce", format="mixed").astype("datetime64[ns, UTC]")
-
-
-def utc_ns(when: datetime | pd.Timestamp) -> int:
-    """A time as UTC nanoseconds; a naive time is taken as UTC."""
-    ts = pd.Timestamp(when)
-    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-    return int(ts.value)
-
-
-def utc_datetime(value: int | np.integer | pd.Timestamp) -> datetime:
-    """UTC nanoseconds (or a Timestamp) as an aware datetime; the nanoseconds a datetime cannot hold are dropped."""
-    ts = pd.Timestamp(value, tz="UTC") if not isinstance(value, pd.Timestamp) else value
-    return ts.to_pydatetime(warn=False)
-
-
-def ns(series: pd.Series) -> np.ndarray:
-    """UTC nanoseconds of a datetime column, whatever its unit."""
-    utc = _utc(series)
-    if utc.dtype == "datetime64[ns, UTC]":
-        return np.asarray(utc.array.asi8)
-    return utc.to_numpy("datetime64[ns]").view(np.int64)
 
 
 def prepare(samples: pd.DataFrame) -> Prepared:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..components import ComponentRef
-from ..config.repairs import repair_action
 from ..config.thresholds import Thresholds, load_thresholds
 from ..enums import LinkType, Severity
 from ..model import Diagnosis, Finding, LinkReading, Snapshot
+from ..repair import repair_action
 from .diagnosis import PLATFORM_UNKNOWN
 from .rules import crossings, priority, state_crossing, summarize, worst
 

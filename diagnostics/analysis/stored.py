@@ -20,10 +20,10 @@ from ..names import fleet_name_notes
 from ..offenders import SweepResult, offenders_of
 from ..store.maintenance import Maintenance
 from ..store.telemetry import StoreWindow, TelemetryStore, open_store
+from ..times import utc_datetime
 from .diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
-from .rates import utc_datetime
 from .trends import Watch, watch_list
 
 CORRELATION_SPAN = timedelta(days=1)  # how much step-time history a job's correlation wants

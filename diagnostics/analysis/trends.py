@@ -20,7 +20,8 @@ from ..components import ComponentRef
 from ..config.thresholds import Rule, Thresholds, load_thresholds
 from ..config.watch import WatchPolicy, load_watch
 from ..format import Unit
-from .rates import NS_PER_HOUR, Prepared, prepare, utc_datetime, utc_ns
+from ..times import utc_datetime, utc_ns
+from .rates import NS_PER_HOUR, Prepared, prepare
 
 _COMPOSITE = {"crc": ("crc_flit", "crc_data")}  # a rule counter that is the sum of two table counters
 

@@ -4,13 +4,11 @@ SXid catalogs."""
 from .catalogs import load_sxid_catalog, load_xid_catalog
 from .platforms import all_platforms, platform_for_model
 from .racks import all_racks
-from .repair_plan import RepairPlan, repair_plan
 from .thresholds import Rule, Thresholds, load_thresholds
 from .verification import VerificationPolicy, load_verification
 from .watch import WatchPolicy, load_watch
 
 __all__ = [
-    "RepairPlan",
     "Rule",
     "Thresholds",
     "VerificationPolicy",
@@ -23,5 +21,4 @@ __all__ = [
     "load_watch",
     "load_xid_catalog",
     "platform_for_model",
-    "repair_plan",
 ]

@@ -18,6 +18,7 @@ from ..enums import FaultKind, ResetScope
 from ..errors import ConfigError
 from .datafiles import DATA_DIR, read_toml
 from .parts import parts
+from .platforms import all_platforms
 from .repair_text import PLACEHOLDERS, Text, placeholders
 
 CATALOG_FILE = DATA_DIR / "repairs.toml"
@@ -230,8 +231,6 @@ def _check_refs(cat: Catalog) -> None:
 
 
 def _check_parts(cat: Catalog) -> None:
-    from .platforms import all_platforms
-
     by_id = {p.id: p for p in parts()}
     for name, plat in cat.platform.items():
         rack = all_platforms().get(name, {}).get("rack")  # a rack's host may name its rack's parts

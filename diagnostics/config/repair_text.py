@@ -3,7 +3,7 @@ values is the one used; with none, the caller leaves the step out. A placeholder
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from string import Formatter
 from typing import Any
 
@@ -52,5 +52,3 @@ def fill(text: Text | None, values: Mapping[str, str]) -> str | None:
     return None
 
 
-def fill_all(texts: Sequence[Text], values: Mapping[str, str]) -> list[str]:
-    return [t for t in (fill(x, values) for x in texts) if t is not None]

@@ -27,6 +27,7 @@ from ..model import Diagnosis
 from ..names import fleet_name_notes
 from ..offenders import Offender, SweepResult, offenders_of
 from .client import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable
+from .config import load_config
 from .promql import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
@@ -198,8 +199,6 @@ def _diagnose(tables: IngestResult, node: str, window: timedelta, at: datetime, 
 def sweep_url(thresholds: Thresholds, url: str | None = None, *, config_path: str | None = None,
               **options: Any) -> SweepResult:
     """A sweep for callers holding no client (the Slack bot's `/fabric fleet`): URL and secrets from settings."""
-    from .config import load_config
-
     with PrometheusClient(load_config(url, path=config_path)) as client:
         return sweep(client, thresholds, **options)
 

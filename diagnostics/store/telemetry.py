@@ -25,15 +25,14 @@ import pandas as pd
 import sqlite_utils
 from sqlite_utils.db import Table
 
-from ..analysis.correlate import job_nodes
-from ..analysis.racks import RackSlot
-from ..analysis.rates import utc_datetime, utc_ns
 from ..errors import InputError
 from ..ingest.base import IngestResult, Source
 from ..ingest.nmxt import place_in_racks
 from ..ingest.summary import nodes as summary_nodes
+from ..model import RackSlot
 from ..progress import Progress, advance
-from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
+from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema, job_nodes
+from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog

@@ -20,13 +20,11 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from ..analysis import JobExplanation, analyze_fleet
-from ..analysis.racks import RackSlot
-from ..config.repair_plan import repair_plan
-from ..config.repairs import fault_of
 from ..enums import Priority
 from ..errors import InputError
-from ..model import ComponentFacts, Diagnosis, Localization
+from ..model import ComponentFacts, Diagnosis, Localization, RackSlot
 from ..progress import Progress, advance
+from ..repair import fault_of, repair_plan
 from .fleet import load
 from .life import load_life
 from .life_eval import LifeReport, score_life

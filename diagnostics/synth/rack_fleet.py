@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.racks import RackSlot
 from ..config.racks import rack_spec
 from ..errors import InputError
+from ..model import RackSlot
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES
 from ..topology.rack import rack_graph
 from .fleet import START, conform, write_tables

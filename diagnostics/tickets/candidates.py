@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..components import ComponentRef
-from ..config.repairs import fault_of, finding_fault
 from ..enums import ComponentKind, FaultKind, LinkEnd, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, Localization
+from ..repair import fault_of, finding_fault
 from ..topology import NodeGraph
 from .facts import port_for, resolve_graph
 

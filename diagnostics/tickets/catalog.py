@@ -7,9 +7,9 @@ user's files in); the plan's part, captures and steps are the facts a drafter's 
 from __future__ import annotations
 
 from ..config.parts import Part, parts
-from ..config.repair_plan import Capture, PlanFacts, PlanStep, RepairPlan, Reset, repair_plan
 from ..enums import ComponentKind, Severity
 from ..model import ComponentFacts, Diagnosis
+from ..repair import Capture, PlanFacts, PlanStep, RepairPlan, Reset, repair_plan
 from .candidates import Candidate
 
 __all__ = ["Capture", "Part", "PlanStep", "RepairPlan", "Reset", "parts", "plan_for"]

@@ -7,11 +7,15 @@ to Slack.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import format as fmt
 from ..enums import ComponentKind, LinkEnd, ResetScope
 from ..links import inert_links
 from .catalog import Part
-from .ticket import RepairTicket
+
+if TYPE_CHECKING:
+    from .ticket import RepairTicket
 
 
 def _cell(value: object) -> str:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..enums import ComponentKind, FaultKind, LinkEnd, PortSource, Priority, ResetScope
 from .catalog import Capture, Part, Reset
+from .markdown import ticket_markdown
 
 UNKNOWN = "unknown"
 
@@ -134,6 +135,4 @@ class RepairTicket(BaseModel):
     fallback_notes: list[str] = Field(default_factory=list)
 
     def to_markdown(self) -> str:
-        from .markdown import ticket_markdown
-
         return ticket_markdown(self)

@@ -12,9 +12,10 @@ import pytest
 
 from diagnostics.analysis import analyze_fleet
 from diagnostics.analysis.fleet import FleetAnalysis
-from diagnostics.analysis.racks import RackSlot, group_racks
-from diagnostics.config.repair_plan import PlanFacts, repair_plan
+from diagnostics.analysis.racks import group_racks
 from diagnostics.enums import ComponentKind, FaultKind, Priority
+from diagnostics.model import RackSlot
+from diagnostics.repair import PlanFacts, repair_plan
 from diagnostics.synth.rack_fleet import build_racks
 from diagnostics.synth.rack_scenarios import RACK_SCENARIOS
 from diagnostics.tables import EVENTS

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.analysis.racks import RackSlot
 from diagnostics.errors import InputError
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import parse_labels
 from diagnostics.ingest.detect import choose
 from diagnostics.ingest.nmxt import READER, place_in_racks
+from diagnostics.model import RackSlot
 from diagnostics.topology.rack import rack_graph
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nmxt_lid_gb200_1.txt"

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from diagnostics.analysis import analyze_tables
-from diagnostics.config.repair_plan import repair_plan
 from diagnostics.enums import FaultKind
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
+from diagnostics.repair import repair_plan
 from diagnostics.synth.evaluate import SCORES, EvalReport, evaluate, fits
 from diagnostics.synth.fleet import build, generate
 from diagnostics.synth.node import NEAR_HIGH

@@ -11,9 +11,9 @@ import pytest
 from diagnostics.config.parts import parts
 from diagnostics.config.platforms import all_platforms
 from diagnostics.config.repair_catalog import load_catalog
-from diagnostics.config.repair_plan import PlanFacts, RepairPlan, repair_plan
 from diagnostics.enums import FaultKind, PortSource, ResetScope
 from diagnostics.errors import ConfigError
+from diagnostics.repair import PlanFacts, RepairPlan, repair_plan
 from diagnostics.topology import platform_graph
 
 PLATFORMS: list[str | None] = [*sorted(all_platforms()), None]

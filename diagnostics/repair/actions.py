@@ -1,4 +1,4 @@
-"""The Diagnosis' one-line repair action, from the repair catalog (see repair_plan.py for the whole plan).
+"""The Diagnosis' one-line repair action, from the repair catalog (see plan.py for the whole plan).
 
 `localization_action` is the call the analysis makes for a localized fault; `repair_action` keeps the older call by
 component class (healthy, warning, nvlink, pcie, down, gpu, nvswitch, fabric-software) working on top of it.
@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..config.repair_catalog import load_catalog
+from ..config.repair_text import known
 from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
 from ..model import ComponentFacts, Finding, Localization
-from .repair_catalog import load_catalog
-from .repair_plan import PlanFacts, repair_plan
-from .repair_text import known
+from .plan import PlanFacts, repair_plan
 
 # The old component classes, where the class alone says the fault kind.
 _CLASS_FAULT = {

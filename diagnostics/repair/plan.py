@@ -15,13 +15,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..components import is_switch
-from ..enums import FaultKind, PortSource, ResetScope
-from ..errors import ConfigError
-from ..model import ComponentFacts
-from .ends import default_ends
-from .parts import Part, part_by_id
-from .platforms import platform_dirs
-from .repair_catalog import (
+from ..config.ends import default_ends
+from ..config.parts import Part, part_by_id
+from ..config.platforms import platform_dirs
+from ..config.repair_catalog import (
     RESET_MARK,
     Catalog,
     FaultOverride,
@@ -32,7 +29,11 @@ from .repair_catalog import (
     Wording,
     load_catalog,
 )
-from .repair_text import Text, fill, known
+from ..config.repair_text import Text, fill, known
+from ..enums import FaultKind, PortSource, ResetScope
+from ..errors import ConfigError
+from ..model import ComponentFacts
+from ..topology import gpu_index, platform_graph
 
 # What a node must have, when its platform is unknown, for the fault kind to be possible at all.
 _IMPLIED: dict[FaultKind, frozenset[str]] = {
@@ -104,8 +105,6 @@ def _graph(platform: str) -> Any:
 @cache
 def _template(platform: str, dirs: tuple[Path, ...]) -> Any:
     """A platform's template graph, built once per platform and platform folders (plans only read it)."""
-    from ..topology import platform_graph
-
     try:
         return platform_graph(platform)
     except ConfigError:
@@ -113,8 +112,6 @@ def _template(platform: str, dirs: tuple[Path, ...]) -> Any:
 
 
 def _gpu_index(name: str | None) -> int | None:
-    from ..topology import gpu_index
-
     return gpu_index(name) if name else None
 
 

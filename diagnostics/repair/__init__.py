@@ -1,0 +1,21 @@
+"""Repair advice built from the repair catalog: a fault's whole plan on a platform (`repair_plan`) and the one-line
+action a Diagnosis carries (`localization_action`, `repair_action`). Above topology (a plan reads the platform's
+graph to know what a reset stops), below analysis (which names each suspect's action)."""
+
+from .actions import DEFAULT_FAULT, fault_of, finding_fault, localization_action, repair_action, status_action
+from .plan import Capture, PlanFacts, PlanStep, RepairPlan, Reset, repair_plan
+
+__all__ = [
+    "DEFAULT_FAULT",
+    "Capture",
+    "PlanFacts",
+    "PlanStep",
+    "RepairPlan",
+    "Reset",
+    "fault_of",
+    "finding_fault",
+    "localization_action",
+    "repair_action",
+    "repair_plan",
+    "status_action",
+]
