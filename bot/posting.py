@@ -13,9 +13,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from diagnostics import Diagnosis, FabricbotError, load_thresholds
-from diagnostics.analysis import fleet_result
 from diagnostics.prometheus import SweepResult, sweep_url
 from diagnostics.render import render_correlation, render_fleet
+from diagnostics.service import fleet_result
 
 from . import blocks
 from .mrkdwn import esc

@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from diagnostics import Diagnosis, InputError, Thresholds, analyze_snapshot
+from diagnostics import Diagnosis, InputError, Thresholds
 from diagnostics import format as fmt
-from diagnostics.analysis import analyze_rack
-from diagnostics.ingest import Case, read_cases
-from diagnostics.store import open_store
+from diagnostics.ingest import Case, read_cases, with_platform
+from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose
 
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
 from .analyze_history import diagnose_history
@@ -99,8 +98,8 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     if not args.store:
         raise InputError("--rack reads the telemetry store: give --store DIR", field="--rack", value=args.rack)
     end = parse_time(args.end, field="--end") if args.end else None
-    diagnosis, _ = analyze_rack(open_store(args.store, create=False), args.rack, window=args.window,
-                                thresholds=thresholds, end=end)
+    request = Request(rack=args.rack, window=args.window, end=end, thresholds=thresholds)
+    diagnosis = diagnose(StoreSource(args.store), request).diagnosis
     if args.json:
         json.dump(diagnosis.model_dump(mode="json"), sys.stdout, indent=2)
         print()
@@ -133,7 +132,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             failed += 1
             results.append({"error": [str(e) for e in case.errors], "case": case.label})
             continue
-        diagnosis = analyze_snapshot(case.snapshot, thresholds)
+        snapshot = with_platform(case.snapshot, args.platform)
+        request = Request(node=snapshot.node_id, window=args.window, thresholds=thresholds)
+        diagnosis = diagnose(SnapshotSource([snapshot], label=source), request).diagnosis
         item: dict[str, Any] = diagnosis.model_dump(mode="json")
         if case.expected is not None:
             item["expectations"] = expectation_report(diagnosis, case.expected)
@@ -160,7 +161,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze.add_argument("--store", metavar="DIR", help="read the node's history from this telemetry store")
     analyze.add_argument("--node", help="the node whose history to analyze")
     analyze.add_argument("--rack", help="with --store: the rack (of a rack inventory) to analyze as one")
-    analyze.add_argument("--window", default="1h", type=window_type, help="rate window, e.g. 1h, 30m, 6h")
+    analyze.add_argument("--window", type=window_type,
+                         help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")
     analyze.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
     analyze.add_argument("--platform", help="the node's platform (else from nodes.csv among the inputs)")
     analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job)")
