@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from diagnostics import Snapshot, analyze_snapshot, load_thresholds
+from diagnostics import Snapshot, diagnose_snapshot, load_thresholds
 
 
 def node_snapshot() -> Snapshot:
@@ -21,14 +21,14 @@ def node_snapshot() -> Snapshot:
 def main() -> None:
     snapshot = node_snapshot()
     thresholds = load_thresholds()
-    analyze_snapshot(snapshot, thresholds)
+    diagnose_snapshot(snapshot, thresholds)
     times = []
     for _ in range(200):
         start = time.perf_counter()
-        analyze_snapshot(snapshot, thresholds)
+        diagnose_snapshot(snapshot, thresholds)
         times.append((time.perf_counter() - start) * 1000)
     times.sort()
-    print(f"analyze_snapshot, 144 links: p50 {statistics.median(times):.2f} ms, "
+    print(f"diagnose_snapshot, 144 links: p50 {statistics.median(times):.2f} ms, "
           f"p95 {times[int(len(times) * 0.95)]:.2f} ms (200 runs)")
 
 

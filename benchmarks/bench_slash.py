@@ -25,9 +25,9 @@ from bot.drafting import render_png
 from bot.nodes import NodeSource, SnapshotNodeSource, StoreNodeSource, TableNodeSource
 from bot.settings import Settings
 from bot.storage import open_db
-from bot.tracker import SqliteTracker
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import MockSlack
+from bot.workflow.tracker import SqliteTracker
 from diagnostics import Diagnosis
 from diagnostics.synth.fleet import build
 from diagnostics.tickets import RepairTicket, RulesDrafter

@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fleet_data import fleet, fleet_options, run_phase
 
-from diagnostics.analysis import analyze_tables, history_needed
-from diagnostics.analysis.stored import CORRELATION_SPAN, read_node, sweep_store
+from diagnostics.analysis import history_needed
 from diagnostics.config.thresholds import load_thresholds
+from diagnostics.service import CORRELATION_SPAN, Request, StoreSource, diagnose, node_span, sweep
 from diagnostics.store.telemetry import TelemetryStore
 
 WINDOW = timedelta(hours=1)
@@ -97,14 +97,16 @@ def phase_node(args: argparse.Namespace) -> dict[str, object]:
     nodes = store.nodes()
     rng = np.random.default_rng(1)
     picks = [str(n) for n in rng.choice(nodes, size=args.repeat)]
-    read_node(store, picks[0], end=None, window=WINDOW, thresholds=thresholds)  # imports, caches
+    source = StoreSource(store)
+    span = node_span(WINDOW, thresholds, CORRELATION_SPAN)
+    diagnose(source, Request(node=picks[0], window=WINDOW, thresholds=thresholds))  # imports, caches
     reads, summaries, stats = [], [], []
     for node in picks:
         started = time.perf_counter()
-        got = read_node(store, node, end=None, window=WINDOW, thresholds=thresholds)
+        got = store.read_window(end=None, span=span, nodes=[node], peers=True)  # what the answer reads
         reads.append(time.perf_counter() - started)
-        analyze_tables(got.tables, node_id=node, window=WINDOW, end=got.end, thresholds=thresholds,
-                       platform=got.platforms.get(node))
+        started = time.perf_counter()
+        diagnose(source, Request(node=node, window=WINDOW, thresholds=thresholds))  # read and judged
         summaries.append(time.perf_counter() - started)
         stats.append(got.stats)
     return {"read_p50_ms": round(statistics.median(reads) * 1000, 1), "read_p95_ms": round(pct(reads, 0.95) * 1000, 1),
@@ -121,7 +123,7 @@ def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
     thresholds = load_thresholds()
     span = history_needed(WINDOW, thresholds)
     started = time.perf_counter()
-    result = sweep_store(store, thresholds=thresholds, window_hours=WINDOW.total_seconds() / 3600)
+    result = sweep(StoreSource(store), Request(window=WINDOW, thresholds=thresholds))
     total_s = time.perf_counter() - started
     got = store.read_window(end=None, span=span, steps=CORRELATION_SPAN)  # what it read, for the figures
     links = got.tables["link_samples"]

@@ -13,7 +13,7 @@ from pydantic_ai import models
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from diagnostics import Diagnosis, Snapshot, analyze_snapshot
+from diagnostics import Diagnosis, Snapshot, diagnose_snapshot
 from diagnostics.tickets import ClaudeDrafter, RulesDrafter, candidates_for
 
 models.ALLOW_MODEL_REQUESTS = False
@@ -27,7 +27,7 @@ def node_diagnosis() -> Diagnosis:
          "replay_count": 1500 + i if g == 2 and i < 3 else i}
         for g in range(8) for i in range(18)
     ]
-    return analyze_snapshot(Snapshot.model_validate({
+    return diagnose_snapshot(Snapshot.model_validate({
         "node_id": "bench-node", "platform": "hgx-h100-8gpu", "fabric_errors": links, "step_time_ms": 210.0,
         "baseline_step_time_ms": 180.0}))
 

@@ -26,7 +26,7 @@ from .drafting import Renderer
 from .nodes import NodeSource
 from .services import Services, utc_now
 from .settings import Settings
-from .tracker import Tracker
+from .workflow.tracker import Tracker
 
 log = logging.getLogger("fabricbot")
 log.addFilter(RedactingFilter())

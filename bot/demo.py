@@ -24,10 +24,10 @@ from .drafting import Renderer, render_png
 from .nodes import TableNodeSource
 from .runtime import Runtime, build_runtime
 from .settings import Settings
-from .tracker import SqliteTracker
 from .transcript import Transcript
 from .transport.local import LocalSlack
 from .transport.mock_slack import Message, MockSlack
+from .workflow.tracker import SqliteTracker
 
 CHANNEL = "COPS"
 PEOPLE = {"UALICE": "alice (on-call)", "UBOB": "bob (fabric lead)", "UCAROL": "carol (SRE)"}

@@ -12,10 +12,12 @@ from datetime import UTC, datetime, timedelta
 
 from diagnostics import Diagnosis, InputError, Priority, Thresholds
 from diagnostics import format as fmt
-from diagnostics.analysis import Watch, sweep_store, watch_store
-from diagnostics.store import Maintenance, TelemetryStore
+from diagnostics.analysis import Watch
+from diagnostics.service import Request, Source, sweep, watch
+from diagnostics.store import Maintenance
 
-from .tracker import Ticket, Tracker
+from .workflow.states import TicketState
+from .workflow.tracker import Ticket, Tracker
 
 SHOWN = 10  # of each list; the rest are counted
 
@@ -62,18 +64,18 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], watches: list[Watc
     urgency = list(Priority)[::-1]  # urgent first
     new.sort(key=lambda o: (urgency.index(Priority(o.priority)), o.node_id, o.slug))
     return Digest(at=at, new=new, ticketed=ticketed, watches=watches,
-                  verifying=[t for t in tracker.tickets() if t.status == "verifying"],
+                  verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
                   maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []))
 
 
-def build_digest(store: TelemetryStore, tracker: Tracker, *, thresholds: Thresholds,
+def build_digest(source: Source, tracker: Tracker, *, thresholds: Thresholds,
                  at: datetime | None = None) -> Digest:
-    """The digest of a store as of `at` (default: its newest reading)."""
-    sweep = sweep_store(store, thresholds=thresholds, at=at)
-    end = at or sweep.at
-    return assemble(at=end, diagnoses=sweep.diagnoses.values(), tracker=tracker,
-                    watches=watch_store(store, end=end, thresholds=thresholds),
-                    maintenance=store.maintenance.windows(), incomplete=sweep.incomplete_reasons)
+    """The digest of a source (the store) as of `at` (default: its newest reading)."""
+    swept = sweep(source, Request(end=at, thresholds=thresholds))
+    end = at or swept.at
+    return assemble(at=end, diagnoses=swept.diagnoses.values(), tracker=tracker,
+                    watches=watch(source, end=end, thresholds=thresholds),
+                    maintenance=source.maintenance().windows(), incomplete=swept.incomplete_reasons)
 
 
 def _more(items: list[object]) -> list[str]:

@@ -24,8 +24,8 @@ from .nodes import UnknownName, close_matches
 from .options import parse_duration
 from .services import Services
 from .storage import db_lock
-from .tracker import VERIFYING
-from .verification import source_check, verify_repairs
+from .workflow.states import TicketState
+from .workflow.verification import source_check, verify_repairs
 
 SHOWN = 15
 
@@ -118,7 +118,7 @@ def report_repair(services: Services, *, ticket_id: str, user: str) -> str:
     ticket = services.tracker.get(ticket_id)
     if ticket is None:
         raise InputError("no such ticket", field="ticket", value=ticket_id)
-    if ticket.status == VERIFYING:
+    if ticket.status == TicketState.VERIFYING:
         return f"*{esc(ticket.id)}* is already verifying (repair reported {_when(ticket.repaired_at)})."
     at = services.clock().isoformat(timespec="seconds")
     try:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from diagnostics import Diagnosis, FabricbotError, load_thresholds
-from diagnostics.analysis import fleet_result
+from diagnostics import Diagnosis, FabricbotError
 from diagnostics.prometheus import SweepResult, sweep_url
 from diagnostics.render import render_correlation, render_fleet
+from diagnostics.service import fleet_result
 
 from . import blocks
 from .mrkdwn import esc
@@ -103,7 +103,7 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
                                 fleet_result({d.node_id: d for d in diagnoses}, window_hours=hours, at=ended),
                                 channel, str(posted["ts"]))
         return
-    thresholds = getattr(services.source, "thresholds", None) or load_thresholds()
+    thresholds = services.source.thresholds
     try:
         result = sweep_url(thresholds, url, at=services.clock())
     except FabricbotError as exc:  # a bad setting or a refused window: no fleet view at all

@@ -28,7 +28,7 @@ from .nodes import NodeSource, SnapshotNodeSource, StoreNodeSource
 from .services import utc_now
 from .settings import Settings
 from .storage import db_lock, open_db
-from .tracker import SqliteTracker
+from .workflow.tracker import SqliteTracker
 
 BUNDLED_SNAPSHOTS = Path(__file__).resolve().parent.parent / "fixtures" / "seed_examples.json"
 

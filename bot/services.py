@@ -14,7 +14,6 @@ from typing import Any
 from diagnostics import Diagnosis
 from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
 
-from . import filing
 from .audit import AuditLog
 from .drafting import Renderer
 from .nodes import NodeSource
@@ -22,8 +21,9 @@ from .posted import PostedAnalyses
 from .settings import Settings
 from .state import BotState, RateLimiter
 from .storage import db_lock
-from .tracker import Tracker
 from .work import WorkQueue
+from .workflow import filing
+from .workflow.tracker import Tracker
 
 log = logging.getLogger("fabricbot")
 

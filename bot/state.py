@@ -19,6 +19,7 @@ from diagnostics import Diagnosis
 from diagnostics.store import transaction
 
 from .storage import db_lock
+from .workflow.states import DraftState
 
 ANALYSES = "bot_analyses"
 DRAFTS = "bot_drafts"
@@ -75,7 +76,7 @@ class BotState:
     def save_draft(self, **fields: Any) -> int:
         with self.lock:
             table = self.db[DRAFTS]
-            table.insert({"status": "pending", "ticket_id": None, "message_ts": "", **fields})  # type: ignore[union-attr]
+            table.insert({"status": DraftState.PENDING, "ticket_id": None, "message_ts": "", **fields})  # type: ignore[union-attr]
             return int(table.last_pk or 0)  # type: ignore[union-attr]
 
     def draft(self, draft_id: int) -> Draft | None:
@@ -91,7 +92,7 @@ class BotState:
         """Move a pending draft to `status` atomically; None when someone else already decided it."""
         with self.lock, self.db.atomic():
             draft = self.draft(draft_id)
-            if draft is None or draft.status != "pending":
+            if draft is None or draft.status != DraftState.PENDING:
                 return None
             self.db[DRAFTS].update(draft_id, {"status": status})  # type: ignore[union-attr]
             return draft

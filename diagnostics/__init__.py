@@ -1,7 +1,8 @@
 """fabricbot's diagnostics: ingest, store, analysis, topology, rendering and tickets. Knows nothing of Slack.
 
 Data flows one way: raw input -> `ingest` -> normalized tables (`tables`) -> `store` -> `analysis` -> a
-`Diagnosis` -> `render`, `tickets`. This module is the public surface; each subpackage has its own.
+`Diagnosis` -> `render`, `tickets`; every door asks `service.diagnose` (a source and a `Request` in, one answer out).
+This module is the public surface; each subpackage has its own.
 """
 
 from . import format
@@ -9,9 +10,7 @@ from .analysis import (
     FleetAnalysis,
     JobExplanation,
     analyze_fleet,
-    analyze_snapshot,
     analyze_tables,
-    degradation_pct,
     explain_job,
 )
 from .components import ComponentRef
@@ -23,6 +22,7 @@ from .model import Crossing, Diagnosis, Finding, LinkReading, Localization, Snap
 from .names import fleet_name_notes, headline_name, name_notes, normal_name, outside_ascii, resolve_name
 from .offenders import COUNT_RULES, Offender, SweepResult, offenders_of
 from .redaction import RedactingFilter, redact, redact_values
+from .service import Request, diagnose, diagnose_snapshot
 from .tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TABLES, TOPOLOGY, TableSchema
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "PortSource",
     "Priority",
     "RedactingFilter",
+    "Request",
     "Rule",
     "Severity",
     "Snapshot",
@@ -60,9 +61,9 @@ __all__ = [
     "TableSchema",
     "Thresholds",
     "analyze_fleet",
-    "analyze_snapshot",
     "analyze_tables",
-    "degradation_pct",
+    "diagnose",
+    "diagnose_snapshot",
     "explain_job",
     "fleet_name_notes",
     "format",

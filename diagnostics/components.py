@@ -30,6 +30,14 @@ def chip_name(switch_tray: str, chip: int) -> str:
     return f"Switch tray {switch_tray} chip {chip}"
 
 
+def switch_name(label: object) -> str:
+    """An NVSwitch as people say it ("NVSwitch 1"), from however a table or a log labels it ("1", "NVSwitch 1",
+    "nvswitch-1"): the one place the name is written."""
+    text = str(label).strip()
+    named = _SWITCH_PEER.match(text)
+    return f"NVSwitch {named[1] if named else text}"
+
+
 def is_switch(name: str | None) -> bool:
     """Whether a peer name is a switch: an NVSwitch of a board, or a chip of a rack's switch tray."""
     return bool(name) and (str(name).startswith("NVSwitch") or _RACK_CHIP.match(str(name)) is not None)
@@ -46,8 +54,7 @@ def peer_name(text: str | None) -> str | None:
     chip = _RACK_CHIP.match(text)
     if chip:
         return chip_name(chip["tray"], int(chip["chip"]))
-    switch = _SWITCH_PEER.match(text)
-    return f"NVSwitch {switch[1]}" if switch else None
+    return switch_name(text) if _SWITCH_PEER.match(text) else None
 
 
 class ComponentRef(BaseModel):

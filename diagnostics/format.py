@@ -14,9 +14,12 @@ from enum import StrEnum
 import pandas as pd
 
 from .enums import LinkType
+from .times import clockless
 
 
 class Unit(StrEnum):
+    """The unit of every value a rule judges and an answer shows (one formatter, `value`, writes each)."""
+
     PER_HOUR = "/h"
     LANES = "lanes"
     GENERATIONS = "generations"
@@ -25,6 +28,7 @@ class Unit(StrEnum):
     GPUS = "GPUs"
     LINKS = "links"
     TOTAL = "since reset"
+    STATE = ""  # a link state or the fabric's: no quantity
 
 
 # Readings that are levels, not counts: judged on the last reading in the window.
@@ -173,6 +177,10 @@ def hours(amount: float) -> str:
 
 
 def window(span_hours: float, end: datetime | None) -> str:
-    """'window 1 h to 2026-03-01 08:00 UTC' (a snapshot has no end: 'window 1 h')."""
+    """'window 1 h to 2026-03-01 08:00 UTC'; a window with no clock time (a snapshot's) says so."""
     text = f"window {hours(span_hours)}"
-    return f"{text} to {when(end)}" if end is not None else text
+    if end is None:
+        return text
+    if clockless(end):
+        return f"{text} (a snapshot: no clock time)"
+    return f"{text} to {when(end)}"

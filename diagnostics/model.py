@@ -24,6 +24,7 @@ from .components import ComponentRef
 from .config.platforms import gpu_count
 from .enums import ComponentKind, FaultKind, LinkEnd, LinkState, LinkType, PortSource, Priority, Severity
 from .errors import ConfigError
+from .format import Unit
 from .names import outside_ascii
 
 
@@ -33,6 +34,12 @@ def _held(check: Callable[[float], float], value: float) -> float:
         return check(value)
     except values.Refused as why:
         raise ValueError(str(why)) from None
+
+
+def _no_comma(name: str) -> str:
+    if "," in name:  # a job's step samples list its nodes separated by commas; no host name holds one (RFC 1123)
+        raise ValueError(f"a node name holds no comma: {name[:60]!r}")
+    return name
 
 
 NonNegInt = Annotated[StrictInt, Field(ge=0)]
@@ -110,7 +117,7 @@ class Snapshot(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    node_id: Annotated[str, Field(min_length=1)]
+    node_id: Annotated[str, Field(min_length=1), AfterValidator(_no_comma)]
     fabric_errors: Annotated[list[LinkReading], Field(min_length=1)]
     step_time_ms: StepTime
     baseline_step_time_ms: StepTime
@@ -144,7 +151,7 @@ class Crossing(BaseModel):
     counter: str
     rate_per_hour: float | None = Field(default=None, description="The value the rule judged, in `unit`.")
     above: float | None = None
-    unit: str = "/h"
+    unit: Unit = Unit.PER_HOUR
     severity: Severity
     message: str
 
@@ -236,9 +243,6 @@ class RackPlace(BaseModel):
 
     def host_of(self, tray: str | None) -> str | None:
         return self.compute.get(str(tray)) if tray is not None else None
-
-    def tray_of(self, host: str) -> str | None:
-        return next((t for t, h in self.compute.items() if h == host), None)
 
 
 class Localization(ComponentFacts):

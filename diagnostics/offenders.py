@@ -7,9 +7,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .components import ComponentRef
+from .components import ComponentRef, switch_name
 from .config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE
 from .enums import ComponentKind, LinkType, Severity
+from .format import Unit
 from .model import Diagnosis, Finding
 
 COUNT_RULES = (BELOW_EXPECTED_RULE, GPU_MISSING_RULE)  # the value is a count against the platform's, not a rate
@@ -32,7 +33,7 @@ class Offender(BaseModel):
     above: float | None = None
     detail: str = ""
     xid: int | None = None  # the Xid code, for an Xid rule
-    unit: str = "/h"  # of rate_per_hour and above: a rate, or a gauge rule's unit (lanes, generations, ratio)
+    unit: Unit = Unit.PER_HOUR  # of rate_per_hour and above: a rate, or a gauge rule's unit (lanes, generations)
 
     @property
     def key(self) -> tuple[str, str, int | None, str | None, int | None, str]:
@@ -49,7 +50,7 @@ class Offender(BaseModel):
             return ComponentRef.pcie(self.gpu) if self.gpu is not None else None
         if self.link_type is LinkType.NVSWITCH or self.gpu is None:
             switch = self.nvswitch or ""
-            return ComponentRef.nvswitch(switch if switch.startswith("NVSwitch") else f"NVSwitch {switch}", self.link)
+            return ComponentRef.nvswitch(switch_name(switch), self.link)
         return ComponentRef.nvlink(self.gpu, self.link)
 
     @property
@@ -83,12 +84,13 @@ def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
 
 
 def _offender(node: str, f: Finding, rule: str, severity: Severity, value: float | None, above: float | None,
-              unit: str, detail: str) -> Offender:
+              unit: Unit | str, detail: str) -> Offender:
     ref = f.ref
     switch = ref.switch.removeprefix("NVSwitch ") if ref.kind is ComponentKind.NVSWITCH and ref.switch else None
     link = ref.port if ref.kind is ComponentKind.NVSWITCH else ref.link
     return Offender(node_id=node, link_type=f.link_type, gpu=ref.gpu, link=link, nvswitch=switch, rule=rule,
-                    severity=severity, rate_per_hour=value, above=above, unit=unit or "/h", detail=detail)
+                    severity=severity, rate_per_hour=value, above=above, unit=Unit(unit or Unit.PER_HOUR),
+                    detail=detail)
 
 
 class Timings(BaseModel):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
+
+# A snapshot states counts over a window but no clock time: its readings are placed just after the epoch
+# (`ingest.snapshot.snapshot_tables`), so a time before this one is no clock time.
+CLOCKLESS_BEFORE = datetime(1971, 1, 1, tzinfo=UTC)
 
 
 def utc(series: pd.Series) -> pd.Series:
@@ -34,3 +38,8 @@ def ns(series: pd.Series) -> np.ndarray:
     if as_utc.dtype == "datetime64[ns, UTC]":
         return np.asarray(as_utc.array.asi8)
     return as_utc.to_numpy("datetime64[ns]").view(np.int64)
+
+
+def clockless(moment: datetime | pd.Timestamp) -> bool:
+    """Whether a time is no clock time (a snapshot's window, placed after the epoch)."""
+    return utc_ns(moment) < utc_ns(CLOCKLESS_BEFORE)

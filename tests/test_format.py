@@ -42,3 +42,17 @@ def test_totals_lanes_times_and_windows() -> None:
     assert fmt.window(1.0, end) == "window 1 h to 2026-03-01 08:00 UTC"
     assert fmt.window(0.5, None) == "window 0.5 h"
     assert fmt.percent(88.84) == "+88.8%" and fmt.percent(None) == "n/a"
+
+
+def test_one_table_of_metrics_names_every_counter_and_level() -> None:
+    """The tables' counters, the engine's rates and the formatter's labels and units are one list: a counter added
+    to one place without the others has no rate, no words or no unit."""
+    from diagnostics import format as fmt
+    from diagnostics.analysis.findings import LEVELS
+    from diagnostics.analysis.metrics import RATE_COUNTERS
+    from diagnostics.tables import COUNTERS
+
+    assert set(RATE_COUNTERS) == set(COUNTERS)
+    assert set(LEVELS) == set(fmt.LEVEL_UNITS)
+    assert all(name in fmt.LABELS for name in (*COUNTERS, *LEVELS))
+    assert {fmt.unit_of(c) for c in COUNTERS} == {fmt.Unit.PER_HOUR}

@@ -8,13 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from diagnostics import Diagnosis, InputError, Thresholds, analyze_snapshot, headline_name
+from diagnostics import Diagnosis, InputError, Thresholds, headline_name
 from diagnostics import format as fmt
-from diagnostics.analysis import analyze_rack
-from diagnostics.ingest import Case, read_cases
-from diagnostics.store import open_store
+from diagnostics.ingest import Case, read_cases, with_platform
+from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, named
 
-from ..nodes import named
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
 from .analyze_history import diagnose_history
 
@@ -52,8 +50,8 @@ def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[s
 def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> None:
     d = diagnosis
     print(f"{headline_name(d.node_id)}  priority={d.ticket_priority.value}  "
-          f"fault={'yes' if d.fault_detected else 'no'}  degradation={fmt.percent(d.degradation_pct)}  "
-          f"{fmt.window(d.window_hours, d.window_end)}", file=out)
+          f"fault={'yes' if d.fault_detected else 'no'}  "
+          f"degradation={fmt.percent(d.degradation_pct)}  {fmt.window(d.window_hours, d.window_end)}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)
     print(f"  action:   {d.repair_action}", file=out)
     rows: list[tuple[str, ...]] = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
@@ -101,8 +99,8 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     if not args.store:
         raise InputError("--rack reads the telemetry store: give --store DIR", field="--rack", value=args.rack)
     end = parse_time(args.end, field="--end") if args.end else None
-    diagnosis, _ = analyze_rack(open_store(args.store, create=False), args.rack, window=args.window,
-                                thresholds=thresholds, end=end)
+    request = Request(rack=args.rack, window=args.window, end=end, thresholds=thresholds)
+    diagnosis = diagnose(StoreSource(args.store), request).diagnosis
     if args.json:
         json.dump(diagnosis.model_dump(mode="json"), sys.stdout, indent=2)
         print()
@@ -128,7 +126,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     is_list = text.lstrip().startswith("[")
     results: list[dict[str, Any]] = []
     failed = 0
-    names = [c.snapshot.node_id for c in cases if c.snapshot is not None]
+    names = [c.snapshot.node_id for c in cases if c.snapshot is not None]  # each case alone, named among all
     for case in cases:
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
@@ -136,7 +134,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             failed += 1
             results.append({"error": [str(e) for e in case.errors], "case": case.label})
             continue
-        diagnosis = named(analyze_snapshot(case.snapshot, thresholds), names)
+        snapshot = with_platform(case.snapshot, args.platform)
+        request = Request(node=snapshot.node_id, window=args.window, thresholds=thresholds)
+        diagnosis = named(diagnose(SnapshotSource([snapshot], label=source), request).diagnosis, names)
         item: dict[str, Any] = diagnosis.model_dump(mode="json")
         if case.expected is not None:
             item["expectations"] = expectation_report(diagnosis, case.expected)
@@ -163,7 +163,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze.add_argument("--store", metavar="DIR", help="read the node's history from this telemetry store")
     analyze.add_argument("--node", help="the node whose history to analyze")
     analyze.add_argument("--rack", help="with --store: the rack (of a rack inventory) to analyze as one")
-    analyze.add_argument("--window", default="1h", type=window_type, help="rate window, e.g. 1h, 30m, 6h")
+    analyze.add_argument("--window", type=window_type,
+                         help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")
     analyze.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
     analyze.add_argument("--platform", help="the node's platform (else from nodes.csv among the inputs)")
     analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job)")

@@ -9,21 +9,21 @@ import os
 from dataclasses import asdict
 
 from diagnostics import InputError
-from diagnostics.store import open_store
+from diagnostics.service import StoreSource
 
 from ..digest import build_digest, digest_lines
 from ..options import add_threshold_options, parse_time, thresholds_from
 from ..storage import open_db
-from ..tracker import SqliteTracker
+from ..workflow.tracker import SqliteTracker
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
     folder = args.store or os.environ.get("FABRICBOT_STORE")
     if not folder:
         raise InputError("the digest reads the store and its tickets: give --store DIR (or set FABRICBOT_STORE)")
-    store = open_store(folder, create=False)
-    tracker = SqliteTracker(open_db(store.root))
-    digest = build_digest(store, tracker, thresholds=thresholds_from(args),
+    source = StoreSource(folder)
+    tracker = SqliteTracker(open_db(source.root))
+    digest = build_digest(source, tracker, thresholds=thresholds_from(args),
                           at=parse_time(args.at, field="--at") if args.at else None)
     if args.json:
         print(json.dumps({"at": digest.at.isoformat(), "new": [asdict(o) for o in digest.new],

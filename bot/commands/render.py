@@ -9,17 +9,18 @@ from pathlib import Path
 
 from diagnostics import InputError
 from diagnostics import format as units
-from diagnostics.analysis import analyze_rack
 from diagnostics.config import load_thresholds
 from diagnostics.render import (
     Drawable,
-    drawable_from_file,
-    drawable_from_store,
+    drawable_of,
+    read_snapshot_text,
     render_correlation,
     render_rack,
     render_with_warnings,
+    snapshot_case,
+    topology_drawable,
 )
-from diagnostics.store import open_store
+from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose
 
 from ..options import window_type
 
@@ -43,16 +44,9 @@ def cmd_render(args: argparse.Namespace) -> int:
     store = args.store or os.environ.get("FABRICBOT_STORE")
     target = Path(args.target)
     fmt = _format(args)  # before any work: a wrong name fails at once
-    drawable: Drawable
     if args.rack:
         return _rack(args, store, fmt)
-    if target.is_file():
-        drawable = drawable_from_file(target, platform=args.platform, case=args.case, node_id=args.node)
-    elif store:
-        drawable = drawable_from_store(store, args.target, platform=args.platform)
-    else:
-        raise InputError("no such file, and no --store (or FABRICBOT_STORE) to look the node up in",
-                         source=args.target)
+    drawable = drawable_for(args, store)
     if drawable.graph.node_id is None:
         drawable.graph.node_id = args.node or target.stem
     window = args.window
@@ -86,13 +80,38 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def drawable_for(args: argparse.Namespace, store: str | None) -> Drawable:
+    """What `render` draws: a file (a snapshot analysed, a topology bare), or a node of the store as the service
+    answers it, on the graph it was judged on."""
+    target = Path(args.target)
+    if target.is_file():
+        return _from_file(target, args)
+    if not store:
+        raise InputError("no such file, and no --store (or FABRICBOT_STORE) to look the node up in",
+                         source=args.target)
+    answer = diagnose(StoreSource(store), Request(node=args.target, platform=args.platform))
+    return drawable_of(answer.diagnosis, answer.graph,
+                       missing=f"the store holds no topology for {args.target} (ingest its `nvidia-smi topo -m` "
+                               "or NCCL topology XML)")
+
+
+def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
+    """A snapshot JSON is analysed and drawn with its findings; a topology description is drawn bare."""
+    text = read_snapshot_text(target)
+    if text is None:
+        return topology_drawable(target, platform=args.platform, node_id=args.node)
+    snapshot, warnings = snapshot_case(text, str(target), args.case, args.platform)
+    answer = diagnose(SnapshotSource([snapshot], label=str(target)), Request(node=snapshot.node_id))
+    return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
+
+
 def _rack(args: argparse.Namespace, store: str | None, fmt: str) -> int:
     """The rack view: compute trays by switch chips, from the store's rack inventory and telemetry."""
     if not store:
         raise InputError("--rack draws from the telemetry store: give --store DIR (or FABRICBOT_STORE)",
                          field="--rack", value=args.target)
-    diagnosis, _ = analyze_rack(open_store(store, create=False), args.target, window=window_type("1h"),
-                                thresholds=load_thresholds())
+    request = Request(rack=args.target, window=window_type("1h"), thresholds=load_thresholds())
+    diagnosis = diagnose(StoreSource(store), request).diagnosis
     data = render_rack(diagnosis, fmt=fmt)
     output = Path(args.output or f"{args.target}.{fmt}")
     try:

@@ -9,15 +9,15 @@ import argparse
 import json
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
 from diagnostics import COUNT_RULES, ConfigError, InputError
 from diagnostics import format as fmt
-from diagnostics.analysis import sweep_store
-from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, analyze_node, load_config, sweep
+from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
 from diagnostics.render import fleet_grid, render_fleet
-from diagnostics.store import open_store
+from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 
@@ -25,7 +25,7 @@ from ..options import add_threshold_options, hours_type, parse_time, thresholds_
 def _table(result: SweepResult, out: TextIO) -> None:
     print(result.headline(), file=out)
     for o in result.offenders:
-        rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}" if o.unit == "/h" else \
+        rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}" if o.unit is fmt.Unit.PER_HOUR else \
             f"{o.rate_per_hour:g} {o.unit}"
         sign = "<" if o.rule in COUNT_RULES else ">"
         limit = "" if o.above is None else f"{sign} {o.above:g}"
@@ -79,19 +79,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if args.node:
             raise InputError("--node reads one node from Prometheus; for a stored node run "
                              "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
-        store = open_store(args.store, create=False)
-        try:
-            return _report(sweep_store(store, thresholds=thresholds, at=at, window_hours=args.window), args.json,
-                           args.png)
-        finally:
-            store.db.close()
+        request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
+        return _report(sweep(StoreSource(args.store), request), args.json, args.png)
     if not (args.prometheus or os.environ.get(ENV_URL)):
         raise ConfigError(f"nothing to sweep: give --store DIR (the local telemetry store) or --prometheus URL "
                           f"(or set {ENV_URL})")
     config = load_config(args.prometheus, path=args.config)
     if args.node:
         with PrometheusClient(config) as client:
-            diagnosis = analyze_node(client, args.node, thresholds, at=at, window_hours=args.window)
+            request = Request(node=args.node, window=timedelta(hours=args.window), end=at, thresholds=thresholds)
+            diagnosis = diagnose(PrometheusSource(client, at=at), request).diagnosis
         if args.json:
             print(diagnosis.model_dump_json(indent=2))
         else:
@@ -107,8 +104,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 print(f"  warning: {warning}")
         return 1 if diagnosis.fault_detected else 0
     with PrometheusClient(config) as client:
-        result = sweep(client, thresholds, at=at, window_hours=args.window,
-                       analyze=not args.no_analyze)
+        request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
+        result = sweep(PrometheusSource(client, at=at), request, read_back=not args.no_analyze)
     return _report(result, args.json, args.png)
 
 

@@ -6,18 +6,14 @@ import argparse
 import json
 import os
 import sys
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
 from bot.commands.analyze import _read_text
-from bot.commands.analyze_history import unnamed_as
-from bot.storage import open_db
-from diagnostics import Diagnosis, InputError, analyze_snapshot, load_thresholds
-from diagnostics.analysis import analyze_tables, read_node, stored_diagnosis
+from diagnostics import Diagnosis, InputError
 from diagnostics.ingest import read_cases, with_platform
-from diagnostics.store import load_inputs, open_store
+from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
 from diagnostics.tickets import (
     ClaudeDrafter,
     Drafter,
@@ -28,7 +24,10 @@ from diagnostics.tickets import (
     inspection_markdown,
     rules_inspection,
 )
-from diagnostics.topology import Inventory, NodeGraph, graph_from_topology, load_inventory
+from diagnostics.topology import Inventory, NodeGraph, load_inventory
+
+from ..options import add_threshold_options, thresholds_from, window_type
+from ..storage import open_db
 
 ENV_STORE = "FABRICBOT_STORE"
 
@@ -38,39 +37,16 @@ def _store_folder(args: argparse.Namespace) -> str | None:
     return folder
 
 
-def _from_store(node_id: str, folder: str, platform: str | None) -> tuple[Diagnosis, NodeGraph | None]:
-    """Analyze a stored node's window with the nodes sharing its jobs (a peer's link may explain the slowdown
-    better); its `topology` rows, if any, give the graph (ports observed where known). `platform` (--platform)
-    wins over the stored one."""
-    got = read_node(open_store(folder, create=False), node_id, end=None, window=timedelta(hours=1))
-    platform = platform or got.platforms.get(node_id)
-    topology = got.tables["topology"]
-    topology = topology[(topology["node_id"] == node_id).to_numpy(bool, na_value=False)]
-    graph = None
-    if len(topology):
-        graph = graph_from_topology(topology, node_id=node_id, platform=platform).with_observed_ports(topology)
-    platform = platform or (graph.platform if graph is not None else None)
-    diagnosis = analyze_tables(got.tables, node_id=node_id, end=got.end, graph=graph, platform=platform)
-    return stored_diagnosis(diagnosis, got, timedelta(hours=1)), graph
-
-
-def _from_paste(target: str, args: argparse.Namespace) -> tuple[str, Diagnosis, NodeGraph | None]:
-    """A paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file: read as `ingest`
-    reads it, and the node it names (or --node) analyzed."""
-    tables, inventory, warnings = load_inputs([target])
-    named = sorted({str(n) for frame in tables.values() if "node_id" in frame.columns
-                    for n in frame["node_id"].dropna().unique()})
-    if args.node and named and args.node not in named:
-        raise InputError(f"the input names {', '.join(named)}, not {args.node}", source=target, field="--node")
-    node = args.node or (named[0] if len(named) == 1 else None)
-    if node is None:
-        raise InputError("the input names " + (f"{len(named)} nodes ({', '.join(named)})" if named else "no node")
-                         + ": give --node NODE", source=target, field="--node")
-    tables = unnamed_as(tables, node)
-    diagnosis = analyze_tables(tables, node_id=node, platform=args.platform or inventory.get(node))
+def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
+              warnings: list[str] | None = None) -> tuple[str, Diagnosis, NodeGraph | None]:
+    """The node's answer from the service: its diagnosis (a tray's as its rack sees it) and the graph it was
+    judged on (its own topology rows over its platform's template)."""
+    request = Request(node=node, window=args.window, thresholds=thresholds_from(args), platform=args.platform)
+    answer = diagnose(source, request)
+    diagnosis = answer.diagnosis
     if warnings:
         diagnosis = diagnosis.model_copy(update={"warnings": [*warnings[:10], *diagnosis.warnings]})
-    return node, diagnosis, None
+    return label, diagnosis, answer.graph
 
 
 def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnosis, NodeGraph | None]]:
@@ -79,19 +55,20 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
         if folder is None:
             raise InputError("no such file; to read a node by name give --store DIR (or set FABRICBOT_STORE)",
                              source=target)
-        diagnosis, graph = _from_store(target, folder, args.platform)
-        return [(target, diagnosis, graph)]
+        return [_answered(target, StoreSource(folder), target, args)]
     text, source = _read_text(target)
     if target != "-" and not text.lstrip().startswith(("{", "[")):
-        return [_from_paste(target, args)]
-    thresholds = load_thresholds()
+        # a paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file, read as `ingest`
+        # reads it, and the node it names (or --node) asked about
+        files, node, warnings = files_source([target], node=args.node)
+        return [_answered(node, files, node, args, warnings)]
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
     for case in read_cases(text, source):
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
         if case.snapshot is not None:
             snapshot = with_platform(case.snapshot, args.platform)
-            out.append((case.label, analyze_snapshot(snapshot, thresholds), None))
+            out.append(_answered(case.label, SnapshotSource([snapshot], label=source), snapshot.node_id, args))
     return out
 
 
@@ -151,8 +128,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--store", metavar="DIR", help=f"telemetry store: where NODE is read from and model calls are "
                                                   f"recorded (default ${ENV_STORE})")
     p.add_argument("--platform", help="the node's platform (e.g. hgx-h100-8gpu) when the input does not say")
+    p.add_argument("--window", type=window_type,
+                   help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")
     p.add_argument("--inventory", metavar="FILE", help="inventory file (slots, serials, UUIDs, versions)")
     p.add_argument("--inspect", action="store_true",
                    help="rank the hypotheses (link, NVSwitch, GPU, PCIe, software) instead of drafting")
     p.add_argument("--rules", action="store_true", help="use the deterministic drafter even when a key is set")
+    add_threshold_options(p)
     p.set_defaults(func=cmd_ticket)

@@ -21,8 +21,8 @@ from ..audit import AuditLog
 from ..nodes import StoreNodeSource
 from ..options import parse_time
 from ..storage import open_db
-from ..tracker import SqliteTracker, Ticket
-from ..verification import source_check, verify_repairs
+from ..workflow.tracker import SqliteTracker, Ticket
+from ..workflow.verification import source_check, verify_repairs
 
 
 def _folder(args: argparse.Namespace) -> Path:
@@ -72,12 +72,12 @@ def cmd_tickets(args: argparse.Namespace) -> int:
         print(f"{ticket.id} is verifying: its part is watched for {soak:g} h of readings from {ticket.repaired_at} "
               "(`fabricbot tickets verify` checks it)")
         return 0
-    store = open_store(folder, create=False)  # a folder that is no store is said here, not per ticket
+    source = StoreNodeSource(open_store(folder, create=False).root)  # a folder that is no store is said here
 
     def record(kind: str, *, actor: str, subject: str = "", **detail: object) -> int:
         return audit.record(kind, actor=actor, subject=subject, detail=detail)
 
-    results = verify_repairs(tracker=tracker, check=source_check(StoreNodeSource(store.root)), record=record,
+    results = verify_repairs(tracker=tracker, check=source_check(source), record=record,
                              ticket_ids=set(args.ticket) if args.ticket else None)
     if args.json:
         print(json.dumps([{"ticket": r.ticket.id, "status": r.ticket.status, **r.check.model_dump(mode="json")}

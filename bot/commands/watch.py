@@ -7,9 +7,8 @@ import json
 import os
 
 from diagnostics import InputError
-from diagnostics.analysis import watch_store
 from diagnostics.config import load_watch
-from diagnostics.store import open_store
+from diagnostics.service import StoreSource, known, watch
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 
@@ -18,13 +17,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
     folder = args.store or os.environ.get("FABRICBOT_STORE")
     if not folder:
         raise InputError("the watch list reads the store's history: give --store DIR (or set FABRICBOT_STORE)")
-    store = open_store(folder, create=False)
     policy = load_watch(args.policy, horizon_hours=args.horizon, lookback_hours=args.lookback)
-    unknown = sorted(set(args.node) - set(store.nodes()))
-    if unknown:
-        raise InputError("no such node in the store", field="--node", value=", ".join(unknown))
-    watches = watch_store(store, nodes=args.node or None, policy=policy, thresholds=thresholds_from(args),
-                          end=parse_time(args.at, field="--at") if args.at else None)
+    source = StoreSource(folder)
+    held = source.nodes()
+    for node in args.node:
+        known("node", node, held, where=source.name, field="--node")
+    watches = watch(source, nodes=args.node or None, policy=policy, thresholds=thresholds_from(args),
+                    end=parse_time(args.at, field="--at") if args.at else None)
     if args.json:
         print(json.dumps([{**w.model_dump(mode="json"), "component": w.component} for w in watches], indent=2))
         return 0

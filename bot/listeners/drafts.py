@@ -25,12 +25,13 @@ from diagnostics import Diagnosis, FabricbotError
 from diagnostics.tickets import evidence_lines
 
 from .. import blocks
-from ..drafting import graph_for, ticket_priority
+from ..drafting import ticket_priority
 from ..mrkdwn import esc, mention
 from ..posting import post_correlation
 from ..replies import error_code
 from ..services import Services
 from ..work import BUSY, Busy
+from ..workflow.states import DraftState
 from .clicks import Click, click
 
 WAIT_FOR_PLACEHOLDER_S = 60.0
@@ -129,7 +130,7 @@ class Drafting:
                               "its evidence.")
             assert s.drafter is not None
             try:
-                ticket = s.drafter.draft(diagnosis, component=component, graph=graph_for(diagnosis))
+                ticket = s.drafter.draft(diagnosis, component=component, graph=s.source.graph(diagnosis))
             except FabricbotError as exc:
                 raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
         except Refused as why:
@@ -151,7 +152,7 @@ class Drafting:
                                                             component=component, markdown=markdown,
                                                             drafted_by=ticket.drafted_by, requester=at.user))
         except SlackApiError as exc:
-            s.state.update_draft(draft_id, status="unposted")  # never shown, so never to be filed
+            s.state.update_draft(draft_id, status=DraftState.UNPOSTED)  # never shown, so never to be filed
             self.slot.refund()
             s.record("draft", actor=at.user, subject=subject, draft=draft_id, outcome="not shown",
                      error=error_code(exc))

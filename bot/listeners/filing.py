@@ -19,11 +19,11 @@ from slack_sdk.errors import SlackApiError
 from diagnostics.tickets import evidence_lines
 
 from .. import blocks
-from .. import filing as filing_
 from ..mrkdwn import esc, mention
 from ..replies import error_code, explain
 from ..services import Services
 from ..state import Draft
+from ..workflow import filing as filing_
 from .clicks import Click, click, queued
 
 USERGROUP_TTL_S = 60.0

@@ -22,7 +22,7 @@ from ..drafting import Renderer
 from ..nodes import NodeSource
 from ..services import utc_now
 from ..settings import Settings
-from ..tracker import Tracker
+from ..workflow.tracker import Tracker
 from .http import EVENTS_PATH, asgi_app
 from .injector import Injector
 from .loopback import LoopbackServer

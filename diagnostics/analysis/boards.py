@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..config.platforms import all_platforms, platform_for_model
 from ..enums import LinkType
+from ..errors import ConfigError
 from ..topology import graph_from_topology, platform_graph
 from ..topology.rack import rack_graph
 from .diagnosis import PLATFORM_UNKNOWN
@@ -49,23 +50,39 @@ class Boards:
                                     f"{', '.join(repr(m) for m in models)}; name it with --platform or a nodes.csv"]
 
     def __call__(self, node: str, *, describe: bool = False) -> Any:
+        """The graph the node is judged on: given; else what its own topology rows describe (observed ports over
+        the template's, said in its notes), except on a rack's host, whose ports the rack lays out; else its
+        platform's template; else None. `describe` is kept for callers that ask only when it matters: a node's
+        own rows are read whenever it has some, so a fleet and one node's view judge it on the same graph."""
         if node in self.given:
             return self.given[node]
         platform = self.platforms.get(node)
+        data = all_platforms().get(platform, {}) if platform else {}
+        rack = data.get("rack")
+        if node in self.topology and not rack:
+            if node not in self.described:
+                self.described[node] = self._describe(node, platform)
+            return self.described[node]
         if platform:
-            data = all_platforms().get(platform, {})
-            rack = data.get("rack")
             slot = self.slots.get(node) if rack and data.get("tray_kind") == "compute" else None
             key = f"{platform}@{slot}" if slot is not None else platform
             if key not in self.templates:
                 self.templates[key] = rack_graph(str(rack)).tray_graph(slot) if slot is not None \
                     else platform_graph(platform)
             return self.templates[key]
-        if describe and node in self.topology and node not in self.described:
-            graph = graph_from_topology(self.topology[node], node_id=node)
-            self.described[node] = graph
-            self.notes.setdefault(node, []).extend(graph.warnings)
-        return self.described.get(node)
+        return None
+
+    def _describe(self, node: str, platform: str | None) -> Any:
+        rows = self.topology[node]
+        try:
+            graph = graph_from_topology(rows, node_id=node, platform=platform if platform in all_platforms()
+                                        else None)
+        except ConfigError:
+            graph = graph_from_topology(rows, node_id=node)
+            graph.warnings.append(f"platform {platform!r} does not fit the node's own topology: judged on what "
+                                  "the topology describes")
+        self.notes.setdefault(node, []).extend(graph.warnings)
+        return graph
 
     def platform(self, node: str) -> str | None:
         if node in self.platforms:

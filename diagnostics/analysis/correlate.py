@@ -30,6 +30,7 @@ SPARSE_COUNTS = 3  # a sparse link's counts are summed over enough buckets to ex
 MAX_SUM_BUCKETS = 12  # ... but over an hour at most (5-minute buckets)
 ONSET_RISE = 2.0  # a link's errors start where they run at least this many times their rate before
 TIE_SCORE = 0.05  # links whose scores lie this close explain a slowdown together
+MIN_SEGMENT = 3  # steps on each side of a change point
 
 
 class LinkScore(BaseModel):
@@ -70,7 +71,7 @@ class JobExplanation(BaseModel):
         return None
 
 
-def change_point(values: np.ndarray, min_size: int = 3) -> int | None:
+def change_point(values: np.ndarray, min_size: int = MIN_SEGMENT) -> int | None:
     """Index where a single shift in mean best splits the series (least squares), or None if too short."""
     n = len(values)
     if n < 2 * min_size:
@@ -181,6 +182,10 @@ def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, ba
     split = None
     if onset is not None:
         split = int(np.searchsorted(times.to_numpy("datetime64[ns]").view(np.int64), utc_ns(onset)))
+    elif len(values) < 2 * MIN_SEGMENT:
+        # too few steps for a change point (a snapshot: its baseline, then its step time): the first half is the
+        # baseline, the rest the current step time, slower or not
+        split = len(values) // 2 or None
     else:
         cp = change_point(values)
         if cp is not None and np.median(values[cp:]) > np.median(values[:cp]) * (1 + min_pct / 100):

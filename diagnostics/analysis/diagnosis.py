@@ -102,7 +102,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         step_time_ms=job.step_time_ms if job else None,
         baseline_step_time_ms=job.baseline_step_time_ms if job else None,
         job_id=shown.job_id if shown else None,
-        job_gpus=(job_gpus or 8 * len(shown.nodes)) if shown and shown.nodes else None,
+        job_gpus=job_gpus if shown and shown.nodes else None,
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline),
         rack=rack, tray=tray,
     )

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..components import ComponentRef
+from ..components import ComponentRef, switch_name
 from ..config.catalogs import load_sxid_catalog, load_xid_catalog
 from ..config.thresholds import (
     BELOW_EXPECTED_RULE,
@@ -237,7 +237,7 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     listed = ", ".join(map(str, codes))
     if switch_side:
         switch, port = key.split(":")
-        ref = ComponentRef.nvswitch(f"NVSwitch {switch}" if switch != "?" else None,
+        ref = ComponentRef.nvswitch(switch_name(switch) if switch != "?" else None,
                                     int(port) if port != "-1" else None)
         gpu, link_type = None, LinkType.NVSWITCH
     else:
@@ -303,7 +303,7 @@ def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding 
     severity = Severity.FAILING if failing else Severity.WARNING
     return Finding(ref=ComponentRef.fabric_software(), link_type=LinkType.NVSWITCH, link_id="fabric",
                    severity=severity, evidence=evidence,
-                   crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=severity, unit="",
+                   crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=severity, unit=fmt.Unit.STATE,
                                      message="; ".join(evidence))])
 
 
@@ -340,7 +340,7 @@ def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: M
 
         def crossing(message: str, have: set[int] = have, count: int = count) -> Crossing:
             return Crossing(rule=BELOW_EXPECTED_RULE, counter="links", rate_per_hour=float(len(have)),
-                            above=float(count), unit="links", severity=Severity.DOWN, message=message)
+                            above=float(count), unit=fmt.Unit.LINKS, severity=Severity.DOWN, message=message)
 
         stopped = seen.get(gpu, set()) - have
         for i, f in enumerate(out):
@@ -369,7 +369,7 @@ def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[in
             ref=ComponentRef.of_gpu(gpu), link_type=LinkType.PCIE, link_id="gpu", gpu=gpu,
             link_state=LinkState.UNKNOWN, severity=Severity.DOWN,
             crossed=[Crossing(rule=GPU_MISSING_RULE, counter="gpus", rate_per_hour=float(live),
-                              above=float(gpu_count) if gpu_count else None, unit="GPUs", severity=Severity.DOWN,
+                              above=float(gpu_count) if gpu_count else None, unit=fmt.Unit.GPUS, severity=Severity.DOWN,
                               message=how + count)],
             evidence=["check `nvidia-smi -L` and the kernel log for Xid 79: a GPU off the bus stops every series"]))
     return out

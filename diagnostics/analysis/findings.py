@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..components import ComponentRef, peer_name
+from ..components import ComponentRef, peer_name, switch_name
 from ..config.thresholds import MISSING_RULE, Thresholds
 from ..enums import ComponentKind, LinkState, LinkType, Severity
 from ..model import Crossing, Finding
@@ -18,7 +18,7 @@ from ..values import limits
 from .metrics import RATE_COUNTERS
 from .rules import crossings, state_crossing, summarize
 
-LEVELS = ("width_lost", "lanes_in_error", "gen_lost_under_load", "effective_ber", "symbol_ber")
+LEVELS = tuple(fmt.LEVEL_UNITS)  # the readings judged as levels, as the formatter knows them
 
 
 def _num(value: object) -> float | None:
@@ -75,7 +75,7 @@ def ref_of(row: Mapping[str, Any]) -> ComponentRef:
     peer = str(row["peer"]) if _present(row.get("peer")) else ""
     if link_type == LinkType.NVSWITCH and _present(row.get("nvswitch")):
         switch = str(row["nvswitch"])
-        return ComponentRef.nvswitch(switch if switch.startswith("NVSwitch") else f"NVSwitch {switch}", link)
+        return ComponentRef.nvswitch(switch_name(switch), link)
     return ComponentRef.of_link(link_type, gpu, link, peer)
 
 
@@ -90,7 +90,7 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
     evidence: list[str] = []
     if stale:
         state = LinkState.DOWN
-        crossed.insert(0, Crossing(rule=MISSING_RULE, counter="link_state", severity=Severity.DOWN, unit="",
+        crossed.insert(0, Crossing(rule=MISSING_RULE, counter="link_state", severity=Severity.DOWN, unit=fmt.Unit.STATE,
                                    message="series stopped inside the window: a dead link's series disappears"))
     else:
         down = state_crossing(state)

@@ -67,6 +67,7 @@ class FleetAnalysis:
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     jobs: dict[str, JobExplanation] = field(default_factory=dict)
     racks: dict[str, Diagnosis] = field(default_factory=dict)  # one per rack the inventory names, by rack id
+    graphs: dict[str, Any] = field(default_factory=dict)  # each wanted node's graph, as its diagnosis was judged on
     links: int = 0
     rows_used: int = 0
     timings: dict[str, float] = field(default_factory=dict)
@@ -148,20 +149,13 @@ def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[A
     return metrics.assign(lanes_in_error=level)
 
 
-def _node_rows(frame: pd.DataFrame | None, nodes: Collection[str] | None) -> pd.DataFrame:
-    if frame is None or frame.empty or "node_id" not in frame.columns or nodes is None:
-        return frame if frame is not None else pd.DataFrame()
-    mine = frame["node_id"].isin(list(nodes)).to_numpy(bool, na_value=False)
-    return frame if mine.all() else frame[mine]
-
-
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
                   end: datetime | None = None, thresholds: Thresholds | None = None,
                   platforms: Mapping[str, str] | None = None, graphs: Mapping[str, Any] | None = None,
                   nodes: Collection[str] | None = None, full: bool = False,
                   jobs: Mapping[str, str] | None = None, history: History | None = None,
                   expected_gpus: Mapping[str, Collection[int]] | None = None,
-                  racks: Mapping[str, RackSlot] | None = None,
+                  racks: Mapping[str, RackSlot] | None = None, listed: Collection[str] = (),
                   piece_rows: int = PIECE_ROWS, workers: int = 2) -> FleetAnalysis:
     """Every node's Diagnosis for the window ending at `end` (default: the newest sample), and each job's.
 
@@ -172,6 +166,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     `expected_gpus` limits, per node, the GPUs whose absence is a finding (a read of only some GPUs' series).
     `racks` places hosts in racks (rack, tray slot): each rack with a wanted host (every rack, when `nodes` is None)
     gets a Diagnosis of its own in `racks`, weighed over all its hosts, and its hosts' diagnoses say what it found.
+    `listed` names nodes whose readings list only the links a person chose (a snapshot): a link or GPU they leave
+    out is not missing.
     """
     started = time.perf_counter()
     thresholds = thresholds or load_thresholds()
@@ -237,7 +233,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if stopped:  # a GPU whose every series stopped is one finding, not one per link
             mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]
         seen = view.nvlinks_seen.get(node, {})
-        if node in view.gpus_seen:
+        if node in view.gpus_seen and node not in listed:
             reporting = view.gpus_seen[node]
             if graph is not None and samples.get(node, 0) >= 2:  # a lone reading (a paste, maybe cut) proves no absence
                 live = {g: s for g, s in view.nvlinks_live.get(node, {}).items() if g not in stopped}
@@ -296,6 +292,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             notes.extend(job.warnings)
         failing = [f for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
         graph = graph_of(node, describe=full or bool(failing))
+        result.graphs[node] = graph
         per_gpu = None if graph is not None else {g: len(s) for g, s in view.nvlinks_seen.get(node, {}).items()}
         locs = localize_all(mine, graph, per_gpu) if failing else []
         result.diagnoses[node] = assemble(
@@ -336,10 +333,12 @@ def _racks_wanted(graph_of: Boards, racks: Mapping[str, RackSlot] | None, nodes:
 
 
 def _job_gpus(job: JobExplanation | None, graph_of: Boards) -> int | None:
-    """Every GPU of the job: each of its nodes' platform's count (8 where it is not known)."""
+    """Every GPU of the job: each of its nodes' platform's count; None when a node's platform is not known (the
+    cost then says it counted what it knows)."""
     if job is None or not job.nodes:
         return None
-    return sum(gpu_count(graph_of.platform(n)) or 8 for n in job.nodes)
+    counts = [gpu_count(graph_of.platform(n)) for n in job.nodes]
+    return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
 
 
 def _off_bus(f: Finding) -> bool:
@@ -372,7 +371,7 @@ def _names(metrics: pd.DataFrame) -> set[str]:
 def _max_samples(metrics: pd.DataFrame) -> dict[str, int]:
     if metrics.empty:
         return {}
-    most = metrics.groupby(metrics["node_id"].astype("string"), observed=True)["samples"].max()
+    most = metrics.groupby(metrics["node_id"].astype("string"), observed=True)["readings"].max()
     return {str(k): int(v) for k, v in most.items()}
 
 

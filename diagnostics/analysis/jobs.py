@@ -83,12 +83,14 @@ def segment_index(p: Prepared) -> dict[tuple[str, str], int]:
     if p.nseg == 0:
         return {}
     out: dict[tuple[str, str], int] = {}
-    for i, row in enumerate(records(p.heads().assign(gpu_total=_heads_total(p)), skip=())):
+    heads = p.heads().assign(gpu_total=_at_heads(p, "gpu_total"), peer=_at_heads(p, "peer"))
+    for i, row in enumerate(records(heads, skip=())):
         out[(str(row["node_id"]), ref_of(row).slug)] = i
     return out
 
 
-def _heads_total(p: Prepared) -> Any:
-    if "gpu_total" not in p.source.columns:
+def _at_heads(p: Prepared, column: str) -> Any:
+    """A column at each link's first row (a link's total flag and its peer name it, as its finding is named)."""
+    if column not in p.source.columns:
         return None
-    return p.source["gpu_total"].array.take(p.positions(p.segment_starts))
+    return p.source[column].array.take(p.positions(p.segment_starts))

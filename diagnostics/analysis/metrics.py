@@ -17,6 +17,7 @@ from .rates import Prepared, increase, window_sums
 
 STATE_COLUMNS = ("peer", "gpu_total", "link_state", "width", "max_width", "gen", "max_gen", "speed_gbps",
                  "tx_bytes_per_s", "rx_bytes_per_s", "symbol_ber", "effective_ber", "saturated")
+# The link samples' cumulative counters (`tables.COUNTERS`), in the order an answer lists their rates.
 RATE_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "tx_discards",
                  "symbol_errors", "effective_errors", "recovery_successful", "recovery_failed")
 

@@ -291,6 +291,7 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     covered_h = np.where(n_used >= 2, last - np.where(n_used >= 2, first, last), 0) / NS_PER_HOUR
     out: dict[str, Any] = {str(k): v.array for k, v in p.heads().items()}  # keys keep their dtypes
     out["samples"] = n_in
+    out["readings"] = n_used  # with the reading before the window: two or more give a rate
     out["first"] = _times(np.where(n_in > 0, first, small))
     out["last"] = _times(last)
     out["last_seen"] = _times(np.where(hi > seg0, newest, small))

@@ -49,10 +49,10 @@ def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: T
 
 def state_crossing(state: LinkState) -> Crossing | None:
     if state in (LinkState.DOWN, LinkState.INACTIVE):
-        return Crossing(rule=LINK_DOWN_RULE, counter="link_state", severity=Severity.DOWN, unit="",
+        return Crossing(rule=LINK_DOWN_RULE, counter="link_state", severity=Severity.DOWN, unit=fmt.Unit.STATE,
                         message=f"link is {state.value}")
     if state is LinkState.DEGRADED:
-        return Crossing(rule="link_degraded", counter="link_state", severity=Severity.WARNING, unit="",
+        return Crossing(rule="link_degraded", counter="link_state", severity=Severity.WARNING, unit=fmt.Unit.STATE,
                         message="link reports a degraded state")
     return None
 

@@ -9,7 +9,7 @@ its threshold; a watch is only ever about one that is not there yet.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -159,6 +159,3 @@ def watch_list(tables: Mapping[str, pd.DataFrame], *, end: datetime | None = Non
     return sorted(found.values(), key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
 
 
-def lookback_of(policy: WatchPolicy | None = None) -> timedelta:
-    """How much history a watch list reads."""
-    return (policy or load_watch()).lookback

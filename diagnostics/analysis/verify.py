@@ -18,7 +18,6 @@ from ..config.thresholds import Thresholds
 from ..config.verification import VerificationPolicy, load_verification
 from ..enums import Severity, severity_rank
 from ..model import Diagnosis, Finding
-from ..store.telemetry import TelemetryStore
 from .node import analyze_tables
 
 
@@ -102,18 +101,3 @@ def check_repair(tables: Mapping[str, pd.DataFrame], *, node_id: str, parts: Col
     elif windows == 0:
         notes.insert(0, f"no full {fmt.hours(policy.window_hours)} window of readings since the repair")
     return done(RepairVerdict.HELD if held else RepairVerdict.HOLDING, notes)
-
-
-def check_stored_repair(store: TelemetryStore, *, node_id: str, parts: Collection[str], repaired_at: datetime,
-                        policy: VerificationPolicy | None = None,
-                        thresholds: Thresholds | None = None) -> RepairCheck:
-    """`check_repair` on the store's readings of the node from the repair to its newest."""
-    policy = policy or load_verification()
-    newest = store.newest([node_id])
-    if newest is None or newest <= repaired_at:
-        return check_repair({}, node_id=node_id, parts=parts, repaired_at=repaired_at, now=None, policy=policy)
-    end = min(newest, repaired_at + policy.soak)
-    got = store.read_window(end=end, span=end - repaired_at, nodes=[node_id])
-    return check_repair(got.tables, node_id=node_id, parts=parts, repaired_at=repaired_at, now=end,
-                        policy=policy, thresholds=thresholds, platform=got.platforms.get(node_id),
-                        platforms=got.platforms)

@@ -52,6 +52,9 @@ class IngestResult:
 
     tables: dict[str, pd.DataFrame] = field(default_factory=lambda: {n: t.empty() for n, t in TABLES.items()})
     warnings: list[IngestWarning] = field(default_factory=list)
+    # what the input says of its nodes (a snapshot's platform, and that it lists only the links it chose), kept as
+    # an inventory's records are
+    nodes: pd.DataFrame | None = None
 
     def __getitem__(self, table: str) -> pd.DataFrame:
         return self.tables[table]
@@ -81,6 +84,8 @@ class IngestResult:
             if frames:
                 out.tables[name] = schema.conform(pd.concat(frames, ignore_index=True))
         out.warnings = [w for r in results for w in r.warnings]
+        records = [r.nodes for r in results if r.nodes is not None and len(r.nodes)]
+        out.nodes = pd.concat(records, ignore_index=True).drop_duplicates("node_id", keep="last") if records else None
         return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .. import values
+from ..components import switch_name
 from .base import IngestResult, IngestWarning, Source
 
 READER_NAME = "nccl-xml"
@@ -92,7 +93,7 @@ class _State:
             if peer is not None:
                 b = f"GPU{peer}"
             elif tclass.lower().startswith(NVSWITCH_CLASS):
-                b = f"NVSwitch {target}"
+                b = switch_name(target)
             else:
                 b = target or "unknown"
             self.rows.append({"a": f"GPU{index}", "b": b, "relation": "nvlink", "nvlinks": count,

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError
 from ..model import Snapshot
+from ..tables import LINK_SAMPLES, STEP_SAMPLES
 from .base import IngestResult, IngestWarning, Source
 
 
@@ -101,6 +102,15 @@ def read_cases(text: str, source: str = "<input>") -> list[Case]:
 
 SNAPSHOT_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COUNTS = {"crc_errors": "crc_flit", "replay_count": "replay", "recovery_count": "recovery"}
+# A node record's `reading`: its link readings list only the links a person chose, so a link or GPU they leave out
+# is not missing (kept with the node, so the store's answer is the file's).
+LISTED = "snapshot"
+
+
+def snapshot_record(snapshot: Snapshot) -> dict[str, str]:
+    """What a snapshot says of its node: its platform when it names one, and that it lists only some links."""
+    return {"node_id": snapshot.node_id, "reading": LISTED, **({"platform": snapshot.platform}
+                                                              if snapshot.platform else {})}
 
 
 def snapshot_tables(snapshot: Snapshot, source: str, at: datetime | None = None) -> dict[str, pd.DataFrame]:
@@ -124,7 +134,8 @@ def snapshot_tables(snapshot: Snapshot, source: str, at: datetime | None = None)
         {"timestamp": end, "job_id": job, "node_ids": snapshot.node_id,
          "step_time_ms": float(snapshot.step_time_ms), "source": f"{source} step_time_ms"},
     ]
-    return {"link_samples": pd.DataFrame(links), "step_samples": pd.DataFrame(steps)}
+    return {"link_samples": LINK_SAMPLES.conform(pd.DataFrame(links)),
+            "step_samples": STEP_SAMPLES.conform(pd.DataFrame(steps))}
 
 
 class SnapshotReader:
@@ -145,8 +156,10 @@ class SnapshotReader:
             if case.snapshot is not None:
                 snap = case.snapshot if node_id is None else case.snapshot.model_copy(update={"node_id": node_id})
                 tables = snapshot_tables(snap, f"{source.name} {case.label}", at)
-                results.append(IngestResult.of([], link_samples=tables["link_samples"],
-                                               step_samples=tables["step_samples"]))
+                result = IngestResult.of([], link_samples=tables["link_samples"],
+                                         step_samples=tables["step_samples"])
+                result.nodes = pd.DataFrame([snapshot_record(snap)])
+                results.append(result)
         if not results:
             raise InputError("no valid snapshot in the file", source=source.name,
                              value="; ".join(w.message for w in warnings[:3]) or None)

@@ -98,12 +98,6 @@ def normalize_bus_id(raw: str) -> str | None:
     return f"{domain:04x}:{match[2].lower()}:{match[3].lower()}.{match[4] or '0'}"
 
 
-def find_bus_id(text: str) -> str | None:
-    """The first full `domain:bus:dev.fn` in a piece of text, normalized."""
-    match = re.search(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b", text)
-    return normalize_bus_id(match[0]) if match else None
-
-
 def stated_time(text: str) -> tuple[pd.Timestamp, bool] | None:
     """A line that is only a time (`date` output, ISO 8601, an nvidia-smi Timestamp): (UTC time, zone stated)."""
     iso = _ISO_TIME.match(text)

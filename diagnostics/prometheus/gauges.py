@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..config.thresholds import Rule, Thresholds
+from ..format import Unit
 
 BUSY_SETTING = "pcie_busy_bytes_per_s"
 
@@ -43,7 +44,7 @@ GAUGE_METRICS: dict[str, GaugeMetric] = {
 
 def is_gauge_rule(rule: Rule) -> bool:
     """A rule judged on a gauge's value at the instant (its unit is not a rate)."""
-    return rule.unit != "/h" and not rule.codes and rule.counter in GAUGE_METRICS
+    return rule.unit is not Unit.PER_HOUR and not rule.codes and rule.counter in GAUGE_METRICS
 
 
 def literal(value: float) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..config.platforms import all_platforms
 from ..config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Rule, Thresholds
 from ..enums import LinkType, Severity
+from ..format import Unit
 from ..ingest.dcgm_map import DcgmMap, Field
 from .config import PrometheusConfig
 from .gauges import BUSY_SETTING, GAUGE_METRICS, is_gauge_rule, literal
@@ -43,7 +44,7 @@ class SweepQuery:
     expected: dict[str, int] | None = None  # model -> links per GPU, or GPUs per node (GPU_MISSING_RULE)
     persist: bool = False  # the value is a count of windows, not a rate
     xid: str | None = None  # "counter": a row per GPU and code, value = Xids; "gauge": value = the last Xid
-    unit: str = "/h"  # of the value: a rate, or a gauge rule's unit (lanes, generations, ratio)
+    unit: Unit = Unit.PER_HOUR  # of the value: a rate, or a gauge rule's unit (lanes, generations, ratio)
 
 
 def duration(hours: float) -> str:
@@ -139,7 +140,7 @@ def not_pushable(rule: Rule) -> str | None:
     """Why a rule cannot be a PromQL rate or gauge comparison, or None when it can."""
     if rule.codes:
         return "an event rule (Xid/SXid codes)"
-    if rule.unit == "/h" or is_gauge_rule(rule):
+    if rule.unit is Unit.PER_HOUR or is_gauge_rule(rule):
         return None
     if rule.unit == "events":
         return "an event rule read from logs; no dcgm-exporter series is mapped for it"
@@ -356,4 +357,4 @@ def gpu_missing_queries(builder: QueryBuilder) -> list[SweepQuery]:
     if not clauses:
         return []
     return [SweepQuery(GPU_MISSING_RULE, LinkType.PCIE, Severity.DOWN, " or ".join(clauses), expected=expected,
-                       unit="GPUs")]
+                       unit=Unit.GPUS)]

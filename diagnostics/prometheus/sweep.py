@@ -21,6 +21,7 @@ from ..analysis import analyze_fleet, history_needed
 from ..config.platforms import platform_for_model
 from ..config.thresholds import Thresholds
 from ..enums import LinkType
+from ..format import Unit
 from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import Diagnosis
@@ -81,7 +82,7 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
         link = None
     if query.persist:
         return Offender(**common, link=link, above=query.above, detail=f"above in {value:g} windows")
-    if query.unit != "/h":
+    if query.unit is not Unit.PER_HOUR:
         return Offender(**common, link=link, rate_per_hour=value, above=query.above, unit=query.unit,
                         detail="the last reading in the window")
     return Offender(**common, link=link, rate_per_hour=None if query.above is None else value, above=query.above,

@@ -5,7 +5,7 @@ from .colours import SEVERITY_COLOURS
 from .correlation import render_correlation
 from .draw import render_node, render_with_warnings
 from .heatmap import FleetGrid, fleet_grid, render_fleet
-from .inputs import Drawable, drawable_from_file, drawable_from_store, graph_for_platform
+from .inputs import Drawable, drawable_of, graph_for_platform, read_snapshot_text, snapshot_case, topology_drawable
 from .rack import render_rack, wants_rack_view
 from .scene import Scene, build_scene
 
@@ -15,14 +15,16 @@ __all__ = [
     "FleetGrid",
     "Scene",
     "build_scene",
-    "drawable_from_file",
-    "drawable_from_store",
+    "drawable_of",
     "fleet_grid",
     "graph_for_platform",
+    "read_snapshot_text",
     "render_correlation",
     "render_fleet",
     "render_node",
     "render_rack",
     "render_with_warnings",
+    "snapshot_case",
+    "topology_drawable",
     "wants_rack_view",
 ]

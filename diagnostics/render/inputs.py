@@ -1,20 +1,18 @@
-"""What a picture is drawn from: a snapshot JSON (with its diagnosis), a bare `topo -m` or NCCL XML, or a node in
-the telemetry store. Every path ends in a graph that can be drawn; what was uncertain comes back as warnings.
-"""
+"""What a picture is drawn from: a snapshot JSON's chosen case, a bare `topo -m` or NCCL XML, or a diagnosis with the
+graph its node was judged on (a template or a generic graph when there was none). Every path ends in a graph that
+can be drawn; what was uncertain comes back as warnings. The diagnosis itself comes from the service."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..analysis.snapshot import analyze_snapshot
 from ..config.platforms import all_platforms
 from ..errors import ConfigError, InputError
 from ..ingest.base import Source
 from ..ingest.detect import read
-from ..ingest.snapshot import read_cases, with_platform
+from ..ingest.snapshot import parse_json, read_cases, with_platform
 from ..model import DEFAULT_GPU_COUNT, Diagnosis, Snapshot
 from ..topology.build import generic_graph, graph_from_topology
 from ..topology.graph import NodeGraph
@@ -42,7 +40,22 @@ def graph_for_platform(platform: str | None, *, node_id: str | None = None,
     return generic_graph(gpus, node_id=node_id), warnings
 
 
-def _snapshot(text: str, source: str, case: int | None, platform: str | None) -> Drawable:
+def drawable_of(diagnosis: Diagnosis, graph: NodeGraph | None, *, warnings: list[str] | None = None,
+                missing: str | None = None) -> Drawable:
+    """A diagnosis drawn on the graph its node was judged on; without one, on the platform the analysis settled on
+    (its template, or a generic graph), `missing` saying why there was none."""
+    said = list(warnings or [])
+    if graph is None:
+        graph, more = graph_for_platform(diagnosis.platform, node_id=diagnosis.node_id)
+        said += more
+        if missing:
+            said.append(f"{missing}; drawing " + ("its platform's template" if graph.platform else "a generic graph"))
+    return Drawable(graph, diagnosis, [*said, *diagnosis.warnings])
+
+
+def snapshot_case(text: str, source: str, case: int | None, platform: str | None) -> tuple[Snapshot, list[str]]:
+    """The snapshot of a file to draw (`case`, from 1; the first of several, said), on `platform` when known. A case
+    naming an unknown platform is drawn without one, said."""
     cases = read_cases(text, source)
     if case is not None and not 1 <= case <= len(cases):
         raise InputError(f"there is no case {case}; the file holds {len(cases)}", source=source, field="--case")
@@ -57,35 +70,35 @@ def _snapshot(text: str, source: str, case: int | None, platform: str | None) ->
         warnings.append(f"unknown platform {named!r}: analysed and drawn without a platform")
     if snapshot is None:
         raise chosen.errors[0]
-    if platform and snapshot.platform and platform != snapshot.platform:
+    if platform and platform not in all_platforms():
+        known = ", ".join(sorted(all_platforms()))
+        warnings.append(f"unknown platform {platform!r} (known: {known}); drawing a generic graph")
+    elif platform and snapshot.platform and platform != snapshot.platform:
         warnings.append(f"--platform {platform} overrides the snapshot's platform {snapshot.platform}")
-    snapshot = with_platform(snapshot, platform if platform in all_platforms() else None)
-    diagnosis = analyze_snapshot(snapshot)
-    graph, more = graph_for_platform(platform or snapshot.platform, node_id=snapshot.node_id)
-    return Drawable(graph, diagnosis, warnings + more)
+    return with_platform(snapshot, platform if platform in all_platforms() else None), warnings
 
 
 def _raw_case(text: str, source: str, index: int) -> dict[str, Any]:
-    from ..ingest.snapshot import parse_json
-
     data = parse_json(text, source)
     item = data[index] if isinstance(data, list) else data
     raw = item.get("input", item) if isinstance(item, dict) else item
     return dict(raw)
 
 
-def drawable_from_file(path: str | Path, *, platform: str | None = None, case: int | None = None,
-                       node_id: str | None = None) -> Drawable:
-    """A snapshot JSON is analysed and drawn with its findings; a topology description is drawn bare."""
+def read_snapshot_text(path: str | Path) -> str | None:
+    """The file's text when it holds a snapshot JSON (an object or a list), else None."""
     source = Source.from_path(path)
-    head = source.head().lstrip()
-    if head[:1] in (b"{", b"["):
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text (byte {exc.start})", source=str(path)) from None
-        return _snapshot(text, str(path), case, platform)
-    result = read(source, node_id=node_id)
+    if source.head().lstrip()[:1] not in (b"{", b"["):
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", source=str(path)) from None
+
+
+def topology_drawable(path: str | Path, *, platform: str | None = None, node_id: str | None = None) -> Drawable:
+    """A topology description (`nvidia-smi topo -m`, NCCL XML) drawn bare: no diagnosis."""
+    result = read(Source.from_path(path), node_id=node_id)
     warnings = [str(w) for w in result.warnings]
     topology = result["topology"]
     if topology.empty:
@@ -94,36 +107,8 @@ def drawable_from_file(path: str | Path, *, platform: str | None = None, case: i
     hint = platform if platform in all_platforms() else None
     if platform and hint is None:
         warnings.append(f"unknown platform {platform!r}: detecting the platform from the description instead")
-    graph = graph_from_topology(topology, node_id=node_id, platform=hint)
+    try:
+        graph = graph_from_topology(topology, node_id=node_id, platform=hint)
+    except ConfigError:
+        graph = graph_from_topology(topology, node_id=node_id)
     return Drawable(graph, None, warnings)
-
-
-def drawable_from_store(store_dir: str | Path, node_id: str, *, platform: str | None = None,
-                        window: timedelta = timedelta(hours=1), end: datetime | None = None) -> Drawable:
-    """A stored node's window analysed and drawn with its findings, on its topology as the store holds it (its
-    platform's template, or a generic graph, when it holds none). `platform` wins over the stored one."""
-    from ..analysis import analyze_tables
-    from ..analysis.stored import read_node, stored_diagnosis
-    from ..store.telemetry import open_store
-
-    got = read_node(open_store(store_dir, create=False), node_id, end=end, window=window)
-    platform = platform or got.platforms.get(node_id)
-    topology = got.tables["topology"]
-    topology = topology[(topology["node_id"] == node_id).to_numpy(bool, na_value=False)]
-    warnings: list[str] = []
-    graph: NodeGraph | None = None
-    if not topology.empty:
-        try:
-            graph = graph_from_topology(topology, node_id=node_id, platform=platform)
-        except ConfigError:
-            graph = graph_from_topology(topology, node_id=node_id)
-            graph.warnings.append(f"unknown platform {platform!r}: detected from the description instead")
-    known = (graph.platform if graph is not None else None) or (platform if platform in all_platforms() else None)
-    diagnosis = stored_diagnosis(analyze_tables(got.tables, node_id=node_id, window=window, end=got.end,
-                                                graph=graph, platform=known), got, window)
-    if graph is None:  # the platform the analysis settled on (given, stored, or from the GPU model) is drawn
-        graph, warnings = graph_for_platform(diagnosis.platform, node_id=node_id)
-        warnings.append(f"the store holds no topology for {node_id} (ingest its `nvidia-smi topo -m` or NCCL "
-                        "topology XML); drawing " + ("its platform's template" if graph.platform else
-                                                     "a generic graph"))
-    return Drawable(graph, diagnosis, [*warnings, *diagnosis.warnings])

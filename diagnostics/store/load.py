@@ -1,8 +1,9 @@
-"""Tables from files and folders of any ingestable format, with the platforms their inventory files give."""
+"""Tables from files and folders of any ingestable format, with the node records their inventory files give."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -12,10 +13,26 @@ from ..tables import TABLES
 from .sources import read_sources
 
 
-def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> tuple[
-        dict[str, pd.DataFrame], dict[str, str], list[str]]:
-    """Every table the inputs (files, folders) hold, concatenated; the platforms their inventory files give
-    (`nodes.csv` and the like); warnings."""
+@dataclass
+class Loaded:
+    """What the inputs hold: the normalized tables (with `nodes`, the inventories' records, when any gave some) and
+    what reading them said."""
+
+    tables: dict[str, pd.DataFrame]
+    warnings: list[str]
+
+    @property
+    def inventory(self) -> dict[str, str]:
+        """node -> platform, as the inventory files give it."""
+        nodes = self.tables.get("nodes")
+        if nodes is None or "platform" not in nodes.columns:
+            return {}
+        return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True) if isinstance(p, str)}
+
+
+def load_tables(paths: Iterable[str | Path], *, node_id: str | None = None) -> Loaded:
+    """Every table the inputs (files, folders) hold, concatenated, and the inventories' node records."""
+    paths = list(paths)
     missing = [str(p) for p in paths if not Path(p).exists()]
     if missing:
         raise InputError("file or folder not found", source=missing[0])
@@ -23,8 +40,6 @@ def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> t
     results = [o.result for o in outcomes if o.result is not None]
     warnings = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
     warnings += [str(w) for r in results for w in r.warnings]
-    inventory = {str(n): str(p) for o in outcomes if o.nodes is not None
-                 for n, p in zip(o.nodes["node_id"], o.nodes["platform"], strict=True) if isinstance(p, str)}
     tables: dict[str, pd.DataFrame] = {}
     for name, schema in TABLES.items():
         frames = [r[name] for r in results if name in r.tables and not r[name].empty]
@@ -32,7 +47,18 @@ def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> t
             plain = [f.astype({c: "string" for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)})
                      for f in frames] if len(frames) > 1 else frames
             tables[name] = schema.conform(pd.concat(plain, ignore_index=True))
-    if not tables:
+    records = [o.nodes for o in outcomes if o.nodes is not None and len(o.nodes)]
+    if records:
+        tables["nodes"] = pd.concat(records, ignore_index=True).drop_duplicates("node_id", keep="last")
+    if not any(name in tables for name in TABLES):
         raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
                          source=", ".join(o.name for o in outcomes[:3]) or "inputs")
-    return tables, inventory, warnings
+    return Loaded(tables, warnings)
+
+
+def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> tuple[
+        dict[str, pd.DataFrame], dict[str, str], list[str]]:
+    """`load_tables` as (tables without the node records, node -> platform, warnings)."""
+    loaded = load_tables(paths, node_id=node_id)
+    tables = {k: v for k, v in loaded.tables.items() if k != "nodes"}
+    return tables, loaded.inventory, loaded.warnings

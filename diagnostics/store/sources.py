@@ -74,7 +74,8 @@ class IngestReport:
                         for f in self.files]
         out["refused"] = [f.name for f in self.files if f.status == "error"]
         nodes = self.nodes
-        out["platforms"] = {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True)
+        platforms = nodes["platform"] if "platform" in nodes.columns else [None] * len(nodes)
+        out["platforms"] = {str(n): str(p) for n, p in zip(nodes["node_id"], platforms, strict=True)
                             if isinstance(p, str)}
         return out
 
@@ -132,7 +133,7 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, at: At,
     accepted = inspect.signature(reader.read).parameters
     result = reader.read(src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
     _fill_time(result, when)
-    return reader.name, result, None
+    return reader.name, result, result.nodes
 
 
 def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = None, node_id: str | None = None,

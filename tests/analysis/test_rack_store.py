@@ -14,10 +14,10 @@ from PIL import Image
 from bot.cli import main
 from bot.listeners.commands import Request, parse
 from bot.nodes import StoreNodeSource
-from diagnostics.analysis import analyze_rack
-from diagnostics.config import load_thresholds
 from diagnostics.enums import ComponentKind
 from diagnostics.errors import InputError
+from diagnostics.service import Request as Question
+from diagnostics.service import StoreSource, diagnose
 from diagnostics.store import TelemetryStore, open_store
 from diagnostics.synth.rack_fleet import generate_racks
 
@@ -45,13 +45,14 @@ def test_the_inventory_places_every_host_in_its_rack_and_tray(stored: tuple[Path
 def test_a_stored_rack_is_localized_and_its_trays_are_told(stored: tuple[Path, dict[str, Any]]) -> None:
     root, truth = stored
     fault = truth["racks"]["rack-01"]["faults"][0]
-    d, result = analyze_rack(_store(root), "rack-01", window=timedelta(hours=1), thresholds=load_thresholds())
+    answer = diagnose(StoreSource(root), Question(rack="rack-01", window=timedelta(hours=1)))
+    d, result = answer.diagnosis, answer.analysis
     assert d.localization is not None and d.localization.ref.slug == fault["component"]
     assert d.localization.ref.kind is ComponentKind.SWITCH_TRAY
     for host in d.localization.hosts:
         assert result.diagnoses[host].isolated_component == d.localization.component
     with pytest.raises(InputError, match=r"no rack 'rack-09'.*racks: rack-01"):
-        analyze_rack(_store(root), "rack-09", window=timedelta(hours=1), thresholds=load_thresholds())
+        diagnose(StoreSource(root), Question(rack="rack-09", window=timedelta(hours=1)))
 
 
 def test_the_bot_answers_a_rack_and_a_tray_as_its_rack_sees_it(stored: tuple[Path, dict[str, Any]]) -> None:
@@ -84,7 +85,7 @@ def test_a_rack_host_in_maintenance_is_shown_not_paged(stored: tuple[Path, dict[
     import shutil
 
     root = Path(shutil.copytree(stored[0], tmp_path / "store"))
-    d, _ = analyze_rack(_store(root), "rack-01", window=timedelta(hours=1), thresholds=load_thresholds())
+    d = diagnose(StoreSource(root), Question(rack="rack-01", window=timedelta(hours=1))).diagnosis
     assert d.localization is not None and d.window_end is not None
     host = d.localization.hosts[0]
     store = _store(root)

@@ -6,19 +6,19 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from diagnostics import Priority, Severity, Snapshot, analyze_snapshot, load_thresholds
+from diagnostics import Priority, Severity, Snapshot, diagnose_snapshot, load_thresholds
 from diagnostics.errors import ConfigError
 from diagnostics.ingest.snapshot import read_cases
 from tests.conftest import link, snapshot_dict
 
 
 def diagnose(**overrides: Any):  # type: ignore[no-untyped-def]
-    return analyze_snapshot(Snapshot.model_validate(snapshot_dict(**overrides)))
+    return diagnose_snapshot(Snapshot.model_validate(snapshot_dict(**overrides)))
 
 
 def test_seed_examples_reproduce_expected_output(seed_cases: list[dict[str, Any]]) -> None:
     for case in seed_cases:
-        d = analyze_snapshot(Snapshot.model_validate(case["input"]))
+        d = diagnose_snapshot(Snapshot.model_validate(case["input"]))
         want = case["expected_output"]
         assert d.fault_detected is want["fault_detected"]
         assert d.isolated_component == want["isolated_component"]
@@ -86,7 +86,7 @@ def test_the_dcgm_profile_judges_as_dcgm_health_does() -> None:
     dcgm = load_thresholds(profile="dcgm")
 
     def judged(link: dict[str, object], thresholds: object = None) -> tuple[str, set[str]]:
-        d = analyze_snapshot(Snapshot.model_validate(snapshot_dict(fabric_errors=[link])), thresholds)  # type: ignore[arg-type]
+        d = diagnose_snapshot(Snapshot.model_validate(snapshot_dict(fabric_errors=[link])), thresholds)  # type: ignore[arg-type]
         return d.findings[0].severity.value, {c.rule for c in d.findings[0].crossed}
 
     one_replay = {"gpu_src": 0, "gpu_dst": 1, "link_id": "nvlink-0", "crc_errors": 0, "replay_count": 1}
@@ -133,13 +133,13 @@ def test_negative_degradation_is_not_clamped() -> None:
 
 def test_overrides_and_user_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
     snap = Snapshot.model_validate(snapshot_dict(fabric_errors=[link(replay_count=600)]))
-    assert analyze_snapshot(snap, load_thresholds(overrides={"nvlink_replay": 500})).fault_detected
+    assert diagnose_snapshot(snap, load_thresholds(overrides={"nvlink_replay": 500})).fault_detected
     user = tmp_path / "t.toml"
     user.write_text('[[rule]]\nname = "nvlink_replay"\nabove = 100.0\n')
     t = load_thresholds(user)
     assert t.rule("nvlink_replay").above == 100.0
     assert t.rule("nvlink_replay").counter == "replay"  # untouched fields keep their defaults
-    assert analyze_snapshot(snap, t).fault_detected
+    assert diagnose_snapshot(snap, t).fault_detected
     with pytest.raises(ConfigError, match="no rule named 'nope'"):
         load_thresholds(overrides={"nope": 1})
 

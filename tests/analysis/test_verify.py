@@ -7,9 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from diagnostics.analysis.verify import RepairVerdict, check_repair, check_stored_repair
+from diagnostics.analysis.verify import RepairVerdict, check_repair
 from diagnostics.config.verification import load_verification
 from diagnostics.errors import ConfigError
+from diagnostics.service import StoreSource, verify_repair
 from diagnostics.store import open_store
 
 from .helpers import T0, link_series, links, steady
@@ -72,10 +73,10 @@ def test_the_stored_check_reads_only_what_came_after_the_repair(tmp_path: Path) 
     pd.concat([before, after]).to_csv(csv, index=False)
     store = open_store(tmp_path / "store")
     assert store.ingest([csv], fmt="tables").files[0].status == "ingested"
-    check = check_stored_repair(store, node_id="n1", parts={PART}, repaired_at=T0.to_pydatetime(), policy=SOAK)
+    check = verify_repair(StoreSource(store), node="n1", parts={PART}, repaired_at=T0.to_pydatetime(), policy=SOAK)
     assert check.verdict is RepairVerdict.HELD, check
-    none_yet = check_stored_repair(store, node_id="n1", parts={PART},
-                                   repaired_at=(T0 + pd.Timedelta(hours=7)).to_pydatetime(), policy=SOAK)
+    none_yet = verify_repair(StoreSource(store), node="n1", parts={PART},
+                             repaired_at=(T0 + pd.Timedelta(hours=7)).to_pydatetime(), policy=SOAK)
     assert none_yet.verdict is RepairVerdict.HOLDING and none_yet.windows == 0
 
 

@@ -12,11 +12,11 @@ import os
 import sys
 from pathlib import Path
 
-from bot import filing
 from bot.audit import AuditLog
 from bot.state import BotState
 from bot.storage import open_db
-from bot.tracker import SqliteTracker
+from bot.workflow import filing
+from bot.workflow.tracker import SqliteTracker
 
 
 def main(store: Path, n: int) -> None:

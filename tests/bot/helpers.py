@@ -14,9 +14,9 @@ from bot.audit import AuditLog
 from bot.nodes import SnapshotNodeSource
 from bot.settings import Settings
 from bot.storage import open_db
-from bot.tracker import SqliteTracker
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message, MockSlack
+from bot.workflow.tracker import SqliteTracker
 from diagnostics import Diagnosis
 from diagnostics.tickets import RepairTicket, RulesDrafter
 

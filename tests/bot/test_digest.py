@@ -11,8 +11,9 @@ import pytest
 from bot.cli import main
 from bot.digest import Digest, build_digest, digest_lines, next_run
 from bot.storage import open_db
-from bot.tracker import SqliteTracker
+from bot.workflow.tracker import SqliteTracker
 from diagnostics import InputError, load_thresholds
+from diagnostics.service import StoreSource
 from diagnostics.store import open_store
 from tests.shared import copy_store
 
@@ -26,8 +27,7 @@ def store_dir(bundled_store: Path, tmp_path: Path) -> Path:
 
 
 def _digest(folder: Path) -> Digest:
-    store = open_store(folder, create=False)
-    return build_digest(store, SqliteTracker(open_db(folder)), thresholds=load_thresholds())
+    return build_digest(StoreSource(folder), SqliteTracker(open_db(folder)), thresholds=load_thresholds())
 
 
 def test_the_digest_names_new_parts_urgent_first_and_the_slow_failures_coming(store_dir: Path) -> None:

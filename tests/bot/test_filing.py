@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from bot import filing
 from bot.audit import AuditLog
 from bot.state import DRAFTS, BotState, Draft
 from bot.storage import open_db
-from bot.tracker import FilingResult, SqliteTracker
+from bot.workflow import filing
+from bot.workflow.tracker import FilingResult, SqliteTracker
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,6 +16,7 @@ from bot.nodes import TableNodeSource
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
+from diagnostics.service import TableSource
 
 from .helpers import OPS, buttons, local_bot, posted, private, summary_for
 
@@ -30,17 +31,12 @@ def fleet() -> tuple[TableNodeSource, dict[str, Any]]:
 
 @pytest.fixture
 def local(fleet: tuple[TableNodeSource, dict[str, Any]]) -> Iterator[LocalSlack]:
-    source = TableNodeSource({"link_samples": pd_concat(fleet[0]), "step_samples": fleet[0].steps,
-                              "events": fleet[0].events}, fleet[0].inventory)  # maintenance of its own per test
+    tables = fleet[0].source
+    assert isinstance(tables, TableSource)
+    source = TableNodeSource(tables.tables, tables.platforms())  # maintenance of its own per test
     with local_bot(Settings(filing_usergroups=frozenset(GROUP)), usergroups=GROUP, source=source,
                    clock=StepClock()) as bot:  # the clock at the fleet's newest reading, as on a live fleet
         yield bot
-
-
-def pd_concat(source: TableNodeSource) -> Any:
-    import pandas as pd
-
-    return pd.concat(list(source.links.values()), ignore_index=True)
 
 
 def _say(local: LocalSlack, text: str, user: str = "UALICE") -> Message:

@@ -100,9 +100,9 @@ def test_socket_mode_shares_the_checks_and_the_retry_dedupe() -> None:
     from bot.nodes import SnapshotNodeSource
     from bot.settings import Settings
     from bot.storage import open_db
-    from bot.tracker import SqliteTracker
     from bot.transport.loopback import LoopbackServer
     from bot.transport.mock_slack import MockSlack
+    from bot.workflow.tracker import SqliteTracker
     from diagnostics.tickets import RulesDrafter
 
     from .helpers import SEEDS

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from bot.storage import open_db
-from bot.tracker import SqliteTracker
+from bot.workflow.tracker import SqliteTracker
 
 
 @pytest.fixture

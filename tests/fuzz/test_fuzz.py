@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from pydantic import ValidationError
 
-from diagnostics.analysis import analyze_snapshot
+from diagnostics import diagnose_snapshot
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import snapshot_tables
 from diagnostics.model import Snapshot
@@ -79,7 +79,7 @@ def test_a_snapshot_is_refused_naming_its_field_or_analysed_to_finite_figures(ra
     for link in snapshot.fabric_errors:
         assert 0 <= link.crc_errors < 2**64 and 0 <= link.replay_count < 2**64
     assert 1 / 60 <= snapshot.window_hours <= 8784 and math.isfinite(snapshot.step_time_ms)
-    diagnosis = analyze_snapshot(snapshot)
+    diagnosis = diagnose_snapshot(snapshot)
     figures = _numbers(diagnosis.model_dump(mode="json"))
     assert all(math.isfinite(n) for n in figures)
     json.loads(diagnosis.model_dump_json(), parse_constant=lambda c: pytest.fail(f"{c} in the analysis"))

@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 
 from diagnostics import Diagnosis, Severity, analyze_fleet, load_thresholds
-from diagnostics.analysis import analyze_tables, sweep_store
+from diagnostics.analysis import analyze_tables
 from diagnostics.config import all_platforms
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
+from diagnostics.service import Request, StoreSource
+from diagnostics.service import sweep as sweep_source
 from diagnostics.store import open_store
 from diagnostics.synth import fleet as synth
 from tests.prometheus.helpers import Server, newest, promtool_missing, serve_samples
@@ -64,7 +66,7 @@ def test_the_four_ways_of_sweeping_agree(written: Written,
     memory = analyze_fleet(tables, end=end, platforms=inventory, thresholds=thresholds)
     store = open_store(tmp_path / "store")
     store.ingest([folder / "fleet"])
-    stored = sweep_store(store, thresholds=thresholds, at=end)
+    stored = sweep_source(StoreSource(store), Request(end=end, thresholds=thresholds))
     assert stored.complete, stored.incomplete_reasons
 
     def failing(d: Diagnosis) -> set[tuple[object, ...]]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from diagnostics import analyze_snapshot
+from diagnostics import diagnose_snapshot
 from diagnostics import format as fmt
 from diagnostics.components import ComponentRef
 from diagnostics.enums import LinkType, Severity
@@ -142,7 +142,7 @@ def test_suspected_component_is_outlined() -> None:
 
 def test_seed_snapshot_without_platform_draws_the_stated_link(seed_cases: list[dict[str, object]]) -> None:
     snapshot = Snapshot.model_validate(seed_cases[0]["input"])
-    diag = analyze_snapshot(snapshot)
+    diag = diagnose_snapshot(snapshot)
     graph = generic_graph(8, node_id=snapshot.node_id)
     png, warnings = render_with_warnings(graph, diag)
     assert any("no platform" in w for w in warnings)

@@ -10,7 +10,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from diagnostics import Diagnosis, Snapshot, analyze_snapshot
+from diagnostics import Diagnosis, Snapshot, diagnose_snapshot
 
 SEED_INPUT: dict[str, Any] = {
     "node_id": "hpc-gpu-node-12",
@@ -27,7 +27,7 @@ TOOLS = ["unhealthy_links", "link_detail", "same_switch", "list_candidates", "to
 
 
 def seed_diagnosis(**overrides: Any) -> Diagnosis:
-    return analyze_snapshot(Snapshot.model_validate(SEED_INPUT | overrides))
+    return diagnose_snapshot(Snapshot.model_validate(SEED_INPUT | overrides))
 
 
 def good_answer(candidate_id: str = "gpu2-nvlink1") -> dict[str, Any]:
@@ -81,7 +81,7 @@ def hgx_node(failing: int = 3, gpus: tuple[int, ...] = (2,)) -> Diagnosis:
     links = [{"gpu_src": g, "gpu_dst": (g + 1 + i % 7) % 8, "link_id": f"nvlink-{i}", "crc_errors": i * 3,
               "replay_count": 1500 + 10 * g + i if g in gpus and i < failing else i}
              for g in range(8) for i in range(18)]
-    return analyze_snapshot(Snapshot.model_validate({
+    return diagnose_snapshot(Snapshot.model_validate({
         "node_id": "hgx-node", "platform": "hgx-h100-8gpu", "fabric_errors": links, "step_time_ms": 210.0,
         "baseline_step_time_ms": 180.0}))
 

@@ -68,7 +68,7 @@ def test_unhealthy_links_page_when_there_are_many() -> None:
 def test_link_detail_gives_lanes_the_end_and_the_far_end() -> None:
     d = hgx_node()
     f = find(d, "gpu2-nvlink2")
-    assert f is not None and find(d, "GPU 2 -> GPU 5 NVLink 2") is f
+    assert f is not None and find(d, "GPU 2 NVLink 2 -> NVSwitch 0 port 10") is f
     seen = f.model_copy(update={"lanes": [6], "end": LinkEnd.NVSWITCH})
     out = detail(seen, d, resolve_graph(d, None))
     assert out["lanes"] == [6] and out["end"] == "nvswitch"

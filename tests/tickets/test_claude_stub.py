@@ -59,7 +59,7 @@ def test_the_whole_loop_through_the_anthropic_model(stub: Stub) -> None:
     results = [b for m in stub.requests[1]["messages"] for b in (m["content"] if isinstance(m["content"], list)
                                                                   else []) if b.get("type") == "tool_result"]
     assert len(results) == len(READ) and not any(r.get("is_error") for r in results)
-    assert "gpu2-nvlink2 | GPU 2 -> GPU 5 NVLink 2 | failing" in str(results[0]["content"])
+    assert "gpu2-nvlink2 | GPU 2 NVLink 2 -> NVSwitch 0 port 10 | failing" in str(results[0]["content"])
 
 
 def test_the_request_lists_the_tools_and_marks_the_cache(stub: Stub) -> None:

@@ -36,7 +36,7 @@ def test_the_models_gpu_carries_when_its_cited_rows_hold_it_up() -> None:
     ticket = _draft(lambda m, i: _answer("gpu2", BAD))
     assert ticket.component_kind is ComponentKind.GPU and ticket.candidate_id == "gpu2" and ticket.link_id is None
     assert ticket.choice is not None and ticket.choice.carried == "model"
-    assert (ticket.choice.rules, ticket.choice.model) == ("GPU 2 -> GPU 5 NVLink 2", ticket.component)
+    assert (ticket.choice.rules, ticket.choice.model) == ("GPU 2 NVLink 2 -> NVSwitch 0 port 10", ticket.component)
     assert "does not explain 2 of them" in ticket.choice.why and ticket.disagreement is None
     md = ticket.to_markdown()
     assert "## The model's choice and the rules'" in md and "- carried: model;" in md

@@ -11,7 +11,7 @@ import pytest
 
 from bot.cli import main
 from diagnostics import analyze_fleet, load_thresholds
-from diagnostics.analysis.stored import sweep_store
+from diagnostics.service import Request, StoreSource, sweep
 from diagnostics.store.telemetry import open_store
 from diagnostics.synth.fleet import load
 from diagnostics.synth.life import load_life
@@ -67,7 +67,7 @@ def test_a_node_silent_over_the_span_makes_the_view_incomplete(store_dir: Path) 
     end = store.newest()
     assert end is not None
     later = end + timedelta(hours=6)  # every node silent for longer than the rules look back
-    result = sweep_store(store, thresholds=load_thresholds(), at=later)
+    result = sweep(StoreSource(store), Request(end=later, thresholds=load_thresholds()))
     assert not result.complete and "have no reading" in result.incomplete_reasons[0]
     assert "not an all-clear" in result.headline()
 
@@ -79,8 +79,9 @@ def test_without_a_store_or_a_server_it_says_which_to_give(capsys: pytest.Captur
 
 
 def test_an_empty_store_is_not_an_all_clear(tmp_path: Path) -> None:
-    result = sweep_store(open_store(tmp_path / "empty"), thresholds=load_thresholds(), at=pd.Timestamp.now(tz="UTC"))
-    assert not result.complete and result.incomplete_reasons == ["the store holds no link samples and no events"]
+    empty = StoreSource(open_store(tmp_path / "empty"))
+    result = sweep(empty, Request(end=pd.Timestamp.now(tz="UTC").to_pydatetime(), thresholds=load_thresholds()))
+    assert not result.complete and result.incomplete_reasons == ["the source holds no link samples and no events"]
 
 
 def test_a_mistyped_store_is_an_error_not_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from bot.audit import AuditLog
 from bot.commands import ticket as ticket_command
+from diagnostics.service import Request, StoreSource, diagnose
 from diagnostics.store.telemetry import open_store
 from diagnostics.synth.fleet import generate
 from diagnostics.tickets import ClaudeDrafter, ModelCall
@@ -103,8 +104,6 @@ def test_node_from_the_store(tmp_path: Path, cli: Cli) -> None:
 
 
 def test_a_stored_node_is_judged_with_the_nodes_sharing_its_job(tmp_path: Path) -> None:
-    from bot.commands.ticket import _from_store
-
     def shared(truth: dict[str, Any]) -> tuple[str, str] | None:
         """A slowed job of several nodes: the node whose fault explains it and one with no fault."""
         for job in truth["jobs"].values():
@@ -122,7 +121,8 @@ def test_a_stored_node_is_judged_with_the_nodes_sharing_its_job(tmp_path: Path) 
     culprit, bystander = pair
     open_store(tmp_path / "store").ingest([tmp_path / "fleet" / f"{t}.parquet"
                                            for t in ("link_samples", "events", "step_samples")])
-    diagnosis, _ = _from_store(bystander, str(tmp_path / "store"), truth["nodes"][bystander]["platform"])
+    request = Request(node=bystander, platform=truth["nodes"][bystander]["platform"])
+    diagnosis = diagnose(StoreSource(tmp_path / "store"), request).diagnosis
     assert not diagnosis.fault_detected
     assert diagnosis.verdict is not None and diagnosis.verdict.startswith(culprit)  # not "not the fabric"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from bot.storage import open_db
-from bot.tracker import SqliteTracker
+from bot.workflow.tracker import SqliteTracker
 from diagnostics.store import open_store
 from diagnostics.tables import COUNTERS
 from tests.analysis.helpers import T0, link_series, links, steady

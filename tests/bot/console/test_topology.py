@@ -46,7 +46,7 @@ def test_links_of_a_shared_component_are_drafted_by_their_pick_in_its_menu() -> 
     findings[other] = findings[other].model_copy(update={"severity": Severity.FAILING, "worst_ratio": 3.0})
     loc = Localization(ref=ComponentRef.nvswitch("NVSwitch 1"), switch="NVSwitch 1", confidence=0.8,
                        links=[findings[first].component, findings[other].component])
-    shared = d.model_copy(update={"findings": findings, "localization": loc})
+    shared = d.model_copy(update={"findings": findings, "localization": loc, "localizations": [loc]})
     message = _posted(shared, 5)
     targets = draft_targets(message)
     assert sorted(targets) == sorted([first, other])

@@ -11,9 +11,10 @@ from datetime import datetime
 from diagnostics.analysis import RepairCheck, RepairVerdict
 from diagnostics.config import VerificationPolicy, load_verification
 
+from ..nodes import NodeSource
 from .filing import Record
-from .nodes import NodeSource
-from .tracker import VERIFYING, Ticket, Tracker
+from .states import TicketState
+from .tracker import Ticket, Tracker
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def verify_repairs(*, tracker: Tracker, check: Check, record: Record, policy: Ve
     policy = policy or load_verification()
     out = []
     for ticket in tracker.tickets():
-        if ticket.status != VERIFYING or (ticket_ids is not None and ticket.id not in ticket_ids):
+        if ticket.status != TicketState.VERIFYING or (ticket_ids is not None and ticket.id not in ticket_ids):
             continue
         assert ticket.repaired_at is not None
         check_ = check(ticket, policy)

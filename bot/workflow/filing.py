@@ -13,13 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .audit import AuditLog
-from .state import DRAFTS, BotState, Draft
-from .storage import db_lock
+from ..audit import AuditLog
+from ..state import DRAFTS, BotState, Draft
+from ..storage import db_lock
+from .states import DraftState
 from .tracker import FilingResult, Tracker
 
-FILING = "filing"  # a draft claimed but not yet tied to its ticket: `decide` never leaves one (it claims straight to
-# "filed" inside its transaction); a database written before that, or a tracker outside it, can
+# a draft claimed but not yet tied to its ticket: `decide` never leaves one (it claims straight to "filed" inside its
+# transaction); a database written before that, or a tracker outside it, can leave one, and `recover` mends it
+FILING = DraftState.FILING
 
 
 class Record(Protocol):
@@ -41,7 +43,7 @@ def decide(*, state: BotState, tracker: Tracker, record: Record, draft_id: int, 
     `parts`: the slugs the ticket stands for (its part and the links it explains), watched after a repair."""
     db = state.db
     with db_lock(db), db.atomic():
-        draft = state.claim_draft(draft_id, "filed" if filing else "discarded")
+        draft = state.claim_draft(draft_id, DraftState.FILED if filing else DraftState.DISCARDED)
         if draft is None:
             return None
         subject = f"{draft.node_id} / {draft.component}"
@@ -85,12 +87,12 @@ def recover(*, state: BotState, tracker: Tracker, audit: AuditLog, record: Recor
             ticket = tracker.open_ticket(draft.node_id, draft.slug or draft.component)
             subject = f"{draft.node_id} / {draft.component}"
             if ticket is None:
-                state.update_draft(draft.id, status="pending")
+                state.update_draft(draft.id, status=DraftState.PENDING)
                 pending.append(draft.id)
                 record("recovery", actor="fabricbot", subject=subject, draft=draft.id, mend="draft-pending",
                        outcome="left filing by a crash; back to pending")
             else:
-                state.update_draft(draft.id, status="filed", ticket_id=ticket.id)
+                state.update_draft(draft.id, status=DraftState.FILED, ticket_id=ticket.id)
                 filed.append(draft.id)
                 record("recovery", actor="fabricbot", subject=subject, draft=draft.id, ticket=ticket.id,
                        mend="draft-filed", outcome="left filing by a crash; its part's open ticket")

@@ -21,12 +21,11 @@ import sqlite_utils
 
 from diagnostics.store import transaction
 
-from .storage import db_lock
+from ..storage import db_lock
+from .states import OPEN_STATES, TicketState
 
 TICKETS = "tickets"
 HISTORY = "ticket_history"
-OPEN_STATES = ("open", "in_progress", "verifying")  # a part with a ticket in these gets no second one
-VERIFYING = "verifying"
 
 
 @dataclass(frozen=True)
@@ -166,13 +165,14 @@ class SqliteTracker:
                 title = f"{title} (recurrence of {previous.id}: replace the part)"
             self.db[TICKETS].insert({  # type: ignore[union-attr]
                 "id": ticket_id, "seq": seq, "node_id": node_id, "component": component, "slug": slug, "title": title,
-                "status": "open", "priority": priority, "filed_by": actor, "filed_at": self.clock(), "body": body,
+                "status": TicketState.OPEN, "priority": priority, "filed_by": actor, "filed_at": self.clock(),
+                "body": body,
                 "linked_to": previous.id if previous else None, "escalated": int(previous is not None),
                 "evidence": json.dumps(list(dict.fromkeys(evidence))),
                 "parts": json.dumps(sorted({slug, *(parts or [])})),
             })
             note = f"recurrence of {previous.id}; escalated to replacement" if previous else "filed"
-            self._history(ticket_id, "open", actor, note)
+            self._history(ticket_id, TicketState.OPEN, actor, note)
             ticket = self.get(ticket_id)
             assert ticket is not None
             return FilingResult(ticket, created=True, recurrence_of=previous.id if previous else None)
@@ -211,34 +211,34 @@ class SqliteTracker:
 
     def report_repair(self, ticket_id: str, *, actor: str, at: str | None = None, note: str = "") -> Ticket:
         with self._lock, self.db.atomic():
-            self._ticket(ticket_id, status=("open", "in_progress"))
+            self._ticket(ticket_id, status=(TicketState.OPEN, TicketState.IN_PROGRESS))
             when = at or self.clock()
             self.db[TICKETS].update(ticket_id, {  # type: ignore[union-attr]
-                "status": VERIFYING, "repaired_at": when, "repaired_by": actor})
+                "status": TicketState.VERIFYING, "repaired_at": when, "repaired_by": actor})
             self._history(ticket_id, "repair_reported", actor, note or "repair reported")
-            self._history(ticket_id, VERIFYING, "fabricbot", f"watching the part's counters from {when}")
-            return self._ticket(ticket_id, status=(VERIFYING,))
+            self._history(ticket_id, TicketState.VERIFYING, "fabricbot", f"watching the part's counters from {when}")
+            return self._ticket(ticket_id, status=(TicketState.VERIFYING,))
 
     def close(self, ticket_id: str, *, actor: str, evidence: list[str]) -> Ticket:
         with self._lock, self.db.atomic():
-            ticket = self._ticket(ticket_id, status=(VERIFYING,))
+            ticket = self._ticket(ticket_id, status=(TicketState.VERIFYING,))
             merged = list(dict.fromkeys([*ticket.evidence, *evidence]))
             self.db[TICKETS].update(ticket_id, {  # type: ignore[union-attr]
-                "status": "closed", "evidence": json.dumps(merged)})
-            self._history(ticket_id, "closed", actor, "; ".join(evidence) or "repair held")
-            return self._ticket(ticket_id, status=("closed",))
+                "status": TicketState.CLOSED, "evidence": json.dumps(merged)})
+            self._history(ticket_id, TicketState.CLOSED, actor, "; ".join(evidence) or "repair held")
+            return self._ticket(ticket_id, status=(TicketState.CLOSED,))
 
     def reopen(self, ticket_id: str, *, actor: str, evidence: list[str]) -> Ticket:
         with self._lock, self.db.atomic():
-            ticket = self._ticket(ticket_id, status=(VERIFYING,))
+            ticket = self._ticket(ticket_id, status=(TicketState.VERIFYING,))
             merged = list(dict.fromkeys([*ticket.evidence, *evidence]))
             title = ticket.title if ticket.escalated else f"{ticket.title} (repair did not hold: replace the part)"
             self.db[TICKETS].update(ticket_id, {  # type: ignore[union-attr]
-                "status": "open", "escalated": 1, "title": title, "evidence": json.dumps(merged),
+                "status": TicketState.OPEN, "escalated": 1, "title": title, "evidence": json.dumps(merged),
                 "repaired_at": None, "repaired_by": None})
-            self._history(ticket_id, "open", actor,
+            self._history(ticket_id, TicketState.OPEN, actor,
                           "repair did not hold; escalated to replacement: " + ("; ".join(evidence) or "errors back"))
-            return self._ticket(ticket_id, status=("open",))
+            return self._ticket(ticket_id, status=(TicketState.OPEN,))
 
     def history(self, ticket_id: str) -> list[dict[str, Any]]:
         return list(self.db[HISTORY].rows_where("ticket_id = ?", [ticket_id], order_by="id"))

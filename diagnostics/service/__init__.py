@@ -1,0 +1,58 @@
+"""The diagnosis service: what every door (CLI, `/fabric`, the console, the demo, the watch and the digest) asks.
+
+A source (snapshot files, tables in memory, the telemetry store, a Prometheus server; a rack is answered over any
+of them) and one request in, one answer out, so one question gets one answer whichever door it comes through.
+"""
+
+from .diagnose import (
+    Answer,
+    Fleet,
+    diagnose,
+    diagnose_snapshot,
+    explain_job,
+    fleet,
+    graph_of,
+    named,
+    node_span,
+    planned,
+    viewed,
+)
+from .fleetwide import fleet_result, sweep, verify_repair, watch
+from .prometheus import PrometheusSource
+from .request import CORRELATION_SPAN, DEFAULT_WINDOW, Asked, Request
+from .source import Source, UnknownName, Window, close_matches, known, memory_log
+from .store import StoreSource
+from .tables import SnapshotSource, TableSource, files_source
+
+__all__ = [
+    "CORRELATION_SPAN",
+    "DEFAULT_WINDOW",
+    "Answer",
+    "Asked",
+    "Fleet",
+    "PrometheusSource",
+    "Request",
+    "SnapshotSource",
+    "Source",
+    "StoreSource",
+    "TableSource",
+    "UnknownName",
+    "Window",
+    "close_matches",
+    "diagnose",
+    "diagnose_snapshot",
+    "explain_job",
+    "files_source",
+    "fleet",
+    "fleet_result",
+    "graph_of",
+    "known",
+    "memory_log",
+    "named",
+    "node_span",
+    "planned",
+    "sweep",
+    "verify_repair",
+    "viewed",
+    "watch",
+]

@@ -1,0 +1,244 @@
+"""`diagnose`: one question in, one answer out, whichever door asks and whichever source holds the data.
+
+Each kind of question reads one window from its source and runs the one engine once: a node with the nodes its
+job shares (a peer's link may explain the slowdown), a rack with every host the inventory puts in it (a tray is
+always answered through its rack), a job with its nodes, the fleet with everything. What the source could not show
+(planned work, a node silent since before the window, readings without a time) is said on each answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from .. import format as fmt
+from ..analysis import FleetAnalysis, JobExplanation, analyze_fleet, history_needed, node_tables
+from ..analysis.boards import Boards
+from ..config.thresholds import Thresholds
+from ..enums import Priority
+from ..errors import InputError
+from ..model import Diagnosis, Snapshot
+from ..names import name_notes
+from ..store.maintenance import Maintenance
+from ..topology import NodeGraph
+from .request import Asked, Request
+from .source import Source, Window, known
+from .tables import SnapshotSource
+
+
+@dataclass
+class Answer:
+    """A question's answer: the diagnosis, the graph the engine judged the node on (None: its platform is unknown
+    and the source holds no topology for it), and the analysis and window behind it."""
+
+    diagnosis: Diagnosis
+    graph: NodeGraph | None
+    analysis: FleetAnalysis
+    window: Window
+    job: JobExplanation | None = None
+
+
+@dataclass
+class Fleet:
+    """Every node of a source, each as its answer would say it, and the analysis behind them."""
+
+    analysis: FleetAnalysis
+    windows: list[Window]
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+
+    @property
+    def racks(self) -> dict[str, Diagnosis]:
+        return self.analysis.racks
+
+
+def node_span(window: timedelta, thresholds: Thresholds, history: timedelta) -> timedelta:
+    """How much history one node's diagnosis reads: what the rules need, and a day for the job correlation."""
+    return max(history, window * 4, history_needed(window, thresholds))
+
+
+def diagnose(source: Source, request: Request) -> Answer:
+    """The answer to a node, rack or job question (the fleet is `fleet`)."""
+    asked = request.asked
+    if asked is Asked.FLEET:
+        raise InputError("name a node, a job or a rack (the whole fleet is `fleet`)", source=source.name)
+    if asked is Asked.RACK:
+        return _rack(source, request)
+    if asked is Asked.JOB:
+        return explain_job(source, request)
+    assert request.node is not None
+    racks = source.racks()
+    slot = racks.get(request.node)
+    if slot is not None:  # a tray is answered through its rack: one diagnosis weighs all its hosts
+        return _rack(source, replace(request, node=None, job=None, rack=slot.rack), host=request.node,
+                     job=request.job)
+    names = source.nodes()
+    if request.node not in names and request.job is None and request.node in {s.rack for s in racks.values()}:
+        return _rack(source, replace(request, node=None, rack=request.node))  # a rack named where a node may be
+    node = known("node", request.node, names, where=source.name)
+    length, notes = _length(source, node, request)
+    thresholds = request.thresholds
+    got = source.read(nodes=[node], end=request.end, span=node_span(length, thresholds, request.history),
+                      peers=True)
+    rows, job = node_tables(got.tables, node, request.job)
+    result = analyze_fleet(rows, window=length, end=got.end, thresholds=thresholds,
+                           platforms=_platforms(got, node, request.platform), nodes=[node], full=True,
+                           jobs={node: job} if job else None, history=got.history,
+                           expected_gpus=got.expected_gpus, listed=got.listed)
+    diagnosis = named(viewed(result.diagnoses[node], got, length, [*notes, *got.warnings]), names, request.node)
+    return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None)
+
+
+def diagnose_snapshot(snapshot: Snapshot, thresholds: Thresholds | None = None) -> Diagnosis:
+    """One snapshot's diagnosis: its tables judged by the engine over its own window."""
+    request = Request(node=snapshot.node_id, thresholds=thresholds) if thresholds else Request(node=snapshot.node_id)
+    return diagnose(SnapshotSource([snapshot]), request).diagnosis
+
+
+def graph_of(source: Source, node: str, *, platform: str | None = None) -> NodeGraph | None:
+    """The graph the engine judges the node on (its own topology rows over its platform's template; a rack host's
+    tray in its rack), without judging it: for a draft made later from a stored diagnosis."""
+    got = source.read(nodes=[node], end=None, span=timedelta(0))
+    slot = got.racks.get(node)
+    slots = {node: int(slot.tray)} if slot is not None and slot.tray is not None and slot.tray.isdigit() else {}
+    graph: NodeGraph | None = Boards(_platforms(got, node, platform), {}, got.tables.get("gpus"),
+                                     got.tables.get("topology"), slots)(node, describe=True)
+    return graph
+
+
+def explain_job(source: Source, request: Request) -> Answer:
+    """The job's slowdown explained over its nodes, answered as the node whose link explains it (else its first)."""
+    assert request.job is not None
+    job = known("job", request.job, source.jobs(), where=source.name)
+    nodes = source.job_nodes(job)
+    if not nodes:
+        raise InputError(f"job {job!r} names no node in its step samples", source=source.name, field="job")
+    length = request.length
+    got = source.read(nodes=nodes, end=request.end, span=node_span(length, request.thresholds, request.history))
+    result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
+                           platforms=_platforms(got, None, None), nodes=nodes, jobs=dict.fromkeys(nodes, job),
+                           history=got.history, listed=got.listed)
+    explanation = result.jobs.get(job)
+    blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
+    node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
+    answer = diagnose(source, replace(request, node=node))
+    answer.job = explanation
+    return answer
+
+
+def _rack(source: Source, request: Request, *, host: str | None = None, job: str | None = None) -> Answer:
+    """A rack's diagnosis over every host the inventory puts in it, each host's as its rack sees it; `host` names
+    the tray asked about (the answer is its view, with the rack's verdict)."""
+    assert request.rack is not None
+    slots = source.racks()
+    hosts = sorted(h for h, s in slots.items() if s.rack == request.rack)
+    if not hosts:
+        racks = sorted({s.rack for s in slots.values()})
+        raise InputError(f"no rack {request.rack!r} in the inventory (racks: {', '.join(racks[:10]) or 'none'}; "
+                         "give a nodes.csv with node_id, platform, rack, tray)", source=source.name)
+    length = request.length
+    got = source.read(nodes=hosts, end=request.end, span=node_span(length, request.thresholds, request.history),
+                      steps=request.history)
+    result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
+                           platforms=_platforms(got, host, request.platform), nodes=hosts, full=host is not None,
+                           jobs={host: job} if host and job else None, history=got.history,
+                           racks={h: slots[h] for h in hosts}, listed=got.listed)
+    if request.rack not in result.racks:
+        raise InputError(f"rack {request.rack!r} names no host of a rack platform (gb200-nvl72-compute-tray, ...): "
+                         "give its hosts' platforms in the inventory", source=source.name)
+    result.diagnoses = {h: viewed(d, got, length, got.warnings) for h, d in result.diagnoses.items()}
+    if host is not None:
+        return Answer(result.diagnoses[host], result.graphs.get(host), result, got)
+    rack = result.racks[request.rack]
+    return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *got.warnings]}), None, result, got)
+
+
+def fleet(source: Source, request: Request) -> Fleet:
+    """Every node of the source over the span the rules need (a day of step samples; a slowed job's links over its
+    day, read only for the nodes that need it), by the engine; nodes whose readings fix another window (snapshots
+    of other lengths) are judged in a pass of their own."""
+    names = source.nodes()
+    passes: dict[timedelta, list[str]] = {}
+    for node in names:
+        passes.setdefault(source.window_of(node) or request.length, []).append(node)
+    out: Fleet | None = None
+    for length, group in sorted(passes.items()):
+        whole = len(passes) == 1
+        got = source.read(nodes=None if whole else group, end=request.end,
+                          span=history_needed(length, request.thresholds), steps=request.history)
+        result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
+                               platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
+                               listed=got.listed)
+        viewed_ = {n: viewed(result.diagnoses[n], got, length) for n in group if n in result.diagnoses}
+        if out is None:
+            out = Fleet(result, [got], viewed_)
+        else:
+            out.analysis.diagnoses.update(result.diagnoses)
+            out.analysis.jobs.update(result.jobs)
+            out.analysis.racks.update(result.racks)
+            out.windows.append(got)
+            out.diagnoses.update(viewed_)
+    if out is None:
+        got = Window(tables={}, end=None)
+        return Fleet(FleetAnalysis(end=None, window=request.length), [got])
+    return out
+
+
+def _length(source: Source, node: str, request: Request) -> tuple[timedelta, list[str]]:
+    """The window to judge the node over: a snapshot's own (said when another was asked), else the request's."""
+    fixed = source.window_of(node)
+    if fixed is None:
+        return request.length, []
+    if request.window is not None and request.window != fixed:
+        asked = fmt.hours(request.window.total_seconds() / 3600)
+        return fixed, [f"the snapshot covers {fmt.hours(fixed.total_seconds() / 3600)}; a {asked} window needs "
+                       "time-series data in the store"]
+    return fixed, []
+
+
+def _platforms(got: Window, node: str | None, platform: str | None) -> dict[str, str]:
+    """The source's platforms, with the one a person named for the asked node over its own."""
+    return {**got.platforms, **({node: platform} if node and platform else {})}
+
+
+def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str] | None = None) -> Diagnosis:
+    """A diagnosis with what its source's window could not show said in its warnings: a node silent since before
+    the window, readings without a time (no window can place them), planned work overlapping the window."""
+    node = diagnosis.node_id
+    said = list(notes or [])
+    newest = got.newest.get(node)
+    if got.end is not None and newest is not None and newest <= got.end - length:
+        said.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at the "
+                    f"source's newest reading ({got.end:%Y-%m-%d %H:%M} UTC)")
+    if got.undated.get(node):
+        said.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
+                    "--at): no window can place them; ingest the file again with --at TIME or --at mtime")
+    if said:
+        diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *said]})
+    if got.end is not None:
+        diagnosis = planned(diagnosis, got.maintenance.get(node, []), start=got.end - length, end=got.end)
+    return diagnosis
+
+
+def named(diagnosis: Diagnosis, names: list[str], asked: str | None = None) -> Diagnosis:
+    """The diagnosis with what its answer must say of the node's name among the source's, first: another node
+    that is one with it once normalised or reads the same but for characters outside ASCII, and a name matched
+    only once normalised (the characters outside ASCII themselves the diagnosis says as it is built)."""
+    notes = name_notes(diagnosis.node_id, names)
+    if asked is not None and asked != diagnosis.node_id:
+        notes.insert(0, f"`{asked}` was matched to the node `{diagnosis.node_id}` once Unicode-normalised (NFKC)")
+    if not notes:
+        return diagnosis
+    return diagnosis.model_copy(update={"warnings": [*notes, *(w for w in diagnosis.warnings if w not in notes)]})
+
+
+def planned(diagnosis: Diagnosis, windows: list[Maintenance], *, start: datetime, end: datetime) -> Diagnosis:
+    """A diagnosis of a node whose planned work overlaps the window: its findings kept and shown, its priority
+    low (nothing pages) and `maintenance` set (no ticket is drafted from it)."""
+    hits = [w for w in windows if w.start <= end and (w.until is None or w.until > start)]
+    if not hits:
+        return diagnosis
+    window = max(hits, key=lambda w: w.until or end + timedelta(days=3650))
+    note = window.note if window.covers(end) else f"{window.note}; it ended inside this window"
+    return diagnosis.model_copy(update={
+        "maintenance": note, "ticket_priority": Priority.LOW,
+        "warnings": [f"{note}: findings are shown, not paged or ticketed", *diagnosis.warnings]})

@@ -1,0 +1,132 @@
+"""The service's other questions, asked of any source: the fleet swept for offenders, the links climbing toward a
+threshold, and whether a repaired part stayed clean."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping
+from datetime import datetime
+
+from .. import format as fmt
+from ..analysis import RepairCheck, RepairVerdict, Watch, check_repair, history_needed, watch_list
+from ..analysis.diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
+from ..config.thresholds import Thresholds
+from ..config.verification import VerificationPolicy, load_verification
+from ..config.watch import WatchPolicy, load_watch
+from ..model import Diagnosis
+from ..names import fleet_name_notes
+from ..offenders import SweepResult, offenders_of
+from ..prometheus.sweep import sweep as pushed_down
+from .diagnose import Fleet, fleet
+from .prometheus import PrometheusSource
+from .request import Request
+from .source import Source, known
+
+
+def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at: datetime | None = None,
+                 source: str = "store") -> SweepResult:
+    """Every node's diagnosis as a sweep result: every offending link, its node's diagnosis, every node swept."""
+    result = SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source=source,
+                         swept=sorted(diagnoses), warnings=fleet_name_notes(diagnoses))
+    for node, diagnosis in sorted(diagnoses.items()):
+        found = offenders_of(diagnosis)
+        result.offenders.extend(found)
+        if found:
+            result.diagnoses[node] = diagnosis
+            result.confirmed[node] = found
+    return result
+
+
+def sweep(source: Source, request: Request, *, read_back: bool = True) -> SweepResult:
+    """The fleet swept for the window ending at `request.end` (default: the source's newest reading); on Prometheus,
+    pushed down to the server, which reads the offending nodes back (`read_back=False`: the offenders only). A node
+    the source holds with no reading in the span the rules need makes the view incomplete: a silent node is not a
+    healthy one."""
+    hours = request.length.total_seconds() / 3600
+    if isinstance(source, PrometheusSource):
+        return pushed_down(source.client, request.thresholds, at=request.end, window_hours=hours,
+                           analyze=read_back, step_s=source.step_s, dmap=source.dmap)
+    started = time.perf_counter()
+    answered = fleet(source, request)
+    ends = [w.end for w in answered.windows if w.end is not None]
+    if not ends:
+        return SweepResult(at=request.end or datetime.now().astimezone(), window_hours=hours, source=source.name,
+                           complete=False, incomplete_reasons=["the source holds no link samples and no events"])
+    engine = answered.analysis.timings.get("total_s", 0.0)
+    result = fleet_result(answered.diagnoses, window_hours=hours, at=max(ends), source=source.name)
+    result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
+    result.timings.analyze_s = engine
+    _say_held(result)
+    _say_unjudged(result, answered, source, request)
+    return result
+
+
+def _say_held(result: SweepResult) -> None:
+    """Planned work does not page: shown as a warning, left out of the offenders."""
+    held = sorted(n for n, d in result.diagnoses.items() if d.maintenance)
+    if not held:
+        return
+    result.offenders = [o for o in result.offenders if o.node_id not in held]
+    result.confirmed = {n: f for n, f in result.confirmed.items() if n not in held}
+    result.warnings.append(f"{len(held)} node(s) in maintenance, their findings not counted as offenders: "
+                           + "; ".join(f"{n} {result.diagnoses[n].maintenance}" for n in held[:10]))
+
+
+def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request: Request) -> None:
+    """Nodes whose links were not judged: one reading (totals only), or none in the span the rules need."""
+    reporting: set[str] = set()
+    for got in answered.windows:
+        links = got.tables.get("link_samples")
+        if links is not None and len(links):
+            reporting |= {str(n) for n in links["node_id"].dropna().unique()}  # categories: fast
+    quiet = [n for n in sorted(set(source.nodes()) - reporting) if n not in result.diagnoses]  # events only: not silent
+    lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet
+                  and d.repair_action in (LONE_READING_ACTION, NO_LINKS_ACTION))
+    if lone:
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"{len(lone)} node(s) hold one reading per link, or none: totals only, no rates, so their links are not "
+            "judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
+    result.silent = quiet
+    if quiet:
+        span = history_needed(request.length, request.thresholds)
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"{len(quiet)} node(s) of the {source.name} have no reading in the {fmt.hours(span.total_seconds() / 3600)}"
+            f" before {fmt.when(result.at)}: " + ", ".join(quiet[:10]) + (" ..." if len(quiet) > 10 else ""))
+
+
+def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime | None = None,
+          policy: WatchPolicy | None = None, thresholds: Thresholds | None = None, chunk: int = 64) -> list[Watch]:
+    """The links climbing toward a failing threshold over the policy's lookback (of `nodes`, default all), read
+    `chunk` nodes at a time so memory follows the chunk, not the fleet (a 72 h lookback holds three days of every
+    link)."""
+    policy = policy or load_watch()
+    held = source.nodes()
+    names = held if not nodes else [known("node", n, held, where=source.name) for n in nodes]
+    end = end or source.newest(names)
+    if end is None:
+        return []
+    found: list[Watch] = []
+    for i in range(0, len(names), chunk):
+        got = source.read(nodes=names[i:i + chunk], end=end, span=policy.lookback)
+        found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds)
+    return sorted(found, key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
+
+
+def verify_repair(source: Source, *, node: str, parts: Collection[str], repaired_at: datetime,
+                  policy: VerificationPolicy | None = None, thresholds: Thresholds | None = None) -> RepairCheck:
+    """The repaired parts judged window by window on the node's readings from the repair to its newest (at most
+    the soak)."""
+    policy = policy or load_verification()
+    if node not in source.nodes():
+        return RepairCheck(node_id=node, parts=sorted(parts), repaired_at=repaired_at, checked_to=None,
+                           soak_hours=policy.soak_hours, windows=0, covered=0, verdict=RepairVerdict.HOLDING,
+                           evidence=[f"the {source.name} holds no readings of {node}"])
+    newest = source.newest([node])
+    if newest is None or newest <= repaired_at:
+        return check_repair({}, node_id=node, parts=parts, repaired_at=repaired_at, now=None, policy=policy)
+    end = min(newest, repaired_at + policy.soak)
+    got = source.read(nodes=[node], end=end, span=end - repaired_at)
+    return check_repair(got.tables, node_id=node, parts=parts, repaired_at=repaired_at, now=end, policy=policy,
+                        thresholds=thresholds, platform=got.platforms.get(node), platforms=got.platforms)

@@ -1,0 +1,92 @@
+"""The telemetry store as a source: each read opens its own connection (listener threads answer at once) and reads
+only the files, row groups and columns its window needs, so a node ingested a minute ago is seen now."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+
+from ..model import RackSlot
+from ..store.maintenance import MaintenanceLog
+from ..store.telemetry import TelemetryStore, open_store
+from .source import Window, listed_nodes
+
+
+class StoreSource:
+    """Nodes, jobs and racks of a telemetry store folder (`fabricbot ingest ... --store DIR`)."""
+
+    name = "store"
+
+    def __init__(self, root: Path | str | TelemetryStore, *, create: bool = False) -> None:
+        if isinstance(root, TelemetryStore):
+            self.root = root.root
+        else:
+            self.root = Path(root)
+            open_store(self.root, create=create).db.close()  # a mistyped folder is said now, not at the first read
+        self._log: MaintenanceLog | None = None
+
+    @contextmanager
+    def store(self) -> Iterator[TelemetryStore]:
+        store = TelemetryStore(self.root)
+        try:
+            yield store
+        finally:
+            store.db.close()
+
+    def nodes(self) -> list[str]:
+        with self.store() as store:
+            return store.nodes()
+
+    def jobs(self) -> list[str]:
+        with self.store() as store:
+            return store.jobs()
+
+    def job_nodes(self, job_id: str) -> list[str]:
+        with self.store() as store:
+            return store.job_nodes(job_id)
+
+    def racks(self) -> dict[str, RackSlot]:
+        with self.store() as store:
+            return store.racks()
+
+    def newest(self, nodes: Collection[str] | None = None) -> datetime | None:
+        with self.store() as store:  # from the catalog: no file is opened
+            return store.newest(nodes)
+
+    def window_of(self, node: str) -> timedelta | None:
+        return None
+
+    def maintenance(self) -> MaintenanceLog:
+        """The store's planned-work windows, on one connection of their own kept for the source's life."""
+        if self._log is None:
+            self._log = TelemetryStore(self.root).maintenance
+        return self._log
+
+    def read(self, *, nodes: Collection[str] | None, end: datetime | None, span: timedelta, peers: bool = False,
+             steps: timedelta | None = None) -> Window:
+        with self.store() as store:
+            got = store.read_window(end=end, span=span, nodes=nodes, peers=peers, steps=steps)
+            if got.end is None and nodes is None:  # a store of events alone (a kernel log): its newest event
+                newest = _newest_event(store)
+                if newest is not None:
+                    got = store.read_window(end=newest, span=span, nodes=nodes, peers=peers, steps=steps)
+        return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
+                      undated=got.undated, maintenance=got.maintenance, history=self.history,
+                      listed=listed_nodes(got.tables.get("nodes")))
+
+    def history(self, nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
+        """The link samples a job's correlation asks for, read from the store when the engine asks."""
+        with self.store() as store:
+            return store.window(end=end, span=end - start + timedelta(microseconds=1), nodes=nodes)["link_samples"]
+
+
+def _newest_event(store: TelemetryStore) -> datetime | None:
+    events = store.events()
+    if events.empty:
+        return None
+    newest = pd.to_datetime(events["timestamp"], utc=True).max()
+    return None if pd.isna(newest) else newest.to_pydatetime()

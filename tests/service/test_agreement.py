@@ -1,0 +1,238 @@
+"""One question, one answer: each kind of input asked through each door gives the same headline, slowdown,
+priority, verdict, action and part.
+
+Doors: `fabricbot analyze` on the input itself, `fabricbot ingest` then `analyze --store`, `fabricbot ticket` both
+ways, `fabricbot render` (the diagnosis it draws), and `/fabric NODE` through the real app on the mock Slack (the
+analysis it posted, and the console's feed of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from bot.cli import main
+from bot.commands.render import drawable_for
+from bot.console.feed import channel_feed
+from bot.console.topology import analysis_of
+from bot.nodes import StoreNodeSource
+from bot.state import BotState
+from diagnostics import Diagnosis
+from diagnostics.synth.rack_fleet import generate_racks
+from tests.bot.helpers import OPS, local_bot, summary_for
+from tests.conftest import FIXTURES
+
+FACTS = ("fault_detected", "isolated_component", "degradation_pct", "ticket_priority", "verdict", "repair_action")
+AT = "2026-11-30T12:00:00Z"  # when an undated paste was taken, said to both the file door and the store
+
+
+@dataclass
+class Case:
+    """An input as a user has it: its files, the node to ask about, and how undated readings are placed."""
+
+    name: str
+    files: list[Path]
+    node: str
+    snapshot: bool = False
+    dated_by: list[str] = field(default_factory=list)  # ingest: --at; analyze: --end
+
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+def _facts(d: Diagnosis | dict[str, Any]) -> dict[str, Any]:
+    data = d.model_dump(mode="json") if isinstance(d, Diagnosis) else d
+    return {k: data[k] for k in FACTS}
+
+
+def _seed(tmp: Path, index: int, **extra: Any) -> Path:
+    case = json.loads((FIXTURES / "seed_examples.json").read_text())[index]
+    path = tmp / f"seed-{index + 1}{''.join(f'-{v}' for v in extra.values())}.json"
+    path.write_text(json.dumps(case["input"] | extra))
+    return path
+
+
+def _fleet_csv(tmp: Path, node: str) -> list[Path]:
+    """The committed fleet's tables for the node's job as CSV files, with the inventory."""
+    fleet = FIXTURES / "fleet"
+    steps = pd.read_parquet(fleet / "step_samples.parquet")
+    jobs = steps[steps["node_ids"].astype(str).str.contains(node, regex=False)]
+    nodes = sorted({n.strip() for v in jobs["node_ids"].astype(str) for n in v.split(",")} | {node})
+    links = pd.read_parquet(fleet / "link_samples.parquet")
+    events = pd.read_parquet(fleet / "events.parquet")
+    out = []
+    for name, frame in (("link_samples", links[links["node_id"].astype(str).isin(nodes)]), ("step_samples", jobs),
+                        ("events", events[events["node_id"].astype(str).isin(nodes)] if len(events) else events)):
+        path = tmp / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        out.append(path)
+    inventory = pd.read_csv(fleet / "nodes.csv", dtype=str)
+    inventory[inventory["node_id"].isin(nodes)].to_csv(tmp / "nodes.csv", index=False)
+    return [*out, tmp / "nodes.csv"]
+
+
+@pytest.fixture(scope="module")
+def racks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A synthetic NVL72 rack whose switch tray fails, and the compute tray host its fault reaches."""
+    folder = tmp_path_factory.mktemp("nvl72")
+    truth = json.loads(generate_racks(out=folder, seed=4, racks=1, hours=6, scenarios=["switch_tray"]).read_text())
+    tray = truth["racks"]["rack-01"]["faults"][0]["links"][1][0]  # a compute tray with a link on the failing unit
+    return folder, f"rack-01-c{tray:02d}"
+
+
+def _cases(tmp: Path, racks: tuple[Path, str]) -> list[Case]:
+    real = FIXTURES / "real"
+    fleet = FIXTURES / "fleet"
+    committed = [fleet / "link_samples.parquet", fleet / "step_samples.parquet", fleet / "events.parquet",
+                 fleet / "nodes.csv"]
+    (tmp / "csv").mkdir()
+    return [
+        Case("seed, failing", [_seed(tmp, 0)], "hpc-gpu-node-12", snapshot=True),
+        Case("seed, healthy", [_seed(tmp, 1)], "hpc-gpu-node-03", snapshot=True),
+        Case("seed on a platform", [_seed(tmp, 0, platform="hgx-h100-8gpu")], "hpc-gpu-node-12", snapshot=True),
+        Case("normalized CSV tables", _fleet_csv(tmp / "csv", "hpc-gpu-node-12"), "hpc-gpu-node-12"),
+        Case("nvidia-smi nvlink -e paste", [real / "nvlink_e_h100_1.txt"], "h100-a", dated_by=[AT]),
+        Case("kernel log", [real / "sxid_24007_xid_a100_1.txt"], "192.168.11.119"),
+        Case("committed fleet, failing node", committed, "hpc-gpu-node-12"),
+        Case("committed fleet, healthy node", committed, "hpc-gpu-node-03"),
+        Case("committed fleet, off-the-bus GPU", committed, "hpc-gpu-node-01"),
+        Case("NVL72 rack, a compute tray", [racks[0]], racks[1]),
+    ]
+
+
+def _direct(run: Run, case: Case) -> dict[str, Any]:
+    if case.snapshot:
+        code, out, err = run("analyze", str(case.files[0]), "--json")
+    else:
+        end = ["--end", case.dated_by[0]] if case.dated_by else []
+        code, out, err = run("analyze", *map(str, case.files), "--node", case.node, *end, "--json")
+    assert code == 0, err
+    return _facts(json.loads(out))
+
+
+def _ingested(run: Run, case: Case, store: Path) -> dict[str, Any]:
+    at = ["--at", case.dated_by[0]] if case.dated_by else []
+    node = [] if case.snapshot or len(case.files) > 1 or case.files[0].is_dir() else ["--node", case.node]
+    code, _, err = run("ingest", *map(str, case.files), "--store", str(store), *node, *at)
+    assert code == 0, err
+    code, out, err = run("analyze", "--store", str(store), "--node", case.node, "--json")
+    assert code == 0, err
+    return _facts(json.loads(out))
+
+
+def _ticket(run: Run, *target: str) -> dict[str, Any] | None:
+    code, out, err = run("ticket", *target, "--json", "--rules")
+    if code == 1:  # nothing to repair
+        return None
+    assert code == 0, err
+    data = json.loads(out)
+    part = data["replacement_part"]
+    return {"priority": data["priority"], "gpu": data["gpu_index"], "part": part["id"] if part else None}
+
+
+def _drawn(case: Case, store: Path | None) -> dict[str, Any]:
+    args = argparse.Namespace(target=str(case.files[0]) if store is None else case.node, platform=None, case=None,
+                              node=None)
+    drawable = drawable_for(args, None if store is None else str(store))
+    assert drawable.diagnosis is not None
+    return _facts(drawable.diagnosis)
+
+
+def _posted(store: Path, node: str) -> tuple[dict[str, Any], str]:
+    """`/fabric NODE` answered by the real app over the store: the analysis it posted, and the text the console's
+    feed shows for it."""
+    with local_bot(source=StoreNodeSource(store)) as local:
+        message = summary_for(local, node)
+        analysis = analysis_of(message)
+        diagnosis = BotState(local.audit.db).analysis(analysis) if analysis is not None else None
+        feed = channel_feed(local.slack, OPS, "UALICE", [])
+    shown = next(m for m in feed["messages"] if m["ts"] == message.ts)
+    if diagnosis is None:  # a healthy node's summary has no draft button to carry the analysis id
+        return {}, json.dumps(shown)
+    return _facts(diagnosis), json.dumps(shown)
+
+
+def test_each_input_through_each_door_gives_one_answer(tmp_path: Path, racks: tuple[Path, str],
+                                                       capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "FABRICBOT_STORE", "FABRICBOT_PROMETHEUS_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    disagreements: list[str] = []
+    for i, case in enumerate(_cases(tmp_path, racks)):
+        store = tmp_path / f"store-{i}"
+        answers = {"analyze FILE": _direct(run, case), "analyze --store": _ingested(run, case, store)}
+        if case.snapshot:  # `render` analyses a snapshot file; other files it draws bare
+            answers["render FILE"] = _drawn(case, None)
+        answers["render --store"] = _drawn(case, store)
+        posted, shown = _posted(store, case.node)
+        if posted:
+            answers["/fabric"] = posted
+        first = answers["analyze FILE"]
+        for door, got in answers.items():
+            for key in FACTS:
+                if got[key] != first[key]:
+                    disagreements.append(f"{case.name}: {door} says {key}={got[key]!r}, analyze FILE {first[key]!r}")
+        said = first["isolated_component"] if first["fault_detected"] else "no fabric fault"
+        if said not in shown:
+            disagreements.append(f"{case.name}: the console's feed does not show {said!r}")
+        direct = _ticket(run, str(case.files[0])) if case.snapshot else None
+        stored = _ticket(run, case.node, "--store", str(store))
+        if case.snapshot and direct != stored:
+            disagreements.append(f"{case.name}: the ticket from the file {direct} and from the store {stored}")
+        if stored is not None and stored["priority"] != first["ticket_priority"]:
+            disagreements.append(f"{case.name}: the ticket's priority {stored['priority']} is not the diagnosis' "
+                                 f"{first['ticket_priority']}")
+    assert disagreements == []
+
+
+def test_the_seed_examples_expected_outputs_hold_through_the_store(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The seed's own expected outputs, matched exactly as `analyze FILE` matches them, asked of a store."""
+    cases = json.loads((FIXTURES / "seed_examples.json").read_text())
+    assert main(["ingest", str(FIXTURES / "seed_examples.json"), "--store", str(tmp_path / "s")]) == 0
+    for case in cases:
+        capsys.readouterr()
+        assert main(["analyze", "--store", str(tmp_path / "s"), "--node", case["input"]["node_id"], "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        for key, want in case["expected_output"].items():
+            if key == "degradation_pct":
+                assert abs(got[key] - want) <= 0.1 + 1e-9, (case["input"]["node_id"], key, got[key])
+            else:
+                assert got[key] == want, (case["input"]["node_id"], key, got[key])
+
+
+def test_a_tray_is_answered_and_ticketed_as_its_rack(racks: tuple[Path, str], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A compute tray whose links run through a failing switch tray names the rack's suspect and its part, through
+    `analyze`, `ticket` and `/fabric`, as the rack's own answer does."""
+    folder, tray = racks
+    store = tmp_path / "store"
+    assert main(["ingest", str(folder), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert main(["analyze", "--store", str(store), "--rack", "rack-01", "--json"]) == 0
+    rack = json.loads(capsys.readouterr().out)
+    assert main(["analyze", "--store", str(store), "--node", tray, "--json"]) == 0
+    host = json.loads(capsys.readouterr().out)
+    assert host["isolated_component"] == rack["isolated_component"] == "Switch tray 1"
+    assert host["repair_action"] == rack["repair_action"]
+    parts = []
+    for target in ("rack-01", tray):
+        assert main(["ticket", target, "--store", str(store), "--json", "--rules"]) == 0
+        parts.append(json.loads(capsys.readouterr().out)["replacement_part"]["id"])
+    assert parts == ["gb200-nvl72-switch-tray"] * 2
+    posted, _ = _posted(store, tray)
+    assert posted["isolated_component"] == "Switch tray 1"
