@@ -17,12 +17,12 @@ from typing import IO, Any
 
 import pytest
 
-from bot import filing
 from bot.audit import AuditLog
 from bot.cli import main as cli
 from bot.state import DRAFTS, BotState
 from bot.storage import open_db
-from bot.tracker import SqliteTracker
+from bot.workflow import filing
+from bot.workflow.tracker import SqliteTracker
 from diagnostics.store import DB_NAME, TelemetryStore, connect
 
 ROOT = Path(__file__).resolve().parents[2]

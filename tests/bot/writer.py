@@ -21,16 +21,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bot import filing
 from bot.audit import AuditLog
 from bot.cli import main as cli
 from bot.nodes import StoreNodeSource
 from bot.settings import Settings
 from bot.state import BotState
 from bot.storage import open_db
-from bot.tracker import SqliteTracker
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message, MockSlack
+from bot.workflow import filing
+from bot.workflow.tracker import SqliteTracker
 from diagnostics.tickets import RulesDrafter
 from tests.bot.helpers import OPS, USERS, buttons, png_renderer, posted
 
