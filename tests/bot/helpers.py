@@ -92,8 +92,9 @@ def buttons(message: Message) -> list[dict[str, Any]]:
     return [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
 
 
-def summary_for(local: LocalSlack, node: str, user: str = "UALICE") -> Message:
+def summary_for(local: LocalSlack, node: str, user: str = "UALICE", timeout: float = 60.0) -> Message:
+    """`/fabric NODE` and its summary; the wait ends as soon as it is posted (a loaded machine may take a while)."""
     before = len(posted(local.slack))
     assert local.injector.command(node, user=user, channel=OPS).status == 200
-    assert local.slack.wait_for(lambda s: len(posted(s)) > before)
+    assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=timeout)
     return posted(local.slack)[-1]
