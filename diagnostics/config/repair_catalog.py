@@ -46,6 +46,11 @@ class StepEntry(_Model):
     text: Text
     command: Text | None = None
     source: str = "assumed"
+    stops: Literal["gpu", "node"] | None = Field(
+        default=None, description="What the step takes out of service: one GPU, or every GPU of the node.")
+    if_node_stops: str | None = Field(
+        default=None, description="An isolation step's replacement (a [step] id) when the plan stops the node: "
+                                  "excluding one GPU is no isolation for a reboot.")
 
 
 StepRef = str | StepEntry  # an id in [step], the reset mark, or a step written out
@@ -177,6 +182,9 @@ def _inherit(data: dict[str, Any], source: str) -> dict[str, Any]:
     return {**data, "platform": platforms}
 
 
+_NOT_TEXT = ("source", "needs", "stops", "if_node_stops")
+
+
 def _texts(value: Any, where: str) -> list[tuple[str, str]]:
     """Every template string inside a parsed value, with where it sits."""
     if isinstance(value, str):
@@ -184,7 +192,7 @@ def _texts(value: Any, where: str) -> list[tuple[str, str]]:
     if isinstance(value, list):
         return [t for i, v in enumerate(value) for t in _texts(v, f"{where}[{i}]")]
     if isinstance(value, BaseModel):
-        fields = {k: getattr(value, k) for k in type(value).model_fields if k not in ("source", "needs")}
+        fields = {k: getattr(value, k) for k in type(value).model_fields if k not in _NOT_TEXT}
         return [t for k, v in fields.items() for t in _texts(v, f"{where}.{k}")]
     if isinstance(value, dict):
         return [t for k, v in value.items() for t in _texts(v, f"{where}.{k}")]
@@ -222,6 +230,10 @@ def _check_refs(cat: Catalog) -> None:
             for ref in getattr(entry, name) or []:
                 if isinstance(ref, str) and ref != RESET_MARK and ref not in cat.step:
                     raise ConfigError(f"{cat.source}: {where}.{name} names {ref!r}, which is not a [step] entry")
+    for sid, step in cat.step.items():
+        if step.if_node_stops is not None and step.if_node_stops not in cat.step:
+            raise ConfigError(f"{cat.source}: step.{sid}.if_node_stops names {step.if_node_stops!r}, which is not a "
+                              "[step] entry")
     missing = [k.value for k in FaultKind if k not in cat.fault]
     if missing:
         raise ConfigError(f"{cat.source}: no [fault.{missing[0]}] plan (every fault kind needs one)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,12 +67,15 @@ class Capture(_Model):
 class PlanStep(_Model):
     text: str
     command: str | None = None
+    stops: Literal["gpu", "node"] | None = Field(
+        default=None, description="What the step takes out of service: one GPU, or every GPU of the node.")
 
 
 class Reset(_Model):
     scope: ResetScope
     gpus: list[int] = Field(default_factory=list, description="The GPUs one reset command must name together.")
     command: str | None = None
+    stops: Literal["gpu", "node"] | None = None
 
 
 class RepairPlan(_Model):
@@ -91,6 +94,11 @@ class RepairPlan(_Model):
     action: str
     warnings: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
+
+    @property
+    def stops_node(self) -> bool:
+        """Whether anything in the plan stops every GPU of the node (a reboot, a power-off, a full diagnostic)."""
+        return self.reset.stops == "node" or any(s.stops == "node" for s in self.repair)
 
     def commands(self) -> list[str]:
         """Every command of the plan in the order a person runs them: captures, isolation, repairs."""
@@ -270,12 +278,20 @@ class _Builder:
         self.sources.append(f"reset {scope.value}: {entry.source}")
         if scope is ResetScope.FABRIC_SERVICE and not (self.plat is not None and self.plat.rack):
             command = self.fill(entry.command)  # a rack's fabric is NMX's, on a switch tray: no host service
-        return Reset(scope=scope, gpus=gpus, command=command)
+        return Reset(scope=scope, gpus=gpus, command=command, stops=entry.stops)
 
     def reset_step(self, reset: Reset) -> PlanStep | None:
         entry = self.cat.reset[reset.scope]
         text = self.fill(self.over.reset_text) or self.fill(self.base.reset_text) or self.fill(entry.text)
-        return PlanStep(text=text, command=reset.command) if text else None
+        return PlanStep(text=text, command=reset.command, stops=reset.stops) if text else None
+
+    def isolation(self, refs: Sequence[StepRef], node_stops: bool) -> list[PlanStep]:
+        """The isolation steps; a step that would leave the node's other GPUs running gives way to its node-wide
+        one when anything in the plan stops them all."""
+        if node_stops:
+            refs = [self.cat.step[r].if_node_stops or r if isinstance(r, str) and r in self.cat.step else r
+                    for r in refs]
+        return self.steps(refs)
 
     def captures(self) -> list[Capture]:
         out = []
@@ -313,7 +329,7 @@ class _Builder:
             return None
         if isinstance(entry.text, str) and entry.source != "assumed":
             self.sources.append(f"{text[:60]}: {entry.source}")
-        return PlanStep(text=text, command=self.fill(entry.command))
+        return PlanStep(text=text, command=self.fill(entry.command), stops=entry.stops)
 
     def chosen_action(self) -> Text:
         if self.facts.link_down:
@@ -345,8 +361,9 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
         b.sources.append(f"the errors reach the {facts.end} end: its part first (data/ends.toml)")
     reset = b.reset()
     captures = b.captures()
-    isolation = b.steps(b.over.isolate or b.base.isolate)
     repair = b.steps(b.over.repair or b.base.repair, b.reset_step(reset))
+    node_stops = reset.stops == "node" or any(s.stops == "node" for s in repair)
+    isolation = b.isolation(b.over.isolate or b.base.isolate, node_stops)
     return RepairPlan(platform=platform, fault=fault, applies=True, part=part, next_part=nxt, part_note=note,
                       captures=captures, isolation=isolation, reset=reset, repair=repair,
                       action=b.action(b.chosen_action()), warnings=b.warnings,

@@ -134,6 +134,7 @@ def end_problems(text: str, end: LinkEnd | None, owner: str) -> list[str]:
 _TOOLS = r"nvidia-smi|dcgmi|lspci|systemctl|nv-fabricmanager|journalctl|dmesg|ipmitool|nvidia-bug-report\.sh|reboot"
 _COMMAND = re.compile(rf"(?<![\w-])({_TOOLS})(?:\s+(?:sudo\s+)?(-{{1,2}}[\w-]+|[a-z][\w-]*))?", re.IGNORECASE)
 _DISABLES = re.compile(r"\b(disabl|isolat|shut ?down|turn(?:ed)? off)\w*\b[^.;]*\b(link|port)s?\b", re.IGNORECASE)
+_EXCLUDES = re.compile(r"\bexclud\w*\s+(?:only\s+)?(?:the\s+)?(?:GPU|affected GPU)\b", re.IGNORECASE)
 
 
 def _commands(text: str) -> set[tuple[str, str]]:
@@ -158,6 +159,9 @@ def plan_problems(text: str, plan: RepairPlan, allowed: set[tuple[str, str]]) ->
     if _DISABLES.search(text):
         problems.append("tells someone to disable or isolate a link or port; isolation is draining the node or "
                         "excluding the GPU, never a link or a port")
+    if plan.stops_node and _EXCLUDES.search(text):
+        problems.append(f"offers excluding one GPU, but this {plan.fault.value} plan stops every GPU of the node "
+                        "(a reboot, a power-off or a diagnostic on all GPUs): the only isolation is the node's drain")
     return problems
 
 

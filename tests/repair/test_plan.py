@@ -259,3 +259,56 @@ def test_the_one_line_action_resets_what_the_platform_allows() -> None:
     assert "reset GPUs 0, 1, 2, 3, 4, 5, 6, 7 together" in v100.action and v100.reset.gpus == list(range(8))
     h100 = repair_plan("hgx-h100-8gpu", "gpu-nvlinks", {"gpu": 4, "node_id": "n"})
     assert "reset GPU 4," in h100.action and h100.reset.gpus == [4]
+
+
+# What stops every GPU of a node, read from the words a technician is given, not from the catalog's marks.
+STOPS_NODE = re.compile(r"\breboot|\brestart (the )?(machine|node|fabric manager)|\bpower[- ](the node )?(down|cycle)|"
+                        r"\breseat|\bswap|dcgmi diag -r 3|\bmove (one card|gpu \d+|the gpu) ", re.IGNORECASE)
+OFFERS_EXCLUSION = re.compile(r"\bexclud\w* (the affected )?GPU", re.IGNORECASE)
+
+
+@pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p or 'no-platform'}-{f.value}" for p, f in CASES])
+def test_isolation_matches_the_reset_scope(platform: str | None, fault: FaultKind) -> None:
+    """A plan that reboots, powers off, reseats or loads the whole node isolates by the node's drain alone: excluding
+    one GPU would leave the other GPUs' jobs to be killed by the repair."""
+    for facts in (_facts(platform, fault), PlanFacts()):
+        plan = repair_plan(platform, fault, facts)
+        stops = [s.text for s in plan.repair if STOPS_NODE.search(s.text) or STOPS_NODE.search(s.command or "")]
+        assert plan.stops_node or not stops, stops  # every step that stops the node is known to
+        if plan.stops_node:
+            offered = [t for t in (plan.action, *(s.text for s in plan.isolation)) if OFFERS_EXCLUSION.search(t)]
+            assert not offered, offered
+            if plan.applies:
+                assert "drain" in plan.isolation[0].text.lower()
+
+
+def test_the_pcie_replay_plan_that_reboots_drains_the_node_and_offers_no_exclusion() -> None:
+    """node-02's ticket: 'Drain ... or, if the job can run on fewer GPUs, exclude GPU 2', then 'Reboot the node'."""
+    for platform in ("hgx-h100-8gpu", "pcie-8gpu", None):
+        plan = repair_plan(platform, FaultKind.PCIE_REPLAYS, PlanFacts(node_id="node-02", gpu=2))
+        assert plan.reset.scope is ResetScope.NODE and plan.stops_node
+        assert plan.repair[0].text.startswith("Reboot the node")
+        assert len(plan.isolation) == 1 and "exclude" not in plan.isolation[0].text
+        assert "stops every GPU of the node" in plan.isolation[0].text
+        assert plan.action.startswith("Drain node node-02; capture") and "exclude" not in plan.action
+        down = repair_plan(platform, FaultKind.PCIE_DOWNTRAIN, PlanFacts(node_id="node-04", gpu=2))
+        assert "power the node down" in down.repair[0].text and "exclude" not in down.isolation[0].text
+
+
+def test_a_plan_that_stops_one_gpu_alone_still_offers_excluding_it(tmp_path: Any) -> None:
+    """A user's plan whose only step is the single-GPU reset: the node's other GPUs keep their jobs."""
+    mine = _catalog_file(tmp_path, '[fault.nvlink]\nrepair = ["reset", "repeat"]\n')
+    plan = repair_plan("hgx-h100-8gpu", FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, link=1),
+                       catalog=load_catalog(mine))
+    assert plan.reset.stops == "gpu" and not plan.stops_node
+    assert "exclude GPU 2 from new jobs" in plan.isolation[0].text
+
+
+def test_a_drafted_step_that_excludes_one_gpu_from_a_node_wide_repair_is_sent_back() -> None:
+    from diagnostics.tickets.reasoning import plan_commands, plan_problems
+
+    plan = repair_plan("hgx-h100-8gpu", FaultKind.PCIE_REPLAYS, PlanFacts(node_id="node-02", gpu=2))
+    allowed = plan_commands(plan)
+    bad = plan_problems("Exclude GPU 2 from new jobs, then reboot the node", plan, allowed)
+    assert any("the only isolation is the node's drain" in p for p in bad)
+    assert not plan_problems(plan.isolation[0].text, plan, allowed)
