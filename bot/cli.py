@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "eval": "detection and localization precision/recall/F1 on a synthetic fleet",
     "ticket": "draft the repair ticket for the isolated component (or one link)",
     "sweep": "find offending links fleet-wide through Prometheus (PromQL push-down)",
+    "rules": "write a Prometheus rules file (recording and alerting rules) from the thresholds",
     "serve": "run the Slack bot (Socket Mode, HTTP, or the local mock without a token)",
     "demo": "run a scripted Slack conversation locally; write transcripts/demo.md",
     "audit": "print the audit trail (JSON lines, or Markdown with --markdown)",

@@ -116,6 +116,8 @@ class SweepResult(BaseModel):
     incomplete_reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     not_pushed_down: list[str] = Field(default_factory=list)  # rules only the local analysis evaluates
+    recorded: list[str] = Field(default_factory=list, description="Recorded per-link rates the server held and the "
+                                                                  "sweep read instead of computing them.")
     swept: list[str] = Field(default_factory=list, description="Every node the view covers, offending or not "
                                                                "(empty where the source lists only offenders).")
     silent: list[str] = Field(default_factory=list, description="Nodes with no reading in the span: not healthy.")

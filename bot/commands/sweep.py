@@ -47,6 +47,9 @@ def _table(result: SweepResult, out: TextIO) -> None:
         print(f"  the store, {fmt.window(result.window_hours, result.at)}: read {result.timings.fetch_s:.2f} s, "
               f"analysis {result.timings.analyze_s:.2f} s", file=out)
         return
+    if result.recorded:
+        print(f"  read {len(result.recorded)} recorded rate(s) of `fabricbot rules`: {', '.join(result.recorded)}",
+              file=out)
     print(f"  {result.queries} queries, {result.requests} requests ({result.retries} retries), "
           f"{result.bytes_received:,} bytes; sweep {result.timings.sweep_s:.2f} s, "
           f"read-back {result.timings.fetch_s:.2f} s, analysis {result.timings.analyze_s:.2f} s", file=out)

@@ -3,6 +3,7 @@
 from ..offenders import Offender, SweepResult
 from .client import PrometheusClient, PrometheusError
 from .config import ENV_URL, PrometheusConfig, load_config, redacted_url
+from .rules import labels_only, recording_name, rules_yaml
 from .source import read_node
 from .sweep import analyze_node, fleet_queries, sweep, sweep_url
 
@@ -15,9 +16,12 @@ __all__ = [
     "SweepResult",
     "analyze_node",
     "fleet_queries",
+    "labels_only",
     "load_config",
     "read_node",
+    "recording_name",
     "redacted_url",
+    "rules_yaml",
     "sweep",
     "sweep_url",
 ]

@@ -12,7 +12,7 @@ and the last-Xid gauge (see `xid_queries`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..config.platforms import all_platforms
@@ -147,9 +147,12 @@ def not_pushable(rule: Rule) -> str | None:
     return f"measured in {rule.unit}, which no query is generated for"
 
 
-def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
+def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float,
+                 recorded: Mapping[tuple[str, LinkType], str] | None = None) -> list[SweepQuery]:
     """One query per (rule, link type): links whose per-hour increase is above the rule's threshold.
 
+    `recorded` names, per (counter, link type), a series the server's recording rules keep with that rate (see
+    `rules`): the query then compares it instead of computing the increase of every spelling of the counter.
     A rule with `persist = [k, m]` counts, with a subquery, the windows that exceeded among the last m; the
     server aligns those windows to multiples of the window length (local.persist_ends mirrors it).
     """
@@ -161,10 +164,11 @@ def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: fl
         for link_type in LinkType:
             if not rule.applies_to(link_type.value):
                 continue
+            name = (recorded or {}).get((rule.counter, link_type))
             vector = builder.counter_vector(rule.counter, link_type, lambda s: f"increase({s}[{rng}])")
             if vector is None:
                 continue
-            promql = f"({vector}) / {window_hours:g} > {rule.above:g}"
+            promql = f"{name} > {rule.above:g}" if name else f"({vector}) / {window_hours:g} > {rule.above:g}"
             persist = getattr(rule, "persist", None)
             if persist:
                 k, m = int(persist[0]), int(persist[1])

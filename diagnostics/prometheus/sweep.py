@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,14 +41,18 @@ from .promql import (
     unpushed_rules,
     xid_queries,
 )
+from .rules import recorded_pattern, recordings
 from .source import read_node
 
 
 def fleet_queries(client: PrometheusClient, thresholds: Thresholds, window_hours: float,
-                  dmap: DcgmMap | None = None) -> list[SweepQuery]:
-    """Every query a sweep evaluates, generated from the thresholds and the dcgm table."""
+                  dmap: DcgmMap | None = None,
+                  recorded: Mapping[tuple[str, LinkType], str] | None = None) -> list[SweepQuery]:
+    """Every query a sweep evaluates, generated from the thresholds and the dcgm table (`recorded`: the rates the
+    server's recording rules keep, read instead of computed)."""
     builder = QueryBuilder(client.config, dmap or load_map())
-    return [*rule_queries(thresholds, builder, window_hours), *gauge_queries(thresholds, builder, window_hours),
+    return [*rule_queries(thresholds, builder, window_hours, recorded),
+            *gauge_queries(thresholds, builder, window_hours),
             *xid_queries(thresholds, builder, window_hours), *missing_queries(builder, window_hours)]
 
 
@@ -89,12 +94,32 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
                     detail="series stopped inside the window" if query.above is None else "")
 
 
+def recorded_rates(client: PrometheusClient, thresholds: Thresholds, at: datetime, window_hours: float,
+                   dmap: DcgmMap) -> dict[tuple[str, LinkType], str] | PrometheusUnavailable:
+    """The per-link rates `fabricbot rules` records that the server holds at `at` (one cheap query, the sweep's
+    first); none when the server has no such rules or refuses the question (the sweep then computes every rate
+    itself), the error when the server does not answer at all."""
+    try:
+        answer = client.instant(f'group by (__name__) ({{__name__=~"{recorded_pattern(window_hours)}"}})', at)
+    except PrometheusUnavailable as exc:
+        return exc
+    except PrometheusError:
+        return {}
+    held = {str(row["metric"].get("__name__", "")) for row in answer.rows}
+    wanted = recordings(thresholds, QueryBuilder(client.config, dmap), window_hours)
+    return {(r.counter, r.link_type): r.name for r in wanted if r.name in held}
+
+
 def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetime, window_hours: float,
                    result: SweepResult, dmap: DcgmMap | None = None) -> None:
     """Evaluate every generated query at `at`; failures become reasons the view is incomplete."""
-    queries = fleet_queries(client, thresholds, window_hours, dmap)
+    dmap = dmap or load_map()
+    recorded = recorded_rates(client, thresholds, at, window_hours, dmap)
+    held = recorded if isinstance(recorded, dict) else {}
+    result.recorded = sorted(held.values())
+    queries = fleet_queries(client, thresholds, window_hours, dmap, held)
     result.queries = len(queries)
-    result.not_pushed_down = unpushed_rules(thresholds, QueryBuilder(client.config, dmap or load_map()))
+    result.not_pushed_down = unpushed_rules(thresholds, QueryBuilder(client.config, dmap))
 
     def evaluate(query: SweepQuery) -> Answer | PrometheusError:
         try:
@@ -102,7 +127,9 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
         except PrometheusError as exc:
             return exc
 
-    answers = [evaluate(q) for q in queries[:1]]
+    answers: list[Answer | PrometheusError] = [] if isinstance(recorded, dict) else [recorded]
+    if not answers:
+        answers = [evaluate(q) for q in queries[:1]]
     if answers and isinstance(answers[0], PrometheusUnavailable):  # no point sending the rest to a dead server
         answers += [PrometheusError(f"not sent: the server did not answer the first query ({answers[0]})")
                     for _ in queries[1:]]
