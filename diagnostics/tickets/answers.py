@@ -23,7 +23,8 @@ from .model_run import ENV_KEY, ClaudeRun, RunLimits
 
 _GPU = re.compile(r"\bGPU\s*(\d+)\b")
 MAX_QUESTION = 500
-ANSWER_LIMITS = RunLimits(requests=3, total_tokens=12_000, deadline_s=20.0, request_timeout_s=15.0, max_tokens=400)
+ANSWER_LIMITS = RunLimits(requests=3, total_tokens=12_000, deadline_s=20.0, request_timeout_s=15.0, max_tokens=400,
+                          thinking_tokens=2000)
 
 INSTRUCTIONS = """\
 You answer an on-call engineer's question in a Slack thread about a GPU node's NVLink/NVSwitch/PCIe fabric.

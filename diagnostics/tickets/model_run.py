@@ -9,12 +9,21 @@ caller's rules path answers at once, so an answer never waits longer than the de
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic_ai import Agent
-from pydantic_ai.exceptions import RunTimedOut
+from pydantic_ai.exceptions import (
+    ContentFilterError,
+    ModelConnectionError,
+    ModelHTTPError,
+    OutputTokenLimitExceeded,
+    RunTimedOut,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+)
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
@@ -46,7 +55,13 @@ def scrub(text: str) -> str:
 
 @dataclass(frozen=True)
 class RunLimits:
-    """The bounds of one run: requests and tokens (UsageLimits), the whole run's deadline, each request's timeout."""
+    """The bounds of one run: requests and tokens (UsageLimits), the whole run's deadline, each request's timeout.
+
+    Thinking is off by default (`thinking=False`, pydantic-ai's unified setting: `disabled`, or `between_tools` where
+    the model refuses `disabled`): the facts are fixed by the analysis and the model only reads and words them, and
+    a run must answer within its deadline. A model that thinks anyway (one that cannot turn it off, or `thinking`
+    set to a level) gets `thinking_tokens` more room in `max_tokens`, since thinking counts against it.
+    """
 
     requests: int = 8
     total_tokens: int = 60_000
@@ -54,6 +69,8 @@ class RunLimits:
     request_timeout_s: float = 30.0
     sdk_retries: int = 1
     max_tokens: int = 2000
+    thinking: bool | str = False
+    thinking_tokens: int = 6000
 
     def usage(self) -> UsageLimits:
         return UsageLimits(request_limit=self.requests, total_tokens_limit=self.total_tokens)
@@ -64,8 +81,20 @@ class RunLimits:
         timeout = min(self.request_timeout_s, self.deadline_s)
         out: dict[str, Any] = {"max_tokens": self.max_tokens, "request_timeout": timeout, "timeout": timeout,
                                "max_retries": self.sdk_retries, "anthropic_cache_instructions": True,
-                               "anthropic_cache_tool_definitions": True}
+                               "anthropic_cache_tool_definitions": True, "thinking": self.thinking}
         return cast(ModelSettings, out)
+
+    def thinks(self, model: Model) -> bool:
+        """Whether requests to `model` may carry thinking: asked for, or a model that cannot turn it off (Sonnet
+        5.5's `between_tools` still thinks between tool calls)."""
+        profile = model.profile
+        return (self.thinking is not False and bool(profile.get("supports_thinking"))) or \
+            bool(profile.get("thinking_always_enabled")) or \
+            bool(profile.get("anthropic_disables_thinking_with_between_tools"))
+
+    def max_tokens_for(self, model: Model) -> int:
+        """The output cap a request to `model` carries: the answer's, plus the thinking room where it may think."""
+        return self.max_tokens + (self.thinking_tokens if self.thinks(model) else 0)
 
 
 class ClaudeRun:
@@ -76,6 +105,7 @@ class ClaudeRun:
         self._model = model
         self.on_model_call = on_model_call
         self.limits = limits or RunLimits()
+        self._max_tokens = self.limits.max_tokens
 
     @property
     def name(self) -> str:
@@ -97,19 +127,56 @@ class ClaudeRun:
 
     def _run(self, agent: Agent[Any, Any], prompt: str, log: CallLog) -> Any:
         """The agent's output, within the limits; raises whatever stopped it (the caller falls back)."""
-        result = agent.run_sync(prompt, deps=log, model=self._resolve(), usage_limits=self.limits.usage(),
-                                timeout=self.limits.deadline_s)
+        model = self._resolve()
+        self._max_tokens = self.limits.max_tokens_for(model)
+        result = agent.run_sync(prompt, deps=log, model=model, usage_limits=self.limits.usage(),
+                                timeout=self.limits.deadline_s,
+                                model_settings=cast(ModelSettings, {"max_tokens": self._max_tokens}))
         self._report(log.calls)
         return result.output
 
     def _fallback(self, log: CallLog, exc: BaseException) -> str:
         """Note the fallback in the calls and return why, scrubbed and short."""
-        said = f"no answer within the run's {self.limits.deadline_s:g} s deadline" if isinstance(exc, RunTimedOut) \
-            else str(exc)
-        reason = scrub(f"{type(exc).__name__}: {said}")[:300]
+        reason = scrub(f"{type(exc).__name__}: {self._why(exc)}")[:300]
         log.calls.append(ModelCall(model=self.name, outcome="fallback", detail=reason))
         self._report(log.calls)
         return reason
+
+    def _why(self, exc: BaseException) -> str:
+        """What stopped the run, in words: which limit it hit, or what the API answered."""
+        limits = self.limits
+        if isinstance(exc, RunTimedOut):
+            return f"no answer within the run's {limits.deadline_s:g} s deadline"
+        if isinstance(exc, OutputTokenLimitExceeded):
+            return f"the answer hit the output limit (max_tokens {self._max_tokens:,}, thinking included)"
+        if isinstance(exc, UsageLimitExceeded):
+            said = str(exc).split(". Consider")[0]
+            return f"the run hit its usage limit ({limits.requests} requests, {limits.total_tokens:,} tokens): {said}"
+        if isinstance(exc, ContentFilterError):
+            return f"the model refused to answer (stop reason refusal): {exc}"
+        if isinstance(exc, ModelHTTPError):
+            status = exc.status_code
+            if status == 429:
+                wait = _retry_after(exc)
+                return f"the Anthropic API is rate limiting this key (429{f', retry after {wait}' if wait else ''})"
+            if status == 529:
+                return "the Anthropic API is overloaded (529); try again in a few minutes"
+            return f"the Anthropic API answered {status}: {str(exc)[:150]}"
+        if isinstance(exc, UnexpectedModelBehavior) and (bad := _BAD_TOOL.match(str(exc))):
+            return (f"the model kept calling {bad[1]} with arguments it does not take "
+                    f"(sent back {bad[2]} time(s), the run's retry limit)")
+        if isinstance(exc, ModelConnectionError):
+            return f"the connection to the Anthropic API failed or was cut mid-answer: {exc}"
+        return str(exc)
+
+
+_BAD_TOOL = re.compile(r"Tool '([^']+)' exceeded max retries count of (\d+)")
+
+
+def _retry_after(exc: ModelHTTPError) -> str:
+    """The Retry-After the API sent with a 429, in seconds, when the error carries it."""
+    value = (exc.headers or {}).get("retry-after")
+    return f"{value} s" if value else ""
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,20 @@ from pydantic_ai import models
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 
-from diagnostics.tickets import ClaudeDrafter, ModelCall
+from diagnostics.tickets import ClaudeDrafter, ModelCall, RunLimits, drafter_from_env
+from diagnostics.tickets.model_run import DEFAULT_MODEL, ENV_KEY, ENV_MODEL
 from diagnostics.tickets.tools import TOOLSET
-from tests.tickets.anthropic_stub import Script, Stub, output_tool, serve, tool_use
+from tests.tickets.anthropic_stub import (
+    Reply,
+    Script,
+    Stub,
+    final_answer,
+    native_output,
+    output_tool,
+    serve,
+    thinking,
+    tool_use,
+)
 from tests.tickets.helpers import hgx_node
 
 pytestmark = pytest.mark.claude_stub
@@ -31,11 +42,13 @@ def _reads(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [tool_use(name, args, i) for i, (name, args) in enumerate(READ)]
 
 
+ANSWER = {"candidate_id": "gpu2", "why": "GPU 2's three links replay over 1,500/h; no other GPU's do",
+          "summary": "The GPU 2 module is failing: three of its NVLinks replay.",
+          "cites": ["gpu2-nvlink0", "gpu2-nvlink1", "gpu2-nvlink2"]}
+
+
 def _answers(body: dict[str, Any]) -> list[dict[str, Any]]:
-    answer = {"candidate_id": "gpu2", "why": "GPU 2's three links replay over 1,500/h; no other GPU's do",
-              "summary": "The GPU 2 module is failing: three of its NVLinks replay.",
-              "cites": ["gpu2-nvlink0", "gpu2-nvlink1", "gpu2-nvlink2"]}
-    return [tool_use(output_tool(body), answer, 99)]
+    return [tool_use(output_tool(body), ANSWER, 99)]
 
 
 @pytest.fixture
@@ -82,3 +95,117 @@ def test_the_second_request_reads_the_cache_and_the_draft_stays_in_budget(stub: 
     total = sum(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
                 for u in stub.usages)
     assert total < DRAFT_INPUT_BUDGET, stub.usages
+
+
+# -- the default model, as production builds it ---------------------------------------------------------------
+
+
+@pytest.fixture
+def default_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stub]:
+    """Production's construction: a key in the environment, no model named, the SDK pointed at the stub."""
+    def thinks_then_reads(body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [thinking("GPU 2 has three failing links; read them."), *_reads(body)]
+
+    def answers(body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [thinking("All three land on GPU 2."), final_answer(body, ANSWER, 99)]
+
+    with serve([thinks_then_reads, answers]) as s:
+        monkeypatch.setenv(ENV_KEY, "sk-ant-stub")
+        monkeypatch.delenv(ENV_MODEL, raising=False)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", s.base_url)
+        yield s
+
+
+def test_the_default_model_drafts_with_thinking_set_on_purpose_and_room_for_it(default_env: Stub) -> None:
+    calls: list[ModelCall] = []
+    drafter = drafter_from_env(on_model_call=calls.append)
+    ticket = drafter.draft(hgx_node())
+    assert ticket.drafted_by == DEFAULT_MODEL and ticket.candidate_id == "gpu2", ticket.fallback_notes
+    assert [c.outcome for c in calls] == ["ok", "ok"]
+    first, second = default_env.requests
+    assert first["model"] == DEFAULT_MODEL
+    # Sonnet 5.5 thinks unless told otherwise and refuses `disabled`: off is `between_tools`, which still thinks
+    # between tool calls, so max_tokens leaves the answer its 2,000 beyond the thinking room.
+    assert first["thinking"] == {"type": "between_tools"}
+    assert first["max_tokens"] == 2000 + 6000
+    # The path pydantic-ai takes for this name: the output tool, chosen by the model (it refuses a forced choice).
+    assert native_output(first) is None and first["tool_choice"] == {"type": "auto"}
+    assert output_tool(first) in [t["name"] for t in first["tools"]]
+    replayed = [b for m in second["messages"] if m["role"] == "assistant" for b in m["content"]]
+    assert any(b["type"] == "thinking" and b["signature"] for b in replayed)  # thinking sent back with its signature
+
+
+def test_a_model_told_to_think_takes_the_native_output_path(stub: Stub) -> None:
+    def answers(body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [thinking("weighing"), final_answer(body, ANSWER, 99)]
+
+    with serve([_reads, answers]) as s:
+        provider = AnthropicProvider(api_key="sk-ant-stub", base_url=s.base_url)
+        drafter = ClaudeDrafter(model=AnthropicModel(DEFAULT_MODEL, provider=provider),
+                                limits=RunLimits(thinking="low"))
+        ticket = drafter.draft(hgx_node())
+    assert ticket.drafted_by == DEFAULT_MODEL and ticket.candidate_id == "gpu2", ticket.fallback_notes
+    first = s.requests[0]
+    assert first["thinking"] == {"type": "adaptive"} and first["output_config"]["effort"] == "low"
+    assert native_output(first) is not None and not any(t["name"].startswith("final_result") for t in first["tools"])
+    assert first["max_tokens"] == 8000
+
+
+def test_a_model_that_can_turn_thinking_off_gets_no_thinking_room() -> None:
+    with serve([_reads, _answers]) as s:
+        provider = AnthropicProvider(api_key="sk-ant-stub", base_url=s.base_url)
+        ClaudeDrafter(model=AnthropicModel("claude-sonnet-5", provider=provider)).draft(hgx_node())
+    assert s.requests[0]["thinking"] == {"type": "disabled"} and s.requests[0]["max_tokens"] == 2000
+
+
+# -- what the API does besides answering: each a clear note in the rules ticket --------------------------------
+
+
+def _fallback(script: list[Script], **limits: Any) -> tuple[str, Stub]:
+    with serve(script) as s:
+        provider = AnthropicProvider(api_key="sk-ant-stub", base_url=s.base_url)
+        drafter = ClaudeDrafter(model=AnthropicModel(DEFAULT_MODEL, provider=provider), retries=1,
+                                limits=RunLimits(**limits))
+        ticket = drafter.draft(hgx_node())
+    assert ticket.drafted_by == "rules" and ticket.fallback_notes, ticket
+    return ticket.fallback_notes[0], s
+
+
+def test_overloaded_is_said_as_overloaded() -> None:
+    note, s = _fallback([lambda b: Reply.error(529, "Overloaded", retry_after_ms="10")])
+    assert "overloaded (529)" in note and len(s.requests) == 2  # the SDK's one retry, then the rules
+
+
+def test_rate_limited_says_when_to_retry() -> None:
+    note, s = _fallback([lambda b: Reply.error(429, "Number of requests exceeded", retry_after="20",
+                                               retry_after_ms="10")])
+    assert "rate limiting this key (429, retry after 20 s)" in note and len(s.requests) == 2
+
+
+def test_a_refusal_is_said_as_a_refusal() -> None:
+    note, _ = _fallback([lambda b: Reply(content=[], stop_reason="refusal")])
+    assert "refused to answer (stop reason refusal)" in note
+
+
+def test_an_answer_cut_at_max_tokens_names_the_limit() -> None:
+    note, _ = _fallback([lambda b: Reply(content=[thinking("long " * 50)], stop_reason="max_tokens")])
+    assert "output limit (max_tokens 8,000, thinking included)" in note
+
+
+def test_invalid_tool_arguments_are_sent_back_then_named() -> None:
+    note, s = _fallback([lambda b: [tool_use("link_detail", {"nope": 1}, 1)]])
+    assert len(s.requests) == 2, note  # the call, one retry (retries=1), then pydantic-ai gives up
+    results = [b for m in s.requests[1]["messages"] if isinstance(m["content"], list) for b in m["content"]
+               if b.get("type") == "tool_result"]
+    assert results and results[0].get("is_error") and "link" in str(results[0]["content"])
+    assert "kept calling link_detail with arguments it does not take" in note, note
+
+
+def test_a_cut_response_is_a_connection_failure() -> None:
+    note, s = _fallback([lambda b: Reply(content=[tool_use("unhealthy_links", {}, 1)], cut=True)])
+    assert "cut mid-answer" in note and len(s.requests) == 2
+
+
+def test_the_run_limit_names_itself() -> None:
+    note, _ = _fallback([_reads], requests=2)
+    assert "usage limit (2 requests" in note and "request_limit" in note
