@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,20 @@ from ..ingest.base import Source
 from ..topology.inventory import _ALIASES, load_inventory
 
 NODES_FILE = "nodes.csv"
-NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "tray", "state")
+NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "tray", "state", "state_reason",
+                "state_since")
 _OWN = {"node_serial", "rack_location", "tray", "slot", "serial", "state"}  # fields no telemetry table has
-_STATE = ("state", "node_state")  # the scheduler's word for the node: `drain` puts it in maintenance
+# The scheduler's word for the node, why it says so and since when (Slurm: `sinfo -R` REASON and TIMESTAMP;
+# Kubernetes: the cordon's taint or annotation). A drain for planned work puts the node in maintenance; a drain
+# for a fault does not (store/maintenance.py).
+_SCHEDULER = {"state": "state", "node_state": "state", "reason": "state_reason", "state_reason": "state_reason",
+              "drain_reason": "state_reason", "since": "state_since", "state_since": "state_since",
+              "reason_time": "state_since"}
 
 
 def _name(column: str) -> str | None:
     key = column.strip().lower().replace(" ", "_").replace("-", "_")
-    return key if key == "platform" else "state" if key in _STATE else _ALIASES.get(key)
+    return key if key == "platform" else _SCHEDULER.get(key) or _ALIASES.get(key)
 
 
 def _is_inventory_header(columns: list[str]) -> bool:
@@ -61,7 +68,8 @@ def read_node_file(source: Source, *, node_id: str | None = None) -> pd.DataFram
         if "node_id" not in [_name(c) for c in header]:
             raise InputError("a nodes file needs a node_id column (node_id,platform)", source=source.name,
                              value=",".join(header[:8]))
-        return _records(path, _column_csv(path, "platform"), node_id, _column_csv(path, "state"))
+        return _records(path, _column_csv(path, "platform"), node_id,
+                        {c: _column_csv(path, c) for c in ("state", "state_reason", "state_since")})
     try:
         data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError):
@@ -72,8 +80,9 @@ def read_node_file(source: Source, *, node_id: str | None = None) -> pd.DataFram
     named = next((v for k, v in data.items() if _name(str(k)) == "node_id"), None) or node_id
     if not named:
         raise InputError("the inventory names no node (add node_id, or pass --node)", source=source.name)
-    state = next((v for k, v in data.items() if _name(str(k)) == "state"), None)
-    return _records(path, {str(named): platform}, str(named), {str(named): state} if state else {})
+    scheduler = {c: {str(named): v for k, v in data.items() if _name(str(k)) == c and v}
+                 for c in ("state", "state_reason", "state_since")}
+    return _records(path, {str(named): platform}, str(named), scheduler)
 
 
 def _column_csv(path: Path, column: str) -> dict[str, Any]:
@@ -87,9 +96,20 @@ def _column_csv(path: Path, column: str) -> dict[str, Any]:
 
 
 def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
-             states: dict[str, Any] | None = None) -> pd.DataFrame:
-    """One row per node: its platform (checked against the known platforms), serial, rack and scheduler state."""
-    states = states or {}
+             scheduler: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per node: its platform (checked against the known platforms), serial, rack and scheduler state
+    (with its reason and time, where the file gives them)."""
+    scheduler = scheduler or {}
+
+    def said(column: str, name: str) -> str | None:
+        value = str(scheduler.get(column, {}).get(name) or "").strip() or None
+        if column == "state_since" and value is not None:
+            try:
+                datetime.fromisoformat(value)
+            except ValueError:
+                raise InputError(f"node {name}: the state's time {value!r} is not ISO 8601 (2026-03-01T10:00:00)",
+                                 source=str(path), field="since", value=value) from None
+        return value
     inventory = load_inventory(path)
     known = all_platforms()
     rows = []
@@ -101,9 +121,10 @@ def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
                              source=str(path), value=str(platform))
         rows.append({"node_id": name, "platform": platform, "node_serial": node.node_serial,
                      "rack_location": node.rack_location, "tray": node.tray,
-                     "state": str(states.get(name) or "").strip() or None})
+                     **{c: said(c, name) for c in ("state", "state_reason", "state_since")}})
     if not rows and node_id:
         node = inventory.node(None)
         rows.append({"node_id": node_id, "platform": None, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location, "tray": node.tray, "state": None})
+                     "rack_location": node.rack_location, "tray": node.tray, "state": None,
+                     "state_reason": None, "state_since": None})
     return pd.DataFrame(rows, columns=list(NODE_COLUMNS))

@@ -1,15 +1,20 @@
 """Planned work: which nodes are in maintenance, from when until when, why and on whose word.
 
 A node in maintenance is still diagnosed and its findings still shown, but nothing pages and no ticket is drafted
-from it: a reboot or a reseat is not a fault. Windows live in the store's database (table `maintenance`), set from
-the CLI or Slack, or come from an inventory file's `state` column: a scheduler state that keeps jobs off the node
-(Slurm's DRAIN, DRAINED, DRAINING, MAINT or a `+`-joined state holding one, such as IDLE+MAINTENANCE+RESERVED;
-Kubernetes' cordoned / SchedulingDisabled) holds the node in maintenance, open-ended, until an inventory ingested
-later gives another state. Slurm's state flags (`*`, `~`, `#`, ...) after the name are ignored.
+from it: a reboot or a reseat is not a fault. Planned work is a window set from the CLI or Slack (table
+`maintenance`), or a scheduler state an inventory file gives that says maintenance: Slurm's MAINT (a maintenance
+reservation; `+`-joined too, such as IDLE+MAINTENANCE+RESERVED), or a state that keeps jobs off the node (Slurm's
+DRAIN, DRAINED, DRAINING; Kubernetes' cordoned / SchedulingDisabled) whose reason says maintenance ("kernel
+upgrade", "planned maintenance"). A drain for a fault, or with no reason, is no planned work: health checkers and
+fabricbot's own tickets drain nodes on faults, and the fault must still be ticketed. An inventory's hold starts when
+the scheduler says it did (the file's `since`) or, failing that, at the first ingest that saw the state: readings
+before it are not held. It lasts until a later inventory gives another state, or someone ends it. Slurm's state flags
+(`*`, `~`, `#`, ...) after the name are ignored.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -20,15 +25,23 @@ from ..errors import InputError
 
 TABLE = "maintenance"
 NODES = "nodes"  # the store's node records: an inventory's `state` column lands there
-HELD_STATES = frozenset({"drain", "drained", "draining", "drng", "maint", "maintenance", "cordon", "cordoned",
-                         "schedulingdisabled"})
-INVENTORY_START = datetime(1970, 1, 1, tzinfo=UTC)  # an inventory says how the node is now, not since when
+MAINTENANCE_STATES = frozenset({"maint", "maintenance"})  # the scheduler itself says planned work
+OFF_STATES = frozenset({"drain", "drained", "draining", "drng", "cordon", "cordoned", "schedulingdisabled"})
+PLANNED_REASON = re.compile(r"maint|planned|upgrad|scheduled|reservation", re.IGNORECASE)
 
 
-def held(state: str | None) -> bool:
-    """Whether a scheduler state keeps jobs off the node for planned work (see the module's words)."""
-    words = (w.strip().rstrip("*~#!%$@^-").lower().replace(" ", "") for w in str(state or "").split("+"))
-    return any(w in HELD_STATES for w in words)
+def _words(state: str | None) -> set[str]:
+    return {w.strip().rstrip("*~#!%$@^-").lower().replace(" ", "") for w in str(state or "").split("+")}
+
+
+def held(state: str | None, reason: str | None = None) -> bool:
+    """Whether a scheduler state (with its reason) is planned work, as the module's words say."""
+    words = _words(state)
+    if words & MAINTENANCE_STATES:
+        return True
+    return bool(words & OFF_STATES) and bool(PLANNED_REASON.search(str(reason or "")))
+
+
 MAX_SPAN = timedelta(days=30)  # a window longer than a month is more likely a typo than a plan
 
 
@@ -80,10 +93,14 @@ class MaintenanceLog:
         return window
 
     def end(self, node_id: str, *, at: datetime, by: str) -> list[Maintenance]:
-        """End every window of the node still open at `at`; the windows ended."""
-        at = _utc(at)  # an inventory's hold ends only with the inventory
-        ended = [w for w in self.windows(node_id) if w.covers(at) and w.source != "inventory"]
+        """End every window of the node still open at `at`, an inventory's hold too (until a later inventory gives
+        another state); the windows ended."""
+        at = _utc(at)
+        ended = [w for w in self.windows(node_id) if w.covers(at)]
         with self.db.atomic():
+            if any(w.source == "inventory" for w in ended):
+                self.db[NODES].update(node_id, {"hold_ended_at": at.isoformat(),  # type: ignore[union-attr]
+                                                "hold_ended_by": by}, alter=True)
             for row in self.db[TABLE].rows_where("node_id = ?", [node_id]):
                 window = self._window(row)
                 if window.covers(at):
@@ -107,6 +124,25 @@ class MaintenanceLog:
     def _inventory(self, where: str | None, args: list[str]) -> list[Maintenance]:
         if not self.db[NODES].exists() or "state" not in self.db[NODES].columns_dict:
             return []
-        return [Maintenance(str(r["node_id"]), INVENTORY_START, None, f"the inventory's state is {r['state']}",
-                            "inventory", "inventory")
-                for r in self.db[NODES].rows_where(where, args) if held(r.get("state"))]
+        out = []
+        for r in self.db[NODES].rows_where(where, args):
+            if not held(r.get("state"), r.get("state_reason")):
+                continue
+            start = _since(r.get("state_since")) or _since(r.get("state_seen")) or _since(r.get("last_seen"))
+            if start is None:
+                continue  # a state with no time at all holds nothing: no reading is hidden by it
+            ended = _since(r.get("hold_ended_at"))
+            reason = f" ({r['state_reason']})" if r.get("state_reason") else ""
+            out.append(Maintenance(str(r["node_id"]), start, ended, f"the inventory's state is {r['state']}{reason}",
+                                   "inventory", "inventory"))
+        return out
+
+
+def _since(value: object) -> datetime | None:
+    """An inventory's time (ISO 8601, Slurm's `2026-03-01T10:00:00` in UTC) or None when it gives none or a bad one."""
+    if not value:
+        return None
+    try:
+        return _utc(datetime.fromisoformat(str(value).strip()))
+    except ValueError:
+        return None

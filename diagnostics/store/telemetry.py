@@ -185,10 +185,21 @@ class TelemetryStore:
         self._note_nodes(summary_nodes(result))
 
     def _write_nodes(self, records: pd.DataFrame) -> None:
-        """An inventory's node records: a platform, serial or rack it gives replaces the stored one."""
+        """An inventory's node records: a platform, serial or rack it gives replaces the stored one. A scheduler
+        state comes with its reason (none, if the file gives none) and since when: the file's time, else the first
+        ingest that saw it; a new state reopens a hold someone ended (store/maintenance.py)."""
         self._note_nodes(records["node_id"].astype(str).tolist())
+        now = datetime.now(UTC).isoformat()
         for row in records.to_dict("records"):
-            given = {k: v for k, v in row.items() if k != "node_id" and isinstance(v, str) and v}
+            given: dict[str, str | None] = {str(k): v for k, v in row.items()
+                                            if k != "node_id" and isinstance(v, str) and v}
+            if "state" in given:
+                stored = self._table("nodes").get(str(row["node_id"]))
+                same = (stored.get("state"), stored.get("state_reason")) == (given["state"],
+                                                                            given.get("state_reason"))
+                given.setdefault("state_reason", None)
+                if not same:
+                    given.update(state_seen=now, hold_ended_at=None, hold_ended_by=None)
             if given:
                 self._table("nodes").update(str(row["node_id"]), given, alter=True)
 

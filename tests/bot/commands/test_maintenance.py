@@ -69,33 +69,80 @@ def test_bad_requests_name_what_is_wrong(tmp_path: Path, cli: Cli) -> None:
     assert code == 2 and "--by" in err
 
 
-def test_an_inventory_that_says_drain_holds_the_node_until_it_says_otherwise(tmp_path: Path, cli: Cli) -> None:
-    """Slurm's DRAIN (any `+`-joined state holding it, flags such as `*` ignored) is planned work: no page."""
+def _inventory(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name / "nodes.csv"
+    path.parent.mkdir()
+    path.write_text(text)
+    return path
+
+
+def test_a_drain_for_a_fault_is_not_planned_work(tmp_path: Path, cli: Cli) -> None:
+    """A drained node (`state=DRAIN`, as the ticket itself orders and health checkers do on faults) is ticketed,
+    pages at its priority, and its readings from before the drain stay its own."""
     store = _store(tmp_path)
-    drained = tmp_path / "drained" / "nodes.csv"
-    drained.parent.mkdir()
-    drained.write_text("node_id,platform,state\nnode-12,hgx-h100-8gpu,IDLE+DRAIN*\n")
-    code, out, _ = cli("ingest", str(drained), "--store", str(store))
-    assert code == 0
+    for i, state in enumerate(("IDLE+DRAIN*", "drained,fabric", "DRAIN,Xid 79 on GPU 3 (health check)")):
+        text = "node_id,platform,state,reason\n" + f"node-12,hgx-h100-8gpu,{state}\n"
+        assert cli("ingest", str(_inventory(tmp_path, f"drain-{i}", text)), "--store", str(store))[0] == 0
+        code, out, _ = cli("sweep", "--store", str(store), "--json")
+        swept = json.loads(out)
+        assert code == 1 and {o["node_id"] for o in swept["offenders"]} == {"node-12"}, state
+        assert swept["diagnoses"]["node-12"]["maintenance"] is None
+    code, out, err = cli("ticket", "node-12", "--store", str(store))
+    assert code == 0 and "planned work" not in err and "node-12" in out
+    code, out, _ = cli("maintenance", "--store", str(store))
+    assert out.strip() == "no maintenance windows"
+
+
+def test_an_inventory_that_says_maintenance_holds_the_node_from_then_until_it_says_otherwise(tmp_path: Path,
+                                                                                             cli: Cli) -> None:
+    """Slurm's MAINT, or a drain whose reason says maintenance, is planned work from the time the scheduler gives
+    (else the ingest that first saw it), not from 1970; `--end` ends what the listing shows."""
+    store = _store(tmp_path)
+    text = "node_id,platform,state,reason,since\n" + f"node-12,hgx-h100-8gpu,DRAIN*,kernel upgrade,{END.isoformat()}\n"
+    assert cli("ingest", str(_inventory(tmp_path, "upgrade", text)), "--store", str(store))[0] == 0
     code, out, _ = cli("sweep", "--store", str(store), "--json")
     swept = json.loads(out)
     assert code == 0 and swept["offenders"] == [], swept["offenders"]
     note = swept["diagnoses"]["node-12"]["maintenance"]
-    assert "the inventory's state is IDLE+DRAIN*" in note and "no end set" in note
-    code, out, _ = cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store))
-    assert out.strip() == "node-12 is not in maintenance"  # only the inventory ends its own hold
+    assert "the inventory's state is DRAIN* (kernel upgrade)" in note and "no end set" in note
+    # the hour before the drain began is not held: its failing link is still a fault
+    before = (END - pd.Timedelta(minutes=5)).isoformat()
+    code, out, _ = cli("analyze", "--store", str(store), "--node", "node-12", "--json", "--window", "1h",
+                       "--end", before)
+    assert json.loads(out)["maintenance"] is None and json.loads(out)["ticket_priority"] != "low"
 
-    resumed = tmp_path / "resumed" / "nodes.csv"
-    resumed.parent.mkdir()
-    resumed.write_text("node_id,platform,state\nnode-12,hgx-h100-8gpu,mixed\n")
-    assert cli("ingest", str(resumed), "--store", str(store))[0] == 0
+    code, out, _ = cli("maintenance", "--store", str(store), "--at", END.isoformat())
+    assert out.split()[:2] == ["node-12", "now"]
+    code, out, _ = cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store),
+                       "--at", (END + pd.Timedelta(minutes=1)).isoformat())
+    assert out.strip() == "node-12: ended 1 maintenance window(s)"
+    code, out, _ = cli("maintenance", "--store", str(store), "--at", (END + pd.Timedelta(hours=1)).isoformat())
+    assert out.split()[:2] == ["node-12", "over"]
+
+    maint = "node_id,platform,state\nnode-12,hgx-h100-8gpu,IDLE+MAINT\n"
+    assert cli("ingest", str(_inventory(tmp_path, "maint", maint)), "--store", str(store))[0] == 0
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    assert code == 0 and "IDLE+MAINT" in json.loads(out)["diagnoses"]["node-12"]["maintenance"]
+    resumed = "node_id,platform,state\nnode-12,hgx-h100-8gpu,mixed\n"
+    assert cli("ingest", str(_inventory(tmp_path, "resumed", resumed)), "--store", str(store))[0] == 0
     code, out, _ = cli("sweep", "--store", str(store), "--json")
     assert code == 1 and {o["node_id"] for o in json.loads(out)["offenders"]} == {"node-12"}
+
+
+def test_an_inventory_time_that_is_not_a_time_is_refused_with_the_node_and_value(tmp_path: Path, cli: Cli) -> None:
+    store = _store(tmp_path)
+    text = "node_id,platform,state,reason,since\nnode-12,hgx-h100-8gpu,drain,maintenance,yesterday\n"
+    code, out, err = cli("ingest", str(_inventory(tmp_path, "bad", text)), "--store", str(store))
+    assert code != 0 and "node-12" in out + err and "'yesterday' is not ISO 8601" in out + err
 
 
 def test_which_scheduler_states_hold_a_node() -> None:
     from diagnostics.store.maintenance import held
 
-    assert all(held(s) for s in ("drain", "DRAINED", "draining", "drng*", "IDLE+MAINTENANCE+RESERVED", "maint",
-                                 "cordoned", "SchedulingDisabled"))
-    assert not any(held(s) for s in ("idle", "mixed", "allocated", "down*", "", None, "Ready"))
+    assert all(held(s) for s in ("IDLE+MAINTENANCE+RESERVED", "maint", "MAINT*"))
+    assert all(held(s, "planned maintenance") for s in ("drain", "DRAINED", "draining", "drng*", "cordoned",
+                                                         "SchedulingDisabled"))
+    assert all(held("drain", r) for r in ("kernel upgrade", "scheduled BIOS update", "maint window 42"))
+    assert not any(held(s, r) for s in ("drain", "DRAINED", "cordoned") for r in (None, "", "fabric", "Xid 79",
+                                                                                  "NVLink errors (health check)"))
+    assert not any(held(s, "maintenance") for s in ("idle", "mixed", "allocated", "down*", "", None, "Ready"))
