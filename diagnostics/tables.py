@@ -191,12 +191,18 @@ EVENTS = TableSchema(
         "link": "Int16",  # the link (Xid 74) or NVSwitch port (SXid) the line names
         "severity": "string",  # "fatal" / "non-fatal" as the line states it (SXid, NVLink5 Xids); else NA
         "nvswitch": "string",  # the NVSwitch an SXid names (index N of nvidia-nvswitchN); its bus id is pci_bus_id
+        "gpu_uuid": "string",  # GPU-... the driver's identity line gave for this bus earlier in the same log
+        "subcode": "string",  # an NVLink5 Xid's unit and error as the line names them (`NETIR_LINK_EVT`)
     },
     doc={
         "severity": "what the kernel line itself says (`Fatal`, `Non-fatal`, `Severity 1`); how the analysis treats "
         "a code is the Xid/SXid catalog's `severity`, not this",
         "nvswitch": "the switch index as the driver names the device (`nvidia-nvswitch3` -> \"3\"); NA when the "
         "prefix gives none",
+        "gpu_uuid": "the UUID of the GPU on this bus as the driver's `NVRM: GPU at PCI:<bus>: GPU-<uuid>` line "
+        "states it earlier in the same log; NA when no such line precedes the event",
+        "subcode": "the first field of an NVLink5 Xid (144-150) line, before its severity: the unit and error "
+        "(`NETIR_LINK_EVT`, `RLW_RXPIPE`) that the Xid catalog's decode table is keyed by; NA for other lines",
     },
 )
 

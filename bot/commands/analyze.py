@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from diagnostics import Diagnosis, InputError, Thresholds, headline_name
 from diagnostics import format as fmt
-from diagnostics.ingest import Case, read_cases, with_platform
+from diagnostics.ingest import Case, Source, detect, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, named
 
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
@@ -94,6 +94,14 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     return 0
 
 
+def _telemetry(path: str) -> bool:
+    """Whether a file that is no snapshot JSON is telemetry another reader takes (a kernel log starts with `[`)."""
+    try:
+        return detect.choose(Source.from_path(path)).name != "snapshot"
+    except InputError:
+        return False
+
+
 def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
     if not args.store:
@@ -122,7 +130,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if len(args.inputs) != 1:
         raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
     text, source = _read_text(args.inputs[0])
-    cases: list[Case] = read_cases(text, source)
+    try:
+        cases: list[Case] = read_cases(text, source)
+    except InputError:
+        if source != "<stdin>" and _telemetry(source):
+            return history(args, thresholds)  # a kernel log, a CSV: the node it names, as a history
+        raise
     is_list = text.lstrip().startswith("[")
     results: list[dict[str, Any]] = []
     failed = 0

@@ -23,8 +23,8 @@ def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[s
 
 
 def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Diagnosis:
-    if not args.node:
-        raise InputError("--node is required with --store or history files", field="--node")
+    if not args.node and args.store:
+        raise InputError("--node is required with --store", field="--node")
     source, node, warnings = history_source(args)
     end = parse_time(args.end, field="--end") if args.end else None
     request = Request(node=node, job=args.job, window=args.window, end=end, thresholds=thresholds,

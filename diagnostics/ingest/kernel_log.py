@@ -10,7 +10,8 @@ link (`24007, Fatal, Link 12 sourcetrack timeout error (First)`), the next `Seve
 (S = 1 fatal, 0 non-fatal: NVSWITCH_ERROR_SEVERITY_TYPE) and one or two `Data {...}` lines. They are one event,
 whatever other lines come between; a continuation whose first line is not in the input (cut off above)
 is still one event, and a warning says so. `dmesg -x --time-format iso` (`kern  :err   : 2025-...`) and
-`talosctl dmesg` (`10.0.0.1: kern: err: [2026-...]: ...`) prefixes give a time too.
+`talosctl dmesg` (`10.0.0.1: kern: err: [2026-...]: ...`) prefixes give a time too. The driver's identity and
+off-the-bus lines are read in `kernel_gpu`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pandas as pd
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
+from .kernel_gpu import OFF_BUS_CODE, DriverLines
 from .textlines import Collector, classify, normalize_bus_id, parse_time, skip_shell
 
 # journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
@@ -42,7 +44,8 @@ _SXID = re.compile(r"(?P<dev>nvidia-nvswitch(?P<index>\d*)): SXid \((?:PCI:)?(?P
                    r"(?P<rest>.*)$")
 _SXID_HEAD = re.compile(r"^(?P<sev>Fatal|Non-?fatal)\s*,", re.IGNORECASE)
 _SXID_MORE = re.compile(r"^(?:Data \{|Severity (?P<sev>\d+) Engine instance)")
-_XID_SEVERITY = re.compile(r"^[A-Z0-9_]+ (?P<sev>Fatal|Non-?fatal)\b", re.IGNORECASE)  # NVLink5: `NETIR Fatal XC0`
+# NVLink5 (Xid 144-150): `NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (...)`, its fields apart by one space or several
+_XID_SEVERITY = re.compile(r"^(?P<sub>[A-Z][A-Z0-9_]*)\s+(?P<sev>Fatal|Non-?fatal)\b", re.IGNORECASE)
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
 _LINK = re.compile(r"\blink\s*(\d+)(?!\w|\.\d)", re.IGNORECASE)  # `link 5(0x0...`, never the 1 of `link 1E+308`
 _AER_KIND = EventKind.AER.value
@@ -55,8 +58,10 @@ class KernelLogReader:
     name = "kernel_log"
 
     def sniff(self, head: str) -> float:
-        if "NVRM: Xid" in head or ": SXid (" in head:
+        if "NVRM: Xid" in head or ": SXid (" in head or "fallen off the bus" in head:
             return 0.9
+        if "NVRM: GPU at PCI:" in head or "NVRM: GPU " in head:
+            return 0.7
         if "AER:" in head or "PCIe Bus Error" in head:
             return 0.8
         return 0.0
@@ -66,55 +71,92 @@ class KernelLogReader:
         nvlink_xids = load_xid_catalog().interconnect_codes(LinkType.NVLINK)  # the Xids whose `Link N` is read
         last: dict[str, Any] | None = None
         open_sxids: dict[tuple[str | None, int], dict[str, Any]] = {}  # (switch bus id, code) -> its event
-        skipped = [0, 0, 0]  # count, first and last line: a large log keeps memory bounded
+        driver = DriverLines(out)  # identity lines (bus -> UUID) and off-the-bus messages
+        skipped = _Skipped()
         for line in classify(source, out):
             if line.kind != "text":
                 skip_shell(line, out)
                 continue
+            if driver.message is not None and not driver.continues(line.text):
+                skipped.extend(driver.interrupted())
             if not _maybe_event(line.text, last):
-                skipped = [skipped[0] + 1, skipped[1] or line.number, line.number]
+                skipped.add(line.number)
                 continue
             body, ts, host = _strip_prefix(line.text, out, line.number)
             if node_id is None and host:
                 out.node_id = out.node_id or host
             out.timestamp = ts
+            if driver.message is not None:
+                last = driver.read(line.number, body, last)[1] or last
+                continue
             xid = _XID.search(body)
             code = out.checked("index", line.number, xid["code"], "code", "Xid") if xid else None
             sxid = _SXID.search(body) if xid is None else None
             if xid and code is not None:
-                caused = _CAUSED.search(xid["rest"])
-                link = _LINK.search(xid["rest"]) if code in nvlink_xids else None
-                stated = _XID_SEVERITY.match(xid["rest"])
-                last = out.add("events", line.number, pci_bus_id=normalize_bus_id(xid["bus"]), kind=EventKind.XID.value,
-                               code=code, text=body[xid.start():].removeprefix("NVRM: "),
-                               caused_by=out.checked("index", line.number, caused[1], "code", "caused by Xid")
-                               if caused else None,
-                               link=out.checked("index", line.number, link[1], "link", f"Xid {code} link")
-                               if link else None,
-                               severity=_severity(stated["sev"]) if stated else None)
+                last = _xid(out, line.number, xid, code, body[xid.start():].removeprefix("NVRM: "), driver,
+                            code in nvlink_xids)
             elif xid:
                 pass  # its code is refused, and said
             elif sxid and out.checked("index", line.number, sxid["code"], "code", "SXid") is not None:
                 last = _sxid(out, line.number, sxid, open_sxids)
             elif "AER:" in body and (aer := _AER_RECEIVED.search(body)):
                 src = normalize_bus_id(aer["src"]) or normalize_bus_id(aer["bus"])
-                last = out.add("events", line.number, pci_bus_id=src, kind=EventKind.AER.value, text=aer["msg"])
+                last = out.add("events", line.number, pci_bus_id=src, kind=EventKind.AER.value, text=aer["msg"],
+                               gpu_uuid=driver.uuid(src))
             elif _maybe_aer_detail(body, last) and (detail := _AER_DETAIL.search(body)):
                 bus = normalize_bus_id(detail["bus"])
                 if last and last["kind"] == EventKind.AER.value and last["pci_bus_id"] == bus:
                     last["text"] += "; " + " ".join(detail["msg"].split())
                 else:
                     last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.AER.value,
-                                   text=" ".join(detail["msg"].split()))
+                                   text=" ".join(detail["msg"].split()), gpu_uuid=driver.uuid(bus))
             elif "Xid" in body and ("NVRM" in body or "SXid" in body):
                 out.warn(line.number, "an Xid line that cannot be read (cut off?); it is skipped")
+            elif "NVRM:" in body and (taken := driver.read(line.number, body, last))[0]:
+                last = taken[1] or last
             else:
-                skipped = [skipped[0] + 1, skipped[1] or line.number, line.number]
-        if skipped[0]:
-            out.warn(skipped[1], f"{skipped[0]} line(s) hold no Xid, SXid or AER message and were skipped "
-                                 f"(lines {skipped[1]}..{skipped[2]})")
+                skipped.add(line.number)
+        skipped.extend(driver.interrupted())
+        if skipped.count:
+            out.warn(skipped.first, f"{skipped.count} line(s) hold no Xid, SXid, AER or off-the-bus message and were "
+                                    f"skipped (lines {skipped.first}..{skipped.last})")
         out.timestamp = None
         return out.result()
+
+
+class _Skipped:
+    """The lines that hold no event: a count, the first and the last (a large log keeps memory bounded)."""
+
+    def __init__(self) -> None:
+        self.count, self.first, self.last = 0, 0, 0
+
+    def add(self, number: int) -> None:
+        self.count += 1
+        self.first = min(self.first, number) if self.first else number
+        self.last = max(self.last, number)
+
+    def extend(self, numbers: list[int]) -> None:
+        for number in numbers:
+            self.add(number)
+
+
+def _xid(out: Collector, number: int, xid: re.Match[str], code: int, text: str, driver: DriverLines,
+         nvlink: bool) -> dict[str, Any]:
+    """An Xid line's event; an Xid 79 line joins its bus's off-the-bus message (one event, not two)."""
+    bus = normalize_bus_id(xid["bus"])
+    if code == OFF_BUS_CODE and (joined := driver.xid_joins(bus, out.timestamp, text)) is not None:
+        return joined
+    caused = _CAUSED.search(xid["rest"])
+    link = _LINK.search(xid["rest"]) if nvlink else None
+    stated = _XID_SEVERITY.match(xid["rest"])
+    event = out.add("events", number, pci_bus_id=bus, kind=EventKind.XID.value, code=code, text=text,
+                    caused_by=out.checked("index", number, caused[1], "code", "caused by Xid") if caused else None,
+                    link=out.checked("index", number, link[1], "link", f"Xid {code} link") if link else None,
+                    severity=_severity(stated["sev"]) if stated else None,
+                    subcode=stated["sub"] if stated and nvlink else None, gpu_uuid=driver.uuid(bus))
+    if code == OFF_BUS_CODE:
+        driver.xid_added(event)
+    return event
 
 
 def _sxid(out: Collector, number: int, sxid: re.Match[str], open_sxids: dict[tuple[str | None, int], dict[str, Any]],
@@ -181,7 +223,7 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
 
 def _maybe_event(text: str, last: dict[str, Any] | None) -> bool:
     """Whether a line may hold an event: most lines of a kernel log do not, and are passed over cheaply."""
-    return "Xid" in text or "AER" in text or _maybe_aer_detail(text, last)
+    return "Xid" in text or "AER" in text or "NVRM" in text or _maybe_aer_detail(text, last)
 
 
 def _maybe_aer_detail(body: str, last: dict[str, Any] | None) -> bool:

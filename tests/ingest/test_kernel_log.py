@@ -87,7 +87,10 @@ def test_real_fatal_sxid_without_its_first_line_and_talos_prefixes() -> None:
     assert pd.isna(sxid["link"]) and "Data {0x10000000" in sxid["text"]
     assert sxid["timestamp"] == pd.Timestamp("2026-04-22T21:25:20.466440686Z")
     assert events["pci_bus_id"].tolist()[1:] == ["0000:48:00.0"] * 3
-    assert warning_lines(result) == [5, 4]  # the SXid cut above; the NVRM lines that are not events
+    # `NVRM: GPU at PCI:0000:48:00: GPU-5fc0bcec-...` (line 4) names the GPU of the Xids after it
+    assert events["gpu_uuid"].tolist()[1:] == ["GPU-5fc0bcec-c2e1-38dc-8994-2a9f9f3b709e"] * 3
+    assert pd.isna(events["gpu_uuid"].iloc[0])  # the SXid is a switch's
+    assert warning_lines(result) == [5, 6]  # the SXid cut above; the board serial line, which is no event
 
 
 def test_an_sxid_and_its_continuations_interleaved_with_other_lines() -> None:

@@ -1,0 +1,162 @@
+"""The driver's kernel lines about a GPU itself rather than an error code: who it is, and that it fell off the bus.
+
+`NVRM: GPU at PCI:0000:48:00: GPU-5fc0bcec-...` ties a bus to the GPU's UUID; every later event of that bus
+carries it. The driver reports a GPU lost from the bus in several spellings, with or without an Xid 79 line
+beside them:
+
+    NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.
+    NVRM: GPU 18:00.0: GPU has fallen off the bus.              (no PCI domain: domain 0)
+    NVRM: The NVIDIA GPU 0000:b3:00.0
+    NVRM: (PCI ID: 10de:26b5) installed in this system has
+    NVRM: fallen off the bus and is not responding to commands.
+    NVRM: GPU has fallen off the bus.                           (older drivers: names no GPU)
+
+Each is Xid 79 (the Xid catalog's "GPU has fallen off the bus") on that bus, as GPU health monitors read them
+(NVSentinel's syslog monitor, gpud's Xid matcher). A message and an Xid 79 line of the same bus close in time
+are one event, never two.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..enums import EventKind
+from .textlines import Collector, normalize_bus_id
+
+OFF_BUS_CODE = 79
+JOIN_NS = 600 * 10**9  # an off-the-bus message and an Xid 79 line of one bus this close are one event
+MESSAGE_LINES = 4  # the multi-line message: its first line and at most three more
+
+_UUID = r"GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_IDENTITY = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<bus>[0-9a-fA-F:.]+): (?P<uuid>\S+)")
+_VALID_UUID = re.compile(_UUID + r"$")
+_OFF_BUS = re.compile(r"NVRM: GPU (?P<bus>[0-9a-fA-F:.]+): GPU has fallen off the bus")
+_OFF_BUS_BARE = re.compile(r"NVRM: GPU has fallen off the bus")
+_THE_GPU = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)")
+_FALLEN = "fallen off the bus"
+
+
+@dataclass
+class _Message:
+    """The lines of a multi-line message read so far."""
+
+    bus: str
+    number: int
+    timestamp: pd.Timestamp | None
+    parts: list[str]
+    lines: list[int]
+
+
+@dataclass
+class DriverLines:
+    """What one log's identity and off-the-bus lines say, as they are read in order."""
+
+    out: Collector
+    uuids: dict[str, str] = field(default_factory=dict)  # bus -> GPU UUID
+    off_bus: dict[str, dict[str, Any]] = field(default_factory=dict)  # bus -> its newest Xid 79 event
+    said: dict[int, str] = field(default_factory=dict)  # id(event) -> "xid", "message" or "both"
+    message: _Message | None = None
+
+    def uuid(self, bus: str | None) -> str | None:
+        return self.uuids.get(bus) if bus else None
+
+    def read(self, number: int, body: str, last: dict[str, Any] | None) -> tuple[bool, dict[str, Any] | None]:
+        """(whether the line is one of these, the event it made or joined)."""
+        if self.message is not None:  # the caller has checked that the line continues it (`continues`)
+            self.message.parts.append(body[body.index("NVRM:"):].removeprefix("NVRM:").strip())
+            self.message.lines.append(number)
+            return True, self._finish() if _FALLEN in body else None
+        if match := _IDENTITY.search(body):
+            bus = normalize_bus_id(match["bus"])
+            if bus and _VALID_UUID.match(match["uuid"]):
+                self.uuids[bus] = match["uuid"]
+            else:
+                self.out.warn(number, f"a GPU identity line whose bus {match['bus']!r} or UUID {match['uuid']!r} "
+                                      "cannot be read; later events of that GPU carry no UUID")
+            return True, None
+        if match := _OFF_BUS.search(body):
+            bus = normalize_bus_id(match["bus"])
+            if bus is None:
+                self.out.warn(number, f"an off-the-bus message whose bus {match['bus']!r} is no PCI address; "
+                                      "it is not read")
+                return True, None
+            return True, self.message_event(number, bus, body[match.start():], self.out.timestamp)
+        if match := _THE_GPU.search(body):
+            bus = normalize_bus_id(match["bus"])
+            if bus is None:
+                return False, None
+            self.message = _Message(bus, number, self.out.timestamp, [body[match.start():]], [number])
+            return True, self._finish() if _FALLEN in body else None
+        if match := _OFF_BUS_BARE.search(body):
+            return True, self._bare(number, body[match.start():].removeprefix("NVRM: "), last)
+        return False, None
+
+    def continues(self, text: str) -> bool:
+        """Whether a line may be the open multi-line message's next."""
+        return (self.message is not None and len(self.message.lines) < MESSAGE_LINES and "NVRM:" in text
+                and "Xid" not in text and not _THE_GPU.search(text) and not _OFF_BUS_BARE.search(text)
+                and not _OFF_BUS.search(text) and not _IDENTITY.search(text))
+
+    def interrupted(self) -> list[int]:
+        """The open message ended without saying the GPU fell off the bus (it said something else: a GPU not
+        supported, say): the numbers of the lines it had taken, which hold no event."""
+        taken = self.message.lines if self.message is not None else []
+        self.message = None
+        return taken
+
+    def xid_joins(self, bus: str | None, timestamp: pd.Timestamp | None, text: str) -> dict[str, Any] | None:
+        """An Xid 79 line: the off-the-bus message of its bus close in time, which it joins (adding no row)."""
+        known = self.off_bus.get(bus) if bus else None
+        if known is None or self.said.get(id(known)) != "message" or not _close(known, timestamp):
+            return None
+        known["text"] = f"{text}; {known['text']}"
+        self.said[id(known)] = "both"
+        return known
+
+    def xid_added(self, event: dict[str, Any]) -> None:
+        """An Xid 79 line's own event: an off-the-bus message of its bus after it joins it."""
+        if event["pci_bus_id"]:
+            self.off_bus[event["pci_bus_id"]] = event
+            self.said[id(event)] = "xid"
+
+    def message_event(self, number: int, bus: str, text: str, timestamp: pd.Timestamp | None) -> dict[str, Any]:
+        """The off-the-bus message of `bus`: it joins that bus's Xid 79 line close in time, else is its own Xid 79."""
+        text = " ".join(text.removeprefix("NVRM: ").split())
+        known = self.off_bus.get(bus)
+        if known is not None and self.said.get(id(known)) == "xid" and _close(known, timestamp):
+            known["text"] = f"{known['text']}; {text}"
+            self.said[id(known)] = "both"
+            return known
+        event = self.out.add("events", number, timestamp=timestamp, pci_bus_id=bus, kind=EventKind.XID.value,
+                             code=OFF_BUS_CODE, text=text, gpu_uuid=self.uuid(bus))
+        self.off_bus[bus] = event
+        self.said[id(event)] = "message"
+        return event
+
+    def _finish(self) -> dict[str, Any]:
+        assert self.message is not None
+        message, self.message = self.message, None
+        return self.message_event(message.number, message.bus, " ".join(message.parts), message.timestamp)
+
+    def _bare(self, number: int, text: str, last: dict[str, Any] | None) -> dict[str, Any]:
+        """`NVRM: GPU has fallen off the bus.` names no GPU: it joins the Xid 79 just before it, else it is an Xid 79
+        on a GPU the line does not name (said)."""
+        if last is not None and last["kind"] == EventKind.XID.value and last["code"] == OFF_BUS_CODE \
+                and _close(last, self.out.timestamp):
+            last["text"] = f"{last['text']}; {text}"
+            return last
+        self.out.warn(number, "an off-the-bus message that names no GPU (an older driver's form, with no Xid 79 "
+                              "line before it): read as Xid 79 on a GPU of this node the log does not name")
+        return self.out.add("events", number, kind=EventKind.XID.value, code=OFF_BUS_CODE, text=text)
+
+
+def _close(event: dict[str, Any], timestamp: pd.Timestamp | None) -> bool:
+    """Two lines of one bus close enough in time to be one event; lines without a time are (one log, one boot)."""
+    known = event.get("timestamp")
+    if known is None or timestamp is None or pd.isna(known) or pd.isna(timestamp):
+        return True
+    return abs((pd.Timestamp(known) - pd.Timestamp(timestamp)).value) <= JOIN_NS

@@ -1,0 +1,65 @@
+"""A GPU that left the bus, said only by the driver's off-the-bus message (no Xid line), reaches the diagnosis as a
+fatal finding on that GPU through every door: the store, the files given to `analyze`, and one file alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.bot.commands.conftest import Cli
+
+SAMPLES = Path(__file__).resolve().parents[3] / "fixtures" / "samples"
+LOG = ("Nov 29 16:00:01 gpu-n7 kernel: NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.\n"
+       "Nov 29 16:00:02 gpu-n7 kernel: NVRM: GPU 18:00.0: GPU has fallen off the bus.\n"
+       "Nov 29 16:00:03 gpu-n7 kernel: NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+       "Nov 29 16:00:03 gpu-n7 kernel: NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+       "Nov 29 16:00:03 gpu-n7 kernel: NVRM: fallen off the bus and is not responding to commands.\n")
+BUSES = {"the GPU at PCI 0000:29:00.0", "the GPU at PCI 0000:18:00.0", "the GPU at PCI 0000:b3:00.0"}
+
+
+def _off_bus(diagnosis: dict[str, Any]) -> dict[str, str]:
+    return {f["component"]: f["severity"] for f in diagnosis["findings"]
+            if any(c["rule"] == "xid_off_bus" for c in f["crossed"])}
+
+
+def test_each_spelling_is_a_gpu_off_the_bus_through_every_door(tmp_path: Path, cli: Cli) -> None:
+    log = tmp_path / "kern.log"
+    log.write_text(LOG)
+    store = tmp_path / "store"
+    code, out, err = cli("ingest", str(log), "--store", str(store), "--at", "2026-11-29T16:10:00Z")
+    assert code == 0 and "3 events" in out, err
+    code, out, err = cli("analyze", "--store", str(store), "--node", "gpu-n7", "--json")
+    assert code == 0, err
+    stored = json.loads(out)
+    assert stored["fault_detected"] and _off_bus(stored) == dict.fromkeys(BUSES, "down")
+    code, out, err = cli("analyze", str(log), "--json")  # one file that is no snapshot: the node it names
+    assert code == 0, err
+    alone = json.loads(out)
+    assert alone["node_id"] == "gpu-n7" and _off_bus(alone) == _off_bus(stored)
+    code, out, err = cli("analyze", str(log), "--node", "gpu-n7")
+    assert code == 0 and "fault=yes" in out and "xid_off_bus" in out, err
+
+
+def test_with_the_gpu_table_the_message_names_the_gpu_and_localizes_it(tmp_path: Path, cli: Cli) -> None:
+    store = tmp_path / "store"
+    log = tmp_path / "kern.log"
+    log.write_text("NVRM: GPU 0000:1b:00.0: GPU has fallen off the bus.\n")  # GPU 1 of the nvidia-smi -q sample
+    assert cli("ingest", str(SAMPLES / "nvidia_smi_q_fabric_h100.txt"), "--store", str(store), "--node", "n1")[0] == 0
+    assert cli("ingest", str(log), "--store", str(store), "--node", "n1", "--at", "2026-11-20T03:15:00Z")[0] == 0
+    code, out, err = cli("analyze", "--store", str(store), "--node", "n1", "--json")
+    assert code == 0, err
+    diagnosis = json.loads(out)
+    assert _off_bus(diagnosis) == {"GPU 1": "down"}
+    assert diagnosis["localization"]["fault"] == "gpu-off-bus" and diagnosis["localization"]["gpu"] == 1
+
+
+def test_a_file_that_is_neither_a_snapshot_nor_names_a_node_asks_for_one(tmp_path: Path, cli: Cli) -> None:
+    log = tmp_path / "dmesg.txt"
+    log.write_text("[ 1843.308145] NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.\n")
+    code, _, err = cli("analyze", str(log))
+    assert code == 2 and "--node" in err and "JSON" not in err
+    broken = tmp_path / "snap.json"
+    broken.write_text('{"node_id": "n1", "fabric_errors": [\n')
+    code, _, err = cli("analyze", str(broken))
+    assert code == 2 and "not valid JSON" in err
