@@ -4,6 +4,7 @@ Fabric Manager. Per-link checks run on the fleet's metrics table at once; event 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -168,6 +169,8 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
             rows = pd.concat([rows, before]) if not before.empty else rows
         if rule.codes:
             rows = _with_code(rows, rule.codes)
+        if rule.decoded is not None and rule.counter == EventKind.XID.value:
+            rows = rows[np.isin(decoded(rows), [s.value for s in rule.decoded])]
         if rule.fatal is not None:
             rows = rows[_fatal(rows, rule.counter) == rule.fatal]
         switch_side = rule.counter == EventKind.SXID.value
@@ -221,9 +224,37 @@ def _where(rows: pd.DataFrame, switch_side: bool) -> pd.Series:
     return switch + ":" + port
 
 
+_UNIT = re.compile(r"^\s*(?P<unit>[A-Z][A-Z0-9_]+)\s+(?:Fatal|Non-?fatal)\b", re.IGNORECASE)
+
+
+def _units(rows: pd.DataFrame) -> list[str | None]:
+    """The subcode word each Xid line gives (`NETIR_LINK_EVT Fatal XC0 ...`): the reader's `subcode` where it fills
+    one, else the line's first word before its stated severity."""
+    if "subcode" in rows:
+        given = rows["subcode"].astype("string")
+        return [None if pd.isna(v) else str(v) for v in given.tolist()]
+    texts = rows["text"].astype("string").fillna("") if "text" in rows else pd.Series("", index=rows.index)
+    return [m["unit"] if (m := _UNIT.match(t)) else None for t in texts.tolist()]
+
+
+def decoded(rows: pd.DataFrame) -> np.ndarray:
+    """Each Xid event's severity as the catalog decodes it: by the line's subcode and stated severity where the
+    catalog decodes its code (144-150), else by its code."""
+    catalog = load_xid_catalog()
+    stated = rows["severity"].astype("string").str.lower() if "severity" in rows \
+        else pd.Series(pd.NA, index=rows.index, dtype="string")
+    out = [catalog.entry(int(c)).decoded(u, None if pd.isna(s) else str(s))[0].value if c == c and c is not pd.NA
+           else CodeSeverity.WARNING.value
+           for c, u, s in zip(rows["code"].astype("Float64").tolist(), _units(rows), stated.tolist(), strict=True)]
+    return np.array(out, dtype=object)
+
+
 def _fatal(rows: pd.DataFrame, kind: str) -> np.ndarray:
-    """Whether each event is fatal: as its line says, else as the catalog says its code is."""
-    catalog = load_xid_catalog() if kind == EventKind.XID.value else load_sxid_catalog()
+    """Whether each event is fatal: an Xid as the catalog decodes it (with the line's stated severity); an SXid as
+    its line says, else as the catalog says its code is."""
+    if kind == EventKind.XID.value:
+        return np.asarray(decoded(rows) == CodeSeverity.FATAL.value, dtype=bool)
+    catalog = load_sxid_catalog()
     by_code = np.array([catalog.entry(int(c)).severity is CodeSeverity.FATAL if c is not pd.NA and c == c else False
                         for c in rows["code"].astype("Float64").tolist()], dtype=bool)
     if "severity" not in rows:

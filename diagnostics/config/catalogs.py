@@ -28,6 +28,24 @@ Kind = Literal["xid", "sxid"]
 _TAG = re.compile(r"\[(\w+)\]")  # `[FM] D.5 ...`: a source named in the file's [sources] table
 
 
+class Decode(BaseModel):
+    """One row of a code's subcode decode (NVIDIA's "XID 144-150 Decode" table): the events it matches and how the
+    analysis treats them. A row names the subcode the kernel line gives (its first word, `NETIR_LINK_EVT`), the
+    severity the line states, or neither (every event of the code)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    unit: str = ""  # the line's subcode word; "" matches any
+    stated: Literal["fatal", "non-fatal"] | None = None  # the severity the line states; None matches any
+    action: str = Field(min_length=1)  # the decode table's resolution bucket (RESET_GPU, IGNORE, ...)
+    severity: CodeSeverity
+    source: str = Field(min_length=1)
+
+    def matches(self, unit: str | None, stated: str | None) -> bool:
+        return (not self.unit or (unit or "").upper() == self.unit.upper()) and \
+            (self.stated is None or self.stated == stated)
+
+
 class CodeEntry(BaseModel):
     """One Xid or SXid code."""
 
@@ -45,6 +63,19 @@ class CodeEntry(BaseModel):
     assumed: bool = False  # not verified against the source: `note` says what is assumed
     note: str = ""
     known: bool = True  # False only for the stand-in of a code no catalog has
+    decode: list[Decode] = Field(default_factory=list)  # by subcode, where the catalog decodes the code
+
+    def decoded(self, unit: str | None = None, stated: str | None = None) -> tuple[CodeSeverity, str]:
+        """How the analysis treats one event of this code: its decode row's severity and action, else what the
+        line states (`fatal`), else the code's own severity."""
+        for row in self.decode:
+            if row.matches(unit, stated):
+                return row.severity, row.action
+        if stated == "fatal":
+            return CodeSeverity.FATAL, self.immediate_action
+        if stated == "non-fatal" and self.severity is CodeSeverity.FATAL:
+            return CodeSeverity.FAILING, self.immediate_action
+        return self.severity, self.immediate_action
 
     @model_validator(mode="after")
     def _assumed_says_why(self) -> CodeEntry:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..enums import Priority, Severity
+from ..enums import CodeSeverity, Priority, Severity
 from ..errors import ConfigError
 from ..format import Unit
 from .datafiles import DATA_DIR, read_toml
@@ -36,7 +36,8 @@ class Rule(BaseModel):
     """Fires when a link's `counter` (a rate per hour unless `unit` says otherwise) is strictly above `above`.
 
     `persist = [k, m]` makes a rate rule fire only when k of the last m windows exceed; `codes` lists the
-    Xid/SXid numbers an event rule counts, `fatal` whether it counts only the fatal (or the non-fatal) ones.
+    Xid/SXid numbers an event rule counts, `fatal` whether it counts only the fatal (or the non-fatal) ones,
+    `decoded` the catalog severities (after its subcode decode) an Xid rule counts: IGNORE subcodes are `info`.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -51,6 +52,8 @@ class Rule(BaseModel):
     persist: tuple[int, int] | None = None
     codes: list[int] = Field(default_factory=list)
     fatal: bool | None = None  # an event rule counting only fatal (true) or only non-fatal (false) events
+    # an Xid rule counting only events the Xid catalog decodes (by subcode, where it decodes) to these severities
+    decoded: list[CodeSeverity] | None = None
 
     def applies_to(self, link_type: str) -> bool:
         return self.link_type in ("any", link_type)

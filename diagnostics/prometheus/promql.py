@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from ..config.catalogs import load_xid_catalog
 from ..config.platforms import all_platforms
 from ..config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE, MISSING_RULE, OFF_BUS_RULE, Rule, Thresholds
 from ..enums import LinkType, Severity
@@ -251,6 +252,14 @@ def _xid_pushable(rule: Rule, builder: QueryBuilder) -> bool:
             and bool(builder.dmap.xid_counter or builder.dmap.xid_gauge))
 
 
+def pushed_codes(rule: Rule) -> list[int]:
+    """The rule's Xid codes a series can carry: with no subcode or stated severity on a series, a rule that counts
+    decoded severities counts the codes whose own decode gives one of them (Xid 147 and 148 are IGNORE)."""
+    catalog = load_xid_catalog()
+    return sorted({int(c) for c in rule.codes
+                   if rule.decoded is None or catalog.entry(int(c)).decoded()[0] in rule.decoded})
+
+
 def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
     """GPUs with an Xid of a rule's codes inside the window: one row per GPU and code.
 
@@ -266,7 +275,9 @@ def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: flo
     for rule in thresholds.rules:
         if not _xid_pushable(rule, builder):
             continue
-        codes = sorted({int(c) for c in rule.codes})
+        codes = pushed_codes(rule)
+        if not codes:
+            continue
         link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK  # as the local analysis
         if builder.dmap.xid_counter:
             sel = builder.selector(_spellings(sorted(builder.dmap.xid_counter)),

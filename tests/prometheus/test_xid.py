@@ -39,7 +39,7 @@ def test_xid_queries_come_from_the_thresholds_codes_and_the_dcgm_names(tmp_path:
     queries = _xid_queries()
     assert set(queries) == {(r, k) for r in ("xid_nvlink", "xid_off_bus") for k in ("counter", "gauge")}
     nvlink, off_bus = queries[("xid_nvlink", "counter")], queries[("xid_off_bus", "counter")]
-    assert COUNTER in nvlink and 'xid=~"74|144|145|146|147|148|149|150"' in nvlink and "[3600s]" in nvlink
+    assert COUNTER in nvlink and 'xid=~"74|144|145|146|149|150"' in nvlink and "[3600s]" in nvlink
     assert 'xid=~"79"' in off_bus and "increase(" in off_bus and "offset 3600s" in off_bus
     gauge = queries[("xid_off_bus", "gauge")]
     assert GAUGE in gauge and "changes(" in gauge and "== 79" in gauge and "== 74" not in gauge
