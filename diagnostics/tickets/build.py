@@ -8,11 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.rules import priority as rule_priority
-from ..config.platforms import gpu_count
 from ..config.thresholds import load_thresholds
 from ..enums import ComponentKind, Priority, Severity
 from ..errors import InputError
-from ..model import DEFAULT_GPU_COUNT, Diagnosis, Finding
+from ..model import Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
 from .candidates import Candidate, candidate_for, candidates_for
 from .catalog import PlanStep, plan_for
@@ -69,18 +68,22 @@ def ticket_priority(diagnosis: Diagnosis, candidate: Candidate) -> Priority:
 
 
 def estimate_cost(diagnosis: Diagnosis) -> Cost:
-    notes: list[str] = []
+    """A step d slower does 1 / (1 + d) of the work in the same time: d / (1 + d) of every GPU's time is lost
+    (47% for +88%), never more than all of it. The job's GPUs are its nodes' platforms' counts, or unknown."""
     if diagnosis.degradation_pct is None:
         return Cost(gpu_hours_per_day=None, slowdown_fraction=None, job_gpus=diagnosis.job_gpus,
                     assumptions=["no step time against a baseline: the cost cannot be estimated"])
-    fraction = max(diagnosis.degradation_pct, 0.0) / 100.0
+    slower = max(diagnosis.degradation_pct, 0.0) / 100.0
+    lost = slower / (1.0 + slower)
     gpus = diagnosis.job_gpus
+    notes = ["the whole step-time slowdown is counted as this fault's, all day"]
     if gpus is None:
-        gpus = gpu_count(diagnosis.platform) if diagnosis.platform else DEFAULT_GPU_COUNT
-        notes.append(f"the job's size is unknown: counted this node's {gpus} GPUs only; a job spanning more "
-                     "nodes loses proportionally more, since every rank waits for the slowest")
-    notes.append("the whole step-time slowdown is counted as this fault's, all day")
-    return Cost(gpu_hours_per_day=round(fraction * gpus * HOURS_PER_DAY, 1), slowdown_fraction=round(fraction, 4),
+        notes.insert(0, f"the job's GPU count is unknown (a node of the job, or its platform, is not known): "
+                        f"{lost * HOURS_PER_DAY:.1f} GPU-hours lost per GPU of the job per day")
+        hours = None
+    else:
+        hours = round(lost * gpus * HOURS_PER_DAY, 1)
+    return Cost(gpu_hours_per_day=hours, slowdown_fraction=round(slower, 4), lost_fraction=round(lost, 4),
                 job_gpus=gpus, assumptions=notes)
 
 

@@ -95,11 +95,14 @@ def ticket_markdown(t: RepairTicket) -> str:
     lines += [f"- {n}" for n in e.notes]
     c = t.estimated_cost
     lines += ["", "## Estimated cost", ""]
-    if c.gpu_hours_per_day is None:
+    if c.lost_fraction is None or c.slowdown_fraction is None:
         lines.append("- not estimated")
+    elif c.gpu_hours_per_day is None:
+        lines.append(f"- {c.lost_fraction:.1%} of each GPU's time lost (a step {c.slowdown_fraction:.1%} slower); "
+                     "the job's GPU count: unknown")
     else:
-        lines.append(f"- {c.gpu_hours_per_day:,.1f} GPU-hours lost per day "
-                     f"({c.slowdown_fraction:.1%} slowdown × {c.job_gpus} GPUs × 24 h)")
+        lines.append(f"- {c.gpu_hours_per_day:,.1f} GPU-hours lost per day ({c.lost_fraction:.1%} of the GPU time "
+                     f"lost, a step {c.slowdown_fraction:.1%} slower, × {c.job_gpus} GPUs × 24 h)")
     lines += [f"- assumed: {a}" for a in c.assumptions]
     if t.hypotheses:
         lines += ["", "## Hypotheses, ranked", ""]

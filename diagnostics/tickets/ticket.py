@@ -54,13 +54,16 @@ class Evidence(BaseModel):
 
 
 class Cost(BaseModel):
-    """GPU-hours lost per day: the slowdown fraction times every GPU of the job (every rank waits) times 24."""
+    """GPU-hours lost per day: the share of GPU time a slower step loses, d / (1 + d) for a step d slower, times
+    every GPU of the job (every rank waits) times 24; None when the job's GPU count is not known."""
 
     model_config = ConfigDict(frozen=True)
 
     gpu_hours_per_day: float | None
-    slowdown_fraction: float | None
-    job_gpus: int | None
+    slowdown_fraction: float | None = Field(description="How much slower the step is: 0.88 for +88%.")
+    lost_fraction: float | None = Field(default=None, description="The GPU time lost: d / (1 + d), at most all.")
+    job_gpus: int | None = Field(description="Every GPU of the job, from its nodes and their platforms; None: "
+                                             "unknown.")
     assumptions: list[str] = Field(default_factory=list)
 
 

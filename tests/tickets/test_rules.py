@@ -13,6 +13,7 @@ from diagnostics.config.parts import parts
 from diagnostics.enums import ComponentKind, FaultKind, LinkType, PortSource, Priority, ResetScope, Severity
 from diagnostics.errors import InputError
 from diagnostics.tickets import NoFaultError, RulesDrafter, candidates_for
+from diagnostics.tickets.markdown import ticket_markdown
 from diagnostics.topology import Inventory
 from tests.tickets.helpers import seed_diagnosis
 
@@ -70,13 +71,28 @@ def test_human_review_cannot_be_switched_off() -> None:
 
 
 def test_cost_counts_every_gpu_of_the_job_and_says_what_it_assumed() -> None:
+    """A step d slower loses d / (1 + d) of the GPU time; with the job's GPUs unknown, no total is guessed."""
     t = RulesDrafter().draft(seed_diagnosis())
-    assert t.estimated_cost.gpu_hours_per_day == pytest.approx(0.892 * 8 * 24, abs=0.1)
-    assert any("unknown" in a for a in t.estimated_cost.assumptions)
+    assert t.estimated_cost.gpu_hours_per_day is None and t.estimated_cost.job_gpus is None
+    assert t.estimated_cost.lost_fraction == pytest.approx(0.892 / 1.892, abs=1e-4)
+    assert any("GPU count is unknown" in a for a in t.estimated_cost.assumptions)
+    assert "the job's GPU count: unknown" in ticket_markdown(t)
     big = seed_diagnosis().model_copy(update={"job_gpus": 512})
     cost = RulesDrafter().draft(big).estimated_cost
-    assert cost.gpu_hours_per_day == pytest.approx(0.892 * 512 * 24, abs=0.1) and cost.job_gpus == 512
+    assert cost.gpu_hours_per_day == pytest.approx(0.892 / 1.892 * 512 * 24, abs=0.1) and cost.job_gpus == 512
     assert not any("unknown" in a for a in cost.assumptions)
+
+
+@pytest.mark.parametrize(("pct", "lost"), [(88.0, 1 - 1 / 1.88), (100.0, 0.5), (300.0, 0.75), (0.0, 0.0)])
+def test_the_lost_share_of_gpu_time_never_passes_all_of_it(pct: float, lost: float) -> None:
+    """'337.9 GPU-hours lost per day (88.0% slowdown x 16 GPUs x 24 h)': an 88% slower step loses 47%, and a step
+    three times as long 75%, not 300%."""
+    d = seed_diagnosis().model_copy(update={"job_gpus": 16, "degradation_pct": pct})
+    cost = RulesDrafter().draft(d).estimated_cost
+    assert cost.lost_fraction == pytest.approx(lost, abs=1e-4) and cost.lost_fraction <= 1.0
+    assert cost.gpu_hours_per_day == pytest.approx(lost * 16 * 24, abs=0.1)
+    if pct == 88.0:
+        assert cost.gpu_hours_per_day == pytest.approx(179.7, abs=0.1)
 
 
 def test_inventory_fills_identity_and_unknowns_say_where(tmp_path: Path) -> None:
