@@ -168,3 +168,23 @@ def test_two_pastes_microseconds_apart_give_no_rate_to_judge(second: str, rated:
     else:
         assert not diagnosis.fault_detected
         assert any("a rate needs readings at least 60 s apart" in e for e in finding.evidence)
+
+
+@pytest.mark.parametrize("profile", [None, "dcgm"])
+def test_a_recovery_storm_fails_within_one_window_in_every_profile(profile: str | None) -> None:
+    """500 recoveries an hour with the step 33% slower was 'fault=no ... warnings only': the persistence rule
+    waits for 3 of 4 windows; the rate rule fails in the first (DCGM fails on the first recovery)."""
+    from diagnostics.analysis import analyze_tables
+    from diagnostics.config.thresholds import load_thresholds
+    from tests.analysis.helpers import link_series, links, steady, steps
+
+    thresholds = load_thresholds()
+    thresholds = thresholds.with_profile(profile) if profile else thresholds
+    frame = links(link_series({"replay": steady(2.0), "recovery": steady(500.0)}, gpu=2, link=1),
+                  link_series({"replay": steady(2.0), "recovery": steady(0.0)}, gpu=3, link=1))
+    d = analyze_tables({"link_samples": frame, "step_samples": steps([100.0] * 6 + [133.0] * 7)}, node_id="n1",
+                       window=pd.Timedelta(hours=1).to_pytimedelta(), thresholds=thresholds)
+    assert d.fault_detected
+    bad = [f for f in d.findings if f.gpu == 2]
+    assert bad and bad[0].severity.value == "failing"
+    assert any(c.rule == "recovery_rate" for c in bad[0].crossed) or profile == "dcgm"
