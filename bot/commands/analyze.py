@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -15,6 +14,7 @@ from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, 
 
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
 from .analyze_history import diagnose_history
+from .output import print_json
 
 DEGRADATION_TOLERANCE = 0.1
 
@@ -87,8 +87,7 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
 def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     diagnosis = diagnose_history(args, thresholds)
     if args.json:
-        json.dump(diagnosis.model_dump(mode="json"), sys.stdout, indent=2)
-        print()
+        print_json(diagnosis)
     else:
         _table(diagnosis, sys.stdout, only_flagged=True)
     return 0
@@ -110,8 +109,7 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     request = Request(rack=args.rack, window=args.window, end=end, thresholds=thresholds)
     diagnosis = diagnose(StoreSource(args.store), request).diagnosis
     if args.json:
-        json.dump(diagnosis.model_dump(mode="json"), sys.stdout, indent=2)
-        print()
+        print_json(diagnosis)
     else:
         _table(diagnosis, sys.stdout, only_flagged=True)
         for loc in diagnosis.localizations[:4]:
@@ -163,8 +161,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                       + (f" (differs: {', '.join(missed)})" if missed else ""), file=sys.stdout)
             print(file=sys.stdout)
     if args.json:
-        json.dump(results if is_list else results[0], sys.stdout, indent=2)
-        print()
+        print_json(results if is_list else results[0])
     return 1 if failed else 0
 
 

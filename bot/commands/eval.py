@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from diagnostics.synth import EVAL_STEPS, evaluate
 
 from ..progress import progress_bar
+from .output import print_json
 
 
 def cmd_eval_drafter(args: argparse.Namespace) -> int:
@@ -24,8 +24,7 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
         return 2
     report = score_drafter(Path(args.fleet), ClaudeDrafter())
     if args.json:
-        json.dump(report.model_dump(mode="json"), sys.stdout, indent=2)
-        print()
+        print_json(report)
     else:
         print(report.render())
     return 0
@@ -37,8 +36,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     with progress_bar(EVAL_STEPS, "eval", quiet=args.json) as progress:
         report = evaluate(Path(args.fleet), progress=progress)
     if args.json:
-        json.dump(report.summary(), sys.stdout, indent=2)
-        print()
+        print_json(report.summary())
     else:
         print(report.render())
     lowest = report.lowest()

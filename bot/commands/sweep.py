@@ -6,7 +6,6 @@ same `--json` and the same exit codes."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from datetime import timedelta
@@ -16,10 +15,10 @@ from typing import TextIO
 from diagnostics import COUNT_RULES, ConfigError, InputError
 from diagnostics import format as fmt
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
-from diagnostics.render import fleet_grid, render_fleet
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
+from .output import print_json
 
 
 def _table(result: SweepResult, out: TextIO) -> None:
@@ -57,6 +56,8 @@ def _table(result: SweepResult, out: TextIO) -> None:
 
 def _report(result: SweepResult, as_json: bool, png: str | None = None) -> int:
     if png:
+        from diagnostics.render import fleet_grid, render_fleet  # the picture stack only when a picture is asked for
+
         data = render_fleet(result)
         try:
             Path(png).write_bytes(data)
@@ -65,8 +66,7 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None) -> int:
         print(f"wrote {png} (png, {len(data) / 1024:.0f} KB): the heat map of {len(fleet_grid(result).nodes)} "
               "node(s)", file=sys.stderr if as_json else sys.stdout)
     if as_json:
-        json.dump(result.model_dump(mode="json"), sys.stdout, indent=2)
-        print()
+        print_json(result)
     else:
         _table(result, sys.stdout)
     if not result.complete:
@@ -93,7 +93,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             request = Request(node=args.node, window=timedelta(hours=args.window), end=at, thresholds=thresholds)
             diagnosis = diagnose(PrometheusSource(client, at=at), request).diagnosis
         if args.json:
-            print(diagnosis.model_dump_json(indent=2))
+            print_json(diagnosis)
         else:
             print(f"{diagnosis.node_id}  platform={diagnosis.platform or 'unknown'}  "
                   f"fault={'yes' if diagnosis.fault_detected else 'no'}  "

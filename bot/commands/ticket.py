@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ from diagnostics.topology import Inventory, NodeGraph, load_inventory
 
 from ..options import add_threshold_options, thresholds_from, window_type
 from ..storage import open_db
+from .output import print_json
 
 ENV_STORE = "FABRICBOT_STORE"
 
@@ -113,8 +113,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
         if not args.json:
             print(text)
     if args.json:
-        json.dump(tickets[0] if len(tickets) == 1 else tickets, sys.stdout, indent=2)
-        print()
+        print_json(tickets[0] if len(tickets) == 1 else tickets)
     return 0 if tickets else 1
 
 

@@ -1,0 +1,20 @@
+"""How a command prints JSON: serialised by pydantic-core in one pass and written once, not a write per token
+(Python's `json.dump` with an indent writes each token to the stream: 800k writes for a 256-node sweep)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import to_json
+
+
+def print_json(value: BaseModel | Any) -> None:
+    """`value` (a model, or lists and dicts of plain values and models) as indented JSON on stdout, then a newline.
+    Non-ASCII text is written as UTF-8, and a float that is not finite as null (RFC 8259 has no NaN)."""
+    if isinstance(value, BaseModel):
+        text = value.model_dump_json(indent=2)
+    else:
+        text = to_json(value, indent=2, inf_nan_mode="null").decode()
+    sys.stdout.write(text + "\n")
