@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from diagnostics import Diagnosis, Snapshot
+from diagnostics import Diagnosis, Snapshot, SweepResult
 from diagnostics.analysis import RepairCheck, Watch
 from diagnostics.config import Thresholds, VerificationPolicy, load_thresholds, load_watch
 from diagnostics.render import graph_for_platform
@@ -26,6 +26,7 @@ from diagnostics.service import (
     diagnose,
     fleet,
     graph_of,
+    sweep,
     verify_repair,
     watch,
 )
@@ -76,6 +77,10 @@ class NodeSource:
         """Every node, by one engine pass: each job's step-time correlation computed once for all its nodes."""
         answered = fleet(self.source, self.request())
         return [answered.diagnoses[n] for n in self.source.nodes() if n in answered.diagnoses]
+
+    def sweep(self) -> SweepResult:
+        """The fleet swept as `fabricbot sweep` does: the offending nodes' diagnoses, planned work held."""
+        return sweep(self.source, self.request())
 
     def maintenance(self) -> MaintenanceLog:
         """Where the nodes' planned-work windows are kept (the store's, or this run's own)."""

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from diagnostics import Diagnosis
+from diagnostics.store import AlertBook
 from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
 
 from .audit import AuditLog
@@ -47,6 +48,7 @@ class Services:
     state: BotState = field(init=False)
     limiter: RateLimiter = field(init=False)
     posted: PostedAnalyses = field(init=False)
+    alerts: AlertBook = field(init=False)  # the alert channel's memory (the watch loop's)
     work: WorkQueue = field(init=False)  # analysis, pictures, filing, answers
     drafts: WorkQueue = field(init=False)  # drafts (seconds on the model each)
     notices: WorkQueue = field(init=False)  # a short post that must not wait behind the others ("Drafting...")
@@ -55,6 +57,7 @@ class Services:
         self.state = BotState(self.audit.db)
         self.limiter = RateLimiter(self.settings.drafts_per_minute)
         self.posted = PostedAnalyses(self.audit.db)
+        self.alerts = AlertBook(self.audit.db)
         s = self.settings
         self.work = WorkQueue("work", workers=s.workers, limit=s.queue_limit)
         self.drafts = WorkQueue("drafts", workers=s.draft_workers, limit=s.queue_limit)

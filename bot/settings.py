@@ -14,11 +14,14 @@ from pathlib import Path
 from diagnostics import ConfigError
 from diagnostics.prometheus import redacted_url
 
+from .options import parse_duration
+
 DEFAULT_STORE = ".store"
 DEFAULT_DRAFTS_PER_MINUTE = 5
 DEFAULT_WORKERS = 4  # analysis, pictures and posts: CPU-bound, a few threads are enough
 DEFAULT_DRAFT_WORKERS = 8  # drafts wait on the model for seconds: more of them may wait at once
 DEFAULT_QUEUE_LIMIT = 64  # jobs waiting per queue before a request is told to try again
+DEFAULT_ALERT_EVERY_S = 300.0  # the watch loop's period: dcgm-exporter is scraped every 30-60 s, rules see 5 min
 
 
 def _csv(value: str | None) -> frozenset[str]:
@@ -34,6 +37,16 @@ def _count(env: Mapping[str, str], name: str, default: int) -> int:
     except ValueError:
         raise ConfigError(f"{name}: expected a positive whole number (got {text!r})") from None
     return value
+
+
+def _period(env: Mapping[str, str], name: str, default_s: float) -> float:
+    text = env.get(name, "").strip()
+    if not text:
+        return default_s
+    try:
+        return parse_duration(text).total_seconds()
+    except ValueError:
+        raise ConfigError(f"{name}: expected a duration like 5m, 90s or 1h (got {text!r})") from None
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
@@ -70,6 +83,11 @@ class Settings:
     # The daily digest: posted to `digest_channel` at `digest_at` (HH:MM, UTC); off unless both are set.
     digest_at: str | None = None
     digest_channel: str | None = None
+    # The watch loop: every `alert_every_s` the fleet is swept and new failing parts are posted to `alert_channel`
+    # (off without it); urgent ones mention `oncall_usergroup` (a Slack user group ID, S...).
+    alert_channel: str | None = None
+    alert_every_s: float = DEFAULT_ALERT_EVERY_S
+    oncall_usergroup: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -91,6 +109,9 @@ class Settings:
             prometheus_url=env.get("FABRICBOT_PROMETHEUS_URL") or None,
             digest_at=env.get("FABRICBOT_DIGEST_AT") or None,
             digest_channel=env.get("FABRICBOT_DIGEST_CHANNEL") or None,
+            alert_channel=env.get("FABRICBOT_ALERT_CHANNEL") or None,
+            alert_every_s=_period(env, "FABRICBOT_ALERT_EVERY", DEFAULT_ALERT_EVERY_S),
+            oncall_usergroup=env.get("FABRICBOT_ONCALL_USERGROUP") or None,
         )
 
     @property
@@ -131,6 +152,12 @@ class Settings:
             notes.append(f"daily digest: posted to {self.digest_channel} at {self.digest_at} UTC")
         elif self.digest_at or self.digest_channel:
             notes.append("the daily digest needs both FABRICBOT_DIGEST_AT and FABRICBOT_DIGEST_CHANNEL: off")
+        if self.alert_channel:
+            every = f"{self.alert_every_s / 60:g} min" if self.alert_every_s >= 60 else f"{self.alert_every_s:g} s"
+            notes.append(f"alerts: new failing parts posted to {self.alert_channel} every {every}" +
+                         (f", urgent ones mention the group {self.oncall_usergroup}" if self.oncall_usergroup else ""))
+        else:
+            notes.append("FABRICBOT_ALERT_CHANNEL not set: no alert loop (the bot answers only when asked)")
         notes.append(f"store: {self.store}")
         return notes
 

@@ -18,6 +18,7 @@ from diagnostics import ConfigError
 from diagnostics.store import DB_NAME, TelemetryStore
 from diagnostics.tickets import check_model
 
+from ..alerts import AlertLoop
 from ..console.web import Console, console_app
 from ..drafting import render_png
 from ..nodes import NodeSource
@@ -79,6 +80,10 @@ def cmd_console(args: argparse.Namespace) -> int:
         with LocalSlack(settings=settings, slack=slack, **rt.deps(render_png)) as local:
             console = Console(local, user=user_id, channel=CHANNEL, channel_name=CHANNEL_NAME,
                               nodes=source.node_ids())
+            alerts = None
+            if settings.alert_channel and local.app is not None:  # the console shows one channel: alerts go there
+                alerts = AlertLoop(local.app.services, local.app.client, channel=CHANNEL,
+                                   every_s=settings.alert_every_s, oncall=settings.oncall_usergroup).start()
             with _server(console_app(console), args.host, args.port) as server:
                 host = f"[{server.host}]" if ":" in server.host else server.host
                 print(f"fabricbot console: http://{host}:{server.port}/  (Ctrl-C stops it)", flush=True)
@@ -86,6 +91,8 @@ def cmd_console(args: argparse.Namespace) -> int:
                 try:
                     serve_until(args.seconds)
                 finally:
+                    if alerts is not None:
+                        alerts.stop()
                     console.close()
         rt.db.conn.close()
     return 0

@@ -12,6 +12,7 @@ import uvicorn
 
 from diagnostics.tickets import check_model
 
+from ..alerts import AlertLoop
 from ..app import FabricApp, build_app
 from ..drafting import render_png
 from ..runtime import build_runtime, node_source
@@ -24,6 +25,14 @@ def _digest(settings: Settings, app: FabricApp) -> DigestSchedule | None:
     if not (settings.digest_at and settings.digest_channel):
         return None
     return DigestSchedule(app.services, app.client, at=settings.digest_at, channel=settings.digest_channel).start()
+
+
+def _alerts(settings: Settings, app: FabricApp) -> AlertLoop | None:
+    """The watch loop, when an alert channel is set."""
+    if not settings.alert_channel:
+        return None
+    return AlertLoop(app.services, app.client, channel=settings.alert_channel, every_s=settings.alert_every_s,
+                     oncall=settings.oncall_usergroup).start()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -42,6 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         assert settings.app_token is not None
         app = build_app(settings=settings, socket_mode=True, **rt.deps(render_png))
         _digest(settings, app)
+        _alerts(settings, app)
         run(app, settings.app_token)
         return 0
     if settings.mode == "http":
@@ -52,6 +62,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         app = build_app(settings=settings, **rt.deps(render_png))
         _digest(settings, app)
+        _alerts(settings, app)
         uvicorn.run(asgi_app(app, settings.signing_secret), host=args.host, port=args.port, log_level="warning")
         return 0
     from ..transport.local import LocalSlack
@@ -62,11 +73,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("fabricbot: nodes: " + ", ".join(rt.source.node_ids()[:10]), file=sys.stderr)
         assert local.app is not None
         schedule = _digest(settings, local.app)
+        alerts = _alerts(settings, local.app)
         try:
             threading.Event().wait(args.seconds)  # Ctrl-C ends it; leaving the block stops both servers
         finally:
             if schedule is not None:
                 schedule.stop()
+            if alerts is not None:
+                alerts.stop()
     return 0
 
 

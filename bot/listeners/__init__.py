@@ -1,5 +1,5 @@
-"""Bolt listeners by concern: the slash command, draft buttons, filing buttons, the repair button, mentions and
-thread messages.
+"""Bolt listeners by concern: the slash command, draft buttons, filing buttons, the repair button, the storm
+incident's acknowledgement, mentions and thread messages.
 
 Every listener acknowledges on the request's own thread and leaves its work to the work queues (`Services`).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from slack_bolt import App
 
 from ..services import Services
-from . import commands, drafts, filing, mentions, repairs
+from . import alerts, commands, drafts, filing, mentions, repairs
 
 COMMANDS = (commands.COMMAND,)
 EVENTS = mentions.EVENTS
@@ -24,3 +24,4 @@ def register(app: App, services: Services) -> None:
     filing.register(app, services)
     mentions.register(app, services)
     repairs.register(app, services)
+    alerts.register(app, services)

@@ -1,5 +1,6 @@
 """The local telemetry store: Parquet samples by node and day, a SQLite database beside them, windowed reads."""
 
+from .alerts import Alert, AlertBook, AlertStatus, StormRecord
 from .database import BUSY_TIMEOUT_S, StoreDatabase, connect, lock_of, transaction
 from .load import load_inputs
 from .maintenance import Maintenance, MaintenanceLog
@@ -9,6 +10,9 @@ from .telemetry import DB_NAME, StoreWindow, TelemetryStore, open_store
 __all__ = [
     "BUSY_TIMEOUT_S",
     "DB_NAME",
+    "Alert",
+    "AlertBook",
+    "AlertStatus",
     "At",
     "FileOutcome",
     "IngestReport",
@@ -16,6 +20,7 @@ __all__ = [
     "MaintenanceLog",
     "StoreDatabase",
     "StoreWindow",
+    "StormRecord",
     "TelemetryStore",
     "connect",
     "expand",

@@ -1,0 +1,229 @@
+"""The watch loop: every FABRICBOT_ALERT_EVERY the fleet is swept through the diagnosis service and the alert channel is
+told what changed, without anyone asking.
+
+A part newly failing gets one message (the node's summary, its pictures in the thread, its Draft ticket button;
+an urgent one mentions the on-call group); that message is updated, never reposted, when the part gets worse, a
+ticket is filed for it, or it stays clean for the soak. Many parts at once are one incident message naming what
+they share, and their own alerts wait until a person acknowledges it. The decisions are `diagnostics`'; the
+memory is the store's SQLite (`AlertBook`), so a restart neither repeats nor forgets an alert.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import ActionsBlock, ButtonElement
+
+from diagnostics import Diagnosis, FabricbotError
+from diagnostics.analysis.alerting import Decision, FailingPart, Pass, Step, decide, failing_parts
+from diagnostics.config import AlertPolicy, load_alerts
+from diagnostics.store import Alert, StormRecord
+
+from . import blocks
+from .mrkdwn import esc
+from .posting import post_picture
+from .services import Services
+
+log = logging.getLogger("fabricbot")
+ACK_ACTION = "storm_ack"
+SHOWN_NODES = 40
+
+_SAID = {Step.NEW: ":rotating_light: *New failing part*", Step.WORSE: ":small_red_triangle: *Worse*",
+         Step.TICKETED: ":ticket: *Ticket filed*", Step.RECOVERED: ":white_check_mark: *Recovered*"}
+
+
+def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, oncall: str | None) -> str:
+    where = f"`{esc(alert.node_id)}` {esc(alert.component)}"
+    ping = f"<!subteam^{oncall}> " if oncall and part is not None and part.urgent and step in (Step.NEW, Step.WORSE) \
+        else ""
+    said = f"{ping}{_SAID[step]}: {where}"
+    if part is not None and step in (Step.NEW, Step.WORSE):
+        said += f" ({part.severity.value}, {part.priority.value}): {esc(part.why)}"
+    if alert.ticket:
+        said += f"\nTicket *{esc(alert.ticket)}* is filed for it."
+    if step is Step.RECOVERED:
+        said += " — clean for the soak; this alert is closed (a new failure alerts again)."
+    return said + f"\n_{at:%Y-%m-%d %H:%M} UTC_"
+
+
+class AlertLoop:
+    """Sweeps and posts every `every_s` seconds on its own thread; `run_once` is one pass (tests call it)."""
+
+    def __init__(self, services: Services, client: WebClient, *, channel: str, every_s: float,
+                 oncall: str | None = None, policy: AlertPolicy | None = None) -> None:
+        self.services, self.client, self.channel, self.every_s = services, client, channel, every_s
+        self.oncall = oncall
+        self.policy = policy or load_alerts()
+        self.book = services.alerts
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="fabricbot-alerts", daemon=True)
+
+    def start(self) -> AlertLoop:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except (SlackApiError, FabricbotError) as exc:
+                log.warning("the alert pass did not finish: %s", exc)
+            if self._stop.wait(self.every_s):
+                return
+
+    # -- one pass ------------------------------------------------------------------------------------------------
+    def run_once(self) -> Pass:
+        source = self.services.source
+        at = self.services.clock()
+        swept = source.sweep()
+        diagnoses = swept.diagnoses
+        parts = failing_parts(diagnoses.values())
+        waiting = self.book.waiting_storm()
+        racks = {n: d.rack.rack_id for n, d in diagnoses.items() if d.rack is not None}
+        done = decide(parts, self.book.active(), at=at, policy=self.policy, ticket_of=self._ticket,
+                      fleet_nodes=len(swept.swept) or len(source.node_ids()), racks=racks,
+                      open_storm=waiting.id if waiting else None)
+        decisions = done.decisions
+        held = [d for d in decisions if d.step is Step.HELD]
+        if done.storm is not None:
+            record = self.book.open_storm(at=at, factor=done.storm.factor, nodes=done.storm.nodes,
+                                          reason=done.storm.reason, held=len(held))
+            decisions = [Decision(d.step, _with_storm(d.alert, record.id), d.part) if d.step is Step.HELD else d
+                         for d in decisions]
+            self.services.record("storm", actor="fabricbot", subject=done.storm.factor, storm=record.id,
+                                 decision="one incident; per-node alerts held until acknowledged",
+                                 nodes=len(done.storm.nodes), parts=done.storm.parts, held=len(held),
+                                 reason=done.storm.reason)
+            self._post_storm(record)
+        elif waiting is not None and held:
+            self.book.grow_storm(waiting.id, sorted({d.alert.node_id for d in held}), len(held))
+            self.services.record("storm", actor="fabricbot", subject=waiting.factor, storm=waiting.id,
+                                 decision="joined the waiting incident, held", held=len(held))
+            grown = self.book.storm(waiting.id)
+            if grown is not None:
+                self._update_storm(grown)
+        self.book.save([d.alert for d in decisions], done.failing, at)
+        for d in decisions:
+            if d.step is not Step.HELD:
+                self._tell(d, diagnoses.get(d.alert.node_id), at)
+        done.decisions = decisions
+        return done
+
+    def _ticket(self, node: str, slug: str) -> str | None:
+        ticket = self.services.tracker.open_ticket(node, slug)
+        return None if ticket is None else ticket.id
+
+    def _tell(self, d: Decision, diagnosis: Diagnosis | None, at: datetime) -> None:
+        alert = d.alert
+        text = _status(d.step, alert, d.part, at, self.oncall)
+        subject = f"{alert.node_id} / {alert.component}"
+        try:
+            if d.step is Step.NEW and diagnosis is not None:
+                ts = self._post(diagnosis, text)
+                self.book.posted(alert.node_id, alert.slug, channel=self.channel, ts=ts)
+            elif alert.ts and alert.channel:
+                self._update(alert, text, diagnosis if d.part is not None else None)
+            else:
+                return
+        except SlackApiError as exc:
+            log.warning("alert for %s not posted: %s", subject, exc.response.get("error"))
+            self.services.record("alert", actor="fabricbot", subject=subject, step=d.step.value,
+                                 error=str(exc.response.get("error")))
+            return
+        self.services.record("alert", actor="fabricbot", subject=subject, step=d.step.value, channel=self.channel,
+                             ticket=alert.ticket)
+
+    def _blocks(self, diagnosis: Diagnosis, analysis_id: int, text: str) -> list[dict[str, Any]]:
+        shown = blocks.diagnosis_blocks(diagnosis, analysis_id)
+        return [b.to_dict() for b in [blocks.section(text), *shown][:blocks.MAX_BLOCKS]]
+
+    def _post(self, diagnosis: Diagnosis, text: str) -> str:
+        """The alert's message: the status line over the node's summary and buttons; the pictures in its thread."""
+        services = self.services
+        analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+        with services.posted.posting(self.channel):
+            posted = self.client.chat_postMessage(channel=self.channel, text=blocks.clip(text, blocks.MAX_TEXT),
+                                                  blocks=self._blocks(diagnosis, analysis_id, text))
+            ts = str(posted["ts"])
+            services.posted.remember(self.channel, ts, analysis_id)
+        if services.renderer is not None:
+            services.work.later(post_picture, self.client, services, diagnosis, self.channel, ts, None)
+        return ts
+
+    def _update(self, alert: Alert, text: str, diagnosis: Diagnosis | None) -> None:
+        """The same message, its status line changed (and its summary, when the part was read again)."""
+        assert alert.channel is not None and alert.ts is not None
+        services = self.services
+        if diagnosis is not None:
+            analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+            services.posted.remember(alert.channel, alert.ts, analysis_id)
+        else:
+            known = services.posted.analysis_of(alert.channel, alert.ts, wait_s=0)
+            diagnosis = services.state.analysis(known) if known is not None else None
+            analysis_id = known or 0
+        shown = self._blocks(diagnosis, analysis_id, text) if diagnosis is not None else \
+            [blocks.section(text).to_dict()]
+        self.client.chat_update(channel=alert.channel, ts=alert.ts, text=blocks.clip(text, blocks.MAX_TEXT),
+                                blocks=shown)
+
+    def _post_storm(self, storm: StormRecord) -> None:
+        text, shown = storm_message(storm, self.oncall)
+        try:
+            posted = self.client.chat_postMessage(channel=self.channel, text=text, blocks=shown)
+        except SlackApiError as exc:
+            log.warning("storm incident not posted: %s", exc.response.get("error"))
+            return
+        self.book.storm_posted(storm.id, channel=self.channel, ts=str(posted["ts"]))
+
+    def _update_storm(self, storm: StormRecord) -> None:
+        if storm.ts and storm.channel:
+            text, shown = storm_message(storm, self.oncall)
+            self.client.chat_update(channel=storm.channel, ts=storm.ts, text=text, blocks=shown)
+
+
+def _with_storm(alert: Alert, storm: int) -> Alert:
+    return replace(alert, storm=storm)
+
+
+def storm_message(storm: StormRecord, oncall: str | None) -> tuple[str, list[dict[str, Any]]]:
+    """The incident's text and blocks: the common factor, the nodes, and the button while none has acknowledged it."""
+    nodes = ", ".join(f"`{esc(n)}`" for n in storm.nodes[:SHOWN_NODES])
+    more = f" … and {len(storm.nodes) - SHOWN_NODES} more" if len(storm.nodes) > SHOWN_NODES else ""
+    ping = f"<!subteam^{oncall}> " if oncall else ""
+    head = (f"{ping}:thunder_cloud_and_rain: *Incident: {len(storm.nodes)} nodes newly failing at once*\n"
+            f"Common factor: *{esc(storm.factor)}* ({esc(storm.reason)}).\n"
+            "A storm is usually one cause (a driver rollout, an exporter change, a switch), not many hardware "
+            f"faults: {storm.held} per-node alert(s) are held until someone acknowledges this.")
+    if storm.acknowledged_by:
+        head += (f"\n:white_check_mark: Acknowledged by <@{esc(storm.acknowledged_by)}>: the parts still failing "
+                 "alert one by one from the next pass.")
+    shown: list[dict[str, Any]] = [blocks.section(blocks.clip(head, blocks.MAX_TEXT)).to_dict(),
+                                   blocks.section(blocks.clip(f"*Nodes*\n{nodes}{more}", blocks.MAX_TEXT)).to_dict()]
+    if not storm.acknowledged_by:
+        shown.append(ActionsBlock(block_id=f"storm:{storm.id}", elements=[ButtonElement(
+            text="Acknowledge incident", action_id=ACK_ACTION, value=str(storm.id), style="primary")]).to_dict())
+    return blocks.clip(head, blocks.MAX_TEXT), shown
+
+
+def acknowledge(services: Services, client: WebClient, *, storm_id: int, user: str,
+                oncall: str | None) -> StormRecord | None:
+    """A person acknowledged the incident: recorded, its message updated; the held alerts go out next pass."""
+    storm = services.alerts.acknowledge(storm_id, by=user, at=services.clock())
+    if storm is None:
+        return None
+    services.record("storm", actor=user, subject=storm.factor, storm=storm.id, decision="acknowledged",
+                    nodes=len(storm.nodes), held=storm.held)
+    if storm.ts and storm.channel:
+        text, shown = storm_message(storm, oncall)
+        client.chat_update(channel=storm.channel, ts=storm.ts, text=text, blocks=shown)
+    return storm

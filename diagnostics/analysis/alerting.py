@@ -1,0 +1,211 @@
+"""What the alert channel is told after each pass of the watch loop: the parts newly failing, the ones that got worse,
+were ticketed or stayed clean for the soak, and whether the new ones together are a storm (one common cause).
+
+Pure decisions over the fleet's diagnoses and the alerts already open; the store keeps the alerts
+(`diagnostics.store.alerts`) and the bot posts what is decided here. A part is a localization (`GPU 2 NVLink 5`,
+`NVSwitch 1`): what a ticket names. A node in planned work never alerts; a part with an open ticket is the
+ticket's business, not a new alert.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+
+from ..config.alerts import AlertPolicy
+from ..config.thresholds import MISSING_RULE
+from ..enums import Priority, Severity
+from ..model import Diagnosis
+from ..store.alerts import Alert, AlertStatus
+
+_XID = re.compile(r"\b[XS]?XID ([\d, ]+) on")
+_RANK = {Severity.WARNING: 1, Severity.FAILING: 2, Severity.DOWN: 3}
+_URGENCY = {p: i for i, p in enumerate(reversed(list(Priority)))}  # low 0 .. urgent 3
+
+
+@dataclass(frozen=True)
+class FailingPart:
+    """A part failing in this pass: the node, the part as a ticket names it, how bad, and what it shares with
+    others (the storm's signatures)."""
+
+    node_id: str
+    slug: str
+    component: str
+    severity: Severity
+    priority: Priority
+    why: str
+    signatures: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.node_id, self.slug
+
+    @property
+    def rank(self) -> int:
+        """Worse is higher: severity first, then the ticket's priority."""
+        return _RANK.get(self.severity, 0) * 10 + _URGENCY[self.priority]
+
+    @property
+    def urgent(self) -> bool:
+        return self.priority is Priority.URGENT
+
+
+def signatures_of(d: Diagnosis, facts: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """What a node's failure may share with others': each Xid code, each switch its failing links land on, an
+    exporter gap (its series stopped), and the inventory's facts (`driver=550.90.07`, `rack=r07`)."""
+    found: set[str] = set()
+    for f in d.findings:
+        if f.severity not in _RANK:
+            continue
+        for c in f.crossed:
+            if c.counter in ("xid", "sxid"):
+                codes = _XID.search(c.message)
+                found |= {f"{c.counter} {code.strip()}" for code in (codes[1].split(",") if codes else []) if code}
+            if c.rule == MISSING_RULE:
+                found.add("exporter gap")
+        if f.switch:
+            found.add(f"switch {f.switch}")
+    if d.rack is not None:
+        found.add(f"rack {d.rack.rack_id}")
+    found |= {f"{k} {v}" for k, v in (facts or {}).items() if v}
+    return tuple(sorted(found))
+
+
+def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[str, str]] | None = None
+                  ) -> list[FailingPart]:
+    """Every part failing in the fleet's diagnoses (a failing or down localization), planned work left out."""
+    out: list[FailingPart] = []
+    for d in diagnoses:
+        if d.maintenance or not d.fault_detected:
+            continue
+        signatures = signatures_of(d, (facts or {}).get(d.node_id))
+        for loc in d.localizations:
+            if loc.severity not in (Severity.FAILING, Severity.DOWN):
+                continue
+            out.append(FailingPart(d.node_id, loc.ref.slug, loc.ref.name, loc.severity, d.ticket_priority,
+                                   loc.evidence[0] if loc.evidence else d.repair_action, signatures))
+    return sorted(out, key=lambda p: p.key)
+
+
+class Step(StrEnum):
+    NEW = "new"
+    WORSE = "worse"
+    TICKETED = "ticketed"
+    RECOVERED = "recovered"
+    HELD = "held"
+
+
+@dataclass(frozen=True)
+class Decision:
+    step: Step
+    alert: Alert  # as it stands after the step
+    part: FailingPart | None = None  # the pass's reading of the part (None: it was clean)
+
+
+@dataclass(frozen=True)
+class Storm:
+    """Many parts newly failing at once, taken for one cause: what they share and which nodes."""
+
+    factor: str
+    nodes: list[str]
+    parts: int
+    reason: str
+    sharing: int = 0  # nodes sharing the factor
+
+    def headline(self) -> str:
+        shared = f"{self.sharing} of them sharing {self.factor}" if self.sharing else self.factor
+        return f"{len(self.nodes)} nodes newly failing at once, {shared}: {self.reason}"
+
+
+def find_storm(new: list[FailingPart], *, fleet_nodes: int, policy: AlertPolicy,
+               racks: Mapping[str, str] | None = None) -> Storm | None:
+    """The storm the newly failing parts of one pass make, if any: too large a share of the fleet or too many racks
+    at once, or many nodes sharing one signature. The factor named is the signature most of them share."""
+    nodes = sorted({p.node_id for p in new})
+    if not nodes:
+        return None
+    shared: Counter[str] = Counter()
+    for node in nodes:
+        shared.update({s for p in new if p.node_id == node for s in p.signatures})
+    common = shared.most_common(1)[0] if shared else None
+    on_racks = {racks[n] for n in nodes if racks and n in racks}
+    share = len(nodes) / max(fleet_nodes, 1)
+    reason = None
+    if len(nodes) >= policy.storm_min_nodes and share > policy.storm_share:
+        reason = f"{share:.0%} of the fleet's {fleet_nodes} nodes (the limit is {policy.storm_share:.0%})"
+    elif len(nodes) >= policy.storm_min_nodes and len(on_racks) >= policy.storm_racks:
+        reason = f"on {len(on_racks)} racks at once (the limit is {policy.storm_racks})"
+    elif common is not None and common[1] >= policy.signature_min_nodes:
+        reason = f"{common[1]} nodes share {common[0]} (the limit is {policy.signature_min_nodes})"
+    if reason is None:
+        return None
+    if common is not None and common[1] >= max(2, (len(nodes) + 1) // 2):
+        factor = ", ".join(sorted(sig for sig, n in shared.items() if n == common[1]))  # all the most share
+        sharing = common[1]
+    else:
+        factor, sharing = "no one signature (a fleet-wide cause: check recent changes)", 0
+    return Storm(factor, nodes, len(new), reason, sharing)
+
+
+@dataclass
+class Pass:
+    """One pass's decisions, the storm it found (its held alerts are in `decisions` as HELD), and the alerts whose
+    part is still failing (their `failing_at` moves on)."""
+
+    at: datetime
+    decisions: list[Decision] = field(default_factory=list)
+    storm: Storm | None = None
+    failing: list[tuple[str, str]] = field(default_factory=list)
+
+    def count(self, step: Step) -> int:
+        return sum(d.step is step for d in self.decisions)
+
+
+def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *, at: datetime,
+           policy: AlertPolicy, ticket_of: Callable[[str, str], str | None], fleet_nodes: int,
+           racks: Mapping[str, str] | None = None, open_storm: int | None = None) -> Pass:
+    """The pass's decisions given the parts failing now and the alerts not yet recovered (keyed by node and part).
+
+    A new part with an open ticket is left alone (the ticket speaks for it). New parts that make a storm are held;
+    while a storm waits for a person (`open_storm`), every new part joins it, held. A held part whose storm was
+    acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one that got a
+    ticket says so; one clean for the soak is recovered.
+    """
+    out = Pass(at)
+    now = {p.key: p for p in parts}
+    fresh = [p for p in parts if p.key not in alerts and ticket_of(p.node_id, p.slug) is None]
+    storm = None if open_storm is not None else find_storm(fresh, fleet_nodes=fleet_nodes, policy=policy,
+                                                           racks=racks)
+    out.storm = storm
+    hold = storm is not None or open_storm is not None
+    for p in fresh:
+        alert = Alert(p.node_id, p.slug, p.component, AlertStatus.HELD if hold else AlertStatus.OPEN, p.rank,
+                      opened_at=at, failing_at=at, storm=open_storm)
+        out.decisions.append(Decision(Step.HELD if hold else Step.NEW, alert, p))
+    for key, alert in sorted(alerts.items()):
+        part = now.get(key)
+        if part is not None:
+            out.failing.append(key)
+            alert = replace(alert, failing_at=at)
+        if alert.status is AlertStatus.HELD:
+            if alert.storm is not None and alert.storm == open_storm:
+                continue  # still waiting for the incident's acknowledgement
+            if part is not None:
+                out.decisions.append(Decision(Step.NEW, replace(alert, status=AlertStatus.OPEN, rank=part.rank), part))
+            else:
+                out.decisions.append(Decision(Step.RECOVERED, replace(alert, status=AlertStatus.RECOVERED), None))
+            continue
+        if part is not None and part.rank > alert.rank:
+            out.decisions.append(Decision(Step.WORSE, replace(alert, rank=part.rank), part))
+            continue
+        ticket = ticket_of(alert.node_id, alert.slug)
+        if ticket is not None and alert.ticket != ticket:
+            out.decisions.append(Decision(Step.TICKETED, replace(alert, ticket=ticket), part))
+            continue
+        if part is None and at - alert.failing_at >= policy.soak:
+            out.decisions.append(Decision(Step.RECOVERED, replace(alert, status=AlertStatus.RECOVERED), None))
+    return out

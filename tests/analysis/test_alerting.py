@@ -1,0 +1,93 @@
+"""The watch loop's decisions: one alert per new part, an update when it worsens, is ticketed or recovers, storms held;
+and the store keeping them across a restart."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from diagnostics.analysis.alerting import FailingPart, Step, decide, find_storm
+from diagnostics.config import load_alerts
+from diagnostics.enums import Priority, Severity
+from diagnostics.store import AlertBook, AlertStatus, connect
+
+T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+POLICY = load_alerts()
+
+
+def part(node: str, slug: str = "gpu2-nvlink5", severity: Severity = Severity.FAILING,
+         priority: Priority = Priority.MEDIUM, signatures: tuple[str, ...] = ()) -> FailingPart:
+    return FailingPart(node, slug, slug, severity, priority, "replays above 1000 per hour", signatures)
+
+
+def no_ticket(node: str, slug: str) -> str | None:
+    return None
+
+
+def test_a_new_part_alerts_once_then_updates_when_worse_ticketed_and_recovered(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+    fleet = 100
+
+    def run(parts: list[FailingPart], at: datetime, ticket: str | None = None) -> list[Step]:
+        done = decide(parts, book.active(), at=at, policy=POLICY, fleet_nodes=fleet,
+                      ticket_of=lambda n, s: ticket)
+        book.save([d.alert for d in done.decisions], done.failing, at)
+        return [d.step for d in done.decisions]
+
+    assert run([part("n1")], T0) == [Step.NEW]
+    assert run([part("n1")], T0 + timedelta(minutes=5)) == []  # not already alerted
+    # a restart forgets nothing: a fresh book on the same file still knows the alert
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+    assert run([part("n1", severity=Severity.DOWN)], T0 + timedelta(minutes=10)) == [Step.WORSE]
+    assert run([part("n1", severity=Severity.DOWN)], T0 + timedelta(minutes=15)) == []
+    assert run([part("n1", severity=Severity.DOWN)], T0 + timedelta(minutes=20), ticket="FAB-1") == [Step.TICKETED]
+    clean = T0 + timedelta(minutes=20)
+    assert run([], clean + POLICY.soak - timedelta(minutes=5), ticket="FAB-1") == []  # clean, not yet for the soak
+    assert run([], clean + POLICY.soak, ticket="FAB-1") == [Step.RECOVERED]
+    assert book.get("n1", "gpu2-nvlink5").status is AlertStatus.RECOVERED  # type: ignore[union-attr]
+    assert run([part("n1")], clean + POLICY.soak + timedelta(hours=1)) == [Step.NEW]  # failing again: a new alert
+
+
+def test_a_part_already_ticketed_does_not_alert() -> None:
+    done = decide([part("n1")], {}, at=T0, policy=POLICY, fleet_nodes=10, ticket_of=lambda n, s: "FAB-7")
+    assert done.decisions == []
+
+
+def test_forty_nodes_with_one_driver_and_one_xid_are_one_storm_naming_the_factor() -> None:
+    rollout = [part(f"n{i:02d}", signatures=("driver 550.90.07", "xid 74")) for i in range(40)]
+    lone = [part("n99", signatures=("driver 535.161.08",))]
+    done = decide(rollout + lone, {}, at=T0, policy=POLICY, fleet_nodes=400, ticket_of=no_ticket)
+    assert done.storm is not None and done.count(Step.HELD) == 41 and done.count(Step.NEW) == 0
+    assert done.storm.factor == "driver 550.90.07, xid 74" and len(done.storm.nodes) == 41
+    assert done.storm.headline().startswith("41 nodes newly failing at once, 40 of them sharing driver 550.90.07, "
+                                            "xid 74: 10% of the fleet's 400 nodes")
+
+
+def test_a_few_faults_in_a_big_fleet_are_not_a_storm_and_a_shared_signature_alone_is() -> None:
+    few = [part(f"n{i}", signatures=(f"switch {i}",)) for i in range(4)]
+    assert find_storm(few, fleet_nodes=1024, policy=POLICY) is None
+    same_switch = [part(f"n{i}", signatures=("switch sw-07",)) for i in range(POLICY.signature_min_nodes)]
+    storm = find_storm(same_switch, fleet_nodes=100_000, policy=POLICY)
+    assert storm is not None and storm.factor == "switch sw-07"
+    racks = {f"n{i}": f"r{i}" for i in range(POLICY.storm_min_nodes)}
+    spread = [part(n) for n in racks]
+    assert find_storm(spread, fleet_nodes=100_000, policy=POLICY, racks=racks) is not None
+    assert find_storm(spread, fleet_nodes=100_000, policy=POLICY) is None
+
+
+def test_held_parts_wait_for_the_acknowledgement_then_alert_if_still_failing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+    rollout = [part(f"n{i:02d}", signatures=("xid 74",)) for i in range(10)]
+    first = decide(rollout, {}, at=T0, policy=POLICY, fleet_nodes=50, ticket_of=no_ticket)
+    assert first.storm is not None
+    storm = book.open_storm(at=T0, factor=first.storm.factor, nodes=first.storm.nodes, reason=first.storm.reason,
+                            held=first.count(Step.HELD))
+    book.save([replace(d.alert, storm=storm.id) for d in first.decisions])
+    later = T0 + timedelta(minutes=5)
+    waiting = decide([*rollout[:5], part("n77")], book.active(), at=later, policy=POLICY, fleet_nodes=50,
+                     ticket_of=no_ticket, open_storm=storm.id)
+    assert [d.step for d in waiting.decisions] == [Step.HELD]  # a new one joins the storm; the held ones wait
+    acked = book.acknowledge(storm.id, by="U1", at=later)
+    assert acked is not None and acked.acknowledged_by == "U1" and book.waiting_storm() is None
+    released = decide(rollout[:5], book.active(), at=later, policy=POLICY, fleet_nodes=50, ticket_of=no_ticket)
+    assert released.count(Step.NEW) == 5 and released.count(Step.RECOVERED) == 5 and released.storm is None
