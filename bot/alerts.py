@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement
 
 from diagnostics import Diagnosis, FabricbotError
-from diagnostics.analysis.alerting import Decision, FailingPart, Pass, Step, decide, failing_parts
+from diagnostics.analysis import Decision, FailingPart, Pass, Step
 from diagnostics.config import AlertPolicy, load_alerts
 from diagnostics.store import Alert, StormRecord
 
@@ -85,14 +85,10 @@ class AlertLoop:
     def run_once(self) -> Pass:
         source = self.services.source
         at = self.services.clock()
-        swept = source.sweep()
-        diagnoses = swept.diagnoses
-        parts = failing_parts(diagnoses.values())
         waiting = self.book.waiting_storm()
-        racks = {n: d.rack.rack_id for n, d in diagnoses.items() if d.rack is not None}
-        done = decide(parts, self.book.active(), at=at, policy=self.policy, ticket_of=self._ticket,
-                      fleet_nodes=len(swept.swept) or len(source.node_ids()), racks=racks,
-                      open_storm=waiting.id if waiting else None)
+        swept, done = source.alert_pass(alerts=self.book.active(), at=at, ticket_of=self._ticket,
+                                        open_storm=waiting.id if waiting else None, policy=self.policy)
+        diagnoses = swept.diagnoses
         decisions = done.decisions
         held = [d for d in decisions if d.step is Step.HELD]
         if done.storm is not None:

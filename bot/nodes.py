@@ -4,15 +4,15 @@ says what the CLI says."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, SweepResult
-from diagnostics.analysis import RepairCheck, Watch
-from diagnostics.config import Thresholds, VerificationPolicy, load_thresholds, load_watch
+from diagnostics.analysis import Pass, RepairCheck, Watch
+from diagnostics.config import AlertPolicy, Thresholds, VerificationPolicy, load_thresholds, load_watch
 from diagnostics.render import graph_for_platform
 from diagnostics.service import (
     Answer,
@@ -22,6 +22,7 @@ from diagnostics.service import (
     StoreSource,
     TableSource,
     UnknownName,
+    alert_pass,
     close_matches,
     diagnose,
     fleet,
@@ -30,7 +31,7 @@ from diagnostics.service import (
     verify_repair,
     watch,
 )
-from diagnostics.store import MaintenanceLog
+from diagnostics.store import Alert, MaintenanceLog
 from diagnostics.topology import NodeGraph
 
 DEFAULT_WINDOW_HOURS = 1.0
@@ -81,6 +82,13 @@ class NodeSource:
     def sweep(self) -> SweepResult:
         """The fleet swept as `fabricbot sweep` does: the offending nodes' diagnoses, planned work held."""
         return sweep(self.source, self.request())
+
+    def alert_pass(self, *, alerts: Mapping[tuple[str, str], Alert], at: datetime,
+                   ticket_of: Callable[[str, str], str | None], open_storm: int | None,
+                   policy: AlertPolicy | None = None) -> tuple[SweepResult, Pass]:
+        """One pass of the watch loop, asked of the service with this bot's window and thresholds."""
+        return alert_pass(self.source, self.request(), alerts=alerts, at=at, ticket_of=ticket_of,
+                          open_storm=open_storm, policy=policy)
 
     def maintenance(self) -> MaintenanceLog:
         """Where the nodes' planned-work windows are kept (the store's, or this run's own)."""

@@ -6,6 +6,7 @@ windows and asks it.
 """
 
 from ..tables import job_nodes
+from .alerting import Decision, FailingPart, Pass, Step, Storm, decide, failing_parts, find_storm
 from .correlate import JobExplanation, LinkScore, jobs_on
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
@@ -16,19 +17,27 @@ from .trends import Watch, watch_list
 from .verify import RepairCheck, RepairVerdict, check_repair
 
 __all__ = [
+    "Decision",
+    "FailingPart",
     "FleetAnalysis",
     "History",
     "JobExplanation",
     "LinkScore",
+    "Pass",
     "Reading",
     "RepairCheck",
     "RepairVerdict",
+    "Step",
+    "Storm",
     "Watch",
     "analyze_fleet",
     "analyze_tables",
     "check_repair",
     "counters_in",
+    "decide",
     "explain_job",
+    "failing_parts",
+    "find_storm",
     "history_needed",
     "job_nodes",
     "jobs_on",

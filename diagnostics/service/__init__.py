@@ -17,7 +17,7 @@ from .diagnose import (
     planned,
     viewed,
 )
-from .fleetwide import fleet_result, sweep, verify_repair, watch
+from .fleetwide import alert_pass, fleet_result, sweep, verify_repair, watch
 from .prometheus import PrometheusSource
 from .request import CORRELATION_SPAN, DEFAULT_WINDOW, Asked, Request
 from .source import Source, UnknownName, Window, close_matches, known, memory_log
@@ -38,6 +38,7 @@ __all__ = [
     "TableSource",
     "UnknownName",
     "Window",
+    "alert_pass",
     "close_matches",
     "diagnose",
     "diagnose_snapshot",

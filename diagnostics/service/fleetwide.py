@@ -4,12 +4,23 @@ threshold, and whether a repaired part stayed clean."""
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 
 from .. import format as fmt
-from ..analysis import RepairCheck, RepairVerdict, Watch, check_repair, history_needed, watch_list
+from ..analysis import (
+    Pass,
+    RepairCheck,
+    RepairVerdict,
+    Watch,
+    check_repair,
+    decide,
+    failing_parts,
+    history_needed,
+    watch_list,
+)
 from ..analysis.diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
+from ..config.alerts import AlertPolicy, load_alerts
 from ..config.thresholds import Thresholds
 from ..config.verification import VerificationPolicy, load_verification
 from ..config.watch import WatchPolicy, load_watch
@@ -17,6 +28,7 @@ from ..model import Diagnosis
 from ..names import fleet_name_notes
 from ..offenders import SweepResult, offenders_of
 from ..prometheus.sweep import sweep as pushed_down
+from ..store.alerts import Alert
 from .diagnose import Fleet, fleet
 from .prometheus import PrometheusSource
 from .request import Request
@@ -130,3 +142,16 @@ def verify_repair(source: Source, *, node: str, parts: Collection[str], repaired
     got = source.read(nodes=[node], end=end, span=end - repaired_at)
     return check_repair(got.tables, node_id=node, parts=parts, repaired_at=repaired_at, now=end, policy=policy,
                         thresholds=thresholds, platform=got.platforms.get(node), platforms=got.platforms)
+
+
+def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, str], Alert], at: datetime,
+               ticket_of: Callable[[str, str], str | None], open_storm: int | None = None,
+               policy: AlertPolicy | None = None) -> tuple[SweepResult, Pass]:
+    """One pass of the watch loop: the fleet swept as `sweep` does (planned work held), its failing parts, and what
+    the alert channel is told given the alerts still open (new, worse, ticketed, recovered, or held in a storm)."""
+    swept = sweep(source, request)
+    racks = {n: d.rack.rack_id for n, d in swept.diagnoses.items() if d.rack is not None}
+    done = decide(failing_parts(swept.diagnoses.values()), alerts, at=at, policy=policy or load_alerts(),
+                  ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,
+                  open_storm=open_storm)
+    return swept, done
