@@ -26,7 +26,7 @@ ENV_REPAIRS = "FABRICBOT_REPAIRS"
 ENV_OLD_STEPS = "FABRICBOT_TICKET_STEPS"  # the step file the catalog replaced
 RESET_MARK = "reset"  # in a repair list: where the reset step goes
 
-Need = Literal["nvlink", "nvswitch", "fabric-manager", "nvlsm"]
+Need = Literal["nvlink", "nvswitch", "fabric-info", "fabric-manager", "nvlsm"]
 
 
 class _Model(BaseModel):
@@ -91,10 +91,15 @@ class PlatformEntry(_Model):
     board: str
     reset_note: str | None = None
     fm_note: str | None = None
+    # the driver reports each GPU's fabric state (nvmlDeviceGetGpuFabricInfo, the Fabric section of nvidia-smi -q):
+    # Hopper and newer; an Ampere NVSwitch system shows its fabric in Fabric Manager's log and nvidia-smi nvlink -s
+    fabric_info: bool = True
     source: str = "assumed"
     fault: dict[FaultKind, FaultOverride] = Field(default_factory=dict)
 
     def has(self, need: Need) -> bool:
+        if need == "fabric-info":
+            return self.fabric_info and self.has("nvswitch")
         if self.rack and need in ("nvlink", "nvswitch"):
             return True  # a rack's host, a switch tray too: its rack's GPUs reach its switch chips over NVLink
         if need == "nvlink":

@@ -39,11 +39,20 @@ from ..topology import gpu_index, platform_graph
 _IMPLIED: dict[FaultKind, frozenset[str]] = {
     FaultKind.NVLINK: frozenset({"nvlink"}), FaultKind.NVLINK_AGGREGATE: frozenset({"nvlink"}),
     FaultKind.GPU_NVLINKS: frozenset({"nvlink"}),
-    FaultKind.NVSWITCH: frozenset({"nvlink", "nvswitch", "fabric-manager"}),
-    FaultKind.NVSWITCH_FATAL: frozenset({"nvlink", "nvswitch", "fabric-manager"}),
-    FaultKind.FABRIC_MANAGER: frozenset({"nvlink", "nvswitch", "fabric-manager"}),
+    FaultKind.NVSWITCH: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
+    FaultKind.NVSWITCH_FATAL: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
+    FaultKind.FABRIC_MANAGER: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
 }
 _LINK_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE)
+# How a plan reads the fabric: the GPUs' fabric state where the driver reports it (Hopper and newer), else Fabric
+# Manager's log and the links' state (Ampere: nvmlDeviceGetGpuFabricInfo is for Hopper and newer).
+_FABRIC_READS = {
+    True: {"fabric_read": "nvidia-smi -q -d FABRIC",
+           "fabric_done": "`nvidia-smi -q -d FABRIC` to read State Completed on every GPU"},
+    False: {"fabric_read": "nvidia-smi nvlink -s",
+            "fabric_done": "the Fabric Manager log to say every NVSwitch is configured and `nvidia-smi nvlink -s` to "
+                           "show every link up (this driver reports no GPU fabric state: that is Hopper and newer)"},
+}
 _END_FAMILY = {FaultKind.NVLINK: "nvlink", FaultKind.PCIE_REPLAYS: "pcie", FaultKind.PCIE_DOWNTRAIN: "pcie"}
 
 
@@ -168,6 +177,7 @@ class _Builder:
         })
         if self.plat is not None and self.plat.rack:
             self.values["rack"] = self.values.get("node_id", "the rack")
+        self.values.update(_FABRIC_READS[self.plat is None or self.plat.fabric_info])
         self.values["node"] = f"node {self.values['node_id']}" if "node_id" in self.values else "the node"
         self.port_source = facts.port_source
         self.contradiction: str | None = None

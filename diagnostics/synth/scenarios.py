@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..config.platforms import platform_data
 from ..enums import FaultKind, Severity
 from ..topology import platform_graph
 from .lanes import nvlink_lane_errors, nvswitch_end_fault, pcie_lane_errors
@@ -186,8 +187,9 @@ def fabric_manager_down(sim: NodeSim) -> None:
     (error 802, "system not yet initialized"), so the node's job logs no step from then on."""
     on = sim.onset()
     sim.inactive[sim.nv_indices(), on:] = True
-    sim.events.append({"timestamp": sim.times[on], "kind": "fabric_state",
-                       "text": "Fabric State: In Progress (Fabric Manager not running)"})
+    if int(platform_data(sim.platform).get("nvlink_generation", 0)) >= 4:  # the GPU fabric state: Hopper and newer
+        sim.events.append({"timestamp": sim.times[on], "kind": "fabric_state",
+                           "text": "Fabric State: In Progress (Fabric Manager not running)"})
     sim.stops_job = on
     sim.fault("fabric_manager_down", "fabric-software", on, False, fault=FaultKind.FABRIC_MANAGER,
               severity=Severity.DOWN)

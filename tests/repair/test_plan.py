@@ -91,7 +91,9 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
             assert "nv show cluster apps" in captures  # NMX-Controller's state, on the switch tray that runs it
             assert not [c for c in plan.commands() if "fabricmanager" in c]
         elif plan.applies and fault in (*NVSWITCH_FAULTS, FaultKind.FABRIC_MANAGER):
-            assert "nvidia-smi -q -d FABRIC" in captures
+            # the GPUs' fabric state where the driver reports it (Hopper and newer), else the links' state
+            assert ("nvidia-smi -q -d FABRIC" in captures) == (platform != "dgx-a100-8gpu"), captures
+            assert "nvidia-smi nvlink -s" in captures
             assert any("/var/log/fabricmanager.log" in c for c in captures)
             if platform == "hgx-b200-8gpu":
                 assert any("nvlsm.log" in c for c in captures)
@@ -312,3 +314,17 @@ def test_a_drafted_step_that_excludes_one_gpu_from_a_node_wide_repair_is_sent_ba
     bad = plan_problems("Exclude GPU 2 from new jobs, then reboot the node", plan, allowed)
     assert any("the only isolation is the node's drain" in p for p in bad)
     assert not plan_problems(plan.isolation[0].text, plan, allowed)
+
+
+def test_ampere_reads_its_fabric_in_the_fabric_managers_log_and_the_links_not_a_fabric_state() -> None:
+    """DGX A100 was told to wait for `nvidia-smi -q -d FABRIC` to read State Completed: nvmlDeviceGetGpuFabricInfo
+    is for Hopper and newer."""
+    for fault in (*NVSWITCH_FAULTS, FaultKind.FABRIC_MANAGER):
+        a100 = repair_plan("dgx-a100-8gpu", fault, PlanFacts(node_id="dgx-03"))
+        assert not [t for t in _texts(a100) if "-d FABRIC" in t or "State Completed" in t], fault
+        assert "nvidia-smi nvlink -s" in [c.command for c in a100.captures]
+        assert "/var/log/fabricmanager.log" in " ".join(c.command for c in a100.captures)
+        h100 = repair_plan("hgx-h100-8gpu", fault, PlanFacts(node_id="h100-03"))
+        assert "nvidia-smi -q -d FABRIC" in [c.command for c in h100.captures]
+    fm = repair_plan("dgx-a100-8gpu", FaultKind.FABRIC_MANAGER, PlanFacts(node_id="dgx-03"))
+    assert "every NVSwitch is configured" in fm.repair[1].text and "nvlink -s" in fm.action
