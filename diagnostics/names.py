@@ -77,10 +77,14 @@ def fleet_name_notes(names: Iterable[str], *, kind: str = "node") -> list[str]:
             continue
         others = alike(name, every)
         notes.append(odd + (f"; it could be taken for {', '.join(f'`{o}`' for o in others)}" if others else ""))
-    plain = [n for n in every if outside_ascii(n) is None]
-    for name in plain:  # plain names one once normalised (a trailing space telemetry kept)
-        twins = [o for o in alike(name, plain) if o > name]
-        notes.extend(f"the {kind}s `{name}` and `{o}` are one name once normalised" for o in twins)
+    # plain names one once normalised (a trailing space telemetry kept): grouped by their normal form in one pass,
+    # since two plain names can only be taken for each other when they normalise alike
+    groups: dict[str, list[str]] = {}
+    for name in every:
+        if outside_ascii(name) is None:
+            groups.setdefault(normal_name(name), []).append(name)
+    twins = sorted((name, o) for group in groups.values() for i, name in enumerate(group) for o in group[i + 1:])
+    notes.extend(f"the {kind}s `{name}` and `{o}` are one name once normalised" for name, o in twins)
     return notes
 
 
