@@ -13,21 +13,25 @@ repairs judged as they turned out.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from ..analysis import analyze_fleet
+from ..analysis import Step, analyze_fleet, decide, failing_parts
 from ..analysis.trends import watch_list
 from ..analysis.verify import RepairVerdict, check_repair
+from ..config.alerts import load_alerts
+from ..store.alerts import Alert
 from .life import RESTARTS
 
 WARN_SPAN = timedelta(hours=48)
 WARN_STEP = timedelta(hours=1)  # the watch list is read once an hour, as a scheduled run would
 RESTART_SPAN = timedelta(hours=2)
 MIN_LEAD_HOURS = 24.0
+ALERT_STEP = timedelta(hours=1)  # the watch loop's pass, replayed hourly (5 min in production)
 
 
 class LifeReport(BaseModel):
@@ -40,6 +44,10 @@ class LifeReport(BaseModel):
     leads: dict[str, float] = Field(default_factory=dict, description="node -> hours of warning (0: never warned)")
     repairs: dict[str, str] = Field(default_factory=dict, description="node -> verdict given")
     repairs_right: list[str] = Field(default_factory=list)
+    faults: int = Field(default=0, description="Parts that truly fail within the life nodes' readings.")
+    alerted: list[str] = Field(default_factory=list, description="Faults alerted once, on their part.")
+    false_alerts: list[str] = Field(default_factory=list, description="An alert on no fault, or a second one.")
+    alert_updates: int = 0
 
     @property
     def min_lead(self) -> float | None:
@@ -49,7 +57,8 @@ class LifeReport(BaseModel):
     def ok(self) -> bool:
         lead = self.min_lead
         return (not self.restarts_ticketed and not self.false_warnings and len(self.repairs_right) == len(self.repairs)
-                and (lead is None or lead >= MIN_LEAD_HOURS))
+                and (lead is None or lead >= MIN_LEAD_HOURS) and not self.false_alerts
+                and len(self.alerted) == self.faults)
 
     def lines(self) -> list[str]:
         lead = self.min_lead
@@ -62,7 +71,11 @@ class LifeReport(BaseModel):
                f" ({warned}/{len(self.leads)} slow failures warned)",
                f"repairs verified: {len(self.repairs_right)}/{len(self.repairs)} ({held} closed as held, "
                f"{len(self.repairs) - held} not)"]
+        out.append(f"alerts: {len(self.alerted)} for {self.faults} faults, {len(self.false_alerts)} false "
+                   f"({self.alert_updates} updates instead of a second alert; the watch loop hourly over every "
+                   "node's readings)")
         out += [f"  ticketed after a restart: {x}" for x in self.restarts_ticketed]
+        out += [f"  false alert: {x}" for x in self.false_alerts]
         out += [f"  warned with no fault: {x}" for x in self.false_warnings]
         out += [f"  {n} ({v})" for n, v in self.repairs.items() if n not in self.repairs_right]
         return out
@@ -118,7 +131,41 @@ def score_life(tables: Mapping[str, pd.DataFrame], inventory: Mapping[str, str],
             want = RepairVerdict.HELD if t["holds"] else RepairVerdict.FAILED
             if check.verdict is want:
                 report.repairs_right.append(node)
+    score_alerts(report, tables, inventory, truth)
     return report
+
+
+def score_alerts(report: LifeReport, tables: Mapping[str, pd.DataFrame], inventory: Mapping[str, str],
+                 truth: dict[str, Any], every: timedelta = ALERT_STEP) -> None:
+    """The watch loop replayed over the life nodes, a pass every `every` from their first day on, no ticket filed:
+    each repair's storm is one fault that must alert once on its part (its return after a failed repair, inside the
+    soak, is an update); a restart, a healthy node or a slow failure not yet over its threshold must never alert."""
+    policy = load_alerts()
+    faults = {n: t["component"] for n, t in truth["nodes"].items() if t["scenario"] in ("repair_holds", "repair_fails")}
+    report.faults = len(faults)
+    alerts: dict[tuple[str, str], Alert] = {}
+    new: dict[tuple[str, str], int] = {}
+    start, end = pd.Timestamp(truth["start"]) + pd.Timedelta(hours=24), pd.Timestamp(truth["end"])
+    nodes = sorted(truth["nodes"])
+    for when in pd.date_range(start, end, freq=every):
+        at = when.to_pydatetime()
+        found = analyze_fleet(tables, end=at, platforms=inventory, nodes=nodes).diagnoses
+        done = decide(failing_parts(found.values()), alerts, at=at, policy=policy, ticket_of=lambda n, s: None,
+                      fleet_nodes=len(nodes))
+        for d in done.decisions:
+            if d.step is Step.NEW:
+                new[d.alert.key] = new.get(d.alert.key, 0) + 1
+                if new[d.alert.key] > 1 or faults.get(d.alert.node_id) != d.alert.slug:
+                    report.false_alerts.append(f"{d.alert.node_id} / {d.alert.component} at {when:%Y-%m-%d %H:%M}")
+            report.alert_updates += d.step is Step.WORSE
+            if d.step is Step.RECOVERED:
+                alerts.pop(d.alert.key, None)
+            else:
+                alerts[d.alert.key] = d.alert
+        for key in done.failing:
+            if key in alerts:
+                alerts[key] = replace(alerts[key], failing_at=at)
+    report.alerted = sorted(f"{n} / {s}" for (n, s), count in new.items() if count == 1 and faults.get(n) == s)
 
 
 def _watched(tables: Mapping[str, pd.DataFrame], when: pd.Timestamp, component: str | None) -> list[str]:

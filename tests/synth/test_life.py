@@ -61,12 +61,17 @@ def test_same_seed_same_life(life: tuple[dict[str, pd.DataFrame], dict[str, str]
     assert a["link_samples"].equals(b["link_samples"]) and not a["link_samples"].equals(c["link_samples"])
 
 
-def test_the_engine_passes_every_life_check(report: LifeReport) -> None:
+def test_the_engine_passes_every_life_check(report: LifeReport,
+                                            life: tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]]
+                                            ) -> None:
     assert report.restarts == 4 and report.restarts_ticketed == []
     assert report.quiet_nodes == 7 and report.false_warnings == []
     assert len(report.leads) == 3 and report.min_lead is not None and report.min_lead >= 24
     assert sorted(report.repairs.values()) == ["failed", "failed", "held", "held"]
     assert len(report.repairs_right) == 4 and report.ok
+    # the watch loop replayed: each repair's storm alerts once on its part, nothing else alerts
+    truth_parts = {f"{n} / {t['component']}" for n, t in life[2]["nodes"].items() if t["scenario"].startswith("repair")}
+    assert report.faults == 4 and set(report.alerted) == truth_parts and report.false_alerts == []
 
 
 def test_the_lines_are_the_ones_the_checks_read(report: LifeReport) -> None:
@@ -76,6 +81,7 @@ def test_the_lines_are_the_ones_the_checks_read(report: LifeReport) -> None:
     lead = re.search(r"^warning lead time: min (\d+) h", text, re.M)
     assert lead is not None and int(lead.group(1)) == round(report.min_lead or 0)
     assert re.search(r"^repairs verified: 4/4\b", text, re.M)
+    assert re.search(r"^alerts: 4 for 4 faults, 0 false\b", text, re.M)
 
 
 def test_reboots_without_restart_recognition_are_ticketed(
