@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 from dataclasses import replace
@@ -12,12 +13,15 @@ import uvicorn
 
 from diagnostics.tickets import check_model
 
+from ..alertmanager import Enricher, route
 from ..alerts import AlertLoop
 from ..app import FabricApp, build_app
 from ..drafting import render_png
 from ..runtime import build_runtime, node_source
 from ..schedule import DigestSchedule
 from ..settings import Settings
+
+ALERTMANAGER_TOKEN = "FABRICBOT_ALERTMANAGER_TOKEN"
 
 
 def _digest(settings: Settings, app: FabricApp) -> DigestSchedule | None:
@@ -63,7 +67,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app = build_app(settings=settings, **rt.deps(render_png))
         _digest(settings, app)
         _alerts(settings, app)
-        uvicorn.run(asgi_app(app, settings.signing_secret), host=args.host, port=args.port, log_level="warning")
+        extra = []
+        if settings.alert_channel and os.environ.get(ALERTMANAGER_TOKEN):  # Alertmanager in, into the alert channel
+            extra.append(route(Enricher(app.services, app.client, settings.alert_channel),
+                               os.environ.get(ALERTMANAGER_TOKEN)))
+        uvicorn.run(asgi_app(app, settings.signing_secret, extra=extra), host=args.host, port=args.port,
+                    log_level="warning")
         return 0
     from ..transport.local import LocalSlack
 

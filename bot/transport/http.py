@@ -10,6 +10,7 @@ Plain HTTP: put a TLS-terminating proxy in front (Slack calls only https:// requ
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
@@ -34,7 +35,8 @@ def _signed(verifier: SignatureVerifier, body: bytes, timestamp: str, signature:
         return False
 
 
-def asgi_app(app: App, signing_secret: str | None, *, replays: Seen | None = None) -> Starlette:
+def asgi_app(app: App, signing_secret: str | None, *, replays: Seen | None = None,
+             extra: Sequence[Route] = ()) -> Starlette:
     """The ASGI app that serves `app` to Slack: commands, interactions and events all arrive at one URL.
 
     `signing_secret` None (Socket Mode behind a local proxy, never Slack) skips the signature and replay checks."""
@@ -62,4 +64,4 @@ def asgi_app(app: App, signing_secret: str | None, *, replays: Seen | None = Non
     async def health(_: Request) -> Response:
         return PlainTextResponse("ok")
 
-    return Starlette(routes=[Route(EVENTS_PATH, events, methods=["POST"]), Route("/healthz", health)])
+    return Starlette(routes=[Route(EVENTS_PATH, events, methods=["POST"]), Route("/healthz", health), *extra])

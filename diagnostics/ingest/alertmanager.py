@@ -1,0 +1,69 @@
+"""Alertmanager's webhook payload (version 4), read into the nodes it names.
+
+The format is Alertmanager's documented webhook body (https://prometheus.io/docs/alerting/latest/configuration/
+#webhook_config): `version` "4", `status`, `groupKey`, `alerts` each with `status` (firing | resolved), `labels`,
+`annotations`, `startsAt`, `endsAt`, `fingerprint`. An alert names its node by the labels `dcgm.toml` maps to a node
+(`Hostname`, `node`, ...) or, failing those, by `instance` without its port (a static scrape's target).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from .dcgm_map import DcgmMap, load_map
+
+VERSION = "4"
+
+
+@dataclass(frozen=True)
+class NodeAlert:
+    """One Alertmanager alert that names a node: what fired there, and whether it has resolved."""
+
+    node_id: str
+    name: str
+    status: str  # "firing" or "resolved"
+    fingerprint: str
+    summary: str
+
+    @property
+    def resolved(self) -> bool:
+        return self.status == "resolved"
+
+
+def _node(labels: dict[str, str], dmap: DcgmMap) -> str | None:
+    named = dmap.label(labels, "node")
+    if named:
+        return named
+    instance = labels.get("instance", "")
+    host = instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance  # host:port; an IPv6 literal stays
+    return host.strip("[]") or None
+
+
+def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAlert], list[str]]:
+    """The alerts of a webhook body that name a node, and a note per alert that names none; a body that is not
+    version 4 is refused with the field and value."""
+    if not isinstance(payload, dict):
+        raise InputError("an Alertmanager webhook body is a JSON object", field="body", value=type(payload).__name__)
+    if str(payload.get("version")) != VERSION:
+        raise InputError("only Alertmanager's webhook payload version 4 is read", field="version",
+                         value=str(payload.get("version")))
+    alerts = payload.get("alerts")
+    if not isinstance(alerts, list):
+        raise InputError("the webhook body has no alerts list", field="alerts", value=str(alerts)[:80])
+    dmap = dmap or load_map()
+    found: list[NodeAlert] = []
+    skipped: list[str] = []
+    for i, alert in enumerate(alerts):
+        labels = {str(k): str(v) for k, v in (alert.get("labels") or {}).items()} if isinstance(alert, dict) else {}
+        name = labels.get("alertname", f"alert {i + 1}")
+        node = _node(labels, dmap)
+        if node is None:
+            skipped.append(f"{name}: no node label (Hostname, node, instance, ...)")
+            continue
+        annotations = alert.get("annotations") or {}
+        found.append(NodeAlert(node, name, str(alert.get("status") or payload.get("status") or "firing"),
+                               str(alert.get("fingerprint") or f"{name}:{node}"),
+                               str(annotations.get("summary") or annotations.get("description") or name)))
+    return found, skipped
