@@ -29,6 +29,7 @@ from .fleet import load
 from .life import load_life
 from .life_eval import LifeReport, score_life
 from .rack_fleet import load_slots
+from .storm import load_storm, score_storm, storm_line
 from .truth import EXPLAINS, NO_JOB, NOT_SLOWER, NOT_THE_FABRIC
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
@@ -126,6 +127,7 @@ class EvalReport(BaseModel):
     scenarios: dict[str, ScenarioScores] = Field(default_factory=dict)
     false_urgent_high: int = 0
     nodes: list[NodeResult] = Field(default_factory=list)
+    storm: dict[str, Any] | None = Field(default=None, description="The alert loop on the storm: incidents, held.")
     life: LifeReport | None = Field(default=None, description="Restarts, warnings and repairs, where the fleet has "
                                                                "life nodes.")
 
@@ -153,7 +155,8 @@ class EvalReport(BaseModel):
                 "overall": row(self.overall()), "lowest": self.lowest(), "false_urgent_high": self.false_urgent_high,
                 "nodes": [n.model_dump(mode="json") for n in self.nodes],
                 "life": None if self.life is None else self.life.model_dump(mode="json") | {
-                    "min_lead_hours": self.life.min_lead, "ok": self.life.ok}}
+                    "min_lead_hours": self.life.min_lead, "ok": self.life.ok},
+                "storm": self.storm}
 
     def render(self) -> str:
         width = max([len(s) for s in self.scenarios] + [8])
@@ -178,6 +181,8 @@ class EvalReport(BaseModel):
                          f"scenario{'' if where == 1 else 's'})")
         if self.life is not None:
             lines += self.life.lines()
+        if self.storm is not None:
+            lines.append(storm_line(self.storm))
         shown = {"fit": "faults"}  # what the truth says of a part that did not fit: its fault kind (and part)
         for n in self.nodes:
             for what in n.wrong:
@@ -285,6 +290,9 @@ def evaluate(fleet_dir: Path, *, window: timedelta = timedelta(hours=1),
     life = load_life(fleet_dir)
     if life is not None:
         report.life = score_life(*life)
+    storm = load_storm(fleet_dir)
+    if storm is not None:
+        report.storm = score_storm(*storm)
     return report
 
 

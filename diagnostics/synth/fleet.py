@@ -212,8 +212,8 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
              fmt: str = "parquet", scrapes: int = 2, scenarios: Sequence[str] | None = None,
              life: bool = False, progress: Progress | None = None) -> Path:
     """Write the fleet under `out`; returns the ground-truth file. `scrapes` nodes also get dcgm scrapes; `life`
-    adds the life nodes (`synth.life`) in `out/life`. `progress` is advanced by one per node simulated and one per
-    part written (`generate_steps` in all)."""
+    adds the life nodes (`synth.life`) in `out/life` and the storm (`synth.storm`) in `out/storm`. `progress` is
+    advanced by one per node simulated and one per part written (`generate_steps` in all)."""
     tables, truth = build(seed=seed, nodes=nodes, hours=hours, interval_min=interval_min, scenarios=scenarios,
                           progress=progress)
     write_tables(out, tables, fmt, progress)
@@ -229,8 +229,11 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
     path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if life:
         from .life import generate_life  # it builds on this module
+        from .storm import generate_storm
 
         generate_life(out, seed=seed, end=pd.Timestamp(truth["end"]))
+        advance(progress)
+        generate_storm(out, seed=seed, end=pd.Timestamp(truth["end"]))  # the alert loop's storm, beside the life
         advance(progress)
     return path
 
@@ -238,7 +241,7 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
 def generate_steps(nodes: int, *, life: bool = False) -> int:
     """How many steps `generate` advances its progress by: each node, each table file, the scrapes, the life
     nodes."""
-    return nodes + 4 + life
+    return nodes + 4 + 2 * life
 
 
 def _has_xid(events: pd.DataFrame, node: str, code: int | None = None) -> bool:

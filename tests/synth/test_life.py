@@ -118,6 +118,8 @@ def test_synth_writes_life_and_eval_prints_its_lines(tmp_path: Path, capsys: pyt
     assert main(["eval", str(out), "--min-score", "0.5"]) == 0
     printed = capsys.readouterr().out
     assert "reboots ticketed: 0" in printed and "repairs verified: 4/4" in printed
+    assert "alerts: 4 for 4 faults, 0 false" in printed
+    assert "storm incidents: 1, per-node alerts held: 40" in printed and "driver 550.90.07" in printed
 
 
 def test_the_json_summary_carries_the_life_figures(report: LifeReport) -> None:
