@@ -1,6 +1,7 @@
 """Block Kit for every message the bot posts, built with slack_sdk.models.blocks within Slack's limits.
 
-Limits kept here: 50 blocks a message, 25 elements an actions block, 3000 characters a section text,
+Limits kept here: about 12,000 characters of text in a whole message (kept under `MESSAGE_BUDGET`), 50 blocks a
+message, 25 elements an actions block, 3000 characters a section text,
 75 a button or option label, 2000 a button value, 150 an option value, 100 options a select, unique action ids
 (https://docs.slack.dev/reference/block-kit/blocks). Every text in a mrkdwn object that is not the bot's own
 template (node and link names, verdicts, warnings, drafted text) is escaped (`mrkdwn.esc`).
@@ -49,6 +50,12 @@ MAX_TEXT = 3000
 MAX_LABEL = 75
 MAX_OPTIONS = 100
 MAX_HEADER = 150
+BUTTONS_SHOWN = 5  # draft buttons a summary shows; the rest are options of a menu
+MAX_MORE_OPTIONS = 200  # options past the buttons, in menus of MAX_OPTIONS
+# Slack refuses a message whose blocks hold more than about 12,000 characters of text (`msg_blocks_too_long`; bolt-js
+# #2509, #2867; undocumented, the containers count too): every message the bot posts stays under this budget.
+MESSAGE_BUDGET = 10_000
+PREVIEW_CHARS = 4_000  # of a ticket's text in its preview; the whole ticket is uploaded as a snippet
 
 DRAFT_ACTION = "draft"          # a button: draft the ticket for one component or link
 DRAFT_LINK_ACTION = "draft_link"  # a select menu: draft for one link of a shared component
@@ -153,34 +160,64 @@ def _button(text: str, action_id: str, value: str, primary: bool) -> ButtonEleme
                          style="primary" if primary else None)
 
 
-def draft_elements(diagnosis: Diagnosis, analysis_id: int) -> list[ButtonElement | StaticSelectElement]:
-    """A button per suspected component in the analysis's ranked order (the headline first); one that explains
-    several links gets a select menu of them too; then a button per degraded link no component explains."""
+@dataclass(frozen=True)
+class _Draftable:
+    """One thing a summary offers to draft: a component or a link, with the menu of its own links if it has one."""
+
+    name: str
+    action_id: str
+    target: DraftTarget
+    links: tuple[tuple[int, str], ...] = ()  # (finding index, link name) of a component's links
+
+
+def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
+    """Each suspected component in the analysis's ranked order (the headline first), then each degraded link no
+    component explains."""
     links = degraded(diagnosis)
     index = {f.component: i for i, f in links}
-    elements: list[ButtonElement | StaticSelectElement] = []
+    out: list[_Draftable] = []
     covered: set[int] = set()
     for n, loc in enumerate(diagnosis.localizations or ([diagnosis.localization] if diagnosis.localization else [])):
         own = [(index[name], name) for name in loc.links if name in index]
+        covered.update(i for i, _ in own)
         if len(own) == 1 and own[0][1] == loc.component:  # a lone link: its own button
-            i, name = own[0]
-            elements.append(_button(name, f"{DRAFT_ACTION}:{i}", DraftTarget(analysis_id, i).value(name),
-                                    not elements))
-            covered.add(i)
+            out.append(_Draftable(own[0][1], f"{DRAFT_ACTION}:{own[0][0]}", DraftTarget(analysis_id, own[0][0])))
             continue
         target = DraftTarget(analysis_id, localization=n if diagnosis.localizations else None)
-        elements.append(_button(loc.component, f"{DRAFT_ACTION}:loc{n}", target.value(loc.component), not elements))
-        if len(own) > 1:
-            options = [Option(value=DraftTarget(analysis_id, i).value(), text=clip(name, MAX_LABEL))
-                       for i, name in own[:MAX_OPTIONS]]
-            elements.append(StaticSelectElement(
-                placeholder=PlainTextObject(text=clip(f"…or one of its {len(own)} links", MAX_LABEL)),
-                action_id=f"{DRAFT_LINK_ACTION}:loc{n}", options=options))
-        covered.update(i for i, _ in own)
-    for i, f in links:
-        if i not in covered:
-            elements.append(_button(f.component, f"{DRAFT_ACTION}:{i}", DraftTarget(analysis_id, i).value(f.component),
-                                    not elements))
+        out.append(_Draftable(loc.component, f"{DRAFT_ACTION}:loc{n}", target,
+                              tuple(own) if len(own) > 1 else ()))
+    out.extend(_Draftable(f.component, f"{DRAFT_ACTION}:{i}", DraftTarget(analysis_id, i))
+               for i, f in links if i not in covered)
+    return out
+
+
+def _menu(action_id: str, placeholder: str, options: Sequence[tuple[str, str]]) -> StaticSelectElement:
+    return StaticSelectElement(placeholder=PlainTextObject(text=clip(placeholder, MAX_LABEL)), action_id=action_id,
+                               options=[Option(value=v, text=clip(label, MAX_LABEL)) for label, v in options])
+
+
+def draft_elements(diagnosis: Diagnosis, analysis_id: int) -> list[ButtonElement | StaticSelectElement]:
+    """A button for each of the first `BUTTONS_SHOWN` things to draft (a component that explains several links gets
+    a menu of them too), then menus of the rest, `MAX_OPTIONS` each, up to `MAX_MORE_OPTIONS` in all: Slack caps
+    the text of a whole message, and a summary of a node whose every link is down must still post."""
+    items = _draftables(diagnosis, analysis_id)
+    elements: list[ButtonElement | StaticSelectElement] = []
+    for n, item in enumerate(items[:BUTTONS_SHOWN]):
+        elements.append(_button(item.name, item.action_id, item.target.value(item.name), not elements))
+        if item.links:
+            elements.append(_menu(f"{DRAFT_LINK_ACTION}:loc{n}", f"…or one of its {len(item.links)} links",
+                                  [(name, DraftTarget(analysis_id, i).value()) for i, name in
+                                   item.links[:MAX_OPTIONS]]))
+    rest: list[tuple[str, str]] = []
+    for item in items[BUTTONS_SHOWN:]:
+        rest.append((item.name, item.target.value()))
+        rest.extend((f"{name} ({item.name})", DraftTarget(analysis_id, i).value()) for i, name in item.links)
+    kept = rest[:MAX_MORE_OPTIONS]
+    for n, chunk in enumerate(_chunks(kept, MAX_OPTIONS)):
+        first = n * MAX_OPTIONS + 1
+        label = f"…or draft another ({len(rest)} more)" if len(kept) <= MAX_OPTIONS else \
+            f"…or draft another ({first}-{first + len(chunk) - 1} of {len(rest)} more)"
+        elements.append(_menu(f"{DRAFT_LINK_ACTION}:more{n}", label, chunk))
     return elements
 
 
@@ -222,12 +259,7 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
     if notes:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
     elements = [] if d.maintenance else draft_elements(d, analysis_id)  # planned work: nothing to draft
-    room = MAX_BLOCKS - len(blocks) - 1
     for n, chunk in enumerate(_chunks(elements, MAX_ACTIONS)):
-        if n >= room:
-            blocks.append(ContextBlock(elements=[MarkdownTextObject(
-                text=f"{len(elements) - n * MAX_ACTIONS} more draft buttons left out (Slack's block limit)")]))
-            break
         blocks.append(ActionsBlock(block_id=f"drafts:{n}", elements=list(chunk)))
     return blocks
 
@@ -303,13 +335,34 @@ def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
     return blocks
 
 
+def preview_cut(markdown: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
+    """The ticket's first `limit` characters of mrkdwn, cut at a line end, and whether anything was left out."""
+    text = to_mrkdwn(markdown)
+    if len(text) <= limit:
+        return text, False
+    head = text[:limit]
+    return head[:head.rfind("\n")] if "\n" in head else head, True
+
+
+def snippet_name(node_id: str, slug: str) -> str:
+    """The file name of a ticket's full text, uploaded beside its preview."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in f"{node_id}-{slug}")
+    return f"ticket-{safe[:120]}.md"
+
+
 def preview_blocks(*, draft_id: int, node_id: str, component: str, markdown: str, drafted_by: str,
-                   requester: str) -> list[Block]:
-    """The ticket preview in the thread, with File and Discard."""
+                   requester: str, snippet: str | None = None) -> list[Block]:
+    """The ticket preview in the thread, with File and Discard: the ticket's first `PREVIEW_CHARS` characters,
+    and, when that is not all of it, where the whole ticket is (`snippet`, uploaded in the thread)."""
     blocks: list[Block] = [HeaderBlock(text=clip(f"Ticket draft: {node_id} / {component}", MAX_HEADER))]
-    blocks.extend(sections(to_mrkdwn(markdown))[: MAX_BLOCKS - 4])
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(
-        text=f"Drafted by {esc(drafted_by)} for {mention(requester)}. A person reviews it before it is filed.")]))
+    shown, cut = preview_cut(markdown)
+    blocks.extend(sections(shown))
+    notes = [f"Drafted by {esc(drafted_by)} for {mention(requester)}. A person reviews it before it is filed."]
+    if cut:
+        where = f"the snippet `{esc(snippet)}` below" if snippet else "the tracker once it is filed"
+        notes.insert(0, f"The first {len(shown):,} of {len(to_mrkdwn(markdown)):,} characters; the whole ticket is "
+                        f"in {where}.")
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=" ".join(notes))]))
     blocks.append(ActionsBlock(block_id=f"draft:{draft_id}", elements=[
         ButtonElement(text="File ticket", action_id=FILE_ACTION, value=str(draft_id), style="primary"),
         ButtonElement(text="Discard", action_id=DISCARD_ACTION, value=str(draft_id), style="danger"),

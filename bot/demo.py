@@ -146,11 +146,14 @@ class Script:
         element = next(e for b in message.blocks if b["type"] == "actions" for e in b["elements"]
                        if e.get("text", {}).get("text", "").startswith(label))
         uploads = len(self.slack.calls_to("files.completeUploadExternal"))
+        known = {m.ts for m in self.slack.messages}
         self.t.person(user, f"clicks `[{element['text']['text']}]`")
         self.local.injector.action(element, user=user, channel=CHANNEL, message_ts=message.ts,
                                    thread_ts=message.thread_ts)
         self._wait(done)
-        self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) >= uploads + pictures)
+        snippets = sum(1 for m in list(self.slack.messages)  # a long ticket's whole text, beside its preview
+                       if m.ts not in known and "the whole ticket is in the snippet" in m.shown_blocks)
+        self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) >= uploads + pictures + snippets)
         self.t.collect()
 
     def mention(self, user: str, text: str) -> None:

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Callable
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from diagnostics import Diagnosis, FabricbotError
 from diagnostics.prometheus import SweepResult, sweep_url
@@ -19,10 +18,11 @@ from diagnostics.service import fleet_result
 
 from . import blocks
 from .mrkdwn import esc
+from .replies import SLACK_FAILURES
 from .services import Services
 
 log = logging.getLogger("fabricbot")
-Failed = Callable[[SlackApiError, str], None]  # tell the person why Slack refused (what was being done)
+Failed = Callable[[BaseException, str], None]  # tell the person why Slack refused (what was being done)
 
 
 def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, *, channel: str,
@@ -56,7 +56,7 @@ def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, ch
                                initial_comment=f"Topology of {esc(diagnosis.node_id)}: " + (
                                    "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
         post_correlation(client, diagnosis, channel, thread_ts)
-    except SlackApiError as exc:
+    except SLACK_FAILURES as exc:
         if failed is None:
             raise
         failed(exc, "uploading the node picture")

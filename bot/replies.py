@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from http.client import HTTPException
 from typing import Any
+from urllib.error import HTTPError
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from .mrkdwn import esc
 
@@ -31,6 +33,9 @@ _MESSAGES = {
                    "a minute.",
     "msg_too_long": "My answer was longer than Slack allows in one message, so it was not posted; please report this "
                     "with what you asked.",
+    "msg_blocks_too_long": "My answer held more text than Slack allows in one message (`msg_blocks_too_long`), so it "
+                           "was not posted; asking again gets the same refusal, so please report this with what you "
+                           "asked.",
     "invalid_blocks": "Slack refused the layout of my answer (`invalid_blocks`), so it was not posted; please report "
                       "this with what you asked.",
     "restricted_action": "This workspace does not let me post here (`restricted_action`); ask a workspace admin.",
@@ -41,16 +46,49 @@ _MESSAGES = {
 }
 
 
-def error_code(exc: SlackApiError) -> str:
-    return str(exc.response.get("error") or "unknown_error")
+def whole_ticket_not_attached(name: str) -> str:
+    """Said when a long ticket's full text could not be uploaded beside its preview."""
+    return (f"The preview shows the start of the ticket, but its whole text (`{esc(name)}`) could not be attached; "
+            "filing it still records all of it in the tracker.")
 
 
-def explain(exc: SlackApiError) -> str:
-    """What a person should read for this Slack error: what happened and what to do."""
+# What a call to Slack may raise besides an answer: Slack's refusal (SlackApiError), the SDK's own failures
+# (SlackClientError: a bad request it would not send, an upload URL answering an error), the network (OSError:
+# refused, reset, timed out, a name that does not resolve) and a cut response (HTTPException, e.g. IncompleteRead).
+SLACK_FAILURES: tuple[type[Exception], ...] = (SlackApiError, SlackClientError, OSError, HTTPException)
+CONTENT_CODES = frozenset({"msg_too_long", "msg_blocks_too_long", "invalid_blocks"})  # asking again fails alike
+
+
+def error_code(exc: BaseException) -> str:
+    """Slack's error code, or a word for a failure that never reached an answer (`timeout`, `network_error`)."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error") or "unknown_error")
+    if isinstance(exc, HTTPError):  # a non-API URL (an upload, a download) answering an error status
+        return f"http_{exc.code}"
+    if isinstance(exc, TimeoutError) or "timed out" in str(exc).lower():
+        return "timeout"
+    if isinstance(exc, (OSError, HTTPException)):
+        return "network_error"
+    return "client_error"
+
+
+def explain(exc: BaseException) -> str:
+    """What a person should read for this failure: what happened and what to do."""
+    if not isinstance(exc, SlackApiError):
+        code = error_code(exc)
+        if code == "timeout":
+            return "Slack did not answer in time (`timeout`), so that did not finish; try again in a minute."
+        if code.startswith("http_"):
+            return (f"Slack's file service answered HTTP {esc(code.removeprefix('http_'))}, so that did not finish; "
+                    "try again in a minute.")
+        if code == "network_error":
+            return ("I could not reach Slack (`network_error`: the connection failed or was cut), so that did not "
+                    "finish; try again in a minute.")
+        return f"Slack's client refused the request (`{esc(type(exc).__name__)}`: {esc(str(exc)[:200])}); try again."
     code = error_code(exc)
     if code == "missing_scope":
         needed = esc(str(exc.response.get("needed") or "a"))
-        return (f"My Slack app lacks the `{needed}` scope: an admin must add it (slack/manifest.yaml lists every "
+        return (f"My Slack app lacks the `{needed}` scope: an admin must add it (slack/manifest.json lists every "
                 "scope) and reinstall the app.")
     template = _MESSAGES.get(code, "Slack refused the request (`{code}`); try again, and tell the bot's admins if it "
                                    "goes on.")
@@ -68,16 +106,26 @@ class Replier:
     respond: Callable[..., Any] | None = None
 
     def tell(self, text: str) -> None:
-        """Say `text` to the person alone; if even that fails, log it (there is nowhere else to say it)."""
+        """Say `text` to the person alone: through the response URL, checking its answer (a spent or expired URL
+        answers an error status, it does not raise), else an ephemeral message; if even that fails, log it."""
+        if self.respond is not None:
+            try:
+                answer = self.respond(text=text, response_type="ephemeral", replace_original=False)
+                status = getattr(answer, "status_code", 200)
+                if status == 200:
+                    return
+                log.info("fabricbot: the response URL answered %s (%s); telling %s by an ephemeral message",
+                         status, str(getattr(answer, "body", ""))[:100], self.user)
+            except SLACK_FAILURES as exc:
+                log.info("fabricbot: the response URL failed (%s); telling %s by an ephemeral message",
+                         error_code(exc), self.user)
         try:
-            if self.respond is not None:
-                self.respond(text=text, response_type="ephemeral", replace_original=False)
-                return
             self.client.chat_postEphemeral(channel=self.channel, user=self.user, text=text, thread_ts=self.thread_ts)
-        except (SlackApiError, OSError) as exc:
-            log.warning("fabricbot: could not tell %s in %s: %s (%s)", self.user, self.channel, text, exc)
+        except SLACK_FAILURES as exc:
+            log.warning("fabricbot: could not tell %s in %s: %s (%s)", self.user, self.channel, text,
+                        error_code(exc))
 
-    def slack_failed(self, exc: SlackApiError, doing: str) -> None:
+    def slack_failed(self, exc: BaseException, doing: str) -> None:
         """Tell the person why Slack refused `doing`, and log it once."""
         log.warning("fabricbot: Slack refused %s for %s in %s: %s", doing, self.user, self.channel, error_code(exc))
         self.tell(explain(exc))

@@ -9,15 +9,16 @@ from collections.abc import Callable
 from datetime import datetime
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from diagnostics import FabricbotError
 
 from .digest import next_run
 from .lifecycle import digest_text, post_text
+from .replies import SLACK_FAILURES
 from .services import Services
 
 log = logging.getLogger("fabricbot")
+_FAILURES: tuple[type[Exception], ...] = (*SLACK_FAILURES, FabricbotError)
 
 
 class DigestSchedule:
@@ -43,7 +44,7 @@ class DigestSchedule:
         """Post today's digest; the message's ts, or None when it could not be posted (said in the log)."""
         try:
             ts = post_text(self.client, self.channel, digest_text(self.services))
-        except (SlackApiError, FabricbotError) as exc:
+        except _FAILURES as exc:
             log.warning("the daily digest was not posted: %s", exc)
             return None
         self.services.record("command", actor="fabricbot", subject="digest", command="daily digest",

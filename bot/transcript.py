@@ -80,7 +80,12 @@ class Transcript:
         lines = blocks_to_markdown(shown, self.names) or mrkdwn_to_markdown(m.text, self.names).splitlines()
         for file_id in m.files:
             f = self.slack.files[file_id]
-            if f.content is not None:
+            if f.content is not None and not f.name.endswith(".png"):  # a snippet: linked, not shown
+                self.images.mkdir(parents=True, exist_ok=True)
+                (self.images / f.name).write_bytes(f.content)
+                lines = [mrkdwn_to_markdown(m.text, self.names)] if m.text else lines
+                lines.append(f"[{f.title}]({self.image_prefix}/{f.name})")
+            elif f.content is not None:
                 self.images.mkdir(parents=True, exist_ok=True)
                 name = f"{len(self.pictures) + 1:02d}-{f.name}"
                 (self.images / name).write_bytes(f.content)

@@ -15,7 +15,6 @@ from typing import Any
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from diagnostics import FabricbotError
 
@@ -25,7 +24,7 @@ from ..mrkdwn import esc
 from ..nodes import UnknownName
 from ..options import parse_duration
 from ..posting import post_diagnosis, post_fleet
-from ..replies import Replier
+from ..replies import SLACK_FAILURES, Replier
 from ..services import Services
 from ..work import BUSY, Busy
 from .filing import CannotCheck, FilingRights
@@ -131,7 +130,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
         reply.tell(_unknown_reply(exc, services))
     except FabricbotError as exc:
         reply.tell(f"I could not analyse that: {esc(exc)}")
-    except SlackApiError as exc:
+    except SLACK_FAILURES as exc:
         reply.slack_failed(exc, "posting the diagnosis")
 
 

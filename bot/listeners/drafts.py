@@ -10,7 +10,7 @@ filed.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import re
 import threading
 from collections.abc import Callable
@@ -19,22 +19,22 @@ from typing import Any
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from diagnostics import Diagnosis, FabricbotError
 from diagnostics.tickets import evidence_lines
 
-from .. import blocks
+from .. import blocks, replies
 from ..drafting import ticket_priority
 from ..mrkdwn import esc, mention
 from ..posting import post_correlation
-from ..replies import error_code
+from ..replies import CONTENT_CODES, SLACK_FAILURES, error_code
 from ..services import Services
 from ..work import BUSY, Busy
 from ..workflow.states import DraftState
 from .clicks import Click, click
 
 WAIT_FOR_PLACEHOLDER_S = 60.0
+log = logging.getLogger("fabricbot")
 BAD_VALUE = "That button's value is not one I made, so I drafted nothing; run `/fabric` again for fresh buttons."
 
 
@@ -87,6 +87,15 @@ class Drafting:
         self.at = at
         self.target = target
         self.slot = slot  # let go before the outcome shows
+        self.settled = False  # "Drafting…" replaced, by the preview or by why not
+
+    def settle(self, client: WebClient, placeholder: str, text: str) -> None:
+        """Replace "Drafting…" with `text`, best effort: when Slack cannot be reached the person was told already."""
+        try:
+            client.chat_update(channel=self.at.channel, ts=placeholder, text=text, blocks=[])
+            self.settled = True
+        except SLACK_FAILURES as exc:
+            log.warning("fabricbot: could not replace a drafting message: %s", error_code(exc))
 
     def check(self) -> tuple[Diagnosis, str, str]:
         """The analysis, component and slug this click drafts; `Refused` (said to the person alone) when the
@@ -136,6 +145,7 @@ class Drafting:
         except Refused as why:
             self.slot.release()
             client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])
+            self.settled = True
             return False
         markdown = ticket.to_markdown()
         draft_id = s.state.save_draft(
@@ -145,34 +155,47 @@ class Drafting:
         s.record("draft", actor=at.user, subject=subject, draft=draft_id, drafted_by=ticket.drafted_by,
                  priority=ticket_priority(ticket))
         self.slot.free()
+        _, cut = blocks.preview_cut(markdown)
+        snippet = blocks.snippet_name(diagnosis.node_id, slug) if cut else None
         try:
             client.chat_update(channel=at.channel, ts=placeholder,
                                text=f"Ticket draft for {esc(component)} on {esc(diagnosis.node_id)}",
                                blocks=blocks.preview_blocks(draft_id=draft_id, node_id=diagnosis.node_id,
                                                             component=component, markdown=markdown,
-                                                            drafted_by=ticket.drafted_by, requester=at.user))
-        except SlackApiError as exc:
+                                                            drafted_by=ticket.drafted_by, requester=at.user,
+                                                            snippet=snippet))
+        except SLACK_FAILURES as exc:
             s.state.update_draft(draft_id, status=DraftState.UNPOSTED)  # never shown, so never to be filed
             self.slot.refund()
             s.record("draft", actor=at.user, subject=subject, draft=draft_id, outcome="not shown",
                      error=error_code(exc))
             # "Drafting…" must not stay for ever; if even this is refused, the person still hears why
-            with contextlib.suppress(SlackApiError):
-                client.chat_update(channel=at.channel, ts=placeholder, blocks=[],
-                                   text=f":warning: The draft for {esc(component)} could not be shown "
-                                        f"(`{esc(error_code(exc))}`), so it cannot be filed; click Draft ticket "
-                                        "again.")
+            again = "" if error_code(exc) in CONTENT_CODES else "; click Draft ticket again"
+            self.settle(client, placeholder, f":warning: The draft for {esc(component)} could not be shown "
+                                             f"(`{esc(error_code(exc))}`), so it cannot be filed{again}.")
             raise
+        self.settled = True
+        if snippet is not None:
+            self._upload_whole(client, markdown, snippet, subject)
         if s.renderer is not None and diagnosis.evidence is not None:  # the draft's evidence, as a picture
             s.work.later(self._attach, client, diagnosis, component)
         return True
+
+    def _upload_whole(self, client: WebClient, markdown: str, name: str, subject: str) -> None:
+        """The whole ticket as a snippet in the thread, beside its preview; a refusal is said, the draft stands."""
+        try:
+            client.files_upload_v2(channel=self.at.channel, thread_ts=self.at.thread, content=markdown,
+                                   filename=name, title=f"Ticket draft: {subject}", snippet_type="markdown",
+                                   initial_comment=f"The whole ticket draft for {esc(subject)}")
+        except SLACK_FAILURES as exc:
+            self.at.reply.tell(f"{replies.whole_ticket_not_attached(name)} {replies.explain(exc)}")
 
     def _attach(self, client: WebClient, diagnosis: Diagnosis, component: str) -> None:
         try:
             post_correlation(client, diagnosis, self.at.channel, self.at.thread,
                              comment=f"The evidence for the {esc(component)} draft: its job's step time against "
                                      "the links' errors")
-        except SlackApiError as exc:
+        except SLACK_FAILURES as exc:
             self.at.reply.slack_failed(exc, "attaching the draft's evidence picture")
 
 
@@ -198,21 +221,35 @@ def register(app: App, services: Services) -> None:
             ready.set_exception(exc)
 
     def draft_job(client: WebClient, at: Click, target: blocks.DraftTarget, slot: Slot, ready: Future[str]) -> None:
+        drafting = Drafting(services, at, target, slot)
         drafted = False
+        placeholder: str | None = None
         try:
-            placeholder = ready.result(timeout=WAIT_FOR_PLACEHOLDER_S)
-            drafted = Drafting(services, at, target, slot).run(client, placeholder)
+            try:
+                placeholder = ready.result(timeout=WAIT_FOR_PLACEHOLDER_S)
+            except (Busy, TimeoutError):
+                if isinstance(ready.exception(timeout=0) if ready.done() else None, SLACK_FAILURES):
+                    raise  # the "Drafting…" post itself failed: said below
+                slot.release()  # before the person hears, so a click right after is free
+                at.reply.tell(BUSY)  # the notices queue was full, or too slow to post "Drafting…"
+                return
+            drafted = drafting.run(client, placeholder)
         except Refused:
             slot.release()  # the person was told when the click was checked
-        except SlackApiError as exc:
+        except SLACK_FAILURES as exc:
             slot.release()
             at.reply.slack_failed(exc, "posting a ticket draft")
-        except (Busy, TimeoutError):
+        except Exception as exc:  # the drafter, the tracker or the store: said, never a silent "Drafting…"
+            log.exception("fabricbot: a draft failed")
             slot.release()
-            at.reply.tell(BUSY)
+            at.reply.tell(f"I could not draft that ticket (`{esc(type(exc).__name__)}`: {esc(str(exc)[:200])}); "
+                          "try again, and tell the bot's admins if it goes on.")
         finally:
             if not drafted:
                 slot.refund()
+                if placeholder is not None and not drafting.settled:
+                    drafting.settle(client, placeholder, ":warning: This draft stopped before it was shown, so "
+                                                         "there is nothing to file; I told the person who asked why.")
             slot.free()
 
     def on_draft(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient,

@@ -20,7 +20,7 @@ from diagnostics.tickets import evidence_lines
 
 from .. import blocks
 from ..mrkdwn import esc, mention
-from ..replies import error_code, explain
+from ..replies import SLACK_FAILURES, error_code, explain
 from ..services import Services
 from ..state import Draft
 from ..workflow import filing as filing_
@@ -49,8 +49,8 @@ class FilingRights:
             if cached is None or time.monotonic() - cached[0] > USERGROUP_TTL_S:
                 try:
                     users = frozenset(client.usergroups_users_list(usergroup=group).get("users") or [])
-                except SlackApiError as exc:
-                    if error_code(exc) in _CANNOT_LOOK:  # not cached: the next click looks again
+                except SLACK_FAILURES as exc:
+                    if not isinstance(exc, SlackApiError) or error_code(exc) in _CANNOT_LOOK:  # looked again next
                         raise CannotCheck(f"I cannot check who may file: {explain(exc)}") from None
                     users = frozenset()  # a group that is gone: nobody is in it
                 cached = self._members[group] = (time.monotonic(), users)
@@ -126,7 +126,7 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
     try:
         client.chat_update(channel=at.channel, ts=at.ts, text=outcome,
                            blocks=blocks.decided_blocks(previous, outcome, filed))
-    except SlackApiError as exc:  # what was decided stands; the person hears it, and why the message did not change
+    except SLACK_FAILURES as exc:  # what was decided stands; the person hears it, and why the message did not change
         at.reply.tell(f"{outcome} (I could not update the draft's message: {explain(exc)})")
 
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from diagnostics import FabricbotError
 
@@ -21,7 +20,7 @@ from ..mrkdwn import esc
 from ..nodes import UnknownName, close_matches
 from ..pastes import PasteReader
 from ..posting import post_diagnosis
-from ..replies import Replier
+from ..replies import SLACK_FAILURES, Replier
 from ..services import Services
 from ..work import BUSY, Busy
 
@@ -52,7 +51,7 @@ def answer_mention(services: Services, pastes: PasteReader, client: WebClient, e
     services.record("mention", actor=event.get("user", ""), subject=event["channel"], text=text[:300])
     try:
         _answer(services, pastes, client, event, text)
-    except SlackApiError as exc:
+    except SLACK_FAILURES as exc:
         _replier(client, event).slack_failed(exc, "answering a mention")
 
 
@@ -90,7 +89,7 @@ def read_paste(services: Services, pastes: PasteReader, client: WebClient, event
     """The work behind one thread message: read it if it holds tool output."""
     try:
         pastes.handle(client, event, event.get("text", ""))
-    except SlackApiError as exc:
+    except SLACK_FAILURES as exc:
         _replier(client, event).slack_failed(exc, "answering a paste")
 
 

@@ -7,13 +7,13 @@ from typing import Any
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from diagnostics import FabricbotError
 
 from .. import blocks
 from ..lifecycle import post_text, report_repair
 from ..mrkdwn import esc
+from ..replies import SLACK_FAILURES
 from ..services import Services
 from .clicks import Click, click, queued
 from .filing import CannotCheck, FilingRights
@@ -37,7 +37,7 @@ def reported(services: Services, rights: FilingRights, client: WebClient, at: Cl
         return
     try:
         post_text(client, at.channel, text, thread_ts=at.thread)
-    except SlackApiError as exc:
+    except SLACK_FAILURES as exc:
         at.reply.slack_failed(exc, "saying the repair was reported")
 
 

@@ -5,8 +5,16 @@ own models refuse besides (`Block.parse(...).validate_json()`):
 at most 50 blocks a message, a text object is never empty, a section holds text (<= 3000) or fields (<= 10 of
 <= 2000), an actions block 1-25 elements, a context block 1-10, block ids unique in a message and action ids in
 their block (each <= 255), a button's
-label <= 75 and value <= 2000, a select's options <= 100 (label <= 75, value <= 150). Each error is worded as Slack
-words it, with a JSON pointer: `must be less than 3001 characters [json-pointer:/blocks/0/text/text]`.
+label <= 75 and value <= 2000, a select's options <= 100 (label <= 75, value <= 150); a header's text, a button's
+label, an option's text and a placeholder are `plain_text` only. Each error is worded as Slack words it, with a JSON
+pointer: `must be less than 3001 characters [json-pointer:/blocks/0/text/text]`.
+
+Besides each block's limits, Slack caps the text of a whole message's blocks: past it the call fails with
+`msg_blocks_too_long`, not `invalid_blocks`. The limit is not documented; Slack's answer in bolt-js #2509 is "12,000
+text characters with a buffer for block containers", and bolt-js #2867 reports a refusal at 11,341 characters counted
+over the `text` strings alone. `blocks_text_length` counts every `text` string in the blocks (labels, options and
+placeholders included) and the mock refuses past `MAX_BLOCKS_TEXT`; the bot keeps its posts under a lower budget
+(`bot.blocks.MESSAGE_BUDGET`) for the containers' share, which is assumed.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 
 MAX_BLOCKS = 50
+MAX_BLOCKS_TEXT = 12_000  # the whole message's blocks (bolt-js #2509, #2867)
 MAX_ID = 255
 TEXT_LIMITS = {"section": 3000, "header": 150}
 FIELD_LIMIT = 2000
@@ -30,7 +39,9 @@ def _too_long(limit: int, pointer: str) -> str:
     return f"must be less than {limit + 1} characters [json-pointer:{pointer}]"
 
 
-def _text_errors(obj: Any, pointer: str, limit: int | None = None) -> list[str]:
+def _text_errors(obj: Any, pointer: str, limit: int | None = None, *, plain: bool = False) -> list[str]:
+    if plain and isinstance(obj, dict) and obj.get("type") == "mrkdwn":
+        return [f"must provide an object of type plain_text [json-pointer:{pointer}]"]
     if not isinstance(obj, dict) or obj.get("type") not in ("plain_text", "mrkdwn"):
         return [f"must provide an object of type plain_text or mrkdwn [json-pointer:{pointer}]"]
     text = obj.get("text")
@@ -48,15 +59,17 @@ def _element_errors(e: Any, pointer: str, action_ids: list[str]) -> list[str]:
         if len(str(e["action_id"])) > MAX_ID:
             errors.append(_too_long(MAX_ID, f"{pointer}/action_id"))
     if e.get("type") == "button":
-        errors += _text_errors(e.get("text"), f"{pointer}/text", 75)
+        errors += _text_errors(e.get("text"), f"{pointer}/text", 75, plain=True)
         if len(str(e.get("value", ""))) > 2000:
             errors.append(_too_long(2000, f"{pointer}/value"))
     elif e.get("type") == "static_select":
+        if "placeholder" in e:
+            errors += _text_errors(e["placeholder"], f"{pointer}/placeholder", 150, plain=True)
         options = e.get("options") or []
         if not 1 <= len(options) <= 100:
             errors.append(f"must provide between 1 and 100 options [json-pointer:{pointer}/options]")
         for i, o in enumerate(options):
-            errors += _text_errors(o.get("text"), f"{pointer}/options/{i}/text", 75)
+            errors += _text_errors(o.get("text"), f"{pointer}/options/{i}/text", 75, plain=True)
             if len(str(o.get("value", ""))) > 150:
                 errors.append(_too_long(150, f"{pointer}/options/{i}/value"))
     return errors
@@ -68,7 +81,7 @@ def _block_errors(b: Any, pointer: str, action_ids: list[str]) -> list[str]:
     kind = b["type"]
     errors: list[str] = []
     if kind == "header":
-        errors += _text_errors(b.get("text"), f"{pointer}/text", TEXT_LIMITS["header"])
+        errors += _text_errors(b.get("text"), f"{pointer}/text", TEXT_LIMITS["header"], plain=True)
     elif kind == "section":
         if "text" in b:
             errors += _text_errors(b["text"], f"{pointer}/text", TEXT_LIMITS["section"])
@@ -124,6 +137,15 @@ def block_errors(blocks: Any) -> list[str]:
     if len(block_ids) != len(set(block_ids)):
         errors.append("block_id values must be unique [json-pointer:/blocks]")
     return errors
+
+
+def blocks_text_length(blocks: Any) -> int:
+    """The characters of every `text` string in a message's blocks: what Slack's whole-message limit counts."""
+    if isinstance(blocks, dict):
+        return sum(len(v) if k == "text" and isinstance(v, str) else blocks_text_length(v) for k, v in blocks.items())
+    if isinstance(blocks, list):
+        return sum(blocks_text_length(v) for v in blocks)
+    return 0
 
 
 _SPECIAL = re.compile(r"<([^<>\n]+)>")

@@ -3,7 +3,9 @@
 Point slack_sdk's WebClient at `MockSlack.api_url` (its `base_url`). Messages, threads, files and
 ephemeral replies are kept so tests and the demo can read the conversation back. It fails as Slack does
 (`faults`: rate limits, revoked tokens, missing scopes, channels the bot is not in), checks blocks as Slack does
-(`invalid_blocks`, see blockkit.py) and refuses text over Slack's 40,000 characters (`msg_too_long`).
+(`invalid_blocks`, see blockkit.py), refuses text over Slack's 40,000 characters (`msg_too_long`) and blocks over
+its whole-message limit (`msg_blocks_too_long`), and will not edit a message the bot did not post
+(`cant_update_message`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .blockkit import block_errors, shown, special_tokens
+from .blockkit import MAX_BLOCKS_TEXT, block_errors, blocks_text_length, shown, special_tokens
 from .slack_faults import Failure, Faults
 
 BOT_TOKEN = "xoxb-local-mock"
@@ -30,6 +32,11 @@ BOT_USER = "UFABRICBOT"
 TEAM = "TLOCAL"
 MAX_TEXT = 40_000  # https://api.slack.com/changelog/2018-04-truncating-really-long-messages
 POSTING = {"chat.postMessage", "chat.update", "chat.postEphemeral"}
+# A response URL may be used 5 times within 30 minutes of the interaction that gave it
+# (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses). What Slack answers past that is
+# not documented; the mock answers 404 with `used_url` or `expired_url` as the body (assumed).
+RESPONSE_URL_USES = 5
+RESPONSE_URL_TTL_S = 30 * 60
 
 
 @dataclass
@@ -90,6 +97,9 @@ class MockSlack:
         self.base_url = ""
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
+        self._hooks = itertools.count(1)
+        self.clock: Callable[[], float] = time.monotonic  # a test may move it on to expire response URLs
+        self.hooks: dict[str, tuple[float, int]] = {}  # response URL id -> (issued at, uses)
         self._cond = threading.Condition()
         methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "auth.test": self._auth_test, "chat.postMessage": self._post, "chat.update": self._update,
@@ -103,7 +113,7 @@ class MockSlack:
             Route("/api/{method}", self._api, methods=["GET", "POST"]),
             Route("/upload/{file_id}", self._upload, methods=["POST"]),
             Route("/files/{file_id}/{name}", self._download, methods=["GET"]),
-            Route("/response/{channel}/{user}", self._response_url, methods=["POST"]),
+            Route("/response/{channel}/{user}/{hook}", self._response_url, methods=["POST"]),
         ])
 
     # -- reading back -------------------------------------------------------------------------------------
@@ -112,7 +122,11 @@ class MockSlack:
         return f"{self.base_url}/api/"
 
     def response_url(self, channel: str, user: str) -> str:
-        return f"{self.base_url}/response/{channel}/{user}"
+        """A fresh response URL, as each slash command or click carries: 5 uses within 30 minutes."""
+        with self._cond:
+            hook = f"H{next(self._hooks):06d}"
+            self.hooks[hook] = (self.clock(), 0)
+        return f"{self.base_url}/response/{channel}/{user}/{hook}"
 
     def calls_to(self, method: str) -> list[Call]:
         with self._cond:
@@ -222,6 +236,8 @@ class MockSlack:
             if errors:
                 return Failure({"ok": False, "error": "invalid_blocks", "errors": errors,
                                 "response_metadata": {"messages": [f"[ERROR] {e}" for e in errors]}})
+            if blocks_text_length(params["blocks"]) > MAX_BLOCKS_TEXT:
+                return Failure({"ok": False, "error": "msg_blocks_too_long"})
         elif method != "chat.update" and not params.get("text"):
             return Failure({"ok": False, "error": "no_text"})
         return None
@@ -253,6 +269,8 @@ class MockSlack:
                    None)
         if msg is None:
             return {"ok": False, "error": "message_not_found"}
+        if msg.user != BOT_USER or msg.ephemeral_to is not None:  # a person's message, or one only they see
+            return {"ok": False, "error": "cant_update_message"}
         msg.text = str(params.get("text") or msg.text)
         if "blocks" in params:
             msg.blocks = list(params.get("blocks") or [])
@@ -326,6 +344,10 @@ class MockSlack:
     async def _upload(self, request: Request) -> Response:
         file_id = request.path_params["file_id"]
         body = await request.body()  # step 2 of files_upload_v2 posts the raw bytes
+        failure = self.faults.take("upload", {})  # e.g. Failure({...}, 500): the upload host failing
+        if failure is not None:
+            self._record("upload", {"file_id": file_id, "error": failure.body.get("error", "failed")})
+            return Response("upload failed", status_code=failure.status)
         with self._cond:
             f = self.files.get(file_id)
             if f is not None:
@@ -350,6 +372,15 @@ class MockSlack:
     async def _response_url(self, request: Request) -> Response:
         body = json.loads(await request.body() or b"{}")
         channel, user = request.path_params["channel"], request.path_params["user"]
+        with self._cond:
+            issued, uses = self.hooks.get(request.path_params["hook"], (float("-inf"), 0))
+            spent = "used_url" if uses >= RESPONSE_URL_USES else \
+                "expired_url" if self.clock() - issued > RESPONSE_URL_TTL_S else None
+            if spent is None:
+                self.hooks[request.path_params["hook"]] = (issued, uses + 1)
+        if spent is not None:
+            self._record("response_url", {"channel": channel, "user": user, **body, "error": spent})
+            return Response(spent, status_code=404)
         refused = self._content_failure("chat.postMessage", body)
         if refused is not None:  # a response URL answers with a status and the error as plain text
             self._record("response_url", {"channel": channel, "user": user, **body, "error": refused.body["error"]})

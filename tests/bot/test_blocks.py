@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from bot import blocks
+from bot.transport.blockkit import block_errors, blocks_text_length
 from diagnostics import Diagnosis, Finding, LinkType, Localization, Priority, Severity
 from diagnostics.components import ComponentRef
 
@@ -34,6 +35,7 @@ def _limits_hold(built: list) -> list[dict]:
                 assert all(len(o["value"]) <= 150 for o in e.get("options", []))
         if b["type"] == "section" and "text" in b:
             assert len(b["text"]["text"]) <= blocks.MAX_TEXT
+    assert block_errors(as_dicts) == [] and blocks_text_length(as_dicts) <= blocks.MESSAGE_BUDGET
     return as_dicts
 
 
@@ -54,22 +56,37 @@ def test_links_of_one_localized_component_get_one_button_and_a_select() -> None:
     assert blocks.DraftTarget.parse(single["value"]).finding == 0
 
 
-def test_many_separate_degraded_links_stay_within_slack_limits() -> None:
+def test_many_separate_degraded_links_get_a_handful_of_buttons_and_a_menu_of_the_rest() -> None:
     findings = [_finding(g, link, ratio=float(g * 18 + link + 1)) for g in range(8) for link in range(18)]
     built = _limits_hold(blocks.diagnosis_blocks(_diagnosis(findings), analysis_id=1))
-    actions = [b for b in built if b["type"] == "actions"]
-    assert len(actions) > 1 and sum(len(b["elements"]) for b in actions) == len(findings)
-    first = blocks.DraftTarget.parse(actions[0]["elements"][0]["value"])
+    elements = [e for b in built if b["type"] == "actions" for e in b["elements"]]
+    assert [e["type"] for e in elements] == ["button"] * blocks.BUTTONS_SHOWN + ["static_select"] * 2
+    first = blocks.DraftTarget.parse(elements[0]["value"])
     assert first.finding is not None and findings[first.finding].worst_ratio == 144.0  # worst first
+    drafted = [blocks.DraftTarget.parse(e["value"]).finding for e in elements if "value" in e]
+    drafted += [blocks.DraftTarget.parse(o["value"]).finding for e in elements for o in e.get("options", [])]
+    assert sorted(d for d in drafted if d is not None) == list(range(len(findings)))  # every link, once
+    assert elements[-2]["placeholder"]["text"] == "…or draft another (1-100 of 139 more)"
+    assert all(e["action_id"].startswith(blocks.DRAFT_LINK_ACTION + ":") for e in elements[-2:])
 
 
-def test_long_ticket_markdown_splits_into_sections_and_converts_to_mrkdwn() -> None:
+def test_a_long_ticket_previews_its_start_and_says_where_the_rest_is() -> None:
     md = "# Title\n\n**Priority:** urgent\n" + "\n".join(f"- step {i} " + "x" * 80 for i in range(80))
     built = _limits_hold(blocks.preview_blocks(draft_id=3, node_id="n1", component="c", markdown=md,
-                                               drafted_by="rules", requester="UALICE"))
-    text = "".join(b["text"]["text"] for b in built if b["type"] == "section")
+                                               drafted_by="rules", requester="UALICE", snippet="ticket-n1-c.md"))
+    text = "\n".join(b["text"]["text"] for b in built if b["type"] == "section")
     assert "*Title*" in text and "*Priority:* urgent" in text and "**" not in text
+    assert len(text) <= blocks.PREVIEW_CHARS and text.endswith("x" * 80)  # cut at a line end
+    assert "step 79" not in text
+    note = next(b for b in built if b["type"] == "context")["elements"][0]["text"]
+    assert f"The first {len(text):,} of" in note and "`ticket-n1-c.md`" in note
     assert [e["value"] for e in built[-1]["elements"]] == ["3", "3"]
+
+
+def test_a_short_ticket_is_previewed_whole() -> None:
+    built = _limits_hold(blocks.preview_blocks(draft_id=3, node_id="n1", component="c", markdown="# T\n\nshort",
+                                               drafted_by="rules", requester="UALICE"))
+    assert "The first" not in json.dumps(built) and blocks.preview_cut("# T\n\nshort") == ("*T*\n\nshort", False)
 
 
 def test_a_line_of_exactly_the_limit_keeps_its_order_and_no_section_is_empty() -> None:

@@ -1,0 +1,194 @@
+"""Slack's limits on a whole message and the mock's strictness, with the biggest synthetic node and rack; and what
+no one would hear otherwise: a failing upload, a drafter that raises, a spent response URL."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pandas as pd
+import pytest
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot import blocks
+from bot.nodes import TableNodeSource
+from bot.replies import Replier
+from bot.transport.blockkit import MAX_BLOCKS_TEXT, blocks_text_length
+from bot.transport.loopback import LoopbackServer
+from bot.transport.mock_slack import BOT_USER, RESPONSE_URL_TTL_S, MockSlack
+from bot.transport.slack_faults import Failure
+from diagnostics import Diagnosis
+from diagnostics.analysis import analyze_fleet
+from diagnostics.synth.fleet import build
+from diagnostics.synth.rack_fleet import build_racks
+from diagnostics.tickets import RepairTicket, RulesDrafter
+
+from .helpers import OPS, buttons, local_bot, posted, private, summary_for
+
+pytestmark = pytest.mark.slack_realism
+
+
+@pytest.fixture(scope="module")
+def all_down() -> tuple[TableNodeSource, str]:
+    """The biggest synthetic node: an HGX board whose Fabric Manager is down, every one of its 144 links degraded."""
+    tables, truth = build(seed=3, nodes=1, hours=6, scenarios=["fabric_manager_down"])
+    (node,) = truth["nodes"]
+    return TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()}), node
+
+
+@pytest.fixture(scope="module")
+def cartridge_rack() -> Diagnosis:
+    """The biggest synthetic rack ticket: a cable cartridge whose links fail on six compute trays."""
+    tables, truth, slots, platforms = build_racks(seed=4, racks=1, hours=6, scenarios=["cartridge"])
+    fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                          racks=slots)
+    return fleet.racks["rack-01"]
+
+
+@pytest.fixture
+def slack() -> Iterator[MockSlack]:
+    mock = MockSlack()
+    with LoopbackServer(mock.app) as server:
+        mock.base_url = server.url
+        yield mock
+
+
+def _post(slack: MockSlack, built: list[Any]) -> str | None:
+    """The error the mock answers to a post of these blocks (None: posted)."""
+    client = WebClient(token=slack.token, base_url=slack.api_url)
+    try:
+        client.chat_postMessage(channel=OPS, text="x", blocks=[b if isinstance(b, dict) else b.to_dict()
+                                                               for b in built])
+    except SlackApiError as exc:
+        return str(exc.response["error"])
+    return None
+
+
+# -- the whole message ---------------------------------------------------------------------------------------------
+
+def test_the_mock_refuses_blocks_past_slacks_whole_message_limit(slack: MockSlack) -> None:
+    each = [blocks.section("x" * 2900) for _ in range(4)]  # every block within its own limit
+    assert _post(slack, each) is None
+    assert _post(slack, [*each, blocks.section("y" * 900)]) == "msg_blocks_too_long"
+    assert blocks_text_length([b.to_dict() for b in each]) == 11_600 < MAX_BLOCKS_TEXT
+
+
+def test_the_largest_posts_of_the_biggest_node_and_rack_pass(slack: MockSlack, all_down: tuple[TableNodeSource, str],
+                                                            cartridge_rack: Diagnosis) -> None:
+    source, node = all_down
+    for d in (source.diagnose(node), cartridge_rack):
+        summary = blocks.diagnosis_blocks(d, analysis_id=1)
+        ticket = RulesDrafter().draft(d)
+        markdown = ticket.to_markdown()
+        preview = blocks.preview_blocks(draft_id=1, node_id=d.node_id, component=str(ticket.component),
+                                        markdown=markdown, drafted_by="claude-sonnet-5-5", requester="UALICE",
+                                        snippet="ticket.md")
+        decided = blocks.decided_blocks([b.to_dict() for b in preview], "Filed as *FAB-1* by <@UALICE>.", "FAB-1")
+        for built in (summary, preview, decided):
+            as_dicts = [b if isinstance(b, dict) else b.to_dict() for b in built]
+            assert _post(slack, as_dicts) is None
+            assert blocks_text_length(as_dicts) <= blocks.MESSAGE_BUDGET
+        assert len(markdown) > MAX_BLOCKS_TEXT - 1000  # the whole ticket would not have fitted: the snippet holds it
+
+
+def test_mrkdwn_in_a_header_or_button_is_refused_as_slack_does(slack: MockSlack) -> None:
+    header = {"type": "header", "text": {"type": "mrkdwn", "text": "*bold*"}}
+    button = {"type": "actions", "elements": [{"type": "button", "action_id": "a",
+                                               "text": {"type": "mrkdwn", "text": "*go*"}}]}
+    client = WebClient(token=slack.token, base_url=slack.api_url)
+    for block, pointer in ((header, "/blocks/0/text"), (button, "/blocks/0/elements/0/text")):
+        with pytest.raises(SlackApiError) as caught:
+            client.chat_postMessage(channel=OPS, text="x", blocks=[block])
+        assert caught.value.response["error"] == "invalid_blocks"
+        said = caught.value.response["errors"]
+        assert said == [f"must provide an object of type plain_text [json-pointer:{pointer}]"]
+
+
+def test_the_bot_cannot_edit_a_message_it_did_not_post(slack: MockSlack) -> None:
+    ts = slack.user_message(OPS, "UALICE", "my own words")
+    client = WebClient(token=slack.token, base_url=slack.api_url)
+    with pytest.raises(SlackApiError) as caught:
+        client.chat_update(channel=OPS, ts=ts, text="edited")
+    assert caught.value.response["error"] == "cant_update_message" and slack.find(ts).text == "my own words"
+
+
+# -- the biggest node through the real app -----------------------------------------------------------------------
+
+def test_a_node_with_every_link_down_gets_a_handful_of_buttons_a_menu_and_a_short_preview(
+        all_down: tuple[TableNodeSource, str]) -> None:
+    source, node = all_down
+    with local_bot(source=source) as local:
+        summary = summary_for(local, node)
+        elements = buttons(summary)
+        kinds = [e["type"] for e in elements]
+        assert kinds.count("button") == blocks.BUTTONS_SHOWN and "static_select" in kinds
+        menu = elements[-1]
+        assert menu["action_id"].startswith(blocks.DRAFT_LINK_ACTION) and "more" in menu["placeholder"]["text"]
+        picked = {**menu, "selected_option": copy.deepcopy(menu["options"][-1])}
+        local.injector.action(picked, user="UALICE", channel=OPS, message_ts=summary.ts)
+        assert local.slack.wait_for(lambda s: any(len(buttons(m)) == 2 for m in posted(s, thread=summary.ts)))
+        preview = next(m for m in posted(local.slack, thread=summary.ts) if len(buttons(m)) == 2)
+        assert blocks_text_length(preview.blocks) <= blocks.MESSAGE_BUDGET
+        draft = next(iter(local.audit.db["bot_drafts"].rows))
+        assert blocks.preview_cut(draft["markdown"])[1]  # too long to preview whole
+        assert local.slack.wait_for(lambda s: any(f.name.endswith(".md") and f.thread_ts for f in s.files.values()))
+        whole = next(f for f in local.slack.files.values() if f.name.endswith(".md"))
+        assert whole.content == draft["markdown"].encode() and whole.thread_ts == summary.ts
+        assert f"`{whole.name}`" in preview.shown_blocks
+        assert local.slack.errors() == [] and "Drafting" not in json.dumps([m.text for m in
+                                                                             posted(local.slack, thread=summary.ts)])
+
+
+# -- what no one would hear --------------------------------------------------------------------------------------
+
+NODE = "hpc-gpu-node-12"
+
+
+def test_an_upload_url_answering_500_is_said_to_who_asked() -> None:
+    with local_bot() as local:
+        local.slack.faults.queue("upload", Failure({"ok": False, "error": "upload_failed"}, 500), 1)
+        summary_for(local, NODE)
+        assert local.slack.wait_for(lambda s: private(s, "UALICE"), timeout=20)
+        (told,) = [m.shown for m in private(local.slack, "UALICE")]
+        assert "answered HTTP 500" in told
+
+
+class BrokenDrafter(RulesDrafter):
+    def draft(self, diagnosis: Diagnosis, **kwargs: Any) -> RepairTicket:
+        raise KeyError("a bug in the drafter")
+
+
+def test_a_drafter_that_raises_leaves_no_drafting_message_and_says_why() -> None:
+    with local_bot(drafter=BrokenDrafter()) as local:
+        summary = summary_for(local, NODE)
+        local.injector.action(buttons(summary)[0], user="UALICE", channel=OPS, message_ts=summary.ts)
+        assert local.slack.wait_for(lambda s: private(s, "UALICE"))
+        assert "could not draft that ticket (`KeyError`" in private(local.slack, "UALICE")[0].shown
+        assert local.slack.wait_for(lambda s: all(m.edits for m in posted(s, thread=summary.ts)))
+        (left,) = posted(local.slack, thread=summary.ts)
+        assert "Drafting" not in left.text and "nothing to file" in left.text
+        assert local.audit.db["bot_drafts"].count == 0
+
+
+def test_a_spent_response_url_falls_back_to_an_ephemeral_message(slack: MockSlack) -> None:
+    from slack_sdk.webhook import WebhookClient
+
+    url = slack.response_url(OPS, "UALICE")
+    hook = WebhookClient(url)
+    reply = Replier(WebClient(token=slack.token, base_url=slack.api_url), "UALICE", OPS,
+                    respond=lambda **kw: hook.send(**{k: v for k, v in kw.items() if k != "response_type"},
+                                                   response_type=kw.get("response_type")))
+    for n in range(6):
+        reply.tell(f"note {n}")
+    assert slack.errors("response_url") == ["used_url"]  # five uses, then Slack refuses the sixth
+    assert [m.text for m in private(slack, "UALICE")][-1] == "note 5"
+    assert len(slack.calls_to("chat.postEphemeral")) == 1
+    late = slack.response_url(OPS, "UALICE")
+    slack.clock = lambda: RESPONSE_URL_TTL_S * 10.0  # half an hour later and more
+    assert WebhookClient(late).send(text="late").status_code == 404 and slack.errors("response_url")[-1] == \
+        "expired_url"
+    assert all(m.user == BOT_USER for m in private(slack))
