@@ -109,6 +109,10 @@ class ComponentRef(BaseModel):
         return cls(kind=ComponentKind.FABRIC_SOFTWARE)
 
     @classmethod
+    def nvlink_domain(cls) -> Self:
+        return cls(kind=ComponentKind.NVLINK_DOMAIN)
+
+    @classmethod
     def compute_tray(cls, tray: str) -> Self:
         return cls(kind=ComponentKind.COMPUTE_TRAY, tray=str(tray))
 
@@ -157,6 +161,8 @@ class ComponentRef(BaseModel):
             return f"Switch tray {self.switch_tray}"
         if kind is ComponentKind.CARTRIDGE:
             return f"Cable cartridge {self.cartridge}"
+        if kind is ComponentKind.NVLINK_DOMAIN:
+            return "The rack's NVLink domain"
         own = self._own_name()
         return f"Compute tray {self.tray} {own}" if self.tray is not None and kind in _IN_TRAY else own
 
@@ -196,6 +202,8 @@ class ComponentRef(BaseModel):
             return f"switch-{_tray_slug(self.switch_tray)}"
         if kind is ComponentKind.CARTRIDGE:
             return f"cartridge{_slugify(str(self.cartridge))}"
+        if kind is ComponentKind.NVLINK_DOMAIN:
+            return "nvlink-domain"
         if kind is ComponentKind.NVSWITCH and self.switch_tray is not None and self.chip is not None:
             base = f"switch-{_tray_slug(self.switch_tray)}-chip{self.chip}"
             return f"{base}-port{self.port}" if self.port is not None else base

@@ -67,6 +67,7 @@ class ComponentKind(StrEnum):
     COMPUTE_TRAY = "compute-tray"  # a rack's compute tray (its GPUs, board and spine connectors)
     SWITCH_TRAY = "switch-tray"  # a rack's NVLink switch tray (its switch chips and spine connectors)
     CARTRIDGE = "cartridge"  # a rack's cable cartridge: a block of the copper spine's cables
+    NVLINK_DOMAIN = "nvlink-domain"  # a rack's NVLink domain as one: no one part of it is singled out
 
 
 class EventKind(StrEnum):
@@ -92,6 +93,7 @@ class FaultKind(StrEnum):
     SWITCH_TRAY = "switch-tray"  # a rack: failing links on both chips of one switch tray
     CARTRIDGE = "cartridge"  # a rack: failing links of several compute and switch trays, all in one cable cartridge
     COMPUTE_TRAY = "compute-tray"  # a rack: failing links of several GPUs of one compute tray, on many switch chips
+    FANOUT = "nvlink-fanout"  # a rack: NVLink Xids on many GPUs at once, no root singled out
 
 
 class ResetScope(StrEnum):

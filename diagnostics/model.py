@@ -257,6 +257,8 @@ class Localization(ComponentFacts):
     explains_slowdown: bool = False
     action: str | None = Field(default=None, description="What a person does about this component.")
     evidence: list[str] = Field(default_factory=list)
+    downstream: list[ComponentRef] = Field(
+        default_factory=list, description="In a rack: the GPUs whose Xids echo this component's fault (not suspects).")
 
     @computed_field  # type: ignore[prop-decorator]
     @property

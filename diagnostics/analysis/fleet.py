@@ -311,7 +311,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         notes_of = {h: result.diagnoses[h].warnings for h in rack.hosts() if h in result.diagnoses}
         result.racks[rack_id], _ = diagnose_rack(
             rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
-            thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of))
+            thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of), events=events,
+            links=links)
         for host in rack.hosts():
             if host in result.diagnoses:
                 result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host)

@@ -17,15 +17,18 @@ from datetime import datetime
 
 import pandas as pd
 
+from .. import format as fmt
 from ..components import ComponentRef
 from ..config.platforms import all_platforms
 from ..config.racks import rack_of
-from ..config.thresholds import Thresholds
-from ..enums import ComponentKind, FaultKind, PortSource, Severity
+from ..config.thresholds import SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
+from ..enums import ComponentKind, FaultKind, PortSource, Severity, severity_rank
 from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot
+from ..times import utc_ns
 from ..topology.rack import RackGraph, rack_graph
 from .correlate import JobExplanation
 from .diagnosis import assemble, scored
+from .fanout import FanOut, fan_out, fan_tolerance_ns, headline
 from .localize import rank
 from .rack_localize import Placed, localize_rack
 
@@ -174,8 +177,12 @@ def rack_job(rack: Rack, jobs: Mapping[str, JobExplanation], chosen: Mapping[str
 
 def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplanation | None, *,
                   window_hours: float, window_end: datetime | None, thresholds: Thresholds,
-                  host_warnings: Mapping[str, list[str]], job_gpus: int | None) -> tuple[Diagnosis, list[Placed]]:
-    """The rack's Diagnosis: every host's findings scored against the rack's job, placed, weighed together."""
+                  host_warnings: Mapping[str, list[str]], job_gpus: int | None,
+                  events: pd.DataFrame | None = None,
+                  links: pd.DataFrame | None = None) -> tuple[Diagnosis, list[Placed]]:
+    """The rack's Diagnosis: every host's findings scored against the rack's job, placed, weighed together. A
+    burst of NVLink Xids over many GPUs (`events`) is weighed for its root first, with the links' history before
+    it (`links`): one suspect and its downstream GPUs, or the domain when no root is singled out."""
     placed: list[Placed] = []
     running = job is not None and job.nodes and job.degradation_pct is not None and job.running
     for host in rack.hosts():
@@ -183,8 +190,18 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
         if running and job is not None:
             mine = scored(mine, job, host)
         placed.extend(place_findings(rack, host, mine))
-    locs = localize_rack(placed, rack.graph) if any(
-        p.finding.severity in (Severity.FAILING, Severity.DOWN) for p in placed) else []
+    fan = None
+    if events is not None and window_end is not None:
+        end_ns = utc_ns(window_end)
+        fan = fan_out(rack.graph, {h: rack.label[h] for h in rack.hosts("compute")},
+                      {h: rack.slot[h] for h in rack.hosts("switch") if h in rack.slot}, events, links, placed,
+                      start_ns=end_ns - int(window_hours * 3600e9), end_ns=end_ns)
+    first: list[Localization] = []
+    if fan is not None and fan.localization is not None:
+        placed, loc = _apart(placed, fan, job)
+        first.append(loc)
+    locs = first + (localize_rack(placed, rack.graph) if any(
+        p.finding.severity in (Severity.FAILING, Severity.DOWN) for p in placed) else [])
     locs = [loc.model_copy(update={"hosts": loc.hosts or _switch_hosts(rack, loc)}) for loc in locs]
     notes = list(rack.warnings)
     silent = [h for h in rack.hosts() if h not in found or any("no link telemetry" in w for w in
@@ -192,12 +209,59 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
     if silent:
         notes.append(f"no link telemetry from {', '.join(silent[:8])}" + (" ..." if len(silent) > 8 else "")
                      + ": their links are not judged")
+    kept = [p.finding for p in placed] + (fan.echoes if fan is not None else [])
     diagnosis = assemble(rack.place.rack_id, platform=rack.graph.name, window_hours=window_hours,
-                         window_end=window_end, findings=[p.finding for p in placed], localizations=locs, job=job,
+                         window_end=window_end, findings=kept, localizations=locs, job=job,
                          thresholds=thresholds, warnings=notes, rates_known=bool(placed) or not silent,
                          has_links=bool(placed) or len(silent) < len(rack.hosts()), job_gpus=job_gpus,
                          prescored=True, rack=rack.place)
+    top = diagnosis.localization
+    if fan is not None and top is not None and top.explains_slowdown and job is not None and fan.localization \
+            is not None and top.ref.slug == fan.localization.ref.slug:
+        cause = f"the root is {top.component}" if fan.root is not None else "the root is not identifiable"
+        diagnosis = diagnosis.model_copy(update={"verdict": f"job {job.job_id} is {fmt.percent(job.degradation_pct)} "
+                                                            f"slower from the Xid burst on: {headline(fan)}; {cause}"})
     return diagnosis, placed
+
+
+def _apart(placed: list[Placed], fan: FanOut, job: JobExplanation | None) -> tuple[list[Placed], Localization]:
+    """The burst's findings set apart from the rest: the Xids of its GPUs and the root link's own findings go to the
+    burst's localization (which explains the job's slowdown when the slowdown began with the burst); the rest are
+    weighed as before."""
+    assert fan.localization is not None
+    loc = fan.localization
+    keys = set(fan.hits)
+    root = (fan.root.host, fan.root.gpu, fan.root.link) if fan.root is not None else None
+    echo: list[Placed] = []
+    rest: list[Placed] = []
+    for p in placed:
+        f = p.finding
+        xid = bool({c.rule for c in f.crossed} & {XID_NVLINK_RULE, SXID_FATAL_RULE, "sxid"})
+        on_root = root is not None and (p.host, p.gpu) == root[:2] and (f.link is None or f.link == root[2]
+                                                                         or p.link == root[2])
+        if (xid and (p.host, p.gpu) in keys) or on_root:
+            echo.append(p)
+        else:
+            rest.append(p)
+    onset = job.onset if job is not None and job.slowdown else None
+    tolerance = fan_tolerance_ns(fan)
+    began = onset is not None and abs(utc_ns(onset) - fan.start_ns) <= tolerance
+    said = headline(fan)
+    findings = []
+    for p in echo:
+        f = p.finding
+        mine = fan.root is not None and (p.host, p.gpu) == (fan.root.host, fan.root.gpu)
+        note = said if mine or fan.root is None else f"downstream: {said}"
+        update: dict[str, object] = {"evidence": [*f.evidence, note]}
+        if began and (mine or fan.root is None) and job is not None:
+            update.update(explains_slowdown=True, evidence=[*f.evidence, note, f"job {job.job_id}'s step time rose "
+                                                            f"with the burst ({fmt.when(onset)})"])
+        findings.append(f.model_copy(update=update))
+    named = [f.component for f, p in zip(findings, echo, strict=True)
+             if fan.root is None or (p.host, p.gpu) == (fan.root.host, fan.root.gpu)]
+    severity = max((f.severity for f in findings), key=severity_rank, default=loc.severity)
+    fan.echoes = findings
+    return rest, loc.model_copy(update={"links": list(dict.fromkeys([*loc.links, *named])), "severity": severity})
 
 
 def _switch_hosts(rack: Rack, loc: Localization) -> list[str]:
@@ -214,8 +278,18 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
     label = rack.label[host]
     switch_host = rack.kind.get(host) == "switch"
     mine = [loc for loc in rack_diagnosis.localizations
-            if (loc.switch_tray == label if switch_host else host in loc.hosts)]
+            if ((loc.switch_tray == label or host in loc.hosts) if switch_host else host in loc.hosts)]
     update: dict[str, object] = {"rack": rack.place, "tray": label}
+    echoed = [loc for loc in rack_diagnosis.localizations if loc not in mine and not switch_host
+              and any(r.tray == label for r in loc.downstream)]
+    if not mine and echoed and tray.fault_detected:  # its Xids echo a root elsewhere in the rack
+        root = echoed[0]
+        said = (f"its GPUs' NVLink Xids are downstream of {root.component} (rack {rack.place.rack_id}): "
+                f"{root.evidence[0]}; the rack's view: `/fabric rack {rack.place.rack_id}`")
+        update.update(localizations=[root], localization=root, isolated_component=root.component,
+                      repair_action=root.action or tray.repair_action, warnings=[*tray.warnings, said],
+                      ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
+        return tray.model_copy(update=update)
     if not mine:
         return tray.model_copy(update=update)
     if not tray.fault_detected:  # its own end reads clean, but a link of it runs through the failing unit
@@ -233,7 +307,8 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
         notes.append(f"the fault is outside this tray: {outside[0].component} (rack {rack.place.rack_id}) explains "
                      f"its failing links{also}; the rack's view: `/fabric rack {rack.place.rack_id}`")
     update.update(localizations=locs, localization=top, isolated_component=top.component,
-                  repair_action=top.action or tray.repair_action, warnings=notes)
+                  repair_action=top.action or tray.repair_action, warnings=notes,
+                  ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
     return tray.model_copy(update=update)
 
 

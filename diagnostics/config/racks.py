@@ -60,6 +60,12 @@ class Localize(_Model):
     cartridge_min_compute: int = Field(2, ge=2)
     cartridge_min_switch: int = Field(2, ge=2)
     cartridge_min_links: int = Field(3, ge=2)
+    fanout_codes: list[int] = Field(default_factory=lambda: [144, 145, 146, 147, 148, 149, 150])
+    fanout_min_gpus: int = Field(8, ge=2)
+    fanout_within_s: float = Field(120.0, gt=0)
+    fanout_lead_s: float = Field(1.0, ge=0)
+    fanout_history_max: int = Field(2, ge=1)
+    fanout_onset_s: float = Field(900.0, ge=0)
 
 
 class RackSpec(_Model):

@@ -28,12 +28,13 @@ from .draw import PNG_COMPRESSION, SEVERITY_COLOURS, SIZE_PX, SUSPECT
 
 HEALTHY = "#dee2e6"
 UNREAD = "#f8f9fa"  # a tray the inventory does not name: its links are not read
+DOWNSTREAM = "#e5dbff"  # a GPU whose Xids echo the suspect's fault: dimmed, not a suspect
 GRID = (0.16, 0.1, 0.8, 0.68)  # the grid's axes, in figure fractions: left, bottom, width, height
 Cell = tuple[int, int, int]  # (compute tray, GPU, link): one GPU link of the rack
 
 _COLOURS = np.array([to_rgb(HEALTHY), to_rgb(SEVERITY_COLOURS[Severity.WARNING]),
                      to_rgb(SEVERITY_COLOURS[Severity.FAILING]), to_rgb(SEVERITY_COLOURS[Severity.DOWN]),
-                     to_rgb(UNREAD)])
+                     to_rgb(UNREAD), to_rgb(DOWNSTREAM)])
 
 
 def _cell_of(ref: ComponentRef, rack: RackGraph) -> Cell | None:
@@ -49,8 +50,9 @@ def _cell_of(ref: ComponentRef, rack: RackGraph) -> Cell | None:
 
 
 def severity_grid(diagnosis: Diagnosis, rack: RackGraph) -> tuple[np.ndarray, list[Finding]]:
-    """Per (tray, chip, GPU) the worst severity rank of its link (0 healthy .. 3 down; 4 not read), and the
-    findings no cell can show (a GPU's totals, an Xid, a tray known only by its host)."""
+    """Per (tray, chip, GPU) the worst severity rank of its link (0 healthy .. 3 down; 4 not read; 5 a healthy link
+    of a GPU downstream of the suspect), and the findings no cell can show (a GPU's totals, an Xid, a tray known
+    only by its host), the downstream GPUs' echoes left out."""
     spec = rack.spec
     grid = np.zeros((spec.compute_trays, spec.chips, spec.gpus_per_tray), dtype=np.int8)
     place = diagnosis.rack
@@ -58,18 +60,29 @@ def severity_grid(diagnosis: Diagnosis, rack: RackGraph) -> tuple[np.ndarray, li
         named = {int(t) for t in place.compute if t.isdigit()}
         for tray in set(rack.compute_trays) - named:
             grid[tray - 1] = 4
+    echoes = _downstream(diagnosis)
     unplaced = []
     for f in diagnosis.findings:
         cell = _cell_of(f.ref, rack)
         if cell is None:
-            if f.severity is not Severity.OK:
+            if f.severity is not Severity.OK and (f.ref.tray, f.ref.gpu) not in echoes:
                 unplaced.append(f)
             continue
         tray, gpu, link = cell
         rank = severity_rank(f.severity)
         if grid[tray - 1, link, gpu] < rank or grid[tray - 1, link, gpu] == 4:
             grid[tray - 1, link, gpu] = rank
+    for tray_label, echo in echoes:  # downstream GPUs' healthy links are dimmed: their Xids are the suspect's echo
+        if tray_label is not None and tray_label.isdigit() and echo is not None \
+                and 1 <= int(tray_label) <= spec.compute_trays and 0 <= echo < spec.gpus_per_tray:
+            cells = grid[int(tray_label) - 1, :, echo]
+            cells[cells == 0] = 5
     return grid, unplaced
+
+
+def _downstream(diagnosis: Diagnosis) -> set[tuple[str | None, int | None]]:
+    loc = diagnosis.localization
+    return {(r.tray, r.gpu) for r in loc.downstream} if loc is not None else set()
 
 
 def suspect_boxes(loc: Localization, rack: RackGraph) -> list[tuple[float, float, float, float]]:
@@ -162,7 +175,8 @@ def render_rack(diagnosis: Diagnosis, *, fmt: str = "png") -> bytes:
     _header(fig, diagnosis, loc, unplaced)
     handles = [Patch(color=HEALTHY, label="healthy"),
                *[Patch(color=SEVERITY_COLOURS[s], label=s.value) for s in SEVERITY_COLOURS],
-               Patch(facecolor="white", edgecolor=SUSPECT, linewidth=2, label="suspected unit")]
+               Patch(facecolor="white", edgecolor=SUSPECT, linewidth=2, label="suspected unit"),
+               *([Patch(color=DOWNSTREAM, label="downstream of it")] if loc is not None and loc.downstream else [])]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=9,
                bbox_to_anchor=(0.5, 0.005))
     out = io.BytesIO()

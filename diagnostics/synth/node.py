@@ -106,6 +106,7 @@ class NodeSim:
     ports: list[dict[str, Any]] = field(default_factory=list)  # PCIe lane faults: the lane, the end, from when
     lanes: list[dict[str, Any]] = field(default_factory=list)  # NVLink lanes counting CRC errors (nvlink -ec)
     switch_ports: list[dict[str, Any]] = field(default_factory=list)  # NVSwitch ports read at the far end
+    per_link: set[tuple[str, int]] = field(default_factory=set)  # (NVLink5 counter, link) read per link as well
 
     @classmethod
     def new(cls, rng: np.random.Generator, node_id: str, platform: str, times: pd.DatetimeIndex, *,
@@ -225,8 +226,8 @@ class NodeSim:
             return ~total
         if counter == "replay_rollovers":
             return pcie
-        if counter in BLACKWELL:
-            return total
+        if counter in BLACKWELL:  # DCGM gives them per GPU; `nvidia-smi nvlink -e` reads some per link
+            return total | np.array([(counter, i) in self.per_link for i in range(len(self.links))], dtype=bool)
         return ~pcie & ~self.blackwell
 
     def _counts(self, counter: str, hours: np.ndarray) -> np.ndarray:

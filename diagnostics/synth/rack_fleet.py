@@ -3,7 +3,7 @@ trays' and switch trays' telemetry, one job across its compute trays, and the gr
 
 Output beside the tables: `nodes.csv` as a rack inventory (node_id, platform, rack, tray: compute trays 1-18 and
 switch trays 1-9 by slot), and `ground_truth.json` with `racks` (each rack's scenario, faults, job and `expect`, in
-the rack's own names) and `nodes` empty. `racks = 8` holds every scenario once; more racks repeat them in a shuffled
+the rack's own names) and `nodes` empty. `racks = 10` holds every scenario once; more racks repeat them in a shuffled
 order, so the mix is the seed's.
 """
 
@@ -25,7 +25,7 @@ from ..topology.rack import rack_graph
 from .fleet import START, conform, write_tables
 from .node import NodeSim
 from .rack import RackSim, SwitchSim
-from .rack_scenarios import APPLY, RACK_BENIGN, RACK_SCENARIOS
+from .rack_scenarios import APPLY, RACK_BENIGN, RACK_CAVEATS, RACK_SCENARIOS
 from .truth import expectations
 
 DEFAULT_RACKS = len(RACK_SCENARIOS)
@@ -104,7 +104,8 @@ def build_racks(*, seed: int = 0, racks: int = DEFAULT_RACKS, hours: float = 8.0
                 platforms[sim.host(kind, slot)] = plat
         record = {"platform": platform, "scenario": scenario, "benign": scenario in RACK_BENIGN,
                   "faults": sim.faults, "warnings": sim.warnings, "near": sim.near, "job": next(iter(job))}
-        record["expect"] = expectations(record, next(iter(job.values())), end=times[-1], caveats=[])
+        record["expect"] = expectations(record, next(iter(job.values())), end=times[-1],
+                                        caveats=RACK_CAVEATS.get(scenario, []))
         truth_racks[rack_id] = record
     tables = {"link_samples": conform(LINK_SAMPLES, pd.concat(links, ignore_index=True)),
               "events": conform(EVENTS, pd.concat(events, ignore_index=True)),

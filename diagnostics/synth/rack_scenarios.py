@@ -8,6 +8,10 @@
 - compute_tray: 4-12 links of 2-4 GPUs of one compute tray, on at least three chips;
 - one_gpu: 9-18 of one GPU's links, a fifth of them inactive, and half the time an Xid 149 on it;
 - benign_burst: one interval of replays on one GPU link at 0.5x-0.95x the hourly limit: nothing fails;
+- fanout_root: one link's recoveries for 2-5 hours, then a fatal Xid 149 on it and Xid 145 on 60-100 % of the
+  other GPUs within 50 s: the link is the root, the others downstream;
+- fanout_unresolved: Xids on 60-100 % of the GPUs within 50 s with nothing to single one out (all Xid 145, or all
+  fatal Xid 149 with the first two under a second apart);
 - healthy_rack: background only.
 Links failing at both ends count at both; the GPU's NVLink5 totals count the same errors half the time. A fault slows
 the rack's job four times in five, by 5-60 %.
@@ -17,14 +21,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pandas as pd
+
 from ..components import ComponentRef
 from ..enums import FaultKind, Severity
 from .node import limit
 from .rack import RackSim
 
 RACK_SCENARIOS: tuple[str, ...] = ("healthy_rack", "switch_port", "switch_chip", "switch_tray", "cartridge",
-                                   "compute_tray", "one_gpu", "benign_burst")
+                                   "compute_tray", "one_gpu", "benign_burst", "fanout_root", "fanout_unresolved")
 RACK_BENIGN = frozenset({"healthy_rack", "benign_burst"})
+# What a scenario's diagnosis must say besides its part: (where, words), as the truth's caveats
+RACK_CAVEATS: dict[str, list[tuple[str, str]]] = {
+    "fanout_root": [("evidence", "downstream of it")],
+    "fanout_unresolved": [("evidence", "root not identifiable")],
+}
 
 
 def _links(sim: RackSim) -> int:
@@ -129,6 +140,79 @@ def one_gpu(sim: RackSim) -> None:
               gpu=gpu, links=links)
 
 
+def _burst_at(sim: RackSim) -> int:
+    """The sample a burst of Xids falls in: inside the last hour's window, with enough steps after it for the job's
+    change point (at least four)."""
+    return len(sim.times) - 1 - int(sim.rng.integers(5, 11))
+
+
+def _xid(sim: RackSim, tray: int, gpu: int, at: pd.Timestamp, code: int, *, fatal: bool,
+         link: int | None = None) -> None:
+    """One NVLink5 Xid line as a GB200 driver writes it (the severity with several spaces, the link or -1)."""
+    names = {145: "RLW_REMAP", 149: "NETIR_LINK_EVT", 146: "TLW_ERR", 144: "SAW_MVB"}
+    said = "Fatal  " if fatal else "Nonfatal"
+    sim.trays[tray].events.append({
+        "timestamp": at, "kind": "xid", "gpu": gpu, "code": code, "link": link,
+        "severity": "fatal" if fatal else "non-fatal",
+        "text": f"NVRM: Xid (PCI:0008:{gpu + 1:02x}:00): {code}, {names.get(code, 'NVLINK')}  {said} XC0 i0 Link "
+                f"{-1 if link is None else link} (0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)"})
+
+
+def _others(sim: RackSim, but: tuple[int, int] | None, lo: float) -> list[tuple[int, int]]:
+    g = sim.graph
+    pool = [(t, gpu) for t in g.compute_trays for gpu in range(_gpus(sim)) if (t, gpu) != but]
+    count = int(sim.rng.integers(int(lo * len(pool)), len(pool) + 1))
+    return [pool[i] for i in sorted(sim.rng.choice(len(pool), size=count, replace=False))]
+
+
+def fanout_root(sim: RackSim) -> None:
+    """One link recovering for hours, then a fatal Xid 149 on it, then Xid 145 on most other GPUs within a minute
+    (the GB200 field report): the link is the root, the rest downstream; the job slows from the burst 4 times in
+    5."""
+    g, rng = sim.graph, sim.rng
+    tray, gpu, link = int(rng.choice(g.compute_trays)), int(rng.integers(_gpus(sim))), int(rng.integers(_links(sim)))
+    at = _burst_at(sim)
+    node, i = sim.trays[tray], sim.link_row(tray, gpu, link)
+    start = max(0, at - int(rng.integers(24, 60)))  # 2-5 hours of recoveries before
+    node.per_link.add(("recovery_successful", i))
+    node.drive("recovery_successful", i, start, float(rng.uniform(20, 120)))
+    t0 = sim.times[at] + pd.Timedelta(seconds=float(rng.uniform(1, 60)))
+    _xid(sim, tray, gpu, t0, 149, fatal=True, link=link)
+    for t, other in _others(sim, (tray, gpu), 0.6):
+        _xid(sim, t, other, t0 + pd.Timedelta(seconds=float(rng.uniform(1, 50))), 145, fatal=False)
+    slows = _slows_at(sim, at)
+    end = g.end(tray, gpu, link)
+    sim.fault("fanout_root", ComponentRef.nvlink(gpu, link).in_tray(str(tray)), FaultKind.NVLINK, at, slows,
+              ratio=None, tray=tray, gpu=gpu, link=link, switch_tray=end.switch_tray, chip=end.chip, port=end.port)
+
+
+def fanout_unresolved(sim: RackSim) -> None:
+    """Xids on most GPUs of the rack within a minute and nothing that singles one out: all Xid 145 and non-fatal,
+    or all fatal Xid 149 with the first two under a second apart; no link counted anything before."""
+    rng = sim.rng
+    at = _burst_at(sim)
+    t0 = sim.times[at] + pd.Timedelta(seconds=float(rng.uniform(1, 60)))
+    fatal = bool(rng.random() < 0.5)
+    hit = _others(sim, None, 0.6)
+    order = rng.permutation(len(hit))
+    for n, k in enumerate(order):
+        t, gpu = hit[int(k)]
+        lag = float(rng.uniform(0, 0.5)) if n == 1 else 0.0 if n == 0 else float(rng.uniform(0.5, 50))
+        _xid(sim, t, gpu, t0 + pd.Timedelta(seconds=lag), 149 if fatal else 145, fatal=fatal,
+             link=int(rng.integers(_links(sim))) if fatal else None)
+    slows = _slows_at(sim, at)
+    sim.fault("fanout_unresolved", ComponentRef.nvlink_domain(), FaultKind.FANOUT, at, slows, ratio=None,
+              gpus=len(hit))
+
+
+def _slows_at(sim: RackSim, at: int) -> bool:
+    """The job slows from the burst (4 times in 5), by 5-60 %."""
+    if sim.rng.random() >= 0.8:
+        return False
+    sim.slowdown = (at + 1, next(iter(sim.trays.values())).slowdown_pct(5.0, 60.0))
+    return True
+
+
 def benign_burst(sim: RackSim) -> None:
     """One interval of replays on a GPU link, under the hourly limit: no fault."""
     g, rng = sim.graph, sim.rng
@@ -166,4 +250,5 @@ def _fail_gpu_end(sim: RackSim, tray: int, gpu: int, link: int, on: int) -> floa
 APPLY: dict[str, Callable[[RackSim], None]] = {
     "healthy_rack": healthy_rack, "switch_port": switch_port, "switch_chip": switch_chip, "switch_tray": switch_tray,
     "cartridge": cartridge, "compute_tray": compute_tray, "one_gpu": one_gpu, "benign_burst": benign_burst,
+    "fanout_root": fanout_root, "fanout_unresolved": fanout_unresolved,
 }

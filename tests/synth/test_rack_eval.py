@@ -30,10 +30,11 @@ def test_fresh_seeds_score_every_rack_scenario_at_least_095(seed: int) -> None:
 
 def test_synth_writes_a_rack_fleet_that_eval_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "racks"
-    assert main(["synth", "--platform", "gb200-nvl72", "--racks", "8", "--hours", "6", "--seed", "3",
+    racks = len(RACK_SCENARIOS)
+    assert main(["synth", "--platform", "gb200-nvl72", "--racks", str(racks), "--hours", "6", "--seed", "3",
                  "--out", str(out)]) == 0
     nodes = (out / "nodes.csv").read_text(encoding="utf-8").splitlines()
-    assert nodes[0] == "node_id,platform,rack,tray" and len(nodes) == 1 + 8 * 27
+    assert nodes[0] == "node_id,platform,rack,tray" and len(nodes) == 1 + racks * 27
     truth = json.loads((out / "ground_truth.json").read_text(encoding="utf-8"))
     assert {r["scenario"] for r in truth["racks"].values()} == set(RACK_SCENARIOS)
     assert main(["eval", str(out), "--min-score", "0.95"]) == 0
