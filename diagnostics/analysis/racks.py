@@ -197,13 +197,19 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
                       {h: rack.slot[h] for h in rack.hosts("switch") if h in rack.slot}, events, links, placed,
                       start_ns=end_ns - int(window_hours * 3600e9), end_ns=end_ns)
     first: list[Localization] = []
+    notes = list(rack.warnings)
     if fan is not None and fan.localization is not None:
         placed, loc = _apart(placed, fan, job)
-        first.append(loc)
+        if any(f.severity in (Severity.FAILING, Severity.DOWN) for f in fan.echoes):
+            first.append(loc)
+        else:  # no event of the burst fails on its own (non-fatal codes warn only): said once, no suspect
+            fan.localization = None
+            notes.append(f"{loc.evidence[0]}; none of them fails on its own (NVIDIA's decode: non-fatal, warn only): "
+                         f"{'the root is ' + loc.component if fan.root is not None else 'root not identifiable'}; "
+                         "capture each tray's kernel Xid log and `nvidia-smi nvlink -e` if they recur")
     locs = first + (localize_rack(placed, rack.graph) if any(
         p.finding.severity in (Severity.FAILING, Severity.DOWN) for p in placed) else [])
     locs = [loc.model_copy(update={"hosts": loc.hosts or _switch_hosts(rack, loc)}) for loc in locs]
-    notes = list(rack.warnings)
     silent = [h for h in rack.hosts() if h not in found or any("no link telemetry" in w for w in
                                                                host_warnings.get(h, []))]
     if silent:
@@ -282,13 +288,15 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
     update: dict[str, object] = {"rack": rack.place, "tray": label}
     echoed = [loc for loc in rack_diagnosis.localizations if loc not in mine and not switch_host
               and any(r.tray == label for r in loc.downstream)]
-    if not mine and echoed and tray.fault_detected:  # its Xids echo a root elsewhere in the rack
+    if not mine and echoed:  # its Xids echo a root elsewhere in the rack
         root = echoed[0]
         said = (f"its GPUs' NVLink Xids are downstream of {root.component} (rack {rack.place.rack_id}): "
                 f"{root.evidence[0]}; the rack's view: `/fabric rack {rack.place.rack_id}`")
-        update.update(localizations=[root], localization=root, isolated_component=root.component,
-                      repair_action=root.action or tray.repair_action, warnings=[*tray.warnings, said],
-                      ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
+        update["warnings"] = [*tray.warnings, said]
+        if tray.fault_detected:
+            update.update(localizations=[root], localization=root, isolated_component=root.component,
+                          repair_action=root.action or tray.repair_action,
+                          ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
         return tray.model_copy(update=update)
     if not mine:
         return tray.model_copy(update=update)

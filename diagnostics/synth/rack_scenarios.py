@@ -10,8 +10,8 @@
 - benign_burst: one interval of replays on one GPU link at 0.5x-0.95x the hourly limit: nothing fails;
 - fanout_root: one link's recoveries for 2-5 hours, then a fatal Xid 149 on it and Xid 145 on 60-100 % of the
   other GPUs within 50 s: the link is the root, the others downstream;
-- fanout_unresolved: Xids on 60-100 % of the GPUs within 50 s with nothing to single one out (all Xid 145, or all
-  fatal Xid 149 with the first two under a second apart);
+- fanout_unresolved: fatal Xids on 60-100 % of the GPUs within 50 s with nothing to single one out (all one code,
+  149 or 145, the first two under a second apart);
 - healthy_rack: background only.
 Links failing at both ends count at both; the GPU's NVLink5 totals count the same errors half the time. A fault slows
 the rack's job four times in five, by 5-60 %.
@@ -187,19 +187,19 @@ def fanout_root(sim: RackSim) -> None:
 
 
 def fanout_unresolved(sim: RackSim) -> None:
-    """Xids on most GPUs of the rack within a minute and nothing that singles one out: all Xid 145 and non-fatal,
-    or all fatal Xid 149 with the first two under a second apart; no link counted anything before."""
+    """Fatal Xids on most GPUs of the rack within a minute and nothing that singles one out: all one code (149 or
+    145), the first two under a second apart; no link counted anything before."""
     rng = sim.rng
     at = _burst_at(sim)
     t0 = sim.times[at] + pd.Timedelta(seconds=float(rng.uniform(1, 60)))
-    fatal = bool(rng.random() < 0.5)
+    code = 149 if rng.random() < 0.5 else 145
     hit = _others(sim, None, 0.6)
     order = rng.permutation(len(hit))
     for n, k in enumerate(order):
         t, gpu = hit[int(k)]
         lag = float(rng.uniform(0, 0.5)) if n == 1 else 0.0 if n == 0 else float(rng.uniform(0.5, 50))
-        _xid(sim, t, gpu, t0 + pd.Timedelta(seconds=lag), 149 if fatal else 145, fatal=fatal,
-             link=int(rng.integers(_links(sim))) if fatal else None)
+        _xid(sim, t, gpu, t0 + pd.Timedelta(seconds=lag), code, fatal=True,
+             link=int(rng.integers(_links(sim))) if code == 149 else None)
     slows = _slows_at(sim, at)
     sim.fault("fanout_unresolved", ComponentRef.nvlink_domain(), FaultKind.FANOUT, at, slows, ratio=None,
               gpus=len(hit))
