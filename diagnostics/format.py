@@ -164,9 +164,11 @@ def percent(pct: float | None, *, signed: bool = True) -> str:
 
 
 def when(moment: datetime | pd.Timestamp | None) -> str:
-    """A UTC time as '2026-03-01 08:00 UTC'."""
+    """A UTC time as '2026-03-01 08:00 UTC'; a snapshot's placeholder time is "no clock time", never 1970."""
     if moment is None or pd.isna(moment):
         return "n/a"
+    if clockless(moment):
+        return "no clock time"
     ts = pd.Timestamp(moment)
     ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
     return f"{ts:%Y-%m-%d %H:%M} UTC"

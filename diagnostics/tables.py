@@ -172,6 +172,7 @@ STEP_SAMPLES = TableSchema(
         "busbw_gbps": "float64",
         "source": "category",
         "in_place": "boolean",  # nccl-tests: in-place or out-of-place figures; NA for the run's average row
+        "baseline": "boolean",  # the input states this step time as the job's baseline (a snapshot's first row)
     },
 )
 

@@ -17,7 +17,7 @@ from .. import format as fmt
 from ..components import ComponentRef
 from ..config.thresholds import Thresholds
 from ..tables import job_nodes
-from ..times import utc_datetime, utc_ns
+from ..times import clockless, utc_datetime, utc_ns
 from .rates import Prepared, run_rows
 
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
@@ -167,7 +167,8 @@ def _clean(rows: pd.DataFrame, order: list[str]) -> pd.DataFrame:
 def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, baseline_ms: float | None = None,
                  onset: datetime | None = None, cleaned: bool = False,
                  nodes: list[str] | None = None) -> JobExplanation:
-    """A job's slowdown from its step times alone (against `baseline_ms`, or the median before the change point).
+    """A job's slowdown from its step times alone: against the baseline its input states (`baseline_ms`, or its rows
+    marked `baseline`), or the median before the change point.
 
     Step samples are few, so this reads the job's whole history; only a slowed job needs its links scored.
     `cleaned`: `steps` are the job's own, as `job_steps` gives them (and `nodes` the nodes they name).
@@ -179,26 +180,28 @@ def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, ba
     values = steps["step_time_ms"].to_numpy(np.float64)
     times = steps["timestamp"]
     min_pct = thresholds.setting("slowdown_min_pct")
+    stated = _stated_baseline(steps)
     split = None
-    if onset is not None:
-        split = int(np.searchsorted(times.to_numpy("datetime64[ns]").view(np.int64), utc_ns(onset)))
-    elif len(values) < 2 * MIN_SEGMENT:
-        # too few steps for a change point (a snapshot: its baseline, then its step time): the first half is the
-        # baseline, the rest the current step time, slower or not
-        split = len(values) // 2 or None
+    if stated is not None and stated.any() and not stated.all():
+        base = baseline_ms or float(np.median(values[stated]))
+        current = float(np.median(values[~stated]))
+        start = times[~stated].iloc[0]
     else:
-        cp = change_point(values)
-        if cp is not None and np.median(values[cp:]) > np.median(values[:cp]) * (1 + min_pct / 100):
-            split = cp
-    if split is not None and 0 < split < len(values):
-        base = baseline_ms or float(np.median(values[:split]))
-        current = float(np.median(values[split:]))
-        start = times.iloc[split]
-    else:
-        split = None
-        base = baseline_ms or float(np.median(values))
-        current = float(np.median(values[-max(3, len(values) // 10):]))
-        start = None
+        if onset is not None:
+            split = int(np.searchsorted(times.to_numpy("datetime64[ns]").view(np.int64), utc_ns(onset)))
+        elif len(values) >= 2 * MIN_SEGMENT:
+            cp = change_point(values)
+            if cp is not None and np.median(values[cp:]) > np.median(values[:cp]) * (1 + min_pct / 100):
+                split = cp
+        if split is not None and 0 < split < len(values):
+            base = baseline_ms or float(np.median(values[:split]))
+            current = float(np.median(values[split:]))
+            start = times.iloc[split]
+        else:
+            # too few steps for a change point, or no change: the recent steps against the whole history
+            base = baseline_ms or float(np.median(values))
+            current = float(np.median(values[-max(3, len(values) // 10):]))
+            start = None
     degradation = round((current - base) / base * 100.0, 1)
     slow = degradation >= min_pct
     explanation = JobExplanation(job_id=job_id, nodes=nodes, baseline_step_time_ms=round(base, 3),
@@ -207,6 +210,14 @@ def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, ba
                                  verdict="")
     explanation.verdict = verdict(explanation)
     return explanation
+
+
+def _stated_baseline(steps: pd.DataFrame) -> np.ndarray | None:
+    """Which rows the input states as the job's baseline, or None when it states none."""
+    if "baseline" not in steps.columns:
+        return None
+    marked = steps["baseline"].astype("boolean").fillna(False).to_numpy(bool)
+    return marked if marked.any() else None
 
 
 def steps_span(steps: pd.DataFrame, job_id: str, *, cleaned: bool = False) -> tuple[int, int] | None:
@@ -403,7 +414,7 @@ def verdict(job: JobExplanation) -> str:
     explaining = [s for s in job.links if s.explains_slowdown]
     if job.slowdown and explaining:
         top = explaining[0]
-        since = f" since {fmt.when(job.onset)}" if job.onset else ""
+        since = f" since {fmt.when(job.onset)}" if job.onset and not clockless(job.onset) else ""
         return (f"{top.node_id} {top.ref.name} explains job {job.job_id}'s slowdown ({pct}{since}; "
                 f"score {top.score:.2f})")
     if job.slowdown:

@@ -130,9 +130,11 @@ def snapshot_tables(snapshot: Snapshot, source: str, at: datetime | None = None)
     job = f"snapshot:{snapshot.node_id}"
     steps = [
         {"timestamp": start, "job_id": job, "node_ids": snapshot.node_id,
-         "step_time_ms": float(snapshot.baseline_step_time_ms), "source": f"{source} baseline_step_time_ms"},
+         "step_time_ms": float(snapshot.baseline_step_time_ms), "source": f"{source} baseline_step_time_ms",
+         "baseline": True},
         {"timestamp": end, "job_id": job, "node_ids": snapshot.node_id,
-         "step_time_ms": float(snapshot.step_time_ms), "source": f"{source} step_time_ms"},
+         "step_time_ms": float(snapshot.step_time_ms), "source": f"{source} step_time_ms",
+         "baseline": False},
     ]
     return {"link_samples": LINK_SAMPLES.conform(pd.DataFrame(links)),
             "step_samples": STEP_SAMPLES.conform(pd.DataFrame(steps))}

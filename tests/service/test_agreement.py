@@ -159,7 +159,13 @@ def _posted(store: Path, node: str) -> tuple[dict[str, Any], str]:
     return _facts(diagnosis), json.dumps(shown)
 
 
-def test_each_input_through_each_door_gives_one_answer(tmp_path: Path, racks: tuple[Path, str],
+CASES = ("seed, failing", "seed, healthy", "seed on a platform", "normalized CSV tables", "nvidia-smi nvlink -e paste",
+         "kernel log", "committed fleet, failing node", "committed fleet, healthy node",
+         "committed fleet, off-the-bus GPU", "NVL72 rack, a compute tray")
+
+
+@pytest.mark.parametrize("asked", CASES)
+def test_each_input_through_each_door_gives_one_answer(asked: str, tmp_path: Path, racks: tuple[Path, str],
                                                        capsys: pytest.CaptureFixture[str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("ANTHROPIC_API_KEY", "FABRICBOT_STORE", "FABRICBOT_PROMETHEUS_URL"):
@@ -172,7 +178,9 @@ def test_each_input_through_each_door_gives_one_answer(tmp_path: Path, racks: tu
         return code, out, err
 
     disagreements: list[str] = []
-    for i, case in enumerate(_cases(tmp_path, racks)):
+    cases = _cases(tmp_path, racks)
+    assert [c.name for c in cases] == list(CASES)
+    for i, case in enumerate(c for c in cases if c.name == asked):
         store = tmp_path / f"store-{i}"
         answers = {"analyze FILE": _direct(run, case), "analyze --store": _ingested(run, case, store)}
         if case.snapshot:  # `render` analyses a snapshot file; other files it draws bare
