@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +16,11 @@ from typing import Any
 
 import pandas as pd
 
-from .. import values
 from ..config.datafiles import DATA_DIR, read_toml
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..values import gauge, no_value, number
 from .base import IngestResult, Source, loads_strict
+from .stamps import UNIT_NAMES, epoch_time
 from .textlines import Collector, Line, classify, parse_time, skip_shell
 from .wrapping import split_lines
 
@@ -81,6 +80,7 @@ class StepLogReader:
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "step log", node_id)
+        times = _Times(out)
         header: list[str] | None = None
         mode: str | None = None
         for line in classify(source, out, _json_object):
@@ -93,15 +93,16 @@ class StepLogReader:
                     header = [c.strip().lower() for c in next(csv.reader([text]))]
                     continue
             if mode == "jsonl":
-                self._json(out, line)
+                self._json(out, line, times)
             elif mode == "csv" and header is not None:
                 values = next(csv.reader([text]))
                 if len(values) != len(header):
                     out.warn(line.number, f"{len(values)} fields where the header has {len(header)}; row skipped")
                     continue
-                self._record(out, line, dict(zip(header, values, strict=True)))
+                self._record(out, line, dict(zip(header, values, strict=True)), times)
             else:
-                self._text(out, line)
+                self._text(out, line, times)
+        times.check()
         if not out.rows.get("step_samples") and not out.warnings:
             out.warn(None, "no step records found")
         return out.result()
@@ -109,7 +110,7 @@ class StepLogReader:
     def _is_header(self, text: str) -> bool:
         return "," in text and self._has_time({c.strip().lower() for c in text.split(",")})
 
-    def _json(self, out: Collector, line: Line) -> None:
+    def _json(self, out: Collector, line: Line, times: _Times) -> None:
         try:
             record = loads_strict(line.text)
         except json.JSONDecodeError as exc:
@@ -121,15 +122,19 @@ class StepLogReader:
         if not isinstance(record, dict):
             out.warn(line.number, "a step record must be a JSON object; the line is skipped")
             return
-        self._record(out, line, {str(k).lower(): v for k, v in record.items()})
+        self._record(out, line, {str(k).lower(): v for k, v in record.items()}, times)
 
     def _pick(self, record: dict[str, Any], field: str) -> Any:
+        return self._named(record, field)[1]
+
+    def _named(self, record: dict[str, Any], field: str) -> tuple[str, Any]:
+        """(the column the record names the field by, its value), or (the field, None)."""
         for name in self.fields.get(field, []):
             if record.get(name) not in (None, ""):
-                return record[name]
-        return None
+                return name, record[name]
+        return field, None
 
-    def _record(self, out: Collector, line: Line, record: dict[str, Any]) -> None:
+    def _record(self, out: Collector, line: Line, record: dict[str, Any], times: _Times) -> None:
         ms, seconds = self._pick(record, "step_time_ms"), self._pick(record, "step_time_s")
         raw, scale, name = (ms, 1.0, "step_time_ms") if ms is not None else (seconds, 1000.0, "step_time_s")
         if _value(raw) is None:
@@ -145,9 +150,10 @@ class StepLogReader:
         nodes = self._pick(record, "node_ids")
         if isinstance(nodes, list):
             nodes = ",".join(str(n) for n in nodes)
-        self._add(out, line, step, step_time, self._pick(record, "timestamp"), self._pick(record, "job_id"), nodes)
+        self._add(out, line, step, step_time, times.read(*self._named(record, "timestamp"), line),
+                  self._pick(record, "job_id"), nodes)
 
-    def _text(self, out: Collector, line: Line) -> None:
+    def _text(self, out: Collector, line: Line, times: _Times) -> None:
         for pattern in self.patterns:
             if match := pattern.regex.search(line.text):
                 groups = match.groupdict()
@@ -157,15 +163,15 @@ class StepLogReader:
                     return
                 step_time = _step_time(out, line, groups["step_time"], pattern.scale_to_ms, "step time")
                 if step_time is not None:
-                    self._add(out, line, _step(out, line, groups.get("step")), step_time, groups.get("timestamp"),
-                              groups.get("job_id"), None)
+                    self._add(out, line, _step(out, line, groups.get("step")), step_time,
+                              times.read("timestamp", groups.get("timestamp"), line), groups.get("job_id"), None)
                 return
         # Text logs are mostly other lines; those are not worth a warning each.
 
-    def _add(self, out: Collector, line: Line, step: int | None, step_time: float, raw_time: Any,
+    def _add(self, out: Collector, line: Line, step: int | None, step_time: float, timestamp: pd.Timestamp | None,
              job_id: Any, nodes: Any) -> None:
         out.add("step_samples", line.number, step=step, step_time_ms=step_time,
-                timestamp=_timestamp(raw_time, out, line), job_id=str(job_id) if job_id is not None else None,
+                timestamp=timestamp, job_id=str(job_id) if job_id is not None else None,
                 node_ids=str(nodes) if nodes else out.node_id)
 
 
@@ -209,27 +215,51 @@ def _step(out: Collector, line: Line, raw: Any) -> int | None:
     return out.checked("index", line.number, value, "step", "step") if value is not None else None
 
 
-def _timestamp(raw: Any, out: Collector, line: Line) -> pd.Timestamp | None:
-    if raw in (None, ""):
-        return None
-    try:
-        if isinstance(raw, int | float) and not isinstance(raw, bool):
-            if not math.isfinite(raw):
-                raise ValueError(raw)
-            stamp = values.time(pd.Timestamp(raw, unit="ms" if raw > 1e11 else "s", tz="UTC"))
-            if stamp is None:
-                raise ValueError(raw)
+class _Times:
+    """One step log's times: ISO 8601 or epoch numbers (the unit said once); a log whose every time is unreadable
+    is refused, naming one value, rather than read as if it had none."""
+
+    def __init__(self, out: Collector) -> None:
+        self.out = out
+        self.given = self.read_ok = 0
+        self.first_bad: tuple[int, str, Any] | None = None
+        self.units: set[str] = set()
+
+    def read(self, column: str, raw: Any, line: Line) -> pd.Timestamp | None:
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            return None
+        self.given += 1
+        found = self._parse(raw, line)
+        if found is None:
+            self.first_bad = self.first_bad or (line.number, column, raw)
+            self.out.warn(line.number, f"cannot read the time {raw!r}; the row has none")
+            return None
+        self.read_ok += 1
+        return found
+
+    def _parse(self, raw: Any, line: Line) -> pd.Timestamp | None:
+        if (epoch := epoch_time(raw)) is not None:
+            stamp, unit = epoch
+            if unit not in self.units:
+                self.units.add(unit)
+                self.out.warn(line.number, f"step times are epoch {UNIT_NAMES[unit]} (told by magnitude), read as UTC")
             return stamp
-        ts = parse_time(str(raw))
+        if not isinstance(raw, str):
+            return None
+        ts = parse_time(raw)
         if ts is None:
-            raise ValueError(raw)
-    except (ValueError, OverflowError):
-        out.warn(line.number, f"cannot read the time {raw!r}; the row has none")
-        return None
-    if ts.tzinfo is None:
-        out.once("naive", line.number, "step times state no zone; read as UTC")
-        return ts.tz_localize("UTC")
-    return ts.tz_convert("UTC")
+            return None
+        if ts.tzinfo is None:
+            self.out.once("naive", line.number, "step times state no zone; read as UTC")
+            return ts.tz_localize("UTC")
+        return ts.tz_convert("UTC")
+
+    def check(self) -> None:
+        if self.given and not self.read_ok and self.first_bad is not None:
+            number, column, raw = self.first_bad
+            raise InputError(f"the time column {column!r} cannot be read: its values are neither ISO 8601 times nor "
+                             "epoch seconds, milliseconds, microseconds or nanoseconds", source=self.out.source.name,
+                             line=number, field=column, value=raw)
 
 
 READER = StepLogReader.from_file()

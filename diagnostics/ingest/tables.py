@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError
 from ..tables import TABLES, TableSchema
-from ..values import TIME_RANGE, unheld
+from ..values import unheld
 from .base import IngestResult, IngestWarning, Source, loads_strict
+from .stamps import epoch_note, read_times
 from .wrapping import split_lines
 
 CHUNK_ROWS = 200_000
@@ -84,8 +85,7 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, lines: list[i
         if _typed(raw, dtype) and col not in ENUMS and not numeric:
             continue  # a typed column (Parquet) already holds only valid values of its kind
         if dtype.startswith("datetime"):
-            parsed: pd.Series = pd.to_datetime(raw, utc=True, errors="coerce", format="mixed")
-            parsed = parsed.where(parsed.isna() | parsed.between(*TIME_RANGE))  # what a UTC ns time holds
+            parsed: pd.Series = _times(col, raw, source, lines, warnings)
         elif numeric:  # typed or not, a number is one its column can hold (`values.unheld`)
             parsed = pd.to_numeric(raw, errors="coerce").astype("float64")
             number = parsed.notna()
@@ -120,6 +120,22 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, lines: list[i
             warnings.append(IngestWarning(source, line, f"{where}{col} = {raw[idx]!r} {why}"))
         out[col] = parsed
     return out
+
+
+def _times(col: str, raw: pd.Series, source: str, lines: list[int] | None,
+           warnings: list[IngestWarning]) -> pd.Series:
+    """A time column: ISO 8601 or epoch numbers (said once per file); none of its values a time refuses the file."""
+    parsed, units = read_times(raw)
+    given = raw.notna() & (raw.astype("string").str.strip() != "")
+    if given.any() and not parsed[given].notna().any():
+        first = int(np.flatnonzero(given.to_numpy())[0])
+        raise InputError(f"the time column {col!r} cannot be read: its values are neither ISO 8601 times nor epoch "
+                         "seconds, milliseconds, microseconds or nanoseconds", source=source,
+                         line=lines[first] if lines else None, field=col, value=raw.iloc[first])
+    note = epoch_note(col, units) if units else None
+    if note and not any(w.message == note for w in warnings):
+        warnings.append(IngestWarning(source, lines[0] if lines else None, note))
+    return parsed
 
 
 # What a CSV cell holds where its writer had no value (pandas' own defaults for read_csv, less the odd ones).

@@ -154,6 +154,13 @@ def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = No
     return outcomes
 
 
+def _refusal(exc: FabricbotError) -> str:
+    """Why a file was refused, with the line, field and value the error names (the file is named beside it)."""
+    if isinstance(exc, InputError):
+        return str(InputError(exc.reason, line=exc.line, field=exc.field, value=exc.value))
+    return str(exc)
+
+
 def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, at: At, seen: set[str] | None,
                xid_last: dict[tuple[Any, ...], float]) -> FileOutcome:
     src = item if isinstance(item, Source) else Source.from_path(item)
@@ -167,7 +174,7 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
     except IsADirectoryError:
         return FileOutcome(src.name, None, "error", error="a folder that cannot be listed")
     except FabricbotError as exc:
-        return FileOutcome(src.name, None, "error", error=getattr(exc, "reason", str(exc)))
+        return FileOutcome(src.name, None, "error", error=_refusal(exc))
     if seen is not None:
         seen.add(sha)
     rows = result.rows if result is not None else {"nodes": len(nodes) if nodes is not None else 0}
