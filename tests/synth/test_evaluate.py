@@ -161,7 +161,8 @@ def test_cli_synth_eval_and_json_agree(tmp_path: Path, capsys: pytest.CaptureFix
                                             "priority", "fit", "caveats"]
     assert main(["eval", str(out), "--json", "--min-score", "0.95"]) == 0
     data = json.loads(capsys.readouterr().out)
-    summary_lines = ("overall", "false", " ", "reboots", "warning", "repairs", "lane localization", "end localization")
+    summary_lines = ("overall", "false", " ", "reboots", "warning", "repairs", "lane localization", "end localization",
+                     "alerts:", "storm incidents")
     assert set(data["scenarios"]) == {row.split()[0] for row in text.splitlines()[1:]
                                       if row and not row.startswith(summary_lines)}
     assert set(data["overall"]) >= {"nodes", *SCORES, "lane", "end"} and data["false_urgent_high"] == 0
