@@ -153,7 +153,7 @@ def test_killing_the_filer_at_random_points_never_leaves_a_state_between(tmp_pat
         assert server.stdout.readline().strip() == "ready"
         for run in range(20):
             store = tmp_path / f"store-{run}"
-            server.stdin.write(f"{store} 400\n")
+            server.stdin.write(f"{store} 2000\n")  # enough that a kill lands mid-way on a fast machine
             server.stdin.flush()
             said, pid = server.stdout.readline().split()
             assert said == "filing", said
