@@ -134,10 +134,8 @@ def build_life(*, seed: int = 0, end: pd.Timestamp | None = None) -> tuple[dict[
                     "nodes": nodes}
 
 
-def generate_life(fleet_dir: Path, *, seed: int = 0, end: pd.Timestamp | None = None) -> Path:
-    """Write the life nodes under `fleet_dir/life`; returns their truth file."""
-    tables, truth = build_life(seed=seed, end=end)
-    out = fleet_dir / LIFE
+def write_side_fleet(out: Path, tables: dict[str, pd.DataFrame], truth: dict[str, Any]) -> Path:
+    """A folder of nodes written beside a fleet (life, storm): its tables, inventory and truth file."""
     write_tables(out, tables, "parquet")
     pd.DataFrame({"node_id": list(truth["nodes"]), "platform": [v["platform"] for v in truth["nodes"].values()]}
                  ).to_csv(out / "nodes.csv", index=False)
@@ -146,13 +144,23 @@ def generate_life(fleet_dir: Path, *, seed: int = 0, end: pd.Timestamp | None = 
     return path
 
 
-def load_life(fleet_dir: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]] | None:
-    """A written fleet's life nodes (tables, inventory, truth), or None when it has none."""
+def load_side_fleet(folder: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]] | None:
+    """A side folder's tables, inventory and truth, or None when it was not written."""
     from .fleet import load
 
-    folder = fleet_dir / LIFE
     truth_path = folder / "ground_truth.json"
     if not truth_path.exists():
         return None
     tables, inventory = load(folder)
     return tables, inventory, json.loads(truth_path.read_text(encoding="utf-8"))
+
+
+def generate_life(fleet_dir: Path, *, seed: int = 0, end: pd.Timestamp | None = None) -> Path:
+    """Write the life nodes under `fleet_dir/life`; returns their truth file."""
+    tables, truth = build_life(seed=seed, end=end)
+    return write_side_fleet(fleet_dir / LIFE, tables, truth)
+
+
+def load_life(fleet_dir: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]] | None:
+    """A written fleet's life nodes (tables, inventory, truth), or None when it has none."""
+    return load_side_fleet(fleet_dir / LIFE)

@@ -7,7 +7,6 @@ its truth (the inventory fact the storm shares) and scored by `fabricbot eval`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,8 @@ import pandas as pd
 from ..analysis import Step, analyze_fleet, decide, failing_parts
 from ..config.alerts import load_alerts
 from ..tables import EVENTS, LINK_SAMPLES
-from .fleet import START, conform, write_tables
+from .fleet import START, conform
+from .life import load_side_fleet, write_side_fleet
 from .node import NodeSim
 
 STORM = "storm"
@@ -52,23 +52,11 @@ def build_storm(*, seed: int = 0, end: pd.Timestamp | None = None) -> tuple[dict
 
 def generate_storm(fleet_dir: Path, *, seed: int = 0, end: pd.Timestamp | None = None) -> Path:
     tables, truth = build_storm(seed=seed, end=end)
-    out = fleet_dir / STORM
-    write_tables(out, tables, "parquet")
-    pd.DataFrame({"node_id": list(truth["nodes"]), "platform": [v["platform"] for v in truth["nodes"].values()]}
-                 ).to_csv(out / "nodes.csv", index=False)
-    path = out / "ground_truth.json"
-    path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return path
+    return write_side_fleet(fleet_dir / STORM, tables, truth)
 
 
 def load_storm(fleet_dir: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]] | None:
-    from .fleet import load
-
-    folder = fleet_dir / STORM
-    if not (folder / "ground_truth.json").exists():
-        return None
-    tables, inventory = load(folder)
-    return tables, inventory, json.loads((folder / "ground_truth.json").read_text(encoding="utf-8"))
+    return load_side_fleet(fleet_dir / STORM)
 
 
 def score_storm(tables: dict[str, pd.DataFrame], inventory: dict[str, str], truth: dict[str, Any]) -> dict[str, Any]:
