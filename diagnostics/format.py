@@ -67,20 +67,18 @@ LABELS: dict[str, str] = {
     "sxid": "SXids",
 }
 
-# Counters that exist on some link types only: on another they are not read, whatever a table holds. The NVLink5
+# Counters that exist on some link types only: on another they are not read, whatever a table holds. NVLink's
+# data link layer counts CRC errors, recoveries and discards, a GPU's and a switch port's alike; PCIe has its replays,
+# rollovers and the AER kinds (Bad TLP, Bad DLLP, receiver errors), no CRC flit or recovery counter. The NVLink5
 # counters are a GPU's and, on an NVLink5 switch tray, its ports' (NMX-T reads both ends of every link).
-_NVLINK5 = frozenset({LinkType.NVLINK, LinkType.NVSWITCH})
+_NVLINK = frozenset({LinkType.NVLINK, LinkType.NVSWITCH})
+_PCIE = frozenset({LinkType.PCIE})
 ONLY_ON: dict[str, frozenset[LinkType]] = {
-    "replay_rollovers": frozenset({LinkType.PCIE}),
-    "symbol_errors": _NVLINK5,
-    "effective_errors": _NVLINK5,
-    "recovery_successful": _NVLINK5,
-    "recovery_failed": _NVLINK5,
-    "effective_ber": _NVLINK5,
-    "symbol_ber": _NVLINK5,
-    "width_lost": frozenset({LinkType.PCIE}),
-    "lanes_in_error": frozenset({LinkType.PCIE}),
-    "gen_lost_under_load": frozenset({LinkType.PCIE}),
+    **dict.fromkeys(("crc", "crc_flit", "crc_data", "recovery", "tx_discards", "symbol_errors", "effective_errors",
+                     "recovery_successful", "recovery_failed", "effective_ber", "symbol_ber"), _NVLINK),
+    **dict.fromkeys(("replay_rollovers", "width_lost", "lanes_in_error", "gen_lost_under_load", "rx_err", "bad_tlp",
+                     "bad_dllp", "replay_timeout", "aer_rollover", "aer_correctable", "aer_nonfatal", "aer_fatal"),
+                    _PCIE),
 }
 
 
