@@ -24,6 +24,14 @@ COUNTERS: tuple[str, ...] = (
     "effective_errors",  # Blackwell
     "recovery_successful",  # Blackwell
     "recovery_failed",  # Blackwell
+    # NVLink5 (Blackwell) packet, integrity and ECC counters: DCGM's MonitorNVLink5Fields fails on any increase
+    "rx_malformed",  # packets received malformed (DCGM field 1204)
+    "rx_dropped",  # packets dropped on receive for a buffer overrun (1205)
+    "rx_errors",  # packets received with errors (1206)
+    "rx_remote_errors",  # packets received with a stomp/EBP marker: the error was upstream (1207)
+    "rx_general_errors",  # packets received with a header mismatch (1208)
+    "integrity_errors",  # times the local error count exceeded its threshold (1209)
+    "ecc_errors",  # NVLink ECC data errors (1220)
 )
 
 # Host-side PCIe AER counters (sysfs aer_dev_* totals and the link-level correctable kinds). Cumulative like COUNTERS.

@@ -204,8 +204,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if full:
             flagged[:] = True
         stale = view.stale[flagged]
+        generation = {str(n): graph_of.nvlink_generation(str(n)) for n in metrics["node_id"].unique()}
         for row, s in zip(records(metrics[flagged]), stale.tolist(), strict=True):
-            f = finding_of(row, thresholds, stale=s)
+            f = finding_of(row, thresholds, stale=s, nvlink_generation=generation.get(str(row["node_id"])))
             views = ends.get((str(row["node_id"]), f.gpu)) if f.link_type is LinkType.PCIE and f.gpu is not None \
                 else None
             if views and f.gpu is not None:

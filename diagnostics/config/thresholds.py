@@ -6,6 +6,7 @@ value for a run, and a profile applies a named set of overrides.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,9 +55,41 @@ class Rule(BaseModel):
     fatal: bool | None = None  # an event rule counting only fatal (true) or only non-fatal (false) events
     # an Xid rule counting only events the Xid catalog decodes (by subcode, where it decodes) to these severities
     decoded: list[CodeSeverity] | None = None
+    # in force only under these profiles (a rule of DCGM's health watch that the default does not apply)
+    profiles: list[str] | None = None
+    # judged only where the link's GPU is not known to be Blackwell or newer (DCGM reads the field before
+    # Blackwell, and falls back to that when it cannot tell the architecture)
+    before_nvlink5: bool = False
+    # PCIe replays per minute per lane, by link generation (Gen1 first): the link's limit per hour is
+    # 60 x ceil(rate x width) from its own generation and width (DCGM's GetExpectedPcieReplayRate); a link whose
+    # generation or width was not read is not judged (DCGM returns no verdict without them)
+    per_lane_by_gen: list[float] | None = None
+    inclusive: bool = False  # fires at `above` too (DCGM's `>=`)
 
     def applies_to(self, link_type: str) -> bool:
         return self.link_type in ("any", link_type)
+
+    def limit(self, gen: float | None = None, width: float | None = None) -> float | None:
+        """The limit for one link: `above`, or the per-lane figure scaled to the link's generation and width."""
+        if self.per_lane_by_gen is None:
+            return self.above
+        if gen is None or width is None or gen < 1 or width < 1:
+            return None
+        per_lane = self.per_lane_by_gen[min(int(gen), len(self.per_lane_by_gen)) - 1]  # newer: the last known
+        return 60.0 * math.ceil(per_lane * int(width))
+
+    def crosses(self, value: float, limit: float) -> bool:
+        return value >= limit if self.inclusive else value > limit
+
+
+def _floats(value: Any) -> list[float]:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"per_lane_by_gen must be a list of numbers, got {value!r}")
+    return [float(v) for v in value]
+
+
+# What a profile may change in a rule, and how each value is read.
+_OVERRIDABLE: dict[str, Any] = {"above": float, "severity": lambda v: Severity(str(v)), "per_lane_by_gen": _floats}
 
 
 class PriorityRow(BaseModel):
@@ -72,6 +105,7 @@ class Thresholds(BaseModel):
 
     rules: list[Rule]
     priority: list[PriorityRow]
+    dormant: list[Rule] = Field(default_factory=list, description="Rules of profiles not chosen.")
     profiles: dict[str, dict[str, float | dict[str, Any]]] = Field(default_factory=dict)
     settings: dict[str, float] = Field(default_factory=dict)
     source: str = str(DEFAULT_FILE.name)
@@ -88,21 +122,25 @@ class Thresholds(BaseModel):
         for name, value in values.items():
             self.rule(name)
             change = dict(value) if isinstance(value, Mapping) else {"above": value}
-            unknown = set(change) - {"above", "severity"}
+            unknown = set(change) - set(_OVERRIDABLE)
             if unknown:
-                raise ConfigError(f"{self.source}: rule {name!r}: a profile may change above and severity, not "
-                                  f"{', '.join(sorted(unknown))}")
+                raise ConfigError(f"{self.source}: rule {name!r}: a profile may change {', '.join(_OVERRIDABLE)}, "
+                                  f"not {', '.join(sorted(unknown))}")
             try:
-                updates[name] = {k: float(v) if k == "above" else Severity(str(v)) for k, v in change.items()}
+                updates[name] = {k: _OVERRIDABLE[k](v) for k, v in change.items()}
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{self.source}: rule {name!r}: {exc}") from None
         rules = [r.model_copy(update=updates[r.name]) if r.name in updates else r for r in self.rules]
         return self.model_copy(update={"rules": rules})
 
     def with_profile(self, name: str) -> Thresholds:
+        """The profile's overrides, and its own rules (those that list it in `profiles`) put in force."""
         if name not in self.profiles:
             raise ConfigError(f"no threshold profile {name!r}; profiles: {', '.join(self.profiles) or 'none'}")
-        return self.with_overrides(self.profiles[name])
+        joining = [r for r in self.dormant if name in (r.profiles or [])]
+        chosen = self.model_copy(update={"rules": [*self.rules, *joining],
+                                         "dormant": [r for r in self.dormant if r not in joining]})
+        return chosen.with_overrides(self.profiles[name])
 
     def table(self) -> list[dict[str, Any]]:
         """The rules as plain rows, for reports."""
@@ -143,8 +181,10 @@ def load_thresholds(
     if user_path:
         data = _merge(data, _read(Path(user_path)))
         source = str(user_path)
+    rows = data["rule"]
     try:
-        thresholds = Thresholds(rules=data["rule"], priority=data["priority"],
+        thresholds = Thresholds(rules=[r for r in rows if not r.get("profiles")],
+                                dormant=[r for r in rows if r.get("profiles")], priority=data["priority"],
                                 profiles=data.get("profile", {}), settings=data.get("settings", {}),
                                 source=source)
     except ValidationError as exc:
