@@ -9,6 +9,7 @@ from ..config.thresholds import SOFTWARE_RULE, Thresholds
 from ..enums import Severity
 from ..model import Diagnosis, Finding, Localization, RackPlace
 from ..repair import localization_action, repair_action
+from ..times import clockless
 from .correlate import JobExplanation
 from .localize import rank
 from .rules import priority, worst
@@ -28,15 +29,38 @@ def action_for(loc: Localization, node_id: str, platform: str | None) -> str:
     return localization_action(loc, platform=platform, node_id=node_id)
 
 
-def scored(findings: list[Finding], job: JobExplanation, node_id: str) -> list[Finding]:
+def _weighed(f: Finding, job: JobExplanation, tolerance_min: float) -> Finding | None:
+    """An event's finding (an Xid, an SXid: no series to score) weighed by its time against the slowdown's onset: it
+    explains a slowdown that began with it (within the onset tolerance), never one that began before it; None where
+    either time is not known."""
+    if f.onset is None or job.onset is None or clockless(job.onset) or clockless(f.onset):
+        return None
+    gap = (job.onset - f.onset).total_seconds() / 60  # > 0: the event came first
+    at, began = fmt.when(f.onset), fmt.when(job.onset)
+    if abs(gap) <= tolerance_min:
+        said, explains = f"the event at {at} and the slowdown since {began} begin together: it explains it", True
+    elif gap < 0:
+        said, explains = (f"the event at {at} came {-gap:.0f} min after job {job.job_id}'s slowdown began ({began}): "
+                          "it did not start it"), False
+    else:
+        said, explains = (f"the event at {at} came {gap:.0f} min before job {job.job_id}'s slowdown began ({began}): "
+                          "the job ran on without slowing after it"), False
+    return f.model_copy(update={"explains_slowdown": explains, "evidence": [*f.evidence, said]})
+
+
+def scored(findings: list[Finding], job: JobExplanation, node_id: str, tolerance_min: float = 30.0) -> list[Finding]:
     """The findings with their correlation to the job's step time; a flagged link the job's score did not reach
-    does not explain it."""
+    does not explain it; an event is weighed by its time against the slowdown's onset."""
     out = []
     for f in findings:
         score = job.for_link(node_id, f.ref)
         if score is None:
             if f.severity is Severity.OK:
                 out.append(f)
+                continue
+            weighed = _weighed(f, job, tolerance_min) if job.slowdown else None
+            if weighed is not None:
+                out.append(weighed)
                 continue
             evidence = [*f.evidence, f"its errors do not track job {job.job_id}'s step time"]
             out.append(f.model_copy(update={"explains_slowdown": False, "correlation_score": 0.0,
@@ -69,7 +93,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     if job is not None and not job.running:
         job = None
     if job is not None and not prescored:
-        findings = scored(findings, job, node_id)
+        findings = scored(findings, job, node_id, thresholds.setting("onset_tolerance_min"))
     top = worst(findings)
     failing = top is not None and _bad(top)
     explaining = {f.component for f in findings if f.explains_slowdown}
@@ -122,7 +146,12 @@ def _job_verdict(job: JobExplanation, findings: list[Finding], node_id: str, hea
     bad = [f for f in findings if _bad(f)]
     pct = fmt.percent(job.degradation_pct)
     if job.slowdown and any(f.explains_slowdown for f in bad):
-        return job.verdict
+        if any(s.explains_slowdown for s in job.links):
+            return job.verdict
+        event = next(f for f in bad if f.explains_slowdown)  # an event's time, not a series, matched the onset
+        return (f"{node_id} {event.component} explains job {job.job_id}'s slowdown ({pct} since "
+                f"{fmt.when(job.onset)}): its {event.crossed[0].counter.upper() if event.crossed else 'event'} at "
+                f"{fmt.when(event.onset)} began it")
     if job.slowdown and bad:
         return (f"job {job.job_id} is {pct} slower but the failing links of {node_id} do not track it: "
                 "not this node's fabric")

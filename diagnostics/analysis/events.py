@@ -147,19 +147,25 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
-                   silent: Mapping[int, int] | None = None, buses: Mapping[str, int] | None = None) -> list[Finding]:
+                   silent: Mapping[int, int] | None = None, buses: Mapping[str, int] | None = None,
+                   restarts: Mapping[int | None, int] | None = None) -> list[Finding]:
     """One node's Xid/SXid rules over the window. `silent` (GPU -> when its series stopped) keeps an Xid 79 found:
-    a GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. `buses`
-    (PCI address -> GPU index, from the node's GPU table) names the GPU of a log line that gives only its address."""
+    a GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. A fatal
+    event (a fatal Xid or SXid, a GPU off the bus) before the window still counts until a restart is seen after it:
+    `restarts` (GPU -> the last time its counters restarted: a GPU reset, driver reload or reboot; None -> the node's)
+    clears it. `buses` (PCI address -> GPU index, from the node's GPU table) names the GPU of a log line that gives
+    only its address."""
     if events.empty:
         return []
     events = merge_sources(_indexed(events, buses or {}))
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
     recent = events[in_window]
+    earlier = _uncleared(events[~in_window & (t <= end_ns)], restarts or {})
     out: list[Finding] = []
     kind = recent["kind"].astype("string")
-    present = set(kind.dropna().unique()) | ({EventKind.XID.value} if silent else set())
+    present = set(kind.dropna().unique()) | set(earlier["kind"].astype("string").dropna().unique()) \
+        | ({EventKind.XID.value} if silent else set())
     for rule in thresholds.rules:
         if rule.counter not in (EventKind.XID.value, EventKind.SXID.value) or rule.counter not in present:
             continue
@@ -167,6 +173,11 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
         if rule.name == OFF_BUS_RULE and silent:
             before = _off_bus_before(events[~in_window & (t <= end_ns)], silent)
             rows = pd.concat([rows, before]) if not before.empty else rows
+        persisting = earlier[(earlier["kind"].astype("string") == rule.counter).fillna(False).to_numpy(bool)]
+        persisting = persisting[_fatal(persisting, rule.counter)] if len(persisting) else persisting
+        if len(persisting) and rule.name != OFF_BUS_RULE:  # an Xid 79 holds while its GPU stays silent (above):
+            rows = pd.concat([rows, persisting.assign(_persists=True)])  # readings after it: the GPU came back
+        rows = rows[~rows.index.duplicated(keep="first")] if len(rows) else rows
         if rule.codes:
             rows = _with_code(rows, rule.codes)
         if rule.decoded is not None and rule.counter == EventKind.XID.value:
@@ -179,6 +190,59 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
             if occurrences <= rule.above:
                 continue
             out.append(_event_finding(rule, key, group, occurrences, switch_side))
+    return out
+
+
+def _uncleared(events: pd.DataFrame, restarts: Mapping[int | None, int]) -> pd.DataFrame:
+    """Xid and SXid events before the window that no later restart cleared: an Xid by a restart of its GPU (or of
+    the node), an SXid by one of the node."""
+    if events.empty:
+        return events
+    t = ns(events["timestamp"])
+    node = restarts.get(None, np.iinfo(np.int64).min)
+    gpu = events["gpu"].astype("Int64").to_numpy(np.int64, na_value=-1) if "gpu" in events else np.full(len(t), -1)
+    own = np.array([restarts.get(int(g), np.iinfo(np.int64).min) if g >= 0 else np.iinfo(np.int64).min
+                    for g in gpu], dtype=np.int64)
+    xid = (events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
+    cleared = np.where(xid, np.maximum(own, node), node)
+    keep = (t > cleared) & np.isin(events["kind"].astype("string").to_numpy(object),
+                                   [EventKind.XID.value, EventKind.SXID.value])
+    return events[keep]
+
+
+def _codes_at(series: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """A key column's integer codes at `rows` (a categorical's own codes; never every value as a Python object)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return np.asarray(series.cat.codes.to_numpy()[rows])
+    return np.asarray(pd.factorize(series.iloc[rows])[0])
+
+
+def last_restarts(links: pd.DataFrame, t: np.ndarray, node: str, end_ns: int) -> dict[int | None, int]:
+    """When each GPU of the node last restarted its counters up to `end_ns` (a counter reading below the one before:
+    a GPU reset, a driver reload, a reboot), and the node's (None): when all of its GPUs had (a reboot)."""
+    if links.empty:
+        return {}
+    mine = np.flatnonzero((links["node_id"] == node).to_numpy(bool, na_value=False) & (t <= end_ns))
+    gpu = links["gpu"].to_numpy(np.float64, na_value=np.nan)[mine]
+    mine, gpu = mine[~np.isnan(gpu)], gpu[~np.isnan(gpu)]
+    if len(mine) == 0:
+        return {}
+    kind = _codes_at(links["link_type"], mine)
+    link = np.nan_to_num(links["link"].to_numpy(np.float64, na_value=np.nan)[mine], nan=-1.0)
+    at = t[mine]
+    order = np.lexsort((at, link, kind, gpu))
+    gpu, kind, link, at = gpu[order], kind[order], link[order], at[order]
+    out: dict[int | None, int] = {}
+    for c in (c for c in ("replay", "crc_flit", "crc_data", "recovery", "symbol_errors") if c in links.columns):
+        v = links[c].to_numpy(np.float64, na_value=np.nan)[mine][order]
+        ok = ~np.isnan(v)
+        g, k, lk, tt, vv = gpu[ok], kind[ok], link[ok], at[ok], v[ok]
+        drop = np.flatnonzero((g[1:] == g[:-1]) & (k[1:] == k[:-1]) & (lk[1:] == lk[:-1]) & (vv[1:] < vv[:-1])) + 1
+        for index in drop:
+            out[int(g[index])] = max(out.get(int(g[index]), 0), int(tt[index]))
+    gpus = {int(x) for x in np.unique(gpu)}
+    if out and set(out) >= gpus:
+        out[None] = min(v for key, v in out.items() if key is not None)
     return out
 
 
@@ -265,6 +329,8 @@ def _fatal(rows: pd.DataFrame, kind: str) -> np.ndarray:
 
 def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float, switch_side: bool) -> Finding:
     codes = sorted({int(c) for c in group["code"].dropna()})
+    dated = group["timestamp"].dropna()
+    first = pd.Timestamp(int(ns(dated).min()), tz="UTC") if len(dated) else None
     listed = ", ".join(map(str, codes))
     if switch_side:
         switch, port = key.split(":")
@@ -285,11 +351,14 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"
                 + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
+    persists = "_persists" in group and bool(group["_persists"].fillna(False).astype(bool).any())
+    held = [f"fatal at {fmt.when(first)}, before this window: it holds until a GPU reset, driver reload or reboot is "
+            "seen (none in the readings since)"] if persists and first is not None else []
     return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=ref.port,
-                   link_state=LinkState.UNKNOWN,
-                   switch=ref.switch, switch_port=ref.port, severity=severity, worst_ratio=ratio, crossed=crossed,
-                   counts={rule.counter: occurrences},
-                   evidence=[*meanings, *(str(x) for x in group["text"].dropna().head(3))])
+                   link_state=LinkState.UNKNOWN, onset=first.floor("us").to_pydatetime() if first is not None else None,
+                   switch=ref.switch, switch_port=ref.port,
+                   severity=severity, worst_ratio=ratio, crossed=crossed, counts={rule.counter: occurrences},
+                   evidence=[*meanings, *held, *(str(x) for x in group["text"].dropna().head(3))])
 
 
 def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataFrame:

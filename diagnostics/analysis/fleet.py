@@ -38,6 +38,7 @@ from .diagnosis import assemble
 from .ends import nvlink_ends, pcie_end, pcie_ends
 from .events import (
     event_findings,
+    last_restarts,
     missing_gpus,
     missing_links,
     node_view,
@@ -228,8 +229,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
-        mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
-                               view.silent.get(node), graph_of.buses.get(node))
+        own = node_events.get(node, pd.DataFrame())
+        earlier = len(own) > 0 and bool((ns(own["timestamp"]) <= start_ns).any())  # a fatal one may still hold
+        mine += event_findings(own, start_ns, end_ns, thresholds, view.silent.get(node), graph_of.buses.get(node),
+                               last_restarts(links, t, node, end_ns) if earlier else None)
         stopped = view.silent.get(node, {})
         if stopped:  # a GPU whose every series stopped is one finding, not one per link
             mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]
