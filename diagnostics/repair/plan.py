@@ -15,7 +15,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..components import is_switch
-from ..config.ends import default_ends
 from ..config.parts import Part, part_by_id
 from ..config.platforms import platform_dirs
 from ..config.repair_catalog import (
@@ -53,7 +52,6 @@ _FABRIC_READS = {
             "fabric_done": "the Fabric Manager log to say every NVSwitch is configured and `nvidia-smi nvlink -s` to "
                            "show every link up (this driver reports no GPU fabric state: that is Hopper and newer)"},
 }
-_END_FAMILY = {FaultKind.NVLINK: "nvlink", FaultKind.PCIE_REPLAYS: "pcie", FaultKind.PCIE_DOWNTRAIN: "pcie"}
 
 
 class _Model(BaseModel):
@@ -363,12 +361,7 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
         return _not_applicable(b)
     b.check_peer()
     b.check_port()
-    part, nxt, note = b.parts()
-    family = _END_FAMILY.get(fault)
-    if family and part is not None and nxt is not None and default_ends().first_part(family, facts.end) == "next_part":
-        # the part on the side of the end that received the errors comes first; the steps keep the catalog's order
-        part, nxt = nxt, part
-        b.sources.append(f"the errors reach the {facts.end} end: its part first (data/ends.toml)")
+    part, nxt, note = b.parts()  # in the catalog's order: an end that saw the errors is evidence, not a reorder
     reset = b.reset()
     captures = b.captures()
     repair = b.steps(b.over.repair or b.base.repair, b.reset_step(reset))

@@ -6,9 +6,11 @@ import json
 
 from diagnostics import Snapshot, diagnose_snapshot
 from diagnostics.analysis import analyze_tables
-from diagnostics.enums import LinkType
+from diagnostics.enums import FaultKind, LinkEnd, LinkType
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.snapshot import READER as SNAPSHOT
+from diagnostics.repair import repair_plan
+from diagnostics.repair.plan import PlanFacts
 from diagnostics.tables import LINK_SAMPLES
 from tests.analysis.helpers import link_series, steady
 from tests.conftest import snapshot_dict
@@ -29,3 +31,12 @@ def test_pcie_rows_carry_only_pcie_counters() -> None:
     result = SNAPSHOT.read(Source.from_text(json.dumps(snap), name="snap.json"))
     assert result.tables["link_samples"]["crc_flit"].isna().all()
     assert any("crc_errors=8, recovery_count=1 not read" in w.message for w in result.warnings)
+
+
+def test_parts_keep_the_catalogs_order_whichever_end_received_the_errors() -> None:
+    """The issue's case: 'errors received at the GPU's end -> replacement part: H100 SXM5 module' while the steps
+    say the cable or switch board first. The end is evidence; the catalog's order stands."""
+    for end in (LinkEnd.GPU, LinkEnd.UPSTREAM, None):
+        plan = repair_plan("hgx-h100-8gpu", FaultKind.PCIE_REPLAYS, PlanFacts(node_id="n", gpu=2, end=end))
+        assert plan.part is not None and plan.part.id == "hgx-h100-pcie-path"
+        assert plan.next_part is not None and plan.next_part.id == "hgx-h100-sxm5-module"
