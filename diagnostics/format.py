@@ -35,6 +35,7 @@ class Unit(StrEnum):
 LEVEL_UNITS: dict[str, Unit] = {
     "width_lost": Unit.LANES,
     "lanes_in_error": Unit.LANES,
+    "lanes_in_error_undated": Unit.LANES,
     "gen_lost_under_load": Unit.GENERATIONS,
     "effective_ber": Unit.RATIO,
     "symbol_ber": Unit.RATIO,
@@ -62,6 +63,7 @@ LABELS: dict[str, str] = {
     "ecc_errors": "NVLink ECC errors",
     "width_lost": "lanes lost",
     "lanes_in_error": "lanes in error",
+    "lanes_in_error_undated": "lanes in error (undated status)",
     "rx_err": "receiver errors",
     "bad_tlp": "bad TLPs",
     "bad_dllp": "bad DLLPs",
@@ -85,7 +87,8 @@ ONLY_ON: dict[str, frozenset[LinkType]] = {
                      "recovery_successful", "recovery_failed", "effective_ber", "symbol_ber", "rx_malformed",
                      "rx_dropped", "rx_errors", "rx_remote_errors", "rx_general_errors", "integrity_errors",
                      "ecc_errors"), _NVLINK),
-    **dict.fromkeys(("replay_rollovers", "width_lost", "lanes_in_error", "gen_lost_under_load", "rx_err", "bad_tlp",
+    **dict.fromkeys(("replay_rollovers", "width_lost", "lanes_in_error", "lanes_in_error_undated",
+                     "gen_lost_under_load", "rx_err", "bad_tlp",
                      "bad_dllp", "replay_timeout", "aer_rollover", "aer_correctable", "aer_nonfatal", "aer_fatal"),
                     _PCIE),
 }

@@ -14,8 +14,8 @@ from .correlate import JobExplanation
 from .localize import rank
 from .rules import priority, worst
 
-PLATFORM_UNKNOWN = ("platform unknown: the expected links and GPUs are not checked and the repair names no part for "
-                    "a board (name it with --platform or a nodes.csv)")
+PLATFORM_UNKNOWN = ("platform unknown: the expected links and GPUs are not checked and the repair names the part the "
+                    "link implies on each kind of board, not one board's (name it with --platform or a nodes.csv)")
 FABRIC_DOWN = ("the fabric is not up on {node} (Fabric Manager or the driver): jobs cannot start there, since on an "
                "NVSwitch system CUDA initialisation fails with error 802 ('system not yet initialized')")
 
@@ -24,9 +24,10 @@ def _bad(f: Finding) -> bool:
     return f.severity in (Severity.FAILING, Severity.DOWN)
 
 
-def action_for(loc: Localization, node_id: str, platform: str | None) -> str:
-    """What a person does about one suspected component, from the repair catalog."""
-    return localization_action(loc, platform=platform, node_id=node_id)
+def action_for(loc: Localization, node_id: str, platform: str | None, stated_pair: bool = False) -> str:
+    """What a person does about one suspected component, from the repair catalog (`stated_pair`: the input is the
+    product's snapshot, which names each link's GPU pair itself)."""
+    return localization_action(loc, platform=platform, node_id=node_id, stated_pair=stated_pair)
 
 
 def _weighed(f: Finding, job: JobExplanation, tolerance_min: float) -> Finding | None:
@@ -83,7 +84,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              findings: list[Finding], localizations: list[Localization], job: JobExplanation | None,
              thresholds: Thresholds, warnings: list[str], rates_known: bool = True,
              has_links: bool = True, job_gpus: int | None = None, prescored: bool = False,
-             rack: RackPlace | None = None, tray: str | None = None) -> Diagnosis:
+             rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts)."""
@@ -98,7 +99,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     failing = top is not None and _bad(top)
     explaining = {f.component for f in findings if f.explains_slowdown}
     locs = rank(loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
-                                       "action": loc.action or action_for(loc, node_id, platform)})
+                                       "action": loc.action or action_for(loc, node_id, platform, stated_pairs)})
                 for loc in localizations) if failing else []
     loc = locs[0] if locs else None
     degradation = job.degradation_pct if job is not None else None

@@ -22,7 +22,7 @@ from ..config.thresholds import (
     Rule,
     Thresholds,
 )
-from ..enums import CodeSeverity, ComponentKind, EventKind, LinkState, LinkType, Severity
+from ..enums import CodeSeverity, ComponentKind, EventKind, LinkState, LinkType, PortSource, Severity
 from ..model import Crossing, Finding
 from .rates import deltas, ns
 from .rules import summarize
@@ -352,11 +352,13 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"
                 + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
     persists = "_persists" in group and bool(group["_persists"].fillna(False).astype(bool).any())
+    # the SXid line itself names its port: observed, as the title naming it says
+    named = PortSource.OBSERVED if switch_side and ref.port is not None else PortSource.UNKNOWN
     held = [f"fatal at {fmt.when(first)}, before this window: it holds until a GPU reset, driver reload or reboot is "
             "seen (none in the readings since)"] if persists and first is not None else []
     return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=ref.port,
                    link_state=LinkState.UNKNOWN, onset=first.floor("us").to_pydatetime() if first is not None else None,
-                   switch=ref.switch, switch_port=ref.port,
+                   switch=ref.switch, switch_port=ref.port, port_source=named,
                    severity=severity, worst_ratio=ratio, crossed=crossed, counts={rule.counter: occurrences},
                    evidence=[*meanings, *held, *(str(x) for x in group["text"].dropna().head(3))])
 

@@ -140,14 +140,23 @@ def _placed(f: Finding, graph: Any) -> Finding:
 
 
 def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, Any]]) -> pd.DataFrame:
-    """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: a level its rule judges."""
-    counts = {key: max(len(v.lanes) for v in views.values()) for key, views in ends.items()}
+    """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: levels its rules judge, dated (a
+    reading before showed the sticky status clear) or not (it may have been set long ago)."""
+    levels = {}
+    for name, dated in (("lanes_in_error", True), ("lanes_in_error_undated", False)):
+        counts = {key: max([len(v.lanes) for v in views.values() if v.dated is dated] or [0])
+                  for key, views in ends.items()}
+        levels[name] = _lane_counts(metrics, counts)
+    return metrics.assign(**levels)
+
+
+def _lane_counts(metrics: pd.DataFrame, counts: Mapping[tuple[str, int], int]) -> np.ndarray:
     pcie = np.flatnonzero((metrics["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
                           & metrics["gpu"].notna().to_numpy())  # one row per GPU: a few of the node's rows
     level = np.full(len(metrics), np.nan)
     rows = metrics.iloc[pcie]
     level[pcie] = [counts.get((str(n), int(g)), np.nan) for n, g in zip(rows["node_id"], rows["gpu"], strict=True)]
-    return metrics.assign(lanes_in_error=level)
+    return level
 
 
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
@@ -304,7 +313,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2,
             has_links=node in view.gpus_seen or node in reporting_links,
-            job_gpus=_job_gpus(job, graph_of))
+            job_gpus=_job_gpus(job, graph_of), stated_pairs=node in listed)
         if full and job is not None:  # one node's view: what the correlation read, for its picture
             evidence = step_evidence(result.diagnoses[node], job, index.of(job.job_id), found, links, t,
                                      end_ns=end_ns, thresholds=thresholds, history=history)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .. import format as fmt
-from ..config.thresholds import LINK_DOWN_RULE, Thresholds
+from ..config.thresholds import GPU_LOST_RULES, LINK_DOWN_RULE, Thresholds
 from ..enums import LinkState, Priority, Severity, severity_rank
 from ..model import Crossing, Finding
 
@@ -109,11 +109,13 @@ def worst(findings: Iterable[Finding]) -> Finding | None:
 
 def priority(findings: Iterable[Finding], degradation_pct: float | None, thresholds: Thresholds) -> Priority:
     """The first row of the priority table whose conditions hold."""
+    findings = list(findings)
     severities = {f.severity for f in findings}
     failing = bool(severities & {Severity.FAILING, Severity.DOWN})
     holds = {
         "failing": failing,
         "down": Severity.DOWN in severities,
+        "gpu_lost": any(c.rule in GPU_LOST_RULES for f in findings for c in f.crossed),
         "warning": not failing and Severity.WARNING in severities,
         "none": not failing and Severity.WARNING not in severities,
     }

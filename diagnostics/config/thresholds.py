@@ -28,6 +28,7 @@ BELOW_EXPECTED_RULE = "links_below_expected"  # a GPU reports fewer links than i
 GPU_MISSING_RULE = "gpus_missing"  # a node reports fewer GPUs than its platform has
 SOFTWARE_RULE = "fabric_software"  # Fabric Manager or the driver: the fabric state, all links inactive at once
 OFF_BUS_RULE = "xid_off_bus"  # the thresholds file's Xid 79 row: the GPU fell off the bus
+GPU_LOST_RULES = (OFF_BUS_RULE, GPU_MISSING_RULE)  # a GPU gone: every job on it has stopped
 SXID_FATAL_RULE = "sxid_fatal"  # the thresholds file's fatal-SXid row: a switch link stopped
 XID_NVLINK_RULE = "xid_nvlink"  # the thresholds file's NVLink-Xid row (74, 144-150)
 ENV_FILE = "FABRICBOT_THRESHOLDS"
@@ -96,7 +97,7 @@ class PriorityRow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     level: Priority
-    when: Literal["failing", "down", "warning", "none"]
+    when: Literal["failing", "down", "gpu_lost", "warning", "none"]
     min_degradation_pct: float | None = None
 
 

@@ -42,10 +42,11 @@ def fault_of(loc: Localization) -> FaultKind:
     return loc.fault or DEFAULT_FAULT[loc.kind]
 
 
-def localization_action(loc: Localization, *, platform: str | None, node_id: str | None) -> str:
+def localization_action(loc: Localization, *, platform: str | None, node_id: str | None,
+                        stated_pair: bool = False) -> str:
     """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
     facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component,
-                      **loc.model_dump(include=set(ComponentFacts.model_fields)))
+                      stated_pair=stated_pair, **loc.model_dump(include=set(ComponentFacts.model_fields)))
     return repair_plan(platform, fault_of(loc), facts).action
 
 
@@ -86,5 +87,5 @@ def repair_action(component: str, *, platform: str | None = None, path: Path | N
     facts = PlanFacts(node_id=values.get("node_id"), gpu=int(gpu) if gpu is not None else None, peer=peer,
                       link=int(values["link"]) if "link" in values else None, switch=values.get("switch"),
                       switch_port=int(values["switch_port"]) if "switch_port" in values else None,
-                      link_down=component == "down")
+                      link_down=component == "down", stated_pair="gpu_dst" in values)
     return repair_plan(platform, kind, facts, catalog=load_catalog(path)).action

@@ -64,6 +64,8 @@ class PlanFacts(ComponentFacts):
     node_id: str | None = None
     link_down: bool = Field(default=False, description="The link is down, not counting errors.")
     unit: str | None = Field(default=None, description="The component as people say it (a rack's unit).")
+    stated_pair: bool = Field(default=False, description="The input itself names the link's GPU pair (the product's "
+                                                         "snapshot form, the seed examples): its canonical wording.")
 
 
 class Capture(_Model):
@@ -175,6 +177,9 @@ class _Builder:
         })
         if self.plat is not None and self.plat.rack:
             self.values["rack"] = self.values.get("node_id", "the rack")
+        if self.plat is not None and self.plat.sxm:
+            self.values["swap_note"] = ("moving an SXM module between baseboard sockets is their procedure, with their "
+                                        "tools, torque and thermal interface, not a site step")
         self.values.update(_FABRIC_READS[self.plat is None or self.plat.fabric_info])
         self.values["node"] = f"node {self.values['node_id']}" if "node_id" in self.values else "the node"
         self.port_source = facts.port_source
@@ -204,8 +209,8 @@ class _Builder:
     def check_peer(self) -> None:
         """An NVLink's peer that the platform cannot have: say so, and name where the link really lands."""
         f, plat = self.facts, self.plat
-        if f.gpu is not None and _gpu_index(f.peer) is not None:
-            self.values["gpu_dst"] = str(_gpu_index(f.peer))
+        if f.gpu is not None and _gpu_index(f.peer) is not None and f.stated_pair:
+            self.values["gpu_dst"] = str(_gpu_index(f.peer))  # the seed's wording, only where the seed's form asks
         if plat is None or self.fault not in _LINK_FAULTS or f.gpu is None or not f.peer or self.platform is None:
             return
         graph = _graph(self.platform)
@@ -254,13 +259,19 @@ class _Builder:
 
     # -- the plan's parts ----------------------------------------------------------------------------------------
     def parts(self) -> tuple[Part | None, Part | None, str | None]:
-        part = part_by_id(self.over.part) if self.over.part else None
+        chosen = self.over.part
+        if self.plat is None and self.over.switch_part and (is_switch(self.facts.peer or "")
+                                                            or is_switch(self.facts.switch or "")):
+            chosen = self.over.switch_part  # a link that lands on an NVSwitch: the baseboard's, never a bridge's
+        part = part_by_id(chosen) if chosen else None
         nxt = part_by_id(self.over.next_part) if self.over.next_part else None
         for key, p in (("part", part), ("next_part", nxt)):
-            if p is not None:
+            if p is None:
+                continue
+            self.sources.append(f"{p.id}: {p.source}")
+            if self.plat is not None:  # a board's part names itself in the steps; an unknown board's is a choice
                 self.values[key] = p.fru
                 self.values[f"{key}_id"] = p.id
-                self.sources.append(f"{p.id}: {p.source}")
         note = None
         if part is None:
             note = self.fill(self.cat.warning.no_part_software if self.fault is FaultKind.FABRIC_MANAGER

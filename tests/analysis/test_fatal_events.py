@@ -1,5 +1,5 @@
 """A fatal event keeps its component failed until a reset, reboot or driver reload is seen, not only while it lies in
-the rate window; the verdict weighs the slowdown's onset against the event's time."""
+the rate window; the verdict weighs the slowdown's onset against the event's time; a GPU lost is urgent."""
 
 from __future__ import annotations
 
@@ -86,3 +86,9 @@ def test_the_verdict_weighs_the_slowdown_onset_against_the_events_time() -> None
     assert finding.explains_slowdown is False
     assert any("after job j1's slowdown began" in e and "it did not start it" in e for e in finding.evidence)
     assert late.verdict is not None and "do not track it" in late.verdict
+
+
+def test_a_gpu_off_the_bus_is_urgent_as_a_slowdown_over_20_percent_is() -> None:
+    """The issue's nit: Xid 79 was 'high' while a +20% slowdown was 'urgent'; a GPU lost stops every job on it."""
+    d = _diagnose({"link_samples": _links(), "events": events([_xid(79, 5.8)])})
+    assert "xid_off_bus" in _rules(d) and d.ticket_priority is Priority.URGENT

@@ -178,3 +178,24 @@ def test_missing_baseline_is_rejected() -> None:
     del data["baseline_step_time_ms"]
     with pytest.raises(ValidationError, match="baseline_step_time_ms"):
         Snapshot.model_validate(data)
+
+
+def test_the_seed_wording_is_kept_for_the_snapshot_form_only() -> None:
+    """The issue's nit: 'interposer ribbon cable on slot 2-3' when the platform is unknown. The snapshot (the seed's
+    form) states the GPU pair and keeps the seed's expected action; the same link read from a normalized table of an
+    unknown board names no ribbon cable and says to identify the board."""
+    from datetime import timedelta
+
+    import pandas as pd
+
+    from diagnostics.analysis import analyze_tables
+    from diagnostics.tables import LINK_SAMPLES
+
+    seed = diagnose(fabric_errors=[link(gpu_src=2, gpu_dst=3, link_id="nvlink-1", replay_count=8900)])
+    assert seed.repair_action.startswith("Reseat high-speed mezzanine interconnect or replace interposer ribbon")
+    t0 = pd.Timestamp("2026-03-01T00:00:00Z")
+    rows = pd.DataFrame({"timestamp": [t0, t0 + timedelta(hours=1)], "node_id": "n1", "gpu": 2, "link_type": "nvlink",
+                         "link": 1, "peer": "GPU 3", "replay": [0.0, 8900.0]})
+    read = analyze_tables({"link_samples": LINK_SAMPLES.conform(rows)}, node_id="n1")
+    assert read.isolated_component == "GPU 2 -> GPU 3 NVLink 1"
+    assert "ribbon" not in read.repair_action and read.repair_action.startswith("Platform unknown")

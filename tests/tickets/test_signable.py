@@ -4,16 +4,79 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+import pytest
+
 from diagnostics import Snapshot, diagnose_snapshot
 from diagnostics.analysis import analyze_tables
-from diagnostics.enums import FaultKind, LinkEnd, LinkType
+from diagnostics.enums import FaultKind, LinkEnd, LinkType, PortSource
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.snapshot import READER as SNAPSHOT
 from diagnostics.repair import repair_plan
 from diagnostics.repair.plan import PlanFacts
 from diagnostics.tables import LINK_SAMPLES
-from tests.analysis.helpers import link_series, steady
+from diagnostics.tickets import RulesDrafter
+from diagnostics.topology import platform_graph
+from tests.analysis.helpers import T0, events, link_series, links, node_links, steady
 from tests.conftest import snapshot_dict
+
+SXM = ("hgx-h100-8gpu", "hgx-h200-8gpu", "hgx-b200-8gpu", "dgx-a100-8gpu", "dgx1-v100-8gpu")
+
+
+@pytest.mark.parametrize("platform", SXM)
+def test_an_sxm_module_swap_is_the_vendors_procedure_not_a_site_step(platform: str) -> None:
+    for fault in (FaultKind.NVLINK, FaultKind.GPU_OFF_BUS):
+        plan = repair_plan(platform, fault, PlanFacts(node_id="n", gpu=2, link=1, peer="GPU 1"))
+        swaps = [s.text for s in plan.repair if s.text.startswith(("To tell a bad", "If GPU 2 falls off the bus"))]
+        assert swaps and all("server vendor's field service" in s and "not a site step" in s for s in swaps), swaps
+
+
+def test_a_pcie_card_swap_stays_a_site_step() -> None:
+    plan = repair_plan("pcie-8gpu", FaultKind.GPU_OFF_BUS, PlanFacts(node_id="n", gpu=2))
+    assert not [s.text for s in plan.repair if "vendor" in s.text]
+
+
+def _ticket(tables: dict[str, pd.DataFrame], platform: str | None) -> object:
+    d = analyze_tables(tables, node_id="n1", platform=platform)
+    return RulesDrafter().draft(d)
+
+
+@pytest.mark.parametrize(("platform", "peer"), [("dgx1-v100-8gpu", "GPU 1"), ("h100-nvl-8gpu", "GPU 3")])
+def test_boards_without_a_switch_get_no_switch_port_row(platform: str, peer: str) -> None:
+    link = next(p for p in platform_graph(platform).links_of(2) if p.link_type == "nvlink")
+    frame = links(link_series(steady(9000.0), gpu=2, link=link.link, peer=link.peer or peer))
+    t = _ticket({"link_samples": frame}, platform)
+    md = t.to_markdown()  # type: ignore[attr-defined]
+    assert "| switch port |" not in md and t.switched is False  # type: ignore[attr-defined]
+    assert t.switch is None and t.port_find_with is None  # type: ignore[attr-defined]
+    switched = _ticket({"link_samples": links(link_series(steady(9000.0), gpu=2, link=1, peer="NVSwitch 0"))},
+                       "hgx-h100-8gpu")
+    assert "| switch port |" in switched.to_markdown()  # type: ignore[attr-defined]
+
+
+def test_a_title_naming_a_port_never_says_port_unknown() -> None:
+    """A fatal SXid names its switch and port: the ticket's port row names the same port, observed (the line)."""
+    sxid = {"timestamp": T0 + pd.Timedelta(minutes=50), "kind": "sxid", "code": 12028, "nvswitch": "1", "link": 36,
+            "severity": "fatal", "text": "nvidia-nvswitch1: SXid (PCI:0000:05:00.0): 12028, Fatal, Link 36 egress"}
+    t = _ticket({"link_samples": node_links(), "events": events([sxid])}, "hgx-h100-8gpu")
+    assert "port 36" in t.component  # type: ignore[attr-defined]
+    md = t.to_markdown()  # type: ignore[attr-defined]
+    row = next(line for line in md.splitlines() if line.startswith("| switch port |"))
+    assert "port 36" in row and "port unknown" not in row and "(observed" in row
+    assert t.port_source is PortSource.OBSERVED  # type: ignore[attr-defined]
+
+
+def test_a_fabric_manager_ticket_lists_a_dozen_links_and_counts_the_rest() -> None:
+    """The issue's nit: 192 per-link evidence lines on a Fabric Manager ticket."""
+    graph = platform_graph("hgx-h100-8gpu")
+    frames = [link_series(steady(0.0), gpu=g, link=p.link, peer=p.peer, link_state="inactive")
+              for g in graph.gpus for p in graph.links_of(g) if p.link_type == "nvlink"]
+    t = _ticket({"link_samples": links(*frames)}, "hgx-h100-8gpu")
+    assert t.component_kind.value == "fabric-software"  # type: ignore[attr-defined]
+    crossed = t.evidence.thresholds_crossed  # type: ignore[attr-defined]
+    assert len(crossed) == 12 and crossed[-1].startswith("... and ") and "link is inactive" in crossed[-1]
+    assert len(t.evidence.rates_per_hour) <= 12  # type: ignore[attr-defined]
+    assert "| switch port |" not in t.to_markdown()  # type: ignore[attr-defined]
 
 
 def test_pcie_rows_carry_only_pcie_counters() -> None:
