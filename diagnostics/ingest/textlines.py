@@ -49,23 +49,30 @@ class Line:
 
     number: int
     text: str
-    kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision"
+    kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision", "repeat"
     command: str | None = None
     host: str | None = None  # from a `user@host` prompt
 
 
 def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | None = None) -> Iterator[Line]:
-    """Stream the lines of a source, each tagged with its kind (a command's `\\` continuations included).
+    """Stream the lines of a source, each tagged with its kind (a command's `\\` continuations included; a text
+    line the same as the text line before it, blank lines aside, is a `repeat`).
 
     A cut last line (see `Tail`) is read only up to its last space or tab, and `out` warns of the rest, unless
     `shows_end` says it is whole (see `Source.read_lines`)."""
     continuing = False
+    previous = ""
     for number, text in source.read_lines(out.note, shows_end):
         if continuing:
             continuing = text.rstrip().endswith("\\")
             yield Line(number, text, "continuation", text.strip())
             continue
-        yield (line := classify_line(number, text))
+        line = classify_line(number, text)
+        if line.kind == "text" and text.strip() == previous:
+            line = Line(number, text, "repeat")
+        elif line.kind != "blank":
+            previous = text.strip() if line.kind == "text" else ""
+        yield line
         continuing = line.kind == "command" and text.rstrip().endswith("\\")
 
 
@@ -233,6 +240,9 @@ def skip_shell(line: Line, out: Collector) -> bool:
         return True
     if line.kind == "command":
         out.take_host(line)
+        return True
+    if line.kind == "repeat":  # no output these readers take prints one line twice in a row: a copy's doubling
+        out.warn(line.number, "this line repeats the line before it exactly; read once")
         return True
     if line.kind == "elision":
         out.warn(line.number, f"{line.text.strip()!r}: the output is cut off or elided here; what it stands for "

@@ -40,10 +40,13 @@ def test_lspci_a_deleted_device_header_leaves_the_port_above_with_its_own_counte
 
 
 @pytest.mark.parametrize("line", ["LnkSta:\tSpeed 32GT/s (ok)", "CESta:\tRxErr+"])
-def test_lspci_a_doubled_capability_line_is_said(line: str) -> None:
-    text, copy = _doubled(_lines(SAMPLES / "lspci_vvv_lane_h100.txt"), line)
+def test_a_doubled_line_is_read_once_and_said(line: str) -> None:
+    lines = _lines(SAMPLES / "lspci_vvv_lane_h100.txt")
+    text, copy = _doubled(lines, line)
     result = read_text(text)
-    assert copy in warning_lines(result) and "a second" in result.warnings[0].message
+    assert result["link_samples"].drop(columns="source").equals(
+        read_text("\n".join(lines) + "\n")["link_samples"].drop(columns="source"))
+    assert warning_lines(result) == [copy] and "repeats the line before it" in result.warnings[0].message
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
@@ -122,3 +125,56 @@ def test_a_line_holding_a_byte_that_is_no_text_is_said(byte: str) -> None:
     del lines[6]
     result = read_text("\n".join(lines) + "\n")
     assert 6 in warning_lines(result) and "no text holds" in str(result.warnings)
+
+
+def test_smi_query_a_doubled_gpu_header_is_one_gpu_and_said() -> None:
+    """The issue's case: a doubled `GPU 00000000:19:00.0` read 3 GPUs where the file says "Attached GPUs: 2", GPU 0's
+    replays landed on GPU 1 and the degraded x8 link on a GPU that does not exist."""
+    lines = _lines(SAMPLES / "nvidia_smi_q_fabric_h100.txt")
+    whole = read_text("\n".join(lines) + "\n")
+    text, copy = _doubled(lines, "GPU 00000000:19:00.0")
+    result = read_text(text)
+    columns = ["gpu", "pci_bus_id", "replay", "width", "link_state"]
+    assert result["link_samples"][columns].equals(whole["link_samples"][columns])
+    assert result["gpus"]["gpu"].tolist() == [0, 1]
+    assert copy in warning_lines(result)
+
+
+def test_smi_query_a_deleted_gpu_header_gives_no_gpu_the_other_one_s_numbers() -> None:
+    lines = _lines(SAMPLES / "nvidia_smi_q_fabric_h100.txt")
+    result = read_text(_without(lines, "GPU 00000000:1B:00.0"))
+    links = result["link_samples"]
+    assert links["replay"].tolist() == [3] and links["width"].tolist() == [16]  # GPU 0's own, not GPU 1's
+    said = str(result.warnings)
+    assert "a GPU header line is missing above" in said and "Attached GPUs says 2" in said
+    assert links["gpu"].isna().all()  # a section lost: no index is sure
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("Fri Nov 20 03:20:00 2026", "Fri Nov 20 03:20:00 1e30", "is no time"),
+    ("Bus Id                            : 00000000:19:00.0", "Bus Id                            : 0.5:00:04.0",
+     "is no PCI bus id"),
+    ("        Tx Throughput                     : 1200", "        Tx Throughput               !     : 1200",
+     "is no key as nvidia-smi prints one"),
+    ("Driver Version                            :", "Driver Wersion                            :",
+     "no key of the log's header"),
+    ("    Product Name                          : NVIDIA H100 80GB HBM3\n    GPU UUID                              : "
+     "GPU-44", "    Product Namd                          : NVIDIA H100 80GB HBM3\n    GPU UUID                 "
+     "             : GPU-44", "no Product Name where another GPU's has"),
+    ("Rx Throughput                     : 800 KB/s", "Rx Throughput                     : 800 KiB/s",
+     "no unit nvidia-smi prints"),
+])
+def test_smi_query_a_damaged_line_is_said(old: str, new: str, said: str) -> None:
+    text = (SAMPLES / "nvidia_smi_q_fabric_h100.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1))
+    assert any(said in w.message for w in result.warnings), result.warnings
+    assert result["link_samples"]["gpu"].tolist() == [0, 1]  # a header key no reader takes starts no GPU
+
+
+def test_smi_query_pci_lines_whose_section_line_is_lost_are_read_as_pci_and_said() -> None:
+    lines = _lines(SAMPLES / "nvidia_smi_q_fabric_h100.txt")
+    at = max(i for i, line in enumerate(lines) if line == "    PCI")
+    result = read_text("\n".join(lines[:at] + lines[at + 1:]) + "\n")
+    assert result["link_samples"]["width"].tolist() == [16, 8]
+    assert "the `PCI` line above it is missing" in str(result.warnings)
