@@ -58,7 +58,7 @@ def read_times(raw: pd.Series) -> tuple[pd.Series, list[Unit]]:
     if words.any():  # a year past 2262 parses to another unit than nanoseconds: no time here, as outside TIME_RANGE
         parsed = pd.to_datetime(text[words], utc=True, errors="coerce", format="mixed")
         inside = parsed.notna() & (parsed >= TIME_RANGE[0]) & (parsed <= TIME_RANGE[1])
-        out[inside[inside].index] = parsed[inside].astype(UTC_NS)
+        out[inside[inside].index] = parsed[inside].dt.as_unit("ns")
     return out.where(out.isna() | out.between(*TIME_RANGE)), units
 
 
