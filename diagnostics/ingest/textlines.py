@@ -105,6 +105,16 @@ def normalize_bus_id(raw: str) -> str | None:
     return f"{domain:04x}:{match[2].lower()}:{match[3].lower()}.{match[4] or '0'}"
 
 
+def one_edit(word: str, known: str) -> bool:
+    """`word` is `known` with one letter changed, added or left out (a flipped byte in a keyword), not `known`."""
+    if word == known or abs(len(word) - len(known)) > 1:
+        return False
+    if len(word) == len(known):
+        return sum(a != b for a, b in zip(word, known, strict=True)) == 1
+    short, long = sorted((word, known), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
 def stated_time(text: str) -> tuple[pd.Timestamp, bool] | None:
     """A line that is only a time (`date` output, ISO 8601, an nvidia-smi Timestamp): (UTC time, zone stated)."""
     iso = _ISO_TIME.match(text)

@@ -178,3 +178,49 @@ def test_smi_query_pci_lines_whose_section_line_is_lost_are_read_as_pci_and_said
     result = read_text("\n".join(lines[:at] + lines[at + 1:]) + "\n")
     assert result["link_samples"]["width"].tolist() == [16, 8]
     assert "the `PCI` line above it is missing" in str(result.warnings)
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("Link 46 Minion", "Link 1,000,000 Minion", "'1,000,000': a link index is 0-255"),  # never link 1
+    ("Link 46 Minion", "Link 1e30 Minion", "'1e30'"),
+    ("Link 46 Minion", "Link!46 Minion", "names a link with no link number"),
+    ("Link 46 Minion", "Lhnk 46 Minion", "names a link with no link number"),
+    ("SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 46", "SXid (PCI:0000:04:00.0): 22013, Oon-fatal, Link 46",
+     "none of the driver's SXid lines"),
+    ("SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 46", "SXid (PCI:-0:04:00.0): 22013, Non-fatal, Link 46",
+     "'-0:04:00.0' is no PCI bus id"),
+    ("SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 46", "SXie (PCI:0000:04:00.0): 22013, Non-fatal, Link 46",
+     "a word damaged"),
+])
+def test_kernel_log_a_damaged_event_line_is_said(old: str, new: str, said: str) -> None:
+    text = (REAL / "sxid_22013_h100_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1))
+    assert any(said in w.message for w in result.warnings), result.warnings
+    assert 1 not in result["events"]["link"].dropna().tolist()
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("[2026-04-22T21:25:20.560271408Z]", "[2026-04-22T21:25:-0.560271408Z]"),  # the issue's `21:25:-0`
+    ("[2026-04-22T21:25:20.560271408Z]", "[99999999999999999999999999-04-22T21:25:20.560271408Z]"),
+])
+def test_kernel_log_a_damaged_time_is_said(old: str, new: str) -> None:
+    text = (REAL / "sxid_24007_xid_a100_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1))
+    assert any("is a log prefix none of the forms" in w.message or "is no time" in w.message
+               for w in result.warnings), result.warnings
+
+
+def test_kernel_log_an_xid_on_a_bus_no_identity_line_names_is_said() -> None:
+    text = (REAL / "sxid_24007_xid_a100_1.txt").read_text().replace("Xid (PCI:0000:48:00): 45",
+                                                                    "Xid (PCI:0001:48:00): 45", 1)
+    assert "a bus none of the log's GPU identity lines names" in str(read_text(text).warnings)
+
+
+def test_kernel_log_a_doubled_xid_line_is_one_event_and_said() -> None:
+    lines = _lines(REAL / "xid_145_149_log_1.txt")
+    text, copy = _doubled(lines, "caused by previous Xid 145")
+    result = read_text(text)
+    assert len(result["events"]) == len(read_text("\n".join(lines) + "\n")["events"])
+    assert warning_lines(result) == [copy]
