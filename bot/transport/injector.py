@@ -119,10 +119,12 @@ class Injector:
             event["thread_ts"] = thread_ts
         return replace(self.event(event), ts=ts)
 
-    def message(self, text: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
+    def message(self, text: str, *, user: str, channel: str, thread_ts: str | None = None,
+                subtype: str | None = None) -> Sent:
+        """A person's message; `subtype` "thread_broadcast" for a thread reply also sent to the channel."""
         ts = self.slack.user_message(channel, user, text, thread_ts)
         event = {"type": "message", "user": user, "text": text, "ts": ts, "channel": channel,
-                 "channel_type": "channel", "event_ts": ts}
+                 "channel_type": "channel", "event_ts": ts, **({"subtype": subtype} if subtype else {})}
         if thread_ts:
             event["thread_ts"] = thread_ts
         return replace(self.event(event), ts=ts)
