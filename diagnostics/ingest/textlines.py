@@ -115,6 +115,11 @@ def one_edit(word: str, known: str) -> bool:
     return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
 
 
+def near(text: str) -> re.Pattern[str]:
+    """`text` with any one character changed (a flipped byte): found anywhere in a line at regular-expression speed."""
+    return re.compile("|".join(re.escape(text[:i]) + "." + re.escape(text[i + 1:]) for i in range(len(text))))
+
+
 def stated_time(text: str) -> tuple[pd.Timestamp, bool] | None:
     """A line that is only a time (`date` output, ISO 8601, an nvidia-smi Timestamp): (UTC time, zone stated)."""
     iso = _ISO_TIME.match(text)

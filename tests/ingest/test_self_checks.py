@@ -224,3 +224,30 @@ def test_kernel_log_a_doubled_xid_line_is_one_event_and_said() -> None:
     result = read_text(text)
     assert len(result["events"]) == len(read_text("\n".join(lines) + "\n")["events"])
     assert warning_lines(result) == [copy]
+
+
+@pytest.mark.parametrize(("name", "old", "new", "said"), [
+    ("steps.jsonl", '"job_id": "llm-7b-42"', '"joc_id": "llm-7b-42"', "'joc_id' is one letter from 'job_id'"),
+    ("steps.csv", "step,step_time_ms,timestamp,", "step,step_time_ms,timestalp,", "'timestalp' is one letter from"),
+    ("megatron_train.log", "elapsed time per iteration (ms): 815.9", "elaqsed time per iteration (ms): 815.9",
+     "a megatron-lm line that does not read as one"),
+    ("megatron_train.log", "iteration      101/  500000", "iteration      101/  -0",
+     "a megatron-lm line that does not read as one"),
+    ("megatron_train.log", "[2026-11-20 03:00:01]", "[2026-11-18446744073709551615 03:00:01]",
+     "before the step is no time the pattern reads"),
+])
+def test_step_log_a_damaged_key_or_line_is_said(name: str, old: str, new: str, said: str) -> None:
+    """The issue's case: one flipped byte in a step log's key lost the job id of that record, unsaid."""
+    text = (SAMPLES / name).read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1), name=name)
+    assert any(said in w.message for w in result.warnings), result.warnings
+
+
+def test_a_table_row_written_twice_is_read_once_and_said(tmp_path: Path) -> None:
+    lines = ["timestamp,node_id,gpu,link_type,link,crc_flit",
+             "2026-11-20T03:00:00Z,n1,0,nvlink,3,10", "2026-11-20T03:05:00Z,n1,0,nvlink,3,12",
+             "2026-11-20T03:05:00Z,n1,0,nvlink,3,12"]
+    result = read_text("\n".join(lines) + "\n", name="links.csv")
+    assert result["link_samples"]["crc_flit"].tolist() == [10, 12]
+    assert warning_lines(result) == [4] and "repeats the row of line 3" in result.warnings[0].message
