@@ -74,8 +74,8 @@ def _timestamps(ts: pa.Array, at_ms: int) -> tuple[np.ndarray, np.ndarray]:
     text = ts if given.all() else ts.filter(pa.array(given))
     numbers, wrong = _floats(text)
     seconds = np.abs(numbers) < SECONDS_BELOW
-    ms = np.where(seconds, np.round(numbers * 1000), numbers)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # 1e308 s is no time: refused below, not a warning here
+        ms = np.where(seconds, np.round(numbers * 1000), numbers)
         finite = np.isfinite(ms) & ~wrong & (np.abs(ms) <= _LAST_MS)  # a time no int64 of ms holds is none
     where = np.flatnonzero(given)
     out[where] = np.where(finite, ms, 0).astype(np.int64)

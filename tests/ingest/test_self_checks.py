@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ingest.helpers import REAL, SAMPLES, read_text, warning_lines
+from tests.ingest.helpers import FIXTURES, REAL, SAMPLES, read_text, warning_lines
 
 
 def _lines(path: Path) -> list[str]:
@@ -251,3 +251,35 @@ def test_a_table_row_written_twice_is_read_once_and_said(tmp_path: Path) -> None
     result = read_text("\n".join(lines) + "\n", name="links.csv")
     assert result["link_samples"]["crc_flit"].tolist() == [10, 12]
     assert warning_lines(result) == [4] and "repeats the row of line 3" in result.warnings[0].message
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ('DCGM_FI_PROF_NVLINK_TX_BYTES{gpu="0"', 'DBGM_FI_PROF_NVLINK_TX_BYTES{gpu="0"', "one letter from"),
+    ('{gpu="3",UUID=', '{gpu="-0",UUID=', "an index is never negative"),
+    ('{gpu="3",UUID=', '{gpu="2",UUID=', "a series sampled twice at one time"),  # GPU 2's own series
+    ('{gpu="0",UUID=', '{gpu="0",UTID=', "label 'UTID' is one letter from 'UUID'"),
+])
+def test_dcgm_a_damaged_name_or_label_is_said(old: str, new: str, said: str) -> None:
+    text = (REAL / "dcgm_metrics_a100_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1), name="metrics.txt")
+    assert any(said in w.message for w in result.warnings), result.warnings
+
+
+def test_dcgm_a_gpu_or_time_few_samples_name_is_said() -> None:
+    text = (FIXTURES / "fleet" / "dcgm" / "hpc-gpu-node-01.prom").read_text()
+    for old, new, said in (('gpu="0",Hostname="hpc-gpu-node-01"} 16', 'gpu="0",Hostname="hpc-gpu-nnde-01"} 16',
+                            "hpc-gpu-nnde-01 GPU 0 has 1 sample(s)"),
+                           ("} 16 1789631700000", "} 16 0.5", "this time has 1 sample(s)")):
+        result = read_text(text.replace(old, new, 1), name="scrape.prom")
+        assert any(said in w.message for w in result.warnings), result.warnings
+
+
+def test_dcgm_a_series_sampled_twice_at_one_time_is_said() -> None:
+    lines = _lines(FIXTURES / "fleet" / "dcgm" / "hpc-gpu-node-01.prom")
+    at = next(i for i, line in enumerate(lines) if line.startswith("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"))
+    changed = lines[at].rsplit(" ", 2)
+    lines.insert(at + 1, f"{changed[0]} 7 {changed[2]}")  # the same series and time, another value
+    result = read_text("\n".join(lines) + "\n", name="scrape.prom")
+    assert any("a series sampled twice at one time" in w.message and f"line {at + 2}" in w.message
+               for w in result.warnings), result.warnings
