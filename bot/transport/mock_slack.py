@@ -28,6 +28,7 @@ from .blockkit import MAX_BLOCKS_TEXT, block_errors, blocks_text_length, shown, 
 from .slack_faults import Failure, Faults
 
 BOT_TOKEN = "xoxb-local-mock"
+APP_TOKEN = "xapp-local-mock"  # the app-level token Socket Mode opens its connection with
 BOT_USER = "UFABRICBOT"
 TEAM = "TLOCAL"
 MAX_TEXT = 40_000  # https://api.slack.com/changelog/2018-04-truncating-really-long-messages
@@ -208,6 +209,8 @@ class MockSlack:
     async def _api(self, request: Request) -> Response:
         method = request.path_params["method"]
         params = await self._params(request)
+        if method == "apps.connections.open":
+            return self._connections_open(request, params)
         if not self._authorized(request, params):
             self._record(method, {**params, "error": "invalid_auth"})
             return JSONResponse({"ok": False, "error": "invalid_auth"})
@@ -223,6 +226,17 @@ class MockSlack:
             result = handler(params)
         self._record(method, params if result.get("ok") else {**params, "error": result.get("error")})
         return JSONResponse(result)
+
+    def _connections_open(self, request: Request, params: dict[str, Any]) -> Response:
+        """Socket Mode's WebSocket URL, for the app-level token only: a bot token there is `not_allowed_token_type`
+        (node-slack-sdk #1851), any other `invalid_auth`. The URL leads nowhere: the mock serves no WebSocket."""
+        token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        error = None if token == APP_TOKEN else "not_allowed_token_type" if token.startswith("xoxb-") else \
+            "invalid_auth"
+        self._record("apps.connections.open", {"error": error} if error else {})
+        if error:
+            return JSONResponse({"ok": False, "error": error})
+        return JSONResponse({"ok": True, "url": "wss://local.slack.invalid/link/?ticket=mock"})
 
     @staticmethod
     def _content_failure(method: str, params: dict[str, Any]) -> Failure | None:
