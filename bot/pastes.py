@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 from slack_sdk import WebClient
 
-from diagnostics import Diagnosis, FabricbotError, InputError
+from diagnostics import Diagnosis, FabricbotError, InputError, LinkState
 from diagnostics import format as fmt
 from diagnostics.analysis import Reading, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
@@ -99,14 +99,25 @@ def unreadable(source: Source, exc: InputError) -> str:
     return f"I could not read `{esc(source.name)}` ({shape}): {esc(why)}."
 
 
+DOWN_STATES = (LinkState.DOWN, LinkState.INACTIVE)
+
+
 def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
-    """Per-link totals of one reading: the links with errors, most first, then how many are clean."""
-    dirty = sorted((f for f in diagnosis.findings if any(f.counts.values())),
+    """Per-link totals of one reading: the links down or inactive (per GPU), the links with errors, most first,
+    then how many are clean."""
+    down: dict[tuple[int | None, str], list[int]] = {}
+    for f in diagnosis.findings:
+        if f.link_state in DOWN_STATES:
+            down.setdefault((f.gpu, f.link_state.value), []).append(f.link if f.link is not None else -1)
+    dirty = sorted((f for f in diagnosis.findings if any(f.counts.values()) and f.link_state not in DOWN_STATES),
                    key=lambda f: -sum(f.counts.values()))
-    lines = [f"• {esc(f.component)}: {fmt.totals(f.counts)}" for f in dirty[:limit]]
+    lines = [f"• GPU {gpu} NVLink{'s' if len(links) > 1 else ''} {', '.join(map(str, sorted(links)))}: {state}"
+             for (gpu, state), links in down.items()]
+    lines += [f"• {esc(f.component)}: {fmt.totals(f.counts)}" for f in dirty[:limit]]
     if len(dirty) > limit:
         lines.append(f"…and {len(dirty) - limit} more links with errors")
-    lines.append(f"{len(diagnosis.findings) - len(dirty)} of {len(diagnosis.findings)} links show no errors")
+    clean = len(diagnosis.findings) - len(dirty) - sum(len(links) for links in down.values())
+    lines.append(f"{clean} of {len(diagnosis.findings)} links show no errors")
     return "\n".join(lines)
 
 
@@ -239,8 +250,10 @@ class PasteReader:
         earlier = self._store(channel, thread, ts, reading)
         node = esc(reading.node_id)
         if earlier is None:
-            return (f"These are lifetime totals since the counters were last reset on `{node}`, not "
-                    f"rates:\n{totals_text(reading.totals())}\nPaste the same command's output again in a few "
+            totals = reading.totals()  # a link down now needs no second reading: said first
+            now = f"{esc(rules_answer(totals))}\n" if totals.fault_detected else ""
+            return (f"{now}These are lifetime totals since the counters were last reset on `{node}`, not "
+                    f"rates:\n{totals_text(totals)}\nPaste the same command's output again in a few "
                     f"minutes and I will compute the error rates between the two readings.{notes}")
         before = Reading.from_json(earlier["node_id"], earlier["link_samples"])
         try:
