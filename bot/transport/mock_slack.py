@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .blockkit import MAX_BLOCKS_TEXT, block_errors, blocks_text_length, shown, special_tokens
@@ -114,6 +114,7 @@ class MockSlack:
             Route("/api/{method}", self._api, methods=["GET", "POST"]),
             Route("/upload/{file_id}", self._upload, methods=["POST"]),
             Route("/files/{file_id}/{name}", self._download, methods=["GET"]),
+            Route("/signin", self._sign_in, methods=["GET"]),
             Route("/response/{channel}/{user}/{hook}", self._response_url, methods=["POST"]),
         ])
 
@@ -372,16 +373,22 @@ class MockSlack:
         return Response(f"OK - {len(body)}", media_type="text/plain")
 
     async def _download(self, request: Request) -> Response:
-        if request.headers.get("authorization", "") != f"Bearer {self.token}":
-            return Response("unauthorized", status_code=403)
-        if self.faults.take("url_private", {}) is not None:  # no files:read scope, or a revoked token
-            self._record("url_private", {"file_id": request.path_params["file_id"], "error": "forbidden"})
-            return Response("forbidden", status_code=403)
+        """A file's bytes for the bot token; otherwise, as Slack does, a redirect to its sign-in page (an HTML page
+        when followed): no token, a wrong one, or one without files:read (bolt-js #2585; the scope case as
+        nlink-jp/scli v1.7.2 found it)."""
+        signed_in = request.headers.get("authorization", "") == f"Bearer {self.token}"
+        if not signed_in or self.faults.take("url_private", {}) is not None:
+            self._record("url_private", {"file_id": request.path_params["file_id"], "error": "sign_in"})
+            return RedirectResponse(f"{self.base_url}/signin?redir={quote(request.url.path)}", status_code=302)
         f = self.files.get(request.path_params["file_id"])
         self._record("url_private", {"file_id": request.path_params["file_id"]})
         if f is None or f.content is None:
             return Response("not found", status_code=404)
         return Response(f.content, media_type=_mimetype(f.name))
+
+    async def _sign_in(self, _: Request) -> Response:
+        return HTMLResponse("<!DOCTYPE html><html><head><title>Sign in | Slack</title></head><body>Sign in to "
+                            "local.slack.invalid</body></html>")
 
     async def _response_url(self, request: Request) -> Response:
         body = json.loads(await request.body() or b"{}")
