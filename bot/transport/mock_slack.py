@@ -2,7 +2,8 @@
 
 Point slack_sdk's WebClient at `MockSlack.api_url` (its `base_url`). Messages, threads, files and
 ephemeral replies are kept so tests and the demo can read the conversation back. It fails as Slack does
-(`faults`: rate limits, revoked tokens, missing scopes, channels the bot is not in), checks blocks as Slack does
+(`faults`: rate limits, revoked tokens, missing scopes, channels the bot is not in, an answer too late or cut off;
+a file download without a token that may read it is sent to the sign-in page), checks blocks as Slack does
 (`invalid_blocks`, see blockkit.py), refuses text over Slack's 40,000 characters (`msg_too_long`) and blocks over
 its whole-message limit (`msg_blocks_too_long`), and will not edit a message the bot did not post
 (`cant_update_message`).
@@ -10,6 +11,7 @@ its whole-message limit (`msg_blocks_too_long`), and will not edit a message the
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
@@ -222,6 +224,9 @@ class MockSlack:
         failure = self.faults.take(method, params) or self._content_failure(method, params)
         if failure is not None:
             self._record(method, {**params, "error": failure.body["error"]})
+            await asyncio.sleep(failure.delay)
+            if failure.cut:
+                return Response(b'{"ok":', media_type="application/json", headers={"content-length": "4096"})
             return JSONResponse(failure.body, status_code=failure.status, headers=failure.headers)
         with self._cond:
             result = handler(params)
