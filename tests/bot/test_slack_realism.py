@@ -154,7 +154,7 @@ COMMAND_FAULTS: dict[str, tuple[Fault, str]] = {
     "ratelimited": (lambda s: s.faults.rate_limit("chat.postMessage", times=3, retry_after=0),
                     "rate-limiting me right now and still refused after I waited and retried"),
     "missing_scope": (lambda s: s.faults.fail("chat.postMessage", "missing_scope", needed="chat:write"),
-                      "lacks the `chat:write` scope"),
+                      "lacks the `chat:write` scope: an admin must add it (slack/manifest.json lists every scope)"),
     "msg_too_long": (lambda s: s.faults.fail("chat.postMessage", "msg_too_long"), "longer than Slack allows"),
     "invalid_blocks": (lambda s: s.faults.fail("chat.postMessage", "invalid_blocks"),
                        "refused the layout of my answer (`invalid_blocks`)"),
