@@ -48,6 +48,7 @@ class Failure:
 
     @classmethod
     def dropped(cls) -> Failure:
+        """The connection dropping mid-answer (slack_sdk raises http.client's IncompleteRead)."""
         return cls({"ok": False, "error": "connection_dropped"}, cut=True)
 
 
