@@ -52,6 +52,23 @@ def _strip_fences(text: str) -> str:
     return "\n".join(lines)
 
 
+def _url(f: dict[str, Any]) -> str:
+    return str(f.get("url_private_download") or f.get("url_private") or "")
+
+
+def holds_output(text: str) -> bool:
+    """Whether a message's text is a paste some reader recognizes: its head sniffed as the readers will, nothing
+    read (well under 0.1 s for a 64 KB head)."""
+    body = _strip_fences(text)
+    if len(body.splitlines()) < MIN_LINES:
+        return False
+    try:
+        detect.choose(Source.from_text(body))
+    except InputError:
+        return False
+    return True
+
+
 def _message_time(ts: str) -> datetime:
     return datetime.fromtimestamp(float(ts), UTC)
 
@@ -107,6 +124,7 @@ def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
 class PasteReader:
     def __init__(self, services: Services) -> None:
         self.services = services
+        detect.readers()  # import them now, not on the first message's acknowledgement
         db = services.audit.db
         with db_lock(db):
             db[PASTES].create({"id": int, "channel": str, "thread_ts": str, "message_ts": str,  # type: ignore[union-attr]
@@ -117,17 +135,30 @@ class PasteReader:
         host = urlsplit(url).hostname or ""
         return host in SLACK_FILE_HOSTS or host == urlsplit(client.base_url).hostname
 
-    def _download(self, client: WebClient, f: dict[str, Any]) -> str | None:
-        """A shared file's text, or None when it is not a text file the bot may fetch."""
+    def _fetchable(self, client: WebClient, f: dict[str, Any]) -> bool:
+        """Whether a shared file may be tool output the bot fetches: text (by its type or name) on Slack's host."""
         name = str(f.get("name") or "snippet")
-        url = str(f.get("url_private_download") or f.get("url_private") or "")
+        url = _url(f)
         if not url or not self._allowed_host(client, url):
             log.warning("fabricbot: not downloading %s from %s", name, urlsplit(url).hostname)
-            return None
+            return False
         mimetype = str(f.get("mimetype") or "text/plain")
-        if not (mimetype.startswith(TEXT_TYPES) or (mimetype == "application/octet-stream"
-                                                    and name.lower().endswith(TEXT_NAMES))):
-            return None  # a picture, a PDF or an archive shared in the thread: not tool output
+        # a picture, a PDF or an archive shared in the thread is not tool output
+        return mimetype.startswith(TEXT_TYPES) or (mimetype == "application/octet-stream"
+                                                   and name.lower().endswith(TEXT_NAMES))
+
+    def may_hold_output(self, client: WebClient, event: dict[str, Any]) -> bool:
+        """The cheap check before a thread message is queued: its text's head is some tool's output, or it shares a
+        text file; chat is neither, so it is never queued (nor told the bot is busy)."""
+        files = event.get("files") or []
+        return holds_output(event.get("text") or "") or any(
+            isinstance(f, dict) and self._fetchable(client, f) for f in files)
+
+    def _download(self, client: WebClient, f: dict[str, Any]) -> str | None:
+        """A shared file's text, or None when it is not a text file the bot may fetch."""
+        if not self._fetchable(client, f):
+            return None
+        name, url = str(f.get("name") or "snippet"), _url(f)
         size = f.get("size")
         if isinstance(size, int) and size > MAX_FILE_BYTES:
             raise NotRead(f"`{esc(name)}` is {_size(size)}; I read text files up to {_size(MAX_FILE_BYTES)}. "
