@@ -167,6 +167,9 @@ STEP_SAMPLES = TableSchema(
         "step_time_ms": "float64",
         "collective": "category",  # e.g. all_reduce
         "size_bytes": "Int64",
+        "data_type": "category",  # nccl-tests: the element type (float, bfloat16, ...)
+        "redop": "category",  # nccl-tests: the reduction (sum, ...); NA for a collective with none
+        "root": "Int32",  # nccl-tests: the root rank; NA for a collective with none (printed -1 or left empty)
         "collective_time_us": "float64",
         "algbw_gbps": "float64",
         "busbw_gbps": "float64",

@@ -228,7 +228,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if node in by_bus:
             warnings[node].append(by_bus[node])
         mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
-                               view.silent.get(node), graph_of.buses.get(node))
+                               view.silent.get(node), graph_of.buses.get(node), graph_of.uuids.get(node))
         stopped = view.silent.get(node, {})
         if stopped:  # a GPU whose every series stopped is one finding, not one per link
             mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]

@@ -374,16 +374,18 @@ def _placed_on_a_node(result: IngestResult) -> str | None:
     """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names;
     with none or several, nothing is stored and the reason says to pass --node (a store keys everything by node)."""
     named = set(summary_nodes(result))
+    key = {name: "node_ids" if name == "step_samples" else "node_id" for name in result.tables}  # a job's hosts
     unplaced = [name for name, frame in result.tables.items()
-                if len(frame) and "node_id" in frame.columns and frame["node_id"].isna().any()]
+                if len(frame) and key[name] in frame.columns and frame[key[name]].isna().any()]
     if not unplaced:
         return None
     if len(named) == 1:
         node = next(iter(named))
         for name in unplaced:
             frame = result.tables[name]
-            filled = frame["node_id"].astype("string").fillna(node)
-            result.tables[name] = frame.assign(node_id=filled.astype("category"))
+            filled = frame[key[name]].astype("string").fillna(node)
+            result.tables[name] = frame.assign(**{key[name]: filled if name == "step_samples" else
+                                                  filled.astype("category")})
         return None
     which = "names no node" if not named else f"names several nodes ({', '.join(sorted(named)[:4])})"
     return (f"{', '.join(unplaced)} rows without a node and the input {which}: pass --node NODE to say which "
