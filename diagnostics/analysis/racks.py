@@ -31,6 +31,7 @@ from .diagnosis import assemble, scored
 from .fanout import FanOut, fan_out, fan_tolerance_ns, headline
 from .localize import rank
 from .rack_localize import Placed, localize_rack
+from .recovery import Recovery, recovery_notes, with_recovery
 
 _DRIVER_SWITCH = re.compile(r"^NVSwitch (\d+)$")
 _DOMAIN = re.compile(r"(ClusterUUID|CliqueId): ([^;]+)")
@@ -178,11 +179,12 @@ def rack_job(rack: Rack, jobs: Mapping[str, JobExplanation], chosen: Mapping[str
 def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplanation | None, *,
                   window_hours: float, window_end: datetime | None, thresholds: Thresholds,
                   host_warnings: Mapping[str, list[str]], job_gpus: int | None,
-                  events: pd.DataFrame | None = None,
-                  links: pd.DataFrame | None = None) -> tuple[Diagnosis, list[Placed]]:
+                  events: pd.DataFrame | None = None, links: pd.DataFrame | None = None,
+                  recoveries: Mapping[str, Mapping[int, Recovery]] | None = None) -> tuple[Diagnosis, list[Placed]]:
     """The rack's Diagnosis: every host's findings scored against the rack's job, placed, weighed together. A
     burst of NVLink Xids over many GPUs (`events`) is weighed for its root first, with the links' history before
-    it (`links`): one suspect and its downstream GPUs, or the domain when no root is singled out."""
+    it (`links`): one suspect and its downstream GPUs, or the domain when no root is singled out. A suspect on a GPU
+    whose driver asks for a recovery action (`recoveries`: host -> GPU -> action) carries it to its plan."""
     placed: list[Placed] = []
     running = job is not None and job.nodes and job.degradation_pct is not None and job.running
     for host in rack.hosts():
@@ -210,6 +212,10 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
     locs = first + (localize_rack(placed, rack.graph) if any(
         p.finding.severity in (Severity.FAILING, Severity.DOWN) for p in placed) else [])
     locs = [loc.model_copy(update={"hosts": loc.hosts or _switch_hosts(rack, loc)}) for loc in locs]
+    pending = {h: r for h, r in (recoveries or {}).items() if h in rack.kind}
+    locs = with_recovery(locs, pending, rack.place.compute)
+    notes += [f"compute tray {rack.label.get(h, h)} ({h}): {n}" for h in sorted(pending)
+              for n in recovery_notes(pending[h])]
     silent = [h for h in rack.hosts() if h not in found or any("no link telemetry" in w for w in
                                                                host_warnings.get(h, []))]
     if silent:
