@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..config.ends import default_ends
+from ..config.racks import rack_of
 from ..config.thresholds import (
     GPU_MISSING_RULE,
     LINK_DOWN_RULE,
@@ -251,7 +252,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
                         if f.gpu == gpu and _off_bus(f) else f for f in mine]
-        software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
+        software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node),
+                                    domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
             mine.insert(0, software)
         if node in view.restarted:  # a reboot's links down are the reboot: said, not judged
@@ -310,13 +312,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                                      end_ns=end_ns, thresholds=thresholds, history=history)
             result.diagnoses[node] = result.diagnoses[node].model_copy(update={"evidence": evidence})
     for rack_id, rack in sorted(rack_set.items()):
-        rack.warnings.extend(domain_notes(rack, events))
+        split = domain_notes(rack, events)
+        rack.warnings.extend(split)
         job = rack_job(rack, result.jobs, chosen)
         notes_of = {h: result.diagnoses[h].warnings for h in rack.hosts() if h in result.diagnoses}
         result.racks[rack_id], _ = diagnose_rack(
             rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
             thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of), events=events,
-            links=links, recoveries=recoveries)
+            links=links, recoveries=recoveries, split=split, restarted=set(view.restarted))
         for host in rack.hosts():
             if host in result.diagnoses:
                 result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host)
