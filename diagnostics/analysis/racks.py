@@ -195,7 +195,7 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
                   window_hours: float, window_end: datetime | None, thresholds: Thresholds,
                   host_warnings: Mapping[str, list[str]], job_gpus: int | None,
                   events: pd.DataFrame | None = None, links: pd.DataFrame | None = None,
-                  recoveries: Mapping[str, Mapping[int, Recovery]] | None = None,
+                  recoveries: Mapping[str, Mapping[int | str, Recovery]] | None = None,
                   split: list[str] | None = None,
                   restarted: Collection[str] = ()) -> tuple[Diagnosis, list[Placed]]:
     """The rack's Diagnosis: every host's findings scored against the rack's job, placed, weighed together. A

@@ -27,7 +27,7 @@ RECOVERY_XID = 154
 class Recovery:
     """One GPU's pending recovery action: what, when, read from where."""
 
-    gpu: int
+    gpu: int | str  # its index, or its PCI address where a kernel line names only that
     action: RecoveryAction
     at_ns: int
     read: str  # "Xid 154" or "DCGM_FI_DEV_GPU_RECOVERY_ACTION"
@@ -36,12 +36,12 @@ class Recovery:
     def said(self) -> str:
         """`Node Reboot Required (GPU 2; Xid 154 at 2026-03-01 10:02 UTC)`."""
         assumed = "; its meaning is assumed: data/recovery.toml" if self.action.assumed else ""
-        return (f"{self.action.words} (GPU {self.gpu}; {self.read} at {fmt.when(utc_datetime(self.at_ns))}"
-                f"{assumed})")
+        gpu = f"GPU {self.gpu}" if isinstance(self.gpu, int) else f"the GPU at PCI {self.gpu}"
+        return f"{self.action.words} ({gpu}; {self.read} at {fmt.when(utc_datetime(self.at_ns))}{assumed})"
 
 
 def recovery_actions(events: pd.DataFrame | None, start_ns: int, end_ns: int,
-                     buses: Mapping[str, int] | None = None) -> dict[int, Recovery]:
+                     buses: Mapping[str, int] | None = None) -> dict[int | str, Recovery]:
     """One node's pending recovery actions by GPU: the newest Xid 154 or DCGM reading in the window, none where
     that newest says None. `buses` names the GPU of a kernel line that gives only its PCI address."""
     if events is None or not len(events) or not {"kind", "code", "timestamp"} <= set(events.columns):
@@ -57,7 +57,7 @@ def recovery_actions(events: pd.DataFrame | None, start_ns: int, end_ns: int,
     keep = (t > start_ns) & (t <= end_ns)
     rows, t = rows[keep], t[keep]
     table = load_recovery()
-    newest: dict[int, Recovery] = {}
+    newest: dict[int | str, Recovery] = {}
     for (_, row), at in sorted(zip(rows.iterrows(), t, strict=True), key=lambda r: r[1]):
         gpu = _gpu(row, buses or {})
         if gpu is None:
@@ -73,19 +73,22 @@ def recovery_actions(events: pd.DataFrame | None, start_ns: int, end_ns: int,
     return {g: r for g, r in newest.items() if r.action.scope != "none"}
 
 
-def _gpu(row: pd.Series, buses: Mapping[str, int]) -> int | None:
+def _gpu(row: pd.Series, buses: Mapping[str, int]) -> int | str | None:
+    """The GPU's index; else its PCI address (a kernel line with no GPU table to place it)."""
     gpu = row.get("gpu")
     if gpu is not None and not pd.isna(gpu):
         return int(gpu)
     bus = row.get("pci_bus_id")
-    return buses.get(str(bus).lower()) if isinstance(bus, str) else None
+    if not isinstance(bus, str) or not bus:
+        return None
+    return buses.get(bus.lower(), bus.lower())
 
 
 def strongest(found: Iterable[Recovery]) -> Recovery | None:
     return max(found, key=lambda r: (r.action.rank, r.at_ns), default=None)
 
 
-def with_recovery(locs: list[Localization], actions: Mapping[str, Mapping[int, Recovery]],
+def with_recovery(locs: list[Localization], actions: Mapping[str, Mapping[int | str, Recovery]],
                   host_of: Mapping[str, str] | None = None) -> list[Localization]:
     """The suspects with the recovery action of the GPU they are on (a unit with no GPU of its own: the strongest
     of its hosts' GPUs). `actions`: host -> GPU -> action; `host_of`: a rack's compute tray label -> host (a node's
@@ -96,19 +99,20 @@ def with_recovery(locs: list[Localization], actions: Mapping[str, Mapping[int, R
     for loc in locs:
         host = (host_of or {}).get(loc.tray or "") if loc.tray is not None else None
         hosts = [host] if host else list(loc.hosts) or list(actions)
-        mine = [r for h in hosts for g, r in actions.get(h, {}).items() if loc.gpu is None or g == loc.gpu]
+        gpu = loc.gpu if loc.gpu is not None else loc.ref.bus
+        mine = [r for h in hosts for g, r in actions.get(h, {}).items() if gpu is None or g == gpu]
         top = strongest(mine)
         out.append(loc if top is None else loc.model_copy(update={"recovery": top.said,
                                                                   "recovery_scope": top.action.scope}))
     return out
 
 
-def recovery_notes(actions: Mapping[int, Recovery]) -> list[str]:
+def recovery_notes(actions: Mapping[int | str, Recovery]) -> list[str]:
     """What a diagnosis says of each GPU the driver wants recovered, whatever else it finds."""
     return [f"the driver asks for {r.said}: " + ("a GPU reset alone does not clear it; reboot the node before the GPU "
                                                  "takes work" if r.action.scope == "node" else
                                                  "follow it before the GPU takes work")
-            for _, r in sorted(actions.items())]
+            for _, r in sorted(actions.items(), key=lambda kv: str(kv[0]))]
 
 
 __all__ = ["Recovery", "recovery_actions", "recovery_notes", "with_recovery"]

@@ -92,3 +92,14 @@ def test_the_table_reads_the_lines_drivers_write_and_an_unknown_value_is_the_str
     assert table.from_line("154, GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)").scope == "drain"
     assert table.of(42).scope == "node" and table.of(42).assumed
     assert table.from_line("154, something else") is None
+
+
+def test_a_kernel_line_with_only_its_pci_address_is_placed_by_the_gpu_table_or_kept_by_address() -> None:
+    from diagnostics.analysis.recovery import recovery_actions
+
+    line = _xid154(0, "0x0 (None) to 0x2 (Node Reboot Required)") | {"gpu": None, "pci_bus_id": "0000:18:00.0"}
+    events = conform(EVENTS, pd.DataFrame([line]))
+    start, end = int(T0.value), int(END.value)
+    assert list(recovery_actions(events, start, end, {"0000:18:00.0": 2})) == [2]
+    kept = recovery_actions(events, start, end)
+    assert list(kept) == ["0000:18:00.0"] and "the GPU at PCI 0000:18:00.0" in kept["0000:18:00.0"].said
