@@ -89,9 +89,12 @@ def rack_slots(nodes: pd.DataFrame) -> dict[str, RackSlot]:
     """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column."""
     if "rack_location" not in nodes.columns:
         return {}
-    trays = nodes["tray"] if "tray" in nodes.columns else pd.Series([None] * len(nodes), index=nodes.index)
-    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None)
-            for n, r, t in zip(nodes["node_id"], nodes["rack_location"], trays, strict=True)
+    none = pd.Series([None] * len(nodes), index=nodes.index)
+    trays = nodes["tray"] if "tray" in nodes.columns else none
+    roles = nodes["role"] if "role" in nodes.columns else none
+    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None,
+                             str(o) if isinstance(o, str) and o else None)
+            for n, r, t, o in zip(nodes["node_id"], nodes["rack_location"], trays, roles, strict=True)
             if isinstance(r, str) and r}
 
 
