@@ -22,6 +22,7 @@ from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
 
 from . import listeners, payloads
 from .audit import AuditLog
+from .dedupe import EVENT_TTL_S, Seen
 from .drafting import Renderer
 from .nodes import NodeSource
 from .services import Services, utc_now
@@ -65,6 +66,6 @@ def build_app(*, settings: Settings, source: NodeSource, drafter: Drafter | None
         process_before_response=True,
         logger=log,
     )
-    payloads.install(app)
+    payloads.install(app, events=Seen(services.audit.db, "event", EVENT_TTL_S))
     listeners.register(app, services)
     return app

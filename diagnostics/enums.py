@@ -94,6 +94,7 @@ class FaultKind(StrEnum):
     CARTRIDGE = "cartridge"  # a rack: failing links of several compute and switch trays, all in one cable cartridge
     COMPUTE_TRAY = "compute-tray"  # a rack: failing links of several GPUs of one compute tray, on many switch chips
     FANOUT = "nvlink-fanout"  # a rack: NVLink Xids on many GPUs at once, no root singled out
+    RACK_INCIDENT = "rack-incident"  # a rack: half its trays fail at once with no switch unit common to them
 
 
 class ResetScope(StrEnum):

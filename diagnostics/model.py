@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -220,6 +220,10 @@ class ComponentFacts(BaseModel):
     hosts: list[str] = Field(default_factory=list,
                              description="In a rack: the hosts whose links the component carries (to drain).")
     switch_host: str | None = Field(default=None, description="In a rack: the host of the switch tray it is on.")
+    recovery: str | None = Field(default=None, description="The driver's own recovery action for its GPU, as read "
+                                                           "(Xid 154, DCGM_FI_DEV_GPU_RECOVERY_ACTION) and where.")
+    recovery_scope: Literal["none", "drain", "gpu", "node"] | None = Field(
+        default=None, description="What that action takes: a plan's reset is never narrower (data/recovery.toml).")
 
 
 @dataclass(frozen=True)
@@ -240,6 +244,13 @@ class RackPlace(BaseModel):
     compute: dict[str, str] = Field(default_factory=dict, description="Compute tray (slot) -> host.")
     switch: dict[str, str] = Field(default_factory=dict, description="Switch tray (slot) -> host.")
     slots_known: bool = Field(default=True, description="False when trays are named by host, slots unknown.")
+    nmx: str | None = Field(default=None, description="Where NMX-Controller runs, as the inventory says (a switch "
+                                                      "tray or a head node); None when it names none.")
+
+    def compute_hosts(self) -> list[str]:
+        """The compute trays' hosts in slot order (trays named by host last)."""
+        return [self.compute[k] for k in sorted(self.compute, key=lambda t: (not t.isdigit(), int(t) if
+                                                                                t.isdigit() else 0, t))]
 
     def host_of(self, tray: str | None) -> str | None:
         return self.compute.get(str(tray)) if tray is not None else None

@@ -23,9 +23,10 @@ def _bad(f: Finding) -> bool:
     return f.severity in (Severity.FAILING, Severity.DOWN)
 
 
-def action_for(loc: Localization, node_id: str, platform: str | None) -> str:
+def action_for(loc: Localization, node_id: str, platform: str | None, rack: RackPlace | None = None,
+               job_id: str | None = None) -> str:
     """What a person does about one suspected component, from the repair catalog."""
-    return localization_action(loc, platform=platform, node_id=node_id)
+    return localization_action(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id)
 
 
 def scored(findings: list[Finding], job: JobExplanation, node_id: str) -> list[Finding]:
@@ -74,7 +75,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     failing = top is not None and _bad(top)
     explaining = {f.component for f in findings if f.explains_slowdown}
     locs = rank(loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
-                                       "action": loc.action or action_for(loc, node_id, platform)})
+                                       "action": loc.action or action_for(loc, node_id, platform, rack,
+                                                                          shown.job_id if shown else None)})
                 for loc in localizations) if failing else []
     loc = locs[0] if locs else None
     degradation = job.degradation_pct if job is not None else None

@@ -82,12 +82,22 @@ class RackSpec(_Model):
     nvlinks_per_gpu: int = Field(ge=1)
     ports_per_chip: int = Field(ge=1)
     fabric: Literal["nmx", "fabric-manager"] = "nmx"
+    racks_per_domain: int = Field(1, ge=1)  # racks whose GPUs share the switch trays (NVL36x2: two)
     wiring: Wiring
     cartridge: list[Cartridge] = Field(default_factory=list)
     cartridge_source: dict[str, str] = Field(default_factory=dict)
     localize: Localize = Field(default_factory=lambda: Localize.model_validate({}))
     fru: dict[str, str] = Field(default_factory=dict)
     path: str = ""
+
+    @property
+    def map_assumed(self) -> bool:
+        """Whether which chip and port a GPU link lands on is assumed (no published port map), not stated."""
+        return self.wiring.source.lower().startswith("assumed")
+
+    @property
+    def cartridges_assumed(self) -> bool:
+        return str(self.cartridge_source.get("text", "assumed")).lower().startswith("assumed")
 
     @model_validator(mode="after")
     def _consistent(self) -> RackSpec:
