@@ -102,14 +102,14 @@ class KernelLogReader:
             elif "AER:" in body and (aer := _AER_RECEIVED.search(body)):
                 src = normalize_bus_id(aer["src"]) or normalize_bus_id(aer["bus"])
                 last = out.add("events", line.number, pci_bus_id=src, kind=EventKind.AER.value, text=aer["msg"],
-                               gpu_uuid=driver.uuid(src))
+                               **driver.identity(src))
             elif _maybe_aer_detail(body, last) and (detail := _AER_DETAIL.search(body)):
                 bus = normalize_bus_id(detail["bus"])
                 if last and last["kind"] == EventKind.AER.value and last["pci_bus_id"] == bus:
                     last["text"] += "; " + " ".join(detail["msg"].split())
                 else:
                     last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.AER.value,
-                                   text=" ".join(detail["msg"].split()), gpu_uuid=driver.uuid(bus))
+                                   text=" ".join(detail["msg"].split()), **driver.identity(bus))
             elif "Xid" in body and ("NVRM" in body or "SXid" in body):
                 out.warn(line.number, "an Xid line that cannot be read (cut off?); it is skipped")
             elif "NVRM:" in body and (taken := driver.read(line.number, body, last))[0]:
@@ -153,7 +153,7 @@ def _xid(out: Collector, number: int, xid: re.Match[str], code: int, text: str, 
                     caused_by=out.checked("index", number, caused[1], "code", "caused by Xid") if caused else None,
                     link=out.checked("index", number, link[1], "link", f"Xid {code} link") if link else None,
                     severity=_severity(stated["sev"]) if stated else None,
-                    subcode=stated["sub"] if stated and nvlink else None, gpu_uuid=driver.uuid(bus))
+                    subcode=stated["sub"] if stated and nvlink else None, **driver.identity(bus))
     if code == OFF_BUS_CODE:
         driver.xid_added(event)
     return event

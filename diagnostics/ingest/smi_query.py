@@ -7,6 +7,8 @@ width marks the link degraded here. GPU indexes are given only for a whole `-q` 
 index order after `Attached GPUs`); a pasted section keeps its bus id instead. The Fabric section (`-d FABRIC`,
 or the section grepped out) becomes one fabric_state event whose text keeps every value it states: State,
 Status, CliqueId, ClusterUUID and the Health lines (Summary, Bandwidth, Route Recovery ...); N/A is left out.
+Each GPU's `GPU UUID` and `Serial Number` (the board serial a technician reads on the part) go to its gpus row:
+a part's history follows them from node to node.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _FABRIC_STATE = re.compile(r"^\s*State\s+:\s*\S", re.MULTILINE)
 _PCI_KEYS = ("Bus Id", "Replays Since Reset", "Replay Number Rollovers", "Tx Throughput", "Rx Throughput")
 _THROUGHPUT = {"Tx Throughput": "tx_bytes_per_s", "Rx Throughput": "rx_bytes_per_s"}
 _UNITS = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9}
+_NO_SERIAL = ("N/A", "[N/A]", "Not Supported", "[Not Supported]")  # a board that reports no serial
 _LOG_HEADER = ("CUDA Version", "HIC Info")  # keys of the log's own header, before the first GPU
 
 
@@ -105,6 +108,7 @@ class _Gpu:
         self.fabric: dict[str, str] = {}
         self.fabric_line: int | None = None
         self.uuid: str | None = None
+        self.serial: str | None = None
         self.model: str | None = None
         self.in_pci = False
 
@@ -112,6 +116,8 @@ class _Gpu:
         section = path[-1] if path else ""
         if key == "GPU UUID":
             self.uuid = value or None
+        elif key == "Serial Number" and not path:
+            self.serial = value if value and value not in _NO_SERIAL else None
         elif key == "Product Name" and not path:
             self.model = value or None
         elif "Fabric" in path:
@@ -160,8 +166,8 @@ class _Gpu:
     def emit(self, out: Collector, last: Line | None, driver: str | None) -> None:
         number = self.row.pop("source_line", self.number)
         if self.uuid or self.model or self.index is not None:
-            out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, pci_bus_id=self.row["pci_bus_id"],
-                    model=self.model, driver_version=driver)
+            out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, serial=self.serial,
+                    pci_bus_id=self.row["pci_bus_id"], model=self.model, driver_version=driver)
         if self.in_pci:
             if "replay" not in self.row and last is not None:
                 out.warn(last.number, "the PCI section ends before `Replays Since Reset`; the output looks cut off")
