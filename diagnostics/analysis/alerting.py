@@ -92,6 +92,7 @@ def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[st
 
 
 class Step(StrEnum):
+    KNOWN = "known"  # failing already when the watch began: remembered, not paged
     NEW = "new"
     WORSE = "worse"
     TICKETED = "ticketed"
@@ -167,9 +168,11 @@ class Pass:
 
 def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *, at: datetime,
            policy: AlertPolicy, ticket_of: Callable[[str, str], str | None], fleet_nodes: int,
-           racks: Mapping[str, str] | None = None, open_storm: int | None = None) -> Pass:
+           racks: Mapping[str, str] | None = None, open_storm: int | None = None, baseline: bool = False) -> Pass:
     """The pass's decisions given the parts failing now and the alerts not yet recovered (keyed by node and part).
 
+    `baseline`: the watch's first pass, whose failing parts are standing faults: each is KNOWN (remembered, not
+    paged, no storm) and alerts later only if it gets worse.
     A new part with an open ticket is left alone (the ticket speaks for it). New parts that make a storm are held;
     while a storm waits for a person (`open_storm`), every new part joins it, held. A held part whose storm was
     acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one that got a
@@ -178,14 +181,15 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     out = Pass(at)
     now = {p.key: p for p in parts}
     fresh = [p for p in parts if p.key not in alerts and ticket_of(p.node_id, p.slug) is None]
-    storm = None if open_storm is not None else find_storm(fresh, fleet_nodes=fleet_nodes, policy=policy,
-                                                           racks=racks)
+    storm = None if open_storm is not None or baseline else find_storm(fresh, fleet_nodes=fleet_nodes,
+                                                                       policy=policy, racks=racks)
     out.storm = storm
     hold = storm is not None or open_storm is not None
+    step = Step.KNOWN if baseline else Step.HELD if hold else Step.NEW
     for p in fresh:
-        alert = Alert(p.node_id, p.slug, p.component, AlertStatus.HELD if hold else AlertStatus.OPEN, p.rank,
-                      opened_at=at, failing_at=at, storm=open_storm)
-        out.decisions.append(Decision(Step.HELD if hold else Step.NEW, alert, p))
+        alert = Alert(p.node_id, p.slug, p.component, AlertStatus.HELD if step is Step.HELD else AlertStatus.OPEN,
+                      p.rank, opened_at=at, failing_at=at, storm=open_storm if step is Step.HELD else None)
+        out.decisions.append(Decision(step, alert, p))
     for key, alert in sorted(alerts.items()):
         part = now.get(key)
         if part is not None:

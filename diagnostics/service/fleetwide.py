@@ -146,12 +146,13 @@ def verify_repair(source: Source, *, node: str, parts: Collection[str], repaired
 
 def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, str], Alert], at: datetime,
                ticket_of: Callable[[str, str], str | None], open_storm: int | None = None,
-               policy: AlertPolicy | None = None) -> tuple[SweepResult, Pass]:
+               policy: AlertPolicy | None = None, baseline: bool = False) -> tuple[SweepResult, Pass]:
     """One pass of the watch loop: the fleet swept as `sweep` does (planned work held), its failing parts, and what
-    the alert channel is told given the alerts still open (new, worse, ticketed, recovered, or held in a storm)."""
+    the alert channel is told given the alerts still open (new, worse, ticketed, recovered, or held in a storm;
+    on the watch's first pass, `baseline`, known)."""
     swept = sweep(source, request)
     racks = {n: d.rack.rack_id for n, d in swept.diagnoses.items() if d.rack is not None}
     done = decide(failing_parts(swept.diagnoses.values()), alerts, at=at, policy=policy or load_alerts(),
                   ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,
-                  open_storm=open_storm)
+                  open_storm=open_storm, baseline=baseline)
     return swept, done
