@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
+import pandas as pd
+
 from ..config.alerts import AlertPolicy
 from ..config.thresholds import MISSING_RULE
 from ..enums import Priority, Severity
@@ -73,6 +75,31 @@ def signatures_of(d: Diagnosis, facts: Mapping[str, str] | None = None) -> tuple
         found.add(f"rack {d.rack.rack_id}")
     found |= {f"{k} {v}" for k, v in (facts or {}).items() if v}
     return tuple(sorted(found))
+
+
+# what a node's versions are called in a storm's factor, and where each is read: an inventory's node record first
+# (what the site says it installed), else the telemetry's GPU table (dcgm-exporter's DCGM_FI_DRIVER_VERSION label,
+# nvidia-smi -q's Driver Version)
+_VERSIONS = {"driver": "driver_version", "vbios": "vbios_version", "fabric manager": "fabric_manager_version"}
+
+
+def version_facts(windows: Iterable[Mapping[str, pd.DataFrame]]) -> dict[str, dict[str, str]]:
+    """Each node's driver, VBIOS and Fabric Manager versions as its tables give them: what a storm's nodes may
+    share (`driver 550.90.07`)."""
+    out: dict[str, dict[str, str]] = {}
+    for tables in windows:
+        for table in ("gpus", "nodes"):  # the inventory's word last, so it stands
+            frame = tables.get(table)
+            if frame is None or not len(frame) or "node_id" not in frame.columns:
+                continue
+            for name, column in _VERSIONS.items():
+                if column not in frame.columns:
+                    continue
+                known = frame[["node_id", column]].dropna()
+                for node, value in zip(known["node_id"].astype(str), known[column].astype(str), strict=True):
+                    if value.strip():
+                        out.setdefault(node, {})[name] = value.strip()
+    return out
 
 
 def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[str, str]] | None = None

@@ -196,3 +196,21 @@ def test_the_cli_prints_a_gpus_history_by_serial_or_uuid(tmp_path: Path, capsys:
         assert f"failed again after 1 of them (9 days after {first}'s repair)" in out
     assert main(["tickets", "--store", str(tmp_path), "history", "nothing-like-it"]) == 0
     assert "0 tickets" in capsys.readouterr().out
+
+
+def test_an_inventory_in_the_store_gives_serials_a_later_scrape_keeps_and_the_driver(tmp_path: Path) -> None:
+    """An inventory's GPU serials go to the store's GPU table and stay when a dcgm-exporter scrape that names only
+    UUIDs comes after (a real one: DCGM issue 149); the diagnosis names both; the inventory's driver is the node's."""
+    from diagnostics.service import StoreSource, diagnose
+    from diagnostics.service.request import Request
+    from diagnostics.store import open_store
+
+    (tmp_path / "inventory.csv").write_text("node_id,gpu,serial,platform,driver_version\n"
+                                            "axa,0,1563521020414,dgx-a100-8gpu,535.161.08\n", encoding="utf-8")
+    store = open_store(tmp_path / "st")
+    store.ingest([tmp_path / "inventory.csv"])
+    store.ingest([ROOT / "fixtures/real/dcgm_metrics_a100_1.txt"], at=datetime(2026, 3, 2, 10, tzinfo=UTC))
+    ids = diagnose(StoreSource(tmp_path / "st"), Request(node="axa")).diagnosis.gpu_ids
+    assert ids[0].serial == "1563521020414" and ids[0].uuid == "GPU-715daa1d-db6f-9e69-ab48-190158bd5360"
+    assert ids[1].serial is None and ids[1].uuid == "GPU-02348a17-a825-300c-0336-48e33d0dadb2"
+    assert store.db["nodes"].get("axa")["driver_version"] == "535.161.08"
