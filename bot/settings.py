@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diagnostics import ConfigError
+from diagnostics import format as fmt
 from diagnostics.prometheus import redacted_url
 
 from .options import parse_duration
@@ -154,7 +155,7 @@ class Settings:
         elif self.digest_at or self.digest_channel:
             notes.append("the daily digest needs both FABRICBOT_DIGEST_AT and FABRICBOT_DIGEST_CHANNEL: off")
         if self.alert_channel:
-            every = f"{self.alert_every_s / 60:g} min" if self.alert_every_s >= 60 else f"{self.alert_every_s:g} s"
+            every = fmt.period(self.alert_every_s)
             notes.append(f"alerts: new failing parts posted to {self.alert_channel} every {every}" +
                          (f", urgent ones mention the group {self.oncall_usergroup}" if self.oncall_usergroup else ""))
         else:

@@ -205,6 +205,7 @@ EVENTS = TableSchema(
         "severity": "string",  # "fatal" / "non-fatal" as the line states it (SXid, NVLink5 Xids); else NA
         "nvswitch": "string",  # the NVSwitch an SXid names (index N of nvidia-nvswitchN); its bus id is pci_bus_id
         "gpu_uuid": "string",  # GPU-... the driver's identity line gave for this bus earlier in the same log
+        "gpu_serial": "string",  # the board serial the driver's next line gave for that GPU
         "subcode": "string",  # an NVLink5 Xid's unit and error as the line names them (`NETIR_LINK_EVT`)
     },
     doc={
@@ -214,6 +215,8 @@ EVENTS = TableSchema(
         "prefix gives none",
         "gpu_uuid": "the UUID of the GPU on this bus as the driver's `NVRM: GPU at PCI:<bus>: GPU-<uuid>` line "
         "states it earlier in the same log; NA when no such line precedes the event",
+        "gpu_serial": "the GPU's board serial as the driver's `NVRM: GPU Board Serial Number: ...` line, printed "
+        "right after the identity line, states it; NA when the board reports none ([N/A]) or no such line precedes",
         "subcode": "the first field of an NVLink5 Xid (144-150) line, before its severity: the unit and error "
         "(`NETIR_LINK_EVT`, `RLW_RXPIPE`) that the Xid catalog's decode table is keyed by; NA for other lines",
     },
@@ -241,6 +244,7 @@ GPUS = TableSchema(
         "node_id": "category",
         "gpu": "Int16",
         "uuid": "string",
+        "serial": "string",  # the board serial (nvidia-smi -q 'Serial Number'): what a technician reads on the part
         "pci_bus_id": "string",
         "model": "string",
         "driver_version": "string",

@@ -183,8 +183,13 @@ class TelemetryStore:
         self._write_rows("events", result["events"])
         self._write_rows("topology", result["topology"])
         gpus = result["gpus"]
-        if len(gpus):
-            self._table("gpus").upsert_all(_records(gpus), pk=("node_id", "gpu"), alter=True)
+        said: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # rows by the columns they give
+        for row in _records(gpus):
+            given = {k: v for k, v in row.items() if v is not None or k in ("node_id", "gpu")}
+            said.setdefault(tuple(sorted(given)), []).append(given)
+        for rows in said.values():  # a file replaces only what it says of a GPU: an inventory's serial stays when a
+            # scrape that names none comes after
+            self._table("gpus").upsert_all(rows, pk=("node_id", "gpu"), alter=True)
         self._note_nodes(summary_nodes(result))
 
     def _write_nodes(self, records: pd.DataFrame) -> None:

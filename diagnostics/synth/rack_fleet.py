@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..model import RackSlot
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES
 from ..topology.rack import rack_graph
-from .fleet import START, conform, write_tables
+from .fleet import START, conform, write_alert_scenarios, write_tables
 from .node import NodeSim
 from .rack import RackSim, SwitchSim
 from .rack_scenarios import APPLY, RACK_BENIGN, RACK_CAVEATS, RACK_SCENARIOS
@@ -120,8 +120,9 @@ def build_racks(*, seed: int = 0, racks: int = DEFAULT_RACKS, hours: float = 8.0
 
 def generate_racks(*, out: Path, seed: int = 0, racks: int = DEFAULT_RACKS, hours: float = 8.0,
                    interval_min: float = 5.0, platform: str = "gb200-nvl72", fmt: str = "parquet",
-                   scenarios: Sequence[str] | None = None) -> Path:
-    """Write the rack fleet under `out`; returns the ground-truth file."""
+                   scenarios: Sequence[str] | None = None, life: bool = False) -> Path:
+    """Write the rack fleet under `out`; returns the ground-truth file. `life` adds the alert loop's life nodes and
+    storm beside it, as `generate` does."""
     tables, truth, slots, platforms = build_racks(seed=seed, racks=racks, hours=hours, interval_min=interval_min,
                                                   platform=platform, scenarios=scenarios)
     write_tables(out, tables, fmt)
@@ -130,6 +131,8 @@ def generate_racks(*, out: Path, seed: int = 0, racks: int = DEFAULT_RACKS, hour
         out / "nodes.csv", index=False)
     path = out / "ground_truth.json"
     path.write_text(json.dumps(truth, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    if life:
+        write_alert_scenarios(out, seed=seed, end=pd.Timestamp(truth["end"]))
     return path
 
 

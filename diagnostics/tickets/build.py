@@ -147,6 +147,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         port_source=candidate.port_source,
         port_find_with=candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None,
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu,
+                              diagnosis.gpu_ids.get(candidate.gpu) if candidate.gpu is not None else None,
                               rack=diagnosis.rack is not None or rack_of(diagnosis.platform) is not None),
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note, warnings=plan.warnings, capture_first=plan.captures,
