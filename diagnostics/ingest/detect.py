@@ -18,6 +18,7 @@ _READER_MODULES: tuple[str, ...] = (
     "nccl_xml",
     "nvlink",
     "smi_query",
+    "imex",
     "lspci",
     "kernel_log",
     "nccl_tests",

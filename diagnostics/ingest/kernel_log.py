@@ -111,7 +111,7 @@ class KernelLogReader:
                     out.warn(line.number, f"AER: the error's source {aer['src'][:40]!r} is no PCI bus id; kept under "
                                           f"the port that reports it ({src})")
                 last = out.add("events", line.number, pci_bus_id=src, kind=EventKind.AER.value, text=aer["msg"],
-                               gpu_uuid=driver.uuid(src))
+                               **driver.identity(src))
             elif _maybe_aer_detail(body, last) and (detail := _AER_DETAIL.search(body)):
                 bus = normalize_bus_id(detail["bus"])
                 if last and last["kind"] == EventKind.AER.value and last["pci_bus_id"] == bus:
@@ -123,7 +123,7 @@ class KernelLogReader:
                         out.warn(line.number, f"AER detail of {bus} inside the report of {last['pci_bus_id']}: one of "
                                               "the two bus ids is damaged; read apart")
                     last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.AER.value,
-                                   text=" ".join(detail["msg"].split()), gpu_uuid=driver.uuid(bus))
+                                   text=" ".join(detail["msg"].split()), **driver.identity(bus))
             elif ("Xid" in body and ("NVRM" in body or "SXid" in body)) or _XID_SHAPE.search(body):
                 out.warn(line.number, "an Xid line that cannot be read (cut off, or a word damaged?); it is skipped")
             elif "NVRM:" in body and (taken := driver.read(line.number, body, last))[0]:
@@ -175,7 +175,7 @@ def _xid(out: Collector, number: int, xid: re.Match[str], code: int, text: str, 
                     caused_by=out.checked("index", number, caused["n"], "code", "caused by Xid") if caused else None,
                     link=out.checked("index", number, link["n"], "link", f"Xid {code} link") if link else None,
                     severity=_severity(stated["sev"]) if stated else None,
-                    subcode=stated["sub"] if stated and nvlink else None, gpu_uuid=driver.uuid(bus))
+                    subcode=stated["sub"] if stated and nvlink else None, **driver.identity(bus))
     if code == OFF_BUS_CODE:
         driver.xid_added(event)
     return event

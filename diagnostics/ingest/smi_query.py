@@ -13,6 +13,9 @@ GPU, said), their count against `Attached GPUs` (a mismatch gives no GPU an inde
 has lost the next GPU's header (its lines are said and not read), the sections of one log hold the same keys, and a
 key that is not words one space apart, a Timestamp or Bus Id that is none, and a throughput unit nvidia-smi does not
 print are said.
+
+Each GPU's `GPU UUID` and `Serial Number` (the board serial a technician reads on the part) go to its gpus row:
+a part's history follows them from node to node.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ _PCI_KEYS = ("Bus Id", "Replays Since Reset", "Replay Number Rollovers", "Tx Thr
 _THROUGHPUT = {"Tx Throughput": "tx_bytes_per_s", "Rx Throughput": "rx_bytes_per_s"}
 _UNITS = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9}
 _LOG_HEADER = ("Timestamp", "Driver Version", "CUDA Version", "HIC Info", "Attached GPUs")  # the log's own header
-_IDENTITY = ("Product Name", "GPU UUID")  # a GPU section's keys outside its sections that are read
+_IDENTITY = ("Product Name", "GPU UUID", "Serial Number")  # a GPU section's keys outside its sections that are read
 _PCI_SECTIONS = ("GPU Link Info", "PCIe Generation", "Link Width", "Bridge Chip")
 # The keys read, by their path: every GPU section of one log holds each that any of them holds.
 _READ = {("Product Name",), ("GPU UUID",), ("Fabric", "State"), *(("PCI", key) for key in _PCI_KEYS),
@@ -44,6 +47,7 @@ _READ = {("Product Name",), ("GPU UUID",), ("Fabric", "State"), *(("PCI", key) f
            for key in ("Max", "Current"))}
 # A key as nvidia-smi prints one: words one space apart (`GPU T.Limit Temp`, `SRAM Uncorrectable SEC-DED`).
 _KEY_NAME = re.compile(r"^[A-Za-z0-9()/.+-]+(?: [A-Za-z0-9()/.+-]+)*$")
+_NO_SERIAL = ("N/A", "[N/A]", "Not Supported", "[Not Supported]")  # a board that reports no serial
 
 
 class SmiQueryReader:
@@ -210,6 +214,7 @@ class _Gpu:
         self.fabric: dict[str, str] = {}
         self.fabric_line: int | None = None
         self.uuid: str | None = None
+        self.serial: str | None = None
         self.model: str | None = None
         self.in_pci = False
 
@@ -226,6 +231,8 @@ class _Gpu:
         section = path[-1] if path else ""
         if key == "GPU UUID":
             self.uuid = value or None
+        elif key == "Serial Number" and not path:
+            self.serial = value if value and value not in _NO_SERIAL else None
         elif key == "Product Name" and not path:
             self.model = value or None
         elif "Fabric" in path:
@@ -282,8 +289,8 @@ class _Gpu:
         self.index = index
         number = self.row.pop("source_line", self.number)
         if self.uuid or self.model or self.index is not None:
-            out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, pci_bus_id=self.row["pci_bus_id"],
-                    model=self.model, driver_version=driver)
+            out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, serial=self.serial,
+                    pci_bus_id=self.row["pci_bus_id"], model=self.model, driver_version=driver)
         if self.in_pci:
             if "replay" not in self.row and last is not None:
                 out.warn(last.number, "the PCI section ends before `Replays Since Reset`; the output looks cut off")

@@ -38,7 +38,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 ENUMS: dict[str, tuple[str, ...]] = {
     "link_type": ("nvlink", "pcie", "nvswitch"),
     "link_state": ("up", "down", "degraded", "inactive", "unknown"),
-    "kind": ("xid", "sxid", "aer", "fabric_state"),
+    "kind": ("xid", "sxid", "aer", "fabric_state", "recovery_action", "imex_state"),
 }
 
 
