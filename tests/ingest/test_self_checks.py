@@ -157,7 +157,11 @@ def test_smi_query_a_deleted_gpu_header_gives_no_gpu_the_other_one_s_numbers() -
     ("        Tx Throughput                     : 1200", "        Tx Throughput               !     : 1200",
      "is no key as nvidia-smi prints one"),
     ("Driver Version                            :", "Driver Wersion                            :",
+     "one letter from 'Driver Version'"),
+    ("CUDA Version                              :", "CUDA Revision                             :",
      "no key of the log's header"),
+    ("        Replay Number Rollovers           : 0", "        Replay Oumber Rollovers           : 0",
+     "one letter from 'Replay Number Rollovers'"),
     ("    Product Name                          : NVIDIA H100 80GB HBM3\n    GPU UUID                              : "
      "GPU-44", "    Product Namd                          : NVIDIA H100 80GB HBM3\n    GPU UUID                 "
      "             : GPU-44", "no Product Name where another GPU's has"),
@@ -283,3 +287,24 @@ def test_dcgm_a_series_sampled_twice_at_one_time_is_said() -> None:
     result = read_text("\n".join(lines) + "\n", name="scrape.prom")
     assert any("a series sampled twice at one time" in w.message and f"line {at + 2}" in w.message
                for w in result.warnings), result.warnings
+
+
+def test_nvlink_a_deleted_gpu_header_hands_no_link_to_the_gpu_above() -> None:
+    lines = _lines(REAL / "nvlink_s_a100_1.txt")
+    result = read_text(_without(lines, "GPU 1: NVIDIA A100-SXM4-80GB"))
+    assert 1 not in result["link_samples"]["gpu"].tolist()
+    assert set(result["link_samples"].query("gpu == 0")["link"]) == set(range(12))  # GPU 0's own, read once
+    assert "a GPU header line is missing above" in str(result.warnings)
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUID: GPU-0c512562-871f-8257-6187-b5ae1b98`d5e)",
+     "is no GPU UUID as the driver writes it"),
+    ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUHD: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)",
+     "a UUID clause not as nvidia-smi prints it"),
+    ("GPU 1: NVIDIA A100-SXM4-80GB", "GPU NaN: NVIDIA A100-SXM4-80GB", "is no GPU header as nvidia-smi prints one"),
+])
+def test_nvlink_a_damaged_gpu_header_is_said(old: str, new: str, said: str) -> None:
+    text = (REAL / "nvlink_s_a100_1.txt").read_text()
+    assert old in text
+    assert any(said in w.message for w in read_text(text.replace(old, new, 1)).warnings)
