@@ -20,7 +20,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from . import kept, oracle, strategies
+from . import kept, oracle, silent, strategies
 from .mutate import Mutation
 from .seeds import ROOT, seeds
 
@@ -29,7 +29,8 @@ GROUPS = {
     "tracebacks": ("traceback",),
     "hangs": ("hang",),
     "silent wrong numbers": ("not finite", "negative", "not whole", "not in the input", "cut value kept",
-                             "cut line not told", "wrapping changed the reading"),
+                             "cut line not told", "wrapping changed the reading", *silent.WRONG),
+    "silent row losses": silent.LOSSES,
 }
 
 

@@ -308,3 +308,12 @@ def test_nvlink_a_damaged_gpu_header_is_said(old: str, new: str, said: str) -> N
     text = (REAL / "nvlink_s_a100_1.txt").read_text()
     assert old in text
     assert any(said in w.message for w in read_text(text.replace(old, new, 1)).warnings)
+
+
+def test_a_snapshot_listing_one_link_twice_reads_it_once_and_says_so() -> None:
+    lines = _lines(FIXTURES / "seed_examples.json")
+    text, _ = _doubled(lines, '"gpu_src": 2, "gpu_dst": 3, "link_id": "nvlink-1"')
+    result = read_text(text, name="cases.json")
+    whole = read_text("\n".join(lines) + "\n", name="cases.json")
+    assert len(result["link_samples"]) == len(whole["link_samples"])
+    assert "is the link of fabric_errors[0] (nvlink-1) again" in str(result.warnings)
