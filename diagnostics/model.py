@@ -232,6 +232,7 @@ class RackSlot:
 
     rack: str
     tray: str | None = None
+    role: str | None = None  # what else the host runs for its rack: "nmx-controller" where NMX-Controller runs
 
 
 class RackPlace(BaseModel):
@@ -319,6 +320,17 @@ class StepEvidence(BaseModel):
         return [self.start + step * (i + 1) for i in range(len(self.step_time_ms))]
 
 
+class GpuId(BaseModel):
+    """Who a GPU of the node is, as its readings say: the board serial a technician reads on the part and the UUID
+    the driver gives it. A part's history follows these from node to node, not the index."""
+
+    model_config = ConfigDict(frozen=True)
+
+    serial: str | None = None
+    uuid: str | None = None
+    read_from: str = Field(description="The readings that named it: `nvidia-smi -q`, `kernel log`, ...")
+
+
 class Diagnosis(BaseModel):
     """What the analysis concludes about one node; everything downstream reads this."""
 
@@ -359,6 +371,8 @@ class Diagnosis(BaseModel):
     rack: RackPlace | None = Field(
         default=None, description="The rack this diagnosis is of (node_id is the rack), or the rack of this tray.")
     tray: str | None = Field(default=None, description="For a rack's host: its tray in `rack`.")
+    gpu_ids: dict[int, GpuId] = Field(
+        default_factory=dict, description="Each GPU's serial and UUID where the node's readings name them, by index.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:

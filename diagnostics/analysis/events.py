@@ -304,10 +304,11 @@ def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataF
     return xid[ns(xid["timestamp"]) >= stopped]
 
 
-def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding | None:
+def software_finding(events: pd.DataFrame, all_inactive: str | None, *, domain: bool = False) -> Finding | None:
     """Fabric Manager or the driver, not a part: all NVLinks inactive at once, or the fabric state (`nvidia-smi -q`
     Fabric section) not Completed or its status not Success (failing); its health summary not Healthy or its
-    bandwidth not Full (a warning: the fabric works, degraded)."""
+    bandwidth not Full (a warning: the fabric works, degraded). `domain`: a rack's host, whose fabric is its NVLink
+    domain's (NMX-Controller, IMEX), not a Fabric Manager of its own."""
     failing: list[str] = []
     warning: list[str] = []
     if not events.empty:
@@ -334,7 +335,7 @@ def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding 
     if not evidence:
         return None
     severity = Severity.FAILING if failing else Severity.WARNING
-    return Finding(ref=ComponentRef.fabric_software(), link_type=LinkType.NVSWITCH, link_id="fabric",
+    return Finding(ref=ComponentRef.fabric_software(domain=domain), link_type=LinkType.NVSWITCH, link_id="fabric",
                    severity=severity, evidence=evidence,
                    crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=severity, unit=fmt.Unit.STATE,
                                      message="; ".join(evidence))])

@@ -311,7 +311,7 @@ class DcgmParser:
         info = self._labels(key[brace + 1 : -1] if brace >= 0 else "")
         mapping = self.mapping
         resolved = mapping.resolve(name)
-        is_xid = name in mapping.xid_counter or name in mapping.xid_gauge
+        is_xid = name in mapping.xid_counter or name in mapping.xid_gauge or name in mapping.recovery_gauge
         if resolved is None and not is_xid:
             return ("skip",)
         node, gpu, switch, link, labels = info.node, info.gpu, info.switch, info.link, info.labels
@@ -324,6 +324,8 @@ class DcgmParser:
             bus = normalize_bus_id(bus) or bus if bus else None
             if name in mapping.xid_gauge:
                 return ("xid", "gauge", node, gpu, None, bus)
+            if name in mapping.recovery_gauge:
+                return ("xid", "recovery", node, gpu, None, bus)
             code = mapping.label(labels, "xid")
             try:
                 return ("xid", "counter", node, gpu, checked_index(code or "", "code"), bus)

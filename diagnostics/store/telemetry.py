@@ -89,9 +89,12 @@ def rack_slots(nodes: pd.DataFrame) -> dict[str, RackSlot]:
     """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column."""
     if "rack_location" not in nodes.columns:
         return {}
-    trays = nodes["tray"] if "tray" in nodes.columns else pd.Series([None] * len(nodes), index=nodes.index)
-    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None)
-            for n, r, t in zip(nodes["node_id"], nodes["rack_location"], trays, strict=True)
+    none = pd.Series([None] * len(nodes), index=nodes.index)
+    trays = nodes["tray"] if "tray" in nodes.columns else none
+    roles = nodes["role"] if "role" in nodes.columns else none
+    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None,
+                             str(o) if isinstance(o, str) and o else None)
+            for n, r, t, o in zip(nodes["node_id"], nodes["rack_location"], trays, roles, strict=True)
             if isinstance(r, str) and r}
 
 
@@ -180,8 +183,13 @@ class TelemetryStore:
         self._write_rows("events", result["events"])
         self._write_rows("topology", result["topology"])
         gpus = result["gpus"]
-        if len(gpus):
-            self._table("gpus").upsert_all(_records(gpus), pk=("node_id", "gpu"), alter=True)
+        said: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # rows by the columns they give
+        for row in _records(gpus):
+            given = {k: v for k, v in row.items() if v is not None or k in ("node_id", "gpu")}
+            said.setdefault(tuple(sorted(given)), []).append(given)
+        for rows in said.values():  # a file replaces only what it says of a GPU: an inventory's serial stays when a
+            # scrape that names none comes after
+            self._table("gpus").upsert_all(rows, pk=("node_id", "gpu"), alter=True)
         self._note_nodes(summary_nodes(result))
 
     def _write_nodes(self, records: pd.DataFrame) -> None:
