@@ -56,6 +56,13 @@ def _url(f: dict[str, Any]) -> str:
     return str(f.get("url_private_download") or f.get("url_private") or "")
 
 
+def _sign_in_page(response: httpx.Response, f: dict[str, Any]) -> bool:
+    """A web page where a file was asked for: Slack's sign-in page, reached through its redirect (a proxy that
+    follows redirects hands the bot that page with status 200)."""
+    page = response.headers.get("content-type", "").startswith("text/html")
+    return page and not str(f.get("mimetype") or "").startswith("text/html")
+
+
 def holds_output(text: str) -> bool:
     """Whether a message's text is a paste some reader recognizes: its head sniffed as the readers will, nothing
     read (well under 0.1 s for a 64 KB head)."""
@@ -165,11 +172,16 @@ class PasteReader:
                           "Share one command's output at a time.")
         body = bytearray()
         try:
-            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {client.token}"},
-                              timeout=10.0) as response:
+            # Not followed: Slack answers a token that may not read the file with a redirect to its sign-in page.
+            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {client.token}"}, timeout=10.0,
+                              follow_redirects=False) as response:
+                if response.is_redirect or _sign_in_page(response, f):
+                    raise NotRead(f"I cannot read `{esc(name)}`: Slack sent me to its sign-in page instead of the "
+                                  "file, which it does when my token may not read files. An admin must add the "
+                                  "`files:read` scope (slack/manifest.json lists every scope) and reinstall the app.")
                 if response.status_code != 200:
-                    raise NotRead(f"Slack would not let me read `{esc(name)}` (HTTP {response.status_code}): my "
-                                  "app may lack the `files:read` scope.")
+                    raise NotRead(f"Slack would not let me read `{esc(name)}` (HTTP {response.status_code}); try "
+                                  "again, or share the output as a paste.")
                 for chunk in response.iter_bytes():
                     body += chunk
                     if len(body) > MAX_FILE_BYTES:  # whatever size the event declared

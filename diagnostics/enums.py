@@ -75,6 +75,8 @@ class EventKind(StrEnum):
     SXID = "sxid"
     AER = "aer"
     FABRIC_STATE = "fabric_state"
+    RECOVERY_ACTION = "recovery_action"  # the driver's recovery action as DCGM reads it (code = the NVML value)
+    IMEX_STATE = "imex_state"  # one IMEX node's state, or the domain's, as `nvidia-imex-ctl -N` prints it
 
 
 class FaultKind(StrEnum):

@@ -232,6 +232,7 @@ class RackSlot:
 
     rack: str
     tray: str | None = None
+    role: str | None = None  # what else the host runs for its rack: "nmx-controller" where NMX-Controller runs
 
 
 class RackPlace(BaseModel):

@@ -70,7 +70,7 @@ class TableSchema:
                         out[col] = _missing(dtype, n)
                         continue
                     if dtype == UTC_TS:
-                        series = pd.to_datetime(series, utc=True)
+                        series = _utc_times(series)
                     target: Any = dtype
                     series = series.astype(target) if str(series.dtype) != dtype else series
                 out[col] = series  # a Series, so the result shares its data copy-on-write, never by alias
@@ -78,6 +78,15 @@ class TableSchema:
                 out[col] = _missing(dtype, n) if n else template[col].array
         conformed = pd.DataFrame(out, index=frame.index, copy=False)
         return conformed if _default_index(frame) else conformed.reset_index(drop=True)
+
+
+def _utc_times(series: pd.Series) -> pd.Series:
+    """Times as UTC: ISO 8601 strings of any precision side by side (a store's events: whole seconds beside a
+    kernel line's nanoseconds), else whatever pandas reads element by element."""
+    try:
+        return pd.to_datetime(series, utc=True, format="ISO8601")
+    except (ValueError, TypeError):
+        return pd.to_datetime(series, utc=True, format="mixed")
 
 
 def _unfilled(series: pd.Series, dtype: str) -> bool:
@@ -167,6 +176,9 @@ STEP_SAMPLES = TableSchema(
         "step_time_ms": "float64",
         "collective": "category",  # e.g. all_reduce
         "size_bytes": "Int64",
+        "data_type": "category",  # nccl-tests: the element type (float, bfloat16, ...)
+        "redop": "category",  # nccl-tests: the reduction (sum, ...); NA for a collective with none
+        "root": "Int32",  # nccl-tests: the root rank; NA for a collective with none (printed -1 or left empty)
         "collective_time_us": "float64",
         "algbw_gbps": "float64",
         "busbw_gbps": "float64",

@@ -257,12 +257,11 @@ def localize_rack(placed: list[Placed], rack: RackGraph, rules: Localize | None 
     software = [p for p in bad if SOFTWARE_RULE in _rules(p.finding)]
     if software:
         trays = sorted({p.tray or p.host for p in software}, key=_order)
-        return [Localization(ref=ComponentRef.fabric_software(), fault=FaultKind.FABRIC_MANAGER, confidence=0.8,
+        return [Localization(ref=ComponentRef.fabric_software(domain=True), fault=FaultKind.FABRIC_MANAGER,
+                             confidence=0.8,
                              hosts=sorted({p.host for p in software}), **_grade(software),  # type: ignore[arg-type]
                              evidence=[f"the fabric is not up on compute trays {_listed(trays)}",
-                                       *dict.fromkeys(e for p in software for e in p.finding.evidence),
-                                       "no part goes on the ticket: the rack's fabric manager (NMX-Controller on a "
-                                       "switch tray) sets the fabric up"])]
+                                       *dict.fromkeys(e for p in software for e in p.finding.evidence)])]
     out: list[Localization] = []
     off_bus = {(p.tray, p.gpu) for p in bad if _rules(p.finding) & {OFF_BUS_RULE, GPU_MISSING_RULE}}
     for tray, gpu in sorted(off_bus, key=lambda t: (_order(str(t[0])), t[1] or 0)):

@@ -66,6 +66,8 @@ class Localize(_Model):
     fanout_lead_s: float = Field(1.0, ge=0)
     fanout_history_max: int = Field(2, ge=1)
     fanout_onset_s: float = Field(900.0, ge=0)
+    rack_min_share: float = Field(0.5, gt=0.0, le=1.0)  # a rack-level incident: this share of the compute trays ...
+    rack_within_s: float = Field(300.0, gt=0)  # ... start failing within this long, no switch unit common to them
 
 
 class RackSpec(_Model):

@@ -25,10 +25,10 @@ from ..ingest.base import Source
 from ..topology.inventory import _ALIASES, load_inventory
 
 NODES_FILE = "nodes.csv"
-NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "tray", "state", "state_reason",
+NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "tray", "role", "state", "state_reason",
                 "state_since", "driver_version", "vbios_version", "fabric_manager_version")
 VERSIONS = ("driver_version", "vbios_version", "fabric_manager_version")  # what a storm may share (alerts.toml)
-_OWN = {"node_serial", "rack_location", "tray", "slot", "serial", "state"}  # fields no telemetry table has
+_OWN = {"node_serial", "rack_location", "tray", "role", "slot", "serial", "state"}  # fields no telemetry table has
 # The scheduler's word for the node, why it says so and since when (Slurm: `sinfo -R` REASON and TIMESTAMP;
 # Kubernetes: the cordon's taint or annotation). A drain for planned work puts the node in maintenance; a drain
 # for a fault does not (store/maintenance.py).
@@ -122,13 +122,13 @@ def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
             raise InputError(f"unknown platform {platform!r} for node {name} (known: {', '.join(sorted(known))})",
                              source=str(path), value=str(platform))
         rows.append({"node_id": name, "platform": platform, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location, "tray": node.tray,
+                     "rack_location": node.rack_location, "tray": node.tray, "role": node.role,
                      **{c: said(c, name) for c in ("state", "state_reason", "state_since")},
                      **{c: getattr(node, c) for c in VERSIONS}})
     if not rows and node_id:
         node = inventory.node(None)
         rows.append({"node_id": node_id, "platform": None, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location, "tray": node.tray, "state": None,
+                     "rack_location": node.rack_location, "tray": node.tray, "role": node.role, "state": None,
                      "state_reason": None, "state_since": None, **{c: getattr(node, c) for c in VERSIONS}})
     return pd.DataFrame(rows, columns=list(NODE_COLUMNS))
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..errors import FabricbotError, InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
-from ..ingest.detect import choose
+from ..ingest.detect import choose, read_with
 from ..ingest.summary import summarize
 from ..progress import Progress, advance
 from .inventory import NODE_COLUMNS, inventory_gpus, read_node_file
@@ -134,7 +134,7 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, at: At,
             else at if isinstance(at, datetime) else None)
     options: dict[str, Any] = {"at": when, "xid_last": xid_last}
     accepted = inspect.signature(reader.read).parameters
-    result = reader.read(src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
+    result = read_with(reader, src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
     _fill_time(result, when)
     return reader.name, result, result.nodes
 

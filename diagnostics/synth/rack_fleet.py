@@ -64,9 +64,12 @@ def _steps(rng: np.random.Generator, sim: RackSim, times: pd.DatetimeIndex) -> t
         values[sim.slowdown[0]:] *= 1 + sim.slowdown[1] / 100
     frame = pd.DataFrame({"timestamp": times, "job_id": job, "node_ids": ",".join(hosts),
                           "step": np.arange(len(times)) * 50, "step_time_ms": values.round(2), "source": "synth"})
+    if sim.stopped is not None:
+        frame = frame.iloc[:sim.stopped]
     truth = {"nodes": hosts, "baseline_step_time_ms": round(base, 1),
              "slowdown_pct": sim.slowdown[1] if sim.slowdown else 0.0,
-             "onset": str(times[sim.slowdown[0]]) if sim.slowdown else None, "stopped_at": None}
+             "onset": str(times[sim.slowdown[0]]) if sim.slowdown else None,
+             "stopped_at": str(times[sim.stopped]) if sim.stopped is not None else None}
     return frame, {job: truth}
 
 
@@ -142,5 +145,6 @@ def load_slots(folder: Path) -> dict[str, RackSlot]:
     if "rack" not in nodes.columns:
         return {}
     trays = nodes["tray"] if "tray" in nodes.columns else pd.Series([""] * len(nodes))
-    return {str(n): RackSlot(str(r), str(t) or None) for n, r, t in zip(nodes["node_id"], nodes["rack"], trays,
-                                                                       strict=True) if r}
+    roles = nodes["role"] if "role" in nodes.columns else pd.Series([""] * len(nodes))
+    return {str(n): RackSlot(str(r), str(t) or None, str(o) or None)
+            for n, r, t, o in zip(nodes["node_id"], nodes["rack"], trays, roles, strict=True) if r}

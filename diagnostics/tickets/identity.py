@@ -22,15 +22,23 @@ _FIELDS: dict[str, tuple[str, str]] = {
 }
 
 
-def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None, read: GpuId | None = None) -> Identity:
+NO_FABRIC_MANAGER = "none: a rack's hosts run no Fabric Manager (NMX-Controller manages the NVLink domain)"
+
+
+def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None, read: GpuId | None = None, *,
+                 rack: bool = False) -> Identity:
     """Fill what the inventory knows, then the GPU's serial and UUID as the node's readings named them (`read`);
-    every other field reads `unknown`, with where to read it in `where`."""
+    every other field reads `unknown`, with where to read it in `where`. `rack`: a rack or a rack's host, which runs
+    no Fabric Manager, so no Fabric Manager version is asked for."""
     node = (inventory or Inventory()).node(node_id)
     record = {"node": node, "gpu": node.gpu(gpu) if gpu is not None else None}
     seen = {"serial": read.serial, "uuid": read.uuid} if read is not None else {}
     values: dict[str, str] = {}
     where: dict[str, str] = {}
     for name, (kind, field) in _FIELDS.items():
+        if rack and name == "fabric_manager_version":
+            values[name] = NO_FABRIC_MANAGER
+            continue
         source = record[kind]
         raw = getattr(source, field) if source is not None else None
         if raw in (None, "") and kind == "gpu":

@@ -108,7 +108,6 @@ def test_a_store_locked_by_another_writer_delays_an_acknowledgement_at_most_a_se
 def test_socket_mode_shares_the_checks_and_the_retry_dedupe() -> None:
     from slack_bolt.adapter.socket_mode.internals import run_bolt_app
     from slack_bolt.request import BoltRequest
-    from slack_sdk import WebClient
     from slack_sdk.socket_mode.request import SocketModeRequest
 
     from bot.app import build_app
@@ -127,9 +126,9 @@ def test_socket_mode_shares_the_checks_and_the_retry_dedupe() -> None:
     with LoopbackServer(slack.app) as server:
         slack.base_url = server.url
         db = open_db(None)
-        app = build_app(settings=Settings(), source=SnapshotNodeSource.from_files([SEEDS]), drafter=RulesDrafter(),
-                        tracker=SqliteTracker(db), audit=AuditLog(db), socket_mode=True,
-                        client=WebClient(token=slack.token, base_url=slack.api_url))
+        app = build_app(settings=Settings(bot_token=slack.token, slack_api_url=slack.api_url),
+                        source=SnapshotNodeSource.from_files([SEEDS]), drafter=RulesDrafter(),
+                        tracker=SqliteTracker(db), audit=AuditLog(db), socket_mode=True)
         try:
             ts = slack.user_message(OPS, "UBOB", "<@UFABRICBOT> why is job 4411 slow?")
             event = {"type": "event_callback", "event_id": "EvSOCKET1", "team_id": "TLOCAL", "api_app_id": "ALOCAL",

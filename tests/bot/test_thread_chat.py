@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import Future
 
 import pytest
 
@@ -34,11 +35,11 @@ def test_chat_in_a_thread_is_never_queued_and_never_told_the_bot_is_busy() -> No
 
         services.work.submit = counted  # type: ignore[method-assign]
         release = threading.Event()
-        held, deadline = 0, time.monotonic() + 30.0
-        while held < 2:  # one running, one waiting: the queue is full (once the summary's picture is done)
+        held: list[Future[bool]] = []
+        deadline = time.monotonic() + 30.0
+        while len(held) < 2:  # one running, one waiting: the queue is full (once the summary's picture is done)
             try:
-                submit(release.wait, 30.0)
-                held += 1
+                held.append(submit(release.wait, 30.0))
             except Busy:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
@@ -56,8 +57,9 @@ def test_chat_in_a_thread_is_never_queued_and_never_told_the_bot_is_busy() -> No
             assert [m.text for m in private(local.slack)] == [BUSY]  # the one who pasted, and only them
         finally:
             release.set()
+        assert all(f.result(timeout=10.0) for f in held)  # the queue has room again
         local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts)
-        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=10.0)
+        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=30.0)
         assert "lifetime totals" in posted(local.slack, thread=root.ts)[0].shown
 
 
@@ -66,7 +68,7 @@ def test_a_paste_sent_to_the_channel_as_well_is_read() -> None:
         root = summary_for(local, "hpc-gpu-node-12")
         local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts,
                                subtype="thread_broadcast")
-        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=10.0)
+        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=30.0)
         assert "lifetime totals" in posted(local.slack, thread=root.ts)[0].shown
         local.injector.message("seen, thanks\nall good", user="UBOB", channel=OPS, thread_ts=root.ts,
                                subtype="thread_broadcast")

@@ -94,6 +94,17 @@ def test_alone_its_model_counts_the_links_and_an_unknown_model_is_said() -> None
     assert "how many links a 'NVIDIA Graphics Device' has is not known" in unknown.warnings[0].message
 
 
+def test_gb300_tab_indented_counters_from_a_job_capture() -> None:
+    """srt-slurm #307: `nvidia-smi nvlink -e` on a GB300 inside a job's hwinfo capture: tab-indented link lines,
+    a GPU header without its UUID, other commands around it (said with their lines, not read)."""
+    result = read(REAL / "nvlink_e_gb300_hwinfo_1.txt")
+    links = result["link_samples"]
+    assert links_per_gpu(links) == {0: [0]}
+    assert links[["replay", "recovery", "crc_flit"]].iloc[0].tolist() == [0, 0, 0]
+    assert result["gpus"]["model"].tolist() == ["NVIDIA GB300"] and result["gpus"]["uuid"].isna().all()
+    assert warning_lines(result) == [3, 14]  # the capture's banner and the `ls` error after the output
+
+
 def test_remote_ends_become_topology_rows() -> None:
     topo = read(SAMPLES / "nvlink_R_h100.txt")["topology"]
     assert list(topo["relation"].unique()) == ["remote"]
