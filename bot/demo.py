@@ -25,8 +25,7 @@ from starlette.applications import Starlette
 from diagnostics import synth
 from diagnostics.analysis import Step
 from diagnostics.service import Request, TableSource
-from diagnostics.synth import build_life, load_life
-from diagnostics.synth.storm import build_storm, storm_inventory
+from diagnostics.synth import build_life, build_storm, load_life, storm_inventory
 
 from .alertmanager import PATH as AM_PATH
 from .alertmanager import Enricher, route
