@@ -52,7 +52,7 @@ from .localize import localize_all
 from .metrics import candidates, link_metrics, records
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
 from .rates import prepare_rows
-from .recovery import recovery_actions, recovery_notes, with_recovery
+from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .rows import numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes
@@ -224,8 +224,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
-    recoveries = {n: r for n, g in node_events.items()
-                  if (r := recovery_actions(g, start_ns, end_ns, graph_of.buses.get(n)))}
+    recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
