@@ -5,6 +5,7 @@ Defined once here: ingest readers conform their output to these schemas, analysi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -248,4 +249,18 @@ def job_nodes(steps: pd.DataFrame) -> list[str]:
     names: set[str] = set()
     for value in steps["node_ids"].dropna().astype(str):
         names.update(n.strip() for n in value.split(",") if n.strip())
+    return sorted(names)
+
+
+def nodes_named(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """Every node the tables name: each table's `node_id` and the nodes the step samples list. What a store notes
+    of an ingest and a source in memory lists alike."""
+    names: set[str] = set()
+    for name, frame in tables.items():
+        if frame is None:
+            continue
+        if "node_id" in frame.columns:
+            names.update(str(n) for n in frame["node_id"].dropna().unique())
+        elif name == "step_samples" and "node_ids" in frame.columns:
+            names.update(job_nodes(frame))
     return sorted(names)

@@ -151,6 +151,7 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
     the alert channel is told given the alerts still open (new, worse, ticketed, recovered, or held in a storm)."""
     swept = sweep(source, request)
     racks = {n: d.rack.rack_id for n, d in swept.diagnoses.items() if d.rack is not None}
+    racks.update({r: r for r in racks.values()})  # a rack's own part alerts under the rack
     done = decide(failing_parts(swept.diagnoses.values()), alerts, at=at, policy=policy or load_alerts(),
                   ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,
                   open_storm=open_storm)
