@@ -11,6 +11,7 @@ from diagnostics.enums import PortSource
 from diagnostics.errors import InputError
 from diagnostics.tables import TOPOLOGY
 from diagnostics.topology import generic_graph, graph_from_topology, load_inventory, platform_graph
+from diagnostics.topology.observed import with_observed_ports
 
 
 def nv_matrix(gpus: int, count: int, node: str = "n1") -> pd.DataFrame:
@@ -70,7 +71,7 @@ def remote_rows(entries: list[tuple[int, int, str, int]]) -> pd.DataFrame:
 
 
 def test_nvlink_r_makes_ports_observed() -> None:
-    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([
+    graph = with_observed_ports(platform_graph("hgx-h100-8gpu"), remote_rows([
         (2, 1, "NVSwitch 3", 41), (2, 0, "NVSwitch 0", 8)]))
     moved = graph.port_of(2, 1)
     assert moved.source is PortSource.OBSERVED and moved.find_with is None
@@ -83,7 +84,7 @@ def test_nvlink_r_makes_ports_observed() -> None:
 
 
 def test_nvlink_r_bus_ids_bind_switches_in_bus_order() -> None:
-    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([
+    graph = with_observed_ports(platform_graph("hgx-h100-8gpu"), remote_rows([
         (0, 0, "NVSwitch 0000:f4:00.0", 3), (0, 5, "0000:f3:00.0", 1)]))
     assert graph.port_of(0, 0).switch == "NVSwitch 1"  # f3 < f4: second in bus order
     assert graph.port_of(0, 5).switch == "NVSwitch 0"
@@ -97,7 +98,7 @@ def test_remote_rows_in_a_topology_are_applied() -> None:
 
 
 def test_unplaceable_remote_end_is_a_warning() -> None:
-    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([(1, 2, "somewhere", 3)]))
+    graph = with_observed_ports(platform_graph("hgx-h100-8gpu"), remote_rows([(1, 2, "somewhere", 3)]))
     assert any("nvlink_r.txt:1: cannot place remote end 'somewhere'" in w for w in graph.warnings)
 
 
