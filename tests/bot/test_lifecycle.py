@@ -18,7 +18,7 @@ from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
 from diagnostics.service import TableSource
 
-from .helpers import OPS, buttons, local_bot, posted, private, summary_for
+from .helpers import LONG_WAIT, OPS, buttons, local_bot, posted, private, summary_for
 
 FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
 GROUP = {"SFABRIC": ["UALICE", "UBOB"]}
@@ -42,7 +42,7 @@ def local(fleet: tuple[TableNodeSource, dict[str, Any]]) -> Iterator[LocalSlack]
 def _say(local: LocalSlack, text: str, user: str = "UALICE") -> Message:
     before = len(posted(local.slack))
     assert local.injector.command(text, user=user, channel=OPS).status == 200
-    assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=60)
+    assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=LONG_WAIT)
     return posted(local.slack)[before]
 
 
