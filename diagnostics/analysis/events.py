@@ -147,13 +147,15 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
-                   silent: Mapping[int, int] | None = None, buses: Mapping[str, int] | None = None) -> list[Finding]:
+                   silent: Mapping[int, int] | None = None, buses: Mapping[str, int] | None = None,
+                   uuids: Mapping[str, int] | None = None) -> list[Finding]:
     """One node's Xid/SXid rules over the window. `silent` (GPU -> when its series stopped) keeps an Xid 79 found:
     a GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. `buses`
-    (PCI address -> GPU index, from the node's GPU table) names the GPU of a log line that gives only its address."""
+    and `uuids` (PCI address or UUID -> GPU index, from the node's GPU table) name the GPU of a log line that gives
+    only its address (and the driver's identity line its UUID)."""
     if events.empty:
         return []
-    events = merge_sources(_indexed(events, buses or {}))
+    events = merge_sources(_indexed(_indexed(events, buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
     recent = events[in_window]
@@ -182,11 +184,11 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
     return out
 
 
-def _indexed(events: pd.DataFrame, buses: Mapping[str, int]) -> pd.DataFrame:
-    """Events with the GPU index filled from their PCI address where the node's GPU table knows it."""
-    if not buses or "pci_bus_id" not in events or not events["gpu"].isna().any():
+def _indexed(events: pd.DataFrame, index: Mapping[str, int], column: str) -> pd.DataFrame:
+    """Events with the GPU index filled from their PCI address (or UUID) where the node's GPU table knows it."""
+    if not index or column not in events or not events["gpu"].isna().any():
         return events
-    known = events["pci_bus_id"].astype("string").str.lower().map(buses).astype("Int16")
+    known = events[column].astype("string").str.lower().map(index).astype("Int16")
     return events.assign(gpu=events["gpu"].astype("Int16").fillna(known))
 
 
@@ -302,10 +304,11 @@ def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataF
     return xid[ns(xid["timestamp"]) >= stopped]
 
 
-def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding | None:
+def software_finding(events: pd.DataFrame, all_inactive: str | None, *, domain: bool = False) -> Finding | None:
     """Fabric Manager or the driver, not a part: all NVLinks inactive at once, or the fabric state (`nvidia-smi -q`
     Fabric section) not Completed or its status not Success (failing); its health summary not Healthy or its
-    bandwidth not Full (a warning: the fabric works, degraded)."""
+    bandwidth not Full (a warning: the fabric works, degraded). `domain`: a rack's host, whose fabric is its NVLink
+    domain's (NMX-Controller, IMEX), not a Fabric Manager of its own."""
     failing: list[str] = []
     warning: list[str] = []
     if not events.empty:
@@ -332,7 +335,7 @@ def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding 
     if not evidence:
         return None
     severity = Severity.FAILING if failing else Severity.WARNING
-    return Finding(ref=ComponentRef.fabric_software(), link_type=LinkType.NVSWITCH, link_id="fabric",
+    return Finding(ref=ComponentRef.fabric_software(domain=domain), link_type=LinkType.NVSWITCH, link_id="fabric",
                    severity=severity, evidence=evidence,
                    crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=severity, unit=fmt.Unit.STATE,
                                      message="; ".join(evidence))])
