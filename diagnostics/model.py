@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -314,10 +314,6 @@ class StepEvidence(BaseModel):
     links: list[LinkSeries] = Field(default_factory=list)
     explained: bool = Field(default=False, description="Whether the links shown explain the slowdown.")
 
-    def bucket_ends(self) -> list[datetime]:
-        """Each bucket's end: the time its values are read at."""
-        step = timedelta(minutes=self.bucket_minutes)
-        return [self.start + step * (i + 1) for i in range(len(self.step_time_ms))]
 
 
 # A rack's parts that no compute tray holds, by kind and by fault: a switch chip, switch tray or cable cartridge, a

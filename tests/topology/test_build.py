@@ -109,8 +109,10 @@ def test_inventory_per_node_toml(tmp_path: Path) -> None:
     node = load_inventory(path).node("n1")
     assert node.rack_location == "R12-U30" and node.value("driver_version") == "550.54.15"
     assert node.gpu(pci_bus_id="0000:3b:00.0").slot == "SXM3"
-    assert node.describe_gpu(2) == "GPU 2: slot SXM3, serial 1652, UUID unknown (nvidia-smi -q: 'GPU UUID')"
-    assert "vbios_version: unknown (nvidia-smi -q: 'VBIOS Version')" in node.unknowns()
+    gpu = node.gpu(2)
+    assert (gpu.value("slot"), gpu.value("serial"), gpu.value("uuid")) == \
+        ("SXM3", "1652", "unknown (nvidia-smi -q: 'GPU UUID')")
+    assert node.value("vbios_version") == "unknown (nvidia-smi -q: 'VBIOS Version')"
     assert node.gpu(5).value("slot").startswith("unknown (nvidia-smi -q: 'Module ID'")
 
 
