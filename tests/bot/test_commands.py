@@ -98,8 +98,8 @@ def test_twenty_concurrent_commands_are_all_answered() -> None:
         for t in threads:
             t.join()
         assert statuses == [200] * 20
-        assert local.slack.wait_for(lambda s: len(posted(s)) == 20, timeout=30)
-        assert local.slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 20, timeout=30)
+        assert local.slack.wait_for(lambda s: len(posted(s)) == 20)
+        assert local.slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 20)
         titles = sorted(m.text.split(":")[0] for m in posted(local.slack))
         assert titles == sorted(nodes)
 
