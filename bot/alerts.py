@@ -119,7 +119,8 @@ class AlertLoop:
         self.book.save([d.alert for d in decisions], done.failing, at)
         for d in decisions:
             if d.step not in (Step.HELD, Step.KNOWN):
-                self._tell(d, diagnoses.get(d.alert.node_id), at)
+                shown = d.part.seen_on if d.part is not None and d.part.seen_on else d.alert.node_id
+                self._tell(d, diagnoses.get(shown), at)
         done.decisions = decisions
         return done
 

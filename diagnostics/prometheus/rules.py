@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..components import switch_name
 from ..config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE, MISSING_RULE, Rule, Thresholds
 from ..enums import LinkType
 from ..ingest.dcgm_map import DcgmMap, load_map
@@ -104,7 +105,7 @@ def _where(builder: QueryBuilder, link_type: LinkType) -> str:
     if link_type is LinkType.PCIE:
         return f"{node} GPU {{{{ $labels.{lab.gpu} }}}} PCIe"
     if link_type is LinkType.NVSWITCH:
-        return f"{node} NVSwitch {{{{ $labels.{lab.nvswitch} }}}} port {{{{ $labels.{lab.link} }}}}"
+        return f"{node} {switch_name(f'{{{{ $labels.{lab.nvswitch} }}}}')} port {{{{ $labels.{lab.link} }}}}"
     return f"{node} GPU {{{{ $labels.{lab.gpu} }}}} NVLink {{{{ $labels.{lab.link} }}}}"
 
 

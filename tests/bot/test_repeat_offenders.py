@@ -175,7 +175,7 @@ def test_the_draft_says_so_and_filing_it_escalates_in_slack(local: LocalSlack) -
     (file_button,) = [b for b in buttons(preview) if b["action_id"] == "file_ticket"]
     assert local.injector.action(file_button, user="UBOB", channel=OPS, message_ts=preview.ts,
                                  thread_ts=preview.thread_ts).status == 200
-    assert local.slack.wait_for(lambda s: "repeat offender" in (s.find(preview.ts) or preview).text, timeout=30)
+    assert local.slack.wait_for(lambda s: "repeat offender" in (s.find(preview.ts) or preview).text)
     filed = tracker.tickets()[-1]
     assert filed.escalated and filed.gpu_serial == SERIAL and filed.node_id == NODE
     entry = [e for e in local.audit.entries("filing")][-1]
