@@ -4,8 +4,9 @@ Every collective prints one table, and the column header names its layout: `size
 `none` and -1 where the collective has no reduction or root), or an older one without `root`, without `redop`
 (all_gather, broadcast), or with an empty `redop` cell (alltoall); then out-of-place and in-place groups of
 `time algbw busbw #wrong` (or `error`), optionally with per-iteration columns and a `timestamp`. A row's cells are
-matched to the header by count, else by where each ends (the tool right-aligns them under their names), else
-from the right (a paste that lost its alignment); a row that fits none of these is said, never dropped silently.
+matched to the header by count, else by where each ends (the tool right-aligns them under their names; not
+where a tab stands between cells, its width unknown), else from the right (a paste that lost its alignment); a row
+that fits none of these is said, never dropped silently.
 `# Avg bus bandwidth` gives one row with no size. The collective comes from the `*_perf` command line, the
 `# Collective test starting/concluded:` lines or a script's `==== x_perf ====` banner; the hosts from the `Rank`
 lines.
@@ -25,7 +26,7 @@ _NAMED = re.compile(r"^#\s*Collective test (?P<when>starting|concluded):\s*(?P<c
                     r"^=+\s*(?P<banner>[a-z_]+?)_perf\s*=+$")
 _RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
-_KNOWN = re.compile(r"^(?:NCCL version|#|\S+:\d+:\d+ \[\d+\] NCCL INFO )")  # NCCL's own INFO lines in between
+_KNOWN = re.compile(r"^(?:NCCL\s+version|#|\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+INFO\s)")  # NCCL's INFO lines between
 _TAGGED = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")  # mpirun --tag-output
 _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})")  # `timestamp` cells: `%Y-%m-%d %H:%M:%S`
 _NAMES = {"bytes": "size", "N": "count", "op": "redop", "cputime": "time", "res": "#wrong", "error": "#wrong"}
@@ -127,16 +128,21 @@ def _named(found: str, named: list[str]) -> str:
 
 
 def _header(text: str) -> list[_Column]:
+    """The header's column names, with where each ends (none when a tab is in the line: its width is unknown)."""
     line = text.replace("#", " ", 1)  # the `#` stands in the first cell's place: positions stay the row's
-    return [_Column(_NAMES.get(m[0], m[0]), m.end()) for m in re.finditer(r"\S+", line)]
+    tabbed = "\t" in line
+    return [_Column(_NAMES.get(m[0], m[0]), None if tabbed else m.end()) for m in re.finditer(r"\S+", line)]
 
 
-def _cells(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str] | None:
-    """Which column each of a row's cells is in (by column index), or None when they cannot be told."""
+def _cells(tokens: list[re.Match[str]], columns: list[_Column], tabbed: bool) -> dict[int, str] | None:
+    """Which column each of a row's cells is in (by column index), or None when they cannot be told. A row
+    holding a tab (`tabbed`) has no positions to go by: its cells are told apart by their values."""
     if len(tokens) == len(columns):
         return {i: t[0] for i, t in enumerate(tokens)}
     if len(tokens) > len(columns):
         return None
+    if tabbed:
+        return _from_right(tokens, columns)
     placed: dict[int, str] = {}
     start = 0
     for k, token in enumerate(tokens):  # by position: each cell under the column whose right edge is nearest
@@ -144,12 +150,12 @@ def _cells(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str
         ends = [c for c in room if columns[c].end is not None]
         best = min(ends, key=lambda c: abs((columns[c].end or 0) - token.end()), default=None)
         if best is None or abs((columns[best].end or 0) - token.end()) > _SLACK:
-            if k and k == len(tokens) - 1 and placed:  # the line's last cell, cut short: the row stops here
+            if k and k == len(tokens) - 1 and 0 in placed:  # the line's last cell, cut short: the row stops here
                 return placed
             return _from_right(tokens, columns)
         placed[best] = token[0]
         start = best + 1
-    return placed
+    return placed if 0 in placed else _from_right(tokens, columns)  # a size under another name is misplaced
 
 
 def _from_right(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str] | None:
@@ -179,7 +185,7 @@ def _data_row(out: Collector, line: Line, text: str, table: _Table | None) -> li
     if table is None:
         layout = next((c for c in _DEFAULT_LAYOUTS if len(c) == len(tokens)), None)
         table = _Table(layout) if layout else None
-    cells = _cells(tokens, table.columns) if table else None
+    cells = _cells(tokens, table.columns, "\t" in text) if table else None
     if table is None or cells is None:
         out.unread(line)
         return []
