@@ -53,6 +53,8 @@ def test_a_doubled_line_is_read_once_and_said(line: str) -> None:
     ("Port #0, Speed 32GT/s", "Port #1e30, Speed 32GT/s", "not a LnkCap line"),
     ("secondary=19,", "secondary=4294967296,", "not a Bus line"),
     ("Timeout+", "Timeott+", "has no Timeout bit"),
+    ("LnkCap:\tPort", "LnkBap:\tPort", "'LnkBap' is one letter from 'LnkCap'"),
+    ("LnkSta:\tSpeed", "LnkSta;\tSpeed", "'LnkSta;' is one letter from 'LnkSta'"),
 ])
 def test_lspci_a_damaged_field_line_is_said(old: str, new: str, said: str) -> None:
     text = (SAMPLES / "lspci_vvv_lane_h100.txt").read_text().replace(old, new, 1)
