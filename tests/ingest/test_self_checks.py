@@ -92,6 +92,17 @@ def test_topo_m_a_row_whose_x_is_not_in_its_own_column_is_not_read() -> None:
     assert not result["topology"].query("a == 'GPU5' and b == 'GPU4'").empty  # the true GPU5 row is read
 
 
+def test_topo_m_a_header_naming_a_device_twice_is_said_and_its_row_not_read_as_another() -> None:
+    text = (REAL / "topo_m_pcie_4090_1.txt").read_text().replace("\tNIC1\t", "\tNIC0\t", 1)
+    result = read_text(text)
+    said = str(result.warnings)
+    assert "the header names NIC0 twice" in said and "row NIC1 names no column of the header" in said
+    topology = result["topology"]
+    assert topology.query("b == 'NIC0' or a == 'NIC1'").empty  # no cell is read under either NIC0 column
+    assert topology.query("relation == 'nic'")["a"].tolist() == ["NIC0"]  # one device, not two
+    assert topology.query("a == 'GPU6' and b == 'GPU0'")["relation"].tolist() == ["SYS"]  # the rest is read
+
+
 @pytest.mark.parametrize(("old", "new", "said"), [
     ('<nvlink target="0000:f5:00.0" count="5"', '<nvlink target="0000:f5:00.0" cnunt="5"', "nvlink count = ''"),
     ('<net name="mlx5_7"', '<ndt name="mlx5_7"', "<ndt> inside <nic> is no element NCCL reads"),
