@@ -130,6 +130,11 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
     m.rows_seen[name] = number
     device_cells = cells[: len(m.devices)]
     values = cells[len(m.devices):]
+    too_many = len(values) > len(m.extra)  # a value split in two, or one added: which is whose cannot be told
+    if too_many:
+        warnings.append(IngestWarning(where, number, f"row {name} has {len(values)} values after its device "
+                                                     f"columns where the header names {len(m.extra)}; they are "
+                                                     "not read"))
     m.last_complete = len(device_cells) == len(m.devices) and (not a.startswith("GPU") or
                                                                len(values) >= len(m.extra))
     open_end = (not m.last_complete or not ended) and bool(cells) and not text[-1:].isspace()
@@ -152,7 +157,7 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
             _row(m, number, a, b, kind, detail=cell if cell != kind else None)
         if at_cut:
             m.cut = _Cut(name, col, cell, number, before if len(m.out) > before else None, not ended)
-    for i, (col, value) in enumerate(zip(m.extra, values, strict=False)):
+    for i, (col, value) in enumerate(zip(m.extra, [] if too_many else values, strict=False)):
         before = len(m.out)
         if value not in ("N/A", ""):
             _row(m, number, a, None, _AFFINITY[col], detail=value)

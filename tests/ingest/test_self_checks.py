@@ -103,6 +103,19 @@ def test_topo_m_a_header_naming_a_device_twice_is_said_and_its_row_not_read_as_a
     assert topology.query("a == 'GPU6' and b == 'GPU0'")["relation"].tolist() == ["SYS"]  # the rest is read
 
 
+def test_topo_m_a_row_with_more_values_than_the_header_has_columns_reads_none_of_them() -> None:
+    """A space flipped to `!` between NUMA Affinity and GPU NUMA ID had made `!` the GPU's NUMA id."""
+    lines = _lines(REAL / "topo_m_hgx_h100_1.txt")
+    at = next(i for i, line in enumerate(lines) if line.startswith("GPU4 "))
+    lines[at] = lines[at].replace("2               N/A", "2       !       N/A")
+    result = read_text("\n".join(lines) + "\n")
+    assert f"{at + 1}: row GPU4 has 4 values after its device columns where the header names 3" in \
+        "; ".join(f"{w.line}: {w.message}" for w in result.warnings)
+    gpu4 = result["topology"].query("a == 'GPU4'")
+    assert gpu4["relation"].isin(["cpu_affinity", "numa_affinity", "gpu_numa_id"]).sum() == 0
+    assert (gpu4["relation"] == "NV").sum() == 7  # its cells are read
+
+
 @pytest.mark.parametrize(("old", "new", "said"), [
     ('<nvlink target="0000:f5:00.0" count="5"', '<nvlink target="0000:f5:00.0" cnunt="5"', "nvlink count = ''"),
     ('<net name="mlx5_7"', '<ndt name="mlx5_7"', "<ndt> inside <nic> is no element NCCL reads"),
