@@ -81,6 +81,7 @@ class NvlinkReader:
         remotes: dict[tuple[int, int], str] = {}
         seen_gpus: set[tuple[int, str | None]] = set()
         uuids: dict[int, tuple[str | None, int]] = {}  # GPU index -> the UUID its first header states, and where
+        gpus_of: dict[str, tuple[int, int]] = {}  # UUID -> the GPU index its first header states, and where
         block: dict[tuple[Any, ...], int] = {}  # what this GPU header's lines have stated -> the line
         all_down: list[tuple[Line, int, str | None, str]] = []  # (NVML's line, GPU, UUID, model)
         gpu: int | None = None
@@ -95,6 +96,9 @@ class NvlinkReader:
                     continue
                 model = header["name"].strip()
                 _check_uuid(out, line, header, uuid, uuids.setdefault(gpu, (uuid, line.number)))
+                if uuid is not None and (other := gpus_of.setdefault(uuid, (gpu, line.number)))[0] != gpu:
+                    out.warn(line.number, f"{uuid} is GPU {gpu} here and GPU {other[0]} at line {other[1]}: one of "
+                                          "the two indexes is damaged")
                 block.clear()
                 if (gpu, uuid) not in seen_gpus:
                     seen_gpus.add((gpu, uuid))

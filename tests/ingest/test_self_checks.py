@@ -336,6 +336,15 @@ def test_nvlink_a_damaged_gpu_header_is_said(old: str, new: str, said: str) -> N
     assert any(said in w.message for w in read_text(text.replace(old, new, 1)).warnings)
 
 
+def test_nvlink_one_uuid_under_two_gpu_indexes_is_said() -> None:
+    """Two outputs of one GPU pasted together, the second header's index flipped (`GPU 0` -> `GPU 1`): its link
+    speeds had gone to a GPU 1 the first output never named, unsaid."""
+    text = (REAL / "nvlink_e_h100_1.txt").read_text()
+    at = text.index("GPU 0:", text.index("nvlink --status"))
+    result = read_text(text[:at] + "GPU 1:" + text[at + len("GPU 0:"):])
+    assert "is GPU 1 here and GPU 0 at line 4: one of the two indexes is damaged" in str(result.warnings)
+
+
 def test_a_snapshot_listing_one_link_twice_reads_it_once_and_says_so() -> None:
     lines = _lines(FIXTURES / "seed_examples.json")
     text, _ = _doubled(lines, '"gpu_src": 2, "gpu_dst": 3, "link_id": "nvlink-1"')
