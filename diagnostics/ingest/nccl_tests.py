@@ -128,9 +128,9 @@ def _named(found: str, named: list[str]) -> str:
 
 
 def _header(text: str) -> list[_Column]:
-    """The header's column names, with where each ends (none when a tab is in the line: its width is unknown)."""
+    """The header's column names, with where each ends (none when a tab is between them: its width is unknown)."""
     line = text.replace("#", " ", 1)  # the `#` stands in the first cell's place: positions stay the row's
-    tabbed = "\t" in line
+    tabbed = "\t" in line.strip()
     return [_Column(_NAMES.get(m[0], m[0]), None if tabbed else m.end()) for m in re.finditer(r"\S+", line)]
 
 
@@ -169,23 +169,55 @@ def _from_right(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int
     placed = {0: tokens[0][0], 1: tokens[1][0]}
     free = {c.name: i for i, c in enumerate(columns[:first]) if i > 1}
     for token in tokens[2:head]:
-        value = token[0]
-        kind = "redop" if value in _REDOPS else "root" if re.fullmatch(r"-?\d+", value) else "type"
+        kind = _kind(token[0])
         if kind not in free:
             return None
-        placed[free.pop(kind)] = value
+        placed[free.pop(kind)] = token[0]
     placed.update({first + i: t[0] for i, t in enumerate(tokens[head:])})
     return placed
+
+
+def _from_left(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str] | None:
+    """The start of a row that lost its alignment (the input ends inside it): size and count, each cell before
+    the figures under the column its value fits (an empty one skipped), then the figures in order."""
+    first = next((i for i, c in enumerate(columns) if c.name == "time"), None)
+    if first is None or len(tokens) < 2:
+        return None
+    placed = {0: tokens[0][0], 1: tokens[1][0]}
+    k = 2
+    for i in range(2, first):
+        if k < len(tokens) and _kind(tokens[k][0]) == columns[i].name:
+            placed[i] = tokens[k][0]
+            k += 1
+    if len(tokens) - k > len(columns) - first:
+        return None
+    placed.update({first + i: t[0] for i, t in enumerate(tokens[k:])})
+    return placed
+
+
+def _kind(value: str) -> str:
+    """The column a cell before the figures is in, by its value."""
+    return "redop" if value in _REDOPS else "root" if re.fullmatch(r"-?\d+", value) else "type"
 
 
 def _data_row(out: Collector, line: Line, text: str, table: _Table | None) -> list[dict[str, Any]]:
     """A size's out-of-place and in-place rows; none, said, when the row cannot be read."""
     text = _STAMP.sub(r"\1T\2", text)  # one cell, the same width
+    body = text.lstrip()
+    if table is not None and table.columns[0].end is not None and "\t" in text[: len(text) - len(body)]:
+        # tabs before the size (an editor's indentation): the size right-aligned under its name again
+        text = " " * max(0, table.columns[0].end - len(body.split()[0])) + body
     tokens = list(re.finditer(r"\S+", text))
     if table is None:
         layout = next((c for c in _DEFAULT_LAYOUTS if len(c) == len(tokens)), None)
         table = _Table(layout) if layout else None
-    cells = _cells(tokens, table.columns, "\t" in text) if table else None
+    tabbed = "\t" in body.rstrip()
+    if table is None:
+        cells = None
+    elif tabbed and line.cut:  # what is there is the row's start: told apart from the left
+        cells = _from_left(tokens, table.columns)
+    else:
+        cells = _cells(tokens, table.columns, tabbed)
     if table is None or cells is None:
         out.unread(line)
         return []

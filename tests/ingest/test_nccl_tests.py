@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -176,6 +177,24 @@ def test_tabs_between_cells_read_as_the_aligned_table(name: str) -> None:
     aligned, again = read_text(text), read_text(tabbed)
     assert again["step_samples"].drop(columns="source").equals(aligned["step_samples"].drop(columns="source"))
     assert warning_lines(again) == warning_lines(aligned)
+
+
+@pytest.mark.parametrize("tabs", ["leading", "between"])
+def test_a_cut_row_with_tabs_reads_as_the_aligned_cut_row(tabs: str, tmp_path: Path) -> None:
+    """The last row cut before its in-place #wrong: positions from the size again (tabs before it), or the cells
+    told apart from the left (tabs between them); never from the right, which had read #wrong as a time."""
+    text = (REAL / "nccl_allgather_bf16_h100_1.txt").read_text()
+    cut = text[: text.index("214.95  107.48") + len("214.95  107.48  ")]
+    if tabs == "leading":
+        tabbed = re.sub(r"(?m)^    ", "\t", cut)
+    else:
+        tabbed = "\n".join(re.sub(r"(?<=\S) {2,}(?=\S)", "\t", line) for line in cut.split("\n"))
+    (tmp_path / "aligned.txt").write_text(cut)
+    (tmp_path / "tabbed.txt").write_text(tabbed)
+    aligned, again = read(tmp_path / "aligned.txt")["step_samples"], read(tmp_path / "tabbed.txt")["step_samples"]
+    last = aligned[aligned["size_bytes"] == 33554432].set_index("in_place")["collective_time_us"]
+    assert last.to_dict() == {False: 183.0, True: 156.1}
+    assert again.drop(columns="source").equals(aligned.drop(columns="source"))
 
 
 def _util_cu(fields: str, *values: object) -> str:
