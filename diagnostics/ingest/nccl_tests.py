@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import IngestResult, Source
-from .textlines import Collector, Line, classify, parse_time, skip_shell
+from .textlines import Collector, Line, classify, one_edit, parse_time, skip_shell
 
 _COMMAND = re.compile(r"(?:^|/|\s)(?P<coll>[a-z_]+?)_perf(?:_mpi)?\b")
 _NAMED = re.compile(r"^#\s*Collective test (?P<when>starting|concluded):\s*(?P<coll>[a-z_]+?)_perf\b|"
@@ -32,6 +32,10 @@ _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})")  # `timestamp` c
 _NAMES = {"bytes": "size", "N": "count", "op": "redop", "cputime": "time", "res": "#wrong", "error": "#wrong"}
 _FIGURES = (("time", "collective_time_us", "collective_time_us"), ("algbw", "algbw_gbps", "bandwidth_gbps"),
             ("busbw", "busbw_gbps", "bandwidth_gbps"))
+# Every column name nccl-tests prints (src/common.cu, util.cu: 2.13 to 2.17 and the per-iteration columns), as
+# _NAMES spells them
+_COLUMN_NAMES = frozenset({"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "timestamp",
+                           "i_min", "i_max", "i_p99", "i_cv%"})
 _REDOPS = {"sum", "prod", "max", "min", "avg", "mulsum", "none"}
 _SLACK = 2  # characters a cell's right edge may sit from its header's: the header is `# ` plus the row's widths
 
@@ -98,8 +102,12 @@ class NcclTestsReader:
                         unnamed.append(row)
             elif stripped.startswith("#") and "out-of-place" in stripped and "in-place" in stripped:
                 in_place_first = stripped.index("in-place") < stripped.index("out-of-place")
-            elif stripped.startswith("#") and {"time", "cputime"} & set(stripped.split()) and "busbw" in stripped:
-                table = _Table(_header(text), in_place_first)
+            elif stripped.startswith("#") and _is_header(stripped):
+                columns = _header(text)
+                if damage := _damaged(columns):
+                    out.warn(line.number, f"{damage} (a damaged header?); the rows under it are read by the "
+                                          "layouts nccl-tests prints, by their count of cells")
+                table = None if damage else _Table(columns, in_place_first)
             elif _KNOWN.match(stripped):
                 out.flush()  # a known line ends a run of unread ones
             elif stripped[:1].isdigit():
@@ -125,6 +133,26 @@ def _named(found: str, named: list[str]) -> str:
     if found not in named:
         named.append(found)
     return found
+
+
+def _is_header(line: str) -> bool:
+    """A column header: a time (or one letter from it) and busbw, or `size` and `busbw` (one damaged name)."""
+    words = line.split()
+    return "busbw" in line and bool({"time", "cputime", "size"} & set(words) or any(one_edit(w, "time") for w in words))
+
+
+def _damaged(columns: list[_Column]) -> str | None:
+    """What is wrong with a header whose names are not nccl-tests': a name one letter from one it prints, or a
+    group without exactly one time, algbw and busbw."""
+    names = [c.name for c in columns]
+    for name in names:
+        if name not in _COLUMN_NAMES and (near := next((k for k in _COLUMN_NAMES if one_edit(name, k)), None)):
+            return f"header column {name!r} is one letter from {near!r}"
+    if names.count("time") != names.count("algbw") or names.count("time") != names.count("busbw") or \
+            "size" not in names:
+        return f"the header names size {names.count('size')}, time {names.count('time')}, algbw " \
+               f"{names.count('algbw')} and busbw {names.count('busbw')} times"
+    return None
 
 
 def _header(text: str) -> list[_Column]:

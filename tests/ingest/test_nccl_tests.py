@@ -197,6 +197,21 @@ def test_a_cut_row_with_tabs_reads_as_the_aligned_cut_row(tabs: str, tmp_path: P
     assert again.drop(columns="source").equals(aligned.drop(columns="source"))
 
 
+@pytest.mark.parametrize(("old", "new"), [
+    ("  busbw #wrong     time", "  busbw #wrong     tile"),  # the in-place time had gone: its algbw and busbw
+    ("#       size", "#       sime"),                         # overwrote the out-of-place ones, one row lost
+    ("  algbw   busbw #wrong     time", "  algbw   busbx #wrong     time"),
+])
+def test_a_damaged_header_is_said_and_its_rows_read_by_the_printed_layouts(old: str, new: str) -> None:
+    text = (REAL / "nccl_allreduce_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1))
+    damaged = next(w for w in set(new.split()) - set(old.split()))
+    assert f"header column {damaged!r} is one letter from" in str(result.warnings)
+    whole = read_text(text)["step_samples"]
+    assert result["step_samples"].drop(columns="source").equals(whole.drop(columns="source"))
+
+
 def _util_cu(fields: str, *values: object) -> str:
     """A line as nccl-tests' src/util.cu (2.19.6) prints it: its printf formats, in Python's % spelling."""
     return fields.replace("%*s", "%s") % values
