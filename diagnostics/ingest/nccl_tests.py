@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import IngestResult, Source
-from .textlines import Collector, Line, classify, one_edit, parse_time, skip_shell
+from .textlines import Collector, Line, classify, near, one_edit, parse_time, skip_shell
 
 _COMMAND = re.compile(r"(?:^|/|\s)(?P<coll>[a-z_]+?)_perf(?:_mpi)?\b")
 _NAMED = re.compile(r"^#\s*Collective test (?P<when>starting|concluded):\s*(?P<coll>[a-z_]+?)_perf\b|"
                     r"^=+\s*(?P<banner>[a-z_]+?)_perf\s*=+$")
 _RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
+_AVG_NEAR = near("Avg bus bandwidth")  # the line with a flipped byte: said, not passed over as a comment
 _KNOWN = re.compile(r"^(?:NCCL\s+version|#|\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+INFO\s)")  # NCCL's INFO lines between
 _TAGGED = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")  # mpirun --tag-output
 _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})")  # `timestamp` cells: `%Y-%m-%d %H:%M:%S`
@@ -100,6 +101,9 @@ class NcclTestsReader:
                     row = out.add("step_samples", line.number, collective=collective, busbw_gbps=value)
                     if collective is None:
                         unnamed.append(row)
+            elif stripped.startswith("#") and _AVG_NEAR.search(stripped):
+                out.warn(line.number, f"{stripped[:60]!r} is not the `# Avg bus bandwidth : <GB/s>` line nccl-tests "
+                                      "prints (a damaged line?); not read")
             elif stripped.startswith("#") and "out-of-place" in stripped and "in-place" in stripped:
                 in_place_first = stripped.index("in-place") < stripped.index("out-of-place")
             elif stripped.startswith("#") and _is_header(stripped):

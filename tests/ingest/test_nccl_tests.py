@@ -212,6 +212,14 @@ def test_a_damaged_header_is_said_and_its_rows_read_by_the_printed_layouts(old: 
     assert result["step_samples"].drop(columns="source").equals(whole.drop(columns="source"))
 
 
+@pytest.mark.parametrize("damaged", ["# Avg bus bandwidth    ; 231.793", "# Avg bus bandwixth    : 231.793"])
+def test_a_damaged_average_line_is_said(damaged: str) -> None:
+    text = (REAL / "nccl_allreduce_1.txt").read_text()
+    result = read_text(text.replace("# Avg bus bandwidth    : 231.793", damaged, 1))
+    assert f"{damaged!r} is not the `# Avg bus bandwidth : <GB/s>` line" in str(result.warnings)
+    assert result["step_samples"]["size_bytes"].notna().all()  # no average read
+
+
 def _util_cu(fields: str, *values: object) -> str:
     """A line as nccl-tests' src/util.cu (2.19.6) prints it: its printf formats, in Python's % spelling."""
     return fields.replace("%*s", "%s") % values
