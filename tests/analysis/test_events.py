@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from diagnostics import format as fmt
 from diagnostics.analysis import analyze_tables
 from diagnostics.enums import FaultKind, Severity
 from tests.analysis.helpers import T0, events, link_series, links, node_links, steady, steps
@@ -44,7 +45,8 @@ def test_a_gpu_whose_series_all_stop_is_one_finding_not_one_per_link() -> None:
                        platform="hgx-h100-8gpu")
     gone = [f for f in d.findings if f.gpu == 3 and f.severity.value != "ok"]
     assert [c.rule for f in gone for c in f.crossed] == ["gpus_missing"]
-    assert gone[0].crossed[0].message.startswith("GPU 3 stopped reporting at ")
+    last = frame[~late & (frame["gpu"] == 3)]["timestamp"].max()  # its last reading, not the staleness limit
+    assert gone[0].crossed[0].message == f"GPU 3 stopped reporting after {fmt.when(last)}: 7 of 8 GPUs report"
     assert d.localization is not None and d.localization.component == "GPU 3"
 
 
