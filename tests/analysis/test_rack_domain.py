@@ -66,6 +66,10 @@ def test_half_the_trays_failing_at_once_is_one_rack_incident_and_one_ticket(
     assert not [t for t in _texts(ticket) if FABRIC_MANAGER.search(t)]
     assert ticket.identity.fabric_manager_version.startswith("none: a rack's hosts run no Fabric Manager")
     assert not [w for w in ticket.identity.where.values() if "fabricmanager" in w]
+    # the alternatives weighed name the domain's fabric software, never a Fabric Manager the rack does not run
+    assert not [h.component for h in ticket.hypotheses if "Fabric Manager" in h.component]
+    assert ticket.identity.rack == "rack-01"  # the inventory placed it: never "unknown"
+    assert ticket.part_note is not None and ticket.part_note.startswith("no part yet: the captures name the unit")
     for tray in hit:  # each tray points at the rack's one ticket
         mine = analysis.diagnoses[f"rack-01-c{tray:02d}"]
         assert mine.isolated_component == loc.component
