@@ -290,7 +290,11 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"
                 + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
-    return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=ref.port,
+    link = ref.port
+    if not switch_side and rule.name != OFF_BUS_RULE and "link" in group:  # `NVLink: ... on link 5`: the link it names
+        links = {int(v) for v in group["link"].dropna().tolist()}
+        link = links.pop() if len(links) == 1 else None
+    return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=link,
                    link_state=LinkState.UNKNOWN,
                    switch=ref.switch, switch_port=ref.port, severity=severity, worst_ratio=ratio, crossed=crossed,
                    counts={rule.counter: occurrences},

@@ -166,3 +166,15 @@ def test_a_link_warning_before_a_reboot_keeps_its_warning_not_a_down() -> None:
     assert [f.severity for f in warned] == [Severity.WARNING]
     assert [c.rule for c in warned[0].crossed] == ["crc"]
     assert "the restart, not judged" in warned[0].evidence[-1]
+
+
+def test_an_nvlink_xid_naming_its_link_is_that_link_on_a_board_that_reads_each_link() -> None:
+    """`NVLink: fatal error detected on link 5` on an HGX H100: the suspect is GPU 1 NVLink 5 with the NVLink plan,
+    never a GPU's NVLink5 totals, which an H100 does not report (that plan would say the input contradicts it)."""
+    xid = {"timestamp": T0 + pd.Timedelta(minutes=50), "kind": "xid", "gpu": 1, "code": 74, "link": 5,
+           "text": "NVLink: fatal error detected on link 5(0x0, 0x0, 0x10000, 0x0)", "source": "kern.log:3"}
+    d = analyze_tables({"link_samples": node_links(), "events": events([xid])}, node_id="n1",
+                       platform="hgx-h100-8gpu")
+    loc = d.localization
+    assert loc is not None and (loc.gpu, loc.link, loc.fault) == (1, 5, FaultKind.NVLINK)
+    assert d.isolated_component.startswith("GPU 1 NVLink 5") and "contradicts" not in d.repair_action
