@@ -126,7 +126,7 @@ def rule_hypotheses(candidates: Sequence[Candidate]) -> list[Hypothesis]:
 
 
 def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> str:
-    own = _explained(diagnosis, candidate)
+    own = sorted(_explained(diagnosis, candidate), key=lambda f: f.component != candidate.component)  # its own first
     worst = next((c.message for f in own for c in f.crossed), "unhealthy link")
     deg = diagnosis.degradation_pct
     slow = "" if deg is None else f"; step time {deg:+.1f}% against baseline"

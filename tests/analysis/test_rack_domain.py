@@ -58,6 +58,8 @@ def test_half_the_trays_failing_at_once_is_one_rack_incident_and_one_ticket(
     assert d.ticket_priority is Priority.HIGH  # GPUs are off the bus: down
     ticket = RulesDrafter().draft(d)
     assert ticket.replacement_part is None and ticket.component == loc.component
+    # its summary says why the rack is the unit, not the first GPU's Xid (which tray's GPU 2?)
+    assert ticket.summary.startswith(f"{loc.component} on rack-01: {len(hit)} of the rack's 18 compute trays")
     hosts = ",".join(f"rack-01-c{t:02d}" for t in range(1, 19))
     assert f"nodename={hosts} " in ticket.isolation_steps[0].text
     captures = [c.command for c in ticket.capture_first]
