@@ -8,7 +8,7 @@ skips the hours outside it. Their ranges are kept in the catalog (catalog.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
@@ -115,15 +115,18 @@ def _series(column: pa.ChunkedArray, order: np.ndarray | None) -> Any:
 
 
 def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
-    """A dictionary column's values (sorted) and each row's code among them (-1 for null), chunk by chunk."""
+    """A dictionary column's values (sorted) and each row's code among them (-1 for null): the chunks' dictionaries
+    unified once (a read of many row groups has a dictionary per chunk), each value looked up once."""
     chunks = [c for c in column.chunks if len(c)]
-    values = sorted({v for c in chunks for v in c.dictionary.to_pylist() if v is not None})
+    if not chunks:
+        return [], np.zeros(0, np.int32)
+    unified = pa.chunked_array(chunks, type=column.type).unify_dictionaries()
+    names = unified.chunk(0).dictionary.to_pylist()
+    values = sorted({v for v in names if v is not None})
     where = {v: i for i, v in enumerate(values)}
-    pieces = []
-    for chunk in chunks:
-        lookup = np.array([where.get(v, -1) for v in chunk.dictionary.to_pylist()] + [-1], dtype=np.int32)
-        pieces.append(lookup[pc.fill_null(chunk.indices, len(lookup) - 1).to_numpy()])
-    return values, (np.concatenate(pieces) if pieces else np.zeros(0, np.int32))
+    lookup = np.array([where.get(v, -1) for v in names] + [-1], dtype=np.int32)
+    indices = pa.chunked_array([c.indices for c in unified.chunks], type=column.type.index_type)
+    return values, lookup[pc.fill_null(indices, len(names)).to_numpy()]
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,8 @@ class ScanStats:
 
 def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None, end_ns: int | None, *,
                order: Sequence[str], keep: Collection[str] = (), skip: Collection[str] = (),
-               workers: int = 2, exact: bool = True) -> tuple[Rows, ScanStats]:
+               workers: int = 2, exact: bool = True, columns: Collection[str] | None = None,
+               select: Callable[[pa.Table], np.ndarray] | None = None) -> tuple[Rows, ScanStats]:
     """The parts' rows with timestamps in (start, end] (every row without bounds), key by key as the parts come,
     each key's rows ordered by `order` then time; only the columns some part fills (and `keep`), less `skip`.
 
@@ -219,10 +223,12 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     each file's chosen row groups directly is about twice as fast as a pyarrow dataset scan with the same
     pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves. `exact=False`
     keeps the whole of a row group that crosses the window's start (a reader that bounds its own rows, as the
-    analysis engine does, is spared the filter)."""
+    analysis engine does, is spared the filter). `columns` reads only those (of the others); `select` (the rows
+    read, all parts at once -> which to keep) keeps only some rows, before they are ordered."""
     target = arrow_schema(schema)
     filled = frozenset().union(*(p.columns for p in parts))
-    out = pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip])
+    out = pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip
+                     and (columns is None or n in columns)])
     by_key: dict[str, list[Part]] = {}
     for part in parts:
         by_key.setdefault(part.key, []).append(part)
@@ -248,7 +254,7 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
             return None, None, stats
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         stats.rows = table.num_rows
-        return table, _ordered(table, order), stats
+        return table, None if select is not None else _ordered(table, order), stats
 
     if workers > 1 and len(by_key) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -259,6 +265,9 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     for _, _, s in done:
         stats.add(s)
     tables = [(t, o) for t, o, _ in done if t is not None]
+    if select is not None and tables:
+        tables = _selected([t for t, _ in tables], select, order)
+        stats.rows = sum(t.num_rows for t, _ in tables)
     if not tables:
         return Rows(out.empty_table()), stats
     positions = None
@@ -267,6 +276,19 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
         positions = np.concatenate([(o if o is not None else np.arange(t.num_rows)) + lo
                                     for (t, o), lo in zip(tables, offsets, strict=True)])
     return Rows(pa.concat_tables([t for t, _ in tables]), positions), stats
+
+
+def _selected(tables: list[pa.Table], select: Callable[[pa.Table], np.ndarray],
+              order: Sequence[str]) -> list[tuple[pa.Table, np.ndarray | None]]:
+    """Each key's rows that `select` keeps (asked once, of all keys' rows), each key's ordered."""
+    keep = select(pa.concat_tables(tables))
+    out = []
+    for table, lo in zip(tables, np.cumsum([0] + [t.num_rows for t in tables[:-1]]), strict=True):
+        mine = keep[lo:lo + table.num_rows]
+        if mine.any():
+            chosen = table.filter(pa.array(mine))
+            out.append((chosen, _ordered(chosen, order)))
+    return out
 
 
 def _overlaps(lo: int | None, hi: int | None, start: int | None, end: int | None) -> bool:
@@ -334,6 +356,28 @@ def _ordered(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
     if not ((tt[1:] > tt[:-1]) | (k[1:] != k[:-1])).all():
         order = np.lexsort((t, key))
     return None if (np.diff(order) == 1).all() else order
+
+
+def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct combination of the columns' values (NA a value of its own), and each row's
+    combination (a position in the first): the columns packed into as few integers as fit, then hashed."""
+    packs: list[np.ndarray] = []
+    packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
+    for name in names:
+        codes, bits = _rank_codes(name, table.column(name))
+        if used and used + bits > 62:
+            packs.append(packed)
+            packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
+        packed = (packed << bits) | codes
+        used += bits
+    packs.append(packed)
+    combination = pd.factorize(packs[0])[0].astype(np.int64)
+    for pack in packs[1:]:
+        codes, uniques = pd.factorize(pack)
+        combination = pd.factorize(combination * len(uniques) + codes)[0].astype(np.int64)
+    first = np.zeros(int(combination.max()) + 1 if len(combination) else 0, dtype=np.int64)
+    first[combination[::-1]] = np.arange(len(combination) - 1, -1, -1)  # the earliest row of each wins
+    return first, combination
 
 
 _BITS = {"node_id": 20, "gpu": 12, "link_type": 4, "link": 12, "lane": 8}

@@ -115,6 +115,29 @@ def test_a_window_holds_only_the_columns_its_readings_fill(store: TelemetryStore
     assert str(links["gpu"].dtype) == "Int16" and str(links["timestamp"].dtype) == "datetime64[ns, UTC]"
 
 
+def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: TelemetryStore) -> None:
+    """A job's history: every reading (over two days' files) of each link whose identity the choice keeps, in the
+    order and with the values an unchosen read gives them, only the columns asked for (and the identity); the
+    choice sees each distinct identity once."""
+    start, end = START + timedelta(hours=20), START + timedelta(hours=30)  # crosses midnight
+    whole = store.link_history(["n0", "n2"], start=start, end=end)
+    seen: list[int] = []
+
+    def choose(identities: pd.DataFrame) -> np.ndarray:
+        seen.append(len(identities))
+        return ((identities["node_id"].astype(str) == "n2") & (identities["gpu"] == 1)
+                & identities["link"].isin([0, 3])).to_numpy(bool)
+
+    got = store.link_history(["n0", "n2"], start=start, end=end, columns=["replay"], select=choose)
+    assert seen == [2 * 2 * 4]  # two nodes' links, each identity once
+    assert "crc_flit" not in got.columns and {"replay", "timestamp", "node_id", "gpu", "link"} <= set(got.columns)
+    kept = whole[(whole["node_id"].astype(str) == "n2") & (whole["gpu"] == 1) & whole["link"].isin([0, 3])]
+    assert len(got) == 2 * (10 * 12 + 1)  # both links' every reading in [20:00, 06:00]
+    assert (got["timestamp"].to_numpy() == kept["timestamp"].to_numpy()).all()
+    assert (got["replay"].to_numpy() == kept["replay"].to_numpy()).all()
+    assert got["link"].tolist() == kept["link"].tolist()
+
+
 def test_a_store_written_before_the_catalog_is_read_by_window(tmp_path: Path) -> None:
     root = tmp_path / "old"
     frame = fleet_file(tmp_path / "links.parquet", nodes=1, hours=30)
