@@ -37,14 +37,19 @@ class Spy:
     def __init__(self) -> None:
         self.read: list[tuple[str, int]] = []
         self.opened: list[str] = []
+        self.files: list[str] = []
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        real = pq.ParquetFile
+        real, real_file = pq.ParquetFile, pa.OSFile
         spy = self
+
+        def opened(path: Any, *args: Any, **kwargs: Any) -> Any:  # a part is opened as a local file first
+            spy.files.append(str(path))
+            return real_file(path, *args, **kwargs)
 
         class Watched(real):  # type: ignore[misc,valid-type]
             def __init__(self, source: Any, *args: Any, **kwargs: Any) -> None:
-                spy.opened.append(str(source))
+                spy.opened.append(str(source) if isinstance(source, str | Path) else spy.files[-1])
                 super().__init__(source, *args, **kwargs)
 
             def read_row_groups(self, row_groups: Any, *args: Any, **kwargs: Any) -> pa.Table:
@@ -52,6 +57,7 @@ class Spy:
                 return super().read_row_groups(row_groups, *args, **kwargs)
 
         monkeypatch.setattr(parts.pq, "ParquetFile", Watched)
+        monkeypatch.setattr(parts.pa, "OSFile", opened)
 
 
 @pytest.fixture
