@@ -85,10 +85,10 @@ class NodeSource:
 
     def alert_pass(self, *, alerts: Mapping[tuple[str, str], Alert], at: datetime,
                    ticket_of: Callable[[str, str], str | None], open_storm: int | None,
-                   policy: AlertPolicy | None = None) -> tuple[SweepResult, Pass]:
+                   policy: AlertPolicy | None = None, baseline: bool = False) -> tuple[SweepResult, Pass]:
         """One pass of the watch loop, asked of the service with this bot's window and thresholds."""
         return alert_pass(self.source, self.request(), alerts=alerts, at=at, ticket_of=ticket_of,
-                          open_storm=open_storm, policy=policy)
+                          open_storm=open_storm, policy=policy, baseline=baseline)
 
     def maintenance(self) -> MaintenanceLog:
         """Where the nodes' planned-work windows are kept (the store's, or this run's own)."""

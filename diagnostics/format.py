@@ -178,6 +178,13 @@ def hours(amount: float) -> str:
     return f"{number(amount)} h"
 
 
+def period(seconds: float) -> str:
+    """A loop's period: `90 s`, `5 min`, `1.5 min`, `2 h`."""
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
 def window(span_hours: float, end: datetime | None) -> str:
     """'window 1 h to 2026-03-01 08:00 UTC'; a window with no clock time (a snapshot's) says so."""
     text = f"window {hours(span_hours)}"

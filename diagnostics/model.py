@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -220,6 +220,10 @@ class ComponentFacts(BaseModel):
     hosts: list[str] = Field(default_factory=list,
                              description="In a rack: the hosts whose links the component carries (to drain).")
     switch_host: str | None = Field(default=None, description="In a rack: the host of the switch tray it is on.")
+    recovery: str | None = Field(default=None, description="The driver's own recovery action for its GPU, as read "
+                                                           "(Xid 154, DCGM_FI_DEV_GPU_RECOVERY_ACTION) and where.")
+    recovery_scope: Literal["none", "drain", "gpu", "node"] | None = Field(
+        default=None, description="What that action takes: a plan's reset is never narrower (data/recovery.toml).")
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,7 @@ class RackSlot:
 
     rack: str
     tray: str | None = None
+    role: str | None = None  # what else the host runs for its rack: "nmx-controller" where NMX-Controller runs
 
 
 class RackPlace(BaseModel):
@@ -240,6 +245,13 @@ class RackPlace(BaseModel):
     compute: dict[str, str] = Field(default_factory=dict, description="Compute tray (slot) -> host.")
     switch: dict[str, str] = Field(default_factory=dict, description="Switch tray (slot) -> host.")
     slots_known: bool = Field(default=True, description="False when trays are named by host, slots unknown.")
+    nmx: str | None = Field(default=None, description="Where NMX-Controller runs, as the inventory says (a switch "
+                                                      "tray or a head node); None when it names none.")
+
+    def compute_hosts(self) -> list[str]:
+        """The compute trays' hosts in slot order (trays named by host last)."""
+        return [self.compute[k] for k in sorted(self.compute, key=lambda t: (not t.isdigit(), int(t) if
+                                                                                t.isdigit() else 0, t))]
 
     def host_of(self, tray: str | None) -> str | None:
         return self.compute.get(str(tray)) if tray is not None else None
@@ -308,6 +320,17 @@ class StepEvidence(BaseModel):
         return [self.start + step * (i + 1) for i in range(len(self.step_time_ms))]
 
 
+class GpuId(BaseModel):
+    """Who a GPU of the node is, as its readings say: the board serial a technician reads on the part and the UUID
+    the driver gives it. A part's history follows these from node to node, not the index."""
+
+    model_config = ConfigDict(frozen=True)
+
+    serial: str | None = None
+    uuid: str | None = None
+    read_from: str = Field(description="The readings that named it: `nvidia-smi -q`, `kernel log`, ...")
+
+
 class Diagnosis(BaseModel):
     """What the analysis concludes about one node; everything downstream reads this."""
 
@@ -348,6 +371,8 @@ class Diagnosis(BaseModel):
     rack: RackPlace | None = Field(
         default=None, description="The rack this diagnosis is of (node_id is the rack), or the rack of this tray.")
     tray: str | None = Field(default=None, description="For a rack's host: its tray in `rack`.")
+    gpu_ids: dict[int, GpuId] = Field(
+        default_factory=dict, description="Each GPU's serial and UUID where the node's readings name them, by index.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:

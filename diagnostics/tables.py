@@ -70,7 +70,7 @@ class TableSchema:
                         out[col] = _missing(dtype, n)
                         continue
                     if dtype == UTC_TS:
-                        series = pd.to_datetime(series, utc=True)
+                        series = _utc_times(series)
                     target: Any = dtype
                     series = series.astype(target) if str(series.dtype) != dtype else series
                 out[col] = series  # a Series, so the result shares its data copy-on-write, never by alias
@@ -78,6 +78,15 @@ class TableSchema:
                 out[col] = _missing(dtype, n) if n else template[col].array
         conformed = pd.DataFrame(out, index=frame.index, copy=False)
         return conformed if _default_index(frame) else conformed.reset_index(drop=True)
+
+
+def _utc_times(series: pd.Series) -> pd.Series:
+    """Times as UTC: ISO 8601 strings of any precision side by side (a store's events: whole seconds beside a
+    kernel line's nanoseconds), else whatever pandas reads element by element."""
+    try:
+        return pd.to_datetime(series, utc=True, format="ISO8601")
+    except (ValueError, TypeError):
+        return pd.to_datetime(series, utc=True, format="mixed")
 
 
 def _unfilled(series: pd.Series, dtype: str) -> bool:
@@ -171,6 +180,9 @@ STEP_SAMPLES = TableSchema(
         "step_time_ms": "float64",
         "collective": "category",  # e.g. all_reduce
         "size_bytes": "Int64",
+        "data_type": "category",  # nccl-tests: the element type (float, bfloat16, ...)
+        "redop": "category",  # nccl-tests: the reduction (sum, ...); NA for a collective with none
+        "root": "Int32",  # nccl-tests: the root rank; NA for a collective with none (printed -1 or left empty)
         "collective_time_us": "float64",
         "algbw_gbps": "float64",
         "busbw_gbps": "float64",
@@ -197,6 +209,7 @@ EVENTS = TableSchema(
         "severity": "string",  # "fatal" / "non-fatal" as the line states it (SXid, NVLink5 Xids); else NA
         "nvswitch": "string",  # the NVSwitch an SXid names (index N of nvidia-nvswitchN); its bus id is pci_bus_id
         "gpu_uuid": "string",  # GPU-... the driver's identity line gave for this bus earlier in the same log
+        "gpu_serial": "string",  # the board serial the driver's next line gave for that GPU
         "subcode": "string",  # an NVLink5 Xid's unit and error as the line names them (`NETIR_LINK_EVT`)
     },
     doc={
@@ -206,6 +219,8 @@ EVENTS = TableSchema(
         "prefix gives none",
         "gpu_uuid": "the UUID of the GPU on this bus as the driver's `NVRM: GPU at PCI:<bus>: GPU-<uuid>` line "
         "states it earlier in the same log; NA when no such line precedes the event",
+        "gpu_serial": "the GPU's board serial as the driver's `NVRM: GPU Board Serial Number: ...` line, printed "
+        "right after the identity line, states it; NA when the board reports none ([N/A]) or no such line precedes",
         "subcode": "the first field of an NVLink5 Xid (144-150) line, before its severity: the unit and error "
         "(`NETIR_LINK_EVT`, `RLW_RXPIPE`) that the Xid catalog's decode table is keyed by; NA for other lines",
     },
@@ -233,6 +248,7 @@ GPUS = TableSchema(
         "node_id": "category",
         "gpu": "Int16",
         "uuid": "string",
+        "serial": "string",  # the board serial (nvidia-smi -q 'Serial Number'): what a technician reads on the part
         "pci_bus_id": "string",
         "model": "string",
         "driver_version": "string",

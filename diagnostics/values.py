@@ -176,7 +176,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "count": ("counter", "event"),
     "gpu": ("index", "gpu"), "link": ("index", "link"), "lane": ("index", "lane"), "nvlinks": ("index", "link"),
     "remote_port": ("index", "link"), "code": ("index", "code"), "caused_by": ("index", "code"),
-    "step": ("index", "step"), "size_bytes": ("index", "size_bytes"),
+    "step": ("index", "step"), "size_bytes": ("index", "size_bytes"), "root": ("index", "rank"),
     "speed_gbps": ("gauge", "speed_gbps"), "symbol_ber": ("gauge", "ber"), "effective_ber": ("gauge", "ber"),
     "tx_bytes_per_s": ("gauge", "bytes_per_s"), "rx_bytes_per_s": ("gauge", "bytes_per_s"),
     "gen": ("level", "pcie_gen"), "max_gen": ("level", "pcie_gen"), "width": ("level", "pcie_width"),

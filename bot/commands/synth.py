@@ -19,12 +19,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
             raise InputError(f"--platform takes a rack platform ({', '.join(sorted(all_racks()))}); without it the "
                              "fleet mixes the 8-GPU platforms", field="--platform", value=args.platform)
         truth_path = generate_racks(out=Path(args.out), seed=args.seed, racks=args.racks, hours=args.hours,
-                                    interval_min=args.interval, platform=args.platform, fmt=args.format)
+                                    interval_min=args.interval, platform=args.platform, fmt=args.format,
+                                    life=not args.no_life)
         truth = json.loads(truth_path.read_text(encoding="utf-8"))
         faults = sum(len(r["faults"]) for r in truth["racks"].values())
         print(f"wrote {len(truth['racks'])} {args.platform} racks x {args.hours:g} h ({faults} faults, "
               f"{len(truth['jobs'])} jobs) to {args.out}; rack inventory: {Path(args.out) / 'nodes.csv'}; "
-              f"ground truth: {truth_path}")
+              f"ground truth: {truth_path}{_beside(args)}")
         return 0
     with progress_bar(generate_steps(args.nodes, life=not args.no_life), "synth", unit="step") as progress:
         truth_path = generate(out=Path(args.out), seed=args.seed, nodes=args.nodes, hours=args.hours,
@@ -33,9 +34,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     faults = sum(len(n["faults"]) for n in truth["nodes"].values())
     print(f"wrote {len(truth['nodes'])} nodes x {args.hours:g} h ({faults} faults, {len(truth['jobs'])} jobs) "
-          f"to {args.out}; ground truth: {truth_path}" + ("" if args.no_life else
-                                                           "; restarts, slow failures and repairs in life/"))
+          f"to {args.out}; ground truth: {truth_path}{_beside(args)}")
     return 0
+
+
+def _beside(args: argparse.Namespace) -> str:
+    return "" if args.no_life else "; restarts, slow failures and repairs in life/, a driver-rollout storm in storm/"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,5 +58,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     synth.add_argument("--scrapes", type=int, default=2, metavar="N",
                        help="also write the last hour of N nodes as dcgm-exporter scrapes (default 2)")
     synth.add_argument("--no-life", action="store_true",
-                       help="leave out the life nodes (four days of planned restarts, slow failures and repairs)")
+                       help="leave out what the alert loop is scored on: the life nodes (four days of planned "
+                            "restarts, slow failures and repairs) and the storm (a driver rollout on 40 nodes)")
     synth.set_defaults(func=cmd_synth)

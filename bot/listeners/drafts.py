@@ -21,7 +21,7 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
 from diagnostics import Diagnosis, FabricbotError
-from diagnostics.tickets import evidence_lines
+from diagnostics.tickets import escalate, evidence_lines, hardware_of
 
 from .. import blocks, replies
 from ..drafting import ticket_priority
@@ -30,6 +30,7 @@ from ..posting import post_correlation
 from ..replies import CONTENT_CODES, SLACK_FAILURES, error_code
 from ..services import Services
 from ..work import BUSY, Busy
+from ..workflow.history import part_history
 from ..workflow.states import DraftState
 from .clicks import Click, click
 
@@ -142,6 +143,10 @@ class Drafting:
                 ticket = s.drafter.draft(diagnosis, component=component, graph=s.source.graph(diagnosis))
             except FabricbotError as exc:
                 raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
+            gpu = hardware_of(ticket.identity)
+            if gpu is not None:  # the GPU's earlier tickets, on any node; a repeat offender's escalates
+                ticket = escalate(ticket, part_history(s.tracker, gpu, node_id=diagnosis.node_id, slug=slug),
+                                  platform=diagnosis.platform)
         except Refused as why:
             self.slot.release()
             client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])
@@ -151,9 +156,11 @@ class Drafting:
         draft_id = s.state.save_draft(
             analysis_id=self.target.analysis_id, node_id=diagnosis.node_id, component=component, slug=slug,
             markdown=markdown, priority=ticket_priority(ticket), drafted_by=ticket.drafted_by, channel=at.channel,
-            requested_by=at.user, message_ts=placeholder)
+            requested_by=at.user, message_ts=placeholder, gpu_serial=gpu.serial if gpu else None,
+            gpu_uuid=gpu.uuid if gpu else None)
         s.record("draft", actor=at.user, subject=subject, draft=draft_id, drafted_by=ticket.drafted_by,
-                 priority=ticket_priority(ticket))
+                 priority=ticket_priority(ticket),
+                 **({"repeat_offender": ticket.escalation} if ticket.escalation else {}))
         self.slot.free()
         _, cut = blocks.preview_cut(markdown)
         snippet = blocks.snippet_name(diagnosis.node_id, slug) if cut else None

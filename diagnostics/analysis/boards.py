@@ -28,11 +28,12 @@ class Boards:
         self.topology = by_node(topology)
         self.described: dict[str, Any] = {}
         self.buses: dict[str, dict[str, int]] = {}  # node -> PCI address -> GPU index, from its GPU table
+        self.uuids: dict[str, dict[str, int]] = {}  # node -> GPU UUID -> GPU index, from its GPU table
         for node, rows in by_node(gpus).items():
-            if "pci_bus_id" in rows:
-                known = rows.dropna(subset=["pci_bus_id", "gpu"])
-                self.buses[node] = {str(b).lower(): int(g) for b, g in zip(known["pci_bus_id"], known["gpu"],
-                                                                           strict=True)}
+            for column, index in (("pci_bus_id", self.buses), ("uuid", self.uuids)):
+                if column in rows:
+                    known = rows.dropna(subset=[column, "gpu"])
+                    index[node] = {str(b).lower(): int(g) for b, g in zip(known[column], known["gpu"], strict=True)}
             if "model" not in rows:
                 continue
             models = sorted({str(m) for m in rows["model"].dropna()})

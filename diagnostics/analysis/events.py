@@ -149,19 +149,20 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
 
 def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
                    silent: Mapping[str, Mapping[int, int]] | None = None,
-                   buses: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[Finding]]:
+                   buses: Mapping[str, Mapping[str, int]] | None = None,
+                   uuids: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[Finding]]:
     """Each node's Xid/SXid rules over the window, the fleet's events judged at once (each node's as if alone:
     every key below holds the node). `silent` (node -> GPU -> when its series stopped) keeps an Xid 79 found: a
     GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. `buses`
-    (node -> PCI address -> GPU index, from the node's GPU table) names the GPU of a log line that gives only its
-    address."""
+    and `uuids` (node -> PCI address or UUID -> GPU index, from the node's GPU table) name the GPU of a log line
+    that gives only its address (and the driver's identity line its UUID)."""
     silent = {n: s for n, s in (silent or {}).items() if s}
     if events.empty or "kind" not in events.columns:
         return {}
     judged = events["kind"].isin(JUDGED).to_numpy(bool, na_value=False)  # most nodes log only their fabric state
     if not judged.any():
         return {}
-    events = merge_sources(_indexed(events[judged], buses or {}))
+    events = merge_sources(_indexed(_indexed(events[judged], buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
     node = events["node_id"].astype("string")
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
@@ -194,18 +195,18 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
     return out
 
 
-def _indexed(events: pd.DataFrame, buses: Mapping[str, Mapping[str, int]]) -> pd.DataFrame:
-    """Events with the GPU index filled from their PCI address where their node's GPU table knows it."""
-    if not buses or "pci_bus_id" not in events or not events["gpu"].isna().any():
+def _indexed(events: pd.DataFrame, index: Mapping[str, Mapping[str, int]], column: str) -> pd.DataFrame:
+    """Events with the GPU index filled from their PCI address (or UUID) where their node's GPU table knows it."""
+    if not index or column not in events or not events["gpu"].isna().any():
         return events
     node = events["node_id"].astype("string")
-    bus = events["pci_bus_id"].astype("string").str.lower()
-    unnamed = (events["gpu"].isna() & bus.notna()).to_numpy(bool)
+    named = events[column].astype("string").str.lower()
+    unnamed = (events["gpu"].isna() & named.notna()).to_numpy(bool)
     known = pd.Series(pd.NA, index=events.index, dtype="Int16")
-    for name in sorted(set(node[unnamed].dropna()) & set(buses)):
-        if buses[name]:
+    for name in sorted(set(node[unnamed].dropna()) & set(index)):
+        if index[name]:
             mine = unnamed & (node == name).to_numpy(bool, na_value=False)
-            known[mine] = bus[mine].map(buses[name]).astype("Int16")
+            known[mine] = named[mine].map(index[name]).astype("Int16")
     if not known.notna().any():
         return events
     return events.assign(gpu=events["gpu"].astype("Int16").fillna(known))
@@ -325,10 +326,11 @@ def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataF
     return xid[ns(xid["timestamp"]) >= stopped]
 
 
-def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding | None:
+def software_finding(events: pd.DataFrame, all_inactive: str | None, *, domain: bool = False) -> Finding | None:
     """Fabric Manager or the driver, not a part: all NVLinks inactive at once, or the fabric state (`nvidia-smi -q`
     Fabric section) not Completed or its status not Success (failing); its health summary not Healthy or its
-    bandwidth not Full (a warning: the fabric works, degraded)."""
+    bandwidth not Full (a warning: the fabric works, degraded). `domain`: a rack's host, whose fabric is its NVLink
+    domain's (NMX-Controller, IMEX), not a Fabric Manager of its own."""
     failing: list[str] = []
     warning: list[str] = []
     if not events.empty:
@@ -355,7 +357,7 @@ def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding 
     if not evidence:
         return None
     severity = Severity.FAILING if failing else Severity.WARNING
-    return Finding(ref=ComponentRef.fabric_software(), link_type=LinkType.NVSWITCH, link_id="fabric",
+    return Finding(ref=ComponentRef.fabric_software(domain=domain), link_type=LinkType.NVSWITCH, link_id="fabric",
                    severity=severity, evidence=evidence,
                    crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=severity, unit=fmt.Unit.STATE,
                                      message="; ".join(evidence))])

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..config.ends import default_ends
+from ..config.racks import rack_of
 from ..config.thresholds import (
     GPU_MISSING_RULE,
     LINK_DOWN_RULE,
@@ -51,6 +52,7 @@ from .localize import localize_all
 from .metrics import candidates, link_metrics, records
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
 from .rates import prepare_rows
+from .recovery import recovery_actions, recovery_notes, with_recovery
 from .rows import numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes
@@ -222,7 +224,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
-    judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses)
+    judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids)
+    recoveries = {n: r for n, g in node_events.items()
+                  if (r := recovery_actions(g, start_ns, end_ns, graph_of.buses.get(n)))}
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
@@ -248,7 +252,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
                         if f.gpu == gpu and _off_bus(f) else f for f in mine]
-        software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
+        software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node),
+                                    domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
             mine.insert(0, software)
         if node in view.restarted:  # a reboot's links down are the reboot: said, not judged
@@ -290,11 +295,12 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         job = result.jobs.get(chosen[node]) if node in chosen else None
         if job is not None:
             notes.extend(job.warnings)
+        notes.extend(recovery_notes(recoveries.get(node, {})))
         failing = [f for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
         graph = graph_of(node, describe=full or bool(failing))
         result.graphs[node] = graph
         per_gpu = None if graph is not None else {g: len(s) for g, s in view.nvlinks_seen.get(node, {}).items()}
-        locs = localize_all(mine, graph, per_gpu) if failing else []
+        locs = with_recovery(localize_all(mine, graph, per_gpu), {node: recoveries.get(node, {})}) if failing else []
         result.diagnoses[node] = assemble(
             node, platform=graph_of.platform(node), window_hours=window.total_seconds() / 3600,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
@@ -306,13 +312,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                                      end_ns=end_ns, thresholds=thresholds, history=history)
             result.diagnoses[node] = result.diagnoses[node].model_copy(update={"evidence": evidence})
     for rack_id, rack in sorted(rack_set.items()):
-        rack.warnings.extend(domain_notes(rack, events))
+        split = domain_notes(rack, events)
+        rack.warnings.extend(split)
         job = rack_job(rack, result.jobs, chosen)
         notes_of = {h: result.diagnoses[h].warnings for h in rack.hosts() if h in result.diagnoses}
         result.racks[rack_id], _ = diagnose_rack(
             rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
             thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of), events=events,
-            links=links)
+            links=links, recoveries=recoveries, split=split, restarted=set(view.restarted))
         for host in rack.hosts():
             if host in result.diagnoses:
                 result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host)

@@ -79,6 +79,13 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
         evidence = [why, *dict.fromkeys(e for f in mine for e in f.evidence)]  # the Xid lines, the PCIe history
         out.append(Localization(ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_OFF_BUS, gpu=gpu,
                                 confidence=0.9 if xid else 0.6, **_grade(mine), evidence=evidence))
+    # a log alone names the GPU by its PCI address: the same suspect, known by its bus until an index is given
+    for bus in sorted({f.ref.bus for f in findings if OFF_BUS_RULE in _rules(f) and f.gpu is None and f.ref.bus}):
+        mine = [f for f in findings if f.gpu is None and f.ref.bus == bus and OFF_BUS_RULE in _rules(f)]
+        why = (f"Xid 79 on the GPU at PCI {bus}: it fell off the bus; the GPU's PCIe link (riser, slot) and the GPU "
+               "itself are the suspects (which GPU index it is, `nvidia-smi -q` or the GPU table tells)")
+        out.append(Localization(ref=ComponentRef.of_gpu(None, bus=bus), fault=FaultKind.GPU_OFF_BUS, confidence=0.9,
+                                **_grade(mine), evidence=[why, *dict.fromkeys(e for f in mine for e in f.evidence)]))
     fatal = [f for f in findings if SXID_FATAL_RULE in _rules(f)]
     # a GPU's NVLink landing on the port a fatal SXid stopped is that same link seen from the GPU: not a second part
     stopped = {(f.ref.switch, f.ref.port) for f in fatal if f.ref.port is not None}

@@ -31,6 +31,7 @@ class Part(BaseModel):
     fru: str
     part_number: str | None = None
     source: str = "assumed"
+    carries_gpu: bool = False  # the unit the GPU itself is swapped in: a repeat offender's replacement
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

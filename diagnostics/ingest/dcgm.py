@@ -40,6 +40,7 @@ from .base import IngestResult, IngestWarning, Source
 from .dcgm_frame import build_events, build_gpus, build_link_samples, empty
 from .dcgm_lines import NAT_MS, Batch, line_batches, split
 from .dcgm_map import DcgmMap, load_map
+from .stamps import UNIT_NAMES, Unit, epoch_note
 from .textlines import normalize_bus_id
 
 MAX_LINE_WARNINGS = 50  # per file; the rest are counted in one closing warning
@@ -109,6 +110,7 @@ class _FileState:
     eof: int | None = None
     header: tuple[str, int] | None = None  # the last HELP/TYPE line: (metric, line)
     last_sample: int = 0
+    units: set[Unit] = field(default_factory=set)  # the epoch units its timestamps were in
 
 
 _KIND = {"error": -1, "skip": 0, "link": 1, "xid": 2}
@@ -156,6 +158,8 @@ class DcgmParser:
         if state.sentinels:
             warn(IngestWarning(state.name, None, f"{state.sentinels} samples held DCGM's blank sentinel "
                                                  "(field not supported): read as no value"))
+        if state.units - {"s", "ms"}:  # the exposition format's milliseconds, or OpenMetrics' seconds, go unsaid
+            warn(IngestWarning(state.name, None, epoch_note("timestamps", [u for u in UNIT_NAMES if u in state.units])))
         if state.header is not None and state.header[1] > state.last_sample:
             warn(IngestWarning(state.name, state.header[1], f"metric {state.header[0]} announced but no samples "
                                                             "follow: the input is cut off here"))
@@ -163,6 +167,7 @@ class DcgmParser:
 
     def _batch(self, batch: Batch, base: int, state: _FileState) -> None:
         problems: list[tuple[int, str]] = []
+        state.units |= batch.ts_units
         for pos, text in batch.comments:
             if text.startswith(("# HELP ", "# TYPE ")):
                 state.header = ((text.split(None, 3)[2:3] or [""])[0], base + pos + 1)
@@ -306,7 +311,7 @@ class DcgmParser:
         info = self._labels(key[brace + 1 : -1] if brace >= 0 else "")
         mapping = self.mapping
         resolved = mapping.resolve(name)
-        is_xid = name in mapping.xid_counter or name in mapping.xid_gauge
+        is_xid = name in mapping.xid_counter or name in mapping.xid_gauge or name in mapping.recovery_gauge
         if resolved is None and not is_xid:
             return ("skip",)
         node, gpu, switch, link, labels = info.node, info.gpu, info.switch, info.link, info.labels
@@ -319,6 +324,8 @@ class DcgmParser:
             bus = normalize_bus_id(bus) or bus if bus else None
             if name in mapping.xid_gauge:
                 return ("xid", "gauge", node, gpu, None, bus)
+            if name in mapping.recovery_gauge:
+                return ("xid", "recovery", node, gpu, None, bus)
             code = mapping.label(labels, "xid")
             try:
                 return ("xid", "counter", node, gpu, checked_index(code or "", "code"), bus)

@@ -48,6 +48,7 @@ class DcgmMap:
     saturation: float
     xid_counter: frozenset[str]
     xid_gauge: frozenset[str]
+    recovery_gauge: frozenset[str]
     fields: tuple[Field, ...]
     _memo: dict[str, Resolved | None] = dc_field(default_factory=dict, compare=False, hash=False)
 
@@ -131,5 +132,6 @@ def _load(path: Path) -> DcgmMap:
         saturation=float(data.get("saturation", {}).get("value", 65535)),
         xid_counter=frozenset(xid.get("counter", [])),
         xid_gauge=frozenset(xid.get("last_value_gauge", [])),
+        recovery_gauge=frozenset(xid.get("recovery_action_gauge", [])),
         fields=tuple(fields),
     )

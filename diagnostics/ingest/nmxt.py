@@ -34,6 +34,7 @@ from ..errors import InputError
 from ..values import Refused, describe
 from .base import IngestResult, IngestWarning, Source, Tail
 from .dcgm import SeriesError, parse_labels
+from .stamps import UNIT_NAMES, Unit, epoch_note, epoch_time
 
 FAMILIES: dict[str, str] = {
     "Effective_BER": "effective_ber", "Symbol_BER": "symbol_ber", "Symbol_Errors": "symbol_errors",
@@ -43,7 +44,7 @@ FAMILIES: dict[str, str] = {
 IDENTITY = frozenset({"lid"})  # a family that only says the port is there
 STATES = {"ACT": "up", "DOWN": "down"}  # NMX-T logical_state -> link_state
 PREFIX = "nmx:"
-_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}\s+(\S+)(?:\s+(\d+))?\s*$")
+_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}\s+(\S+)(?:\s+([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))?\s*$")
 _GPU_PORT = re.compile(r"^GPUP(\d+)$")
 _SWITCH = re.compile(r";sw(\d+):[^/]*/U(\d+)\s*$")
 _SNIFF = re.compile(r"^(?:Effective_BER|Symbol_Errors|Link_Down|lid)\{[^\n]*Port_Number=", re.MULTILINE)
@@ -75,17 +76,17 @@ def _value(column: str, raw: str) -> float:
         raise Refused(f"{describe(raw)} is not a value {column} can hold: {why}") from None
 
 
-def _time(stamp: str | None, when: datetime) -> pd.Timestamp:
-    """A sample's time (ms since the epoch), or the reader's time where the sample gives none."""
+def _time(stamp: str | None, when: datetime, units: set[Unit]) -> pd.Timestamp:
+    """A sample's time, or the reader's time where the sample gives none. The exposition format writes
+    milliseconds since the epoch (OpenMetrics seconds); any epoch unit is told by its magnitude (`stamps`) and
+    added to `units`."""
     if not stamp:
         return pd.Timestamp(when)
-    try:
-        found = values.time(pd.Timestamp(int(stamp), unit="ms", tz="UTC"))
-    except (ValueError, OverflowError):  # OutOfBoundsDatetime is a ValueError
-        found = None
+    found = epoch_time(stamp)
     if found is None:
         raise Refused(f"timestamp {describe(stamp)} is no time from 1970 to 2262")
-    return found
+    units.add(found[1])
+    return found[0]
 
 
 class NmxtReader:
@@ -98,6 +99,7 @@ class NmxtReader:
         when = at or datetime.now(UTC)
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         warnings: list[IngestWarning] = []
+        units: set[Unit] = set()
         skipped = 0
         for number, line, ended in source.numbered():
             if not line.strip() or line.startswith("#"):
@@ -116,7 +118,7 @@ class NmxtReader:
             try:
                 labels = parse_labels(body)
                 reading = _value(column, value) if column is not None else None
-                t = _time(stamp, when)
+                t = _time(stamp, when, units)
             except SeriesError as exc:
                 warnings.append(IngestWarning(source.name, number, f"{family}: {exc}"))
                 continue
@@ -141,6 +143,9 @@ class NmxtReader:
                 row[column] = reading
             if labels.get("logical_state") in STATES:
                 row["link_state"] = STATES[labels["logical_state"]]
+        if units - {"ms", "s"}:  # the exposition format's milliseconds, or OpenMetrics' seconds, go unsaid
+            warnings.append(IngestWarning(source.name, None,
+                                          epoch_note("timestamps", [u for u in UNIT_NAMES if u in units])))
         if skipped:
             warnings.append(IngestWarning(source.name, None, f"{skipped} series of ports that are neither a GPU's "
                                           "link nor a switch chip's port (trunks, management): left out"))

@@ -1,5 +1,9 @@
 """`nvidia-smi nvlink` outputs: -e (error counters), -ec (per-lane CRC), -s (speed or `<inactive>`), -R (remote end).
 
+A GPU whose links are all down gets one line instead of its links (`NVML: Unable to retrieve NVLink information
+as all links are inActive`): each of its NVLinks is read as inactive, as many as the other GPUs of the paste list,
+else as many as its model has (the platform files' `nvlinks_per_gpu`).
+
 Several of them pasted together are merged into one row per GPU, link and lane. A single `-e` reading is a
 lifetime total since the counters were last reset: the rows carry no time unless the input states one (a
 `date` line), and a rate needs a second reading. `-R` rows go to the topology table with relation "remote":
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.datafiles import DATA_DIR, read_toml
+from ..config.platforms import platform_data, platform_for_model
 from ..enums import LinkState, LinkType
 from ..errors import ConfigError
 from .base import IngestResult, Source
@@ -30,7 +35,11 @@ _LANE = re.compile(r"^Lane (?P<lane>\d+):?\s*(?P<rest>.*)$")
 _REMOTE = re.compile(r"^Remote Device (?P<dev>\S+?):? Link (?P<port>\d+)$")
 _COUNTER = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 /()-]*?):\s*(?P<value>\S*)$")
 _BARE_VALUE = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|nan|inf\w*)(?:e[-+]?\d+)?$", re.IGNORECASE)
+_UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-", re.IGNORECASE)
 _SWITCH_SENTINEL = re.compile(r"^f{4,8}:ff:ff", re.IGNORECASE)
+# NVML's spelling is `inActive`; health checks match it in lower case, and pastes drop the space after `NVML:`
+_ALL_INACTIVE = re.compile(r"^\s*NVML:\s*Unable to retrieve NVLink information as all links are inactive\.?\s*$",
+                           re.IGNORECASE)
 
 
 @cache
@@ -53,7 +62,8 @@ class NvlinkReader:
         for text in split_lines(head)[:400]:
             if _GPU.match(text) and "UUID" in text:
                 gpus += 1
-            elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _LINKS_OK.match(text):
+            elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _LINKS_OK.match(text) \
+                    or _ALL_INACTIVE.match(text):
                 links += 1
         if not links:
             return 0.0
@@ -67,8 +77,10 @@ class NvlinkReader:
         unknown_labels: set[str] = set()
         remotes: dict[tuple[int, int], str] = {}
         seen_gpus: set[tuple[int, str | None]] = set()
+        all_down: list[tuple[Line, int, str | None, str]] = []  # (NVML's line, GPU, UUID, model)
         gpu: int | None = None
         uuid: str | None = None
+        model = ""
         for line in classify(source, out):
             if skip_shell(line, out):
                 continue
@@ -76,12 +88,16 @@ class NvlinkReader:
                 gpu, uuid = out.checked("index", line.number, header["gpu"], "gpu", "GPU index"), _uuid(header["uuid"])
                 if gpu is None:  # refused: its lines belong to no GPU and are reported as not read
                     continue
+                model = header["name"].strip()
                 if (gpu, uuid) not in seen_gpus:
                     seen_gpus.add((gpu, uuid))
-                    out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=header["name"].strip())
+                    out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=model)
                 continue
             if gpu is None:
                 out.unread(line)
+                continue
+            if _ALL_INACTIVE.match(line.text):
+                all_down.append((line, gpu, uuid, model))
                 continue
             if ok := _LINKS_OK.match(line.text):
                 first = out.checked("index", line.number, ok["first"], "link", f"GPU {gpu} link")
@@ -144,6 +160,7 @@ class NvlinkReader:
                 out.unread(line)
                 continue
             last_line[key] = line.number
+        _all_inactive(out, rows, all_down)
         _check_complete(out, rows, last_line, complete)
         for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
             row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
@@ -158,7 +175,8 @@ def _known_rest(rest: str) -> bool:
 
 
 def _uuid(raw: str | None) -> str | None:
-    return raw.strip() if raw and raw.strip().upper().startswith(("GPU-", "MIG-")) else None
+    """A UUID as the driver writes it; None for an author's elision (`...`, `GPU-xxx`)."""
+    return raw.strip() if raw and _UUID.match(raw.strip()) else None
 
 
 def _row(
@@ -189,6 +207,26 @@ def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[st
             remote_port=out.checked("index", line.number, remote["port"], "link", f"GPU {gpu} link {link} remote port"),
             detail=detail)
     return far if far == "NVSwitch" else f"PCI {far}"
+
+
+def _all_inactive(out: Collector, rows: dict[tuple[int, int, int | None], dict[str, Any]],
+                  all_down: list[tuple[Line, int, str | None, str]]) -> None:
+    """Each NVLink of a GPU NVML reports as all inactive, one row each; how many: see the module's docstring."""
+    listed: dict[int, set[int]] = {}
+    for g, link, _ in rows:
+        listed.setdefault(g, set()).add(link)
+    seen = max((max(links) + 1 for links in listed.values()), default=0)
+    for line, gpu, uuid, model in all_down:
+        platform = platform_for_model(model)
+        count = seen or (int(platform_data(platform)["nvlinks_per_gpu"]) if platform else 0)
+        if not count:
+            out.warn(line.number, f"GPU {gpu}: NVML reports all its NVLinks inactive, but how many links a "
+                                  f"{model or 'GPU of this paste'!r} has is not known (no other GPU lists its "
+                                  "links, no platform file names the model): not read as links")
+            continue
+        for link in range(count):
+            row = _row(rows, out, line, (gpu, uuid, link, None), ("link_state",))
+            row["link_state"] = LinkState.INACTIVE.value
 
 
 def _check_complete(

@@ -41,7 +41,7 @@ class _Matrix:
     extra: list[str]
     header_line: int
     names: dict[str, str]  # header name -> normalized ("mlx5_2" -> "NIC2")
-    rows_seen: set[str] = field(default_factory=set)
+    rows_seen: dict[str, int] = field(default_factory=dict)  # row name -> its line
     out: list[Row] = field(default_factory=list)
     last_line: int = 0
     last_complete: bool = True
@@ -115,8 +115,18 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
     tokens = text.split()
     name, cells = tokens[0], tokens[1:]
     a = m.names[name]
-    m.rows_seen.add(name)
     m.last_line = number
+    if name in m.rows_seen:
+        warnings.append(IngestWarning(where, number, f"row {name} again (its row is line {m.rows_seen[name]}); "
+                                                     "this one is not read"))
+        return
+    if name in m.devices and len(cells) > m.devices.index(name) and cells[m.devices.index(name)] != "X":
+        own = [col for col, cell in zip(m.devices, cells, strict=False) if cell == "X"]
+        warnings.append(IngestWarning(where, number, f"row {name} has no X in its own column"
+                                                     f"{f' (its X is under {own[0]})' if own else ''}; "
+                                                     "the row is not read"))
+        return
+    m.rows_seen[name] = number
     device_cells = cells[: len(m.devices)]
     values = cells[len(m.devices):]
     m.last_complete = len(device_cells) == len(m.devices) and (not a.startswith("GPU") or

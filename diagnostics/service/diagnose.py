@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from .. import format as fmt
 from ..analysis import FleetAnalysis, JobExplanation, analyze_fleet, history_needed, node_tables
 from ..analysis.boards import Boards
+from ..analysis.identity import gpu_identities
 from ..config.thresholds import Thresholds
 from ..enums import Priority
 from ..errors import InputError
@@ -85,6 +86,9 @@ def diagnose(source: Source, request: Request) -> Answer:
                            jobs={node: job} if job else None, history=got.history,
                            expected_gpus=got.expected_gpus, listed=got.listed)
     diagnosis = named(viewed(result.diagnoses[node], got, length, [*notes, *got.warnings]), names, request.node)
+    ids = gpu_identities(rows, node)
+    if ids:  # who its GPUs are: a ticket's part history follows the serial, not the index
+        diagnosis = diagnosis.model_copy(update={"gpu_ids": ids})
     return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None)
 
 

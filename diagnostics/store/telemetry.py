@@ -90,9 +90,12 @@ def rack_slots(nodes: pd.DataFrame) -> dict[str, RackSlot]:
     """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column."""
     if "rack_location" not in nodes.columns:
         return {}
-    trays = nodes["tray"] if "tray" in nodes.columns else pd.Series([None] * len(nodes), index=nodes.index)
-    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None)
-            for n, r, t in zip(nodes["node_id"], nodes["rack_location"], trays, strict=True)
+    none = pd.Series([None] * len(nodes), index=nodes.index)
+    trays = nodes["tray"] if "tray" in nodes.columns else none
+    roles = nodes["role"] if "role" in nodes.columns else none
+    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None,
+                             str(o) if isinstance(o, str) and o else None)
+            for n, r, t, o in zip(nodes["node_id"], nodes["rack_location"], trays, roles, strict=True)
             if isinstance(r, str) and r}
 
 
@@ -181,8 +184,13 @@ class TelemetryStore:
         self._write_rows("events", result["events"])
         self._write_rows("topology", result["topology"])
         gpus = result["gpus"]
-        if len(gpus):
-            self._table("gpus").upsert_all(_records(gpus), pk=("node_id", "gpu"), alter=True)
+        said: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # rows by the columns they give
+        for row in _records(gpus):
+            given = {k: v for k, v in row.items() if v is not None or k in ("node_id", "gpu")}
+            said.setdefault(tuple(sorted(given)), []).append(given)
+        for rows in said.values():  # a file replaces only what it says of a GPU: an inventory's serial stays when a
+            # scrape that names none comes after
+            self._table("gpus").upsert_all(rows, pk=("node_id", "gpu"), alter=True)
         self._note_nodes(summary_nodes(result))
 
     def _write_nodes(self, records: pd.DataFrame) -> None:
@@ -396,16 +404,18 @@ def _placed_on_a_node(result: IngestResult) -> str | None:
     """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names;
     with none or several, nothing is stored and the reason says to pass --node (a store keys everything by node)."""
     named = set(summary_nodes(result))
+    key = {name: "node_ids" if name == "step_samples" else "node_id" for name in result.tables}  # a job's hosts
     unplaced = [name for name, frame in result.tables.items()
-                if len(frame) and "node_id" in frame.columns and frame["node_id"].isna().any()]
+                if len(frame) and key[name] in frame.columns and frame[key[name]].isna().any()]
     if not unplaced:
         return None
     if len(named) == 1:
         node = next(iter(named))
         for name in unplaced:
             frame = result.tables[name]
-            filled = frame["node_id"].astype("string").fillna(node)
-            result.tables[name] = frame.assign(node_id=filled.astype("category"))
+            filled = frame[key[name]].astype("string").fillna(node)
+            result.tables[name] = frame.assign(**{key[name]: filled if name == "step_samples" else
+                                                  filled.astype("category")})
         return None
     which = "names no node" if not named else f"names several nodes ({', '.join(sorted(named)[:4])})"
     return (f"{', '.join(unplaced)} rows without a node and the input {which}: pass --node NODE to say which "

@@ -228,14 +228,20 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
     path = out / "ground_truth.json"
     path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if life:
-        from .life import generate_life  # it builds on this module
-        from .storm import generate_storm
-
-        generate_life(out, seed=seed, end=pd.Timestamp(truth["end"]))
-        advance(progress)
-        generate_storm(out, seed=seed, end=pd.Timestamp(truth["end"]))  # the alert loop's storm, beside the life
-        advance(progress)
+        write_alert_scenarios(out, seed=seed, end=pd.Timestamp(truth["end"]), progress=progress)
     return path
+
+
+def write_alert_scenarios(out: Path, *, seed: int, end: pd.Timestamp, progress: Progress | None = None) -> None:
+    """The life nodes (`synth.life`) in `out/life` and the storm (`synth.storm`) in `out/storm`, ending with the
+    fleet: what `fabricbot eval` scores the alert loop on, beside any fleet."""
+    from .life import generate_life  # they build on this module
+    from .storm import generate_storm
+
+    generate_life(out, seed=seed, end=end)
+    advance(progress)
+    generate_storm(out, seed=seed, end=end)
+    advance(progress)
 
 
 def generate_steps(nodes: int, *, life: bool = False) -> int:

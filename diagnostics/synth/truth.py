@@ -72,7 +72,8 @@ def priority(node: dict[str, Any], job: dict[str, Any] | None, *, end: pd.Timest
 def part_platform(node: dict[str, Any], fault: dict[str, Any]) -> str | None:
     """The platform whose part the repair should name; None where it should name none (the fabric software, or a
     node whose platform is unknown)."""
-    if node["platform"] is None or fault["fault"] in (FaultKind.FABRIC_MANAGER.value, FaultKind.FANOUT.value):
+    if node["platform"] is None or fault["fault"] in (FaultKind.FABRIC_MANAGER.value, FaultKind.FANOUT.value,
+                                                      FaultKind.RACK_INCIDENT.value):
         return None
     return str(node["platform"])
 

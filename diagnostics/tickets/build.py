@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.rules import priority as rule_priority
+from ..config.racks import rack_of
 from ..config.thresholds import load_thresholds
 from ..enums import ComponentKind, Priority, Severity
 from ..errors import InputError
@@ -145,7 +146,10 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         switch_port=candidate.switch_port,
         port_source=candidate.port_source,
         port_find_with=candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None,
-        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu), replacement_part=plan.part,
+        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu,
+                              diagnosis.gpu_ids.get(candidate.gpu) if candidate.gpu is not None else None,
+                              rack=diagnosis.rack is not None or rack_of(diagnosis.platform) is not None),
+        replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note, warnings=plan.warnings, capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis),

@@ -46,6 +46,8 @@ class Candidate(BaseModel):
     cartridge: str | None = None
     hosts: list[str] = Field(default_factory=list)
     switch_host: str | None = None
+    recovery: str | None = None  # the driver's recovery action for its GPU, and what it takes
+    recovery_scope: str | None = None
     findings: list[str] = Field(default_factory=list, description="The unhealthy links this component explains.")
     score: float = Field(ge=0.0, le=1.0, description="Share of the unhealthy links explained, discounted by "
                                                      "how specific the component is.")
@@ -166,9 +168,10 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
 
 
 def _rack_facts(loc: Localization) -> dict[str, Any]:
-    """Where a rack's localized unit sits and which hosts carry its links (none of these off a rack)."""
+    """Where a rack's localized unit sits and which hosts carry its links (none of these off a rack), and the
+    driver's recovery action for its GPU."""
     return {"tray": loc.tray, "switch_tray": loc.switch_tray, "cartridge": loc.cartridge, "hosts": list(loc.hosts),
-            "switch_host": loc.switch_host}
+            "switch_host": loc.switch_host, "recovery": loc.recovery, "recovery_scope": loc.recovery_scope}
 
 
 def _isolated_id(d: Diagnosis, links: list[Candidate], out: dict[str, Candidate]) -> str | None:

@@ -154,7 +154,7 @@ COMMAND_FAULTS: dict[str, tuple[Fault, str]] = {
     "ratelimited": (lambda s: s.faults.rate_limit("chat.postMessage", times=3, retry_after=0),
                     "rate-limiting me right now and still refused after I waited and retried"),
     "missing_scope": (lambda s: s.faults.fail("chat.postMessage", "missing_scope", needed="chat:write"),
-                      "lacks the `chat:write` scope"),
+                      "lacks the `chat:write` scope: an admin must add it (slack/manifest.json lists every scope)"),
     "msg_too_long": (lambda s: s.faults.fail("chat.postMessage", "msg_too_long"), "longer than Slack allows"),
     "invalid_blocks": (lambda s: s.faults.fail("chat.postMessage", "invalid_blocks"),
                        "refused the layout of my answer (`invalid_blocks`)"),
@@ -272,14 +272,24 @@ def test_a_mention_slack_refuses_to_answer_is_said_to_who_asked(code: str, fault
         assert local.slack.errors("chat.postMessage")[-1] == code
 
 
-def test_a_snippet_slack_will_not_let_the_bot_read_names_the_scope() -> None:
+def test_a_snippet_slack_sends_to_its_sign_in_page_is_said_unreadable_naming_the_scope() -> None:
     with local_bot() as local:
         root = summary_for(local, NODE)
         local.slack.faults.scopes = frozenset({"chat:write", "files:write", "usergroups:read"})
         local.injector.snippet(_paste((500, 0, 2500)).replace("```", ""), "nvlink-e.txt", user="UALICE",
                                channel=OPS, thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
-        assert "`files:read` scope" in posted(local.slack, thread=root.ts)[0].shown
+        said = posted(local.slack, thread=root.ts)[0].shown
+        assert said.startswith("I cannot read `nvlink-e.txt`: Slack sent me to its sign-in page") and \
+            "`files:read` scope" in said
+        assert local.slack.errors("url_private") == ["sign_in"]  # answered with a 302, as Slack does
+        # a proxy that follows the redirect hands over the sign-in page itself (HTTP 200, HTML): not read either
+        ts, file = local.slack.user_file("nvlink-e.txt", b"GPU 0: x\n", OPS, "UALICE", root.ts)
+        page = {**file, "url_private": f"{local.slack.base_url}/signin", "url_private_download": None}
+        local.injector.event({"type": "message", "subtype": "file_share", "user": "UALICE", "text": "", "ts": ts,
+                              "channel": OPS, "thread_ts": root.ts, "files": [page]})
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) == 2)
+        assert posted(local.slack, thread=root.ts)[1].shown == said
 
 
 # -- escaping -----------------------------------------------------------------------------------------------------

@@ -153,6 +153,8 @@ def check_numbers(result: IngestResult, text: str | None, problems: Problems, *,
             if column not in frame.columns:
                 continue
             values = _numbers(frame, column)
+            if (table, column) == ("link_samples", "link") and text is not None:
+                values = values[~_counted_links(frame, text)]
             present = values[~np.isnan(values)] if values.dtype.kind == "f" else values
             for value in present[:2000]:
                 where = f"{table}.{column} = {value!r}"
@@ -166,6 +168,14 @@ def check_numbers(result: IngestResult, text: str | None, problems: Problems, *,
                     continue
                 elif not _held(float(value), tokens, scales or (1.0,)) and (scales is not None or value > MAX_GEN):
                     problems.add("not in the input", where)  # a generation may be derived from a lane rate
+
+
+def _counted_links(frame: pd.DataFrame, text: str) -> np.ndarray:
+    """Rows read from NVML's `all links are inActive` line: their link indexes count that GPU's links (as the
+    paste's other GPUs list them, or as its model has), numbers the line does not spell."""
+    lines = text.split("\n")  # as the readers number lines: a vertical tab or form feed splits none
+    return np.array([(n := _line_of(s)) is not None and 0 < n <= len(lines)
+                     and "all links are inactive" in lines[n - 1].lower() for s in frame["source"]], dtype=bool)
 
 
 def read_and_check(data: bytes, name: str, problems: Problems, fmt: str | None = None) -> Outcome | None:

@@ -244,3 +244,49 @@ def test_a_tray_is_answered_and_ticketed_as_its_rack(racks: tuple[Path, str], tm
     assert parts == ["gb200-nvl72-switch-tray"] * 2
     posted, _ = _posted(store, tray)
     assert posted["isolated_component"] == "Switch tray 1"
+
+
+IMEX_DOWN = """\
+$ nvidia-imex-ctl -N -H
+5/12/2025 06:08:10.580
+Nodes:
+Node #0   - 10.0.2.1 (rack-02-c01)    - READY                - Version: 570.172
+Node #1   - 10.0.2.9 (rack-02-c09)    - UNAVAILABLE          - Version: 570.172
+
+Domain State: DEGRADED
+"""
+
+
+def test_the_rack_as_the_unit_is_one_answer_and_one_ticket_through_each_door(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """rack-01: GPUs off the bus on half its trays at once; rack-02: IMEX down as `nvidia-imex-ctl -N -H` pasted on
+    one of its trays says. Asked of the rack and of a tray, through `analyze --store`, `ticket` and `/fabric`: one
+    suspect for the rack, one part (none), the same action."""
+    folder = tmp_path / "nvl72"
+    truth = json.loads(generate_racks(out=folder, seed=6, racks=2, hours=6,
+                                      scenarios=["rack_incident", "healthy_rack"]).read_text())
+    end = pd.Timestamp(truth["end"])
+    paste = tmp_path / "imex.txt"
+    paste.write_text(IMEX_DOWN.replace("5/12/2025 06:08:10.580", f"{end:%-m/%-d/%Y %H:%M:%S}.000"))
+    store = tmp_path / "store"
+    assert main(["ingest", str(folder), "--store", str(store)]) == 0
+    assert main(["ingest", str(paste), "--store", str(store), "--node", "rack-02-c01"]) == 0
+    tray = f"rack-01-c{truth['racks']['rack-01']['faults'][0]['trays'][0]:02d}"
+    for rack, host, kind, component in (("rack-01", tray, "rack-incident", "The rack's NVLink domain"),
+                                        ("rack-02", "rack-02-c05", "fabric-manager",
+                                         "NVLink domain fabric software (NMX-Controller, IMEX)")):
+        capsys.readouterr()
+        assert main(["analyze", "--store", str(store), "--rack", rack, "--json"]) == 0
+        whole = json.loads(capsys.readouterr().out)
+        assert whole["isolated_component"] == component and len(whole["localizations"]) == 1
+        assert whole["localizations"][0]["fault"] == kind and len(whole["localizations"][0]["hosts"]) == 18
+        tickets = []
+        for target in (rack, host):
+            assert main(["ticket", target, "--store", str(store), "--json", "--rules"]) == 0
+            tickets.append(json.loads(capsys.readouterr().out))
+        assert [t["component"] for t in tickets] == [component] * 2
+        assert [t["replacement_part"] for t in tickets] == [None, None]
+        assert tickets[0]["isolation_steps"][0]["text"] == tickets[1]["isolation_steps"][0]["text"]
+        posted, _ = _posted(store, host)
+        assert posted["isolated_component"] == component
+        assert posted["repair_action"] == whole["repair_action"]
