@@ -213,7 +213,7 @@ class ScanStats:
 def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None, end_ns: int | None, *,
                order: Sequence[str], keep: Collection[str] = (), skip: Collection[str] = (),
                workers: int = 2, exact: bool = True, columns: Collection[str] | None = None,
-               select: Callable[[pa.Table], np.ndarray] | None = None) -> tuple[Rows, ScanStats]:
+               select: Selection | None = None) -> tuple[Rows, ScanStats]:
     """The parts' rows with timestamps in (start, end] (every row without bounds), key by key as the parts come,
     each key's rows ordered by `order` then time; only the columns some part fills (and `keep`), less `skip`.
 
@@ -223,8 +223,8 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     each file's chosen row groups directly is about twice as fast as a pyarrow dataset scan with the same
     pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves. `exact=False`
     keeps the whole of a row group that crosses the window's start (a reader that bounds its own rows, as the
-    analysis engine does, is spared the filter). `columns` reads only those (of the others); `select` (the rows
-    read, all parts at once -> which to keep) keeps only some rows, before they are ordered."""
+    analysis engine does, is spared the filter). `columns` reads only those (of the others); `select` keeps only
+    the rows whose values of its columns it chooses, before they are ordered."""
     target = arrow_schema(schema)
     filled = frozenset().union(*(p.columns for p in parts))
     out = pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip
@@ -233,7 +233,7 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     for part in parts:
         by_key.setdefault(part.key, []).append(part)
 
-    def one(group: list[Part]) -> tuple[pa.Table | None, np.ndarray | None, ScanStats]:
+    def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
         stats, tables = ScanStats(), []
         for part in group:
             chosen = [i for i, (lo, hi, _) in enumerate(part.groups) if _overlaps(lo, hi, start_ns, end_ns)]
@@ -256,7 +256,9 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
             return None, None, stats
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         stats.rows = table.num_rows
-        return table, None if select is not None else _ordered(table, order), stats
+        if select is not None:  # each key's distinct values here, where the workers share the work
+            return table, distinct_rows(table, [c for c in select.columns if c in table.column_names]), stats
+        return table, _ordered(table, order), stats
 
     if workers > 1 and len(by_key) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -268,7 +270,7 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
         stats.add(s)
     tables = [(t, o) for t, o, _ in done if t is not None]
     if select is not None and tables:
-        tables = _selected([t for t, _ in tables], select, order)
+        tables = _selected(tables, select, order)
         stats.rows = sum(t.num_rows for t, _ in tables)
     if not tables:
         return Rows(out.empty_table()), stats
@@ -280,13 +282,26 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     return Rows(pa.concat_tables([t for t, _ in tables]), positions), stats
 
 
-def _selected(tables: list[pa.Table], select: Callable[[pa.Table], np.ndarray],
+@dataclass(frozen=True)
+class Selection:
+    """Rows chosen by their values of some columns: `keep` is handed each distinct combination of them once (all
+    keys' together, as a table) and says which to keep."""
+
+    columns: Sequence[str]
+    keep: Callable[[pa.Table], np.ndarray]
+
+
+def _selected(tables: list[tuple[pa.Table, Any]], select: Selection,
               order: Sequence[str]) -> list[tuple[pa.Table, np.ndarray | None]]:
-    """Each key's rows that `select` keeps (asked once, of all keys' rows), each key's ordered."""
-    keep = select(pa.concat_tables(tables))
+    """Each key's rows whose values `select` keeps (asked once, of every key's distinct values), each key's
+    ordered."""
+    distinct = [table.select([c for c in select.columns if c in table.column_names]).take(first)
+                for table, (first, _) in tables]
+    keep = np.asarray(select.keep(pa.concat_tables(distinct, promote_options="default")), dtype=bool)
     out = []
-    for table, lo in zip(tables, np.cumsum([0] + [t.num_rows for t in tables[:-1]]), strict=True):
-        mine = keep[lo:lo + table.num_rows]
+    for (table, (first, combination)), lo in zip(tables, np.cumsum([0] + [len(d) for d in distinct[:-1]]),
+                                                 strict=True):
+        mine = keep[lo:lo + len(first)][combination]
         if mine.any():
             chosen = table.filter(pa.array(mine))
             out.append((chosen, _ordered(chosen, order)))
@@ -362,11 +377,13 @@ def _ordered(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
 
 def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The first row of each distinct combination of the columns' values (NA a value of its own), and each row's
-    combination (a position in the first): the columns packed into as few integers as fit, then hashed."""
+    combination (a position in the first): each column's values as small codes, packed into as few integers as
+    fit, then hashed."""
     packs: list[np.ndarray] = []
     packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
     for name in names:
-        codes, bits = _rank_codes(name, table.column(name))
+        codes = _value_codes(table.column(name))
+        bits = max(int(codes.max()).bit_length(), 1) if len(codes) else 1
         if used and used + bits > 62:
             packs.append(packed)
             packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
@@ -380,6 +397,30 @@ def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np
     first = np.zeros(int(combination.max()) + 1 if len(combination) else 0, dtype=np.int64)
     first[combination[::-1]] = np.arange(len(combination) - 1, -1, -1)  # the earliest row of each wins
     return first, combination
+
+
+def _value_codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Per row, a small code of its value, equal for equal values, 0 for NA (in no order): a dictionary column's
+    index into its chunks' dictionaries unified, an integer's offset from the smallest (its order of first sight
+    where the range is too wide to pack)."""
+    if pa.types.is_dictionary(column.type):
+        chunks = [c for c in column.chunks if len(c)]
+        if not chunks:
+            return np.zeros(len(column), dtype=np.int64)
+        unified = pa.chunked_array(chunks, type=column.type).unify_dictionaries()
+        indices = pa.chunked_array([c.indices for c in unified.chunks], type=column.type.index_type)
+        return np.asarray(pc.fill_null(indices, -1).to_numpy(), dtype=np.int64) + 1
+    if not (pa.types.is_integer(column.type) or pa.types.is_boolean(column.type)):
+        return _rank_codes("", column)[0]
+    none = np.iinfo(np.int64).min
+    values = np.asarray(pc.fill_null(column.cast(pa.int64()), none).to_numpy(), dtype=np.int64)
+    known = values != none
+    if not known.any():
+        return np.zeros(len(values), dtype=np.int64)
+    low, high = int(values[known].min()), int(values[known].max())
+    if high - low >= 1 << 40:  # too wide to pack: the values' order of first sight instead
+        return np.where(known, pd.factorize(values)[0] + 1, 0)
+    return np.where(known, values - low + 1, 0)
 
 
 _BITS = {"node_id": 20, "gpu": 12, "link_type": 4, "link": 12, "lane": 8}

@@ -37,7 +37,7 @@ from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
-from .parts import PART_TABLES, Rows, ScanStats, distinct_rows, read_parts, write_part
+from .parts import PART_TABLES, Rows, ScanStats, Selection, read_parts, write_part
 from .sources import At, FileOutcome, IngestReport, read_sources
 
 DB_NAME = "fabricbot.db"
@@ -336,14 +336,12 @@ class TelemetryStore:
         parts = self._catalog.parts("link_samples", sorted({str(n) for n in nodes}), start_ns, end_ns)
         wanted = None if columns is None else {*columns, *LINK_IDENTITY, "timestamp"}
 
-        def rows(table: pa.Table) -> np.ndarray:
+        def keep(identities: pa.Table) -> np.ndarray:
             assert select is not None
-            names = [c for c in LINK_IDENTITY if c in table.column_names]
-            first, combination = distinct_rows(table, names)
-            return np.asarray(select(Rows(table.select(names).take(first)).frame()), dtype=bool)[combination]
+            return np.asarray(select(Rows(identities).frame()), dtype=bool)
 
         got, _ = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS, skip=PROVENANCE,
-                            columns=wanted, select=None if select is None else rows)
+                            columns=wanted, select=None if select is None else Selection(LINK_IDENTITY, keep))
         return got.frame()
 
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
