@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from diagnostics import FabricbotError
+from diagnostics import format as fmt
 from diagnostics.ingest import NodeAlert, node_alerts
 from diagnostics.store import AlertmanagerBook, AlertMessage
 
@@ -105,7 +106,7 @@ def _title(alert: NodeAlert) -> str:
 
 
 def _resolved(alert: NodeAlert, message: AlertMessage) -> str:
-    since = f" (firing since {message.opened_at:%Y-%m-%d %H:%M} UTC)"
+    since = f" (firing since {fmt.when(alert.starts_at or message.opened_at)})"
     return blocks.clip(f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} on `{esc(alert.node_id)}`"
                        f"{since}: {esc(alert.summary)}", blocks.MAX_TEXT)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -57,9 +58,11 @@ class AlertLoop:
     """Sweeps and posts every `every_s` seconds on its own thread; `run_once` is one pass (tests call it)."""
 
     def __init__(self, services: Services, client: WebClient, *, channel: str, every_s: float,
-                 oncall: str | None = None, policy: AlertPolicy | None = None) -> None:
+                 oncall: str | None = None, policy: AlertPolicy | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         self.services, self.client, self.channel, self.every_s = services, client, channel, every_s
         self.oncall = oncall
+        self.clock = clock or services.clock  # a pass's time: when its alerts say they were seen
         self.policy = policy or load_alerts()
         self.book = services.alerts
         self._stop = threading.Event()
@@ -85,7 +88,7 @@ class AlertLoop:
     # -- one pass ------------------------------------------------------------------------------------------------
     def run_once(self) -> Pass:
         source = self.services.source
-        at = self.services.clock()
+        at = self.clock()
         waiting = self.book.waiting_storm()
         first = self.book.watch_began() is None
         swept, done = source.alert_pass(alerts=self.book.active(), at=at, ticket_of=self._ticket,
@@ -116,7 +119,8 @@ class AlertLoop:
         self.book.save([d.alert for d in decisions], done.failing, at)
         for d in decisions:
             if d.step not in (Step.HELD, Step.KNOWN):
-                self._tell(d, diagnoses.get(d.alert.node_id), at)
+                shown = d.part.seen_on if d.part is not None and d.part.seen_on else d.alert.node_id
+                self._tell(d, diagnoses.get(shown), at)
         done.decisions = decisions
         return done
 
@@ -171,7 +175,7 @@ class AlertLoop:
     def _post(self, diagnosis: Diagnosis, text: str) -> str:
         """The alert's message: the status line over the node's summary and buttons; the pictures in its thread."""
         services = self.services
-        analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+        analysis_id = services.state.save_analysis(diagnosis, self.clock().isoformat(timespec="seconds"))
         with services.posted.posting(self.channel):
             posted = self.client.chat_postMessage(channel=self.channel, text=blocks.clip(text, blocks.MAX_TEXT),
                                                   blocks=self._blocks(diagnosis, analysis_id, text))
@@ -186,7 +190,7 @@ class AlertLoop:
         assert alert.channel is not None and alert.ts is not None
         services = self.services
         if diagnosis is not None:
-            analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+            analysis_id = services.state.save_analysis(diagnosis, self.clock().isoformat(timespec="seconds"))
             services.posted.remember(alert.channel, alert.ts, analysis_id)
         else:
             known = services.posted.analysis_of(alert.channel, alert.ts, wait_s=0)

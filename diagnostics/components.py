@@ -39,6 +39,11 @@ def switch_name(label: object) -> str:
     return f"NVSwitch {named[1] if named else text}"
 
 
+def switch_label(name: str) -> str:
+    """The label an NVSwitch's name carries ("NVSwitch 1" -> "1"): what a table's `nvswitch` column holds."""
+    return name.removeprefix("NVSwitch ")
+
+
 def is_switch(name: str | None) -> bool:
     """Whether a peer name is a switch: an NVSwitch of a board, or a chip of a rack's switch tray."""
     return bool(name) and (str(name).startswith("NVSwitch") or _RACK_CHIP.match(str(name)) is not None)

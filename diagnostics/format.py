@@ -1,6 +1,6 @@
 """Every value's unit and text, in one place: the CLI, Block Kit, Markdown tickets and the picture all format here.
 
-A metric's unit is decided once (`unit_of`): counters are rates per hour, `width_lost` is lanes,
+A metric's name and unit are the metric table's (`metrics`): counters are rates per hour, `width_lost` is lanes,
 `gen_lost_under_load` generations, the Blackwell bit-error ratios are ratios, a lone reading is a total since reset.
 """
 
@@ -9,93 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from enum import StrEnum
 
 import pandas as pd
 
-from .enums import LinkType
+from .metrics import SUMS, Unit, label, unit_of
 from .times import clockless
-
-
-class Unit(StrEnum):
-    """The unit of every value a rule judges and an answer shows (one formatter, `value`, writes each)."""
-
-    PER_HOUR = "/h"
-    LANES = "lanes"
-    GENERATIONS = "generations"
-    RATIO = "ratio"
-    EVENTS = "events"
-    GPUS = "GPUs"
-    LINKS = "links"
-    TOTAL = "since reset"
-    STATE = ""  # a link state or the fabric's: no quantity
-
-
-# Readings that are levels, not counts: judged on the last reading in the window.
-LEVEL_UNITS: dict[str, Unit] = {
-    "width_lost": Unit.LANES,
-    "lanes_in_error": Unit.LANES,
-    "gen_lost_under_load": Unit.GENERATIONS,
-    "effective_ber": Unit.RATIO,
-    "symbol_ber": Unit.RATIO,
-}
-
-# What people call each metric.
-LABELS: dict[str, str] = {
-    "replay": "replays",
-    "crc": "CRC errors",
-    "crc_flit": "CRC flit errors",
-    "crc_data": "CRC data errors",
-    "recovery": "recoveries",
-    "replay_rollovers": "replay rollovers",
-    "tx_discards": "TX discards",
-    "symbol_errors": "symbol errors",
-    "effective_errors": "effective errors",
-    "recovery_successful": "successful recoveries",
-    "recovery_failed": "failed recoveries",
-    "width_lost": "lanes lost",
-    "lanes_in_error": "lanes in error",
-    "rx_err": "receiver errors",
-    "bad_tlp": "bad TLPs",
-    "bad_dllp": "bad DLLPs",
-    "replay_timeout": "replay timer timeouts",
-    "aer_rollover": "replay-number rollovers",
-    "gen_lost_under_load": "generations lost under load",
-    "effective_ber": "effective BER",
-    "symbol_ber": "symbol BER",
-    "xid": "Xids",
-    "sxid": "SXids",
-}
-
-# Counters that exist on some link types only: on another they are not read, whatever a table holds. The NVLink5
-# counters are a GPU's and, on an NVLink5 switch tray, its ports' (NMX-T reads both ends of every link).
-_NVLINK5 = frozenset({LinkType.NVLINK, LinkType.NVSWITCH})
-ONLY_ON: dict[str, frozenset[LinkType]] = {
-    "replay_rollovers": frozenset({LinkType.PCIE}),
-    "symbol_errors": _NVLINK5,
-    "effective_errors": _NVLINK5,
-    "recovery_successful": _NVLINK5,
-    "recovery_failed": _NVLINK5,
-    "effective_ber": _NVLINK5,
-    "symbol_ber": _NVLINK5,
-    "width_lost": frozenset({LinkType.PCIE}),
-    "lanes_in_error": frozenset({LinkType.PCIE}),
-    "gen_lost_under_load": frozenset({LinkType.PCIE}),
-}
-
-
-def applies(metric: str, link_type: str) -> bool:
-    """Whether a metric exists on this link type (a PCIe rollover count is no NVLink figure)."""
-    only = ONLY_ON.get(metric)
-    return only is None or link_type in only
-
-
-def unit_of(metric: str) -> Unit:
-    return LEVEL_UNITS.get(metric, Unit.PER_HOUR)
-
-
-def label(metric: str) -> str:
-    return LABELS.get(metric, metric.replace("_", " "))
 
 
 def number(value: float, *, compact: bool = False) -> str:
@@ -147,7 +65,7 @@ def metrics(values: Mapping[str, float], *, compact: bool = False, skip_zero: bo
 
 def totals(values: Mapping[str, float]) -> str:
     """Lifetime totals of a lone reading: 'replays 8,900, CRC errors 45,120 since reset' (CRC as one sum)."""
-    parts = ("crc_flit", "crc_data") if "crc" in values else ()
+    parts = SUMS["crc"] if "crc" in values else ()
     shown = [f"{label(k)} {number(v)}" for k, v in values.items() if v and k not in parts]
     return (", ".join(shown) + " since reset") if shown else "no errors since reset"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -314,10 +314,20 @@ class StepEvidence(BaseModel):
     links: list[LinkSeries] = Field(default_factory=list)
     explained: bool = Field(default=False, description="Whether the links shown explain the slowdown.")
 
-    def bucket_ends(self) -> list[datetime]:
-        """Each bucket's end: the time its values are read at."""
-        step = timedelta(minutes=self.bucket_minutes)
-        return [self.start + step * (i + 1) for i in range(len(self.step_time_ms))]
+
+
+# A rack's parts that no compute tray holds, by kind and by fault: a switch chip, switch tray or cable cartridge, a
+# switch port, the NVLink domain or its fabric software as one, a rack incident. A ticket for one is the rack's,
+# however many trays' links run through it.
+RACK_KINDS = frozenset({ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE,
+                        ComponentKind.NVLINK_DOMAIN, ComponentKind.FABRIC_SOFTWARE})
+RACK_FAULTS = frozenset({FaultKind.SWITCH_PORT, FaultKind.NVSWITCH_FATAL, FaultKind.SWITCH_TRAY, FaultKind.CARTRIDGE,
+                         FaultKind.FANOUT, FaultKind.RACK_INCIDENT})
+
+
+def outside_trays(ref: ComponentRef, fault: FaultKind | None = None) -> bool:
+    """Whether a rack's part lies outside every compute tray (see RACK_KINDS)."""
+    return ref.kind in RACK_KINDS or fault in RACK_FAULTS
 
 
 class GpuId(BaseModel):
@@ -394,6 +404,37 @@ class Diagnosis(BaseModel):
         names = {link for loc in self.localizations or ([self.localization] if self.localization else [])
                  if loc.ref.slug == slug for link in loc.links}
         return sorted({slug} | {f.ref.slug for f in self.findings if f.component in names})
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ticket_owner(self) -> str:
+        """Whom the isolated part's ticket is filed on (`owner_of`)."""
+        return self.owner_of()
+
+    def owner_of(self, slug: str | None = None) -> str:
+        """Whom a ticket for the part `slug` (default: the isolated part) is filed on, and alerted and listed under:
+        off a rack, the node; in a rack, a part outside every compute tray is the rack's (one ticket however many
+        trays see it), a part inside one is that tray's host's. The one decision every door takes it from."""
+        place = self.rack
+        if place is None:
+            return self.node_id
+        ref, fault = self._part(slug)
+        if ref is None:
+            return self.node_id
+        if outside_trays(ref, fault):
+            return place.rack_id
+        return place.host_of(ref.tray) or self.node_id
+
+    def _part(self, slug: str | None) -> tuple[ComponentRef | None, FaultKind | None]:
+        """The reference and fault of the part `slug` names (a localization, else a finding's link), or of the
+        isolated part."""
+        locs = [*([self.localization] if self.localization else []), *self.localizations]
+        loc = locs[0] if slug is None and locs else next((x for x in locs if x.ref.slug == slug), None)
+        if loc is not None:
+            return loc.ref, loc.fault
+        found = next((f for f in self.findings if (f.ref.slug == slug if slug is not None
+                                                   else f.component == self.isolated_component)), None)
+        return (found.ref, None) if found is not None else (None, None)
 
     def seed_view(self) -> dict[str, Any]:
         """The five keys of the seed examples' expected output."""

@@ -5,6 +5,7 @@ Defined once here: ingest readers conform their output to these schemas, analysi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -12,31 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-# Cumulative counters a link sample may carry. A single reading is a total since reset, never a rate.
-COUNTERS: tuple[str, ...] = (
-    "crc_flit",
-    "crc_data",
-    "replay",
-    "recovery",
-    "tx_discards",
-    "replay_rollovers",  # PCIe: each rollover is a link retrain, never added to `replay`
-    "symbol_errors",  # Blackwell
-    "effective_errors",  # Blackwell
-    "recovery_successful",  # Blackwell
-    "recovery_failed",  # Blackwell
-)
-
-# Host-side PCIe AER counters (sysfs aer_dev_* totals and the link-level correctable kinds). Cumulative like COUNTERS.
-AER_COUNTERS: tuple[str, ...] = (
-    "aer_correctable",  # TOTAL_ERR_COR
-    "aer_nonfatal",  # TOTAL_ERR_NONFATAL
-    "aer_fatal",  # TOTAL_ERR_FATAL
-    "bad_tlp",  # correctable BadTLP: the receiver dropped a TLP, the sender replays it
-    "bad_dllp",  # correctable BadDLLP: seen by the receiver
-    "rx_err",  # correctable Receiver Error (physical layer): seen by the receiver
-    "replay_timeout",  # correctable Replay Timer Timeout: counted by the transmitter that had to replay
-    "aer_rollover",  # correctable REPLAY_NUM Rollover: counted by the transmitter (it retrains the link)
-)
+from .metrics import AER_COUNTERS, COUNTERS  # the link samples' counter columns, from the one metric table
 
 UTC_TS = "datetime64[ns, UTC]"
 
@@ -268,4 +245,18 @@ def job_nodes(steps: pd.DataFrame) -> list[str]:
     names: set[str] = set()
     for value in steps["node_ids"].dropna().astype(str):
         names.update(n.strip() for n in value.split(",") if n.strip())
+    return sorted(names)
+
+
+def nodes_named(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """Every node the tables name: each table's `node_id` and the nodes the step samples list. What a store notes
+    of an ingest and a source in memory lists alike."""
+    names: set[str] = set()
+    for name, frame in tables.items():
+        if frame is None:
+            continue
+        if "node_id" in frame.columns:
+            names.update(str(n) for n in frame["node_id"].dropna().unique())
+        elif name == "step_samples" and "node_ids" in frame.columns:
+            names.update(job_nodes(frame))
     return sorted(names)

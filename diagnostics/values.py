@@ -21,7 +21,7 @@ import pandas as pd
 
 from .config.datafiles import DATA_DIR, read_toml
 from .errors import ConfigError
-from .tables import AER_COUNTERS, COUNTERS
+from .metrics import AER_COUNTERS, COUNTERS
 
 LIMITS_FILE = DATA_DIR / "limits.toml"
 ENV_FILE = "FABRICBOT_LIMITS"

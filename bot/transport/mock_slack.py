@@ -136,8 +136,9 @@ class MockSlack:
         with self._cond:
             return [c for c in self.calls if c.method == method]
 
-    def wait_for(self, predicate: Callable[[MockSlack], bool], timeout: float = 10.0) -> bool:
-        """Block until `predicate(self)` holds (re-checked after every call the mock receives)."""
+    def wait_for(self, predicate: Callable[[MockSlack], bool], timeout: float = 120.0) -> bool:
+        """Block until `predicate(self)` holds (re-checked after every call the mock receives); the limit only
+        catches what never comes, so it is long enough for a busy machine."""
         with self._cond:
             return self._cond.wait_for(lambda: predicate(self), timeout=timeout)
 

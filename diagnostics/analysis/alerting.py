@@ -41,6 +41,7 @@ class FailingPart:
     priority: Priority
     why: str
     signatures: tuple[str, ...] = ()
+    seen_on: str | None = None  # the node whose diagnosis shows it (a tray's, for its rack's part): what is posted
 
     @property
     def key(self) -> tuple[str, str]:
@@ -104,8 +105,10 @@ def version_facts(windows: Iterable[Mapping[str, pd.DataFrame]]) -> dict[str, di
 
 def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[str, str]] | None = None
                   ) -> list[FailingPart]:
-    """Every part failing in the fleet's diagnoses (a failing or down localization), planned work left out."""
-    out: list[FailingPart] = []
+    """Every part failing in the fleet's diagnoses (a failing or down localization), planned work left out, each
+    once under its ticket's owner (a rack's switch tray that nine trays see is one part of the rack), as the worst
+    of the diagnoses that show it."""
+    out: dict[tuple[str, str], FailingPart] = {}
     for d in diagnoses:
         if d.maintenance or not d.fault_detected:
             continue
@@ -113,9 +116,11 @@ def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[st
         for loc in d.localizations:
             if loc.severity not in (Severity.FAILING, Severity.DOWN):
                 continue
-            out.append(FailingPart(d.node_id, loc.ref.slug, loc.ref.name, loc.severity, d.ticket_priority,
-                                   loc.evidence[0] if loc.evidence else d.repair_action, signatures))
-    return sorted(out, key=lambda p: p.key)
+            part = FailingPart(d.owner_of(loc.ref.slug), loc.ref.slug, loc.ref.name, loc.severity, d.ticket_priority,
+                               loc.evidence[0] if loc.evidence else d.repair_action, signatures, d.node_id)
+            if part.key not in out or part.rank > out[part.key].rank:
+                out[part.key] = part
+    return sorted(out.values(), key=lambda p: p.key)
 
 
 class Step(StrEnum):

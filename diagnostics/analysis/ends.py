@@ -15,6 +15,7 @@ import pandas as pd
 from .. import format as fmt
 from ..config.ends import EndsPolicy
 from ..enums import LinkEnd, LinkType
+from ..metrics import SUMS
 from ..model import Finding
 
 _OTHER = {LinkEnd.GPU: LinkEnd.UPSTREAM, LinkEnd.UPSTREAM: LinkEnd.GPU}
@@ -138,7 +139,7 @@ def pcie_end(views: Mapping[LinkEnd, EndView], gpu: int) -> tuple[LinkEnd | None
 def _counts(f: Finding, counters: list[str]) -> list[str]:
     """The counters among `counters` over one of the finding's rules (CRC rules sum the flit and data counts)."""
     return sorted({c.counter for c in f.crossed
-                   if c.counter in counters or (c.counter == "crc" and {"crc_flit", "crc_data"} & set(counters))})
+                   if c.counter in counters or set(SUMS.get(c.counter, ())) & set(counters)})
 
 
 def nvlink_ends(findings: list[Finding], policy: EndsPolicy) -> list[Finding]:

@@ -33,6 +33,7 @@ from ..config.thresholds import (
 from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
+from ..topology import NodeGraph
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
@@ -52,7 +53,7 @@ from .localize import localize_all
 from .metrics import candidates, link_metrics, records
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
 from .rates import prepare_rows
-from .recovery import recovery_actions, recovery_notes, with_recovery
+from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .rows import numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes
@@ -69,7 +70,7 @@ class FleetAnalysis:
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     jobs: dict[str, JobExplanation] = field(default_factory=dict)
     racks: dict[str, Diagnosis] = field(default_factory=dict)  # one per rack the inventory names, by rack id
-    graphs: dict[str, Any] = field(default_factory=dict)  # each wanted node's graph, as its diagnosis was judged on
+    graphs: dict[str, NodeGraph | None] = field(default_factory=dict)  # each wanted node's, as it was judged on
     links: int = 0
     rows_used: int = 0
     timings: dict[str, float] = field(default_factory=dict)
@@ -128,7 +129,7 @@ def _metrics(links: pd.DataFrame, t: np.ndarray, *, since_ns: int, end_ns: int, 
     return metrics, sum(n for _, n, _ in done), sum(r for _, _, r in done)
 
 
-def _placed(f: Finding, graph: Any) -> Finding:
+def _placed(f: Finding, graph: NodeGraph | None) -> Finding:
     """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link."""
     if graph is None or f.gpu is None or f.link is None or f.link_type is LinkType.NVSWITCH:
         return f
@@ -153,7 +154,7 @@ def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[A
 
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
                   end: datetime | None = None, thresholds: Thresholds | None = None,
-                  platforms: Mapping[str, str] | None = None, graphs: Mapping[str, Any] | None = None,
+                  platforms: Mapping[str, str] | None = None, graphs: Mapping[str, NodeGraph] | None = None,
                   nodes: Collection[str] | None = None, full: bool = False,
                   jobs: Mapping[str, str] | None = None, history: History | None = None,
                   expected_gpus: Mapping[str, Collection[int]] | None = None,
@@ -225,8 +226,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids)
-    recoveries = {n: r for n, g in node_events.items()
-                  if (r := recovery_actions(g, start_ns, end_ns, graph_of.buses.get(n)))}
+    recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)

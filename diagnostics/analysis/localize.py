@@ -16,6 +16,7 @@ from ..components import ComponentRef
 from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
+from ..topology import NodeGraph
 
 GPU_WIDE_SHARE = 0.5
 GPU_WIDE_MIN_LINKS = 3
@@ -30,7 +31,7 @@ def _rules(f: Finding) -> set[str]:
     return {c.rule for c in f.crossed}
 
 
-def _expected(graph: Any, gpu: int, seen: int) -> int:
+def _expected(graph: NodeGraph | None, gpu: int, seen: int) -> int:
     if graph is not None:
         try:
             return int(graph.expected_links(gpu, LinkType.NVLINK.value))
@@ -39,7 +40,7 @@ def _expected(graph: Any, gpu: int, seen: int) -> int:
     return seen
 
 
-def _port(graph: Any, f: Finding) -> dict[str, Any]:
+def _port(graph: NodeGraph | None, f: Finding) -> dict[str, Any]:
     """Switch, port and identity from the topology graph, where it knows the link."""
     if graph is None or f.gpu is None or f.link is None:
         return {}
@@ -58,7 +59,7 @@ def _grade(links: list[Finding]) -> dict[str, Any]:
             "links": [f.component for f in links]}
 
 
-def localize_all(findings: Iterable[Finding], graph: Any = None,
+def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
                  links_per_gpu: Mapping[int, int] | None = None) -> list[Localization]:
     """Every suspected component behind the failing findings, most certain first."""
     findings = list(findings)
@@ -184,7 +185,7 @@ def _aggregate(f: Finding) -> Localization:
                   f"`nvidia-smi nvlink -e -i {f.gpu}` to find which one"])
 
 
-def _links(findings: list[Finding], graph: Any) -> list[Localization]:
+def _links(findings: list[Finding], graph: NodeGraph | None) -> list[Localization]:
     """Lone failing links, one per port pair; both ends of a direct GPU-GPU link count once."""
     pairs: dict[tuple[Any, ...], list[Finding]] = defaultdict(list)
     for f in findings:
@@ -223,7 +224,7 @@ def rank(localizations: Iterable[Localization]) -> list[Localization]:
         -(loc.worst_ratio if loc.worst_ratio is not None else float("inf")), -loc.confidence))
 
 
-def localize(findings: Iterable[Finding], graph: Any = None) -> Localization | None:
+def localize(findings: Iterable[Finding], graph: NodeGraph | None = None) -> Localization | None:
     """The most certain suspected component, or None when nothing fails."""
     found = localize_all(findings, graph)
     return found[0] if found else None

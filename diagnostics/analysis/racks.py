@@ -24,7 +24,7 @@ from ..config.platforms import all_platforms
 from ..config.racks import rack_of
 from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Severity, severity_rank
-from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot
+from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, outside_trays
 from ..times import utc_ns
 from ..topology.rack import RackGraph, rack_graph
 from .correlate import JobExplanation
@@ -38,7 +38,6 @@ from .recovery import Recovery, recovery_notes, with_recovery
 _DRIVER_SWITCH = re.compile(r"^NVSwitch (\d+)$")
 _DOMAIN = re.compile(r"(ClusterUUID|CliqueId): ([^;]+)")
 _NMX_ROLE = re.compile(r"nmx", re.IGNORECASE)  # the inventory's role of a host that runs NMX-Controller
-OUTSIDE = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
 WHOLE = (ComponentKind.FABRIC_SOFTWARE, ComponentKind.NVLINK_DOMAIN)  # a rack's suspect that is the rack as one
 
 
@@ -374,8 +373,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
     locs = rank(mine)
     top = locs[0]
     notes = list(tray.warnings)
-    outside = [loc for loc in locs if loc.ref.kind in OUTSIDE or loc.fault in (FaultKind.SWITCH_PORT,
-                                                                                FaultKind.NVSWITCH_FATAL)]
+    outside = [loc for loc in locs if outside_trays(loc.ref, loc.fault)]
     if outside and not switch_host:
         others = sorted({t for loc in outside for t in _trays_of(rack, loc)} - {label})
         also = f" and those of compute trays {', '.join(others)}" if others else ""

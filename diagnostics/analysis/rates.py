@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..tables import COUNTERS
+from ..metrics import COUNTERS
 from ..times import ns, utc_ns
 from ..times import utc as _utc
 from ..values import limits

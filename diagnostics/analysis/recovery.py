@@ -8,7 +8,7 @@ narrower than what the driver asks: "Node Reboot Required" beats "reset GPU alon
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -73,6 +73,24 @@ def recovery_actions(events: pd.DataFrame | None, start_ns: int, end_ns: int,
     return {g: r for g, r in newest.items() if r.action.scope != "none"}
 
 
+def fleet_recoveries(events: pd.DataFrame, start_ns: int, end_ns: int,
+                     buses: Callable[[str], Mapping[str, int] | None]) -> dict[str, dict[int | str, Recovery]]:
+    """Every node's pending recovery actions, the events filtered once for the fleet (a few rows are Xid 154 or
+    a DCGM reading); `buses(node)`: its PCI address -> GPU index."""
+    if not len(events) or not {"kind", "code", "node_id"} <= set(events.columns):
+        return {}
+    kind = events["kind"].astype("string")
+    code = pd.to_numeric(events["code"], errors="coerce")
+    rows = events[((kind == EventKind.RECOVERY_ACTION.value)
+                   | ((kind == EventKind.XID.value) & (code == RECOVERY_XID))).fillna(False).to_numpy(bool)]
+    out = {}
+    for node, mine in rows.groupby(rows["node_id"].astype("string"), observed=True):
+        found = recovery_actions(mine, start_ns, end_ns, buses(str(node)))
+        if found:
+            out[str(node)] = found
+    return out
+
+
 def _gpu(row: pd.Series, buses: Mapping[str, int]) -> int | str | None:
     """The GPU's index; else its PCI address (a kernel line with no GPU table to place it)."""
     gpu = row.get("gpu")
@@ -115,4 +133,4 @@ def recovery_notes(actions: Mapping[int | str, Recovery]) -> list[str]:
             for _, r in sorted(actions.items(), key=lambda kv: str(kv[0]))]
 
 
-__all__ = ["Recovery", "recovery_actions", "recovery_notes", "with_recovery"]
+__all__ = ["Recovery", "fleet_recoveries", "recovery_actions", "recovery_notes", "with_recovery"]

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..enums import CodeSeverity, Priority, Severity
 from ..errors import ConfigError
-from ..format import Unit
+from ..metrics import METRICS, Unit, unit_of
 from .datafiles import DATA_DIR, read_toml
 
 DEFAULT_FILE = DATA_DIR / "thresholds.toml"
@@ -54,6 +54,20 @@ class Rule(BaseModel):
     fatal: bool | None = None  # an event rule counting only fatal (true) or only non-fatal (false) events
     # an Xid rule counting only events the Xid catalog decodes (by subcode, where it decodes) to these severities
     decoded: list[CodeSeverity] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _metric_unit(cls, data: Any) -> Any:
+        """A rule on a metric of the metric table judges it in the table's unit: given or left out, never another."""
+        if not isinstance(data, dict) or data.get("counter") not in METRICS:
+            return data
+        unit = unit_of(str(data["counter"]))
+        given = data.get("unit")
+        if given is None:
+            return {**data, "unit": unit}
+        if given != unit.value:
+            raise ValueError(f"rule {data.get('name')!r}: {data['counter']} is judged in {unit.value!r}, not {given!r}")
+        return data
 
     def applies_to(self, link_type: str) -> bool:
         return self.link_type in ("any", link_type)

@@ -15,7 +15,8 @@ from typing import Any
 from ..config.datafiles import DATA_DIR, read_toml
 from ..enums import LinkType
 from ..errors import ConfigError
-from ..tables import COUNTERS, LINK_SAMPLES
+from ..metrics import COUNTERS, GAUGES
+from ..tables import LINK_SAMPLES
 
 DEFAULT_FILE = DATA_DIR / "dcgm.toml"
 
@@ -80,8 +81,7 @@ class DcgmMap:
         return None
 
 
-_VALUE_COLUMNS = set(COUNTERS) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s",
-                                   "gen", "max_gen", "width", "max_width"}
+_VALUE_COLUMNS = set(COUNTERS) | {c for m in GAUGES.values() for c in m.columns}  # counters and level readings
 
 
 def _fields(entries: list[dict[str, Any]], origin: str) -> tuple[dict[str, Field], list[tuple[re.Pattern[str], Field]],

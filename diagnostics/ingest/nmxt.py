@@ -154,30 +154,39 @@ class NmxtReader:
 
 
 def place_in_racks(result: IngestResult, racks: Mapping[str, Any], platforms: Mapping[str, str]) -> None:
-    """Name an NMX-T result's trays by the hosts the rack inventory puts there (in place). A tray the inventory
-    does not place keeps a name of its own place (`rack-07-compute-tray18`), with a warning saying how to join it
-    to its host. `racks`: host -> RackSlot; `platforms`: host -> platform."""
-    links = result.tables["link_samples"]
-    if not len(links):
-        return
+    """`placed_links` on an NMX-T result (in place), its warning among the result's."""
+    links, said = placed_links(result.tables["link_samples"], racks, platforms)
+    result.tables["link_samples"] = links
+    if said:
+        result.warnings.append(IngestWarning("nmxt", None, said))
+
+
+def placed_links(links: pd.DataFrame, racks: Mapping[str, Any],
+                 platforms: Mapping[str, str]) -> tuple[pd.DataFrame, str | None]:
+    """The link samples with an NMX-T scrape's trays named by the hosts the rack inventory puts there (the store
+    at ingest and tables in memory alike). A tray the inventory does not place keeps a name of its own place
+    (`rack-07-compute-tray18`), with a warning saying how to join it to its host. `racks`: host -> RackSlot;
+    `platforms`: host -> platform."""
+    if not len(links) or "node_id" not in links.columns:
+        return links, None
     names = links["node_id"].astype("string")
     placed = names.str.startswith(PREFIX).fillna(False)
     if not placed.any():
-        return
+        return links, None
     hosts = {f"{PREFIX}{s.rack}:{tray_kind(platforms.get(h))}:{s.tray}": h for h, s in racks.items()
              if s.tray is not None and tray_kind(platforms.get(h))}
     missing = sorted(set(names[placed]) - set(hosts))
     for name in missing:
         rack, kind, slot = name[len(PREFIX):].rsplit(":", 2)
         hosts[name] = f"{rack}-{kind}-tray{slot}"
+    said = None
     if missing:
         shown = ", ".join(hosts[m] for m in missing[:4]) + (" ..." if len(missing) > 4 else "")
-        result.warnings.append(IngestWarning(
-            "nmxt", None, f"the rack inventory names no host for {len(missing)} tray(s) of the scrape, kept under "
-            f"their place ({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node named "
-            "it) before the NMX-T scrape to read them as their hosts"))
+        said = (f"the rack inventory names no host for {len(missing)} tray(s) of the scrape, kept under their place "
+                f"({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node named it) "
+                "before the NMX-T scrape to read them as their hosts")
     renamed = names.where(~placed, names.map(hosts))
-    result.tables["link_samples"] = links.assign(node_id=renamed.astype("category"))
+    return links.assign(node_id=renamed.astype("category")), said
 
 
 READER = NmxtReader()

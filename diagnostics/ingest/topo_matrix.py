@@ -163,6 +163,8 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
     elif not m.last_complete:
         missing = ", ".join(m.extra[len(values):])
         warnings.append(IngestWarning(where, number, f"row {name} has no {missing} value; the line may be cut off"))
+    elif not ended and not open_end:  # every cell there and followed by a space: read whole, the cut still said
+        warnings.append(Tail(number, text).warning(where))
 
 
 def _settle(m: _Matrix, where: str, warnings: list[IngestWarning], *, at_end: bool) -> None:

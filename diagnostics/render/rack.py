@@ -114,16 +114,13 @@ def suspect_boxes(loc: Localization, rack: RackGraph) -> list[tuple[float, float
 
 
 def wants_rack_view(diagnosis: Diagnosis) -> bool:
-    """Whether a diagnosis is drawn as its rack: a rack's own, or a tray's whose suspect is outside the tray."""
+    """Whether a diagnosis is drawn as its rack: a rack's own, or a tray's whose ticket is not its own (its suspect
+    is outside the tray)."""
     if diagnosis.rack is None:
         return False
     if diagnosis.tray is None:
         return True
-    loc = diagnosis.localization
-    return loc is not None and loc.ref.kind in _OUTSIDE and diagnosis.fault_detected
-
-
-_OUTSIDE = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
+    return diagnosis.fault_detected and diagnosis.ticket_owner != diagnosis.node_id
 
 
 def _pixels(grid: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ from ..config.repair_text import Text, fill, known
 from ..enums import FaultKind, PortSource, ResetScope
 from ..errors import ConfigError
 from ..model import ComponentFacts
-from ..topology import gpu_index, platform_graph
+from ..topology import NodeGraph, PortInfo, gpu_index, platform_graph
 
 # What a node must have, when its platform is unknown, for the fault kind to be possible at all.
 _IMPLIED: dict[FaultKind, frozenset[str]] = {
@@ -162,12 +162,12 @@ def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str
     return out
 
 
-def _graph(platform: str) -> Any:
+def _graph(platform: str) -> NodeGraph | None:
     return _template(platform, tuple(platform_dirs()))
 
 
 @cache
-def _template(platform: str, dirs: tuple[Path, ...]) -> Any:
+def _template(platform: str, dirs: tuple[Path, ...]) -> NodeGraph | None:
     """A platform's template graph, built once per platform and platform folders (plans only read it)."""
     try:
         return platform_graph(platform)
@@ -179,12 +179,12 @@ def _gpu_index(name: str | None) -> int | None:
     return gpu_index(name) if name else None
 
 
-def _nvlink_gpu_peers(graph: Any, gpu: int) -> list[int]:
+def _nvlink_gpu_peers(graph: NodeGraph, gpu: int) -> list[int]:
     peers = {_gpu_index(v) for _, v, _, _ in graph.gpu_edges(gpu, "nvlink")}
     return sorted(p for p in peers if p is not None)
 
 
-def _reset_set(graph: Any, gpu: int) -> list[int]:
+def _reset_set(graph: NodeGraph, gpu: int) -> list[int]:
     """GPU `gpu` and every GPU reachable over NVLink from it: pre-Ampere, one reset must name them all."""
     seen, todo = {gpu}, [gpu]
     while todo:
@@ -195,7 +195,7 @@ def _reset_set(graph: Any, gpu: int) -> list[int]:
     return sorted(seen)
 
 
-def _path(port: Any) -> str:
+def _path(port: PortInfo) -> str:
     """Where a GPU link lands: 'NVSwitch 0 port 9 (port assumed from the platform template)'."""
     where = {PortSource.OBSERVED: "port observed", PortSource.ASSUMED: "port assumed from the platform template"}
     number = f" port {port.switch_port}" if port.switch_port is not None else ""

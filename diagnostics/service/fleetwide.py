@@ -158,6 +158,7 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
     on the watch's first pass, `baseline`, known)."""
     swept, windows = _swept(source, request)
     racks = {n: d.rack.rack_id for n, d in swept.diagnoses.items() if d.rack is not None}
+    racks.update({r: r for r in racks.values()})  # a rack's own part alerts under the rack
     facts = version_facts(w.tables for w in windows)  # the driver, VBIOS, Fabric Manager a storm may share
     done = decide(failing_parts(swept.diagnoses.values(), facts), alerts, at=at, policy=policy or load_alerts(),
                   ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,

@@ -135,7 +135,8 @@ class TelemetryStore:
         xid_last = self._xid_state()
         outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last,
                                 progress=progress)
-        for outcome in outcomes:
+        # inventories first, wherever their names sort: an NMX-T scrape's trays are placed on the hosts they name
+        for outcome in sorted(outcomes, key=lambda o: o.result is not None):
             if outcome.status == "read":
                 self._keep(outcome)
             advance(progress)

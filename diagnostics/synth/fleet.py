@@ -23,6 +23,8 @@ import pandas as pd
 
 from ..config.platforms import all_platforms
 from ..errors import InputError
+from ..ingest.dcgm_map import load_map
+from ..ingest.dcgm_write import format_exposition
 from ..progress import Progress, advance
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES, TableSchema
 from .lanes import extra_rows
@@ -257,8 +259,6 @@ def _has_xid(events: pd.DataFrame, node: str, code: int | None = None) -> bool:
 
 def _scrapes(links: pd.DataFrame, events: pd.DataFrame, folder: Path, names: list[str]) -> None:
     """The last 15 minutes of each chosen node as dcgm-exporter scrapes (with sample times), one file per node."""
-    from ..ingest.dcgm_write import format_exposition
-
     if not names:
         return
     folder.mkdir(exist_ok=True)
@@ -271,8 +271,6 @@ def _scrapes(links: pd.DataFrame, events: pd.DataFrame, folder: Path, names: lis
 
 def _xid_lines(events: pd.DataFrame, recent: pd.DataFrame, node: str) -> list[str]:
     """`DCGM_EXP_XID_ERRORS_COUNT{gpu, xid}` at each scrape time: how many of each Xid the GPU has logged so far."""
-    from ..ingest.dcgm_map import load_map
-
     xids = events[events["kind"] == "xid"]
     if xids.empty:
         return []

@@ -30,11 +30,11 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     """The candidate a ticket is about: the isolated one, or the one `component` names (id, name or link id)."""
     found = candidates_for(diagnosis, graph)
     if not found:
-        raise NoFaultError("no unhealthy link: nothing to repair", source=diagnosis.node_id)
+        raise NoFaultError(f"no unhealthy link: nothing to repair{_rack_ticket(diagnosis)}", source=diagnosis.node_id)
     if component is None:
         if not diagnosis.fault_detected:
-            raise NoFaultError("no fault detected (warnings only): name a link to draft a ticket for it anyway",
-                               source=diagnosis.node_id)
+            raise NoFaultError("no fault detected (warnings only): name a link to draft a ticket for it anyway"
+                               + _rack_ticket(diagnosis), source=diagnosis.node_id)
         chosen = next((c for c in found if c.isolated), found[0])
         return chosen, found
     wanted = component.strip().lower()
@@ -51,6 +51,16 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     names = ", ".join(c.id for c in found)
     raise InputError(f"no such component among this node's candidates ({names})", source=diagnosis.node_id,
                      field="--link", value=component)
+
+
+def _rack_ticket(diagnosis: Diagnosis) -> str:
+    """Where a rack host with nothing of its own to repair looks next: a part of its rack outside the tray is the
+    rack's ticket."""
+    if diagnosis.rack is None or diagnosis.tray is None:
+        return ""
+    rack = diagnosis.rack.rack_id
+    return f"; a fault of rack {rack} outside this tray is the rack's ticket (`fabricbot ticket {rack}`, " \
+           f"`/fabric rack {rack}`)"
 
 
 def _explained(diagnosis: Diagnosis, candidate: Candidate) -> list[Finding]:
@@ -121,7 +131,7 @@ def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> 
     worst = next((c.message for f in own for c in f.crossed), "unhealthy link")
     deg = diagnosis.degradation_pct
     slow = "" if deg is None else f"; step time {deg:+.1f}% against baseline"
-    return (f"{candidate.component} on {diagnosis.node_id}: {worst}{slow}. "
+    return (f"{candidate.component} on {diagnosis.owner_of(candidate.id)}: {worst}{slow}. "
             f"Priority {prio.value}. A person reviews this ticket before anyone acts.")
 
 
@@ -139,8 +149,9 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
     if repair_wording is not None and len(repair_wording) == len(repair):
         repair = [s.model_copy(update={"text": w}) for s, w in zip(repair, repair_wording, strict=True)]
     prio = ticket_priority(diagnosis, candidate)
+    owner = diagnosis.owner_of(candidate.id)
     return RepairTicket(
-        node_id=diagnosis.node_id, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
+        node_id=owner, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
         candidate_id=candidate.id, gpu_index=candidate.gpu, peer=candidate.peer, link_id=candidate.link_id,
         link=candidate.link, lanes=list(candidate.lanes), end=candidate.end, switch=candidate.switch,
         switch_port=candidate.switch_port,

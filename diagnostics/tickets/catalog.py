@@ -20,7 +20,7 @@ def plan_for(diagnosis: Diagnosis, candidate: Candidate) -> RepairPlan:
     own = set(candidate.findings)
     down = candidate.kind is ComponentKind.NVLINK and any(
         f.severity is Severity.DOWN for f in diagnosis.findings if f.component in own)
-    facts = PlanFacts(node_id=diagnosis.node_id, link_down=down, unit=candidate.component,
+    facts = PlanFacts(node_id=diagnosis.owner_of(candidate.id), link_down=down, unit=candidate.component,
                       **candidate.model_dump(include=set(ComponentFacts.model_fields)),
                       **place_facts(diagnosis.rack, diagnosis.job_id))
     return repair_plan(diagnosis.platform, candidate.fault, facts)

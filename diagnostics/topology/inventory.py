@@ -102,17 +102,6 @@ class NodeInventory(_Known):
                 return gpu
         return GpuIdentity(index=index, pci_bus_id=bus)
 
-    def describe_gpu(self, index: int) -> str:
-        """`GPU 2: slot SXM3, serial 1652..., UUID GPU-...` with what is unknown and where to read it."""
-        gpu = self.gpu(index)
-        return f"GPU {index}: slot {gpu.value('slot')}, serial {gpu.value('serial')}, UUID {gpu.value('uuid')}"
-
-    def unknowns(self) -> list[str]:
-        out = [f"{name}: {self.value(name)}" for name in _NODE_FIELDS if not getattr(self, name)]
-        if not self.gpus:
-            out.append(f"GPU slots, serials and UUIDs: {UNKNOWN} (nvidia-smi -q: 'Module ID', 'Serial Number', "
-                       "'GPU UUID')")
-        return out
 
 
 class Inventory(BaseModel):

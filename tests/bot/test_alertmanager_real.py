@@ -121,7 +121,7 @@ def in_channel(slack: MockSlack) -> list[Message]:
 
 
 def wait(slack: MockSlack, until: Callable[[MockSlack], bool], what: str, am: Alertmanager) -> None:
-    assert slack.wait_for(until, timeout=60), f"{what} never reached the channel; {am.log.read_text()[-2000:]}"
+    assert slack.wait_for(until), f"{what} never reached the channel; {am.log.read_text()[-2000:]}"
 
 
 def test_a_fired_and_a_resolved_alert_are_one_message_updated_across_a_restart(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from diagnostics.analysis.alerting import Step
 from diagnostics.config import load_alerts
 from diagnostics.service import TableSource
 
-from .helpers import buttons, local_bot, posted
+from .helpers import LONG_WAIT, buttons, local_bot, posted
 
 ALERTS = "CALERTS"
 # these tests read each part's own alert from the first pass on: the first pass alerts (the default summarizes)
@@ -72,7 +72,7 @@ def test_each_new_failing_part_gets_one_message_with_its_button_and_pictures(loc
     node12 = next(m for m in top if "hpc-gpu-node-12" in m.text)
     assert node12.text.startswith("<!subteam^SONCALL> :rotating_light: *New failing part*")  # urgent: paged
     assert any(b["action_id"].startswith("draft") for b in buttons(node12))
-    assert local.slack.wait_for(lambda s: any(m.files for m in s.thread(ALERTS, node12.ts)), timeout=60)
+    assert local.slack.wait_for(lambda s: any(m.files for m in s.thread(ALERTS, node12.ts)), timeout=LONG_WAIT)
     # the next pass, and a restarted bot's first pass, post nothing again
     CLOCK.at("12:05")
     assert _loop(local, pictures=True, policy=NO_STORM).run_once().decisions == []

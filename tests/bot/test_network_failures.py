@@ -18,7 +18,7 @@ CLIENT_TIMEOUT_S = 1  # the app's Web API timeout in these tests (slack_sdk's de
 
 
 def _told(local: LocalSlack, user: str = "UALICE") -> list[str]:
-    assert local.slack.wait_for(lambda s: private(s, user), timeout=20.0), local.slack.errors()
+    assert local.slack.wait_for(lambda s: private(s, user)), local.slack.errors()
     return [m.shown for m in private(local.slack, user)]
 
 
@@ -40,7 +40,7 @@ def test_a_preview_whose_connection_drops_is_said_and_replaces_drafting() -> Non
         local.injector.action(buttons(summary)[0], user="UALICE", channel=OPS, message_ts=summary.ts)
         (said,) = _told(local)
         assert said.startswith("I could not reach Slack (`network_error`")
-        assert local.slack.wait_for(lambda s: all(m.edits for m in posted(s, thread=summary.ts)), timeout=10.0)
+        assert local.slack.wait_for(lambda s: all(m.edits for m in posted(s, thread=summary.ts)))
         (left,) = posted(local.slack, thread=summary.ts)
         assert "Drafting" not in left.text and "could not be shown (`network_error`)" in left.text
         assert "click Draft ticket again" in left.text and not buttons(left)

@@ -175,7 +175,7 @@ def test_the_draft_says_so_and_filing_it_escalates_in_slack(local: LocalSlack) -
     (file_button,) = [b for b in buttons(preview) if b["action_id"] == "file_ticket"]
     assert local.injector.action(file_button, user="UBOB", channel=OPS, message_ts=preview.ts,
                                  thread_ts=preview.thread_ts).status == 200
-    assert local.slack.wait_for(lambda s: "repeat offender" in (s.find(preview.ts) or preview).text, timeout=30)
+    assert local.slack.wait_for(lambda s: "repeat offender" in (s.find(preview.ts) or preview).text)
     filed = tracker.tickets()[-1]
     assert filed.escalated and filed.gpu_serial == SERIAL and filed.node_id == NODE
     entry = [e for e in local.audit.entries("filing")][-1]
@@ -214,3 +214,20 @@ def test_an_inventory_in_the_store_gives_serials_a_later_scrape_keeps_and_the_dr
     assert ids[0].serial == "1563521020414" and ids[0].uuid == "GPU-715daa1d-db6f-9e69-ab48-190158bd5360"
     assert ids[1].serial is None and ids[1].uuid == "GPU-02348a17-a825-300c-0336-48e33d0dadb2"
     assert store.db["nodes"].get("axa")["driver_version"] == "535.161.08"
+
+
+def test_the_ticket_command_finds_the_history_through_an_inventory_and_the_stores_tracker(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line's door: the serial from `--inventory`, the earlier tickets from `--store`'s tracker; the
+    same escalation the Slack draft shows."""
+    tracker = SqliteTracker(open_db(tmp_path / "st"))
+    gpu = Hardware(serial=SERIAL)
+    _file(tracker, "hpc-gpu-node-07", "GPU 5 NVLink 3", gpu, repaired=True)
+    _file(tracker, "hpc-gpu-node-07", "GPU 5 NVLink 9", gpu, repaired=True)
+    (tmp_path / "inv.csv").write_text(f"node_id,gpu,serial\n{NODE},2,{SERIAL}\n", encoding="utf-8")
+    assert main(["ticket", str(ROOT / "fixtures/seed_examples.json"), "--inventory", str(tmp_path / "inv.csv"),
+                 "--store", str(tmp_path / "st"), "--rules"]) == 0
+    out = capsys.readouterr().out
+    assert f"3rd ticket on GPU serial {SERIAL}" in out and "## Repeat offender" in out
+    assert main(["ticket", str(ROOT / "fixtures/seed_examples.json"), "--rules"]) == 0  # no tracker: no history
+    assert "Repeat offender" not in capsys.readouterr().out

@@ -48,7 +48,7 @@ def test_two_replicas_on_one_store_answer_a_retried_event_and_a_replayed_request
         asked = one.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS)
         for attempt, reason in ((1, "http_timeout"), (2, "http_error")):  # the load balancer sends these to two
             assert two.injector.retry(asked, attempt, reason).status == 200
-        assert slack.wait_for(lambda s: posted(s, thread=asked.ts), timeout=20.0)
+        assert slack.wait_for(lambda s: posted(s, thread=asked.ts))
         pasted = slack.user_message(OPS, "UALICE", _paste((9000, 2, 45000)), asked.ts)
         event = {**(asked.event or {}), "event_id": "EvPASTE1",
                  "event": {"type": "message", "user": "UALICE", "text": _paste((9000, 2, 45000)), "ts": pasted,
@@ -58,7 +58,7 @@ def test_two_replicas_on_one_store_answer_a_retried_event_and_a_replayed_request
         for inj in (one.injector, two.injector):  # the very same signed request, captured and sent to both
             sent = inj.send(body, "application/json", timestamp=stamp, signature=signature)
             assert sent.status == 200
-        assert slack.wait_for(lambda s: len(posted(s, thread=asked.ts)) >= 2, timeout=20.0)
+        assert slack.wait_for(lambda s: len(posted(s, thread=asked.ts)) >= 2)
         time.sleep(0.5)
         assert len(posted(slack, thread=asked.ts)) == 2  # one answer to the question, one to the paste
         assert _mentions(one) == _mentions(two) == 1  # one store: both copies read the same audit trail
@@ -69,10 +69,10 @@ def test_a_bot_restarted_inside_slacks_retry_window_answers_a_retry_once(tmp_pat
     slack = MockSlack(users=dict(USERS))
     with replica(tmp_path, slack) as before:
         asked = before.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS)
-        assert slack.wait_for(lambda s: posted(s, thread=asked.ts), timeout=20.0)
+        assert slack.wait_for(lambda s: posted(s, thread=asked.ts))
     with replica(tmp_path, slack) as after:  # a deploy: Slack's retry of the event arrives at the new process
         assert after.injector.retry(asked, 1, "http_timeout").status == 200
         fresh = after.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS)
-        assert slack.wait_for(lambda s: posted(s, thread=fresh.ts), timeout=20.0)
+        assert slack.wait_for(lambda s: posted(s, thread=fresh.ts))
         time.sleep(0.5)
         assert len(posted(slack, thread=asked.ts)) == 1 and _mentions(after) == 2

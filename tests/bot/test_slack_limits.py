@@ -157,7 +157,7 @@ def test_an_upload_url_answering_500_is_said_to_who_asked() -> None:
     with local_bot() as local:
         local.slack.faults.queue("upload", Failure({"ok": False, "error": "upload_failed"}, 500), 1)
         summary_for(local, NODE)
-        assert local.slack.wait_for(lambda s: private(s, "UALICE"), timeout=20)
+        assert local.slack.wait_for(lambda s: private(s, "UALICE"))
         (told,) = [m.shown for m in private(local.slack, "UALICE")]
         assert "answered HTTP 500" in told
 

@@ -1,9 +1,10 @@
 """The real app over HTTP through the mock Slack server, slow and failing as Slack and a Claude draft are.
 
-Under load: ten drafts of 8 s each in flight (as Claude runs with a few tool calls take), twenty `/fabric` commands at
-once are each acknowledged within a second and all answered. Retries: an event Slack delivers again gets one answer.
-Slack's errors: each gets its own message to the person, and no state is lost (a draft slot, a draft, a ticket).
-Escaping: pings, mentions and masked links in text the bot did not write never reach the channel as such.
+Under load: ten slow drafts in flight (as Claude runs with a few tool calls take), twenty `/fabric` commands at once
+are all acknowledged and answered before any draft ends (how fast: benchmarks/bench_slash.py). Retries: an event
+Slack delivers again gets one answer. Slack's errors: each gets its own message to the person, and no state is lost
+(a draft slot, a draft, a ticket). Escaping: pings, mentions and masked links in text the bot did not write never
+reach the channel as such.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bot.transport.mock_slack import BOT_USER, Message, MockSlack
 from diagnostics import Diagnosis
 from diagnostics.tickets import Answer, RepairTicket, RulesDrafter
 
-from .helpers import OPS, SEEDS, SlowDrafter, buttons, local_bot, posted, private, summary_for
+from .helpers import LONG_WAIT, OPS, SEEDS, SlowDrafter, buttons, local_bot, posted, private, summary_for
 from .test_mentions import _paste
 
 pytestmark = pytest.mark.slack_realism
@@ -70,15 +71,19 @@ def _warm(local: LocalSlack) -> None:
 
 # -- under load ---------------------------------------------------------------------------------------------------
 
-def test_twenty_commands_are_acknowledged_within_a_second_with_ten_slow_drafts_in_flight() -> None:
-    drafter = SlowDrafter(8.0)
+def test_twenty_commands_are_all_answered_while_ten_slow_drafts_are_in_flight() -> None:
+    """Each answered while every draft still runs (the drafts wait on a gate the test opens after), so the claim is
+    about the bot, not the machine's load; how fast (every ack under 1 s, the summary p95 under 3 s) is measured in
+    benchmarks/bench_slash.py."""
+    gate = threading.Event()
+    drafter = SlowDrafter(8.0, gate=gate)
     settings = Settings(drafts_per_minute=100, draft_workers=10)
     with local_bot(settings, drafter=drafter) as local:
         summaries = [summary_for(local, NODE) for _ in range(10)]
         clicks = [_click(local, s, buttons(s)[0], user=f"UDRAFT{i}") for i, s in enumerate(summaries)]
-        assert all(c.status == 200 and c.seconds < 1.0 for c in clicks), [c.seconds for c in clicks]
+        assert all(c.status == 200 for c in clicks)
         assert local.slack.wait_for(lambda s: drafter.drafts == 10 and all(_in_thread(local, m) for m in summaries),
-                                    timeout=3.0)  # ten "Drafting…" shown, ten drafts running
+                                    timeout=LONG_WAIT)  # ten "Drafting…" shown, ten drafts running
         before = len(posted(local.slack))
         acks: list[Sent] = []
         lock = threading.Lock()
@@ -94,11 +99,11 @@ def test_twenty_commands_are_acknowledged_within_a_second_with_ten_slow_drafts_i
         for t in threads:
             t.join()
         assert len(acks) == 20 and all(a.status == 200 and "Looking at" in a.body for a in acks)
-        assert max(a.seconds for a in acks) < 1.0, sorted(round(a.seconds, 3) for a in acks)
-        assert local.slack.wait_for(lambda s: len(posted(s)) == before + 20, timeout=6.0)
+        assert local.slack.wait_for(lambda s: len(posted(s)) == before + 20, timeout=LONG_WAIT)
         assert drafter.done == 0  # answered while every draft was still running
+        gate.set()
         assert local.slack.wait_for(lambda s: all(any(m.edits for m in _in_thread(local, x)) for x in summaries),
-                                    timeout=15.0)
+                                    timeout=LONG_WAIT)
         previews = [m for x in summaries for m in _in_thread(local, x)]
         assert len(previews) == 10 and all(len(buttons(m)) == 2 for m in previews)  # each "Drafting…" replaced
 
@@ -108,10 +113,11 @@ def test_a_slow_request_never_holds_up_the_others_on_the_servers_event_loop() ->
         app = local.app
         assert app is not None
         dispatch = app.dispatch
+        release = threading.Event()
 
         def slow(request: Any) -> Any:  # as a listener stuck on a lock or a slow disk would be
             if "slowpoke" in request.raw_body:
-                time.sleep(2.0)
+                release.wait(timeout=LONG_WAIT)
             return dispatch(request)
 
         app.dispatch = slow  # type: ignore[method-assign]
@@ -120,7 +126,8 @@ def test_a_slow_request_never_holds_up_the_others_on_the_servers_event_loop() ->
         stuck.start()
         time.sleep(0.2)
         quick = [local.injector.command(NODE, user="UBOB", channel=OPS) for _ in range(3)]
-        assert all(q.status == 200 and q.seconds < 0.5 for q in quick), [q.seconds for q in quick]
+        assert all(q.status == 200 for q in quick) and stuck.is_alive()  # answered while the other is stuck
+        release.set()
         stuck.join()
 
 

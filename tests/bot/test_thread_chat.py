@@ -53,13 +53,13 @@ def test_chat_in_a_thread_is_never_queued_and_never_told_the_bot_is_busy() -> No
             assert private(local.slack) == []  # no "busy" to anyone chatting
             local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts)
             assert submitted.count("read_paste") == 1
-            assert local.slack.wait_for(lambda s: private(s, "UALICE"), timeout=5.0)
+            assert local.slack.wait_for(lambda s: private(s, "UALICE"))
             assert [m.text for m in private(local.slack)] == [BUSY]  # the one who pasted, and only them
         finally:
             release.set()
         assert all(f.result(timeout=10.0) for f in held)  # the queue has room again
         local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts)
-        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=30.0)
+        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
         assert "lifetime totals" in posted(local.slack, thread=root.ts)[0].shown
 
 
@@ -68,7 +68,7 @@ def test_a_paste_sent_to_the_channel_as_well_is_read() -> None:
         root = summary_for(local, "hpc-gpu-node-12")
         local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts,
                                subtype="thread_broadcast")
-        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts), timeout=30.0)
+        assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
         assert "lifetime totals" in posted(local.slack, thread=root.ts)[0].shown
         local.injector.message("seen, thanks\nall good", user="UBOB", channel=OPS, thread_ts=root.ts,
                                subtype="thread_broadcast")

@@ -189,8 +189,9 @@ def start_server(data: Path, *, extra: tuple[str, ...] = ()) -> Server:
 
 def wait_ready(url: str, process: subprocess.Popen[bytes], name: str, log: Path, stop: Callable[[], None]) -> None:
     """Until the server at `url` answers `/-/ready` (Prometheus and Alertmanager both serve it); a server that exits
-    or is not ready within 60 s is stopped and an error names its log."""
-    deadline = time.monotonic() + 60
+    or is not ready within 180 s (it is as soon as it can be; a busy machine delays its start) is stopped and an error
+    names its log."""
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{name} exited with {process.returncode}; see {log}")
