@@ -240,10 +240,11 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
             if not chosen:
                 continue
             # opened as a local file and read as asked: a filesystem's layer and its read-ahead threads cost more than
-            # a small part's rows; a column the part lacks (an older writer's) is skipped here and made by `_cast`
+            # a small part's rows; a column the part leaves empty (most parts fill about half the table's) or lacks
+            # (an older writer's) is not decoded here but made as nulls by `_cast`
             with pa.OSFile(str(part.path)) as source:
-                table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(chosen, columns=out.names,
-                                                                                 use_threads=False)
+                table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(
+                    chosen, columns=[n for n in out.names if n in part.columns], use_threads=False)
             stats.files += 1
             stats.row_groups += len(chosen)
             stats.rows_scanned += table.num_rows
@@ -337,13 +338,15 @@ def _cast(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """The table with exactly the schema's columns and types: a missing column as nulls, another type cast."""
     if table.schema.equals(schema):
         return table
+    have = {f.name: (i, f.type) for i, f in enumerate(table.schema)}  # a table's names and types are built at each ask
     columns = []
     for field in schema:
-        if field.name not in table.column_names:
+        at, kind = have.get(field.name, (None, None))
+        if at is None:
             columns.append(pa.nulls(table.num_rows, field.type))
             continue
-        column = table.column(field.name)
-        if column.type != field.type:
+        column = table.column(at)
+        if kind != field.type:
             if pa.types.is_dictionary(field.type):
                 column = pc.dictionary_encode(column.cast(pa.string()))
             else:
