@@ -143,6 +143,10 @@ LINK_SAMPLES = TableSchema(
     },
 )
 
+# The columns that name a link (a finding's component is read from them): its keys, whether it is a GPU's total, its
+# peer.
+LINK_IDENTITY = ("node_id", "gpu", "link_type", "nvswitch", "link", "lane", "gpu_total", "peer")
+
 STEP_SAMPLES = TableSchema(
     "step_samples",
     {

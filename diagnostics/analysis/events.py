@@ -28,6 +28,7 @@ from .rates import deltas, ns
 from .rules import summarize
 
 MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event
+JUDGED = (EventKind.XID.value, EventKind.SXID.value)  # the kinds the event rules judge
 
 
 @dataclass
@@ -150,28 +151,37 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
-                   silent: Mapping[int, int] | None = None, buses: Mapping[str, int] | None = None,
-                   uuids: Mapping[str, int] | None = None) -> list[Finding]:
-    """One node's Xid/SXid rules over the window. `silent` (GPU -> when its series stopped) keeps an Xid 79 found:
-    a GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. `buses`
-    and `uuids` (PCI address or UUID -> GPU index, from the node's GPU table) name the GPU of a log line that gives
-    only its address (and the driver's identity line its UUID)."""
-    if events.empty:
-        return []
-    events = merge_sources(_indexed(_indexed(events, buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
+                   silent: Mapping[str, Mapping[int, int]] | None = None,
+                   buses: Mapping[str, Mapping[str, int]] | None = None,
+                   uuids: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[Finding]]:
+    """Each node's Xid/SXid rules over the window, the fleet's events judged at once (each node's as if alone:
+    every key below holds the node). `silent` (node -> GPU -> when its series stopped) keeps an Xid 79 found: a
+    GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. `buses`
+    and `uuids` (node -> PCI address or UUID -> GPU index, from the node's GPU table) name the GPU of a log line
+    that gives only its address (and the driver's identity line its UUID)."""
+    silent = {n: s for n, s in (silent or {}).items() if s}
+    if events.empty or "kind" not in events.columns:
+        return {}
+    judged = events["kind"].isin(JUDGED).to_numpy(bool, na_value=False)  # most nodes log only their fabric state
+    if not judged.any():
+        return {}
+    events = merge_sources(_indexed(_indexed(events[judged], buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
+    node = events["node_id"].astype("string")
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
     recent = events[in_window]
-    out: list[Finding] = []
     kind = recent["kind"].astype("string")
-    present = set(kind.dropna().unique()) | ({EventKind.XID.value} if silent else set())
+    out: dict[str, list[Finding]] = {}
     for rule in thresholds.rules:
-        if rule.counter not in (EventKind.XID.value, EventKind.SXID.value) or rule.counter not in present:
+        if rule.counter not in JUDGED:
             continue
         rows = recent[(kind == rule.counter).fillna(False).to_numpy(bool)]
         if rule.name == OFF_BUS_RULE and silent:
-            before = _off_bus_before(events[~in_window & (t <= end_ns)], silent)
-            rows = pd.concat([rows, before]) if not before.empty else rows
+            earlier = events[~in_window & (t <= end_ns)]
+            before = [_off_bus_before(earlier[(node[~in_window & (t <= end_ns)] == n).to_numpy(bool, na_value=False)],
+                                      gpus) for n, gpus in sorted(silent.items())]
+            before = [b for b in before if not b.empty]
+            rows = pd.concat([rows, *before]) if before else rows
         if rule.codes:
             rows = _with_code(rows, rule.codes)
         if rule.decoded is not None and rule.counter == EventKind.XID.value:
@@ -179,25 +189,35 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
         if rule.fatal is not None:
             rows = rows[_fatal(rows, rule.counter) == rule.fatal]
         switch_side = rule.counter == EventKind.SXID.value
-        for key, group in rows.groupby(_where(rows, switch_side), sort=True):
+        for (name, key), group in rows.groupby([rows["node_id"].astype("string"), _where(rows, switch_side)],
+                                               sort=True):
             occurrences = float(group["count"].astype("Float64").fillna(1).sum()) if "count" in group else len(group)
             if occurrences <= rule.above:
                 continue
-            out.append(_event_finding(rule, key, group, occurrences, switch_side))
+            out.setdefault(str(name), []).append(_event_finding(rule, str(key), group, occurrences, switch_side))
     return out
 
 
-def _indexed(events: pd.DataFrame, index: Mapping[str, int], column: str) -> pd.DataFrame:
-    """Events with the GPU index filled from their PCI address (or UUID) where the node's GPU table knows it."""
+def _indexed(events: pd.DataFrame, index: Mapping[str, Mapping[str, int]], column: str) -> pd.DataFrame:
+    """Events with the GPU index filled from their PCI address (or UUID) where their node's GPU table knows it."""
     if not index or column not in events or not events["gpu"].isna().any():
         return events
-    known = events[column].astype("string").str.lower().map(index).astype("Int16")
+    node = events["node_id"].astype("string")
+    named = events[column].astype("string").str.lower()
+    unnamed = (events["gpu"].isna() & named.notna()).to_numpy(bool)
+    known = pd.Series(pd.NA, index=events.index, dtype="Int16")
+    for name in sorted(set(node[unnamed].dropna()) & set(index)):
+        if index[name]:
+            mine = unnamed & (node == name).to_numpy(bool, na_value=False)
+            known[mine] = named[mine].map(index[name]).astype("Int16")
+    if not known.notna().any():
+        return events
     return events.assign(gpu=events["gpu"].astype("Int16").fillna(known))
 
 
 def _with_code(rows: pd.DataFrame, codes: list[int]) -> pd.DataFrame:
     """Events of these codes, and those a later line says they caused (`Xid 45 ... caused by previous Xid 149`):
-    the cause happened even when its own line is not in the input; each GPU's cause counts once."""
+    the cause happened even when its own line is not in the input; each GPU's cause counts once (per node)."""
     direct = rows[rows["code"].isin(codes).fillna(False).to_numpy(bool)]
     if "caused_by" not in rows:
         return direct
@@ -206,11 +226,13 @@ def _with_code(rows: pd.DataFrame, codes: list[int]) -> pd.DataFrame:
     if caused.empty:
         return direct
     who = caused["gpu"].astype("string").fillna(caused["pci_bus_id"].astype("string")).fillna("")
-    seen = {(w, int(c)) for w, c in zip(_who(direct), direct["code"].astype(int), strict=True)}
+    seen = {(n, w, int(c)) for n, w, c in zip(direct["node_id"].astype("string"), _who(direct),
+                                              direct["code"].astype(int), strict=True)}
     inferred = caused.assign(code=caused["caused_by"], count=pd.array([1] * len(caused), dtype="Int64"),
                              text="(" + caused["text"].astype("string").fillna("") + ")")
-    keep = [(w, int(c)) not in seen for w, c in zip(who, inferred["code"].astype(int), strict=True)]
-    inferred = inferred[keep].drop_duplicates(subset=["gpu", "pci_bus_id", "code"])
+    keep = [(n, w, int(c)) not in seen for n, w, c in zip(caused["node_id"].astype("string"), who,
+                                                          inferred["code"].astype(int), strict=True)]
+    inferred = inferred[keep].drop_duplicates(subset=["node_id", "gpu", "pci_bus_id", "code"])
     return pd.concat([direct, inferred]) if len(inferred) else direct
 
 

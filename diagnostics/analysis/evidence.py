@@ -22,7 +22,7 @@ from ..metrics import SUMS
 from ..model import Diagnosis, Finding, LinkSeries, StepEvidence
 from ..times import utc_datetime
 from .correlate import JobExplanation, LinkScore
-from .jobs import LINK_KINDS, History, link_history, segment_index
+from .jobs import LINK_KINDS, History, LinkChoice, link_history, segment_index
 from .rates import NS_PER_HOUR, bucketed_increase
 
 BUCKET = timedelta(minutes=5)  # the correlation's own bucket
@@ -52,7 +52,8 @@ def step_evidence(diagnosis: Diagnosis, job: JobExplanation, steps: pd.DataFrame
     series: list[LinkSeries] = []
     if chosen:
         nodes = sorted({node for node, _, _ in chosen})
-        p = link_history(nodes, start_ns - width, end_ns, links, t, history)
+        p = link_history(nodes, start_ns - width, end_ns, links, t, history,
+                         LinkChoice.of([(node, f.ref) for node, f, _ in chosen]))
         index = segment_index(p)
         start = utc_datetime(start_ns)
         for node, f, scored in chosen:

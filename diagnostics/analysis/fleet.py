@@ -225,14 +225,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
+    judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
-        mine += event_findings(node_events.get(node, pd.DataFrame()), start_ns, end_ns, thresholds,
-                               view.silent.get(node), graph_of.buses.get(node), graph_of.uuids.get(node))
+        mine += judged.get(node, [])
         stopped = view.silent.get(node, {})
         if stopped:  # a GPU whose every series stopped is one finding, not one per link
             mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..analysis.jobs import LinkChoice
 from ..errors import InputError
 from ..ingest.nmxt import placed_links
 from ..ingest.snapshot import read_cases, snapshot_record, snapshot_tables
@@ -112,12 +113,15 @@ class TableSource(Unstored):
         return Window(tables=tables, end=utc_datetime(end_ns), platforms=self.platforms(), racks=self.racks(),
                       newest=newest, maintenance=maintenance, history=self.history, listed=set(self._listed))
 
-    def history(self, nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
-        """The link samples a job's correlation reads beyond the window: those nodes' rows in [start, end]."""
+    def history(self, nodes: list[str], start: datetime, end: datetime, *,
+                links: LinkChoice | None = None) -> pd.DataFrame:
+        """The link samples a job's correlation reads beyond the window: those nodes' rows in [start, end] (given
+        `links`, theirs)."""
         lo, hi = utc_ns(start), utc_ns(end)
         frames = [f[(t >= lo) & (t <= hi)] for n in sorted(set(nodes)) if n in self._links
                   for f, t in [self._links[n]]]
-        return pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
+        frame = pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
+        return frame[links.rows(frame)].reset_index(drop=True) if links is not None and len(frame) else frame
 
     def _newest_ns(self, nodes: Collection[str] | None) -> int | None:
         newest = self.newest(nodes)

@@ -13,7 +13,7 @@ window needs are read, so a request costs what its window holds, not what the st
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import sqlite_utils
 from sqlite_utils.db import Table
 
@@ -31,12 +32,12 @@ from ..ingest.nmxt import place_in_racks
 from ..ingest.summary import nodes as summary_nodes
 from ..model import RackSlot
 from ..progress import Progress, advance
-from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema, job_nodes
+from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema, job_nodes
 from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
-from .parts import PART_TABLES, ScanStats, read_parts, write_part
+from .parts import PART_TABLES, Rows, ScanStats, Selection, read_parts, write_part
 from .sources import At, FileOutcome, IngestReport, read_sources
 
 DB_NAME = "fabricbot.db"
@@ -324,6 +325,25 @@ class TelemetryStore:
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
                            undated, planned)
+
+    def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
+                     columns: Collection[str] | None = None,
+                     select: Callable[[pd.DataFrame], np.ndarray] | None = None) -> pd.DataFrame:
+        """Those nodes' link samples in [start, end], as a window holds them (each node's rows together, each
+        link's in time order): only `columns` (and what names a link, and its time), and given `select` (the
+        readings' identities, one row per distinct one -> which to keep), only the rows of the identities it keeps,
+        chosen before they are converted."""
+        start_ns, end_ns = utc_ns(start) - 1, utc_ns(end)
+        parts = self._catalog.parts("link_samples", sorted({str(n) for n in nodes}), start_ns, end_ns)
+        wanted = None if columns is None else {*columns, *LINK_IDENTITY, "timestamp"}
+
+        def keep(identities: pa.Table) -> np.ndarray:
+            assert select is not None
+            return np.asarray(select(Rows(identities).frame()), dtype=bool)
+
+        got, _ = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS, skip=PROVENANCE,
+                            columns=wanted, select=None if select is None else Selection(LINK_IDENTITY, keep))
+        return got.frame()
 
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
         extra, args = None, []
