@@ -33,7 +33,8 @@ soak: $(STAMP)
 	FABRICBOT_SOAK=1 $(BIN)/python -m pytest tests/bot/test_two_writers.py tests/synth/test_rack_eval.py -q
 
 # The long fuzz run: FUZZ_CASES mutants of the real and sample files (`make test` runs a bounded 2,200).
-# Prints tracebacks, hangs and silent wrong numbers; a failing input is kept in tests/fuzz/corpus/.
+# Prints tracebacks, hangs, silent wrong numbers and silent row losses, by format; a failing input is kept in
+# tests/fuzz/corpus/.
 FUZZ_CASES ?= 10000
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz.run --cases $(FUZZ_CASES)

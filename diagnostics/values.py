@@ -124,6 +124,8 @@ def index(raw: str | float, kind: str) -> int:
     text = str(raw).strip()
     if _INTEGER.match(text):
         found = int(text)
+    elif text.startswith("-"):  # `-0` too: no tool writes an index with a sign
+        raise Refused("an index is never negative")
     else:
         value = number(raw)
         if not math.isfinite(value) or value != math.floor(value):

@@ -124,4 +124,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verify = actions.add_parser("verify", help="judge each verifying ticket's part on the readings since its repair")
     verify.add_argument("ticket", metavar="ID", nargs="*", help="only these tickets")
     verify.add_argument("--json", action="store_true")
+    for action in (listing, show, history, repaired, verify):  # `tickets history X --store DIR`, as elsewhere
+        action.add_argument("--store", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_tickets, status=None, json=False)

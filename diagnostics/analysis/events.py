@@ -37,6 +37,8 @@ class NodeView:
 
     stale: np.ndarray  # per metrics row: the series stopped while the node kept reporting
     silent: dict[str, dict[int, int]] = field(default_factory=dict)  # node -> GPU -> when its series stopped (ns)
+    # ... less the staleness limit: an Xid 79 logged from then on is the silence's
+    last_heard: dict[str, dict[int, int]] = field(default_factory=dict)  # node -> silent GPU -> its last reading (ns)
     gpus_seen: dict[str, set[int]] = field(default_factory=dict)  # node -> GPUs with any series
     nvlinks_seen: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # node -> GPU -> NVLink indices
     nvlinks_live: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # ... of series still reporting
@@ -85,6 +87,7 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
         view.gpus_seen.setdefault(name, set()).add(int(g))
         if all_stale:
             view.silent.setdefault(name, {})[int(g)] = int(newest - limit[node])
+            view.last_heard.setdefault(name, {})[int(g)] = int(newest)
     link_type = metrics["link_type"].astype("string").to_numpy(object)
     link = _floats(metrics["link"])
     nv = (link_type == LinkType.NVLINK.value) & has_gpu & ~np.isnan(link)
@@ -309,7 +312,11 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"
                 + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
-    return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=ref.port,
+    link = ref.port
+    if not switch_side and rule.name != OFF_BUS_RULE and "link" in group:  # `NVLink: ... on link 5`: the link it names
+        links = {int(v) for v in group["link"].dropna().tolist()}
+        link = links.pop() if len(links) == 1 else None
+    return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=link,
                    link_state=LinkState.UNKNOWN,
                    switch=ref.switch, switch_port=ref.port, severity=severity, worst_ratio=ratio, crossed=crossed,
                    counts={rule.counter: occurrences},
@@ -412,13 +419,14 @@ def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: M
 
 
 def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[int, int]) -> list[Finding]:
-    """GPUs that report nothing: those whose every series stopped inside the span (`stopped`: GPU -> when), and,
-    when the platform's GPU count is known, those that never reported. Never healthy: a GPU off the bus is silent."""
+    """GPUs that report nothing: those whose every series stopped inside the span (`stopped`: GPU -> its last
+    reading), and, when the platform's GPU count is known, those that never reported. Never healthy: a GPU off the
+    bus is silent."""
     gone = set(stopped) | (set(range(gpu_count)) - reporting if gpu_count and reporting else set())
     out = []
     for gpu in sorted(gone):
-        how = (f"GPU {gpu} stopped reporting at {fmt.when(pd.Timestamp(stopped[gpu], tz='UTC'))}" if gpu in stopped
-               else f"GPU {gpu} reports no telemetry")
+        how = (f"GPU {gpu} stopped reporting after {fmt.when(pd.Timestamp(stopped[gpu], tz='UTC'))}"
+               if gpu in stopped else f"GPU {gpu} reports no telemetry")
         live = len(reporting - gone)
         count = f": {live} of {gpu_count} GPUs report" if gpu_count else f" while {live} other GPU(s) report"
         out.append(Finding(

@@ -145,8 +145,8 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
 
 
 def _xid_link(f: Finding) -> Localization:
-    """An NVLink Xid on a GPU whose counters show nothing failing: the link it names, else the GPU's links."""
-    link = f.link if f.ref.kind is not ComponentKind.GPU else None
+    """An NVLink Xid on a GPU whose counters show nothing failing: the link its lines name, else the GPU's links."""
+    link = f.link if f.gpu is not None else None
     ref = ComponentRef.nvlink(f.gpu, link) if f.gpu is not None else f.ref
     fault = FaultKind.NVLINK if link is not None else FaultKind.NVLINK_AGGREGATE
     read = f"`nvidia-smi nvlink -e -i {f.gpu}`" if f.gpu is not None else "`nvidia-smi nvlink -e`"

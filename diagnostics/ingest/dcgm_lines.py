@@ -85,7 +85,8 @@ def _timestamps(ts: pa.Array, at_ms: int) -> tuple[np.ndarray, np.ndarray, froze
         low = below
         if mask.any():
             units.add(unit)
-            ms[mask] = np.round(numbers[mask] * _PER_MS[unit])
+            with np.errstate(over="ignore"):  # 1e308 s is no time: refused below, not a warning here
+                ms[mask] = np.round(numbers[mask] * _PER_MS[unit])
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(ms) & ~wrong & (np.abs(ms) <= _LAST_MS)  # a time no int64 of ms holds is none
     where = np.flatnonzero(given)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..enums import LinkEnd, LinkState, LinkType
 from .base import IngestResult, Source
-from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
+from .textlines import Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
 
 _DEVICE = re.compile(
     r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (?P<cls>[^:]+): (?P<desc>.*)$"
@@ -41,7 +41,10 @@ _BUS = re.compile(r"^\s*Bus: primary=[0-9a-fA-F]{2}, secondary=(?P<secondary>[0-
 _CESTA = re.compile(r"^\s*CESta:\s*(?P<bits>.*)$")
 # The fields a device's block holds once (one Express capability, one AER capability, one bridge bus line): a
 # second one means the next device's header line is missing, and its lines would be taken as this device's.
-_FIELD = re.compile(r"^\s+(?P<name>LnkCap|LnkSta|CESta|LaneErrStat|Bus):")
+_FIELD_NAMES = ("LnkCap", "LnkSta", "CESta", "LaneErrStat", "Bus")
+_FIELD = re.compile(rf"^\s+(?P<name>{'|'.join(_FIELD_NAMES)}):")
+_FIRST_WORD = re.compile(r"^\s+(?P<word>[^\s:]+)")
+_KEYS_NEAR_FIELDS = frozenset({"LnkCap2", "LnkSta2", "UESta"})  # lspci's own (ls-caps.c), one letter from a field
 _CESTA_BITS = ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout")  # what lspci's CESta always lists
 _BIT = re.compile(r"(?P<name>[A-Za-z]+)(?P<set>[+-])")
 _AER_VALUE = re.compile(r"(?:^|:)(?P<name>[A-Za-z_]+)\s+(?P<value>\d+)\s*$")
@@ -145,6 +148,9 @@ class LspciReader:
             elif device is not None and (field := _FIELD.match(line.text)):
                 out.warn(line.number, f"{line.text.strip()[:60]!r}: not a {field['name']} line as lspci prints one; "
                                       "not read")
+            elif device is not None and (near := _near_field(line.text)):
+                out.warn(line.number, f"{near[0][:40]!r} is one letter from {near[1]!r}, a field the reader takes (a "
+                                      "damaged name?); not read")
             elif value := _AER_VALUE.search(line.text):
                 file = aer.file_of(line, value["name"])
                 bus = file[0] if file else None
@@ -202,6 +208,16 @@ class _AerFiles:
                                        f"line {first}): a command line may be missing above; not read")
             return None
         return bus, file
+
+
+def _near_field(text: str) -> tuple[str, str] | None:
+    """(the line's first word, the field it is one letter from) when it is none of lspci's own names."""
+    match = _FIRST_WORD.match(text)
+    word = match["word"] if match else None
+    if word is None or word in _KEYS_NEAR_FIELDS or word in _FIELD_NAMES:
+        return None
+    near = next((f for f in _FIELD_NAMES if one_edit(word, f)), None)
+    return (word, near) if near else None
 
 
 def _gen(out: Collector, number: int, speed: str, what: str) -> int | None:

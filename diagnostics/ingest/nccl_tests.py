@@ -4,8 +4,9 @@ Every collective prints one table, and the column header names its layout: `size
 `none` and -1 where the collective has no reduction or root), or an older one without `root`, without `redop`
 (all_gather, broadcast), or with an empty `redop` cell (alltoall); then out-of-place and in-place groups of
 `time algbw busbw #wrong` (or `error`), optionally with per-iteration columns and a `timestamp`. A row's cells are
-matched to the header by count, else by where each ends (the tool right-aligns them under their names), else
-from the right (a paste that lost its alignment); a row that fits none of these is said, never dropped silently.
+matched to the header by count, else by where each ends (the tool right-aligns them under their names; not
+where a tab stands between cells, its width unknown), else from the right (a paste that lost its alignment); a row
+that fits none of these is said, never dropped silently.
 `# Avg bus bandwidth` gives one row with no size. The collective comes from the `*_perf` command line, the
 `# Collective test starting/concluded:` lines or a script's `==== x_perf ====` banner; the hosts from the `Rank`
 lines.
@@ -18,19 +19,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import IngestResult, Source
-from .textlines import Collector, Line, classify, parse_time, skip_shell
+from .textlines import Collector, Line, classify, near, one_edit, parse_time, skip_shell
 
 _COMMAND = re.compile(r"(?:^|/|\s)(?P<coll>[a-z_]+?)_perf(?:_mpi)?\b")
 _NAMED = re.compile(r"^#\s*Collective test (?P<when>starting|concluded):\s*(?P<coll>[a-z_]+?)_perf\b|"
                     r"^=+\s*(?P<banner>[a-z_]+?)_perf\s*=+$")
 _RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
-_KNOWN = re.compile(r"^(?:NCCL version|#|\S+:\d+:\d+ \[\d+\] NCCL INFO )")  # NCCL's own INFO lines in between
+_AVG_NEAR = near("Avg bus bandwidth")  # the line with a flipped byte: said, not passed over as a comment
+_KNOWN = re.compile(r"^(?:NCCL\s+version|#|\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+INFO\s)")  # NCCL's INFO lines between
 _TAGGED = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")  # mpirun --tag-output
 _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})")  # `timestamp` cells: `%Y-%m-%d %H:%M:%S`
 _NAMES = {"bytes": "size", "N": "count", "op": "redop", "cputime": "time", "res": "#wrong", "error": "#wrong"}
 _FIGURES = (("time", "collective_time_us", "collective_time_us"), ("algbw", "algbw_gbps", "bandwidth_gbps"),
             ("busbw", "busbw_gbps", "bandwidth_gbps"))
+# Every column name nccl-tests prints (src/common.cu, util.cu: 2.13 to 2.17 and the per-iteration columns), as
+# _NAMES spells them
+_COLUMN_NAMES = frozenset({"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "timestamp",
+                           "i_min", "i_max", "i_p99", "i_cv%"})
 _REDOPS = {"sum", "prod", "max", "min", "avg", "mulsum", "none"}
 _SLACK = 2  # characters a cell's right edge may sit from its header's: the header is `# ` plus the row's widths
 
@@ -95,10 +101,17 @@ class NcclTestsReader:
                     row = out.add("step_samples", line.number, collective=collective, busbw_gbps=value)
                     if collective is None:
                         unnamed.append(row)
+            elif stripped.startswith("#") and _AVG_NEAR.search(stripped):
+                out.warn(line.number, f"{stripped[:60]!r} is not the `# Avg bus bandwidth : <GB/s>` line nccl-tests "
+                                      "prints (a damaged line?); not read")
             elif stripped.startswith("#") and "out-of-place" in stripped and "in-place" in stripped:
                 in_place_first = stripped.index("in-place") < stripped.index("out-of-place")
-            elif stripped.startswith("#") and {"time", "cputime"} & set(stripped.split()) and "busbw" in stripped:
-                table = _Table(_header(text), in_place_first)
+            elif stripped.startswith("#") and _is_header(stripped):
+                columns = _header(text)
+                if damage := _damaged(columns):
+                    out.warn(line.number, f"{damage} (a damaged header?); the rows under it are read by the "
+                                          "layouts nccl-tests prints, by their count of cells")
+                table = None if damage else _Table(columns, in_place_first)
             elif _KNOWN.match(stripped):
                 out.flush()  # a known line ends a run of unread ones
             elif stripped[:1].isdigit():
@@ -126,17 +139,42 @@ def _named(found: str, named: list[str]) -> str:
     return found
 
 
+def _is_header(line: str) -> bool:
+    """A column header: a time (or one letter from it) and busbw, or `size` and `busbw` (one damaged name)."""
+    words = line.split()
+    return "busbw" in line and bool({"time", "cputime", "size"} & set(words) or any(one_edit(w, "time") for w in words))
+
+
+def _damaged(columns: list[_Column]) -> str | None:
+    """What is wrong with a header whose names are not nccl-tests': a name one letter from one it prints, or a
+    group without exactly one time, algbw and busbw."""
+    names = [c.name for c in columns]
+    for name in names:
+        if name not in _COLUMN_NAMES and (near := next((k for k in _COLUMN_NAMES if one_edit(name, k)), None)):
+            return f"header column {name!r} is one letter from {near!r}"
+    if names.count("time") != names.count("algbw") or names.count("time") != names.count("busbw") or \
+            "size" not in names:
+        return f"the header names size {names.count('size')}, time {names.count('time')}, algbw " \
+               f"{names.count('algbw')} and busbw {names.count('busbw')} times"
+    return None
+
+
 def _header(text: str) -> list[_Column]:
+    """The header's column names, with where each ends (none when a tab is between them: its width is unknown)."""
     line = text.replace("#", " ", 1)  # the `#` stands in the first cell's place: positions stay the row's
-    return [_Column(_NAMES.get(m[0], m[0]), m.end()) for m in re.finditer(r"\S+", line)]
+    tabbed = "\t" in line.strip()
+    return [_Column(_NAMES.get(m[0], m[0]), None if tabbed else m.end()) for m in re.finditer(r"\S+", line)]
 
 
-def _cells(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str] | None:
-    """Which column each of a row's cells is in (by column index), or None when they cannot be told."""
+def _cells(tokens: list[re.Match[str]], columns: list[_Column], tabbed: bool) -> dict[int, str] | None:
+    """Which column each of a row's cells is in (by column index), or None when they cannot be told. A row
+    holding a tab (`tabbed`) has no positions to go by: its cells are told apart by their values."""
     if len(tokens) == len(columns):
         return {i: t[0] for i, t in enumerate(tokens)}
     if len(tokens) > len(columns):
         return None
+    if tabbed:
+        return _from_right(tokens, columns)
     placed: dict[int, str] = {}
     start = 0
     for k, token in enumerate(tokens):  # by position: each cell under the column whose right edge is nearest
@@ -144,12 +182,12 @@ def _cells(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str
         ends = [c for c in room if columns[c].end is not None]
         best = min(ends, key=lambda c: abs((columns[c].end or 0) - token.end()), default=None)
         if best is None or abs((columns[best].end or 0) - token.end()) > _SLACK:
-            if k and k == len(tokens) - 1 and placed:  # the line's last cell, cut short: the row stops here
+            if k and k == len(tokens) - 1 and 0 in placed:  # the line's last cell, cut short: the row stops here
                 return placed
             return _from_right(tokens, columns)
         placed[best] = token[0]
         start = best + 1
-    return placed
+    return placed if 0 in placed else _from_right(tokens, columns)  # a size under another name is misplaced
 
 
 def _from_right(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str] | None:
@@ -163,23 +201,55 @@ def _from_right(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int
     placed = {0: tokens[0][0], 1: tokens[1][0]}
     free = {c.name: i for i, c in enumerate(columns[:first]) if i > 1}
     for token in tokens[2:head]:
-        value = token[0]
-        kind = "redop" if value in _REDOPS else "root" if re.fullmatch(r"-?\d+", value) else "type"
+        kind = _kind(token[0])
         if kind not in free:
             return None
-        placed[free.pop(kind)] = value
+        placed[free.pop(kind)] = token[0]
     placed.update({first + i: t[0] for i, t in enumerate(tokens[head:])})
     return placed
+
+
+def _from_left(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str] | None:
+    """The start of a row that lost its alignment (the input ends inside it): size and count, each cell before
+    the figures under the column its value fits (an empty one skipped), then the figures in order."""
+    first = next((i for i, c in enumerate(columns) if c.name == "time"), None)
+    if first is None or len(tokens) < 2:
+        return None
+    placed = {0: tokens[0][0], 1: tokens[1][0]}
+    k = 2
+    for i in range(2, first):
+        if k < len(tokens) and _kind(tokens[k][0]) == columns[i].name:
+            placed[i] = tokens[k][0]
+            k += 1
+    if len(tokens) - k > len(columns) - first:
+        return None
+    placed.update({first + i: t[0] for i, t in enumerate(tokens[k:])})
+    return placed
+
+
+def _kind(value: str) -> str:
+    """The column a cell before the figures is in, by its value."""
+    return "redop" if value in _REDOPS else "root" if re.fullmatch(r"-?\d+", value) else "type"
 
 
 def _data_row(out: Collector, line: Line, text: str, table: _Table | None) -> list[dict[str, Any]]:
     """A size's out-of-place and in-place rows; none, said, when the row cannot be read."""
     text = _STAMP.sub(r"\1T\2", text)  # one cell, the same width
+    body = text.lstrip()
+    if table is not None and table.columns[0].end is not None and "\t" in text[: len(text) - len(body)]:
+        # tabs before the size (an editor's indentation): the size right-aligned under its name again
+        text = " " * max(0, table.columns[0].end - len(body.split()[0])) + body
     tokens = list(re.finditer(r"\S+", text))
     if table is None:
         layout = next((c for c in _DEFAULT_LAYOUTS if len(c) == len(tokens)), None)
         table = _Table(layout) if layout else None
-    cells = _cells(tokens, table.columns) if table else None
+    tabbed = "\t" in body.rstrip()
+    if table is None:
+        cells = None
+    elif tabbed and line.cut:  # what is there is the row's start: told apart from the left
+        cells = _from_left(tokens, table.columns)
+    else:
+        cells = _cells(tokens, table.columns, tabbed)
     if table is None or cells is None:
         out.unread(line)
         return []

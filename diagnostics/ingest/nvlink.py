@@ -36,6 +36,9 @@ _REMOTE = re.compile(r"^Remote Device (?P<dev>\S+?):? Link (?P<port>\d+)$")
 _COUNTER = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 /()-]*?):\s*(?P<value>\S*)$")
 _BARE_VALUE = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|nan|inf\w*)(?:e[-+]?\d+)?$", re.IGNORECASE)
 _UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-", re.IGNORECASE)
+_FULL_UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+                        r"(?:/\d+/\d+)?$", re.IGNORECASE)
+_GPU_LIKE = re.compile(r"^\s*GPU \S+: ")  # the start of a GPU header
 _SWITCH_SENTINEL = re.compile(r"^f{4,8}:ff:ff", re.IGNORECASE)
 # NVML's spelling is `inActive`; health checks match it in lower case, and pastes drop the space after `NVML:`
 _ALL_INACTIVE = re.compile(r"^\s*NVML:\s*Unable to retrieve NVLink information as all links are inactive\.?\s*$",
@@ -77,6 +80,9 @@ class NvlinkReader:
         unknown_labels: set[str] = set()
         remotes: dict[tuple[int, int], str] = {}
         seen_gpus: set[tuple[int, str | None]] = set()
+        uuids: dict[int, tuple[str | None, int]] = {}  # GPU index -> the UUID its first header states, and where
+        gpus_of: dict[str, tuple[int, int]] = {}  # UUID -> the GPU index its first header states, and where
+        block: dict[tuple[Any, ...], int] = {}  # what this GPU header's lines have stated -> the line
         all_down: list[tuple[Line, int, str | None, str]] = []  # (NVML's line, GPU, UUID, model)
         gpu: int | None = None
         uuid: str | None = None
@@ -89,9 +95,19 @@ class NvlinkReader:
                 if gpu is None:  # refused: its lines belong to no GPU and are reported as not read
                     continue
                 model = header["name"].strip()
+                _check_uuid(out, line, header, uuid, uuids.setdefault(gpu, (uuid, line.number)))
+                if uuid is not None and (other := gpus_of.setdefault(uuid, (gpu, line.number)))[0] != gpu:
+                    out.warn(line.number, f"{uuid} is GPU {gpu} here and GPU {other[0]} at line {other[1]}: one of "
+                                          "the two indexes is damaged")
+                block.clear()
                 if (gpu, uuid) not in seen_gpus:
                     seen_gpus.add((gpu, uuid))
                     out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=model)
+                continue
+            if _GPU_LIKE.match(line.text):  # a header whose index is damaged: its lines are no GPU's
+                out.warn(line.number, f"{line.text.strip()[:40]!r} is no GPU header as nvidia-smi prints one; the "
+                                      "lines under it are not read")
+                gpu = None
                 continue
             if gpu is None:
                 out.unread(line)
@@ -100,6 +116,9 @@ class NvlinkReader:
                 all_down.append((line, gpu, uuid, model))
                 continue
             if ok := _LINKS_OK.match(line.text):
+                if _again(out, block, (ok["first"], ok["last"], "no errors"), line, gpu):
+                    gpu = None
+                    continue
                 first = out.checked("index", line.number, ok["first"], "link", f"GPU {gpu} link")
                 last = out.checked("index", line.number, ok["last"], "link", f"GPU {gpu} link")
                 for link in range(first or 0, last + 1 if first is not None and last is not None else 0):
@@ -115,6 +134,9 @@ class NvlinkReader:
                 continue
             link = found
             if remote := _REMOTE.match(rest):
+                if _again(out, block, (link, None, "remote"), line, gpu):
+                    gpu = None
+                    continue
                 remotes[(gpu, link)] = _remote(out, line, gpu, link, remote)
                 continue
             lane: int | None = None
@@ -126,6 +148,10 @@ class NvlinkReader:
                 if _BARE_VALUE.match(rest):  # `Link 0: Lane 3: 12`
                     rest = f"CRC Errors: {rest}"
             key = (gpu, link, lane)
+            stated = _COUNTER.match(rest)
+            if _again(out, block, (link, lane, stated["label"] if stated else "speed"), line, gpu):
+                gpu = None
+                continue
             if rest == "<inactive>":
                 _row(rows, out, line, (gpu, uuid, link, lane), ("link_state",))["link_state"] = LinkState.INACTIVE.value
             elif speed := _SPEED.match(rest):
@@ -177,6 +203,33 @@ def _known_rest(rest: str) -> bool:
 def _uuid(raw: str | None) -> str | None:
     """A UUID as the driver writes it; None for an author's elision (`...`, `GPU-xxx`)."""
     return raw.strip() if raw and _UUID.match(raw.strip()) else None
+
+
+def _check_uuid(out: Collector, line: Line, header: re.Match[str], uuid: str | None,
+                first: tuple[str | None, int]) -> None:
+    """A GPU header's UUID clause that is not as the driver writes it (and not an author's elision), or another
+    UUID than the same GPU's header above, is said: its rows would carry no UUID, or the wrong one."""
+    raw = header["uuid"]
+    # an author's shortening (`GPU-xxx`, `GPU-0`, `...`) is no damage: a damaged UUID keeps its dashes
+    elided = raw is not None and (raw.count("-") < 3 or any(mark in raw for mark in ("xxx", "...", "…")))
+    if raw is None and re.search(r"\(\s*\w{4}:|\w{4}:\s*\w{3}-", header["name"]):
+        out.warn(line.number, f"{header['name'][-60:]!r}: a UUID clause not as nvidia-smi prints it (UUID: ...); "
+                              "read without a UUID")
+    elif raw is not None and not elided and (uuid is None or not _FULL_UUID.match(uuid)):
+        out.warn(line.number, f"{raw[:50]!r} is no GPU UUID as the driver writes it; read without one")
+    elif uuid is not None and first[0] is not None and uuid != first[0]:
+        out.warn(line.number, f"GPU {header['gpu']} is {uuid} here and {first[0]} at line {first[1]}: one of the "
+                              "two is damaged")
+
+
+def _again(out: Collector, block: dict[tuple[Any, ...], int], what: tuple[Any, ...], line: Line, gpu: int) -> bool:
+    """A link stated twice under one GPU header holds the next GPU's lines: that header line is missing (said; the
+    lines up to the next header are not read)."""
+    first = block.setdefault(what, line.number)
+    if first != line.number:
+        out.warn(line.number, f"GPU {gpu} link {what[0]} stated again under one GPU header (first at line {first}): "
+                              "a GPU header line is missing above; the lines to the next header are not read")
+    return first != line.number
 
 
 def _row(

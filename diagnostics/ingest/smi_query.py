@@ -26,7 +26,7 @@ from typing import Any
 from ..enums import LinkState, LinkType
 from ..values import gauge, number
 from .base import IngestResult, Source
-from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell
+from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
 _GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
@@ -45,6 +45,8 @@ _PCI_SECTIONS = ("GPU Link Info", "PCIe Generation", "Link Width", "Bridge Chip"
 _READ = {("Product Name",), ("GPU UUID",), ("Fabric", "State"), *(("PCI", key) for key in _PCI_KEYS),
          *(("PCI", "GPU Link Info", part, key) for part in ("PCIe Generation", "Link Width")
            for key in ("Max", "Current"))}
+_READ_NAMES = frozenset({*_LOG_HEADER, *_IDENTITY, *_PCI_KEYS, *_PCI_SECTIONS, "PCI", "Fabric", "Max", "Current",
+                         "State"})  # the keys and sections read: one a letter from them was damaged
 # A key as nvidia-smi prints one: words one space apart (`GPU T.Limit Temp`, `SRAM Uncorrectable SEC-DED`).
 _KEY_NAME = re.compile(r"^[A-Za-z0-9()/.+-]+(?: [A-Za-z0-9()/.+-]+)*$")
 _NO_SERIAL = ("N/A", "[N/A]", "Not Supported", "[Not Supported]")  # a board that reports no serial
@@ -123,6 +125,10 @@ class _Log:
             self.out.warn(line.number, f"{key[:40]!r} is no key as nvidia-smi prints one (words one space apart); "
                                        "not read")
             return
+        if key not in _READ_NAMES and (near := next((k for k in _READ_NAMES if one_edit(key, k)), None)):
+            self.out.warn(line.number, f"{key[:40]!r} is one letter from {near!r}, a key the reader takes (a damaged "
+                                       "key?); not read")
+            return
         if self.gpu is None and indent == 0 and (self.whole or key in _LOG_HEADER or key == "Attached GPUs"):
             self.log_header(line, key, value)
             return
@@ -163,6 +169,9 @@ class _Log:
         self.gpu = self.gpus[key] = _Gpu(line.number, bus)
 
     def section(self, line: Line, indent: int, name: str) -> None:
+        if name not in _READ_NAMES and (near := next((k for k in _READ_NAMES if one_edit(name, k)), None)):
+            self.out.warn(line.number, f"section {name[:40]!r} is one letter from {near!r}, one the reader takes (a "
+                                       "damaged name?); its lines are read as no section's")
         if self.gpu is not None and not self.stack and (first := self.gpu.again((name,), line.number)) is not None:
             if self.gpu.row["pci_bus_id"] is None and not self.whole:  # excerpts of several GPUs without headers
                 self.gpu = self.gpus[f"line {line.number}"] = _Gpu(line.number, None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -52,6 +52,7 @@ class Line:
     kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision", "repeat"
     command: str | None = None
     host: str | None = None  # from a `user@host` prompt
+    cut: bool = False  # the input ends inside this line: `text` is only up to its last space or tab (see `Tail`)
 
 
 def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | None = None) -> Iterator[Line]:
@@ -62,17 +63,23 @@ def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | 
     `shows_end` says it is whole (see `Source.read_lines`)."""
     continuing = False
     previous = ""
-    for number, text in source.read_lines(out.note, shows_end):
+    cut: list[int] = []
+
+    def note(warning: IngestWarning) -> None:
+        cut.append(warning.line or 0)
+        out.note(warning)
+
+    for number, text in source.read_lines(note, shows_end):
         if continuing:
             continuing = text.rstrip().endswith("\\")
-            yield Line(number, text, "continuation", text.strip())
+            yield Line(number, text, "continuation", text.strip(), cut=number in cut)
             continue
         line = classify_line(number, text)
         if line.kind == "text" and text.strip() == previous:
             line = Line(number, text, "repeat")
         elif line.kind != "blank":
             previous = text.strip() if line.kind == "text" else ""
-        yield line
+        yield replace(line, cut=True) if number in cut else line
         continuing = line.kind == "command" and text.rstrip().endswith("\\")
 
 

@@ -331,8 +331,10 @@ class _Builder:
                 self.sources.append(f"{p.id}: {p.source}")
         note = None
         if part is None:
-            note = self.fill(self.cat.warning.no_part_software if self.fault is FaultKind.FABRIC_MANAGER
-                             else self.cat.warning.no_part_unknown)
+            warning = self.cat.warning
+            note = self.fill(warning.no_part_software if self.fault is FaultKind.FABRIC_MANAGER
+                             else warning.no_part_rack if self.fault in (FaultKind.RACK_INCIDENT, FaultKind.FANOUT)
+                             else warning.no_part_unknown)
         return part, nxt, note
 
     def reset(self) -> Reset:

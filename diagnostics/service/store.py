@@ -94,4 +94,4 @@ def _newest_event(store: TelemetryStore) -> datetime | None:
     if events.empty:
         return None
     newest = pd.to_datetime(events["timestamp"], utc=True).max()
-    return None if pd.isna(newest) else newest.to_pydatetime()
+    return None if pd.isna(newest) else newest.floor("us").to_pydatetime()  # datetime holds microseconds

@@ -229,6 +229,8 @@ def files_source(paths: Iterable[str | Path], *, node: str | None = None) -> tup
         raise InputError("the input names " + (f"{len(named)} nodes ({', '.join(named[:10])})" if named else "no node")
                          + ": give --node NODE", source=where, field="--node")
     source = TableSource(unnamed_as(loaded.tables, chosen), name="files")
+    if node is None and chosen not in source.nodes() and len(source.nodes()) == 1:
+        chosen = source.nodes()[0]  # an NMX-T tray's place in its rack, renamed once placed
     return source, chosen, [*loaded.warnings, *source.warnings]
 
 

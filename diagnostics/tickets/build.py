@@ -8,13 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.rules import priority as rule_priority
-from ..config.racks import rack_of
 from ..config.thresholds import load_thresholds
 from ..enums import ComponentKind, Priority, Severity
 from ..errors import InputError
 from ..model import Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
-from .candidates import Candidate, candidate_for, candidates_for
+from .candidates import Candidate, candidate_for, candidates_for, on_rack
 from .catalog import PlanStep, plan_for
 from .identity import identity_for
 from .ticket import Choice, Cost, Evidence, Hypothesis, RepairTicket, Step
@@ -127,7 +126,7 @@ def rule_hypotheses(candidates: Sequence[Candidate]) -> list[Hypothesis]:
 
 
 def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> str:
-    own = _explained(diagnosis, candidate)
+    own = sorted(_explained(diagnosis, candidate), key=lambda f: f.component != candidate.component)  # its own first
     worst = next((c.message for f in own for c in f.crossed), "unhealthy link")
     deg = diagnosis.degradation_pct
     slow = "" if deg is None else f"; step time {deg:+.1f}% against baseline"
@@ -159,7 +158,8 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         port_find_with=candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None,
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu,
                               diagnosis.gpu_ids.get(candidate.gpu) if candidate.gpu is not None else None,
-                              rack=diagnosis.rack is not None or rack_of(diagnosis.platform) is not None),
+                              rack=on_rack(diagnosis),
+                              rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None),
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note, warnings=plan.warnings, capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,

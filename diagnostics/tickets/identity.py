@@ -26,13 +26,16 @@ NO_FABRIC_MANAGER = "none: a rack's hosts run no Fabric Manager (NMX-Controller 
 
 
 def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None, read: GpuId | None = None, *,
-                 rack: bool = False) -> Identity:
-    """Fill what the inventory knows, then the GPU's serial and UUID as the node's readings named them (`read`);
-    every other field reads `unknown`, with where to read it in `where`. `rack`: a rack or a rack's host, which runs
-    no Fabric Manager, so no Fabric Manager version is asked for."""
+                 rack: bool = False, rack_id: str | None = None) -> Identity:
+    """Fill what the inventory knows, then the GPU's serial and UUID as the node's readings named them (`read`),
+    and the rack the diagnosis places the node in (`rack_id`); every other field reads `unknown`, with where to read
+    it in `where`. `rack`: a rack or a rack's host, which runs no Fabric Manager, so no Fabric Manager version is
+    asked for."""
     node = (inventory or Inventory()).node(node_id)
     record = {"node": node, "gpu": node.gpu(gpu) if gpu is not None else None}
     seen = {"serial": read.serial, "uuid": read.uuid} if read is not None else {}
+    if rack_id:
+        seen["rack_location"] = rack_id
     values: dict[str, str] = {}
     where: dict[str, str] = {}
     for name, (kind, field) in _FIELDS.items():
@@ -41,7 +44,7 @@ def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None, rea
             continue
         source = record[kind]
         raw = getattr(source, field) if source is not None else None
-        if raw in (None, "") and kind == "gpu":
+        if raw in (None, ""):
             raw = seen.get(field)
         if raw not in (None, ""):
             values[name] = str(raw)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from diagnostics import format as fmt
 from diagnostics.analysis import analyze_tables
 from diagnostics.enums import FaultKind, Severity
 from tests.analysis.helpers import T0, events, link_series, links, node_links, steady, steps
@@ -44,7 +45,8 @@ def test_a_gpu_whose_series_all_stop_is_one_finding_not_one_per_link() -> None:
                        platform="hgx-h100-8gpu")
     gone = [f for f in d.findings if f.gpu == 3 and f.severity.value != "ok"]
     assert [c.rule for f in gone for c in f.crossed] == ["gpus_missing"]
-    assert gone[0].crossed[0].message.startswith("GPU 3 stopped reporting at ")
+    last = frame[~late & (frame["gpu"] == 3)]["timestamp"].max()  # its last reading, not the staleness limit
+    assert gone[0].crossed[0].message == f"GPU 3 stopped reporting after {fmt.when(last)}: 7 of 8 GPUs report"
     assert d.localization is not None and d.localization.component == "GPU 3"
 
 
@@ -164,6 +166,18 @@ def test_a_link_warning_before_a_reboot_keeps_its_warning_not_a_down() -> None:
     assert [f.severity for f in warned] == [Severity.WARNING]
     assert [c.rule for c in warned[0].crossed] == ["crc"]
     assert "the restart, not judged" in warned[0].evidence[-1]
+
+
+def test_an_nvlink_xid_naming_its_link_is_that_link_on_a_board_that_reads_each_link() -> None:
+    """`NVLink: fatal error detected on link 5` on an HGX H100: the suspect is GPU 1 NVLink 5 with the NVLink plan,
+    never a GPU's NVLink5 totals, which an H100 does not report (that plan would say the input contradicts it)."""
+    xid = {"timestamp": T0 + pd.Timedelta(minutes=50), "kind": "xid", "gpu": 1, "code": 74, "link": 5,
+           "text": "NVLink: fatal error detected on link 5(0x0, 0x0, 0x10000, 0x0)", "source": "kern.log:3"}
+    d = analyze_tables({"link_samples": node_links(), "events": events([xid])}, node_id="n1",
+                       platform="hgx-h100-8gpu")
+    loc = d.localization
+    assert loc is not None and (loc.gpu, loc.link, loc.fault) == (1, 5, FaultKind.NVLINK)
+    assert d.isolated_component.startswith("GPU 1 NVLink 5") and "contradicts" not in d.repair_action
 
 
 def test_a_fleets_events_judged_at_once_give_each_node_what_it_gets_alone() -> None:

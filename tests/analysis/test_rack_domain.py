@@ -58,6 +58,8 @@ def test_half_the_trays_failing_at_once_is_one_rack_incident_and_one_ticket(
     assert d.ticket_priority is Priority.HIGH  # GPUs are off the bus: down
     ticket = RulesDrafter().draft(d)
     assert ticket.replacement_part is None and ticket.component == loc.component
+    # its summary says why the rack is the unit, not the first GPU's Xid (which tray's GPU 2?)
+    assert ticket.summary.startswith(f"{loc.component} on rack-01: {len(hit)} of the rack's 18 compute trays")
     hosts = ",".join(f"rack-01-c{t:02d}" for t in range(1, 19))
     assert f"nodename={hosts} " in ticket.isolation_steps[0].text
     captures = [c.command for c in ticket.capture_first]
@@ -66,6 +68,10 @@ def test_half_the_trays_failing_at_once_is_one_rack_incident_and_one_ticket(
     assert not [t for t in _texts(ticket) if FABRIC_MANAGER.search(t)]
     assert ticket.identity.fabric_manager_version.startswith("none: a rack's hosts run no Fabric Manager")
     assert not [w for w in ticket.identity.where.values() if "fabricmanager" in w]
+    # the alternatives weighed name the domain's fabric software, never a Fabric Manager the rack does not run
+    assert not [h.component for h in ticket.hypotheses if "Fabric Manager" in h.component]
+    assert ticket.identity.rack == "rack-01"  # the inventory placed it: never "unknown"
+    assert ticket.part_note is not None and ticket.part_note.startswith("no part yet: the captures name the unit")
     for tray in hit:  # each tray points at the rack's one ticket
         mine = analysis.diagnoses[f"rack-01-c{tray:02d}"]
         assert mine.isolated_component == loc.component

@@ -193,7 +193,8 @@ def test_a_spent_response_url_falls_back_to_an_ephemeral_message(slack: MockSlac
     assert [m.text for m in private(slack, "UALICE")][-1] == "note 5"
     assert len(slack.calls_to("chat.postEphemeral")) == 1
     late = slack.response_url(OPS, "UALICE")
-    slack.clock = lambda: RESPONSE_URL_TTL_S * 10.0  # half an hour later and more
+    issued = slack.clock()
+    slack.clock = lambda: issued + RESPONSE_URL_TTL_S + 1.0  # half an hour later and a second
     assert WebhookClient(late).send(text="late").status_code == 404 and slack.errors("response_url")[-1] == \
         "expired_url"
     assert all(m.user == BOT_USER for m in private(slack))

@@ -19,7 +19,7 @@ from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import snapshot_tables
 from diagnostics.model import Snapshot
 
-from . import oracle, strategies
+from . import oracle, run, strategies
 from .kept import Entry, entries
 from .mutate import Mutation
 
@@ -111,3 +111,13 @@ def test_the_corpus_holds_the_issues_failures() -> None:
     kinds = {m.kind for e in entries() for m in e.mutations}
     assert {"number", "indent", "tabs", "truncate"} <= kinds
     assert all(Path(e.path).suffix == ".json" for e in entries())
+
+
+def test_the_long_run_counts_each_case_once_by_the_format_of_its_seed() -> None:
+    tally = run.run(6, rng_seed=1, keep=False)
+    table = tally.table()
+    assert table[0] == "| format | cases | CPU s | tracebacks | hangs | silent wrong numbers | silent row losses |"
+    assert tally.done == 7 and tally.cases[run.SNAPSHOTS] == 1  # a fifth as many snapshot files, at least one
+    total = table[-1].split(" | ")
+    assert total[0] == "| **all**" and total[1] == "7"
+    assert sum(int(row.split(" | ")[1]) for row in table[2:-1]) == 7

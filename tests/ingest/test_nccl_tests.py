@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -161,6 +164,60 @@ def test_an_empty_cell_found_by_position_or_from_the_right_when_the_paste_lost_i
     assert again["step_samples"]["collective_time_us"].tolist() == [1.63, 1.38] and again.warnings == []
     stray = read_text(ALIGNED.replace("float    ", "float x y "))  # more cells than columns: said, not guessed
     assert stray["step_samples"].empty and warning_lines(stray) == [3]
+
+
+@pytest.mark.parametrize("name", ["nccl_alltoall_superbench_1", "nccl_broadcast_superbench_1",
+                                  "nccl_allreduce_3"])
+def test_tabs_between_cells_read_as_the_aligned_table(name: str) -> None:
+    """A copy that keeps columns as tabs loses their widths: the cells are told apart by their values (alltoall's
+    empty redop cell once put each size under `count`, and its row was dropped unsaid)."""
+    text = (REAL / f"{name}.txt").read_text()
+    tabbed = "\n".join(re.sub(r"(?<=\S) {2,}(?=\S)", "\t", line) for line in text.splitlines())
+    assert "\t" in tabbed
+    aligned, again = read_text(text), read_text(tabbed)
+    assert again["step_samples"].drop(columns="source").equals(aligned["step_samples"].drop(columns="source"))
+    assert warning_lines(again) == warning_lines(aligned)
+
+
+@pytest.mark.parametrize("tabs", ["leading", "between"])
+def test_a_cut_row_with_tabs_reads_as_the_aligned_cut_row(tabs: str, tmp_path: Path) -> None:
+    """The last row cut before its in-place #wrong: positions from the size again (tabs before it), or the cells
+    told apart from the left (tabs between them); never from the right, which had read #wrong as a time."""
+    text = (REAL / "nccl_allgather_bf16_h100_1.txt").read_text()
+    cut = text[: text.index("214.95  107.48") + len("214.95  107.48  ")]
+    if tabs == "leading":
+        tabbed = re.sub(r"(?m)^    ", "\t", cut)
+    else:
+        tabbed = "\n".join(re.sub(r"(?<=\S) {2,}(?=\S)", "\t", line) for line in cut.split("\n"))
+    (tmp_path / "aligned.txt").write_text(cut)
+    (tmp_path / "tabbed.txt").write_text(tabbed)
+    aligned, again = read(tmp_path / "aligned.txt")["step_samples"], read(tmp_path / "tabbed.txt")["step_samples"]
+    last = aligned[aligned["size_bytes"] == 33554432].set_index("in_place")["collective_time_us"]
+    assert last.to_dict() == {False: 183.0, True: 156.1}
+    assert again.drop(columns="source").equals(aligned.drop(columns="source"))
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("  busbw #wrong     time", "  busbw #wrong     tile"),  # the in-place time had gone: its algbw and busbw
+    ("#       size", "#       sime"),                         # overwrote the out-of-place ones, one row lost
+    ("  algbw   busbw #wrong     time", "  algbw   busbx #wrong     time"),
+])
+def test_a_damaged_header_is_said_and_its_rows_read_by_the_printed_layouts(old: str, new: str) -> None:
+    text = (REAL / "nccl_allreduce_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1))
+    damaged = next(w for w in set(new.split()) - set(old.split()))
+    assert f"header column {damaged!r} is one letter from" in str(result.warnings)
+    whole = read_text(text)["step_samples"]
+    assert result["step_samples"].drop(columns="source").equals(whole.drop(columns="source"))
+
+
+@pytest.mark.parametrize("damaged", ["# Avg bus bandwidth    ; 231.793", "# Avg bus bandwixth    : 231.793"])
+def test_a_damaged_average_line_is_said(damaged: str) -> None:
+    text = (REAL / "nccl_allreduce_1.txt").read_text()
+    result = read_text(text.replace("# Avg bus bandwidth    : 231.793", damaged, 1))
+    assert f"{damaged!r} is not the `# Avg bus bandwidth : <GB/s>` line" in str(result.warnings)
+    assert result["step_samples"]["size_bytes"].notna().all()  # no average read
 
 
 def _util_cu(fields: str, *values: object) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ingest.helpers import REAL, SAMPLES, read_text, warning_lines
+from tests.ingest.helpers import FIXTURES, REAL, SAMPLES, read_text, warning_lines
 
 
 def _lines(path: Path) -> list[str]:
@@ -53,6 +53,8 @@ def test_a_doubled_line_is_read_once_and_said(line: str) -> None:
     ("Port #0, Speed 32GT/s", "Port #1e30, Speed 32GT/s", "not a LnkCap line"),
     ("secondary=19,", "secondary=4294967296,", "not a Bus line"),
     ("Timeout+", "Timeott+", "has no Timeout bit"),
+    ("LnkCap:\tPort", "LnkBap:\tPort", "'LnkBap' is one letter from 'LnkCap'"),
+    ("LnkSta:\tSpeed", "LnkSta;\tSpeed", "'LnkSta;' is one letter from 'LnkSta'"),
 ])
 def test_lspci_a_damaged_field_line_is_said(old: str, new: str, said: str) -> None:
     text = (SAMPLES / "lspci_vvv_lane_h100.txt").read_text().replace(old, new, 1)
@@ -88,6 +90,30 @@ def test_topo_m_a_row_whose_x_is_not_in_its_own_column_is_not_read() -> None:
     result = read_text(text)
     assert "its X is under GPU4" in str(result.warnings)
     assert not result["topology"].query("a == 'GPU5' and b == 'GPU4'").empty  # the true GPU5 row is read
+
+
+def test_topo_m_a_header_naming_a_device_twice_is_said_and_its_row_not_read_as_another() -> None:
+    text = (REAL / "topo_m_pcie_4090_1.txt").read_text().replace("\tNIC1\t", "\tNIC0\t", 1)
+    result = read_text(text)
+    said = str(result.warnings)
+    assert "the header names NIC0 twice" in said and "row NIC1 names no column of the header" in said
+    topology = result["topology"]
+    assert topology.query("b == 'NIC0' or a == 'NIC1'").empty  # no cell is read under either NIC0 column
+    assert topology.query("relation == 'nic'")["a"].tolist() == ["NIC0"]  # one device, not two
+    assert topology.query("a == 'GPU6' and b == 'GPU0'")["relation"].tolist() == ["SYS"]  # the rest is read
+
+
+def test_topo_m_a_row_with_more_values_than_the_header_has_columns_reads_none_of_them() -> None:
+    """A space flipped to `!` between NUMA Affinity and GPU NUMA ID had made `!` the GPU's NUMA id."""
+    lines = _lines(REAL / "topo_m_hgx_h100_1.txt")
+    at = next(i for i, line in enumerate(lines) if line.startswith("GPU4 "))
+    lines[at] = lines[at].replace("2               N/A", "2       !       N/A")
+    result = read_text("\n".join(lines) + "\n")
+    assert f"{at + 1}: row GPU4 has 4 values after its device columns where the header names 3" in \
+        "; ".join(f"{w.line}: {w.message}" for w in result.warnings)
+    gpu4 = result["topology"].query("a == 'GPU4'")
+    assert gpu4["relation"].isin(["cpu_affinity", "numa_affinity", "gpu_numa_id"]).sum() == 0
+    assert (gpu4["relation"] == "NV").sum() == 7  # its cells are read
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
@@ -157,7 +183,11 @@ def test_smi_query_a_deleted_gpu_header_gives_no_gpu_the_other_one_s_numbers() -
     ("        Tx Throughput                     : 1200", "        Tx Throughput               !     : 1200",
      "is no key as nvidia-smi prints one"),
     ("Driver Version                            :", "Driver Wersion                            :",
+     "one letter from 'Driver Version'"),
+    ("CUDA Version                              :", "CUDA Revision                             :",
      "no key of the log's header"),
+    ("        Replay Number Rollovers           : 0", "        Replay Oumber Rollovers           : 0",
+     "one letter from 'Replay Number Rollovers'"),
     ("    Product Name                          : NVIDIA H100 80GB HBM3\n    GPU UUID                              : "
      "GPU-44", "    Product Namd                          : NVIDIA H100 80GB HBM3\n    GPU UUID                 "
      "             : GPU-44", "no Product Name where another GPU's has"),
@@ -251,3 +281,74 @@ def test_a_table_row_written_twice_is_read_once_and_said(tmp_path: Path) -> None
     result = read_text("\n".join(lines) + "\n", name="links.csv")
     assert result["link_samples"]["crc_flit"].tolist() == [10, 12]
     assert warning_lines(result) == [4] and "repeats the row of line 3" in result.warnings[0].message
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ('DCGM_FI_PROF_NVLINK_TX_BYTES{gpu="0"', 'DBGM_FI_PROF_NVLINK_TX_BYTES{gpu="0"', "one letter from"),
+    ('{gpu="3",UUID=', '{gpu="-0",UUID=', "an index is never negative"),
+    ('{gpu="3",UUID=', '{gpu="2",UUID=', "a series sampled twice at one time"),  # GPU 2's own series
+    ('{gpu="0",UUID=', '{gpu="0",UTID=', "label 'UTID' is one letter from 'UUID'"),
+])
+def test_dcgm_a_damaged_name_or_label_is_said(old: str, new: str, said: str) -> None:
+    text = (REAL / "dcgm_metrics_a100_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1), name="metrics.txt")
+    assert any(said in w.message for w in result.warnings), result.warnings
+
+
+def test_dcgm_a_gpu_or_time_few_samples_name_is_said() -> None:
+    text = (FIXTURES / "fleet" / "dcgm" / "hpc-gpu-node-01.prom").read_text()
+    for old, new, said in (('gpu="0",Hostname="hpc-gpu-node-01"} 16', 'gpu="0",Hostname="hpc-gpu-nnde-01"} 16',
+                            "hpc-gpu-nnde-01 GPU 0 has 1 sample(s)"),
+                           ("} 16 1789631700000", "} 16 0.5", "this time has 1 sample(s)")):
+        result = read_text(text.replace(old, new, 1), name="scrape.prom")
+        assert any(said in w.message for w in result.warnings), result.warnings
+
+
+def test_dcgm_a_series_sampled_twice_at_one_time_is_said() -> None:
+    lines = _lines(FIXTURES / "fleet" / "dcgm" / "hpc-gpu-node-01.prom")
+    at = next(i for i, line in enumerate(lines) if line.startswith("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"))
+    changed = lines[at].rsplit(" ", 2)
+    lines.insert(at + 1, f"{changed[0]} 7 {changed[2]}")  # the same series and time, another value
+    result = read_text("\n".join(lines) + "\n", name="scrape.prom")
+    assert any("a series sampled twice at one time" in w.message and f"line {at + 2}" in w.message
+               for w in result.warnings), result.warnings
+
+
+def test_nvlink_a_deleted_gpu_header_hands_no_link_to_the_gpu_above() -> None:
+    lines = _lines(REAL / "nvlink_s_a100_1.txt")
+    result = read_text(_without(lines, "GPU 1: NVIDIA A100-SXM4-80GB"))
+    assert 1 not in result["link_samples"]["gpu"].tolist()
+    assert set(result["link_samples"].query("gpu == 0")["link"]) == set(range(12))  # GPU 0's own, read once
+    assert "a GPU header line is missing above" in str(result.warnings)
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUID: GPU-0c512562-871f-8257-6187-b5ae1b98`d5e)",
+     "is no GPU UUID as the driver writes it"),
+    ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUHD: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)",
+     "a UUID clause not as nvidia-smi prints it"),
+    ("GPU 1: NVIDIA A100-SXM4-80GB", "GPU NaN: NVIDIA A100-SXM4-80GB", "is no GPU header as nvidia-smi prints one"),
+])
+def test_nvlink_a_damaged_gpu_header_is_said(old: str, new: str, said: str) -> None:
+    text = (REAL / "nvlink_s_a100_1.txt").read_text()
+    assert old in text
+    assert any(said in w.message for w in read_text(text.replace(old, new, 1)).warnings)
+
+
+def test_nvlink_one_uuid_under_two_gpu_indexes_is_said() -> None:
+    """Two outputs of one GPU pasted together, the second header's index flipped (`GPU 0` -> `GPU 1`): its link
+    speeds had gone to a GPU 1 the first output never named, unsaid."""
+    text = (REAL / "nvlink_e_h100_1.txt").read_text()
+    at = text.index("GPU 0:", text.index("nvlink --status"))
+    result = read_text(text[:at] + "GPU 1:" + text[at + len("GPU 0:"):])
+    assert "is GPU 1 here and GPU 0 at line 4: one of the two indexes is damaged" in str(result.warnings)
+
+
+def test_a_snapshot_listing_one_link_twice_reads_it_once_and_says_so() -> None:
+    lines = _lines(FIXTURES / "seed_examples.json")
+    text, _ = _doubled(lines, '"gpu_src": 2, "gpu_dst": 3, "link_id": "nvlink-1"')
+    result = read_text(text, name="cases.json")
+    whole = read_text("\n".join(lines) + "\n", name="cases.json")
+    assert len(result["link_samples"]) == len(whole["link_samples"])
+    assert "is the link of fabric_errors[0] (nvlink-1) again" in str(result.warnings)

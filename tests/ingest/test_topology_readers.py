@@ -90,6 +90,15 @@ def test_dgx_a100_cut_row_keeps_what_is_whole() -> None:
     assert graph.platform == "dgx-a100-8gpu" and len(graph.gpus) == 8
 
 
+def test_a_file_ending_inside_a_whole_row_says_so(tmp_path: Path) -> None:
+    text = (REAL / "topo_m_dgx1_v100_1.txt").read_text()
+    cut = text[: text.index("\nmlx5_3") + 1] + text[text.index("\nmlx5_3") + 1:].split("\n", 1)[0].rstrip("\t")
+    (tmp_path / "topo.txt").write_text(cut)
+    result = read(tmp_path / "topo.txt")
+    assert any(":15: the input ends inside this line" in str(w) for w in result.warnings)
+    assert cell(result["topology"], "NIC3", "NIC1")[0] == "SYS"  # whitespace follows X: every value read
+
+
 def test_4090_pcie_only() -> None:
     frame, warnings = topology("topo_m_pcie_4090_1.txt")
     assert warnings == []

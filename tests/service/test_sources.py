@@ -86,6 +86,14 @@ def test_the_files_and_the_store_answer_an_nmxt_tray_alike(tmp_path: Path,
     assert answers[0] == answers[1] and answers[0]["links"] > 0
 
 
+def test_a_lone_nmxt_scrape_is_answered_as_the_tray_it_places(capsys: pytest.CaptureFixture[str]) -> None:
+    """`fabricbot analyze nmxt.prom` with no --node and no inventory: the one node is the tray kept under its place
+    in the rack, the name every later answer uses (it asked for the scrape's raw `nmx:` name and found none)."""
+    assert main(["analyze", str(NMXT), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["node_id"] == f"{RACK}-compute-tray18" and d["findings"]
+
+
 def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Engine passes the service runs from now on."""
     calls: list[int] = []
