@@ -28,12 +28,13 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope
 
-# The long variants: the two-writer test at 100 rounds of 50 filings per filer.
+# The long variants: the two-writer test at 100 rounds of 50 filings per filer, the rack eval on more seeds.
 soak: $(STAMP)
-	FABRICBOT_SOAK=1 $(BIN)/python -m pytest tests/bot/test_two_writers.py -q
+	FABRICBOT_SOAK=1 $(BIN)/python -m pytest tests/bot/test_two_writers.py tests/synth/test_rack_eval.py -q
 
-# The long fuzz run: FUZZ_CASES mutants of the real and sample files (`make test` runs a bounded few thousand).
-# Prints tracebacks, hangs and silent wrong numbers; a failing input is kept in tests/fuzz/corpus/.
+# The long fuzz run: FUZZ_CASES mutants of the real and sample files (`make test` runs a bounded 2,200).
+# Prints tracebacks, hangs, silent wrong numbers and silent row losses, by format; a failing input is kept in
+# tests/fuzz/corpus/.
 FUZZ_CASES ?= 10000
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz.run --cases $(FUZZ_CASES)

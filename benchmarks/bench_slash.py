@@ -47,6 +47,10 @@ def line(name: str, values: list[float]) -> str:
             f"max {max(ms):7.1f} ms   (n={len(ms)})")
 
 
+def _uploaded_in(slack: MockSlack, thread: str) -> list[Any]:
+    return [c for c in slack.calls_to("files.completeUploadExternal") if c.params.get("thread_ts") == thread]
+
+
 def run(source: NodeSource, nodes: list[str], commands: int, clicks: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"ack": [], "summary posted": [], "png uploaded": [], "draft ack": [],
                                    "\"Drafting...\" posted": [], "draft preview shown": []}
@@ -60,15 +64,17 @@ def run(source: NodeSource, nodes: list[str], commands: int, clicks: int) -> dic
             slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 1, timeout=60)
             summaries = []
             for i in range(commands):
-                posts, uploads = len(slack.calls_to("chat.postMessage")), len(slack.calls_to("upload"))
+                posts = len(slack.calls_to("chat.postMessage"))
                 start = time.monotonic()
                 sent = local.injector.command(nodes[i % len(nodes)], user="UBENCH", channel=CHANNEL)
                 out["ack"].append(sent.seconds)
-                slack.wait_for(lambda s, n=uploads: len(s.calls_to("files.completeUploadExternal")) > n, timeout=60)
-                post = slack.calls_to("chat.postMessage")[posts]
-                out["summary posted"].append(post.at - start)
-                out["png uploaded"].append(slack.calls_to("files.completeUploadExternal")[-1].at - start)
-                summaries.append(slack.messages[-2] if slack.messages[-1].files else slack.messages[-1])
+                slack.wait_for(lambda s, n=posts: len(s.calls_to("chat.postMessage")) > n, timeout=60)
+                out["summary posted"].append(slack.calls_to("chat.postMessage")[posts].at - start)
+                summary = next(m for m in reversed(slack.messages) if m.thread_ts is None and not m.files)
+                # its first picture in its thread (a node whose job has a history gets a second, the correlation)
+                slack.wait_for(lambda s, ts=summary.ts: _uploaded_in(s, ts), timeout=60)
+                out["png uploaded"].append(_uploaded_in(slack, summary.ts)[0].at - start)
+                summaries.append(summary)
             faulty = [m for m in summaries if any(b["type"] == "actions" for b in m.blocks)]
             for i in range(clicks if faulty else 0):
                 summary = faulty[i % len(faulty)]
@@ -161,7 +167,7 @@ def main() -> None:
     tables, truth = build(seed=0)
     fleet = TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()})
     cases = [("seed snapshots (2 nodes)", seeds, seeds.node_ids()),
-             (f"synthetic fleet ({len(fleet.nodes)} nodes x 8 h, analyze_tables)", fleet,
+             (f"synthetic fleet ({len(fleet.node_ids())} nodes x 8 h, analyze_tables)", fleet,
               ["hpc-gpu-node-12", "hpc-gpu-node-03"])]
     if args.store:
         stored = StoreNodeSource(args.store)
@@ -187,7 +193,7 @@ def main() -> None:
           + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     loaded = run_loaded(fleet, ["hpc-gpu-node-12", "hpc-gpu-node-03"], in_flight=args.in_flight,
                         draft_seconds=args.draft_seconds, concurrent=args.concurrent, rounds=args.rounds)
-    print(f"synthetic fleet ({len(fleet.nodes)} nodes x 8 h, analyze_tables)")
+    print(f"synthetic fleet ({len(fleet.node_ids())} nodes x 8 h, analyze_tables)")
     for key, values in loaded.items():
         print(line(key, values))
 

@@ -13,6 +13,11 @@ shape, so a rerun times only the sweeps. Faults are planted on nodes 0-3. The ma
 Timed: the offender list (push-down, queries in a pool and one after another), the push-down with the read-back
 and local analysis of the offending nodes, pulling every series of every node over the window, and the same
 sweep done locally from the files (the dcgm reader over the files the windows need, then the local sweep).
+
+Then with recording rules: `fabricbot rules`' recording rules are backfilled by `promtool tsdb create-blocks-from
+rules` from the first server over the span the rules need (their evaluations every minute, as the file's group
+runs), into a hard-linked copy of the TSDB (the cached one is left as it was), and a second server over it is swept
+the same ways: the sweep reads the recorded rates instead of computing every counter's increase.
 """
 
 from __future__ import annotations
@@ -39,13 +44,16 @@ from diagnostics import load_thresholds
 from diagnostics.config.thresholds import Thresholds
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
-from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, read_node, sweep
+from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, read_node, rules_yaml, sweep
 from tests.prometheus.fleet_writer import BLOCK_S, BigFleet, write_blocks
 from tests.prometheus.helpers import GPUS, MODEL, start_server
 from tests.prometheus.mirror import failing_links
 
 FORMAT = 2  # bump when the generated fleet changes, so that a cached data dir is rebuilt
 NO_COMPACTION = ("--storage.tsdb.max-block-duration=2h",)  # keep promtool's 2 h blocks: no compaction mid-timing
+# the rule backfill asks each recording rule's whole span in one range query: more than the default 2 minutes on a
+# loaded machine (the server answers 503); the sweeps' queries take seconds and never meet either limit
+BACKFILL_TIMEOUT = ("--query.timeout=30m",)
 
 
 def load() -> str:
@@ -199,7 +207,7 @@ def run(args: argparse.Namespace, folder: Path) -> int:
           f"promtool: {promtool_cpu:.0f} CPU s ({samples / promtool_cpu / 1e6:.2f} M samples/s per core), "
           f"{info['jobs']} at a time; wall {float(info['build_s']):.0f} s in all (not timed below)")  # type: ignore[arg-type]
     t = time.perf_counter()
-    server = start_server(folder / "tsdb", extra=NO_COMPACTION)
+    server = start_server(folder / "tsdb", extra=NO_COMPACTION + BACKFILL_TIMEOUT)
     print(f"prometheus ready in {time.perf_counter() - t:.1f} s; load average {load()}")
     try:
         listed, list_s = timed_sweep(server.url, thresholds, fleet, args.window, args.concurrency, analyze=False)
@@ -207,10 +215,14 @@ def run(args: argparse.Namespace, folder: Path) -> int:
         one, one_s = timed_sweep(server.url, thresholds, fleet, args.window, 1, analyze=False)
         full, full_s = timed_sweep(server.url, thresholds, fleet, args.window, args.concurrency, analyze=True)
         assert all(r.complete for r in (listed, again, one, full)), listed.incomplete_reasons
+        assert not listed.recorded, "the cached TSDB holds recorded rates: build it again (no --data-dir reuse)"
         pull_s, pull_bytes, pull_json = pull_everything(server.url, fleet, args.window, args.concurrency)
+        recorded_dir, backfill_s = record(server.url, folder, thresholds, fleet, keep_hours + args.window,
+                                          args.window)
     finally:
         server.stop()
     print(f"load average after the server runs: {load()}")
+    with_rules = sweep_recorded(recorded_dir, thresholds, fleet, args)
     local, figures = local_sweep(fleet, thresholds, args.window)
     same = local == {o.key for o in listed.offenders} == {o.key for o in one.offenders}
     planted = {f"{o.node_id} {o.component}" for o in listed.offenders}
@@ -237,8 +249,57 @@ def run(args: argparse.Namespace, folder: Path) -> int:
     print(f"bytes vs pulling every series (wire / JSON): offender list {listed.bytes_received / pull_bytes:.3%} / "
           f"{listed.bytes_decoded / pull_json:.3%}, with read-back {full.bytes_received / pull_bytes:.3%} / "
           f"{full.bytes_decoded / pull_json:.3%} (target < 1%)")
+    rec_list, rec_list_s, rec_one_s, rec_full, rec_full_s = with_rules
+    rec_same = {o.key for o in rec_list.offenders} == {o.key for o in listed.offenders}
+    print(f"\nwith the recording rules ({len(rec_list.recorded)} recorded rates, backfilled by promtool over the last "
+          f"{keep_hours + args.window:g} h in {backfill_s:.0f} s, not timed below):")
+    print(f"{'push-down, offender list (cold)':38}{rec_list_s:7.2f}s {rec_list.bytes_received:>13,} "
+          f"{rec_list.bytes_decoded:>13,}  {rec_list.queries} queries, {list_s / rec_list_s:.1f}x the computed")
+    print(f"{'push-down, queries one after another':38}{rec_one_s:7.2f}s{'':29}{one_s / rec_one_s:.1f}x the computed")
+    print(f"{'push-down + read-back + analysis':38}{rec_full_s:7.2f}s {rec_full.bytes_received:>13,} "
+          f"{rec_full.bytes_decoded:>13,}  {full_s / rec_full_s:.1f}x the computed")
+    print(f"same offenders with and without the recording rules: {rec_same}")
     print(f"load average at the end: {load()}")
-    return 0 if same and not missed else 1
+    return 0 if same and rec_same and not missed else 1
+
+
+def record(url: str, folder: Path, thresholds: Thresholds, fleet: BigFleet, hours: float,
+           window: float) -> tuple[Path, float]:
+    """The recording rules backfilled from the server at `url` over the last `hours`, into a hard-linked copy of
+    its TSDB (blocks are never written in place, so the cached TSDB stays as it was); the copy and the seconds."""
+    copy = folder / "tsdb-recorded"
+    shutil.rmtree(copy, ignore_errors=True)
+    subprocess.run(["cp", "-al", str(folder / "tsdb"), str(copy)], check=True)
+    for transient in ("wal", "chunks_head", "lock", "queries.active"):
+        target = copy / transient
+        shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(missing_ok=True)
+    rules = folder / "fabricbot.rules.yml"
+    rules.write_text(rules_yaml(thresholds, window_hours=window, alerts=False), encoding="utf-8")  # promtool
+    # backfills recording rules only
+    end = int(fleet.end.timestamp()) + 1
+    started = time.perf_counter()
+    done = subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules", f"--url={url}",
+                           f"--start={end - int(hours * 3600)}", f"--end={end}", f"--output-dir={copy}",
+                           "--eval-interval=60s", "--quiet", str(rules)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"promtool rule backfill failed: {done.stdout[-1000:]}{done.stderr[-2000:]}")
+    return copy, time.perf_counter() - started
+
+
+def sweep_recorded(tsdb: Path, thresholds: Thresholds, fleet: BigFleet,
+                   args: argparse.Namespace) -> tuple[SweepResult, float, float, SweepResult, float]:
+    """The sweeps again, on a server over the TSDB with the recorded rates."""
+    server = start_server(tsdb, extra=NO_COMPACTION)
+    try:
+        listed, list_s = timed_sweep(server.url, thresholds, fleet, args.window, args.concurrency, analyze=False)
+        one, one_s = timed_sweep(server.url, thresholds, fleet, args.window, 1, analyze=False)
+        full, full_s = timed_sweep(server.url, thresholds, fleet, args.window, args.concurrency, analyze=True)
+    finally:
+        server.stop()
+        shutil.rmtree(tsdb, ignore_errors=True)
+    assert listed.recorded and all(r.complete for r in (listed, one, full)), listed.incomplete_reasons
+    return listed, list_s, one_s, full, full_s
 
 
 if __name__ == "__main__":

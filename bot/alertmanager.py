@@ -1,6 +1,7 @@
 """Alertmanager in: each webhook alert that names a node is answered in the alert channel with that node's diagnosis
 (the service's, as `/fabric NODE` gives it). Alerts for the same node and part share one message; a resolved alert
-updates it. The endpoint (`/alertmanager`, HTTP mode) takes only requests bearing FABRICBOT_ALERTMANAGER_TOKEN."""
+updates it once every alert under it has resolved. The endpoint (`/alertmanager`, HTTP mode) takes only requests
+bearing FABRICBOT_ALERTMANAGER_TOKEN."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from diagnostics import FabricbotError
+from diagnostics import format as fmt
 from diagnostics.ingest import NodeAlert, node_alerts
+from diagnostics.store import AlertmanagerBook, AlertMessage
 
 from . import blocks
 from .mrkdwn import esc
 from .posting import post_diagnosis
+from .replies import SLACK_FAILURES
 from .services import Services
 
 PATH = "/alertmanager"
@@ -34,50 +38,77 @@ def authorized(header: str | None, token: str | None) -> bool:
 
 
 class Enricher:
-    """Posts each alerted node's diagnosis once per node and part; remembers the message to update on resolve."""
+    """Posts each alerted node's diagnosis once per node and part; a resolved alert updates that message.
+
+    The messages and the fingerprints firing under each are kept in the store's SQLite (`AlertmanagerBook`), so a
+    restarted bot updates what it posted before; Alertmanager repeats a firing alert every `repeat_interval`, and
+    a repeat is known by its fingerprint without diagnosing the node again."""
 
     def __init__(self, services: Services, client: WebClient, channel: str) -> None:
         self.services, self.client, self.channel = services, client, channel
-        self.messages: dict[tuple[str, str], str] = {}
+        self.book = AlertmanagerBook(services.audit.db)
         self._lock = threading.Lock()
 
     def receive(self, payload: Any) -> dict[str, Any]:
         alerts, skipped = node_alerts(payload)
         posted = updated = 0
         for alert in alerts:
-            try:
-                diagnosis = self.services.source.diagnose(alert.node_id)
-            except FabricbotError as exc:
-                skipped.append(f"{alert.name} on {alert.node_id}: {exc}")
-                continue
-            part = diagnosis.localization.ref.slug if diagnosis.localization else "node"
-            key = (alert.node_id, part)
             with self._lock:
-                ts = self.messages.get(key)
                 if alert.resolved:
-                    if ts is not None:
-                        self.client.chat_update(channel=self.channel, ts=ts, text=self._said(alert, diagnosis.
-                                                                                              isolated_component),
-                                                blocks=[blocks.section(self._said(alert, diagnosis.isolated_component))
-                                                        .to_dict()])
+                    key = self.book.key_of(alert.fingerprint)
+                    message = self.book.message(*key) if key is not None else None
+                    if message is None:
+                        skipped.append(f"{alert.name} on {alert.node_id}: resolved, but never fired here")
+                        continue
+                    last = message.firing == (alert.fingerprint,)  # else the message stands for the others
+                    if last:
+                        self._update(message, alert)  # before the book: a refused update is retried whole
                         updated += 1
+                    self.book.resolve(alert.fingerprint, at=self.services.clock())
+                    self._record(alert, message.part, "resolved" if last else "resolved, others still firing")
                     continue
-                if ts is not None:
-                    continue  # grouped: this node and part already has its message
-                ts = post_diagnosis(self.client, self.services, diagnosis, channel=self.channel,
-                                    title=blocks.clip(f"Alertmanager: {alert.name} on {alert.node_id}",
-                                                      blocks.MAX_HEADER))
-                self.messages[key] = ts
-                posted += 1
-            self.services.record("alert", actor="alertmanager", subject=f"{alert.node_id} / {part}",
-                                 step="resolved" if alert.resolved else "enriched", alertname=alert.name,
-                                 fingerprint=alert.fingerprint)
+                if self.book.key_of(alert.fingerprint) is not None:
+                    continue  # Alertmanager's repeat of an alert already answered
+                try:
+                    diagnosis = self.services.source.diagnose(alert.node_id)
+                except FabricbotError as exc:
+                    skipped.append(f"{alert.name} on {alert.node_id}: {exc}")
+                    continue
+                part = diagnosis.localization.ref.slug if diagnosis.localization else "node"
+                at = self.services.clock()
+                message = self.book.message(alert.node_id, part)
+                if message is None or message.resolved_at is not None:  # none yet, or firing again: a new one
+                    ts = post_diagnosis(self.client, self.services, diagnosis, channel=self.channel,
+                                        title=_title(alert))
+                    self.book.posted(alert.node_id, part, channel=self.channel, ts=ts, at=at)
+                    posted += 1
+                self.book.firing(alert.fingerprint, node_id=alert.node_id, part=part, alertname=alert.name, at=at)
+                self._record(alert, part, "enriched" if message is None or message.resolved_at else "grouped")
         return {"posted": posted, "updated": updated, "skipped": skipped}
 
-    @staticmethod
-    def _said(alert: NodeAlert, component: str) -> str:
-        return (f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} on `{esc(alert.node_id)}` "
-                f"({esc(component)}): {esc(alert.summary)}")
+    def _update(self, message: AlertMessage, alert: NodeAlert) -> None:
+        """The message's resolved line over the summary it showed (its analysis, as remembered with it)."""
+        said = _resolved(alert, message)
+        shown = [blocks.section(said).to_dict()]
+        known = self.services.posted.analysis_of(message.channel, message.ts, wait_s=0)
+        diagnosis = self.services.state.analysis(known) if known is not None else None
+        if diagnosis is not None and known is not None:
+            shown += [b.to_dict() for b in blocks.diagnosis_blocks(diagnosis, known, title=_title(alert))]
+        self.client.chat_update(channel=message.channel, ts=message.ts, text=said, blocks=shown[:blocks.MAX_BLOCKS])
+
+    def _record(self, alert: NodeAlert, part: str, step: str) -> None:
+        self.services.record("alert", actor="alertmanager", subject=f"{alert.node_id} / {part}", step=step,
+                             alertname=alert.name, fingerprint=alert.fingerprint)
+
+
+def _title(alert: NodeAlert) -> str:
+    return blocks.clip(f"Alertmanager: {alert.name} on {alert.node_id}", blocks.MAX_HEADER)
+
+
+def _resolved(alert: NodeAlert, message: AlertMessage) -> str:
+    since = f" (firing since {fmt.when(alert.starts_at or message.opened_at)})"
+    return blocks.clip(f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} on `{esc(alert.node_id)}`"
+                       f"{since}: {esc(alert.summary)}", blocks.MAX_TEXT)
 
 
 def route(enricher: Enricher, token: str | None) -> Route:
@@ -91,6 +122,8 @@ def route(enricher: Enricher, token: str | None) -> Route:
             done = await run_in_threadpool(enricher.receive, payload)
         except (ValueError, FabricbotError) as exc:
             return PlainTextResponse(f"not an Alertmanager webhook body: {exc}", status_code=400)
+        except SLACK_FAILURES as exc:  # Alertmanager retries a 5xx: what was not posted is posted then
+            return PlainTextResponse(f"Slack refused the message: {exc}", status_code=502)
         return JSONResponse(done)
 
     return Route(PATH, receive, methods=["POST"])

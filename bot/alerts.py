@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement
 
 from diagnostics import Diagnosis, FabricbotError
+from diagnostics import format as fmt
 from diagnostics.analysis import Decision, FailingPart, Pass, Step
 from diagnostics.config import AlertPolicy, load_alerts
 from diagnostics.store import Alert, StormRecord
@@ -56,9 +58,11 @@ class AlertLoop:
     """Sweeps and posts every `every_s` seconds on its own thread; `run_once` is one pass (tests call it)."""
 
     def __init__(self, services: Services, client: WebClient, *, channel: str, every_s: float,
-                 oncall: str | None = None, policy: AlertPolicy | None = None) -> None:
+                 oncall: str | None = None, policy: AlertPolicy | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         self.services, self.client, self.channel, self.every_s = services, client, channel, every_s
         self.oncall = oncall
+        self.clock = clock or services.clock  # a pass's time: when its alerts say they were seen
         self.policy = policy or load_alerts()
         self.book = services.alerts
         self._stop = threading.Event()
@@ -84,12 +88,16 @@ class AlertLoop:
     # -- one pass ------------------------------------------------------------------------------------------------
     def run_once(self) -> Pass:
         source = self.services.source
-        at = self.services.clock()
+        at = self.clock()
         waiting = self.book.waiting_storm()
+        first = self.book.watch_began() is None
         swept, done = source.alert_pass(alerts=self.book.active(), at=at, ticket_of=self._ticket,
-                                        open_storm=waiting.id if waiting else None, policy=self.policy)
+                                        open_storm=waiting.id if waiting else None, policy=self.policy,
+                                        baseline=first and self.policy.first_pass == "summary")
         diagnoses = swept.diagnoses
         decisions = done.decisions
+        if first:
+            self._begin(done, len(swept.swept), at)
         held = [d for d in decisions if d.step is Step.HELD]
         if done.storm is not None:
             record = self.book.open_storm(at=at, factor=done.storm.factor, nodes=done.storm.nodes,
@@ -110,10 +118,30 @@ class AlertLoop:
                 self._update_storm(grown)
         self.book.save([d.alert for d in decisions], done.failing, at)
         for d in decisions:
-            if d.step is not Step.HELD:
-                self._tell(d, diagnoses.get(d.alert.node_id), at)
+            if d.step not in (Step.HELD, Step.KNOWN):
+                shown = d.part.seen_on if d.part is not None and d.part.seen_on else d.alert.node_id
+                self._tell(d, diagnoses.get(shown), at)
         done.decisions = decisions
         return done
+
+    def _begin(self, done: Pass, nodes: int, at: datetime) -> None:
+        """The watch's first pass on this store: recorded, and what it found already failing said in one message
+        (each known part alerts later only if it gets worse)."""
+        known = [d.part for d in done.decisions if d.step is Step.KNOWN and d.part is not None]
+        if not self.book.begin_watch(at=at, known=len(known)):
+            return
+        self.services.record("watch", actor="fabricbot", subject="the alert channel", decision="watch began",
+                             nodes=nodes, known=len(known), first_pass=self.policy.first_pass)
+        if not known:
+            return
+        text = watch_began_message(known, nodes, self.every_s)
+        try:
+            posted = self.client.chat_postMessage(channel=self.channel, text=blocks.clip(text, blocks.MAX_TEXT),
+                                                  blocks=[blocks.section(blocks.clip(text, blocks.MAX_TEXT)).to_dict()])
+        except SlackApiError as exc:
+            log.warning("the watch's first message was not posted: %s", exc.response.get("error"))
+            return
+        self.book.watch_posted(channel=self.channel, ts=str(posted["ts"]))
 
     def _ticket(self, node: str, slug: str) -> str | None:
         ticket = self.services.tracker.open_ticket(node, slug)
@@ -124,7 +152,8 @@ class AlertLoop:
         text = _status(d.step, alert, d.part, at, self.oncall)
         subject = f"{alert.node_id} / {alert.component}"
         try:
-            if d.step is Step.NEW and diagnosis is not None:
+            if (d.step is Step.NEW or (d.step is Step.WORSE and not alert.ts)) and diagnosis is not None:
+                # a known part that got worse has no message yet: this is its first
                 ts = self._post(diagnosis, text)
                 self.book.posted(alert.node_id, alert.slug, channel=self.channel, ts=ts)
             elif alert.ts and alert.channel:
@@ -146,7 +175,7 @@ class AlertLoop:
     def _post(self, diagnosis: Diagnosis, text: str) -> str:
         """The alert's message: the status line over the node's summary and buttons; the pictures in its thread."""
         services = self.services
-        analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+        analysis_id = services.state.save_analysis(diagnosis, self.clock().isoformat(timespec="seconds"))
         with services.posted.posting(self.channel):
             posted = self.client.chat_postMessage(channel=self.channel, text=blocks.clip(text, blocks.MAX_TEXT),
                                                   blocks=self._blocks(diagnosis, analysis_id, text))
@@ -161,7 +190,7 @@ class AlertLoop:
         assert alert.channel is not None and alert.ts is not None
         services = self.services
         if diagnosis is not None:
-            analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
+            analysis_id = services.state.save_analysis(diagnosis, self.clock().isoformat(timespec="seconds"))
             services.posted.remember(alert.channel, alert.ts, analysis_id)
         else:
             known = services.posted.analysis_of(alert.channel, alert.ts, wait_s=0)
@@ -185,6 +214,19 @@ class AlertLoop:
         if storm.ts and storm.channel:
             text, shown = storm_message(storm, self.oncall)
             self.client.chat_update(channel=storm.channel, ts=storm.ts, text=text, blocks=shown)
+
+
+def watch_began_message(known: list[FailingPart], nodes: int, every_s: float) -> str:
+    """The first pass's one message: the parts already failing, by node, taken as known rather than paged."""
+    by_node: dict[str, list[str]] = {}
+    for part in known:
+        by_node.setdefault(part.node_id, []).append(part.component)
+    shown = "\n".join(f"• `{esc(n)}`: {esc(', '.join(c))}" for n, c in sorted(by_node.items())[:SHOWN_NODES])
+    more = f"\n… and {len(by_node) - SHOWN_NODES} more node(s)" if len(by_node) > SHOWN_NODES else ""
+    return (f":eyes: *Watching {nodes} node(s) every {fmt.period(every_s)}.* {len(known)} part(s) on "
+            f"{len(by_node)} node(s) were already failing when the watch began: standing faults, not paged one by "
+            f"one and not taken for one storm. Each alerts again only if it gets worse; `/fabric NODE` shows it with "
+            f"its Draft ticket button. Parts failing from now on alert one by one.\n{shown}{more}")
 
 
 def _with_storm(alert: Alert, storm: int) -> Alert:

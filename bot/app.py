@@ -22,6 +22,7 @@ from diagnostics.tickets import Answerer, Drafter, RulesAnswerer
 
 from . import listeners, payloads
 from .audit import AuditLog
+from .dedupe import EVENT_TTL_S, Seen
 from .drafting import Renderer
 from .nodes import NodeSource
 from .services import Services, utc_now
@@ -41,30 +42,35 @@ class FabricApp(App):
         self.services = services
 
 
-def web_client(settings: Settings, client: WebClient | None = None) -> WebClient:
-    """The Web API client, retrying a rate-limited call (HTTP 429) after the Retry-After Slack gives."""
-    if client is None:
-        client = WebClient(token=settings.bot_token, base_url=settings.slack_api_url or WebClient.BASE_URL)
+def _configure(client: WebClient, settings: Settings) -> None:
+    """Bolt's client, pointed at `slack_api_url` when one is set, retrying a rate-limited call (HTTP 429) after the
+    Retry-After Slack gives (Bolt copies both into the client each request's listeners get)."""
+    if settings.slack_api_url:
+        client.base_url = settings.slack_api_url
     if not any(isinstance(h, RateLimitErrorRetryHandler) for h in client.retry_handlers):
         client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
-    return client
 
 
 def build_app(*, settings: Settings, source: NodeSource, drafter: Drafter | None, tracker: Tracker,
-              audit: AuditLog, client: WebClient | None = None, renderer: Renderer | None = None,
-              clock: Callable[[], datetime] = utc_now, socket_mode: bool = False,
-              answerer: Answerer | None = None) -> FabricApp:
-    """The app. `client` points the Web API elsewhere (the local mock); HTTP mode verifies signatures."""
+              audit: AuditLog, renderer: Renderer | None = None, clock: Callable[[], datetime] = utc_now,
+              socket_mode: bool = False, answerer: Answerer | None = None) -> FabricApp:
+    """The app, with Slack's Web API at `settings.slack_api_url` when set (the local mock); HTTP mode verifies
+    signatures."""
     services = Services(settings, source, drafter, tracker, audit, renderer, clock, answerer or RulesAnswerer())
     app = FabricApp(
         services,
-        client=web_client(settings, client),
+        # Bolt builds its client from the token, as it intends: a client passed in besides SLACK_BOT_TOKEN in the
+        # environment makes it warn that the token goes unused. It checks the token (auth.test) at the first
+        # request, on the client configured below; `fabricbot serve` has checked it before starting.
+        token=settings.bot_token,
+        token_verification_enabled=False,
         signing_secret=settings.signing_secret,
         # Socket Mode has no HTTP request to sign; every HTTP request must carry a valid signature.
         request_verification_enabled=not socket_mode,
         process_before_response=True,
         logger=log,
     )
-    payloads.install(app)
+    _configure(app.client, settings)
+    payloads.install(app, events=Seen(services.audit.db, "event", EVENT_TTL_S))
     listeners.register(app, services)
     return app

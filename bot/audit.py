@@ -16,7 +16,7 @@ from diagnostics import redact_values
 
 TABLE = "audit"
 KINDS = ("command", "analysis", "model_call", "draft", "approval", "discard", "filing", "mention", "denied",
-         "recovery", "repair", "verification", "maintenance", "alert", "storm")
+         "recovery", "repair", "verification", "maintenance", "alert", "storm", "watch")
 
 # Keys whose values never reach the trail, whoever passes them.
 _SECRET_SUFFIXES = ("token", "api_key", "apikey", "secret", "password", "authorization")

@@ -230,10 +230,11 @@ def summary_fields(d: Diagnosis) -> list[str]:
     degradation = "n/a" if d.degradation_pct is None else f"{d.degradation_pct:+.1f}% step time"
     if d.degradation_pct is not None and d.job_id:
         degradation += f" (job {esc(d.job_id)})"
-    correlation = esc(d.verdict) if d.verdict else "no step-time series to correlate (snapshot)"
+    correlation = esc(d.verdict) if d.verdict else "no job logs its step time on this node: nothing to correlate"
     return [
         f"*Fault detected*\n{'yes' if d.fault_detected else 'no'}",
-        f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_component)}",
+        f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_component)}"
+        + (f"\nticket on `{esc(d.ticket_owner)}`" if d.fault_detected and d.ticket_owner != d.node_id else ""),
         f"*Degradation*\n{degradation}",
         f"*Priority*\n{d.ticket_priority.value}",
         f"*Correlation*\n{correlation}",
@@ -316,8 +317,9 @@ def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
     for node in result.nodes:
         mine = [o for o in result.offenders if o.node_id == node]
         d = result.diagnoses.get(node)
-        verdict = f" — {esc(d.isolated_component)}, {d.ticket_priority.value} priority" if d and d.fault_detected \
-            else ""
+        owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d and d.ticket_owner != node else ""
+        verdict = f" — {esc(d.isolated_component)}{owner}, {d.ticket_priority.value} priority" \
+            if d and d.fault_detected else ""
         lines.append(f"*`{esc(node)}`*{verdict}")
         lines.extend(f"  • {esc(offender_line(o))}" for o in mine)
     if lines:

@@ -1,8 +1,11 @@
 """The scripted on-call conversation: the real app on the local transport, recorded as a transcript.
 
 A faulty node, a healthy node, a job, a click, an approval, duplicate clicks and a mention, against the
-bundled synthetic fleet (which holds the seed nodes and job 4411). Times come from a stepping clock and
-Slack timestamps from the mock's counter, so a rerun writes the same files.
+bundled synthetic fleet (which holds the seed nodes and job 4411); then the alert channel: the watch loop's first
+pass, a fault arriving on its own, a driver rollout on 40 more nodes collapsed into one incident and acknowledged,
+and an Alertmanager webhook answered with the node's diagnosis, then resolved. Times come from a stepping clock (the
+watch loop's passes from the readings they judge) and Slack timestamps from the mock's counter, so a rerun writes
+the same files.
 """
 
 from __future__ import annotations
@@ -10,26 +13,37 @@ from __future__ import annotations
 import copy
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pandas as pd
+from starlette.applications import Starlette
 
 from diagnostics import synth
-from diagnostics.synth import build_life, load_life
+from diagnostics.analysis import Step
+from diagnostics.service import Request, TableSource
+from diagnostics.synth import build_life, build_storm, load_life, storm_inventory
 
+from .alertmanager import PATH as AM_PATH
+from .alertmanager import Enricher, route
+from .alerts import AlertLoop
 from .drafting import Renderer, render_png
 from .nodes import TableNodeSource
 from .runtime import Runtime, build_runtime
 from .settings import Settings
 from .transcript import Transcript
 from .transport.local import LocalSlack
+from .transport.loopback import LoopbackServer
 from .transport.mock_slack import Message, MockSlack
 from .workflow.tracker import SqliteTracker
 
 CHANNEL = "COPS"
+ALERTS = "CALERTS"  # the alert channel the watch loop and Alertmanager post to
+ONCALL = "SFABRICOPS"  # mentioned on an urgent alert
+STORM_END = "2026-09-17T08:00:00Z"  # the storm's readings end with the fleet's; its rollout lands at 07:40
 PEOPLE = {"UALICE": "alice (on-call)", "UBOB": "bob (fabric lead)", "UCAROL": "carol (SRE)"}
 GROUPS = {"SFABRICOPS": ["UALICE", "UBOB"]}
 START = datetime(2026, 9, 17, 8, 0, tzinfo=UTC)
@@ -70,6 +84,28 @@ def bundled(folder: Path | None = None) -> tuple[TableNodeSource, dict[str, Any]
 def bundled_fleet(folder: Path | None = None) -> TableNodeSource:
     """The bundled fleet alone (see `bundled`)."""
     return bundled(folder)[0]
+
+
+class Replay(TableNodeSource):
+    """The fleet as its readings arrive: every question is answered as of `until` (None: its newest reading), so
+    the watch loop's passes see a fault begin, then a rollout, in the order they happened."""
+
+    until: datetime | None = None
+
+    def request(self, *, node: str | None = None, job: str | None = None,
+                window_hours: float | None = None) -> Request:
+        return replace(super().request(node=node, job=job, window_hours=window_hours), end=self.until)
+
+
+def watched_fleet(fleet: TableNodeSource) -> Replay:
+    """The bundled fleet and, beside it, the storm's nodes (a driver rollout at 07:40 turning 40 nodes' Xid 74 at
+    once; their inventory names each node's driver), for the alert channel's scenes."""
+    tables = fleet.source
+    assert isinstance(tables, TableSource)
+    storm, truth = build_storm(seed=0, end=pd.Timestamp(STORM_END))
+    joined = {k: pd.concat([v, storm[k]], ignore_index=True) if k in storm else v for k, v in tables.tables.items()}
+    joined["nodes"] = storm_inventory(truth)
+    return Replay(joined, {**tables.platforms(), **{n: v["platform"] for n, v in truth["nodes"].items()}})
 
 
 def _fixed(stamp: str) -> Callable[[], str]:
@@ -156,6 +192,29 @@ class Script:
         self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) >= uploads + pictures + snippets)
         self.t.collect()
 
+    def alert_pass(self, loop: AlertLoop, source: Replay, until: datetime,
+                   pictures: Callable[[str], int]) -> None:
+        """One pass of the watch loop with the readings up to `until`, as the loop runs it every 5 minutes; each
+        new alert's pictures (`pictures(node)`) waited for in its thread."""
+        source.until = until
+        uploads = len(self.slack.calls_to("files.completeUploadExternal"))
+        self.t.note(f"The watch loop's pass with the readings up to {until:%H:%M} UTC, posting to #alerts:")
+        done = loop.run_once()
+        posted = sum(pictures(d.alert.node_id) for d in done.decisions if d.step is Step.NEW)
+        self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) >= uploads + posted)
+        self.t.collect()
+
+    def alertmanager(self, url: str, body: dict[str, Any], token: str, *, pictures: int = 0) -> None:
+        """Alertmanager's webhook, sent as Alertmanager sends it (payload version 4, the bearer token)."""
+        uploads = len(self.slack.calls_to("files.completeUploadExternal"))
+        alert = body["alerts"][0]
+        self.t.note(f"Alertmanager sends a {body['status']} webhook: {alert['labels']['alertname']} on "
+                    f"{alert['labels']['Hostname']} GPU {alert['labels']['gpu']}")
+        answer = httpx.post(url, json=body, headers={"authorization": f"Bearer {token}"}, timeout=WAIT_S)
+        answer.raise_for_status()
+        self._wait(lambda s: len(s.calls_to("files.completeUploadExternal")) >= uploads + pictures)
+        self.t.collect()
+
     def mention(self, user: str, text: str) -> None:
         self.t.person(user, f"@fabricbot {text}")
         self.local.injector.mention(text, user=user, channel=CHANNEL)
@@ -190,6 +249,58 @@ def _planned_work(source: TableNodeSource) -> tuple[str, str]:
     raise RuntimeError("the fleet holds no second failing node to put in maintenance")
 
 
+def alerts_scenes(s: Script, local: LocalSlack, fleet: TableNodeSource, renderer: Renderer | None) -> None:
+    """The alert channel: the watch's first pass, a fault arriving on its own, a driver rollout collapsed into one
+    incident and acknowledged, and an Alertmanager alert answered with the node's diagnosis, then resolved."""
+    assert local.app is not None
+    services, t = local.app.services, s.t
+    watched = watched_fleet(fleet)
+    services.source = watched  # the readings now arrive: each pass sees them up to its time
+    loop = AlertLoop(services, local.app.client, channel=ALERTS, every_s=300, oncall=ONCALL,
+                     clock=lambda: watched.until or START)  # each pass at the time of its readings
+
+    def pictures(node: str) -> int:
+        """The node picture, and the correlation picture when its job has a history, as of the pass."""
+        return 1 + (watched.diagnose(node).evidence is not None) if renderer is not None else 0
+
+    def topology(node: str) -> int:
+        """An alert's picture: the node's topology (its diagnosis is the sweep's, which draws no job history)."""
+        return int(renderer is not None)
+
+    t.heading("16. The watch begins: what is already failing, said once")
+    s.alert_pass(loop, watched, datetime(2026, 9, 17, 7, 15, tzinfo=UTC), topology)
+    t.heading("17. An alert arrives on its own")
+    s.alert_pass(loop, watched, datetime(2026, 9, 17, 7, 35, tzinfo=UTC), topology)
+    t.heading("18. A driver rollout: 40 nodes at once are one incident")
+    s.alert_pass(loop, watched, datetime(2026, 9, 17, 8, 0, tzinfo=UTC), topology)
+    incident = next(m for m in reversed(s.slack.messages) if m.channel == ALERTS and "*Incident:" in m.text)
+    s.click("UALICE", incident, "Acknowledge incident", lambda m: "Acknowledged by" in (m.find(incident.ts) or
+                                                                                         incident).text)
+    t.heading("19. Alertmanager's alert, answered with the node's diagnosis")
+    token = "demo-alertmanager-token"
+    with LoopbackServer(Starlette(routes=[route(Enricher(services, local.app.client, ALERTS), token)])) as server:
+        url = server.url + AM_PATH
+        firing = alertmanager_body("firing")
+        s.alertmanager(url, firing, token, pictures=pictures("hpc-gpu-node-12"))
+        s.alertmanager(url, alertmanager_body("resolved"), token)
+
+
+def alertmanager_body(status: str) -> dict[str, Any]:
+    """The webhook Alertmanager sends for `fabricbot rules`' replay alert on hpc-gpu-node-12 (payload version 4)."""
+    alert = {"status": status, "labels": {"alertname": "FabricbotNvlinkReplay", "Hostname": "hpc-gpu-node-12",
+                                          "gpu": "2", "nvlink": "1", "severity": "failing",
+                                          "fabricbot_rule": "nvlink_replay", "link_type": "nvlink"},
+             "annotations": {"summary": "hpc-gpu-node-12 GPU 2 NVLink 1: replay at 8961 per hour (above 1000)"},
+             "startsAt": "2026-09-17T07:05:00Z",
+             "endsAt": "2026-09-17T08:40:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
+             "generatorURL": "http://prometheus:9090/graph", "fingerprint": "5bb3b8258815fa7d"}
+    return {"version": "4", "groupKey": '{}:{alertname="FabricbotNvlinkReplay", Hostname="hpc-gpu-node-12"}',
+            "truncatedAlerts": 0, "status": status, "receiver": "fabricbot",
+            "groupLabels": {"alertname": "FabricbotNvlinkReplay", "Hostname": "hpc-gpu-node-12"},
+            "commonLabels": alert["labels"], "commonAnnotations": alert["annotations"],
+            "externalURL": "http://alertmanager:9093", "alerts": [alert]}
+
+
 def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = None,
              life: dict[str, Any] | None = None, renderer: Renderer | None = render_png) -> DemoResult:
     """Run the conversation and write `out/demo.md`, its PNGs under `out/demo/`, and `action_log`. `life`: the life
@@ -214,7 +325,8 @@ def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = Non
         earlier = earlier_shift(rt, source, life or {})
         slack = MockSlack(users={u: n.split(" ")[0] for u, n in PEOPLE.items()}, usergroups=GROUPS)
         with LocalSlack(settings=settings, slack=slack, clock=clock, **rt.deps(renderer)) as local:
-            t = Transcript(slack, {u: n.split(" ")[0] for u, n in PEOPLE.items()}, images, "demo")
+            t = Transcript(slack, {**{u: n.split(" ")[0] for u, n in PEOPLE.items()}, ONCALL: "fabric-oncall"},
+                           images, "demo")
             s = Script(local, t)
             t.heading("1. A faulty node")
             faulty = s.command("UALICE", "hpc-gpu-node-12", pictures=pictures("hpc-gpu-node-12"))
@@ -261,12 +373,15 @@ def run_demo(out: Path, action_log: Path, *, fleet: TableNodeSource | None = Non
             s.command("UBOB", "verify", pictures=0)
             t.heading("15. The daily digest")
             s.command("UBOB", "digest", pictures=0)
+            alerts_scenes(s, local, source, renderer)
         tickets = [f"{tk.id} {tk.node_id} / {tk.component} ({tk.status}, filed by {tk.filed_by})"
                    for tk in rt.tracker.tickets()]
         action_log.write_text(rt.audit.to_markdown("fabricbot action log (from `fabricbot demo`)"), encoding="utf-8")
     intro = ("A scripted on-call conversation, run by `fabricbot demo` against the local mock Slack server and the "
              "bundled synthetic fleet (seed 0; it holds `hpc-gpu-node-12` with a failing NVLink from GPU 2 and "
-             "`hpc-gpu-node-03`, healthy). Every request was signed and sent to the real app over HTTP. "
+             "`hpc-gpu-node-03`, healthy); the alert channel's scenes add a driver rollout on 40 nodes beside it. "
+             "Every request was signed and sent to the real app over HTTP, the Alertmanager webhook with its "
+             "bearer token. "
              "Tickets filed in the mock tracker:\n\n" + "\n".join(f"- {x}" for x in tickets))
     out.mkdir(parents=True, exist_ok=True)
     path = out / "demo.md"

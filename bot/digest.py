@@ -52,14 +52,19 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], watches: list[Watc
     open at `at`."""
     new: list[NewOffender] = []
     ticketed = 0
+    seen: set[tuple[str, str]] = set()
     for d in sorted(diagnoses, key=lambda d: d.node_id):
         if d.maintenance or not d.fault_detected:
             continue
         for loc in d.localizations:
-            if tracker.open_ticket(d.node_id, loc.ref.slug) is not None:
+            owner = d.owner_of(loc.ref.slug)  # a rack's part is listed once, under the rack
+            if (owner, loc.ref.slug) in seen:
+                continue
+            seen.add((owner, loc.ref.slug))
+            if tracker.open_ticket(owner, loc.ref.slug) is not None:
                 ticketed += 1
                 continue
-            new.append(NewOffender(d.node_id, loc.ref.name, loc.ref.slug, d.ticket_priority.value,
+            new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, d.ticket_priority.value,
                                    loc.evidence[0] if loc.evidence else d.repair_action))
     urgency = list(Priority)[::-1]  # urgent first
     new.sort(key=lambda o: (urgency.index(Priority(o.priority)), o.node_id, o.slug))

@@ -1,19 +1,17 @@
 """The bot's use of the ticket drafter and the node picture, both found in `diagnostics`.
 
 The drafter is `diagnostics.tickets.Drafter` (rules, or Claude with the rules as its fallback); the picture is
-`diagnostics.render` drawing the diagnosis over the platform's graph.
+`diagnostics.render` drawing the diagnosis over the graph the service judged the node on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from diagnostics import Diagnosis
-from diagnostics.render import graph_for_platform, render_node, render_rack, wants_rack_view
+from diagnostics.render import Drawable
 from diagnostics.tickets import Drafter, ModelCall, RepairTicket, drafter_from_env
-from diagnostics.topology import NodeGraph
 
-Renderer = Callable[[Diagnosis], bytes]
+Renderer = Callable[[Drawable], bytes]
 
 
 def default_drafter(on_model_call: Callable[[ModelCall], None] | None = None) -> Drafter:
@@ -22,18 +20,10 @@ def default_drafter(on_model_call: Callable[[ModelCall], None] | None = None) ->
     return drafter
 
 
-def graph_for(diagnosis: Diagnosis) -> NodeGraph:
-    """The platform's template graph (ports assumed), or a generic one when the platform is absent or unknown."""
-    graph, _ = graph_for_platform(diagnosis.platform, node_id=diagnosis.node_id)
-    return graph
-
-
-def render_png(diagnosis: Diagnosis) -> bytes:
-    """The node picture with the diagnosis drawn on it; a rack's (or a tray's whose fault is outside it) as the
-    rack view."""
-    if wants_rack_view(diagnosis):
-        return render_rack(diagnosis, fmt="png")
-    return render_node(graph_for(diagnosis), diagnosis, fmt="png")
+def render_png(drawable: Drawable) -> bytes:
+    """The picture `fabricbot render` draws for the same diagnosis and graph: the node's fabric on the graph the
+    service judged it on, or the rack view for a rack (or a tray whose suspect is its rack's)."""
+    return drawable.picture("png")[0]
 
 
 def ticket_priority(ticket: RepairTicket) -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 from diagnostics import Diagnosis, Snapshot, SweepResult
 from diagnostics.analysis import Diagnostic, Pass, RepairCheck, Watch
 from diagnostics.config import AlertPolicy, Thresholds, VerificationPolicy, load_thresholds, load_watch
-from diagnostics.render import graph_for_platform
+from diagnostics.render import Drawable, drawable_of
 from diagnostics.service import (
     Answer,
     Request,
@@ -85,10 +85,10 @@ class NodeSource:
 
     def alert_pass(self, *, alerts: Mapping[tuple[str, str], Alert], at: datetime,
                    ticket_of: Callable[[str, str], str | None], open_storm: int | None,
-                   policy: AlertPolicy | None = None) -> tuple[SweepResult, Pass]:
+                   policy: AlertPolicy | None = None, baseline: bool = False) -> tuple[SweepResult, Pass]:
         """One pass of the watch loop, asked of the service with this bot's window and thresholds."""
         return alert_pass(self.source, self.request(), alerts=alerts, at=at, ticket_of=ticket_of,
-                          open_storm=open_storm, policy=policy)
+                          open_storm=open_storm, policy=policy, baseline=baseline)
 
     def maintenance(self) -> MaintenanceLog:
         """Where the nodes' planned-work windows are kept (the store's, or this run's own)."""
@@ -98,12 +98,16 @@ class NodeSource:
         return watch(self.source, nodes=None if node_id is None else [node_id], thresholds=self.thresholds,
                      policy=load_watch())
 
-    def graph(self, diagnosis: Diagnosis) -> NodeGraph:
-        """The graph a draft checks its facts against: the one the node was judged on, else its platform's template
-        (or a generic graph) when the source holds no topology for it."""
+    def drawable(self, diagnosis: Diagnosis) -> Drawable:
+        """What the node's picture is drawn from, as `fabricbot render` draws it: the graph the node was judged on
+        (its own topology rows over its platform's template), else its platform's template or a generic graph."""
         graph = graph_of(self.source, diagnosis.node_id, platform=diagnosis.platform) \
             if diagnosis.node_id in self.source.nodes() else None
-        return graph if graph is not None else graph_for_platform(diagnosis.platform, node_id=diagnosis.node_id)[0]
+        return drawable_of(diagnosis, graph)
+
+    def graph(self, diagnosis: Diagnosis) -> NodeGraph:
+        """The graph a draft checks its facts against: the one its picture is drawn on."""
+        return self.drawable(diagnosis).graph
 
     def newest(self, node_id: str) -> datetime | None:
         """The time of the node's newest link reading (None: it has none with a time)."""

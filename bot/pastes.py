@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 from slack_sdk import WebClient
 
-from diagnostics import Diagnosis, FabricbotError, InputError
+from diagnostics import Diagnosis, FabricbotError, InputError, LinkState
 from diagnostics import format as fmt
 from diagnostics.analysis import Reading, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
@@ -52,6 +52,30 @@ def _strip_fences(text: str) -> str:
     return "\n".join(lines)
 
 
+def _url(f: dict[str, Any]) -> str:
+    return str(f.get("url_private_download") or f.get("url_private") or "")
+
+
+def _sign_in_page(response: httpx.Response, f: dict[str, Any]) -> bool:
+    """A web page where a file was asked for: Slack's sign-in page, reached through its redirect (a proxy that
+    follows redirects hands the bot that page with status 200)."""
+    page = response.headers.get("content-type", "").startswith("text/html")
+    return page and not str(f.get("mimetype") or "").startswith("text/html")
+
+
+def holds_output(text: str) -> bool:
+    """Whether a message's text is a paste some reader recognizes: its head sniffed as the readers will, nothing
+    read (well under 0.1 s for a 64 KB head)."""
+    body = _strip_fences(text)
+    if len(body.splitlines()) < MIN_LINES:
+        return False
+    try:
+        detect.choose(Source.from_text(body))
+    except InputError:
+        return False
+    return True
+
+
 def _message_time(ts: str) -> datetime:
     return datetime.fromtimestamp(float(ts), UTC)
 
@@ -82,20 +106,32 @@ def unreadable(source: Source, exc: InputError) -> str:
     return f"I could not read `{esc(source.name)}` ({shape}): {esc(why)}."
 
 
+DOWN_STATES = (LinkState.DOWN, LinkState.INACTIVE)
+
+
 def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
-    """Per-link totals of one reading: the links with errors, most first, then how many are clean."""
-    dirty = sorted((f for f in diagnosis.findings if any(f.counts.values())),
+    """Per-link totals of one reading: the links down or inactive (per GPU), the links with errors, most first,
+    then how many are clean."""
+    down: dict[tuple[int | None, str], list[int]] = {}
+    for f in diagnosis.findings:
+        if f.link_state in DOWN_STATES:
+            down.setdefault((f.gpu, f.link_state.value), []).append(f.link if f.link is not None else -1)
+    dirty = sorted((f for f in diagnosis.findings if any(f.counts.values()) and f.link_state not in DOWN_STATES),
                    key=lambda f: -sum(f.counts.values()))
-    lines = [f"• {esc(f.component)}: {fmt.totals(f.counts)}" for f in dirty[:limit]]
+    lines = [f"• GPU {gpu} NVLink{'s' if len(links) > 1 else ''} {', '.join(map(str, sorted(links)))}: {state}"
+             for (gpu, state), links in down.items()]
+    lines += [f"• {esc(f.component)}: {fmt.totals(f.counts)}" for f in dirty[:limit]]
     if len(dirty) > limit:
         lines.append(f"…and {len(dirty) - limit} more links with errors")
-    lines.append(f"{len(diagnosis.findings) - len(dirty)} of {len(diagnosis.findings)} links show no errors")
+    clean = len(diagnosis.findings) - len(dirty) - sum(len(links) for links in down.values())
+    lines.append(f"{clean} of {len(diagnosis.findings)} links show no errors")
     return "\n".join(lines)
 
 
 class PasteReader:
     def __init__(self, services: Services) -> None:
         self.services = services
+        detect.readers()  # import them now, not on the first message's acknowledgement
         db = services.audit.db
         with db_lock(db):
             db[PASTES].create({"id": int, "channel": str, "thread_ts": str, "message_ts": str,  # type: ignore[union-attr]
@@ -106,28 +142,46 @@ class PasteReader:
         host = urlsplit(url).hostname or ""
         return host in SLACK_FILE_HOSTS or host == urlsplit(client.base_url).hostname
 
-    def _download(self, client: WebClient, f: dict[str, Any]) -> str | None:
-        """A shared file's text, or None when it is not a text file the bot may fetch."""
+    def _fetchable(self, client: WebClient, f: dict[str, Any]) -> bool:
+        """Whether a shared file may be tool output the bot fetches: text (by its type or name) on Slack's host."""
         name = str(f.get("name") or "snippet")
-        url = str(f.get("url_private_download") or f.get("url_private") or "")
+        url = _url(f)
         if not url or not self._allowed_host(client, url):
             log.warning("fabricbot: not downloading %s from %s", name, urlsplit(url).hostname)
-            return None
+            return False
         mimetype = str(f.get("mimetype") or "text/plain")
-        if not (mimetype.startswith(TEXT_TYPES) or (mimetype == "application/octet-stream"
-                                                    and name.lower().endswith(TEXT_NAMES))):
-            return None  # a picture, a PDF or an archive shared in the thread: not tool output
+        # a picture, a PDF or an archive shared in the thread is not tool output
+        return mimetype.startswith(TEXT_TYPES) or (mimetype == "application/octet-stream"
+                                                   and name.lower().endswith(TEXT_NAMES))
+
+    def may_hold_output(self, client: WebClient, event: dict[str, Any]) -> bool:
+        """The cheap check before a thread message is queued: its text's head is some tool's output, or it shares a
+        text file; chat is neither, so it is never queued (nor told the bot is busy)."""
+        files = event.get("files") or []
+        return holds_output(event.get("text") or "") or any(
+            isinstance(f, dict) and self._fetchable(client, f) for f in files)
+
+    def _download(self, client: WebClient, f: dict[str, Any]) -> str | None:
+        """A shared file's text, or None when it is not a text file the bot may fetch."""
+        if not self._fetchable(client, f):
+            return None
+        name, url = str(f.get("name") or "snippet"), _url(f)
         size = f.get("size")
         if isinstance(size, int) and size > MAX_FILE_BYTES:
             raise NotRead(f"`{esc(name)}` is {_size(size)}; I read text files up to {_size(MAX_FILE_BYTES)}. "
                           "Share one command's output at a time.")
         body = bytearray()
         try:
-            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {client.token}"},
-                              timeout=10.0) as response:
+            # Not followed: Slack answers a token that may not read the file with a redirect to its sign-in page.
+            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {client.token}"}, timeout=10.0,
+                              follow_redirects=False) as response:
+                if response.is_redirect or _sign_in_page(response, f):
+                    raise NotRead(f"I cannot read `{esc(name)}`: Slack sent me to its sign-in page instead of the "
+                                  "file, which it does when my token may not read files. An admin must add the "
+                                  "`files:read` scope (slack/manifest.json lists every scope) and reinstall the app.")
                 if response.status_code != 200:
-                    raise NotRead(f"Slack would not let me read `{esc(name)}` (HTTP {response.status_code}): my "
-                                  "app may lack the `files:read` scope.")
+                    raise NotRead(f"Slack would not let me read `{esc(name)}` (HTTP {response.status_code}); try "
+                                  "again, or share the output as a paste.")
                 for chunk in response.iter_bytes():
                     body += chunk
                     if len(body) > MAX_FILE_BYTES:  # whatever size the event declared
@@ -208,8 +262,10 @@ class PasteReader:
         earlier = self._store(channel, thread, ts, reading)
         node = esc(reading.node_id)
         if earlier is None:
-            return (f"These are lifetime totals since the counters were last reset on `{node}`, not "
-                    f"rates:\n{totals_text(reading.totals())}\nPaste the same command's output again in a few "
+            totals = reading.totals()  # a link down now needs no second reading: said first
+            now = f"{esc(rules_answer(totals))}\n" if totals.fault_detected else ""
+            return (f"{now}These are lifetime totals since the counters were last reset on `{node}`, not "
+                    f"rates:\n{totals_text(totals)}\nPaste the same command's output again in a few "
                     f"minutes and I will compute the error rates between the two readings.{notes}")
         before = Reading.from_json(earlier["node_id"], earlier["link_samples"])
         try:

@@ -1,7 +1,8 @@
 """Slack payloads checked before any listener sees them: a signed but malformed one gets HTTP 400, never a 500.
 
-Only the fields the listeners read are checked, by payload type; an Events API event seen before (a retry) is
-acknowledged and dropped. Both run as Bolt middleware, so HTTP and Socket Mode share them.
+Only the fields the listeners read are checked, by payload type; an Events API event seen before (a retry, by this
+process or another on the same store) is acknowledged and dropped. Both run as Bolt middleware, so HTTP and Socket
+Mode share them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from slack_bolt import App, BoltResponse
 
-from .dedupe import EVENT_TTL_S, Seen
+from .dedupe import Seen
 
 log = logging.getLogger("fabricbot")
 MESSAGE_EVENTS = ("app_mention", "message")
@@ -64,9 +65,8 @@ def problem(body: Any) -> str | None:
     return None
 
 
-def install(app: App, *, seen: Seen | None = None) -> None:
-    """Add the checks to `app`: malformed payloads refused with 400, repeated events acknowledged and dropped."""
-    events = seen or Seen(EVENT_TTL_S)
+def install(app: App, *, events: Seen) -> None:
+    """Add the checks to `app`: malformed payloads refused with 400, events in `events` acknowledged and dropped."""
 
     def check(body: dict[str, Any], request: Any, next_: Callable[[], None]) -> BoltResponse | None:
         why = problem(body)

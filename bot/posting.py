@@ -48,7 +48,7 @@ def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, ch
     """The node picture, uploaded into the summary's thread, then the step time against the links' errors when
     the node's job has a history."""
     assert services.renderer is not None
-    png = services.renderer(diagnosis)
+    png = services.renderer(services.source.drawable(diagnosis))
     try:
         client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=png,
                                filename=f"{diagnosis.node_id}.png", title=f"{diagnosis.node_id} topology",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from diagnostics import ConfigError
+from diagnostics import format as fmt
 from diagnostics.prometheus import redacted_url
 
 from .options import parse_duration
@@ -77,7 +78,7 @@ class Settings:
     draft_workers: int = DEFAULT_DRAFT_WORKERS
     queue_limit: int = DEFAULT_QUEUE_LIMIT
     two_person_filing: bool = False  # the approver of a draft must be someone other than who asked for it
-    slack_api_url: str | None = None  # a Web API base URL other than Slack's (the local mock server)
+    slack_api_url: str | None = None  # a Web API base URL other than Slack's (a Slack-compatible test server)
     # `/fabric fleet` sweeps this Prometheus-compatible server; None ranks the local store instead.
     prometheus_url: str | None = field(default=None, repr=False)  # may carry user:password
     # The daily digest: posted to `digest_channel` at `digest_at` (HH:MM, UTC); off unless both are set.
@@ -96,6 +97,7 @@ class Settings:
             bot_token=env.get("SLACK_BOT_TOKEN") or None,
             signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
             app_token=env.get("SLACK_APP_TOKEN") or None,
+            slack_api_url=env.get("FABRICBOT_SLACK_API_URL") or None,
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             model=env.get("FABRICBOT_MODEL") or None,
             store=Path(env.get("FABRICBOT_STORE") or DEFAULT_STORE),
@@ -134,8 +136,8 @@ class Settings:
             notes.append("SLACK_APP_TOKEN not set: HTTP mode (Slack must reach this host's /slack/events)")
             notes.append("HTTP mode serves plain HTTP: Slack calls only https:// URLs, so put a TLS-terminating "
                          "proxy in front (or use Socket Mode: SLACK_APP_TOKEN, no public URL)")
-        if self.signing_secret is None and not self.offline and self.app_token is None:
-            notes.append("SLACK_SIGNING_SECRET not set: HTTP mode cannot verify requests and will not start")
+        if self.slack_api_url and not self.offline:
+            notes.append(f"FABRICBOT_SLACK_API_URL: Slack's Web API at {redacted_url(self.slack_api_url)}")
         if self.anthropic_api_key is None:
             notes.append("ANTHROPIC_API_KEY not set: tickets and answers come from the rules drafter")
         elif self.model is None:
@@ -153,7 +155,7 @@ class Settings:
         elif self.digest_at or self.digest_channel:
             notes.append("the daily digest needs both FABRICBOT_DIGEST_AT and FABRICBOT_DIGEST_CHANNEL: off")
         if self.alert_channel:
-            every = f"{self.alert_every_s / 60:g} min" if self.alert_every_s >= 60 else f"{self.alert_every_s:g} s"
+            every = fmt.period(self.alert_every_s)
             notes.append(f"alerts: new failing parts posted to {self.alert_channel} every {every}" +
                          (f", urgent ones mention the group {self.oncall_usergroup}" if self.oncall_usergroup else ""))
         else:

@@ -40,6 +40,8 @@ class Draft:
     message_ts: str
     ticket_id: str | None
     requested_by: str = ""  # who clicked "Draft ticket" (two-person filing compares the approver with them)
+    gpu_serial: str | None = None  # the GPU the part is on, as the drafted ticket named it: its history's key
+    gpu_uuid: str | None = None
 
 
 class BotState:
@@ -60,6 +62,9 @@ class BotState:
                 db.execute(f"update {DRAFTS} set slug = component where slug is null")
             if "requested_by" not in db[DRAFTS].columns_dict:  # a database from before two-person filing
                 db[DRAFTS].add_column("requested_by", str)  # type: ignore[union-attr]
+            for column in ("gpu_serial", "gpu_uuid"):  # from before tickets followed a GPU's serial
+                if column not in db[DRAFTS].columns_dict:
+                    db[DRAFTS].add_column(column, str)  # type: ignore[union-attr]
 
     def save_analysis(self, diagnosis: Diagnosis, at: str) -> int:
         with self.lock:

@@ -13,9 +13,10 @@ from .transport.mock_slack import Message, MockSlack
 
 
 def mrkdwn_to_markdown(text: str, names: Mapping[str, str]) -> str:
-    """Slack's mrkdwn as Markdown: *bold* -> **bold**, <@U1> -> @name, <url|text> -> [text](url), and Slack's
-    escapes (&lt; &gt; &amp;) as the characters a person reads."""
+    """Slack's mrkdwn as Markdown: *bold* -> **bold**, <@U1> and <!subteam^S1> -> @name, <url|text> ->
+    [text](url), and Slack's escapes (&lt; &gt; &amp;) as the characters a person reads."""
     text = re.sub(r"<@([A-Z0-9]+)>", lambda m: "@" + names.get(m[1], m[1]), text)
+    text = re.sub(r"<!subteam\^([A-Z0-9]+)(?:\|[^>]*)?>", lambda m: "@" + names.get(m[1], m[1]), text)
     text = re.sub(r"<(\S+?)\|([^>]+)>", r"[\2](\1)", text)
     return unescape(re.sub(r"(?<![\w*])\*(?!\s)([^*\n]+?)(?<!\s)\*(?![\w*])", r"**\1**", text))
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from .enums import ComponentKind, LinkType
 
 FABRIC_SOFTWARE_NAME = "Fabric Manager / NVIDIA driver"
+DOMAIN_SOFTWARE_NAME = "NVLink domain fabric software (NMX-Controller, IMEX)"  # a rack's: no host runs Fabric Manager
 _GPU_PEER = re.compile(r"^\s*gpu[\s_-]*(\d+)\s*$", re.IGNORECASE)
 _SWITCH_PEER = re.compile(r"^\s*(?:nv\s*switch|nvsw|sw)[\s_-]*([0-9a-f:.]+)\s*$", re.IGNORECASE)
 _RACK_CHIP = re.compile(r"^\s*switch tray (?P<tray>\S+) chip (?P<chip>\d+)\s*$", re.IGNORECASE)
@@ -36,6 +37,11 @@ def switch_name(label: object) -> str:
     text = str(label).strip()
     named = _SWITCH_PEER.match(text)
     return f"NVSwitch {named[1] if named else text}"
+
+
+def switch_label(name: str) -> str:
+    """The label an NVSwitch's name carries ("NVSwitch 1" -> "1"): what a table's `nvswitch` column holds."""
+    return name.removeprefix("NVSwitch ")
 
 
 def is_switch(name: str | None) -> bool:
@@ -73,6 +79,7 @@ class ComponentRef(BaseModel):
     switch_tray: str | None = None  # in a rack: the switch tray of a switch chip, port or switch tray
     chip: int | None = None  # in a rack: the chip (1-based, as the tray is marked) within its switch tray
     cartridge: str | None = None  # in a rack: the cable cartridge
+    domain: bool | None = None  # fabric software: a rack's NVLink domain's (NMX-Controller, IMEX), not a host's
 
     @model_validator(mode="before")
     @classmethod
@@ -105,8 +112,8 @@ class ComponentRef(BaseModel):
         return cls(kind=ComponentKind.NVSWITCH, switch=switch, port=port)
 
     @classmethod
-    def fabric_software(cls) -> Self:
-        return cls(kind=ComponentKind.FABRIC_SOFTWARE)
+    def fabric_software(cls, *, domain: bool = False) -> Self:
+        return cls(kind=ComponentKind.FABRIC_SOFTWARE, domain=domain or None)
 
     @classmethod
     def nvlink_domain(cls) -> Self:
@@ -169,7 +176,7 @@ class ComponentRef(BaseModel):
     def _own_name(self) -> str:
         kind = self.kind
         if kind is ComponentKind.FABRIC_SOFTWARE:
-            return FABRIC_SOFTWARE_NAME
+            return DOMAIN_SOFTWARE_NAME if self.domain else FABRIC_SOFTWARE_NAME
         if kind is ComponentKind.GPU:
             if self.gpu is None:
                 return f"the GPU at PCI {self.bus}" if self.bus else "a GPU of the node (index unknown)"

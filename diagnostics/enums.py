@@ -75,6 +75,8 @@ class EventKind(StrEnum):
     SXID = "sxid"
     AER = "aer"
     FABRIC_STATE = "fabric_state"
+    RECOVERY_ACTION = "recovery_action"  # the driver's recovery action as DCGM reads it (code = the NVML value)
+    IMEX_STATE = "imex_state"  # one IMEX node's state, or the domain's, as `nvidia-imex-ctl -N` prints it
 
 
 class FaultKind(StrEnum):
@@ -94,6 +96,7 @@ class FaultKind(StrEnum):
     CARTRIDGE = "cartridge"  # a rack: failing links of several compute and switch trays, all in one cable cartridge
     COMPUTE_TRAY = "compute-tray"  # a rack: failing links of several GPUs of one compute tray, on many switch chips
     FANOUT = "nvlink-fanout"  # a rack: NVLink Xids on many GPUs at once, no root singled out
+    RACK_INCIDENT = "rack-incident"  # a rack: half its trays fail at once with no switch unit common to them
 
 
 class ResetScope(StrEnum):

@@ -1,6 +1,6 @@
 """Every value's unit and text, in one place: the CLI, Block Kit, Markdown tickets and the picture all format here.
 
-A metric's unit is decided once (`unit_of`): counters are rates per hour, `width_lost` is lanes,
+A metric's name and unit are the metric table's (`metrics`): counters are rates per hour, `width_lost` is lanes,
 `gen_lost_under_load` generations, the Blackwell bit-error ratios are ratios, a lone reading is a total since reset.
 """
 
@@ -9,103 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from enum import StrEnum
 
 import pandas as pd
 
-from .enums import LinkType
+from .metrics import SUMS, Unit, label, unit_of
 from .times import clockless
-
-
-class Unit(StrEnum):
-    """The unit of every value a rule judges and an answer shows (one formatter, `value`, writes each)."""
-
-    PER_HOUR = "/h"
-    LANES = "lanes"
-    GENERATIONS = "generations"
-    RATIO = "ratio"
-    EVENTS = "events"
-    GPUS = "GPUs"
-    LINKS = "links"
-    TOTAL = "since reset"
-    STATE = ""  # a link state or the fabric's: no quantity
-
-
-# Readings that are levels, not counts: judged on the last reading in the window.
-LEVEL_UNITS: dict[str, Unit] = {
-    "width_lost": Unit.LANES,
-    "lanes_in_error": Unit.LANES,
-    "lanes_in_error_undated": Unit.LANES,
-    "gen_lost_under_load": Unit.GENERATIONS,
-    "effective_ber": Unit.RATIO,
-    "symbol_ber": Unit.RATIO,
-}
-
-# What people call each metric.
-LABELS: dict[str, str] = {
-    "replay": "replays",
-    "crc": "CRC errors",
-    "crc_flit": "CRC flit errors",
-    "crc_data": "CRC data errors",
-    "recovery": "recoveries",
-    "replay_rollovers": "replay rollovers",
-    "tx_discards": "TX discards",
-    "symbol_errors": "symbol errors",
-    "effective_errors": "effective errors",
-    "recovery_successful": "successful recoveries",
-    "recovery_failed": "failed recoveries",
-    "rx_malformed": "malformed packets",
-    "rx_dropped": "packets dropped (buffer overrun)",
-    "rx_errors": "packets received in error",
-    "rx_remote_errors": "packets marked bad upstream",
-    "rx_general_errors": "packet header mismatches",
-    "integrity_errors": "link integrity errors",
-    "ecc_errors": "NVLink ECC errors",
-    "width_lost": "lanes lost",
-    "lanes_in_error": "lanes in error",
-    "lanes_in_error_undated": "lanes in error (undated status)",
-    "rx_err": "receiver errors",
-    "bad_tlp": "bad TLPs",
-    "bad_dllp": "bad DLLPs",
-    "replay_timeout": "replay timer timeouts",
-    "aer_rollover": "replay-number rollovers",
-    "gen_lost_under_load": "generations lost under load",
-    "effective_ber": "effective BER",
-    "symbol_ber": "symbol BER",
-    "xid": "Xids",
-    "sxid": "SXids",
-}
-
-# Counters that exist on some link types only: on another they are not read, whatever a table holds. NVLink's
-# data link layer counts CRC errors, recoveries and discards, a GPU's and a switch port's alike; PCIe has its replays,
-# rollovers and the AER kinds (Bad TLP, Bad DLLP, receiver errors), no CRC flit or recovery counter. The NVLink5
-# counters are a GPU's and, on an NVLink5 switch tray, its ports' (NMX-T reads both ends of every link).
-_NVLINK = frozenset({LinkType.NVLINK, LinkType.NVSWITCH})
-_PCIE = frozenset({LinkType.PCIE})
-ONLY_ON: dict[str, frozenset[LinkType]] = {
-    **dict.fromkeys(("crc", "crc_flit", "crc_data", "recovery", "tx_discards", "symbol_errors", "effective_errors",
-                     "recovery_successful", "recovery_failed", "effective_ber", "symbol_ber", "rx_malformed",
-                     "rx_dropped", "rx_errors", "rx_remote_errors", "rx_general_errors", "integrity_errors",
-                     "ecc_errors"), _NVLINK),
-    **dict.fromkeys(("replay_rollovers", "width_lost", "lanes_in_error", "lanes_in_error_undated",
-                     "gen_lost_under_load", "rx_err", "bad_tlp",
-                     "bad_dllp", "replay_timeout", "aer_rollover", "aer_correctable", "aer_nonfatal", "aer_fatal"),
-                    _PCIE),
-}
-
-
-def applies(metric: str, link_type: str) -> bool:
-    """Whether a metric exists on this link type (a PCIe rollover count is no NVLink figure)."""
-    only = ONLY_ON.get(metric)
-    return only is None or link_type in only
-
-
-def unit_of(metric: str) -> Unit:
-    return LEVEL_UNITS.get(metric, Unit.PER_HOUR)
-
-
-def label(metric: str) -> str:
-    return LABELS.get(metric, metric.replace("_", " "))
 
 
 def number(value: float, *, compact: bool = False) -> str:
@@ -157,7 +65,7 @@ def metrics(values: Mapping[str, float], *, compact: bool = False, skip_zero: bo
 
 def totals(values: Mapping[str, float]) -> str:
     """Lifetime totals of a lone reading: 'replays 8,900, CRC errors 45,120 since reset' (CRC as one sum)."""
-    parts = ("crc_flit", "crc_data") if "crc" in values else ()
+    parts = SUMS["crc"] if "crc" in values else ()
     shown = [f"{label(k)} {number(v)}" for k, v in values.items() if v and k not in parts]
     return (", ".join(shown) + " since reset") if shown else "no errors since reset"
 
@@ -186,6 +94,13 @@ def when(moment: datetime | pd.Timestamp | None) -> str:
 
 def hours(amount: float) -> str:
     return f"{number(amount)} h"
+
+
+def period(seconds: float) -> str:
+    """A loop's period: `90 s`, `5 min`, `1.5 min`, `2 h`."""
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
 
 
 def window(span_hours: float, end: datetime | None) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Annotated, Any, Self
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -220,6 +220,10 @@ class ComponentFacts(BaseModel):
     hosts: list[str] = Field(default_factory=list,
                              description="In a rack: the hosts whose links the component carries (to drain).")
     switch_host: str | None = Field(default=None, description="In a rack: the host of the switch tray it is on.")
+    recovery: str | None = Field(default=None, description="The driver's own recovery action for its GPU, as read "
+                                                           "(Xid 154, DCGM_FI_DEV_GPU_RECOVERY_ACTION) and where.")
+    recovery_scope: Literal["none", "drain", "gpu", "node"] | None = Field(
+        default=None, description="What that action takes: a plan's reset is never narrower (data/recovery.toml).")
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,7 @@ class RackSlot:
 
     rack: str
     tray: str | None = None
+    role: str | None = None  # what else the host runs for its rack: "nmx-controller" where NMX-Controller runs
 
 
 class RackPlace(BaseModel):
@@ -240,6 +245,13 @@ class RackPlace(BaseModel):
     compute: dict[str, str] = Field(default_factory=dict, description="Compute tray (slot) -> host.")
     switch: dict[str, str] = Field(default_factory=dict, description="Switch tray (slot) -> host.")
     slots_known: bool = Field(default=True, description="False when trays are named by host, slots unknown.")
+    nmx: str | None = Field(default=None, description="Where NMX-Controller runs, as the inventory says (a switch "
+                                                      "tray or a head node); None when it names none.")
+
+    def compute_hosts(self) -> list[str]:
+        """The compute trays' hosts in slot order (trays named by host last)."""
+        return [self.compute[k] for k in sorted(self.compute, key=lambda t: (not t.isdigit(), int(t) if
+                                                                                t.isdigit() else 0, t))]
 
     def host_of(self, tray: str | None) -> str | None:
         return self.compute.get(str(tray)) if tray is not None else None
@@ -302,10 +314,31 @@ class StepEvidence(BaseModel):
     links: list[LinkSeries] = Field(default_factory=list)
     explained: bool = Field(default=False, description="Whether the links shown explain the slowdown.")
 
-    def bucket_ends(self) -> list[datetime]:
-        """Each bucket's end: the time its values are read at."""
-        step = timedelta(minutes=self.bucket_minutes)
-        return [self.start + step * (i + 1) for i in range(len(self.step_time_ms))]
+
+
+# A rack's parts that no compute tray holds, by kind and by fault: a switch chip, switch tray or cable cartridge, a
+# switch port, the NVLink domain or its fabric software as one, a rack incident. A ticket for one is the rack's,
+# however many trays' links run through it.
+RACK_KINDS = frozenset({ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE,
+                        ComponentKind.NVLINK_DOMAIN, ComponentKind.FABRIC_SOFTWARE})
+RACK_FAULTS = frozenset({FaultKind.SWITCH_PORT, FaultKind.NVSWITCH_FATAL, FaultKind.SWITCH_TRAY, FaultKind.CARTRIDGE,
+                         FaultKind.FANOUT, FaultKind.RACK_INCIDENT})
+
+
+def outside_trays(ref: ComponentRef, fault: FaultKind | None = None) -> bool:
+    """Whether a rack's part lies outside every compute tray (see RACK_KINDS)."""
+    return ref.kind in RACK_KINDS or fault in RACK_FAULTS
+
+
+class GpuId(BaseModel):
+    """Who a GPU of the node is, as its readings say: the board serial a technician reads on the part and the UUID
+    the driver gives it. A part's history follows these from node to node, not the index."""
+
+    model_config = ConfigDict(frozen=True)
+
+    serial: str | None = None
+    uuid: str | None = None
+    read_from: str = Field(description="The readings that named it: `nvidia-smi -q`, `kernel log`, ...")
 
 
 class Diagnosis(BaseModel):
@@ -348,6 +381,8 @@ class Diagnosis(BaseModel):
     rack: RackPlace | None = Field(
         default=None, description="The rack this diagnosis is of (node_id is the rack), or the rack of this tray.")
     tray: str | None = Field(default=None, description="For a rack's host: its tray in `rack`.")
+    gpu_ids: dict[int, GpuId] = Field(
+        default_factory=dict, description="Each GPU's serial and UUID where the node's readings name them, by index.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:
@@ -369,6 +404,37 @@ class Diagnosis(BaseModel):
         names = {link for loc in self.localizations or ([self.localization] if self.localization else [])
                  if loc.ref.slug == slug for link in loc.links}
         return sorted({slug} | {f.ref.slug for f in self.findings if f.component in names})
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ticket_owner(self) -> str:
+        """Whom the isolated part's ticket is filed on (`owner_of`)."""
+        return self.owner_of()
+
+    def owner_of(self, slug: str | None = None) -> str:
+        """Whom a ticket for the part `slug` (default: the isolated part) is filed on, and alerted and listed under:
+        off a rack, the node; in a rack, a part outside every compute tray is the rack's (one ticket however many
+        trays see it), a part inside one is that tray's host's. The one decision every door takes it from."""
+        place = self.rack
+        if place is None:
+            return self.node_id
+        ref, fault = self._part(slug)
+        if ref is None:
+            return self.node_id
+        if outside_trays(ref, fault):
+            return place.rack_id
+        return place.host_of(ref.tray) or self.node_id
+
+    def _part(self, slug: str | None) -> tuple[ComponentRef | None, FaultKind | None]:
+        """The reference and fault of the part `slug` names (a localization, else a finding's link), or of the
+        isolated part."""
+        locs = [*([self.localization] if self.localization else []), *self.localizations]
+        loc = locs[0] if slug is None and locs else next((x for x in locs if x.ref.slug == slug), None)
+        if loc is not None:
+            return loc.ref, loc.fault
+        found = next((f for f in self.findings if (f.ref.slug == slug if slug is not None
+                                                   else f.component == self.isolated_component)), None)
+        return (found.ref, None) if found is not None else (None, None)
 
     def seed_view(self) -> dict[str, Any]:
         """The five keys of the seed examples' expected output."""

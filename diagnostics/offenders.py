@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .components import ComponentRef, switch_name
+from .components import ComponentRef, switch_label, switch_name
 from .config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE
 from .enums import ComponentKind, LinkType, Severity
 from .format import Unit
@@ -86,7 +86,7 @@ def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
 def _offender(node: str, f: Finding, rule: str, severity: Severity, value: float | None, above: float | None,
               unit: Unit | str, detail: str) -> Offender:
     ref = f.ref
-    switch = ref.switch.removeprefix("NVSwitch ") if ref.kind is ComponentKind.NVSWITCH and ref.switch else None
+    switch = switch_label(ref.switch) if ref.kind is ComponentKind.NVSWITCH and ref.switch else None
     link = ref.port if ref.kind is ComponentKind.NVSWITCH else ref.link
     return Offender(node_id=node, link_type=f.link_type, gpu=ref.gpu, link=link, nvswitch=switch, rule=rule,
                     severity=severity, rate_per_hour=value, above=above, unit=Unit(unit or Unit.PER_HOUR),

@@ -5,6 +5,7 @@ Defined once here: ingest readers conform their output to these schemas, analysi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -12,39 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-# Cumulative counters a link sample may carry. A single reading is a total since reset, never a rate.
-COUNTERS: tuple[str, ...] = (
-    "crc_flit",
-    "crc_data",
-    "replay",
-    "recovery",
-    "tx_discards",
-    "replay_rollovers",  # PCIe: each rollover is a link retrain, never added to `replay`
-    "symbol_errors",  # Blackwell
-    "effective_errors",  # Blackwell
-    "recovery_successful",  # Blackwell
-    "recovery_failed",  # Blackwell
-    # NVLink5 (Blackwell) packet, integrity and ECC counters: DCGM's MonitorNVLink5Fields fails on any increase
-    "rx_malformed",  # packets received malformed (DCGM field 1204)
-    "rx_dropped",  # packets dropped on receive for a buffer overrun (1205)
-    "rx_errors",  # packets received with errors (1206)
-    "rx_remote_errors",  # packets received with a stomp/EBP marker: the error was upstream (1207)
-    "rx_general_errors",  # packets received with a header mismatch (1208)
-    "integrity_errors",  # times the local error count exceeded its threshold (1209)
-    "ecc_errors",  # NVLink ECC data errors (1220)
-)
-
-# Host-side PCIe AER counters (sysfs aer_dev_* totals and the link-level correctable kinds). Cumulative like COUNTERS.
-AER_COUNTERS: tuple[str, ...] = (
-    "aer_correctable",  # TOTAL_ERR_COR
-    "aer_nonfatal",  # TOTAL_ERR_NONFATAL
-    "aer_fatal",  # TOTAL_ERR_FATAL
-    "bad_tlp",  # correctable BadTLP: the receiver dropped a TLP, the sender replays it
-    "bad_dllp",  # correctable BadDLLP: seen by the receiver
-    "rx_err",  # correctable Receiver Error (physical layer): seen by the receiver
-    "replay_timeout",  # correctable Replay Timer Timeout: counted by the transmitter that had to replay
-    "aer_rollover",  # correctable REPLAY_NUM Rollover: counted by the transmitter (it retrains the link)
-)
+from .metrics import AER_COUNTERS, COUNTERS  # the link samples' counter columns, from the one metric table
 
 UTC_TS = "datetime64[ns, UTC]"
 
@@ -78,7 +47,7 @@ class TableSchema:
                         out[col] = _missing(dtype, n)
                         continue
                     if dtype == UTC_TS:
-                        series = pd.to_datetime(series, utc=True)
+                        series = _utc_times(series)
                     target: Any = dtype
                     series = series.astype(target) if str(series.dtype) != dtype else series
                 out[col] = series  # a Series, so the result shares its data copy-on-write, never by alias
@@ -86,6 +55,15 @@ class TableSchema:
                 out[col] = _missing(dtype, n) if n else template[col].array
         conformed = pd.DataFrame(out, index=frame.index, copy=False)
         return conformed if _default_index(frame) else conformed.reset_index(drop=True)
+
+
+def _utc_times(series: pd.Series) -> pd.Series:
+    """Times as UTC: ISO 8601 strings of any precision side by side (a store's events: whole seconds beside a
+    kernel line's nanoseconds), else whatever pandas reads element by element."""
+    try:
+        return pd.to_datetime(series, utc=True, format="ISO8601")
+    except (ValueError, TypeError):
+        return pd.to_datetime(series, utc=True, format="mixed")
 
 
 def _unfilled(series: pd.Series, dtype: str) -> bool:
@@ -165,6 +143,10 @@ LINK_SAMPLES = TableSchema(
     },
 )
 
+# The columns that name a link (a finding's component is read from them): its keys, whether it is a GPU's total, its
+# peer.
+LINK_IDENTITY = ("node_id", "gpu", "link_type", "nvswitch", "link", "lane", "gpu_total", "peer")
+
 STEP_SAMPLES = TableSchema(
     "step_samples",
     {
@@ -175,6 +157,9 @@ STEP_SAMPLES = TableSchema(
         "step_time_ms": "float64",
         "collective": "category",  # e.g. all_reduce
         "size_bytes": "Int64",
+        "data_type": "category",  # nccl-tests: the element type (float, bfloat16, ...)
+        "redop": "category",  # nccl-tests: the reduction (sum, ...); NA for a collective with none
+        "root": "Int32",  # nccl-tests: the root rank; NA for a collective with none (printed -1 or left empty)
         "collective_time_us": "float64",
         "algbw_gbps": "float64",
         "busbw_gbps": "float64",
@@ -201,6 +186,7 @@ EVENTS = TableSchema(
         "severity": "string",  # "fatal" / "non-fatal" as the line states it (SXid, NVLink5 Xids); else NA
         "nvswitch": "string",  # the NVSwitch an SXid names (index N of nvidia-nvswitchN); its bus id is pci_bus_id
         "gpu_uuid": "string",  # GPU-... the driver's identity line gave for this bus earlier in the same log
+        "gpu_serial": "string",  # the board serial the driver's next line gave for that GPU
         "subcode": "string",  # an NVLink5 Xid's unit and error as the line names them (`NETIR_LINK_EVT`)
     },
     doc={
@@ -210,6 +196,8 @@ EVENTS = TableSchema(
         "prefix gives none",
         "gpu_uuid": "the UUID of the GPU on this bus as the driver's `NVRM: GPU at PCI:<bus>: GPU-<uuid>` line "
         "states it earlier in the same log; NA when no such line precedes the event",
+        "gpu_serial": "the GPU's board serial as the driver's `NVRM: GPU Board Serial Number: ...` line, printed "
+        "right after the identity line, states it; NA when the board reports none ([N/A]) or no such line precedes",
         "subcode": "the first field of an NVLink5 Xid (144-150) line, before its severity: the unit and error "
         "(`NETIR_LINK_EVT`, `RLW_RXPIPE`) that the Xid catalog's decode table is keyed by; NA for other lines",
     },
@@ -237,6 +225,7 @@ GPUS = TableSchema(
         "node_id": "category",
         "gpu": "Int16",
         "uuid": "string",
+        "serial": "string",  # the board serial (nvidia-smi -q 'Serial Number'): what a technician reads on the part
         "pci_bus_id": "string",
         "model": "string",
         "driver_version": "string",
@@ -256,4 +245,18 @@ def job_nodes(steps: pd.DataFrame) -> list[str]:
     names: set[str] = set()
     for value in steps["node_ids"].dropna().astype(str):
         names.update(n.strip() for n in value.split(",") if n.strip())
+    return sorted(names)
+
+
+def nodes_named(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """Every node the tables name: each table's `node_id` and the nodes the step samples list. What a store notes
+    of an ingest and a source in memory lists alike."""
+    names: set[str] = set()
+    for name, frame in tables.items():
+        if frame is None:
+            continue
+        if "node_id" in frame.columns:
+            names.update(str(n) for n in frame["node_id"].dropna().unique())
+        elif name == "step_samples" and "node_ids" in frame.columns:
+            names.update(job_nodes(frame))
     return sorted(names)

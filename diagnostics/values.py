@@ -21,7 +21,7 @@ import pandas as pd
 
 from .config.datafiles import DATA_DIR, read_toml
 from .errors import ConfigError
-from .tables import AER_COUNTERS, COUNTERS
+from .metrics import AER_COUNTERS, COUNTERS
 
 LIMITS_FILE = DATA_DIR / "limits.toml"
 ENV_FILE = "FABRICBOT_LIMITS"
@@ -124,6 +124,8 @@ def index(raw: str | float, kind: str) -> int:
     text = str(raw).strip()
     if _INTEGER.match(text):
         found = int(text)
+    elif text.startswith("-"):  # `-0` too: no tool writes an index with a sign
+        raise Refused("an index is never negative")
     else:
         value = number(raw)
         if not math.isfinite(value) or value != math.floor(value):
@@ -176,7 +178,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "count": ("counter", "event"),
     "gpu": ("index", "gpu"), "link": ("index", "link"), "lane": ("index", "lane"), "nvlinks": ("index", "link"),
     "remote_port": ("index", "link"), "code": ("index", "code"), "caused_by": ("index", "code"),
-    "step": ("index", "step"), "size_bytes": ("index", "size_bytes"),
+    "step": ("index", "step"), "size_bytes": ("index", "size_bytes"), "root": ("index", "rank"),
     "speed_gbps": ("gauge", "speed_gbps"), "symbol_ber": ("gauge", "ber"), "effective_ber": ("gauge", "ber"),
     "tx_bytes_per_s": ("gauge", "bytes_per_s"), "rx_bytes_per_s": ("gauge", "bytes_per_s"),
     "gen": ("level", "pcie_gen"), "max_gen": ("level", "pcie_gen"), "width": ("level", "pcie_width"),

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.prometheus.helpers import Fleet, Server, generate_fleet, serve_fleet
-from tests.shared import built_once
+from tests.shared import built_once, computed_once
 
 try:  # the model layer may not be imported by every test run
     from pydantic_ai import models as _models
@@ -75,3 +75,31 @@ def bundled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         db.close()
 
     return built_once(tmp_path_factory, "bundled-store", ingest)
+
+
+@pytest.fixture(scope="session")
+def switch_tray_rack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    """A synthetic GB200 NVL72 rack whose switch tray fails (its files with the rack inventory, and a store they were
+    ingested into) and its ground truth, built once per run. Read them; copy to write."""
+    from diagnostics.store import open_store
+    from diagnostics.synth.rack_fleet import generate_racks
+
+    def build(folder: Path) -> None:
+        generate_racks(out=folder / "fleet", seed=4, racks=1, hours=6, scenarios=["switch_tray"])
+        store = open_store(folder / "store")
+        store.ingest([folder / "fleet"])
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the database whole in its file: copies need no WAL
+        store.db.close()
+
+    built = built_once(tmp_path_factory, "switch-tray-rack", build)
+    truth = json.loads((built / "fleet" / "ground_truth.json").read_text(encoding="utf-8"))
+    return built / "fleet", built / "store", truth
+
+
+@pytest.fixture(scope="session")
+def committed_eval(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The committed fleet (fixtures/fleet, its life nodes and storm included) scored by `fabricbot eval`'s
+    `evaluate`, once per run (the life nodes' four days make it the suite's costliest single computation)."""
+    from diagnostics.synth.evaluate import evaluate
+
+    return computed_once(tmp_path_factory, "committed-eval", lambda: evaluate(FIXTURES / "fleet"))

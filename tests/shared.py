@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import pickle
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -31,6 +33,19 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
             build(folder)
             done.touch()
     return folder
+
+
+T = TypeVar("T")
+
+
+def computed_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[], T]) -> T:
+    """`compute()` run once per test run, whichever worker asks first; every worker gets its result (pickled)."""
+    def build(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        (folder / "value.pickle").write_bytes(pickle.dumps(compute()))
+
+    loaded: T = pickle.loads((built_once(tmp_path_factory, name, build) / "value.pickle").read_bytes())
+    return loaded
 
 
 def copy_store(store: Path, to: Path) -> Path:

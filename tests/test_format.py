@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from diagnostics import format as fmt
+from diagnostics.metrics import AER_COUNTERS, COUNTERS, METRICS, Kind, applies, unit_of
 
 
 @pytest.mark.parametrize(("value", "plain", "compact"), [
@@ -28,9 +30,9 @@ def test_each_metric_is_shown_in_its_own_unit() -> None:
 
 
 def test_a_pcie_counter_is_not_an_nvlink_figure() -> None:
-    assert not fmt.applies("replay_rollovers", "nvlink") and fmt.applies("replay_rollovers", "pcie")
-    assert not fmt.applies("width_lost", "nvlink") and not fmt.applies("effective_ber", "pcie")
-    assert fmt.applies("replay", "nvlink") and fmt.applies("replay", "pcie")
+    assert not applies("replay_rollovers", "nvlink") and applies("replay_rollovers", "pcie")
+    assert not applies("width_lost", "nvlink") and not applies("effective_ber", "pcie")
+    assert applies("replay", "nvlink") and applies("replay", "pcie")
 
 
 def test_totals_lanes_times_and_windows() -> None:
@@ -44,15 +46,29 @@ def test_totals_lanes_times_and_windows() -> None:
     assert fmt.percent(88.84) == "+88.8%" and fmt.percent(None) == "n/a"
 
 
-def test_one_table_of_metrics_names_every_counter_and_level() -> None:
-    """The tables' counters, the engine's rates and the formatter's labels and units are one list: a counter added
-    to one place without the others has no rate, no words or no unit."""
-    from diagnostics import format as fmt
-    from diagnostics.analysis.findings import LEVELS
-    from diagnostics.analysis.metrics import RATE_COUNTERS
-    from diagnostics.tables import COUNTERS
+def test_one_table_of_metrics_is_what_the_tables_the_engine_prometheus_and_the_rules_read() -> None:
+    """A metric is added in one place: the link samples' columns, the engine's rates, the gauges the server reads
+    and each rule's unit are the metric table's."""
+    from diagnostics.config import load_thresholds
+    from diagnostics.prometheus.gauges import GAUGES
+    from diagnostics.tables import LINK_SAMPLES
 
-    assert set(RATE_COUNTERS) == set(COUNTERS)
-    assert set(LEVELS) == set(fmt.LEVEL_UNITS)
-    assert all(name in fmt.LABELS for name in (*COUNTERS, *LEVELS))
-    assert {fmt.unit_of(c) for c in COUNTERS} == {fmt.Unit.PER_HOUR}
+    assert [c for c in LINK_SAMPLES.columns if c in METRICS] == [*COUNTERS, "symbol_ber", "effective_ber",
+                                                                  *AER_COUNTERS]
+    assert {n: m for n, m in METRICS.items() if m.kind is Kind.LEVEL and m.column} == GAUGES
+    assert all(c in LINK_SAMPLES.columns for m in GAUGES.values() for c in m.columns)
+    for rule in load_thresholds().rules:
+        if rule.counter in METRICS:
+            assert rule.unit is unit_of(rule.counter), rule.name
+    assert {unit_of(c) for c in COUNTERS} == {fmt.Unit.PER_HOUR} and unit_of("width_lost") is fmt.Unit.LANES
+
+
+def test_a_rule_in_another_unit_than_its_metric_is_refused(tmp_path: Path) -> None:
+    from diagnostics.config import load_thresholds
+    from diagnostics.errors import ConfigError
+
+    path = tmp_path / "t.toml"
+    path.write_text('[[rule]]\nname = "lanes"\ncounter = "width_lost"\nabove = 1.0\nseverity = "warning"\n'
+                    'unit = "/h"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="width_lost is judged in 'lanes', not '/h'"):
+        load_thresholds(path)

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1] / "diagnostics"
 
 # bottom first; a part may import from its own layer and any layer above it in this list
 LAYERS: list[set[str]] = [
-    {"enums", "errors", "components", "format", "times", "tables", "redaction", "progress", "names", "links"},
+    {"enums", "errors", "components", "metrics", "format", "times", "tables", "redaction", "progress", "names",
+     "links"},
     {"config", "values"},  # reads the data files; builds nothing
     {"model", "offenders"},  # typed values, checked against the data files' limits and platforms
     {"ingest"},

@@ -53,6 +53,8 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
           f"fault={'yes' if d.fault_detected else 'no'}  "
           f"degradation={fmt.percent(d.degradation_pct)}  {fmt.window(d.window_hours, d.window_end)}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)
+    if d.ticket_owner != d.node_id:
+        print(f"  ticket:   {d.ticket_owner} (the part is outside {d.node_id}'s tray)", file=out)
     print(f"  action:   {d.repair_action}", file=out)
     rows: list[tuple[str, ...]] = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
     shown = [f for f in d.findings if f.severity.value != "ok"] if only_flagged else d.findings
@@ -123,7 +125,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
     if args.rack:
         return rack(args, thresholds)
-    if args.store or args.node:
+    if args.store or args.node or args.job:
         return history(args, thresholds)
     if len(args.inputs) != 1:
         raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
@@ -177,7 +179,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                          help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")
     analyze.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
     analyze.add_argument("--platform", help="the node's platform (else from nodes.csv among the inputs)")
-    analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job)")
+    analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job); "
+                                       "alone, the job explained over its nodes, answered as the node to blame")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     add_threshold_options(analyze)
     analyze.set_defaults(func=cmd_analyze)

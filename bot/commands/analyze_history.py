@@ -5,26 +5,30 @@ from __future__ import annotations
 import argparse
 
 from diagnostics import Diagnosis, InputError, Thresholds
-from diagnostics.service import Request, Source, StoreSource, diagnose, files_source
+from diagnostics.service import Request, Source, StoreSource, diagnose, files_source, tables_source
 
 from ..options import parse_time
 
 
 def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[str]]:
-    """The store (`--store`) or the files given, the node asked about and what reading the files said."""
+    """The store (`--store`) or the files given, the node asked about (none for a job alone) and what reading the
+    files said."""
     if args.store:
         if args.inputs:
             raise InputError("give either --store DIR or input files, not both")
         return StoreSource(args.store), args.node, []
     if not args.inputs:
         raise InputError("give files or folders of telemetry, or --store DIR", field="--node")
+    if args.job and not args.node:
+        tables, warnings = tables_source(args.inputs)
+        return tables, None, warnings
     source, node, warnings = files_source(args.inputs, node=args.node)
     return source, node, warnings
 
 
 def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Diagnosis:
-    if not args.node and args.store:
-        raise InputError("--node is required with --store", field="--node")
+    if not args.node and not args.job and args.store:
+        raise InputError("--node (or --job) is required with --store", field="--node")
     source, node, warnings = history_source(args)
     end = parse_time(args.end, field="--end") if args.end else None
     request = Request(node=node, job=args.job, window=args.window, end=end, thresholds=thresholds,

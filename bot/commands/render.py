@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from diagnostics import InputError
-from diagnostics import format as units
 from diagnostics.config import load_thresholds
 from diagnostics.render import (
     Drawable,
@@ -16,7 +15,6 @@ from diagnostics.render import (
     read_snapshot_text,
     render_correlation,
     render_rack,
-    render_with_warnings,
     snapshot_case,
     topology_drawable,
 )
@@ -49,10 +47,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     drawable = drawable_for(args, store)
     if drawable.graph.node_id is None:
         drawable.graph.node_id = args.node or target.stem
-    window = args.window
-    if window is None and drawable.diagnosis is not None and drawable.diagnosis.window_end is not None:
-        window = units.window(drawable.diagnosis.window_hours, drawable.diagnosis.window_end)  # which it shows
-    data, notes = render_with_warnings(drawable.graph, drawable.diagnosis, fmt=fmt, window=window)
+    data, notes = drawable.picture(fmt, window=args.window)
     node = drawable.diagnosis.node_id if drawable.diagnosis else drawable.graph.node_id
     output = Path(args.output or f"{node}.{fmt}")
     try:
@@ -65,9 +60,11 @@ def cmd_render(args: argparse.Namespace) -> int:
             seen.add(note)
             print(f"warning: {note}", file=sys.stderr)
     platform = drawable.graph.platform or "generic graph"
-    print(f"wrote {output} ({fmt}, {len(data) / 1024:.0f} KB): {node}, {platform}, "
-          f"{len(drawable.graph.gpus)} GPUs")
     diagnosis = drawable.diagnosis
+    owner = f"; its suspect is ticketed on {diagnosis.ticket_owner}" \
+        if diagnosis is not None and diagnosis.fault_detected and diagnosis.ticket_owner != node else ""
+    print(f"wrote {output} ({fmt}, {len(data) / 1024:.0f} KB): {node}, {platform}, "
+          f"{len(drawable.graph.gpus)} GPUs{owner}")
     if diagnosis is not None and diagnosis.evidence is not None and not args.no_correlation:
         beside = Path(args.correlation or output.with_name(f"{output.stem}-correlation.png"))
         picture = render_correlation(diagnosis)

@@ -20,6 +20,7 @@ from ..drafting import render_png
 from ..runtime import build_runtime, node_source
 from ..schedule import DigestSchedule
 from ..settings import Settings
+from ..transport.preflight import check_slack
 
 ALERTMANAGER_TOKEN = "FABRICBOT_ALERTMANAGER_TOKEN"
 
@@ -43,6 +44,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if args.store:
         settings = replace(settings, store=Path(args.store))
+    check_slack(settings)  # one line and exit 2 when a setting is missing or Slack refuses a token
     for note in settings.startup_notes():
         print(f"fabricbot: {note}", file=sys.stderr)
     rt = build_runtime(settings, source=node_source(settings, [Path(p) for p in args.snapshots]),
@@ -59,9 +61,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         run(app, settings.app_token)
         return 0
     if settings.mode == "http":
-        if settings.signing_secret is None:
-            print("fabricbot: HTTP mode needs SLACK_SIGNING_SECRET", file=sys.stderr)
-            return 2
         from ..transport.http import asgi_app
 
         app = build_app(settings=settings, **rt.deps(render_png))

@@ -35,8 +35,9 @@ def _table(result: SweepResult, out: TextIO) -> None:
         print(f"  {node}: {what} {len(found)} finding(s)", file=out)
         diagnosis = result.diagnoses.get(node)
         if diagnosis is not None:
-            print(f"    diagnosis: {diagnosis.isolated_component}; priority {diagnosis.ticket_priority.value}; "
-                  f"{diagnosis.repair_action}", file=out)
+            owner = f" (ticket on {diagnosis.ticket_owner})" if diagnosis.ticket_owner != node else ""
+            print(f"    diagnosis: {diagnosis.isolated_component}{owner}; priority "
+                  f"{diagnosis.ticket_priority.value}; {diagnosis.repair_action}", file=out)
     if result.not_pushed_down:
         print(f"  not evaluated on the server (local analysis only): {'; '.join(result.not_pushed_down)}",
               file=out)

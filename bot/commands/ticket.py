@@ -20,6 +20,8 @@ from diagnostics.tickets import (
     NoFaultError,
     RulesDrafter,
     drafter_from_env,
+    escalate,
+    hardware_of,
     inspection_markdown,
     rules_inspection,
 )
@@ -27,6 +29,8 @@ from diagnostics.topology import Inventory, NodeGraph, load_inventory
 
 from ..options import add_threshold_options, thresholds_from, window_type
 from ..storage import open_db
+from ..workflow.history import part_history
+from ..workflow.tracker import SqliteTracker
 from .output import print_json
 
 ENV_STORE = "FABRICBOT_STORE"
@@ -79,7 +83,9 @@ def _audit(folder: str | None) -> AuditLog | None:
 
 
 def cmd_ticket(args: argparse.Namespace) -> int:
-    audit = _audit(_store_folder(args))
+    folder = _store_folder(args)
+    audit = _audit(folder)
+    tracker = SqliteTracker(audit.db) if audit is not None else None
     inventory: Inventory | None = load_inventory(args.inventory) if args.inventory else None
 
     def record(call: ModelCall) -> None:
@@ -105,6 +111,10 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                 text = inspection_markdown(inspection)
             else:
                 ticket = drafter.draft(diagnosis, component=args.link, graph=graph, inventory=inventory)
+                gpu = hardware_of(ticket.identity)
+                if tracker is not None and gpu is not None:  # the GPU's earlier tickets in the store's tracker
+                    ticket = escalate(ticket, part_history(tracker, gpu, node_id=diagnosis.node_id,
+                                                           slug=ticket.candidate_id), platform=diagnosis.platform)
                 tickets.append(ticket.model_dump(mode="json"))
                 text = ticket.to_markdown()
         except NoFaultError as exc:
@@ -124,8 +134,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--node", help="the node a paste that names none is from")
     p.add_argument("--link", help="a candidate id, component name or link id (default: the isolated component)")
     p.add_argument("--json", action="store_true", help="the ticket as JSON")
-    p.add_argument("--store", metavar="DIR", help=f"telemetry store: where NODE is read from and model calls are "
-                                                  f"recorded (default ${ENV_STORE})")
+    p.add_argument("--store", metavar="DIR", help=f"telemetry store: where NODE is read from, model calls are "
+                                                  f"recorded and the GPU's earlier tickets are found (default "
+                                                  f"${ENV_STORE})")
     p.add_argument("--platform", help="the node's platform (e.g. hgx-h100-8gpu) when the input does not say")
     p.add_argument("--window", type=window_type,
                    help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")

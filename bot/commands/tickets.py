@@ -1,4 +1,5 @@
-"""`fabricbot tickets`: the mock tracker's tickets, a repair reported, and the repaired parts verified.
+"""`fabricbot tickets`: the mock tracker's tickets, a GPU's history by serial or UUID, a repair reported, and the
+repaired parts verified.
 
 A ticket reported repaired waits in `verifying`; `fabricbot tickets verify` judges each such part on the store's
 readings since its repair and closes the ticket when the soak held, or reopens it, escalated to replacement, when
@@ -16,11 +17,13 @@ from pathlib import Path
 from diagnostics import InputError
 from diagnostics.config import load_verification
 from diagnostics.store import DB_NAME, open_store
+from diagnostics.tickets import Hardware
 
 from ..audit import AuditLog
 from ..nodes import StoreNodeSource
 from ..options import parse_time
 from ..storage import open_db
+from ..workflow.history import part_history
 from ..workflow.tracker import SqliteTracker, Ticket
 from ..workflow.verification import reported_diagnostics, source_check, verify_repairs
 
@@ -57,6 +60,15 @@ def cmd_tickets(args: argparse.Namespace) -> int:
         print(_line(ticket))
         for h in tracker.history(ticket.id):
             print(f"  {h['at']}  {h['status']:<15} {h['actor']}: {h['note']}")
+        return 0
+    if action == "history":
+        key = args.gpu.strip()
+        gpu = Hardware(uuid=key) if key.upper().startswith("GPU-") else Hardware(serial=key)
+        history = part_history(tracker, gpu, node_id="", slug="")
+        if args.json:
+            print(history.model_dump_json(indent=2))
+        else:
+            print("\n".join(history.lines(drafting=False)))
         return 0
     if action == "repaired":
         at = parse_time(args.at, field="--at").isoformat(timespec="seconds") if args.at else None
@@ -104,6 +116,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     listing.add_argument("--json", action="store_true")
     show = actions.add_parser("show", help="one ticket with its history")
     show.add_argument("ticket", metavar="ID")
+    history = actions.add_parser("history", help="a GPU's tickets on any node, by its serial or UUID: repairs, "
+                                                 "recurrences and the time between them")
+    history.add_argument("gpu", metavar="SERIAL|UUID", help="the board serial (nvidia-smi -q 'Serial Number') or "
+                                                            "the UUID (GPU-...)")
+    history.add_argument("--json", action="store_true")
     repaired = actions.add_parser("repaired", help="report a ticket's repair done: it waits in verifying")
     repaired.add_argument("ticket", metavar="ID")
     repaired.add_argument("--by", required=True, help="who did the repair")
@@ -116,4 +133,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verify = actions.add_parser("verify", help="judge each verifying ticket's part on the readings since its repair")
     verify.add_argument("ticket", metavar="ID", nargs="*", help="only these tickets")
     verify.add_argument("--json", action="store_true")
+    for action in (listing, show, history, repaired, verify):  # `tickets history X --store DIR`, as elsewhere
+        action.add_argument("--store", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_tickets, status=None, json=False)

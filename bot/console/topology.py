@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnostics import Diagnosis, Severity
-from diagnostics.render import build_scene, render_node, render_rack, wants_rack_view
+from diagnostics.render import Drawable, build_scene, wants_rack_view
 
 from .. import blocks
-from ..drafting import graph_for
 from ..state import ANALYSES, BotState
 from ..transport.mock_slack import BOT_USER, Message, MockSlack
 
@@ -112,18 +111,18 @@ def rack_units(diagnosis: Diagnosis) -> dict[str, int]:
     return units
 
 
-def topology_view(diagnosis: Diagnosis, analysis_id: int, summary: Message | None) -> dict[str, Any]:
-    """The SVG (the same layout as the PNG) and, per degraded link drawn, its details and its draft action; for a
-    rack, the rack view with its units clickable."""
+def topology_view(drawable: Drawable, analysis_id: int, summary: Message | None) -> dict[str, Any]:
+    """The SVG (the same picture as the PNG, on the same graph) and, per degraded link drawn, its details and its
+    draft action; for a rack, the rack view with its units clickable."""
+    diagnosis = drawable.diagnosis
+    assert diagnosis is not None
     targets = draft_targets(summary) if summary is not None else {}
     links = []
+    svg = drawable.picture("svg")[0].decode("utf-8")
     if wants_rack_view(diagnosis):
-        svg = render_rack(diagnosis, fmt="svg").decode("utf-8")
         links = [link_json(diagnosis, index, gid, targets.get(index)) for gid, index in rack_units(diagnosis).items()]
     else:
-        graph = graph_for(diagnosis)
-        svg = render_node(graph, diagnosis, fmt="svg").decode("utf-8")
-        for h in build_scene(graph, diagnosis).highlights:
+        for h in build_scene(drawable.graph, diagnosis).highlights:
             if h.finding is None or h.finding not in diagnosis.findings:
                 continue
             index = diagnosis.findings.index(h.finding)

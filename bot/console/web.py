@@ -94,7 +94,8 @@ class Console:
         diagnosis = self.state.analysis(analysis) if analysis is not None else None
         if diagnosis is None or analysis is None:
             raise ConsoleError(f"no analysis of {node} behind file {file_id}")
-        return topology_view(diagnosis, analysis, summary)
+        assert self.local.app is not None
+        return topology_view(self.local.app.services.source.drawable(diagnosis), analysis, summary)
 
     # -- what the person does -----------------------------------------------------------------------------
     def _echo_ts(self, n: int) -> str:

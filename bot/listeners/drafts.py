@@ -21,7 +21,7 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
 from diagnostics import Diagnosis, FabricbotError
-from diagnostics.tickets import evidence_lines
+from diagnostics.tickets import escalate, evidence_lines, hardware_of
 
 from .. import blocks, replies
 from ..drafting import ticket_priority
@@ -30,6 +30,7 @@ from ..posting import post_correlation
 from ..replies import CONTENT_CODES, SLACK_FAILURES, error_code
 from ..services import Services
 from ..work import BUSY, Busy
+from ..workflow.history import part_history
 from ..workflow.states import DraftState
 from .clicks import Click, click
 
@@ -126,15 +127,16 @@ class Drafting:
         """Draft and show the preview in place of `placeholder`; True when a draft was made and shown."""
         s, at = self.services, self.at
         diagnosis, component, slug = self.check()
+        owner = diagnosis.owner_of(slug)  # a rack's part outside this tray is the rack's ticket
         try:
-            subject = f"{diagnosis.node_id} / {component}"
+            subject = f"{owner} / {component}"
             when = s.clock().isoformat(timespec="seconds")
-            existing = s.tracker.open_ticket(diagnosis.node_id, slug)
+            existing = s.tracker.open_ticket(owner, slug)
             if existing is not None:
                 known = s.tracker.add_evidence(existing.id, evidence_lines(diagnosis, component, when,
                                                                            self.target.analysis_id), actor=at.user)
                 s.record("draft", actor=at.user, subject=subject, outcome="points to open ticket", ticket=known.id)
-                raise Refused(f"A ticket for {esc(component)} on `{esc(diagnosis.node_id)}` is already open: "
+                raise Refused(f"A ticket for {esc(component)} on `{esc(owner)}` is already open: "
                               f"*{esc(known.id)}* (filed by {mention(known.filed_by)}). I added this analysis to "
                               "its evidence.")
             assert s.drafter is not None
@@ -142,6 +144,10 @@ class Drafting:
                 ticket = s.drafter.draft(diagnosis, component=component, graph=s.source.graph(diagnosis))
             except FabricbotError as exc:
                 raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
+            gpu = hardware_of(ticket.identity)
+            if gpu is not None:  # the GPU's earlier tickets, on any node; a repeat offender's escalates
+                ticket = escalate(ticket, part_history(s.tracker, gpu, node_id=diagnosis.node_id, slug=slug),
+                                  platform=diagnosis.platform)
         except Refused as why:
             self.slot.release()
             client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])
@@ -149,18 +155,20 @@ class Drafting:
             return False
         markdown = ticket.to_markdown()
         draft_id = s.state.save_draft(
-            analysis_id=self.target.analysis_id, node_id=diagnosis.node_id, component=component, slug=slug,
+            analysis_id=self.target.analysis_id, node_id=owner, component=component, slug=slug,
             markdown=markdown, priority=ticket_priority(ticket), drafted_by=ticket.drafted_by, channel=at.channel,
-            requested_by=at.user, message_ts=placeholder)
+            requested_by=at.user, message_ts=placeholder, gpu_serial=gpu.serial if gpu else None,
+            gpu_uuid=gpu.uuid if gpu else None)
         s.record("draft", actor=at.user, subject=subject, draft=draft_id, drafted_by=ticket.drafted_by,
-                 priority=ticket_priority(ticket))
+                 priority=ticket_priority(ticket),
+                 **({"repeat_offender": ticket.escalation} if ticket.escalation else {}))
         self.slot.free()
         _, cut = blocks.preview_cut(markdown)
-        snippet = blocks.snippet_name(diagnosis.node_id, slug) if cut else None
+        snippet = blocks.snippet_name(owner, slug) if cut else None
         try:
             client.chat_update(channel=at.channel, ts=placeholder,
-                               text=f"Ticket draft for {esc(component)} on {esc(diagnosis.node_id)}",
-                               blocks=blocks.preview_blocks(draft_id=draft_id, node_id=diagnosis.node_id,
+                               text=f"Ticket draft for {esc(component)} on {esc(owner)}",
+                               blocks=blocks.preview_blocks(draft_id=draft_id, node_id=owner,
                                                             component=component, markdown=markdown,
                                                             drafted_by=ticket.drafted_by, requester=at.user,
                                                             snippet=snippet))

@@ -118,6 +118,9 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
         if not result.created:
             outcome = (f":link: Already open as *{esc(ticket.id)}* (filed by {mention(ticket.filed_by)}); "
                        f"{mention(at.user)}'s approval added this evidence to it.")
+        elif result.repeat_offender:
+            outcome = (f":rotating_light: Filed *{esc(ticket.id)}* (approved by {mention(at.user)}): the "
+                       f"{esc(result.repeat_offender)}, a repeat offender, escalated to replacing the GPU.")
         elif result.recurrence_of:
             outcome = (f":rotating_light: Filed *{esc(ticket.id)}* (approved by {mention(at.user)}): a recurrence of "
                        f"{esc(result.recurrence_of)}, escalated to replacement.")

@@ -2,8 +2,10 @@
 
 `@fabricbot why is job 4411 slow?` explains the job; a mention naming a node diagnoses it. Output of
 `nvidia-smi nvlink -e` (or topo, or a snippet file) pasted in a thread is read with the ingest readers, also when
-the message mentions someone else: one reading of lifetime counters gives totals and asks for a second paste, two
-give rates. Each event is acknowledged at once and answered from the work queue.
+the message mentions someone else or is also sent to the channel: one reading of lifetime counters gives totals
+and asks for a second paste, two give rates. Each event is acknowledged at once and answered from the work queue;
+a thread message is queued only when a cheap look finds tool output or a text file in it, so people chatting in a
+thread are never queued behind pastes, nor told the bot is busy.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from ..services import Services
 from ..work import BUSY, Busy
 
 EVENTS = ("app_mention", "message")
+# A person's message as the `message` event delivers it: plain, with a file, or a thread reply also sent to the
+# channel (https://docs.slack.dev/reference/events/message/thread_broadcast).
+PERSON_SUBTYPES = (None, "file_share", "thread_broadcast")
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 _JOB = re.compile(r"\bjob\s+#?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9]")
@@ -107,13 +112,14 @@ def register(app: App, services: Services) -> None:
 
     def message(event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         # Only people's messages in threads (or with a snippet) can be pastes; the bot's own are skipped.
-        if event.get("bot_id") or event.get("subtype") not in (None, "file_share"):
+        if event.get("bot_id") or event.get("subtype") not in PERSON_SUBTYPES:
             return
         if not event.get("thread_ts") and not event.get("files"):
             return
         if context.bot_user_id and f"<@{context.bot_user_id}>" in event.get("text", ""):
             return  # the app_mention listener answers it
-        queue(read_paste, client, event)
+        if pastes.may_hold_output(client, event):  # chat is never queued, so never told the bot is busy
+            queue(read_paste, client, event)
 
     app.event("app_mention")(mention)
     app.event("message")(message)

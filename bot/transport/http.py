@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_bolt.request.internals import parse_body
 from slack_sdk.signature import SignatureVerifier
@@ -22,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..app import FabricApp
 from ..dedupe import REPLAY_TTL_S, Seen
 
 EVENTS_PATH = "/slack/events"
@@ -35,13 +35,13 @@ def _signed(verifier: SignatureVerifier, body: bytes, timestamp: str, signature:
         return False
 
 
-def asgi_app(app: App, signing_secret: str | None, *, replays: Seen | None = None,
-             extra: Sequence[Route] = ()) -> Starlette:
+def asgi_app(app: FabricApp, signing_secret: str | None, *, extra: Sequence[Route] = ()) -> Starlette:
     """The ASGI app that serves `app` to Slack: commands, interactions and events all arrive at one URL.
 
-    `signing_secret` None (Socket Mode behind a local proxy, never Slack) skips the signature and replay checks."""
+    `signing_secret` None (Socket Mode behind a local proxy, never Slack) skips the signature and replay checks.
+    Replays are told apart in the app's store, so replicas sharing it refuse one another's."""
     verifier = SignatureVerifier(signing_secret) if signing_secret else None
-    seen = replays or Seen(REPLAY_TTL_S)
+    seen = Seen(app.services.audit.db, "request", REPLAY_TTL_S)
 
     async def events(request: Request) -> Response:
         body = await request.body()
@@ -49,7 +49,7 @@ def asgi_app(app: App, signing_secret: str | None, *, replays: Seen | None = Non
             signature = request.headers.get("x-slack-signature", "")
             if not _signed(verifier, body, request.headers.get("x-slack-request-timestamp", ""), signature):
                 return PlainTextResponse("invalid request signature", status_code=401)
-            if not seen.first(signature):
+            if not await run_in_threadpool(seen.first, signature):  # a database write: off the event loop
                 log.warning("fabricbot: a signed request was sent again inside its five minutes; ignored")
                 return Response(status_code=200)
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -46,6 +47,7 @@ class Injector:
         self.slack = slack
         self.http = httpx.Client(timeout=timeout)
         self._seq = itertools.count(1)
+        self._run = secrets.token_hex(3).upper()  # event ids unique across injectors, as Slack's are
 
     def close(self) -> None:
         self.http.close()
@@ -98,7 +100,7 @@ class Injector:
         n = next(self._seq)
         envelope = {
             "token": "legacy-verification-token", "team_id": TEAM, "api_app_id": APP_ID, "event": event,
-            "type": "event_callback", "event_id": f"Ev{n:08d}", "event_time": int(time.time()),
+            "type": "event_callback", "event_id": f"Ev{self._run}{n:06d}", "event_time": int(time.time()),
             "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}],
         }
         return replace(self.send(json.dumps(envelope), "application/json", **kw), event=envelope)
@@ -119,10 +121,12 @@ class Injector:
             event["thread_ts"] = thread_ts
         return replace(self.event(event), ts=ts)
 
-    def message(self, text: str, *, user: str, channel: str, thread_ts: str | None = None) -> Sent:
+    def message(self, text: str, *, user: str, channel: str, thread_ts: str | None = None,
+                subtype: str | None = None) -> Sent:
+        """A person's message; `subtype` "thread_broadcast" for a thread reply also sent to the channel."""
         ts = self.slack.user_message(channel, user, text, thread_ts)
         event = {"type": "message", "user": user, "text": text, "ts": ts, "channel": channel,
-                 "channel_type": "channel", "event_ts": ts}
+                 "channel_type": "channel", "event_ts": ts, **({"subtype": subtype} if subtype else {})}
         if thread_ts:
             event["thread_ts"] = thread_ts
         return replace(self.event(event), ts=ts)

@@ -12,8 +12,6 @@ from dataclasses import replace
 from datetime import datetime
 from types import TracebackType
 
-from slack_sdk import WebClient
-
 from diagnostics.tickets import Answerer, Drafter
 
 from ..app import FabricApp, build_app
@@ -44,14 +42,14 @@ class LocalSlack:
                           clock=clock, answerer=answerer)
         self.slack_server = LoopbackServer(self.slack.app)
         self.slack.base_url = self.slack_server.url
+        self.settings = replace(self.settings, slack_api_url=self.slack.api_url)
         self.app: FabricApp | None = None
         self.app_server: LoopbackServer | None = None
         self.injector: Injector
 
     def start(self) -> LocalSlack:
         self.slack_server.start()
-        client = WebClient(token=self.slack.token, base_url=self.slack.api_url)
-        self.app = build_app(settings=self.settings, client=client, **self._deps)  # type: ignore[arg-type]
+        self.app = build_app(settings=self.settings, **self._deps)  # type: ignore[arg-type]
         self.app_server = LoopbackServer(asgi_app(self.app, self.settings.signing_secret)).start()
         self.injector = Injector(self.app_server.url + EVENTS_PATH, str(self.settings.signing_secret), self.slack)
         return self

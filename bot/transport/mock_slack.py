@@ -2,7 +2,8 @@
 
 Point slack_sdk's WebClient at `MockSlack.api_url` (its `base_url`). Messages, threads, files and
 ephemeral replies are kept so tests and the demo can read the conversation back. It fails as Slack does
-(`faults`: rate limits, revoked tokens, missing scopes, channels the bot is not in), checks blocks as Slack does
+(`faults`: rate limits, revoked tokens, missing scopes, channels the bot is not in, an answer too late or cut off;
+a file download without a token that may read it is sent to the sign-in page), checks blocks as Slack does
 (`invalid_blocks`, see blockkit.py), refuses text over Slack's 40,000 characters (`msg_too_long`) and blocks over
 its whole-message limit (`msg_blocks_too_long`), and will not edit a message the bot did not post
 (`cant_update_message`).
@@ -10,6 +11,7 @@ its whole-message limit (`msg_blocks_too_long`), and will not edit a message the
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
@@ -17,17 +19,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .blockkit import MAX_BLOCKS_TEXT, block_errors, blocks_text_length, shown, special_tokens
 from .slack_faults import Failure, Faults
 
 BOT_TOKEN = "xoxb-local-mock"
+APP_TOKEN = "xapp-local-mock"  # the app-level token Socket Mode opens its connection with
 BOT_USER = "UFABRICBOT"
 TEAM = "TLOCAL"
 MAX_TEXT = 40_000  # https://api.slack.com/changelog/2018-04-truncating-really-long-messages
@@ -113,6 +116,7 @@ class MockSlack:
             Route("/api/{method}", self._api, methods=["GET", "POST"]),
             Route("/upload/{file_id}", self._upload, methods=["POST"]),
             Route("/files/{file_id}/{name}", self._download, methods=["GET"]),
+            Route("/signin", self._sign_in, methods=["GET"]),
             Route("/response/{channel}/{user}/{hook}", self._response_url, methods=["POST"]),
         ])
 
@@ -132,8 +136,9 @@ class MockSlack:
         with self._cond:
             return [c for c in self.calls if c.method == method]
 
-    def wait_for(self, predicate: Callable[[MockSlack], bool], timeout: float = 10.0) -> bool:
-        """Block until `predicate(self)` holds (re-checked after every call the mock receives)."""
+    def wait_for(self, predicate: Callable[[MockSlack], bool], timeout: float = 120.0) -> bool:
+        """Block until `predicate(self)` holds (re-checked after every call the mock receives); the limit only
+        catches what never comes, so it is long enough for a busy machine."""
         with self._cond:
             return self._cond.wait_for(lambda: predicate(self), timeout=timeout)
 
@@ -208,6 +213,8 @@ class MockSlack:
     async def _api(self, request: Request) -> Response:
         method = request.path_params["method"]
         params = await self._params(request)
+        if method == "apps.connections.open":
+            return self._connections_open(request, params)
         if not self._authorized(request, params):
             self._record(method, {**params, "error": "invalid_auth"})
             return JSONResponse({"ok": False, "error": "invalid_auth"})
@@ -218,11 +225,25 @@ class MockSlack:
         failure = self.faults.take(method, params) or self._content_failure(method, params)
         if failure is not None:
             self._record(method, {**params, "error": failure.body["error"]})
+            await asyncio.sleep(failure.delay)
+            if failure.cut:
+                return Response(b'{"ok":', media_type="application/json", headers={"content-length": "4096"})
             return JSONResponse(failure.body, status_code=failure.status, headers=failure.headers)
         with self._cond:
             result = handler(params)
         self._record(method, params if result.get("ok") else {**params, "error": result.get("error")})
         return JSONResponse(result)
+
+    def _connections_open(self, request: Request, params: dict[str, Any]) -> Response:
+        """Socket Mode's WebSocket URL, for the app-level token only: a bot token there is `not_allowed_token_type`
+        (node-slack-sdk #1851), any other `invalid_auth`. The URL leads nowhere: the mock serves no WebSocket."""
+        token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        error = None if token == APP_TOKEN else "not_allowed_token_type" if token.startswith("xoxb-") else \
+            "invalid_auth"
+        self._record("apps.connections.open", {"error": error} if error else {})
+        if error:
+            return JSONResponse({"ok": False, "error": error})
+        return JSONResponse({"ok": True, "url": "wss://local.slack.invalid/link/?ticket=mock"})
 
     @staticmethod
     def _content_failure(method: str, params: dict[str, Any]) -> Failure | None:
@@ -358,16 +379,22 @@ class MockSlack:
         return Response(f"OK - {len(body)}", media_type="text/plain")
 
     async def _download(self, request: Request) -> Response:
-        if request.headers.get("authorization", "") != f"Bearer {self.token}":
-            return Response("unauthorized", status_code=403)
-        if self.faults.take("url_private", {}) is not None:  # no files:read scope, or a revoked token
-            self._record("url_private", {"file_id": request.path_params["file_id"], "error": "forbidden"})
-            return Response("forbidden", status_code=403)
+        """A file's bytes for the bot token; otherwise, as Slack does, a redirect to its sign-in page (an HTML page
+        when followed): no token, a wrong one, or one without files:read (bolt-js #2585; the scope case as
+        nlink-jp/scli v1.7.2 found it)."""
+        signed_in = request.headers.get("authorization", "") == f"Bearer {self.token}"
+        if not signed_in or self.faults.take("url_private", {}) is not None:
+            self._record("url_private", {"file_id": request.path_params["file_id"], "error": "sign_in"})
+            return RedirectResponse(f"{self.base_url}/signin?redir={quote(request.url.path)}", status_code=302)
         f = self.files.get(request.path_params["file_id"])
         self._record("url_private", {"file_id": request.path_params["file_id"]})
         if f is None or f.content is None:
             return Response("not found", status_code=404)
         return Response(f.content, media_type=_mimetype(f.name))
+
+    async def _sign_in(self, _: Request) -> Response:
+        return HTMLResponse("<!DOCTYPE html><html><head><title>Sign in | Slack</title></head><body>Sign in to "
+                            "local.slack.invalid</body></html>")
 
     async def _response_url(self, request: Request) -> Response:
         body = json.loads(await request.body() or b"{}")

@@ -38,6 +38,18 @@ class Failure:
     body: dict[str, Any]
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before answering: past the client's timeout, Slack not answering in time
+    cut: bool = False  # the connection drops mid-answer (headers, then less of the body than they promise)
+
+    @classmethod
+    def stall(cls, seconds: float) -> Failure:
+        """Slack taking `seconds` to answer, and then only an error (the call took no effect)."""
+        return cls({"ok": False, "error": "internal_error"}, delay=seconds)
+
+    @classmethod
+    def dropped(cls) -> Failure:
+        """The connection dropping mid-answer (slack_sdk raises http.client's IncompleteRead)."""
+        return cls({"ok": False, "error": "connection_dropped"}, cut=True)
 
 
 @dataclass

@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from diagnostics.config import load_verification
+from diagnostics.tickets import Hardware
+
 from ..audit import AuditLog
 from ..state import DRAFTS, BotState, Draft
 from ..storage import db_lock
@@ -51,13 +54,15 @@ def decide(*, state: BotState, tracker: Tracker, record: Record, draft_id: int, 
             record("discard", actor=actor, subject=subject, draft=draft_id)
             return Decision(draft, None)
         record("approval", actor=actor, subject=subject, draft=draft_id)
+        gpu = Hardware(serial=draft.gpu_serial, uuid=draft.gpu_uuid) if draft.gpu_serial or draft.gpu_uuid else None
         result = tracker.file(node_id=draft.node_id, component=draft.component, slug=draft.slug or draft.component,
                               title=f"{draft.node_id}: {draft.component}", body=draft.markdown,
                               priority=draft.priority, actor=actor, evidence=evidence(draft),
-                              parts=parts(draft) if parts else None)
+                              parts=parts(draft) if parts else None, hardware=gpu,
+                              replace_at=load_verification().replace_at_ticket)
         state.update_draft(draft_id, ticket_id=result.ticket.id)
         record("filing", actor="fabricbot", subject=subject, ticket=result.ticket.id, created=result.created,
-               approved_by=actor, recurrence_of=result.recurrence_of)
+               approved_by=actor, recurrence_of=result.recurrence_of, repeat_offender=result.repeat_offender)
         return Decision(draft, result)
 
 

@@ -3,7 +3,9 @@
 The mock keeps tickets and their status history in the store's database (sqlite-utils). Filing is
 idempotent per node and component (its slug: the same link is one ticket however its name reads, port known or
 not): while a ticket is open, filing again adds evidence to it; after it
-was closed, a recurrence opens a new ticket linked to the old one and escalates it to replacement.
+was closed, a recurrence opens a new ticket linked to the old one and escalates it to replacement (saying so when
+the GPU in the slot was replaced since: the fault stayed with the slot). A ticket also keeps the GPU it is on (its
+serial, else its UUID), so a GPU's tickets are found on any node; its third is escalated as a repeat offender.
 A ticket lives open -> verifying (a person reported the repair; the bot watches the part through a soak) ->
 closed with the evidence, or back to open, escalated to replacement, when the errors return. The history keeps
 every step. Nothing is written anywhere else; a real tracker adapter implements the same protocol.
@@ -20,6 +22,7 @@ from typing import Any, Protocol
 import sqlite_utils
 
 from diagnostics.store import transaction
+from diagnostics.tickets import Hardware, ordinal
 
 from ..storage import db_lock
 from .states import OPEN_STATES, TicketState
@@ -48,6 +51,8 @@ class Ticket:
     parts: tuple[str, ...] = ()  # the slugs the ticket stands for: its part and the links it explains
     repaired_at: str | None = None
     repaired_by: str | None = None
+    gpu_serial: str | None = None  # the GPU the part is on: its history follows it from node to node
+    gpu_uuid: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Ticket:
@@ -57,7 +62,8 @@ class Ticket:
                    filed_at=row["filed_at"], body=row["body"], linked_to=row["linked_to"],
                    escalated=bool(row["escalated"]), evidence=tuple(json.loads(row["evidence"] or "[]")),
                    parts=tuple(json.loads(row.get("parts") or "[]") or [slug]),
-                   repaired_at=row.get("repaired_at"), repaired_by=row.get("repaired_by"))
+                   repaired_at=row.get("repaired_at"), repaired_by=row.get("repaired_by"),
+                   gpu_serial=row.get("gpu_serial"), gpu_uuid=row.get("gpu_uuid"))
 
 
 @dataclass(frozen=True)
@@ -67,13 +73,19 @@ class FilingResult:
     ticket: Ticket
     created: bool
     recurrence_of: str | None = None
+    repeat_offender: str | None = None  # "3rd ticket on GPU serial ...", when the GPU is one
 
 
 class Tracker(Protocol):
     def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
-             evidence: list[str], parts: list[str] | None = None) -> FilingResult: ...
+             evidence: list[str], parts: list[str] | None = None, hardware: Hardware | None = None,
+             replace_at: int = 3) -> FilingResult: ...
 
     def open_ticket(self, node_id: str, slug: str) -> Ticket | None: ...
+
+    def tickets_on(self, hardware: Hardware) -> list[Ticket]:
+        """Every ticket filed on this GPU (its serial, else its UUID), on any node, oldest first."""
+        ...
 
     def add_evidence(self, ticket_id: str, evidence: list[str], *, actor: str) -> Ticket: ...
 
@@ -102,6 +114,17 @@ class Tracker(Protocol):
         ...
 
 
+def _gpu_of(ticket: Ticket) -> Hardware:
+    return Hardware(serial=ticket.gpu_serial, uuid=ticket.gpu_uuid)
+
+
+def _other_gpu(ticket: Ticket, hardware: Hardware) -> bool:
+    """Whether the earlier ticket named another GPU than `hardware` (a serial, else a UUID, known on both)."""
+    if ticket.gpu_serial and hardware.serial:
+        return ticket.gpu_serial != hardware.serial
+    return bool(ticket.gpu_uuid and hardware.uuid and ticket.gpu_uuid != hardware.uuid)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -124,7 +147,8 @@ class SqliteTracker:
             if "slug" not in db[TICKETS].columns_dict:  # a database from before tickets were keyed by slug
                 db[TICKETS].add_column("slug", str)  # type: ignore[union-attr]
                 db.execute(f"update {TICKETS} set slug = component where slug is null")
-            for column in ("parts", "repaired_at", "repaired_by"):  # from before repairs were verified
+            for column in ("parts", "repaired_at", "repaired_by", "gpu_serial", "gpu_uuid"):  # from before repairs
+                # were verified, and before tickets followed a GPU's serial
                 if column not in db[TICKETS].columns_dict:
                     db[TICKETS].add_column(column, str)  # type: ignore[union-attr]
             db[HISTORY].create(  # type: ignore[union-attr]
@@ -152,30 +176,61 @@ class SqliteTracker:
         self.db[HISTORY].insert(  # type: ignore[union-attr]
             {"ticket_id": ticket_id, "at": self.clock(), "status": status, "actor": actor, "note": note})
 
+    def tickets_on(self, hardware: Hardware) -> list[Ticket]:
+        with self._lock:
+            return self._on(hardware)
+
+    def _on(self, hardware: Hardware) -> list[Ticket]:
+        where = " or ".join(w for w, v in (("gpu_serial = ?", hardware.serial), ("gpu_uuid = ?", hardware.uuid)) if v)
+        if not where:
+            return []
+        args = [v for v in (hardware.serial, hardware.uuid) if v]
+        return [Ticket.from_row(r) for r in self.db[TICKETS].rows_where(where, args, order_by="seq")]
+
     def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
-             evidence: list[str], parts: list[str] | None = None) -> FilingResult:
+             evidence: list[str], parts: list[str] | None = None, hardware: Hardware | None = None,
+             replace_at: int = 3) -> FilingResult:
+        """A new ticket, or evidence added to the part's open one. A part that was ticketed and closed before is a
+        recurrence (linked, escalated); a GPU (`hardware`) on its `replace_at`th ticket on any node is a repeat
+        offender: escalated, its title saying which ticket it is."""
         with self._lock, self.db.atomic():
             existing = self._latest(node_id, slug, open_only=True)
             if existing is not None:
                 return FilingResult(self.add_evidence(existing.id, evidence, actor=actor), created=False)
             previous = self._latest(node_id, slug, open_only=False)
+            before = self._on(hardware) if hardware is not None else []
+            offender = hardware is not None and len(before) + 1 >= replace_at
             seq = int(self.db.execute(f"select coalesce(max(seq), 0) + 1 from {TICKETS}").fetchone()[0])
             ticket_id = f"{self.prefix}-{seq:04d}"
-            if previous is not None:
+            notes, said = [], ""
+            if offender:
+                said = f"{ordinal(len(before) + 1)} ticket on {hardware}"
+                title = f"{title} ({said}: replace the GPU)"
+                notes.append(f"repeat offender: {said} (after {', '.join(t.id for t in before)}); escalated to "
+                             "replacing the GPU")
+            elif previous is not None and hardware is not None and _other_gpu(previous, hardware):
+                title = f"{title} (recurrence of {previous.id} on a new GPU: the fault stayed with the slot)"
+                notes.append(f"the GPU was replaced since {previous.id} ({_gpu_of(previous)} then, {hardware} "
+                             "now): look past the GPU, at its socket, baseboard or riser")
+            elif previous is not None:
                 title = f"{title} (recurrence of {previous.id}: replace the part)"
+            if previous is not None:
+                notes.insert(0, f"recurrence of {previous.id}; escalated to replacement")
+            linked = previous or (before[-1] if before else None)
             self.db[TICKETS].insert({  # type: ignore[union-attr]
                 "id": ticket_id, "seq": seq, "node_id": node_id, "component": component, "slug": slug, "title": title,
                 "status": TicketState.OPEN, "priority": priority, "filed_by": actor, "filed_at": self.clock(),
                 "body": body,
-                "linked_to": previous.id if previous else None, "escalated": int(previous is not None),
+                "linked_to": linked.id if linked else None, "escalated": int(previous is not None or offender),
                 "evidence": json.dumps(list(dict.fromkeys(evidence))),
                 "parts": json.dumps(sorted({slug, *(parts or [])})),
+                "gpu_serial": hardware.serial if hardware else None, "gpu_uuid": hardware.uuid if hardware else None,
             })
-            note = f"recurrence of {previous.id}; escalated to replacement" if previous else "filed"
-            self._history(ticket_id, TicketState.OPEN, actor, note)
+            self._history(ticket_id, TicketState.OPEN, actor, "; ".join(notes) or "filed")
             ticket = self.get(ticket_id)
             assert ticket is not None
-            return FilingResult(ticket, created=True, recurrence_of=previous.id if previous else None)
+            return FilingResult(ticket, created=True, recurrence_of=previous.id if previous else None,
+                                repeat_offender=said if offender else None)
 
     def add_evidence(self, ticket_id: str, evidence: list[str], *, actor: str) -> Ticket:
         """Append evidence not yet on the ticket (a repeat click adds nothing)."""

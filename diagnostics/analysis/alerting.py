@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
+import pandas as pd
+
 from ..config.alerts import AlertPolicy
 from ..config.thresholds import MISSING_RULE
 from ..enums import Priority, Severity
@@ -39,6 +41,7 @@ class FailingPart:
     priority: Priority
     why: str
     signatures: tuple[str, ...] = ()
+    seen_on: str | None = None  # the node whose diagnosis shows it (a tray's, for its rack's part): what is posted
 
     @property
     def key(self) -> tuple[str, str]:
@@ -75,10 +78,37 @@ def signatures_of(d: Diagnosis, facts: Mapping[str, str] | None = None) -> tuple
     return tuple(sorted(found))
 
 
+# what a node's versions are called in a storm's factor, and where each is read: an inventory's node record first
+# (what the site says it installed), else the telemetry's GPU table (dcgm-exporter's DCGM_FI_DRIVER_VERSION label,
+# nvidia-smi -q's Driver Version)
+_VERSIONS = {"driver": "driver_version", "vbios": "vbios_version", "fabric manager": "fabric_manager_version"}
+
+
+def version_facts(windows: Iterable[Mapping[str, pd.DataFrame]]) -> dict[str, dict[str, str]]:
+    """Each node's driver, VBIOS and Fabric Manager versions as its tables give them: what a storm's nodes may
+    share (`driver 550.90.07`)."""
+    out: dict[str, dict[str, str]] = {}
+    for tables in windows:
+        for table in ("gpus", "nodes"):  # the inventory's word last, so it stands
+            frame = tables.get(table)
+            if frame is None or not len(frame) or "node_id" not in frame.columns:
+                continue
+            for name, column in _VERSIONS.items():
+                if column not in frame.columns:
+                    continue
+                known = frame[["node_id", column]].dropna()
+                for node, value in zip(known["node_id"].astype(str), known[column].astype(str), strict=True):
+                    if value.strip():
+                        out.setdefault(node, {})[name] = value.strip()
+    return out
+
+
 def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[str, str]] | None = None
                   ) -> list[FailingPart]:
-    """Every part failing in the fleet's diagnoses (a failing or down localization), planned work left out."""
-    out: list[FailingPart] = []
+    """Every part failing in the fleet's diagnoses (a failing or down localization), planned work left out, each
+    once under its ticket's owner (a rack's switch tray that nine trays see is one part of the rack), as the worst
+    of the diagnoses that show it."""
+    out: dict[tuple[str, str], FailingPart] = {}
     for d in diagnoses:
         if d.maintenance or not d.fault_detected:
             continue
@@ -86,12 +116,15 @@ def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[st
         for loc in d.localizations:
             if loc.severity not in (Severity.FAILING, Severity.DOWN):
                 continue
-            out.append(FailingPart(d.node_id, loc.ref.slug, loc.ref.name, loc.severity, d.ticket_priority,
-                                   loc.evidence[0] if loc.evidence else d.repair_action, signatures))
-    return sorted(out, key=lambda p: p.key)
+            part = FailingPart(d.owner_of(loc.ref.slug), loc.ref.slug, loc.ref.name, loc.severity, d.ticket_priority,
+                               loc.evidence[0] if loc.evidence else d.repair_action, signatures, d.node_id)
+            if part.key not in out or part.rank > out[part.key].rank:
+                out[part.key] = part
+    return sorted(out.values(), key=lambda p: p.key)
 
 
 class Step(StrEnum):
+    KNOWN = "known"  # failing already when the watch began: remembered, not paged
     NEW = "new"
     WORSE = "worse"
     TICKETED = "ticketed"
@@ -167,9 +200,11 @@ class Pass:
 
 def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *, at: datetime,
            policy: AlertPolicy, ticket_of: Callable[[str, str], str | None], fleet_nodes: int,
-           racks: Mapping[str, str] | None = None, open_storm: int | None = None) -> Pass:
+           racks: Mapping[str, str] | None = None, open_storm: int | None = None, baseline: bool = False) -> Pass:
     """The pass's decisions given the parts failing now and the alerts not yet recovered (keyed by node and part).
 
+    `baseline`: the watch's first pass, whose failing parts are standing faults: each is KNOWN (remembered, not
+    paged, no storm) and alerts later only if it gets worse.
     A new part with an open ticket is left alone (the ticket speaks for it). New parts that make a storm are held;
     while a storm waits for a person (`open_storm`), every new part joins it, held. A held part whose storm was
     acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one that got a
@@ -178,14 +213,15 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     out = Pass(at)
     now = {p.key: p for p in parts}
     fresh = [p for p in parts if p.key not in alerts and ticket_of(p.node_id, p.slug) is None]
-    storm = None if open_storm is not None else find_storm(fresh, fleet_nodes=fleet_nodes, policy=policy,
-                                                           racks=racks)
+    storm = None if open_storm is not None or baseline else find_storm(fresh, fleet_nodes=fleet_nodes,
+                                                                       policy=policy, racks=racks)
     out.storm = storm
     hold = storm is not None or open_storm is not None
+    step = Step.KNOWN if baseline else Step.HELD if hold else Step.NEW
     for p in fresh:
-        alert = Alert(p.node_id, p.slug, p.component, AlertStatus.HELD if hold else AlertStatus.OPEN, p.rank,
-                      opened_at=at, failing_at=at, storm=open_storm)
-        out.decisions.append(Decision(Step.HELD if hold else Step.NEW, alert, p))
+        alert = Alert(p.node_id, p.slug, p.component, AlertStatus.HELD if step is Step.HELD else AlertStatus.OPEN,
+                      p.rank, opened_at=at, failing_at=at, storm=open_storm if step is Step.HELD else None)
+        out.decisions.append(Decision(step, alert, p))
     for key, alert in sorted(alerts.items()):
         part = now.get(key)
         if part is not None:

@@ -4,14 +4,13 @@ topology rows describe; a platform the GPU model label names; the GPUs' PCI addr
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
 
 import pandas as pd
 
 from ..config.platforms import all_platforms, platform_for_model
 from ..enums import LinkType
 from ..errors import ConfigError
-from ..topology import graph_from_topology, platform_graph
+from ..topology import NodeGraph, graph_from_topology, platform_graph
 from ..topology.rack import rack_graph
 from .diagnosis import PLATFORM_UNKNOWN
 
@@ -20,19 +19,20 @@ class Boards:
     """Each node's topology graph and platform: given; else its platform's template (built once per platform); else,
     for a node with flagged links, the graph its own topology rows describe (`topo -m`, NCCL XML, `nvlink -R`)."""
 
-    def __init__(self, platforms: Mapping[str, str], graphs: Mapping[str, Any], gpus: pd.DataFrame | None,
+    def __init__(self, platforms: Mapping[str, str], graphs: Mapping[str, NodeGraph], gpus: pd.DataFrame | None,
                  topology: pd.DataFrame | None, slots: Mapping[str, int] | None = None) -> None:
-        self.platforms, self.given, self.templates = dict(platforms), graphs, dict[str, Any]()
+        self.platforms, self.given, self.templates = dict(platforms), graphs, dict[str, NodeGraph]()
         self.slots = dict(slots or {})  # a rack host -> its compute tray's slot: its ports are the rack's
         self.notes: dict[str, list[str]] = {}
         self.topology = by_node(topology)
-        self.described: dict[str, Any] = {}
+        self.described: dict[str, NodeGraph] = {}
         self.buses: dict[str, dict[str, int]] = {}  # node -> PCI address -> GPU index, from its GPU table
+        self.uuids: dict[str, dict[str, int]] = {}  # node -> GPU UUID -> GPU index, from its GPU table
         for node, rows in by_node(gpus).items():
-            if "pci_bus_id" in rows:
-                known = rows.dropna(subset=["pci_bus_id", "gpu"])
-                self.buses[node] = {str(b).lower(): int(g) for b, g in zip(known["pci_bus_id"], known["gpu"],
-                                                                           strict=True)}
+            for column, index in (("pci_bus_id", self.buses), ("uuid", self.uuids)):
+                if column in rows:
+                    known = rows.dropna(subset=[column, "gpu"])
+                    index[node] = {str(b).lower(): int(g) for b, g in zip(known[column], known["gpu"], strict=True)}
             if "model" not in rows:
                 continue
             models = sorted({str(m) for m in rows["model"].dropna()})
@@ -49,7 +49,7 @@ class Boards:
                 self.notes[node] = [f"platform {self.platforms[node]} taken from the GPU model "
                                     f"{', '.join(repr(m) for m in models)}; name it with --platform or a nodes.csv"]
 
-    def __call__(self, node: str, *, describe: bool = False) -> Any:
+    def __call__(self, node: str, *, describe: bool = False) -> NodeGraph | None:
         """The graph the node is judged on: given; else what its own topology rows describe (observed ports over
         the template's, said in its notes), except on a rack's host, whose ports the rack lays out; else its
         platform's template; else None. `describe` is kept for callers that ask only when it matters: a node's
@@ -72,7 +72,7 @@ class Boards:
             return self.templates[key]
         return None
 
-    def _describe(self, node: str, platform: str | None) -> Any:
+    def _describe(self, node: str, platform: str | None) -> NodeGraph:
         rows = self.topology[node]
         try:
             graph = graph_from_topology(rows, node_id=node, platform=platform if platform in all_platforms()
@@ -109,7 +109,7 @@ def by_node(frame: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
     return {str(n): g for n, g in frame.groupby(frame["node_id"].astype("string"), observed=True)}
 
 
-def expected_links(graph: Any, gpus: Collection[int]) -> dict[int, int]:
+def expected_links(graph: NodeGraph, gpus: Collection[int]) -> dict[int, int]:
     out = {}
     for gpu in sorted(gpus):
         try:

@@ -18,16 +18,21 @@ PLATFORM_UNKNOWN = ("platform unknown: the expected links and GPUs are not check
                     "link implies on each kind of board, not one board's (name it with --platform or a nodes.csv)")
 FABRIC_DOWN = ("the fabric is not up on {node} (Fabric Manager or the driver): jobs cannot start there, since on an "
                "NVSwitch system CUDA initialisation fails with error 802 ('system not yet initialized')")
+# A rack's hosts run no Fabric Manager: NMX-Controller sets the NVLink domain up, IMEX shares memory across trays
+FABRIC_DOWN_RACK = ("the NVLink domain's fabric is not up on {node} (NMX-Controller, IMEX or the driver): jobs that "
+                    "need the domain cannot start there")
 
 
 def _bad(f: Finding) -> bool:
     return f.severity in (Severity.FAILING, Severity.DOWN)
 
 
-def action_for(loc: Localization, node_id: str, platform: str | None, stated_pair: bool = False) -> str:
+def action_for(loc: Localization, node_id: str, platform: str | None, rack: RackPlace | None = None,
+               job_id: str | None = None, stated_pair: bool = False) -> str:
     """What a person does about one suspected component, from the repair catalog (`stated_pair`: the input is the
     product's snapshot, which names each link's GPU pair itself)."""
-    return localization_action(loc, platform=platform, node_id=node_id, stated_pair=stated_pair)
+    return localization_action(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
+                               stated_pair=stated_pair)
 
 
 def _weighed(f: Finding, job: JobExplanation, tolerance_min: float) -> Finding | None:
@@ -99,7 +104,9 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     failing = top is not None and _bad(top)
     explaining = {f.component for f in findings if f.explains_slowdown}
     locs = rank(loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
-                                       "action": loc.action or action_for(loc, node_id, platform, stated_pairs)})
+                                       "action": loc.action or action_for(loc, node_id, platform, rack,
+                                                                          shown.job_id if shown else None,
+                                                                          stated_pairs)})
                 for loc in localizations) if failing else []
     loc = locs[0] if locs else None
     degradation = job.degradation_pct if job is not None else None
@@ -128,18 +135,19 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         baseline_step_time_ms=job.baseline_step_time_ms if job else None,
         job_id=shown.job_id if shown else None,
         job_gpus=job_gpus if shown and shown.nodes else None,
-        slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline),
+        slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline,
+                                                                  rack is not None),
         rack=rack, tray=tray,
     )
 
 
 def _verdict(job: JobExplanation | None, shown: JobExplanation | None, findings: list[Finding], node_id: str,
-             headline: str) -> str | None:
+             headline: str, rack: bool = False) -> str | None:
     software = any(c.rule == SOFTWARE_RULE and _bad(f) for f in findings for c in f.crossed)
     said = _job_verdict(job, findings, node_id, headline) if job is not None else shown.verdict if shown else None
     if not software:
         return said
-    down = FABRIC_DOWN.format(node=node_id)
+    down = (FABRIC_DOWN_RACK if rack else FABRIC_DOWN).format(node=node_id)
     return f"{down}; {said}" if said else down
 
 

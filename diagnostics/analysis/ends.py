@@ -19,6 +19,7 @@ import pandas as pd
 from .. import format as fmt
 from ..config.ends import EndsPolicy
 from ..enums import LinkEnd, LinkType, PortSource
+from ..metrics import SUMS
 from ..model import Finding
 
 _OTHER = {LinkEnd.GPU: LinkEnd.UPSTREAM, LinkEnd.UPSTREAM: LinkEnd.GPU}
@@ -33,9 +34,6 @@ class EndView:
     lanes: tuple[int, ...] = ()
     received: dict[str, float] = field(default_factory=dict)
     sent: dict[str, float] = field(default_factory=dict)
-    # the Lane Error Status is sticky (RW1C, PCIe r4.0 sec. 7.7.3.3): set at some time since it was last cleared.
-    # Dated only where a reading before showed it clear; else it may be long past.
-    dated: bool = False
 
     @property
     def receives(self) -> bool:
@@ -63,9 +61,7 @@ def pcie_ends(links: pd.DataFrame, t: np.ndarray, start_ns: int, end_ns: int,
     for c in counters:
         seen |= links[c].notna().to_numpy()
     seen &= (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
-    seen &= links["gpu"].notna().to_numpy() & (t <= end_ns)
-    clear = _cleared_before(links[seen], t[seen])  # any earlier reading of the status clear: it is dated
-    seen &= t >= start_ns
+    seen &= links["gpu"].notna().to_numpy() & (t <= end_ns) & (t >= start_ns)
     if not seen.any():
         return {}
     rows = links[seen].assign(_t=t[seen])
@@ -81,11 +77,9 @@ def pcie_ends(links: pd.DataFrame, t: np.ndarray, start_ns: int, end_ns: int,
         last = int(group["_t"].max())
         named: tuple[int, ...] = ()
         flag = device["lane_error"].dropna() if "lane_error" in device.columns else pd.Series(dtype=object)
-        dated = False
         if len(flag) and bool(flag.iloc[-1]):
             at = int(device.loc[flag.index[-1], "_t"])
             named = tuple(sorted({int(v) for v in per_lane.loc[per_lane["_t"] == at, "lane"]}))
-            dated = clear.get((str(node), int(gpu), str(side)), np.iinfo(np.int64).max) < at
         elif not len(flag) and len(per_lane):
             named = tuple(sorted({int(v) for v in per_lane.loc[per_lane["_t"] == last, "lane"]}))
         amounts = {c: _amount(device[c]) for c in counters if c in device.columns}
@@ -93,28 +87,10 @@ def pcie_ends(links: pd.DataFrame, t: np.ndarray, start_ns: int, end_ns: int,
         if side != LinkEnd.GPU.value and "peer" in device.columns and len(device):
             port = str(device["peer"].iloc[-1])
         out.setdefault((str(node), int(gpu)), {})[LinkEnd(side)] = EndView(
-            port=port, lanes=named, dated=dated,
+            port=port, lanes=named,
             received={c: v for c, v in amounts.items() if c in policy.pcie.received and v > 0},
             sent={c: v for c, v in amounts.items() if c in policy.pcie.sent and v > 0})
     return out
-
-
-def _cleared_before(rows: pd.DataFrame, t: np.ndarray) -> dict[tuple[str, int, str], int]:
-    """(node, GPU, end) -> the earliest time a device row read its Lane Error Status clear."""
-    if "lane_error" not in rows.columns or not len(rows):
-        return {}
-    lane = rows["lane"].isna().to_numpy() if "lane" in rows.columns else np.ones(len(rows), bool)
-    off = lane & (rows["lane_error"] == False).to_numpy(bool, na_value=False)  # noqa: E712 (a nullable column)
-    if not off.any():
-        return {}
-    at = rows[off]
-    end = at["end"].astype("string").fillna(LinkEnd.GPU.value) if "end" in at.columns \
-        else pd.Series(LinkEnd.GPU.value, index=at.index)
-    frame = pd.DataFrame({"node": at["node_id"].astype("string").to_numpy(object),
-                          "gpu": at["gpu"].astype(int).to_numpy(), "end": end.to_numpy(object), "t": t[off]})
-    first = frame.groupby(["node", "gpu", "end"])["t"].min()
-    return {(str(k[0]), int(k[1]), str(k[2])): int(v) for k, v in zip(first.index.tolist(), first.tolist(),
-                                                                      strict=True)}
 
 
 def _said(amounts: Mapping[str, float]) -> str:
@@ -166,7 +142,7 @@ def pcie_end(views: Mapping[LinkEnd, EndView], gpu: int) -> tuple[LinkEnd | None
 def _counts(f: Finding, counters: list[str]) -> list[str]:
     """The counters among `counters` over one of the finding's rules (CRC rules sum the flit and data counts)."""
     return sorted({c.counter for c in f.crossed
-                   if c.counter in counters or (c.counter == "crc" and {"crc_flit", "crc_data"} & set(counters))})
+                   if c.counter in counters or set(SUMS.get(c.counter, ())) & set(counters)})
 
 
 def nvlink_ends(findings: list[Finding], policy: EndsPolicy) -> list[Finding]:

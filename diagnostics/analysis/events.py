@@ -28,6 +28,7 @@ from .rates import deltas, ns
 from .rules import summarize
 
 MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event
+JUDGED = (EventKind.XID.value, EventKind.SXID.value)  # the kinds the event rules judge
 
 
 @dataclass
@@ -36,6 +37,8 @@ class NodeView:
 
     stale: np.ndarray  # per metrics row: the series stopped while the node kept reporting
     silent: dict[str, dict[int, int]] = field(default_factory=dict)  # node -> GPU -> when its series stopped (ns)
+    # ... less the staleness limit: an Xid 79 logged from then on is the silence's
+    last_heard: dict[str, dict[int, int]] = field(default_factory=dict)  # node -> silent GPU -> its last reading (ns)
     gpus_seen: dict[str, set[int]] = field(default_factory=dict)  # node -> GPUs with any series
     nvlinks_seen: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # node -> GPU -> NVLink indices
     nvlinks_live: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # ... of series still reporting
@@ -84,6 +87,7 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
         view.gpus_seen.setdefault(name, set()).add(int(g))
         if all_stale:
             view.silent.setdefault(name, {})[int(g)] = int(newest - limit[node])
+            view.last_heard.setdefault(name, {})[int(g)] = int(newest)
     link_type = metrics["link_type"].astype("string").to_numpy(object)
     link = _floats(metrics["link"])
     nv = (link_type == LinkType.NVLINK.value) & has_gpu & ~np.isnan(link)
@@ -147,32 +151,42 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
-                   silent: Mapping[int, int] | None = None, buses: Mapping[str, int] | None = None,
-                   restarts: Mapping[int | None, int] | None = None) -> list[Finding]:
-    """One node's Xid/SXid rules over the window. `silent` (GPU -> when its series stopped) keeps an Xid 79 found:
-    a GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. A fatal
+                   silent: Mapping[str, Mapping[int, int]] | None = None,
+                   buses: Mapping[str, Mapping[str, int]] | None = None,
+                   uuids: Mapping[str, Mapping[str, int]] | None = None,
+                   restarts: Mapping[str, Mapping[int | None, int]] | None = None) -> dict[str, list[Finding]]:
+    """Each node's Xid/SXid rules over the window, the fleet's events judged at once (each node's as if alone:
+    every key below holds the node). `silent` (node -> GPU -> when its series stopped) keeps an Xid 79 found: a
+    GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. A fatal
     event (a fatal Xid or SXid, a GPU off the bus) before the window still counts until a restart is seen after it:
-    `restarts` (GPU -> the last time its counters restarted: a GPU reset, driver reload or reboot; None -> the node's)
-    clears it. `buses` (PCI address -> GPU index, from the node's GPU table) names the GPU of a log line that gives
-    only its address."""
-    if events.empty:
-        return []
-    events = merge_sources(_indexed(events, buses or {}))
+    `restarts` (node -> GPU -> the last time its counters restarted: a GPU reset, driver reload or reboot; None ->
+    the node's) clears it. `buses` and `uuids` (node -> PCI address or UUID -> GPU index, from the node's GPU
+    table) name the GPU of a log line that gives only its address (and the driver's identity line its UUID)."""
+    silent = {n: s for n, s in (silent or {}).items() if s}
+    if events.empty or "kind" not in events.columns:
+        return {}
+    judged = events["kind"].isin(JUDGED).to_numpy(bool, na_value=False)  # most nodes log only their fabric state
+    if not judged.any():
+        return {}
+    events = merge_sources(_indexed(_indexed(events[judged], buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
+    node = events["node_id"].astype("string")
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
     recent = events[in_window]
-    earlier = _uncleared(events[~in_window & (t <= end_ns)], restarts or {})
-    out: list[Finding] = []
+    before_window = ~in_window & (t <= end_ns)
+    earlier = _uncleared(events[before_window], restarts or {})
     kind = recent["kind"].astype("string")
-    present = set(kind.dropna().unique()) | set(earlier["kind"].astype("string").dropna().unique()) \
-        | ({EventKind.XID.value} if silent else set())
+    out: dict[str, list[Finding]] = {}
     for rule in thresholds.rules:
-        if rule.counter not in (EventKind.XID.value, EventKind.SXID.value) or rule.counter not in present:
+        if rule.counter not in JUDGED:
             continue
         rows = recent[(kind == rule.counter).fillna(False).to_numpy(bool)]
         if rule.name == OFF_BUS_RULE and silent:
-            before = _off_bus_before(events[~in_window & (t <= end_ns)], silent)
-            rows = pd.concat([rows, before]) if not before.empty else rows
+            prior = events[before_window]
+            before = [_off_bus_before(prior[(node[before_window] == n).to_numpy(bool, na_value=False)], gpus)
+                      for n, gpus in sorted(silent.items())]
+            before = [b for b in before if not b.empty]
+            rows = pd.concat([rows, *before]) if before else rows
         persisting = earlier[(earlier["kind"].astype("string") == rule.counter).fillna(False).to_numpy(bool)]
         persisting = persisting[_fatal(persisting, rule.counter)] if len(persisting) else persisting
         if len(persisting) and rule.name != OFF_BUS_RULE:  # an Xid 79 holds while its GPU stays silent (above):
@@ -185,26 +199,30 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
         if rule.fatal is not None:
             rows = rows[_fatal(rows, rule.counter) == rule.fatal]
         switch_side = rule.counter == EventKind.SXID.value
-        for key, group in rows.groupby(_where(rows, switch_side), sort=True):
+        for (name, key), group in rows.groupby([rows["node_id"].astype("string"), _where(rows, switch_side)],
+                                               sort=True):
             occurrences = float(group["count"].astype("Float64").fillna(1).sum()) if "count" in group else len(group)
             if occurrences <= rule.above:
                 continue
-            out.append(_event_finding(rule, key, group, occurrences, switch_side))
+            out.setdefault(str(name), []).append(_event_finding(rule, str(key), group, occurrences, switch_side))
     return out
 
 
-def _uncleared(events: pd.DataFrame, restarts: Mapping[int | None, int]) -> pd.DataFrame:
+def _uncleared(events: pd.DataFrame, restarts: Mapping[str, Mapping[int | None, int]]) -> pd.DataFrame:
     """Xid and SXid events before the window that no later restart cleared: an Xid by a restart of its GPU (or of
-    the node), an SXid by one of the node."""
+    its node), an SXid by one of its node."""
     if events.empty:
         return events
     t = ns(events["timestamp"])
-    node = restarts.get(None, np.iinfo(np.int64).min)
+    never = np.iinfo(np.int64).min
+    nodes = events["node_id"].astype("string").fillna("").to_numpy(object)
     gpu = events["gpu"].astype("Int64").to_numpy(np.int64, na_value=-1) if "gpu" in events else np.full(len(t), -1)
-    own = np.array([restarts.get(int(g), np.iinfo(np.int64).min) if g >= 0 else np.iinfo(np.int64).min
-                    for g in gpu], dtype=np.int64)
+    whole = np.array([restarts.get(n, {}).get(None, never) for n in nodes], dtype=np.int64)
+    own = np.array([restarts.get(n, {}).get(int(g), never) if g >= 0 else never for n, g in zip(nodes, gpu,
+                                                                                               strict=True)],
+                   dtype=np.int64)
     xid = (events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
-    cleared = np.where(xid, np.maximum(own, node), node)
+    cleared = np.where(xid, np.maximum(own, whole), whole)
     keep = (t > cleared) & np.isin(events["kind"].astype("string").to_numpy(object),
                                    [EventKind.XID.value, EventKind.SXID.value])
     return events[keep]
@@ -246,17 +264,26 @@ def last_restarts(links: pd.DataFrame, t: np.ndarray, node: str, end_ns: int) ->
     return out
 
 
-def _indexed(events: pd.DataFrame, buses: Mapping[str, int]) -> pd.DataFrame:
-    """Events with the GPU index filled from their PCI address where the node's GPU table knows it."""
-    if not buses or "pci_bus_id" not in events or not events["gpu"].isna().any():
+def _indexed(events: pd.DataFrame, index: Mapping[str, Mapping[str, int]], column: str) -> pd.DataFrame:
+    """Events with the GPU index filled from their PCI address (or UUID) where their node's GPU table knows it."""
+    if not index or column not in events or not events["gpu"].isna().any():
         return events
-    known = events["pci_bus_id"].astype("string").str.lower().map(buses).astype("Int16")
+    node = events["node_id"].astype("string")
+    named = events[column].astype("string").str.lower()
+    unnamed = (events["gpu"].isna() & named.notna()).to_numpy(bool)
+    known = pd.Series(pd.NA, index=events.index, dtype="Int16")
+    for name in sorted(set(node[unnamed].dropna()) & set(index)):
+        if index[name]:
+            mine = unnamed & (node == name).to_numpy(bool, na_value=False)
+            known[mine] = named[mine].map(index[name]).astype("Int16")
+    if not known.notna().any():
+        return events
     return events.assign(gpu=events["gpu"].astype("Int16").fillna(known))
 
 
 def _with_code(rows: pd.DataFrame, codes: list[int]) -> pd.DataFrame:
     """Events of these codes, and those a later line says they caused (`Xid 45 ... caused by previous Xid 149`):
-    the cause happened even when its own line is not in the input; each GPU's cause counts once."""
+    the cause happened even when its own line is not in the input; each GPU's cause counts once (per node)."""
     direct = rows[rows["code"].isin(codes).fillna(False).to_numpy(bool)]
     if "caused_by" not in rows:
         return direct
@@ -265,11 +292,13 @@ def _with_code(rows: pd.DataFrame, codes: list[int]) -> pd.DataFrame:
     if caused.empty:
         return direct
     who = caused["gpu"].astype("string").fillna(caused["pci_bus_id"].astype("string")).fillna("")
-    seen = {(w, int(c)) for w, c in zip(_who(direct), direct["code"].astype(int), strict=True)}
+    seen = {(n, w, int(c)) for n, w, c in zip(direct["node_id"].astype("string"), _who(direct),
+                                              direct["code"].astype(int), strict=True)}
     inferred = caused.assign(code=caused["caused_by"], count=pd.array([1] * len(caused), dtype="Int64"),
                              text="(" + caused["text"].astype("string").fillna("") + ")")
-    keep = [(w, int(c)) not in seen for w, c in zip(who, inferred["code"].astype(int), strict=True)]
-    inferred = inferred[keep].drop_duplicates(subset=["gpu", "pci_bus_id", "code"])
+    keep = [(n, w, int(c)) not in seen for n, w, c in zip(caused["node_id"].astype("string"), who,
+                                                          inferred["code"].astype(int), strict=True)]
+    inferred = inferred[keep].drop_duplicates(subset=["node_id", "gpu", "pci_bus_id", "code"])
     return pd.concat([direct, inferred]) if len(inferred) else direct
 
 
@@ -351,14 +380,18 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"
                 + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
+    link = ref.port
+    if not switch_side and rule.name != OFF_BUS_RULE and "link" in group:  # `NVLink: ... on link 5`: the link it names
+        links = {int(v) for v in group["link"].dropna().tolist()}
+        link = links.pop() if len(links) == 1 else None
     persists = "_persists" in group and bool(group["_persists"].fillna(False).astype(bool).any())
     # the SXid line itself names its port: observed, as the title naming it says
-    named = PortSource.OBSERVED if switch_side and ref.port is not None else PortSource.UNKNOWN
+    source = PortSource.OBSERVED if switch_side and ref.port is not None else PortSource.UNKNOWN
     held = [f"fatal at {fmt.when(first)}, before this window: it holds until a GPU reset, driver reload or reboot is "
             "seen (none in the readings since)"] if persists and first is not None else []
-    return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=ref.port,
+    return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=link,
                    link_state=LinkState.UNKNOWN, onset=first.floor("us").to_pydatetime() if first is not None else None,
-                   switch=ref.switch, switch_port=ref.port, port_source=named,
+                   switch=ref.switch, switch_port=ref.port, port_source=source,
                    severity=severity, worst_ratio=ratio, crossed=crossed, counts={rule.counter: occurrences},
                    evidence=[*meanings, *held, *(str(x) for x in group["text"].dropna().head(3))])
 
@@ -373,10 +406,11 @@ def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataF
     return xid[ns(xid["timestamp"]) >= stopped]
 
 
-def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding | None:
+def software_finding(events: pd.DataFrame, all_inactive: str | None, *, domain: bool = False) -> Finding | None:
     """Fabric Manager or the driver, not a part: all NVLinks inactive at once, or the fabric state (`nvidia-smi -q`
     Fabric section) not Completed or its status not Success (failing); its health summary not Healthy or its
-    bandwidth not Full (a warning: the fabric works, degraded)."""
+    bandwidth not Full (a warning: the fabric works, degraded). `domain`: a rack's host, whose fabric is its NVLink
+    domain's (NMX-Controller, IMEX), not a Fabric Manager of its own."""
     failing: list[str] = []
     warning: list[str] = []
     if not events.empty:
@@ -403,7 +437,7 @@ def software_finding(events: pd.DataFrame, all_inactive: str | None) -> Finding 
     if not evidence:
         return None
     severity = Severity.FAILING if failing else Severity.WARNING
-    return Finding(ref=ComponentRef.fabric_software(), link_type=LinkType.NVSWITCH, link_id="fabric",
+    return Finding(ref=ComponentRef.fabric_software(domain=domain), link_type=LinkType.NVSWITCH, link_id="fabric",
                    severity=severity, evidence=evidence,
                    crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=severity, unit=fmt.Unit.STATE,
                                      message="; ".join(evidence))])
@@ -458,13 +492,14 @@ def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: M
 
 
 def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[int, int]) -> list[Finding]:
-    """GPUs that report nothing: those whose every series stopped inside the span (`stopped`: GPU -> when), and,
-    when the platform's GPU count is known, those that never reported. Never healthy: a GPU off the bus is silent."""
+    """GPUs that report nothing: those whose every series stopped inside the span (`stopped`: GPU -> its last
+    reading), and, when the platform's GPU count is known, those that never reported. Never healthy: a GPU off the
+    bus is silent."""
     gone = set(stopped) | (set(range(gpu_count)) - reporting if gpu_count and reporting else set())
     out = []
     for gpu in sorted(gone):
-        how = (f"GPU {gpu} stopped reporting at {fmt.when(pd.Timestamp(stopped[gpu], tz='UTC'))}" if gpu in stopped
-               else f"GPU {gpu} reports no telemetry")
+        how = (f"GPU {gpu} stopped reporting after {fmt.when(pd.Timestamp(stopped[gpu], tz='UTC'))}"
+               if gpu in stopped else f"GPU {gpu} reports no telemetry")
         live = len(reporting - gone)
         count = f": {live} of {gpu_count} GPUs report" if gpu_count else f" while {live} other GPU(s) report"
         out.append(Finding(

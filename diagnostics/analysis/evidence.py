@@ -18,17 +18,17 @@ import pandas as pd
 from ..config.thresholds import Thresholds
 from ..enums import severity_rank
 from ..format import Unit
+from ..metrics import SUMS
 from ..model import Diagnosis, Finding, LinkSeries, StepEvidence
 from ..times import utc_datetime
 from .correlate import JobExplanation, LinkScore
-from .jobs import LINK_KINDS, History, link_history, segment_index
+from .jobs import LINK_KINDS, History, LinkChoice, link_history, segment_index
 from .rates import NS_PER_HOUR, bucketed_increase
 
 BUCKET = timedelta(minutes=5)  # the correlation's own bucket
 MAX_BUCKETS = 288  # a longer history gets wider buckets (a day at 5 minutes)
 WORST = 3  # links shown at most: those that explain the slowdown, else the worst
 SHOWN_COUNTERS = ("replay", "crc", "recovery")  # what a link's rate is shown as when no rule judged it
-PARTS = {"crc": ("crc_flit", "crc_data")}  # a rule's counter that sums two of the table's
 
 
 def step_evidence(diagnosis: Diagnosis, job: JobExplanation, steps: pd.DataFrame,
@@ -52,7 +52,8 @@ def step_evidence(diagnosis: Diagnosis, job: JobExplanation, steps: pd.DataFrame
     series: list[LinkSeries] = []
     if chosen:
         nodes = sorted({node for node, _, _ in chosen})
-        p = link_history(nodes, start_ns - width, end_ns, links, t, history)
+        p = link_history(nodes, start_ns - width, end_ns, links, t, history,
+                         LinkChoice.of([(node, f.ref) for node, f, _ in chosen]))
         index = segment_index(p)
         start = utc_datetime(start_ns)
         for node, f, scored in chosen:
@@ -61,7 +62,7 @@ def step_evidence(diagnosis: Diagnosis, job: JobExplanation, steps: pd.DataFrame
                 continue
             counter, above, rule = _judged(f, thresholds)
             counts = sum(bucketed_increase(p, c, bucket=timedelta(minutes=minutes), start=start, buckets=n)[seg]
-                         for c in PARTS.get(counter, (counter,)))
+                         for c in SUMS.get(counter, (counter,)))
             series.append(LinkSeries(
                 node_id=node, ref=f.ref, counter=counter, rate_per_hour=np.round(
                     np.asarray(counts, dtype=np.float64) * 60 / minutes, 3).tolist(),
@@ -102,12 +103,12 @@ def _judged(f: Finding, thresholds: Thresholds) -> tuple[str, float | None, str 
     """The counter a link's rate is shown as, the threshold on it and the rule's name: the worst rule it crossed,
     else its busiest error counter against the lowest rule on that counter."""
     rated = [c for c in f.crossed if c.rate_per_hour is not None and c.above and c.unit == Unit.PER_HOUR
-             and c.counter in (*SHOWN_COUNTERS, *PARTS["crc"])]
+             and c.counter in (*SHOWN_COUNTERS, *SUMS["crc"])]
     if rated:
         top = max(rated, key=lambda c: (severity_rank(c.severity), (c.rate_per_hour or 0.0) / (c.above or 1.0)))
         return top.counter, top.above, top.rule
     def rate(counter: str) -> float:
-        return sum(f.rates_per_hour.get(c, 0.0) for c in PARTS.get(counter, (counter,)))
+        return sum(f.rates_per_hour.get(c, 0.0) for c in SUMS.get(counter, (counter,)))
     counter = max(SHOWN_COUNTERS, key=lambda c: (rate(c), c == "replay"))
     rules = [r for r in thresholds.rules if r.counter == counter and r.applies_to(f.link_type.value)
              and r.unit == Unit.PER_HOUR and not r.codes]

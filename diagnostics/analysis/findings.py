@@ -13,12 +13,10 @@ from .. import format as fmt
 from ..components import ComponentRef, peer_name, switch_name
 from ..config.thresholds import MISSING_RULE, Thresholds
 from ..enums import ComponentKind, LinkState, LinkType, Severity
+from ..metrics import COUNTERS, LEVELS, RATES, applies
 from ..model import Crossing, Finding
 from ..values import limits
-from .metrics import RATE_COUNTERS
 from .rules import LinkFacts, crossings, state_crossing, summarize
-
-LEVELS = tuple(fmt.LEVEL_UNITS)  # the readings judged as levels, as the formatter knows them
 
 
 def _num(value: object) -> float | None:
@@ -47,8 +45,8 @@ def metrics_of(row: Mapping[str, Any], link_type: str) -> tuple[dict[str, float]
     without NaN and without metrics its link type does not have."""
     rates: dict[str, float] = {}
     counts: dict[str, float] = {}
-    for c in (*RATE_COUNTERS, "crc"):
-        if not fmt.applies(c, link_type):
+    for c in RATES:
+        if not applies(c, link_type):
             continue
         rate = _num(row.get(f"{c}_per_hour"))
         if rate is not None:
@@ -61,7 +59,7 @@ def metrics_of(row: Mapping[str, Any], link_type: str) -> tuple[dict[str, float]
     levels: dict[str, float] = {}
     for c in LEVELS:
         level = _num(row.get(c))
-        if level is not None and fmt.applies(c, link_type):
+        if level is not None and applies(c, link_type):
             levels[c] = level
     return rates, levels, counts
 
@@ -81,7 +79,7 @@ def ref_of(row: Mapping[str, Any]) -> ComponentRef:
 
 def totals_of(row: Mapping[str, Any], link_type: str) -> dict[str, float]:
     """A link row's lifetime totals (the last cumulative reading) of the counters its link type has."""
-    totals = {c: _num(row.get(f"{c}_total")) for c in (*RATE_COUNTERS, "crc") if fmt.applies(c, link_type)}
+    totals = {c: _num(row.get(f"{c}_total")) for c in RATES if applies(c, link_type)}
     return {c: v for c, v in totals.items() if v is not None}
 
 
@@ -106,7 +104,7 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         down = state_crossing(state)
         if down is not None:
             crossed.insert(0, down)
-    if int(row.get("samples", 0) or 0) < 2 and not rates.keys() & set(RATE_COUNTERS):
+    if int(row.get("samples", 0) or 0) < 2 and not rates.keys() & set(COUNTERS):
         counts = dict(facts.totals)
         evidence.append("one reading: lifetime totals only (" + fmt.totals(counts) + "); a rate needs a second "
                         "reading" if counts else "one reading of the link's state: the input carries no error counters")

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..config.ends import default_ends
+from ..config.racks import rack_of
 from ..config.thresholds import (
     GPU_MISSING_RULE,
     LINK_DOWN_RULE,
@@ -32,6 +33,7 @@ from ..config.thresholds import (
 from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
+from ..topology import NodeGraph
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
@@ -52,6 +54,7 @@ from .localize import localize_all
 from .metrics import candidates, link_metrics, records
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
 from .rates import prepare_rows
+from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .rows import numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes
@@ -68,7 +71,7 @@ class FleetAnalysis:
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     jobs: dict[str, JobExplanation] = field(default_factory=dict)
     racks: dict[str, Diagnosis] = field(default_factory=dict)  # one per rack the inventory names, by rack id
-    graphs: dict[str, Any] = field(default_factory=dict)  # each wanted node's graph, as its diagnosis was judged on
+    graphs: dict[str, NodeGraph | None] = field(default_factory=dict)  # each wanted node's, as it was judged on
     links: int = 0
     rows_used: int = 0
     timings: dict[str, float] = field(default_factory=dict)
@@ -127,7 +130,7 @@ def _metrics(links: pd.DataFrame, t: np.ndarray, *, since_ns: int, end_ns: int, 
     return metrics, sum(n for _, n, _ in done), sum(r for _, _, r in done)
 
 
-def _placed(f: Finding, graph: Any) -> Finding:
+def _placed(f: Finding, graph: NodeGraph | None) -> Finding:
     """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link."""
     if graph is None or f.gpu is None or f.link is None or f.link_type is LinkType.NVSWITCH:
         return f
@@ -140,28 +143,19 @@ def _placed(f: Finding, graph: Any) -> Finding:
 
 
 def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, Any]]) -> pd.DataFrame:
-    """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: levels its rules judge, dated (a
-    reading before showed the sticky status clear) or not (it may have been set long ago)."""
-    levels = {}
-    for name, dated in (("lanes_in_error", True), ("lanes_in_error_undated", False)):
-        counts = {key: max([len(v.lanes) for v in views.values() if v.dated is dated] or [0])
-                  for key, views in ends.items()}
-        levels[name] = _lane_counts(metrics, counts)
-    return metrics.assign(**levels)
-
-
-def _lane_counts(metrics: pd.DataFrame, counts: Mapping[tuple[str, int], int]) -> np.ndarray:
+    """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: a level its rule judges."""
+    counts = {key: max(len(v.lanes) for v in views.values()) for key, views in ends.items()}
     pcie = np.flatnonzero((metrics["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
                           & metrics["gpu"].notna().to_numpy())  # one row per GPU: a few of the node's rows
     level = np.full(len(metrics), np.nan)
     rows = metrics.iloc[pcie]
     level[pcie] = [counts.get((str(n), int(g)), np.nan) for n, g in zip(rows["node_id"], rows["gpu"], strict=True)]
-    return level
+    return metrics.assign(lanes_in_error=level)
 
 
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
                   end: datetime | None = None, thresholds: Thresholds | None = None,
-                  platforms: Mapping[str, str] | None = None, graphs: Mapping[str, Any] | None = None,
+                  platforms: Mapping[str, str] | None = None, graphs: Mapping[str, NodeGraph] | None = None,
                   nodes: Collection[str] | None = None, full: bool = False,
                   jobs: Mapping[str, str] | None = None, history: History | None = None,
                   expected_gpus: Mapping[str, Collection[int]] | None = None,
@@ -233,15 +227,17 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
+    restarts = {n: last_restarts(links, t, n, end_ns) for n, own in node_events.items()
+                if bool((ns(own["timestamp"]) <= start_ns).any())}  # a fatal event before the window may still hold
+    judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
+                            restarts)
+    recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
-        own = node_events.get(node, pd.DataFrame())
-        earlier = len(own) > 0 and bool((ns(own["timestamp"]) <= start_ns).any())  # a fatal one may still hold
-        mine += event_findings(own, start_ns, end_ns, thresholds, view.silent.get(node), graph_of.buses.get(node),
-                               last_restarts(links, t, node, end_ns) if earlier else None)
+        mine += judged.get(node, [])
         stopped = view.silent.get(node, {})
         if stopped:  # a GPU whose every series stopped is one finding, not one per link
             mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]
@@ -255,13 +251,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             count = gpu_count(graph_of.platform(node)) if samples.get(node, 0) >= 2 else None
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
-            mine += missing_gpus(reporting, count, stopped)
+            mine += missing_gpus(reporting, count, view.last_heard.get(node, {}))
         for gpu in sorted(stopped):  # a GPU off the bus: what its PCIe link counted before it fell silent
             before = replays_before_silence(links, t, node, gpu, end_ns, end_ns - start_ns, thresholds)
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
                         if f.gpu == gpu and _off_bus(f) else f for f in mine]
-        software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node))
+        software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node),
+                                    domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
             mine.insert(0, software)
         if node in view.restarted:  # a reboot's links down are the reboot: said, not judged
@@ -303,11 +300,12 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         job = result.jobs.get(chosen[node]) if node in chosen else None
         if job is not None:
             notes.extend(job.warnings)
+        notes.extend(recovery_notes(recoveries.get(node, {})))
         failing = [f for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
         graph = graph_of(node, describe=full or bool(failing))
         result.graphs[node] = graph
         per_gpu = None if graph is not None else {g: len(s) for g, s in view.nvlinks_seen.get(node, {}).items()}
-        locs = localize_all(mine, graph, per_gpu) if failing else []
+        locs = with_recovery(localize_all(mine, graph, per_gpu), {node: recoveries.get(node, {})}) if failing else []
         result.diagnoses[node] = assemble(
             node, platform=graph_of.platform(node), window_hours=window.total_seconds() / 3600,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
@@ -319,13 +317,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                                      end_ns=end_ns, thresholds=thresholds, history=history)
             result.diagnoses[node] = result.diagnoses[node].model_copy(update={"evidence": evidence})
     for rack_id, rack in sorted(rack_set.items()):
-        rack.warnings.extend(domain_notes(rack, events))
+        split = domain_notes(rack, events)
+        rack.warnings.extend(split)
         job = rack_job(rack, result.jobs, chosen)
         notes_of = {h: result.diagnoses[h].warnings for h in rack.hosts() if h in result.diagnoses}
         result.racks[rack_id], _ = diagnose_rack(
             rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
             thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of), events=events,
-            links=links)
+            links=links, recoveries=recoveries, split=split, restarted=set(view.restarted))
         for host in rack.hosts():
             if host in result.diagnoses:
                 result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host)

@@ -4,9 +4,10 @@ given one, from a reader such as the store)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -15,16 +16,69 @@ from ..components import ComponentRef
 from ..config.thresholds import Thresholds
 from ..enums import ComponentKind, Severity
 from ..model import Finding
+from ..tables import LINK_IDENTITY
 from ..times import ns, utc_datetime
-from .correlate import JobExplanation, JobSteps, job_slowdown, score_links, steps_span, stopped
+from .correlate import (
+    ERROR_COUNTERS,
+    ERROR_RATIOS,
+    JobExplanation,
+    JobSteps,
+    job_slowdown,
+    score_links,
+    steps_span,
+    stopped,
+)
 from .findings import ref_of
 from .metrics import records
-from .rates import Prepared, prepare_rows
+from .rates import KEYS, Prepared, key_codes, link_keys, prepare_rows
 from .rows import per_link_rows
 
 LINK_KINDS = (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)  # what a job's step time is scored on
-# A link's history for the correlation: (nodes, start, end) -> their link samples, each node's rows together.
-History = Callable[[list[str], datetime, datetime], pd.DataFrame]
+# what a link's history is scored on (`score_links`) and drawn from (`step_evidence`), beside its identity and time
+HISTORY_COLUMNS = ("timestamp", *LINK_IDENTITY, *ERROR_COUNTERS, *ERROR_RATIOS, "link_state", "width", "max_width")
+
+
+@dataclass(frozen=True)
+class LinkChoice:
+    """The links a correlation reads from a history: those its findings name (node, component slug), each read
+    whole, and only the columns it reads. A history of the whole fleet's day is mostly links no finding names."""
+
+    wanted: frozenset[tuple[str, str]]
+    columns: tuple[str, ...] = HISTORY_COLUMNS
+
+    @classmethod
+    def of(cls, links: Collection[tuple[str, ComponentRef]]) -> LinkChoice:
+        return cls(frozenset((node, ref.slug) for node, ref in links))
+
+    def rows(self, frame: pd.DataFrame) -> np.ndarray:
+        """Per row of `frame` (its identity columns at least), whether it is a reading of a chosen link: every
+        reading of a link (its keys) any of whose readings is named as a chosen one, so a link's series is whole."""
+        if not len(frame) or not self.wanted:
+            return np.zeros(len(frame), dtype=bool)
+        link = link_keys([key_codes(frame[c], None) if c in frame.columns else None for c in KEYS])
+        extra = [c for c in LINK_IDENTITY if c not in KEYS and c in frame.columns]
+        names = pd.DataFrame({"link": link, **{c: key_codes(frame[c], None) for c in extra}})
+        firsts = np.flatnonzero(~names.duplicated().to_numpy())  # one row per distinct identity
+        named = records(frame.iloc[firsts][[c for c in LINK_IDENTITY if c in frame.columns]], skip=())
+        slugs: dict[tuple[Any, ...], str] = {}
+        chosen = set()
+        for at, row in zip(firsts.tolist(), named, strict=True):
+            node = str(row.pop("node_id", None))
+            key = tuple(row.items())
+            slug = slugs.get(key)
+            if slug is None:
+                slug = slugs[key] = ref_of(row).slug
+            if (node, slug) in self.wanted:
+                chosen.add(int(link[at]))
+        return np.isin(link, np.fromiter(chosen, dtype=np.int64, count=len(chosen)))
+
+
+class History(Protocol):
+    """A link's history for the correlation: (nodes, start, end) -> their link samples, each node's rows together;
+    given `links`, those links' readings (at least) and the columns they name (at least)."""
+
+    def __call__(self, nodes: list[str], start: datetime, end: datetime, *,
+                 links: LinkChoice | None = None) -> pd.DataFrame: ...
 
 
 def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str, list[Finding]],
@@ -51,7 +105,8 @@ def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str,
         return out
     spans = [s for s in (steps_span(steps.of(j), j, cleaned=True) for j in wanted) if s is not None]
     start = min(s[0] for s in spans) - 10 * 60 * 10**9 if spans else end_ns
-    p = link_history(needed, start, end_ns, links, t, history)
+    p = link_history(needed, start, end_ns, links, t, history,
+                     LinkChoice.of([link for refs in wanted.values() for link in refs]))
     index = segment_index(p)
     for job_id, refs in wanted.items():
         present = [(n, r) for n, r in refs if (n, r.slug) in index]
@@ -61,21 +116,29 @@ def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str,
 
 
 def link_history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, t: np.ndarray,
-             history: History | None) -> Prepared:
-    """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables."""
+                 history: History | None, choice: LinkChoice | None = None) -> Prepared:
+    """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables;
+    given a `choice`, only the chosen links' (each link's index in `segment_index` is then among those)."""
     if history is not None:
-        frame = history(nodes, utc_datetime(start_ns),
-                        utc_datetime(end_ns))
+        frame = history(nodes, utc_datetime(start_ns), utc_datetime(end_ns), links=choice)
         times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
         rows = np.flatnonzero((times >= start_ns) & (times <= end_ns))
-        return prepare_rows(frame, times, rows)
+        return prepare_rows(frame, times, _chosen(frame, rows, choice))
     mine = links["node_id"].isin(nodes).to_numpy(bool, na_value=False) & (t >= start_ns) & (t <= end_ns)
     keep = per_link_rows(links)
     if keep is not None:
         allowed = np.zeros(len(t), dtype=bool)
         allowed[keep] = True
         mine &= allowed
-    return prepare_rows(links, t, np.flatnonzero(mine))
+    return prepare_rows(links, t, _chosen(links, np.flatnonzero(mine), choice))
+
+
+def _chosen(frame: pd.DataFrame, rows: np.ndarray, choice: LinkChoice | None) -> np.ndarray:
+    """Of `rows`, those of the chosen links."""
+    if choice is None or not len(rows):
+        return rows
+    named = [c for c in LINK_IDENTITY if c in frame.columns]
+    return rows[choice.rows(pd.DataFrame({c: frame[c].array.take(rows) for c in named}))]
 
 
 def segment_index(p: Prepared) -> dict[tuple[str, str], int]:

@@ -16,6 +16,7 @@ from ..components import ComponentRef
 from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
+from ..topology import NodeGraph
 
 GPU_WIDE_SHARE = 0.5
 GPU_WIDE_MIN_LINKS = 3
@@ -33,7 +34,7 @@ def _rules(f: Finding) -> set[str]:
     return {c.rule for c in f.crossed}
 
 
-def _expected(graph: Any, gpu: int, seen: int) -> int:
+def _expected(graph: NodeGraph | None, gpu: int, seen: int) -> int:
     if graph is not None:
         try:
             return int(graph.expected_links(gpu, LinkType.NVLINK.value))
@@ -42,7 +43,7 @@ def _expected(graph: Any, gpu: int, seen: int) -> int:
     return seen
 
 
-def _port(graph: Any, f: Finding) -> dict[str, Any]:
+def _port(graph: NodeGraph | None, f: Finding) -> dict[str, Any]:
     """Switch, port and identity from the topology graph, where it knows the link."""
     if graph is None or f.gpu is None or f.link is None:
         return {}
@@ -61,7 +62,7 @@ def _grade(links: list[Finding]) -> dict[str, Any]:
             "links": [f.component for f in links]}
 
 
-def localize_all(findings: Iterable[Finding], graph: Any = None,
+def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
                  links_per_gpu: Mapping[int, int] | None = None) -> list[Localization]:
     """Every suspected component behind the failing findings, most certain first."""
     findings = list(findings)
@@ -82,6 +83,13 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
         evidence = [why, *dict.fromkeys(e for f in mine for e in f.evidence)]  # the Xid lines, the PCIe history
         out.append(Localization(ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_OFF_BUS, gpu=gpu,
                                 confidence=0.9 if xid else 0.6, **_grade(mine), evidence=evidence))
+    # a log alone names the GPU by its PCI address: the same suspect, known by its bus until an index is given
+    for bus in sorted({f.ref.bus for f in findings if OFF_BUS_RULE in _rules(f) and f.gpu is None and f.ref.bus}):
+        mine = [f for f in findings if f.gpu is None and f.ref.bus == bus and OFF_BUS_RULE in _rules(f)]
+        why = (f"Xid 79 on the GPU at PCI {bus}: it fell off the bus; the GPU's PCIe link (riser, slot) and the GPU "
+               "itself are the suspects (which GPU index it is, `nvidia-smi -q` or the GPU table tells)")
+        out.append(Localization(ref=ComponentRef.of_gpu(None, bus=bus), fault=FaultKind.GPU_OFF_BUS, confidence=0.9,
+                                **_grade(mine), evidence=[why, *dict.fromkeys(e for f in mine for e in f.evidence)]))
     fatal = [f for f in findings if SXID_FATAL_RULE in _rules(f)]
     # a GPU's NVLink landing on the port a fatal SXid stopped is that same link seen from the GPU: not a second part
     stopped = {(f.ref.switch, f.ref.port) for f in fatal if f.ref.port is not None}
@@ -140,8 +148,8 @@ def localize_all(findings: Iterable[Finding], graph: Any = None,
 
 
 def _xid_link(f: Finding) -> Localization:
-    """An NVLink Xid on a GPU whose counters show nothing failing: the link it names, else the GPU's links."""
-    link = f.link if f.ref.kind is not ComponentKind.GPU else None
+    """An NVLink Xid on a GPU whose counters show nothing failing: the link its lines name, else the GPU's links."""
+    link = f.link if f.gpu is not None else None
     ref = ComponentRef.nvlink(f.gpu, link) if f.gpu is not None else f.ref
     fault = FaultKind.NVLINK if link is not None else FaultKind.NVLINK_AGGREGATE
     read = f"`nvidia-smi nvlink -e -i {f.gpu}`" if f.gpu is not None else "`nvidia-smi nvlink -e`"
@@ -180,7 +188,7 @@ def _aggregate(f: Finding) -> Localization:
                   f"`nvidia-smi nvlink -e -i {f.gpu}` to find which one"])
 
 
-def _links(findings: list[Finding], graph: Any) -> list[Localization]:
+def _links(findings: list[Finding], graph: NodeGraph | None) -> list[Localization]:
     """Lone failing links, one per port pair; both ends of a direct GPU-GPU link count once."""
     pairs: dict[tuple[Any, ...], list[Finding]] = defaultdict(list)
     for f in findings:
@@ -219,7 +227,7 @@ def rank(localizations: Iterable[Localization]) -> list[Localization]:
         -(loc.worst_ratio if loc.worst_ratio is not None else float("inf")), -loc.confidence))
 
 
-def localize(findings: Iterable[Finding], graph: Any = None) -> Localization | None:
+def localize(findings: Iterable[Finding], graph: NodeGraph | None = None) -> Localization | None:
     """The most certain suspected component, or None when nothing fails."""
     found = localize_all(findings, graph)
     return found[0] if found else None

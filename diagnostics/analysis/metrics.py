@@ -6,6 +6,7 @@ sweep stays vectorized.
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from typing import Any
 
@@ -13,15 +14,11 @@ import numpy as np
 import pandas as pd
 
 from ..config.thresholds import Rule, Thresholds
-from ..format import Unit
+from ..metrics import BUSY_SETTING, GAUGES, SUMS, Unit
 from .rates import Prepared, increase, window_sums
 
 STATE_COLUMNS = ("peer", "gpu_total", "link_state", "width", "max_width", "gen", "max_gen", "speed_gbps",
                  "tx_bytes_per_s", "rx_bytes_per_s", "symbol_ber", "effective_ber", "saturated")
-# The link samples' cumulative counters (`tables.COUNTERS`), in the order an answer lists their rates.
-RATE_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "tx_discards",
-                 "symbol_errors", "effective_errors", "recovery_successful", "recovery_failed", "rx_malformed",
-                 "rx_dropped", "rx_errors", "rx_remote_errors", "rx_general_errors", "integrity_errors", "ecc_errors")
 
 
 def last_state(p: Prepared, end_ns: int) -> pd.DataFrame:
@@ -45,19 +42,22 @@ def link_metrics(p: Prepared, *, window: timedelta, end_ns: int, thresholds: Thr
 
     extra: dict[str, Any] = {"crc_per_hour": _sum(col("crc_flit_per_hour"), col("crc_data_per_hour"), len(cur)),
                              "crc_total": _sum(col("crc_flit_total"), col("crc_data_total"), len(cur))}
-    if "width" in state.columns and "max_width" in state.columns:
-        extra["width_lost"] = (_float(state["max_width"]) - _float(state["width"])).clip(min=0)
-    if "gen" in state.columns and "max_gen" in state.columns:
-        traffic = np.fmax(_float(col("tx_bytes_per_s")), _float(col("rx_bytes_per_s")))
-        busy = np.nan_to_num(traffic) >= thresholds.setting("pcie_busy_bytes_per_s")
-        lost = (_float(state["max_gen"]) - _float(state["gen"])).clip(min=0)
-        extra["gen_lost_under_load"] = np.where(busy, lost, lost * 0)  # NaN (no PCIe reading) stays NaN
-        extra["gen_lost_idle"] = np.where(~busy, lost, lost * 0)
+    for m in GAUGES.values():  # the losses the metric table defines: a reading below its maximum
+        if m.column is None or m.maximum is None or not {m.column, m.maximum} <= set(state.columns):
+            continue
+        lost = (_float(state[m.maximum]) - _float(state[m.column])).clip(min=0)
+        if not m.busy:
+            extra[m.name] = lost
+            continue
+        traffic = functools.reduce(np.fmax, [_float(col(c)) for c in m.busy])  # a missing column: NaN, broadcast
+        busy = np.nan_to_num(traffic) >= thresholds.setting(BUSY_SETTING)
+        extra[m.name] = np.where(busy, lost, lost * 0)  # NaN (no PCIe reading) stays NaN
+        extra[f"{m.column}_lost_idle"] = np.where(~busy, lost, lost * 0)  # said, never judged
     hours = window.total_seconds() / 3600
     for rule in thresholds.rules:
         if rule.persist is None:
             continue
-        counters = ("crc_flit", "crc_data") if rule.counter == "crc" else (rule.counter,)
+        counters = SUMS.get(rule.counter, (rule.counter,))
         sums = sum((window_sums(p, c, window=window, end_ns=end_ns, windows=rule.persist[1]) for c in counters),
                    start=np.zeros((p.nseg, rule.persist[1])))
         extra[f"over_{rule.name}"] = (sums / hours > rule.above).sum(axis=1)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
 import pandas as pd
 
@@ -16,6 +15,7 @@ from ..config.thresholds import Thresholds
 from ..errors import InputError
 from ..model import Diagnosis
 from ..tables import job_nodes
+from ..topology import NodeGraph
 from .correlate import JobExplanation, job_steps, jobs_on
 from .fleet import analyze_fleet
 from .jobs import History
@@ -43,7 +43,7 @@ def node_tables(tables: Mapping[str, pd.DataFrame], node_id: str,
 
 
 def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: timedelta = timedelta(hours=1),
-                   end: datetime | None = None, thresholds: Thresholds | None = None, graph: Any = None,
+                   end: datetime | None = None, thresholds: Thresholds | None = None, graph: NodeGraph | None = None,
                    platform: str | None = None, job_id: str | None = None,
                    platforms: Mapping[str, str] | None = None, history: History | None = None) -> Diagnosis:
     """Rates, rules, missing links, events, correlation with the node's job and localization, for one node.

@@ -182,19 +182,40 @@ def _candidates(paths: list[_Path], rack: RackGraph, rules: Localize) -> list[_U
     return out
 
 
-def _unit_localization(unit: _Unit) -> Localization:
+def assumed(rack: RackGraph, hosts: list[str], *, gpu: int | None = None, cartridge: bool = False) -> list[str]:
+    """What a suspect built on the rack file's wiring says of it: assumed, and the read that confirms it (the port
+    map: `nvidia-smi nvlink -R` or NMX-T's link partner; the cartridge split: NVOS's cartridge inventory)."""
+    spec = rack.spec
+    on = f" on {', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}" if hosts else ""
+    read = f"`nvidia-smi nvlink -R -i {gpu}`" if gpu is not None else "`nvidia-smi nvlink -R`"
+    out = []
+    if spec.map_assumed:
+        out.append(f"assumed: which chip and port these links land on is the rack file's port map (NVIDIA publishes "
+                   f"none); confirm it with {read}{on} or NMX-T's link_partner for the port")
+    if cartridge and spec.cartridges_assumed:
+        out.append("assumed: which cartridge carries these links is the rack file's cartridge split (NVIDIA "
+                   "publishes none); confirm it with `nv show platform cable-cartridge` and the vendor's cable map")
+    return out
+
+
+_ON_MAP = (FaultKind.NVSWITCH, FaultKind.SWITCH_TRAY, FaultKind.CARTRIDGE, FaultKind.COMPUTE_TRAY)
+
+
+def _unit_localization(unit: _Unit, rack: RackGraph) -> Localization:
     ref = unit.ref
     first = unit.paths[0]
+    notes = assumed(rack, _hosts(unit.paths), cartridge=unit.fault is FaultKind.CARTRIDGE) \
+        if unit.fault in _ON_MAP else []
     return Localization(
         ref=ref, fault=unit.fault, gpu=ref.gpu, tray=ref.tray, switch_tray=ref.switch_tray, cartridge=ref.cartridge,
         switch=ref.switch, hosts=_hosts(unit.paths), confidence=unit.confidence,
         port_source=first.first.finding.port_source if ref.kind is ComponentKind.NVSWITCH else PortSource.UNKNOWN,
         **_grade(p for path in unit.paths for p in path.found),  # type: ignore[arg-type]
         evidence=[unit.why, *dict.fromkeys(c.message for path in unit.paths[:3] for p in path.found
-                                           for c in p.finding.crossed)])
+                                           for c in p.finding.crossed), *notes])
 
 
-def _lone(path: _Path) -> Localization:
+def _lone(path: _Path, rack: RackGraph) -> Localization:
     """One failing link no unit explains: its switch port when the switch side counts errors there, else its GPU
     end."""
     switch_side = [p for p in path.found if p.switch_side]
@@ -208,19 +229,21 @@ def _lone(path: _Path) -> Localization:
         seen = (f"{gpu_side[0].finding.component} lands on that port and is {gpu_side[0].finding.severity.value}: the "
                 "same link seen from the GPU") if gpu_side else "the GPU end of the link counts nothing over its rules"
         evidence = [*messages, f"only this link fails, and {ref.name} counts errors on its own side: the switch port "
-                               "(its tray's connector and the cable into it) is the suspect", seen]
+                               "(its tray's connector and the cable into it) is the suspect", seen,
+                    *assumed(rack, _hosts([path]), gpu=path.key[1])]
         return Localization(ref=ref, fault=FaultKind.NVSWITCH_FATAL if fatal else FaultKind.SWITCH_PORT,
                             switch=ref.switch, switch_port=int(port), switch_tray=str(st), tray=path.key[0],
                             gpu=path.key[1], link=path.key[2], cartridge=_text(path.where("cartridge")),
                             port_source=PortSource.ASSUMED, hosts=_hosts([path]), confidence=0.85 if fatal else 0.8,
                             **_grade(path.found), evidence=evidence)  # type: ignore[arg-type]
     ref = top.finding.ref
+    mapped = assumed(rack, _hosts([path]), gpu=path.key[1]) if ref.switch_tray is not None else []
     return Localization(ref=ref, fault=FaultKind.NVLINK, gpu=path.key[1], link=path.key[2], tray=path.key[0],
                         switch=ref.switch, switch_port=ref.port, switch_tray=ref.switch_tray,
                         cartridge=_text(path.where("cartridge")), peer=ref.switch, port_source=top.finding.port_source,
                         hosts=_hosts([path]), confidence=0.75, **_grade(path.found),  # type: ignore[arg-type]
                         evidence=[*messages, f"only this link of Compute tray {path.key[0]} GPU {path.key[1]} fails, "
-                                             "and its switch port's own counters do not (or are not read)"])
+                                             "and its switch port's own counters do not (or are not read)", *mapped])
 
 
 def _text(value: object) -> str | None:
@@ -234,12 +257,11 @@ def localize_rack(placed: list[Placed], rack: RackGraph, rules: Localize | None 
     software = [p for p in bad if SOFTWARE_RULE in _rules(p.finding)]
     if software:
         trays = sorted({p.tray or p.host for p in software}, key=_order)
-        return [Localization(ref=ComponentRef.fabric_software(), fault=FaultKind.FABRIC_MANAGER, confidence=0.8,
+        return [Localization(ref=ComponentRef.fabric_software(domain=True), fault=FaultKind.FABRIC_MANAGER,
+                             confidence=0.8,
                              hosts=sorted({p.host for p in software}), **_grade(software),  # type: ignore[arg-type]
                              evidence=[f"the fabric is not up on compute trays {_listed(trays)}",
-                                       *dict.fromkeys(e for p in software for e in p.finding.evidence),
-                                       "no part goes on the ticket: the rack's fabric manager (NMX-Controller on a "
-                                       "switch tray) sets the fabric up"])]
+                                       *dict.fromkeys(e for p in software for e in p.finding.evidence)])]
     out: list[Localization] = []
     off_bus = {(p.tray, p.gpu) for p in bad if _rules(p.finding) & {OFF_BUS_RULE, GPU_MISSING_RULE}}
     for tray, gpu in sorted(off_bus, key=lambda t: (_order(str(t[0])), t[1] or 0)):
@@ -269,12 +291,12 @@ def localize_rack(placed: list[Placed], rack: RackGraph, rules: Localize | None 
             break
         best = max(units, key=lambda u: (len(u.paths), -u.size, -u.rank))
         covering.update({(p.key[0], p.key[1]): len(out) for p in best.paths})
-        out.append(_unit_localization(best))
+        out.append(_unit_localization(best, rack))
         taken = {p.key for p in best.paths}
         left = [p for p in left if p.key not in taken]
     for path in left:
         covering[(path.key[0], path.key[1])] = len(out)
-        out.append(_lone(path))
+        out.append(_lone(path, rack))
     for p in rest:
         where = covering.get((p.tray, p.gpu)) if p.tray is not None and p.gpu is not None else None
         if where is None:

@@ -11,30 +11,34 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
 
 from .. import format as fmt
 from ..components import ComponentRef
 from ..config.platforms import all_platforms
 from ..config.racks import rack_of
-from ..config.thresholds import SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
+from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Severity, severity_rank
-from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot
+from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, outside_trays
 from ..times import utc_ns
 from ..topology.rack import RackGraph, rack_graph
 from .correlate import JobExplanation
 from .diagnosis import assemble, scored
 from .fanout import FanOut, fan_out, fan_tolerance_ns, headline
 from .localize import rank
+from .rack_domain import domain_software, imex_notes, rack_incident, tray_onsets
 from .rack_localize import Placed, localize_rack
+from .recovery import Recovery, recovery_notes, with_recovery
 
 _DRIVER_SWITCH = re.compile(r"^NVSwitch (\d+)$")
 _DOMAIN = re.compile(r"(ClusterUUID|CliqueId): ([^;]+)")
-OUTSIDE = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
+_NMX_ROLE = re.compile(r"nmx", re.IGNORECASE)  # the inventory's role of a host that runs NMX-Controller
+WHOLE = (ComponentKind.FABRIC_SOFTWARE, ComponentKind.NVLINK_DOMAIN)  # a rack's suspect that is the rack as one
 
 
 @dataclass
@@ -56,7 +60,10 @@ def group_racks(platforms: Mapping[str, str], slots: Mapping[str, RackSlot]) -> 
     """Every rack the inventory names, with its hosts (those whose platform is a rack host's)."""
     known = all_platforms()
     out: dict[str, Rack] = {}
+    nmx: dict[str, list[str]] = {}  # rack -> the hosts the inventory says run NMX-Controller (a head node too)
     for host, where in sorted(slots.items()):
+        if where.role and _NMX_ROLE.search(where.role):
+            nmx.setdefault(where.rack, []).append(host)
         platform = platforms.get(host)
         spec = rack_of(platform) if platform in known else None
         if spec is None:
@@ -84,7 +91,8 @@ def group_racks(platforms: Mapping[str, str], slots: Mapping[str, RackSlot]) -> 
         switch = {rack.label[h]: h for h in rack.hosts("switch")}
         unslotted = [h for h in rack.kind if h not in rack.slot]
         rack.place = rack.place.model_copy(update={"compute": compute, "switch": switch,
-                                                   "slots_known": not unslotted})
+                                                   "slots_known": not unslotted,
+                                                   "nmx": _nmx_said(rack, nmx.get(rack.place.rack_id, []))})
         spec = rack.graph.spec
         if unslotted:
             rack.warnings.append(f"no tray slot for {', '.join(unslotted[:6])}: their switch ports and cartridges are "
@@ -95,6 +103,13 @@ def group_racks(platforms: Mapping[str, str], slots: Mapping[str, RackSlot]) -> 
             rack.warnings.append(f"the inventory names {spec.compute_trays - len(missing)} of the rack's "
                                  f"{spec.compute_trays} compute trays: trays {_ranges(missing)} are not judged")
     return out
+
+
+def _nmx_said(rack: Rack, hosts: list[str]) -> str | None:
+    """Where NMX-Controller runs, as a technician finds it: `switch tray 1 (rack-01-s01)`, `mgmt-01 (a head node)`."""
+    said = [f"switch tray {rack.label[h]} ({h})" if rack.kind.get(h) == "switch" and h in rack.slot else
+            f"{h} (a head node)" if h not in rack.kind else h for h in hosts]
+    return ", ".join(said) or None
 
 
 def domain_notes(rack: Rack, events: pd.DataFrame) -> list[str]:
@@ -178,11 +193,16 @@ def rack_job(rack: Rack, jobs: Mapping[str, JobExplanation], chosen: Mapping[str
 def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplanation | None, *,
                   window_hours: float, window_end: datetime | None, thresholds: Thresholds,
                   host_warnings: Mapping[str, list[str]], job_gpus: int | None,
-                  events: pd.DataFrame | None = None,
-                  links: pd.DataFrame | None = None) -> tuple[Diagnosis, list[Placed]]:
+                  events: pd.DataFrame | None = None, links: pd.DataFrame | None = None,
+                  recoveries: Mapping[str, Mapping[int | str, Recovery]] | None = None,
+                  split: list[str] | None = None,
+                  restarted: Collection[str] = ()) -> tuple[Diagnosis, list[Placed]]:
     """The rack's Diagnosis: every host's findings scored against the rack's job, placed, weighed together. A
     burst of NVLink Xids over many GPUs (`events`) is weighed for its root first, with the links' history before
-    it (`links`): one suspect and its downstream GPUs, or the domain when no root is singled out."""
+    it (`links`): one suspect and its downstream GPUs, or the domain when no root is singled out. A suspect on a GPU
+    whose driver asks for a recovery action (`recoveries`: host -> GPU -> action) carries it to its plan. The rack is
+    the unit (one suspect) when its domain's fabric software fails (IMEX, a ClusterUUID or CliqueId `split`, a tray's
+    fabric state) or half its trays fail at once with no switch unit common to them (rack_domain.py)."""
     placed: list[Placed] = []
     running = job is not None and job.nodes and job.degradation_pct is not None and job.running
     for host in rack.hosts():
@@ -210,12 +230,22 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
     locs = first + (localize_rack(placed, rack.graph) if any(
         p.finding.severity in (Severity.FAILING, Severity.DOWN) for p in placed) else [])
     locs = [loc.model_copy(update={"hosts": loc.hosts or _switch_hosts(rack, loc)}) for loc in locs]
+    locs, whole = _as_one(rack, placed, locs, events, links, window_hours, window_end, split or [])
+    pending = {h: r for h, r in (recoveries or {}).items() if h in rack.kind}
+    locs = with_recovery(locs, pending, rack.place.compute)
+    notes += [f"compute tray {rack.label.get(h, h)} ({h}): {n}" for h in sorted(pending)
+              for n in recovery_notes(pending[h])]
+    rebooted = sorted((h for h in rack.hosts("compute") if h in restarted), key=lambda h: rack.slot.get(h, 0))
+    if len(rebooted) >= rack.graph.spec.localize.rack_min_share * rack.graph.spec.compute_trays:
+        notes.append(f"{len(rebooted)} of the rack's {rack.graph.spec.compute_trays} compute trays restarted in this "
+                     f"window (compute trays {', '.join(rack.label[h] for h in rebooted[:18])}): a rack reboot, "
+                     "planned or not; their links down right after it are the reboot, not judged")
     silent = [h for h in rack.hosts() if h not in found or any("no link telemetry" in w for w in
                                                                host_warnings.get(h, []))]
     if silent:
         notes.append(f"no link telemetry from {', '.join(silent[:8])}" + (" ..." if len(silent) > 8 else "")
                      + ": their links are not judged")
-    kept = [p.finding for p in placed] + (fan.echoes if fan is not None else [])
+    kept = [p.finding for p in placed] + (fan.echoes if fan is not None else []) + whole
     diagnosis = assemble(rack.place.rack_id, platform=rack.graph.name, window_hours=window_hours,
                          window_end=window_end, findings=kept, localizations=locs, job=job,
                          thresholds=thresholds, warnings=notes, rates_known=bool(placed) or not silent,
@@ -228,6 +258,30 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
         diagnosis = diagnosis.model_copy(update={"verdict": f"job {job.job_id} is {fmt.percent(job.degradation_pct)} "
                                                             f"slower from the Xid burst on: {headline(fan)}; {cause}"})
     return diagnosis, placed
+
+
+def _as_one(rack: Rack, placed: list[Placed], locs: list[Localization], events: pd.DataFrame | None,
+            links: pd.DataFrame | None, window_hours: float, window_end: datetime | None,
+            split: list[str]) -> tuple[list[Localization], list[Finding]]:
+    """The rack as the unit where it is one: the domain's fabric software failing, or half its trays failing at
+    once with no switch unit common to them; else the suspects as they are. -> suspects, findings to add."""
+    compute = {h: rack.label[h] for h in rack.hosts("compute")}
+    end_ns = utc_ns(window_end) if window_end is not None else np.iinfo(np.int64).max
+    start_ns = end_ns - int(window_hours * 3600e9) if window_end is not None else np.iinfo(np.int64).min
+    reasons = [*split, *imex_notes(compute, events, start_ns, end_ns)]
+    software = [loc for loc in locs if loc.fault is FaultKind.FABRIC_MANAGER]
+    if reasons or software:
+        loc, finding = domain_software(sorted(compute), reasons, software, rack.place.nmx)
+        return [loc], [] if any(SOFTWARE_RULE in {c.rule for c in p.finding.crossed} for p in placed) else [finding]
+    rules = rack.graph.spec.localize
+    failing = {p.host for p in placed if p.host in compute and p.finding.severity in (Severity.FAILING,
+                                                                                      Severity.DOWN)}
+    if len(failing) < rules.rack_min_share * rack.graph.spec.compute_trays:
+        return locs, []
+    onsets = tray_onsets(sorted(failing), events, links, start_ns, end_ns)
+    incident = rack_incident(compute, placed, locs, onsets, trays=rack.graph.spec.compute_trays,
+                             min_share=rules.rack_min_share, within_s=rules.rack_within_s)
+    return ([incident[0]], [incident[1]]) if incident is not None else (locs, [])
 
 
 def _apart(placed: list[Placed], fan: FanOut, job: JobExplanation | None) -> tuple[list[Placed], Localization]:
@@ -300,6 +354,18 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
         return tray.model_copy(update=update)
     if not mine:
         return tray.model_copy(update=update)
+    whole = [loc for loc in mine if loc.ref.kind in WHOLE]
+    if whole:  # the rack fails as one: one ticket for the rack, which this tray's answer points at
+        said = (f"rack {rack.place.rack_id} fails as a whole ({whole[0].component}: {whole[0].evidence[0]}): one "
+                f"ticket for the rack, `/fabric rack {rack.place.rack_id}`; drain this tray with the rack's plan")
+        own = {f.component for f in tray.findings}  # the rack's own finding: every tray is in the failing domain
+        rack_level = [f for f in rack_diagnosis.findings if f.ref.kind in WHOLE and f.component not in own]
+        return tray.model_copy(update={**update, "warnings": [*tray.warnings, said], "localizations": whole,
+                                       "findings": [*tray.findings, *rack_level], "fault_detected": True,
+                                       "localization": whole[0], "isolated_component": whole[0].component,
+                                       "repair_action": whole[0].action or tray.repair_action,
+                                       "ticket_priority": rack_diagnosis.ticket_priority,
+                                       "verdict": rack_diagnosis.verdict})
     if not tray.fault_detected:  # its own end reads clean, but a link of it runs through the failing unit
         said = f"its links run through {mine[0].component}, which rack {rack.place.rack_id} finds failing " \
                f"(`/fabric rack {rack.place.rack_id}`): drain it with the rack's plan"
@@ -307,8 +373,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
     locs = rank(mine)
     top = locs[0]
     notes = list(tray.warnings)
-    outside = [loc for loc in locs if loc.ref.kind in OUTSIDE or loc.fault in (FaultKind.SWITCH_PORT,
-                                                                                FaultKind.NVSWITCH_FATAL)]
+    outside = [loc for loc in locs if outside_trays(loc.ref, loc.fault)]
     if outside and not switch_host:
         others = sorted({t for loc in outside for t in _trays_of(rack, loc)} - {label})
         also = f" and those of compute trays {', '.join(others)}" if others else ""

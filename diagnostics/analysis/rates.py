@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..tables import COUNTERS
+from ..metrics import COUNTERS
 from ..times import ns, utc_ns
 from ..times import utc as _utc
 from ..values import limits
@@ -25,7 +25,7 @@ KEY_BITS: tuple[int, ...] = (20, 12, 4, 6, 12, 8)  # 62 bits: one int64 per link
 NS_PER_HOUR = 3_600_000_000_000
 
 
-def _codes(series: pd.Series, rows: np.ndarray | None) -> np.ndarray:
+def key_codes(series: pd.Series, rows: np.ndarray | None) -> np.ndarray:
     """Small integer codes for one key column at the given rows (NA -> -1), in the column's narrow dtype."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy()
@@ -40,7 +40,7 @@ def _codes(series: pd.Series, rows: np.ndarray | None) -> np.ndarray:
     return np.asarray(codes)
 
 
-def _compose(codes: list[np.ndarray | None], at: np.ndarray | None = None) -> np.ndarray:
+def link_keys(codes: list[np.ndarray | None], at: np.ndarray | None = None) -> np.ndarray:
     """One int64 link key from the key columns' codes (a missing column counts as NA), at rows `at`."""
     size = next((len(c) for c in codes if c is not None), 0) if at is None else len(at)
     key = np.zeros(size, dtype=np.int64)
@@ -166,7 +166,7 @@ def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None
         keep_at = np.flatnonzero(valid)
         rows = keep_at if rows is None else rows[keep_at]
         t = t[keep_at]
-    codes = [_codes(frame[col], rows) if col in frame.columns else None for col in KEYS]
+    codes = [key_codes(frame[col], rows) if col in frame.columns else None for col in KEYS]
     starts = np.ones(len(t), dtype=bool)
     if len(t) < 2:
         return Prepared(frame, rows, t, starts)
@@ -177,7 +177,7 @@ def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None
     later = t[1:] > t[:-1]
     if np.logical_or(later, change, out=later).all():  # each run of one link is in time order
         heads = np.concatenate(([0], np.flatnonzero(change) + 1))
-        run_keys = _compose(codes, heads)
+        run_keys = link_keys(codes, heads)
         if (np.diff(run_keys) > 0).all():
             starts[1:] = change
             return Prepared(frame, rows, t, starts)
@@ -188,7 +188,7 @@ def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None
             starts = np.zeros(len(t), dtype=bool)
             starts[np.cumsum(sizes) - sizes] = True
             return Prepared(frame, order if rows is None else rows[order], t[order], starts)
-    key = _compose(codes)
+    key = link_keys(codes)
     order = _link_order(key, t)
     key, t = key[order], t[order]
     same = (key[1:] == key[:-1]) & (t[1:] == t[:-1])

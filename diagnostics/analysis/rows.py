@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..enums import LinkEnd, LinkType
-from ..tables import COUNTERS
+from ..metrics import COUNTERS, GAUGES
 
 
 def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
@@ -40,7 +40,7 @@ def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
     key = (node << 24) | (gpu << 8) | (kind + 1)
     per_link = ~total & links["link"].notna().to_numpy()
     covered = np.isin(key, np.unique(key[per_link])) & total  # a total beside per-link rows of its GPU
-    for column in (*COUNTERS, "symbol_ber", "effective_ber"):
+    for column in (*COUNTERS, *(m.column for m in GAUGES.values() if m.maximum is None)):
         if not covered.any():
             break
         if column not in links.columns:

@@ -20,10 +20,9 @@ from ..components import ComponentRef
 from ..config.thresholds import Rule, Thresholds, load_thresholds
 from ..config.watch import WatchPolicy, load_watch
 from ..format import Unit
+from ..metrics import SUMS
 from ..times import utc_datetime, utc_ns
 from .rates import NS_PER_HOUR, Prepared, prepare
-
-_COMPOSITE = {"crc": ("crc_flit", "crc_data")}  # a rule counter that is the sum of two table counters
 
 
 class Watch(BaseModel):
@@ -56,7 +55,7 @@ class Watch(BaseModel):
 
 def _series(p: Prepared, counter: str) -> tuple[np.ndarray, bool] | None:
     """Per row, the counter's increase (a counter) or its reading (a level); None when the table lacks it."""
-    parts = _COMPOSITE.get(counter, (counter,))
+    parts = SUMS.get(counter, (counter,))
     present = [c for c in parts if c in p.counters]
     if present:
         return sum((p.delta(c)[0] for c in present), np.zeros(len(p.t))), False

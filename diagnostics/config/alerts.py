@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +25,7 @@ class AlertPolicy(BaseModel):
     storm_racks: int = Field(ge=1)
     storm_min_nodes: int = Field(ge=1)
     signature_min_nodes: int = Field(ge=2)
+    first_pass: Literal["summary", "alert"] = "summary"
 
     @property
     def soak(self) -> timedelta:

@@ -94,12 +94,6 @@ class CodeCatalog(BaseModel):
     entries: dict[int, CodeEntry]
     sources: dict[str, str] = Field(default_factory=dict)  # tag -> the document or URL it stands for
 
-    def references(self, code: int) -> list[str]:
-        """The documents an entry's source names: its own URL and those its tags stand for."""
-        entry = self.entry(code)
-        tags = [self.sources[t] for t in _TAG.findall(entry.source) if t in self.sources]
-        return tags + (re.findall(r"https?://\S+?(?=[,;)\s]|$)", entry.source))
-
     def entry(self, code: int) -> CodeEntry:
         """The code's entry; for a code no catalog has, an entry saying so (never a KeyError)."""
         found = self.entries.get(int(code))

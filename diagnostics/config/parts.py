@@ -47,6 +47,7 @@ class Part(BaseModel):
     decided_by: str | None = Field(default=None, description="The command whose output decides the candidate.")
     decide: str | None = Field(default=None, description="How to read that output.")
     source: str = "assumed"
+    carries_gpu: bool = False  # the unit the GPU itself is swapped in: a repeat offender's replacement
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

@@ -66,6 +66,8 @@ class Localize(_Model):
     fanout_lead_s: float = Field(1.0, ge=0)
     fanout_history_max: int = Field(2, ge=1)
     fanout_onset_s: float = Field(900.0, ge=0)
+    rack_min_share: float = Field(0.5, gt=0.0, le=1.0)  # a rack-level incident: this share of the compute trays ...
+    rack_within_s: float = Field(300.0, gt=0)  # ... start failing within this long, no switch unit common to them
 
 
 class RackSpec(_Model):
@@ -82,12 +84,22 @@ class RackSpec(_Model):
     nvlinks_per_gpu: int = Field(ge=1)
     ports_per_chip: int = Field(ge=1)
     fabric: Literal["nmx", "fabric-manager"] = "nmx"
+    racks_per_domain: int = Field(1, ge=1)  # racks whose GPUs share the switch trays (NVL36x2: two)
     wiring: Wiring
     cartridge: list[Cartridge] = Field(default_factory=list)
     cartridge_source: dict[str, str] = Field(default_factory=dict)
     localize: Localize = Field(default_factory=lambda: Localize.model_validate({}))
     fru: dict[str, str] = Field(default_factory=dict)
     path: str = ""
+
+    @property
+    def map_assumed(self) -> bool:
+        """Whether which chip and port a GPU link lands on is assumed (no published port map), not stated."""
+        return self.wiring.source.lower().startswith("assumed")
+
+    @property
+    def cartridges_assumed(self) -> bool:
+        return str(self.cartridge_source.get("text", "assumed")).lower().startswith("assumed")
 
     @model_validator(mode="after")
     def _consistent(self) -> RackSpec:

@@ -46,8 +46,12 @@ class StepEntry(_Model):
     text: Text
     command: Text | None = None
     source: str = "assumed"
-    stops: Literal["gpu", "node"] | None = Field(
-        default=None, description="What the step takes out of service: one GPU, or every GPU of the node.")
+    stops: Literal["gpu", "node", "rack"] | None = Field(
+        default=None, description="What the step takes out of service: one GPU, every GPU of the node, or every "
+                                  "GPU of the rack (a switch tray or cartridge touched: every GPU has links there).")
+    drains: Literal["trays", "rack"] | None = Field(
+        default=None, description="An isolation step's reach: the trays on the failing links, or every tray of "
+                                  "the rack (before a step that stops the rack).")
     if_node_stops: str | None = Field(
         default=None, description="An isolation step's replacement (a [step] id) when the plan stops the node: "
                                   "excluding one GPU is no isolation for a reboot.")
@@ -61,6 +65,7 @@ class FaultEntry(_Model):
 
     reset: ResetScope
     reset_text: Text | None = None
+    reset_stops: Literal["gpu", "node", "rack"] | None = None  # what the reset takes, where not the scope's own
     capture: list[str]
     isolate: list[StepRef]
     repair: list[StepRef]
@@ -147,6 +152,12 @@ class Warnings(_Model):
     unknown_port: Text
     no_part_unknown: Text
     no_part_software: Text
+    no_part_rack: Text
+    assumed_rack_map: Text  # a rack unit found through the rack file's assumed port map
+    assumed_cartridge: Text  # ... through its assumed cartridge split
+    recovery_said: Text  # the driver's recovery action, said on every plan that has one
+    recovery_reboot: Text  # the reset step when that action is a reboot and the fault's own reset a GPU's
+    recovery_action: Text  # the one-line action's first words then
 
 
 class Status(_Model):
@@ -192,7 +203,7 @@ def _inherit(data: dict[str, Any], source: str) -> dict[str, Any]:
     return {**data, "platform": platforms}
 
 
-_NOT_TEXT = ("source", "needs", "stops", "if_node_stops")
+_NOT_TEXT = ("source", "needs", "stops", "drains", "if_node_stops", "reset_stops")
 
 
 def _texts(value: Any, where: str) -> list[tuple[str, str]]:

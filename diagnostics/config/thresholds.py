@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..enums import CodeSeverity, Priority, Severity
 from ..errors import ConfigError
-from ..format import Unit
+from ..metrics import METRICS, Kind, Unit, unit_of
 from .datafiles import DATA_DIR, read_toml
 
 DEFAULT_FILE = DATA_DIR / "thresholds.toml"
@@ -66,6 +66,22 @@ class Rule(BaseModel):
     # generation or width was not read is not judged (DCGM returns no verdict without them)
     per_lane_by_gen: list[float] | None = None
     inclusive: bool = False  # fires at `above` too (DCGM's `>=`)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _metric_unit(cls, data: Any) -> Any:
+        """A rule on a metric of the metric table judges it in the table's unit: given or left out, never another;
+        a counter's also as its lifetime total (`since reset`, DCGM's rules on totals)."""
+        if not isinstance(data, dict) or data.get("counter") not in METRICS:
+            return data
+        unit = unit_of(str(data["counter"]))
+        given = data.get("unit")
+        if given is None:
+            return {**data, "unit": unit}
+        total = given == Unit.TOTAL.value and METRICS[str(data["counter"])].kind in (Kind.COUNTER, Kind.SUM)
+        if given != unit.value and not total:
+            raise ValueError(f"rule {data.get('name')!r}: {data['counter']} is judged in {unit.value!r}, not {given!r}")
+        return data
 
     def applies_to(self, link_type: str) -> bool:
         return self.link_type in ("any", link_type)

@@ -24,6 +24,7 @@ class VerificationPolicy(BaseModel):
     window_hours: float = Field(gt=0, le=24)
     reopen_at: Literal["warning", "failing"] = "failing"
     min_coverage: float = Field(ge=0, le=1)
+    replace_at_ticket: int = Field(default=3, ge=2)
 
     @property
     def soak(self) -> timedelta:

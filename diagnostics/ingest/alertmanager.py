@@ -9,7 +9,10 @@ The format is Alertmanager's documented webhook body (https://prometheus.io/docs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+import pandas as pd
 
 from ..errors import InputError
 from .dcgm_map import DcgmMap, load_map
@@ -26,6 +29,7 @@ class NodeAlert:
     status: str  # "firing" or "resolved"
     fingerprint: str
     summary: str
+    starts_at: datetime | None = None  # when Alertmanager says it began firing
 
     @property
     def resolved(self) -> bool:
@@ -39,6 +43,18 @@ def _node(labels: dict[str, str], dmap: DcgmMap) -> str | None:
     instance = labels.get("instance", "")
     host = instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance  # host:port; an IPv6 literal stays
     return host.strip("[]") or None
+
+
+def _time(value: object) -> datetime | None:
+    """An RFC 3339 time as Alertmanager writes it (`2026-03-02T11:58:00.123456789Z`); None for its zero time or a
+    value that does not read."""
+    text = str(value or "")
+    if not text or text.startswith("0001-"):
+        return None
+    try:
+        return pd.Timestamp(text).to_pydatetime()
+    except ValueError:
+        return None
 
 
 def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAlert], list[str]]:
@@ -65,5 +81,6 @@ def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAle
         annotations = alert.get("annotations") or {}
         found.append(NodeAlert(node, name, str(alert.get("status") or payload.get("status") or "firing"),
                                str(alert.get("fingerprint") or f"{name}:{node}"),
-                               str(annotations.get("summary") or annotations.get("description") or name)))
+                               str(annotations.get("summary") or annotations.get("description") or name),
+                               _time(alert.get("startsAt"))))
     return found, skipped

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -242,6 +243,37 @@ class Source:
         for number, text, ended in self.numbered():
             if ended:
                 yield number, text
+
+
+# Bytes no text format holds: C0 controls but tab and the newlines, DEL, and U+FFFD (what an undecodable byte reads
+# as). A line with one was damaged on its way here (a flipped bit, a binary splice), so what is read of it may be wrong.
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+_DAMAGE_SAID = 10  # lines named one by one; the rest are counted
+
+
+def damaged_lines(source: Source) -> list[IngestWarning]:
+    """A warning for each line holding a byte that is no text (the first few, then a count), found a block of
+    text at a time, so a clean file of any size costs one regular-expression scan."""
+    lines: list[int] = []
+    chars: list[str] = []
+    number = source.first_line  # the line the next block starts on
+    with source._raw_text() as fh:
+        for block in iter(lambda: fh.read(1 << 20), ""):
+            at = 0
+            for match in _NOT_TEXT.finditer(block):
+                number += block.count("\n", at, match.start())
+                at = match.start()
+                if not lines or lines[-1] != number:
+                    lines.append(number)
+                    chars.append(match[0])
+            number += block.count("\n", at)
+    out = [IngestWarning(source.name, line, f"this line holds {char!r}, which no text holds: the line was damaged, "
+                                            "and what is read of it may be wrong")
+           for line, char in zip(lines[:_DAMAGE_SAID], chars, strict=False)]
+    if len(lines) > _DAMAGE_SAID:
+        out.append(IngestWarning(source.name, lines[_DAMAGE_SAID], f"this line and {len(lines) - _DAMAGE_SAID - 1} "
+                                                                   "more after it hold bytes that are no text"))
+    return out
 
 
 def _file_tail(path: Path) -> tuple[int, str] | None:

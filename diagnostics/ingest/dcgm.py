@@ -37,9 +37,11 @@ from ..tables import EVENTS, TABLES
 from ..values import Refused, limits
 from ..values import index as checked_index
 from .base import IngestResult, IngestWarning, Source
+from .dcgm_checks import checks
 from .dcgm_frame import build_events, build_gpus, build_link_samples, empty
 from .dcgm_lines import NAT_MS, Batch, line_batches, split
 from .dcgm_map import DcgmMap, load_map
+from .stamps import UNIT_NAMES, Unit, epoch_note
 from .textlines import normalize_bus_id
 
 MAX_LINE_WARNINGS = 50  # per file; the rest are counted in one closing warning
@@ -109,6 +111,7 @@ class _FileState:
     eof: int | None = None
     header: tuple[str, int] | None = None  # the last HELP/TYPE line: (metric, line)
     last_sample: int = 0
+    units: set[Unit] = field(default_factory=set)  # the epoch units its timestamps were in
 
 
 _KIND = {"error": -1, "skip": 0, "link": 1, "xid": 2}
@@ -134,6 +137,7 @@ class DcgmParser:
     xids: list[tuple[Any, ...]] = field(default_factory=list)
     xid_last: dict[tuple[Any, ...], float] = field(default_factory=dict)  # carried between reads (see build_events)
     gpus: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    uuid_owner: dict[Any, tuple[str, int, str]] = field(default_factory=dict)  # a UUID -> the GPU it first named
     warnings: list[IngestWarning] = field(default_factory=list)
     _series: dict[str, Series] = field(default_factory=dict)
     _bodies: dict[str, _Labels] = field(default_factory=dict)
@@ -156,6 +160,8 @@ class DcgmParser:
         if state.sentinels:
             warn(IngestWarning(state.name, None, f"{state.sentinels} samples held DCGM's blank sentinel "
                                                  "(field not supported): read as no value"))
+        if state.units - {"s", "ms"}:  # the exposition format's milliseconds, or OpenMetrics' seconds, go unsaid
+            warn(IngestWarning(state.name, None, epoch_note("timestamps", [u for u in UNIT_NAMES if u in state.units])))
         if state.header is not None and state.header[1] > state.last_sample:
             warn(IngestWarning(state.name, state.header[1], f"metric {state.header[0]} announced but no samples "
                                                             "follow: the input is cut off here"))
@@ -163,6 +169,7 @@ class DcgmParser:
 
     def _batch(self, batch: Batch, base: int, state: _FileState) -> None:
         problems: list[tuple[int, str]] = []
+        state.units |= batch.ts_units
         for pos, text in batch.comments:
             if text.startswith(("# HELP ", "# TYPE ")):
                 state.header = ((text.split(None, 3)[2:3] or [""])[0], base + pos + 1)
@@ -253,6 +260,9 @@ class DcgmParser:
             try:
                 labels = parse_labels(body)
                 mapping = self.mapping
+                if near := mapping.near_label(labels):
+                    raise SeriesError(f"label {near[0][:40]!r} is one letter from {near[1]!r}, a label fabricbot "
+                                      "reads (a damaged name?); not read")
                 gpu_text, link_text = mapping.label(labels, "gpu"), mapping.label(labels, "nvlink")
                 try:
                     gpu = checked_index(gpu_text, "gpu") if gpu_text is not None else None
@@ -306,8 +316,11 @@ class DcgmParser:
         info = self._labels(key[brace + 1 : -1] if brace >= 0 else "")
         mapping = self.mapping
         resolved = mapping.resolve(name)
-        is_xid = name in mapping.xid_counter or name in mapping.xid_gauge
+        is_xid = name in mapping.xid_counter or name in mapping.xid_gauge or name in mapping.recovery_gauge
         if resolved is None and not is_xid:
+            if (near := mapping.near_miss(name)) is not None:
+                raise SeriesError(f"{name[:60]}: one letter from {near}, a metric fabricbot reads (a damaged name?); "
+                                  "not read")
             return ("skip",)
         node, gpu, switch, link, labels = info.node, info.gpu, info.switch, info.link, info.labels
         if gpu is None and switch is None:
@@ -319,6 +332,8 @@ class DcgmParser:
             bus = normalize_bus_id(bus) or bus if bus else None
             if name in mapping.xid_gauge:
                 return ("xid", "gauge", node, gpu, None, bus)
+            if name in mapping.recovery_gauge:
+                return ("xid", "recovery", node, gpu, None, bus)
             code = mapping.label(labels, "xid")
             try:
                 return ("xid", "counter", node, gpu, checked_index(code or "", "code"), bus)
@@ -336,6 +351,14 @@ class DcgmParser:
         return ("link", (node, gpu, link_type, link, switch, total), fld.column, fld.counter)
 
     def _note_gpu(self, node: str, gpu: int, labels: dict[str, str], where: str) -> None:
+        if (uuid := self.mapping.label(labels, "uuid")) is not None:  # one GPU, one UUID: another index is damage
+            owner = self.uuid_owner.setdefault(uuid, (node, gpu, where))
+            if owner[:2] != (node, gpu) and (uuid, node, gpu) not in self.uuid_owner:
+                self.uuid_owner[(uuid, node, gpu)] = owner  # said once
+                file, _, number = where.rpartition(":")
+                self.warnings.append(IngestWarning(file, int(number), f"{uuid} is {node} GPU {gpu} here and "
+                                                                      f"{owner[0]} GPU {owner[1]} at {owner[2]}: "
+                                                                      "a label damaged?"))
         info = self.gpus.setdefault((node, gpu), {"source": where})
         if info.get("_complete"):
             return
@@ -347,7 +370,7 @@ class DcgmParser:
             info["pci_bus_id"] = normalize_bus_id(info["pci_bus_id"]) or info["pci_bus_id"]
 
     def result(self) -> IngestResult:
-        warnings = list(self.warnings)
+        warnings = [*self.warnings, *checks(self.parts, self.entities, self.files)]
         if self.node_id is None and any(e[0] == "unknown" for e in self.entities):
             warnings.append(IngestWarning(self.files[0] if self.files else "<input>", None,
                                           "no Hostname label on some series: node 'unknown' (give --node)"))

@@ -10,6 +10,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..config.recovery import load_recovery
+from ..enums import EventKind
 from ..tables import GPUS, LINK_SAMPLES, TABLES, TableSchema
 from .base import IngestWarning
 
@@ -130,6 +132,7 @@ def build_link_samples(parser: DcgmParser) -> pd.DataFrame:
 def build_events(xids: list[tuple[Any, ...]], files: list[str],
                  last: dict[tuple[Any, ...], float] | None = None) -> tuple[pd.DataFrame, list[IngestWarning]]:
     """Xid rows: (ts, kind, node, gpu, code, bus id, value, file, line) in reading order -> events + warnings.
+    `kind` is counter, gauge (the last Xid) or recovery (the driver's recovery action, an event of its own kind).
 
     `last` holds each Xid series' previous value, (kind, node, gpu, code) -> value, from earlier reads; it is
     updated in place, so a caller reading scrape files one by one sees a change between them.
@@ -153,6 +156,12 @@ def build_events(xids: list[tuple[Any, ...]], files: list[str],
                 first = " since the exporter started" if prev is None else ""
                 event = {"code": code, "count": int(increase),
                          "text": f"Xid {code} counted {int(increase)} time(s){first} (DCGM_EXP_XID_ERRORS_COUNT)"}
+        elif kind == "recovery":  # a state, not a history: a pending action now, and each change
+            if (prev is None and value) or (prev is not None and value != prev):
+                action = load_recovery().of(int(value))
+                was = "" if prev is None else f" (was {int(prev)})"
+                event = {"code": int(value), "kind": EventKind.RECOVERY_ACTION.value,
+                         "text": f"DCGM_FI_DEV_GPU_RECOVERY_ACTION reads {int(value)} ({action.words}){was}"}
         elif prev is None:
             if value:
                 warnings.append(IngestWarning(files[file_no], line, (
@@ -163,7 +172,7 @@ def build_events(xids: list[tuple[Any, ...]], files: list[str],
         if event is not None:
             ts_value = pd.NaT if ts == NAT_MS else pd.Timestamp(ts, unit="ms", tz="UTC")
             rows.append({"timestamp": ts_value, "node_id": node, "gpu": gpu, "pci_bus_id": bus, "kind": "xid",
-                         "source": where, **event})
+                         "source": where, **event})  # an event's own kind (a recovery action) over "xid"
     return pd.DataFrame(rows), warnings
 
 

@@ -22,11 +22,12 @@ import pyarrow.csv as pacsv
 
 from ..values import TIME_RANGE
 from .base import Source
+from .stamps import EPOCH_UNITS, Unit
 
 NAT_MS = np.iinfo(np.int64).min  # "no timestamp"
 SMALL_INPUT = 4 << 20  # bytes; larger inputs stream through the CSV reader in blocks
 _LAST_MS = TIME_RANGE[1].value // 1_000_000  # the last millisecond a reading's time may be (2262)
-SECONDS_BELOW = 100_000_000_000  # a timestamp below this is seconds (OpenMetrics; year 5138), above it milliseconds
+_PER_MS = {"s": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}  # milliseconds per unit
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Batch:
     ts_ms: np.ndarray  # per sample: int64 milliseconds, NAT_MS where none was given
     value_text: pa.Array  # per sample: the value's text
     ts_text: pa.Array  # per sample: the timestamp's text, "" where none was given
+    ts_units: frozenset[Unit] = frozenset()  # the epoch units the timestamps were in (`stamps.EPOCH_UNITS`)
 
     @cached_property
     def raw(self) -> pa.Array:
@@ -65,22 +67,32 @@ def _floats(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         return out, bad
 
 
-def _timestamps(ts: pa.Array, at_ms: int) -> tuple[np.ndarray, np.ndarray]:
+def _timestamps(ts: pa.Array, at_ms: int) -> tuple[np.ndarray, np.ndarray, frozenset[Unit]]:
+    """Milliseconds since the epoch, whether each is no time, and the epoch units the times were told to be in by
+    magnitude (`stamps.EPOCH_UNITS`: the exposition format writes milliseconds, OpenMetrics seconds; an exporter
+    that writes micro- or nanoseconds is read too)."""
     given = pc.greater(pc.utf8_length(ts), 0).to_numpy(zero_copy_only=False)
     out = np.full(len(ts), at_ms, dtype=np.int64)
     bad = np.zeros(len(ts), dtype=bool)
     if not given.any():
-        return out, bad
+        return out, bad, frozenset()
     text = ts if given.all() else ts.filter(pa.array(given))
     numbers, wrong = _floats(text)
-    seconds = np.abs(numbers) < SECONDS_BELOW
-    ms = np.where(seconds, np.round(numbers * 1000), numbers)
+    size, ms, low = np.abs(numbers), numbers.copy(), 0.0
+    units: set[Unit] = set()
+    for unit, _, below in EPOCH_UNITS:
+        mask = (size >= low) & (size < below)
+        low = below
+        if mask.any():
+            units.add(unit)
+            with np.errstate(over="ignore"):  # 1e308 s is no time: refused below, not a warning here
+                ms[mask] = np.round(numbers[mask] * _PER_MS[unit])
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(ms) & ~wrong & (np.abs(ms) <= _LAST_MS)  # a time no int64 of ms holds is none
     where = np.flatnonzero(given)
     out[where] = np.where(finite, ms, 0).astype(np.int64)
     bad[where] = ~finite
-    return out, bad
+    return out, bad, frozenset(units)
 
 
 def pick(flat: pa.Array, index: np.ndarray) -> pa.Array:
@@ -140,7 +152,7 @@ def split(arr: pa.Array, at_ms: int) -> Batch:
     unmatched = np.sort(candidate[np.concatenate([np.flatnonzero(count < 2), broken[~again_ok]])])
     encoded = pc.dictionary_encode(series)
     value, bad_value = _floats(value_text)
-    ts_ms, bad_ts = _timestamps(ts_text, at_ms)
+    ts_ms, bad_ts, ts_units = _timestamps(ts_text, at_ms)
     return Batch(
         comments=comments,
         unmatched=unmatched,
@@ -152,6 +164,7 @@ def split(arr: pa.Array, at_ms: int) -> Batch:
         ts_ms=ts_ms,
         value_text=value_text,
         ts_text=ts_text,
+        ts_units=ts_units,
     )
 
 

@@ -15,9 +15,12 @@ from typing import Any
 from ..config.datafiles import DATA_DIR, read_toml
 from ..enums import LinkType
 from ..errors import ConfigError
-from ..tables import COUNTERS, LINK_SAMPLES
+from ..metrics import COUNTERS, GAUGES
+from ..tables import LINK_SAMPLES
+from .textlines import one_edit
 
 DEFAULT_FILE = DATA_DIR / "dcgm.toml"
+_LINK_DIGITS = re.compile(r"\d{1,2}(?=\D*$)")  # the last run of digits: a per-link name's index
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,10 @@ class DcgmMap:
     saturation: float
     xid_counter: frozenset[str]
     xid_gauge: frozenset[str]
+    recovery_gauge: frozenset[str]
     fields: tuple[Field, ...]
     _memo: dict[str, Resolved | None] = dc_field(default_factory=dict, compare=False, hash=False)
+    _spelled_memo: dict[int, tuple[str, ...]] = dc_field(default_factory=dict, compare=False, hash=False)
 
     def resolve(self, name: str) -> Resolved | None:
         """The field a metric name feeds, or None for a metric fabricbot does not use."""
@@ -71,6 +76,34 @@ class DcgmMap:
                 return Resolved(field, int(match[1]))
         return None
 
+    def near_miss(self, name: str) -> str | None:
+        """The name fabricbot reads that `name` is one letter from (a flipped byte in a metric name), or None."""
+        spelled = self._spelled()
+        bare = _LINK_DIGITS.sub("", name, count=1)  # a per-link name's index out, as in its spelled form
+        for candidate in (name, bare):
+            for known in spelled.get(len(candidate), ()) + spelled.get(len(candidate) - 1, ()) + \
+                    spelled.get(len(candidate) + 1, ()):
+                if one_edit(candidate, known):
+                    return known
+        return None
+
+    def near_label(self, labels: dict[str, str]) -> tuple[str, str] | None:
+        """(a label name, the one fabricbot reads it is one letter from), when a label set has one."""
+        known = {alias for aliases in self.labels.values() for alias in aliases}
+        for name in labels:
+            if name not in known and (near := next((k for k in sorted(known) if one_edit(name, k)), None)):
+                return name, near
+        return None
+
+    def _spelled(self) -> dict[int, tuple[str, ...]]:
+        """Every metric name read, per-link ones without their index, by length."""
+        if not self._spelled_memo:
+            names = {*self.exact, *self.xid_counter, *self.xid_gauge,
+                     *(p.pattern.replace(r"(\d{1,2})", "").replace("\\", "") for p, _ in self.patterns)}
+            for known in names:
+                self._spelled_memo[len(known)] = (*self._spelled_memo.get(len(known), ()), known)
+        return self._spelled_memo
+
     def label(self, labels: dict[str, str], key: str) -> str | None:
         for alias in self.labels.get(key, ()):
             value = labels.get(alias)
@@ -79,8 +112,7 @@ class DcgmMap:
         return None
 
 
-_VALUE_COLUMNS = set(COUNTERS) | {"symbol_ber", "effective_ber", "tx_bytes_per_s", "rx_bytes_per_s",
-                                   "gen", "max_gen", "width", "max_width"}
+_VALUE_COLUMNS = set(COUNTERS) | {c for m in GAUGES.values() for c in m.columns}  # counters and level readings
 
 
 def _fields(entries: list[dict[str, Any]], origin: str) -> tuple[dict[str, Field], list[tuple[re.Pattern[str], Field]],
@@ -131,5 +163,6 @@ def _load(path: Path) -> DcgmMap:
         saturation=float(data.get("saturation", {}).get("value", 65535)),
         xid_counter=frozenset(xid.get("counter", [])),
         xid_gauge=frozenset(xid.get("last_value_gauge", [])),
+        recovery_gauge=frozenset(xid.get("recovery_action_gauge", [])),
         fields=tuple(fields),
     )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
-from .base import IngestResult, Reader, Source
+from .base import IngestResult, Reader, Source, damaged_lines
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
 _READER_MODULES: tuple[str, ...] = (
@@ -17,6 +18,7 @@ _READER_MODULES: tuple[str, ...] = (
     "nccl_xml",
     "nvlink",
     "smi_query",
+    "imex",
     "lspci",
     "kernel_log",
     "nccl_tests",
@@ -74,4 +76,14 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
 def read(source: Source | str | Path, *, fmt: str | None = None, node_id: str | None = None) -> IngestResult:
     """Read one input into normalized tables."""
     src = source if isinstance(source, Source) else Source.from_path(source)
-    return choose(src, fmt).read(src, node_id=node_id)
+    return read_with(choose(src, fmt), src, node_id=node_id)
+
+
+def read_with(reader: Reader, source: Source, **options: Any) -> IngestResult:
+    """`reader.read(source, **options)`, and a warning for each line damaged by bytes that are no text (every
+    door reads through here, so no reader has to look for them)."""
+    result = reader.read(source, **options)
+    if reader.name != "tables" or not source.head().startswith(b"PAR1"):  # Parquet's bytes are no text
+        told = {w.line for w in result.warnings}  # a line the reader already named (not read, say) is told
+        result.warnings.extend(w for w in damaged_lines(source) if w.line not in told)
+    return result

@@ -1,8 +1,11 @@
 """The driver's kernel lines about a GPU itself rather than an error code: who it is, and that it fell off the bus.
 
-`NVRM: GPU at PCI:0000:48:00: GPU-5fc0bcec-...` ties a bus to the GPU's UUID; every later event of that bus
-carries it. The driver reports a GPU lost from the bus in several spellings, with or without an Xid 79 line
-beside them:
+`NVRM: GPU at PCI:0000:48:00: GPU-5fc0bcec-...` ties a bus to the GPU's UUID, and the driver's next line,
+`NVRM: GPU Board Serial Number: 1652223012345`, gives that GPU's board serial (NVIDIA's open kernel modules print
+both once per GPU before its first Xid: `_krcLogUuidOnce` in kernel_rc.c; a board without one prints `[N/A]`,
+read as none); every later event of that bus carries both.
+
+The driver reports a GPU lost from the bus in several spellings, with or without an Xid 79 line beside them:
 
     NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.
     NVRM: GPU 18:00.0: GPU has fallen off the bus.              (no PCI domain: domain 0)
@@ -34,6 +37,8 @@ MESSAGE_LINES = 4  # the multi-line message: its first line and at most three mo
 _UUID = r"GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _IDENTITY = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<bus>[0-9a-fA-F:.]+): (?P<uuid>\S+)")
 _VALID_UUID = re.compile(_UUID + r"$")
+_SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (?P<serial>.*?)\s*$")
+_VALID_SERIAL = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]*$")  # `[N/A]`, `[not supported]`: no serial
 _OFF_BUS = re.compile(r"NVRM: GPU (?P<bus>[0-9a-fA-F:.]+): GPU has fallen off the bus")
 _OFF_BUS_BARE = re.compile(r"NVRM: GPU has fallen off the bus")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)")
@@ -57,6 +62,8 @@ class DriverLines:
 
     out: Collector
     uuids: dict[str, str] = field(default_factory=dict)  # bus -> GPU UUID
+    serials: dict[str, str] = field(default_factory=dict)  # bus -> board serial
+    named: str | None = None  # the bus the last identity line named: the serial line after it is that GPU's
     off_bus: dict[str, dict[str, Any]] = field(default_factory=dict)  # bus -> its newest Xid 79 event
     said: dict[int, str] = field(default_factory=dict)  # id(event) -> "xid", "message" or "both"
     message: _Message | None = None
@@ -64,14 +71,27 @@ class DriverLines:
     def uuid(self, bus: str | None) -> str | None:
         return self.uuids.get(bus) if bus else None
 
+    def serial(self, bus: str | None) -> str | None:
+        return self.serials.get(bus) if bus else None
+
+    def identity(self, bus: str | None) -> dict[str, str | None]:
+        """The event columns naming the GPU on `bus`: its UUID and board serial, where the log gave them."""
+        return {"gpu_uuid": self.uuid(bus), "gpu_serial": self.serial(bus)}
+
     def read(self, number: int, body: str, last: dict[str, Any] | None) -> tuple[bool, dict[str, Any] | None]:
         """(whether the line is one of these, the event it made or joined)."""
         if self.message is not None:  # the caller has checked that the line continues it (`continues`)
             self.message.parts.append(body[body.index("NVRM:"):].removeprefix("NVRM:").strip())
             self.message.lines.append(number)
             return True, self._finish() if _FALLEN in body else None
+        if match := _SERIAL.search(body):
+            if self.named is not None and _VALID_SERIAL.match(match["serial"]):
+                self.serials[self.named] = match["serial"]
+            self.named = None
+            return True, None
         if match := _IDENTITY.search(body):
             bus = normalize_bus_id(match["bus"])
+            self.named = bus
             if bus and _VALID_UUID.match(match["uuid"]):
                 self.uuids[bus] = match["uuid"]
             else:
@@ -99,7 +119,7 @@ class DriverLines:
         """Whether a line may be the open multi-line message's next."""
         return (self.message is not None and len(self.message.lines) < MESSAGE_LINES and "NVRM:" in text
                 and "Xid" not in text and not _THE_GPU.search(text) and not _OFF_BUS_BARE.search(text)
-                and not _OFF_BUS.search(text) and not _IDENTITY.search(text))
+                and not _OFF_BUS.search(text) and not _IDENTITY.search(text) and not _SERIAL.search(text))
 
     def interrupted(self) -> list[int]:
         """The open message ended without saying the GPU fell off the bus (it said something else: a GPU not
@@ -132,7 +152,7 @@ class DriverLines:
             self.said[id(known)] = "both"
             return known
         event = self.out.add("events", number, timestamp=timestamp, pci_bus_id=bus, kind=EventKind.XID.value,
-                             code=OFF_BUS_CODE, text=text, gpu_uuid=self.uuid(bus))
+                             code=OFF_BUS_CODE, text=text, **self.identity(bus))
         self.off_bus[bus] = event
         self.said[id(event)] = "message"
         return event

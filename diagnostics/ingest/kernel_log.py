@@ -25,7 +25,7 @@ from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
 from .kernel_gpu import OFF_BUS_CODE, DriverLines
-from .textlines import Collector, classify, normalize_bus_id, parse_time, skip_shell
+from .textlines import Collector, classify, normalize_bus_id, one_edit, parse_time, skip_shell
 
 # journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
 # a host name in any script (`nœud-07`, `узел-3`, decomposed accents): whatever the prefix holds before `kernel:`
@@ -38,6 +38,9 @@ _DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dm
 _TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
 _UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
 _KERNEL = re.compile(r"^kernel:\s*")
+_WORD_NUMBER = re.compile(r"\b(?P<word>[A-Za-z]{3,5})\s+\d")
+_BAD_LINK = re.compile(r"\blink\W*\S*\d\S*|\blink\s+[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
+_HEAD = re.compile(r"^(.*?)(?:\bkernel[:\[]|NVRM:|nvidia-nvswitch|pcieport |nvidia \d)")  # what a prefix would be
 
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*(?P<rest>.*)$")
 _SXID = re.compile(r"(?P<dev>nvidia-nvswitch(?P<index>\d*)): SXid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*"
@@ -46,8 +49,11 @@ _SXID_HEAD = re.compile(r"^(?P<sev>Fatal|Non-?fatal)\s*,", re.IGNORECASE)
 _SXID_MORE = re.compile(r"^(?:Data \{|Severity (?P<sev>\d+) Engine instance)")
 # NVLink5 (Xid 144-150): `NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (...)`, its fields apart by one space or several
 _XID_SEVERITY = re.compile(r"^(?P<sub>[A-Z][A-Z0-9_]*)\s+(?P<sev>Fatal|Non-?fatal)\b", re.IGNORECASE)
-_CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
-_LINK = re.compile(r"\blink\s*(\d+)(?!\w|\.\d)", re.IGNORECASE)  # `link 5(0x0...`, never the 1 of `link 1E+308`
+_CAUSED = re.compile(r"caused by previous Xid (?P<n>\d[\w.,+-]*?)[.,]?(?=[\s(:;]|$)", re.IGNORECASE)
+# an Xid or SXid line whose keyword is damaged (`Xie`, `SXie`): its shape is still the driver's
+_XID_SHAPE = re.compile(r"(?:NVRM: |nvswitch\d*: )(?P<word>\S{3,4}) \((?:PCI:)?[0-9a-fA-F:.]+\): \d")
+# `link 5(0x0...`, `Link 01 (...)`: the whole token, so `Link 1,000,000` or `link 1E+308` is refused, never read as 1
+_LINK = re.compile(r"\blink\s*(?P<n>[-+]?\d[\w.,+-]*?)[.,]?(?=[\s(:;]|$)", re.IGNORECASE)
 _AER_KIND = EventKind.AER.value
 _DEVICE = r"(?:[\w-]+\s+)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+"
 _AER_RECEIVED = re.compile(_DEVICE + r"AER: (?P<msg>.*?error received: (?P<src>\S+))\s*$")
@@ -101,17 +107,25 @@ class KernelLogReader:
                 last = _sxid(out, line.number, sxid, open_sxids)
             elif "AER:" in body and (aer := _AER_RECEIVED.search(body)):
                 src = normalize_bus_id(aer["src"]) or normalize_bus_id(aer["bus"])
+                if normalize_bus_id(aer["src"]) is None:
+                    out.warn(line.number, f"AER: the error's source {aer['src'][:40]!r} is no PCI bus id; kept under "
+                                          f"the port that reports it ({src})")
                 last = out.add("events", line.number, pci_bus_id=src, kind=EventKind.AER.value, text=aer["msg"],
-                               gpu_uuid=driver.uuid(src))
+                               **driver.identity(src))
             elif _maybe_aer_detail(body, last) and (detail := _AER_DETAIL.search(body)):
                 bus = normalize_bus_id(detail["bus"])
                 if last and last["kind"] == EventKind.AER.value and last["pci_bus_id"] == bus:
                     last["text"] += "; " + " ".join(detail["msg"].split())
                 else:
+                    starts = detail["msg"].startswith("PCIe Bus Error")  # else it goes on a report of its device
+                    open_aer = last is not None and last["kind"] == EventKind.AER.value
+                    if last and open_aer and (not starts or "error received" in last["text"]):
+                        out.warn(line.number, f"AER detail of {bus} inside the report of {last['pci_bus_id']}: one of "
+                                              "the two bus ids is damaged; read apart")
                     last = out.add("events", line.number, pci_bus_id=bus, kind=EventKind.AER.value,
-                                   text=" ".join(detail["msg"].split()), gpu_uuid=driver.uuid(bus))
-            elif "Xid" in body and ("NVRM" in body or "SXid" in body):
-                out.warn(line.number, "an Xid line that cannot be read (cut off?); it is skipped")
+                                   text=" ".join(detail["msg"].split()), **driver.identity(bus))
+            elif ("Xid" in body and ("NVRM" in body or "SXid" in body)) or _XID_SHAPE.search(body):
+                out.warn(line.number, "an Xid line that cannot be read (cut off, or a word damaged?); it is skipped")
             elif "NVRM:" in body and (taken := driver.read(line.number, body, last))[0]:
                 last = taken[1] or last
             else:
@@ -147,13 +161,21 @@ def _xid(out: Collector, number: int, xid: re.Match[str], code: int, text: str, 
     if code == OFF_BUS_CODE and (joined := driver.xid_joins(bus, out.timestamp, text)) is not None:
         return joined
     caused = _CAUSED.search(xid["rest"])
+    if caused is None and ("previous xid" in xid["rest"].lower() or "caused by" in xid["rest"].lower()):
+        out.warn(number, "`caused by previous Xid` without the Xid it names as written; read without it")
     link = _LINK.search(xid["rest"]) if nvlink else None
+    if nvlink and link is None:
+        _no_link_number(out, number, xid["rest"], f"Xid {code}")
     stated = _XID_SEVERITY.match(xid["rest"])
+    _check_bus(out, number, xid["bus"], bus, f"Xid {code}")
+    if driver.uuids and bus and bus not in driver.uuids:  # the log names its GPUs: this bus is none of them
+        out.once(f"unnamed {bus}", number, f"Xid {code} on {bus}, a bus none of the log's GPU identity lines names "
+                                           "(a digit damaged?); its events carry no GPU UUID")
     event = out.add("events", number, pci_bus_id=bus, kind=EventKind.XID.value, code=code, text=text,
-                    caused_by=out.checked("index", number, caused[1], "code", "caused by Xid") if caused else None,
-                    link=out.checked("index", number, link[1], "link", f"Xid {code} link") if link else None,
+                    caused_by=out.checked("index", number, caused["n"], "code", "caused by Xid") if caused else None,
+                    link=out.checked("index", number, link["n"], "link", f"Xid {code} link") if link else None,
                     severity=_severity(stated["sev"]) if stated else None,
-                    subcode=stated["sub"] if stated and nvlink else None, gpu_uuid=driver.uuid(bus))
+                    subcode=stated["sub"] if stated and nvlink else None, **driver.identity(bus))
     if code == OFF_BUS_CODE:
         driver.xid_added(event)
     return event
@@ -163,24 +185,50 @@ def _sxid(out: Collector, number: int, sxid: re.Match[str], open_sxids: dict[tup
           ) -> dict[str, Any]:
     """A first SXid line starts an event; its `Severity`/`Data` lines (same switch and code) join it."""
     bus, code, rest = normalize_bus_id(sxid["bus"]), int(sxid["code"]), sxid["rest"]  # the code is checked
+    _check_bus(out, number, sxid["bus"], bus, f"SXid {code}")
     more = _SXID_MORE.match(rest)
+    if rest.startswith("Severity") and (more is None or more["sev"] not in ("0", "1")):
+        out.warn(number, f"SXid {code}: {rest[:40]!r} is no severity NVSwitch prints (0 non-fatal, 1 fatal); "
+                         "read without one")
     event = open_sxids.get((bus, code)) if more else None
     if event is not None:
         event["text"] += "; " + rest
-        if more and more["sev"] is not None and event["severity"] is None:
+        if more and more["sev"] in ("0", "1") and event["severity"] is None:
             event["severity"] = _severity(more["sev"])
         return event
     head = _SXID_HEAD.match(rest)
+    if head is None and more is None:
+        out.warn(number, f"SXid {code}: {rest[:40]!r} is none of the driver's SXid lines (Fatal or Non-fatal first, "
+                         "then Severity and Data); read without a severity")
     link = _LINK.search(rest) if head or not more else None
+    if link is None and (head or not more):
+        _no_link_number(out, number, rest, f"SXid {code}")
     if more:
         out.warn(number, f"SXid {code} on {bus}: its first line (severity and link) is not in the input, cut off "
                          "above; its following lines are read as one event")
-    severity = _severity(head["sev"]) if head else (_severity(more["sev"]) if more and more["sev"] else None)
+    severity = _severity(head["sev"]) if head else (_severity(more["sev"]) if more and more["sev"] in ("0", "1")
+                                                    else None)
     event = out.add("events", number, pci_bus_id=bus, kind=EventKind.SXID.value, code=code,
-                    link=out.checked("index", number, link[1], "link", f"SXid {code} port") if link else None,
+                    link=out.checked("index", number, link["n"], "link", f"SXid {code} port") if link else None,
                     text=f"{sxid['dev']}: {rest}", severity=severity, nvswitch=sxid["index"] or None)
     open_sxids[(bus, code)] = event
     return event
+
+
+def _no_link_number(out: Collector, number: int, rest: str, what: str) -> None:
+    """A message that names a link with no link number where one belongs (`Link!45`, `Link inf`), or a number
+    after a word one letter from `Link` (`Lhnk 46`), is said."""
+    found = _BAD_LINK.search(rest) or next(
+        (m for m in _WORD_NUMBER.finditer(rest) if one_edit(m["word"].lower(), "link")), None)
+    if found:
+        out.warn(number, f"{what}: {found[0][:30]!r} names a link with no link number; read without a link")
+
+
+def _check_bus(out: Collector, number: int, written: str, bus: str | None, what: str) -> None:
+    """A message's device that is no PCI bus id is said: its event is kept without one."""
+    if bus is None:
+        out.warn(number, f"{what}: {written.removeprefix('PCI:')[:40]!r} is no PCI bus id; the event is kept "
+                         "without one")
 
 
 def _severity(stated: str) -> str:
@@ -214,6 +262,9 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
         else:
             ts = stamp.tz_localize("UTC")
             out.once("dmesg-T", number, "dmesg -T prints local time without a zone; read as UTC")
+    elif (head := _HEAD.match(body)) and any(c.isdigit() for c in head[1]) and not _UPTIME.match(body):
+        out.warn(number, f"{head[1].strip()[:40]!r} is a log prefix none of the forms this reader knows (its time "
+                         "damaged?); the event has no time")
     body = _KERNEL.sub("", body)
     if match := _UPTIME.match(body):
         body = body[match.end():]
@@ -223,7 +274,7 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
 
 def _maybe_event(text: str, last: dict[str, Any] | None) -> bool:
     """Whether a line may hold an event: most lines of a kernel log do not, and are passed over cheaply."""
-    return "Xid" in text or "AER" in text or "NVRM" in text or _maybe_aer_detail(text, last)
+    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _maybe_aer_detail(text, last)
 
 
 def _maybe_aer_detail(body: str, last: dict[str, Any] | None) -> bool:

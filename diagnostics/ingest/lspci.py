@@ -23,7 +23,7 @@ from typing import Any
 
 from ..enums import LinkEnd, LinkState, LinkType
 from .base import IngestResult, Source
-from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
+from .textlines import Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
 
 _DEVICE = re.compile(
     r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (?P<cls>[^:]+): (?P<desc>.*)$"
@@ -34,12 +34,31 @@ _LNKSTA = re.compile(r"^\s*LnkSta:\s*Speed (?P<speed>[\d.]+)GT/s[^,]*, Width x(?
 _LANE_ERRORS = re.compile(r"^\s*LaneErrStat:\s*(?:LaneErr at lane:\s*(?P<lanes>\d+(?:\s+\d+)*)|(?P<none>0))\s*$")
 _GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 _AER_PATH = re.compile(
-    r"(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])/aer_(?P<file>dev_correctable|dev_nonfatal|dev_fatal)"
+    r"(?<![0-9a-fA-F])(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])/aer_(?P<file>dev_correctable|"
+    r"dev_nonfatal|dev_fatal)(?![\w-])"
 )
-_BUS = re.compile(r"^\s*Bus: primary=[0-9a-fA-F]+, secondary=(?P<secondary>[0-9a-fA-F]+), subordinate=")
+_BUS = re.compile(r"^\s*Bus: primary=[0-9a-fA-F]{2}, secondary=(?P<secondary>[0-9a-fA-F]{2}), subordinate=")
 _CESTA = re.compile(r"^\s*CESta:\s*(?P<bits>.*)$")
+# The fields a device's block holds once (one Express capability, one AER capability, one bridge bus line): a
+# second one means the next device's header line is missing, and its lines would be taken as this device's.
+_FIELD_NAMES = ("LnkCap", "LnkSta", "CESta", "LaneErrStat", "Bus")
+_FIELD = re.compile(rf"^\s+(?P<name>{'|'.join(_FIELD_NAMES)}):")
+_FIRST_WORD = re.compile(r"^\s+(?P<word>[^\s:]+)")
+_KEYS_NEAR_FIELDS = frozenset({"LnkCap2", "LnkSta2", "UESta"})  # lspci's own (ls-caps.c), one letter from a field
+_CESTA_BITS = ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout")  # what lspci's CESta always lists
 _BIT = re.compile(r"(?P<name>[A-Za-z]+)(?P<set>[+-])")
 _AER_VALUE = re.compile(r"(?:^|:)(?P<name>[A-Za-z_]+)\s+(?P<value>\d+)\s*$")
+# The lines each sysfs AER file prints (drivers/pci/pcie/aer.c: aer_correctable_error_string,
+# aer_uncorrectable_error_string, then the file's TOTAL_ERR_* line, as aer_stats_dev_attr writes them).
+_UNCORRECTABLE = ("Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF", "MalfTLP",
+                  "ECRC", "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr",
+                  "PoisonTLPBlocked", "DMWrReqBlocked", "IDECheck", "MisIDETLP", "PCRC_CHECK", "TLPXlatBlocked")
+AER_NAMES = {
+    "dev_correctable": frozenset({"RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr",
+                                  "HeaderOF", "TOTAL_ERR_COR"}),
+    "dev_nonfatal": frozenset({*_UNCORRECTABLE, "TOTAL_ERR_NONFATAL"}),
+    "dev_fatal": frozenset({*_UNCORRECTABLE, "TOTAL_ERR_FATAL"}),
+}
 AER_COLUMNS = {
     "TOTAL_ERR_COR": "aer_correctable",
     "TOTAL_ERR_NONFATAL": "aer_nonfatal",
@@ -78,25 +97,35 @@ class LspciReader:
         out = Collector(source, "lspci / AER", node_id)
         rows: dict[str, dict[str, Any]] = {}
         device: tuple[str, str | None, int] | None = None  # bus id, kind, header line
-        aer_bus: str | None = None
+        aer = _AerFiles(out)
         cap: dict[str, int | None] = {}
         last: Line | None = None
         below: dict[tuple[str, int], str] = {}  # (domain, secondary bus) -> the bridge above that bus
         lanes: dict[str, list[dict[str, Any]]] = {}
+        block: dict[str, int] = {}  # the once-only fields of this device's block -> their line
         for line in classify(source, out):
-            if line.kind == "command" and (path := _AER_PATH.search(line.command or "")):
-                aer_bus = normalize_bus_id(path["bus"])
+            if line.kind == "command":  # the AER file a command prints, if it names one
+                path = _AER_PATH.search(line.command or "")
+                bus = normalize_bus_id(path["bus"]) if path else None
+                aer.command = (bus, path["file"]) if path and bus else None
             if skip_shell(line, out):
                 continue
             if head := _DEVICE.match(line.text):
                 _check_status(out, device, cap, last)
                 bus = normalize_bus_id(head["bus"]) or head["bus"]
-                device, cap, aer_bus = (bus, device_kind(head["cls"], head["desc"]), line.number), {}, None
+                device, cap, aer.command = (bus, device_kind(head["cls"], head["desc"]), line.number), {}, None
+                block = {}
             elif _BROKEN_DEVICE.match(line.text):  # a device line whose bus id is no bus id: its lines are no one's
                 _check_status(out, device, cap, last)
                 out.warn(line.number, f"{line.text.strip()[:40]!r}: not a device line as lspci prints one (its bus "
                                       "id is not DDDD:BB:DD.F); the lines under it are not read")
-                device, cap, aer_bus = None, {}, None
+                device, cap, aer.command = None, {}, None
+            elif device is not None and (field := _FIELD.match(line.text)) and field["name"] in block:
+                out.warn(line.number, f"a second {field['name']} in {device[0]}'s block (the first at line "
+                                      f"{block[field['name']]}): a device's header line is missing above; the lines "
+                                      "from here to the next device are not read")
+                _check_status(out, device, cap, last)
+                device, cap = None, {}
             elif match := _LNKCAP.match(line.text):
                 cap = {"speed": _gen(out, line.number, match["speed"], "LnkCap"),
                        "width": out.checked("level", line.number, match["width"], "pcie_width", "LnkCap width")}
@@ -115,12 +144,20 @@ class LspciReader:
                 below[(device[0].split(":")[0], int(match["secondary"], 16))] = device[0]
             elif (match := _CESTA.match(line.text)) and device is not None:
                 if device[1] is not None:
-                    _status_bits(out, rows, device, match["bits"])
+                    _status_bits(out, rows, device, match["bits"], number=line.number)
+            elif device is not None and (field := _FIELD.match(line.text)):
+                out.warn(line.number, f"{line.text.strip()[:60]!r}: not a {field['name']} line as lspci prints one; "
+                                      "not read")
+            elif device is not None and (near := _near_field(line.text)):
+                out.warn(line.number, f"{near[0][:40]!r} is one letter from {near[1]!r}, a field the reader takes (a "
+                                      "damaged name?); not read")
             elif value := _AER_VALUE.search(line.text):
-                path = _AER_PATH.search(line.text)
-                bus = normalize_bus_id(path["bus"]) if path else aer_bus
+                file = aer.file_of(line, value["name"])
+                bus = file[0] if file else None
                 column = AER_COLUMNS.get(value["name"])
-                if bus is None:
+                if file is None:
+                    pass
+                elif bus is None:
                     out.once("aer-nobus", line.number, "AER counters without a device path; they are not read "
                                                        "(paste them with `grep -r . /sys/bus/pci/devices/*/aer_dev_*`)")
                 elif column:
@@ -131,10 +168,56 @@ class LspciReader:
                         row["aer_counted"] = True
             elif device is None or not line.text[:1].isspace():
                 out.unread(line)
+            if device is not None and (field := _FIELD.match(line.text)):
+                block.setdefault(field["name"], line.number)
             last = line
         _check_status(out, device, cap, last)
         _upstream_ends(rows, lanes, below)
         return out.result()
+
+
+class _AerFiles:
+    """Which device's which AER file each counter line is from, checked against what the file can print: a line
+    naming another device than its command, a name the file does not print, or a name printed twice for one
+    device's file (a command line lost between two files) is said and not read."""
+
+    def __init__(self, out: Collector) -> None:
+        self.out = out
+        self.command: tuple[str, str] | None = None  # (bus id, file) the last command prints
+        self.seen: dict[tuple[str | None, str | None, str], int] = {}  # (bus, file, name) -> its line
+
+    def file_of(self, line: Line, name: str) -> tuple[str | None, str | None] | None:
+        """(bus id or None, file or None) of a counter line; None when the line is not read (and said)."""
+        path = _AER_PATH.search(line.text)
+        if path is None and "/aer_dev_" in line.text:
+            self.out.warn(line.number, f"{line.text.strip()[:60]!r}: no device bus id (DDDD:BB:DD.F) in its path; "
+                                       "not read")
+            return None
+        bus = normalize_bus_id(path["bus"]) if path else (self.command[0] if self.command else None)
+        file = path["file"] if path else (self.command[1] if self.command else None)
+        if path and self.command and (bus, file) != self.command:
+            self.out.warn(line.number, f"a line of {bus}'s aer_{file} where the command prints {self.command[0]}'s "
+                                       f"aer_{self.command[1]}; not read")
+            return None
+        if file is not None and name not in AER_NAMES[file]:
+            self.out.warn(line.number, f"{name[:40]!r} is no counter aer_{file} prints; not read")
+            return None
+        first = self.seen.setdefault((bus, file, name), line.number)
+        if first != line.number:
+            self.out.warn(line.number, f"{name} again for {bus or 'this device'}'s aer_{file or 'file'} (first at "
+                                       f"line {first}): a command line may be missing above; not read")
+            return None
+        return bus, file
+
+
+def _near_field(text: str) -> tuple[str, str] | None:
+    """(the line's first word, the field it is one letter from) when it is none of lspci's own names."""
+    match = _FIRST_WORD.match(text)
+    word = match["word"] if match else None
+    if word is None or word in _KEYS_NEAR_FIELDS or word in _FIELD_NAMES:
+        return None
+    near = next((f for f in _FIELD_NAMES if one_edit(word, f)), None)
+    return (word, near) if near else None
 
 
 def _gen(out: Collector, number: int, speed: str, what: str) -> int | None:
@@ -176,10 +259,13 @@ def _lane_rows(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[st
 
 
 def _status_bits(out: Collector, rows: dict[str, dict[str, Any]], device: tuple[str, str | None, int],
-                 bits: str) -> None:
+                 bits: str, number: int) -> None:
     """The AER correctable status bits of a port: a set bit is at least one error of that kind since they were
     cleared (a sysfs count of the same device, where pasted, is kept: it says how many)."""
     row = _row(out, rows, device[0], device[2], device[1])
+    missing = [name for name in _CESTA_BITS if f"{name}+" not in bits and f"{name}-" not in bits]
+    if missing:
+        out.warn(number, f"{device[0]}'s CESta has no {', '.join(missing)} bit (lspci prints each); not read")
     for bit in _BIT.finditer(bits):
         column = AER_COLUMNS.get(bit["name"])
         if column and not row.get("aer_counted"):

@@ -1,27 +1,63 @@
 """nccl-tests output (`all_reduce_perf` and its siblings): collective time, algbw and busbw per message size.
 
-The column header names the layout, so old (`error`, no `root`) and new (`root`, `#wrong`) tables read alike.
-Each size gives an out-of-place and an in-place row (`in_place`); `# Avg bus bandwidth` gives one row with no
-size. The collective comes from the `*_perf` command line when the paste has it; the hosts from the `Rank` lines.
+Every collective prints one table, and the column header names its layout: `size count type redop root` (today;
+`none` and -1 where the collective has no reduction or root), or an older one without `root`, without `redop`
+(all_gather, broadcast), or with an empty `redop` cell (alltoall); then out-of-place and in-place groups of
+`time algbw busbw #wrong` (or `error`), optionally with per-iteration columns and a `timestamp`. A row's cells are
+matched to the header by count, else by where each ends (the tool right-aligns them under their names; not
+where a tab stands between cells, its width unknown), else from the right (a paste that lost its alignment); a row
+that fits none of these is said, never dropped silently.
+`# Avg bus bandwidth` gives one row with no size. The collective comes from the `*_perf` command line, the
+`# Collective test starting/concluded:` lines or a script's `==== x_perf ====` banner; the hosts from the `Rank`
+lines.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from .base import IngestResult, Source
-from .textlines import Collector, Line, classify, skip_shell
+from .textlines import Collector, Line, classify, near, one_edit, parse_time, skip_shell
 
 _COMMAND = re.compile(r"(?:^|/|\s)(?P<coll>[a-z_]+?)_perf(?:_mpi)?\b")
-_RANK = re.compile(r"^#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
+_NAMED = re.compile(r"^#\s*Collective test (?P<when>starting|concluded):\s*(?P<coll>[a-z_]+?)_perf\b|"
+                    r"^=+\s*(?P<banner>[a-z_]+?)_perf\s*=+$")
+_RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
-_KNOWN = re.compile(r"^(?:NCCL version|#)")
-_KINDS = ("collective_time_us", "bandwidth_gbps", "bandwidth_gbps")  # the limits of time, algbw and busbw
-# The layouts seen before a header is: newest first. Each name is a column, `time` starts a figures group.
-_DEFAULT_LAYOUTS = (
-    ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"],
-    ["size", "count", "type", "redop", "time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error"],
-)
+_AVG_NEAR = near("Avg bus bandwidth")  # the line with a flipped byte: said, not passed over as a comment
+_KNOWN = re.compile(r"^(?:NCCL\s+version|#|\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+INFO\s)")  # NCCL's INFO lines between
+_TAGGED = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")  # mpirun --tag-output
+_STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})")  # `timestamp` cells: `%Y-%m-%d %H:%M:%S`
+_NAMES = {"bytes": "size", "N": "count", "op": "redop", "cputime": "time", "res": "#wrong", "error": "#wrong"}
+_FIGURES = (("time", "collective_time_us", "collective_time_us"), ("algbw", "algbw_gbps", "bandwidth_gbps"),
+            ("busbw", "busbw_gbps", "bandwidth_gbps"))
+# Every column name nccl-tests prints (src/common.cu, util.cu: 2.13 to 2.17 and the per-iteration columns), as
+# _NAMES spells them
+_COLUMN_NAMES = frozenset({"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "timestamp",
+                           "i_min", "i_max", "i_p99", "i_cv%"})
+_REDOPS = {"sum", "prod", "max", "min", "avg", "mulsum", "none"}
+_SLACK = 2  # characters a cell's right edge may sit from its header's: the header is `# ` plus the row's widths
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    end: int | None  # where the name ends on the header line; None for a layout not read from one
+
+
+# The layouts for rows with no header before them: newest first.
+_DEFAULT_LAYOUTS = tuple(
+    [_Column(name, None) for name in layout.split()]
+    for layout in ("size count type redop root time algbw busbw #wrong time algbw busbw #wrong",
+                   "size count type redop time algbw busbw #wrong time algbw busbw #wrong"))
+
+
+@dataclass
+class _Table:
+    columns: list[_Column]
+    in_place_first: bool = False  # the line above the header says which group comes first
 
 
 class NcclTestsReader:
@@ -37,62 +73,235 @@ class NcclTestsReader:
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "nccl-tests", node_id)
         collective: str | None = None
+        named: list[str] = []
+        unnamed: list[dict[str, Any]] = []  # rows read before any line names their collective
         hosts: list[str] = []
-        columns: list[str] | None = None
-        rows = 0
+        table: _Table | None = None
+        in_place_first = False
         for line in classify(source, out):
             if line.kind in ("command", "continuation") and (cmd := _COMMAND.search(line.command or "")):
-                collective = cmd["coll"]
+                collective = _named(cmd["coll"], named)
             if skip_shell(line, out):
                 continue
-            text = line.text.strip()
-            if rank := _RANK.match(text):
+            text = _TAGGED.sub("", line.text).rstrip()
+            stripped = text.strip()
+            if said := _NAMED.match(stripped):
+                collective = _named(said["coll"] or said["banner"], named)
+                if said["when"] == "concluded":  # said after its table: the rows no earlier line named are its
+                    for row in unnamed:
+                        row["collective"] = collective
+                    unnamed.clear()
+                    collective = None
+            elif rank := _RANK.match(stripped):
                 if rank["host"] not in hosts:
                     hosts.append(rank["host"])
-            elif avg := _AVG.match(text):
+            elif avg := _AVG.match(stripped):
                 value = out.checked("gauge", line.number, avg["value"], "bandwidth_gbps", "Avg bus bandwidth")
                 if value is not None:
-                    out.add("step_samples", line.number, collective=collective, busbw_gbps=value)
-            elif text.startswith("#") and "size" in text and "time" in text:
-                columns = text.lstrip("#").split()
-            elif _KNOWN.match(text):
+                    row = out.add("step_samples", line.number, collective=collective, busbw_gbps=value)
+                    if collective is None:
+                        unnamed.append(row)
+            elif stripped.startswith("#") and _AVG_NEAR.search(stripped):
+                out.warn(line.number, f"{stripped[:60]!r} is not the `# Avg bus bandwidth : <GB/s>` line nccl-tests "
+                                      "prints (a damaged line?); not read")
+            elif stripped.startswith("#") and "out-of-place" in stripped and "in-place" in stripped:
+                in_place_first = stripped.index("in-place") < stripped.index("out-of-place")
+            elif stripped.startswith("#") and _is_header(stripped):
+                columns = _header(text)
+                if damage := _damaged(columns):
+                    out.warn(line.number, f"{damage} (a damaged header?); the rows under it are read by the "
+                                          "layouts nccl-tests prints, by their count of cells")
+                table = None if damage else _Table(columns, in_place_first)
+            elif _KNOWN.match(stripped):
                 out.flush()  # a known line ends a run of unread ones
-            elif text[0].isdigit():
-                rows += _data_row(out, line, columns, collective)
+            elif stripped[:1].isdigit():
+                for row in _data_row(out, line, text, table):
+                    row["collective"] = collective
+                    if collective is None:
+                        unnamed.append(row)
             else:
                 out.unread(line)
-        if rows and collective is None:
-            out.warn(None, "no `*_perf` command line names the collective; the rows carry none")
+        if unnamed and len(named) == 1:  # one collective named anywhere: the rows before its name are its own
+            for row in unnamed:
+                row["collective"] = named[0]
+        elif any("size_bytes" in row for row in unnamed):
+            out.warn(None, "no `*_perf` command line or `Collective test` line names the collective of "
+                           f"{len(unnamed)} rows; they carry none")
         frame_hosts = ",".join(hosts) or node_id
         for row in out.rows.get("step_samples", []):
-            row["collective"] = row["collective"] or collective
             row["node_ids"] = frame_hosts
         return out.result()
 
 
-def _data_row(out: Collector, line: Line, columns: list[str] | None, collective: str | None) -> int:
-    tokens = line.text.split()
-    layout = columns or next((c for c in _DEFAULT_LAYOUTS if len(c) == len(tokens)), None)
-    if layout is None:
+def _named(found: str, named: list[str]) -> str:
+    if found not in named:
+        named.append(found)
+    return found
+
+
+def _is_header(line: str) -> bool:
+    """A column header: a time (or one letter from it) and busbw, or `size` and `busbw` (one damaged name)."""
+    words = line.split()
+    return "busbw" in line and bool({"time", "cputime", "size"} & set(words) or any(one_edit(w, "time") for w in words))
+
+
+def _damaged(columns: list[_Column]) -> str | None:
+    """What is wrong with a header whose names are not nccl-tests': a name one letter from one it prints, or a
+    group without exactly one time, algbw and busbw."""
+    names = [c.name for c in columns]
+    for name in names:
+        if name not in _COLUMN_NAMES and (near := next((k for k in _COLUMN_NAMES if one_edit(name, k)), None)):
+            return f"header column {name!r} is one letter from {near!r}"
+    if names.count("time") != names.count("algbw") or names.count("time") != names.count("busbw") or \
+            "size" not in names:
+        return f"the header names size {names.count('size')}, time {names.count('time')}, algbw " \
+               f"{names.count('algbw')} and busbw {names.count('busbw')} times"
+    return None
+
+
+def _header(text: str) -> list[_Column]:
+    """The header's column names, with where each ends (none when a tab is between them: its width is unknown)."""
+    line = text.replace("#", " ", 1)  # the `#` stands in the first cell's place: positions stay the row's
+    tabbed = "\t" in line.strip()
+    return [_Column(_NAMES.get(m[0], m[0]), None if tabbed else m.end()) for m in re.finditer(r"\S+", line)]
+
+
+def _cells(tokens: list[re.Match[str]], columns: list[_Column], tabbed: bool) -> dict[int, str] | None:
+    """Which column each of a row's cells is in (by column index), or None when they cannot be told. A row
+    holding a tab (`tabbed`) has no positions to go by: its cells are told apart by their values."""
+    if len(tokens) == len(columns):
+        return {i: t[0] for i, t in enumerate(tokens)}
+    if len(tokens) > len(columns):
+        return None
+    if tabbed:
+        return _from_right(tokens, columns)
+    placed: dict[int, str] = {}
+    start = 0
+    for k, token in enumerate(tokens):  # by position: each cell under the column whose right edge is nearest
+        room = range(start, len(columns) - (len(tokens) - k - 1))
+        ends = [c for c in room if columns[c].end is not None]
+        best = min(ends, key=lambda c: abs((columns[c].end or 0) - token.end()), default=None)
+        if best is None or abs((columns[best].end or 0) - token.end()) > _SLACK:
+            if k and k == len(tokens) - 1 and 0 in placed:  # the line's last cell, cut short: the row stops here
+                return placed
+            return _from_right(tokens, columns)
+        placed[best] = token[0]
+        start = best + 1
+    return placed if 0 in placed else _from_right(tokens, columns)  # a size under another name is misplaced
+
+
+def _from_right(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str] | None:
+    """A row that lost its alignment: the figures from the right, size and count first, and the cells between
+    told apart by their values (a reduction name is `redop`, an integer `root`, a word `type`)."""
+    first = next((i for i, c in enumerate(columns) if c.name == "time"), None)
+    tail = len(columns) - first if first is not None else 0
+    head = len(tokens) - tail
+    if first is None or head < 2 or head > first:
+        return None
+    placed = {0: tokens[0][0], 1: tokens[1][0]}
+    free = {c.name: i for i, c in enumerate(columns[:first]) if i > 1}
+    for token in tokens[2:head]:
+        kind = _kind(token[0])
+        if kind not in free:
+            return None
+        placed[free.pop(kind)] = token[0]
+    placed.update({first + i: t[0] for i, t in enumerate(tokens[head:])})
+    return placed
+
+
+def _from_left(tokens: list[re.Match[str]], columns: list[_Column]) -> dict[int, str] | None:
+    """The start of a row that lost its alignment (the input ends inside it): size and count, each cell before
+    the figures under the column its value fits (an empty one skipped), then the figures in order."""
+    first = next((i for i, c in enumerate(columns) if c.name == "time"), None)
+    if first is None or len(tokens) < 2:
+        return None
+    placed = {0: tokens[0][0], 1: tokens[1][0]}
+    k = 2
+    for i in range(2, first):
+        if k < len(tokens) and _kind(tokens[k][0]) == columns[i].name:
+            placed[i] = tokens[k][0]
+            k += 1
+    if len(tokens) - k > len(columns) - first:
+        return None
+    placed.update({first + i: t[0] for i, t in enumerate(tokens[k:])})
+    return placed
+
+
+def _kind(value: str) -> str:
+    """The column a cell before the figures is in, by its value."""
+    return "redop" if value in _REDOPS else "root" if re.fullmatch(r"-?\d+", value) else "type"
+
+
+def _data_row(out: Collector, line: Line, text: str, table: _Table | None) -> list[dict[str, Any]]:
+    """A size's out-of-place and in-place rows; none, said, when the row cannot be read."""
+    text = _STAMP.sub(r"\1T\2", text)  # one cell, the same width
+    body = text.lstrip()
+    if table is not None and table.columns[0].end is not None and "\t" in text[: len(text) - len(body)]:
+        # tabs before the size (an editor's indentation): the size right-aligned under its name again
+        text = " " * max(0, table.columns[0].end - len(body.split()[0])) + body
+    tokens = list(re.finditer(r"\S+", text))
+    if table is None:
+        layout = next((c for c in _DEFAULT_LAYOUTS if len(c) == len(tokens)), None)
+        table = _Table(layout) if layout else None
+    tabbed = "\t" in body.rstrip()
+    if table is None:
+        cells = None
+    elif tabbed and line.cut:  # what is there is the row's start: told apart from the left
+        cells = _from_left(tokens, table.columns)
+    else:
+        cells = _cells(tokens, table.columns, tabbed)
+    if table is None or cells is None:
         out.unread(line)
-        return 0
-    size = out.checked("index", line.number, tokens[0], "size_bytes", "size")
-    starts = [i for i, name in enumerate(layout) if name == "time"]
-    read = 0
-    for group, start in enumerate(starts):
-        figures = tokens[start:start + 3]
-        if len(figures) < 3:
-            out.warn(line.number, f"this row is cut off after {len(tokens)} of {len(layout)} columns; "
-                                  "its whole figures are read")
-            break
-        values = [out.checked("gauge", line.number, t, kind, f"{name} ({'in' if group else 'out-of'}-place)")
-                  for t, kind, name in zip(figures, _KINDS, ("time", "algbw", "busbw"), strict=True)]
+        return []
+    columns = table.columns
+    named = {columns[i].name: v for i, v in cells.items() if columns[i].name not in ("time", "algbw", "busbw")}
+    size = out.checked("index", line.number, named.get("size", ""), "size_bytes", "size")
+    if size is None:
+        return []
+    common: dict[str, Any] = {"size_bytes": size, "data_type": named.get("type"),
+                              "redop": None if named.get("redop") in (None, "none") else named["redop"]}
+    if named.get("root") not in (None, "-1"):  # -1: a collective with no root
+        common["root"] = out.checked("index", line.number, named["root"], "rank", "root")
+    if stamp := named.get("timestamp"):
+        when = parse_time(stamp)
+        if when is None:
+            out.warn(line.number, f"timestamp = {stamp!r} is no time; the row is not dated by it")
+        else:
+            out.once("local-time", line.number, "nccl-tests writes its timestamps in the host's local time and "
+                                                "states no zone; read as UTC")
+            common["timestamp"] = when.tz_localize("UTC") if when.tzinfo is None else when.tz_convert("UTC")
+    starts = [i for i, c in enumerate(columns) if c.name == "time"]
+    groups = [_figures(columns, cells, start, starts[g + 1] if g + 1 < len(starts) else len(columns))
+              for g, start in enumerate(starts)]
+    rows: list[dict[str, Any]] = []
+    for g, figures in enumerate(groups):
+        where = "in-place" if (g == 1) != table.in_place_first else "out-of-place"
+        if not any(figures.values()):
+            if g == len(groups) - 1 and rows:
+                out.warn(line.number, f"this row is cut off before its {where} figures are whole; the figures "
+                                      "before them are read")
+            continue  # a group the run did not time (a trace replay prints no out-of-place figures)
+        if not all(figures.values()):
+            missing = ", ".join(k for k, v in figures.items() if not v)
+            out.warn(line.number, f"{where} {missing} missing from this row; its {where} figures are not read")
+            continue
+        values = [out.checked("gauge", line.number, figures[name] or "", kind, f"{name} ({where})")
+                  for name, _, kind in _FIGURES]
         if None in values:
             continue  # N/A (this collective has no such figures), or refused and said
-        out.add("step_samples", line.number, collective=collective, size_bytes=size,
-                collective_time_us=values[0], algbw_gbps=values[1], busbw_gbps=values[2], in_place=group == 1)
-        read += 1
-    return read
+        row = out.add("step_samples", line.number, **common, in_place=where == "in-place",
+                      **{column: v for (_, column, _), v in zip(_FIGURES, values, strict=True)})
+        rows.append(row)
+    return rows
+
+
+def _figures(columns: list[_Column], cells: dict[int, str], start: int, stop: int) -> dict[str, str | None]:
+    """One group's time, algbw and busbw cells as written (None for an empty one)."""
+    found: dict[str, str | None] = dict.fromkeys(name for name, _, _ in _FIGURES)
+    for i in range(start, stop):
+        if columns[i].name in found:
+            found[columns[i].name] = cells.get(i)
+    return found
 
 
 READER = NcclTestsReader()

@@ -20,6 +20,10 @@ from .base import IngestResult, IngestWarning, Source
 
 READER_NAME = "nccl-xml"
 NVSWITCH_CLASS = "0x0680"
+# The elements NCCL's loader takes inside each element (src/graph/xml.cc, ncclTopoXmlLoad*): any other it ignores
+# ("Ignoring element"), and so does this reader, saying so.
+CHILDREN = {None: {"system"}, "system": {"cpu"}, "cpu": {"pci", "nic"}, "pci": {"pci", "gpu", "nic", "pcilink"},
+            "gpu": {"nvlink", "c2c"}, "nic": {"net"}}
 
 
 @dataclass
@@ -40,6 +44,16 @@ class _State:
     links: list[tuple[int, str, int, str, int]] = field(default_factory=list)  # gpu, target, count, tclass, line
     bus_of_gpu: dict[str, int] = field(default_factory=dict)
     warnings: list[IngestWarning] = field(default_factory=list)
+    seen: dict[tuple[str, ...], int] = field(default_factory=dict)  # a device or a link -> the line it is on
+    ignored: int | None = None  # the depth of an element NCCL would not read, while inside it
+
+    def again(self, key: tuple[str, ...], what: str, line: int) -> bool:
+        """True (and said) when `key` was read before: a repeated element is read once."""
+        first = self.seen.setdefault(key, line)
+        if first != line:
+            self.warnings.append(IngestWarning(self.where, line, f"{what} again (first at line {first}); "
+                                                                 "this one is not read"))
+        return first != line
 
     def path(self) -> tuple[str, ...]:
         return tuple(e.get("busid", "").lower() for e in self.stack if e.tag == "pci")
@@ -50,7 +64,16 @@ class _State:
     def start(self, elem: ET.Element, line: int) -> None:
         src = f"{self.where}:{line}"
         path = self.path()
-        if elem.tag == "gpu":
+        within = self.stack[-1].tag if self.stack else None
+        if self.ignored is None and within in CHILDREN and elem.tag not in CHILDREN[within]:
+            self.warnings.append(IngestWarning(self.where, line, f"<{elem.tag[:40]}> inside <{within or 'the file'}>"
+                                                                 " is no element NCCL reads there; not read"))
+            self.ignored = len(self.stack)
+        if self.ignored is not None:  # NCCL skips such an element with all it holds
+            self.stack.append(elem)
+            return
+        if elem.tag == "gpu" and not self.again(("gpu", elem.get("dev", elem.get("rank", "?"))), "<gpu dev=...>",
+                                                    line):
             dev = elem.get("dev", elem.get("rank", "?"))
             name = f"GPU{dev}"
             parent = self.stack[-1] if self.stack and self.stack[-1].tag == "pci" else None
@@ -61,17 +84,20 @@ class _State:
             detail = " ".join(f"{k}={v}" for k, v in (("device", device), ("sm", elem.get("sm"))) if v)
             self.rows.append({"a": name, "b": bus, "relation": "gpu", "detail": detail or None, "source": src})
             self.devices.append(_Device("gpu", name, path, self.numa(), line))
-        elif elem.tag == "net":
+        elif elem.tag == "net" and not self.again(("net", elem.get("dev", "?")), "<net dev=...>", line):
             dev = elem.get("dev", "?")
             self.rows.append({"a": f"NIC{dev}", "b": elem.get("name"), "relation": "nic", "source": src})
             self.devices.append(_Device("nic", f"NIC{dev}", path, self.numa(), line))
         elif elem.tag == "nvlink":
             gpu = next((e for e in reversed(self.stack) if e.tag == "gpu"), None)
-            count = self.checked(elem.get("count", "1") or "1", line, "nvlink count")
-            if gpu is not None and count is not None:
+            count = self.checked(elem.get("count", ""), line, "nvlink count")  # NCCL requires it (no default)
+            target = (str(gpu.get("dev")), elem.get("target", "").lower()) if gpu is not None else ()
+            if gpu is not None and count is not None and not self.again(("nvlink", *target), "this <nvlink>", line):
                 dev = gpu.get("dev", "-1")
                 self.links.append((int(dev) if dev.lstrip("-").isdigit() else -1,
                                    elem.get("target", "").lower(), count, elem.get("tclass", ""), line))
+        elif elem.tag == "pci":
+            self.again(("pci", elem.get("busid", "").lower()), f"<pci busid={elem.get('busid', '')!r}>", line)
         self.stack.append(elem)
 
     def checked(self, raw: str, line: int, what: str) -> int | None:
@@ -83,11 +109,31 @@ class _State:
                                                                  "not read"))
             return None
 
-    def end(self, elem: ET.Element) -> None:
+    def end(self, elem: ET.Element, line: int) -> None:
+        """An element closed; text between its elements is no part of a topology (a damaged tag reads as text)."""
+        stray = [t.strip() for t in (elem.text, *(child.tail for child in elem)) if t and t.strip()]
+        if stray:
+            self.warnings.append(IngestWarning(self.where, line, f"text {stray[0][:40]!r} inside <{elem.tag}> is no "
+                                                                 "element (a damaged tag?); not read"))
         if self.stack:
             self.stack.pop()
+        if self.ignored is not None and len(self.stack) <= self.ignored:
+            self.ignored = None
 
     def finish(self) -> None:
+        for kind, tag in (("gpu", "<gpu dev=...>"), ("net", "<net dev=...>")):
+            numbers = sorted(int(k[1]) for k in self.seen if k[0] == kind and k[1].isdigit())
+            if not numbers:
+                continue
+            if numbers[-1] >= 1024:  # no node has that many: the number is damaged
+                self.warnings.append(IngestWarning(self.where, None, f"{tag} number {numbers[-1]}: no node has "
+                                                                     "that many"))
+                continue
+            gaps = sorted(set(range(numbers[-1] + 1)) - set(numbers))
+            if gaps:
+                self.warnings.append(IngestWarning(self.where, None, f"{tag} numbers {numbers[0]}-{numbers[-1]} "
+                                                                     f"skip {', '.join(map(str, gaps[:8]))}: those "
+                                                                     "elements are not in the input"))
         for index, target, count, tclass, line in self.links:
             peer = self.bus_of_gpu.get(target)
             if peer is not None:
@@ -151,7 +197,7 @@ class NcclXmlReader:
                     if event == "start":
                         state.start(elem, number)
                     else:
-                        state.end(elem)
+                        state.end(elem, number)
             except ET.ParseError as exc:
                 warnings.append(IngestWarning(source.name, number, f"not well-formed XML here ({exc}); "
                                                                    "read what came before"))

@@ -34,6 +34,7 @@ from ..errors import InputError
 from ..values import Refused, describe
 from .base import IngestResult, IngestWarning, Source, Tail
 from .dcgm import SeriesError, parse_labels
+from .stamps import UNIT_NAMES, Unit, epoch_note, epoch_time
 
 FAMILIES: dict[str, str] = {
     "Effective_BER": "effective_ber", "Symbol_BER": "symbol_ber", "Symbol_Errors": "symbol_errors",
@@ -43,7 +44,7 @@ FAMILIES: dict[str, str] = {
 IDENTITY = frozenset({"lid"})  # a family that only says the port is there
 STATES = {"ACT": "up", "DOWN": "down"}  # NMX-T logical_state -> link_state
 PREFIX = "nmx:"
-_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}\s+(\S+)(?:\s+(\d+))?\s*$")
+_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}\s+(\S+)(?:\s+([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))?\s*$")
 _GPU_PORT = re.compile(r"^GPUP(\d+)$")
 _SWITCH = re.compile(r";sw(\d+):[^/]*/U(\d+)\s*$")
 _SNIFF = re.compile(r"^(?:Effective_BER|Symbol_Errors|Link_Down|lid)\{[^\n]*Port_Number=", re.MULTILINE)
@@ -75,17 +76,17 @@ def _value(column: str, raw: str) -> float:
         raise Refused(f"{describe(raw)} is not a value {column} can hold: {why}") from None
 
 
-def _time(stamp: str | None, when: datetime) -> pd.Timestamp:
-    """A sample's time (ms since the epoch), or the reader's time where the sample gives none."""
+def _time(stamp: str | None, when: datetime, units: set[Unit]) -> pd.Timestamp:
+    """A sample's time, or the reader's time where the sample gives none. The exposition format writes
+    milliseconds since the epoch (OpenMetrics seconds); any epoch unit is told by its magnitude (`stamps`) and
+    added to `units`."""
     if not stamp:
         return pd.Timestamp(when)
-    try:
-        found = values.time(pd.Timestamp(int(stamp), unit="ms", tz="UTC"))
-    except (ValueError, OverflowError):  # OutOfBoundsDatetime is a ValueError
-        found = None
+    found = epoch_time(stamp)
     if found is None:
         raise Refused(f"timestamp {describe(stamp)} is no time from 1970 to 2262")
-    return found
+    units.add(found[1])
+    return found[0]
 
 
 class NmxtReader:
@@ -98,6 +99,7 @@ class NmxtReader:
         when = at or datetime.now(UTC)
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
         warnings: list[IngestWarning] = []
+        units: set[Unit] = set()
         skipped = 0
         for number, line, ended in source.numbered():
             if not line.strip() or line.startswith("#"):
@@ -116,7 +118,7 @@ class NmxtReader:
             try:
                 labels = parse_labels(body)
                 reading = _value(column, value) if column is not None else None
-                t = _time(stamp, when)
+                t = _time(stamp, when, units)
             except SeriesError as exc:
                 warnings.append(IngestWarning(source.name, number, f"{family}: {exc}"))
                 continue
@@ -141,6 +143,9 @@ class NmxtReader:
                 row[column] = reading
             if labels.get("logical_state") in STATES:
                 row["link_state"] = STATES[labels["logical_state"]]
+        if units - {"ms", "s"}:  # the exposition format's milliseconds, or OpenMetrics' seconds, go unsaid
+            warnings.append(IngestWarning(source.name, None,
+                                          epoch_note("timestamps", [u for u in UNIT_NAMES if u in units])))
         if skipped:
             warnings.append(IngestWarning(source.name, None, f"{skipped} series of ports that are neither a GPU's "
                                           "link nor a switch chip's port (trunks, management): left out"))
@@ -149,30 +154,39 @@ class NmxtReader:
 
 
 def place_in_racks(result: IngestResult, racks: Mapping[str, Any], platforms: Mapping[str, str]) -> None:
-    """Name an NMX-T result's trays by the hosts the rack inventory puts there (in place). A tray the inventory
-    does not place keeps a name of its own place (`rack-07-compute-tray18`), with a warning saying how to join it
-    to its host. `racks`: host -> RackSlot; `platforms`: host -> platform."""
-    links = result.tables["link_samples"]
-    if not len(links):
-        return
+    """`placed_links` on an NMX-T result (in place), its warning among the result's."""
+    links, said = placed_links(result.tables["link_samples"], racks, platforms)
+    result.tables["link_samples"] = links
+    if said:
+        result.warnings.append(IngestWarning("nmxt", None, said))
+
+
+def placed_links(links: pd.DataFrame, racks: Mapping[str, Any],
+                 platforms: Mapping[str, str]) -> tuple[pd.DataFrame, str | None]:
+    """The link samples with an NMX-T scrape's trays named by the hosts the rack inventory puts there (the store
+    at ingest and tables in memory alike). A tray the inventory does not place keeps a name of its own place
+    (`rack-07-compute-tray18`), with a warning saying how to join it to its host. `racks`: host -> RackSlot;
+    `platforms`: host -> platform."""
+    if not len(links) or "node_id" not in links.columns:
+        return links, None
     names = links["node_id"].astype("string")
     placed = names.str.startswith(PREFIX).fillna(False)
     if not placed.any():
-        return
+        return links, None
     hosts = {f"{PREFIX}{s.rack}:{tray_kind(platforms.get(h))}:{s.tray}": h for h, s in racks.items()
              if s.tray is not None and tray_kind(platforms.get(h))}
     missing = sorted(set(names[placed]) - set(hosts))
     for name in missing:
         rack, kind, slot = name[len(PREFIX):].rsplit(":", 2)
         hosts[name] = f"{rack}-{kind}-tray{slot}"
+    said = None
     if missing:
         shown = ", ".join(hosts[m] for m in missing[:4]) + (" ..." if len(missing) > 4 else "")
-        result.warnings.append(IngestWarning(
-            "nmxt", None, f"the rack inventory names no host for {len(missing)} tray(s) of the scrape, kept under "
-            f"their place ({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node named "
-            "it) before the NMX-T scrape to read them as their hosts"))
+        said = (f"the rack inventory names no host for {len(missing)} tray(s) of the scrape, kept under their place "
+                f"({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node named it) "
+                "before the NMX-T scrape to read them as their hosts")
     renamed = names.where(~placed, names.map(hosts))
-    result.tables["link_samples"] = links.assign(node_id=renamed.astype("category"))
+    return links.assign(node_id=renamed.astype("category")), said
 
 
 READER = NmxtReader()

@@ -1,5 +1,9 @@
 """`nvidia-smi nvlink` outputs: -e (error counters), -ec (per-lane CRC), -s (speed or `<inactive>`), -R (remote end).
 
+A GPU whose links are all down gets one line instead of its links (`NVML: Unable to retrieve NVLink information
+as all links are inActive`): each of its NVLinks is read as inactive, as many as the other GPUs of the paste list,
+else as many as its model has (the platform files' `nvlinks_per_gpu`).
+
 Several of them pasted together are merged into one row per GPU, link and lane. A single `-e` reading is a
 lifetime total since the counters were last reset: the rows carry no time unless the input states one (a
 `date` line), and a rate needs a second reading. `-R` rows go to the topology table with relation "remote":
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.datafiles import DATA_DIR, read_toml
+from ..config.platforms import platform_data, platform_for_model
 from ..enums import LinkState, LinkType
 from ..errors import ConfigError
 from .base import IngestResult, Source
@@ -30,7 +35,14 @@ _LANE = re.compile(r"^Lane (?P<lane>\d+):?\s*(?P<rest>.*)$")
 _REMOTE = re.compile(r"^Remote Device (?P<dev>\S+?):? Link (?P<port>\d+)$")
 _COUNTER = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 /()-]*?):\s*(?P<value>\S*)$")
 _BARE_VALUE = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|nan|inf\w*)(?:e[-+]?\d+)?$", re.IGNORECASE)
+_UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-", re.IGNORECASE)
+_FULL_UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+                        r"(?:/\d+/\d+)?$", re.IGNORECASE)
+_GPU_LIKE = re.compile(r"^\s*GPU \S+: ")  # the start of a GPU header
 _SWITCH_SENTINEL = re.compile(r"^f{4,8}:ff:ff", re.IGNORECASE)
+# NVML's spelling is `inActive`; health checks match it in lower case, and pastes drop the space after `NVML:`
+_ALL_INACTIVE = re.compile(r"^\s*NVML:\s*Unable to retrieve NVLink information as all links are inactive\.?\s*$",
+                           re.IGNORECASE)
 
 
 @cache
@@ -53,7 +65,8 @@ class NvlinkReader:
         for text in split_lines(head)[:400]:
             if _GPU.match(text) and "UUID" in text:
                 gpus += 1
-            elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _LINKS_OK.match(text):
+            elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _LINKS_OK.match(text) \
+                    or _ALL_INACTIVE.match(text):
                 links += 1
         if not links:
             return 0.0
@@ -67,8 +80,13 @@ class NvlinkReader:
         unknown_labels: set[str] = set()
         remotes: dict[tuple[int, int], str] = {}
         seen_gpus: set[tuple[int, str | None]] = set()
+        uuids: dict[int, tuple[str | None, int]] = {}  # GPU index -> the UUID its first header states, and where
+        gpus_of: dict[str, tuple[int, int]] = {}  # UUID -> the GPU index its first header states, and where
+        block: dict[tuple[Any, ...], int] = {}  # what this GPU header's lines have stated -> the line
+        all_down: list[tuple[Line, int, str | None, str]] = []  # (NVML's line, GPU, UUID, model)
         gpu: int | None = None
         uuid: str | None = None
+        model = ""
         for line in classify(source, out):
             if skip_shell(line, out):
                 continue
@@ -76,14 +94,31 @@ class NvlinkReader:
                 gpu, uuid = out.checked("index", line.number, header["gpu"], "gpu", "GPU index"), _uuid(header["uuid"])
                 if gpu is None:  # refused: its lines belong to no GPU and are reported as not read
                     continue
+                model = header["name"].strip()
+                _check_uuid(out, line, header, uuid, uuids.setdefault(gpu, (uuid, line.number)))
+                if uuid is not None and (other := gpus_of.setdefault(uuid, (gpu, line.number)))[0] != gpu:
+                    out.warn(line.number, f"{uuid} is GPU {gpu} here and GPU {other[0]} at line {other[1]}: one of "
+                                          "the two indexes is damaged")
+                block.clear()
                 if (gpu, uuid) not in seen_gpus:
                     seen_gpus.add((gpu, uuid))
-                    out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=header["name"].strip())
+                    out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=model)
+                continue
+            if _GPU_LIKE.match(line.text):  # a header whose index is damaged: its lines are no GPU's
+                out.warn(line.number, f"{line.text.strip()[:40]!r} is no GPU header as nvidia-smi prints one; the "
+                                      "lines under it are not read")
+                gpu = None
                 continue
             if gpu is None:
                 out.unread(line)
                 continue
+            if _ALL_INACTIVE.match(line.text):
+                all_down.append((line, gpu, uuid, model))
+                continue
             if ok := _LINKS_OK.match(line.text):
+                if _again(out, block, (ok["first"], ok["last"], "no errors"), line, gpu):
+                    gpu = None
+                    continue
                 first = out.checked("index", line.number, ok["first"], "link", f"GPU {gpu} link")
                 last = out.checked("index", line.number, ok["last"], "link", f"GPU {gpu} link")
                 for link in range(first or 0, last + 1 if first is not None and last is not None else 0):
@@ -99,6 +134,9 @@ class NvlinkReader:
                 continue
             link = found
             if remote := _REMOTE.match(rest):
+                if _again(out, block, (link, None, "remote"), line, gpu):
+                    gpu = None
+                    continue
                 remotes[(gpu, link)] = _remote(out, line, gpu, link, remote)
                 continue
             lane: int | None = None
@@ -110,6 +148,10 @@ class NvlinkReader:
                 if _BARE_VALUE.match(rest):  # `Link 0: Lane 3: 12`
                     rest = f"CRC Errors: {rest}"
             key = (gpu, link, lane)
+            stated = _COUNTER.match(rest)
+            if _again(out, block, (link, lane, stated["label"] if stated else "speed"), line, gpu):
+                gpu = None
+                continue
             if rest == "<inactive>":
                 _row(rows, out, line, (gpu, uuid, link, lane), ("link_state",))["link_state"] = LinkState.INACTIVE.value
             elif speed := _SPEED.match(rest):
@@ -144,6 +186,7 @@ class NvlinkReader:
                 out.unread(line)
                 continue
             last_line[key] = line.number
+        _all_inactive(out, rows, all_down)
         _check_complete(out, rows, last_line, complete)
         for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
             row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
@@ -158,7 +201,35 @@ def _known_rest(rest: str) -> bool:
 
 
 def _uuid(raw: str | None) -> str | None:
-    return raw.strip() if raw and raw.strip().upper().startswith(("GPU-", "MIG-")) else None
+    """A UUID as the driver writes it; None for an author's elision (`...`, `GPU-xxx`)."""
+    return raw.strip() if raw and _UUID.match(raw.strip()) else None
+
+
+def _check_uuid(out: Collector, line: Line, header: re.Match[str], uuid: str | None,
+                first: tuple[str | None, int]) -> None:
+    """A GPU header's UUID clause that is not as the driver writes it (and not an author's elision), or another
+    UUID than the same GPU's header above, is said: its rows would carry no UUID, or the wrong one."""
+    raw = header["uuid"]
+    # an author's shortening (`GPU-xxx`, `GPU-0`, `...`) is no damage: a damaged UUID keeps its dashes
+    elided = raw is not None and (raw.count("-") < 3 or any(mark in raw for mark in ("xxx", "...", "…")))
+    if raw is None and re.search(r"\(\s*\w{4}:|\w{4}:\s*\w{3}-", header["name"]):
+        out.warn(line.number, f"{header['name'][-60:]!r}: a UUID clause not as nvidia-smi prints it (UUID: ...); "
+                              "read without a UUID")
+    elif raw is not None and not elided and (uuid is None or not _FULL_UUID.match(uuid)):
+        out.warn(line.number, f"{raw[:50]!r} is no GPU UUID as the driver writes it; read without one")
+    elif uuid is not None and first[0] is not None and uuid != first[0]:
+        out.warn(line.number, f"GPU {header['gpu']} is {uuid} here and {first[0]} at line {first[1]}: one of the "
+                              "two is damaged")
+
+
+def _again(out: Collector, block: dict[tuple[Any, ...], int], what: tuple[Any, ...], line: Line, gpu: int) -> bool:
+    """A link stated twice under one GPU header holds the next GPU's lines: that header line is missing (said; the
+    lines up to the next header are not read)."""
+    first = block.setdefault(what, line.number)
+    if first != line.number:
+        out.warn(line.number, f"GPU {gpu} link {what[0]} stated again under one GPU header (first at line {first}): "
+                              "a GPU header line is missing above; the lines to the next header are not read")
+    return first != line.number
 
 
 def _row(
@@ -189,6 +260,26 @@ def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[st
             remote_port=out.checked("index", line.number, remote["port"], "link", f"GPU {gpu} link {link} remote port"),
             detail=detail)
     return far if far == "NVSwitch" else f"PCI {far}"
+
+
+def _all_inactive(out: Collector, rows: dict[tuple[int, int, int | None], dict[str, Any]],
+                  all_down: list[tuple[Line, int, str | None, str]]) -> None:
+    """Each NVLink of a GPU NVML reports as all inactive, one row each; how many: see the module's docstring."""
+    listed: dict[int, set[int]] = {}
+    for g, link, _ in rows:
+        listed.setdefault(g, set()).add(link)
+    seen = max((max(links) + 1 for links in listed.values()), default=0)
+    for line, gpu, uuid, model in all_down:
+        platform = platform_for_model(model)
+        count = seen or (int(platform_data(platform)["nvlinks_per_gpu"]) if platform else 0)
+        if not count:
+            out.warn(line.number, f"GPU {gpu}: NVML reports all its NVLinks inactive, but how many links a "
+                                  f"{model or 'GPU of this paste'!r} has is not known (no other GPU lists its "
+                                  "links, no platform file names the model): not read as links")
+            continue
+        for link in range(count):
+            row = _row(rows, out, line, (gpu, uuid, link, None), ("link_state",))
+            row["link_state"] = LinkState.INACTIVE.value
 
 
 def _check_complete(

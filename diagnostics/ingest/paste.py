@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..values import limits
+from . import detect
 from .base import IngestResult, Reader, Source
 from .textlines import Collector, Line, classify_line, stated_time
 from .wrapping import split_lines, unwrap_text
@@ -79,9 +80,7 @@ def _lines(texts: Iterable[str]) -> list[Line]:
 
 
 def _others() -> dict[str, Reader]:
-    from .detect import readers
-
-    return {name: reader for name, reader in readers().items() if name != PasteReader.name}
+    return {name: reader for name, reader in detect.readers().items() if name != PasteReader.name}
 
 
 def _best(text: str, others: dict[str, Reader]) -> str | None:

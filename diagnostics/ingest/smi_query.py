@@ -7,6 +7,15 @@ width marks the link degraded here. GPU indexes are given only for a whole `-q` 
 index order after `Attached GPUs`); a pasted section keeps its bus id instead. The Fabric section (`-d FABRIC`,
 or the section grepped out) becomes one fabric_state event whose text keeps every value it states: State,
 Status, CliqueId, ClusterUUID and the Health lines (Summary, Bandwidth, Route Recovery ...); N/A is left out.
+
+What the output says of itself is checked: GPU sections are numbered by their bus id (a header repeated is one
+GPU, said), their count against `Attached GPUs` (a mismatch gives no GPU an index), a section holding a key twice
+has lost the next GPU's header (its lines are said and not read), the sections of one log hold the same keys, and a
+key that is not words one space apart, a Timestamp or Bus Id that is none, and a throughput unit nvidia-smi does not
+print are said.
+
+Each GPU's `GPU UUID` and `Serial Number` (the board serial a technician reads on the part) go to its gpus row:
+a part's history follows them from node to node.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from typing import Any
 from ..enums import LinkState, LinkType
 from ..values import gauge, number
 from .base import IngestResult, Source
-from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell
+from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
 _GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
@@ -29,7 +38,18 @@ _FABRIC_STATE = re.compile(r"^\s*State\s+:\s*\S", re.MULTILINE)
 _PCI_KEYS = ("Bus Id", "Replays Since Reset", "Replay Number Rollovers", "Tx Throughput", "Rx Throughput")
 _THROUGHPUT = {"Tx Throughput": "tx_bytes_per_s", "Rx Throughput": "rx_bytes_per_s"}
 _UNITS = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9}
-_LOG_HEADER = ("CUDA Version", "HIC Info")  # keys of the log's own header, before the first GPU
+_LOG_HEADER = ("Timestamp", "Driver Version", "CUDA Version", "HIC Info", "Attached GPUs")  # the log's own header
+_IDENTITY = ("Product Name", "GPU UUID", "Serial Number")  # a GPU section's keys outside its sections that are read
+_PCI_SECTIONS = ("GPU Link Info", "PCIe Generation", "Link Width", "Bridge Chip")
+# The keys read, by their path: every GPU section of one log holds each that any of them holds.
+_READ = {("Product Name",), ("GPU UUID",), ("Fabric", "State"), *(("PCI", key) for key in _PCI_KEYS),
+         *(("PCI", "GPU Link Info", part, key) for part in ("PCIe Generation", "Link Width")
+           for key in ("Max", "Current"))}
+_READ_NAMES = frozenset({*_LOG_HEADER, *_IDENTITY, *_PCI_KEYS, *_PCI_SECTIONS, "PCI", "Fabric", "Max", "Current",
+                         "State"})  # the keys and sections read: one a letter from them was damaged
+# A key as nvidia-smi prints one: words one space apart (`GPU T.Limit Temp`, `SRAM Uncorrectable SEC-DED`).
+_KEY_NAME = re.compile(r"^[A-Za-z0-9()/.+-]+(?: [A-Za-z0-9()/.+-]+)*$")
+_NO_SERIAL = ("N/A", "[N/A]", "Not Supported", "[Not Supported]")  # a board that reports no serial
 
 
 class SmiQueryReader:
@@ -46,72 +66,182 @@ class SmiQueryReader:
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "nvidia-smi -q", node_id)
-        gpus: list[_Gpu] = []
-        attached = False
-        driver: str | None = None
-        stack: list[tuple[int, str]] = []
-        last: Line | None = None
+        log = _Log(out)
         for line in classify(source, out):
             if line.kind == "text" and line.text.strip().startswith("Timestamp"):
+                log.whole = True
                 _, colon, stated = line.text.partition(":")
-                if colon:  # a line cut before its colon states no time
-                    out.take_time(Line(line.number, stated, "text"))
+                if colon and not out.take_time(Line(line.number, stated, "text")):  # a line cut before its colon
+                    out.warn(line.number, f"Timestamp {stated.strip()[:40]!r} is no time as nvidia-smi prints one; "
+                                          "the readings have no time")
                 continue
-            if skip_shell(line, out) or "NVSMI LOG" in line.text:
+            if "NVSMI LOG" in line.text:
+                log.whole = True
                 continue
-            last = line
-            if (header := _GPU.match(line.text.strip())) or (broken := _GPU_ANY.match(line.text.strip())):
-                bus = normalize_bus_id(header["bus"]) if header else None
-                if header is None and broken is not None:  # the next GPU's section: not the GPU's before it
-                    out.warn(line.number, f"GPU {broken[1][:40]!r}: not a PCI bus id; this GPU's readings are kept "
-                                          "without one")
-                gpus.append(_Gpu(line.number, bus, len(gpus) if attached else None))
-                stack.clear()
+            if skip_shell(line, out):
                 continue
-            kv = _KEY.match(line.text)
-            indent = len(line.text) - len(line.text.lstrip())
-            while stack and stack[-1][0] >= indent:
-                stack.pop()
-            if not kv:
-                if _SECTION.match(line.text.strip()):
-                    stack.append((indent, line.text.strip()))
-                else:
-                    out.unread(line)
-                continue
-            key, value = kv["key"], kv["value"]
-            if key == "Attached GPUs":
-                attached = True
-                continue
-            if key == "Driver Version":
-                driver = value or None
-                continue
-            if not gpus:
-                if indent == 0 and key in _LOG_HEADER:
-                    continue  # the log's own header; a pasted section without it starts a GPU of its own
-                gpus.append(_Gpu(line.number, None, None))
-            gpus[-1].take([name for _, name in stack], key, value, line, out)
-        for gpu in gpus:
-            gpu.emit(out, last, driver)
+            log.take(line)
+        log.finish()
         return out.result()
+
+
+class _Log:
+    """One `-q` output: GPU sections numbered by their bus id, checked against what the output says of itself."""
+
+    def __init__(self, out: Collector) -> None:
+        self.out = out
+        self.gpus: dict[str, _Gpu] = {}  # bus id (or the header's line, for a damaged one) -> its section
+        self.gpu: _Gpu | None = None
+        self.attached: tuple[int, int] | None = None  # what `Attached GPUs` states, and its line
+        self.whole = False  # the log's own header was seen: keys before the first GPU are its header's
+        self.driver: str | None = None
+        self.stack: list[tuple[int, str]] = []
+        self.skipping: str | None = None  # why the lines up to the next GPU header are not read
+        self.last: Line | None = None
+
+    def take(self, line: Line) -> None:
+        self.last = line
+        text = line.text.strip()
+        if header := _GPU.match(text):
+            self.header(line, header["bus"], None)
+            return
+        if broken := _GPU_ANY.match(text):
+            self.header(line, None, broken[1])
+            return
+        if self.skipping is not None:
+            return
+        kv = _KEY.match(line.text)
+        indent = len(line.text) - len(line.text.lstrip())
+        while self.stack and self.stack[-1][0] >= indent:
+            self.stack.pop()
+        if not kv:
+            if _SECTION.match(text):
+                self.section(line, indent, text)
+            else:
+                self.out.unread(line)
+            return
+        key, value = kv["key"], kv["value"]
+        if not _KEY_NAME.match(key):
+            self.out.warn(line.number, f"{key[:40]!r} is no key as nvidia-smi prints one (words one space apart); "
+                                       "not read")
+            return
+        if key not in _READ_NAMES and (near := next((k for k in _READ_NAMES if one_edit(key, k)), None)):
+            self.out.warn(line.number, f"{key[:40]!r} is one letter from {near!r}, a key the reader takes (a damaged "
+                                       "key?); not read")
+            return
+        if self.gpu is None and indent == 0 and (self.whole or key in _LOG_HEADER or key == "Attached GPUs"):
+            self.log_header(line, key, value)
+            return
+        if self.gpu is None:  # a pasted section without its GPU header is a GPU of its own
+            self.gpu = self.gpus.setdefault(f"line {line.number}", _Gpu(line.number, None))
+        path = [name for _, name in self.stack]
+        if (path[:1] in (["PCI"], ["Fabric"]) or (not path and key in _IDENTITY)) and \
+                (first := self.gpu.again((*path, key), line.number)) is not None:
+            self.skip(line, f"a second {key!r}", first)
+            return
+        self.gpu.take(path, key, value, line, self.out)
+
+    def log_header(self, line: Line, key: str, value: str) -> None:
+        self.whole = True
+        if key == "Attached GPUs":
+            count = self.out.checked("index", line.number, value, "gpu", "Attached GPUs")
+            self.attached = (count, line.number) if count is not None else None
+        elif key == "Driver Version":
+            self.driver = value or None
+        elif key not in _LOG_HEADER:
+            self.out.warn(line.number, f"{key[:40]!r} is no key of the log's header as nvidia-smi prints it; "
+                                       "not read")
+
+    def header(self, line: Line, bus_text: str | None, broken: str | None) -> None:
+        bus = normalize_bus_id(bus_text) if bus_text else None
+        if broken is not None:  # the next GPU's section: not the GPU's before it
+            self.out.warn(line.number, f"GPU {broken[:40]!r}: not a PCI bus id; this GPU's readings are kept "
+                                       "without one")
+        key = bus or f"line {line.number}"
+        self.stack.clear()
+        self.skipping = None
+        if key in self.gpus:
+            first = self.gpus[key].number
+            self.out.warn(line.number, f"GPU {bus}'s section again (its first is line {first}); the same GPU, "
+                                       "this section is not read")
+            self.gpu, self.skipping = None, "again"
+            return
+        self.gpu = self.gpus[key] = _Gpu(line.number, bus)
+
+    def section(self, line: Line, indent: int, name: str) -> None:
+        if name not in _READ_NAMES and (near := next((k for k in _READ_NAMES if one_edit(name, k)), None)):
+            self.out.warn(line.number, f"section {name[:40]!r} is one letter from {near!r}, one the reader takes (a "
+                                       "damaged name?); its lines are read as no section's")
+        if self.gpu is not None and not self.stack and (first := self.gpu.again((name,), line.number)) is not None:
+            if self.gpu.row["pci_bus_id"] is None and not self.whole:  # excerpts of several GPUs without headers
+                self.gpu = self.gpus[f"line {line.number}"] = _Gpu(line.number, None)
+                self.gpu.again((name,), line.number)
+            else:
+                self.skip(line, f"a second {name!r} section", first)
+                return
+        if name in _PCI_SECTIONS and self.stack and self.stack[0][1] == "Fabric":
+            self.out.warn(line.number, f"{name!r} inside the Fabric section: the `PCI` line above it is missing; "
+                                       "read as the PCI section's")
+            self.stack[:] = [(self.stack[0][0], "PCI")]
+        self.stack.append((indent, name))
+
+    def skip(self, line: Line, what: str, first: int) -> None:
+        """A GPU section holding something twice holds the next GPU's lines: its header line is missing."""
+        bus = self.gpu.row["pci_bus_id"] if self.gpu is not None else None
+        self.out.warn(line.number, f"{what} in {f'GPU {bus}' if bus else 'this GPU'}'s section (the first is line "
+                                   f"{first}): a GPU header line is missing above; the lines from here to the next GPU "
+                                   "header are not read")
+        self.skipping = what
+
+    def finish(self) -> None:
+        gpus = list(self.gpus.values())
+        if self.whole and len(gpus) > 1:  # the sections of one log hold the same keys: one missing was damaged
+            held = {what for gpu in gpus for what in gpu.seen if what in _READ}
+            for gpu in gpus:
+                if missing := sorted(held - gpu.seen.keys()):
+                    named = ", ".join(" / ".join(what) for what in missing)
+                    self.out.warn(gpu.number, f"this GPU's section has no {named} where another GPU's has: the line "
+                                              "is missing or damaged")
+        indexed = self.whole and self.attached is not None
+        if self.attached is not None and self.attached[0] != len(gpus):
+            self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output holds "
+                                            f"{len(gpus)} GPU sections: a section is missing or damaged, so no GPU "
+                                            "is given an index (each keeps its bus id)")
+            indexed = False
+        for index, gpu in enumerate(gpus):
+            gpu.emit(self.out, self.last, self.driver, index if indexed else None)
 
 
 class _Gpu:
     """What one GPU's section says about its PCIe link and its fabric."""
 
-    def __init__(self, number: int, bus_id: str | None, index: int | None) -> None:
+    def __init__(self, number: int, bus_id: str | None) -> None:
         self.number = number
-        self.index = index
+        self.index: int | None = None
         self.row: dict[str, Any] = {"pci_bus_id": bus_id}
+        self.seen: dict[tuple[str, ...], int] = {}  # what a section holds once -> its line
         self.fabric: dict[str, str] = {}
         self.fabric_line: int | None = None
         self.uuid: str | None = None
+        self.serial: str | None = None
         self.model: str | None = None
         self.in_pci = False
 
+    def again(self, what: tuple[str, ...], number: int) -> int | None:
+        """The line of `what` (a key by its path, or a section) when this section held it before."""
+        first = self.seen.setdefault(what, number)
+        return first if first != number else None
+
     def take(self, path: list[str], key: str, value: str, line: Line, out: Collector) -> None:
+        if "Fabric" in path and (key in _PCI_KEYS or any(p in _PCI_SECTIONS for p in path)):
+            out.warn(line.number, f"{key!r} inside the Fabric section: the `PCI` line above it is missing; read "
+                                  "as the PCI section's")
+            path = ["PCI", *(p for p in path if p != "Fabric")]
         section = path[-1] if path else ""
         if key == "GPU UUID":
             self.uuid = value or None
+        elif key == "Serial Number" and not path:
+            self.serial = value if value and value not in _NO_SERIAL else None
         elif key == "Product Name" and not path:
             self.model = value or None
         elif "Fabric" in path:
@@ -134,10 +264,17 @@ class _Gpu:
         if not value:
             out.warn(line.number, f"{key} has no value; the output is cut off here")
         elif key == "Bus Id":
-            self.row["pci_bus_id"] = normalize_bus_id(value) or self.row["pci_bus_id"]
+            bus = normalize_bus_id(value)
+            if bus is None or (self.row["pci_bus_id"] not in (None, bus)):
+                out.warn(line.number, f"Bus Id {value[:40]!r} is no PCI bus id, or not the header's "
+                                      f"({self.row['pci_bus_id']}); the header's is kept")
+            self.row["pci_bus_id"] = self.row["pci_bus_id"] or bus
         elif key in _THROUGHPUT:
             amount_text, _, unit = value.partition(" ")
-            if unit in _UNITS:
+            if unit not in _UNITS:
+                out.warn(line.number, f"{key} {value[:40]!r}: no unit nvidia-smi prints (B/s, KB/s, MB/s, GB/s); "
+                                      "not read")
+            else:
                 scale = _UNITS[unit]
                 amount = out.value(line.number, amount_text, lambda r: gauge(number(r) * scale, "bytes_per_s"), key)
                 if amount is not None:
@@ -157,11 +294,12 @@ class _Gpu:
         if value is not None:
             self.row[column] = value
 
-    def emit(self, out: Collector, last: Line | None, driver: str | None) -> None:
+    def emit(self, out: Collector, last: Line | None, driver: str | None, index: int | None) -> None:
+        self.index = index
         number = self.row.pop("source_line", self.number)
         if self.uuid or self.model or self.index is not None:
-            out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, pci_bus_id=self.row["pci_bus_id"],
-                    model=self.model, driver_version=driver)
+            out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, serial=self.serial,
+                    pci_bus_id=self.row["pci_bus_id"], model=self.model, driver_version=driver)
         if self.in_pci:
             if "replay" not in self.row and last is not None:
                 out.warn(last.number, "the PCI section ends before `Replays Since Reset`; the output looks cut off")

@@ -179,7 +179,8 @@ class SnapshotReader:
             if case.snapshot is not None:
                 warnings.extend(IngestWarning(source.name, None, f"{case.label}: {w}")
                                 for w in unread_counts(case.snapshot))
-                snap = case.snapshot if node_id is None else case.snapshot.model_copy(update={"node_id": node_id})
+                snap = _links_once(case.snapshot, f"{source.name} {case.label}", warnings)
+                snap = snap if node_id is None else snap.model_copy(update={"node_id": node_id})
                 tables = snapshot_tables(snap, f"{source.name} {case.label}", at)
                 result = IngestResult.of([], link_samples=tables["link_samples"],
                                          step_samples=tables["step_samples"])
@@ -191,6 +192,23 @@ class SnapshotReader:
         combined = IngestResult.combine(results)
         combined.warnings = warnings
         return combined
+
+
+def _links_once(snapshot: Snapshot, where: str, warnings: list[IngestWarning]) -> Snapshot:
+    """A link listed twice in one snapshot is read once (its first listing), and said: two readings of one link
+    over one window cannot both be its counts."""
+    seen: dict[tuple[Any, ...], int] = {}
+    kept = []
+    for i, link in enumerate(snapshot.fabric_errors):
+        key = (link.gpu_src, link.gpu_dst, link.kind, link.link_number)
+        if key in seen:
+            warnings.append(IngestWarning(where, None, f"fabric_errors[{i}] is the link of fabric_errors[{seen[key]}] "
+                                                       f"({link.link_id}) again; the first listing is read"))
+            continue
+        seen[key] = i
+        kept.append(link)
+    return snapshot if len(kept) == len(snapshot.fabric_errors) else snapshot.model_copy(
+        update={"fabric_errors": kept})
 
 
 READER = SnapshotReader()

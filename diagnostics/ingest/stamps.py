@@ -55,8 +55,10 @@ def read_times(raw: pd.Series) -> tuple[pd.Series, list[Unit]]:
             units.append(unit)
             out[mask] = _epoch(text[mask], numbers[mask], unit)
     words = text.notna() & ~is_number & (text != "")
-    if words.any():
-        out[words] = pd.to_datetime(text[words], utc=True, errors="coerce", format="mixed")
+    if words.any():  # a year past 2262 parses to another unit than nanoseconds: no time here, as outside TIME_RANGE
+        parsed = pd.to_datetime(text[words], utc=True, errors="coerce", format="mixed")
+        inside = parsed.notna() & (parsed >= TIME_RANGE[0]) & (parsed <= TIME_RANGE[1])
+        out[inside[inside].index] = parsed[inside].dt.as_unit("ns")
     return out.where(out.isna() | out.between(*TIME_RANGE)), units
 
 

@@ -11,6 +11,7 @@ import csv
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +22,24 @@ from ..errors import ConfigError, InputError
 from ..values import gauge, no_value, number
 from .base import IngestResult, Source, loads_strict
 from .stamps import UNIT_NAMES, epoch_time
-from .textlines import Collector, Line, classify, parse_time, skip_shell
+from .textlines import Collector, Line, classify, near, one_edit, parse_time, skip_shell
 from .wrapping import split_lines
 
 PATTERNS_FILE = DATA_DIR / "step_patterns.toml"
 _MORE_NUMBER = re.compile(r"\d|\.\d|[eE][-+]?\d")  # what goes on from a number: more digits, a fraction, an exponent
 
 
-@dataclass(frozen=True)
+@dataclass
 class Pattern:
     name: str
     regex: re.Pattern[str]
     scale_to_ms: float
+    anchor: str | None = None  # text each of its lines holds
+
+    @cached_property
+    def near(self) -> re.Pattern[str] | None:
+        """The anchor, or it with one character damaged."""
+        return near(self.anchor) if self.anchor else None
 
 
 class StepLogReader:
@@ -49,7 +56,8 @@ class StepLogReader:
             data = read_toml(where, "step log pattern file")
             fields = {key: [str(n).lower() for n in names] for key, names in data["fields"].items()}
             patterns = [
-                Pattern(p["name"], re.compile(p["regex"]), 1000.0 if p.get("time_unit", "ms") == "s" else 1.0)
+                Pattern(p["name"], re.compile(p["regex"]), 1000.0 if p.get("time_unit", "ms") == "s" else 1.0,
+                        p.get("anchor"))
                 for p in data.get("pattern", [])
             ]
         except (KeyError, TypeError, re.error) as exc:
@@ -91,6 +99,7 @@ class StepLogReader:
                 mode = "jsonl" if text.startswith("{") else "csv" if self._is_header(text) else "text"
                 if mode == "csv":
                     header = [c.strip().lower() for c in next(csv.reader([text]))]
+                    self._misspelt(out, line, header)
                     continue
             if mode == "jsonl":
                 self._json(out, line, times)
@@ -122,7 +131,19 @@ class StepLogReader:
         if not isinstance(record, dict):
             out.warn(line.number, "a step record must be a JSON object; the line is skipped")
             return
-        self._record(out, line, {str(k).lower(): v for k, v in record.items()}, times)
+        keyed = {str(k).lower(): v for k, v in record.items()}
+        self._misspelt(out, line, list(keyed))
+        self._record(out, line, keyed, times)
+
+    def _misspelt(self, out: Collector, line: Line, names: list[str]) -> None:
+        """A column or key one letter from a name the reader takes (`joc_id`, `timestalp`) is said: a flipped byte
+        would otherwise drop the job id or the time of every record it names."""
+        known = {name for names_of in self.fields.values() for name in names_of}
+        for name in names:
+            near = next((k for k in sorted(known) if one_edit(name, k)), None) if name not in known else None
+            if near is not None:
+                out.warn(line.number, f"{name[:40]!r} is one letter from {near!r}, a name the reader takes; it is "
+                                      "not read (a damaged name?)")
 
     def _pick(self, record: dict[str, Any], field: str) -> Any:
         return self._named(record, field)[1]
@@ -157,6 +178,11 @@ class StepLogReader:
         for pattern in self.patterns:
             if match := pattern.regex.search(line.text):
                 groups = match.groupdict()
+                before = line.text[: match.start()]
+                if "timestamp" in pattern.regex.groupindex and groups["timestamp"] is None and \
+                        any(c.isdigit() for c in before):
+                    out.warn(line.number, f"{pattern.name}: {before.strip()[:40]!r} before the step is no time the "
+                                          "pattern reads (damaged?); the row has none")
                 if cut := _inside_a_number(line.text, match):
                     out.warn(line.number, f"{pattern.name}: {cut!r} is not a number this pattern reads; the line is "
                                           "skipped")
@@ -166,7 +192,10 @@ class StepLogReader:
                     self._add(out, line, _step(out, line, groups.get("step")), step_time,
                               times.read("timestamp", groups.get("timestamp"), line), groups.get("job_id"), None)
                 return
-        # Text logs are mostly other lines; those are not worth a warning each.
+        # Text logs are mostly other lines; those are not worth a warning each, but a line holding a pattern's
+        # anchor is one of its lines that did not read.
+        if named := next((p.name for p in self.patterns if p.near and p.near.search(line.text)), None):
+            out.warn(line.number, f"a {named} line that does not read as one (a value damaged?); it is skipped")
 
     def _add(self, out: Collector, line: Line, step: int | None, step_time: float, timestamp: pd.Timestamp | None,
              job_id: Any, nodes: Any) -> None:

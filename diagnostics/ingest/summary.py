@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from ..tables import nodes_named
 from .base import IngestResult
 
 
@@ -20,14 +21,7 @@ def links_per_gpu(result: IngestResult) -> dict[str, dict[str, int]]:
 
 
 def nodes(result: IngestResult) -> list[str]:
-    names: set[str] = set()
-    for name, frame in result.tables.items():
-        if "node_id" in frame:
-            names.update(str(n) for n in frame["node_id"].dropna().unique())
-        elif name == "step_samples":
-            for ids in frame["node_ids"].dropna():
-                names.update(i.strip() for i in str(ids).split(",") if i.strip())
-    return sorted(names)
+    return nodes_named(result.tables)
 
 
 def summarize(result: IngestResult) -> dict[str, Any]:

@@ -38,7 +38,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 ENUMS: dict[str, tuple[str, ...]] = {
     "link_type": ("nvlink", "pcie", "nvswitch"),
     "link_state": ("up", "down", "degraded", "inactive", "unknown"),
-    "kind": ("xid", "sxid", "aer", "fabric_state"),
+    "kind": ("xid", "sxid", "aer", "fabric_state", "recovery_action", "imex_state"),
 }
 
 
@@ -251,8 +251,10 @@ class TablesReader:
             if source.tail is not None:  # a CSV row no newline ends may be cut inside its last field
                 warnings.append(source.tail.warning(source.name, "the row"))
         frames: list[pd.DataFrame] = []
+        at: list[int | None] = []  # each row's line (none in Parquet)
         schema: TableSchema | None = None
         for chunk, lines in chunks:
+            at.extend(lines or [None] * len(chunk))
             if schema is None:
                 schema = table_for([str(c) for c in chunk.columns], source.name)
                 extra = [str(c) for c in chunk.columns if c not in schema.columns]
@@ -263,12 +265,43 @@ class TablesReader:
             if node_id is not None and "node_id" in schema.columns:
                 chunk["node_id"] = node_id
             if "source" in schema.columns and "source" not in chunk:
-                numbers = lines if lines is not None else range(1, len(chunk) + 1)
-                chunk["source"] = [f"{source.name}:{n}" for n in numbers]
+                chunk["source"] = [f"{source.name}:{n}" for n in (lines or range(1, len(chunk) + 1))]
             frames.append(schema.conform(chunk))
         if schema is None:
             raise InputError("no rows", source=source.name)
-        return IngestResult.of(warnings, **{schema.name: pd.concat(frames, ignore_index=True)})
+        table = _once_each(pd.concat(frames, ignore_index=True), at, source.name, warnings)
+        return IngestResult.of(warnings, **{schema.name: table})
+
+
+REPEATS_SAID = 10  # repeated rows named one by one; the rest are counted
+
+
+def _once_each(table: pd.DataFrame, numbers: list[int | None], where: str,
+               warnings: list[IngestWarning]) -> pd.DataFrame:
+    """A row that repeats an earlier one in every column but its source is one reading written twice (a copy,
+    a retried export): read once, and said. Rows are compared by a hash of their values, then exactly."""
+    columns = [c for c in table.columns if c != "source"]
+    if len(table) < 2 or not columns:
+        return table
+    hashed = pd.util.hash_pandas_object(table[columns], index=False)
+    suspects = hashed.duplicated(keep=False)
+    if not suspects.any():
+        return table
+    candidates = table.loc[suspects, columns]
+    again = candidates.duplicated(keep="first")
+    first = candidates.groupby(hashed[suspects], sort=False).head(1)
+    first_at = {hashed[i]: i for i in first.index}
+    repeats = again[again].index
+    for count, i in enumerate(repeats):
+        if count == REPEATS_SAID:
+            warnings.append(IngestWarning(where, numbers[i], f"and {len(repeats) - REPEATS_SAID} more rows repeat "
+                                                             "earlier ones; each read once"))
+            break
+        earlier = numbers[first_at[hashed[i]]]
+        warnings.append(IngestWarning(where, numbers[i], f"this row repeats the row of line {earlier} in every value; "
+                                                         "read once" if earlier is not None else
+                                                         "this row repeats an earlier one in every value; read once"))
+    return table.drop(index=repeats).reset_index(drop=True)
 
 
 READER = TablesReader()

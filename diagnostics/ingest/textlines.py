@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -49,23 +49,37 @@ class Line:
 
     number: int
     text: str
-    kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision"
+    kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision", "repeat"
     command: str | None = None
     host: str | None = None  # from a `user@host` prompt
+    cut: bool = False  # the input ends inside this line: `text` is only up to its last space or tab (see `Tail`)
 
 
 def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | None = None) -> Iterator[Line]:
-    """Stream the lines of a source, each tagged with its kind (a command's `\\` continuations included).
+    """Stream the lines of a source, each tagged with its kind (a command's `\\` continuations included; a text
+    line the same as the text line before it, blank lines aside, is a `repeat`).
 
     A cut last line (see `Tail`) is read only up to its last space or tab, and `out` warns of the rest, unless
     `shows_end` says it is whole (see `Source.read_lines`)."""
     continuing = False
-    for number, text in source.read_lines(out.note, shows_end):
+    previous = ""
+    cut: list[int] = []
+
+    def note(warning: IngestWarning) -> None:
+        cut.append(warning.line or 0)
+        out.note(warning)
+
+    for number, text in source.read_lines(note, shows_end):
         if continuing:
             continuing = text.rstrip().endswith("\\")
-            yield Line(number, text, "continuation", text.strip())
+            yield Line(number, text, "continuation", text.strip(), cut=number in cut)
             continue
-        yield (line := classify_line(number, text))
+        line = classify_line(number, text)
+        if line.kind == "text" and text.strip() == previous:
+            line = Line(number, text, "repeat")
+        elif line.kind != "blank":
+            previous = text.strip() if line.kind == "text" else ""
+        yield replace(line, cut=True) if number in cut else line
         continuing = line.kind == "command" and text.rstrip().endswith("\\")
 
 
@@ -96,6 +110,21 @@ def normalize_bus_id(raw: str) -> str | None:
         return None
     domain = int(match[1] or "0", 16)
     return f"{domain:04x}:{match[2].lower()}:{match[3].lower()}.{match[4] or '0'}"
+
+
+def one_edit(word: str, known: str) -> bool:
+    """`word` is `known` with one letter changed, added or left out (a flipped byte in a keyword), not `known`."""
+    if word == known or abs(len(word) - len(known)) > 1:
+        return False
+    if len(word) == len(known):
+        return sum(a != b for a, b in zip(word, known, strict=True)) == 1
+    short, long = sorted((word, known), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def near(text: str) -> re.Pattern[str]:
+    """`text` with any one character changed (a flipped byte): found anywhere in a line at regular-expression speed."""
+    return re.compile("|".join(re.escape(text[:i]) + "." + re.escape(text[i + 1:]) for i in range(len(text))))
 
 
 def stated_time(text: str) -> tuple[pd.Timestamp, bool] | None:
@@ -233,6 +262,9 @@ def skip_shell(line: Line, out: Collector) -> bool:
         return True
     if line.kind == "command":
         out.take_host(line)
+        return True
+    if line.kind == "repeat":  # no output these readers take prints one line twice in a row: a copy's doubling
+        out.warn(line.number, "this line repeats the line before it exactly; read once")
         return True
     if line.kind == "elision":
         out.warn(line.number, f"{line.text.strip()!r}: the output is cut off or elided here; what it stands for "

@@ -41,7 +41,8 @@ class _Matrix:
     extra: list[str]
     header_line: int
     names: dict[str, str]  # header name -> normalized ("mlx5_2" -> "NIC2")
-    rows_seen: set[str] = field(default_factory=set)
+    repeated: frozenset[str] = frozenset()  # names the header gives two columns: neither column is read
+    rows_seen: dict[str, int] = field(default_factory=dict)  # row name -> its line
     out: list[Row] = field(default_factory=list)
     last_line: int = 0
     last_complete: bool = True
@@ -115,10 +116,25 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
     tokens = text.split()
     name, cells = tokens[0], tokens[1:]
     a = m.names[name]
-    m.rows_seen.add(name)
     m.last_line = number
+    if name in m.rows_seen:
+        warnings.append(IngestWarning(where, number, f"row {name} again (its row is line {m.rows_seen[name]}); "
+                                                     "this one is not read"))
+        return
+    if name in m.devices and len(cells) > m.devices.index(name) and cells[m.devices.index(name)] != "X":
+        own = [col for col, cell in zip(m.devices, cells, strict=False) if cell == "X"]
+        warnings.append(IngestWarning(where, number, f"row {name} has no X in its own column"
+                                                     f"{f' (its X is under {own[0]})' if own else ''}; "
+                                                     "the row is not read"))
+        return
+    m.rows_seen[name] = number
     device_cells = cells[: len(m.devices)]
     values = cells[len(m.devices):]
+    too_many = len(values) > len(m.extra)  # a value split in two, or one added: which is whose cannot be told
+    if too_many:
+        warnings.append(IngestWarning(where, number, f"row {name} has {len(values)} values after its device "
+                                                     f"columns where the header names {len(m.extra)}; they are "
+                                                     "not read"))
     m.last_complete = len(device_cells) == len(m.devices) and (not a.startswith("GPU") or
                                                                len(values) >= len(m.extra))
     open_end = (not m.last_complete or not ended) and bool(cells) and not text[-1:].isspace()
@@ -126,7 +142,7 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
         at_cut = open_end and i == len(cells) - 1
         before = len(m.out)
         b = m.names[col]
-        if cell == "X" or a == b:
+        if cell == "X" or a == b or col in m.repeated:
             pass
         elif not _CELL.match(cell):
             if not at_cut:  # at a cut it may be a fragment: told when it is known whether the input ends here
@@ -141,7 +157,7 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
             _row(m, number, a, b, kind, detail=cell if cell != kind else None)
         if at_cut:
             m.cut = _Cut(name, col, cell, number, before if len(m.out) > before else None, not ended)
-    for i, (col, value) in enumerate(zip(m.extra, values, strict=False)):
+    for i, (col, value) in enumerate(zip(m.extra, [] if too_many else values, strict=False)):
         before = len(m.out)
         if value not in ("N/A", ""):
             _row(m, number, a, None, _AFFINITY[col], detail=value)
@@ -153,6 +169,8 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
     elif not m.last_complete:
         missing = ", ".join(m.extra[len(values):])
         warnings.append(IngestWarning(where, number, f"row {name} has no {missing} value; the line may be cut off"))
+    elif not ended and not open_end:  # every cell there and followed by a space: read whole, the cut still said
+        warnings.append(Tail(number, text).warning(where))
 
 
 def _settle(m: _Matrix, where: str, warnings: list[IngestWarning], *, at_end: bool) -> None:
@@ -176,6 +194,17 @@ def _settle(m: _Matrix, where: str, warnings: list[IngestWarning], *, at_end: bo
                                                          f"{cut.value!r}, skipped"))
 
 
+def _checked_header(m: _Matrix, where: str, warnings: list[IngestWarning]) -> _Matrix:
+    """A header naming one device twice has a damaged name: neither of its columns can be told whose, and is
+    not read (said)."""
+    repeated = frozenset(d for d in m.devices if m.devices.count(d) > 1)
+    if repeated:
+        warnings.append(IngestWarning(where, m.header_line, f"the header names {', '.join(sorted(repeated))} twice "
+                                                            "(a damaged name?); those columns are not read"))
+        m.repeated = repeated
+    return m
+
+
 def _finish(m: _Matrix, where: str, warnings: list[IngestWarning], ended_at_eof: bool) -> None:
     _settle(m, where, warnings, at_end=ended_at_eof)
     missing = [d for d in m.devices if d not in m.rows_seen]
@@ -184,7 +213,7 @@ def _finish(m: _Matrix, where: str, warnings: list[IngestWarning], ended_at_eof:
                                       f"the matrix is cut off here: no rows for {', '.join(missing)} "
                                       f"(their columns in the other rows are still read)"))
     devices: list[Row] = [(m.names[d], None if m.names[d] == d else d, "gpu" if d.startswith("GPU") else "nic",
-                           None, None, m.header_line) for d in m.devices]
+                           None, None, m.header_line) for d in dict.fromkeys(m.devices)]
     m.out[:0] = devices
 
 
@@ -212,11 +241,16 @@ def parse_lines(lines: Iterable[tuple[int, str, bool]], where: str) -> tuple[lis
                 if matrix is not None:
                     _finish(matrix, where, warnings, ended_at_eof=False)
                     pending = _keep(chunks, pending, matrix.out, where)
-                matrix, in_matrix = header, True
+                matrix, in_matrix = _checked_header(header, where, warnings), True
                 continue
         tokens = line.split()
         if matrix is not None and in_matrix and tokens and tokens[0] in matrix.names:
             _read_row(matrix, line, number, where, warnings, ended)
+            continue
+        if matrix is not None and in_matrix and len(tokens) > 1 and _DEVICE.match(tokens[0]) and \
+                _CELL.match(tokens[1]):
+            warnings.append(IngestWarning(where, number, f"row {tokens[0]} names no column of the header (line "
+                                                         f"{matrix.header_line}); not read"))
             continue
         if line.strip():  # blank lines after a cut row still leave the input ending inside it
             in_matrix = False

@@ -5,46 +5,22 @@ reading at or before the end here (`last_readings`): the reading the local analy
 or before the end), and the same whether the exporter was scraped every 15 s or every 5 minutes. A metric may be a
 difference of two gauges (`max_width - width`); generation lost counts only while the link carries at least the
 `pcie_busy_bytes_per_s` setting in either direction, since a lower generation at idle is power saving, not a fault.
-The table below is the one place the server's and this module's local mirror take those definitions from.
+The metric table (`diagnostics.metrics`) is the one place the server's and this module's local mirror take those
+definitions from.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ..config.thresholds import Rule, Thresholds
-from ..format import Unit
-
-BUSY_SETTING = "pcie_busy_bytes_per_s"
-
-
-@dataclass(frozen=True)
-class GaugeMetric:
-    """A rule's metric read from gauges: `maximum - column` when `maximum` is set, else `column` itself."""
-
-    column: str
-    maximum: str | None = None
-    busy: tuple[str, ...] = ()  # traffic gauges (B/s): the metric counts only when one is at the busy setting
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return (*((self.maximum,) if self.maximum else ()), self.column, *self.busy)
-
-
-GAUGE_METRICS: dict[str, GaugeMetric] = {
-    "width_lost": GaugeMetric("width", maximum="max_width"),
-    "gen_lost_under_load": GaugeMetric("gen", maximum="max_gen", busy=("tx_bytes_per_s", "rx_bytes_per_s")),
-    "symbol_ber": GaugeMetric("symbol_ber"),
-    "effective_ber": GaugeMetric("effective_ber"),
-}
+from ..metrics import BUSY_SETTING, GAUGES, Unit
 
 
 def is_gauge_rule(rule: Rule) -> bool:
     """A rule judged on a gauge's value at the instant (its unit is not a rate)."""
-    return rule.unit is not Unit.PER_HOUR and not rule.codes and rule.counter in GAUGE_METRICS
+    return rule.unit is not Unit.PER_HOUR and not rule.codes and rule.counter in GAUGES
 
 
 def literal(value: float) -> str:
@@ -68,7 +44,7 @@ def gauge_values(last: pd.DataFrame, thresholds: Thresholds) -> pd.DataFrame:
     out: dict[str, pd.Series] = {}
     nan = pd.Series(np.nan, index=last.index)
     for rule in thresholds.rules:
-        metric = GAUGE_METRICS.get(rule.counter)
+        metric = GAUGES.get(rule.counter)
         if metric is None or not is_gauge_rule(rule) or rule.counter in out:
             continue
         value = last.get(metric.column, nan)

@@ -21,11 +21,10 @@ from ..config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE, MISSING_R
 from ..enums import LinkType, Severity
 from ..format import Unit
 from ..ingest.dcgm_map import DcgmMap, Field
+from ..metrics import BUSY_SETTING, GAUGES, SUMS
 from .config import PrometheusConfig
-from .gauges import BUSY_SETTING, GAUGE_METRICS, is_gauge_rule, literal
+from .gauges import is_gauge_rule, literal
 
-# A rule's counter may stand for several normalized columns.
-COUNTER_COLUMNS: dict[str, tuple[str, ...]] = {"crc": ("crc_flit", "crc_data")}
 PRESENCE_COLUMN = "replay"  # the NVLink counter whose series say that a link is reporting
 LOOKBACK = "5m"  # Prometheus' default staleness: a series without a sample this long is gone
 XID_COUNTER = "xid"  # the thresholds counter of the rules that list Xid codes
@@ -116,7 +115,7 @@ class QueryBuilder:
 
     def counter_vector(self, counter: str, link_type: LinkType, wrap: Wrap) -> str | None:
         """The rule's counter per link: several columns are summed (`crc` = crc_flit + crc_data)."""
-        columns = COUNTER_COLUMNS.get(counter, (counter,))
+        columns = SUMS.get(counter, (counter,))
         vectors = [(c, v) for c in columns if (v := self.column_vector(c, link_type, wrap)) is not None]
         if len(vectors) <= 1:
             return vectors[0][1] if vectors else None
@@ -241,13 +240,13 @@ def gauge_promql(rule: Rule, builder: QueryBuilder, link_type: LinkType, window_
     under load (generation lost) keeps the links whose last traffic reading, either direction, is at least the busy
     setting; a link without a traffic series is never under load, as locally.
     """
-    metric = GAUGE_METRICS[rule.counter]
+    metric = GAUGES[rule.counter]
     rng = duration(window_hours)
 
     def last(column: str) -> str | None:
         return builder.column_vector(column, link_type, lambda s: f"last_over_time({s}[{rng}])", counter=False)
 
-    value = last(metric.column)
+    value = last(metric.column) if metric.column is not None else None
     if value is not None and metric.maximum is not None:
         top = last(metric.maximum)
         value = None if top is None else f"({top} - {value})"

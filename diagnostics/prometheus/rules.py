@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..components import switch_name
 from ..config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE, MISSING_RULE, Rule, Thresholds
 from ..enums import LinkType
 from ..ingest.dcgm_map import DcgmMap, load_map
@@ -37,6 +38,7 @@ from .promql import (
 
 RECORD_LEVEL = "fabricbot_link"  # level:metric:operation, as Prometheus' naming practice has it
 DEFAULT_INTERVAL = "1m"
+GROUP = "fabricbot"
 
 
 def window_text(hours: float) -> str:
@@ -112,7 +114,7 @@ def _where(builder: QueryBuilder, link_type: LinkType) -> str:
     if link_type is LinkType.PCIE:
         return f"{node} GPU {{{{ $labels.{lab.gpu} }}}} PCIe"
     if link_type is LinkType.NVSWITCH:
-        return f"{node} NVSwitch {{{{ $labels.{lab.nvswitch} }}}} port {{{{ $labels.{lab.link} }}}}"
+        return f"{node} {switch_name(f'{{{{ $labels.{lab.nvswitch} }}}}')} port {{{{ $labels.{lab.link} }}}}"
     return f"{node} GPU {{{{ $labels.{lab.gpu} }}}} NVLink {{{{ $labels.{lab.link} }}}}"
 
 
@@ -179,19 +181,23 @@ def _q(text: str) -> str:
 
 
 def rules_yaml(thresholds: Thresholds, *, window_hours: float = 1.0, interval: str = DEFAULT_INTERVAL,
-               config: PrometheusConfig | None = None, dmap: DcgmMap | None = None) -> str:
-    """The rules file's text: a recording group and an alerting group."""
+               config: PrometheusConfig | None = None, dmap: DcgmMap | None = None, alerts: bool = True) -> str:
+    """The rules file's text: one group, the recording rules first and the alerting rules after them.
+
+    One group because an alert reads a recorded rate: Prometheus runs a group's rules in order at one evaluation
+    time, while separate groups run in no set order, so an alert in its own group could judge the rate recorded one
+    interval earlier, or (when the interval passes the 5-minute lookback, as a slow unit test's does) nothing."""
     builder = QueryBuilder(config or labels_only(), dmap or load_map())
     recorded = recordings(thresholds, builder, window_hours)
-    alerts = alertings(thresholds, builder, window_hours, recorded)
+    alerting = alertings(thresholds, builder, window_hours, recorded) if alerts else []
     lines = [f"# Written by `fabricbot rules` from {thresholds.source}; window {window_text(window_hours)}.",
              "# Recording rules: each counter's per-link rate per hour, read by `fabricbot sweep` when present.",
+             "# Alerting rules after them, in the same group: each judges the rate recorded at the same evaluation.",
              "groups:",
-             "  - name: fabricbot-recording", f"    interval: {_q(interval)}", "    rules:"]
+             f"  - name: {_q(GROUP)}", f"    interval: {_q(interval)}", "    rules:"]
     for rec in recorded:
         lines += [f"      - record: {_q(rec.name)}", f"        expr: {_q(rec.expr)}"]
-    lines += ["  - name: fabricbot-alerts", f"    interval: {_q(interval)}", "    rules:"]
-    for alert in alerts:
+    for alert in alerting:
         lines += [f"      - alert: {_q(alert.name)}", f"        expr: {_q(alert.expr)}"]
         if alert.for_:
             lines.append(f"        for: {_q(alert.for_)}")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import format as units
 from ..config.platforms import all_platforms
 from ..errors import ConfigError, InputError
 from ..ingest.base import Source
@@ -17,13 +18,27 @@ from ..model import DEFAULT_GPU_COUNT, Diagnosis, Snapshot
 from ..topology.build import generic_graph, graph_from_topology
 from ..topology.graph import NodeGraph
 from ..topology.templates import platform_graph
+from .draw import render_with_warnings
+from .rack import render_rack, wants_rack_view
 
 
 @dataclass
 class Drawable:
+    """A picture's makings: the graph to draw on, the diagnosis drawn over it, and what choosing them said."""
+
     graph: NodeGraph
     diagnosis: Diagnosis | None = None
     warnings: list[str] = field(default_factory=list)
+
+    def picture(self, fmt: str = "png", *, window: str | None = None) -> tuple[bytes, list[str]]:
+        """The picture and what could not be drawn: the rack view for a rack, or for a tray whose suspect is its
+        rack's (`wants_rack_view`), else the node's fabric on the graph. Every door draws through here."""
+        d = self.diagnosis
+        if d is not None and wants_rack_view(d):
+            return render_rack(d, fmt=fmt), []
+        if window is None and d is not None and d.window_end is not None:
+            window = units.window(d.window_hours, d.window_end)  # the window the diagnosis shows
+        return render_with_warnings(self.graph, d, fmt=fmt, window=window)
 
 
 def graph_for_platform(platform: str | None, *, node_id: str | None = None,
@@ -42,8 +57,10 @@ def graph_for_platform(platform: str | None, *, node_id: str | None = None,
 
 def drawable_of(diagnosis: Diagnosis, graph: NodeGraph | None, *, warnings: list[str] | None = None,
                 missing: str | None = None) -> Drawable:
-    """A diagnosis drawn on the graph its node was judged on; without one, on the platform the analysis settled on
-    (its template, or a generic graph), `missing` saying why there was none."""
+    """A diagnosis drawn on the graph the service judged its node on (its own topology rows over its platform's
+    template, as the engine's notes say); without one, on the platform the analysis settled on (its template, or a
+    generic graph), `missing` saying why there was none. The one choice of graph for `render`, the bot's pictures,
+    the console's clickable view and a draft's facts."""
     said = list(warnings or [])
     if graph is None:
         graph, more = graph_for_platform(diagnosis.platform, node_id=diagnosis.node_id)

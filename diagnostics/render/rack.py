@@ -37,11 +37,13 @@ _COLOURS = np.array([to_rgb(HEALTHY), to_rgb(SEVERITY_COLOURS[Severity.WARNING])
                      to_rgb(UNREAD), to_rgb(DOWNSTREAM)])
 
 
-def _cell_of(ref: ComponentRef, rack: RackGraph) -> Cell | None:
-    """The GPU link a ref names, by its GPU end or by the switch port it lands on."""
-    if ref.kind is ComponentKind.NVLINK and ref.tray is not None and str(ref.tray).isdigit() \
-            and ref.gpu is not None and ref.link is not None and rack.has(int(ref.tray), ref.gpu, ref.link):
-        return int(ref.tray), ref.gpu, ref.link
+def _cell_of(ref: ComponentRef, rack: RackGraph, tray: str | None = None) -> Cell | None:
+    """The GPU link a ref names, by its GPU end (in `tray`, a tray's own diagnosis, when the ref names none) or by
+    the switch port it lands on."""
+    tray = ref.tray if ref.tray is not None else tray
+    if ref.kind is ComponentKind.NVLINK and tray is not None and str(tray).isdigit() \
+            and ref.gpu is not None and ref.link is not None and rack.has(int(tray), ref.gpu, ref.link):
+        return int(tray), ref.gpu, ref.link
     if ref.kind is ComponentKind.NVSWITCH and ref.switch_tray is not None and str(ref.switch_tray).isdigit() \
             and ref.chip is not None and ref.port is not None:
         end = rack.from_port(int(ref.switch_tray), ref.chip, ref.port)
@@ -63,7 +65,7 @@ def severity_grid(diagnosis: Diagnosis, rack: RackGraph) -> tuple[np.ndarray, li
     echoes = _downstream(diagnosis)
     unplaced = []
     for f in diagnosis.findings:
-        cell = _cell_of(f.ref, rack)
+        cell = _cell_of(f.ref, rack, diagnosis.tray)
         if cell is None:
             if f.severity is not Severity.OK and (f.ref.tray, f.ref.gpu) not in echoes:
                 unplaced.append(f)
@@ -114,16 +116,13 @@ def suspect_boxes(loc: Localization, rack: RackGraph) -> list[tuple[float, float
 
 
 def wants_rack_view(diagnosis: Diagnosis) -> bool:
-    """Whether a diagnosis is drawn as its rack: a rack's own, or a tray's whose suspect is outside the tray."""
+    """Whether a diagnosis is drawn as its rack: a rack's own, or a tray's whose ticket is not its own (its suspect
+    is outside the tray)."""
     if diagnosis.rack is None:
         return False
     if diagnosis.tray is None:
         return True
-    loc = diagnosis.localization
-    return loc is not None and loc.ref.kind in _OUTSIDE and diagnosis.fault_detected
-
-
-_OUTSIDE = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
+    return diagnosis.fault_detected and diagnosis.ticket_owner != diagnosis.node_id
 
 
 def _pixels(grid: np.ndarray) -> np.ndarray:

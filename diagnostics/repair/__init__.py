@@ -2,7 +2,15 @@
 action a Diagnosis carries (`localization_action`, `repair_action`). Above topology (a plan reads the platform's
 graph to know what a reset stops), below analysis (which names each suspect's action)."""
 
-from .actions import DEFAULT_FAULT, fault_of, finding_fault, localization_action, repair_action, status_action
+from .actions import (
+    DEFAULT_FAULT,
+    fault_of,
+    finding_fault,
+    localization_action,
+    place_facts,
+    repair_action,
+    status_action,
+)
 from .plan import Capture, PlanFacts, PlanStep, RepairPlan, Reset, repair_plan
 
 __all__ = [
@@ -15,6 +23,7 @@ __all__ = [
     "fault_of",
     "finding_fault",
     "localization_action",
+    "place_facts",
     "repair_action",
     "repair_plan",
     "status_action",

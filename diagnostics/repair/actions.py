@@ -13,7 +13,7 @@ from ..config.repair_catalog import load_catalog
 from ..config.repair_text import known
 from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
-from ..model import ComponentFacts, Finding, Localization
+from ..model import ComponentFacts, Finding, Localization, RackPlace
 from .plan import PlanFacts, repair_plan
 
 # The old component classes, where the class alone says the fault kind.
@@ -42,11 +42,21 @@ def fault_of(loc: Localization) -> FaultKind:
     return loc.fault or DEFAULT_FAULT[loc.kind]
 
 
+def place_facts(rack: RackPlace | None, job_id: str | None) -> dict[str, Any]:
+    """What a plan needs of the rack and the job beyond the component: every compute tray (what a step on a
+    shared unit stops), the job, where NMX-Controller runs."""
+    out: dict[str, Any] = {"jobs": [job_id] if job_id else []}
+    if rack is not None:
+        out.update(rack_hosts=rack.compute_hosts(), nmx=rack.nmx, rack_id=rack.rack_id)
+    return out
+
+
 def localization_action(loc: Localization, *, platform: str | None, node_id: str | None,
-                        stated_pair: bool = False) -> str:
+                        rack: RackPlace | None = None, job_id: str | None = None, stated_pair: bool = False) -> str:
     """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
     facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component,
-                      stated_pair=stated_pair, **loc.model_dump(include=set(ComponentFacts.model_fields)))
+                      stated_pair=stated_pair, **loc.model_dump(include=set(ComponentFacts.model_fields)),
+                      **place_facts(rack, job_id))
     return repair_plan(platform, fault_of(loc), facts).action
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..components import is_switch
 from ..config.parts import Part, part_by_id
 from ..config.platforms import platform_dirs
+from ..config.racks import RackSpec, rack_of, rack_spec
 from ..config.repair_catalog import (
     RESET_MARK,
     Catalog,
@@ -32,7 +33,7 @@ from ..config.repair_text import Text, fill, known
 from ..enums import FaultKind, PortSource, ResetScope
 from ..errors import ConfigError
 from ..model import ComponentFacts
-from ..topology import gpu_index, platform_graph
+from ..topology import NodeGraph, PortInfo, gpu_index, platform_graph
 
 # What a node must have, when its platform is unknown, for the fault kind to be possible at all.
 _IMPLIED: dict[FaultKind, frozenset[str]] = {
@@ -43,6 +44,9 @@ _IMPLIED: dict[FaultKind, frozenset[str]] = {
     FaultKind.FABRIC_MANAGER: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
 }
 _LINK_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE)
+# A rack's units whose links are found through the rack file's wiring (which GPU link lands on which chip and port)
+_ON_RACK_MAP = (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL, FaultKind.SWITCH_PORT, FaultKind.SWITCH_TRAY,
+                FaultKind.CARTRIDGE, FaultKind.COMPUTE_TRAY)
 # How a plan reads the fabric: the GPUs' fabric state where the driver reports it (Hopper and newer), else Fabric
 # Manager's log and the links' state (Ampere: nvmlDeviceGetGpuFabricInfo is for Hopper and newer).
 _FABRIC_READS = {
@@ -66,6 +70,11 @@ class PlanFacts(ComponentFacts):
     unit: str | None = Field(default=None, description="The component as people say it (a rack's unit).")
     stated_pair: bool = Field(default=False, description="The input itself names the link's GPU pair (the product's "
                                                          "snapshot form, the seed examples): its canonical wording.")
+    rack_hosts: list[str] = Field(default_factory=list, description="In a rack: every compute tray's host, in slot "
+                                                                    "order (what a step on a shared unit stops).")
+    jobs: list[str] = Field(default_factory=list, description="The jobs running there.")
+    nmx: str | None = Field(default=None, description="In a rack: where NMX-Controller runs, as the inventory says.")
+    rack_id: str | None = Field(default=None, description="In a rack: its name (else node_id names it).")
 
 
 class Capture(_Model):
@@ -73,18 +82,24 @@ class Capture(_Model):
     why: str
 
 
+Stops = Literal["gpu", "node", "rack"]
+
+
 class PlanStep(_Model):
     text: str
     command: str | None = None
-    stops: Literal["gpu", "node"] | None = Field(
-        default=None, description="What the step takes out of service: one GPU, or every GPU of the node.")
+    stops: Stops | None = Field(
+        default=None, description="What the step takes out of service: one GPU, every GPU of the node, or every GPU "
+                                  "of the rack (a switch tray or cable cartridge touched).")
+    drains: Literal["trays", "rack"] | None = Field(
+        default=None, description="An isolation step's reach: the trays on the failing links, or the whole rack.")
 
 
 class Reset(_Model):
     scope: ResetScope
     gpus: list[int] = Field(default_factory=list, description="The GPUs one reset command must name together.")
     command: str | None = None
-    stops: Literal["gpu", "node"] | None = None
+    stops: Stops | None = None
 
 
 class RepairPlan(_Model):
@@ -107,7 +122,12 @@ class RepairPlan(_Model):
     @property
     def stops_node(self) -> bool:
         """Whether anything in the plan stops every GPU of the node (a reboot, a power-off, a full diagnostic)."""
-        return self.reset.stops == "node" or any(s.stops == "node" for s in self.repair)
+        return self.reset.stops in ("node", "rack") or any(s.stops in ("node", "rack") for s in self.repair)
+
+    @property
+    def stops_rack(self) -> bool:
+        """Whether a step touches a unit every GPU of the rack has links through (a switch tray, a cartridge)."""
+        return self.reset.stops == "rack" or any(s.stops == "rack" for s in self.repair)
 
     def commands(self) -> list[str]:
         """Every command of the plan in the order a person runs them: captures, isolation, repairs."""
@@ -115,12 +135,39 @@ class RepairPlan(_Model):
         return [c.command for c in self.captures] + [s.command for s in steps if s.command]
 
 
-def _graph(platform: str) -> Any:
+def _rack_spec(platform: str | None) -> RackSpec | None:
+    """The rack file of a rack platform or of a rack's host."""
+    try:
+        return rack_of(platform) or (rack_spec(platform) if platform else None)
+    except ConfigError:
+        return None
+
+
+def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str, str]:
+    """What a step on a shared unit stops, said in full: every compute tray of the rack (and of the other rack of
+    its NVLink domain), the jobs on them; and where NMX-Controller runs, when the inventory says."""
+    hosts, jobs = facts.rack_hosts, facts.jobs
+    trays = (f"all {len(hosts)} compute trays of rack {rack} ({hosts[0]} to {hosts[-1]})" if len(hosts) > 1 else
+             f"every compute tray of rack {rack}")
+    if spec is not None and spec.racks_per_domain > 1:
+        trays += f" and of the other rack{'s' if spec.racks_per_domain > 2 else ''} of its NVLink domain"
+    said = (f"job {jobs[0]}" if len(jobs) == 1 else f"jobs {', '.join(jobs)}" if jobs else "every job on them")
+    out = {"rack_stops": f"{trays}, and {said}"}
+    if hosts:
+        out["rack_hosts_csv"] = ",".join(hosts)
+    if facts.jobs:
+        out["jobs"] = ", ".join(jobs)
+    if facts.nmx:
+        out["nmx"] = facts.nmx
+    return out
+
+
+def _graph(platform: str) -> NodeGraph | None:
     return _template(platform, tuple(platform_dirs()))
 
 
 @cache
-def _template(platform: str, dirs: tuple[Path, ...]) -> Any:
+def _template(platform: str, dirs: tuple[Path, ...]) -> NodeGraph | None:
     """A platform's template graph, built once per platform and platform folders (plans only read it)."""
     try:
         return platform_graph(platform)
@@ -132,12 +179,12 @@ def _gpu_index(name: str | None) -> int | None:
     return gpu_index(name) if name else None
 
 
-def _nvlink_gpu_peers(graph: Any, gpu: int) -> list[int]:
+def _nvlink_gpu_peers(graph: NodeGraph, gpu: int) -> list[int]:
     peers = {_gpu_index(v) for _, v, _, _ in graph.gpu_edges(gpu, "nvlink")}
     return sorted(p for p in peers if p is not None)
 
 
-def _reset_set(graph: Any, gpu: int) -> list[int]:
+def _reset_set(graph: NodeGraph, gpu: int) -> list[int]:
     """GPU `gpu` and every GPU reachable over NVLink from it: pre-Ampere, one reset must name them all."""
     seen, todo = {gpu}, [gpu]
     while todo:
@@ -148,7 +195,7 @@ def _reset_set(graph: Any, gpu: int) -> list[int]:
     return sorted(seen)
 
 
-def _path(port: Any) -> str:
+def _path(port: PortInfo) -> str:
     """Where a GPU link lands: 'NVSwitch 0 port 9 (port assumed from the platform template)'."""
     where = {PortSource.OBSERVED: "port observed", PortSource.ASSUMED: "port assumed from the platform template"}
     number = f" port {port.switch_port}" if port.switch_port is not None else ""
@@ -175,8 +222,14 @@ class _Builder:
             "hosts": ", ".join(facts.hosts) or None, "hosts_csv": ",".join(facts.hosts) or None,
             "switch_host": facts.switch_host, "unit": facts.unit,
         })
+        self.rack: RackSpec | None = _rack_spec(platform) if self.plat is not None and self.plat.rack else None
         if self.plat is not None and self.plat.rack:
-            self.values["rack"] = self.values.get("node_id", "the rack")
+            self.values["rack"] = facts.rack_id or self.values.get("node_id", "the rack")
+            self.values.update(_rack_values(self.rack, self.values["rack"], facts))
+        self.values.setdefault("rack_stops", "every compute tray of the rack, and every job on them")
+        if facts.recovery:
+            self.values["recovery"] = facts.recovery
+        self.recovery_reboot = False  # the driver's recovery action made the reset a reboot
         if self.plat is not None and self.plat.sxm:
             self.values["swap_note"] = ("moving an SXM module between baseboard sockets is their procedure, with their "
                                         "tools, torque and thermal interface, not a site step")
@@ -249,6 +302,9 @@ class _Builder:
         self.contradiction = self.fill(text.action, **extra)
 
     def check_port(self) -> None:
+        if self.rack is not None:
+            self.check_rack_map()
+            return
         switch = self.values.get("switch", "")
         if not is_switch(switch):
             return
@@ -256,6 +312,16 @@ class _Builder:
             self._warn(self.cat.warning.assumed_port)
         elif "switch_port" not in self.values and self.fault in _LINK_FAULTS:
             self._warn(self.cat.warning.unknown_port)
+
+    def check_rack_map(self) -> None:
+        """A rack unit named through the rack file's wiring says the wiring is assumed where it is, and the read
+        that confirms it: the port map (`nvidia-smi nvlink -R`, NMX-T's link partner), the cartridge split."""
+        assert self.rack is not None
+        on_map = self.fault in _ON_RACK_MAP or (self.fault in _LINK_FAULTS and is_switch(self.values.get("switch")))
+        if on_map and self.rack.map_assumed:
+            self._warn(self.cat.warning.assumed_rack_map)
+        if self.fault is FaultKind.CARTRIDGE and self.rack.cartridges_assumed:
+            self._warn(self.cat.warning.assumed_cartridge)
 
     # -- the plan's parts ----------------------------------------------------------------------------------------
     def parts(self) -> tuple[Part | None, Part | None, str | None]:
@@ -274,8 +340,10 @@ class _Builder:
                 self.values[f"{key}_id"] = p.id
         note = None
         if part is None:
-            note = self.fill(self.cat.warning.no_part_software if self.fault is FaultKind.FABRIC_MANAGER
-                             else self.cat.warning.no_part_unknown)
+            warning = self.cat.warning
+            note = self.fill(warning.no_part_software if self.fault is FaultKind.FABRIC_MANAGER
+                             else warning.no_part_rack if self.fault in (FaultKind.RACK_INCIDENT, FaultKind.FANOUT)
+                             else warning.no_part_unknown)
         return part, nxt, note
 
     def reset(self) -> Reset:
@@ -284,6 +352,8 @@ class _Builder:
         command = None
         if scope is ResetScope.GPU and self.facts.gpu is None:
             scope = ResetScope.NODE
+        if self.facts.recovery_scope == "node" and scope in (ResetScope.GPU, ResetScope.NVLINK_PEERS):
+            scope, self.recovery_reboot = ResetScope.NODE, True  # the driver asks for more than a GPU reset
         if scope is ResetScope.GPU:
             gpus = [self.facts.gpu] if self.facts.gpu is not None else []
             graph = _graph(self.platform) if self.platform else None
@@ -297,10 +367,14 @@ class _Builder:
         self.sources.append(f"reset {scope.value}: {entry.source}")
         if scope is ResetScope.FABRIC_SERVICE and not (self.plat is not None and self.plat.rack):
             command = self.fill(entry.command)  # a rack's fabric is NMX's, on a switch tray: no host service
-        return Reset(scope=scope, gpus=gpus, command=command, stops=entry.stops)
+        stops = entry.stops if self.recovery_reboot else self.base.reset_stops or entry.stops
+        return Reset(scope=scope, gpus=gpus, command=command, stops=stops)
 
     def reset_step(self, reset: Reset) -> PlanStep | None:
         entry = self.cat.reset[reset.scope]
+        if self.recovery_reboot:
+            text = self.fill(self.cat.warning.recovery_reboot)
+            return PlanStep(text=text, stops=reset.stops) if text else None
         text = self.fill(self.over.reset_text) or self.fill(self.base.reset_text) or self.fill(entry.text)
         return PlanStep(text=text, command=reset.command, stops=reset.stops) if text else None
 
@@ -348,7 +422,7 @@ class _Builder:
             return None
         if isinstance(entry.text, str) and entry.source != "assumed":
             self.sources.append(f"{text[:60]}: {entry.source}")
-        return PlanStep(text=text, command=self.fill(entry.command), stops=entry.stops)
+        return PlanStep(text=text, command=self.fill(entry.command), stops=entry.stops, drains=entry.drains)
 
     def chosen_action(self) -> Text:
         if self.facts.link_down:
@@ -359,6 +433,8 @@ class _Builder:
 
     def action(self, text: Text) -> str:
         line = self.fill(text) or f"Drain the node and follow the repair ticket for this {self.fault.value} fault"
+        first = self.fill(self.cat.warning.recovery_action) if self.recovery_reboot else None
+        line = f"{first}; then: {line[0].lower()}{line[1:]}" if first else line
         return f"{self.contradiction}; {line}" if self.contradiction else line
 
 
@@ -374,6 +450,8 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
     b.check_port()
     part, nxt, note = b.parts()  # in the catalog's order: an end that saw the errors is evidence, not a reorder
     reset = b.reset()
+    if facts.recovery:
+        b._warn(b.cat.warning.recovery_said)
     captures = b.captures()
     repair = b.steps(b.over.repair or b.base.repair, b.reset_step(reset))
     node_stops = reset.stops == "node" or any(s.stops == "node" for s in repair)

@@ -22,7 +22,7 @@ from .prometheus import PrometheusSource
 from .request import CORRELATION_SPAN, DEFAULT_WINDOW, Asked, Request
 from .source import Source, UnknownName, Window, close_matches, known, memory_log
 from .store import StoreSource
-from .tables import SnapshotSource, TableSource, files_source
+from .tables import SnapshotSource, TableSource, files_source, tables_source
 
 __all__ = [
     "CORRELATION_SPAN",
@@ -53,6 +53,7 @@ __all__ = [
     "node_span",
     "planned",
     "sweep",
+    "tables_source",
     "verify_repair",
     "viewed",
     "watch",

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from .. import format as fmt
 from ..analysis import FleetAnalysis, JobExplanation, analyze_fleet, history_needed, node_tables
 from ..analysis.boards import Boards
+from ..analysis.identity import gpu_identities
 from ..config.thresholds import Thresholds
 from ..enums import Priority
 from ..errors import InputError
@@ -85,6 +86,9 @@ def diagnose(source: Source, request: Request) -> Answer:
                            jobs={node: job} if job else None, history=got.history,
                            expected_gpus=got.expected_gpus, listed=got.listed)
     diagnosis = named(viewed(result.diagnoses[node], got, length, [*notes, *got.warnings]), names, request.node)
+    ids = gpu_identities(rows, node)
+    if ids:  # who its GPUs are: a ticket's part history follows the serial, not the index
+        diagnosis = diagnosis.model_copy(update={"gpu_ids": ids})
     return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None)
 
 
@@ -106,23 +110,31 @@ def graph_of(source: Source, node: str, *, platform: str | None = None) -> NodeG
 
 
 def explain_job(source: Source, request: Request) -> Answer:
-    """The job's slowdown explained over its nodes, answered as the node whose link explains it (else its first)."""
+    """The job's slowdown explained over its nodes by one engine pass, answered as the node whose link explains it
+    (else its first), each node judged against the job as its own question would judge it (a rack's host with its
+    whole rack)."""
     assert request.job is not None
     job = known("job", request.job, source.jobs(), where=source.name)
     nodes = source.job_nodes(job)
     if not nodes:
         raise InputError(f"job {job!r} names no node in its step samples", source=source.name, field="job")
-    length = request.length
-    got = source.read(nodes=nodes, end=request.end, span=node_span(length, request.thresholds, request.history))
+    slots = source.racks()
+    racked = {slots[n].rack for n in nodes if n in slots}
+    hosts = sorted(set(nodes) | {h for h, s in slots.items() if s.rack in racked})
+    length, notes = _length(source, nodes[0], request)
+    got = source.read(nodes=hosts, end=request.end, span=node_span(length, request.thresholds, request.history))
     result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
-                           platforms=_platforms(got, None, None), nodes=nodes, jobs=dict.fromkeys(nodes, job),
-                           history=got.history, listed=got.listed)
+                           platforms=_platforms(got, None, None), nodes=hosts, full=True,
+                           jobs=dict.fromkeys(nodes, job), history=got.history, expected_gpus=got.expected_gpus,
+                           racks={h: slots[h] for h in hosts if h in slots} or None, listed=got.listed)
     explanation = result.jobs.get(job)
     blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
     node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
-    answer = diagnose(source, replace(request, node=node))
-    answer.job = explanation
-    return answer
+    if node in slots:  # as its rack answers it
+        diagnosis = viewed(result.diagnoses[node], got, length, got.warnings)
+    else:
+        diagnosis = named(viewed(result.diagnoses[node], got, length, [*notes, *got.warnings]), source.nodes())
+    return Answer(diagnosis, result.graphs.get(node), result, got, explanation)
 
 
 def _rack(source: Source, request: Request, *, host: str | None = None, job: str | None = None) -> Answer:

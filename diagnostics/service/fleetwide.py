@@ -21,6 +21,7 @@ from ..analysis import (
     uuids,
     watch_list,
 )
+from ..analysis.alerting import version_facts
 from ..analysis.diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
 from ..config.alerts import AlertPolicy, load_alerts
 from ..config.thresholds import Thresholds
@@ -34,7 +35,7 @@ from ..store.alerts import Alert
 from .diagnose import Fleet, fleet
 from .prometheus import PrometheusSource
 from .request import Request
-from .source import Source, known
+from .source import Source, Window, known
 
 
 def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at: datetime | None = None,
@@ -56,23 +57,28 @@ def sweep(source: Source, request: Request, *, read_back: bool = True) -> SweepR
     pushed down to the server, which reads the offending nodes back (`read_back=False`: the offenders only). A node
     the source holds with no reading in the span the rules need makes the view incomplete: a silent node is not a
     healthy one."""
+    return _swept(source, request, read_back=read_back)[0]
+
+
+def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple[SweepResult, list[Window]]:
+    """`sweep`'s result and the windows it read (none from Prometheus, which reads back offenders only)."""
     hours = request.length.total_seconds() / 3600
     if isinstance(source, PrometheusSource):
         return pushed_down(source.client, request.thresholds, at=request.end, window_hours=hours,
-                           analyze=read_back, step_s=source.step_s, dmap=source.dmap)
+                           analyze=read_back, step_s=source.step_s, dmap=source.dmap), []
     started = time.perf_counter()
     answered = fleet(source, request)
     ends = [w.end for w in answered.windows if w.end is not None]
     if not ends:
         return SweepResult(at=request.end or datetime.now().astimezone(), window_hours=hours, source=source.name,
-                           complete=False, incomplete_reasons=["the source holds no link samples and no events"])
+                           complete=False, incomplete_reasons=["the source holds no link samples and no events"]), []
     engine = answered.analysis.timings.get("total_s", 0.0)
     result = fleet_result(answered.diagnoses, window_hours=hours, at=max(ends), source=source.name)
     result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
     result.timings.analyze_s = engine
     _say_held(result)
     _say_unjudged(result, answered, source, request)
-    return result
+    return result, answered.windows
 
 
 def _say_held(result: SweepResult) -> None:
@@ -152,12 +158,15 @@ def verify_repair(source: Source, *, node: str, parts: Collection[str], repaired
 
 def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, str], Alert], at: datetime,
                ticket_of: Callable[[str, str], str | None], open_storm: int | None = None,
-               policy: AlertPolicy | None = None) -> tuple[SweepResult, Pass]:
+               policy: AlertPolicy | None = None, baseline: bool = False) -> tuple[SweepResult, Pass]:
     """One pass of the watch loop: the fleet swept as `sweep` does (planned work held), its failing parts, and what
-    the alert channel is told given the alerts still open (new, worse, ticketed, recovered, or held in a storm)."""
-    swept = sweep(source, request)
+    the alert channel is told given the alerts still open (new, worse, ticketed, recovered, or held in a storm;
+    on the watch's first pass, `baseline`, known)."""
+    swept, windows = _swept(source, request)
     racks = {n: d.rack.rack_id for n, d in swept.diagnoses.items() if d.rack is not None}
-    done = decide(failing_parts(swept.diagnoses.values()), alerts, at=at, policy=policy or load_alerts(),
+    racks.update({r: r for r in racks.values()})  # a rack's own part alerts under the rack
+    facts = version_facts(w.tables for w in windows)  # the driver, VBIOS, Fabric Manager a storm may share
+    done = decide(failing_parts(swept.diagnoses.values(), facts), alerts, at=at, policy=policy or load_alerts(),
                   ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,
-                  open_storm=open_storm)
+                  open_storm=open_storm, baseline=baseline)
     return swept, done

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..analysis.jobs import LinkChoice
 from ..model import RackSlot
 from ..store.maintenance import MaintenanceLog
 from ..store.telemetry import TelemetryStore, open_store
@@ -78,10 +79,14 @@ class StoreSource:
                       undated=got.undated, maintenance=got.maintenance, history=self.history,
                       listed=listed_nodes(got.tables.get("nodes")))
 
-    def history(self, nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
-        """The link samples a job's correlation asks for, read from the store when the engine asks."""
+    def history(self, nodes: list[str], start: datetime, end: datetime, *,
+                links: LinkChoice | None = None) -> pd.DataFrame:
+        """The link samples a job's correlation asks for, read from the store when the engine asks: given `links`,
+        only theirs (the rest of those nodes' links are skipped before they are converted)."""
         with self.store() as store:
-            return store.window(end=end, span=end - start + timedelta(microseconds=1), nodes=nodes)["link_samples"]
+            if links is None:
+                return store.link_history(nodes, start=start, end=end)
+            return store.link_history(nodes, start=start, end=end, columns=links.columns, select=links.rows)
 
 
 def _newest_event(store: TelemetryStore) -> datetime | None:
@@ -89,4 +94,4 @@ def _newest_event(store: TelemetryStore) -> datetime | None:
     if events.empty:
         return None
     newest = pd.to_datetime(events["timestamp"], utc=True).max()
-    return None if pd.isna(newest) else newest.to_pydatetime()
+    return None if pd.isna(newest) else newest.floor("us").to_pydatetime()  # datetime holds microseconds

@@ -13,13 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..analysis.jobs import LinkChoice
 from ..errors import InputError
+from ..ingest.nmxt import placed_links
 from ..ingest.snapshot import read_cases, snapshot_record, snapshot_tables
 from ..model import RackSlot, Snapshot
 from ..store.load import load_tables
 from ..store.maintenance import Maintenance, MaintenanceLog
 from ..store.telemetry import rack_slots
-from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, job_nodes
+from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, job_nodes, nodes_named
 from ..times import ns, utc_datetime, utc_ns
 from .source import Unstored, Window, listed_nodes
 
@@ -43,8 +45,13 @@ class TableSource(Unstored):
                  name: str | None = None) -> None:
         self.name = name or self.name
         self.tables = dict(tables)  # as given: another source can be made of them
+        records = tables.get("nodes")
+        self._platforms = {**_platforms(records), **dict(platforms or {})}
+        self._racks = {**(rack_slots(records) if records is not None and len(records) else {}), **dict(racks or {})}
         links = tables.get("link_samples")
         links = links if links is not None and len(links) else LINK_SAMPLES.empty()
+        links, placed = placed_links(links, self._racks, self._platforms)  # an NMX-T scrape's trays as their hosts
+        self.warnings = [placed] if placed else []
         self._links = {n: (f, ns(f["timestamp"])) for n, f in _by_node(links).items()}
         steps = tables.get("step_samples")
         self._steps = steps if steps is not None and len(steps) else STEP_SAMPLES.empty()
@@ -55,11 +62,9 @@ class TableSource(Unstored):
                        for v in self._steps["node_ids"].astype("string").fillna("")] if len(self._steps) else []
         self._other = {name: _by_node(tables[name]) if name in tables and tables[name] is not None else {}
                        for name in ("events", "gpus", "topology", "nodes")}
-        records = tables.get("nodes")
-        self._platforms = {**_platforms(records), **dict(platforms or {})}
-        self._racks = {**(rack_slots(records) if records is not None and len(records) else {}), **dict(racks or {})}
         self._listed = listed_nodes(records)
-        self._nodes = sorted(set(self._links) | set(self._other["events"]) | set(self._platforms) | set(self._racks))
+        named = nodes_named({**self.tables, "link_samples": links})  # every node any table names, as a store notes
+        self._nodes = sorted(set(named) | set(self._platforms) | set(self._racks))
         self._log = maintenance
 
     # ---- what the source knows ----
@@ -108,12 +113,15 @@ class TableSource(Unstored):
         return Window(tables=tables, end=utc_datetime(end_ns), platforms=self.platforms(), racks=self.racks(),
                       newest=newest, maintenance=maintenance, history=self.history, listed=set(self._listed))
 
-    def history(self, nodes: list[str], start: datetime, end: datetime) -> pd.DataFrame:
-        """The link samples a job's correlation reads beyond the window: those nodes' rows in [start, end]."""
+    def history(self, nodes: list[str], start: datetime, end: datetime, *,
+                links: LinkChoice | None = None) -> pd.DataFrame:
+        """The link samples a job's correlation reads beyond the window: those nodes' rows in [start, end] (given
+        `links`, theirs)."""
         lo, hi = utc_ns(start), utc_ns(end)
         frames = [f[(t >= lo) & (t <= hi)] for n in sorted(set(nodes)) if n in self._links
                   for f, t in [self._links[n]]]
-        return pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
+        frame = pd.concat(frames, ignore_index=True) if frames else LINK_SAMPLES.empty()
+        return frame[links.rows(frame)].reset_index(drop=True) if links is not None and len(frame) else frame
 
     def _newest_ns(self, nodes: Collection[str] | None) -> int | None:
         newest = self.newest(nodes)
@@ -220,7 +228,18 @@ def files_source(paths: Iterable[str | Path], *, node: str | None = None) -> tup
     if chosen is None:
         raise InputError("the input names " + (f"{len(named)} nodes ({', '.join(named[:10])})" if named else "no node")
                          + ": give --node NODE", source=where, field="--node")
-    return TableSource(unnamed_as(loaded.tables, chosen), name="files"), chosen, loaded.warnings
+    source = TableSource(unnamed_as(loaded.tables, chosen), name="files")
+    if node is None and chosen not in source.nodes() and len(source.nodes()) == 1:
+        chosen = source.nodes()[0]  # an NMX-T tray's place in its rack, renamed once placed
+    return source, chosen, [*loaded.warnings, *source.warnings]
+
+
+def tables_source(paths: Iterable[str | Path]) -> tuple[TableSource, list[str]]:
+    """Telemetry files and folders as tables in memory, no node chosen (a job is asked of them), and what reading
+    them said."""
+    loaded = load_tables(list(paths))
+    source = TableSource(loaded.tables, name="files")
+    return source, [*loaded.warnings, *source.warnings]
 
 
 def unnamed_as(tables: Mapping[str, pd.DataFrame], node: str) -> dict[str, pd.DataFrame]:

@@ -1,5 +1,6 @@
 """The local telemetry store: Parquet samples by node and day, a SQLite database beside them, windowed reads."""
 
+from .alertmanager import AlertmanagerBook, AlertMessage
 from .alerts import Alert, AlertBook, AlertStatus, StormRecord
 from .database import BUSY_TIMEOUT_S, StoreDatabase, connect, lock_of, transaction
 from .load import load_inputs
@@ -12,7 +13,9 @@ __all__ = [
     "DB_NAME",
     "Alert",
     "AlertBook",
+    "AlertMessage",
     "AlertStatus",
+    "AlertmanagerBook",
     "At",
     "FileOutcome",
     "IngestReport",

@@ -1,6 +1,7 @@
 """The alert channel's memory in the store's SQLite: each part's alert (its message, status and last failing pass)
-and each storm (its incident message, counts, who acknowledged it), so a restarted bot neither repeats nor forgets
-an alert. Every write is one transaction (`database.transaction`)."""
+and each storm (its incident message, counts, who acknowledged it), and when the watch began, so a restarted bot
+neither repeats nor forgets an alert nor takes its first pass again. Every write is one transaction
+(`database.transaction`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .database import lock_of, transaction
 
 ALERTS = "alerts"
 STORMS = "alert_storms"
+WATCH = "alert_watch"  # when the watch began on this store, and what it found already failing
 
 
 class AlertStatus(StrEnum):
@@ -84,6 +86,26 @@ class AlertBook:
             db[STORMS].create({"id": int, "opened_at": str, "factor": str, "nodes": str,  # type: ignore[union-attr]
                                "reason": str, "held": int, "acknowledged_by": str, "acknowledged_at": str,
                                "channel": str, "ts": str}, pk="id", if_not_exists=True)
+            db[WATCH].create({"id": int, "started_at": str, "known": int, "channel": str,  # type: ignore[union-attr]
+                              "ts": str}, pk="id", if_not_exists=True)
+
+    def watch_began(self) -> datetime | None:
+        """When the watch's first pass ran on this store; None before it has."""
+        with lock_of(self.db):
+            rows = list(self.db[WATCH].rows_where(order_by="id", limit=1))
+        return datetime.fromisoformat(rows[0]["started_at"]) if rows else None
+
+    def begin_watch(self, *, at: datetime, known: int) -> bool:
+        """The first pass recorded (with how many parts it found failing); False when another bot's was first."""
+        with transaction(self.db):
+            if self.db[WATCH].count:
+                return False
+            self.db[WATCH].insert({"started_at": at.isoformat(), "known": known})  # type: ignore[union-attr]
+        return True
+
+    def watch_posted(self, *, channel: str, ts: str) -> None:
+        with transaction(self.db):
+            self.db.execute(f"update {WATCH} set channel = ?, ts = ?", [channel, ts])
 
     def active(self) -> dict[tuple[str, str], Alert]:
         """Every alert not recovered, by node and part."""

@@ -1,9 +1,10 @@
 """Node records from inventory files: `nodes.csv` (node_id,platform, as `fabricbot synth` writes it) and the
 inventory CSV, TOML or JSON that diagnostics/topology/inventory.py reads, with a `platform` column or key.
 
-The store keeps each node's platform (and serial, rack and, for a rack's host, its tray's slot where given) from
-them, so an analysis of a stored node knows its topology instead of guessing a generic one, and a rack's hosts are
-weighed together.
+The store keeps each node's platform (and serial, rack, driver, VBIOS and Fabric Manager versions and, for a rack's
+host, its tray's slot where given) from them, so an analysis of a stored node knows its topology instead of
+guessing a generic one, a rack's hosts are weighed together, and a storm of alerts can name the version its nodes
+share.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from ..ingest.base import Source
 from ..topology.inventory import _ALIASES, load_inventory
 
 NODES_FILE = "nodes.csv"
-NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "tray", "state", "state_reason",
-                "state_since")
-_OWN = {"node_serial", "rack_location", "tray", "slot", "serial", "state"}  # fields no telemetry table has
+NODE_COLUMNS = ("node_id", "platform", "node_serial", "rack_location", "tray", "role", "state", "state_reason",
+                "state_since", "driver_version", "vbios_version", "fabric_manager_version")
+VERSIONS = ("driver_version", "vbios_version", "fabric_manager_version")  # what a storm may share (alerts.toml)
+_OWN = {"node_serial", "rack_location", "tray", "role", "slot", "serial", "state"}  # fields no telemetry table has
 # The scheduler's word for the node, why it says so and since when (Slurm: `sinfo -R` REASON and TIMESTAMP;
 # Kubernetes: the cordon's taint or annotation). A drain for planned work puts the node in maintenance; a drain
 # for a fault does not (store/maintenance.py).
@@ -120,11 +122,24 @@ def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
             raise InputError(f"unknown platform {platform!r} for node {name} (known: {', '.join(sorted(known))})",
                              source=str(path), value=str(platform))
         rows.append({"node_id": name, "platform": platform, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location, "tray": node.tray,
-                     **{c: said(c, name) for c in ("state", "state_reason", "state_since")}})
+                     "rack_location": node.rack_location, "tray": node.tray, "role": node.role,
+                     **{c: said(c, name) for c in ("state", "state_reason", "state_since")},
+                     **{c: getattr(node, c) for c in VERSIONS}})
     if not rows and node_id:
         node = inventory.node(None)
         rows.append({"node_id": node_id, "platform": None, "node_serial": node.node_serial,
-                     "rack_location": node.rack_location, "tray": node.tray, "state": None,
-                     "state_reason": None, "state_since": None})
+                     "rack_location": node.rack_location, "tray": node.tray, "role": node.role, "state": None,
+                     "state_reason": None, "state_since": None, **{c: getattr(node, c) for c in VERSIONS}})
     return pd.DataFrame(rows, columns=list(NODE_COLUMNS))
+
+
+def inventory_gpus(path: Path, node_id: str | None = None) -> pd.DataFrame:
+    """The GPU identities an inventory file gives (index, PCI address, serial, UUID) as GPU table rows: the serial a
+    part's history follows, for the GPUs no telemetry names."""
+    inventory = load_inventory(path)
+    rows = [{"node_id": name or node_id, "gpu": gpu.index, "pci_bus_id": gpu.pci_bus_id, "serial": gpu.serial,
+             "uuid": gpu.uuid, "source": "inventory"}
+            for name, node in inventory.nodes.items() for gpu in node.gpus
+            if gpu.index is not None and (name or node_id) and (gpu.serial or gpu.uuid)]
+    return pd.DataFrame(rows)
+

@@ -8,7 +8,7 @@ skips the hours outside it. Their ranges are kept in the catalog (catalog.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
@@ -25,6 +25,12 @@ from ..tables import TableSchema
 
 if TYPE_CHECKING:
     from .catalog import Part
+
+# Arrow's default pool (mimalloc) hands freed pages back to the system as soon as a read lets go of them, so a read of
+# hundreds of parts pays for its pages over and over in the kernel: the system allocator keeps them for the next part.
+# ARROW_DEFAULT_MEMORY_POOL, when set, still chooses.
+if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and pa.default_memory_pool().backend_name == "mimalloc":
+    pa.set_memory_pool(pa.system_memory_pool())
 
 ROW_GROUP_NS = 3_600_000_000_000  # row groups cover whole hours of readings
 MIN_GROUP_ROWS = 4096
@@ -115,15 +121,18 @@ def _series(column: pa.ChunkedArray, order: np.ndarray | None) -> Any:
 
 
 def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
-    """A dictionary column's values (sorted) and each row's code among them (-1 for null), chunk by chunk."""
+    """A dictionary column's values (sorted) and each row's code among them (-1 for null): the chunks' dictionaries
+    unified once (a read of many row groups has a dictionary per chunk), each value looked up once."""
     chunks = [c for c in column.chunks if len(c)]
-    values = sorted({v for c in chunks for v in c.dictionary.to_pylist() if v is not None})
+    if not chunks:
+        return [], np.zeros(0, np.int32)
+    unified = pa.chunked_array(chunks, type=column.type).unify_dictionaries()
+    names = unified.chunk(0).dictionary.to_pylist()
+    values = sorted({v for v in names if v is not None})
     where = {v: i for i, v in enumerate(values)}
-    pieces = []
-    for chunk in chunks:
-        lookup = np.array([where.get(v, -1) for v in chunk.dictionary.to_pylist()] + [-1], dtype=np.int32)
-        pieces.append(lookup[pc.fill_null(chunk.indices, len(lookup) - 1).to_numpy()])
-    return values, (np.concatenate(pieces) if pieces else np.zeros(0, np.int32))
+    lookup = np.array([where.get(v, -1) for v in names] + [-1], dtype=np.int32)
+    indices = pa.chunked_array([c.indices for c in unified.chunks], type=column.type.index_type)
+    return values, lookup[pc.fill_null(indices, len(names)).to_numpy()]
 
 
 @dataclass(frozen=True)
@@ -209,7 +218,8 @@ class ScanStats:
 
 def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None, end_ns: int | None, *,
                order: Sequence[str], keep: Collection[str] = (), skip: Collection[str] = (),
-               workers: int = 2, exact: bool = True) -> tuple[Rows, ScanStats]:
+               workers: int = 2, exact: bool = True, columns: Collection[str] | None = None,
+               select: Selection | None = None) -> tuple[Rows, ScanStats]:
     """The parts' rows with timestamps in (start, end] (every row without bounds), key by key as the parts come,
     each key's rows ordered by `order` then time; only the columns some part fills (and `keep`), less `skip`.
 
@@ -219,23 +229,28 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     each file's chosen row groups directly is about twice as fast as a pyarrow dataset scan with the same
     pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves. `exact=False`
     keeps the whole of a row group that crosses the window's start (a reader that bounds its own rows, as the
-    analysis engine does, is spared the filter)."""
+    analysis engine does, is spared the filter). `columns` reads only those (of the others); `select` keeps only
+    the rows whose values of its columns it chooses, before they are ordered."""
     target = arrow_schema(schema)
     filled = frozenset().union(*(p.columns for p in parts))
-    out = pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip])
+    out = pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip
+                     and (columns is None or n in columns)])
     by_key: dict[str, list[Part]] = {}
     for part in parts:
         by_key.setdefault(part.key, []).append(part)
 
-    def one(group: list[Part]) -> tuple[pa.Table | None, np.ndarray | None, ScanStats]:
+    def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
         stats, tables = ScanStats(), []
         for part in group:
             chosen = [i for i, (lo, hi, _) in enumerate(part.groups) if _overlaps(lo, hi, start_ns, end_ns)]
             if not chosen:
                 continue
-            handle = pq.ParquetFile(part.path)
-            names = set(handle.schema_arrow.names)
-            table = handle.read_row_groups(chosen, columns=[n for n in out.names if n in names], use_threads=False)
+            # opened as a local file and read as asked: a filesystem's layer and its read-ahead threads cost more than
+            # a small part's rows; a column the part leaves empty (most parts fill about half the table's) or lacks
+            # (an older writer's) is not decoded here but made as nulls by `_cast`
+            with pa.OSFile(str(part.path)) as source:
+                table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(
+                    chosen, columns=[n for n in out.names if n in part.columns], use_threads=False)
             stats.files += 1
             stats.row_groups += len(chosen)
             stats.rows_scanned += table.num_rows
@@ -248,6 +263,8 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
             return None, None, stats
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         stats.rows = table.num_rows
+        if select is not None:  # each key's distinct values here, where the workers share the work
+            return table, distinct_rows(table, [c for c in select.columns if c in table.column_names]), stats
         return table, _ordered(table, order), stats
 
     if workers > 1 and len(by_key) > 1:
@@ -259,6 +276,9 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     for _, _, s in done:
         stats.add(s)
     tables = [(t, o) for t, o, _ in done if t is not None]
+    if select is not None and tables:
+        tables = _selected(tables, select, order)
+        stats.rows = sum(t.num_rows for t, _ in tables)
     if not tables:
         return Rows(out.empty_table()), stats
     positions = None
@@ -267,6 +287,32 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
         positions = np.concatenate([(o if o is not None else np.arange(t.num_rows)) + lo
                                     for (t, o), lo in zip(tables, offsets, strict=True)])
     return Rows(pa.concat_tables([t for t, _ in tables]), positions), stats
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Rows chosen by their values of some columns: `keep` is handed each distinct combination of them once (all
+    keys' together, as a table) and says which to keep."""
+
+    columns: Sequence[str]
+    keep: Callable[[pa.Table], np.ndarray]
+
+
+def _selected(tables: list[tuple[pa.Table, Any]], select: Selection,
+              order: Sequence[str]) -> list[tuple[pa.Table, np.ndarray | None]]:
+    """Each key's rows whose values `select` keeps (asked once, of every key's distinct values), each key's
+    ordered."""
+    distinct = [table.select([c for c in select.columns if c in table.column_names]).take(first)
+                for table, (first, _) in tables]
+    keep = np.asarray(select.keep(pa.concat_tables(distinct, promote_options="default")), dtype=bool)
+    out = []
+    for (table, (first, combination)), lo in zip(tables, np.cumsum([0] + [len(d) for d in distinct[:-1]]),
+                                                 strict=True):
+        mine = keep[lo:lo + len(first)][combination]
+        if mine.any():
+            chosen = table.filter(pa.array(mine))
+            out.append((chosen, _ordered(chosen, order)))
+    return out
 
 
 def _overlaps(lo: int | None, hi: int | None, start: int | None, end: int | None) -> bool:
@@ -298,13 +344,15 @@ def _cast(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """The table with exactly the schema's columns and types: a missing column as nulls, another type cast."""
     if table.schema.equals(schema):
         return table
+    have = {f.name: (i, f.type) for i, f in enumerate(table.schema)}  # a table's names and types are built at each ask
     columns = []
     for field in schema:
-        if field.name not in table.column_names:
+        at, kind = have.get(field.name, (None, None))
+        if at is None:
             columns.append(pa.nulls(table.num_rows, field.type))
             continue
-        column = table.column(field.name)
-        if column.type != field.type:
+        column = table.column(at)
+        if kind != field.type:
             if pa.types.is_dictionary(field.type):
                 column = pc.dictionary_encode(column.cast(pa.string()))
             else:
@@ -334,6 +382,54 @@ def _ordered(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
     if not ((tt[1:] > tt[:-1]) | (k[1:] != k[:-1])).all():
         order = np.lexsort((t, key))
     return None if (np.diff(order) == 1).all() else order
+
+
+def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct combination of the columns' values (NA a value of its own), and each row's
+    combination (a position in the first): each column's values as small codes, packed into as few integers as
+    fit, then hashed."""
+    packs: list[np.ndarray] = []
+    packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
+    for name in names:
+        codes = _value_codes(table.column(name))
+        bits = max(int(codes.max()).bit_length(), 1) if len(codes) else 1
+        if used and used + bits > 62:
+            packs.append(packed)
+            packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
+        packed = (packed << bits) | codes
+        used += bits
+    packs.append(packed)
+    combination = pd.factorize(packs[0])[0].astype(np.int64)
+    for pack in packs[1:]:
+        codes, uniques = pd.factorize(pack)
+        combination = pd.factorize(combination * len(uniques) + codes)[0].astype(np.int64)
+    first = np.zeros(int(combination.max()) + 1 if len(combination) else 0, dtype=np.int64)
+    first[combination[::-1]] = np.arange(len(combination) - 1, -1, -1)  # the earliest row of each wins
+    return first, combination
+
+
+def _value_codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Per row, a small code of its value, equal for equal values, 0 for NA (in no order): a dictionary column's
+    index into its chunks' dictionaries unified, an integer's offset from the smallest (its order of first sight
+    where the range is too wide to pack)."""
+    if pa.types.is_dictionary(column.type):
+        chunks = [c for c in column.chunks if len(c)]
+        if not chunks:
+            return np.zeros(len(column), dtype=np.int64)
+        unified = pa.chunked_array(chunks, type=column.type).unify_dictionaries()
+        indices = pa.chunked_array([c.indices for c in unified.chunks], type=column.type.index_type)
+        return np.asarray(pc.fill_null(indices, -1).to_numpy(), dtype=np.int64) + 1
+    if not (pa.types.is_integer(column.type) or pa.types.is_boolean(column.type)):
+        return _rank_codes("", column)[0]
+    none = np.iinfo(np.int64).min
+    values = np.asarray(pc.fill_null(column.cast(pa.int64()), none).to_numpy(), dtype=np.int64)
+    known = values != none
+    if not known.any():
+        return np.zeros(len(values), dtype=np.int64)
+    low, high = int(values[known].min()), int(values[known].max())
+    if high - low >= 1 << 40:  # too wide to pack: the values' order of first sight instead
+        return np.where(known, pd.factorize(values)[0] + 1, 0)
+    return np.where(known, values - low + 1, 0)
 
 
 _BITS = {"node_id": 20, "gpu": 12, "link_type": 4, "link": 12, "lane": 8}

@@ -18,10 +18,10 @@ import pandas as pd
 
 from ..errors import FabricbotError, InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
-from ..ingest.detect import choose
+from ..ingest.detect import choose, read_with
 from ..ingest.summary import summarize
 from ..progress import Progress, advance
-from .inventory import NODE_COLUMNS, read_node_file
+from .inventory import NODE_COLUMNS, inventory_gpus, read_node_file
 
 At = datetime | Literal["mtime"] | None
 SKIP_NAMES = frozenset({"ground_truth.json"})  # a synthetic fleet's answers, not telemetry
@@ -119,11 +119,14 @@ def _fill_time(result: IngestResult, at: datetime | None) -> None:
 
 def _read_one(src: Source, fmt: str | None, node_id: str | None, at: At,
               xid_last: dict[tuple[Any, ...], float]) -> tuple[str, IngestResult | None, pd.DataFrame | None]:
-    """(format, telemetry, node records) of one source; an inventory file gives node records only."""
+    """(format, telemetry, node records) of one source; an inventory file gives node records and its GPUs' serials
+    and UUIDs only."""
     if fmt is None or fmt == "inventory":
         nodes = read_node_file(src, node_id=node_id)
         if nodes is not None:
-            return "inventory", None, nodes
+            assert src.path is not None  # an inventory is a file
+            gpus = inventory_gpus(src.path, node_id)
+            return "inventory", IngestResult.of(gpus=gpus) if len(gpus) else None, nodes
         if fmt == "inventory":
             raise InputError("not a node inventory (nodes.csv, or an inventory CSV, TOML or JSON)", source=src.name)
     reader = choose(src, fmt)
@@ -131,7 +134,7 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, at: At,
             else at if isinstance(at, datetime) else None)
     options: dict[str, Any] = {"at": when, "xid_last": xid_last}
     accepted = inspect.signature(reader.read).parameters
-    result = reader.read(src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
+    result = read_with(reader, src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
     _fill_time(result, when)
     return reader.name, result, result.nodes
 

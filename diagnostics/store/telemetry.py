@@ -13,7 +13,7 @@ window needs are read, so a request costs what its window holds, not what the st
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import sqlite_utils
 from sqlite_utils.db import Table
 
@@ -31,12 +32,12 @@ from ..ingest.nmxt import place_in_racks
 from ..ingest.summary import nodes as summary_nodes
 from ..model import RackSlot
 from ..progress import Progress, advance
-from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema, job_nodes
+from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema, job_nodes
 from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
-from .parts import PART_TABLES, ScanStats, read_parts, write_part
+from .parts import PART_TABLES, Rows, ScanStats, Selection, read_parts, write_part
 from .sources import At, FileOutcome, IngestReport, read_sources
 
 DB_NAME = "fabricbot.db"
@@ -89,9 +90,12 @@ def rack_slots(nodes: pd.DataFrame) -> dict[str, RackSlot]:
     """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column."""
     if "rack_location" not in nodes.columns:
         return {}
-    trays = nodes["tray"] if "tray" in nodes.columns else pd.Series([None] * len(nodes), index=nodes.index)
-    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None)
-            for n, r, t in zip(nodes["node_id"], nodes["rack_location"], trays, strict=True)
+    none = pd.Series([None] * len(nodes), index=nodes.index)
+    trays = nodes["tray"] if "tray" in nodes.columns else none
+    roles = nodes["role"] if "role" in nodes.columns else none
+    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None,
+                             str(o) if isinstance(o, str) and o else None)
+            for n, r, t, o in zip(nodes["node_id"], nodes["rack_location"], trays, roles, strict=True)
             if isinstance(r, str) and r}
 
 
@@ -131,7 +135,8 @@ class TelemetryStore:
         xid_last = self._xid_state()
         outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last,
                                 progress=progress)
-        for outcome in outcomes:
+        # inventories first, wherever their names sort: an NMX-T scrape's trays are placed on the hosts they name
+        for outcome in sorted(outcomes, key=lambda o: o.result is not None):
             if outcome.status == "read":
                 self._keep(outcome)
             advance(progress)
@@ -180,8 +185,13 @@ class TelemetryStore:
         self._write_rows("events", result["events"])
         self._write_rows("topology", result["topology"])
         gpus = result["gpus"]
-        if len(gpus):
-            self._table("gpus").upsert_all(_records(gpus), pk=("node_id", "gpu"), alter=True)
+        said: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # rows by the columns they give
+        for row in _records(gpus):
+            given = {k: v for k, v in row.items() if v is not None or k in ("node_id", "gpu")}
+            said.setdefault(tuple(sorted(given)), []).append(given)
+        for rows in said.values():  # a file replaces only what it says of a GPU: an inventory's serial stays when a
+            # scrape that names none comes after
+            self._table("gpus").upsert_all(rows, pk=("node_id", "gpu"), alter=True)
         self._note_nodes(summary_nodes(result))
 
     def _write_nodes(self, records: pd.DataFrame) -> None:
@@ -316,6 +326,25 @@ class TelemetryStore:
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
                            undated, planned)
 
+    def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
+                     columns: Collection[str] | None = None,
+                     select: Callable[[pd.DataFrame], np.ndarray] | None = None) -> pd.DataFrame:
+        """Those nodes' link samples in [start, end], as a window holds them (each node's rows together, each
+        link's in time order): only `columns` (and what names a link, and its time), and given `select` (the
+        readings' identities, one row per distinct one -> which to keep), only the rows of the identities it keeps,
+        chosen before they are converted."""
+        start_ns, end_ns = utc_ns(start) - 1, utc_ns(end)
+        parts = self._catalog.parts("link_samples", sorted({str(n) for n in nodes}), start_ns, end_ns)
+        wanted = None if columns is None else {*columns, *LINK_IDENTITY, "timestamp"}
+
+        def keep(identities: pa.Table) -> np.ndarray:
+            assert select is not None
+            return np.asarray(select(Rows(identities).frame()), dtype=bool)
+
+        got, _ = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS, skip=PROVENANCE,
+                            columns=wanted, select=None if select is None else Selection(LINK_IDENTITY, keep))
+        return got.frame()
+
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
         extra, args = None, []
         if end_ns is not None:  # ISO times compare as text: a second's slack here, the exact bound below
@@ -374,16 +403,18 @@ def _placed_on_a_node(result: IngestResult) -> str | None:
     """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names;
     with none or several, nothing is stored and the reason says to pass --node (a store keys everything by node)."""
     named = set(summary_nodes(result))
+    key = {name: "node_ids" if name == "step_samples" else "node_id" for name in result.tables}  # a job's hosts
     unplaced = [name for name, frame in result.tables.items()
-                if len(frame) and "node_id" in frame.columns and frame["node_id"].isna().any()]
+                if len(frame) and key[name] in frame.columns and frame[key[name]].isna().any()]
     if not unplaced:
         return None
     if len(named) == 1:
         node = next(iter(named))
         for name in unplaced:
             frame = result.tables[name]
-            filled = frame["node_id"].astype("string").fillna(node)
-            result.tables[name] = frame.assign(node_id=filled.astype("category"))
+            filled = frame[key[name]].astype("string").fillna(node)
+            result.tables[name] = frame.assign(**{key[name]: filled if name == "step_samples" else
+                                                  filled.astype("category")})
         return None
     which = "names no node" if not named else f"names several nodes ({', '.join(sorted(named)[:4])})"
     return (f"{', '.join(unplaced)} rows without a node and the input {which}: pass --node NODE to say which "

@@ -5,7 +5,8 @@ from .evaluate import EVAL_STEPS, EvalReport, evaluate
 from .fleet import DEFAULT_NODES, build, generate, generate_steps, load
 from .life import build_life, load_life
 from .rack_fleet import DEFAULT_RACKS, build_racks, generate_racks, load_slots
+from .storm import build_storm, storm_inventory
 
 __all__ = ["DEFAULT_NODES", "DEFAULT_RACKS", "EVAL_STEPS", "DrafterReport", "EvalReport", "build", "build_life",
-           "build_racks", "evaluate", "generate", "generate_racks", "generate_steps", "load", "load_life", "load_slots",
-           "score_drafter"]
+           "build_racks", "build_storm", "evaluate", "generate", "generate_racks", "generate_steps", "load",
+           "load_life", "load_slots", "score_drafter", "storm_inventory"]

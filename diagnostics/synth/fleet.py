@@ -23,6 +23,8 @@ import pandas as pd
 
 from ..config.platforms import all_platforms
 from ..errors import InputError
+from ..ingest.dcgm_map import load_map
+from ..ingest.dcgm_write import format_exposition
 from ..progress import Progress, advance
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
 from .lanes import extra_rows, remote_rows
@@ -234,14 +236,20 @@ def generate(*, out: Path, seed: int = 0, nodes: int = DEFAULT_NODES, hours: flo
     path = out / "ground_truth.json"
     path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if life:
-        from .life import generate_life  # it builds on this module
-        from .storm import generate_storm
-
-        generate_life(out, seed=seed, end=pd.Timestamp(truth["end"]))
-        advance(progress)
-        generate_storm(out, seed=seed, end=pd.Timestamp(truth["end"]))  # the alert loop's storm, beside the life
-        advance(progress)
+        write_alert_scenarios(out, seed=seed, end=pd.Timestamp(truth["end"]), progress=progress)
     return path
+
+
+def write_alert_scenarios(out: Path, *, seed: int, end: pd.Timestamp, progress: Progress | None = None) -> None:
+    """The life nodes (`synth.life`) in `out/life` and the storm (`synth.storm`) in `out/storm`, ending with the
+    fleet: what `fabricbot eval` scores the alert loop on, beside any fleet."""
+    from .life import generate_life  # they build on this module
+    from .storm import generate_storm
+
+    generate_life(out, seed=seed, end=end)
+    advance(progress)
+    generate_storm(out, seed=seed, end=end)
+    advance(progress)
 
 
 def generate_steps(nodes: int, *, life: bool = False) -> int:
@@ -257,8 +265,6 @@ def _has_xid(events: pd.DataFrame, node: str, code: int | None = None) -> bool:
 
 def _scrapes(links: pd.DataFrame, events: pd.DataFrame, folder: Path, names: list[str]) -> None:
     """The last 15 minutes of each chosen node as dcgm-exporter scrapes (with sample times), one file per node."""
-    from ..ingest.dcgm_write import format_exposition
-
     if not names:
         return
     folder.mkdir(exist_ok=True)
@@ -271,8 +277,6 @@ def _scrapes(links: pd.DataFrame, events: pd.DataFrame, folder: Path, names: lis
 
 def _xid_lines(events: pd.DataFrame, recent: pd.DataFrame, node: str) -> list[str]:
     """`DCGM_EXP_XID_ERRORS_COUNT{gpu, xid}` at each scrape time: how many of each Xid the GPU has logged so far."""
-    from ..ingest.dcgm_map import load_map
-
     xids = events[events["kind"] == "xid"]
     if xids.empty:
         return []

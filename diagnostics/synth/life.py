@@ -134,11 +134,14 @@ def build_life(*, seed: int = 0, end: pd.Timestamp | None = None) -> tuple[dict[
                     "nodes": nodes}
 
 
-def write_side_fleet(out: Path, tables: dict[str, pd.DataFrame], truth: dict[str, Any]) -> Path:
-    """A folder of nodes written beside a fleet (life, storm): its tables, inventory and truth file."""
+def write_side_fleet(out: Path, tables: dict[str, pd.DataFrame], truth: dict[str, Any],
+                     inventory: tuple[str, ...] = ()) -> Path:
+    """A folder of nodes written beside a fleet (life, storm): its tables, inventory (with the truth's `inventory`
+    fields as columns: `driver_version`) and truth file."""
     write_tables(out, tables, "parquet")
-    pd.DataFrame({"node_id": list(truth["nodes"]), "platform": [v["platform"] for v in truth["nodes"].values()]}
-                 ).to_csv(out / "nodes.csv", index=False)
+    nodes = truth["nodes"]
+    pd.DataFrame({"node_id": list(nodes), "platform": [v["platform"] for v in nodes.values()],
+                  **{c: [v[c] for v in nodes.values()] for c in inventory}}).to_csv(out / "nodes.csv", index=False)
     path = out / "ground_truth.json"
     path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path

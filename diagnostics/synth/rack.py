@@ -38,6 +38,8 @@ class SwitchSim:
     down_rate: np.ndarray = field(init=False)
     effective_ber: np.ndarray = field(init=False)
     symbol_ber: np.ndarray = field(init=False)
+    resets: list[int] = field(default_factory=list)  # samples where the tray restarted: its counters start over
+    keep: np.ndarray = field(init=False)  # per sample: NMX-T read the tray (False while it reboots)
 
     def __post_init__(self) -> None:
         n, t = self.chips * self.ports, len(self.times)
@@ -45,6 +47,7 @@ class SwitchSim:
         self.down_rate = np.zeros((n, t))
         self.effective_ber = np.repeat(np.exp(self.rng.uniform(np.log(1e-17), np.log(1e-15), (n, 1))), t, axis=1)
         self.symbol_ber = np.repeat(np.exp(self.rng.uniform(np.log(1e-10), np.log(1e-7), (n, 1))), t, axis=1)
+        self.keep = np.ones(t, dtype=bool)
 
     def row(self, chip: int, port: int) -> int:
         """The row of a port: chip counted from 1 (U1, U2), port as the rack numbers it."""
@@ -64,9 +67,12 @@ class SwitchSim:
         symbols = np.cumsum(self.rng.poisson(self.symbol_rate * hours), axis=1).astype(float)
         downs = np.floor(np.cumsum(self.down_rate * hours, axis=1) + self.rng.uniform(size=(n, 1)))
         downs[self.down_rate.max(axis=1) == 0] = 0.0
+        for r in sorted(self.resets):
+            symbols[:, r:] -= symbols[:, r - 1:r]
+            downs[:, r:] -= downs[:, r - 1:r]
         chip = np.repeat(np.arange(self.chips), self.ports)
         port = np.tile(np.arange(self.first_port, self.first_port + self.ports), self.chips)
-        return pd.DataFrame({
+        frame = pd.DataFrame({
             "timestamp": np.tile(self.times.to_numpy(), n), "node_id": self.node_id,
             "gpu": pd.array([None] * (n * t), dtype="Int16"), "link_type": "nvswitch",
             "link": np.repeat(port, t), "nvswitch": np.repeat(chip.astype(str), t), "peer": None,
@@ -74,6 +80,7 @@ class SwitchSim:
             "recovery_failed": downs.reshape(-1), "effective_ber": self.effective_ber.reshape(-1),
             "symbol_ber": self.symbol_ber.reshape(-1), "link_state": "up", "source": "synth",
         })
+        return frame[np.tile(self.keep, n)] if not self.keep.all() else frame
 
 
 @dataclass
@@ -88,6 +95,7 @@ class RackSim:
     switches: dict[int, SwitchSim] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
     slowdown: tuple[int, float] | None = None
+    stopped: int | None = None  # the sample from which the rack's job logs no step (its GPUs lost, or drained)
     job_trays: list[int] = field(default_factory=list)
 
     @property

@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..model import RackSlot
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES
 from ..topology.rack import rack_graph
-from .fleet import START, conform, write_tables
+from .fleet import START, conform, write_alert_scenarios, write_tables
 from .node import NodeSim
 from .rack import RackSim, SwitchSim
 from .rack_scenarios import APPLY, RACK_BENIGN, RACK_CAVEATS, RACK_SCENARIOS
@@ -64,9 +64,12 @@ def _steps(rng: np.random.Generator, sim: RackSim, times: pd.DatetimeIndex) -> t
         values[sim.slowdown[0]:] *= 1 + sim.slowdown[1] / 100
     frame = pd.DataFrame({"timestamp": times, "job_id": job, "node_ids": ",".join(hosts),
                           "step": np.arange(len(times)) * 50, "step_time_ms": values.round(2), "source": "synth"})
+    if sim.stopped is not None:
+        frame = frame.iloc[:sim.stopped]
     truth = {"nodes": hosts, "baseline_step_time_ms": round(base, 1),
              "slowdown_pct": sim.slowdown[1] if sim.slowdown else 0.0,
-             "onset": str(times[sim.slowdown[0]]) if sim.slowdown else None, "stopped_at": None}
+             "onset": str(times[sim.slowdown[0]]) if sim.slowdown else None,
+             "stopped_at": str(times[sim.stopped]) if sim.stopped is not None else None}
     return frame, {job: truth}
 
 
@@ -117,8 +120,9 @@ def build_racks(*, seed: int = 0, racks: int = DEFAULT_RACKS, hours: float = 8.0
 
 def generate_racks(*, out: Path, seed: int = 0, racks: int = DEFAULT_RACKS, hours: float = 8.0,
                    interval_min: float = 5.0, platform: str = "gb200-nvl72", fmt: str = "parquet",
-                   scenarios: Sequence[str] | None = None) -> Path:
-    """Write the rack fleet under `out`; returns the ground-truth file."""
+                   scenarios: Sequence[str] | None = None, life: bool = False) -> Path:
+    """Write the rack fleet under `out`; returns the ground-truth file. `life` adds the alert loop's life nodes and
+    storm beside it, as `generate` does."""
     tables, truth, slots, platforms = build_racks(seed=seed, racks=racks, hours=hours, interval_min=interval_min,
                                                   platform=platform, scenarios=scenarios)
     write_tables(out, tables, fmt)
@@ -127,6 +131,8 @@ def generate_racks(*, out: Path, seed: int = 0, racks: int = DEFAULT_RACKS, hour
         out / "nodes.csv", index=False)
     path = out / "ground_truth.json"
     path.write_text(json.dumps(truth, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    if life:
+        write_alert_scenarios(out, seed=seed, end=pd.Timestamp(truth["end"]))
     return path
 
 
@@ -139,5 +145,6 @@ def load_slots(folder: Path) -> dict[str, RackSlot]:
     if "rack" not in nodes.columns:
         return {}
     trays = nodes["tray"] if "tray" in nodes.columns else pd.Series([""] * len(nodes))
-    return {str(n): RackSlot(str(r), str(t) or None) for n, r, t in zip(nodes["node_id"], nodes["rack"], trays,
-                                                                       strict=True) if r}
+    roles = nodes["role"] if "role" in nodes.columns else pd.Series([""] * len(nodes))
+    return {str(n): RackSlot(str(r), str(t) or None, str(o) or None)
+            for n, r, t, o in zip(nodes["node_id"], nodes["rack"], trays, roles, strict=True) if r}

@@ -12,6 +12,12 @@
   other GPUs within 50 s: the link is the root, the others downstream;
 - fanout_unresolved: fatal Xids on 60-100 % of the GPUs within 50 s with nothing to single one out (all one code,
   149 or 145, the first two under a second apart);
+- rack_incident: half the compute trays or more (the rack file's `rack_min_share`) lose 1-4 GPUs off the bus at the
+  same reading (Xid 79, a power or cooling event across the rack): no switch unit is common to them; the job stops;
+- planned_reboot: the rack rebooted for planned work in the last hour, in NVIDIA's order: its job drained first, the
+  switch trays restart, then the compute trays (silent for 1-2 readings, every counter starting over, the NVLinks
+  inactive at the first reading back while they train, the GPUs' fabric state In Progress, then Completed); nothing
+  is at fault and nothing may page;
 - healthy_rack: background only.
 Links failing at both ends count at both; the GPU's NVLink5 totals count the same errors half the time. A fault slows
 the rack's job four times in five, by 5-60 %.
@@ -19,6 +25,7 @@ the rack's job four times in five, by 5-60 %.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pandas as pd
@@ -29,12 +36,15 @@ from .node import limit
 from .rack import RackSim
 
 RACK_SCENARIOS: tuple[str, ...] = ("healthy_rack", "switch_port", "switch_chip", "switch_tray", "cartridge",
-                                   "compute_tray", "one_gpu", "benign_burst", "fanout_root", "fanout_unresolved")
-RACK_BENIGN = frozenset({"healthy_rack", "benign_burst"})
+                                   "compute_tray", "one_gpu", "benign_burst", "fanout_root", "fanout_unresolved",
+                                   "rack_incident", "planned_reboot")
+RACK_BENIGN = frozenset({"healthy_rack", "benign_burst", "planned_reboot"})
 # What a scenario's diagnosis must say besides its part: (where, words), as the truth's caveats
 RACK_CAVEATS: dict[str, list[tuple[str, str]]] = {
     "fanout_root": [("evidence", "downstream of it")],
     "fanout_unresolved": [("evidence", "root not identifiable")],
+    "rack_incident": [("evidence", "the rack is the unit")],
+    "planned_reboot": [("warnings", "restarted in this window")],
 }
 
 
@@ -213,6 +223,49 @@ def _slows_at(sim: RackSim, at: int) -> bool:
     return True
 
 
+def rack_incident(sim: RackSim) -> None:
+    """Half the compute trays or more lose GPUs off the bus at the same reading: their series stop, each GPU logs
+    Xid 79 within a minute, the job stops. No switch tray, chip or cartridge is common to them."""
+    g, rng = sim.graph, sim.rng
+    least = math.ceil(g.spec.localize.rack_min_share * len(g.compute_trays))
+    hit = sorted(int(t) for t in rng.choice(g.compute_trays, size=int(rng.integers(least, len(g.compute_trays) + 1)),
+                                            replace=False))
+    on = len(sim.times) - 1 - int(rng.integers(4, 10))  # the job then logs no step for over 3 intervals: stopped
+    for tray in hit:
+        node = sim.trays[tray]
+        for gpu in sorted(int(x) for x in rng.choice(_gpus(sim), size=int(rng.integers(1, _gpus(sim) + 1)),
+                                                      replace=False)):
+            node.gone[[i for i, s in enumerate(node.links) if s.gpu == gpu], on + 1:] = True
+            node.events.append({"timestamp": sim.times[on] + pd.Timedelta(seconds=float(rng.uniform(0, 60))),
+                                "kind": "xid", "gpu": gpu, "code": 79,
+                                "text": f"NVRM: Xid (PCI:0008:{gpu + 1:02x}:00): 79, pid='<unknown>', name=<unknown>, "
+                                        "GPU has fallen off the bus."})
+    sim.stopped = on + 1
+    sim.fault("rack_incident", ComponentRef.nvlink_domain(), FaultKind.RACK_INCIDENT, on, False, ratio=None,
+              severity=Severity.DOWN, trays=hit, rule="xid_off_bus")  # GPUs lost: every job on them stopped
+
+
+def planned_reboot(sim: RackSim) -> None:
+    """The rack rebooted for planned work, switch trays first: every tray's counters start over, the NVLinks read
+    inactive at the compute trays' first reading back, their fabric state re-registers; the job was drained before."""
+    rng = sim.rng
+    back = len(sim.times) - 1 - int(rng.integers(3, 7))  # the compute trays' first reading after the reboot
+    sim.stopped = back - 3
+    for switch in sim.switches.values():
+        switch.resets.append(back - 1)
+        switch.keep[back - 2:back - 1] = False
+    for node in sim.trays.values():
+        node.resets.append(back)
+        node.keep[back - int(rng.integers(1, 3)):back] = False
+        node.inactive[node.nv_indices(), back] = True
+        registered = next(str(e["text"]) for e in node.events if e["kind"] == "fabric_state")
+        for gpu in range(_gpus(sim)):
+            node.events.append({"timestamp": sim.times[back], "kind": "fabric_state", "gpu": gpu,
+                                "text": "State: In Progress; Status: N/A"})
+            node.events.append({"timestamp": sim.times[back + 1], "kind": "fabric_state", "gpu": gpu,
+                                "text": registered})
+
+
 def benign_burst(sim: RackSim) -> None:
     """One interval of replays on a GPU link, under the hourly limit: no fault."""
     g, rng = sim.graph, sim.rng
@@ -250,5 +303,6 @@ def _fail_gpu_end(sim: RackSim, tray: int, gpu: int, link: int, on: int) -> floa
 APPLY: dict[str, Callable[[RackSim], None]] = {
     "healthy_rack": healthy_rack, "switch_port": switch_port, "switch_chip": switch_chip, "switch_tray": switch_tray,
     "cartridge": cartridge, "compute_tray": compute_tray, "one_gpu": one_gpu, "benign_burst": benign_burst,
-    "fanout_root": fanout_root, "fanout_unresolved": fanout_unresolved,
+    "fanout_root": fanout_root, "fanout_unresolved": fanout_unresolved, "rack_incident": rack_incident,
+    "planned_reboot": planned_reboot,
 }

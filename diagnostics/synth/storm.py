@@ -2,7 +2,8 @@
 driver. The alert loop must see one incident naming the driver (and the Xid) and hold the 40 per-node alerts.
 
 Written under a fleet's `storm/` folder by `fabricbot synth` (as `life/` is), with each node's driver version in
-its truth (the inventory fact the storm shares) and scored by `fabricbot eval`.
+its inventory (`nodes.csv`'s driver_version column: the fact the storm shares, read as the live loop reads an
+inventory's node records) and scored by `fabricbot eval`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import Step, analyze_fleet, decide, failing_parts
+from ..analysis.alerting import version_facts
 from ..config.alerts import load_alerts
 from ..tables import EVENTS, LINK_SAMPLES
 from .fleet import START, conform
@@ -44,7 +46,7 @@ def build_storm(*, seed: int = 0, end: pd.Timestamp | None = None) -> tuple[dict
                                        f"NVLink: fatal error detected on link {link}"})
         links.append(sim.link_frame())
         events.append(sim.event_frame())
-        nodes[name] = {"platform": PLATFORM, "driver": NEW_DRIVER if rolled else OLD_DRIVER, "xid": rolled}
+        nodes[name] = {"platform": PLATFORM, "driver_version": NEW_DRIVER if rolled else OLD_DRIVER, "xid": rolled}
     tables = {"link_samples": conform(LINK_SAMPLES, pd.concat(links, ignore_index=True)),
               "events": conform(EVENTS, pd.concat(events, ignore_index=True))}
     return tables, {"seed": seed, "end": str(times[-1]), "rolled": ROLLED, "nodes": nodes}
@@ -52,11 +54,22 @@ def build_storm(*, seed: int = 0, end: pd.Timestamp | None = None) -> tuple[dict
 
 def generate_storm(fleet_dir: Path, *, seed: int = 0, end: pd.Timestamp | None = None) -> Path:
     tables, truth = build_storm(seed=seed, end=end)
-    return write_side_fleet(fleet_dir / STORM, tables, truth)
+    return write_side_fleet(fleet_dir / STORM, tables, truth, inventory=("driver_version",))
 
 
 def load_storm(fleet_dir: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]] | None:
-    return load_side_fleet(fleet_dir / STORM)
+    """The storm's tables (its inventory's node records among them: each node's driver), platforms and truth."""
+    got = load_side_fleet(fleet_dir / STORM)
+    if got is None:
+        return None
+    tables, inventory, truth = got
+    return {**tables, "nodes": pd.read_csv(fleet_dir / STORM / "nodes.csv", dtype=str)}, inventory, truth
+
+
+def storm_inventory(truth: dict[str, Any]) -> pd.DataFrame:
+    """The node records an inventory of the storm's nodes gives: platform and driver version."""
+    return pd.DataFrame([{"node_id": n, "platform": v["platform"], "driver_version": v["driver_version"]}
+                         for n, v in truth["nodes"].items()])
 
 
 def score_storm(tables: dict[str, pd.DataFrame], inventory: dict[str, str], truth: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +77,7 @@ def score_storm(tables: dict[str, pd.DataFrame], inventory: dict[str, str], trut
     end = pd.Timestamp(truth["end"]).to_pydatetime()
     nodes = sorted(truth["nodes"])
     found = analyze_fleet(tables, end=end, platforms=inventory, nodes=nodes).diagnoses
-    facts = {n: {"driver": v["driver"]} for n, v in truth["nodes"].items()}
+    facts = version_facts([tables])  # the driver each node's inventory record gives, as the live loop reads it
     done = decide(failing_parts(found.values(), facts), {}, at=end, policy=load_alerts(),
                   ticket_of=lambda n, s: None, fleet_nodes=len(nodes))
     return {"incidents": int(done.storm is not None), "held": done.count(Step.HELD),

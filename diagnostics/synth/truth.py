@@ -74,8 +74,9 @@ def priority(node: dict[str, Any], job: dict[str, Any] | None, *, end: pd.Timest
 
 def part_platform(node: dict[str, Any], fault: dict[str, Any]) -> str | None:
     """The platform whose part the repair should name (`unknown` for a node whose platform nobody gave: the part
-    its link implies, with its candidates); None where it should name none (the fabric software, a rack's fan-out)."""
-    if fault["fault"] in (FaultKind.FABRIC_MANAGER.value, FaultKind.FANOUT.value):
+    its link implies, with its candidates); None where it should name none (the fabric software, a rack's fan-out,
+    a rack incident)."""
+    if fault["fault"] in (FaultKind.FABRIC_MANAGER.value, FaultKind.FANOUT.value, FaultKind.RACK_INCIDENT.value):
         return None
     return str(node["platform"]) if node["platform"] is not None else UNKNOWN_PLATFORM
 

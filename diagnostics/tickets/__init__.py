@@ -8,7 +8,9 @@ from .catalog import Part, RepairPlan, plan_for
 from .claude import ClaudeDrafter, drafter_from_env
 from .drafter import Drafter
 from .evidence import evidence_lines, link_crossed, link_measures
+from .history import Hardware, PartHistory, PastTicket, escalate, ordinal
 from .hypotheses import Inspection, inspection_markdown, rules_inspection
+from .identity import hardware_of
 from .model_run import ENV_KEY, ModelCheck, RunLimits, check_model, model_name
 from .rules import RulesDrafter
 from .ticket import Cost, Evidence, Hypothesis, Identity, RepairTicket, Step
@@ -23,6 +25,7 @@ __all__ = [
     "Cost",
     "Drafter",
     "Evidence",
+    "Hardware",
     "Hypothesis",
     "Identity",
     "Inspection",
@@ -30,6 +33,8 @@ __all__ = [
     "ModelCheck",
     "NoFaultError",
     "Part",
+    "PartHistory",
+    "PastTicket",
     "RepairPlan",
     "RepairTicket",
     "RulesAnswerer",
@@ -40,11 +45,14 @@ __all__ = [
     "candidates_for",
     "check_model",
     "drafter_from_env",
+    "escalate",
     "evidence_lines",
+    "hardware_of",
     "inspection_markdown",
     "link_crossed",
     "link_measures",
     "model_name",
+    "ordinal",
     "plan_for",
     "rules_answer",
     "rules_inspection",

@@ -15,7 +15,7 @@ from ..enums import ComponentKind, FaultKind, PortSource, Priority, Severity
 from ..errors import InputError
 from ..model import Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
-from .candidates import Candidate, candidate_for, candidates_for
+from .candidates import Candidate, candidate_for, candidates_for, on_rack
 from .catalog import PlanStep, plan_for
 from .identity import identity_for
 from .ticket import Choice, Cost, Evidence, Hypothesis, RepairTicket, Step
@@ -31,11 +31,11 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     """The candidate a ticket is about: the isolated one, or the one `component` names (id, name or link id)."""
     found = candidates_for(diagnosis, graph)
     if not found:
-        raise NoFaultError("no unhealthy link: nothing to repair", source=diagnosis.node_id)
+        raise NoFaultError(f"no unhealthy link: nothing to repair{_rack_ticket(diagnosis)}", source=diagnosis.node_id)
     if component is None:
         if not diagnosis.fault_detected:
-            raise NoFaultError("no fault detected (warnings only): name a link to draft a ticket for it anyway",
-                               source=diagnosis.node_id)
+            raise NoFaultError("no fault detected (warnings only): name a link to draft a ticket for it anyway"
+                               + _rack_ticket(diagnosis), source=diagnosis.node_id)
         chosen = next((c for c in found if c.isolated), found[0])
         return chosen, found
     wanted = component.strip().lower()
@@ -52,6 +52,16 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     names = ", ".join(c.id for c in found)
     raise InputError(f"no such component among this node's candidates ({names})", source=diagnosis.node_id,
                      field="--link", value=component)
+
+
+def _rack_ticket(diagnosis: Diagnosis) -> str:
+    """Where a rack host with nothing of its own to repair looks next: a part of its rack outside the tray is the
+    rack's ticket."""
+    if diagnosis.rack is None or diagnosis.tray is None:
+        return ""
+    rack = diagnosis.rack.rack_id
+    return f"; a fault of rack {rack} outside this tray is the rack's ticket (`fabricbot ticket {rack}`, " \
+           f"`/fabric rack {rack}`)"
 
 
 def _explained(diagnosis: Diagnosis, candidate: Candidate) -> list[Finding]:
@@ -137,11 +147,11 @@ def rule_hypotheses(candidates: Sequence[Candidate]) -> list[Hypothesis]:
 
 
 def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> str:
-    own = _explained(diagnosis, candidate)
+    own = sorted(_explained(diagnosis, candidate), key=lambda f: f.component != candidate.component)  # its own first
     worst = next((c.message for f in own for c in f.crossed), "unhealthy link")
     deg = diagnosis.degradation_pct
     slow = "" if deg is None else f"; step time {deg:+.1f}% against baseline"
-    return (f"{candidate.component} on {diagnosis.node_id}: {worst}{slow}. "
+    return (f"{candidate.component} on {diagnosis.owner_of(candidate.id)}: {worst}{slow}. "
             f"Priority {prio.value}. A person reviews this ticket before anyone acts.")
 
 
@@ -166,12 +176,17 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         and candidate.fault is not FaultKind.GPU_OFF_BUS
     if (switched is False and nvlink) or candidate.kind is ComponentKind.FABRIC_SOFTWARE:  # no NVSwitch port to name
         port = (None, None, PortSource.UNKNOWN, None)
+    owner = diagnosis.owner_of(candidate.id)
     return RepairTicket(
-        node_id=diagnosis.node_id, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
+        node_id=owner, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
         candidate_id=candidate.id, gpu_index=candidate.gpu, peer=candidate.peer, link_id=candidate.link_id,
         link=candidate.link, lanes=list(candidate.lanes), end=candidate.end, switch=port[0], switch_port=port[1],
         port_source=port[2], port_find_with=port[3], switched=switched,
-        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu), replacement_part=plan.part,
+        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu,
+                              diagnosis.gpu_ids.get(candidate.gpu) if candidate.gpu is not None else None,
+                              rack=on_rack(diagnosis),
+                              rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None),
+        replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note, warnings=plan.warnings, capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis),

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..components import ComponentRef
+from ..config.racks import rack_of
 from ..enums import ComponentKind, FaultKind, LinkEnd, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, Localization
 from ..repair import fault_of, finding_fault
@@ -46,6 +47,8 @@ class Candidate(BaseModel):
     cartridge: str | None = None
     hosts: list[str] = Field(default_factory=list)
     switch_host: str | None = None
+    recovery: str | None = None  # the driver's recovery action for its GPU, and what it takes
+    recovery_scope: str | None = None
     findings: list[str] = Field(default_factory=list, description="The unhealthy links this component explains.")
     score: float = Field(ge=0.0, le=1.0, description="Share of the unhealthy links explained, discounted by "
                                                      "how specific the component is.")
@@ -60,6 +63,12 @@ class Candidate(BaseModel):
 
 _KIND_OF_LINK = {LinkType.NVLINK: ComponentKind.NVLINK, LinkType.PCIE: ComponentKind.PCIE,
                  LinkType.NVSWITCH: ComponentKind.NVSWITCH}
+
+
+def on_rack(diagnosis: Diagnosis) -> bool:
+    """A rack's diagnosis or a rack host's: its fabric is its NVLink domain's (NMX-Controller, IMEX), and no host
+    runs a Fabric Manager."""
+    return diagnosis.rack is not None or rack_of(diagnosis.platform) is not None
 
 
 def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: int) -> Candidate:
@@ -128,12 +137,14 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
         )
     down_gpus = sorted({f.gpu for f in bad if f.severity is Severity.DOWN and f.gpu is not None})
     wide = len(down_gpus) >= 3
-    fabric = ComponentRef.fabric_software()
+    domain = on_rack(diagnosis)
+    fabric = ComponentRef.fabric_software(domain=domain)
     out[fabric.slug] = Candidate(
         ref=fabric, kind=ComponentKind.FABRIC_SOFTWARE, fault=FaultKind.FABRIC_MANAGER, component=fabric.name,
         findings=[f.component for f in bad] if wide else [], score=0.8 if wide else 0.05,
         evidence=[f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"] if wide
-        else ["link errors are confined to specific links: a software fault would take links down node-wide"],
+        else ["link errors are confined to specific links: a software fault would take links down "
+              + ("domain-wide" if domain else "node-wide")],
     )
     chosen = _isolated_id(diagnosis, links, out)
     if chosen is not None:
@@ -166,9 +177,10 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
 
 
 def _rack_facts(loc: Localization) -> dict[str, Any]:
-    """Where a rack's localized unit sits and which hosts carry its links (none of these off a rack)."""
+    """Where a rack's localized unit sits and which hosts carry its links (none of these off a rack), and the
+    driver's recovery action for its GPU."""
     return {"tray": loc.tray, "switch_tray": loc.switch_tray, "cartridge": loc.cartridge, "hosts": list(loc.hosts),
-            "switch_host": loc.switch_host}
+            "switch_host": loc.switch_host, "recovery": loc.recovery, "recovery_scope": loc.recovery_scope}
 
 
 def _isolated_id(d: Diagnosis, links: list[Candidate], out: dict[str, Candidate]) -> str | None:

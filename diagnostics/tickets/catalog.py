@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..config.parts import Part, parts
 from ..enums import ComponentKind, Severity
 from ..model import ComponentFacts, Diagnosis
-from ..repair import Capture, PlanFacts, PlanStep, RepairPlan, Reset, repair_plan
+from ..repair import Capture, PlanFacts, PlanStep, RepairPlan, Reset, place_facts, repair_plan
 from .candidates import Candidate
 
 __all__ = ["Capture", "Part", "PlanStep", "RepairPlan", "Reset", "parts", "plan_for"]
@@ -20,6 +20,7 @@ def plan_for(diagnosis: Diagnosis, candidate: Candidate) -> RepairPlan:
     own = set(candidate.findings)
     down = candidate.kind is ComponentKind.NVLINK and any(
         f.severity is Severity.DOWN for f in diagnosis.findings if f.component in own)
-    facts = PlanFacts(node_id=diagnosis.node_id, link_down=down, unit=candidate.component,
-                      **candidate.model_dump(include=set(ComponentFacts.model_fields)))
+    facts = PlanFacts(node_id=diagnosis.owner_of(candidate.id), link_down=down, unit=candidate.component,
+                      **candidate.model_dump(include=set(ComponentFacts.model_fields)),
+                      **place_facts(diagnosis.rack, diagnosis.job_id))
     return repair_plan(diagnosis.platform, candidate.fault, facts)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from ..model import GpuId
 from ..topology import Inventory
 from ..topology.inventory import FOUND_BY
-from .ticket import Identity
+from .history import Hardware
+from .ticket import UNKNOWN, Identity
 
 # Ticket field -> (inventory record, inventory field).
 _FIELDS: dict[str, tuple[str, str]] = {
@@ -20,18 +22,40 @@ _FIELDS: dict[str, tuple[str, str]] = {
 }
 
 
-def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None) -> Identity:
-    """Fill what the inventory knows; every other field reads `unknown`, with where to read it in `where`."""
+NO_FABRIC_MANAGER = "none: a rack's hosts run no Fabric Manager (NMX-Controller manages the NVLink domain)"
+
+
+def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None, read: GpuId | None = None, *,
+                 rack: bool = False, rack_id: str | None = None) -> Identity:
+    """Fill what the inventory knows, then the GPU's serial and UUID as the node's readings named them (`read`),
+    and the rack the diagnosis places the node in (`rack_id`); every other field reads `unknown`, with where to read
+    it in `where`. `rack`: a rack or a rack's host, which runs no Fabric Manager, so no Fabric Manager version is
+    asked for."""
     node = (inventory or Inventory()).node(node_id)
     record = {"node": node, "gpu": node.gpu(gpu) if gpu is not None else None}
+    seen = {"serial": read.serial, "uuid": read.uuid} if read is not None else {}
+    if rack_id:
+        seen["rack_location"] = rack_id
     values: dict[str, str] = {}
     where: dict[str, str] = {}
     for name, (kind, field) in _FIELDS.items():
+        if rack and name == "fabric_manager_version":
+            values[name] = NO_FABRIC_MANAGER
+            continue
         source = record[kind]
         raw = getattr(source, field) if source is not None else None
+        if raw in (None, ""):
+            raw = seen.get(field)
         if raw not in (None, ""):
             values[name] = str(raw)
         elif source is not None:
             hint = FOUND_BY[field]
             where[name] = f"{hint} (GPU {gpu})" if kind == "gpu" else hint
     return Identity(**values, where=where)
+
+
+def hardware_of(identity: Identity) -> Hardware | None:
+    """The GPU a ticket's history follows: its serial, else its UUID; None when neither is known."""
+    serial = identity.gpu_serial if identity.gpu_serial != UNKNOWN else None
+    uuid = identity.gpu_uuid if identity.gpu_uuid != UNKNOWN else None
+    return Hardware(serial=serial, uuid=uuid) if serial or uuid else None

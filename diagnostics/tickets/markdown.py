@@ -58,6 +58,8 @@ def ticket_markdown(t: RepairTicket) -> str:
     lines = [f"# Repair ticket: {_cell(t.component)} on {_cell(t.node_id)}", "",
              f"**Priority:** {t.priority.value} · **Human review required** · drafted by {t.drafted_by}", "",
              t.summary, ""]
+    if t.escalation:
+        lines += ["## Repeat offender", "", f"**{t.escalation}**", ""]
     if t.warnings:
         lines += ["## Warnings", ""] + [f"- {_cell(w)}" for w in t.warnings] + [""]
     lines += ["## Component", "",
@@ -79,6 +81,9 @@ def ticket_markdown(t: RepairTicket) -> str:
     for name, value in ident.model_dump(exclude={"where"}).items():
         where = ident.where.get(name)
         lines.append(f"| {name.replace('_', ' ')} | {_cell(value)}{f' (read: `{where}`)' if where else ''} |")
+    if t.history is not None:
+        lines += ["", "## The GPU's history (by serial or UUID, on any node)", ""]
+        lines += [f"- {_cell(line)}" for line in t.history.lines()]
     lines += ["", "## Capture first (before anyone touches the node)", ""]
     lines += [f"- `{c.command}`: {c.why}" for c in t.capture_first]
     lines += ["", "## Isolate", ""] + [f"{s.order}. {s.text}" for s in t.isolation_steps]

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..enums import ComponentKind, FaultKind, LinkEnd, PortSource, Priority, ResetScope
 from .catalog import Capture, Part, Reset
+from .history import PartHistory
 from .markdown import ticket_markdown
 
 UNKNOWN = "unknown"
@@ -136,6 +137,10 @@ class RepairTicket(BaseModel):
                                                        "the facts stay the analysis's.")
     choice: Choice | None = Field(None, description="Where the model chose another component than the rules: both, "
                                                     "and which one the ticket carries, with why.")
+    history: PartHistory | None = Field(
+        default=None, description="The GPU's earlier tickets by serial or UUID, where the tracker was asked.")
+    escalation: str | None = Field(
+        default=None, description="Why a repeat offender's ticket replaces the part carrying the GPU.")
     human_review_required: Literal[True] = True
     drafted_by: str
     fallback_notes: list[str] = Field(default_factory=list)

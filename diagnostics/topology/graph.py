@@ -15,17 +15,17 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
-from ..components import ComponentRef
+from ..components import ComponentRef, switch_name
 from ..enums import LinkType, PortSource
 
 GPU, NVSWITCH, PCIE_SWITCH, CPU, NIC = "gpu", "nvswitch", "pcie_switch", "cpu", "nic"
 SWITCH_KINDS = (NVSWITCH, PCIE_SWITCH)
 
-_NODE_NAME = {GPU: "GPU {}", NVSWITCH: "NVSwitch {}", PCIE_SWITCH: "PCIe switch {}", CPU: "CPU {}", NIC: "NIC {}"}
+_NODE_NAME = {GPU: "GPU {}", PCIE_SWITCH: "PCIe switch {}", CPU: "CPU {}", NIC: "NIC {}"}
 
 
 def node_name(kind: str, index: int | str) -> str:
-    return _NODE_NAME[kind].format(index)
+    return switch_name(index) if kind == NVSWITCH else _NODE_NAME[kind].format(index)
 
 
 def gpu_node(gpu: int) -> str:
@@ -232,12 +232,6 @@ class NodeGraph:
     def copy(self) -> NodeGraph:
         return NodeGraph(self.graph.copy(), self.platform, list(self.warnings), self.node_id, dict(self.fru),
                          self.nvlinks_per_gpu)
-
-    def with_observed_ports(self, topology: Any) -> NodeGraph:
-        """A copy where the `remote` rows (from `nvidia-smi nvlink -R`) make those ports observed."""
-        from .observed import apply_remote_rows
-
-        return apply_remote_rows(self, topology)
 
 
 def _ref(gpu: int, link: int | None, kind: str, peer: str, peer_kind: str, port: int | None) -> ComponentRef:

@@ -29,6 +29,7 @@ FOUND_BY: dict[str, str] = {
     "node_serial": "dmidecode -s system-serial-number",
     "rack_location": "the site's asset inventory",
     "tray": "the rack inventory: the slot of the host's compute or switch tray in its rack",
+    "role": "the rack inventory: what else the host runs for its rack (nmx-controller: NMX-Controller runs there)",
     "driver_version": "nvidia-smi -q: 'Driver Version'",
     "vbios_version": "nvidia-smi -q: 'VBIOS Version'",
     "fabric_manager_version": "nv-fabricmanager --version",
@@ -43,14 +44,14 @@ _ALIASES: dict[str, str] = {
     "serial": "serial", "gpu_serial": "serial", "uuid": "uuid", "gpu_uuid": "uuid",
     "node_serial": "node_serial", "system_serial": "node_serial", "rack": "rack_location",
     "rack_location": "rack_location", "location": "rack_location",
-    "tray": "tray", "tray_slot": "tray", "tray_index": "tray",
+    "tray": "tray", "tray_slot": "tray", "tray_index": "tray", "role": "role",
     "driver": "driver_version", "driver_version": "driver_version",
     "vbios": "vbios_version", "vbios_version": "vbios_version",
     "fabric_manager": "fabric_manager_version", "fabric_manager_version": "fabric_manager_version",
     "fm_version": "fabric_manager_version",
 }
 _NODE_FIELDS = ("node_serial", "rack_location", "driver_version", "vbios_version", "fabric_manager_version")
-_RACK_FIELDS = ("tray",)  # a rack's host: its tray's slot in the rack `rack_location` names
+_RACK_FIELDS = ("tray", "role")  # a rack's host: its tray's slot in the rack `rack_location` names, its role
 _GPU_FIELDS = ("index", "pci_bus_id", "slot", "serial", "uuid")
 
 
@@ -87,6 +88,7 @@ class NodeInventory(_Known):
     node_serial: str | None = None
     rack_location: str | None = None
     tray: str | None = None
+    role: str | None = None
     driver_version: str | None = None
     vbios_version: str | None = None
     fabric_manager_version: str | None = None
@@ -100,17 +102,6 @@ class NodeInventory(_Known):
                 return gpu
         return GpuIdentity(index=index, pci_bus_id=bus)
 
-    def describe_gpu(self, index: int) -> str:
-        """`GPU 2: slot SXM3, serial 1652..., UUID GPU-...` with what is unknown and where to read it."""
-        gpu = self.gpu(index)
-        return f"GPU {index}: slot {gpu.value('slot')}, serial {gpu.value('serial')}, UUID {gpu.value('uuid')}"
-
-    def unknowns(self) -> list[str]:
-        out = [f"{name}: {self.value(name)}" for name in _NODE_FIELDS if not getattr(self, name)]
-        if not self.gpus:
-            out.append(f"GPU slots, serials and UUIDs: {UNKNOWN} (nvidia-smi -q: 'Module ID', 'Serial Number', "
-                       "'GPU UUID')")
-        return out
 
 
 class Inventory(BaseModel):

@@ -59,7 +59,8 @@ def _target(graph: NodeGraph, remote: str) -> str | None:
     return None
 
 
-def apply_remote_rows(graph: NodeGraph, topology: pd.DataFrame) -> NodeGraph:
+def with_observed_ports(graph: NodeGraph, topology: pd.DataFrame) -> NodeGraph:
+    """A copy where the `remote` rows (from `nvidia-smi nvlink -R`) make those ports observed."""
     out = graph.copy()
     rows = topology[topology["relation"].astype(str) == "remote"] if "relation" in topology else topology.iloc[:0]
     _bind_bus_ids(out, [str(r) for r in rows["b"].dropna()])

@@ -1,7 +1,7 @@
 """Platform files -> NodeGraph. The layout lives in `data/platforms/<name>.toml`; this module only reads it.
 
 A template's port numbers are `assumed` (vendors do not publish which GPU link lands on which switch port);
-`NodeGraph.with_observed_ports` replaces them with what `nvidia-smi nvlink -R` reports.
+`observed.with_observed_ports` replaces them with what `nvidia-smi nvlink -R` reports.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from ..config.platforms import all_platforms, platform_data
 from ..enums import PortSource
 from ..errors import ConfigError
 from .graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node, node_name
+from .rack import host_graph
 
 
 def platform_names() -> list[str]:
@@ -49,9 +50,9 @@ def _add_nvswitches(g: nx.MultiGraph, section: dict[str, Any], gpus: int, gen: i
         for s, n in enumerate(per_switch):
             for k in range(n):
                 port = gpu * n + k
-                if port >= ports:
-                    raise ConfigError(f"{where} [nvswitch]: NVSwitch {s} needs port {port} but has {ports} ports")
                 switch = node_name(NVSWITCH, s)
+                if port >= ports:
+                    raise ConfigError(f"{where} [nvswitch]: {switch} needs port {port} but has {ports} ports")
                 g.add_edge(gpu_node(gpu), switch, key=f"nvlink {link}", link_type="nvlink", gpu=gpu, link=link,
                            switch=switch, switch_port=port, port_source=source.value, gen=gen)
                 link += 1
@@ -112,8 +113,6 @@ def platform_graph(name: str) -> NodeGraph:
     """The template graph of a platform named by its file (`hgx-h100-8gpu`, ...)."""
     data = platform_data(name)
     if data.get("rack"):  # a rack's host: its links land in the rack, so the rack file lays them out
-        from .rack import host_graph
-
         return host_graph(name)
     where = data.get("_path", name).rsplit("/", 1)[-1]
     gpus = _int(data, "gpu_count", where)

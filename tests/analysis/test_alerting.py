@@ -91,3 +91,19 @@ def test_held_parts_wait_for_the_acknowledgement_then_alert_if_still_failing(tmp
     assert acked is not None and acked.acknowledged_by == "U1" and book.waiting_storm() is None
     released = decide(rollout[:5], book.active(), at=later, policy=POLICY, fleet_nodes=50, ticket_of=no_ticket)
     assert released.count(Step.NEW) == 5 and released.count(Step.RECOVERED) == 5 and released.storm is None
+
+
+def test_the_first_pass_takes_standing_faults_as_known_and_a_known_part_alerts_when_worse(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Forty standing faults sharing a driver at the watch's first pass are known, not a storm and not forty pages;
+    the next pass says nothing of them, one that gets worse alerts, a new part alerts as ever."""
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+    standing = [part(f"n{i:02d}", signatures=("driver 550.90.07", "xid 74")) for i in range(40)]
+    first = decide(standing, {}, at=T0, policy=POLICY, fleet_nodes=400, ticket_of=no_ticket, baseline=True)
+    assert first.storm is None and first.count(Step.KNOWN) == 40 and first.count(Step.NEW) == 0
+    assert book.watch_began() is None and book.begin_watch(at=T0, known=40) and not book.begin_watch(at=T0, known=0)
+    book.save([d.alert for d in first.decisions], first.failing, T0)
+    assert AlertBook(connect(tmp_path / "fabricbot.db")).watch_began() == T0  # a restart is not a first pass
+    later = T0 + timedelta(minutes=5)
+    worse = [part("n00", severity=Severity.DOWN), *standing[1:], part("n99")]
+    done = decide(worse, book.active(), at=later, policy=POLICY, fleet_nodes=400, ticket_of=no_ticket)
+    assert sorted((d.step, d.alert.node_id) for d in done.decisions) == [(Step.NEW, "n99"), (Step.WORSE, "n00")]

@@ -144,3 +144,30 @@ def test_a_job_that_logs_no_step_any_more_is_not_running() -> None:
     assert d.degradation_pct is None and d.ticket_priority.value == "medium"  # failing, no slowdown to blame
     running = analyze_tables({"link_samples": storm, "step_samples": slow_steps()}, node_id="n1")
     assert running.ticket_priority.value == "urgent" and "explains" in (running.verdict or "")
+
+
+def test_a_history_of_the_chosen_links_scores_them_as_the_whole_history_does() -> None:
+    """The correlation reads only the links its findings name (each whole): their segments hold the same readings
+    and increases as in the history of every link, and a link named by any of its readings (its peer relabelled
+    half-way) is read whole."""
+    from diagnostics.analysis.jobs import LinkChoice, link_history, segment_index
+    from diagnostics.components import ComponentRef
+    from diagnostics.times import ns
+
+    relabelled = link_series(counter({0: 1.0}), gpu=1, link=4, peer="NVSwitch 2")
+    relabelled.loc[N // 2:, "peer"] = "unknown"
+    table = links(link_series(counter({0: 2.0, ONSET: 60.0}), gpu=0, link=3, peer="NVSwitch 1"),
+                  link_series(counter({0: 5.0}), gpu=0, link=5, peer="NVSwitch 1"), relabelled,
+                  link_series(counter({0: 3.0}), node="n2", gpu=0, link=3, peer="NVSwitch 1"))
+    t = ns(table["timestamp"])
+    wanted = [("n1", ComponentRef.nvlink(0, 3)), ("n1", ComponentRef.nvlink(1, 4)), ("n2", ComponentRef.nvlink(0, 3))]
+    every = link_history(["n1", "n2"], int(t.min()), int(t.max()), table, t, None)
+    chosen = link_history(["n1", "n2"], int(t.min()), int(t.max()), table, t, None, LinkChoice.of(wanted))
+    all_index, index = segment_index(every), segment_index(chosen)
+    assert chosen.nseg == 3 < every.nseg and len(chosen.t) == 3 * N
+    for node, ref in wanted:
+        a, b = all_index[(node, ref.slug)], index[(node, ref.slug)]
+        rows_a = slice(every.segment_starts[a], every.segment_starts[a] + N)
+        rows_b = slice(chosen.segment_starts[b], chosen.segment_starts[b] + N)
+        assert (every.t[rows_a] == chosen.t[rows_b]).all()
+        assert (every.delta("replay")[0][rows_a] == chosen.delta("replay")[0][rows_b]).all()

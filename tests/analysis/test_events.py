@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from diagnostics import format as fmt
 from diagnostics.analysis import analyze_tables
 from diagnostics.enums import FaultKind, Severity
 from tests.analysis.helpers import T0, events, link_series, links, node_links, steady, steps
@@ -44,7 +45,8 @@ def test_a_gpu_whose_series_all_stop_is_one_finding_not_one_per_link() -> None:
                        platform="hgx-h100-8gpu")
     gone = [f for f in d.findings if f.gpu == 3 and f.severity.value != "ok"]
     assert [c.rule for f in gone for c in f.crossed] == ["gpus_missing"]
-    assert gone[0].crossed[0].message.startswith("GPU 3 stopped reporting at ")
+    last = frame[~late & (frame["gpu"] == 3)]["timestamp"].max()  # its last reading, not the staleness limit
+    assert gone[0].crossed[0].message == f"GPU 3 stopped reporting after {fmt.when(last)}: 7 of 8 GPUs report"
     assert d.localization is not None and d.localization.component == "GPU 3"
 
 
@@ -164,3 +166,61 @@ def test_a_link_warning_before_a_reboot_keeps_its_warning_not_a_down() -> None:
     assert [f.severity for f in warned] == [Severity.WARNING]
     assert [c.rule for c in warned[0].crossed] == ["crc"]
     assert "the restart, not judged" in warned[0].evidence[-1]
+
+
+def test_an_nvlink_xid_naming_its_link_is_that_link_on_a_board_that_reads_each_link() -> None:
+    """`NVLink: fatal error detected on link 5` on an HGX H100: the suspect is GPU 1 NVLink 5 with the NVLink plan,
+    never a GPU's NVLink5 totals, which an H100 does not report (that plan would say the input contradicts it)."""
+    xid = {"timestamp": T0 + pd.Timedelta(minutes=50), "kind": "xid", "gpu": 1, "code": 74, "link": 5,
+           "text": "NVLink: fatal error detected on link 5(0x0, 0x0, 0x10000, 0x0)", "source": "kern.log:3"}
+    d = analyze_tables({"link_samples": node_links(), "events": events([xid])}, node_id="n1",
+                       platform="hgx-h100-8gpu")
+    loc = d.localization
+    assert loc is not None and (loc.gpu, loc.link, loc.fault) == (1, 5, FaultKind.NVLINK)
+    assert d.isolated_component.startswith("GPU 1 NVLink 5") and "contradicts" not in d.repair_action
+
+
+def test_a_fleets_events_judged_at_once_give_each_node_what_it_gets_alone() -> None:
+    """Xids from two sources merged, a cause inferred from a later line once per GPU, an Xid named by its bus
+    alone, a GPU off the bus before the window, a fatal SXid: the same GPU and codes on three nodes, each node's
+    findings as when its events are judged alone (no key of one node reaches another's)."""
+    from diagnostics.analysis.events import event_findings
+    from diagnostics.config.thresholds import load_thresholds
+
+    def at(minute: float) -> pd.Timestamp:
+        return T0 + pd.Timedelta(minutes=minute)
+
+    rows = [_xid79(50, "kern.log:812"), _xid79(51, "scrape-0851.prom:40", count=1),
+            {"timestamp": at(55), "kind": "xid", "gpu": 2, "code": 45, "caused_by": 74, "text": "Xid 45 caused by 74",
+             "source": "kern.log:900"},
+            {"timestamp": at(56), "kind": "xid", "gpu": 2, "code": 45, "caused_by": 74, "text": "again",
+             "source": "kern.log:901"},
+            {"timestamp": at(57), "kind": "xid", "pci_bus_id": "0000:1B:00.0", "code": 74, "text": "NVLink error",
+             "source": "kern.log:902"},
+            {"timestamp": at(-200), "kind": "xid", "gpu": 6, "code": 79, "text": "fell off", "source": "kern.log:10"},
+            {"timestamp": at(57), "kind": "xid", "gpu_uuid": "GPU-AB12", "code": 74, "text": "NVLink error",
+             "source": "kern.log:904"},
+            {"timestamp": at(58), "kind": "sxid", "code": 24007, "severity": "fatal", "nvswitch": "2", "link": 7,
+             "text": "SXid 24007 Fatal", "source": "kern.log:903"},
+            {"timestamp": at(58), "kind": "fabric_state", "text": "Fabric State: Completed", "source": "smi:1"}]
+    fleet = pd.concat([events(rows, node=n) for n in ("n1", "n2", "n3")], ignore_index=True)
+    fleet = fleet.astype({"node_id": "category"})
+    start, end = int(at(0).value), int(at(60).value)
+    silent = {"n1": {6: int(at(-210).value)}, "n3": {6: int(at(-210).value)}}
+    buses = {"n2": {"0000:1b:00.0": 3}, "n3": {"0000:1b:00.0": 1}}
+    uuids = {"n3": {"gpu-ab12": 4}}
+    thresholds = load_thresholds()
+    together = event_findings(fleet, start, end, thresholds, silent, buses, uuids)
+    for node in ("n1", "n2", "n3"):
+        alone = event_findings(fleet[fleet["node_id"] == node].reset_index(drop=True), start, end, thresholds,
+                               {node: silent[node]} if node in silent else {}, {node: buses.get(node, {})},
+                               {node: uuids.get(node, {})})
+        assert together[node] == alone[node]
+    named = {n: sorted((f.ref.slug, c.rate_per_hour) for f in found for c in f.crossed)
+             for n, found in together.items()}
+    assert ("gpu5", 1.0) in named["n1"] and ("gpu6", 1.0) in named["n1"]  # two sources, one event; before the window
+    assert ("gpu6", 1.0) not in named["n2"]  # n2's GPU 6 did not fall silent: its old Xid 79 is history
+    assert ("gpu3", 1.0) in named["n2"] and ("gpu1", 1.0) in named["n3"]  # each node's own GPU table names the bus
+    assert ("gpu4", 1.0) in named["n3"] and ("gpu4", 1.0) not in named["n2"]  # ... and the UUID
+    assert ("gpu2", 1.0) in named["n1"]  # the cause two Xid 45 lines name, counted once for the GPU
+    assert ("gpu-0000-1b-00-0", 1.0) in named["n1"]  # no GPU table: the line's bus names it

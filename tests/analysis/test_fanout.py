@@ -18,6 +18,8 @@ from diagnostics.render.rack import severity_grid
 from diagnostics.synth.fleet import conform
 from diagnostics.synth.rack_fleet import build_racks
 from diagnostics.tables import EVENTS
+from diagnostics.tickets import RulesDrafter
+from diagnostics.tickets.markdown import ticket_markdown
 from diagnostics.topology.rack import rack_graph
 
 ROOT = (7, 2, 14)  # compute tray, GPU, NVLink
@@ -133,3 +135,16 @@ def test_a_burst_of_non_fatal_xids_only_warns_and_says_so(fleet: FleetAnalysis) 
     assert not d.fault_detected and not d.localizations
     assert d.ticket_priority not in (Priority.URGENT, Priority.HIGH)
     assert any("63 GPUs of the rack logged Xid 145" in w and "root not identifiable" in w for w in d.warnings)
+
+
+def test_the_rack_tickets_cost_counts_the_jobs_72_gpus_and_the_lost_share(rooted: FleetAnalysis) -> None:
+    """The rack's job runs on its 72 GPUs (18 trays of 4, not 8 a tray); a step 30% slower loses 0.3/1.3 of their
+    time, never the 30% itself."""
+    d = rooted.racks["rack-01"]
+    ticket = RulesDrafter().draft(d)
+    cost = ticket.estimated_cost
+    assert d.job_gpus == 72 and cost.job_gpus == 72 and cost.slowdown_fraction is not None
+    slower = cost.slowdown_fraction
+    assert cost.lost_fraction == pytest.approx(slower / (1 + slower), abs=1e-4)
+    assert cost.gpu_hours_per_day == pytest.approx(slower / (1 + slower) * 72 * 24, abs=0.1)
+    assert "× 72 GPUs × 24 h" in ticket_markdown(ticket)

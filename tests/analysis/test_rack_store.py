@@ -3,7 +3,6 @@ analyzed as one, a tray answered as its rack sees it, and the commands around th
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,16 +18,12 @@ from diagnostics.errors import InputError
 from diagnostics.service import Request as Question
 from diagnostics.service import StoreSource, diagnose
 from diagnostics.store import TelemetryStore, open_store
-from diagnostics.synth.rack_fleet import generate_racks
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    fleet = tmp_path_factory.mktemp("racks")
-    truth = json.loads(generate_racks(out=fleet, seed=4, racks=1, hours=6, scenarios=["switch_tray"])
-                       .read_text(encoding="utf-8"))
-    root = tmp_path_factory.mktemp("store")
-    open_store(root).ingest([fleet])
+def stored(switch_tray_rack: tuple[Path, Path, dict[str, Any]]) -> tuple[Path, dict[str, Any]]:
+    """The run's one NVL72 rack with a failing switch tray, ingested (read it; copy it to write)."""
+    _, root, truth = switch_tray_rack
     return root, truth
 
 

@@ -17,7 +17,7 @@ from diagnostics.enums import ComponentKind, FaultKind, Priority
 from diagnostics.model import RackSlot
 from diagnostics.repair import PlanFacts, repair_plan
 from diagnostics.synth.rack_fleet import build_racks
-from diagnostics.synth.rack_scenarios import RACK_SCENARIOS
+from diagnostics.synth.rack_scenarios import RACK_BENIGN, RACK_SCENARIOS
 from diagnostics.tables import EVENTS
 from diagnostics.tickets import RulesDrafter
 from diagnostics.topology.rack import rack_graph
@@ -38,7 +38,7 @@ def _rack_of(truth: dict[str, Any], scenario: str) -> str:
     return next(r for r, v in truth["racks"].items() if v["scenario"] == scenario)
 
 
-@pytest.mark.parametrize("scenario", [s for s in RACK_SCENARIOS if s not in ("healthy_rack", "benign_burst")])
+@pytest.mark.parametrize("scenario", [s for s in RACK_SCENARIOS if s not in RACK_BENIGN])
 def test_each_fault_is_localized_to_its_unit(racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]],
                                              scenario: str) -> None:
     fleet, truth, _ = racks
@@ -163,3 +163,33 @@ def test_a_tray_in_another_nvlink_domain_is_named_by_its_rack() -> None:
                           racks=slots)
     said = [w for w in fleet.racks["rack-01"].warnings if "NVLink domain" in w]
     assert len(said) == 1 and said[0].startswith("compute tray 5 (rack-01-c05) reports ClusterUUID other, CliqueId 1")
+    d = fleet.racks["rack-01"]  # a split domain is its fabric software failing: one suspect for the rack, no part
+    assert [loc.fault for loc in d.localizations] == [FaultKind.FABRIC_MANAGER] and d.fault_detected
+    assert d.localization is not None and len(d.localization.hosts) == 18 and said[0] in d.localization.evidence
+    assert "Fabric Manager" not in d.isolated_component
+
+
+ON_MAP = (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL, FaultKind.SWITCH_PORT, FaultKind.SWITCH_TRAY,
+          FaultKind.CARTRIDGE, FaultKind.COMPUTE_TRAY)
+
+
+def test_every_suspect_and_ticket_on_the_assumed_wiring_says_assumed_and_the_read(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    """The rack file's port map and cartridge split are assumed (NVIDIA publishes neither): every suspect found
+    through them, and its ticket, says so and names the read that confirms it."""
+    fleet, _, _ = racks
+    seen = set()
+    for d in fleet.racks.values():
+        for loc in d.localizations:
+            if loc.fault not in ON_MAP and loc.switch_tray is None:
+                continue
+            seen.add(loc.fault)
+            said = [e for e in loc.evidence if "assumed" in e]
+            assert any("nvidia-smi nvlink -R" in e and "link_partner" in e for e in said), loc.evidence
+            if loc.fault is FaultKind.CARTRIDGE:
+                assert any("cartridge split" in e and "cable-cartridge" in e for e in said)
+        if d.localization is not None and d.localization.fault in ON_MAP:
+            ticket = RulesDrafter().draft(d)
+            assert any(w.startswith("assumed") and "nvidia-smi nvlink -R" in w and "link_partner" in w
+                       for w in ticket.warnings), ticket.warnings
+    assert {FaultKind.SWITCH_PORT, FaultKind.SWITCH_TRAY, FaultKind.CARTRIDGE, FaultKind.NVSWITCH} <= seen

@@ -18,21 +18,25 @@ from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message, MockSlack
 from bot.workflow.tracker import SqliteTracker
 from diagnostics import Diagnosis
+from diagnostics.render import Drawable
 from diagnostics.tickets import RepairTicket, RulesDrafter
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT / "fixtures" / "seed_examples.json"
 OPS = "COPS"
+LONG_WAIT = 120.0  # seconds a wait for something that must happen may take on a busy machine (it returns at once)
 USERS = {"UALICE": "alice", "UBOB": "bob", "UMALLORY": "mallory"}
 
 
 class SlowDrafter(RulesDrafter):
-    """The rules drafter, taking `delay` seconds (as a Claude run with a few tool calls does); counts its drafts
-    begun and done."""
+    """The rules drafter, taking `delay` seconds (as a Claude run with a few tool calls does), or, given a `gate`,
+    until the test opens it (a draft still running is then a fact, not a race against the machine's load); counts
+    its drafts begun and done."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, gate: threading.Event | None = None) -> None:
         super().__init__()
         self.delay = delay
+        self.gate = gate
         self.drafts = 0
         self.done = 0
         self._lock = threading.Lock()
@@ -40,14 +44,17 @@ class SlowDrafter(RulesDrafter):
     def draft(self, diagnosis: Diagnosis, **kwargs: Any) -> RepairTicket:
         with self._lock:
             self.drafts += 1
-        time.sleep(self.delay)
+        if self.gate is not None:
+            self.gate.wait(timeout=LONG_WAIT)
+        else:
+            time.sleep(self.delay)
         ticket = super().draft(diagnosis, **kwargs)
         with self._lock:
             self.done += 1
         return ticket
 
 
-def png_renderer(diagnosis: Diagnosis) -> bytes:
+def png_renderer(drawable: Drawable) -> bytes:
     """A tiny real PNG, standing in for the node picture where a test is not about the picture (it is faster)."""
     import matplotlib
 
@@ -55,7 +62,8 @@ def png_renderer(diagnosis: Diagnosis) -> bytes:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(1, 1), dpi=20)
-    fig.text(0.1, 0.5, diagnosis.node_id[-2:])
+    assert drawable.diagnosis is not None
+    fig.text(0.1, 0.5, drawable.diagnosis.node_id[-2:])
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()
@@ -92,7 +100,7 @@ def buttons(message: Message) -> list[dict[str, Any]]:
     return [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
 
 
-def summary_for(local: LocalSlack, node: str, user: str = "UALICE", timeout: float = 60.0) -> Message:
+def summary_for(local: LocalSlack, node: str, user: str = "UALICE", timeout: float = LONG_WAIT) -> Message:
     """`/fabric NODE` and its summary; the wait ends as soon as it is posted (a loaded machine may take a while)."""
     before = len(posted(local.slack))
     assert local.injector.command(node, user=user, channel=OPS).status == 200

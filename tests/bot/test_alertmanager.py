@@ -5,6 +5,7 @@ per node and part; a resolved alert updates the message; the bearer token is req
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,11 +13,15 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from bot.alertmanager import PATH, Enricher, authorized, route
+from bot.audit import AuditLog
 from bot.demo import bundled
 from bot.nodes import TableNodeSource
 from bot.settings import Settings
+from bot.storage import open_db
 from bot.transport.local import LocalSlack
-from diagnostics import InputError
+from bot.transport.mock_slack import MockSlack
+from bot.workflow.tracker import SqliteTracker
+from diagnostics import Diagnosis, InputError
 from diagnostics.ingest import node_alerts
 from diagnostics.service import TableSource
 
@@ -80,9 +85,82 @@ def test_an_alert_posts_the_diagnosis_once_per_node_and_part_and_resolves(local:
     (message,) = [m for m in posted(local.slack) if m.channel == ALERTS]
     assert "Alertmanager: FabricbotNvlinkReplay on hpc-gpu-node-12" in str(message.blocks)
     assert "GPU 2" in message.text  # the node's own diagnosis, as /fabric gives it
-    again = client.post(PATH, json=body(alert("resolved", Hostname="hpc-gpu-node-12", gpu="2"), status="resolved"),
-                        headers=auth)
-    assert again.json()["updated"] == 1
+    one = client.post(PATH, json=body(alert("resolved", Hostname="hpc-gpu-node-12", gpu="2"),
+                                      alert(Hostname="hpc-gpu-node-12", gpu="3")), headers=auth)
+    assert one.json()["updated"] == 0  # GPU 3's alert still fires under the message
+    both = client.post(PATH, json=body(alert("resolved", Hostname="hpc-gpu-node-12", gpu="2"),
+                                       alert("resolved", Hostname="hpc-gpu-node-12", gpu="3"), status="resolved"),
+                       headers=auth)
+    assert both.json()["updated"] == 1
     shown = local.slack.find(message.ts)
     assert shown is not None and shown.text.startswith(":white_check_mark: *Resolved* (Alertmanager)")
+    assert "GPU 2" in str(shown.blocks) and "Alertmanager: FabricbotNvlinkReplay" in str(shown.blocks)  # the evidence
+    assert len([m for m in posted(local.slack) if m.channel == ALERTS]) == 1
     assert client.post(PATH, content=b"not json", headers=auth).status_code == 400
+
+
+class Counting(TableNodeSource):
+    """The bundled fleet, counting the diagnoses asked of it."""
+
+    asked = 0
+
+    def diagnose(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Diagnosis:
+        type(self).asked += 1
+        return super().diagnose(node_id, window_hours=window_hours, job_id=job_id)
+
+
+def test_a_repeat_is_known_a_restart_updates_and_firing_again_is_a_new_message(
+        fleet: TableNodeSource, tmp_path: Path) -> None:
+    """Alertmanager repeats a firing alert every repeat_interval: known by its fingerprint, not diagnosed again. A
+    bot restarted between the firing and the resolution updates the message it posted before (the memory is the
+    store's SQLite). A resolution finds its message by fingerprint even when the node's diagnosis changed since."""
+    tables = fleet.source
+    assert isinstance(tables, TableSource)
+    slack = MockSlack()
+    auth = {"authorization": f"Bearer {TOKEN}"}
+
+    def bot() -> LocalSlack:
+        db = open_db(tmp_path)
+        return LocalSlack(settings=Settings(), source=Counting(tables.tables, tables.platforms()), drafter=None,
+                          tracker=SqliteTracker(db), audit=AuditLog(db), slack=slack)
+
+    firing = body(alert(Hostname="hpc-gpu-node-12", gpu="2"))
+    with bot() as first:
+        assert first.app is not None
+        client = TestClient(Starlette(routes=[route(Enricher(first.app.services, first.app.client, ALERTS), TOKEN)]))
+        assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 1
+        asked = Counting.asked
+        assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 0  # the repeat
+        assert Counting.asked == asked
+    with bot() as second:  # restarted
+        assert second.app is not None
+        enricher = Enricher(second.app.services, second.app.client, ALERTS)
+        client = TestClient(Starlette(routes=[route(enricher, TOKEN)]))
+        assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 0  # remembered across the restart
+        resolved = body(alert("resolved", Hostname="hpc-gpu-node-12", gpu="2"), status="resolved")
+        assert client.post(PATH, json=resolved, headers=auth).json()["updated"] == 1
+        (message,) = [m for m in posted(slack) if m.channel == ALERTS]
+        assert message.text.startswith(":white_check_mark: *Resolved*")
+        assert client.post(PATH, json=resolved, headers=auth).json()["updated"] == 0  # said once
+        assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 1  # firing again: a new message
+        assert len([m for m in posted(slack) if m.channel == ALERTS]) == 2
+        steps = [e["detail"]["step"] for e in second.app.services.audit.entries("alert")]
+        assert steps == ["enriched", "resolved", "enriched"]
+
+
+def test_a_refused_post_or_update_is_a_502_and_alertmanagers_retry_completes_it(local: LocalSlack) -> None:
+    assert local.app is not None
+    client = TestClient(Starlette(routes=[route(Enricher(local.app.services, local.app.client, ALERTS), TOKEN)]))
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    firing = body(alert(Hostname="hpc-gpu-node-12", gpu="2"))
+    resolved = body(alert("resolved", Hostname="hpc-gpu-node-12", gpu="2"), status="resolved")
+    local.slack.faults.missing.add(ALERTS)
+    assert client.post(PATH, json=firing, headers=auth).status_code == 502
+    local.slack.faults.missing.discard(ALERTS)
+    assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 1  # the retry
+    local.slack.faults.missing.add(ALERTS)
+    assert client.post(PATH, json=resolved, headers=auth).status_code == 502
+    local.slack.faults.missing.discard(ALERTS)
+    assert client.post(PATH, json=resolved, headers=auth).json()["updated"] == 1  # not lost to the refusal
+    (message,) = [m for m in posted(local.slack) if m.channel == ALERTS]
+    assert message.text.startswith(":white_check_mark: *Resolved*")

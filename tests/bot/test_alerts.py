@@ -18,10 +18,11 @@ from diagnostics.analysis.alerting import Step
 from diagnostics.config import load_alerts
 from diagnostics.service import TableSource
 
-from .helpers import buttons, local_bot, posted
+from .helpers import LONG_WAIT, buttons, local_bot, posted
 
 ALERTS = "CALERTS"
-NO_STORM = load_alerts(storm_min_nodes=10_000, signature_min_nodes=10_000)
+# these tests read each part's own alert from the first pass on: the first pass alerts (the default summarizes)
+NO_STORM = load_alerts(storm_min_nodes=10_000, signature_min_nodes=10_000, first_pass="alert")
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,7 @@ def test_each_new_failing_part_gets_one_message_with_its_button_and_pictures(loc
     node12 = next(m for m in top if "hpc-gpu-node-12" in m.text)
     assert node12.text.startswith("<!subteam^SONCALL> :rotating_light: *New failing part*")  # urgent: paged
     assert any(b["action_id"].startswith("draft") for b in buttons(node12))
-    assert local.slack.wait_for(lambda s: any(m.files for m in s.thread(ALERTS, node12.ts)), timeout=60)
+    assert local.slack.wait_for(lambda s: any(m.files for m in s.thread(ALERTS, node12.ts)), timeout=LONG_WAIT)
     # the next pass, and a restarted bot's first pass, post nothing again
     CLOCK.at("12:05")
     assert _loop(local, pictures=True, policy=NO_STORM).run_once().decisions == []
@@ -97,7 +98,7 @@ def test_a_filed_ticket_updates_the_same_message(local: LocalSlack) -> None:
 
 
 def test_many_at_once_is_one_incident_until_acknowledged(local: LocalSlack) -> None:
-    storm_policy = load_alerts(storm_share=0.01, storm_min_nodes=2)
+    storm_policy = load_alerts(storm_share=0.01, storm_min_nodes=2, first_pass="alert")
     CLOCK.at("12:00")
     first = _loop(local, policy=storm_policy).run_once()
     assert first.storm is not None and first.count(Step.NEW) == 0 and first.count(Step.HELD) > 1
@@ -113,6 +114,24 @@ def test_many_at_once_is_one_incident_until_acknowledged(local: LocalSlack) -> N
     released = _loop(local, policy=storm_policy).run_once()
     assert released.count(Step.NEW) == first.count(Step.HELD) and released.storm is None
     assert [e["detail"]["decision"] for e in local.audit.entries("storm")][-1] == "acknowledged"
+
+
+def test_the_first_pass_says_what_was_already_failing_once_and_pages_none_of_it(local: LocalSlack) -> None:
+    """A fleet with many standing faults, the loop's first pass ever on this store: one message listing them (not one
+    per part, not a storm incident), each remembered as known; a restarted bot does not take its first pass again."""
+    CLOCK.at("12:00")
+    first = _loop(local).run_once()  # the data file's policy: first_pass = "summary"
+    known = [d for d in first.decisions if d.step is Step.KNOWN]
+    assert len({d.alert.node_id for d in known}) > 5 and first.storm is None and first.count(Step.NEW) == 0
+    (said,) = [m for m in posted(local.slack) if m.channel == ALERTS]
+    assert f"{len(known)} part(s) on {len({d.alert.node_id for d in known})} node(s) were already failing" in said.text
+    assert "`hpc-gpu-node-12`" in said.text and not buttons(said) and "<!subteam" not in said.text
+    (began,) = list(local.audit.entries("watch"))
+    assert began["detail"]["known"] == len(known)
+    assert set(local.app.services.alerts.active()) == {d.alert.key for d in known}  # type: ignore[union-attr]
+    CLOCK.at("12:05")
+    assert _loop(local).run_once().decisions == []  # the next pass, or a restarted bot's: nothing new, nothing said
+    assert len([m for m in posted(local.slack) if m.channel == ALERTS]) == 1
 
 
 def test_the_loop_is_off_without_a_channel_and_its_period_is_a_duration() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import time
 from typing import Any
 
@@ -12,7 +13,7 @@ from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
 
-from .helpers import OPS, SlowDrafter, buttons, local_bot, posted, private, summary_for
+from .helpers import LONG_WAIT, OPS, SlowDrafter, buttons, local_bot, posted, private, summary_for
 
 
 def _click(local: LocalSlack, message: Message, element: dict[str, Any], user: str = "UALICE") -> int:
@@ -26,16 +27,18 @@ def _told(local: LocalSlack, user: str, n: int = 1) -> list[str]:
 
 
 def test_drafting_is_said_at_once_and_replaced_by_the_preview() -> None:
-    drafter = SlowDrafter(1.0)
+    """"Drafting…" is shown while the draft still runs (it waits on a gate), then replaced by the preview."""
+    gate = threading.Event()
+    drafter = SlowDrafter(1.0, gate=gate)
     with local_bot(drafter=drafter) as local:
         summary = summary_for(local, "hpc-gpu-node-12")
-        start = time.monotonic()
         assert _click(local, summary, buttons(summary)[0]) == 200
-        assert local.slack.wait_for(lambda s: posted(s, thread=summary.ts), timeout=0.8)
+        assert local.slack.wait_for(lambda s: posted(s, thread=summary.ts), timeout=LONG_WAIT)
         (placeholder,) = posted(local.slack, thread=summary.ts)
-        assert time.monotonic() - start < 0.8 and "Drafting the ticket for GPU 2 -> GPU 3 NVLink 1" in placeholder.shown
+        assert drafter.done == 0 and "Drafting the ticket for GPU 2 -> GPU 3 NVLink 1" in placeholder.shown
         assert placeholder.edits == 0 and buttons(placeholder) == []
-        assert local.slack.wait_for(lambda s: placeholder.edits == 1)
+        gate.set()
+        assert local.slack.wait_for(lambda s: placeholder.edits == 1, timeout=LONG_WAIT)
         assert "Ticket draft: hpc-gpu-node-12" in placeholder.shown_blocks and len(buttons(placeholder)) == 2
         assert len(posted(local.slack, thread=summary.ts)) == 1  # replaced, not a second message
 

@@ -31,17 +31,31 @@ def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action
                  "`/fabric watch`", "clicks `[Report repair]`", "**FAB-0001** is verifying", "`/fabric verify`",
                  "still verifying", "`/fabric digest`", "Waiting for verification (1)"):
         assert step in text, step
+    # the alert channel: the first pass said once, a storm collapsed and acknowledged, Alertmanager answered
+    for step in ("were already failing when the watch began", "@fabric-oncall :thunder_cloud_and_rain: "
+                 "**Incident: 40 nodes newly failing at once**", "Common factor: **driver 550.90.07, xid 74**",
+                 "clicks `[Acknowledge incident]`", "Acknowledged by @alice",
+                 "**Alertmanager: FabricbotNvlinkReplay on hpc-gpu-node-12**",
+                 "**Resolved** (Alertmanager): FabricbotNvlinkReplay on `hpc-gpu-node-12` (firing since "
+                 "2026-09-17 07:05 UTC)"):
+        assert step in text, step
+    later = text.split("## 17. An alert arrives on its own", 1)[1].split("## 19.", 1)[0]  # this small fleet's:
+    assert "**New failing part**" in later or "**Worse**" in later  # the bundled fleet's node 13 arrives at 07:35
     assert len(result.tickets) == 1 and result.tickets[0].startswith("FAB-0001 hpc-gpu-node-12")
-    assert [p.name for p in result.images] == [  # each node's topology, then its job's correlation picture
+    names = [p.name for p in result.images]
+    assert names[:10] == [  # each node's topology, then its job's correlation picture
         "01-hpc-gpu-node-12.png", "02-hpc-gpu-node-12-correlation.png", "03-hpc-gpu-node-03.png",
         "04-hpc-gpu-node-03-correlation.png", "05-hpc-gpu-node-12.png", "06-hpc-gpu-node-12-correlation.png",
         "07-fleet.png", "08-hpc-gpu-node-12-correlation.png",  # the draft's evidence, attached in its thread
         f"09-{planned}.png", f"10-{planned}-correlation.png"]
+    # each arriving alert's topology in its thread, then the node Alertmanager named, with its job's picture
+    assert names[-2:] == [f"{len(names) - 1:02d}-hpc-gpu-node-12.png", f"{len(names):02d}-hpc-gpu-node-12-"
+                          "correlation.png"] and len(names) > 12
     assert "`/fabric fleet`" in text and "![fleet heat map](demo/07-fleet.png)" in text
     assert all(f"(demo/{p.name})" in text and p.read_bytes().startswith(b"\x89PNG") for p in result.images)
     log = result.action_log.read_text()
     for kind in ("| command |", "| analysis |", "| draft |", "| denied |", "| approval |", "| filing |",
-                 "| mention |", "| maintenance |", "| repair |"):
+                 "| mention |", "| maintenance |", "| repair |", "| watch |", "| alert |", "| storm |"):
         assert kind in log, kind
 
 

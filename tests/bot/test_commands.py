@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any
 
 from bot.blocks import DraftTarget
 from bot.drafting import render_png
@@ -13,26 +14,31 @@ from bot.settings import Settings
 from bot.state import BotState
 from diagnostics import Diagnosis
 
-from .helpers import OPS, SEEDS, buttons, local_bot, posted, summary_for
+from .helpers import LONG_WAIT, OPS, SEEDS, buttons, local_bot, posted, summary_for
 
 
 class SlowSource(SnapshotNodeSource):
-    """The seed nodes, with an analysis that takes a while (as a large store would)."""
+    """The seed nodes, with an analysis that waits until the test lets it go (as a large store's takes a while)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
 
     def diagnose(self, node_id: str, *, window_hours: float | None = None) -> Diagnosis:
-        time.sleep(0.6)
+        self.gate.wait(timeout=LONG_WAIT)
         return super().diagnose(node_id, window_hours=window_hours)
 
 
 def test_the_ack_arrives_before_the_work() -> None:
+    """The ack comes while the analysis still runs (how fast: benchmarks/bench_slash.py)."""
     source = SlowSource(SnapshotNodeSource.from_files([SEEDS]).snapshots.values())
     with local_bot(source=source) as local:
         sent = local.injector.command("hpc-gpu-node-12", user="UALICE", channel=OPS)
         acked = time.monotonic()
         assert sent.status == 200 and "Looking at `hpc-gpu-node-12`" in sent.body
-        assert sent.seconds < 0.5
         assert not local.slack.calls_to("chat.postMessage")
-        assert local.slack.wait_for(lambda s: s.calls_to("chat.postMessage"))
+        source.gate.set()
+        assert local.slack.wait_for(lambda s: s.calls_to("chat.postMessage"), timeout=LONG_WAIT)
         assert local.slack.calls_to("chat.postMessage")[0].at > acked
 
 
@@ -92,8 +98,8 @@ def test_twenty_concurrent_commands_are_all_answered() -> None:
         for t in threads:
             t.join()
         assert statuses == [200] * 20
-        assert local.slack.wait_for(lambda s: len(posted(s)) == 20, timeout=30)
-        assert local.slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 20, timeout=30)
+        assert local.slack.wait_for(lambda s: len(posted(s)) == 20)
+        assert local.slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 20)
         titles = sorted(m.text.split(":")[0] for m in posted(local.slack))
         assert titles == sorted(nodes)
 
@@ -110,17 +116,17 @@ def test_arguments_are_capped_and_read_in_one_pass() -> None:
     from bot.listeners.commands import MAX_ARGUMENTS, UsageError, parse
 
     huge = "hpc-gpu-node-12 " + "--window 6h " * 40_000  # 480k characters
-    start = time.monotonic()
+    start = time.process_time()  # CPU time: a parse that went over the text again and again would take seconds
     try:
         parse(huge)
     except UsageError as exc:
         assert f"`/fabric` takes at most {MAX_ARGUMENTS}" in str(exc)
-    assert time.monotonic() - start < 0.05
+    assert time.process_time() - start < 0.5
     many = "node " + " ".join(["--window 6h"] * ((MAX_ARGUMENTS - 5) // 12))
     assert len(many) <= MAX_ARGUMENTS and parse(many).window_hours == 6.0
     with local_bot() as local:
         sent = local.injector.command(huge, user="UALICE", channel=OPS)
-        assert sent.status == 200 and "characters of arguments" in sent.body and sent.seconds < 1.0
+        assert sent.status == 200 and "characters of arguments" in sent.body
 
 
 def test_a_full_queue_is_said_in_the_acknowledgement() -> None:
@@ -129,4 +135,5 @@ def test_a_full_queue_is_said_in_the_acknowledgement() -> None:
         bodies = [local.injector.command("hpc-gpu-node-12", user="UALICE", channel=OPS).body for _ in range(4)]
         assert [b.startswith("Looking at") for b in bodies] == [True, True, False, False]
         assert all("try again in a minute" in b for b in bodies[2:])
-        assert local.slack.wait_for(lambda s: len(posted(s)) == 2, timeout=10)
+        source.gate.set()
+        assert local.slack.wait_for(lambda s: len(posted(s)) == 2, timeout=LONG_WAIT)

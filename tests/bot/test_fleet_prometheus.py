@@ -9,7 +9,7 @@ import pytest
 
 from bot.settings import Settings
 from bot.transport.blockkit import shown
-from tests.bot.helpers import OPS, local_bot, posted
+from tests.bot.helpers import LONG_WAIT, OPS, local_bot, posted
 from tests.prometheus.helpers import Fleet, Server, free_port, promtool_missing
 
 
@@ -18,7 +18,7 @@ def _fleet_message(settings: Settings, at: Fleet | None = None) -> tuple[str, li
     clock = (lambda: at.end) if at is not None else None
     with local_bot(settings, clock=clock) as local:
         assert local.injector.command("fleet", user="UALICE", channel=OPS).status == 200
-        assert local.slack.wait_for(lambda s: posted(s), timeout=60)
+        assert local.slack.wait_for(lambda s: posted(s), timeout=LONG_WAIT)
         message = posted(local.slack)[0]
         audit = [e["detail"] for e in local.audit.entries("analysis") if e["subject"] == "fleet"]
         return message.shown + "\n" + message.shown_blocks, audit

@@ -18,7 +18,7 @@ from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
 from diagnostics.service import TableSource
 
-from .helpers import OPS, buttons, local_bot, posted, private, summary_for
+from .helpers import LONG_WAIT, OPS, buttons, local_bot, posted, private, summary_for
 
 FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
 GROUP = {"SFABRIC": ["UALICE", "UBOB"]}
@@ -42,7 +42,7 @@ def local(fleet: tuple[TableNodeSource, dict[str, Any]]) -> Iterator[LocalSlack]
 def _say(local: LocalSlack, text: str, user: str = "UALICE") -> Message:
     before = len(posted(local.slack))
     assert local.injector.command(text, user=user, channel=OPS).status == 200
-    assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=60)
+    assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=LONG_WAIT)
     return posted(local.slack)[before]
 
 
@@ -107,7 +107,7 @@ def _file(local: LocalSlack) -> Message:
     (preview,) = [m for m in posted(local.slack, thread=summary.ts) if buttons(m)]
     (file_button,) = [b for b in buttons(preview) if b["action_id"] == "file_ticket"]
     local.injector.action(file_button, user="UBOB", channel=OPS, message_ts=preview.ts, thread_ts=preview.thread_ts)
-    assert local.slack.wait_for(lambda s: "Filed as" in (s.find(preview.ts) or preview).text, timeout=30)
+    assert local.slack.wait_for(lambda s: "Filed as" in (s.find(preview.ts) or preview).text)
     found = local.slack.find(preview.ts)
     assert found is not None
     return found
@@ -178,7 +178,7 @@ def test_the_daily_digest_posts_at_its_time_of_day(local: LocalSlack) -> None:
     schedule = DigestSchedule(local.app.services, local.app.client, at="08:00", channel=OPS,
                               now=lambda: next(ticks)).start()
     try:
-        assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=30)
+        assert local.slack.wait_for(lambda s: len(posted(s)) > before)
     finally:
         schedule.stop()
     assert posted(local.slack)[before].text.startswith("*Fabric digest for")
@@ -199,7 +199,7 @@ def test_only_those_who_may_file_may_set_planned_work_or_verify(local: LocalSlac
 
     for n, text in enumerate(("maintenance hpc-gpu-node-07 2h quiet please", "verify"), start=1):
         assert local.injector.command(text, user="UMALLORY", channel=OPS).status == 200
-        assert local.slack.wait_for(lambda s, n=n: refused(s) >= n, timeout=30)
+        assert local.slack.wait_for(lambda s, n=n: refused(s) >= n)
     assert local.app is not None
     assert local.app.services.source.maintenance().windows("hpc-gpu-node-07") == []
     assert [e["detail"]["reason"] for e in local.audit.entries("denied")] == [

@@ -40,7 +40,7 @@ def _paste(gpu2_link1: tuple[int, int, int], at: str | None = None) -> str:
 def test_job_command_names_the_node_and_link(fleet: TableNodeSource) -> None:
     with local_bot(source=fleet) as local:
         local.injector.command("job 4411", user="UALICE", channel=OPS)
-        assert local.slack.wait_for(lambda s: posted(s), timeout=20)
+        assert local.slack.wait_for(lambda s: posted(s))
         text = posted(local.slack)[0].shown_blocks
         assert "Job 4411: hpc-gpu-node-12" in text
         assert "GPU 2 -> GPU 3 NVLink 1" in text and "explains job 4411" in text
@@ -53,7 +53,7 @@ def test_a_mention_asking_about_a_job_is_answered_in_its_thread(fleet: TableNode
     with local_bot(source=fleet) as local:
         question = local.injector.mention("why is job 4411 slow?", user="UBOB", channel=OPS)
         assert question.status == 200
-        assert local.slack.wait_for(lambda s: posted(s, thread=question.ts), timeout=20)
+        assert local.slack.wait_for(lambda s: posted(s, thread=question.ts))
         answer = posted(local.slack, thread=question.ts)[0].shown
         assert answer.startswith("Job 4411: `hpc-gpu-node-12` has a failing GPU 2 -> GPU 3 NVLink 1")
         slowdown = re.search(r"step time is \+(\d+\.\d)%", answer)
@@ -64,12 +64,12 @@ def test_a_mention_asking_about_a_job_is_answered_in_its_thread(fleet: TableNode
 def test_a_mention_naming_a_node_answers_and_offers_the_tickets(fleet: TableNodeSource) -> None:
     with local_bot(source=fleet) as local:
         question = local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
-        assert local.slack.wait_for(lambda s: len(posted(s, thread=question.ts)) >= 2, timeout=20)
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=question.ts)) >= 2)
         answer, summary = posted(local.slack, thread=question.ts)[:2]
         assert "GPU 2 -> GPU 3 NVLink 1" in answer.shown
         assert any(b["type"] == "actions" for b in summary.blocks)
         other = local.injector.mention("and hpc-gpu-nod-3?", user="UBOB", channel=OPS)
-        assert local.slack.wait_for(lambda s: posted(s, thread=other.ts), timeout=20)
+        assert local.slack.wait_for(lambda s: posted(s, thread=other.ts))
         assert "Did you mean `hpc-gpu-node-03`?" in posted(local.slack, thread=other.ts)[0].text
 
 

@@ -1,9 +1,10 @@
 """The real app over HTTP through the mock Slack server, slow and failing as Slack and a Claude draft are.
 
-Under load: ten drafts of 8 s each in flight (as Claude runs with a few tool calls take), twenty `/fabric` commands at
-once are each acknowledged within a second and all answered. Retries: an event Slack delivers again gets one answer.
-Slack's errors: each gets its own message to the person, and no state is lost (a draft slot, a draft, a ticket).
-Escaping: pings, mentions and masked links in text the bot did not write never reach the channel as such.
+Under load: ten slow drafts in flight (as Claude runs with a few tool calls take), twenty `/fabric` commands at once
+are all acknowledged and answered before any draft ends (how fast: benchmarks/bench_slash.py). Retries: an event
+Slack delivers again gets one answer. Slack's errors: each gets its own message to the person, and no state is lost
+(a draft slot, a draft, a ticket). Escaping: pings, mentions and masked links in text the bot did not write never
+reach the channel as such.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bot.transport.mock_slack import BOT_USER, Message, MockSlack
 from diagnostics import Diagnosis
 from diagnostics.tickets import Answer, RepairTicket, RulesDrafter
 
-from .helpers import OPS, SEEDS, SlowDrafter, buttons, local_bot, posted, private, summary_for
+from .helpers import LONG_WAIT, OPS, SEEDS, SlowDrafter, buttons, local_bot, posted, private, summary_for
 from .test_mentions import _paste
 
 pytestmark = pytest.mark.slack_realism
@@ -70,15 +71,19 @@ def _warm(local: LocalSlack) -> None:
 
 # -- under load ---------------------------------------------------------------------------------------------------
 
-def test_twenty_commands_are_acknowledged_within_a_second_with_ten_slow_drafts_in_flight() -> None:
-    drafter = SlowDrafter(8.0)
+def test_twenty_commands_are_all_answered_while_ten_slow_drafts_are_in_flight() -> None:
+    """Each answered while every draft still runs (the drafts wait on a gate the test opens after), so the claim is
+    about the bot, not the machine's load; how fast (every ack under 1 s, the summary p95 under 3 s) is measured in
+    benchmarks/bench_slash.py."""
+    gate = threading.Event()
+    drafter = SlowDrafter(8.0, gate=gate)
     settings = Settings(drafts_per_minute=100, draft_workers=10)
     with local_bot(settings, drafter=drafter) as local:
         summaries = [summary_for(local, NODE) for _ in range(10)]
         clicks = [_click(local, s, buttons(s)[0], user=f"UDRAFT{i}") for i, s in enumerate(summaries)]
-        assert all(c.status == 200 and c.seconds < 1.0 for c in clicks), [c.seconds for c in clicks]
+        assert all(c.status == 200 for c in clicks)
         assert local.slack.wait_for(lambda s: drafter.drafts == 10 and all(_in_thread(local, m) for m in summaries),
-                                    timeout=3.0)  # ten "Drafting…" shown, ten drafts running
+                                    timeout=LONG_WAIT)  # ten "Drafting…" shown, ten drafts running
         before = len(posted(local.slack))
         acks: list[Sent] = []
         lock = threading.Lock()
@@ -94,11 +99,11 @@ def test_twenty_commands_are_acknowledged_within_a_second_with_ten_slow_drafts_i
         for t in threads:
             t.join()
         assert len(acks) == 20 and all(a.status == 200 and "Looking at" in a.body for a in acks)
-        assert max(a.seconds for a in acks) < 1.0, sorted(round(a.seconds, 3) for a in acks)
-        assert local.slack.wait_for(lambda s: len(posted(s)) == before + 20, timeout=6.0)
+        assert local.slack.wait_for(lambda s: len(posted(s)) == before + 20, timeout=LONG_WAIT)
         assert drafter.done == 0  # answered while every draft was still running
+        gate.set()
         assert local.slack.wait_for(lambda s: all(any(m.edits for m in _in_thread(local, x)) for x in summaries),
-                                    timeout=15.0)
+                                    timeout=LONG_WAIT)
         previews = [m for x in summaries for m in _in_thread(local, x)]
         assert len(previews) == 10 and all(len(buttons(m)) == 2 for m in previews)  # each "Drafting…" replaced
 
@@ -108,10 +113,11 @@ def test_a_slow_request_never_holds_up_the_others_on_the_servers_event_loop() ->
         app = local.app
         assert app is not None
         dispatch = app.dispatch
+        release = threading.Event()
 
         def slow(request: Any) -> Any:  # as a listener stuck on a lock or a slow disk would be
             if "slowpoke" in request.raw_body:
-                time.sleep(2.0)
+                release.wait(timeout=LONG_WAIT)
             return dispatch(request)
 
         app.dispatch = slow  # type: ignore[method-assign]
@@ -120,7 +126,8 @@ def test_a_slow_request_never_holds_up_the_others_on_the_servers_event_loop() ->
         stuck.start()
         time.sleep(0.2)
         quick = [local.injector.command(NODE, user="UBOB", channel=OPS) for _ in range(3)]
-        assert all(q.status == 200 and q.seconds < 0.5 for q in quick), [q.seconds for q in quick]
+        assert all(q.status == 200 for q in quick) and stuck.is_alive()  # answered while the other is stuck
+        release.set()
         stuck.join()
 
 
@@ -154,7 +161,7 @@ COMMAND_FAULTS: dict[str, tuple[Fault, str]] = {
     "ratelimited": (lambda s: s.faults.rate_limit("chat.postMessage", times=3, retry_after=0),
                     "rate-limiting me right now and still refused after I waited and retried"),
     "missing_scope": (lambda s: s.faults.fail("chat.postMessage", "missing_scope", needed="chat:write"),
-                      "lacks the `chat:write` scope"),
+                      "lacks the `chat:write` scope: an admin must add it (slack/manifest.json lists every scope)"),
     "msg_too_long": (lambda s: s.faults.fail("chat.postMessage", "msg_too_long"), "longer than Slack allows"),
     "invalid_blocks": (lambda s: s.faults.fail("chat.postMessage", "invalid_blocks"),
                        "refused the layout of my answer (`invalid_blocks`)"),
@@ -272,14 +279,24 @@ def test_a_mention_slack_refuses_to_answer_is_said_to_who_asked(code: str, fault
         assert local.slack.errors("chat.postMessage")[-1] == code
 
 
-def test_a_snippet_slack_will_not_let_the_bot_read_names_the_scope() -> None:
+def test_a_snippet_slack_sends_to_its_sign_in_page_is_said_unreadable_naming_the_scope() -> None:
     with local_bot() as local:
         root = summary_for(local, NODE)
         local.slack.faults.scopes = frozenset({"chat:write", "files:write", "usergroups:read"})
         local.injector.snippet(_paste((500, 0, 2500)).replace("```", ""), "nvlink-e.txt", user="UALICE",
                                channel=OPS, thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
-        assert "`files:read` scope" in posted(local.slack, thread=root.ts)[0].shown
+        said = posted(local.slack, thread=root.ts)[0].shown
+        assert said.startswith("I cannot read `nvlink-e.txt`: Slack sent me to its sign-in page") and \
+            "`files:read` scope" in said
+        assert local.slack.errors("url_private") == ["sign_in"]  # answered with a 302, as Slack does
+        # a proxy that follows the redirect hands over the sign-in page itself (HTTP 200, HTML): not read either
+        ts, file = local.slack.user_file("nvlink-e.txt", b"GPU 0: x\n", OPS, "UALICE", root.ts)
+        page = {**file, "url_private": f"{local.slack.base_url}/signin", "url_private_download": None}
+        local.injector.event({"type": "message", "subtype": "file_share", "user": "UALICE", "text": "", "ts": ts,
+                              "channel": OPS, "thread_ts": root.ts, "files": [page]})
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=root.ts)) == 2)
+        assert posted(local.slack, thread=root.ts)[1].shown == said
 
 
 # -- escaping -----------------------------------------------------------------------------------------------------

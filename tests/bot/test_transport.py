@@ -30,7 +30,11 @@ def test_the_mock_serves_slack_sdk_calls_and_records_them() -> None:
         upload = client.files_upload_v2(channel=OPS, thread_ts=root, content=b"\x89PNG-bytes", filename="n.png")
         url = upload["files"][0]["url_private"]
         assert httpx.get(url, headers={"Authorization": f"Bearer {slack.token}"}).content == b"\x89PNG-bytes"
-        assert httpx.get(url).status_code == 403
+        for headers in ({}, {"Authorization": "Bearer xoxb-wrong"}):  # as Slack: its sign-in page, not a 403
+            refused = httpx.get(url, headers=headers)
+            assert refused.status_code == 302 and "/signin?redir=" in refused.headers["location"]
+            page = httpx.get(url, headers=headers, follow_redirects=True)
+            assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         bad = WebClient(token="xoxb-wrong", base_url=slack.api_url)
         try:
             bad.auth_test()

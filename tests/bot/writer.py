@@ -32,7 +32,7 @@ from bot.transport.mock_slack import Message, MockSlack
 from bot.workflow import filing
 from bot.workflow.tracker import SqliteTracker
 from diagnostics.tickets import RulesDrafter
-from tests.bot.helpers import OPS, USERS, buttons, png_renderer, posted
+from tests.bot.helpers import LONG_WAIT, OPS, USERS, buttons, png_renderer, posted
 
 Round = Callable[[int], dict[str, Any]]
 
@@ -99,7 +99,7 @@ def bot(store: Path) -> tuple[Round, LocalSlack]:
         slack = local.slack
         before = len(newest())
         assert local.injector.command("hpc-gpu-node-12", user="UALICE", channel=OPS).status == 200
-        if not slack.wait_for(lambda s: len(newest()) > before, timeout=60):
+        if not slack.wait_for(lambda s: len(newest()) > before, timeout=LONG_WAIT):
             return {"failed": [f"round {k}: no summary"]}
         summary = newest()[-1]
         draft_buttons = [b for b in buttons(summary) if b["action_id"].startswith("draft")]
@@ -108,13 +108,13 @@ def bot(store: Path) -> tuple[Round, LocalSlack]:
         shown = len(newest(summary.ts))
         local.injector.action(draft_buttons[0], user="UALICE", channel=OPS, message_ts=summary.ts)
         if not slack.wait_for(lambda s: len(newest(summary.ts)) > shown and newest(summary.ts)[shown].edits > 0,
-                              timeout=60):
+                              timeout=LONG_WAIT):
             return {"failed": [f"round {k}: no draft preview"]}
         preview = newest(summary.ts)[shown]
         edits = preview.edits
         (file_button,) = [b for b in buttons(preview) if b["action_id"] == "file_ticket"]
         local.injector.action(file_button, user="UBOB", channel=OPS, message_ts=preview.ts, thread_ts=summary.ts)
-        if not slack.wait_for(lambda s: (s.find(preview.ts) or preview).edits > edits, timeout=60):
+        if not slack.wait_for(lambda s: (s.find(preview.ts) or preview).edits > edits, timeout=LONG_WAIT):
             return {"failed": [f"round {k}: the filing never updated the preview"]}
         text = (slack.find(preview.ts) or preview).text
         said = [m.text for m in slack.messages if m.ephemeral_to is not None and "ailed" in m.text]

@@ -3,8 +3,9 @@ parameters, so a failing input can be written down, replayed and kept as a regre
 
 Two families. A *damaging* mutation (a cut, a deleted or doubled line, a flipped byte, a bad number) changes
 what the input says: the reader must not crash, and every number it returns must be in the input. A
-*wrapping* mutation (CRLF, a BOM, every line indented or quoted, spaces turned to tabs, a non-ASCII host
-name) changes only how the input is written: it must read the same as the original.
+*wrapping* mutation (CRLF, a BOM, every line indented or quoted, spaces turned to tabs at the start of a line
+or between its cells, a non-ASCII host name) changes only how the input is written: it must read the same as the
+original.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ NON_ASCII_HOSTS: tuple[str, ...] = ("nœud-07", "узел-3", "ノード12", "gp
                                     "gpu-no\u0301de-2")  # the last with a combining accent (NFD)
 
 DAMAGING = ("truncate", "delete_line", "double_line", "flip_byte", "number")
-WRAPPING = ("crlf", "bom", "indent", "quote", "tabs", "host")
+WRAPPING = ("crlf", "bom", "indent", "quote", "tabs", "inner_tabs", "host")
 
 _NUMBER = re.compile(rb"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
 # Host names as the formats carry them: a prompt's user@host, a Hostname label, a syslog/journal host before
@@ -128,6 +129,15 @@ def _tabs(data: bytes, _: int, __: str) -> bytes:
     return b"".join(out)
 
 
+_GAP = re.compile(rb"(?<=\S) {2,}(?=\S)")
+
+
+def _inner_tabs(data: bytes, _: int, __: str) -> bytes:
+    """Each run of two or more spaces between two cells becomes one tab, as a copy through a spreadsheet or a
+    terminal that keeps columns as tabs makes it (a column's width is then lost)."""
+    return b"".join(_GAP.sub(b"\t", line) for line in _lines(data))
+
+
 def host_names(data: bytes) -> list[bytes]:
     """The host names the input names, in order of first appearance."""
     seen: dict[bytes, None] = {}
@@ -148,7 +158,7 @@ def _host(data: bytes, at: int, value: str) -> bytes:
 _APPLY = {
     "truncate": _truncate, "delete_line": _delete_line, "double_line": _double_line, "flip_byte": _flip_byte,
     "number": _number, "crlf": _crlf, "bom": _bom, "indent": _indent, "quote": _quote, "tabs": _tabs,
-    "host": _host,
+    "inner_tabs": _inner_tabs, "host": _host,
 }
 
 

@@ -5,7 +5,8 @@
   number the input holds (a counter read from `1,234` is 1234; a step time in seconds is that number x 1000).
 - A cut input (a file whose last line has no newline) gives no value the whole input does not give at the
   same line, and a warning names the line where it is cut.
-- An input only wrapped differently (CRLF, a BOM, indented, quoted, tabs, another host name) reads the same.
+- An input only wrapped differently (CRLF, a BOM, indented, quoted, tabs, another host name) reads the same (a
+  text it holds may keep its tabs for spaces).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
 from diagnostics.tables import AER_COUNTERS, COUNTERS
 
+from . import silent
 from .mutate import Mutation, renamed_host
 
 HANG_SECONDS = 20  # one reader on one input of a few KB: anything near this is a hang
@@ -50,9 +52,6 @@ GAUGES: dict[str, dict[str, tuple[float, ...]]] = {
 }
 DERIVED = {"link_samples": ("gen", "max_gen"), "events": ("count",)}  # finite, non-negative, whole
 MAX_GEN = 7  # PCIe generations a speed maps to (lspci states GT/s, not the generation)
-
-_TOKEN = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
 
 class Hang(Exception):
     """A read that ran past HANG_SECONDS."""
@@ -106,21 +105,13 @@ def read_bytes(data: bytes, name: str, fmt: str | None = None) -> Outcome:
         with _deadline(HANG_SECONDS):
             try:
                 reader = detect.choose(source, fmt)
-                return Outcome(reader.read(source), reader=reader.name)
+                return Outcome(detect.read_with(reader, source), reader=reader.name)
             except InputError as exc:
                 return Outcome(None, exc)
 
 
 def _tokens(text: str) -> np.ndarray:
-    values: list[float] = []
-    for raw in _TOKEN.findall(text):
-        # a minus may be a separator (`pcie-3`, `node-02`): the number after it is in the input too
-        for spelling in {raw, raw.replace(",", ""), *raw.split(","), raw.lstrip("-+")}:
-            try:
-                values.append(float(spelling))
-            except ValueError:
-                continue
-    return np.unique(np.array(values, dtype=np.float64))
+    return np.unique(np.array(sorted(silent.numbers_in(text)), dtype=np.float64))
 
 
 def _held(value: float, tokens: np.ndarray, scales: tuple[float, ...]) -> bool:
@@ -153,6 +144,11 @@ def check_numbers(result: IngestResult, text: str | None, problems: Problems, *,
             if column not in frame.columns:
                 continue
             values = _numbers(frame, column)
+            if (table, column) == ("link_samples", "link") and text is not None:
+                values = values[~_counted_links(frame, text)]
+            if (table, column) == ("events", "code") and "text" in frame.columns:  # the driver's off-the-bus
+                off_bus = frame["text"].astype("string").str.contains("fallen off the bus", case=False, na=False)
+                values = values[~(off_bus.to_numpy(bool) & (values == 79))]  # message: an Xid 79 it does not number
             present = values[~np.isnan(values)] if values.dtype.kind == "f" else values
             for value in present[:2000]:
                 where = f"{table}.{column} = {value!r}"
@@ -166,6 +162,14 @@ def check_numbers(result: IngestResult, text: str | None, problems: Problems, *,
                     continue
                 elif not _held(float(value), tokens, scales or (1.0,)) and (scales is not None or value > MAX_GEN):
                     problems.add("not in the input", where)  # a generation may be derived from a lane rate
+
+
+def _counted_links(frame: pd.DataFrame, text: str) -> np.ndarray:
+    """Rows read from NVML's `all links are inActive` line: their link indexes count that GPU's links (as the
+    paste's other GPUs list them, or as its model has), numbers the line does not spell."""
+    lines = text.split("\n")  # as the readers number lines: a vertical tab or form feed splits none
+    return np.array([(n := _line_of(s)) is not None and 0 < n <= len(lines)
+                     and "all links are inactive" in lines[n - 1].lower() for s in frame["source"]], dtype=bool)
 
 
 def read_and_check(data: bytes, name: str, problems: Problems, fmt: str | None = None) -> Outcome | None:
@@ -236,12 +240,20 @@ def check_prefix(whole: Outcome, cut: Outcome, data: bytes, problems: Problems) 
                                               f"names it")
 
 
-def _records(result: IngestResult, rename: tuple[str, str] | None) -> dict[str, list[tuple[Any, ...]]]:
-    """Each table's rows as tuples (missing values None); `rename` applied to every text."""
+def _records(result: IngestResult, rename: tuple[str, str] | None, spaced: bool = False
+             ) -> dict[str, list[tuple[Any, ...]]]:
+    """Each table's rows as tuples (missing values None); `rename` applied to every text; `spaced`: each run of
+    whitespace in a text as one space (a message is kept as written, its gaps included)."""
+    def text(v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        v = v.replace(*rename) if rename else v
+        return " ".join(v.split()) if spaced else v
+
     out: dict[str, list[tuple[Any, ...]]] = {}
     for table, frame in result.tables.items():
         rows = frame.to_numpy(dtype=object, na_value=None) if len(frame) else []
-        out[table] = [tuple(v.replace(*rename) if rename and isinstance(v, str) else v for v in row) for row in rows]
+        out[table] = [tuple(text(v) for v in row) for row in rows]
     return out
 
 
@@ -257,7 +269,8 @@ def check_same(original: Outcome, wrapped: Outcome, data: bytes, mutation: Mutat
                                                      f"not {original.reader}")
         return
     rename = renamed_host(data, mutation)
-    a, b = _records(original.result, rename), _records(wrapped.result, None)
+    spaced = mutation.kind == "inner_tabs"
+    a, b = _records(original.result, rename, spaced), _records(wrapped.result, None, spaced)
     if rename is not None:  # another name may sort elsewhere: the same rows, in any order
         a = {t: sorted(rows, key=repr) for t, rows in a.items()}
         b = {t: sorted(rows, key=repr) for t, rows in b.items()}
@@ -279,6 +292,25 @@ def _original(data: bytes, name: str) -> Outcome | None:
     return _ORIGINALS[key]
 
 
+def _numeric() -> dict[str, dict[str, tuple[float, ...]]]:
+    """Each table's number columns and the scales their numbers may be stated in."""
+    out: dict[str, dict[str, tuple[float, ...]]] = {}
+    for table in {*COUNTS, *INDEXES, *GAUGES}:
+        out[table] = {c: (1.0,) for c in (*COUNTS.get(table, ()), *INDEXES.get(table, ()))}
+        out[table].update(GAUGES.get(table, {}))
+    return out
+
+
+def check_silent(original: Outcome, damaged: Outcome, data: bytes, mutant: bytes, mutation: Mutation,
+                 problems: Problems) -> None:
+    """A damaged input read without a new warning changed nothing beyond its damaged line (see `silent`)."""
+    if original.result is None or damaged.result is None:
+        return
+    lines = silent.line_map(data, mutant)
+    for kind, text in silent.compare(original.result, damaged.result, lines, mutation, _numeric(), DERIVED):
+        problems.add(kind, f"{mutation.kind}: {text}"[:400])
+
+
 def check(data: bytes, name: str, mutation: Mutation) -> Problems:
     """Every property that applies to this mutant of `data` (a seed file called `name`, read under a name of
     its suffix only, so that a renamed host is renamed nowhere but in the input)."""
@@ -288,13 +320,15 @@ def check(data: bytes, name: str, mutation: Mutation) -> Problems:
     outcome = read_and_check(mutant, name, problems)
     if outcome is None:
         return problems
-    if is_binary(name) or not (mutation.kind == "truncate" or mutation.wrapping):
+    if is_binary(name):
         return problems
     original = _original(data, name)
     if original is None:
         return problems
     if mutation.kind == "truncate":
         check_prefix(original, outcome, mutant, problems)
+    elif not mutation.wrapping:
+        check_silent(original, outcome, data, mutant, mutation, problems)
     else:
         check_same(original, outcome, data, mutation, problems)
     return problems

@@ -90,7 +90,9 @@ def test_real_fatal_sxid_without_its_first_line_and_talos_prefixes() -> None:
     # `NVRM: GPU at PCI:0000:48:00: GPU-5fc0bcec-...` (line 4) names the GPU of the Xids after it
     assert events["gpu_uuid"].tolist()[1:] == ["GPU-5fc0bcec-c2e1-38dc-8994-2a9f9f3b709e"] * 3
     assert pd.isna(events["gpu_uuid"].iloc[0])  # the SXid is a switch's
-    assert warning_lines(result) == [5, 6]  # the SXid cut above; the board serial line, which is no event
+    assert warning_lines(result) == [5]  # the SXid cut above
+    # `NVRM: GPU Board Serial Number: ...` (line 6, after the SXid of another device) is that GPU's serial
+    assert events["gpu_serial"].tolist()[1:] == ["1563521020414"] * 3 and pd.isna(events["gpu_serial"].iloc[0])
 
 
 def test_an_sxid_and_its_continuations_interleaved_with_other_lines() -> None:

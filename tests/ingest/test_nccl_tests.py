@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pandas as pd
+import pytest
 
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.nccl_tests import READER
@@ -67,3 +71,192 @@ def test_garbage_row_another_format_and_empty() -> None:
     assert READER.read(Source.from_path(REAL / "nvlink_s_a100_1.txt")).rows["step_samples"] == 0
     assert READER.read(Source.from_text("")).empty
     assert pd.api.types.is_bool_dtype(result["step_samples"]["in_place"])
+
+
+# superbench's parser test (tests/benchmarks/micro_benchmarks/test_cuda_nccl_bw_performance.py) reads each of its
+# logs for these sizes' time, algbw and busbw, and states alltoall's at 8 GiB.
+SUPERBENCH_SIZES = {8589934592, 4294967296, 2147483648, 1073741824, 536870912, 32}
+SUPERBENCH = {  # fixture -> (the layout's columns before the figures, the log's `Avg bus bandwidth`)
+    "nccl_alltoall_superbench_1": ("size count type redop", 58.6481),  # redop empty in every row
+    "nccl_allgather_superbench_1": ("size count type", 58.2651),
+    "nccl_broadcast_superbench_1": ("size count type root", 64.8653),
+    "nccl_reduce_superbench_1": ("size count type redop root", 65.018),
+    "nccl_reducescatter_superbench_1": ("size count type redop", 60.168),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUPERBENCH))
+def test_every_row_of_each_collectives_table_is_read(name: str) -> None:
+    path = REAL / f"{name}.txt"
+    header = next(line for line in path.read_text().splitlines() if "busbw" in line and "size" in line)
+    assert header.split()[1:header.split().index("time")] == SUPERBENCH[name][0].split()
+    result = read(path)
+    steps = result["step_samples"]
+    sized = steps[steps["size_bytes"].notna()]
+    rows = sum(1 for line in path.read_text().splitlines() if line[:1] == " " and line.strip()[:1].isdigit())
+    assert rows == 34 and len(sized) == 2 * rows  # each size's out-of-place and in-place figures: none dropped
+    assert sized.groupby("in_place")["size_bytes"].apply(set).to_dict() == {
+        False: set(sized["size_bytes"]), True: set(sized["size_bytes"])}
+    assert set(sized["size_bytes"]) >= SUPERBENCH_SIZES
+    assert sized[["collective_time_us", "algbw_gbps", "busbw_gbps"]].notna().all().all()
+    assert steps.loc[steps["size_bytes"].isna(), "busbw_gbps"].tolist() == [SUPERBENCH[name][1]]
+    assert set(steps["node_ids"]) == {"localhost"}
+    assert warning_lines(result) == [None]  # no command line names the collective (superbench passes it apart)
+    columns = SUPERBENCH[name][0].split()  # a column the layout lacks, or a cell left empty, reads as none
+    assert set(sized["data_type"]) == {"float"}
+    assert set(sized["redop"].dropna()) == ({"sum"} if "redop" in columns and "alltoall" not in name else set())
+    assert set(sized["root"].dropna()) == ({0} if "root" in columns else set())
+
+
+def test_alltoall_at_8_gib_as_superbench_states_it() -> None:
+    sized = read(REAL / "nccl_alltoall_superbench_1.txt")["step_samples"].dropna(subset=["size_bytes"])
+    top = sized[sized["size_bytes"] == 8589934592].set_index("in_place")
+    figures = ["collective_time_us", "algbw_gbps", "busbw_gbps"]
+    assert top.loc[False, figures].tolist() == [33508.0, 256.36, 224.31]
+    assert top.loc[True, figures].tolist() == [33234.0, 258.47, 226.16]
+
+
+def test_sendrecv_in_place_rows_with_no_check_are_read() -> None:
+    """nccl-tests #214: sendrecv's in-place `#wrong` is N/A; its figures are there all the same."""
+    result = read(REAL / "nccl_sendrecv_a40_1.txt")
+    steps = result["step_samples"]
+    assert len(steps) == 10 and steps["in_place"].sum() == 5
+    at = steps[steps["size_bytes"] == 4096].set_index("in_place")
+    assert at.loc[True, ["collective_time_us", "busbw_gbps"]].tolist() == [30.69, 0.13]
+    assert set(steps["node_ids"]) == {"gpu23,gpu24"}
+    assert warning_lines(result) == [None]
+
+
+def test_all_gather_in_bfloat16_named_by_its_command() -> None:
+    """nccl #1435: all_gather_perf -d bfloat16 on GPUs 0 and 1."""
+    result = read(REAL / "nccl_allgather_bf16_h100_1.txt")
+    steps = result["step_samples"]
+    assert set(steps["collective"]) == {"all_gather"} and len(steps) == 14
+    assert set(steps["data_type"]) == {"bfloat16"} and steps[["redop", "root"]].isna().all().all()  # none, -1
+    last = steps[steps["size_bytes"] == 117440512].set_index("in_place")["busbw_gbps"]
+    assert (last[False], last[True]) == (119.64, 140.24)
+    assert warning_lines(result) == [3]  # `export CUDA_VISIBLE_DEVICES=0,1`: shell, no nccl-tests output
+
+
+def test_rows_whose_header_is_above_the_paste_named_by_the_concluded_line() -> None:
+    """rccl #2075: alltoall rows without their header, then `# Collective test concluded: alltoall_perf`."""
+    result = read(REAL / "nccl_alltoall_rccl_noheader_1.txt")
+    steps = result["step_samples"]
+    assert set(steps["collective"]) == {"alltoall"}
+    sized = steps[steps["size_bytes"].notna()]
+    assert len(sized) == 20 and sized["size_bytes"].max() == 134217728
+    assert sized.set_index(["size_bytes", "in_place"]).loc[(134217728, True), "busbw_gbps"] == 6.34
+    assert steps.loc[steps["size_bytes"].isna(), "busbw_gbps"].tolist() == [2.38156]
+    assert result.warnings == []
+
+
+ALIGNED = """$ ./alltoall_perf -b 8 -e 16 -g 8
+#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+           8             2   float             1.63    0.00    0.00    N/A     1.38    0.00    0.00    N/A
+"""
+
+
+def test_an_empty_cell_found_by_position_or_from_the_right_when_the_paste_lost_its_spaces() -> None:
+    kept = read_text(ALIGNED)["step_samples"]
+    assert kept["collective_time_us"].tolist() == [1.63, 1.38] and set(kept["collective"]) == {"alltoall"}
+    squeezed = "\n".join(" ".join(line.split()) if line[:1] == " " else line for line in ALIGNED.splitlines())
+    again = read_text(squeezed)  # as nccl-tests #280 pasted its rows: no leading spaces, single ones between
+    assert again["step_samples"]["collective_time_us"].tolist() == [1.63, 1.38] and again.warnings == []
+    stray = read_text(ALIGNED.replace("float    ", "float x y "))  # more cells than columns: said, not guessed
+    assert stray["step_samples"].empty and warning_lines(stray) == [3]
+
+
+@pytest.mark.parametrize("name", ["nccl_alltoall_superbench_1", "nccl_broadcast_superbench_1",
+                                  "nccl_allreduce_3"])
+def test_tabs_between_cells_read_as_the_aligned_table(name: str) -> None:
+    """A copy that keeps columns as tabs loses their widths: the cells are told apart by their values (alltoall's
+    empty redop cell once put each size under `count`, and its row was dropped unsaid)."""
+    text = (REAL / f"{name}.txt").read_text()
+    tabbed = "\n".join(re.sub(r"(?<=\S) {2,}(?=\S)", "\t", line) for line in text.splitlines())
+    assert "\t" in tabbed
+    aligned, again = read_text(text), read_text(tabbed)
+    assert again["step_samples"].drop(columns="source").equals(aligned["step_samples"].drop(columns="source"))
+    assert warning_lines(again) == warning_lines(aligned)
+
+
+@pytest.mark.parametrize("tabs", ["leading", "between"])
+def test_a_cut_row_with_tabs_reads_as_the_aligned_cut_row(tabs: str, tmp_path: Path) -> None:
+    """The last row cut before its in-place #wrong: positions from the size again (tabs before it), or the cells
+    told apart from the left (tabs between them); never from the right, which had read #wrong as a time."""
+    text = (REAL / "nccl_allgather_bf16_h100_1.txt").read_text()
+    cut = text[: text.index("214.95  107.48") + len("214.95  107.48  ")]
+    if tabs == "leading":
+        tabbed = re.sub(r"(?m)^    ", "\t", cut)
+    else:
+        tabbed = "\n".join(re.sub(r"(?<=\S) {2,}(?=\S)", "\t", line) for line in cut.split("\n"))
+    (tmp_path / "aligned.txt").write_text(cut)
+    (tmp_path / "tabbed.txt").write_text(tabbed)
+    aligned, again = read(tmp_path / "aligned.txt")["step_samples"], read(tmp_path / "tabbed.txt")["step_samples"]
+    last = aligned[aligned["size_bytes"] == 33554432].set_index("in_place")["collective_time_us"]
+    assert last.to_dict() == {False: 183.0, True: 156.1}
+    assert again.drop(columns="source").equals(aligned.drop(columns="source"))
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("  busbw #wrong     time", "  busbw #wrong     tile"),  # the in-place time had gone: its algbw and busbw
+    ("#       size", "#       sime"),                         # overwrote the out-of-place ones, one row lost
+    ("  algbw   busbw #wrong     time", "  algbw   busbx #wrong     time"),
+])
+def test_a_damaged_header_is_said_and_its_rows_read_by_the_printed_layouts(old: str, new: str) -> None:
+    text = (REAL / "nccl_allreduce_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1))
+    damaged = next(w for w in set(new.split()) - set(old.split()))
+    assert f"header column {damaged!r} is one letter from" in str(result.warnings)
+    whole = read_text(text)["step_samples"]
+    assert result["step_samples"].drop(columns="source").equals(whole.drop(columns="source"))
+
+
+@pytest.mark.parametrize("damaged", ["# Avg bus bandwidth    ; 231.793", "# Avg bus bandwixth    : 231.793"])
+def test_a_damaged_average_line_is_said(damaged: str) -> None:
+    text = (REAL / "nccl_allreduce_1.txt").read_text()
+    result = read_text(text.replace("# Avg bus bandwidth    : 231.793", damaged, 1))
+    assert f"{damaged!r} is not the `# Avg bus bandwidth : <GB/s>` line" in str(result.warnings)
+    assert result["step_samples"]["size_bytes"].notna().all()  # no average read
+
+
+def _util_cu(fields: str, *values: object) -> str:
+    """A line as nccl-tests' src/util.cu (2.19.6) prints it: its printf formats, in Python's % spelling."""
+    return fields.replace("%*s", "%s") % values
+
+
+def test_the_newest_layouts_cputime_timestamps_and_per_iteration_columns() -> None:
+    head = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s"
+    header = _util_cu(head, "size", "count", "type", "redop", "root", "cputime", "algbw", "busbw", "#wrong",
+                      "cputime", "algbw", "busbw", "#wrong", f"{'timestamp':>19}")
+    row = (_util_cu("%12li  %12li  %8s  %6s  %6s", 1048576, 262144, "float", "sum", "    -1")
+           + _util_cu("  %7s  %6s  %6s  %6g", "  28.15", " 37.25", " 65.19", 0)
+           + _util_cu("  %7s  %6s  %6s  %6g", "  27.52", " 38.10", " 66.67", 0) + "  2026-07-09 15:52:13")
+    result = read_text(f"$ ./all_reduce_perf -b 1M -e 1M -C 1 -S 1\n{header}\n{row}\n")
+    steps = result["step_samples"]
+    assert steps["busbw_gbps"].tolist() == [65.19, 66.67] and steps["collective_time_us"].tolist() == [28.15, 27.52]
+    assert steps["timestamp"].astype(str).tolist() == ["2026-07-09 15:52:13+00:00"] * 2
+    assert [w.message for w in result.warnings] == [
+        "nccl-tests writes its timestamps in the host's local time and states no zone; read as UTC"]
+    per_iter = ("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
+                "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s")
+    header = _util_cu(per_iter, "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                      "i_min", "i_max", "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong", "i_min", "i_max",
+                      "i_p99", "i_cv%")
+    body = "  %7s  %6s  %6s  %6g  %7s  %7s  %7s  %7s"
+    row = (_util_cu("%12li  %12li  %8s  %6s  %6s", 1048576, 262144, "float", "sum", "    -1")
+           + _util_cu(body, "28.15", "37.25", "65.19", 0, "27.01", "30.50", "30.12", "2.10")
+           + _util_cu(body, "27.52", "38.10", "66.67", 0, "26.90", "29.80", "29.70", "1.95"))
+    steps = read_text(f"{header}\n{row}\n", fmt="nccl_tests")["step_samples"]
+    assert steps["busbw_gbps"].tolist() == [65.19, 66.67] and steps["algbw_gbps"].tolist() == [37.25, 38.10]
+
+
+def test_a_trace_replay_row_has_in_place_figures_only_and_tagged_lines_are_read() -> None:
+    header = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+              "   busbw #wrong")
+    row = "     1048576        262144     float     sum      -1" + " " * 32 + "    27.52   38.10   66.67      0"
+    steps = read_text(f"$ ./all_reduce_perf\n{header}\n{row}\n")["step_samples"]
+    assert steps["in_place"].tolist() == [True] and steps["busbw_gbps"].tolist() == [66.67]
+    tagged = read_text("[1,0]<stdout>:" + "\n[1,0]<stdout>:".join(["$ ./all_reduce_perf", header, row.replace(
+        " " * 32, "    28.15   37.25   65.19      0")]), fmt="nccl_tests")["step_samples"]
+    assert tagged["busbw_gbps"].tolist() == [65.19, 66.67]

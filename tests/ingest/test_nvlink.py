@@ -45,6 +45,66 @@ def test_v100_inactive_links() -> None:
     assert warning_lines(result) == [4]
 
 
+def test_a_gpu_whose_links_are_all_inactive_b200_real() -> None:
+    """gpud #1085: NVML's one line instead of a B200's links; a B200 has 18 NVLinks (platform hgx-b200-8gpu)."""
+    result = read(REAL / "nvlink_s_b200_all_inactive_1.txt")
+    links = result["link_samples"]
+    assert links_per_gpu(links) == {2: list(range(18))}
+    assert set(links["link_state"]) == {"inactive"} and links["speed_gbps"].isna().all()
+    assert {s.rsplit(":", 1)[1] for s in links["source"]} == {"4"}  # NVML's line
+    gpus = result["gpus"]
+    assert gpus["model"].tolist() == ["NVIDIA B200"] and gpus["uuid"].isna().all()  # `GPU-xxx` is an elision
+    assert result.warnings == []
+
+
+ALL_DOWN = """GPU 5: Tesla V100-SXM2-32GB (UUID: GPU-5d1c6c2e-1a0b-4c1e-9c0e-0a7f1b2c3d45)
+         Link 0: 25.781 GB/s
+         Link 1: 25.781 GB/s
+         Link 2: 25.781 GB/s
+         Link 3: 25.781 GB/s
+GPU 6: Tesla V100-SXM2-32GB (UUID: GPU-6d1c6c2e-1a0b-4c1e-9c0e-0a7f1b2c3d45)
+{line}
+"""
+
+
+@pytest.mark.parametrize("line", [
+    "NVML: Unable to retrieve NVLink information as all links are inActive",  # NVML's own spelling
+    "NVML: Unable to retrieve NVLink information as all links are inactive",  # as health checks match it
+    "NVML:Unable to retrieve Nvlink information as all links are inActive",  # open-gpu-kernel-modules #1150
+    "\tNVML: Unable to retrieve NVLink information as all links are inActive.",
+])
+def test_each_spelling_of_all_inactive_is_every_link_of_that_gpu(line: str) -> None:
+    """As many links as the other GPUs of the paste list (4 here, though a V100 has 6: the paste is the fact)."""
+    result = read_text(ALL_DOWN.format(line=line))
+    links = result["link_samples"]
+    assert links_per_gpu(links) == {5: [0, 1, 2, 3], 6: [0, 1, 2, 3]}
+    assert set(links.loc[links["gpu"] == 6, "link_state"]) == {"inactive"}
+    assert set(links.loc[links["gpu"] == 5, "link_state"]) == {"up"}
+    assert set(links.loc[links["gpu"] == 6, "gpu_uuid"]) == {"GPU-6d1c6c2e-1a0b-4c1e-9c0e-0a7f1b2c3d45"}
+    assert result.warnings == []
+
+
+def test_alone_its_model_counts_the_links_and_an_unknown_model_is_said() -> None:
+    alone = read_text("\n".join(ALL_DOWN.splitlines()[5:]).format(
+        line="NVML: Unable to retrieve NVLink information as all links are inActive"))
+    assert links_per_gpu(alone["link_samples"]) == {6: list(range(6))}  # dgx1-v100-8gpu: 6 NVLinks per V100
+    unknown = read_text("GPU 0: NVIDIA Graphics Device (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
+                        "NVML: Unable to retrieve NVLink information as all links are inActive\n", fmt="nvlink")
+    assert unknown["link_samples"].empty and warning_lines(unknown) == [2]
+    assert "how many links a 'NVIDIA Graphics Device' has is not known" in unknown.warnings[0].message
+
+
+def test_gb300_tab_indented_counters_from_a_job_capture() -> None:
+    """srt-slurm #307: `nvidia-smi nvlink -e` on a GB300 inside a job's hwinfo capture: tab-indented link lines,
+    a GPU header without its UUID, other commands around it (said with their lines, not read)."""
+    result = read(REAL / "nvlink_e_gb300_hwinfo_1.txt")
+    links = result["link_samples"]
+    assert links_per_gpu(links) == {0: [0]}
+    assert links[["replay", "recovery", "crc_flit"]].iloc[0].tolist() == [0, 0, 0]
+    assert result["gpus"]["model"].tolist() == ["NVIDIA GB300"] and result["gpus"]["uuid"].isna().all()
+    assert warning_lines(result) == [3, 14]  # the capture's banner and the `ls` error after the output
+
+
 def test_remote_ends_become_topology_rows() -> None:
     topo = read(SAMPLES / "nvlink_R_h100.txt")["topology"]
     assert list(topo["relation"].unique()) == ["remote"]

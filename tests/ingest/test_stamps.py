@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from diagnostics.errors import InputError
-from diagnostics.ingest.stamps import epoch_time, read_times
-from tests.ingest.helpers import read_text
+from diagnostics.ingest.stamps import UNIT_NAMES, epoch_time, read_times
+from tests.ingest.helpers import REAL, read_text
 
 INSTANT = pd.Timestamp("2025-11-24 16:00:00.123456", tz="UTC")  # 1764000000.123456 s since the epoch
 
@@ -79,3 +79,23 @@ def test_a_step_log_whose_times_cannot_be_read_is_refused() -> None:
     with pytest.raises(InputError) as caught:
         read_text(text, fmt="steplog", name="train.csv")
     assert (caught.value.field, caught.value.value, caught.value.line) == ("time", "later0", 2)
+
+
+STAMPS = {"s": "1764000000.123", "ms": "1764000000123", "us": "1764000000123456", "ns": "1764000000123456000"}
+
+
+@pytest.mark.parametrize("unit", sorted(STAMPS))
+def test_scrapes_read_their_timestamps_in_any_epoch_unit(unit: str) -> None:
+    """dcgm-exporter and NMX-T scrapes: the exposition format writes milliseconds and OpenMetrics seconds; an
+    exporter that writes micro- or nanoseconds is read too, told by magnitude and said once."""
+    at = pd.Timestamp("2025-11-24 16:00:00.123", tz="UTC")
+    dcgm = "".join(line.rstrip("\n") + f" {STAMPS[unit]}\n" for line in (REAL / "dcgm_metrics_gb200_1.txt")
+                   .read_text().splitlines(keepends=True) if line.startswith("DCGM_FI_"))
+    nmxt = "".join(line.rsplit(" ", 1)[0] + f" {STAMPS[unit]}\n" for line in (REAL / "nmxt_lid_gb200_1.txt")
+                   .read_text().splitlines() if line.startswith("lid{"))  # in place of its own (ms) time
+    for text, fmt in ((dcgm, "dcgm"), (nmxt, "nmxt")):
+        result = read_text(text, fmt=fmt, name=f"scrape-{fmt}.prom")
+        assert set(result["link_samples"]["timestamp"].dt.round("ms")) == {at}, fmt  # dcgm keeps milliseconds
+        said = [w.message for w in result.warnings if "epoch" in w.message]
+        assert said == ([] if unit in ("s", "ms") else
+                        [f"timestamps: epoch {UNIT_NAMES[unit]} (told by magnitude), read as UTC"]), fmt

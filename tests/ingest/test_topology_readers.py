@@ -90,6 +90,15 @@ def test_dgx_a100_cut_row_keeps_what_is_whole() -> None:
     assert graph.platform == "dgx-a100-8gpu" and len(graph.gpus) == 8
 
 
+def test_a_file_ending_inside_a_whole_row_says_so(tmp_path: Path) -> None:
+    text = (REAL / "topo_m_dgx1_v100_1.txt").read_text()
+    cut = text[: text.index("\nmlx5_3") + 1] + text[text.index("\nmlx5_3") + 1:].split("\n", 1)[0].rstrip("\t")
+    (tmp_path / "topo.txt").write_text(cut)
+    result = read(tmp_path / "topo.txt")
+    assert any(":15: the input ends inside this line" in str(w) for w in result.warnings)
+    assert cell(result["topology"], "NIC3", "NIC1")[0] == "SYS"  # whitespace follows X: every value read
+
+
 def test_4090_pcie_only() -> None:
     frame, warnings = topology("topo_m_pcie_4090_1.txt")
     assert warnings == []
@@ -232,3 +241,27 @@ def test_a_long_topo_m_read_in_chunks_reads_as_one(monkeypatch: pytest.MonkeyPat
     chunked = read(Source.from_text(text))["topology"]
     pd.testing.assert_frame_equal(whole, chunked, check_categorical=False)  # the same rows; categories in any order
     assert whole["source"].nunique() > 3 and len(whole) > 3 * 5
+
+
+def test_gb200_tray_four_gpus_nv18_through_the_rack_switches() -> None:
+    """k8s-test-infra #371: a GB200 compute tray's 4 GPUs, every pair NV18 (their links reach the rack's switch
+    trays), GPUs 0-1 on NUMA node 0 (CPUs 0-71) and 2-3 on node 1 (72-143); no NIC in this matrix."""
+    frame, warnings = topology("topo_m_gb200_tray_1.txt")
+    assert sorted(frame.loc[frame["relation"] == "gpu", "a"]) == [f"GPU{i}" for i in range(4)]
+    assert frame.loc[frame["relation"] == "nic"].empty
+    nv = frame[frame["relation"] == "NV"]
+    assert set(nv["nvlinks"]) == {18} and len(nv) == 12  # each of the 6 pairs from both of its rows
+    assert [affinity(frame, f"GPU{g}", "cpu_affinity") for g in range(4)] == ["0-71", "0-71", "72-143", "72-143"]
+    assert [affinity(frame, f"GPU{g}", "numa_affinity") for g in range(4)] == ["0", "0", "1", "1"]
+    assert warnings == []
+
+
+def test_gb200_nvlink_speeds_eighteen_links_at_53_gbps() -> None:
+    """k8s-test-infra #371: `nvidia-smi nvlink -s` on a GB200 reads 53.125 GB/s on each of GPU 0's 18 links."""
+    result = read(REAL / "nvlink_s_gb200_1.txt")
+    links = result["link_samples"]
+    per_gpu = {int(g): sorted(int(x) for x in grp["link"]) for g, grp in links.groupby("gpu", observed=True)}
+    assert per_gpu == {0: list(range(18)), 1: [0, 1]}  # the author elided the rest
+    assert set(links["speed_gbps"]) == {53.125} and set(links["link_state"]) == {"up"}
+    assert set(result["gpus"]["model"]) == {"NVIDIA GB200"}
+    assert [w.line for w in result.warnings] == [26]  # the author's `...`

@@ -11,7 +11,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -183,18 +183,26 @@ def start_server(data: Path, *, extra: tuple[str, ...] = ()) -> Server:
          "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}", *extra],
         stdout=log, stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", process, data)
-    deadline = time.monotonic() + 60
+    wait_ready(server.url, process, "prometheus", Path(log.name), server.stop)
+    return server
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], name: str, log: Path, stop: Callable[[], None]) -> None:
+    """Until the server at `url` answers `/-/ready` (Prometheus and Alertmanager both serve it); a server that exits
+    or is not ready within 180 s (it is as soon as it can be; a busy machine delays its start) is stopped and an error
+    names its log."""
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"prometheus exited with {process.returncode}; see {log.name}")
+            raise RuntimeError(f"{name} exited with {process.returncode}; see {log}")
         try:
-            if httpx.get(f"{server.url}/-/ready", timeout=1).status_code == 200:
-                return server
+            if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                return
         except httpx.TransportError:
             pass
         time.sleep(0.2)
-    server.stop()
-    raise RuntimeError("prometheus did not become ready within 60 s")
+    stop()
+    raise RuntimeError(f"{name} did not become ready within 60 s")
 
 
 def serve_samples(samples: pd.DataFrame, folder: Path, models: Mapping[str, str] | None = None) -> Server:

@@ -18,11 +18,11 @@ from diagnostics.analysis.rules import crossings
 from diagnostics.config.thresholds import Thresholds
 from diagnostics.enums import LinkType, Severity
 from diagnostics.ingest.dcgm_map import load_map
+from diagnostics.metrics import GAUGES, SUMS
 from diagnostics.offenders import Offender
-from diagnostics.prometheus.gauges import GAUGE_METRICS, gauge_values, is_gauge_rule, last_readings
+from diagnostics.prometheus.gauges import gauge_values, is_gauge_rule, last_readings
 from diagnostics.prometheus.promql import (
     BELOW_EXPECTED_RULE,
-    COUNTER_COLUMNS,
     GPU_MISSING_RULE,
     MISSING_RULE,
     PRESENCE_COLUMN,
@@ -92,7 +92,7 @@ def _rates(samples: pd.DataFrame, counters: list[str], start: float, end: float,
                      & (samples["timestamp"] <= pd.Timestamp(end, unit="s", tz="UTC"))]
     rates: dict[str, pd.Series] = {}
     for counter in counters:
-        parts = [window_increases(inside, c, start, end) for c in COUNTER_COLUMNS.get(counter, (counter,))
+        parts = [window_increases(inside, c, start, end) for c in SUMS.get(counter, (counter,))
                  if c in inside]
         parts = [p for p in parts if len(p)]
         if parts:
@@ -118,7 +118,7 @@ def failing_links(samples: pd.DataFrame, thresholds: Thresholds, at: datetime, w
     inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
                      & (samples["timestamp"] <= pd.Timestamp(at))]
     gauges = list(dict.fromkeys(c for r in pushable.rules if is_gauge_rule(r)
-                                for c in GAUGE_METRICS[r.counter].columns))
+                                for c in GAUGES[r.counter].columns))
     parts = [_rates(samples, counters, start, end, window_hours),
              gauge_values(last_readings(inside, KEYS, gauges), pushable)]
     parts = [p for p in parts if len(p) and len(p.columns)]

@@ -40,6 +40,18 @@ def test_a_changed_threshold_and_persistence_reach_the_file() -> None:
     assert text.count("- record:") == len(set(text.split("- record:")[1:]))  # one recording per counter
 
 
+def test_each_alert_follows_the_recording_it_reads_in_one_group() -> None:
+    """Prometheus runs one group's rules in order at one time and separate groups in no set order (promtool too: by
+    Go map order), so an alert reads the rate recorded at its own evaluation only when it follows it in its group."""
+    text = rules_yaml(load_thresholds())
+    assert text.count("  - name:") == 1
+    body = text.splitlines()
+    recorded = {line.split('"')[1]: i for i, line in enumerate(body) if "- record:" in line}
+    reads = [(i, name) for i, line in enumerate(body) if line.strip().startswith("expr:")
+             for name in recorded if name in line and "- alert:" in body[i - 1]]
+    assert reads and all(recorded[name] < i for i, name in reads)
+
+
 @needs_promtool
 def test_promtool_checks_the_written_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "fabricbot.rules.yml"
@@ -52,7 +64,9 @@ def test_promtool_checks_the_written_file(tmp_path: Path, capsys: pytest.Capture
 
 UNIT_TEST = """
 rule_files: [{rules}]
-evaluation_interval: 10m  # the rules at every 10 min: enough for a 2 h `for:`, and quick
+# every 10 min: enough for a 2 h `for:`, and quick; past the 5-minute lookback, so an alert judging a rate recorded
+# at an earlier evaluation would see none (the file keeps each alert in its recording rules' group, after them)
+evaluation_interval: 10m
 tests:
   - interval: 1m
     input_series:

@@ -76,6 +76,20 @@ def test_each_link_is_its_severity_colour_and_a_switch_port_lands_on_its_gpu_lin
     assert int((grid > 0).sum()) == 3 and unplaced == []
 
 
+def test_a_trays_own_diagnosis_drawn_as_its_rack_colours_its_links_in_its_row() -> None:
+    """A tray whose suspect is outside it is drawn as the rack view; its findings name no tray (they are its own),
+    so its row is the tray's slot: its failing link is coloured there, not left out."""
+    end = RACK.end(5, 2, 10)
+    own = Finding(ref=ComponentRef.nvlink(2, 10, switch=f"Switch tray {end.switch_tray} chip {end.chip}",
+                                          port=end.port), link_type=LinkType.NVLINK, link_id="nvlink-10", link=10,
+                  gpu=2, severity=Severity.FAILING)
+    d = _diagnosis([own], None).model_copy(update={"node_id": "r7-c05", "tray": "5"})
+    grid, unplaced = severity_grid(d, RACK)
+    assert unplaced == [] and int((grid > 0).sum()) == 1
+    img, _ = _img(d)
+    assert _is(img, _px(5, 10, 2), SEVERITY_COLOURS[Severity.FAILING])
+
+
 def test_a_switch_tray_suspect_is_outlined_across_its_two_chips_and_a_missing_tray_is_unread() -> None:
     loc = Localization(ref=ComponentRef.switch_tray_unit("4"), fault=FaultKind.SWITCH_TRAY, switch_tray="4",
                        severity=Severity.FAILING, confidence=0.85)

@@ -79,10 +79,9 @@ def _fleet_csv(tmp: Path, node: str) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def racks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A synthetic NVL72 rack whose switch tray fails, and the compute tray host its fault reaches."""
-    folder = tmp_path_factory.mktemp("nvl72")
-    truth = json.loads(generate_racks(out=folder, seed=4, racks=1, hours=6, scenarios=["switch_tray"]).read_text())
+def racks(switch_tray_rack: tuple[Path, Path, dict[str, Any]]) -> tuple[Path, str]:
+    """The run's synthetic NVL72 rack whose switch tray fails, and the compute tray host its fault reaches."""
+    folder, _, truth = switch_tray_rack
     tray = truth["racks"]["rack-01"]["faults"][0]["links"][1][0]  # a compute tray with a link on the failing unit
     return folder, f"rack-01-c{tray:02d}"
 
@@ -117,14 +116,21 @@ def _direct(run: Run, case: Case) -> dict[str, Any]:
     return _facts(json.loads(out))
 
 
-def _ingested(run: Run, case: Case, store: Path) -> dict[str, Any]:
+_STORES: dict[tuple[str, ...], Path] = {}  # the inputs several cases share, ingested once per module
+
+
+def _ingested(run: Run, case: Case, store: Path) -> tuple[dict[str, Any], Path]:
     at = ["--at", case.dated_by[0]] if case.dated_by else []
     node = [] if case.snapshot or len(case.files) > 1 or case.files[0].is_dir() else ["--node", case.node]
-    code, _, err = run("ingest", *map(str, case.files), "--store", str(store), *node, *at)
-    assert code == 0, err
+    key = (*map(str, case.files), *node, *at)
+    if key not in _STORES:
+        code, _, err = run("ingest", *map(str, case.files), "--store", str(store), *node, *at)
+        assert code == 0, err
+        _STORES[key] = store
+    store = _STORES[key]
     code, out, err = run("analyze", "--store", str(store), "--node", case.node, "--json")
     assert code == 0, err
-    return _facts(json.loads(out))
+    return _facts(json.loads(out)), store
 
 
 def _ticket(run: Run, *target: str) -> dict[str, Any] | None:
@@ -181,8 +187,8 @@ def test_each_input_through_each_door_gives_one_answer(asked: str, tmp_path: Pat
     cases = _cases(tmp_path, racks)
     assert [c.name for c in cases] == list(CASES)
     for i, case in enumerate(c for c in cases if c.name == asked):
-        store = tmp_path / f"store-{i}"
-        answers = {"analyze FILE": _direct(run, case), "analyze --store": _ingested(run, case, store)}
+        answers = {"analyze FILE": _direct(run, case)}
+        answers["analyze --store"], store = _ingested(run, case, tmp_path / f"store-{i}")
         if case.snapshot:  # `render` analyses a snapshot file; other files it draws bare
             answers["render FILE"] = _drawn(case, None)
         answers["render --store"] = _drawn(case, store)
@@ -223,24 +229,48 @@ def test_the_seed_examples_expected_outputs_hold_through_the_store(tmp_path: Pat
                 assert got[key] == want, (case["input"]["node_id"], key, got[key])
 
 
-def test_a_tray_is_answered_and_ticketed_as_its_rack(racks: tuple[Path, str], tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """A compute tray whose links run through a failing switch tray names the rack's suspect and its part, through
-    `analyze`, `ticket` and `/fabric`, as the rack's own answer does."""
-    folder, tray = racks
+IMEX_DOWN = """\
+$ nvidia-imex-ctl -N -H
+5/12/2025 06:08:10.580
+Nodes:
+Node #0   - 10.0.2.1 (rack-02-c01)    - READY                - Version: 570.172
+Node #1   - 10.0.2.9 (rack-02-c09)    - UNAVAILABLE          - Version: 570.172
+
+Domain State: DEGRADED
+"""
+
+
+def test_the_rack_as_the_unit_is_one_answer_and_one_ticket_through_each_door(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """rack-01: GPUs off the bus on half its trays at once; rack-02: IMEX down as `nvidia-imex-ctl -N -H` pasted on
+    one of its trays says. Asked of the rack and of a tray, through `analyze --store`, `ticket` and `/fabric`: one
+    suspect for the rack, one part (none), the same action."""
+    folder = tmp_path / "nvl72"
+    truth = json.loads(generate_racks(out=folder, seed=6, racks=2, hours=6,
+                                      scenarios=["rack_incident", "healthy_rack"]).read_text())
+    end = pd.Timestamp(truth["end"])
+    paste = tmp_path / "imex.txt"
+    paste.write_text(IMEX_DOWN.replace("5/12/2025 06:08:10.580", f"{end:%-m/%-d/%Y %H:%M:%S}.000"))
     store = tmp_path / "store"
     assert main(["ingest", str(folder), "--store", str(store)]) == 0
-    capsys.readouterr()
-    assert main(["analyze", "--store", str(store), "--rack", "rack-01", "--json"]) == 0
-    rack = json.loads(capsys.readouterr().out)
-    assert main(["analyze", "--store", str(store), "--node", tray, "--json"]) == 0
-    host = json.loads(capsys.readouterr().out)
-    assert host["isolated_component"] == rack["isolated_component"] == "Switch tray 1"
-    assert host["repair_action"] == rack["repair_action"]
-    parts = []
-    for target in ("rack-01", tray):
-        assert main(["ticket", target, "--store", str(store), "--json", "--rules"]) == 0
-        parts.append(json.loads(capsys.readouterr().out)["replacement_part"]["id"])
-    assert parts == ["gb200-nvl72-switch-tray"] * 2
-    posted, _ = _posted(store, tray)
-    assert posted["isolated_component"] == "Switch tray 1"
+    assert main(["ingest", str(paste), "--store", str(store), "--node", "rack-02-c01"]) == 0
+    tray = f"rack-01-c{truth['racks']['rack-01']['faults'][0]['trays'][0]:02d}"
+    for rack, host, kind, component in (("rack-01", tray, "rack-incident", "The rack's NVLink domain"),
+                                        ("rack-02", "rack-02-c05", "fabric-manager",
+                                         "NVLink domain fabric software (NMX-Controller, IMEX)")):
+        capsys.readouterr()
+        assert main(["analyze", "--store", str(store), "--rack", rack, "--json"]) == 0
+        whole = json.loads(capsys.readouterr().out)
+        assert whole["isolated_component"] == component and len(whole["localizations"]) == 1
+        assert whole["localizations"][0]["fault"] == kind and len(whole["localizations"][0]["hosts"]) == 18
+        tickets = []
+        for target in (rack, host):
+            assert main(["ticket", target, "--store", str(store), "--json", "--rules"]) == 0
+            tickets.append(json.loads(capsys.readouterr().out))
+        assert [t["component"] for t in tickets] == [component] * 2
+        assert [t["node_id"] for t in tickets] == [rack] * 2  # the rack's ticket, asked of the rack or a tray
+        assert [t["replacement_part"] for t in tickets] == [None, None]
+        assert tickets[0]["isolation_steps"][0]["text"] == tickets[1]["isolation_steps"][0]["text"]
+        posted, _ = _posted(store, host)
+        assert posted["isolated_component"] == component
+        assert posted["repair_action"] == whole["repair_action"]

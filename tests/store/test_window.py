@@ -37,14 +37,19 @@ class Spy:
     def __init__(self) -> None:
         self.read: list[tuple[str, int]] = []
         self.opened: list[str] = []
+        self.files: list[str] = []
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        real = pq.ParquetFile
+        real, real_file = pq.ParquetFile, pa.OSFile
         spy = self
+
+        def opened(path: Any, *args: Any, **kwargs: Any) -> Any:  # a part is opened as a local file first
+            spy.files.append(str(path))
+            return real_file(path, *args, **kwargs)
 
         class Watched(real):  # type: ignore[misc,valid-type]
             def __init__(self, source: Any, *args: Any, **kwargs: Any) -> None:
-                spy.opened.append(str(source))
+                spy.opened.append(str(source) if isinstance(source, str | Path) else spy.files[-1])
                 super().__init__(source, *args, **kwargs)
 
             def read_row_groups(self, row_groups: Any, *args: Any, **kwargs: Any) -> pa.Table:
@@ -52,6 +57,7 @@ class Spy:
                 return super().read_row_groups(row_groups, *args, **kwargs)
 
         monkeypatch.setattr(parts.pq, "ParquetFile", Watched)
+        monkeypatch.setattr(parts.pa, "OSFile", opened)
 
 
 @pytest.fixture
@@ -113,6 +119,46 @@ def test_a_window_holds_only_the_columns_its_readings_fill(store: TelemetryStore
     assert {"replay", "crc_flit", "timestamp", "node_id", "gpu", "link"} <= set(links.columns)
     assert "symbol_ber" not in links.columns and "aer_fatal" not in links.columns
     assert str(links["gpu"].dtype) == "Int16" and str(links["timestamp"].dtype) == "datetime64[ns, UTC]"
+
+
+def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: TelemetryStore) -> None:
+    """A job's history: every reading (over two days' files) of each link whose identity the choice keeps, in the
+    order and with the values an unchosen read gives them, only the columns asked for (and the identity); the
+    choice sees each distinct identity once."""
+    start, end = START + timedelta(hours=20), START + timedelta(hours=30)  # crosses midnight
+    whole = store.link_history(["n0", "n2"], start=start, end=end)
+    seen: list[int] = []
+
+    def choose(identities: pd.DataFrame) -> np.ndarray:
+        seen.append(len(identities))
+        return ((identities["node_id"].astype(str) == "n2") & (identities["gpu"] == 1)
+                & identities["link"].isin([0, 3])).to_numpy(bool)
+
+    got = store.link_history(["n0", "n2"], start=start, end=end, columns=["replay"], select=choose)
+    assert seen == [2 * 2 * 4]  # two nodes' links, each identity once
+    assert "crc_flit" not in got.columns and {"replay", "timestamp", "node_id", "gpu", "link"} <= set(got.columns)
+    kept = whole[(whole["node_id"].astype(str) == "n2") & (whole["gpu"] == 1) & whole["link"].isin([0, 3])]
+    assert len(got) == 2 * (10 * 12 + 1)  # both links' every reading in [20:00, 06:00]
+    assert (got["timestamp"].to_numpy() == kept["timestamp"].to_numpy()).all()
+    assert (got["replay"].to_numpy() == kept["replay"].to_numpy()).all()
+    assert got["link"].tolist() == kept["link"].tolist()
+
+
+def test_distinct_rows_tell_values_apart_across_dictionaries_nulls_and_wide_integers() -> None:
+    """Each distinct combination found once, its first row named, whatever the column's encoding: chunks with
+    dictionaries of their own, NA as a value of its own, integers too far apart to pack by offset."""
+    names = pa.chunked_array([pa.array(["a", "b", "a"]).dictionary_encode(),
+                              pa.array(["b", None, "c"]).dictionary_encode()])
+    gpus = pa.chunked_array([pa.array([0, 1, 0], pa.int16()), pa.array([1, 1, None], pa.int16())])
+    wide = pa.chunked_array([pa.array([2**62, -(2**62), -(2**62), -(2**62), 2**62, 2**62], pa.int64())])
+    table = pa.table({"node_id": names, "gpu": gpus, "stamp": wide})
+    first, combination = parts.distinct_rows(table, ["stamp", "node_id", "gpu"])
+    rows = list(zip(names.to_pylist(), gpus.to_pylist(), wide.to_pylist(), strict=True))
+    expected: dict[tuple[Any, ...], int] = {}
+    for i, row in enumerate(rows):
+        expected.setdefault(row, i)
+    assert sorted(first.tolist()) == sorted(expected.values())
+    assert [expected[rows[first[c]]] for c in combination] == [expected[r] for r in rows]
 
 
 def test_a_store_written_before_the_catalog_is_read_by_window(tmp_path: Path) -> None:

@@ -19,24 +19,32 @@ from diagnostics.synth.fleet import generate
 from diagnostics.synth.life import LIFE_SCENARIOS, build_life, load_life
 from diagnostics.synth.life_eval import LifeReport, score_life
 
+FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
+
 
 @pytest.fixture(scope="module")
 def life() -> tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]]:
-    tables, truth = build_life(seed=11)
-    return tables, {n: v["platform"] for n, v in truth["nodes"].items()}, truth
+    """The committed fleet's life nodes, as `fabricbot synth` wrote them."""
+    found = load_life(FLEET)
+    assert found is not None
+    return found
 
 
 @pytest.fixture(scope="module")
-def report(life: tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]]) -> LifeReport:
-    return score_life(*life)
+def report(committed_eval: EvalReport) -> LifeReport:
+    """The committed life nodes as `fabricbot eval` scores them (once per run, with the rest of the fleet)."""
+    assert committed_eval.life is not None
+    return committed_eval.life
 
 
 def _only(life: tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]],
           *scenarios: str) -> tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]]:
-    """The life nodes of those scenarios alone (a negative check needs no other)."""
+    """The life nodes of those scenarios alone, their rows and their truth (a negative check needs no other)."""
     tables, inventory, truth = life
-    return tables, inventory, {**truth, "nodes": {n: v for n, v in truth["nodes"].items()
-                                                  if v["scenario"] in scenarios}}
+    nodes = {n: v for n, v in truth["nodes"].items() if v["scenario"] in scenarios}
+    mine = {name: frame[frame["node_id"].astype(str).isin(nodes)] if "node_id" in frame.columns else frame
+            for name, frame in tables.items()}
+    return mine, inventory, {**truth, "nodes": nodes}
 
 
 def test_every_life_scenario_is_labelled_once_per_node(
@@ -55,9 +63,8 @@ def test_every_life_scenario_is_labelled_once_per_node(
             assert pd.Timestamp(t["returns_at"]) > pd.Timestamp(t["repaired_at"])
 
 
-def test_same_seed_same_life(life: tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]]) -> None:
-    a = life[0]  # seed 11, built once for the module
-    b, c = build_life(seed=11)[0], build_life(seed=12)[0]
+def test_same_seed_same_life() -> None:
+    a, b, c = build_life(seed=11)[0], build_life(seed=11)[0], build_life(seed=12)[0]
     assert a["link_samples"].equals(b["link_samples"]) and not a["link_samples"].equals(c["link_samples"])
 
 

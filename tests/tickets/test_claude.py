@@ -262,13 +262,13 @@ def test_a_slow_model_times_out_and_falls_back() -> None:
     calls: list[ModelCall] = []
 
     async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        await asyncio.sleep(5)
+        await asyncio.sleep(600)
         raise AssertionError("not reached")
 
     drafter = ClaudeDrafter(model=FunctionModel(slow, model_name="slow"), on_model_call=calls.append, timeout_s=0.2)
     start = time.monotonic()
     ticket = drafter.draft(seed_diagnosis())
-    assert time.monotonic() - start < 1.5  # the deadline holds for the whole run, the rules answer at once
+    assert time.monotonic() - start < 60  # the deadline cut a ten-minute model run, the rules answered
     assert ticket.drafted_by == "rules" and "0.2 s deadline" in ticket.fallback_notes[0]
     assert calls[-1].outcome == "fallback"
 

@@ -209,3 +209,18 @@ def test_a_cut_response_is_a_connection_failure() -> None:
 def test_the_run_limit_names_itself() -> None:
     note, _ = _fallback([_reads], requests=2)
     assert "usage limit (2 requests" in note and "request_limit" in note
+
+
+def test_the_declared_minimums_are_the_versions_whose_apis_the_drafter_uses() -> None:
+    """pydantic-ai 2.68 (per-model thinking settings, capabilities) and anthropic 2.14, as locked; a lower minimum
+    would install a library the drafter cannot run on."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    minimums = {m[1]: m[2] for d in declared if (m := re.match(r"([a-z0-9-]+)(?:\[[^\]]*\])?>=([\d.]+)", d))}
+    locked = dict(re.findall(r"^([a-z0-9-]+)==([\d.]+)", (root / "requirements.lock").read_text(), re.MULTILINE))
+    for name in ("pydantic-ai-slim", "anthropic"):
+        assert locked[name].startswith(minimums[name]), (name, minimums[name], locked[name])

@@ -43,14 +43,14 @@ def test_an_answer_past_its_deadline_is_the_rules_answer_at_the_deadline() -> No
     calls: list[ModelCall] = []
 
     async def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        await asyncio.sleep(5)
+        await asyncio.sleep(600)
         return ModelResponse(parts=[TextPart("too late")])
 
     answerer = ClaudeAnswerer(model=FunctionModel(slow, model_name="slow"), on_model_call=calls.append,
                               limits=RunLimits(deadline_s=0.3))
     start = time.monotonic()
     answer = answerer.answer(seed_diagnosis(), "why is it slow?")
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 60  # the deadline cut a ten-minute model run
     assert answer.by == "rules" and calls[-1].outcome == "fallback" and "0.3 s deadline" in calls[-1].detail
 
 

@@ -11,6 +11,7 @@ from diagnostics.enums import PortSource
 from diagnostics.errors import InputError
 from diagnostics.tables import TOPOLOGY
 from diagnostics.topology import generic_graph, graph_from_topology, load_inventory, platform_graph
+from diagnostics.topology.observed import with_observed_ports
 
 
 def nv_matrix(gpus: int, count: int, node: str = "n1") -> pd.DataFrame:
@@ -70,7 +71,7 @@ def remote_rows(entries: list[tuple[int, int, str, int]]) -> pd.DataFrame:
 
 
 def test_nvlink_r_makes_ports_observed() -> None:
-    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([
+    graph = with_observed_ports(platform_graph("hgx-h100-8gpu"), remote_rows([
         (2, 1, "NVSwitch 3", 41), (2, 0, "NVSwitch 0", 8)]))
     moved = graph.port_of(2, 1)
     assert moved.source is PortSource.OBSERVED and moved.find_with is None
@@ -83,7 +84,7 @@ def test_nvlink_r_makes_ports_observed() -> None:
 
 
 def test_nvlink_r_bus_ids_bind_switches_in_bus_order() -> None:
-    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([
+    graph = with_observed_ports(platform_graph("hgx-h100-8gpu"), remote_rows([
         (0, 0, "NVSwitch 0000:f4:00.0", 3), (0, 5, "0000:f3:00.0", 1)]))
     assert graph.port_of(0, 0).switch == "NVSwitch 1"  # f3 < f4: second in bus order
     assert graph.port_of(0, 5).switch == "NVSwitch 0"
@@ -97,7 +98,7 @@ def test_remote_rows_in_a_topology_are_applied() -> None:
 
 
 def test_unplaceable_remote_end_is_a_warning() -> None:
-    graph = platform_graph("hgx-h100-8gpu").with_observed_ports(remote_rows([(1, 2, "somewhere", 3)]))
+    graph = with_observed_ports(platform_graph("hgx-h100-8gpu"), remote_rows([(1, 2, "somewhere", 3)]))
     assert any("nvlink_r.txt:1: cannot place remote end 'somewhere'" in w for w in graph.warnings)
 
 
@@ -108,8 +109,10 @@ def test_inventory_per_node_toml(tmp_path: Path) -> None:
     node = load_inventory(path).node("n1")
     assert node.rack_location == "R12-U30" and node.value("driver_version") == "550.54.15"
     assert node.gpu(pci_bus_id="0000:3b:00.0").slot == "SXM3"
-    assert node.describe_gpu(2) == "GPU 2: slot SXM3, serial 1652, UUID unknown (nvidia-smi -q: 'GPU UUID')"
-    assert "vbios_version: unknown (nvidia-smi -q: 'VBIOS Version')" in node.unknowns()
+    gpu = node.gpu(2)
+    assert (gpu.value("slot"), gpu.value("serial"), gpu.value("uuid")) == \
+        ("SXM3", "1652", "unknown (nvidia-smi -q: 'GPU UUID')")
+    assert node.value("vbios_version") == "unknown (nvidia-smi -q: 'VBIOS Version')"
     assert node.gpu(5).value("slot").startswith("unknown (nvidia-smi -q: 'Module ID'")
 
 

@@ -63,3 +63,31 @@ def test_a_file_that_is_neither_a_snapshot_nor_names_a_node_asks_for_one(tmp_pat
     broken.write_text('{"node_id": "n1", "fabric_errors": [\n')
     code, _, err = cli("analyze", str(broken))
     assert code == 2 and "not valid JSON" in err
+
+
+def test_a_log_alone_names_the_suspect_by_its_bus_and_an_identity_line_gives_its_index(tmp_path: Path,
+                                                                                       cli: Cli) -> None:
+    """The driver's identity line ties the bus to a UUID; a GPU table with that UUID (`nvlink -s` here) gives
+    the index. Alone, the log's suspect is the GPU at that bus, and the action says how to learn its index."""
+    log = tmp_path / "kern.log"
+    log.write_text("[ 4254.197816] NVRM: GPU at PCI:0000:5d:00: GPU-f1906b9b-557a-e961-045c-9fe4be3ce012\n"
+                   "[ 4254.197871] NVRM: GPU 0000:5d:00.0: GPU has fallen off the bus.\n")
+    code, out, err = cli("analyze", str(log), "--node", "gpu-n7", "--json")
+    assert code == 0, err
+    alone = json.loads(out)
+    assert alone["isolated_component"] == "the GPU at PCI 0000:5d:00.0"
+    assert alone["localization"]["fault"] == "gpu-off-bus" and alone["localization"]["gpu"] is None
+    assert "nvidia-smi -q (which GPU index the GPU at PCI 0000:5d:00.0 is)" in alone["repair_action"]
+    table = tmp_path / "nvlink-s.txt"
+    table.write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-557a-e961-045c-9fe4be3ce012)\n"
+                     "         Link 0: 26.562 GB/s\n"
+                     "GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-f1906b9b-557a-e961-045c-9fe4be3ce012)\n"
+                     "         Link 0: 26.562 GB/s\n")
+    store = str(tmp_path / "store")
+    for path in (table, log):
+        assert cli("ingest", str(path), "--store", store, "--node", "gpu-n7", "--at", "2026-11-29T16:10:00Z")[0] == 0
+    code, out, err = cli("analyze", "--store", store, "--node", "gpu-n7", "--json")
+    assert code == 0, err
+    known = json.loads(out)
+    assert known["isolated_component"] == "GPU 3" and known["localization"]["gpu"] == 3
+    assert _off_bus(known) == {"GPU 3": "down"} and "GPU 3's PCIe replay history" in known["repair_action"]

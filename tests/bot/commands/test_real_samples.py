@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from tests.bot.commands.conftest import Cli
 
 REAL = Path(__file__).resolve().parents[3] / "fixtures" / "real"
 SAMPLES = sorted(REAL.glob("*.txt"))
+OFF_BUS = re.compile(r"NVRM: (?:The NVIDIA )?GPU ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d)(?::| *$)", re.MULTILINE)
 
 
 
@@ -29,11 +31,19 @@ def test_each_real_sample_goes_through_the_whole_path(sample: Path, tmp_path: Pa
     assert code == 0, err
     nodes = open_store(store).nodes()
     assert nodes
+    text = sample.read_text()
+    off_bus = set(OFF_BUS.findall(text)) if "fallen off the bus" in text else set()  # the GPUs the driver lost
     for node in nodes:
         code, out, err = cli("analyze", "--store", str(store), "--node", node, "--json")
         assert code == 0, err
         diagnosis = json.loads(out)
         assert diagnosis["node_id"] == node and "{" not in diagnosis["repair_action"]
+        if off_bus:  # a fatal finding on that GPU, named by its bus, and the suspect the headline names
+            fatal = {f["component"] for f in diagnosis["findings"] if f["severity"] == "down"
+                     and any(c["rule"] == "xid_off_bus" for c in f["crossed"])}
+            assert fatal == {f"the GPU at PCI {bus}" for bus in off_bus}, fatal
+            assert diagnosis["localization"]["fault"] == "gpu-off-bus"
+            assert diagnosis["isolated_component"] in fatal and diagnosis["ticket_priority"] == "urgent"  # GPU lost
         code, out, err = cli("ticket", node, "--store", str(store))
         assert code in (0, 1), err
         assert ("# " in out) if code == 0 else ("fabricbot:" in err)

@@ -94,3 +94,17 @@ def test_a_repair_is_reported_only_on_an_open_ticket_at_a_time_that_parses(tmp_p
     assert cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH")[0] == 0
     code, _, err = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH")
     assert code == 2 and "verifying, not open" in err
+
+
+def test_the_store_may_follow_the_action_as_every_other_command_takes_it(tmp_path: Path, cli: Cli) -> None:
+    """`fabricbot tickets history SERIAL --store DIR` (as `ticket NODE --store DIR` is written) reads that store;
+    before the action, as before."""
+    store = tmp_path / "store"
+    open_db(store)
+    for argv in (("tickets", "history", "1652221012345", "--store", str(store)),
+                 ("tickets", "--store", str(store), "history", "1652221012345"),
+                 ("tickets", "list", "--store", str(store))):
+        code, _, err = cli(*argv)
+        assert code == 0, (argv, err)
+    assert "GPU serial 1652221012345: 0 tickets" in cli("tickets", "history", "1652221012345", "--store",
+                                                       str(store))[1]

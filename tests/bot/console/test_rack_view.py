@@ -8,6 +8,7 @@ import pandas as pd
 
 from bot.console.topology import rack_units, topology_view
 from diagnostics.analysis import analyze_fleet
+from diagnostics.render import drawable_of
 from diagnostics.synth.rack_fleet import build_racks
 
 
@@ -16,7 +17,7 @@ def test_a_racks_view_makes_its_suspect_and_failing_trays_clickable() -> None:
     fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
                           racks=slots)
     rack = fleet.racks["rack-01"]
-    view = topology_view(rack, 1, None)
+    view = topology_view(drawable_of(rack, None), 1, None)
     gids = {link["gid"] for link in view["links"]}
     assert "suspect" in gids and view["suspect"] == rack.isolated_component
     assert all(f'id="{g}"' in view["svg"] for g in gids)

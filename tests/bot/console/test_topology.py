@@ -15,6 +15,7 @@ from diagnostics import Diagnosis
 from diagnostics.components import ComponentRef
 from diagnostics.enums import Severity
 from diagnostics.model import Localization
+from diagnostics.render import drawable_of
 
 from ..helpers import SEEDS
 
@@ -62,7 +63,7 @@ def test_links_of_a_shared_component_are_drafted_by_their_pick_in_its_menu() -> 
 
 def test_every_clickable_link_is_drawn_inside_the_svg_picture() -> None:
     d = _node12()
-    view = topology_view(d, 41, _posted(d, 41))
+    view = topology_view(drawable_of(d, None), 41, _posted(d, 41))
     root = ElementTree.fromstring(view["svg"])
     _, _, width, height = (float(v) for v in root.attrib["viewBox"].split())
     ns = {"svg": "http://www.w3.org/2000/svg"}

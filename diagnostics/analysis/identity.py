@@ -1,0 +1,73 @@
+"""Who each GPU of a node is: its board serial and UUID, from whichever readings name them.
+
+`nvidia-smi -q` gives both by index (the gpus table); dcgm-exporter and `nvidia-smi nvlink` give the UUID on each
+link row; the driver's kernel lines give the UUID and serial by PCI address (the events), placed on an index by the
+node's GPU table (address or UUID). The GPU table is the newest word (the store keeps each index's latest row), then
+the newest event, then the newest link row. A part's history follows the serial, else the UUID: the index is only
+where the GPU sits today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import pandas as pd
+
+from ..model import GpuId
+
+_SOURCES = {"gpus": "the GPU table (nvidia-smi -q, dcgm-exporter labels)", "events": "the kernel log",
+            "link_samples": "the link readings"}
+
+
+def _rows(tables: Mapping[str, pd.DataFrame], node: str) -> Iterator[tuple[str, pd.DataFrame]]:
+    """Each table's distinct rows of `node` that name a GPU, newest first: (table, frame of gpu, bus, uuid, serial)."""
+    columns = {"gpus": ("gpu", "pci_bus_id", "uuid", "serial"),
+               "events": ("gpu", "pci_bus_id", "gpu_uuid", "gpu_serial"),
+               "link_samples": ("gpu", None, "gpu_uuid", None)}
+    for name, (gpu, bus, uuid, serial) in columns.items():
+        frame = tables.get(name)
+        if frame is None or not len(frame) or "node_id" not in frame.columns or uuid not in frame.columns:
+            continue
+        named = frame[uuid].notna()
+        if serial is not None and serial in frame.columns:
+            named |= frame[serial].notna()
+        mine = frame[(frame["node_id"] == node).to_numpy(bool, na_value=False) & named.to_numpy(bool, na_value=False)]
+        if not len(mine):
+            continue
+        if name == "events" and "timestamp" in mine.columns:  # few rows; link rows come in time order already
+            mine = mine.sort_values("timestamp", kind="stable", na_position="first")
+        picked = pd.DataFrame({
+            "gpu": mine[gpu] if gpu in mine.columns else pd.NA,
+            "bus": mine[bus].astype("string").str.lower() if bus and bus in mine.columns else pd.NA,
+            "uuid": mine[uuid], "serial": mine[serial] if serial and serial in mine.columns else pd.NA})
+        yield name, picked.drop_duplicates(keep="last").iloc[::-1]  # newest first
+
+
+def gpu_identities(tables: Mapping[str, pd.DataFrame], node: str) -> dict[int, GpuId]:
+    """Each GPU index's serial and UUID as the node's readings name them (empty when none does)."""
+    found: dict[int, dict[str, str]] = {}
+    by_bus: dict[str, int] = {}
+    by_uuid: dict[str, int] = {}
+    for name, rows in _rows(tables, node):
+        for gpu, bus, uuid, serial in rows.itertuples(index=False):
+            index = None if pd.isna(gpu) else int(gpu)
+            if index is None and not pd.isna(bus):
+                index = by_bus.get(str(bus))
+            if index is None and not pd.isna(uuid):
+                index = by_uuid.get(str(uuid))
+            if index is None:
+                continue
+            if not pd.isna(bus):
+                by_bus.setdefault(str(bus), index)
+            if not pd.isna(uuid):
+                by_uuid.setdefault(str(uuid), index)
+            known = found.setdefault(index, {})
+            for key, value in (("uuid", uuid), ("serial", serial)):
+                if not pd.isna(value) and key not in known:
+                    known[key] = str(value)
+                    known.setdefault(f"{key}_from", _SOURCES[name])
+    out = {}
+    for index, known in sorted(found.items()):
+        said = dict.fromkeys(v for k, v in known.items() if k.endswith("_from"))
+        out[index] = GpuId(serial=known.get("serial"), uuid=known.get("uuid"), read_from=", ".join(said))
+    return out

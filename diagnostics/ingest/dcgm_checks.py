@@ -1,0 +1,81 @@
+"""What a dcgm-exporter scrape says about itself, checked once its samples are read (as arrays: a day of scrapes
+is a million samples).
+
+- A series has one sample per time: a second one (a line written twice, or two values for one series at one
+  time) is said, naming both lines; the pivot would keep only one of them unsaid.
+- The exporter writes every field it is given for every GPU, and each scrape's samples share its time: a GPU
+  (node and index) named by under a quarter of the samples the GPU named most has, or such a time, is a label
+  or timestamp damaged on its way here (or the scrape was cut), and is said.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .base import IngestWarning
+
+SAID = 5  # lines named in one warning
+FEW = 0.25  # a GPU or a time with under this share of the usual count of samples is suspect
+
+
+def checks(parts: list[tuple[np.ndarray, ...]], entities: dict[tuple[Any, ...], int],
+           files: list[str]) -> list[IngestWarning]:
+    """The warnings for samples (time, entity, column, value, line, file) of `files`."""
+    if not parts:
+        return []
+    ts, ent, col, _, line, file = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+    out: list[IngestWarning] = []
+    for f in np.unique(file):
+        mine = file == f
+        name = files[int(f)]
+        out += _repeated(name, ts[mine], ent[mine], col[mine], line[mine])
+        gpu_of = np.array([hash((e[0], e[1])) if e[1] is not None else 0 for e in entities], dtype=np.int64)
+        out += _few(name, gpu_of[ent[mine]], line[mine], "the GPU", _gpu_names(entities, ent[mine]))
+        if len(np.unique(ts[mine])) > 1:
+            out += _few(name, ts[mine], line[mine], "the time", None)
+    return out
+
+
+def _repeated(name: str, ts: np.ndarray, ent: np.ndarray, col: np.ndarray, line: np.ndarray) -> list[IngestWarning]:
+    order = np.lexsort((line, ts, col, ent))
+    key = np.stack([ent[order], col[order], ts[order]], axis=1)
+    again = np.flatnonzero((key[1:] == key[:-1]).all(axis=1)) + 1
+    if not len(again):
+        return []
+    first = line[order][again - 1]
+    second = line[order][again]
+    named = ", ".join(f"line {int(b)} (first at {int(a)})" for a, b in zip(first[:SAID], second[:SAID], strict=True))
+    more = f" and {len(again) - SAID} more" if len(again) > SAID else ""
+    return [IngestWarning(name, int(second[0]), f"a series sampled twice at one time: {named}{more}; the later "
+                                                "sample is kept (a line written twice, or two scrapes in one file "
+                                                "without timestamps?)")]
+
+
+def _gpu_names(entities: dict[tuple[Any, ...], int], ent: np.ndarray) -> dict[int, str]:
+    listed = list(entities)
+    return {hash((listed[e][0], listed[e][1])): f"{listed[e][0]} GPU {listed[e][1]}" for e in np.unique(ent)
+            if listed[e][1] is not None}
+
+
+def _few(name: str, group: np.ndarray, line: np.ndarray, what: str, names: dict[int, str] | None
+         ) -> list[IngestWarning]:
+    """Groups (GPUs, times) with under FEW of the largest group's samples, when there are two or more."""
+    keys, counts = np.unique(group, return_counts=True)
+    if names is not None:  # switch-side samples name no GPU
+        keep = np.isin(keys, list(names))
+        keys, counts = keys[keep], counts[keep]
+    if len(keys) < 2:
+        return []
+    usual = float(counts.max())
+    out = []
+    for key, count in zip(keys, counts, strict=True):
+        if count < FEW * usual:
+            lines = np.sort(line[group == key])[:SAID]
+            label = names[int(key)] if names is not None else "this time"
+            out.append(IngestWarning(name, int(lines[0]), f"{label} has {int(count)} sample(s) (lines "
+                                                          f"{', '.join(str(int(n)) for n in lines)}) where {what} of "
+                                                          f"this scrape with most has {usual:g}: a label or "
+                                                          "timestamp damaged?"))
+    return out

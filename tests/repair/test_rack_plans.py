@@ -1,0 +1,100 @@
+"""Every rack fault kind's plan walked as a rack technician would read it: nothing touches a switch tray or a cable
+cartridge before the whole rack is drained (every GPU has a link on every switch chip), each step that touches a
+shared unit says which trays and jobs it stops, no Fabric Manager anywhere (the rack's fabric is NMX's), and a plan
+built on the rack file's assumed port map or cartridge split says "assumed" and names the read that confirms it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from diagnostics.config.platforms import all_platforms
+from diagnostics.config.racks import rack_of, rack_spec
+from diagnostics.enums import FaultKind, PortSource, ResetScope
+from diagnostics.repair import PlanFacts, PlanStep, RepairPlan, repair_plan
+
+RACK_PLATFORMS = sorted({n for n, d in all_platforms().items() if d.get("rack")}
+                        | {str(d["rack"]) for d in all_platforms().values() if d.get("rack")})
+HOSTS = [f"r7-c{i:02d}" for i in range(1, 19)]
+# A step whose words touch a shared unit: reseat, reboot, replace or power a switch tray or a cartridge (within one
+# clause: "replace the compute tray; if ..., the cartridge is the suspect" touches only the compute tray)
+TOUCHES_SHARED = re.compile(r"\b(reseat|reboot|replace|power)\b[^.;:]*\b(switch trays?|cartridge)\b", re.IGNORECASE)
+FABRIC_MANAGER = re.compile(r"nv-fabricmanager|nvidia-fabricmanager|fabricmanager\.log|Fabric Manager('s)? "
+                            r"(log|version|service)|restart the Fabric Manager", re.IGNORECASE)
+ON_MAP = (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL, FaultKind.SWITCH_PORT, FaultKind.SWITCH_TRAY,
+          FaultKind.CARTRIDGE, FaultKind.COMPUTE_TRAY)
+
+
+def _facts(platform: str) -> PlanFacts:
+    spec = rack_of(platform) or rack_spec(platform)
+    hosts = HOSTS[:spec.compute_trays]
+    return PlanFacts(node_id="rack-07", rack_id="rack-07", tray="7", gpu=2, link=5, switch_tray="3",
+                     switch="Switch tray 3 chip 2", switch_port=27, port_source=PortSource.ASSUMED, cartridge="1",
+                     hosts=[hosts[6]], unit="Switch tray 3 chip 2 port 27", rack_hosts=hosts, jobs=["r7-train"])
+
+
+def _steps(plan: RepairPlan) -> list[PlanStep]:
+    return [*plan.isolation, *plan.repair]
+
+
+CASES = [(p, f) for p in RACK_PLATFORMS for f in FaultKind]
+
+
+@pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p}-{f.value}" for p, f in CASES])
+def test_no_switch_tray_or_cartridge_is_touched_before_the_rack_is_drained(platform: str, fault: FaultKind) -> None:
+    facts = _facts(platform)
+    plan = repair_plan(platform, fault, facts)
+    if not plan.applies:
+        return
+    for step in plan.repair:
+        if TOUCHES_SHARED.search(step.text):
+            assert step.stops == "rack", step.text  # it says what it takes out of service
+    if plan.stops_rack:
+        assert [s for s in plan.isolation if s.drains == "rack"], [s.text for s in plan.isolation]
+        first, last = facts.rack_hosts[0], facts.rack_hosts[-1]
+        drained = next(s for s in plan.isolation if s.drains == "rack")
+        assert f"nodename={','.join(facts.rack_hosts)} " in drained.text  # every tray of the rack, by name
+        for step in [s for s in plan.repair if s.stops == "rack"]:
+            assert first in step.text and last in step.text and "r7-train" in step.text, step.text
+        if (rack_of(platform) or rack_spec(platform)).racks_per_domain > 1:
+            assert "other rack of its NVLink domain" in drained.text
+    assert plan.isolation and "drain" in plan.isolation[0].text.lower()
+
+
+@pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p}-{f.value}" for p, f in CASES])
+def test_no_fabric_manager_on_a_rack_platform(platform: str, fault: FaultKind) -> None:
+    plan = repair_plan(platform, fault, _facts(platform))
+    if not plan.applies:  # held: it only says to confirm the platform
+        return
+    texts = [plan.action, *plan.warnings, *(c.command for c in plan.captures), *(c.why for c in plan.captures),
+             *(t for s in _steps(plan) for t in (s.text, s.command or ""))]
+    assert not [t for t in texts if FABRIC_MANAGER.search(t)]
+    assert not [c for c in plan.commands() if "fabricmanager" in c]
+    assert plan.reset.scope is not ResetScope.FABRIC_SERVICE or plan.reset.command is None
+
+
+@pytest.mark.parametrize(("platform", "fault"), [(p, f) for p in RACK_PLATFORMS for f in ON_MAP],
+                         ids=[f"{p}-{f.value}" for p in RACK_PLATFORMS for f in ON_MAP])
+def test_a_plan_on_the_assumed_wiring_says_so_and_names_the_read(platform: str, fault: FaultKind) -> None:
+    plan = repair_plan(platform, fault, _facts(platform))
+    said = [w for w in plan.warnings if w.startswith("assumed")]
+    assert any("nvidia-smi nvlink -R -i 2" in w and "link_partner" in w for w in said), plan.warnings
+    if fault is FaultKind.CARTRIDGE:
+        assert any("cartridge split" in w and "nv show platform cable-cartridge" in w for w in said)
+
+
+def test_a_fabric_software_fault_of_the_domain_reads_imex_and_nmx_where_the_inventory_puts_it() -> None:
+    facts = _facts("gb200-nvl72").model_copy(update={"nmx": "switch tray 1 (r7-s01)"})
+    plan = repair_plan("gb200-nvl72", FaultKind.FABRIC_MANAGER, facts)
+    captures = [c.command for c in plan.captures]
+    assert "nvidia-imex-ctl -N -H" in captures and "nv show cluster apps" in captures
+    assert any("switch tray 1 (r7-s01)" in c.why for c in plan.captures if c.command == "nv show cluster apps")
+    steps = [s.text for s in _steps(plan)]
+    locate = next(i for i, t in enumerate(steps) if "NMX-Controller runs" in t)
+    reboot = next(i for i, t in enumerate(steps) if i != locate and "reboot" in t.lower())
+    assert locate < reboot and "switch tray 1 (r7-s01)" in steps[locate]
+    sequence = next(t for t in steps if "follow the rack reboot sequence (" in t)
+    assert sequence.index("switch trays") < sequence.index("NMX-Controller") < sequence.index("compute trays on")
+    unknown = repair_plan("gb200-nvl72", FaultKind.FABRIC_MANAGER, _facts("gb200-nvl72"))
+    assert any("find where NMX-Controller runs" in s.text for s in unknown.isolation)

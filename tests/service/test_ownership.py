@@ -1,0 +1,172 @@
+"""One owner for each part's ticket: a rack's part outside every compute tray (a switch tray, a switch chip or
+port, a cable cartridge) is the rack's, whichever tray it is seen from, through every door (analyze, ticket, render,
+sweep, `/fabric` and its draft, the digest, the alert loop); a part inside a tray is that tray's host's."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from bot.cli import main
+from bot.commands.sweep import _table as sweep_table
+from bot.digest import assemble
+from bot.nodes import StoreNodeSource
+from bot.storage import open_db
+from bot.workflow.tracker import SqliteTracker
+from diagnostics.analysis import decide, failing_parts
+from diagnostics.components import ComponentRef
+from diagnostics.config import load_alerts
+from diagnostics.enums import FaultKind, Priority, Severity
+from diagnostics.model import Diagnosis, Localization, RackPlace
+from diagnostics.prometheus import SweepResult
+from diagnostics.render import render_rack
+from diagnostics.service import Request, StoreSource, alert_pass, fleet
+from tests.bot.helpers import OPS, buttons, local_bot, posted, summary_for
+
+Rack = tuple[Path, Path, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def seen(switch_tray_rack: Rack) -> tuple[Path, list[str]]:
+    """The rack's store and the compute trays whose links run through its failing switch tray."""
+    _, store, truth = switch_tray_rack
+    fault = truth["racks"]["rack-01"]["faults"][0]
+    return store, [f"rack-01-c{t:02d}" for t in sorted({link[0] for link in fault["links"]})]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_the_cli_doors_file_a_switch_tray_on_its_rack_from_any_tray(seen: tuple[Path, list[str]], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    store, trays = seen
+    assert len(trays) >= 2
+    at = ("--store", str(store))
+    _, out = _run(capsys, "analyze", *at, "--rack", "rack-01", "--json")
+    rack = json.loads(out)
+    assert rack["isolated_component"] == "Switch tray 1" and rack["ticket_owner"] == "rack-01"
+    _, out = _run(capsys, "ticket", "rack-01", *at, "--json", "--rules")
+    rack_ticket = json.loads(out)
+    _, out = _run(capsys, "analyze", *at, "--node", trays[0])
+    assert "ticket:   rack-01 (the part is outside" in out
+    _, out = _run(capsys, "analyze", *at, "--node", trays[1], "--json")
+    host = json.loads(out)
+    assert host["ticket_owner"] == "rack-01" and host["isolated_component"] == "Switch tray 1"
+    assert host["repair_action"] == rack["repair_action"] and host["ticket_priority"] == rack["ticket_priority"]
+    for tray in trays[:2]:
+        _, out = _run(capsys, "ticket", tray, *at, "--json", "--rules")
+        ticket = json.loads(out)
+        assert ticket["node_id"] == "rack-01" and ticket["component"] == "Switch tray 1"
+        assert ticket["replacement_part"]["id"] == "gb200-nvl72-switch-tray"
+        for key in ("replacement_part", "priority", "isolation_steps", "repair_steps", "reset"):
+            assert ticket[key] == rack_ticket[key], key
+        assert "rack rack-01-c" not in json.dumps(ticket)  # the rack's plan names the rack, never a tray as one
+    code, out = _run(capsys, "render", trays[0], *at, "-o", str(tmp_path / "tray.png"), "--no-correlation")
+    assert code == 0 and "its suspect is ticketed on rack-01" in out
+    # the tray is drawn as its rack, as the bot draws it
+    drawn = Image.open(io.BytesIO(render_rack(Diagnosis.model_validate(rack))))
+    assert Image.open(tmp_path / "tray.png").size == drawn.size
+    _, out = _run(capsys, "sweep", *at, "--json")
+    swept = json.loads(out)
+    showing = {n for n, d in swept["diagnoses"].items() if d["isolated_component"] == "Switch tray 1"}
+    assert set(trays) <= showing and {swept["diagnoses"][n]["ticket_owner"] for n in showing} == {"rack-01"}
+    table = io.StringIO()
+    sweep_table(SweepResult.model_validate(swept), table)
+    assert "Switch tray 1 (ticket on rack-01)" in table.getvalue()
+
+
+@pytest.fixture(scope="module")
+def answered(switch_tray_rack: Rack) -> dict[str, Diagnosis]:
+    """Every host of the rack as the fleet's one engine pass answers it."""
+    return fleet(StoreSource(switch_tray_rack[1]), Request()).diagnoses
+
+
+def test_a_tray_with_no_fault_of_its_own_points_at_the_rack_ticket(switch_tray_rack: Rack,
+                                                                    answered: dict[str, Diagnosis],
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    healthy = next(n for n, d in answered.items() if d.rack is not None and d.tray is not None
+                   and not d.fault_detected)
+    code = main(["ticket", healthy, "--store", str(switch_tray_rack[1]), "--json", "--rules"])
+    err = capsys.readouterr().err
+    assert code == 1 and "the rack's ticket (`fabricbot ticket rack-01`" in err
+
+
+def test_the_digest_and_the_alert_loop_count_the_rack_part_once(seen: tuple[Path, list[str]],
+                                                                answered: dict[str, Diagnosis]) -> None:
+    store, trays = seen
+    at = datetime(2030, 1, 1, tzinfo=UTC)
+    tracker = SqliteTracker(open_db(None))
+    digest = assemble(at=at, diagnoses=answered.values(), watches=[], tracker=tracker, maintenance=[])
+    switch = [o for o in digest.new if o.component == "Switch tray 1"]
+    assert [(o.node_id, o.slug) for o in switch] == [("rack-01", "switch-tray1")]
+    parts = [p for p in failing_parts(answered.values()) if p.slug == "switch-tray1"]
+    assert [(p.node_id, p.seen_on in trays) for p in parts] == [("rack-01", True)]
+    _, done = alert_pass(StoreSource(store), Request(), alerts={}, at=at, ticket_of=lambda node, slug: None)
+    new = [d.alert for d in done.decisions if d.alert.slug == "switch-tray1"]
+    assert [a.node_id for a in new] == ["rack-01"]
+    again = decide(parts, {(new[0].node_id, new[0].slug): new[0]}, at=at, policy=load_alerts(),
+                   fleet_nodes=len(answered),
+                   ticket_of=lambda node, slug: "T-1" if (node, slug) == ("rack-01", "switch-tray1") else None)
+    assert [d.step.value for d in again.decisions] == ["ticketed"]
+
+
+def test_slack_drafts_and_files_the_rack_part_once_whichever_tray_asks(seen: tuple[Path, list[str]]) -> None:
+    store, trays = seen
+    with local_bot(source=StoreNodeSource(store)) as local:
+        first = summary_for(local, trays[0])
+        assert "Switch tray 1" in first.shown_blocks and "ticket on `rack-01`" in first.shown_blocks
+        _draft(local, first)
+        preview = next(m for m in posted(local.slack, thread=first.ts) if len(buttons(m)) == 2)
+        assert "on rack-01" in preview.text
+        file_button = next(b for b in buttons(preview) if b["action_id"] == "file_ticket")
+        local.injector.action(file_button, user="UBOB", channel=OPS, message_ts=preview.ts)
+        assert local.slack.wait_for(lambda s: local.tracker.tickets())  # type: ignore[attr-defined]
+        (filed,) = local.tracker.tickets()  # type: ignore[attr-defined]
+        assert (filed.node_id, filed.component) == ("rack-01", "Switch tray 1")
+        second = summary_for(local, trays[1])
+        _draft(local, second)
+        assert local.slack.wait_for(lambda s: any("already open" in m.text for m in posted(s, thread=second.ts)))
+        told = next(m.text for m in posted(local.slack, thread=second.ts) if "already open" in m.text)
+        assert f"on `rack-01` is already open: *{filed.id}*" in told
+        assert len(local.tracker.tickets()) == 1  # type: ignore[attr-defined]
+
+
+def _draft(local: Any, summary: Any) -> None:
+    button = buttons(summary)[0]
+    assert local.injector.action(button, user="UALICE", channel=OPS, message_ts=summary.ts).status == 200
+    assert local.slack.wait_for(lambda s: any(m.edits for m in posted(s, thread=summary.ts)))
+
+
+def _diagnosis(node: str, loc: Localization, tray: str | None) -> Diagnosis:
+    place = RackPlace(rack_id="rack-07", platform="gb200-nvl72", compute={"3": "r7-c03", "7": "r7-c07"},
+                      switch={"2": "r7-s02"})
+    return Diagnosis(node_id=node, window_hours=1.0, fault_detected=True, isolated_component=loc.component,
+                     degradation_pct=None, repair_action="", ticket_priority=Priority.HIGH, findings=[],
+                     localization=loc, localizations=[loc], rack=place, tray=tray)
+
+
+@pytest.mark.parametrize(("ref", "fault", "owner"), [
+    (ComponentRef.switch_tray_unit("2"), FaultKind.SWITCH_TRAY, "rack-07"),
+    (ComponentRef.switch_chip("2", 1), FaultKind.NVSWITCH, "rack-07"),
+    (ComponentRef.cartridge_unit("1"), FaultKind.CARTRIDGE, "rack-07"),
+    (ComponentRef.nvlink(2, 5).in_tray("7"), FaultKind.SWITCH_PORT, "rack-07"),
+    (ComponentRef.of_gpu(2).in_tray("7"), FaultKind.GPU_NVLINKS, "r7-c07"),
+    (ComponentRef.compute_tray("7"), FaultKind.COMPUTE_TRAY, "r7-c07"),
+    (ComponentRef.nvlink(2, 5).in_tray("7"), FaultKind.NVLINK, "r7-c07"),
+])
+def test_each_part_has_one_owner_whoever_answers(ref: ComponentRef, fault: FaultKind, owner: str) -> None:
+    loc = Localization(ref=ref, fault=fault, confidence=0.9, severity=Severity.FAILING)
+    for node, tray in (("rack-07", None), ("r7-c03", "3"), ("r7-c07", "7"), ("r7-s02", "2")):
+        d = _diagnosis(node, loc, tray)
+        assert d.owner_of() == d.owner_of(ref.slug) == d.ticket_owner == owner, node
+    off_rack = _diagnosis("n1", loc, None).model_copy(update={"rack": None})
+    assert off_rack.ticket_owner == "n1"

@@ -1,0 +1,157 @@
+"""Sources agree: tables held in memory and the store they were ingested into list the same nodes and place the same
+trays in racks; the job door runs the engine once and answers as the node door answers that node with the job."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from bot.cli import main
+from bot.console.topology import analysis_of
+from bot.nodes import StoreNodeSource
+from bot.state import BotState
+from diagnostics.ingest.dcgm import parse_labels
+from diagnostics.service import Request, Source, StoreSource, TableSource, diagnose, tables_source
+from diagnostics.store import open_store
+from diagnostics.store.load import load_tables
+from tests.bot.helpers import local_bot, summary_for
+from tests.conftest import FIXTURES
+
+service = importlib.import_module("diagnostics.service.diagnose")  # the module (the package's `diagnose` is a function)
+NMXT = FIXTURES / "real" / "nmxt_lid_gb200_1.txt"
+RACK = "chassis-1820325172739"  # the rack an NMX-T scrape names by its chassis when no --node names it
+
+
+def _folder(tmp: Path) -> Path:
+    """A rack inventory, an NMX-T scrape of one GPU link and of its switch port (the real series and its far end),
+    and nodes named only by a job's steps, a topology table or a GPU table."""
+    folder = tmp / "inputs"
+    folder.mkdir()
+    real = next(line for line in NMXT.read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
+    body = real[real.index("{"):real.index("}") + 1]
+    labels = parse_labels(body[1:-1])
+    switch = (f'Effective_BER{{node_description="{labels["link_partner_description"]}", '
+              f'Port_Number="{labels["link_partner_port_num"]}", chassis_id="{labels["chassis_id"]}"}} 4.2e-11 '
+              "1781993954087")
+    (folder / "nmxt.prom").write_text("# TYPE Effective_BER gauge\n" + f"Effective_BER{body} 1.5e-9 1781993954087\n"
+                                      + f"Link_Down{body} 3 1781993954087\n" + switch + "\n", encoding="utf-8")
+    pd.DataFrame({"node_id": ["r7-c18", "r7-s06", "spare-1"],
+                  "platform": ["gb200-nvl72-compute-tray", "gb200-nvl72-switch-tray", "hgx-h100-8gpu"],
+                  "rack": [RACK, RACK, ""], "tray": ["18", "6", ""]}).to_csv(folder / "nodes.csv",
+                                                                                     index=False)
+    pd.DataFrame({"timestamp": ["2026-06-22T10:00:00Z", "2026-06-22T10:01:00Z"], "job_id": ["j1", "j1"],
+                  "step": [1, 2], "step_time_ms": [100.0, 101.0],
+                  "node_ids": ["r7-c18,steps-only", "r7-c18,steps-only"]}).to_csv(folder / "steps.csv", index=False)
+    pd.DataFrame({"node_id": ["topo-only"], "a": ["GPU0"], "b": ["GPU1"], "relation": ["NV18"]}).to_csv(
+        folder / "topology.csv", index=False)
+    pd.DataFrame({"node_id": ["gpus-only"], "gpu": [0], "uuid": ["GPU-0000"]}).to_csv(folder / "gpus.csv",
+                                                                                      index=False)
+    return folder
+
+
+def test_tables_in_memory_and_the_store_list_the_same_nodes_and_place_the_same_trays(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    tables, warnings = tables_source([folder])
+    open_store(tmp_path / "store").ingest([folder])
+    stored = StoreSource(tmp_path / "store")
+    assert tables.nodes() == stored.nodes()
+    assert {"steps-only", "topo-only", "gpus-only", "spare-1", "r7-c18", "r7-s06"} <= set(tables.nodes())
+    assert not any(n.startswith("nmx:") or "-tray" in n for n in tables.nodes())  # each tray read as its host
+    assert tables.racks() == stored.racks() and tables.racks()["r7-c18"].rack == RACK
+    for source in (tables, stored):
+        got = source.read(nodes=["r7-c18", "r7-s06"], end=None, span=pd.Timedelta(hours=1).to_pytimedelta())
+        assert set(got.tables["link_samples"]["node_id"].astype(str)) == {"r7-c18", "r7-s06"}, source.name
+    assert not any("names no host" in w for w in warnings)
+
+
+def test_the_files_and_the_store_answer_an_nmxt_tray_alike(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path)
+    answers = []
+    for argv in (["analyze", str(folder), "--node", "r7-c18", "--json"],
+                 ["analyze", "--store", str(tmp_path / "store"), "--node", "r7-c18", "--json"]):
+        if "--store" in argv:
+            assert main(["ingest", str(folder), "--store", str(tmp_path / "store")]) == 0
+        capsys.readouterr()
+        assert main(argv) == 0
+        d = json.loads(capsys.readouterr().out)
+        answers.append({k: d[k] for k in ("fault_detected", "isolated_component", "ticket_priority", "verdict",
+                                          "repair_action", "ticket_owner")} | {"links": len(d["findings"])})
+    assert answers[0] == answers[1] and answers[0]["links"] > 0
+
+
+def test_a_lone_nmxt_scrape_is_answered_as_the_tray_it_places(capsys: pytest.CaptureFixture[str]) -> None:
+    """`fabricbot analyze nmxt.prom` with no --node and no inventory: the one node is the tray kept under its place
+    in the rack, the name every later answer uses (it asked for the scrape's raw `nmx:` name and found none)."""
+    assert main(["analyze", str(NMXT), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["node_id"] == f"{RACK}-compute-tray18" and d["findings"]
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Engine passes the service runs from now on."""
+    calls: list[int] = []
+    real: Callable[..., Any] = service.analyze_fleet
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(service, "analyze_fleet", counting)
+    return calls
+
+
+def _facts(d: Any) -> dict[str, Any]:
+    data = d.model_dump(mode="json")
+    return {k: data[k] for k in ("node_id", "fault_detected", "isolated_component", "degradation_pct",
+                                 "ticket_priority", "verdict", "repair_action", "job_id", "ticket_owner",
+                                 "warnings", "findings", "evidence")}
+
+
+@pytest.mark.parametrize("job", ["4411", "4401"])
+def test_the_job_door_runs_the_engine_once_and_answers_as_the_node_door(job: str, bundled_store: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    sources: list[Source] = [StoreSource(bundled_store),
+                             TableSource(load_tables([FIXTURES / "fleet"]).tables, name="files")]
+    for source in sources:
+        calls = _counted(monkeypatch)
+        answer = diagnose(source, Request(job=job))
+        assert len(calls) == 1, source.name
+        assert answer.job is not None and answer.job.job_id == job
+        node = diagnose(source, Request(node=answer.diagnosis.node_id, job=job))
+        assert _facts(answer.diagnosis) == _facts(node.diagnosis), source.name
+    monkeypatch.undo()
+
+
+def test_a_racks_job_is_answered_as_its_tray_with_its_rack(switch_tray_rack: tuple[Path, Path, dict[str, Any]],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    source = StoreSource(switch_tray_rack[1])
+    calls = _counted(monkeypatch)
+    answer = diagnose(source, Request(job="rack-01-train"))
+    assert len(calls) == 1
+    node = diagnose(source, Request(node=answer.diagnosis.node_id, job="rack-01-train"))
+    assert _facts(answer.diagnosis) == _facts(node.diagnosis)
+    assert answer.diagnosis.rack is not None and answer.diagnosis.tray is not None  # judged with its rack
+
+
+def test_the_cli_and_slack_job_doors_agree(bundled_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["analyze", "--store", str(bundled_store), "--job", "4411", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert main(["analyze", str(FIXTURES / "fleet"), "--job", "4411", "--json"]) == 0
+    files = json.loads(capsys.readouterr().out)
+    with local_bot(source=StoreNodeSource(bundled_store)) as local:
+        analysis = analysis_of(summary_for(local, "job 4411"))
+        assert analysis is not None
+        shown = BotState(local.audit.db).analysis(analysis)
+    assert shown is not None
+    posted = shown.model_dump(mode="json")
+    keys = ("node_id", "job_id", "isolated_component", "degradation_pct", "ticket_priority", "verdict")
+    assert {k: cli[k] for k in keys} == {k: files[k] for k in keys} == {k: posted[k] for k in keys}
+    assert cli["node_id"] == "hpc-gpu-node-12" and cli["job_id"] == "4411"
