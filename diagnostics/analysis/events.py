@@ -5,7 +5,7 @@ Fabric Manager. Per-link checks run on the fleet's metrics table at once; event 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -512,25 +512,39 @@ def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[in
     return out
 
 
-def replays_before_silence(links: pd.DataFrame, t: np.ndarray, node: str, gpu: int, end_ns: int, window_ns: int,
+def silent_pcie_rows(links: pd.DataFrame, t: np.ndarray, silent: Mapping[str, Collection[int]],
+                     end_ns: int) -> dict[tuple[str, int], np.ndarray]:
+    """(node, GPU) -> the rows of each silent GPU's PCIe link up to `end_ns`, in table order: the table scanned once
+    for all of them, not once per GPU."""
+    if links.empty or "replay" not in links.columns or not any(silent.values()):
+        return {}
+    at = np.flatnonzero((links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False) & (t <= end_ns)
+                        & links["node_id"].isin([n for n, gpus in silent.items() if gpus]).to_numpy(bool,
+                                                                                                 na_value=False))
+    nodes, gpus = links["node_id"].iloc[at], links["gpu"].iloc[at]
+    out: dict[tuple[str, int], np.ndarray] = {}
+    for node, stopped in silent.items():
+        here = (nodes == node).to_numpy(bool, na_value=False)
+        for gpu in stopped:
+            rows = at[here & (gpus == gpu).to_numpy(bool, na_value=False)]
+            if len(rows):
+                out[(node, int(gpu))] = rows
+    return out
+
+
+def replays_before_silence(links: pd.DataFrame, t: np.ndarray, at: np.ndarray, gpu: int, window_ns: int,
                            thresholds: Thresholds) -> str | None:
-    """What a GPU's PCIe link counted in the window before its series stopped: a replaying PCIe link (riser, slot)
-    is the usual cause of a GPU falling off the bus, so its history is the evidence of the Xid 79, not a fault of
-    its own. None when the link counted no replay then."""
-    if links.empty or "replay" not in links.columns:
+    """What a GPU's PCIe link counted in the window before its series stopped (`at`: its rows, from
+    `silent_pcie_rows`): a replaying PCIe link (riser, slot) is the usual cause of a GPU falling off the bus, so its
+    history is the evidence of the Xid 79, not a fault of its own. None when the link counted no replay then."""
+    if len(at) < 2:
         return None
-    mine = ((links["node_id"] == node).to_numpy(bool, na_value=False)
-            & (links["gpu"] == gpu).to_numpy(bool, na_value=False)
-            & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False) & (t <= end_ns))
-    if mine.sum() < 2:
-        return None
-    at = np.flatnonzero(mine)
     order = at[np.argsort(t[at], kind="stable")]
     times = t[order]
     last = int(times[-1])
     keep = times >= last - window_ns
     keep[max(int(np.argmax(keep)) - 1, 0)] = True  # the reading before the window is its starting point
-    values = links["replay"].to_numpy(np.float64, na_value=np.nan)[order][keep]
+    values = links["replay"].iloc[order].to_numpy(np.float64, na_value=np.nan)[keep]
     starts = np.zeros(len(values), dtype=bool)
     starts[0] = True
     counted = float(deltas(values, starts)[0].sum())

@@ -45,6 +45,7 @@ from .events import (
     missing_links,
     node_view,
     replays_before_silence,
+    silent_pcie_rows,
     software_finding,
 )
 from .evidence import step_evidence
@@ -232,6 +233,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
                             restarts)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
+    off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
@@ -253,7 +255,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
             mine += missing_gpus(reporting, count, view.last_heard.get(node, {}))
         for gpu in sorted(stopped):  # a GPU off the bus: what its PCIe link counted before it fell silent
-            before = replays_before_silence(links, t, node, gpu, end_ns, end_ns - start_ns, thresholds)
+            before = replays_before_silence(links, t, off_bus.get((node, gpu), np.zeros(0, np.int64)), gpu,
+                                            end_ns - start_ns, thresholds)
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
                         if f.gpu == gpu and _off_bus(f) else f for f in mine]
