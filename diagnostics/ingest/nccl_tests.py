@@ -38,6 +38,10 @@ _FIGURES = (("time", "collective_time_us", "collective_time_us"), ("algbw", "alg
 _COLUMN_NAMES = frozenset({"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "timestamp",
                            "i_min", "i_max", "i_p99", "i_cv%"})
 _REDOPS = {"sum", "prod", "max", "min", "avg", "mulsum", "none"}
+# The data types nccl-tests prints (src/common.cu test_typenames; `char` and `int` before NCCL 2; the fp8 pair
+# with NCCL 2.24, assumed from its ncclFloat8e4m3/e5m2 types)
+_TYPES = frozenset({"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",
+                    "f8e4m3", "f8e5m2", "char", "int"})
 _SLACK = 2  # characters a cell's right edge may sit from its header's: the header is `# ` plus the row's widths
 
 
@@ -260,6 +264,12 @@ def _data_row(out: Collector, line: Line, text: str, table: _Table | None) -> li
         return []
     common: dict[str, Any] = {"size_bytes": size, "data_type": named.get("type"),
                               "redop": None if named.get("redop") in (None, "none") else named["redop"]}
+    strange = [f"{name} = {named[name]!r} is no {what} nccl-tests prints"
+               for name, what, known in (("type", "data type", _TYPES), ("redop", "reduction", _REDOPS))
+               if named.get(name) not in (None, *known)]
+    if strange:  # a cell out of its place (a flipped byte made a space a cell): the two names are not read
+        out.warn(line.number, f"{'; '.join(strange)} (a damaged row?); its type and reduction are not read")
+        common.update(data_type=None, redop=None)
     if named.get("root") not in (None, "-1"):  # -1: a collective with no root
         common["root"] = out.checked("index", line.number, named["root"], "rank", "root")
     if stamp := named.get("timestamp"):

@@ -220,6 +220,26 @@ def test_a_damaged_average_line_is_said(damaged: str) -> None:
     assert result["step_samples"]["size_bytes"].notna().all()  # no average read
 
 
+@pytest.mark.parametrize(("name", "new", "said"), [
+    ("nccl_alltoall_superbench_1", "67108864 ! float", "type = '!' is no data type nccl-tests prints; "
+                                                         "redop = 'float' is no reduction"),
+    ("nccl_reducescatter_superbench_1", "67108864   float     s!m", "redop = 's!m' is no reduction"),
+])
+def test_a_cell_that_is_no_type_or_reduction_is_said_and_the_rows_figures_kept(name: str, new: str,
+                                                                               said: str) -> None:
+    text = (REAL / f"{name}.txt").read_text()
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.startswith("  2147483648      67108864"))
+    old = re.search(r"67108864 +float(?: +sum)?", text.splitlines()[line - 1])
+    assert old is not None and len(old[0]) == len(new)  # a flipped byte: every cell where it was
+    result, whole = read_text(text.replace(old[0], new, 1)), read(REAL / f"{name}.txt")
+    assert said in str(result.warnings) and line in warning_lines(result)
+    rows = result["step_samples"][result["step_samples"]["source"].str.endswith(f":{line}")]
+    assert len(rows) == 2 and rows[["data_type", "redop"]].isna().all().all()  # out of place: not read
+    figures = ["size_bytes", "collective_time_us", "algbw_gbps", "busbw_gbps"]
+    assert rows[figures].reset_index(drop=True).equals(
+        whole["step_samples"].loc[rows.index, figures].reset_index(drop=True))
+
+
 def _util_cu(fields: str, *values: object) -> str:
     """A line as nccl-tests' src/util.cu (2.19.6) prints it: its printf formats, in Python's % spelling."""
     return fields.replace("%*s", "%s") % values
