@@ -71,9 +71,12 @@ AER_COLUMNS = {
 }
 
 
+_CLASS_CODE = re.compile(r"\s*\[[0-9a-fA-F]{4}\]$")  # `lspci -nn`: `PCI bridge [0604]`
+
+
 def device_kind(cls: str, desc: str) -> str | None:
     """gpu, nvswitch, pcie_switch, nic, or None for a device whose link fabricbot does not follow."""
-    cls_l, nvidia = cls.lower(), "nvidia" in desc.lower()
+    cls_l, nvidia = _CLASS_CODE.sub("", cls).lower(), "nvidia" in desc.lower()
     if "nvswitch" in desc.lower() or (nvidia and cls_l == "bridge"):
         return "nvswitch"
     if nvidia and ("3d controller" in cls_l or "vga compatible" in cls_l):
@@ -82,6 +85,26 @@ def device_kind(cls: str, desc: str) -> str | None:
         return "pcie_switch"
     if any(k in cls_l for k in ("ethernet controller", "infiniband controller", "network controller")):
         return "nic"
+    return None
+
+
+# The header words that decide whether a device's link is followed (pci.ids class names lspci prints; the vendor)
+_CLASSES = ("PCI bridge", "Bridge", "3D controller", "VGA compatible controller", "Ethernet controller",
+            "Infiniband controller", "Network controller")
+_VENDOR_WORDS = ("NVIDIA", "NVSwitch")
+
+
+def _near_kind(cls: str, desc: str) -> tuple[str, str, str] | None:
+    """(the word written, the word it is one letter from, the kind that word makes) for the header of a device whose
+    link is not followed, where one letter changed (a flipped byte) would make it followed."""
+    name = _CLASS_CODE.sub("", cls)
+    for known in _CLASSES:
+        if one_edit(name, known) and (kind := device_kind(known, desc)):
+            return name, known, kind
+    for word in desc.split():
+        for known in _VENDOR_WORDS:
+            if one_edit(word, known) and (kind := device_kind(cls, desc.replace(word, known, 1))):
+                return word, known, kind
     return None
 
 
@@ -113,7 +136,12 @@ class LspciReader:
             if head := _DEVICE.match(line.text):
                 _check_status(out, device, cap, last)
                 bus = normalize_bus_id(head["bus"]) or head["bus"]
-                device, cap, aer.command = (bus, device_kind(head["cls"], head["desc"]), line.number), {}, None
+                kind = device_kind(head["cls"], head["desc"])
+                if kind is None and (damaged := _near_kind(head["cls"], head["desc"])):
+                    written, known, kind = damaged
+                    out.warn(line.number, f"{written[:40]!r} in {bus}'s header is one letter from {known!r} (a "
+                                          f"damaged line?); read as {known!r}")
+                device, cap, aer.command = (bus, kind, line.number), {}, None
                 block = {}
             elif _BROKEN_DEVICE.match(line.text):  # a device line whose bus id is no bus id: its lines are no one's
                 _check_status(out, device, cap, last)
