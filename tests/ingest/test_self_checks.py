@@ -117,13 +117,26 @@ def test_topo_m_a_row_with_more_values_than_the_header_has_columns_reads_none_of
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
-    ('<nvlink target="0000:f5:00.0" count="5"', '<nvlink target="0000:f5:00.0" cnunt="5"', "nvlink count = ''"),
+    ('<nvlink target="0000:f5:00.0" count="5"', '<nvlink target="0000:f5:00.0" cnxnt="5"', "nvlink count = ''"),
     ('<net name="mlx5_7"', '<ndt name="mlx5_7"', "<ndt> inside <nic> is no element NCCL reads"),
     ('      <nvlink target="0000:f5:00.0"', '      =nvlink target="0000:f5:00.0"', "inside <gpu> is no element"),
 ])
 def test_nccl_xml_what_nccl_would_not_read_is_said(old: str, new: str, said: str) -> None:
     text = (REAL / "nccl_topo_1.txt").read_text().replace(old, new, 1)
     assert any(said in w.message for w in read_text(text).warnings)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ('count="4" tclass="0x068000"/>', 'count="4" tcla-s="0x068000"/>'),
+    ('<nvlink target="0000:f5:00.0" count="5"', '<nvlink target="0000:f5:00.0" cnunt="5"'),
+    ('<gpu dev="3"', '<gpu dew="3"'),
+])
+def test_nccl_xml_an_attribute_name_one_letter_off_is_said_and_read_as_its_name(old: str, new: str) -> None:
+    text = (REAL / "nccl_topo_1.txt").read_text()
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if old in row)
+    result = read_text(text.replace(old, new, 1))
+    assert warning_lines(result) == [line] and "is one letter from" in result.warnings[0].message
+    assert result["topology"].drop(columns="source").equals(read_text(text)["topology"].drop(columns="source"))
 
 
 @pytest.mark.parametrize("element", ['<net name="mlx5_2"', '<nvlink target="0000:f4:00.0"',
@@ -327,6 +340,8 @@ def test_nvlink_a_deleted_gpu_header_hands_no_link_to_the_gpu_above() -> None:
     ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUID: GPU-0c512562-871f-8257-6187-b5ae1b98`d5e)",
      "is no GPU UUID as the driver writes it"),
     ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUHD: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)",
+     "a UUID clause not as nvidia-smi prints it"),
+    ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUID; GPU-0c512562-871f-8257-6187-b5ae1b986d5e)",
      "a UUID clause not as nvidia-smi prints it"),
     ("GPU 1: NVIDIA A100-SXM4-80GB", "GPU NaN: NVIDIA A100-SXM4-80GB", "is no GPU header as nvidia-smi prints one"),
 ])
