@@ -103,6 +103,28 @@ def test_topo_m_a_header_naming_a_device_twice_is_said_and_its_row_not_read_as_a
     assert topology.query("a == 'GPU6' and b == 'GPU0'")["relation"].tolist() == ["SYS"]  # the rest is read
 
 
+@pytest.mark.parametrize(("old", "new", "column"), [
+    ("2               N/A", "2               O/A", "GPU NUMA ID"),
+    ("48-71,144-167   2 ", "48-71,144-167   @ ", "NUMA Affinity"),
+    ("48-71,144-167", "48-71,144.167", "CPU Affinity"),
+])
+def test_topo_m_an_affinity_that_is_no_number_list_is_said_and_not_read(old: str, new: str, column: str) -> None:
+    """`N/A` flipped to `O/A` had made `O/A` the GPU's NUMA id."""
+    lines = _lines(REAL / "topo_m_hgx_h100_1.txt")
+    at = next(i for i, line in enumerate(lines) if line.startswith("GPU4 "))
+    assert old in lines[at]
+    whole = read_text("\n".join(lines) + "\n")
+    lines[at] = lines[at].replace(old, new, 1)
+    result = read_text("\n".join(lines) + "\n")
+    value = new if column == "CPU Affinity" else new.split()[-1]
+    assert [w.message for w in result.warnings if w.line == at + 1] == [
+        f"row GPU4: {column} = {value!r} is no CPU or NUMA number list as nvidia-smi prints one; not read"]
+    relation = {"GPU NUMA ID": "gpu_numa_id", "NUMA Affinity": "numa_affinity", "CPU Affinity": "cpu_affinity"}[column]
+    assert result["topology"].query(f"a == 'GPU4' and relation == '{relation}'").empty
+    others = whole["topology"].query(f"not (a == 'GPU4' and relation == '{relation}')")
+    assert len(result["topology"]) == len(others)  # the rest of the row and the matrix read as before
+
+
 def test_topo_m_a_row_with_more_values_than_the_header_has_columns_reads_none_of_them() -> None:
     """A space flipped to `!` between NUMA Affinity and GPU NUMA ID had made `!` the GPU's NUMA id."""
     lines = _lines(REAL / "topo_m_hgx_h100_1.txt")
@@ -294,6 +316,23 @@ def test_a_table_row_written_twice_is_read_once_and_said(tmp_path: Path) -> None
     result = read_text("\n".join(lines) + "\n", name="links.csv")
     assert result["link_samples"]["crc_flit"].tolist() == [10, 12]
     assert warning_lines(result) == [4] and "repeats the row of line 3" in result.warnings[0].message
+
+
+_TX = "DCGM_FI_PROF_NVLINK_TX_BYTES"
+
+
+@pytest.mark.parametrize(("old", "new", "line", "said"), [
+    (f'gauge\n{_TX}{{gpu="0"', f'gauge!{_TX}{{gpu="0"', 5, "a sample inside a comment line"),
+    (f'(in B/s).\n# TYPE {_TX} gauge\n{_TX}{{gpu="0"', f'(in B/s).!{_TX}{{gpu="0"', 4,
+     "a sample inside a comment line"),
+    (f"# TYPE {_TX} gauge\n", f"# TYPE {_TX} gauge x\n", 5, "is no `# TYPE metric type` line"),
+])
+def test_dcgm_a_sample_joined_to_a_comment_line_is_said(old: str, new: str, line: int, said: str) -> None:
+    """The line break after `# TYPE ... counter` flipped to `!` had hidden the next sample in the comment."""
+    text = (REAL / "dcgm_metrics_a100_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1), name="metrics.txt")
+    assert [w.line for w in result.warnings if said in w.message] == [line], result.warnings
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
