@@ -158,6 +158,9 @@ class LspciReader:
                 cap = {"speed": _gen(out, line.number, match["speed"], "LnkCap"),
                        "width": out.checked("level", line.number, match["width"], "pcie_width", "LnkCap width")}
             elif (match := _LNKSTA.match(line.text)) and device is not None:
+                if not cap and device[1] is not None:  # lspci prints LnkCap first, in every Express capability
+                    out.warn(line.number, f"{device[0]}: LnkSta without a LnkCap above it (a line lost?); its "
+                                          "capability is not known, so a narrowed link cannot be told")
                 width = out.checked("level", line.number, match["width"], "pcie_width", "LnkSta width")
                 if device[1] is not None and width is not None:
                     _link_row(out, rows, device, cap, _gen(out, line.number, match["speed"], "LnkSta"), width)

@@ -165,3 +165,14 @@ def test_class_codes_as_lspci_nn_prints_them_read_as_without() -> None:
     result = read_text(coded)
     assert not result.warnings
     assert result["link_samples"].equals(read_text(text)["link_samples"])
+
+
+def test_a_lnksta_without_its_lnkcap_is_said_and_still_read() -> None:
+    lines = (SAMPLES / "lspci_vvv_h100.txt").read_text().splitlines()
+    nic = next(i for i, line in enumerate(lines) if line.startswith("0000:1a:00.0 "))
+    cap = next(i for i in range(nic, len(lines)) if "LnkCap:" in lines[i])
+    result = read_text("\n".join(lines[:cap] + lines[cap + 1:]) + "\n")
+    assert warning_lines(result) == [cap + 1]  # the LnkSta line, now where the LnkCap was
+    assert "0000:1a:00.0: LnkSta without a LnkCap above it" in result.warnings[0].message
+    row = result["link_samples"].query("pci_bus_id == '0000:1a:00.0'")
+    assert row["width"].tolist() == [16] and row["max_width"].isna().all()
