@@ -126,6 +126,7 @@ class LspciReader:
         below: dict[tuple[str, int], str] = {}  # (domain, secondary bus) -> the bridge above that bus
         lanes: dict[str, list[dict[str, Any]]] = {}
         block: dict[str, int] = {}  # the once-only fields of this device's block -> their line
+        headers: dict[str, int] = {}  # each device's bus id -> its header line
         for line in classify(source, out):
             if line.kind == "command":  # the AER file a command prints, if it names one
                 path = _AER_PATH.search(line.command or "")
@@ -142,6 +143,7 @@ class LspciReader:
                     out.warn(line.number, f"{written[:40]!r} in {bus}'s header is one letter from {known!r} (a "
                                           f"damaged line?); read as {known!r}")
                 device, cap, aer.command = (bus, kind, line.number), {}, None
+                headers.setdefault(bus, line.number)
                 block = {}
             elif _BROKEN_DEVICE.match(line.text):  # a device line whose bus id is no bus id: its lines are no one's
                 _check_status(out, device, cap, last)
@@ -203,6 +205,7 @@ class LspciReader:
                 block.setdefault(field["name"], line.number)
             last = line
         _check_status(out, device, cap, last)
+        _across_domains(out, rows, below, headers)
         _upstream_ends(rows, lanes, below)
         return out.result()
 
@@ -316,6 +319,25 @@ def _upstream_ends(rows: dict[str, dict[str, Any]], lanes: dict[str, list[dict[s
             r.update(pci_bus_id=bus, end=LinkEnd.UPSTREAM.value, peer=port)
     for row in rows.values():
         row.pop("aer_counted", None)
+
+
+def _across_domains(out: Collector, rows: dict[str, dict[str, Any]], below: dict[tuple[str, int], str],
+                    headers: dict[str, int]) -> None:
+    """A GPU with no bridge above its bus in its own PCI domain, where a bridge of another domain leads to a bus of
+    that number with no device listed on it: one of the two domains is damaged (a flipped byte), so the port is
+    not the GPU's upstream end, said."""
+    listed = {(bus.split(":")[0], int(bus.split(":")[1], 16)) for bus in headers if bus.count(":") == 2}
+    for bus, row in rows.items():
+        if row.get("device_kind") != "gpu" or bus not in headers:
+            continue
+        domain, number = bus.split(":")[0], int(bus.split(":")[1], 16)
+        if (domain, number) in below:
+            continue
+        for (other, secondary), port in below.items():
+            if secondary == number and other != domain and (other, secondary) not in listed:
+                out.warn(headers[bus], f"{bus} is in PCI domain {domain}, and the bridge above bus {number:02x} is "
+                                       f"{port} in domain {other}, which lists no device on it: one of the two bus "
+                                       "ids is damaged; the port is not read as the GPU's upstream end")
 
 
 def _check_status(out: Collector, device: tuple[str, str | None, int] | None, cap: dict[str, int | None],

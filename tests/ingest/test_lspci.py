@@ -176,3 +176,17 @@ def test_a_lnksta_without_its_lnkcap_is_said_and_still_read() -> None:
     assert "0000:1a:00.0: LnkSta without a LnkCap above it" in result.warnings[0].message
     row = result["link_samples"].query("pci_bus_id == '0000:1a:00.0'")
     assert row["width"].tolist() == [16] and row["max_width"].isna().all()
+
+
+@pytest.mark.parametrize(("old", "new", "gpu"), [
+    ("0000:1b:00.0 3D controller", "0100:1b:00.0 3D controller", "0100:1b:00.0"),  # the GPU's domain damaged
+    ("0000:1a:00.0 PCI bridge", "0001:1a:00.0 PCI bridge", "0000:1b:00.0"),  # the port's
+])
+def test_a_gpu_and_the_port_above_its_bus_in_two_domains_is_said(old: str, new: str, gpu: str) -> None:
+    text = (SAMPLES / "lspci_vvv_lane_h100.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1))
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.startswith("0000:1b:00.0"))
+    assert warning_lines(result) == [line] and f"{gpu} is in PCI domain {gpu[:4]}, and the bridge above bus 1b" in \
+        result.warnings[0].message
+    assert result["link_samples"].query(f"pci_bus_id == '{gpu}'")["end"].isna().all()  # not joined to the port
