@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test soak fuzz console lint typecheck bench lock clean
+.PHONY: demo test soak fuzz console lint typecheck bench bench-synth lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
@@ -48,6 +48,13 @@ bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do \
 		case $$b in *bench_sweep.py) args="--nodes 32 --hours 6";; *) args="";; esac; \
 		echo "== $$b $$args"; $(BIN)/python $$b $$args || exit 1; done
+
+# The product's own workload: `fabricbot synth` fleets of 256 and 1,024 nodes x 24 h in a store. The first run builds
+# the stores (about 30 minutes on 2 cores) under $FABRICBOT_BENCH_CACHE (default ~/.cache/fabricbot-bench) and
+# later runs reuse them.
+bench-synth: $(STAMP)
+	$(BIN)/python benchmarks/bench_store_window.py --synth 256 1024
+	$(BIN)/python benchmarks/bench_fleet.py --synth 256 1024
 
 # Re-pin every dependency (runtime and test) with hashes after editing pyproject.toml.
 lock:

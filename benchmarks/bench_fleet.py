@@ -15,6 +15,14 @@ start) and its per-link increases are checked equal to the fast path's. The mach
 with the figures.
 
     python benchmarks/bench_fleet.py [--nodes 1024] [--hours 24] [--step-min 5] [--racks 64] [--data FILE.parquet]
+    python benchmarks/bench_fleet.py --synth 256 1024 [--hours 24]
+
+`--synth N ...`: the engine on the product's own workload instead, a `fabricbot synth` fleet of N nodes x `--hours`
+(every scenario, jobs across nodes, Xid and SXid events, lanes, PCIe ends; benchmarks/synth_data.py builds its
+store once), its window read from the store as `fabricbot sweep --store` reads it (not timed), then
+`analyze_fleet` from memory, a slowed job's history read from the store when the engine first asks (in the first
+call's time; later calls are handed the rows it read, so the steady time is the engine's alone), with the engine's
+own phase timings; per node beside the four-counter fleet of the same size.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import resource
 import sys
 import tempfile
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +44,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fleet_data import fleet, fleet_options, rack_fleet, run_phase
+from synth_data import synth_store
 
 from diagnostics.analysis import analyze_fleet, history_needed
 from diagnostics.analysis.rates import increase, ns, prepare_rows
@@ -187,24 +196,87 @@ def phase_racks(args: argparse.Namespace) -> dict[str, object]:
             "peak_gb": round(peak_gb(), 2)}
 
 
+def phase_synth(args: argparse.Namespace) -> dict[str, object]:
+    """The engine from memory over a synthetic fleet's window as the store sweep reads it (the read not timed)."""
+    from diagnostics.service import CORRELATION_SPAN, StoreSource
+
+    thresholds = load_thresholds()
+    got = StoreSource(str(synth_store(args.synth_nodes, args.hours))).read(
+        nodes=None, end=None, span=history_needed(WINDOW, thresholds), steps=CORRELATION_SPAN)
+    links = got.tables["link_samples"]
+    held: dict[tuple[object, ...], pd.DataFrame] = {}
+
+    def history(nodes: list[str], start: datetime, end: datetime, **kwargs: object) -> pd.DataFrame:
+        """The store's history read on the first call, held for the later ones: they time the engine alone."""
+        key = (tuple(nodes), start, end)
+        if key not in held:
+            held[key] = got.history(nodes, start, end, **kwargs)  # type: ignore[misc, arg-type]
+        return held[key]
+
+    times, timings = [], []
+    for _ in range(3):  # as phase_memory: the first call also pays for fresh memory pages (and the history read)
+        start = time.perf_counter()
+        result = analyze_fleet(got.tables, window=WINDOW, end=got.end, thresholds=thresholds, platforms=got.platforms,
+                               history=history, racks=got.racks or None, listed=got.listed)
+        times.append(time.perf_counter() - start)
+        timings.append(result.timings)
+    steady = min(range(1, len(times)), key=lambda i: times[i])
+    return {"rows": len(links), "columns": len(links.columns), "events": len(got.tables["events"]),
+            "jobs": len(result.jobs), "sweep_s": round(times[0], 2), "steady_s": round(times[steady], 2),
+            "parts": {k: round(v, 2) for k, v in timings[steady].items() if k != "total_s"},
+            "failing_nodes": len(result.failing_nodes()), "peak_gb": round(peak_gb(), 2)}
+
+
 def run(phase: str, args: argparse.Namespace) -> dict[str, object]:
-    return run_phase(__file__, phase, args, "--path", args.path, "--racks", str(args.racks))
+    return run_phase(__file__, phase, args, "--path", str(args.path), "--racks", str(args.racks),
+                     "--synth-nodes", str(args.synth_nodes))
+
+
+def synth(args: argparse.Namespace) -> None:
+    """The four-counter fleet's engine per node beside the synthetic fleet's, same node count."""
+    for nodes in args.synth:
+        args.synth_nodes = nodes
+        syn = run("synth", args)
+        print(f"synthetic fleet: {nodes} nodes x {args.hours:g} h (`fabricbot synth`): {syn['rows']:,} link samples x "
+              f"{syn['columns']} columns in the window, {syn['events']:,} events, {syn['jobs']} jobs; load average "
+              f"{load()}")
+        parts = ", ".join(f"{k} {v}" for k, v in syn["parts"].items())  # type: ignore[attr-defined]
+        steady = float(syn["steady_s"])  # type: ignore[arg-type]
+        print(f"  the engine from memory: {syn['sweep_s']} s first call (a slowed job's history read from the store "
+              f"included), {steady} s steady (the history held; {parts}): {steady / nodes * 1000:.2f} ms per node; "
+              f"{syn['failing_nodes']} failing nodes; peak {syn['peak_gb']} GB")
+        with tempfile.TemporaryDirectory() as tmp:
+            args.nodes, args.path = nodes, str(Path(tmp) / "link_samples.parquet")
+            run("write", args)
+            mem = run("memory", args)
+        four = float(mem["steady_s"])  # type: ignore[arg-type]
+        print(f"  the four-counter fleet of {nodes} nodes x {args.hours:g} h at {args.step_min:g} min: {four} s "
+              "steady, "
+              f"{four / nodes * 1000:.2f} ms per node: the synthetic fleet costs {steady / four:.1f}x per node  "
+              "[budget 5x]; load average " + load())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     fleet_options(parser)
-    parser.add_argument("--phase", choices=("write", "memory", "baseline", "parquet", "racks"))
+    parser.add_argument("--synth", type=int, nargs="+", metavar="N",
+                        help="time the engine on synthetic fleets of N nodes x --hours (the product's workload)")
+    parser.add_argument("--synth-nodes", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=("write", "memory", "baseline", "parquet", "racks", "synth"))
     parser.add_argument("--racks", type=int, default=64, help="GB200 NVL72 racks in the rack sweep (0: none)")
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--data", help="keep the generated Parquet file here and reuse it on later runs")
     args = parser.parse_args()
     if args.phase:
         phases = {"write": phase_write, "memory": phase_memory, "baseline": phase_baseline, "parquet": phase_parquet,
-                  "racks": phase_racks}
+                  "racks": phase_racks, "synth": phase_synth}
         print(json.dumps(phases[args.phase](args)))
         return
     print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
+    if args.synth:
+        synth(args)
+        print(f"load average after: {load()}")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         args.path = args.data or str(Path(tmp) / "link_samples.parquet")
         if Path(args.path).exists():

@@ -1,6 +1,7 @@
 """Windowed store reads: 1,024 HGX H100 nodes x 24 h at 5-minute samples (~45M link samples) in the store.
 
     python benchmarks/bench_store_window.py [--nodes 1024] [--hours 24] [--step-min 5] [--data DIR]
+    python benchmarks/bench_store_window.py --synth 256 1024 [--hours 24]
 
 The store is built first and not timed: the fleet's link samples (benchmarks/fleet_data.py, as bench_fleet.py
 makes them) a few nodes at a time, written as normalized Parquet tables and ingested as `fabricbot ingest` does,
@@ -13,6 +14,12 @@ store is kept there and reused by the next run. Then, each in its own process so
 Printed: wall time, rows read (row groups and rows scanned, rows kept), peak RSS of the phase's process, and the
 load average (other work on the machine shows in the figures). Budgets (the engine's, the read is part of both):
 fleet sweep including the read < 5 s wall and < 3 GB peak; one node's summary p95 < 500 ms.
+
+`--synth N ...`: the same fleet phases and commands on the product's own workload instead, a `fabricbot synth`
+fleet of N nodes x `--hours` (every scenario, jobs across nodes, Xid and SXid events, lanes, PCIe ends, life
+nodes: benchmarks/synth_data.py builds it once, in a cache folder outside the repository), with a profile of where
+`fabricbot sweep --store --json` spends its time (cProfile of the command, imports included; the store's reader
+threads show as the read's wait).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fleet_data import fleet, fleet_options, run_phase
+from synth_data import built, synth_store
 
 from diagnostics.analysis import history_needed
 from diagnostics.config.thresholds import load_thresholds
@@ -43,6 +51,20 @@ from diagnostics.service import CORRELATION_SPAN, Request, StoreSource, diagnose
 from diagnostics.store.telemetry import TelemetryStore
 
 WINDOW = timedelta(hours=1)
+# where a sweep's time goes: (what, file, function), cumulative seconds of the function in the command's profile
+WHERE = (("the whole command", "bot/cli.py", "<module>"),
+         ("  the sweep (the rest is start-up, imports)", "bot/commands/sweep.py", "cmd_sweep"),
+         ("  read the window", "diagnostics/store/telemetry.py", "read_window"),
+         ("  the engine (analyze_fleet)", "diagnostics/analysis/fleet.py", "analyze_fleet"),
+         ("    rates and metrics", "diagnostics/analysis/fleet.py", "_metrics"),
+         ("    per-link rows", "diagnostics/analysis/rows.py", "per_link_rows"),
+         ("    PCIe ends", "diagnostics/analysis/ends.py", "pcie_ends"),
+         ("    Xid and SXid events judged", "diagnostics/analysis/events.py", "event_findings"),
+         ("    jobs explained", "diagnostics/analysis/jobs.py", "explain_jobs"),
+         ("      a slowed job's history read", "diagnostics/store/telemetry.py", "link_history"),
+         ("      step time scored against links", "diagnostics/analysis/correlate.py", "score_links"),
+         ("    diagnoses assembled", "diagnostics/analysis/diagnosis.py", "assemble"),
+         ("  the JSON written", "bot/commands/output.py", "print_json"))
 CHUNK_NODES = 32
 JOB_NODES = 4
 PLATFORM = "hgx-h100-8gpu"
@@ -148,9 +170,35 @@ def phase_commands(args: argparse.Namespace) -> dict[str, object]:
             times.append(time.perf_counter() - started)
         return statistics.median(times)
 
+    def cpu() -> float:
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return children.ru_utime + children.ru_stime
+
     one = wall(["analyze", "--store", args.store, "--node", node, "--json"])
+    before = cpu()
     fleet = wall(["sweep", "--store", args.store, "--json"])
-    return {"node_s": round(one, 2), "fleet_s": round(fleet, 2), "ratio": round(fleet / one, 1)}
+    return {"node_s": round(one, 2), "fleet_s": round(fleet, 2), "ratio": round(fleet / one, 1),
+            "peak_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),  # the largest: a sweep
+            "cpu_s": round((cpu() - before) / 3, 1)}
+
+
+def phase_profile(args: argparse.Namespace) -> dict[str, object]:
+    """`fabricbot sweep --store --json` under cProfile: cumulative seconds of the parts in WHERE."""
+    import pstats
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sweep.prof"
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "bot.cli", "sweep", "--store",
+                        args.store, "--json"], stdout=subprocess.DEVNULL, check=False)
+        wall_s = time.perf_counter() - started
+        stats = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
+    cumulative: dict[str, float] = {}
+    for (path, _, function), (_, _, _, cum, _) in stats.items():
+        for what, suffix, name in WHERE:
+            if function == name and path.endswith(suffix):
+                cumulative[what] = cumulative.get(what, 0.0) + cum
+    return {"wall_s": round(wall_s, 1), "parts": {k: round(v, 2) for k, v in cumulative.items()}}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -171,19 +219,54 @@ def run(phase: str, args: argparse.Namespace) -> dict[str, object]:
     return run_phase(__file__, phase, args, "--store", args.store, "--repeat", str(args.repeat))
 
 
+def synth(args: argparse.Namespace, nodes: int) -> None:
+    """The fleet phases, the commands and a profile on a `fabricbot synth` fleet of `nodes` x `args.hours`."""
+    args.store = str(synth_store(nodes, args.hours))
+    facts = built(nodes, args.hours)
+    print(f"synthetic fleet: {nodes} nodes x {args.hours:g} h (`fabricbot synth` scenarios, seed {facts['seed']}), "
+          f"{facts['store_mb']} MB store (built once in {facts['build_s']} s, not timed); load average {load()}")
+    fl = run("fleet", args)
+    engine = float(fl["read_and_sweep_s"]) - float(fl["read_s"])  # type: ignore[arg-type]
+    print(f"  whole fleet over the span the rules need ({fl['span_h']:g} h): read {fl['read_s']} s, read + engine "
+          f"{fl['read_and_sweep_s']} s  [budget 5 s]; the engine {engine:.2f} s, {engine / nodes * 1000:.1f} ms per "
+          f"node (a slowed job's history read included); {fl['failing_nodes']} failing nodes")
+    print(f"    rows read {fl['rows']:,} x {fl['columns']} columns ({fl['row_groups']:,} row groups in "
+          f"{fl['files']:,} files, {fl['rows_scanned']:,} rows scanned); peak RSS {fl['peak_mb']} MB  [budget 3 GB]")
+    cmd = run("commands", args)
+    print(f"  as commands (median of 3, start-up included): `fabricbot analyze --store --node` {cmd['node_s']} s, "
+          f"`fabricbot sweep --store --json` {cmd['fleet_s']} s ({cmd['cpu_s']} s CPU, peak RSS {cmd['peak_mb']} MB): "
+          f"the fleet costs {cmd['ratio']}x one node  [budget < 10x]; load average {load()}")
+    prof = run("profile", args)
+    parts: dict[str, float] = prof["parts"]  # type: ignore[assignment]
+    whole = parts.get("the whole command") or 1.0
+    print(f"  where `sweep --store --json` spends its time (cProfile, {prof['wall_s']} s wall under the profiler; "
+          f"cumulative s, share of the command):")
+    for what, _, _ in WHERE:
+        if what in parts:
+            print(f"    {what:<46} {parts[what]:7.2f} s  {parts[what] / whole:5.0%}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     fleet_options(parser)
     parser.add_argument("--repeat", type=int, default=20, help="one-node reads to time")
     parser.add_argument("--data", help="keep the store in this folder and reuse it on later runs")
-    parser.add_argument("--phase", choices=("build", "node", "fleet", "commands"), help=argparse.SUPPRESS)
+    parser.add_argument("--synth", type=int, nargs="+", metavar="N",
+                        help="time synthetic fleets of N nodes x --hours (the product's workload) instead")
+    parser.add_argument("--phase", choices=("build", "node", "fleet", "commands", "profile"), help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        phases = {"build": phase_build, "node": phase_node, "fleet": phase_fleet, "commands": phase_commands}
+        phases = {"build": phase_build, "node": phase_node, "fleet": phase_fleet, "commands": phase_commands,
+                  "profile": phase_profile}
         print(json.dumps(phases[args.phase](args)))
         return
     print(f"machine: {os.cpu_count()} cores, load average {load()} (1, 5, 15 min)")
+    if args.synth:
+        for nodes in args.synth:
+            synth(args, nodes)
+        print(f"load average after: {load()}")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         args.store = args.data or str(Path(tmp) / "store")
         print(store_line(args))

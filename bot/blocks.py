@@ -230,7 +230,7 @@ def summary_fields(d: Diagnosis) -> list[str]:
     degradation = "n/a" if d.degradation_pct is None else f"{d.degradation_pct:+.1f}% step time"
     if d.degradation_pct is not None and d.job_id:
         degradation += f" (job {esc(d.job_id)})"
-    correlation = esc(d.verdict) if d.verdict else "no step-time series to correlate (snapshot)"
+    correlation = esc(d.verdict) if d.verdict else "no job logs its step time on this node: nothing to correlate"
     return [
         f"*Fault detected*\n{'yes' if d.fault_detected else 'no'}",
         f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_component)}"

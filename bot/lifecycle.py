@@ -25,7 +25,7 @@ from .options import parse_duration
 from .services import Services
 from .storage import db_lock
 from .workflow.states import TicketState
-from .workflow.verification import source_check, verify_repairs
+from .workflow.verification import reported_diagnostics, source_check, verify_repairs
 
 SHOWN = 15
 
@@ -84,7 +84,10 @@ def watch_text(services: Services, node: str | None) -> str:
 
 def verify_text(services: Services) -> str:
     """Every verifying ticket checked now; each close or reopen is in the tracker and the audit trail."""
-    results = verify_repairs(tracker=services.tracker, record=services.record, check=source_check(services.source))
+    with db_lock(services.audit.db):  # the post-repair diagnostics reported (`fabricbot tickets repaired --diag`)
+        reported = reported_diagnostics(list(services.audit.entries("repair")))
+    results = verify_repairs(tracker=services.tracker, record=services.record,
+                             check=source_check(services.source, reported))
     if not results:
         return "No ticket is waiting for its repair to be verified."
     icon = {RepairVerdict.HELD: ":white_check_mark:", RepairVerdict.FAILED: ":rotating_light:",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, SweepResult
-from diagnostics.analysis import Pass, RepairCheck, Watch
+from diagnostics.analysis import Diagnostic, Pass, RepairCheck, Watch
 from diagnostics.config import AlertPolicy, Thresholds, VerificationPolicy, load_thresholds, load_watch
 from diagnostics.render import Drawable, drawable_of
 from diagnostics.service import (
@@ -114,9 +114,9 @@ class NodeSource:
         return self.source.newest([node_id])
 
     def repair_check(self, *, node_id: str, parts: list[str], repaired_at: datetime,
-                     policy: VerificationPolicy | None = None) -> RepairCheck:
+                     policy: VerificationPolicy | None = None, diagnostic: Diagnostic | None = None) -> RepairCheck:
         return verify_repair(self.source, node=node_id, parts=parts, repaired_at=repaired_at, policy=policy,
-                             thresholds=self.thresholds)
+                             thresholds=self.thresholds, diagnostic=diagnostic)
 
 
 class SnapshotNodeSource(NodeSource):

@@ -65,36 +65,46 @@ class Metric:
 
 
 _PCIE = frozenset({LinkType.PCIE})
-# The NVLink5 counters are a GPU's and, on an NVLink5 switch tray, its ports' (NMX-T reads both ends of every link).
-_NVLINK5 = frozenset({LinkType.NVLINK, LinkType.NVSWITCH})
+# NVLink's data link layer counts CRC errors, recoveries and discards, a GPU's and a switch port's alike; PCIe has its
+# replays, rollovers and the AER kinds (Bad TLP, Bad DLLP, receiver errors), no CRC flit or recovery counter. The
+# NVLink5 counters are a GPU's and, on an NVLink5 switch tray, its ports' (NMX-T reads both ends of every link).
+_NVLINK = frozenset({LinkType.NVLINK, LinkType.NVSWITCH})
 
 # In the order an answer lists them (and the link samples hold the counters).
 METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("replay", "replays", Kind.COUNTER),
-    Metric("crc_flit", "CRC flit errors", Kind.COUNTER),
-    Metric("crc_data", "CRC data errors", Kind.COUNTER),
-    Metric("recovery", "recoveries", Kind.COUNTER),
+    Metric("crc_flit", "CRC flit errors", Kind.COUNTER, on=_NVLINK),
+    Metric("crc_data", "CRC data errors", Kind.COUNTER, on=_NVLINK),
+    Metric("recovery", "recoveries", Kind.COUNTER, on=_NVLINK),
     Metric("replay_rollovers", "replay rollovers", Kind.COUNTER, on=_PCIE),  # each a link retrain, never a replay
-    Metric("tx_discards", "TX discards", Kind.COUNTER),
-    Metric("symbol_errors", "symbol errors", Kind.COUNTER, on=_NVLINK5),
-    Metric("effective_errors", "effective errors", Kind.COUNTER, on=_NVLINK5),
-    Metric("recovery_successful", "successful recoveries", Kind.COUNTER, on=_NVLINK5),
-    Metric("recovery_failed", "failed recoveries", Kind.COUNTER, on=_NVLINK5),
-    Metric("crc", "CRC errors", Kind.SUM, parts=("crc_flit", "crc_data")),
+    Metric("tx_discards", "TX discards", Kind.COUNTER, on=_NVLINK),
+    Metric("symbol_errors", "symbol errors", Kind.COUNTER, on=_NVLINK),
+    Metric("effective_errors", "effective errors", Kind.COUNTER, on=_NVLINK),
+    Metric("recovery_successful", "successful recoveries", Kind.COUNTER, on=_NVLINK),
+    Metric("recovery_failed", "failed recoveries", Kind.COUNTER, on=_NVLINK),
+    # NVLink5 (Blackwell) packet, integrity and ECC counters: DCGM's MonitorNVLink5Fields fails on any increase
+    Metric("rx_malformed", "malformed packets", Kind.COUNTER, on=_NVLINK),  # DCGM field 1204
+    Metric("rx_dropped", "packets dropped (buffer overrun)", Kind.COUNTER, on=_NVLINK),  # 1205
+    Metric("rx_errors", "packets received in error", Kind.COUNTER, on=_NVLINK),  # 1206
+    Metric("rx_remote_errors", "packets marked bad upstream", Kind.COUNTER, on=_NVLINK),  # stomp/EBP marker, 1207
+    Metric("rx_general_errors", "packet header mismatches", Kind.COUNTER, on=_NVLINK),  # 1208
+    Metric("integrity_errors", "link integrity errors", Kind.COUNTER, on=_NVLINK),  # over its threshold, 1209
+    Metric("ecc_errors", "NVLink ECC errors", Kind.COUNTER, on=_NVLINK),  # NVLink ECC data errors, 1220
+    Metric("crc", "CRC errors", Kind.SUM, on=_NVLINK, parts=("crc_flit", "crc_data")),
     Metric("width_lost", "lanes lost", Kind.LEVEL, Unit.LANES, _PCIE, column="width", maximum="max_width"),
     Metric("lanes_in_error", "lanes in error", Kind.LEVEL, Unit.LANES, _PCIE),  # lane errors at either end
     Metric("gen_lost_under_load", "generations lost under load", Kind.LEVEL, Unit.GENERATIONS, _PCIE, column="gen",
            maximum="max_gen", busy=("tx_bytes_per_s", "rx_bytes_per_s")),
-    Metric("effective_ber", "effective BER", Kind.LEVEL, Unit.RATIO, _NVLINK5, column="effective_ber"),
-    Metric("symbol_ber", "symbol BER", Kind.LEVEL, Unit.RATIO, _NVLINK5, column="symbol_ber"),
-    Metric("aer_correctable", "aer correctable", Kind.HOST),  # TOTAL_ERR_COR
-    Metric("aer_nonfatal", "aer nonfatal", Kind.HOST),  # TOTAL_ERR_NONFATAL
-    Metric("aer_fatal", "aer fatal", Kind.HOST),  # TOTAL_ERR_FATAL
-    Metric("bad_tlp", "bad TLPs", Kind.HOST),  # the receiver dropped a TLP, the sender replays it
-    Metric("bad_dllp", "bad DLLPs", Kind.HOST),  # seen by the receiver
-    Metric("rx_err", "receiver errors", Kind.HOST),  # physical layer, seen by the receiver
-    Metric("replay_timeout", "replay timer timeouts", Kind.HOST),  # counted by the transmitter that had to replay
-    Metric("aer_rollover", "replay-number rollovers", Kind.HOST),  # counted by the transmitter (it retrains the link)
+    Metric("effective_ber", "effective BER", Kind.LEVEL, Unit.RATIO, _NVLINK, column="effective_ber"),
+    Metric("symbol_ber", "symbol BER", Kind.LEVEL, Unit.RATIO, _NVLINK, column="symbol_ber"),
+    Metric("aer_correctable", "aer correctable", Kind.HOST, on=_PCIE),  # TOTAL_ERR_COR
+    Metric("aer_nonfatal", "aer nonfatal", Kind.HOST, on=_PCIE),  # TOTAL_ERR_NONFATAL
+    Metric("aer_fatal", "aer fatal", Kind.HOST, on=_PCIE),  # TOTAL_ERR_FATAL
+    Metric("bad_tlp", "bad TLPs", Kind.HOST, on=_PCIE),  # the receiver dropped a TLP, the sender replays it
+    Metric("bad_dllp", "bad DLLPs", Kind.HOST, on=_PCIE),  # seen by the receiver
+    Metric("rx_err", "receiver errors", Kind.HOST, on=_PCIE),  # physical layer, seen by the receiver
+    Metric("replay_timeout", "replay timer timeouts", Kind.HOST, on=_PCIE),  # counted by the transmitter that replayed
+    Metric("aer_rollover", "replay-number rollovers", Kind.HOST, on=_PCIE),  # by the transmitter (it retrains the link)
     Metric("xid", "Xids", Kind.EVENT, Unit.EVENTS),
     Metric("sxid", "SXids", Kind.EVENT, Unit.EVENTS),
 )}

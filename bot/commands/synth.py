@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from diagnostics import InputError
@@ -12,13 +13,49 @@ from diagnostics.synth import DEFAULT_NODES, DEFAULT_RACKS, generate, generate_r
 
 from ..progress import progress_bar
 
+MIN_HOURS = 6.0  # the scenarios' histories (a baseline, the onset, the analysis window) need six hours
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 (got {text!r})")
+    return n
+
+
+def _hours(text: str) -> float:
+    try:
+        hours = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of hours: {text!r}") from None
+    if not (math.isfinite(hours) and hours >= MIN_HOURS):
+        raise argparse.ArgumentTypeError(f"at least {MIN_HOURS:g} hours (got {text!r})")
+    return hours
+
+
+def _minutes(text: str) -> float:
+    try:
+        minutes = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
+    if not (math.isfinite(minutes) and minutes > 0):
+        raise argparse.ArgumentTypeError(f"more than 0 minutes (got {text!r})")
+    return minutes
+
 
 def cmd_synth(args: argparse.Namespace) -> int:
+    if args.platform is None and args.racks is not None:
+        raise InputError("--racks counts the racks of a rack platform: give --platform too (gb200-nvl72, "
+                         "gb200-nvl36x2), or --nodes for 8-GPU nodes", field="--racks", value=str(args.racks))
     if args.platform is not None:
         if args.platform not in all_racks():
             raise InputError(f"--platform takes a rack platform ({', '.join(sorted(all_racks()))}); without it the "
                              "fleet mixes the 8-GPU platforms", field="--platform", value=args.platform)
-        truth_path = generate_racks(out=Path(args.out), seed=args.seed, racks=args.racks, hours=args.hours,
+        racks = DEFAULT_RACKS if args.racks is None else args.racks
+        truth_path = generate_racks(out=Path(args.out), seed=args.seed, racks=racks, hours=args.hours,
                                     interval_min=args.interval, platform=args.platform, fmt=args.format,
                                     life=not args.no_life)
         truth = json.loads(truth_path.read_text(encoding="utf-8"))
@@ -46,14 +83,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     synth = sub.add_parser("synth", help="write a synthetic fleet with labelled faults and ground truth")
     synth.add_argument("--out", required=True, metavar="DIR", help="folder to write")
     synth.add_argument("--seed", type=int, default=0, help="random seed (same seed, same fleet; default 0)")
-    synth.add_argument("--nodes", type=int, default=DEFAULT_NODES,
+    synth.add_argument("--nodes", type=_at_least_one, default=DEFAULT_NODES,
                        help=f"number of 8-GPU nodes (default {DEFAULT_NODES}: every scenario at least once)")
     synth.add_argument("--platform", default=None, metavar="RACK",
                        help="write racks of this rack platform instead (gb200-nvl72, gb200-nvl36x2)")
-    synth.add_argument("--racks", type=int, default=DEFAULT_RACKS,
+    synth.add_argument("--racks", type=_at_least_one, default=None,
                        help=f"with --platform: number of racks (default {DEFAULT_RACKS}: every rack scenario once)")
-    synth.add_argument("--hours", type=float, default=8.0, help="hours of history (default 8, at least 6)")
-    synth.add_argument("--interval", type=float, default=5.0, metavar="MIN", help="minutes between samples")
+    synth.add_argument("--hours", type=_hours, default=8.0, help="hours of history (default 8, at least 6)")
+    synth.add_argument("--interval", type=_minutes, default=5.0, metavar="MIN", help="minutes between samples")
     synth.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="table file format")
     synth.add_argument("--scrapes", type=int, default=2, metavar="N",
                        help="also write the last hour of N nodes as dcgm-exporter scrapes (default 2)")

@@ -25,7 +25,7 @@ from ..options import parse_time
 from ..storage import open_db
 from ..workflow.history import part_history
 from ..workflow.tracker import SqliteTracker, Ticket
-from ..workflow.verification import source_check, verify_repairs
+from ..workflow.verification import reported_diagnostics, source_check, verify_repairs
 
 
 def _folder(args: argparse.Namespace) -> Path:
@@ -72,6 +72,9 @@ def cmd_tickets(args: argparse.Namespace) -> int:
         return 0
     if action == "repaired":
         at = parse_time(args.at, field="--at").isoformat(timespec="seconds") if args.at else None
+        diag_at = parse_time(args.diag_at, field="--diag-at").isoformat(timespec="seconds") if args.diag_at else None
+        if args.diag_at and not args.diag:
+            raise InputError("--diag-at needs --diag pass|fail", field="--diag-at", value=args.diag_at)
         try:
             ticket = tracker.report_repair(args.ticket, actor=args.by, at=at, note=args.note or "")
         except KeyError:
@@ -79,7 +82,8 @@ def cmd_tickets(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise InputError(str(exc), field="ticket", value=args.ticket) from None
         audit.record("repair", actor=args.by, subject=f"{ticket.node_id} / {ticket.component}", detail={
-            "ticket": ticket.id, "repaired_at": ticket.repaired_at, "note": args.note})
+            "ticket": ticket.id, "repaired_at": ticket.repaired_at, "note": args.note,
+            **({"diag": args.diag, "diag_at": diag_at or ticket.repaired_at} if args.diag else {})})
         soak = load_verification().soak_hours
         print(f"{ticket.id} is verifying: its part is watched for {soak:g} h of readings from {ticket.repaired_at} "
               "(`fabricbot tickets verify` checks it)")
@@ -89,7 +93,8 @@ def cmd_tickets(args: argparse.Namespace) -> int:
     def record(kind: str, *, actor: str, subject: str = "", **detail: object) -> int:
         return audit.record(kind, actor=actor, subject=subject, detail=detail)
 
-    results = verify_repairs(tracker=tracker, check=source_check(source), record=record,
+    results = verify_repairs(tracker=tracker, check=source_check(source, reported_diagnostics(audit.entries("repair"))),
+                             record=record,
                              ticket_ids=set(args.ticket) if args.ticket else None)
     if args.json:
         print(json.dumps([{"ticket": r.ticket.id, "status": r.ticket.status, **r.check.model_dump(mode="json")}
@@ -121,6 +126,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     repaired.add_argument("--by", required=True, help="who did the repair")
     repaired.add_argument("--at", help="when (ISO 8601; default now)")
     repaired.add_argument("--note", help="what was done (e.g. 'reseated NVSwitch tray')")
+    repaired.add_argument("--diag", choices=("pass", "fail"),
+                          help="the result of `dcgmi diag -r 2` run after the repair: a pass proves the part as "
+                               "traffic does (a drained idle node proves nothing); a fail reopens the ticket")
+    repaired.add_argument("--diag-at", help="when the diagnostic ran (ISO 8601; default the repair's time)")
     verify = actions.add_parser("verify", help="judge each verifying ticket's part on the readings since its repair")
     verify.add_argument("ticket", metavar="ID", nargs="*", help="only these tickets")
     verify.add_argument("--json", action="store_true")

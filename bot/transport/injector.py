@@ -45,7 +45,9 @@ class Injector:
         self.url = app_url
         self.verifier = SignatureVerifier(signing_secret)
         self.slack = slack
-        self.http = httpx.Client(timeout=timeout)
+        # A connection per request, as Slack's deliveries come: a kept-alive one can be closed by the server's idle
+        # timeout (uvicorn's 5 s) just as the next request goes out on it, and that request is reset.
+        self.http = httpx.Client(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=0))
         self._seq = itertools.count(1)
         self._run = secrets.token_hex(3).upper()  # event ids unique across injectors, as Slack's are
 

@@ -4,11 +4,12 @@ replacement, when the errors came back."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from diagnostics.analysis import RepairCheck, RepairVerdict
+from diagnostics.analysis import Diagnostic, RepairCheck, RepairVerdict
 from diagnostics.config import VerificationPolicy, load_verification
 
 from ..nodes import NodeSource
@@ -26,16 +27,30 @@ class Verified:
 
 
 Check = Callable[[Ticket, VerificationPolicy], RepairCheck]
+Diagnostics = Callable[[Ticket], Diagnostic | None]  # the post-repair diagnostic a technician reported, if any
 
 
-def source_check(source: NodeSource) -> Check:
-    """A ticket's part judged on the node source's readings since its repair (the store's, or the run's own)."""
+def source_check(source: NodeSource, diagnostics: Diagnostics | None = None) -> Check:
+    """A ticket's part judged on the node source's readings since its repair (the store's, or the run's own), with
+    the post-repair diagnostic reported for it."""
     def check(ticket: Ticket, policy: VerificationPolicy) -> RepairCheck:
         assert ticket.repaired_at is not None
         return source.repair_check(node_id=ticket.node_id, parts=list(ticket.parts),
-                                   repaired_at=datetime.fromisoformat(ticket.repaired_at), policy=policy)
+                                   repaired_at=datetime.fromisoformat(ticket.repaired_at), policy=policy,
+                                   diagnostic=diagnostics(ticket) if diagnostics else None)
 
     return check
+
+
+def reported_diagnostics(entries: Iterable[Mapping[str, Any]]) -> Diagnostics:
+    """Each ticket's latest post-repair diagnostic, from the audit trail's repair reports (`--diag pass|fail`)."""
+    latest: dict[str, Diagnostic] = {}
+    for entry in entries:
+        detail = entry.get("detail") or {}
+        if entry.get("kind") == "repair" and detail.get("diag") in ("pass", "fail") and detail.get("diag_at"):
+            latest[str(detail["ticket"])] = Diagnostic(at=datetime.fromisoformat(str(detail["diag_at"])),
+                                                       passed=detail["diag"] == "pass")
+    return lambda ticket: latest.get(ticket.id)
 
 
 def verify_repairs(*, tracker: Tracker, check: Check, record: Record, policy: VerificationPolicy | None = None,

@@ -14,10 +14,11 @@ from .node import analyze_tables, explain_job, node_tables
 from .pasted import Reading, rates_between
 from .rates import counters_in
 from .trends import Watch, watch_list
-from .verify import RepairCheck, RepairVerdict, check_repair
+from .verify import Diagnostic, RepairCheck, RepairVerdict, check_repair, uuids
 
 __all__ = [
     "Decision",
+    "Diagnostic",
     "FailingPart",
     "FleetAnalysis",
     "History",
@@ -43,5 +44,6 @@ __all__ = [
     "jobs_on",
     "node_tables",
     "rates_between",
+    "uuids",
     "watch_list",
 ]

@@ -90,6 +90,12 @@ class Boards:
         graph = self.given.get(node) or self.described.get(node)
         return getattr(graph, "platform", None) if graph is not None else None
 
+    def nvlink_generation(self, node: str) -> int | None:
+        """The node's NVLink generation as its platform states it (5: Blackwell); None where not known."""
+        platform = self.platform(node)
+        value = all_platforms().get(platform, {}).get("nvlink_generation") if platform else None
+        return int(value) if value is not None else None
+
     def warnings(self, node: str) -> list[str]:
         notes = list(self.notes.get(node, []))
         if self.platform(node) is None:

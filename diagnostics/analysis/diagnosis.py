@@ -9,12 +9,13 @@ from ..config.thresholds import SOFTWARE_RULE, Thresholds
 from ..enums import Severity
 from ..model import Diagnosis, Finding, Localization, RackPlace
 from ..repair import localization_action, repair_action
+from ..times import clockless
 from .correlate import JobExplanation
 from .localize import rank
 from .rules import priority, worst
 
-PLATFORM_UNKNOWN = ("platform unknown: the expected links and GPUs are not checked and the repair names no part for "
-                    "a board (name it with --platform or a nodes.csv)")
+PLATFORM_UNKNOWN = ("platform unknown: the expected links and GPUs are not checked and the repair names the part the "
+                    "link implies on each kind of board, not one board's (name it with --platform or a nodes.csv)")
 FABRIC_DOWN = ("the fabric is not up on {node} (Fabric Manager or the driver): jobs cannot start there, since on an "
                "NVSwitch system CUDA initialisation fails with error 802 ('system not yet initialized')")
 # A rack's hosts run no Fabric Manager: NMX-Controller sets the NVLink domain up, IMEX shares memory across trays
@@ -27,20 +28,45 @@ def _bad(f: Finding) -> bool:
 
 
 def action_for(loc: Localization, node_id: str, platform: str | None, rack: RackPlace | None = None,
-               job_id: str | None = None) -> str:
-    """What a person does about one suspected component, from the repair catalog."""
-    return localization_action(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id)
+               job_id: str | None = None, stated_pair: bool = False) -> str:
+    """What a person does about one suspected component, from the repair catalog (`stated_pair`: the input is the
+    product's snapshot, which names each link's GPU pair itself)."""
+    return localization_action(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
+                               stated_pair=stated_pair)
 
 
-def scored(findings: list[Finding], job: JobExplanation, node_id: str) -> list[Finding]:
+def _weighed(f: Finding, job: JobExplanation, tolerance_min: float) -> Finding | None:
+    """An event's finding (an Xid, an SXid: no series to score) weighed by its time against the slowdown's onset: it
+    explains a slowdown that began with it (within the onset tolerance), never one that began before it; None where
+    either time is not known."""
+    if f.onset is None or job.onset is None or clockless(job.onset) or clockless(f.onset):
+        return None
+    gap = (job.onset - f.onset).total_seconds() / 60  # > 0: the event came first
+    at, began = fmt.when(f.onset), fmt.when(job.onset)
+    if abs(gap) <= tolerance_min:
+        said, explains = f"the event at {at} and the slowdown since {began} begin together: it explains it", True
+    elif gap < 0:
+        said, explains = (f"the event at {at} came {-gap:.0f} min after job {job.job_id}'s slowdown began ({began}): "
+                          "it did not start it"), False
+    else:
+        said, explains = (f"the event at {at} came {gap:.0f} min before job {job.job_id}'s slowdown began ({began}): "
+                          "the job ran on without slowing after it"), False
+    return f.model_copy(update={"explains_slowdown": explains, "evidence": [*f.evidence, said]})
+
+
+def scored(findings: list[Finding], job: JobExplanation, node_id: str, tolerance_min: float = 30.0) -> list[Finding]:
     """The findings with their correlation to the job's step time; a flagged link the job's score did not reach
-    does not explain it."""
+    does not explain it; an event is weighed by its time against the slowdown's onset."""
     out = []
     for f in findings:
         score = job.for_link(node_id, f.ref)
         if score is None:
             if f.severity is Severity.OK:
                 out.append(f)
+                continue
+            weighed = _weighed(f, job, tolerance_min) if job.slowdown else None
+            if weighed is not None:
+                out.append(weighed)
                 continue
             evidence = [*f.evidence, f"its errors do not track job {job.job_id}'s step time"]
             out.append(f.model_copy(update={"explains_slowdown": False, "correlation_score": 0.0,
@@ -63,7 +89,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              findings: list[Finding], localizations: list[Localization], job: JobExplanation | None,
              thresholds: Thresholds, warnings: list[str], rates_known: bool = True,
              has_links: bool = True, job_gpus: int | None = None, prescored: bool = False,
-             rack: RackPlace | None = None, tray: str | None = None) -> Diagnosis:
+             rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts)."""
@@ -73,13 +99,14 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     if job is not None and not job.running:
         job = None
     if job is not None and not prescored:
-        findings = scored(findings, job, node_id)
+        findings = scored(findings, job, node_id, thresholds.setting("onset_tolerance_min"))
     top = worst(findings)
     failing = top is not None and _bad(top)
     explaining = {f.component for f in findings if f.explains_slowdown}
     locs = rank(loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
                                        "action": loc.action or action_for(loc, node_id, platform, rack,
-                                                                          shown.job_id if shown else None)})
+                                                                          shown.job_id if shown else None,
+                                                                          stated_pairs)})
                 for loc in localizations) if failing else []
     loc = locs[0] if locs else None
     degradation = job.degradation_pct if job is not None else None
@@ -128,7 +155,12 @@ def _job_verdict(job: JobExplanation, findings: list[Finding], node_id: str, hea
     bad = [f for f in findings if _bad(f)]
     pct = fmt.percent(job.degradation_pct)
     if job.slowdown and any(f.explains_slowdown for f in bad):
-        return job.verdict
+        if any(s.explains_slowdown for s in job.links):
+            return job.verdict
+        event = next(f for f in bad if f.explains_slowdown)  # an event's time, not a series, matched the onset
+        return (f"{node_id} {event.component} explains job {job.job_id}'s slowdown ({pct} since "
+                f"{fmt.when(job.onset)}): its {event.crossed[0].counter.upper() if event.crossed else 'event'} at "
+                f"{fmt.when(event.onset)} began it")
     if job.slowdown and bad:
         return (f"job {job.job_id} is {pct} slower but the failing links of {node_id} do not track it: "
                 "not this node's fabric")

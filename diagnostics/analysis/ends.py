@@ -1,8 +1,12 @@
 """Which end of a link saw the errors (`data/ends.toml`): a receiver counts the errors it detects, a transmitter the
 replays it had to send. A GPU's PCIe link is read at both its ends (lspci's ports: the GPU and the switch or root port
 above it); a GPU's NVLink is joined to the NVSwitch port at its other end through the port map. An end is named only
-where both ends were read and one of them received the errors: a fault seen from both ends names the end and the
-part; errors received at both ends name no end. Lanes are each end's own (a port numbers its own lanes)."""
+where both ends were read and one of them received the errors, and an NVLink's two ends were joined by an observed
+port map (`nvidia-smi nvlink -R`): a port the template only assumes may be another link's, so its counts are
+evidence with that basis and name no end. Errors received at both ends name no end; nor do replays alone (a Replay
+Timer Timeout also follows ACK/NAK DLLPs lost on the way back, PCIe r4.0 sec. 3.6.2, so the sender's count does not say
+which direction failed). Which end received the errors is evidence: the parts keep the repair catalog's order.
+Lanes are each end's own (a port numbers its own lanes)."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..config.ends import EndsPolicy
-from ..enums import LinkEnd, LinkType
+from ..enums import LinkEnd, LinkType, PortSource
 from ..metrics import SUMS
 from ..model import Finding
 
@@ -128,11 +132,10 @@ def pcie_end(views: Mapping[LinkEnd, EndView], gpu: int) -> tuple[LinkEnd | None
                             f"{_name(end, gpu, views)} only")
         return end, lanes, evidence
     senders = [e for e in (LinkEnd.GPU, LinkEnd.UPSTREAM) if views[e].sent]
-    if len(senders) == 1:
-        end = _OTHER[senders[0]]
-        return end, list(views[end].lanes), [
-            f"{_name(senders[0], gpu, views)} replayed ({_said(views[senders[0]].sent)}): what it sends reaches "
-            f"{_name(end, gpu, views)} in error"]
+    for e in senders:
+        evidence.append(f"{_name(e, gpu, views)} replayed ({_said(views[e].sent)}) and neither end received errors: "
+                        "no end named (a replay timer timeout also follows ACK/NAK DLLPs lost on the return path, "
+                        "PCIe r4.0 sec. 3.6.2)")
     return None, lanes, evidence
 
 
@@ -160,6 +163,7 @@ def nvlink_ends(findings: list[Finding], policy: EndsPolicy) -> list[Finding]:
             out.append(f)
             continue
         folded.add(id(port))
+        observed = f.port_source is PortSource.OBSERVED
         gpu_in, port_in = _counts(f, received), _counts(port, received)
         gpu_out, port_out = _counts(f, sent), _counts(port, sent)
         here, there = f"GPU {f.gpu}'s end", f"{port.ref.name}"
@@ -180,7 +184,9 @@ def nvlink_ends(findings: list[Finding], policy: EndsPolicy) -> list[Finding]:
         else:
             why = "both ends count received errors: the link between them, not one end" if gpu_in and port_in \
                 else "the two ends do not say which received the errors"
-        out.append(f.model_copy(update={"end": end, "evidence": [
-            *f.evidence, f"the other end, {there} (by the {f.port_source.value} port map): {said}",
-            f"seen from both ends: {why}"]}))
+        basis = f"seen from both ends (the port map observed): {why}" if observed else (
+            f"no end named: {there} is this link's other end only by the {f.port_source.value} port map "
+            f"(`nvidia-smi nvlink -R -i {f.gpu}` reads it); what the two count: {why}")
+        out.append(f.model_copy(update={"end": end if observed else None, "evidence": [
+            *f.evidence, f"the other end, {there} (by the {f.port_source.value} port map): {said}", basis]}))
     return [f for f in out if id(f) not in folded]

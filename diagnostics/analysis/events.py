@@ -5,7 +5,7 @@ Fabric Manager. Per-link checks run on the fleet's metrics table at once; event 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +22,7 @@ from ..config.thresholds import (
     Rule,
     Thresholds,
 )
-from ..enums import CodeSeverity, ComponentKind, EventKind, LinkState, LinkType, Severity
+from ..enums import CodeSeverity, ComponentKind, EventKind, LinkState, LinkType, PortSource, Severity
 from ..model import Crossing, Finding
 from .rates import deltas, ns
 from .rules import summarize
@@ -153,12 +153,15 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
 def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,
                    silent: Mapping[str, Mapping[int, int]] | None = None,
                    buses: Mapping[str, Mapping[str, int]] | None = None,
-                   uuids: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[Finding]]:
+                   uuids: Mapping[str, Mapping[str, int]] | None = None,
+                   restarts: Mapping[str, Mapping[int | None, int]] | None = None) -> dict[str, list[Finding]]:
     """Each node's Xid/SXid rules over the window, the fleet's events judged at once (each node's as if alone:
     every key below holds the node). `silent` (node -> GPU -> when its series stopped) keeps an Xid 79 found: a
-    GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. `buses`
-    and `uuids` (node -> PCI address or UUID -> GPU index, from the node's GPU table) name the GPU of a log line
-    that gives only its address (and the driver's identity line its UUID)."""
+    GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. A fatal
+    event (a fatal Xid or SXid, a GPU off the bus) before the window still counts until a restart is seen after it:
+    `restarts` (node -> GPU -> the last time its counters restarted: a GPU reset, driver reload or reboot; None ->
+    the node's) clears it. `buses` and `uuids` (node -> PCI address or UUID -> GPU index, from the node's GPU
+    table) name the GPU of a log line that gives only its address (and the driver's identity line its UUID)."""
     silent = {n: s for n, s in (silent or {}).items() if s}
     if events.empty or "kind" not in events.columns:
         return {}
@@ -170,6 +173,8 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
     recent = events[in_window]
+    before_window = ~in_window & (t <= end_ns)
+    earlier = _uncleared(events[before_window], restarts or {})
     kind = recent["kind"].astype("string")
     out: dict[str, list[Finding]] = {}
     for rule in thresholds.rules:
@@ -177,11 +182,16 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
             continue
         rows = recent[(kind == rule.counter).fillna(False).to_numpy(bool)]
         if rule.name == OFF_BUS_RULE and silent:
-            earlier = events[~in_window & (t <= end_ns)]
-            before = [_off_bus_before(earlier[(node[~in_window & (t <= end_ns)] == n).to_numpy(bool, na_value=False)],
-                                      gpus) for n, gpus in sorted(silent.items())]
+            prior = events[before_window]
+            before = [_off_bus_before(prior[(node[before_window] == n).to_numpy(bool, na_value=False)], gpus)
+                      for n, gpus in sorted(silent.items())]
             before = [b for b in before if not b.empty]
             rows = pd.concat([rows, *before]) if before else rows
+        persisting = earlier[(earlier["kind"].astype("string") == rule.counter).fillna(False).to_numpy(bool)]
+        persisting = persisting[_fatal(persisting, rule.counter)] if len(persisting) else persisting
+        if len(persisting) and rule.name != OFF_BUS_RULE:  # an Xid 79 holds while its GPU stays silent (above):
+            rows = pd.concat([rows, persisting.assign(_persists=True)])  # readings after it: the GPU came back
+        rows = rows[~rows.index.duplicated(keep="first")] if len(rows) else rows
         if rule.codes:
             rows = _with_code(rows, rule.codes)
         if rule.decoded is not None and rule.counter == EventKind.XID.value:
@@ -195,6 +205,62 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
             if occurrences <= rule.above:
                 continue
             out.setdefault(str(name), []).append(_event_finding(rule, str(key), group, occurrences, switch_side))
+    return out
+
+
+def _uncleared(events: pd.DataFrame, restarts: Mapping[str, Mapping[int | None, int]]) -> pd.DataFrame:
+    """Xid and SXid events before the window that no later restart cleared: an Xid by a restart of its GPU (or of
+    its node), an SXid by one of its node."""
+    if events.empty:
+        return events
+    t = ns(events["timestamp"])
+    never = np.iinfo(np.int64).min
+    nodes = events["node_id"].astype("string").fillna("").to_numpy(object)
+    gpu = events["gpu"].astype("Int64").to_numpy(np.int64, na_value=-1) if "gpu" in events else np.full(len(t), -1)
+    whole = np.array([restarts.get(n, {}).get(None, never) for n in nodes], dtype=np.int64)
+    own = np.array([restarts.get(n, {}).get(int(g), never) if g >= 0 else never for n, g in zip(nodes, gpu,
+                                                                                               strict=True)],
+                   dtype=np.int64)
+    xid = (events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
+    cleared = np.where(xid, np.maximum(own, whole), whole)
+    keep = (t > cleared) & np.isin(events["kind"].astype("string").to_numpy(object),
+                                   [EventKind.XID.value, EventKind.SXID.value])
+    return events[keep]
+
+
+def _codes_at(series: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """A key column's integer codes at `rows` (a categorical's own codes; never every value as a Python object)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return np.asarray(series.cat.codes.to_numpy()[rows])
+    return np.asarray(pd.factorize(series.iloc[rows])[0])
+
+
+def last_restarts(links: pd.DataFrame, t: np.ndarray, node: str, end_ns: int) -> dict[int | None, int]:
+    """When each GPU of the node last restarted its counters up to `end_ns` (a counter reading below the one before:
+    a GPU reset, a driver reload, a reboot), and the node's (None): when all of its GPUs had (a reboot)."""
+    if links.empty:
+        return {}
+    mine = np.flatnonzero((links["node_id"] == node).to_numpy(bool, na_value=False) & (t <= end_ns))
+    gpu = links["gpu"].to_numpy(np.float64, na_value=np.nan)[mine]
+    mine, gpu = mine[~np.isnan(gpu)], gpu[~np.isnan(gpu)]
+    if len(mine) == 0:
+        return {}
+    kind = _codes_at(links["link_type"], mine)
+    link = np.nan_to_num(links["link"].to_numpy(np.float64, na_value=np.nan)[mine], nan=-1.0)
+    at = t[mine]
+    order = np.lexsort((at, link, kind, gpu))
+    gpu, kind, link, at = gpu[order], kind[order], link[order], at[order]
+    out: dict[int | None, int] = {}
+    for c in (c for c in ("replay", "crc_flit", "crc_data", "recovery", "symbol_errors") if c in links.columns):
+        v = links[c].to_numpy(np.float64, na_value=np.nan)[mine][order]
+        ok = ~np.isnan(v)
+        g, k, lk, tt, vv = gpu[ok], kind[ok], link[ok], at[ok], v[ok]
+        drop = np.flatnonzero((g[1:] == g[:-1]) & (k[1:] == k[:-1]) & (lk[1:] == lk[:-1]) & (vv[1:] < vv[:-1])) + 1
+        for index in drop:
+            out[int(g[index])] = max(out.get(int(g[index]), 0), int(tt[index]))
+    gpus = {int(x) for x in np.unique(gpu)}
+    if out and set(out) >= gpus:
+        out[None] = min(v for key, v in out.items() if key is not None)
     return out
 
 
@@ -292,6 +358,8 @@ def _fatal(rows: pd.DataFrame, kind: str) -> np.ndarray:
 
 def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float, switch_side: bool) -> Finding:
     codes = sorted({int(c) for c in group["code"].dropna()})
+    dated = group["timestamp"].dropna()
+    first = pd.Timestamp(int(ns(dated).min()), tz="UTC") if len(dated) else None
     listed = ", ".join(map(str, codes))
     if switch_side:
         switch, port = key.split(":")
@@ -316,11 +384,16 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     if not switch_side and rule.name != OFF_BUS_RULE and "link" in group:  # `NVLink: ... on link 5`: the link it names
         links = {int(v) for v in group["link"].dropna().tolist()}
         link = links.pop() if len(links) == 1 else None
+    persists = "_persists" in group and bool(group["_persists"].fillna(False).astype(bool).any())
+    # the SXid line itself names its port: observed, as the title naming it says
+    source = PortSource.OBSERVED if switch_side and ref.port is not None else PortSource.UNKNOWN
+    held = [f"fatal at {fmt.when(first)}, before this window: it holds until a GPU reset, driver reload or reboot is "
+            "seen (none in the readings since)"] if persists and first is not None else []
     return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=link,
-                   link_state=LinkState.UNKNOWN,
-                   switch=ref.switch, switch_port=ref.port, severity=severity, worst_ratio=ratio, crossed=crossed,
-                   counts={rule.counter: occurrences},
-                   evidence=[*meanings, *(str(x) for x in group["text"].dropna().head(3))])
+                   link_state=LinkState.UNKNOWN, onset=first.floor("us").to_pydatetime() if first is not None else None,
+                   switch=ref.switch, switch_port=ref.port, port_source=source,
+                   severity=severity, worst_ratio=ratio, crossed=crossed, counts={rule.counter: occurrences},
+                   evidence=[*meanings, *held, *(str(x) for x in group["text"].dropna().head(3))])
 
 
 def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataFrame:
@@ -439,25 +512,39 @@ def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[in
     return out
 
 
-def replays_before_silence(links: pd.DataFrame, t: np.ndarray, node: str, gpu: int, end_ns: int, window_ns: int,
+def silent_pcie_rows(links: pd.DataFrame, t: np.ndarray, silent: Mapping[str, Collection[int]],
+                     end_ns: int) -> dict[tuple[str, int], np.ndarray]:
+    """(node, GPU) -> the rows of each silent GPU's PCIe link up to `end_ns`, in table order: the table scanned once
+    for all of them, not once per GPU."""
+    if links.empty or "replay" not in links.columns or not any(silent.values()):
+        return {}
+    at = np.flatnonzero((links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False) & (t <= end_ns)
+                        & links["node_id"].isin([n for n, gpus in silent.items() if gpus]).to_numpy(bool,
+                                                                                                 na_value=False))
+    nodes, gpus = links["node_id"].iloc[at], links["gpu"].iloc[at]
+    out: dict[tuple[str, int], np.ndarray] = {}
+    for node, stopped in silent.items():
+        here = (nodes == node).to_numpy(bool, na_value=False)
+        for gpu in stopped:
+            rows = at[here & (gpus == gpu).to_numpy(bool, na_value=False)]
+            if len(rows):
+                out[(node, int(gpu))] = rows
+    return out
+
+
+def replays_before_silence(links: pd.DataFrame, t: np.ndarray, at: np.ndarray, gpu: int, window_ns: int,
                            thresholds: Thresholds) -> str | None:
-    """What a GPU's PCIe link counted in the window before its series stopped: a replaying PCIe link (riser, slot)
-    is the usual cause of a GPU falling off the bus, so its history is the evidence of the Xid 79, not a fault of
-    its own. None when the link counted no replay then."""
-    if links.empty or "replay" not in links.columns:
+    """What a GPU's PCIe link counted in the window before its series stopped (`at`: its rows, from
+    `silent_pcie_rows`): a replaying PCIe link (riser, slot) is the usual cause of a GPU falling off the bus, so its
+    history is the evidence of the Xid 79, not a fault of its own. None when the link counted no replay then."""
+    if len(at) < 2:
         return None
-    mine = ((links["node_id"] == node).to_numpy(bool, na_value=False)
-            & (links["gpu"] == gpu).to_numpy(bool, na_value=False)
-            & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False) & (t <= end_ns))
-    if mine.sum() < 2:
-        return None
-    at = np.flatnonzero(mine)
     order = at[np.argsort(t[at], kind="stable")]
     times = t[order]
     last = int(times[-1])
     keep = times >= last - window_ns
     keep[max(int(np.argmax(keep)) - 1, 0)] = True  # the reading before the window is its starting point
-    values = links["replay"].to_numpy(np.float64, na_value=np.nan)[order][keep]
+    values = links["replay"].iloc[order].to_numpy(np.float64, na_value=np.nan)[keep]
     starts = np.zeros(len(values), dtype=bool)
     starts[0] = True
     counted = float(deltas(values, starts)[0].sum())

@@ -16,7 +16,7 @@ from ..enums import ComponentKind, LinkState, LinkType, Severity
 from ..metrics import COUNTERS, LEVELS, RATES, applies
 from ..model import Crossing, Finding
 from ..values import limits
-from .rules import crossings, state_crossing, summarize
+from .rules import LinkFacts, crossings, state_crossing, summarize
 
 
 def _num(value: object) -> float | None:
@@ -77,13 +77,23 @@ def ref_of(row: Mapping[str, Any]) -> ComponentRef:
     return ComponentRef.of_link(link_type, gpu, link, peer)
 
 
-def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = False) -> Finding:
-    """One link's finding: rates, the rules crossed, state, evidence (congestion, lone readings, resets)."""
+def totals_of(row: Mapping[str, Any], link_type: str) -> dict[str, float]:
+    """A link row's lifetime totals (the last cumulative reading) of the counters its link type has."""
+    totals = {c: _num(row.get(f"{c}_total")) for c in RATES if applies(c, link_type)}
+    return {c: v for c, v in totals.items() if v is not None}
+
+
+def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = False,
+               nvlink_generation: int | None = None) -> Finding:
+    """One link's finding: rates, the rules crossed, state, evidence (congestion, lone readings, resets).
+    `nvlink_generation` is the node's (its platform's), where known: some of DCGM's rules apply before NVLink5 only."""
     link_type = str(row["link_type"])
     rates, levels, counts = metrics_of(row, link_type)
     windows_over = {r.name: int(row[f"over_{r.name}"]) for r in thresholds.rules
                     if r.persist is not None and f"over_{r.name}" in row}
-    crossed = crossings(link_type, {**rates, **levels}, thresholds, windows_over)
+    facts = LinkFacts(totals=totals_of(row, link_type), gen=_num(row.get("gen")), width=_num(row.get("width")),
+                      nvlink_generation=nvlink_generation)
+    crossed = crossings(link_type, {**rates, **levels}, thresholds, windows_over, facts)
     state = LinkState(str(row["link_state"])) if _present(row.get("link_state")) else LinkState.UP
     evidence: list[str] = []
     if stale:
@@ -95,8 +105,7 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         if down is not None:
             crossed.insert(0, down)
     if int(row.get("samples", 0) or 0) < 2 and not rates.keys() & set(COUNTERS):
-        totals = {c: _num(row.get(f"{c}_total")) for c in RATES if applies(c, link_type)}
-        counts = {c: v for c, v in totals.items() if v is not None}
+        counts = dict(facts.totals)
         evidence.append("one reading: lifetime totals only (" + fmt.totals(counts) + "); a rate needs a second "
                         "reading" if counts else "one reading of the link's state: the input carries no error counters")
     covered = _num(row.get("covered_h"))

@@ -40,10 +40,12 @@ from .diagnosis import assemble
 from .ends import nvlink_ends, pcie_end, pcie_ends
 from .events import (
     event_findings,
+    last_restarts,
     missing_gpus,
     missing_links,
     node_view,
     replays_before_silence,
+    silent_pcie_rows,
     software_finding,
 )
 from .evidence import step_evidence
@@ -207,8 +209,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if full:
             flagged[:] = True
         stale = view.stale[flagged]
+        generation = {str(n): graph_of.nvlink_generation(str(n)) for n in metrics["node_id"].unique()}
         for row, s in zip(records(metrics[flagged]), stale.tolist(), strict=True):
-            f = finding_of(row, thresholds, stale=s)
+            f = finding_of(row, thresholds, stale=s, nvlink_generation=generation.get(str(row["node_id"])))
             views = ends.get((str(row["node_id"]), f.gpu)) if f.link_type is LinkType.PCIE and f.gpu is not None \
                 else None
             if views and f.gpu is not None:
@@ -225,8 +228,12 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
-    judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids)
+    restarts = {n: last_restarts(links, t, n, end_ns) for n, own in node_events.items()
+                if bool((ns(own["timestamp"]) <= start_ns).any())}  # a fatal event before the window may still hold
+    judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
+                            restarts)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
+    off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
@@ -248,7 +255,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
             mine += missing_gpus(reporting, count, view.last_heard.get(node, {}))
         for gpu in sorted(stopped):  # a GPU off the bus: what its PCIe link counted before it fell silent
-            before = replays_before_silence(links, t, node, gpu, end_ns, end_ns - start_ns, thresholds)
+            before = replays_before_silence(links, t, off_bus.get((node, gpu), np.zeros(0, np.int64)), gpu,
+                                            end_ns - start_ns, thresholds)
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
                         if f.gpu == gpu and _off_bus(f) else f for f in mine]
@@ -306,7 +314,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2,
             has_links=node in view.gpus_seen or node in reporting_links,
-            job_gpus=_job_gpus(job, graph_of))
+            job_gpus=_job_gpus(job, graph_of), stated_pairs=node in listed)
         if full and job is not None:  # one node's view: what the correlation read, for its picture
             evidence = step_evidence(result.diagnoses[node], job, index.of(job.job_id), found, links, t,
                                      end_ns=end_ns, thresholds=thresholds, history=history)

@@ -23,6 +23,9 @@ GPU_WIDE_MIN_LINKS = 3
 DOWNTRAIN_RULES = {"pcie_width", "pcie_gen_under_load"}
 
 
+END_EVIDENCE = ("the other end", "seen from both ends", "no end named")  # what a link's two ends said, with its basis
+
+
 def _bad(f: Finding) -> bool:
     return f.severity in (Severity.FAILING, Severity.DOWN)
 
@@ -206,7 +209,7 @@ def _links(findings: list[Finding], graph: NodeGraph | None) -> list[Localizatio
         if lanes:
             evidence.append(f"per-lane counters point to lane(s) {', '.join(map(str, lanes))}")
         ends = {f.end for f in group if f.end is not None}
-        evidence += [e for f in group for e in f.evidence if e.startswith(("the other end", "seen from both ends"))]
+        evidence += [e for f in group for e in f.evidence if e.startswith(END_EVIDENCE)]
         out.append(Localization(
             ref=port.get("ref") or top.ref, fault=FaultKind.NVLINK, gpu=top.gpu,
             peer=port.get("peer") or top.peer, link=top.link, switch=port.get("switch") or top.switch,

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config.thresholds import Thresholds
-from ..metrics import BUSY_SETTING, GAUGES, SUMS
+from ..config.thresholds import Rule, Thresholds
+from ..metrics import BUSY_SETTING, GAUGES, SUMS, Unit
 from .rates import Prepared, increase, window_sums
 
 STATE_COLUMNS = ("peer", "gpu_total", "link_state", "width", "max_width", "gen", "max_gen", "speed_gbps",
@@ -101,21 +101,35 @@ def _float(series: pd.Series | None) -> np.ndarray:
     return pd.to_numeric(series, errors="coerce").to_numpy(np.float64, na_value=np.nan)
 
 
-def _rate_column(frame: pd.DataFrame, counter: str) -> pd.Series | None:
-    if counter == "crc":
+def _rate_column(frame: pd.DataFrame, counter: str, suffix: str = "per_hour") -> pd.Series | None:
+    if counter == "crc" and suffix == "per_hour":
         return frame.filter(items=["crc_flit_per_hour", "crc_data_per_hour"]).sum(axis=1, min_count=1)
-    col = f"{counter}_per_hour"
+    col = f"{counter}_{suffix}"
     return frame[col] if col in frame.columns else None
+
+
+def _limits(m: pd.DataFrame, rule: Rule) -> np.ndarray | float:
+    """The rule's limit per link: its `above`, or per link from its generation and width (NaN: not judged)."""
+    if rule.per_lane_by_gen is None:
+        return rule.above
+    gen, width = _float(m.get("gen")), _float(m.get("width"))
+    per_lane = np.asarray(rule.per_lane_by_gen)
+    known = np.isfinite(gen) & np.isfinite(width) & (gen >= 1) & (width >= 1)
+    at = np.clip(np.nan_to_num(gen, nan=1.0).astype(np.int64), 1, len(per_lane)) - 1
+    return np.where(known, 60.0 * np.ceil(per_lane[at] * np.nan_to_num(width)), np.nan)
 
 
 def candidates(m: pd.DataFrame, thresholds: Thresholds) -> np.ndarray:
     """Links that could cross any rule or are not up: the only ones worth a full finding in a fleet sweep."""
     flag = np.zeros(len(m), dtype=bool)
     for rule in thresholds.rules:
-        col = _rate_column(m, rule.counter) if rule.counter not in m.columns else m[rule.counter]
+        col = m[rule.counter] if rule.counter in m.columns else \
+            _rate_column(m, rule.counter, "total" if rule.unit is Unit.TOTAL else "per_hour")
         if col is None:
             continue
-        flag |= col.astype("Float64").fillna(0).to_numpy(np.float64) > rule.above
+        value, limit = col.astype("Float64").fillna(0).to_numpy(np.float64), _limits(m, rule)
+        with np.errstate(invalid="ignore"):
+            flag |= (value >= limit) if rule.inclusive else (value > limit)
     if "link_state" in m.columns:
         flag |= m["link_state"].astype("string").fillna("up").isin(["down", "inactive", "degraded"]).to_numpy()
     return flag

@@ -33,13 +33,21 @@ def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
 
 
 def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
-    """The GPU totals whose every counter the same GPU's per-link rows also carry."""
+    """The GPU totals whose every counter the same GPU's per-link rows also carry: each (node, GPU, link type) coded
+    once, then per counter a lookup of the codes whose links hold it (a pass over the rows, not a sort)."""
     node = pd.factorize(links["node_id"])[0].astype(np.int64)
     gpu = links["gpu"].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1
     kind = pd.factorize(links["link_type"])[0].astype(np.int64)
-    key = (node << 24) | (gpu << 8) | (kind + 1)
+    key, keys = pd.factorize((node << 24) | (gpu << 8) | (kind + 1))
     per_link = ~total & links["link"].notna().to_numpy()
-    covered = np.isin(key, np.unique(key[per_link])) & total  # a total beside per-link rows of its GPU
+
+    def held(rows: np.ndarray) -> np.ndarray:
+        """Per key, whether some of `rows` has it."""
+        found = np.zeros(len(keys), dtype=bool)
+        found[key[rows]] = True
+        return found
+
+    covered = held(per_link)[key] & total  # a total beside per-link rows of its GPU
     for column in (*COUNTERS, *(m.column for m in GAUGES.values() if m.maximum is None)):
         if not covered.any():
             break
@@ -48,7 +56,7 @@ def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
         has = links[column].notna().to_numpy()
         own = covered & has
         if own.any():  # a total holding this counter repeats the links only if they hold it too
-            covered[own] = np.isin(key[own], np.unique(key[per_link & has]))
+            covered[own] = held(per_link & has)[key[own]]
     return covered
 
 

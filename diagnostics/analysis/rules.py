@@ -4,25 +4,43 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from .. import format as fmt
-from ..config.thresholds import LINK_DOWN_RULE, Thresholds
+from ..config.thresholds import GPU_LOST_RULES, LINK_DOWN_RULE, Thresholds
 from ..enums import LinkState, Priority, Severity, severity_rank
 from ..model import Crossing, Finding
 
 
+@dataclass(frozen=True)
+class LinkFacts:
+    """What a rule may need of a link beyond its rates: its lifetime totals (since the counters last restarted), its
+    PCIe generation and width, and its GPU's NVLink generation (5 on Blackwell; None where not known)."""
+
+    totals: Mapping[str, float] = field(default_factory=dict)
+    gen: float | None = None
+    width: float | None = None
+    nvlink_generation: int | None = None
+
+
 def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: Thresholds,
-              windows_over: Mapping[str, int] | None = None) -> list[Crossing]:
+              windows_over: Mapping[str, int] | None = None, facts: LinkFacts | None = None) -> list[Crossing]:
     """Every rule this link's rates break, worst first.
 
     A rule with `persist = [k, m]` needs a history: it fires when `windows_over[rule]` (how many of the last m
-    windows exceeded) is at least k, and is skipped when no history is given.
+    windows exceeded) is at least k, and is skipped when no history is given. A rule counted in totals (`since
+    reset`) judges the link's lifetime total; a rule with a per-lane limit judges against the link's own generation
+    and width; a rule `before_nvlink5` skips a link whose GPU is known to be Blackwell or newer.
     """
+    facts = facts or LinkFacts()
     found: list[Crossing] = []
     for rule in thresholds.rules:
-        if not rule.applies_to(link_type) or rule.counter not in rates_per_hour:
+        values = facts.totals if rule.unit is fmt.Unit.TOTAL else rates_per_hour
+        if not rule.applies_to(link_type) or rule.counter not in values:
             continue
-        rate = rates_per_hour[rule.counter]
+        if rule.before_nvlink5 and (facts.nvlink_generation or 0) >= 5:
+            continue
+        rate = values[rule.counter]
         if rule.persist is not None:
             k, m = rule.persist
             over = (windows_over or {}).get(rule.name)
@@ -35,14 +53,19 @@ def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: T
                 message=f"{fmt.label(rule.counter)} above {fmt.value(rule.above, rule.unit)} in {over} of the last "
                         f"{m} windows ({rule.name})",
             ))
-        elif rate > rule.above:
-            found.append(Crossing(
-                rule=rule.name, counter=rule.counter, rate_per_hour=rate, above=rule.above,
-                severity=rule.severity,
-                unit=rule.unit,
-                message=f"{fmt.metric(rule.counter, rate, unit=rule.unit)} > {fmt.value(rule.above, rule.unit)} "
-                        f"({rule.name})",
-            ))
+            continue
+        limit = rule.limit(facts.gen, facts.width)
+        if limit is None or not rule.crosses(rate, limit):
+            continue
+        sign = ">=" if rule.inclusive else ">"
+        scaled = f" (Gen{int(facts.gen or 0)} x{int(facts.width or 0)})" if rule.per_lane_by_gen else ""
+        found.append(Crossing(
+            rule=rule.name, counter=rule.counter, rate_per_hour=rate, above=limit,
+            severity=rule.severity,
+            unit=rule.unit,
+            message=f"{fmt.metric(rule.counter, rate, unit=rule.unit)} {sign} {fmt.value(limit, rule.unit)}{scaled} "
+                    f"({rule.name})",
+        ))
     found.sort(key=lambda c: (severity_rank(c.severity), _ratio(c)), reverse=True)
     return found
 
@@ -86,11 +109,13 @@ def worst(findings: Iterable[Finding]) -> Finding | None:
 
 def priority(findings: Iterable[Finding], degradation_pct: float | None, thresholds: Thresholds) -> Priority:
     """The first row of the priority table whose conditions hold."""
+    findings = list(findings)
     severities = {f.severity for f in findings}
     failing = bool(severities & {Severity.FAILING, Severity.DOWN})
     holds = {
         "failing": failing,
         "down": Severity.DOWN in severities,
+        "gpu_lost": any(c.rule in GPU_LOST_RULES for f in findings for c in f.crossed),
         "warning": not failing and Severity.WARNING in severities,
         "none": not failing and Severity.WARNING not in severities,
     }

@@ -1,5 +1,6 @@
 """Which end of a link counts which error (`data/ends.toml`): receivers count what they detect, transmitters the
-replays they send, so the end whose receiver saw the errors is named, and the part on its side comes first.
+replays they send, so the end whose receiver saw the errors is named as evidence (the parts keep the repair
+catalog's order: which end received the errors does not say which part failed).
 
 FABRICBOT_ENDS names a user file whose tables replace the defaults.
 """
@@ -8,11 +9,9 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..enums import LinkEnd
 from .datafiles import DATA_DIR, load_policy
 
 DEFAULT_FILE = DATA_DIR / "ends.toml"
@@ -34,14 +33,6 @@ class EndsPolicy(BaseModel):
 
     pcie: Direction
     nvlink: Direction
-    part_first: dict[Literal["pcie", "nvlink"], dict[LinkEnd, Literal["part", "next_part"]]] = Field(
-        default_factory=dict)
-
-    def first_part(self, family: str, end: LinkEnd | None) -> str:
-        """'part' or 'next_part': which of the catalog's parts a fault received at `end` replaces first."""
-        if end is None or family not in self.part_first:
-            return "part"
-        return self.part_first[family].get(end, "part")
 
 
 def load_ends(path: Path | None = None) -> EndsPolicy:

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from .datafiles import DATA_DIR, read_toml
@@ -20,8 +20,21 @@ PARTS_FILE = DATA_DIR / "parts.toml"
 ENV_PARTS = "FABRICBOT_PARTS"
 
 
+UNKNOWN_PLATFORM = "unknown"  # the platform of the parts a ticket names when nobody said which board it is
+
+
+class Candidate(BaseModel):
+    """One board a part may be on, and what the part is there."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    board: str
+    fru: str
+
+
 class Part(BaseModel):
-    """One catalog entry: what a technician orders and swaps, on one platform."""
+    """One catalog entry: what a technician orders and swaps, on one platform. With the platform unknown, the part
+    the observed link implies: its candidates (one per kind of board) and the read that decides between them."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -30,6 +43,9 @@ class Part(BaseModel):
     description: str
     fru: str
     part_number: str | None = None
+    candidates: list[Candidate] = Field(default_factory=list)
+    decided_by: str | None = Field(default=None, description="The command whose output decides the candidate.")
+    decide: str | None = Field(default=None, description="How to read that output.")
     source: str = "assumed"
     carries_gpu: bool = False  # the unit the GPU itself is swapped in: a repeat offender's replacement
 

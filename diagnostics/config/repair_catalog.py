@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..enums import FaultKind, ResetScope
 from ..errors import ConfigError
 from .datafiles import DATA_DIR, read_toml
-from .parts import parts
+from .parts import UNKNOWN_PLATFORM, parts
 from .platforms import all_platforms
 from .repair_text import PLACEHOLDERS, Text, placeholders
 
@@ -80,6 +80,8 @@ class FaultOverride(_Model):
     why: str | None = None
     part: str | None = None
     next_part: str | None = None
+    # with the platform unknown: the part when the link's far end is an NVSwitch (the baseboard's, not a bridge's)
+    switch_part: str | None = None
     reset_text: Text | None = None
     capture: list[str] | None = None
     isolate: list[StepRef] | None = None
@@ -99,6 +101,9 @@ class PlatformEntry(_Model):
     # the driver reports each GPU's fabric state (nvmlDeviceGetGpuFabricInfo, the Fabric section of nvidia-smi -q):
     # Hopper and newer; an Ampere NVSwitch system shows its fabric in Fabric Manager's log and nvidia-smi nvlink -s
     fabric_info: bool = True
+    # SXM modules on a baseboard: moving a module between sockets is the server vendor's service procedure (its
+    # tools, torque and thermal interface), not a site step (assumed: no NVIDIA document lists it as customer work)
+    sxm: bool = False
     source: str = "assumed"
     fault: dict[FaultKind, FaultOverride] = Field(default_factory=dict)
 
@@ -260,6 +265,11 @@ def _check_refs(cat: Catalog) -> None:
 
 def _check_parts(cat: Catalog) -> None:
     by_id = {p.id: p for p in parts()}
+    for kind, entry in cat.unknown.fault.items():
+        for pid in (entry.part, entry.next_part, entry.switch_part):
+            if pid is not None and (pid not in by_id or by_id[pid].platform != UNKNOWN_PLATFORM):
+                raise ConfigError(f"{cat.source}: unknown.fault.{kind.value}: part {pid!r} is not a part of the "
+                                  f"parts catalog's platform {UNKNOWN_PLATFORM!r}")
     for name, plat in cat.platform.items():
         rack = all_platforms().get(name, {}).get("rack")  # a rack's host may name its rack's parts
         for kind, entry in plat.fault.items():

@@ -13,7 +13,7 @@ Text = str | list[str]
 PLACEHOLDERS = frozenset({
     "node", "node_id", "gpu", "peer", "gpu_dst", "link", "switch", "switch_port", "lanes", "switch_path", "input_peer",
     "part", "part_id", "next_part", "next_part_id", "board", "platform", "reset_command", "reset_gpus", "reset_what",
-    "reset_note", "fm_note", "why", "fabric_read", "fabric_done",
+    "reset_note", "fm_note", "why", "fabric_read", "fabric_done", "swap_note",
     "rack", "unit", "tray", "switch_tray", "cartridge", "hosts", "hosts_csv", "switch_host",  # a rack's units
     "rack_stops", "rack_hosts_csv", "jobs", "nmx", "recovery",  # what a rack-wide step stops; NMX-C; Xid 154
 })

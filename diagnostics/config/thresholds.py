@@ -6,6 +6,7 @@ value for a run, and a profile applies a named set of overrides.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..enums import CodeSeverity, Priority, Severity
 from ..errors import ConfigError
-from ..metrics import METRICS, Unit, unit_of
+from ..metrics import METRICS, Kind, Unit, unit_of
 from .datafiles import DATA_DIR, read_toml
 
 DEFAULT_FILE = DATA_DIR / "thresholds.toml"
@@ -27,6 +28,7 @@ BELOW_EXPECTED_RULE = "links_below_expected"  # a GPU reports fewer links than i
 GPU_MISSING_RULE = "gpus_missing"  # a node reports fewer GPUs than its platform has
 SOFTWARE_RULE = "fabric_software"  # Fabric Manager or the driver: the fabric state, all links inactive at once
 OFF_BUS_RULE = "xid_off_bus"  # the thresholds file's Xid 79 row: the GPU fell off the bus
+GPU_LOST_RULES = (OFF_BUS_RULE, GPU_MISSING_RULE)  # a GPU gone: every job on it has stopped
 SXID_FATAL_RULE = "sxid_fatal"  # the thresholds file's fatal-SXid row: a switch link stopped
 XID_NVLINK_RULE = "xid_nvlink"  # the thresholds file's NVLink-Xid row (74, 144-150)
 ENV_FILE = "FABRICBOT_THRESHOLDS"
@@ -54,30 +56,64 @@ class Rule(BaseModel):
     fatal: bool | None = None  # an event rule counting only fatal (true) or only non-fatal (false) events
     # an Xid rule counting only events the Xid catalog decodes (by subcode, where it decodes) to these severities
     decoded: list[CodeSeverity] | None = None
+    # in force only under these profiles (a rule of DCGM's health watch that the default does not apply)
+    profiles: list[str] | None = None
+    # judged only where the link's GPU is not known to be Blackwell or newer (DCGM reads the field before
+    # Blackwell, and falls back to that when it cannot tell the architecture)
+    before_nvlink5: bool = False
+    # PCIe replays per minute per lane, by link generation (Gen1 first): the link's limit per hour is
+    # 60 x ceil(rate x width) from its own generation and width (DCGM's GetExpectedPcieReplayRate); a link whose
+    # generation or width was not read is not judged (DCGM returns no verdict without them)
+    per_lane_by_gen: list[float] | None = None
+    inclusive: bool = False  # fires at `above` too (DCGM's `>=`)
 
     @model_validator(mode="before")
     @classmethod
     def _metric_unit(cls, data: Any) -> Any:
-        """A rule on a metric of the metric table judges it in the table's unit: given or left out, never another."""
+        """A rule on a metric of the metric table judges it in the table's unit: given or left out, never another;
+        a counter's also as its lifetime total (`since reset`, DCGM's rules on totals)."""
         if not isinstance(data, dict) or data.get("counter") not in METRICS:
             return data
         unit = unit_of(str(data["counter"]))
         given = data.get("unit")
         if given is None:
             return {**data, "unit": unit}
-        if given != unit.value:
+        total = given == Unit.TOTAL.value and METRICS[str(data["counter"])].kind in (Kind.COUNTER, Kind.SUM)
+        if given != unit.value and not total:
             raise ValueError(f"rule {data.get('name')!r}: {data['counter']} is judged in {unit.value!r}, not {given!r}")
         return data
 
     def applies_to(self, link_type: str) -> bool:
         return self.link_type in ("any", link_type)
 
+    def limit(self, gen: float | None = None, width: float | None = None) -> float | None:
+        """The limit for one link: `above`, or the per-lane figure scaled to the link's generation and width."""
+        if self.per_lane_by_gen is None:
+            return self.above
+        if gen is None or width is None or gen < 1 or width < 1:
+            return None
+        per_lane = self.per_lane_by_gen[min(int(gen), len(self.per_lane_by_gen)) - 1]  # newer: the last known
+        return 60.0 * math.ceil(per_lane * int(width))
+
+    def crosses(self, value: float, limit: float) -> bool:
+        return value >= limit if self.inclusive else value > limit
+
+
+def _floats(value: Any) -> list[float]:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"per_lane_by_gen must be a list of numbers, got {value!r}")
+    return [float(v) for v in value]
+
+
+# What a profile may change in a rule, and how each value is read.
+_OVERRIDABLE: dict[str, Any] = {"above": float, "severity": lambda v: Severity(str(v)), "per_lane_by_gen": _floats}
+
 
 class PriorityRow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     level: Priority
-    when: Literal["failing", "down", "warning", "none"]
+    when: Literal["failing", "down", "gpu_lost", "warning", "none"]
     min_degradation_pct: float | None = None
 
 
@@ -86,6 +122,7 @@ class Thresholds(BaseModel):
 
     rules: list[Rule]
     priority: list[PriorityRow]
+    dormant: list[Rule] = Field(default_factory=list, description="Rules of profiles not chosen.")
     profiles: dict[str, dict[str, float | dict[str, Any]]] = Field(default_factory=dict)
     settings: dict[str, float] = Field(default_factory=dict)
     source: str = str(DEFAULT_FILE.name)
@@ -102,21 +139,25 @@ class Thresholds(BaseModel):
         for name, value in values.items():
             self.rule(name)
             change = dict(value) if isinstance(value, Mapping) else {"above": value}
-            unknown = set(change) - {"above", "severity"}
+            unknown = set(change) - set(_OVERRIDABLE)
             if unknown:
-                raise ConfigError(f"{self.source}: rule {name!r}: a profile may change above and severity, not "
-                                  f"{', '.join(sorted(unknown))}")
+                raise ConfigError(f"{self.source}: rule {name!r}: a profile may change {', '.join(_OVERRIDABLE)}, "
+                                  f"not {', '.join(sorted(unknown))}")
             try:
-                updates[name] = {k: float(v) if k == "above" else Severity(str(v)) for k, v in change.items()}
+                updates[name] = {k: _OVERRIDABLE[k](v) for k, v in change.items()}
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{self.source}: rule {name!r}: {exc}") from None
         rules = [r.model_copy(update=updates[r.name]) if r.name in updates else r for r in self.rules]
         return self.model_copy(update={"rules": rules})
 
     def with_profile(self, name: str) -> Thresholds:
+        """The profile's overrides, and its own rules (those that list it in `profiles`) put in force."""
         if name not in self.profiles:
             raise ConfigError(f"no threshold profile {name!r}; profiles: {', '.join(self.profiles) or 'none'}")
-        return self.with_overrides(self.profiles[name])
+        joining = [r for r in self.dormant if name in (r.profiles or [])]
+        chosen = self.model_copy(update={"rules": [*self.rules, *joining],
+                                         "dormant": [r for r in self.dormant if r not in joining]})
+        return chosen.with_overrides(self.profiles[name])
 
     def table(self) -> list[dict[str, Any]]:
         """The rules as plain rows, for reports."""
@@ -157,8 +198,10 @@ def load_thresholds(
     if user_path:
         data = _merge(data, _read(Path(user_path)))
         source = str(user_path)
+    rows = data["rule"]
     try:
-        thresholds = Thresholds(rules=data["rule"], priority=data["priority"],
+        thresholds = Thresholds(rules=[r for r in rows if not r.get("profiles")],
+                                dormant=[r for r in rows if r.get("profiles")], priority=data["priority"],
                                 profiles=data.get("profile", {}), settings=data.get("settings", {}),
                                 source=source)
     except ValidationError as exc:

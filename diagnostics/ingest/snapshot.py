@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
+from ..enums import LinkType
 from ..errors import InputError
 from ..model import Snapshot
 from ..tables import LINK_SAMPLES, STEP_SAMPLES
@@ -102,6 +103,10 @@ def read_cases(text: str, source: str = "<input>") -> list[Case]:
 
 SNAPSHOT_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COUNTS = {"crc_errors": "crc_flit", "replay_count": "replay", "recovery_count": "recovery"}
+# A PCIe link keeps replays (and AER's kinds per end, which a snapshot does not give): no CRC flit or recovery
+# counter, so a PCIe reading's `crc_errors` and `recovery_count` are not read (PCIe r4.0 sec. 6.2.7: an LCRC failure
+# is a Bad TLP, counted by the receiving end's AER, and a snapshot names no end).
+_PCIE_COUNTS = {"replay_count": "replay"}
 # A node record's `reading`: its link readings list only the links a person chose, so a link or GPU they leave out
 # is not missing (kept with the node, so the store's answer is the file's).
 LISTED = "snapshot"
@@ -111,6 +116,21 @@ def snapshot_record(snapshot: Snapshot) -> dict[str, str]:
     """What a snapshot says of its node: its platform when it names one, and that it lists only some links."""
     return {"node_id": snapshot.node_id, "reading": LISTED, **({"platform": snapshot.platform}
                                                               if snapshot.platform else {})}
+
+
+def unread_counts(snapshot: Snapshot) -> list[str]:
+    """What a snapshot states that its link type does not count: said, never stored as another link's counter."""
+    out = []
+    for i, reading in enumerate(snapshot.fabric_errors):
+        if reading.kind is not LinkType.PCIE:
+            continue
+        extra = {k: getattr(reading, k) for k in _COUNTS if k not in _PCIE_COUNTS and getattr(reading, k)}
+        if extra:
+            said = ", ".join(f"{k}={v}" for k, v in extra.items())
+            out.append(f"fabric_errors[{i}] (GPU {reading.gpu_src} PCIe): {said} not read: a PCIe link counts replays "
+                       "and AER's Bad TLP/Bad DLLP/receiver errors per end (lspci -vvv, sysfs aer_dev_correctable), "
+                       "not NVLink's CRC and recovery counters")
+    return out
 
 
 def snapshot_tables(snapshot: Snapshot, source: str, at: datetime | None = None) -> dict[str, pd.DataFrame]:
@@ -125,8 +145,9 @@ def snapshot_tables(snapshot: Snapshot, source: str, at: datetime | None = None)
             "peer": f"GPU {reading.gpu_dst}" if reading.gpu_dst is not None else "unknown",
             "saturated": False, "source": f"{source} fabric_errors[{i}]",
         }
-        links.append({**base, "timestamp": start, **dict.fromkeys(_COUNTS.values(), 0.0)})
-        links.append({**base, "timestamp": end, **{c: float(getattr(reading, k)) for k, c in _COUNTS.items()}})
+        counts = _PCIE_COUNTS if kind is LinkType.PCIE else _COUNTS
+        links.append({**base, "timestamp": start, **dict.fromkeys(counts.values(), 0.0)})
+        links.append({**base, "timestamp": end, **{c: float(getattr(reading, k)) for k, c in counts.items()}})
     job = f"snapshot:{snapshot.node_id}"
     steps = [
         {"timestamp": start, "job_id": job, "node_ids": snapshot.node_id,
@@ -156,6 +177,8 @@ class SnapshotReader:
             for err in case.errors:
                 warnings.append(IngestWarning(source.name, err.line, str(err)))
             if case.snapshot is not None:
+                warnings.extend(IngestWarning(source.name, None, f"{case.label}: {w}")
+                                for w in unread_counts(case.snapshot))
                 snap = _links_once(case.snapshot, f"{source.name} {case.label}", warnings)
                 snap = snap if node_id is None else snap.model_copy(update={"node_id": node_id})
                 tables = snapshot_tables(snap, f"{source.name} {case.label}", at)

@@ -45,6 +45,7 @@ class SweepQuery:
     persist: bool = False  # the value is a count of windows, not a rate
     xid: str | None = None  # "counter": a row per GPU and code, value = Xids; "gauge": value = the last Xid
     unit: Unit = Unit.PER_HOUR  # of the value: a rate, or a gauge rule's unit (lanes, generations, ratio)
+    per_link: bool = False  # the limit is each link's own (from its generation and width): `above` is None
 
 
 def duration(hours: float) -> str:
@@ -144,6 +145,9 @@ def not_pushable(rule: Rule) -> str | None:
         return None
     if rule.unit == "events":
         return "an event rule read from logs; no dcgm-exporter series is mapped for it"
+    if rule.unit is Unit.TOTAL:
+        return "a lifetime total judged with the node's platform (before Blackwell or not), read back only with " \
+               "the nodes other rules find"
     return f"measured in {rule.unit}, which no query is generated for"
 
 
@@ -166,18 +170,45 @@ def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: fl
                 continue
             name = (recorded or {}).get((rule.counter, link_type))
             vector = builder.counter_vector(rule.counter, link_type, lambda s: f"increase({s}[{rng}])")
-            if vector is None:
+            compare = comparison(rule, builder, link_type, rng)
+            if vector is None or compare is None:
                 continue
-            promql = f"{name} > {rule.above:g}" if name else f"({vector}) / {window_hours:g} > {rule.above:g}"
+            promql = f"{name} {compare}" if name else f"({vector}) / {window_hours:g} {compare}"
             persist = getattr(rule, "persist", None)
             if persist:
                 k, m = int(persist[0]), int(persist[1])
                 # m evaluation points: the multiples of the window in (at - m windows, at]
                 span = f"{round(window_hours * m * 3600 * 1000) - 1}ms"
                 promql = f"count_over_time(({promql})[{span}:{rng}]) >= {k}"
-            out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above,
-                                  persist=bool(persist)))
+            per_link = bool(rule.per_lane_by_gen)
+            out.append(SweepQuery(rule.name, link_type, rule.severity, promql,
+                                  above=None if per_link else rule.above, persist=bool(persist), per_link=per_link))
     return out
+
+
+def comparison(rule: Rule, builder: QueryBuilder, link_type: LinkType, rng: str) -> str | None:
+    """The right side of a rate rule's query: `> 1000`, `>= 360000` (an inclusive rule), or a comparison with each
+    link's own limit; None when the series a per-link limit needs are not mapped."""
+    op = ">=" if rule.inclusive else ">"
+    if not rule.per_lane_by_gen:
+        return f"{op} {rule.above:g}"
+    limit = per_link_limit(rule, builder, link_type, rng)
+    return None if limit is None else f"{op} on ({', '.join(builder.group)}) {limit}"
+
+
+def per_link_limit(rule: Rule, builder: QueryBuilder, link_type: LinkType, rng: str) -> str | None:
+    """A rule's limit per link from its last generation and width reading: 60 x ceil(rate per lane x width) per
+    hour (DCGM's GetExpectedPcieReplayRate); None when the generation or width series is not mapped."""
+    def last(column: str) -> str | None:
+        return builder.column_vector(column, link_type, lambda s: f"last_over_time({s}[{rng}])", counter=False)
+
+    gen, width = last("gen"), last("width")
+    if gen is None or width is None or not rule.per_lane_by_gen:
+        return None
+    rates = rule.per_lane_by_gen
+    terms = [f"{literal(r)} * ({gen} == bool {i + 1})" for i, r in enumerate(rates[:-1])]
+    terms.append(f"{literal(rates[-1])} * ({gen} >= bool {len(rates)})")  # a newer generation takes the last
+    return f"60 * ceil({width} * ({' + '.join(terms)}))"
 
 
 def unpushed_rules(thresholds: Thresholds, builder: QueryBuilder) -> list[str]:

@@ -25,7 +25,16 @@ from ..enums import LinkType
 from ..ingest.dcgm_map import DcgmMap, load_map
 from .config import ENV_FILE, PrometheusConfig, load_config
 from .gauges import is_gauge_rule, literal
-from .promql import QueryBuilder, SweepQuery, duration, gauge_queries, missing_queries, not_pushable, xid_queries
+from .promql import (
+    QueryBuilder,
+    SweepQuery,
+    comparison,
+    duration,
+    gauge_queries,
+    missing_queries,
+    not_pushable,
+    xid_queries,
+)
 
 RECORD_LEVEL = "fabricbot_link"  # level:metric:operation, as Prometheus' naming practice has it
 DEFAULT_INTERVAL = "1m"
@@ -134,13 +143,17 @@ def alertings(thresholds: Thresholds, builder: QueryBuilder, window_hours: float
         types = [t for t in LinkType if (rule.counter, t) in by_key and rule.applies_to(t.value)]
         for link_type in types:
             rec = by_key[rule.counter, link_type]
+            compare = comparison(rule, builder, link_type, duration(window_hours))
+            if compare is None:
+                continue
+            limit = "its generation and width's" if rule.per_lane_by_gen else f"{rule.above:g}"
             wait = None
             if rule.persist:
                 wait = window_text(window_hours * (int(rule.persist[0]) - 1)) if rule.persist[0] > 1 else None
             out.append(Alerting(alert_name(rule.name, link_type if len(types) > 1 else None),
-                                f"{rec.name} > {rule.above:g}", rule.name, rule.severity.value, link_type, wait,
+                                f"{rec.name} {compare}", rule.name, rule.severity.value, link_type, wait,
                                 f"{_where(builder, link_type)}: {rule.counter} at {{{{ $value | printf \"%.4g\" }}}}"
-                                f" per hour (above {rule.above:g})", rule.doc))
+                                f" per hour (above {limit})", rule.doc))
     others: list[SweepQuery] = [*gauge_queries(thresholds, builder, window_hours),
                                 *xid_queries(thresholds, builder, window_hours),
                                 *missing_queries(builder, window_hours)]

@@ -87,6 +87,10 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
         link = None
     if query.persist:
         return Offender(**common, link=link, above=query.above, detail=f"above in {value:g} windows")
+    if query.per_link:
+        return Offender(**common, link=link, rate_per_hour=value,
+                        detail="above the link's own limit: 60 x ceil(replays a minute per lane at its generation x "
+                               "its width) an hour")
     if query.unit is not Unit.PER_HOUR:
         return Offender(**common, link=link, rate_per_hour=value, above=query.above, unit=query.unit,
                         detail="the last reading in the window")

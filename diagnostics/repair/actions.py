@@ -52,10 +52,11 @@ def place_facts(rack: RackPlace | None, job_id: str | None) -> dict[str, Any]:
 
 
 def localization_action(loc: Localization, *, platform: str | None, node_id: str | None,
-                        rack: RackPlace | None = None, job_id: str | None = None) -> str:
+                        rack: RackPlace | None = None, job_id: str | None = None, stated_pair: bool = False) -> str:
     """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
     facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component,
-                      **loc.model_dump(include=set(ComponentFacts.model_fields)), **place_facts(rack, job_id))
+                      stated_pair=stated_pair, **loc.model_dump(include=set(ComponentFacts.model_fields)),
+                      **place_facts(rack, job_id))
     return repair_plan(platform, fault_of(loc), facts).action
 
 
@@ -96,5 +97,5 @@ def repair_action(component: str, *, platform: str | None = None, path: Path | N
     facts = PlanFacts(node_id=values.get("node_id"), gpu=int(gpu) if gpu is not None else None, peer=peer,
                       link=int(values["link"]) if "link" in values else None, switch=values.get("switch"),
                       switch_port=int(values["switch_port"]) if "switch_port" in values else None,
-                      link_down=component == "down")
+                      link_down=component == "down", stated_pair="gpu_dst" in values)
     return repair_plan(platform, kind, facts, catalog=load_catalog(path)).action

@@ -15,7 +15,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..components import is_switch
-from ..config.ends import default_ends
 from ..config.parts import Part, part_by_id
 from ..config.platforms import platform_dirs
 from ..config.racks import RackSpec, rack_of, rack_spec
@@ -57,7 +56,6 @@ _FABRIC_READS = {
             "fabric_done": "the Fabric Manager log to say every NVSwitch is configured and `nvidia-smi nvlink -s` to "
                            "show every link up (this driver reports no GPU fabric state: that is Hopper and newer)"},
 }
-_END_FAMILY = {FaultKind.NVLINK: "nvlink", FaultKind.PCIE_REPLAYS: "pcie", FaultKind.PCIE_DOWNTRAIN: "pcie"}
 
 
 class _Model(BaseModel):
@@ -70,6 +68,8 @@ class PlanFacts(ComponentFacts):
     node_id: str | None = None
     link_down: bool = Field(default=False, description="The link is down, not counting errors.")
     unit: str | None = Field(default=None, description="The component as people say it (a rack's unit).")
+    stated_pair: bool = Field(default=False, description="The input itself names the link's GPU pair (the product's "
+                                                         "snapshot form, the seed examples): its canonical wording.")
     rack_hosts: list[str] = Field(default_factory=list, description="In a rack: every compute tray's host, in slot "
                                                                     "order (what a step on a shared unit stops).")
     jobs: list[str] = Field(default_factory=list, description="The jobs running there.")
@@ -230,6 +230,9 @@ class _Builder:
         if facts.recovery:
             self.values["recovery"] = facts.recovery
         self.recovery_reboot = False  # the driver's recovery action made the reset a reboot
+        if self.plat is not None and self.plat.sxm:
+            self.values["swap_note"] = ("moving an SXM module between baseboard sockets is their procedure, with their "
+                                        "tools, torque and thermal interface, not a site step")
         self.values.update(_FABRIC_READS[self.plat is None or self.plat.fabric_info])
         self.values["node"] = f"node {self.values['node_id']}" if "node_id" in self.values else "the node"
         self.port_source = facts.port_source
@@ -259,8 +262,8 @@ class _Builder:
     def check_peer(self) -> None:
         """An NVLink's peer that the platform cannot have: say so, and name where the link really lands."""
         f, plat = self.facts, self.plat
-        if f.gpu is not None and _gpu_index(f.peer) is not None:
-            self.values["gpu_dst"] = str(_gpu_index(f.peer))
+        if f.gpu is not None and _gpu_index(f.peer) is not None and f.stated_pair:
+            self.values["gpu_dst"] = str(_gpu_index(f.peer))  # the seed's wording, only where the seed's form asks
         if plat is None or self.fault not in _LINK_FAULTS or f.gpu is None or not f.peer or self.platform is None:
             return
         graph = _graph(self.platform)
@@ -322,13 +325,19 @@ class _Builder:
 
     # -- the plan's parts ----------------------------------------------------------------------------------------
     def parts(self) -> tuple[Part | None, Part | None, str | None]:
-        part = part_by_id(self.over.part) if self.over.part else None
+        chosen = self.over.part
+        if self.plat is None and self.over.switch_part and (is_switch(self.facts.peer or "")
+                                                            or is_switch(self.facts.switch or "")):
+            chosen = self.over.switch_part  # a link that lands on an NVSwitch: the baseboard's, never a bridge's
+        part = part_by_id(chosen) if chosen else None
         nxt = part_by_id(self.over.next_part) if self.over.next_part else None
         for key, p in (("part", part), ("next_part", nxt)):
-            if p is not None:
+            if p is None:
+                continue
+            self.sources.append(f"{p.id}: {p.source}")
+            if self.plat is not None:  # a board's part names itself in the steps; an unknown board's is a choice
                 self.values[key] = p.fru
                 self.values[f"{key}_id"] = p.id
-                self.sources.append(f"{p.id}: {p.source}")
         note = None
         if part is None:
             warning = self.cat.warning
@@ -439,12 +448,7 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
         return _not_applicable(b)
     b.check_peer()
     b.check_port()
-    part, nxt, note = b.parts()
-    family = _END_FAMILY.get(fault)
-    if family and part is not None and nxt is not None and default_ends().first_part(family, facts.end) == "next_part":
-        # the part on the side of the end that received the errors comes first; the steps keep the catalog's order
-        part, nxt = nxt, part
-        b.sources.append(f"the errors reach the {facts.end} end: its part first (data/ends.toml)")
+    part, nxt, note = b.parts()  # in the catalog's order: an end that saw the errors is evidence, not a reorder
     reset = b.reset()
     if facts.recovery:
         b._warn(b.cat.warning.recovery_said)

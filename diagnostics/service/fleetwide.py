@@ -9,6 +9,7 @@ from datetime import datetime
 
 from .. import format as fmt
 from ..analysis import (
+    Diagnostic,
     Pass,
     RepairCheck,
     RepairVerdict,
@@ -17,6 +18,7 @@ from ..analysis import (
     decide,
     failing_parts,
     history_needed,
+    uuids,
     watch_list,
 )
 from ..analysis.alerting import version_facts
@@ -133,9 +135,10 @@ def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime
 
 
 def verify_repair(source: Source, *, node: str, parts: Collection[str], repaired_at: datetime,
-                  policy: VerificationPolicy | None = None, thresholds: Thresholds | None = None) -> RepairCheck:
+                  policy: VerificationPolicy | None = None, thresholds: Thresholds | None = None,
+                  diagnostic: Diagnostic | None = None) -> RepairCheck:
     """The repaired parts judged window by window on the node's readings from the repair to its newest (at most
-    the soak)."""
+    the soak), each GPU followed by the UUID it had in the window before the repair (a swap test moves modules)."""
     policy = policy or load_verification()
     if node not in source.nodes():
         return RepairCheck(node_id=node, parts=sorted(parts), repaired_at=repaired_at, checked_to=None,
@@ -143,11 +146,14 @@ def verify_repair(source: Source, *, node: str, parts: Collection[str], repaired
                            evidence=[f"the {source.name} holds no readings of {node}"])
     newest = source.newest([node])
     if newest is None or newest <= repaired_at:
-        return check_repair({}, node_id=node, parts=parts, repaired_at=repaired_at, now=None, policy=policy)
+        return check_repair({}, node_id=node, parts=parts, repaired_at=repaired_at, now=None, policy=policy,
+                            diagnostic=diagnostic)  # a failed diagnostic needs no readings to reopen
     end = min(newest, repaired_at + policy.soak)
     got = source.read(nodes=[node], end=end, span=end - repaired_at)
+    before = uuids(source.read(nodes=[node], end=repaired_at, span=policy.window).tables, node, before=repaired_at)
     return check_repair(got.tables, node_id=node, parts=parts, repaired_at=repaired_at, now=end, policy=policy,
-                        thresholds=thresholds, platform=got.platforms.get(node), platforms=got.platforms)
+                        thresholds=thresholds, platform=got.platforms.get(node), platforms=got.platforms,
+                        uuids_before=before, diagnostic=diagnostic)
 
 
 def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, str], Alert], at: datetime,

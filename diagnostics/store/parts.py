@@ -26,6 +26,12 @@ from ..tables import TableSchema
 if TYPE_CHECKING:
     from .catalog import Part
 
+# Arrow's default pool (mimalloc) hands freed pages back to the system as soon as a read lets go of them, so a read of
+# hundreds of parts pays for its pages over and over in the kernel: the system allocator keeps them for the next part.
+# ARROW_DEFAULT_MEMORY_POOL, when set, still chooses.
+if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and pa.default_memory_pool().backend_name == "mimalloc":
+    pa.set_memory_pool(pa.system_memory_pool())
+
 ROW_GROUP_NS = 3_600_000_000_000  # row groups cover whole hours of readings
 MIN_GROUP_ROWS = 4096
 PART_TABLES = {"link_samples": "node", "step_samples": "job"}

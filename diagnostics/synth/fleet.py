@@ -26,8 +26,8 @@ from ..errors import InputError
 from ..ingest.dcgm_map import load_map
 from ..ingest.dcgm_write import format_exposition
 from ..progress import Progress, advance
-from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES, TableSchema
-from .lanes import extra_rows
+from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
+from .lanes import extra_rows, remote_rows
 from .node import NodeSim
 from .scenarios import BENIGN, CAVEATS, SCENARIOS, apply_scenario
 from .truth import expectations
@@ -172,13 +172,16 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
                           + 1, freq=f"{interval_min}min")
     chosen, platforms = _assign(rng, nodes, scenarios)
     fleet = Fleet(list(chosen), platforms, chosen)
-    link_frames, event_frames = [], []
+    link_frames, event_frames, topology_frames = [], [], []
     truth_nodes: dict[str, dict[str, Any]] = {}
     for name in fleet.nodes:
         sim = NodeSim.new(rng, name, platforms[name], times, near=scenarios is not None or name not in SEED_NODES)
         apply_scenario(sim, chosen[name], demo=not scenarios)
         fleet.sims[name] = sim
         link_frames.append(extra_rows(sim, sim.link_frame()))
+        remote = remote_rows(sim)
+        if remote is not None:
+            topology_frames.append(remote)
         event_frames.append(sim.event_frame())
         advance(progress)
         truth_nodes[name] = {"platform": platforms[name] if sim.inventory else None, "board": platforms[name],
@@ -193,6 +196,9 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
     tables = {"link_samples": conform(LINK_SAMPLES, pd.concat(link_frames, ignore_index=True)),
               "events": conform(EVENTS, pd.concat(event_frames, ignore_index=True)),
               "step_samples": steps}
+    # the `nvidia-smi nvlink -R` a node's scenario reads (none: an empty table, so every fleet has the same files)
+    tables["topology"] = conform(TOPOLOGY, pd.concat(topology_frames, ignore_index=True) if topology_frames
+                                 else pd.DataFrame())
     truth = {"seed": seed, "hours": hours, "interval_min": interval_min, "start": str(times[0]),
              "end": str(times[-1]), "nodes": truth_nodes, "jobs": jobs}
     return tables, truth
@@ -249,7 +255,7 @@ def write_alert_scenarios(out: Path, *, seed: int, end: pd.Timestamp, progress: 
 def generate_steps(nodes: int, *, life: bool = False) -> int:
     """How many steps `generate` advances its progress by: each node, each table file, the scrapes, the life
     nodes."""
-    return nodes + 4 + 2 * life
+    return nodes + 5 + 2 * life
 
 
 def _has_xid(events: pd.DataFrame, node: str, code: int | None = None) -> bool:
@@ -289,7 +295,7 @@ def _xid_lines(events: pd.DataFrame, recent: pd.DataFrame, node: str) -> list[st
 def load(folder: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
     """A written fleet's tables and its inventory (node -> platform)."""
     tables: dict[str, pd.DataFrame] = {}
-    for schema in (LINK_SAMPLES, EVENTS, STEP_SAMPLES):
+    for schema in (LINK_SAMPLES, EVENTS, STEP_SAMPLES, TOPOLOGY):
         parquet, csv = folder / f"{schema.name}.parquet", folder / f"{schema.name}.csv"
         if parquet.exists():
             tables[schema.name] = conform(schema, pd.read_parquet(parquet))

@@ -10,7 +10,8 @@ CRC-data rule, the link's own count with them, read at the GPU end only (the tru
 
 A fault seen from the switch end: a GPU link and the NVSwitch port it lands on (dcgm-exporter's `nvswitch`
 series), one end counting the CRC data errors it receives and the other the replays it sends, both over their
-rules: the end that receives them is the truth's.
+rules, and the node's `nvidia-smi nvlink -R` (every GPU link's remote port) read, so the two ends are joined by an
+observed map: the end that receives them is the truth's (an assumed map names no end).
 """
 
 from __future__ import annotations
@@ -122,3 +123,14 @@ def extra_rows(sim: NodeSim, frame: pd.DataFrame) -> pd.DataFrame:
         rows.append(pd.DataFrame({**base, "gpu": None, "link_type": "nvswitch", "nvswitch": sp["switch"],
                                   "link": sp["port"], "peer": "unknown", "link_state": "up", **counts}))
     return pd.concat([frame, *rows], ignore_index=True)
+
+
+def remote_rows(sim: NodeSim) -> pd.DataFrame | None:
+    """The node's `nvidia-smi nvlink -R` as topology rows (every GPU NVLink's switch and port), where a scenario
+    joins a GPU link to its switch port; None elsewhere."""
+    if not sim.switch_ports:
+        return None
+    graph = platform_graph(sim.platform)
+    return pd.DataFrame([{"node_id": sim.node_id, "a": f"GPU{g}", "b": p.switch, "relation": "remote",
+                          "link": p.link, "remote_port": p.switch_port, "source": "synth nvlink -R"}
+                         for g in graph.gpus for p in graph.links_of(g) if p.link_type == "nvlink" and p.switch])

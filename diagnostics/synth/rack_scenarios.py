@@ -242,7 +242,7 @@ def rack_incident(sim: RackSim) -> None:
                                         "GPU has fallen off the bus."})
     sim.stopped = on + 1
     sim.fault("rack_incident", ComponentRef.nvlink_domain(), FaultKind.RACK_INCIDENT, on, False, ratio=None,
-              severity=Severity.DOWN, trays=hit)
+              severity=Severity.DOWN, trays=hit, rule="xid_off_bus")  # GPUs lost: every job on them stopped
 
 
 def planned_reboot(sim: RackSim) -> None:

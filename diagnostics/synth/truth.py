@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..config.parts import UNKNOWN_PLATFORM
+from ..config.thresholds import GPU_LOST_RULES
 from ..enums import FaultKind, Priority, Severity, severity_rank
 from .node import defaults
 
@@ -58,7 +60,8 @@ def priority(node: dict[str, Any], job: dict[str, Any] | None, *, end: pd.Timest
     warned = any(pd.Timestamp(w["from"]) <= end and pd.Timestamp(w["to"]) > end - window
                  for w in node.get("warnings", []))
     explained = job["slowdown_pct"] if verdict(node, job) == EXPLAINS and job else None
-    holds = {"failing": failing, "down": down, "warning": not failing and warned,
+    lost = any(f.get("rule") in GPU_LOST_RULES for f in faults)
+    holds = {"failing": failing, "down": down, "gpu_lost": lost, "warning": not failing and warned,
              "none": not failing and not warned}
     for row in defaults().priority:
         if not holds[row.when]:
@@ -70,12 +73,12 @@ def priority(node: dict[str, Any], job: dict[str, Any] | None, *, end: pd.Timest
 
 
 def part_platform(node: dict[str, Any], fault: dict[str, Any]) -> str | None:
-    """The platform whose part the repair should name; None where it should name none (the fabric software, or a
-    node whose platform is unknown)."""
-    if node["platform"] is None or fault["fault"] in (FaultKind.FABRIC_MANAGER.value, FaultKind.FANOUT.value,
-                                                      FaultKind.RACK_INCIDENT.value):
+    """The platform whose part the repair should name (`unknown` for a node whose platform nobody gave: the part
+    its link implies, with its candidates); None where it should name none (the fabric software, a rack's fan-out,
+    a rack incident)."""
+    if fault["fault"] in (FaultKind.FABRIC_MANAGER.value, FaultKind.FANOUT.value, FaultKind.RACK_INCIDENT.value):
         return None
-    return str(node["platform"])
+    return str(node["platform"]) if node["platform"] is not None else UNKNOWN_PLATFORM
 
 
 def expectations(node: dict[str, Any], job: dict[str, Any] | None, *, end: pd.Timestamp,

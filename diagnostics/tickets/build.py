@@ -5,11 +5,13 @@ Both drafters end here; a drafter only adds words (summary, reasoning, step word
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from ..analysis.rules import priority as rule_priority
+from ..config.repair_catalog import load_catalog
 from ..config.thresholds import load_thresholds
-from ..enums import ComponentKind, Priority, Severity
+from ..enums import ComponentKind, FaultKind, PortSource, Priority, Severity
 from ..errors import InputError
 from ..model import Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
@@ -67,6 +69,12 @@ def _explained(diagnosis: Diagnosis, candidate: Candidate) -> list[Finding]:
     return [f for f in diagnosis.findings if f.component in names]
 
 
+def _switched(platform: str | None) -> bool | None:
+    """Whether the platform's NVLinks land on NVSwitches (a rack's on its switch trays); None when not known."""
+    entry = load_catalog().platform.get(platform) if platform else None
+    return entry.has("nvswitch") if entry is not None else None
+
+
 def ticket_priority(diagnosis: Diagnosis, candidate: Candidate) -> Priority:
     """The analysis's priority for the component it isolated; for another, the policy over that one's links."""
     if candidate.isolated:
@@ -97,14 +105,27 @@ def estimate_cost(diagnosis: Diagnosis) -> Cost:
                 job_gpus=gpus, assumptions=notes)
 
 
+MAX_EVIDENCE_LINKS = 12  # a ticket lists this many links' figures; the rest are counted by what they crossed
+
+
+def _capped(lines: list[str]) -> list[str]:
+    """At most MAX_EVIDENCE_LINKS lines; the rest said in one line, counted by what they crossed."""
+    if len(lines) <= MAX_EVIDENCE_LINKS:
+        return lines
+    rest = Counter(line.split(": ", 1)[-1] for line in lines[MAX_EVIDENCE_LINKS - 1:])
+    said = "; ".join(f"{what} ({n})" for what, n in rest.most_common(3)) + ("; ..." if len(rest) > 3 else "")
+    return [*lines[:MAX_EVIDENCE_LINKS - 1], f"... and {len(lines) - MAX_EVIDENCE_LINKS + 1} more: {said}"]
+
+
 def evidence_for(diagnosis: Diagnosis, candidate: Candidate) -> Evidence:
     own = _explained(diagnosis, candidate)
     scores = [f.correlation_score for f in own if f.correlation_score is not None]
     explains = [f.explains_slowdown for f in own if f.explains_slowdown is not None]
     loc = diagnosis.localization
     return Evidence(
-        rates_per_hour={f.component: dict(f.rates_per_hour) for f in own if f.rates_per_hour},
-        thresholds_crossed=list(dict.fromkeys(f"{f.component}: {c.message}" for f in own for c in f.crossed)),
+        rates_per_hour=dict(list({f.component: dict(f.rates_per_hour) for f in own
+                                  if f.rates_per_hour}.items())[:MAX_EVIDENCE_LINKS]),
+        thresholds_crossed=_capped(list(dict.fromkeys(f"{f.component}: {c.message}" for f in own for c in f.crossed))),
         degradation_pct=diagnosis.degradation_pct, step_time_ms=diagnosis.step_time_ms,
         baseline_step_time_ms=diagnosis.baseline_step_time_ms,
         correlation_score=max(scores) if scores else None, explains_slowdown=any(explains) if explains else None,
@@ -148,14 +169,19 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
     if repair_wording is not None and len(repair_wording) == len(repair):
         repair = [s.model_copy(update={"text": w}) for s, w in zip(repair, repair_wording, strict=True)]
     prio = ticket_priority(diagnosis, candidate)
+    switched = _switched(plan.platform)
+    port = (candidate.switch, candidate.switch_port, candidate.port_source,
+            candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None)
+    nvlink = candidate.kind in (ComponentKind.NVLINK, ComponentKind.GPU) \
+        and candidate.fault is not FaultKind.GPU_OFF_BUS
+    if (switched is False and nvlink) or candidate.kind is ComponentKind.FABRIC_SOFTWARE:  # no NVSwitch port to name
+        port = (None, None, PortSource.UNKNOWN, None)
     owner = diagnosis.owner_of(candidate.id)
     return RepairTicket(
         node_id=owner, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
         candidate_id=candidate.id, gpu_index=candidate.gpu, peer=candidate.peer, link_id=candidate.link_id,
-        link=candidate.link, lanes=list(candidate.lanes), end=candidate.end, switch=candidate.switch,
-        switch_port=candidate.switch_port,
-        port_source=candidate.port_source,
-        port_find_with=candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None,
+        link=candidate.link, lanes=list(candidate.lanes), end=candidate.end, switch=port[0], switch_port=port[1],
+        port_source=port[2], port_find_with=port[3], switched=switched,
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu,
                               diagnosis.gpu_ids.get(candidate.gpu) if candidate.gpu is not None else None,
                               rack=on_rack(diagnosis),

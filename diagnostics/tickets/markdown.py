@@ -36,7 +36,12 @@ def _part(p: Part | None, note: str | None = None) -> str:
     if p is None:
         return f"none ({note})" if note else "none"
     number = f", part number {p.part_number}" if p.part_number else ""
-    return f"{p.description} (`{p.id}`{number})"
+    text = f"{p.description} (`{p.id}`{number})"
+    if p.candidates:
+        text += ": " + "; ".join(f"{c.fru} on {c.board}" for c in p.candidates)
+    if p.decided_by:
+        text += f"; `{p.decided_by}` decides" + (f" ({p.decide})" if p.decide else "")
+    return text
 
 
 _RESET = {ResetScope.GPU: "this GPU alone", ResetScope.NVLINK_PEERS: "GPUs {gpus} together (NVLink peers, pre-Ampere)",
@@ -66,7 +71,8 @@ def ticket_markdown(t: RepairTicket) -> str:
              f"| link | {_cell(t.link_id or '-')} |",
              f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",
              *([f"| end | {_end(t)} |"] if t.component_kind in (ComponentKind.NVLINK, ComponentKind.PCIE) else []),
-             f"| switch port | {_port(t)} |",
+             *([f"| switch port | {_port(t)} |"] if t.component_kind is not ComponentKind.FABRIC_SOFTWARE
+               and (t.switched is not False or t.switch is not None) else []),
              f"| replacement part | {_cell(_part(t.replacement_part, t.part_note))} |",
              *([f"| then | {_cell(_part(t.next_part))} |"] if t.next_part else []),
              f"| reset | {_cell(_reset(t))} |",

@@ -114,6 +114,9 @@ class RepairTicket(BaseModel):
     switch_port: int | None = None
     port_source: PortSource = PortSource.UNKNOWN
     port_find_with: str | None = Field(None, description="The command that finds the port when it is unknown.")
+    switched: bool | None = Field(None, description="Whether the board's NVLinks land on NVSwitches: False on a "
+                                                    "board of direct or bridged links, which has no switch port to "
+                                                    "name; None where the platform is unknown.")
     identity: Identity = Field(default_factory=Identity)
     replacement_part: Part | None = None
     next_part: Part | None = Field(None, description="What to replace when the first part is not at fault.")

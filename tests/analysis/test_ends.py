@@ -53,7 +53,9 @@ def test_without_the_port_above_the_lane_is_named_but_no_end() -> None:
 @pytest.mark.parametrize(("gpu", "upstream", "end"), [
     (EndView(lanes=(3,)), EndView(sent={"replay_timeout": 2.0}), LinkEnd.GPU),
     (EndView(), EndView(received={"rx_err": 4.0}), LinkEnd.UPSTREAM),
-    (EndView(sent={"replay_timeout": 1.0}), EndView(), LinkEnd.UPSTREAM),  # the GPU replayed: errors reach the port
+    # the GPU replayed and neither end received errors: the forward path or the ACK/NAK return path (PCIe r4.0
+    # sec. 3.6.2), so no end: a timeout alone does not say which direction failed
+    (EndView(sent={"replay_timeout": 1.0}), EndView(), None),
     (EndView(received={"bad_tlp": 1.0}), EndView(received={"rx_err": 1.0}), None),  # both receive: the link between
     (EndView(), EndView(), None),
 ])
@@ -62,10 +64,13 @@ def test_which_end_received(gpu: EndView, upstream: EndView, end: LinkEnd | None
     assert got is end
     if end is None and gpu.receives:
         assert any("both ends" in s for s in said)
+    if end is None and gpu.sent:
+        assert any("no end named" in s and "3.6.2" in s for s in said)
 
 
-def _switch_tables(gpu_counter: str, port_counter: str) -> dict[str, pd.DataFrame]:
-    """Every NVLink of an HGX H100 healthy but GPU 3's NVLink 2, and the NVSwitch port it lands on, counting."""
+def _switch_tables(gpu_counter: str, port_counter: str, observed: bool = True) -> dict[str, pd.DataFrame]:
+    """Every NVLink of an HGX H100 healthy but GPU 3's NVLink 2, and the NVSwitch port it lands on, counting;
+    `observed`: with every GPU's `nvidia-smi nvlink -R` rows, so the port map is read, not assumed."""
     graph = platform_graph("hgx-h100-8gpu")
     port = graph.port_of(3, 2, "nvlink")
     times = pd.date_range("2026-03-01", periods=13, freq="5min", tz="UTC")
@@ -77,7 +82,13 @@ def _switch_tables(gpu_counter: str, port_counter: str) -> dict[str, pd.DataFram
     frames.append(pd.DataFrame({"timestamp": times, "node_id": "n1", "link_type": "nvswitch",
                                 "nvswitch": str(port.switch).split()[-1], "link": port.switch_port, "replay": 0.0,
                                 "crc_data": 0.0, port_counter: hours * 5000.0}))
-    return {"link_samples": pd.concat(frames, ignore_index=True)}
+    tables = {"link_samples": pd.concat(frames, ignore_index=True)}
+    if observed:
+        tables["topology"] = pd.DataFrame([
+            {"node_id": "n1", "a": f"GPU{g}", "b": p.switch, "relation": "remote", "link": p.link,
+             "remote_port": p.switch_port, "source": "nvlink -R"}
+            for g in graph.gpus for p in graph.links_of(g) if p.link_type == "nvlink"])
+    return tables
 
 
 @pytest.mark.parametrize(("gpu_counter", "port_counter", "end"), [
@@ -87,10 +98,22 @@ def test_an_nvlink_seen_from_both_ends_names_the_receiving_end(gpu_counter: str,
     d = analyze_tables(_switch_tables(gpu_counter, port_counter), node_id="n1", platform="hgx-h100-8gpu")
     assert [loc.ref.slug for loc in d.localizations] == ["gpu3-nvlink2"]  # one part: the port folded into the link
     assert d.localization is not None and d.localization.end is end
-    assert any("seen from both ends" in e for e in d.localization.evidence)
+    assert d.localization.port_source.value == "observed"
+    assert any("seen from both ends (the port map observed)" in e for e in d.localization.evidence)
 
 
-def test_dcgm_exporter_scrapes_of_a_gpu_link_and_its_nvswitch_port_name_the_switch_end() -> None:
+@pytest.mark.parametrize(("gpu_counter", "port_counter"), [("replay", "crc_data"), ("crc_data", "replay")])
+def test_an_assumed_port_map_names_no_end(gpu_counter: str, port_counter: str) -> None:
+    """The port the template puts at a link's other end is evidence with that basis, never an end: the issue's
+    'an end is inferred by the assumed port map'."""
+    d = analyze_tables(_switch_tables(gpu_counter, port_counter, observed=False), node_id="n1",
+                       platform="hgx-h100-8gpu")
+    assert d.localization is not None and d.localization.end is None
+    assert any("no end named" in e and "assumed port map" in e and "nvidia-smi nvlink -R -i 3" in e
+               for e in d.localization.evidence)
+
+
+def test_dcgm_exporter_scrapes_of_a_gpu_link_and_its_nvswitch_port_by_the_assumed_map_name_no_end() -> None:
     """Two dcgm-exporter scrapes half an hour apart, as the exporter writes them: GPU 3's NVLink 2 replays, and the
     NVSwitch port it lands on (`nvswitch` and `nvlink` labels) counts the CRC errors it received."""
     port = platform_graph("hgx-h100-8gpu").port_of(3, 2, "nvlink")
@@ -107,7 +130,8 @@ def test_dcgm_exporter_scrapes_of_a_gpu_link_and_its_nvswitch_port_name_the_swit
     tables = detect.read(Source.from_text("\n".join(lines) + "\n", name="scrapes.prom")).tables
     d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
     assert [loc.ref.slug for loc in d.localizations] == ["gpu3-nvlink2"]
-    assert d.localization is not None and d.localization.end is LinkEnd.NVSWITCH
+    # the port is this link's other end only by the template's map: its count is evidence, no end is named
+    assert d.localization is not None and d.localization.end is None
     assert any(f"NVSwitch {switch} port {port.switch_port}" in e and "assumed port map" in e
                for e in d.localization.evidence)
 

@@ -55,7 +55,7 @@ def test_half_the_trays_failing_at_once_is_one_rack_incident_and_one_ticket(
     loc = d.localization
     assert loc is not None and loc.ref.kind is ComponentKind.NVLINK_DOMAIN and len(loc.hosts) == 18
     assert f"{len(hit)} of the rack's 18 compute trays" in loc.evidence[0] and "the rack is the unit" in loc.evidence[0]
-    assert d.ticket_priority is Priority.HIGH  # GPUs are off the bus: down
+    assert d.ticket_priority is Priority.URGENT  # GPUs are off the bus: every job on them stopped
     ticket = RulesDrafter().draft(d)
     assert ticket.replacement_part is None and ticket.component == loc.component
     # its summary says why the rack is the unit, not the first GPU's Xid (which tray's GPU 2?)

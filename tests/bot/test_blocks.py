@@ -118,3 +118,10 @@ def test_text_from_outside_the_bot_is_escaped_and_links_come_only_from_the_bot()
     from bot.transport.blockkit import special_tokens
     assert special_tokens(blocks.fallback_text(d), built) == ["@U0ADMIN"]  # the raw fallback: callers escape it
     assert special_tokens(esc(blocks.fallback_text(d)), built) == []
+
+
+def test_a_node_without_a_job_says_so_not_that_it_is_a_snapshot() -> None:
+    """A stored node no job runs on (hpc-gpu-storm-03) has no verdict; its summary said '(snapshot)'."""
+    d = _diagnosis([_finding(0, 2)]).model_copy(update={"verdict": None, "degradation_pct": None})
+    correlation = next(f for f in blocks.summary_fields(d) if f.startswith("*Correlation*"))
+    assert "snapshot" not in correlation and "no job logs its step time" in correlation

@@ -153,6 +153,15 @@ def test_report_repair_moves_the_ticket_to_verifying_and_verify_judges_every_rep
     assert "Fabric digest for" in digest.text and "Waiting for verification (1)" in digest.text
     assert "FAB-0005" in digest.text and "Watch (3)" in digest.text
 
+    # a failed post-repair diagnostic, reported as `fabricbot tickets repaired --diag fail` records it: the channel's
+    # verify reads it from the audit trail as the command line's does, and reopens the ticket
+    (waiting,) = [t for t in local.tracker.tickets() if t.status == "verifying"]  # type: ignore[attr-defined]
+    local.audit.record("repair", actor="UTECH", subject=f"{waiting.node_id} / {waiting.component}", detail={
+        "ticket": waiting.id, "repaired_at": waiting.repaired_at, "diag": "fail", "diag_at": waiting.repaired_at})
+    said = _say(local, "verify", user="UBOB")
+    assert "FAB-0005" in said.text and "reopened" in said.text and "`dcgmi diag -r 2` failed" in said.text
+    assert {t.id: t.status for t in local.tracker.tickets()}["FAB-0005"] == "open"  # type: ignore[attr-defined]
+
 
 def test_the_daily_digest_posts_at_its_time_of_day(local: LocalSlack) -> None:
     from datetime import UTC, datetime

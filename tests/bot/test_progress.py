@@ -75,5 +75,5 @@ def test_synth_advances_once_per_node_and_file(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(sys, "stderr", tty)
     assert main(["synth", "--out", str(tmp_path / "fleet"), "--nodes", "3", "--hours", "6", "--scrapes", "0",
                  "--no-life"]) == 0
-    assert "synth" in tty.getvalue() and "7/7" in tty.getvalue()
+    assert "synth" in tty.getvalue() and "8/8" in tty.getvalue()  # 3 nodes, 4 tables, nodes.csv
     capsys.readouterr()

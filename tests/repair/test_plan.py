@@ -57,6 +57,8 @@ def _unfilled(plan: RepairPlan) -> list[str]:
 
 
 CASES = [(p, f) for p in PLATFORMS for f in FaultKind]
+NODE_HARDWARE_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE, FaultKind.GPU_NVLINKS, *NVSWITCH_FAULTS,
+                        FaultKind.GPU_OFF_BUS, FaultKind.PCIE_REPLAYS, FaultKind.PCIE_DOWNTRAIN)
 
 
 @pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p or 'no-platform'}-{f.value}" for p, f in CASES])
@@ -70,12 +72,16 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
         steps = [*plan.isolation, *plan.repair]
         # the part exists on that platform, or the plan says why there is none
         if plan.part is not None:
-            assert platform is not None and plan.part.platform in (platform, RACK_OF.get(platform))
+            assert plan.part.platform in ((platform, RACK_OF.get(platform)) if platform else ("unknown",))
             assert plan.part in parts()
         else:
             assert plan.part_note
         if platform is None:
-            assert plan.part is None and any("platform unknown" in w for w in plan.warnings)
+            assert any("platform unknown" in w for w in plan.warnings)
+            if fault in NODE_HARDWARE_FAULTS:  # never null: what the link implies, its candidates and the read
+                assert plan.part is not None and len(plan.part.candidates) >= 1
+                assert plan.part.decided_by == 'nvidia-smi -q | grep -i "product name"'
+                assert not [t for t in _texts(plan) if plan.part.fru in t]  # a choice, never a step's object
         if not plan.applies:
             assert plan.action.startswith("Input contradicts platform")
             assert any("contradicts" in w for w in plan.warnings) and plan.reset.scope is ResetScope.NONE
@@ -132,7 +138,11 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
             else:
                 replace = next(i for i, t in enumerate(texts) if t.startswith("replace"))
                 assert reseat is not None and reseat < replace
-                assert any("follow" in t and "slot" in t for t in texts)
+                # the swap test; on an SXM board moving a module between sockets is the vendor's field service's
+                if platform is not None and load_catalog().platform[platform].sxm:
+                    assert any("follow" in t and "socket" in t and "field service" in t for t in texts), texts
+                else:
+                    assert any("follow" in t and "slot" in t for t in texts), texts
             assert any("within days" in t for t in texts)
 
 
@@ -179,15 +189,33 @@ def test_a_v100_link_between_gpus_the_mesh_does_not_join_contradicts_it() -> Non
 
 
 def test_the_no_platform_direct_link_keeps_the_products_canonical_action() -> None:
-    plan = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="hpc-gpu-node-12", gpu=2, peer="GPU 3", link=1))
+    plan = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="hpc-gpu-node-12", gpu=2, peer="GPU 3", link=1,
+                                                         stated_pair=True))
     assert plan.action == "Reseat high-speed mezzanine interconnect or replace interposer ribbon cable on slot 2-3"
-    assert plan.part is None and any("nvidia-smi topo -m" in w for w in plan.warnings)
+    # the seed's wording only where the seed's form asks for it: a pair no snapshot stated gets the identify-first one
+    read = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer="GPU 3", link=1))
+    assert "ribbon" not in read.action and read.action.startswith("Platform unknown")
+    assert any("nvidia-smi topo -m" in w for w in plan.warnings)
     assert [c.command for c in plan.captures][:2] == ['nvidia-smi -q | grep -i "product name"', "nvidia-smi topo -m"]
     # a link whose far end is a switch, or is not known, is not what that wording is for
     for peer in ("NVSwitch 1", None):
         other = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer=peer, link=1))
         assert "ribbon" not in other.action and other.action.startswith("Platform unknown")
         assert "nvidia-smi topo -m" in other.action
+
+
+@pytest.mark.parametrize(("peer", "part", "frus"), [
+    ("GPU 3", "unknown-nvlink-carrier", ["NVLink bridge", "GPU baseboard"]),
+    (None, "unknown-nvlink-carrier", ["NVLink bridge", "GPU baseboard"]),
+    ("NVSwitch 1", "unknown-gpu-baseboard", ["GPU baseboard of that system"])])
+def test_an_unknown_boards_nvlink_names_the_part_the_link_implies(peer: str | None, part: str,
+                                                                  frus: list[str]) -> None:
+    """A GPU-to-GPU NVLink: the NVLink bridge on PCIe cards or the baseboard on an SXM board; a switch link: the
+    baseboard; with the product name as the read that decides."""
+    plan = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer=peer, link=1))
+    assert plan.part is not None and plan.part.id == part and [c.fru for c in plan.part.candidates] == frus
+    assert plan.part.decided_by == 'nvidia-smi -q | grep -i "product name"' and plan.part_note is None
+    assert plan.next_part is not None and plan.next_part.id == "unknown-gpu"
 
 
 def test_assumed_and_unknown_ports_are_warnings_never_steps() -> None:

@@ -51,7 +51,7 @@ def test_a_gpu_off_the_bus_is_the_gpu_not_its_links_and_its_job_stops(tmp_path: 
     for node in truth["nodes"].values():
         (fault,) = node["faults"]
         assert node["expect"]["localized"] == [f"gpu{fault['gpu']}"] and node["expect"]["verdict"] == NO_JOB
-        assert node["expect"]["priority"] == "high"  # a GPU down
+        assert node["expect"]["priority"] == "urgent"  # a GPU lost: every job on it has stopped
     # the Xid came hours before the analysed hour: only the GPU's silence since then keeps it in view
     end = pd.Timestamp(truth["end"])
     assert all(end - pd.Timestamp(t["faults"][0]["onset"]) > pd.Timedelta(hours=2) for t in truth["nodes"].values())
@@ -158,11 +158,12 @@ def test_a_node_without_a_platform_is_localized_and_says_so(tmp_path: Path) -> N
     for name in unknown:
         node = truth["nodes"][name]
         assert node["platform"] is None and node["board"] and node["expect"]["parts"] == {
-            node["faults"][0]["component"]: None}
+            node["faults"][0]["component"]: "unknown"}  # the part its link implies, with its candidates
         d = analyze_tables(_tables(tmp_path), node_id=name, end=pd.Timestamp(truth["end"]))
         assert d.platform is None and any(w.startswith("platform unknown") for w in d.warnings)
         assert d.localization is not None and d.localization.ref.slug == node["faults"][0]["component"]
-        assert repair_plan(None, d.localization.fault or FaultKind.NVLINK).part is None
+        part = repair_plan(None, d.localization.fault or FaultKind.NVLINK).part
+        assert part is not None and part.platform == "unknown" and part.candidates and part.decided_by
     # the fit score: a plan for a platform the node is not known to have would name a part where none may be
     result = next(r for r in report.nodes if r.node_id == unknown[0])
     assert result.given["fit"] == {truth["nodes"][unknown[0]]["faults"][0]["component"]: "fits"}

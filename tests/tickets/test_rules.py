@@ -22,7 +22,12 @@ def test_seed_ticket_names_the_link_its_peer_a_part_and_urgent_priority() -> Non
     t = RulesDrafter().draft(seed_diagnosis())
     assert (t.gpu_index, t.peer, t.link_id, t.link) == (2, "GPU 3", "nvlink-1", 1)
     assert t.component_kind is ComponentKind.NVLINK and t.priority is Priority.URGENT
-    assert t.replacement_part is None  # no platform: no part the board may not have
+    # no platform: the part the observed link implies (a GPU-to-GPU NVLink: a bridge on PCIe cards, the baseboard on
+    # an SXM board), never null, with the read that decides between them
+    part = t.replacement_part
+    assert part is not None and part.id == "unknown-nvlink-carrier"
+    assert [c.fru for c in part.candidates] == ["NVLink bridge", "GPU baseboard"]
+    assert part.decided_by == 'nvidia-smi -q | grep -i "product name"' and t.part_note is None
     # no platform: the port is unknown, and the ticket says how to find it
     assert t.port_source is PortSource.UNKNOWN and t.switch_port is None
     assert t.port_find_with is not None and "nvidia-smi nvlink -R -i 2" in t.port_find_with
@@ -53,7 +58,7 @@ def test_capture_and_repair_steps_are_ordered_and_complete() -> None:
     assert captures[:2] == ['nvidia-smi -q | grep -i "product name"', "nvidia-smi topo -m"]  # no platform: tell it
     assert "dcgmi diag -r 3" not in captures  # 15 minutes of load: after the drain, among the repairs
     assert "dcgmi diag -r 3" in [s.command for s in t.repair_steps]
-    assert any("platform unknown" in w for w in t.warnings) and t.part_note
+    assert any("platform unknown" in w for w in t.warnings) and t.replacement_part is not None
     texts = [s.text.lower() for s in t.repair_steps]
     order = [next(i for i, s in enumerate(texts) if word in s) for word in ("reset", "reseat", "replace")]
     assert order == sorted(order) and [s.order for s in t.repair_steps] == list(range(1, len(texts) + 1))
@@ -139,7 +144,8 @@ def test_shared_switch_outranks_single_links_when_several_gpus_land_on_it() -> N
     assert ranked[0].id == "nvswitch-2" and ranked[0].isolated and ranked[0].port_source is PortSource.OBSERVED
     t = RulesDrafter().draft(d)
     assert t.component_kind is ComponentKind.NVSWITCH and t.switch == "NVSwitch 2"
-    assert t.replacement_part is None  # the seed names no platform: which board carries NVSwitch 2 is unknown
+    # the seed names no platform: a switch link is the baseboard's, whichever board carries NVSwitch 2
+    assert t.replacement_part is not None and t.replacement_part.id == "unknown-gpu-baseboard"
     on_a100 = RulesDrafter().draft(d.model_copy(update={"platform": "dgx-a100-8gpu"}))
     assert on_a100.replacement_part is not None and on_a100.replacement_part.id == "dgx-a100-baseboard"
     link = RulesDrafter().draft(d, component="gpu3-nvlink0")

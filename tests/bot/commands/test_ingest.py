@@ -70,10 +70,10 @@ def test_a_synth_folder_with_its_nodes_csv_is_ingested_and_the_platforms_kept(
     store = TelemetryStore(tmp_path / "st")
     assert store.platforms() == {n: v["platform"] for n, v in truth["nodes"].items() if v["platform"]}
     files = {Path(r["file"]).name for r in store.db["ingests"].rows}
-    assert "nodes.csv" in files and "link_samples.parquet" in files and len(files) == 5  # 3 tables, csv, 1 scrape
+    assert "nodes.csv" in files and "link_samples.parquet" in files and len(files) == 6  # 4 tables, csv, 1 scrape
     assert "ground_truth.json" not in files and ".notes.swp" not in files
     assert main(["ingest", str(tmp_path / "fleet"), "--store", str(tmp_path / "st")]) == 0
-    assert capsys.readouterr().out.count("already in the store") == 5
+    assert capsys.readouterr().out.count("already in the store") == 6
 
 
 def test_inventory_files_give_platform_serial_and_rack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

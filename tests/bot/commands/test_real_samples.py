@@ -43,7 +43,7 @@ def test_each_real_sample_goes_through_the_whole_path(sample: Path, tmp_path: Pa
                      and any(c["rule"] == "xid_off_bus" for c in f["crossed"])}
             assert fatal == {f"the GPU at PCI {bus}" for bus in off_bus}, fatal
             assert diagnosis["localization"]["fault"] == "gpu-off-bus"
-            assert diagnosis["isolated_component"] in fatal and diagnosis["ticket_priority"] == "high"
+            assert diagnosis["isolated_component"] in fatal and diagnosis["ticket_priority"] == "urgent"  # GPU lost
         code, out, err = cli("ticket", node, "--store", str(store))
         assert code in (0, 1), err
         assert ("# " in out) if code == 0 else ("fabricbot:" in err)

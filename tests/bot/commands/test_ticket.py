@@ -151,14 +151,16 @@ def test_platform_given_wins_over_the_one_a_snapshot_names(tmp_path: Path, cli: 
 
 def test_lspci_paste_names_the_gpu_the_lane_the_end_and_the_part(cli: Cli) -> None:
     paste = FIXTURES / "samples" / "lspci_vvv_lane_h100.txt"
-    code, out, _ = cli("ticket", str(paste), "--node", "gpu-node-7", "--platform", "hgx-h100-8gpu", "--json")
+    code, out, _ = cli("ticket", str(paste), "--node", "gpu-node-7", "--platform", "hgx-h100-8gpu", "--json",
+                       "--link", "gpu0-pcie")
     data = json.loads(out)
     assert code == 0 and (data["node_id"], data["gpu_index"], data["component_kind"]) == ("gpu-node-7", 0, "pcie")
     assert (data["lanes"], data["end"]) == ([6], "gpu")
-    # received at the GPU end, the port above it replaying: the GPU's module first, the PCIe path second
-    assert (data["replacement_part"]["id"], data["next_part"]["id"]) == ("hgx-h100-sxm5-module", "hgx-h100-pcie-path")
+    # received at the GPU end, the port above it replaying: the end is evidence, the parts keep the catalog's order
+    assert (data["replacement_part"]["id"], data["next_part"]["id"]) == ("hgx-h100-pcie-path", "hgx-h100-sxm5-module")
     assert any("0000:18:00.0" in e and "replays it sent" in e for e in data["evidence"]["notes"])
-    code, out, _ = cli("ticket", str(paste), "--node", "gpu-node-7", "--platform", "hgx-h100-8gpu")
+    code, out, _ = cli("ticket", str(paste), "--node", "gpu-node-7", "--platform", "hgx-h100-8gpu", "--link",
+                       "gpu0-pcie")
     assert "| lanes | 6 |" in out and "| end | errors received at the GPU's end |" in out
 
 
@@ -177,7 +179,7 @@ def test_a_real_listing_names_the_upstream_end(tmp_path: Path, cli: Cli) -> None
                                   "3D controller: NVIDIA Corporation GH100"), encoding="utf-8")
     code, _, err = cli("ticket", str(paste), "--node", "n1")
     assert code == 2 and "rock-5-itx" in err  # the prompt names the node
-    code, out, _ = cli("ticket", str(paste), "--platform", "pcie-8gpu", "--json")
+    code, out, _ = cli("ticket", str(paste), "--platform", "pcie-8gpu", "--json", "--link", "gpu0-pcie")
     data = json.loads(out)
     assert code == 0 and (data["node_id"], data["gpu_index"], data["lanes"], data["end"]) == \
         ("rock-5-itx", 0, [1], "upstream")

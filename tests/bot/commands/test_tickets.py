@@ -31,15 +31,21 @@ def _file(store: Path, gpu: int) -> str:
     return result.ticket.id
 
 
-def test_a_repair_that_holds_closes_and_one_that_does_not_reopens_escalated(tmp_path: Path, cli: Cli) -> None:
-    store = tmp_path / "store"
+def _two_tickets(store: Path) -> tuple[str, str]:
+    """GPU 2's and GPU 5's NVLink 1 failing in the two hours before T0, each ticketed."""
     before = T0 - pd.Timedelta(hours=2)
     _ingest(store, links(link_series(steady(9000.0, 25), gpu=2, link=1, start=before),
                          link_series(steady(9000.0, 25), gpu=5, link=1, start=before)), "before")
-    held, failed = _file(store, 2), _file(store, 5)
-    for ticket in (held, failed):
+    return _file(store, 2), _file(store, 5)
+
+
+def test_a_repair_that_holds_closes_and_one_that_does_not_reopens_escalated(tmp_path: Path, cli: Cli) -> None:
+    store = tmp_path / "store"
+    held, failed = _two_tickets(store)
+    for ticket in (held, failed):  # the node stays drained: a passing `dcgmi diag -r 2` is what proves the part
         code, out, _ = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH",
-                           "--at", "2026-03-01T00:00Z", "--note", "reseated the tray")
+                           "--at", "2026-03-01T00:00Z", "--note", "reseated the tray", "--diag", "pass",
+                           "--diag-at", "2026-03-01T00:30Z")
         assert code == 0 and f"{ticket} is verifying" in out
     code, out, _ = cli("tickets", "--store", str(store), "verify")
     assert code == 0 and f"{held} verifying: 0 h clean of the 24 h soak" in out and "closed" not in out
@@ -59,6 +65,22 @@ def test_a_repair_that_holds_closes_and_one_that_does_not_reopens_escalated(tmp_
     assert out.split()[0] == held and failed not in out
     kinds = [line for line in cli("audit", "--store", str(store))[1].splitlines()]
     assert sum('"kind": "verification"' in k for k in kinds) == 2 and sum('"kind": "repair"' in k for k in kinds) == 2
+
+
+def test_a_drained_idle_node_stays_verifying_and_a_failed_diagnostic_reopens(tmp_path: Path, cli: Cli) -> None:
+    """The issue's case: a repair 'held' because the part had readings, on a drained node nothing ran on."""
+    store = tmp_path / "store"
+    idle, failed = _two_tickets(store)
+    assert cli("tickets", "--store", str(store), "repaired", idle, "--by", "UTECH", "--at", "2026-03-01T00:00Z")[0] == 0
+    assert cli("tickets", "--store", str(store), "repaired", failed, "--by", "UTECH", "--at", "2026-03-01T00:00Z",
+               "--diag", "fail")[0] == 0
+    _ingest(store, links(link_series(steady(0.0, SOAK_SAMPLES), gpu=2, link=1),
+                         link_series(steady(0.0, SOAK_SAMPLES), gpu=5, link=1)), "after")
+    code, out, _ = cli("tickets", "--store", str(store), "verify")
+    assert code == 0 and f"{idle} verifying" in out and "no traffic on the part" in out
+    assert f"{failed} open: the repair did not hold: `dcgmi diag -r 2` failed" in out
+    code, _, err = cli("tickets", "--store", str(store), "repaired", idle, "--by", "UTECH", "--diag-at", "2026-03-01")
+    assert code != 0 and "--diag-at needs --diag" in err
 
 
 def test_a_repair_is_reported_only_on_an_open_ticket_at_a_time_that_parses(tmp_path: Path, cli: Cli) -> None:

@@ -1,0 +1,94 @@
+"""A fatal event keeps its component failed until a reset, reboot or driver reload is seen, not only while it lies in
+the rate window; the verdict weighs the slowdown's onset against the event's time; a GPU lost is urgent."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from diagnostics import Priority, Severity
+from diagnostics.analysis.node import analyze_tables
+from diagnostics.model import Diagnosis
+from tests.analysis.helpers import T0, events, link_series, links, steady, steps
+
+HOURS = 6
+N = HOURS * 12 + 1
+END = (T0 + pd.Timedelta(hours=HOURS)).to_pydatetime()
+
+
+def _links(reset_gpu: int | None = None, at_h: float = 4.0) -> pd.DataFrame:
+    """Four GPUs' NVLink 0 counting a few replays; `reset_gpu`'s counters restart at `at_h` hours (every GPU's
+    with -1: a reboot)."""
+    frames = []
+    for gpu in range(4):
+        values = steady(2.0, N, base=100.0)
+        if reset_gpu is not None and reset_gpu in (gpu, -1):
+            cut = int(at_h * 12)
+            values = values[:cut] + [v - values[cut] for v in values[cut:]]
+        frames.append(link_series(values, gpu=gpu, link=0))
+    return links(*frames)
+
+
+def _xid(code: int, at_h: float, gpu: int = 2, **kw: object) -> dict[str, object]:
+    return {"timestamp": T0 + pd.Timedelta(hours=at_h), "gpu": gpu, "kind": "xid", "code": code,
+            "text": f"NVRM: Xid (PCI:0000:1b:00): {code}, pid=1", **kw}
+
+
+def _diagnose(tables: dict[str, pd.DataFrame]) -> Diagnosis:
+    return analyze_tables(tables, node_id="n1", end=END)
+
+
+def _rules(d: Diagnosis) -> set[str]:
+    return {c.rule for f in d.findings for c in f.crossed if f.severity in (Severity.FAILING, Severity.DOWN)}
+
+
+def test_a_fatal_xid_before_the_window_still_fails_its_gpu() -> None:
+    d = _diagnose({"link_samples": _links(), "events": events([_xid(74, 2.0)])})
+    assert "xid_nvlink" in _rules(d) and d.fault_detected
+    finding = next(f for f in d.findings if any(c.rule == "xid_nvlink" for c in f.crossed))
+    assert any("before this window: it holds until a GPU reset" in e for e in finding.evidence)
+
+
+def test_a_reset_of_its_gpu_or_a_reboot_clears_it_and_another_gpus_does_not() -> None:
+    assert "xid_nvlink" not in _rules(_diagnose({"link_samples": _links(reset_gpu=2),
+                                                 "events": events([_xid(74, 2.0)])}))
+    assert "xid_nvlink" not in _rules(_diagnose({"link_samples": _links(reset_gpu=-1),
+                                                 "events": events([_xid(74, 2.0)])}))
+    assert "xid_nvlink" in _rules(_diagnose({"link_samples": _links(reset_gpu=1),
+                                             "events": events([_xid(74, 2.0)])}))
+    # a reset before the event clears nothing
+    assert "xid_nvlink" in _rules(_diagnose({"link_samples": _links(reset_gpu=2, at_h=1.0),
+                                             "events": events([_xid(74, 2.0)])}))
+
+
+def test_a_non_fatal_event_counts_only_in_its_window() -> None:
+    sxid = {"timestamp": T0 + pd.Timedelta(hours=2), "kind": "sxid", "code": 20034, "nvswitch": "1", "link": 9,
+            "severity": "non-fatal", "text": "nvidia-nvswitch1: SXid (PCI:0000:05:00.0): 20034, Non-fatal"}
+    d = _diagnose({"link_samples": _links(), "events": events([sxid])})
+    assert not any(c.rule == "sxid" for f in d.findings for c in f.crossed)
+    fatal = {**sxid, "code": 12028, "severity": "fatal",
+             "text": "nvidia-nvswitch1: SXid (PCI:0000:05:00.0): 12028, Fatal, Link 9 egress non-posted PRIV error"}
+    assert "sxid_fatal" in _rules(_diagnose({"link_samples": _links(), "events": events([fatal])}))
+    assert "sxid_fatal" not in _rules(_diagnose({"link_samples": _links(reset_gpu=-1),
+                                                 "events": events([fatal])}))  # the node rebooted since
+
+
+def test_the_verdict_weighs_the_slowdown_onset_against_the_events_time() -> None:
+    def job(onset_h: float) -> pd.DataFrame:
+        values = [180.0 if i < onset_h * 12 else 240.0 for i in range(N)]
+        return steps(values, nodes="n1")
+
+    together = _diagnose({"link_samples": _links(), "events": events([_xid(74, 5.5)]), "step_samples": job(5.5)})
+    assert together.verdict is not None and "explains job j1's slowdown" in together.verdict
+    assert "XID at 2026-03-01 05:30 UTC began it" in together.verdict
+    assert together.ticket_priority is Priority.URGENT  # +33%, explained
+    late = _diagnose({"link_samples": _links(), "events": events([_xid(74, 5.5)]), "step_samples": job(3.0)})
+    finding = next(f for f in late.findings if any(c.rule == "xid_nvlink" for c in f.crossed))
+    assert finding.explains_slowdown is False
+    assert any("after job j1's slowdown began" in e and "it did not start it" in e for e in finding.evidence)
+    assert late.verdict is not None and "do not track it" in late.verdict
+
+
+def test_a_gpu_off_the_bus_is_urgent_as_a_slowdown_over_20_percent_is() -> None:
+    """The issue's nit: Xid 79 was 'high' while a +20% slowdown was 'urgent'; a GPU lost stops every job on it."""
+    d = _diagnose({"link_samples": _links(), "events": events([_xid(79, 5.8)])})
+    assert "xid_off_bus" in _rules(d) and d.ticket_priority is Priority.URGENT
