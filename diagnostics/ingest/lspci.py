@@ -223,6 +223,10 @@ class _AerFiles:
     def file_of(self, line: Line, name: str) -> tuple[str | None, str | None] | None:
         """(bus id or None, file or None) of a counter line; None when the line is not read (and said)."""
         path = _AER_PATH.search(line.text)
+        if line.text.count("/aer_dev_") > 1:  # two lines joined (a lost line break): whose is the value?
+            self.out.warn(line.number, f"{line.text.strip()[:60]!r}: two AER counter lines in one (a lost line "
+                                       "break?); not read")
+            return None
         if path is None and "/aer_dev_" in line.text:
             self.out.warn(line.number, f"{line.text.strip()[:60]!r}: no device bus id (DDDD:BB:DD.F) in its path; "
                                        "not read")

@@ -25,6 +25,7 @@ _COMMAND = re.compile(r"(?:^|/|\s)(?P<coll>[a-z_]+?)_perf(?:_mpi)?\b")
 _NAMED = re.compile(r"^#\s*Collective test (?P<when>starting|concluded):\s*(?P<coll>[a-z_]+?)_perf\b|"
                     r"^=+\s*(?P<banner>[a-z_]+?)_perf\s*=+$")
 _RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
+_RANK_LIKE = re.compile(r"^#\s*Rank\s+\S+\s.*\bon\s")  # a rank line _RANK does not read: a damaged one
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
 _AVG_NEAR = near("Avg bus bandwidth")  # the line with a flipped byte: said, not passed over as a comment
 _KNOWN = re.compile(r"^(?:NCCL\s+version|#|\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+INFO\s)")  # NCCL's INFO lines between
@@ -99,6 +100,9 @@ class NcclTestsReader:
             elif rank := _RANK.match(stripped):
                 if rank["host"] not in hosts:
                     hosts.append(rank["host"])
+            elif _RANK_LIKE.match(stripped):
+                out.warn(line.number, f"{stripped[:60]!r} is not a `# Rank N Pid P on HOST device D` line as "
+                                      "nccl-tests prints one (a damaged line?); its host is not read")
             elif avg := _AVG.match(stripped):
                 value = out.checked("gauge", line.number, avg["value"], "bandwidth_gbps", "Avg bus bandwidth")
                 if value is not None:

@@ -406,3 +406,24 @@ def test_a_snapshot_listing_one_link_twice_reads_it_once_and_says_so() -> None:
     whole = read_text("\n".join(lines) + "\n", name="cases.json")
     assert len(result["link_samples"]) == len(whole["link_samples"])
     assert "is the link of fabric_errors[0] (nvlink-1) again" in str(result.warnings)
+
+
+def test_two_aer_counter_lines_joined_into_one_are_said_and_not_read() -> None:
+    """The line break between `...:RxErr 0` and the next line flipped to `;`: RxErr had been lost unsaid."""
+    text = (SAMPLES / "aer_sysfs_dump.txt").read_text()
+    old = "aer_dev_correctable:RxErr 0\n/sys"
+    assert old in text
+    result = read_text(text.replace(old, "aer_dev_correctable:RxErr 0;/sys", 1))
+    line = text.splitlines().index("/sys/bus/pci/devices/0000:19:00.0/aer_dev_correctable:RxErr 0") + 1
+    assert [w.line for w in result.warnings if "two AER counter lines in one" in w.message] == [line]
+
+
+def test_nccl_tests_a_damaged_rank_line_is_said() -> None:
+    """`Pid 1171742` written `Pid Infinity`: the rank line was passed over and its host gone, unsaid."""
+    text = (REAL / "nccl_sendrecv_a40_1.txt").read_text()
+    old = "Pid 1171742 on"
+    assert old in text
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if old in row)
+    result = read_text(text.replace(old, "Pid Infinity on", 1))
+    assert [w.line for w in result.warnings if "is not a `# Rank N Pid P on HOST device D` line" in w.message] == [
+        line]
