@@ -114,6 +114,11 @@ class _FileState:
     units: set[Unit] = field(default_factory=set)  # the epoch units its timestamps were in
 
 
+# A sample written into a comment (the line break before it lost): `metric{labels} value`
+_JOINED = re.compile(r"[A-Za-z_:][\w:]*\{[^{}]*\}\s+\S")
+# The metric types of the Prometheus text format and OpenMetrics
+_TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped", "unknown", "info", "stateset",
+                    "gaugehistogram"})
 _KIND = {"error": -1, "skip": 0, "link": 1, "xid": 2}
 # A series text's meaning and the GPU it names, (node, gpu, labels) or None (see DcgmParser._described)
 _Described = tuple[Series, tuple[str, int, dict[str, str]] | None]
@@ -171,6 +176,12 @@ class DcgmParser:
         problems: list[tuple[int, str]] = []
         state.units |= batch.ts_units
         for pos, text in batch.comments:
+            if _JOINED.search(text):
+                problems.append((base + pos + 1, f"{text[:60]!r}: a sample inside a comment line (a lost line "
+                                                 "break?); not read"))
+            elif text.startswith("# TYPE ") and (len(text.split()) != 4 or text.split()[3] not in _TYPES):
+                problems.append((base + pos + 1, f"{text[:60]!r} is no `# TYPE metric type` line as the "
+                                                 "exposition format writes it; not read"))
             if text.startswith(("# HELP ", "# TYPE ")):
                 state.header = ((text.split(None, 3)[2:3] or [""])[0], base + pos + 1)
             elif text.strip() == "# EOF" and state.eof is None:

@@ -71,9 +71,12 @@ AER_COLUMNS = {
 }
 
 
+_CLASS_CODE = re.compile(r"\s*\[[0-9a-fA-F]{4}\]$")  # `lspci -nn`: `PCI bridge [0604]`
+
+
 def device_kind(cls: str, desc: str) -> str | None:
     """gpu, nvswitch, pcie_switch, nic, or None for a device whose link fabricbot does not follow."""
-    cls_l, nvidia = cls.lower(), "nvidia" in desc.lower()
+    cls_l, nvidia = _CLASS_CODE.sub("", cls).lower(), "nvidia" in desc.lower()
     if "nvswitch" in desc.lower() or (nvidia and cls_l == "bridge"):
         return "nvswitch"
     if nvidia and ("3d controller" in cls_l or "vga compatible" in cls_l):
@@ -82,6 +85,26 @@ def device_kind(cls: str, desc: str) -> str | None:
         return "pcie_switch"
     if any(k in cls_l for k in ("ethernet controller", "infiniband controller", "network controller")):
         return "nic"
+    return None
+
+
+# The header words that decide whether a device's link is followed (pci.ids class names lspci prints; the vendor)
+_CLASSES = ("PCI bridge", "Bridge", "3D controller", "VGA compatible controller", "Ethernet controller",
+            "Infiniband controller", "Network controller")
+_VENDOR_WORDS = ("NVIDIA", "NVSwitch")
+
+
+def _near_kind(cls: str, desc: str) -> tuple[str, str, str] | None:
+    """(the word written, the word it is one letter from, the kind that word makes) for the header of a device whose
+    link is not followed, where one letter changed (a flipped byte) would make it followed."""
+    name = _CLASS_CODE.sub("", cls)
+    for known in _CLASSES:
+        if one_edit(name, known) and (kind := device_kind(known, desc)):
+            return name, known, kind
+    for word in desc.split():
+        for known in _VENDOR_WORDS:
+            if one_edit(word, known) and (kind := device_kind(cls, desc.replace(word, known, 1))):
+                return word, known, kind
     return None
 
 
@@ -103,6 +126,7 @@ class LspciReader:
         below: dict[tuple[str, int], str] = {}  # (domain, secondary bus) -> the bridge above that bus
         lanes: dict[str, list[dict[str, Any]]] = {}
         block: dict[str, int] = {}  # the once-only fields of this device's block -> their line
+        headers: dict[str, int] = {}  # each device's bus id -> its header line
         for line in classify(source, out):
             if line.kind == "command":  # the AER file a command prints, if it names one
                 path = _AER_PATH.search(line.command or "")
@@ -113,7 +137,13 @@ class LspciReader:
             if head := _DEVICE.match(line.text):
                 _check_status(out, device, cap, last)
                 bus = normalize_bus_id(head["bus"]) or head["bus"]
-                device, cap, aer.command = (bus, device_kind(head["cls"], head["desc"]), line.number), {}, None
+                kind = device_kind(head["cls"], head["desc"])
+                if kind is None and (damaged := _near_kind(head["cls"], head["desc"])):
+                    written, known, kind = damaged
+                    out.warn(line.number, f"{written[:40]!r} in {bus}'s header is one letter from {known!r} (a "
+                                          f"damaged line?); read as {known!r}")
+                device, cap, aer.command = (bus, kind, line.number), {}, None
+                headers.setdefault(bus, line.number)
                 block = {}
             elif _BROKEN_DEVICE.match(line.text):  # a device line whose bus id is no bus id: its lines are no one's
                 _check_status(out, device, cap, last)
@@ -130,6 +160,9 @@ class LspciReader:
                 cap = {"speed": _gen(out, line.number, match["speed"], "LnkCap"),
                        "width": out.checked("level", line.number, match["width"], "pcie_width", "LnkCap width")}
             elif (match := _LNKSTA.match(line.text)) and device is not None:
+                if not cap and device[1] is not None:  # lspci prints LnkCap first, in every Express capability
+                    out.warn(line.number, f"{device[0]}: LnkSta without a LnkCap above it (a line lost?); its "
+                                          "capability is not known, so a narrowed link cannot be told")
                 width = out.checked("level", line.number, match["width"], "pcie_width", "LnkSta width")
                 if device[1] is not None and width is not None:
                     _link_row(out, rows, device, cap, _gen(out, line.number, match["speed"], "LnkSta"), width)
@@ -172,6 +205,7 @@ class LspciReader:
                 block.setdefault(field["name"], line.number)
             last = line
         _check_status(out, device, cap, last)
+        _across_domains(out, rows, below, headers)
         _upstream_ends(rows, lanes, below)
         return out.result()
 
@@ -189,6 +223,10 @@ class _AerFiles:
     def file_of(self, line: Line, name: str) -> tuple[str | None, str | None] | None:
         """(bus id or None, file or None) of a counter line; None when the line is not read (and said)."""
         path = _AER_PATH.search(line.text)
+        if line.text.count("/aer_dev_") > 1:  # two lines joined (a lost line break): whose is the value?
+            self.out.warn(line.number, f"{line.text.strip()[:60]!r}: two AER counter lines in one (a lost line "
+                                       "break?); not read")
+            return None
         if path is None and "/aer_dev_" in line.text:
             self.out.warn(line.number, f"{line.text.strip()[:60]!r}: no device bus id (DDDD:BB:DD.F) in its path; "
                                        "not read")
@@ -285,6 +323,25 @@ def _upstream_ends(rows: dict[str, dict[str, Any]], lanes: dict[str, list[dict[s
             r.update(pci_bus_id=bus, end=LinkEnd.UPSTREAM.value, peer=port)
     for row in rows.values():
         row.pop("aer_counted", None)
+
+
+def _across_domains(out: Collector, rows: dict[str, dict[str, Any]], below: dict[tuple[str, int], str],
+                    headers: dict[str, int]) -> None:
+    """A GPU with no bridge above its bus in its own PCI domain, where a bridge of another domain leads to a bus of
+    that number with no device listed on it: one of the two domains is damaged (a flipped byte), so the port is
+    not the GPU's upstream end, said."""
+    listed = {(bus.split(":")[0], int(bus.split(":")[1], 16)) for bus in headers if bus.count(":") == 2}
+    for bus, row in rows.items():
+        if row.get("device_kind") != "gpu" or bus not in headers:
+            continue
+        domain, number = bus.split(":")[0], int(bus.split(":")[1], 16)
+        if (domain, number) in below:
+            continue
+        for (other, secondary), port in below.items():
+            if secondary == number and other != domain and (other, secondary) not in listed:
+                out.warn(headers[bus], f"{bus} is in PCI domain {domain}, and the bridge above bus {number:02x} is "
+                                       f"{port} in domain {other}, which lists no device on it: one of the two bus "
+                                       "ids is damaged; the port is not read as the GPU's upstream end")
 
 
 def _check_status(out: Collector, device: tuple[str, str | None, int] | None, cap: dict[str, int | None],

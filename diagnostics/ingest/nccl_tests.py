@@ -25,6 +25,7 @@ _COMMAND = re.compile(r"(?:^|/|\s)(?P<coll>[a-z_]+?)_perf(?:_mpi)?\b")
 _NAMED = re.compile(r"^#\s*Collective test (?P<when>starting|concluded):\s*(?P<coll>[a-z_]+?)_perf\b|"
                     r"^=+\s*(?P<banner>[a-z_]+?)_perf\s*=+$")
 _RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
+_RANK_LIKE = re.compile(r"^#\s*Rank\s+\S+\s.*\bon\s")  # a rank line _RANK does not read: a damaged one
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
 _AVG_NEAR = near("Avg bus bandwidth")  # the line with a flipped byte: said, not passed over as a comment
 _KNOWN = re.compile(r"^(?:NCCL\s+version|#|\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+INFO\s)")  # NCCL's INFO lines between
@@ -38,6 +39,10 @@ _FIGURES = (("time", "collective_time_us", "collective_time_us"), ("algbw", "alg
 _COLUMN_NAMES = frozenset({"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "timestamp",
                            "i_min", "i_max", "i_p99", "i_cv%"})
 _REDOPS = {"sum", "prod", "max", "min", "avg", "mulsum", "none"}
+# The data types nccl-tests prints (src/common.cu test_typenames; `char` and `int` before NCCL 2; the fp8 pair
+# with NCCL 2.24, assumed from its ncclFloat8e4m3/e5m2 types)
+_TYPES = frozenset({"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",
+                    "f8e4m3", "f8e5m2", "char", "int"})
 _SLACK = 2  # characters a cell's right edge may sit from its header's: the header is `# ` plus the row's widths
 
 
@@ -95,6 +100,9 @@ class NcclTestsReader:
             elif rank := _RANK.match(stripped):
                 if rank["host"] not in hosts:
                     hosts.append(rank["host"])
+            elif _RANK_LIKE.match(stripped):
+                out.warn(line.number, f"{stripped[:60]!r} is not a `# Rank N Pid P on HOST device D` line as "
+                                      "nccl-tests prints one (a damaged line?); its host is not read")
             elif avg := _AVG.match(stripped):
                 value = out.checked("gauge", line.number, avg["value"], "bandwidth_gbps", "Avg bus bandwidth")
                 if value is not None:
@@ -152,8 +160,9 @@ def _damaged(columns: list[_Column]) -> str | None:
     for name in names:
         if name not in _COLUMN_NAMES and (near := next((k for k in _COLUMN_NAMES if one_edit(name, k)), None)):
             return f"header column {name!r} is one letter from {near!r}"
-    if names.count("time") != names.count("algbw") or names.count("time") != names.count("busbw") or \
-            "size" not in names:
+    if names[:1] != ["size"]:  # nccl-tests prints size first: a cell before it would shift every row's cells
+        return f"the header's first column is {names[0][:20] if names else None!r}, not size"
+    if names.count("time") != names.count("algbw") or names.count("time") != names.count("busbw"):
         return f"the header names size {names.count('size')}, time {names.count('time')}, algbw " \
                f"{names.count('algbw')} and busbw {names.count('busbw')} times"
     return None
@@ -260,6 +269,12 @@ def _data_row(out: Collector, line: Line, text: str, table: _Table | None) -> li
         return []
     common: dict[str, Any] = {"size_bytes": size, "data_type": named.get("type"),
                               "redop": None if named.get("redop") in (None, "none") else named["redop"]}
+    strange = [f"{name} = {named[name]!r} is no {what} nccl-tests prints"
+               for name, what, known in (("type", "data type", _TYPES), ("redop", "reduction", _REDOPS))
+               if named.get(name) not in (None, *known)]
+    if strange:  # a cell out of its place (a flipped byte made a space a cell): the two names are not read
+        out.warn(line.number, f"{'; '.join(strange)} (a damaged row?); its type and reduction are not read")
+        common.update(data_type=None, redop=None)
     if named.get("root") not in (None, "-1"):  # -1: a collective with no root
         common["root"] = out.checked("index", line.number, named["root"], "rank", "root")
     if stamp := named.get("timestamp"):

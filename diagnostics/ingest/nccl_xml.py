@@ -17,6 +17,7 @@ import pandas as pd
 from .. import values
 from ..components import switch_name
 from .base import IngestResult, IngestWarning, Source
+from .textlines import one_edit
 
 READER_NAME = "nccl-xml"
 NVSWITCH_CLASS = "0x0680"
@@ -24,6 +25,10 @@ NVSWITCH_CLASS = "0x0680"
 # ("Ignoring element"), and so does this reader, saying so.
 CHILDREN = {None: {"system"}, "system": {"cpu"}, "cpu": {"pci", "nic"}, "pci": {"pci", "gpu", "nic", "pcilink"},
             "gpu": {"nvlink", "c2c"}, "nic": {"net"}}
+
+# The attributes this reader takes on each element
+ATTRIBUTES = {"gpu": ("dev", "rank", "sm"), "net": ("dev", "name"), "nvlink": ("target", "count", "tclass"),
+              "pci": ("busid", "device"), "cpu": ("numaid",)}
 
 
 @dataclass
@@ -72,6 +77,7 @@ class _State:
         if self.ignored is not None:  # NCCL skips such an element with all it holds
             self.stack.append(elem)
             return
+        self.names(elem, line)
         if elem.tag == "gpu" and not self.again(("gpu", elem.get("dev", elem.get("rank", "?"))), "<gpu dev=...>",
                                                     line):
             dev = elem.get("dev", elem.get("rank", "?"))
@@ -99,6 +105,17 @@ class _State:
         elif elem.tag == "pci":
             self.again(("pci", elem.get("busid", "").lower()), f"<pci busid={elem.get('busid', '')!r}>", line)
         self.stack.append(elem)
+
+    def names(self, elem: ET.Element, line: int) -> None:
+        """An attribute one letter from one this reader takes (a flipped byte in its name) is said and read as it."""
+        known = ATTRIBUTES.get(elem.tag, ())
+        for key in [k for k in elem.attrib if k not in known]:
+            near = next((k for k in known if one_edit(key, k) and k not in elem.attrib), None)
+            if near is not None:
+                self.warnings.append(IngestWarning(self.where, line, f"<{elem.tag}> attribute {key[:40]!r} is one "
+                                                                     f"letter from {near!r} (a damaged name?); read "
+                                                                     f"as {near!r}"))
+                elem.attrib[near] = elem.attrib.pop(key)
 
     def checked(self, raw: str, line: int, what: str) -> int | None:
         """A link count as the XML states it, or None with a warning naming the line and the value."""

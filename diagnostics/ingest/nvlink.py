@@ -212,7 +212,8 @@ def _check_uuid(out: Collector, line: Line, header: re.Match[str], uuid: str | N
     raw = header["uuid"]
     # an author's shortening (`GPU-xxx`, `GPU-0`, `...`) is no damage: a damaged UUID keeps its dashes
     elided = raw is not None and (raw.count("-") < 3 or any(mark in raw for mark in ("xxx", "...", "…")))
-    if raw is None and re.search(r"\(\s*\w{4}:|\w{4}:\s*\w{3}-", header["name"]):
+    if raw is None and re.search(r"\(\s*\w{4}:|\w{4}:\s*\w{3}-|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-",
+                                 header["name"]):  # a damaged `(UUID: `, or a UUID's digits in a model name
         out.warn(line.number, f"{header['name'][-60:]!r}: a UUID clause not as nvidia-smi prints it (UUID: ...); "
                               "read without a UUID")
     elif raw is not None and not elided and (uuid is None or not _FULL_UUID.match(uuid)):

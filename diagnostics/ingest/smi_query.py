@@ -111,7 +111,8 @@ class _Log:
         if self.skipping is not None:
             return
         kv = _KEY.match(line.text)
-        indent = len(line.text) - len(line.text.lstrip())
+        # a tab as nvidia-smi's own indentation step (4), so a line indented with tabs and spaces nests as written
+        indent = len(line.text[: len(line.text) - len(line.text.lstrip())].expandtabs(4))
         while self.stack and self.stack[-1][0] >= indent:
             self.stack.pop()
         if not kv:

@@ -92,7 +92,9 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, lines: list[i
             held = ~unheld(col, parsed.to_numpy(np.float64, na_value=np.nan))
             if dtype.startswith("Int"):
                 info = np.iinfo(dtype.lower())
-                held &= (parsed.isna() | ((parsed == parsed.round()) & parsed.between(info.min, info.max))).to_numpy()
+                # below -min, not up to max: as a float, int64's max rounds up to 2**63, which no int64 holds
+                within = (parsed >= info.min) & (parsed < -float(info.min))
+                held &= (parsed.isna() | ((parsed == parsed.round()) & within)).to_numpy()
                 if pd.api.types.is_unsigned_integer_dtype(raw.dtype):  # 2**63 is 2**63 - 1 as a float: exact here
                     held &= raw.to_numpy() <= np.uint64(info.max)
             parsed = parsed.where(held)

@@ -24,6 +24,7 @@ from .wrapping import split_lines
 
 READER_NAME = "topo-m"
 _OLD_NAMES = {"SOC": "SYS"}  # drivers before 384 said SOC for what is now SYS
+_CPUS = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")  # an affinity or NUMA id: `0-23,96-119`, `2`
 _AFFINITY = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity", "GPU NUMA ID": "gpu_numa_id"}
 _HEADER = re.compile(r"^\s*GPU0(\s|$)")
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z][\w.]*\d)$")
@@ -159,9 +160,15 @@ def _read_row(m: _Matrix, text: str, number: int, where: str, warnings: list[Ing
             m.cut = _Cut(name, col, cell, number, before if len(m.out) > before else None, not ended)
     for i, (col, value) in enumerate(zip(m.extra, [] if too_many else values, strict=False)):
         before = len(m.out)
-        if value not in ("N/A", ""):
+        at_cut = open_end and len(device_cells) + i == len(cells) - 1
+        if value in ("N/A", ""):
+            pass
+        elif not at_cut and not _CPUS.match(value):  # at a cut it may be a fragment: told when the input ends
+            warnings.append(IngestWarning(where, number, f"row {name}: {col} = {value[:40]!r} is no CPU or NUMA "
+                                                         "number list as nvidia-smi prints one; not read"))
+        else:
             _row(m, number, a, None, _AFFINITY[col], detail=value)
-        if open_end and len(device_cells) + i == len(cells) - 1:
+        if at_cut:
             m.cut = _Cut(name, col, value, number, before if len(m.out) > before else None, not ended)
     if len(device_cells) < len(m.devices):
         warnings.append(IngestWarning(where, number, f"row {name} is cut off after {len(device_cells)} of "

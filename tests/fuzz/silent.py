@@ -36,6 +36,8 @@ LOSSES = ("row lost", "row doubled", "value lost")
 WRONG = ("value changed", "value appeared")
 _LINE = re.compile(r":(\d+)$")
 _DIGITS = re.compile(r"\d+")
+# a device's name: a PCI bus id or a GPU UUID
+_BUS_ID = re.compile(r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]|GPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]+)+")
 _SPAN = re.compile(r"\blines (\d+)-(\d+)")
 _NAMED = re.compile(r"[A-Za-z].*\d|\d.*[:.]\d")  # a name with a number in it: GPU3, NIC7, mlx5_7, a bus id
 _TOKEN = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -92,7 +94,15 @@ def _said(before: IngestResult, after: IngestResult, lines: LineMap) -> bool:
     now, then = said(after, lines.back), said(before, None)
     # a warning the input's reading gave of a line the mutation changed, and no longer given: the line was said to
     # be damaged and is now another (a flipped byte flipped back reads as the file did before any damage)
-    unsaid = any(line in lines.touched_before for line, _ in then - now)
+    gone = then - now
+    unsaid = any(line in lines.touched_before for line, _ in gone)
+    # or a warning no longer given that named a device the changed line names (two lines that contradict each
+    # other, said at one of them: `AER detail of 0000:19:00.0 inside the report of 0000:18:00.0`, `GPU 0 is
+    # GPU-... here and GPU-... at line 4`)
+    named = set(_BUS_ID.findall(lines.text_before))
+    unsaid = unsaid or bool(named and any(
+        set(_BUS_ID.findall(w.message)) & named for w in before.warnings
+        if (w.line, _DIGITS.sub("#", w.message)) in gone))
     return bool(now - then) or unsaid
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.lspci import READER
@@ -140,3 +141,52 @@ def test_real_gpu_lane_error_and_status_bits_as_printed() -> None:
     assert (device["width"], device["max_width"], device["lane_error"]) == (16, 16, True)
     assert (device["bad_tlp"], device["rx_err"], device["bad_dllp"], device["replay_timeout"]) == (1.0, 0.0, 0.0, 0.0)
     assert rows.loc[rows["lane"].notna(), "lane"].tolist() == [6]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("0000:18:00.0 PCI bridge:", "0000:18:00.0 PCI bridfe:"),  # the port above the GPU
+    ("0000:19:00.0 3D controller:", "0000:19:00.0 3D controllfr:"),
+    ("0000:19:00.0 3D controller: NVIDIA", "0000:19:00.0 3D controller: NVIDHA"),
+])
+def test_a_header_one_letter_from_a_followed_device_is_said_and_read_as_that_device(old: str, new: str) -> None:
+    text = (SAMPLES / "lspci_vvv_lane_h100.txt").read_text()
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.startswith(old))
+    result, whole = read_text(text.replace(old, new, 1)), read_text(text)
+    word = new.split(": ")[-1] if ": " in new else new[13:-1]  # the damaged vendor word, or the class
+    assert warning_lines(result) == [line] and f"{word!r} in {old[:12]}'s header is one letter from" in \
+        result.warnings[0].message
+    assert result["link_samples"].equals(whole["link_samples"])  # nothing lost: the port's and GPU's rows as before
+
+
+def test_class_codes_as_lspci_nn_prints_them_read_as_without() -> None:
+    text = (SAMPLES / "lspci_vvv_lane_h100.txt").read_text()
+    coded = text.replace("PCI bridge:", "PCI bridge [0604]:").replace("3D controller:", "3D controller [0302]:")
+    assert coded != text
+    result = read_text(coded)
+    assert not result.warnings
+    assert result["link_samples"].equals(read_text(text)["link_samples"])
+
+
+def test_a_lnksta_without_its_lnkcap_is_said_and_still_read() -> None:
+    lines = (SAMPLES / "lspci_vvv_h100.txt").read_text().splitlines()
+    nic = next(i for i, line in enumerate(lines) if line.startswith("0000:1a:00.0 "))
+    cap = next(i for i in range(nic, len(lines)) if "LnkCap:" in lines[i])
+    result = read_text("\n".join(lines[:cap] + lines[cap + 1:]) + "\n")
+    assert warning_lines(result) == [cap + 1]  # the LnkSta line, now where the LnkCap was
+    assert "0000:1a:00.0: LnkSta without a LnkCap above it" in result.warnings[0].message
+    row = result["link_samples"].query("pci_bus_id == '0000:1a:00.0'")
+    assert row["width"].tolist() == [16] and row["max_width"].isna().all()
+
+
+@pytest.mark.parametrize(("old", "new", "gpu"), [
+    ("0000:1b:00.0 3D controller", "0100:1b:00.0 3D controller", "0100:1b:00.0"),  # the GPU's domain damaged
+    ("0000:1a:00.0 PCI bridge", "0001:1a:00.0 PCI bridge", "0000:1b:00.0"),  # the port's
+])
+def test_a_gpu_and_the_port_above_its_bus_in_two_domains_is_said(old: str, new: str, gpu: str) -> None:
+    text = (SAMPLES / "lspci_vvv_lane_h100.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1))
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.startswith("0000:1b:00.0"))
+    assert warning_lines(result) == [line] and f"{gpu} is in PCI domain {gpu[:4]}, and the bridge above bus 1b" in \
+        result.warnings[0].message
+    assert result["link_samples"].query(f"pci_bus_id == '{gpu}'")["end"].isna().all()  # not joined to the port

@@ -201,13 +201,16 @@ def test_a_cut_row_with_tabs_reads_as_the_aligned_cut_row(tabs: str, tmp_path: P
     ("  busbw #wrong     time", "  busbw #wrong     tile"),  # the in-place time had gone: its algbw and busbw
     ("#       size", "#       sime"),                         # overwrote the out-of-place ones, one row lost
     ("  algbw   busbw #wrong     time", "  algbw   busbx #wrong     time"),
+    ("#       size", "#!      size"),  # a cell before size: the count had been read as the size
 ])
 def test_a_damaged_header_is_said_and_its_rows_read_by_the_printed_layouts(old: str, new: str) -> None:
     text = (REAL / "nccl_allreduce_1.txt").read_text()
     assert old in text
     result = read_text(text.replace(old, new, 1))
     damaged = next(w for w in set(new.split()) - set(old.split()))
-    assert f"header column {damaged!r} is one letter from" in str(result.warnings)
+    said = "the header's first column is '!', not size" if damaged == "#!" else \
+        f"header column {damaged!r} is one letter from"
+    assert said in str(result.warnings)
     whole = read_text(text)["step_samples"]
     assert result["step_samples"].drop(columns="source").equals(whole.drop(columns="source"))
 
@@ -218,6 +221,26 @@ def test_a_damaged_average_line_is_said(damaged: str) -> None:
     result = read_text(text.replace("# Avg bus bandwidth    : 231.793", damaged, 1))
     assert f"{damaged!r} is not the `# Avg bus bandwidth : <GB/s>` line" in str(result.warnings)
     assert result["step_samples"]["size_bytes"].notna().all()  # no average read
+
+
+@pytest.mark.parametrize(("name", "new", "said"), [
+    ("nccl_alltoall_superbench_1", "67108864 ! float", "type = '!' is no data type nccl-tests prints; "
+                                                         "redop = 'float' is no reduction"),
+    ("nccl_reducescatter_superbench_1", "67108864   float     s!m", "redop = 's!m' is no reduction"),
+])
+def test_a_cell_that_is_no_type_or_reduction_is_said_and_the_rows_figures_kept(name: str, new: str,
+                                                                               said: str) -> None:
+    text = (REAL / f"{name}.txt").read_text()
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.startswith("  2147483648      67108864"))
+    old = re.search(r"67108864 +float(?: +sum)?", text.splitlines()[line - 1])
+    assert old is not None and len(old[0]) == len(new)  # a flipped byte: every cell where it was
+    result, whole = read_text(text.replace(old[0], new, 1)), read(REAL / f"{name}.txt")
+    assert said in str(result.warnings) and line in warning_lines(result)
+    rows = result["step_samples"][result["step_samples"]["source"].str.endswith(f":{line}")]
+    assert len(rows) == 2 and rows[["data_type", "redop"]].isna().all().all()  # out of place: not read
+    figures = ["size_bytes", "collective_time_us", "algbw_gbps", "busbw_gbps"]
+    assert rows[figures].reset_index(drop=True).equals(
+        whole["step_samples"].loc[rows.index, figures].reset_index(drop=True))
 
 
 def _util_cu(fields: str, *values: object) -> str:

@@ -103,6 +103,28 @@ def test_topo_m_a_header_naming_a_device_twice_is_said_and_its_row_not_read_as_a
     assert topology.query("a == 'GPU6' and b == 'GPU0'")["relation"].tolist() == ["SYS"]  # the rest is read
 
 
+@pytest.mark.parametrize(("old", "new", "column"), [
+    ("2               N/A", "2               O/A", "GPU NUMA ID"),
+    ("48-71,144-167   2 ", "48-71,144-167   @ ", "NUMA Affinity"),
+    ("48-71,144-167", "48-71,144.167", "CPU Affinity"),
+])
+def test_topo_m_an_affinity_that_is_no_number_list_is_said_and_not_read(old: str, new: str, column: str) -> None:
+    """`N/A` flipped to `O/A` had made `O/A` the GPU's NUMA id."""
+    lines = _lines(REAL / "topo_m_hgx_h100_1.txt")
+    at = next(i for i, line in enumerate(lines) if line.startswith("GPU4 "))
+    assert old in lines[at]
+    whole = read_text("\n".join(lines) + "\n")
+    lines[at] = lines[at].replace(old, new, 1)
+    result = read_text("\n".join(lines) + "\n")
+    value = new if column == "CPU Affinity" else new.split()[-1]
+    assert [w.message for w in result.warnings if w.line == at + 1] == [
+        f"row GPU4: {column} = {value!r} is no CPU or NUMA number list as nvidia-smi prints one; not read"]
+    relation = {"GPU NUMA ID": "gpu_numa_id", "NUMA Affinity": "numa_affinity", "CPU Affinity": "cpu_affinity"}[column]
+    assert result["topology"].query(f"a == 'GPU4' and relation == '{relation}'").empty
+    others = whole["topology"].query(f"not (a == 'GPU4' and relation == '{relation}')")
+    assert len(result["topology"]) == len(others)  # the rest of the row and the matrix read as before
+
+
 def test_topo_m_a_row_with_more_values_than_the_header_has_columns_reads_none_of_them() -> None:
     """A space flipped to `!` between NUMA Affinity and GPU NUMA ID had made `!` the GPU's NUMA id."""
     lines = _lines(REAL / "topo_m_hgx_h100_1.txt")
@@ -117,13 +139,26 @@ def test_topo_m_a_row_with_more_values_than_the_header_has_columns_reads_none_of
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
-    ('<nvlink target="0000:f5:00.0" count="5"', '<nvlink target="0000:f5:00.0" cnunt="5"', "nvlink count = ''"),
+    ('<nvlink target="0000:f5:00.0" count="5"', '<nvlink target="0000:f5:00.0" cnxnt="5"', "nvlink count = ''"),
     ('<net name="mlx5_7"', '<ndt name="mlx5_7"', "<ndt> inside <nic> is no element NCCL reads"),
     ('      <nvlink target="0000:f5:00.0"', '      =nvlink target="0000:f5:00.0"', "inside <gpu> is no element"),
 ])
 def test_nccl_xml_what_nccl_would_not_read_is_said(old: str, new: str, said: str) -> None:
     text = (REAL / "nccl_topo_1.txt").read_text().replace(old, new, 1)
     assert any(said in w.message for w in read_text(text).warnings)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ('count="4" tclass="0x068000"/>', 'count="4" tcla-s="0x068000"/>'),
+    ('<nvlink target="0000:f5:00.0" count="5"', '<nvlink target="0000:f5:00.0" cnunt="5"'),
+    ('<gpu dev="3"', '<gpu dew="3"'),
+])
+def test_nccl_xml_an_attribute_name_one_letter_off_is_said_and_read_as_its_name(old: str, new: str) -> None:
+    text = (REAL / "nccl_topo_1.txt").read_text()
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if old in row)
+    result = read_text(text.replace(old, new, 1))
+    assert warning_lines(result) == [line] and "is one letter from" in result.warnings[0].message
+    assert result["topology"].drop(columns="source").equals(read_text(text)["topology"].drop(columns="source"))
 
 
 @pytest.mark.parametrize("element", ['<net name="mlx5_2"', '<nvlink target="0000:f4:00.0"',
@@ -283,6 +318,23 @@ def test_a_table_row_written_twice_is_read_once_and_said(tmp_path: Path) -> None
     assert warning_lines(result) == [4] and "repeats the row of line 3" in result.warnings[0].message
 
 
+_TX = "DCGM_FI_PROF_NVLINK_TX_BYTES"
+
+
+@pytest.mark.parametrize(("old", "new", "line", "said"), [
+    (f'gauge\n{_TX}{{gpu="0"', f'gauge!{_TX}{{gpu="0"', 5, "a sample inside a comment line"),
+    (f'(in B/s).\n# TYPE {_TX} gauge\n{_TX}{{gpu="0"', f'(in B/s).!{_TX}{{gpu="0"', 4,
+     "a sample inside a comment line"),
+    (f"# TYPE {_TX} gauge\n", f"# TYPE {_TX} gauge x\n", 5, "is no `# TYPE metric type` line"),
+])
+def test_dcgm_a_sample_joined_to_a_comment_line_is_said(old: str, new: str, line: int, said: str) -> None:
+    """The line break after `# TYPE ... counter` flipped to `!` had hidden the next sample in the comment."""
+    text = (REAL / "dcgm_metrics_a100_1.txt").read_text()
+    assert old in text
+    result = read_text(text.replace(old, new, 1), name="metrics.txt")
+    assert [w.line for w in result.warnings if said in w.message] == [line], result.warnings
+
+
 @pytest.mark.parametrize(("old", "new", "said"), [
     ('DCGM_FI_PROF_NVLINK_TX_BYTES{gpu="0"', 'DBGM_FI_PROF_NVLINK_TX_BYTES{gpu="0"', "one letter from"),
     ('{gpu="3",UUID=', '{gpu="-0",UUID=', "an index is never negative"),
@@ -328,6 +380,8 @@ def test_nvlink_a_deleted_gpu_header_hands_no_link_to_the_gpu_above() -> None:
      "is no GPU UUID as the driver writes it"),
     ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUHD: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)",
      "a UUID clause not as nvidia-smi prints it"),
+    ("(UUID: GPU-0c512562-871f-8257-6187-b5ae1b986d5e)", "(UUID; GPU-0c512562-871f-8257-6187-b5ae1b986d5e)",
+     "a UUID clause not as nvidia-smi prints it"),
     ("GPU 1: NVIDIA A100-SXM4-80GB", "GPU NaN: NVIDIA A100-SXM4-80GB", "is no GPU header as nvidia-smi prints one"),
 ])
 def test_nvlink_a_damaged_gpu_header_is_said(old: str, new: str, said: str) -> None:
@@ -352,3 +406,24 @@ def test_a_snapshot_listing_one_link_twice_reads_it_once_and_says_so() -> None:
     whole = read_text("\n".join(lines) + "\n", name="cases.json")
     assert len(result["link_samples"]) == len(whole["link_samples"])
     assert "is the link of fabric_errors[0] (nvlink-1) again" in str(result.warnings)
+
+
+def test_two_aer_counter_lines_joined_into_one_are_said_and_not_read() -> None:
+    """The line break between `...:RxErr 0` and the next line flipped to `;`: RxErr had been lost unsaid."""
+    text = (SAMPLES / "aer_sysfs_dump.txt").read_text()
+    old = "aer_dev_correctable:RxErr 0\n/sys"
+    assert old in text
+    result = read_text(text.replace(old, "aer_dev_correctable:RxErr 0;/sys", 1))
+    line = text.splitlines().index("/sys/bus/pci/devices/0000:19:00.0/aer_dev_correctable:RxErr 0") + 1
+    assert [w.line for w in result.warnings if "two AER counter lines in one" in w.message] == [line]
+
+
+def test_nccl_tests_a_damaged_rank_line_is_said() -> None:
+    """`Pid 1171742` written `Pid Infinity`: the rank line was passed over and its host gone, unsaid."""
+    text = (REAL / "nccl_sendrecv_a40_1.txt").read_text()
+    old = "Pid 1171742 on"
+    assert old in text
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if old in row)
+    result = read_text(text.replace(old, "Pid Infinity on", 1))
+    assert [w.line for w in result.warnings if "is not a `# Rank N Pid P on HOST device D` line" in w.message] == [
+        line]

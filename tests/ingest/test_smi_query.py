@@ -91,3 +91,15 @@ def test_real_fabric_sections(name: str, line: int, text: str) -> None:
 def test_a_grep_separator_is_said_and_the_root_prompt_is_a_command() -> None:
     result = read(REAL / "smi_q_fabric_unhealthy_1.txt")
     assert warning_lines(result) == [12] and "'--'" in result.warnings[0].message  # not line 3's `# nvidia-smi`
+
+
+def test_a_section_indented_with_a_tab_and_spaces_nests_as_written() -> None:
+    """A tab is nvidia-smi's 4-space step: `\\t   Health` (7 columns) holds `\\t\\t\\tSummary` (12), as with spaces."""
+    spaces = (REAL / "smi_q_fabric_unhealthy_1.txt").read_text().replace("\n        Health\n", "\n       Health\n", 1)
+    assert "\n       Health\n" in spaces
+    tabs = "".join("\t" * ((len(line) - len(line.lstrip(" "))) // 4) + " " * ((len(line) - len(line.lstrip(" "))) % 4)
+                   + line.lstrip(" ") for line in spaces.splitlines(keepends=True))
+    assert "\n\t   Health\n" in tabs
+    read_spaces, read_tabs = read_text(spaces)["events"], read_text(tabs)["events"]
+    assert "Health Summary: Unhealthy" in read_spaces["text"].iloc[0]
+    assert read_tabs["text"].tolist() == read_spaces["text"].tolist()
