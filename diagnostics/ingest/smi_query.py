@@ -47,6 +47,9 @@ _READ = {("Product Name",), ("GPU UUID",), ("Fabric", "State"), *(("PCI", key) f
            for key in ("Max", "Current"))}
 _READ_NAMES = frozenset({*_LOG_HEADER, *_IDENTITY, *_PCI_KEYS, *_PCI_SECTIONS, "PCI", "Fabric", "Max", "Current",
                          "State"})  # the keys and sections read: one a letter from them was damaged
+_SECTION_NAMES = frozenset({*_PCI_SECTIONS, "PCI", "Fabric"})
+_LOST_COLON = re.compile(r"^(?P<key>\S.*?)\s{2,}\S")  # `Driver Version     g 550.54.15`: a key, spaces, a value
+_STRAY = re.compile(r"^(?P<stray>\S) (?P<key>.+)$")  # `g Product Name`: a byte of the indentation flipped
 # A key as nvidia-smi prints one: words one space apart (`GPU T.Limit Temp`, `SRAM Uncorrectable SEC-DED`).
 _KEY_NAME = re.compile(r"^[A-Za-z0-9()/.+-]+(?: [A-Za-z0-9()/.+-]+)*$")
 _NO_SERIAL = ("N/A", "[N/A]", "Not Supported", "[Not Supported]")  # a board that reports no serial
@@ -116,12 +119,19 @@ class _Log:
         while self.stack and self.stack[-1][0] >= indent:
             self.stack.pop()
         if not kv:
+            if (lost := _LOST_COLON.match(text)) and lost["key"] in _READ_NAMES - _SECTION_NAMES:
+                self.out.warn(line.number, f"{lost['key']!r} with no ':' before its value (a damaged line?); not read")
+                return
             if _SECTION.match(text):
                 self.section(line, indent, text)
             else:
                 self.out.unread(line)
             return
         key, value = kv["key"], kv["value"]
+        if (stray := _STRAY.match(key)) and stray["key"] in _READ_NAMES:
+            self.out.warn(line.number, f"{stray['key']!r} has a stray {stray['stray']!r} before it (a damaged "
+                                       "indentation?); not read")
+            return
         if not _KEY_NAME.match(key):
             self.out.warn(line.number, f"{key[:40]!r} is no key as nvidia-smi prints one (words one space apart); "
                                        "not read")

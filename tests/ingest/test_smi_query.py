@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -103,3 +105,24 @@ def test_a_section_indented_with_a_tab_and_spaces_nests_as_written() -> None:
     read_spaces, read_tabs = read_text(spaces)["events"], read_text(tabs)["events"]
     assert "Health Summary: Unhealthy" in read_spaces["text"].iloc[0]
     assert read_tabs["text"].tolist() == read_spaces["text"].tolist()
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    (("Driver Version                            : ", "Driver Version                            g "),
+     "'Driver Version' with no ':' before its value"),
+    (("\n    Product Name", "\n  g Product Name"), "'Product Name' has a stray 'g' before it"),
+])
+def test_a_key_it_reads_damaged_in_its_colon_or_indentation_is_said(damage: tuple[str, str], said: str) -> None:
+    """A flipped byte where the colon or the indentation was: the value was lost without a word."""
+    whole = (SAMPLES / "nvidia_smi_q_fabric_h100.txt").read_text()
+    assert damage[0] in whole
+    result = read_text(whole.replace(damage[0], damage[1], 1))
+    assert [w.message for w in result.warnings if said in w.message]
+    assert len(read_text(whole)["gpus"]) == len(result["gpus"])  # every GPU still read; only that value is not
+
+
+@pytest.mark.parametrize("path", [*REAL.glob("*smi_q_*.txt"), SAMPLES / "nvidia_smi_q_fabric_h100.txt"],
+                         ids=lambda p: p.stem)
+def test_real_outputs_hold_no_lost_colon_and_no_stray_byte(path: Path) -> None:
+    result = read_text(path.read_text())
+    assert not [w for w in result.warnings if "no ':'" in w.message or "stray" in w.message]
