@@ -56,7 +56,11 @@ def parse_json(text: str, source: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+        # json's msg stops where its own message would go on ("Unterminated string starting at"): give the place
+        where = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+        if not text[exc.pos:].strip() or exc.msg.startswith("Unterminated string"):
+            where += ": the file ends inside it (cut off?)"
+        raise InputError(f"not valid JSON: {where}", source=source, line=exc.lineno) from None
 
 
 def _node_label(raw: Any) -> str:

@@ -99,7 +99,9 @@ def test_twenty_concurrent_commands_are_all_answered() -> None:
             t.join()
         assert statuses == [200] * 20
         assert local.slack.wait_for(lambda s: len(posted(s)) == 20)
-        assert local.slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 20)
+        uploaded = local.slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 20)
+        assert uploaded, (len(local.slack.calls_to("files.completeUploadExternal")),
+                          [m.text for m in local.slack.messages if m.text and not m.text.startswith("hpc-gpu")])
         titles = sorted(m.text.split(":")[0] for m in posted(local.slack))
         assert titles == sorted(nodes)
 

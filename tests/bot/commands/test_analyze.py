@@ -65,6 +65,10 @@ def test_list_with_one_bad_case_still_reports_the_good(tmp_path: Path,
     ("[]", "the list of snapshots is empty"),
     ('{"node_id": "n",\n "fabric_errors": [}', ":2"),
     ("[1, 2]", "must be a JSON object"),
+    ('{"node_id": "n",\n "fabric_errors": [{"gpu": 2, "lin',
+     ":2: not valid JSON: Unterminated string starting at column 31: the file ends inside it (cut off?)"),
+    ('{"node_id": "n",\n "fabric_errors": [', "Expecting value at column 20: the file ends inside it (cut off?)"),
+    ('{"a": 1,}', "Expecting property name enclosed in double quotes at column 9"),
 ])
 def test_bad_files_exit_nonzero_with_a_message(tmp_path: Path, cli: Cli,
                                                content: str, needle: str) -> None:
