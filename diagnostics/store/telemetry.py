@@ -27,7 +27,7 @@ import sqlite_utils
 from sqlite_utils.db import Table
 
 from ..errors import InputError
-from ..ingest.base import IngestResult, Source
+from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
 from ..ingest.summary import nodes as summary_nodes
 from ..model import RackSlot
@@ -145,7 +145,9 @@ class TelemetryStore:
                 [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2],
                   "code": -1 if k[3] is None else k[3], "value": v} for k, v in xid_last.items()],
                 pk=("kind", "node_id", "gpu", "code"))
-        return IngestReport.of(outcomes)
+        report = IngestReport.of(outcomes)
+        report.node_warnings += [w for o in outcomes if (w := _untimed(o)) is not None]
+        return report
 
     def _keep(self, outcome: FileOutcome) -> None:
         """One file's telemetry and node records written, with its hash, in one transaction."""
@@ -439,3 +441,16 @@ def open_store(root: Path | str, *, create: bool = True) -> TelemetryStore:
         return TelemetryStore(root)
     except OSError as exc:
         raise InputError(f"cannot use the store folder: {exc.strerror}", source=str(root)) from None
+
+
+def _untimed(outcome: FileOutcome) -> IngestWarning | None:
+    """Said at ingest, not first at the analysis: a paste that states no time is kept, but no window places it."""
+    if outcome.status != "ingested" or outcome.result is None:
+        return None
+    links = outcome.result["link_samples"]
+    untimed = int(links["timestamp"].isna().sum()) if "timestamp" in links.columns else 0
+    if not untimed:
+        return None
+    return IngestWarning(outcome.name, None, f"{untimed} link readings state no time: the store keeps them, but no "
+                         "window can place them, so `analyze --store` will not judge them; ingest the file again with "
+                         "--at TIME or --at mtime")

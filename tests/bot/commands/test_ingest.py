@@ -10,6 +10,7 @@ import pytest
 
 from bot.cli import main
 from diagnostics.store import open_store
+from tests.bot.commands.conftest import Cli
 
 REAL = Path(__file__).resolve().parents[3] / "fixtures" / "real"
 
@@ -122,3 +123,11 @@ def test_a_refused_file_leaves_the_good_one_stored_and_is_named(tmp_path: Path, 
     assert stored["replay"].tolist() == [2]
     bad.write_text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="n"} 5 1772409660000\n')
     assert main(["ingest", str(good), str(bad), "--store", str(store)]) == 0  # mended, it is taken
+
+
+def test_a_paste_that_states_no_time_is_said_at_ingest_not_first_at_the_analysis(cli: Cli, tmp_path: Path) -> None:
+    paste = REAL / "nvlink_s_v100_inactive_1.txt"
+    code, _, err = cli("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "s"))
+    assert code == 0 and "6 link readings state no time" in err and "--at mtime" in err
+    code, _, err = cli("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "t"), "--at", "mtime")
+    assert code == 0 and "state no time" not in err
