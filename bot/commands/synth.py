@@ -26,24 +26,23 @@ def _at_least_one(text: str) -> int:
     return n
 
 
-def _hours(text: str) -> float:
+def _number(text: str, unit: str, least: float, inclusive: bool) -> float:
     try:
-        hours = float(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of hours: {text!r}") from None
-    if not (math.isfinite(hours) and hours >= MIN_HOURS):
-        raise argparse.ArgumentTypeError(f"at least {MIN_HOURS:g} hours (got {text!r})")
-    return hours
+        raise argparse.ArgumentTypeError(f"not a number of {unit}: {text!r}") from None
+    if not (math.isfinite(value) and (value >= least if inclusive else value > least)):
+        bound = "at least" if inclusive else "more than"
+        raise argparse.ArgumentTypeError(f"{bound} {least:g} {unit} (got {text!r})")
+    return value
+
+
+def _hours(text: str) -> float:
+    return _number(text, "hours", MIN_HOURS, inclusive=True)
 
 
 def _minutes(text: str) -> float:
-    try:
-        minutes = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
-    if not (math.isfinite(minutes) and minutes > 0):
-        raise argparse.ArgumentTypeError(f"more than 0 minutes (got {text!r})")
-    return minutes
+    return _number(text, "minutes", 0.0, inclusive=False)
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
