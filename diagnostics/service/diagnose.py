@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..model import Diagnosis, Snapshot
 from ..names import name_notes
 from ..store.maintenance import Maintenance
+from ..store.telemetry import UNTIMED_ADVICE
 from ..topology import NodeGraph
 from .request import Asked, Request
 from .source import Source, Window, known
@@ -223,7 +224,7 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
                     f"source's newest reading ({got.end:%Y-%m-%d %H:%M} UTC)")
     if got.undated.get(node):
         said.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
-                    "--at): no window can place them; ingest the file again with --at TIME or --at mtime")
+                    f"--at): {UNTIMED_ADVICE}")
     if said:
         diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *said]})
     if got.end is not None:

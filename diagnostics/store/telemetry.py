@@ -443,6 +443,10 @@ def open_store(root: Path | str, *, create: bool = True) -> TelemetryStore:
         raise InputError(f"cannot use the store folder: {exc.strerror}", source=str(root)) from None
 
 
+# What to do about readings kept without a time: said at ingest and by every analysis of the store.
+UNTIMED_ADVICE = "no window can place them; ingest the file again with --at TIME or --at mtime"
+
+
 def _untimed(outcome: FileOutcome) -> IngestWarning | None:
     """Said at ingest, not first at the analysis: a paste that states no time is kept, but no window places it."""
     if outcome.status != "ingested" or outcome.result is None:
@@ -451,6 +455,5 @@ def _untimed(outcome: FileOutcome) -> IngestWarning | None:
     untimed = int(links["timestamp"].isna().sum()) if "timestamp" in links.columns else 0
     if not untimed:
         return None
-    return IngestWarning(outcome.name, None, f"{untimed} link readings state no time: the store keeps them, but no "
-                         "window can place them, so `analyze --store` will not judge them; ingest the file again with "
-                         "--at TIME or --at mtime")
+    return IngestWarning(outcome.name, None, f"{untimed} link readings state no time: the store keeps them, but "
+                         f"`analyze --store` will not judge them; {UNTIMED_ADVICE}")

@@ -129,5 +129,7 @@ def test_a_paste_that_states_no_time_is_said_at_ingest_not_first_at_the_analysis
     paste = REAL / "nvlink_s_v100_inactive_1.txt"
     code, _, err = cli("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "s"))
     assert code == 0 and "6 link readings state no time" in err and "--at mtime" in err
+    _, out, err = cli("analyze", "--store", str(tmp_path / "s"), "--node", "n1")
+    assert "6 link readings of n1 in the store have no time" in out + err and "--at mtime" in out + err
     code, _, err = cli("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "t"), "--at", "mtime")
     assert code == 0 and "state no time" not in err
