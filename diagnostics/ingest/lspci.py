@@ -14,6 +14,10 @@ Which end saw which error tells the direction (`data/ends.toml`): the AER correc
 BadTLP- BadDLLP+ Rollover- Timeout+`) of each port, a set bit read as at least one (a sysfs count, where pasted,
 is the count). A bridge whose `Bus: ... secondary=` is a GPU's bus is the switch or root port above that GPU: its
 rows are the GPU link's upstream end (end `upstream`, the GPU's bus id, the port's own in `peer`).
+
+A file may hold several listings, each after the time it was taken (`date; lspci -vvv`, again later): each is a
+reading of its own, so a lane status read clear and then set is seen as two readings (the status is sticky, RW1C,
+PCIe r4.0 sec. 7.7.3.3: only a clear reading before a set one dates it).
 """
 
 from __future__ import annotations
@@ -132,7 +136,13 @@ class LspciReader:
                 path = _AER_PATH.search(line.command or "")
                 bus = normalize_bus_id(path["bus"]) if path else None
                 aer.command = (bus, path["file"]) if path and bus else None
+            stamp = out.timestamp
             if skip_shell(line, out):
+                if out.timestamp is not stamp and rows:  # a stated time: the listing after it is another reading
+                    _check_status(out, device, cap, last)
+                    _ends(out, rows, lanes, below, headers)
+                    rows, lanes, below, headers, block = {}, {}, {}, {}, {}
+                    device, cap, aer = None, {}, _AerFiles(out)
                 continue
             if head := _DEVICE.match(line.text):
                 _check_status(out, device, cap, last)
@@ -205,9 +215,15 @@ class LspciReader:
                 block.setdefault(field["name"], line.number)
             last = line
         _check_status(out, device, cap, last)
-        _across_domains(out, rows, below, headers)
-        _upstream_ends(rows, lanes, below)
+        _ends(out, rows, lanes, below, headers)
         return out.result()
+
+
+def _ends(out: Collector, rows: dict[str, dict[str, Any]], lanes: dict[str, list[dict[str, Any]]],
+          below: dict[tuple[str, int], str], headers: dict[str, int]) -> None:
+    """One reading's ports joined to the GPUs below them (each `date`-stamped listing of a file is one reading)."""
+    _across_domains(out, rows, below, headers)
+    _upstream_ends(rows, lanes, below)
 
 
 class _AerFiles:

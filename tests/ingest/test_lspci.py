@@ -111,6 +111,26 @@ def test_the_port_above_a_gpu_is_its_upstream_end_with_its_status_bits() -> None
     assert lane[["pci_bus_id", "lane"]].values.tolist() == [["0000:19:00.0", 6]] and lane["end"].isna().all()
 
 
+def test_each_dated_listing_of_a_file_is_a_reading_of_its_own() -> None:
+    """`date; lspci -vvv` twice in one file: two readings, each at its time with its own ports joined, not the second
+    listing's values written over the first's (a lane status read clear and then set is how one is dated)."""
+    listing = (SAMPLES / "lspci_vvv_lane_h100.txt").read_text()
+    clear = listing.replace("LaneErrStat: LaneErr at lane: 6", "LaneErrStat: 0", 1)
+    result = read_text(f"Sun Mar  1 11:00:00 UTC 2026\n{clear}\nSun Mar  1 12:00:00 UTC 2026\n{listing}")
+    rows = result["link_samples"]
+    once = read_text(listing)["link_samples"]
+    assert len(rows) == 2 * len(once) - 1  # the lane row only in the second
+    gpu = rows[(rows["pci_bus_id"] == "0000:19:00.0") & rows["lane"].isna() & rows["end"].isna()]
+    assert [(t.hour, flag) for t, flag in zip(gpu["timestamp"], gpu["lane_error"], strict=True)] == \
+        [(11, False), (12, True)]
+    ports = rows[rows["end"] == "upstream"]
+    assert ports.groupby(ports["timestamp"].dt.hour)["peer"].apply(sorted).to_dict() == \
+        {11: ["0000:18:00.0", "0000:1a:00.0"], 12: ["0000:18:00.0", "0000:1a:00.0"]}
+    lane = rows[rows["lane"].notna()]
+    assert [(t.hour, n) for t, n in zip(lane["timestamp"], lane["lane"], strict=True)] == [(12, 6)]
+    assert result.warnings == []
+
+
 def test_a_sysfs_count_is_kept_over_the_status_bit() -> None:
     text = ((SAMPLES / "aer_sysfs_dump.txt").read_text() + "\n" + (SAMPLES / "lspci_vvv_lane_h100.txt").read_text())
     gpu = read_text(text)["link_samples"]
