@@ -92,7 +92,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("ecc_errors", "NVLink ECC errors", Kind.COUNTER, on=_NVLINK),  # NVLink ECC data errors, 1220
     Metric("crc", "CRC errors", Kind.SUM, on=_NVLINK, parts=("crc_flit", "crc_data")),
     Metric("width_lost", "lanes lost", Kind.LEVEL, Unit.LANES, _PCIE, column="width", maximum="max_width"),
-    Metric("lanes_in_error", "lanes in error", Kind.LEVEL, Unit.LANES, _PCIE),  # lane errors at either end
+    # lanes a Lane Error Status names at either end: dated (an earlier reading read it clear) or not (it is sticky,
+    # RW1C, PCIe r4.0 sec. 7.7.3.3: set at some time since it was last cleared)
+    Metric("lanes_in_error", "lanes in error", Kind.LEVEL, Unit.LANES, _PCIE),
+    Metric("lanes_in_error_undated", "lanes in error (undated status)", Kind.LEVEL, Unit.LANES, _PCIE),
     Metric("gen_lost_under_load", "generations lost under load", Kind.LEVEL, Unit.GENERATIONS, _PCIE, column="gen",
            maximum="max_gen", busy=("tx_bytes_per_s", "rx_bytes_per_s")),
     Metric("effective_ber", "effective BER", Kind.LEVEL, Unit.RATIO, _NVLINK, column="effective_ber"),

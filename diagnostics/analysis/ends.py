@@ -34,6 +34,9 @@ class EndView:
     lanes: tuple[int, ...] = ()
     received: dict[str, float] = field(default_factory=dict)
     sent: dict[str, float] = field(default_factory=dict)
+    # The Lane Error Status is sticky (RW1C, PCIe r4.0 sec. 7.7.3.3): a set bit says a lane erred at some time since
+    # the status was last cleared, maybe long ago. Dated only where an earlier reading in the span read it clear.
+    dated: bool = False
 
     @property
     def receives(self) -> bool:
@@ -52,7 +55,8 @@ def _amount(values: pd.Series) -> float:
 
 def pcie_ends(links: pd.DataFrame, t: np.ndarray, start_ns: int, end_ns: int,
               policy: EndsPolicy) -> dict[tuple[str, int], dict[LinkEnd, EndView]]:
-    """(node, GPU) -> each end of its PCIe link that a reader saw (lspci, sysfs AER), as it stood at `end_ns`."""
+    """(node, GPU) -> each end of its PCIe link that a reader saw (lspci, sysfs AER) from `start_ns` (the rules'
+    history span, so every door that reads that span dates a lane status alike), as it stood at `end_ns`."""
     counters = [c for c in (*policy.pcie.received, *policy.pcie.sent) if c in links.columns]
     if not len(links) or not ("lane_error" in links.columns or counters):
         return {}
@@ -76,18 +80,22 @@ def pcie_ends(links: pd.DataFrame, t: np.ndarray, start_ns: int, end_ns: int,
         device = group[lane.loc[group.index].isna().to_numpy()]
         last = int(group["_t"].max())
         named: tuple[int, ...] = ()
+        dated = False
         flag = device["lane_error"].dropna() if "lane_error" in device.columns else pd.Series(dtype=object)
         if len(flag) and bool(flag.iloc[-1]):
             at = int(device.loc[flag.index[-1], "_t"])
             named = tuple(sorted({int(v) for v in per_lane.loc[per_lane["_t"] == at, "lane"]}))
+            dated = not bool(flag.astype(bool).all())  # a reading in the span read it clear: set since then
         elif not len(flag) and len(per_lane):
             named = tuple(sorted({int(v) for v in per_lane.loc[per_lane["_t"] == last, "lane"]}))
         amounts = {c: _amount(device[c]) for c in counters if c in device.columns}
         port = None
         if side != LinkEnd.GPU.value and "peer" in device.columns and len(device):
             port = str(device["peer"].iloc[-1])
+        elif "pci_bus_id" in device.columns and len(device) and pd.notna(device["pci_bus_id"].iloc[-1]):
+            port = str(device["pci_bus_id"].iloc[-1])  # the GPU's own address: where its status is read
         out.setdefault((str(node), int(gpu)), {})[LinkEnd(side)] = EndView(
-            port=port, lanes=named,
+            port=port, lanes=named, dated=dated,
             received={c: v for c, v in amounts.items() if c in policy.pcie.received and v > 0},
             sent={c: v for c, v in amounts.items() if c in policy.pcie.sent and v > 0})
     return out
@@ -104,6 +112,23 @@ def _name(end: LinkEnd, gpu: int, views: Mapping[LinkEnd, EndView]) -> str:
     return "the port above it" + (f" ({port})" if port else "")
 
 
+def undated_notes(views: Mapping[LinkEnd, EndView], gpu: int) -> list[str]:
+    """What to do about a set lane status no earlier reading dates: clear it and read it again (advice only)."""
+    notes = []
+    for end in (LinkEnd.GPU, LinkEnd.UPSTREAM):
+        v = views.get(end)
+        if v is None or not v.lanes or v.dated:
+            continue
+        at = v.port or "ADDR"
+        notes.append(
+            f"GPU {gpu} PCIe: {_name(end, gpu, views)} names lane(s) {', '.join(map(str, v.lanes))} in its lane error "
+            "status, and no earlier reading in the span read it clear: the status is sticky (RW1C, PCIe r4.0 sec. "
+            "7.7.3.3), so the lane may have erred long ago (a warning, not a failure). Clear it by writing back the "
+            f"value read (`setpci -s {at} ECAP_SECPCI+8.L` reads it, `setpci -s {at} ECAP_SECPCI+8.L=VALUE` clears "
+            "those bits) and read `lspci -vvv` again: a lane named again has erred since")
+    return notes
+
+
 def pcie_end(views: Mapping[LinkEnd, EndView], gpu: int) -> tuple[LinkEnd | None, list[int], list[str]]:
     """The end whose receiver saw the errors, its lanes in error, and why; no end unless both ends were read."""
     receiving = [e for e in (LinkEnd.GPU, LinkEnd.UPSTREAM) if e in views and views[e].receives]
@@ -111,7 +136,9 @@ def pcie_end(views: Mapping[LinkEnd, EndView], gpu: int) -> tuple[LinkEnd | None
     evidence = []
     for e in receiving:
         v = views[e]
-        what = [f"lane(s) {', '.join(map(str, v.lanes))} in error (lane error status)"] if v.lanes else []
+        when = "set since a reading that read it clear" if v.dated else "undated: set at some time since it was " \
+            "last cleared"
+        what = [f"lane(s) {', '.join(map(str, v.lanes))} in error (lane error status, {when})"] if v.lanes else []
         what += [_said(v.received)] if v.received else []
         evidence.append(f"{_name(e, gpu, views)} received errors: {'; '.join(what)}")
     if len(views) < 2:

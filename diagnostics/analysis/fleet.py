@@ -37,7 +37,7 @@ from ..topology import NodeGraph
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
-from .ends import nvlink_ends, pcie_end, pcie_ends
+from .ends import EndView, nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import (
     event_findings,
     last_restarts,
@@ -143,15 +143,21 @@ def _placed(f: Finding, graph: NodeGraph | None) -> Finding:
                                 "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
 
 
-def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, Any]]) -> pd.DataFrame:
-    """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: a level its rule judges."""
-    counts = {key: max(len(v.lanes) for v in views.values()) for key, views in ends.items()}
+def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, EndView]]) -> pd.DataFrame:
+    """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: two levels their rules judge, the
+    lanes a dated status names (an earlier reading read it clear) and those only an undated one names."""
     pcie = np.flatnonzero((metrics["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
                           & metrics["gpu"].notna().to_numpy())  # one row per GPU: a few of the node's rows
-    level = np.full(len(metrics), np.nan)
     rows = metrics.iloc[pcie]
-    level[pcie] = [counts.get((str(n), int(g)), np.nan) for n, g in zip(rows["node_id"], rows["gpu"], strict=True)]
-    return metrics.assign(lanes_in_error=level)
+    keys = [(str(n), int(g)) for n, g in zip(rows["node_id"], rows["gpu"], strict=True)]
+    levels = {}
+    for name, dated in (("lanes_in_error", True), ("lanes_in_error_undated", False)):
+        counts = {key: max([len(v.lanes) for v in views.values() if v.dated is dated] or [0])
+                  for key, views in ends.items()}
+        level = np.full(len(metrics), np.nan)
+        level[pcie] = [counts.get(key, np.nan) for key in keys]
+        levels[name] = level
+    return metrics.assign(**levels)
 
 
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
@@ -199,6 +205,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     result.timings["metrics_s"] = time.perf_counter() - started
     view = node_view(metrics, end_ns, thresholds)
     found: dict[str, list[Finding]] = {}
+    sticky: dict[str, list[str]] = {}  # each node's lane statuses no reading dates: what to read to date them
     policy = default_ends()
     ends = pcie_ends(links, t, since_ns, end_ns, policy)
     if ends and len(metrics):
@@ -215,6 +222,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             views = ends.get((str(row["node_id"]), f.gpu)) if f.link_type is LinkType.PCIE and f.gpu is not None \
                 else None
             if views and f.gpu is not None:
+                sticky.setdefault(str(row["node_id"]), []).extend(undated_notes(views, f.gpu))
                 side, lanes, said = pcie_end(views, f.gpu)
                 f = f.model_copy(update={"lanes": lanes, "end": side, "evidence": [*f.evidence, *said]})
             note = shares.get((str(row["node_id"]), f.gpu, f.link)) \
@@ -292,7 +300,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     reporting_links = _names(metrics)
     for node in wanted:
         mine = found.get(node, [])
-        notes = [*graph_of.warnings(node), *warnings.get(node, [])]
+        notes = [*graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, [])]
         if undated.get(node):
             notes.append(f"{undated[node]} reading(s) of {node} carry no time: taken as read at "
                          f"{fmt.when(window_end)} (give the time with --at, or a `date` line before the paste)")

@@ -1,8 +1,9 @@
 """Scenarios below the link: a failing lane and the end that sees it, written as the readers write them.
 
-A PCIe lane fault: from its onset the Lane Error Status of the receiving end (the GPU's port, or the switch or root
-port above it) names one lane, that end's AER counts receiver errors and bad DLLPs, and the other end counts the
-replay timer timeouts of its resends (as lspci and sysfs AER give them); where the port above receives them, the
+A PCIe lane fault: from its onset (inside the history the rules read, after a reading there, so the sticky status is
+dated by the clear reading before it) the Lane Error Status of the receiving end (the GPU's port, or the switch or
+root port above it) names one lane, that end's AER counts receiver errors and bad DLLPs, and the other end counts
+the replay timer timeouts of its resends (as lspci and sysfs AER give them); where the port above receives them, the
 GPU's own PCIe replay counter climbs too (under its rule), and only then may the job slow.
 
 An NVLink lane fault: one lane's CRC data errors (as `nvidia-smi nvlink -ec` gives them per lane) over the failing
@@ -30,7 +31,7 @@ def pcie_lane_errors(sim: NodeSim) -> None:
     gpu = int(sim.rng.integers(0, 8))
     lane = int(sim.rng.integers(0, sim.max_width))
     end = LinkEnd.GPU if sim.rng.random() < 0.5 else LinkEnd.UPSTREAM
-    on = sim.onset()
+    on = sim.onset_in_span()  # the status reads clear before it in the span the rules read: dated, so failing
     rate = float(sim.rng.uniform(2, 200))  # receiver errors per hour at the receiving end
     sim.ports.append({"gpu": gpu, "lane": lane, "end": end.value, "onset": on, "rate": rate})
     slows = False

@@ -16,12 +16,14 @@ measured figure could fall either side.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..analysis import history_needed
 from ..components import ComponentRef
 from ..config.platforms import platform_data
 from ..config.thresholds import DEFAULT_FILE, Thresholds, load_thresholds
@@ -182,6 +184,17 @@ class NodeSim:
         step_h = (self.times[1] - self.times[0]).total_seconds() / 3600
         latest = max(int(t * 0.2) + 1, t - int(before_end_h / step_h) - 1)
         return int(self.rng.integers(int(t * 0.15), latest))
+
+    def onset_in_span(self, before_end_h: float = 1.0) -> int:
+        """An onset inside the history the rules read for a one-hour window ending at the last sample, after a reading
+        in it: a sticky status (PCIe's Lane Error Status, RW1C, r4.0 sec. 7.7.3.3) set there is dated by the clear
+        reading before it, through every door that reads that span."""
+        t = len(self.times)
+        step_h = (self.times[1] - self.times[0]).total_seconds() / 3600
+        span_h = history_needed(timedelta(hours=1), defaults()).total_seconds() / 3600
+        first = max(1, t - int(span_h / step_h))  # the sample before it is the span's first reading
+        latest = max(first + 1, t - int(before_end_h / step_h) - 1)
+        return int(self.rng.integers(first, latest))
 
     def factor(self) -> float:
         """How far over its threshold a fault is: half the draws near it (1.1-1.5x), half 1.5-50x log-uniform."""

@@ -3,15 +3,18 @@ port; an end is named only where both ends were read."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pandas as pd
 import pytest
 
 from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.ends import EndView, pcie_end
-from diagnostics.enums import LinkEnd
+from diagnostics.enums import LinkEnd, Severity
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.lspci import READER
+from diagnostics.model import Finding
 from diagnostics.topology import platform_graph
 from tests.conftest import FIXTURES
 from tests.ingest.dcgm_helpers import scrape
@@ -24,11 +27,58 @@ def _diagnose(text: str) -> object:
     return analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
 
 
+def _pcie(d: object) -> Finding:
+    """The GPU PCIe link a paste's lane status names: one paste dates nothing, so it warns (the status is sticky)."""
+    found = next(f for f in d.findings if f.link_type.value == "pcie" and f.crossed)  # type: ignore[attr-defined]
+    assert found.severity is Severity.WARNING and found.crossed[0].rule == "pcie_lane_error_undated"
+    return found
+
+
 def test_the_gpu_end_receives_and_the_port_above_replays() -> None:
     d = _diagnose(PASTE)
-    loc = d.localization  # type: ignore[attr-defined]
-    assert (loc.ref.slug, loc.lanes, loc.end) == ("gpu0-pcie", [6], LinkEnd.GPU)
+    f = _pcie(d)
+    assert (f.ref.slug, f.lanes, f.end) == ("gpu0-pcie", [6], LinkEnd.GPU)
     assert any("GPU numbers taken from PCI bus order" in w for w in d.warnings)  # type: ignore[attr-defined]
+
+
+def _read_at(text: str, hour: int) -> dict[str, pd.DataFrame]:
+    tables = READER.read(Source.from_text(text, name=f"at{hour}.txt"), node_id="n1").tables
+    tables["link_samples"] = tables["link_samples"].assign(timestamp=datetime(2026, 3, 1, hour, tzinfo=UTC))
+    return tables
+
+
+CLEAR = PASTE.replace("LaneErrStat: LaneErr at lane: 6", "LaneErrStat: 0", 1)
+
+
+@pytest.mark.parametrize(("readings", "dated"), [
+    ([(PASTE, 12)], False),  # one reading: set at some time since the status was last cleared
+    # set at every reading: still no time (the port above reads its own status clear: another register)
+    ([(PASTE, 11), (PASTE, 12)], False),
+    ([(CLEAR, 11), (PASTE, 12)], True),  # clear, then set: the lane erred between the two
+    ([(CLEAR, 6), (PASTE, 12)], False),  # the clear reading lies before the 5 h the rules read: no door dates it
+    ([(PASTE, 10), (CLEAR, 11), (PASTE, 12)], True),  # cleared (by setpci, or a reset), then set again
+])
+def test_a_sticky_lane_status_fails_only_when_a_clear_reading_dates_it(readings: list[tuple[str, int]],
+                                                                       dated: bool) -> None:
+    """The Lane Error Status is sticky (RW1C, PCIe r4.0 sec. 7.7.3.3): a set bit says the lane erred at some time
+    since it was last cleared. Failing only where an earlier reading in the rules' span read it clear; else a warning
+    whose note says how to date it (clear it with setpci, read again)."""
+    read = [_read_at(text, hour) for text, hour in readings]
+    tables = {k: pd.concat([r[k] for r in read], ignore_index=True) for k in read[0]}
+    d = analyze_tables(tables, node_id="n1")  # no platform: no GPU the two-GPU paste leaves out is missing
+    f = next(f for f in d.findings if f.ref.slug == "gpu0-pcie")
+    assert (f.lanes, f.end) == ([6], LinkEnd.GPU)
+    advice = [w for w in d.warnings if "lane error status" in w]
+    if dated:
+        assert f.severity is Severity.FAILING and [c.rule for c in f.crossed] == ["pcie_lane_error"]
+        assert d.fault_detected and d.localization is not None and d.localization.ref.slug == "gpu0-pcie"
+        assert advice == []
+    else:
+        assert f.severity is Severity.WARNING and [c.rule for c in f.crossed] == ["pcie_lane_error_undated"]
+        assert "lanes in error (undated status)" in f.crossed[0].message
+        assert not d.fault_detected and d.localization is None
+        assert len(advice) == 1 and "sticky (RW1C, PCIe r4.0 sec. 7.7.3.3)" in advice[0]
+        assert "`setpci -s 0000:19:00.0 ECAP_SECPCI+8.L`" in advice[0] and "lspci -vvv` again" in advice[0]
 
 
 def test_the_upstream_end_receives_when_the_status_is_the_port_s() -> None:
@@ -39,15 +89,15 @@ def test_the_upstream_end_receives_when_the_status_is_the_port_s() -> None:
                         "Rollover- Timeout+")
                .replace("CESta:\tRxErr- BadTLP- BadDLLP- Rollover- Timeout+", "CESta:\tRxErr+ BadTLP- BadDLLP- "
                         "Rollover- Timeout-", 1))
-    loc = _diagnose(swapped).localization  # type: ignore[attr-defined]
-    assert (loc.lanes, loc.end) == ([9], LinkEnd.UPSTREAM)
+    f = _pcie(_diagnose(swapped))
+    assert (f.lanes, f.end) == ([9], LinkEnd.UPSTREAM)
 
 
 def test_without_the_port_above_the_lane_is_named_but_no_end() -> None:
     alone = "\n".join(line for line in PASTE.splitlines() if "Bus: primary" not in line)
-    loc = _diagnose(alone).localization  # type: ignore[attr-defined]
-    assert (loc.lanes, loc.end) == ([6], None)
-    assert any("only one end of the link was read" in e for e in loc.evidence)
+    f = _pcie(_diagnose(alone))
+    assert (f.lanes, f.end) == ([6], None)
+    assert any("only one end of the link was read" in e for e in f.evidence)
 
 
 @pytest.mark.parametrize(("gpu", "upstream", "end"), [
@@ -152,6 +202,7 @@ def test_a_gpu_table_numbers_the_lspci_rows_and_a_gpu_it_lacks_is_said() -> None
     tables = READER.read(Source.from_text(PASTE, name="paste.txt"), node_id="n1").tables
     tables["gpus"] = pd.DataFrame({"node_id": ["n1"], "gpu": [5], "pci_bus_id": ["0000:19:00.0"]})
     d = analyze_tables(tables, node_id="n1", platform="hgx-h100-8gpu")
-    assert d.localization is not None and (d.localization.gpu, d.localization.lanes) == (5, [6])
+    f = _pcie(d)
+    assert (f.gpu, f.lanes) == (5, [6])
     assert any(w.startswith("0000:1b:00.0: a GPU the node's GPU table does not list") for w in d.warnings)
     assert not any("PCI bus order" in w for w in d.warnings)

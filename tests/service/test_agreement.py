@@ -274,3 +274,48 @@ def test_the_rack_as_the_unit_is_one_answer_and_one_ticket_through_each_door(
         posted, _ = _posted(store, host)
         assert posted["isolated_component"] == component
         assert posted["repair_action"] == whole["repair_action"]
+
+
+LSPCI = (FIXTURES / "samples" / "lspci_vvv_lane_h100.txt").read_text(encoding="utf-8")
+LSPCI_CLEAR = LSPCI.replace("LaneErrStat: LaneErr at lane: 6", "LaneErrStat: 0", 1)
+
+
+@pytest.mark.parametrize(("readings", "failing"), [
+    ([("12:00", LSPCI)], False),  # one reading: set at some time since it was last cleared
+    ([("11:00", LSPCI_CLEAR), ("12:00", LSPCI)], True),  # read clear, then set: the lane erred between
+    ([("05:00", LSPCI_CLEAR), ("12:00", LSPCI)], False),  # the clear reading lies before the span the rules read
+], ids=["undated", "dated", "cleared-before-the-span"])
+def test_a_sticky_lane_status_is_dated_alike_through_each_door(readings: list[tuple[str, str]], failing: bool,
+                                                               tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`lspci -vvv` listings, each after a `date` line: GPU 0's Lane Error Status (sticky, RW1C, PCIe r4.0 sec.
+    7.7.3.3) fails only where a reading in the rules' span read it clear before; the file itself and the store it
+    was ingested into give the same answer and the same ticket."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    paste = tmp_path / "lspci.txt"  # `date; lspci -vvv`, once or twice
+    paste.write_text("".join(f"2026-03-01T{clock}:00Z\n{text}" for clock, text in readings), encoding="utf-8")
+    code, out, err = run("analyze", str(paste), "--node", "n1", "--json")
+    assert code == 0, err
+    direct = json.loads(out)
+    code, _, err = run("ingest", str(paste), "--store", str(tmp_path / "s"), "--node", "n1")
+    assert code == 0, err
+    code, out, err = run("analyze", "--store", str(tmp_path / "s"), "--node", "n1", "--json")
+    assert code == 0, err
+    stored = json.loads(out)
+    assert _facts(stored) == _facts(direct)
+    assert direct["fault_detected"] is failing
+    assert direct["isolated_component"] == ("GPU 0 PCIe" if failing else "None")
+    rules = [[c["rule"] for c in f["crossed"]] for d in (direct, stored) for f in d["findings"]
+             if f["link_type"] == "pcie" and f["gpu"] == 0]
+    assert rules == [["pcie_lane_error" if failing else "pcie_lane_error_undated"]] * 2
+    for d in (direct, stored):
+        assert any("sticky" in w and "setpci" in w for w in d["warnings"]) is not failing
+    tickets = [_ticket(run, str(paste), "--node", "n1"), _ticket(run, "n1", "--store", str(tmp_path / "s"))]
+    assert tickets[0] == tickets[1]
+    assert (tickets[0] is not None) is failing
