@@ -236,8 +236,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
-    restarts = {n: last_restarts(links, t, n, end_ns) for n, own in node_events.items()
-                if bool((ns(own["timestamp"]) <= start_ns).any())}  # a fatal event before the window may still hold
+    restarts = last_restarts(links, t, [n for n, own in node_events.items()  # a fatal event before the window
+                                        if bool((ns(own["timestamp"]) <= start_ns).any())], end_ns)  # may still hold
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
                             restarts)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)

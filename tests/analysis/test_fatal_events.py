@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 
 from diagnostics import Priority, Severity
+from diagnostics.analysis.events import last_restarts
 from diagnostics.analysis.node import analyze_tables
 from diagnostics.model import Diagnosis
+from diagnostics.times import ns
 from tests.analysis.helpers import T0, events, link_series, links, steady, steps
 
 HOURS = 6
@@ -92,3 +94,25 @@ def test_a_gpu_off_the_bus_is_urgent_as_a_slowdown_over_20_percent_is() -> None:
     """The issue's nit: Xid 79 was 'high' while a +20% slowdown was 'urgent'; a GPU lost stops every job on it."""
     d = _diagnose({"link_samples": _links(), "events": events([_xid(79, 5.8)])})
     assert "xid_off_bus" in _rules(d) and d.ticket_priority is Priority.URGENT
+
+
+def test_restarts_are_found_for_every_node_in_one_pass_whatever_order_the_rows_come_in() -> None:
+    """Each node's GPU restarts, and its reboot (every GPU restarted: the earliest of them), from one table of
+    several nodes, the same whether it comes link by link (as the store hands it) or shuffled."""
+    frames = []
+    for node, reset in (("n1", 2), ("n2", -1), ("n3", None)):
+        for gpu in range(4):
+            values = steady(2.0, N, base=100.0)
+            if reset in (gpu, -1):
+                cut = 48 + gpu  # four hours in, a reading apart per GPU
+                values = values[:cut] + [v - values[cut] for v in values[cut:]]
+            frames.append(link_series(values, node=node, gpu=gpu, link=0))
+    table = links(*frames)
+    at = T0.value + 48 * 300 * 10**9  # the 49th reading's time
+    expected = {"n1": {2: at + 2 * 300 * 10**9},
+                "n2": {g: at + g * 300 * 10**9 for g in range(4)} | {None: at}}
+    for frame in (table, table.sample(frac=1.0, random_state=7).reset_index(drop=True)):
+        t = ns(frame["timestamp"])
+        assert last_restarts(frame, t, ["n1", "n2", "n3"], int(t.max())) == expected
+        assert last_restarts(frame, t, ["n2"], int(t.max())) == {"n2": expected["n2"]}
+        assert last_restarts(frame, t, ["n1"], at) == {}  # a restart after the end is not seen
