@@ -34,6 +34,8 @@ from diagnostics.service import (
 from diagnostics.store import Alert, MaintenanceLog
 from diagnostics.topology import NodeGraph
 
+from .work import InFlight
+
 DEFAULT_WINDOW_HOURS = 1.0
 
 __all__ = ["DEFAULT_WINDOW_HOURS", "NodeSource", "SnapshotNodeSource", "StoreNodeSource", "TableNodeSource",
@@ -49,6 +51,7 @@ class NodeSource:
         self.source = source
         self.thresholds = thresholds or load_thresholds()
         self.window_hours = window_hours
+        self._in_flight = InFlight()
 
     def request(self, *, node: str | None = None, job: str | None = None,
                 window_hours: float | None = None) -> Request:
@@ -68,11 +71,13 @@ class NodeSource:
         return diagnose(self.source, self.request(node=node_id, job=job_id, window_hours=window_hours))
 
     def diagnose(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Diagnosis:
-        return self.answer(node_id, window_hours=window_hours, job_id=job_id).diagnosis
+        """The node's diagnosis; asked again while it is being made, the same one."""
+        return self._in_flight.run(("node", node_id, window_hours, job_id), lambda: self.answer(
+            node_id, window_hours=window_hours, job_id=job_id).diagnosis)
 
     def explain_job(self, job_id: str) -> Diagnosis:
         """The node whose link explains the job's slowdown (else its first), judged against that job."""
-        return diagnose(self.source, self.request(job=job_id)).diagnosis
+        return self._in_flight.run(("job", job_id), lambda: diagnose(self.source, self.request(job=job_id)).diagnosis)
 
     def fleet(self) -> list[Diagnosis]:
         """Every node, by one engine pass: each job's step-time correlation computed once for all its nodes."""
