@@ -162,6 +162,9 @@ def main() -> None:
     parser.add_argument("--draft-seconds", type=float, default=8.0)
     parser.add_argument("--concurrent", type=int, default=20, help="commands sent at once in each loaded round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--burst-nodes", type=int, default=2,
+                        help="how many different nodes the commands sent at once name (a node asked again while it "
+                             "is being analysed shares that analysis)")
     args = parser.parse_args()
     seeds = SnapshotNodeSource.from_files([ROOT / "fixtures" / "seed_examples.json"])
     tables, truth = build(seed=0)
@@ -189,9 +192,12 @@ def main() -> None:
             if values:
                 print(line(key, values))
     print(f"under load: {args.in_flight} drafts of {args.draft_seconds:g} s in flight, {args.concurrent} commands at "
-          f"once, {args.rounds} rounds (budgets: every ack < 1 s, summary p95 < 3 s); load average "
+          f"once naming {args.burst_nodes} node(s), {args.rounds} rounds (budgets: every ack < 1 s, summary p95 < 3 s);"
+          " load average "
           + " ".join(f"{x:.1f}" for x in os.getloadavg()))
-    loaded = run_loaded(fleet, ["hpc-gpu-node-12", "hpc-gpu-node-03"], in_flight=args.in_flight,
+    burst = ["hpc-gpu-node-12", "hpc-gpu-node-03",
+             *[n for n in fleet.node_ids() if n not in ("hpc-gpu-node-12", "hpc-gpu-node-03")]][:args.burst_nodes]
+    loaded = run_loaded(fleet, burst, in_flight=args.in_flight,
                         draft_seconds=args.draft_seconds, concurrent=args.concurrent, rounds=args.rounds)
     print(f"synthetic fleet ({len(fleet.node_ids())} nodes x 8 h, analyze_tables)")
     for key, values in loaded.items():
