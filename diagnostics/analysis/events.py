@@ -258,12 +258,18 @@ def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str],
     gpu_i = gpu.astype(np.int64)
     kind = _codes_at(links["link_type"], mine).astype(np.int64) + 1  # -1: no type
     link = np.nan_to_num(links["link"].to_numpy(np.float64, na_value=np.nan)[mine], nan=-1.0).astype(np.int64) + 1
-    series = ((node * (gpu_i.max() + 1) + gpu_i) * (kind.max() + 1) + kind) * (link.max() + 1) + link  # one per link
-    order = _series_order(series, t[mine])
-    node, gpu, series, at = node[order], gpu_i[order], series[order], t[mine][order]
+    lane = (links["lane"].to_numpy(np.float64, na_value=-1.0)[mine].astype(np.int64) + 1 if "lane" in links.columns
+            else np.zeros(len(mine), np.int64))
+    series = (((node * (gpu_i.max() + 1) + gpu_i) * (kind.max() + 1) + kind) * (link.max() + 1) + link) \
+        * (lane.max() + 1) + lane  # one per link (and lane)
+    at = t[mine]
+    order = _series_order(series, at)
+    if order is not None:
+        mine, node, gpu_i, series, at = mine[order], node[order], gpu_i[order], series[order], at[order]
+    gpu = gpu_i
     drops: list[np.ndarray] = []
     for c in (c for c in ("replay", "crc_flit", "crc_data", "recovery", "symbol_errors") if c in links.columns):
-        v = links[c].to_numpy(np.float64, na_value=np.nan)[mine][order]
+        v = links[c].to_numpy(np.float64, na_value=np.nan)[mine]
         ok = np.flatnonzero(~np.isnan(v))  # each counter's readings in order, its gaps skipped
         if len(ok) < 2:
             continue
@@ -289,14 +295,16 @@ def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str],
     return {str(names[n]): restarted for n, restarted in by_code.items()}
 
 
-def _series_order(series: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Rows ordered by series, then time; a table that already comes series by series in time order (the store's)
-    keeps its order, as the order of the runs does not matter to neighbours within a run."""
-    if len(series) > 1:
-        change = series[1:] != series[:-1]
-        heads = np.flatnonzero(np.r_[True, change])
-        if len(np.unique(series[heads])) == len(heads) and (change | (t[1:] > t[:-1])).all():
-            return np.arange(len(series))
+def _series_order(series: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """The order of rows by series, then time; None when they already come so, series by series in time order (the
+    store's tables), since the order of the runs does not matter to neighbours within a run."""
+    if len(series) < 2:
+        return None
+    change = series[1:] != series[:-1]
+    if (change | (t[1:] > t[:-1])).all():
+        heads = np.concatenate(([0], np.flatnonzero(change) + 1))
+        if len(np.unique(series[heads])) == len(heads):
+            return None
     return np.lexsort((t, series))
 
 

@@ -116,3 +116,14 @@ def test_restarts_are_found_for_every_node_in_one_pass_whatever_order_the_rows_c
         assert last_restarts(frame, t, ["n1", "n2", "n3"], int(t.max())) == expected
         assert last_restarts(frame, t, ["n2"], int(t.max())) == {"n2": expected["n2"]}
         assert last_restarts(frame, t, ["n1"], at) == {}  # a restart after the end is not seen
+
+
+def test_a_links_per_lane_counters_beside_its_own_are_not_a_restart() -> None:
+    """A link's lane rows (a lane's CRC count, smaller than the link's) read at the same times are series of their
+    own: taken for one series, each lane reading after the link's would look like its counter restarting."""
+    link = link_series({"crc_data": steady(60.0, N, base=5000.0)}, gpu=2, link=1)
+    lane = link_series({"crc_data": steady(10.0, N, base=700.0)}, gpu=2, link=1).assign(lane=1)
+    table = links(link, lane)
+    t = ns(table["timestamp"])
+    assert last_restarts(table, t, ["n1"], int(t.max())) == {}
+    assert "xid_nvlink" in _rules(_diagnose({"link_samples": table, "events": events([_xid(74, 2.0)])}))
