@@ -40,7 +40,6 @@ from .diagnosis import assemble
 from .ends import EndView, nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import (
     event_findings,
-    last_restarts,
     missing_gpus,
     missing_links,
     node_view,
@@ -56,6 +55,7 @@ from .metrics import candidates, link_metrics, records
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
 from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
+from .restarts import last_restarts
 from .rows import numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from diagnostics import Priority, Severity
-from diagnostics.analysis.events import last_restarts
 from diagnostics.analysis.node import analyze_tables
+from diagnostics.analysis.restarts import last_restarts
 from diagnostics.model import Diagnosis
 from diagnostics.times import ns
 from tests.analysis.helpers import T0, events, link_series, links, steady, steps

@@ -1,0 +1,89 @@
+"""When counters last restarted (a GPU reset, a driver reload, a reboot): what clears a fatal event from before the
+window. A reading below the one before it on the same series is a restart."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import numpy as np
+import pandas as pd
+
+
+def _codes_at(series: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """A key column's integer codes at `rows` (a categorical's own codes; never every value as a Python object)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return np.asarray(series.cat.codes.to_numpy()[rows])
+    return np.asarray(pd.factorize(series.iloc[rows])[0])
+
+
+def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str],
+                  end_ns: int) -> dict[str, dict[int | None, int]]:
+    """When each GPU of these nodes last restarted its counters up to `end_ns` (a counter reading below the one
+    before: a GPU reset, a driver reload, a reboot), and each node's (None): when all of its GPUs had (a reboot).
+    One pass over the table for every node asked."""
+    if links.empty or not nodes:
+        return {}
+    column = links["node_id"]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes, names = column.cat.codes.to_numpy(), column.cat.categories
+    else:
+        codes, names = pd.factorize(column.astype("string"))
+    asked = set(nodes)
+    wanted = np.flatnonzero([str(n) in asked for n in names])
+    mine = np.flatnonzero(np.isin(codes, wanted) & (t <= end_ns))
+    gpu = links["gpu"].to_numpy(np.float64, na_value=np.nan)[mine]
+    mine, gpu = mine[~np.isnan(gpu)], gpu[~np.isnan(gpu)]
+    if len(mine) == 0:
+        return {}
+    node = codes[mine].astype(np.int64)
+    gpu_i = gpu.astype(np.int64)
+    kind = _codes_at(links["link_type"], mine).astype(np.int64) + 1  # -1: no type
+    link = np.nan_to_num(links["link"].to_numpy(np.float64, na_value=np.nan)[mine], nan=-1.0).astype(np.int64) + 1
+    lane = (links["lane"].to_numpy(np.float64, na_value=-1.0)[mine].astype(np.int64) + 1 if "lane" in links.columns
+            else np.zeros(len(mine), np.int64))
+    series = (((node * (gpu_i.max() + 1) + gpu_i) * (kind.max() + 1) + kind) * (link.max() + 1) + link) \
+        * (lane.max() + 1) + lane  # one per link (and lane)
+    at = t[mine]
+    order = _series_order(series, at)
+    if order is not None:
+        mine, node, gpu_i, series, at = mine[order], node[order], gpu_i[order], series[order], at[order]
+    gpu = gpu_i
+    drops: list[np.ndarray] = []
+    for c in (c for c in ("replay", "crc_flit", "crc_data", "recovery", "symbol_errors") if c in links.columns):
+        v = links[c].to_numpy(np.float64, na_value=np.nan)[mine]
+        ok = np.flatnonzero(~np.isnan(v))  # each counter's readings in order, its gaps skipped
+        if len(ok) < 2:
+            continue
+        s, w = series[ok], v[ok]
+        drops.append(ok[np.flatnonzero((s[1:] == s[:-1]) & (w[1:] < w[:-1])) + 1])
+    if not drops:
+        return {}
+    at_drop = np.concatenate(drops)
+    width = int(gpu.max()) + 1
+    pairs, which = np.unique(node[at_drop] * width + gpu[at_drop], return_inverse=True)
+    latest = np.full(len(pairs), np.iinfo(np.int64).min)
+    np.maximum.at(latest, which, at[at_drop])
+    by_code: dict[int, dict[int | None, int]] = {}
+    for pair, when in zip(pairs.tolist(), latest.tolist(), strict=True):
+        by_code.setdefault(pair // width, {})[pair % width] = when
+    heads = np.flatnonzero(np.r_[True, (node[1:] != node[:-1]) | (gpu[1:] != gpu[:-1])])  # sorted by node, GPU
+    gpus: dict[int, set[int]] = {}
+    for n, g in zip(node[heads].tolist(), gpu[heads].tolist(), strict=True):
+        gpus.setdefault(int(n), set()).add(int(g))
+    for n, restarted in by_code.items():
+        if set(restarted) >= gpus[n]:
+            restarted[None] = min(v for key, v in restarted.items() if key is not None)
+    return {str(names[n]): restarted for n, restarted in by_code.items()}
+
+
+def _series_order(series: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """The order of rows by series, then time; None when they already come so, series by series in time order (the
+    store's tables), since the order of the runs does not matter to neighbours within a run."""
+    if len(series) < 2:
+        return None
+    change = series[1:] != series[:-1]
+    if (change | (t[1:] > t[:-1])).all():
+        heads = np.concatenate(([0], np.flatnonzero(change) + 1))
+        if len(np.unique(series[heads])) == len(heads):
+            return None
+    return np.lexsort((t, series))
