@@ -68,9 +68,8 @@ class WorkQueue:
         with self._idle:
             if not self._stopping and len(self._deferred) < self.limit:
                 self._deferred.append((fn, args))
-                if self._painter is None:
-                    self._painter = threading.Thread(target=self._paint, name=f"fabricbot-{self.name}-later",
-                                                     daemon=True)
+                if self._painter is None:  # a thread only while deferred jobs wait: it never holds up an exit
+                    self._painter = threading.Thread(target=self._paint, name=f"fabricbot-{self.name}-later")
                     self._painter.start()
                 self._idle.notify_all()
                 return
@@ -94,9 +93,9 @@ class WorkQueue:
     def _paint(self) -> None:
         while True:
             with self._idle:
-                self._idle.wait_for(lambda: (bool(self._deferred) and not self._busy)
-                                    or (self._stopping and not self._deferred))
+                self._idle.wait_for(lambda: not self._busy or self._stopping)
                 if not self._deferred:
+                    self._painter = None
                     return
                 fn, args = self._deferred.popleft()
             self._call(fn, args)

@@ -110,3 +110,20 @@ def test_deferred_jobs_never_take_the_room_of_commands() -> None:
     finally:
         queue.shutdown()
     assert ran == ["summary", "picture"]
+
+
+def test_a_deferred_job_runs_without_a_shutdown_and_its_thread_ends_when_none_waits() -> None:
+    queue = WorkQueue("idle", workers=1, limit=4)
+    done = threading.Event()
+    queue.later(done.set)
+    assert done.wait(60)
+    deadline = time.monotonic() + 60
+    while any(t.name == "fabricbot-idle-later" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "fabricbot-idle-later" for t in threading.enumerate())  # nothing left to hold an exit
+    queue.later(done.clear)  # and a later one starts it again
+    deadline = time.monotonic() + 60
+    while done.is_set() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not done.is_set()
+    queue.shutdown()
