@@ -102,11 +102,12 @@ def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
     return list(pairwise(bounds))
 
 
-def _metrics(links: pd.DataFrame, t: np.ndarray, *, since_ns: int, end_ns: int, window: timedelta,
-             thresholds: Thresholds, piece_rows: int, workers: int) -> tuple[pd.DataFrame, int, int]:
-    """Every link's metrics over the window, the table swept in pieces of a few nodes, `workers` at a time (numpy
-    works outside the GIL; a piece's arrays stay small enough to be reused rather than paged in afresh)."""
-    keep = per_link_rows(links)
+def _metrics(links: pd.DataFrame, t: np.ndarray, keep: np.ndarray | None, *, since_ns: int, end_ns: int,
+             window: timedelta, thresholds: Thresholds, piece_rows: int,
+             workers: int) -> tuple[pd.DataFrame, int, int]:
+    """Every link's metrics over the window from the rows `keep` (`per_link_rows`), the table swept in pieces of a
+    few nodes, `workers` at a time (numpy works outside the GIL; a piece's arrays stay small enough to be reused
+    rather than paged in afresh)."""
     recent = t > since_ns
     if keep is not None:
         mask = np.zeros(len(t), dtype=bool)
@@ -199,8 +200,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     since_ns = end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
     window_end = utc_datetime(end_ns)
     result = FleetAnalysis(end=window_end if end_ns else None, window=window)
+    keep = per_link_rows(links) if len(links) else None  # the rows the rates read, and the restarts
     metrics, result.links, result.rows_used = (_metrics(
-        links, t, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds, piece_rows=piece_rows,
+        links, t, keep, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds, piece_rows=piece_rows,
         workers=workers) if len(links) else (pd.DataFrame(), 0, 0))
     result.timings["metrics_s"] = time.perf_counter() - started
     view = node_view(metrics, end_ns, thresholds)
@@ -237,7 +239,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
     restarts = last_restarts(links, t, [n for n, own in node_events.items()  # a fatal event before the window
-                                        if bool((ns(own["timestamp"]) <= start_ns).any())], end_ns)  # may still hold
+                                        if bool((ns(own["timestamp"]) <= start_ns).any())], end_ns,  # may still
+                             rows=keep)  # hold
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
                             restarts)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)

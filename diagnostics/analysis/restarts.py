@@ -8,19 +8,17 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-
-def _codes_at(series: pd.Series, rows: np.ndarray) -> np.ndarray:
-    """A key column's integer codes at `rows` (a categorical's own codes; never every value as a Python object)."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return np.asarray(series.cat.codes.to_numpy()[rows])
-    return np.asarray(pd.factorize(series.iloc[rows])[0])
+from .rates import KEYS, key_codes, link_keys
+from .rows import per_link_rows
 
 
-def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str],
-                  end_ns: int) -> dict[str, dict[int | None, int]]:
+def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str], end_ns: int, *,
+                  rows: np.ndarray | None = None) -> dict[str, dict[int | None, int]]:
     """When each GPU of these nodes last restarted its counters up to `end_ns` (a counter reading below the one
-    before: a GPU reset, a driver reload, a reboot), and each node's (None): when all of its GPUs had (a reboot).
-    One pass over the table for every node asked."""
+    before on the same link: a GPU reset, a driver reload, a reboot), and each node's (None): when all of its GPUs
+    had (a reboot). One pass over the table for every node asked, over the rows the rates read (`per_link_rows`,
+    given as `rows`; default: computed here): a link's lane rows, the far end of a PCIe link or a GPU total
+    repeating its links are no series of the link's own counters."""
     if links.empty or not nodes:
         return {}
     column = links["node_id"]
@@ -30,19 +28,21 @@ def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str],
         codes, names = pd.factorize(column.astype("string"))
     asked = set(nodes)
     wanted = np.flatnonzero([str(n) in asked for n in names])
-    mine = np.flatnonzero(np.isin(codes, wanted) & (t <= end_ns))
+    chosen = np.isin(codes, wanted) & (t <= end_ns)
+    rows = per_link_rows(links) if rows is None else rows
+    if rows is not None:
+        read = np.zeros(len(links), dtype=bool)
+        read[rows] = True
+        chosen &= read
+    mine = np.flatnonzero(chosen)
     gpu = links["gpu"].to_numpy(np.float64, na_value=np.nan)[mine]
     mine, gpu = mine[~np.isnan(gpu)], gpu[~np.isnan(gpu)]
     if len(mine) == 0:
         return {}
     node = codes[mine].astype(np.int64)
     gpu_i = gpu.astype(np.int64)
-    kind = _codes_at(links["link_type"], mine).astype(np.int64) + 1  # -1: no type
-    link = np.nan_to_num(links["link"].to_numpy(np.float64, na_value=np.nan)[mine], nan=-1.0).astype(np.int64) + 1
-    lane = (links["lane"].to_numpy(np.float64, na_value=-1.0)[mine].astype(np.int64) + 1 if "lane" in links.columns
-            else np.zeros(len(mine), np.int64))
-    series = (((node * (gpu_i.max() + 1) + gpu_i) * (kind.max() + 1) + kind) * (link.max() + 1) + link) \
-        * (lane.max() + 1) + lane  # one per link (and lane)
+    # one key per link, as the rates key them (a lane a reader counts on its own is a series of its own)
+    series = link_keys([key_codes(links[c], mine) if c in links.columns else None for c in KEYS])
     at = t[mine]
     order = _series_order(series, at)
     if order is not None:
