@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..tables import TableSchema
+from .memory import Trimmer
 
 if TYPE_CHECKING:
     from .catalog import Part
@@ -74,18 +75,30 @@ class Rows:
     order: np.ndarray | None = None
 
     def frame(self) -> pd.DataFrame:
-        """The rows in order, as pandas with the normalized tables' dtypes (nullable ints, categories).
+        """The rows in order, as pandas with the normalized tables' dtypes (nullable ints, categories), handed over:
+        each column's Arrow memory is let go of as it is converted, so a wide read never holds both whole copies.
 
         Built a column at a time from whole arrays, the reordering a gather on each: converting a table of
         thousands of chunks (a row group each) with `to_pandas`, and reordering it with Arrow's `take`, cost
         several times more."""
-        columns = self.table.columns
-        if len(self.table) < 1_000_000:
-            converted = [_series(c, self.order) for c in columns]
+        names, columns = self.table.column_names, self.table.columns
+        self.table = self.table.schema.empty_table()
+        order, trimmer = self.order, Trimmer()
+
+        def convert(at: int) -> Any:
+            column = columns[at]
+            columns[at] = None  # the list held the last reference
+            got, size = _series(column, order), column.nbytes
+            del column
+            trimmer.freed(size)
+            return got
+
+        if sum(len(c) for c in columns[:1]) < 1_000_000:
+            converted = [convert(i) for i in range(len(columns))]
         else:  # Arrow and numpy's gathers let go of the GIL: two columns at a time
             with ThreadPoolExecutor(max_workers=2) as pool:
-                converted = list(pool.map(lambda c: _series(c, self.order), columns))
-        return pd.DataFrame(dict(zip(self.table.column_names, converted, strict=True)), copy=False)
+                converted = list(pool.map(convert, range(len(columns))))
+        return pd.DataFrame(dict(zip(names, converted, strict=True)), copy=False)
 
 
 def _series(column: pa.ChunkedArray, order: np.ndarray | None) -> Any:
@@ -238,46 +251,27 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     by_key: dict[str, list[Part]] = {}
     for part in parts:
         by_key.setdefault(part.key, []).append(part)
+    lower = start_ns if exact else None
+    names = out.names
+    if select is not None:  # what names a row first: the rest only of the rows kept, a key at a time
+        names = [n for n in out.names if n in select.columns or n == "timestamp"]
 
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
-        stats, tables = ScanStats(), []
-        for part in group:
-            chosen = [i for i, (lo, hi, _) in enumerate(part.groups) if _overlaps(lo, hi, start_ns, end_ns)]
-            if not chosen:
-                continue
-            # opened as a local file and read as asked: a filesystem's layer and its read-ahead threads cost more than
-            # a small part's rows; a column the part leaves empty (most parts fill about half the table's) or lacks
-            # (an older writer's) is not decoded here but made as nulls by `_cast`
-            with pa.OSFile(str(part.path)) as source:
-                table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(
-                    chosen, columns=[n for n in out.names if n in part.columns], use_threads=False)
-            stats.files += 1
-            stats.row_groups += len(chosen)
-            stats.rows_scanned += table.num_rows
-            table = _cast(table, out)
-            lower = start_ns if exact else None
-            if any(not _inside(*part.groups[i][:2], lower, end_ns) for i in chosen):
-                table = table.filter(_in_window(table.column("timestamp"), lower, end_ns))
-            tables.append(table)
-        if not tables:
+        table, stats = _read_key(group, out, names, start_ns, end_ns, lower)
+        if table is None:
             return None, None, stats
-        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-        stats.rows = table.num_rows
         if select is not None:  # each key's distinct values here, where the workers share the work
             return table, distinct_rows(table, [c for c in select.columns if c in table.column_names]), stats
         return table, _ordered(table, order), stats
 
-    if workers > 1 and len(by_key) > 1:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(one, by_key.values()))
-    else:
-        done = [one(g) for g in by_key.values()]
+    done = _each(one, list(by_key.values()), workers)
     stats = ScanStats()
     for _, _, s in done:
         stats.add(s)
     tables = [(t, o) for t, o, _ in done if t is not None]
     if select is not None and tables:
-        tables = _selected(tables, select, order)
+        groups = [g for g, (t, _, _) in zip(by_key.values(), done, strict=True) if t is not None]
+        tables = _selected(tables, groups, select, out, order, start_ns, end_ns, lower, workers)
         stats.rows = sum(t.num_rows for t, _ in tables)
     if not tables:
         return Rows(out.empty_table()), stats
@@ -289,6 +283,45 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     return Rows(pa.concat_tables([t for t, _ in tables]), positions), stats
 
 
+def _each(work: Callable[[Any], Any], items: list[Any], workers: int) -> list[Any]:
+    if workers > 1 and len(items) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(work, items))
+    return [work(i) for i in items]
+
+
+def _read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns: int | None, end_ns: int | None,
+              lower: int | None) -> tuple[pa.Table | None, ScanStats]:
+    """One key's rows in the window, `names` of the schema `out`'s columns, its parts' rows one after another (the
+    same rows, in the same order, whichever columns are asked)."""
+    stats, tables = ScanStats(), []
+    schema = pa.schema([f for f in out if f.name in names])
+    for part in group:
+        chosen = [i for i, (lo, hi, _) in enumerate(part.groups) if _overlaps(lo, hi, start_ns, end_ns)]
+        if not chosen:
+            continue
+        # opened as a local file and read as asked: a filesystem's layer and its read-ahead threads cost more than
+        # a small part's rows; a column the part leaves empty (most parts fill about half the table's) or lacks
+        # (an older writer's) is not decoded here but made as nulls by `_cast`
+        filtered = any(not _inside(*part.groups[i][:2], lower, end_ns) for i in chosen)
+        wanted = [n for n in schema.names if n in part.columns]
+        reading = [*wanted, "timestamp"] if filtered and "timestamp" not in wanted else wanted
+        with pa.OSFile(str(part.path)) as source:
+            table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(chosen, columns=reading,
+                                                                             use_threads=False)
+        stats.files += 1
+        stats.row_groups += len(chosen)
+        stats.rows_scanned += table.num_rows
+        if filtered:
+            table = table.filter(_in_window(table.column("timestamp"), lower, end_ns))
+        tables.append(_cast(table, schema))
+    if not tables:
+        return None, stats
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    stats.rows = table.num_rows
+    return table, stats
+
+
 @dataclass(frozen=True)
 class Selection:
     """Rows chosen by their values of some columns: `keep` is handed each distinct combination of them once (all
@@ -298,21 +331,33 @@ class Selection:
     keep: Callable[[pa.Table], np.ndarray]
 
 
-def _selected(tables: list[tuple[pa.Table, Any]], select: Selection,
-              order: Sequence[str]) -> list[tuple[pa.Table, np.ndarray | None]]:
+def _selected(tables: list[tuple[pa.Table, Any]], groups: list[list[Part]], select: Selection, out: pa.Schema,
+              order: Sequence[str], start_ns: int | None, end_ns: int | None, lower: int | None,
+              workers: int) -> list[tuple[pa.Table, np.ndarray | None]]:
     """Each key's rows whose values `select` keeps (asked once, of every key's distinct values), each key's
-    ordered."""
+    ordered: the key's other columns read only where it keeps a row, and only its kept rows held."""
     distinct = [table.select([c for c in select.columns if c in table.column_names]).take(first)
                 for table, (first, _) in tables]
     keep = np.asarray(select.keep(pa.concat_tables(distinct, promote_options="default")), dtype=bool)
-    out = []
-    for (table, (first, combination)), lo in zip(tables, np.cumsum([0] + [len(d) for d in distinct[:-1]]),
-                                                 strict=True):
+    rest = [n for n in out.names if n not in tables[0][0].column_names]
+    offsets = np.cumsum([0] + [len(d) for d in distinct[:-1]]).tolist()
+
+    def one(at: int) -> tuple[pa.Table, np.ndarray | None] | None:
+        (identities, (first, combination)), lo = tables[at], offsets[at]
         mine = keep[lo:lo + len(first)][combination]
-        if mine.any():
-            chosen = table.filter(pa.array(mine))
-            out.append((chosen, _ordered(chosen, order)))
-    return out
+        if not mine.any():
+            return None
+        mask = pa.array(mine)
+        named = identities.filter(mask)
+        if rest:
+            others, _ = _read_key(groups[at], out, rest, start_ns, end_ns, lower)
+            assert others is not None and others.num_rows == len(mine)
+            others = others.filter(mask)
+            columns = {n: named.column(n) if n in named.column_names else others.column(n) for n in out.names}
+            named = pa.Table.from_arrays(list(columns.values()), schema=out)
+        return named, _ordered(named, order)
+
+    return [t for t in _each(one, list(range(len(tables))), workers) if t is not None]
 
 
 def _overlaps(lo: int | None, hi: int | None, start: int | None, end: int | None) -> bool:

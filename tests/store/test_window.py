@@ -37,23 +37,25 @@ class Spy:
     def __init__(self) -> None:
         self.read: list[tuple[str, int]] = []
         self.opened: list[str] = []
-        self.files: list[str] = []
+        self.files: dict[int, str] = {}  # an open file's path, by the file (reader threads open files at once)
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         real, real_file = pq.ParquetFile, pa.OSFile
         spy = self
 
         def opened(path: Any, *args: Any, **kwargs: Any) -> Any:  # a part is opened as a local file first
-            spy.files.append(str(path))
-            return real_file(path, *args, **kwargs)
+            file = real_file(path, *args, **kwargs)
+            spy.files[id(file)] = str(path)
+            return file
 
         class Watched(real):  # type: ignore[misc,valid-type]
             def __init__(self, source: Any, *args: Any, **kwargs: Any) -> None:
-                spy.opened.append(str(source) if isinstance(source, str | Path) else spy.files[-1])
+                self.spied = str(source) if isinstance(source, str | Path) else spy.files[id(source)]
+                spy.opened.append(self.spied)
                 super().__init__(source, *args, **kwargs)
 
             def read_row_groups(self, row_groups: Any, *args: Any, **kwargs: Any) -> pa.Table:
-                spy.read.extend((spy.opened[-1], int(g)) for g in row_groups)
+                spy.read.extend((self.spied, int(g)) for g in row_groups)
                 return super().read_row_groups(row_groups, *args, **kwargs)
 
         monkeypatch.setattr(parts.pq, "ParquetFile", Watched)
@@ -121,10 +123,12 @@ def test_a_window_holds_only_the_columns_its_readings_fill(store: TelemetryStore
     assert str(links["gpu"].dtype) == "Int16" and str(links["timestamp"].dtype) == "datetime64[ns, UTC]"
 
 
-def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: TelemetryStore) -> None:
+def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: TelemetryStore,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A job's history: every reading (over two days' files) of each link whose identity the choice keeps, in the
     order and with the values an unchosen read gives them, only the columns asked for (and the identity); the
-    choice sees each distinct identity once."""
+    choice sees each distinct identity once, and a node none of whose links it keeps has only its identities
+    read."""
     start, end = START + timedelta(hours=20), START + timedelta(hours=30)  # crosses midnight
     whole = store.link_history(["n0", "n2"], start=start, end=end)
     seen: list[int] = []
@@ -134,7 +138,11 @@ def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: 
         return ((identities["node_id"].astype(str) == "n2") & (identities["gpu"] == 1)
                 & identities["link"].isin([0, 3])).to_numpy(bool)
 
+    spy = Spy()
+    spy.install(monkeypatch)
     got = store.link_history(["n0", "n2"], start=start, end=end, columns=["replay"], select=choose)
+    reads = pd.Series([path for path, _ in spy.read]).str.extract(r"node=(n\d)")[0].value_counts()
+    assert reads["n2"] == 2 * reads["n0"]  # n2's row groups twice (identities, then values), n0's once
     assert seen == [2 * 2 * 4]  # two nodes' links, each identity once
     assert "crc_flit" not in got.columns and {"replay", "timestamp", "node_id", "gpu", "link"} <= set(got.columns)
     kept = whole[(whole["node_id"].astype(str) == "n2") & (whole["gpu"] == 1) & whole["link"].isin([0, 3])]
