@@ -4,6 +4,7 @@ values is the one used; with none, the caller leaves the step out. A placeholder
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from string import Formatter
 from typing import Any
 
@@ -26,9 +27,15 @@ def alternatives(text: Text) -> list[str]:
     return [text] if isinstance(text, str) else list(text)
 
 
-def placeholders(text: str) -> set[str]:
-    """The field names a template uses; a ValueError for a malformed one (an unclosed brace)."""
-    return {name for _, name, _, _ in Formatter().parse(text) if name is not None}
+def placeholders(text: str) -> frozenset[str]:
+    """The field names a template uses; a ValueError for a malformed one (an unclosed brace). Parsed once per
+    template: a fleet's plans fill the catalog's few templates thousands of times."""
+    return _parsed(text)
+
+
+@cache
+def _parsed(text: str) -> frozenset[str]:
+    return frozenset(name for _, name, _, _ in Formatter().parse(text) if name is not None)
 
 
 def known(values: Mapping[str, Any]) -> dict[str, str]:
