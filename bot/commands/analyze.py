@@ -80,8 +80,8 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
                     print(f"            action: {loc.action}", file=out)
                 for line in loc.evidence:
                     print(f"            - {line}", file=out)
-        if d.verdict:
-            print(f"  verdict:  {d.verdict}", file=out)
+    if d.verdict:  # a snapshot's answer says it too, as the store's does
+        print(f"  verdict:  {d.verdict}", file=out)
     for w in d.warnings:
         print(f"  warning: {w}", file=out)
 
@@ -125,17 +125,21 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
     if args.rack:
         return rack(args, thresholds)
-    if args.store or args.node or args.job:
+    if args.store or args.node or args.job or (args.format and args.format != "snapshot"):
         return history(args, thresholds)
     if len(args.inputs) != 1:
         raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
     text, source = _read_text(args.inputs[0])
     try:
         cases: list[Case] = read_cases(text, source)
-    except InputError:
+    except InputError as exc:
         if source != "<stdin>" and _telemetry(source):
             return history(args, thresholds)  # a kernel log, a CSV: the node it names, as a history
-        raise
+        if text.lstrip()[:1] in ("{", "["):
+            raise
+        raise InputError(f"neither a snapshot (JSON: {exc.reason}) nor telemetry a reader recognizes (a cut paste "
+                         "may hold too little to tell): force a reader with --format NAME and the node with --node "
+                         "NODE", source=source) from None
     is_list = text.lstrip().startswith("[")
     results: list[dict[str, Any]] = []
     failed = 0
@@ -181,6 +185,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze.add_argument("--platform", help="the node's platform (else from nodes.csv among the inputs)")
     analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job); "
                                        "alone, the job explained over its nodes, answered as the node to blame")
+    analyze.add_argument("--format", help="force a reader for the files instead of detecting it (as `ingest "
+                                          "--format`)")
     analyze.add_argument("--json", action="store_true", help="machine-readable output")
     add_threshold_options(analyze)
     analyze.set_defaults(func=cmd_analyze)

@@ -20,9 +20,9 @@ def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[s
     if not args.inputs:
         raise InputError("give files or folders of telemetry, or --store DIR", field="--node")
     if args.job and not args.node:
-        tables, warnings = tables_source(args.inputs)
+        tables, warnings = tables_source(args.inputs, fmt=args.format)
         return tables, None, warnings
-    source, node, warnings = files_source(args.inputs, node=args.node)
+    source, node, warnings = files_source(args.inputs, node=args.node, fmt=args.format)
     return source, node, warnings
 
 

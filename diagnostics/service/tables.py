@@ -216,28 +216,33 @@ class SnapshotSource(TableSource):
         return super().read(nodes=nodes, end=end, span=span, peers=peers, steps=steps)
 
 
-def files_source(paths: Iterable[str | Path], *, node: str | None = None) -> tuple[TableSource, str, list[str]]:
+def files_source(paths: Iterable[str | Path], *, node: str | None = None,
+                 fmt: str | None = None) -> tuple[TableSource, str, list[str]]:
     """Telemetry files and folders (any format `ingest` reads, inventories included) as tables in memory, the node
     asked about (`node`, else the one node the input names) and what reading them said. Rows whose input names no
     node (an `nvidia-smi` paste) are that node's."""
     paths = list(paths)
-    loaded = load_tables(paths)
+    loaded = load_tables(paths, fmt=fmt)
     named = named_nodes(loaded.tables)
+    stepped = [] if named else step_nodes(loaded.tables)  # an nccl-tests log names its ranks' hosts alone
     where = ", ".join(str(p) for p in paths[:3])
-    chosen = node or (named[0] if len(named) == 1 else None)
+    chosen = node or (named[0] if len(named) == 1 else stepped[0] if len(stepped) == 1 else None)
     if chosen is None:
-        raise InputError("the input names " + (f"{len(named)} nodes ({', '.join(named[:10])})" if named else "no node")
-                         + ": give --node NODE", source=where, field="--node")
+        listed = ", ".join((named or stepped)[:10])
+        said = (f"names {len(named)} nodes ({listed})" if named
+                else f"names no node's link telemetry; its steps run on {len(stepped)} nodes ({listed})" if stepped
+                else "names no node")
+        raise InputError(f"the input {said}: give --node NODE", source=where, field="--node")
     source = TableSource(unnamed_as(loaded.tables, chosen), name="files")
     if node is None and chosen not in source.nodes() and len(source.nodes()) == 1:
         chosen = source.nodes()[0]  # an NMX-T tray's place in its rack, renamed once placed
     return source, chosen, [*loaded.warnings, *source.warnings]
 
 
-def tables_source(paths: Iterable[str | Path]) -> tuple[TableSource, list[str]]:
+def tables_source(paths: Iterable[str | Path], *, fmt: str | None = None) -> tuple[TableSource, list[str]]:
     """Telemetry files and folders as tables in memory, no node chosen (a job is asked of them), and what reading
     them said."""
-    loaded = load_tables(list(paths))
+    loaded = load_tables(list(paths), fmt=fmt)
     source = TableSource(loaded.tables, name="files")
     return source, [*loaded.warnings, *source.warnings]
 
@@ -252,6 +257,14 @@ def unnamed_as(tables: Mapping[str, pd.DataFrame], node: str) -> dict[str, pd.Da
                                  else pd.Categorical(ids))
         out[name] = frame
     return out
+
+
+def step_nodes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """Every node the step samples' jobs run on (`node_ids`, comma-separated)."""
+    steps = tables.get("step_samples")
+    if steps is None or "node_ids" not in steps.columns:
+        return []
+    return sorted({n.strip() for v in steps["node_ids"].dropna().unique() for n in str(v).split(",") if n.strip()})
 
 
 def named_nodes(tables: Mapping[str, pd.DataFrame]) -> list[str]:

@@ -30,13 +30,14 @@ class Loaded:
         return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True) if isinstance(p, str)}
 
 
-def load_tables(paths: Iterable[str | Path], *, node_id: str | None = None) -> Loaded:
-    """Every table the inputs (files, folders) hold, concatenated, and the inventories' node records."""
+def load_tables(paths: Iterable[str | Path], *, node_id: str | None = None, fmt: str | None = None) -> Loaded:
+    """Every table the inputs (files, folders) hold, concatenated, and the inventories' node records; `fmt` forces
+    a reader for every file."""
     paths = list(paths)
     missing = [str(p) for p in paths if not Path(p).exists()]
     if missing:
         raise InputError("file or folder not found", source=missing[0])
-    outcomes = read_sources(paths, node_id=node_id)
+    outcomes = read_sources(paths, node_id=node_id, fmt=fmt)
     results = [o.result for o in outcomes if o.result is not None]
     warnings = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
     warnings += [str(w) for r in results for w in r.warnings]

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..errors import FabricbotError, InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
-from ..ingest.detect import choose, read_with
+from ..ingest.detect import choose, read_with, readers
 from ..ingest.summary import summarize
 from ..progress import Progress, advance
 from .inventory import NODE_COLUMNS, inventory_gpus, read_node_file
@@ -149,6 +149,9 @@ def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = No
     scrapes given one file each, in time order, show a change of the last Xid as an event. `progress` is advanced
     by one per file read.
     """
+    if fmt is not None and fmt != "inventory" and fmt not in readers():  # said once, before any file is read
+        names = ", ".join(sorted([*readers(), "inventory"]))
+        raise InputError(f"unknown format {fmt!r}; formats: {names}", field="--format")
     xid_last = {} if xid_last is None else xid_last
     outcomes: list[FileOutcome] = []
     for item in expand(sources):

@@ -319,3 +319,19 @@ def test_a_sticky_lane_status_is_dated_alike_through_each_door(readings: list[tu
     tickets = [_ticket(run, str(paste), "--node", "n1"), _ticket(run, "n1", "--store", str(tmp_path / "s"))]
     assert tickets[0] == tickets[1]
     assert (tickets[0] is not None) is failing
+
+
+def test_the_text_answer_says_the_same_verdict_through_a_file_and_a_store(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`analyze FILE` and `analyze --store --node` print the diagnosis' verdict line alike (a snapshot's text once
+    left it out)."""
+    cases = json.loads((FIXTURES / "seed_examples.json").read_text())
+    main(["analyze", str(FIXTURES / "seed_examples.json")])
+    from_file = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  verdict:")]
+    assert main(["ingest", str(FIXTURES / "seed_examples.json"), "--store", str(tmp_path / "s")]) == 0
+    from_store = []
+    for case in cases:
+        capsys.readouterr()
+        assert main(["analyze", "--store", str(tmp_path / "s"), "--node", case["input"]["node_id"]]) == 0
+        from_store += [line for line in capsys.readouterr().out.splitlines() if line.startswith("  verdict:")]
+    assert from_file == from_store and len(from_file) >= 1

@@ -115,3 +115,33 @@ def test_a_stored_node_is_analysed_on_its_stored_platform_unless_one_is_given(
     other = "pcie-8gpu" if info["platform"] != "pcie-8gpu" else "hgx-h100-8gpu"
     given = json.loads(cli("analyze", "--store", store, "--node", node, "--platform", other, "--json")[1])
     assert given["platform"] == other
+
+
+def test_a_paste_cut_before_its_first_link_says_what_was_tried_and_how_to_force_a_reader(tmp_path: Path,
+                                                                                         cli: Cli) -> None:
+    """A real `nvidia-smi nvlink -s` output cut inside its first GPU line is neither JSON nor recognizable: the error
+    says both, and the `--format` and `--node` it names are options `analyze` takes."""
+    lines = (FIXTURES / "real" / "nvlink_s_a100_1.txt").read_text().splitlines()
+    cut = tmp_path / "cut.txt"
+    cut.write_text(next(line for line in lines if line.startswith("GPU 0"))[:40])
+    code, _, err = cli("analyze", str(cut))
+    assert code == 2 and "neither a snapshot" in err and "--format NAME" in err and str(cut) in err
+    whole = tmp_path / "links.txt"
+    whole.write_text("\n".join(lines[:6]) + "\n")  # the header and three links
+    code, out, err = cli("analyze", str(whole), "--format", "nvlink", "--node", "n1", "--json")
+    assert code == 0, err
+    assert json.loads(out)["node_id"] == "n1"
+    code, _, err = cli("analyze", str(whole), "--format", "nvlink-x", "--node", "n1")
+    assert code == 2 and "unknown format 'nvlink-x'" in err
+
+
+def test_an_nccl_tests_log_is_the_node_its_ranks_name(cli: Cli) -> None:
+    """nccl-tests logs name their ranks' hosts and no link telemetry: one host is the node asked about, two are
+    named in the error that asks for --node (real logs, sources in their first lines)."""
+    code, out, err = cli("analyze", str(FIXTURES / "real" / "nccl_allgather_superbench_1.txt"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["node_id"] == "localhost"
+    code, _, err = cli("analyze", str(FIXTURES / "real" / "nccl_allreduce_3.txt"))
+    assert code == 2 and "its steps run on 2 nodes (bm-h100-01, bm-h100-02): give --node NODE" in err
+    code, out, err = cli("analyze", str(FIXTURES / "real" / "nccl_allreduce_3.txt"), "--node", "bm-h100-02", "--json")
+    assert code == 0 and json.loads(out)["node_id"] == "bm-h100-02", err
