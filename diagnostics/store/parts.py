@@ -81,7 +81,7 @@ class Rows:
         Built a column at a time from whole arrays, the reordering a gather on each: converting a table of
         thousands of chunks (a row group each) with `to_pandas`, and reordering it with Arrow's `take`, cost
         several times more."""
-        names, columns = self.table.column_names, self.table.columns
+        names, columns, rows = self.table.column_names, self.table.columns, self.table.num_rows
         self.table = self.table.schema.empty_table()
         order, trimmer = self.order, Trimmer()
 
@@ -93,7 +93,7 @@ class Rows:
             trimmer.freed(size)
             return got
 
-        if sum(len(c) for c in columns[:1]) < 1_000_000:
+        if rows < 1_000_000:
             converted = [convert(i) for i in range(len(columns))]
         else:  # Arrow and numpy's gathers let go of the GIL: two columns at a time
             with ThreadPoolExecutor(max_workers=2) as pool:
