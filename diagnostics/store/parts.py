@@ -271,7 +271,8 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     tables = [(t, o) for t, o, _ in done if t is not None]
     if select is not None and tables:
         groups = [g for g, (t, _, _) in zip(by_key.values(), done, strict=True) if t is not None]
-        tables = _selected(tables, groups, select, out, order, start_ns, end_ns, lower, workers)
+        tables = _selected(tables, groups, select, out, order, workers,
+                           read=lambda group, names: _read_key(group, out, names, start_ns, end_ns, lower)[0])
         stats.rows = sum(t.num_rows for t, _ in tables)
     if not tables:
         return Rows(out.empty_table()), stats
@@ -332,10 +333,11 @@ class Selection:
 
 
 def _selected(tables: list[tuple[pa.Table, Any]], groups: list[list[Part]], select: Selection, out: pa.Schema,
-              order: Sequence[str], start_ns: int | None, end_ns: int | None, lower: int | None,
-              workers: int) -> list[tuple[pa.Table, np.ndarray | None]]:
+              order: Sequence[str], workers: int, *,
+              read: Callable[[list[Part], list[str]], pa.Table | None]) -> list[tuple[pa.Table, np.ndarray | None]]:
     """Each key's rows whose values `select` keeps (asked once, of every key's distinct values), each key's
-    ordered: the key's other columns read only where it keeps a row, and only its kept rows held."""
+    ordered: the key's other columns `read` (the same rows as its identities) only where it keeps a row, and only
+    its kept rows held."""
     distinct = [table.select([c for c in select.columns if c in table.column_names]).take(first)
                 for table, (first, _) in tables]
     keep = np.asarray(select.keep(pa.concat_tables(distinct, promote_options="default")), dtype=bool)
@@ -350,7 +352,7 @@ def _selected(tables: list[tuple[pa.Table, Any]], groups: list[list[Part]], sele
         mask = pa.array(mine)
         named = identities.filter(mask)
         if rest:
-            others, _ = _read_key(groups[at], out, rest, start_ns, end_ns, lower)
+            others = read(groups[at], rest)
             assert others is not None and others.num_rows == len(mine)
             others = others.filter(mask)
             columns = {n: named.column(n) if n in named.column_names else others.column(n) for n in out.names}
