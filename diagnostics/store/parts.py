@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..tables import TableSchema
-from .memory import Trimmer
+from .columns import FrameBuilder, frame_of_all
 
 if TYPE_CHECKING:
     from .catalog import Part
@@ -41,10 +41,6 @@ _ARROW: dict[str, pa.DataType] = {
     "datetime64[ns, UTC]": pa.timestamp("ns", tz="UTC"), "category": pa.dictionary(pa.int32(), pa.string()),
     "string": pa.string(), "float64": pa.float64(), "boolean": pa.bool_(), "Int8": pa.int8(), "Int16": pa.int16(),
     "Int32": pa.int32(), "Int64": pa.int64(),
-}
-_PANDAS: dict[pa.DataType, Any] = {
-    pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
-    pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype(),
 }
 
 
@@ -65,72 +61,6 @@ def to_arrow(frame: pd.DataFrame, schema: TableSchema) -> pa.Table:
         else:
             arrays.append(pa.array(series, from_pandas=True).cast(kind))
     return pa.Table.from_arrays(arrays, schema=target)
-
-
-@dataclass
-class Rows:
-    """Rows read from parts, and the order they are handed back in (positions in `table`; None: as they are)."""
-
-    table: pa.Table
-    order: np.ndarray | None = None
-
-    def frame(self) -> pd.DataFrame:
-        """The rows in order, as pandas with the normalized tables' dtypes (nullable ints, categories), handed over:
-        each column's Arrow memory is let go of as it is converted, so a wide read never holds both whole copies.
-
-        Built a column at a time from whole arrays, the reordering a gather on each: converting a table of
-        thousands of chunks (a row group each) with `to_pandas`, and reordering it with Arrow's `take`, cost
-        several times more."""
-        names, columns, rows = self.table.column_names, self.table.columns, self.table.num_rows
-        self.table = self.table.schema.empty_table()
-        order, trimmer = self.order, Trimmer()
-
-        def convert(at: int) -> Any:
-            column = columns[at]
-            columns[at] = None  # the list held the last reference
-            got, size = _series(column, order), column.nbytes
-            del column
-            trimmer.freed(size)
-            return got
-
-        if rows < 1_000_000:
-            converted = [convert(i) for i in range(len(columns))]
-        else:  # Arrow and numpy's gathers let go of the GIL: two columns at a time
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                converted = list(pool.map(convert, range(len(columns))))
-        return pd.DataFrame(dict(zip(names, converted, strict=True)), copy=False)
-
-
-def _series(column: pa.ChunkedArray, order: np.ndarray | None) -> Any:
-    kind = column.type
-
-    def gather(values: np.ndarray) -> np.ndarray:
-        return values if order is None else values[order]
-
-    if pa.types.is_dictionary(kind):
-        categories, codes = _dictionary_codes(column)
-        return pd.Categorical.from_codes(gather(codes), categories=pd.Index(categories, dtype="str"))
-    if pa.types.is_timestamp(kind):
-        ns = column.cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
-        values = gather(pc.fill_null(ns, np.iinfo(np.int64).min).to_numpy())
-        # as a UTC dtype, not localized: localizing checks every value and costs fifty times more
-        return pd.DatetimeIndex(values.view("datetime64[ns]"), dtype=pd.DatetimeTZDtype(tz="UTC")).array
-    if pa.types.is_floating(kind):
-        return gather(column.to_numpy())
-    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
-        empty = False if pa.types.is_boolean(kind) else 0
-        n, nulls = len(column), column.null_count
-        if nulls == n:  # nothing filled (a lane column of NVLink rows): no values to read or reorder
-            values = np.zeros(n, dtype=kind.to_pandas_dtype())
-            mask = np.ones(n, dtype=bool)
-        else:
-            values = gather(pc.fill_null(column, empty).to_numpy() if nulls else column.to_numpy())
-            mask = gather(column.is_null().to_numpy()) if nulls else np.zeros(n, dtype=bool)
-        if pa.types.is_boolean(kind):
-            return pd.arrays.BooleanArray(values, mask)
-        return pd.arrays.IntegerArray(values, mask)
-    series = column.to_pandas(types_mapper=_PANDAS.get)
-    return series.array if order is None else series.array.take(order)
 
 
 def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
@@ -232,7 +162,7 @@ class ScanStats:
 def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None, end_ns: int | None, *,
                order: Sequence[str], keep: Collection[str] = (), skip: Collection[str] = (),
                workers: int = 2, exact: bool = True, columns: Collection[str] | None = None,
-               select: Selection | None = None) -> tuple[Rows, ScanStats]:
+               select: Selection | None = None) -> tuple[pd.DataFrame, ScanStats]:
     """The parts' rows with timestamps in (start, end] (every row without bounds), key by key as the parts come,
     each key's rows ordered by `order` then time; only the columns some part fills (and `keep`), less `skip`.
 
@@ -264,24 +194,39 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
             return table, distinct_rows(table, [c for c in select.columns if c in table.column_names]), stats
         return table, _ordered(table, order), stats
 
-    done = _each(one, list(by_key.values()), workers)
+    groups = list(by_key.values())
     stats = ScanStats()
+    if select is None:  # each key's rows written into the frame by the thread that read them, in the keys' order
+        builder = FrameBuilder(out, capacity=sum(_most_rows(g, start_ns, end_ns) for g in groups))
+
+        def into(turn: int) -> ScanStats:
+            table, rank, read = None, None, ScanStats()
+            try:
+                table, rank, read = one(groups[turn])
+            finally:  # a failed read still takes its turn: the keys after it must not wait for it
+                at = builder.claim(table.num_rows if table is not None else 0, turn=turn)
+            if table is not None:
+                builder.put(at, table, rank)
+            return read
+
+        for s in _each(into, list(range(len(groups))), workers):
+            stats.add(s)
+        return builder.frame(), stats
+    done = _each(one, groups, workers)
     for _, _, s in done:
         stats.add(s)
-    tables = [(t, o) for t, o, _ in done if t is not None]
-    if select is not None and tables:
-        groups = [g for g, (t, _, _) in zip(by_key.values(), done, strict=True) if t is not None]
-        tables = _selected(tables, groups, select, out, order, workers,
-                           read=lambda group, names: _read_key(group, out, names, start_ns, end_ns, lower)[0])
-        stats.rows = sum(t.num_rows for t, _ in tables)
-    if not tables:
-        return Rows(out.empty_table()), stats
-    positions = None
-    if any(o is not None for _, o in tables):
-        offsets = np.cumsum([0] + [t.num_rows for t, _ in tables[:-1]])
-        positions = np.concatenate([(o if o is not None else np.arange(t.num_rows)) + lo
-                                    for (t, o), lo in zip(tables, offsets, strict=True)])
-    return Rows(pa.concat_tables([t for t, _ in tables]), positions), stats
+    read = [(t, o) for t, o, _ in done if t is not None]
+    tables = _selected(read, [g for g, (t, _, _) in zip(groups, done, strict=True) if t is not None], select, out,
+                       order, workers,
+                       read=lambda group, names: _read_key(group, out, names, start_ns, end_ns, lower)[0]) \
+        if read else []
+    stats.rows = sum(t.num_rows for t, _ in tables)
+    return frame_of_all(tables, out, capacity=stats.rows), stats
+
+
+def _most_rows(group: list[Part], start_ns: int | None, end_ns: int | None) -> int:
+    """The rows of a key's row groups in the window: as many as a read of it can keep."""
+    return sum(rows for part in group for lo, hi, rows in part.groups if _overlaps(lo, hi, start_ns, end_ns))
 
 
 def _each(work: Callable[[Any], Any], items: list[Any], workers: int) -> list[Any]:

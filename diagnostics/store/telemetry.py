@@ -35,9 +35,10 @@ from ..progress import Progress, advance
 from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema, job_nodes
 from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
+from .columns import frame_of
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
-from .parts import PART_TABLES, Rows, ScanStats, Selection, read_parts, write_part
+from .parts import PART_TABLES, ScanStats, Selection, read_parts, write_part
 from .sources import At, FileOutcome, IngestReport, read_sources
 
 DB_NAME = "fabricbot.db"
@@ -302,9 +303,8 @@ class TelemetryStore:
         step_frame = STEP_SAMPLES.empty()
         if end_ns is not None and names != []:
             parts = self._catalog.parts("link_samples", names, start_ns, end_ns)
-            rows, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
-                                     skip=PROVENANCE, exact=exact)
-            links = rows.frame()
+            links, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
+                                      skip=PROVENANCE, exact=exact)
             since = start_ns
             if steps is not None and start_ns is not None:
                 since = min(start_ns, end_ns - int(steps.total_seconds() * 1e9))
@@ -313,7 +313,7 @@ class TelemetryStore:
                 step_parts = self._catalog.parts("step_samples", sorted(jobs), since, end_ns)
                 step_rows, _ = read_parts(step_parts, STEP_SAMPLES, since, end_ns, order=(),
                                           keep=STEP_SAMPLES.columns)
-                step_frame = STEP_SAMPLES.conform(step_rows.frame())
+                step_frame = STEP_SAMPLES.conform(step_rows)
         newest = self._catalog.newest_by_key("link_samples", names) if names else {}
         tables = {"link_samples": links, "step_samples": step_frame, "events": self._events(names, end_ns),
                   "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
@@ -341,11 +341,11 @@ class TelemetryStore:
 
         def keep(identities: pa.Table) -> np.ndarray:
             assert select is not None
-            return np.asarray(select(Rows(identities).frame()), dtype=bool)
+            return np.asarray(select(frame_of(identities)), dtype=bool)
 
         got, _ = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS, skip=PROVENANCE,
                             columns=wanted, select=None if select is None else Selection(LINK_IDENTITY, keep))
-        return got.frame()
+        return got
 
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
         extra, args = None, []
@@ -365,12 +365,12 @@ class TelemetryStore:
         hi = None if end is None else utc_ns(end) - 1
         parts = self._catalog.parts("link_samples", None if node_id is None else [node_id], lo, hi)
         rows, _ = read_parts(parts, LINK_SAMPLES, lo, hi, order=LINK_KEYS[1:], keep=LINK_SAMPLES.columns)
-        return LINK_SAMPLES.conform(rows.frame())
+        return LINK_SAMPLES.conform(rows)
 
     def step_samples(self, job_id: str | None = None, node_id: str | None = None) -> pd.DataFrame:
         parts = self._catalog.parts("step_samples", None if job_id is None else [job_id])
         rows, _ = read_parts(parts, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns)
-        frame = STEP_SAMPLES.conform(rows.frame())
+        frame = STEP_SAMPLES.conform(rows)
         if node_id is not None and len(frame):
             named = [node_id in {n.strip() for n in str(v).split(",")} for v in frame["node_ids"].fillna("")]
             frame = frame[np.asarray(named, dtype=bool)].reset_index(drop=True)

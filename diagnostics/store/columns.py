@@ -1,0 +1,231 @@
+"""Rows read from the store's parts written into pandas columns as each key's rows arrive.
+
+A wide read (a fleet's hours of link samples: millions of rows by some thirty columns) once joined every key's Arrow
+table and then converted the whole: two copies of the rows at the peak, the second made of pages the process had
+never touched. Where fresh pages are dear (a virtual machine whose host backs each page on first touch, seconds a
+gigabyte) that was most of the read's time. Here each column is allocated once, for as many rows as the read can
+hold (pages never written cost nothing), each key's rows are written into it in order as soon as they are read, and
+the key's Arrow table is let go of at once, so its memory serves the next key's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_PANDAS: dict[pa.DataType, Any] = {
+    pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+    pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype(),
+}
+_NAT = np.iinfo(np.int64).min
+
+
+class FrameBuilder:
+    """A frame of the schema's columns (the normalized tables' dtypes: nullable ints, categories, UTC times) filled
+    table by table, each table's rows (in `order`, given) after those of the tables before it.
+
+    `add` writes a table after the last. Several threads fill at once with `claim` and `put`: the n-th claim
+    (`turn` n, counted from 0) waits for those before it, so the rows lie in the order of the turns whichever
+    thread reads faster, and the writing itself, most of the work, runs side by side."""
+
+    def __init__(self, schema: pa.Schema, *, capacity: int) -> None:
+        self.schema = schema
+        self.rows = 0
+        self._capacity = capacity
+        self._columns = [_column(f.type, capacity) for f in schema]
+        self._turn = 0
+        self._ready = threading.Condition()
+
+    def add(self, table: pa.Table, order: np.ndarray | None = None) -> None:
+        """The table's rows after those already added (the columns grow as needed)."""
+        if self.rows + table.num_rows > self._capacity:
+            self._capacity = max(self.rows + table.num_rows, 2 * self._capacity)
+            for column in self._columns:
+                column.grow(self._capacity)
+        self.put(self.claim(table.num_rows), table, order)
+
+    def claim(self, rows: int, *, turn: int | None = None) -> int:
+        """Where the next `rows` rows go, once every turn before `turn` has claimed its own (None: now)."""
+        with self._ready:
+            if turn is not None:
+                self._ready.wait_for(lambda: self._turn == turn)
+            if self.rows + rows > self._capacity:
+                raise ValueError(f"{self.rows + rows} rows claimed, room for {self._capacity}")
+            at, self.rows, self._turn = self.rows, self.rows + rows, self._turn + 1
+            self._ready.notify_all()
+        return at
+
+    def put(self, at: int, table: pa.Table, order: np.ndarray | None = None) -> None:
+        """The table's rows (its columns the schema's, in its order) at the rows claimed for them."""
+        for column, data in zip(self._columns, table.columns, strict=True):
+            column.put(at, data, order)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({f.name: c.done(self.rows) for f, c in zip(self.schema, self._columns, strict=True)},
+                            copy=False)
+
+
+def frame_of(table: pa.Table, order: np.ndarray | None = None) -> pd.DataFrame:
+    """One table as a frame of the normalized tables' dtypes."""
+    builder = FrameBuilder(table.schema, capacity=table.num_rows)
+    builder.add(table, order)
+    return builder.frame()
+
+
+def frame_of_all(tables: Iterable[tuple[pa.Table, np.ndarray | None]], schema: pa.Schema, *,
+                 capacity: int) -> pd.DataFrame:
+    """Tables one after another (each in its order) as one frame."""
+    builder = FrameBuilder(schema, capacity=capacity)
+    for table, order in tables:
+        builder.add(table, order)
+    return builder.frame()
+
+
+class _Column(Protocol):
+    def grow(self, capacity: int) -> None: ...
+    def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None: ...
+    def done(self, rows: int) -> Any: ...
+
+
+def _column(kind: pa.DataType, capacity: int) -> _Column:
+    if pa.types.is_dictionary(kind):
+        return _Codes(capacity)
+    if pa.types.is_timestamp(kind):
+        return _Times(capacity)
+    if pa.types.is_floating(kind):
+        return _Floats(capacity)
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        return _Masked(kind, capacity)
+    return _Pieces(kind)
+
+
+def _write(into: np.ndarray, at: int, values: np.ndarray, order: np.ndarray | None) -> None:
+    target = into[at:at + len(values)]
+    if order is None:
+        target[:] = values
+    else:
+        np.take(values, order, out=target)
+
+
+def _grown(values: np.ndarray, capacity: int) -> np.ndarray:
+    bigger = np.empty(capacity, dtype=values.dtype)
+    bigger[:len(values)] = values
+    return bigger
+
+
+class _Floats:
+    def __init__(self, capacity: int) -> None:
+        self.values = np.empty(capacity, np.float64)
+
+    def grow(self, capacity: int) -> None:
+        self.values = _grown(self.values, capacity)
+
+    def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
+        _write(self.values, at, data.to_numpy(), order)  # nulls as NaN
+
+    def done(self, rows: int) -> np.ndarray:
+        return self.values[:rows]
+
+
+class _Times:
+    """UTC times as nanoseconds, NaT where none."""
+
+    def __init__(self, capacity: int) -> None:
+        self.values = np.empty(capacity, np.int64)
+
+    def grow(self, capacity: int) -> None:
+        self.values = _grown(self.values, capacity)
+
+    def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
+        ns = data.cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
+        _write(self.values, at, pc.fill_null(ns, _NAT).to_numpy(), order)
+
+    def done(self, rows: int) -> Any:
+        # as a UTC dtype, not localized: localizing checks every value and costs fifty times more
+        return pd.DatetimeIndex(self.values[:rows].view("datetime64[ns]"), dtype=pd.DatetimeTZDtype(tz="UTC")).array
+
+
+class _Masked:
+    """A nullable integer or boolean: values and a mask of the missing."""
+
+    def __init__(self, kind: pa.DataType, capacity: int) -> None:
+        self.boolean = pa.types.is_boolean(kind)
+        self.values = np.empty(capacity, dtype=kind.to_pandas_dtype())
+        self.mask = np.empty(capacity, dtype=bool)
+
+    def grow(self, capacity: int) -> None:
+        self.values, self.mask = _grown(self.values, capacity), _grown(self.mask, capacity)
+
+    def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
+        n, nulls = len(data), data.null_count
+        if nulls == n:  # nothing filled (a lane column of NVLink rows): no values to read or reorder
+            self.values[at:at + n] = 0
+            self.mask[at:at + n] = True
+            return
+        empty = False if self.boolean else 0
+        _write(self.values, at, pc.fill_null(data, empty).to_numpy() if nulls else data.to_numpy(), order)
+        if nulls:
+            _write(self.mask, at, data.is_null().to_numpy(), order)
+        else:
+            self.mask[at:at + n] = False
+
+    def done(self, rows: int) -> Any:
+        if self.boolean:
+            return pd.arrays.BooleanArray(self.values[:rows], self.mask[:rows])
+        return pd.arrays.IntegerArray(self.values[:rows], self.mask[:rows])
+
+
+class _Codes:
+    """A category: each row's code among the values in the order first seen, ranked by value at the end (every
+    table has a dictionary of its own, each chunk of it too: each looked up once, never row by row)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.codes = np.empty(capacity, np.int32)
+        self.seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def grow(self, capacity: int) -> None:
+        self.codes = _grown(self.codes, capacity)
+
+    def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
+        pieces = []
+        for chunk in data.chunks:
+            if not len(chunk):
+                continue
+            names = chunk.dictionary.to_pylist()
+            with self._lock:
+                codes = [-1 if v is None else self.seen.setdefault(v, len(self.seen)) for v in names]
+            lookup = np.array([*codes, -1], dtype=np.int32)
+            pieces.append(lookup[pc.fill_null(chunk.indices, len(names)).to_numpy()])
+        if pieces:
+            _write(self.codes, at, pieces[0] if len(pieces) == 1 else np.concatenate(pieces), order)
+
+    def done(self, rows: int) -> pd.Categorical:
+        values = sorted(self.seen)
+        rank = np.full(len(self.seen) + 1, -1, dtype=np.int32)  # the last stands for null (code -1)
+        rank[[self.seen[v] for v in values]] = np.arange(len(values), dtype=np.int32)
+        return pd.Categorical.from_codes(rank[self.codes[:rows]], categories=pd.Index(values, dtype="str"))
+
+
+class _Pieces:
+    """Any other type (texts): each table's values kept in Arrow, converted once at the end."""
+
+    def __init__(self, kind: pa.DataType) -> None:
+        self.kind = kind
+        self.pieces: dict[int, pa.ChunkedArray] = {}  # by the row they start at
+
+    def grow(self, capacity: int) -> None:
+        return
+
+    def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
+        self.pieces[at] = data if order is None else data.take(order)
+
+    def done(self, rows: int) -> Any:
+        chunks = [c for _, piece in sorted(self.pieces.items()) for c in piece.chunks]
+        return pa.chunked_array(chunks, type=self.kind).to_pandas(types_mapper=_PANDAS.get).array

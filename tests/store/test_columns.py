@@ -1,0 +1,90 @@
+"""Rows written into pandas columns as each key's table arrives: the normalized dtypes, each table's order, the
+tables' order whichever thread reads first, and categories that agree across tables' dictionaries."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from diagnostics.store.columns import FrameBuilder, frame_of, frame_of_all
+
+SCHEMA = pa.schema([
+    ("timestamp", pa.timestamp("ns", tz="UTC")), ("node_id", pa.dictionary(pa.int32(), pa.string())),
+    ("gpu", pa.int16()), ("gpu_total", pa.bool_()), ("replay", pa.float64()), ("gpu_uuid", pa.string()),
+])
+
+
+def _table(node: str, gpus: list[int | None], replays: list[float | None], t0: int = 0) -> pa.Table:
+    n = len(gpus)
+    return pa.table({
+        "timestamp": pa.array([t0 + i for i in range(n)], pa.timestamp("ns", tz="UTC")),
+        "node_id": pa.array([node] * n).dictionary_encode(),
+        "gpu": pa.array(gpus, pa.int16()),
+        "gpu_total": pa.array([g is None for g in gpus]),
+        "replay": pa.array(replays, pa.float64()),
+        "gpu_uuid": pa.array([None if g is None else f"GPU-{node}-{g}" for g in gpus]),
+    }, schema=SCHEMA)
+
+
+def test_a_table_becomes_the_normalized_dtypes_in_its_order() -> None:
+    frame = frame_of(_table("n1", [0, None, 2], [1.0, None, 3.0]), np.array([2, 0, 1]))
+    assert [str(frame[c].dtype) for c in frame.columns] == [
+        "datetime64[ns, UTC]", "category", "Int16", "boolean", "float64", "string"]
+    assert frame["replay"].tolist()[:2] == [3.0, 1.0] and np.isnan(frame["replay"].iloc[2])
+    assert frame["gpu"].tolist()[:2] == [2, 0] and frame["gpu"].isna().tolist() == [False, False, True]
+    assert frame["gpu_total"].tolist() == [False, False, True]
+    assert frame["gpu_uuid"].tolist()[:2] == ["GPU-n1-2", "GPU-n1-0"]
+    assert frame["timestamp"].astype("int64").tolist() == [2, 0, 1]
+
+
+def test_tables_with_dictionaries_of_their_own_share_one_sorted_category() -> None:
+    frame = frame_of_all([(_table("node-b", [0], [1.0]), None), (_table("node-a", [1, 2], [2.0, 3.0]), None)],
+                         SCHEMA, capacity=3)
+    assert frame["node_id"].tolist() == ["node-b", "node-a", "node-a"]
+    assert list(frame["node_id"].cat.categories) == ["node-a", "node-b"]
+
+
+def test_the_columns_grow_when_more_rows_come_than_were_foreseen() -> None:
+    builder = FrameBuilder(SCHEMA, capacity=1)
+    for i in range(5):
+        builder.add(_table(f"n{i}", [i, None], [float(i), None]))
+    frame = builder.frame()
+    assert len(frame) == 10 and frame["gpu"].dropna().tolist() == [0, 1, 2, 3, 4]
+    assert frame["node_id"].tolist()[::2] == ["n0", "n1", "n2", "n3", "n4"]
+
+
+def test_nothing_added_is_an_empty_frame_of_the_schema() -> None:
+    frame = FrameBuilder(SCHEMA, capacity=0).frame()
+    assert len(frame) == 0 and list(frame.columns) == SCHEMA.names and str(frame["gpu"].dtype) == "Int16"
+
+
+def test_threads_fill_in_the_order_of_their_turns_whoever_reads_first() -> None:
+    tables = [_table(f"n{i}", list(range(i + 1)), [float(i)] * (i + 1)) for i in range(12)]
+    builder = FrameBuilder(SCHEMA, capacity=sum(t.num_rows for t in tables))
+    late = threading.Event()
+
+    def fill(turn: int) -> None:
+        if turn == 0:
+            late.wait(1)  # the first turn's read is the slowest: the others wait for its claim, not for its rows
+        at = builder.claim(tables[turn].num_rows, turn=turn)
+        builder.put(at, tables[turn])
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [pool.submit(fill, turn) for turn in range(len(tables))]
+        late.set()
+        for f in futures:
+            f.result()
+    expected = pd.concat([frame_of(t) for t in tables], ignore_index=True)
+    expected["node_id"] = expected["node_id"].astype(pd.CategoricalDtype(sorted(f"n{i}" for i in range(12))))
+    pd.testing.assert_frame_equal(builder.frame(), expected)
+
+
+def test_a_claim_beyond_the_foreseen_rows_is_refused() -> None:
+    builder = FrameBuilder(SCHEMA, capacity=2)
+    with pytest.raises(ValueError, match="3 rows claimed, room for 2"):
+        builder.claim(3, turn=0)
