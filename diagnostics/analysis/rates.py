@@ -40,6 +40,16 @@ def key_codes(series: pd.Series, rows: np.ndarray | None) -> np.ndarray:
     return np.asarray(codes)
 
 
+def floats_at(series: pd.Series, rows: np.ndarray | None) -> np.ndarray:
+    """A column's values as floats (NA as NaN) at the given rows, a new array: only those rows converted, and a
+    float column's taken straight from its values (one copy, not a copy to fill its NaN and another to take)."""
+    if series.dtype == np.float64:
+        values = series.to_numpy()
+        return values.copy() if rows is None else values[rows]
+    taken = series.array if rows is None else series.array.take(rows)
+    return np.asarray(taken.to_numpy(np.float64, na_value=np.nan))
+
+
 def link_keys(codes: list[np.ndarray | None], at: np.ndarray | None = None) -> np.ndarray:
     """One int64 link key from the key columns' codes (a missing column counts as NA), at rows `at`."""
     size = next((len(c) for c in codes if c is not None), 0) if at is None else len(at)

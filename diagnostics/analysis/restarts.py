@@ -8,7 +8,7 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-from .rates import KEYS, key_codes, link_keys
+from .rates import KEYS, floats_at, key_codes, link_keys
 from .rows import per_link_rows
 
 
@@ -35,7 +35,7 @@ def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str], en
         read[rows] = True
         chosen &= read
     mine = np.flatnonzero(chosen)
-    gpu = links["gpu"].to_numpy(np.float64, na_value=np.nan)[mine]
+    gpu = floats_at(links["gpu"], mine)
     mine, gpu = mine[~np.isnan(gpu)], gpu[~np.isnan(gpu)]
     if len(mine) == 0:
         return {}
@@ -50,7 +50,7 @@ def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str], en
     gpu = gpu_i
     drops: list[np.ndarray] = []
     for c in (c for c in ("replay", "crc_flit", "crc_data", "recovery", "symbol_errors") if c in links.columns):
-        v = links[c].to_numpy(np.float64, na_value=np.nan)[mine]
+        v = floats_at(links[c], mine)
         ok = np.flatnonzero(~np.isnan(v))  # each counter's readings in order, its gaps skipped
         if len(ok) < 2:
             continue
