@@ -60,11 +60,12 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
             raise InputError("no such file; to read a node by name give --store DIR (or set FABRICBOT_STORE)",
                              source=target)
         return [_answered(target, StoreSource(folder), target, args)]
+    forced = args.format if args.format != "snapshot" else None
     text, source = _read_text(target)
-    if target != "-" and not text.lstrip().startswith(("{", "[")):
+    if target != "-" and (forced or not text.lstrip().startswith(("{", "["))):
         # a paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file, read as `ingest`
-        # reads it, and the node it names (or --node) asked about
-        files, node, warnings = files_source([target], node=args.node)
+        # reads it (or as --format says), and the node it names (or --node) asked about
+        files, node, warnings = files_source([target], node=args.node, fmt=forced)
         return [_answered(node, files, node, args, warnings)]
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
     for case in read_cases(text, source):
@@ -132,6 +133,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON ('-' reads stdin), a paste of shell output or "
                                                        "a telemetry file (as `ingest` reads it), or a node in --store")
     p.add_argument("--node", help="the node a paste that names none is from")
+    p.add_argument("--format", help="force a reader for FILE instead of detecting it (as `ingest --format`; "
+                                    "`snapshot` reads it as a snapshot)")
     p.add_argument("--link", help="a candidate id, component name or link id (default: the isolated component)")
     p.add_argument("--json", action="store_true", help="the ticket as JSON")
     p.add_argument("--store", metavar="DIR", help=f"telemetry store: where NODE is read from, model calls are "

@@ -188,3 +188,19 @@ def test_a_real_listing_names_the_upstream_end(tmp_path: Path, cli: Cli) -> None
         ("rock-5-itx", 0, [1], "upstream")
     assert data["replacement_part"]["id"] == "pcie-riser-retimer"
     assert any("0001:10:00.0" in note and "received errors" in note for note in data["evidence"]["notes"])
+
+
+def test_the_format_its_error_suggests_is_an_option_ticket_takes(tmp_path: Path, cli: Cli) -> None:
+    """A real `nvidia-smi nvlink -s` cut inside its first GPU line is not recognized, and the error says to force a
+    reader with --format: `ticket` takes it (as `analyze` and `ingest` do) and refuses a format that does not exist."""
+    lines = (FIXTURES / "real" / "nvlink_s_a100_1.txt").read_text().splitlines()
+    cut = tmp_path / "cut.txt"
+    cut.write_text(next(line for line in lines if line.startswith("GPU 0"))[:40])
+    code, _, err = cli("ticket", str(cut))
+    assert code == 2 and "unrecognized format; force one with --format" in err
+    whole = tmp_path / "links.txt"
+    whole.write_text("\n".join(lines[:6]) + "\n")  # the header and three links
+    code, _, err = cli("ticket", str(whole), "--format", "nvlink", "--node", "n1")
+    assert code == 1 and "n1: no unhealthy link: nothing to repair" in err  # read, judged healthy: no ticket
+    code, _, err = cli("ticket", str(whole), "--format", "nvlink-x", "--node", "n1")
+    assert code == 2 and "unknown format 'nvlink-x'" in err
