@@ -32,7 +32,8 @@ class FrameBuilder:
 
     `add` writes a table after the last. Several threads fill at once with `claim` and `put`: the n-th claim
     (`turn` n, counted from 0) waits for those before it, so the rows lie in the order of the turns whichever
-    thread reads faster, and the writing itself, most of the work, runs side by side."""
+    thread reads faster, and the writing itself, most of the work, runs side by side. `capacity` is the most rows
+    foreseen; `add` grows the columns past it, `claim` never does (another thread may be writing)."""
 
     def __init__(self, schema: pa.Schema, *, capacity: int) -> None:
         self.schema = schema
@@ -40,6 +41,7 @@ class FrameBuilder:
         self._capacity = capacity
         self._columns = [_column(f.type, capacity) for f in schema]
         self._turn = 0
+        self._full = False
         self._ready = threading.Condition()
 
     def add(self, table: pa.Table, order: np.ndarray | None = None) -> None:
@@ -48,17 +50,22 @@ class FrameBuilder:
             self._capacity = max(self.rows + table.num_rows, 2 * self._capacity)
             for column in self._columns:
                 column.grow(self._capacity)
-        self.put(self.claim(table.num_rows), table, order)
+        at, self.rows = self.rows, self.rows + table.num_rows
+        self.put(at, table, order)
 
-    def claim(self, rows: int, *, turn: int | None = None) -> int:
-        """Where the next `rows` rows go, once every turn before `turn` has claimed its own (None: now)."""
+    def claim(self, rows: int, *, turn: int | None = None) -> int | None:
+        """Where the next `rows` rows go, once every turn before `turn` has claimed its own (None: now). None when
+        they do not fit (more rows than were foreseen), nor will any later turn's: those tables are `add`ed after
+        the others, in turn order, once no thread is writing."""
         with self._ready:
             if turn is not None:
                 self._ready.wait_for(lambda: self._turn == turn)
-            if self.rows + rows > self._capacity:
-                raise ValueError(f"{self.rows + rows} rows claimed, room for {self._capacity}")
-            at, self.rows, self._turn = self.rows, self.rows + rows, self._turn + 1
+            self._turn += 1
             self._ready.notify_all()
+            self._full = self._full or self.rows + rows > self._capacity
+            if self._full:
+                return None
+            at, self.rows = self.rows, self.rows + rows
         return at
 
     def put(self, at: int, table: pa.Table, order: np.ndarray | None = None) -> None:

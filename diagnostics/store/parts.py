@@ -199,18 +199,26 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     if select is None:  # each key's rows written into the frame by the thread that read them, in the keys' order
         builder = FrameBuilder(out, capacity=sum(_most_rows(g, start_ns, end_ns) for g in groups))
 
-        def into(turn: int) -> ScanStats:
+        def into(turn: int) -> tuple[ScanStats, tuple[pa.Table, Any] | None]:
             table, rank, read = None, None, ScanStats()
             try:
                 table, rank, read = one(groups[turn])
             finally:  # a failed read still takes its turn: the keys after it must not wait for it
                 at = builder.claim(table.num_rows if table is not None else 0, turn=turn)
-            if table is not None:
-                builder.put(at, table, rank)
-            return read
+            if table is None:
+                return read, None
+            if at is None:  # more rows than the catalog foresaw: added after the others, in order
+                return read, (table, rank)
+            builder.put(at, table, rank)
+            return read, None
 
-        for s in _each(into, list(range(len(groups))), workers):
-            stats.add(s)
+        late = []
+        for read, left in _each(into, list(range(len(groups))), workers):
+            stats.add(read)
+            if left is not None:
+                late.append(left)
+        for table, rank in late:
+            builder.add(table, rank)
         return builder.frame(), stats
     done = _each(one, groups, workers)
     for _, _, s in done:

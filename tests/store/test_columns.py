@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pytest
 
 from diagnostics.store.columns import FrameBuilder, frame_of, frame_of_all
 
@@ -84,7 +83,15 @@ def test_threads_fill_in_the_order_of_their_turns_whoever_reads_first() -> None:
     pd.testing.assert_frame_equal(builder.frame(), expected)
 
 
-def test_a_claim_beyond_the_foreseen_rows_is_refused() -> None:
-    builder = FrameBuilder(SCHEMA, capacity=2)
-    with pytest.raises(ValueError, match="3 rows claimed, room for 2"):
-        builder.claim(3, turn=0)
+def test_rows_beyond_those_foreseen_come_after_the_others_in_turn_order() -> None:
+    """A catalog that foresaw too few rows: the claim that does not fit, and every later one, get no place (so no
+    later table jumps ahead into room left over) and are added once the threads are done."""
+    tables = [_table(f"n{i}", [0, 1], [float(i), None]) for i in range(4)]
+    builder = FrameBuilder(SCHEMA, capacity=5)
+    places = [builder.claim(2, turn=0), builder.claim(2, turn=1), builder.claim(2, turn=2), builder.claim(1, turn=3)]
+    assert places == [0, 2, None, None]
+    builder.put(0, tables[0])
+    builder.put(2, tables[1])
+    builder.add(tables[2])
+    builder.add(tables[3])
+    assert builder.frame()["node_id"].tolist() == ["n0", "n0", "n1", "n1", "n2", "n2", "n3", "n3"]

@@ -106,6 +106,17 @@ def test_window_rows_are_link_by_link_in_time_order(store: TelemetryStore) -> No
     assert (expected.index == links.index).all()
 
 
+def test_a_catalog_that_foresees_too_few_rows_reads_the_same_window(store: TelemetryStore,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frame's columns are sized by the catalog's row counts; where they fall short (a catalog out of step with
+    its files), the rows that did not fit come after the others, in the same order: the same frame."""
+    whole = store.window(end=None, span=timedelta(hours=30), nodes=None)["link_samples"]
+    monkeypatch.setattr(parts, "_most_rows", lambda group, start, end: 100)
+    short = store.window(end=None, span=timedelta(hours=30), nodes=None)["link_samples"]
+    assert len(whole) > 3 * 100
+    pd.testing.assert_frame_equal(short, whole)
+
+
 def test_the_newest_reading_comes_from_the_catalog_without_opening_a_file(store: TelemetryStore,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     spy = Spy()
