@@ -77,12 +77,11 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
     view = NodeView(stale=stale)
     gpu = _floats(metrics["gpu"])
     has_gpu = ~np.isnan(gpu)
-    frame = pd.DataFrame({"node": codes[has_gpu], "gpu": gpu[has_gpu].astype(np.int64), "stale": stale[has_gpu],
-                          "last": last[has_gpu]})
-    per_gpu = frame.groupby(["node", "gpu"]).agg(all_stale=("stale", "all"), last=("last", "max"))
-    for node, g, all_stale, newest in zip(per_gpu.index.get_level_values(0).tolist(),
-                                          per_gpu.index.get_level_values(1).tolist(), per_gpu["all_stale"].tolist(),
-                                          per_gpu["last"].tolist(), strict=True):
+    pairs, at = _groups(codes[has_gpu], gpu[has_gpu].astype(np.int64))
+    all_stale_of = np.bincount(at, weights=~stale[has_gpu], minlength=len(pairs)) == 0
+    newest_of = np.full(len(pairs), np.nan)
+    np.fmax.at(newest_of, at, last[has_gpu])  # NaN where the GPU's links have no time
+    for (node, g), all_stale, newest in zip(pairs, all_stale_of.tolist(), newest_of.tolist(), strict=True):
         name = str(names[node])
         view.gpus_seen.setdefault(name, set()).add(int(g))
         if all_stale:
@@ -100,16 +99,30 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
     if "link_state" in metrics.columns:
         state = metrics["link_state"].astype("string").fillna("up").to_numpy(object)
         down = np.isin(state, ["inactive", "down"])
-        nv_rows = pd.DataFrame({"node": codes[nv], "down": down[nv], "gpu": gpu[nv]})
-        summary = nv_rows.groupby("node").agg(links=("down", "size"), down=("down", "all"), gpus=("gpu", "nunique"))
-        dead = summary[(summary["down"]) & (summary["links"] >= 2) & (summary["gpus"] > 1)]
-        for node, count, gpus in zip(dead.index.tolist(), dead["links"].tolist(), dead["gpus"].tolist(), strict=True):
+        nodes, at = _groups(codes[nv])
+        links = np.bincount(at, minlength=len(nodes))
+        all_down = np.bincount(at, weights=~down[nv], minlength=len(nodes)) == 0
+        node_gpus, _ = _groups(at, gpu[nv].astype(np.int64))
+        gpus_of = np.bincount([pair[0] for pair in node_gpus], minlength=len(nodes))
+        dead = np.flatnonzero(all_down & (links >= 2) & (gpus_of > 1))
+        for (node,), count, gpus in zip([nodes[i] for i in dead], links[dead].tolist(), gpus_of[dead].tolist(),
+                                        strict=True):
             if str(names[node]) not in view.restarted:
                 view.all_inactive[str(names[node])] = f"all {count} NVLinks on all {gpus} GPUs are inactive at once"
     return view
 
 
 RESTART_SHARE = 0.9  # of a node's links whose counters restart in one window: the node (or its driver) restarted
+
+
+def _groups(*keys: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The distinct combinations of integer keys, in order (as a groupby sorts them), and each row's among them:
+    what a groupby gives, without its cost on the few rows of one node's links."""
+    if not len(keys[0]):
+        return [], np.zeros(0, dtype=np.int64)
+    stacked = np.stack([np.asarray(k, dtype=np.int64) for k in keys], axis=1)
+    distinct, at = np.unique(stacked, axis=0, return_inverse=True)
+    return [tuple(row) for row in distinct.tolist()], at.reshape(-1)
 
 
 def _restarts(view: NodeView, metrics: pd.DataFrame, codes: np.ndarray, names: list[str], nv: np.ndarray) -> None:
