@@ -70,6 +70,8 @@ class FrameBuilder:
 
     def put(self, at: int, table: pa.Table, order: np.ndarray | None = None) -> None:
         """The table's rows (its columns the schema's, in its order) at the rows claimed for them."""
+        if not table.num_rows:  # an empty table's place is the next table's too: it must write nothing there
+            return
         for column, data in zip(self._columns, table.columns, strict=True):
             column.put(at, data, order)
 

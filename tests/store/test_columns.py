@@ -95,3 +95,15 @@ def test_rows_beyond_those_foreseen_come_after_the_others_in_turn_order() -> Non
     builder.add(tables[2])
     builder.add(tables[3])
     assert builder.frame()["node_id"].tolist() == ["n0", "n0", "n1", "n1", "n2", "n2", "n3", "n3"]
+
+
+def test_an_empty_table_put_after_the_next_one_loses_none_of_its_rows() -> None:
+    """A node whose rows the window's bound filtered away claims no rows: its place is the next table's, and its
+    put, whenever its thread gets to it, must not overwrite what is written there (texts are kept by place)."""
+    full = _table("n1", [0, 1], [1.0, 2.0])
+    builder = FrameBuilder(SCHEMA, capacity=2)
+    empty_at, full_at = builder.claim(0, turn=0), builder.claim(2, turn=1)
+    assert empty_at == full_at == 0
+    builder.put(full_at, full)
+    builder.put(empty_at, full.slice(0, 0))
+    assert builder.frame()["gpu_uuid"].tolist() == ["GPU-n1-0", "GPU-n1-1"]
