@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..errors import InputError
 from ..tables import TableSchema
 from .columns import FrameBuilder, frame_of_all
 
@@ -260,9 +261,13 @@ def _read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_n
         filtered = any(not _inside(*part.groups[i][:2], lower, end_ns) for i in chosen)
         wanted = [n for n in schema.names if n in part.columns]
         reading = [*wanted, "timestamp"] if filtered and "timestamp" not in wanted else wanted
-        with pa.OSFile(str(part.path)) as source:
-            table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(chosen, columns=reading,
-                                                                             use_threads=False)
+        try:
+            with pa.OSFile(str(part.path)) as source:
+                table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(chosen, columns=reading,
+                                                                                 use_threads=False)
+        except (pa.ArrowException, OSError) as exc:  # cut short, overwritten or gone since the catalog listed it
+            raise InputError(f"a part of the store cannot be read ({exc}): it was cut or changed after it was "
+                             "written; ingest its sources into a new store", source=str(part.path)) from exc
         stats.files += 1
         stats.row_groups += len(chosen)
         stats.rows_scanned += table.num_rows

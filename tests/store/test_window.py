@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import sqlite_utils
 
+from diagnostics.errors import InputError
 from diagnostics.store import parts
 from diagnostics.store.telemetry import TelemetryStore
 
@@ -217,3 +218,16 @@ def test_step_samples_of_the_jobs_on_the_nodes_within_the_span(tmp_path: Path) -
     assert len(longer.tables["step_samples"]) == 8  # a job's slowdown is judged on more steps than the rules' span
     with_peers = store.read_window(end=end, span=timedelta(hours=3), nodes=["n1"], peers=True)
     assert with_peers.tables["nodes"]["node_id"].tolist() == ["n1", "n2"]
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbled"])
+def test_a_damaged_part_is_named_in_the_error(store: TelemetryStore, damage: str) -> None:
+    """A part cut short or overwritten after the catalog listed it: the read's error names that file, never a bare
+    Arrow message, and a read of other nodes is not disturbed."""
+    part = next(p for p in (store.root / "link_samples").rglob("*.parquet") if "node=n1" in str(p))
+    data = part.read_bytes()
+    part.write_bytes(data[: len(data) // 2] if damage == "cut" else data[:4] + bytes(len(data) - 8) + data[-4:])
+    with pytest.raises(InputError) as caught:
+        store.window(end=None, span=timedelta(hours=30), nodes=None)
+    assert str(part) in str(caught.value) and "cannot be read" in str(caught.value)
+    assert set(store.window(end=None, span=timedelta(hours=30), nodes=["n0"])["link_samples"]["node_id"]) == {"n0"}
