@@ -215,11 +215,24 @@ class _Codes:
         if pieces:
             _write(self.codes, at, pieces[0] if len(pieces) == 1 else np.concatenate(pieces), order)
 
-    def done(self, rows: int) -> pd.Categorical:
+    def ranked(self, rows: int) -> tuple[list[str], np.ndarray]:
+        """The values seen, sorted, and each row's code among them (-1 for null)."""
         values = sorted(self.seen)
         rank = np.full(len(self.seen) + 1, -1, dtype=np.int32)  # the last stands for null (code -1)
         rank[[self.seen[v] for v in values]] = np.arange(len(values), dtype=np.int32)
-        return pd.Categorical.from_codes(rank[self.codes[:rows]], categories=pd.Index(values, dtype="str"))
+        return values, rank[self.codes[:rows]]
+
+    def done(self, rows: int) -> pd.Categorical:
+        values, codes = self.ranked(rows)
+        return pd.Categorical.from_codes(codes, categories=pd.Index(values, dtype="str"))
+
+
+def dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """A dictionary column's values (sorted) and each row's code among them (-1 for null): each chunk's dictionary
+    looked up once, never value by value."""
+    codes = _Codes(len(column))
+    codes.put(0, column, None)
+    return codes.ranked(len(column))
 
 
 class _Pieces:

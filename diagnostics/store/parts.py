@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError
 from ..tables import TableSchema
-from .columns import FrameBuilder, frame_of_all
+from .columns import FrameBuilder, dictionary_codes, frame_of_all
 
 if TYPE_CHECKING:
     from .catalog import Part
@@ -62,21 +62,6 @@ def to_arrow(frame: pd.DataFrame, schema: TableSchema) -> pa.Table:
         else:
             arrays.append(pa.array(series, from_pandas=True).cast(kind))
     return pa.Table.from_arrays(arrays, schema=target)
-
-
-def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
-    """A dictionary column's values (sorted) and each row's code among them (-1 for null): the chunks' dictionaries
-    unified once (a read of many row groups has a dictionary per chunk), each value looked up once."""
-    chunks = [c for c in column.chunks if len(c)]
-    if not chunks:
-        return [], np.zeros(0, np.int32)
-    unified = pa.chunked_array(chunks, type=column.type).unify_dictionaries()
-    names = unified.chunk(0).dictionary.to_pylist()
-    values = sorted({v for v in names if v is not None})
-    where = {v: i for i, v in enumerate(values)}
-    lookup = np.array([where.get(v, -1) for v in names] + [-1], dtype=np.int32)
-    indices = pa.chunked_array([c.indices for c in unified.chunks], type=column.type.index_type)
-    return values, lookup[pc.fill_null(indices, len(names)).to_numpy()]
 
 
 @dataclass(frozen=True)
@@ -445,7 +430,7 @@ def _rank_codes(name: str, column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
     A dictionary column is ranked through its (small) dictionaries, never value by value."""
     bits = _BITS.get(name, 20)
     if pa.types.is_dictionary(column.type):
-        values, codes = _dictionary_codes(column)
+        values, codes = dictionary_codes(column)
         return codes.astype(np.int64) + 1, max(bits, (len(values) + 1).bit_length())
     if pa.types.is_string(column.type):
         uniques = pc.unique(column).drop_null()
