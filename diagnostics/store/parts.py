@@ -172,8 +172,10 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     if select is not None:  # what names a row first: the rest only of the rows kept, a key at a time
         names = [n for n in out.names if n in select.columns or n == "timestamp"]
 
+    footers: dict[Path, pq.FileMetaData] | None = None if select is None else {}
+
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
-        table, stats = _read_key(group, out, names, start_ns, end_ns, lower)
+        table, stats = _read_key(group, out, names, start_ns, end_ns, lower, footers)
         if table is None:
             return None, None, stats
         if select is not None:  # each key's distinct values here, where the workers share the work
@@ -212,7 +214,7 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     read = [(t, o) for t, o, _ in done if t is not None]
     tables = _selected(read, [g for g, (t, _, _) in zip(groups, done, strict=True) if t is not None], select, out,
                        order, workers,
-                       read=lambda group, names: _read_key(group, out, names, start_ns, end_ns, lower)[0]) \
+                       read=lambda group, names: _read_key(group, out, names, start_ns, end_ns, lower, footers)[0]) \
         if read else []
     stats.rows = sum(t.num_rows for t, _ in tables)
     return frame_of_all(tables, out, capacity=stats.rows), stats
@@ -231,9 +233,11 @@ def _each(work: Callable[[Any], Any], items: list[Any], workers: int) -> list[An
 
 
 def _read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns: int | None, end_ns: int | None,
-              lower: int | None) -> tuple[pa.Table | None, ScanStats]:
+              lower: int | None,
+              footers: dict[Path, pq.FileMetaData] | None = None) -> tuple[pa.Table | None, ScanStats]:
     """One key's rows in the window, `names` of the schema `out`'s columns, its parts' rows one after another (the
-    same rows, in the same order, whichever columns are asked)."""
+    same rows, in the same order, whichever columns are asked). `footers` keeps each file's parsed footer for a
+    second read of other columns."""
     stats, tables = ScanStats(), []
     schema = pa.schema([f for f in out if f.name in names])
     for part in group:
@@ -248,8 +252,11 @@ def _read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_n
         reading = [*wanted, "timestamp"] if filtered and "timestamp" not in wanted else wanted
         try:
             with pa.OSFile(str(part.path)) as source:
-                table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(chosen, columns=reading,
-                                                                                 use_threads=False)
+                file = pq.ParquetFile(source, pre_buffer=False,
+                                      metadata=None if footers is None else footers.get(part.path))
+                table = file.read_row_groups(chosen, columns=reading, use_threads=False)
+            if footers is not None:
+                footers[part.path] = file.metadata
         except (pa.ArrowException, OSError) as exc:  # cut short, overwritten or gone since the catalog listed it
             raise InputError(f"a part of the store cannot be read ({exc}): it was cut or changed after it was "
                              "written; ingest its sources into a new store", source=str(part.path)) from exc
@@ -377,7 +384,7 @@ def _ordered(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
 def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The first row of each distinct combination of the columns' values (NA a value of its own), and each row's
     combination (a position in the first): each column's values as small codes, packed into as few integers as
-    fit, then hashed."""
+    fit, each run of equal rows then hashed once."""
     packs: list[np.ndarray] = []
     packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
     for name in names:
@@ -389,13 +396,18 @@ def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np
         packed = (packed << bits) | codes
         used += bits
     packs.append(packed)
-    combination = pd.factorize(packs[0])[0].astype(np.int64)
+    heads = np.zeros(table.num_rows, dtype=bool)  # a run of equal rows (a link's hour, as parts are written) is
+    heads[:1] = True  # hashed once, at its head
+    for pack in packs:
+        heads[1:] |= pack[1:] != pack[:-1]
+    at = np.flatnonzero(heads)
+    combination = pd.factorize(packs[0][at])[0].astype(np.int64)
     for pack in packs[1:]:
-        codes, uniques = pd.factorize(pack)
+        codes, uniques = pd.factorize(pack[at])
         combination = pd.factorize(combination * len(uniques) + codes)[0].astype(np.int64)
     first = np.zeros(int(combination.max()) + 1 if len(combination) else 0, dtype=np.int64)
-    first[combination[::-1]] = np.arange(len(combination) - 1, -1, -1)  # the earliest row of each wins
-    return first, combination
+    first[combination[::-1]] = at[::-1]  # the earliest run of each wins
+    return first, combination[np.cumsum(heads) - 1]
 
 
 def _value_codes(column: pa.ChunkedArray) -> np.ndarray:
