@@ -172,10 +172,8 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     if select is not None:  # what names a row first: the rest only of the rows kept, a key at a time
         names = [n for n in out.names if n in select.columns or n == "timestamp"]
 
-    footers: dict[Path, pq.FileMetaData] | None = None if select is None else {}
-
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
-        table, stats = _read_key(group, out, names, start_ns, end_ns, lower, footers)
+        table, stats = _read_key(group, out, names, start_ns, end_ns, lower)
         if table is None:
             return None, None, stats
         if select is not None:  # each key's distinct values here, where the workers share the work
@@ -214,7 +212,7 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     read = [(t, o) for t, o, _ in done if t is not None]
     tables = _selected(read, [g for g, (t, _, _) in zip(groups, done, strict=True) if t is not None], select, out,
                        order, workers,
-                       read=lambda group, names: _read_key(group, out, names, start_ns, end_ns, lower, footers)[0]) \
+                       read=lambda group, names: _read_key(group, out, names, start_ns, end_ns, lower)[0]) \
         if read else []
     stats.rows = sum(t.num_rows for t, _ in tables)
     return frame_of_all(tables, out, capacity=stats.rows), stats
@@ -233,11 +231,9 @@ def _each(work: Callable[[Any], Any], items: list[Any], workers: int) -> list[An
 
 
 def _read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns: int | None, end_ns: int | None,
-              lower: int | None,
-              footers: dict[Path, pq.FileMetaData] | None = None) -> tuple[pa.Table | None, ScanStats]:
+              lower: int | None) -> tuple[pa.Table | None, ScanStats]:
     """One key's rows in the window, `names` of the schema `out`'s columns, its parts' rows one after another (the
-    same rows, in the same order, whichever columns are asked). `footers` keeps each file's parsed footer for a
-    second read of other columns."""
+    same rows, in the same order, whichever columns are asked)."""
     stats, tables = ScanStats(), []
     schema = pa.schema([f for f in out if f.name in names])
     for part in group:
@@ -252,11 +248,8 @@ def _read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_n
         reading = [*wanted, "timestamp"] if filtered and "timestamp" not in wanted else wanted
         try:
             with pa.OSFile(str(part.path)) as source:
-                file = pq.ParquetFile(source, pre_buffer=False,
-                                      metadata=None if footers is None else footers.get(part.path))
-                table = file.read_row_groups(chosen, columns=reading, use_threads=False)
-            if footers is not None:
-                footers[part.path] = file.metadata
+                table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(chosen, columns=reading,
+                                                                                 use_threads=False)
         except (pa.ArrowException, OSError) as exc:  # cut short, overwritten or gone since the catalog listed it
             raise InputError(f"a part of the store cannot be read ({exc}): it was cut or changed after it was "
                              "written; ingest its sources into a new store", source=str(part.path)) from exc
