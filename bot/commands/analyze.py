@@ -103,6 +103,22 @@ def _telemetry(path: str) -> bool:
         return False
 
 
+def snapshot_text(path: str) -> tuple[str, str] | None:
+    """A file's text and name, or None when it is no text but telemetry a reader takes (a Parquet table)."""
+    try:
+        return _read_text(path)
+    except InputError:
+        if path != "-" and _telemetry(path):
+            return None
+        raise
+
+
+def telemetry_not_snapshot(path: str) -> bool:
+    """Whether a file whose text is no snapshot is telemetry another reader takes (a kernel log starts with `[`, as
+    JSON does)."""
+    return path != "-" and _telemetry(path)
+
+
 def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
     if not args.store:
@@ -129,11 +145,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return history(args, thresholds)
     if len(args.inputs) != 1:
         raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
-    text, source = _read_text(args.inputs[0])
+    read = snapshot_text(args.inputs[0])
+    if read is None:
+        return history(args, thresholds)  # a Parquet table: the node it names, as a history
+    text, source = read
     try:
         cases: list[Case] = read_cases(text, source)
     except InputError as exc:
-        if source != "<stdin>" and _telemetry(source):
+        if telemetry_not_snapshot(args.inputs[0]):
             return history(args, thresholds)  # a kernel log, a CSV: the node it names, as a history
         if text.lstrip()[:1] in ("{", "["):
             raise

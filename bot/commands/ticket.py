@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
-from bot.commands.analyze import _read_text
+from bot.commands.analyze import snapshot_text, telemetry_not_snapshot
 from diagnostics import Diagnosis, InputError
 from diagnostics.ingest import read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
@@ -61,14 +61,27 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
                              source=target)
         return [_answered(target, StoreSource(folder), target, args)]
     forced = args.format if args.format != "snapshot" else None
-    text, source = _read_text(target)
-    if target != "-" and (forced or not text.lstrip().startswith(("{", "["))):
+
+    def telemetry() -> list[tuple[str, Diagnosis, NodeGraph | None]]:
         # a paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file, read as `ingest`
         # reads it (or as --format says), and the node it names (or --node) asked about
         files, node, warnings = files_source([target], node=args.node, fmt=forced)
         return [_answered(node, files, node, args, warnings)]
+
+    read = None if forced and target != "-" else snapshot_text(target)
+    if read is None:
+        return telemetry()
+    text, source = read
+    if target != "-" and not text.lstrip().startswith(("{", "[")):
+        return telemetry()
+    try:
+        cases = read_cases(text, source)
+    except InputError:
+        if telemetry_not_snapshot(target):
+            return telemetry()
+        raise
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
-    for case in read_cases(text, source):
+    for case in cases:
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
         if case.snapshot is not None:

@@ -204,3 +204,24 @@ def test_the_format_its_error_suggests_is_an_option_ticket_takes(tmp_path: Path,
     assert code == 1 and "n1: no unhealthy link: nothing to repair" in err  # read, judged healthy: no ticket
     code, _, err = cli("ticket", str(whole), "--format", "nvlink-x", "--node", "n1")
     assert code == 2 and "unknown format 'nvlink-x'" in err
+
+
+def test_a_parquet_table_and_a_kernel_log_starting_with_a_bracket_are_read_as_ingest_reads_them(
+        tmp_path: Path, cli: Cli) -> None:
+    """Neither is a snapshot: a Parquet table is no text at all and a raw dmesg starts with `[` as JSON does. Both are
+    telemetry `ingest` takes, so `ticket` drafts from them as `analyze` answers them (a real log, its source in its
+    first line, and the committed fleet's events)."""
+    events = str(FIXTURES / "fleet" / "events.parquet")
+    code, out, err = cli("ticket", events, "--node", "hpc-gpu-node-01", "--json")
+    assert code == 0, err
+    assert (json.loads(out)["fault"], json.loads(out)["gpu_index"]) == ("gpu-off-bus", 3)
+    assert json.loads(cli("analyze", events, "--node", "hpc-gpu-node-01", "--json")[1])["isolated_component"] == "GPU 3"
+    code, _, err = cli("analyze", events)
+    assert code == 2 and "give --node NODE" in err and "UTF-8" not in err
+    lines = (FIXTURES / "real" / "kernel_xid79_sxid20034_gpud_1.txt").read_text().splitlines()
+    dmesg = tmp_path / "dmesg.log"
+    dmesg.write_text("\n".join(line for line in lines if not line.startswith("#")) + "\n")
+    assert dmesg.read_text().startswith("[")
+    code, out, err = cli("ticket", str(dmesg), "--node", "n1", "--json")
+    assert code == 0 and "JSON" not in err, err
+    assert json.loads(out)["fault"] == "gpu-off-bus" and json.loads(out)["node_id"] == "n1"
