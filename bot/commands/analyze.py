@@ -54,7 +54,10 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
           f"degradation={fmt.percent(d.degradation_pct)}  {fmt.window(d.window_hours, d.window_end)}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)
     if d.ticket_owner != d.node_id:
-        print(f"  ticket:   {d.ticket_owner} (the part is outside {d.node_id}'s tray)", file=out)
+        switch_host = d.rack is not None and d.node_id in d.rack.switch.values()  # its part may well be on it
+        why = ("a part outside every compute tray is the rack's" if switch_host
+               else f"the part is outside {d.node_id}'s tray")
+        print(f"  ticket:   {d.ticket_owner} ({why})", file=out)
     print(f"  action:   {d.repair_action}", file=out)
     rows: list[tuple[str, ...]] = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
     shown = [f for f in d.findings if f.severity.value != "ok"] if only_flagged else d.findings
