@@ -98,9 +98,8 @@ def _audit(folder: str | None) -> AuditLog | None:
 
 def cmd_ticket(args: argparse.Namespace) -> int:
     folder = _store_folder(args)
-    audit = _audit(folder)
-    tracker = SqliteTracker(audit.db) if audit is not None else None
     inventory: Inventory | None = load_inventory(args.inventory) if args.inventory else None
+    audit: AuditLog | None = None
 
     def record(call: ModelCall) -> None:
         if audit is not None:
@@ -108,6 +107,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 
     drafter: Drafter = RulesDrafter() if args.rules else drafter_from_env(on_model_call=record)
     diagnoses = _diagnoses(args.target, args)  # an input error is said first, and alone
+    audit = _audit(folder)  # only now: a node asked of a folder that holds no store leaves none behind
+    tracker = SqliteTracker(audit.db) if audit is not None else None
     if drafter.name == "rules" and not args.rules:
         print("fabricbot: ANTHROPIC_API_KEY is not set: drafting with the rules drafter (offline default)",
               file=sys.stderr)

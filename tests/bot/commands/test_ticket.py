@@ -225,3 +225,14 @@ def test_a_parquet_table_and_a_kernel_log_starting_with_a_bracket_are_read_as_in
     code, out, err = cli("ticket", str(dmesg), "--node", "n1", "--json")
     assert code == 0 and "JSON" not in err, err
     assert json.loads(out)["fault"] == "gpu-off-bus" and json.loads(out)["node_id"] == "n1"
+
+
+def test_a_node_asked_of_a_folder_with_no_store_says_so_and_leaves_no_store_behind(tmp_path: Path, cli: Cli) -> None:
+    """A mistyped --store is no store: `ticket NODE` says so as `analyze` does, and creates nothing there, so the other
+    doors still say so too instead of answering an empty store's all-clear."""
+    typo = tmp_path / "stroe"
+    code, _, err = cli("ticket", "hpc-gpu-node-01", "--store", str(typo))
+    assert code == 2 and "no telemetry store here" in err and str(typo) in err
+    assert not typo.exists()
+    code, _, err = cli("watch", "--store", str(typo))
+    assert code == 2 and "no telemetry store here" in err
