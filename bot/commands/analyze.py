@@ -72,9 +72,11 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
         print("  " + "  ".join(cells) + "  " + row[-1], file=out)
     if only_flagged:
-        lone = any("one reading" in e for f in d.findings for e in f.evidence)
-        print(f"  ({len(d.findings) - len(shown)} more links "
-              f"{'read once: totals only, no rates' if lone else 'within thresholds'})", file=out)
+        left = len(d.findings) - len(shown)
+        once = sum(1 for f in d.findings if f.severity.value == "ok" and any("one reading" in e for e in f.evidence))
+        said = ("within thresholds" if not once else "read once: totals only, no rates" if once == left else
+                f"{left - once} within thresholds, {once} read once: totals only, no rates")
+        print(f"  ({left} more links{':' if 0 < once < left else ''} {said})", file=out)
         if d.localization is not None:
             for loc in d.localizations:
                 print(f"  suspect:  {loc.component} ({loc.fault or loc.kind.value}, {loc.severity.value}, "
