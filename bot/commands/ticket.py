@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
-from bot.commands.analyze import snapshot_text, telemetry_not_snapshot
+from bot.commands.analyze import _read_text, snapshot_text, telemetry_not_snapshot
 from diagnostics import Diagnosis, InputError
 from diagnostics.ingest import read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
@@ -68,16 +68,17 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
         files, node, warnings = files_source([target], node=args.node, fmt=forced)
         return [_answered(node, files, node, args, warnings)]
 
-    read = None if forced and target != "-" else snapshot_text(target)
+    detect = args.format is None  # `--format snapshot` reads a snapshot or says why it is none
+    read = None if forced and target != "-" else snapshot_text(target) if detect else _read_text(target)
     if read is None:
         return telemetry()
     text, source = read
-    if target != "-" and not text.lstrip().startswith(("{", "[")):
+    if detect and target != "-" and not text.lstrip().startswith(("{", "[")):
         return telemetry()
     try:
         cases = read_cases(text, source)
     except InputError:
-        if telemetry_not_snapshot(target):
+        if detect and telemetry_not_snapshot(target):
             return telemetry()
         raise
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []

@@ -236,3 +236,15 @@ def test_a_node_asked_of_a_folder_with_no_store_says_so_and_leaves_no_store_behi
     assert not typo.exists()
     code, _, err = cli("watch", "--store", str(typo))
     assert code == 2 and "no telemetry store here" in err
+
+
+def test_format_snapshot_reads_a_snapshot_or_says_why_the_file_is_none(cli: Cli) -> None:
+    """`--format snapshot` is the one reader `ticket` uses, as `analyze --format snapshot` does: a real `nvidia-smi
+    nvlink -s` paste is refused as JSON, naming the file and line, not drafted from as the paste it is."""
+    paste = str(FIXTURES / "real" / "nvlink_s_v100_inactive_1.txt")
+    code, out, err = cli("ticket", paste, "--node", "n1", "--format", "snapshot")
+    assert code == 2 and out == "" and f"{paste}:1: not valid JSON" in err
+    code, out, _ = cli("ticket", paste, "--node", "n1")
+    assert code == 0 and out.startswith("# Repair ticket: GPU 3 -> GPU 2 NVLink 3 on n1")
+    code, out, _ = cli("ticket", str(FIXTURES / "seed_examples.json"), "--format", "snapshot")
+    assert code == 0 and out.startswith("# Repair ticket: GPU 2 -> GPU 3 NVLink 1 on hpc-gpu-node-12")
