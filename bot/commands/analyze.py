@@ -31,7 +31,8 @@ def _read_text(path: str) -> tuple[str, str]:
     try:
         return raw.decode("utf-8"), path
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", source=path) from None
+        said = detect.not_utf8(raw) if raw.startswith(detect.UTF16_BOMS) else f"not UTF-8 text (byte {exc.start})"
+        raise InputError(said, source=path) from None
 
 
 def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:

@@ -138,3 +138,17 @@ def test_a_paste_that_states_no_time_is_said_at_ingest_not_first_at_the_analysis
     assert "6 link readings of n1 in the store have no time" in out + err and "--at mtime" in out + err
     code, _, err = cli("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "t"), "--at", "mtime")
     assert code == 0 and "state no time" not in err
+
+
+def test_utf16_text_is_named_as_such_with_how_to_convert_it(cli: Cli, tmp_path: Path) -> None:
+    """Windows PowerShell's `>` writes UTF-16 with a byte-order mark: a real `nvidia-smi nvlink -s` saved that way is
+    no binary data; every door says it is UTF-16 and how to save it as UTF-8, naming the file."""
+    paste = tmp_path / "nvlink.txt"
+    paste.write_bytes((REAL / "nvlink_s_v100_inactive_1.txt").read_text().encode("utf-16"))
+    for argv in (("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "s")),
+                 ("analyze", str(paste), "--node", "n1"), ("analyze", str(paste)),
+                 ("ticket", str(paste), "--node", "n1")):
+        code, out, err = cli(*argv)
+        said = out + err
+        assert code != 0 and f"{paste}" in said and "UTF-16 text" in said and "iconv -f UTF-16" in said, argv
+        assert "binary data" not in said and "Traceback" not in said
