@@ -170,14 +170,15 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     lower = start_ns if exact else None
     names = out.names
     if select is not None:  # what names a row first: the rest only of the rows kept, a key at a time
-        names = [n for n in out.names if n in select.columns or n == "timestamp"]
+        names = [n for n in out.names if n in select.columns]
 
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
         table, stats = _read_key(group, out, names, start_ns, end_ns, lower)
         if table is None:
             return None, None, stats
-        if select is not None:  # each key's distinct values here, where the workers share the work
-            return table, distinct_rows(table, [c for c in select.columns if c in table.column_names]), stats
+        if select is not None:  # each key's distinct identities and each row's, where the workers share the work;
+            first, combination = distinct_rows(table, table.column_names)  # its rows' identities are not held
+            return table.take(first), combination.astype(np.int32), stats
         return table, _ordered(table, order), stats
 
     groups = list(by_key.values())
@@ -275,29 +276,26 @@ class Selection:
     keep: Callable[[pa.Table], np.ndarray]
 
 
-def _selected(tables: list[tuple[pa.Table, Any]], groups: list[list[Part]], select: Selection, out: pa.Schema,
+def _selected(tables: list[tuple[pa.Table, np.ndarray]], groups: list[list[Part]], select: Selection, out: pa.Schema,
               order: Sequence[str], workers: int, *,
               read: Callable[[list[Part], list[str]], pa.Table | None]) -> list[tuple[pa.Table, np.ndarray | None]]:
-    """Each key's rows whose values `select` keeps (asked once, of every key's distinct values), each key's
-    ordered: the key's other columns `read` (the same rows as its identities) only where it keeps a row, and only
-    its kept rows held."""
-    distinct = [table.select([c for c in select.columns if c in table.column_names]).take(first)
-                for table, (first, _) in tables]
-    keep = np.asarray(select.keep(pa.concat_tables(distinct, promote_options="default")), dtype=bool)
+    """Each key's rows whose identities `select` keeps (asked once, of every key's distinct identities and each
+    row's, as `distinct_rows` gives them), each key's ordered: the key's other columns `read` (the same rows as its
+    identities) only where it keeps a row, its kept rows' identities taken from its distinct ones."""
+    keep = np.asarray(select.keep(pa.concat_tables([d for d, _ in tables], promote_options="default")), dtype=bool)
     rest = [n for n in out.names if n not in tables[0][0].column_names]
-    offsets = np.cumsum([0] + [len(d) for d in distinct[:-1]]).tolist()
+    offsets = np.cumsum([0] + [d.num_rows for d, _ in tables[:-1]]).tolist()
 
     def one(at: int) -> tuple[pa.Table, np.ndarray | None] | None:
-        (identities, (first, combination)), lo = tables[at], offsets[at]
-        mine = keep[lo:lo + len(first)][combination]
+        (distinct, combination), lo = tables[at], offsets[at]
+        mine = keep[lo:lo + distinct.num_rows][combination]
         if not mine.any():
             return None
-        mask = pa.array(mine)
-        named = identities.filter(mask)
+        named = distinct.take(pa.array(combination[mine]))
         if rest:
             others = read(groups[at], rest)
             assert others is not None and others.num_rows == len(mine)
-            others = others.filter(mask)
+            others = others.filter(pa.array(mine))
             columns = {n: named.column(n) if n in named.column_names else others.column(n) for n in out.names}
             named = pa.Table.from_arrays(list(columns.values()), schema=out)
         return named, _ordered(named, order)
