@@ -13,7 +13,6 @@ from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -56,7 +55,7 @@ from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tra
 from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
-from .rows import numbered_by_bus, per_link_rows
+from .rows import node_pieces, numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes
 
@@ -85,21 +84,6 @@ def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
     """How far back the rules look: the longest persistence span, plus one window for the starting reading."""
     windows = max([r.persist[1] for r in thresholds.rules if r.persist] + [1])
     return window * (windows + 1)
-
-
-def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
-    """Row ranges of about `rows` rows, cut only where the node changes; the whole table as one range unless each
-    node's rows lie together (a link split across two pieces would lose its history)."""
-    whole = [(0, len(frame))]
-    if len(frame) <= rows or not isinstance(frame["node_id"].dtype, pd.CategoricalDtype):
-        return whole
-    codes = frame["node_id"].cat.codes.to_numpy()
-    heads = np.flatnonzero(codes[1:] != codes[:-1]) + 1
-    if len(heads) == 0 or len(np.unique(codes[np.concatenate(([0], heads))])) != len(heads) + 1:
-        return whole  # some node comes back later in the table
-    cuts = np.unique(heads[np.minimum(np.searchsorted(heads, np.arange(rows, len(frame), rows)), len(heads) - 1)])
-    bounds = [0, *cuts.tolist(), len(frame)]
-    return list(pairwise(bounds))
 
 
 def _metrics(links: pd.DataFrame, t: np.ndarray, keep: np.ndarray | None, *, since_ns: int, end_ns: int,

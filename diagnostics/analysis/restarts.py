@@ -9,30 +9,44 @@ import numpy as np
 import pandas as pd
 
 from .rates import KEYS, floats_at, key_codes, link_keys
-from .rows import per_link_rows
+from .rows import node_pieces, per_link_rows
+
+PIECE_ROWS = 1_000_000  # a piece's arrays stay small enough to be reused, not mapped afresh, from piece to piece
 
 
 def last_restarts(links: pd.DataFrame, t: np.ndarray, nodes: Collection[str], end_ns: int, *,
-                  rows: np.ndarray | None = None) -> dict[str, dict[int | None, int]]:
+                  rows: np.ndarray | None = None, piece_rows: int = PIECE_ROWS) -> dict[str, dict[int | None, int]]:
     """When each GPU of these nodes last restarted its counters up to `end_ns` (a counter reading below the one
     before on the same link: a GPU reset, a driver reload, a reboot), and each node's (None): when all of its GPUs
-    had (a reboot). One pass over the table for every node asked, over the rows the rates read (`per_link_rows`,
-    given as `rows`; default: computed here): a link's lane rows, the far end of a PCIe link or a GPU total
-    repeating its links are no series of the link's own counters."""
+    had (a reboot). One pass over the table for every node asked, a few nodes' rows at a time, over the rows the
+    rates read (`per_link_rows`, given as `rows`; default: computed here): a link's lane rows, the far end of a
+    PCIe link or a GPU total repeating its links are no series of the link's own counters."""
     if links.empty or not nodes:
         return {}
+    rows = per_link_rows(links) if rows is None else rows
+    read = None
+    if rows is not None:
+        read = np.zeros(len(links), dtype=bool)
+        read[rows] = True
+    asked = set(nodes)
+    out: dict[str, dict[int | None, int]] = {}
+    for lo, hi in node_pieces(links, piece_rows):
+        piece = links if (lo, hi) == (0, len(links)) else links.iloc[lo:hi]
+        out.update(_restarts(piece, t[lo:hi], asked, end_ns, None if read is None else read[lo:hi]))
+    return out
+
+
+def _restarts(links: pd.DataFrame, t: np.ndarray, asked: set[str], end_ns: int,
+              read: np.ndarray | None) -> dict[str, dict[int | None, int]]:
+    """`last_restarts` over rows holding whole nodes, of those `read` (all without it)."""
     column = links["node_id"]
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes, names = column.cat.codes.to_numpy(), column.cat.categories
     else:
         codes, names = pd.factorize(column.astype("string"))
-    asked = set(nodes)
     wanted = np.flatnonzero([str(n) in asked for n in names])
     chosen = np.isin(codes, wanted) & (t <= end_ns)
-    rows = per_link_rows(links) if rows is None else rows
-    if rows is not None:
-        read = np.zeros(len(links), dtype=bool)
-        read[rows] = True
+    if read is not None:
         chosen &= read
     mine = np.flatnonzero(chosen)
     gpu = floats_at(links["gpu"], mine)

@@ -5,6 +5,7 @@ no lane a reader observed failing (it is named on its link instead), no far end 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -94,3 +95,18 @@ def numbered_by_bus(links: pd.DataFrame, buses: Mapping[str, Mapping[str, int]])
     gpu = links["gpu"].astype("Int16").to_numpy(copy=True)
     gpu[np.flatnonzero(unnamed)] = index.to_numpy()
     return links.assign(gpu=pd.array(gpu, dtype="Int16")), warnings
+
+
+def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
+    """Row ranges of about `rows` rows, cut only where the node changes; the whole table as one range unless each
+    node's rows lie together (a link split across two pieces would lose its history)."""
+    whole = [(0, len(frame))]
+    if len(frame) <= rows or not isinstance(frame["node_id"].dtype, pd.CategoricalDtype):
+        return whole
+    codes = frame["node_id"].cat.codes.to_numpy()
+    heads = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    if len(heads) == 0 or len(np.unique(codes[np.concatenate(([0], heads))])) != len(heads) + 1:
+        return whole  # some node comes back later in the table
+    cuts = np.unique(heads[np.minimum(np.searchsorted(heads, np.arange(rows, len(frame), rows)), len(heads) - 1)])
+    bounds = [0, *cuts.tolist(), len(frame)]
+    return list(pairwise(bounds))

@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError
 from ..tables import TableSchema
-from .columns import FrameBuilder, dictionary_codes, frame_of_all
+from .columns import FrameBuilder, frame_of_all
+from .rowkeys import distinct_rows, row_order
 
 if TYPE_CHECKING:
     from .catalog import Part
@@ -170,15 +171,16 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     lower = start_ns if exact else None
     names = out.names
     if select is not None:  # what names a row first: the rest only of the rows kept, a key at a time
-        names = [n for n in out.names if n in select.columns or n == "timestamp"]
+        names = [n for n in out.names if n in select.columns]
 
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
         table, stats = _read_key(group, out, names, start_ns, end_ns, lower)
         if table is None:
             return None, None, stats
-        if select is not None:  # each key's distinct values here, where the workers share the work
-            return table, distinct_rows(table, [c for c in select.columns if c in table.column_names]), stats
-        return table, _ordered(table, order), stats
+        if select is not None:  # each key's distinct identities and each row's, where the workers share the work;
+            first, combination = distinct_rows(table, table.column_names)  # its rows' identities are not held
+            return table.take(first), combination.astype(np.int32), stats
+        return table, row_order(table, order), stats
 
     groups = list(by_key.values())
     stats = ScanStats()
@@ -278,32 +280,29 @@ class Selection:
     keep: Callable[[pa.Table], np.ndarray]
 
 
-def _selected(tables: list[tuple[pa.Table, Any]], groups: list[list[Part]], select: Selection, out: pa.Schema,
+def _selected(tables: list[tuple[pa.Table, np.ndarray]], groups: list[list[Part]], select: Selection, out: pa.Schema,
               order: Sequence[str], workers: int, *,
               read: Callable[[list[Part], list[str]], pa.Table | None]) -> list[tuple[pa.Table, np.ndarray | None]]:
-    """Each key's rows whose values `select` keeps (asked once, of every key's distinct values), each key's
-    ordered: the key's other columns `read` (the same rows as its identities) only where it keeps a row, and only
-    its kept rows held."""
-    distinct = [table.select([c for c in select.columns if c in table.column_names]).take(first)
-                for table, (first, _) in tables]
-    keep = np.asarray(select.keep(pa.concat_tables(distinct, promote_options="default")), dtype=bool)
+    """Each key's rows whose identities `select` keeps (asked once, of every key's distinct identities and each
+    row's, as `distinct_rows` gives them), each key's ordered: the key's other columns `read` (the same rows as its
+    identities) only where it keeps a row, its kept rows' identities taken from its distinct ones."""
+    keep = np.asarray(select.keep(pa.concat_tables([d for d, _ in tables], promote_options="default")), dtype=bool)
     rest = [n for n in out.names if n not in tables[0][0].column_names]
-    offsets = np.cumsum([0] + [len(d) for d in distinct[:-1]]).tolist()
+    offsets = np.cumsum([0] + [d.num_rows for d, _ in tables[:-1]]).tolist()
 
     def one(at: int) -> tuple[pa.Table, np.ndarray | None] | None:
-        (identities, (first, combination)), lo = tables[at], offsets[at]
-        mine = keep[lo:lo + len(first)][combination]
+        (distinct, combination), lo = tables[at], offsets[at]
+        mine = keep[lo:lo + distinct.num_rows][combination]
         if not mine.any():
             return None
-        mask = pa.array(mine)
-        named = identities.filter(mask)
+        named = distinct.take(pa.array(combination[mine]))
         if rest:
             others = read(groups[at], rest)
             assert others is not None and others.num_rows == len(mine)
-            others = others.filter(mask)
+            others = others.filter(pa.array(mine))
             columns = {n: named.column(n) if n in named.column_names else others.column(n) for n in out.names}
             named = pa.Table.from_arrays(list(columns.values()), schema=out)
-        return named, _ordered(named, order)
+        return named, row_order(named, order)
 
     return [t for t in _each(one, list(range(len(tables))), workers) if t is not None]
 
@@ -352,98 +351,3 @@ def _cast(table: pa.Table, schema: pa.Schema) -> pa.Table:
                 column = column.cast(field.type)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _ordered(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
-    """The order of rows by the key columns (by value, NA first) then time (None: already so): each key's rows
-    together, in time order.
-
-    Row groups come hour by hour, each link by link, so a stable sort by key alone (timsort, a few passes over
-    sorted runs) usually leaves every link in time order; a full sort only when not."""
-    if table.num_rows < 2:
-        return None
-    names = [k for k in keys if k in table.column_names]
-    key = np.zeros(table.num_rows, dtype=np.int64)
-    for name in names:
-        codes, bits = _rank_codes(name, table.column(name))
-        key = (key << bits) | codes
-    t = table.column("timestamp").cast(pa.int64()).fill_null(np.iinfo(np.int64).min).to_numpy()
-    if ((key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (t[1:] > t[:-1]))).all():
-        return None  # as written: nothing to reorder
-    order = np.argsort(key, kind="stable")
-    k, tt = key[order], t[order]
-    if not ((tt[1:] > tt[:-1]) | (k[1:] != k[:-1])).all():
-        order = np.lexsort((t, key))
-    return None if (np.diff(order) == 1).all() else order
-
-
-def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The first row of each distinct combination of the columns' values (NA a value of its own), and each row's
-    combination (a position in the first): each column's values as small codes, packed into as few integers as
-    fit, each run of equal rows then hashed once."""
-    packs: list[np.ndarray] = []
-    packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
-    for name in names:
-        codes = _value_codes(table.column(name))
-        bits = max(int(codes.max()).bit_length(), 1) if len(codes) else 1
-        if used and used + bits > 62:
-            packs.append(packed)
-            packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
-        packed = (packed << bits) | codes
-        used += bits
-    packs.append(packed)
-    heads = np.zeros(table.num_rows, dtype=bool)  # a run of equal rows (a link's hour, as parts are written) is
-    heads[:1] = True  # hashed once, at its head
-    for pack in packs:
-        heads[1:] |= pack[1:] != pack[:-1]
-    at = np.flatnonzero(heads)
-    combination = pd.factorize(packs[0][at])[0].astype(np.int64)
-    for pack in packs[1:]:
-        codes, uniques = pd.factorize(pack[at])
-        combination = pd.factorize(combination * len(uniques) + codes)[0].astype(np.int64)
-    first = np.zeros(int(combination.max()) + 1 if len(combination) else 0, dtype=np.int64)
-    first[combination[::-1]] = at[::-1]  # the earliest run of each wins
-    return first, combination[np.cumsum(heads) - 1]
-
-
-def _value_codes(column: pa.ChunkedArray) -> np.ndarray:
-    """Per row, a small code of its value, equal for equal values, 0 for NA (in no order): a dictionary column's
-    index into its chunks' dictionaries unified, an integer's offset from the smallest (its order of first sight
-    where the range is too wide to pack)."""
-    if pa.types.is_dictionary(column.type):
-        chunks = [c for c in column.chunks if len(c)]
-        if not chunks:
-            return np.zeros(len(column), dtype=np.int64)
-        unified = pa.chunked_array(chunks, type=column.type).unify_dictionaries()
-        indices = pa.chunked_array([c.indices for c in unified.chunks], type=column.type.index_type)
-        return np.asarray(pc.fill_null(indices, -1).to_numpy(), dtype=np.int64) + 1
-    if not (pa.types.is_integer(column.type) or pa.types.is_boolean(column.type)):
-        return _rank_codes("", column)[0]
-    none = np.iinfo(np.int64).min
-    values = np.asarray(pc.fill_null(column.cast(pa.int64()), none).to_numpy(), dtype=np.int64)
-    known = values != none
-    if not known.any():
-        return np.zeros(len(values), dtype=np.int64)
-    low, high = int(values[known].min()), int(values[known].max())
-    if high - low >= 1 << 40:  # too wide to pack: the values' order of first sight instead
-        return np.where(known, pd.factorize(values)[0] + 1, 0)
-    return np.where(known, values - low + 1, 0)
-
-
-_BITS = {"node_id": 20, "gpu": 12, "link_type": 4, "link": 12, "lane": 8}
-
-
-def _rank_codes(name: str, column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
-    """Per row, the rank of its value among the column's distinct values, NA as 0; and the bits it takes.
-    A dictionary column is ranked through its (small) dictionaries, never value by value."""
-    bits = _BITS.get(name, 20)
-    if pa.types.is_dictionary(column.type):
-        values, codes = dictionary_codes(column)
-        return codes.astype(np.int64) + 1, max(bits, (len(values) + 1).bit_length())
-    if pa.types.is_string(column.type):
-        uniques = pc.unique(column).drop_null()
-        ordered = pc.take(uniques, pc.array_sort_indices(uniques))
-        found = pc.fill_null(pc.add(pc.index_in(column, value_set=ordered), 1), 0)
-        return np.asarray(found.to_numpy(), dtype=np.int64), max(bits, (len(ordered) + 1).bit_length())
-    values = pc.fill_null(column.cast(pa.int64()), -1).to_numpy()
-    return np.asarray(values, dtype=np.int64) + 1, bits

@@ -8,6 +8,7 @@ import pandas as pd
 from diagnostics import Priority, Severity
 from diagnostics.analysis.node import analyze_tables
 from diagnostics.analysis.restarts import last_restarts
+from diagnostics.analysis.rows import node_pieces
 from diagnostics.model import Diagnosis
 from diagnostics.times import ns
 from tests.analysis.helpers import T0, events, link_series, links, steady, steps
@@ -98,7 +99,8 @@ def test_a_gpu_off_the_bus_is_urgent_as_a_slowdown_over_20_percent_is() -> None:
 
 def test_restarts_are_found_for_every_node_in_one_pass_whatever_order_the_rows_come_in() -> None:
     """Each node's GPU restarts, and its reboot (every GPU restarted: the earliest of them), from one table of
-    several nodes, the same whether it comes link by link (as the store hands it) or shuffled."""
+    several nodes, the same whether it comes link by link (as the store hands it) or shuffled, read whole or a few
+    nodes at a time."""
     frames = []
     for node, reset in (("n1", 2), ("n2", -1), ("n3", None)):
         for gpu in range(4):
@@ -111,11 +113,14 @@ def test_restarts_are_found_for_every_node_in_one_pass_whatever_order_the_rows_c
     at = T0.value + 48 * 300 * 10**9  # the 49th reading's time
     expected = {"n1": {2: at + 2 * 300 * 10**9},
                 "n2": {g: at + g * 300 * 10**9 for g in range(4)} | {None: at}}
-    for frame in (table, table.sample(frac=1.0, random_state=7).reset_index(drop=True)):
+    stored = table.assign(node_id=table["node_id"].astype("category"))  # as a store's window holds it
+    assert len(node_pieces(stored, 100)) == 3  # a node a piece
+    for frame in (table, table.sample(frac=1.0, random_state=7).reset_index(drop=True), stored):
         t = ns(frame["timestamp"])
-        assert last_restarts(frame, t, ["n1", "n2", "n3"], int(t.max())) == expected
-        assert last_restarts(frame, t, ["n2"], int(t.max())) == {"n2": expected["n2"]}
-        assert last_restarts(frame, t, ["n1"], at) == {}  # a restart after the end is not seen
+        for rows in (1_000_000, 100):
+            assert last_restarts(frame, t, ["n1", "n2", "n3"], int(t.max()), piece_rows=rows) == expected
+            assert last_restarts(frame, t, ["n2"], int(t.max()), piece_rows=rows) == {"n2": expected["n2"]}
+            assert last_restarts(frame, t, ["n1"], at, piece_rows=rows) == {}  # a restart after the end is not seen
 
 
 def test_a_links_per_lane_counters_beside_its_own_are_not_a_restart() -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from diagnostics.analysis import analyze_fleet, analyze_tables
-from diagnostics.analysis.fleet import node_pieces
+from diagnostics.analysis.rows import node_pieces
 from diagnostics.enums import ComponentKind, FaultKind, Severity
 from diagnostics.synth import build
 from diagnostics.synth.fleet import load

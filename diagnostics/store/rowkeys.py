@@ -1,0 +1,109 @@
+"""Rows' identities as small integer codes: the order a read hands a key's rows in (`row_order`: link by link, each
+in time order) and each distinct combination of identities (`distinct_rows`), computed from Arrow columns without
+converting them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .columns import dictionary_codes
+
+
+def row_order(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
+    """The order of rows by the key columns (by value, NA first) then time (None: already so): each key's rows
+    together, in time order.
+
+    Row groups come hour by hour, each link by link, so a stable sort by key alone (timsort, a few passes over
+    sorted runs) usually leaves every link in time order; a full sort only when not."""
+    if table.num_rows < 2:
+        return None
+    names = [k for k in keys if k in table.column_names]
+    key = np.zeros(table.num_rows, dtype=np.int64)
+    for name in names:
+        codes, bits = _rank_codes(name, table.column(name))
+        key = (key << bits) | codes
+    t = table.column("timestamp").cast(pa.int64()).fill_null(np.iinfo(np.int64).min).to_numpy()
+    if ((key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (t[1:] > t[:-1]))).all():
+        return None  # as written: nothing to reorder
+    order = np.argsort(key, kind="stable")
+    k, tt = key[order], t[order]
+    if not ((tt[1:] > tt[:-1]) | (k[1:] != k[:-1])).all():
+        order = np.lexsort((t, key))
+    return None if (np.diff(order) == 1).all() else order
+
+
+def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct combination of the columns' values (NA a value of its own), and each row's
+    combination (a position in the first): each column's values as small codes, packed into as few integers as
+    fit, each run of equal rows then hashed once."""
+    packs: list[np.ndarray] = []
+    packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
+    for name in names:
+        codes = _value_codes(table.column(name))
+        bits = max(int(codes.max()).bit_length(), 1) if len(codes) else 1
+        if used and used + bits > 62:
+            packs.append(packed)
+            packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
+        packed = (packed << bits) | codes
+        used += bits
+    packs.append(packed)
+    heads = np.zeros(table.num_rows, dtype=bool)  # a run of equal rows (a link's hour, as parts are written) is
+    heads[:1] = True  # hashed once, at its head
+    for pack in packs:
+        heads[1:] |= pack[1:] != pack[:-1]
+    at = np.flatnonzero(heads)
+    combination = pd.factorize(packs[0][at])[0].astype(np.int64)
+    for pack in packs[1:]:
+        codes, uniques = pd.factorize(pack[at])
+        combination = pd.factorize(combination * len(uniques) + codes)[0].astype(np.int64)
+    first = np.zeros(int(combination.max()) + 1 if len(combination) else 0, dtype=np.int64)
+    first[combination[::-1]] = at[::-1]  # the earliest run of each wins
+    return first, combination[np.cumsum(heads) - 1]
+
+
+def _value_codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Per row, a small code of its value, equal for equal values, 0 for NA (in no order): a dictionary column's
+    index into its chunks' dictionaries unified, an integer's offset from the smallest (its order of first sight
+    where the range is too wide to pack)."""
+    if pa.types.is_dictionary(column.type):
+        chunks = [c for c in column.chunks if len(c)]
+        if not chunks:
+            return np.zeros(len(column), dtype=np.int64)
+        unified = pa.chunked_array(chunks, type=column.type).unify_dictionaries()
+        indices = pa.chunked_array([c.indices for c in unified.chunks], type=column.type.index_type)
+        return np.asarray(pc.fill_null(indices, -1).to_numpy(), dtype=np.int64) + 1
+    if not (pa.types.is_integer(column.type) or pa.types.is_boolean(column.type)):
+        return _rank_codes("", column)[0]
+    none = np.iinfo(np.int64).min
+    values = np.asarray(pc.fill_null(column.cast(pa.int64()), none).to_numpy(), dtype=np.int64)
+    known = values != none
+    if not known.any():
+        return np.zeros(len(values), dtype=np.int64)
+    low, high = int(values[known].min()), int(values[known].max())
+    if high - low >= 1 << 40:  # too wide to pack: the values' order of first sight instead
+        return np.where(known, pd.factorize(values)[0] + 1, 0)
+    return np.where(known, values - low + 1, 0)
+
+
+_BITS = {"node_id": 20, "gpu": 12, "link_type": 4, "link": 12, "lane": 8}
+
+
+def _rank_codes(name: str, column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
+    """Per row, the rank of its value among the column's distinct values, NA as 0; and the bits it takes.
+    A dictionary column is ranked through its (small) dictionaries, never value by value."""
+    bits = _BITS.get(name, 20)
+    if pa.types.is_dictionary(column.type):
+        values, codes = dictionary_codes(column)
+        return codes.astype(np.int64) + 1, max(bits, (len(values) + 1).bit_length())
+    if pa.types.is_string(column.type):
+        uniques = pc.unique(column).drop_null()
+        ordered = pc.take(uniques, pc.array_sort_indices(uniques))
+        found = pc.fill_null(pc.add(pc.index_in(column, value_set=ordered), 1), 0)
+        return np.asarray(found.to_numpy(), dtype=np.int64), max(bits, (len(ordered) + 1).bit_length())
+    values = pc.fill_null(column.cast(pa.int64()), -1).to_numpy()
+    return np.asarray(values, dtype=np.int64) + 1, bits
