@@ -106,6 +106,20 @@ def test_an_unknown_platform_in_a_nodes_file_is_named(tmp_path: Path, capsys: py
     assert "nodes.csv" in err and "hgx-h900-8gpu" in err and "known:" in err
 
 
+def test_a_hand_edited_nodes_file_is_read_with_its_spaces_and_a_row_naming_no_node_is_named(cli: Cli,
+                                                                                            tmp_path: Path) -> None:
+    """Spaces around a value (`n1 , hgx-h100-8gpu`, as people type a CSV) are not part of it; a row whose node_id is
+    empty names no node and is refused with its line and value, not kept as a node called ''."""
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_bytes(b"node_id, platform\r\nn1 , hgx-h100-8gpu\r\nn2,dgx-a100-8gpu\r\n")
+    code, out, err = cli("ingest", str(nodes), "--store", str(tmp_path / "s"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["platforms"] == {"n1": "hgx-h100-8gpu", "n2": "dgx-a100-8gpu"}
+    nodes.write_text("node_id,platform\nn1,hgx-h100-8gpu\n,dgx-a100-8gpu\n")
+    code, out, err = cli("ingest", str(nodes), "--store", str(tmp_path / "s2"))
+    assert code != 0 and f"{nodes}: refused (line 3: this row names no node" in out and "',dgx-a100-8gpu'" in out
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_refused_file_leaves_the_good_one_stored_and_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                as_json: bool) -> None:
