@@ -117,7 +117,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
     for label, diagnosis, graph in diagnoses:
         if diagnosis.maintenance and not args.inspect:
             print(f"{label}: {diagnosis.maintenance}: no ticket from planned work "
-                  "(`fabricbot maintenance NODE --end` when it is over)", file=sys.stderr)
+                  "(`fabricbot maintenance NODE --end --by NAME` when it is over)", file=sys.stderr)
             continue
         try:
             if args.inspect:

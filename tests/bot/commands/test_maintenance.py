@@ -160,6 +160,8 @@ def test_a_window_set_now_starts_at_the_newest_reading_as_the_slack_door_does(tm
         assert code == 0 and "in maintenance until 2026-03-01 04:10 UTC" in out  # two hours from now
         code, out, err = cli("ticket", "node-12", "--store", str(store))
         assert code == 1 and "no ticket from planned work" in err and out == ""
+        assert "`fabricbot maintenance NODE --end --by NAME`" in err  # as its hint says it, it ends it
+        assert cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store))[0] == 0
     with freeze_time((END + pd.Timedelta(days=40)).to_pydatetime()):
         code, out, _ = cli("maintenance", "node-13", "2h", "swap the riser", "--by", "alice", "--store", str(store))
         assert code == 0 and "in maintenance until 2026-04-10 04:00 UTC" in out
