@@ -30,12 +30,13 @@ SKIP_NAMES = frozenset({"ground_truth.json"})  # a synthetic fleet's answers, no
 @dataclass
 class FileOutcome:
     name: str
-    sha256: str | None
+    sha256: str | None  # what the ingest is known by: the bytes, with the node and time the command gave them
     status: str  # ingested | duplicate | read | error
     format: str | None = None
     rows: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     result: IngestResult | None = field(default=None, repr=False)  # telemetry the file held
+    content: str | None = None  # the bytes' own SHA-256
     nodes: pd.DataFrame | None = field(default=None, repr=False)  # node records of an inventory file
 
 
@@ -96,7 +97,10 @@ def expand(paths: Iterable[str | Path | Source]) -> list[str | Path | Source]:
     return out
 
 
-def file_hash(source: Source) -> str:
+def file_hash(source: Source, *, node_id: str | None = None, when: datetime | None = None) -> tuple[str, str]:
+    """The bytes' SHA-256, and what the ingest is known by: the bytes with the node and time the command gives the
+    rows that state none. The same `nvidia-smi nvlink -e` output of a healthy node read again later (`--at` a later
+    time, as the warning about readings without a time advises) is another reading, not the first one again."""
     digest = hashlib.sha256()
     if source.text is not None:
         digest.update(source.text.encode("utf-8"))
@@ -105,7 +109,17 @@ def file_hash(source: Source) -> str:
         with source.path.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
-    return digest.hexdigest()
+    content = digest.hexdigest()
+    given = [f"{name}={value}" for name, value in (("node", node_id), ("at", when.isoformat() if when else None))
+             if value is not None]
+    return content, hashlib.sha256("\0".join([content, *given]).encode()).hexdigest() if given else content
+
+
+def _when(src: Source, at: At) -> datetime | None:
+    """The time `--at` gives the rows of `src` that state none (`mtime`: the file's modification time)."""
+    if at == "mtime":
+        return datetime.fromtimestamp(src.path.stat().st_mtime, tz=UTC) if src.path is not None else None
+    return at if isinstance(at, datetime) else None
 
 
 def _fill_time(result: IngestResult, at: datetime | None) -> None:
@@ -117,7 +131,7 @@ def _fill_time(result: IngestResult, at: datetime | None) -> None:
             frame["timestamp"] = frame["timestamp"].fillna(pd.Timestamp(at).tz_convert(UTC))
 
 
-def _read_one(src: Source, fmt: str | None, node_id: str | None, at: At,
+def _read_one(src: Source, fmt: str | None, node_id: str | None, when: datetime | None,
               xid_last: dict[tuple[Any, ...], float]) -> tuple[str, IngestResult | None, pd.DataFrame | None]:
     """(format, telemetry, node records) of one source; an inventory file gives node records and its GPUs' serials
     and UUIDs only."""
@@ -130,8 +144,6 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, at: At,
         if fmt == "inventory":
             raise InputError("not a node inventory (nodes.csv, or an inventory CSV, TOML or JSON)", source=src.name)
     reader = choose(src, fmt)
-    when = (datetime.fromtimestamp(src.path.stat().st_mtime, tz=UTC) if at == "mtime" and src.path
-            else at if isinstance(at, datetime) else None)
     options: dict[str, Any] = {"at": when, "xid_last": xid_last}
     accepted = inspect.signature(reader.read).parameters
     result = read_with(reader, src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
@@ -143,7 +155,8 @@ def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = No
                  at: At = None, seen: set[str] | None = None,
                  xid_last: dict[tuple[Any, ...], float] | None = None,
                  progress: Progress | None = None) -> list[FileOutcome]:
-    """Read each source (folders expanded) with its reader; a source whose hash is in `seen` is a duplicate.
+    """Read each source (folders expanded) with its reader; a source whose key (`file_hash`) is in `seen`, or whose
+    bytes are when the command gives them no node or time, is a duplicate.
 
     Readers that keep state between files get it: `xid_last` (the dcgm Xid gauge's last value per GPU), so that
     scrapes given one file each, in time order, show a change of the last Xid as an event. `progress` is advanced
@@ -171,10 +184,12 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
                xid_last: dict[tuple[Any, ...], float]) -> FileOutcome:
     src = item if isinstance(item, Source) else Source.from_path(item)
     try:
-        sha = file_hash(src)
-        if seen is not None and sha in seen:
-            return FileOutcome(src.name, sha, "duplicate")
-        name, result, nodes = _read_one(src, fmt, node_id, at, xid_last)
+        when = _when(src, at)
+        content, sha = file_hash(src, node_id=node_id, when=when)
+        # given no node or time, the bytes stored before under any are what is stored again
+        if seen is not None and (sha in seen or (content in seen and node_id is None and when is None)):
+            return FileOutcome(src.name, sha, "duplicate", content=content)
+        name, result, nodes = _read_one(src, fmt, node_id, when, xid_last)
     except FileNotFoundError:
         return FileOutcome(src.name, None, "error", error="file not found")
     except IsADirectoryError:
@@ -182,6 +197,6 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
     except FabricbotError as exc:
         return FileOutcome(src.name, None, "error", error=_refusal(exc))
     if seen is not None:
-        seen.add(sha)
+        seen.update((sha, content))
     rows = result.rows if result is not None else {"nodes": len(nodes) if nodes is not None else 0}
-    return FileOutcome(src.name, sha, "read", name, rows, result=result, nodes=nodes)
+    return FileOutcome(src.name, sha, "read", name, rows, result=result, nodes=nodes, content=content)

@@ -4,8 +4,9 @@ Layout under `root`:
 - `link_samples/node=<node>/day=<YYYY-MM-DD>/<file-hash>.parquet` (day `none` for rows without a time);
 - `step_samples/job=<job>/day=<YYYY-MM-DD>/<file-hash>.parquet`;
 - `fabricbot.db` (sqlite-utils): `ingests` (the manifest: one row per input file by SHA-256, so ingesting the
-  same bytes twice adds nothing), `nodes`, `gpus`, `events`, `topology`, and the catalog of the Parquet files
-  (`parquet_files`, `job_nodes`: see parts.py). Tickets and the audit trail live in the same database (`db`).
+  same bytes twice adds nothing; the same bytes given another --node or --at are another reading), `nodes`, `gpus`,
+  `events`, `topology`, and the catalog of the Parquet files (`parquet_files`, `job_nodes`: see parts.py). Tickets
+  and the audit trail live in the same database (`db`).
 Each ingested file writes its own Parquet file per partition, named by the input's hash, so a partition is a
 folder of immutable files. A read asks for a window (`window`): only the files, row groups and columns that
 window needs are read, so a request costs what its window holds, not what the store has gathered.
@@ -109,8 +110,8 @@ class TelemetryStore:
         self._db = connect(self.root / DB_NAME)
         with transaction(self._db):
             self._table("ingests").create(
-                {"sha256": str, "file": str, "format": str, "ingested_at": str, "rows": str}, pk="sha256",
-                if_not_exists=True)
+                {"sha256": str, "file": str, "format": str, "ingested_at": str, "rows": str, "content": str},
+                pk="sha256", if_not_exists=True)
             self._table("nodes").create({"node_id": str, "first_seen": str, "last_seen": str}, pk="node_id",
                                         if_not_exists=True)
             self._catalog = Catalog(self._db, self.root)
@@ -132,7 +133,7 @@ class TelemetryStore:
                node_id: str | None = None, at: At = None, progress: Progress | None = None) -> IngestReport:
         """Read the files (folders recursively) and keep what they hold; an inventory file gives node records.
         `progress` is advanced by one per file read and one per file stored (or passed over)."""
-        seen = {str(r["sha256"]) for r in self._table("ingests").rows}
+        seen = {str(v) for r in self._table("ingests").rows for v in (r["sha256"], r.get("content")) if v}
         xid_last = self._xid_state()
         outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last,
                                 progress=progress)
@@ -170,7 +171,8 @@ class TelemetryStore:
             outcome.status = "ingested"
             self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name,
                                            "format": outcome.format, "ingested_at": datetime.now(UTC).isoformat(),
-                                           "rows": pd.Series(outcome.rows).to_json()}, replace=True)
+                                           "rows": pd.Series(outcome.rows).to_json(), "content": outcome.content},
+                                          replace=True, alter=True)
 
     def _xid_state(self) -> dict[tuple[Any, ...], float]:
         """The dcgm Xid series' last values from earlier ingests, so a change in the next scrape is an event."""

@@ -166,3 +166,27 @@ def test_utf16_text_is_named_as_such_with_how_to_convert_it(cli: Cli, tmp_path: 
         said = out + err
         assert code != 0 and f"{paste}" in said and "UTF-16 text" in said and "iconv -f UTF-16" in said, argv
         assert "binary data" not in said and "Traceback" not in said
+
+
+def test_the_same_output_read_again_later_is_a_second_reading(cli: Cli, tmp_path: Path) -> None:
+    """A healthy node's `nvidia-smi nvlink -e` prints the same bytes a quarter of an hour later: given a later --at it
+    is the second reading the rates need, not 'already in the store' (which left the answer asking to read the
+    counters again, forever), and a file stored without a time is taken again with the --at its warning asks for;
+    the same file at the same time is still a duplicate."""
+    paste = tmp_path / "nvlink.txt"
+    paste.write_text("".join(f"GPU {g}: NVIDIA H100 80GB HBM3 (UUID: GPU-{g:08d}-cdef-abdc-abcd-abababababab)\n"
+                             + "".join(f"\t Link {n}: {c} Errors: 0\n" for n in range(18)
+                                       for c in ("Replay", "Recovery", "CRC")) for g in range(8)))
+    store = str(tmp_path / "s")
+    code, out, err = cli("ingest", str(paste), "--node", "n1", "--store", store)  # no time: kept, not judged
+    assert "ingest the file again with --at TIME" in err
+    for at in ("2026-12-01T10:00:00Z", "2026-12-01T10:15:00Z"):  # as that says, then a quarter of an hour later
+        code, out, err = cli("ingest", str(paste), "--node", "n1", "--at", at, "--store", store)
+        assert code == 0 and "stored as nvlink: 144 link_samples" in out, err
+    code, out, _ = cli("ingest", str(paste), "--node", "n1", "--at", "2026-12-01T10:15:00Z", "--store", store)
+    assert "already in the store" in out
+    code, out, _ = cli("analyze", "--store", store, "--node", "n1", "--json")
+    diagnosis = json.loads(out)
+    assert code == 0 and diagnosis["fault_detected"] is False
+    assert "Read the counters again" not in diagnosis["repair_action"]
+    assert not any("one reading" in w for w in diagnosis["warnings"])
