@@ -50,11 +50,9 @@ def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> st
     except ValueError:
         raise InputError("a duration is like `2h`, `90m` or `1d`", field="duration", value=rest[0]) from None
     reason = " ".join(rest[1:]) or "planned work"
-    # from the node's newest reading when that is earlier: the readings up to now belong to the work too
-    newest = services.source.newest(node)
-    start = min(now, newest) if newest is not None else now
     with db_lock(log.db):
-        window = log.set(node, start=start, span=span + (now - start), reason=reason, set_by=user, source="slack")
+        window = log.begin(node, now=now, newest=services.source.newest(node), span=span, reason=reason,
+                           set_by=user, source="slack")
     services.record("maintenance", actor=user, subject=node, action="set", until=window.until.isoformat()
                     if window.until else None, reason=reason)
     return (f":construction: `{esc(node)}` {esc(window.note)}. Its findings are still shown; nothing pages and "

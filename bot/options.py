@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -63,6 +64,8 @@ def parse_overrides(values: Sequence[str]) -> dict[str, float]:
             out[name.strip()] = float(value)
         except ValueError:
             raise InputError("expected RULE=NUMBER", field="--set", value=item) from None
+        if math.isnan(out[name.strip()]) or out[name.strip()] < 0:
+            raise InputError("a threshold is a number of 0 or more", field="--set", value=item)
     return out
 
 

@@ -31,7 +31,8 @@ def _read_text(path: str) -> tuple[str, str]:
     try:
         return raw.decode("utf-8"), path
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", source=path) from None
+        said = detect.not_utf8(raw) if raw.startswith(detect.UTF16_BOMS) else f"not UTF-8 text (byte {exc.start})"
+        raise InputError(said, source=path) from None
 
 
 def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:
@@ -54,7 +55,10 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
           f"degradation={fmt.percent(d.degradation_pct)}  {fmt.window(d.window_hours, d.window_end)}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)
     if d.ticket_owner != d.node_id:
-        print(f"  ticket:   {d.ticket_owner} (the part is outside {d.node_id}'s tray)", file=out)
+        switch_host = d.rack is not None and d.node_id in d.rack.switch.values()  # its part may well be on it
+        why = ("a part outside every compute tray is the rack's" if switch_host
+               else f"the part is outside {d.node_id}'s tray")
+        print(f"  ticket:   {d.ticket_owner} ({why})", file=out)
     print(f"  action:   {d.repair_action}", file=out)
     rows: list[tuple[str, ...]] = [("component", "state", "replay/h", "crc/h", "recov/h", "severity", "crossed")]
     shown = [f for f in d.findings if f.severity.value != "ok"] if only_flagged else d.findings
@@ -69,9 +73,11 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
         print("  " + "  ".join(cells) + "  " + row[-1], file=out)
     if only_flagged:
-        lone = any("one reading" in e for f in d.findings for e in f.evidence)
-        print(f"  ({len(d.findings) - len(shown)} more links "
-              f"{'read once: totals only, no rates' if lone else 'within thresholds'})", file=out)
+        left = len(d.findings) - len(shown)
+        once = sum(1 for f in d.findings if f.severity.value == "ok" and any("one reading" in e for e in f.evidence))
+        said = ("within thresholds" if not once else "read once: totals only, no rates" if once == left else
+                f"{left - once} within thresholds, {once} read once: totals only, no rates")
+        print(f"  ({left} more links{':' if 0 < once < left else ''} {said})", file=out)
         if d.localization is not None:
             for loc in d.localizations:
                 print(f"  suspect:  {loc.component} ({loc.fault or loc.kind.value}, {loc.severity.value}, "
@@ -103,6 +109,22 @@ def _telemetry(path: str) -> bool:
         return False
 
 
+def snapshot_text(path: str) -> tuple[str, str] | None:
+    """A file's text and name, or None when it is no text but telemetry a reader takes (a Parquet table)."""
+    try:
+        return _read_text(path)
+    except InputError:
+        if path != "-" and _telemetry(path):
+            return None
+        raise
+
+
+def telemetry_not_snapshot(path: str) -> bool:
+    """Whether a file whose text is no snapshot is telemetry another reader takes (a kernel log starts with `[`, as
+    JSON does)."""
+    return path != "-" and _telemetry(path)
+
+
 def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
     if not args.store:
@@ -129,11 +151,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return history(args, thresholds)
     if len(args.inputs) != 1:
         raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
-    text, source = _read_text(args.inputs[0])
+    read = snapshot_text(args.inputs[0])
+    if read is None:
+        return history(args, thresholds)  # a Parquet table: the node it names, as a history
+    text, source = read
     try:
         cases: list[Case] = read_cases(text, source)
     except InputError as exc:
-        if source != "<stdin>" and _telemetry(source):
+        if telemetry_not_snapshot(args.inputs[0]):
             return history(args, thresholds)  # a kernel log, a CSV: the node it names, as a history
         if text.lstrip()[:1] in ("{", "["):
             raise

@@ -1,6 +1,6 @@
 """`fabricbot maintenance`: put a node in planned work for a while (no page, no ticket from it), end it, list it.
 
-    fabricbot maintenance NODE 2h "swap GPU 3" --by alice     # from now, for two hours
+    fabricbot maintenance NODE 2h "swap GPU 3" --by alice     # for two hours (from its newest reading, if older)
     fabricbot maintenance NODE --end --by alice               # it is over
     fabricbot maintenance                                     # every window, past and present
 """
@@ -52,7 +52,9 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
         span = parse_duration(args.duration)
     except ValueError as exc:
         raise InputError(str(exc), field="DURATION", value=args.duration) from None
-    window = log.set(args.node, start=now, span=span, reason=args.reason or "", set_by=args.by)
+    window = (log.set(args.node, start=now, span=span, reason=args.reason or "", set_by=args.by) if args.at else
+              log.begin(args.node, now=now, newest=store.newest([args.node]), span=span, reason=args.reason or "",
+                        set_by=args.by))
     print(f"{args.node} {window.note}: its findings are shown, not paged or ticketed")
     return 0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
-from bot.commands.analyze import _read_text
+from bot.commands.analyze import _read_text, snapshot_text, telemetry_not_snapshot
 from diagnostics import Diagnosis, InputError
 from diagnostics.ingest import read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
@@ -61,14 +61,28 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
                              source=target)
         return [_answered(target, StoreSource(folder), target, args)]
     forced = args.format if args.format != "snapshot" else None
-    text, source = _read_text(target)
-    if target != "-" and (forced or not text.lstrip().startswith(("{", "["))):
+
+    def telemetry() -> list[tuple[str, Diagnosis, NodeGraph | None]]:
         # a paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file, read as `ingest`
         # reads it (or as --format says), and the node it names (or --node) asked about
         files, node, warnings = files_source([target], node=args.node, fmt=forced)
         return [_answered(node, files, node, args, warnings)]
+
+    detect = args.format is None  # `--format snapshot` reads a snapshot or says why it is none
+    read = None if forced and target != "-" else snapshot_text(target) if detect else _read_text(target)
+    if read is None:
+        return telemetry()
+    text, source = read
+    if detect and target != "-" and not text.lstrip().startswith(("{", "[")):
+        return telemetry()
+    try:
+        cases = read_cases(text, source)
+    except InputError:
+        if detect and telemetry_not_snapshot(target):
+            return telemetry()
+        raise
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
-    for case in read_cases(text, source):
+    for case in cases:
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
         if case.snapshot is not None:
@@ -85,9 +99,8 @@ def _audit(folder: str | None) -> AuditLog | None:
 
 def cmd_ticket(args: argparse.Namespace) -> int:
     folder = _store_folder(args)
-    audit = _audit(folder)
-    tracker = SqliteTracker(audit.db) if audit is not None else None
     inventory: Inventory | None = load_inventory(args.inventory) if args.inventory else None
+    audit: AuditLog | None = None
 
     def record(call: ModelCall) -> None:
         if audit is not None:
@@ -95,6 +108,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 
     drafter: Drafter = RulesDrafter() if args.rules else drafter_from_env(on_model_call=record)
     diagnoses = _diagnoses(args.target, args)  # an input error is said first, and alone
+    audit = _audit(folder)  # only now: a node asked of a folder that holds no store leaves none behind
+    tracker = SqliteTracker(audit.db) if audit is not None else None
     if drafter.name == "rules" and not args.rules:
         print("fabricbot: ANTHROPIC_API_KEY is not set: drafting with the rules drafter (offline default)",
               file=sys.stderr)
@@ -102,7 +117,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
     for label, diagnosis, graph in diagnoses:
         if diagnosis.maintenance and not args.inspect:
             print(f"{label}: {diagnosis.maintenance}: no ticket from planned work "
-                  "(`fabricbot maintenance NODE --end` when it is over)", file=sys.stderr)
+                  "(`fabricbot maintenance NODE --end --by NAME` when it is over)", file=sys.stderr)
             continue
         try:
             if args.inspect:

@@ -106,7 +106,17 @@ def _floats(value: Any) -> list[float]:
 
 
 # What a profile may change in a rule, and how each value is read.
-_OVERRIDABLE: dict[str, Any] = {"above": float, "severity": lambda v: Severity(str(v)), "per_lane_by_gen": _floats}
+def threshold(value: Any) -> float:
+    """A rule's `above` as an override gives it: a number of 0 or more, infinity turning the rule off (a NaN would
+    silently judge no link healthy or not, a negative every link failing)."""
+    above = float(value)
+    if math.isnan(above) or above < 0:
+        raise ValueError(f"a threshold is a number of 0 or more, not {value!r}")
+    return above
+
+
+_OVERRIDABLE: dict[str, Any] = {"above": threshold, "severity": lambda v: Severity(str(v)),
+                                "per_lane_by_gen": _floats}
 
 
 class PriorityRow(BaseModel):

@@ -39,6 +39,18 @@ def readers() -> dict[str, Reader]:
     return _CACHE
 
 
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def not_utf8(head: bytes) -> str:
+    """Why bytes that are no UTF-8 text are refused: UTF-16 text (Windows PowerShell's `>` writes it) is named as
+    such, with the way to convert it; anything else is binary."""
+    if head.startswith(UTF16_BOMS):
+        return ("UTF-16 text (as Windows PowerShell's `>` writes it), not UTF-8: save it as UTF-8 (`iconv -f UTF-16 "
+                "-t UTF-8`, or PowerShell's `Out-File -Encoding utf8`) and read that")
+    return "binary data, not a telemetry file this tool reads"
+
+
 def _looks_binary(head: bytes) -> bool:
     if head.startswith(b"PAR1"):
         return False
@@ -63,7 +75,7 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
     if head.startswith(b"PAR1") and "tables" in available:
         return available["tables"]
     if _looks_binary(head):
-        raise InputError("binary data, not a telemetry file this tool reads", source=source.name)
+        raise InputError(not_utf8(head), source=source.name)
     text = source.head_text()  # without the paste's indentation, quote markers or fences
     scored = sorted(((r.sniff(text), name) for name, r in available.items()), reverse=True)
     if not scored or scored[0][0] <= 0:

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from PIL import Image
 
-from ..components import ComponentRef
+from ..components import ComponentRef, switch_label
 from ..enums import ComponentKind, Severity, severity_rank
 from ..errors import InputError
 from ..model import Diagnosis, Finding, Localization
@@ -63,9 +63,10 @@ def severity_grid(diagnosis: Diagnosis, rack: RackGraph) -> tuple[np.ndarray, li
         for tray in set(rack.compute_trays) - named:
             grid[tray - 1] = 4
     echoes = _downstream(diagnosis)
+    own_switch = switch_slot(diagnosis)
     unplaced = []
     for f in diagnosis.findings:
-        cell = _cell_of(f.ref, rack, diagnosis.tray)
+        cell = _cell_of(_on_switch_tray(f.ref, own_switch), rack, None if own_switch is not None else diagnosis.tray)
         if cell is None:
             if f.severity is not Severity.OK and (f.ref.tray, f.ref.gpu) not in echoes:
                 unplaced.append(f)
@@ -80,6 +81,25 @@ def severity_grid(diagnosis: Diagnosis, rack: RackGraph) -> tuple[np.ndarray, li
             cells = grid[int(tray_label) - 1, :, echo]
             cells[cells == 0] = 5
     return grid, unplaced
+
+
+def switch_slot(diagnosis: Diagnosis) -> int | None:
+    """A switch tray host's own slot: its diagnosis's `tray` is a switch tray's, not the compute tray of that
+    number."""
+    place = diagnosis.rack
+    if place is None or diagnosis.tray is None:
+        return None
+    slot = next((s for s, host in place.switch.items() if host == diagnosis.node_id), None)
+    return int(slot) if slot is not None and slot.isdigit() else None
+
+
+def _on_switch_tray(ref: ComponentRef, slot: int | None) -> ComponentRef:
+    """A switch tray host's own port ("NVSwitch 1 port 17": the host counts its chips from 0) as the rack's chip
+    and port ("Switch tray 3 chip 2 port 17"), so it lands on its GPU link."""
+    if slot is None or ref.kind is not ComponentKind.NVSWITCH or ref.switch_tray is not None or ref.port is None \
+            or ref.switch is None or not switch_label(ref.switch).isdigit():
+        return ref
+    return ComponentRef.switch_chip(str(slot), int(switch_label(ref.switch)) + 1, ref.port)
 
 
 def _downstream(diagnosis: Diagnosis) -> set[tuple[str | None, int | None]]:
@@ -196,7 +216,11 @@ def _tray_label(diagnosis: Diagnosis, tray: int) -> str:
 def _header(fig: Figure, d: Diagnosis, loc: Localization | None, unplaced: list[Finding]) -> None:
     place = d.rack
     rack = place.rack_id if place else d.node_id
-    tray = f"  ·  tray {d.tray} ({d.node_id}): the fault is outside it" if d.tray is not None else ""
+    slot = switch_slot(d)
+    on_it = slot is not None and loc is not None and loc.ref.switch_tray == str(slot)
+    tray = ("" if d.tray is None else
+            f"  ·  switch tray {slot} ({d.node_id}): the suspect is on it" if on_it else
+            f"  ·  {'switch tray' if slot is not None else 'tray'} {d.tray} ({d.node_id}): the fault is outside it")
     title = f"Rack {rack}  ·  {place.platform if place else d.platform}  ·  {d.ticket_priority.value}{tray}"
     fig.text(0.012, 0.965, title, fontsize=15, fontweight="bold", va="center", color="#212529")
     sub = (f"suspected: {loc.component}" if loc is not None else

@@ -86,7 +86,8 @@ def diagnose(source: Source, request: Request) -> Answer:
                            platforms=_platforms(got, node, request.platform), nodes=[node], full=True,
                            jobs={node: job} if job else None, history=got.history,
                            expected_gpus=got.expected_gpus, listed=got.listed, cut=got.cut)
-    diagnosis = named(viewed(result.diagnoses[node], got, length, [*notes, *got.warnings]), names, request.node)
+    seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request))
+    diagnosis = named(seen, names, request.node)
     ids = gpu_identities(rows, node)
     if ids:  # who its GPUs are: a ticket's part history follows the serial, not the index
         diagnosis = diagnosis.model_copy(update={"gpu_ids": ids})
@@ -132,9 +133,10 @@ def explain_job(source: Source, request: Request) -> Answer:
     blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
     node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
     if node in slots:  # as its rack answers it
-        diagnosis = viewed(result.diagnoses[node], got, length, got.warnings)
+        diagnosis = viewed(result.diagnoses[node], got, length, got.warnings, asked_end=_asked(request))
     else:
-        diagnosis = named(viewed(result.diagnoses[node], got, length, [*notes, *got.warnings]), source.nodes())
+        seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request))
+        diagnosis = named(seen, source.nodes())
     return Answer(diagnosis, result.graphs.get(node), result, got, explanation)
 
 
@@ -158,7 +160,8 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     if request.rack not in result.racks:
         raise InputError(f"rack {request.rack!r} names no host of a rack platform (gb200-nvl72-compute-tray, ...): "
                          "give its hosts' platforms in the inventory", source=source.name)
-    result.diagnoses = {h: viewed(d, got, length, got.warnings) for h, d in result.diagnoses.items()}
+    result.diagnoses = {h: viewed(d, got, length, got.warnings, asked_end=_asked(request))
+                          for h, d in result.diagnoses.items()}
     if host is not None:
         return Answer(result.diagnoses[host], result.graphs.get(host), result, got)
     rack = result.racks[request.rack]
@@ -181,7 +184,8 @@ def fleet(source: Source, request: Request) -> Fleet:
         result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
                                platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
                                listed=got.listed, cut=got.cut)
-        viewed_ = {n: viewed(result.diagnoses[n], got, length) for n in group if n in result.diagnoses}
+        viewed_ = {n: viewed(result.diagnoses[n], got, length, asked_end=_asked(request)) for n in group
+                   if n in result.diagnoses}
         if out is None:
             out = Fleet(result, [got], viewed_)
         else:
@@ -213,15 +217,23 @@ def _platforms(got: Window, node: str | None, platform: str | None) -> dict[str,
     return {**got.platforms, **({node: platform} if node and platform else {})}
 
 
-def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str] | None = None) -> Diagnosis:
+def _asked(request: Request) -> bool:
+    """Whether the person named the window's end (else it is the source's newest reading)."""
+    return request.end is not None
+
+
+def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str] | None = None, *,
+           asked_end: bool = False) -> Diagnosis:
     """A diagnosis with what its source's window could not show said in its warnings: a node silent since before
-    the window, readings without a time (no window can place them), planned work overlapping the window."""
+    the window (which ends where the person asked, else at the source's newest reading), readings without a time
+    (no window can place them), planned work overlapping the window."""
     node = diagnosis.node_id
     said = list(notes or [])
     newest = got.newest.get(node)
     if got.end is not None and newest is not None and newest <= got.end - length:
-        said.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at the "
-                    f"source's newest reading ({got.end:%Y-%m-%d %H:%M} UTC)")
+        why = "as asked" if asked_end else "the source's newest reading"
+        said.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at "
+                    f"{got.end:%Y-%m-%d %H:%M} UTC ({why})")
     if got.undated.get(node):
         said.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
                     f"--at): {UNTIMED_ADVICE}")

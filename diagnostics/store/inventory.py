@@ -64,12 +64,19 @@ def read_node_file(source: Source, *, node_id: str | None = None) -> pd.DataFram
         return None
     text = path.read_text(encoding="utf-8", errors="replace")
     if suffix == ".csv":
-        header = next(csv.reader(io.StringIO(text)), [])
+        rows = csv.reader(io.StringIO(text))
+        header = next(rows, [])
         if path.name != NODES_FILE and not _is_inventory_header(header):
             return None
-        if "node_id" not in [_name(c) for c in header]:
+        names = [_name(c) for c in header]
+        if "node_id" not in names:
             raise InputError("a nodes file needs a node_id column (node_id,platform)", source=source.name,
                              value=",".join(header[:8]))
+        at = names.index("node_id")
+        for row in rows:
+            if any(v.strip() for v in row) and (len(row) <= at or not row[at].strip()):
+                raise InputError("this row names no node: its node_id is empty", source=source.name,
+                                 line=rows.line_num, value=",".join(row)[:80])
         return _records(path, _column_csv(path, "platform"), node_id,
                         {c: _column_csv(path, c) for c in ("state", "state_reason", "state_since")})
     try:
@@ -90,6 +97,7 @@ def read_node_file(source: Source, *, node_id: str | None = None) -> pd.DataFram
 def _column_csv(path: Path, column: str) -> dict[str, Any]:
     """node -> the CSV's value of `column` (its last row for the node); {} without the column."""
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = frame.apply(lambda values: values.str.strip())  # `n1, hgx-h100-8gpu`: spaces a hand-edited file holds
     renamed = frame.rename(columns={c: _name(c) or c for c in frame.columns})
     if column not in renamed.columns:
         return {}

@@ -92,6 +92,17 @@ class MaintenanceLog:
                                    "reason": reason, "set_by": set_by, "source": source})
         return window
 
+    def begin(self, node_id: str, *, now: datetime, newest: datetime | None, span: timedelta, reason: str,
+              set_by: str, source: str = "cli") -> Maintenance:
+        """Planned work set `now` for `span`: from the node's newest reading when that is earlier, so the readings
+        up to now (the work's own, and an analysis window that ends at the newest reading) are covered too; not
+        from readings so old that the window would pass its longest span (they are no part of this work)."""
+        now = _utc(now)
+        start = min(now, _utc(newest)) if newest is not None else now
+        if span + (now - start) > MAX_SPAN:
+            start = now
+        return self.set(node_id, start=start, span=span + (now - start), reason=reason, set_by=set_by, source=source)
+
     def end(self, node_id: str, *, at: datetime, by: str) -> list[Maintenance]:
         """End every window of the node still open at `at`, an inventory's hold too (until a later inventory gives
         another state); the windows ended."""

@@ -258,7 +258,10 @@ def _read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_n
             with pa.OSFile(str(part.path)) as source:
                 table = pq.ParquetFile(source, pre_buffer=False).read_row_groups(chosen, columns=reading,
                                                                                  use_threads=False)
-        except (pa.ArrowException, OSError) as exc:  # cut short, overwritten or gone since the catalog listed it
+        except FileNotFoundError as exc:  # gone since the catalog listed it
+            raise InputError("a part of the store the catalog lists is missing: it was deleted after it was "
+                             "written; ingest its sources into a new store", source=str(part.path)) from exc
+        except (pa.ArrowException, OSError) as exc:  # cut short or overwritten since the catalog listed it
             raise InputError(f"a part of the store cannot be read ({exc}): it was cut or changed after it was "
                              "written; ingest its sources into a new store", source=str(part.path)) from exc
         stats.files += 1

@@ -26,14 +26,16 @@ NO_FABRIC_MANAGER = "none: a rack's hosts run no Fabric Manager (NMX-Controller 
 
 
 def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None, read: GpuId | None = None, *,
-                 rack: bool = False, rack_id: str | None = None) -> Identity:
+                 rack: bool = False, rack_id: str | None = None, bus: str | None = None) -> Identity:
     """Fill what the inventory knows, then the GPU's serial and UUID as the node's readings named them (`read`),
-    and the rack the diagnosis places the node in (`rack_id`); every other field reads `unknown`, with where to read
-    it in `where`. `rack`: a rack or a rack's host, which runs no Fabric Manager, so no Fabric Manager version is
-    asked for."""
+    its PCI address where a log named the GPU by it alone (`bus`), and the rack the diagnosis places the node in
+    (`rack_id`); every other field reads `unknown`, with where to read it in `where`. `rack`: a rack or a rack's
+    host, which runs no Fabric Manager, so no Fabric Manager version is asked for."""
     node = (inventory or Inventory()).node(node_id)
     record = {"node": node, "gpu": node.gpu(gpu) if gpu is not None else None}
     seen = {"serial": read.serial, "uuid": read.uuid} if read is not None else {}
+    if bus:
+        seen["pci_bus_id"] = bus
     if rack_id:
         seen["rack_location"] = rack_id
     values: dict[str, str] = {}

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from bot.listeners.commands import UsageError, parse
 from bot.options import parse_duration, parse_overrides, parse_time, window_type
-from diagnostics import InputError
+from diagnostics import InputError, load_thresholds
+from diagnostics.errors import ConfigError
 
 
 @pytest.mark.parametrize(("text", "want"), [("90m", timedelta(minutes=90)), ("6h", timedelta(hours=6)),
@@ -42,3 +44,18 @@ def test_overrides() -> None:
     assert parse_overrides(["nvlink_replay=500", " crc = 7"]) == {"nvlink_replay": 500.0, "crc": 7.0}
     with pytest.raises(InputError, match="RULE=NUMBER"):
         parse_overrides(["nvlink_replay"])
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "NaN"])
+def test_a_threshold_that_would_judge_every_link_failing_or_none_is_refused(value: str, tmp_path: Path) -> None:
+    """`--set nvlink_replay=-1` made every link fail (0/h > -1/h) and `=nan` judged 8,900 replays/h healthy: both are
+    refused with the field and value, through `--set` and through a thresholds file's profile; infinity turns a rule
+    off and is taken."""
+    with pytest.raises(InputError, match="a threshold is a number of 0 or more") as caught:
+        parse_overrides([f"nvlink_replay={value}"])
+    assert "--set" in str(caught.value) and f"nvlink_replay={value}" in str(caught.value)
+    assert parse_overrides(["nvlink_replay=inf"]) == {"nvlink_replay": float("inf")}
+    own = tmp_path / "mine.toml"
+    own.write_text(f'[profile.mine]\nnvlink_replay = "{value}"\n')
+    with pytest.raises(ConfigError, match="rule 'nvlink_replay': a threshold is a number of 0 or more"):
+        load_thresholds(own, profile="mine")

@@ -90,6 +90,24 @@ def test_a_trays_own_diagnosis_drawn_as_its_rack_colours_its_links_in_its_row() 
     assert _is(img, _px(5, 10, 2), SEVERITY_COLOURS[Severity.FAILING])
 
 
+def test_a_switch_trays_own_ports_land_on_their_gpu_links_not_on_the_compute_tray_of_its_number() -> None:
+    """A switch tray host names its own ports as it counts its chips, from 0 ("NVSwitch 1 port 17" is chip 2's), and
+    its diagnosis's tray is a switch tray's slot: drawn as its rack, each failing port colours the GPU link it lands
+    on, and nothing lands on the compute tray that shares the switch tray's number."""
+    end = RACK.end(12, 3, 9)
+    own = Finding(ref=ComponentRef.nvswitch(f"NVSwitch {end.chip - 1}", end.port), link_type=LinkType.NVSWITCH,
+                  link_id=f"port-{end.port}", severity=Severity.FAILING)
+    slot = str(end.switch_tray)
+    d = _diagnosis([own], None)
+    d = d.model_copy(update={"node_id": f"r7-s{slot}", "tray": slot, "rack": d.rack.model_copy(  # type: ignore[union-attr]
+        update={"switch": {slot: f"r7-s{slot}"}})})
+    grid, unplaced = severity_grid(d, RACK)
+    assert unplaced == [] and int((grid > 0).sum()) == 1
+    assert grid[12 - 1, 9, 3] == 2  # failing, on tray 12 GPU 3 link 9
+    img, _ = _img(d)
+    assert _is(img, _px(12, 9, 3), SEVERITY_COLOURS[Severity.FAILING])
+
+
 def test_a_switch_tray_suspect_is_outlined_across_its_two_chips_and_a_missing_tray_is_unread() -> None:
     loc = Localization(ref=ComponentRef.switch_tray_unit("4"), fault=FaultKind.SWITCH_TRAY, switch_tray="4",
                        severity=Severity.FAILING, confidence=0.85)

@@ -58,6 +58,9 @@ def test_the_cli_doors_file_a_switch_tray_on_its_rack_from_any_tray(seen: tuple[
     rack_ticket = json.loads(out)
     _, out = _run(capsys, "analyze", *at, "--node", trays[0])
     assert "ticket:   rack-01 (the part is outside" in out
+    _, out = _run(capsys, "analyze", *at, "--node", "rack-01-s01")  # the failing switch tray's own host holds it
+    assert "ticket:   rack-01 (a part outside every compute tray is the rack's)" in out
+    assert "outside rack-01-s01" not in out
     _, out = _run(capsys, "analyze", *at, "--node", trays[1], "--json")
     host = json.loads(out)
     assert host["ticket_owner"] == "rack-01" and host["isolated_component"] == "Switch tray 1"

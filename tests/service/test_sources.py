@@ -155,3 +155,17 @@ def test_the_cli_and_slack_job_doors_agree(bundled_store: Path, capsys: pytest.C
     keys = ("node_id", "job_id", "isolated_component", "degradation_pct", "ticket_priority", "verdict")
     assert {k: cli[k] for k in keys} == {k: files[k] for k in keys} == {k: posted[k] for k in keys}
     assert cli["node_id"] == "hpc-gpu-node-12" and cli["job_id"] == "4411"
+
+
+def test_a_window_asked_to_end_after_the_readings_says_it_ends_as_asked(bundled_store: Path) -> None:
+    """A window asked to end a year after a node's last reading holds none of it: its answer says so and where the
+    window ends, as asked, not that the end is the source's newest reading; the store and the files say it alike."""
+    from datetime import UTC, datetime
+
+    end = datetime(2027, 9, 17, tzinfo=UTC)
+    said = []
+    for source in (StoreSource(bundled_store), TableSource(load_tables([FIXTURES / "fleet"]).tables, name="files")):
+        warnings = diagnose(source, Request(node="hpc-gpu-node-12", end=end)).diagnosis.warnings
+        said.append([w for w in warnings if w.startswith("no link reading from hpc-gpu-node-12 since")])
+    assert said[0] == said[1] and len(said[0]) == 1
+    assert said[0][0].endswith("the window ends at 2027-09-17 00:00 UTC (as asked)"), said[0]

@@ -239,14 +239,20 @@ def test_step_samples_of_the_jobs_on_the_nodes_within_the_span(tmp_path: Path) -
     assert with_peers.tables["nodes"]["node_id"].tolist() == ["n1", "n2"]
 
 
-@pytest.mark.parametrize("damage", ["cut", "garbled"])
+@pytest.mark.parametrize("damage", ["cut", "garbled", "deleted"])
 def test_a_damaged_part_is_named_in_the_error(store: TelemetryStore, damage: str) -> None:
-    """A part cut short or overwritten after the catalog listed it: the read's error names that file, never a bare
-    Arrow message, and a read of other nodes is not disturbed."""
+    """A part cut short, overwritten or deleted after the catalog listed it: the read's error names that file and
+    what became of it, never a bare Arrow message, and a read of other nodes is not disturbed."""
     part = next(p for p in (store.root / "link_samples").rglob("*.parquet") if "node=n1" in str(p))
     data = part.read_bytes()
-    part.write_bytes(data[: len(data) // 2] if damage == "cut" else data[:4] + bytes(len(data) - 8) + data[-4:])
+    if damage == "deleted":
+        part.unlink()
+    else:
+        part.write_bytes(data[: len(data) // 2] if damage == "cut" else data[:4] + bytes(len(data) - 8) + data[-4:])
     with pytest.raises(InputError) as caught:
         store.window(end=None, span=timedelta(hours=30), nodes=None)
-    assert str(part) in str(caught.value) and "cannot be read" in str(caught.value)
+    said = str(caught.value)
+    assert str(part) in said
+    assert ("is missing: it was deleted" in said and "Errno" not in said) if damage == "deleted" else \
+        "cannot be read" in said
     assert set(store.window(end=None, span=timedelta(hours=30), nodes=["n0"])["link_samples"]["node_id"]) == {"n0"}

@@ -106,6 +106,20 @@ def test_an_unknown_platform_in_a_nodes_file_is_named(tmp_path: Path, capsys: py
     assert "nodes.csv" in err and "hgx-h900-8gpu" in err and "known:" in err
 
 
+def test_a_hand_edited_nodes_file_is_read_with_its_spaces_and_a_row_naming_no_node_is_named(cli: Cli,
+                                                                                            tmp_path: Path) -> None:
+    """Spaces around a value (`n1 , hgx-h100-8gpu`, as people type a CSV) are not part of it; a row whose node_id is
+    empty names no node and is refused with its line and value, not kept as a node called ''."""
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_bytes(b"node_id, platform\r\nn1 , hgx-h100-8gpu\r\nn2,dgx-a100-8gpu\r\n")
+    code, out, err = cli("ingest", str(nodes), "--store", str(tmp_path / "s"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["platforms"] == {"n1": "hgx-h100-8gpu", "n2": "dgx-a100-8gpu"}
+    nodes.write_text("node_id,platform\nn1,hgx-h100-8gpu\n,dgx-a100-8gpu\n")
+    code, out, err = cli("ingest", str(nodes), "--store", str(tmp_path / "s2"))
+    assert code != 0 and f"{nodes}: refused (line 3: this row names no node" in out and "',dgx-a100-8gpu'" in out
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_refused_file_leaves_the_good_one_stored_and_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                as_json: bool) -> None:
@@ -138,3 +152,17 @@ def test_a_paste_that_states_no_time_is_said_at_ingest_not_first_at_the_analysis
     assert "6 link readings of n1 in the store have no time" in out + err and "--at mtime" in out + err
     code, _, err = cli("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "t"), "--at", "mtime")
     assert code == 0 and "state no time" not in err
+
+
+def test_utf16_text_is_named_as_such_with_how_to_convert_it(cli: Cli, tmp_path: Path) -> None:
+    """Windows PowerShell's `>` writes UTF-16 with a byte-order mark: a real `nvidia-smi nvlink -s` saved that way is
+    no binary data; every door says it is UTF-16 and how to save it as UTF-8, naming the file."""
+    paste = tmp_path / "nvlink.txt"
+    paste.write_bytes((REAL / "nvlink_s_v100_inactive_1.txt").read_text().encode("utf-16"))
+    for argv in (("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "s")),
+                 ("analyze", str(paste), "--node", "n1"), ("analyze", str(paste)),
+                 ("ticket", str(paste), "--node", "n1")):
+        code, out, err = cli(*argv)
+        said = out + err
+        assert code != 0 and f"{paste}" in said and "UTF-16 text" in said and "iconv -f UTF-16" in said, argv
+        assert "binary data" not in said and "Traceback" not in said

@@ -146,3 +146,22 @@ def test_which_scheduler_states_hold_a_node() -> None:
     assert not any(held(s, r) for s in ("drain", "DRAINED", "cordoned") for r in (None, "", "fabric", "Xid 79",
                                                                                   "NVLink errors (health check)"))
     assert not any(held(s, "maintenance") for s in ("idle", "mixed", "allocated", "down*", "", None, "Ready"))
+
+
+def test_a_window_set_now_starts_at_the_newest_reading_as_the_slack_door_does(tmp_path: Path, cli: Cli) -> None:
+    """A store fed every few minutes lags the clock: set now with no --at, the window starts at the node's newest
+    reading (as `/fabric maintenance` does), so the analysis window, which ends there, sees it and no ticket is
+    drafted; readings older than the longest window allows are not backdated to."""
+    from freezegun import freeze_time
+
+    store = _store(tmp_path)
+    with freeze_time((END + pd.Timedelta(minutes=10)).to_pydatetime()):
+        code, out, _ = cli("maintenance", "node-12", "2h", "swap the riser", "--by", "alice", "--store", str(store))
+        assert code == 0 and "in maintenance until 2026-03-01 04:10 UTC" in out  # two hours from now
+        code, out, err = cli("ticket", "node-12", "--store", str(store))
+        assert code == 1 and "no ticket from planned work" in err and out == ""
+        assert "`fabricbot maintenance NODE --end --by NAME`" in err  # as its hint says it, it ends it
+        assert cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store))[0] == 0
+    with freeze_time((END + pd.Timedelta(days=40)).to_pydatetime()):
+        code, out, _ = cli("maintenance", "node-13", "2h", "swap the riser", "--by", "alice", "--store", str(store))
+        assert code == 0 and "in maintenance until 2026-04-10 04:00 UTC" in out

@@ -204,3 +204,57 @@ def test_the_format_its_error_suggests_is_an_option_ticket_takes(tmp_path: Path,
     assert code == 1 and "n1: no unhealthy link: nothing to repair" in err  # read, judged healthy: no ticket
     code, _, err = cli("ticket", str(whole), "--format", "nvlink-x", "--node", "n1")
     assert code == 2 and "unknown format 'nvlink-x'" in err
+
+
+def test_a_parquet_table_and_a_kernel_log_starting_with_a_bracket_are_read_as_ingest_reads_them(
+        tmp_path: Path, cli: Cli) -> None:
+    """Neither is a snapshot: a Parquet table is no text at all and a raw dmesg starts with `[` as JSON does. Both are
+    telemetry `ingest` takes, so `ticket` drafts from them as `analyze` answers them (a real log, its source in its
+    first line, and the committed fleet's events)."""
+    events = str(FIXTURES / "fleet" / "events.parquet")
+    code, out, err = cli("ticket", events, "--node", "hpc-gpu-node-01", "--json")
+    assert code == 0, err
+    assert (json.loads(out)["fault"], json.loads(out)["gpu_index"]) == ("gpu-off-bus", 3)
+    assert json.loads(cli("analyze", events, "--node", "hpc-gpu-node-01", "--json")[1])["isolated_component"] == "GPU 3"
+    code, _, err = cli("analyze", events)
+    assert code == 2 and "give --node NODE" in err and "UTF-8" not in err
+    lines = (FIXTURES / "real" / "kernel_xid79_sxid20034_gpud_1.txt").read_text().splitlines()
+    dmesg = tmp_path / "dmesg.log"
+    dmesg.write_text("\n".join(line for line in lines if not line.startswith("#")) + "\n")
+    assert dmesg.read_text().startswith("[")
+    code, out, err = cli("ticket", str(dmesg), "--node", "n1", "--json")
+    assert code == 0 and "JSON" not in err, err
+    assert json.loads(out)["fault"] == "gpu-off-bus" and json.loads(out)["node_id"] == "n1"
+
+
+def test_a_node_asked_of_a_folder_with_no_store_says_so_and_leaves_no_store_behind(tmp_path: Path, cli: Cli) -> None:
+    """A mistyped --store is no store: `ticket NODE` says so as `analyze` does, and creates nothing there, so the other
+    doors still say so too instead of answering an empty store's all-clear."""
+    typo = tmp_path / "stroe"
+    code, _, err = cli("ticket", "hpc-gpu-node-01", "--store", str(typo))
+    assert code == 2 and "no telemetry store here" in err and str(typo) in err
+    assert not typo.exists()
+    code, _, err = cli("watch", "--store", str(typo))
+    assert code == 2 and "no telemetry store here" in err
+
+
+def test_format_snapshot_reads_a_snapshot_or_says_why_the_file_is_none(cli: Cli) -> None:
+    """`--format snapshot` is the one reader `ticket` uses, as `analyze --format snapshot` does: a real `nvidia-smi
+    nvlink -s` paste is refused as JSON, naming the file and line, not drafted from as the paste it is."""
+    paste = str(FIXTURES / "real" / "nvlink_s_v100_inactive_1.txt")
+    code, out, err = cli("ticket", paste, "--node", "n1", "--format", "snapshot")
+    assert code == 2 and out == "" and f"{paste}:1: not valid JSON" in err
+    code, out, _ = cli("ticket", paste, "--node", "n1")
+    assert code == 0 and out.startswith("# Repair ticket: GPU 3 -> GPU 2 NVLink 3 on n1")
+    code, out, _ = cli("ticket", str(FIXTURES / "seed_examples.json"), "--format", "snapshot")
+    assert code == 0 and out.startswith("# Repair ticket: GPU 2 -> GPU 3 NVLink 1 on hpc-gpu-node-12")
+
+
+def test_a_gpu_a_log_names_by_its_pci_address_alone_has_that_address_in_its_identity(cli: Cli) -> None:
+    """Real Xid 145/149 lines name each GPU by its PCI address and no index: the ticket for the GPU at 0000:97:00.0
+    says that address in its physical identity, not `unknown` with where to read it."""
+    code, out, err = cli("ticket", str(FIXTURES / "real" / "xid_145_149_log_1.txt"), "--node", "n1", "--json")
+    assert code == 0, err
+    ticket = json.loads(out)
+    assert ticket["component"] == "the GPU at PCI 0000:97:00.0" and ticket["gpu_index"] is None
+    assert ticket["identity"]["pci_bus_id"] == "0000:97:00.0" and "pci_bus_id" not in ticket["identity"]["where"]
