@@ -29,7 +29,7 @@ import pandas as pd
 
 SEED = 7321
 CHUNK = 128
-VERSION = 1  # bump when the way a store is built changes, so an old cache is not reused
+VERSION = 2  # bump when the way a store is built changes, so an old cache is not reused (2: slim parts)
 
 
 def cache_root() -> Path:

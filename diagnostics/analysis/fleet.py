@@ -151,7 +151,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                   nodes: Collection[str] | None = None, full: bool = False,
                   jobs: Mapping[str, str] | None = None, history: History | None = None,
                   expected_gpus: Mapping[str, Collection[int]] | None = None,
-                  racks: Mapping[str, RackSlot] | None = None, listed: Collection[str] = (),
+                  racks: Mapping[str, RackSlot] | None = None, listed: Collection[str] = (), cut: Collection[str] = (),
                   piece_rows: int = PIECE_ROWS, workers: int = 2) -> FleetAnalysis:
     """Every node's Diagnosis for the window ending at `end` (default: the newest sample), and each job's.
 
@@ -163,7 +163,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     `racks` places hosts in racks (rack, tray slot): each rack with a wanted host (every rack, when `nodes` is None)
     gets a Diagnosis of its own in `racks`, weighed over all its hosts, and its hosts' diagnoses say what it found.
     `listed` names nodes whose readings list only the links a person chose (a snapshot): a link or GPU they leave
-    out is not missing.
+    out is not missing; nor is one an input cut short does not reach (`cut`).
     """
     started = time.perf_counter()
     thresholds = thresholds or load_thresholds()
@@ -239,7 +239,11 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if stopped:  # a GPU whose every series stopped is one finding, not one per link
             mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]
         seen = view.nvlinks_seen.get(node, {})
-        if node in view.gpus_seen and node not in listed:
+        if node in cut and node in view.gpus_seen:
+            warnings[node].append("its newest readings come from an input that stops short (a file cut inside a "
+                                  "line): links and GPUs it does not reach are not judged missing; read the whole "
+                                  "output to judge them")
+        if node in view.gpus_seen and node not in listed and node not in cut:
             reporting = view.gpus_seen[node]
             if graph is not None and samples.get(node, 0) >= 2:  # a lone reading (a paste, maybe cut) proves no absence
                 live = {g: s for g, s in view.nvlinks_live.get(node, {}).items() if g not in stopped}

@@ -38,6 +38,7 @@ class IngestWarning:
     file: str
     line: int | None
     message: str
+    cut: bool = False  # the input stops short here: what a whole one holds after it is not in it
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
@@ -124,7 +125,7 @@ class Tail:
             text = f"{head}: its last part ({self.fragment[:60]!r}) may be cut off and is not read"
         else:
             text = f"{head}: read up to the cut ({self.text.strip()[:60]!r})"
-        return IngestWarning(source, self.number, text)
+        return IngestWarning(source, self.number, text, cut=True)
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,7 @@ class DcgmParser:
             warn(IngestWarning(state.name, None, epoch_note("timestamps", [u for u in UNIT_NAMES if u in state.units])))
         if state.header is not None and state.header[1] > state.last_sample:
             warn(IngestWarning(state.name, state.header[1], f"metric {state.header[0]} announced but no samples "
-                                                            "follow: the input is cut off here"))
+                                                            "follow: the input is cut off here", cut=True))
         return self.samples - before
 
     def _batch(self, batch: Batch, base: int, state: _FileState) -> None:

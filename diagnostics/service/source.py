@@ -39,13 +39,15 @@ class Window:
     warnings: list[str] = field(default_factory=list)  # what reading it said (a server's partial answer)
     expected_gpus: dict[str, list[int]] | None = None  # a read narrowed to some GPUs of a node
     listed: set[str] = field(default_factory=set)  # nodes whose readings list only some links (snapshots)
+    cut: set[str] = field(default_factory=set)  # nodes whose input stops short: what it does not reach is unknown
 
 
-def listed_nodes(records: pd.DataFrame | None) -> set[str]:
-    """The nodes whose records say their readings list only the links a person chose (a snapshot's)."""
+def listed_nodes(records: pd.DataFrame | None, reading: str = LISTED) -> set[str]:
+    """The nodes whose records say their readings list only the links a person chose (a snapshot's), or, given
+    `reading=CUT_SHORT`, that their input stops short."""
     if records is None or not len(records) or "reading" not in records.columns:
         return set()
-    return {str(n) for n, r in zip(records["node_id"], records["reading"], strict=True) if r == LISTED}
+    return {str(n) for n, r in zip(records["node_id"], records["reading"], strict=True) if r == reading}
 
 
 class Source(Protocol):

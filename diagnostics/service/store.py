@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.jobs import LinkChoice
+from ..ingest.snapshot import CUT_SHORT
 from ..model import RackSlot
 from ..store.maintenance import MaintenanceLog
 from ..store.telemetry import TelemetryStore, open_store
@@ -77,7 +78,8 @@ class StoreSource:
                     got = store.read_window(end=newest, span=span, nodes=nodes, peers=peers, steps=steps)
         return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
                       undated=got.undated, maintenance=got.maintenance, history=self.history,
-                      listed=listed_nodes(got.tables.get("nodes")))
+                      listed=listed_nodes(got.tables.get("nodes")),
+                      cut=listed_nodes(got.tables.get("nodes"), CUT_SHORT))
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *,
                 links: LinkChoice | None = None) -> pd.DataFrame:

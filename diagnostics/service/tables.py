@@ -16,7 +16,7 @@ import pandas as pd
 from ..analysis.jobs import LinkChoice
 from ..errors import InputError
 from ..ingest.nmxt import placed_links
-from ..ingest.snapshot import read_cases, snapshot_record, snapshot_tables
+from ..ingest.snapshot import CUT_SHORT, read_cases, snapshot_record, snapshot_tables
 from ..model import RackSlot, Snapshot
 from ..store.load import load_tables
 from ..store.maintenance import Maintenance, MaintenanceLog
@@ -63,6 +63,7 @@ class TableSource(Unstored):
         self._other = {name: _by_node(tables[name]) if name in tables and tables[name] is not None else {}
                        for name in ("events", "gpus", "topology", "nodes")}
         self._listed = listed_nodes(records)
+        self._cut = listed_nodes(records, CUT_SHORT)
         named = nodes_named({**self.tables, "link_samples": links})  # every node any table names, as a store notes
         self._nodes = sorted(set(named) | set(self._platforms) | set(self._racks))
         self._log = maintenance
@@ -96,7 +97,7 @@ class TableSource(Unstored):
         end_ns = utc_ns(end) if end is not None else self._newest_ns(None)
         if end_ns is None:  # no reading has a time (a paste): all of them, dated by the engine as read at its end
             return Window(tables=self._frames(names, wanted, None, None), end=None, platforms=self.platforms(),
-                          racks=self.racks(), history=self.history, listed=set(self._listed))
+                          racks=self.racks(), history=self.history, listed=set(self._listed), cut=set(self._cut))
         start_ns = end_ns - int(span.total_seconds() * 1e9)
         if peers and wanted:
             shared = self._jobs_of(set(wanted), start_ns, end_ns)
@@ -111,7 +112,8 @@ class TableSource(Unstored):
                 if wanted is None or window.node_id in wanted:
                     maintenance.setdefault(window.node_id, []).append(window)
         return Window(tables=tables, end=utc_datetime(end_ns), platforms=self.platforms(), racks=self.racks(),
-                      newest=newest, maintenance=maintenance, history=self.history, listed=set(self._listed))
+                      newest=newest, maintenance=maintenance, history=self.history, listed=set(self._listed),
+                      cut=set(self._cut))
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *,
                 links: LinkChoice | None = None) -> pd.DataFrame:

@@ -49,8 +49,10 @@ def load_tables(paths: Iterable[str | Path], *, node_id: str | None = None, fmt:
                      for f in frames] if len(frames) > 1 else frames
             tables[name] = schema.conform(pd.concat(plain, ignore_index=True))
     records = [o.nodes for o in outcomes if o.nodes is not None and len(o.nodes)]
-    if records:
-        tables["nodes"] = pd.concat(records, ignore_index=True).drop_duplicates("node_id", keep="last")
+    if records:  # what a later file gives of a node wins; what it leaves out stays (a scrape cut short and the
+        # inventory that names its platform)
+        merged = pd.concat(records, ignore_index=True)
+        tables["nodes"] = merged.groupby("node_id", sort=False, dropna=False).last().reset_index()
     if not any(name in tables for name in TABLES):
         raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
                          source=", ".join(o.name for o in outcomes[:3]) or "inputs")

@@ -50,9 +50,12 @@ def arrow_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema([(name, _ARROW[dtype]) for name, dtype in schema.columns.items()])
 
 
-def to_arrow(frame: pd.DataFrame, schema: TableSchema) -> pa.Table:
-    """A conformed frame as an Arrow table of the schema's types (categories as dictionaries of strings)."""
+def to_arrow(frame: pd.DataFrame, schema: TableSchema, columns: Collection[str] | None = None) -> pa.Table:
+    """A conformed frame as an Arrow table of the schema's types (categories as dictionaries of strings); given
+    `columns`, only those of the schema's."""
     target = arrow_schema(schema)
+    if columns is not None:
+        target = pa.schema([f for f in target if f.name in columns])
     arrays = []
     for name in target.names:
         series = frame[name]
@@ -81,23 +84,26 @@ def _times(frame: pd.DataFrame) -> np.ndarray:
 def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iterable[str]) -> PartInfo:
     """Write one partition's rows: ordered by (time bucket, `order` columns, time), a row group per bucket.
 
-    Written under a hidden name and renamed, so a reader never sees half a file."""
+    Only the columns the rows fill are written (a reader makes the others as nulls, as it does for an older
+    writer's part), with statistics for the time alone (the catalog keeps each row group's range; a rebuilt catalog
+    reads it from them): every read parses a part's footer, and the schema's empty columns and their statistics were
+    most of it. Written under a hidden name and renamed, so a reader never sees half a file."""
     t = _times(frame)
     nat = np.iinfo(np.int64).min
     keys = [_sort_codes(frame[c]) for c in reversed(list(order))]
     span = group_span(t[t != nat])
     hour = np.where(t == nat, nat, t // span)
     rows = np.lexsort([t, *keys, hour])
-    table = to_arrow(frame.iloc[rows].reset_index(drop=True), schema)
+    filled = tuple(c for c in frame.columns if frame[c].notna().any())
+    table = to_arrow(frame.iloc[rows].reset_index(drop=True), schema, {*filled, "timestamp"})
     hours = hour[rows]
     bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(rows)]
     tmp = path.with_name(f".{path.name}.tmp")
-    with pq.ParquetWriter(tmp, table.schema) as writer:
+    with pq.ParquetWriter(tmp, table.schema, write_statistics=["timestamp"]) as writer:
         for lo, hi in pairwise(bounds):
             writer.write_table(table.slice(lo, hi - lo), row_group_size=hi - lo)
     os.replace(tmp, path)
     dated = t[t != nat]
-    filled = tuple(c for c in frame.columns if frame[c].notna().any())
     ts = t[rows]
     groups = tuple(_group(ts[lo:hi]) for lo, hi in pairwise(bounds))
     return PartInfo(len(frame), int(dated.min()) if len(dated) else None, int(dated.max()) if len(dated) else None,

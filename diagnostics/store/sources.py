@@ -19,6 +19,7 @@ import pandas as pd
 from ..errors import FabricbotError, InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.detect import choose, read_with, readers
+from ..ingest.snapshot import CUT_SHORT, LISTED
 from ..ingest.summary import summarize
 from ..progress import Progress, advance
 from .inventory import NODE_COLUMNS, inventory_gpus, read_node_file
@@ -199,4 +200,27 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
     if seen is not None:
         seen.update((sha, content))
     rows = result.rows if result is not None else {"nodes": len(nodes) if nodes is not None else 0}
-    return FileOutcome(src.name, sha, "read", name, rows, result=result, nodes=nodes, content=content)
+    cut = cut_nodes(result)
+    return FileOutcome(src.name, sha, "read", name, rows, result=result,
+                       nodes=cut_short(nodes, cut) if cut else nodes, content=content)
+
+
+def cut_nodes(result: IngestResult | None) -> list[str]:
+    """The nodes whose link readings come from an input that stops short (a reader said so), none otherwise."""
+    if result is None or not any(w.cut for w in result.warnings):
+        return []
+    links = result["link_samples"]
+    return sorted({str(n) for n in links["node_id"].dropna().unique()}) if "node_id" in links.columns else []
+
+
+def cut_short(records: pd.DataFrame | None, nodes: list[str]) -> pd.DataFrame:
+    """The node records, with these nodes' readings marked as from an input cut short (a snapshot's mark kept)."""
+    records = pd.DataFrame({"node_id": pd.Series(dtype="string")}) if records is None else records.copy()
+    if "reading" not in records.columns:
+        records["reading"] = pd.Series([None] * len(records), dtype="object")
+    known = set(records["node_id"].astype(str))
+    records = pd.concat([records, pd.DataFrame({"node_id": [n for n in nodes if n not in known]})],
+                        ignore_index=True)
+    mine = records["node_id"].astype(str).isin(nodes).to_numpy() & (records["reading"] != LISTED).to_numpy()
+    records.loc[mine, "reading"] = CUT_SHORT
+    return records

@@ -30,6 +30,7 @@ from sqlite_utils.db import Table
 from ..errors import InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
+from ..ingest.snapshot import CUT_SHORT
 from ..ingest.summary import nodes as summary_nodes
 from ..model import RackSlot
 from ..progress import Progress, advance
@@ -40,7 +41,7 @@ from .columns import frame_of
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, Selection, read_parts, write_part
-from .sources import At, FileOutcome, IngestReport, read_sources
+from .sources import At, FileOutcome, IngestReport, cut_nodes, read_sources
 
 DB_NAME = "fabricbot.db"
 LINK_KEYS = ("node_id", "gpu", "link_type", "link", "lane")
@@ -166,6 +167,8 @@ class TelemetryStore:
                 return
             if outcome.result is not None:
                 self._write(outcome.result, outcome.sha256)
+                if not cut_nodes(outcome.result):
+                    self._read_whole(outcome.result)
             if outcome.nodes is not None:
                 self._write_nodes(outcome.nodes)
             outcome.status = "ingested"
@@ -198,6 +201,15 @@ class TelemetryStore:
             # scrape that names none comes after
             self._table("gpus").upsert_all(rows, pk=("node_id", "gpu"), alter=True)
         self._note_nodes(summary_nodes(result))
+
+    def _read_whole(self, result: IngestResult) -> None:
+        """A whole input's nodes no longer have their newest readings from one cut short (`sources.cut_short`)."""
+        links = result["link_samples"]
+        names = sorted({str(n) for n in links["node_id"].dropna().unique()}) if "node_id" in links.columns else []
+        if names and "reading" in self._table("nodes").columns_dict:
+            marks = ", ".join("?" * len(names))
+            self._db.execute(f"update nodes set reading = null where reading = ? and node_id in ({marks})",
+                             [CUT_SHORT, *names])
 
     def _write_nodes(self, records: pd.DataFrame) -> None:
         """An inventory's node records: a platform, serial or rack it gives replaces the stored one. A scheduler

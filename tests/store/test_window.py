@@ -15,7 +15,9 @@ import sqlite_utils
 
 from diagnostics.errors import InputError
 from diagnostics.store import parts
+from diagnostics.store.catalog import footer_info
 from diagnostics.store.telemetry import TelemetryStore
+from diagnostics.tables import LINK_SAMPLES
 
 START = pd.Timestamp("2026-03-01T00:00:00Z")
 STEP = pd.Timedelta(minutes=5)
@@ -134,6 +136,40 @@ def test_a_window_holds_only_the_columns_its_readings_fill(store: TelemetryStore
     assert "symbol_ber" not in links.columns and "aer_fatal" not in links.columns
     assert str(links["gpu"].dtype) == "Int16" and str(links["timestamp"].dtype) == "datetime64[ns, UTC]"
 
+
+
+def test_a_part_holds_the_columns_its_rows_fill_with_statistics_for_the_time_alone(store: TelemetryStore) -> None:
+    """A read parses every part's footer: the schema's empty columns and their statistics are not written, and the
+    catalog rebuilt from the footers finds the same hours and columns."""
+    part = next((store.root / "link_samples").rglob("*.parquet"))
+    meta = pq.read_metadata(part)
+    written = {meta.schema.column(i).name for i in range(meta.num_columns)}
+    assert written == {"timestamp", "node_id", "gpu", "link_type", "link", "replay", "crc_flit", "source"}
+    stats = {meta.schema.column(i).name: meta.row_group(0).column(i).statistics for i in range(meta.num_columns)}
+    assert stats["timestamp"] is not None and stats["timestamp"].has_min_max
+    assert all(v is None for k, v in stats.items() if k != "timestamp")
+    info = footer_info(part)
+    listed = next(p for p in store._catalog.parts("link_samples", None, None, None) if p.path == part)
+    assert info.groups == listed.groups and set(info.columns) == set(listed.columns) == written
+
+
+def test_a_part_written_with_every_column_reads_as_a_slim_one(store: TelemetryStore) -> None:
+    """Parts of an earlier writer hold every column of the schema, empty ones as nulls, with statistics: a store
+    holding both reads the same window."""
+    slim = store.window(end=None, span=timedelta(hours=30), nodes=None)["link_samples"]
+    schema = parts.arrow_schema(LINK_SAMPLES)
+    for part in (store.root / "link_samples").rglob("*.parquet"):
+        if "node=n1" not in str(part):
+            continue
+        file = pq.ParquetFile(part)
+        groups = [file.read_row_group(i) for i in range(file.metadata.num_row_groups)]
+        with pq.ParquetWriter(part, schema) as writer:
+            for group in groups:
+                full = [group.column(n).cast(f.type) if n in group.column_names else pa.nulls(group.num_rows, f.type)
+                        for n, f in zip(schema.names, schema, strict=True)]
+                writer.write_table(pa.Table.from_arrays(full, schema=schema), row_group_size=group.num_rows)
+        assert pq.read_metadata(part).num_columns == len(schema)
+    pd.testing.assert_frame_equal(store.window(end=None, span=timedelta(hours=30), nodes=None)["link_samples"], slim)
 
 def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: TelemetryStore,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,62 @@
+"""An input that stops short (a scrape cut inside a line) holds what it holds: the links it does not reach are not
+missing links, through the files and through the store, until a whole input of the node is read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.store import open_store
+
+NODE = "hpc-gpu-node-07"
+T0 = 1_789_631_100_000  # ms
+
+
+def scrape(links: int = 12, gpus: int = 8, times: int = 4) -> str:
+    """A dcgm-exporter scrape of a healthy A100 node, metric by metric as the exporter writes its families."""
+    lines = []
+    for counter in ("CRC_FLIT_ERROR_COUNT", "REPLAY_ERROR_COUNT"):
+        for link in range(links):
+            name = f"DCGM_FI_DEV_NVLINK_{counter}_L{link}"
+            lines.append(f"# TYPE {name} counter")
+            lines += [f'{name}{{gpu="{g}",Hostname="{NODE}"}} {3 + t} {T0 + t * 300_000}'
+                      for g in range(gpus) for t in range(times)]
+    return "\n".join(lines) + "\n"
+
+
+def inputs(folder: Path, text: str) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nodes.csv").write_text(f"node_id,platform\n{NODE},dgx-a100-8gpu\n", encoding="utf-8")
+    (folder / "node.prom").write_text(text, encoding="utf-8")
+    return [folder / "node.prom", folder / "nodes.csv"]
+
+
+def cut_text() -> str:
+    whole = scrape()
+    at = whole.index("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L6")
+    return whole[:at + 30]  # inside a sample line of link 6: links 6-11 and the replays never reached
+
+
+def test_a_scrape_cut_inside_a_line_reads_no_link_it_does_not_reach_as_missing(tmp_path: Path) -> None:
+    whole_source, node, _ = files_source(inputs(tmp_path / "whole", scrape()))
+    whole = diagnose(whole_source, Request(node=node)).diagnosis
+    assert not whole.fault_detected and not any("no series" in str(f.crossed) for f in whole.findings)
+    source, node, said = files_source(inputs(tmp_path / "cut", cut_text()))
+    got = diagnose(source, Request(node=node)).diagnosis
+    assert any("the input ends inside this line" in w for w in said)
+    assert not got.fault_detected and got.ticket_priority == whole.ticket_priority
+    assert not any(f.component.startswith("GPU") and "NVLink 6" in f.component for f in got.findings)
+    assert any("stops short" in w for w in got.warnings)
+
+
+def test_the_store_answers_a_cut_scrape_as_the_file_does_until_a_whole_one_is_read(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    store.ingest(inputs(tmp_path / "cut", cut_text()))
+    got = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
+    assert not got.fault_detected and any("stops short" in w for w in got.warnings)
+    cut_links = scrape(links=6)  # a whole scrape that holds 6 of 12 links, later: now they are missing
+    later = cut_links.replace(f" {T0 + 900_000}\n", f" {T0 + 1_200_000}\n")
+    store.ingest(inputs(tmp_path / "later", later))
+    again = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
+    assert not any("stops short" in w for w in again.warnings)
+    assert again.fault_detected and any("no series for link 6" in str(f.crossed) for f in again.findings)
