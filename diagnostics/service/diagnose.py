@@ -237,8 +237,9 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
     if got.undated.get(node):
         said.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
                     f"--at): {UNTIMED_ADVICE}")
-    if said:
-        diagnosis = diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *said]})
+    first = [f"{node}'s link readings could not be read: {got.unreadable[node]}"] if node in got.unreadable else []
+    if said or first:  # unreadable readings first: they are why its health is unknown
+        diagnosis = diagnosis.model_copy(update={"warnings": [*first, *diagnosis.warnings, *said]})
     if got.end is not None:
         diagnosis = planned(diagnosis, got.maintenance.get(node, []), start=got.end - length, end=got.end)
     return diagnosis

@@ -99,8 +99,16 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         links = got.tables.get("link_samples")
         if links is not None and len(links):
             reporting |= {str(n) for n in links["node_id"].dropna().unique()}  # categories: fast
-    quiet = [n for n in sorted(set(source.nodes()) - reporting) if n not in result.diagnoses]  # events only: not silent
-    lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet
+    unreadable = {n: why for got in answered.windows for n, why in got.unreadable.items()}
+    if unreadable:
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"{len(unreadable)} node(s) whose stored readings could not be read, so not judged: "
+            + "; ".join(f"{n} ({why})" for n, why in sorted(unreadable.items())[:3])
+            + (" ..." if len(unreadable) > 3 else ""))
+    quiet = [n for n in sorted(set(source.nodes()) - reporting)
+             if n not in result.diagnoses and n not in unreadable]  # events only: not silent
+    lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
                   and d.repair_action in (LONE_READING_ACTION, NO_LINKS_ACTION))
     if lone:
         result.complete = False

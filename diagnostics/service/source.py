@@ -40,6 +40,7 @@ class Window:
     expected_gpus: dict[str, list[int]] | None = None  # a read narrowed to some GPUs of a node
     listed: set[str] = field(default_factory=set)  # nodes whose readings list only some links (snapshots)
     cut: set[str] = field(default_factory=set)  # nodes whose input stops short: what it does not reach is unknown
+    unreadable: dict[str, str] = field(default_factory=dict)  # node -> why its stored readings could not be read
 
 
 def listed_nodes(records: pd.DataFrame | None, reading: str = LISTED) -> set[str]:

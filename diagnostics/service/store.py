@@ -79,7 +79,7 @@ class StoreSource:
         return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
                       undated=got.undated, maintenance=got.maintenance, history=self.history,
                       listed=listed_nodes(got.tables.get("nodes")),
-                      cut=listed_nodes(got.tables.get("nodes"), CUT_SHORT))
+                      cut=listed_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=got.stats.unreadable)
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *,
                 links: LinkChoice | None = None) -> pd.DataFrame:

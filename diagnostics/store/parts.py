@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,18 +144,20 @@ class ScanStats:
     row_groups: int = 0
     rows_scanned: int = 0
     rows: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)  # key -> why its parts were not read (`read_parts`)
 
     def add(self, other: ScanStats) -> None:
         self.files += other.files
         self.row_groups += other.row_groups
         self.rows_scanned += other.rows_scanned
         self.rows += other.rows
+        self.unreadable.update(other.unreadable)
 
 
 def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None, end_ns: int | None, *,
                order: Sequence[str], keep: Collection[str] = (), skip: Collection[str] = (),
                workers: int = 2, exact: bool = True, columns: Collection[str] | None = None,
-               select: Selection | None = None) -> tuple[pd.DataFrame, ScanStats]:
+               select: Selection | None = None, partial: bool = False) -> tuple[pd.DataFrame, ScanStats]:
     """The parts' rows with timestamps in (start, end] (every row without bounds), key by key as the parts come,
     each key's rows ordered by `order` then time; only the columns some part fills (and `keep`), less `skip`.
 
@@ -166,7 +168,9 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     pruning: the dataset's per-fragment filtering and projection cost more than the rows themselves. `exact=False`
     keeps the whole of a row group that crosses the window's start (a reader that bounds its own rows, as the
     analysis engine does, is spared the filter). `columns` reads only those (of the others); `select` keeps only
-    the rows whose values of its columns it chooses, before they are ordered."""
+    the rows whose values of its columns it chooses, before they are ordered. `partial`: a key with a part that
+    cannot be read (cut, changed or deleted after it was written) is left out, and why said in the stats'
+    `unreadable`, rather than failing the read of every key."""
     target = arrow_schema(schema)
     filled = frozenset().union(*(p.columns for p in parts))
     out = pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip
@@ -180,7 +184,12 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
         names = [n for n in out.names if n in select.columns]
 
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
-        table, stats = _read_key(group, out, names, start_ns, end_ns, lower)
+        try:
+            table, stats = _read_key(group, out, names, start_ns, end_ns, lower)
+        except InputError as exc:
+            if not partial:
+                raise
+            return None, None, ScanStats(unreadable={group[0].key: str(exc)})
         if table is None:
             return None, None, stats
         if select is not None:  # each key's distinct identities and each row's, where the workers share the work;
@@ -344,16 +353,16 @@ def _cast(table: pa.Table, schema: pa.Schema) -> pa.Table:
         return table
     have = {f.name: (i, f.type) for i, f in enumerate(table.schema)}  # a table's names and types are built at each ask
     columns = []
-    for field in schema:
-        at, kind = have.get(field.name, (None, None))
+    for wanted in schema:
+        at, kind = have.get(wanted.name, (None, None))
         if at is None:
-            columns.append(pa.nulls(table.num_rows, field.type))
+            columns.append(pa.nulls(table.num_rows, wanted.type))
             continue
         column = table.column(at)
-        if kind != field.type:
-            if pa.types.is_dictionary(field.type):
+        if kind != wanted.type:
+            if pa.types.is_dictionary(wanted.type):
                 column = pc.dictionary_encode(column.cast(pa.string()))
             else:
-                column = column.cast(field.type)
+                column = column.cast(wanted.type)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)

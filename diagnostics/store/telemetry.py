@@ -318,7 +318,7 @@ class TelemetryStore:
         if end_ns is not None and names != []:
             parts = self._catalog.parts("link_samples", names, start_ns, end_ns)
             links, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
-                                      skip=PROVENANCE, exact=exact)
+                                      skip=PROVENANCE, exact=exact, partial=True)
             since = start_ns
             if steps is not None and start_ns is not None:
                 since = min(start_ns, end_ns - int(steps.total_seconds() * 1e9))

@@ -1,11 +1,13 @@
-"""An input that stops short (a scrape cut inside a line) holds what it holds: the links it does not reach are not
-missing links, through the files and through the store, until a whole input of the node is read."""
+"""What is not there is unknown, not down: an input that stops short (a scrape cut inside a line) holds what it holds,
+the links it does not reach are not missing links, through the files and through the store, until a whole input of
+the node is read; a store part damaged after it was written leaves its node unjudged and the rest answered."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.analysis.diagnosis import NO_LINKS_ACTION
+from diagnostics.service import Request, StoreSource, diagnose, files_source, sweep
 from diagnostics.store import open_store
 
 NODE = "hpc-gpu-node-07"
@@ -60,3 +62,19 @@ def test_the_store_answers_a_cut_scrape_as_the_file_does_until_a_whole_one_is_re
     again = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
     assert not any("stops short" in w for w in again.warnings)
     assert again.fault_detected and any("no series for link 6" in str(f.crossed) for f in again.findings)
+
+
+def test_a_damaged_part_leaves_its_node_unjudged_and_the_fleet_answered(tmp_path: Path) -> None:
+    """One node's part cut after it was written: the sweep answers the other nodes and says the view is incomplete,
+    naming the part; the node's own answer says its health is unknown and why, never healthy."""
+    store = open_store(tmp_path / "store")
+    other = scrape().replace(NODE, "hpc-gpu-node-08")
+    store.ingest([*inputs(tmp_path / "a", scrape()), *inputs(tmp_path / "b", other)[:1]])
+    part = next((tmp_path / "store" / "link_samples").glob(f"node={NODE}/*/*.parquet"))
+    part.write_bytes(part.read_bytes()[:1000])
+    result = sweep(StoreSource(tmp_path / "store"), Request())
+    assert not result.complete and str(part) in " ".join(result.incomplete_reasons)
+    assert set(result.swept) == {NODE, "hpc-gpu-node-08"} and NODE not in result.silent
+    got = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
+    assert got.warnings[0].startswith(f"{NODE}'s link readings could not be read: {part}")
+    assert got.repair_action == NO_LINKS_ACTION and not got.fault_detected

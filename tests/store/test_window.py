@@ -241,18 +241,22 @@ def test_step_samples_of_the_jobs_on_the_nodes_within_the_span(tmp_path: Path) -
 
 @pytest.mark.parametrize("damage", ["cut", "garbled", "deleted"])
 def test_a_damaged_part_is_named_in_the_error(store: TelemetryStore, damage: str) -> None:
-    """A part cut short, overwritten or deleted after the catalog listed it: the read's error names that file and
-    what became of it, never a bare Arrow message, and a read of other nodes is not disturbed."""
+    """A part cut short, overwritten or deleted after the catalog listed it: a window leaves its node out and says
+    why, naming that file and what became of it (never a bare Arrow message), and reads the other nodes; a read of
+    the node's own samples fails with the same words."""
     part = next(p for p in (store.root / "link_samples").rglob("*.parquet") if "node=n1" in str(p))
     data = part.read_bytes()
     if damage == "deleted":
         part.unlink()
     else:
         part.write_bytes(data[: len(data) // 2] if damage == "cut" else data[:4] + bytes(len(data) - 8) + data[-4:])
-    with pytest.raises(InputError) as caught:
-        store.window(end=None, span=timedelta(hours=30), nodes=None)
-    said = str(caught.value)
+    got = store.read_window(end=None, span=timedelta(hours=30), nodes=None)
+    said = got.stats.unreadable["n1"]
     assert str(part) in said
     assert ("is missing: it was deleted" in said and "Errno" not in said) if damage == "deleted" else \
         "cannot be read" in said
-    assert set(store.window(end=None, span=timedelta(hours=30), nodes=["n0"])["link_samples"]["node_id"]) == {"n0"}
+    assert set(got.tables["link_samples"]["node_id"].astype(str)) == {"n0", "n2"}
+    assert set(got.stats.unreadable) == {"n1"}
+    with pytest.raises(InputError) as caught:
+        store.link_samples("n1")
+    assert str(caught.value) == said
