@@ -178,9 +178,9 @@ class Collector:
         self.rows.setdefault(table, []).append(row)
         return row
 
-    def warn(self, number: int | None, message: str) -> None:
+    def warn(self, number: int | None, message: str, *, cut: bool = False) -> None:
         self.flush()
-        self.warnings.append(IngestWarning(self.source.name, number, message))
+        self.warnings.append(IngestWarning(self.source.name, number, message, cut=cut))
 
     def note(self, warning: IngestWarning) -> None:
         """A warning already made (by `Source.read_lines`), in its place among this reader's."""
@@ -268,6 +268,6 @@ def skip_shell(line: Line, out: Collector) -> bool:
         return True
     if line.kind == "elision":
         out.warn(line.number, f"{line.text.strip()!r}: the output is cut off or elided here; what it stands for "
-                              "is not read")
+                              "is not read", cut=True)
         return True
     return out.take_time(line)

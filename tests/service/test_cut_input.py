@@ -4,11 +4,13 @@ the node is read; a store part damaged after it was written leaves its node unju
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from diagnostics.analysis.diagnosis import NO_LINKS_ACTION
 from diagnostics.service import Request, StoreSource, diagnose, files_source, sweep
 from diagnostics.store import open_store
+from tests.conftest import FIXTURES
 
 NODE = "hpc-gpu-node-07"
 T0 = 1_789_631_100_000  # ms
@@ -78,3 +80,17 @@ def test_a_damaged_part_leaves_its_node_unjudged_and_the_fleet_answered(tmp_path
     got = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
     assert got.warnings[0].startswith(f"{NODE}'s link readings could not be read: {part}")
     assert got.repair_action == NO_LINKS_ACTION and not got.fault_detected
+
+
+def test_an_elided_paste_read_twice_is_judged_on_the_links_it_shows(tmp_path: Path) -> None:
+    """A real `nvidia-smi nvlink -e` paste whose author elided links with `[...]`, read twice a quarter of an hour
+    apart: its rates are judged, and the links the elisions stand for are not missing (a lone reading was already
+    spared; two readings of the same paste were an urgent 'GPU 0 reports 3 of its 18 NVLinks')."""
+    paste = FIXTURES / "real" / "nvlink_e_h100_1.txt"
+    store = open_store(tmp_path / "store")
+    for minute in (0, 15):
+        at = datetime(2026, 12, 1, 10, minute, tzinfo=UTC)
+        assert store.ingest([paste], node_id="n1", at=at).files[0].status == "ingested"
+    got = diagnose(StoreSource(tmp_path / "store"), Request(node="n1")).diagnosis
+    assert not any("NVLinks: no series" in str(f.crossed) for f in got.findings)
+    assert not got.fault_detected and any("elided" in w for w in got.warnings)
