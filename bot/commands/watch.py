@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from diagnostics import InputError
 from diagnostics.config import load_watch
@@ -22,17 +23,20 @@ def cmd_watch(args: argparse.Namespace) -> int:
     held = source.nodes()
     for node in args.node:
         known("node", node, held, where=source.name, field="--node")
+    unreadable: dict[str, str] = {}
     watches = watch(source, nodes=args.node or None, policy=policy, thresholds=thresholds_from(args),
-                    end=parse_time(args.at, field="--at") if args.at else None)
+                    end=parse_time(args.at, field="--at") if args.at else None, unreadable=unreadable)
     if args.json:
         print(json.dumps([{**w.model_dump(mode="json"), "component": w.component} for w in watches], indent=2))
-        return 0
-    if not watches:
-        print(f"nothing climbing toward a failing threshold within {policy.horizon_hours:g} h "
-              f"(last {policy.lookback_hours:g} h of readings)")
-    for w in watches:
-        print(f"watch  {w.node_id}  {w.summary}")
-    return 0
+    else:
+        if not watches:
+            print(f"nothing climbing toward a failing threshold within {policy.horizon_hours:g} h "
+                  f"(last {policy.lookback_hours:g} h of readings)" + (" among the nodes read" if unreadable else ""))
+        for w in watches:
+            print(f"watch  {w.node_id}  {w.summary}")
+    for node, why in sorted(unreadable.items()):  # the list is not the fleet's: said, and the exit code says it
+        print(f"fabricbot: watch list INCOMPLETE: {node} not judged: {why}", file=sys.stderr)
+    return 3 if unreadable else 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

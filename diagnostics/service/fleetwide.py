@@ -125,10 +125,11 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
 
 
 def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime | None = None,
-          policy: WatchPolicy | None = None, thresholds: Thresholds | None = None, chunk: int = 64) -> list[Watch]:
+          policy: WatchPolicy | None = None, thresholds: Thresholds | None = None, chunk: int = 64,
+          unreadable: dict[str, str] | None = None) -> list[Watch]:
     """The links climbing toward a failing threshold over the policy's lookback (of `nodes`, default all), read
     `chunk` nodes at a time so memory follows the chunk, not the fleet (a 72 h lookback holds three days of every
-    link)."""
+    link). `unreadable` is given each node whose stored readings could not be read (left out of the list), and why."""
     policy = policy or load_watch()
     held = source.nodes()
     names = held if not nodes else [known("node", n, held, where=source.name) for n in nodes]
@@ -139,6 +140,8 @@ def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime
     for i in range(0, len(names), chunk):
         got = source.read(nodes=names[i:i + chunk], end=end, span=policy.lookback)
         found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds)
+        if unreadable is not None:
+            unreadable.update(got.unreadable)
     return sorted(found, key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
 
 

@@ -42,3 +42,16 @@ def test_a_node_the_store_lacks_or_no_store_is_said(tmp_path: Path, cli: Cli) ->
     assert code == 2 and "node-99" in err and "--node" in err
     code, _, err = cli("watch")
     assert code == 2 and "--store" in err
+
+
+def test_a_node_whose_part_cannot_be_read_makes_the_list_incomplete(tmp_path: Path, cli: Cli) -> None:
+    """The climbing link of the node that can be read is still listed; the other node's damaged part is named and
+    the exit code says the list is not the fleet's, as `sweep` does."""
+    store = _store(tmp_path)
+    part = next(store.glob("link_samples/node=node-8/*/*.parquet"))
+    part.write_bytes(part.read_bytes()[:500])
+    code, out, err = cli("watch", "--store", str(store))
+    assert code == 3 and out.startswith("watch  node-7  GPU 3 NVLink 7")
+    assert "watch list INCOMPLETE: node-8 not judged" in err and str(part) in err
+    code, out, _ = cli("watch", "--store", str(store), "--node", "node-8", "--json")
+    assert code == 3 and json.loads(out) == []
