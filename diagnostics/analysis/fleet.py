@@ -33,19 +33,12 @@ from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
+from .absence import missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
 from .ends import EndView, nvlink_ends, pcie_end, pcie_ends, undated_notes
-from .events import (
-    event_findings,
-    missing_gpus,
-    missing_links,
-    node_view,
-    replays_before_silence,
-    silent_pcie_rows,
-    software_finding,
-)
+from .events import event_findings, software_finding
 from .evidence import step_evidence
 from .findings import finding_of
 from .jobs import History, explain_jobs
