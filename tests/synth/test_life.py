@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from bot.cli import main
-from diagnostics.analysis import events as event_rules
-from diagnostics.analysis import trends
+from diagnostics.analysis import absence, trends
 from diagnostics.config.watch import load_watch
 from diagnostics.synth import life_eval
 from diagnostics.synth.evaluate import EvalReport
@@ -94,7 +93,7 @@ def test_the_lines_are_the_ones_the_checks_read(report: LifeReport) -> None:
 def test_reboots_without_restart_recognition_are_ticketed(
         life: tuple[dict[str, pd.DataFrame], dict[str, str], dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     """The check can fail: with no restart recognised, the links down after each restart page."""
-    monkeypatch.setattr(event_rules, "RESTART_SHARE", 1.01)
+    monkeypatch.setattr(absence, "RESTART_SHARE", 1.01)
     got = score_life(*_only(life, "planned_reboot", "driver_reload"))
     assert got.restarts_ticketed and not got.ok
 
