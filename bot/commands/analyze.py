@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from diagnostics import Diagnosis, InputError, Thresholds, headline_name
 from diagnostics import format as fmt
+from diagnostics.config import platform_name
 from diagnostics.ingest import Case, Source, detect, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, named
 
@@ -207,7 +208,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze.add_argument("--window", type=window_type,
                          help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")
     analyze.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
-    analyze.add_argument("--platform", help="the node's platform (else from nodes.csv among the inputs)")
+    analyze.add_argument("--platform", type=platform_name,
+                         help="the node's platform (else from nodes.csv among the inputs)")
     analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job); "
                                        "alone, the job explained over its nodes, answered as the node to blame")
     analyze.add_argument("--format", help="force a reader for the files instead of detecting it (as `ingest "

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from diagnostics import InputError
-from diagnostics.config import load_thresholds
+from diagnostics.config import load_thresholds, platform_name
 from diagnostics.render import (
     Drawable,
     drawable_of,
@@ -131,7 +131,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render.add_argument("-o", "--output", metavar="FILE", help="where to write the picture (default NODE.png)")
     render.add_argument("--format", choices=FORMATS, help="picture format (default: from -o, else png)")
     render.add_argument("--store", metavar="DIR", help="telemetry store folder (default $FABRICBOT_STORE)")
-    render.add_argument("--platform", help="draw with this platform's template instead of detecting it")
+    render.add_argument("--platform", type=platform_name,
+                        help="draw with this platform's template instead of detecting it")
     render.add_argument("--case", type=int, metavar="N", help="which snapshot of a list to draw (from 1)")
     render.add_argument("--node", metavar="ID", help="node id for a bare topology file")
     render.add_argument("--window", metavar="TEXT", help="the time window to name in the title")

@@ -11,6 +11,7 @@ from typing import Any
 from bot.audit import AuditLog
 from bot.commands.analyze import _read_text, snapshot_text, telemetry_not_snapshot
 from diagnostics import Diagnosis, InputError
+from diagnostics.config import platform_name
 from diagnostics.ingest import read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
 from diagnostics.tickets import (
@@ -155,7 +156,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--store", metavar="DIR", help=f"telemetry store: where NODE is read from, model calls are "
                                                   f"recorded and the GPU's earlier tickets are found (default "
                                                   f"${ENV_STORE})")
-    p.add_argument("--platform", help="the node's platform (e.g. hgx-h100-8gpu) when the input does not say")
+    p.add_argument("--platform", type=platform_name,
+                   help="the node's platform (e.g. hgx-h100-8gpu) when the input does not say")
     p.add_argument("--window", type=window_type,
                    help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")
     p.add_argument("--inventory", metavar="FILE", help="inventory file (slots, serials, UUIDs, versions)")

@@ -3,7 +3,7 @@ SXid catalogs."""
 
 from .alerts import AlertPolicy, load_alerts
 from .catalogs import load_sxid_catalog, load_xid_catalog
-from .platforms import all_platforms, platform_for_model
+from .platforms import all_platforms, platform_for_model, platform_name
 from .racks import all_racks
 from .thresholds import Rule, Thresholds, load_thresholds
 from .verification import VerificationPolicy, load_verification
@@ -24,4 +24,5 @@ __all__ = [
     "load_watch",
     "load_xid_catalog",
     "platform_for_model",
+    "platform_name",
 ]

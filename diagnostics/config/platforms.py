@@ -43,6 +43,13 @@ def all_platforms() -> dict[str, dict[str, Any]]:
     return _load_all(tuple(platform_dirs()))
 
 
+def platform_name(text: str) -> str:
+    """A platform as a person types it (`DGX-A100-8GPU` in a spreadsheet's nodes.csv): the known platform it names,
+    matched without case or the spaces around it; the text itself when it names none (refused where it is used)."""
+    wanted = text.strip().lower()
+    return next((name for name in all_platforms() if name.lower() == wanted), text.strip())
+
+
 def platform_data(name: str) -> dict[str, Any]:
     platforms = all_platforms()
     if name not in platforms:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..config.platforms import all_platforms
+from ..config.platforms import all_platforms, platform_name
 from ..errors import InputError
 from ..ingest.base import Source
 from ..topology.inventory import _ALIASES, load_inventory
@@ -125,8 +125,8 @@ def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
     rows = []
     for name in sorted(set(platforms) | {n for n in inventory.nodes if n}):
         node = inventory.node(name)
-        platform = platforms.get(name) or None
-        if platform is not None and str(platform) not in known:
+        platform = platform_name(str(platforms[name])) if platforms.get(name) else None
+        if platform is not None and platform not in known:
             raise InputError(f"unknown platform {platform!r} for node {name} (known: {', '.join(sorted(known))})",
                              source=str(path), value=str(platform))
         rows.append({"node_id": name, "platform": platform, "node_serial": node.node_serial,

@@ -11,6 +11,7 @@ import pytest
 from bot.cli import main
 from diagnostics.store import open_store
 from tests.bot.commands.conftest import Cli
+from tests.conftest import FIXTURES
 
 REAL = Path(__file__).resolve().parents[3] / "fixtures" / "real"
 
@@ -119,6 +120,24 @@ def test_a_hand_edited_nodes_file_is_read_with_its_spaces_and_a_row_naming_no_no
     code, out, err = cli("ingest", str(nodes), "--store", str(tmp_path / "s2"))
     assert code != 0 and f"{nodes}: refused (line 3: this row names no node" in out and "',dgx-a100-8gpu'" in out
 
+
+
+def test_a_platform_typed_in_capitals_names_the_known_platform(cli: Cli, tmp_path: Path) -> None:
+    """`DGX-A100-8GPU` (a spreadsheet's capitals) in a nodes file or `--platform` is the platform dgx-a100-8gpu, as
+    every door then names it; a name no platform has is still refused with the known ones."""
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("node_id,platform\nn1,DGX-A100-8GPU\nn2, Hgx-H100-8gpu \n")
+    code, out, err = cli("ingest", str(nodes), "--store", str(tmp_path / "s"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["platforms"] == {"n1": "dgx-a100-8gpu", "n2": "hgx-h100-8gpu"}
+    paste = FIXTURES / "real" / "nvlink_e_h100_1.txt"
+    code, out, err = cli("analyze", str(paste), "--node", "n1", "--platform", "HGX-H100-8GPU", "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert (answer[0] if isinstance(answer, list) else answer)["platform"] == "hgx-h100-8gpu"
+    nodes.write_text("node_id,platform\nn1,DGX-A900-8GPU\n")
+    code, out, _ = cli("ingest", str(nodes), "--store", str(tmp_path / "s2"))
+    assert code != 0 and "DGX-A900-8GPU" in out and "known:" in out
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_refused_file_leaves_the_good_one_stored_and_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
