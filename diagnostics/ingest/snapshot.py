@@ -114,8 +114,8 @@ _PCIE_COUNTS = {"replay_count": "replay"}
 # A node record's `reading`: its link readings list only the links a person chose, so a link or GPU they leave out
 # is not missing (kept with the node, so the store's answer is the file's).
 LISTED = "snapshot"
-# ... or: its input stops short (a file cut inside a line), so a link or GPU it does not reach is not missing either;
-# the links it holds are the tool's own, not a person's choice
+# ... or: its newest input stops short (a file cut inside a line, a paste its author elided with `[...]`), so a link
+# or GPU it does not reach is not missing either; the links it holds are the tool's own, not a person's choice
 CUT_SHORT = "cut short"
 
 

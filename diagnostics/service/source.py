@@ -17,7 +17,6 @@ import pandas as pd
 
 from ..analysis.jobs import History
 from ..errors import InputError
-from ..ingest.snapshot import LISTED
 from ..model import RackSlot
 from ..names import resolve_name
 from ..store.database import connect
@@ -43,9 +42,9 @@ class Window:
     unreadable: dict[str, str] = field(default_factory=dict)  # node -> why its stored readings could not be read
 
 
-def listed_nodes(records: pd.DataFrame | None, reading: str = LISTED) -> set[str]:
-    """The nodes whose records say their readings list only the links a person chose (a snapshot's), or, given
-    `reading=CUT_SHORT`, that their input stops short."""
+def marked_nodes(records: pd.DataFrame | None, reading: str) -> set[str]:
+    """The nodes whose records carry this mark of how they were read: LISTED, their readings list only the links a
+    person chose (a snapshot's); CUT_SHORT, their newest input stops short."""
     if records is None or not len(records) or "reading" not in records.columns:
         return set()
     return {str(n) for n, r in zip(records["node_id"], records["reading"], strict=True) if r == reading}

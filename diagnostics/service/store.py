@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.jobs import LinkChoice
-from ..ingest.snapshot import CUT_SHORT
+from ..ingest.snapshot import CUT_SHORT, LISTED
 from ..model import RackSlot
 from ..store.maintenance import MaintenanceLog
 from ..store.telemetry import TelemetryStore, open_store
-from .source import Window, listed_nodes
+from .source import Window, marked_nodes
 
 
 class StoreSource:
@@ -78,8 +78,8 @@ class StoreSource:
                     got = store.read_window(end=newest, span=span, nodes=nodes, peers=peers, steps=steps)
         return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
                       undated=got.undated, maintenance=got.maintenance, history=self.history,
-                      listed=listed_nodes(got.tables.get("nodes")),
-                      cut=listed_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=got.stats.unreadable)
+                      listed=marked_nodes(got.tables.get("nodes"), LISTED),
+                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=got.stats.unreadable)
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *,
                 links: LinkChoice | None = None) -> pd.DataFrame:

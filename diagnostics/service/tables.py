@@ -16,14 +16,14 @@ import pandas as pd
 from ..analysis.jobs import LinkChoice
 from ..errors import InputError
 from ..ingest.nmxt import placed_links
-from ..ingest.snapshot import CUT_SHORT, read_cases, snapshot_record, snapshot_tables
+from ..ingest.snapshot import CUT_SHORT, LISTED, read_cases, snapshot_record, snapshot_tables
 from ..model import RackSlot, Snapshot
 from ..store.load import load_tables
 from ..store.maintenance import Maintenance, MaintenanceLog
 from ..store.telemetry import rack_slots
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, job_nodes, nodes_named
 from ..times import ns, utc_datetime, utc_ns
-from .source import Unstored, Window, listed_nodes
+from .source import Unstored, Window, marked_nodes
 
 NO_TIME = np.iinfo(np.int64).min
 
@@ -62,8 +62,8 @@ class TableSource(Unstored):
                        for v in self._steps["node_ids"].astype("string").fillna("")] if len(self._steps) else []
         self._other = {name: _by_node(tables[name]) if name in tables and tables[name] is not None else {}
                        for name in ("events", "gpus", "topology", "nodes")}
-        self._listed = listed_nodes(records)
-        self._cut = listed_nodes(records, CUT_SHORT)
+        self._listed = marked_nodes(records, LISTED)
+        self._cut = marked_nodes(records, CUT_SHORT)
         named = nodes_named({**self.tables, "link_samples": links})  # every node any table names, as a store notes
         self._nodes = sorted(set(named) | set(self._platforms) | set(self._racks))
         self._log = maintenance

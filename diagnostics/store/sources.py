@@ -205,12 +205,15 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
                        nodes=cut_short(nodes, cut) if cut else nodes, content=content)
 
 
-def cut_nodes(result: IngestResult | None) -> list[str]:
-    """The nodes whose link readings come from an input that stops short (a reader said so), none otherwise."""
-    if result is None or not any(w.cut for w in result.warnings):
-        return []
+def link_nodes(result: IngestResult) -> list[str]:
+    """The nodes whose link readings the input holds."""
     links = result["link_samples"]
     return sorted({str(n) for n in links["node_id"].dropna().unique()}) if "node_id" in links.columns else []
+
+
+def cut_nodes(result: IngestResult | None) -> list[str]:
+    """The nodes whose link readings come from an input that stops short (a reader said so), none otherwise."""
+    return link_nodes(result) if result is not None and any(w.cut for w in result.warnings) else []
 
 
 def cut_short(records: pd.DataFrame | None, nodes: list[str]) -> pd.DataFrame:

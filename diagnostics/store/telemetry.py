@@ -41,7 +41,7 @@ from .columns import frame_of
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, Selection, read_parts, write_part
-from .sources import At, FileOutcome, IngestReport, cut_nodes, read_sources
+from .sources import At, FileOutcome, IngestReport, cut_nodes, link_nodes, read_sources
 
 DB_NAME = "fabricbot.db"
 LINK_KEYS = ("node_id", "gpu", "link_type", "link", "lane")
@@ -204,8 +204,7 @@ class TelemetryStore:
 
     def _read_whole(self, result: IngestResult) -> None:
         """A whole input's nodes no longer have their newest readings from one cut short (`sources.cut_short`)."""
-        links = result["link_samples"]
-        names = sorted({str(n) for n in links["node_id"].dropna().unique()}) if "node_id" in links.columns else []
+        names = link_nodes(result)
         if names and "reading" in self._table("nodes").columns_dict:
             marks = ", ".join("?" * len(names))
             self._db.execute(f"update nodes set reading = null where reading = ? and node_id in ({marks})",
