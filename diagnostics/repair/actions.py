@@ -54,7 +54,7 @@ def place_facts(rack: RackPlace | None, job_id: str | None) -> dict[str, Any]:
 def localization_action(loc: Localization, *, platform: str | None, node_id: str | None,
                         rack: RackPlace | None = None, job_id: str | None = None, stated_pair: bool = False) -> str:
     """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
-    facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component,
+    facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component, bus=loc.ref.bus,
                       stated_pair=stated_pair, **loc.model_dump(include=set(ComponentFacts.model_fields)),
                       **place_facts(rack, job_id))
     return repair_plan(platform, fault_of(loc), facts).action
