@@ -100,12 +100,14 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         if links is not None and len(links):
             reporting |= {str(n) for n in links["node_id"].dropna().unique()}  # categories: fast
     unreadable = {n: why for got in answered.windows for n, why in got.unreadable.items()}
-    if unreadable:
-        result.complete = False
-        result.incomplete_reasons.append(
-            f"{len(unreadable)} node(s) whose stored readings could not be read, so not judged: "
-            + "; ".join(f"{n} ({why})" for n, why in sorted(unreadable.items())[:3])
-            + (" ..." if len(unreadable) > 3 else ""))
+    for nodes, what in (({n for n in unreadable if n not in reporting}, "whose stored readings could not be read, "
+                         "so not judged"),
+                        (reporting & set(unreadable), "judged on their window, but a stored part of a slowed job's "
+                         "history could not be read, so its slowdown is not scored on their links")):
+        if nodes:
+            result.complete = False
+            result.incomplete_reasons.append(f"{len(nodes)} node(s) {what}: " + "; ".join(
+                f"{n} ({unreadable[n]})" for n in sorted(nodes)[:3]) + (" ..." if len(nodes) > 3 else ""))
     quiet = [n for n in sorted(set(source.nodes()) - reporting)
              if n not in result.diagnoses and n not in unreadable]  # events only: not silent
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
