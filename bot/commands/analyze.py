@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from diagnostics import Diagnosis, InputError, Thresholds, headline_name
 from diagnostics import format as fmt
 from diagnostics.config import platform_name
-from diagnostics.ingest import Case, Source, detect, read_cases, with_platform
+from diagnostics.ingest import STDIN, Case, Source, decoded, detect, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, named
 
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
@@ -20,20 +20,17 @@ from .output import print_json
 DEGRADATION_TOLERANCE = 0.1
 
 
-def _read_text(path: str) -> tuple[str, str]:
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
+def _read_text(item: str | Source) -> tuple[str, str]:
+    if isinstance(item, Source) and item.text is not None:
+        return item.text, item.name
+    path = item.name if isinstance(item, Source) else item
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError("file not found", source=path) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=path) from None
-    try:
-        return raw.decode("utf-8"), path
-    except UnicodeDecodeError as exc:
-        said = detect.not_utf8(raw) if raw.startswith(detect.UTF16_BOMS) else f"not UTF-8 text (byte {exc.start})"
-        raise InputError(said, source=path) from None
+    return decoded(raw, path), path
 
 
 def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:
@@ -102,28 +99,28 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     return 0
 
 
-def _telemetry(path: str) -> bool:
-    """Whether a file that is no snapshot JSON is telemetry another reader takes (a kernel log starts with `[`)."""
+def _telemetry(item: str | Source) -> bool:
+    """Whether an input that is no snapshot JSON is telemetry another reader takes (a kernel log starts with `[`)."""
     try:
-        return detect.choose(Source.from_path(path)).name != "snapshot"
+        return detect.choose(item if isinstance(item, Source) else Source.from_path(item)).name != "snapshot"
     except InputError:
         return False
 
 
-def snapshot_text(path: str) -> tuple[str, str] | None:
-    """A file's text and name, or None when it is no text but telemetry a reader takes (a Parquet table)."""
+def snapshot_text(item: str | Source) -> tuple[str, str] | None:
+    """An input's text and name, or None when it is no text but telemetry a reader takes (a Parquet table)."""
     try:
-        return _read_text(path)
+        return _read_text(item)
     except InputError:
-        if path != "-" and _telemetry(path):
+        if _telemetry(item):
             return None
         raise
 
 
-def telemetry_not_snapshot(path: str) -> bool:
-    """Whether a file whose text is no snapshot is telemetry another reader takes (a kernel log starts with `[`, as
-    JSON does)."""
-    return path != "-" and _telemetry(path)
+def telemetry_not_snapshot(item: str | Source) -> bool:
+    """Whether an input whose text is no snapshot is telemetry another reader takes (a kernel log starts with `[`,
+    as JSON does)."""
+    return _telemetry(item)
 
 
 def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
@@ -146,6 +143,7 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
+    args.inputs = [open_input(i) if i == STDIN else i for i in args.inputs]  # read once, sniffed like a file
     if args.rack:
         return rack(args, thresholds)
     if args.store or args.node or args.job or (args.format and args.format != "snapshot"):
@@ -200,8 +198,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots or counter histories")
     analyze.add_argument("inputs", nargs="*", metavar="FILE",
-                         help="snapshot JSON (one object, a list, or seed cases; '-' reads stdin), or with --node: "
-                              "files/folders of telemetry in any ingestable format")
+                         help="snapshot JSON (one object, a list, or seed cases), or telemetry in any ingestable "
+                              "format (files, folders; '-' reads stdin and detects its format as a file's)")
     analyze.add_argument("--store", metavar="DIR", help="read the node's history from this telemetry store")
     analyze.add_argument("--node", help="the node whose history to analyze")
     analyze.add_argument("--rack", help="with --store: the rack (of a rack inventory) to analyze as one")

@@ -12,7 +12,7 @@ from bot.audit import AuditLog
 from bot.commands.analyze import _read_text, snapshot_text, telemetry_not_snapshot
 from diagnostics import Diagnosis, InputError
 from diagnostics.config import platform_name
-from diagnostics.ingest import read_cases, with_platform
+from diagnostics.ingest import STDIN, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
 from diagnostics.tickets import (
     ClaudeDrafter,
@@ -55,31 +55,32 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
 
 
 def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnosis, NodeGraph | None]]:
-    if target != "-" and not Path(target).exists():
+    if target != STDIN and not Path(target).exists():
         folder = _store_folder(args)
         if folder is None:
             raise InputError("no such file; to read a node by name give --store DIR (or set FABRICBOT_STORE)",
                              source=target)
         return [_answered(target, StoreSource(folder), target, args)]
     forced = args.format if args.format != "snapshot" else None
+    given = open_input(target) if target == STDIN else target  # read once, sniffed like a file
 
     def telemetry() -> list[tuple[str, Diagnosis, NodeGraph | None]]:
         # a paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file, read as `ingest`
         # reads it (or as --format says), and the node it names (or --node) asked about
-        files, node, warnings = files_source([target], node=args.node, fmt=forced)
+        files, node, warnings = files_source([given], node=args.node, fmt=forced)
         return [_answered(node, files, node, args, warnings)]
 
     detect = args.format is None  # `--format snapshot` reads a snapshot or says why it is none
-    read = None if forced and target != "-" else snapshot_text(target) if detect else _read_text(target)
+    read = None if forced else snapshot_text(given) if detect else _read_text(given)
     if read is None:
         return telemetry()
     text, source = read
-    if detect and target != "-" and not text.lstrip().startswith(("{", "[")):
+    if detect and not text.lstrip().startswith(("{", "[")):
         return telemetry()
     try:
         cases = read_cases(text, source)
     except InputError:
-        if detect and telemetry_not_snapshot(target):
+        if detect and telemetry_not_snapshot(given):
             return telemetry()
         raise
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []

@@ -2,18 +2,21 @@
 
 from . import detect
 from .alertmanager import NodeAlert, node_alerts
-from .base import IngestResult, IngestWarning, Reader, Source
+from .base import STDIN, IngestResult, IngestWarning, Reader, Source, decoded, open_input
 from .snapshot import Case, read_cases, with_platform
 
 __all__ = [
+    "STDIN",
     "Case",
     "IngestResult",
     "IngestWarning",
     "NodeAlert",
     "Reader",
     "Source",
+    "decoded",
     "detect",
     "node_alerts",
+    "open_input",
     "read_cases",
     "with_platform",
 ]

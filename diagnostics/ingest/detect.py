@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .base import IngestResult, Reader, Source, damaged_lines
+from .base import IngestResult, Reader, Source, damaged_lines, not_utf8
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
 _READER_MODULES: tuple[str, ...] = (
@@ -38,17 +38,6 @@ def readers() -> dict[str, Reader]:
             _CACHE[reader.name] = reader
     return _CACHE
 
-
-UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
-def not_utf8(head: bytes) -> str:
-    """Why bytes that are no UTF-8 text are refused: UTF-16 text (Windows PowerShell's `>` writes it) is named as
-    such, with the way to convert it; anything else is binary."""
-    if head.startswith(UTF16_BOMS):
-        return ("UTF-16 text (as Windows PowerShell's `>` writes it), not UTF-8: save it as UTF-8 (`iconv -f UTF-16 "
-                "-t UTF-8`, or PowerShell's `Out-File -Encoding utf8`) and read that")
-    return "binary data, not a telemetry file this tool reads"
 
 
 def _looks_binary(head: bytes) -> bool:
