@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
 from diagnostics import Diagnosis, InputError, Thresholds, headline_name
 from diagnostics import format as fmt
 from diagnostics.config import platform_name
-from diagnostics.ingest import STDIN, Case, Source, decoded, detect, open_input, read_cases, with_platform
+from diagnostics.ingest import STDIN, Case, detect, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, named
 
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
@@ -18,19 +17,6 @@ from .analyze_history import diagnose_history
 from .output import print_json
 
 DEGRADATION_TOLERANCE = 0.1
-
-
-def _read_text(item: str | Source) -> tuple[str, str]:
-    if isinstance(item, Source) and item.text is not None:
-        return item.text, item.name
-    path = item.name if isinstance(item, Source) else item
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", source=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
-    return decoded(raw, path), path
 
 
 def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:
@@ -99,30 +85,6 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     return 0
 
 
-def _telemetry(item: str | Source) -> bool:
-    """Whether an input that is no snapshot JSON is telemetry another reader takes (a kernel log starts with `[`)."""
-    try:
-        return detect.choose(item if isinstance(item, Source) else Source.from_path(item)).name != "snapshot"
-    except InputError:
-        return False
-
-
-def snapshot_text(item: str | Source) -> tuple[str, str] | None:
-    """An input's text and name, or None when it is no text but telemetry a reader takes (a Parquet table)."""
-    try:
-        return _read_text(item)
-    except InputError:
-        if _telemetry(item):
-            return None
-        raise
-
-
-def telemetry_not_snapshot(item: str | Source) -> bool:
-    """Whether an input whose text is no snapshot is telemetry another reader takes (a kernel log starts with `[`,
-    as JSON does)."""
-    return _telemetry(item)
-
-
 def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
     if not args.store:
@@ -150,14 +112,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return history(args, thresholds)
     if len(args.inputs) != 1:
         raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
-    read = snapshot_text(args.inputs[0])
+    read = detect.snapshot_text(args.inputs[0])
     if read is None:
         return history(args, thresholds)  # a Parquet table: the node it names, as a history
     text, source = read
     try:
         cases: list[Case] = read_cases(text, source)
     except InputError as exc:
-        if telemetry_not_snapshot(args.inputs[0]):
+        if detect.telemetry_not_snapshot(args.inputs[0]):
             return history(args, thresholds)  # a kernel log, a CSV: the node it names, as a history
         if text.lstrip()[:1] in ("{", "["):
             raise

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
-from bot.commands.analyze import _read_text, snapshot_text, telemetry_not_snapshot
 from diagnostics import Diagnosis, InputError
 from diagnostics.config import platform_name
-from diagnostics.ingest import STDIN, open_input, read_cases, with_platform
+from diagnostics.ingest import STDIN, detect, input_text, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
 from diagnostics.tickets import (
     ClaudeDrafter,
@@ -70,17 +69,17 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
         files, node, warnings = files_source([given], node=args.node, fmt=forced)
         return [_answered(node, files, node, args, warnings)]
 
-    detect = args.format is None  # `--format snapshot` reads a snapshot or says why it is none
-    read = None if forced else snapshot_text(given) if detect else _read_text(given)
+    sniff = args.format is None  # `--format snapshot` reads a snapshot or says why it is none
+    read = None if forced else detect.snapshot_text(given) if sniff else input_text(given)
     if read is None:
         return telemetry()
     text, source = read
-    if detect and not text.lstrip().startswith(("{", "[")):
+    if sniff and not text.lstrip().startswith(("{", "[")):
         return telemetry()
     try:
         cases = read_cases(text, source)
     except InputError:
-        if detect and telemetry_not_snapshot(given):
+        if sniff and detect.telemetry_not_snapshot(given):
             return telemetry()
         raise
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
@@ -147,8 +146,9 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ticket", help="draft the repair ticket for the isolated component (or one link)")
-    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON ('-' reads stdin), a paste of shell output or "
-                                                       "a telemetry file (as `ingest` reads it), or a node in --store")
+    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON, a paste of shell output, a telemetry file or "
+                                                       "folder (as `analyze` reads it; '-' reads stdin), or a node in "
+                                                       "--store")
     p.add_argument("--node", help="the node a paste that names none is from")
     p.add_argument("--format", help="force a reader for FILE instead of detecting it (as `ingest --format`; "
                                     "`snapshot` reads it as a snapshot)")

@@ -2,7 +2,7 @@
 
 from . import detect
 from .alertmanager import NodeAlert, node_alerts
-from .base import STDIN, IngestResult, IngestWarning, Reader, Source, decoded, open_input
+from .base import STDIN, IngestResult, IngestWarning, Reader, Source, input_text, open_input
 from .snapshot import Case, read_cases, with_platform
 
 __all__ = [
@@ -13,8 +13,8 @@ __all__ = [
     "NodeAlert",
     "Reader",
     "Source",
-    "decoded",
     "detect",
+    "input_text",
     "node_alerts",
     "open_input",
     "read_cases",

@@ -269,6 +269,22 @@ def decoded(raw: bytes, name: str) -> str:
         raise InputError(said, source=name) from None
 
 
+def input_text(item: str | Path | Source) -> tuple[str, str]:
+    """An input's whole text and its name, or why it has none (not found, unreadable, no UTF-8 text): what a
+    snapshot is parsed from."""
+    if isinstance(item, Source) and item.text is not None:
+        return item.text, item.name
+    path = item.path if isinstance(item, Source) and item.path is not None else Path(str(item))
+    name = str(item.name if isinstance(item, Source) else item)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", source=name) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    return decoded(raw, name), name
+
+
 def open_input(name: str | Path) -> Source:
     """An input as a person names it: a file, or `-`, standard input, read once into memory (a pipe cannot be read
     again, and it is sniffed for its format before it is read). Piped output ends as a file does, with a newline:
