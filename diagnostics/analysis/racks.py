@@ -172,7 +172,8 @@ def _switch_side(rack: Rack, host: str, f: Finding) -> Placed:
         return Placed(f, host, ref, switch_side=True)
     chip = int(named[1]) + 1
     new = ComponentRef.switch_chip(label, chip, ref.port)
-    lifted = f.model_copy(update={"ref": new, "switch": new.switch})
+    lifted = f.model_copy(update={"ref": new, "switch": new.switch, "switch_port": ref.port,  # read on the port
+                                  "port_source": PortSource.OBSERVED if ref.port is not None else f.port_source})
     end = rack.graph.from_port(rack.slot[host], chip, ref.port) if host in rack.slot and ref.port is not None \
         else None
     if end is None:
@@ -337,8 +338,12 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
     hold this host's failing links (outside the tray, it says so and names the rack's view)."""
     label = rack.label[host]
     switch_host = rack.kind.get(host) == "switch"
+    if switch_host:  # its ports as the rack names them, so a part has one name (and one ticket) from either door
+        tray = tray.model_copy(update={"findings": [p.finding for p in place_findings(rack, host, tray.findings)]})
+    failing = {f.component for f in tray.failing}
     mine = [loc for loc in rack_diagnosis.localizations
-            if ((loc.switch_tray == label or host in loc.hosts) if switch_host else host in loc.hosts)]
+            if ((loc.switch_tray == label or host in loc.hosts or failing & set(loc.links)) if switch_host
+                else host in loc.hosts)]
     update: dict[str, object] = {"rack": rack.place, "tray": label}
     echoed = [loc for loc in rack_diagnosis.localizations if loc not in mine and not switch_host
               and any(r.tray == label for r in loc.downstream)]
