@@ -25,6 +25,7 @@ from ..config.racks import rack_of
 from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Severity, severity_rank
 from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, outside_trays
+from ..repair import localization_plan
 from ..times import utc_ns
 from ..topology.rack import RackGraph, rack_graph
 from .correlate import JobExplanation
@@ -333,9 +334,11 @@ def _switch_hosts(rack: Rack, loc: Localization) -> list[str]:
     return [host] if host else []
 
 
-def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str) -> Diagnosis:
+def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
+              stops: Localization | None = None) -> Diagnosis:
     """A rack host's own Diagnosis with its rack's conclusions about its links: the units the rack localized that
-    hold this host's failing links (outside the tray, it says so and names the rack's view)."""
+    hold this host's failing links (outside the tray, it says so and names the rack's view); `stops`, the rack's
+    suspect whose repair stops every GPU of the rack (`rack_stopper`), is every compute tray's concern."""
     label = rack.label[host]
     switch_host = rack.kind.get(host) == "switch"
     if switch_host:  # its ports as the rack names them, so a part has one name (and one ticket) from either door
@@ -357,6 +360,13 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
                           repair_action=root.action or tray.repair_action,
                           ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
         return tray.model_copy(update=update)
+    if stops is not None and not mine and not switch_host:  # its links read clean; that repair stops them anyway
+        said = (f"its GPUs stop with rack {rack.place.rack_id}'s repair of {stops.component} (every GPU of the rack "
+                f"has links through it): drain it with the rack's plan, `/fabric rack {rack.place.rack_id}`")
+        update["warnings"] = [*tray.warnings, said]
+        if not tray.fault_detected:  # the rack's plan is its action; a fault of its own keeps its own
+            update["repair_action"] = stops.action or rack_diagnosis.repair_action
+        return tray.model_copy(update=update)
     if not mine:
         return tray.model_copy(update=update)
     whole = [loc for loc in mine if loc.ref.kind in WHOLE]
@@ -374,7 +384,8 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
     if not tray.fault_detected:  # its own end reads clean, but a link of it runs through the failing unit
         said = f"its links run through {mine[0].component}, which rack {rack.place.rack_id} finds failing " \
                f"(`/fabric rack {rack.place.rack_id}`): drain it with the rack's plan"
-        return tray.model_copy(update={**update, "warnings": [*tray.warnings, said]})
+        return tray.model_copy(update={**update, "warnings": [*tray.warnings, said],
+                                       "repair_action": mine[0].action or tray.repair_action})
     locs = rank(mine)
     top = locs[0]
     notes = list(tray.warnings)
@@ -388,6 +399,15 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
                   repair_action=top.action or tray.repair_action, warnings=notes,
                   ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
     return tray.model_copy(update=update)
+
+
+def rack_stopper(rack: Rack, rack_diagnosis: Diagnosis) -> Localization | None:
+    """The rack's first suspect whose plan stops every GPU of the rack (a switch tray's reboot, a reseat on the
+    spine): every compute tray is drained for it, whether its own links fail or not. The rack as the unit is
+    told to each tray on its own."""
+    return next((loc for loc in rack_diagnosis.localizations if loc.ref.kind not in WHOLE and localization_plan(
+        loc, platform=rack_diagnosis.platform, node_id=rack.place.rack_id, rack=rack.place,
+        job_id=rack_diagnosis.job_id).stops_rack), None)
 
 
 def _trays_of(rack: Rack, loc: Localization) -> set[str]:

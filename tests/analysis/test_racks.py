@@ -219,3 +219,25 @@ def test_a_switch_tray_host_names_its_ports_and_its_suspect_as_its_rack_does(
                 seen.add(truth["racks"][rack_id]["scenario"])
     assert {"switch_chip", "switch_tray", "cartridge"} <= seen
 
+
+def test_a_compute_tray_is_drained_with_its_rack_when_the_racks_repair_stops_every_gpu(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    """A switch tray's repair stops every GPU of the rack: a compute tray whose own links read clean answers with
+    the rack's plan, as the rack does; a suspect inside one compute tray leaves the others their own answer."""
+    fleet, truth, _ = racks
+    for scenario in ("switch_tray", "switch_chip", "cartridge"):
+        d = fleet.racks[_rack_of(truth, scenario)]
+        assert d.localization is not None and d.rack is not None
+        quiet = [h for h in d.rack.compute.values() if h not in d.localization.hosts]
+        assert quiet, scenario
+        for host in quiet:
+            tray = fleet.diagnoses[host]
+            assert not tray.fault_detected and tray.repair_action == d.repair_action, (scenario, host)
+            assert any(f"repair of {d.localization.component}" in w and "drain it with the rack's plan" in w
+                       for w in tray.warnings), tray.warnings
+    for scenario in ("one_gpu", "compute_tray"):
+        d = fleet.racks[_rack_of(truth, scenario)]
+        assert d.localization is not None and d.rack is not None
+        for host in (h for h in d.rack.compute.values() if h not in d.localization.hosts):
+            tray = fleet.diagnoses[host]
+            assert tray.repair_action != d.repair_action and not any("its GPUs stop" in w for w in tray.warnings)

@@ -239,3 +239,23 @@ def test_a_switch_tray_port_is_one_part_from_the_rack_and_from_its_switch_tray_h
         assert any(f"is already open: *{filed.id}*" in m.text for m in told), [m.text for m in told]
         assert len(c.local.tracker.tickets()) == 1
 
+
+def test_a_healthy_compute_tray_answers_with_its_racks_plan(answered: dict[str, Diagnosis],
+                                                            seen: tuple[Path, list[str]],
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A switch tray's repair stops every GPU of the rack: a compute tray whose own links read clean says so and
+    gives the rack's action, through the CLI and `/fabric`, as the rack's own answer does."""
+    store, trays = seen
+    healthy = next(n for n, d in answered.items() if d.tray is not None and n.startswith("rack-01-c")
+                   and n not in trays and not d.fault_detected)
+    at = ("--store", str(store))
+    _, out = _run(capsys, "analyze", *at, "--rack", "rack-01", "--json")
+    rack = json.loads(out)
+    _, out = _run(capsys, "analyze", *at, "--node", healthy, "--json")
+    tray = json.loads(out)
+    assert not tray["fault_detected"] and tray["repair_action"] == rack["repair_action"]
+    assert "then the rest of rack rack-01" in tray["repair_action"]
+    assert any("its GPUs stop with rack rack-01's repair of Switch tray 1" in w for w in tray["warnings"])
+    with local_bot(source=StoreNodeSource(store)) as local:
+        shown = summary_for(local, healthy).shown_blocks
+    assert "then the rest of rack rack-01" in shown and "Maintain routine monitoring" not in shown
