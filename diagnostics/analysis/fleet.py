@@ -44,7 +44,7 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
-from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
+from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rack_stopper, tray_view
 from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
@@ -234,8 +234,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         seen = view.nvlinks_seen.get(node, {})
         if node in cut and node in view.gpus_seen:
             warnings[node].append("its newest readings come from an input that stops short or leaves part out (a "
-                                  "file cut inside a line, an elided `[...]`): links and GPUs it does not reach are "
-                                  "not judged missing; read the whole output to judge them")
+                                  "file cut inside a line, an elided `[...]`, an nvidia-smi output of some GPUs): "
+                                  "links and GPUs it does not reach are not judged missing; read the whole output to "
+                                  "judge them")
         if node in view.gpus_seen and node not in listed and node not in cut:
             reporting = view.gpus_seen[node]
             if graph is not None and samples.get(node, 0) >= 2:  # a lone reading (a paste, maybe cut) proves no absence
@@ -320,9 +321,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
             thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of), events=events,
             links=links, recoveries=recoveries, split=split, restarted=set(view.restarted))
+        stops = rack_stopper(rack, result.racks[rack_id])
         for host in rack.hosts():
             if host in result.diagnoses:
-                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host)
+                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host, stops)
     result.timings["total_s"] = time.perf_counter() - started
     return result
 
