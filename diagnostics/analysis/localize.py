@@ -148,10 +148,11 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
 
 
 def _xid_link(f: Finding) -> Localization:
-    """An NVLink Xid on a GPU whose counters show nothing failing: the link its lines name, else the GPU's links."""
-    link = f.link if f.gpu is not None else None
+    """An NVLink Xid on a GPU whose counters show nothing failing: an NVLink fault of that GPU, on the link its lines
+    name, else on a link still to be found (not a GPU-wide total: those are Blackwell's DCGM counters alone)."""
+    link = f.link  # kept where the GPU is named by PCI address alone: the line still names its link
     ref = ComponentRef.nvlink(f.gpu, link) if f.gpu is not None else f.ref
-    fault = FaultKind.NVLINK if link is not None else FaultKind.NVLINK_AGGREGATE
+    fault = FaultKind.NVLINK
     read = f"`nvidia-smi nvlink -e -i {f.gpu}`" if f.gpu is not None else "`nvidia-smi nvlink -e`"
     return Localization(ref=ref, fault=fault, gpu=f.gpu, link=link, confidence=0.6, **_grade([f]),
                         evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
