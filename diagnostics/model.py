@@ -154,6 +154,8 @@ class Crossing(BaseModel):
     unit: Unit = Unit.PER_HOUR
     severity: Severity
     message: str
+    codes: dict[int, float] = Field(default_factory=dict, description="An event rule's codes (Xid or SXid), with how "
+                                                                         "many of each it counted.")
 
 
 class Finding(BaseModel):

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .components import ComponentRef, switch_label, switch_name
 from .config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE
-from .enums import ComponentKind, LinkType, Severity
+from .enums import ComponentKind, EventKind, LinkType, Severity
 from .format import Unit
 from .model import Diagnosis, Finding
 
@@ -33,6 +33,7 @@ class Offender(BaseModel):
     above: float | None = None
     detail: str = ""
     xid: int | None = None  # the Xid code, for an Xid rule
+    bus: str | None = None  # the GPU's PCI address, where the input names it by address and not by index
     unit: Unit = Unit.PER_HOUR  # of rate_per_hour and above: a rate, or a gauge rule's unit (lanes, generations)
 
     @property
@@ -42,8 +43,8 @@ class Offender(BaseModel):
     @property
     def ref(self) -> ComponentRef | None:
         """What broke the rule: a link, a GPU (an Xid), or None for the node (its GPU count)."""
-        if self.xid is not None and self.gpu is not None:
-            return ComponentRef.of_gpu(self.gpu)
+        if self.xid is not None and (self.gpu is not None or self.bus):
+            return ComponentRef.of_gpu(self.gpu, bus=self.bus)
         if self.gpu is None and self.nvswitch is None:
             return None
         if self.link_type is LinkType.PCIE:
@@ -65,7 +66,7 @@ class Offender(BaseModel):
 def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
     """Every rule a node's flagged findings break, as a sweep lists them: one offender per link and rule, and one
     per GPU for the links it lacks (as the push-down counts them)."""
-    out = []
+    out: list[Offender] = []
     short: dict[int, Offender] = {}
     for f in diagnosis.findings:
         if f.severity is Severity.OK:
@@ -76,21 +77,25 @@ def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
                                         severity=c.severity, rate_per_hour=c.rate_per_hour, above=c.above,
                                         unit=c.unit, detail=f"{c.rate_per_hour:g} links reporting of {c.above:g}")
                 continue
+            if c.counter == EventKind.XID.value and c.codes:  # one per code, as the server's `xid` label splits it
+                out.extend(_offender(diagnosis.node_id, f, c.rule, c.severity, n, c.above, c.unit, c.message, xid=x)
+                           for x, n in sorted(c.codes.items()))
+                continue
             out.append(_offender(diagnosis.node_id, f, c.rule, c.severity, c.rate_per_hour, c.above, c.unit,
                                  c.message))
     out.extend(short.values())
     return sorted(out, key=lambda o: (o.node_id, o.link_type.value, o.gpu if o.gpu is not None else -1,
-                                      o.nvswitch or "", o.link if o.link is not None else -1, o.rule))
+                                      o.nvswitch or "", o.link if o.link is not None else -1, o.rule, o.xid or -1))
 
 
 def _offender(node: str, f: Finding, rule: str, severity: Severity, value: float | None, above: float | None,
-              unit: Unit | str, detail: str) -> Offender:
+              unit: Unit | str, detail: str, xid: int | None = None) -> Offender:
     ref = f.ref
     switch = switch_label(ref.switch) if ref.kind is ComponentKind.NVSWITCH and ref.switch else None
     link = ref.port if ref.kind is ComponentKind.NVSWITCH else ref.link
     return Offender(node_id=node, link_type=f.link_type, gpu=ref.gpu, link=link, nvswitch=switch, rule=rule,
                     severity=severity, rate_per_hour=value, above=above, unit=Unit(unit or Unit.PER_HOUR),
-                    detail=detail)
+                    detail=detail, xid=xid, bus=ref.bus if xid is not None else None)
 
 
 class Timings(BaseModel):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
 from diagnostics import Diagnosis, InputError, Thresholds, headline_name
 from diagnostics import format as fmt
 from diagnostics.config import platform_name
-from diagnostics.ingest import Case, Source, detect, read_cases, with_platform
+from diagnostics.ingest import STDIN, Case, detect, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, named
 
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
@@ -18,22 +17,6 @@ from .analyze_history import diagnose_history
 from .output import print_json
 
 DEGRADATION_TOLERANCE = 0.1
-
-
-def _read_text(path: str) -> tuple[str, str]:
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", source=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
-    try:
-        return raw.decode("utf-8"), path
-    except UnicodeDecodeError as exc:
-        said = detect.not_utf8(raw) if raw.startswith(detect.UTF16_BOMS) else f"not UTF-8 text (byte {exc.start})"
-        raise InputError(said, source=path) from None
 
 
 def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:
@@ -102,30 +85,6 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     return 0
 
 
-def _telemetry(path: str) -> bool:
-    """Whether a file that is no snapshot JSON is telemetry another reader takes (a kernel log starts with `[`)."""
-    try:
-        return detect.choose(Source.from_path(path)).name != "snapshot"
-    except InputError:
-        return False
-
-
-def snapshot_text(path: str) -> tuple[str, str] | None:
-    """A file's text and name, or None when it is no text but telemetry a reader takes (a Parquet table)."""
-    try:
-        return _read_text(path)
-    except InputError:
-        if path != "-" and _telemetry(path):
-            return None
-        raise
-
-
-def telemetry_not_snapshot(path: str) -> bool:
-    """Whether a file whose text is no snapshot is telemetry another reader takes (a kernel log starts with `[`, as
-    JSON does)."""
-    return path != "-" and _telemetry(path)
-
-
 def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
     if not args.store:
@@ -146,20 +105,21 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
+    args.inputs = [open_input(i) if i == STDIN else i for i in args.inputs]  # read once, sniffed like a file
     if args.rack:
         return rack(args, thresholds)
     if args.store or args.node or args.job or (args.format and args.format != "snapshot"):
         return history(args, thresholds)
     if len(args.inputs) != 1:
         raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
-    read = snapshot_text(args.inputs[0])
+    read = detect.snapshot_text(args.inputs[0])
     if read is None:
         return history(args, thresholds)  # a Parquet table: the node it names, as a history
     text, source = read
     try:
         cases: list[Case] = read_cases(text, source)
     except InputError as exc:
-        if telemetry_not_snapshot(args.inputs[0]):
+        if detect.telemetry_not_snapshot(args.inputs[0]):
             return history(args, thresholds)  # a kernel log, a CSV: the node it names, as a history
         if text.lstrip()[:1] in ("{", "["):
             raise
@@ -200,8 +160,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots or counter histories")
     analyze.add_argument("inputs", nargs="*", metavar="FILE",
-                         help="snapshot JSON (one object, a list, or seed cases; '-' reads stdin), or with --node: "
-                              "files/folders of telemetry in any ingestable format")
+                         help="snapshot JSON (one object, a list, or seed cases), or telemetry in any ingestable "
+                              "format (files, folders; '-' reads stdin and detects its format as a file's)")
     analyze.add_argument("--store", metavar="DIR", help="read the node's history from this telemetry store")
     analyze.add_argument("--node", help="the node whose history to analyze")
     analyze.add_argument("--rack", help="with --store: the rack (of a rack inventory) to analyze as one")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from diagnostics import InputError
 from diagnostics.config import load_thresholds, platform_name
+from diagnostics.ingest import detect
 from diagnostics.render import (
     Drawable,
     describes_topology,
@@ -22,7 +23,6 @@ from diagnostics.render import (
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, files_source
 
 from ..options import window_type
-from .analyze import telemetry_not_snapshot
 
 FORMATS = ("png", "svg")
 
@@ -103,7 +103,7 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
         try:
             snapshot, warnings = snapshot_case(text, str(target), args.case, args.platform)
         except InputError:
-            if not telemetry_not_snapshot(str(target)):  # a kernel log starts with `[`, as JSON does
+            if not detect.telemetry_not_snapshot(target):  # a kernel log starts with `[`, as JSON does
                 raise
         else:
             answer = diagnose(SnapshotSource([snapshot], label=str(target)), Request(node=snapshot.node_id))

@@ -23,12 +23,13 @@ from .output import print_json
 
 def _table(result: SweepResult, out: TextIO) -> None:
     print(result.headline(), file=out)
+    wide = max([22, *(len(o.component) for o in result.offenders)])  # a GPU named by its PCI address is longer
     for o in result.offenders:
         rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}" if o.unit is fmt.Unit.PER_HOUR else \
             f"{o.rate_per_hour:g} {o.unit}"
         sign = "<" if o.rule in COUNT_RULES else ">"
         limit = "" if o.above is None else f"{sign} {o.above:g}"
-        print(f"  {o.node_id:<16} {o.component:<22} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "
+        print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "
               f"{o.detail}".rstrip(), file=out)
     for node, found in result.confirmed.items():
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"

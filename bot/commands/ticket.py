@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
-from bot.commands.analyze import _read_text, snapshot_text, telemetry_not_snapshot
 from diagnostics import Diagnosis, InputError
 from diagnostics.config import platform_name
-from diagnostics.ingest import read_cases, with_platform
+from diagnostics.ingest import STDIN, detect, input_text, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
 from diagnostics.tickets import (
     ClaudeDrafter,
@@ -55,31 +54,32 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
 
 
 def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnosis, NodeGraph | None]]:
-    if target != "-" and not Path(target).exists():
+    if target != STDIN and not Path(target).exists():
         folder = _store_folder(args)
         if folder is None:
             raise InputError("no such file; to read a node by name give --store DIR (or set FABRICBOT_STORE)",
                              source=target)
         return [_answered(target, StoreSource(folder), target, args)]
     forced = args.format if args.format != "snapshot" else None
+    given = open_input(target) if target == STDIN else target  # read once, sniffed like a file
 
     def telemetry() -> list[tuple[str, Diagnosis, NodeGraph | None]]:
         # a paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file, read as `ingest`
         # reads it (or as --format says), and the node it names (or --node) asked about
-        files, node, warnings = files_source([target], node=args.node, fmt=forced)
+        files, node, warnings = files_source([given], node=args.node, fmt=forced)
         return [_answered(node, files, node, args, warnings)]
 
-    detect = args.format is None  # `--format snapshot` reads a snapshot or says why it is none
-    read = None if forced and target != "-" else snapshot_text(target) if detect else _read_text(target)
+    sniff = args.format is None  # `--format snapshot` reads a snapshot or says why it is none
+    read = None if forced else detect.snapshot_text(given) if sniff else input_text(given)
     if read is None:
         return telemetry()
     text, source = read
-    if detect and target != "-" and not text.lstrip().startswith(("{", "[")):
+    if sniff and not text.lstrip().startswith(("{", "[")):
         return telemetry()
     try:
         cases = read_cases(text, source)
     except InputError:
-        if detect and telemetry_not_snapshot(target):
+        if sniff and detect.telemetry_not_snapshot(given):
             return telemetry()
         raise
     out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
@@ -146,8 +146,9 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ticket", help="draft the repair ticket for the isolated component (or one link)")
-    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON ('-' reads stdin), a paste of shell output or "
-                                                       "a telemetry file (as `ingest` reads it), or a node in --store")
+    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON, a paste of shell output, a telemetry file or "
+                                                       "folder (as `analyze` reads it; '-' reads stdin), or a node in "
+                                                       "--store")
     p.add_argument("--node", help="the node a paste that names none is from")
     p.add_argument("--format", help="force a reader for FILE instead of detecting it (as `ingest --format`; "
                                     "`snapshot` reads it as a snapshot)")

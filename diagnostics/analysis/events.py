@@ -102,11 +102,25 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
         switch_side = rule.counter == EventKind.SXID.value
         for (name, key), group in rows.groupby([rows["node_id"].astype("string"), _where(rows, switch_side)],
                                                sort=True):
-            occurrences = float(group["count"].astype("Float64").fillna(1).sum()) if "count" in group else len(group)
+            occurrences = float(_counts(group).sum())
             if occurrences <= rule.above:
                 continue
             out.setdefault(str(name), []).append(_event_finding(rule, str(key), group, occurrences, switch_side))
     return out
+
+
+def _counts(group: pd.DataFrame) -> pd.Series:
+    """How many events each row stands for: a DCGM counter's increase, else one."""
+    return group["count"].astype("Float64").fillna(1) if "count" in group \
+        else pd.Series(1.0, index=group.index, dtype="Float64")
+
+
+def _per_code(group: pd.DataFrame) -> dict[int, float]:
+    """The events of each code, as the rule counted them (a sweep names each code, as PromQL's `xid` label does)."""
+    coded = group["code"].astype("Float64")
+    counts = _counts(group)[coded.notna().to_numpy(bool)]
+    summed = counts.groupby(coded.dropna().astype(int)).sum()
+    return {int(c): float(n) for c, n in zip(summed.index.tolist(), summed.tolist(), strict=True)}
 
 
 def _uncleared(events: pd.DataFrame, restarts: Mapping[str, Mapping[int | None, int]]) -> pd.DataFrame:
@@ -237,12 +251,12 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
         ref = ComponentRef.of_gpu(gpu, bus=named or None)
         link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK
     who = ref.name
+    label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
     crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
-                        unit=rule.unit, severity=rule.severity,
-                        message=f"{occurrences:g} {rule.counter.upper()} {listed} on {who} ({rule.name})")]
+                        unit=rule.unit, severity=rule.severity, codes=_per_code(group),
+                        message=f"{occurrences:g} {label} {listed} on {who} ({rule.name})")]
     severity, ratio = summarize(crossed)
     catalog = load_xid_catalog() if rule.counter == EventKind.XID.value else load_sxid_catalog()
-    label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"
                 + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
     link = ref.port

@@ -42,7 +42,7 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
-from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
+from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rack_stopper, tray_view
 from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
@@ -318,9 +318,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
             thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of), events=events,
             links=links, recoveries=recoveries, split=split, restarted=set(view.restarted))
+        stops = rack_stopper(rack, result.racks[rack_id])
         for host in rack.hosts():
             if host in result.diagnoses:
-                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host)
+                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host, stops)
     result.timings["total_s"] = time.perf_counter() - started
     return result
 

@@ -79,10 +79,11 @@ def _lines(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.
     return intercept, slope, r2
 
 
-def _watches_for(p: Prepared, rule: Rule, policy: WatchPolicy, end_ns: int) -> list[Watch]:
+def _watches_for(p: Prepared, rule: Rule, policy: WatchPolicy, end_ns: int) -> tuple[list[Watch], np.ndarray]:
+    """The rule's watches, and per link whether it held enough buckets for a line at all."""
     series = _series(p, rule.counter)
     if series is None or rule.above <= 0:
-        return []
+        return [], np.zeros(p.nseg, dtype=np.bool_)
     values, level = series
     bucket_ns = int(policy.bucket_hours * NS_PER_HOUR)
     nb = max(1, int(np.ceil(policy.lookback.total_seconds() * 1e9 / bucket_ns)))
@@ -109,8 +110,8 @@ def _watches_for(p: Prepared, rule: Rule, policy: WatchPolicy, end_ns: int) -> l
     now = 10 ** intercept if level else intercept
     with np.errstate(divide="ignore", invalid="ignore"):
         left = np.where(slope > 0, (target - intercept) / slope, np.inf)
-    hit = (applies & (seen.sum(axis=1) >= policy.min_buckets) & (slope > 0) & (r2 >= policy.min_fit)
-           & (intercept < target) & (left <= policy.horizon_hours))
+    lined = applies & (seen.sum(axis=1) >= policy.min_buckets)
+    hit = lined & (slope > 0) & (r2 >= policy.min_fit) & (intercept < target) & (left <= policy.horizon_hours)
     if not level:
         hit &= now >= policy.min_share * rule.above
     out: list[Watch] = []
@@ -126,7 +127,7 @@ def _watches_for(p: Prepared, rule: Rule, policy: WatchPolicy, end_ns: int) -> l
                          unit=rule.unit, now=float(now[link]), above=rule.above, hours_left=hours_left,
                          projected_at=utc_datetime(end_ns + int(hours_left * NS_PER_HOUR)), fit=float(r2[link]),
                          buckets=int(seen[link].sum())))
-    return out
+    return out, lined
 
 
 def _int(value: object) -> int | None:
@@ -134,8 +135,11 @@ def _int(value: object) -> int | None:
 
 
 def watch_list(tables: Mapping[str, pd.DataFrame], *, end: datetime | None = None,
-               policy: WatchPolicy | None = None, thresholds: Thresholds | None = None) -> list[Watch]:
-    """Every link trending toward a watched failing rule, soonest first (one watch per link: its soonest rule)."""
+               policy: WatchPolicy | None = None, thresholds: Thresholds | None = None,
+               judged: set[str] | None = None) -> list[Watch]:
+    """Every link trending toward a watched failing rule, soonest first (one watch per link: its soonest rule).
+    `judged` is given each node with a link that held enough readings for a line: of the others, an empty list
+    says nothing (too little history to see a climb, not a fleet that is not climbing)."""
     policy = policy or load_watch()
     thresholds = thresholds or load_thresholds()
     samples = tables.get("link_samples")
@@ -147,14 +151,19 @@ def watch_list(tables: Mapping[str, pd.DataFrame], *, end: datetime | None = Non
     end_ns = utc_ns(end) if end is not None else int(p.t.max())
     rules = {r.name: r for r in thresholds.rules}
     found: dict[tuple[str, str], Watch] = {}
+    lined = np.zeros(p.nseg, dtype=np.bool_)
     for name in policy.rules:
         rule = rules.get(name)
         if rule is None:
             continue
-        for watch in _watches_for(p, rule, policy, end_ns):
+        watches, enough = _watches_for(p, rule, policy, end_ns)
+        lined |= enough
+        for watch in watches:
             key = (watch.node_id, watch.ref.slug)
             if key not in found or watch.hours_left < found[key].hours_left:
                 found[key] = watch
+    if judged is not None and lined.any():
+        judged.update(str(n) for n in p.heads()["node_id"][lined].unique())
     return sorted(found.values(), key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
 
 

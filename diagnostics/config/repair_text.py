@@ -17,6 +17,7 @@ PLACEHOLDERS = frozenset({
     "reset_note", "fm_note", "why", "fabric_read", "fabric_done", "swap_note",
     "rack", "unit", "tray", "switch_tray", "cartridge", "hosts", "hosts_csv", "switch_host",  # a rack's units
     "rack_stops", "rack_hosts_csv", "jobs", "nmx", "recovery",  # what a rack-wide step stops; NMX-C; Xid 154
+    "bus",  # a GPU named by its PCI address alone
 })
 
 # A value that stands for "not known" in the facts some callers pass.

@@ -2,10 +2,11 @@
 
 from . import detect
 from .alertmanager import NodeAlert, node_alerts
-from .base import IngestResult, IngestWarning, Reader, Source
+from .base import STDIN, IngestResult, IngestWarning, Reader, Source, input_text, open_input
 from .snapshot import Case, read_cases, with_platform
 
 __all__ = [
+    "STDIN",
     "Case",
     "IngestResult",
     "IngestWarning",
@@ -13,7 +14,9 @@ __all__ = [
     "Reader",
     "Source",
     "detect",
+    "input_text",
     "node_alerts",
+    "open_input",
     "read_cases",
     "with_platform",
 ]

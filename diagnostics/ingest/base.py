@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -244,6 +245,55 @@ class Source:
         for number, text, ended in self.numbered():
             if ended:
                 yield number, text
+
+
+STDIN = "-"  # the input a person pipes in (`nvidia-smi nvlink -e | fabricbot analyze -`)
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def not_utf8(head: bytes) -> str:
+    """Why bytes that are no UTF-8 text are refused: UTF-16 text (Windows PowerShell's `>` writes it) is named as
+    such, with the way to convert it; anything else is binary."""
+    if head.startswith(UTF16_BOMS):
+        return ("UTF-16 text (as Windows PowerShell's `>` writes it), not UTF-8: save it as UTF-8 (`iconv -f UTF-16 "
+                "-t UTF-8`, or PowerShell's `Out-File -Encoding utf8`) and read that")
+    return "binary data, not a telemetry file this tool reads"
+
+
+def decoded(raw: bytes, name: str) -> str:
+    """An input's bytes as text, or why they are none."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        said = not_utf8(raw) if raw.startswith(UTF16_BOMS) else f"not UTF-8 text (byte {exc.start})"
+        raise InputError(said, source=name) from None
+
+
+def input_text(item: str | Path | Source) -> tuple[str, str]:
+    """An input's whole text and its name, or why it has none (not found, unreadable, no UTF-8 text): what a
+    snapshot is parsed from."""
+    if isinstance(item, Source) and item.text is not None:
+        return item.text, item.name
+    path = item.path if isinstance(item, Source) and item.path is not None else Path(str(item))
+    name = str(item.name if isinstance(item, Source) else item)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", source=name) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=name) from None
+    return decoded(raw, name), name
+
+
+def open_input(name: str | Path) -> Source:
+    """An input as a person names it: a file, or `-`, standard input, read once into memory (a pipe cannot be read
+    again, and it is sniffed for its format before it is read). Piped output ends as a file does, with a newline:
+    without one it was cut."""
+    if str(name) != STDIN:
+        return Source.from_path(name)
+    stream = getattr(sys.stdin, "buffer", None)
+    text = decoded(stream.read(), "<stdin>") if stream is not None else sys.stdin.read()
+    return Source.from_text(text, "<stdin>", whole_end=False)
 
 
 # Bytes no text format holds: C0 controls but tab and the newlines, DEL, and U+FFFD (what an undecodable byte reads

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .base import IngestResult, Reader, Source, damaged_lines
+from .base import IngestResult, Reader, Source, damaged_lines, input_text, not_utf8
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
 _READER_MODULES: tuple[str, ...] = (
@@ -38,17 +38,6 @@ def readers() -> dict[str, Reader]:
             _CACHE[reader.name] = reader
     return _CACHE
 
-
-UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
-def not_utf8(head: bytes) -> str:
-    """Why bytes that are no UTF-8 text are refused: UTF-16 text (Windows PowerShell's `>` writes it) is named as
-    such, with the way to convert it; anything else is binary."""
-    if head.startswith(UTF16_BOMS):
-        return ("UTF-16 text (as Windows PowerShell's `>` writes it), not UTF-8: save it as UTF-8 (`iconv -f UTF-16 "
-                "-t UTF-8`, or PowerShell's `Out-File -Encoding utf8`) and read that")
-    return "binary data, not a telemetry file this tool reads"
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -83,6 +72,28 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
             "unrecognized format; force one with --format " + "|".join(sorted(available)), source=source.name
         )
     return available[scored[0][1]]
+
+
+def telemetry_not_snapshot(item: str | Path | Source) -> bool:
+    """Whether an input that is no snapshot JSON is telemetry another reader takes: a folder (its files read as
+    `ingest` reads them), a kernel log (it starts with `[`, as JSON does), a Parquet table."""
+    if not isinstance(item, Source) and Path(item).is_dir():
+        return True
+    try:
+        return choose(item if isinstance(item, Source) else Source.from_path(item)).name != "snapshot"
+    except InputError:
+        return False
+
+
+def snapshot_text(item: str | Path | Source) -> tuple[str, str] | None:
+    """An input's text and name to parse as a snapshot, or None when it is telemetry another reader takes and no
+    text (a folder, a Parquet table)."""
+    try:
+        return input_text(item)
+    except InputError:
+        if telemetry_not_snapshot(item):
+            return None
+        raise
 
 
 def read(source: Source | str | Path, *, fmt: str | None = None, node_id: str | None = None) -> IngestResult:

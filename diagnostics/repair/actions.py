@@ -14,7 +14,7 @@ from ..config.repair_text import known
 from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
 from ..model import ComponentFacts, Finding, Localization, RackPlace
-from .plan import PlanFacts, repair_plan
+from .plan import PlanFacts, RepairPlan, repair_plan
 
 # The old component classes, where the class alone says the fault kind.
 _CLASS_FAULT = {
@@ -51,13 +51,21 @@ def place_facts(rack: RackPlace | None, job_id: str | None) -> dict[str, Any]:
     return out
 
 
+def localization_plan(loc: Localization, *, platform: str | None, node_id: str | None,
+                      rack: RackPlace | None = None, job_id: str | None = None,
+                      stated_pair: bool = False) -> RepairPlan:
+    """The whole plan for the analysis's localized fault (what it stops, its steps, its one-line action)."""
+    facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component, bus=loc.ref.bus,
+                      stated_pair=stated_pair, **loc.model_dump(include=set(ComponentFacts.model_fields)),
+                      **place_facts(rack, job_id))
+    return repair_plan(platform, fault_of(loc), facts)
+
+
 def localization_action(loc: Localization, *, platform: str | None, node_id: str | None,
                         rack: RackPlace | None = None, job_id: str | None = None, stated_pair: bool = False) -> str:
     """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
-    facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component,
-                      stated_pair=stated_pair, **loc.model_dump(include=set(ComponentFacts.model_fields)),
-                      **place_facts(rack, job_id))
-    return repair_plan(platform, fault_of(loc), facts).action
+    return localization_plan(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
+                             stated_pair=stated_pair).action
 
 
 def finding_fault(finding: Finding) -> FaultKind:

@@ -68,6 +68,8 @@ class PlanFacts(ComponentFacts):
     node_id: str | None = None
     link_down: bool = Field(default=False, description="The link is down, not counting errors.")
     unit: str | None = Field(default=None, description="The component as people say it (a rack's unit).")
+    bus: str | None = Field(default=None, description="A GPU's PCI address, where the input names it by that alone "
+                                                      "(a kernel log): nvidia-smi's -i takes it as it takes an index.")
     stated_pair: bool = Field(default=False, description="The input itself names the link's GPU pair (the product's "
                                                          "snapshot form, the seed examples): its canonical wording.")
     rack_hosts: list[str] = Field(default_factory=list, description="In a rack: every compute tray's host, in slot "
@@ -221,6 +223,7 @@ class _Builder:
             "tray": facts.tray, "switch_tray": facts.switch_tray, "cartridge": facts.cartridge,
             "hosts": ", ".join(facts.hosts) or None, "hosts_csv": ",".join(facts.hosts) or None,
             "switch_host": facts.switch_host, "unit": facts.unit,
+            "bus": facts.bus if facts.gpu is None else None,
         })
         self.rack: RackSpec | None = _rack_spec(platform) if self.plat is not None and self.plat.rack else None
         if self.plat is not None and self.plat.rack:
@@ -350,14 +353,19 @@ class _Builder:
         scope = self.base.reset
         gpus: list[int] = []
         command = None
-        if scope is ResetScope.GPU and self.facts.gpu is None:
+        gpu, bus = self.facts.gpu, self.values.get("bus")  # a GPU named by its PCI address: nvidia-smi -i takes it
+        peers = self.plat is not None and self.plat.gpu_reset == "nvlink-peers"
+        if scope is ResetScope.GPU and gpu is None and (bus is None or peers):
             scope = ResetScope.NODE
         if self.facts.recovery_scope == "node" and scope in (ResetScope.GPU, ResetScope.NVLINK_PEERS):
             scope, self.recovery_reboot = ResetScope.NODE, True  # the driver asks for more than a GPU reset
-        if scope is ResetScope.GPU:
-            gpus = [self.facts.gpu] if self.facts.gpu is not None else []
+        if scope is ResetScope.GPU and gpu is None and bus is not None:
+            command = f"nvidia-smi -r -i {bus}"
+            self.values.update(reset_command=command, reset_gpus=bus, reset_what=self.values.get("unit") or bus)
+        elif scope is ResetScope.GPU and gpu is not None:
+            gpus = [gpu]
             graph = _graph(self.platform) if self.platform else None
-            if self.plat is not None and self.plat.gpu_reset == "nvlink-peers" and graph is not None:
+            if peers and graph is not None:
                 scope, gpus = ResetScope.NVLINK_PEERS, _reset_set(graph, gpus[0])
             command = "nvidia-smi -r -i " + ",".join(map(str, gpus))
             listed = ", ".join(map(str, gpus))
@@ -432,7 +440,8 @@ class _Builder:
         return self.over.action or self.base.action
 
     def action(self, text: Text) -> str:
-        line = self.fill(text) or f"Drain the node and follow the repair ticket for this {self.fault.value} fault"
+        line = self.fill(text) or self.fill(["Drain {node} and follow the repair ticket's steps for {unit}",
+                                             "Drain {node} and follow the repair ticket's steps"]) or ""
         first = self.fill(self.cat.warning.recovery_action) if self.recovery_reboot else None
         line = f"{first}; then: {line[0].lower()}{line[1:]}" if first else line
         return f"{self.contradiction}; {line}" if self.contradiction else line

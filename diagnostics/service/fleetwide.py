@@ -101,12 +101,14 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         if links is not None and len(links):
             reporting |= {str(n) for n in links["node_id"].dropna().unique()}  # categories: fast
     unreadable = {n: why for got in answered.windows for n, why in got.unreadable.items()}
-    if unreadable:
-        result.complete = False
-        result.incomplete_reasons.append(
-            f"{len(unreadable)} node(s) whose stored readings could not be read, so not judged: "
-            + "; ".join(f"{n} ({why})" for n, why in sorted(unreadable.items())[:3])
-            + (" ..." if len(unreadable) > 3 else ""))
+    for nodes, what in (({n for n in unreadable if n not in reporting}, "whose stored readings could not be read, "
+                         "so not judged"),
+                        (reporting & set(unreadable), "judged on their window, but a stored part of a slowed job's "
+                         "history could not be read, so its slowdown is not scored on their links")):
+        if nodes:
+            result.complete = False
+            result.incomplete_reasons.append(f"{len(nodes)} node(s) {what}: " + "; ".join(
+                f"{n} ({unreadable[n]})" for n in sorted(nodes)[:3]) + (" ..." if len(nodes) > 3 else ""))
     quiet = [n for n in sorted(set(source.nodes()) - reporting)
              if n not in result.diagnoses and n not in unreadable]  # events only: not silent
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
@@ -127,22 +129,31 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
 
 def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime | None = None,
           policy: WatchPolicy | None = None, thresholds: Thresholds | None = None, chunk: int = 64,
-          unreadable: dict[str, str] | None = None) -> list[Watch]:
+          unjudged: dict[str, str] | None = None) -> list[Watch]:
     """The links climbing toward a failing threshold over the policy's lookback (of `nodes`, default all), read
     `chunk` nodes at a time so memory follows the chunk, not the fleet (a 72 h lookback holds three days of every
-    link). `unreadable` is given each node whose stored readings could not be read (left out of the list), and why."""
+    link). `unjudged` is given each node left out of the list, and why: its stored readings could not be read, or
+    they are too few to fit a line (none in the lookback, one per link, less than the policy's buckets): an empty
+    list over those says nothing of them."""
     policy = policy or load_watch()
     held = source.nodes()
     names = held if not nodes else [known("node", n, held, where=source.name) for n in nodes]
     end = end or source.newest(names)
     if end is None:
+        if unjudged is not None:
+            unjudged.update((n, f"the {source.name} holds no link reading of it") for n in names)
         return []
     found: list[Watch] = []
+    few = (f"too few readings for a trend: a line needs readings (two for a rate) in {policy.min_buckets} buckets "
+           f"of {fmt.hours(policy.bucket_hours)} in the {fmt.hours(policy.lookback_hours)} before {fmt.when(end)}, "
+           "and no link has them")
     for i in range(0, len(names), chunk):
         got = source.read(nodes=names[i:i + chunk], end=end, span=policy.lookback)
-        found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds)
-        if unreadable is not None:
-            unreadable.update(got.unreadable)
+        judged: set[str] = set()
+        found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds, judged=judged)
+        if unjudged is not None:
+            unjudged.update(got.unreadable)
+            unjudged.update((n, few) for n in names[i:i + chunk] if n not in judged and n not in got.unreadable)
     return sorted(found, key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
 
 

@@ -76,19 +76,27 @@ class StoreSource:
                 newest = _newest_event(store)
                 if newest is not None:
                     got = store.read_window(end=newest, span=span, nodes=nodes, peers=peers, steps=steps)
-        return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
-                      undated=got.undated, maintenance=got.maintenance, history=self.history,
-                      listed=marked_nodes(got.tables.get("nodes"), LISTED),
-                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=got.stats.unreadable)
+        unreadable = dict(got.stats.unreadable)  # and, as the engine reads a job's history, the nodes it could not
 
-    def history(self, nodes: list[str], start: datetime, end: datetime, *,
-                links: LinkChoice | None = None) -> pd.DataFrame:
+        def history(nodes: list[str], start: datetime, end: datetime, *,
+                    links: LinkChoice | None = None) -> pd.DataFrame:
+            return self.history(nodes, start, end, links=links, unreadable=unreadable)
+
+        return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
+                      undated=got.undated, maintenance=got.maintenance, history=history,
+                      listed=marked_nodes(got.tables.get("nodes"), LISTED),
+                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=unreadable)
+
+    def history(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
+                unreadable: dict[str, str] | None = None) -> pd.DataFrame:
         """The link samples a job's correlation asks for, read from the store when the engine asks: given `links`,
-        only theirs (the rest of those nodes' links are skipped before they are converted)."""
+        only theirs (the rest of those nodes' links are skipped before they are converted). Given `unreadable`, a
+        node with a damaged part (often of an earlier day than the window's) is left out and said there."""
         with self.store() as store:
             if links is None:
-                return store.link_history(nodes, start=start, end=end)
-            return store.link_history(nodes, start=start, end=end, columns=links.columns, select=links.rows)
+                return store.link_history(nodes, start=start, end=end, unreadable=unreadable)
+            return store.link_history(nodes, start=start, end=end, columns=links.columns, select=links.rows,
+                                      unreadable=unreadable)
 
 
 def _newest_event(store: TelemetryStore) -> datetime | None:

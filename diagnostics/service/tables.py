@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..analysis.jobs import LinkChoice
 from ..errors import InputError
+from ..ingest.base import Source
 from ..ingest.nmxt import placed_links
 from ..ingest.snapshot import CUT_SHORT, LISTED, read_cases, snapshot_record, snapshot_tables
 from ..model import RackSlot, Snapshot
@@ -218,7 +219,7 @@ class SnapshotSource(TableSource):
         return super().read(nodes=nodes, end=end, span=span, peers=peers, steps=steps)
 
 
-def files_source(paths: Iterable[str | Path], *, node: str | None = None,
+def files_source(paths: Iterable[str | Path | Source], *, node: str | None = None,
                  fmt: str | None = None) -> tuple[TableSource, str, list[str]]:
     """Telemetry files and folders (any format `ingest` reads, inventories included) as tables in memory, the node
     asked about (`node`, else the one node the input names) and what reading them said. Rows whose input names no
@@ -227,7 +228,7 @@ def files_source(paths: Iterable[str | Path], *, node: str | None = None,
     loaded = load_tables(paths, fmt=fmt)
     named = named_nodes(loaded.tables)
     stepped = [] if named else step_nodes(loaded.tables)  # an nccl-tests log names its ranks' hosts alone
-    where = ", ".join(str(p) for p in paths[:3])
+    where = ", ".join(p.name if isinstance(p, Source) else str(p) for p in paths[:3])
     chosen = node or (named[0] if len(named) == 1 else stepped[0] if len(stepped) == 1 else None)
     if chosen is None:
         listed = ", ".join((named or stepped)[:10])
@@ -241,7 +242,7 @@ def files_source(paths: Iterable[str | Path], *, node: str | None = None,
     return source, chosen, [*loaded.warnings, *source.warnings]
 
 
-def tables_source(paths: Iterable[str | Path], *, fmt: str | None = None) -> tuple[TableSource, list[str]]:
+def tables_source(paths: Iterable[str | Path | Source], *, fmt: str | None = None) -> tuple[TableSource, list[str]]:
     """Telemetry files and folders as tables in memory, no node chosen (a job is asked of them), and what reading
     them said."""
     loaded = load_tables(list(paths), fmt=fmt)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError
+from ..ingest.base import Source
 from ..tables import TABLES
 from .sources import read_sources
 
@@ -30,11 +31,11 @@ class Loaded:
         return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True) if isinstance(p, str)}
 
 
-def load_tables(paths: Iterable[str | Path], *, node_id: str | None = None, fmt: str | None = None) -> Loaded:
-    """Every table the inputs (files, folders) hold, concatenated, and the inventories' node records; `fmt` forces
-    a reader for every file."""
+def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = None, fmt: str | None = None) -> Loaded:
+    """Every table the inputs (files, folders, text already read: stdin) hold, concatenated, and the inventories'
+    node records; `fmt` forces a reader for every file."""
     paths = list(paths)
-    missing = [str(p) for p in paths if not Path(p).exists()]
+    missing = [str(p) for p in paths if not isinstance(p, Source) and not Path(p).exists()]
     if missing:
         raise InputError("file or folder not found", source=missing[0])
     outcomes = read_sources(paths, node_id=node_id, fmt=fmt)

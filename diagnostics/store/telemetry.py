@@ -343,11 +343,13 @@ class TelemetryStore:
 
     def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
                      columns: Collection[str] | None = None,
-                     select: Callable[[pd.DataFrame], np.ndarray] | None = None) -> pd.DataFrame:
+                     select: Callable[[pd.DataFrame], np.ndarray] | None = None,
+                     unreadable: dict[str, str] | None = None) -> pd.DataFrame:
         """Those nodes' link samples in [start, end], as a window holds them (each node's rows together, each
         link's in time order): only `columns` (and what names a link, and its time), and given `select` (the
         readings' identities, one row per distinct one -> which to keep), only the rows of the identities it keeps,
-        chosen before they are converted."""
+        chosen before they are converted. Given `unreadable`, a node with a part that cannot be read is left out
+        and said there, as a window's read does, rather than failing the read."""
         start_ns, end_ns = utc_ns(start) - 1, utc_ns(end)
         parts = self._catalog.parts("link_samples", sorted({str(n) for n in nodes}), start_ns, end_ns)
         wanted = None if columns is None else {*columns, *LINK_IDENTITY, "timestamp"}
@@ -356,8 +358,11 @@ class TelemetryStore:
             assert select is not None
             return np.asarray(select(frame_of(identities)), dtype=bool)
 
-        got, _ = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS, skip=PROVENANCE,
-                            columns=wanted, select=None if select is None else Selection(LINK_IDENTITY, keep))
+        got, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
+                                skip=PROVENANCE, columns=wanted, partial=unreadable is not None,
+                                select=None if select is None else Selection(LINK_IDENTITY, keep))
+        if unreadable is not None:
+            unreadable.update(stats.unreadable)
         return got
 
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:

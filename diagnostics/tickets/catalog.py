@@ -21,6 +21,7 @@ def plan_for(diagnosis: Diagnosis, candidate: Candidate) -> RepairPlan:
     down = candidate.kind is ComponentKind.NVLINK and any(
         f.severity is Severity.DOWN for f in diagnosis.findings if f.component in own)
     facts = PlanFacts(node_id=diagnosis.owner_of(candidate.id), link_down=down, unit=candidate.component,
+                      bus=candidate.ref.bus,
                       **candidate.model_dump(include=set(ComponentFacts.model_fields)),
                       **place_facts(diagnosis.rack, diagnosis.job_id))
     return repair_plan(diagnosis.platform, candidate.fault, facts)

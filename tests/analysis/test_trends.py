@@ -44,6 +44,16 @@ def test_no_watch_for(series: np.ndarray, why: str) -> None:
     assert watch_list({"link_samples": links(link_series(series, gpu=1, link=2))}) == [], why
 
 
+def test_a_node_is_judged_only_on_enough_buckets_for_a_line() -> None:
+    """Half a day of readings, or one reading, fits no line: the node is not judged, so its empty list is no
+    all-clear; three flat days are judged."""
+    for series, lined in ((_climbing(600, 600), True), (_climbing(0, 500, n=12 * 12 + 1), False),
+                          (np.array([5.0]), False)):
+        judged: set[str] = set()
+        assert watch_list({"link_samples": links(link_series(series, gpu=1, link=2))}, judged=judged) == []
+        assert judged == ({"n1"} if lined else set()), len(series)
+
+
 def test_a_bit_error_ratio_is_projected_on_its_order_of_magnitude() -> None:
     ber = np.logspace(-15, -13, N)  # two decades in three days: one more (1e-12) in about 36 h
     frame = links(link_series({"effective_ber": ber}, gpu=4, link=1))

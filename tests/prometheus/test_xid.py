@@ -15,7 +15,10 @@ from diagnostics.analysis import analyze_tables
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import read_scrapes
 from diagnostics.ingest.dcgm_map import load_map
-from diagnostics.prometheus import PrometheusClient, fleet_queries, load_config, sweep
+from diagnostics.prometheus import PrometheusClient, SweepResult, fleet_queries, load_config, sweep
+from diagnostics.service import Request, StoreSource, tables_source
+from diagnostics.service import sweep as sweep_source
+from diagnostics.store import open_store
 from tests.prometheus.helpers import Server, backfill, promtool_missing, start_server
 
 AT = datetime(2026, 3, 2, 2, 0, tzinfo=UTC)
@@ -135,3 +138,29 @@ def test_real_server_names_the_xid_nodes_as_the_local_analysis_does(xid_server: 
         diagnosis = analyze_tables(tables, node_id=node, window=timedelta(hours=1), end=END, thresholds=thresholds)
         local |= {(node, f.gpu, c.rule) for f in diagnosis.findings for c in f.crossed if c.rule.startswith("xid")}
     assert local == {(n, g, r) for n, g, r, _ in pushed}
+
+
+@pytest.mark.prometheus
+@pytest.mark.timeout(120)
+def test_every_door_names_the_same_xid_offenders(xid_server: Server, tmp_path: Path) -> None:
+    """The same scrapes swept on the server, from the store and from the files in memory: the same GPUs, each with
+    its Xid code and named as the GPU (`GPU 3 (Xid 79)`, not its PCIe link)."""
+    thresholds = load_thresholds()
+    request = Request(end=END, window=timedelta(hours=1), thresholds=thresholds)
+    scrapes = tmp_path / "xid.om"
+    scrapes.write_text(xid_scrapes(), encoding="utf-8")
+    store = open_store(tmp_path / "store")
+    store.ingest([scrapes])
+    files, _ = tables_source([scrapes])
+    with PrometheusClient(load_config(xid_server.url, env={})) as client:
+        doors = {"prometheus": sweep(client, thresholds, at=END, window_hours=1.0, analyze=False),
+                 "store": sweep_source(StoreSource(store), request), "files": sweep_source(files, request)}
+
+    def xids(result: SweepResult) -> set[tuple[object, ...]]:
+        return {(o.node_id, o.component, o.rule, o.severity.value, o.xid) for o in result.offenders
+                if o.rule.startswith("xid")}
+
+    want = {("node-a", "GPU 3 (Xid 79)", "xid_off_bus", "down", 79),
+            ("node-b", "GPU 1 (Xid 74)", "xid_nvlink", "failing", 74),
+            ("node-d", "GPU 5 (Xid 74)", "xid_nvlink", "failing", 74)}
+    assert {door: xids(result) for door, result in doors.items()} == {door: want for door in doors}

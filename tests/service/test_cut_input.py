@@ -7,9 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from diagnostics.analysis.diagnosis import NO_LINKS_ACTION
 from diagnostics.service import Request, StoreSource, diagnose, files_source, sweep
 from diagnostics.store import open_store
+from tests.analysis.helpers import link_series, links
 from tests.conftest import FIXTURES
 
 NODE = "hpc-gpu-node-07"
@@ -80,6 +84,32 @@ def test_a_damaged_part_leaves_its_node_unjudged_and_the_fleet_answered(tmp_path
     got = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
     assert got.warnings[0].startswith(f"{NODE}'s link readings could not be read: {part}")
     assert got.repair_action == NO_LINKS_ACTION and not got.fault_detected
+
+
+def test_a_damaged_part_of_a_slowed_jobs_earlier_day_leaves_the_sweep_incomplete(tmp_path: Path) -> None:
+    """A job slowed by a failing link, its history reaching back into the day before the window: with the node's
+    part of that day cut, the sweep still answers (the link judged on its window), names the part and says the
+    view is incomplete, where it failed whole; the intact store's sweep is complete and the link explains the job."""
+    start = pd.Timestamp("2026-03-01T12:00:00Z")
+    n = 20 * 12 + 1  # 12:00 to 08:00 the next day at 5 minutes; the job slows at 05:00
+    slow = np.arange(n) >= 17 * 12
+    replay = np.concatenate(([0.0], np.cumsum(np.where(slow, 250.0, 1.0)[1:])))  # 12/h, then 3,000/h
+    frame = links(link_series(replay, node="n1", start=start),
+                  link_series(np.arange(n, dtype=float), node="n2", start=start))
+    frame.to_csv(tmp_path / "links.csv", index=False)
+    steps = pd.DataFrame({"timestamp": [start + pd.Timedelta(minutes=5 * i) for i in range(n)], "job_id": "j1",
+                          "node_ids": "n1", "step": range(n), "step_time_ms": np.where(slow, 260, 200)})
+    steps.to_csv(tmp_path / "steps.csv", index=False)
+    store = open_store(tmp_path / "store")
+    store.ingest([tmp_path / "links.csv", tmp_path / "steps.csv"], fmt="tables")
+    whole = sweep(StoreSource(tmp_path / "store"), Request())
+    assert whole.complete and "explains job j1" in (whole.diagnoses["n1"].verdict or "")
+    part = next((tmp_path / "store" / "link_samples" / "node=n1").glob("day=2026-03-01/*.parquet"))
+    part.write_bytes(part.read_bytes()[:500])
+    result = sweep(StoreSource(tmp_path / "store"), Request())
+    assert not result.complete and [o.rule for o in result.offenders] == ["nvlink_replay"]
+    (reason,) = result.incomplete_reasons
+    assert reason.startswith("1 node(s) judged on their window") and f"n1 ({part}" in reason
 
 
 def test_an_elided_paste_read_twice_is_judged_on_the_links_it_shows(tmp_path: Path) -> None:

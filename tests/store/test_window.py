@@ -200,6 +200,23 @@ def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: 
     assert got["link"].tolist() == kept["link"].tolist()
 
 
+def test_a_history_over_a_damaged_earlier_day_leaves_that_node_out_and_says_why(store: TelemetryStore) -> None:
+    """A job's history reaching back into a day whose part of one node was cut after it was written: the other
+    nodes' rows are read, the node is left out and its part named, as a window's read does; asked without a place
+    to say it, the read fails with the same words."""
+    part = next((store.root / "link_samples" / "node=n1").glob("day=2026-03-01/*.parquet"))
+    part.write_bytes(part.read_bytes()[:500])
+    start, end = START + timedelta(hours=20), START + timedelta(hours=30)
+    assert store.read_window(end=end, span=timedelta(hours=2), nodes=None).stats.unreadable == {}  # day 2 only
+    unreadable: dict[str, str] = {}
+    got = store.link_history(["n0", "n1"], start=start, end=end, unreadable=unreadable)
+    assert set(got["node_id"].astype(str)) == {"n0"} and len(got) == 8 * (10 * 12 + 1)
+    assert set(unreadable) == {"n1"} and str(part) in unreadable["n1"] and "cannot be read" in unreadable["n1"]
+    with pytest.raises(InputError) as caught:
+        store.link_history(["n0", "n1"], start=start, end=end)
+    assert str(caught.value) == unreadable["n1"]
+
+
 def test_a_store_written_before_the_catalog_is_read_by_window(tmp_path: Path) -> None:
     root = tmp_path / "old"
     frame = fleet_file(tmp_path / "links.parquet", nodes=1, hours=30)

@@ -46,6 +46,44 @@ def test_stdin(monkeypatch: pytest.MonkeyPatch, cli: Cli) -> None:
     assert code == 0 and json.loads(out)["ticket_priority"] == "low"
 
 
+def _piped(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+FACTS = ("node_id", "fault_detected", "isolated_component", "ticket_priority", "verdict", "repair_action")
+
+
+@pytest.mark.parametrize(("sample", "node"), [
+    ("dcgm_metrics_a100_1.txt", None),  # names its node
+    ("nvlink_e_h100_1.txt", "n1"),  # `nvidia-smi nvlink -e | fabricbot analyze - --node n1`
+    ("kernel_xid79_sxid20034_gpud_1.txt", "n1"),  # a kernel log: its first line starts with `[`, as JSON does
+])
+def test_piped_telemetry_is_read_as_the_same_file_is(sample: str, node: str | None, cli: Cli,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdin is sniffed for its format as a file is, not read as snapshot JSON only: the same answer both ways
+    (by `analyze` and `ticket`), and the paste that names no node asks for one the same way."""
+    path = FIXTURES / "real" / sample
+    extra = ["--node", node] if node else []
+    code, out, _ = cli("analyze", str(path), "--json", *extra)
+    whole = json.loads(out)
+    _piped(monkeypatch, path.read_bytes())
+    piped_code, piped, _ = cli("analyze", "-", "--json", *extra)
+    assert piped_code == code and {k: json.loads(piped)[k] for k in FACTS} == {k: whole[k] for k in FACTS}
+    _piped(monkeypatch, path.read_bytes())
+    code, out, _ = cli("ticket", "-", *extra)
+    assert code in (0, 1) and (whole["isolated_component"] in out or not whole["fault_detected"])
+    if node:
+        _piped(monkeypatch, path.read_bytes())
+        code, _, err = cli("analyze", "-")
+        assert code == 2 and "<stdin>" in err and "the input names no node: give --node NODE" in err
+
+
+def test_piped_utf16_is_named_as_a_file_is(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    _piped(monkeypatch, (FIXTURES / "real" / "nvlink_e_h100_1.txt").read_text().encode("utf-16"))
+    code, _, err = cli("analyze", "-", "--node", "n1")
+    assert code == 2 and "<stdin>: UTF-16 text" in err and "iconv" in err
+
+
 def test_list_with_one_bad_case_still_reports_the_good(tmp_path: Path,
                                                       cli: Cli) -> None:
     f = tmp_path / "mixed.json"

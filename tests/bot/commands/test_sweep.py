@@ -11,7 +11,7 @@ import pytest
 
 from bot.cli import main
 from diagnostics import analyze_fleet, load_thresholds
-from diagnostics.service import Request, StoreSource, sweep
+from diagnostics.service import Request, StoreSource, files_source, sweep
 from diagnostics.store.telemetry import open_store
 from diagnostics.synth.fleet import load
 from diagnostics.synth.life import load_life
@@ -96,6 +96,26 @@ def test_a_store_of_events_alone_is_swept(tmp_path: Path, capsys: pytest.Capture
     main(["sweep", "--store", str(tmp_path / "s"), "--json"])
     result = json.loads(capsys.readouterr().out)
     assert any(o["rule"] == "sxid_fatal" for o in result["offenders"])
+
+
+def test_a_real_xid_79_is_the_same_offender_from_the_store_and_from_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel log naming the GPU by its PCI address: the store's sweep gives the Xid code and names the GPU, as
+    the files read in memory do (and as the Prometheus door names `GPU 3 (Xid 79)`)."""
+    real = FLEET.parent / "real" / "kernel_xid79_sxid20034_gpud_1.txt"
+    at = "2026-03-01T12:00:00Z"
+    assert main(["ingest", str(real), "--store", str(tmp_path / "s"), "--node", "n1", "--at", at]) == 0
+    capsys.readouterr()
+    main(["sweep", "--store", str(tmp_path / "s"), "--json"])
+    stored = json.loads(capsys.readouterr().out)
+    off_bus = [o for o in stored["offenders"] if o["rule"] == "xid_off_bus"]
+    assert [(o["xid"], o["bus"], o["severity"]) for o in off_bus] == [(79, "0000:91:00.0", "down")]
+    main(["sweep", "--store", str(tmp_path / "s")])
+    assert "the GPU at PCI 0000:91:00.0 (Xid 79)" in capsys.readouterr().out
+    files, _, _ = files_source([real], node="n1")
+    in_memory = sweep(files, Request(end=pd.Timestamp(at).to_pydatetime(), thresholds=load_thresholds()))
+    assert [o.model_dump(mode="json", exclude={"node_id"}) for o in in_memory.offenders] == \
+        [{k: v for k, v in o.items() if k != "node_id"} for o in stored["offenders"]]
 
 
 def test_png_writes_the_fleet_heat_map(store_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -227,6 +227,29 @@ def test_a_parquet_table_and_a_kernel_log_starting_with_a_bracket_are_read_as_in
     assert json.loads(out)["fault"] == "gpu-off-bus" and json.loads(out)["node_id"] == "n1"
 
 
+def test_a_folder_is_read_as_analyze_reads_it(tmp_path: Path, cli: Cli) -> None:
+    """A folder of telemetry (a real kernel log beside a real dcgm-exporter scrape): `ticket DIR --node N` drafts
+    for the part `analyze DIR --node N` isolates, and a folder naming one node is answered without --node by
+    both."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    for name in ("kernel_xid79_sxid20034_gpud_1.txt", "dcgm_metrics_a100_1.txt"):
+        (folder / name).write_bytes((FIXTURES / "real" / name).read_bytes())
+    code, out, err = cli("analyze", str(folder), "--node", "n1", "--json")
+    assert code == 0, err
+    found = json.loads(out)
+    code, out, err = cli("ticket", str(folder), "--node", "n1", "--json")
+    assert code == 0 and "Is a directory" not in err, err
+    ticket = json.loads(out)
+    assert ticket["node_id"] == "n1" and ticket["priority"] == found["ticket_priority"] == "urgent"
+    assert ticket["fault"] == "gpu-off-bus" and found["isolated_component"] in json.dumps(ticket)
+    (folder / "kernel_xid79_sxid20034_gpud_1.txt").unlink()  # the scrape alone names its node
+    code, out, err = cli("analyze", str(folder), "--json")
+    assert code == 0 and json.loads(out)["node_id"] == "axa", err
+    code, out, err = cli("ticket", str(folder))
+    assert code == 1 and "axa: no unhealthy link: nothing to repair" in out + err, err  # as for the file
+
+
 def test_a_node_asked_of_a_folder_with_no_store_says_so_and_leaves_no_store_behind(tmp_path: Path, cli: Cli) -> None:
     """A mistyped --store is no store: `ticket NODE` says so as `analyze` does, and creates nothing there, so the other
     doors still say so too instead of answering an empty store's all-clear."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from diagnostics.store import open_store
-from tests.analysis.helpers import link_series, links, steady
+from tests.analysis.helpers import T0, link_series, links, steady
 from tests.analysis.test_trends import N, _climbing
 
 from .conftest import Cli
@@ -55,3 +57,35 @@ def test_a_node_whose_part_cannot_be_read_makes_the_list_incomplete(tmp_path: Pa
     assert "watch list INCOMPLETE: node-8 not judged" in err and str(part) in err
     code, out, _ = cli("watch", "--store", str(store), "--node", "node-8", "--json")
     assert code == 3 and json.loads(out) == []
+
+
+def test_no_readings_or_too_few_for_a_trend_is_not_an_all_clear(tmp_path: Path, cli: Cli) -> None:
+    """An empty store, or one scrape per link (totals, no rates), cannot show a climb: the list says it cannot judge
+    yet and exits 3, as `sweep` calls the same store's view incomplete."""
+    empty = tmp_path / "empty"
+    open_store(empty).db.close()
+    code, out, err = cli("watch", "--store", str(empty))
+    assert code == 3 and "nothing climbing" not in out and "cannot judge yet" in out
+    assert "INCOMPLETE: the store holds no readings" in err
+    csv = tmp_path / "one.csv"
+    links(link_series(steady(20.0, 1), node="node-1", gpu=0, link=0),
+          link_series(steady(20.0, 1), node="node-2", gpu=0, link=0)).to_csv(csv, index=False)
+    one = tmp_path / "one"
+    assert open_store(one).ingest([csv], fmt="tables").files[0].status == "ingested"
+    assert cli("sweep", "--store", str(one))[0] == 3
+    code, out, err = cli("watch", "--store", str(one))
+    assert code == 3 and "nothing climbing" not in out and "cannot judge yet" in out
+    assert "node-1 not judged: too few readings for a trend" in err and "node-2 not judged" in err
+    code, out, _ = cli("watch", "--store", str(one), "--json")
+    assert code == 3 and json.loads(out) == []
+
+
+def test_a_node_with_too_short_a_history_is_named_beside_the_judged_ones(tmp_path: Path, cli: Cli) -> None:
+    store = _store(tmp_path)
+    csv = tmp_path / "new.csv"
+    links(link_series(steady(20.0, 12 * 12 + 1), node="node-9", gpu=0, link=0,
+                      start=T0 + pd.Timedelta(hours=60))).to_csv(csv, index=False)
+    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
+    code, out, err = cli("watch", "--store", str(store), "--node", "node-8", "--node", "node-9")
+    assert code == 3 and out.startswith("nothing climbing") and "among the 1 node(s) judged" in out
+    assert "node-9 not judged: too few readings" in err and "node-8" not in err
