@@ -22,10 +22,8 @@ from .. import format as fmt
 from ..config.ends import default_ends
 from ..config.racks import rack_of
 from ..config.thresholds import (
-    GPU_MISSING_RULE,
     LINK_DOWN_RULE,
     MISSING_RULE,
-    OFF_BUS_RULE,
     Thresholds,
     load_thresholds,
 )
@@ -33,7 +31,7 @@ from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
-from .absence import missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
+from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
@@ -252,7 +250,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                                             end_ns - start_ns, thresholds)
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
-                        if f.gpu == gpu and _off_bus(f) else f for f in mine]
+                        if f.gpu == gpu and gpu_gone(f) else f for f in mine]
         software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node),
                                     domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
@@ -349,10 +347,6 @@ def _job_gpus(job: JobExplanation | None, graph_of: Boards) -> int | None:
         return None
     counts = [gpu_count(graph_of.platform(n)) for n in job.nodes]
     return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-
-
-def _off_bus(f: Finding) -> bool:
-    return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in f.crossed)
 
 
 def _restart_judged(f: Finding) -> Finding | None:
