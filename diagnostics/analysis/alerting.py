@@ -24,7 +24,7 @@ from ..enums import Priority, Severity
 from ..model import Diagnosis
 from ..store.alerts import Alert, AlertStatus
 
-_XID = re.compile(r"\b[XS]?XID ([\d, ]+) on")
+_XID = re.compile(r"\b[XS]?XID ([\d, ]+) on", re.IGNORECASE)
 _RANK = {Severity.WARNING: 1, Severity.FAILING: 2, Severity.DOWN: 3}
 _URGENCY = {p: i for i, p in enumerate(reversed(list(Priority)))}  # low 0 .. urgent 3
 
@@ -65,9 +65,10 @@ def signatures_of(d: Diagnosis, facts: Mapping[str, str] | None = None) -> tuple
         if f.severity not in _RANK:
             continue
         for c in f.crossed:
-            if c.counter in ("xid", "sxid"):
-                codes = _XID.search(c.message)
-                found |= {f"{c.counter} {code.strip()}" for code in (codes[1].split(",") if codes else []) if code}
+            if c.counter in ("xid", "sxid"):  # the codes the rule counted; a message written before they were kept
+                said = _XID.search(c.message)
+                codes = [str(k) for k in c.codes] or [k.strip() for k in (said[1].split(",") if said else [])]
+                found |= {f"{c.counter} {code}" for code in codes if code}
             if c.rule == MISSING_RULE:
                 found.add("exporter gap")
         if f.switch:
