@@ -65,10 +65,12 @@ def _approve(c: Console, preview: Any, tickets: int) -> None:
 def test_a_port_of_a_ticketed_switch_chip_is_already_open_from_its_switch_tray_host(
         chip: tuple[Diagnosis, Diagnosis, str, str], switch_chip_rack: Rack) -> None:
     """The chip filed from `/fabric rack`, then its port clicked on the switch tray's host: already open, one
-    ticket; the other way round, the chip is drafted and filed beside the port's ticket, naming it."""
+    ticket (and a port draft made before the chip was filed joins the chip's ticket when approved); the other way
+    round, the chip is drafted and filed beside the port's ticket, naming it."""
     _, host, chip_name, port = chip
     store = switch_chip_rack[1]
     with console(source=StoreNodeSource(store)) as c:
+        early = _preview(click_draft(c, summary(c, host.node_id), port))  # drafted while nothing was open
         from_rack = summary(c, "rack rack-01")
         _approve(c, _preview(click_draft(c, from_rack, chip_name)), 1)
         (filed,) = c.local.tracker.tickets()
@@ -82,6 +84,12 @@ def test_a_port_of_a_ticketed_switch_chip_is_already_open_from_its_switch_tray_h
         assert len(c.local.tracker.tickets()) == 1
         known = c.local.tracker.get(filed.id)
         assert any(f", {host.node_id}: {port}" in e for e in known.evidence)  # the click's analysis joined it
+        filing = next(b for b in buttons(early) if b["action_id"] == "file_ticket")
+        assert c.act(early.ts, filing["action_id"])["status"] == 200
+        joined = f"Already open as *{filed.id}* covers {chip_name}, which includes {port}"
+        assert c.slack.wait_for(lambda s: joined in (s.find(early.ts) or early).text), (c.slack.find(early.ts) or
+                                                                                        early).text
+        assert len(c.local.tracker.tickets()) == 1
     with console(source=StoreNodeSource(store)) as c:  # the port first: the chip is a wider repair, not swallowed
         _approve(c, _preview(click_draft(c, summary(c, host.node_id), port)), 1)
         (narrow,) = c.local.tracker.tickets()
