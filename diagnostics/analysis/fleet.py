@@ -22,10 +22,8 @@ from .. import format as fmt
 from ..config.ends import default_ends
 from ..config.racks import rack_of
 from ..config.thresholds import (
-    GPU_MISSING_RULE,
     LINK_DOWN_RULE,
     MISSING_RULE,
-    OFF_BUS_RULE,
     Thresholds,
     load_thresholds,
 )
@@ -33,7 +31,7 @@ from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
-from .absence import missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
+from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
@@ -234,8 +232,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         seen = view.nvlinks_seen.get(node, {})
         if node in cut and node in view.gpus_seen:
             warnings[node].append("its newest readings come from an input that stops short or leaves part out (a "
-                                  "file cut inside a line, an elided `[...]`): links and GPUs it does not reach are "
-                                  "not judged missing; read the whole output to judge them")
+                                  "file cut inside a line, an elided `[...]`, an nvidia-smi output of some GPUs): "
+                                  "links and GPUs it does not reach are not judged missing; read the whole output to "
+                                  "judge them")
         if node in view.gpus_seen and node not in listed and node not in cut:
             reporting = view.gpus_seen[node]
             if graph is not None and samples.get(node, 0) >= 2:  # a lone reading (a paste, maybe cut) proves no absence
@@ -251,7 +250,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                                             end_ns - start_ns, thresholds)
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
-                        if f.gpu == gpu and _off_bus(f) else f for f in mine]
+                        if f.gpu == gpu and gpu_gone(f) else f for f in mine]
         software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node),
                                     domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
@@ -348,10 +347,6 @@ def _job_gpus(job: JobExplanation | None, graph_of: Boards) -> int | None:
         return None
     counts = [gpu_count(graph_of.platform(n)) for n in job.nodes]
     return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-
-
-def _off_bus(f: Finding) -> bool:
-    return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in f.crossed)
 
 
 def _restart_judged(f: Finding) -> Finding | None:

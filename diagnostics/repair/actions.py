@@ -11,6 +11,7 @@ from typing import Any
 
 from ..config.repair_catalog import load_catalog
 from ..config.repair_text import known
+from ..config.thresholds import XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
 from ..model import ComponentFacts, Finding, Localization, RackPlace
@@ -77,7 +78,9 @@ def finding_fault(finding: Finding) -> FaultKind:
         return FaultKind.PCIE_DOWNTRAIN if rules & {"pcie_width", "pcie_gen_under_load"} else FaultKind.PCIE_REPLAYS
     if finding.link_type is LinkType.NVSWITCH:
         return FaultKind.NVSWITCH
-    return FaultKind.NVLINK if finding.link is not None else FaultKind.NVLINK_AGGREGATE
+    if finding.link is not None or XID_NVLINK_RULE in rules:  # an Xid without a link number: a link to find
+        return FaultKind.NVLINK
+    return FaultKind.NVLINK_AGGREGATE
 
 
 def repair_action(component: str, *, platform: str | None = None, path: Path | None = None,
