@@ -77,23 +77,34 @@ def bundled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_once(tmp_path_factory, "bundled-store", ingest)
 
 
-@pytest.fixture(scope="session")
-def switch_tray_rack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
-    """A synthetic GB200 NVL72 rack whose switch tray fails (its files with the rack inventory, and a store they were
-    ingested into) and its ground truth, built once per run. Read them; copy to write."""
+def _one_rack(tmp_path_factory: pytest.TempPathFactory, scenario: str, seed: int) -> tuple[Path, Path, dict[str, Any]]:
+    """One synthetic GB200 NVL72 rack of `scenario` (its files with the rack inventory, and a store they were
+    ingested into) and its ground truth, built once per run."""
     from diagnostics.store import open_store
     from diagnostics.synth.rack_fleet import generate_racks
 
     def build(folder: Path) -> None:
-        generate_racks(out=folder / "fleet", seed=4, racks=1, hours=6, scenarios=["switch_tray"])
+        generate_racks(out=folder / "fleet", seed=seed, racks=1, hours=6, scenarios=[scenario])
         store = open_store(folder / "store")
         store.ingest([folder / "fleet"])
         store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the database whole in its file: copies need no WAL
         store.db.close()
 
-    built = built_once(tmp_path_factory, "switch-tray-rack", build)
+    built = built_once(tmp_path_factory, f"{scenario}-rack", build)
     truth = json.loads((built / "fleet" / "ground_truth.json").read_text(encoding="utf-8"))
     return built / "fleet", built / "store", truth
+
+
+@pytest.fixture(scope="session")
+def switch_tray_rack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    """A rack whose switch tray fails (`_one_rack`). Read it; copy to write."""
+    return _one_rack(tmp_path_factory, "switch_tray", seed=4)
+
+
+@pytest.fixture(scope="session")
+def switch_chip_rack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    """A rack whose switch chip fails, several of its ports failing too (`_one_rack`). Read it; copy to write."""
+    return _one_rack(tmp_path_factory, "switch_chip", seed=0)
 
 
 @pytest.fixture(scope="session")

@@ -24,13 +24,15 @@ from diagnostics.tickets import (
     hardware_of,
     inspection_markdown,
     rules_inspection,
+    select,
 )
 from diagnostics.topology import Inventory, NodeGraph, load_inventory
 
 from ..options import add_threshold_options, thresholds_from, window_type
 from ..storage import open_db
+from ..workflow.cover import covering, with_narrower
 from ..workflow.history import part_history
-from ..workflow.tracker import SqliteTracker
+from ..workflow.tracker import SqliteTracker, Tracker
 from .output import print_json
 
 ENV_STORE = "FABRICBOT_STORE"
@@ -98,6 +100,21 @@ def _audit(folder: str | None) -> AuditLog | None:
     return AuditLog(open_db(Path(folder)))
 
 
+def _already_open(label: str, tracker: Tracker, diagnosis: Diagnosis, graph: NodeGraph | None,
+                  link: str | None) -> bool:
+    """Whether the store's tracker has an open ticket standing for the part asked (its own, or a wider part's that
+    includes it); if so it is said, and nothing is drafted."""
+    part, _ = select(diagnosis, link, graph)
+    owner = diagnosis.owner_of(part.id)
+    known = tracker.open_ticket(owner, part.id)
+    if known is None:
+        return False
+    print(f"{label}: a ticket for {part.component} on {owner} is already open: {known.id}"
+          f"{covering(known, part.id, part.component)} (filed by {known.filed_by}); no second ticket drafted",
+          file=sys.stderr)
+    return True
+
+
 def cmd_ticket(args: argparse.Namespace) -> int:
     folder = _store_folder(args)
     inventory: Inventory | None = load_inventory(args.inventory) if args.inventory else None
@@ -127,11 +144,16 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                 tickets.append(inspection.model_dump(mode="json"))
                 text = inspection_markdown(inspection)
             else:
+                if tracker is not None and _already_open(label, tracker, diagnosis, graph, args.link):
+                    continue
                 ticket = drafter.draft(diagnosis, component=args.link, graph=graph, inventory=inventory)
                 gpu = hardware_of(ticket.identity)
                 if tracker is not None and gpu is not None:  # the GPU's earlier tickets in the store's tracker
                     ticket = escalate(ticket, part_history(tracker, gpu, node_id=diagnosis.node_id,
                                                            slug=ticket.candidate_id), platform=diagnosis.platform)
+                if tracker is not None:
+                    slug = ticket.candidate_id
+                    ticket = with_narrower(ticket, tracker, diagnosis.owner_of(slug), diagnosis.parts_of(slug))
                 tickets.append(ticket.model_dump(mode="json"))
                 text = ticket.to_markdown()
         except NoFaultError as exc:

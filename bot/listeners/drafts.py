@@ -30,6 +30,7 @@ from ..posting import post_correlation
 from ..replies import CONTENT_CODES, SLACK_FAILURES, error_code
 from ..services import Services
 from ..work import BUSY, Busy
+from ..workflow.cover import covering, with_narrower
 from ..workflow.history import part_history
 from ..workflow.states import DraftState
 from .clicks import Click, click
@@ -137,8 +138,8 @@ class Drafting:
                                                                            self.target.analysis_id), actor=at.user)
                 s.record("draft", actor=at.user, subject=subject, outcome="points to open ticket", ticket=known.id)
                 raise Refused(f"A ticket for {esc(component)} on `{esc(owner)}` is already open: "
-                              f"*{esc(known.id)}* (filed by {mention(known.filed_by)}). I added this analysis to "
-                              "its evidence.")
+                              f"*{esc(known.id)}*{esc(covering(known, slug, component))} (filed by "
+                              f"{mention(known.filed_by)}). I added this analysis to its evidence.")
             assert s.drafter is not None
             try:
                 ticket = s.drafter.draft(diagnosis, component=component, graph=s.source.graph(diagnosis))
@@ -148,6 +149,7 @@ class Drafting:
             if gpu is not None:  # the GPU's earlier tickets, on any node; a repeat offender's escalates
                 ticket = escalate(ticket, part_history(s.tracker, gpu, node_id=diagnosis.node_id, slug=slug),
                                   platform=diagnosis.platform)
+            ticket = with_narrower(ticket, s.tracker, owner, diagnosis.parts_of(slug))
         except Refused as why:
             self.slot.release()
             client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])

@@ -2,7 +2,9 @@
 
 The mock keeps tickets and their status history in the store's database (sqlite-utils). Filing is
 idempotent per node and component (its slug: the same link is one ticket however its name reads, port known or
-not): while a ticket is open, filing again adds evidence to it; after it
+not): while a ticket is open for the part, or for a wider part whose `parts` hold it (a switch chip's ticket stands
+for its ports and links, a GPU's for its links), filing again adds evidence to that ticket; a wider part asked while
+a narrower one is open is a new decision, a ticket of its own (`open_within` names the narrower ones). After it
 was closed, a recurrence opens a new ticket linked to the old one and escalates it to replacement (saying so when
 the GPU in the slot was replaced since: the fault stayed with the slot). A ticket also keeps the GPU it is on (its
 serial, else its UUID), so a GPU's tickets are found on any node; its third is escalated as a repeat offender.
@@ -81,7 +83,13 @@ class Tracker(Protocol):
              evidence: list[str], parts: list[str] | None = None, hardware: Hardware | None = None,
              replace_at: int = 3) -> FilingResult: ...
 
-    def open_ticket(self, node_id: str, slug: str) -> Ticket | None: ...
+    def open_ticket(self, node_id: str, slug: str) -> Ticket | None:
+        """The open ticket that stands for the part: its own, else one whose parts hold it."""
+        ...
+
+    def open_within(self, node_id: str, parts: list[str]) -> list[Ticket]:
+        """The open tickets on `node_id` for one of `parts` (narrower parts of a wider one), oldest first."""
+        ...
 
     def tickets_on(self, hardware: Hardware) -> list[Ticket]:
         """Every ticket filed on this GPU (its serial, else its UUID), on any node, oldest first."""
@@ -164,9 +172,25 @@ class SqliteTracker:
         rows = list(self.db[TICKETS].rows_where(where, args, order_by="seq desc", limit=1))
         return Ticket.from_row(rows[0]) if rows else None
 
+    def _open(self, node_id: str) -> list[Ticket]:
+        where = "node_id = ? and status in ({})".format(", ".join("?" for _ in OPEN_STATES))
+        return [Ticket.from_row(r) for r in self.db[TICKETS].rows_where(where, [node_id, *OPEN_STATES],
+                                                                           order_by="seq")]
+
+    def _covering(self, node_id: str, slug: str) -> Ticket | None:
+        """The part's own open ticket, else the newest open one whose parts hold it."""
+        own = self._latest(node_id, slug, open_only=True)
+        if own is not None:
+            return own
+        return next((t for t in reversed(self._open(node_id)) if slug in t.parts), None)
+
     def open_ticket(self, node_id: str, slug: str) -> Ticket | None:
         with self._lock:
-            return self._latest(node_id, slug, open_only=True)
+            return self._covering(node_id, slug)
+
+    def open_within(self, node_id: str, parts: list[str]) -> list[Ticket]:
+        with self._lock:
+            return [t for t in self._open(node_id) if t.slug in parts]
 
     def get(self, ticket_id: str) -> Ticket | None:
         rows = list(self.db[TICKETS].rows_where("id = ?", [ticket_id]))
@@ -190,11 +214,11 @@ class SqliteTracker:
     def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
              evidence: list[str], parts: list[str] | None = None, hardware: Hardware | None = None,
              replace_at: int = 3) -> FilingResult:
-        """A new ticket, or evidence added to the part's open one. A part that was ticketed and closed before is a
-        recurrence (linked, escalated); a GPU (`hardware`) on its `replace_at`th ticket on any node is a repeat
-        offender: escalated, its title saying which ticket it is."""
+        """A new ticket, or evidence added to the open one that stands for the part (its own or a wider part's). A
+        part that was ticketed and closed before is a recurrence (linked, escalated); a GPU (`hardware`) on its
+        `replace_at`th ticket on any node is a repeat offender: escalated, its title saying which ticket it is."""
         with self._lock, self.db.atomic():
-            existing = self._latest(node_id, slug, open_only=True)
+            existing = self._covering(node_id, slug)
             if existing is not None:
                 return FilingResult(self.add_evidence(existing.id, evidence, actor=actor), created=False)
             previous = self._latest(node_id, slug, open_only=False)

@@ -1,7 +1,7 @@
 """Repair tickets and answers: facts from the diagnosis, words from the rules or Claude (pydantic-ai)."""
 
 from .answers import Answer, Answerer, ClaudeAnswerer, RulesAnswerer, answerer_from_env, rules_answer
-from .build import NoFaultError
+from .build import NoFaultError, select
 from .calls import ModelCall
 from .candidates import Candidate, candidates_for
 from .catalog import Part, RepairPlan, plan_for
@@ -56,4 +56,5 @@ __all__ = [
     "plan_for",
     "rules_answer",
     "rules_inspection",
+    "select",
 ]

@@ -84,3 +84,32 @@ def test_one_link_is_one_ticket_however_its_name_reads(tracker: SqliteTracker) -
     assert first.created and not again.created and again.ticket.id == first.ticket.id
     assert other.created and other.ticket.id != first.ticket.id
     assert tracker.open_ticket("hpc-gpu-node-12", "gpu2-nvlink1") is not None
+
+
+def _gpu(tracker: SqliteTracker, actor: str = "UALICE") -> str:
+    return tracker.file(node_id="hpc-gpu-node-12", component="GPU 2", slug="gpu2", title="node-12: GPU 2", body="",
+                        priority="urgent", actor=actor, evidence=["gpu2 links"],
+                        parts=["gpu2-nvlink1", "gpu2-nvlink2"]).ticket.id
+
+
+def test_an_open_ticket_whose_parts_hold_the_part_is_its_open_ticket(tracker: SqliteTracker) -> None:
+    gpu = _gpu(tracker)
+    covered = tracker.open_ticket("hpc-gpu-node-12", "gpu2-nvlink1")
+    assert covered is not None and covered.id == gpu
+    assert tracker.open_ticket("hpc-gpu-node-07", "gpu2-nvlink1") is None  # another node's part
+    link = _file(tracker, component="GPU 2 NVLink 1", slug="gpu2-nvlink1", actor="UBOB", evidence=["crc 9/h"])
+    assert not link.created and link.ticket.id == gpu and link.ticket.evidence == ("gpu2 links", "crc 9/h")
+    tracker.report_repair(gpu, actor="UTECH")  # verifying is still open
+    assert tracker.open_ticket("hpc-gpu-node-12", "gpu2-nvlink2") is not None
+    tracker.close(gpu, actor="fabricbot", evidence=["clean"])  # a closed ticket covers nothing
+    assert tracker.open_ticket("hpc-gpu-node-12", "gpu2-nvlink2") is None
+    assert _file(tracker, component="GPU 2 NVLink 2", slug="gpu2-nvlink2").created
+
+
+def test_a_wider_part_is_not_swallowed_by_a_narrower_open_ticket(tracker: SqliteTracker) -> None:
+    link = _file(tracker, component="GPU 2 NVLink 1", slug="gpu2-nvlink1").ticket
+    assert tracker.open_ticket("hpc-gpu-node-12", "gpu2") is None
+    assert [t.id for t in tracker.open_within("hpc-gpu-node-12", ["gpu2", "gpu2-nvlink1", "gpu2-nvlink2"])] == [link.id]
+    gpu = _gpu(tracker)
+    assert gpu != link.id and len(tracker.tickets()) == 2
+    assert tracker.open_ticket("hpc-gpu-node-12", "gpu2-nvlink1").id == link.id  # its own ticket comes first

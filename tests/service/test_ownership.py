@@ -15,12 +15,9 @@ from PIL import Image
 
 from bot.cli import main
 from bot.commands.sweep import _table as sweep_table
-from bot.console.topology import analysis_of, draft_targets
-from bot.console.web import Console
 from bot.digest import assemble
 from bot.nodes import StoreNodeSource
 from bot.storage import open_db
-from bot.transport.mock_slack import Message
 from bot.workflow.tracker import SqliteTracker
 from diagnostics.analysis import decide, failing_parts
 from diagnostics.components import ComponentRef
@@ -30,7 +27,7 @@ from diagnostics.model import Diagnosis, Localization, RackPlace
 from diagnostics.prometheus import SweepResult
 from diagnostics.render import render_rack
 from diagnostics.service import Fleet, Request, StoreSource, alert_pass, fleet
-from tests.bot.console.helpers import console
+from tests.bot.console.helpers import click_draft, console, summary
 from tests.bot.helpers import OPS, buttons, local_bot, posted, summary_for
 
 Rack = tuple[Path, Path, dict[str, Any]]
@@ -188,25 +185,6 @@ def test_each_part_has_one_owner_whoever_answers(ref: ComponentRef, fault: Fault
     assert off_rack.ticket_owner == "n1"
 
 
-def _summary(c: Console, command: str) -> Message:
-    """`/fabric ...` typed in the console, and the summary it posted."""
-    before = len(posted(c.slack))
-    assert c.send(f"/fabric {command}")["status"] == 200
-    assert c.slack.wait_for(lambda s: len(posted(s)) > before, timeout=60)
-    return posted(c.slack)[-1]
-
-
-def _click_draft(c: Console, summary: Message, component: str) -> list[Message]:
-    """Draft one finding of a summary as the console's topology click does; the thread's replies once answered."""
-    shown = c.state.analysis(analysis_of(summary) or -1)
-    assert shown is not None
-    index = next(i for i, f in enumerate(shown.findings) if f.component == component)
-    target = draft_targets(summary)[index]
-    assert c.act(target.message_ts, target.action_id, target.option)["status"] == 200
-    assert c.slack.wait_for(lambda s: any(m.edits for m in posted(s, thread=summary.ts)), timeout=60)
-    return posted(c.slack, thread=summary.ts)
-
-
 def test_a_switch_tray_port_is_one_part_from_the_rack_and_from_its_switch_tray_host(
         engine: Fleet, seen: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
     """The switch tray's host reads its ports under the driver's names; both doors name them as the rack does, so
@@ -227,15 +205,15 @@ def test_a_switch_tray_port_is_one_part_from_the_rack_and_from_its_switch_tray_h
     assert first == second
     assert drafted[0]["switch_port"] == port.switch_port and drafted[0]["port_source"] == "observed"
     with console(source=StoreNodeSource(store)) as c:
-        from_rack = _summary(c, "rack rack-01")
-        preview = next(m for m in _click_draft(c, from_rack, port.component) if len(buttons(m)) == 2)
+        from_rack = summary(c, "rack rack-01")
+        preview = next(m for m in click_draft(c, from_rack, port.component) if len(buttons(m)) == 2)
         filing = next(b for b in buttons(preview) if b["action_id"] == "file_ticket")
         assert c.act(preview.ts, filing["action_id"])["status"] == 200
         assert c.slack.wait_for(lambda s: c.local.tracker.tickets())
         (filed,) = c.local.tracker.tickets()
         assert (filed.node_id, filed.component) == ("rack-01", port.component)
-        from_host = _summary(c, "rack-01-s01")
-        told = _click_draft(c, from_host, port.component)
+        from_host = summary(c, "rack-01-s01")
+        told = click_draft(c, from_host, port.component)
         assert any(f"is already open: *{filed.id}*" in m.text for m in told), [m.text for m in told]
         assert len(c.local.tracker.tickets()) == 1
 

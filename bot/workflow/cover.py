@@ -1,0 +1,35 @@
+"""An open ticket that already stands for a part (its own, or a wider part's whose parts include it), and the
+open tickets for narrower parts of a part being drafted: one wording for every door that drafts or files.
+
+A port of a ticketed switch chip, or a link of a ticketed GPU, gets no second ticket: the person is told which
+ticket covers it. The reverse is not swallowed: a wider repair (the whole chip while one of its ports is ticketed)
+is a new decision, drafted as its own ticket, which names the narrower open ones.
+"""
+
+from __future__ import annotations
+
+from diagnostics.tickets import RepairTicket
+
+from .tracker import Ticket, Tracker
+
+
+def covering(ticket: Ticket, slug: str, component: str) -> str:
+    """How `ticket` stands for the part asked (`slug`, named `component`): nothing to add when it is the part's own,
+    else ' covers <its part>, which includes <component>'."""
+    return "" if ticket.slug == slug else f" covers {ticket.component}, which includes {component}"
+
+
+def narrower_note(tickets: list[Ticket]) -> str | None:
+    """The warning a wider part's draft carries while tickets for parts of it are open."""
+    if not tickets:
+        return None
+    named = ", ".join(f"{t.id} ({t.component})" for t in tickets)
+    return (f"already open for a part of this one: {named}; this wider repair is a ticket of its own, so link or "
+            "close them when it is filed")
+
+
+def with_narrower(ticket: RepairTicket, tracker: Tracker, owner: str, parts: list[str]) -> RepairTicket:
+    """The draft, with a warning naming the open tickets for the narrower parts among `parts` (the part's own slug
+    and the links it explains)."""
+    note = narrower_note([t for t in tracker.open_within(owner, parts) if t.slug != ticket.candidate_id])
+    return ticket if note is None else ticket.model_copy(update={"warnings": [*ticket.warnings, note]})
