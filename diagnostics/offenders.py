@@ -126,6 +126,8 @@ class SweepResult(BaseModel):
     swept: list[str] = Field(default_factory=list, description="Every node the view covers, offending or not "
                                                                "(empty where the source lists only offenders).")
     silent: list[str] = Field(default_factory=list, description="Nodes with no reading in the span: not healthy.")
+    platforms: dict[str, str] = Field(default_factory=dict, description="Each swept node's platform, where known: "
+                                                                       "how many GPUs it has to draw.")
     queries: int = 0
     requests: int = 0
     retries: int = 0

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from diagnostics import InputError
 from diagnostics.config import load_thresholds, platform_name
+from diagnostics.ingest import detect
 from diagnostics.render import (
     Drawable,
+    describes_topology,
     drawable_of,
     read_snapshot_text,
     render_correlation,
@@ -18,7 +20,7 @@ from diagnostics.render import (
     snapshot_case,
     topology_drawable,
 )
-from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose
+from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, files_source
 
 from ..options import window_type
 
@@ -93,12 +95,32 @@ def drawable_for(args: argparse.Namespace, store: str | None) -> Drawable:
 
 
 def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
-    """A snapshot JSON is analysed and drawn with its findings; a topology description is drawn bare."""
+    """A snapshot JSON is analysed and drawn with its findings; a topology description is drawn bare; any other
+    telemetry `analyze` reads (an `nvidia-smi nvlink -s` or `-q` paste, a kernel log) is read as it reads it, the
+    node it names (or --node) diagnosed and drawn."""
     text = read_snapshot_text(target)
-    if text is None:
+    if text is not None:
+        try:
+            snapshot, warnings = snapshot_case(text, str(target), args.case, args.platform)
+        except InputError:
+            if not detect.telemetry_not_snapshot(target):  # a kernel log starts with `[`, as JSON does
+                raise
+        else:
+            answer = diagnose(SnapshotSource([snapshot], label=str(target)), Request(node=snapshot.node_id))
+            return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
+    try:
+        bare = describes_topology(target)
+    except InputError as exc:
+        if not exc.reason.startswith("unrecognized format"):
+            raise
+        raise InputError("neither a snapshot JSON, a topology description (`nvidia-smi topo -m`, NCCL XML) nor "
+                         "telemetry a reader recognizes (render's --format is the picture's: to force a reader, "
+                         "`fabricbot ingest FILE --format NAME --node NODE --store DIR`, then render NODE from the "
+                         "store)", source=str(target)) from None
+    if bare:
         return topology_drawable(target, platform=args.platform, node_id=args.node)
-    snapshot, warnings = snapshot_case(text, str(target), args.case, args.platform)
-    answer = diagnose(SnapshotSource([snapshot], label=str(target)), Request(node=snapshot.node_id))
+    source, node, warnings = files_source([target], node=args.node)
+    answer = diagnose(source, Request(node=node, platform=args.platform))
     return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
 
 
@@ -126,15 +148,16 @@ def _rack(args: argparse.Namespace, store: str | None, fmt: str) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render = sub.add_parser("render", help="draw a node's NVLink/NVSwitch/PCIe fabric with its degraded links")
     render.add_argument("target", metavar="NODE|FILE",
-                        help="a snapshot JSON, `nvidia-smi topo -m` output or NCCL topology XML; or a node id "
-                             "in the store")
+                        help="a snapshot JSON, `nvidia-smi topo -m` output or NCCL topology XML, any telemetry "
+                             "`analyze` reads (an `nvidia-smi nvlink -s` paste, a kernel log); or a node id in the "
+                             "store")
     render.add_argument("-o", "--output", metavar="FILE", help="where to write the picture (default NODE.png)")
     render.add_argument("--format", choices=FORMATS, help="picture format (default: from -o, else png)")
     render.add_argument("--store", metavar="DIR", help="telemetry store folder (default $FABRICBOT_STORE)")
     render.add_argument("--platform", type=platform_name,
                         help="draw with this platform's template instead of detecting it")
     render.add_argument("--case", type=int, metavar="N", help="which snapshot of a list to draw (from 1)")
-    render.add_argument("--node", metavar="ID", help="node id for a bare topology file")
+    render.add_argument("--node", metavar="ID", help="the node a file that names none is (a bare topology, a paste)")
     render.add_argument("--window", metavar="TEXT", help="the time window to name in the title")
     render.add_argument("--correlation", metavar="FILE",
                         help="where to write the job's step time against its links' errors, when the node has a "

@@ -14,6 +14,7 @@ from ..components import ComponentRef
 from ..config.thresholds import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
+    OFF_BUS_RULE,
     Thresholds,
 )
 from ..enums import ComponentKind, LinkState, LinkType, Severity
@@ -164,6 +165,12 @@ def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: M
                 crossed=[crossing(f"{short}: no series for link {link}")],
                 evidence=["a missing series is never healthy: dcgm-exporter drops the series of a link that is down"]))
     return out
+
+
+def gpu_gone(finding: Finding) -> bool:
+    """Whether a finding says its GPU is gone: an Xid 79 (it fell off the bus) or every series of it silent. Its
+    links then report nothing: not healthy, whatever they last read."""
+    return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in finding.crossed)
 
 
 def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[int, int]) -> list[Finding]:

@@ -22,10 +22,8 @@ from .. import format as fmt
 from ..config.ends import default_ends
 from ..config.racks import rack_of
 from ..config.thresholds import (
-    GPU_MISSING_RULE,
     LINK_DOWN_RULE,
     MISSING_RULE,
-    OFF_BUS_RULE,
     Thresholds,
     load_thresholds,
 )
@@ -33,7 +31,7 @@ from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
-from .absence import missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
+from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation, JobSteps
 from .diagnosis import assemble
@@ -44,7 +42,7 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
-from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, tray_view
+from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rack_stopper, tray_view
 from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
@@ -236,8 +234,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         seen = view.nvlinks_seen.get(node, {})
         if node in cut and node in view.gpus_seen:
             warnings[node].append("its newest readings come from an input that stops short or leaves part out (a "
-                                  "file cut inside a line, an elided `[...]`): links and GPUs it does not reach are "
-                                  "not judged missing; read the whole output to judge them")
+                                  "file cut inside a line, an elided `[...]`, an nvidia-smi output of some GPUs): "
+                                  "links and GPUs it does not reach are not judged missing; read the whole output to "
+                                  "judge them")
         if node in view.gpus_seen and node not in listed and node not in cut:
             reporting = view.gpus_seen[node]
             if graph is not None and samples.get(node, 0) >= 2:  # a lone reading (a paste, maybe cut) proves no absence
@@ -253,7 +252,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                                             end_ns - start_ns, thresholds)
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
-                        if f.gpu == gpu and _off_bus(f) else f for f in mine]
+                        if f.gpu == gpu and gpu_gone(f) else f for f in mine]
         software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node),
                                     domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
@@ -322,9 +321,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
             thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of), events=events,
             links=links, recoveries=recoveries, split=split, restarted=set(view.restarted))
+        stops = rack_stopper(rack, result.racks[rack_id])
         for host in rack.hosts():
             if host in result.diagnoses:
-                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host)
+                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host, stops)
     result.timings["total_s"] = time.perf_counter() - started
     return result
 
@@ -349,10 +349,6 @@ def _job_gpus(job: JobExplanation | None, graph_of: Boards) -> int | None:
         return None
     counts = [gpu_count(graph_of.platform(n)) for n in job.nodes]
     return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-
-
-def _off_bus(f: Finding) -> bool:
-    return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in f.crossed)
 
 
 def _restart_judged(f: Finding) -> Finding | None:

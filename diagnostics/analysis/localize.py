@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..components import ComponentRef
-from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE
+from ..config.thresholds import OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
 from ..topology import NodeGraph
+from .absence import gpu_gone
 
 GPU_WIDE_SHARE = 0.5
 GPU_WIDE_MIN_LINKS = 3
@@ -72,9 +73,9 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
                              **_grade(software), evidence=[e for f in software for e in f.evidence]
                              + ["no part goes on the ticket: restart Fabric Manager or reload the driver first"])]
     out: list[Localization] = []
-    off_bus = sorted({f.gpu for f in findings if _rules(f) & {OFF_BUS_RULE, GPU_MISSING_RULE} and f.gpu is not None})
+    off_bus = sorted({f.gpu for f in findings if gpu_gone(f) and f.gpu is not None})
     for gpu in off_bus:
-        mine = [f for f in findings if f.gpu == gpu and _rules(f) & {OFF_BUS_RULE, GPU_MISSING_RULE}]
+        mine = [f for f in findings if f.gpu == gpu and gpu_gone(f)]
         xid = any(OFF_BUS_RULE in _rules(f) for f in mine)
         why = (f"Xid 79 on GPU {gpu}: it fell off the bus; the GPU's PCIe link (riser, slot) and the GPU itself are "
                "the suspects, not the NVLinks or switches around it" if xid else
@@ -148,10 +149,11 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
 
 
 def _xid_link(f: Finding) -> Localization:
-    """An NVLink Xid on a GPU whose counters show nothing failing: the link its lines name, else the GPU's links."""
-    link = f.link if f.gpu is not None else None
+    """An NVLink Xid on a GPU whose counters show nothing failing: an NVLink fault of that GPU, on the link its lines
+    name, else on a link still to be found (not a GPU-wide total: those are Blackwell's DCGM counters alone)."""
+    link = f.link  # kept where the GPU is named by PCI address alone: the line still names its link
     ref = ComponentRef.nvlink(f.gpu, link) if f.gpu is not None else f.ref
-    fault = FaultKind.NVLINK if link is not None else FaultKind.NVLINK_AGGREGATE
+    fault = FaultKind.NVLINK
     read = f"`nvidia-smi nvlink -e -i {f.gpu}`" if f.gpu is not None else "`nvidia-smi nvlink -e`"
     return Localization(ref=ref, fault=fault, gpu=f.gpu, link=link, confidence=0.6, **_grade([f]),
                         evidence=[*(c.message for c in f.crossed), *f.evidence[:2],

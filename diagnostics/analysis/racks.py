@@ -25,6 +25,7 @@ from ..config.racks import rack_of
 from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Severity, severity_rank
 from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, outside_trays
+from ..repair import localization_plan
 from ..times import utc_ns
 from ..topology.rack import RackGraph, rack_graph
 from .correlate import JobExplanation
@@ -172,7 +173,8 @@ def _switch_side(rack: Rack, host: str, f: Finding) -> Placed:
         return Placed(f, host, ref, switch_side=True)
     chip = int(named[1]) + 1
     new = ComponentRef.switch_chip(label, chip, ref.port)
-    lifted = f.model_copy(update={"ref": new, "switch": new.switch})
+    lifted = f.model_copy(update={"ref": new, "switch": new.switch, "switch_port": ref.port,  # read on the port
+                                  "port_source": PortSource.OBSERVED if ref.port is not None else f.port_source})
     end = rack.graph.from_port(rack.slot[host], chip, ref.port) if host in rack.slot and ref.port is not None \
         else None
     if end is None:
@@ -332,13 +334,19 @@ def _switch_hosts(rack: Rack, loc: Localization) -> list[str]:
     return [host] if host else []
 
 
-def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str) -> Diagnosis:
+def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
+              stops: Localization | None = None) -> Diagnosis:
     """A rack host's own Diagnosis with its rack's conclusions about its links: the units the rack localized that
-    hold this host's failing links (outside the tray, it says so and names the rack's view)."""
+    hold this host's failing links (outside the tray, it says so and names the rack's view); `stops`, the rack's
+    suspect whose repair stops every GPU of the rack (`rack_stopper`), is every compute tray's concern."""
     label = rack.label[host]
     switch_host = rack.kind.get(host) == "switch"
+    if switch_host:  # its ports as the rack names them, so a part has one name (and one ticket) from either door
+        tray = tray.model_copy(update={"findings": [p.finding for p in place_findings(rack, host, tray.findings)]})
+    failing = {f.component for f in tray.failing}
     mine = [loc for loc in rack_diagnosis.localizations
-            if ((loc.switch_tray == label or host in loc.hosts) if switch_host else host in loc.hosts)]
+            if ((loc.switch_tray == label or host in loc.hosts or failing & set(loc.links)) if switch_host
+                else host in loc.hosts)]
     update: dict[str, object] = {"rack": rack.place, "tray": label}
     echoed = [loc for loc in rack_diagnosis.localizations if loc not in mine and not switch_host
               and any(r.tray == label for r in loc.downstream)]
@@ -351,6 +359,13 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
             update.update(localizations=[root], localization=root, isolated_component=root.component,
                           repair_action=root.action or tray.repair_action,
                           ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
+        return tray.model_copy(update=update)
+    if stops is not None and not mine and not switch_host:  # its links read clean; that repair stops them anyway
+        said = (f"its GPUs stop with rack {rack.place.rack_id}'s repair of {stops.component} (every GPU of the rack "
+                f"has links through it): drain it with the rack's plan, `/fabric rack {rack.place.rack_id}`")
+        update["warnings"] = [*tray.warnings, said]
+        if not tray.fault_detected:  # the rack's plan is its action; a fault of its own keeps its own
+            update["repair_action"] = stops.action or rack_diagnosis.repair_action
         return tray.model_copy(update=update)
     if not mine:
         return tray.model_copy(update=update)
@@ -369,7 +384,8 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
     if not tray.fault_detected:  # its own end reads clean, but a link of it runs through the failing unit
         said = f"its links run through {mine[0].component}, which rack {rack.place.rack_id} finds failing " \
                f"(`/fabric rack {rack.place.rack_id}`): drain it with the rack's plan"
-        return tray.model_copy(update={**update, "warnings": [*tray.warnings, said]})
+        return tray.model_copy(update={**update, "warnings": [*tray.warnings, said],
+                                       "repair_action": mine[0].action or tray.repair_action})
     locs = rank(mine)
     top = locs[0]
     notes = list(tray.warnings)
@@ -383,6 +399,15 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str)
                   repair_action=top.action or tray.repair_action, warnings=notes,
                   ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
     return tray.model_copy(update=update)
+
+
+def rack_stopper(rack: Rack, rack_diagnosis: Diagnosis) -> Localization | None:
+    """The rack's first suspect whose plan stops every GPU of the rack (a switch tray's reboot, a reseat on the
+    spine): every compute tray is drained for it, whether its own links fail or not. The rack as the unit is
+    told to each tray on its own."""
+    return next((loc for loc in rack_diagnosis.localizations if loc.ref.kind not in WHOLE and localization_plan(
+        loc, platform=rack_diagnosis.platform, node_id=rack.place.rack_id, rack=rack.place,
+        job_id=rack_diagnosis.job_id).stops_rack), None)
 
 
 def _trays_of(rack: Rack, loc: Localization) -> set[str]:

@@ -18,6 +18,7 @@ PLACEHOLDERS = frozenset({
     "rack", "unit", "tray", "switch_tray", "cartridge", "hosts", "hosts_csv", "switch_host",  # a rack's units
     "rack_stops", "rack_hosts_csv", "jobs", "nmx", "recovery",  # what a rack-wide step stops; NMX-C; Xid 154
     "bus",  # a GPU named by its PCI address alone
+    "find_link",  # the read that names an NVLink the input does not (an Xid without a link number)
 })
 
 # A value that stands for "not known" in the facts some callers pass.

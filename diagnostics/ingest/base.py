@@ -58,6 +58,9 @@ class IngestResult:
     # what the input says of its nodes (a snapshot's platform, and that it lists only the links it chose), kept as
     # an inventory's records are
     nodes: pd.DataFrame | None = None
+    # the input covers only some of its node's GPUs (an nvidia-smi output narrowed with -i, or excerpted): what it
+    # leaves out is not missing, as with an input cut short (`IngestWarning.cut`)
+    partial: bool = False
 
     def __getitem__(self, table: str) -> pd.DataFrame:
         return self.tables[table]
@@ -87,6 +90,7 @@ class IngestResult:
             if frames:
                 out.tables[name] = schema.conform(pd.concat(frames, ignore_index=True))
         out.warnings = [w for r in results for w in r.warnings]
+        out.partial = any(r.partial for r in results)
         records = [r.nodes for r in results if r.nodes is not None and len(r.nodes)]
         out.nodes = pd.concat(records, ignore_index=True).drop_duplicates("node_id", keep="last") if records else None
         return out

@@ -4,6 +4,13 @@ A GPU whose links are all down gets one line instead of its links (`NVML: Unable
 as all links are inActive`): each of its NVLinks is read as inactive, as many as the other GPUs of the paste list,
 else as many as its model has (the platform files' `nvlinks_per_gpu`).
 
+nvidia-smi names a GPU it cannot reach instead of listing it (`Unable to determine the device handle for GPU
+0000:4E:00.0: GPU is lost`): NVML's "GPU is lost" is a GPU fallen off the bus or otherwise inaccessible
+(nvmlReturn_t NVML_ERROR_GPU_IS_LOST), read as an Xid 79 on that bus as the kernel's off-the-bus message is; another
+reason is said. An output that lists some GPUs only, and names none it could not reach, was narrowed (`-i 0`) or
+excerpted: the GPUs it leaves out are not judged missing (`IngestResult.partial`; the analysis says why). A
+driver that never enumerated a GPU numbers the rest from 0, so all GPUs but one, from GPU 0, are still judged.
+
 Several of them pasted together are merged into one row per GPU, link and lane. A single `-e` reading is a
 lifetime total since the counters were last reset: the rows carry no time unless the input states one (a
 `date` line), and a rate needs a second reading. `-R` rows go to the topology table with relation "remote":
@@ -19,9 +26,10 @@ from typing import Any
 
 from ..config.datafiles import DATA_DIR, read_toml
 from ..config.platforms import platform_data, platform_for_model
-from ..enums import LinkState, LinkType
+from ..enums import EventKind, LinkState, LinkType
 from ..errors import ConfigError
 from .base import IngestResult, Source
+from .kernel_gpu import OFF_BUS_CODE
 from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell
 from .wrapping import split_lines
 
@@ -38,6 +46,8 @@ _BARE_VALUE = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|nan|inf\w*)(?:e[-+]?\d+
 _UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-", re.IGNORECASE)
 _FULL_UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
                         r"(?:/\d+/\d+)?$", re.IGNORECASE)
+_NO_HANDLE = re.compile(r"^\s*Unable to determine the device handle for GPU\s*(?P<bus>[0-9a-fA-F]+:[0-9a-fA-F:.]+):\s*"
+                        r"(?P<reason>.*?)\s*$")
 _GPU_LIKE = re.compile(r"^\s*GPU \S+: ")  # the start of a GPU header
 _SWITCH_SENTINEL = re.compile(r"^f{4,8}:ff:ff", re.IGNORECASE)
 # NVML's spelling is `inActive`; health checks match it in lower case, and pastes drop the space after `NVML:`
@@ -87,13 +97,21 @@ class NvlinkReader:
         gpu: int | None = None
         uuid: str | None = None
         model = ""
+        unreachable = False  # a GPU nvidia-smi names as one it could not reach
+        last_gpu: int | None = None  # the index of the last GPU header
         for line in classify(source, out):
             if skip_shell(line, out):
+                continue
+            if lost := _NO_HANDLE.match(line.text):
+                unreachable = True
+                _unreachable(out, line, lost, 0 if last_gpu is None else last_gpu + 1)
+                gpu = None
                 continue
             if header := _GPU.match(line.text):
                 gpu, uuid = out.checked("index", line.number, header["gpu"], "gpu", "GPU index"), _uuid(header["uuid"])
                 if gpu is None:  # refused: its lines belong to no GPU and are reported as not read
                     continue
+                last_gpu = gpu
                 model = header["name"].strip()
                 _check_uuid(out, line, header, uuid, uuids.setdefault(gpu, (uuid, line.number)))
                 if uuid is not None and (other := gpus_of.setdefault(uuid, (gpu, line.number)))[0] != gpu:
@@ -188,9 +206,33 @@ class NvlinkReader:
             last_line[key] = line.number
         _all_inactive(out, rows, all_down)
         _check_complete(out, rows, last_line, complete)
+        if rows and not unreachable:
+            _narrowed(out, sorted({g for g, _ in seen_gpus}), model)
         for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
             row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
         return out.result()
+
+
+def _unreachable(out: Collector, line: Line, lost: re.Match[str], gpu: int) -> None:
+    """A GPU nvidia-smi could not reach: lost, an off-the-bus event on its bus; for another reason, said. nvidia-smi
+    goes through the GPUs in index order, so the line stands where its GPU's header would: the index after the
+    header above it (assumed from that order; the bus id is kept, which `nvidia-smi -q` confirms)."""
+    bus = normalize_bus_id(lost["bus"]) or lost["bus"]
+    reason = lost["reason"].rstrip(".")
+    if "gpu is lost" in reason.lower():
+        out.add("events", line.number, kind=EventKind.XID.value, code=OFF_BUS_CODE, gpu=gpu, pci_bus_id=bus,
+                text=f"nvidia-smi: {' '.join(line.text.split())}")
+        return
+    out.warn(line.number, f"nvidia-smi could not reach GPU {gpu} at {bus} ({reason or 'no reason given'}): it may "
+                          "have fallen off the bus; check the kernel log for Xid 79 and `nvidia-smi -q`")
+
+
+def _narrowed(out: Collector, listed: list[int], model: str) -> None:
+    """An output of some GPUs only (see the module's docstring) marks the result partial: the analysis says so."""
+    platform = platform_for_model(model)
+    count = int(platform_data(platform)["gpu_count"]) if platform else None
+    prefix = listed == list(range(len(listed)))
+    out.partial = not (prefix and (len(listed) >= count - 1 if count else len(listed) > 1))
 
 
 def _known_rest(rest: str) -> bool:

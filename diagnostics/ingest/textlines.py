@@ -163,6 +163,7 @@ class Collector:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     warnings: list[IngestWarning] = field(default_factory=list)
     timestamp: pd.Timestamp | None = None
+    partial: bool = False  # `IngestResult.partial`
     _unread: list[Line] = field(default_factory=list)  # the first and the last of a run: memory stays bounded
     _said: set[str] = field(default_factory=set)
 
@@ -253,7 +254,9 @@ class Collector:
             if self.node_id is not None and "node_id" in frame:
                 frame["node_id"] = frame["node_id"].fillna(self.node_id)
             frames[table] = frame
-        return IngestResult.of(self.warnings, **frames)
+        result = IngestResult.of(self.warnings, **frames)
+        result.partial = self.partial
+        return result
 
 
 def skip_shell(line: Line, out: Collector) -> bool:

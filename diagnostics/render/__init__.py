@@ -5,7 +5,15 @@ from .colours import SEVERITY_COLOURS
 from .correlation import render_correlation
 from .draw import render_node, render_with_warnings
 from .heatmap import FleetGrid, fleet_grid, render_fleet
-from .inputs import Drawable, drawable_of, graph_for_platform, read_snapshot_text, snapshot_case, topology_drawable
+from .inputs import (
+    Drawable,
+    describes_topology,
+    drawable_of,
+    graph_for_platform,
+    read_snapshot_text,
+    snapshot_case,
+    topology_drawable,
+)
 from .rack import render_rack, wants_rack_view
 from .scene import Scene, build_scene
 
@@ -15,6 +23,7 @@ __all__ = [
     "FleetGrid",
     "Scene",
     "build_scene",
+    "describes_topology",
     "drawable_of",
     "fleet_grid",
     "graph_for_platform",

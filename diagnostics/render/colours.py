@@ -11,6 +11,7 @@ SEVERITY_COLOURS: dict[Severity, str] = {
     Severity.FAILING: "#e8590c",
     Severity.DOWN: "#c2185b",
 }
+NOT_REPORTING = SEVERITY_COLOURS[Severity.DOWN]  # the links of a GPU gone from the bus: no reading is not healthy
 SUSPECT = "#6f42c1"
 INK = "#212529"  # text
 MUTED = "#495057"  # secondary text

@@ -36,7 +36,7 @@ from ..enums import Severity
 from ..errors import InputError
 from ..model import Diagnosis
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph
-from .colours import HEALTHY, PCIE_HEALTHY, SEVERITY_COLOURS, SUSPECT
+from .colours import HEALTHY, NOT_REPORTING, PCIE_HEALTHY, SEVERITY_COLOURS, SUSPECT
 from .scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene
 
 SIZE_PX = (1200, 900)
@@ -175,20 +175,32 @@ def _width(bundle: Bundle) -> float:
     return 0.6 + 0.35 * min(bundle.count, 4)
 
 
+SILENT_STYLE = (0, (1, 1.6))  # dotted: a link that reads nothing, apart from a link read down (dashed)
+
+
+def bundle_style(bundle: Bundle) -> tuple[str, Any]:
+    """A bundle's colour and line style: grey when it reports, the down colour dotted when its GPU is gone."""
+    if not bundle.reporting:
+        return NOT_REPORTING, SILENT_STYLE
+    return (PCIE_HEALTHY, (0, (2, 2))) if bundle.link_type == "pcie" else (HEALTHY, "-")
+
+
 def _draw_bundles(ax: _Board, scene: Scene, ids: bool) -> None:
-    """Healthy links: one line per bundle, in two collections (NVLink, PCIe) unless SVG ids are wanted."""
-    styles = {"nvlink": (HEALTHY, "-"), "pcie": (PCIE_HEALTHY, (0, (2, 2)))}
-    for link_type, (colour, style) in styles.items():
-        chosen = [b for b in scene.bundles if (b.link_type == "pcie") == (link_type == "pcie")]
+    """Links as their bundles: one line each, in one collection per style (healthy NVLink, PCIe, not reporting)
+    unless SVG ids are wanted."""
+    grouped: dict[tuple[str, Any], list[Bundle]] = {}
+    for b in scene.bundles:
+        grouped.setdefault(bundle_style(b), []).append(b)
+    for (colour, style), chosen in grouped.items():
         segments = [(scene.pos[b.u], scene.pos[b.v]) for b in chosen]
-        widths = [0.9 if link_type == "pcie" else _width(b) for b in chosen]
+        widths = [0.9 if b.link_type == "pcie" else _width(b) for b in chosen]
         if ids:
             for b, (p, q), w in zip(chosen, segments, widths, strict=True):
                 ax.plot([p[0], q[0]], [p[1], q[1]], color=colour, linewidth=w, linestyle=style, zorder=1,
                         gid=f"bundle-{b.u}-{b.v}".lower().replace(" ", ""))
-        elif segments:
+        else:
             ax.add(LineCollection(segments, colors=colour, linewidths=widths, linestyles=style,
-                                             zorder=1, capstyle="round"))
+                                  zorder=1, capstyle="round"))
 
 
 def _offset(h: Highlight, scene: Scene) -> tuple[float, float, float, float]:
@@ -249,6 +261,8 @@ def _legend(ax: _Board, scene: Scene) -> None:
         ("PCIe", PCIE_HEALTHY, 1.0, (0, (2, 2)), 1.0),
         *[(s.value, c, 4.0, (0, (3, 1.5)) if s is Severity.DOWN else "-", 1.0) for s, c in SEVERITY_COLOURS.items()],
     ]
+    if any(not b.reporting for b in scene.bundles):
+        rows.append(("not reporting (GPU gone)", NOT_REPORTING, 2.0, SILENT_STYLE, 1.0))
     if scene.suspect_node or scene.suspect_edge:
         rows.append(("suspected component", SUSPECT, 8.0, "-", 0.45))
     right, top = WIDTH - 0.08, HEIGHT - 0.08

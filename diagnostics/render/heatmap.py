@@ -1,8 +1,10 @@
 """The fleet heat map (PNG): nodes by GPUs, each cell coloured by the worst finding on that GPU, the suspected parts
 outlined, from a sweep's result (the engine's offenders and the offending nodes' diagnoses).
 
-A last column holds what belongs to no one GPU (an NVSwitch port, the node's GPU count); a node with no reading in
-the span is dark, never healthy. Up to 64 nodes are one panel with every name; a larger fleet is folded into
+The columns are the GPUs of the nodes' platforms (a GB200 compute tray's 4, an HGX board's 8; a node of no known
+platform is taken to have the default 8); a GPU a node's platform does not have is left blank, never healthy. A last
+column holds what belongs to no one GPU (an NVSwitch port, the node's GPU count); a node with no reading in the span
+is dark, never healthy. Up to 64 nodes are one panel with every name; a larger fleet is folded into
 panels of up to 128 rows, side by side, named every few rows.
 """
 
@@ -28,13 +30,16 @@ from PIL import Image  # matplotlib's own dependency
 from .. import format as fmt
 from ..analysis.boards import gpu_count
 from ..enums import Severity, severity_rank
+from ..model import DEFAULT_GPU_COUNT
 from ..offenders import SweepResult
 from .colours import INK, MUTED, SEVERITY_COLOURS, SUSPECT
 
 WIDTH_PX = 1200
 HEALTHY_CELL = "#e9ecef"
 SILENT_CELL = "#343a40"
+NO_GPU_CELL = "#ffffff"  # as the background: nothing is there
 SILENT = -1  # a cell's code for a node with no reading
+NO_GPU = -2  # ... for a GPU the node's platform does not have
 LEVELS = (Severity.OK, Severity.WARNING, Severity.FAILING, Severity.DOWN)  # a cell's code is its index here
 NAMED_ROWS = 64  # up to this many nodes: one panel, every node named
 PANEL_ROWS = 128
@@ -48,7 +53,7 @@ class FleetGrid:
 
     nodes: list[str]
     gpus: int
-    cells: np.ndarray  # int8 [nodes, gpus + 1]: index into LEVELS, or SILENT
+    cells: np.ndarray  # int8 [nodes, gpus + 1]: index into LEVELS, or SILENT, or NO_GPU
     suspects: list[tuple[int, int]]  # (row, column) of each suspected part
     at: datetime
     window_hours: float
@@ -56,26 +61,32 @@ class FleetGrid:
     offenders_only: bool = False  # the source named only the offending nodes (a Prometheus sweep)
 
     def severity(self, node: str, column: int) -> Severity | None:
-        """A cell's worst severity; None for a node with no reading."""
+        """A cell's worst severity; None for a node with no reading, or a GPU its platform does not have."""
         code = int(self.cells[self.nodes.index(node), column])
-        return None if code == SILENT else LEVELS[code]
+        return None if code < 0 else LEVELS[code]
 
 
 def fleet_grid(result: SweepResult) -> FleetGrid:
     """Every node of the sweep (those it swept, offending or silent), each GPU's worst offender, the parts the
-    offending nodes' diagnoses suspect, in their severity (not for a node in planned work: it is not paged)."""
+    offending nodes' diagnoses suspect, in their severity (not for a node in planned work: it is not paged). As many
+    GPU columns as the nodes' platforms have (the default 8 for a node of no known platform, more where an offender
+    names a higher GPU); a GPU its node's platform lacks is NO_GPU."""
     offenders = result.offenders
     nodes = sorted(set(result.swept) | set(result.silent) | {o.node_id for o in offenders})
-    counts = [gpu_count(d.platform) or 0 for d in result.diagnoses.values()]
+    platforms = {**{n: d.platform for n, d in result.diagnoses.items() if d.platform}, **result.platforms}
+    counts = {n: gpu_count(platforms.get(n)) for n in nodes}
     seen = [o.gpu + 1 for o in offenders if o.gpu is not None]
-    gpus = max([8, *counts, *seen])
+    gpus = max([*(DEFAULT_GPU_COUNT if c is None else c for c in counts.values()), *seen], default=DEFAULT_GPU_COUNT)
     row = {n: i for i, n in enumerate(nodes)}
     cells = np.zeros((len(nodes), gpus + 1), dtype=np.int8)
-    for o in offenders:
-        column = o.gpu if o.gpu is not None else gpus
-        cells[row[o.node_id], column] = max(int(cells[row[o.node_id], column]), severity_rank(o.severity))
     for node in result.silent:
         cells[row[node]] = SILENT
+    for node, count in counts.items():
+        if count is not None:
+            cells[row[node], count:gpus] = NO_GPU
+    for o in offenders:  # an offender's GPU is there, whatever its platform says
+        column = o.gpu if o.gpu is not None else gpus
+        cells[row[o.node_id], column] = max(int(cells[row[o.node_id], column]), severity_rank(o.severity))
     suspects = []
     for node, d in sorted(result.diagnoses.items()):
         if node not in row or d.maintenance:
@@ -123,14 +134,15 @@ def layout_of(grid: FleetGrid) -> Layout:
 
 
 def _palette() -> np.ndarray:
-    """RGB per code: LEVELS in order, then SILENT (index -1)."""
-    colours = [HEALTHY_CELL, *(SEVERITY_COLOURS[s] for s in LEVELS[1:]), SILENT_CELL]
+    """RGB per code: LEVELS in order, then NO_GPU (index -2) and SILENT (index -1)."""
+    colours = [HEALTHY_CELL, *(SEVERITY_COLOURS[s] for s in LEVELS[1:]), NO_GPU_CELL, SILENT_CELL]
     return (np.array([to_rgb(c) for c in colours]) * 255).astype(np.uint8)
 
 
 def _title(grid: FleetGrid) -> tuple[str, str]:
     bad = int((grid.cells > 0).any(axis=1).sum())
-    silent = int((grid.cells == SILENT).all(axis=1).sum()) if grid.cells.size else 0
+    dark = grid.cells == SILENT
+    silent = int(((dark | (grid.cells == NO_GPU)).all(axis=1) & dark.any(axis=1)).sum()) if grid.cells.size else 0
     if grid.offenders_only:
         title = f"Fleet: {bad} node(s) with offending links (the others are not listed by the source)"
     else:
@@ -186,6 +198,8 @@ def render_fleet(result: SweepResult) -> bytes:
     handles = [Patch(facecolor=HEALTHY_CELL, label="within thresholds"),
                *(Patch(facecolor=SEVERITY_COLOURS[s], label=s.value) for s in LEVELS[1:]),
                Patch(facecolor=SILENT_CELL, label="no reading"),
+               *([Patch(facecolor=NO_GPU_CELL, edgecolor="#ced4da", label="no such GPU")]
+                 if (grid.cells == NO_GPU).any() else []),
                Patch(facecolor="none", edgecolor=SUSPECT, linewidth=2.0, label="suspected part")]
     fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(1 - 8 / WIDTH_PX, 1 - MARGIN["top"] / lay.height),
                fontsize=8.5, frameon=False, title=f"GPU 0-{grid.gpus - 1} · sw: switch/node",

@@ -11,8 +11,9 @@ from typing import Any
 from .. import format as units
 from ..config.platforms import all_platforms
 from ..errors import ConfigError, InputError
+from ..ingest import nccl_xml, topo_matrix
 from ..ingest.base import Source
-from ..ingest.detect import read
+from ..ingest.detect import choose, read
 from ..ingest.snapshot import parse_json, read_cases, with_platform
 from ..model import DEFAULT_GPU_COUNT, Diagnosis, Snapshot
 from ..topology.build import generic_graph, graph_from_topology
@@ -111,6 +112,15 @@ def read_snapshot_text(path: str | Path) -> str | None:
         return Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", source=str(path)) from None
+
+
+TOPOLOGY_READERS = (topo_matrix.READER_NAME, nccl_xml.READER_NAME)
+
+
+def describes_topology(path: str | Path) -> bool:
+    """Whether a file is a topology description (`nvidia-smi topo -m`, NCCL XML), drawn bare; any other telemetry
+    is diagnosed before it is drawn. An input no reader knows is refused, naming the formats."""
+    return choose(Source.from_path(path)).name in TOPOLOGY_READERS
 
 
 def topology_drawable(path: str | Path, *, platform: str | None = None, node_id: str | None = None) -> Drawable:

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from PIL import Image
 
+from ..analysis.absence import gpu_gone
 from ..components import ComponentRef, switch_label
 from ..enums import ComponentKind, Severity, severity_rank
 from ..errors import InputError
@@ -66,6 +67,11 @@ def severity_grid(diagnosis: Diagnosis, rack: RackGraph) -> tuple[np.ndarray, li
     own_switch = switch_slot(diagnosis)
     unplaced = []
     for f in diagnosis.findings:
+        gone = _gone_gpu(f, rack, None if own_switch is not None else diagnosis.tray)
+        if gone is not None:  # a GPU gone from the bus: none of its links reads, so none is drawn healthy
+            cells = grid[gone[0] - 1, :, gone[1]]
+            cells[(cells < DOWN) | (cells == 4)] = DOWN
+            continue
         cell = _cell_of(_on_switch_tray(f.ref, own_switch), rack, None if own_switch is not None else diagnosis.tray)
         if cell is None:
             if f.severity is not Severity.OK and (f.ref.tray, f.ref.gpu) not in echoes:
@@ -81,6 +87,19 @@ def severity_grid(diagnosis: Diagnosis, rack: RackGraph) -> tuple[np.ndarray, li
             cells = grid[int(tray_label) - 1, :, echo]
             cells[cells == 0] = 5
     return grid, unplaced
+
+
+DOWN = severity_rank(Severity.DOWN)
+
+
+def _gone_gpu(f: Finding, rack: RackGraph, tray: str | None) -> tuple[int, int] | None:
+    """(compute tray, GPU) of a finding that says its GPU is gone (an Xid 79, every series silent), where the rack
+    has that GPU."""
+    slot = f.ref.tray if f.ref.tray is not None else tray
+    if not gpu_gone(f) or f.gpu is None or slot is None or not str(slot).isdigit():
+        return None
+    spec = rack.spec
+    return (int(slot), f.gpu) if 1 <= int(slot) <= spec.compute_trays and 0 <= f.gpu < spec.gpus_per_tray else None
 
 
 def switch_slot(diagnosis: Diagnosis) -> int | None:

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 
 from .. import format as fmt
+from ..analysis.absence import gpu_gone
+from ..config.thresholds import OFF_BUS_RULE
 from ..enums import LinkType, Severity, severity_rank
 from ..model import Diagnosis, Finding
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node
@@ -30,12 +32,14 @@ _COUNTER_WORDS = {
 
 @dataclass
 class Bundle:
-    """All links between two nodes, drawn as one line; `count` links (NVLinks) or one (PCIe)."""
+    """All links between two nodes, drawn as one line; `count` links (NVLinks) or one (PCIe). Not `reporting`
+    when an end is a GPU the diagnosis judged gone (off the bus, silent): its links read nothing, so are not healthy."""
 
     u: str
     v: str
     link_type: str
     count: int
+    reporting: bool = True
 
 
 @dataclass
@@ -211,6 +215,23 @@ def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[
         scene.warnings.append(f"suspected component {name!r} is not in the node's graph; not outlined")
 
 
+def _gone(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis) -> dict[str, str]:
+    """The GPUs the diagnosis judged gone (an Xid 79, every series silent), each marked on its box, with every link
+    of theirs drawn as not reporting: GPU node -> the component its findings name."""
+    gone: dict[str, list[Finding]] = {}
+    for f in diagnosis.findings:
+        if f.gpu is not None and gpu_gone(f) and gpu_node(f.gpu) in graph.graph:
+            gone.setdefault(gpu_node(f.gpu), []).append(f)
+    for bundle in scene.bundles:
+        if bundle.u in gone or bundle.v in gone:
+            bundle.reporting = False
+    for node, found in gone.items():
+        xid = any(c.rule == OFF_BUS_RULE for f in found for c in f.crossed)
+        scene.marks.append(Mark(node, Severity.DOWN, "off the bus (Xid 79): not reporting" if xid else
+                                "not reporting: every series stopped"))
+    return {f.component: node for node, found in gone.items() for f in found}
+
+
 def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
     pos = layout(graph)
     kinds = {n: str(d.get("kind", "")) for n, d in graph.graph.nodes(data=True)}
@@ -218,9 +239,11 @@ def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
     if diagnosis is None:
         return scene
     placed: dict[str, tuple[str, str]] = {}
-    marked: dict[str, str] = {}
+    marked = _gone(scene, graph, diagnosis)  # its links drawn as not reporting, not one by one
     per_edge: dict[frozenset[str], int] = {}
     for finding in sorted(diagnosis.findings, key=lambda f: -severity_rank(f.severity)):
+        if gpu_gone(finding) and finding.component in marked:
+            continue
         marks = len(scene.marks)
         edge = _place(scene, graph, finding)
         if edge is None:

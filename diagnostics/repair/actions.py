@@ -11,10 +11,11 @@ from typing import Any
 
 from ..config.repair_catalog import load_catalog
 from ..config.repair_text import known
+from ..config.thresholds import XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
 from ..model import ComponentFacts, Finding, Localization, RackPlace
-from .plan import PlanFacts, repair_plan
+from .plan import PlanFacts, RepairPlan, repair_plan
 
 # The old component classes, where the class alone says the fault kind.
 _CLASS_FAULT = {
@@ -51,13 +52,21 @@ def place_facts(rack: RackPlace | None, job_id: str | None) -> dict[str, Any]:
     return out
 
 
-def localization_action(loc: Localization, *, platform: str | None, node_id: str | None,
-                        rack: RackPlace | None = None, job_id: str | None = None, stated_pair: bool = False) -> str:
-    """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
+def localization_plan(loc: Localization, *, platform: str | None, node_id: str | None,
+                      rack: RackPlace | None = None, job_id: str | None = None,
+                      stated_pair: bool = False) -> RepairPlan:
+    """The whole plan for the analysis's localized fault (what it stops, its steps, its one-line action)."""
     facts = PlanFacts(node_id=node_id, link_down=loc.severity is Severity.DOWN, unit=loc.component, bus=loc.ref.bus,
                       stated_pair=stated_pair, **loc.model_dump(include=set(ComponentFacts.model_fields)),
                       **place_facts(rack, job_id))
-    return repair_plan(platform, fault_of(loc), facts).action
+    return repair_plan(platform, fault_of(loc), facts)
+
+
+def localization_action(loc: Localization, *, platform: str | None, node_id: str | None,
+                        rack: RackPlace | None = None, job_id: str | None = None, stated_pair: bool = False) -> str:
+    """The one-line action for the analysis's localized fault: what Diagnosis.repair_action should say."""
+    return localization_plan(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
+                             stated_pair=stated_pair).action
 
 
 def finding_fault(finding: Finding) -> FaultKind:
@@ -69,7 +78,9 @@ def finding_fault(finding: Finding) -> FaultKind:
         return FaultKind.PCIE_DOWNTRAIN if rules & {"pcie_width", "pcie_gen_under_load"} else FaultKind.PCIE_REPLAYS
     if finding.link_type is LinkType.NVSWITCH:
         return FaultKind.NVSWITCH
-    return FaultKind.NVLINK if finding.link is not None else FaultKind.NVLINK_AGGREGATE
+    if finding.link is not None or XID_NVLINK_RULE in rules:  # an Xid without a link number: a link to find
+        return FaultKind.NVLINK
+    return FaultKind.NVLINK_AGGREGATE
 
 
 def repair_action(component: str, *, platform: str | None = None, path: Path | None = None,

@@ -225,6 +225,8 @@ class _Builder:
             "switch_host": facts.switch_host, "unit": facts.unit,
             "bus": facts.bus if facts.gpu is None else None,
         })
+        if fault is FaultKind.NVLINK and facts.link is None and (facts.gpu is not None or facts.bus):
+            self.values["find_link"] = f"nvidia-smi nvlink -e -i {self.values.get('gpu') or facts.bus}"
         self.rack: RackSpec | None = _rack_spec(platform) if self.plat is not None and self.plat.rack else None
         if self.plat is not None and self.plat.rack:
             self.values["rack"] = facts.rack_id or self.values.get("node_id", "the rack")

@@ -43,7 +43,8 @@ def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at:
                  source: str = "store") -> SweepResult:
     """Every node's diagnosis as a sweep result: every offending link, its node's diagnosis, every node swept."""
     result = SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source=source,
-                         swept=sorted(diagnoses), warnings=fleet_name_notes(diagnoses))
+                         swept=sorted(diagnoses), warnings=fleet_name_notes(diagnoses),
+                         platforms={n: d.platform for n, d in diagnoses.items() if d.platform})
     for node, diagnosis in sorted(diagnoses.items()):
         found = offenders_of(diagnosis)
         result.offenders.extend(found)

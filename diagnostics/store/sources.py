@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from ..errors import FabricbotError, InputError
@@ -211,19 +212,29 @@ def link_nodes(result: IngestResult) -> list[str]:
     return sorted({str(n) for n in links["node_id"].dropna().unique()}) if "node_id" in links.columns else []
 
 
-def cut_nodes(result: IngestResult | None) -> list[str]:
-    """The nodes whose link readings come from an input that stops short (a reader said so), none otherwise."""
-    return link_nodes(result) if result is not None and any(w.cut for w in result.warnings) else []
+def cut_nodes(result: IngestResult | None) -> list[str | None]:
+    """The nodes whose link readings come from an input that stops short or covers some GPUs only (a reader said
+    so), none otherwise; None for readings the input names no node of (a paste: the node asked about, once known)."""
+    if result is None or not (result.partial or any(w.cut for w in result.warnings)):
+        return []
+    links = result["link_samples"]
+    unnamed = "node_id" not in links.columns or bool(links["node_id"].isna().any())
+    return [*link_nodes(result), *([None] if unnamed and len(links) else [])]
 
 
-def cut_short(records: pd.DataFrame | None, nodes: list[str]) -> pd.DataFrame:
-    """The node records, with these nodes' readings marked as from an input cut short (a snapshot's mark kept)."""
+def cut_short(records: pd.DataFrame | None, nodes: list[str | None]) -> pd.DataFrame:
+    """The node records, with these nodes' readings marked as from an input cut short (a snapshot's mark kept); a
+    record of no node (None) stands for the node a paste's readings are taken to be of."""
     records = pd.DataFrame({"node_id": pd.Series(dtype="string")}) if records is None else records.copy()
     if "reading" not in records.columns:
         records["reading"] = pd.Series([None] * len(records), dtype="object")
-    known = set(records["node_id"].astype(str))
-    records = pd.concat([records, pd.DataFrame({"node_id": [n for n in nodes if n not in known]})],
-                        ignore_index=True)
-    mine = records["node_id"].astype(str).isin(nodes).to_numpy() & (records["reading"] != LISTED).to_numpy()
+    ids = records["node_id"].astype("string")
+    known = {None if pd.isna(n) else str(n) for n in ids}
+    records = pd.concat([records, pd.DataFrame({"node_id": pd.Series([n for n in nodes if n not in known],
+                                                                      dtype="string")})], ignore_index=True)
+    ids = records["node_id"].astype("string")
+    named = ids.isin([n for n in nodes if n is not None]).to_numpy(bool, na_value=False)
+    unnamed = ids.isna().to_numpy() if None in nodes else np.zeros(len(records), dtype=bool)
+    mine = (named | unnamed) & (records["reading"] != LISTED).to_numpy()
     records.loc[mine, "reading"] = CUT_SHORT
     return records

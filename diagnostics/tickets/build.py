@@ -17,7 +17,7 @@ from ..model import Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
 from .candidates import Candidate, candidate_for, candidates_for, on_rack
 from .catalog import PlanStep, plan_for
-from .identity import identity_for
+from .identity import gpu_at, identity_for
 from .ticket import Choice, Cost, Evidence, Hypothesis, RepairTicket, Step
 
 HOURS_PER_DAY = 24
@@ -179,12 +179,11 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
     owner = diagnosis.owner_of(candidate.id)
     return RepairTicket(
         node_id=owner, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
-        candidate_id=candidate.id, gpu_index=candidate.gpu, peer=candidate.peer, link_id=candidate.link_id,
+        candidate_id=candidate.id, gpu_index=gpu_at(inventory, diagnosis.node_id, candidate.gpu, candidate.ref.bus),
+        peer=candidate.peer, link_id=candidate.link_id,
         link=candidate.link, lanes=list(candidate.lanes), end=candidate.end, switch=port[0], switch_port=port[1],
         port_source=port[2], port_find_with=port[3], switched=switched,
-        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu,
-                              diagnosis.gpu_ids.get(candidate.gpu) if candidate.gpu is not None else None,
-                              rack=on_rack(diagnosis),
+        identity=identity_for(inventory, diagnosis.node_id, candidate.gpu, diagnosis.gpu_ids, rack=on_rack(diagnosis),
                               rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None,
                               bus=candidate.ref.bus),
         replacement_part=plan.part,

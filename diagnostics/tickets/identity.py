@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..model import GpuId
 from ..topology import Inventory
 from ..topology.inventory import FOUND_BY
@@ -25,14 +27,25 @@ _FIELDS: dict[str, tuple[str, str]] = {
 NO_FABRIC_MANAGER = "none: a rack's hosts run no Fabric Manager (NMX-Controller manages the NVLink domain)"
 
 
-def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None, read: GpuId | None = None, *,
-                 rack: bool = False, rack_id: str | None = None, bus: str | None = None) -> Identity:
-    """Fill what the inventory knows, then the GPU's serial and UUID as the node's readings named them (`read`),
-    its PCI address where a log named the GPU by it alone (`bus`), and the rack the diagnosis places the node in
-    (`rack_id`); every other field reads `unknown`, with where to read it in `where`. `rack`: a rack or a rack's
-    host, which runs no Fabric Manager, so no Fabric Manager version is asked for."""
+def gpu_at(inventory: Inventory | None, node_id: str, gpu: int | None, bus: str | None) -> int | None:
+    """The GPU's index: as named, else the one the inventory lists at the PCI address a log named it by alone."""
+    if gpu is not None or not bus or inventory is None:
+        return gpu
+    return inventory.node(node_id).gpu(pci_bus_id=bus).index
+
+
+def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None,
+                 reads: Mapping[int, GpuId] | None = None, *, rack: bool = False, rack_id: str | None = None,
+                 bus: str | None = None) -> Identity:
+    """Fill what the inventory knows, then the GPU's serial and UUID as the node's readings named them (`reads`, by
+    index), its PCI address where a log named the GPU by it alone (`bus`: the inventory's GPU at that address, and
+    its index's readings, as though named by index), and the rack the diagnosis places the node in (`rack_id`);
+    every other field reads `unknown`, with where to read it in `where`. `rack`: a rack or a rack's host, which runs
+    no Fabric Manager, so no Fabric Manager version is asked for."""
     node = (inventory or Inventory()).node(node_id)
-    record = {"node": node, "gpu": node.gpu(gpu) if gpu is not None else None}
+    gpu = gpu_at(inventory, node_id, gpu, bus)
+    record = {"node": node, "gpu": node.gpu(gpu, bus) if gpu is not None or bus else None}
+    read = (reads or {}).get(gpu) if gpu is not None else None
     seen = {"serial": read.serial, "uuid": read.uuid} if read is not None else {}
     if bus:
         seen["pci_bus_id"] = bus
@@ -52,7 +65,8 @@ def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None, rea
             values[name] = str(raw)
         elif source is not None:
             hint = FOUND_BY[field]
-            where[name] = f"{hint} (GPU {gpu})" if kind == "gpu" else hint
+            who = f"GPU {gpu}" if gpu is not None else f"the GPU at PCI {bus}" if bus else None
+            where[name] = f"{hint} ({who})" if kind == "gpu" and who else hint
     return Identity(**values, where=where)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import format as fmt
-from ..enums import ComponentKind, LinkEnd, ResetScope
+from ..enums import ComponentKind, FaultKind, LinkEnd, ResetScope
 from ..links import inert_links
 from .catalog import Part
 
@@ -21,6 +21,15 @@ if TYPE_CHECKING:
 def _cell(value: object) -> str:
     """A table cell: telemetry text may hold pipes or newlines that would break the table."""
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _link(t: RepairTicket) -> str:
+    """The link as the input names it; an NVLink fault whose input names no link says so (not the counter's id)."""
+    if t.link is None and t.fault in (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE):
+        return "unknown: the input names none (read `nvidia-smi nvlink -e` to find it)"
+    if t.link is not None and not any(c.isdigit() for c in t.link_id or ""):
+        return str(t.link)  # an event's counter id (an Xid's) names no link: the line's link number does
+    return _cell(t.link_id or "-")
 
 
 def _port(t: RepairTicket) -> str:
@@ -68,7 +77,7 @@ def ticket_markdown(t: RepairTicket) -> str:
              f"| fault | {t.fault.value} |",
              f"| GPU | {'-' if t.gpu_index is None else t.gpu_index} |",
              f"| peer | {_cell(t.peer or '-')} |",
-             f"| link | {_cell(t.link_id or '-')} |",
+             f"| link | {_link(t)} |",
              f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",
              *([f"| end | {_end(t)} |"] if t.component_kind in (ComponentKind.NVLINK, ComponentKind.PCIE) else []),
              *([f"| switch port | {_port(t)} |"] if t.component_kind is not ComponentKind.FABRIC_SOFTWARE

@@ -13,7 +13,7 @@ import pytest
 from diagnostics.analysis import analyze_fleet
 from diagnostics.analysis.fleet import FleetAnalysis
 from diagnostics.analysis.racks import group_racks
-from diagnostics.enums import ComponentKind, FaultKind, Priority
+from diagnostics.enums import ComponentKind, FaultKind, PortSource, Priority
 from diagnostics.model import RackSlot
 from diagnostics.repair import PlanFacts, repair_plan
 from diagnostics.synth.rack_fleet import build_racks
@@ -193,3 +193,51 @@ def test_every_suspect_and_ticket_on_the_assumed_wiring_says_assumed_and_the_rea
             assert any(w.startswith("assumed") and "nvidia-smi nvlink -R" in w and "link_partner" in w
                        for w in ticket.warnings), ticket.warnings
     assert {FaultKind.SWITCH_PORT, FaultKind.SWITCH_TRAY, FaultKind.CARTRIDGE, FaultKind.NVSWITCH} <= seen
+
+
+def test_a_switch_tray_host_names_its_ports_and_its_suspect_as_its_rack_does(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    """Whichever door asks, a switch tray's port is one part: the host's own findings carry the rack's name, slug
+    and port (read on the port itself), and a host whose ports carry a suspect's links names that suspect."""
+    fleet, truth, _ = racks
+    seen = set()
+    for rack_id, d in fleet.racks.items():
+        assert d.rack is not None
+        by_slug = {f.ref.slug: f for f in d.findings}
+        for host in d.rack.switch.values():
+            tray = fleet.diagnoses[host]
+            for f in tray.failing:
+                assert not f.component.startswith("NVSwitch"), (host, f.component)
+                same = by_slug[f.ref.slug]
+                assert (same.component, same.switch_port, same.port_source) == (f.component, f.switch_port,
+                                                                                 f.port_source)
+                assert f.switch_port == f.ref.port and f.port_source is PortSource.OBSERVED
+                assert tray.owner_of(f.ref.slug) == d.owner_of(f.ref.slug) == rack_id
+            if tray.failing and d.localizations:
+                assert tray.isolated_component in {loc.component for loc in d.localizations}, (host, d.localizations)
+                assert tray.ticket_owner == rack_id
+                seen.add(truth["racks"][rack_id]["scenario"])
+    assert {"switch_chip", "switch_tray", "cartridge"} <= seen
+
+
+def test_a_compute_tray_is_drained_with_its_rack_when_the_racks_repair_stops_every_gpu(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    """A switch tray's repair stops every GPU of the rack: a compute tray whose own links read clean answers with
+    the rack's plan, as the rack does; a suspect inside one compute tray leaves the others their own answer."""
+    fleet, truth, _ = racks
+    for scenario in ("switch_tray", "switch_chip", "cartridge"):
+        d = fleet.racks[_rack_of(truth, scenario)]
+        assert d.localization is not None and d.rack is not None
+        quiet = [h for h in d.rack.compute.values() if h not in d.localization.hosts]
+        assert quiet, scenario
+        for host in quiet:
+            tray = fleet.diagnoses[host]
+            assert not tray.fault_detected and tray.repair_action == d.repair_action, (scenario, host)
+            assert any(f"repair of {d.localization.component}" in w and "drain it with the rack's plan" in w
+                       for w in tray.warnings), tray.warnings
+    for scenario in ("one_gpu", "compute_tray"):
+        d = fleet.racks[_rack_of(truth, scenario)]
+        assert d.localization is not None and d.rack is not None
+        for host in (h for h in d.rack.compute.values() if h not in d.localization.hosts):
+            tray = fleet.diagnoses[host]
+            assert tray.repair_action != d.repair_action and not any("its GPUs stop" in w for w in tray.warnings)

@@ -11,9 +11,11 @@ from PIL import Image
 
 from diagnostics import diagnose_snapshot
 from diagnostics import format as fmt
+from diagnostics.analysis.absence import missing_gpus
 from diagnostics.components import ComponentRef
 from diagnostics.enums import LinkType, Severity
 from diagnostics.model import Diagnosis, Finding, Localization, Snapshot
+from diagnostics.render.colours import NOT_REPORTING
 from diagnostics.render.draw import HEALTHY, SEVERITY_COLOURS, SIZE_PX, SUSPECT, render_node, render_with_warnings
 from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, layout
 from diagnostics.topology import generic_graph, platform_graph
@@ -207,3 +209,28 @@ def test_a_finding_over_all_of_a_gpus_links_marks_the_gpu() -> None:
     assert not any("GPU 4" in w for w in warnings)
     x, y = scene.pos["GPU 4"]
     assert near(pixels(png), (x + 0.6, y), SEVERITY_COLOURS[Severity.FAILING], radius=4)  # a ring round the box
+
+
+def _strokes(svg: str) -> dict[str, str]:
+    """Each bundle's stroke colour as the SVG draws it: bundle id -> colour."""
+    return dict(re.findall(r'<g id="(bundle-[^"]+)">\s*<path [^>]*?stroke: (#[0-9a-f]{6})', svg))
+
+
+def test_a_gpu_gone_from_the_bus_draws_its_links_as_not_reporting() -> None:
+    """The picture says what the diagnosis says: a GPU judged gone (its series all silent) is marked, and every
+    link of it drawn in the down colour, dotted, never as a healthy grey bundle."""
+    graph = platform_graph("hgx-h100-8gpu")
+    gone = missing_gpus({0, 1, 3, 4, 5, 6, 7}, 8, {})  # what the analysis makes of a GPU that reports nothing
+    diag = diagnosis([*gone, finding(5, 10, Severity.WARNING, replay=120.0)])
+    scene = build_scene(graph, diag)
+    silent = {(b.u, b.v) for b in scene.bundles if not b.reporting}
+    assert silent == {(b.u, b.v) for b in scene.bundles if "GPU 2" in (b.u, b.v)} and len(silent) == 5
+    assert [(m.node, m.severity) for m in scene.marks] == [("GPU 2", Severity.DOWN)]
+    assert "not reporting" in scene.marks[0].label
+    assert [h.finding.component for h in scene.highlights if h.finding] == ["GPU 5 NVLink 10"]  # no 'down' label
+    strokes = _strokes(render_node(graph, diag, fmt="svg").decode())
+    assert {k for k, c in strokes.items() if c == NOT_REPORTING} == {
+        f"bundle-gpu2-{v.lower().replace(' ', '')}" for v in ("NVSwitch 0", "NVSwitch 1", "NVSwitch 2",
+                                                             "NVSwitch 3", "PCIe switch 2")}
+    assert strokes["bundle-gpu1-nvswitch0"] == HEALTHY
+    assert near(pixels(render_node(graph, diag)), midpoint(scene, "GPU 2", "NVSwitch 0"), NOT_REPORTING, radius=5)

@@ -12,10 +12,21 @@ from PIL import Image
 
 from diagnostics.components import ComponentRef
 from diagnostics.enums import LinkType, Severity
-from diagnostics.model import Diagnosis, Localization
+from diagnostics.model import Crossing, Diagnosis, Finding, Localization
 from diagnostics.offenders import Offender, SweepResult
 from diagnostics.render.colours import SEVERITY_COLOURS, SUSPECT
-from diagnostics.render.heatmap import HEALTHY_CELL, SILENT_CELL, WIDTH_PX, fleet_grid, layout_of, render_fleet
+from diagnostics.render.heatmap import (
+    HEALTHY_CELL,
+    NO_GPU,
+    NO_GPU_CELL,
+    SILENT,
+    SILENT_CELL,
+    WIDTH_PX,
+    fleet_grid,
+    layout_of,
+    render_fleet,
+)
+from diagnostics.service import fleet_result
 
 AT = datetime(2026, 9, 17, 8, 0, tzinfo=UTC)
 
@@ -114,3 +125,44 @@ def test_a_source_that_lists_only_offenders_says_so() -> None:
     result = sweep([], [offender("node-02", 3, Severity.FAILING)], {})
     grid = fleet_grid(result)
     assert grid.offenders_only and grid.nodes == ["node-02"]
+
+
+def node_of(node: str, platform: str, offending_gpu: int | None = None) -> Diagnosis:
+    """A node's diagnosis on its platform: within thresholds, or with one failing NVLink on `offending_gpu`."""
+    findings = [] if offending_gpu is None else [Finding(
+        ref=ComponentRef.nvlink(offending_gpu, 1), link_type=LinkType.NVLINK, link_id="nvlink-1", link=1,
+        gpu=offending_gpu, severity=Severity.FAILING,
+        crossed=[Crossing(rule="nvlink_replay", counter="replay", rate_per_hour=5000.0, above=1000.0,
+                          severity=Severity.FAILING, message="replays")])]
+    return Diagnosis(node_id=node, platform=platform, window_hours=1.0, fault_detected=bool(findings),
+                     isolated_component="None", degradation_pct=None, repair_action="none",
+                     ticket_priority="low",  # type: ignore[arg-type]
+                     findings=findings)
+
+
+def test_the_columns_are_the_gpus_of_the_nodes_platforms() -> None:
+    """A GB200 rack swept: its compute trays have GPUs 0-3 and its switch trays none; no column or cell for a GPU
+    that is not there, whichever nodes offend (the healthy ones' platforms count too)."""
+    diagnoses = {"rack-01-c01": node_of("rack-01-c01", "gb200-nvl72-compute-tray", 2),
+                 "rack-01-c02": node_of("rack-01-c02", "gb200-nvl72-compute-tray"),
+                 "rack-01-s01": node_of("rack-01-s01", "gb200-nvl72-switch-tray")}
+    result = fleet_result(diagnoses, window_hours=1.0, at=AT)
+    grid, lay = fleet_grid(result), layout_of(fleet_grid(result))
+    assert grid.gpus == 4 and grid.cells.shape == (3, 5)
+    assert grid.severity("rack-01-c01", 2) is Severity.FAILING and grid.severity("rack-01-c02", 3) is Severity.OK
+    assert [grid.severity("rack-01-s01", g) for g in range(4)] == [None] * 4  # a switch tray has no GPU
+    assert grid.severity("rack-01-s01", grid.gpus) is Severity.OK  # its switches: the last column
+    img = picture(result)
+    assert is_colour(img, lay.cell_centre(2, 0), NO_GPU_CELL) and is_colour(img, lay.cell_centre(2, 4), HEALTHY_CELL)
+    assert is_colour(img, lay.cell_centre(0, 2), SEVERITY_COLOURS[Severity.FAILING])
+
+
+def test_a_mixed_fleet_blanks_the_gpus_a_smaller_platform_lacks() -> None:
+    """An HGX node (8 GPUs), a GB200 tray (4) and a node of no known platform (the default 8), one silent."""
+    result = sweep(["gb-1", "hgx-1", "odd-1"], [offender("hgx-1", 6, Severity.WARNING)], {}, silent=("gb-1",))
+    result.platforms.update({"gb-1": "gb200-nvl72-compute-tray", "hgx-1": "hgx-h100-8gpu"})
+    grid = fleet_grid(result)
+    assert grid.gpus == 8
+    assert [grid.severity("gb-1", g) for g in range(4, 8)] == [None] * 4
+    assert int(grid.cells[grid.nodes.index("gb-1"), 4]) == NO_GPU and int(grid.cells[0, 0]) == SILENT
+    assert grid.severity("odd-1", 7) is Severity.OK and grid.severity("hgx-1", 6) is Severity.WARNING

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from diagnostics.analysis.absence import missing_gpus
 from diagnostics.components import ComponentRef
 from diagnostics.enums import FaultKind, LinkType, Severity
 from diagnostics.errors import InputError
@@ -131,3 +132,16 @@ def test_a_node_diagnosis_is_not_drawn_as_a_rack() -> None:
     d = _diagnosis([], None).model_copy(update={"rack": None})
     with pytest.raises(InputError, match="not a rack's diagnosis"):
         render_rack(d)
+
+
+def test_a_gpu_gone_from_the_bus_has_none_of_its_links_drawn_healthy() -> None:
+    """Compute tray 5's GPU 2 reports nothing (every series stopped): all 18 of its links read down, not healthy;
+    its neighbours' links stay healthy."""
+    gone = missing_gpus({0, 1, 3}, 4, {})[0]
+    gone = gone.model_copy(update={"ref": gone.ref.model_copy(update={"tray": "5"})})
+    d = _diagnosis([gone, _link(9, 1, 4, Severity.WARNING)], None)
+    grid, unplaced = severity_grid(d, RACK)
+    assert (grid[4, :, 2] == 3).all() and (grid[4, :, [0, 1, 3]] == 0).all()
+    assert grid[8, 4, 1] == 1 and gone not in unplaced
+    img, _ = _img(d)
+    assert _is(img, _px(5, 7, 2), SEVERITY_COLOURS[Severity.DOWN]) and _is(img, _px(5, 7, 1), HEALTHY)

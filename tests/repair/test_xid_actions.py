@@ -19,7 +19,9 @@ from tests.conftest import FIXTURES
 END = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CODES = sorted(load_xid_catalog().entries)
 # fabricbot's own names: fault kinds, rule names, and the wording a missing template used to fall back on
-INTERNAL = re.compile("|".join([*(re.escape(f.value) for f in FaultKind if "-" in f.value),
+# a fault-kind value on its own, not inside a part id such as gb200-nvl72-compute-tray (a ticket names parts by id)
+INTERNAL = re.compile("|".join([*(r"(?<![\w-])" + re.escape(f.value) + r"(?![\w-])" for f in FaultKind
+                                  if "-" in f.value),
                                 *(re.escape(r.name) + r"\b" for r in load_thresholds().rules if "_" in r.name),
                                 r"\{", r"\}", r"\bthis \S+ fault\b", r"\bunknown\b \(None\)", r"\bNone\b"]))
 BUSES = ("0000:97:00", "0000:ba:00")  # two GPUs, named as the driver names them: by PCI address alone

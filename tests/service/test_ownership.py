@@ -15,9 +15,12 @@ from PIL import Image
 
 from bot.cli import main
 from bot.commands.sweep import _table as sweep_table
+from bot.console.topology import analysis_of, draft_targets
+from bot.console.web import Console
 from bot.digest import assemble
 from bot.nodes import StoreNodeSource
 from bot.storage import open_db
+from bot.transport.mock_slack import Message
 from bot.workflow.tracker import SqliteTracker
 from diagnostics.analysis import decide, failing_parts
 from diagnostics.components import ComponentRef
@@ -26,7 +29,8 @@ from diagnostics.enums import FaultKind, Priority, Severity
 from diagnostics.model import Diagnosis, Localization, RackPlace
 from diagnostics.prometheus import SweepResult
 from diagnostics.render import render_rack
-from diagnostics.service import Request, StoreSource, alert_pass, fleet
+from diagnostics.service import Fleet, Request, StoreSource, alert_pass, fleet
+from tests.bot.console.helpers import console
 from tests.bot.helpers import OPS, buttons, local_bot, posted, summary_for
 
 Rack = tuple[Path, Path, dict[str, Any]]
@@ -88,9 +92,15 @@ def test_the_cli_doors_file_a_switch_tray_on_its_rack_from_any_tray(seen: tuple[
 
 
 @pytest.fixture(scope="module")
-def answered(switch_tray_rack: Rack) -> dict[str, Diagnosis]:
+def engine(switch_tray_rack: Rack) -> Fleet:
+    """The fleet's one engine pass over the rack's store: every host, and the rack."""
+    return fleet(StoreSource(switch_tray_rack[1]), Request())
+
+
+@pytest.fixture(scope="module")
+def answered(engine: Fleet) -> dict[str, Diagnosis]:
     """Every host of the rack as the fleet's one engine pass answers it."""
-    return fleet(StoreSource(switch_tray_rack[1]), Request()).diagnoses
+    return engine.diagnoses
 
 
 def test_a_tray_with_no_fault_of_its_own_points_at_the_rack_ticket(switch_tray_rack: Rack,
@@ -140,6 +150,9 @@ def test_slack_drafts_and_files_the_rack_part_once_whichever_tray_asks(seen: tup
         assert local.slack.wait_for(lambda s: any("already open" in m.text for m in posted(s, thread=second.ts)))
         told = next(m.text for m in posted(local.slack, thread=second.ts) if "already open" in m.text)
         assert f"on `rack-01` is already open: *{filed.id}*" in told
+        switch = summary_for(local, "rack-01-s01")  # the failing switch tray's own host
+        _draft(local, switch)
+        assert local.slack.wait_for(lambda s: any("already open" in m.text for m in posted(s, thread=switch.ts)))
         assert len(local.tracker.tickets()) == 1  # type: ignore[attr-defined]
 
 
@@ -173,3 +186,76 @@ def test_each_part_has_one_owner_whoever_answers(ref: ComponentRef, fault: Fault
         assert d.owner_of() == d.owner_of(ref.slug) == d.ticket_owner == owner, node
     off_rack = _diagnosis("n1", loc, None).model_copy(update={"rack": None})
     assert off_rack.ticket_owner == "n1"
+
+
+def _summary(c: Console, command: str) -> Message:
+    """`/fabric ...` typed in the console, and the summary it posted."""
+    before = len(posted(c.slack))
+    assert c.send(f"/fabric {command}")["status"] == 200
+    assert c.slack.wait_for(lambda s: len(posted(s)) > before, timeout=60)
+    return posted(c.slack)[-1]
+
+
+def _click_draft(c: Console, summary: Message, component: str) -> list[Message]:
+    """Draft one finding of a summary as the console's topology click does; the thread's replies once answered."""
+    shown = c.state.analysis(analysis_of(summary) or -1)
+    assert shown is not None
+    index = next(i for i, f in enumerate(shown.findings) if f.component == component)
+    target = draft_targets(summary)[index]
+    assert c.act(target.message_ts, target.action_id, target.option)["status"] == 200
+    assert c.slack.wait_for(lambda s: any(m.edits for m in posted(s, thread=summary.ts)), timeout=60)
+    return posted(c.slack, thread=summary.ts)
+
+
+def test_a_switch_tray_port_is_one_part_from_the_rack_and_from_its_switch_tray_host(
+        engine: Fleet, seen: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    """The switch tray's host reads its ports under the driver's names; both doors name them as the rack does, so
+    the tracker sees one part: a port filed from the rack is already open when its host drafts it."""
+    store, _ = seen
+    host, rack = engine.diagnoses["rack-01-s01"], engine.racks["rack-01"]
+    port = host.failing[0]
+    assert port.component.startswith("Switch tray 1 chip ") and port.switch_port == port.ref.port
+    same = next(f for f in rack.findings if f.ref.slug == port.ref.slug)
+    assert same.component == port.component and host.owner_of(port.ref.slug) == rack.owner_of(port.ref.slug) == \
+        "rack-01"
+    drafted = []
+    for node in ("rack-01", "rack-01-s01"):
+        _, out = _run(capsys, "ticket", node, "--store", str(store), "--link", port.component, "--json", "--rules")
+        drafted.append(json.loads(out))
+    keys = ("node_id", "component", "switch", "switch_port", "port_source", "replacement_part", "priority")
+    first, second = ({k: t[k] for k in keys} for t in drafted)
+    assert first == second
+    assert drafted[0]["switch_port"] == port.switch_port and drafted[0]["port_source"] == "observed"
+    with console(source=StoreNodeSource(store)) as c:
+        from_rack = _summary(c, "rack rack-01")
+        preview = next(m for m in _click_draft(c, from_rack, port.component) if len(buttons(m)) == 2)
+        filing = next(b for b in buttons(preview) if b["action_id"] == "file_ticket")
+        assert c.act(preview.ts, filing["action_id"])["status"] == 200
+        assert c.slack.wait_for(lambda s: c.local.tracker.tickets())
+        (filed,) = c.local.tracker.tickets()
+        assert (filed.node_id, filed.component) == ("rack-01", port.component)
+        from_host = _summary(c, "rack-01-s01")
+        told = _click_draft(c, from_host, port.component)
+        assert any(f"is already open: *{filed.id}*" in m.text for m in told), [m.text for m in told]
+        assert len(c.local.tracker.tickets()) == 1
+
+
+def test_a_healthy_compute_tray_answers_with_its_racks_plan(answered: dict[str, Diagnosis],
+                                                            seen: tuple[Path, list[str]],
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A switch tray's repair stops every GPU of the rack: a compute tray whose own links read clean says so and
+    gives the rack's action, through the CLI and `/fabric`, as the rack's own answer does."""
+    store, trays = seen
+    healthy = next(n for n, d in answered.items() if d.tray is not None and n.startswith("rack-01-c")
+                   and n not in trays and not d.fault_detected)
+    at = ("--store", str(store))
+    _, out = _run(capsys, "analyze", *at, "--rack", "rack-01", "--json")
+    rack = json.loads(out)
+    _, out = _run(capsys, "analyze", *at, "--node", healthy, "--json")
+    tray = json.loads(out)
+    assert not tray["fault_detected"] and tray["repair_action"] == rack["repair_action"]
+    assert "then the rest of rack rack-01" in tray["repair_action"]
+    assert any("its GPUs stop with rack rack-01's repair of Switch tray 1" in w for w in tray["warnings"])
+    with local_bot(source=StoreNodeSource(store)) as local:
+        shown = summary_for(local, healthy).shown_blocks
+    assert "then the rest of rack rack-01" in shown and "Maintain routine monitoring" not in shown

@@ -91,3 +91,47 @@ def test_a_log_alone_names_the_suspect_by_its_bus_and_an_identity_line_gives_its
     known = json.loads(out)
     assert known["isolated_component"] == "GPU 3" and known["localization"]["gpu"] == 3
     assert _off_bus(known) == {"GPU 3": "down"} and "GPU 3's PCIe replay history" in known["repair_action"]
+
+
+SMI_Q = SAMPLES / "nvidia_smi_q_fabric_h100.txt"  # GPU 0 at 0000:19:00.0, GPU 1 at 0000:1b:00.0
+XID79 = "Nov 20 03:15:01 n1 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen " \
+        "off the bus.\n"
+SERIALS = {"GPU-33333333-3333-3333-3333-333333333333": "1650923011111",
+           "GPU-44444444-4444-4444-4444-444444444444": "1650923022222"}
+
+
+def _identity(ticket: dict[str, Any]) -> tuple[Any, ...]:
+    ident = ticket["identity"]
+    return ticket["gpu_index"], ident["gpu_serial"], ident["gpu_uuid"]
+
+
+def test_a_gpu_named_by_its_bus_carries_its_serial_and_uuid_as_when_named_by_index(tmp_path: Path,
+                                                                                   cli: Cli) -> None:
+    """The log names the lost GPU by PCI address alone: mapped to GPU 1 by the node's `nvidia-smi -q` (in the
+    store), or by its inventory (given to `ticket`), the ticket carries GPU 1's serial and UUID either way."""
+    smi = tmp_path / "smi.txt"
+    text = SMI_Q.read_text(encoding="utf-8")
+    for uuid, serial in SERIALS.items():  # the sample with its boards' serials, as `nvidia-smi -q` prints them
+        line = f"    GPU UUID                              : {uuid}\n"
+        text = text.replace(line, f"    Serial Number                         : {serial}\n{line}")
+    smi.write_text(text, encoding="utf-8")
+    log = tmp_path / "kern.log"
+    log.write_text(XID79, encoding="utf-8")
+    store = str(tmp_path / "store")
+    for path in (smi, log):
+        assert cli("ingest", str(path), "--store", store, "--node", "n1", "--at", "2026-11-20T03:20:00Z")[0] == 0
+    code, out, err = cli("ticket", "n1", "--store", store, "--rules", "--json")
+    assert code == 0, err
+    by_table = json.loads(out)
+    want = (1, "1650923022222", "GPU-44444444-4444-4444-4444-444444444444")
+    assert _identity(by_table) == want
+    inventory = tmp_path / "inventory.toml"
+    inventory.write_text('node_id = "n1"\n' + "".join(
+        f'[[gpu]]\nindex = {i}\npci_bus_id = "00000000:{bus}:00.0"\nserial = "{serial}"\nuuid = "{uuid}"\n'
+        for i, (bus, (uuid, serial)) in enumerate(zip(("19", "1B"), SERIALS.items(), strict=True))),
+        encoding="utf-8")
+    code, out, err = cli("ticket", str(log), "--node", "n1", "--rules", "--json", "--inventory", str(inventory))
+    assert code == 0, err
+    by_inventory = json.loads(out)
+    assert by_inventory["component"] == "the GPU at PCI 0000:1b:00.0"  # the log alone names no index
+    assert _identity(by_inventory) == want and by_inventory["identity"]["pci_bus_id"] == "0000:1b:00.0"

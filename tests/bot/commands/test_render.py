@@ -79,6 +79,7 @@ def test_file_without_topology_is_a_clear_error(tmp_path: Path, cli: Cli) -> Non
     junk.write_text("hello\nworld\n")
     code, _, err = cli("render", str(junk), "-o", str(tmp_path / "n.png"))
     assert code == 2 and err.startswith("fabricbot: ") and "notes.txt" in err
+    assert "nor telemetry a reader recognizes" in err and "ingest FILE --format NAME" in err
     code, _, err = cli("render", "node-that-is-no-file", "-o", str(tmp_path / "n.png"))
     assert code == 2 and "--store" in err
 
@@ -114,3 +115,35 @@ def test_a_stored_node_with_a_job_gets_its_correlation_picture_beside_the_topolo
     code, stdout, _ = cli("render", "hpc-gpu-node-12", "--store", str(store), "-o", str(tmp_path / "t.png"),
                           "--no-correlation")
     assert code == 0 and "correlation" not in stdout and not (tmp_path / "t-correlation.png").exists()
+
+
+PASTES = sorted([*REAL.glob("nvlink_*.txt"), REAL / "kernel_xid79_sxid20034_gpud_1.txt"])
+
+
+@pytest.mark.parametrize("sample", PASTES, ids=[p.stem for p in PASTES])
+def test_render_reads_every_paste_analyze_reads(sample: Path, tmp_path: Path, cli: Cli) -> None:
+    """`nvidia-smi nvlink -s`/`-e` pastes and a kernel log, as `analyze` reads them: the same node, and each
+    NVLink it flags drawn on the picture; without --node both refuse alike."""
+    code, out, err = cli("analyze", str(sample), "--node", "n1", "--json")
+    assert code == 0, err
+    diagnosis = json.loads(out)
+    flagged = {f"link-gpu{f['gpu']}-nvlink{f['link']}" for f in diagnosis["findings"]
+               if f["severity"] != "ok" and f["link_type"] == "nvlink" and f["link"] is not None}
+    picture = tmp_path / "n1.svg"
+    code, stdout, err = cli("render", str(sample), "--node", "n1", "-o", str(picture))
+    assert code == 0, err
+    assert f"n1, {diagnosis['platform'] or 'generic graph'}" in stdout
+    svg = picture.read_text(encoding="utf-8")
+    assert all(f'id="{gid}"' in svg for gid in flagged), flagged
+    refused = [cli(door, str(sample), "-o", str(tmp_path / "x.png"))[::2] if door == "render" else
+               cli(door, str(sample))[::2] for door in ("analyze", "render")]
+    assert refused[0] == refused[1] and refused[0][0] == 2 and "give --node NODE" in refused[0][1]
+
+
+def test_a_paste_s_down_links_are_drawn_as_analyze_flags_them(tmp_path: Path, cli: Cli) -> None:
+    """A DGX-1's `nvlink -s` with two links inactive: both drawn down on GPU 3, the suspect outlined."""
+    code, stdout, err = cli("render", str(REAL / "nvlink_s_v100_inactive_1.txt"), "--node", "dgx1-4",
+                            "-o", str(tmp_path / "d.svg"))
+    assert code == 0 and "dgx1-4, dgx1-v100-8gpu, 8 GPUs" in stdout, err
+    svg = (tmp_path / "d.svg").read_text(encoding="utf-8")
+    assert 'id="link-gpu3-nvlink3"' in svg and 'id="link-gpu3-nvlink5"' in svg and 'id="suspect"' in svg

@@ -1,0 +1,98 @@
+"""Which GPUs an `nvidia-smi nvlink` output leaves out, and why: one narrowed with `-i` (or excerpted) judges none it
+leaves out as missing, through the file and the store alike; a GPU nvidia-smi names as lost is a GPU off the bus;
+an output of every GPU but the last, from GPU 0 (a GPU the driver never enumerated), is still judged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diagnostics.enums import Severity
+from diagnostics.ingest.base import Source
+from diagnostics.ingest.nvlink import READER
+from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.store import open_store
+
+NODE = "hpc-gpu-node-03"
+LOST = "Unable to determine the device handle for GPU0000:4E:00.0: GPU is lost.  Reboot the system to recover this GPU"
+
+
+def output(gpus: list[int], at: str, *, lost: int | None = None, replays: int = 0) -> str:
+    """`nvidia-smi nvlink -e` of an H100 board after a stated time: these GPUs, and a lost one in its place."""
+    lines = [at]
+    for gpu in sorted([*gpus, *([lost] if lost is not None else [])]):
+        if gpu == lost:
+            lines.append(LOST)
+            continue
+        lines.append(f"GPU {gpu}: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-abababab{gpu:04d})")
+        for link in range(18):
+            lines += [f"         Link {link}: Replay Errors: {replays}", f"         Link {link}: Recovery Errors: 0",
+                      f"         Link {link}: CRC Errors: 0", ""]
+    return "\n".join(lines) + "\n"
+
+
+def readings(folder: Path, gpus: list[int], **kw: int) -> list[Path]:
+    """Two readings a quarter of an hour apart, as an engineer runs the command twice."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, at in enumerate(("2026-12-04T10:00:00Z", "2026-12-04T10:15:00Z")):
+        path = folder / f"nvlink-{i}.txt"
+        path.write_text(output(gpus, at, **kw), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def answers(tmp_path: Path, gpus: list[int], **kw: int) -> tuple[object, object]:
+    """The node's diagnosis through the files and through a store that ingested them."""
+    paths = readings(tmp_path / "in", gpus, **kw)
+    source, _, _ = files_source(paths, node=NODE)
+    by_file = diagnose(source, Request(node=NODE)).diagnosis
+    store = open_store(tmp_path / "store")
+    for path in paths:
+        store.ingest([path], node_id=NODE)
+    by_store = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
+    return by_file, by_store
+
+
+def test_an_output_of_one_gpu_judges_no_other_gpu_missing_through_file_and_store(tmp_path: Path) -> None:
+    for got in answers(tmp_path, [0]):
+        assert not got.fault_detected, got.findings
+        assert not any("reports no telemetry" in str(f.crossed) for f in got.findings)
+        assert any("nvidia-smi output of some GPUs" in w for w in got.warnings)
+
+
+def test_an_output_of_gpus_not_numbered_from_0_is_narrowed(tmp_path: Path) -> None:
+    said = READER.read(Source.from_text(output([2, 5], "2026-12-04T10:00:00Z"), name="two.txt"), node_id=NODE)
+    assert said.partial and said.warnings == []
+    whole = READER.read(Source.from_text(output(list(range(8)), "2026-12-04T10:00:00Z"), name="all.txt"))
+    assert not whole.partial
+
+
+def test_a_lost_gpu_is_off_the_bus_at_its_place_in_the_output(tmp_path: Path) -> None:
+    said = READER.read(Source.from_text(output([0, 1, 2, 4, 5, 6, 7], "2026-12-04T10:00:00Z", lost=3),
+                                        name="lost.txt"), node_id=NODE)
+    events = said["events"]
+    assert events[["gpu", "pci_bus_id", "code"]].values.tolist() == [[3, "0000:4e:00.0", 79]]
+    assert not said.partial  # it listed every GPU it could reach
+    for got in answers(tmp_path, [0, 1, 2, 4, 5, 6, 7], lost=3):
+        assert got.fault_detected and got.ticket_priority == "urgent"
+        assert got.isolated_component == "GPU 3"
+        assert {f.component for f in got.findings if f.severity is Severity.DOWN} == {"GPU 3"}
+
+
+def test_another_reason_names_the_gpu_and_its_bus() -> None:
+    text = output([0, 1], "2026-12-04T10:00:00Z").replace(
+        "GPU 1:", "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error\nGPU 2:")
+    said = READER.read(Source.from_text(text, name="unknown.txt"), node_id=NODE)
+    assert said["events"].empty
+    assert any("could not reach GPU 1 at 0000:0b:00.0 (Unknown Error)" in w.message for w in said.warnings)
+
+
+@pytest.mark.parametrize("gpus", [list(range(7)), list(range(8))])
+def test_every_gpu_but_the_last_is_still_judged(tmp_path: Path, gpus: list[int]) -> None:
+    """A GPU the driver never enumerated renumbers the rest: 7 of 8 from GPU 0 is one GPU missing, not an excerpt."""
+    for got in answers(tmp_path, gpus):
+        missing = [f.component for f in got.findings if "reports no telemetry" in str(f.crossed)]
+        assert missing == (["GPU 7"] if len(gpus) == 7 else [])
+        assert not any("some GPUs" in w for w in got.warnings)
