@@ -7,13 +7,13 @@ verified, and the nodes in maintenance. It reads the store and the tracker; it f
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from diagnostics import Diagnosis, InputError, Priority, Thresholds
 from diagnostics import format as fmt
 from diagnostics.analysis import Watch
-from diagnostics.service import Request, Source, sweep, watch
+from diagnostics.service import Request, Source, WatchAnswer, sweep, watched
 from diagnostics.store import Maintenance
 
 from .workflow.states import TicketState
@@ -40,16 +40,19 @@ class Digest:
     verifying: list[Ticket] = field(default_factory=list)
     maintenance: list[Maintenance] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
+    watch_quiet: str = "nothing climbing toward a threshold"  # what the empty watch list says
+    not_watched: list[str] = field(default_factory=list)  # the nodes the watch list could not judge, and why
 
     @property
     def quiet(self) -> bool:
-        return not (self.new or self.watches or self.verifying or self.maintenance)
+        return not (self.new or self.watches or self.verifying or self.maintenance or self.not_watched)
 
 
-def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], watches: list[Watch], tracker: Tracker,
-             maintenance: list[Maintenance], incomplete: list[str] | None = None) -> Digest:
-    """The digest from the fleet's diagnoses as of `at`, the watch list, the tracker and the maintenance windows
-    open at `at`."""
+def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, maintenance: list[Maintenance],
+             watches: list[Watch] | None = None, watched: WatchAnswer | None = None,
+             incomplete: list[str] | None = None) -> Digest:
+    """The digest from the fleet's diagnoses as of `at`, the watch list (`watched`, the service's answer with the
+    nodes it could not judge, or its `watches` alone), the tracker and the maintenance windows open at `at`."""
     new: list[NewOffender] = []
     ticketed = 0
     seen: set[tuple[str, str]] = set()
@@ -68,9 +71,13 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], watches: list[Watc
                                    loc.evidence[0] if loc.evidence else d.repair_action))
     urgency = list(Priority)[::-1]  # urgent first
     new.sort(key=lambda o: (urgency.index(Priority(o.priority)), o.node_id, o.slug))
-    return Digest(at=at, new=new, ticketed=ticketed, watches=watches,
-                  verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
-                  maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []))
+    out = Digest(at=at, new=new, ticketed=ticketed, watches=watched.watches if watched else list(watches or []),
+                 verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
+                 maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []))
+    if watched is None:
+        return out
+    return replace(out, watch_quiet=watched.quiet(), not_watched=[] if watched.complete
+                   else watched.not_judged_together())
 
 
 def build_digest(source: Source, tracker: Tracker, *, thresholds: Thresholds,
@@ -79,7 +86,7 @@ def build_digest(source: Source, tracker: Tracker, *, thresholds: Thresholds,
     swept = sweep(source, Request(end=at, thresholds=thresholds))
     end = at or swept.at
     return assemble(at=end, diagnoses=swept.diagnoses.values(), tracker=tracker,
-                    watches=watch(source, end=end, thresholds=thresholds),
+                    watched=watched(source, end=end, thresholds=thresholds),
                     maintenance=source.maintenance().windows(), incomplete=swept.incomplete_reasons)
 
 
@@ -96,8 +103,9 @@ def digest_lines(d: Digest) -> list[str]:
     lines.append(f"New failing parts ({len(d.new)}; {d.ticketed} more already ticketed):" if d.new else
                  f"New failing parts: none ({d.ticketed} already ticketed)")
     lines += [f"  {o.priority:<7} {o.node_id} / {o.component}: {o.why}" for o in d.new[:SHOWN]] + _more(list(d.new))
-    lines.append(f"Watch ({len(d.watches)}):" if d.watches else "Watch: nothing climbing toward a threshold")
+    lines.append(f"Watch ({len(d.watches)}):" if d.watches else f"Watch: {d.watch_quiet}")
     lines += [f"  {w.node_id} {w.summary}" for w in d.watches[:SHOWN]] + _more(list(d.watches))
+    lines += [f"  {n}" for n in d.not_watched[:SHOWN]] + _more(list(d.not_watched))
     lines.append(f"Waiting for verification ({len(d.verifying)}):" if d.verifying else
                  "Waiting for verification: none")
     lines += [f"  {t.id} {t.node_id} / {t.component}, repaired "

@@ -69,14 +69,21 @@ def maintenance_list(services: Services) -> str:
 
 
 def watch_text(services: Services, node: str | None) -> str:
-    watches = services.source.watch(node)
+    answer = services.source.watch(node)
+    watches = answer.watches
     where = f"`{esc(node)}`" if node else "the fleet"
     if not watches:
-        return f":eyes: Nothing on {where} is climbing toward a failing threshold."
-    lines = [f":eyes: *Watch: {len(watches)} link(s) of {where} climbing toward a failing threshold*"]
-    lines += [f"• `{esc(w.node_id)}` {esc(w.summary)}" for w in watches[:SHOWN]]
-    if len(watches) > SHOWN:
-        lines.append(f"… and {len(watches) - SHOWN} more (`fabricbot watch`)")
+        lines = [f":eyes: *Watch of {where}*: {esc(answer.quiet())}"]
+    else:
+        lines = [f":eyes: *Watch: {len(watches)} link(s) of {where} climbing toward a failing threshold*"]
+        lines += [f"• `{esc(w.node_id)}` {esc(w.summary)}" for w in watches[:SHOWN]]
+        if len(watches) > SHOWN:
+            lines.append(f"… and {len(watches) - SHOWN} more (`fabricbot watch`)")
+    if not answer.complete:  # the list is not the fleet's: which nodes it leaves out, and why
+        missed = answer.not_judged_together()
+        lines += [":warning: *Incomplete*"] + [f"• {esc(line)}" for line in missed[:SHOWN]]
+        if len(missed) > SHOWN:
+            lines.append(f"… and {len(missed) - SHOWN} more (`fabricbot watch`)")
     return "\n".join(lines)
 
 
@@ -105,7 +112,7 @@ def digest_of(services: Services) -> Digest:
     diagnoses = services.source.fleet()
     ends = [d.window_end for d in diagnoses if d.window_end is not None]
     at = max(ends) if ends else services.clock()
-    return assemble(at=at, diagnoses=diagnoses, watches=services.source.watch(None), tracker=services.tracker,
+    return assemble(at=at, diagnoses=diagnoses, watched=services.source.watch(None), tracker=services.tracker,
                     maintenance=services.source.maintenance().windows())
 
 

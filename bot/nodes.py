@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from diagnostics import Diagnosis, Snapshot, SweepResult
-from diagnostics.analysis import Diagnostic, Pass, RepairCheck, Watch
+from diagnostics.analysis import Diagnostic, Pass, RepairCheck
 from diagnostics.config import AlertPolicy, Thresholds, VerificationPolicy, load_thresholds, load_watch
 from diagnostics.render import Drawable, drawable_of
 from diagnostics.service import (
@@ -22,6 +22,7 @@ from diagnostics.service import (
     StoreSource,
     TableSource,
     UnknownName,
+    WatchAnswer,
     alert_pass,
     close_matches,
     diagnose,
@@ -29,7 +30,7 @@ from diagnostics.service import (
     graph_of,
     sweep,
     verify_repair,
-    watch,
+    watched,
 )
 from diagnostics.store import Alert, MaintenanceLog
 from diagnostics.topology import NodeGraph
@@ -99,9 +100,10 @@ class NodeSource:
         """Where the nodes' planned-work windows are kept (the store's, or this run's own)."""
         return self.source.maintenance()
 
-    def watch(self, node_id: str | None = None) -> list[Watch]:
-        return watch(self.source, nodes=None if node_id is None else [node_id], thresholds=self.thresholds,
-                     policy=load_watch())
+    def watch(self, node_id: str | None = None) -> WatchAnswer:
+        """The watch list as `fabricbot watch` gives it: the links climbing and the nodes it could not judge."""
+        return watched(self.source, nodes=None if node_id is None else [node_id], thresholds=self.thresholds,
+                       policy=load_watch())
 
     def drawable(self, diagnosis: Diagnosis) -> Drawable:
         """What the node's picture is drawn from, as `fabricbot render` draws it: the graph the node was judged on

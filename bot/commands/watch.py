@@ -9,7 +9,7 @@ import sys
 
 from diagnostics import InputError
 from diagnostics.config import load_watch
-from diagnostics.service import StoreSource, known, watch
+from diagnostics.service import StoreSource, known, watched
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 
@@ -23,27 +23,18 @@ def cmd_watch(args: argparse.Namespace) -> int:
     held = source.nodes()
     for node in args.node:
         known("node", node, held, where=source.name, field="--node")
-    unjudged: dict[str, str] = {}
-    watches = watch(source, nodes=args.node or None, policy=policy, thresholds=thresholds_from(args),
-                    end=parse_time(args.at, field="--at") if args.at else None, unjudged=unjudged)
+    answer = watched(source, nodes=args.node or None, policy=policy, thresholds=thresholds_from(args),
+                     end=parse_time(args.at, field="--at") if args.at else None)
     if args.json:
-        print(json.dumps([{**w.model_dump(mode="json"), "component": w.component} for w in watches], indent=2))
+        print(json.dumps([{**w.model_dump(mode="json"), "component": w.component} for w in answer.watches], indent=2))
     else:
-        judged = len(args.node or held) - len(unjudged)
-        if not watches and not judged:  # no evidence is not an all-clear
-            print(f"cannot judge yet: the {source.name} holds no readings" if not held else
-                  f"cannot judge yet: no node holds enough readings for a trend (last {policy.lookback_hours:g} h)")
-        elif not watches:
-            print(f"nothing climbing toward a failing threshold within {policy.horizon_hours:g} h "
-                  f"(last {policy.lookback_hours:g} h of readings)"
-                  + (f" among the {judged} node(s) judged" if unjudged else ""))
-        for w in watches:
+        if not answer.watches:  # no evidence is not an all-clear: the answer says which it is
+            print(answer.quiet())
+        for w in answer.watches:
             print(f"watch  {w.node_id}  {w.summary}")
-    if not held:
-        print(f"fabricbot: watch list INCOMPLETE: the {source.name} holds no readings", file=sys.stderr)
-    for node, why in sorted(unjudged.items()):  # the list is not the fleet's: said, and the exit code says it
-        print(f"fabricbot: watch list INCOMPLETE: {node} not judged: {why}", file=sys.stderr)
-    return 3 if unjudged or not held else 0
+    for line in answer.not_judged():  # the list is not the fleet's: said, and the exit code says it
+        print(f"fabricbot: watch list INCOMPLETE: {line}", file=sys.stderr)
+    return 0 if answer.complete else 3
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -44,8 +44,17 @@ class LinkScore(BaseModel):
     evidence: list[str] = Field(default_factory=list)
 
 
+class UnscoredLink(BaseModel):
+    """A slowed job's link the correlation could not score, its node's stored readings being unreadable (a damaged
+    part): whether it tracks the slowdown is unknown, not no. `ref` None: the node's links, none of them read."""
+
+    node_id: str
+    ref: ComponentRef | None = None
+    why: str
+
+
 class JobExplanation(BaseModel):
-    """A job's slowdown and the links scored against it, best first."""
+    """A job's slowdown and the links scored against it, best first, and the flagged links it could not score."""
 
     job_id: str
     nodes: list[str]
@@ -55,6 +64,7 @@ class JobExplanation(BaseModel):
     slowdown: bool = False
     onset: datetime | None = None
     links: list[LinkScore] = Field(default_factory=list)
+    unscored: list[UnscoredLink] = Field(default_factory=list)
     verdict: str
     warnings: list[str] = Field(default_factory=list)
     stopped: datetime | None = Field(
@@ -69,6 +79,10 @@ class JobExplanation(BaseModel):
             if score.node_id == node_id and score.ref.slug == ref.slug:
                 return score
         return None
+
+    def unscored_on(self, node_id: str) -> dict[str, str]:
+        """The node's links this job could not score (component slug -> why)."""
+        return {u.ref.slug: u.why for u in self.unscored if u.node_id == node_id and u.ref is not None}
 
 
 def change_point(values: np.ndarray, min_size: int = MIN_SEGMENT) -> int | None:
@@ -231,8 +245,10 @@ def steps_span(steps: pd.DataFrame, job_id: str, *, cleaned: bool = False) -> tu
 
 def score_links(job: JobExplanation, steps: pd.DataFrame, p: Prepared, segments: np.ndarray,
                 refs: list[tuple[str, ComponentRef]], thresholds: Thresholds,
-                bucket: timedelta = timedelta(minutes=5), cleaned: bool = False) -> JobExplanation:
-    """`job` with the given links scored against its step time, best first, and its verdict.
+                bucket: timedelta = timedelta(minutes=5), cleaned: bool = False,
+                unscored: list[UnscoredLink] | None = None) -> JobExplanation:
+    """`job` with the given links scored against its step time, best first, and its verdict (which names the
+    `unscored` links as not scored, never as not tracking it).
 
     `segments` are the links' indices in the prepared history `p`; `refs` their node and identity, in the same order.
     """
@@ -240,7 +256,8 @@ def score_links(job: JobExplanation, steps: pd.DataFrame, p: Prepared, segments:
     scores: list[LinkScore] = []
     if len(segments) and not rows.empty:
         scores = _runner_ups(_score(p, segments, refs, rows, job, thresholds, bucket))
-    out = job.model_copy(update={"links": sorted(scores, key=lambda s: s.score, reverse=True)})
+    out = job.model_copy(update={"links": sorted(scores, key=lambda s: s.score, reverse=True),
+                                 "unscored": list(unscored or [])})
     out.verdict = verdict(out)
     return out
 
@@ -417,8 +434,18 @@ def verdict(job: JobExplanation) -> str:
         since = f" since {fmt.when(job.onset)}" if job.onset and not clockless(job.onset) else ""
         return (f"{top.node_id} {top.ref.name} explains job {job.job_id}'s slowdown ({pct}{since}; "
                 f"score {top.score:.2f})")
+    if job.slowdown and job.unscored:
+        return (f"job {job.job_id} is {pct} slower" + ("; no scored link's errors track it" if job.links else "")
+                + f"; {unscored_words(job.unscored)}")
     if job.slowdown:
         return f"job {job.job_id} is {pct} slower and no link's errors track it: not the fabric"
     if job.links:
         return f"job {job.job_id} is not slower ({pct}); erroring links do not slow it"
     return f"job {job.job_id} runs at its baseline ({pct})"
+
+
+def unscored_words(unscored: list[UnscoredLink]) -> str:
+    """The nodes whose links were not scored against a job, and why, each once: unknown, never cleared."""
+    why = {u.node_id: u.why for u in unscored}
+    return "; ".join(f"the links of {node} were not scored against it, its stored readings could not be read "
+                     f"({reason}): whether they slow it is unknown" for node, reason in why.items())

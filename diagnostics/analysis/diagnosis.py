@@ -10,7 +10,7 @@ from ..enums import Severity
 from ..model import Diagnosis, Finding, Localization, RackPlace
 from ..repair import localization_action, repair_action
 from ..times import clockless
-from .correlate import JobExplanation
+from .correlate import JobExplanation, unscored_words
 from .localize import rank
 from .rules import priority, worst
 
@@ -58,11 +58,18 @@ def scored(findings: list[Finding], job: JobExplanation, node_id: str, tolerance
     """The findings with their correlation to the job's step time; a flagged link the job's score did not reach
     does not explain it; an event is weighed by its time against the slowdown's onset."""
     out = []
+    unscored = job.unscored_on(node_id)
     for f in findings:
         score = job.for_link(node_id, f.ref)
         if score is None:
             if f.severity is Severity.OK:
                 out.append(f)
+                continue
+            if f.ref.slug in unscored:  # its history could not be read: unknown, not "does not track"
+                evidence = [*f.evidence, f"not scored against job {job.job_id}'s step time: its stored readings "
+                                         f"could not be read ({unscored[f.ref.slug]})"]
+                out.append(f.model_copy(update={"explains_slowdown": None, "correlation_score": None,
+                                                "evidence": evidence}))
                 continue
             weighed = _weighed(f, job, tolerance_min) if job.slowdown else None
             if weighed is not None:
@@ -161,6 +168,9 @@ def _job_verdict(job: JobExplanation, findings: list[Finding], node_id: str, hea
         return (f"{node_id} {event.component} explains job {job.job_id}'s slowdown ({pct} since "
                 f"{fmt.when(job.onset)}): its {event.crossed[0].counter.upper() if event.crossed else 'event'} at "
                 f"{fmt.when(event.onset)} began it")
+    mine = [u for u in job.unscored if u.node_id == node_id]
+    if job.slowdown and mine:
+        return f"job {job.job_id} is {pct} slower; {unscored_words(mine)}"
     if job.slowdown and bad:
         return (f"job {job.job_id} is {pct} slower but the failing links of {node_id} do not track it: "
                 "not this node's fabric")

@@ -143,7 +143,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                   jobs: Mapping[str, str] | None = None, history: History | None = None,
                   expected_gpus: Mapping[str, Collection[int]] | None = None,
                   racks: Mapping[str, RackSlot] | None = None, listed: Collection[str] = (), cut: Collection[str] = (),
-                  piece_rows: int = PIECE_ROWS, workers: int = 2) -> FleetAnalysis:
+                  unreadable: Mapping[str, str] | None = None, piece_rows: int = PIECE_ROWS,
+                  workers: int = 2) -> FleetAnalysis:
     """Every node's Diagnosis for the window ending at `end` (default: the newest sample), and each job's.
 
     `nodes` names the nodes whose diagnoses are wanted (default: every node the tables hold; other nodes' rows are
@@ -154,7 +155,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     `racks` places hosts in racks (rack, tray slot): each rack with a wanted host (every rack, when `nodes` is None)
     gets a Diagnosis of its own in `racks`, weighed over all its hosts, and its hosts' diagnoses say what it found.
     `listed` names nodes whose readings list only the links a person chose (a snapshot): a link or GPU they leave
-    out is not missing; nor is one an input cut short does not reach (`cut`).
+    out is not missing; nor is one an input cut short does not reach (`cut`). `unreadable` names the nodes whose
+    stored readings could not be read (node -> why): a slowed job's links on them are not scored, and said so.
     """
     started = time.perf_counter()
     thresholds = thresholds or load_thresholds()
@@ -273,7 +275,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     # a job has stopped only against an end the caller or the data gives, never against the clock
     dated = end is not None or len(t) > 0 or len(events) > 0
     result.jobs = explain_jobs(chosen, index, found, links, t, end_ns, window if dated else None, thresholds, history,
-                               peers)
+                               peers, unreadable)
     with_telemetry = set(view.gpus_seen) | _names(metrics)
     for explained in result.jobs.values():
         if explained.nodes and not with_telemetry & set(explained.nodes):

@@ -23,10 +23,12 @@ from .correlate import (
     ERROR_RATIOS,
     JobExplanation,
     JobSteps,
+    UnscoredLink,
     job_slowdown,
     score_links,
     steps_span,
     stopped,
+    verdict,
 )
 from .findings import ref_of
 from .metrics import records
@@ -75,18 +77,21 @@ class LinkChoice:
 
 class History(Protocol):
     """A link's history for the correlation: (nodes, start, end) -> their link samples, each node's rows together;
-    given `links`, those links' readings (at least) and the columns they name (at least)."""
+    given `links`, those links' readings (at least) and the columns they name (at least); given `unreadable`, a node
+    whose history could not be read (a damaged store part) is left out and said there (node -> why)."""
 
-    def __call__(self, nodes: list[str], start: datetime, end: datetime, *,
-                 links: LinkChoice | None = None) -> pd.DataFrame: ...
+    def __call__(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
+                 unreadable: dict[str, str] | None = None) -> pd.DataFrame: ...
 
 
 def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str, list[Finding]],
              links: pd.DataFrame, t: np.ndarray, end_ns: int, window: timedelta | None, thresholds: Thresholds,
-             history: History | None, peers: Mapping[str, Sequence[str]] | None = None) -> dict[str, JobExplanation]:
+             history: History | None, peers: Mapping[str, Sequence[str]] | None = None,
+             unreadable: Mapping[str, str] | None = None) -> dict[str, JobExplanation]:
     """Each chosen job once: its slowdown from its steps, and, when it is slower (and, given a `window`, still
     running at the end), its nodes' flagged links scored, and those of each node's `peers` (a rack's switch trays,
-    whose ports carry its compute trays' links)."""
+    whose ports carry its compute trays' links). The links of a node whose readings could not be read (`unreadable`
+    in the window, or in the history read here: node -> why) are named as not scored, never as not tracking it."""
     out: dict[str, JobExplanation] = {}
     for job_id in sorted(set(chosen.values())):
         out[job_id] = job_slowdown(steps.of(job_id), job_id, thresholds=thresholds, cleaned=True,
@@ -96,31 +101,42 @@ def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str,
                                   thresholds=thresholds)
     slowed = {j: e for j, e in out.items() if e.slowdown and e.nodes}
     wanted: dict[str, list[tuple[str, ComponentRef]]] = {}
+    unread = dict(unreadable or {})
     for job_id, job in slowed.items():
         nodes = list(dict.fromkeys([*job.nodes, *(p for n in job.nodes for p in (peers or {}).get(n, []))]))
         wanted[job_id] = [(n, f.ref) for n in nodes for f in found.get(n, [])
                           if f.severity is not Severity.OK and f.ref.kind in LINK_KINDS]
+        unscored = [UnscoredLink(node_id=n, why=unread[n]) for n in nodes if n in unread]
+        if unscored:
+            out[job_id] = job.model_copy(update={"unscored": unscored})
+            out[job_id].verdict = verdict(out[job_id])
     needed = sorted({n for refs in wanted.values() for n, _ in refs})
     if not needed:
         return out
     spans = [s for s in (steps_span(steps.of(j), j, cleaned=True) for j in wanted) if s is not None]
     start = min(s[0] for s in spans) - 10 * 60 * 10**9 if spans else end_ns
+    left: dict[str, str] = {}
     p = link_history(needed, start, end_ns, links, t, history,
-                     LinkChoice.of([link for refs in wanted.values() for link in refs]))
+                     LinkChoice.of([link for refs in wanted.values() for link in refs]), unreadable=left)
     index = segment_index(p)
     for job_id, refs in wanted.items():
         present = [(n, r) for n, r in refs if (n, r.slug) in index]
         segments = np.array([index[(n, r.slug)] for n, r in present], dtype=np.int64)
-        out[job_id] = score_links(slowed[job_id], steps.of(job_id), p, segments, present, thresholds, cleaned=True)
+        unscored = [*out[job_id].unscored, *(UnscoredLink(node_id=n, ref=r, why=left[n]) for n, r in refs
+                                             if n in left and n not in unread)]
+        out[job_id] = score_links(slowed[job_id], steps.of(job_id), p, segments, present, thresholds, cleaned=True,
+                                  unscored=unscored)
     return out
 
 
 def link_history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFrame, t: np.ndarray,
-                 history: History | None, choice: LinkChoice | None = None) -> Prepared:
+                 history: History | None, choice: LinkChoice | None = None,
+                 unreadable: dict[str, str] | None = None) -> Prepared:
     """The chosen nodes' link samples over the jobs' span, prepared: from `history` when given, else the tables;
-    given a `choice`, only the chosen links' (each link's index in `segment_index` is then among those)."""
+    given a `choice`, only the chosen links' (each link's index in `segment_index` is then among those); given
+    `unreadable`, the nodes whose history could not be read are said there."""
     if history is not None:
-        frame = history(nodes, utc_datetime(start_ns), utc_datetime(end_ns), links=choice)
+        frame = history(nodes, utc_datetime(start_ns), utc_datetime(end_ns), links=choice, unreadable=unreadable)
         times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
         rows = np.flatnonzero((times >= start_ns) & (times <= end_ns))
         return prepare_rows(frame, times, _chosen(frame, rows, choice))

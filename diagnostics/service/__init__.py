@@ -17,7 +17,7 @@ from .diagnose import (
     planned,
     viewed,
 )
-from .fleetwide import alert_pass, fleet_result, sweep, verify_repair, watch
+from .fleetwide import WatchAnswer, alert_pass, fleet_result, sweep, verify_repair, watch, watched
 from .prometheus import PrometheusSource
 from .request import CORRELATION_SPAN, DEFAULT_WINDOW, Asked, Request
 from .source import Source, UnknownName, Window, close_matches, known, memory_log
@@ -37,6 +37,7 @@ __all__ = [
     "StoreSource",
     "TableSource",
     "UnknownName",
+    "WatchAnswer",
     "Window",
     "alert_pass",
     "close_matches",
@@ -57,4 +58,5 @@ __all__ = [
     "verify_repair",
     "viewed",
     "watch",
+    "watched",
 ]

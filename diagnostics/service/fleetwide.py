@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from .. import format as fmt
@@ -155,6 +156,59 @@ def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime
             unjudged.update(got.unreadable)
             unjudged.update((n, few) for n in names[i:i + chunk] if n not in judged and n not in got.unreadable)
     return sorted(found, key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
+
+
+@dataclass(frozen=True)
+class WatchAnswer:
+    """The watch list as every door shows it: the links climbing, the nodes it could not judge and why, and what an
+    empty list says (no evidence is not an all-clear)."""
+
+    watches: list[Watch]
+    asked: int  # the nodes asked about (the source's, when none was named)
+    where: str  # the source's name
+    policy: WatchPolicy
+    unjudged: dict[str, str] = field(default_factory=dict)  # node -> why it is left out of the list
+
+    @property
+    def complete(self) -> bool:
+        return self.asked > 0 and not self.unjudged
+
+    def quiet(self) -> str:
+        """What an empty list says: nothing climbing among the nodes judged, or that it cannot judge yet."""
+        judged = self.asked - len(self.unjudged)
+        if not self.asked:
+            return f"cannot judge yet: the {self.where} holds no readings"
+        if not judged:
+            return (f"cannot judge yet: no node holds enough readings for a trend (last "
+                    f"{self.policy.lookback_hours:g} h)")
+        return (f"nothing climbing toward a failing threshold within {self.policy.horizon_hours:g} h (last "
+                f"{self.policy.lookback_hours:g} h of readings)" + (f" among the {judged} node(s) judged"
+                                                                    if self.unjudged else ""))
+
+    def not_judged(self) -> list[str]:
+        """Why the list is not the fleet's, a line per node left out (or the empty source)."""
+        if not self.asked:
+            return [f"the {self.where} holds no readings"]
+        return [f"{node} not judged: {why}" for node, why in sorted(self.unjudged.items())]
+
+    def not_judged_together(self, shown: int = 5) -> list[str]:
+        """`not_judged`, the nodes left out for one reason on one line (a fleet too new for a trend is one line)."""
+        if not self.asked:
+            return self.not_judged()
+        by_why: dict[str, list[str]] = {}
+        for node, why in sorted(self.unjudged.items()):
+            by_why.setdefault(why, []).append(node)
+        return [", ".join(nodes[:shown]) + (f" and {len(nodes) - shown} more" if len(nodes) > shown else "")
+                + f" not judged: {why}" for why, nodes in by_why.items()]
+
+
+def watched(source: Source, *, nodes: Collection[str] | None = None, end: datetime | None = None,
+            policy: WatchPolicy | None = None, thresholds: Thresholds | None = None) -> WatchAnswer:
+    """`watch`'s list with the nodes it could not judge: the answer the CLI, `/fabric watch` and the digest show."""
+    policy = policy or load_watch()
+    unjudged: dict[str, str] = {}
+    watches = watch(source, nodes=nodes, end=end, policy=policy, thresholds=thresholds, unjudged=unjudged)
+    return WatchAnswer(watches, len(nodes) if nodes else len(source.nodes()), source.name, policy, unjudged)
 
 
 def verify_repair(source: Source, *, node: str, parts: Collection[str], repaired_at: datetime,

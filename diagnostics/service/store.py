@@ -76,16 +76,21 @@ class StoreSource:
                 newest = _newest_event(store)
                 if newest is not None:
                     got = store.read_window(end=newest, span=span, nodes=nodes, peers=peers, steps=steps)
-        unreadable = dict(got.stats.unreadable)  # and, as the engine reads a job's history, the nodes it could not
+        window_unreadable = dict(got.stats.unreadable)  # and, as the engine reads a job's history, those it could not
 
-        def history(nodes: list[str], start: datetime, end: datetime, *,
-                    links: LinkChoice | None = None) -> pd.DataFrame:
-            return self.history(nodes, start, end, links=links, unreadable=unreadable)
+        def history(nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
+                    unreadable: dict[str, str] | None = None) -> pd.DataFrame:
+            left: dict[str, str] = {}  # said to the window (the sweep's view) and to the engine (the job's verdict)
+            frame = self.history(nodes, start, end, links=links, unreadable=left)
+            window_unreadable.update(left)
+            if unreadable is not None:
+                unreadable.update(left)
+            return frame
 
         return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
                       undated=got.undated, maintenance=got.maintenance, history=history,
                       listed=marked_nodes(got.tables.get("nodes"), LISTED),
-                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=unreadable)
+                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=window_unreadable)
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
                 unreadable: dict[str, str] | None = None) -> pd.DataFrame:

@@ -116,10 +116,10 @@ class TableSource(Unstored):
                       newest=newest, maintenance=maintenance, history=self.history, listed=set(self._listed),
                       cut=set(self._cut))
 
-    def history(self, nodes: list[str], start: datetime, end: datetime, *,
-                links: LinkChoice | None = None) -> pd.DataFrame:
+    def history(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
+                unreadable: dict[str, str] | None = None) -> pd.DataFrame:
         """The link samples a job's correlation reads beyond the window: those nodes' rows in [start, end] (given
-        `links`, theirs)."""
+        `links`, theirs). Tables in memory are read whole: `unreadable` is left as it is."""
         lo, hi = utc_ns(start), utc_ns(end)
         frames = [f[(t >= lo) & (t <= hi)] for n in sorted(set(nodes)) if n in self._links
                   for f, t in [self._links[n]]]

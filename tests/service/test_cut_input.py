@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from diagnostics.analysis.diagnosis import NO_LINKS_ACTION
-from diagnostics.service import Request, StoreSource, diagnose, files_source, sweep
+from diagnostics.service import Request, StoreSource, diagnose, files_source, fleet, sweep
 from diagnostics.store import open_store
 from tests.analysis.helpers import link_series, links
 from tests.conftest import FIXTURES
@@ -86,30 +86,68 @@ def test_a_damaged_part_leaves_its_node_unjudged_and_the_fleet_answered(tmp_path
     assert got.repair_action == NO_LINKS_ACTION and not got.fault_detected
 
 
-def test_a_damaged_part_of_a_slowed_jobs_earlier_day_leaves_the_sweep_incomplete(tmp_path: Path) -> None:
-    """A job slowed by a failing link, its history reaching back into the day before the window: with the node's
-    part of that day cut, the sweep still answers (the link judged on its window), names the part and says the
-    view is incomplete, where it failed whole; the intact store's sweep is complete and the link explains the job."""
+def slowed_job_store(folder: Path) -> Path:
+    """A store of job j1 on n1, slowed at 05:00 by n1's failing link, its history reaching back into the day
+    before the window (12:00 to 08:00 the next day at 5 minutes), and a healthy n2; returns the store's folder."""
     start = pd.Timestamp("2026-03-01T12:00:00Z")
-    n = 20 * 12 + 1  # 12:00 to 08:00 the next day at 5 minutes; the job slows at 05:00
+    n = 20 * 12 + 1
     slow = np.arange(n) >= 17 * 12
     replay = np.concatenate(([0.0], np.cumsum(np.where(slow, 250.0, 1.0)[1:])))  # 12/h, then 3,000/h
     frame = links(link_series(replay, node="n1", start=start),
                   link_series(np.arange(n, dtype=float), node="n2", start=start))
-    frame.to_csv(tmp_path / "links.csv", index=False)
+    frame.to_csv(folder / "links.csv", index=False)
     steps = pd.DataFrame({"timestamp": [start + pd.Timedelta(minutes=5 * i) for i in range(n)], "job_id": "j1",
                           "node_ids": "n1", "step": range(n), "step_time_ms": np.where(slow, 260, 200)})
-    steps.to_csv(tmp_path / "steps.csv", index=False)
-    store = open_store(tmp_path / "store")
-    store.ingest([tmp_path / "links.csv", tmp_path / "steps.csv"], fmt="tables")
-    whole = sweep(StoreSource(tmp_path / "store"), Request())
-    assert whole.complete and "explains job j1" in (whole.diagnoses["n1"].verdict or "")
-    part = next((tmp_path / "store" / "link_samples" / "node=n1").glob("day=2026-03-01/*.parquet"))
+    steps.to_csv(folder / "steps.csv", index=False)
+    open_store(folder / "store").ingest([folder / "links.csv", folder / "steps.csv"], fmt="tables")
+    return folder / "store"
+
+
+def cut_earlier_day(store: Path, node: str = "n1") -> Path:
+    """The node's part of the store's first day, cut after it was written; returns the part."""
+    part = next((store / "link_samples" / f"node={node}").glob("day=2026-03-01/*.parquet"))
     part.write_bytes(part.read_bytes()[:500])
-    result = sweep(StoreSource(tmp_path / "store"), Request())
+    return part
+
+
+def test_a_damaged_part_of_a_slowed_jobs_earlier_day_leaves_the_sweep_incomplete(tmp_path: Path) -> None:
+    """A job slowed by a failing link, its history reaching back into the day before the window: with the node's
+    part of that day cut, the sweep still answers (the link judged on its window), names the part and says the
+    view is incomplete, where it failed whole; the intact store's sweep is complete and the link explains the job."""
+    store = slowed_job_store(tmp_path)
+    whole = sweep(StoreSource(store), Request())
+    assert whole.complete and "explains job j1" in (whole.diagnoses["n1"].verdict or "")
+    part = cut_earlier_day(store)
+    result = sweep(StoreSource(store), Request())
     assert not result.complete and [o.rule for o in result.offenders] == ["nvlink_replay"]
     (reason,) = result.incomplete_reasons
     assert reason.startswith("1 node(s) judged on their window") and f"n1 ({part}" in reason
+
+
+def test_a_slowed_jobs_links_whose_history_cannot_be_read_are_not_scored_not_cleared(tmp_path: Path) -> None:
+    """With n1's earlier day cut, the job's explanation carries n1's links as not scored and why, and every
+    answer says so in the same words: the sweep (n1's link judged on its window, its history unreadable), the node's
+    own question (its whole day unreadable) and the job's; none says n1's links do not track the slowdown."""
+    store = slowed_job_store(tmp_path)
+    whole = fleet(StoreSource(store), Request())
+    assert whole.analysis.jobs["j1"].unscored == [] and "explains job j1" in (whole.diagnoses["n1"].verdict or "")
+    part = cut_earlier_day(store)
+    swept = fleet(StoreSource(store), Request())
+    job = swept.analysis.jobs["j1"]
+    assert job.slowdown and [(u.node_id, u.ref.name if u.ref else None) for u in job.unscored] == [
+        ("n1", "GPU 0 NVLink 0 -> NVSwitch 0")] and str(part) in job.unscored[0].why
+    said = {"sweep": sweep(StoreSource(store), Request()).diagnoses["n1"].verdict,
+            "node": diagnose(StoreSource(store), Request(node="n1")).diagnosis.verdict,
+            "job": diagnose(StoreSource(store), Request(job="j1")).diagnosis.verdict, "explanation": job.verdict}
+    assert len(set(said.values())) == 1, said
+    verdict = said["sweep"] or ""
+    assert verdict.startswith("job j1 is +30.0% slower; the links of n1 were not scored against it, its stored "
+                              f"readings could not be read ({part}") and verdict.endswith("is unknown")
+    assert "do not track" not in verdict and "not the fabric" not in verdict
+    (link,) = [f for f in swept.diagnoses["n1"].findings if f.component == "GPU 0 NVLink 0 -> NVSwitch 0"]
+    assert link.explains_slowdown is None and link.correlation_score is None
+    assert any(e.startswith("not scored against job j1's step time") for e in link.evidence)
+    assert not any("do not track" in e for e in link.evidence)
 
 
 def test_an_elided_paste_read_twice_is_judged_on_the_links_it_shows(tmp_path: Path) -> None:

@@ -7,8 +7,12 @@ from typing import Any
 
 import pytest
 
+from bot.mrkdwn import esc
+from bot.nodes import StoreNodeSource
 from tests.bot.commands.conftest import Cli
+from tests.bot.helpers import local_bot, summary_for
 from tests.conftest import FIXTURES, link, snapshot_dict
+from tests.service.test_cut_input import cut_earlier_day, slowed_job_store
 
 
 def test_seed_file_json_reports_expectations(cli: Cli) -> None:
@@ -196,3 +200,21 @@ def test_the_links_left_out_say_how_many_were_read_once(tmp_path: Path, cli: Cli
     code, out, err = cli("analyze", str(scrape), "--node", "n1")
     assert code == 0, err
     assert "(3 more links: 2 within thresholds, 1 read once: totals only, no rates)" in out
+
+
+def test_a_slowed_jobs_unreadable_history_is_not_scored_through_every_door(tmp_path: Path, cli: Cli) -> None:
+    """A slowed job whose node's earlier day in the store was cut: `analyze --store --node`, `sweep --store` and the
+    Slack summary of `/fabric n1` give the one verdict, that n1's links were not scored (unknown), never that they
+    do not track the slowdown."""
+    store = slowed_job_store(tmp_path)
+    part = cut_earlier_day(store)
+    code, out, _ = cli("analyze", "--store", str(store), "--node", "n1", "--json")
+    verdict = json.loads(out)["verdict"]
+    assert verdict.startswith("job j1 is +30.0% slower; the links of n1 were not scored against it, its stored "
+                              f"readings could not be read ({part}")
+    assert verdict.endswith("whether they slow it is unknown")
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    assert code == 3 and json.loads(out)["diagnoses"]["n1"]["verdict"] == verdict
+    with local_bot(source=StoreNodeSource(store)) as local:
+        said = str(summary_for(local, "n1").blocks)
+    assert esc(verdict) in said and "do not track" not in said and "not the fabric" not in said
