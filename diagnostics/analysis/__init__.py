@@ -7,12 +7,13 @@ windows and asks it.
 
 from ..tables import job_nodes
 from .alerting import Decision, FailingPart, Pass, Step, Storm, decide, failing_parts, find_storm
-from .correlate import JobExplanation, LinkScore, jobs_on
+from .correlate import JobExplanation, LinkScore
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 from .node import analyze_tables, explain_job, node_tables
 from .pasted import Reading, rates_between
 from .rates import counters_in
+from .steps import jobs_on
 from .trends import Watch, watch_list
 from .verify import Diagnostic, RepairCheck, RepairVerdict, check_repair, uuids
 

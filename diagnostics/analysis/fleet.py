@@ -33,7 +33,7 @@ from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
 from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
 from .boards import Boards, expected_links, gpu_count
-from .correlate import JobExplanation, JobSteps
+from .correlate import JobExplanation
 from .diagnosis import assemble
 from .ends import EndView, nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, software_finding
@@ -49,6 +49,7 @@ from .restarts import last_restarts
 from .rows import node_pieces, numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes
+from .steps import JobSteps
 
 PIECE_ROWS = 4_000_000
 

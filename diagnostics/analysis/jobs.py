@@ -22,11 +22,9 @@ from .correlate import (
     ERROR_COUNTERS,
     ERROR_RATIOS,
     JobExplanation,
-    JobSteps,
     UnscoredLink,
     job_slowdown,
     score_links,
-    steps_span,
     stopped,
     verdict,
 )
@@ -34,6 +32,7 @@ from .findings import ref_of
 from .metrics import records
 from .rates import KEYS, Prepared, key_codes, link_keys, prepare_rows
 from .rows import per_link_rows
+from .steps import JobSteps, steps_span
 
 LINK_KINDS = (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)  # what a job's step time is scored on
 # what a link's history is scored on (`score_links`) and drawn from (`step_evidence`), beside its identity and time

@@ -16,9 +16,10 @@ from ..errors import InputError
 from ..model import Diagnosis
 from ..tables import job_nodes
 from ..topology import NodeGraph
-from .correlate import JobExplanation, job_steps, jobs_on
+from .correlate import JobExplanation
 from .fleet import analyze_fleet
 from .jobs import History
+from .steps import job_steps, jobs_on
 
 
 def node_tables(tables: Mapping[str, pd.DataFrame], node_id: str,

@@ -12,7 +12,8 @@ from .actions import (
     repair_action,
     status_action,
 )
-from .plan import Capture, PlanFacts, PlanStep, RepairPlan, Reset, repair_plan
+from .plan import repair_plan
+from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, Reset
 
 __all__ = [
     "DEFAULT_FAULT",

@@ -15,7 +15,8 @@ from ..config.thresholds import XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
 from ..model import ComponentFacts, Finding, Localization, RackPlace
-from .plan import PlanFacts, RepairPlan, repair_plan
+from .plan import repair_plan
+from .plan_model import PlanFacts, RepairPlan
 
 # The old component classes, where the class alone says the fault kind.
 _CLASS_FAULT = {

@@ -9,7 +9,7 @@ import pytest
 from bot.nodes import TableNodeSource
 from bot.transport.local import LocalSlack
 from diagnostics import Diagnosis, Severity
-from diagnostics.analysis.correlate import jobs_on
+from diagnostics.analysis.steps import jobs_on
 from diagnostics.synth.fleet import build
 from diagnostics.tickets import ClaudeAnswerer
 from tests.tickets.test_answers import answering_model

@@ -13,7 +13,7 @@ from diagnostics.enums import FaultKind, LinkEnd, LinkType, PortSource
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.snapshot import READER as SNAPSHOT
 from diagnostics.repair import repair_plan
-from diagnostics.repair.plan import PlanFacts
+from diagnostics.repair.plan_model import PlanFacts
 from diagnostics.tables import LINK_SAMPLES
 from diagnostics.tickets import RulesDrafter
 from diagnostics.topology import platform_graph
