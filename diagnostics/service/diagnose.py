@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..model import Diagnosis, Snapshot
 from ..names import name_notes
 from ..store.maintenance import Maintenance
-from ..store.telemetry import UNTIMED_ADVICE
+from ..store.sources import UNTIMED_ADVICE
 from ..topology import NodeGraph
 from .request import Asked, Request
 from .source import Source, Window, known

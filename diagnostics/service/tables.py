@@ -21,7 +21,7 @@ from ..ingest.snapshot import CUT_SHORT, LISTED, read_cases, snapshot_record, sn
 from ..model import RackSlot, Snapshot
 from ..store.load import load_tables
 from ..store.maintenance import Maintenance, MaintenanceLog
-from ..store.telemetry import rack_slots
+from ..store.window import rack_slots
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, job_nodes, nodes_named
 from ..times import ns, utc_datetime, utc_ns
 from .source import Unstored, Window, marked_nodes

@@ -6,7 +6,8 @@ from .database import BUSY_TIMEOUT_S, StoreDatabase, connect, lock_of, transacti
 from .load import load_inputs
 from .maintenance import Maintenance, MaintenanceLog
 from .sources import At, FileOutcome, IngestReport, expand, read_sources
-from .telemetry import DB_NAME, StoreWindow, TelemetryStore, open_store
+from .telemetry import DB_NAME, TelemetryStore, open_store
+from .window import StoreWindow
 
 __all__ = [
     "BUSY_TIMEOUT_S",

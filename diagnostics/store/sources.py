@@ -21,6 +21,7 @@ from ..errors import FabricbotError, InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.detect import choose, read_with, readers
 from ..ingest.snapshot import CUT_SHORT, LISTED
+from ..ingest.summary import nodes as summary_nodes
 from ..ingest.summary import summarize
 from ..progress import Progress, advance
 from .inventory import NODE_COLUMNS, inventory_gpus, read_node_file
@@ -238,3 +239,41 @@ def cut_short(records: pd.DataFrame | None, nodes: list[str | None]) -> pd.DataF
     mine = (named | unnamed) & (records["reading"] != LISTED).to_numpy()
     records.loc[mine, "reading"] = CUT_SHORT
     return records
+
+
+def placed_on_a_node(result: IngestResult) -> str | None:
+    """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names;
+    with none or several, nothing is stored and the reason says to pass --node (a store keys everything by node)."""
+    named = set(summary_nodes(result))
+    key = {name: "node_ids" if name == "step_samples" else "node_id" for name in result.tables}  # a job's hosts
+    unplaced = [name for name, frame in result.tables.items()
+                if len(frame) and key[name] in frame.columns and frame[key[name]].isna().any()]
+    if not unplaced:
+        return None
+    if len(named) == 1:
+        node = next(iter(named))
+        for name in unplaced:
+            frame = result.tables[name]
+            filled = frame[key[name]].astype("string").fillna(node)
+            result.tables[name] = frame.assign(**{key[name]: filled if name == "step_samples" else
+                                                  filled.astype("category")})
+        return None
+    which = "names no node" if not named else f"names several nodes ({', '.join(sorted(named)[:4])})"
+    return (f"{', '.join(unplaced)} rows without a node and the input {which}: pass --node NODE to say which "
+            "node it was taken on (nothing of it was stored)")
+
+
+# What to do about readings kept without a time: said at ingest and by every analysis of the store.
+UNTIMED_ADVICE = "no window can place them; ingest the file again with --at TIME or --at mtime"
+
+
+def untimed_warning(outcome: FileOutcome) -> IngestWarning | None:
+    """Said at ingest, not first at the analysis: a paste that states no time is kept, but no window places it."""
+    if outcome.status != "ingested" or outcome.result is None:
+        return None
+    links = outcome.result["link_samples"]
+    untimed = int(links["timestamp"].isna().sum()) if "timestamp" in links.columns else 0
+    if not untimed:
+        return None
+    return IngestWarning(outcome.name, None, f"{untimed} link readings state no time: the store keeps them, but "
+                         f"`analyze --store` will not judge them; {UNTIMED_ADVICE}")

@@ -15,7 +15,6 @@ window needs are read, so a request costs what its window holds, not what the st
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import sqlite_utils
 from sqlite_utils.db import Table
 
 from ..errors import InputError
-from ..ingest.base import IngestResult, IngestWarning, Source
+from ..ingest.base import IngestResult, Source
 from ..ingest.nmxt import place_in_racks
 from ..ingest.snapshot import CUT_SHORT
 from ..ingest.summary import nodes as summary_nodes
@@ -41,7 +40,17 @@ from .columns import frame_of
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, Selection, read_parts, write_part
-from .sources import At, FileOutcome, IngestReport, cut_nodes, link_nodes, read_sources
+from .sources import (
+    At,
+    FileOutcome,
+    IngestReport,
+    cut_nodes,
+    link_nodes,
+    placed_on_a_node,
+    read_sources,
+    untimed_warning,
+)
+from .window import StoreWindow, rack_slots
 
 DB_NAME = "fabricbot.db"
 LINK_KEYS = ("node_id", "gpu", "link_type", "link", "lane")
@@ -60,46 +69,6 @@ def _day(ts: pd.Series) -> pd.Series:
     days = ts.dt.floor("D")
     names = {d: ("none" if pd.isna(d) else d.strftime("%Y-%m-%d")) for d in days.unique()}
     return days.map(names).astype("string").fillna("none")
-
-
-@dataclass
-class StoreWindow:
-    """The tables one window needs, the window's end, and what reading them touched."""
-
-    tables: dict[str, pd.DataFrame]
-    end: datetime | None
-    span: timedelta
-    stats: ScanStats
-    newest: dict[str, datetime]  # each asked node's newest link reading in the store (at any time)
-    undated: dict[str, int] = field(default_factory=dict)  # per asked node, link readings without a time
-    maintenance: dict[str, list[Maintenance]] = field(default_factory=dict)  # per asked node, its planned work
-
-    @property
-    def platforms(self) -> dict[str, str]:
-        """Each node's stored platform (from an inventory file); nodes without one are left out."""
-        nodes = self.tables["nodes"]
-        if "platform" not in nodes.columns:
-            return {}
-        return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True)
-                if isinstance(p, str) and p}
-
-    @property
-    def racks(self) -> dict[str, RackSlot]:
-        """Each node's rack and tray slot, as a rack inventory gave them (nodes without a rack are left out)."""
-        return rack_slots(self.tables["nodes"])
-
-
-def rack_slots(nodes: pd.DataFrame) -> dict[str, RackSlot]:
-    """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column."""
-    if "rack_location" not in nodes.columns:
-        return {}
-    none = pd.Series([None] * len(nodes), index=nodes.index)
-    trays = nodes["tray"] if "tray" in nodes.columns else none
-    roles = nodes["role"] if "role" in nodes.columns else none
-    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None,
-                             str(o) if isinstance(o, str) and o else None)
-            for n, r, t, o in zip(nodes["node_id"], nodes["rack_location"], trays, roles, strict=True)
-            if isinstance(r, str) and r}
 
 
 class TelemetryStore:
@@ -149,7 +118,7 @@ class TelemetryStore:
                   "code": -1 if k[3] is None else k[3], "value": v} for k, v in xid_last.items()],
                 pk=("kind", "node_id", "gpu", "code"))
         report = IngestReport.of(outcomes)
-        report.node_warnings += [w for o in outcomes if (w := _untimed(o)) is not None]
+        report.node_warnings += [w for o in outcomes if (w := untimed_warning(o)) is not None]
         return report
 
     def _keep(self, outcome: FileOutcome) -> None:
@@ -157,7 +126,7 @@ class TelemetryStore:
         assert outcome.sha256 is not None
         if outcome.result is not None:
             place_in_racks(outcome.result, self.racks(), self.platforms())  # an NMX-T scrape's trays as hosts
-            outcome.error = _placed_on_a_node(outcome.result)
+            outcome.error = placed_on_a_node(outcome.result)
             if outcome.error:
                 outcome.status = "error"
                 return
@@ -423,28 +392,6 @@ class TelemetryStore:
         return frame
 
 
-def _placed_on_a_node(result: IngestResult) -> str | None:
-    """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names;
-    with none or several, nothing is stored and the reason says to pass --node (a store keys everything by node)."""
-    named = set(summary_nodes(result))
-    key = {name: "node_ids" if name == "step_samples" else "node_id" for name in result.tables}  # a job's hosts
-    unplaced = [name for name, frame in result.tables.items()
-                if len(frame) and key[name] in frame.columns and frame[key[name]].isna().any()]
-    if not unplaced:
-        return None
-    if len(named) == 1:
-        node = next(iter(named))
-        for name in unplaced:
-            frame = result.tables[name]
-            filled = frame[key[name]].astype("string").fillna(node)
-            result.tables[name] = frame.assign(**{key[name]: filled if name == "step_samples" else
-                                                  filled.astype("category")})
-        return None
-    which = "names no node" if not named else f"names several nodes ({', '.join(sorted(named)[:4])})"
-    return (f"{', '.join(unplaced)} rows without a node and the input {which}: pass --node NODE to say which "
-            "node it was taken on (nothing of it was stored)")
-
-
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     out = frame.copy()
     if "timestamp" in out:
@@ -463,19 +410,3 @@ def open_store(root: Path | str, *, create: bool = True) -> TelemetryStore:
         return TelemetryStore(root)
     except OSError as exc:
         raise InputError(f"cannot use the store folder: {exc.strerror}", source=str(root)) from None
-
-
-# What to do about readings kept without a time: said at ingest and by every analysis of the store.
-UNTIMED_ADVICE = "no window can place them; ingest the file again with --at TIME or --at mtime"
-
-
-def _untimed(outcome: FileOutcome) -> IngestWarning | None:
-    """Said at ingest, not first at the analysis: a paste that states no time is kept, but no window places it."""
-    if outcome.status != "ingested" or outcome.result is None:
-        return None
-    links = outcome.result["link_samples"]
-    untimed = int(links["timestamp"].isna().sum()) if "timestamp" in links.columns else 0
-    if not untimed:
-        return None
-    return IngestWarning(outcome.name, None, f"{untimed} link readings state no time: the store keeps them, but "
-                         f"`analyze --store` will not judge them; {UNTIMED_ADVICE}")

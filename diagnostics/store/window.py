@@ -1,0 +1,52 @@
+"""What a store's window read returns: the tables one window needs, its end, and what the read touched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import pandas as pd
+
+from ..model import RackSlot
+from .maintenance import Maintenance
+from .parts import ScanStats
+
+
+@dataclass
+class StoreWindow:
+    """The tables one window needs, the window's end, and what reading them touched."""
+
+    tables: dict[str, pd.DataFrame]
+    end: datetime | None
+    span: timedelta
+    stats: ScanStats
+    newest: dict[str, datetime]  # each asked node's newest link reading in the store (at any time)
+    undated: dict[str, int] = field(default_factory=dict)  # per asked node, link readings without a time
+    maintenance: dict[str, list[Maintenance]] = field(default_factory=dict)  # per asked node, its planned work
+
+    @property
+    def platforms(self) -> dict[str, str]:
+        """Each node's stored platform (from an inventory file); nodes without one are left out."""
+        nodes = self.tables["nodes"]
+        if "platform" not in nodes.columns:
+            return {}
+        return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True)
+                if isinstance(p, str) and p}
+
+    @property
+    def racks(self) -> dict[str, RackSlot]:
+        """Each node's rack and tray slot, as a rack inventory gave them (nodes without a rack are left out)."""
+        return rack_slots(self.tables["nodes"])
+
+
+def rack_slots(nodes: pd.DataFrame) -> dict[str, RackSlot]:
+    """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column."""
+    if "rack_location" not in nodes.columns:
+        return {}
+    none = pd.Series([None] * len(nodes), index=nodes.index)
+    trays = nodes["tray"] if "tray" in nodes.columns else none
+    roles = nodes["role"] if "role" in nodes.columns else none
+    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None,
+                             str(o) if isinstance(o, str) and o else None)
+            for n, r, t, o in zip(nodes["node_id"], nodes["rack_location"], trays, roles, strict=True)
+            if isinstance(r, str) and r}
