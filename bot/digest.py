@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from diagnostics import Diagnosis, InputError, Priority, Thresholds
+from diagnostics import Diagnosis, InputError, Priority, SweepResult, Thresholds
 from diagnostics import format as fmt
 from diagnostics.analysis import Watch
 from diagnostics.service import Request, Source, WatchAnswer, sweep, watched
@@ -80,14 +80,22 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
                    else watched.not_judged_together())
 
 
+def digest_from(swept: SweepResult, watch: WatchAnswer, *, tracker: Tracker, maintenance: list[Maintenance],
+                at: datetime | None = None) -> Digest:
+    """The digest from the service's sweep (the offending nodes' diagnoses, and why its view is incomplete: nodes
+    whose parts cannot be read, nodes of one reading per link) and watch answer, as of `at` (default: the sweep's):
+    what `fabricbot digest`, `/fabric digest` and the scheduled post all say."""
+    return assemble(at=at or swept.at, diagnoses=swept.diagnoses.values(), tracker=tracker, watched=watch,
+                    maintenance=maintenance, incomplete=swept.incomplete_reasons)
+
+
 def build_digest(source: Source, tracker: Tracker, *, thresholds: Thresholds,
                  at: datetime | None = None) -> Digest:
     """The digest of a source (the store) as of `at` (default: its newest reading)."""
     swept = sweep(source, Request(end=at, thresholds=thresholds))
     end = at or swept.at
-    return assemble(at=end, diagnoses=swept.diagnoses.values(), tracker=tracker,
-                    watched=watched(source, end=end, thresholds=thresholds),
-                    maintenance=source.maintenance().windows(), incomplete=swept.incomplete_reasons)
+    return digest_from(swept, watched(source, end=end, thresholds=thresholds), tracker=tracker,
+                       maintenance=source.maintenance().windows(), at=end)
 
 
 def _more(items: list[object]) -> list[str]:

@@ -18,7 +18,7 @@ from diagnostics.analysis import RepairVerdict
 from diagnostics.config import load_verification
 
 from . import blocks
-from .digest import Digest, assemble, digest_lines
+from .digest import Digest, digest_from, digest_lines
 from .mrkdwn import esc
 from .nodes import UnknownName, close_matches
 from .options import parse_duration
@@ -109,11 +109,11 @@ def _when(iso: str | None) -> str:
 
 
 def digest_of(services: Services) -> Digest:
-    diagnoses = services.source.fleet()
-    ends = [d.window_end for d in diagnoses if d.window_end is not None]
-    at = max(ends) if ends else services.clock()
-    return assemble(at=at, diagnoses=diagnoses, watched=services.source.watch(None), tracker=services.tracker,
-                    maintenance=services.source.maintenance().windows())
+    """The digest from the service's sweep and watch list, as `fabricbot digest` builds it: the same new parts and
+    the same incomplete lines (nodes whose parts cannot be read, nodes of one reading per link)."""
+    source = services.source
+    return digest_from(source.sweep(), source.watch(None), tracker=services.tracker,
+                       maintenance=source.maintenance().windows())
 
 
 def digest_text(services: Services) -> str:

@@ -10,13 +10,14 @@ from diagnostics import Diagnosis, InputError, Thresholds, headline_name
 from diagnostics import format as fmt
 from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, Case, detect, open_input, read_cases, with_platform
-from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, named
+from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
 
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
 from .analyze_history import diagnose_history
 from .output import print_json
 
 DEGRADATION_TOLERANCE = 0.1
+INCOMPLETE = 3  # as `sweep`'s incomplete view: readings the answer needs could not be read, its health is unknown
 
 
 def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:
@@ -76,13 +77,20 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         print(f"  warning: {w}", file=out)
 
 
+def _said(answer: Answer) -> int:
+    """The exit code of a stored answer: incomplete (3) when readings it needs could not be read, said on stderr."""
+    for line in answer.incomplete:
+        print(f"fabricbot: answer INCOMPLETE (its health is unknown, not healthy): {line}", file=sys.stderr)
+    return INCOMPLETE if answer.incomplete else 0
+
+
 def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
-    diagnosis = diagnose_history(args, thresholds)
+    answer = diagnose_history(args, thresholds)
     if args.json:
-        print_json(diagnosis)
+        print_json(answer.diagnosis)
     else:
-        _table(diagnosis, sys.stdout, only_flagged=True)
-    return 0
+        _table(answer.diagnosis, sys.stdout, only_flagged=True)
+    return _said(answer)
 
 
 def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
@@ -91,7 +99,8 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
         raise InputError("--rack reads the telemetry store: give --store DIR", field="--rack", value=args.rack)
     end = parse_time(args.end, field="--end") if args.end else None
     request = Request(rack=args.rack, window=args.window, end=end, thresholds=thresholds)
-    diagnosis = diagnose(StoreSource(args.store), request).diagnosis
+    answer = diagnose(StoreSource(args.store), request)
+    diagnosis = answer.diagnosis
     if args.json:
         print_json(diagnosis)
     else:
@@ -100,7 +109,7 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
             kind = loc.fault.value if loc.fault else "fault"
             why = loc.evidence[0] if loc.evidence else ""
             print(f"  {loc.component} ({kind}, confidence {loc.confidence:.2f}): {why}")
-    return 0
+    return _said(answer)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -158,7 +167,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots or counter histories")
+    analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots or counter histories",
+                             description="Exit status: 0 answered, 1 a case of a snapshot file could not be read "
+                                         "(the others are answered), 2 a usage or input error, 3 incomplete: stored "
+                                         "readings the answer needs could not be read (a damaged part), so the "
+                                         "node's health is unknown, as `sweep` calls its view incomplete.")
     analyze.add_argument("inputs", nargs="*", metavar="FILE",
                          help="snapshot JSON (one object, a list, or seed cases), or telemetry in any ingestable "
                               "format (files, folders; '-' reads stdin and detects its format as a file's)")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
-from diagnostics import Diagnosis, InputError, Thresholds
-from diagnostics.service import Request, Source, StoreSource, diagnose, files_source, tables_source
+from diagnostics import InputError, Thresholds
+from diagnostics.service import Answer, Request, Source, StoreSource, diagnose, files_source, tables_source
 
 from ..options import parse_time
 
@@ -26,14 +27,16 @@ def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[s
     return source, node, warnings
 
 
-def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Diagnosis:
+def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Answer:
+    """The service's answer to the node (or job) asked, with what reading the files said first among its warnings."""
     if not args.node and not args.job and args.store:
         raise InputError("--node (or --job) is required with --store", field="--node")
     source, node, warnings = history_source(args)
     end = parse_time(args.end, field="--end") if args.end else None
     request = Request(node=node, job=args.job, window=args.window, end=end, thresholds=thresholds,
                       platform=args.platform)
-    diagnosis = diagnose(source, request).diagnosis
-    if warnings:
-        diagnosis = diagnosis.model_copy(update={"warnings": [*warnings[:10], *diagnosis.warnings]})
-    return diagnosis
+    answer = diagnose(source, request)
+    if not warnings:
+        return answer
+    diagnosis = answer.diagnosis
+    return replace(answer, diagnosis=diagnosis.model_copy(update={"warnings": [*warnings[:10], *diagnosis.warnings]}))

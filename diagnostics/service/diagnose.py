@@ -39,6 +39,12 @@ class Answer:
     window: Window
     job: JobExplanation | None = None
 
+    @property
+    def incomplete(self) -> list[str]:
+        """What the answer could not read, a line per node whose stored readings could not be (its health, or whether
+        its links slow the job, is unknown): every door calls such an answer incomplete, as a sweep over it is."""
+        return [unreadable_note(n, why) for n, why in sorted(self.window.unreadable.items())]
+
 
 @dataclass
 class Fleet:
@@ -239,12 +245,17 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
     if got.undated.get(node):
         said.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
                     f"--at): {UNTIMED_ADVICE}")
-    first = [f"{node}'s link readings could not be read: {got.unreadable[node]}"] if node in got.unreadable else []
+    first = [unreadable_note(node, got.unreadable[node])] if node in got.unreadable else []
     if said or first:  # unreadable readings first: they are why its health is unknown
         diagnosis = diagnosis.model_copy(update={"warnings": [*first, *diagnosis.warnings, *said]})
     if got.end is not None:
         diagnosis = planned(diagnosis, got.maintenance.get(node, []), start=got.end - length, end=got.end)
     return diagnosis
+
+
+def unreadable_note(node: str, why: str) -> str:
+    """Why a node's health is unknown: its stored readings could not be read (a damaged part, named in `why`)."""
+    return f"{node}'s link readings could not be read: {why}"
 
 
 def named(diagnosis: Diagnosis, names: list[str], asked: str | None = None) -> Diagnosis:

@@ -106,3 +106,11 @@ def summary_for(local: LocalSlack, node: str, user: str = "UALICE", timeout: flo
     assert local.injector.command(node, user=user, channel=OPS).status == 200
     assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=timeout)
     return posted(local.slack)[-1]
+
+
+def slash(local: LocalSlack, text: str, user: str = "UALICE") -> str:
+    """`/fabric TEXT` in the ops channel, signed as Slack signs it: the text of the bot's reply."""
+    before = len(posted(local.slack))
+    assert local.injector.command(text, user=user, channel=OPS).status == 200
+    assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=LONG_WAIT)
+    return posted(local.slack)[before].text

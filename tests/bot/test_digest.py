@@ -10,11 +10,15 @@ import pytest
 
 from bot.cli import main
 from bot.digest import Digest, build_digest, digest_lines, next_run
+from bot.mrkdwn import esc
+from bot.nodes import StoreNodeSource
 from bot.storage import open_db
 from bot.workflow.tracker import SqliteTracker
 from diagnostics import InputError, load_thresholds
 from diagnostics.service import StoreSource
 from diagnostics.store import open_store
+from tests.analysis.helpers import link_series, links, steady
+from tests.bot.helpers import local_bot, slash
 from tests.shared import copy_store
 
 FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
@@ -94,3 +98,27 @@ def test_the_cli_prints_the_digest_and_its_json(store_dir: Path, capsys: pytest.
     data = json.loads(capsys.readouterr().out)
     assert len(data["watches"]) == 3 and any(o["node_id"] == "hpc-gpu-node-12" for o in data["new"])
     assert main(["digest"]) == 2  # no store named
+
+
+def test_slack_says_the_incomplete_lines_the_cli_says(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store with a node of one reading per link and a node whose part was cut after it was written: `fabricbot
+    digest` and the signed `/fabric digest` (the scheduled post says the same) say the same digest, its
+    "Incomplete" lines naming the part and the lone node, where Slack said none."""
+    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
+    csv = tmp_path / "links.csv"
+    links(link_series(steady(20.0, 1), node="node-1", gpu=0, link=0),
+          link_series(steady(20.0, 3), node="node-2", gpu=0, link=0),
+          link_series(steady(20.0, 3), node="node-3", gpu=0, link=0)).to_csv(csv, index=False)
+    store = tmp_path / "store"
+    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
+    part = next(store.glob("link_samples/node=node-3/*/*.parquet"))
+    part.write_bytes(part.read_bytes()[:500])
+    capsys.readouterr()
+    assert main(["digest", "--store", str(store)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    incomplete = [line for line in lines if line.startswith("Incomplete: ")]
+    assert len(incomplete) == 2 and f"node-3 ({part}" in incomplete[0] and incomplete[1].endswith(": node-1")
+    with local_bot(source=StoreNodeSource(store)) as local:
+        said = slash(local, "digest")
+    assert said == "\n".join([f"*{esc(lines[0])}*", *(esc(line) for line in lines[1:])])

@@ -70,20 +70,29 @@ def test_the_store_answers_a_cut_scrape_as_the_file_does_until_a_whole_one_is_re
     assert again.fault_detected and any("no series for link 6" in str(f.crossed) for f in again.findings)
 
 
+def damaged_part_store(folder: Path) -> Path:
+    """A store of two healthy nodes, NODE's one part cut after it was written; returns that part."""
+    store = open_store(folder / "store")
+    other = scrape().replace(NODE, "hpc-gpu-node-08")
+    store.ingest([*inputs(folder / "a", scrape()), *inputs(folder / "b", other)[:1]])
+    part = next((folder / "store" / "link_samples").glob(f"node={NODE}/*/*.parquet"))
+    part.write_bytes(part.read_bytes()[:1000])
+    return part
+
+
 def test_a_damaged_part_leaves_its_node_unjudged_and_the_fleet_answered(tmp_path: Path) -> None:
     """One node's part cut after it was written: the sweep answers the other nodes and says the view is incomplete,
-    naming the part; the node's own answer says its health is unknown and why, never healthy."""
-    store = open_store(tmp_path / "store")
-    other = scrape().replace(NODE, "hpc-gpu-node-08")
-    store.ingest([*inputs(tmp_path / "a", scrape()), *inputs(tmp_path / "b", other)[:1]])
-    part = next((tmp_path / "store" / "link_samples").glob(f"node={NODE}/*/*.parquet"))
-    part.write_bytes(part.read_bytes()[:1000])
+    naming the part; the node's own answer says its health is unknown and why, never healthy, and is incomplete."""
+    part = damaged_part_store(tmp_path)
     result = sweep(StoreSource(tmp_path / "store"), Request())
     assert not result.complete and str(part) in " ".join(result.incomplete_reasons)
     assert set(result.swept) == {NODE, "hpc-gpu-node-08"} and NODE not in result.silent
-    got = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
+    answer = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE))
+    got = answer.diagnosis
     assert got.warnings[0].startswith(f"{NODE}'s link readings could not be read: {part}")
     assert got.repair_action == NO_LINKS_ACTION and not got.fault_detected
+    assert answer.incomplete == [got.warnings[0]]
+    assert diagnose(StoreSource(tmp_path / "store"), Request(node="hpc-gpu-node-08")).incomplete == []
 
 
 def slowed_job_store(folder: Path) -> Path:

@@ -12,7 +12,7 @@ from bot.nodes import StoreNodeSource
 from tests.bot.commands.conftest import Cli
 from tests.bot.helpers import local_bot, summary_for
 from tests.conftest import FIXTURES, link, snapshot_dict
-from tests.service.test_cut_input import cut_earlier_day, slowed_job_store
+from tests.service.test_cut_input import NODE, cut_earlier_day, damaged_part_store, slowed_job_store
 
 
 def test_seed_file_json_reports_expectations(cli: Cli) -> None:
@@ -208,7 +208,8 @@ def test_a_slowed_jobs_unreadable_history_is_not_scored_through_every_door(tmp_p
     do not track the slowdown."""
     store = slowed_job_store(tmp_path)
     part = cut_earlier_day(store)
-    code, out, _ = cli("analyze", "--store", str(store), "--node", "n1", "--json")
+    code, out, err = cli("analyze", "--store", str(store), "--node", "n1", "--json")
+    assert code == 3 and f"n1's link readings could not be read: {part}" in err  # its day reaches the cut part
     verdict = json.loads(out)["verdict"]
     assert verdict.startswith("job j1 is +30.0% slower; the links of n1 were not scored against it, its stored "
                               f"readings could not be read ({part}")
@@ -218,3 +219,23 @@ def test_a_slowed_jobs_unreadable_history_is_not_scored_through_every_door(tmp_p
     with local_bot(source=StoreNodeSource(store)) as local:
         said = str(summary_for(local, "n1").blocks)
     assert esc(verdict) in said and "do not track" not in said and "not the fabric" not in said
+
+
+def test_a_node_whose_stored_readings_cannot_be_read_exits_incomplete_as_the_sweep_does(tmp_path: Path,
+                                                                                      cli: Cli) -> None:
+    """A damaged part of a node: `analyze --store --node` says first that its health is unknown and exits 3, with
+    and without --json, naming the part on stderr, as `sweep` exits 3 for the same store; a readable node of that
+    store is answered with 0."""
+    part = damaged_part_store(tmp_path)
+    store = str(tmp_path / "store")
+    code, out, err = cli("sweep", "--store", store, "--json")
+    assert code == 3 and str(part) in " ".join(json.loads(out)["incomplete_reasons"])
+    code, out, err = cli("analyze", "--store", store, "--node", NODE)
+    assert code == 3 and f"warning: {NODE}'s link readings could not be read: {part}" in out
+    assert err.startswith("fabricbot: answer INCOMPLETE") and f"{NODE}'s link readings could not be read: {part}" in err
+    code, out, err = cli("analyze", "--store", store, "--node", NODE, "--json")
+    said = json.loads(out)
+    assert code == 3 and said["warnings"][0].startswith(f"{NODE}'s link readings could not be read: {part}")
+    assert not said["fault_detected"] and str(part) in err
+    code, out, err = cli("analyze", "--store", store, "--node", "hpc-gpu-node-08", "--json")
+    assert code == 0 and err == "" and json.loads(out)["node_id"] == "hpc-gpu-node-08"

@@ -8,11 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from bot.nodes import StoreNodeSource
-from bot.transport.local import LocalSlack
 from diagnostics.store import open_store
 from tests.analysis.helpers import T0, link_series, links, steady
 from tests.analysis.test_trends import N, _climbing
-from tests.bot.helpers import LONG_WAIT, OPS, local_bot, posted
+from tests.bot.helpers import local_bot, slash
 
 from .conftest import Cli
 
@@ -94,14 +93,6 @@ def test_a_node_with_too_short_a_history_is_named_beside_the_judged_ones(tmp_pat
     assert "node-9 not judged: too few readings" in err and "node-8" not in err
 
 
-def _slack(local: LocalSlack, text: str) -> str:
-    """`/fabric TEXT` in the ops channel, signed as Slack signs it: the bot's reply."""
-    before = len(posted(local.slack))
-    assert local.injector.command(text, user="UALICE", channel=OPS).status == 200
-    assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=LONG_WAIT)
-    return posted(local.slack)[before].text
-
-
 def test_slack_says_what_the_cli_says_of_a_history_too_short_to_judge(tmp_path: Path, cli: Cli) -> None:
     """One scrape per link cannot show a climb: `/fabric watch` and `/fabric digest` say the list cannot judge yet
     and name the nodes not judged with why, in the CLI's words (one line for nodes left out for one reason), where
@@ -121,7 +112,7 @@ def test_slack_says_what_the_cli_says_of_a_history_too_short_to_judge(tmp_path: 
     code, out, _ = cli("digest", "--store", str(one))
     assert f"Watch: {quiet}\n  {together}\n" in out and "Nothing new" not in out
     with local_bot(source=StoreNodeSource(one)) as local:
-        watched, digest = _slack(local, "watch"), _slack(local, "digest")
+        watched, digest = slash(local, "watch"), slash(local, "digest")
     assert watched == f":eyes: *Watch of the fleet*: {quiet}\n:warning: *Incomplete*\n• {together}"
     assert f"Watch: {quiet}\n  {together}\n" in digest and "Nothing new" not in digest
 
@@ -135,7 +126,7 @@ def test_slack_says_what_the_cli_says_of_a_history_too_short_to_judge(tmp_path: 
     assert code == 3 and out.startswith("watch  node-7") and missed_9.startswith("node-9 not judged: too few")
     code, alone, _ = cli("watch", "--store", str(store), "--node", "node-9")
     with local_bot(source=StoreNodeSource(store)) as local:
-        fleet, node = _slack(local, "watch"), _slack(local, "watch node-9")
+        fleet, node = slash(local, "watch"), slash(local, "watch node-9")
     assert fleet.startswith(":eyes: *Watch: 1 link(s) of the fleet climbing") and "`node-7` GPU 3 NVLink 7" in fleet
     assert fleet.endswith(f":warning: *Incomplete*\n• {missed_9}")
     assert code == 3 and node == f":eyes: *Watch of `node-9`*: {alone.strip()}\n:warning: *Incomplete*\n• {missed_9}"
