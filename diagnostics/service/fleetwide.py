@@ -180,10 +180,10 @@ class WatchAnswer:
             return f"cannot judge yet: the {self.where} holds no readings"
         if not judged:
             return (f"cannot judge yet: no node holds enough readings for a trend (last "
-                    f"{self.policy.lookback_hours:g} h)")
-        return (f"nothing climbing toward a failing threshold within {self.policy.horizon_hours:g} h (last "
-                f"{self.policy.lookback_hours:g} h of readings)" + (f" among the {judged} node(s) judged"
-                                                                    if self.unjudged else ""))
+                    f"{fmt.hours(self.policy.lookback_hours)})")
+        return (f"nothing climbing toward a failing threshold within {fmt.hours(self.policy.horizon_hours)} (last "
+                f"{fmt.hours(self.policy.lookback_hours)} of readings)" + (f" among the {judged} node(s) judged"
+                                                                           if self.unjudged else ""))
 
     def not_judged(self) -> list[str]:
         """Why the list is not the fleet's, a line per node left out (or the empty source)."""
