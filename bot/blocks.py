@@ -184,8 +184,7 @@ def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
             out.append(_Draftable(own[0][1], f"{DRAFT_ACTION}:{own[0][0]}", DraftTarget(analysis_id, own[0][0])))
             continue
         target = DraftTarget(analysis_id, localization=n if diagnosis.localizations else None)
-        out.append(_Draftable(loc.component, f"{DRAFT_ACTION}:loc{n}", target,
-                              tuple(own) if len(own) > 1 else ()))
+        out.append(_Draftable(loc.component, f"{DRAFT_ACTION}:loc{n}", target, tuple(own)))
     out.extend(_Draftable(f.component, f"{DRAFT_ACTION}:{i}", DraftTarget(analysis_id, i))
                for i, f in links if i not in covered)
     return out
@@ -197,7 +196,7 @@ def _menu(action_id: str, placeholder: str, options: Sequence[tuple[str, str]]) 
 
 
 def draft_elements(diagnosis: Diagnosis, analysis_id: int) -> list[ButtonElement | StaticSelectElement]:
-    """A button for each of the first `BUTTONS_SHOWN` things to draft (a component that explains several links gets
+    """A button for each of the first `BUTTONS_SHOWN` things to draft (a component that explains other links gets
     a menu of them too), then menus of the rest, `MAX_OPTIONS` each, up to `MAX_MORE_OPTIONS` in all: Slack caps
     the text of a whole message, and a summary of a node whose every link is down must still post."""
     items = _draftables(diagnosis, analysis_id)
@@ -205,7 +204,8 @@ def draft_elements(diagnosis: Diagnosis, analysis_id: int) -> list[ButtonElement
     for n, item in enumerate(items[:BUTTONS_SHOWN]):
         elements.append(_button(item.name, item.action_id, item.target.value(item.name), not elements))
         if item.links:
-            elements.append(_menu(f"{DRAFT_LINK_ACTION}:loc{n}", f"…or one of its {len(item.links)} links",
+            said = f"…or one of its {len(item.links)} links" if len(item.links) > 1 else "…or its link alone"
+            elements.append(_menu(f"{DRAFT_LINK_ACTION}:loc{n}", said,
                                   [(name, DraftTarget(analysis_id, i).value()) for i, name in
                                    item.links[:MAX_OPTIONS]]))
     rest: list[tuple[str, str]] = []

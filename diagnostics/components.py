@@ -171,7 +171,7 @@ class ComponentRef(BaseModel):
         if kind is ComponentKind.NVLINK_DOMAIN:
             return "The rack's NVLink domain"
         own = self._own_name()
-        return f"Compute tray {self.tray} {own}" if self.tray is not None and kind in _IN_TRAY else own
+        return f"Compute tray {self.tray} {own}" if self.tray is not None and kind in IN_TRAY else own
 
     def _own_name(self) -> str:
         kind = self.kind
@@ -215,7 +215,7 @@ class ComponentRef(BaseModel):
             base = f"switch-{_tray_slug(self.switch_tray)}-chip{self.chip}"
             return f"{base}-port{self.port}" if self.port is not None else base
         own = self._own_slug()
-        return f"{_tray_slug(self.tray)}-{own}" if self.tray is not None and kind in _IN_TRAY else own
+        return f"{_tray_slug(self.tray)}-{own}" if self.tray is not None and kind in IN_TRAY else own
 
     def _own_slug(self) -> str:
         kind = self.kind
@@ -249,7 +249,7 @@ class ComponentRef(BaseModel):
         return self.name
 
 
-_IN_TRAY = (ComponentKind.GPU, ComponentKind.NVLINK, ComponentKind.PCIE)
+IN_TRAY = (ComponentKind.GPU, ComponentKind.NVLINK, ComponentKind.PCIE)  # a rack's parts inside one compute tray
 
 
 def _slugify(text: str) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..components import ComponentRef
+from ..components import IN_TRAY, ComponentRef
 from ..config.platforms import all_platforms
 from ..config.racks import rack_of
 from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
@@ -341,8 +341,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
     suspect whose repair stops every GPU of the rack (`rack_stopper`), is every compute tray's concern."""
     label = rack.label[host]
     switch_host = rack.kind.get(host) == "switch"
-    if switch_host:  # its ports as the rack names them, so a part has one name (and one ticket) from either door
-        tray = tray.model_copy(update={"findings": [p.finding for p in place_findings(rack, host, tray.findings)]})
+    tray = _named_as_rack(tray, rack, host)
     failing = {f.component for f in tray.failing}
     mine = [loc for loc in rack_diagnosis.localizations
             if ((loc.switch_tray == label or host in loc.hosts or failing & set(loc.links)) if switch_host
@@ -399,6 +398,35 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
                   repair_action=top.action or tray.repair_action, warnings=notes,
                   ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
     return tray.model_copy(update=update)
+
+
+def _named_as_rack(tray: Diagnosis, rack: Rack, host: str) -> Diagnosis:
+    """A host's own parts named as its rack names them (`Compute tray 4 GPU 3 NVLink 16`, `Switch tray 3 chip 2
+    port 17`), its own suspects too: a part has one name and one slug, so one ticket, from the host or the rack."""
+    placed = place_findings(rack, host, tray.findings)
+    names = {p.node_ref.name: p.finding.component for p in placed}
+    refs = {p.node_ref: p.finding.ref for p in placed}
+
+    def lifted(loc: Localization) -> Localization:
+        ref = refs.get(loc.ref) or _rack_ref(rack, host, loc.ref)
+        return loc.model_copy(update={"ref": ref, "links": [names.get(n, n) for n in loc.links]})
+
+    locs = [lifted(loc) for loc in tray.localizations]
+    top = lifted(tray.localization) if tray.localization is not None else None
+    isolated = names.get(tray.isolated_component, tray.isolated_component)
+    if top is not None and tray.localization is not None and tray.isolated_component == tray.localization.component:
+        isolated = top.component
+    return tray.model_copy(update={"findings": [p.finding for p in placed], "localization": top,
+                                   "localizations": locs, "isolated_component": isolated})
+
+
+def _rack_ref(rack: Rack, host: str, ref: ComponentRef) -> ComponentRef:
+    """A host's part (one no finding of it names) as its rack names it: a GPU in its compute tray, the driver's
+    NVSwitch k as chip k + 1 of its switch tray."""
+    if rack.kind.get(host) == "switch":
+        named = _DRIVER_SWITCH.match(ref.switch or "") if ref.kind is ComponentKind.NVSWITCH else None
+        return ComponentRef.switch_chip(rack.label[host], int(named[1]) + 1, ref.port) if named else ref
+    return ref.in_tray(rack.label[host]) if ref.tray is None and ref.gpu is not None and ref.kind in IN_TRAY else ref
 
 
 def rack_stopper(rack: Rack, rack_diagnosis: Diagnosis) -> Localization | None:

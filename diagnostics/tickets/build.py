@@ -39,11 +39,12 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
         chosen = next((c for c in found if c.isolated), found[0])
         return chosen, found
     wanted = component.strip().lower()
+    said = {wanted, *_as_its_rack_says(diagnosis, wanted)}
     for c in found:
-        if c.id == wanted or c.component.lower() == wanted:
+        if c.id == wanted or c.component.lower() in said:
             return c, found
     for loc in [*diagnosis.localizations, *([diagnosis.localization] if diagnosis.localization else [])]:
-        named = candidate_for(loc, found) if loc.component.lower() == wanted else None
+        named = candidate_for(loc, found) if loc.component.lower() in said else None
         if named is not None:
             return named, found
     by_link = [c for c in found if c.link_id is not None and c.link_id.lower() == wanted]
@@ -52,6 +53,15 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     names = ", ".join(c.id for c in found)
     raise InputError(f"no such component among this node's candidates ({names})", source=diagnosis.node_id,
                      field="--link", value=component)
+
+
+def _as_its_rack_says(diagnosis: Diagnosis, wanted: str) -> list[str]:
+    """A compute tray host's part named as its driver says it (`GPU 3 NVLink 16`), as the rack names it (`Compute
+    tray 4 GPU 3 NVLink 16`), the one name its findings carry."""
+    place, tray = diagnosis.rack, diagnosis.tray
+    if place is None or tray is None or place.host_of(tray) != diagnosis.node_id:
+        return []
+    return [f"compute tray {tray} {wanted}".lower()]
 
 
 def _rack_ticket(diagnosis: Diagnosis) -> str:

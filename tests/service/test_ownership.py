@@ -18,7 +18,8 @@ from bot.commands.sweep import _table as sweep_table
 from bot.digest import assemble
 from bot.nodes import StoreNodeSource
 from bot.storage import open_db
-from bot.workflow.tracker import SqliteTracker
+from bot.transport.mock_slack import Message
+from bot.workflow.tracker import SqliteTracker, Ticket
 from diagnostics.analysis import decide, failing_parts
 from diagnostics.components import ComponentRef
 from diagnostics.config import load_alerts
@@ -204,18 +205,24 @@ def test_a_switch_tray_port_is_one_part_from_the_rack_and_from_its_switch_tray_h
     first, second = ({k: t[k] for k in keys} for t in drafted)
     assert first == second
     assert drafted[0]["switch_port"] == port.switch_port and drafted[0]["port_source"] == "observed"
+    filed, told, held = _filed_from_rack_then_drafted_on(store, port.component, "rack-01-s01")
+    assert (filed.node_id, filed.component) == ("rack-01", port.component)
+    assert any(f"is already open: *{filed.id}*" in m.text for m in told), [m.text for m in told]
+    assert held == 1
+
+
+def _filed_from_rack_then_drafted_on(store: Path, component: str, host: str) -> tuple[Ticket, list[Message], int]:
+    """`component` drafted and filed from `/fabric rack rack-01` in the console, then drafted from `/fabric HOST`:
+    the ticket filed, the host thread's replies, and how many tickets the tracker then holds."""
     with console(source=StoreNodeSource(store)) as c:
         from_rack = summary(c, "rack rack-01")
-        preview = next(m for m in click_draft(c, from_rack, port.component) if len(buttons(m)) == 2)
+        preview = next(m for m in click_draft(c, from_rack, component) if len(buttons(m)) == 2)
         filing = next(b for b in buttons(preview) if b["action_id"] == "file_ticket")
         assert c.act(preview.ts, filing["action_id"])["status"] == 200
         assert c.slack.wait_for(lambda s: c.local.tracker.tickets())
         (filed,) = c.local.tracker.tickets()
-        assert (filed.node_id, filed.component) == ("rack-01", port.component)
-        from_host = summary(c, "rack-01-s01")
-        told = click_draft(c, from_host, port.component)
-        assert any(f"is already open: *{filed.id}*" in m.text for m in told), [m.text for m in told]
-        assert len(c.local.tracker.tickets()) == 1
+        told = click_draft(c, summary(c, host), component)
+        return filed, told, len(c.local.tracker.tickets())
 
 
 def test_a_healthy_compute_tray_answers_with_its_racks_plan(answered: dict[str, Diagnosis],
@@ -237,3 +244,34 @@ def test_a_healthy_compute_tray_answers_with_its_racks_plan(answered: dict[str, 
     with local_bot(source=StoreNodeSource(store)) as local:
         shown = summary_for(local, healthy).shown_blocks
     assert "then the rest of rack rack-01" in shown and "Maintain routine monitoring" not in shown
+
+
+def test_a_compute_tray_link_is_one_part_from_the_rack_and_from_its_host(
+        engine: Fleet, seen: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    """A compute tray's host reads its links as the driver names them (`GPU 3 NVLink 16`); both doors name them as
+    the rack does (`Compute tray 4 GPU 3 NVLink 16 -> ...`), one slug on one owner: a link filed from the rack is
+    already open when its host drafts it, and a name as the host's driver says it still finds it."""
+    store, trays = seen
+    rack, host_id = engine.racks["rack-01"], trays[0]
+    host = engine.diagnoses[host_id]
+    link = next(f for f in host.failing if f.ref.link is not None)
+    assert link.component.startswith(f"Compute tray {host.tray} GPU {link.ref.gpu} NVLink {link.ref.link} -> ")
+    same = next((f for f in rack.findings if f.ref.slug == link.ref.slug), None)
+    assert same is not None and same.component == link.component, [f.ref.slug for f in host.failing]
+    assert host.owner_of(link.ref.slug) == rack.owner_of(link.ref.slug) == host_id
+    suspect = host.localization
+    assert suspect is not None and link.ref.slug in host.parts_of(suspect.ref.slug)  # the links it explains
+    assert set(host.parts_of(suspect.ref.slug)) <= set(rack.parts_of(suspect.ref.slug))
+    driver_said = link.ref.model_copy(update={"tray": None}).name  # `GPU 3 NVLink 16 -> Switch tray ...`
+    drafted = []
+    for node, asked in (("rack-01", link.component), (host_id, link.component), (host_id, driver_said)):
+        _, out = _run(capsys, "ticket", node, "--store", str(store), "--link", asked, "--json", "--rules")
+        drafted.append(json.loads(out))
+    keys = ("node_id", "component", "candidate_id", "switch", "switch_port", "port_source", "priority")
+    first, *rest = ({k: t[k] for k in keys} for t in drafted)
+    assert all(r == first for r in rest), (first, rest)
+    assert (first["node_id"], first["candidate_id"]) == (host_id, link.ref.slug)
+    filed, told, held = _filed_from_rack_then_drafted_on(store, link.component, host_id)
+    assert (filed.node_id, filed.slug) == (host_id, link.ref.slug)
+    assert any(f"is already open: *{filed.id}*" in m.text for m in told), [m.text for m in told]
+    assert held == 1
