@@ -7,7 +7,7 @@ verified, and the nodes in maintenance. It reads the store and the tracker; it f
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from diagnostics import Diagnosis, InputError, Priority, SweepResult, Thresholds
@@ -20,6 +20,9 @@ from .workflow.states import TicketState
 from .workflow.tracker import Ticket, Tracker
 
 SHOWN = 10  # of each list; the rest are counted
+
+
+NOTHING_CLIMBING = "nothing climbing toward a threshold"  # what an empty watch list says when none was asked
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class Digest:
     verifying: list[Ticket] = field(default_factory=list)
     maintenance: list[Maintenance] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
-    watch_quiet: str = "nothing climbing toward a threshold"  # what the empty watch list says
+    watch_quiet: str = NOTHING_CLIMBING  # what the empty watch list says
     not_watched: list[str] = field(default_factory=list)  # the nodes the watch list could not judge, and why
 
     @property
@@ -49,10 +52,9 @@ class Digest:
 
 
 def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, maintenance: list[Maintenance],
-             watches: list[Watch] | None = None, watched: WatchAnswer | None = None,
-             incomplete: list[str] | None = None) -> Digest:
+             watched: WatchAnswer | None = None, incomplete: list[str] | None = None) -> Digest:
     """The digest from the fleet's diagnoses as of `at`, the watch list (`watched`, the service's answer with the
-    nodes it could not judge, or its `watches` alone), the tracker and the maintenance windows open at `at`."""
+    nodes it could not judge; none, an empty list), the tracker and the maintenance windows open at `at`."""
     new: list[NewOffender] = []
     ticketed = 0
     seen: set[tuple[str, str]] = set()
@@ -71,13 +73,11 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
                                    loc.evidence[0] if loc.evidence else d.repair_action))
     urgency = list(Priority)[::-1]  # urgent first
     new.sort(key=lambda o: (urgency.index(Priority(o.priority)), o.node_id, o.slug))
-    out = Digest(at=at, new=new, ticketed=ticketed, watches=watched.watches if watched else list(watches or []),
-                 verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
-                 maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []))
-    if watched is None:
-        return out
-    return replace(out, watch_quiet=watched.quiet(), not_watched=[] if watched.complete
-                   else watched.not_judged_together())
+    return Digest(at=at, new=new, ticketed=ticketed, watches=watched.watches if watched else [],
+                  verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
+                  maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []),
+                  watch_quiet=watched.quiet() if watched else NOTHING_CLIMBING,
+                  not_watched=[] if watched is None or watched.complete else watched.not_judged_together())
 
 
 def digest_from(swept: SweepResult, watch: WatchAnswer, *, tracker: Tracker, maintenance: list[Maintenance],

@@ -130,11 +130,11 @@ def test_the_digest_lists_the_chip_as_new_while_only_its_port_is_ticketed(
     diagnoses = [*engine.diagnoses.values(), rack]
     tracker = SqliteTracker(open_db(None))
     _file(tracker, host, port)
-    listed = assemble(at=at, diagnoses=diagnoses, watches=[], tracker=tracker, maintenance=[])
+    listed = assemble(at=at, diagnoses=diagnoses, tracker=tracker, maintenance=[])
     assert chip_name in [o.component for o in listed.new]
     tracker = SqliteTracker(open_db(None))
     _file(tracker, rack, chip_name)
-    listed = assemble(at=at, diagnoses=diagnoses, watches=[], tracker=tracker, maintenance=[])
+    listed = assemble(at=at, diagnoses=diagnoses, tracker=tracker, maintenance=[])
     assert not [o for o in listed.new if o.component.startswith(chip_name)] and listed.ticketed >= 1
 
 

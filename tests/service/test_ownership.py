@@ -116,7 +116,7 @@ def test_the_digest_and_the_alert_loop_count_the_rack_part_once(seen: tuple[Path
     store, trays = seen
     at = datetime(2030, 1, 1, tzinfo=UTC)
     tracker = SqliteTracker(open_db(None))
-    digest = assemble(at=at, diagnoses=answered.values(), watches=[], tracker=tracker, maintenance=[])
+    digest = assemble(at=at, diagnoses=answered.values(), tracker=tracker, maintenance=[])
     switch = [o for o in digest.new if o.component == "Switch tray 1"]
     assert [(o.node_id, o.slug) for o in switch] == [("rack-01", "switch-tray1")]
     parts = [p for p in failing_parts(answered.values()) if p.slug == "switch-tray1"]
