@@ -241,9 +241,12 @@ def cut_short(records: pd.DataFrame | None, nodes: list[str | None]) -> pd.DataF
     return records
 
 
-def placed_on_a_node(result: IngestResult) -> str | None:
-    """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names;
-    with none or several, nothing is stored and the reason says to pass --node (a store keys everything by node)."""
+def placed_on_a_node(outcome: FileOutcome) -> str | None:
+    """Rows the input gives no node (a pasted `nvidia-smi -q` names none) take the one node the rest of it names, as
+    does its reading's mark (a paste cut short, `cut_short`); with none or several, nothing is stored and the reason
+    says to pass --node (a store keys everything by node)."""
+    result = outcome.result
+    assert result is not None
     named = set(summary_nodes(result))
     key = {name: "node_ids" if name == "step_samples" else "node_id" for name in result.tables}  # a job's hosts
     unplaced = [name for name, frame in result.tables.items()
@@ -257,6 +260,8 @@ def placed_on_a_node(result: IngestResult) -> str | None:
             filled = frame[key[name]].astype("string").fillna(node)
             result.tables[name] = frame.assign(**{key[name]: filled if name == "step_samples" else
                                                   filled.astype("category")})
+        if outcome.nodes is not None:
+            outcome.nodes = outcome.nodes.assign(node_id=outcome.nodes["node_id"].astype("string").fillna(node))
         return None
     which = "names no node" if not named else f"names several nodes ({', '.join(sorted(named)[:4])})"
     return (f"{', '.join(unplaced)} rows without a node and the input {which}: pass --node NODE to say which "

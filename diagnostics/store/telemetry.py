@@ -126,14 +126,10 @@ class TelemetryStore:
         assert outcome.sha256 is not None
         if outcome.result is not None:
             place_in_racks(outcome.result, self.racks(), self.platforms())  # an NMX-T scrape's trays as hosts
-            outcome.error = placed_on_a_node(outcome.result)
+            outcome.error = placed_on_a_node(outcome)
             if outcome.error:
                 outcome.status = "error"
                 return
-            if outcome.nodes is not None and outcome.nodes["node_id"].isna().any():  # a cut paste's, now placed
-                placed = link_nodes(outcome.result)
-                outcome.nodes = outcome.nodes.assign(node_id=outcome.nodes["node_id"].astype("string").fillna(
-                    placed[0] if len(placed) == 1 else pd.NA)).dropna(subset=["node_id"])
         with transaction(self._db):  # the write lock first: a second writer (the bot, another ingest) waits
             if self._table("ingests").count_where("sha256 = ?", [outcome.sha256]):
                 outcome.status = "duplicate"  # the same bytes stored by another ingest meanwhile

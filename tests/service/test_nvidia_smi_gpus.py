@@ -96,3 +96,15 @@ def test_every_gpu_but_the_last_is_still_judged(tmp_path: Path, gpus: list[int])
         missing = [f.component for f in got.findings if "reports no telemetry" in str(f.crossed)]
         assert missing == (["GPU 7"] if len(gpus) == 7 else [])
         assert not any("some GPUs" in w for w in got.warnings)
+
+
+def test_a_narrowed_output_placed_on_the_node_the_rest_of_its_paste_names_is_marked_so(tmp_path: Path) -> None:
+    """A paste's nvidia-smi output names no node; the scrape beside it does: the store keeps the mark on that node."""
+    scrape = ('# TYPE DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0 counter\n'
+              f'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0{{gpu="1",Hostname="{NODE}"}} 3 1764842400000\n')
+    paste = tmp_path / "paste.txt"
+    paste.write_text("$ curl -s localhost:9400/metrics\n" + scrape + "$ nvidia-smi nvlink -e -i 0\n"
+                     + output([0], "2026-12-04T10:00:00Z").split("\n", 1)[1], encoding="utf-8")
+    store = open_store(tmp_path / "store")
+    assert [f.status for f in store.ingest([paste]).files] == ["ingested"]
+    assert store.db.execute("select node_id, reading from nodes").fetchall() == [(NODE, "cut short")]
