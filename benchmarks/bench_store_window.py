@@ -48,6 +48,7 @@ from synth_data import built, synth_store
 from diagnostics.analysis import history_needed
 from diagnostics.config.thresholds import load_thresholds
 from diagnostics.service import CORRELATION_SPAN, Request, StoreSource, diagnose, node_span, sweep
+from diagnostics.service.shards import WORKERS_ENV, workers
 from diagnostics.store.telemetry import TelemetryStore
 
 WINDOW = timedelta(hours=1)
@@ -141,6 +142,7 @@ def phase_node(args: argparse.Namespace) -> dict[str, object]:
 def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
     """The fleet as `fabricbot sweep --store` and the bot's `/fabric fleet` read and judge it: the rules' span, a day
     of step samples, and a slowed job's links from the store when the engine asks for them."""
+    os.environ[WORKERS_ENV] = "1"  # one process: the read and the engine apart (the commands phase times shards)
     store = TelemetryStore(args.store)
     thresholds = load_thresholds()
     span = history_needed(WINDOW, thresholds)
@@ -157,29 +159,70 @@ def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
 
 def phase_commands(args: argparse.Namespace) -> dict[str, object]:
     """The two commands a person runs, as processes: one node's `analyze --store --node`, the fleet's
-    `sweep --store` (start-up and imports included in both, as a person waits for them)."""
+    `sweep --store` in one process (FABRICBOT_WORKERS=1) and in shards on every core (the default); start-up and
+    imports included, as a person waits for them. Memory is the peak of the process and its workers together."""
     store = TelemetryStore(args.store)
     node = store.nodes()[len(store.nodes()) // 2]
     cli = [sys.executable, "-m", "bot.cli"]
 
-    def wall(argv: list[str]) -> float:
-        times = []
+    def wall(argv: list[str], processes: int | None = None) -> tuple[float, float, float]:
+        """Median wall s, CPU s per run (the workers' included) and the largest tree RSS (MB) of 3 runs."""
+        env = {k: v for k, v in os.environ.items() if k != WORKERS_ENV}
+        if processes is not None:
+            env[WORKERS_ENV] = str(processes)
+        times, peaks = [], []
+        before = cpu()
         for _ in range(3):
             started = time.perf_counter()
-            subprocess.run([*cli, *argv], capture_output=True, check=False)
+            peaks.append(tree_peak_mb([*cli, *argv], env))
             times.append(time.perf_counter() - started)
-        return statistics.median(times)
+        return statistics.median(times), (cpu() - before) / 3, max(peaks)
 
     def cpu() -> float:
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         return children.ru_utime + children.ru_stime
 
-    one = wall(["analyze", "--store", args.store, "--node", node, "--json"])
-    before = cpu()
-    fleet = wall(["sweep", "--store", args.store, "--json"])
-    return {"node_s": round(one, 2), "fleet_s": round(fleet, 2), "ratio": round(fleet / one, 1),
-            "peak_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),  # the largest: a sweep
-            "cpu_s": round((cpu() - before) / 3, 1)}
+    one, _, _ = wall(["analyze", "--store", args.store, "--node", node, "--json"])
+    serial, serial_cpu, serial_mb = wall(["sweep", "--store", args.store, "--json"], 1)
+    fleet_s, fleet_cpu, fleet_mb = wall(["sweep", "--store", args.store, "--json"])
+    return {"node_s": round(one, 2), "serial_s": round(serial, 2), "serial_cpu_s": round(serial_cpu, 1),
+            "serial_mb": round(serial_mb), "fleet_s": round(fleet_s, 2), "ratio": round(fleet_s / one, 1),
+            "peak_mb": round(fleet_mb), "cpu_s": round(fleet_cpu, 1), "processes": workers()}
+
+
+def tree_peak_mb(argv: list[str], env: dict[str, str]) -> float:
+    """Run a command; the peak of its RSS and its descendants' together (sampled every 20 ms), in MB."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, sum(_rss_kb(p) for p in _tree(proc.pid)))
+        time.sleep(0.02)
+    return peak / 1024
+
+
+def _tree(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        at = todo.pop()
+        out.append(at)
+        todo += children.get(at, [])
+    return out
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
 
 
 def phase_profile(args: argparse.Namespace) -> dict[str, object]:
@@ -190,7 +233,8 @@ def phase_profile(args: argparse.Namespace) -> dict[str, object]:
         out = Path(tmp) / "sweep.prof"
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "bot.cli", "sweep", "--store",
-                        args.store, "--json"], stdout=subprocess.DEVNULL, check=False)
+                        args.store, "--json"], stdout=subprocess.DEVNULL, check=False,
+                       env={**os.environ, WORKERS_ENV: "1"})  # in one process, where the profiler sees it all
         wall_s = time.perf_counter() - started
         stats = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
     cumulative: dict[str, float] = {}
@@ -233,9 +277,12 @@ def synth(args: argparse.Namespace, nodes: int) -> None:
     print(f"    rows read {fl['rows']:,} x {fl['columns']} columns ({fl['row_groups']:,} row groups in "
           f"{fl['files']:,} files, {fl['rows_scanned']:,} rows scanned); peak RSS {fl['peak_mb']} MB  [budget 3 GB]")
     cmd = run("commands", args)
-    print(f"  as commands (median of 3, start-up included): `fabricbot analyze --store --node` {cmd['node_s']} s, "
-          f"`fabricbot sweep --store --json` {cmd['fleet_s']} s ({cmd['cpu_s']} s CPU, peak RSS {cmd['peak_mb']} MB): "
-          f"the fleet costs {cmd['ratio']}x one node  [budget < 10x]; load average {load()}")
+    print(f"  as commands (median of 3, start-up included): `fabricbot analyze --store --node` {cmd['node_s']} s; "
+          f"`fabricbot sweep --store --json` in one process {cmd['serial_s']} s ({cmd['serial_cpu_s']} s CPU, peak "
+          f"{cmd['serial_mb']} MB), in shards on {cmd['processes']} processes {cmd['fleet_s']} s "
+          f"({cmd['cpu_s']} s CPU, peak {cmd['peak_mb']} MB, the workers' memory included): the fleet costs "
+          f"{cmd['ratio']}x one node  "
+          f"[budget < 10x, < 5 s, < 3 GB]; load average {load()}")
     prof = run("profile", args)
     parts: dict[str, float] = prof["parts"]  # type: ignore[assignment]
     whole = parts.get("the whole command") or 1.0

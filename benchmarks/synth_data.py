@@ -85,7 +85,8 @@ def _chunk(chunk: int, first: int, count: int, hours: float, seed: int, store: s
             shift = first_start - pd.Timestamp(truth["start"])
             names = {n: _renumber(n, first) for n in truth["nodes"]}
             for frame in tables.values():
-                frame["timestamp"] = frame["timestamp"] + shift
+                if "timestamp" in frame.columns:  # the topology table has no time
+                    frame["timestamp"] = frame["timestamp"] + shift
                 if "node_id" in frame.columns:
                     frame["node_id"] = frame["node_id"].astype("string").map(names).astype("category")
             steps = tables["step_samples"]

@@ -24,6 +24,7 @@ from ..store.maintenance import Maintenance
 from ..store.sources import UNTIMED_ADVICE
 from ..topology import NodeGraph
 from .request import Asked, Request
+from .shards import SHARD_NODES, Shardable, in_processes, shard_count, split, workers
 from .source import Source, Window, known
 from .tables import SnapshotSource
 
@@ -53,6 +54,7 @@ class Fleet:
     analysis: FleetAnalysis
     windows: list[Window]
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
+    reporting: set[str] = field(default_factory=set)  # the nodes with link readings in the windows read
 
     @property
     def racks(self) -> dict[str, Diagnosis]:
@@ -176,35 +178,72 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *got.warnings]}), None, result, got)
 
 
-def fleet(source: Source, request: Request) -> Fleet:
+def fleet(source: Source, request: Request, *, processes: int | None = None,
+          shard_nodes: int = SHARD_NODES) -> Fleet:
     """Every node of the source over the span the rules need (a day of step samples; a slowed job's links over its
     day, read only for the nodes that need it), by the engine; nodes whose readings fix another window (snapshots
-    of other lengths) are judged in a pass of their own."""
+    of other lengths) are judged in a pass of their own. A source a worker can read by itself (the store) is judged
+    in shards of at least `shard_nodes` nodes, one per process (`processes`, default: FABRICBOT_WORKERS, else the
+    cores), each shard whole jobs and racks: the same answers, on every core."""
     names = source.nodes()
     passes: dict[timedelta, list[str]] = {}
     for node in names:
         passes.setdefault(source.window_of(node) or request.length, []).append(node)
-    out: Fleet | None = None
-    for length, group in sorted(passes.items()):
-        whole = len(passes) == 1
-        got = source.read(nodes=None if whole else group, end=request.end,
-                          span=history_needed(length, request.thresholds), steps=request.history)
-        result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
-                               platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
-                               listed=got.listed, cut=got.cut, unreadable=got.unreadable)
-        viewed_ = {n: viewed(result.diagnoses[n], got, length, asked_end=_asked(request)) for n in group
-                   if n in result.diagnoses}
-        if out is None:
-            out = Fleet(result, [got], viewed_)
-        else:
-            out.analysis.diagnoses.update(result.diagnoses)
-            out.analysis.jobs.update(result.jobs)
-            out.analysis.racks.update(result.racks)
-            out.windows.append(got)
-            out.diagnoses.update(viewed_)
-    if out is None:
-        got = Window(tables={}, end=None)
-        return Fleet(FleetAnalysis(end=None, window=request.length), [got])
+    if len(passes) == 1 and isinstance(source, Shardable):
+        count = shard_count(len(names), workers(processes), shard_nodes)
+        shards = split(names, source.together(end=request.end, span=request.history), count) if count > 1 else []
+        if len(shards) > 1:
+            return _merged(in_processes(_shard, [(source, request, group) for group in shards]), at_once=True)
+    done = [_pass(source, request, length, group, whole=len(passes) == 1) for length, group in sorted(passes.items())]
+    if not done:
+        return Fleet(FleetAnalysis(end=None, window=request.length), [Window(tables={}, end=None)])
+    return _merged(done, at_once=False)
+
+
+def _pass(source: Source, request: Request, length: timedelta, group: list[str], *, whole: bool) -> Fleet:
+    """One read of the nodes judged over `length` (the whole source's, when `whole`) and one engine run over it."""
+    got = source.read(nodes=None if whole else group, end=request.end,
+                      span=history_needed(length, request.thresholds), steps=request.history)
+    result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
+                           platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
+                           listed=got.listed, cut=got.cut, unreadable=got.unreadable)
+    viewed_ = {n: viewed(result.diagnoses[n], got, length, asked_end=_asked(request)) for n in group
+               if n in result.diagnoses}
+    links = got.tables.get("link_samples")
+    reporting = {str(n) for n in links["node_id"].dropna().unique()} if links is not None and len(links) else set()
+    return Fleet(result, [got], viewed_, reporting)
+
+
+def _shard(source: Source, request: Request, group: list[str]) -> Fleet:
+    """One shard's pass, in a worker process: what the answers need travels back, not the rows read nor the graphs
+    (sent back, a fleet's rows would cost more than judging them)."""
+    done = _pass(source, request, request.length, group, whole=False)
+    done.analysis.graphs = {}
+    done.windows = [replace(w, tables={k: v for k, v in w.tables.items() if k in SMALL_TABLES}, history=None)
+                    for w in done.windows]
+    return done
+
+
+SMALL_TABLES = ("events", "gpus", "topology", "nodes")  # what a window's answers read after the engine (versions)
+
+
+def _merged(done: list[Fleet], *, at_once: bool) -> Fleet:
+    """Passes or shards as one fleet: their answers together; their cost the sum of theirs, or the longest when they
+    ran `at_once`."""
+    out = done[0]
+    for other in done[1:]:
+        out.analysis.diagnoses.update(other.analysis.diagnoses)
+        out.analysis.jobs.update(other.analysis.jobs)
+        out.analysis.racks.update(other.analysis.racks)
+        out.analysis.graphs.update(other.analysis.graphs)
+        out.analysis.links += other.analysis.links
+        out.analysis.rows_used += other.analysis.rows_used
+        for key, value in other.analysis.timings.items():
+            mine = out.analysis.timings.get(key, 0.0)
+            out.analysis.timings[key] = max(value, mine) if at_once else value + mine
+        out.windows.extend(other.windows)
+        out.diagnoses.update(other.diagnoses)
+        out.reporting |= other.reporting
     return out
 
 

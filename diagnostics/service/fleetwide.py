@@ -44,7 +44,7 @@ def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at:
     """Every node's diagnosis as a sweep result: every offending link, its node's diagnosis, every node swept."""
     result = SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source=source,
                          swept=sorted(diagnoses), warnings=fleet_name_notes(diagnoses),
-                         platforms={n: d.platform for n, d in diagnoses.items() if d.platform})
+                         platforms={n: d.platform for n, d in sorted(diagnoses.items()) if d.platform})
     for node, diagnosis in sorted(diagnoses.items()):
         found = offenders_of(diagnosis)
         result.offenders.extend(found)
@@ -96,11 +96,7 @@ def _say_held(result: SweepResult) -> None:
 
 def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request: Request) -> None:
     """Nodes whose links were not judged: one reading (totals only), or none in the span the rules need."""
-    reporting: set[str] = set()
-    for got in answered.windows:
-        links = got.tables.get("link_samples")
-        if links is not None and len(links):
-            reporting |= {str(n) for n in links["node_id"].dropna().unique()}  # categories: fast
+    reporting = answered.reporting
     unreadable = {n: why for got in answered.windows for n, why in got.unreadable.items()}
     for nodes, what in (({n for n in unreadable if n not in reporting}, "whose stored readings could not be read, "
                          "so not judged"),

@@ -62,6 +62,20 @@ class StoreSource:
     def window_of(self, node: str) -> timedelta | None:
         return None
 
+    def together(self, *, end: datetime | None, span: timedelta) -> list[set[str]]:
+        """The nodes judged together: each job's with steps in (end - span, end] (end None: the newest reading), and
+        each rack's hosts."""
+        with self.store() as store:
+            groups = store.jobs_between(end=end, span=span)
+            racks: dict[str, set[str]] = {}
+            for host, slot in store.racks().items():
+                racks.setdefault(slot.rack, set()).add(host)
+        return [*groups, *racks.values()]
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled as its folder (a worker process opens its own connections)."""
+        return {"root": self.root, "_log": None}
+
     def maintenance(self) -> MaintenanceLog:
         """The store's planned-work windows, on one connection of their own kept for the source's life."""
         if self._log is None:

@@ -36,6 +36,10 @@ def _in(names: Collection[str]) -> str:
     return f"({','.join('?' * len(names))})"
 
 
+def _keys_in(keys: Collection[str] | None) -> str:
+    return "" if keys is None else f" AND key IN {_in(keys)}"
+
+
 def _overlapping(where: list[str], args: list[object], start_ns: int | None, end_ns: int | None) -> None:
     """Conditions for rows whose [t_min, t_max] may hold a reading in (start, end]."""
     if start_ns is not None:
@@ -99,15 +103,16 @@ class Catalog:
         value = self.db.execute(f"SELECT max(t_max) FROM {CATALOG} WHERE {where}", args).fetchone()[0]
         return None if value is None else int(value)
 
-    def newest_by_key(self, table: str, keys: Collection[str]) -> dict[str, int]:
-        sql = f"SELECT key, max(t_max) FROM {CATALOG} WHERE tbl = ? AND key IN {_in(keys)} GROUP BY key"
-        return {str(k): int(v) for k, v in self.db.execute(sql, [table, *keys]).fetchall() if v is not None}
+    def newest_by_key(self, table: str, keys: Collection[str] | None) -> dict[str, int]:
+        """Per key (every key when None), its newest time."""
+        sql = f"SELECT key, max(t_max) FROM {CATALOG} WHERE tbl = ?{_keys_in(keys)} GROUP BY key"
+        return {str(k): int(v) for k, v in self.db.execute(sql, [table, *(keys or [])]).fetchall() if v is not None}
 
-    def undated_rows(self, table: str, keys: Collection[str]) -> dict[str, int]:
-        """Per key, the rows of its parts that hold no time at all (a paste ingested without --at)."""
-        sql = (f"SELECT key, sum(rows) FROM {CATALOG} WHERE tbl = ? AND t_min IS NULL AND key IN {_in(keys)} "
-               "GROUP BY key")
-        return {str(k): int(v) for k, v in self.db.execute(sql, [table, *keys]).fetchall() if v}
+    def undated_rows(self, table: str, keys: Collection[str] | None) -> dict[str, int]:
+        """Per key (every key when None), the rows of its parts that hold no time at all (a paste ingested without
+        --at)."""
+        sql = f"SELECT key, sum(rows) FROM {CATALOG} WHERE tbl = ? AND t_min IS NULL{_keys_in(keys)} GROUP BY key"
+        return {str(k): int(v) for k, v in self.db.execute(sql, [table, *(keys or [])]).fetchall() if v}
 
     def keys(self, table: str) -> list[str]:
         rows = self.db.execute(f"SELECT DISTINCT key FROM {CATALOG} WHERE tbl = ? ORDER BY key", [table])

@@ -250,6 +250,19 @@ class TelemetryStore:
         """The nodes a job's step samples name."""
         return sorted(self._catalog.jobs_on(None, None, None).get(job_id, set()))
 
+    def jobs_between(self, *, end: datetime | None, span: timedelta) -> list[set[str]]:
+        """The nodes of each job with step samples in (end - span, end] (end None: the newest link reading)."""
+        end_ns = self._end_ns(end)
+        start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
+        return list(self._catalog.jobs_on(None, start_ns, end_ns).values())
+
+    def _end_ns(self, end: datetime | None) -> int | None:
+        """A window's end: the one asked, else the newest link reading (else the newest step sample)."""
+        if end is not None:
+            return utc_ns(end)
+        newest = self._catalog.newest("link_samples")
+        return newest if newest is not None else self._catalog.newest("step_samples")
+
     def newest(self, nodes: Collection[str] | None = None) -> datetime | None:
         """The newest link reading the store holds (of those nodes), from the catalog: no file is opened."""
         value = self._catalog.newest("link_samples", None if nodes is None else sorted(set(nodes)))
@@ -273,9 +286,7 @@ class TelemetryStore:
         step samples over this longer span (a job's slowdown is judged on a day of them; they are few). `exact=False`:
         link samples may start up to a row group before the span (for a reader that bounds its own rows)."""
         names = None if nodes is None else sorted({str(n) for n in nodes})
-        end_ns = utc_ns(end) if end is not None else self._catalog.newest("link_samples")
-        if end_ns is None:
-            end_ns = self._catalog.newest("step_samples")
+        end_ns = self._end_ns(end)
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
         if peers and names:
             shared = self._catalog.jobs_on(names, start_ns, end_ns).values()
@@ -296,12 +307,12 @@ class TelemetryStore:
                 step_rows, _ = read_parts(step_parts, STEP_SAMPLES, since, end_ns, order=(),
                                           keep=STEP_SAMPLES.columns)
                 step_frame = STEP_SAMPLES.conform(step_rows)
-        newest = self._catalog.newest_by_key("link_samples", names) if names else {}
+        newest = self._catalog.newest_by_key("link_samples", names) if names != [] else {}
         tables = {"link_samples": links, "step_samples": step_frame, "events": self._events(names, end_ns),
                   "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
                   "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),
                   "nodes": self._sql_table("nodes", names, lambda f: f)}
-        undated = self._catalog.undated_rows("link_samples", names) if names else {}
+        undated = self._catalog.undated_rows("link_samples", names) if names != [] else {}
         planned: dict[str, list[Maintenance]] = {}
         for window in self.maintenance.windows():
             if names is None or window.node_id in names:

@@ -1,0 +1,96 @@
+"""A fleet judged in shards, each in a process of its own.
+
+The engine's per-node work (findings, events, a job's correlation, each Diagnosis) is Python, and one interpreter
+runs Python on one core at a time; a fleet of many nodes is split across the machine's cores instead. A shard holds
+whole jobs and whole racks (a job's slowdown is scored over all its nodes' links; a rack is judged over all its
+hosts), so each node's answer is the one a single pass over the fleet gives.
+
+Workers are forked from this process when it runs no other Python thread (a command line), else from a clean
+server process (`forkserver`): a fork copies only the forking thread, and a lock another thread held (the bot's
+listeners, a logging handler) stays held forever in the child.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timedelta
+from typing import Protocol, TypeVar, runtime_checkable
+
+SHARD_NODES = 128  # the fewest nodes a shard is worth a process for: below it a fork and the answer's copy back cost
+# more than the engine saves (measured by benchmarks/bench_store_window.py --synth)
+WORKERS_ENV = "FABRICBOT_WORKERS"
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Shardable(Protocol):
+    """A source a worker process can read by itself (it pickles as where it reads from), and that says which of its
+    nodes must be judged together: the nodes of each job with steps in the span, the hosts of each rack."""
+
+    def together(self, *, end: datetime | None, span: timedelta) -> list[set[str]]: ...
+
+
+def workers(asked: int | None = None) -> int:
+    """How many processes a fleet may use: `asked`, else FABRICBOT_WORKERS, else the cores this process may run on
+    (at most 8: beyond that the copy of the answers back dominates)."""
+    if asked is not None:
+        return max(asked, 1)
+    said = os.environ.get(WORKERS_ENV, "").strip()
+    if said:
+        try:
+            return max(int(said), 1)
+        except ValueError:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{WORKERS_ENV} must be a whole number of processes (got {said!r})") from None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(min(cores, 8), 1)
+
+
+def split(names: Sequence[str], together: Iterable[Collection[str]], count: int) -> list[list[str]]:
+    """`names` in at most `count` shards of about equal size, the nodes of each group in `together` (a job, a rack)
+    in one shard; each shard's names sorted, the shards in the order of their first name."""
+    parent = {n: n for n in names}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for group in together:
+        members = [root(n) for n in group if n in parent]
+        for other in members[1:]:
+            parent[root(other)] = root(members[0])
+    components: dict[str, list[str]] = {}
+    for n in names:
+        components.setdefault(root(n), []).append(n)
+    shards: list[list[str]] = [[] for _ in range(max(count, 1))]
+    for component in sorted(components.values(), key=lambda c: (-len(c), min(c))):  # largest first, to the smallest
+        min(shards, key=len).extend(component)
+    return sorted((sorted(s) for s in shards if s), key=lambda s: s[0])
+
+
+def shard_count(nodes: int, processes: int, least: int = SHARD_NODES) -> int:
+    """How many shards a fleet of `nodes` is worth: one per process, each of at least `least` nodes."""
+    return max(min(processes, nodes // max(least, 1)), 1)
+
+
+def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) -> list[T]:
+    """`work(*call)` for each call, each in a worker process of its own, the results in the calls' order."""
+    with ProcessPoolExecutor(max_workers=len(calls), mp_context=_context()) as pool:
+        futures = [pool.submit(work, *call) for call in calls]
+        return [f.result() for f in futures]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    if threading.active_count() == 1:  # the libraries' own threads (OpenBLAS's, jemalloc's) mend themselves at a fork
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["diagnostics.service.diagnose"])  # the server imports once; each fork is cheap
+    return context

@@ -1,0 +1,100 @@
+"""A fleet judged in shards, each in a process of its own, answers as one pass over it does: each shard holds whole
+jobs and racks, and what travels back is what the answers need."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from diagnostics.errors import ConfigError
+from diagnostics.service import Request, StoreSource, fleet, sweep
+from diagnostics.service.shards import WORKERS_ENV, shard_count, split, workers
+from diagnostics.store import open_store
+from diagnostics.synth.rack_fleet import generate_racks
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_job_and_a_rack_stay_whole_and_shards_are_balanced() -> None:
+    names = [f"n{i:02d}" for i in range(12)]
+    shards = split(names, [{"n00", "n05", "n11"}, {"n05", "n07"}, {"n01", "n02"}, {"gone", "n03"}], 3)
+    assert sorted(n for s in shards for n in s) == names  # every node once, a name no node has ignored
+    where = {n: i for i, s in enumerate(shards) for n in s}
+    assert where["n00"] == where["n05"] == where["n11"] == where["n07"]  # two jobs sharing n05 are one group
+    assert where["n01"] == where["n02"]
+    assert sorted(len(s) for s in shards) == [4, 4, 4]
+
+
+def test_a_group_larger_than_a_share_is_kept_whole() -> None:
+    names = [f"n{i}" for i in range(6)]
+    shards = split(names, [set(names[:5])], 2)
+    assert [len(s) for s in shards] == [5, 1]
+
+
+@pytest.mark.parametrize(("nodes", "processes", "least", "count"),
+                         [(1024, 2, 128, 2), (190, 2, 128, 1), (1024, 16, 128, 8), (5, 4, 1, 4), (0, 4, 1, 1)])
+def test_a_fleet_is_split_only_where_each_shard_is_worth_a_process(nodes: int, processes: int, least: int,
+                                                                   count: int) -> None:
+    assert shard_count(nodes, processes, least) == count
+
+
+def test_the_processes_come_from_the_setting_and_a_bad_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WORKERS_ENV, "3")
+    assert workers() == 3 and workers(1) == 1
+    monkeypatch.setenv(WORKERS_ENV, "two")
+    with pytest.raises(ConfigError, match=f"{WORKERS_ENV}.*'two'"):
+        workers()
+    monkeypatch.delenv(WORKERS_ENV)
+    assert workers() >= 1
+
+
+@pytest.fixture(scope="module")
+def two_racks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two synthetic GB200 NVL72 racks (54 hosts, a job in each) ingested into a store."""
+    out = tmp_path_factory.mktemp("two-racks")
+    generate_racks(out=out / "fleet", seed=5, racks=2, hours=3)
+    store = open_store(out / "store")
+    store.ingest([out / "fleet"])
+    store.db.close()
+    return out / "store"
+
+
+def _answers(root: Path, processes: int) -> str:
+    source = StoreSource(root)
+    answered = fleet(source, Request(), processes=processes, shard_nodes=1)
+    result = sweep(source, Request()) if processes == 1 else None
+    parts = {"diagnoses": {n: d.model_dump(mode="json") for n, d in sorted(answered.diagnoses.items())},
+             "jobs": {j: e.model_dump(mode="json") for j, e in sorted(answered.analysis.jobs.items())},
+             "racks": {r: d.model_dump(mode="json") for r, d in sorted(answered.analysis.racks.items())},
+             "reporting": sorted(answered.reporting), "shards": len(answered.windows),
+             "offenders": None if result is None else len(result.offenders)}
+    return json.dumps(parts, sort_keys=True)
+
+
+@pytest.mark.parametrize("which", ["bundled", "racks"])
+def test_shards_answer_as_one_pass_does(which: str, bundled_store: Path, two_racks: Path) -> None:
+    root = bundled_store if which == "bundled" else two_racks
+    one, sharded = json.loads(_answers(root, 1)), json.loads(_answers(root, 2))
+    assert one["shards"] == 1 and sharded["shards"] == 2
+    assert one["offenders"] > 0
+    if which == "racks":
+        assert len(one["racks"]) == 2 and any(d["fault_detected"] for d in one["racks"].values())
+    else:
+        assert any(j["links"] for j in one["jobs"].values())  # a slowed job's links were scored
+    for part in ("diagnoses", "jobs", "racks", "reporting"):
+        assert sharded[part] == one[part], part
+
+
+def test_a_command_line_forks_its_shards_and_answers_the_same(two_racks: Path) -> None:
+    """A process that runs no other thread forks its workers (the path a `fabricbot sweep` takes)."""
+    script = ("import sys, threading; from pathlib import Path; sys.path.insert(0, sys.argv[2]); "
+              "from tests.service.test_shards import _answers; "
+              "assert threading.active_count() == 1; print(_answers(Path(sys.argv[1]), 2))")
+    forked = subprocess.run([sys.executable, "-c", script, str(two_racks), str(ROOT)], capture_output=True,
+                            text=True, check=True, cwd=ROOT, timeout=300)
+    one, sharded = json.loads(_answers(two_racks, 1)), json.loads(forked.stdout)
+    assert sharded["shards"] == 2 and sharded["diagnoses"] == one["diagnoses"] and sharded["racks"] == one["racks"]
