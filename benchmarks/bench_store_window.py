@@ -48,7 +48,7 @@ from synth_data import built, synth_store
 from diagnostics.analysis import history_needed
 from diagnostics.config.thresholds import load_thresholds
 from diagnostics.service import CORRELATION_SPAN, Request, StoreSource, diagnose, node_span, sweep
-from diagnostics.service.shards import WORKERS_ENV, workers
+from diagnostics.service.shards import PROCESSES_ENV, process_count
 from diagnostics.store.telemetry import TelemetryStore
 
 WINDOW = timedelta(hours=1)
@@ -142,7 +142,7 @@ def phase_node(args: argparse.Namespace) -> dict[str, object]:
 def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
     """The fleet as `fabricbot sweep --store` and the bot's `/fabric fleet` read and judge it: the rules' span, a day
     of step samples, and a slowed job's links from the store when the engine asks for them."""
-    os.environ[WORKERS_ENV] = "1"  # one process: the read and the engine apart (the commands phase times shards)
+    os.environ[PROCESSES_ENV] = "1"  # one process: the read and the engine apart (the commands phase times shards)
     store = TelemetryStore(args.store)
     thresholds = load_thresholds()
     span = history_needed(WINDOW, thresholds)
@@ -159,7 +159,7 @@ def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
 
 def phase_commands(args: argparse.Namespace) -> dict[str, object]:
     """The two commands a person runs, as processes: one node's `analyze --store --node`, the fleet's
-    `sweep --store` in one process (FABRICBOT_WORKERS=1) and in shards on every core (the default); start-up and
+    `sweep --store` in one process (FABRICBOT_PROCESSES=1) and in shards on every core (the default); start-up and
     imports included, as a person waits for them. Memory is the peak of the process and its workers together."""
     store = TelemetryStore(args.store)
     node = store.nodes()[len(store.nodes()) // 2]
@@ -167,9 +167,9 @@ def phase_commands(args: argparse.Namespace) -> dict[str, object]:
 
     def wall(argv: list[str], processes: int | None = None) -> tuple[float, float, float]:
         """Median wall s, CPU s per run (the workers' included) and the largest tree RSS (MB) of 3 runs."""
-        env = {k: v for k, v in os.environ.items() if k != WORKERS_ENV}
+        env = {k: v for k, v in os.environ.items() if k != PROCESSES_ENV}
         if processes is not None:
-            env[WORKERS_ENV] = str(processes)
+            env[PROCESSES_ENV] = str(processes)
         times, peaks = [], []
         before = cpu()
         for _ in range(3):
@@ -187,7 +187,7 @@ def phase_commands(args: argparse.Namespace) -> dict[str, object]:
     fleet_s, fleet_cpu, fleet_mb = wall(["sweep", "--store", args.store, "--json"])
     return {"node_s": round(one, 2), "serial_s": round(serial, 2), "serial_cpu_s": round(serial_cpu, 1),
             "serial_mb": round(serial_mb), "fleet_s": round(fleet_s, 2), "ratio": round(fleet_s / one, 1),
-            "peak_mb": round(fleet_mb), "cpu_s": round(fleet_cpu, 1), "processes": workers()}
+            "peak_mb": round(fleet_mb), "cpu_s": round(fleet_cpu, 1), "processes": process_count()}
 
 
 def tree_peak_mb(argv: list[str], env: dict[str, str]) -> float:
@@ -234,7 +234,7 @@ def phase_profile(args: argparse.Namespace) -> dict[str, object]:
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "bot.cli", "sweep", "--store",
                         args.store, "--json"], stdout=subprocess.DEVNULL, check=False,
-                       env={**os.environ, WORKERS_ENV: "1"})  # in one process, where the profiler sees it all
+                       env={**os.environ, PROCESSES_ENV: "1"})  # in one process, where the profiler sees it all
         wall_s = time.perf_counter() - started
         stats = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
     cumulative: dict[str, float] = {}

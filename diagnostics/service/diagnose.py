@@ -24,7 +24,7 @@ from ..store.maintenance import Maintenance
 from ..store.sources import UNTIMED_ADVICE
 from ..topology import NodeGraph
 from .request import Asked, Request
-from .shards import SHARD_NODES, Shardable, in_processes, shard_count, split, workers
+from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split
 from .source import Source, Window, known
 from .tables import SnapshotSource
 
@@ -183,14 +183,14 @@ def fleet(source: Source, request: Request, *, processes: int | None = None,
     """Every node of the source over the span the rules need (a day of step samples; a slowed job's links over its
     day, read only for the nodes that need it), by the engine; nodes whose readings fix another window (snapshots
     of other lengths) are judged in a pass of their own. A source a worker can read by itself (the store) is judged
-    in shards of at least `shard_nodes` nodes, one per process (`processes`, default: FABRICBOT_WORKERS, else the
+    in shards of at least `shard_nodes` nodes, one per process (`processes`, default: FABRICBOT_PROCESSES, else the
     cores), each shard whole jobs and racks: the same answers, on every core."""
     names = source.nodes()
     passes: dict[timedelta, list[str]] = {}
     for node in names:
         passes.setdefault(source.window_of(node) or request.length, []).append(node)
     if len(passes) == 1 and isinstance(source, Shardable):
-        count = shard_count(len(names), workers(processes), shard_nodes)
+        count = shard_count(len(names), process_count(processes), shard_nodes)
         shards = split(names, source.together(end=request.end, span=request.history), count) if count > 1 else []
         if len(shards) > 1:
             return _merged(in_processes(_shard, [(source, request, group) for group in shards]), at_once=True)

@@ -12,7 +12,7 @@ import pytest
 
 from diagnostics.errors import ConfigError
 from diagnostics.service import Request, StoreSource, fleet, sweep
-from diagnostics.service.shards import WORKERS_ENV, shard_count, split, workers
+from diagnostics.service.shards import PROCESSES_ENV, process_count, shard_count, split
 from diagnostics.store import open_store
 from diagnostics.synth.rack_fleet import generate_racks
 
@@ -43,13 +43,13 @@ def test_a_fleet_is_split_only_where_each_shard_is_worth_a_process(nodes: int, p
 
 
 def test_the_processes_come_from_the_setting_and_a_bad_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(WORKERS_ENV, "3")
-    assert workers() == 3 and workers(1) == 1
-    monkeypatch.setenv(WORKERS_ENV, "two")
-    with pytest.raises(ConfigError, match=f"{WORKERS_ENV}.*'two'"):
-        workers()
-    monkeypatch.delenv(WORKERS_ENV)
-    assert workers() >= 1
+    monkeypatch.setenv(PROCESSES_ENV, "3")
+    assert process_count() == 3 and process_count(1) == 1
+    monkeypatch.setenv(PROCESSES_ENV, "two")
+    with pytest.raises(ConfigError, match=f"{PROCESSES_ENV}.*'two'"):
+        process_count()
+    monkeypatch.delenv(PROCESSES_ENV)
+    assert process_count() >= 1
 
 
 @pytest.fixture(scope="module")
