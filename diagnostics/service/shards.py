@@ -5,20 +5,24 @@ runs Python on one core at a time; a fleet of many nodes is split across the mac
 whole jobs and whole racks (a job's slowdown is scored over all its nodes' links; a rack is judged over all its
 hosts), so each node's answer is the one a single pass over the fleet gives.
 
-Workers are forked from this process when it runs no other Python thread (a command line), else from a clean
-server process (`forkserver`): a fork copies only the forking thread, and a lock another thread held (the bot's
-listeners, a logging handler) stays held forever in the child.
+On Linux, workers are forked from this process when it runs no other Python thread (a command line), else from a
+clean server process (`forkserver`): a fork copies only the forking thread, and a lock another thread held (the bot's
+listeners, a logging handler) stays held forever in the child. Elsewhere they are spawned (each imports afresh).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar, runtime_checkable
+
+from ..errors import ConfigError, FabricbotError
 
 SHARD_NODES = 128  # the fewest nodes a shard is worth a process for: a small fleet's answer comes as fast in one
 # process (41 bundled nodes: 0.55 s either way), and its tests stay in one
@@ -45,8 +49,6 @@ def process_count(asked: int | None = None) -> int:
         try:
             return max(int(said), 1)
         except ValueError:
-            from ..errors import ConfigError
-
             raise ConfigError(f"{PROCESSES_ENV} must be a whole number of processes (got {said!r})") from None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(min(cores, 8), 1)
@@ -83,12 +85,18 @@ def shard_count(nodes: int, processes: int, least: int = SHARD_NODES) -> int:
 
 def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) -> list[T]:
     """`work(*call)` for each call, each in a worker process of its own, the results in the calls' order."""
-    with ProcessPoolExecutor(max_workers=len(calls), mp_context=_context()) as pool:
-        futures = [pool.submit(work, *call) for call in calls]
-        return [f.result() for f in futures]
+    try:
+        with ProcessPoolExecutor(max_workers=len(calls), mp_context=_context()) as pool:
+            futures = [pool.submit(work, *call) for call in calls]
+            return [f.result() for f in futures]
+    except BrokenProcessPool as exc:  # a worker killed (out of memory, a signal) before it answered
+        raise FabricbotError(f"a worker process judging part of the fleet ended without an answer ({exc}): it was "
+                             f"killed, often for memory; {PROCESSES_ENV}=1 judges the fleet in this process") from None
 
 
 def _context() -> multiprocessing.context.BaseContext:
+    if not sys.platform.startswith("linux"):  # macOS's own libraries start threads a fork breaks; Windows has no fork
+        return multiprocessing.get_context("spawn")
     if threading.active_count() == 1:  # the libraries' own threads (OpenBLAS's, jemalloc's) mend themselves at a fork
         return multiprocessing.get_context("fork")
     context = multiprocessing.get_context("forkserver")

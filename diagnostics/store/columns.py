@@ -119,7 +119,9 @@ def _write(into: np.ndarray, at: int, values: np.ndarray, order: np.ndarray | No
     if order is None:
         target[:] = values
     else:
-        np.take(values, order, out=target)
+        # `order` is a permutation of the rows: no index to check, and numpy's default ("raise") copies through a
+        # buffer when given `out` (measured four times slower)
+        np.take(values, order, out=target, mode="clip")
 
 
 def _grown(values: np.ndarray, capacity: int) -> np.ndarray:
@@ -136,6 +138,9 @@ class _Floats:
         self.values = _grown(self.values, capacity)
 
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
+        if data.null_count == len(data):  # a counter the part does not carry (about half a window's columns)
+            self.values[at:at + len(data)] = np.nan
+            return
         _write(self.values, at, data.to_numpy(), order)  # nulls as NaN
 
     def done(self, rows: int) -> np.ndarray:
@@ -153,7 +158,7 @@ class _Times:
 
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
         ns = data.cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
-        _write(self.values, at, pc.fill_null(ns, _NAT).to_numpy(), order)
+        _write(self.values, at, (pc.fill_null(ns, _NAT) if ns.null_count else ns).to_numpy(), order)
 
     def done(self, rows: int) -> Any:
         # as a UTC dtype, not localized: localizing checks every value and costs fifty times more
