@@ -4,15 +4,16 @@ jobs and racks, and what travels back is what the answers need."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from diagnostics.errors import ConfigError
+from diagnostics.errors import ConfigError, FabricbotError
 from diagnostics.service import Request, StoreSource, fleet, sweep
-from diagnostics.service.shards import PROCESSES_ENV, process_count, shard_count, split
+from diagnostics.service.shards import PROCESSES_ENV, in_processes, process_count, shard_count, split
 from diagnostics.store import open_store
 from diagnostics.synth.rack_fleet import generate_racks
 
@@ -98,3 +99,12 @@ def test_a_command_line_forks_its_shards_and_answers_the_same(two_racks: Path) -
                             text=True, check=True, cwd=ROOT, timeout=300)
     one, sharded = json.loads(_answers(two_racks, 1)), json.loads(forked.stdout)
     assert sharded["shards"] == 2 and sharded["diagnoses"] == one["diagnoses"] and sharded["racks"] == one["racks"]
+
+
+def _dies(code: int) -> None:
+    os._exit(code)  # as a worker the kernel kills for memory ends: no answer, no exception
+
+
+def test_a_worker_that_dies_is_said_in_one_line_with_what_to_do() -> None:
+    with pytest.raises(FabricbotError, match=f"ended without an answer.*{PROCESSES_ENV}=1 judges the fleet"):
+        in_processes(_dies, [(9,), (9,)])
