@@ -7,12 +7,16 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from multiprocessing.context import BaseContext
 from pathlib import Path
 
 import pytest
 
 from diagnostics.errors import ConfigError, FabricbotError
-from diagnostics.service import Request, StoreSource, fleet, sweep
+from diagnostics.service import Request, StoreSource, fleet, shards, sweep
 from diagnostics.service.shards import PROCESSES_ENV, in_processes, process_count, shard_count, split
 from diagnostics.store import open_store
 from diagnostics.synth.rack_fleet import generate_racks
@@ -76,10 +80,39 @@ def _answers(root: Path, processes: int) -> str:
     return json.dumps(parts, sort_keys=True)
 
 
-@pytest.mark.parametrize("which", ["bundled", "racks"])
-def test_shards_answer_as_one_pass_does(which: str, bundled_store: Path, two_racks: Path) -> None:
+@contextmanager
+def _another_thread() -> Iterator[None]:
+    """A thread running beside the caller, as the bot's listeners do."""
+    stop = threading.Event()
+    waiting = threading.Thread(target=stop.wait, daemon=True)
+    waiting.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        waiting.join()
+
+
+@pytest.mark.parametrize(("which", "start"), [("bundled", "fork"), ("racks", "fork"), ("racks", "forkserver")])
+def test_shards_answer_as_one_pass_does(which: str, start: str, bundled_store: Path, two_racks: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forked from a process of one thread (a command line); from a fork server beside other threads (the bot)."""
     root = bundled_store if which == "bundled" else two_racks
-    one, sharded = json.loads(_answers(root, 1)), json.loads(_answers(root, 2))
+    used: list[str] = []
+    chosen = shards._context
+
+    def spied() -> BaseContext:
+        context = chosen()
+        used.append(context.get_start_method())
+        return context
+
+    monkeypatch.setattr(shards, "_context", spied)
+    one = json.loads(_answers(root, 1))
+    if start == "fork":  # as a command line is; a library's idle thread here (tqdm's monitor) is not the bot's
+        monkeypatch.setattr(shards.threading, "active_count", lambda: 1)
+    with _another_thread() if start == "forkserver" else nullcontext():
+        sharded = json.loads(_answers(root, 2))
+    assert used == [start]
     assert one["shards"] == 1 and sharded["shards"] == 2
     assert one["offenders"] > 0
     if which == "racks":
