@@ -14,6 +14,7 @@ from pathlib import Path
 from diagnostics import ConfigError
 from diagnostics import format as fmt
 from diagnostics.prometheus import redacted_url
+from diagnostics.service import process_count
 
 from .options import parse_duration
 
@@ -93,6 +94,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
+        process_count(env=env)  # a fleet's processes are read where a fleet is judged; a bad value is said at start
         return cls(
             bot_token=env.get("SLACK_BOT_TOKEN") or None,
             signing_secret=env.get("SLACK_SIGNING_SECRET") or None,

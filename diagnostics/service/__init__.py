@@ -20,6 +20,7 @@ from .diagnose import (
 from .fleetwide import WatchAnswer, alert_pass, fleet_result, sweep, verify_repair, watch, watched
 from .prometheus import PrometheusSource
 from .request import CORRELATION_SPAN, DEFAULT_WINDOW, Asked, Request
+from .shards import PROCESSES_ENV, process_count
 from .source import Source, UnknownName, Window, close_matches, known, memory_log
 from .store import StoreSource
 from .tables import SnapshotSource, TableSource, files_source, tables_source
@@ -27,6 +28,7 @@ from .tables import SnapshotSource, TableSource, files_source, tables_source
 __all__ = [
     "CORRELATION_SPAN",
     "DEFAULT_WINDOW",
+    "PROCESSES_ENV",
     "Answer",
     "Asked",
     "Fleet",
@@ -53,6 +55,7 @@ __all__ = [
     "named",
     "node_span",
     "planned",
+    "process_count",
     "sweep",
     "tables_source",
     "verify_repair",

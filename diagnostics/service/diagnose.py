@@ -189,20 +189,26 @@ def fleet(source: Source, request: Request, *, processes: int | None = None,
     passes: dict[timedelta, list[str]] = {}
     for node in names:
         passes.setdefault(source.window_of(node) or request.length, []).append(node)
+    end = request.end
     if len(passes) == 1 and isinstance(source, Shardable):
+        end = end or source.window_end()  # once: every shard judges to the same end, whatever lands meanwhile
         count = shard_count(len(names), process_count(processes), shard_nodes)
-        shards = split(names, source.together(end=request.end, span=request.history), count) if count > 1 else []
+        span = max(request.history, history_needed(request.length, request.thresholds))  # the steps a read holds
+        shards = split(names, source.together(end=end, span=span), count) if count > 1 else []
         if len(shards) > 1:
-            return _merged(in_processes(_shard, [(source, request, group) for group in shards]), at_once=True)
-    done = [_pass(source, request, length, group, whole=len(passes) == 1) for length, group in sorted(passes.items())]
+            return _merged(in_processes(_shard, [(source, request, group, end) for group in shards]), at_once=True)
+    done = [_pass(source, request, length, group, end=end, whole=len(passes) == 1)
+            for length, group in sorted(passes.items())]
     if not done:
         return Fleet(FleetAnalysis(end=None, window=request.length), [Window(tables={}, end=None)])
     return _merged(done, at_once=False)
 
 
-def _pass(source: Source, request: Request, length: timedelta, group: list[str], *, whole: bool) -> Fleet:
-    """One read of the nodes judged over `length` (the whole source's, when `whole`) and one engine run over it."""
-    got = source.read(nodes=None if whole else group, end=request.end,
+def _pass(source: Source, request: Request, length: timedelta, group: list[str], *, end: datetime | None,
+          whole: bool) -> Fleet:
+    """One read of the nodes judged over `length` to `end` (the whole source's, when `whole`) and one engine run over
+    it; whether the person named the end is the request's."""
+    got = source.read(nodes=None if whole else group, end=end,
                       span=history_needed(length, request.thresholds), steps=request.history)
     result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
                            platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
@@ -214,10 +220,10 @@ def _pass(source: Source, request: Request, length: timedelta, group: list[str],
     return Fleet(result, [got], viewed_, reporting)
 
 
-def _shard(source: Source, request: Request, group: list[str]) -> Fleet:
+def _shard(source: Source, request: Request, group: list[str], end: datetime | None) -> Fleet:
     """One shard's pass, in a worker process: what the answers need travels back, not the rows read nor the graphs
     (sent back, a fleet's rows would cost more than judging them)."""
-    done = _pass(source, request, request.length, group, whole=False)
+    done = _pass(source, request, request.length, group, end=end, whole=False)
     done.analysis.graphs = {}
     done.windows = [replace(w, tables={k: v for k, v in w.tables.items() if k in SMALL_TABLES}, history=None)
                     for w in done.windows]

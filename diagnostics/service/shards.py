@@ -12,14 +12,18 @@ listeners, a logging handler) stays held forever in the child. Elsewhere they ar
 
 from __future__ import annotations
 
+import errno
+import math
 import multiprocessing
 import os
+import select
 import sys
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
 from ..errors import ConfigError, FabricbotError
@@ -33,25 +37,43 @@ T = TypeVar("T")
 
 @runtime_checkable
 class Shardable(Protocol):
-    """A source a worker process can read by itself (it pickles as where it reads from), and that says which of its
-    nodes must be judged together: the nodes of each job with steps in the span, the hosts of each rack."""
+    """A source a worker process can read by itself (it pickles as where it reads from), that says where a window of
+    it ends when none is asked, and which of its nodes must be judged together: the nodes of each job with steps in
+    the span, the hosts of each rack."""
+
+    def window_end(self) -> datetime | None: ...
 
     def together(self, *, end: datetime | None, span: timedelta) -> list[set[str]]: ...
 
 
-def process_count(asked: int | None = None) -> int:
-    """How many processes a fleet may use: `asked`, else FABRICBOT_PROCESSES, else the cores this process may run on
-    (at most 8: each holds its shard's rows, and more was never measured)."""
+def process_count(asked: int | None = None, env: Mapping[str, str] | None = None) -> int:
+    """How many processes a fleet may use: `asked`, else FABRICBOT_PROCESSES (as given), else the cores this
+    process may run on (its CPU affinity and its control group's CPU quota, as a container sets them), at most 8:
+    each holds its shard's rows, and more was never measured."""
     if asked is not None:
         return max(asked, 1)
-    said = os.environ.get(PROCESSES_ENV, "").strip()
+    said = (os.environ if env is None else env).get(PROCESSES_ENV, "").strip()
     if said:
         try:
-            return max(int(said), 1)
+            value = int(said)
         except ValueError:
-            raise ConfigError(f"{PROCESSES_ENV} must be a whole number of processes (got {said!r})") from None
+            value = 0
+        if value < 1:
+            raise ConfigError(f"{PROCESSES_ENV}: expected a positive whole number of processes (got {said!r}; 1 "
+                              "judges the fleet in this process)")
+        return value
+    return max(min(_cores(), 8), 1)
+
+
+def _cores() -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(min(cores, 8), 1)
+    try:  # cgroup v2: "max 100000", or a quota and its period ("200000 100000": two cores' worth)
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text(encoding="utf-8").split()[:2]
+    except (OSError, ValueError):
+        return cores
+    if quota == "max":
+        return cores
+    return max(min(cores, math.ceil(int(quota) / int(period))), 1)
 
 
 def split(names: Sequence[str], together: Iterable[Collection[str]], count: int) -> list[list[str]]:
@@ -84,14 +106,40 @@ def shard_count(nodes: int, processes: int, least: int = SHARD_NODES) -> int:
 
 
 def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) -> list[T]:
-    """`work(*call)` for each call, each in a worker process of its own, the results in the calls' order."""
+    """`work(*call)` for each call, each in a worker process of its own, the results in the calls' order. A worker
+    ends with the process that started it (a `kill` of a sweep leaves none behind)."""
     try:
-        with ProcessPoolExecutor(max_workers=len(calls), mp_context=_context()) as pool:
+        with ProcessPoolExecutor(max_workers=len(calls), mp_context=_context(), initializer=_end_with,
+                                 initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(work, *call) for call in calls]
             return [f.result() for f in futures]
-    except BrokenProcessPool as exc:  # a worker killed (out of memory, a signal) before it answered
-        raise FabricbotError(f"a worker process judging part of the fleet ended without an answer ({exc}): it was "
-                             f"killed, often for memory; {PROCESSES_ENV}=1 judges the fleet in this process") from None
+    except BrokenProcessPool as exc:  # a worker killed (out of memory, a signal), or one that could not start
+        raise FabricbotError(
+            f"a worker process judging part of the fleet ended without an answer ({exc}): it was killed (the kernel "
+            "kills the largest process when memory runs out) or could not start (a script that judges a fleet needs "
+            f"its top level under `if __name__ == '__main__':`); {PROCESSES_ENV}=1 judges the fleet in this "
+            "process") from None
+
+
+def _end_with(main: int) -> None:
+    """In a worker, first: it ends when the process that asked for it does. A worker waits on pipes that process
+    shared with it and its siblings, so a `kill` of a sweep would leave it waiting forever, and with it a fork
+    server, which lives while any worker holds its pipe. Watched through a pidfd (Linux 5.3), which no later process
+    can reuse."""
+    try:
+        watched = os.pidfd_open(main)
+    except OSError as exc:  # it ended already; or no pidfd here (another system): nothing to watch with
+        if exc.errno == errno.ESRCH:
+            os._exit(1)
+        return
+    except AttributeError:
+        return
+    threading.Thread(target=_await_end, args=(watched,), name="end-with-main", daemon=True).start()
+
+
+def _await_end(watched: int) -> None:
+    select.select([watched], [], [])  # readable once the process has ended
+    os._exit(1)
 
 
 def _context() -> multiprocessing.context.BaseContext:

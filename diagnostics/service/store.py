@@ -62,6 +62,13 @@ class StoreSource:
     def window_of(self, node: str) -> timedelta | None:
         return None
 
+    def window_end(self) -> datetime | None:
+        """Where a window of the whole store ends when none is asked: its newest link reading, else its newest step
+        sample, else its newest event (a store of kernel logs); None when it holds none."""
+        with self.store() as store:
+            end_ns = store.end_ns(None)
+            return _newest_event(store) if end_ns is None else _within(end_ns)
+
     def together(self, *, end: datetime | None, span: timedelta) -> list[set[str]]:
         """The nodes judged together: each job's with steps in (end - span, end] (end None: the newest reading), and
         each rack's hosts."""
@@ -123,4 +130,10 @@ def _newest_event(store: TelemetryStore) -> datetime | None:
     if events.empty:
         return None
     newest = pd.to_datetime(events["timestamp"], utc=True).max()
-    return None if pd.isna(newest) else newest.floor("us").to_pydatetime()  # datetime holds microseconds
+    return None if pd.isna(newest) else _within(int(newest.value))
+
+
+def _within(moment_ns: int) -> datetime:
+    """A time as the end of a window that holds it: to the microsecond above (a datetime holds no finer), so a
+    reading or event a few nanoseconds after the microsecond is not left out."""
+    return pd.Timestamp(moment_ns, tz="UTC").ceil("us").to_pydatetime()

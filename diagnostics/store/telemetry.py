@@ -252,11 +252,11 @@ class TelemetryStore:
 
     def jobs_between(self, *, end: datetime | None, span: timedelta) -> list[set[str]]:
         """The nodes of each job with step samples in (end - span, end] (end None: the newest link reading)."""
-        end_ns = self._end_ns(end)
+        end_ns = self.end_ns(end)
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
         return list(self._catalog.jobs_on(None, start_ns, end_ns).values())
 
-    def _end_ns(self, end: datetime | None) -> int | None:
+    def end_ns(self, end: datetime | None) -> int | None:
         """A window's end: the one asked, else the newest link reading (else the newest step sample)."""
         if end is not None:
             return utc_ns(end)
@@ -286,7 +286,7 @@ class TelemetryStore:
         step samples over this longer span (a job's slowdown is judged on a day of them; they are few). `exact=False`:
         link samples may start up to a row group before the span (for a reader that bounds its own rows)."""
         names = None if nodes is None else sorted({str(n) for n in nodes})
-        end_ns = self._end_ns(end)
+        end_ns = self.end_ns(end)
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
         if peers and names:
             shared = self._catalog.jobs_on(names, start_ns, end_ns).values()

@@ -74,3 +74,5 @@ def test_the_work_queues_and_two_person_filing_are_settings() -> None:
         Settings.from_env({"FABRICBOT_QUEUE_LIMIT": "0"})
     with pytest.raises(ConfigError, match=r"FABRICBOT_TWO_PERSON_FILING.*'maybe'"):
         Settings.from_env({"FABRICBOT_TWO_PERSON_FILING": "maybe"})
+    with pytest.raises(ConfigError, match=r"FABRICBOT_PROCESSES.*'two'"):  # read per sweep: said at start, not then
+        Settings.from_env({"FABRICBOT_PROCESSES": "two"})

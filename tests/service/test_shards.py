@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from datetime import datetime, timedelta
 from multiprocessing.context import BaseContext
 from pathlib import Path
 
@@ -50,11 +53,13 @@ def test_a_fleet_is_split_only_where_each_shard_is_worth_a_process(nodes: int, p
 def test_the_processes_come_from_the_setting_and_a_bad_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(PROCESSES_ENV, "3")
     assert process_count() == 3 and process_count(1) == 1
-    monkeypatch.setenv(PROCESSES_ENV, "two")
-    with pytest.raises(ConfigError, match=f"{PROCESSES_ENV}.*'two'"):
-        process_count()
+    assert process_count(env={PROCESSES_ENV: "12"}) == 12  # as given: the person knows the machine
+    for bad in ("two", "0", "-1", "2.0"):
+        monkeypatch.setenv(PROCESSES_ENV, bad)
+        with pytest.raises(ConfigError, match=f"{PROCESSES_ENV}: expected a positive whole number.*'{bad}'"):
+            process_count()
     monkeypatch.delenv(PROCESSES_ENV)
-    assert process_count() >= 1
+    assert 1 <= process_count() <= 8
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +146,92 @@ def _dies(code: int) -> None:
 def test_a_worker_that_dies_is_said_in_one_line_with_what_to_do() -> None:
     with pytest.raises(FabricbotError, match=f"ended without an answer.*{PROCESSES_ENV}=1 judges the fleet"):
         in_processes(_dies, [(9,), (9,)])
+
+
+def test_a_killed_sweep_leaves_no_worker_behind() -> None:
+    """A `kill` of the process that asked (a supervisor signals its main pid alone): its workers end too, forked or
+    from the fork server (and the server with them), rather than wait forever on the pipes it shared with them."""
+    script = ("import sys, threading, time; sys.path.insert(0, sys.argv[1]); "
+              "from diagnostics.service.shards import in_processes\n"
+              "if __name__ == '__main__':\n"
+              "    if sys.argv[2] == 'threads': threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+              "    in_processes(time.sleep, [(60,), (60,)])\n")
+    for way in ("fork", "threads"):
+        asked = subprocess.Popen([sys.executable, "-c", script, str(ROOT), way], stderr=subprocess.DEVNULL)
+        started = 2 if way == "fork" else 4  # the workers; and the fork server and the resource tracker
+        workers: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(workers) < started and time.monotonic() < deadline:
+            time.sleep(0.1)
+            workers = _descendants(asked.pid)
+        assert len(workers) >= started, way
+        asked.terminate()
+        asked.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while any(_running(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p for p in workers if _running(p)]
+        for p in left:
+            os.kill(p, signal.SIGKILL)
+        assert not left, way
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        at = todo.pop()
+        for task in Path(f"/proc/{at}/task").glob("*/children"):
+            try:
+                found = [int(c) for c in task.read_text().split()]
+            except OSError:
+                continue
+            out += found
+            todo += found
+    return out
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def kernel_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store of events alone: a real kernel log (Xid 45, 74 and 154 within 0.1 s, nanosecond times) on 4 nodes."""
+    root = tmp_path_factory.mktemp("kernel-logs") / "store"
+    store = open_store(root)
+    for n in range(4):
+        store.ingest([ROOT / "fixtures" / "real" / "xid74_link_a100_vllm_1.txt"], node_id=f"node-{n}")
+    store.db.close()
+    return root
+
+
+def test_a_store_of_events_alone_is_judged_to_its_newest_event_in_shards_too(kernel_logs: Path) -> None:
+    """Each shard judges to the end the fleet's one read would: the newest event, to the microsecond above it (its
+    nanoseconds included: the Xid 154 asking for a GPU reset is in the window)."""
+    one, sharded = json.loads(_answers(kernel_logs, 1)), json.loads(_answers(kernel_logs, 2))
+    assert sharded["shards"] == 2 and sharded["diagnoses"] == one["diagnoses"]
+    for d in one["diagnoses"].values():
+        assert d["fault_detected"] and any("Xid 154" in w for w in d["warnings"])
+
+
+def test_a_long_window_keeps_together_the_jobs_its_read_holds(bundled_store: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over 6 h windows a read holds 30 h of steps (the rules look back 5 windows), more than the correlation's day:
+    the jobs kept whole are those of the 30 h."""
+    spans: list[timedelta] = []
+    asked = StoreSource.together
+
+    def spied(self: StoreSource, *, end: datetime | None, span: timedelta) -> list[set[str]]:
+        spans.append(span)
+        return asked(self, end=end, span=span)
+
+    monkeypatch.setattr(StoreSource, "together", spied)
+    request = Request(window=timedelta(hours=6))
+    one = fleet(StoreSource(bundled_store), request, processes=1)
+    sharded = fleet(StoreSource(bundled_store), request, processes=2, shard_nodes=1)
+    assert spans == [timedelta(hours=30)]  # asked once, by the sharded fleet
+    assert {n: d.model_dump() for n, d in sharded.diagnoses.items()} == \
+        {n: d.model_dump() for n, d in one.diagnoses.items()}
