@@ -11,12 +11,14 @@ link (`24007, Fatal, Link 12 sourcetrack timeout error (First)`), the next `Seve
 whatever other lines come between; a continuation whose first line is not in the input (cut off above)
 is still one event, and a warning says so. `dmesg -x --time-format iso` (`kern  :err   : 2025-...`) and
 `talosctl dmesg` (`10.0.0.1: kern: err: [2026-...]: ...`) prefixes give a time too. The driver's identity and
-off-the-bus lines are read in `kernel_gpu`.
+off-the-bus lines are read in `kernel_gpu`. A prefix's host is the node of the line's events (given no --node): a
+log of several hosts (a log server's syslog) puts each event on its own host, each host's driver lines its own.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -78,6 +80,7 @@ class KernelLogReader:
         last: dict[str, Any] | None = None
         open_sxids: dict[tuple[str | None, int], dict[str, Any]] = {}  # (switch bus id, code) -> its event
         driver = DriverLines(out)  # identity lines (bus -> UUID) and off-the-bus messages
+        hosts = _Hosts(driver, open_sxids)
         skipped = _Skipped()
         for line in classify(source, out):
             if line.kind != "text":
@@ -89,8 +92,9 @@ class KernelLogReader:
                 skipped.add(line.number)
                 continue
             body, ts, host = _strip_prefix(line.text, out, line.number)
-            if node_id is None and host:
-                out.node_id = out.node_id or host
+            if node_id is None and host and host != hosts.at:  # a log of several hosts (a log server's, syslog's)
+                driver, open_sxids = hosts.enter(host, out)
+                last = None  # another host's event is never continued by this one's lines
             out.timestamp = ts
             if driver.message is not None:
                 last = driver.read(line.number, body, last)[1] or last
@@ -130,12 +134,42 @@ class KernelLogReader:
                 last = taken[1] or last
             else:
                 skipped.add(line.number)
-        skipped.extend(driver.interrupted())
+        for each in hosts.drivers:
+            skipped.extend(each.interrupted())
         if skipped.count:
             out.warn(skipped.first, f"{skipped.count} line(s) hold no Xid, SXid, AER or off-the-bus message and were "
                                     f"skipped (lines {skipped.first}..{skipped.last})")
         out.timestamp = None
+        out.node_id = hosts.first or out.node_id  # what names no host (lines before any) is the first host's
         return out.result()
+
+
+@dataclass
+class _Hosts:
+    """The hosts a log's prefixes name, each its own node with what its driver's lines said (a bus's UUID on one
+    host is not another's), in the order they come."""
+
+    driver: DriverLines
+    open_sxids: dict[tuple[str | None, int], dict[str, Any]]
+    at: str | None = None
+    first: str | None = None
+    _state: dict[str | None, tuple[DriverLines, dict[tuple[str | None, int], dict[str, Any]]]] = \
+        field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._state[None] = (self.driver, self.open_sxids)
+
+    @property
+    def drivers(self) -> list[DriverLines]:
+        return [driver for driver, _ in self._state.values()]
+
+    def enter(self, host: str, out: Collector) -> tuple[DriverLines, dict[tuple[str | None, int], dict[str, Any]]]:
+        """The lines from here are `host`'s: its node, and its driver's and switches' state."""
+        if self.first is None:
+            self.first = host
+            self._state[host] = self._state.pop(None)  # what came before any host is the first host's
+        self.at = out.node_id = host
+        return self._state.setdefault(host, (DriverLines(out), {}))
 
 
 class _Skipped:

@@ -129,3 +129,30 @@ def test_dmesg_decode_iso_prefix_and_nvlink5_xid_severity() -> None:
     assert pd.isna(events["severity"].iloc[3])  # Xid 79's line states no severity: the catalog's is not put here
     assert events["link"].tolist()[:3] == [7, 0, 13]
     assert events["pci_bus_id"].tolist()[2] == "0018:01:00.0"
+
+
+def test_a_log_of_several_hosts_puts_each_event_on_its_own_host() -> None:
+    """A log server's syslog (or journalctl of several hosts): the host each line's prefix names is the node of its
+    events, and what one host's driver said of a bus (its GPU's UUID) is not another host's GPU on that bus."""
+    uuid = "GPU-5fc0bcec-c2e1-38dc-8994-2a9f9f3b709e"
+    text = "\n".join([
+        f"2026-04-23T10:00:00+0000 gpu-node-01 kernel: NVRM: GPU at PCI:0000:48:00: {uuid}",
+        "2026-04-23T10:01:02+0000 gpu-node-01 kernel: NVRM: Xid (PCI:0000:48:00): 74, pid=1, name=python, NVLink: "
+        "fatal error detected on link 8(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+        "2026-04-23T10:02:02+0000 gpu-node-02 kernel: NVRM: Xid (PCI:0000:48:00): 79, pid=1, name=python, GPU has "
+        "fallen off the bus.",
+        "2026-04-23T10:03:02+0000 gpu-node-01 kernel: NVRM: Xid (PCI:0000:48:00): 45, pid=1, name=python, channel 1",
+    ])
+    events = read_text(text, name="syslog")["events"]
+    assert events["node_id"].astype(str).tolist() == ["gpu-node-01", "gpu-node-02", "gpu-node-01"]
+    assert events["code"].tolist() == [74, 79, 45]
+    assert events["gpu_uuid"].iloc[0] == uuid and events["gpu_uuid"].iloc[2] == uuid
+    assert pd.isna(events["gpu_uuid"].iloc[1])  # gpu-node-02's GPU on 0000:48:00 is another GPU
+
+
+def test_a_node_given_holds_every_line_whatever_the_prefixes_say() -> None:
+    text = ("2026-04-23T10:01:02+0000 gpu-node-01 kernel: NVRM: Xid (PCI:0000:48:00): 79, pid=1, name=python, GPU has "
+            "fallen off the bus.\n2026-04-23T10:02:02+0000 gpu-node-02 kernel: NVRM: Xid (PCI:0000:4e:00): 79, pid=1, "
+            "name=python, GPU has fallen off the bus.\n")
+    result = READER.read(Source.from_text(text, name="syslog"), node_id="asked")
+    assert set(result["events"]["node_id"].astype(str)) == {"asked"}
