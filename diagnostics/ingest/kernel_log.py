@@ -12,7 +12,8 @@ whatever other lines come between; a continuation whose first line is not in the
 is still one event, and a warning says so. `dmesg -x --time-format iso` (`kern  :err   : 2025-...`) and
 `talosctl dmesg` (`10.0.0.1: kern: err: [2026-...]: ...`) prefixes give a time too. The driver's identity and
 off-the-bus lines are read in `kernel_gpu`. A prefix's host is the node of the line's events (given no --node): a
-log of several hosts (a log server's syslog) puts each event on its own host, each host's driver lines its own.
+log of several hosts (a log server's syslog, `pdsh -w gpu[01-64] dmesg -T`, whose `host: ` leads each line) puts each
+event on its own host, each host's driver lines its own.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})
 _DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
 _TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
 _UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
+# pdsh and clush put `host: ` before each line a host printed (`pdsh -w gpu[01-64] dmesg -T`)
+_FANOUT = re.compile(r"^(?P<host>[^\s:\[\]]+):\s+(?=\[|kernel[:\[]|NVRM:)")
 _KERNEL = re.compile(r"^kernel:\s*")
 _WORD_NUMBER = re.compile(r"\b(?P<word>[A-Za-z]{3,5})\s+\d")
 _BAD_LINK = re.compile(r"\blink\W*\S*\d\S*|\blink\s+[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
@@ -276,6 +279,10 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
     ts: pd.Timestamp | None = None
     host: str | None = None
     body = text.strip()
+    fanned = _FANOUT.match(body)
+    if fanned and fanned["host"] not in ("NVRM", "kernel", "kern"):
+        body, ts, host = _strip_prefix(body[fanned.end():], out, number)
+        return body, ts, host or fanned["host"]
     if (match := _ISO.match(body)) or (match := _DMESG_X.match(body)) or (match := _TALOS.match(body)):
         stamp = parse_time(match["ts"].replace(",", "."))
         host, body = match.groupdict().get("host"), body[match.end():]

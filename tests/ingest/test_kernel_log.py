@@ -156,3 +156,19 @@ def test_a_node_given_holds_every_line_whatever_the_prefixes_say() -> None:
             "name=python, GPU has fallen off the bus.\n")
     result = READER.read(Source.from_text(text, name="syslog"), node_id="asked")
     assert set(result["events"]["node_id"].astype(str)) == {"asked"}
+
+
+def test_pdsh_output_names_each_line_s_host() -> None:
+    """`pdsh -w gpu-node-[01-02] dmesg -T` (clush alike) leads each line with `host: `: each event is its host's, its
+    dmesg time read after it; the driver's own `NVRM: ` is no host."""
+    text = ("gpu-node-01: [Thu Apr 23 10:01:02 2026] NVRM: Xid (PCI:0000:48:00): 74, pid=1, name=python, NVLink: fatal "
+            "error detected on link 8(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n"
+            "gpu-node-02: [ 1843.308145] NVRM: Xid (PCI:0000:4e:00): 79, pid=1, name=python, GPU has fallen off the "
+            "bus.\n"
+            "gpu-node-02: NVRM: Xid (PCI:0000:4e:00): 45, pid=1, name=python, channel 1\n")
+    result = read_text(text, name="pdsh.out")
+    events = result["events"]
+    assert events["node_id"].astype(str).tolist() == ["gpu-node-01", "gpu-node-02", "gpu-node-02"]
+    assert events["code"].tolist() == [74, 79, 45] and events["link"].iloc[0] == 8
+    assert events["timestamp"].iloc[0] == pd.Timestamp("2026-04-23T10:01:02Z") and pd.isna(events["timestamp"].iloc[1])
+    assert not any("prefix none of the forms" in w.message for w in result.warnings)
