@@ -71,6 +71,9 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     started = time.perf_counter()
     answered = fleet(source, request)
     ends = [w.end for w in answered.windows if w.end is not None]
+    held = any(len(w.tables.get("events", ())) for w in answered.windows)
+    if not ends and held and answered.analysis.end is not None:  # events alone, none with a time (dmesg's seconds
+        ends = [answered.analysis.end]  # since boot): judged as read at the engine's end, as a node's answer is
     if not ends:
         return SweepResult(at=request.end or datetime.now().astimezone(), window_hours=hours, source=source.name,
                            complete=False, incomplete_reasons=["the source holds no link samples and no events"]), []

@@ -84,6 +84,23 @@ def test_an_empty_store_is_not_an_all_clear(tmp_path: Path) -> None:
     assert not result.complete and result.incomplete_reasons == ["the source holds no link samples and no events"]
 
 
+def test_a_store_of_undated_kernel_log_events_is_swept_as_its_node_is_analyzed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """dmesg's seconds since boot give no time: the node's answer takes its events as read at the window's end, and
+    so does the sweep (it said the store held no events, and swept nothing)."""
+    store = tmp_path / "kernel"
+    log = FLEET.parent / "real" / "kernel_xid79_sxid20034_gpud_1.txt"
+    assert main(["ingest", str(log), "--store", str(store), "--node", "n1"]) == 0
+    capsys.readouterr()
+    assert main(["sweep", "--store", str(store), "--json"]) == 1
+    swept = json.loads(capsys.readouterr().out)
+    assert main(["analyze", "--store", str(store), "--node", "n1", "--json"]) != 2
+    node = json.loads(capsys.readouterr().out)
+    assert swept["swept"] == ["n1"] and swept["diagnoses"]["n1"]["ticket_priority"] == node["ticket_priority"]
+    assert node["ticket_priority"] == "urgent"
+    assert {o["rule"] for o in swept["offenders"]} == {c["rule"] for f in node["findings"] for c in f["crossed"]}
+
+
 def test_a_mistyped_store_is_an_error_not_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "--store", str(tmp_path / "typo")]) == 2
     assert "no telemetry store here" in capsys.readouterr().err and not (tmp_path / "typo").exists()
