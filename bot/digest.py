@@ -45,10 +45,12 @@ class Digest:
     incomplete: list[str] = field(default_factory=list)
     watch_quiet: str = NOTHING_CLIMBING  # what the empty watch list says
     not_watched: list[str] = field(default_factory=list)  # the nodes the watch list could not judge, and why
+    watch_judged: bool = True  # whether the watch list judged the fleet's nodes (false: "cannot judge yet")
 
     @property
     def quiet(self) -> bool:
-        return not (self.new or self.watches or self.verifying or self.maintenance or self.not_watched)
+        return not (self.new or self.watches or self.verifying or self.maintenance or self.not_watched
+                    or not self.watch_judged)
 
 
 def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, maintenance: list[Maintenance],
@@ -77,7 +79,8 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
                   verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
                   maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []),
                   watch_quiet=watched.quiet() if watched else NOTHING_CLIMBING,
-                  not_watched=[] if watched is None or watched.complete else watched.not_judged_together())
+                  not_watched=[] if watched is None or watched.complete or not watched.asked  # the quiet line says it
+                  else watched.not_judged_together(), watch_judged=watched is None or watched.complete)
 
 
 def digest_from(swept: SweepResult, watch: WatchAnswer, *, tracker: Tracker, maintenance: list[Maintenance],

@@ -100,6 +100,16 @@ def test_the_cli_prints_the_digest_and_its_json(store_dir: Path, capsys: pytest.
     assert main(["digest"]) == 2  # no store named
 
 
+def test_an_empty_store_s_digest_says_once_that_it_holds_nothing(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    open_store(tmp_path / "empty").db.close()
+    capsys.readouterr()
+    assert main(["digest", "--store", str(tmp_path / "empty")]) == 0
+    text = capsys.readouterr().out
+    assert text.count("holds no readings") == 1 and "Watch: cannot judge yet: the store holds no readings" in text
+    assert "Incomplete: the source holds no link samples and no events" in text
+
+
 def test_slack_says_the_incomplete_lines_the_cli_says(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A store with a node of one reading per link and a node whose part was cut after it was written: `fabricbot
