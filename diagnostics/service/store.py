@@ -93,10 +93,6 @@ class StoreSource:
              steps: timedelta | None = None) -> Window:
         with self.store() as store:
             got = store.read_window(end=end, span=span, nodes=nodes, peers=peers, steps=steps)
-            if got.end is None and nodes is None:  # a store of events alone (a kernel log): its newest event
-                newest = _newest_event(store)
-                if newest is not None:
-                    got = store.read_window(end=newest, span=span, nodes=nodes, peers=peers, steps=steps)
         window_unreadable = dict(got.stats.unreadable)  # and, as the engine reads a job's history, those it could not
 
         def history(nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
