@@ -49,8 +49,7 @@ class Digest:
 
     @property
     def quiet(self) -> bool:
-        return not (self.new or self.watches or self.verifying or self.maintenance or self.not_watched
-                    or not self.watch_judged)
+        return not (self.new or self.watches or self.verifying or self.maintenance or not self.watch_judged)
 
 
 def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, maintenance: list[Maintenance],

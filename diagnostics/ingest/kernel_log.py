@@ -19,7 +19,7 @@ event on its own host, each host's driver lines its own.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -152,15 +152,15 @@ class _Hosts:
     """The hosts a log's prefixes name, each its own node with what its driver's lines said (a bus's UUID on one
     host is not another's), in the order they come."""
 
-    driver: DriverLines
-    open_sxids: dict[tuple[str | None, int], dict[str, Any]]
+    driver: InitVar[DriverLines]  # the state of the lines before any host (the first host's, once one comes)
+    open_sxids: InitVar[dict[tuple[str | None, int], dict[str, Any]]]
     at: str | None = None
     first: str | None = None
     _state: dict[str | None, tuple[DriverLines, dict[tuple[str | None, int], dict[str, Any]]]] = \
         field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        self._state[None] = (self.driver, self.open_sxids)
+    def __post_init__(self, driver: DriverLines, open_sxids: dict[tuple[str | None, int], dict[str, Any]]) -> None:
+        self._state[None] = (driver, open_sxids)
 
     @property
     def drivers(self) -> list[DriverLines]:
