@@ -171,3 +171,25 @@ def test_a_history_of_the_chosen_links_scores_them_as_the_whole_history_does() -
         rows_b = slice(chosen.segment_starts[b], chosen.segment_starts[b] + N)
         assert (every.t[rows_a] == chosen.t[rows_b]).all()
         assert (every.delta("replay")[0][rows_a] == chosen.delta("replay")[0][rows_b]).all()
+
+
+def test_ranks_and_bucket_means_are_what_pandas_gives() -> None:
+    """The vector forms the scoring uses: each row ranked as `rank(axis=1)` ranks it (ties at their mean rank), and a
+    job's step time per bucket as a groupby's mean, each empty bucket taking the one before it."""
+    from diagnostics.analysis.correlate import average_ranks, bucket_means
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        rows = rng.integers(0, int(rng.integers(1, 5)), (int(rng.integers(1, 6)), int(rng.integers(1, 30))))
+        values = rows.astype(float) if rng.random() < 0.5 else rng.normal(size=rows.shape)
+        assert np.array_equal(average_ranks(values), pd.DataFrame(values).rank(axis=1).to_numpy())
+        n, width = int(rng.integers(1, 20)), 300
+        t = np.sort(rng.integers(0, n * width + 1, int(rng.integers(1, 40))))
+        step = rng.normal(100, 5, len(t))
+        step[rng.random(len(t)) < 0.1] = np.nan  # a step without a time read
+        frame = pd.DataFrame({"t": t, "v": step})
+        expected = frame.groupby((frame["t"] - 1) // width)["v"].mean().reindex(range(n)).ffill().bfill()
+        assert np.allclose(bucket_means(t, step, t0=0, width=width, n=n), expected.to_numpy(), rtol=1e-12,
+                           equal_nan=True)
+    with_nan = np.array([[1.0, np.nan, 1.0, 0.0]])
+    assert np.array_equal(average_ranks(with_nan), pd.DataFrame(with_nan).rank(axis=1).to_numpy(), equal_nan=True)
