@@ -34,31 +34,46 @@ def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
 
 
 def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
-    """The GPU totals whose every counter the same GPU's per-link rows also carry: each (node, GPU, link type) coded
-    once, then per counter a lookup of the codes whose links hold it (a pass over the rows, not a sort)."""
-    node = pd.factorize(links["node_id"])[0].astype(np.int64)
-    gpu = links["gpu"].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1
-    kind = pd.factorize(links["link_type"])[0].astype(np.int64)
-    key, keys = pd.factorize((node << 24) | (gpu << 8) | (kind + 1))
-    per_link = ~total & links["link"].notna().to_numpy()
+    """The GPU totals whose every counter the same GPU's per-link rows also carry: each row's (node, GPU, link type)
+    packed in one integer, looked up among the few the totals have, then per counter only the rows found read."""
+    node = _codes(links["node_id"])
+    with_totals = np.zeros(int(node.max()) + 2, dtype=bool)  # the nodes with a total (NA, -1, the last): only their
+    with_totals[node[total]] = True  # rows are read on
+    rows = np.flatnonzero(with_totals[node])
+    key = (node[rows] << 24) | (links["gpu"].iloc[rows].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1) << 8 \
+        | (_codes(links["link_type"])[rows] + 1)
+    mine = total[rows]
+    keys = np.unique(key[mine])
+    at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+    beside = np.flatnonzero(~mine & links["link"].iloc[rows].notna().to_numpy() & (keys[at] == key))  # its GPU's links
+    totals = np.flatnonzero(mine)
 
-    def held(rows: np.ndarray) -> np.ndarray:
-        """Per key, whether some of `rows` has it."""
+    def held(these: np.ndarray) -> np.ndarray:
+        """Per total's key, whether some of `these` rows has it."""
         found = np.zeros(len(keys), dtype=bool)
-        found[key[rows]] = True
+        found[at[these]] = True
         return found
 
-    covered = held(per_link)[key] & total  # a total beside per-link rows of its GPU
+    covered = held(beside)[at[totals]]  # a total beside per-link rows of its GPU
     for column in (*COUNTERS, *(m.column for m in GAUGES.values() if m.maximum is None)):
         if not covered.any():
             break
         if column not in links.columns:
             continue
-        has = links[column].notna().to_numpy()
-        own = covered & has
+        values = links[column]
+        own = covered & values.iloc[rows[totals]].notna().to_numpy()
         if own.any():  # a total holding this counter repeats the links only if they hold it too
-            covered[own] = held(per_link & has)[key[own]]
-    return covered
+            covered[own] = held(beside[values.iloc[rows[beside]].notna().to_numpy()])[at[totals[own]]]
+    out = np.zeros(len(links), dtype=bool)
+    out[rows[totals]] = covered
+    return out
+
+
+def _codes(column: pd.Series) -> np.ndarray:
+    """Small integer codes of a column's values (-1 for NA)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return np.asarray(column.cat.codes, dtype=np.int64)
+    return pd.factorize(column)[0].astype(np.int64)
 
 
 def numbered_by_bus(links: pd.DataFrame, buses: Mapping[str, Mapping[str, int]]) -> tuple[pd.DataFrame, dict[str, str]]:

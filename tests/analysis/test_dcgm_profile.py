@@ -163,3 +163,24 @@ def test_profile_rules_are_dormant_outside_their_profile() -> None:
     assert all(("MonitorNVLink" in r.doc or "MonitorPcie" in r.doc or "DCGM" in r.doc) for r in DCGM.rules
                if r.profiles)
     assert every >= names
+
+
+def test_a_gpu_total_is_dropped_only_where_its_own_gpus_links_carry_its_counters() -> None:
+    """Rates read a GPU's total only where its per-link rows lack one of its counters: judged GPU by GPU and node by
+    node, a node without totals and a GPU with none of its links read apart."""
+    from diagnostics.analysis.rows import per_link_rows
+
+    frame = links(
+        link_series({"replay": steady(10)}, node="n1", gpu=0, gpu_total=True, link=None),  # its links carry replay
+        link_series({"replay": steady(5)}, node="n1", gpu=0, link=0),
+        link_series({"replay": steady(10), "symbol_errors": steady(1)}, node="n1", gpu=1, gpu_total=True, link=None),
+        link_series({"replay": steady(5)}, node="n1", gpu=1, link=0),  # ... symbol errors only in the total
+        link_series({"replay": steady(10)}, node="n2", gpu=0, gpu_total=True, link=None),  # no link of its own
+        link_series({"replay": steady(5)}, node="n2", gpu=1, link=0),
+        link_series({"replay": steady(5)}, node="n3", gpu=0, link=0),  # no total at all
+    )
+    kept = per_link_rows(frame)
+    assert kept is not None
+    dropped = frame.drop(index=kept)
+    assert set(zip(dropped["node_id"].astype(str), dropped["gpu"].astype(int), strict=True)) == {("n1", 0)}
+    assert len(dropped) == 13 and bool(dropped["gpu_total"].all())
