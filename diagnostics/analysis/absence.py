@@ -81,11 +81,13 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
     link_type = metrics["link_type"].astype("string").to_numpy(object)
     link = _floats(metrics["link"])
     nv = (link_type == LinkType.NVLINK.value) & has_gpu & ~np.isnan(link)
-    for node, g, lk, gone in zip(codes[nv].tolist(), gpu[nv].astype(int).tolist(), link[nv].astype(int).tolist(),
-                                 stale[nv].tolist(), strict=True):
-        view.nvlinks_seen.setdefault(str(names[node]), {}).setdefault(g, set()).add(lk)
-        if not gone:
-            view.nvlinks_live.setdefault(str(names[node]), {}).setdefault(g, set()).add(lk)
+    for held, rows in ((view.nvlinks_seen, nv), (view.nvlinks_live, nv & ~stale)):
+        pairs, at = _groups(codes[rows], gpu[rows].astype(np.int64))
+        order = np.argsort(at, kind="stable")
+        bounds = np.searchsorted(at[order], np.arange(len(pairs) + 1))
+        numbers = link[rows].astype(np.int64)[order].tolist()
+        for (node, g), lo, hi in zip(pairs, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            held.setdefault(str(names[node]), {})[int(g)] = set(numbers[lo:hi])
     _restarts(view, metrics, codes, names, nv)
     if "link_state" in metrics.columns:
         state = metrics["link_state"].astype("string").fillna("up").to_numpy(object)
@@ -111,7 +113,23 @@ def _groups(*keys: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
     what a groupby gives, without its cost on the few rows of one node's links."""
     if not len(keys[0]):
         return [], np.zeros(0, dtype=np.int64)
-    stacked = np.stack([np.asarray(k, dtype=np.int64) for k in keys], axis=1)
+    columns = [np.asarray(k, dtype=np.int64) for k in keys]
+    lows = [int(c.min()) for c in columns]
+    spans = [int(c.max()) - low + 1 for c, low in zip(columns, lows, strict=True)]
+    if float(np.prod(np.asarray(spans, dtype=np.float64))) < 2.0 ** 62:  # packed in one integer: a 1-D unique
+        packed = np.zeros(len(columns[0]), dtype=np.int64)
+        for c, low, span in zip(columns, lows, spans, strict=True):
+            packed = packed * span + (c - low)
+        distinct_packed, at = np.unique(packed, return_inverse=True)
+        rows = []
+        for value in distinct_packed.tolist():
+            row = []
+            for low, span in zip(reversed(lows), reversed(spans), strict=True):
+                value, digit = divmod(value, span)
+                row.append(digit + low)
+            rows.append(tuple(reversed(row)))
+        return rows, at.reshape(-1)
+    stacked = np.stack(columns, axis=1)
     distinct, at = np.unique(stacked, axis=0, return_inverse=True)
     return [tuple(row) for row in distinct.tolist()], at.reshape(-1)
 

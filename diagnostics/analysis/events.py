@@ -285,31 +285,43 @@ def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataF
     return xid[ns(xid["timestamp"]) >= stopped]
 
 
-def software_finding(events: pd.DataFrame, all_inactive: str | None, *, domain: bool = False) -> Finding | None:
+def fabric_states(events: pd.DataFrame) -> dict[str, str]:
+    """Each node's newest fabric state (`nvidia-smi -q`'s Fabric section, as its event's text), for every node at
+    once: the first of the newest when two share a time."""
+    if events.empty or not {"kind", "node_id", "text"} <= set(events.columns):
+        return {}
+    fabric = events[np.asarray(events["kind"].to_numpy(object) == EventKind.FABRIC_STATE.value, dtype=bool)]
+    if fabric.empty:
+        return {}
+    nodes = fabric["node_id"].astype("string").to_numpy(object)
+    codes, names = pd.factorize(nodes)
+    newest = np.lexsort((np.arange(len(fabric)), -ns(fabric["timestamp"]), codes))
+    heads = newest[np.r_[True, codes[newest][1:] != codes[newest][:-1]]]
+    texts = fabric["text"].to_numpy(object)
+    return {str(names[codes[i]]): str(texts[i]) for i in heads}
+
+
+def software_finding(fabric_state: str | None, all_inactive: str | None, *, domain: bool = False) -> Finding | None:
     """Fabric Manager or the driver, not a part: all NVLinks inactive at once, or the fabric state (`nvidia-smi -q`
-    Fabric section) not Completed or its status not Success (failing); its health summary not Healthy or its
-    bandwidth not Full (a warning: the fabric works, degraded). `domain`: a rack's host, whose fabric is its NVLink
-    domain's (NMX-Controller, IMEX), not a Fabric Manager of its own."""
+    Fabric section, the node's newest as `fabric_states` gives it) not Completed or its status not Success (failing);
+    its health summary not Healthy or its bandwidth not Full (a warning: the fabric works, degraded). `domain`: a
+    rack's host, whose fabric is its NVLink domain's (NMX-Controller, IMEX), not a Fabric Manager of its own."""
     failing: list[str] = []
     warning: list[str] = []
-    if not events.empty:
-        fabric_rows = np.asarray(events["kind"].to_numpy(object) == EventKind.FABRIC_STATE.value, dtype=bool)
-        if fabric_rows.any():
-            fabric = events[fabric_rows]
-            last = str(fabric["text"].iloc[int(np.argmax(ns(fabric["timestamp"])))])
-            stated = _fabric_fields(last)
-            state = stated.get("state", last)
-            if state.lower() != "completed":
-                failing.append(f"fabric state is '{state}', not Completed")
-            status = stated.get("status")
-            if status and status.lower() not in ("success", "n/a"):
-                failing.append(f"fabric status is '{status}', not Success")
-            health = stated.get("health summary")
-            if health and health.lower() not in ("healthy", "n/a"):
-                warning.append(f"fabric health summary is '{health}'")
-            bandwidth = stated.get("health bandwidth")
-            if bandwidth and bandwidth.lower() not in ("full", "n/a"):
-                warning.append(f"fabric bandwidth is '{bandwidth}', not Full")
+    if fabric_state is not None:
+        stated = _fabric_fields(fabric_state)
+        state = stated.get("state", fabric_state)
+        if state.lower() != "completed":
+            failing.append(f"fabric state is '{state}', not Completed")
+        status = stated.get("status")
+        if status and status.lower() not in ("success", "n/a"):
+            failing.append(f"fabric status is '{status}', not Success")
+        health = stated.get("health summary")
+        if health and health.lower() not in ("healthy", "n/a"):
+            warning.append(f"fabric health summary is '{health}'")
+        bandwidth = stated.get("health bandwidth")
+        if bandwidth and bandwidth.lower() not in ("full", "n/a"):
+            warning.append(f"fabric bandwidth is '{bandwidth}', not Full")
     if all_inactive:
         failing.append(all_inactive)
     evidence = failing + warning

@@ -30,13 +30,13 @@ from ..config.thresholds import (
 from ..enums import LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
-from ..topology import NodeGraph
+from ..topology import NodeGraph, PortInfo
 from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation
 from .diagnosis import assemble
 from .ends import EndView, nvlink_ends, pcie_end, pcie_ends, undated_notes
-from .events import event_findings, software_finding
+from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
 from .findings import finding_of
 from .jobs import History, explain_jobs
@@ -108,12 +108,15 @@ def _metrics(links: pd.DataFrame, t: np.ndarray, keep: np.ndarray | None, *, sin
     return metrics, sum(n for _, n, _ in done), sum(r for _, _, r in done)
 
 
-def _placed(f: Finding, graph: NodeGraph | None) -> Finding:
-    """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link."""
+def _placed(f: Finding, graph: NodeGraph | None, ports: dict[tuple[int, int, int, str], PortInfo]) -> Finding:
+    """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link.
+    `ports` holds the ports found so far, by graph: a platform's graph serves every node of it."""
     if graph is None or f.gpu is None or f.link is None or f.link_type is LinkType.NVSWITCH:
         return f
-
-    port = graph.port_of(f.gpu, f.link, f.link_type.value)
+    key = (id(graph), f.gpu, f.link, f.link_type.value)
+    port = ports.get(key)
+    if port is None:
+        port = ports[key] = graph.port_of(f.gpu, f.link, f.link_type.value)
     if port.source is PortSource.UNKNOWN and port.switch_port is None:
         return f
     return f.model_copy(update={"ref": port.ref, "switch": port.switch or f.switch, "switch_port": port.switch_port,
@@ -210,22 +213,23 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if note and not f.lanes and f.severity is not Severity.DOWN:
                 f = f.model_copy(update={"evidence": [*f.evidence, note]})
             found.setdefault(str(row["node_id"]), []).append(f)
-    node_events = {str(n): g for n, g in events.groupby(events["node_id"].astype("string"), observed=True)} \
-        if len(events) and "node_id" in events.columns else {}
-    analyzed = sorted(set(view.gpus_seen) | set(found) | set(node_events) | _names(metrics))
+    event_nodes = events["node_id"].astype("string").to_numpy(object) if len(events) and "node_id" in events.columns \
+        else np.zeros(0, dtype=object)
+    analyzed = sorted(set(view.gpus_seen) | set(found) | _named(event_nodes) | _names(metrics))
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
-    restarts = last_restarts(links, t, [n for n, own in node_events.items()  # a fatal event before the window
-                                        if bool((ns(own["timestamp"]) <= start_ns).any())], end_ns,  # may still
-                             rows=keep)  # hold
+    early = _named(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
+    restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
+    fabric = fabric_states(events)
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
                             restarts)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
     off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
+    ports: dict[tuple[int, int, int, str], PortInfo] = {}
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
-        mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
+        mine = nvlink_ends([_placed(f, graph, ports) for f in found.get(node, [])], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
         mine += judged.get(node, [])
@@ -254,7 +258,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
                         if f.gpu == gpu and gpu_gone(f) else f for f in mine]
-        software = software_finding(node_events.get(node, pd.DataFrame()), view.all_inactive.get(node),
+        software = software_finding(fabric.get(node), view.all_inactive.get(node),
                                     domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
             mine.insert(0, software)
@@ -367,6 +371,11 @@ def _restart_judged(f: Finding) -> Finding | None:
 
 def _stale(f: Finding) -> bool:
     return any(c.rule == MISSING_RULE for c in f.crossed)
+
+
+def _named(nodes: np.ndarray) -> set[str]:
+    """The node names among these (a row without one names none)."""
+    return {str(n) for n in set(nodes.tolist()) if not pd.isna(n)}
 
 
 def _names(metrics: pd.DataFrame) -> set[str]:

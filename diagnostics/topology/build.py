@@ -15,7 +15,7 @@ import pandas as pd
 from ..config.platforms import all_platforms
 from .facts import Facts
 from .graph import CPU, GPU, NVSWITCH, NodeGraph, gpu_node, node_name
-from .observed import with_observed_ports
+from .observed import observe_ports
 from .templates import platform_graph
 
 MIN_SCORE = 0.75  # share of the described GPU pairs that must agree with a template
@@ -162,7 +162,7 @@ def graph_from_topology(topology: pd.DataFrame, *, node_id: str | None = None,
         _annotate(graph, facts)
     graph.warnings.extend(facts.warnings)
     if facts.has_remote:
-        graph = with_observed_ports(graph, topology)
+        observe_ports(graph, topology)
     return graph
 
 

@@ -224,3 +224,18 @@ def test_a_fleets_events_judged_at_once_give_each_node_what_it_gets_alone() -> N
     assert ("gpu4", 1.0) in named["n3"] and ("gpu4", 1.0) not in named["n2"]  # ... and the UUID
     assert ("gpu2", 1.0) in named["n1"]  # the cause two Xid 45 lines name, counted once for the GPU
     assert ("gpu-0000-1b-00-0", 1.0) in named["n1"]  # no GPU table: the line's bus names it
+
+
+def test_each_nodes_newest_fabric_state_is_read_once_for_the_fleet() -> None:
+    """The newest fabric state per node (the first of two at one time), other kinds and nodes apart."""
+    from diagnostics.analysis.events import fabric_states
+
+    rows = [{"timestamp": T0, "kind": "fabric_state", "text": "Fabric State: In Progress"},
+            {"timestamp": T0 + pd.Timedelta(minutes=5), "kind": "fabric_state", "text": "Fabric State: Completed"},
+            {"timestamp": T0 + pd.Timedelta(minutes=5), "kind": "fabric_state", "text": "Fabric State: Other"},
+            {"timestamp": T0 + pd.Timedelta(minutes=9), "kind": "xid", "gpu": 1, "code": 79, "text": "fell off"}]
+    fleet = pd.concat([events(rows, node="n1"), events(rows[:1], node="n2"), events(rows[3:], node="n3")],
+                      ignore_index=True)
+    assert fabric_states(fleet) == {"n1": "Fabric State: Completed", "n2": "Fabric State: In Progress"}
+    assert fabric_states(fleet.iloc[::-1].reset_index(drop=True))["n1"] == "Fabric State: Other"
+    assert fabric_states(fleet.iloc[:0]) == {}
