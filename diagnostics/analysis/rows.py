@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..enums import LinkEnd, LinkType
 from ..metrics import COUNTERS, GAUGES
+from .rates import key_codes
 
 
 def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
@@ -36,12 +37,12 @@ def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
 def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
     """The GPU totals whose every counter the same GPU's per-link rows also carry: each row's (node, GPU, link type)
     packed in one integer, looked up among the few the totals have, then per counter only the rows found read."""
-    node = _codes(links["node_id"])
+    node = key_codes(links["node_id"], None).astype(np.int64)
     with_totals = np.zeros(int(node.max()) + 2, dtype=bool)  # the nodes with a total (NA, -1, the last): only their
     with_totals[node[total]] = True  # rows are read on
     rows = np.flatnonzero(with_totals[node])
     key = (node[rows] << 24) | (links["gpu"].iloc[rows].to_numpy(np.float64, na_value=-1).astype(np.int64) + 1) << 8 \
-        | (_codes(links["link_type"])[rows] + 1)
+        | (key_codes(links["link_type"], rows).astype(np.int64) + 1)
     mine = total[rows]
     keys = np.unique(key[mine])
     at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
@@ -67,13 +68,6 @@ def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
     out = np.zeros(len(links), dtype=bool)
     out[rows[totals]] = covered
     return out
-
-
-def _codes(column: pd.Series) -> np.ndarray:
-    """Small integer codes of a column's values (-1 for NA)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return np.asarray(column.cat.codes, dtype=np.int64)
-    return pd.factorize(column)[0].astype(np.int64)
 
 
 def numbered_by_bus(links: pd.DataFrame, buses: Mapping[str, Mapping[str, int]]) -> tuple[pd.DataFrame, dict[str, str]]:
