@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -117,10 +118,16 @@ def _counts(group: pd.DataFrame) -> pd.Series:
 
 def _per_code(group: pd.DataFrame) -> dict[int, float]:
     """The events of each code, as the rule counted them (a sweep names each code, as PromQL's `xid` label does)."""
-    coded = group["code"].astype("Float64")
-    counts = _counts(group)[coded.notna().to_numpy(bool)]
-    summed = counts.groupby(coded.dropna().astype(int)).sum()
-    return {int(c): float(n) for c, n in zip(summed.index.tolist(), summed.tolist(), strict=True)}
+    summed: dict[int, float] = {}  # a finding's few events: summed in Python, not by a groupby of its own
+    for code, count in zip(_present(group["code"].astype("Float64")), _counts(group).tolist(), strict=True):
+        if code is not None:
+            summed[int(code)] = summed.get(int(code), 0.0) + float(count)
+    return {c: summed[c] for c in sorted(summed)}
+
+
+def _present(column: pd.Series) -> list[Any]:
+    """A column's values, None where missing."""
+    return [None if pd.isna(v) else v for v in column.tolist()]
 
 
 def _uncleared(events: pd.DataFrame, restarts: Mapping[str, Mapping[int | None, int]]) -> pd.DataFrame:
@@ -236,9 +243,10 @@ def _fatal(rows: pd.DataFrame, kind: str) -> np.ndarray:
 
 
 def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float, switch_side: bool) -> Finding:
-    codes = sorted({int(c) for c in group["code"].dropna()})
-    dated = group["timestamp"].dropna()
-    first = pd.Timestamp(int(ns(dated).min()), tz="UTC") if len(dated) else None
+    codes = sorted({int(c) for c in _present(group["code"]) if c is not None})
+    stamps = ns(group["timestamp"])
+    stamps = stamps[stamps != np.iinfo(np.int64).min]  # NaT
+    first = pd.Timestamp(int(stamps.min()), tz="UTC") if len(stamps) else None
     listed = ", ".join(map(str, codes))
     if switch_side:
         switch, port = key.split(":")
@@ -261,18 +269,19 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
                 + (f"; NVIDIA: {catalog.entry(c).action}" if catalog.entry(c).action else "") for c in codes]
     link = ref.port
     if not switch_side and rule.name != OFF_BUS_RULE and "link" in group:  # `NVLink: ... on link 5`: the link it names
-        links = {int(v) for v in group["link"].dropna().tolist()}
+        links = {int(v) for v in _present(group["link"]) if v is not None}
         link = links.pop() if len(links) == 1 else None
     persists = "_persists" in group and bool(group["_persists"].fillna(False).astype(bool).any())
     # the SXid line itself names its port: observed, as the title naming it says
     source = PortSource.OBSERVED if switch_side and ref.port is not None else PortSource.UNKNOWN
     held = [f"fatal at {fmt.when(first)}, before this window: it holds until a GPU reset, driver reload or reboot is "
             "seen (none in the readings since)"] if persists and first is not None else []
+    texts = [str(x) for x in _present(group["text"]) if x is not None][:3]
     return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=link,
                    link_state=LinkState.UNKNOWN, onset=first.floor("us").to_pydatetime() if first is not None else None,
                    switch=ref.switch, switch_port=ref.port, port_source=source,
                    severity=severity, worst_ratio=ratio, crossed=crossed, counts={rule.counter: occurrences},
-                   evidence=[*meanings, *held, *(str(x) for x in group["text"].dropna().head(3))])
+                   evidence=[*meanings, *held, *texts])
 
 
 def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataFrame:
