@@ -304,7 +304,9 @@ def fabric_states(events: pd.DataFrame) -> dict[str, str]:
         return {}
     nodes = fabric["node_id"].astype("string").to_numpy(object)
     codes, names = pd.factorize(nodes)
-    newest = np.lexsort((np.arange(len(fabric)), -ns(fabric["timestamp"]), codes))
+    t = ns(fabric["timestamp"])
+    later = np.where(t == np.iinfo(np.int64).min, np.iinfo(np.int64).max, -t)  # newest first, an undated one last
+    newest = np.lexsort((np.arange(len(fabric)), later, codes))
     heads = newest[np.r_[True, codes[newest][1:] != codes[newest][:-1]]]
     texts = fabric["text"].to_numpy(object)
     return {str(names[codes[i]]): str(texts[i]) for i in heads}

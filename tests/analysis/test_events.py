@@ -239,3 +239,6 @@ def test_each_nodes_newest_fabric_state_is_read_once_for_the_fleet() -> None:
     assert fabric_states(fleet) == {"n1": "Fabric State: Completed", "n2": "Fabric State: In Progress"}
     assert fabric_states(fleet.iloc[::-1].reset_index(drop=True))["n1"] == "Fabric State: Other"
     assert fabric_states(fleet.iloc[:0]) == {}
+    undated = events([{"timestamp": pd.NaT, "kind": "fabric_state", "text": "Fabric State: In Progress"}, rows[1]],
+                     node="n4")
+    assert fabric_states(undated) == {"n4": "Fabric State: Completed"}  # a reading without a time is not the newest
