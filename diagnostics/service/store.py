@@ -122,11 +122,8 @@ class StoreSource:
 
 
 def _newest_event(store: TelemetryStore) -> datetime | None:
-    events = store.events()
-    if events.empty:
-        return None
-    newest = pd.to_datetime(events["timestamp"], utc=True).max()
-    return None if pd.isna(newest) else _within(int(newest.value))
+    newest = store.newest_event()
+    return None if newest is None else _within(newest)
 
 
 def _within(moment_ns: int) -> datetime:

@@ -263,6 +263,19 @@ class TelemetryStore:
         newest = self._catalog.newest("link_samples")
         return newest if newest is not None else self._catalog.newest("step_samples")
 
+    def newest_event(self) -> int | None:
+        """The newest event's time (ns), found in the database: times are written as UTC ISO texts, which sort as
+        the times do, so the text's maximum is found there and only the events in the second below it are read
+        (their exact times decide). None when no event has a time."""
+        if not self._table(EVENTS.name).exists():
+            return None
+        top = self._db.execute(f"SELECT MAX(timestamp) FROM [{EVENTS.name}]").fetchone()
+        if top is None or top[0] is None:
+            return None
+        bound = (pd.Timestamp(top[0]) - pd.Timedelta(seconds=1)).isoformat()
+        near = self._db.execute(f"SELECT timestamp FROM [{EVENTS.name}] WHERE timestamp >= ?", [bound]).fetchall()
+        return max(utc_ns(pd.Timestamp(t)) for (t,) in near)
+
     def newest(self, nodes: Collection[str] | None = None) -> datetime | None:
         """The newest link reading the store holds (of those nodes), from the catalog: no file is opened."""
         value = self._catalog.newest("link_samples", None if nodes is None else sorted(set(nodes)))

@@ -104,3 +104,21 @@ def test_nodes_named_only_by_step_samples_are_known(tmp_path: Path) -> None:
     store.ingest([steps])
     assert store.nodes() == ["n7", "n8"] and store.jobs() == ["j1"]
     assert store.step_samples(node_id="n8")["step_time_ms"].tolist() == [250]
+
+
+def test_the_newest_event_is_found_in_the_database_as_its_times_order_it(tmp_path: Path) -> None:
+    """An events-only store's end: the newest event's exact time, a fraction of a second or a nanosecond included,
+    an undated event never the newest, read without loading the events."""
+    from diagnostics.store.telemetry import _records
+    from diagnostics.tables import EVENTS
+
+    store = TelemetryStore(tmp_path / "store")
+    assert store.newest_event() is None
+    base = pd.Timestamp(DAY1, unit="ms", tz="UTC")
+    times = [base, base + pd.Timedelta("0.999999s"), base + pd.Timedelta("1s") + pd.Timedelta(1, "ns"),
+             base + pd.Timedelta("1s"), pd.NaT]
+    frame = EVENTS.conform(pd.DataFrame({"timestamp": times, "node_id": ["a", "b", "a", "c", "d"], "kind": "xid",
+                                         "code": 79}))
+    store.db["events"].insert_all(_records(frame))
+    assert store.newest_event() == int((base + pd.Timedelta("1s") + pd.Timedelta(1, "ns")).value)
+    assert store.newest_event() == int(store.events()["timestamp"].max().value)
