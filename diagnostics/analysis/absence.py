@@ -81,8 +81,9 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
     link_type = metrics["link_type"].astype("string").to_numpy(object)
     link = _floats(metrics["link"])
     nv = (link_type == LinkType.NVLINK.value) & has_gpu & ~np.isnan(link)
+    named = np.where(codes < 0, len(names) - 1, codes)  # a row without a node: the last node's, as the GPUs above
     for held, rows in ((view.nvlinks_seen, nv), (view.nvlinks_live, nv & ~stale)):
-        pairs, at = _groups(codes[rows], gpu[rows].astype(np.int64))
+        pairs, at = _groups(named[rows], gpu[rows].astype(np.int64))
         order = np.argsort(at, kind="stable")
         bounds = np.searchsorted(at[order], np.arange(len(pairs) + 1))
         numbers = link[rows].astype(np.int64)[order].tolist()

@@ -133,16 +133,14 @@ def average_ranks(rows: np.ndarray) -> np.ndarray:
 
 
 def bucket_means(t: np.ndarray, values: np.ndarray, *, t0: int, width: int, n: int) -> np.ndarray:
-    """The mean of `values` in each of `n` buckets of `width` ns after `t0` (a time on a bucket's end belongs to it),
-    a bucket without a value taking the one before it (the first ones the first value): a job's step time per
-    bucket of its links' errors."""
-    b = (t - t0 - 1) // width
-    ok = (b >= 0) & (b < n) & ~np.isnan(values)
-    counts = np.bincount(b[ok], minlength=n)
-    sums = np.bincount(b[ok], weights=values[ok], minlength=n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums / counts
-    return pd.Series(means).ffill().bfill().to_numpy(np.float64)
+    """The mean of `values` in each of `n` buckets of `width` ns after `t0` (a time on a bucket's end belongs to it;
+    a time NaT in none), a bucket without a value taking the one before it (the first ones the first value): a job's
+    step time per bucket of its links' errors."""
+    # pandas' grouped mean over every row, to the last bit (its compensated sum rounds by what else it is given):
+    # bucket means that tie or not decide the ranks; grouped on arrays, not on the steps' times as a frame
+    bucket = np.where(t == np.iinfo(np.int64).min, np.nan, (t - t0 - 1) // width)
+    means = pd.Series(values).groupby(bucket).mean().reindex(range(n))
+    return means.ffill().bfill().to_numpy(np.float64)
 
 
 def job_slowdown(steps: pd.DataFrame, job_id: str, *, thresholds: Thresholds, baseline_ms: float | None = None,

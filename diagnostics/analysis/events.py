@@ -299,11 +299,11 @@ def fabric_states(events: pd.DataFrame) -> dict[str, str]:
     once: the first of the newest when two share a time."""
     if events.empty or not {"kind", "node_id", "text"} <= set(events.columns):
         return {}
-    fabric = events[np.asarray(events["kind"].to_numpy(object) == EventKind.FABRIC_STATE.value, dtype=bool)]
+    fabric = events[np.asarray(events["kind"].to_numpy(object) == EventKind.FABRIC_STATE.value, dtype=bool)
+                    & events["node_id"].notna().to_numpy(bool)]  # a state no node names is no node's
     if fabric.empty:
         return {}
-    nodes = fabric["node_id"].astype("string").to_numpy(object)
-    codes, names = pd.factorize(nodes)
+    codes, names = pd.factorize(fabric["node_id"].astype("string").to_numpy(object))
     t = ns(fabric["timestamp"])
     later = np.where(t == np.iinfo(np.int64).min, np.iinfo(np.int64).max, -t)  # newest first, an undated one last
     newest = np.lexsort((np.arange(len(fabric)), later, codes))

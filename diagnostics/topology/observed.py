@@ -71,7 +71,6 @@ def observe_ports(out: NodeGraph, topology: pd.DataFrame) -> None:
     rows = topology[topology["relation"].astype(str) == "remote"] if "relation" in topology else topology.iloc[:0]
     _bind_bus_ids(out, [str(r) for r in rows["b"].dropna()])
     g = out.graph
-    edges = _LinkEdges(out)
     for row in rows.itertuples(index=False):
         gpu = gpu_index(str(_value(row, "a") or ""))
         link = _value(row, "link")
@@ -84,9 +83,11 @@ def observe_ports(out: NodeGraph, topology: pd.DataFrame) -> None:
             continue
         link = int(link)
         attrs: dict[str, Any] = {"link_type": "nvlink", "gen": None}
-        held = edges.pop(gpu, link)
-        if held is not None:
-            attrs = dict(held)
+        for _, v, key, data in list(out.gpu_edges(gpu, "nvlink")):
+            if out._link_on(gpu, data) == link:
+                attrs = dict(data)
+                g.remove_edge(gpu_node(gpu), v, key)
+                break
         else:
             out.warnings.append(f"{where}: GPU {gpu} link {link} is not in the template; added from nvlink -R")
         if target not in g:
@@ -102,41 +103,3 @@ def observe_ports(out: NodeGraph, topology: pd.DataFrame) -> None:
             attrs.pop("ends", None)
             key = f"nvlink {link}"
         g.add_edge(gpu_node(gpu), target, key=key, **attrs)
-        edges.added(gpu, target, key)
-
-
-class _LinkEdges:
-    """Each GPU's NVLink edges by link index (the first in the graph's order where two share one), kept as edges are
-    replaced: a node's 144 remote rows each found their edge by a scan of its GPU's edges."""
-
-    def __init__(self, graph: NodeGraph) -> None:
-        self.graph = graph
-        self.at: dict[tuple[int, int], tuple[str, str, str]] = {}
-        for gpu in graph.gpus:
-            for u, v, key, data in graph.gpu_edges(gpu, "nvlink"):
-                link = graph._link_on(gpu, data)
-                if link is not None:
-                    self.at.setdefault((gpu, int(link)), (u, v, key))
-
-    def pop(self, gpu: int, link: int) -> dict[str, Any] | None:
-        """The edge on the GPU's link, removed from the graph (its data returned); None where there is none."""
-        edge = self.at.pop((gpu, link), None)
-        if edge is None:
-            return None
-        u, v, key = edge
-        data = dict(self.graph.graph.edges[u, v, key])
-        self.graph.graph.remove_edge(u, v, key)
-        for end, end_link in data.get("ends", {}).items():  # a GPU-GPU edge is on its peer's link too
-            if end != gpu and end_link is not None and self.at.get((end, int(end_link))) == (v, u, key):
-                del self.at[(end, int(end_link))]
-        return data
-
-    def added(self, gpu: int, target: str, key: str) -> None:
-        u = gpu_node(gpu)
-        data = self.graph.graph.edges[u, target, key]
-        for end in (gpu, gpu_index(target)):
-            link = None if end is None else self.graph._link_on(end, data)
-            if end is not None and link is not None:
-                near, far = (u, target) if end == gpu else (target, u)
-                self.at.setdefault((end, int(link)), (near, far, key))
-

@@ -242,3 +242,7 @@ def test_each_nodes_newest_fabric_state_is_read_once_for_the_fleet() -> None:
     undated = events([{"timestamp": pd.NaT, "kind": "fabric_state", "text": "Fabric State: In Progress"}, rows[1]],
                      node="n4")
     assert fabric_states(undated) == {"n4": "Fabric State: Completed"}  # a reading without a time is not the newest
+    nameless = events(rows[:1], node="n5").assign(node_id=pd.NA)
+    assert fabric_states(nameless) == {}
+    assert fabric_states(pd.concat([nameless, events(rows[1:2], node="n5")], ignore_index=True)) == {
+        "n5": "Fabric State: Completed"}
