@@ -38,6 +38,8 @@ def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
     """The GPU totals whose every counter the same GPU's per-link rows also carry: each row's (node, GPU, link type)
     packed in one integer, looked up among the few the totals have, then per counter only the rows found read."""
     node = key_codes(links["node_id"], None).astype(np.int64)
+    if len(node) and int(node.max()) >= len(node):  # node ids given as numbers: their order of first sight instead
+        node = pd.factorize(node)[0].astype(np.int64)
     with_totals = np.zeros(int(node.max()) + 2, dtype=bool)  # the nodes with a total (NA, -1, the last): only their
     with_totals[node[total]] = True  # rows are read on
     rows = np.flatnonzero(with_totals[node])
