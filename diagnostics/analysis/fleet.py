@@ -9,6 +9,7 @@ once, for all its nodes. One node's Diagnosis (`node.analyze_tables`) is this en
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -108,12 +109,15 @@ def _metrics(links: pd.DataFrame, t: np.ndarray, keep: np.ndarray | None, *, sin
     return metrics, sum(n for _, n, _ in done), sum(r for _, _, r in done)
 
 
-def _placed(f: Finding, graph: NodeGraph | None, ports: dict[tuple[int, int, int, str], PortInfo]) -> Finding:
-    """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link.
-    `ports` holds the ports found so far, by graph: a platform's graph serves every node of it."""
+def _placed(f: Finding, graph: NodeGraph | None) -> Finding:
+    """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link."""
     if graph is None or f.gpu is None or f.link is None or f.link_type is LinkType.NVSWITCH:
         return f
-    key = (id(graph), f.gpu, f.link, f.link_type.value)
+    ports = _PORTS.get(id(graph))
+    if ports is None:  # a platform's template serves every node of it, request after request
+        ports = _PORTS[id(graph)] = {}
+        weakref.finalize(graph, _PORTS.pop, id(graph), None)
+    key = (f.gpu, f.link, f.link_type.value)
     port = ports.get(key)
     if port is None:
         port = ports[key] = graph.port_of(f.gpu, f.link, f.link_type.value)
@@ -121,6 +125,11 @@ def _placed(f: Finding, graph: NodeGraph | None, ports: dict[tuple[int, int, int
         return f
     return f.model_copy(update={"ref": port.ref, "switch": port.switch or f.switch, "switch_port": port.switch_port,
                                 "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
+
+
+# the ports found on each graph the engine judges on (by its id), kept as long as the graph: graphs are only read
+# once built
+_PORTS: dict[int, dict[tuple[int, int, str], PortInfo]] = {}
 
 
 def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, EndView]]) -> pd.DataFrame:
@@ -226,10 +235,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                             restarts)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
     off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
-    ports: dict[tuple[int, int, int, str], PortInfo] = {}
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
-        mine = nvlink_ends([_placed(f, graph, ports) for f in found.get(node, [])], policy)
+        mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
         mine += judged.get(node, [])

@@ -124,3 +124,23 @@ def test_the_store_hands_the_engine_each_node_together(tmp_path: Path) -> None:
     stored = analyze_fleet({"link_samples": links}, platforms=inventory, piece_rows=5_000)
     assert stored.failing_nodes() == direct.failing_nodes()
     assert stored.links == direct.links
+
+
+def test_a_platforms_template_is_built_once_and_each_request_is_judged_alike(monkeypatch: pytest.MonkeyPatch,
+                                                                             tmp_path: Path) -> None:
+    """One node's view asked again reads the same template and the ports found on it: the same answer; another
+    folder of platform files is another template."""
+    from diagnostics.analysis.boards import template
+    from diagnostics.config.platforms import ENV_DIRS
+
+    first = template("hgx-h100-8gpu", None, None)
+    assert template("hgx-h100-8gpu", None, None) is first
+    frame = LINK_SAMPLES.conform(node_links({(3, 7): 4000.0, (5, 2): 2500.0}, node="a"))
+    once = analyze_tables({"link_samples": frame}, node_id="a", platform="hgx-h100-8gpu")
+    again = analyze_tables({"link_samples": frame}, node_id="a", platform="hgx-h100-8gpu")
+    assert once.model_dump() == again.model_dump() and _failing(once) == [("gpu3-nvlink7", "failing"),
+                                                                          ("gpu5-nvlink2", "failing")]
+    assert {(f.switch, f.switch_port) for f in once.findings if f.ref.slug == "gpu3-nvlink7"} == {
+        (first.port_of(3, 7).switch, first.port_of(3, 7).switch_port)}
+    monkeypatch.setenv(ENV_DIRS, str(tmp_path))
+    assert template("hgx-h100-8gpu", None, None) is not first
