@@ -4,17 +4,14 @@ topology rows describe; a platform the GPU model label names; the GPUs' PCI addr
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from functools import cache
-from pathlib import Path
 
 import pandas as pd
 
-from ..config.platforms import all_platforms, platform_dirs, platform_for_model
-from ..config.racks import rack_dirs
+from ..config.platforms import all_platforms, platform_for_model
 from ..enums import LinkType
 from ..errors import ConfigError
-from ..topology import NodeGraph, graph_from_topology, platform_graph
-from ..topology.rack import rack_graph
+from ..topology import NodeGraph, graph_from_topology
+from ..topology.templates import template
 from .diagnosis import PLATFORM_UNKNOWN
 
 
@@ -103,18 +100,6 @@ class Boards:
         if self.platform(node) is None:
             notes.append(PLATFORM_UNKNOWN)
         return notes
-
-
-def template(platform: str, rack: str | None, slot: int | None) -> NodeGraph:
-    """A platform's template graph, or a rack's compute tray in its slot: built once per platform folders, as the
-    engine only reads it (one node's view looks up its links' ports request after request on the same one)."""
-    return _template(platform, rack, slot, tuple(platform_dirs()), tuple(rack_dirs()))
-
-
-@cache
-def _template(platform: str, rack: str | None, slot: int | None, platforms: tuple[Path, ...],
-              racks: tuple[Path, ...]) -> NodeGraph:
-    return rack_graph(rack).tray_graph(slot) if rack is not None and slot is not None else platform_graph(platform)
 
 
 def by_node(frame: pd.DataFrame | None) -> dict[str, pd.DataFrame]:

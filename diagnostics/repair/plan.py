@@ -8,13 +8,10 @@ Every text is filled from the facts or rephrased or left out where a fact is unk
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from ..components import is_switch
 from ..config.parts import Part, part_by_id
-from ..config.platforms import platform_dirs
 from ..config.racks import RackSpec, rack_of, rack_spec
 from ..config.repair_catalog import (
     RESET_MARK,
@@ -30,7 +27,8 @@ from ..config.repair_catalog import (
 from ..config.repair_text import Text, fill, known
 from ..enums import FaultKind, PortSource, ResetScope
 from ..errors import ConfigError
-from ..topology import NodeGraph, PortInfo, gpu_index, platform_graph
+from ..topology import NodeGraph, PortInfo, gpu_index
+from ..topology.templates import template
 from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, Reset
 
 # What a node must have, when its platform is unknown, for the fault kind to be possible at all.
@@ -84,14 +82,9 @@ def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str
 
 
 def _graph(platform: str) -> NodeGraph | None:
-    return _template(platform, tuple(platform_dirs()))
-
-
-@cache
-def _template(platform: str, dirs: tuple[Path, ...]) -> NodeGraph | None:
-    """A platform's template graph, built once per platform and platform folders (plans only read it)."""
+    """A platform's template graph (plans only read it); None for a platform no file names."""
     try:
-        return platform_graph(platform)
+        return template(platform)
     except ConfigError:
         return None
 

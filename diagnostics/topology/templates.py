@@ -6,15 +6,18 @@ A template's port numbers are `assumed` (vendors do not publish which GPU link l
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
-from ..config.platforms import all_platforms, platform_data
+from ..config.platforms import all_platforms, platform_data, platform_dirs
+from ..config.racks import rack_dirs
 from ..enums import PortSource
 from ..errors import ConfigError
 from .graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node, node_name
-from .rack import host_graph
+from .rack import host_graph, rack_graph
 
 
 def platform_names() -> list[str]:
@@ -137,3 +140,15 @@ def platform_graph(name: str) -> NodeGraph:
             raise ConfigError(f"{where}: GPU {gpu} gets {have} NVLinks from the layout, "
                               f"but nvlinks_per_gpu = {graph.nvlinks_per_gpu}")
     return graph
+
+
+def template(platform: str, rack: str | None = None, slot: int | None = None) -> NodeGraph:
+    """A platform's template graph, or a rack's compute tray in its slot, built once per platform folders: it is only
+    read (a fleet's nodes of one platform, one node's view asked again, a repair plan all look up its ports)."""
+    return _template(platform, rack, slot, tuple(platform_dirs()), tuple(rack_dirs()))
+
+
+@cache
+def _template(platform: str, rack: str | None, slot: int | None, platforms: tuple[Path, ...],
+              racks: tuple[Path, ...]) -> NodeGraph:
+    return rack_graph(rack).tray_graph(slot) if rack is not None and slot is not None else platform_graph(platform)

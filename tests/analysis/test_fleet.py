@@ -130,8 +130,8 @@ def test_a_platforms_template_is_built_once_and_each_request_is_judged_alike(mon
                                                                              tmp_path: Path) -> None:
     """One node's view asked again reads the same template and the ports found on it: the same answer; another
     folder of platform files is another template."""
-    from diagnostics.analysis.boards import template
     from diagnostics.config.platforms import ENV_DIRS
+    from diagnostics.topology.templates import template
 
     first = template("hgx-h100-8gpu", None, None)
     assert template("hgx-h100-8gpu", None, None) is first
