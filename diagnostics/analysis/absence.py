@@ -121,15 +121,8 @@ def _groups(*keys: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
         packed = np.zeros(len(columns[0]), dtype=np.int64)
         for c, low, span in zip(columns, lows, spans, strict=True):
             packed = packed * span + (c - low)
-        distinct_packed, at = np.unique(packed, return_inverse=True)
-        rows = []
-        for value in distinct_packed.tolist():
-            row = []
-            for low, span in zip(reversed(lows), reversed(spans), strict=True):
-                value, digit = divmod(value, span)
-                row.append(digit + low)
-            rows.append(tuple(reversed(row)))
-        return rows, at.reshape(-1)
+        _, first, at = np.unique(packed, return_index=True, return_inverse=True)
+        return [tuple(row) for row in np.stack([c[first] for c in columns], axis=1).tolist()], at.reshape(-1)
     stacked = np.stack(columns, axis=1)
     distinct, at = np.unique(stacked, axis=0, return_inverse=True)
     return [tuple(row) for row in distinct.tolist()], at.reshape(-1)

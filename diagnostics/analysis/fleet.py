@@ -224,11 +224,12 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             found.setdefault(str(row["node_id"]), []).append(f)
     event_nodes = events["node_id"].astype("string").to_numpy(object) if len(events) and "node_id" in events.columns \
         else np.zeros(0, dtype=object)
-    analyzed = sorted(set(view.gpus_seen) | set(found) | _named(event_nodes) | _names(metrics))
+    reporting_links = _names(metrics)
+    analyzed = sorted(set(view.gpus_seen) | set(found) | _names(event_nodes) | reporting_links)
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = _max_samples(metrics)
-    early = _named(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
+    early = _names(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
     restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
     fabric = fabric_states(events)
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
@@ -289,13 +290,12 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     dated = end is not None or len(t) > 0 or len(events) > 0
     result.jobs = explain_jobs(chosen, index, found, links, t, end_ns, window if dated else None, thresholds, history,
                                peers, unreadable)
-    with_telemetry = set(view.gpus_seen) | _names(metrics)
+    with_telemetry = set(view.gpus_seen) | reporting_links
     for explained in result.jobs.values():
         if explained.nodes and not with_telemetry & set(explained.nodes):
             explained.warnings.append(f"no link telemetry for the nodes of job {explained.job_id} "
                                       f"({', '.join(explained.nodes)})")
     result.timings["jobs_s"] = time.perf_counter() - started - sum(result.timings.values())
-    reporting_links = _names(metrics)
     for node in wanted:
         mine = found.get(node, [])
         notes = [*graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, [])]
@@ -381,15 +381,13 @@ def _stale(f: Finding) -> bool:
     return any(c.rule == MISSING_RULE for c in f.crossed)
 
 
-def _named(nodes: np.ndarray) -> set[str]:
-    """The node names among these (a row without one names none)."""
+def _names(nodes: pd.DataFrame | np.ndarray) -> set[str]:
+    """The node names a table's rows (or these values) hold: a row without one names none."""
+    if isinstance(nodes, pd.DataFrame):
+        if nodes.empty:
+            return set()
+        nodes = nodes["node_id"].astype("string").to_numpy(object)
     return {str(n) for n in set(nodes.tolist()) if not pd.isna(n)}
-
-
-def _names(metrics: pd.DataFrame) -> set[str]:
-    if metrics.empty:
-        return set()
-    return {str(n) for n in metrics["node_id"].astype("string").dropna().unique()}
 
 
 def _max_samples(metrics: pd.DataFrame) -> dict[str, int]:
