@@ -23,7 +23,7 @@ from typing import Any
 from bot.audit import AuditLog
 from bot.drafting import render_png
 from bot.nodes import NodeSource, SnapshotNodeSource, StoreNodeSource, TableNodeSource
-from bot.settings import Settings
+from bot.settings import Settings, default_analysis_processes
 from bot.storage import open_db
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import MockSlack
@@ -51,13 +51,14 @@ def _uploaded_in(slack: MockSlack, thread: str) -> list[Any]:
     return [c for c in slack.calls_to("files.completeUploadExternal") if c.params.get("thread_ts") == thread]
 
 
-def run(source: NodeSource, nodes: list[str], commands: int, clicks: int) -> dict[str, list[float]]:
+def run(source: NodeSource, nodes: list[str], commands: int, clicks: int, *,
+        processes: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"ack": [], "summary posted": [], "png uploaded": [], "draft ack": [],
                                    "\"Drafting...\" posted": [], "draft preview shown": []}
     with tempfile.TemporaryDirectory() as tmp:
         db = open_db(Path(tmp))
         slack = MockSlack()
-        settings = Settings(drafts_per_minute=10_000)
+        settings = Settings(drafts_per_minute=10_000, analysis_processes=processes)
         with LocalSlack(settings=settings, source=source, drafter=RulesDrafter(), tracker=SqliteTracker(db),
                         audit=AuditLog(db), renderer=render_png, slack=slack) as local:
             local.injector.command(nodes[0], user="UWARM", channel=CHANNEL)  # warm-up: imports, caches
@@ -102,13 +103,13 @@ class SlowDrafter(RulesDrafter):
 
 
 def run_loaded(source: NodeSource, nodes: list[str], *, in_flight: int, draft_seconds: float, concurrent: int,
-               rounds: int) -> dict[str, list[float]]:
+               rounds: int, processes: int) -> dict[str, list[float]]:
     """Each round: `in_flight` drafts clicked and running, then `concurrent` commands sent at once."""
     out: dict[str, list[float]] = {"draft click ack": [], "command ack": [], "summary posted": []}
     with tempfile.TemporaryDirectory() as tmp:
         db = open_db(Path(tmp))
         slack = MockSlack()
-        settings = Settings(drafts_per_minute=10_000, draft_workers=max(in_flight, 1))
+        settings = Settings(drafts_per_minute=10_000, draft_workers=max(in_flight, 1), analysis_processes=processes)
         with LocalSlack(settings=settings, source=source, drafter=SlowDrafter(draft_seconds),
                         tracker=SqliteTracker(db), audit=AuditLog(db), renderer=render_png, slack=slack) as local:
             def top_level() -> list[Any]:
@@ -165,6 +166,9 @@ def main() -> None:
     parser.add_argument("--burst-nodes", type=int, default=2,
                         help="how many different nodes the commands sent at once name (a node asked again while it "
                              "is being analysed shares that analysis)")
+    parser.add_argument("--analysis-processes", type=int, default=default_analysis_processes(),
+                        help="worker processes for node and job analyses (1: the bot's own process), as "
+                             "FABRICBOT_ANALYSIS_PROCESSES sets them; default: the served bot's, one per core")
     args = parser.parse_args()
     seeds = SnapshotNodeSource.from_files([ROOT / "fixtures" / "seed_examples.json"])
     tables, truth = build(seed=0)
@@ -177,10 +181,11 @@ def main() -> None:
         names = stored.node_ids()
         cases.append((f"store {args.store} ({len(names)} nodes, read per request)", stored,
                       [names[i] for i in range(0, len(names), max(1, len(names) // 10))]))
-    print(f"/fabric through the local transport, {args.commands} commands and {args.clicks} draft clicks each, "
-          "one at a time (budgets: ack < 200 ms, p95 command -> posted result < 1.5 s)")
+    print(f"/fabric through the local transport, analyses in {args.analysis_processes} worker process(es), "
+          f"{args.commands} commands and {args.clicks} draft clicks each, one at a time (budgets: ack < 200 ms, p95 "
+          "command -> posted result < 1.5 s)")
     for name, source, nodes in cases:
-        result = run(source, nodes, args.commands, args.clicks)
+        result = run(source, nodes, args.commands, args.clicks, processes=args.analysis_processes)
         alone = []
         for i in range(10):  # the same diagnoses without Slack, to tell the analysis from the bot
             start = time.monotonic()
@@ -198,7 +203,8 @@ def main() -> None:
     burst = ["hpc-gpu-node-12", "hpc-gpu-node-03",
              *[n for n in fleet.node_ids() if n not in ("hpc-gpu-node-12", "hpc-gpu-node-03")]][:args.burst_nodes]
     loaded = run_loaded(fleet, burst, in_flight=args.in_flight,
-                        draft_seconds=args.draft_seconds, concurrent=args.concurrent, rounds=args.rounds)
+                        draft_seconds=args.draft_seconds, concurrent=args.concurrent, rounds=args.rounds,
+                        processes=args.analysis_processes)
     print(f"synthetic fleet ({len(fleet.node_ids())} nodes x 8 h, analyze_tables)")
     for key, values in loaded.items():
         print(line(key, values))

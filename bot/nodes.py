@@ -4,6 +4,7 @@ says what the CLI says."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,6 +17,7 @@ from diagnostics.config import AlertPolicy, Thresholds, VerificationPolicy, load
 from diagnostics.render import Drawable, drawable_of
 from diagnostics.service import (
     Answer,
+    DiagnosisWorkers,
     Request,
     SnapshotSource,
     Source,
@@ -37,6 +39,8 @@ from diagnostics.topology import NodeGraph
 
 from .work import InFlight
 
+log = logging.getLogger("fabricbot")
+
 DEFAULT_WINDOW_HOURS = 1.0
 
 __all__ = ["DEFAULT_WINDOW_HOURS", "NodeSource", "SnapshotNodeSource", "StoreNodeSource", "TableNodeSource",
@@ -53,6 +57,7 @@ class NodeSource:
         self.thresholds = thresholds or load_thresholds()
         self.window_hours = window_hours
         self._in_flight = InFlight()
+        self._workers: DiagnosisWorkers | None = None
 
     def request(self, *, node: str | None = None, job: str | None = None,
                 window_hours: float | None = None) -> Request:
@@ -67,18 +72,42 @@ class NodeSource:
     def job_ids(self) -> list[str]:
         return self.source.jobs()
 
+    def start_workers(self, processes: int) -> None:
+        """Answer node and job questions in `processes` worker processes from now on (below 2: in this one), so
+        that many asked at once use every core rather than this interpreter's one. Workers that cannot start (a
+        source that cannot be copied to them) are said in the log, and the questions answered here."""
+        if processes < 2 or self._workers is not None:
+            return
+        workers = DiagnosisWorkers(self.source, processes=processes)
+        try:
+            workers.start()
+        except Exception as exc:  # whatever stops a worker, the answers are still made here
+            log.warning("fabricbot: analysis workers could not start (%s); answering in this process", exc)
+            workers.close()
+            return
+        self._workers = workers
+
+    def stop_workers(self) -> None:
+        workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.close()
+
     def answer(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Answer:
         """A node's (or a rack host's, as its rack sees it) answer: its diagnosis and the graph it was judged on."""
         return diagnose(self.source, self.request(node=node_id, job=job_id, window_hours=window_hours))
 
     def diagnose(self, node_id: str, *, window_hours: float | None = None, job_id: str | None = None) -> Diagnosis:
         """The node's diagnosis; asked again while it is being made, the same one."""
-        return self._in_flight.run(("node", node_id, window_hours, job_id), lambda: self.answer(
-            node_id, window_hours=window_hours, job_id=job_id).diagnosis)
+        return self._in_flight.run(("node", node_id, window_hours, job_id), lambda: self._diagnosis(
+            self.request(node=node_id, job=job_id, window_hours=window_hours)))
 
     def explain_job(self, job_id: str) -> Diagnosis:
         """The node whose link explains the job's slowdown (else its first), judged against that job."""
-        return self._in_flight.run(("job", job_id), lambda: diagnose(self.source, self.request(job=job_id)).diagnosis)
+        return self._in_flight.run(("job", job_id), lambda: self._diagnosis(self.request(job=job_id)))
+
+    def _diagnosis(self, request: Request) -> Diagnosis:
+        workers = self._workers
+        return workers.diagnosis(request) if workers is not None else diagnose(self.source, request).diagnosis
 
     def fleet(self) -> list[Diagnosis]:
         """Every node, by one engine pass: each job's step-time correlation computed once for all its nodes."""

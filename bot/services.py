@@ -62,6 +62,7 @@ class Services:
         self.work = WorkQueue("work", workers=s.workers, limit=s.queue_limit)
         self.drafts = WorkQueue("drafts", workers=s.draft_workers, limit=s.queue_limit)
         self.notices = WorkQueue("notices", workers=2, limit=s.queue_limit)
+        self.source.start_workers(s.analysis_processes)
         mended = filing.recover(state=self.state, tracker=self.tracker, audit=self.audit, record=self.record)
         if mended:
             log.warning("mended what an earlier run left between states: %s", mended)
@@ -70,6 +71,7 @@ class Services:
         """Stop taking work and let what runs finish."""
         for queue in (self.work, self.drafts, self.notices):
             queue.shutdown()
+        self.source.stop_workers()
 
     def answer(self, diagnosis: Diagnosis, question: str) -> str:
         """The answer to a question about a diagnosis, saying who wrote it when a model did."""

@@ -23,7 +23,13 @@ DEFAULT_DRAFTS_PER_MINUTE = 5
 DEFAULT_WORKERS = 4  # analysis, pictures and posts: CPU-bound, a few threads are enough
 DEFAULT_DRAFT_WORKERS = 8  # drafts wait on the model for seconds: more of them may wait at once
 DEFAULT_QUEUE_LIMIT = 64  # jobs waiting per queue before a request is told to try again
+ANALYSIS_PROCESSES_ENV = "FABRICBOT_ANALYSIS_PROCESSES"
 DEFAULT_ALERT_EVERY_S = 300.0  # the watch loop's period: dcgm-exporter is scraped every 30-60 s, rules see 5 min
+
+
+def default_analysis_processes() -> int:
+    """A served bot's analysis processes: one per core, at most 4 (each holds a copy of an in-memory source)."""
+    return min(process_count(env={}), 4)
 
 
 def _csv(value: str | None) -> frozenset[str]:
@@ -78,6 +84,8 @@ class Settings:
     workers: int = DEFAULT_WORKERS
     draft_workers: int = DEFAULT_DRAFT_WORKERS
     queue_limit: int = DEFAULT_QUEUE_LIMIT
+    # Node and job diagnoses made in this many worker processes (1: on the work threads, in the bot's own process).
+    analysis_processes: int = 1
     two_person_filing: bool = False  # the approver of a draft must be someone other than who asked for it
     slack_api_url: str | None = None  # a Web API base URL other than Slack's (a Slack-compatible test server)
     # `/fabric fleet` sweeps this Prometheus-compatible server; None ranks the local store instead.
@@ -109,6 +117,7 @@ class Settings:
             workers=_count(env, "FABRICBOT_WORKERS", DEFAULT_WORKERS),
             draft_workers=_count(env, "FABRICBOT_DRAFT_WORKERS", DEFAULT_DRAFT_WORKERS),
             queue_limit=_count(env, "FABRICBOT_QUEUE_LIMIT", DEFAULT_QUEUE_LIMIT),
+            analysis_processes=_count(env, ANALYSIS_PROCESSES_ENV, default_analysis_processes()),
             two_person_filing=_flag(env, "FABRICBOT_TWO_PERSON_FILING"),
             prometheus_url=env.get("FABRICBOT_PROMETHEUS_URL") or None,
             digest_at=env.get("FABRICBOT_DIGEST_AT") or None,
@@ -162,6 +171,9 @@ class Settings:
                          (f", urgent ones mention the group {self.oncall_usergroup}" if self.oncall_usergroup else ""))
         else:
             notes.append("FABRICBOT_ALERT_CHANNEL not set: no alert loop (the bot answers only when asked)")
+        if self.analysis_processes > 1:
+            notes.append(f"analysis: node and job questions answered in {self.analysis_processes} worker processes "
+                         f"({ANALYSIS_PROCESSES_ENV}=1: in this process)")
         notes.append(f"store: {self.store}")
         return notes
 

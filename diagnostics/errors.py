@@ -6,6 +6,17 @@ from __future__ import annotations
 class FabricbotError(Exception):
     """An error caused by input or configuration; its message names the input and the value."""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as it is, whatever its class's constructor takes: an answer made in a worker process may be one."""
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(kind: type[FabricbotError], args: tuple[object, ...], state: dict[str, object]) -> FabricbotError:
+    error = kind.__new__(kind)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class InputError(FabricbotError):
     """Bad input: names the file (or case), the line or field, and the offending value."""

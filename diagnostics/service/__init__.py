@@ -24,6 +24,7 @@ from .shards import PROCESSES_ENV, process_count
 from .source import Source, UnknownName, Window, close_matches, known, memory_log
 from .store import StoreSource
 from .tables import SnapshotSource, TableSource, files_source, tables_source
+from .workers import DiagnosisWorkers
 
 __all__ = [
     "CORRELATION_SPAN",
@@ -31,6 +32,7 @@ __all__ = [
     "PROCESSES_ENV",
     "Answer",
     "Asked",
+    "DiagnosisWorkers",
     "Fleet",
     "PrometheusSource",
     "Request",

@@ -109,7 +109,7 @@ def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) ->
     """`work(*call)` for each call, each in a worker process of its own, the results in the calls' order. A worker
     ends with the process that started it (a `kill` of a sweep leaves none behind)."""
     try:
-        with ProcessPoolExecutor(max_workers=len(calls), mp_context=_context(), initializer=_end_with,
+        with ProcessPoolExecutor(max_workers=len(calls), mp_context=start_context(), initializer=end_with,
                                  initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(work, *call) for call in calls]
             return [f.result() for f in futures]
@@ -121,7 +121,7 @@ def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) ->
             "process") from None
 
 
-def _end_with(main: int) -> None:
+def end_with(main: int) -> None:
     """In a worker, first: it ends when the process that asked for it does. A worker waits on pipes that process
     shared with it and its siblings, so a `kill` of a sweep would leave it waiting forever, and with it a fork
     server, which lives while any worker holds its pipe. Watched through a pidfd (Linux 5.3), which no later process
@@ -142,7 +142,8 @@ def _await_end(watched: int) -> None:
     os._exit(1)
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def start_context() -> multiprocessing.context.BaseContext:
+    """How worker processes are started here (the module's docstring says why)."""
     if not sys.platform.startswith("linux"):  # macOS's own libraries start threads a fork breaks; Windows has no fork
         return multiprocessing.get_context("spawn")
     if threading.active_count() == 1:  # the libraries' own threads (OpenBLAS's, jemalloc's) mend themselves at a fork

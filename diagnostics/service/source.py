@@ -92,6 +92,14 @@ class Unstored:
             self._log = memory_log()
         return self._log
 
+    def hold(self, log: MaintenanceLog) -> None:
+        """Judge with these planned-work windows from now on (a worker's copy, given its asker's)."""
+        self._log = log
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without its planned work: that belongs to this process (a copy is given it with `hold`)."""
+        return {**self.__dict__, "_log": None}
+
 
 class UnknownName(InputError):
     """A node, job or rack the source does not hold; carries the close matches for a helpful reply, and names a few

@@ -119,6 +119,13 @@ class MaintenanceLog:
                                                       "ended_by": by})
         return ended
 
+    def keep(self, windows: list[Maintenance]) -> None:
+        """Windows as another log holds them (ended ones too), for a copy of it in another process."""
+        with self.db.atomic():
+            self.db[TABLE].insert_all([{"node_id": w.node_id, "start": w.start.isoformat(),  # type: ignore[union-attr]
+                                        "until": w.until.isoformat() if w.until else None, "reason": w.reason,
+                                        "set_by": w.set_by, "source": w.source} for w in windows])
+
     @staticmethod
     def _window(row: dict[str, object]) -> Maintenance:
         until = row.get("until")

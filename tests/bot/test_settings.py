@@ -76,3 +76,17 @@ def test_the_work_queues_and_two_person_filing_are_settings() -> None:
         Settings.from_env({"FABRICBOT_TWO_PERSON_FILING": "maybe"})
     with pytest.raises(ConfigError, match=r"FABRICBOT_PROCESSES.*'two'"):  # read per sweep: said at start, not then
         Settings.from_env({"FABRICBOT_PROCESSES": "two"})
+
+
+def test_a_served_bot_answers_in_a_process_per_core_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("bot.settings.process_count", lambda env=None: 8)  # an 8-core server: at most 4
+    settings = Settings.from_env({})
+    assert settings.analysis_processes == 4
+    assert "node and job questions answered in 4 worker processes" in "\n".join(settings.startup_notes())
+    monkeypatch.setattr("bot.settings.process_count", lambda env=None: 1)  # one core: the bot's own process
+    assert Settings.from_env({}).analysis_processes == 1
+    assert Settings.from_env({"FABRICBOT_ANALYSIS_PROCESSES": "3"}).analysis_processes == 3
+    assert "worker processes" not in "\n".join(Settings.from_env({}).startup_notes())
+    assert Settings().analysis_processes == 1  # built directly (tests, the demo): in this process
+    with pytest.raises(ConfigError, match=r"FABRICBOT_ANALYSIS_PROCESSES.*'two'"):
+        Settings.from_env({"FABRICBOT_ANALYSIS_PROCESSES": "two"})

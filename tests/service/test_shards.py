@@ -104,14 +104,14 @@ def test_shards_answer_as_one_pass_does(which: str, start: str, bundled_store: P
     """Forked from a process of one thread (a command line); from a fork server beside other threads (the bot)."""
     root = bundled_store if which == "bundled" else two_racks
     used: list[str] = []
-    chosen = shards._context
+    chosen = shards.start_context
 
     def spied() -> BaseContext:
         context = chosen()
         used.append(context.get_start_method())
         return context
 
-    monkeypatch.setattr(shards, "_context", spied)
+    monkeypatch.setattr(shards, "start_context", spied)
     one = json.loads(_answers(root, 1))
     if start == "fork":  # as a command line is; a library's idle thread here (tqdm's monitor) is not the bot's
         monkeypatch.setattr(shards.threading, "active_count", lambda: 1)
