@@ -17,6 +17,7 @@ import math
 import multiprocessing
 import os
 import select
+import signal
 import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -125,7 +126,9 @@ def end_with(main: int) -> None:
     """In a worker, first: it ends when the process that asked for it does. A worker waits on pipes that process
     shared with it and its siblings, so a `kill` of a sweep would leave it waiting forever, and with it a fork
     server, which lives while any worker holds its pipe. Watched through a pidfd (Linux 5.3), which no later process
-    can reuse."""
+    can reuse. Ctrl-C, which a terminal sends to every process of the command, is the asking process's to act on: a
+    worker ignores it (and ends with that process), rather than printing a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         watched = os.pidfd_open(main)
     except OSError as exc:  # it ended already; or no pidfd here (another system): nothing to watch with
