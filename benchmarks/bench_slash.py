@@ -61,6 +61,7 @@ def run(source: NodeSource, nodes: list[str], commands: int, clicks: int, *,
         settings = Settings(drafts_per_minute=10_000, analysis_processes=processes)
         with LocalSlack(settings=settings, source=source, drafter=RulesDrafter(), tracker=SqliteTracker(db),
                         audit=AuditLog(db), renderer=render_png, slack=slack) as local:
+            source.workers_serving(timeout=300)  # the workers start in the background: timed once they serve
             local.injector.command(nodes[0], user="UWARM", channel=CHANNEL)  # warm-up: imports, caches
             slack.wait_for(lambda s: len(s.calls_to("files.completeUploadExternal")) == 1, timeout=60)
             summaries = []
@@ -112,6 +113,7 @@ def run_loaded(source: NodeSource, nodes: list[str], *, in_flight: int, draft_se
         settings = Settings(drafts_per_minute=10_000, draft_workers=max(in_flight, 1), analysis_processes=processes)
         with LocalSlack(settings=settings, source=source, drafter=SlowDrafter(draft_seconds),
                         tracker=SqliteTracker(db), audit=AuditLog(db), renderer=render_png, slack=slack) as local:
+            source.workers_serving(timeout=300)
             def top_level() -> list[Any]:
                 return [c for c in slack.calls_to("chat.postMessage") if not c.params.get("thread_ts")]
 
