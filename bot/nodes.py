@@ -4,8 +4,6 @@ says what the CLI says."""
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -40,8 +38,6 @@ from diagnostics.topology import NodeGraph
 
 from .work import InFlight
 
-log = logging.getLogger("fabricbot")
-
 DEFAULT_WINDOW_HOURS = 1.0
 
 __all__ = ["DEFAULT_WINDOW_HOURS", "NodeSource", "SnapshotNodeSource", "StoreNodeSource", "TableNodeSource",
@@ -58,10 +54,7 @@ class NodeSource:
         self.thresholds = thresholds or load_thresholds()
         self.window_hours = window_hours
         self._in_flight = InFlight()
-        self._workers: DiagnosisWorkers | None = None  # serving
-        self._starting: DiagnosisWorkers | None = None  # asked for, serving once started
-        self._lock = threading.Lock()
-        self._start: threading.Thread | None = None
+        self._workers: DiagnosisWorkers | None = None
 
     def request(self, *, node: str | None = None, job: str | None = None,
                 window_hours: float | None = None) -> Request:
@@ -76,44 +69,22 @@ class NodeSource:
     def job_ids(self) -> list[str]:
         return self.source.jobs()
 
-    def start_workers(self, processes: int, *, wait: bool = False) -> None:
+    def start_workers(self, processes: int) -> None:
         """Answer node and job questions in `processes` worker processes (below 2: in this one), so that many asked
-        at once use every core rather than this interpreter's one. The workers start in the background (each loads
-        its copy of the source: seconds for tables in memory) and serve once all are ready; until then, or when they
-        cannot start (a source that cannot be copied to them, said in the log), questions are answered here.
-        `wait`: return once they serve."""
-        if processes < 2 or self._starting is not None:
+        at once use every core rather than this interpreter's one. They start in the background and serve once
+        ready; until then, or when they cannot start (said in the log), questions are answered here."""
+        if processes < 2 or self._workers is not None:
             return
-        workers = DiagnosisWorkers(self.source, processes=processes)
-
-        def start() -> None:
-            try:
-                workers.start()
-            except Exception as exc:  # whatever stops a worker, the answers are still made here
-                log.warning("fabricbot: analysis workers could not start (%s); answering in this process", exc)
-                workers.close()
-                return
-            with self._lock:
-                if self._starting is workers:  # not stopped meanwhile
-                    self._workers = workers
-                    return
-            workers.close()
-
-        self._starting = workers
-        self._start = threading.Thread(target=start, name="fabricbot-analysis-workers", daemon=True)
-        self._start.start()
-        if wait:
-            self.workers_serving()
+        self._workers = DiagnosisWorkers(self.source, processes=processes)
+        self._workers.start(wait=False)
 
     def workers_serving(self, timeout: float | None = None) -> bool:
         """Whether worker processes answer, once their start has ended (waiting at most `timeout` seconds for it)."""
-        if self._start is not None:
-            self._start.join(timeout)
-        return self._workers is not None
+        workers = self._workers
+        return workers is not None and workers.serving(timeout)
 
     def stop_workers(self) -> None:
-        with self._lock:
-            workers, self._workers, self._starting = self._workers, None, None
+        workers, self._workers = self._workers, None
         if workers is not None:
             workers.close()
 

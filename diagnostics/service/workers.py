@@ -28,47 +28,79 @@ _SOURCE: Source | None = None  # in a worker: the source it answers from
 
 
 class DiagnosisWorkers:
-    """`processes` worker processes answering node and job requests from copies of `source`. A worker that dies
-    (killed for memory) is replaced at the next request; that request is answered in this process meanwhile."""
+    """`processes` worker processes answering node and job requests from copies of `source`. They serve once every
+    worker holds its copy (seconds for tables in memory); until then, and while workers that died (killed for
+    memory) are replaced in the background, requests are answered in this process."""
 
     def __init__(self, source: Source, *, processes: int) -> None:
         self.source = source
         self.processes = processes
         self._lock = threading.Lock()
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: ProcessPoolExecutor | None = None  # serving
+        self._launch: threading.Thread | None = None
+        self._closed = False
 
-    def start(self) -> None:
-        """Start the workers and have each load its copy of the source, so the first request does not wait for it."""
-        pool = self._executor()
-        for done in [pool.submit(_ready) for _ in range(self.processes)]:
-            done.result()
+    def start(self, *, wait: bool = True) -> None:
+        """Start the workers; `wait=False`: in the background, a failure said in the log (answers are then made
+        here), else raised."""
+        if wait:
+            self._started()
+            return
+        self._launch = threading.Thread(target=self._started_or_said, name="fabricbot-analysis-workers", daemon=True)
+        self._launch.start()
+
+    def serving(self, timeout: float | None = None) -> bool:
+        """Whether the workers answer, once a start under way has ended (waiting at most `timeout` s for it)."""
+        if self._launch is not None:
+            self._launch.join(timeout)
+        return self._pool is not None
 
     def diagnosis(self, request: Request) -> Diagnosis:
+        pool = self._pool
+        if pool is None:
+            return diagnose(self.source, request).diagnosis
         planned = self.source.maintenance().windows() if isinstance(self.source, Unstored) else None
-        pool = self._executor()
         try:
             return pool.submit(_diagnosis, request, planned).result()
         except BrokenProcessPool as exc:
             log.warning("fabricbot: an analysis worker ended without an answer (%s); answering here and starting "
                         "new workers", exc)
             with self._lock:
-                if self._pool is pool:
+                replace = self._pool is pool
+                if replace:
                     self._pool = None
             pool.shutdown(wait=False, cancel_futures=True)
+            if replace:
+                self.start(wait=False)
             return diagnose(self.source, request).diagnosis
 
     def close(self) -> None:
         with self._lock:
-            pool, self._pool = self._pool, None
+            pool, self._pool, self._closed = self._pool, None, True
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _executor(self) -> ProcessPoolExecutor:
+    def _started(self) -> None:
+        """New workers, serving once each has loaded its copy of the source."""
+        pool = ProcessPoolExecutor(max_workers=self.processes, mp_context=start_context(), initializer=_install,
+                                   initargs=(self.source, os.getpid()))
+        try:
+            for done in [pool.submit(_ready) for _ in range(self.processes)]:
+                done.result()
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
         with self._lock:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.processes, mp_context=start_context(),
-                                                 initializer=_install, initargs=(self.source, os.getpid()))
-            return self._pool
+            if not self._closed:
+                self._pool = pool
+                return
+        pool.shutdown(wait=False, cancel_futures=True)  # closed while they started
+
+    def _started_or_said(self) -> None:
+        try:
+            self._started()
+        except Exception as exc:  # whatever stops a worker, the answers are still made here
+            log.warning("fabricbot: analysis workers could not start (%s); answering in this process", exc)
 
 
 def _install(source: Source, asker: int) -> None:

@@ -22,7 +22,8 @@ def _answers(processes: int) -> list[str]:
     with local_bot(Settings(analysis_processes=processes), source=source) as local:
         assert _serving(source) is (processes > 1)
         if source._workers is not None:  # beside the bot's threads, from a clean server process, never a fork of them
-            assert source._workers._executor()._mp_context.get_start_method() == "forkserver"
+            pool = source._workers._pool
+            assert pool is not None and pool._mp_context.get_start_method() == "forkserver"
         faulty = summary_for(local, "hpc-gpu-node-12")
         healthy = summary_for(local, "hpc-gpu-node-03")
         said = slash(local, 'maintenance hpc-gpu-node-12 2h "swap the mezzanine"')

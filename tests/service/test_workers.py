@@ -63,11 +63,26 @@ def test_planned_work_set_here_is_judged_by_the_workers() -> None:
 def test_an_unknown_name_comes_back_with_its_close_matches() -> None:
     workers = DiagnosisWorkers(SnapshotSource.from_files([SEEDS]), processes=2)
     try:
+        workers.start()
         with pytest.raises(UnknownName) as raised:
             workers.diagnosis(Request(node="hpc-gpu-node12"))
         assert raised.value.kind == "node" and raised.value.matches[0] == "hpc-gpu-node-12"
     finally:
         workers.close()
+
+
+def test_requests_before_the_workers_serve_are_answered_here() -> None:
+    source = SnapshotSource.from_files([SEEDS])
+    workers = DiagnosisWorkers(source, processes=2)
+    request = Request(node="hpc-gpu-node-12")
+    try:
+        assert not workers.serving() and workers.diagnosis(request).model_dump() == _here(source, request)
+        workers.start(wait=False)
+        assert workers.serving(timeout=120)
+        assert workers.diagnosis(request).model_dump() == _here(source, request)
+    finally:
+        workers.close()
+    assert not workers.serving()
 
 
 def test_a_killed_worker_costs_one_answer_made_here(caplog: pytest.LogCaptureFixture) -> None:
@@ -76,13 +91,14 @@ def test_a_killed_worker_costs_one_answer_made_here(caplog: pytest.LogCaptureFix
     workers = DiagnosisWorkers(source, processes=2)
     try:
         workers.start()
-        pool = workers._executor()
+        pool = workers._pool
+        assert pool is not None
         for pid in list(pool._processes):  # as the kernel's out-of-memory killer would
             os.kill(pid, signal.SIGKILL)
         with caplog.at_level(logging.WARNING, logger="fabricbot"):
             assert workers.diagnosis(request).model_dump() == _here(source, request)
         assert "an analysis worker ended without an answer" in caplog.text
-        assert workers._executor() is not pool  # new workers for the next question
+        assert workers.serving(timeout=120) and workers._pool is not pool  # new workers, started aside
         assert workers.diagnosis(request).model_dump() == _here(source, request)
     finally:
         workers.close()
