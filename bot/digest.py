@@ -51,6 +51,11 @@ class Digest:
     def quiet(self) -> bool:
         return not (self.new or self.watches or self.verifying or self.maintenance or not self.watch_judged)
 
+    @property
+    def complete(self) -> bool:
+        """Whether the digest speaks for the whole fleet: the sweep read every node and the watch judged them."""
+        return not self.incomplete and self.watch_judged
+
 
 def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, maintenance: list[Maintenance],
              watched: WatchAnswer | None = None, incomplete: list[str] | None = None) -> Digest:

@@ -14,10 +14,9 @@ from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, di
 
 from ..options import add_threshold_options, parse_time, thresholds_from, window_type
 from .analyze_history import diagnose_history
-from .output import print_json
+from .output import INCOMPLETE, print_json
 
 DEGRADATION_TOLERANCE = 0.1
-INCOMPLETE = 3  # as `sweep`'s incomplete view: readings the answer needs could not be read, its health is unknown
 
 
 def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[str, bool]:

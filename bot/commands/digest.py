@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from dataclasses import asdict
 
 from diagnostics import InputError
@@ -15,6 +16,7 @@ from ..digest import build_digest, digest_lines
 from ..options import add_threshold_options, parse_time, thresholds_from
 from ..storage import open_db
 from ..workflow.tracker import SqliteTracker
+from .output import INCOMPLETE
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
@@ -35,12 +37,19 @@ def cmd_digest(args: argparse.Namespace) -> int:
                          default=str))
     else:
         print("\n".join(digest_lines(digest)))
-    return 0
+    if digest.complete:
+        return 0
+    print("fabricbot: digest INCOMPLETE (its Incomplete and Watch lines say why; this is not an all-clear)",
+          file=sys.stderr)
+    return INCOMPLETE
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("digest", help="the daily digest: new failing parts, watch list, repairs verifying, "
-                                      "maintenance")
+                                      "maintenance",
+                       description="Exit status: 0 the digest of the whole fleet, 2 a usage or input error, "
+                                   "3 incomplete: nodes it could not read or judge (its Incomplete lines say "
+                                   "which), as `sweep` and `watch` say of theirs.")
     p.add_argument("--store", metavar="DIR", help="telemetry store folder (default $FABRICBOT_STORE)")
     p.add_argument("--at", metavar="TIME", help="as of this time (ISO 8601; default the newest reading)")
     p.add_argument("--json", action="store_true")

@@ -13,8 +13,7 @@ from diagnostics.store import At, IngestReport, expand, open_store, read_sources
 
 from ..options import parse_time
 from ..progress import progress_bar
-
-PARTIAL = 3  # some files refused, the others read (and stored): as `sweep`'s incomplete
+from .output import INCOMPLETE
 
 
 def _parse_at(value: str | None) -> At:
@@ -68,7 +67,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         kept = "stored" if args.store else "read"
         print(f"fabricbot: {len(refused)} of {len(report.files)} files refused, the others {kept} ({reasons})",
               file=sys.stderr)
-        return PARTIAL
+        return INCOMPLETE  # some files refused, the others read (and stored)
     return 0
 
 

@@ -9,6 +9,10 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 
+# The exit status of an answer that is not the whole one (readings it could not read, nodes it could not judge, files
+# refused): every command gives this one, so a script tells "nothing wrong" from "not all seen" the same way.
+INCOMPLETE = 3
+
 
 def print_json(value: BaseModel | Any) -> None:
     """`value` (a model, or lists and dicts of plain values and models) as indented JSON on stdout, then a newline.

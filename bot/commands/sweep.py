@@ -18,7 +18,7 @@ from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
-from .output import print_json
+from .output import INCOMPLETE, print_json
 
 
 def _table(result: SweepResult, out: TextIO) -> None:
@@ -73,7 +73,7 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None) -> int:
         _table(result, sys.stdout)
     if not result.complete:
         print(f"fabricbot: {result.headline()}", file=sys.stderr)
-        return 3
+        return INCOMPLETE
     return 1 if result.offenders else 0
 
 

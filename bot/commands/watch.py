@@ -12,6 +12,7 @@ from diagnostics.config import load_watch
 from diagnostics.service import StoreSource, known, watched
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
+from .output import INCOMPLETE
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -34,7 +35,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             print(f"watch  {w.node_id}  {w.summary}")
     for line in answer.not_judged():  # the list is not the fleet's: said, and the exit code says it
         print(f"fabricbot: watch list INCOMPLETE: {line}", file=sys.stderr)
-    return 0 if answer.complete else 3
+    return 0 if answer.complete else INCOMPLETE
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

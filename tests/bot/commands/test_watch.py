@@ -110,7 +110,7 @@ def test_slack_says_what_the_cli_says_of_a_history_too_short_to_judge(tmp_path: 
     assert missed[1] == missed[0].replace("node-1", "node-2", 1)  # one reason for both
     together = missed[0].replace("node-1 not judged", "node-1, node-2 not judged")  # said once for both
     code, out, _ = cli("digest", "--store", str(one))
-    assert f"Watch: {quiet}\n  {together}\n" in out and "Nothing new" not in out
+    assert code == 3 and f"Watch: {quiet}\n  {together}\n" in out and "Nothing new" not in out
     with local_bot(source=StoreNodeSource(one)) as local:
         watched, digest = slash(local, "watch"), slash(local, "digest")
     assert watched == f":eyes: *Watch of the fleet*: {quiet}\n:warning: *Incomplete*\n• {together}"
