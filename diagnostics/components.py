@@ -23,6 +23,7 @@ FABRIC_SOFTWARE_NAME = "Fabric Manager / NVIDIA driver"
 DOMAIN_SOFTWARE_NAME = "NVLink domain fabric software (NMX-Controller, IMEX)"  # a rack's: no host runs Fabric Manager
 _GPU_PEER = re.compile(r"^\s*gpu[\s_-]*(\d+)\s*$", re.IGNORECASE)
 _SWITCH_PEER = re.compile(r"^\s*(?:nv\s*switch|nvsw|sw)[\s_-]*([0-9a-f:.]+)\s*$", re.IGNORECASE)
+_DRIVER_SWITCH = re.compile(r"^\s*nvswitch (\d+)\s*$", re.IGNORECASE)
 _RACK_CHIP = re.compile(r"^\s*switch tray (?P<tray>\S+) chip (?P<chip>\d+)\s*$", re.IGNORECASE)
 
 
@@ -42,6 +43,13 @@ def switch_name(label: object) -> str:
 def switch_label(name: str) -> str:
     """The label an NVSwitch's name carries ("NVSwitch 1" -> "1"): what a table's `nvswitch` column holds."""
     return name.removeprefix("NVSwitch ")
+
+
+def tray_chip(name: str | None) -> int | None:
+    """The chip of its switch tray that a switch tray host's NVSwitch is ("NVSwitch 1" -> 2): the host's driver counts
+    the tray's chips from 0, the tray is marked from 1. None for a name that is not a driver's NVSwitch."""
+    named = _DRIVER_SWITCH.match(name or "")
+    return int(named[1]) + 1 if named else None
 
 
 def is_switch(name: str | None) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..components import IN_TRAY, ComponentRef
+from ..components import IN_TRAY, ComponentRef, tray_chip
 from ..config.platforms import all_platforms
 from ..config.racks import rack_of
 from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
@@ -36,7 +36,6 @@ from .rack_domain import domain_software, imex_notes, rack_incident, tray_onsets
 from .rack_localize import Placed, localize_rack
 from .recovery import Recovery, recovery_notes, with_recovery
 
-_DRIVER_SWITCH = re.compile(r"^NVSwitch (\d+)$")
 _DOMAIN = re.compile(r"(ClusterUUID|CliqueId): ([^;]+)")
 _NMX_ROLE = re.compile(r"nmx", re.IGNORECASE)  # the inventory's role of a host that runs NMX-Controller
 WHOLE = (ComponentKind.FABRIC_SOFTWARE, ComponentKind.NVLINK_DOMAIN)  # a rack's suspect that is the rack as one
@@ -168,10 +167,9 @@ def _switch_side(rack: Rack, host: str, f: Finding) -> Placed:
     """A switch tray's port finding named by its tray and chip (the driver's NVSwitch k is chip k + 1), joined to
     the GPU link on that port where the tray's slot is known."""
     label, ref = rack.label[host], f.ref
-    named = _DRIVER_SWITCH.match(ref.switch or "")
-    if ref.kind is not ComponentKind.NVSWITCH or named is None:
+    chip = tray_chip(ref.switch)
+    if ref.kind is not ComponentKind.NVSWITCH or chip is None:
         return Placed(f, host, ref, switch_side=True)
-    chip = int(named[1]) + 1
     new = ComponentRef.switch_chip(label, chip, ref.port)
     lifted = f.model_copy(update={"ref": new, "switch": new.switch, "switch_port": ref.port,  # read on the port
                                   "port_source": PortSource.OBSERVED if ref.port is not None else f.port_source})
@@ -424,8 +422,8 @@ def _rack_ref(rack: Rack, host: str, ref: ComponentRef) -> ComponentRef:
     """A host's part (one no finding of it names) as its rack names it: a GPU in its compute tray, the driver's
     NVSwitch k as chip k + 1 of its switch tray."""
     if rack.kind.get(host) == "switch":
-        named = _DRIVER_SWITCH.match(ref.switch or "") if ref.kind is ComponentKind.NVSWITCH else None
-        return ComponentRef.switch_chip(rack.label[host], int(named[1]) + 1, ref.port) if named else ref
+        chip = tray_chip(ref.switch) if ref.kind is ComponentKind.NVSWITCH else None
+        return ComponentRef.switch_chip(rack.label[host], chip, ref.port) if chip is not None else ref
     return ref.in_tray(rack.label[host]) if ref.tray is None and ref.gpu is not None and ref.kind in IN_TRAY else ref
 
 

@@ -20,7 +20,7 @@ from matplotlib.patches import Patch, Rectangle
 from PIL import Image
 
 from ..analysis.absence import gpu_gone
-from ..components import ComponentRef, switch_label
+from ..components import ComponentRef, tray_chip
 from ..enums import ComponentKind, Severity, severity_rank
 from ..errors import InputError
 from ..model import Diagnosis, Finding, Localization
@@ -115,10 +115,11 @@ def switch_slot(diagnosis: Diagnosis) -> int | None:
 def _on_switch_tray(ref: ComponentRef, slot: int | None) -> ComponentRef:
     """A switch tray host's own port ("NVSwitch 1 port 17": the host counts its chips from 0) as the rack's chip
     and port ("Switch tray 3 chip 2 port 17"), so it lands on its GPU link."""
+    chip = tray_chip(ref.switch)
     if slot is None or ref.kind is not ComponentKind.NVSWITCH or ref.switch_tray is not None or ref.port is None \
-            or ref.switch is None or not switch_label(ref.switch).isdigit():
+            or chip is None:
         return ref
-    return ComponentRef.switch_chip(str(slot), int(switch_label(ref.switch)) + 1, ref.port)
+    return ComponentRef.switch_chip(str(slot), chip, ref.port)
 
 
 def _downstream(diagnosis: Diagnosis) -> set[tuple[str | None, int | None]]:

@@ -5,10 +5,12 @@ Both drafters end here; a drafter only adds words (summary, reasoning, step word
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
 from ..analysis.rules import priority as rule_priority
+from ..components import ComponentRef, tray_chip
 from ..config.repair_catalog import load_catalog
 from ..config.thresholds import load_thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Priority, Severity
@@ -21,6 +23,7 @@ from .identity import gpu_at, identity_for
 from .ticket import Choice, Cost, Evidence, Hypothesis, RepairTicket, Step
 
 HOURS_PER_DAY = 24
+_DRIVER_PORT = re.compile(r"^\s*(?P<switch>nvswitch \d+)(?: port (?P<port>\d+))?\s*$", re.IGNORECASE)
 
 
 class NoFaultError(InputError):
@@ -56,12 +59,20 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
 
 
 def _as_its_rack_says(diagnosis: Diagnosis, wanted: str) -> list[str]:
-    """A compute tray host's part named as its driver says it (`GPU 3 NVLink 16`), as the rack names it (`Compute
-    tray 4 GPU 3 NVLink 16`), the one name its findings carry."""
+    """A rack host's part named as its driver says it, as the rack names it, the one name its findings carry: a
+    compute tray's `GPU 3 NVLink 16` is `Compute tray 4 GPU 3 NVLink 16`, a switch tray's `NVSwitch 1 port 17` is
+    `Switch tray 3 chip 2 port 17` (its driver counts the chips from 0)."""
     place, tray = diagnosis.rack, diagnosis.tray
-    if place is None or tray is None or place.host_of(tray) != diagnosis.node_id:
+    if place is None or tray is None:
         return []
-    return [f"compute tray {tray} {wanted}".lower()]
+    if place.host_of(tray) == diagnosis.node_id:
+        return [f"compute tray {tray} {wanted}".lower()]
+    named = _DRIVER_PORT.match(wanted)
+    chip = tray_chip(named["switch"]) if named and place.switch.get(tray) == diagnosis.node_id else None
+    if named is None or chip is None:
+        return []
+    port = int(named["port"]) if named["port"] is not None else None
+    return [ComponentRef.switch_chip(tray, chip, port).name.lower()]
 
 
 def _rack_ticket(diagnosis: Diagnosis) -> str:

@@ -189,7 +189,8 @@ def test_each_part_has_one_owner_whoever_answers(ref: ComponentRef, fault: Fault
 def test_a_switch_tray_port_is_one_part_from_the_rack_and_from_its_switch_tray_host(
         engine: Fleet, seen: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
     """The switch tray's host reads its ports under the driver's names; both doors name them as the rack does, so
-    the tracker sees one part: a port filed from the rack is already open when its host drafts it."""
+    the tracker sees one part: a port filed from the rack is already open when its host drafts it. The host still
+    takes the driver's name for it (`NVSwitch 1 port 17`, chip 2's), as a compute tray host takes `GPU 3 NVLink 16`."""
     store, _ = seen
     host, rack = engine.diagnoses["rack-01-s01"], engine.racks["rack-01"]
     port = host.failing[0]
@@ -198,12 +199,14 @@ def test_a_switch_tray_port_is_one_part_from_the_rack_and_from_its_switch_tray_h
     assert same.component == port.component and host.owner_of(port.ref.slug) == rack.owner_of(port.ref.slug) == \
         "rack-01"
     drafted = []
-    for node in ("rack-01", "rack-01-s01"):
-        _, out = _run(capsys, "ticket", node, "--store", str(store), "--link", port.component, "--json", "--rules")
+    assert port.ref.chip is not None
+    driver = f"NVSwitch {port.ref.chip - 1} port {port.ref.port}"  # as the host's own nvidia-smi names the port
+    for node, name in (("rack-01", port.component), ("rack-01-s01", port.component), ("rack-01-s01", driver)):
+        _, out = _run(capsys, "ticket", node, "--store", str(store), "--link", name, "--json", "--rules")
         drafted.append(json.loads(out))
     keys = ("node_id", "component", "switch", "switch_port", "port_source", "replacement_part", "priority")
-    first, second = ({k: t[k] for k in keys} for t in drafted)
-    assert first == second
+    first, second, third = ({k: t[k] for k in keys} for t in drafted)
+    assert first == second == third
     assert drafted[0]["switch_port"] == port.switch_port and drafted[0]["port_source"] == "observed"
     filed, told, held = _filed_from_rack_then_drafted_on(store, port.component, "rack-01-s01")
     assert (filed.node_id, filed.component) == ("rack-01", port.component)
