@@ -72,7 +72,7 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
             if (owner, loc.ref.slug) in seen:
                 continue
             seen.add((owner, loc.ref.slug))
-            if tracker.open_ticket(owner, loc.ref.slug) is not None:
+            if tracker.open_ticket(owner, loc.ref.slug, wider=d.wider_owner(loc.ref.slug)) is not None:
                 ticketed += 1
                 continue
             new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, d.ticket_priority.value,

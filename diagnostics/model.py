@@ -427,6 +427,13 @@ class Diagnosis(BaseModel):
             return place.rack_id
         return place.host_of(ref.tray) or self.node_id
 
+    def wider_owner(self, slug: str | None = None) -> str | None:
+        """Who besides its owner may hold an open ticket that stands for the part `slug`: in a rack, the rack (a
+        switch chip's ticket holds the compute trays' links it explains); None off a rack, or for the rack's part."""
+        if self.rack is None or self.owner_of(slug) == self.rack.rack_id:
+            return None
+        return self.rack.rack_id
+
     def _part(self, slug: str | None) -> tuple[ComponentRef | None, FaultKind | None]:
         """The reference and fault of the part `slug` names (a localization, else a finding's link), or of the
         isolated part."""

@@ -105,11 +105,10 @@ def _already_open(label: str, tracker: Tracker, diagnosis: Diagnosis, graph: Nod
     """Whether the store's tracker has an open ticket standing for the part asked (its own, or a wider part's that
     includes it); if so it is said, and nothing is drafted."""
     part, _ = select(diagnosis, link, graph)
-    owner = diagnosis.owner_of(part.id)
-    known = tracker.open_ticket(owner, part.id)
+    known = tracker.open_ticket(diagnosis.owner_of(part.id), part.id, wider=diagnosis.wider_owner(part.id))
     if known is None:
         return False
-    print(f"{label}: a ticket for {part.component} on {owner} is already open: {known.id}"
+    print(f"{label}: a ticket for {part.component} on {known.node_id} is already open: {known.id}"
           f"{covering(known, part.id, part.component)} (filed by {known.filed_by}); no second ticket drafted",
           file=sys.stderr)
     return True

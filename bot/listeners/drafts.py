@@ -132,12 +132,12 @@ class Drafting:
         try:
             subject = f"{owner} / {component}"
             when = s.clock().isoformat(timespec="seconds")
-            existing = s.tracker.open_ticket(owner, slug)
+            existing = s.tracker.open_ticket(owner, slug, wider=diagnosis.wider_owner(slug))
             if existing is not None:
                 known = s.tracker.add_evidence(existing.id, evidence_lines(diagnosis, component, when,
                                                                            self.target.analysis_id), actor=at.user)
                 s.record("draft", actor=at.user, subject=subject, outcome="points to open ticket", ticket=known.id)
-                raise Refused(f"A ticket for {esc(component)} on `{esc(owner)}` is already open: "
+                raise Refused(f"A ticket for {esc(component)} on `{esc(known.node_id)}` is already open: "
                               f"*{esc(known.id)}*{esc(covering(known, slug, component))} (filed by "
                               f"{mention(known.filed_by)}). I added this analysis to its evidence.")
             assert s.drafter is not None

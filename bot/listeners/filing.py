@@ -98,9 +98,14 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
         diagnosis = services.state.analysis(draft.analysis_id)
         return diagnosis.parts_of(draft.slug) if diagnosis else [draft.slug]
 
+    def wider(draft: Draft) -> str | None:
+        diagnosis = services.state.analysis(draft.analysis_id)
+        return diagnosis.wider_owner(draft.slug) if diagnosis else None
+
     try:
         decision = filing_.decide(state=services.state, tracker=services.tracker, record=services.record,
-                                  draft_id=draft_id, actor=at.user, filing=filing, evidence=evidence, parts=parts)
+                                  draft_id=draft_id, actor=at.user, filing=filing, evidence=evidence, parts=parts,
+                                  wider=wider)
     except Exception as exc:  # the tracker refused: nothing was written, and the person hears why
         at.reply.tell(f"Filing failed, so the draft is still open: {esc(exc)}")
         raise

@@ -41,9 +41,11 @@ class Decision:
 
 def decide(*, state: BotState, tracker: Tracker, record: Record, draft_id: int, actor: str, filing: bool,
            evidence: Callable[[Draft], list[str]],
-           parts: Callable[[Draft], list[str]] | None = None) -> Decision | None:
+           parts: Callable[[Draft], list[str]] | None = None,
+           wider: Callable[[Draft], str | None] | None = None) -> Decision | None:
     """File or discard a pending draft, all or nothing; None when it was already decided (a second click).
-    `parts`: the slugs the ticket stands for (its part and the links it explains), watched after a repair."""
+    `parts`: the slugs the ticket stands for (its part and the links it explains), watched after a repair; `wider`:
+    who besides the draft's owner may hold the open ticket that stands for its part (a tray's part: its rack)."""
     db = state.db
     with db_lock(db), db.atomic():
         draft = state.claim_draft(draft_id, DraftState.FILED if filing else DraftState.DISCARDED)
@@ -59,7 +61,8 @@ def decide(*, state: BotState, tracker: Tracker, record: Record, draft_id: int, 
                               title=f"{draft.node_id}: {draft.component}", body=draft.markdown,
                               priority=draft.priority, actor=actor, evidence=evidence(draft),
                               parts=parts(draft) if parts else None, hardware=gpu,
-                              replace_at=load_verification().replace_at_ticket)
+                              replace_at=load_verification().replace_at_ticket,
+                              wider=wider(draft) if wider else None)
         state.update_draft(draft_id, ticket_id=result.ticket.id)
         record("filing", actor="fabricbot", subject=subject, ticket=result.ticket.id, created=result.created,
                approved_by=actor, recurrence_of=result.recurrence_of, repeat_offender=result.repeat_offender)

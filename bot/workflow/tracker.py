@@ -81,10 +81,11 @@ class FilingResult:
 class Tracker(Protocol):
     def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
              evidence: list[str], parts: list[str] | None = None, hardware: Hardware | None = None,
-             replace_at: int = 3) -> FilingResult: ...
+             replace_at: int = 3, wider: str | None = None) -> FilingResult: ...
 
-    def open_ticket(self, node_id: str, slug: str) -> Ticket | None:
-        """The open ticket that stands for the part: its own, else one whose parts hold it."""
+    def open_ticket(self, node_id: str, slug: str, *, wider: str | None = None) -> Ticket | None:
+        """The open ticket that stands for the part: its own, else one whose parts hold it, on `node_id` or on
+        `wider` (`Diagnosis.wider_owner`: a tray's part under its rack's ticket)."""
         ...
 
     def open_within(self, node_id: str, parts: list[str]) -> list[Ticket]:
@@ -177,16 +178,20 @@ class SqliteTracker:
         return [Ticket.from_row(r) for r in self.db[TICKETS].rows_where(where, [node_id, *OPEN_STATES],
                                                                            order_by="seq")]
 
-    def _covering(self, node_id: str, slug: str) -> Ticket | None:
-        """The part's own open ticket, else the newest open one whose parts hold it."""
+    def _covering(self, node_id: str, slug: str, wider: str | None = None) -> Ticket | None:
+        """The part's own open ticket, else the newest open one whose parts hold it, on the node, else on `wider`."""
         own = self._latest(node_id, slug, open_only=True)
         if own is not None:
             return own
-        return next((t for t in reversed(self._open(node_id)) if slug in t.parts), None)
+        for owner in (node_id, *([wider] if wider and wider != node_id else [])):
+            held = next((t for t in reversed(self._open(owner)) if slug in t.parts), None)
+            if held is not None:
+                return held
+        return None
 
-    def open_ticket(self, node_id: str, slug: str) -> Ticket | None:
+    def open_ticket(self, node_id: str, slug: str, *, wider: str | None = None) -> Ticket | None:
         with self._lock:
-            return self._covering(node_id, slug)
+            return self._covering(node_id, slug, wider)
 
     def open_within(self, node_id: str, parts: list[str]) -> list[Ticket]:
         with self._lock:
@@ -213,12 +218,13 @@ class SqliteTracker:
 
     def file(self, *, node_id: str, component: str, slug: str, title: str, body: str, priority: str, actor: str,
              evidence: list[str], parts: list[str] | None = None, hardware: Hardware | None = None,
-             replace_at: int = 3) -> FilingResult:
-        """A new ticket, or evidence added to the open one that stands for the part (its own or a wider part's). A
-        part that was ticketed and closed before is a recurrence (linked, escalated); a GPU (`hardware`) on its
-        `replace_at`th ticket on any node is a repeat offender: escalated, its title saying which ticket it is."""
+             replace_at: int = 3, wider: str | None = None) -> FilingResult:
+        """A new ticket, or evidence added to the open one that stands for the part (its own or a wider part's, on
+        the node or on `wider`, as `open_ticket` finds it). A part that was ticketed and closed before is a
+        recurrence (linked, escalated); a GPU (`hardware`) on its `replace_at`th ticket on any node is a repeat
+        offender: escalated, its title saying which ticket it is."""
         with self._lock, self.db.atomic():
-            existing = self._covering(node_id, slug)
+            existing = self._covering(node_id, slug, wider)
             if existing is not None:
                 return FilingResult(self.add_evidence(existing.id, evidence, actor=actor), created=False)
             previous = self._latest(node_id, slug, open_only=False)

@@ -1,5 +1,6 @@
 """A part already under repair gets no second ticket: an open ticket whose parts include the part asked (a switch
-chip's ticket and one of its ports, a GPU's and one of its links) is its open ticket, through `/fabric` and its
+chip's ticket and one of its ports, a GPU's and one of its links; in a rack, the chip's ticket and a compute tray's
+link it explains, though the tray's host owns that link) is its open ticket, through `/fabric` and its
 draft and filing, the `ticket` command, the digest and the tracker; a wider part asked while a narrower one is open
 is a ticket of its own that names it."""
 
@@ -97,6 +98,45 @@ def test_a_port_of_a_ticketed_switch_chip_is_already_open_from_its_switch_tray_h
         assert f"already open for a part of this one: {narrow.id} ({port})" in wide.shown_blocks
         _approve(c, wide, 2)
         assert f"{narrow.id} ({port})" in c.local.tracker.tickets()[-1].body
+
+
+def test_a_compute_tray_link_the_ticketed_chip_explains_is_the_chips_ticket_from_the_trays_host(
+        chip: tuple[Diagnosis, Diagnosis, str, str], engine: Fleet, switch_chip_rack: Rack, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A compute tray's link that lands on the failing chip is the tray host's part, but the chip's ticket (on the
+    rack) holds it: clicked on the tray's host after the chip was filed from `/fabric rack`, it is already open and
+    joins the chip's evidence; a draft of it made before joins the chip's ticket when approved; `ticket HOST --link`
+    drafts nothing. Before, each was a second ticket, on the tray's host, for a repair the chip's ticket makes."""
+    rack, _, chip_name, _ = chip
+    assert rack.localization is not None
+    parts = rack.parts_of(rack.localization.ref.slug)
+    host = next(d for n, d in sorted(engine.diagnoses.items()) if d.rack is not None and d.rack.host_of(d.tray) == n
+                and any(f.ref.slug in parts for f in d.failing))
+    link = next(f for f in host.failing if f.ref.slug in parts and " -> " in f.component)
+    assert host.owner_of(link.ref.slug) == host.node_id and host.wider_owner(link.ref.slug) == "rack-01"
+    store = tmp_path / "store"
+    shutil.copytree(switch_chip_rack[1], store)
+    with console(source=StoreNodeSource(store)) as c:
+        early = _preview(click_draft(c, summary(c, host.node_id), link.component))  # drafted while nothing was open
+        _approve(c, _preview(click_draft(c, summary(c, "rack rack-01"), chip_name)), 1)
+        (filed,) = c.local.tracker.tickets()
+        assert filed.node_id == "rack-01" and link.ref.slug in filed.parts
+        told = click_draft(c, summary(c, host.node_id), link.component)
+        said = f"on `rack-01` is already open: *{filed.id}* covers {chip_name}, which includes {esc(link.component)}"
+        assert any(said in m.text for m in told), [m.text for m in told]
+        assert len(c.local.tracker.tickets()) == 1
+        assert any(f", {host.node_id}: {link.component}" in e for e in c.local.tracker.get(filed.id).evidence)
+        filing = next(b for b in buttons(early) if b["action_id"] == "file_ticket")
+        assert c.act(early.ts, filing["action_id"])["status"] == 200
+        assert c.slack.wait_for(lambda s: f"Already open as *{filed.id}*" in (s.find(early.ts) or early).text)
+        assert len(c.local.tracker.tickets()) == 1
+    other = tmp_path / "cli"
+    shutil.copytree(switch_chip_rack[1], other)
+    chip_ticket = _file(SqliteTracker(open_db(other)), rack, chip_name)
+    capsys.readouterr()
+    assert main(["ticket", host.node_id, "--store", str(other), "--link", link.component, "--rules"]) == 1
+    out, err = capsys.readouterr()
+    assert not out and f"on rack-01 is already open: {chip_ticket} covers {chip_name}" in err
 
 
 def test_the_ticket_command_says_the_chips_ticket_covers_its_port(
