@@ -385,6 +385,9 @@ class Diagnosis(BaseModel):
     tray: str | None = Field(default=None, description="For a rack's host: its tray in `rack`.")
     gpu_ids: dict[int, GpuId] = Field(
         default_factory=dict, description="Each GPU's serial and UUID where the node's readings name them, by index.")
+    lists_every_link: bool = Field(
+        default=False, description="Its findings name every link read, healthy ones too (one node's view), so a link "
+                                   "none names was not read; a fleet sweep's name the flagged links only.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:

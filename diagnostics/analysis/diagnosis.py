@@ -96,7 +96,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              findings: list[Finding], localizations: list[Localization], job: JobExplanation | None,
              thresholds: Thresholds, warnings: list[str], rates_known: bool = True,
              has_links: bool = True, job_gpus: int | None = None, prescored: bool = False,
-             rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False) -> Diagnosis:
+             rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False,
+             lists_every_link: bool = False) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts)."""
@@ -144,7 +145,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         job_gpus=job_gpus if shown and shown.nodes else None,
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline,
                                                                   rack is not None),
-        rack=rack, tray=tray,
+        rack=rack, tray=tray, lists_every_link=lists_every_link,
     )
 
 

@@ -12,6 +12,7 @@ SEVERITY_COLOURS: dict[Severity, str] = {
     Severity.DOWN: "#c2185b",
 }
 NOT_REPORTING = SEVERITY_COLOURS[Severity.DOWN]  # the links of a GPU gone from the bus: no reading is not healthy
+NOT_READ = "#dde0e4"  # links the input holds no reading of (a paste cut short, of some GPUs): neither healthy nor not
 SUSPECT = "#6f42c1"
 INK = "#212529"  # text
 MUTED = "#495057"  # secondary text

@@ -36,7 +36,7 @@ from ..enums import Severity
 from ..errors import InputError
 from ..model import Diagnosis
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph
-from .colours import HEALTHY, NOT_REPORTING, PCIE_HEALTHY, SEVERITY_COLOURS, SUSPECT
+from .colours import HEALTHY, NOT_READ, NOT_REPORTING, PCIE_HEALTHY, SEVERITY_COLOURS, SUSPECT
 from .scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene
 
 SIZE_PX = (1200, 900)
@@ -176,12 +176,16 @@ def _width(bundle: Bundle) -> float:
 
 
 SILENT_STYLE = (0, (1, 1.6))  # dotted: a link that reads nothing, apart from a link read down (dashed)
+NOT_READ_STYLE = (0, (5, 3))  # long dashes: links no reading reached, apart from PCIe's short ones
 
 
 def bundle_style(bundle: Bundle) -> tuple[str, Any]:
-    """A bundle's colour and line style: grey when it reports, the down colour dotted when its GPU is gone."""
+    """A bundle's colour and line style: grey when it reports, the down colour dotted when its GPU is gone, pale
+    and long-dashed when nothing of it was read."""
     if not bundle.reporting:
         return NOT_REPORTING, SILENT_STYLE
+    if not bundle.read:
+        return NOT_READ, NOT_READ_STYLE
     return (PCIE_HEALTHY, (0, (2, 2))) if bundle.link_type == "pcie" else (HEALTHY, "-")
 
 
@@ -263,6 +267,8 @@ def _legend(ax: _Board, scene: Scene) -> None:
     ]
     if any(not b.reporting for b in scene.bundles):
         rows.append(("not reporting (GPU gone)", NOT_REPORTING, 2.0, SILENT_STYLE, 1.0))
+    if any(not b.read for b in scene.bundles):
+        rows.append(("not read in the input", NOT_READ, 1.6, NOT_READ_STYLE, 1.0))
     if scene.suspect_node or scene.suspect_edge:
         rows.append(("suspected component", SUSPECT, 8.0, "-", 0.45))
     right, top = WIDTH - 0.08, HEIGHT - 0.08

@@ -33,13 +33,15 @@ _COUNTER_WORDS = {
 @dataclass
 class Bundle:
     """All links between two nodes, drawn as one line; `count` links (NVLinks) or one (PCIe). Not `reporting`
-    when an end is a GPU the diagnosis judged gone (off the bus, silent): its links read nothing, so are not healthy."""
+    when an end is a GPU the diagnosis judged gone (off the bus, silent): its links read nothing, so are not healthy.
+    Not `read` when the diagnosis holds no reading of any of them (`_unread`): drawn so, not as healthy."""
 
     u: str
     v: str
     link_type: str
     count: int
     reporting: bool = True
+    read: bool = True
 
 
 @dataclass
@@ -266,4 +268,21 @@ def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
         at = (x1 + (x2 - x1) * t, y1 + (y2 - y1) * t)
         scene.highlights.append(Highlight(u, v, finding.severity, label, gid, offset, finding, at))
     _suspect(scene, graph, diagnosis, placed, marked)
+    _unread(scene, diagnosis, placed)
     return scene
+
+
+def _unread(scene: Scene, diagnosis: Diagnosis, placed: dict[str, tuple[str, str]]) -> None:
+    """A GPU's NVLink bundles that no finding lies on, in a diagnosis that names every link it read: links the input
+    does not reach (a paste cut short or elided, an output of some GPUs, a snapshot of chosen links), which are
+    neither healthy nor missing. A GPU's total over its NVLinks reads them all."""
+    if not diagnosis.lists_every_link:
+        return
+    read = {frozenset(edge) for edge in placed.values()}
+    totals = {gpu_node(f.gpu) for f in diagnosis.findings
+              if f.gpu is not None and f.link is None and f.link_type is LinkType.NVLINK}
+    for bundle in scene.bundles:
+        gpus = {n for n in (bundle.u, bundle.v) if scene.kinds.get(n) == GPU}
+        if bundle.link_type == "nvlink" and gpus and bundle.reporting and not gpus & totals \
+                and frozenset((bundle.u, bundle.v)) not in read:
+            bundle.read = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from diagnostics.model import Diagnosis, Finding, Localization, Snapshot
 from diagnostics.render.colours import NOT_REPORTING
 from diagnostics.render.draw import HEALTHY, SEVERITY_COLOURS, SIZE_PX, SUSPECT, render_node, render_with_warnings
 from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, layout
+from diagnostics.service import Request, StoreSource, diagnose, fleet
 from diagnostics.topology import generic_graph, platform_graph
 
 MAX_BYTES = 300 * 1024
@@ -234,3 +236,23 @@ def test_a_gpu_gone_from_the_bus_draws_its_links_as_not_reporting() -> None:
                                                              "NVSwitch 3", "PCIe switch 2")}
     assert strokes["bundle-gpu1-nvswitch0"] == HEALTHY
     assert near(pixels(render_node(graph, diag)), midpoint(scene, "GPU 2", "NVSwitch 0"), NOT_REPORTING, radius=5)
+
+
+def test_a_node_read_whole_has_no_link_drawn_not_read(bundled_store: Path) -> None:
+    """Every node of the bundled store, on every platform it holds (per-link series, per-GPU totals, a GPU gone):
+    each NVLink bundle either read or not reporting, none drawn as not read; a fleet sweep's diagnosis, which names
+    the flagged links only, draws no link as not read either."""
+    source = StoreSource(bundled_store)
+    drawn = 0
+    for node in source.nodes():
+        answer = diagnose(source, Request(node=node))
+        if answer.graph is None:
+            continue
+        assert answer.diagnosis.lists_every_link
+        scene = build_scene(answer.graph, answer.diagnosis)
+        assert all(b.read for b in scene.bundles), (node, [(b.u, b.v) for b in scene.bundles if not b.read])
+        drawn += 1
+    assert drawn >= 40
+    swept = fleet(source, Request()).diagnoses["hpc-gpu-node-12"]
+    assert not swept.lists_every_link
+    assert all(b.read for b in build_scene(platform_graph("h100-nvl-8gpu"), swept).bundles)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from diagnostics.render.colours import HEALTHY, NOT_READ
 from diagnostics.store.telemetry import open_store
 from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES, snapshot_dict
@@ -147,3 +149,24 @@ def test_a_paste_s_down_links_are_drawn_as_analyze_flags_them(tmp_path: Path, cl
     assert code == 0 and "dgx1-4, dgx1-v100-8gpu, 8 GPUs" in stdout, err
     svg = (tmp_path / "d.svg").read_text(encoding="utf-8")
     assert 'id="link-gpu3-nvlink3"' in svg and 'id="link-gpu3-nvlink5"' in svg and 'id="suspect"' in svg
+
+
+def test_the_links_a_cut_paste_does_not_reach_are_drawn_not_read(tmp_path: Path, cli: Cli) -> None:
+    """The H100 `nvlink -e` paste holds GPU 0's links 0, 1 and 17 (the rest elided as `[...]`) and no other GPU:
+    the two bundles those links land on are drawn healthy, and every other GPU's NVLinks as not read, where all of
+    them were drawn healthy grey: a picture of all-healthy links for an input that read three."""
+    code, out, err = cli("analyze", str(REAL / "nvlink_e_h100_1.txt"), "--node", "n1", "--platform",
+                         "hgx-h100-8gpu", "--json")
+    assert code == 0 and json.loads(out)["lists_every_link"] is True, err
+    picture = tmp_path / "n1.svg"
+    code, _, err = cli("render", str(REAL / "nvlink_e_h100_1.txt"), "--node", "n1", "--platform", "hgx-h100-8gpu",
+                       "-o", str(picture))
+    assert code == 0, err
+    svg = picture.read_text(encoding="utf-8")
+    strokes = dict(re.findall(r'<g id="(bundle-[^"]+)">\s*<path [^>]*?stroke: (#[0-9a-f]{6})', svg))
+    nvlinks = {k: c for k, c in strokes.items() if "nvswitch" in k}
+    assert len(nvlinks) == 32  # 8 GPUs x 4 NVSwitches
+    assert {k for k, c in nvlinks.items() if c == HEALTHY} == {"bundle-gpu0-nvswitch0", "bundle-gpu0-nvswitch3"}
+    assert {k for k, c in nvlinks.items() if c == NOT_READ} == set(nvlinks) - {"bundle-gpu0-nvswitch0",
+                                                                              "bundle-gpu0-nvswitch3"}
+    assert "not read in the input" in svg
