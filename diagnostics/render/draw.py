@@ -255,6 +255,7 @@ def _over_nodes(ax: _Board, scene: Scene, boxes: tuple[_Box, ...]) -> list[Artis
 
 
 LEGEND_ROW = 0.21  # drawing units between legend rows (21 px)
+LEGEND_WIDTH = 2.75  # drawing units, from 0.08 inside the right edge
 LEGEND_FONT = 9.0
 
 
@@ -272,7 +273,7 @@ def _legend(ax: _Board, scene: Scene) -> None:
     if scene.suspect_node or scene.suspect_edge:
         rows.append(("suspected component", SUSPECT, 8.0, "-", 0.45))
     right, top = WIDTH - 0.08, HEIGHT - 0.08
-    left = right - 2.75
+    left = right - LEGEND_WIDTH
     height = LEGEND_ROW * len(rows) + 0.16
     ax.add(FancyBboxPatch((left, top - height), right - left, height, boxstyle="round,pad=0,rounding_size=0.06",
                                 facecolor="white", edgecolor="#ced4da", linewidth=0.8, zorder=8, alpha=0.95))
@@ -283,6 +284,20 @@ def _legend(ax: _Board, scene: Scene) -> None:
     ax.text(left + 0.68, ys[0], "\n".join(r[0] for r in rows), fontsize=LEGEND_FONT, va="top", zorder=9,
             linespacing=LEGEND_ROW * 72 / LEGEND_FONT, color="#212529",
             transform=ax.transData + ScaledTranslation(0, LEGEND_FONT * 0.62 / 72, ax.figure.dpi_scale_trans))
+
+
+def _fit(line: Text, canvas: FigureCanvasAgg) -> None:
+    """A headline line's font made smaller until it ends left of the legend (a long node name, a snapshot's window and
+    the step time ran under it, hiding the step time), down to a floor where it is still read."""
+    limit = (WIDTH - LEGEND_WIDTH - 0.18) * SIZE_PX[0] / WIDTH
+    renderer = canvas.get_renderer()
+    size = float(line.get_fontsize())
+    while size > MIN_TITLE_FONT and line.get_window_extent(renderer).x1 > limit:
+        size -= 0.5
+        line.set_fontsize(size)
+
+
+MIN_TITLE_FONT = 8.0
 
 
 def _title(graph: NodeGraph, diagnosis: Diagnosis | None, window: str | None) -> tuple[str, str]:
@@ -320,11 +335,12 @@ def render_with_warnings(graph: NodeGraph, diagnosis: Diagnosis | None = None, *
         _over_nodes(ax, scene, boxes)
     _legend(ax, scene)
     title, sub = _title(graph, diagnosis, window)
-    ax.text(0.15, 8.72, title, fontsize=15, fontweight="bold", va="center", color="#212529")
+    _fit(ax.text(0.15, 8.72, title, fontsize=15, fontweight="bold", va="center", color="#212529"), canvas)
     if scene.suspect_label:
         sub = (sub + "  ·  " if sub else "") + f"suspected: {scene.suspect_label}"
     if sub:
-        ax.text(0.15, 8.38, sub, fontsize=10.5, va="center", color=SUSPECT if scene.suspect_label else "#495057")
+        _fit(ax.text(0.15, 8.38, sub, fontsize=10.5, va="center", color=SUSPECT if scene.suspect_label else "#495057"),
+             canvas)
     notes = [*graph.warnings, *scene.warnings]
     for i, note in enumerate(notes[:3]):
         ax.text(0.15, 0.52 - 0.2 * i, f"! {note}"[:160], fontsize=7.5, color="#862e9c", va="center")

@@ -17,7 +17,17 @@ from diagnostics.components import ComponentRef
 from diagnostics.enums import LinkType, Severity
 from diagnostics.model import Diagnosis, Finding, Localization, Snapshot
 from diagnostics.render.colours import NOT_REPORTING
-from diagnostics.render.draw import HEALTHY, SEVERITY_COLOURS, SIZE_PX, SUSPECT, render_node, render_with_warnings
+from diagnostics.render.draw import (
+    HEALTHY,
+    LEGEND_WIDTH,
+    SEVERITY_COLOURS,
+    SIZE_PX,
+    SUSPECT,
+    _blank,
+    _fit,
+    render_node,
+    render_with_warnings,
+)
 from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, layout
 from diagnostics.service import Request, StoreSource, diagnose, fleet
 from diagnostics.topology import generic_graph, platform_graph
@@ -256,3 +266,19 @@ def test_a_node_read_whole_has_no_link_drawn_not_read(bundled_store: Path) -> No
     swept = fleet(source, Request()).diagnoses["hpc-gpu-node-12"]
     assert not swept.lists_every_link
     assert all(b.read for b in build_scene(platform_graph("h100-nvl-8gpu"), swept).bundles)
+
+
+def test_a_long_headline_is_set_smaller_to_end_left_of_the_legend() -> None:
+    """The seed snapshot's headline (node, no platform, a snapshot's window, the step time) ran under the legend,
+    hiding the step time: it is set smaller until it ends left of the legend; a short one keeps its size."""
+    _, canvas, board = _blank()
+    long = board.text(0.15, 8.72, "hpc-gpu-node-12  ·  generic graph  ·  window 1 h (a snapshot: no clock time)  ·  "
+                                  "step time +89.2%", fontsize=15, fontweight="bold")
+    short = board.text(0.15, 8.38, "node-1  ·  hgx-h100-8gpu", fontsize=15, fontweight="bold")
+    renderer = canvas.get_renderer()
+    legend_left = (WIDTH - LEGEND_WIDTH - 0.08) * SIZE_PX[0] / WIDTH
+    assert long.get_window_extent(renderer).x1 > legend_left  # as it was drawn
+    _fit(long, canvas)
+    _fit(short, canvas)
+    assert long.get_window_extent(renderer).x1 < legend_left and 11 <= long.get_fontsize() < 15
+    assert short.get_fontsize() == 15
