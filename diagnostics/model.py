@@ -340,6 +340,10 @@ class GpuId(BaseModel):
 
     serial: str | None = None
     uuid: str | None = None
+    pci_bus_id: str | None = Field(default=None, description="Where it sits on the bus today (domain:bus:device."
+                                                             "function), from nvidia-smi -q's 'Bus Id' or a kernel "
+                                                             "line's.")
+    driver_version: str | None = Field(default=None, description="The driver its readings were taken under.")
     read_from: str = Field(description="The readings that named it: `nvidia-smi -q`, `kernel log`, ...")
 
 

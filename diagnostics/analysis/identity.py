@@ -1,4 +1,5 @@
-"""Who each GPU of a node is: its board serial and UUID, from whichever readings name them.
+"""Who each GPU of a node is: its board serial and UUID (and its bus address and driver), from whichever readings
+name them.
 
 `nvidia-smi -q` gives both by index (the gpus table); dcgm-exporter and `nvidia-smi nvlink` give the UUID on each
 link row; the driver's kernel lines give the UUID and serial by PCI address (the events), placed on an index by the
@@ -20,7 +21,8 @@ _SOURCES = {"gpus": "the GPU table (nvidia-smi -q, dcgm-exporter labels)", "even
 
 
 def _rows(tables: Mapping[str, pd.DataFrame], node: str) -> Iterator[tuple[str, pd.DataFrame]]:
-    """Each table's distinct rows of `node` that name a GPU, newest first: (table, frame of gpu, bus, uuid, serial)."""
+    """Each table's distinct rows of `node` that name a GPU, newest first: (table, frame of gpu, bus (lower case, to
+    match), uuid, serial, the bus as printed, driver)."""
     columns = {"gpus": ("gpu", "pci_bus_id", "uuid", "serial"),
                "events": ("gpu", "pci_bus_id", "gpu_uuid", "gpu_serial"),
                "link_samples": ("gpu", None, "gpu_uuid", None)}
@@ -29,8 +31,9 @@ def _rows(tables: Mapping[str, pd.DataFrame], node: str) -> Iterator[tuple[str, 
         if frame is None or not len(frame) or "node_id" not in frame.columns or uuid not in frame.columns:
             continue
         named = frame[uuid].notna()
-        if serial is not None and serial in frame.columns:
-            named |= frame[serial].notna()
+        for other in (serial, "pci_bus_id" if name == "gpus" else None):  # the GPU table's address names it too
+            if other is not None and other in frame.columns:
+                named |= frame[other].notna()
         mine = frame[(frame["node_id"] == node).to_numpy(bool, na_value=False) & named.to_numpy(bool, na_value=False)]
         if not len(mine):
             continue
@@ -39,17 +42,20 @@ def _rows(tables: Mapping[str, pd.DataFrame], node: str) -> Iterator[tuple[str, 
         picked = pd.DataFrame({
             "gpu": mine[gpu] if gpu in mine.columns else pd.NA,
             "bus": mine[bus].astype("string").str.lower() if bus and bus in mine.columns else pd.NA,
-            "uuid": mine[uuid], "serial": mine[serial] if serial and serial in mine.columns else pd.NA})
+            "uuid": mine[uuid], "serial": mine[serial] if serial and serial in mine.columns else pd.NA,
+            "printed": mine[bus].astype("string") if bus and bus in mine.columns else pd.NA,
+            "driver": mine["driver_version"] if name == "gpus" and "driver_version" in mine.columns else pd.NA})
         yield name, picked.drop_duplicates(keep="last").iloc[::-1]  # newest first
 
 
 def gpu_identities(tables: Mapping[str, pd.DataFrame], node: str) -> dict[int, GpuId]:
-    """Each GPU index's serial and UUID as the node's readings name them (empty when none does)."""
+    """Each GPU index's serial, UUID, bus address and driver as the node's readings name them (empty when none
+    does)."""
     found: dict[int, dict[str, str]] = {}
     by_bus: dict[str, int] = {}
     by_uuid: dict[str, int] = {}
     for name, rows in _rows(tables, node):
-        for gpu, bus, uuid, serial in rows.itertuples(index=False):
+        for gpu, bus, uuid, serial, printed, driver in rows.itertuples(index=False):
             index = None if pd.isna(gpu) else int(gpu)
             if index is None and not pd.isna(bus):
                 index = by_bus.get(str(bus))
@@ -62,12 +68,14 @@ def gpu_identities(tables: Mapping[str, pd.DataFrame], node: str) -> dict[int, G
             if not pd.isna(uuid):
                 by_uuid.setdefault(str(uuid), index)
             known = found.setdefault(index, {})
-            for key, value in (("uuid", uuid), ("serial", serial)):
+            for key, value in (("uuid", uuid), ("serial", serial), ("pci_bus_id", printed),
+                               ("driver_version", driver)):
                 if not pd.isna(value) and key not in known:
                     known[key] = str(value)
                     known.setdefault(f"{key}_from", _SOURCES[name])
     out = {}
     for index, known in sorted(found.items()):
         said = dict.fromkeys(v for k, v in known.items() if k.endswith("_from"))
-        out[index] = GpuId(serial=known.get("serial"), uuid=known.get("uuid"), read_from=", ".join(said))
+        out[index] = GpuId(serial=known.get("serial"), uuid=known.get("uuid"), pci_bus_id=known.get("pci_bus_id"),
+                           driver_version=known.get("driver_version"), read_from=", ".join(said))
     return out

@@ -129,10 +129,10 @@ def test_the_fleet_view_explains_each_job_once_and_matches_node_by_node(fleet: T
     assert sorted(calls) == sorted(set(calls)) and len(calls) == len({j for n in fleet.node_ids()
                                                                       for j in jobs_on(steps, n)[:1]})
 
-    def flagged(d: Diagnosis) -> dict[str, object]:  # a fleet keeps findings for flagged links only, and one
-        # node's view alone carries the series for its correlation picture
+    def flagged(d: Diagnosis) -> dict[str, object]:  # a fleet keeps findings for flagged links only (and says so),
+        # and one node's view alone carries the series for its correlation picture
         return d.model_copy(update={"findings": [f for f in d.findings if f.severity is not Severity.OK],
-                                    "evidence": None}).model_dump()
+                                    "evidence": None, "lists_every_link": None}).model_dump()
 
     one_by_one = [fleet.diagnose(n) for n in fleet.node_ids()]
     assert [flagged(d) for d in together] == [flagged(d) for d in one_by_one]

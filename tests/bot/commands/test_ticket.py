@@ -281,3 +281,25 @@ def test_a_gpu_a_log_names_by_its_pci_address_alone_has_that_address_in_its_iden
     ticket = json.loads(out)
     assert ticket["component"] == "the GPU at PCI 0000:97:00.0" and ticket["gpu_index"] is None
     assert ticket["identity"]["pci_bus_id"] == "0000:97:00.0" and "pci_bus_id" not in ticket["identity"]["where"]
+
+
+def test_a_gpu_an_nvidia_smi_q_paste_reads_by_index_has_its_bus_address_and_driver_in_its_identity(
+        tmp_path: Path, cli: Cli) -> None:
+    """The two-GPU `nvidia-smi -q` paste gives GPU 1's 'Bus Id' and the 'Driver Version': its PCIe ticket names both,
+    where it said `unknown` and sent the technician to read 'PCI > Bus Id' in the very output it was given; the
+    stored node's ticket says the same."""
+    paste = FIXTURES / "samples" / "nvidia_smi_q_fabric_h100.txt"
+    code, out, err = cli("ticket", str(paste), "--node", "h1", "--json", "--rules")
+    assert code == 0, err
+    ticket = json.loads(out)
+    identity = ticket["identity"]
+    assert ticket["component"] == "GPU 1 PCIe" and identity["pci_bus_id"] == "0000:1b:00.0"
+    assert identity["driver_version"] == "550.54.15"
+    assert {"pci_bus_id", "driver_version"}.isdisjoint(identity["where"])
+    code, out, _ = cli("analyze", str(paste), "--node", "h1", "--json")
+    assert json.loads(out)["gpu_ids"]["1"]["pci_bus_id"] == "0000:1b:00.0"
+    store = tmp_path / "store"
+    open_store(store).ingest([paste], node_id="h1")
+    code, out, err = cli("ticket", "h1", "--store", str(store), "--json", "--rules")
+    assert code == 0, err
+    assert json.loads(out)["identity"] == identity
