@@ -7,6 +7,7 @@ own error onset lies to the slowdown onset.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -380,7 +381,9 @@ def stopped(rows: pd.DataFrame, job: JobExplanation, *, end_ns: int, window: tim
     return out
 
 
-def verdict(job: JobExplanation) -> str:
+def verdict(job: JobExplanation, name: Callable[[LinkScore], str] | None = None) -> str:
+    """The job's verdict in plain words; `name` says a link as the answer names it (a rack's host's link as its rack
+    does), by default its host and its host's name for it."""
     if job.stopped is not None:
         return f"job {job.job_id} has logged no step since {fmt.when(job.stopped)}: it is not running"
     pct = f"{job.degradation_pct:+.1f}%" if job.degradation_pct is not None else "n/a"
@@ -388,7 +391,8 @@ def verdict(job: JobExplanation) -> str:
     if job.slowdown and explaining:
         top = explaining[0]
         since = f" since {fmt.when(job.onset)}" if job.onset and not clockless(job.onset) else ""
-        return (f"{top.node_id} {top.ref.name} explains job {job.job_id}'s slowdown ({pct}{since}; "
+        said = name(top) if name is not None else f"{top.node_id} {top.ref.name}"
+        return (f"{said} explains job {job.job_id}'s slowdown ({pct}{since}; "
                 f"score {top.score:.2f})")
     if job.slowdown and job.unscored:
         return (f"job {job.job_id} is {pct} slower" + ("; no scored link's errors track it" if job.links else "")

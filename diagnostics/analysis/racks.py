@@ -28,7 +28,7 @@ from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, outsi
 from ..repair import localization_plan
 from ..times import utc_ns
 from ..topology.rack import RackGraph, rack_graph
-from .correlate import JobExplanation
+from .correlate import JobExplanation, verdict
 from .diagnosis import assemble, scored
 from .fanout import FanOut, fan_out, fan_tolerance_ns, headline
 from .localize import rank
@@ -246,6 +246,8 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
         notes.append(f"no link telemetry from {', '.join(silent[:8])}" + (" ..." if len(silent) > 8 else "")
                      + ": their links are not judged")
     kept = [p.finding for p in placed] + (fan.echoes if fan is not None else []) + whole
+    if job is not None:
+        job = job.model_copy(update={"verdict": named_verdict(job, placed)})
     diagnosis = assemble(rack.place.rack_id, platform=rack.graph.name, window_hours=window_hours,
                          window_end=window_end, findings=kept, localizations=locs, job=job,
                          thresholds=thresholds, warnings=notes, rates_known=bool(placed) or not silent,
@@ -258,6 +260,13 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
         diagnosis = diagnosis.model_copy(update={"verdict": f"job {job.job_id} is {fmt.percent(job.degradation_pct)} "
                                                             f"slower from the Xid burst on: {headline(fan)}; {cause}"})
     return diagnosis, placed
+
+
+def named_verdict(job: JobExplanation, placed: list[Placed]) -> str:
+    """The job's verdict naming the link that explains it as the rack names it (`Compute tray 15 GPU 3 NVLinks`), not
+    as its host does (`rack-01-c15 GPU 3 NVLinks`)."""
+    names = {(p.host, p.node_ref.slug): p.finding.ref.name for p in placed}
+    return verdict(job, lambda s: names.get((s.node_id, s.ref.slug), f"{s.node_id} {s.ref.name}"))
 
 
 def _as_one(rack: Rack, placed: list[Placed], locs: list[Localization], events: pd.DataFrame | None,
@@ -333,13 +342,17 @@ def _switch_hosts(rack: Rack, loc: Localization) -> list[str]:
 
 
 def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
-              stops: Localization | None = None) -> Diagnosis:
+              stops: Localization | None = None, job_said: tuple[str, str] | None = None) -> Diagnosis:
     """A rack host's own Diagnosis with its rack's conclusions about its links: the units the rack localized that
     hold this host's failing links (outside the tray, it says so and names the rack's view); `stops`, the rack's
-    suspect whose repair stops every GPU of the rack (`rack_stopper`), is every compute tray's concern."""
+    suspect whose repair stops every GPU of the rack (`rack_stopper`), is every compute tray's concern. `job_said`: the
+    rack's job's verdict as a host says it and as the rack does (`named_verdict`), so every tray names its link
+    alike."""
     label = rack.label[host]
     switch_host = rack.kind.get(host) == "switch"
     tray = _named_as_rack(tray, rack, host)
+    if job_said is not None and tray.verdict and job_said[0] in tray.verdict:
+        tray = tray.model_copy(update={"verdict": tray.verdict.replace(*job_said)})
     failing = {f.component for f in tray.failing}
     mine = [loc for loc in rack_diagnosis.localizations
             if ((loc.switch_tray == label or host in loc.hosts or failing & set(loc.links)) if switch_host

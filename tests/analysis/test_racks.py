@@ -241,3 +241,23 @@ def test_a_compute_tray_is_drained_with_its_rack_when_the_racks_repair_stops_eve
         for host in (h for h in d.rack.compute.values() if h not in d.localization.hosts):
             tray = fleet.diagnoses[host]
             assert tray.repair_action != d.repair_action and not any("its GPUs stop" in w for w in tray.warnings)
+
+
+def test_the_link_that_explains_a_rack_s_job_is_named_as_the_rack_names_it(
+        racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    """A job's verdict named its top link as its host does ("rack-02-s09 NVSwitch 0 port 12"), beside findings that
+    name it as the rack does: the rack and each of its hosts now say the rack's name ("Switch tray 9 chip 1 port 12"),
+    one name for one part, whichever tray is asked."""
+    fleet, _, slots = racks
+    explained = 0
+    for rack_id, d in sorted(fleet.racks.items()):
+        if d.verdict is None or " explains job " not in d.verdict:
+            continue
+        explained += 1
+        link = d.verdict.split(" explains job ")[0]
+        assert re.match(r"^(Compute|Switch) tray \d+ ", link), d.verdict
+        assert link in {f.component for f in d.findings}, link
+        hosts = [fleet.diagnoses[h] for h, s in slots.items() if s.rack == rack_id and h in fleet.diagnoses]
+        said = {h.verdict for h in hosts if h.verdict and " explains job " in h.verdict}
+        assert said == {d.verdict}, said
+    assert explained >= 4
