@@ -389,6 +389,9 @@ class Diagnosis(BaseModel):
     tray: str | None = Field(default=None, description="For a rack's host: its tray in `rack`.")
     gpu_ids: dict[int, GpuId] = Field(
         default_factory=dict, description="Each GPU's serial and UUID where the node's readings name them, by index.")
+    bus_gpu_ids: dict[str, GpuId] = Field(
+        default_factory=dict, description="The GPUs its readings name by PCI address alone (a kernel log's), with no "
+                                          "index to place them, by address.")
     lists_every_link: bool = Field(
         default=False, description="Its findings name every link read, healthy ones too (one node's view), so a link "
                                    "none names was not read; a fleet sweep's name the flagged links only.")

@@ -48,10 +48,11 @@ def _rows(tables: Mapping[str, pd.DataFrame], node: str) -> Iterator[tuple[str, 
         yield name, picked.drop_duplicates(keep="last").iloc[::-1]  # newest first
 
 
-def gpu_identities(tables: Mapping[str, pd.DataFrame], node: str) -> dict[int, GpuId]:
+def gpu_identities(tables: Mapping[str, pd.DataFrame], node: str) -> tuple[dict[int, GpuId], dict[str, GpuId]]:
     """Each GPU index's serial, UUID, bus address and driver as the node's readings name them (empty when none
-    does)."""
-    found: dict[int, dict[str, str]] = {}
+    does); and the GPUs they name by PCI address alone, which nothing places on an index (a kernel log's identity
+    line and Xid of one bus), by address."""
+    found: dict[int | str, dict[str, str]] = {}
     by_bus: dict[str, int] = {}
     by_uuid: dict[str, int] = {}
     for name, rows in _rows(tables, node):
@@ -61,21 +62,26 @@ def gpu_identities(tables: Mapping[str, pd.DataFrame], node: str) -> dict[int, G
                 index = by_bus.get(str(bus))
             if index is None and not pd.isna(uuid):
                 index = by_uuid.get(str(uuid))
-            if index is None:
+            if index is None and pd.isna(bus):
                 continue
-            if not pd.isna(bus):
+            if index is not None and not pd.isna(bus):
                 by_bus.setdefault(str(bus), index)
-            if not pd.isna(uuid):
+            if index is not None and not pd.isna(uuid):
                 by_uuid.setdefault(str(uuid), index)
-            known = found.setdefault(index, {})
+            known = found.setdefault(index if index is not None else str(bus), {})
             for key, value in (("uuid", uuid), ("serial", serial), ("pci_bus_id", printed),
                                ("driver_version", driver)):
                 if not pd.isna(value) and key not in known:
                     known[key] = str(value)
                     known.setdefault(f"{key}_from", _SOURCES[name])
-    out = {}
-    for index, known in sorted(found.items()):
+    placed: dict[int, GpuId] = {}
+    alone: dict[str, GpuId] = {}
+    for where, known in found.items():
         said = dict.fromkeys(v for k, v in known.items() if k.endswith("_from"))
-        out[index] = GpuId(serial=known.get("serial"), uuid=known.get("uuid"), pci_bus_id=known.get("pci_bus_id"),
-                           driver_version=known.get("driver_version"), read_from=", ".join(said))
-    return out
+        gpu = GpuId(serial=known.get("serial"), uuid=known.get("uuid"), pci_bus_id=known.get("pci_bus_id"),
+                    driver_version=known.get("driver_version"), read_from=", ".join(said))
+        if isinstance(where, int):
+            placed[where] = gpu
+        elif where not in by_bus:  # a bus an index took later in the scan is that GPU's
+            alone[where] = gpu
+    return dict(sorted(placed.items())), dict(sorted(alone.items()))

@@ -96,9 +96,9 @@ def diagnose(source: Source, request: Request) -> Answer:
                            expected_gpus=got.expected_gpus, listed=got.listed, cut=got.cut, unreadable=got.unreadable)
     seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request))
     diagnosis = named(seen, names, request.node)
-    ids = gpu_identities(rows, node)
-    if ids:  # who its GPUs are: a ticket's part history follows the serial, not the index
-        diagnosis = diagnosis.model_copy(update={"gpu_ids": ids})
+    ids, alone = gpu_identities(rows, node)
+    if ids or alone:  # who its GPUs are: a ticket's part history follows the serial, not the index
+        diagnosis = diagnosis.model_copy(update={"gpu_ids": ids, "bus_gpu_ids": alone})
     return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None)
 
 

@@ -206,7 +206,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         port_source=port[2], port_find_with=port[3], switched=switched,
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu, diagnosis.gpu_ids, rack=on_rack(diagnosis),
                               rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None,
-                              bus=candidate.ref.bus),
+                              bus=candidate.ref.bus, bus_reads=diagnosis.bus_gpu_ids),
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note, warnings=plan.warnings, capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,

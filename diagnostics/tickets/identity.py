@@ -36,16 +36,17 @@ def gpu_at(inventory: Inventory | None, node_id: str, gpu: int | None, bus: str 
 
 def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None,
                  reads: Mapping[int, GpuId] | None = None, *, rack: bool = False, rack_id: str | None = None,
-                 bus: str | None = None) -> Identity:
+                 bus: str | None = None, bus_reads: Mapping[str, GpuId] | None = None) -> Identity:
     """Fill what the inventory knows, then the GPU's serial, UUID, bus address and driver as the node's readings
     named them (`reads`, by index), its PCI address where a log named the GPU by it alone (`bus`: the inventory's GPU
-    at that address, and its index's readings, as though named by index), and the rack the diagnosis places the node
-    in (`rack_id`); every other field reads `unknown`, with where to read it in `where`. `rack`: a rack or a rack's
-    host, which runs no Fabric Manager, so no Fabric Manager version is asked for."""
+    at that address, and its index's readings, as though named by index; else what the readings say of the GPU at
+    that address, `bus_reads`), and the rack the diagnosis places the node in (`rack_id`); every other field reads
+    `unknown`, with where to read it in `where`. `rack`: a rack or a rack's host, which runs no Fabric Manager, so no
+    Fabric Manager version is asked for."""
     node = (inventory or Inventory()).node(node_id)
     gpu = gpu_at(inventory, node_id, gpu, bus)
     record = {"node": node, "gpu": node.gpu(gpu, bus) if gpu is not None or bus else None}
-    read = (reads or {}).get(gpu) if gpu is not None else None
+    read = (reads or {}).get(gpu) if gpu is not None else (bus_reads or {}).get(bus.lower()) if bus else None
     seen = {"serial": read.serial, "uuid": read.uuid, "pci_bus_id": read.pci_bus_id,
             "driver_version": read.driver_version} if read is not None else {}
     if bus:

@@ -94,9 +94,9 @@ def test_identities_are_placed_on_an_index_by_bus_and_uuid_the_gpu_table_first()
                            "gpu_uuid": [UUID, pd.NA, "GPU-other"], "gpu_serial": ["1563521020414", "777", "999"],
                            "timestamp": pd.to_datetime(["2026-03-01T10:00Z", "2026-03-01T11:00Z",
                                                         "2026-03-01T10:00Z"])})
-    ids = gpu_identities({"gpus": gpus, "events": events}, "n1")
+    ids, alone = gpu_identities({"gpus": gpus, "events": events}, "n1")
     assert (ids[2].serial, ids[2].uuid, ids[0].serial, ids[0].uuid) == ("1563521020414", UUID, "777", "GPU-a")
-    assert "kernel log" in ids[2].read_from and gpu_identities({"gpus": gpus}, "n2") == {}
+    assert "kernel log" in ids[2].read_from and alone == {} and gpu_identities({"gpus": gpus}, "n2") == ({}, {})
 
 
 @pytest.fixture(scope="module")

@@ -303,3 +303,25 @@ def test_a_gpu_an_nvidia_smi_q_paste_reads_by_index_has_its_bus_address_and_driv
     code, out, err = cli("ticket", "h1", "--store", str(store), "--json", "--rules")
     assert code == 0, err
     assert json.loads(out)["identity"] == identity
+
+
+def test_a_gpu_a_kernel_log_names_by_address_alone_has_the_uuid_and_serial_its_lines_give(
+        tmp_path: Path, cli: Cli) -> None:
+    """gpud's published log (Xid 79 with SXid 20034) names the fallen GPU by its PCI address, after the driver's
+    identity line for that address (`NVRM: GPU at PCI:0000:91:00: GPU-b6c3...`): its ticket names that UUID, and the
+    serial the log gives, where both said `unknown` because nothing placed the address on an index; from a store too."""
+    log = FIXTURES / "real" / "kernel_xid79_sxid20034_gpud_1.txt"
+    code, out, err = cli("ticket", str(log), "--node", "k1", "--json", "--rules")
+    assert code == 0, err
+    ticket = json.loads(out)
+    identity = ticket["identity"]
+    assert ticket["component"] == "the GPU at PCI 0000:91:00.0" and ticket["gpu_index"] is None
+    assert identity["gpu_uuid"] == "GPU-b6c3b2be-c55b-d076-fa0e-d464e4c7e08b" and identity["gpu_serial"] != "unknown"
+    assert {"gpu_uuid", "gpu_serial"}.isdisjoint(identity["where"])
+    code, out, _ = cli("analyze", str(log), "--node", "k1", "--json")
+    assert json.loads(out)["bus_gpu_ids"]["0000:91:00.0"]["uuid"] == identity["gpu_uuid"]
+    store = tmp_path / "store"
+    open_store(store).ingest([log], node_id="k1")
+    code, out, err = cli("ticket", "k1", "--store", str(store), "--json", "--rules")
+    assert code == 0, err
+    assert json.loads(out)["identity"] == identity
