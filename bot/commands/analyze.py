@@ -52,7 +52,7 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         rows.append((f.component, f.link_state.value, *cells, f.severity.value,
                      "; ".join(c.message for c in f.crossed) or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
+    for row in rows if d.findings else []:  # no link read: the warnings say so, not an empty table
         head, *rest = row[:-1]
         cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
         print("  " + "  ".join(cells) + "  " + row[-1], file=out)
@@ -61,7 +61,8 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         once = sum(1 for f in d.findings if f.severity.value == "ok" and any("one reading" in e for e in f.evidence))
         said = ("within thresholds" if not once else "read once: totals only, no rates" if once == left else
                 f"{left - once} within thresholds, {once} read once: totals only, no rates")
-        print(f"  ({left} more links{':' if 0 < once < left else ''} {said})", file=out)
+        if d.findings:
+            print(f"  ({left} more links{':' if 0 < once < left else ''} {said})", file=out)
         if d.localization is not None:
             for loc in d.localizations:
                 print(f"  suspect:  {loc.component} ({loc.fault or loc.kind.value}, {loc.severity.value}, "

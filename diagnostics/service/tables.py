@@ -251,13 +251,15 @@ def tables_source(paths: Iterable[str | Path | Source], *, fmt: str | None = Non
 
 
 def unnamed_as(tables: Mapping[str, pd.DataFrame], node: str) -> dict[str, pd.DataFrame]:
-    """Rows whose input names no node are the node the person asked about."""
+    """Rows whose input names no node are the node the person asked about: a paste's readings, and the steps of a
+    job whose log names no host (an nccl-tests run on one node, a training log)."""
     out = {}
     for name, frame in tables.items():
-        if "node_id" in frame.columns and frame["node_id"].isna().any():
-            ids = frame["node_id"].astype("string").fillna(node)
-            frame = frame.assign(node_id=ids.astype(frame["node_id"].dtype) if str(frame["node_id"].dtype) != "category"
-                                 else pd.Categorical(ids))
+        for column in ("node_id", "node_ids"):
+            if column in frame.columns and frame[column].isna().any():
+                ids = frame[column].astype("string").fillna(node)
+                frame = frame.assign(**{column: ids.astype(frame[column].dtype) if str(frame[column].dtype) !=
+                                        "category" else pd.Categorical(ids)})
         out[name] = frame
     return out
 

@@ -239,3 +239,20 @@ def test_a_node_whose_stored_readings_cannot_be_read_exits_incomplete_as_the_swe
     assert not said["fault_detected"] and str(part) in err
     code, out, err = cli("analyze", "--store", store, "--node", "hpc-gpu-node-08", "--json")
     assert code == 0 and err == "" and json.loads(out)["node_id"] == "hpc-gpu-node-08"
+
+
+@pytest.mark.parametrize("log", [FIXTURES / "real" / "nccl_allgather_bf16_h100_1.txt",
+                                 FIXTURES / "samples" / "megatron_train.log"], ids=["nccl-tests", "megatron"])
+def test_a_job_log_that_names_no_host_is_the_node_asked_about(log: Path, cli: Cli) -> None:
+    """An nccl-tests run on one node and a training log name no host. Without --node, analyze asked for one; given
+    one, it said the node was not in the files ("among 0 known"): the advice it gave led to a second refusal. Its
+    rows are now the node asked about, as a paste's are: the answer says the node has no link telemetry, so its
+    fabric health is unknown, and what to collect; no empty table of links."""
+    code, _, err = cli("analyze", str(log))
+    assert code == 2 and "give --node NODE" in err
+    code, out, err = cli("analyze", str(log), "--node", "n1")
+    assert code == 0, err
+    assert "warning: no link telemetry for n1: its fabric health is unknown, not healthy" in out
+    assert "action:   Collect this node's link counters" in out and "component  state" not in out
+    code, out, _ = cli("analyze", str(log), "--node", "n1", "--json")
+    assert json.loads(out)["node_id"] == "n1" and json.loads(out)["findings"] == []
