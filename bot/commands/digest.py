@@ -33,7 +33,8 @@ def cmd_digest(args: argparse.Namespace) -> int:
                           "watches": [{**w.model_dump(mode="json"), "component": w.component} for w in digest.watches],
                           "verifying": [asdict(t) for t in digest.verifying],
                           "maintenance": [{**asdict(w), "note": w.note} for w in digest.maintenance],
-                          "incomplete": digest.incomplete, "not_watched": digest.not_watched}, indent=2,
+                          "incomplete": digest.incomplete, "not_watched": digest.not_watched,
+                          "complete": digest.complete}, indent=2,
                          default=str))
     else:
         print("\n".join(digest_lines(digest)))

@@ -9,8 +9,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-# The exit status of an answer that is not the whole one (readings it could not read, nodes it could not judge, files
-# refused): every command gives this one, so a script tells "nothing wrong" from "not all seen" the same way.
+# The exit status of an answer that is not the whole one: stored readings it could not read (analyze), nodes it could
+# not read or judge (sweep, watch, digest), files refused (ingest). One number, so a script tells "nothing wrong" from
+# "not all seen" the same way whichever command it ran.
 INCOMPLETE = 3
 
 

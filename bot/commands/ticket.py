@@ -152,7 +152,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                                                            slug=ticket.candidate_id), platform=diagnosis.platform)
                 if tracker is not None:
                     slug = ticket.candidate_id
-                    ticket = with_narrower(ticket, tracker, diagnosis.owner_of(slug), diagnosis.parts_of(slug))
+                    ticket = with_narrower(ticket, tracker, diagnosis, slug)
                 tickets.append(ticket.model_dump(mode="json"))
                 text = ticket.to_markdown()
         except NoFaultError as exc:

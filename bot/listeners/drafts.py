@@ -149,7 +149,7 @@ class Drafting:
             if gpu is not None:  # the GPU's earlier tickets, on any node; a repeat offender's escalates
                 ticket = escalate(ticket, part_history(s.tracker, gpu, node_id=diagnosis.node_id, slug=slug),
                                   platform=diagnosis.platform)
-            ticket = with_narrower(ticket, s.tracker, owner, diagnosis.parts_of(slug))
+            ticket = with_narrower(ticket, s.tracker, diagnosis, slug)
         except Refused as why:
             self.slot.release()
             client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])

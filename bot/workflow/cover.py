@@ -8,6 +8,7 @@ is a new decision, drafted as its own ticket, which names the narrower open ones
 
 from __future__ import annotations
 
+from diagnostics import Diagnosis
 from diagnostics.tickets import RepairTicket
 
 from .tracker import Ticket, Tracker
@@ -28,8 +29,11 @@ def narrower_note(tickets: list[Ticket]) -> str | None:
             "close them when it is filed")
 
 
-def with_narrower(ticket: RepairTicket, tracker: Tracker, owner: str, parts: list[str]) -> RepairTicket:
-    """The draft, with a warning naming the open tickets for the narrower parts among `parts` (the part's own slug
-    and the links it explains)."""
-    note = narrower_note([t for t in tracker.open_within(owner, parts) if t.slug != ticket.candidate_id])
+def with_narrower(ticket: RepairTicket, tracker: Tracker, diagnosis: Diagnosis, slug: str) -> RepairTicket:
+    """The draft of the part `slug`, with a warning naming the open tickets for its narrower parts (the links it
+    explains), on whichever owner each is filed: a rack's switch chip explains links its compute trays' hosts own."""
+    parts = diagnosis.parts_of(slug)
+    owners = dict.fromkeys([diagnosis.owner_of(slug), *(diagnosis.owner_of(p) for p in parts)])
+    note = narrower_note([t for owner in owners for t in tracker.open_within(owner, parts)
+                          if t.slug != ticket.candidate_id])
     return ticket if note is None else ticket.model_copy(update={"warnings": [*ticket.warnings, note]})

@@ -28,6 +28,7 @@ from .. import format as fmt
 from ..errors import InputError
 from ..model import Diagnosis, LinkSeries, StepEvidence
 from .colours import INK, MUTED, STEP_TIME, SUSPECT, severity_colour
+from .text import fit
 
 SIZE_PX = (1200, 560)
 AXES = (0.075, 0.13, 0.83, 0.66)  # left, bottom, width, height as fractions of the figure
@@ -164,8 +165,10 @@ def render_correlation(diagnosis: Diagnosis) -> bytes:
     handles = [*ax.get_legend_handles_labels()[0], *rates.get_legend_handles_labels()[0]]
     ax.legend(handles=handles, loc="upper left", fontsize=8.5, frameon=True, framealpha=0.9)
     title, sub = titles(diagnosis, evidence)
-    fig.text(AXES[0], 0.95, title, fontsize=13.5, fontweight="bold", color=INK, va="center")
-    fig.text(AXES[0], 0.895, sub, fontsize=10, color=SUSPECT if evidence.explained else MUTED, va="center")
+    edge = SIZE_PX[0] - 16  # the picture's right edge, less a margin
+    fit(fig.text(AXES[0], 0.95, title, fontsize=13.5, fontweight="bold", color=INK, va="center"), canvas, edge)
+    fit(fig.text(AXES[0], 0.895, sub, fontsize=10, color=SUSPECT if evidence.explained else MUTED, va="center"),
+        canvas, edge)
     canvas.draw()
     out = io.BytesIO()
     # RGB, not RGBA: the picture is opaque

@@ -38,6 +38,7 @@ from ..model import Diagnosis
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph
 from .colours import HEALTHY, NOT_READ, NOT_REPORTING, PCIE_HEALTHY, SEVERITY_COLOURS, SUSPECT
 from .scene import HEIGHT, WIDTH, Bundle, Highlight, Scene, build_scene
+from .text import fit
 
 SIZE_PX = (1200, 900)
 PNG_COMPRESSION = 1  # zlib level: higher levels cost more time than they save bytes here
@@ -259,10 +260,11 @@ LEGEND_WIDTH = 2.75  # drawing units, from 0.08 inside the right edge
 LEGEND_FONT = 9.0
 
 
-def _legend(ax: _Board, scene: Scene) -> None:
-    """A legend drawn as one text block beside one set of sample lines (a matplotlib Legend costs 40 ms)."""
+def _legend(ax: _Board, scene: Scene, judged: bool) -> None:
+    """A legend drawn as one text block beside one set of sample lines (a matplotlib Legend costs 40 ms). Links are
+    called healthy only where a diagnosis (`judged`) read them."""
     rows: list[tuple[str, str, float, Any, float]] = [
-        ("healthy NVLinks (width: count)", HEALTHY, 1.6, "-", 1.0),
+        (f"{'healthy ' if judged else ''}NVLinks (width: count)", HEALTHY, 1.6, "-", 1.0),
         ("PCIe", PCIE_HEALTHY, 1.0, (0, (2, 2)), 1.0),
         *[(s.value, c, 4.0, (0, (3, 1.5)) if s is Severity.DOWN else "-", 1.0) for s, c in SEVERITY_COLOURS.items()],
     ]
@@ -284,20 +286,6 @@ def _legend(ax: _Board, scene: Scene) -> None:
     ax.text(left + 0.68, ys[0], "\n".join(r[0] for r in rows), fontsize=LEGEND_FONT, va="top", zorder=9,
             linespacing=LEGEND_ROW * 72 / LEGEND_FONT, color="#212529",
             transform=ax.transData + ScaledTranslation(0, LEGEND_FONT * 0.62 / 72, ax.figure.dpi_scale_trans))
-
-
-def _fit(line: Text, canvas: FigureCanvasAgg) -> None:
-    """A headline line's font made smaller until it ends left of the legend (a long node name, a snapshot's window and
-    the step time ran under it, hiding the step time), down to a floor where it is still read."""
-    limit = (WIDTH - LEGEND_WIDTH - 0.18) * SIZE_PX[0] / WIDTH
-    renderer = canvas.get_renderer()
-    size = float(line.get_fontsize())
-    while size > MIN_TITLE_FONT and line.get_window_extent(renderer).x1 > limit:
-        size -= 0.5
-        line.set_fontsize(size)
-
-
-MIN_TITLE_FONT = 8.0
 
 
 def _title(graph: NodeGraph, diagnosis: Diagnosis | None, window: str | None) -> tuple[str, str]:
@@ -333,14 +321,15 @@ def render_with_warnings(graph: NodeGraph, diagnosis: Diagnosis | None = None, *
     if ids:
         _draw_nodes(ax, boxes, ids=True)
         _over_nodes(ax, scene, boxes)
-    _legend(ax, scene)
+    _legend(ax, scene, diagnosis is not None)
     title, sub = _title(graph, diagnosis, window)
-    _fit(ax.text(0.15, 8.72, title, fontsize=15, fontweight="bold", va="center", color="#212529"), canvas)
+    legend_left = (WIDTH - LEGEND_WIDTH - 0.18) * SIZE_PX[0] / WIDTH  # the headline ends before the legend
+    fit(ax.text(0.15, 8.72, title, fontsize=15, fontweight="bold", va="center", color="#212529"), canvas, legend_left)
     if scene.suspect_label:
         sub = (sub + "  ·  " if sub else "") + f"suspected: {scene.suspect_label}"
     if sub:
-        _fit(ax.text(0.15, 8.38, sub, fontsize=10.5, va="center", color=SUSPECT if scene.suspect_label else "#495057"),
-             canvas)
+        fit(ax.text(0.15, 8.38, sub, fontsize=10.5, va="center", color=SUSPECT if scene.suspect_label else "#495057"),
+            canvas, legend_left)
     notes = [*graph.warnings, *scene.warnings]
     for i, note in enumerate(notes[:3]):
         ax.text(0.15, 0.52 - 0.2 * i, f"! {note}"[:160], fontsize=7.5, color="#862e9c", va="center")

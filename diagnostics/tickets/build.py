@@ -23,6 +23,7 @@ from .identity import gpu_at, identity_for
 from .ticket import Choice, Cost, Evidence, Hypothesis, RepairTicket, Step
 
 HOURS_PER_DAY = 24
+_DRIVER_LINK = re.compile(r"^\s*gpu\s*(?P<gpu>\d+)\s+nvlink\s*(?P<link>\d+)\s*$", re.IGNORECASE)
 _DRIVER_PORT = re.compile(r"^\s*(?P<switch>nvswitch \d+)(?: port (?P<port>\d+))?\s*$", re.IGNORECASE)
 
 
@@ -43,8 +44,10 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
         return chosen, found
     wanted = component.strip().lower()
     said = {wanted, *_as_its_rack_says(diagnosis, wanted)}
+    link = _DRIVER_LINK.match(wanted)  # "GPU 3 NVLink 16", as the driver names it, without where it lands
+    slug = _link_slug(diagnosis, int(link["gpu"]), int(link["link"])) if link else None
     for c in found:
-        if c.id == wanted or c.component.lower() in said:
+        if c.id in (wanted, slug) or c.component.lower() in said:
             return c, found
     for loc in [*diagnosis.localizations, *([diagnosis.localization] if diagnosis.localization else [])]:
         named = candidate_for(loc, found) if loc.component.lower() in said else None
@@ -56,6 +59,14 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     names = ", ".join(c.id for c in found)
     raise InputError(f"no such component among this node's candidates ({names})", source=diagnosis.node_id,
                      field="--link", value=component)
+
+
+def _link_slug(diagnosis: Diagnosis, gpu: int, link: int) -> str:
+    """The slug of a GPU's NVLink on this node: in a rack's compute tray, the tray's."""
+    ref = ComponentRef.nvlink(gpu, link)
+    place, tray = diagnosis.rack, diagnosis.tray
+    return ref.in_tray(tray).slug if place is not None and tray is not None and place.host_of(tray) == \
+        diagnosis.node_id else ref.slug
 
 
 def _as_its_rack_says(diagnosis: Diagnosis, wanted: str) -> list[str]:

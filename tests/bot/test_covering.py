@@ -24,6 +24,7 @@ from bot.workflow.tracker import SqliteTracker
 from diagnostics.model import Diagnosis
 from diagnostics.service import Fleet, Request, StoreSource, fleet
 from tests.conftest import link, snapshot_dict
+from tests.shared import copy_store
 
 from .console.helpers import click_draft, console, summary
 from .helpers import buttons
@@ -132,11 +133,20 @@ def test_a_compute_tray_link_the_ticketed_chip_explains_is_the_chips_ticket_from
         assert len(c.local.tracker.tickets()) == 1
     other = tmp_path / "cli"
     shutil.copytree(switch_chip_rack[1], other)
-    chip_ticket = _file(SqliteTracker(open_db(other)), rack, chip_name)
+    tracker = SqliteTracker(open_db(other))
+    chip_ticket = _file(tracker, rack, chip_name)
     capsys.readouterr()
-    assert main(["ticket", host.node_id, "--store", str(other), "--link", link.component, "--rules"]) == 1
-    out, err = capsys.readouterr()
-    assert not out and f"on rack-01 is already open: {chip_ticket} covers {chip_name}" in err
+    for name in (link.component, f"GPU {link.ref.gpu} NVLink {link.ref.link}"):  # the rack's name; the driver's
+        assert main(["ticket", host.node_id, "--store", str(other), "--link", name, "--rules"]) == 1
+        out, err = capsys.readouterr()
+        assert not out and f"on rack-01 is already open: {chip_ticket} covers {chip_name}" in err
+    tracker.set_status(chip_ticket, "closed", actor="UTECH")  # the other way round: the link's ticket is open on
+    link_ticket = _file(tracker, host, link.component)  # the tray's host; the chip's draft names it
+    assert main(["ticket", "rack-01", "--store", str(other), "--json", "--rules"]) == 0
+    drafted = json.loads(capsys.readouterr().out)
+    assert drafted["component"] == chip_name
+    assert any(f"already open for a part of this one: {link_ticket} ({link.component})" in w
+               for w in drafted["warnings"]), drafted["warnings"]
 
 
 def test_the_ticket_command_says_the_chips_ticket_covers_its_port(
@@ -208,3 +218,14 @@ def test_a_link_of_a_ticketed_gpu_off_racks_is_already_open(gpu_node: Path, tmp_
     capsys.readouterr()
     assert main(["ticket", str(gpu_node), "--store", str(store), "--link", lane, "--rules"]) == 1
     assert f"covers GPU 2, which includes {lane}" in capsys.readouterr().err
+
+
+def test_a_link_is_asked_by_the_name_its_driver_gives_it(bundled_store: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--link "GPU 6 NVLink 3"`, as `nvidia-smi nvlink` names it, is the link the analysis names "GPU 6 NVLink 3 ->
+    NVSwitch 0 port 27": it was refused as no such component."""
+    store = copy_store(bundled_store, tmp_path / "store")  # the command opens the store's tracker and audit trail
+    for name in ("GPU 6 NVLink 3", "gpu 6 nvlink 3", "GPU 6 NVLink 3 -> NVSwitch 0 port 27"):
+        assert main(["ticket", "hpc-gpu-node-08", "--store", str(store), "--link", name, "--json",
+                     "--rules"]) == 0
+        assert json.loads(capsys.readouterr().out)["component"] == "GPU 6 NVLink 3 -> NVSwitch 0 port 27"

@@ -136,7 +136,8 @@ def test_slack_says_the_incomplete_lines_the_cli_says(tmp_path: Path, capsys: py
     assert main(["sweep", "--store", str(store)]) == main(["watch", "--store", str(store)]) == INCOMPLETE
     capsys.readouterr()
     assert main(["digest", "--store", str(store), "--json"]) == INCOMPLETE
-    assert len(json.loads(capsys.readouterr().out)["incomplete"]) == 2
+    said = json.loads(capsys.readouterr().out)
+    assert len(said["incomplete"]) == 2 and said["complete"] is False
     incomplete = [line for line in lines if line.startswith("Incomplete: ")]
     assert len(incomplete) == 2 and f"node-3 ({part}" in incomplete[0] and incomplete[1].endswith(": node-1")
     with local_bot(source=StoreNodeSource(store)) as local:

@@ -24,11 +24,11 @@ from diagnostics.render.draw import (
     SIZE_PX,
     SUSPECT,
     _blank,
-    _fit,
     render_node,
     render_with_warnings,
 )
 from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, layout
+from diagnostics.render.text import fit
 from diagnostics.service import Request, StoreSource, diagnose, fleet
 from diagnostics.topology import generic_graph, platform_graph
 
@@ -278,7 +278,17 @@ def test_a_long_headline_is_set_smaller_to_end_left_of_the_legend() -> None:
     renderer = canvas.get_renderer()
     legend_left = (WIDTH - LEGEND_WIDTH - 0.08) * SIZE_PX[0] / WIDTH
     assert long.get_window_extent(renderer).x1 > legend_left  # as it was drawn
-    _fit(long, canvas)
-    _fit(short, canvas)
+    fit(long, canvas, legend_left)
+    fit(short, canvas, legend_left)
     assert long.get_window_extent(renderer).x1 < legend_left and 11 <= long.get_fontsize() < 15
     assert short.get_fontsize() == 15
+
+
+def test_a_topology_alone_calls_its_links_links_not_healthy() -> None:
+    """A bare `topo -m` has no counters: its picture's legend says NVLinks, where it said healthy NVLinks; a
+    diagnosis's picture still says healthy for the links it read."""
+    graph = platform_graph("hgx-h100-8gpu")
+    bare = render_node(graph, None, fmt="svg").decode()
+    judged = render_node(graph, diagnosis([finding(0, 0, Severity.OK, replay=0.0)]), fmt="svg").decode()
+    assert "NVLinks (width: count)" in bare and "healthy NVLinks" not in bare
+    assert "healthy NVLinks (width: count)" in judged

@@ -298,6 +298,9 @@ def test_a_gpu_an_nvidia_smi_q_paste_reads_by_index_has_its_bus_address_and_driv
     assert {"pci_bus_id", "driver_version"}.isdisjoint(identity["where"])
     code, out, _ = cli("analyze", str(paste), "--node", "h1", "--json")
     assert json.loads(out)["gpu_ids"]["1"]["pci_bus_id"] == "0000:1b:00.0"
+    code, out, err = cli("ticket", str(paste), "--node", "h1", "--link", "fabric-software", "--json", "--rules")
+    assert code == 0, err  # a part of no GPU's: the node's one driver, where the driver matters most
+    assert json.loads(out)["identity"]["driver_version"] == "550.54.15"
     store = tmp_path / "store"
     open_store(store).ingest([paste], node_id="h1")
     code, out, err = cli("ticket", "h1", "--store", str(store), "--json", "--rules")
