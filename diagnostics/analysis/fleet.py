@@ -43,7 +43,7 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
-from .racks import Rack, diagnose_rack, domain_notes, group_racks, named_verdict, rack_job, rack_stopper, tray_view
+from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rack_stopper, tray_view
 from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
@@ -330,16 +330,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         rack.warnings.extend(split)
         job = rack_job(rack, result.jobs, chosen)
         notes_of = {h: result.diagnoses[h].warnings for h in rack.hosts() if h in result.diagnoses}
-        result.racks[rack_id], placed = diagnose_rack(
+        result.racks[rack_id], _ = diagnose_rack(
             rack, found, job, window_hours=window.total_seconds() / 3600, window_end=window_end,
             thresholds=thresholds, host_warnings=notes_of, job_gpus=_job_gpus(job, graph_of), events=events,
             links=links, recoveries=recoveries, split=split, restarted=set(view.restarted))
         stops = rack_stopper(rack, result.racks[rack_id])
-        verdicts = (job.verdict, named_verdict(job, placed)) if job is not None and job.verdict else None
         for host in rack.hosts():
             if host in result.diagnoses:
-                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host, stops,
-                                                   verdicts)
+                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host, stops)
     result.timings["total_s"] = time.perf_counter() - started
     return result
 

@@ -342,17 +342,17 @@ def _switch_hosts(rack: Rack, loc: Localization) -> list[str]:
 
 
 def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
-              stops: Localization | None = None, job_said: tuple[str, str] | None = None) -> Diagnosis:
+              stops: Localization | None = None) -> Diagnosis:
     """A rack host's own Diagnosis with its rack's conclusions about its links: the units the rack localized that
     hold this host's failing links (outside the tray, it says so and names the rack's view); `stops`, the rack's
-    suspect whose repair stops every GPU of the rack (`rack_stopper`), is every compute tray's concern. `job_said`: the
-    rack's job's verdict as a host says it and as the rack does (`named_verdict`), so every tray names its link
-    alike."""
+    suspect whose repair stops every GPU of the rack (`rack_stopper`), is every compute tray's concern. A host of the
+    rack's job says the rack's verdict on it, weighed over every tray (a tray whose own links read clean would say
+    "not the fabric" of a job a link elsewhere in the rack slows)."""
     label = rack.label[host]
     switch_host = rack.kind.get(host) == "switch"
     tray = _named_as_rack(tray, rack, host)
-    if job_said is not None and tray.verdict and job_said[0] in tray.verdict:
-        tray = tray.model_copy(update={"verdict": tray.verdict.replace(*job_said)})
+    if rack_diagnosis.verdict and tray.job_id is not None and tray.job_id == rack_diagnosis.job_id:
+        tray = tray.model_copy(update={"verdict": rack_diagnosis.verdict})
     failing = {f.component for f in tray.failing}
     mine = [loc for loc in rack_diagnosis.localizations
             if ((loc.switch_tray == label or host in loc.hosts or failing & set(loc.links)) if switch_host

@@ -247,7 +247,8 @@ def test_the_link_that_explains_a_rack_s_job_is_named_as_the_rack_names_it(
         racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
     """A job's verdict named its top link as its host does ("rack-02-s09 NVSwitch 0 port 12"), beside findings that
     name it as the rack does: the rack and each of its hosts now say the rack's name ("Switch tray 9 chip 1 port 12"),
-    one name for one part, whichever tray is asked."""
+    one name for one part, whichever tray is asked. A host of the rack's job says the rack's verdict, where a tray of
+    a rack whose Xid burst slows the job said "no link's errors track it: not the fabric"."""
     fleet, _, slots = racks
     explained = 0
     for rack_id, d in sorted(fleet.racks.items()):
@@ -257,7 +258,8 @@ def test_the_link_that_explains_a_rack_s_job_is_named_as_the_rack_names_it(
         link = d.verdict.split(" explains job ")[0]
         assert re.match(r"^(Compute|Switch) tray \d+ ", link), d.verdict
         assert link in {f.component for f in d.findings}, link
-        hosts = [fleet.diagnoses[h] for h, s in slots.items() if s.rack == rack_id and h in fleet.diagnoses]
-        said = {h.verdict for h in hosts if h.verdict and " explains job " in h.verdict}
-        assert said == {d.verdict}, said
     assert explained >= 4
+    for rack_id, d in sorted(fleet.racks.items()):  # every host of the rack's job says the rack's verdict on it
+        hosts = [fleet.diagnoses[h] for h, s in slots.items() if s.rack == rack_id and h in fleet.diagnoses
+                 and fleet.diagnoses[h].job_id == d.job_id]
+        assert d.job_id is None or {h.verdict for h in hosts} == {d.verdict}, (rack_id, {h.verdict for h in hosts})
