@@ -247,7 +247,7 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
                      + ": their links are not judged")
     kept = [p.finding for p in placed] + (fan.echoes if fan is not None else []) + whole
     if job is not None:
-        job = job.model_copy(update={"verdict": named_verdict(job, placed)})
+        job = job.model_copy(update={"verdict": _named_verdict(job, placed)})
     diagnosis = assemble(rack.place.rack_id, platform=rack.graph.name, window_hours=window_hours,
                          window_end=window_end, findings=kept, localizations=locs, job=job,
                          thresholds=thresholds, warnings=notes, rates_known=bool(placed) or not silent,
@@ -262,7 +262,7 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
     return diagnosis, placed
 
 
-def named_verdict(job: JobExplanation, placed: list[Placed]) -> str:
+def _named_verdict(job: JobExplanation, placed: list[Placed]) -> str:
     """The job's verdict naming the link that explains it as the rack names it (`Compute tray 15 GPU 3 NVLinks`), not
     as its host does (`rack-01-c15 GPU 3 NVLinks`)."""
     names = {(p.host, p.node_ref.slug): p.finding.ref.name for p in placed}
