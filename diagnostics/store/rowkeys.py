@@ -44,7 +44,7 @@ def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np
     packs: list[np.ndarray] = []
     packed, used = np.zeros(table.num_rows, dtype=np.int64), 0
     for name in names:
-        codes = _value_codes(table.column(name))
+        codes = value_codes(table.column(name))
         bits = max(int(codes.max()).bit_length(), 1) if len(codes) else 1
         if used and used + bits > 62:
             packs.append(packed)
@@ -66,7 +66,7 @@ def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np
     return first, combination[np.cumsum(heads) - 1]
 
 
-def _value_codes(column: pa.ChunkedArray) -> np.ndarray:
+def value_codes(column: pa.ChunkedArray) -> np.ndarray:
     """Per row, a small code of its value, equal for equal values, 0 for NA (in no order): a dictionary column's
     index into its chunks' dictionaries unified, an integer's offset from the smallest (its order of first sight
     where the range is too wide to pack)."""

@@ -39,7 +39,8 @@ from .catalog import Catalog
 from .columns import frame_of
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
-from .parts import PART_TABLES, ScanStats, Selection, read_parts, write_part
+from .parts import PART_TABLES, ScanStats, read_parts, write_part
+from .selection import Selection, read_selected
 from .sources import (
     At,
     FileOutcome,
@@ -209,7 +210,8 @@ class TelemetryStore:
             folder = self.root / table / f"{label}={_part(value)}" / f"day={day}"
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{sha[:20]}.parquet"
-            info = write_part(path, part.reset_index(drop=True), schema, order)
+            info = write_part(path, part.reset_index(drop=True), schema, order,
+                              directory=LINK_IDENTITY if table == "link_samples" else ())
             self._catalog.add(table, str(value), str(day), path, info)
             if table == "step_samples":
                 self._catalog.add_job_nodes(str(value), job_nodes(part), info.t_min, info.t_max)
@@ -351,9 +353,13 @@ class TelemetryStore:
             assert select is not None
             return np.asarray(select(frame_of(identities)), dtype=bool)
 
-        got, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
-                                skip=PROVENANCE, columns=wanted, partial=unreadable is not None,
-                                select=None if select is None else Selection(LINK_IDENTITY, keep))
+        if select is None:
+            got, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
+                                    skip=PROVENANCE, columns=wanted, partial=unreadable is not None)
+        else:
+            got, stats = read_selected(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:],
+                                       select=Selection(LINK_IDENTITY, keep), keep=ALWAYS, skip=PROVENANCE,
+                                       columns=wanted, partial=unreadable is not None)
         if unreadable is not None:
             unreadable.update(stats.unreadable)
         return got

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 import sqlite_utils
 
 from diagnostics.errors import InputError
-from diagnostics.store import parts
+from diagnostics.store import directory, parts
 from diagnostics.store.catalog import footer_info
 from diagnostics.store.telemetry import TelemetryStore
 from diagnostics.tables import LINK_SAMPLES
@@ -171,26 +172,47 @@ def test_a_part_written_with_every_column_reads_as_a_slim_one(store: TelemetrySt
         assert pq.read_metadata(part).num_columns == len(schema)
     pd.testing.assert_frame_equal(store.window(end=None, span=timedelta(hours=30), nodes=None)["link_samples"], slim)
 
-def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: TelemetryStore,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A job's history: every reading (over two days' files) of each link whose identity the choice keeps, in the
-    order and with the values an unchosen read gives them, only the columns asked for (and the identity); the
-    choice sees each distinct identity once, and a node none of whose links it keeps has only its identities
-    read."""
-    start, end = START + timedelta(hours=20), START + timedelta(hours=30)  # crosses midnight
-    whole = store.link_history(["n0", "n2"], start=start, end=end)
-    seen: list[int] = []
-
+def _choose_two_links(seen: list[int]) -> Callable[[pd.DataFrame], np.ndarray]:
     def choose(identities: pd.DataFrame) -> np.ndarray:
         seen.append(len(identities))
         return ((identities["node_id"].astype(str) == "n2") & (identities["gpu"] == 1)
                 & identities["link"].isin([0, 3])).to_numpy(bool)
+    return choose
 
+
+def _without_directories(store: TelemetryStore) -> None:
+    """The store's parts as a writer before directories left them: the same row groups, no directory."""
+    for part in (store.root / "link_samples").rglob("*.parquet"):
+        file = pq.ParquetFile(part)
+        assert directory.KEY in (file.metadata.metadata or {})
+        groups = [file.read_row_group(i).replace_schema_metadata(None) for i in range(file.metadata.num_row_groups)]
+        with pq.ParquetWriter(part, groups[0].schema) as writer:
+            for group in groups:
+                writer.write_table(group, row_group_size=group.num_rows)
+        assert directory.KEY not in (pq.read_metadata(part).metadata or {})
+
+
+@pytest.mark.parametrize("listed", [True, False], ids=["directory", "before-directories"])
+def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: TelemetryStore, listed: bool,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job's history: every reading (over two days' files) of each link whose identity the choice keeps, in the
+    order and with the values an unchosen read gives them, only the columns asked for (and the identity); the
+    choice sees each distinct identity once. Through the parts' directories, only the row groups that hold a chosen
+    link are decoded, once; a part written before directories has its identities read first, then its values
+    where a link is kept."""
+    if not listed:
+        _without_directories(store)
+    start, end = START + timedelta(hours=20), START + timedelta(hours=30)  # crosses midnight
+    whole = store.link_history(["n0", "n2"], start=start, end=end)
+    seen: list[int] = []
     spy = Spy()
     spy.install(monkeypatch)
-    got = store.link_history(["n0", "n2"], start=start, end=end, columns=["replay"], select=choose)
+    got = store.link_history(["n0", "n2"], start=start, end=end, columns=["replay"], select=_choose_two_links(seen))
     reads = pd.Series([path for path, _ in spy.read]).str.extract(r"node=(n\d)")[0].value_counts()
-    assert reads["n2"] == 2 * reads["n0"]  # n2's row groups twice (identities, then values), n0's once
+    if listed:
+        assert set(reads.index) == {"n2"} and len(spy.read) == len(set(spy.read))
+    else:
+        assert reads["n2"] == 2 * reads["n0"]  # n2's row groups twice (identities, then values), n0's once
     assert seen == [2 * 2 * 4]  # two nodes' links, each identity once
     assert "crc_flit" not in got.columns and {"replay", "timestamp", "node_id", "gpu", "link"} <= set(got.columns)
     kept = whole[(whole["node_id"].astype(str) == "n2") & (whole["gpu"] == 1) & whole["link"].isin([0, 3])]
@@ -198,6 +220,37 @@ def test_a_history_reads_the_links_a_choice_keeps_whole_with_its_columns(store: 
     assert (got["timestamp"].to_numpy() == kept["timestamp"].to_numpy()).all()
     assert (got["replay"].to_numpy() == kept["replay"].to_numpy()).all()
     assert got["link"].tolist() == kept["link"].tolist()
+    assert got["node_id"].astype(str).tolist() == kept["node_id"].astype(str).tolist()
+
+
+def test_a_history_through_directories_gives_the_rows_a_read_of_every_identity_gives(tmp_path: Path) -> None:
+    """The same choice over a store with directories and over the same store without: the same frame, whatever
+    the links' identities (a link whose peer changes within an hour, links without a lane or a peer)."""
+    rows = []
+    for i, t in enumerate(pd.date_range(START, periods=36, freq=STEP)):
+        for gpu in range(2):
+            for link in range(3):
+                peer = f"GPU {1 - gpu}" if link else ("NVSwitch 0" if i < 20 else "NVSwitch 1")
+                rows.append({"timestamp": t, "node_id": "n0", "gpu": gpu, "link_type": "nvlink", "link": link,
+                             "peer": peer, "replay": float(i * (link + 1))})
+            rows.append({"timestamp": t, "node_id": "n0", "gpu": gpu, "link_type": "pcie", "replay": float(i)})
+    source = tmp_path / "links.parquet"
+    pd.DataFrame(rows).to_parquet(source, index=False)
+    asked = []
+    for name in ("with", "without"):
+        store = TelemetryStore(tmp_path / name)
+        store.ingest([source])
+        if name == "without":
+            _without_directories(store)
+
+        def choose(identities: pd.DataFrame) -> np.ndarray:
+            return ((identities["peer"].astype("string") == "NVSwitch 1") | identities["link"].isna()).fillna(
+                False).to_numpy(bool)
+
+        asked.append(store.link_history(["n0"], start=START + timedelta(minutes=30), end=START + timedelta(hours=3),
+                                        columns=["replay"], select=choose))
+    assert len(asked[0]) == 2 * 16 + 2 * 30  # each GPU's link 0 once its peer is NVSwitch 1; PCIe from 00:30 on
+    pd.testing.assert_frame_equal(asked[0], asked[1])
 
 
 def test_a_history_over_a_damaged_earlier_day_leaves_that_node_out_and_says_why(store: TelemetryStore) -> None:

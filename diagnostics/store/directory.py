@@ -1,0 +1,98 @@
+"""A link-sample part's directory: where each link's readings lie in it, so a read of a few links finds their rows
+without decoding every row's identity.
+
+A part is written row group by row group (an hour or a few of readings each), each group link by link
+(`parts.write_part`), so a link's readings in a group are one run of rows. The directory lists the runs: each one's
+row group, first row in it, rows, and the identity its rows share. It is written in the part's footer, with the
+part, so it can never describe another file. A read that keeps only some links (a slowed job's flagged links over
+its day: a few rows in a hundred of the nodes it reads) chooses among the directories' identities, then decodes only
+the row groups that hold a chosen run, only the columns that are not identities (those are repeated from the
+directory), and takes the runs' rows. A part written before directories has none and is read as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .rowkeys import value_codes
+
+KEY = b"fabricbot.links.v1"  # the footer's key; another layout would take another name
+RUN_COLUMNS = ("group", "start", "rows")  # where a run lies; the directory's other columns are its identity
+
+
+def runs(table: pa.Table, names: Sequence[str], starts: Sequence[int]) -> pa.Table | None:
+    """The runs of rows of equal values of `names` (NA equal to NA) of a table written in row groups starting at
+    `starts`: each run's group, its first row within the group, its rows, and its values (None: no rows)."""
+    rows = table.num_rows
+    if not rows:
+        return None
+    heads = np.zeros(rows, dtype=bool)
+    heads[np.asarray(starts, dtype=np.int64)] = True
+    named = [n for n in names if n in table.column_names]
+    for name in named:
+        codes = value_codes(table.column(name))
+        heads[1:] |= codes[1:] != codes[:-1]
+    first = np.flatnonzero(heads)
+    group = np.searchsorted(np.asarray(starts, dtype=np.int64), first, side="right") - 1
+    return pa.table({"group": pa.array(group, pa.int32()),
+                     "start": pa.array(first - np.asarray(starts, dtype=np.int64)[group], pa.int32()),
+                     "rows": pa.array(np.diff(np.append(first, rows)), pa.int32()),
+                     **{n: table.column(n).take(pa.array(first)) for n in named}})
+
+
+def encoded(directory: pa.Table) -> bytes:
+    """The directory as an Arrow IPC stream, uncompressed: a few kilobytes a part, read back in some 30 us, where
+    each compressed buffer's codec cost twenty times that (every part a history reads is asked of)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, directory.schema) as writer:
+        writer.write_table(directory)
+    return sink.getvalue().to_pybytes()
+
+
+def directory_of(metadata: pq.FileMetaData) -> pa.Table | None:
+    """A part's directory from its footer (None: written before directories)."""
+    blob = (metadata.metadata or {}).get(KEY)
+    return None if blob is None else pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+
+
+def covers(directory: pa.Table, groups: Sequence[int], sizes: Sequence[int]) -> bool:
+    """Whether a directory's runs in those row groups (of `sizes` rows) cover each group's rows, run after run: a
+    directory that does not is not its part's."""
+    group = directory.column("group").to_numpy()
+    start = directory.column("start").to_numpy().astype(np.int64)
+    count = directory.column("rows").to_numpy().astype(np.int64)
+    for g, size in zip(groups, sizes, strict=True):
+        mine = group == g
+        ends = np.cumsum(count[mine])
+        if not len(ends) or ends[-1] != size or (start[mine] != ends - count[mine]).any():
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """Of one part's directory, the runs a read keeps in the row groups it reads."""
+
+    directory: pa.Table
+    keep: np.ndarray  # per run
+
+    def groups(self) -> list[int]:
+        """The row groups that hold a kept run, in order."""
+        return np.unique(self.directory.column("group").to_numpy()[self.keep]).tolist()
+
+    def rows(self, groups: Sequence[int], sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The kept runs' rows in a read of those row groups (of `sizes` rows each, one after another), in the
+        order they lie, and each row's run."""
+        group = self.directory.column("group").to_numpy()
+        first = dict(zip(groups, np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
+        mine = np.flatnonzero(self.keep & np.isin(group, list(groups)))
+        count = self.directory.column("rows").to_numpy()[mine].astype(np.int64)
+        base = np.array([first[int(g)] for g in group[mine]], dtype=np.int64) \
+            + self.directory.column("start").to_numpy()[mine].astype(np.int64)
+        within = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+        return np.repeat(base, count) + within, np.repeat(mine, count)
