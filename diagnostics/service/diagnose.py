@@ -24,7 +24,7 @@ from ..store.maintenance import Maintenance
 from ..store.sources import UNTIMED_ADVICE
 from ..topology import NodeGraph
 from .request import Asked, Request
-from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split
+from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split, threads_each
 from .source import Source, Window, known
 from .tables import SnapshotSource
 
@@ -196,7 +196,9 @@ def fleet(source: Source, request: Request, *, processes: int | None = None,
         span = max(request.history, history_needed(request.length, request.thresholds))  # the steps a read holds
         shards = split(names, source.together(end=end, span=span), count) if count > 1 else []
         if len(shards) > 1:
-            return _merged(in_processes(_shard, [(source, request, group, end) for group in shards]), at_once=True)
+            threads = threads_each(len(shards))
+            return _merged(in_processes(_shard, [(source.threaded(threads), request, group, end, threads)
+                                                 for group in shards]), at_once=True)
     done = [_pass(source, request, length, group, end=end, whole=len(passes) == 1)
             for length, group in sorted(passes.items())]
     if not done:
@@ -205,14 +207,14 @@ def fleet(source: Source, request: Request, *, processes: int | None = None,
 
 
 def _pass(source: Source, request: Request, length: timedelta, group: list[str], *, end: datetime | None,
-          whole: bool) -> Fleet:
+          whole: bool, threads: int = 2) -> Fleet:
     """One read of the nodes judged over `length` to `end` (the whole source's, when `whole`) and one engine run over
     it; whether the person named the end is the request's."""
     got = source.read(nodes=None if whole else group, end=end,
                       span=history_needed(length, request.thresholds), steps=request.history)
     result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
                            platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
-                           listed=got.listed, cut=got.cut, unreadable=got.unreadable)
+                           listed=got.listed, cut=got.cut, unreadable=got.unreadable, workers=threads)
     viewed_ = {n: viewed(result.diagnoses[n], got, length, asked_end=_asked(request)) for n in group
                if n in result.diagnoses}
     links = got.tables.get("link_samples")
@@ -220,10 +222,10 @@ def _pass(source: Source, request: Request, length: timedelta, group: list[str],
     return Fleet(result, [got], viewed_, reporting)
 
 
-def _shard(source: Source, request: Request, group: list[str], end: datetime | None) -> Fleet:
-    """One shard's pass, in a worker process: what the answers need travels back, not the rows read nor the graphs
-    (sent back, a fleet's rows would cost more than judging them)."""
-    done = _pass(source, request, request.length, group, end=end, whole=False)
+def _shard(source: Source, request: Request, group: list[str], end: datetime | None, threads: int) -> Fleet:
+    """One shard's pass, in a worker process, on `threads` threads: what the answers need travels back, not the rows
+    read nor the graphs (sent back, a fleet's rows would cost more than judging them)."""
+    done = _pass(source, request, request.length, group, end=end, whole=False, threads=threads)
     done.analysis.graphs = {}
     done.windows = [replace(w, tables={k: v for k, v in w.tables.items() if k in SMALL_TABLES}, history=None)
                     for w in done.windows]

@@ -23,7 +23,8 @@ class StoreSource:
 
     name = "store"
 
-    def __init__(self, root: Path | str | TelemetryStore, *, create: bool = False) -> None:
+    def __init__(self, root: Path | str | TelemetryStore, *, create: bool = False, threads: int = 2) -> None:
+        self.threads = threads  # each read decodes its files on this many threads
         if isinstance(root, TelemetryStore):
             self.root = root.root
         else:
@@ -79,9 +80,13 @@ class StoreSource:
                 racks.setdefault(slot.rack, set()).add(host)
         return [*groups, *racks.values()]
 
+    def threaded(self, threads: int) -> StoreSource:
+        """The same store, read on `threads` threads."""
+        return StoreSource(self.root, threads=threads)
+
     def __getstate__(self) -> dict[str, object]:
         """Pickled as its folder (a worker process opens its own connections)."""
-        return {"root": self.root, "_log": None}
+        return {"root": self.root, "_log": None, "threads": self.threads}
 
     def maintenance(self) -> MaintenanceLog:
         """The store's planned-work windows, on one connection of their own kept for the source's life."""
@@ -92,7 +97,7 @@ class StoreSource:
     def read(self, *, nodes: Collection[str] | None, end: datetime | None, span: timedelta, peers: bool = False,
              steps: timedelta | None = None) -> Window:
         with self.store() as store:
-            got = store.read_window(end=end, span=span, nodes=nodes, peers=peers, steps=steps)
+            got = store.read_window(end=end, span=span, nodes=nodes, peers=peers, steps=steps, workers=self.threads)
         window_unreadable = dict(got.stats.unreadable)  # and, as the engine reads a job's history, those it could not
 
         def history(nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
@@ -116,9 +121,9 @@ class StoreSource:
         node with a damaged part (often of an earlier day than the window's) is left out and said there."""
         with self.store() as store:
             if links is None:
-                return store.link_history(nodes, start=start, end=end, unreadable=unreadable)
+                return store.link_history(nodes, start=start, end=end, unreadable=unreadable, workers=self.threads)
             return store.link_history(nodes, start=start, end=end, columns=links.columns, select=links.rows,
-                                      unreadable=unreadable)
+                                      unreadable=unreadable, workers=self.threads)
 
 
 def _newest_event(store: TelemetryStore) -> datetime | None:

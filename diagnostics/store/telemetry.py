@@ -296,10 +296,12 @@ class TelemetryStore:
         return self.read_window(end=end, span=span, nodes=nodes, peers=peers).tables
 
     def read_window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
-                    peers: bool = False, steps: timedelta | None = None, exact: bool = True) -> StoreWindow:
+                    peers: bool = False, steps: timedelta | None = None, exact: bool = True,
+                    workers: int = 2) -> StoreWindow:
         """`window`, with the window's end, each node's newest reading and what the read touched. `steps`: the
         step samples over this longer span (a job's slowdown is judged on a day of them; they are few). `exact=False`:
-        link samples may start up to a row group before the span (for a reader that bounds its own rows)."""
+        link samples may start up to a row group before the span (for a reader that bounds its own rows). `workers`: the
+        threads its files are decoded on."""
         names = None if nodes is None else sorted({str(n) for n in nodes})
         end_ns = self.end_ns(end)
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
@@ -312,7 +314,7 @@ class TelemetryStore:
         if end_ns is not None and names != []:
             parts = self._catalog.parts("link_samples", names, start_ns, end_ns)
             links, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
-                                      skip=PROVENANCE, exact=exact, partial=True)
+                                      skip=PROVENANCE, exact=exact, partial=True, workers=workers)
             since = start_ns
             if steps is not None and start_ns is not None:
                 since = min(start_ns, end_ns - int(steps.total_seconds() * 1e9))
@@ -320,7 +322,7 @@ class TelemetryStore:
             if jobs:
                 step_parts = self._catalog.parts("step_samples", sorted(jobs), since, end_ns)
                 step_rows, _ = read_parts(step_parts, STEP_SAMPLES, since, end_ns, order=(),
-                                          keep=STEP_SAMPLES.columns)
+                                          keep=STEP_SAMPLES.columns, workers=workers)
                 step_frame = STEP_SAMPLES.conform(step_rows)
         newest = self._catalog.newest_by_key("link_samples", names) if names != [] else {}
         tables = {"link_samples": links, "step_samples": step_frame, "events": self._events(names, end_ns),
@@ -339,12 +341,13 @@ class TelemetryStore:
     def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
                      columns: Collection[str] | None = None,
                      select: Callable[[pd.DataFrame], np.ndarray] | None = None,
-                     unreadable: dict[str, str] | None = None) -> pd.DataFrame:
+                     unreadable: dict[str, str] | None = None, workers: int = 2) -> pd.DataFrame:
         """Those nodes' link samples in [start, end], as a window holds them (each node's rows together, each
         link's in time order): only `columns` (and what names a link, and its time), and given `select` (the
         readings' identities, one row per distinct one -> which to keep), only the rows of the identities it keeps,
         chosen before they are converted. Given `unreadable`, a node with a part that cannot be read is left out
-        and said there, as a window's read does, rather than failing the read."""
+        and said there, as a window's read does, rather than failing the read. `workers`: the threads its files are
+        decoded on."""
         start_ns, end_ns = utc_ns(start) - 1, utc_ns(end)
         parts = self._catalog.parts("link_samples", sorted({str(n) for n in nodes}), start_ns, end_ns)
         wanted = None if columns is None else {*columns, *LINK_IDENTITY, "timestamp"}
@@ -355,11 +358,11 @@ class TelemetryStore:
 
         if select is None:
             got, stats = read_parts(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:], keep=ALWAYS,
-                                    skip=PROVENANCE, columns=wanted, partial=unreadable is not None)
+                                    skip=PROVENANCE, columns=wanted, partial=unreadable is not None, workers=workers)
         else:
             got, stats = read_selected(parts, LINK_SAMPLES, start_ns, end_ns, order=LINK_KEYS[1:],
                                        select=Selection(LINK_IDENTITY, keep), keep=ALWAYS, skip=PROVENANCE,
-                                       columns=wanted, partial=unreadable is not None)
+                                       columns=wanted, partial=unreadable is not None, workers=workers)
         if unreadable is not None:
             unreadable.update(stats.unreadable)
         return got

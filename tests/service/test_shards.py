@@ -15,6 +15,7 @@ from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
 from multiprocessing.context import BaseContext
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,6 +61,46 @@ def test_the_processes_come_from_the_setting_and_a_bad_one_is_named(monkeypatch:
             process_count()
     monkeypatch.delenv(PROCESSES_ENV)
     assert 1 <= process_count() <= 8
+
+
+@pytest.mark.parametrize(("cores", "count", "threads"), [(2, 2, 1), (8, 2, 2), (4, 3, 1), (1, 1, 1), (16, 8, 2)])
+def test_each_shard_reads_and_judges_on_the_cores_left_to_it(cores: int, count: int, threads: int,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shards, "_cores", lambda: cores)
+    assert shards.threads_each(count) == threads
+
+
+def test_a_worker_reads_its_shard_on_the_threads_it_is_given(bundled_store: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two shards on two cores: each worker's reads, its history and its engine on one thread (a pickled source
+    keeps its threads)."""
+    import importlib
+    import pickle
+
+    diagnose = importlib.import_module("diagnostics.service.diagnose")  # the module: the package names a function so
+    monkeypatch.setattr(shards, "_cores", lambda: 2)
+    given: list[tuple[int, int]] = []
+    engine: list[int] = []
+    real = diagnose.analyze_fleet
+
+    def spied(*args: object, **kwargs: Any) -> Any:
+        engine.append(kwargs["workers"])
+        return real(*args, **kwargs)
+
+    def here(work: Any, calls: Any) -> list[Any]:
+        out = []
+        for source, *rest in calls:
+            source = pickle.loads(pickle.dumps(source))
+            given.append((source.threads, rest[-1]))
+            out.append(work(source, *rest))
+        return out
+
+    monkeypatch.setattr(diagnose, "in_processes", here)
+    monkeypatch.setattr(diagnose, "analyze_fleet", spied)
+    fleet(StoreSource(bundled_store), Request(), processes=2, shard_nodes=1)
+    assert given == [(1, 1), (1, 1)] and engine == [1, 1]
+    fleet(StoreSource(bundled_store), Request(), processes=1)
+    assert engine[-1] == 2  # one process: the reads and the engine on two threads, as before
 
 
 @pytest.fixture(scope="module")
