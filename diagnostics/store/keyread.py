@@ -22,6 +22,7 @@ from .directory import covers, directory_of
 if TYPE_CHECKING:
     from .catalog import Part
 
+
 _T = TypeVar("_T")
 Listed = list[tuple["Part", pq.FileMetaData, pa.Table]]  # a key's parts with their footers and directories
 
@@ -45,7 +46,7 @@ class ScanStats:
 
 
 def read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns: int | None, end_ns: int | None,
-              lower: int | None) -> tuple[pa.Table | None, ScanStats]:
+             lower: int | None) -> tuple[pa.Table | None, ScanStats]:
     """One key's rows in the window, `names` of the schema `out`'s columns, its parts' rows one after another (the
     same rows, in the same order, whichever columns are asked)."""
     stats, tables = ScanStats(), []
@@ -56,7 +57,7 @@ def read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns
             continue
         # opened as a local file and read as asked: a filesystem's layer and its read-ahead threads cost more than
         # a small part's rows; a column the part leaves empty (most parts fill about half the table's) or lacks
-        # (an older writer's) is not decoded here but made as nulls by `_cast`
+        # (an older writer's) is not decoded here but made as nulls by `cast_to`
         filtered = any(not inside(*part.groups[i][:2], lower, end_ns) for i in chosen)
         wanted = [n for n in schema.names if n in part.columns]
         reading = [*wanted, "timestamp"] if filtered and "timestamp" not in wanted else wanted

@@ -29,6 +29,7 @@ from .rowkeys import distinct_rows, row_order
 if TYPE_CHECKING:
     from .catalog import Part
 
+
 @dataclass(frozen=True)
 class Selection:
     """Rows chosen by their values of some columns: `keep` is handed each distinct combination of them once (all
