@@ -188,6 +188,7 @@ EVENTS = TableSchema(
         "gpu_uuid": "string",  # GPU-... the driver's identity line gave for this bus earlier in the same log
         "gpu_serial": "string",  # the board serial the driver's next line gave for that GPU
         "subcode": "string",  # an NVLink5 Xid's unit and error as the line names them (`NETIR_LINK_EVT`)
+        "driver_version": "string",  # the driver's, as its banner gave it earlier in the same log
     },
     doc={
         "severity": "what the kernel line itself says (`Fatal`, `Non-fatal`, `Severity 1`); how the analysis treats "
@@ -200,6 +201,8 @@ EVENTS = TableSchema(
         "right after the identity line, states it; NA when the board reports none ([N/A]) or no such line precedes",
         "subcode": "the first field of an NVLink5 Xid (144-150) line, before its severity: the unit and error "
         "(`NETIR_LINK_EVT`, `RLW_RXPIPE`) that the Xid catalog's decode table is keyed by; NA for other lines",
+        "driver_version": "the driver version its `NVRM: loading NVIDIA UNIX ... Kernel Module ... <version>` line "
+        "states earlier in the same log (of the same host); NA when no such line precedes the event",
     },
 )
 

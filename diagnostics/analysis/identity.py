@@ -34,6 +34,9 @@ def _rows(tables: Mapping[str, pd.DataFrame], node: str) -> Iterator[tuple[str, 
         for other in (serial, "pci_bus_id" if name == "gpus" else None):  # the GPU table's address names it too
             if other is not None and other in frame.columns:
                 named |= frame[other].notna()
+        if name == "events" and "driver_version" in frame.columns:  # a GPU's event carries its driver's banner
+            named |= frame["driver_version"].notna() & (frame["nvswitch"].isna() if "nvswitch" in frame.columns
+                                                         else True)
         mine = frame[(frame["node_id"] == node).to_numpy(bool, na_value=False) & named.to_numpy(bool, na_value=False)]
         if not len(mine):
             continue
@@ -44,7 +47,7 @@ def _rows(tables: Mapping[str, pd.DataFrame], node: str) -> Iterator[tuple[str, 
             "bus": mine[bus].astype("string").str.lower() if bus and bus in mine.columns else pd.NA,
             "uuid": mine[uuid], "serial": mine[serial] if serial and serial in mine.columns else pd.NA,
             "printed": mine[bus].astype("string") if bus and bus in mine.columns else pd.NA,
-            "driver": mine["driver_version"] if name == "gpus" and "driver_version" in mine.columns else pd.NA})
+            "driver": mine["driver_version"] if "driver_version" in mine.columns else pd.NA})
         yield name, picked.drop_duplicates(keep="last").iloc[::-1]  # newest first
 
 

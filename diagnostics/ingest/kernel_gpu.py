@@ -3,7 +3,9 @@
 `NVRM: GPU at PCI:0000:48:00: GPU-5fc0bcec-...` ties a bus to the GPU's UUID, and the driver's next line,
 `NVRM: GPU Board Serial Number: 1652223012345`, gives that GPU's board serial (NVIDIA's open kernel modules print
 both once per GPU before its first Xid: `_krcLogUuidOnce` in kernel_rc.c; a board without one prints `[N/A]`,
-read as none); every later event of that bus carries both.
+read as none); every later event of that bus carries both. The driver's banner as it loads (`NVRM: loading NVIDIA
+UNIX Open Kernel Module for x86_64  570.158.01 ...`) gives its version: each event of the host carries the newest
+banner's before it, else the first one's after it (a driver reloaded after a GPU fell off prints it then).
 
 The driver reports a GPU lost from the bus in several spellings, with or without an Xid 79 line beside them:
 
@@ -42,6 +44,10 @@ _VALID_SERIAL = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]*$")  # `[N/A]`, `[not suppo
 _OFF_BUS = re.compile(r"NVRM: GPU (?P<bus>[0-9a-fA-F:.]+): GPU has fallen off the bus")
 _OFF_BUS_BARE = re.compile(r"NVRM: GPU has fallen off the bus")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)")
+# the driver's banner as it loads: `NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release
+# Build ...` (the open modules), `NVRM: loading NVIDIA UNIX x86_64 Kernel Module  340.65  Tue Dec  2 ...` (the others)
+_LOADING = re.compile(r"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for \S+|\S+ Kernel Module)\s+"
+                      r"(?P<version>\d+(?:\.\d+)+)\b")
 _FALLEN = "fallen off the bus"
 
 
@@ -67,6 +73,8 @@ class DriverLines:
     off_bus: dict[str, dict[str, Any]] = field(default_factory=dict)  # bus -> its newest Xid 79 event
     said: dict[int, str] = field(default_factory=dict)  # id(event) -> "xid", "message" or "both"
     message: _Message | None = None
+    version: str | None = None  # the driver's, as its newest banner gave it when it loaded
+    first_version: str | None = None  # as its first banner gave it: the driver the events before it ran under
 
     def uuid(self, bus: str | None) -> str | None:
         return self.uuids.get(bus) if bus else None
@@ -75,8 +83,9 @@ class DriverLines:
         return self.serials.get(bus) if bus else None
 
     def identity(self, bus: str | None) -> dict[str, str | None]:
-        """The event columns naming the GPU on `bus`: its UUID and board serial, where the log gave them."""
-        return {"gpu_uuid": self.uuid(bus), "gpu_serial": self.serial(bus)}
+        """The event columns naming the GPU on `bus` and its driver: its UUID and board serial, and the driver's
+        version, where the log gave them."""
+        return {"gpu_uuid": self.uuid(bus), "gpu_serial": self.serial(bus), "driver_version": self.version}
 
     def read(self, number: int, body: str, last: dict[str, Any] | None) -> tuple[bool, dict[str, Any] | None]:
         """(whether the line is one of these, the event it made or joined)."""
@@ -84,6 +93,10 @@ class DriverLines:
             self.message.parts.append(body[body.index("NVRM:"):].removeprefix("NVRM:").strip())
             self.message.lines.append(number)
             return True, self._finish() if _FALLEN in body else None
+        if match := _LOADING.search(body):
+            self.version = match["version"]
+            self.first_version = self.first_version or self.version
+            return True, None
         if match := _SERIAL.search(body):
             if self.named is not None and _VALID_SERIAL.match(match["serial"]):
                 self.serials[self.named] = match["serial"]

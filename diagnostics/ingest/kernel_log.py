@@ -139,6 +139,7 @@ class KernelLogReader:
                 skipped.add(line.number)
         for each in hosts.drivers:
             skipped.extend(each.interrupted())
+        hosts.date_drivers(out.rows.get("events", []))
         if skipped.count:
             out.warn(skipped.first, f"{skipped.count} line(s) hold no Xid, SXid, AER or off-the-bus message and were "
                                     f"skipped (lines {skipped.first}..{skipped.last})")
@@ -166,6 +167,14 @@ class _Hosts:
     def drivers(self) -> list[DriverLines]:
         return [driver for driver, _ in self._state.values()]
 
+    def date_drivers(self, events: list[dict[str, Any]]) -> None:
+        """An event read before its host's first driver banner ran under that driver: it carries its version."""
+        first = {host: driver.first_version for host, (driver, _) in self._state.items() if driver.first_version}
+        before = first.get(self.first) or first.get(None)  # lines before any host are the first host's
+        for event in events:
+            if event.get("driver_version") is None:
+                event["driver_version"] = first.get(event.get("node_id")) or \
+                    (before if event.get("node_id") not in self._state else None)
     def enter(self, host: str, out: Collector) -> tuple[DriverLines, dict[tuple[str | None, int], dict[str, Any]]]:
         """The lines from here are `host`'s: its node, and its driver's and switches' state."""
         if self.first is None:

@@ -49,7 +49,7 @@ def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None,
     read = (reads or {}).get(gpu) if gpu is not None else (bus_reads or {}).get(bus.lower()) if bus else None
     seen = {"serial": read.serial, "uuid": read.uuid, "pci_bus_id": read.pci_bus_id,
             "driver_version": read.driver_version} if read is not None else {}
-    drivers = {r.driver_version for r in (reads or {}).values() if r.driver_version}
+    drivers = {r.driver_version for r in [*(reads or {}).values(), *(bus_reads or {}).values()] if r.driver_version}
     if not seen.get("driver_version") and len(drivers) == 1:  # the node's one driver, for a part of no GPU's (a
         seen["driver_version"] = drivers.pop()  # switch, the fabric software) or a GPU read without it
     if bus:

@@ -150,6 +150,31 @@ def test_a_log_of_several_hosts_puts_each_event_on_its_own_host() -> None:
     assert pd.isna(events["gpu_uuid"].iloc[1])  # gpu-node-02's GPU on 0000:48:00 is another GPU
 
 
+def test_each_event_carries_its_hosts_driver_version_from_the_drivers_banner() -> None:
+    """The banner the driver prints as it loads, in its open modules' form and the older one (Bumblebee-Project/
+    Bumblebee#645): an event carries the newest banner's version before it, else the first one's after it (a driver
+    reloaded after its GPU fell off prints it then, as the NVSentinel sample shows); each host its own."""
+    text = "\n".join([
+        "2026-04-23T10:00:00+0000 gpu-node-01 kernel: NVRM: Xid (PCI:0000:48:00): 79, pid=1, name=python, GPU has "
+        "fallen off the bus.",
+        "2026-04-23T10:00:05+0000 gpu-node-01 kernel: NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  "
+        "570.158.01  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025",
+        "2026-04-23T10:01:02+0000 gpu-node-02 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu "
+        "Oct 19 18:56:32 UTC 2023",
+        "2026-04-23T10:02:02+0000 gpu-node-02 kernel: NVRM: Xid (PCI:0000:48:00): 45, pid=1, name=python, channel 1",
+        "2026-04-23T10:03:02+0000 gpu-node-01 kernel: NVRM: loading NVIDIA UNIX Open Kernel Module for aarch64  "
+        "580.65.06  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025",
+        "2026-04-23T10:04:02+0000 gpu-node-01 kernel: NVRM: Xid (PCI:0000:48:00): 45, pid=1, name=python, channel 1",
+        "2026-04-23T10:05:02+0000 gpu-node-03 kernel: NVRM: Xid (PCI:0000:48:00): 45, pid=1, name=python, channel 1",
+    ])
+    result = read_text(text, name="syslog")
+    events = result["events"]
+    assert events["node_id"].astype(str).tolist() == ["gpu-node-01", "gpu-node-02", "gpu-node-01", "gpu-node-03"]
+    assert events["driver_version"].tolist()[:3] == ["570.158.01", "535.129.03", "580.65.06"]
+    assert pd.isna(events["driver_version"].iloc[3])  # gpu-node-03's driver printed no banner here
+    assert not warning_lines(result)  # the banners are read, not skipped
+
+
 def test_a_node_given_holds_every_line_whatever_the_prefixes_say() -> None:
     text = ("2026-04-23T10:01:02+0000 gpu-node-01 kernel: NVRM: Xid (PCI:0000:48:00): 79, pid=1, name=python, GPU has "
             "fallen off the bus.\n2026-04-23T10:02:02+0000 gpu-node-02 kernel: NVRM: Xid (PCI:0000:4e:00): 79, pid=1, "

@@ -328,3 +328,20 @@ def test_a_gpu_a_kernel_log_names_by_address_alone_has_the_uuid_and_serial_its_l
     code, out, err = cli("ticket", "k1", "--store", str(store), "--json", "--rules")
     assert code == 0, err
     assert json.loads(out)["identity"] == identity
+
+
+def test_a_gpu_of_a_kernel_log_has_the_driver_version_its_banner_gives(tmp_path: Path, cli: Cli) -> None:
+    """NVSentinel's published dmesg: a GPU falls off the bus, then the driver reloads and prints its banner
+    (`NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01 ...`): the ticket names that driver, where
+    it said `unknown` and asked for `nvidia-smi -q` of a GPU that no longer answers; from a store too."""
+    log = FIXTURES / "real" / "kernel_off_bus_no_xid_nvsentinel_1.txt"
+    code, out, err = cli("ticket", str(log), "--node", "k1", "--json", "--rules")
+    assert code == 0, err
+    identity = json.loads(out)["identity"]
+    assert identity["pci_bus_id"] == "0000:b3:00.0" and identity["driver_version"] == "570.158.01"
+    assert "driver_version" not in identity["where"]
+    store = tmp_path / "store"
+    open_store(store).ingest([log], node_id="k1")
+    code, out, err = cli("ticket", "k1", "--store", str(store), "--json", "--rules")
+    assert code == 0, err
+    assert json.loads(out)["identity"] == identity
