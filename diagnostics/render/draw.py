@@ -197,15 +197,28 @@ def _draw_bundles(ax: _Board, scene: Scene, ids: bool) -> None:
     for b in scene.bundles:
         grouped.setdefault(bundle_style(b), []).append(b)
     for (colour, style), chosen in grouped.items():
-        segments = [(scene.pos[b.u], scene.pos[b.v]) for b in chosen]
+        segments = [_beside(b, scene) for b in chosen]
         widths = [0.9 if b.link_type == "pcie" else _width(b) for b in chosen]
         if ids:
             for b, (p, q), w in zip(chosen, segments, widths, strict=True):
                 ax.plot([p[0], q[0]], [p[1], q[1]], color=colour, linewidth=w, linestyle=style, zorder=1,
-                        gid=f"bundle-{b.u}-{b.v}".lower().replace(" ", ""))
+                        gid=f"bundle-{b.u}-{b.v}{'-unread' if b.side < 0 else ''}".lower().replace(" ", ""))
         else:
             ax.add(LineCollection(segments, colors=colour, linewidths=widths, linestyles=style,
                                   zorder=1, capstyle="round"))
+
+
+SIDE_GAP = 0.035  # how far apart the read and the unread links of one bundle are drawn (board units)
+
+
+def _beside(b: Bundle, scene: Scene) -> tuple[tuple[float, float], tuple[float, float]]:
+    """A bundle's line: between its ends, or beside that line when it is the read or the unread part of one."""
+    (x1, y1), (x2, y2) = scene.pos[b.u], scene.pos[b.v]
+    if not b.side:
+        return (x1, y1), (x2, y2)
+    length = math.hypot(x2 - x1, y2 - y1) or 1.0
+    nx, ny = -(y2 - y1) / length * SIDE_GAP * b.side, (x2 - x1) / length * SIDE_GAP * b.side
+    return (x1 + nx, y1 + ny), (x2 + nx, y2 + ny)
 
 
 def _offset(h: Highlight, scene: Scene) -> tuple[float, float, float, float]:

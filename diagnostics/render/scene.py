@@ -7,7 +7,8 @@ Kept apart from matplotlib so the layout and the mapping of findings onto edges 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 from .. import format as fmt
 from ..analysis.absence import gpu_gone
@@ -34,7 +35,8 @@ _COUNTER_WORDS = {
 class Bundle:
     """All links between two nodes, drawn as one line; `count` links (NVLinks) or one (PCIe). Not `reporting`
     when an end is a GPU the diagnosis judged gone (off the bus, silent): its links read nothing, so are not healthy.
-    Not `read` when the diagnosis holds no reading of any of them (`_unread`): drawn so, not as healthy."""
+    Not `read` when the diagnosis holds no reading of any of them (`_unread`): drawn so, not as healthy. A bundle
+    some of whose links were read is two, side by side (`side` -1 and 1): those read, and the others, not read."""
 
     u: str
     v: str
@@ -42,6 +44,7 @@ class Bundle:
     count: int
     reporting: bool = True
     read: bool = True
+    side: int = 0
 
 
 @dataclass
@@ -275,14 +278,20 @@ def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
 def _unread(scene: Scene, diagnosis: Diagnosis, placed: dict[str, tuple[str, str]]) -> None:
     """A GPU's NVLink bundles that no finding lies on, in a diagnosis that names every link it read: links the input
     does not reach (a paste cut short or elided, an output of some GPUs, a snapshot of chosen links), which are
-    neither healthy nor missing. A GPU's total over its NVLinks reads them all."""
+    neither healthy nor missing; a bundle some of whose links a finding lies on, split into those and the others.
+    A GPU's total over its NVLinks reads them all."""
     if not diagnosis.lists_every_link:
         return
-    read = {frozenset(edge) for edge in placed.values()}
+    read = Counter(frozenset(edge) for edge in placed.values())  # a finding per link read
     totals = {gpu_node(f.gpu) for f in diagnosis.findings
               if f.gpu is not None and f.link is None and f.link_type is LinkType.NVLINK}
-    for bundle in scene.bundles:
+    for bundle in list(scene.bundles):
         gpus = {n for n in (bundle.u, bundle.v) if scene.kinds.get(n) == GPU}
-        if bundle.link_type == "nvlink" and gpus and bundle.reporting and not gpus & totals \
-                and frozenset((bundle.u, bundle.v)) not in read:
+        if bundle.link_type != "nvlink" or not gpus or not bundle.reporting or gpus & totals:
+            continue
+        got = read[frozenset((bundle.u, bundle.v))]
+        if not got:
             bundle.read = False
+        elif got < bundle.count:  # a paste of some of a GPU's links: those it holds, and beside them the rest
+            scene.bundles.append(replace(bundle, count=bundle.count - got, read=False, side=-1))
+            bundle.count, bundle.side = got, 1

@@ -16,7 +16,7 @@ from diagnostics.analysis.absence import missing_gpus
 from diagnostics.components import ComponentRef
 from diagnostics.enums import LinkType, Severity
 from diagnostics.model import Diagnosis, Finding, Localization, Snapshot
-from diagnostics.render.colours import NOT_REPORTING
+from diagnostics.render.colours import NOT_READ, NOT_REPORTING
 from diagnostics.render.draw import (
     HEALTHY,
     LEGEND_WIDTH,
@@ -246,6 +246,23 @@ def test_a_gpu_gone_from_the_bus_draws_its_links_as_not_reporting() -> None:
                                                              "NVSwitch 3", "PCIe switch 2")}
     assert strokes["bundle-gpu1-nvswitch0"] == HEALTHY
     assert near(pixels(render_node(graph, diag)), midpoint(scene, "GPU 2", "NVSwitch 0"), NOT_REPORTING, radius=5)
+
+
+def test_a_bundle_read_in_part_is_drawn_as_its_links_read_and_beside_them_the_others() -> None:
+    """A snapshot of two of GPU 0's links to NVSwitch 0: that bundle is two lines side by side, the two links
+    healthy and the others not read; the GPU's other bundles not read."""
+    graph = platform_graph("hgx-h100-8gpu")
+    whole = next(b.count for b in build_scene(graph).bundles if {b.u, b.v} == {"GPU 0", "NVSwitch 0"})
+    assert whole > 2
+    diag = diagnosis([finding(0, 0, Severity.OK), finding(0, 1, Severity.OK)]).model_copy(
+        update={"lists_every_link": True})
+    scene = build_scene(graph, diag)
+    mine = [(b.count, b.read, b.side) for b in scene.bundles if {b.u, b.v} == {"GPU 0", "NVSwitch 0"}]
+    assert sorted(mine, key=lambda m: m[2]) == [(whole - 2, False, -1), (2, True, 1)]
+    assert all(not b.read for b in scene.bundles if "GPU 0" in (b.u, b.v) and b.link_type == "nvlink"
+               and "NVSwitch 0" not in (b.u, b.v))
+    strokes = _strokes(render_node(graph, diag, fmt="svg").decode())
+    assert strokes["bundle-gpu0-nvswitch0"] == HEALTHY and strokes["bundle-gpu0-nvswitch0-unread"] == NOT_READ
 
 
 def test_a_node_read_whole_has_no_link_drawn_not_read(bundled_store: Path) -> None:

@@ -153,8 +153,9 @@ def test_a_paste_s_down_links_are_drawn_as_analyze_flags_them(tmp_path: Path, cl
 
 def test_the_links_a_cut_paste_does_not_reach_are_drawn_not_read(tmp_path: Path, cli: Cli) -> None:
     """The H100 `nvlink -e` paste holds GPU 0's links 0, 1 and 17 (the rest elided as `[...]`) and no other GPU:
-    the two bundles those links land on are drawn healthy, and every other GPU's NVLinks as not read, where all of
-    them were drawn healthy grey: a picture of all-healthy links for an input that read three."""
+    the links of the two bundles those three land on are drawn healthy, each bundle's other links beside them as not
+    read, and every other GPU's NVLinks as not read, where all of them were drawn healthy grey: a picture of
+    all-healthy links for an input that read three."""
     code, out, err = cli("analyze", str(REAL / "nvlink_e_h100_1.txt"), "--node", "n1", "--platform",
                          "hgx-h100-8gpu", "--json")
     assert code == 0 and json.loads(out)["lists_every_link"] is True, err
@@ -165,8 +166,9 @@ def test_the_links_a_cut_paste_does_not_reach_are_drawn_not_read(tmp_path: Path,
     svg = picture.read_text(encoding="utf-8")
     strokes = dict(re.findall(r'<g id="(bundle-[^"]+)">\s*<path [^>]*?stroke: (#[0-9a-f]{6})', svg))
     nvlinks = {k: c for k, c in strokes.items() if "nvswitch" in k}
-    assert len(nvlinks) == 32  # 8 GPUs x 4 NVSwitches
-    assert {k for k, c in nvlinks.items() if c == HEALTHY} == {"bundle-gpu0-nvswitch0", "bundle-gpu0-nvswitch3"}
-    assert {k for k, c in nvlinks.items() if c == NOT_READ} == set(nvlinks) - {"bundle-gpu0-nvswitch0",
-                                                                              "bundle-gpu0-nvswitch3"}
+    read = {"bundle-gpu0-nvswitch0", "bundle-gpu0-nvswitch3"}
+    assert len(nvlinks) == 32 + 2  # 8 GPUs x 4 NVSwitches, the two bundles read in part drawn as two
+    assert {k for k, c in nvlinks.items() if c == HEALTHY} == read
+    assert {k for k, c in nvlinks.items() if c == NOT_READ} == set(nvlinks) - read
+    assert {f"{k}-unread" for k in read} <= set(nvlinks)
     assert "not read in the input" in svg
