@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 
 import pandas as pd
 
+from ..enums import EventKind
 from ..model import GpuId
 
 _SOURCES = {"gpus": "the GPU table (nvidia-smi -q, dcgm-exporter labels)", "events": "the kernel log",
@@ -34,9 +35,9 @@ def _rows(tables: Mapping[str, pd.DataFrame], node: str) -> Iterator[tuple[str, 
         for other in (serial, "pci_bus_id" if name == "gpus" else None):  # the GPU table's address names it too
             if other is not None and other in frame.columns:
                 named |= frame[other].notna()
-        if name == "events" and "driver_version" in frame.columns:  # a GPU's event carries its driver's banner
-            named |= frame["driver_version"].notna() & (frame["nvswitch"].isna() if "nvswitch" in frame.columns
-                                                         else True)
+        if name == "events" and "driver_version" in frame.columns and "kind" in frame.columns:  # a GPU's Xid
+            named |= frame["driver_version"].notna() & (frame["kind"].astype("string") == EventKind.XID.value) \
+                .fillna(False)  # carries its driver's banner (an AER's bus is a bridge's, an SXid's a switch's)
         mine = frame[(frame["node_id"] == node).to_numpy(bool, na_value=False) & named.to_numpy(bool, na_value=False)]
         if not len(mine):
             continue

@@ -5,7 +5,8 @@
 both once per GPU before its first Xid: `_krcLogUuidOnce` in kernel_rc.c; a board without one prints `[N/A]`,
 read as none); every later event of that bus carries both. The driver's banner as it loads (`NVRM: loading NVIDIA
 UNIX Open Kernel Module for x86_64  570.158.01 ...`) gives its version: each event of the host carries the newest
-banner's before it, else the first one's after it (a driver reloaded after a GPU fell off prints it then).
+banner's before it, else that of a banner within a minute after it by the same clock (a driver reloaded right after
+its GPU fell off prints it then), never one across a reboot (dmesg's clock starts again) or hours later.
 
 The driver reports a GPU lost from the bus in several spellings, with or without an Xid 79 line beside them:
 
@@ -34,6 +35,7 @@ from .textlines import Collector, normalize_bus_id
 
 OFF_BUS_CODE = 79
 JOIN_NS = 600 * 10**9  # an off-the-bus message and an Xid 79 line of one bus this close are one event
+BANNER_AFTER_NS = 60 * 10**9  # a driver banner this soon after an event (its reload) names the event's driver
 MESSAGE_LINES = 4  # the multi-line message: its first line and at most three more
 
 _UUID = r"GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -74,7 +76,18 @@ class DriverLines:
     said: dict[int, str] = field(default_factory=dict)  # id(event) -> "xid", "message" or "both"
     message: _Message | None = None
     version: str | None = None  # the driver's, as its newest banner gave it when it loaded
-    first_version: str | None = None  # as its first banner gave it: the driver the events before it ran under
+    clock: tuple[int, int] | None = None  # the line being read: (0, its time) or (1, dmesg's ns since boot)
+    unversioned: list[tuple[dict[str, Any], tuple[int, int]]] = field(default_factory=list)  # events before a banner
+
+    def booted(self) -> None:
+        """The host booted again: its driver is not known until its banner, nor are the events' before it."""
+        self.version = None
+        self.unversioned.clear()
+
+    def logged(self, event: dict[str, Any], clock: tuple[int, int] | None) -> None:
+        """An event read, and when its line was logged: one without a driver version may take the next banner's."""
+        if event.get("driver_version") is None and clock is not None:
+            self.unversioned.append((event, clock))
 
     def uuid(self, bus: str | None) -> str | None:
         return self.uuids.get(bus) if bus else None
@@ -95,7 +108,10 @@ class DriverLines:
             return True, self._finish() if _FALLEN in body else None
         if match := _LOADING.search(body):
             self.version = match["version"]
-            self.first_version = self.first_version or self.version
+            for event, at in self.unversioned:  # a driver reloaded right after its GPU failed: the same driver
+                if self.clock is not None and at[0] == self.clock[0] and 0 <= self.clock[1] - at[1] <= BANNER_AFTER_NS:
+                    event["driver_version"] = self.version
+            self.unversioned.clear()
             return True, None
         if match := _SERIAL.search(body):
             if self.named is not None and _VALID_SERIAL.match(match["serial"]):

@@ -85,6 +85,7 @@ class KernelLogReader:
         driver = DriverLines(out)  # identity lines (bus -> UUID) and off-the-bus messages
         hosts = _Hosts(driver, open_sxids)
         skipped = _Skipped()
+        clocks = _Clocks()  # when each event's line was logged, for the driver banner after it
         for line in classify(source, out):
             if line.kind != "text":
                 skip_shell(line, out)
@@ -99,6 +100,7 @@ class KernelLogReader:
                 driver, open_sxids = hosts.enter(host, out)
                 last = None  # another host's event is never continued by this one's lines
             out.timestamp = ts
+            clocks.line(out, driver, ts, line.text)
             if driver.message is not None:
                 last = driver.read(line.number, body, last)[1] or last
                 continue
@@ -135,17 +137,50 @@ class KernelLogReader:
                 out.warn(line.number, "an Xid line that cannot be read (cut off, or a word damaged?); it is skipped")
             elif "NVRM:" in body and (taken := driver.read(line.number, body, last))[0]:
                 last = taken[1] or last
+            elif body.startswith(_BOOT):  # the kernel's first line: the host booted, its driver not yet loaded
+                driver.booted()
             else:
                 skipped.add(line.number)
+        clocks.line(out, None, None, "")
         for each in hosts.drivers:
             skipped.extend(each.interrupted())
-        hosts.date_drivers(out.rows.get("events", []))
         if skipped.count:
             out.warn(skipped.first, f"{skipped.count} line(s) hold no Xid, SXid, AER or off-the-bus message and were "
                                     f"skipped (lines {skipped.first}..{skipped.last})")
         out.timestamp = None
         out.node_id = hosts.first or out.node_id  # what names no host (lines before any) is the first host's
         return out.result()
+
+
+_BOOT = "Linux version "  # the kernel's first line at boot
+_UPTIME_ANY = re.compile(r"\[\s*(\d+\.\d+)\]")  # dmesg's seconds since boot, after any host prefix
+
+
+@dataclass
+class _Clocks:
+    """Hands each event to its host's driver lines with the clock of its line: the log's time where the prefix gives
+    one, else dmesg's seconds since boot (a reboot starts it again), else none."""
+
+    seen: int = 0
+    at: tuple[DriverLines, tuple[int, int] | None] | None = None
+
+    def line(self, out: Collector, driver: DriverLines | None, ts: pd.Timestamp | None, text: str) -> None:
+        """Before a line is read (and once at the end): the events the previous line made, to its driver."""
+        events = out.rows.get("events", [])
+        if self.at is not None:
+            for event in events[self.seen:]:
+                self.at[0].logged(event, self.at[1])
+        self.seen = len(events)
+        if driver is None:
+            self.at = None
+            return
+        up = _UPTIME_ANY.search(text) if ts is None else None
+        clock = (0, int(ts.value)) if ts is not None else (1, round(float(up[1]) * 1e9)) if up else driver.clock
+        if clock is not None and driver.clock is not None and clock[0] == driver.clock[0] == 1 \
+                and clock[1] < driver.clock[1]:
+            driver.booted()  # dmesg's seconds since boot started again
+        self.at = (driver, clock)  # a line without a time of its own (a message's continuation): its first line's
+        driver.clock = clock
 
 
 @dataclass
@@ -167,14 +202,6 @@ class _Hosts:
     def drivers(self) -> list[DriverLines]:
         return [driver for driver, _ in self._state.values()]
 
-    def date_drivers(self, events: list[dict[str, Any]]) -> None:
-        """An event read before its host's first driver banner ran under that driver: it carries its version."""
-        first = {host: driver.first_version for host, (driver, _) in self._state.items() if driver.first_version}
-        before = first.get(self.first) or first.get(None)  # lines before any host are the first host's
-        for event in events:
-            if event.get("driver_version") is None:
-                event["driver_version"] = first.get(event.get("node_id")) or \
-                    (before if event.get("node_id") not in self._state else None)
     def enter(self, host: str, out: Collector) -> tuple[DriverLines, dict[tuple[str | None, int], dict[str, Any]]]:
         """The lines from here are `host`'s: its node, and its driver's and switches' state."""
         if self.first is None:
@@ -324,7 +351,8 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
 
 def _maybe_event(text: str, last: dict[str, Any] | None) -> bool:
     """Whether a line may hold an event: most lines of a kernel log do not, and are passed over cheaply."""
-    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _maybe_aer_detail(text, last)
+    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _BOOT in text \
+        or _maybe_aer_detail(text, last)
 
 
 def _maybe_aer_detail(body: str, last: dict[str, Any] | None) -> bool:

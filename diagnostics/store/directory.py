@@ -12,11 +12,13 @@ directory), and takes the runs' rows. A part written before directories has none
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .rowkeys import value_codes
@@ -54,10 +56,33 @@ def encoded(directory: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def checked(blob: bytes) -> bytes:
+    """The footer value of an encoded directory: its CRC-32, then the directory, so a byte changed since it was
+    written is found before it is read (it stands in for identity columns a read then does not decode)."""
+    return zlib.crc32(blob).to_bytes(4, "big") + blob
+
+
 def directory_of(metadata: pq.FileMetaData) -> pa.Table | None:
-    """A part's directory from its footer (None: written before directories)."""
-    blob = (metadata.metadata or {}).get(KEY)
-    return None if blob is None else pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+    """A part's directory from its footer (None: written before directories); ValueError when it is not one
+    intact: its checksum, its columns' names and types, its buffers and its positions are checked."""
+    value = (metadata.metadata or {}).get(KEY)
+    if value is None:
+        return None
+    blob = value[4:]
+    if len(value) < 4 or zlib.crc32(blob) != int.from_bytes(value[:4], "big"):
+        raise ValueError("its checksum does not match")
+    try:
+        directory = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+        directory.validate(full=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(str(exc)) from exc
+    for name in RUN_COLUMNS:
+        if name not in directory.column_names or directory.schema.field(name).type != pa.int32():
+            raise ValueError(f"it has no {name} column of 32-bit integers")
+    if directory.num_rows and (min(pc.min(directory.column(n)).as_py() for n in RUN_COLUMNS) < 0
+                               or pc.min(directory.column("rows")).as_py() < 1):
+        raise ValueError("it lists a negative position or an empty run")
+    return directory
 
 
 def covers(directory: pa.Table, groups: Sequence[int], sizes: Sequence[int]) -> bool:

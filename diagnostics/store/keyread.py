@@ -159,6 +159,6 @@ def listed(group: list[Part], start_ns: int | None, end_ns: int | None) -> Liste
 def _directory(metadata: pq.FileMetaData, part: Part) -> pa.Table | None:
     try:
         return directory_of(metadata)
-    except pa.ArrowException as exc:
+    except ValueError as exc:
         raise InputError(f"a part of the store has a directory that cannot be read ({exc}): it was changed after it "
                          "was written; ingest its sources into a new store", source=str(part.path)) from exc

@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..tables import TableSchema
 from .columns import FrameBuilder
 from .directory import KEY as DIRECTORY
-from .directory import encoded, runs
+from .directory import checked, encoded, runs
 from .keyread import ScanStats, overlaps, read_key
 from .rowkeys import row_order
 
@@ -40,6 +40,7 @@ if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and pa.default_memory_pool().ba
 ROW_GROUP_NS = 3_600_000_000_000  # row groups cover whole hours of readings
 MIN_GROUP_ROWS = 4096
 PART_TABLES = {"link_samples": "node", "step_samples": "job"}
+FEWEST_RUN_ROWS = 4  # a part whose runs hold fewer rows on average gets no directory (it would weigh as much)
 
 _ARROW: dict[str, pa.DataType] = {
     "datetime64[ns, UTC]": pa.timestamp("ns", tz="UTC"), "category": pa.dictionary(pa.int32(), pa.string()),
@@ -103,12 +104,14 @@ def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iter
     hours = hour[rows]
     bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(rows)]
     listed = runs(table, directory, bounds[:-1]) if directory else None
+    if listed is not None and listed.num_rows * FEWEST_RUN_ROWS > len(rows):
+        listed = None  # runs of a few rows (a switch tray's two chips' ports, interleaved): no cheaper to read by
     tmp = path.with_name(f".{path.name}.tmp")
     with pq.ParquetWriter(tmp, table.schema, write_statistics=["timestamp"]) as writer:
         for lo, hi in pairwise(bounds):
             writer.write_table(table.slice(lo, hi - lo), row_group_size=hi - lo)
         if listed is not None:
-            writer.add_key_value_metadata({DIRECTORY: encoded(listed)})
+            writer.add_key_value_metadata({DIRECTORY: checked(encoded(listed))})
     os.replace(tmp, path)
     dated = t[t != nat]
     ts = t[rows]

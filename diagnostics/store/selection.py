@@ -92,11 +92,19 @@ def read_selected(parts: Sequence[Part], schema: TableSchema, start_ns: int, end
     chosen = np.asarray(select.keep(pa.concat_tables([k.distinct for k in keys])), dtype=bool)
     offsets = np.cumsum([0] + [k.distinct.num_rows for k in keys[:-1]]).tolist()
 
-    def rows(at: int) -> tuple[pa.Table, ScanStats] | None:
+    def rows(at: int) -> tuple[pa.Table | None, ScanStats] | None:
         key, lo = keys[at], offsets[at]
         mine = chosen[lo:lo + key.distinct.num_rows][key.combination]
         if not mine.any():
             return None
+        try:
+            return _kept(key, mine)
+        except InputError as exc:  # a part cut or changed where only its values are decoded, or since
+            if not partial:
+                raise
+            return None, ScanStats(unreadable={key.group[0].key: str(exc)})
+
+    def _kept(key: _Key, mine: np.ndarray) -> tuple[pa.Table | None, ScanStats] | None:
         if key.listed is not None:
             return _runs(key.listed, mine, out, names, start_ns, end_ns)
         named = key.distinct.take(pa.array(key.combination[mine]))
@@ -113,7 +121,8 @@ def read_selected(parts: Sequence[Part], schema: TableSchema, start_ns: int, end
     for done in each(rows, list(range(len(keys))), workers):
         if done is not None:
             stats.add(done[1])
-            tables.append((done[0], row_order(done[0], order)))
+            if done[0] is not None:
+                tables.append((done[0], row_order(done[0], order)))
     stats.rows = sum(t.num_rows for t, _ in tables)
     return frame_of_all(tables, out, capacity=stats.rows), stats
 

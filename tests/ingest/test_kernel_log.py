@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.kernel_log import READER
@@ -152,8 +153,8 @@ def test_a_log_of_several_hosts_puts_each_event_on_its_own_host() -> None:
 
 def test_each_event_carries_its_hosts_driver_version_from_the_drivers_banner() -> None:
     """The banner the driver prints as it loads, in its open modules' form and the older one (Bumblebee-Project/
-    Bumblebee#645): an event carries the newest banner's version before it, else the first one's after it (a driver
-    reloaded after its GPU fell off prints it then, as the NVSentinel sample shows); each host its own."""
+    Bumblebee#645): an event carries the newest banner's version before it, else that of one within a minute after it
+    (a driver reloaded after its GPU fell off prints it then, as the NVSentinel sample shows); each host its own."""
     text = "\n".join([
         "2026-04-23T10:00:00+0000 gpu-node-01 kernel: NVRM: Xid (PCI:0000:48:00): 79, pid=1, name=python, GPU has "
         "fallen off the bus.",
@@ -173,6 +174,26 @@ def test_each_event_carries_its_hosts_driver_version_from_the_drivers_banner() -
     assert events["driver_version"].tolist()[:3] == ["570.158.01", "535.129.03", "580.65.06"]
     assert pd.isna(events["driver_version"].iloc[3])  # gpu-node-03's driver printed no banner here
     assert not warning_lines(result)  # the banners are read, not skipped
+
+
+@pytest.mark.parametrize("log", [
+    ["2025-03-01T09:00:05+00:00 gpu07 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 "
+     "01:15:15 UTC 2023",
+     "2025-03-02T09:00:00+00:00 gpu07 kernel: Linux version 5.15.0-105-generic (buildd@lcy02-amd64-007)",
+     "2025-03-02T09:00:02+00:00 gpu07 kernel: NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=python, GPU has fallen off "
+     "the bus."],
+    ["[ 7000.000000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023",
+     "[    2.000000] NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=python, GPU has fallen off the bus."],
+    ["2025-03-01T09:00:00+00:00 gpu07 kernel: NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=python, GPU has fallen off "
+     "the bus.",
+     "2025-03-01T11:00:00+00:00 gpu07 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 "
+     "22:23:56 UTC 2024"],
+], ids=["a reboot's first line", "dmesg's clock starting again", "a banner hours later"])
+def test_an_event_takes_no_driver_version_across_a_reboot_or_from_a_later_boot(log: list[str]) -> None:
+    """Events of a boot whose driver printed no banner yet (the last one was the boot before, or the next one comes
+    hours later, after a reboot into a driver upgraded as the repair): their driver is not known."""
+    events = read_text("\n".join(log), name="syslog")["events"]
+    assert events["code"].tolist() == [79] and pd.isna(events["driver_version"].iloc[0])
 
 
 def test_a_node_given_holds_every_line_whatever_the_prefixes_say() -> None:

@@ -62,12 +62,22 @@ def _history(store: TelemetryStore, unreadable: dict[str, str] | None = None) ->
 
 
 def _shifted(part: Path) -> bytes:
+    """A directory whose runs start a row later, checksummed anew: whole, but not its part's."""
     listed = directory.directory_of(pq.read_metadata(part))
     assert listed is not None
-    return directory.encoded(listed.set_column(1, "start", pa.compute.add(listed.column("start"), 1)))
+    shifted = listed.set_column(1, "start", pa.compute.add(listed.column("start"), pa.scalar(1, pa.int32())))
+    return directory.checked(directory.encoded(shifted))
 
 
-@pytest.mark.parametrize("damage", [lambda part: b"not a directory", _shifted], ids=["unreadable", "wrong runs"])
+def _flipped(part: Path) -> bytes:
+    """The part's own directory with one byte of it changed."""
+    value = bytearray((pq.read_metadata(part).metadata or {})[directory.KEY])
+    value[len(value) // 2] ^= 0x10
+    return bytes(value)
+
+
+@pytest.mark.parametrize("damage", [lambda part: b"not a directory", _flipped, _shifted],
+                         ids=["unreadable", "a byte changed", "wrong runs"])
 def test_a_part_whose_directory_is_not_its_own_leaves_its_node_out_and_names_it(store: TelemetryStore,
                                                                                 damage: object) -> None:
     whole = _history(store)
@@ -80,3 +90,36 @@ def test_a_part_whose_directory_is_not_its_own_leaves_its_node_out_and_names_it(
                                   check_categorical=False)
     with pytest.raises(InputError, match="directory"):
         _history(store)
+
+
+def test_a_part_damaged_where_only_its_values_are_decoded_leaves_its_node_out(store: TelemetryStore) -> None:
+    """A part whose footer and directory are whole but whose counters were overwritten: only the chosen links'
+    row groups are decoded, after the identities were asked of; the node is still left out and the part named."""
+    part = next((store.root / "link_samples" / "node=n1").rglob("*.parquet"))
+    chunk = next(c for c in (pq.read_metadata(part).row_group(0).column(i) for i in range(8))
+                 if c.path_in_schema == "replay")
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    with part.open("r+b") as file:
+        file.seek(start)
+        file.write(b"\xff" * chunk.total_compressed_size)
+    unreadable: dict[str, str] = {}
+    got = _history(store, unreadable)
+    assert set(unreadable) == {"n1"} and str(part) in unreadable["n1"]
+    assert set(got["node_id"].astype(str)) == {"n0"}
+
+
+def test_a_part_of_runs_of_a_few_rows_has_no_directory(tmp_path: Path) -> None:
+    """A switch tray's two chips report the same ports, their rows interleaved by time: a run a row, a directory as
+    large as the part; it is left out and the part read as one written before directories."""
+    rows = [{"timestamp": START + timedelta(minutes=5 * i), "node_id": "t1", "gpu": None, "link_type": "nvswitch",
+             "link": port, "nvswitch": chip, "replay": float(i)}
+            for i in range(48) for port in range(4) for chip in ("0", "1")]
+    source = tmp_path / "tray.parquet"
+    pd.DataFrame(rows).to_parquet(source, index=False)
+    store = TelemetryStore(tmp_path / "store")
+    store.ingest([source])
+    part = next((store.root / "link_samples").rglob("*.parquet"))
+    assert directory.KEY not in (pq.read_metadata(part).metadata or {})
+    got = store.link_history(["t1"], start=START, end=START + timedelta(hours=4), columns=["replay"],
+                             select=lambda ids: (ids["nvswitch"].astype(str) == "1").to_numpy(bool))
+    assert len(got) == 48 * 4 and set(got["nvswitch"].astype(str)) == {"1"}
