@@ -29,7 +29,7 @@ import pandas as pd
 
 SEED = 7321
 CHUNK = 128
-VERSION = 3  # bump when the way a store is built changes, so an old cache is not reused (2: slim parts, 3: directories)
+VERSION = 4  # bump when the way a store is built changes, so an old cache is not reused (2: slim parts, 4: directories)
 
 
 def cache_root() -> Path:
