@@ -40,7 +40,8 @@ if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and pa.default_memory_pool().ba
 ROW_GROUP_NS = 3_600_000_000_000  # row groups cover whole hours of readings
 MIN_GROUP_ROWS = 4096
 PART_TABLES = {"link_samples": "node", "step_samples": "job"}
-FEWEST_RUN_ROWS = 4  # a part whose runs hold fewer rows on average gets no directory (it would weigh as much)
+FEWEST_RUN_ROWS = 4  # a part whose runs hold fewer rows on average gets no directory (it would weigh as much),
+SMALL_DIRECTORY = 1024  # unless it lists no more runs than this (a part of one scrape: a run a link)
 
 _ARROW: dict[str, pa.DataType] = {
     "datetime64[ns, UTC]": pa.timestamp("ns", tz="UTC"), "category": pa.dictionary(pa.int32(), pa.string()),
@@ -104,7 +105,7 @@ def write_part(path: Path, frame: pd.DataFrame, schema: TableSchema, order: Iter
     hours = hour[rows]
     bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(rows)]
     listed = runs(table, directory, bounds[:-1]) if directory else None
-    if listed is not None and listed.num_rows * FEWEST_RUN_ROWS > len(rows):
+    if listed is not None and listed.num_rows > SMALL_DIRECTORY and listed.num_rows * FEWEST_RUN_ROWS > len(rows):
         listed = None  # runs of a few rows (a switch tray's two chips' ports, interleaved): no cheaper to read by
     tmp = path.with_name(f".{path.name}.tmp")
     with pq.ParquetWriter(tmp, table.schema, write_statistics=["timestamp"]) as writer:

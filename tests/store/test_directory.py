@@ -110,10 +110,11 @@ def test_a_part_damaged_where_only_its_values_are_decoded_leaves_its_node_out(st
 
 def test_a_part_of_runs_of_a_few_rows_has_no_directory(tmp_path: Path) -> None:
     """A switch tray's two chips report the same ports, their rows interleaved by time: a run a row, a directory as
-    large as the part; it is left out and the part read as one written before directories."""
+    large as the part; it is left out and the part read as one written before directories. A part of one scrape (a
+    run a link, a few hundred) keeps its small directory."""
     rows = [{"timestamp": START + timedelta(minutes=5 * i), "node_id": "t1", "gpu": None, "link_type": "nvswitch",
              "link": port, "nvswitch": chip, "replay": float(i)}
-            for i in range(48) for port in range(4) for chip in ("0", "1")]
+            for i in range(48) for port in range(16) for chip in ("0", "1")]
     source = tmp_path / "tray.parquet"
     pd.DataFrame(rows).to_parquet(source, index=False)
     store = TelemetryStore(tmp_path / "store")
@@ -122,4 +123,10 @@ def test_a_part_of_runs_of_a_few_rows_has_no_directory(tmp_path: Path) -> None:
     assert directory.KEY not in (pq.read_metadata(part).metadata or {})
     got = store.link_history(["t1"], start=START, end=START + timedelta(hours=4), columns=["replay"],
                              select=lambda ids: (ids["nvswitch"].astype(str) == "1").to_numpy(bool))
-    assert len(got) == 48 * 4 and set(got["nvswitch"].astype(str)) == {"1"}
+    assert len(got) == 48 * 16 and set(got["nvswitch"].astype(str)) == {"1"}
+    one = tmp_path / "one.parquet"
+    pd.DataFrame([{"timestamp": START, "node_id": "n9", "gpu": g, "link_type": "nvlink", "link": link,
+                   "replay": 1.0} for g in range(8) for link in range(18)]).to_parquet(one, index=False)
+    store.ingest([one])
+    part = next((store.root / "link_samples" / "node=n9").rglob("*.parquet"))
+    assert directory.KEY in (pq.read_metadata(part).metadata or {})
