@@ -3,6 +3,7 @@ only the files, row groups and columns its window needs, so a node ingested a mi
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -81,8 +82,10 @@ class StoreSource:
         return [*groups, *racks.values()]
 
     def threaded(self, threads: int) -> StoreSource:
-        """The same store, read on `threads` threads."""
-        return StoreSource(self.root, threads=threads)
+        """The same store, read on `threads` threads (its folder checked once, when this source was made)."""
+        twin = copy.copy(self)
+        twin.threads, twin._log = threads, None
+        return twin
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled as its folder (a worker process opens its own connections)."""

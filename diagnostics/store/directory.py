@@ -112,13 +112,12 @@ class Chosen:
         return np.unique(self.directory.column("group").to_numpy()[self.keep]).tolist()
 
     def rows(self, groups: Sequence[int], sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The kept runs' rows in a read of those row groups (of `sizes` rows each, one after another), in the
-        order they lie, and each row's run."""
-        group = self.directory.column("group").to_numpy()
-        first = dict(zip(groups, np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
-        mine = np.flatnonzero(self.keep & np.isin(group, list(groups)))
+        """The kept runs' rows in a read of their row groups (`groups()`, of `sizes` rows each, one after another),
+        in the order they lie, and each row's run."""
+        mine = np.flatnonzero(self.keep)
+        group = self.directory.column("group").to_numpy()[mine]
         count = self.directory.column("rows").to_numpy()[mine].astype(np.int64)
-        base = np.array([first[int(g)] for g in group[mine]], dtype=np.int64) \
-            + self.directory.column("start").to_numpy()[mine].astype(np.int64)
+        offsets = np.cumsum([0, *sizes[:-1]])[np.searchsorted(np.asarray(groups), group)]
+        base = offsets + self.directory.column("start").to_numpy()[mine].astype(np.int64)
         within = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
         return np.repeat(base, count) + within, np.repeat(mine, count)

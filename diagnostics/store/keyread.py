@@ -35,7 +35,7 @@ class ScanStats:
     row_groups: int = 0
     rows_scanned: int = 0
     rows: int = 0
-    unreadable: dict[str, str] = field(default_factory=dict)  # key -> why its parts were not read (`read_parts`)
+    unreadable: dict[str, str] = field(default_factory=dict)  # key -> why its parts were not read (`partial`)
 
     def add(self, other: ScanStats) -> None:
         self.files += other.files
