@@ -17,13 +17,13 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 _PANDAS: dict[pa.DataType, Any] = {
     pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
     pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype(),
 }
 _NAT = np.iinfo(np.int64).min
+_STAMP = pa.timestamp("ns", tz="UTC")
 
 
 class FrameBuilder:
@@ -45,12 +45,14 @@ class FrameBuilder:
         self._ready = threading.Condition()
 
     def add(self, table: pa.Table, order: np.ndarray | None = None) -> None:
-        """The table's rows after those already added (the columns grow as needed)."""
-        if self.rows + table.num_rows > self._capacity:
-            self._capacity = max(self.rows + table.num_rows, 2 * self._capacity)
+        """The table's rows (`order`: those rows, in that order) after those already added (the columns grow as
+        needed)."""
+        count = _count(table, order)
+        if self.rows + count > self._capacity:
+            self._capacity = max(self.rows + count, 2 * self._capacity)
             for column in self._columns:
                 column.grow(self._capacity)
-        at, self.rows = self.rows, self.rows + table.num_rows
+        at, self.rows = self.rows, self.rows + count
         self.put(at, table, order)
 
     def claim(self, rows: int, *, turn: int | None = None) -> int | None:
@@ -69,11 +71,19 @@ class FrameBuilder:
         return at
 
     def put(self, at: int, table: pa.Table, order: np.ndarray | None = None) -> None:
-        """The table's rows (its columns the schema's, in its order) at the rows claimed for them."""
-        if not table.num_rows:  # an empty table's place is the next table's too: it must write nothing there
+        """The table's rows (`order`: those rows, in that order) at the rows claimed for them. The table holds some
+        of the schema's columns, of its types: one it lacks (a part leaves empty about half a window's) is nulls."""
+        count = _count(table, order)
+        if not count:  # an empty table's place is the next table's too: it must write nothing there
             return
-        for column, data in zip(self._columns, table.columns, strict=True):
-            column.put(at, data, order)
+        names = table.schema.names
+        at_name = {n: i for i, n in enumerate(names)}
+        for field, column in zip(self.schema, self._columns, strict=True):
+            i = at_name.get(field.name)
+            if i is None:
+                column.nulls(at, count)
+            else:
+                column.put(at, table.column(i), order)
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame({f.name: c.done(self.rows) for f, c in zip(self.schema, self._columns, strict=True)},
@@ -81,15 +91,15 @@ class FrameBuilder:
 
 
 def frame_of(table: pa.Table, order: np.ndarray | None = None) -> pd.DataFrame:
-    """One table as a frame of the normalized tables' dtypes."""
-    builder = FrameBuilder(table.schema, capacity=table.num_rows)
+    """One table (`order`: those rows, in that order) as a frame of the normalized tables' dtypes."""
+    builder = FrameBuilder(table.schema, capacity=_count(table, order))
     builder.add(table, order)
     return builder.frame()
 
 
 def frame_of_all(tables: Iterable[tuple[pa.Table, np.ndarray | None]], schema: pa.Schema, *,
                  capacity: int) -> pd.DataFrame:
-    """Tables one after another (each in its order) as one frame."""
+    """Tables one after another (each its `order`'s rows in that order) as one frame."""
     builder = FrameBuilder(schema, capacity=capacity)
     for table, order in tables:
         builder.add(table, order)
@@ -99,7 +109,12 @@ def frame_of_all(tables: Iterable[tuple[pa.Table, np.ndarray | None]], schema: p
 class _Column(Protocol):
     def grow(self, capacity: int) -> None: ...
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None: ...
+    def nulls(self, at: int, count: int) -> None: ...
     def done(self, rows: int) -> Any: ...
+
+
+def _count(table: pa.Table, order: np.ndarray | None) -> int:
+    return table.num_rows if order is None else len(order)
 
 
 def _column(kind: pa.DataType, capacity: int) -> _Column:
@@ -115,13 +130,39 @@ def _column(kind: pa.DataType, capacity: int) -> _Column:
 
 
 def _write(into: np.ndarray, at: int, values: np.ndarray, order: np.ndarray | None) -> None:
-    target = into[at:at + len(values)]
     if order is None:
-        target[:] = values
+        into[at:at + len(values)] = values
     else:
-        # `order` is a permutation of the rows: no index to check, and numpy's default ("raise") copies through a
+        # `order` holds positions of the rows: no index to check, and numpy's default ("raise") copies through a
         # buffer when given `out` (measured four times slower)
-        np.take(values, order, out=target, mode="clip")
+        np.take(values, order, out=into[at:at + len(order)], mode="clip")
+
+
+def integers(data: pa.ChunkedArray, none: int) -> np.ndarray:
+    """An integer (or boolean) column's values as int64, `none` where null."""
+    if not data.null_count:
+        return np.asarray(data.to_numpy(), dtype=np.int64)
+    values, missing = _unpacked(data, np.dtype(data.type.to_pandas_dtype()))
+    return np.where(missing, none, values.astype(np.int64))
+
+
+def _unpacked(data: pa.ChunkedArray, dtype: np.dtype[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed-width column with nulls as its values (whatever its buffer holds where null) and where it is null,
+    read from its buffers: Arrow's compute functions cost more to call than a key's rows to fill."""
+    values, missing = [], []
+    for chunk in data.chunks:
+        validity, buffer = chunk.buffers()[:2]
+        lo, hi = chunk.offset, chunk.offset + len(chunk)
+        if pa.types.is_boolean(chunk.type):
+            values.append(np.unpackbits(np.frombuffer(buffer, np.uint8), count=hi, bitorder="little")[lo:]
+                          .view(bool))
+        else:
+            values.append(np.frombuffer(buffer, dtype, count=hi)[lo:])
+        missing.append(np.zeros(len(chunk), bool) if validity is None else
+                       ~np.unpackbits(np.frombuffer(validity, np.uint8), count=hi, bitorder="little")[lo:].view(bool))
+    if len(values) == 1:
+        return values[0], missing[0]
+    return np.concatenate(values), np.concatenate(missing)
 
 
 def _grown(values: np.ndarray, capacity: int) -> np.ndarray:
@@ -138,10 +179,13 @@ class _Floats:
         self.values = _grown(self.values, capacity)
 
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
-        if data.null_count == len(data):  # a counter the part does not carry (about half a window's columns)
-            self.values[at:at + len(data)] = np.nan
+        if data.null_count == len(data):
+            self.nulls(at, len(data) if order is None else len(order))
             return
         _write(self.values, at, data.to_numpy(), order)  # nulls as NaN
+
+    def nulls(self, at: int, count: int) -> None:
+        self.values[at:at + count] = np.nan
 
     def done(self, rows: int) -> np.ndarray:
         return self.values[:rows]
@@ -157,8 +201,12 @@ class _Times:
         self.values = _grown(self.values, capacity)
 
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
-        ns = data.cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
-        _write(self.values, at, (pc.fill_null(ns, _NAT) if ns.null_count else ns).to_numpy(), order)
+        if data.type != _STAMP:
+            data = data.cast(_STAMP)
+        _write(self.values, at, data.to_numpy().view(np.int64), order)  # null as NaT, the smallest int64
+
+    def nulls(self, at: int, count: int) -> None:
+        self.values[at:at + count] = _NAT
 
     def done(self, rows: int) -> Any:
         # as a UTC dtype, not localized: localizing checks every value and costs fifty times more
@@ -177,17 +225,21 @@ class _Masked:
         self.values, self.mask = _grown(self.values, capacity), _grown(self.mask, capacity)
 
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
-        n, nulls = len(data), data.null_count
-        if nulls == n:  # nothing filled (a lane column of NVLink rows): no values to read or reorder
-            self.values[at:at + n] = 0
-            self.mask[at:at + n] = True
+        count, nulls = len(data) if order is None else len(order), data.null_count
+        if nulls == len(data):  # nothing filled (a lane column of NVLink rows): no values to read or reorder
+            self.nulls(at, count)
             return
-        empty = False if self.boolean else 0
-        _write(self.values, at, pc.fill_null(data, empty).to_numpy() if nulls else data.to_numpy(), order)
-        if nulls:
-            _write(self.mask, at, data.is_null().to_numpy(), order)
-        else:
-            self.mask[at:at + n] = False
+        if not nulls:
+            _write(self.values, at, data.to_numpy(), order)
+            self.mask[at:at + count] = False
+            return
+        values, missing = _unpacked(data, self.values.dtype)
+        _write(self.values, at, values, order)
+        _write(self.mask, at, missing, order)
+
+    def nulls(self, at: int, count: int) -> None:
+        self.values[at:at + count] = 0
+        self.mask[at:at + count] = True
 
     def done(self, rows: int) -> Any:
         if self.boolean:
@@ -216,9 +268,20 @@ class _Codes:
             with self._lock:
                 codes = [-1 if v is None else self.seen.setdefault(v, len(self.seen)) for v in names]
             lookup = np.array([*codes, -1], dtype=np.int32)
-            pieces.append(lookup[pc.fill_null(chunk.indices, len(names)).to_numpy()])
+            if chunk.null_count:
+                indices, missing = _unpacked(pa.chunked_array([chunk.indices]),
+                                              np.dtype(chunk.indices.type.to_pandas_dtype()))
+                indices = np.where(missing, len(names), indices)
+            else:
+                indices = chunk.indices.to_numpy()
+            pieces.append(lookup[indices])
         if pieces:
             _write(self.codes, at, pieces[0] if len(pieces) == 1 else np.concatenate(pieces), order)
+        else:
+            self.nulls(at, len(data) if order is None else len(order))
+
+    def nulls(self, at: int, count: int) -> None:
+        self.codes[at:at + count] = -1
 
     def ranked(self, rows: int) -> tuple[list[str], np.ndarray]:
         """The values seen, sorted, and each row's code among them (-1 for null)."""
@@ -252,6 +315,9 @@ class _Pieces:
 
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
         self.pieces[at] = data if order is None else data.take(order)
+
+    def nulls(self, at: int, count: int) -> None:
+        self.pieces[at] = pa.chunked_array([pa.nulls(count, self.kind)])
 
     def done(self, rows: int) -> Any:
         chunks = [c for _, piece in sorted(self.pieces.items()) for c in piece.chunks]

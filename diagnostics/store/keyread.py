@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter, methodcaller
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -49,15 +50,27 @@ def read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns
              lower: int | None) -> tuple[pa.Table | None, ScanStats]:
     """One key's rows in the window, `names` of the schema `out`'s columns, its parts' rows one after another (the
     same rows, in the same order, whichever columns are asked)."""
-    stats, tables = ScanStats(), []
+    table, kept, stats = read_key_rows(group, out, names, start_ns, end_ns, lower)
+    if table is None:
+        return None, stats
+    if kept is not None:
+        table = table.filter(pa.array(kept))
+    return cast_to(table, pa.schema([f for f in out if f.name in names])), stats
+
+
+def read_key_rows(group: list[Part], out: pa.Schema, names: Collection[str], start_ns: int | None,
+                  end_ns: int | None, lower: int | None) -> tuple[pa.Table | None, np.ndarray | None, ScanStats]:
+    """One key's rows in its parts' row groups that reach into the window, and which of them lie in it (None: all):
+    `names` of the schema `out`'s columns, of its types, less those no part of the key fills (as nulls they need
+    no decoding), its parts' rows one after another."""
+    stats, tables, kept = ScanStats(), [], []
     schema = pa.schema([f for f in out if f.name in names])
     for part in group:
         chosen = [i for i, (lo, hi, _) in enumerate(part.groups) if overlaps(lo, hi, start_ns, end_ns)]
         if not chosen:
             continue
         # opened as a local file and read as asked: a filesystem's layer and its read-ahead threads cost more than
-        # a small part's rows; a column the part leaves empty (most parts fill about half the table's) or lacks
-        # (an older writer's) is not decoded here but made as nulls by `cast_to`
+        # a small part's rows
         filtered = any(not inside(*part.groups[i][:2], lower, end_ns) for i in chosen)
         wanted = [n for n in schema.names if n in part.columns]
         reading = [*wanted, "timestamp"] if filtered and "timestamp" not in wanted else wanted
@@ -65,14 +78,18 @@ def read_key(group: list[Part], out: pa.Schema, names: Collection[str], start_ns
         stats.files += 1
         stats.row_groups += len(chosen)
         stats.rows_scanned += table.num_rows
-        if filtered:
-            table = table.filter(in_window(table.column("timestamp"), lower, end_ns))
-        tables.append(cast_to(table, schema))
+        mask = window_mask(table.column("timestamp"), lower, end_ns) if filtered else None
+        if filtered and "timestamp" not in wanted:
+            table = table.drop_columns(["timestamp"])
+        tables.append(cast_to(table, pa.schema([schema.field(n) for n in table.column_names])))
+        kept.append(mask)
     if not tables:
-        return None, stats
-    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-    stats.rows = table.num_rows
-    return table, stats
+        return None, None, stats
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
+    mask = None if all(k is None for k in kept) else np.concatenate(
+        [np.ones(t.num_rows, bool) if k is None else k for t, k in zip(tables, kept, strict=True)])
+    stats.rows = table.num_rows if mask is None else int(mask.sum())
+    return table, mask, stats
 
 
 def opened(part: Part, read: Callable[[pq.ParquetFile], _T], *, metadata: pq.FileMetaData | None = None) -> _T:
@@ -112,6 +129,18 @@ def in_window(t: pa.ChunkedArray, start: int | None, end: int | None) -> pa.Chun
         upto = pc.less_equal(t, pa.scalar(end, stamp))
         mask = upto if mask is None else pc.and_(mask, upto)
     return pc.fill_null(mask, False)
+
+
+def window_mask(t: pa.ChunkedArray, start: int | None, end: int | None) -> np.ndarray:
+    """Which times lie in (start, end] (an undated row in none), as numpy reads them: cheaper to ask of a key's
+    few thousand rows than Arrow's compute functions are to call."""
+    ns = t.cast(pa.timestamp("ns", tz="UTC")).to_numpy().view(np.int64)
+    mask = ns != np.iinfo(np.int64).min
+    if start is not None:
+        mask &= ns > start
+    if end is not None:
+        mask &= ns <= end
+    return mask
 
 
 def cast_to(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -25,7 +25,7 @@ from ..tables import TableSchema
 from .columns import FrameBuilder
 from .directory import KEY as DIRECTORY
 from .directory import checked, encoded, runs
-from .keyread import ScanStats, overlaps, read_key
+from .keyread import ScanStats, overlaps, read_key_rows
 from .rowkeys import row_order
 
 if TYPE_CHECKING:
@@ -168,14 +168,14 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
 
     def one(group: list[Part]) -> tuple[pa.Table | None, Any, ScanStats]:
         try:
-            table, stats = read_key(group, out, out.names, start_ns, end_ns, lower)
+            table, kept, stats = read_key_rows(group, out, out.names, start_ns, end_ns, lower)
         except InputError as exc:
             if not partial:
                 raise
             return None, None, ScanStats(unreadable={group[0].key: str(exc)})
         if table is None:
             return None, None, stats
-        return table, row_order(table, order), stats
+        return table, kept_in_order(row_order(table, order), kept), stats
 
     groups = keyed(parts)
     stats = ScanStats()
@@ -187,7 +187,7 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
         try:
             table, rank, read = one(groups[turn])
         finally:  # a failed read still takes its turn: the keys after it must not wait for it
-            at = builder.claim(table.num_rows if table is not None else 0, turn=turn)
+            at = builder.claim(read.rows if table is not None else 0, turn=turn)
         if table is None:
             return read, None
         if at is None:  # more rows than the catalog foresaw: added after the others, in order
@@ -203,6 +203,15 @@ def read_parts(parts: Sequence[Part], schema: TableSchema, start_ns: int | None,
     for table, rank in late:
         builder.add(table, rank)
     return builder.frame(), stats
+
+
+def kept_in_order(order: np.ndarray | None, kept: np.ndarray | None) -> np.ndarray | None:
+    """The rows `kept` (a mask; None: all) in `order` (None: as they are): the positions a frame takes them from."""
+    if kept is None:
+        return order
+    if order is None:
+        return np.flatnonzero(kept)
+    return order[kept[order]]
 
 
 def output_schema(parts: Sequence[Part], schema: TableSchema, *, keep: Collection[str], skip: Collection[str],

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import dictionary_codes
+from .columns import dictionary_codes, integers
 
 
 def row_order(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
@@ -27,7 +27,7 @@ def row_order(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
     for name in names:
         codes, bits = _rank_codes(name, table.column(name))
         key = (key << bits) | codes
-    t = table.column("timestamp").cast(pa.int64()).fill_null(np.iinfo(np.int64).min).to_numpy()
+    t = table.column("timestamp").cast(pa.timestamp("ns", tz="UTC")).to_numpy().view(np.int64)  # NaT: the least
     if ((key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (t[1:] > t[:-1]))).all():
         return None  # as written: nothing to reorder
     order = np.argsort(key, kind="stable")
@@ -105,5 +105,4 @@ def _rank_codes(name: str, column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
         ordered = pc.take(uniques, pc.array_sort_indices(uniques))
         found = pc.fill_null(pc.add(pc.index_in(column, value_set=ordered), 1), 0)
         return np.asarray(found.to_numpy(), dtype=np.int64), max(bits, (len(ordered) + 1).bit_length())
-    values = pc.fill_null(column.cast(pa.int64()), -1).to_numpy()
-    return np.asarray(values, dtype=np.int64) + 1, bits
+    return integers(column, -1) + 1, bits

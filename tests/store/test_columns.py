@@ -107,3 +107,42 @@ def test_an_empty_table_put_after_the_next_one_loses_none_of_its_rows() -> None:
     builder.put(full_at, full)
     builder.put(empty_at, full.slice(0, 0))
     assert builder.frame()["gpu_uuid"].tolist() == ["GPU-n1-0", "GPU-n1-1"]
+
+
+def test_a_table_that_lacks_some_columns_writes_them_as_nulls() -> None:
+    """A part fills about half a window's columns: those it leaves out are nulls of their own dtype, whatever the
+    other tables hold there."""
+    whole = _table("n1", [0, 1], [1.0, 2.0])
+    part = _table("n2", [None, 3], [None, 4.0]).select(["timestamp", "node_id", "gpu"])
+    frame = frame_of_all([(whole, None), (part, None)], SCHEMA, capacity=4)
+    assert frame["gpu"].tolist()[:2] == [0, 1] and frame["gpu"].isna().tolist() == [False, False, True, False]
+    assert frame["replay"].tolist()[:2] == [1.0, 2.0] and frame["replay"].iloc[2:].isna().all()
+    assert frame["gpu_total"].isna().tolist() == [False, False, True, True]
+    assert frame["gpu_uuid"].tolist()[:2] == ["GPU-n1-0", "GPU-n1-1"] and frame["gpu_uuid"].iloc[2:].isna().all()
+    assert str(frame["gpu_total"].dtype) == "boolean" and str(frame["gpu_uuid"].dtype) == "string"
+
+
+def test_an_order_may_keep_some_rows_only() -> None:
+    """A key's rows outside the window are left out as they are ordered: only the rows the order names are written,
+    nulls and values alike, and the next table follows them."""
+    first = _table("n1", [0, None, 2, 3], [1.0, None, 3.0, 4.0])
+    first = first.set_column(0, "timestamp", pa.array([10, None, 30, 40], pa.timestamp("ns", tz="UTC")))
+    frame = frame_of_all([(first, np.array([3, 1])), (_table("n2", [5], [6.0]), None)], SCHEMA, capacity=4)
+    assert len(frame) == 3
+    assert frame["gpu"].tolist()[0] == 3 and frame["gpu"].isna().tolist() == [False, True, False]
+    assert frame["gpu_total"].tolist() == [False, True, False]
+    assert frame["timestamp"].isna().tolist() == [False, True, False]
+    assert frame["timestamp"].iloc[0].value == 40 and frame["node_id"].tolist() == ["n1", "n1", "n2"]
+
+
+def test_a_dictionary_with_null_rows_and_sliced_chunks_reads_each_row_as_its_value() -> None:
+    """Chunks that start inside their buffers (a slice) and nulls among their indices: the values are read from the
+    buffers at the chunk's offset."""
+    nodes = pa.array(["a", None, "b", "a", None, "c"]).dictionary_encode()
+    gpus = pa.array([1, None, 3, 4, None, 6], pa.int16())
+    table = pa.table({"node_id": pa.chunked_array([nodes.slice(1, 3), nodes.slice(4, 2)]),
+                      "gpu": pa.chunked_array([gpus.slice(1, 3), gpus.slice(4, 2)])})
+    frame = frame_of(table)
+    assert frame["node_id"].astype(object).where(frame["node_id"].notna(), None).tolist() == \
+        [None, "b", "a", None, "c"]
+    assert frame["gpu"].astype(object).where(frame["gpu"].notna(), None).tolist() == [None, 3, 4, None, 6]

@@ -330,3 +330,27 @@ def test_a_damaged_part_is_named_in_the_error(store: TelemetryStore, damage: str
     with pytest.raises(InputError) as caught:
         store.link_samples("n1")
     assert str(caught.value) == said
+
+
+def test_a_node_whose_parts_fill_other_columns_reads_each_row_with_its_own_values(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """Two files of one node, the later filling a counter the earlier lacks: in a window cut inside the earlier
+    file's hours, each row keeps its own values, the earlier's rows the counter as nulls, link by link in time."""
+    monkeypatch.setattr(parts, "MIN_GROUP_ROWS", 16)
+    early = fleet_file(tmp_path / "early.parquet", nodes=1, hours=6, links=2)
+    late = early.assign(timestamp=early["timestamp"] + pd.Timedelta(hours=6), recovery=3.0, crc_flit=np.nan)
+    late.to_parquet(tmp_path / "late.parquet", index=False)
+    store = TelemetryStore(tmp_path / "store")
+    store.ingest([tmp_path / "early.parquet", tmp_path / "late.parquet"])
+    end = START + pd.Timedelta(hours=9) - pd.Timedelta(minutes=1)  # the later file read whole, the earlier cut
+    span = timedelta(hours=4, minutes=30)
+    links = store.window(end=end.to_pydatetime(), span=span, nodes=None)["link_samples"]
+    both = pd.concat([early, late], ignore_index=True)
+    both = both[(both["timestamp"] > end - span) & (both["timestamp"] <= end)]
+    expected = both.sort_values(["gpu", "link", "timestamp"]).reset_index(drop=True)
+    assert len(links) == len(expected) == 2 * 2 * 54
+    assert links["timestamp"].tolist() == expected["timestamp"].tolist()
+    assert links["gpu"].tolist() == expected["gpu"].tolist() and links["link"].tolist() == expected["link"].tolist()
+    assert links["recovery"].fillna(-1).tolist() == expected["recovery"].fillna(-1).tolist()
+    assert links["crc_flit"].fillna(-1).tolist() == expected["crc_flit"].fillna(-1).tolist()
