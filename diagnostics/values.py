@@ -100,12 +100,12 @@ def number(raw: str | float) -> float:
 
 def counter(raw: str | float, kind: str) -> float:
     """A cumulative counter as printed (`1,234`, `1.2e+06`): a whole number from 0 to its counter's width."""
-    top = limits().counter_max(kind)
-    wide = f"above the {limits().counter_bits[kind]}-bit counter's {top:,}"
+    bound = limits()
+    top = bound.counter_max(kind)
     text = str(raw).strip().replace(",", "") if isinstance(raw, str) else None
     if text is not None and _INTEGER.match(text):  # exact: 2**64 is refused, 2**64 - 1 is not
         if int(text) > top:
-            raise Refused(wide)
+            raise Refused(_wider(bound, kind))
         return float(int(text))
     value = number(raw)
     if not math.isfinite(value):
@@ -115,8 +115,12 @@ def counter(raw: str | float, kind: str) -> float:
     if value != math.floor(value):
         raise Refused("a counter is a whole number")
     if int(value) > top:
-        raise Refused(wide)
+        raise Refused(_wider(bound, kind))
     return value
+
+
+def _wider(bound: Limits, kind: str) -> str:
+    return f"above the {bound.counter_bits[kind]}-bit counter's {bound.counter_max(kind):,}"
 
 
 def index(raw: str | float, kind: str) -> int:

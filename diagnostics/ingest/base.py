@@ -313,7 +313,7 @@ def damaged_lines(source: Source) -> list[IngestWarning]:
     chars: list[str] = []
     number = source.first_line  # the line the next block starts on
     with source._raw_text() as fh:
-        for block in iter(lambda: fh.read(1 << 20), ""):
+        for block in iter(lambda: fh.read(1 << 16), ""):
             at = 0
             for match in _NOT_TEXT.finditer(block):
                 number += block.count("\n", at, match.start())

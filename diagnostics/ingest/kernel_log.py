@@ -219,8 +219,10 @@ class _Skipped:
 
     def add(self, number: int) -> None:
         self.count += 1
-        self.first = min(self.first, number) if self.first else number
-        self.last = max(self.last, number)
+        if not self.first or number < self.first:
+            self.first = number
+        if number > self.last:
+            self.last = number
 
     def extend(self, numbers: list[int]) -> None:
         for number in numbers:
