@@ -6,7 +6,8 @@ after it are compared row by row, each row placed by the line its `source` names
 mutation). Without a new warning:
 
 - a row of an untouched line is neither lost nor doubled, and a doubled line gives no second row (`row lost`,
-  `row doubled`: the silent row losses);
+  `row doubled`: the silent row losses); a changed line's own row may come instead with a later line, its time that
+  line's (a device first seen, a counter's first count: the changed line now names another series);
 - a number of an untouched row keeps its value, or takes one the damaged line states (`value changed`,
   `value appeared`: the silent wrong numbers); after a deleted or a doubled line it keeps its value;
 - a value is not dropped (`value lost`) unless a line was deleted (it may have been the value's);
@@ -246,13 +247,23 @@ def compare(before: IngestResult, after: IngestResult, lines: LineMap, mutation:
             if mutation.kind == "delete_line" and (row.touched or named.intersection(row.cells)):
                 continue
             check.found.append(("row lost", f"{table} row of line {row.line or 'touched'}: {row.cells[:8]}"))
+        moved = _untimed(columns, [r for r in old if r.touched])
         for row in gained:
             if row.line in said_before or unsaid or (row.line is None and lines.touched_before & said_before):
                 continue  # a line the input's reading said it left out (a repeat, say) now reads
+            if mutation.kind != "double_line" and not row.touched and _untimed(columns, [row]) & moved:
+                continue  # a changed line's row (a device first seen, a counter's first count) comes with the next
+                # reading of its series, timed by it: the changed line now names another series
             if mutation.kind == "double_line" or not row.touched:
                 check.found.append(("row doubled", f"{table} row of line {row.line or 'touched'}: {row.cells[:8]}"))
         found += check.found
     return found
+
+
+def _untimed(columns: list[str], rows: list[Row]) -> set[tuple[Any, ...]]:
+    """The rows' cells without their time."""
+    kept = [i for i, c in enumerate(columns) if c != "timestamp"]
+    return {tuple(r.cells[i] for i in kept) for r in rows}
 
 
 def _match(old: list[Row], new: list[Row], check: Compare) -> tuple[list[Row], list[Row]]:
