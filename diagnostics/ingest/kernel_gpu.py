@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from ..enums import EventKind
-from .textlines import Collector, normalize_bus_id
+from .textlines import Collector, near, normalize_bus_id
 
 OFF_BUS_CODE = 79
 JOIN_NS = 600 * 10**9  # an off-the-bus message and an Xid 79 line of one bus this close are one event
@@ -51,6 +51,17 @@ _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F:.]+)")
 _LOADING = re.compile(r"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for \S+|\S+ Kernel Module)\s+"
                       r"(?P<version>\d+(?:\.\d+)+)\b")
 _FALLEN = "fallen off the bus"
+_BANNER = "NVRM: loading NVIDIA UNIX"
+_BANNER_NEAR = near(_BANNER)  # the banner's words with a byte changed
+BANNER_DAMAGED = ("this line looks like the driver's banner (`NVRM: loading NVIDIA UNIX ... Kernel Module  VERSION`) "
+                  "but does not read as one (a byte changed?): the driver's version is not taken from it, so the "
+                  "events it would date carry none")
+
+
+def damaged_banner(text: str) -> bool:
+    """Whether a line looks like the driver's banner but does not read as one: a flipped byte in its words, or in
+    what stands before its version, would otherwise pass it over as an unrelated line."""
+    return (_BANNER in text or bool(_BANNER_NEAR.search(text))) and not _LOADING.search(text)
 
 
 @dataclass
@@ -142,6 +153,9 @@ class DriverLines:
             return True, self._finish() if _FALLEN in body else None
         if match := _OFF_BUS_BARE.search(body):
             return True, self._bare(number, body[match.start():].removeprefix("NVRM: "), last)
+        if damaged_banner(body):
+            self.out.warn(number, BANNER_DAMAGED)
+            return True, None
         return False, None
 
     def continues(self, text: str) -> bool:

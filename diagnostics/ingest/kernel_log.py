@@ -27,7 +27,7 @@ import pandas as pd
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
-from .kernel_gpu import OFF_BUS_CODE, DriverLines
+from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .textlines import Collector, classify, normalize_bus_id, one_edit, parse_time, skip_shell
 
 # journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
@@ -93,6 +93,10 @@ class KernelLogReader:
             if driver.message is not None and not driver.continues(line.text):
                 skipped.extend(driver.interrupted())
             if not _maybe_event(line.text, last):
+                # a cheap guard first: a banner with one byte changed still holds `UNIX` here, or else its `NVRM:`
+                # took it to the driver's reader, which says it
+                if "UNIX" in line.text:
+                    _damaged_banner(out, line.number, line.text)
                 skipped.add(line.number)
                 continue
             body, ts, host = _strip_prefix(line.text, out, line.number)
@@ -140,6 +144,7 @@ class KernelLogReader:
             elif body.startswith(_BOOT):  # the kernel's first line: the host booted, its driver not yet loaded
                 driver.booted()
             else:
+                _damaged_banner(out, line.number, body)
                 skipped.add(line.number)
         clocks.line(out, None, None, "")
         for each in hosts.drivers:
@@ -349,6 +354,13 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
         body = body[match.end():]
         out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
     return body, ts, host
+
+
+def _damaged_banner(out: Collector, number: int, text: str) -> None:
+    """Says a line that holds no event when it is the driver's banner damaged: its version would be lost without a
+    word."""
+    if damaged_banner(text):
+        out.warn(number, BANNER_DAMAGED)
 
 
 def _maybe_event(text: str, last: dict[str, Any] | None) -> bool:

@@ -176,6 +176,23 @@ def test_each_event_carries_its_hosts_driver_version_from_the_drivers_banner() -
     assert not warning_lines(result)  # the banners are read, not skipped
 
 
+@pytest.mark.parametrize(("word", "changed"), [("loading", "loadinf"), ("NVRM:", "NVRL:"), ("NVRM:", "NVRM;"),
+                                               ("UNIX", "UNIY"), ("Module", "Modulf")])
+def test_a_banner_with_a_byte_changed_is_said_not_passed_over(word: str, changed: str) -> None:
+    """A flipped byte in the banner's words (a long fuzz run found one in the NVSentinel sample) left the line an
+    unrelated one: the off-the-bus event lost its driver version without a word. It is said at the banner's line."""
+    lines = (REAL / "kernel_off_bus_no_xid_nvsentinel_1.txt").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "NVRM: loading NVIDIA UNIX" in line)
+    whole = read_text("\n".join(lines), name="dmesg.log")
+    assert whole["events"]["driver_version"].tolist() == ["570.158.01"]
+    assert not [w for w in whole.warnings if "banner" in w.message]
+    lines[at] = lines[at].replace(word, changed, 1)
+    result = read_text("\n".join(lines), name="dmesg.log")
+    assert pd.isna(result["events"]["driver_version"].iloc[0])
+    said = [w for w in result.warnings if w.line == at + 1]
+    assert len(said) == 1 and "driver's banner" in said[0].message and "not taken" in said[0].message
+
+
 @pytest.mark.parametrize("log", [
     ["2025-03-01T09:00:05+00:00 gpu07 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 "
      "01:15:15 UTC 2023",
