@@ -284,11 +284,14 @@ class _Codes:
         self.codes[at:at + count] = -1
 
     def ranked(self, rows: int) -> tuple[list[str], np.ndarray]:
-        """The values seen, sorted, and each row's code among them (-1 for null)."""
-        values = sorted(self.seen)
+        """The values some row holds, sorted, and each row's code among them (-1 for null): a dictionary's values
+        no row kept (a row group read whole, its rows outside the window) are no category."""
+        codes = self.codes[:rows]
+        held = np.bincount(codes + 1, minlength=len(self.seen) + 1)[1:] > 0  # null (-1) counted first, left out
+        values = sorted(v for v, code in self.seen.items() if held[code])
         rank = np.full(len(self.seen) + 1, -1, dtype=np.int32)  # the last stands for null (code -1)
         rank[[self.seen[v] for v in values]] = np.arange(len(values), dtype=np.int32)
-        return values, rank[self.codes[:rows]]
+        return values, rank[codes]
 
     def done(self, rows: int) -> pd.Categorical:
         values, codes = self.ranked(rows)

@@ -354,3 +354,25 @@ def test_a_node_whose_parts_fill_other_columns_reads_each_row_with_its_own_value
     assert links["gpu"].tolist() == expected["gpu"].tolist() and links["link"].tolist() == expected["link"].tolist()
     assert links["recovery"].fillna(-1).tolist() == expected["recovery"].fillna(-1).tolist()
     assert links["crc_flit"].fillna(-1).tolist() == expected["crc_flit"].fillna(-1).tolist()
+
+
+def test_a_windows_categories_are_the_values_its_rows_hold(tmp_path: Path) -> None:
+    """A part whose one row group reaches over the window with no row in it is read whole and all its rows left out:
+    its values (another link type, peer and state) are no categories of the window's columns, nor are those of a
+    history's links not chosen."""
+    a = pd.DataFrame([{"timestamp": START + pd.Timedelta(minutes=m), "node_id": "n0", "gpu": 0, "link_type": "nvlink",
+                       "link": 0, "peer": "GPU 1", "link_state": "up", "replay": float(m)} for m in range(0, 60, 5)])
+    b = pd.DataFrame([{"timestamp": START + pd.Timedelta(minutes=m), "node_id": "n0", "gpu": 1, "link_type": "pcie",
+                       "link": None, "peer": "NVSwitch 9", "link_state": "down", "replay": 1.0} for m in (2, 58)])
+    a.to_parquet(tmp_path / "a.parquet", index=False)
+    b.to_parquet(tmp_path / "b.parquet", index=False)
+    store = TelemetryStore(tmp_path / "store")
+    store.ingest([tmp_path / "a.parquet", tmp_path / "b.parquet"])
+    end = (START + pd.Timedelta(minutes=30)).to_pydatetime()
+    links = store.window(end=end, span=timedelta(minutes=20), nodes=None)["link_samples"]
+    assert len(links) == 4
+    for column, held in (("link_type", ["nvlink"]), ("peer", ["GPU 1"]), ("link_state", ["up"])):
+        assert list(links[column].cat.categories) == held, column
+    history = store.link_history(["n0"], start=START.to_pydatetime(), end=end,
+                                 select=lambda rows: (rows["link_type"] == "pcie").to_numpy())
+    assert list(history["link_type"].cat.categories) == ["pcie"] and len(history) == 1
