@@ -337,7 +337,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         stops = rack_stopper(rack, result.racks[rack_id])
         for host in rack.hosts():
             if host in result.diagnoses:
-                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host, stops)
+                result.diagnoses[host] = tray_view(result.diagnoses[host], rack, result.racks[rack_id], host, stops,
+                                                   found)
     result.timings["total_s"] = time.perf_counter() - started
     return result
 

@@ -19,11 +19,10 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..components import IN_TRAY, ComponentRef, tray_chip
 from ..config.platforms import all_platforms
 from ..config.racks import rack_of
 from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
-from ..enums import ComponentKind, FaultKind, PortSource, Severity, severity_rank
+from ..enums import ComponentKind, FaultKind, Severity, severity_rank
 from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, outside_trays
 from ..repair import localization_plan
 from ..times import utc_ns
@@ -34,6 +33,7 @@ from .fanout import FanOut, fan_out, fan_tolerance_ns, headline
 from .localize import rank
 from .rack_domain import domain_software, imex_notes, rack_incident, tray_onsets
 from .rack_localize import Placed, localize_rack
+from .rack_names import named_as_rack, place_findings
 from .recovery import Recovery, recovery_notes, with_recovery
 
 _DOMAIN = re.compile(r"(ClusterUUID|CliqueId): ([^;]+)")
@@ -135,50 +135,6 @@ def domain_notes(rack: Rack, events: pd.DataFrame) -> list[str]:
 
 def _ranges(values: list[int]) -> str:
     return ", ".join(map(str, values[:12])) + (" ..." if len(values) > 12 else "")
-
-
-def place_findings(rack: Rack, host: str, findings: list[Finding]) -> list[Placed]:
-    """A host's findings as its rack names them, each with where its link runs."""
-    graph, label, slot = rack.graph, rack.label[host], rack.slot.get(host)
-    out = []
-    for f in findings:
-        ref = f.ref
-        if rack.kind[host] == "switch":
-            out.append(_switch_side(rack, host, f))
-            continue
-        if ref.kind is ComponentKind.NVLINK and ref.gpu is not None and ref.link is not None \
-                and graph.has(1, ref.gpu, ref.link):
-            switch_tray, chip = graph.chip_of(ref.link)
-            port = graph.port_of(slot, ref.gpu) if slot is not None else None
-            cartridge = graph.cartridge_of(slot, ref.link) if slot is not None else None
-            new = ref.in_tray(label, switch_tray=str(switch_tray), chip=chip, port=port)
-            lifted = f.model_copy(update={"ref": new, "switch": new.switch, "switch_port": port,
-                                          "port_source": PortSource.ASSUMED if port is not None else
-                                          PortSource.UNKNOWN})
-            out.append(Placed(lifted, host, ref, label, ref.gpu, ref.link, str(switch_tray), chip, port, cartridge))
-        elif ref.kind in (ComponentKind.GPU, ComponentKind.PCIE, ComponentKind.NVLINK) and ref.gpu is not None:
-            out.append(Placed(f.model_copy(update={"ref": ref.in_tray(label)}), host, ref, label, ref.gpu))
-        else:
-            out.append(Placed(f, host, ref))
-    return out
-
-
-def _switch_side(rack: Rack, host: str, f: Finding) -> Placed:
-    """A switch tray's port finding named by its tray and chip (the driver's NVSwitch k is chip k + 1), joined to
-    the GPU link on that port where the tray's slot is known."""
-    label, ref = rack.label[host], f.ref
-    chip = tray_chip(ref.switch)
-    if ref.kind is not ComponentKind.NVSWITCH or chip is None:
-        return Placed(f, host, ref, switch_side=True)
-    new = ComponentRef.switch_chip(label, chip, ref.port)
-    lifted = f.model_copy(update={"ref": new, "switch": new.switch, "switch_port": ref.port,  # read on the port
-                                  "port_source": PortSource.OBSERVED if ref.port is not None else f.port_source})
-    end = rack.graph.from_port(rack.slot[host], chip, ref.port) if host in rack.slot and ref.port is not None \
-        else None
-    if end is None:
-        return Placed(lifted, host, ref, switch_tray=label, chip=chip, port=ref.port, switch_side=True)
-    return Placed(lifted, host, ref, str(end.tray), end.gpu, end.link, label, chip, end.port, end.cartridge,
-                  switch_side=True)
 
 
 def rack_job(rack: Rack, jobs: Mapping[str, JobExplanation], chosen: Mapping[str, str]) -> JobExplanation | None:
@@ -342,15 +298,16 @@ def _switch_hosts(rack: Rack, loc: Localization) -> list[str]:
 
 
 def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
-              stops: Localization | None = None) -> Diagnosis:
+              stops: Localization | None = None, found: Mapping[str, list[Finding]] | None = None) -> Diagnosis:
     """A rack host's own Diagnosis with its rack's conclusions about its links: the units the rack localized that
     hold this host's failing links (outside the tray, it says so and names the rack's view); `stops`, the rack's
     suspect whose repair stops every GPU of the rack (`rack_stopper`), is every compute tray's concern. A host of the
     rack's job says the rack's verdict on it, weighed over every tray (a tray whose own links read clean would say
-    "not the fabric" of a job a link elsewhere in the rack slows)."""
+    "not the fabric" of a job a link elsewhere in the rack slows). `found`: every host's findings, to name the links
+    its job's evidence draws from other hosts as the rack does."""
     label = rack.label[host]
     switch_host = rack.kind.get(host) == "switch"
-    tray = _named_as_rack(tray, rack, host)
+    tray = named_as_rack(tray, rack, host, found or {})
     if rack_diagnosis.verdict and tray.job_id is not None and tray.job_id == rack_diagnosis.job_id:
         tray = tray.model_copy(update={"verdict": rack_diagnosis.verdict})
     failing = {f.component for f in tray.failing}
@@ -409,35 +366,6 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
                   repair_action=top.action or tray.repair_action, warnings=notes,
                   ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
     return tray.model_copy(update=update)
-
-
-def _named_as_rack(tray: Diagnosis, rack: Rack, host: str) -> Diagnosis:
-    """A host's own parts named as its rack names them (`Compute tray 4 GPU 3 NVLink 16`, `Switch tray 3 chip 2
-    port 17`), its own suspects too: a part has one name and one slug, so one ticket, from the host or the rack."""
-    placed = place_findings(rack, host, tray.findings)
-    names = {p.node_ref.name: p.finding.component for p in placed}
-    refs = {p.node_ref: p.finding.ref for p in placed}
-
-    def lifted(loc: Localization) -> Localization:
-        ref = refs.get(loc.ref) or _rack_ref(rack, host, loc.ref)
-        return loc.model_copy(update={"ref": ref, "links": [names.get(n, n) for n in loc.links]})
-
-    locs = [lifted(loc) for loc in tray.localizations]
-    top = lifted(tray.localization) if tray.localization is not None else None
-    isolated = names.get(tray.isolated_component, tray.isolated_component)
-    if top is not None and tray.localization is not None and tray.isolated_component == tray.localization.component:
-        isolated = top.component
-    return tray.model_copy(update={"findings": [p.finding for p in placed], "localization": top,
-                                   "localizations": locs, "isolated_component": isolated})
-
-
-def _rack_ref(rack: Rack, host: str, ref: ComponentRef) -> ComponentRef:
-    """A host's part (one no finding of it names) as its rack names it: a GPU in its compute tray, the driver's
-    NVSwitch k as chip k + 1 of its switch tray."""
-    if rack.kind.get(host) == "switch":
-        chip = tray_chip(ref.switch) if ref.kind is ComponentKind.NVSWITCH else None
-        return ComponentRef.switch_chip(rack.label[host], chip, ref.port) if chip is not None else ref
-    return ref.in_tray(rack.label[host]) if ref.tray is None and ref.gpu is not None and ref.kind in IN_TRAY else ref
 
 
 def rack_stopper(rack: Rack, rack_diagnosis: Diagnosis) -> Localization | None:

@@ -25,10 +25,17 @@ from diagnostics.topology.rack import rack_graph
 DISABLES = re.compile(r"\b(disabl|isolat|shut ?down|turn(ed)? off|reconfigur|partition)\w*\b", re.IGNORECASE)
 
 
+Built = tuple[dict[str, pd.DataFrame], dict[str, Any], dict[str, RackSlot], dict[str, str]]
+
+
 @pytest.fixture(scope="module")
-def racks() -> tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]:
-    tables, truth, slots, platforms = build_racks(seed=41, racks=len(RACK_SCENARIOS), hours=6,
-                                                  scenarios=list(RACK_SCENARIOS))
+def built() -> Built:
+    return build_racks(seed=41, racks=len(RACK_SCENARIOS), hours=6, scenarios=list(RACK_SCENARIOS))
+
+
+@pytest.fixture(scope="module")
+def racks(built: Built) -> tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]:
+    tables, truth, slots, platforms = built
     fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
                           racks=slots)
     return fleet, truth, slots
@@ -263,3 +270,25 @@ def test_the_link_that_explains_a_rack_s_job_is_named_as_the_rack_names_it(
         hosts = [fleet.diagnoses[h] for h, s in slots.items() if s.rack == rack_id and h in fleet.diagnoses
                  and fleet.diagnoses[h].job_id == d.job_id]
         assert d.job_id is None or {h.verdict for h in hosts} == {d.verdict}, (rack_id, {h.verdict for h in hosts})
+
+
+def test_a_rack_hosts_job_evidence_names_each_link_as_the_rack_does(
+        built: Built, racks: tuple[FleetAnalysis, dict[str, Any], dict[str, RackSlot]]) -> None:
+    """One host's view draws its job's links (the correlation picture's lines and title) from its own findings and
+    other trays': each was named as its host names it, so two trays' `GPU 2 NVLinks` were two lines of one name, and
+    the title named another part than the verdict. Each now has the rack's name, the verdict's first."""
+    tables, truth, slots, platforms = built
+    fleet, _, _ = racks
+    rack_id, rack = next((r, d) for r, d in sorted(fleet.racks.items()) if d.verdict and " explains job " in d.verdict)
+    host = next(h for h, s in sorted(slots.items()) if s.rack == rack_id and h in fleet.diagnoses
+                and fleet.diagnoses[h].job_id == rack.job_id)
+    one = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                        racks=slots, nodes=[host], full=True).diagnoses[host]
+    assert one.evidence is not None and one.evidence.explained and one.verdict == rack.verdict
+    names = [s.ref.name for s in one.evidence.links]
+    assert names[0] == rack.verdict.split(" explains job ")[0], names
+    assert all(re.match(r"^(Compute|Switch) tray \d+ ", n) for n in names), names
+    assert len(set(names)) == len(names), names
+    named = {f.component for d in fleet.diagnoses.values() if d.rack is not None and d.rack.rack_id == rack_id
+             for f in d.findings}
+    assert set(names) <= named, set(names) - named
