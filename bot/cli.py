@@ -16,6 +16,7 @@ from diagnostics import FabricbotError
 COMMANDS: dict[str, str] = {
     "analyze": "diagnose interconnect snapshots or counter histories",
     "ingest": "read telemetry files (dcgm-exporter, tables, snapshots, shell outputs)",
+    "compact": "merge a store's days held in many small parts (a store fed scrape by scrape) into one part each",
     "render": "draw a node's NVLink/NVSwitch/PCIe fabric with its degraded links",
     "synth": "write a synthetic fleet with labelled faults and ground truth",
     "eval": "detection and localization precision/recall/F1 on a synthetic fleet",

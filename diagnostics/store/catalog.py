@@ -91,9 +91,35 @@ class Catalog:
             args += list(keys)
         _overlapping(where, args, start_ns, end_ns)
         sql = f"SELECT path, key, columns, groups FROM {CATALOG} WHERE {' AND '.join(where)} ORDER BY key, t_min, path"
-        return [Part(self.root / path, str(key), frozenset(cols.split(",")) if cols else frozenset(),
-                     tuple(tuple(g) for g in json.loads(groups or "[]")))
-                for path, key, cols, groups in self.db.execute(sql, args).fetchall()]
+        return [self._part(*row) for row in self.db.execute(sql, args).fetchall()]
+
+    def _part(self, path: str, key: str, columns: str | None, groups: str | None) -> Part:
+        return Part(self.root / path, str(key), frozenset(columns.split(",")) if columns else frozenset(),
+                    tuple(tuple(g) for g in json.loads(groups or "[]")))
+
+    def crowded(self, table: str, least: int, keys: Collection[str] | None = None
+                ) -> list[tuple[str, str, list[Part]]]:
+        """(key, day, its parts) of each day of `table` (of `keys`, default all) held in more than `least` parts."""
+        sql = (f"SELECT key, day FROM {CATALOG} WHERE tbl = ?{_keys_in(keys)} GROUP BY key, day "
+               "HAVING count(*) > ? ORDER BY key, day")
+        out = []
+        for key, day in self.db.execute(sql, [table, *(keys or []), least]).fetchall():
+            rows = self.db.execute(f"SELECT path, key, columns, groups FROM {CATALOG} WHERE tbl = ? AND key = ? "
+                                   "AND day = ? ORDER BY t_min, path", [table, key, day]).fetchall()
+            out.append((str(key), str(day), [self._part(*row) for row in rows]))
+        return out
+
+    def replace(self, table: str, key: str, day: str, old: list[Path], path: Path, info: PartInfo) -> bool:
+        """The parts `old` of a day swapped for the one at `path` (in the caller's transaction); False, and nothing
+        changed, when some of them are no longer listed (another writer merged them meanwhile)."""
+        names = [p.relative_to(self.root).as_posix() for p in old]
+        listed = self.db.execute(f"SELECT count(*) FROM {CATALOG} WHERE tbl = ? AND path IN {_in(names)}",
+                                 [table, *names]).fetchone()[0]
+        if listed != len(names):
+            return False
+        self.db.execute(f"DELETE FROM {CATALOG} WHERE tbl = ? AND path IN {_in(names)}", [table, *names])
+        self.add(table, key, day, path, info)
+        return True
 
     def newest(self, table: str, keys: Collection[str] | None = None) -> int | None:
         where, args = "tbl = ?", list[object]([table])

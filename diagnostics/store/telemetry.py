@@ -37,6 +37,7 @@ from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TO
 from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
 from .columns import frame_of
+from .compaction import Compacted, compact
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, read_parts, write_part
@@ -59,6 +60,7 @@ ALWAYS = ("timestamp", *LINK_KEYS, "peer")  # link columns a window keeps even w
 # A reading's provenance ("file:line"): no analysis reads it, and with a value of its own on every row it costs
 # more to read than the counters do. A window leaves it out; link_samples() keeps it.
 PROVENANCE = ("source",)
+_PARTED = {"link_samples": (LINK_SAMPLES, LINK_KEYS[1:]), "step_samples": (STEP_SAMPLES, ())}  # a part's rows' order
 
 
 def _part(value: object) -> str:
@@ -86,6 +88,7 @@ class TelemetryStore:
             self._table("nodes").create({"node_id": str, "first_seen": str, "last_seen": str}, pk="node_id",
                                         if_not_exists=True)
             self._catalog = Catalog(self._db, self.root)
+        self._touched: dict[str, set[str]] = {}  # the keys an ingest wrote parts of, by table: compacted after it
 
     def _table(self, name: str) -> Table:
         return self._db.table(name)
@@ -120,7 +123,18 @@ class TelemetryStore:
                 pk=("kind", "node_id", "gpu", "code"))
         report = IngestReport.of(outcomes)
         report.node_warnings += [w for o in outcomes if (w := untimed_warning(o)) is not None]
+        touched, self._touched = self._touched, {}
+        for table, keys in sorted(touched.items()):  # a node's day grown past a few parts: one part again
+            self.compact(table, keys=keys)
         return report
+
+    def compact(self, table: str = "link_samples", *, keys: Collection[str] | None = None, least: int | None = None,
+                grace_s: float | None = None) -> Compacted:
+        """Each day of the table's keys (default every key) held in more than `least` parts merged into one, the
+        parts it retired `grace_s` ago deleted (compaction.py): a store fed scrape by scrape reads as fast as one
+        ingested at once."""
+        schema, order = _PARTED[table]
+        return compact(self._db, self._catalog, schema, order, keys=keys, least=least, grace_s=grace_s)
 
     def _keep(self, outcome: FileOutcome) -> None:
         """One file's telemetry and node records written, with its hash, in one transaction."""
@@ -158,8 +172,8 @@ class TelemetryStore:
         return {(r["kind"], r["node_id"], unset(r["gpu"]), unset(r["code"])): float(r["value"]) for r in table.rows}
 
     def _write(self, result: IngestResult, sha: str) -> None:
-        self._write_parts(result["link_samples"], LINK_SAMPLES, "node_id", sha, LINK_KEYS[1:])
-        self._write_parts(result["step_samples"], STEP_SAMPLES, "job_id", sha, ())
+        self._write_parts(result["link_samples"], LINK_SAMPLES, "node_id", sha, _PARTED["link_samples"][1])
+        self._write_parts(result["step_samples"], STEP_SAMPLES, "job_id", sha, _PARTED["step_samples"][1])
         self._write_rows("events", result["events"])
         self._write_rows("topology", result["topology"])
         gpus = result["gpus"]
@@ -213,6 +227,7 @@ class TelemetryStore:
             info = write_part(path, part.reset_index(drop=True), schema, order,
                               directory=LINK_IDENTITY if table == "link_samples" else ())
             self._catalog.add(table, str(value), str(day), path, info)
+            self._touched.setdefault(table, set()).add(str(value))
             if table == "step_samples":
                 self._catalog.add_job_nodes(str(value), job_nodes(part), info.t_min, info.t_max)
 
