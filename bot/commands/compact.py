@@ -2,7 +2,8 @@
 
 An ingest merges the days it writes once they hold more than 16 parts (a cron job ingesting every scrape leaves a
 node's day in hundreds of files, and every read pays for each); this does it for every day of a store, an older one
-included. The parts it replaces are deleted by a later run once no read can still be using them (10 minutes).
+included. The parts it replaces are deleted by a later run once no read can still be using them (10 minutes). A day
+it cannot merge (a part damaged or deleted by hand) is named on stderr and stays as it is; the exit status is then 3.
 
     fabricbot compact --store ./store
 """
@@ -12,9 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from diagnostics import InputError
 from diagnostics.store import open_store
+from diagnostics.store.compaction import Compacted
+
+from .output import INCOMPLETE
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
@@ -22,13 +27,17 @@ def cmd_compact(args: argparse.Namespace) -> int:
     if not folder:
         raise InputError("give the store to compact: --store DIR (or set FABRICBOT_STORE)")
     store = open_store(folder, create=False)
-    done = [store.compact(table) for table in ("link_samples", "step_samples")]
-    days, parts, deleted = (sum(d.days for d in done), sum(d.parts for d in done), sum(d.deleted for d in done))
+    done = Compacted()
+    for table in ("link_samples", "step_samples"):
+        done.add(store.compact(table))
     if args.json:
-        print(json.dumps({"days": days, "parts": parts, "deleted": deleted}))
+        print(json.dumps({"days": done.days, "parts": done.parts, "deleted": done.deleted, "failed": done.failed}))
     else:
-        print(f"{days} day(s) held in {parts} parts merged into one part each; {deleted} replaced part(s) deleted")
-    return 0
+        print(f"{done.days} day(s) held in {done.parts} parts merged into one part each; {done.deleted} replaced "
+              "part(s) deleted")
+    for day, why in sorted(done.failed.items()):
+        print(f"fabricbot: {day} not merged (its parts are read as they are): {why}", file=sys.stderr)
+    return INCOMPLETE if done.failed else 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import time
+import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlite_utils
 
+from ..errors import InputError
 from ..tables import LINK_IDENTITY, TableSchema
 from .catalog import Catalog, Part
 from .database import transaction
@@ -31,12 +33,21 @@ RETIRED = "retired_parts"
 
 @dataclass
 class Compacted:
-    """What a compaction did: the days merged, the parts they held, the retired files deleted."""
+    """What a compaction did: the days merged, the parts they held, the retired files deleted, and the days it
+    could not merge (a part damaged or deleted by hand: key and day -> why; they stay as they were)."""
 
     days: int = 0
     parts: int = 0
     deleted: int = 0
     merged: list[Path] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def add(self, other: Compacted) -> None:
+        self.days += other.days
+        self.parts += other.parts
+        self.deleted += other.deleted
+        self.merged += other.merged
+        self.failed.update(other.failed)
 
 
 def compact(db: sqlite_utils.Database, catalog: Catalog, schema: TableSchema, order: tuple[str, ...], *,
@@ -46,7 +57,11 @@ def compact(db: sqlite_utils.Database, catalog: Catalog, schema: TableSchema, or
     COMPACT_PARTS), merged into one part; retired parts older than `grace_s` (default RETIRED_GRACE_S) deleted."""
     done = Compacted(deleted=_delete_retired(db, catalog.root, RETIRED_GRACE_S if grace_s is None else grace_s))
     for key, day, parts in catalog.crowded(schema.name, COMPACT_PARTS if least is None else least, keys):
-        merged = _merge(parts, schema, order)
+        try:
+            merged = _merge(parts, schema, order)
+        except InputError as exc:  # a part damaged or deleted by hand: the day stays as it is, and is said
+            done.failed[f"{key} {day}"] = str(exc)
+            continue
         with transaction(db):
             if not catalog.replace(schema.name, key, day, [p.path for p in parts], merged.path, merged.info):
                 merged.path.unlink(missing_ok=True)  # another compaction took these parts meanwhile
@@ -65,10 +80,12 @@ class _Merged:
 
 
 def _merge(parts: list[Part], schema: TableSchema, order: tuple[str, ...]) -> _Merged:
-    """The parts' rows, every column they fill, written as one part beside them (named by the parts it holds)."""
+    """The parts' rows, every column they fill, written as one part beside them: named by the parts it holds and
+    by its writer (two writers merging the same day at once each write their own file, and the one whose swap
+    comes second deletes its own)."""
     rows, _ = read_parts(parts, schema, None, None, order=order, workers=1)
-    name = hashlib.sha256("\n".join(sorted(p.path.name for p in parts)).encode()).hexdigest()[:20]
-    path = parts[0].path.with_name(f"merged-{name}.parquet")
+    name = hashlib.sha256("\n".join(sorted(p.path.name for p in parts)).encode()).hexdigest()[:16]
+    path = parts[0].path.with_name(f"merged-{name}-{uuid.uuid4().hex[:12]}.parquet")
     info = write_part(path, schema.conform(rows), schema, order,
                       directory=LINK_IDENTITY if schema.name == "link_samples" else ())
     return _Merged(path, info)

@@ -72,7 +72,8 @@ def read_key_rows(group: list[Part], out: pa.Schema, names: Collection[str], sta
         # opened as a local file and read as asked: a filesystem's layer and its read-ahead threads cost more than
         # a small part's rows
         filtered = any(not inside(*part.groups[i][:2], lower, end_ns) for i in chosen)
-        wanted = [n for n in schema.names if n in part.columns]
+        # a part always holds its time, though its catalog lists it only where it fills it (an undated paste's)
+        wanted = [n for n in schema.names if n in part.columns or n == "timestamp"]
         reading = [*wanted, "timestamp"] if filtered and "timestamp" not in wanted else wanted
         table = opened(part, methodcaller("read_row_groups", chosen, columns=reading, use_threads=False))
         stats.files += 1

@@ -216,9 +216,10 @@ def kept_in_order(order: np.ndarray | None, kept: np.ndarray | None) -> np.ndarr
 
 def output_schema(parts: Sequence[Part], schema: TableSchema, *, keep: Collection[str], skip: Collection[str],
                   columns: Collection[str] | None) -> pa.Schema:
-    """The columns a read of the parts gives: those some part fills (and `keep`), less `skip`, of `columns`."""
+    """The columns a read of the parts gives: those some part fills (and `keep`, and the time, which every part
+    holds, filled or not: an undated paste's), less `skip`, of `columns`."""
     target = arrow_schema(schema)
-    filled = frozenset().union(*(p.columns for p in parts))
+    filled = frozenset().union(*(p.columns for p in parts), ["timestamp"])
     return pa.schema([target.field(n) for n in target.names if (n in filled or n in keep) and n not in skip
                       and (columns is None or n in columns)])
 

@@ -27,7 +27,7 @@ import sqlite_utils
 from sqlite_utils.db import Table
 
 from ..errors import InputError
-from ..ingest.base import IngestResult, Source
+from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
 from ..ingest.snapshot import CUT_SHORT
 from ..ingest.summary import nodes as summary_nodes
@@ -125,7 +125,10 @@ class TelemetryStore:
         report.node_warnings += [w for o in outcomes if (w := untimed_warning(o)) is not None]
         touched, self._touched = self._touched, {}
         for table, keys in sorted(touched.items()):  # a node's day grown past a few parts: one part again
-            self.compact(table, keys=keys)
+            done = self.compact(table, keys=keys)
+            report.node_warnings += [IngestWarning(str(self.root), None, f"{table} of {day} not merged into one "
+                                                   f"part (the readings are stored): {why}")
+                                     for day, why in sorted(done.failed.items())]
         return report
 
     def compact(self, table: str = "link_samples", *, keys: Collection[str] | None = None, least: int | None = None,

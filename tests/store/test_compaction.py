@@ -111,4 +111,80 @@ def test_the_compact_command_merges_an_older_stores_crowded_days(tmp_path: Path,
     assert len(_parts(store, "n0")) == 1
     pd.testing.assert_frame_equal(store.window(end=None, span=timedelta(hours=3), nodes=None)["link_samples"], before)
     assert main(["compact", "--store", str(tmp_path / "store"), "--json"]) == 0
-    assert capsys.readouterr().out.strip() == '{"days": 0, "parts": 0, "deleted": 0}'
+    assert capsys.readouterr().out.strip() == '{"days": 0, "parts": 0, "deleted": 0, "failed": {}}'
+
+
+def _fed_without_merging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nodes: int = 1) -> TelemetryStore:
+    """A store holding each node's day in one part per scrape (25 of them), as an ingest before compaction left it."""
+    _, files = _scrapes(tmp_path, nodes=nodes, hours=3)
+    store = TelemetryStore(tmp_path / "store")
+    with monkeypatch.context() as older:
+        older.setattr(compaction, "COMPACT_PARTS", 10**6)
+        for file in files[:25]:
+            store.ingest([file])
+    return store
+
+
+def test_undated_pastes_of_one_node_are_merged_like_dated_ones(tmp_path: Path) -> None:
+    """Pastes ingested without a time are kept under the day `none`: their 17th used to end the ingest in a
+    traceback (the part's time column, all empty, was not read back), and every later ingest of the node too."""
+    paste = (Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nvlink_e_h100_1.txt").read_text()
+    store = TelemetryStore(tmp_path / "store")
+    for i in range(compaction.COMPACT_PARTS + 2):
+        file = tmp_path / f"paste-{i}.txt"
+        file.write_text(paste + "\n" * (i + 1))  # other bytes: not a duplicate
+        report = store.ingest([file], node_id="gpu-n7")
+        assert [f.status for f in report.files] == ["ingested"], report.warnings
+    day = _parts(store, "gpu-n7")
+    assert len(day) == 2 and day[0].parent.name == "day=none"  # merged at the 17th, one more since
+    rows = store.link_samples("gpu-n7", None, None)
+    assert len(rows) == (compaction.COMPACT_PARTS + 2) * 3 and rows["timestamp"].isna().all()
+
+
+def test_a_writer_whose_merge_comes_second_deletes_only_its_own_file(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two writers merging the same day at once: the second's swap finds the parts gone and deletes what it wrote,
+    never the first's merged part (they once had one name: the day's history was lost)."""
+    store = _fed_without_merging(tmp_path, monkeypatch)
+    stale = store._catalog.crowded("link_samples", compaction.COMPACT_PARTS)  # listed by a second writer ...
+    first = store.compact()  # ... before the first one merged them
+    assert first.days == 1 and first.merged[0].exists()
+
+    class Late:
+        root = store._catalog.root
+
+        def crowded(self, *args: object) -> object:
+            return stale
+
+        def replace(self, *args: object) -> bool:
+            return bool(store._catalog.replace(*args))  # type: ignore[arg-type]
+
+    second = compaction.compact(store._db, Late(), LINK_SAMPLES, ("gpu", "link_type", "link", "lane"))  # type: ignore[arg-type]
+    assert second.days == 0 and first.merged[0].exists() and _parts(store, "n0") == first.merged
+    assert [p.name for p in first.merged[0].parent.glob("merged-*")] == [first.merged[0].name]
+    assert len(store.window(end=None, span=timedelta(hours=4), nodes=None)["link_samples"]) == 25 * 4
+
+
+def test_a_day_with_a_part_deleted_by_hand_is_said_and_left_as_it_is(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A part deleted or cut by hand: its day is not merged and is named, the ingest that wrote a new reading still
+    stores it and says so (it does not fail on readings it kept), and `fabricbot compact` merges the other days and
+    exits 3."""
+    from bot.cli import main
+
+    store = _fed_without_merging(tmp_path, monkeypatch, nodes=2)
+    gone = _parts(store, "n0")[3]
+    gone.unlink()
+    late = tmp_path / "late.parquet"
+    fleet_file(late, nodes=1, hours=1).assign(timestamp=lambda f: f["timestamp"] + pd.Timedelta(hours=5)) \
+        .to_parquet(late, index=False)
+    report = store.ingest([late])
+    assert [f.status for f in report.files] == ["ingested"]
+    said = [w.message for w in report.warnings if "not merged" in w.message]
+    assert len(said) == 1 and gone.name in said[0] and "the readings are stored" in said[0]
+    capsys.readouterr()
+    assert main(["compact", "--store", str(tmp_path / "store")]) == 3
+    out, err = capsys.readouterr()
+    assert out.startswith("1 day(s)") and "n0 2026-03-01 not merged" in err and gone.name in err
+    assert len(_parts(store, "n1")) == 1 and len(_parts(store, "n0")) == 26
