@@ -16,8 +16,7 @@ import os
 import sys
 
 from diagnostics import InputError
-from diagnostics.store import open_store
-from diagnostics.store.compaction import Compacted
+from diagnostics.store import Compacted, open_store
 
 from .output import INCOMPLETE
 

@@ -2,6 +2,7 @@
 
 from .alertmanager import AlertmanagerBook, AlertMessage
 from .alerts import Alert, AlertBook, AlertStatus, StormRecord
+from .compaction import Compacted
 from .database import BUSY_TIMEOUT_S, StoreDatabase, connect, lock_of, transaction
 from .load import load_inputs
 from .maintenance import Maintenance, MaintenanceLog
@@ -18,6 +19,7 @@ __all__ = [
     "AlertStatus",
     "AlertmanagerBook",
     "At",
+    "Compacted",
     "FileOutcome",
     "IngestReport",
     "Maintenance",
