@@ -127,7 +127,8 @@ def _split(section: list[Line], others: dict[str, Reader]) -> list[Part]:
         if line.kind == "blank" and blocks[-1]:
             blocks.append([])
         blocks[-1].append(line)
-    claims = [_best("\n".join(line.text for line in block), others) for block in blocks]
+    # one block: it is the section, judged whole below (each reader's sniff is most of a paste's detection)
+    claims = [_best("\n".join(line.text for line in block), others) for block in blocks] if len(blocks) > 1 else []
     if len({c for c in claims if c}) <= 1:
         whole = _best("\n".join(line.text for line in section), others)
         if whole is None and any(line.kind == "text" for line in body):
