@@ -113,8 +113,9 @@ class _Column(Protocol):
     def done(self, rows: int) -> Any: ...
 
 
-def _count(table: pa.Table, order: np.ndarray | None) -> int:
-    return table.num_rows if order is None else len(order)
+def _count(data: pa.Table | pa.ChunkedArray, order: np.ndarray | None) -> int:
+    """The rows a table or column gives: `order`'s, else all of its own."""
+    return len(data) if order is None else len(order)
 
 
 def _column(kind: pa.DataType, capacity: int) -> _Column:
@@ -180,7 +181,7 @@ class _Floats:
 
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
         if data.null_count == len(data):
-            self.nulls(at, len(data) if order is None else len(order))
+            self.nulls(at, _count(data, order))
             return
         _write(self.values, at, data.to_numpy(), order)  # nulls as NaN
 
@@ -225,7 +226,7 @@ class _Masked:
         self.values, self.mask = _grown(self.values, capacity), _grown(self.mask, capacity)
 
     def put(self, at: int, data: pa.ChunkedArray, order: np.ndarray | None) -> None:
-        count, nulls = len(data) if order is None else len(order), data.null_count
+        count, nulls = _count(data, order), data.null_count
         if nulls == len(data):  # nothing filled (a lane column of NVLink rows): no values to read or reorder
             self.nulls(at, count)
             return
@@ -278,7 +279,7 @@ class _Codes:
         if pieces:
             _write(self.codes, at, pieces[0] if len(pieces) == 1 else np.concatenate(pieces), order)
         else:
-            self.nulls(at, len(data) if order is None else len(order))
+            self.nulls(at, _count(data, order))
 
     def nulls(self, at: int, count: int) -> None:
         self.codes[at:at + count] = -1

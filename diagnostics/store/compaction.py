@@ -102,6 +102,8 @@ def _delete_retired(db: sqlite_utils.Database, root: Path, grace_s: float) -> in
         return 0
     cutoff = time.time() - grace_s
     due = [str(path) for (path,) in db.execute(f"SELECT path FROM {RETIRED} WHERE at <= ?", [cutoff]).fetchall()]
+    if not due:  # most ingests: no write lock taken for nothing
+        return 0
     for path in due:
         (root / path).unlink(missing_ok=True)
     with transaction(db):

@@ -121,17 +121,6 @@ def inside(lo: int | None, hi: int | None, start: int | None, end: int | None) -
     return lo is not None and hi is not None and (start is None or lo > start) and (end is None or hi <= end)
 
 
-def in_window(t: pa.ChunkedArray, start: int | None, end: int | None) -> pa.ChunkedArray:
-    stamp = pa.timestamp("ns", tz="UTC")
-    mask = None
-    if start is not None:
-        mask = pc.greater(t, pa.scalar(start, stamp))
-    if end is not None:
-        upto = pc.less_equal(t, pa.scalar(end, stamp))
-        mask = upto if mask is None else pc.and_(mask, upto)
-    return pc.fill_null(mask, False)
-
-
 def window_mask(t: pa.ChunkedArray, start: int | None, end: int | None) -> np.ndarray:
     """Which times lie in (start, end] (an undated row in none), as numpy reads them: cheaper to ask of a key's
     few thousand rows than Arrow's compute functions are to call."""

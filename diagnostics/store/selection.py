@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..tables import TableSchema
 from .columns import frame_of_all
 from .directory import Chosen
-from .keyread import Listed, ScanStats, cast_to, in_window, inside, listed, opened, read_key
+from .keyread import Listed, ScanStats, cast_to, inside, listed, opened, read_key, window_mask
 from .parts import each, keyed, output_schema
 from .rowkeys import distinct_rows, row_order
 
@@ -150,7 +150,7 @@ def _runs(listed: Listed, keep: np.ndarray, out: pa.Schema, names: Sequence[str]
         stats.files += 1
         stats.row_groups += len(groups)
         if any(not inside(*part.groups[g][:2], start_ns, end_ns) for g in groups):
-            table = table.filter(in_window(table.column("timestamp"), start_ns, end_ns))
+            table = table.filter(pa.array(window_mask(table.column("timestamp"), start_ns, end_ns)))
         tables.append(cast_to(table, out))
     if not tables:
         return None
