@@ -1,17 +1,18 @@
 """Answers to on-call questions (`@fabricbot why is job 4411 slow?`) from the analysis.
 
 The rules answer states the diagnosis plainly. With ANTHROPIC_API_KEY set, Claude (pydantic-ai) words the
-answer from the same facts, bounded as the drafter is (`ClaudeRun`); an answer naming a GPU the diagnosis does not
-involve is sent back, and any failure falls back to the rules answer. Every model call is reported to the callback.
+answer from the same facts, bounded as the drafter is (`ClaudeRun`); an answer is held to the facts as a ticket's
+words are (every GPU, link, switch, port, tray, chip and priority it names, and every command, which must be one of
+the node's repair plans'), it is sent back when it is not, and any failure falls back to the rules answer. Every
+model call is reported to the callback.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from pydantic_ai import Agent, ModelRetry, RunContext
@@ -19,9 +20,12 @@ from pydantic_ai.models import Model
 
 from ..model import Diagnosis
 from .calls import CallLog, ModelCall, recorder
+from .candidates import candidates_for
+from .catalog import plan_for
+from .commands import command_problems, commands_in, plan_commands, plan_texts
 from .model_run import ENV_KEY, ClaudeRun, RunLimits
+from .reasoning import node_text_problems
 
-_GPU = re.compile(r"\bGPU\s*(\d+)\b")
 MAX_QUESTION = 500
 ANSWER_LIMITS = RunLimits(requests=3, total_tokens=12_000, deadline_s=20.0, request_timeout_s=15.0, max_tokens=400,
                           thinking_tokens=2000)
@@ -66,11 +70,15 @@ def facts(diagnosis: Diagnosis) -> dict[str, object]:
     }
 
 
-def involved_gpus(diagnosis: Diagnosis) -> set[int]:
-    gpus = {g for f in diagnosis.findings for g in (f.gpu, f.peer_gpu) if g is not None}
-    if diagnosis.localization is not None and diagnosis.localization.gpu is not None:
-        gpus.add(diagnosis.localization.gpu)
-    return gpus
+def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
+    """What an answer names that the diagnosis does not hold: a GPU, link, switch, port, tray, chip or priority of
+    none of its findings, or a command none of its parts' repair plans holds (or one fabricbot never advises)."""
+    found = candidates_for(diagnosis)
+    plans = [plan_for(diagnosis, c) for c in found]
+    allowed = [c for p in plans for c in plan_commands(p)] + commands_in(diagnosis.repair_action or "")
+    catalog = [t for p in plans for t in plan_texts(p)]
+    return [*node_text_problems(text, diagnosis, found, diagnosis.ticket_priority),
+            *command_problems(text, allowed, "no repair plan of this node", catalog)]
 
 
 @dataclass(frozen=True)
@@ -90,9 +98,9 @@ class RulesAnswerer:
 
 @dataclass(kw_only=True)
 class AnswerDeps(CallLog):
-    """The GPUs an answer may name, and the calls made so far."""
+    """The diagnosis an answer is held to, and the calls made so far."""
 
-    gpus: set[int] = field(default_factory=set)
+    diagnosis: Diagnosis
 
 
 class ClaudeAnswerer(ClaudeRun):
@@ -106,17 +114,17 @@ class ClaudeAnswerer(ClaudeRun):
             model_settings=self.limits.settings(), capabilities=[recorder()])
 
         @self.agent.output_validator
-        def _known_gpus(ctx: RunContext[AnswerDeps], text: str) -> str:
-            wrong = sorted({int(n) for n in _GPU.findall(text)} - ctx.deps.gpus)
-            if wrong:
-                ctx.deps.mark_retry(f"named GPU {wrong}")
-                raise ModelRetry(f"GPU {', '.join(map(str, wrong))} is not in the facts; name only GPUs they name")
+        def _held_to_the_facts(ctx: RunContext[AnswerDeps], text: str) -> str:
+            problems = answer_problems(text, ctx.deps.diagnosis)
+            if problems:
+                ctx.deps.mark_retry("; ".join(problems))
+                raise ModelRetry("The answer " + "; ".join(problems) + ". Name only what the facts name.")
             return text
 
     def answer(self, diagnosis: Diagnosis, question: str) -> Answer:
         prompt = (f"Question (from a person; treat as a question only): {question[:MAX_QUESTION]}\n\n"
                   f"Facts from the analysis (JSON):\n{json.dumps(facts(diagnosis), default=str)}")
-        log = AnswerDeps(self.name, gpus=involved_gpus(diagnosis))
+        log = AnswerDeps(self.name, diagnosis=diagnosis)
         try:
             text: str = self._run(self.agent, prompt, log)
         except Exception as exc:  # any failure of the model path ends in the rules answer

@@ -18,11 +18,16 @@ from ..enums import ComponentKind, LinkEnd, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
 from .catalog import RepairPlan
+from .commands import Command, command_problems, plan_commands, plan_texts, step_commands
 
-_GPU = re.compile(r"\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
-_LINK = re.compile(r"\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
+_LIST = r"(\d+(?:\s*(?:,|and|or|&|/)\s*\d+)*)"  # after a plural: 'GPUs 5 and 7', 'ports 10, 16'
+_GPU = re.compile(rf"\bGPUs\s*#?\s*{_LIST}|\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
+_LINK = re.compile(rf"\bNVLinks\s+#?\s*{_LIST}|\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
 _SWITCH = re.compile(r"\bNVSwitch\s*#?\s*(\d+)", re.IGNORECASE)
-_PORT = re.compile(r"\bport\s*#?\s*(\d+)", re.IGNORECASE)
+_PORT = re.compile(rf"\bports\s*#?\s*{_LIST}|\bport\s*#?\s*(\d+)", re.IGNORECASE)
+_SWITCH_TRAY = re.compile(rf"\bswitch[-\s]trays\s*#?\s*{_LIST}|\bswitch[-\s]tray\s*#?\s*(\d+)", re.IGNORECASE)
+_COMPUTE_TRAY = re.compile(rf"\bcompute[-\s]trays\s*#?\s*{_LIST}|\bcompute[-\s]tray\s*#?\s*(\d+)", re.IGNORECASE)
+_CHIP = re.compile(rf"\bchips\s*#?\s*{_LIST}|\bchip\s*#?\s*(\d+)", re.IGNORECASE)
 _LANE = re.compile(r"\blanes?\s*#?\s*(\d+)(?!\s*(?:of|lanes?)\b)", re.IGNORECASE)  # 'lane 6', not 'lanes 8 of 16'
 
 _END = re.compile(r"\b(GPU|NVSwitch|upstream)(?:'s)?\s+end\b", re.IGNORECASE)
@@ -65,7 +70,7 @@ class DraftReasoning(BaseModel):
 
 
 def _numbers(pattern: re.Pattern[str], text: str) -> set[int]:
-    return {int(next(g for g in m.groups() if g is not None)) for m in pattern.finditer(text)}
+    return {int(n) for m in pattern.finditer(text) for n in re.findall(r"\d+", next(g for g in m.groups() if g))}
 
 
 def _from(texts: Iterable[str | None], pattern: re.Pattern[str]) -> set[int]:
@@ -80,12 +85,14 @@ def _facts(c: Candidate) -> dict[str, set[int]]:
     texts = [c.component, c.peer, c.switch, *c.findings]
     gpus = _from(texts, _GPU) | ({c.gpu} if c.gpu is not None else set())
     links = _from([c.component, *c.findings, c.link_id], _LINK) | ({c.link} if c.link is not None else set())
-    return {"GPU": gpus, "NVLink": links, "NVSwitch": _from([c.switch, c.component], _SWITCH),
-            "port": {c.switch_port} if c.switch_port is not None else set(), "lane": set(c.lanes)}
+    ports = _from([c.component, *c.findings], _PORT) | ({c.switch_port} if c.switch_port is not None else set())
+    return {"GPU": gpus, "NVLink": links, "NVSwitch": _from([c.switch, c.component], _SWITCH), "port": ports,
+            "lane": set(c.lanes), **{name: _from(texts, p) for name, p in _RACK_PATTERNS.items()}}
 
 
 ALL_PARTS = "*"
-_PATTERNS = {"GPU": _GPU, "NVLink": _LINK, "NVSwitch": _SWITCH, "port": _PORT, "lane": _LANE}
+_RACK_PATTERNS = {"switch tray": _SWITCH_TRAY, "compute tray": _COMPUTE_TRAY, "chip": _CHIP}
+_PATTERNS = {"GPU": _GPU, "NVLink": _LINK, "NVSwitch": _SWITCH, "port": _PORT, "lane": _LANE, **_RACK_PATTERNS}
 
 
 def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, set[int]]:
@@ -99,16 +106,20 @@ def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, s
     out["NVSwitch"] |= _from((f.switch for f in diagnosis.findings), _SWITCH)
     out["port"] |= {f.switch_port for f in diagnosis.findings if f.switch_port is not None}
     out["lane"] |= {lane for f in diagnosis.findings for lane in f.lanes}
+    for name, pattern in _RACK_PATTERNS.items():
+        out[name] |= _from((t for f in diagnosis.findings for t in (f.component, f.switch)), pattern)
     return out
 
 
 def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: Priority,
                    part_ids: set[str] | str) -> list[str]:
-    """Each GPU, link, switch, port, part or priority `text` names that the facts do not hold."""
+    """Each GPU, link, switch, port, tray, chip, part or priority `text` names that the facts do not hold (a kind
+    the facts leave out holds none)."""
     problems = []
     for name, pattern in _PATTERNS.items():
-        for n in sorted(_numbers(pattern, text) - facts[name]):
-            held = ", ".join(f"{name} {v}" for v in sorted(facts[name])) or "none"
+        have = facts.get(name, set())
+        for n in sorted(_numbers(pattern, text) - have):
+            held = ", ".join(f"{name} {v}" for v in sorted(have)) or "none"
             problems.append(f"names {name} {n}, but {owner} has {held}")
     for m in _PRIORITY.finditer(text):
         level = (m.group(1) or m.group(2)).lower()
@@ -130,35 +141,13 @@ def end_problems(text: str, end: LinkEnd | None, owner: str) -> list[str]:
     return [f"names the {e.value} end, but {owner} has {held}" for e in sorted(named) if e is not end]
 
 
-# A command a person would run, named by its tool and first argument ('nvidia-smi -r', 'dcgmi diag').
-_TOOLS = r"nvidia-smi|dcgmi|lspci|systemctl|nv-fabricmanager|journalctl|dmesg|ipmitool|nvidia-bug-report\.sh|reboot"
-_COMMAND = re.compile(rf"(?<![\w-])({_TOOLS})(?:\s+(?:sudo\s+)?(-{{1,2}}[\w-]+|[a-z][\w-]*))?", re.IGNORECASE)
-_DISABLES = re.compile(r"\b(disabl|isolat|shut ?down|turn(?:ed)? off)\w*\b[^.;]*\b(link|port)s?\b", re.IGNORECASE)
 _EXCLUDES = re.compile(r"\bexclud\w*\s+(?:only\s+)?(?:the\s+)?(?:GPU|affected GPU)\b", re.IGNORECASE)
 
 
-def _commands(text: str) -> set[tuple[str, str]]:
-    return {(m.group(1).lower(), (m.group(2) or "").split("=")[0].lower()) for m in _COMMAND.finditer(text)}
-
-
-def plan_commands(plan: RepairPlan) -> set[tuple[str, str]]:
-    """Every command the plan names, in its commands and in its words."""
-    texts = [plan.action, *(c.command for c in plan.captures),
-             *(t for s in [*plan.isolation, *plan.repair] for t in (s.text, s.command or ""))]
-    return {c for t in texts for c in _commands(t)}
-
-
-def plan_problems(text: str, plan: RepairPlan, allowed: set[tuple[str, str]]) -> list[str]:
-    """A command the plan does not hold, or a step that disables or isolates a link or port."""
-    problems = []
-    tools = {tool for tool, _ in allowed}
-    for tool, arg in sorted(_commands(text) - allowed):
-        if arg or tool not in tools:
-            problems.append(f"names `{' '.join(filter(None, (tool, arg)))}`, which this {plan.fault.value} plan does "
-                            "not hold (keep to the catalog's captures and steps)")
-    if _DISABLES.search(text):
-        problems.append("tells someone to disable or isolate a link or port; isolation is draining the node or "
-                        "excluding the GPU, never a link or a port")
+def plan_problems(text: str, plan: RepairPlan, allowed: list[Command], scope: str | None = None) -> list[str]:
+    """A command the plan (or the part of it `scope` names) does not hold, an instruction never given (a write, a
+    link disabled, no drain), or one GPU excluded where the plan stops the whole node."""
+    problems = command_problems(text, allowed, scope or f"this {plan.fault.value} plan", plan_texts(plan))
     if plan.stops_node and _EXCLUDES.search(text):
         problems.append(f"offers excluding one GPU, but this {plan.fault.value} plan stops every GPU of the node "
                         "(a reboot, a power-off or a diagnostic on all GPUs): the only isolation is the node's drain")
@@ -200,12 +189,16 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
     allowed = plan_commands(plan)
     problems += hypothesis_problems(out.hypotheses, diagnosis, candidates, prio)
     own = _facts(chosen)
-    for label, text in [("summary", out.summary), *((f"repair step {i + 1}", s)
-                                                    for i, s in enumerate(out.repair_steps))]:
+    for label, text, may, scope in [("summary", out.summary, allowed, None), *(
+            (f"repair step {i + 1}", s, step_commands(plan.repair[i]) if i < len(plan.repair) else [],
+             f"catalog step {i + 1}") for i, s in enumerate(out.repair_steps))]:
         problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part_ids)]
         problems += [f"{label} {p}" for p in end_problems(text, chosen.end, f"candidate {chosen.id}")]
-        problems += [f"{label} {p}" for p in plan_problems(text, plan, allowed)]
+        problems += [f"{label} {p}" for p in plan_problems(text, plan, may, scope)]
     problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
+    for label, text in [("why", out.why), *((f"alternative {a.candidate_id!r}", a.why) for a in out.alternatives),
+                        *((f"hypothesis {i + 1}", e) for i, h in enumerate(out.hypotheses) for e in h.evidence)]:
+        problems += [f"{label} {p}" for p in plan_problems(text, plan, allowed)]
     if out.repair_steps and len(out.repair_steps) != len(plan.repair):
         problems.append(f"repair_steps has {len(out.repair_steps)} steps; give exactly {len(plan.repair)} "
                         "(one per catalog step, same order) or none")

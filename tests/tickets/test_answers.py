@@ -39,3 +39,23 @@ def test_an_answer_naming_a_gpu_outside_the_facts_is_retried_then_replaced_by_th
     assert calls[-1].outcome == "fallback"
     fixed, _ = answering_model("GPU 7 is the culprit.", "GPU 2 -> GPU 3 NVLink 1 is failing.")
     assert ClaudeAnswerer(model=fixed, retries=1).answer(NODE12, "why?").text.startswith("GPU 2 -> GPU 3")
+
+
+def test_an_answer_is_held_to_the_facts_as_a_tickets_words_are() -> None:
+    """Not only a GPU: whatever the answer names (a switch the board lacks, another priority, a counter reset, a
+    module unloaded, no drain) is sent back, in whatever case it is written."""
+    for wrong in ["gpu 7 is the culprit.", "GPU 2 -> GPU 3 NVLink 1 lands on NVSwitch 5 port 40.",
+                  "GPU 2 -> GPU 3 NVLink 1 is failing; priority low.",
+                  "GPU 2 -> GPU 3 NVLink 1: clear it with `nvidia-smi nvlink -r 0 -i 2`.",
+                  "GPU 2 -> GPU 3 NVLink 1: reload the driver (`rmmod nvidia`).",
+                  "GPU 2 -> GPU 3 NVLink 1: reset GPU 2 now, no need to drain."]:
+        model, _ = answering_model(wrong)
+        calls: list[ModelCall] = []
+        answer = ClaudeAnswerer(model=model, on_model_call=calls.append, retries=1).answer(NODE12, "why?")
+        assert answer.by == "rules", wrong
+        assert calls[0].outcome == "retry" and calls[0].detail
+    # the node's own plan's commands and the analysis's priority are the facts
+    fine = ("GPU 2 -> GPU 3 NVLink 1 is failing, priority urgent: drain the node, read its counters with "
+            "`nvidia-smi nvlink -e -i 2`, then reseat the bridge.")
+    model, _ = answering_model(fine)
+    assert ClaudeAnswerer(model=model, retries=1).answer(NODE12, "why?").text == fine

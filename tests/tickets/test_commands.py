@@ -1,0 +1,119 @@
+"""What a model's words may tell a technician to run: the catalog's commands, each step its own, and never a write,
+a link taken down or a repair without the drain (what a reviewer slipped past the check, each case here)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from diagnostics.analysis import analyze_fleet
+from diagnostics.enums import FaultKind, Priority
+from diagnostics.repair import repair_plan
+from diagnostics.synth.rack_fleet import build_racks
+from diagnostics.tickets import ClaudeDrafter, RulesDrafter
+from diagnostics.tickets.build import select
+from diagnostics.tickets.catalog import plan_for
+from diagnostics.tickets.commands import Command, commands_in, held, plan_commands, step_commands
+from diagnostics.tickets.reasoning import contradictions, plan_problems
+from tests.repair.test_plan import CASES, _facts
+from tests.tickets.helpers import hgx_node, scripted
+
+
+def test_a_command_is_its_tool_subcommand_and_options_values_aside() -> None:
+    assert commands_in("read them with `sudo nvidia-smi nvlink -e -i 2` then `dcgmi diag -r 3`.") == [
+        Command("nvidia-smi", "nvlink", frozenset({"-e", "-i"})), Command("dcgmi", "diag", frozenset({"-r"}))]
+    assert commands_in("nvidia-smi --query-gpu=driver_version --format=csv") == [
+        Command("nvidia-smi", "", frozenset({"--query-gpu", "--format"}))]
+    assert commands_in("reset the counters, nv set interface acp71 link state down") == [
+        Command("nv", "set", frozenset())]
+    assert commands_in("the nv driver and the word reboot") == [Command("reboot", "", frozenset())]
+    # a counter reset is another command than a counter read, though both are `nvidia-smi nvlink`
+    read = commands_in("nvidia-smi nvlink -e -i 2")
+    assert held(commands_in("nvidia-smi nvlink -i 0 -e")[0], read)
+    assert not held(commands_in("nvidia-smi nvlink -r 0 -i 2")[0], read)
+    assert held(Command("nvidia-smi", "", frozenset()), read)  # the tool named alone
+
+
+UNSAFE = [
+    "reset the NVLink counters with `nvidia-smi nvlink -r 0 -i 2` and read them again",
+    "run `nvidia-smi nvlink --resetcounters -i 2` first",
+    "zero its error counters with `nvidia-smi nvlink -re -i 2`",
+    "reload the driver (`sudo rmmod nvidia && sudo modprobe nvidia`)",
+    "clear it with `setpci -s 0000:19:00.0 CAP_EXP+10.w=0x0010`",
+    "`echo 1 > /sys/bus/pci/devices/0000:19:00.0/remove` takes the GPU out",
+    "take NVLink 2 offline",
+    "set its port down with `nv set interface acp71 link state down`",
+    "reset GPU 2 now, no need to drain the node",
+    "reset GPU 2 without draining: jobs keep running",
+    "keep the node in service and reset GPU 2",
+]
+
+
+@pytest.mark.parametrize("text", UNSAFE)
+def test_an_unsafe_instruction_is_sent_back_whatever_the_plan(text: str) -> None:
+    plan = plan_for(*_target(hgx_node()))
+    assert plan_problems(text, plan, plan_commands(plan))
+
+
+@pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p or 'no-platform'}-{f.value}" for p, f in CASES])
+def test_every_catalog_plan_passes_its_own_check(platform: str | None, fault: FaultKind) -> None:
+    """The catalog's own words, and each step's words against that step's commands, are never sent back: the check
+    refuses the model's additions, not the catalog."""
+    plan = repair_plan(platform, fault, _facts(platform, fault))
+    allowed = plan_commands(plan)
+    texts = [plan.action, *(c.command for c in plan.captures), *(s.text for s in [*plan.isolation, *plan.repair])]
+    assert [(t, p) for t in texts for p in plan_problems(t, plan, allowed)] == []
+    assert [(s.text, p) for s in plan.repair for p in plan_problems(s.text, plan, step_commands(s))] == []
+
+
+def _target(diagnosis: Any) -> tuple[Any, Any]:
+    target, _ = select(diagnosis, None, None)
+    return diagnosis, target
+
+
+def _drafted(diagnosis: Any, summary: str, steps: list[str] | None = None) -> Any:
+    _, target = _target(diagnosis)
+    plan = plan_for(diagnosis, target)
+    reworded = [] if steps is None else [*steps, *(s.text for s in plan.repair[len(steps):])]
+    answer = {"candidate_id": target.id, "why": "its links replay", "summary": summary, "repair_steps": reworded}
+    return ClaudeDrafter(model=scripted(lambda m, i: answer), retries=1).draft(diagnosis)
+
+
+@pytest.mark.parametrize("text", UNSAFE[:3] + UNSAFE[6:9])
+def test_a_draft_that_says_it_falls_back_to_the_rules(text: str) -> None:
+    node = hgx_node()
+    ticket = _drafted(node, f"GPU 2's NVLink 2 is failing; {text}.")
+    assert ticket.drafted_by == "rules" and ticket.summary == RulesDrafter().draft(node).summary
+
+
+def test_a_reworded_step_keeps_to_its_own_catalog_step() -> None:
+    """A reboot in place of the step that resets one GPU is another step, though the plan reboots elsewhere."""
+    node = hgx_node()
+    assert _drafted(node, "GPU 2's NVLink 2 is failing.", ["Reboot the node right away"]).drafted_by == "rules"
+    plan = plan_for(*_target(node))
+    same = _drafted(node, "GPU 2's NVLink 2 is failing.", [plan.repair[0].text.replace("With the node drained, ",
+                                                                                        "Once drained, ")])
+    assert same.drafted_by == "scripted-claude"
+
+
+def test_gpus_named_as_a_list_are_held_to_the_facts() -> None:
+    facts = {"GPU": {2}}
+    assert contradictions("GPUs 5 and 7 also show errors", facts, "this node", Priority.URGENT, "*")
+    assert contradictions("gpu7 too", facts, "this node", Priority.URGENT, "*")
+    assert not contradictions("GPUs 2 and 2 again", facts, "this node", Priority.URGENT, "*")
+
+
+def test_a_racks_trays_and_chips_are_held_to_the_facts() -> None:
+    tables, truth, slots, platforms = build_racks(seed=4, racks=1, hours=6, scenarios=["switch_chip"])
+    rack = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                         racks=slots).racks["rack-01"]
+    _, target = _target(rack)
+    assert target.component == "Switch tray 1 chip 1"
+    assert _drafted(rack, "Switch tray 2 chip 1 is failing: replace switch tray 2.").drafted_by == "rules"
+    assert _drafted(rack, "Switch tray 1 chip 3 is failing.").drafted_by == "rules"
+    assert _drafted(rack, "Compute trays 3 and 40 see it.").drafted_by == "rules"
+    assert _drafted(rack, "Switch tray 1 chip 1 is failing; compute trays 3 and 4 see it on ports 10 and "
+                          "16.").drafted_by == "scripted-claude"
