@@ -123,9 +123,11 @@ def undated_notes(views: Mapping[LinkEnd, EndView], gpu: int) -> list[str]:
         notes.append(
             f"GPU {gpu} PCIe: {_name(end, gpu, views)} names lane(s) {', '.join(map(str, v.lanes))} in its lane error "
             "status, and no earlier reading in the span read it clear: the status is sticky (RW1C, PCIe r4.0 sec. "
-            "7.7.3.3), so the lane may have erred long ago (a warning, not a failure). Clear it by writing back the "
-            f"value read (`setpci -s {at} ECAP_SECPCI+8.L` reads it, `setpci -s {at} ECAP_SECPCI+8.L=VALUE` clears "
-            "those bits) and read `lspci -vvv` again: a lane named again has erred since")
+            "7.7.3.3), so the lane may have erred long ago (a warning, not a failure). To date it, read `lspci -vvv` "
+            "again after the status is cleared: the next power cycle clears it, or, with the node drained, a person "
+            f"writes back the value read (`setpci -s {at} ECAP_SECPCI+8.L` reads it; writing it back clears those "
+            "bits, a write to the device's configuration space that fabricbot never makes): a lane named again has "
+            "erred since")
     return notes
 
 

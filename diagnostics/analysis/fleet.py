@@ -47,7 +47,7 @@ from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rac
 from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
-from .rows import node_pieces, numbered_by_bus, per_link_rows
+from .rows import node_pieces, numbered_by_bus, per_link_rows, unplaced_buses
 from .rules import summarize
 from .share import traffic_notes
 from .steps import JobSteps
@@ -303,7 +303,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             notes.append(f"{undated[node]} reading(s) of {node} carry no time: taken as read at "
                          f"{fmt.when(window_end)} (give the time with --at, or a `date` line before the paste)")
         if node not in view.gpus_seen and node not in reporting_links:
-            notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy")
+            unplaced = unplaced_buses(links, node)
+            notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced
+                         else f"{node}'s link readings are of GPUs named by bus id alone ({', '.join(unplaced)}), "
+                              "placed on no GPU index: its fabric health is unknown, not healthy")
         elif samples.get(node, 2) < 2:
             notes.append("one reading per link: totals since reset only; a rate needs a second reading")
         job = result.jobs.get(chosen[node]) if node in chosen else None

@@ -121,3 +121,15 @@ def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
     cuts = np.unique(heads[np.minimum(np.searchsorted(heads, np.arange(rows, len(frame), rows)), len(heads) - 1)])
     bounds = [0, *cuts.tolist(), len(frame)]
     return list(pairwise(bounds))
+
+
+def unplaced_buses(links: pd.DataFrame, node: str) -> list[str]:
+    """The bus ids of a node's PCIe readings that nothing numbered (an `nvidia-smi -q -i N` output prints no index,
+    and neither an inventory nor the GPUs' bus order placed it): read, but on no GPU of the board."""
+    if not len(links) or "pci_bus_id" not in links.columns:
+        return []
+    mine = (links["node_id"].astype("string") == node).to_numpy(bool, na_value=False) \
+        & links["gpu"].isna().to_numpy() & links["pci_bus_id"].notna().to_numpy() \
+        & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
+    return sorted({str(b) for b in links["pci_bus_id"][mine]})
+

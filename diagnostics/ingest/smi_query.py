@@ -80,6 +80,7 @@ class SmiQueryReader:
                 continue
             if "NVSMI LOG" in line.text:
                 log.whole = True
+                log.logs += 1
                 continue
             if skip_shell(line, out):
                 continue
@@ -97,6 +98,7 @@ class _Log:
         self.gpu: _Gpu | None = None
         self.attached: tuple[int, int] | None = None  # what `Attached GPUs` states, and its line
         self.whole = False  # the log's own header was seen: keys before the first GPU are its header's
+        self.logs = 0  # its `NVSMI LOG` banners: `-q -i N` outputs one after another print one each
         self.driver: str | None = None
         self.stack: list[tuple[int, str]] = []
         self.skipping: str | None = None  # why the lines up to the next GPU header are not read
@@ -215,9 +217,18 @@ class _Log:
                                               "is missing or damaged")
         indexed = self.whole and self.attached is not None
         if self.attached is not None and self.attached[0] != len(gpus):
-            self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output holds "
-                                            f"{len(gpus)} GPU sections: a section is missing or damaged, so no GPU "
-                                            "is given an index (each keeps its bus id)")
+            if len(gpus) < self.attached[0] and len(gpus) <= max(self.logs, 1):
+                buses = ", ".join(str(g.row["pci_bus_id"]) for g in gpus)
+                self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output holds "
+                                                f"{len(gpus)} GPU section{'s' if len(gpus) > 1 else ''} of its own: "
+                                                "`nvidia-smi -q -i N` output, which prints no index, so its readings "
+                                                f"keep the bus id ({buses}) and are placed on no GPU of the board; "
+                                                "`nvidia-smi --query-gpu=index,pci.bus_id --format=csv` names the "
+                                                "index, or paste `nvidia-smi -q` whole")
+            else:
+                self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output holds "
+                                                f"{len(gpus)} GPU sections: a section is missing or damaged, so no "
+                                                "GPU is given an index (each keeps its bus id)")
             indexed = False
         for index, gpu in enumerate(gpus):
             gpu.emit(self.out, self.last, self.driver, index if indexed else None)

@@ -179,15 +179,34 @@ class TelemetryStore:
         self._write_parts(result["step_samples"], STEP_SAMPLES, "job_id", sha, _PARTED["step_samples"][1])
         self._write_rows("events", result["events"])
         self._write_rows("topology", result["topology"])
-        gpus = result["gpus"]
         said: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # rows by the columns they give
-        for row in _records(gpus):
+        for row in _records(result["gpus"]):
             given = {k: v for k, v in row.items() if v is not None or k in ("node_id", "gpu")}
+            if given["gpu"] is None:
+                self._write_unindexed(given)
+                continue
             said.setdefault(tuple(sorted(given)), []).append(given)
         for rows in said.values():  # a file replaces only what it says of a GPU: an inventory's serial stays when a
             # scrape that names none comes after
             self._table("gpus").upsert_all(rows, pk=("node_id", "gpu"), alter=True)
         self._note_nodes(summary_nodes(result))
+
+    def _write_unindexed(self, given: dict[str, Any]) -> None:
+        """A GPU its input names by bus id alone (`nvidia-smi -q -i N` prints no index), kept by its node and bus
+        as the file's own answer keeps it; what the file says replaces what an earlier one said of that bus."""
+        bus = given.get("pci_bus_id")
+        if bus is None:
+            return  # neither index nor bus: nothing places it, nor finds it again
+        table = self._table("gpus")
+        if table.exists():
+            table.add_missing_columns([given])
+            old = list(self._db.query("select * from gpus where node_id = ? and gpu is null and pci_bus_id = ?",
+                                      [given["node_id"], bus]))
+            if old:
+                self._db.execute("delete from gpus where node_id = ? and gpu is null and pci_bus_id = ?",
+                                 [given["node_id"], bus])
+                given = {**{k: v for k, v in old[0].items() if v is not None}, **given}
+        table.insert(given, pk=("node_id", "gpu"), alter=True)
 
     def _read_whole(self, result: IngestResult) -> None:
         """A whole input's nodes no longer have their newest readings from one cut short (`sources.cut_short`)."""

@@ -79,6 +79,8 @@ def test_a_sticky_lane_status_fails_only_when_a_clear_reading_dates_it(readings:
         assert not d.fault_detected and d.localization is None
         assert len(advice) == 1 and "sticky (RW1C, PCIe r4.0 sec. 7.7.3.3)" in advice[0]
         assert "`setpci -s 0000:19:00.0 ECAP_SECPCI+8.L`" in advice[0] and "lspci -vvv` again" in advice[0]
+        # the write that clears it is a person's, on a drained node, never a command to paste on one in service
+        assert "with the node drained" in advice[0] and "=VALUE" not in advice[0]
 
 
 def test_the_upstream_end_receives_when_the_status_is_the_port_s() -> None:

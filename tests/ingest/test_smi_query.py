@@ -126,3 +126,14 @@ def test_a_key_it_reads_damaged_in_its_colon_or_indentation_is_said(damage: tupl
 def test_real_outputs_hold_no_lost_colon_and_no_stray_byte(path: Path) -> None:
     result = read_text(path.read_text())
     assert not [w for w in result.warnings if "no ':'" in w.message or "stray" in w.message]
+
+
+def test_an_output_of_one_gpu_of_several_is_said_as_nvidia_smi_q_i() -> None:
+    """`nvidia-smi -q -i 0` keeps the log's `Attached GPUs : 8` and prints one GPU section: not a damaged output,
+    and its GPU has no index in it."""
+    result = read(REAL / "smi_q_one_gpu_h100_1.txt")
+    (row,) = result["link_samples"].to_dict("records")
+    assert pd.isna(row["gpu"]) and row["pci_bus_id"] == "0000:18:00.0" and row["replay"] == 7
+    (said,) = [w.message for w in result.warnings if "Attached GPUs" in w.message]
+    assert "1 GPU section of its own: `nvidia-smi -q -i N` output" in said and "(0000:18:00.0)" in said
+    assert "missing or damaged" not in said

@@ -108,3 +108,25 @@ def test_a_narrowed_output_placed_on_the_node_the_rest_of_its_paste_names_is_mar
     store = open_store(tmp_path / "store")
     assert [f.status for f in store.ingest([paste]).files] == ["ingested"]
     assert store.db.execute("select node_id, reading from nodes").fetchall() == [(NODE, "cut short")]
+
+
+ONE_GPU = Path(__file__).parents[2] / "fixtures" / "real" / "smi_q_one_gpu_h100_1.txt"
+
+
+def test_a_q_output_of_one_gpu_is_stored_by_its_bus_and_said_alike_through_file_and_store(tmp_path: Path) -> None:
+    """`nvidia-smi -q -i 0` prints one GPU of the eight attached and no index: the store keeps that GPU by its bus
+    (its ingest ended in a traceback, the readings written but not listed), and both doors say its readings are
+    placed on no GPU rather than that the node has none."""
+    source, _, _ = files_source([ONE_GPU], node="q-node")
+    by_file = diagnose(source, Request(node="q-node")).diagnosis
+    store = open_store(tmp_path / "store")
+    for at in (None, "2024-11-14T08:00:00Z"):  # twice: the second reading of the bus replaces the first's identity
+        store.ingest([ONE_GPU], node_id="q-node", at=at)
+    rows = list(store.db.query("select gpu, pci_bus_id, serial from gpus where node_id = 'q-node'"))
+    assert rows == [{"gpu": None, "pci_bus_id": "0000:18:00.0", "serial": "1654423001593"}]
+    by_store = diagnose(StoreSource(tmp_path / "store"), Request(node="q-node")).diagnosis
+    for got in (by_file, by_store):
+        said = [w for w in got.warnings if "bus id alone" in w]
+        assert said == ["q-node's link readings are of GPUs named by bus id alone (0000:18:00.0), placed on no GPU "
+                        "index: its fabric health is unknown, not healthy"]
+        assert list(got.bus_gpu_ids) == ["0000:18:00.0"] and got.bus_gpu_ids["0000:18:00.0"].serial == "1654423001593"
