@@ -356,3 +356,26 @@ def test_ampere_reads_its_fabric_in_the_fabric_managers_log_and_the_links_not_a_
         assert "nvidia-smi -q -d FABRIC" in [c.command for c in h100.captures]
     fm = repair_plan("dgx-a100-8gpu", FaultKind.FABRIC_MANAGER, PlanFacts(node_id="dgx-03"))
     assert "every NVSwitch is configured" in fm.repair[1].text and "nvlink -s" in fm.action
+
+
+RESEATS = re.compile(r"\breseat\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p or 'no-platform'}-{f.value}" for p, f in CASES])
+def test_a_reseat_is_done_powered_off_and_stops_what_it_powers_off(platform: str | None, fault: FaultKind) -> None:
+    """A module, card, bridge, riser or tray is never reseated live: the step says the power is off and stops at
+    least the node (so the isolation drains it); an SXM module is reseated as its vendor's guide says."""
+    plan = repair_plan(platform, fault, _facts(platform, fault))
+    for step in plan.repair:
+        if not RESEATS.search(step.text) or re.search(r"(within days of|after) (a|the) reseat|do not reseat|nothing "
+                                                      r"to reseat", step.text):
+            continue  # a step that only mentions a reseat
+        assert step.stops in ("node", "rack"), step.text
+        if step.stops == "rack":
+            continue  # a switch tray or cartridge: worked on with the whole rack drained first (test_rack_plans)
+        assert re.search(r"powered off|power \S+( \S+){0,3} off|while it is down|drained", step.text,
+                         re.IGNORECASE), step.text
+        if "SXM" in step.text and "swap" not in step.text:
+            assert "service guide" in step.text, step.text
+    if plan.stops_node:
+        assert "exclude GPU" not in plan.isolation[0].text

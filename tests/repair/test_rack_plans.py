@@ -98,3 +98,18 @@ def test_a_fabric_software_fault_of_the_domain_reads_imex_and_nmx_where_the_inve
     assert sequence.index("switch trays") < sequence.index("NMX-Controller") < sequence.index("compute trays on")
     unknown = repair_plan("gb200-nvl72", FaultKind.FABRIC_MANAGER, _facts("gb200-nvl72"))
     assert any("find where NMX-Controller runs" in s.text for s in unknown.isolation)
+
+
+@pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p}-{f.value}" for p, f in CASES])
+def test_a_compute_trays_replacement_waits_for_the_whole_rack_drained(platform: str, fault: FaultKind) -> None:
+    """NVIDIA's rack reboot sequence follows a compute tray's replacement, and it stops every tray of the rack: the
+    step says so and stops the rack, and the isolation drains the rack before it (the reseat needs only the tray)."""
+    facts = _facts(platform)
+    plan = repair_plan(platform, fault, facts)
+    replaced = [s for s in plan.repair if re.search(r"replace (the|its) (compute tray|GB\w* compute tray)|replace the "
+                                                    r"\S+ compute tray", s.text, re.IGNORECASE)]
+    for step in replaced:
+        assert step.stops == "rack" and ("rack reboot sequence" in step.text or "drained first" in step.text), step.text
+    if replaced:
+        drained = [s for s in plan.isolation if s.drains == "rack"]
+        assert drained and facts.rack_hosts[0] in drained[0].text, [s.text for s in plan.isolation]
