@@ -354,6 +354,9 @@ class Diagnosis(BaseModel):
 
     node_id: str
     platform: str | None = None
+    platform_guess: str | None = Field(
+        default=None, description="How the platform was told where no one named it (the GPU model, the node's own "
+                                  "topology): the parts and steps rest on that guess.")
     window_hours: float
     window_end: datetime | None = Field(
         default=None, description="The end of the window the rates were computed over (UTC); None for a snapshot.")

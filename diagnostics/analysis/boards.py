@@ -24,6 +24,7 @@ class Boards:
         self.platforms, self.given, self.templates = dict(platforms), graphs, dict[str, NodeGraph]()
         self.slots = dict(slots or {})  # a rack host -> its compute tray's slot: its ports are the rack's
         self.notes: dict[str, list[str]] = {}
+        self.guessed: dict[str, str] = {}  # a node whose platform no one named -> what it was told from
         self.topology = by_node(topology)
         self.described: dict[str, NodeGraph] = {}
         self.buses: dict[str, dict[str, int]] = {}  # node -> PCI address -> GPU index, from its GPU table
@@ -46,8 +47,9 @@ class Boards:
                 continue
             if len(found) == 1:
                 self.platforms[node] = str(found.pop())
-                self.notes[node] = [f"platform {self.platforms[node]} taken from the GPU model "
-                                    f"{', '.join(repr(m) for m in models)}; name it with --platform or a nodes.csv"]
+                self.guessed[node] = f"taken from the GPU model {', '.join(repr(m) for m in models)}"
+                self.notes[node] = [f"platform {self.platforms[node]} {self.guessed[node]}; name it with --platform "
+                                    "or a nodes.csv"]
 
     def __call__(self, node: str, *, describe: bool = False) -> NodeGraph | None:
         """The graph the node is judged on: given; else what its own topology rows describe (observed ports over
@@ -81,6 +83,10 @@ class Boards:
             graph.warnings.append(f"platform {platform!r} does not fit the node's own topology: judged on what "
                                   "the topology describes")
         self.notes.setdefault(node, []).extend(graph.warnings)
+        if platform is None and graph.platform is not None:  # told from the links the rows count, never named
+            self.guessed[node] = "fitted to the node's own topology (its `topo -m`, NCCL XML or `nvlink -R` rows)"
+            self.notes[node].append(f"platform {graph.platform} {self.guessed[node]}; name it with --platform or a "
+                                    "nodes.csv")
         return graph
 
     def platform(self, node: str) -> str | None:
@@ -88,6 +94,10 @@ class Boards:
             return self.platforms[node]
         graph = self.given.get(node) or self.described.get(node)
         return getattr(graph, "platform", None) if graph is not None else None
+
+    def guess(self, node: str) -> str | None:
+        """What the node's platform was told from when no one named it; None when named (or unknown)."""
+        return self.guessed.get(node) if self.platform(node) is not None else None
 
     def nvlink_generation(self, node: str) -> int | None:
         """The node's NVLink generation as its platform states it (5: Blackwell); None where not known."""

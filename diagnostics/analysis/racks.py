@@ -369,12 +369,14 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
 
 
 def rack_stopper(rack: Rack, rack_diagnosis: Diagnosis) -> Localization | None:
-    """The rack's first suspect whose plan stops every GPU of the rack (a switch tray's reboot, a reseat on the
-    spine): every compute tray is drained for it, whether its own links fail or not. The rack as the unit is
-    told to each tray on its own."""
-    return next((loc for loc in rack_diagnosis.localizations if loc.ref.kind not in WHOLE and localization_plan(
-        loc, platform=rack_diagnosis.platform, node_id=rack.place.rack_id, rack=rack.place,
-        job_id=rack_diagnosis.job_id).stops_rack), None)
+    """The rack's first suspect outside every compute tray whose plan stops every GPU of the rack (a switch tray's
+    reboot, a reseat on the spine): every compute tray is drained for it, whether its own links fail or not. A
+    compute tray's own suspect stops the rack only if the tray is replaced (the rack reboot sequence follows), which
+    its plan drains the rack for then; the rack as the unit is told to each tray on its own."""
+    return next((loc for loc in rack_diagnosis.localizations if loc.ref.kind not in WHOLE
+                 and outside_trays(loc.ref, loc.fault) and localization_plan(
+                     loc, platform=rack_diagnosis.platform, node_id=rack.place.rack_id, rack=rack.place,
+                     job_id=rack_diagnosis.job_id).stops_rack), None)
 
 
 def _trays_of(rack: Rack, loc: Localization) -> set[str]:

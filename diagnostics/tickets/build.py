@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..model import Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
 from .candidates import Candidate, candidate_for, candidates_for, on_rack
-from .catalog import PlanStep, plan_for
+from .catalog import PlanStep, RepairPlan, plan_for
 from .identity import gpu_at, identity_for
 from .ticket import Choice, Cost, Evidence, Hypothesis, RepairTicket, Step
 
@@ -219,10 +219,21 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
                               rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None,
                               bus=candidate.ref.bus, bus_reads=diagnosis.bus_gpu_ids),
         replacement_part=plan.part,
-        next_part=plan.next_part, part_note=plan.part_note, warnings=plan.warnings, capture_first=plan.captures,
+        next_part=plan.next_part, part_note=plan.part_note, warnings=[*plan.warnings, *_guessed(diagnosis, plan)],
+        capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis),
         summary=summary or rule_summary(diagnosis, candidate, prio), reasoning=reasoning,
         hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),
         disagreement=disagreement, choice=choice, drafted_by=drafted_by, fallback_notes=list(notes),
     )
+
+
+def _guessed(diagnosis: Diagnosis, plan: RepairPlan) -> list[str]:
+    """A platform no one named, said where the part and the steps rest on it."""
+    if diagnosis.platform_guess is None or plan.platform is None:
+        return []
+    return [f"the platform, {plan.platform}, was {diagnosis.platform_guess}, not named: the part and the steps rest "
+            "on it; confirm the board (`nvidia-smi -q` Product Name, `nvidia-smi topo -m`) before a part is ordered, "
+            "or name it with --platform or a nodes.csv"]
+
