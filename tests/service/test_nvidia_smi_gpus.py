@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from diagnostics import Diagnosis
 from diagnostics.enums import Severity
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.nvlink import READER
@@ -45,7 +46,11 @@ def readings(folder: Path, gpus: list[int], **kw: int) -> list[Path]:
 
 def answers(tmp_path: Path, gpus: list[int], **kw: int) -> tuple[object, object]:
     """The node's diagnosis through the files and through a store that ingested them."""
-    paths = readings(tmp_path / "in", gpus, **kw)
+    return through_both(readings(tmp_path / "in", gpus, **kw), tmp_path)
+
+
+def through_both(paths: list[Path], tmp_path: Path) -> tuple[Diagnosis, Diagnosis]:
+    """The node's diagnosis of these files, read as files and through a store that ingested them one by one."""
     source, _, _ = files_source(paths, node=NODE)
     by_file = diagnose(source, Request(node=NODE)).diagnosis
     store = open_store(tmp_path / "store")

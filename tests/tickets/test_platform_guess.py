@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diagnostics.service import Request, StoreSource, diagnose, files_source
-from diagnostics.store import open_store
+from diagnostics.service import Request, diagnose, files_source
 from diagnostics.tickets import RulesDrafter
-from tests.service.test_nvidia_smi_gpus import readings
-
-NODE = "hpc-gpu-node-03"
+from tests.service.test_nvidia_smi_gpus import NODE, readings, through_both
 
 
 def test_a_platform_taken_from_the_gpu_model_is_a_warning_of_the_ticket(tmp_path: Path) -> None:
@@ -18,12 +15,7 @@ def test_a_platform_taken_from_the_gpu_model_is_a_warning_of_the_ticket(tmp_path
     paths[1].write_text(paths[1].read_text(encoding="utf-8").replace("Link 3: Replay Errors: 0",
                                                                      "Link 3: Replay Errors: 9000", 1),
                         encoding="utf-8")
-    source, _, _ = files_source(paths, node=NODE)
-    by_file = diagnose(source, Request(node=NODE)).diagnosis
-    store = open_store(tmp_path / "store")
-    for path in paths:
-        store.ingest([path], node_id=NODE)
-    by_store = diagnose(StoreSource(tmp_path / "store"), Request(node=NODE)).diagnosis
+    by_file, by_store = through_both(paths, tmp_path)
     for got in (by_file, by_store):
         assert got.platform == "hgx-h100-8gpu" and got.fault_detected
         assert got.platform_guess == "taken from the GPU model 'NVIDIA H100 80GB HBM3'"
