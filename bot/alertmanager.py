@@ -89,12 +89,12 @@ class Enricher:
     def _update(self, message: AlertMessage, alert: NodeAlert) -> None:
         """The message's resolved line over the summary it showed (its analysis, as remembered with it)."""
         said = _resolved(alert, message)
-        shown = [blocks.section(said).to_dict()]
         known = self.services.posted.analysis_of(message.channel, message.ts, wait_s=0)
         diagnosis = self.services.state.analysis(known) if known is not None else None
-        if diagnosis is not None and known is not None:
-            shown += [b.to_dict() for b in blocks.diagnosis_blocks(diagnosis, known, title=_title(alert))]
-        self.client.chat_update(channel=message.channel, ts=message.ts, text=said, blocks=shown[:blocks.MAX_BLOCKS])
+        shown = blocks.diagnosis_blocks(diagnosis, known, title=_title(alert), lead=said) \
+            if diagnosis is not None and known is not None else [blocks.section(said)]
+        self.client.chat_update(channel=message.channel, ts=message.ts, text=said,
+                                blocks=[b.to_dict() for b in shown])
 
     def _record(self, alert: NodeAlert, part: str, step: str) -> None:
         self.services.record("alert", actor="alertmanager", subject=f"{alert.node_id} / {part}", step=step,

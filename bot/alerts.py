@@ -169,8 +169,7 @@ class AlertLoop:
                              ticket=alert.ticket)
 
     def _blocks(self, diagnosis: Diagnosis, analysis_id: int, text: str) -> list[dict[str, Any]]:
-        shown = blocks.diagnosis_blocks(diagnosis, analysis_id)
-        return [b.to_dict() for b in [blocks.section(text), *shown][:blocks.MAX_BLOCKS]]
+        return [b.to_dict() for b in blocks.diagnosis_blocks(diagnosis, analysis_id, lead=text)]
 
     def _post(self, diagnosis: Diagnosis, text: str) -> str:
         """The alert's message: the status line over the node's summary and buttons; the pictures in its thread."""

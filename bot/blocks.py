@@ -3,14 +3,19 @@
 Limits kept here: about 12,000 characters of text in a whole message (kept under `MESSAGE_BUDGET`), 50 blocks a
 message, 25 elements an actions block, 3000 characters a section text,
 75 a button or option label, 2000 a button value, 150 an option value, 100 options a select, unique action ids
-(https://docs.slack.dev/reference/block-kit/blocks). Every text in a mrkdwn object that is not the bot's own
-template (node and link names, verdicts, warnings, drafted text) is escaped (`mrkdwn.esc`).
+(https://docs.slack.dev/reference/block-kit/blocks), 1000 characters a picture's alt text. Every text in a mrkdwn
+object that is not the bot's own template (node and link names, verdicts, warnings, drafted text) is escaped
+(`mrkdwn.esc`).
+
+Every message's blocks pass through `fit`, which keeps them within `MESSAGE_BUDGET`: a builder offers its layouts,
+most shown first (a summary: fewer links in each part's menu, then fewer parts, then fewer links listed), and the
+first within the budget is posted; the headline and the verdict are in every layout.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +48,7 @@ from diagnostics import format as fmt
 from diagnostics.tickets import link_crossed, link_measures
 
 from .mrkdwn import esc, mention, to_mrkdwn
+from .transport.blockkit import blocks_text_length
 
 MAX_BLOCKS = 50
 MAX_ACTIONS = 25
@@ -50,8 +56,10 @@ MAX_TEXT = 3000
 MAX_LABEL = 75
 MAX_OPTIONS = 100
 MAX_HEADER = 150
+MAX_ALT_TEXT = 1000  # a picture's alt text: files.getUploadURLExternal refuses more (`alt_txt_too_large`)
 BUTTONS_SHOWN = 5  # draft buttons a summary shows; the rest are options of a menu
 MAX_MORE_OPTIONS = 200  # options past the buttons, in menus of MAX_OPTIONS
+LINES_SHOWN = 20  # degraded links a summary lists; the rest are counted
 # Slack refuses a message whose blocks hold more than about 12,000 characters of text (`msg_blocks_too_long`; bolt-js
 # #2509, #2867; undocumented, the containers count too): every message the bot posts stays under this budget.
 MESSAGE_BUDGET = 10_000
@@ -68,6 +76,21 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def alt_text(text: str) -> str:
+    """A picture's alt text as every upload gives it: plain words, clipped to what Slack takes."""
+    return clip(text, MAX_ALT_TEXT)
+
+
+def _cut(line: str, limit: int) -> int:
+    """Where to cut mrkdwn at most `limit` characters in, never inside an escape like `&amp;`."""
+    amp = line.rfind("&", limit - 5, limit)
+    return amp if amp != -1 and ";" not in line[amp:limit] else limit
+
+
+def clip_mrkdwn(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: _cut(text, limit - 1)] + "…"
+
+
 def section(text: str) -> SectionBlock:
     return SectionBlock(text=MarkdownTextObject(text=clip(text, MAX_TEXT)))
 
@@ -76,10 +99,7 @@ def _pieces(line: str) -> list[str]:
     """A line cut into pieces under the text limit, never inside an escape like `&amp;`."""
     out = []
     while len(line) > MAX_TEXT:
-        cut = MAX_TEXT
-        amp = line.rfind("&", MAX_TEXT - 5, MAX_TEXT)
-        if amp != -1 and ";" not in line[amp:MAX_TEXT]:
-            cut = amp
+        cut = _cut(line, MAX_TEXT)
         out.append(line[:cut])
         line = line[cut:]
     return [*out, line]
@@ -98,6 +118,49 @@ def sections(text: str) -> list[SectionBlock]:
     if chunk.strip():
         out.append(section(chunk))
     return [b for b in out if b.text is not None and b.text.text.strip()]
+
+
+def text_length(built: Sequence[Block]) -> int:
+    """The characters of text in a message's blocks, as Slack's whole-message limit counts them."""
+    return blocks_text_length([b.to_dict() for b in built])
+
+
+def fit(layouts: Iterable[Sequence[Block]], budget: int = MESSAGE_BUDGET) -> list[Block]:
+    """The first of a message's layouts, offered most shown first, whose blocks (at most `MAX_BLOCKS`) hold no more
+    than `budget` characters of text; when none does, the last with its longest mrkdwn texts cut until it does.
+    Every message the bot builds passes here, so none is refused as too long (`msg_blocks_too_long`)."""
+    last: list[Block] = []
+    for layout in layouts:
+        last = list(layout)[:MAX_BLOCKS]
+        if text_length(last) <= budget:
+            return last
+    as_dicts = [b.to_dict() for b in last]
+    over = blocks_text_length(as_dicts) - budget
+    texts = [t for b in as_dicts for t in [b.get("text"), *b.get("fields", []), *b.get("elements", [])]
+             if b["type"] in ("section", "context") and isinstance(t, dict) and t.get("type") == "mrkdwn"]
+    for t in sorted(texts, key=lambda t: len(t["text"]), reverse=True):
+        if over <= 0:
+            break
+        before = len(t["text"])
+        t["text"] = clip_mrkdwn(t["text"], max(before - over, 100))
+        over -= before - len(t["text"])
+    return Block.parse_all(as_dicts)
+
+
+def text_blocks(text: str, budget: int = MESSAGE_BUDGET) -> list[Block]:
+    """A reply's mrkdwn as sections within the budget: its lines in order while they fit, then how many more
+    there were."""
+    lines = text.splitlines()
+    if sum(len(line) + 1 for line in lines) > budget:
+        room, kept = budget - 100, []  # 100: the line that counts the rest
+        for line in lines:
+            room -= len(line) + 1
+            if room < 0:
+                break
+            kept.append(line)
+        kept = kept or [clip_mrkdwn(lines[0], budget - 100)]
+        lines = [*kept, f"…and {len(lines) - len(kept)} more lines"]
+    return fit([sections("\n".join(lines))], budget)
 
 
 @dataclass(frozen=True)
@@ -171,14 +234,15 @@ class _Draftable:
 
 
 def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
-    """Each suspected component in the analysis's ranked order (the headline first), then each degraded link no
-    component explains."""
+    """Each suspected component in the analysis's ranked order (the headline first), with its links worst first, then
+    each degraded link no component explains."""
     links = degraded(diagnosis)
     index = {f.component: i for i, f in links}
+    rank = {i: r for r, (i, _) in enumerate(links)}
     out: list[_Draftable] = []
     covered: set[int] = set()
     for n, loc in enumerate(diagnosis.localizations or ([diagnosis.localization] if diagnosis.localization else [])):
-        own = [(index[name], name) for name in loc.links if name in index]
+        own = sorted(((index[name], name) for name in loc.links if name in index), key=lambda p: rank[p[0]])
         covered.update(i for i, _ in own)
         if len(own) == 1 and own[0][1] == loc.component:  # a lone link: its own button
             out.append(_Draftable(own[0][1], f"{DRAFT_ACTION}:{own[0][0]}", DraftTarget(analysis_id, own[0][0])))
@@ -195,30 +259,67 @@ def _menu(action_id: str, placeholder: str, options: Sequence[tuple[str, str]]) 
                                options=[Option(value=v, text=clip(label, MAX_LABEL)) for label, v in options])
 
 
-def draft_elements(diagnosis: Diagnosis, analysis_id: int) -> list[ButtonElement | StaticSelectElement]:
-    """A button for each of the first `BUTTONS_SHOWN` things to draft (a component that explains other links gets
-    a menu of them too), then menus of the rest, `MAX_OPTIONS` each, up to `MAX_MORE_OPTIONS` in all: Slack caps
-    the text of a whole message, and a summary of a node whose every link is down must still post."""
+@dataclass(frozen=True)
+class Shown:
+    """How much of a summary one layout shows: links in each part's menu, options past the buttons, parts with a
+    button, degraded links listed."""
+
+    options: int = MAX_OPTIONS
+    more: int = MAX_MORE_OPTIONS
+    buttons: int = BUTTONS_SHOWN
+    lines: int = LINES_SHOWN
+
+
+# A summary's layouts, most shown first; the first whose text is within MESSAGE_BUDGET is posted: fewer links in each
+# part's menu (its worst kept), then fewer parts with a button, then fewer degraded links listed.
+SUMMARY_LAYOUTS = (*(Shown(n, 2 * n) for n in (MAX_OPTIONS, 75, 50, 35, 25, 15, 10, 5, 0)), Shown(0, 0, 3, 10),
+                   Shown(0, 0, 1, 5))
+
+
+@dataclass(frozen=True)
+class Drafts:
+    """A summary's draft buttons and menus, and what they leave out."""
+
+    elements: list[ButtonElement | StaticSelectElement]
+    parts_left: int = 0  # things to draft with neither a button nor an option
+    links_left: int = 0  # links of a part in no menu
+
+
+def draft_elements(diagnosis: Diagnosis, analysis_id: int, shown: Shown = Shown()) -> Drafts:
+    """A button for each of the first `shown.buttons` things to draft (a component that explains other links gets
+    a menu of its worst `shown.options` too), then menus of the rest, `MAX_OPTIONS` each, up to `shown.more` in all
+    (the parts first, then their worst links): Slack caps the text of a whole message, and a summary of a node whose
+    every link is down must still post."""
     items = _draftables(diagnosis, analysis_id)
     elements: list[ButtonElement | StaticSelectElement] = []
-    for n, item in enumerate(items[:BUTTONS_SHOWN]):
+    links_left = 0
+    for n, item in enumerate(items[:shown.buttons]):
         elements.append(_button(item.name, item.action_id, item.target.value(item.name), not elements))
-        if item.links:
+        listed = item.links[:shown.options]
+        links_left += len(item.links) - len(listed)
+        if listed:
             said = f"…or one of its {len(item.links)} links" if len(item.links) > 1 else "…or its link alone"
+            if len(listed) < len(item.links):
+                said = f"…or one of its worst {len(listed)} of {len(item.links)} links"
             elements.append(_menu(f"{DRAFT_LINK_ACTION}:loc{n}", said,
-                                  [(name, DraftTarget(analysis_id, i).value()) for i, name in
-                                   item.links[:MAX_OPTIONS]]))
-    rest: list[tuple[str, str]] = []
-    for item in items[BUTTONS_SHOWN:]:
-        rest.append((item.name, item.target.value()))
-        rest.extend((f"{name} ({item.name})", DraftTarget(analysis_id, i).value()) for i, name in item.links)
-    kept = rest[:MAX_MORE_OPTIONS]
+                                  [(name, DraftTarget(analysis_id, i).value()) for i, name in listed]))
+    others = items[shown.buttons:]
+    listed_others = others[:shown.more]
+    room = shown.more - len(listed_others)
+    kept: list[tuple[str, str]] = []
+    for item in listed_others:
+        kept.append((item.name, item.target.value()))
+        own = item.links[:max(0, min(shown.options, room))]
+        room -= len(own)
+        kept.extend((f"{name} ({item.name})", DraftTarget(analysis_id, i).value()) for i, name in own)
+    total = len(others) + sum(len(item.links) for item in others)
     for n, chunk in enumerate(_chunks(kept, MAX_OPTIONS)):
         first = n * MAX_OPTIONS + 1
-        label = f"…or draft another ({len(rest)} more)" if len(kept) <= MAX_OPTIONS else \
-            f"…or draft another ({first}-{first + len(chunk) - 1} of {len(rest)} more)"
+        label = f"…or draft another ({total} more)" if len(kept) == total <= MAX_OPTIONS else \
+            f"…or draft another ({first}-{first + len(chunk) - 1} of {total} more)"
         elements.append(_menu(f"{DRAFT_LINK_ACTION}:more{n}", label, chunk))
-    return elements
+    parts_left = len(others) - len(listed_others)
+    return Drafts(elements, parts_left, links_left + total - len(kept) - parts_left)
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -242,27 +343,53 @@ def summary_fields(d: Diagnosis) -> list[str]:
     ]
 
 
-def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None) -> list[Block]:
-    """The summary message: what is wrong, where, how bad, what to do, and a draft button per finding."""
+def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None,
+                     lead: str | None = None) -> list[Block]:
+    """The summary message: what is wrong, where, how bad, what to do, and a draft button per finding, under a
+    `lead` line when one is given (an alert's status), in the first of `SUMMARY_LAYOUTS` that fits."""
+    return fit(_summary(d, analysis_id, shown, title=title, lead=lead) for shown in SUMMARY_LAYOUTS)
+
+
+def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None, lead: str | None) -> list[Block]:
     status = "fault detected" if d.fault_detected else "no fabric fault"
-    blocks: list[Block] = [HeaderBlock(text=clip(title or f"{headline_name(d.node_id)}: {status}", MAX_HEADER))]
+    blocks: list[Block] = [section(lead)] if lead else []
+    blocks.append(HeaderBlock(text=clip(title or f"{headline_name(d.node_id)}: {status}", MAX_HEADER)))
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
     blocks.append(section(f"*Recommended action*\n{esc(d.repair_action)}"))
     bad = degraded(d)
     if bad:
         lines = [finding_line(f) for _, f in bad]
-        shown = lines[:20]
-        more = f"\n…and {len(lines) - len(shown)} more links" if len(lines) > len(shown) else ""
-        blocks.append(section("*Degraded links*\n" + "\n".join(shown) + more))
+        listed = lines[:shown.lines]
+        more = f"\n…and {len(lines) - len(listed)} more links" if len(lines) > len(listed) else ""
+        blocks.append(section("*Degraded links*\n" + "\n".join(listed) + more))
     notes = [esc(w) for w in d.warnings]
     if d.localization is not None:
         notes.append(f"localization confidence {d.localization.confidence:.0%}")
     if notes:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
-    elements = [] if d.maintenance else draft_elements(d, analysis_id)  # planned work: nothing to draft
-    for n, chunk in enumerate(_chunks(elements, MAX_ACTIONS)):
+    drafts = Drafts([]) if d.maintenance else draft_elements(d, analysis_id, shown)  # planned work: nothing to draft
+    for n, chunk in enumerate(_chunks(drafts.elements, MAX_ACTIONS)):
         blocks.append(ActionsBlock(block_id=f"drafts:{n}", elements=list(chunk)))
+    if drafts.parts_left or drafts.links_left:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=left_out(d, drafts, shown))]))
     return blocks
+
+
+def left_out(d: Diagnosis, drafts: Drafts, shown: Shown) -> str:
+    """What a summary's buttons and menus leave out to keep the message within Slack's size, and where it all is."""
+    said = []
+    if drafts.parts_left:
+        said.append(f"…and {drafts.parts_left} more parts and links to draft, with no button or option")
+    if drafts.links_left and shown.options:
+        said.append(f"menus hold each part's worst {shown.options} links at most: {drafts.links_left} more are "
+                    "in none")
+    elif drafts.links_left:
+        said.append(f"{drafts.links_left} links of the parts are in no menu")
+    rack = d.rack is not None and d.rack.rack_id == d.node_id
+    where = f"fabricbot analyze --store DIR --{'rack' if rack else 'node'} {d.node_id}"
+    text = "; ".join(said)
+    return (f"{text[0].upper()}{text[1:]}, to keep this message within Slack's size. A part's ticket covers all of "
+            f"its links; `{esc(where)}` lists every one.")
 
 
 def fallback_text(d: Diagnosis) -> str:
@@ -272,15 +399,28 @@ def fallback_text(d: Diagnosis) -> str:
     return f"{headline_name(d.node_id)}: {d.isolated_component} failing, {d.ticket_priority.value} priority"
 
 
+def _fewer(limit: int) -> Iterator[int]:
+    """A list's lengths to try, longest first: `limit`, half of it, ... 1."""
+    while limit > 1:
+        yield limit
+        limit //= 2
+    yield 1
+
+
 def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]:
     """The worst links across the fleet, worst first."""
+    return fit(_fleet(diagnoses, n) for n in _fewer(limit))
+
+
+def _fleet(diagnoses: Sequence[Diagnosis], limit: int) -> list[Block]:
     rows = [(d, f) for d in diagnoses for _, f in degraded(d)]
     rows.sort(key=lambda p: (p[1].severity is not Severity.DOWN, -(p[1].worst_ratio or 0.0)))
     healthy = sum(1 for d in diagnoses if not degraded(d))
     blocks: list[Block] = [HeaderBlock(text=f"Fleet: {len(rows)} degraded links on {len(diagnoses)} nodes")]
     if rows:
         lines = [f"{n}. `{esc(d.node_id)}` {finding_line(f)[2:]}" for n, (d, f) in enumerate(rows[:limit], 1)]
-        blocks.extend(sections("\n".join(lines)))
+        more = [f"…and {len(rows) - limit} more"] if len(rows) > limit else []
+        blocks.extend(sections("\n".join(lines + more)))
     ended = next((d for d in diagnoses if d.window_end is not None), None)
     window = f"{esc(fmt.window(ended.window_hours, ended.window_end))}; " if ended is not None else ""
     names = "".join(f"{esc(n)}; " for n in fleet_name_notes(d.node_id for d in diagnoses)[:3])
@@ -302,6 +442,10 @@ def offender_line(o: Offender) -> str:
 
 def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
     """A Prometheus fleet sweep: offending links per node and GPU; an incomplete view says so, never "healthy"."""
+    return fit(_sweep(result, n) for n in _fewer(limit))
+
+
+def _sweep(result: SweepResult, limit: int) -> list[Block]:
     if not result.complete:
         title = f"Fleet view INCOMPLETE: {len(result.offenders)} offending links found so far"
     else:
@@ -369,7 +513,7 @@ def preview_blocks(*, draft_id: int, node_id: str, component: str, markdown: str
         ButtonElement(text="File ticket", action_id=FILE_ACTION, value=str(draft_id), style="primary"),
         ButtonElement(text="Discard", action_id=DISCARD_ACTION, value=str(draft_id), style="danger"),
     ]))
-    return blocks
+    return fit([blocks])
 
 
 def decided_blocks(previous: list[dict[str, Any]], outcome: str,

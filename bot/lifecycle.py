@@ -7,6 +7,7 @@ reads the node source (the store, or the run's own data) and the tracker; none t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -65,7 +66,8 @@ def maintenance_list(services: Services) -> str:
                (w.until is not None and w.start > now)]
     if not windows:
         return "No node is in maintenance, and none is planned."
-    return "\n".join(["*Maintenance*"] + [f"• `{esc(w.node_id)}` {esc(w.note)}" for w in windows[:SHOWN]])
+    more = [f"… and {len(windows) - SHOWN} more (`fabricbot maintenance`)"] if len(windows) > SHOWN else []
+    return "\n".join(["*Maintenance*"] + [f"• `{esc(w.node_id)}` {esc(w.note)}" for w in windows[:SHOWN]] + more)
 
 
 def watch_text(services: Services, node: str | None) -> str:
@@ -99,9 +101,16 @@ def verify_text(services: Services) -> str:
             RepairVerdict.HOLDING: ":hourglass_flowing_sand:"}
     said = {RepairVerdict.HELD: "closed", RepairVerdict.FAILED: "reopened, escalated to replacement",
             RepairVerdict.HOLDING: "still verifying"}
-    return "\n".join(["*Repairs verified*"] + [
+    first = [RepairVerdict.FAILED, RepairVerdict.HELD, RepairVerdict.HOLDING]  # the reopened ones matter most
+    results = sorted(results, key=lambda r: first.index(r.check.verdict))
+    lines = ["*Repairs verified*"] + [
         f"{icon[r.check.verdict]} *{esc(r.ticket.id)}* `{esc(r.ticket.node_id)}` {esc(r.ticket.component)}: "
-        f"{said[r.check.verdict]}: {esc(r.check.summary)}" for r in results])
+        f"{said[r.check.verdict]}: {esc(r.check.summary)}" for r in results[:SHOWN]]
+    if len(results) > SHOWN:
+        counts = Counter(said[r.check.verdict].split(",")[0] for r in results[SHOWN:])
+        lines.append(f"… and {len(results) - SHOWN} more ({', '.join(f'{n} {v}' for v, n in counts.items())}; "
+                     "`fabricbot tickets list` shows each)")
+    return "\n".join(lines)
 
 
 def _when(iso: str | None) -> str:
@@ -143,6 +152,6 @@ def report_repair(services: Services, *, ticket_id: str, user: str) -> str:
 
 def post_text(client: WebClient, channel: str, text: str, *, thread_ts: str | None = None) -> str:
     posted = client.chat_postMessage(channel=channel, text=text, thread_ts=thread_ts,
-                                     blocks=[b.to_dict() for b in blocks.sections(text)])
+                                     blocks=[b.to_dict() for b in blocks.text_blocks(text)])
     return str(posted["ts"])
 

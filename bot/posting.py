@@ -52,7 +52,7 @@ def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, ch
     try:
         client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=png,
                                filename=f"{diagnosis.node_id}.png", title=f"{diagnosis.node_id} topology",
-                               alt_txt=blocks.fallback_text(diagnosis),
+                               alt_txt=blocks.alt_text(blocks.fallback_text(diagnosis)),
                                initial_comment=f"Topology of {esc(diagnosis.node_id)}: " + (
                                    "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
         post_correlation(client, diagnosis, channel, thread_ts)
@@ -72,7 +72,7 @@ def post_correlation(client: WebClient, diagnosis: Diagnosis, channel: str, thre
     client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=render_correlation(diagnosis),
                            filename=f"{diagnosis.node_id}-correlation.png",
                            title=f"{diagnosis.node_id} step time against link errors",
-                           alt_txt=diagnosis.verdict or blocks.fallback_text(diagnosis),
+                           alt_txt=blocks.alt_text(diagnosis.verdict or blocks.fallback_text(diagnosis)),
                            initial_comment=comment or f"Job {esc(evidence.job_id)}'s step time against " + (
                                "the links that explain it" if evidence.explained
                                else f"the worst links of {esc(diagnosis.node_id)}"))
@@ -84,7 +84,7 @@ def post_heat_map(client: WebClient, services: Services, result: SweepResult, ch
     if services.renderer is None:
         return
     client.files_upload_v2(channel=channel, thread_ts=ts, content=render_fleet(result), filename="fleet.png",
-                           title="fleet heat map", alt_txt=blocks.clip(result.headline(), blocks.MAX_TEXT),
+                           title="fleet heat map", alt_txt=blocks.alt_text(result.headline()),
                            initial_comment="The fleet: nodes by GPUs, coloured by the worst finding, the suspected "
                                            "parts outlined")
 

@@ -5,8 +5,8 @@ ephemeral replies are kept so tests and the demo can read the conversation back.
 (`faults`: rate limits, revoked tokens, missing scopes, channels the bot is not in, an answer too late or cut off;
 a file download without a token that may read it is sent to the sign-in page), checks blocks as Slack does
 (`invalid_blocks`, see blockkit.py), refuses text over Slack's 40,000 characters (`msg_too_long`) and blocks over
-its whole-message limit (`msg_blocks_too_long`), and will not edit a message the bot did not post
-(`cant_update_message`).
+its whole-message limit (`msg_blocks_too_long`), a picture's alt text over 1,000 characters (`alt_txt_too_large`),
+and will not edit a message the bot did not post (`cant_update_message`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ APP_TOKEN = "xapp-local-mock"  # the app-level token Socket Mode opens its conne
 BOT_USER = "UFABRICBOT"
 TEAM = "TLOCAL"
 MAX_TEXT = 40_000  # https://api.slack.com/changelog/2018-04-truncating-really-long-messages
+MAX_ALT_TXT = 1000  # files.getUploadURLExternal's `alt_txt_too_large`: "longer than the limit of 1000 character"
 POSTING = {"chat.postMessage", "chat.update", "chat.postEphemeral"}
 # A response URL may be used 5 times within 30 minutes of the interaction that gave it
 # (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses). What Slack answers past that is
@@ -311,6 +312,8 @@ class MockSlack:
                 "url_private_download": f"{self.base_url}/files/{f.id}/{f.name}"}
 
     def _get_upload_url(self, params: dict[str, Any]) -> dict[str, Any]:
+        if len(str(params.get("alt_txt") or "")) > MAX_ALT_TXT:
+            return {"ok": False, "error": "alt_txt_too_large"}
         file_id = f"F{next(self._ids):08d}"
         name = str(params.get("filename") or "file")
         self.files[file_id] = File(id=file_id, name=name, title=name, length=int(params.get("length") or 0))

@@ -208,3 +208,21 @@ def test_only_those_who_may_file_may_set_planned_work_or_verify(local: LocalSlac
         "not allowed to change planned work or tickets"] * 2
     listed = _say(local, "maintenance", user="UMALLORY")  # reading the list is anyone's
     assert "No node is in maintenance" in listed.text
+
+
+def test_verify_of_many_repairs_lists_some_and_counts_the_rest(local: LocalSlack) -> None:
+    assert local.app is not None
+    source = local.app.services.source
+    node = "hpc-gpu-node-12"
+    links = source.diagnose(node).findings[:40]
+    now = local.app.services.clock().isoformat(timespec="seconds")
+    for f in links:  # forty links of one node, each repaired just now: nothing read since, each still verifying
+        filed = local.tracker.file(node_id=node, component=f.component, slug=f.ref.slug,  # type: ignore[attr-defined]
+                                   title=f"{node}: {f.component}", body=f"# {node}: {f.component}", priority="high",
+                                   actor="UDAVE", evidence=[], parts=[f.ref.slug])
+        local.tracker.report_repair(filed.ticket.id, actor="UDAVE", at=now)  # type: ignore[attr-defined]
+    said = _say(local, "verify", user="UBOB")
+    lines = said.text.splitlines()
+    assert lines[0] == "*Repairs verified*" and len(lines) == 17
+    assert lines[-1] == f"… and {len(links) - 15} more ({len(links) - 15} still verifying; `fabricbot tickets list` " \
+                        "shows each)"

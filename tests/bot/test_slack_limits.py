@@ -15,7 +15,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import blocks
-from bot.nodes import TableNodeSource
+from bot.nodes import NodeSource, SnapshotNodeSource, TableNodeSource
+from bot.posting import post_correlation
 from bot.replies import Replier
 from bot.transport.blockkit import MAX_BLOCKS_TEXT, blocks_text_length
 from bot.transport.loopback import LoopbackServer
@@ -23,11 +24,14 @@ from bot.transport.mock_slack import BOT_USER, RESPONSE_URL_TTL_S, MockSlack
 from bot.transport.slack_faults import Failure
 from diagnostics import Diagnosis
 from diagnostics.analysis import analyze_fleet
+from diagnostics.service import TableSource
+from diagnostics.synth import rack_scenarios
 from diagnostics.synth.fleet import build
+from diagnostics.synth.rack import RackSim
 from diagnostics.synth.rack_fleet import build_racks
 from diagnostics.tickets import RepairTicket, RulesDrafter
 
-from .helpers import OPS, buttons, local_bot, posted, private, summary_for
+from .helpers import OPS, SEEDS, buttons, local_bot, posted, private, summary_for
 
 pytestmark = pytest.mark.slack_realism
 
@@ -47,6 +51,28 @@ def cartridge_rack() -> Diagnosis:
     fleet = analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
                           racks=slots)
     return fleet.racks["rack-01"]
+
+
+def _storm(sim: RackSim) -> None:
+    """Every chip of every switch tray sees 30 of the rack's GPUs fail their link through it: four cable cartridges
+    suspected, about 200 failing links each."""
+    g, rng = sim.graph, sim.rng
+    on = sim.onset()
+    for tray in g.switch_trays:
+        for chip in range(1, g.spec.chips_per_switch_tray + 1):
+            for i in rng.choice(g.spec.gpus, size=30, replace=False):
+                rack_scenarios._fail_both(sim, int(i) // g.spec.gpus_per_tray + 1, int(i) % g.spec.gpus_per_tray,
+                                          g.chip_index(tray, chip), on)
+
+
+@pytest.fixture(scope="module")
+def storm_rack() -> tuple[NodeSource, Diagnosis]:
+    """A GB200 NVL72 rack whose links fail on every switch tray: the rack's source and its diagnosis."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(rack_scenarios.APPLY, "switch_tray", _storm)
+        tables, _, slots, platforms = build_racks(seed=4, racks=1, hours=3, scenarios=["switch_tray"])
+    source = NodeSource(TableSource(tables, platforms=platforms, racks=slots))
+    return source, source.diagnose("rack-01")
 
 
 @pytest.fixture
@@ -100,6 +126,84 @@ def test_the_largest_posts_of_the_biggest_node_and_rack_pass(slack: MockSlack, a
             assert d is cartridge_rack or "more:" in markdown
             if ticket is not rules:  # with a model's long reasoning the whole ticket would not have fitted
                 assert len(markdown) > MAX_BLOCKS_TEXT + 1000
+
+
+def _menus(built: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for b in built if b["type"] == "actions" for e in b["elements"] if e["type"] == "static_select"]
+
+
+def test_a_rack_failing_on_every_switch_tray_fits_its_summary_worst_links_first(
+        slack: MockSlack, storm_rack: tuple[NodeSource, Diagnosis]) -> None:
+    _, d = storm_rack
+    parts = d.localizations
+    links = [len(loc.links) for loc in parts]
+    assert len(parts) == 4 and min(links) > 150  # each part's menu alone would be past Slack's 100 options
+    built = [b.to_dict() for b in blocks.diagnosis_blocks(d, analysis_id=123456789)]
+    assert _post(slack, built) is None
+    assert blocks_text_length(built) <= blocks.MESSAGE_BUDGET
+    assert built[0]["type"] == "header" and built[0]["text"]["text"] == "rack-01: fault detected"
+    fields = [f["text"] for f in built[1]["fields"]]
+    assert fields[1].startswith(f"*Isolated component*\n{parts[0].component}") and fields[4].startswith(
+        "*Correlation*")
+    menus = _menus(built)
+    shown = len(menus[0]["options"])
+    assert len(menus) == 4 and 0 < shown < 100 and all(len(m["options"]) == shown for m in menus)
+    assert menus[0]["placeholder"]["text"] == f"…or one of its worst {shown} of {links[0]} links"
+    worst = [f.component for _, f in blocks.degraded(d) if f.component in set(parts[0].links)][:shown]
+    assert [o["text"]["text"] for o in menus[0]["options"]] == [blocks.clip(c, blocks.MAX_LABEL) for c in worst]
+    said = built[-1]["elements"][0]["text"]
+    assert f"{sum(links) - 4 * shown} more are in none" in said
+    assert "`fabricbot analyze --store DIR --rack rack-01` lists every one" in said
+
+
+def test_a_rack_failing_on_every_switch_tray_is_posted_through_the_app(
+        storm_rack: tuple[NodeSource, Diagnosis]) -> None:
+    source, d = storm_rack
+    with local_bot(source=source) as local:
+        summary = summary_for(local, "rack rack-01")
+        assert summary.text.startswith("rack-01: Cable cartridge") and local.slack.errors() == []
+        assert blocks_text_length(summary.blocks) <= blocks.MESSAGE_BUDGET
+        assert summary.blocks[0]["text"]["text"] == "rack-01: fault detected"
+        kinds = [e["type"] for e in buttons(summary)]
+        assert kinds == ["button", "static_select"] * 4
+        left = sum(len(loc.links) for loc in d.localizations) - sum(len(m["options"]) for m in _menus(summary.blocks))
+        assert f"{left} more are in none" in summary.blocks[-1]["elements"][0]["text"]
+        assert not any("report this" in m.text for m in private(local.slack, "UALICE"))
+
+
+def test_whatever_a_summary_holds_its_headline_and_verdict_stay_within_the_budget(
+        slack: MockSlack, storm_rack: tuple[NodeSource, Diagnosis]) -> None:
+    _, d = storm_rack
+    said = d.model_copy(update={"verdict": "v" * 5000, "repair_action": "&" * 5000, "warnings": ["w" * 2900] * 3})
+    for lead in (None, ":rotating_light: *New failing part*: " + "x" * 3000):  # an alert's status line over it
+        built = [b.to_dict() for b in blocks.diagnosis_blocks(said, analysis_id=1, lead=lead)]
+        assert _post(slack, built) is None and blocks_text_length(built) <= blocks.MESSAGE_BUDGET
+        head = built[1 if lead else 0]
+        assert head["type"] == "header" and head["text"]["text"] == "rack-01: fault detected"
+        assert any(f["text"].startswith("*Correlation*\nvvv") for f in built[2 if lead else 1]["fields"])
+        assert "Draft ticket: Cable cartridge" in json.dumps(built)
+        assert not lead or built[0]["text"]["text"].startswith(":rotating_light:")
+
+
+def test_a_long_reply_posts_its_first_lines_and_counts_the_rest(slack: MockSlack) -> None:
+    lines = [f"• `node-{n:03d}` " + "x" * 90 for n in range(400)]  # 40,000 characters
+    built = [b.to_dict() for b in blocks.text_blocks("\n".join(lines))]
+    assert _post(slack, built) is None and blocks_text_length(built) <= blocks.MESSAGE_BUDGET
+    shown = "\n".join(b["text"]["text"] for b in built).splitlines()
+    assert shown[:-1] == lines[:len(shown) - 1] and shown[-1] == f"…and {401 - len(shown)} more lines"
+
+
+def test_a_pictures_alt_text_is_clipped_to_what_slack_takes(slack: MockSlack) -> None:
+    client = WebClient(token=slack.token, base_url=slack.api_url)
+    with pytest.raises(SlackApiError) as caught:
+        client.files_upload_v2(channel=OPS, content=b"png", filename="x.png", alt_txt="x" * 1001)
+    assert caught.value.response["error"] == "alt_txt_too_large"
+    d = SnapshotNodeSource.from_files([SEEDS]).diagnose("hpc-gpu-node-12")
+    long = d.model_copy(update={"verdict": "GPU 2 -> GPU 3 NVLink 1 explains the slowdown. " * 40})
+    ts = slack.user_message(OPS, "UALICE", "why is it slow?")
+    assert post_correlation(client, long, OPS, ts)
+    (picture,) = [f for f in slack.files.values() if f.name.endswith("-correlation.png")]
+    assert picture.thread_ts == ts and slack.errors() == ["alt_txt_too_large"]
 
 
 def test_mrkdwn_in_a_header_or_button_is_refused_as_slack_does(slack: MockSlack) -> None:
