@@ -21,7 +21,7 @@ from diagnostics import format as fmt
 from diagnostics.ingest import NodeAlert, node_alerts
 from diagnostics.store import AlertmanagerBook, AlertMessage
 
-from . import blocks
+from . import blocks, fitting
 from .mrkdwn import esc
 from .posting import post_diagnosis
 from .replies import SLACK_FAILURES
@@ -92,7 +92,7 @@ class Enricher:
         known = self.services.posted.analysis_of(message.channel, message.ts, wait_s=0)
         diagnosis = self.services.state.analysis(known) if known is not None else None
         shown = blocks.diagnosis_blocks(diagnosis, known, title=_title(alert), lead=said) \
-            if diagnosis is not None and known is not None else [blocks.section(said)]
+            if diagnosis is not None and known is not None else [fitting.section(said)]
         self.client.chat_update(channel=message.channel, ts=message.ts, text=said,
                                 blocks=[b.to_dict() for b in shown])
 
@@ -102,13 +102,13 @@ class Enricher:
 
 
 def _title(alert: NodeAlert) -> str:
-    return blocks.clip(f"Alertmanager: {alert.name} on {alert.node_id}", blocks.MAX_HEADER)
+    return fitting.clip(f"Alertmanager: {alert.name} on {alert.node_id}", fitting.MAX_HEADER)
 
 
 def _resolved(alert: NodeAlert, message: AlertMessage) -> str:
     since = f" (firing since {fmt.when(alert.starts_at or message.opened_at)})"
-    return blocks.clip(f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} on `{esc(alert.node_id)}`"
-                       f"{since}: {esc(alert.summary)}", blocks.MAX_TEXT)
+    return fitting.clip(f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} on `{esc(alert.node_id)}`"
+                       f"{since}: {esc(alert.summary)}", fitting.MAX_TEXT)
 
 
 def route(enricher: Enricher, token: str | None) -> Route:

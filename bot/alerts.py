@@ -27,7 +27,7 @@ from diagnostics.analysis import Decision, FailingPart, Pass, Step
 from diagnostics.config import AlertPolicy, load_alerts
 from diagnostics.store import Alert, StormRecord
 
-from . import blocks
+from . import blocks, fitting
 from .mrkdwn import esc
 from .posting import post_picture
 from .services import Services
@@ -136,8 +136,9 @@ class AlertLoop:
             return
         text = watch_began_message(known, nodes, self.every_s)
         try:
-            posted = self.client.chat_postMessage(channel=self.channel, text=blocks.clip(text, blocks.MAX_TEXT),
-                                                  blocks=[blocks.section(blocks.clip(text, blocks.MAX_TEXT)).to_dict()])
+            said = fitting.clip(text, fitting.MAX_TEXT)
+            posted = self.client.chat_postMessage(channel=self.channel, text=said,
+                                                  blocks=[fitting.section(said).to_dict()])
         except SlackApiError as exc:
             log.warning("the watch's first message was not posted: %s", exc.response.get("error"))
             return
@@ -176,7 +177,7 @@ class AlertLoop:
         services = self.services
         analysis_id = services.state.save_analysis(diagnosis, self.clock().isoformat(timespec="seconds"))
         with services.posted.posting(self.channel):
-            posted = self.client.chat_postMessage(channel=self.channel, text=blocks.clip(text, blocks.MAX_TEXT),
+            posted = self.client.chat_postMessage(channel=self.channel, text=fitting.clip(text, fitting.MAX_TEXT),
                                                   blocks=self._blocks(diagnosis, analysis_id, text))
             ts = str(posted["ts"])
             services.posted.remember(self.channel, ts, analysis_id)
@@ -196,8 +197,8 @@ class AlertLoop:
             diagnosis = services.state.analysis(known) if known is not None else None
             analysis_id = known or 0
         shown = self._blocks(diagnosis, analysis_id, text) if diagnosis is not None else \
-            [blocks.section(text).to_dict()]
-        self.client.chat_update(channel=alert.channel, ts=alert.ts, text=blocks.clip(text, blocks.MAX_TEXT),
+            [fitting.section(text).to_dict()]
+        self.client.chat_update(channel=alert.channel, ts=alert.ts, text=fitting.clip(text, fitting.MAX_TEXT),
                                 blocks=shown)
 
     def _post_storm(self, storm: StormRecord) -> None:
@@ -244,12 +245,12 @@ def storm_message(storm: StormRecord, oncall: str | None) -> tuple[str, list[dic
     if storm.acknowledged_by:
         head += (f"\n:white_check_mark: Acknowledged by <@{esc(storm.acknowledged_by)}>: the parts still failing "
                  "alert one by one from the next pass.")
-    shown: list[dict[str, Any]] = [blocks.section(blocks.clip(head, blocks.MAX_TEXT)).to_dict(),
-                                   blocks.section(blocks.clip(f"*Nodes*\n{nodes}{more}", blocks.MAX_TEXT)).to_dict()]
+    shown: list[dict[str, Any]] = [fitting.section(fitting.clip(head, fitting.MAX_TEXT)).to_dict(),
+                                   fitting.section(fitting.clip(f"*Nodes*\n{nodes}{more}", fitting.MAX_TEXT)).to_dict()]
     if not storm.acknowledged_by:
         shown.append(ActionsBlock(block_id=f"storm:{storm.id}", elements=[ButtonElement(
             text="Acknowledge incident", action_id=ACK_ACTION, value=str(storm.id), style="primary")]).to_dict())
-    return blocks.clip(head, blocks.MAX_TEXT), shown
+    return fitting.clip(head, fitting.MAX_TEXT), shown
 
 
 def acknowledge(services: Services, client: WebClient, *, storm_id: int, user: str,

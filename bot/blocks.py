@@ -1,9 +1,7 @@
 """Block Kit for every message the bot posts, built with slack_sdk.models.blocks within Slack's limits.
 
-Limits kept here: about 12,000 characters of text in a whole message (kept under `MESSAGE_BUDGET`), 50 blocks a
-message, 25 elements an actions block, 3000 characters a section text,
-75 a button or option label, 2000 a button value, 150 an option value, 100 options a select, unique action ids
-(https://docs.slack.dev/reference/block-kit/blocks), 1000 characters a picture's alt text. Every text in a mrkdwn
+Slack's limits, and the fitting of text and layouts to them, are in `fitting`; besides those, a button's value
+is at most 2000 characters, an option's value 150, and action ids are unique. Every text in a mrkdwn
 object that is not the bot's own template (node and link names, verdicts, warnings, drafted text) is escaped
 (`mrkdwn.esc`).
 
@@ -15,7 +13,7 @@ first within the budget is posted; the headline and the verdict are in every lay
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,22 +45,23 @@ from diagnostics import (
 from diagnostics import format as fmt
 from diagnostics.tickets import link_crossed, link_measures
 
+from .fitting import (
+    MAX_ACTIONS,
+    MAX_BLOCKS,
+    MAX_HEADER,
+    MAX_LABEL,
+    MAX_OPTIONS,
+    MAX_TEXT,
+    clip,
+    fit,
+    section,
+    sections,
+)
 from .mrkdwn import esc, mention, to_mrkdwn
-from .transport.blockkit import blocks_text_length
 
-MAX_BLOCKS = 50
-MAX_ACTIONS = 25
-MAX_TEXT = 3000
-MAX_LABEL = 75
-MAX_OPTIONS = 100
-MAX_HEADER = 150
-MAX_ALT_TEXT = 1000  # a picture's alt text: files.getUploadURLExternal refuses more (`alt_txt_too_large`)
 BUTTONS_SHOWN = 5  # draft buttons a summary shows; the rest are options of a menu
 MAX_MORE_OPTIONS = 200  # options past the buttons, in menus of MAX_OPTIONS
 LINES_SHOWN = 20  # degraded links a summary lists; the rest are counted
-# Slack refuses a message whose blocks hold more than about 12,000 characters of text (`msg_blocks_too_long`; bolt-js
-# #2509, #2867; undocumented, the containers count too): every message the bot posts stays under this budget.
-MESSAGE_BUDGET = 10_000
 PREVIEW_CHARS = 4_000  # of a ticket's text in its preview; the whole ticket is uploaded as a snippet
 
 DRAFT_ACTION = "draft"          # a button: draft the ticket for one component or link
@@ -70,97 +69,6 @@ DRAFT_LINK_ACTION = "draft_link"  # a select menu: draft for one link of a share
 FILE_ACTION = "file_ticket"
 DISCARD_ACTION = "discard_draft"
 REPAIR_ACTION = "report_repair"  # a filed ticket's button: the repair is done, watch the part
-
-
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def alt_text(text: str) -> str:
-    """A picture's alt text as every upload gives it: plain words, clipped to what Slack takes."""
-    return clip(text, MAX_ALT_TEXT)
-
-
-def _cut(line: str, limit: int) -> int:
-    """Where to cut mrkdwn at most `limit` characters in, never inside an escape like `&amp;`."""
-    amp = line.rfind("&", limit - 5, limit)
-    return amp if amp != -1 and ";" not in line[amp:limit] else limit
-
-
-def clip_mrkdwn(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: _cut(text, limit - 1)] + "…"
-
-
-def section(text: str) -> SectionBlock:
-    return SectionBlock(text=MarkdownTextObject(text=clip(text, MAX_TEXT)))
-
-
-def _pieces(line: str) -> list[str]:
-    """A line cut into pieces under the text limit, never inside an escape like `&amp;`."""
-    out = []
-    while len(line) > MAX_TEXT:
-        cut = _cut(line, MAX_TEXT)
-        out.append(line[:cut])
-        line = line[cut:]
-    return [*out, line]
-
-
-def sections(text: str) -> list[SectionBlock]:
-    """Long mrkdwn split at line ends into sections under the text limit, in order, none of them empty."""
-    out: list[SectionBlock] = []
-    chunk = ""
-    for line in text.splitlines():
-        for piece in _pieces(line):
-            if chunk and len(chunk) + len(piece) + 1 > MAX_TEXT:
-                out.append(section(chunk))
-                chunk = ""
-            chunk = f"{chunk}\n{piece}" if chunk else piece
-    if chunk.strip():
-        out.append(section(chunk))
-    return [b for b in out if b.text is not None and b.text.text.strip()]
-
-
-def text_length(built: Sequence[Block]) -> int:
-    """The characters of text in a message's blocks, as Slack's whole-message limit counts them."""
-    return blocks_text_length([b.to_dict() for b in built])
-
-
-def fit(layouts: Iterable[Sequence[Block]], budget: int = MESSAGE_BUDGET) -> list[Block]:
-    """The first of a message's layouts, offered most shown first, whose blocks (at most `MAX_BLOCKS`) hold no more
-    than `budget` characters of text; when none does, the last with its longest mrkdwn texts cut until it does.
-    Every message the bot builds passes here, so none is refused as too long (`msg_blocks_too_long`)."""
-    last: list[Block] = []
-    for layout in layouts:
-        last = list(layout)[:MAX_BLOCKS]
-        if text_length(last) <= budget:
-            return last
-    as_dicts = [b.to_dict() for b in last]
-    over = blocks_text_length(as_dicts) - budget
-    texts = [t for b in as_dicts for t in [b.get("text"), *b.get("fields", []), *b.get("elements", [])]
-             if b["type"] in ("section", "context") and isinstance(t, dict) and t.get("type") == "mrkdwn"]
-    for t in sorted(texts, key=lambda t: len(t["text"]), reverse=True):
-        if over <= 0:
-            break
-        before = len(t["text"])
-        t["text"] = clip_mrkdwn(t["text"], max(before - over, 100))
-        over -= before - len(t["text"])
-    return Block.parse_all(as_dicts)
-
-
-def text_blocks(text: str, budget: int = MESSAGE_BUDGET) -> list[Block]:
-    """A reply's mrkdwn as sections within the budget: its lines in order while they fit, then how many more
-    there were."""
-    lines = text.splitlines()
-    if sum(len(line) + 1 for line in lines) > budget:
-        room, kept = budget - 100, []  # 100: the line that counts the rest
-        for line in lines:
-            room -= len(line) + 1
-            if room < 0:
-                break
-            kept.append(line)
-        kept = kept or [clip_mrkdwn(lines[0], budget - 100)]
-        lines = [*kept, f"…and {len(lines) - len(kept)} more lines"]
-    return fit([sections("\n".join(lines))], budget)
 
 
 @dataclass(frozen=True)

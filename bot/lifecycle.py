@@ -18,7 +18,7 @@ from diagnostics import format as fmt
 from diagnostics.analysis import RepairVerdict
 from diagnostics.config import load_verification
 
-from . import blocks
+from . import fitting
 from .digest import Digest, digest_from, digest_lines
 from .mrkdwn import esc
 from .nodes import UnknownName, close_matches
@@ -152,6 +152,6 @@ def report_repair(services: Services, *, ticket_id: str, user: str) -> str:
 
 def post_text(client: WebClient, channel: str, text: str, *, thread_ts: str | None = None) -> str:
     posted = client.chat_postMessage(channel=channel, text=text, thread_ts=thread_ts,
-                                     blocks=[b.to_dict() for b in blocks.text_blocks(text)])
+                                     blocks=[b.to_dict() for b in fitting.text_blocks(text)])
     return str(posted["ts"])
 

@@ -16,7 +16,7 @@ from diagnostics.prometheus import SweepResult, sweep_url
 from diagnostics.render import render_correlation, render_fleet
 from diagnostics.service import fleet_result
 
-from . import blocks
+from . import blocks, fitting
 from .mrkdwn import esc
 from .replies import SLACK_FAILURES
 from .services import Services
@@ -52,7 +52,7 @@ def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, ch
     try:
         client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=png,
                                filename=f"{diagnosis.node_id}.png", title=f"{diagnosis.node_id} topology",
-                               alt_txt=blocks.alt_text(blocks.fallback_text(diagnosis)),
+                               alt_txt=fitting.alt_text(blocks.fallback_text(diagnosis)),
                                initial_comment=f"Topology of {esc(diagnosis.node_id)}: " + (
                                    "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
         post_correlation(client, diagnosis, channel, thread_ts)
@@ -72,7 +72,7 @@ def post_correlation(client: WebClient, diagnosis: Diagnosis, channel: str, thre
     client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=render_correlation(diagnosis),
                            filename=f"{diagnosis.node_id}-correlation.png",
                            title=f"{diagnosis.node_id} step time against link errors",
-                           alt_txt=blocks.alt_text(diagnosis.verdict or blocks.fallback_text(diagnosis)),
+                           alt_txt=fitting.alt_text(diagnosis.verdict or blocks.fallback_text(diagnosis)),
                            initial_comment=comment or f"Job {esc(evidence.job_id)}'s step time against " + (
                                "the links that explain it" if evidence.explained
                                else f"the worst links of {esc(diagnosis.node_id)}"))
@@ -84,7 +84,7 @@ def post_heat_map(client: WebClient, services: Services, result: SweepResult, ch
     if services.renderer is None:
         return
     client.files_upload_v2(channel=channel, thread_ts=ts, content=render_fleet(result), filename="fleet.png",
-                           title="fleet heat map", alt_txt=blocks.alt_text(result.headline()),
+                           title="fleet heat map", alt_txt=fitting.alt_text(result.headline()),
                            initial_comment="The fleet: nodes by GPUs, coloured by the worst finding, the suspected "
                                            "parts outlined")
 
@@ -115,6 +115,6 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
     services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=result.complete,
                     nodes=len(result.nodes), offenders=len(result.offenders),
                     incomplete_reasons=result.incomplete_reasons[:10])
-    posted = client.chat_postMessage(channel=channel, text=esc(blocks.clip(result.headline(), blocks.MAX_TEXT)),
+    posted = client.chat_postMessage(channel=channel, text=esc(fitting.clip(result.headline(), fitting.MAX_TEXT)),
                                      blocks=blocks.sweep_blocks(result))
     services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))

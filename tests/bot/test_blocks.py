@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot import blocks
+from bot import blocks, fitting
 from bot.transport.blockkit import block_errors, blocks_text_length
 from diagnostics import Diagnosis, Finding, LinkType, Localization, Priority, Severity
 from diagnostics.components import ComponentRef
@@ -24,18 +24,18 @@ def _diagnosis(findings: list[Finding], localization: Localization | None = None
 
 def _limits_hold(built: list) -> list[dict]:
     as_dicts = [b.to_dict() for b in built]  # to_dict validates every element's limits
-    assert len(as_dicts) <= blocks.MAX_BLOCKS
+    assert len(as_dicts) <= fitting.MAX_BLOCKS
     ids = [e["action_id"] for b in as_dicts if b["type"] == "actions" for e in b["elements"]]
     assert len(ids) == len(set(ids))
     for b in as_dicts:
         if b["type"] == "actions":
-            assert len(b["elements"]) <= blocks.MAX_ACTIONS
+            assert len(b["elements"]) <= fitting.MAX_ACTIONS
             for e in b["elements"]:
                 assert len(e.get("value", "")) < 2000
                 assert all(len(o["value"]) <= 150 for o in e.get("options", []))
         if b["type"] == "section" and "text" in b:
-            assert len(b["text"]["text"]) <= blocks.MAX_TEXT
-    assert block_errors(as_dicts) == [] and blocks_text_length(as_dicts) <= blocks.MESSAGE_BUDGET
+            assert len(b["text"]["text"]) <= fitting.MAX_TEXT
+    assert block_errors(as_dicts) == [] and blocks_text_length(as_dicts) <= fitting.MESSAGE_BUDGET
     return as_dicts
 
 
@@ -90,17 +90,17 @@ def test_a_short_ticket_is_previewed_whole() -> None:
 
 
 def test_a_line_of_exactly_the_limit_keeps_its_order_and_no_section_is_empty() -> None:
-    text = "first line\n" + "y" * blocks.MAX_TEXT + "\nlast line\n" + "z" * (blocks.MAX_TEXT + 10)
-    built = [b.to_dict() for b in blocks.sections(text)]
+    text = "first line\n" + "y" * fitting.MAX_TEXT + "\nlast line\n" + "z" * (fitting.MAX_TEXT + 10)
+    built = [b.to_dict() for b in fitting.sections(text)]
     parts = [b["text"]["text"] for b in built]
-    assert all(0 < len(p) <= blocks.MAX_TEXT for p in parts)
+    assert all(0 < len(p) <= fitting.MAX_TEXT for p in parts)
     assert "".join(parts).replace("\n", "") == text.replace("\n", "")  # nothing lost, nothing reordered
     assert parts[0] == "first line"
 
 
 def test_a_cut_never_splits_an_escape() -> None:
-    text = "x" * (blocks.MAX_TEXT - 2) + "&amp;" + "y" * 10
-    parts = [b.to_dict()["text"]["text"] for b in blocks.sections(text)]
+    text = "x" * (fitting.MAX_TEXT - 2) + "&amp;" + "y" * 10
+    parts = [b.to_dict()["text"]["text"] for b in fitting.sections(text)]
     assert parts[0].endswith("x") and parts[1].startswith("&amp;")
 
 

@@ -14,7 +14,7 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import blocks
+from bot import blocks, fitting
 from bot.nodes import NodeSource, SnapshotNodeSource, TableNodeSource
 from bot.posting import post_correlation
 from bot.replies import Replier
@@ -97,9 +97,9 @@ def _post(slack: MockSlack, built: list[Any]) -> str | None:
 # -- the whole message ---------------------------------------------------------------------------------------------
 
 def test_the_mock_refuses_blocks_past_slacks_whole_message_limit(slack: MockSlack) -> None:
-    each = [blocks.section("x" * 2900) for _ in range(4)]  # every block within its own limit
+    each = [fitting.section("x" * 2900) for _ in range(4)]  # every block within its own limit
     assert _post(slack, each) is None
-    assert _post(slack, [*each, blocks.section("y" * 900)]) == "msg_blocks_too_long"
+    assert _post(slack, [*each, fitting.section("y" * 900)]) == "msg_blocks_too_long"
     assert blocks_text_length([b.to_dict() for b in each]) == 11_600 < MAX_BLOCKS_TEXT
 
 
@@ -121,7 +121,7 @@ def test_the_largest_posts_of_the_biggest_node_and_rack_pass(slack: MockSlack, a
             for built in (summary, preview, decided):
                 as_dicts = [b if isinstance(b, dict) else b.to_dict() for b in built]
                 assert _post(slack, as_dicts) is None
-                assert blocks_text_length(as_dicts) <= blocks.MESSAGE_BUDGET
+                assert blocks_text_length(as_dicts) <= fitting.MESSAGE_BUDGET
             # a ticket lists a dozen links' figures and counts the rest (the node's 145 links are down)
             assert d is cartridge_rack or "more:" in markdown
             if ticket is not rules:  # with a model's long reasoning the whole ticket would not have fitted
@@ -140,7 +140,7 @@ def test_a_rack_failing_on_every_switch_tray_fits_its_summary_worst_links_first(
     assert len(parts) == 4 and min(links) > 150  # each part's menu alone would be past Slack's 100 options
     built = [b.to_dict() for b in blocks.diagnosis_blocks(d, analysis_id=123456789)]
     assert _post(slack, built) is None
-    assert blocks_text_length(built) <= blocks.MESSAGE_BUDGET
+    assert blocks_text_length(built) <= fitting.MESSAGE_BUDGET
     assert built[0]["type"] == "header" and built[0]["text"]["text"] == "rack-01: fault detected"
     fields = [f["text"] for f in built[1]["fields"]]
     assert fields[1].startswith(f"*Isolated component*\n{parts[0].component}") and fields[4].startswith(
@@ -150,7 +150,7 @@ def test_a_rack_failing_on_every_switch_tray_fits_its_summary_worst_links_first(
     assert len(menus) == 4 and 0 < shown < 100 and all(len(m["options"]) == shown for m in menus)
     assert menus[0]["placeholder"]["text"] == f"…or one of its worst {shown} of {links[0]} links"
     worst = [f.component for _, f in blocks.degraded(d) if f.component in set(parts[0].links)][:shown]
-    assert [o["text"]["text"] for o in menus[0]["options"]] == [blocks.clip(c, blocks.MAX_LABEL) for c in worst]
+    assert [o["text"]["text"] for o in menus[0]["options"]] == [fitting.clip(c, fitting.MAX_LABEL) for c in worst]
     said = built[-1]["elements"][0]["text"]
     assert f"{sum(links) - 4 * shown} more are in none" in said
     assert "`fabricbot analyze --store DIR --rack rack-01` lists every one" in said
@@ -162,7 +162,7 @@ def test_a_rack_failing_on_every_switch_tray_is_posted_through_the_app(
     with local_bot(source=source) as local:
         summary = summary_for(local, "rack rack-01")
         assert summary.text.startswith("rack-01: Cable cartridge") and local.slack.errors() == []
-        assert blocks_text_length(summary.blocks) <= blocks.MESSAGE_BUDGET
+        assert blocks_text_length(summary.blocks) <= fitting.MESSAGE_BUDGET
         assert summary.blocks[0]["text"]["text"] == "rack-01: fault detected"
         kinds = [e["type"] for e in buttons(summary)]
         assert kinds == ["button", "static_select"] * 4
@@ -177,7 +177,7 @@ def test_whatever_a_summary_holds_its_headline_and_verdict_stay_within_the_budge
     said = d.model_copy(update={"verdict": "v" * 5000, "repair_action": "&" * 5000, "warnings": ["w" * 2900] * 3})
     for lead in (None, ":rotating_light: *New failing part*: " + "x" * 3000):  # an alert's status line over it
         built = [b.to_dict() for b in blocks.diagnosis_blocks(said, analysis_id=1, lead=lead)]
-        assert _post(slack, built) is None and blocks_text_length(built) <= blocks.MESSAGE_BUDGET
+        assert _post(slack, built) is None and blocks_text_length(built) <= fitting.MESSAGE_BUDGET
         head = built[1 if lead else 0]
         assert head["type"] == "header" and head["text"]["text"] == "rack-01: fault detected"
         assert any(f["text"].startswith("*Correlation*\nvvv") for f in built[2 if lead else 1]["fields"])
@@ -187,8 +187,8 @@ def test_whatever_a_summary_holds_its_headline_and_verdict_stay_within_the_budge
 
 def test_a_long_reply_posts_its_first_lines_and_counts_the_rest(slack: MockSlack) -> None:
     lines = [f"• `node-{n:03d}` " + "x" * 90 for n in range(400)]  # 40,000 characters
-    built = [b.to_dict() for b in blocks.text_blocks("\n".join(lines))]
-    assert _post(slack, built) is None and blocks_text_length(built) <= blocks.MESSAGE_BUDGET
+    built = [b.to_dict() for b in fitting.text_blocks("\n".join(lines))]
+    assert _post(slack, built) is None and blocks_text_length(built) <= fitting.MESSAGE_BUDGET
     shown = "\n".join(b["text"]["text"] for b in built).splitlines()
     assert shown[:-1] == lines[:len(shown) - 1] and shown[-1] == f"…and {401 - len(shown)} more lines"
 
@@ -243,7 +243,7 @@ def test_a_node_with_every_link_down_gets_a_handful_of_buttons_a_menu_and_a_shor
         local.injector.action(picked, user="UALICE", channel=OPS, message_ts=summary.ts)
         assert local.slack.wait_for(lambda s: any(len(buttons(m)) == 2 for m in posted(s, thread=summary.ts)))
         preview = next(m for m in posted(local.slack, thread=summary.ts) if len(buttons(m)) == 2)
-        assert blocks_text_length(preview.blocks) <= blocks.MESSAGE_BUDGET
+        assert blocks_text_length(preview.blocks) <= fitting.MESSAGE_BUDGET
         draft = next(iter(local.audit.db["bot_drafts"].rows))
         assert blocks.preview_cut(draft["markdown"])[1]  # too long to preview whole
         assert local.slack.wait_for(lambda s: any(f.name.endswith(".md") and f.thread_ts for f in s.files.values()))
