@@ -121,8 +121,10 @@ def generic_graph(gpus: int | list[int], *, node_id: str | None = None, facts: F
     pairs = {k: v for k, v in facts.pair_nvlinks().items() if v > 0}
     if not switch_links and pairs:
         complete = len(pairs) == len(indices) * (len(indices) - 1) // 2 and len(set(pairs.values())) == 1
-        if complete and len(indices) > 2:
-            # every pair shows the same NV#: one switch fabric the description does not name
+        each = next(iter(pairs.values())) * (len(indices) - 1)  # the links each GPU would have if they were direct
+        if complete and len(indices) > 2 and each > _most_nvlinks():
+            # every pair shows the same NV#, more in all than a GPU has: one switch fabric the description does not
+            # name (a 4-GPU board's NV6 to each of its 3 peers is its 18 links, direct)
             fabric = "NVSwitch fabric"
             g.add_node(fabric, kind=NVSWITCH, index="fabric")
             count = next(iter(pairs.values()))
@@ -140,6 +142,11 @@ def generic_graph(gpus: int | list[int], *, node_id: str | None = None, facts: F
         g.add_node(cpu, kind=CPU, index=numa)
         g.add_edge(gpu_node(gpu), cpu, key="pcie", link_type="pcie", gpu=gpu, port_source="unknown")
     return graph
+
+
+def _most_nvlinks() -> int:
+    """The most NVLinks any GPU of a known platform has (18: Hopper and Blackwell)."""
+    return max((int(d["nvlinks_per_gpu"]) for d in all_platforms().values() if "nvlinks_per_gpu" in d), default=18)
 
 
 def graph_from_topology(topology: pd.DataFrame, *, node_id: str | None = None,

@@ -156,3 +156,16 @@ def test_inventory_reads_short_and_long_bus_ids_alike(tmp_path: Path) -> None:
     node = load_inventory(fleet).node("n1")
     assert node.gpu(pci_bus_id="0000:3b:00.0").slot == "SXM5 #3"
     assert node.gpu(pci_bus_id="0000:dc:00.0").slot == "SXM5 #7"
+
+
+def test_four_gpus_each_with_nv6_to_its_three_peers_are_a_direct_mesh_not_a_switch() -> None:
+    """NV6 to each of 3 peers is an H100's 18 links, all direct (a 4-GPU HGX H100 has no NVSwitch); only more links
+    in all than any GPU has (NV18 to each of 3 peers) is a switch fabric. NCCL issue 1617's `topo -m`."""
+    from tests.ingest.helpers import REAL, read
+
+    rows = read(REAL / "topo_m_4xh100_nv6_1.txt")["topology"]
+    graph = graph_from_topology(rows)
+    assert graph.switches("nvswitch") == [] and not any("NVSwitch fabric" in w for w in graph.warnings)
+    assert graph.expected_links(0) == 18 and graph.port_of(0, 2).peer == "unknown"  # three peers, six links each
+    assert graph_from_topology(nv_matrix(4, 6)).switches("nvswitch") == []
+    assert graph_from_topology(nv_matrix(4, 18)).switches("nvswitch") == ["NVSwitch fabric"]
