@@ -90,6 +90,9 @@ NO_LINKS_ACTION = ("Collect this node's link counters (dcgm-exporter with its NV
                    "known")
 LONE_READING_ACTION = ("Read the counters again in a few minutes: one reading holds lifetime totals since reset, not "
                        "rates, so the error rate is not known yet")
+STATES_ONLY_ACTION = ("Read the error counters (`nvidia-smi nvlink -e` twice a few minutes apart, or dcgm-exporter "
+                      "with its NVLink and PCIe error fields): the input reads link states and speeds only, so no "
+                      "error rate is known")
 
 
 def assemble(node_id: str, *, platform: str | None, window_hours: float, window_end: datetime | None,
@@ -129,8 +132,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         action = repair_action("warning", platform=platform, node_id=node_id)
     elif not has_links:  # nothing read is not "within threshold"
         action = NO_LINKS_ACTION
-    elif not rates_known:
-        action = LONE_READING_ACTION
+    elif not rates_known:  # a lone reading: of counters (totals), or of states and speeds alone (`nvlink -s`)
+        action = LONE_READING_ACTION if any(f.counts for f in findings) else STATES_ONLY_ACTION
     else:
         action = repair_action("healthy", platform=platform, node_id=node_id)
     headline = (loc.component if loc else top.component if top else "None") if failing else "None"

@@ -23,7 +23,7 @@ from ..analysis import (
     watch_list,
 )
 from ..analysis.alerting import version_facts
-from ..analysis.diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION
+from ..analysis.diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION, STATES_ONLY_ACTION
 from ..config.alerts import AlertPolicy, load_alerts
 from ..config.thresholds import Thresholds
 from ..config.verification import VerificationPolicy, load_verification
@@ -112,7 +112,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     quiet = [n for n in sorted(set(source.nodes()) - reporting)
              if n not in result.diagnoses and n not in unreadable]  # events only: not silent
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
-                  and d.repair_action in (LONE_READING_ACTION, NO_LINKS_ACTION))
+                  and d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION))
     if lone:
         result.complete = False
         result.incomplete_reasons.append(

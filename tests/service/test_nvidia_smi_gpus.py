@@ -4,6 +4,7 @@ an output of every GPU but the last, from GPU 0 (a GPU the driver never enumerat
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -125,7 +126,7 @@ def test_a_q_output_of_one_gpu_is_stored_by_its_bus_and_said_alike_through_file_
     source, _, _ = files_source([ONE_GPU], node="q-node")
     by_file = diagnose(source, Request(node="q-node")).diagnosis
     store = open_store(tmp_path / "store")
-    for at in (None, "2024-11-14T08:00:00Z"):  # twice: the second reading of the bus replaces the first's identity
+    for at in (None, datetime(2024, 11, 14, 8, tzinfo=UTC)):  # the second replaces the first
         store.ingest([ONE_GPU], node_id="q-node", at=at)
     rows = list(store.db.query("select gpu, pci_bus_id, serial from gpus where node_id = 'q-node'"))
     assert rows == [{"gpu": None, "pci_bus_id": "0000:18:00.0", "serial": "1654423001593"}]
@@ -135,3 +136,18 @@ def test_a_q_output_of_one_gpu_is_stored_by_its_bus_and_said_alike_through_file_
         assert said == ["q-node's link readings are of GPUs named by bus id alone (0000:18:00.0), placed on no GPU "
                         "index: its fabric health is unknown, not healthy"]
         assert list(got.bus_gpu_ids) == ["0000:18:00.0"] and got.bus_gpu_ids["0000:18:00.0"].serial == "1654423001593"
+
+
+def test_a_paste_of_link_states_alone_asks_for_the_counters_not_a_second_reading(tmp_path: Path) -> None:
+    """`nvidia-smi nvlink -s` reads speeds and states, no counter: a second reading of it gives no rate either, so
+    the action asks for the error counters; an `nvlink -e` reading's asks for a second reading."""
+    from diagnostics.analysis.diagnosis import LONE_READING_ACTION, STATES_ONLY_ACTION
+
+    real = Path(__file__).parents[2] / "fixtures" / "real"
+    for name, action in (("nvlink_s_a100_1.txt", STATES_ONLY_ACTION), ("nvlink_e_h100_1.txt", LONE_READING_ACTION)):
+        source, node, _ = files_source([real / name], node="pasted")
+        by_file = diagnose(source, Request(node=node)).diagnosis
+        store = open_store(tmp_path / name)
+        store.ingest([real / name], node_id="pasted", at=datetime(2026, 12, 4, 10, tzinfo=UTC))  # a paste: no time
+        by_store = diagnose(StoreSource(tmp_path / name), Request(node="pasted")).diagnosis
+        assert by_file.repair_action == by_store.repair_action == action, name
