@@ -144,6 +144,7 @@ class DcgmParser:
     gpus: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     uuid_owner: dict[Any, tuple[str, int, str]] = field(default_factory=dict)  # a UUID -> the GPU it first named
     warnings: list[IngestWarning] = field(default_factory=list)
+    families: dict[str, None] = field(default_factory=dict)  # the metrics its `# TYPE` lines name, in order
     _series: dict[str, Series] = field(default_factory=dict)
     _bodies: dict[str, _Labels] = field(default_factory=dict)
     _names: dict[int, str] = field(default_factory=dict)  # column id -> name
@@ -184,6 +185,7 @@ class DcgmParser:
                                                  "exposition format writes it; not read"))
             if text.startswith(("# HELP ", "# TYPE ")):
                 state.header = ((text.split(None, 3)[2:3] or [""])[0], base + pos + 1)
+                self.families.setdefault(state.header[0])
             elif text.strip() == "# EOF" and state.eof is None:
                 state.eof = base + pos + 1
         problems += [(base + int(p) + 1, "expected 'metric{labels} value [timestamp]' (a cut-off line?)")
@@ -322,12 +324,19 @@ class DcgmParser:
         name = key if brace < 0 else key[:brace]
         if not _NAME.fullmatch(name):
             raise SeriesError(f"not a metric name: {name[:40]!r}")
-        if brace >= 0 and not key.endswith("}"):
-            raise SeriesError("label set not closed (a cut-off line?)")
-        info = self._labels(key[brace + 1 : -1] if brace >= 0 else "")
         mapping = self.mapping
         resolved = mapping.resolve(name)
         is_xid = name in mapping.xid_counter or name in mapping.xid_gauge or name in mapping.recovery_gauge
+        if brace >= 0 and not key.endswith("}"):
+            close = key.rfind("}")
+            if close > brace and key[close + 1:close + 2].isspace():  # labels closed, then words: no value
+                if resolved is None and not is_xid:
+                    return ("skip",)
+                raise SeriesError(f"{name}: its value is text ({key[close + 1:].strip()[:40]!r} ...), not a "
+                                  "number: dcgm-exporter writes its own error there when DCGM gives the field no "
+                                  "value; not read")
+            raise SeriesError("label set not closed (a cut-off line?)")
+        info = self._labels(key[brace + 1 : -1] if brace >= 0 else "")
         if resolved is None and not is_xid:
             if (near := mapping.near_miss(name)) is not None:
                 raise SeriesError(f"{name[:60]}: one letter from {near}, a metric fabricbot reads (a damaged name?); "
@@ -412,6 +421,10 @@ def read_scrapes(sources: Iterable[tuple[Source, datetime | None]], *, node_id: 
     result = parser.result()
     if result.empty and parser.files:
         detail = "; ".join(str(w) for w in result.warnings[:3])
+        if not detail and parser.families:  # every line read, none of a metric fabricbot reads
+            names = list(parser.families)
+            detail = (f"its metrics ({', '.join(names[:4])}{' ...' if len(names) > 4 else ''}) are none that "
+                      "fabricbot reads: the NVLink, NVSwitch and PCIe error fields (diagnostics/data/dcgm.toml)")
         raise InputError("no dcgm-exporter samples could be read" + (f" ({detail})" if detail else ""),
                          source=", ".join(parser.files))
     return result

@@ -310,3 +310,20 @@ def test_per_link_nvlink_bytes_are_read_per_link_beside_the_gpu_total() -> None:
     assert per_link.loc[3, "tx_bytes_per_s"] == 5e9 and per_link.loc[17, "rx_bytes_per_s"] == 7e9
     total = rows[rows["gpu_total"].astype(bool)]
     assert total["tx_bytes_per_s"].tolist() == [9e9] and total["link"].isna().all()
+
+
+def test_a_value_the_exporter_could_not_convert_is_said_as_such_not_as_a_cut_line() -> None:
+    """dcgm-exporter writes `ERROR - FAILED TO CONVERT TO STRING` where DCGM gives a field no value (a real A800
+    scrape with MIG): a field fabricbot reads is refused naming that, one it does not read is passed over, and a
+    scrape of no field it reads says so, naming its metrics, where it blamed cut lines."""
+    with pytest.raises(InputError) as refused:
+        read_scrapes([(Source.from_path(REAL / "refused" / "dcgm_metrics_a800_mig_unread_1.txt"), None)])
+    said = str(refused.value)
+    assert "cut-off" not in said and "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL" in said
+    assert "none that fabricbot reads" in said
+    result = read_scrapes([(text(
+        'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{gpu="0",Hostname="h"} ERROR - FAILED TO CONVERT TO STRING',
+        'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{gpu="1",Hostname="h"} 3'), None)])
+    assert list(result["link_samples"]["gpu"]) == [1] and list(result["link_samples"]["crc_flit"]) == [3]
+    (warned,) = [w.message for w in result.warnings]
+    assert "its value is text ('ERROR - FAILED TO CONVERT TO'" in warned and "cut-off" not in warned

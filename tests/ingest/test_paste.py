@@ -30,7 +30,7 @@ def test_paste_wins_only_when_sections_really_mix() -> None:
     mixed = (SAMPLES / "mixed_paste.md").read_text()
     assert detect.choose(Source.from_text(mixed)).name == "paste"
     for path in [*REAL.iterdir(), *SAMPLES.iterdir()]:
-        if path.name != "mixed_paste.md":
+        if path.name != "mixed_paste.md" and path.is_file():
             assert detect.choose(Source.from_path(path)).name != "paste", path.name
 
 
