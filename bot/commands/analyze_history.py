@@ -10,6 +10,8 @@ from diagnostics.service import Answer, Request, Source, StoreSource, diagnose, 
 
 from ..options import parse_time
 
+READ_WARNINGS_SHOWN = 10  # of what reading the files said, ahead of the diagnosis's own warnings
+
 
 def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[str]]:
     """The store (`--store`) or the files given, the node asked about (none for a job alone) and what reading the
@@ -39,4 +41,8 @@ def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Answer
     if not warnings:
         return answer
     diagnosis = answer.diagnosis
-    return replace(answer, diagnosis=diagnosis.model_copy(update={"warnings": [*warnings[:10], *diagnosis.warnings]}))
+    shown = warnings[:READ_WARNINGS_SHOWN]
+    if len(warnings) > len(shown):  # counted, never dropped unsaid: ingest without --store lists each
+        shown.append(f"... and {len(warnings) - len(shown)} more from reading the files (`fabricbot ingest FILE` "
+                     "lists every one)")
+    return replace(answer, diagnosis=diagnosis.model_copy(update={"warnings": [*shown, *diagnosis.warnings]}))

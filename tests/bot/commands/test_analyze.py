@@ -256,3 +256,19 @@ def test_a_job_log_that_names_no_host_is_the_node_asked_about(log: Path, cli: Cl
     assert "action:   Collect this node's link counters" in out and "component  state" not in out
     code, out, _ = cli("analyze", str(log), "--node", "n1", "--json")
     assert json.loads(out)["node_id"] == "n1" and json.loads(out)["findings"] == []
+
+
+def test_what_reading_the_files_said_past_the_first_ten_is_counted_not_dropped(tmp_path: Path, cli: Cli) -> None:
+    """Twelve lines no reader takes, each said by `ingest`: `analyze` shows ten and counts the rest."""
+    lines = ["GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-abababab0000)"]
+    for n in range(18):
+        lines += [f"         Link {n}: Replay Errors: 0", f"         Link {n}: Recovery Errors: 0",
+                  f"         Link {n}: CRC Errors: 0", *([f"stray line {n}"] if n < 12 else [])]
+    paste = tmp_path / "nvlink.txt"
+    paste.write_text("\n".join(lines) + "\n")
+    _, _, said = cli("ingest", str(paste), "--node", "n1")
+    code, out, err = cli("analyze", str(paste), "--node", "n1")
+    assert code == 0, err
+    assert sum("stray line" in w for w in out.splitlines()) == 10
+    assert "warning: ... and 2 more from reading the files" in out
+    assert said.count("stray line") == 12  # ingest lists what analyze counts
