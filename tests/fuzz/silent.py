@@ -14,6 +14,9 @@ mutation). Without a new warning:
 - a number changed in place (`number`) reads as the number written, or is refused and said.
 
 Columns derived from several lines (a count of merged events, a generation from a lane rate) may change freely.
+A counter may read 0 after a deleted line where the input is the short form of `nvidia-smi nvlink -e` (a `Links
+0-2, 4-5: Replay/Recovery/CRC Errors: 0` or `Links 1-5: No errors` line): that form states a zero by leaving its
+line out, so no reader can tell a deleted line from a zero.
 """
 
 from __future__ import annotations
@@ -176,6 +179,7 @@ class Compare:
     kind: str  # the mutation's kind
     written: float | None  # the number a `number` mutation wrote
     tokens_after: set[float]
+    zeros: frozenset[str] = frozenset()  # the columns that may read 0 where a line was deleted (see the docstring)
     found: list[tuple[str, str]] = field(default_factory=list)
 
     def cells(self, old: Row, new: Row) -> None:
@@ -200,6 +204,8 @@ class Compare:
 
     def _allowed(self, value: Any, column: str, touched: bool) -> bool:
         """A new number is one the changed line states (a `number` mutation: the number written)."""
+        if self.kind == "delete_line" and value == 0 and column in self.zeros:
+            return True
         if not isinstance(value, float) or self.kind in ("delete_line", "double_line"):
             return False
         scales = self.numeric[column]
@@ -213,9 +219,10 @@ def _similar(a: Row, b: Row) -> int:
 
 
 def compare(before: IngestResult, after: IngestResult, lines: LineMap, mutation: Mutation,
-            numeric: dict[str, dict[str, tuple[float, ...]]], derived: dict[str, tuple[str, ...]]
-            ) -> list[tuple[str, str]]:
-    """What the mutant's reading lost, doubled or changed without a warning (empty when it warned)."""
+            numeric: dict[str, dict[str, tuple[float, ...]]], derived: dict[str, tuple[str, ...]],
+            zeros: dict[str, frozenset[str]] | None = None) -> list[tuple[str, str]]:
+    """What the mutant's reading lost, doubled or changed without a warning (empty when it warned); `zeros`: the
+    columns of each table that may read 0 after a deleted line (see the module's docstring)."""
     if _said(before, after, lines):
         return []
     written = None
@@ -234,7 +241,7 @@ def compare(before: IngestResult, after: IngestResult, lines: LineMap, mutation:
         columns, old = _rows(old_frame, None, lines.touched_before)
         _, new = _rows(new_frame, lines.back, lines.touched_after)
         check = Compare(table, columns, numeric.get(table, {}), set(derived.get(table, ())), mutation.kind,
-                        written, numbers_in(lines.text_after))
+                        written, numbers_in(lines.text_after), (zeros or {}).get(table, frozenset()))
         lost, gained = _match(old, new, check)
         unplaced: set[str | None] = set()  # the sources of line-less rows lost: as many as lines deleted
         # a deleted line's own rows name what it defined (`NIC7`, a bus id): rows about that go with it
