@@ -11,7 +11,8 @@ reason is said. An output that lists some GPUs only, and names none it could not
 excerpted: the GPUs it leaves out are not judged missing (`IngestResult.partial`; the analysis says why). A
 driver that never enumerated a GPU numbers the rest from 0, so all GPUs but one, from GPU 0, are still judged.
 
-Several of them pasted together are merged into one row per GPU, link and lane. A single `-e` reading is a
+Several of them pasted together are merged into one row per GPU, link, lane and reading (`nvlink_rows`, which
+also reads the short form of `-e` with its `Links 0-2, 4-5: ...` lines). A single `-e` reading is a
 lifetime total since the counters were last reset: the rows carry no time unless the input states one (a
 `date` line), and a rate needs a second reading. `-R` rows go to the topology table with relation "remote":
 the far end's PCI bus id (or an NVSwitch, whose bus id the driver reports as FFFFFFFF) and its link/port.
@@ -26,18 +27,22 @@ from typing import Any
 
 from ..config.datafiles import DATA_DIR, read_toml
 from ..config.platforms import platform_data, platform_for_model
-from ..enums import EventKind, LinkState, LinkType
+from ..enums import EventKind, LinkState
 from ..errors import ConfigError
 from .base import IngestResult, Source
 from .kernel_gpu import OFF_BUS_CODE
-from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, skip_shell
+from .nvlink_rows import LinkRows
+from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
 from .wrapping import split_lines
 
 COUNTERS_FILE = DATA_DIR / "nvlink_counters.toml"
 
 _GPU = re.compile(r"^\s*GPU (?P<gpu>\d+): (?P<name>.+?)(?: \(UUID: (?P<uuid>[^)]*)\))?\s*$")
 _LINK = re.compile(r"^\s*Link (?P<link>\d+): (?P<rest>.*?)\s*$")
-_LINKS_OK = re.compile(r"^\s*Links (?P<first>\d+)-(?P<last>\d+): No errors\s*$", re.IGNORECASE)
+# `Links 0-17: No errors`, `Links 0-2, 4-5: Replay/Recovery/CRC Errors: 0`: several links stated at once
+_LINKS = re.compile(r"^\s*Links (?P<links>\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*):\s*(?P<rest>\S.*?)\s*$",
+                    re.IGNORECASE)
+_NO_ERRORS = re.compile(r"^No errors$", re.IGNORECASE)
 _SPEED = re.compile(r"^(?P<speed>\d+(?:\.\d+)?) GB/s$")
 _LANE = re.compile(r"^Lane (?P<lane>\d+):?\s*(?P<rest>.*)$")
 _REMOTE = re.compile(r"^Remote Device (?P<dev>\S+?):? Link (?P<port>\d+)$")
@@ -75,25 +80,24 @@ class NvlinkReader:
         for text in split_lines(head)[:400]:
             if _GPU.match(text) and "UUID" in text:
                 gpus += 1
-            elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _LINKS_OK.match(text) \
-                    or _ALL_INACTIVE.match(text):
+            elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _ALL_INACTIVE.match(text) \
+                    or ((m := _LINKS.match(text)) and (_NO_ERRORS.match(m["rest"]) or _known_rest(m["rest"]))):
                 links += 1
         if not links:
             return 0.0
         return 0.9 if gpus else 0.6
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
-        labels, complete = counter_labels()
+        complete = counter_labels()[1]
         out = Collector(source, "nvidia-smi nvlink", node_id)
-        rows: dict[tuple[int, int, int | None], dict[str, Any]] = {}
-        last_line: dict[tuple[int, int, int | None], int] = {}
+        rows = LinkRows(out, complete)
         unknown_labels: set[str] = set()
         remotes: dict[tuple[int, int], str] = {}
         seen_gpus: set[tuple[int, str | None]] = set()
         uuids: dict[int, tuple[str | None, int]] = {}  # GPU index -> the UUID its first header states, and where
         gpus_of: dict[str, tuple[int, int]] = {}  # UUID -> the GPU index its first header states, and where
         block: dict[tuple[Any, ...], int] = {}  # what this GPU header's lines have stated -> the line
-        all_down: list[tuple[Line, int, str | None, str]] = []  # (NVML's line, GPU, UUID, model)
+        all_down: list[tuple[Line, int, str | None, str, Any]] = []  # (NVML's line, GPU, UUID, model, its time)
         gpu: int | None = None
         uuid: str | None = None
         model = ""
@@ -105,10 +109,12 @@ class NvlinkReader:
             if lost := _NO_HANDLE.match(line.text):
                 unreachable = True
                 _unreachable(out, line, lost, 0 if last_gpu is None else last_gpu + 1)
+                rows.close()
                 gpu = None
                 continue
             if header := _GPU.match(line.text):
                 gpu, uuid = out.checked("index", line.number, header["gpu"], "gpu", "GPU index"), _uuid(header["uuid"])
+                rows.start(line.number)
                 if gpu is None:  # refused: its lines belong to no GPU and are reported as not read
                     continue
                 last_gpu = gpu
@@ -125,23 +131,23 @@ class NvlinkReader:
             if _GPU_LIKE.match(line.text):  # a header whose index is damaged: its lines are no GPU's
                 out.warn(line.number, f"{line.text.strip()[:40]!r} is no GPU header as nvidia-smi prints one; the "
                                       "lines under it are not read")
+                rows.close()
                 gpu = None
                 continue
             if gpu is None:
                 out.unread(line)
                 continue
             if _ALL_INACTIVE.match(line.text):
-                all_down.append((line, gpu, uuid, model))
+                all_down.append((line, gpu, uuid, model, out.timestamp))
                 continue
-            if ok := _LINKS_OK.match(line.text):
-                if _again(out, block, (ok["first"], ok["last"], "no errors"), line, gpu):
+            if several := _LINKS.match(line.text):
+                if (listed := _summary(out, line, gpu, several, unknown_labels)) is None:
+                    continue
+                links, columns, value = listed
+                if any(_again(out, block, (link, None, column), line, gpu) for link in links for column in columns):
                     gpu = None
                     continue
-                first = out.checked("index", line.number, ok["first"], "link", f"GPU {gpu} link")
-                last = out.checked("index", line.number, ok["last"], "link", f"GPU {gpu} link")
-                for link in range(first or 0, last + 1 if first is not None and last is not None else 0):
-                    row = _row(rows, out, line, (gpu, uuid, link, None), complete)
-                    row.update({c: 0.0 for c in complete})
+                rows.summary(line, gpu, uuid, links, columns, value)
                 continue
             match = _LINK.match(line.text)
             if not match:
@@ -165,28 +171,22 @@ class NvlinkReader:
                     continue
                 if _BARE_VALUE.match(rest):  # `Link 0: Lane 3: 12`
                     rest = f"CRC Errors: {rest}"
-            key = (gpu, link, lane)
             stated = _COUNTER.match(rest)
-            if _again(out, block, (link, lane, stated["label"] if stated else "speed"), line, gpu):
+            if _again(out, block, (link, lane, _named(stated["label"]) if stated else "speed"), line, gpu):
                 gpu = None
                 continue
             if rest == "<inactive>":
-                _row(rows, out, line, (gpu, uuid, link, lane), ("link_state",))["link_state"] = LinkState.INACTIVE.value
+                rows.row(line, (gpu, uuid, link, lane), ("link_state",))["link_state"] = LinkState.INACTIVE.value
             elif speed := _SPEED.match(rest):
                 gbps = out.checked("gauge", line.number, speed["speed"], "speed_gbps", f"GPU {gpu} link {link} speed")
                 if gbps is None:
                     continue
-                row = _row(rows, out, line, (gpu, uuid, link, lane), ("speed_gbps", "link_state"))
+                row = rows.row(line, (gpu, uuid, link, lane), ("speed_gbps", "link_state"))
                 row["speed_gbps"] = gbps
                 row.setdefault("link_state", LinkState.UP.value)
             elif counter := _COUNTER.match(rest):
-                label = " ".join(counter["label"].lower().split())
-                column = labels.get(label)
+                column = _column(out, line.number, counter["label"], unknown_labels)
                 if column is None:
-                    if label not in unknown_labels:
-                        unknown_labels.add(label)
-                        out.warn(line.number, f"counter {counter['label']!r} is not in {COUNTERS_FILE.name}; "
-                                              "its values are not read")
                     continue
                 if not counter["value"]:
                     out.warn(line.number, f"GPU {gpu} link {link}: {counter['label']} has no value; "
@@ -196,17 +196,12 @@ class NvlinkReader:
                                     f"{counter['label']}")
                 if value is None:
                     continue  # N/A (the driver does not report this counter), or refused and said
-                row = _row(rows, out, line, (gpu, uuid, link, lane), (column,))
-                row[column] = value
-                if value == SATURATED_16BIT:
-                    row["saturated"] = True
+                rows.count(line, (gpu, uuid, link, lane), column, value)
             else:
                 out.unread(line)
-                continue
-            last_line[key] = line.number
         _all_inactive(out, rows, all_down)
-        _check_complete(out, rows, last_line, complete)
-        if rows and not unreachable:
+        rows.finish()
+        if rows.rows and not unreachable:
             _narrowed(out, sorted({g for g, _ in seen_gpus}), model)
         for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
             row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
@@ -242,6 +237,68 @@ def _known_rest(rest: str) -> bool:
     )
 
 
+def _column(out: Collector, number: int, label: str, unknown: set[str]) -> str | None:
+    """The column a counter's label fills; None for a label the counters file does not name (said once)."""
+    key = " ".join(label.lower().split())
+    column = counter_labels()[0].get(key)
+    if column is None and key not in unknown:
+        unknown.add(key)
+        out.warn(number, f"counter {label!r} is not in {COUNTERS_FILE.name}; its values are not read")
+    return column
+
+
+def _named(label: str) -> str:
+    """What a counter line states, as a GPU header's block keeps it: its column, else its label."""
+    key = " ".join(label.lower().split())
+    return counter_labels()[0].get(key, key)
+
+
+def _summary(out: Collector, line: Line, gpu: int, several: re.Match[str],
+             unknown: set[str]) -> tuple[list[int], tuple[str, ...], float] | None:
+    """A `Links` line (see nvlink_rows): the links it names, the counters it names and the value each holds; None
+    where it cannot be read (said)."""
+    what = f"GPU {gpu} links {several['links']}"
+    stated = _COUNTER.match(several["rest"])
+    if _NO_ERRORS.match(several["rest"]):
+        columns, value = counter_labels()[1], 0.0
+    elif stated is None:
+        out.unread(line)
+        return None
+    elif not stated["value"]:
+        out.warn(line.number, f"{what}: {stated['label']} has no value; the output is cut off here")
+        return None
+    else:
+        found = [_column(out, line.number, name, unknown) for name in _joined(stated["label"])]
+        columns = tuple(dict.fromkeys(c for c in found if c is not None))
+        value = out.checked("counter", line.number, stated["value"], "nvlink", f"{what} {stated['label']}")
+    links = _link_list(out, line.number, what, several["links"])
+    return (links, columns, value) if columns and value is not None and links is not None else None
+
+
+def _joined(label: str) -> list[str]:
+    """`Replay/Recovery/CRC Errors` -> `Replay Errors`, `Recovery Errors`, `CRC Errors`: a name the counters file
+    does not know as it stands takes the last name's last word."""
+    names = [" ".join(name.split()) for name in label.split("/")]
+    tail = names[-1].rsplit(" ", 1)[-1]
+    known = counter_labels()[0]
+    return [name if name.lower() in known or name.lower().endswith(tail.lower()) else f"{name} {tail}"
+            for name in names]
+
+
+def _link_list(out: Collector, number: int, what: str, text: str) -> list[int] | None:
+    """`0-2, 4-5` -> [0, 1, 2, 4, 5]; None (said) where a number is no link index or a range runs backwards."""
+    links: list[int] = []
+    for part in text.split(","):
+        ends = [out.checked("index", number, end, "link", what) for end in part.split("-")]
+        if None in ends:
+            return None
+        if ends[-1] < ends[0]:
+            out.warn(number, f"{what}: the range {part.strip()} runs backwards; not read")
+            return None
+        links.extend(range(ends[0], ends[-1] + 1))
+    return links
+
+
 def _uuid(raw: str | None) -> str | None:
     """A UUID as the driver writes it; None for an author's elision (`...`, `GPU-xxx`)."""
     return raw.strip() if raw and _UUID.match(raw.strip()) else None
@@ -275,24 +332,6 @@ def _again(out: Collector, block: dict[tuple[Any, ...], int], what: tuple[Any, .
     return first != line.number
 
 
-def _row(
-    rows: dict[tuple[int, int, int | None], dict[str, Any]],
-    out: Collector,
-    line: Line,
-    where: tuple[int, str | None, int, int | None],
-    fills: tuple[str, ...],
-) -> dict[str, Any]:
-    """The row of this GPU, link and lane; a new one when it already holds what this line fills (a second reading)."""
-    gpu, uuid, link, lane = where
-    key = (gpu, link, lane)
-    if key not in rows or any(column in rows[key] for column in fills):
-        rows[key] = out.add(
-            "link_samples", line.number, gpu=gpu, gpu_uuid=uuid, link_type=LinkType.NVLINK.value, link=link,
-            lane=lane, peer="unknown", saturated=False,
-        )
-    return rows[key]
-
-
 def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[str]) -> str:
     raw = remote["dev"]
     if _SWITCH_SENTINEL.match(raw):
@@ -305,14 +344,15 @@ def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[st
     return far if far == "NVSwitch" else f"PCI {far}"
 
 
-def _all_inactive(out: Collector, rows: dict[tuple[int, int, int | None], dict[str, Any]],
-                  all_down: list[tuple[Line, int, str | None, str]]) -> None:
-    """Each NVLink of a GPU NVML reports as all inactive, one row each; how many: see the module's docstring."""
+def _all_inactive(out: Collector, rows: LinkRows, all_down: list[tuple[Line, int, str | None, str, Any]]) -> None:
+    """Each NVLink of a GPU NVML reports as all inactive, one row each, at the time stated above NVML's line; how
+    many: see the module's docstring."""
     listed: dict[int, set[int]] = {}
-    for g, link, _ in rows:
+    for g, link, _ in rows.rows:
         listed.setdefault(g, set()).add(link)
     seen = max((max(links) + 1 for links in listed.values()), default=0)
-    for line, gpu, uuid, model in all_down:
+    for line, gpu, uuid, model, stated in all_down:
+        out.timestamp = stated
         platform = platform_for_model(model)
         count = seen or (int(platform_data(platform)["nvlinks_per_gpu"]) if platform else 0)
         if not count:
@@ -321,24 +361,7 @@ def _all_inactive(out: Collector, rows: dict[tuple[int, int, int | None], dict[s
                                   "links, no platform file names the model): not read as links")
             continue
         for link in range(count):
-            row = _row(rows, out, line, (gpu, uuid, link, None), ("link_state",))
-            row["link_state"] = LinkState.INACTIVE.value
-
-
-def _check_complete(
-    out: Collector,
-    rows: dict[tuple[int, int, int | None], dict[str, Any]],
-    last_line: dict[tuple[int, int, int | None], int],
-    complete: tuple[str, ...],
-) -> None:
-    for key, row in rows.items():
-        present = [c for c in complete if c in row]
-        if present and len(present) < len(complete) and key[2] is None:
-            missing = ", ".join(c for c in complete if c not in row)
-            out.warn(last_line.get(key), f"GPU {key[0]} link {key[1]}: no {missing} after this line; "
-                                         "the output looks cut off here")
-    out.flush()
-    out.warnings.sort(key=lambda w: w.line or 0)
+            rows.row(line, (gpu, uuid, link, None), ("link_state",))["link_state"] = LinkState.INACTIVE.value
 
 
 READER = NvlinkReader()

@@ -1,0 +1,107 @@
+"""The link rows of `nvidia-smi nvlink` outputs: one per GPU, link, lane and reading, filled line by line.
+
+Outputs pasted together are merged per link (`-s` speeds with `-e` counters), but one reading's counters never
+fill another's row: the lines under one GPU header (its block) are one reading of that GPU, so a counter stated
+in another block of the same GPU, or after another stated time, starts a row of its own. A reading that leaves a
+counter out is then never completed by the next one.
+
+The short form (a public board test's pastes, `Link 3: Replay Errors: 2353` then `Links 0-2, 4-5:
+Replay/Recovery/CRC Errors: 0`) lists each link's non-zero counters on its own lines and the all-zero links on a
+`Links` line, which names the counters the form covers (`No errors`: the classic -e set). A link stated on its own
+in such a block reads 0 for each of those counters it leaves out: the form prints none that is 0 (the same
+author's raw output lists every counter, 0 included). Nothing there is cut off. A block without a `Links` line is
+the full form, which states every counter of each link: one that lacks some was cut off, and is said.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..enums import LinkType
+from .textlines import SATURATED_16BIT, Collector, Line
+
+Key = tuple[int, int, int | None]  # GPU, link, lane
+Where = tuple[int, str | None, int, int | None]  # GPU, its UUID, link, lane
+STATE = frozenset({"speed_gbps", "link_state"})  # what `-s` fills; every other column is a counter
+
+
+class LinkRows:
+    """The rows of one source, and what the GPU header's block being read has stated."""
+
+    def __init__(self, out: Collector, complete: tuple[str, ...]) -> None:
+        self.out = out
+        self.complete = complete
+        self.rows: dict[Key, dict[str, Any]] = {}  # the row each line of that GPU, link and lane fills now
+        self._counted: dict[Key, int] = {}  # a row holding counters -> the GPU header line of their block
+        self._header = 0
+        self._listed: dict[Key, tuple[dict[str, Any], int]] = {}  # links stated one by one: (row, last line)
+        self._named: set[str] = set()  # the counters this block's `Links` lines name: the short form
+        self._cut: list[tuple[int, str]] = []
+
+    def start(self, header: int) -> None:
+        """A GPU header at this line: the block before it ends (see `close`), its own begins."""
+        self.close()
+        self._header = header
+
+    def row(self, line: Line, where: Where, fills: tuple[str, ...]) -> dict[str, Any]:
+        """The row of this GPU, link and lane; a new one where this line would fill it twice, where it was read at
+        another stated time, or where it holds another block's counters (another reading: the module's docstring)."""
+        gpu, uuid, link, lane = where
+        key = (gpu, link, lane)
+        counts = not STATE.issuperset(fills)
+        current = self.rows.get(key)
+        if (current is None or any(column in current for column in fills)
+                or current["timestamp"] != self.out.timestamp
+                or (counts and self._counted.get(key, self._header) != self._header)):
+            current = self.rows[key] = self.out.add(
+                "link_samples", line.number, gpu=gpu, gpu_uuid=uuid, link_type=LinkType.NVLINK.value, link=link,
+                lane=lane, peer="unknown", saturated=False,
+            )
+            self._counted.pop(key, None)
+        if counts:
+            self._counted[key] = self._header
+        return current
+
+    def count(self, line: Line, where: Where, column: str, value: float) -> None:
+        """A counter a `Link N:` line states of its link (or lane)."""
+        row = self.row(line, where, (column,))
+        _fill(row, (column,), value)
+        if where[3] is None:
+            self._listed[(where[0], where[2], None)] = (row, line.number)
+
+    def summary(self, line: Line, gpu: int, uuid: str | None, links: list[int], columns: tuple[str, ...],
+                value: float) -> None:
+        """A `Links` line: each link it names holds `value` in each of these counters."""
+        for link in links:
+            _fill(self.row(line, (gpu, uuid, link, None), columns), columns, value)
+        self._named.update(columns)
+
+    def close(self) -> None:
+        """The end of a block: its links stated one by one read 0 where the short form leaves a counter out; in the
+        full form, a link missing some of the -e counters is noted as cut off (said by `finish`)."""
+        for row, number in self._listed.values():
+            if self._named:
+                for column in self._named:
+                    row.setdefault(column, 0.0)
+                continue
+            missing = [c for c in self.complete if c not in row]
+            if missing and len(missing) < len(self.complete):
+                self._cut.append((number, f"GPU {row['gpu']} link {row['link']}: no {', '.join(missing)} after this "
+                                          "line; the output looks cut off here"))
+        self._listed.clear()
+        self._named.clear()
+
+    def finish(self) -> None:
+        """The last block ends; the cuts are said, and every warning put in line order."""
+        self.close()
+        for number, message in self._cut:
+            self.out.warn(number, message)
+        self.out.flush()
+        self.out.warnings.sort(key=lambda w: w.line or 0)
+
+
+def _fill(row: dict[str, Any], columns: tuple[str, ...], value: float) -> None:
+    for column in columns:
+        row[column] = value
+    if value == SATURATED_16BIT:
+        row["saturated"] = True
