@@ -29,6 +29,8 @@ class Unit(StrEnum):
 
 
 BUSY_SETTING = "pcie_busy_bytes_per_s"  # the thresholds' setting a level with `busy` counts only above
+# where a 16-bit error counter (nvidia-smi's, DCGM's) stops: a count read there is pinned, a lower bound
+SATURATED_16BIT = 65535
 
 
 class Kind(StrEnum):

@@ -15,7 +15,7 @@ from typing import Any
 from ..config.datafiles import DATA_DIR, read_toml
 from ..enums import LinkType
 from ..errors import ConfigError
-from ..metrics import COUNTERS, GAUGES
+from ..metrics import COUNTERS, GAUGES, SATURATED_16BIT
 from ..tables import LINK_SAMPLES
 from .textlines import one_edit
 
@@ -160,7 +160,7 @@ def _load(path: Path) -> DcgmMap:
         patterns=tuple(patterns),
         labels=labels,
         sentinels=frozenset(float(v) for v in data.get("sentinels", {}).get("values", [])),
-        saturation=float(data.get("saturation", {}).get("value", 65535)),
+        saturation=float(data.get("saturation", {}).get("value", SATURATED_16BIT)),
         xid_counter=frozenset(xid.get("counter", [])),
         xid_gauge=frozenset(xid.get("last_value_gauge", [])),
         recovery_gauge=frozenset(xid.get("recovery_action_gauge", [])),

@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..enums import LinkType
-from .textlines import SATURATED_16BIT, Collector, Line
+from ..metrics import SATURATED_16BIT
+from .textlines import Collector, Line
 
 Key = tuple[int, int, int | None]  # GPU, link, lane
 Where = tuple[int, str | None, int, int | None]  # GPU, its UUID, link, lane

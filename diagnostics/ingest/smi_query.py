@@ -24,9 +24,10 @@ import re
 from typing import Any
 
 from ..enums import LinkState, LinkType
+from ..metrics import SATURATED_16BIT
 from ..values import gauge, number
 from .base import IngestResult, Source
-from .textlines import SATURATED_16BIT, Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
+from .textlines import Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
 _GPU = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")

@@ -19,8 +19,6 @@ from ..tables import TABLES
 from ..values import Refused, describe, no_value
 from .base import IngestResult, IngestWarning, Source
 
-SATURATED_16BIT = 65535
-
 _PROVENANCE = re.compile(r"^\s*#\s*(?:source|note)\s*:", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _ELISION = re.compile(r"^\s*(?:\[\s*\.\.\.\s*\]|\.{3,}|…|--)\s*$")  # `--`: grep -A/-B/-C's gap between groups
