@@ -7,7 +7,7 @@ A metric's name and unit are the metric table's (`metrics`): counters are rates 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import pandas as pd
@@ -68,6 +68,15 @@ def totals(values: Mapping[str, float]) -> str:
     parts = SUMS["crc"] if "crc" in values else ()
     shown = [f"{label(k)} {number(v)}" for k, v in values.items() if v and k not in parts]
     return (", ".join(shown) + " since reset") if shown else "no errors since reset"
+
+
+def pinned(names: Sequence[str], at: float) -> str:
+    """Counters read at the most they hold: they count no further, so their totals and the rates from them are
+    lower bounds (the one wording of it, which every answer and ticket shows)."""
+    said = " and ".join(label(n) for n in names) or "a counter"
+    return (f"{said} pinned at {number(at)}, {'their' if len(names) > 1 else 'its'} maximum: "
+            f"{'they count' if len(names) > 1 else 'it counts'} no further, so the count since reset and any rate "
+            "from it are lower bounds")
 
 
 def lanes_lost(width: int, max_width: int) -> str:

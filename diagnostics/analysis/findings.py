@@ -13,7 +13,7 @@ from .. import format as fmt
 from ..components import ComponentRef, peer_name, switch_name
 from ..config.thresholds import MISSING_RULE, Thresholds
 from ..enums import ComponentKind, LinkState, LinkType, Severity
-from ..metrics import COUNTERS, LEVELS, RATES, applies
+from ..metrics import COUNTERS, LEVELS, RATES, SATURATED_16BIT, SUMS, applies
 from ..model import Crossing, Finding
 from ..values import limits
 from .rules import LinkFacts, crossings, state_crossing, summarize
@@ -117,6 +117,8 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         evidence.append(f"counter reset {int(row['resets'])}x in the window (reboot or driver reload), handled")
     if _num(row.get("gen_lost_idle")):
         evidence.append("PCIe generation below maximum at idle: power saving, not a fault")
+    crossed, said = _pinned(row, facts.totals, crossed)
+    evidence.extend(said)
     severity, ratio = summarize(crossed)
     ref = ref_of(row)
     if ref.kind is ComponentKind.NVLINK and ref.link is None and ref.gpu is not None:
@@ -149,6 +151,20 @@ _HEALTHY = Finding.model_construct(ref=ComponentRef.nvlink(None, None), link_typ
                                    counts={}, rates_per_hour={}, levels={}, crossed=[], severity=Severity.OK,
                                    worst_ratio=None, switch=None, lanes=[], width=None, max_width=None,
                                    evidence=[])
+
+
+def _pinned(row: Mapping[str, Any], totals: Mapping[str, float],
+            crossed: list[Crossing]) -> tuple[list[Crossing], list[str]]:
+    """A link whose last reading holds a counter pinned at its 16-bit maximum (`saturated`): each rule crossed on
+    that counter says its rate is a lower bound, or, where none is, the evidence does (`format.pinned`)."""
+    if not (_present(row.get("saturated")) and bool(row.get("saturated"))):
+        return crossed, []
+    names = [c for c, total in totals.items() if total == SATURATED_16BIT and c not in SUMS]
+    said = fmt.pinned(names, SATURATED_16BIT)
+    on = [c for c in crossed if not names or set(SUMS.get(c.counter, (c.counter,))) & set(names)]
+    if not on:
+        return crossed, [said]
+    return [c.model_copy(update={"message": f"{c.message}; {said}"}) if c in on else c for c in crossed], []
 
 
 def _congestion(row: Mapping[str, Any], thresholds: Thresholds) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from diagnostics import format as fmt
 from tests.conftest import FIXTURES
 
 REAL = FIXTURES / "real"
@@ -24,9 +25,10 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return out
 
 
-def _doors(capsys: pytest.CaptureFixture[str], store: Path, name: str, *dated: str) -> list[dict[str, Any]]:
-    """The JSON answer of the file itself, then of the store it was ingested into; their text answers alike (but
-    for the file's word that its readings carry no time, where it has none)."""
+def _doors(capsys: pytest.CaptureFixture[str], store: Path, name: str,
+           *dated: str) -> tuple[list[dict[str, Any]], str]:
+    """The JSON answers of the file itself and of the store it was ingested into, and the text answer they give
+    alike (but for the file's word that its readings carry no time, where it has none)."""
     path = str(REAL / name)
     end = ["--end", dated[0]] if dated else []
     at = ["--at", dated[0]] if dated else []
@@ -36,7 +38,7 @@ def _doors(capsys: pytest.CaptureFixture[str], store: Path, name: str, *dated: s
     undated = [line for line in direct[1].splitlines() if "carry no time" in line]
     assert [line for line in direct[1].splitlines() if line not in undated] == stored[1].splitlines()
     assert len(undated) == bool(dated)
-    return [json.loads(direct[0]), json.loads(stored[0])]
+    return [json.loads(direct[0]), json.loads(stored[0])], stored[1]
 
 
 def _link(diagnosis: dict[str, Any], gpu: int, link: int) -> dict[str, Any]:
@@ -50,7 +52,7 @@ def _link(diagnosis: dict[str, Any], gpu: int, link: int) -> dict[str, Any]:
 ])
 def test_dated_readings_give_one_answer_and_their_own_rates(name: str, rates: dict[str, float], tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    answers = _doors(capsys, tmp_path / "store", name)
+    answers, _ = _doors(capsys, tmp_path / "store", name)
     for answer in answers:
         found = _link(answer, 2, 0)
         assert {k: found["rates_per_hour"][k] for k in rates} == rates
@@ -62,7 +64,7 @@ def test_dated_readings_give_one_answer_and_their_own_rates(name: str, rates: di
 def test_undated_readings_give_one_answer_from_the_later_reading(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """Two readings with no time: no rate, and the totals are the later reading's (2 replays, 45,068 CRC errors)."""
-    answers = _doors(capsys, tmp_path / "store", "nvlink_e_v100_short_form_2.txt", AT)
+    answers, _ = _doors(capsys, tmp_path / "store", "nvlink_e_v100_short_form_2.txt", AT)
     for answer in answers:
         found = _link(answer, 2, 0)
         assert found["rates_per_hour"] == {} and found["counts"]["replay"] == 2 and found["counts"]["crc"] == 45068
@@ -70,3 +72,20 @@ def test_undated_readings_give_one_answer_from_the_later_reading(tmp_path: Path,
     assert answers[0]["findings"] == answers[1]["findings"]
     assert {k: v for k, v in answers[0].items() if k != "warnings"} == {k: v for k, v in answers[1].items()
                                                                          if k != "warnings"}
+
+
+def test_a_pinned_counter_is_said_a_lower_bound_through_each_door(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """GPU 2 link 0's CRC count reaches 65535, its maximum, at 10:30: the text and JSON answers and the tickets, of
+    the file and of the store, say in one wording that its 113,442/h is a lower bound."""
+    said = fmt.pinned(["crc_flit"], 65535)
+    name = "nvlink_e_v100_no_errors_forms_1.txt"
+    answers, text = _doors(capsys, tmp_path / "store", name)
+    for answer in answers:
+        assert [c["message"] for c in _link(answer, 2, 0)["crossed"]] == [f"CRC errors 113,442/h > 100/h (crc); {said}"]
+    row = next(line for line in text.splitlines() if line.lstrip().startswith("GPU 2 -> GPU 0 NVLink 0"))
+    assert row.endswith(f"CRC errors 113,442/h > 100/h (crc); {said}")
+    tickets = [_run(capsys, "ticket", str(REAL / name), "--node", "v100", "--link", "gpu2-nvlink0"),
+               _run(capsys, "ticket", "v100", "--store", str(tmp_path / "store"), "--link", "gpu2-nvlink0")]
+    for ticket in tickets:
+        assert f"- GPU 2 -> GPU 0 NVLink 0: CRC errors 113,442/h > 100/h (crc); {said}" in ticket.splitlines()
