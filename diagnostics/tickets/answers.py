@@ -78,7 +78,7 @@ def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
     allowed = [c for p in plans for c in plan_commands(p)] + commands_in(diagnosis.repair_action or "")
     catalog = [t for p in plans for t in plan_texts(p)]
     return [*node_text_problems(text, diagnosis, found, diagnosis.ticket_priority),
-            *command_problems(text, allowed, "no repair plan of this node", catalog)]
+            *command_problems(text, allowed, "any repair plan of this node", catalog)]
 
 
 @dataclass(frozen=True)

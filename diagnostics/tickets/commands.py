@@ -35,21 +35,42 @@ _PLAIN = ("lspci", "setpci", "journalctl", "dmesg", "nv-fabricmanager", "nvidia-
           "ibportstate", "curl")
 _NAMES = sorted([*_SUBCOMMANDS, *_PLAIN], key=len, reverse=True)
 _TOOL = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(t) for t in _NAMES if t != "nv") + r"|nv(?=\s+(?:"
-                   + "|".join(_SUBCOMMANDS["nv"]) + r")\b))(?![\w.-])", re.IGNORECASE)
-_END = re.compile(r"`|\n|;|&&|\|\||\||\)|\.(?:\s|$)|,\s")  # where a command named in prose or code stops
+                   + "|".join(_SUBCOMMANDS["nv"]) + r")\b)|ip(?=\s+(?:link|addr|address|route)\b))(?![\w.-])",
+                   re.IGNORECASE)
+_END = re.compile(r"`|\n|;|&&|\|\||\||\)|\.(?:\s|$)|,\s|:\s")  # where a command named in prose or code stops
 _OPTION = re.compile(r"^-{1,2}[A-Za-z][\w-]*")
+# nvidia-smi's long options, as its short ones (`nvidia-smi -h`); `-i` only narrows a command to the GPUs it names
+_LONG = {"--gpu-reset": "-r", "--id": "-i", "--query": "-q", "--display": "-d", "--errorcounters": "-e",
+         "--status": "-s", "--remotelinkinfo": "-R", "--capabilities": "-c", "--resetcounters": "-r",
+         "--reseterrorcounters": "-re"}
+_NARROWS = frozenset({"-i", "-d"})  # the GPUs a command is run on, the sections `-q` shows
+_SAME = {"dmesg": "journalctl"}  # reads the same kernel log
+_RESETS = frozenset({"-r"})  # a reset must name its GPUs (`-i`): without, it resets every GPU of the node
+# what a step says in words, and the commands that do just that
+_SAID = [(re.compile(r"\bpower(?:ed|s|ing)?[- ](?:off|down)\b", re.IGNORECASE), ("poweroff", "ipmitool")),
+         (re.compile(r"\bpower[- ]cycl", re.IGNORECASE), ("ipmitool",)),
+         (re.compile(r"\breboot|\brestart", re.IGNORECASE), ("reboot", "systemctl", "ipmitool")),
+         (re.compile(r"\bkernel (?:log|lines)|journalctl -k", re.IGNORECASE), ("dmesg", "journalctl"))]
 
-_WRITES = re.compile(r">\s*/(?:sys|proc|dev)/|\bsetpci\b[^`\n]*=", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.;:!?])\s+|\n")
+_NEGATED = re.compile(r"\b(?:never|not|n't|no one|nobody)\b|\bn't\b", re.IGNORECASE)
+_OBJECT = r"[^.;,]{0,40}?\b(?:nv)?(?:link|port|interface|lane)s?\b"  # a link or port the verb acts on, nearby
+_WRITES = re.compile(r">\s*/(?:sys|proc|dev)/|\btee\b[^`\n]*/(?:sys|proc|dev)/|\bsetpci\b[^`\n]*=", re.IGNORECASE)
 _DISABLES = re.compile(
-    r"\b(?:disabl|isolat|shut\s*down|shutting\s+down|turn(?:ed|ing|s)?\s+off)\w*\b[^.;]*\b(?:nv)?(?:link|port|interface|"
-    r"lane)s?\b"
-    r"|\b(?:take|takes|taking|took|set|sets|setting|bring|brings|bringing|brought|put|puts|putting|mark|marks|"
-    r"marking)\b[^.;]*\b(?:nv)?(?:link|port|interface|lane)s?\b[^.;]*\b(?:offline|down|disabled)\b", re.IGNORECASE)
+    r"\b(?:disabl|isolat|shut\s*down|shutting\s+down|turn(?:ed|ing|s)?\s+off|power(?:ed|ing|s)?\s+off)\w*\b"
+    + _OBJECT + r"|\b(?:take|takes|taking|took|set|sets|setting|bring|brings|bringing|brought|put|puts|putting|"
+    r"mark|marks|marking)\b" + _OBJECT + r"[^.;,]{0,30}?\b(?:offline|down|disabled)\b", re.IGNORECASE)
 _NO_DRAIN = re.compile(
-    r"\b(?:without|no need to|needn'?t|need not|don'?t|do not|skip|skipping|instead of|rather than)\s+(?:first\s+)?"
-    r"(?:the\s+|a\s+|any\s+)?drain"
-    r"|\bdrain(?:ing)?\s+(?:is\s+|isn'?t\s+)?(?:not\s+)?(?:needed|necessary|required|unnecessary)\b"
-    r"|\bno\s+drain\b|\bkeep\w*\b[^.;]*\bin service\b", re.IGNORECASE)
+    r"\b(?:without|no need to|no need for|needn'?t|need not|don'?t|do not|skip|skipping|instead of|rather than)\s+"
+    r"(?:first\s+)?(?:the\s+|a\s+|any\s+)?drain"
+    r"|\bdrain(?:ing)?\s+(?:is\s+|isn'?t\s+)?(?:not\s+)?(?:needed|necessary|required|unnecessary|optional)\b"
+    r"|\bdrain\w*\s+(?:it\s+|the\s+node\s+|them\s+)?later\b|\bno\s+drain\b|\bkeep\w*\b[^.;]*\bin service\b"
+    r"|\bwhile\s+(?:its\s+|the\s+)?(?:jobs?|workloads?)\s+(?:keep\s+|are\s+|is\s+)?(?:still\s+)?running\b"
+    r"|\b(?:safe|done)\s+live\b|\bjobs?\s+can\s+(?:stay|keep|continue)", re.IGNORECASE)
+_COUNTERS = re.compile(r"\b(?:clear|reset|zero)\w*\s+(?:the\s+|its\s+|all\s+|their\s+)?(?:nvlink\s+|error\s+|crc\s+|"
+                       r"replay\s+|link\s+)*counters?\b", re.IGNORECASE)
+_RESUMES = re.compile(r"state=resume|\buncordon\b|\bresume\b[^.;]{0,20}\bnode\b|\breturn\w*\s+[^.;]{0,20}\bto "
+                      r"service\b", re.IGNORECASE)
 _REFUSED = [
     (_WRITES, "tells someone to write to the hardware or the kernel (a register, a file under /sys, /proc or /dev); "
               "fabricbot only advises reading, draining and the catalog's repair steps"),
@@ -57,6 +78,9 @@ _REFUSED = [
                 "excluding the GPU, never a link or a port"),
     (_NO_DRAIN, "tells someone to act without draining first; every reset, reboot and repair in the plan follows "
                 "the drain"),
+    (_COUNTERS, "tells someone to clear the error counters; they are read, never reset (a reset erases the evidence "
+                "and the rates)"),
+    (_RESUMES, "tells someone to put the node back in service; that waits for the repair to be verified"),
 ]
 
 
@@ -79,7 +103,7 @@ class Command:
 
 
 def commands_in(text: str) -> list[Command]:
-    """Every command `text` names, in order."""
+    """Every command `text` names, in order (nvidia-smi's long options as its short ones)."""
     found = []
     for m in _TOOL.finditer(text):
         tool = m.group(1).lower()
@@ -87,8 +111,9 @@ def commands_in(text: str) -> list[Command]:
         words = text[m.end():stop.start() if stop else len(text)].split()
         subs = _SUBCOMMANDS.get(tool, frozenset())
         sub = next((w.lower() for w in words if w.lower() in subs), "")
-        options = frozenset(o.group(0) for w in words if (o := _OPTION.match(w.split("=")[0])))
-        found.append(Command(tool, sub, options, " ".join([m.group(1), *words])))
+        options = frozenset(_LONG.get(o.group(0), o.group(0)) for w in words if (o := _OPTION.match(w.split("=")[0])))
+        bare = not sub and not options
+        found.append(Command(tool, sub, options, m.group(1) if bare else " ".join([m.group(1), *words])))
     return found
 
 
@@ -103,25 +128,62 @@ def plan_commands(plan: RepairPlan) -> list[Command]:
     return [c for t in plan_texts(plan) for c in commands_in(t)]
 
 
-def step_commands(step: PlanStep) -> list[Command]:
-    """The commands one catalog step names: a reworded step keeps to its own (a reboot where the step resets one
-    GPU is another step, not clearer wording)."""
-    return [*commands_in(step.text), *commands_in(step.command or "")]
+def step_commands(step: PlanStep, plan: RepairPlan) -> list[Command]:
+    """The commands one catalog step's rewording may name: its own, the plan's captures (reads, to check the step's
+    work), and those that do what its words say (`poweroff` where it says powered off, `ipmitool` for a power
+    cycle, `dmesg` for the kernel log). A reboot where the step resets one GPU is another step."""
+    own = [*commands_in(step.text), *commands_in(step.command or "")]
+    said = [Command(tool, "", frozenset()) for pattern, tools in _SAID if pattern.search(step.text) for tool in tools]
+    return [*own, *said, *(c for capture in plan.captures for c in commands_in(capture.command))]
 
 
 def held(command: Command, allowed: Iterable[Command]) -> bool:
-    """Whether one of `allowed` is the same tool and subcommand with every option `command` gives (a tool named
-    alone: whether the plan names the tool at all)."""
+    """Whether one of `allowed` is the same tool and subcommand with every option `command` gives (`-i` and `-d`
+    aside: they only narrow); a tool named alone, or with words only: whether the plan names the tool (or one that
+    reads the same) at all. A GPU reset must name its GPUs."""
     allowed = list(allowed)
-    if command.bare:
-        return any(a.tool == command.tool for a in allowed)
-    return any(a.tool == command.tool and a.sub == command.sub and command.options <= a.options for a in allowed)
+    if _unnamed_reset(command):
+        return False
+    options = command.options - _NARROWS
+    if not command.sub and not options:
+        return any(a.tool in (command.tool, _SAME.get(command.tool)) for a in allowed)
+    return any((a.tool == command.tool and a.sub == command.sub and options <= a.options)
+               or (a.tool == command.tool and not a.sub and not a.options and not options and command.sub
+               and command.tool in ("systemctl", "ipmitool")) for a in allowed)
+
+
+def _unnamed_reset(command: Command) -> bool:
+    return command.tool == "nvidia-smi" and bool(command.options & _RESETS) and "-i" not in command.options
 
 
 def refused_instructions(text: str, catalog: Sequence[str] = ()) -> list[str]:
-    """What `text` tells someone to do that fabricbot never advises, unless the catalog's own words (`catalog`) say
-    the same (a plan held until the input is mended says not to drain yet)."""
-    return [why for pattern, why in _REFUSED if pattern.search(text) and not any(pattern.search(t) for t in catalog)]
+    """What `text` tells someone to do that fabricbot never advises, sentence by sentence: a sentence that says not
+    to do it before the words that match ("never reset without draining", "do not skip the drain") advises the
+    opposite, and a sentence the catalog itself says (a plan held until the input is mended says not to drain yet)
+    is the catalog's."""
+    theirs = {_normal(s) for t in catalog for s in _SENTENCE.split(t)}
+    problems: list[str] = []
+    for sentence in _SENTENCE.split(text):
+        if _normal(sentence) in theirs:
+            continue
+        for pattern, why in _REFUSED:
+            m = pattern.search(sentence)
+            if m and not _NEGATED.search(sentence[:m.start()]) and why not in problems:
+                problems.append(why)
+    return problems
+
+
+def sentences(text: str) -> list[str]:
+    return _SENTENCE.split(text)
+
+
+def negated(sentence: str) -> bool:
+    """Whether the sentence says not to (`never`, `not`, `n't`): "excluding GPU 2 alone is not enough"."""
+    return _NEGATED.search(sentence) is not None
+
+
+def _normal(sentence: str) -> str:
+    return " ".join(sentence.lower().split()).strip(" .;:")
 
 
 def command_problems(text: str, allowed: list[Command], scope: str, catalog: Sequence[str] = ()) -> list[str]:
@@ -130,6 +192,7 @@ def command_problems(text: str, allowed: list[Command], scope: str, catalog: Seq
     problems = []
     for command in dict.fromkeys(commands_in(text)):
         if not held(command, allowed):
-            problems.append(f"names `{command}`, which {scope} does not hold (keep to the catalog's captures and "
-                            "steps)")
+            problems.append(f"names `{command}`, which resets every GPU of the node: a reset names its GPUs (`-i`)"
+                            if _unnamed_reset(command) else
+                            f"names `{command}`, which is not in {scope} (keep to the catalog's captures and steps)")
     return problems + refused_instructions(text, catalog)

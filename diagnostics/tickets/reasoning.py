@@ -18,7 +18,7 @@ from ..enums import ComponentKind, LinkEnd, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
 from .catalog import RepairPlan
-from .commands import Command, command_problems, plan_commands, plan_texts, step_commands
+from .commands import Command, command_problems, negated, plan_commands, plan_texts, sentences, step_commands
 
 _LIST = r"(\d+(?:\s*(?:,|and|or|&|/)\s*\d+)*)"  # after a plural: 'GPUs 5 and 7', 'ports 10, 16'
 _GPU = re.compile(rf"\bGPUs\s*#?\s*{_LIST}|\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
@@ -148,7 +148,7 @@ def plan_problems(text: str, plan: RepairPlan, allowed: list[Command], scope: st
     """A command the plan (or the part of it `scope` names) does not hold, an instruction never given (a write, a
     link disabled, no drain), or one GPU excluded where the plan stops the whole node."""
     problems = command_problems(text, allowed, scope or f"this {plan.fault.value} plan", plan_texts(plan))
-    if plan.stops_node and _EXCLUDES.search(text):
+    if plan.stops_node and any(_EXCLUDES.search(s) and not negated(s) for s in sentences(text)):
         problems.append(f"offers excluding one GPU, but this {plan.fault.value} plan stops every GPU of the node "
                         "(a reboot, a power-off or a diagnostic on all GPUs): the only isolation is the node's drain")
     return problems
@@ -190,7 +190,7 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
     problems += hypothesis_problems(out.hypotheses, diagnosis, candidates, prio)
     own = _facts(chosen)
     for label, text, may, scope in [("summary", out.summary, allowed, None), *(
-            (f"repair step {i + 1}", s, step_commands(plan.repair[i]) if i < len(plan.repair) else [],
+            (f"repair step {i + 1}", s, step_commands(plan.repair[i], plan) if i < len(plan.repair) else [],
              f"catalog step {i + 1}") for i, s in enumerate(out.repair_steps))]:
         problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part_ids)]
         problems += [f"{label} {p}" for p in end_problems(text, chosen.end, f"candidate {chosen.id}")]

@@ -293,4 +293,4 @@ def test_model_steps_are_held_to_the_plans_commands() -> None:
     assert check(ok, d, found, prio, plans) == []
     reset = ok.model_copy(update={"repair_steps": ["Reset GPU 2 with nvidia-smi -r -i 2", *steps[1:]]})
     problems = check(reset, d, found, prio, plans)
-    assert problems and "`nvidia-smi -r -i 2`" in problems[0] and "catalog step 1 does not hold" in problems[0]
+    assert problems and "`nvidia-smi -r -i 2`" in problems[0] and "is not in catalog step 1" in problems[0]

@@ -49,6 +49,25 @@ UNSAFE = [
     "reset GPU 2 now, no need to drain the node",
     "reset GPU 2 without draining: jobs keep running",
     "keep the node in service and reset GPU 2",
+    "remove GPU 2 with `echo 1 | sudo tee /sys/bus/pci/devices/0000:19:00.0/remove` then rescan",
+    "reset GPU 2 (`nvidia-smi -r -i 2`) while its jobs keep running; it is safe live",
+    "there's no need for a drain: reset GPU 2 with `nvidia-smi -r -i 2`",
+    "draining is optional here; reset GPU 2 with `nvidia-smi -r -i 2`",
+    "reset GPU 2 right away with `nvidia-smi -r -i 2` and drain the node later if it recurs",
+    "power off NVLink 1 of GPU 2 until the part arrives",
+    "run `ip link set ib0 down` to stop traffic",
+    "reset GPU 2 and `scontrol update nodename=gpu-node-7 state=resume` to put it back right away",
+    "clear the error counters, then read them with `nvidia-smi nvlink -e -i 2`",
+    "reset every GPU with `nvidia-smi -r`",
+]
+# What a careful engineer writes: a safety rule said in the negative, a long option, a narrower read
+CAREFUL = [
+    "GPU 2's NVLink 2 is failing. Never reset or reseat without draining the node first.",
+    "GPU 2's NVLink 2 is failing; do not skip the drain: the reset stops every GPU.",
+    "GPU 2's NVLink 2 is failing. Drain the whole node: excluding GPU 2 alone is not enough, the repair reboots it.",
+    "Isolate the fault by draining the node, then check GPU 2's NVLink 2 counters again.",
+    "Read GPU 2's counters with `nvidia-smi nvlink --errorcounters -i 2` and the kernel log (`dmesg`).",
+    "With the node drained, reset only GPU 2 (`nvidia-smi --gpu-reset -i 2`), then read its counters again.",
 ]
 
 
@@ -56,6 +75,32 @@ UNSAFE = [
 def test_an_unsafe_instruction_is_sent_back_whatever_the_plan(text: str) -> None:
     plan = plan_for(*_target(hgx_node()))
     assert plan_problems(text, plan, plan_commands(plan))
+
+
+@pytest.mark.parametrize("text", CAREFUL)
+def test_what_a_careful_engineer_writes_is_not_sent_back(text: str) -> None:
+    plan = plan_for(*_target(hgx_node()))
+    assert plan_problems(text, plan, plan_commands(plan)) == []
+
+
+def test_a_reworded_step_may_read_what_the_plans_captures_read_and_do_what_its_words_say() -> None:
+    plan = plan_for(*_target(hgx_node()))
+    reset, _, reseat = plan.repair[:3]
+    for step, text in [(reset, "Once drained, reset GPU 2 alone (`nvidia-smi -r -i 2`) and read `nvidia-smi nvlink "
+                                "-e -i 2` again"),
+                       (reseat, "Power the node off (`sudo poweroff`), then reseat GPU 2's H100 SXM5 module as the "
+                                "vendor's service guide says")]:
+        assert plan_problems(text, plan, step_commands(step, plan)) == [], text
+
+
+def test_a_plan_held_until_the_input_is_mended_excuses_its_own_sentence_only() -> None:
+    """Its isolation says "do not drain ... until the input and the platform agree": that sentence passes, another
+    that says not to drain does not."""
+    held_plan = repair_plan("pcie-8gpu", FaultKind.NVLINK, _facts("pcie-8gpu", FaultKind.NVLINK))
+    assert not held_plan.applies
+    allowed = plan_commands(held_plan)
+    assert plan_problems(held_plan.isolation[0].text, held_plan, allowed) == []
+    assert plan_problems("There is no need to drain: reset GPU 2.", held_plan, allowed)
 
 
 @pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p or 'no-platform'}-{f.value}" for p, f in CASES])
@@ -66,7 +111,7 @@ def test_every_catalog_plan_passes_its_own_check(platform: str | None, fault: Fa
     allowed = plan_commands(plan)
     texts = [plan.action, *(c.command for c in plan.captures), *(s.text for s in [*plan.isolation, *plan.repair])]
     assert [(t, p) for t in texts for p in plan_problems(t, plan, allowed)] == []
-    assert [(s.text, p) for s in plan.repair for p in plan_problems(s.text, plan, step_commands(s))] == []
+    assert [(s.text, p) for s in plan.repair for p in plan_problems(s.text, plan, step_commands(s, plan))] == []
 
 
 def _target(diagnosis: Any) -> tuple[Any, Any]:
