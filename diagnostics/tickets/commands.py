@@ -4,8 +4,10 @@ A command is its tool, its subcommand where the tool has them, and its options: 
 (nvidia-smi, nvlink, {-e, -i}). A text may name a command only where the plan holds one of the same tool and
 subcommand with every option the text gives (values aside: GPU and link numbers are held to the facts elsewhere), so
 `nvidia-smi nvlink -r` (which zeroes the counters) is not the plan's `nvidia-smi nvlink -e`. A tool the plan never
-names (`setpci`, `rmmod`, `nv set`) is refused outright. Some instructions are refused whatever the plan holds: a
-write into the kernel's files, a link or port disabled or taken offline, a repair without the drain.
+names (`setpci`, `rmmod`, `nv set`) is refused outright. Some instructions are refused whatever the plan holds,
+sentence by sentence: a write into the hardware or the kernel's files, a link or port disabled or taken offline, a
+repair without the drain, the counters cleared, the node put back in service. A sentence that says not to do it
+before the words that match advises the opposite; a sentence the catalog itself holds is the catalog's.
 """
 
 from __future__ import annotations
@@ -47,13 +49,15 @@ _NARROWS = frozenset({"-i", "-d"})  # the GPUs a command is run on, the sections
 _SAME = {"dmesg": "journalctl"}  # reads the same kernel log
 _RESETS = frozenset({"-r"})  # a reset must name its GPUs (`-i`): without, it resets every GPU of the node
 # what a step says in words, and the commands that do just that
-_SAID = [(re.compile(r"\bpower(?:ed|s|ing)?[- ](?:off|down)\b", re.IGNORECASE), ("poweroff", "ipmitool")),
-         (re.compile(r"\bpower[- ]cycl", re.IGNORECASE), ("ipmitool",)),
-         (re.compile(r"\breboot|\brestart", re.IGNORECASE), ("reboot", "systemctl", "ipmitool")),
-         (re.compile(r"\bkernel (?:log|lines)|journalctl -k", re.IGNORECASE), ("dmesg", "journalctl"))]
+_SAID = [(re.compile(r"\bpower(?:ed|s|ing)?[- ](?:off|down)\b", re.IGNORECASE),
+          (("poweroff", ""), ("systemctl", "poweroff"), ("ipmitool", "chassis"))),
+         (re.compile(r"\bpower[- ]cycl", re.IGNORECASE), (("ipmitool", "chassis"),)),
+         (re.compile(r"\breboot|\brestart", re.IGNORECASE),
+          (("reboot", ""), ("systemctl", "reboot"), ("ipmitool", "chassis"))),
+         (re.compile(r"\bkernel (?:log|lines)|journalctl -k", re.IGNORECASE), (("dmesg", ""), ("journalctl", "")))]
 
 _SENTENCE = re.compile(r"(?<=[.;:!?])\s+|\n")
-_NEGATED = re.compile(r"\b(?:never|not|n't|no one|nobody)\b|\bn't\b", re.IGNORECASE)
+_NEGATED = re.compile(r"\b(?:never|not|no one|nobody)\b|n't\b", re.IGNORECASE)
 _OBJECT = r"[^.;,]{0,40}?\b(?:nv)?(?:link|port|interface|lane)s?\b"  # a link or port the verb acts on, nearby
 _WRITES = re.compile(r">\s*/(?:sys|proc|dev)/|\btee\b[^`\n]*/(?:sys|proc|dev)/|\bsetpci\b[^`\n]*=", re.IGNORECASE)
 _DISABLES = re.compile(
@@ -96,11 +100,6 @@ class Command:
     def __str__(self) -> str:
         return self.written or " ".join(filter(None, (self.tool, self.sub, *sorted(self.options))))
 
-    @property
-    def bare(self) -> bool:
-        """The tool named alone ('check dmesg'), with nothing it is told to do."""
-        return not self.sub and not self.options
-
 
 def commands_in(text: str) -> list[Command]:
     """Every command `text` names, in order (nvidia-smi's long options as its short ones)."""
@@ -112,8 +111,8 @@ def commands_in(text: str) -> list[Command]:
         subs = _SUBCOMMANDS.get(tool, frozenset())
         sub = next((w.lower() for w in words if w.lower() in subs), "")
         options = frozenset(_LONG.get(o.group(0), o.group(0)) for w in words if (o := _OPTION.match(w.split("=")[0])))
-        bare = not sub and not options
-        found.append(Command(tool, sub, options, m.group(1) if bare else " ".join([m.group(1), *words])))
+        said = m.group(1) if not sub and not options else " ".join([m.group(1), *words])  # prose after a bare tool
+        found.append(Command(tool, sub, options, said))
     return found
 
 
@@ -133,7 +132,8 @@ def step_commands(step: PlanStep, plan: RepairPlan) -> list[Command]:
     work), and those that do what its words say (`poweroff` where it says powered off, `ipmitool` for a power
     cycle, `dmesg` for the kernel log). A reboot where the step resets one GPU is another step."""
     own = [*commands_in(step.text), *commands_in(step.command or "")]
-    said = [Command(tool, "", frozenset()) for pattern, tools in _SAID if pattern.search(step.text) for tool in tools]
+    said = [Command(tool, sub, frozenset())
+            for pattern, does in _SAID if pattern.search(step.text) for tool, sub in does]
     return [*own, *said, *(c for capture in plan.captures for c in commands_in(capture.command))]
 
 
@@ -147,9 +147,7 @@ def held(command: Command, allowed: Iterable[Command]) -> bool:
     options = command.options - _NARROWS
     if not command.sub and not options:
         return any(a.tool in (command.tool, _SAME.get(command.tool)) for a in allowed)
-    return any((a.tool == command.tool and a.sub == command.sub and options <= a.options)
-               or (a.tool == command.tool and not a.sub and not a.options and not options and command.sub
-               and command.tool in ("systemctl", "ipmitool")) for a in allowed)
+    return any(a.tool == command.tool and a.sub == command.sub and options <= a.options for a in allowed)
 
 
 def _unnamed_reset(command: Command) -> bool:
@@ -161,9 +159,9 @@ def refused_instructions(text: str, catalog: Sequence[str] = ()) -> list[str]:
     to do it before the words that match ("never reset without draining", "do not skip the drain") advises the
     opposite, and a sentence the catalog itself says (a plan held until the input is mended says not to drain yet)
     is the catalog's."""
-    theirs = {_normal(s) for t in catalog for s in _SENTENCE.split(t)}
+    theirs = {_normal(s) for t in catalog for s in sentences(t)}
     problems: list[str] = []
-    for sentence in _SENTENCE.split(text):
+    for sentence in sentences(text):
         if _normal(sentence) in theirs:
             continue
         for pattern, why in _REFUSED:
@@ -174,6 +172,7 @@ def refused_instructions(text: str, catalog: Sequence[str] = ()) -> list[str]:
 
 
 def sentences(text: str) -> list[str]:
+    """The text's sentences (and clauses after `;` or `:`), where a refusal and its negation are judged."""
     return _SENTENCE.split(text)
 
 
