@@ -83,7 +83,10 @@ class NcclTestsReader:
         hosts: list[str] = []
         table: _Table | None = None
         in_place_first = False
+        last: int | None = None
+        results = False  # a line of its results (a row, read or not, or its average)
         for line in classify(source, out):
+            last = line.number
             if line.kind in ("command", "continuation") and (cmd := _COMMAND.search(line.command or "")):
                 collective = _named(cmd["coll"], named)
             if skip_shell(line, out):
@@ -104,6 +107,7 @@ class NcclTestsReader:
                 out.warn(line.number, f"{stripped[:60]!r} is not a `# Rank N Pid P on HOST device D` line as "
                                       "nccl-tests prints one (a damaged line?); its host is not read")
             elif avg := _AVG.match(stripped):
+                results = True
                 value = out.checked("gauge", line.number, avg["value"], "bandwidth_gbps", "Avg bus bandwidth")
                 if value is not None:
                     row = out.add("step_samples", line.number, collective=collective, busbw_gbps=value)
@@ -123,6 +127,7 @@ class NcclTestsReader:
             elif _KNOWN.match(stripped):
                 out.flush()  # a known line ends a run of unread ones
             elif stripped[:1].isdigit():
+                results = True
                 for row in _data_row(out, line, text, table):
                     row["collective"] = collective
                     if collective is None:
@@ -135,6 +140,10 @@ class NcclTestsReader:
         elif any("size_bytes" in row for row in unnamed):
             out.warn(None, "no `*_perf` command line or `Collective test` line names the collective of "
                            f"{len(unnamed)} rows; they carry none")
+        if not results and (hosts or named or collective or table is not None):
+            out.warn(last, f"the run's header ({len(hosts)} host{'s' if len(hosts) != 1 else ''}) is read, but the "
+                           "output ends before any row of its results table or its `# Avg bus bandwidth` line (cut "
+                           "off?): no bandwidth is read")
         frame_hosts = ",".join(hosts) or node_id
         for row in out.rows.get("step_samples", []):
             row["node_ids"] = frame_hosts

@@ -283,3 +283,15 @@ def test_a_trace_replay_row_has_in_place_figures_only_and_tagged_lines_are_read(
     tagged = read_text("[1,0]<stdout>:" + "\n[1,0]<stdout>:".join(["$ ./all_reduce_perf", header, row.replace(
         " " * 32, "    28.15   37.25   65.19      0")]), fmt="nccl_tests")["step_samples"]
     assert tagged["busbw_gbps"].tolist() == [65.19, 66.67]
+
+
+def test_an_output_cut_before_its_results_says_so_where_it_read_nothing() -> None:
+    """Cut after its `Rank` lines, a run read nothing and said only that its last line was cut."""
+    text = (REAL / "nccl_allreduce_1.txt").read_text()
+    head = text[:text.index("#  Rank  3")]
+    result = read_text(head, "nccl_tests")
+    assert result["step_samples"].empty
+    said = [w.message for w in result.warnings if "results table" in w.message]
+    assert said == ["the run's header (1 host) is read, but the output ends before any row of its results table or "
+                    "its `# Avg bus bandwidth` line (cut off?): no bandwidth is read"]
+    assert not [w for w in read(REAL / "nccl_allreduce_1.txt").warnings if "results table" in w.message]
