@@ -231,7 +231,8 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
     where = ", ".join(p.name if isinstance(p, Source) else str(p) for p in paths[:3])
     chosen = node or (named[0] if len(named) == 1 else stepped[0] if len(stepped) == 1 else None)
     if chosen is None:
-        listed = ", ".join((named or stepped)[:10])
+        both = named or stepped
+        listed = ", ".join(both[:10]) + (f" and {len(both) - 10} more" if len(both) > 10 else "")
         said = (f"names {len(named)} nodes ({listed})" if named
                 else f"names no node's link telemetry; its steps run on {len(stepped)} nodes ({listed})" if stepped
                 else "names no node")

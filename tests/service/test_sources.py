@@ -169,3 +169,20 @@ def test_a_window_asked_to_end_after_the_readings_says_it_ends_as_asked(bundled_
         said.append([w for w in warnings if w.startswith("no link reading from hpc-gpu-node-12 since")])
     assert said[0] == said[1] and len(said[0]) == 1
     assert said[0][0].endswith("the window ends at 2027-09-17 00:00 UTC (as asked)"), said[0]
+
+
+def test_an_input_of_many_nodes_asked_of_without_one_counts_those_it_does_not_list() -> None:
+    """Twelve hosts' nccl-tests ranks: the refusal lists ten and counts the other two."""
+    from diagnostics.errors import InputError
+    from diagnostics.ingest.base import Source
+    from diagnostics.service import files_source
+
+    ranks = "\n".join(f"#  Rank {i:2d} Group  0 Pid {100 + i} on host-{i:02d} device  0 [0x21] NVIDIA A800-SXM4-80GB"
+                      for i in range(12))
+    text = (f"# nThread 1 nGpus 1\n{ranks}\n#       size         count      type   redop    root     time   algbw   "
+            "busbw #wrong     time   algbw   busbw #wrong\n     1048576        262144     float     sum      -1    "
+            "100.0   10.49   19.66      0    100.0   10.49   19.66      0\n# Avg bus bandwidth    : 19.66\n")
+    with pytest.raises(InputError) as refused:
+        files_source([Source.from_text(text, name="nccl.txt")])
+    said = str(refused.value)
+    assert "its steps run on 12 nodes (host-00, " in said and "host-09 and 2 more): give --node NODE" in said
