@@ -33,6 +33,7 @@ from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph, PortInfo
 from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
+from .applications import application_notes
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation
 from .diagnosis import assemble
@@ -235,6 +236,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
                             restarts)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
+    applications = application_notes(events, start_ns, end_ns, graph_of.buses)
     off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
@@ -313,6 +315,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if job is not None:
             notes.extend(job.warnings)
         notes.extend(recovery_notes(recoveries.get(node, {})))
+        notes.extend(applications.get(node, []))
         failing = [f for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
         graph = graph_of(node, describe=full or bool(failing))
         result.graphs[node] = graph

@@ -1,0 +1,77 @@
+"""Xids an application causes (13, 31, 43, 68, 109): said as the job's to debug, with the GPUs and processes the
+lines name, never judged as the fabric's; alike through the file and the store they were ingested into."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from diagnostics.analysis.applications import application_notes
+from diagnostics.config.catalogs import load_xid_catalog
+from diagnostics.enums import CodeSeverity
+from diagnostics.model import Diagnosis
+from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.store import open_store
+from tests.analysis.helpers import events
+from tests.conftest import FIXTURES
+
+GPUD = FIXTURES / "real" / "kernel_xid13_31_109_gpud_1.txt"  # dmesg --ctime lines of a PyTorch job's faults
+END = datetime(2024, 8, 31, 8, 53, 22, tzinfo=UTC)
+
+
+def _notes(d: Diagnosis) -> list[str]:
+    return [w for w in d.warnings if "an application causes" in w]
+
+
+def _doors(path: Path, tmp: Path, window: timedelta) -> tuple[Diagnosis, Diagnosis]:
+    files, node, _ = files_source([path], node="h100-a")
+    open_store(tmp / "store").ingest([path], node_id="h100-a")
+    request = Request(node=node, end=END, window=window)
+    return diagnose(files, request).diagnosis, diagnose(StoreSource(tmp / "store"), request).diagnosis
+
+
+def test_the_catalog_holds_the_device_plugins_application_codes_as_info_with_their_source() -> None:
+    catalog = load_xid_catalog()
+    assert {c for c, e in catalog.entries.items() if e.application} == {13, 31, 43, 68, 109}
+    for code in (13, 31, 43, 68, 109):
+        entry = catalog.entry(code)
+        assert entry.severity is CodeSeverity.INFO and "k8s-device-plugin" in entry.source
+        assert entry.assumed and "not checked" in entry.note  # the Xid catalog's own row was not read
+    assert not any(catalog.entry(c).application for c in (45, 74, 79, 94, 149))
+
+
+def test_a_day_of_application_xids_is_said_as_the_jobs_alike_through_file_and_store(tmp_path: Path) -> None:
+    files, stored = _doors(GPUD, tmp_path, timedelta(hours=48))
+    assert _notes(files) == _notes(stored)
+    [note] = _notes(files)
+    assert note.startswith("Xid 13 (Graphics Engine Exception) on the GPU at PCI 0000:cb:00.0 (3 events); "
+                           "Xid 31 (GPU memory page fault) on the GPU at PCI 0000:cb:00.0; "
+                           "Xid 109 (Context Switch Timeout Error) on the GPU at PCI 0000:cb:00.0 (2 events)"), note
+    assert "pt_main_thread (pid 626486)" in note and "<unknown>" not in note
+    assert note.endswith("debug the job, not the fabric")
+    for d in (files, stored):
+        assert not d.fault_detected and not d.findings and str(d.ticket_priority) == "low"
+
+
+def test_only_the_windows_application_xids_are_said(tmp_path: Path) -> None:
+    files, stored = _doors(GPUD, tmp_path, timedelta(hours=1))
+    assert _notes(files) == _notes(stored)
+    [note] = _notes(files)
+    assert note.startswith("Xid 109 (Context Switch Timeout Error) on the GPU at PCI 0000:cb:00.0, from "
+                           "pt_main_thread (pid 1158578):"), note
+
+
+@pytest.mark.parametrize(("code", "said"), [(31, True), (43, True), (74, False), (79, False), (45, False)])
+def test_a_gpu_the_node_table_knows_by_bus_is_named_by_index(code: int, said: bool) -> None:
+    at = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    rows = events([{"timestamp": at, "kind": "xid", "code": code, "pci_bus_id": "0000:1B:00.0",
+                    "text": f"Xid (PCI:0000:1b:00): {code}, pid=42, name=train.py, Ch 00000008"}])
+    end = int(at.timestamp() * 1e9)
+    notes = application_notes(rows, end - 3600 * 10**9, end, {"n1": {"0000:1b:00.0": 3}})
+    if not said:
+        assert notes == {}
+        return
+    [note] = notes["n1"]
+    assert note.startswith(f"Xid {code} (") and " on GPU 3, from train.py (pid 42): " in note, note
