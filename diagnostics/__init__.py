@@ -28,11 +28,12 @@ from .config.thresholds import Rule, Thresholds, load_thresholds
 from .enums import ComponentKind, EventKind, FaultKind, LinkState, LinkType, PortSource, Priority, Severity
 from .errors import ConfigError, FabricbotError, InputError
 from .links import inert_links
-from .model import Crossing, Diagnosis, Finding, LinkReading, Localization, Snapshot
+from .model import Crossing, Diagnosis, Finding, Localization
 from .names import fleet_name_notes, headline_name, name_notes, normal_name, outside_ascii, resolve_name
 from .offenders import COUNT_RULES, Offender, SweepResult, offenders_of
 from .redaction import RedactingFilter, redact, redact_values
 from .service import Request, diagnose, diagnose_snapshot
+from .snapshots import LinkReading, Snapshot
 from .tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TABLES, TOPOLOGY, TableSchema
 
 __all__ = [

@@ -13,7 +13,7 @@ LAYERS: list[set[str]] = [
     {"enums", "errors", "components", "metrics", "format", "times", "tables", "redaction", "progress", "names",
      "links"},
     {"config", "values"},  # reads the data files; builds nothing
-    {"model", "offenders"},  # typed values, checked against the data files' limits and platforms
+    {"model", "snapshots", "offenders"},  # typed values, checked against the data files' limits and platforms
     {"ingest"},
     {"topology"},
     {"repair"},  # a fault's plan on a platform: reads the platform's graph

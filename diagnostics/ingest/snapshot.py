@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from ..enums import LinkType
 from ..errors import InputError
-from ..model import Snapshot
+from ..snapshots import Snapshot
 from ..tables import LINK_SAMPLES, STEP_SAMPLES
 from .base import IngestResult, IngestWarning, Source
 

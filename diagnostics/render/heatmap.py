@@ -30,8 +30,8 @@ from PIL import Image  # matplotlib's own dependency
 from .. import format as fmt
 from ..analysis.boards import gpu_count
 from ..enums import Severity, severity_rank
-from ..model import DEFAULT_GPU_COUNT
 from ..offenders import SweepResult
+from ..snapshots import DEFAULT_GPU_COUNT
 from .colours import INK, MUTED, SEVERITY_COLOURS, SUSPECT
 
 WIDTH_PX = 1200

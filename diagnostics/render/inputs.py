@@ -15,7 +15,8 @@ from ..ingest import nccl_xml, topo_matrix
 from ..ingest.base import Source
 from ..ingest.detect import choose, read
 from ..ingest.snapshot import parse_json, read_cases, with_platform
-from ..model import DEFAULT_GPU_COUNT, Diagnosis, Snapshot
+from ..model import Diagnosis
+from ..snapshots import DEFAULT_GPU_COUNT, Snapshot
 from ..topology.build import generic_graph, graph_from_topology
 from ..topology.graph import NodeGraph
 from ..topology.templates import platform_graph

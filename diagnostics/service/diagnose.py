@@ -18,8 +18,9 @@ from ..analysis.identity import gpu_identities
 from ..config.thresholds import Thresholds
 from ..enums import Priority
 from ..errors import InputError
-from ..model import Diagnosis, Snapshot
+from ..model import Diagnosis
 from ..names import name_notes
+from ..snapshots import Snapshot
 from ..store.maintenance import Maintenance
 from ..store.sources import UNTIMED_ADVICE
 from ..topology import NodeGraph

@@ -18,7 +18,8 @@ from ..errors import InputError
 from ..ingest.base import Source
 from ..ingest.nmxt import placed_links
 from ..ingest.snapshot import CUT_SHORT, LISTED, read_cases, snapshot_record, snapshot_tables
-from ..model import RackSlot, Snapshot
+from ..model import RackSlot
+from ..snapshots import Snapshot
 from ..store.load import load_tables
 from ..store.maintenance import Maintenance, MaintenanceLog
 from ..store.window import rack_slots

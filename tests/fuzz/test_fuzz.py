@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from diagnostics import diagnose_snapshot
 from diagnostics.errors import InputError
 from diagnostics.ingest.snapshot import snapshot_tables
-from diagnostics.model import Snapshot
+from diagnostics.snapshots import Snapshot
 
 from . import oracle, run, strategies
 from .kept import PENDING, Entry, entries

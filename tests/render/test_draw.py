@@ -15,7 +15,7 @@ from diagnostics import format as fmt
 from diagnostics.analysis.absence import missing_gpus
 from diagnostics.components import ComponentRef
 from diagnostics.enums import LinkType, Severity
-from diagnostics.model import Diagnosis, Finding, Localization, Snapshot
+from diagnostics.model import Diagnosis, Finding, Localization
 from diagnostics.render.colours import NOT_READ, NOT_REPORTING
 from diagnostics.render.draw import (
     HEALTHY,
@@ -30,6 +30,7 @@ from diagnostics.render.draw import (
 from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, layout
 from diagnostics.render.text import fit
 from diagnostics.service import Request, StoreSource, diagnose, fleet
+from diagnostics.snapshots import Snapshot
 from diagnostics.topology import generic_graph, platform_graph
 
 MAX_BYTES = 300 * 1024
