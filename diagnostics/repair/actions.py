@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config.repair_catalog import load_catalog
 from ..config.repair_text import known
-from ..config.thresholds import XID_NVLINK_RULE
+from ..config.thresholds import GPU_LOST_RULES, XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, Severity
 from ..errors import ConfigError
 from ..model import ComponentFacts, Finding, Localization, RackPlace
@@ -73,8 +73,8 @@ def localization_action(loc: Localization, *, platform: str | None, node_id: str
 def finding_fault(finding: Finding) -> FaultKind:
     """The fault kind of one unhealthy link on its own (no common cause weighed)."""
     rules = {c.rule for c in finding.crossed}
-    if "xid_off_bus" in rules:
-        return FaultKind.GPU_OFF_BUS
+    if rules & set(GPU_LOST_RULES):  # an Xid 79, or every series of the GPU silent: the GPU is gone, whatever link
+        return FaultKind.GPU_OFF_BUS  # type the finding was filed under (the analysis localizes both so)
     if finding.link_type is LinkType.PCIE:
         return FaultKind.PCIE_DOWNTRAIN if rules & {"pcie_width", "pcie_gen_under_load"} else FaultKind.PCIE_REPLAYS
     if finding.link_type is LinkType.NVSWITCH:
