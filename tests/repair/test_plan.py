@@ -144,6 +144,10 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
                 else:
                     assert any("follow" in t and "slot" in t for t in texts), texts
             assert any("within days" in t for t in texts)
+        # on an SXM board a module moves to another socket only by the vendor's field service, whatever the fault
+        if platform is not None and platform not in RACK_OF and load_catalog().platform[platform].sxm:
+            moves = [t for t in _texts(plan) if "module" in t and re.search(r"\bmove[sd]?\b", t)]
+            assert all("field service" in t for t in moves), moves
 
 
 @pytest.mark.parametrize("platform", ["dgx1-v100-8gpu", "pcie-8gpu", "h100-nvl-8gpu"])
