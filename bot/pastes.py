@@ -20,8 +20,9 @@ from slack_sdk import WebClient
 
 from diagnostics import Diagnosis, FabricbotError, InputError, LinkState
 from diagnostics import format as fmt
-from diagnostics.analysis import Reading, rates_between
+from diagnostics.analysis import Reading, judged_whole, pasted_node, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
+from diagnostics.service import Request, diagnose, files_source
 from diagnostics.store import transaction
 from diagnostics.tickets import rules_answer
 
@@ -106,6 +107,27 @@ def unreadable(source: Source, exc: InputError) -> str:
     return f"I could not read `{esc(source.name)}` ({shape}): {esc(why)}."
 
 
+WARNINGS_SHOWN = 5
+
+
+def whole_answer(sources: list[Source], node: str | None) -> str:
+    """A paste that says more than one reading's totals, answered as `fabricbot analyze FILE --node NODE` answers
+    it: the same diagnosis, and its warnings. `node`: the one node the paste names (None: it names several)."""
+    try:
+        source, node, read = files_source(sources, node=node)
+        diagnosis = diagnose(source, Request(node=node)).diagnosis
+    except FabricbotError as exc:
+        if isinstance(exc, InputError) and exc.field == "--node":
+            return (f"I read that, but {esc(exc.reason.removesuffix(': give --node NODE'))}: paste one node's output "
+                    "at a time.")
+        return f"I read that, but could not judge it: {esc(exc)}"
+    said = list(dict.fromkeys([*read, *diagnosis.warnings]))
+    notes = "".join(f"\n_warning: {esc(w)}_" for w in said[:WARNINGS_SHOWN])
+    if len(said) > WARNINGS_SHOWN:
+        notes += f"\n_…and {len(said) - WARNINGS_SHOWN} more warnings: `fabricbot analyze` on the output lists them_"
+    return esc(rules_answer(diagnosis)) + notes
+
+
 DOWN_STATES = (LinkState.DOWN, LinkState.INACTIVE)
 
 
@@ -135,7 +157,7 @@ class PasteReader:
         db = services.audit.db
         with db_lock(db):
             db[PASTES].create({"id": int, "channel": str, "thread_ts": str, "message_ts": str,  # type: ignore[union-attr]
-                               "node_id": str, "link_samples": str}, pk="id", if_not_exists=True)
+                               "node_id": str, "link_samples": str, "stamped": int}, pk="id", if_not_exists=True)
 
     def _allowed_host(self, client: WebClient, url: str) -> bool:
         """Only Slack's file host (or the API's own host, the local mock) ever gets the bot token."""
@@ -216,11 +238,13 @@ class PasteReader:
                                  reason=str(exc)[:200])
             client.chat_postMessage(channel=channel, thread_ts=thread, text=str(exc))
             return True
-        results, refused = [], []
+        results, refused, outcomes = [], [], []
         for source, shared in sources:
             try:
                 results.append(detect.read(source))
+                outcomes.append(True)
             except InputError as exc:  # a message's text may be chat; a file shared here was meant to be read
+                outcomes.append(False)
                 if shared:
                     refused.append(unreadable(source, exc))
         if not results and not refused:
@@ -231,7 +255,8 @@ class PasteReader:
             client.chat_postMessage(channel=channel, thread_ts=thread, text="\n".join(refused))
             return True
         result = IngestResult.combine(results)
-        reply = self._answer(result, channel, thread, event["ts"]) + "".join(f"\n_{r}_" for r in refused)
+        read = [source for (source, _), got in zip(sources, outcomes, strict=True) if got]
+        reply = self._answer(result, read, channel, thread, event["ts"]) + "".join(f"\n_{r}_" for r in refused)
         self.services.record("analysis", actor=event.get("user", ""), subject=f"paste in {channel}",
                              rows=result.rows, warnings=len(result.warnings))
         client.chat_postMessage(channel=channel, thread_ts=thread, text=reply)
@@ -246,14 +271,19 @@ class PasteReader:
                                             order_by="id desc", limit=1))
             db.execute(f"delete from {PASTES} where channel = ? and thread_ts = ?", [channel, thread])
             table.insert({"channel": channel, "thread_ts": thread, "message_ts": ts,  # type: ignore[union-attr]
-                          "node_id": reading.node_id, "link_samples": reading.to_json()})
+                          "node_id": reading.node_id, "link_samples": reading.to_json(),
+                          "stamped": int(reading.stamped)}, alter=True)  # a store from before `stamped` gains it
             db.execute(f"delete from {PASTES} where id not in (select id from {PASTES} order by id desc limit ?)",
                        [MAX_STORED])
         return earlier[0] if earlier else None
 
-    def _answer(self, result: IngestResult, channel: str, thread: str, ts: str) -> str:
+    def _answer(self, result: IngestResult, sources: list[Source], channel: str, thread: str, ts: str) -> str:
         notes = "".join(f"\n_warning: {esc(w)}_" for w in result.warnings[:5])
         reading = Reading.of(result["link_samples"], _message_time(ts))
+        if judged_whole(result.tables):  # events, or readings at two times: what `analyze FILE` says of it
+            if reading is not None:
+                self._store(channel, thread, ts, reading)
+            return whole_answer(sources, pasted_node(result.tables))
         if reading is None:
             rows = ", ".join(f"{n} {name}" for name, n in result.rows.items() if n)
             return f"I read that ({rows}) but it holds no link counters, so there is nothing to rate.{notes}"
@@ -267,10 +297,12 @@ class PasteReader:
             return (f"{now}These are lifetime totals since the counters were last reset on `{node}`, not "
                     f"rates:\n{totals_text(totals)}\nPaste the same command's output again in a few "
                     f"minutes and I will compute the error rates between the two readings.{notes}")
-        before = Reading.from_json(earlier["node_id"], earlier["link_samples"])
+        before = Reading.from_json(earlier["node_id"], earlier["link_samples"], stamped=bool(earlier.get("stamped")))
         try:
             diagnosis, minutes = rates_between(before, reading)
         except FabricbotError as exc:
-            return f"I could not compute rates from the two readings: {esc(exc)}{notes}"
+            why = exc.reason if isinstance(exc, InputError) else str(exc)
+            return (f"I could not compute rates from the two readings: {esc(why)}. This reading's lifetime totals "
+                    f"since reset on `{node}`:\n{totals_text(reading.totals())}{notes}")
         return (f"Rates over the {minutes:.0f} minutes between your two readings: " + esc(rules_answer(diagnosis))
                 + notes)

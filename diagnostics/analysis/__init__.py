@@ -11,7 +11,7 @@ from .correlate import JobExplanation, LinkScore
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 from .node import analyze_tables, explain_job, node_tables
-from .pasted import Reading, rates_between
+from .pasted import Reading, judged_whole, pasted_node, rates_between
 from .rates import counters_in
 from .steps import jobs_on
 from .trends import Watch, watch_list
@@ -43,7 +43,9 @@ __all__ = [
     "history_needed",
     "job_nodes",
     "jobs_on",
+    "judged_whole",
     "node_tables",
+    "pasted_node",
     "rates_between",
     "uuids",
     "watch_list",

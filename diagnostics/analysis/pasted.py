@@ -3,12 +3,14 @@
 A single reading of cumulative counters is a total since reset, never a rate: `Reading.totals` diagnoses it as
 such; with two readings of the same node, `rates_between` computes rates over the time between them. Rows without
 a time of their own are stamped with the time the reading was posted. A reading keeps at most `max_rows` rows, so
-what the bot stores per paste is bounded.
+what the bot stores per paste is bounded. A paste that holds more than one reading's counters (events, a link read
+twice) is judged whole, as a file is (`judged_whole`).
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,12 +18,33 @@ import pandas as pd
 
 from ..errors import InputError
 from ..model import Diagnosis
-from ..tables import LINK_SAMPLES, TABLES
+from ..tables import LINK_IDENTITY, LINK_SAMPLES, TABLES
 from ..values import limits
 from .node import analyze_tables
 
 PASTED_NODE = "pasted node"
 MAX_ROWS = 5000  # an 8-GPU x 18-link reading is 144 rows; Blackwell per-lane counters stay far below this
+
+
+def judged_whole(tables: Mapping[str, pd.DataFrame]) -> bool:
+    """Whether a paste says more than one reading's totals, and is answered as `analyze FILE` answers it: it holds
+    events (an Xid, an SXid, a fabric state) or a link read at two times (two dated readings, two scrapes)."""
+    events = tables.get("events")
+    if events is not None and len(events):
+        return True
+    links = tables.get("link_samples")
+    if links is None or links.empty or "timestamp" not in links.columns:
+        return False
+    dated = links[links["timestamp"].notna()]
+    keys = [c for c in LINK_IDENTITY if c in dated.columns]
+    return bool(len(dated)) and bool(dated.drop_duplicates([*keys, "timestamp"]).duplicated(keys).any())
+
+
+def pasted_node(tables: Mapping[str, pd.DataFrame]) -> str | None:
+    """The node a paste is of: the one its rows name, `PASTED_NODE` when they name none (an `nvidia-smi` output),
+    None when they name several."""
+    named = {str(n) for frame in tables.values() if "node_id" in frame.columns for n in frame["node_id"].dropna()}
+    return PASTED_NODE if not named else named.pop() if len(named) == 1 else None
 
 
 def _tables(links: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -35,6 +58,7 @@ class Reading:
     node_id: str
     links: pd.DataFrame
     clipped: int = 0  # rows left out beyond `max_rows`
+    stamped: bool = False  # its rows carry no time of their own: they are stamped with the time it was posted
 
     @classmethod
     def of(cls, links: pd.DataFrame, posted_at: datetime, *, max_rows: int = MAX_ROWS) -> Reading | None:
@@ -43,18 +67,19 @@ class Reading:
             return None
         clipped = max(0, len(links) - max_rows)
         links = links.iloc[:max_rows].copy()
+        stamped = bool(links["timestamp"].isna().any())
         links["timestamp"] = links["timestamp"].fillna(pd.Timestamp(posted_at))
         named = links["node_id"].dropna()
         node = str(named.iloc[0]) if len(named) else PASTED_NODE
         links["node_id"] = links["node_id"].astype(object).fillna(node)
-        return cls(node, LINK_SAMPLES.conform(links), clipped)
+        return cls(node, LINK_SAMPLES.conform(links), clipped, stamped)
 
     def to_json(self) -> str:
         return str(self.links.to_json(orient="split", date_format="iso"))
 
     @classmethod
-    def from_json(cls, node_id: str, text: str) -> Reading:
-        return cls(node_id, LINK_SAMPLES.conform(pd.read_json(io.StringIO(text), orient="split")))
+    def from_json(cls, node_id: str, text: str, *, stamped: bool = False) -> Reading:
+        return cls(node_id, LINK_SAMPLES.conform(pd.read_json(io.StringIO(text), orient="split")), stamped=stamped)
 
     def totals(self) -> Diagnosis:
         """The reading diagnosed as lifetime totals (its findings' `counts`)."""
@@ -62,7 +87,14 @@ class Reading:
 
 
 def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
-    """The diagnosis of the rates between two readings of `later`'s node, and the minutes between them."""
+    """The diagnosis of the rates between two readings of `later`'s node, and the minutes between them. Never between
+    a reading with times of its own and one stamped when it was posted: their clocks differ."""
+    if earlier.stamped != later.stamped:
+        dated = "the earlier" if later.stamped else "this"
+        raise InputError(f"{dated} reading carries its own time (a `date` line, a scrape's timestamps) and the other "
+                         "only the time it was posted here; their clocks differ, so no rate between them is true: "
+                         "paste both with a `date` line before them, or both without",
+                         field="readings", value="one dated, one undated")
     both = pd.concat([earlier.links, later.links], ignore_index=True)
     seconds = (both["timestamp"].max() - both["timestamp"].min()).total_seconds()
     shortest = limits().rate_min_interval_s

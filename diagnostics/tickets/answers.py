@@ -18,6 +18,7 @@ from typing import Protocol
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.models import Model
 
+from ..enums import Severity
 from ..model import Diagnosis
 from .calls import CallLog, ModelCall, recorder
 from .candidates import candidates_for
@@ -44,6 +45,12 @@ def rules_answer(diagnosis: Diagnosis) -> str:
     who = f"Job {d.job_id}" if d.job_id else f"`{d.node_id}`"
     if not d.fault_detected:
         slow = f" (step time {d.degradation_pct:+.1f}%)" if d.degradation_pct is not None else ""
+        warned = [f for f in d.findings if f.severity is Severity.WARNING and f.crossed]
+        if warned:  # nothing fails, but a rule warns: said, with the priority and action it sets
+            more = f" (and {len(warned) - 1} more)" if len(warned) > 1 else ""
+            return (f"{who}: no failing link on `{d.node_id}`{slow}, but {warned[0].component} warns: "
+                    f"{warned[0].crossed[0].message}{more}. Priority {d.ticket_priority.value}; suggested action: "
+                    f"{d.repair_action}")
         return (f"{who}: no fabric fault on `{d.node_id}`{slow}. "
                 + (d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."))
     text = f"{who}: `{d.node_id}` has a failing {d.isolated_component}"

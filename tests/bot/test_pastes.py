@@ -1,11 +1,19 @@
-"""Pasted tool output within bounds: lines, file size and type, the file host, and how many readings are kept."""
+"""Pasted tool output within bounds (lines, file size and type, the file host, how many readings are kept), and
+answered as the file door answers it."""
 
 from __future__ import annotations
 
 import pytest
 
 import bot.pastes as pastes
+from bot.mrkdwn import esc
+from bot.transport.blockkit import shown
 from bot.transport.local import LocalSlack
+from diagnostics.analysis.pasted import PASTED_NODE
+from diagnostics.ingest import Source
+from diagnostics.service import Request, diagnose, files_source
+from diagnostics.tickets import rules_answer
+from tests.conftest import FIXTURES
 
 from .helpers import OPS, local_bot, posted, summary_for
 from .test_mentions import _paste
@@ -102,7 +110,7 @@ def test_stored_readings_are_one_per_thread_and_capped(monkeypatch: pytest.Monke
             _reply(local, root.ts)
         local.injector.message(_paste((900, 0, 5)), user="UALICE", channel=OPS, thread_ts=roots[2].ts)
         second = _reply(local, roots[2].ts, 2)  # compared with the thread's stored reading (seconds apart: no rate)
-        assert "lifetime totals" not in second and "s apart; a rate needs readings at least 60 s apart" in second
+        assert second.startswith("I could not compute rates") and "a rate needs readings at least 60 s apart" in second
         kept = list(local.audit.db[pastes.PASTES].rows)
         assert len(kept) == 2 and sorted(r["thread_ts"] for r in kept) == sorted([roots[1].ts, roots[2].ts])
 
@@ -114,3 +122,55 @@ def test_a_paste_in_a_thread_that_mentions_someone_is_read() -> None:
                                thread_ts=root.ts)
         assert "lifetime totals" in _reply(local, root.ts)
         assert local.audit.db[pastes.PASTES].count == 1
+
+
+def _real(name: str) -> str:
+    """A real output as a person pastes it: without the fixture's source lines."""
+    text = (FIXTURES / "real" / name).read_text(encoding="utf-8")
+    return "\n".join(line for line in text.splitlines() if not line.startswith(("# source:", "# note:")))
+
+
+def _file_door(name: str) -> str:
+    """What `fabricbot analyze FILE --node 'pasted node'` answers of the same output."""
+    source, node, _ = files_source([Source.from_text(_real(name), name=name)], node=PASTED_NODE)
+    return shown(esc(rules_answer(diagnose(source, Request(node=node)).diagnosis)))
+
+
+@pytest.mark.parametrize("name", ["kernel_xid79_sxid20034_gpud_1.txt", "smi_q_fabric_unhealthy_1.txt",
+                                  "nvlink_e_v100_short_form_dated_2.txt"])
+def test_a_paste_of_events_or_of_two_readings_is_answered_as_analyze_file_answers_it(name: str) -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_real(name), user="UALICE", channel=OPS, thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+    expected = _file_door(name)
+    assert reply.splitlines()[0] == expected, (reply, expected)
+    assert "nothing to rate" not in reply and "lifetime totals" not in reply
+    said = {"kernel_xid79_sxid20034_gpud_1.txt": "Priority urgent",  # a GPU off the bus, fatal SXids
+            "smi_q_fabric_unhealthy_1.txt": "fabric health summary is 'Unhealthy'. Priority medium",
+            "nvlink_e_v100_short_form_dated_2.txt": "CRC errors 84,526/h > 100/h (crc). Priority medium"}[name]
+    assert said in reply, reply
+
+
+def test_a_paste_of_two_nodes_asks_for_one_at_a_time() -> None:
+    two = "\n".join(f"2026-03-01T11:30:00+00:00 {host} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, "
+                    "GPU has fallen off the bus." for host in ("gpu-a", "gpu-b"))
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(two, user="UALICE", channel=OPS, thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+    assert "names 2 nodes (gpu-a, gpu-b)" in reply and "paste one node's output at a time" in reply, reply
+
+
+def test_readings_on_two_clocks_are_not_rated_and_the_new_ones_totals_are_said() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_paste((100, 0, 5), at="2026-03-01T11:00:00+00:00"), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        _reply(local, root.ts)
+        local.injector.message(_paste((9000, 2, 45000)), user="UALICE", channel=OPS, thread_ts=root.ts)
+        second = _reply(local, root.ts, 2)
+    assert second.startswith("I could not compute rates from the two readings: the earlier reading carries its "
+                             "own time"), second
+    assert "their clocks differ" in second and "Rates over" not in second
+    assert "lifetime totals since reset" in second and "replays 9,000" in second, second
