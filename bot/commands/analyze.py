@@ -63,6 +63,7 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
                 f"{left - once} within thresholds, {once} read once: totals only, no rates")
         if d.findings:
             print(f"  ({left} more links{':' if 0 < once < left else ''} {said})", file=out)
+        _totals(d, out)
         if d.localization is not None:
             for loc in d.localizations:
                 print(f"  suspect:  {loc.component} ({loc.fault or loc.kind.value}, {loc.severity.value}, "
@@ -75,6 +76,22 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         print(f"  verdict:  {d.verdict}", file=out)
     for w in d.warnings:
         print(f"  warning: {w}", file=out)
+
+
+TOTALS_SHOWN = 10
+
+
+def _totals(d: Diagnosis, out: TextIO) -> None:
+    """The lone readings that counted errors since reset, most first: within no threshold (no rate is known), but
+    what a person reads the output for; a pinned counter's lower bound said with it."""
+    counted = sorted((f for f in d.findings if f.severity.value == "ok" and f.counts and any(f.counts.values())
+                      and any("one reading" in e for e in f.evidence)), key=lambda f: -sum(f.counts.values()))
+    for f in counted[:TOTALS_SHOWN]:
+        pinned = next((e for e in f.evidence if "pinned at" in e), None)
+        print(f"  total:    {f.component}: {fmt.totals(f.counts)}" + (f" ({pinned})" if pinned else ""), file=out)
+    if len(counted) > TOTALS_SHOWN:
+        print(f"  total:    ... and {len(counted) - TOTALS_SHOWN} more links that counted errors (--json lists them)",
+              file=out)
 
 
 def _said(answer: Answer) -> int:

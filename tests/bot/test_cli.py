@@ -80,3 +80,17 @@ def test_serve_without_a_token_runs_the_local_mock_and_says_why(tmp_path: Path,
     err = capsys.readouterr().err
     assert "SLACK_BOT_TOKEN not set" in err and "mock Slack Web API at http://127.0.0.1:" in err
     assert "hpc-gpu-node-12" in err  # the bundled seed nodes, as the store is empty
+
+
+def test_a_lone_readings_totals_are_listed_where_no_rate_can_flag_them(capsys: pytest.CaptureFixture[str]) -> None:
+    """A V100 board's one `nvlink -e` reading: no rate, so nothing crosses a threshold; the links that counted
+    errors since reset are what an engineer reads it for, most first, a pinned counter's lower bound said."""
+    path = Path(__file__).parents[2] / "fixtures" / "real" / "nvlink_e_v100_short_form_1.txt"
+    assert main(["analyze", str(path), "--node", "v"]) == 0
+    out = capsys.readouterr().out
+    totals = [line.strip() for line in out.splitlines() if line.startswith("  total:")]
+    assert totals == [
+        "total:    GPU 2 -> GPU 0 NVLink 0: replays 148, CRC errors 65,535 since reset (CRC flit errors pinned at "
+        "65,535, its maximum: it counts no further, so the count since reset and any rate from it are lower bounds)",
+        "total:    GPU 0 -> GPU 3 NVLink 3: replays 2,353 since reset"], out
+    assert "(12 more links read once: totals only, no rates)" in out
