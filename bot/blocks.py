@@ -57,12 +57,12 @@ from .fitting import (
     section,
     sections,
 )
-from .mrkdwn import esc, mention, to_mrkdwn
+from .mrkdwn import esc, mention
+from .preview import PREVIEW_CHARS, preview
 
 BUTTONS_SHOWN = 5  # draft buttons a summary shows; the rest are options of a menu
 MAX_MORE_OPTIONS = 200  # options past the buttons, in menus of MAX_OPTIONS
 LINES_SHOWN = 20  # degraded links a summary lists; the rest are counted
-PREVIEW_CHARS = 4_000  # of a ticket's text in its preview; the whole ticket is uploaded as a snippet
 
 DRAFT_ACTION = "draft"          # a button: draft the ticket for one component or link
 DRAFT_LINK_ACTION = "draft_link"  # a select menu: draft for one link of a shared component
@@ -390,12 +390,9 @@ def _sweep(result: SweepResult, limit: int) -> list[Block]:
 
 
 def preview_cut(markdown: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
-    """The ticket's first `limit` characters of mrkdwn, cut at a line end, and whether anything was left out."""
-    text = to_mrkdwn(markdown)
-    if len(text) <= limit:
-        return text, False
-    head = text[:limit]
-    return head[:head.rfind("\n")] if "\n" in head else head, True
+    """The ticket's preview text (mrkdwn) and whether anything was left to the snippet (`preview.preview`)."""
+    shown = preview(markdown, limit)
+    return shown.text, shown.cut
 
 
 def snippet_name(node_id: str, slug: str) -> str:
@@ -406,16 +403,21 @@ def snippet_name(node_id: str, slug: str) -> str:
 
 def preview_blocks(*, draft_id: int, node_id: str, component: str, markdown: str, drafted_by: str,
                    requester: str, snippet: str | None = None) -> list[Block]:
-    """The ticket preview in the thread, with File and Discard: the ticket's first `PREVIEW_CHARS` characters,
-    and, when that is not all of it, where the whole ticket is (`snippet`, uploaded in the thread)."""
+    """The ticket preview in the thread, with File and Discard: within `PREVIEW_CHARS` characters, the steps and
+    facts a reviewer approves first (`preview`), and, when that is not all of it, what only the whole ticket holds
+    and where it is (`snippet`, uploaded in the thread)."""
     blocks: list[Block] = [HeaderBlock(text=clip(f"Ticket draft: {node_id} / {component}", MAX_HEADER))]
-    shown, cut = preview_cut(markdown)
-    blocks.extend(sections(shown))
+    shown = preview(markdown)
+    blocks.extend(sections(shown.text))
     notes = [f"Drafted by {esc(drafted_by)} for {mention(requester)}. A person reviews it before it is filed."]
-    if cut:
+    if shown.cut:
         where = f"the snippet `{esc(snippet)}` below" if snippet else "the tracker once it is filed"
-        notes.insert(0, f"The first {len(shown):,} of {len(to_mrkdwn(markdown)):,} characters; the whole ticket is "
-                        f"in {where}.")
+        named = [t for t in shown.left_out if t]
+        listed = ", ".join(esc(t) for t in named[:-1]) + (" and " if len(named) > 1 else "") + esc(named[-1]) \
+            if named else ""
+        left = (f"{listed} {'is' if len(named) == 1 else 'are'} only in {where}" if named
+                else f"the whole ticket is in {where}")
+        notes.insert(0, f"{len(shown.text):,} of {shown.whole:,} characters shown; {left}.")
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=" ".join(notes))]))
     blocks.append(ActionsBlock(block_id=f"draft:{draft_id}", elements=[
         ButtonElement(text="File ticket", action_id=FILE_ACTION, value=str(draft_id), style="primary"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 from bot import blocks, fitting
+from bot.mrkdwn import to_mrkdwn
+from bot.preview import preview
 from bot.transport.blockkit import block_errors, blocks_text_length
 from diagnostics import Diagnosis, Finding, LinkType, Localization, Priority, Severity
 from diagnostics.components import ComponentRef
@@ -79,8 +81,32 @@ def test_a_long_ticket_previews_its_start_and_says_where_the_rest_is() -> None:
     assert len(text) <= blocks.PREVIEW_CHARS and text.endswith("x" * 80)  # cut at a line end
     assert "step 79" not in text
     note = next(b for b in built if b["type"] == "context")["elements"][0]["text"]
-    assert f"The first {len(text):,} of" in note and "`ticket-n1-c.md`" in note
+    whole = len(to_mrkdwn(md))
+    assert f"{len(text):,} of {whole:,} characters shown; the whole ticket is in the snippet `ticket-n1-c.md`" in note
     assert [e["value"] for e in built[-1]["elements"]] == ["3", "3"]
+
+
+def test_a_long_tickets_preview_holds_its_steps_whole_and_names_what_only_the_snippet_holds() -> None:
+    """A rack's ticket runs past a message: its steps, warnings and part are what File approves, so they are shown
+    whole before the capture list, the identity table and the evidence, which the preview names as left out."""
+    def section(title: str, lines: int) -> str:
+        return f"## {title}\n\n" + "\n".join(f"{i}. {title} line {i} " + "w" * 60 for i in range(1, lines + 1))
+
+    md = "\n\n".join(["# Repair ticket: Switch tray 2 on rack-10", "**Priority:** urgent", section("Warnings", 2),
+                       section("Component", 10), section("Physical identity", 12),
+                       section("Capture first (before anyone touches the node)", 20), section("Isolate", 6),
+                       section("Repair, in order", 12), section("Evidence", 30)])
+    built = _limits_hold(blocks.preview_blocks(draft_id=3, node_id="rack-10", component="Switch tray 2", markdown=md,
+                                               drafted_by="rules", requester="UALICE", snippet="t.md"))
+    text = "\n".join(b["text"]["text"] for b in built if b["type"] == "section")
+    assert len(text) <= blocks.PREVIEW_CHARS
+    for title, lines in (("Warnings", 2), ("Isolate", 6), ("Repair, in order", 12), ("Component", 10)):
+        assert f"*{title}*" in text and f"{lines}. {title} line {lines} " in text, title  # whole
+    assert text.index("*Isolate*") < text.index("*Repair, in order*") < text.index("*Component*")
+    assert "Evidence line" not in text and "Capture first" not in text
+    note = next(b for b in built if b["type"] == "context")["elements"][0]["text"]
+    assert "Capture first (before anyone touches the node) and Evidence are only in the snippet `t.md`" in note, note
+    assert "*Physical identity*" in text  # what still fits follows, whole, in the ticket's order
 
 
 def test_a_short_ticket_is_previewed_whole() -> None:
@@ -125,3 +151,13 @@ def test_a_node_without_a_job_says_so_not_that_it_is_a_snapshot() -> None:
     d = _diagnosis([_finding(0, 2)]).model_copy(update={"verdict": None, "degradation_pct": None})
     correlation = next(f for f in blocks.summary_fields(d) if f.startswith("*Correlation*"))
     assert "snapshot" not in correlation and "no job logs its step time" in correlation
+
+
+def test_a_step_list_longer_than_the_preview_is_shown_as_far_as_it_fits_never_skipped() -> None:
+    steps = "\n".join(f"{i}. step {i} " + "s" * 90 for i in range(1, 120))
+    md = (f"# T\n\n**Priority:** high\n\n## Isolate\n\n1. Drain the node\n\n## Repair, in order\n\n{steps}\n\n"
+          "## Evidence\n\n- e")
+    shown = preview(md, limit=2_000)
+    assert "*Isolate*" in shown.text and "1. Drain the node" in shown.text and "1. step 1 " in shown.text
+    assert len(shown.text) <= 2_000 and "119. step 119" not in shown.text
+    assert shown.left_out == ("the rest of Repair, in order",) and shown.cut
