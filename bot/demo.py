@@ -92,9 +92,9 @@ class Replay(TableNodeSource):
 
     until: datetime | None = None
 
-    def request(self, *, node: str | None = None, job: str | None = None,
+    def request(self, *, node: str | None = None, job: str | None = None, rack: str | None = None,
                 window_hours: float | None = None) -> Request:
-        return replace(super().request(node=node, job=job, window_hours=window_hours), end=self.until)
+        return replace(super().request(node=node, job=job, rack=rack, window_hours=window_hours), end=self.until)
 
 
 def watched_fleet(fleet: TableNodeSource) -> Replay:

@@ -56,11 +56,11 @@ class NodeSource:
         self._in_flight = InFlight()
         self._workers: DiagnosisWorkers | None = None
 
-    def request(self, *, node: str | None = None, job: str | None = None,
+    def request(self, *, node: str | None = None, job: str | None = None, rack: str | None = None,
                 window_hours: float | None = None) -> Request:
         """A question with this bot's settings; a window nobody chose is the source's own (a snapshot's)."""
         hours = window_hours or (None if self.window_hours == DEFAULT_WINDOW_HOURS else self.window_hours)
-        return Request(node=node, job=job, window=timedelta(hours=hours) if hours else None,
+        return Request(node=node, job=job, rack=rack, window=timedelta(hours=hours) if hours else None,
                        thresholds=self.thresholds)
 
     def node_ids(self) -> list[str]:
@@ -68,6 +68,9 @@ class NodeSource:
 
     def job_ids(self) -> list[str]:
         return self.source.jobs()
+
+    def rack_ids(self) -> list[str]:
+        return sorted({slot.rack for slot in self.source.racks().values()})
 
     def start_workers(self, processes: int) -> None:
         """Answer node and job questions in `processes` worker processes (below 2: in this one), so that many asked
@@ -96,6 +99,10 @@ class NodeSource:
         """The node's diagnosis; asked again while it is being made, the same one."""
         return self._in_flight.run(("node", node_id, window_hours, job_id), lambda: self._diagnosis(
             self.request(node=node_id, job=job_id, window_hours=window_hours)))
+
+    def diagnose_rack(self, rack_id: str) -> Diagnosis:
+        """The rack's diagnosis, all its trays weighed as one; a name that is no rack is said as a rack's."""
+        return self._in_flight.run(("rack", rack_id), lambda: self._diagnosis(self.request(rack=rack_id)))
 
     def explain_job(self, job_id: str) -> Diagnosis:
         """The node whose link explains the job's slowdown (else its first), judged against that job."""

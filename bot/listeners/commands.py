@@ -39,7 +39,7 @@ class UsageError(ValueError):
 
 @dataclass(frozen=True)
 class Request:
-    verb: str  # node | job | fleet | help | maintenance | watch | verify | digest
+    verb: str  # node | job | rack | fleet | help | maintenance | watch | verify | digest
     target: str = ""
     window_hours: float | None = None
     args: tuple[str, ...] = ()  # maintenance: NODE DURATION [reason...] or NODE end
@@ -75,7 +75,7 @@ def parse(text: str) -> Request:
     if words[0] == "rack":  # a rack of the rack inventory: diagnosed as one, drawn as the rack view
         if len(words) != 2:
             raise UsageError("usage: `/fabric rack &lt;rack&gt;`")
-        return Request("node", words[1])
+        return Request("rack", words[1])
     node = words.popleft()
     window = None
     while words:
@@ -95,9 +95,11 @@ def _unknown_reply(exc: UnknownName, services: Services) -> str:
     if exc.matches:
         names = ", ".join(f"`{esc(m)}`" for m in exc.matches)
         return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Did you mean {names}?"
-    known = services.source.node_ids() if exc.kind == "node" else services.source.job_ids()
+    listing = {"node": services.source.node_ids, "rack": services.source.rack_ids}
+    known = listing.get(exc.kind, services.source.job_ids)()
     sample = ", ".join(f"`{esc(k)}`" for k in known[:5]) or "none yet"
-    return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Known {exc.kind}s: {sample}."
+    note = f" ({esc(exc.note)})" if exc.note and not known else ""
+    return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Known {exc.kind}s: {sample}{note}."
 
 
 def answer(services: Services, request: Request, command: dict[str, Any], client: WebClient,
@@ -117,6 +119,9 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
         if request.verb == "job":
             diagnosis = services.source.explain_job(request.target)
             title = f"Job {request.target}: {diagnosis.node_id}"
+        elif request.verb == "rack":
+            diagnosis = services.source.diagnose_rack(request.target)
+            title = None
         else:
             diagnosis = services.source.diagnose(request.target, window_hours=request.window_hours)
             title = None
@@ -181,7 +186,8 @@ def register(app: App, services: Services) -> None:
         except Busy:
             ack(text=BUSY)
             return
-        what = {"node": f"`{esc(request.target)}`", "job": f"job `{esc(request.target)}`", "fleet": "the fleet",
+        what = {"node": f"`{esc(request.target)}`", "job": f"job `{esc(request.target)}`",
+                "rack": f"rack `{esc(request.target)}`", "fleet": "the fleet",
                 "maintenance": "planned work", "watch": "what is climbing", "verify": "the repairs waiting",
                 "digest": "today's digest"}
         ack(text=f"Looking at {what[request.verb]}…")

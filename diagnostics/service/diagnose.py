@@ -29,6 +29,8 @@ from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_c
 from .source import Source, Window, known
 from .tables import SnapshotSource
 
+NO_RACKS = "give a nodes.csv with node_id, platform, rack, tray: its racks are the ones known"
+
 
 @dataclass
 class Answer:
@@ -155,11 +157,10 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     the tray asked about (the answer is its view, with the rack's verdict)."""
     assert request.rack is not None
     slots = source.racks()
-    hosts = sorted(h for h, s in slots.items() if s.rack == request.rack)
-    if not hosts:
-        racks = sorted({s.rack for s in slots.values()})
-        raise InputError(f"no rack {request.rack!r} in the inventory (racks: {', '.join(racks[:10]) or 'none'}; "
-                         "give a nodes.csv with node_id, platform, rack, tray)", source=source.name)
+    named = known("rack", request.rack, sorted({s.rack for s in slots.values()}), where=source.name, field="--rack",
+                  note=NO_RACKS)
+    request = replace(request, rack=named)
+    hosts = sorted(h for h, s in slots.items() if s.rack == named)
     length = request.length
     got = source.read(nodes=hosts, end=request.end, span=node_span(length, request.thresholds, request.history),
                       steps=request.history)

@@ -106,25 +106,29 @@ class UnknownName(InputError):
     it does hold."""
 
     def __init__(self, kind: str, name: str, matches: list[str], known: int, *, listed: Sequence[str] = (),
-                 where: str | None = None, field: str | None = None) -> None:
+                 where: str | None = None, field: str | None = None, note: str | None = None) -> None:
         self.kind = kind
         self.name = name
         self.matches = matches
+        self.note = note  # what to do when none is known (a rack: the inventory that names racks)
         shown = ", ".join(listed[:10]) + (" ..." if len(listed) > 10 else "")
         place = f" in the {where}" if where else ""
         among = f" ({known} known: {shown})" if shown else f" among {known} known"
         hint = f"; did you mean {', '.join(matches)}?" if matches else ""
-        super().__init__(f"no {kind} {name!r}{place}{among}{hint}", field=field)
+        said = f"; {note}" if note and not known else ""
+        super().__init__(f"no {kind} {name!r}{place}{among}{hint}{said}", field=field)
 
 
 def close_matches(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(name, list(names), n=n, cutoff=0.5)
 
 
-def known(kind: str, name: str, names: list[str], *, where: str | None = None, field: str | None = None) -> str:
+def known(kind: str, name: str, names: list[str], *, where: str | None = None, field: str | None = None,
+          note: str | None = None) -> str:
     """`name` when the source holds it, or the one name it is once Unicode-normalised (NFKC: a full-width name
-    typed in Slack); else UnknownName with its close matches."""
+    typed in Slack); else UnknownName with its close matches (and `note`, said when the source holds none)."""
     found = resolve_name(name, names)
     if found is None:
-        raise UnknownName(kind, name, close_matches(name, names), len(names), listed=names, where=where, field=field)
+        raise UnknownName(kind, name, close_matches(name, names), len(names), listed=names, where=where, field=field,
+                          note=note)
     return found

@@ -46,13 +46,13 @@ def test_a_stored_rack_is_localized_and_its_trays_are_told(stored: tuple[Path, d
     assert d.localization.ref.kind is ComponentKind.SWITCH_TRAY
     for host in d.localization.hosts:
         assert result.diagnoses[host].isolated_component == d.localization.component
-    with pytest.raises(InputError, match=r"no rack 'rack-09'.*racks: rack-01"):
+    with pytest.raises(InputError, match=r"no rack 'rack-09'.*known: rack-01\).*did you mean rack-01"):
         diagnose(StoreSource(root), Question(rack="rack-09", window=timedelta(hours=1)))
 
 
 def test_the_bot_answers_a_rack_and_a_tray_as_its_rack_sees_it(stored: tuple[Path, dict[str, Any]]) -> None:
     root = stored[0]
-    assert parse("rack rack-01") == Request("node", "rack-01")
+    assert parse("rack rack-01") == Request("rack", "rack-01")
     source = StoreNodeSource(root)
     rack = source.diagnose("rack-01")
     assert rack.rack is not None and rack.tray is None and rack.localization is not None
@@ -69,6 +69,9 @@ def test_the_commands_analyze_and_draw_the_rack(stored: tuple[Path, dict[str, An
     assert main(["analyze", "--store", str(root), "--rack", "rack-01"]) == 0
     said = capsys.readouterr().out
     assert said.startswith("rack-01") and "Switch tray" in said
+    assert main(["analyze", "--store", str(root), "--rack", "rack-1"]) == 2  # a rack, not a node, is unknown
+    told = capsys.readouterr().err
+    assert "no rack 'rack-1'" in told and "did you mean rack-01?" in told and "node" not in told
     out = tmp_path / "rack.png"
     assert main(["render", "rack-01", "--rack", "--store", str(root), "-o", str(out)]) == 0
     assert Image.open(out).size == (1200, 900) and out.stat().st_size < 300 * 1024

@@ -9,11 +9,13 @@ from typing import Any
 
 from bot.blocks import DraftTarget
 from bot.drafting import render_png
-from bot.nodes import SnapshotNodeSource
+from bot.nodes import NodeSource, SnapshotNodeSource
 from bot.settings import Settings
 from bot.state import BotState
 from bot.transport.mock_slack import MockSlack
 from diagnostics import Diagnosis
+from diagnostics.service import TableSource
+from diagnostics.synth.rack_fleet import build_racks
 
 from .helpers import LONG_WAIT, OPS, SEEDS, buttons, local_bot, posted, summary_for
 
@@ -82,6 +84,27 @@ def test_unknown_node_and_bad_arguments_get_helpful_ephemeral_replies() -> None:
         help_text = json.dumps(local.injector.command("help", user="UALICE", channel=OPS).json())
         assert "/fabric job" in help_text
         time.sleep(0.2)
+        assert not posted(local.slack)
+
+
+def _told(local: Any, text: str) -> str:
+    """What `/fabric TEXT` tells its asker alone (an unknown name's reply)."""
+    before = len(local.slack.calls_to("response_url"))
+    assert "Looking at" in local.injector.command(text, user="UALICE", channel=OPS).body
+    assert local.slack.wait_for(lambda s: len(s.calls_to("response_url")) > before)
+    return str(local.slack.calls_to("response_url")[before].params["text"])
+
+
+def test_an_unknown_rack_is_said_as_a_rack_with_the_racks_known() -> None:
+    """`/fabric rack NAME` answers about racks, never nodes: the rack names close to it, or, with no rack inventory,
+    that none is known and how racks become known."""
+    with local_bot() as local:  # the seed nodes: no rack inventory
+        told = _told(local, "rack nope")
+        assert told.startswith("I don't know a rack called `nope`. Known racks: none yet") and "nodes.csv" in told
+        assert "Known nodes" not in told and "hpc-gpu-node" not in told
+    tables, _, slots, platforms = build_racks(seed=4, racks=1, hours=1, scenarios=["switch_tray"])
+    with local_bot(source=NodeSource(TableSource(tables, platforms=platforms, racks=slots))) as local:
+        assert _told(local, "rack rack-1") == "I don't know a rack called `rack-1`. Did you mean `rack-01`?"
         assert not posted(local.slack)
 
 
