@@ -143,7 +143,8 @@ class _Draftable:
 
 def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
     """Each suspected component in the analysis's ranked order (the headline first), with its links worst first, then
-    each degraded link no component explains."""
+    each degraded link no component explains. A finding of the suspect itself (a GPU's Xid beside the GPU) is the
+    suspect's draft, not one more."""
     links = degraded(diagnosis)
     index = {f.component: i for i, f in links}
     rank = {i: r for r, (i, _) in enumerate(links)}
@@ -152,6 +153,7 @@ def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
     for n, loc in enumerate(diagnosis.localizations or ([diagnosis.localization] if diagnosis.localization else [])):
         own = sorted(((index[name], name) for name in loc.links if name in index), key=lambda p: rank[p[0]])
         covered.update(i for i, _ in own)
+        covered.update(i for i, f in links if f.ref.slug == loc.ref.slug)
         if len(own) == 1 and own[0][1] == loc.component:  # a lone link: its own button
             out.append(_Draftable(own[0][1], f"{DRAFT_ACTION}:{own[0][0]}", DraftTarget(analysis_id, own[0][0])))
             continue

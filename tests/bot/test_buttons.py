@@ -9,9 +9,11 @@ import threading
 import time
 from typing import Any
 
+from bot.nodes import TableNodeSource
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
+from diagnostics.synth.fleet import build
 
 from .helpers import LONG_WAIT, OPS, SlowDrafter, buttons, local_bot, posted, private, summary_for
 
@@ -117,3 +119,25 @@ def test_a_filing_button_acts_only_on_the_draft_its_message_shows() -> None:
         texts = _told(local, "UBOB", 2)
         assert any("does not belong to the draft" in t for t in texts) and any("not one I made" in t for t in texts)
         assert local.tracker.tickets() == []  # type: ignore[attr-defined]
+
+
+def _one_node(scenario: str, seed: int) -> tuple[TableNodeSource, str]:
+    """A synthetic node with one planted fault, as a source the bot reads."""
+    tables, truth = build(seed=seed, nodes=1, hours=2, scenarios=[scenario])
+    (node,) = truth["nodes"]
+    return TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()}), node
+
+
+def test_a_suspect_gpus_own_xid_is_its_one_button_not_a_second() -> None:
+    """A GPU whose NVLinks fail and which logged an Xid: the GPU's finding (the Xid) is the suspect GPU itself, so
+    the summary offers one button for the GPU (its links in its menu) and no second button for the same part."""
+    source, node = _one_node("gpu_wide_fault", 3)
+    with local_bot(source=source) as local:
+        summary = summary_for(local, node)
+        gpu = source.diagnose(node).isolated_component
+        assert gpu.startswith("GPU ") and "Xid" in summary.shown_blocks  # the GPU's own finding is listed
+        labels = [e["text"]["text"] for e in buttons(summary) if e["type"] == "button"]
+        assert labels == [f"Draft ticket: {gpu}"]
+        menus = [o["text"]["text"] for e in buttons(summary) if e["type"] == "static_select" for o in e["options"]]
+        assert menus and gpu not in menus and all(name.startswith(f"{gpu} NVLink") for name in menus)
+
