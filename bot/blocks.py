@@ -33,6 +33,7 @@ from slack_sdk.models.blocks import (
 
 from diagnostics import (
     COUNT_RULES,
+    ComponentKind,
     ComponentRef,
     Diagnosis,
     Finding,
@@ -144,12 +145,15 @@ class _Draftable:
 def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
     """Each suspected component in the analysis's ranked order (the headline first), with its links worst first, then
     each degraded link no component explains. A finding of the suspect itself (a GPU's Xid beside the GPU) is the
-    suspect's draft, not one more."""
+    suspect's draft, not one more; while the fabric software is the suspect, the links down with it are its, not
+    each a part to draft."""
     links = degraded(diagnosis)
     index = {f.component: i for i, f in links}
     rank = {i: r for r, (i, _) in enumerate(links)}
     out: list[_Draftable] = []
     covered: set[int] = set()
+    if diagnosis.software_suspect() is not None:
+        covered.update(i for i, f in links if f.severity is Severity.DOWN and f.ref.kind is ComponentKind.NVLINK)
     for n, loc in enumerate(diagnosis.localizations or ([diagnosis.localization] if diagnosis.localization else [])):
         own = sorted(((index[name], name) for name in loc.links if name in index), key=lambda p: rank[p[0]])
         covered.update(i for i, _ in own)

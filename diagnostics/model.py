@@ -291,6 +291,12 @@ class Diagnosis(BaseModel):
     def failing(self) -> list[Finding]:
         return [f for f in self.findings if f.severity in (Severity.FAILING, Severity.DOWN)]
 
+    def software_suspect(self) -> Localization | None:
+        """The fabric software (Fabric Manager or the driver; a rack's domain software) where the analysis blames it:
+        no part, and the links it takes down at once are its, not each a part's."""
+        locs = self.localizations or ([self.localization] if self.localization else [])
+        return next((loc for loc in locs if loc.ref.kind is ComponentKind.FABRIC_SOFTWARE), None)
+
     def parts_of(self, slug: str) -> list[str]:
         """The slugs a ticket for `slug` stands for: itself and, for a localized part (a switch, a GPU), the links
         it explains; a repair of the part is verified on all of them."""

@@ -128,6 +128,11 @@ def _one_node(scenario: str, seed: int) -> tuple[TableNodeSource, str]:
     return TableNodeSource(tables, {n: v["platform"] for n, v in truth["nodes"].items()}), node
 
 
+def _previews(local: LocalSlack, summary: Message, n: int) -> list[Message]:
+    assert local.slack.wait_for(lambda s: len([m for m in posted(s, thread=summary.ts) if len(buttons(m)) == 2]) >= n)
+    return [m for m in posted(local.slack, thread=summary.ts) if len(buttons(m)) == 2]
+
+
 def test_a_suspect_gpus_own_xid_is_its_one_button_not_a_second() -> None:
     """A GPU whose NVLinks fail and which logged an Xid: the GPU's finding (the Xid) is the suspect GPU itself, so
     the summary offers one button for the GPU (its links in its menu) and no second button for the same part."""
@@ -141,3 +146,18 @@ def test_a_suspect_gpus_own_xid_is_its_one_button_not_a_second() -> None:
         menus = [o["text"]["text"] for e in buttons(summary) if e["type"] == "static_select" for o in e["options"]]
         assert menus and gpu not in menus and all(name.startswith(f"{gpu} NVLink") for name in menus)
 
+
+def test_a_node_whose_fabric_manager_is_down_offers_the_fabric_softwares_draft_not_a_part_per_link() -> None:
+    """Fabric Manager down: every NVLink inactive at once, the analysis blames the fabric software. The summary
+    offers that one draft (no part), not a hardware button or menu per inactive link; clicking it drafts the
+    fabric software's ticket."""
+    source, node = _one_node("fabric_manager_down", 3)
+    with local_bot(source=source) as local:
+        summary = summary_for(local, node)
+        assert "inactive" in summary.shown_blocks  # the links down are still listed
+        (button,) = buttons(summary)
+        assert button["type"] == "button" and button["text"]["text"] == "Draft ticket: Fabric Manager / NVIDIA driver"
+        assert _click(local, summary, button) == 200
+        (preview,) = _previews(local, summary, 1)
+        assert preview.shown == f"Ticket draft for Fabric Manager / NVIDIA driver on {node}"
+        assert "nothing physical is replaced" in preview.shown_blocks
