@@ -219,7 +219,8 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
                               rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None,
                               bus=candidate.ref.bus, bus_reads=diagnosis.bus_gpu_ids),
         replacement_part=plan.part,
-        next_part=plan.next_part, part_note=plan.part_note, warnings=[*plan.warnings, *_guessed(diagnosis, plan)],
+        next_part=plan.next_part, part_note=plan.part_note,
+        warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan)],
         capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis),
@@ -227,6 +228,19 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),
         disagreement=disagreement, choice=choice, drafted_by=drafted_by, fallback_notes=list(notes),
     )
+
+
+def _software_blamed(diagnosis: Diagnosis, candidate: Candidate) -> list[str]:
+    """A part drafted while the analysis blames the fabric software (Fabric Manager or the driver: every NVLink down
+    at once), said first: its steps are for a part the analysis does not suspect."""
+    software = diagnosis.software_suspect()
+    if software is None or candidate.kind is ComponentKind.FABRIC_SOFTWARE:
+        return []
+    why = "; ".join(e for e in software.evidence if not e.startswith("no part goes"))
+    return [f"the analysis blames {software.component} (fabric software, no part), not {candidate.component}"
+            + (f": {why}" if why else "") + f". Restart the fabric software first (`fabricbot ticket "
+            f"{diagnosis.owner_of(software.ref.slug)}` drafts its ticket) and read it again once the fabric is "
+            "up; touch no part for it before then"]
 
 
 def _guessed(diagnosis: Diagnosis, plan: RepairPlan) -> list[str]:

@@ -211,3 +211,24 @@ def test_the_old_step_catalog_variable_is_refused_with_a_pointer(monkeypatch: py
     monkeypatch.setenv("FABRICBOT_TICKET_STEPS", "/nowhere/ticket_steps.toml")
     with pytest.raises(ConfigError, match="FABRICBOT_REPAIRS"):
         RulesDrafter().draft(seed_diagnosis())
+
+
+def test_a_link_drafted_while_the_fabric_software_is_blamed_leads_its_warnings_with_that() -> None:
+    """Fabric Manager down (every NVLink inactive at once): a ticket drafted anyway for one inactive link says first
+    that the analysis blames the fabric software, not this link; the fabric software's own ticket says no such
+    thing."""
+    from diagnostics.service import Request, TableSource, diagnose
+    from diagnostics.synth.fleet import build
+
+    tables, truth = build(seed=3, nodes=1, hours=2, scenarios=["fabric_manager_down"])
+    (node,) = truth["nodes"]
+    source = TableSource(tables, platforms={n: v["platform"] for n, v in truth["nodes"].items()})
+    d = diagnose(source, Request(node=node)).diagnosis
+    assert d.isolated_component == "Fabric Manager / NVIDIA driver"
+    link = next(f.component for f in d.findings if f.severity is Severity.DOWN and f.ref.kind is ComponentKind.NVLINK)
+    t = RulesDrafter().draft(d, component=link)
+    assert t.component == link and t.warnings[0].startswith(
+        f"the analysis blames Fabric Manager / NVIDIA driver (fabric software, no part), not {link}: ")
+    assert "all 144 NVLinks on all 8 GPUs are inactive at once" in t.warnings[0]
+    assert ticket_markdown(t).split("## Warnings\n\n- ", 1)[1].startswith("the analysis blames Fabric Manager")
+    assert not any("blames" in w for w in RulesDrafter().draft(d).warnings)
