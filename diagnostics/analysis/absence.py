@@ -18,6 +18,7 @@ from ..config.thresholds import (
     Thresholds,
 )
 from ..enums import ComponentKind, LinkState, LinkType, Severity
+from ..metrics import COUNTERS, applies
 from ..model import Crossing, Finding
 from .rates import deltas, ns
 
@@ -33,6 +34,8 @@ class NodeView:
     gpus_seen: dict[str, set[int]] = field(default_factory=dict)  # node -> GPUs with any series
     nvlinks_seen: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # node -> GPU -> NVLink indices
     nvlinks_live: dict[str, dict[int, set[int]]] = field(default_factory=dict)  # ... of series still reporting
+    nvlink_totals: dict[str, set[int]] = field(default_factory=dict)  # node -> GPUs with error counters over all
+    # their NVLinks (a GPU total, no link index)
     all_inactive: dict[str, str] = field(default_factory=dict)  # node -> why every NVLink reads inactive
     restarted: dict[str, str] = field(default_factory=dict)  # node -> its reboot or driver reload in the window
 
@@ -89,6 +92,14 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
         numbers = link[rows].astype(np.int64)[order].tolist()
         for (node, g), lo, hi in zip(pairs, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             held.setdefault(str(names[node]), {})[int(g)] = set(numbers[lo:hi])
+    errors = [c for c in (f"{m}_total" for m in COUNTERS if applies(m, LinkType.NVLINK.value)) if c in metrics]
+    if errors:
+        counted = np.zeros(n, dtype=bool)
+        for column in errors:
+            counted |= metrics[column].notna().to_numpy()
+        totals = (link_type == LinkType.NVLINK.value) & has_gpu & np.isnan(link) & counted
+        for node, g in _groups(named[totals], gpu[totals].astype(np.int64))[0]:
+            view.nvlink_totals.setdefault(str(names[node]), set()).add(int(g))
     _restarts(view, metrics, codes, names, nv)
     if "link_state" in metrics.columns:
         state = metrics["link_state"].astype("string").fillna("up").to_numpy(object)
@@ -143,19 +154,31 @@ def _restarts(view: NodeView, metrics: pd.DataFrame, codes: np.ndarray, names: l
 
 
 def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: Mapping[int, set[int]],
-                  expected: Mapping[int, int], warnings: list[str]) -> list[Finding]:
+                  expected: Mapping[int, int], warnings: list[str], totals: Collection[int] = ()) -> list[Finding]:
     """A missing series is never healthy: a GPU reporting fewer NVLinks than its platform has is short of each
     link it lacks (dcgm-exporter drops the series of a link that is down): a link never seen gets a finding of its
     own, a link whose series stopped keeps its finding and is counted. A GPU with no NVLink series at all is not
-    collected, which is said as a warning."""
-    if expected and not seen and any(expected.values()):
-        warnings.append("NVLink counters not collected on this node (enable them in dcgm-exporter's counters "
-                        "file): NVLink health is unknown, not healthy")
+    collected, which is said as a warning; one with only its error counters' total over its links (`totals`, a
+    pre-Blackwell exporter given the `..._TOTAL` fields alone) is judged on that total, and the warning says that
+    which of its links fails, or whether one is down, is unknown."""
+    wanted = {gpu for gpu, count in expected.items() if count}
+    if wanted and not seen:
+        if wanted & set(totals):
+            warnings.append(
+                "per-link NVLink counters not collected on this node, only each GPU's total over its NVLinks "
+                "(enable the per-link fields in dcgm-exporter's counters file): a GPU's totals are judged, but which "
+                "of its links fails, or whether one is down, is unknown")
+            warnings.extend(f"GPU {gpu}: NVLink counters not collected" for gpu in sorted(wanted - set(totals)))
+        else:
+            warnings.append("NVLink counters not collected on this node (enable them in dcgm-exporter's counters "
+                            "file): NVLink health is unknown, not healthy")
         return findings
     out = list(findings)
     for gpu, count in sorted(expected.items()):
         if not seen.get(gpu) and count:
-            warnings.append(f"GPU {gpu}: NVLink counters not collected")
+            warnings.append(f"GPU {gpu}: per-link NVLink counters not collected, only its total over its NVLinks: "
+                            "which of its links fails, or whether one is down, is unknown" if gpu in totals
+                            else f"GPU {gpu}: NVLink counters not collected")
             continue
         have = live.get(gpu, set())
         if len(have) >= count:

@@ -258,7 +258,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if graph is not None and samples.get(node, 0) >= 2:  # a lone reading (a paste, maybe cut) proves no absence
                 live = {g: s for g, s in view.nvlinks_live.get(node, {}).items() if g not in stopped}
                 expected = expected_links(graph, reporting - set(stopped))
-                mine = missing_links(mine, seen, live, expected, warnings[node])
+                mine = missing_links(mine, seen, live, expected, warnings[node],
+                                     view.nvlink_totals.get(node, set()))
             count = gpu_count(graph_of.platform(node)) if samples.get(node, 0) >= 2 else None
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count

@@ -129,6 +129,36 @@ def test_counters_not_collected_is_not_healthy() -> None:
     assert any("not collected" in w for w in d.warnings)
 
 
+def test_gpu_nvlink_totals_alone_are_judged_and_only_the_failing_link_is_unknown() -> None:
+    """A pre-Blackwell exporter given only the GPU-wide NVLink totals: the totals are collected and judged (GPU 3's
+    fail), so the node's NVLink counters are not "not collected"; what is unknown is the link within each GPU."""
+    def total(gpu: int, rate: float, **counters: list[float]) -> pd.DataFrame:
+        return link_series(counters or steady(rate), gpu=gpu, link=None, gpu_total=True, peer=None)
+
+    d = diagnose({"link_samples": links(*[total(g, 30000.0 if g == 3 else 0.0) for g in range(8)])},
+                 platform="hgx-h100-8gpu")
+    assert [(f.component, rules(f)) for f in d.findings if f.severity is not Severity.OK] == \
+        [("GPU 3 NVLinks", {"nvlink_replay"})]
+    assert not any("NVLink health is unknown" in w or w.startswith("NVLink counters not collected")
+                   for w in d.warnings), d.warnings
+    assert any(w.startswith("per-link NVLink counters not collected on this node, only each GPU's total") and
+               "which of its links fails, or whether one is down, is unknown" in w for w in d.warnings), d.warnings
+    # a GPU with no NVLink error total beside them is not collected; its bandwidth total counts no error
+    seven = diagnose({"link_samples": links(*[total(g, 0.0) for g in range(7)],
+                                            total(7, 0.0, tx_bytes_per_s=[1e9] * 13))}, platform="hgx-h100-8gpu")
+    assert "GPU 7: NVLink counters not collected" in seven.warnings
+    # per-link series elsewhere on the node: the GPU read only as its total says so alone
+    mixed = diagnose({"link_samples": links(*[link_series(steady(0), gpu=g, link=k) for g in range(7) for k in
+                                              range(18)], total(7, 0.0))}, platform="hgx-h100-8gpu")
+    assert [w for w in mixed.warnings if "not collected" in w] == [
+        "GPU 7: per-link NVLink counters not collected, only its total over its NVLinks: which of its links fails, "
+        "or whether one is down, is unknown"]
+    # bandwidth totals alone carry no NVLink error counter: the counters are not collected
+    quiet = diagnose({"link_samples": links(*[total(g, 0.0, tx_bytes_per_s=[1e9] * 13) for g in range(8)])},
+                     platform="hgx-h100-8gpu")
+    assert any(w.startswith("NVLink counters not collected on this node") for w in quiet.warnings), quiet.warnings
+
+
 def test_lone_reading_gives_totals_and_says_so() -> None:
     d = diagnose({"link_samples": links(link_series([12345.0]))})
     assert d.findings[0].counts["replay"] == 12345.0
