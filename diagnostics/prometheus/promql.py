@@ -92,18 +92,23 @@ class QueryBuilder:
         return _spellings(sorted(set(exact + per_link)))
 
     def column_vector(self, column: str, link_type: LinkType, wrap: Wrap, *extra: str,
-                      counter: bool = True) -> str | None:
+                      counter: bool = True, gpu_totals: bool = True) -> str | None:
         """One series per link carrying `column` (a counter, or a gauge with `counter=False`), each selector
-        wrapped (e.g. in `increase(...[1h])`)."""
+        wrapped (e.g. in `increase(...[1h])`).
+
+        An NVLink counter without a link label is a GPU's total over its links. Where the GPU has series of the
+        counter per link, its total is left out (it would count each error twice); where it has none (a pre-Blackwell
+        exporter given only the `..._TOTAL` fields), the total is the GPU's one series, with an empty link label, as
+        the local analysis judges it. `gpu_totals=False` keeps the per-link series alone (counting a GPU's links).
+        """
         exact, per_link = _names(self.dmap, column, link_type, counter)
         link = self.config.labels.link
         parts: list[str] = []
+        # a counter DCGM gives only as a GPU's total (NVLink5's DCGM_FI_DEV_NVLINK_COUNT_*) has no per-link name:
+        # every series of it is taken as it is
+        split = bool(exact and per_link) and link_type is LinkType.NVLINK
         if exact:
-            # an NVLink counter without a link label is a GPU total: never compared with a per-link threshold
-            # where the counter has per-link names; a counter DCGM gives only as a GPU's total (NVLink5's
-            # DCGM_FI_DEV_NVLINK_COUNT_*) is judged as that total, as the history analysis judges it
-            need = (f'{link}!=""',) if link_type is LinkType.NVLINK and per_link else ()
-            parts.append(wrap(self.selector(_spellings(exact), *need, *extra)))
+            parts.append(wrap(self.selector(_spellings(exact), *((f'{link}!=""',) if split else ()), *extra)))
         if per_link:
             for index in range(self.max_links):
                 names = _spellings([_expand(p, index) for p in per_link])
@@ -111,7 +116,12 @@ class QueryBuilder:
         if not parts:
             return None
         by = ", ".join(self.group)
-        return f"max by ({by}) ({' or '.join(parts)})"
+        vector = f"max by ({by}) ({' or '.join(parts)})"
+        if not split or not gpu_totals:
+            return vector
+        totals = wrap(self.selector(_spellings(exact), f'{link}=""', *extra))
+        # `or on (node, gpu)`: a GPU's total only where none of its links has a series in the vector
+        return f"({vector} or on ({self.by('node', 'gpu')}) max by ({by}) ({totals}))"
 
     def counter_vector(self, counter: str, link_type: LinkType, wrap: Wrap) -> str | None:
         """The rule's counter per link: several columns are summed (`crc` = crc_flit + crc_data)."""
@@ -356,9 +366,10 @@ def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQue
     node_gpu_link = builder.by("node", "gpu", "link")
     node_gpu = builder.by("node", "gpu")
     model = cfg.labels.model
+    # the links a GPU reports: its total over them is no link
     seen = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK,
-                                 lambda s: f"last_over_time({s}[{duration(window_hours)}])")
-    now = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s)
+                                 lambda s: f"last_over_time({s}[{duration(window_hours)}])", gpu_totals=False)
+    now = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s, gpu_totals=False)
     if seen is None or now is None:
         return gpu_missing_queries(builder)
     vanished = f"group by ({node_gpu_link}) ({seen}) unless group by ({node_gpu_link}) ({now})"
@@ -367,7 +378,7 @@ def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQue
     clauses: list[str] = []
     for gpu_model, links in expected.items():
         match = _model_matchers(model, gpu_model, expected, cfg.exclude_models)
-        present = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s, *match)
+        present = builder.column_vector(PRESENCE_COLUMN, LinkType.NVLINK, lambda s: s, *match, gpu_totals=False)
         if present is None:
             continue
         with_model = f"{node_gpu}, {model}"

@@ -66,8 +66,10 @@ def test_ber_queries_are_per_link_gauge_comparisons_with_exact_limits() -> None:
     # both DCGM spellings; NVLink5's bit-error ratios exist only as a GPU's total (no link label): it is judged
     assert ("last_over_time({__name__=~\"DCGM_FI_DEV_NVLINK_COUNT_EFFECTIVE_BER_FLOAT(_total)?"
             "|DCGM_FI_DEV_NVLINK_EFFECTIVE_BER_RATIO(_total)?\"}") in effective
-    # a counter with per-link names never has its GPU total compared with a per-link limit
+    # a counter with per-link names has its GPU total compared with the limit only where the GPU has no link series
     assert 'nvlink!=""' in queries[("nvlink_replay", "nvlink")]
+    assert ') or on (Hostname, gpu) max by (Hostname, gpu, nvswitch, nvlink) (increase({' in \
+        queries[("nvlink_replay", "nvlink")]
     assert effective.endswith("> 1e-12") and symbol.endswith("> 1e-06")
     # the Blackwell counter rules were rate rules already: increase() per hour
     for rule in ("effective_errors", "recovery_failed"):
