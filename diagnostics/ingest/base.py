@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO, runtime_checkable
 
 import pandas as pd
 
@@ -369,3 +369,13 @@ class Reader(Protocol):
         ...
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult: ...
+
+
+@runtime_checkable
+class Opens(Protocol):
+    """A reader some of whose lines no other tool prints: such a line starts its output inside a paste, even with no
+    blank line or prompt before it (a kernel log's prefixed NVRM line right after an nvidia-smi output)."""
+
+    def opens(self, text: str) -> bool:
+        """Whether this line, stripped, is one only this reader's format prints."""
+        ...

@@ -57,6 +57,7 @@ _GAUGE_KINDS = {"symbol_ber": "ber", "effective_ber": "ber", "tx_bytes_per_s": "
                 "max_width": "pcie_width"}
 _WHOLE_GAUGES = frozenset({"gen", "max_gen", "width", "max_width"})
 _SNIFF = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE)
+_OPENS = re.compile(r"# (?:HELP|TYPE) DCGM_(?:FI|EXP)_\w+\s|DCGM_(?:FI|EXP)_\w+(?:\{[^{}]*\})?\s+\S")
 
 # A cached series: ("link", entity id, column id, is counter) | ("xid", kind, node, gpu, code, bus id) | ("skip",)
 Series = tuple[Any, ...]
@@ -436,6 +437,11 @@ class DcgmReader:
     def sniff(self, head: str) -> float:
         hits = len(_SNIFF.findall(head))
         return 0.0 if not hits else (0.95 if hits >= 2 else 0.7)
+
+    def opens(self, text: str) -> bool:
+        """A dcgm-exporter family's `# HELP`/`# TYPE` line or one of its samples: no other tool prints one (see
+        `paste`)."""
+        return "DCGM_" in text and bool(_OPENS.match(text.strip()))
 
     def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None,
              xid_last: dict[tuple[Any, ...], float] | None = None) -> IngestResult:

@@ -77,6 +77,14 @@ class KernelLogReader:
             return 0.8
         return 0.0
 
+    def opens(self, text: str) -> bool:
+        """A driver message (NVRM, an SXid, a PCIe AER report) after a log prefix this reader knows: no other tool
+        prints one (see `paste`)."""
+        if "NVRM:" not in text and "SXid" not in text and "AER:" not in text and "PCIe Bus Error" not in text:
+            return False
+        body = _prefixed(text.strip())
+        return body is not None and bool(_OPENS.match(body))
+
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "kernel log", node_id)
         nvlink_xids = load_xid_catalog().interconnect_codes(LinkType.NVLINK)  # the Xids whose `Link N` is read
@@ -354,6 +362,27 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
         body = body[match.end():]
         out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
     return body, ts, host
+
+
+_PREFIXES = (_ISO, _DMESG_X, _TALOS, _SYSLOG, _DMESG_T)
+_OPENS = re.compile(r"NVRM: |nvidia-nvswitch\d*: SXid \(|" + _DEVICE + r"(?:AER: |PCIe Bus Error:)")
+
+
+def _prefixed(body: str) -> str | None:
+    """The message after the log prefix a line starts with, or None where it starts with none this reader knows."""
+    fanned = _FANOUT.match(body)
+    if fanned and fanned["host"] not in ("NVRM", "kernel", "kern"):
+        body = body[fanned.end():]
+    prefixed = False
+    for form in _PREFIXES:
+        if match := form.match(body):
+            body, prefixed = body[match.end():], True
+            break
+    if match := _KERNEL.match(body):
+        body, prefixed = body[match.end():], True
+    if match := _UPTIME.match(body):
+        body, prefixed = body[match.end():], True
+    return body if prefixed else None
 
 
 def _damaged_banner(out: Collector, number: int, text: str) -> None:

@@ -1,8 +1,10 @@
 """A paste that mixes outputs: split it into sections, read each with the reader detection picks, warn the rest.
 
 Sections start at a shell command (with or without its prompt) and at Markdown fences; within a section,
-blank-line blocks that different readers claim are split apart. Each part is read by the registered reader
-whose sniff scores it highest, so readers added later (topology, dcgm) are picked up with no change here.
+blank-line blocks that different readers claim are split apart, and so is an output pasted right after another with
+no blank line between, where its first line is one only its reader's format prints (`base.Opens`). Each part is
+read by the registered reader whose sniff scores it highest, so readers added later (topology, dcgm) are picked up
+with no change here.
 Line numbers stay those of the whole paste: each part is handed over as a source starting at its first line.
 This reader only wins detection when the input really holds more than one kind of output. A paste is held in
 memory whole (pastes are small); a large file of one format goes straight to its own reader, which streams.
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..values import limits
 from . import detect
-from .base import IngestResult, Reader, Source
+from .base import IngestResult, Opens, Reader, Source
 from .textlines import Collector, Line, classify_line, stated_time
 from .wrapping import split_lines, unwrap_text
 
@@ -122,11 +124,7 @@ def _split(section: list[Line], others: dict[str, Reader]) -> list[Part]:
     host = next((line.host for line in section if line.host), None)
     head = [line for line in section if line.kind in ("command", "continuation", "fence")]
     body = section[len(head):] if section[: len(head)] == head else section
-    blocks: list[list[Line]] = [[]]
-    for line in body:
-        if line.kind == "blank" and blocks[-1]:
-            blocks.append([])
-        blocks[-1].append(line)
+    blocks = _blocks(body, others)
     # one block: it is the section, judged whole below (each reader's sniff is most of a paste's detection)
     claims = [_best("\n".join(line.text for line in block), others) for block in blocks] if len(blocks) > 1 else []
     if len({c for c in claims if c}) <= 1:
@@ -141,6 +139,47 @@ def _split(section: list[Line], others: dict[str, Reader]) -> list[Part]:
         else:
             parts.append(Part(claim, block, host))
     return parts
+
+
+def _blocks(body: list[Line], others: dict[str, Reader]) -> list[list[Line]]:
+    """A section's blank-line blocks, each cut again before a line that opens another reader's output (`Opens`: a
+    prefixed NVRM line, a dcgm `# HELP`) where the reader of the block so far does not read that line: an output
+    pasted right after another, with no blank line or prompt between. A cut that the reader of the opening line
+    would not take (its lines are not its format after all) is undone."""
+    openers = {name: reader for name, reader in others.items() if isinstance(reader, Opens)}
+    blocks: list[list[Line]] = [[]]
+    opened: dict[int, str] = {}  # a block cut off before its first line -> the reader that line opens
+    kept: set[str] = set()  # readers whose opening lines the current block keeps: asked once each
+    for line in body:
+        if line.kind == "blank" and blocks[-1]:
+            blocks.append([])
+            kept = set()
+        elif line.kind == "text" and openers:
+            text = line.text.strip()
+            opener = next((name for name, reader in openers.items() if reader.opens(text)), None)
+            if opener is not None and opener not in kept:
+                kept.add(opener)
+                if _cuts(blocks[-1], text, opener, others):
+                    blocks.append([])
+                    opened[len(blocks) - 1] = opener
+                    kept = {opener}
+        blocks[-1].append(line)
+    out: list[list[Line]] = []
+    for index, block in enumerate(blocks):
+        if index in opened and _best("\n".join(line.text for line in block), others) != opened[index]:
+            out[-1].extend(block)
+        else:
+            out.append(block)
+    return out
+
+
+def _cuts(block: list[Line], text: str, opener: str, others: dict[str, Reader]) -> bool:
+    """Whether a line that opens `opener`'s output starts a new block: the block so far is another reader's, and
+    that reader sees nothing of its own format in the line."""
+    if not any(line.kind == "text" for line in block):
+        return False
+    reader = _best("\n".join(line.text for line in block), others)
+    return reader is not None and reader != opener and others[reader].sniff(text) <= 0
 
 
 def _only_a_time(part: Part) -> bool:

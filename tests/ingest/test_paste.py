@@ -10,6 +10,9 @@ import pytest
 from diagnostics import values
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
+from diagnostics.model import Diagnosis
+from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.store import open_store
 from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
 
 
@@ -99,3 +102,60 @@ def test_a_paste_of_more_outputs_than_the_limit_reads_the_first_and_names_the_re
     assert over[0].line <= sample.count("\n")  # two outputs of the first copy, then the cap
     first = detect.read(Source.from_text(sample, name="paste.md"))
     assert len(result["link_samples"]) <= len(first["link_samples"])
+
+
+def _body(name: str) -> list[str]:
+    """A real fixture's lines without its provenance comments."""
+    return [line for line in (REAL / name).read_text().splitlines() if not line.startswith(("# source:", "# note:"))]
+
+
+def _doors(path: Path, tmp: Path) -> tuple[Diagnosis, Diagnosis]:
+    """The same question through the files and through the store they were ingested into."""
+    files, node, _ = files_source([path], node="n1")
+    open_store(tmp / "store").ingest([path], node_id="n1")
+    request = Request(node=node)
+    return diagnose(files, request).diagnosis, diagnose(StoreSource(tmp / "store"), request).diagnosis
+
+
+def test_a_kernel_log_pasted_right_after_an_nvlink_output_is_read_as_one(tmp_path: Path) -> None:
+    """No blank line and no prompt between them: the kernel log's prefixed NVRM line starts its own output, so the
+    GPU that fell off the bus is the answer, as it is with a `$ dmesg` line between them."""
+    nvlink, kernel = _body("nvlink_e_v100_short_form_dated_2.txt"), _body("kernel_xid79_sxid20034_gpud_1.txt")
+    joined, prompted = tmp_path / "joined.txt", tmp_path / "prompted.txt"
+    joined.write_text("\n".join([*nvlink, *kernel]) + "\n")
+    prompted.write_text("\n".join([*nvlink, "$ dmesg", *kernel]) + "\n")
+    result = read(joined)
+    assert result.rows["events"] == read(prompted).rows["events"] == 6
+    assert result["link_samples"]["timestamp"].nunique() == 2  # both readings keep their `date`
+    assert not [w for w in result.warnings if "not read" in w.message], result.warnings
+    answers = []
+    for path in (joined, prompted):
+        files, stored = _doors(path, tmp_path / path.stem)
+        assert files.model_dump(exclude={"warnings"}) == stored.model_dump(exclude={"warnings"})
+        assert files.ticket_priority.value == "urgent" and files.fault_detected
+        assert files.localizations[0].component == "the GPU at PCI 0000:91:00.0"
+        answers.append((files.ticket_priority, [loc.component for loc in files.localizations]))
+    assert answers[0] == answers[1]
+
+
+def test_outputs_pasted_one_after_another_split_where_a_line_opens_another_format() -> None:
+    dcgm = _body("dcgm_metrics_a100_1.txt")
+    kernel = _body("sxid_24007_xid_a100_1.txt")
+    smi = _body("smi_q_fabric_unhealthy_1.txt")
+    alone = {name: read_text("\n".join(lines)).rows for name, lines in
+             (("dcgm", dcgm), ("kernel", kernel), ("smi", smi))}
+    assert alone["kernel"]["events"] and alone["dcgm"]["link_samples"]
+    for order in ([*smi, *kernel, *dcgm], [*kernel, *dcgm], [*dcgm, *kernel]):
+        joined = read_text("\n".join(order))
+        parts = [alone[name] for name, lines in (("dcgm", dcgm), ("kernel", kernel), ("smi", smi)) if lines[0] in order]
+        assert joined.rows == {table: sum(part[table] for part in parts) for table in joined.rows}
+
+
+def test_a_line_another_format_prints_inside_an_output_it_does_not_take_stays_in_that_output() -> None:
+    """A prefixed NVRM line that is no event on its own, after an nvlink output: no kernel log follows, so the
+    nvlink reader keeps it and names it, as it does without the split."""
+    nvlink = _body("nvlink_e_v100_short_form_1.txt")
+    result = read_text("\n".join([*nvlink, "[12.5] NVRM: loading NVIDIA UNIX x86_64 Kernel Module"]))
+    assert detect.choose(Source.from_text("\n".join(nvlink))).name == "nvlink"
+    assert result.rows["events"] == 0 and result.rows["link_samples"] > 0
+    assert [w.message for w in result.warnings if "not read as nvidia-smi nvlink" in w.message]
