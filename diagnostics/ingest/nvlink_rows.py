@@ -15,10 +15,12 @@ the full form, which states every counter of each link: one that lacks some was 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
+from .. import format as fmt
 from ..enums import LinkType
-from ..metrics import SATURATED_16BIT
+from ..metrics import COUNTERS, SATURATED_16BIT, label
 from .textlines import Collector, Line
 
 Key = tuple[int, int, int | None]  # GPU, link, lane
@@ -97,6 +99,7 @@ class LinkRows:
         self.close()
         for number, message in self._cut:
             self.out.warn(number, message)
+        _same_time(self.out)
         self.out.flush()
         self.out.warnings.sort(key=lambda w: w.line or 0)
 
@@ -106,3 +109,51 @@ def _fill(row: dict[str, Any], columns: tuple[str, ...], value: float) -> None:
         row[column] = value
     if value == SATURATED_16BIT:
         row["saturated"] = True
+
+
+def _same_time(out: Collector) -> None:
+    """Says readings of the same links that state one time (no `date` line before each): the analysis keeps the last
+    of each link at a time, so the earlier ones give no rate and are not judged. What is safe to say of them, how
+    the counters changed from one reading to the next in the order pasted, is said with them."""
+    runs: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in out.rows.get("link_samples", []):
+        if any(column in row for column in COUNTERS):
+            runs.setdefault((row["timestamp"], row["gpu"], row["link"], row["lane"]), []).append(row)
+    repeated = [rows for rows in runs.values() if len(rows) > 1]
+    if not repeated:
+        return
+    count = max(len(rows) for rows in repeated)
+    starts = [min(_line(rows[k]) for rows in repeated if len(rows) > k) for k in range(count)]
+    stamp = repeated[0][0]["timestamp"]
+    when = "state no time" if stamp is None else f"share one time ({fmt.when(stamp)}, the `date` line above them)"
+    changed: list[str] = []
+    swapped: dict[int, int] = {}  # GPU -> the reading that names it by another UUID
+    for rows in repeated:
+        for k, (before, after) in enumerate(pairwise(rows), start=1):
+            if None not in (before["gpu_uuid"], after["gpu_uuid"]) and before["gpu_uuid"] != after["gpu_uuid"]:
+                swapped.setdefault(after["gpu"], k + 1)
+                continue
+            changed += [_change(before, after, column, k if count > 2 else None) for column in COUNTERS
+                        if column in before and column in after and before[column] != after[column]]
+    said = [*changed[:6], *([f"and {len(changed) - 6} more"] if len(changed) > 6 else []),
+            *(f"GPU {gpu} is another GPU (UUID) from reading {k} on: not compared"
+              for gpu, k in sorted(swapped.items()))]
+    out.warn(starts[1], f"{count} readings of the same links (from lines {', '.join(map(str, starts))}) {when}: with "
+                        "no time between them they give no rate, so only the last of each link is judged, as a total "
+                        "since the counters were reset, and the earlier totals are not judged"
+                        + (f". In the order pasted (over a time not known): {'; '.join(said)}" if said
+                           else "; no counter changed between them")
+                        + ". For rates, put a `date` line before each reading (`date; nvidia-smi nvlink -e`)")
+
+
+def _line(row: dict[str, Any]) -> int:
+    return int(str(row["source"]).rsplit(":", 1)[1])
+
+
+def _change(before: dict[str, Any], after: dict[str, Any], column: str, reading: int | None) -> str:
+    """One counter's change between two readings of a link (`reading`: the first of the two, where there are more)."""
+    lane = "" if before["lane"] is None else f" lane {before['lane']}"
+    how = "rose" if after[column] > before[column] else "fell (reset between them)"
+    between = f" from reading {reading} to {reading + 1}" if reading is not None else ""
+    return (f"GPU {before['gpu']} link {before['link']}{lane} {label(column)} {how}{between}: "
+            f"{fmt.number(before[column])} to {fmt.number(after[column])}")

@@ -47,7 +47,25 @@ def test_two_undated_readings_stay_two() -> None:
     assert _readings(result, 2, 0) == [(None, [0, 0, 2805], 8), (None, [2, 0, 45068], 16)]
     assert _readings(result, 0, 3) == [(None, [0, 0, 0], 5), (None, [104, 0, 0], 12)]
     assert len(result["link_samples"]) == 24 and result["link_samples"]["timestamp"].isna().all()
-    assert result.warnings == []
+    [said] = result.warnings  # the analysis keeps the last of each link: the paste says what the earlier ones held
+    assert said.line == 12 and said.message.startswith("2 readings of the same links (from lines 5, 12) state no time")
+    assert "only the last of each link is judged, as a total" in said.message
+    assert "GPU 2 link 0 CRC flit errors rose: 2,805 to 45,068" in said.message
+    assert "GPU 0 link 3 replays rose: 0 to 104" in said.message
+    assert "put a `date` line before each reading" in said.message
+
+
+def test_three_undated_readings_compare_each_with_the_next_of_the_same_gpu() -> None:
+    """Test 1 then Test 2's two readings, no time: the GPUs were replaced between the first and the second (other
+    UUIDs), so only the second and third are compared."""
+    first = (REAL / "nvlink_e_v100_short_form_1.txt").read_text().splitlines()
+    second = (REAL / "nvlink_e_v100_short_form_2.txt").read_text().splitlines()
+    result = read_text("\n".join([*first[2:], *second[2:]]))
+    [said] = [w for w in result.warnings if "readings of the same links" in w.message]
+    assert said.message.startswith("3 readings of the same links")
+    assert "GPU 2 link 0 CRC flit errors rose from reading 2 to 3: 2,805 to 45,068" in said.message
+    assert "GPU 0 is another GPU (UUID) from reading 2 on: not compared" in said.message
+    assert "2,353" not in said.message
 
 
 def test_one_short_form_reading_every_link_read() -> None:
