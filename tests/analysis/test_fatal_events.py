@@ -3,6 +3,8 @@ the rate window; the verdict weighs the slowdown's onset against the event's tim
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from diagnostics import Priority, Severity
@@ -10,8 +12,11 @@ from diagnostics.analysis.node import analyze_tables
 from diagnostics.analysis.restarts import last_restarts
 from diagnostics.analysis.rows import node_pieces
 from diagnostics.model import Diagnosis
+from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.store import open_store
 from diagnostics.times import ns
 from tests.analysis.helpers import T0, events, link_series, links, steady, steps
+from tests.conftest import FIXTURES
 
 HOURS = 6
 N = HOURS * 12 + 1
@@ -132,3 +137,16 @@ def test_a_links_per_lane_counters_beside_its_own_are_not_a_restart() -> None:
     t = ns(table["timestamp"])
     assert last_restarts(table, t, ["n1"], int(t.max())) == {}
     assert "xid_nvlink" in _rules(_diagnose({"link_samples": table, "events": events([_xid(74, 2.0)])}))
+
+
+def test_a_real_fatal_sxid_stops_its_link_and_is_high_through_file_and_store(tmp_path: Path) -> None:
+    """An A100 host's fatal SXid 24007 (its kernel log, no link telemetry): the switch link it names is stopped
+    until the node restarts, as a link seen down is, so the priority is a down link's, not a failing one's."""
+    path = FIXTURES / "real" / "sxid_24007_xid_a100_1.txt"
+    files, node, _ = files_source([path])
+    open_store(tmp_path / "store").ingest([path])
+    request = Request(node=node)
+    for got in (diagnose(files, request).diagnosis, diagnose(StoreSource(tmp_path / "store"), request).diagnosis):
+        assert got.fault_detected and got.ticket_priority is Priority.HIGH, (got.ticket_priority, got.findings)
+        assert any(c.rule == "sxid_fatal" for f in got.findings for c in f.crossed)
+        assert not [f for f in got.findings if f.severity is Severity.DOWN]  # no link was seen down: the event says it
