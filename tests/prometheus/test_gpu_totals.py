@@ -170,3 +170,6 @@ def test_every_door_flags_the_gpu_whose_nvlink_totals_rise(tmp_path: Path) -> No
         assert not any("NVLink health is unknown" in w for w in warnings), (door, warnings)
         assert any(w.startswith("per-link NVLink counters not collected on this node, only each GPU's total")
                    for w in warnings), (door, warnings)
+        said = [w for w in [*warnings, result.diagnoses["axa"].repair_action or ""] if "contradicts" in w]
+        assert not said, (door, said)  # an A100's per-GPU totals (fields 409-439) are DCGM's, not NVLink5's only
+        assert "reseat GPU 3's A100 SXM4 module" in (result.diagnoses["axa"].repair_action or ""), door
