@@ -18,6 +18,8 @@ from diagnostics.errors import InputError
 from diagnostics.service import Request as Question
 from diagnostics.service import StoreSource, diagnose
 from diagnostics.store import TelemetryStore, open_store
+from diagnostics.tickets import RulesDrafter
+from diagnostics.tickets.markdown import ticket_markdown
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +94,13 @@ def test_a_rack_host_in_maintenance_is_shown_not_paged(stored: tuple[Path, dict[
     held = StoreNodeSource(root).diagnose(host)
     assert held.maintenance is not None and "reseat the switch tray" in held.maintenance
     assert held.ticket_priority.value == "low"
+
+
+def test_a_rack_units_ticket_says_no_hosts_reboot_resets_it(stored: tuple[Path, dict[str, Any]]) -> None:
+    """A switch tray reboots from NVOS with the rack drained: its ticket's Component table says so, never "reboot or
+    restart the node" as a host's part's does."""
+    d = diagnose(StoreSource(stored[0]), Question(rack="rack-01", window=timedelta(hours=1))).diagnosis
+    text = ticket_markdown(RulesDrafter().draft(d))
+    (row,) = [line for line in text.splitlines() if line.startswith("| reset |")]
+    assert row == "| reset | none from a host: a switch tray reboots from NVOS, with the rack drained |", row
+    assert "Once the switch trays are back up:" in text
