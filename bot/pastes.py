@@ -150,6 +150,13 @@ def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
     return "\n".join(lines)
 
 
+def states_text(diagnosis: Diagnosis) -> str:
+    """Link states of one reading without counters: the links down or inactive (per GPU), and how many are up."""
+    lines = totals_text(diagnosis).splitlines()[:-1]  # its down links; no counter says a link is clean
+    down = sum(1 for f in diagnosis.findings if f.link_state in DOWN_STATES)
+    return "\n".join([*lines, f"{len(diagnosis.findings) - down} of {len(diagnosis.findings)} links up"])
+
+
 class PasteReader:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -289,10 +296,15 @@ class PasteReader:
             return f"I read that ({rows}) but it holds no link counters, so there is nothing to rate.{notes}"
         if reading.clipped:
             notes += f"\n_I kept the first {len(reading.links):,} link rows and left out {reading.clipped:,}._"
-        earlier = self._store(channel, thread, ts, reading)
         node = esc(reading.node_id)
-        if earlier is None:
-            totals = reading.totals()  # a link down now needs no second reading: said first
+        totals = reading.totals()
+        if not any(f.counts for f in totals.findings):  # `nvlink -s`: states and speeds, no counter to rate
+            now = f"{esc(rules_answer(totals))}\n" if totals.fault_detected else ""
+            return (f"{now}That output holds link states and speeds only, no error counters, so there is nothing to "
+                    f"rate:\n{states_text(totals)}\nFor the errors, paste `nvidia-smi nvlink -e` (twice, a few "
+                    f"minutes apart, for rates).{notes}")
+        earlier = self._store(channel, thread, ts, reading)
+        if earlier is None:  # a link down now needs no second reading: said first
             now = f"{esc(rules_answer(totals))}\n" if totals.fault_detected else ""
             return (f"{now}These are lifetime totals since the counters were last reset on `{node}`, not "
                     f"rates:\n{totals_text(totals)}\nPaste the same command's output again in a few "

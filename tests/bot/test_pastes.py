@@ -174,3 +174,15 @@ def test_readings_on_two_clocks_are_not_rated_and_the_new_ones_totals_are_said()
                              "own time"), second
     assert "their clocks differ" in second and "Rates over" not in second
     assert "lifetime totals since reset" in second and "replays 9,000" in second, second
+
+
+def test_a_paste_of_link_states_only_asks_for_the_counters_and_is_not_kept_for_rates() -> None:
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_real("nvlink_s_b200_all_inactive_1.txt"), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+        kept = local.audit.db[pastes.PASTES].count
+    assert "holds link states and speeds only, no error counters" in reply and "0 of 18 links up" in reply, reply
+    assert "GPU 2 NVLinks 0, 1, 2" in reply and "inactive" in reply and "paste `nvidia-smi nvlink -e`" in reply
+    assert "lifetime totals" not in reply and "show no errors" not in reply and kept == 0
