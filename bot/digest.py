@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from diagnostics import Diagnosis, InputError, Priority, SweepResult, Thresholds
 from diagnostics import format as fmt
-from diagnostics.analysis import Watch
+from diagnostics.analysis import Watch, part_priority
 from diagnostics.service import Request, Source, WatchAnswer, sweep, watched
 from diagnostics.store import Maintenance
 
@@ -75,7 +75,8 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
             if tracker.open_ticket(owner, loc.ref.slug, wider=d.wider_owner(loc.ref.slug)) is not None:
                 ticketed += 1
                 continue
-            new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, d.ticket_priority.value,
+            prio = part_priority(d, loc.links, headline=loc == d.localization)  # the part's ticket's priority
+            new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, prio.value,
                                    loc.evidence[0] if loc.evidence else d.repair_action))
     urgency = list(Priority)[::-1]  # urgent first
     new.sort(key=lambda o: (urgency.index(Priority(o.priority)), o.node_id, o.slug))

@@ -13,6 +13,7 @@ from .jobs import History
 from .node import analyze_tables, explain_job, node_tables
 from .pasted import Reading, judged_whole, pasted_node, rates_between
 from .rates import counters_in
+from .rules import part_priority
 from .steps import jobs_on
 from .trends import Watch, watch_list
 from .verify import Diagnostic, RepairCheck, RepairVerdict, check_repair, uuids
@@ -45,6 +46,7 @@ __all__ = [
     "jobs_on",
     "judged_whole",
     "node_tables",
+    "part_priority",
     "pasted_node",
     "rates_between",
     "uuids",

@@ -23,6 +23,7 @@ from ..config.thresholds import MISSING_RULE
 from ..enums import Priority, Severity
 from ..model import Diagnosis
 from ..store.alerts import Alert, AlertStatus
+from .rules import part_priority
 
 _XID = re.compile(r"\b[XS]?XID ([\d, ]+) on", re.IGNORECASE)
 _RANK = {Severity.WARNING: 1, Severity.FAILING: 2, Severity.DOWN: 3}
@@ -117,7 +118,8 @@ def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[st
         for loc in d.localizations:
             if loc.severity not in (Severity.FAILING, Severity.DOWN):
                 continue
-            part = FailingPart(d.owner_of(loc.ref.slug), loc.ref.slug, loc.ref.name, loc.severity, d.ticket_priority,
+            prio = part_priority(d, loc.links, headline=loc == d.localization)  # the part's ticket's priority
+            part = FailingPart(d.owner_of(loc.ref.slug), loc.ref.slug, loc.ref.name, loc.severity, prio,
                                loc.evidence[0] if loc.evidence else d.repair_action, signatures, d.node_id)
             if part.key not in out or part.rank > out[part.key].rank:
                 out[part.key] = part

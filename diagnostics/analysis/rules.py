@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .. import format as fmt
-from ..config.thresholds import GPU_LOST_RULES, LINK_DOWN_RULE, Thresholds
+from ..config.thresholds import GPU_LOST_RULES, LINK_DOWN_RULE, Thresholds, load_thresholds
 from ..enums import LinkState, Priority, Severity, severity_rank
-from ..model import Crossing, Finding
+from ..model import Crossing, Diagnosis, Finding
 
 
 @dataclass(frozen=True)
@@ -129,3 +129,21 @@ def priority(findings: Iterable[Finding], degradation_pct: float | None, thresho
             continue
         return row.level
     return Priority.LOW
+
+
+def part_priority(diagnosis: Diagnosis, links: Collection[str], *, headline: bool,
+                  thresholds: Thresholds | None = None) -> Priority:
+    """The priority of a ticket for one part of the diagnosis, whose unhealthy links are `links` (their component
+    names): the node's for a part its links explain the job's slowdown, and for the headline when no link explains
+    one; for any other part, the policy over its own links alone, the slowdown counted only where they explain it,
+    never above the node's (planned work keeps every part low). A part none of whose links the diagnosis holds (a
+    rack's part seen from one of its hosts) keeps the node's. `thresholds`: the priority policy (default: the
+    thresholds file in force)."""
+    names = set(links)
+    own = [f for f in diagnosis.findings if f.component in names]
+    explains = any(f.explains_slowdown for f in own)
+    if not own or (headline and (explains or not any(f.explains_slowdown for f in diagnosis.findings))):
+        return diagnosis.ticket_priority
+    mine = priority(own, diagnosis.degradation_pct if explains else None, thresholds or load_thresholds())
+    urgency = list(Priority)
+    return min(mine, diagnosis.ticket_priority, key=urgency.index)

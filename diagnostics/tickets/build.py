@@ -9,11 +9,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ..analysis.rules import priority as rule_priority
+from ..analysis.rules import part_priority
 from ..components import ComponentRef, tray_chip
 from ..config.repair_catalog import load_catalog
-from ..config.thresholds import load_thresholds
-from ..enums import ComponentKind, FaultKind, PortSource, Priority, Severity
+from ..enums import ComponentKind, FaultKind, PortSource, Priority
 from ..errors import InputError
 from ..model import Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
@@ -108,21 +107,45 @@ def _switched(platform: str | None) -> bool | None:
 
 
 def ticket_priority(diagnosis: Diagnosis, candidate: Candidate) -> Priority:
-    """The analysis's priority for the component it isolated; for another, the policy over that one's links."""
-    if candidate.isolated:
-        return diagnosis.ticket_priority
+    """The analysis's priority for the component it isolated, or for one whose links explain the job's slowdown;
+    for another, the policy over that one's links alone, without a slowdown they do not explain."""
+    return part_priority(diagnosis, candidate.findings, headline=candidate.isolated)
+
+
+def slowdown_charged_to(diagnosis: Diagnosis) -> str | None:
+    """The part the job's slowdown is charged to: the first localized part whose links explain it, else the first
+    link that does; None when no link explains it."""
+    loc = next((loc for loc in diagnosis.localizations if loc.explains_slowdown), None)
+    return loc.component if loc is not None else next(
+        (f.component for f in diagnosis.findings if f.explains_slowdown), None)
+
+
+def not_charged(diagnosis: Diagnosis, candidate: Candidate) -> str | None:
+    """Why none of the job's slowdown is this part's, or None when it is (its links explain it, or no link was
+    scored against the job): another part's links explain it, or this part's links were scored and do not."""
     own = _explained(diagnosis, candidate)
-    if any(f.severity in (Severity.FAILING, Severity.DOWN) for f in own):
-        return diagnosis.ticket_priority
-    return rule_priority(own, diagnosis.degradation_pct, load_thresholds())
+    if diagnosis.degradation_pct is None or not own or any(f.explains_slowdown for f in own):
+        return None
+    job, deg = diagnosis.job_id or "the job", diagnosis.degradation_pct
+    owner = slowdown_charged_to(diagnosis)
+    if owner is not None:
+        return f"job {job}'s slowdown ({deg:+.1f}%) is charged to {owner}, whose links explain it"
+    if any(f.explains_slowdown is False for f in own):
+        return f"its links do not explain job {job}'s slowdown ({deg:+.1f}%)"
+    return None
 
 
-def estimate_cost(diagnosis: Diagnosis) -> Cost:
+def estimate_cost(diagnosis: Diagnosis, candidate: Candidate | None = None) -> Cost:
     """A step d slower does 1 / (1 + d) of the work in the same time: d / (1 + d) of every GPU's time is lost
-    (47% for +88%), never more than all of it. The job's GPUs are its nodes' platforms' counts, or unknown."""
+    (47% for +88%), never more than all of it. The job's GPUs are its nodes' platforms' counts, or unknown. A part
+    the slowdown is not charged to (`not_charged`) is charged none of it."""
     if diagnosis.degradation_pct is None:
         return Cost(gpu_hours_per_day=None, slowdown_fraction=None, job_gpus=diagnosis.job_gpus,
                     assumptions=["no step time against a baseline: the cost cannot be estimated"])
+    elsewhere = not_charged(diagnosis, candidate) if candidate is not None else None
+    if elsewhere is not None:
+        return Cost(gpu_hours_per_day=None, slowdown_fraction=None, job_gpus=diagnosis.job_gpus,
+                    not_charged=elsewhere)
     slower = max(diagnosis.degradation_pct, 0.0) / 100.0
     lost = slower / (1.0 + slower)
     gpus = diagnosis.job_gpus
@@ -181,8 +204,8 @@ def rule_hypotheses(candidates: Sequence[Candidate]) -> list[Hypothesis]:
 def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> str:
     own = sorted(_explained(diagnosis, candidate), key=lambda f: f.component != candidate.component)  # its own first
     worst = next((c.message for f in own for c in f.crossed), "unhealthy link")
-    deg = diagnosis.degradation_pct
-    slow = "" if deg is None else f"; step time {deg:+.1f}% against baseline"
+    deg, elsewhere = diagnosis.degradation_pct, not_charged(diagnosis, candidate)
+    slow = "" if deg is None else f"; {elsewhere}" if elsewhere else f"; step time {deg:+.1f}% against baseline"
     return (f"{candidate.component} on {diagnosis.owner_of(candidate.id)}: {worst}{slow}. "
             f"Priority {prio.value}. A person reviews this ticket before anyone acts.")
 
@@ -223,7 +246,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan)],
         capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
-        evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis),
+        evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis, candidate),
         summary=summary or rule_summary(diagnosis, candidate, prio), reasoning=reasoning,
         hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),
         disagreement=disagreement, choice=choice, drafted_by=drafted_by, fallback_notes=list(notes),

@@ -118,7 +118,9 @@ def ticket_markdown(t: RepairTicket) -> str:
     lines += [f"- {n}" for n in e.notes]
     c = t.estimated_cost
     lines += ["", "## Estimated cost", ""]
-    if c.lost_fraction is None or c.slowdown_fraction is None:
+    if c.not_charged is not None:
+        lines.append(f"- none charged to this part: {c.not_charged}")
+    elif c.lost_fraction is None or c.slowdown_fraction is None:
         lines.append("- not estimated")
     elif c.gpu_hours_per_day is None:
         lines.append(f"- {c.lost_fraction:.1%} of each GPU's time lost (a step {c.slowdown_fraction:.1%} slower); "

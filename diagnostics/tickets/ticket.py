@@ -66,6 +66,9 @@ class Cost(BaseModel):
     job_gpus: int | None = Field(description="Every GPU of the job, from its nodes and their platforms; None: "
                                              "unknown.")
     assumptions: list[str] = Field(default_factory=list)
+    not_charged: str | None = Field(default=None, description="Why none of the job's slowdown is counted as this "
+                                                              "part's: the part it is charged to, or that its links "
+                                                              "do not explain it.")
 
 
 class Choice(BaseModel):

@@ -50,6 +50,26 @@ def test_the_digest_names_new_parts_urgent_first_and_the_slow_failures_coming(st
     assert lone and all(any(n in r for r in d.incomplete) for n in lone)  # the node holding one scrape
 
 
+def test_a_part_the_slowdown_is_not_charged_to_is_listed_at_its_tickets_priority(
+        store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """hpc-gpu-node-17's job is slowed by GPU 6's PCIe link; its inactive GPU 7 NVLink 9 is high (a down link),
+    not the node's urgent, in the digest as in its ticket, which is charged none of the slowdown."""
+    new = {(o.node_id, o.slug): o.priority for o in _digest(store_dir).new}
+    assert new[("hpc-gpu-node-17", "gpu6-pcie")] == "urgent"
+    assert new[("hpc-gpu-node-17", "gpu7-nvlink9")] == "high"
+    for slug, priority in (("gpu7-nvlink9", "high"), ("gpu6-pcie", "urgent")):
+        assert main(["ticket", "hpc-gpu-node-17", "--store", str(store_dir), "--link", slug, "--rules",
+                     "--json"]) == 0
+        ticket = json.loads(capsys.readouterr().out)
+        assert ticket["priority"] == priority
+        charged = ticket["estimated_cost"]["not_charged"]
+        if slug == "gpu6-pcie":
+            assert charged is None and "step time +50.7% against baseline" in ticket["summary"]
+        else:
+            assert "is charged to GPU 6 PCIe" in charged and "is charged to GPU 6 PCIe" in ticket["summary"]
+            assert "step time +50.7%" not in ticket["summary"]
+
+
 def test_a_ticketed_part_is_not_new_and_a_repaired_one_waits_for_verification(store_dir: Path) -> None:
     tracker = SqliteTracker(open_db(store_dir))
     filed = tracker.file(node_id="hpc-gpu-node-12", component="GPU 2 -> GPU 3 NVLink 1", slug="gpu2-nvlink1",

@@ -1,0 +1,98 @@
+"""A ticket's priority and cost are its own part's: a second failing part on a node whose slowdown another part
+explains is neither urgent nor charged the slowdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diagnostics.analysis import part_priority
+from diagnostics.components import ComponentRef
+from diagnostics.enums import Priority, Severity
+from diagnostics.model import Crossing, Diagnosis
+from diagnostics.tickets import ClaudeDrafter, RulesDrafter, candidates_for
+from diagnostics.tickets.build import ticket_priority
+from diagnostics.tickets.markdown import ticket_markdown
+from tests.tickets.helpers import good_answer, scripted, seed_diagnosis
+
+EXPLAINS = "GPU 2 -> GPU 3 NVLink 1"  # the seed's failing link, which explains its job's +89.2%
+OTHER = "GPU 5 -> GPU 6 NVLink 0"
+
+
+def _crossing(rule: str, counter: str, rate: float, above: float, severity: Severity = Severity.FAILING) -> Crossing:
+    return Crossing(rule=rule, counter=counter, rate_per_hour=rate, above=above, severity=severity,
+                    message=f"{counter} {rate:,.0f}/h > {above:,.0f}/h ({rule})")
+
+
+def _second_part(**update: Any) -> Diagnosis:
+    """The seed's node with a second failing link, GPU 5 -> GPU 6, whose errors do not track the step time."""
+    d = seed_diagnosis()
+    seed = next(f for f in d.findings if f.component == EXPLAINS)
+    other = seed.model_copy(update={
+        "ref": ComponentRef.nvlink(5, 0, peer_gpu=6), "gpu": 5, "link": 0, "peer_gpu": 6, "peer": "GPU 6",
+        "link_id": "nvlink-0", "crossed": [_crossing("nvlink_replay", "replays", 1393, 1000)], "worst_ratio": 1.393,
+        "explains_slowdown": False, "correlation_score": 0.09,
+        "evidence": ["its errors do not track job snapshot:hpc-gpu-node-12's step time"], **update})
+    assert other.component == OTHER
+    return d.model_copy(update={"findings": [*d.findings, other]})
+
+
+def test_a_part_that_does_not_explain_the_slowdown_is_not_urgent_nor_charged_it() -> None:
+    d = _second_part()
+    assert d.ticket_priority is Priority.URGENT
+    t = RulesDrafter().draft(d, component="gpu5-nvlink0")
+    assert t.priority is Priority.MEDIUM  # failing, without a slowdown it explains
+    cost = t.estimated_cost
+    assert cost.gpu_hours_per_day is None and cost.lost_fraction is None
+    assert cost.not_charged is not None and EXPLAINS in cost.not_charged
+    assert "+89.2%" not in t.summary.replace(f"({d.degradation_pct:+.1f}%) is charged to {EXPLAINS}", "")
+    assert f"is charged to {EXPLAINS}" in t.summary and "Priority medium" in t.summary
+    assert f"none charged to this part: job {d.job_id}'s slowdown (+89.2%) is charged to {EXPLAINS}" \
+        in ticket_markdown(t)
+    assert "GPU-hours lost per day" not in ticket_markdown(t)
+
+
+def test_the_part_that_explains_the_slowdown_keeps_urgent_and_its_cost() -> None:
+    d = _second_part().model_copy(update={"job_gpus": 16})
+    t = RulesDrafter().draft(d)
+    assert t.component == EXPLAINS and t.priority is Priority.URGENT
+    assert t.estimated_cost.not_charged is None and t.estimated_cost.gpu_hours_per_day is not None
+    assert "step time +89.2% against baseline" in t.summary
+    again = RulesDrafter().draft(d, component="gpu2-nvlink1")
+    assert again.priority is Priority.URGENT and again.estimated_cost == t.estimated_cost
+
+
+def test_a_down_second_part_is_high_and_a_lost_gpu_urgent_without_the_slowdown() -> None:
+    down = _second_part(severity=Severity.DOWN, worst_ratio=None,
+                        crossed=[Crossing(rule="link_down", counter="link_state", severity=Severity.DOWN,
+                                          message="link is down")])
+    assert RulesDrafter().draft(down, component="gpu5-nvlink0").priority is Priority.HIGH
+    lost = _second_part(severity=Severity.DOWN, crossed=[Crossing(rule="xid_off_bus", counter="xid", above=0,
+                                                                  rate_per_hour=1, severity=Severity.DOWN,
+                                                                  message="Xid 79 (xid_off_bus)")])
+    assert RulesDrafter().draft(lost, component="gpu5-nvlink0").priority is Priority.URGENT
+
+
+def test_every_door_gives_a_part_the_priority_of_its_ticket() -> None:
+    """The ticket, the digest's and alert loop's `part_priority` over a localization and the Claude drafter's facts
+    agree."""
+    d = _second_part()
+    found = {c.id: c for c in candidates_for(d)}
+    assert ticket_priority(d, found["gpu5-nvlink0"]) is Priority.MEDIUM
+    assert ticket_priority(d, found["gpu2-nvlink1"]) is Priority.URGENT
+    assert part_priority(d, [OTHER], headline=False) is Priority.MEDIUM
+    assert part_priority(d, [EXPLAINS], headline=True) is Priority.URGENT
+    # planned work keeps every part low
+    assert part_priority(d.model_copy(update={"ticket_priority": Priority.LOW}), [OTHER], headline=False) \
+        is Priority.LOW
+
+
+def test_the_claude_drafter_may_not_call_the_second_part_urgent() -> None:
+    d = _second_part()
+    urgent = good_answer("gpu5-nvlink0") | {
+        "summary": "GPU 5 -> GPU 6 NVLink 0 replays 1,393/h; urgent priority.",
+        "why": "GPU 5 -> GPU 6 NVLink 0 is failing.", "alternatives": [], "hypotheses": []}
+    ticket = ClaudeDrafter(model=scripted(lambda m, i: urgent), retries=1).draft(d, component="gpu5-nvlink0")
+    assert ticket.drafted_by == "rules" and ticket.priority is Priority.MEDIUM
+    medium = urgent | {"summary": "GPU 5 -> GPU 6 NVLink 0 replays 1,393/h; medium priority."}
+    ticket = ClaudeDrafter(model=scripted(lambda m, i: medium), retries=1).draft(d, component="gpu5-nvlink0")
+    assert ticket.drafted_by == "scripted-claude" and ticket.priority is Priority.MEDIUM
