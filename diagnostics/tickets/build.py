@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from ..analysis.rules import part_priority
 from ..components import ComponentRef, tray_chip
 from ..config.repair_catalog import load_catalog
-from ..enums import ComponentKind, FaultKind, PortSource, Priority
+from ..enums import ComponentKind, FaultKind, PortSource, Priority, severity_rank
 from ..errors import InputError
-from ..model import Diagnosis, Finding
+from ..model import Crossing, Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
 from .candidates import Candidate, candidate_for, candidates_for, on_rack
 from .catalog import PlanStep, RepairPlan, plan_for
@@ -201,9 +201,27 @@ def rule_hypotheses(candidates: Sequence[Candidate]) -> list[Hypothesis]:
                        agrees_with_analysis=c.isolated) for i, c in enumerate(ranked)]
 
 
+def _over(c: Crossing) -> float:
+    """How far a crossing is over its limit (rate / limit, as a finding's worst_ratio); 0 where that is no finite
+    ratio (a limit of 0, an event, a link state), so a rate many times its limit is quoted before a count over 0."""
+    if c.rate_per_hour is None or c.above is None or c.above <= 0:
+        return 0.0
+    return c.rate_per_hour / c.above
+
+
+def worst_crossing(own: Sequence[Finding], component: str) -> str:
+    """The message of the crossing furthest over its threshold among `own`: severity first, then its ratio to its
+    limit; among equals, the part's own link's first, then the first listed."""
+    crossed = [(f, c) for f in own for c in f.crossed]
+    if not crossed:
+        return "unhealthy link"
+    ranked = max(enumerate(crossed), key=lambda ic: (severity_rank(ic[1][1].severity), _over(ic[1][1]),
+                                                     ic[1][0].component == component, -ic[0]))
+    return ranked[1][1].message
+
+
 def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> str:
-    own = sorted(_explained(diagnosis, candidate), key=lambda f: f.component != candidate.component)  # its own first
-    worst = next((c.message for f in own for c in f.crossed), "unhealthy link")
+    worst = worst_crossing(_explained(diagnosis, candidate), candidate.component)
     deg, elsewhere = diagnosis.degradation_pct, not_charged(diagnosis, candidate)
     slow = "" if deg is None else f"; {elsewhere}" if elsewhere else f"; step time {deg:+.1f}% against baseline"
     return (f"{candidate.component} on {diagnosis.owner_of(candidate.id)}: {worst}{slow}. "

@@ -1,5 +1,5 @@
-"""A ticket's priority and cost are its own part's: a second failing part on a node whose slowdown another part
-explains is neither urgent nor charged the slowdown."""
+"""A ticket's priority, cost and one-line summary are its own part's: a second failing part on a node whose slowdown
+another part explains is neither urgent nor charged the slowdown, and the summary quotes the part's worst crossing."""
 
 from __future__ import annotations
 
@@ -96,3 +96,23 @@ def test_the_claude_drafter_may_not_call_the_second_part_urgent() -> None:
     medium = urgent | {"summary": "GPU 5 -> GPU 6 NVLink 0 replays 1,393/h; medium priority."}
     ticket = ClaudeDrafter(model=scripted(lambda m, i: medium), retries=1).draft(d, component="gpu5-nvlink0")
     assert ticket.drafted_by == "scripted-claude" and ticket.priority is Priority.MEDIUM
+
+
+def test_the_summary_quotes_the_crossing_furthest_over_its_limit_severity_first() -> None:
+    """GPU 2's ticket over two of its links: the second link's 49,994 replays/h, not the first link's first
+    crossing (a count over a zero limit), nor a warning further over its own."""
+    d = seed_diagnosis()
+    seed = next(f for f in d.findings if f.component == EXPLAINS)
+    first = seed.model_copy(update={"crossed": [_crossing("effective_errors", "effective errors", 14, 0),
+                                                _crossing("nvlink_replay", "replays", 1226, 1000)]})
+    second = seed.model_copy(update={
+        "ref": ComponentRef.nvlink(2, 2, peer_gpu=4), "link": 2, "peer_gpu": 4, "peer": "GPU 4", "link_id": "nvlink-2",
+        "crossed": [_crossing("crc", "CRC errors", 900_000, 100, Severity.WARNING),
+                    _crossing("effective_ber", "effective BER", 5.3, 1),
+                    _crossing("nvlink_replay", "replays", 49_994, 1000)]})
+    gpu = d.model_copy(update={"findings": [first, second]})
+    summary = RulesDrafter().draft(gpu, component="gpu2").summary
+    assert summary.startswith("GPU 2 on hpc-gpu-node-12: replays 49,994/h > 1,000/h (nvlink_replay);"), summary
+    # a link's own ticket quotes its own worst
+    assert RulesDrafter().draft(gpu, component="gpu2-nvlink1").summary.startswith(
+        f"{EXPLAINS} on hpc-gpu-node-12: replays 1,226/h > 1,000/h (nvlink_replay);")
