@@ -20,7 +20,7 @@ from slack_sdk import WebClient
 
 from diagnostics import Diagnosis, FabricbotError, InputError, LinkState
 from diagnostics import format as fmt
-from diagnostics.analysis import Reading, judged_whole, pasted_node, rates_between
+from diagnostics.analysis import PASTED_NODE, Reading, judged_whole, pasted_node, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
 from diagnostics.service import Request, diagnose, files_source
 from diagnostics.store import transaction
@@ -269,6 +269,12 @@ class PasteReader:
         client.chat_postMessage(channel=channel, thread_ts=thread, text=reply)
         return True
 
+    def _thread_node(self, channel: str, thread: str) -> str | None:
+        """The node whose summary the thread hangs from, if the bot posted one there."""
+        analysis_id = self.services.posted.analysis_of(channel, thread, wait_s=0)
+        diagnosis = self.services.state.analysis(analysis_id) if analysis_id is not None else None
+        return diagnosis.node_id if diagnosis is not None else None
+
     def _store(self, channel: str, thread: str, ts: str, reading: Reading) -> dict[str, Any] | None:
         """Keep `reading` as the thread's latest (one per thread, `MAX_STORED` in all); returns the one before."""
         db = self.services.audit.db
@@ -286,11 +292,12 @@ class PasteReader:
 
     def _answer(self, result: IngestResult, sources: list[Source], channel: str, thread: str, ts: str) -> str:
         notes = "".join(f"\n_warning: {esc(w)}_" for w in result.warnings[:5])
-        reading = Reading.of(result["link_samples"], _message_time(ts))
+        unnamed = self._thread_node(channel, thread) or PASTED_NODE  # a paste in a node's thread is of that node
+        reading = Reading.of(result["link_samples"], _message_time(ts), unnamed=unnamed)
         if judged_whole(result.tables):  # events, or readings at two times: what `analyze FILE` says of it
             if reading is not None:
                 self._store(channel, thread, ts, reading)
-            return whole_answer(sources, pasted_node(result.tables))
+            return whole_answer(sources, pasted_node(result.tables, unnamed))
         if reading is None:
             rows = ", ".join(f"{n} {name}" for name, n in result.rows.items() if n)
             return f"I read that ({rows}) but it holds no link counters, so there is nothing to rate.{notes}"

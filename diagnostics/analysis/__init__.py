@@ -11,7 +11,7 @@ from .correlate import JobExplanation, LinkScore
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 from .node import analyze_tables, explain_job, node_tables
-from .pasted import Reading, judged_whole, pasted_node, rates_between
+from .pasted import PASTED_NODE, Reading, judged_whole, pasted_node, rates_between
 from .rates import counters_in
 from .rules import part_priority
 from .steps import jobs_on
@@ -19,6 +19,7 @@ from .trends import Watch, watch_list
 from .verify import Diagnostic, RepairCheck, RepairVerdict, check_repair, uuids
 
 __all__ = [
+    "PASTED_NODE",
     "Decision",
     "Diagnostic",
     "FailingPart",

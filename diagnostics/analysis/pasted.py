@@ -40,11 +40,11 @@ def judged_whole(tables: Mapping[str, pd.DataFrame]) -> bool:
     return bool(len(dated)) and bool(dated.drop_duplicates([*keys, "timestamp"]).duplicated(keys).any())
 
 
-def pasted_node(tables: Mapping[str, pd.DataFrame]) -> str | None:
-    """The node a paste is of: the one its rows name, `PASTED_NODE` when they name none (an `nvidia-smi` output),
-    None when they name several."""
+def pasted_node(tables: Mapping[str, pd.DataFrame], unnamed: str = PASTED_NODE) -> str | None:
+    """The node a paste is of: the one its rows name, `unnamed` when they name none (an `nvidia-smi` output: the
+    node its thread is about, else `PASTED_NODE`), None when they name several."""
     named = {str(n) for frame in tables.values() if "node_id" in frame.columns for n in frame["node_id"].dropna()}
-    return PASTED_NODE if not named else named.pop() if len(named) == 1 else None
+    return unnamed if not named else named.pop() if len(named) == 1 else None
 
 
 def _tables(links: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -61,8 +61,10 @@ class Reading:
     stamped: bool = False  # its rows carry no time of their own: they are stamped with the time it was posted
 
     @classmethod
-    def of(cls, links: pd.DataFrame, posted_at: datetime, *, max_rows: int = MAX_ROWS) -> Reading | None:
-        """The reading in `links` (link_samples rows), or None when it holds no link counters."""
+    def of(cls, links: pd.DataFrame, posted_at: datetime, *, max_rows: int = MAX_ROWS,
+           unnamed: str = PASTED_NODE) -> Reading | None:
+        """The reading in `links` (link_samples rows), or None when it holds no link counters; rows that name no
+        node are `unnamed`'s."""
         if links.empty:
             return None
         clipped = max(0, len(links) - max_rows)
@@ -70,7 +72,7 @@ class Reading:
         stamped = bool(links["timestamp"].isna().any())
         links["timestamp"] = links["timestamp"].fillna(pd.Timestamp(posted_at))
         named = links["node_id"].dropna()
-        node = str(named.iloc[0]) if len(named) else PASTED_NODE
+        node = str(named.iloc[0]) if len(named) else unnamed
         links["node_id"] = links["node_id"].astype(object).fillna(node)
         return cls(node, LINK_SAMPLES.conform(links), clipped, stamped)
 

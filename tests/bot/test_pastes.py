@@ -9,7 +9,6 @@ import bot.pastes as pastes
 from bot.mrkdwn import esc
 from bot.transport.blockkit import shown
 from bot.transport.local import LocalSlack
-from diagnostics.analysis.pasted import PASTED_NODE
 from diagnostics.ingest import Source
 from diagnostics.service import Request, diagnose, files_source
 from diagnostics.tickets import rules_answer
@@ -130,9 +129,9 @@ def _real(name: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith(("# source:", "# note:")))
 
 
-def _file_door(name: str) -> str:
-    """What `fabricbot analyze FILE --node 'pasted node'` answers of the same output."""
-    source, node, _ = files_source([Source.from_text(_real(name), name=name)], node=PASTED_NODE)
+def _file_door(name: str, node: str) -> str:
+    """What `fabricbot analyze FILE --node NODE` answers of the same output."""
+    source, node, _ = files_source([Source.from_text(_real(name), name=name)], node=node)
     return shown(esc(rules_answer(diagnose(source, Request(node=node)).diagnosis)))
 
 
@@ -143,8 +142,9 @@ def test_a_paste_of_events_or_of_two_readings_is_answered_as_analyze_file_answer
         root = summary_for(local, "hpc-gpu-node-12")
         local.injector.message(_real(name), user="UALICE", channel=OPS, thread_ts=root.ts)
         reply = _reply(local, root.ts)
-    expected = _file_door(name)
+    expected = _file_door(name, "hpc-gpu-node-12")  # the node of the thread it was pasted in
     assert reply.splitlines()[0] == expected, (reply, expected)
+    assert "pasted node" not in reply
     assert "nothing to rate" not in reply and "lifetime totals" not in reply
     said = {"kernel_xid79_sxid20034_gpud_1.txt": "Priority urgent",  # a GPU off the bus, fatal SXids
             "smi_q_fabric_unhealthy_1.txt": "fabric health summary is 'Unhealthy'. Priority medium",
