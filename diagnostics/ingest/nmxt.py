@@ -14,8 +14,11 @@ On every series `logical_state` gives the link's state (ACT: up, DOWN: down) and
 
 The scrape names no host: each row's node_id is the tray's place in the rack (`nmx:<rack>:compute:18`,
 `nmx:<rack>:switch:6`; the rack is the `--node` given to the reader, else the series' chassis id), which the store
-turns into the host the rack inventory puts there (`place_in_racks`). Assumed: `device_num_on_tray` is the GPU's
-nvidia-smi index and `tray_index` + 1 its compute tray's slot; chip U<k> is the driver's NVSwitch k-1.
+turns into the host the rack inventory puts there (`place_in_racks`), or into a name of its place
+(`<rack>-compute-tray18`) where none does. A `--node` that is such a name (the node `analyze` printed for the
+scrape) gives its rack; one that is a host of the inventory gives the host's rack (`placed_links`). Assumed:
+`device_num_on_tray` is the GPU's nvidia-smi index and `tray_index` + 1 its compute tray's slot; chip U<k> is the
+driver's NVSwitch k-1.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ PREFIX = "nmx:"
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}\s+(\S+)(?:\s+([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))?\s*$")
 _GPU_PORT = re.compile(r"^GPUP(\d+)$")
 _SWITCH = re.compile(r";sw(\d+):[^/]*/U(\d+)\s*$")
+_TRAY_NAME = re.compile(r"^(.+)-(compute|switch)-tray(\d+)$")  # the name a tray unplaced by the inventory keeps
 _SNIFF = re.compile(r"^(?:Effective_BER|Symbol_Errors|Link_Down|lid)\{[^\n]*Port_Number=", re.MULTILINE)
 
 
@@ -64,6 +68,15 @@ def _place(labels: dict[str, str], rack: str) -> dict[str, Any] | None:
         return {"node_id": f"{PREFIX}{rack}:switch:{int(switch[1])}", "gpu": None, "link_type": "nvswitch",
                 "link": values.index(labels["Port_Number"], "link"), "nvswitch": str(int(switch[2]) - 1), "peer": None}
     return None
+
+
+def rack_named(node: str) -> tuple[str, str | None]:
+    """The rack a `--node` names, and the tray's place (`nmx:<rack>:compute:18`) where it is the name of one
+    (`<rack>-compute-tray18`, as a tray no inventory places is kept) rather than a rack's."""
+    tray = _TRAY_NAME.match(node)
+    if tray is None:
+        return node, None
+    return tray[1], f"{PREFIX}{tray[1]}:{tray[2]}:{int(tray[3])}"
 
 
 def _value(column: str, raw: str) -> float:
@@ -101,6 +114,7 @@ class NmxtReader:
         warnings: list[IngestWarning] = []
         units: set[Unit] = set()
         skipped = 0
+        named, tray = rack_named(node_id) if node_id else (None, None)
         for number, line, ended in source.numbered():
             if not line.strip() or line.startswith("#"):
                 continue
@@ -125,7 +139,7 @@ class NmxtReader:
             except Refused as why:
                 warnings.append(IngestWarning(source.name, number, f"{family}: {why}; not read"))
                 continue
-            rack = node_id or (f"chassis-{labels['chassis_id']}" if labels.get("chassis_id") else None)
+            rack = named or (f"chassis-{labels['chassis_id']}" if labels.get("chassis_id") else None)
             if rack is None:
                 raise InputError("an NMX-T scrape names no rack: give the rack it is of (--node RACK)",
                                  source=source.name, line=number)
@@ -150,6 +164,11 @@ class NmxtReader:
             warnings.append(IngestWarning(source.name, None, f"{skipped} series of ports that are neither a GPU's "
                                           "link nor a switch chip's port (trunks, management): left out"))
         frame = pd.DataFrame(list(rows.values()))
+        if tray is not None and len(frame) and tray not in set(frame["node_id"]):
+            rack, kind, slot = tray[len(PREFIX):].rsplit(":", 2)
+            warnings.append(IngestWarning(source.name, None, f"--node {node_id} names {kind} tray {slot} of rack "
+                                          f"{rack}, which the scrape does not hold: its trays are read as rack "
+                                          f"{rack}'s"))
         return IngestResult.of(warnings, link_samples=frame) if len(frame) else IngestResult(warnings=warnings)
 
 
@@ -175,10 +194,13 @@ def placed_links(links: pd.DataFrame, racks: Mapping[str, Any],
         return links, None
     hosts = {f"{PREFIX}{s.rack}:{tray_kind(platforms.get(h))}:{s.tray}": h for h, s in racks.items()
              if s.tray is not None and tray_kind(platforms.get(h))}
-    missing = sorted(set(names[placed]) - set(hosts))
-    for name in missing:
-        rack, kind, slot = name[len(PREFIX):].rsplit(":", 2)
-        hosts[name] = f"{rack}-{kind}-tray{slot}"
+    known = {s.rack for s in racks.values()}
+    for name in set(names[placed].dropna()) - set(hosts):  # a --node naming a host of the inventory: its rack's
+        rack, kind, slot = str(name)[len(PREFIX):].rsplit(":", 2)
+        if rack not in known and rack in racks:
+            rack = racks[rack].rack
+        hosts[name] = hosts.get(f"{PREFIX}{rack}:{kind}:{slot}", f"{rack}-{kind}-tray{slot}")
+    missing = sorted(n for n in set(names[placed].dropna()) if hosts[n] not in racks)
     said = None
     if missing:
         shown = ", ".join(hosts[m] for m in missing[:4]) + (" ..." if len(missing) > 4 else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,9 @@ from diagnostics.ingest.base import Source
 from diagnostics.ingest.dcgm import parse_labels
 from diagnostics.ingest.detect import choose
 from diagnostics.ingest.nmxt import READER, place_in_racks
-from diagnostics.model import RackSlot
+from diagnostics.model import Diagnosis, RackSlot
+from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.store import open_store
 from diagnostics.topology.rack import rack_graph
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nmxt_lid_gb200_1.txt"
@@ -99,3 +102,58 @@ def test_the_store_reads_a_scrape_after_its_rack_inventory_as_the_hosts(tmp_path
     links = store.window(end=None, span=timedelta(days=3650), nodes=["r7-c18", "r7-s06"])["link_samples"]
     assert set(links["node_id"].astype(str)) == {"r7-c18", "r7-s06"}
     assert "rack-07-compute-tray18" not in store.nodes()
+
+
+def _doors(paths: list[Path], tmp: Path, node: str, stored_node: str | None = None) -> tuple[Diagnosis, Diagnosis]:
+    """The same tray asked of the files (`analyze FILE --node NODE`) and of the store they were ingested into with
+    `--node NODE` (`ingest FILE --node NODE`, then `analyze --store S --node NODE`)."""
+    files, chosen, _ = files_source(paths, node=node)
+    store = open_store(tmp / "store")
+    for path in paths:  # the inventory first, as the README asks, each with the --node a person would give
+        store.ingest([path], node_id=None if path.suffix == ".csv" else stored_node or node)
+    request = Request(node=chosen, end=None)
+    return diagnose(files, request).diagnosis, diagnose(StoreSource(tmp / "store"), request).diagnosis
+
+
+def _read(d: Diagnosis) -> tuple[Any, ...]:
+    return d.node_id, d.fault_detected, len(d.findings), [f.component for f in d.findings]
+
+
+TRAY = "chassis-1820325172739-compute-tray18"  # the node `analyze` names the real series' tray by
+
+
+@pytest.mark.parametrize("given", [TRAY, "chassis-1820325172739"])
+def test_ingest_node_takes_the_trays_name_analyze_printed_or_its_rack(given: str, tmp_path: Path) -> None:
+    files, stored = _doors([REAL], tmp_path, TRAY, stored_node=given)
+    assert files.node_id == stored.node_id == TRAY and _read(files) == _read(stored) and files.findings
+    assert StoreSource(tmp_path / "store").nodes() == [TRAY]
+
+
+def test_a_tray_name_the_scrape_does_not_hold_says_so_and_reads_the_rack(tmp_path: Path) -> None:
+    result = READER.read(Source.from_path(REAL), node_id="chassis-1820325172739-compute-tray5")
+    assert set(result["link_samples"]["node_id"]) == {"nmx:chassis-1820325172739:compute:18"}
+    assert "names compute tray 5 of rack chassis-1820325172739, which the scrape does not hold" in str(
+        result.warnings[-1])
+
+
+def test_ingest_node_naming_a_host_of_the_inventory_stores_that_host(tmp_path: Path) -> None:
+    inventory = tmp_path / "nodes.csv"
+    inventory.write_text("node_id,platform,rack,tray\nr7-c18,gb200-nvl72-compute-tray,chassis-1820325172739,18\n",
+                         encoding="utf-8")
+    files, stored = _doors([inventory, REAL], tmp_path, "r7-c18")
+    assert files.node_id == stored.node_id == "r7-c18" and _read(files) == _read(stored) and files.findings
+    assert "r7-c18" in StoreSource(tmp_path / "store").nodes()
+    assert not [n for n in StoreSource(tmp_path / "store").nodes() if "tray" in n]
+
+
+def test_ingest_node_naming_a_host_places_the_scrape_in_the_hosts_rack(tmp_path: Path) -> None:
+    """The inventory names the rack otherwise than the scrape's chassis: the host's rack is the one read."""
+    inventory = tmp_path / "nodes.csv"
+    inventory.write_text("node_id,platform,rack,tray\nr7-c18,gb200-nvl72-compute-tray,rack-07,18\n",
+                         encoding="utf-8")
+    store = open_store(tmp_path / "store")
+    store.ingest([inventory])
+    store.ingest([REAL], node_id="r7-c18")
+    assert StoreSource(tmp_path / "store").nodes() == ["r7-c18"]
+    d = diagnose(StoreSource(tmp_path / "store"), Request(node="r7-c18")).diagnosis
+    assert d.findings
