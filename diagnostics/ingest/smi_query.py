@@ -26,7 +26,7 @@ from typing import Any
 from ..enums import LinkState, LinkType
 from ..metrics import SATURATED_16BIT
 from ..values import gauge, number
-from .base import IngestResult, Source
+from .base import IngestResult, IngestWarning, Source
 from .textlines import Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>\S.*?)\s+:\s?(?P<value>.*?)\s*$")
@@ -53,6 +53,7 @@ _LOST_COLON = re.compile(r"^(?P<key>\S.*?)\s{2,}\S")  # `Driver Version     g 55
 _STRAY = re.compile(r"^(?P<stray>\S) (?P<key>.+)$")  # `g Product Name`: a byte of the indentation flipped
 # A key as nvidia-smi prints one: words one space apart (`GPU T.Limit Temp`, `SRAM Uncorrectable SEC-DED`).
 _KEY_NAME = re.compile(r"^[A-Za-z0-9()/.+-]+(?: [A-Za-z0-9()/.+-]+)*$")
+_DISPLAY = re.compile(r"(?:^|\s)(?:-d\s*|--display[=\s])([A-Za-z_,]+)")  # a command's `-d ECC`: what it shows
 _NO_SERIAL = ("N/A", "[N/A]", "Not Supported", "[Not Supported]")  # a board that reports no serial
 
 
@@ -83,11 +84,30 @@ class SmiQueryReader:
                 log.whole = True
                 log.logs += 1
                 continue
+            if line.kind == "command" and (shown := _DISPLAY.search(line.command or "")):
+                log.displays.append(shown[1])
             if skip_shell(line, out):
                 continue
             log.take(line)
         log.finish()
+        if log.whole and log.gpus and not any(what[0] in ("PCI", "Fabric") for g in log.gpus.values()
+                                              for what in g.seen):
+            out.warnings.insert(0, IngestWarning(source.name, None, _without_sections(log)))
         return out.result()
+
+
+def _without_sections(log: _Log) -> str:
+    """What a `-q` output whose GPU sections hold no PCI or Fabric section is, and what to run instead."""
+    shown = sorted(set(log.displays))
+    run = (f"`-d {','.join(shown)}`, the display it was run with," if shown
+           else "the `-d` display it was run with (its sections: "
+           + ", ".join(sorted({w[0] for g in log.gpus.values() for w in g.seen if len(w) == 1})[:4] or ["none"])
+           + "),")
+    return ("this nvidia-smi -q output holds no PCI or Fabric section and no NVLink counters: "
+            f"{run} leaves them out, so nothing in it is read; run `nvidia-smi -q` with no -d (PCIe replays, "
+            "generation and width in its PCI section, the fabric state in its Fabric section), or "
+            "`nvidia-smi -q -d FABRIC` for the fabric state alone, and `nvidia-smi nvlink -e` for the NVLink error "
+            "counters")
 
 
 class _Log:
@@ -104,6 +124,7 @@ class _Log:
         self.stack: list[tuple[int, str]] = []
         self.skipping: str | None = None  # why the lines up to the next GPU header are not read
         self.last: Line | None = None
+        self.displays: list[str] = []  # the `-d` displays of the commands pasted with the output
 
     def take(self, line: Line) -> None:
         self.last = line

@@ -32,6 +32,12 @@ _PROMPT = re.compile(
 # fabricbot reads, and launchers.
 _TOOLS = r"(?:sudo\s+)?(?:\S*/)?(?:nvidia-smi|lspci|dmesg|journalctl|mpirun|srun|torchrun|\w+_perf(?:_mpi)?)(?:\s|$)"
 _BARE_COMMAND = re.compile(r"^\s*" + _TOOLS)
+# A prompt a shell theme decorates (`user@host:~ ➜ $ nvidia-smi -q`, `user@host ~ ❯ nvidia-smi`): taken as one only
+# before a command of the tools above, so a text line with an `@` in it stays text.
+_THEMED_PROMPT = re.compile(
+    rf"^\s*(?:\([^)]*\)\s*)?{_NAME}@(?P<h>{_NAME})(?::\S*)?(?:\s+\S{{1,3}}){{0,3}}?\s*[$#%>❯➜»]\s+(?P<cmd>(?="
+    + _TOOLS + ").*)$"
+)
 _ROOT_PROMPT = re.compile(r"^\s*#\s+(?=" + _TOOLS + ")")
 _ISO_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*$")
 _DATE_TIME = re.compile(
@@ -96,6 +102,8 @@ def classify_line(number: int, text: str) -> Line:
         return Line(number, text, "elision")
     if (first in "$(" or "@" in stripped) and (prompt := _PROMPT.match(text)):
         return Line(number, text, "command", prompt["cmd"].strip(), prompt["h1"] or prompt["h2"])
+    if "@" in stripped and (themed := _THEMED_PROMPT.match(text)):
+        return Line(number, text, "command", themed["cmd"].strip(), themed["h"])
     if _BARE_COMMAND.match(text):
         return Line(number, text, "command", text.strip())
     return Line(number, text, "text")

@@ -7,9 +7,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from diagnostics.errors import InputError
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.smi_query import READER
+from diagnostics.service import files_source
+from diagnostics.store import open_store
 from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
 
 
@@ -137,3 +140,29 @@ def test_an_output_of_one_gpu_of_several_is_said_as_nvidia_smi_q_i() -> None:
     (said,) = [w.message for w in result.warnings if "Attached GPUs" in w.message]
     assert "1 GPU section of its own: `nvidia-smi -q -i N` output" in said and "(0000:18:00.0)" in said
     assert "missing or damaged" not in said
+
+
+ECC = REAL / "refused" / "smi_q_d_ecc_v100_1.txt"  # two `nvidia-smi -i N -q -d ECC` outputs, a themed prompt between
+
+
+def test_an_output_run_with_a_display_of_no_section_read_says_so_and_what_to_run(tmp_path: Path) -> None:
+    """`-q -d ECC` prints no PCI or Fabric section: the refusal says so first, not the time notes alone, through the
+    files and the store alike; the shell prompt between its two outputs is a command, not a line unread."""
+    with pytest.raises(InputError) as refused:
+        files_source([ECC], node="n1")
+    said = str(refused.value)
+    assert "no telemetry read" in said and "holds no PCI or Fabric section and no NVLink counters" in said
+    assert "`-d ECC`, the display it was run with, leaves them out" in said
+    assert "`nvidia-smi -q` with no -d" in said and "`nvidia-smi -q -d FABRIC`" in said
+    assert said.index("no PCI") < said.index("states no zone") and "not read as" not in said
+    report = open_store(tmp_path / "store").ingest([ECC], node_id="n1")
+    stored = [str(w) for w in report.warnings]
+    assert any("holds no PCI or Fabric section" in w for w in stored), stored
+    assert not [w for w in stored if "not read as" in w], stored
+
+
+def test_a_display_named_by_no_command_is_told_by_the_sections_it_holds() -> None:
+    text = ECC.read_text(encoding="utf-8")
+    result = read_text("\n".join(line for line in text.splitlines() if "nvidia-smi" not in line) + "\n")
+    (said,) = [w.message for w in result.warnings if "no PCI" in w.message]
+    assert "the `-d` display it was run with (its sections: ECC Errors, ECC Mode)" in said
