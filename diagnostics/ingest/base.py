@@ -178,6 +178,14 @@ class Source:
         """The indentation, quote markers, escaping and fences around the output (see `wrapping`)."""
         return detect_wrapping(self.head().decode("utf-8", "replace"))
 
+    def rewrap(self, wrapping: Wrapping | None) -> None:
+        """Read the input as wrapped so from now on (None: as its head shows, `wrapping`): the one change a Source
+        takes, made while its reader is chosen and before any line is read."""
+        if wrapping is None:
+            self.__dict__.pop("wrapping", None)
+        else:
+            self.__dict__["wrapping"] = wrapping  # the cached property's slot
+
     def head_text(self, size: int = HEAD_BYTES) -> str:
         """The head as the tool printed it, line for line: what a reader's sniff looks at."""
         text = self.head(size).decode("utf-8", "replace")

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import InputError
 from .base import IngestResult, Reader, Source, damaged_lines, input_text, not_utf8
+from .wrapping import first_line_unindented
 
 # Reader registry: one entry per format module. Each module defines READER (an object with name/sniff/read).
 _READER_MODULES: tuple[str, ...] = (
@@ -27,6 +28,9 @@ _READER_MODULES: tuple[str, ...] = (
 )
 
 _CACHE: dict[str, Reader] = {}
+# Prometheus text, where no line's indentation means anything: a paste whose first line lost the indentation of the
+# rest is read without it even when that first line alone tells the format (see `choose`).
+_FLAT = frozenset({"dcgm", "nmxt"})
 
 
 def readers() -> dict[str, Reader]:
@@ -67,6 +71,15 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
         raise InputError(not_utf8(head), source=source.name)
     text = source.head_text()  # without the paste's indentation, quote markers or fences
     scored = sorted(((r.sniff(text), name) for name, r in available.items()), reverse=True)
+    unread = not scored or scored[0][0] <= 0
+    lost = first_line_unindented(head.decode("utf-8", "replace")) if unread or scored[0][1] in _FLAT else None
+    if lost is not None:  # the first line lost the indentation of the rest: read the rest without it
+        source.rewrap(lost)
+        again = sorted(((r.sniff(source.head_text()), name) for name, r in available.items()), reverse=True)
+        if again and again[0][0] > 0 and (unread or again[0][1] == scored[0][1]):
+            scored = again
+        else:
+            source.rewrap(None)
     if not scored or scored[0][0] <= 0:
         raise InputError(
             "unrecognized format; force one with --format " + "|".join(sorted(available)), source=source.name

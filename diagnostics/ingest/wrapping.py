@@ -106,6 +106,22 @@ def detect(head: str) -> Wrapping:
     return Wrapping(unescape=escaped, quoted=quoted, indent=indent, fences=fences)
 
 
+def first_line_unindented(head: str) -> Wrapping | None:
+    """The wrapping of an input whose first line lost the indentation every later line keeps (a paste copied
+    from a terminal or a quote from the first character of its text), or None when it is no such input: only
+    where the head's own wrapping (`detect`) leaves the input unread, since an output may indent every line
+    under an unindented first one (a GPU's header above its links)."""
+    lines = split_lines(head)
+    filled = [i for i, line in enumerate(lines) if line.strip() and not _PROVENANCE.match(line)]
+    if len(filled) < 3:
+        return None
+    rest = "\n".join(lines[filled[1]:]) + ("\n" if head.endswith(("\n", "\r")) else "")
+    found = detect(rest)
+    if not found.indent or lines[filled[0]].startswith(found.indent):
+        return None
+    return found
+
+
 def _common_indent(lines: Iterable[str]) -> str:
     """The longest run of leading whitespace every line starts with (exactly: a tab is not four spaces)."""
     common: str | None = None

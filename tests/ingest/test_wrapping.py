@@ -11,6 +11,8 @@ from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
 from diagnostics.ingest.wrapping import Wrapping
 from diagnostics.ingest.wrapping import detect as detect_wrapping
+from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.store import open_store
 from tests.ingest.helpers import REAL, SAMPLES, assert_conformed, read_text, warning_lines
 
 REAL_FILES = sorted(p for p in REAL.iterdir() if p.is_file())
@@ -128,3 +130,38 @@ def test_a_samples_own_source_lines_do_not_count_as_its_wrapping() -> None:
     assert detect_wrapping(text).indent == "    "
     assert read_text(text)["link_samples"]["speed_gbps"].tolist() == [25.0]
     assert detect_wrapping("Here it is:\n    GPU 0: X\n") == Wrapping()  # prose at column 0 is part of the paste
+
+
+def _first_line_unindented(text: str, mark: str = "    ") -> str:
+    """Every line indented but the output's first (the `# source:` / `# note:` lines left as they are): a paste
+    copied from a terminal or a quote from its first character on."""
+    lines = text.split("\n")
+    first = next(i for i, line in enumerate(lines) if line.strip() and not line.startswith(("# source:", "# note:")))
+    return "\n".join(mark + line if i > first and line else line for i, line in enumerate(lines))
+
+
+@pytest.mark.parametrize("mark", ["    ", "\t"])
+@pytest.mark.parametrize("name", ["dcgm_metrics_a100_1.txt", "dcgm_metrics_gb200_1.txt", "nmxt_lid_gb200_1.txt"])
+def test_a_scrape_whose_first_line_lost_its_indent_is_read_as_the_scrape(name: str, mark: str,
+                                                                         tmp_path: Path) -> None:
+    """Through the files and the store alike: the same diagnosis as the scrape pasted plain."""
+    text = (REAL / name).read_text(encoding="utf-8")
+    pasted = tmp_path / "pasted.txt"
+    pasted.write_text(_first_line_unindented(text, mark), encoding="utf-8")
+    _assert_same(_read(text, name), _read(pasted.read_text(encoding="utf-8"), name))
+    answers = []
+    for path in (REAL / name, pasted):
+        files, node, _ = files_source([path])
+        store = tmp_path / f"store-{path.stem}"
+        open_store(store).ingest([path])
+        request = Request(node=node)
+        for source in (files, StoreSource(store)):
+            d = diagnose(source, request).diagnosis
+            answers.append((d.node_id, d.fault_detected, d.repair_action, [f.component for f in d.findings]))
+    assert answers[0][3] and answers[2:] == answers[:2], answers  # each door as it answers the plain scrape
+
+
+def test_an_unindented_header_above_indented_lines_keeps_its_reading() -> None:
+    """A GPU's header above its indented links is an output as printed: the lost-indent reading is not tried."""
+    text = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\n\t Link 0: Replay Errors: 3\n\t Link 1: Replay Errors: 0\n"
+    assert detect.choose(source := Source.from_text(text)).name == "nvlink" and source.wrapping.none
