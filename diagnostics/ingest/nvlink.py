@@ -29,7 +29,7 @@ from ..config.datafiles import DATA_DIR, read_toml
 from ..config.platforms import platform_data, platform_for_model
 from ..enums import EventKind, LinkState
 from ..errors import ConfigError
-from .base import IngestResult, Source
+from .base import IngestResult, IngestWarning, Source
 from .kernel_gpu import OFF_BUS_CODE
 from .nvlink_rows import LinkRows
 from .textlines import Collector, Line, classify, normalize_bus_id, skip_shell
@@ -84,7 +84,7 @@ class NvlinkReader:
                     or ((m := _LINKS.match(text)) and (_NO_ERRORS.match(m["rest"]) or _known_rest(m["rest"]))):
                 links += 1
         if not links:
-            return 0.0
+            return 0.2 if gpus else 0.0  # GPU headers alone: an output cut before its links (said by `read`)
         return 0.9 if gpus else 0.6
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
@@ -103,6 +103,7 @@ class NvlinkReader:
         model = ""
         unreachable = False  # a GPU nvidia-smi names as one it could not reach
         last_gpu: int | None = None  # the index of the last GPU header
+        first_header: Line | None = None
         for line in classify(source, out):
             if skip_shell(line, out):
                 continue
@@ -113,6 +114,7 @@ class NvlinkReader:
                 gpu = None
                 continue
             if header := _GPU.match(line.text):
+                first_header = first_header or line
                 gpu, uuid = out.checked("index", line.number, header["gpu"], "gpu", "GPU index"), _uuid(header["uuid"])
                 rows.start(line.number)
                 if gpu is None:  # refused: its lines belong to no GPU and are reported as not read
@@ -201,11 +203,27 @@ class NvlinkReader:
                 out.unread(line)
         _all_inactive(out, rows, all_down)
         rows.finish()
+        if first_header is not None and not out.rows.get("link_samples") and not out.rows.get("events") \
+                and not all_down and not remotes and not unreachable:
+            _headers_alone(out, first_header, len(seen_gpus))
+            return out.result()
         if rows.rows and not unreachable:
             _narrowed(out, sorted({g for g, _ in seen_gpus}), model)
         for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
             row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
         return out.result()
+
+
+def _headers_alone(out: Collector, first: Line, gpus: int) -> None:
+    """An output of GPU headers and no line of a link under any: nothing is read (its GPUs are not kept either:
+    the input is not what it was meant to be), and the warning says what it is."""
+    out.rows.pop("gpus", None)
+    count = f"{gpus} GPU header lines" if gpus > 1 else "a GPU header line"
+    out.flush()  # said first: the lines around the header that no reader takes are said after it
+    said = (f"the input holds {count} ({first.text.strip()[:60]!r}) and no link lines: an nvidia-smi nvlink output "
+            "cut before its links (or `nvidia-smi -L`, which lists GPUs and no links); nothing is read: paste "
+            "`nvidia-smi nvlink -e` (or -s, -R) whole")
+    out.warnings.insert(0, IngestWarning(out.source.name, first.number, said, cut=True))
 
 
 def _unreachable(out: Collector, line: Line, lost: re.Match[str], gpu: int) -> None:

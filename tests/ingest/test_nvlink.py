@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -9,6 +11,8 @@ from diagnostics.errors import InputError
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.nvlink import READER
+from diagnostics.service import StoreSource, files_source
+from diagnostics.store import open_store
 from tests.ingest.helpers import REAL, SAMPLES, links_per_gpu, read, read_text, warning_lines
 
 
@@ -215,3 +219,30 @@ def test_gpu_identity_rows() -> None:
     assert gpus["gpu"].tolist() == [0, 1, 2]
     assert gpus["uuid"].tolist()[1] == "GPU-0c512562-871f-8257-6187-b5ae1b986d5e"
     assert set(gpus["model"]) == {"NVIDIA A100-SXM4-80GB"}
+
+
+B200 = REAL / "nvlink_s_b200_all_inactive_1.txt"
+
+
+@pytest.mark.parametrize("headers", [1, 2])
+def test_gpu_headers_with_no_link_line_are_said_as_an_output_cut_before_its_links(headers: int,
+                                                                                  tmp_path: Path) -> None:
+    """The real B200 output cut after its header line (and a second GPU's header): not "unrecognized format",
+    through the files and the store alike; nothing is read, its GPUs included."""
+    header = next(line for line in B200.read_text(encoding="utf-8").splitlines() if line.startswith("GPU 2:"))
+    path = tmp_path / "cut.txt"
+    path.write_text("\n".join([header, header.replace("GPU 2:", "GPU 3:")][:headers]) + "\n", encoding="utf-8")
+    count = "a GPU header line" if headers == 1 else "2 GPU header lines"
+    with pytest.raises(InputError) as refused:
+        files_source([path], node="n1")
+    said = str(refused.value)
+    assert f"holds {count} ('GPU 2: NVIDIA B200 (UUID: GPU-xxx)') and no link lines" in said, said
+    assert "cut before its links" in said and "unrecognized" not in said
+    report = open_store(tmp_path / "store").ingest([path], node_id="n1")
+    assert [f.format for f in report.files] == ["nvlink"] and report.result.empty
+    assert any(f"holds {count}" in str(w) for w in report.warnings) and not StoreSource(tmp_path / "store").nodes()
+
+
+def test_a_header_whose_gpu_nvidia_smi_names_as_all_links_down_is_not_a_cut() -> None:
+    result = read(B200)
+    assert len(result["link_samples"]) and not [w for w in result.warnings if "no link lines" in w.message]
