@@ -76,15 +76,16 @@ class NvlinkReader:
     name = "nvlink"
 
     def sniff(self, head: str) -> float:
-        links = gpus = 0
+        links = gpus = whole = 0
         for text in split_lines(head)[:400]:
-            if _GPU.match(text) and "UUID" in text:
+            if (header := _GPU.match(text)) and "UUID" in text:
                 gpus += 1
+                whole += header["uuid"] is not None  # its `(UUID: ...)` closed: not a line cut inside
             elif ((m := _LINK.match(text)) and _known_rest(m["rest"])) or _ALL_INACTIVE.match(text) \
                     or ((m := _LINKS.match(text)) and (_NO_ERRORS.match(m["rest"]) or _known_rest(m["rest"]))):
                 links += 1
         if not links:
-            return 0.2 if gpus else 0.0  # GPU headers alone: an output cut before its links (said by `read`)
+            return 0.2 if whole else 0.0  # whole GPU headers alone: an output cut before its links (said by `read`)
         return 0.9 if gpus else 0.6
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
