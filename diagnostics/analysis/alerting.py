@@ -27,7 +27,7 @@ from .rules import part_priority
 
 _XID = re.compile(r"\b[XS]?XID ([\d, ]+) on", re.IGNORECASE)
 _RANK = {Severity.WARNING: 1, Severity.FAILING: 2, Severity.DOWN: 3}
-_URGENCY = {p: i for i, p in enumerate(reversed(list(Priority)))}  # low 0 .. urgent 3
+_URGENCY = {p: i for i, p in enumerate(Priority)}  # low 0 .. urgent 3, as the enum lists them
 
 
 @dataclass(frozen=True)

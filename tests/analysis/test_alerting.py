@@ -107,3 +107,21 @@ def test_the_first_pass_takes_standing_faults_as_known_and_a_known_part_alerts_w
     worse = [part("n00", severity=Severity.DOWN), *standing[1:], part("n99")]
     done = decide(worse, book.active(), at=later, policy=POLICY, fleet_nodes=400, ticket_of=no_ticket)
     assert sorted((d.step, d.alert.node_id) for d in done.decisions) == [(Step.NEW, "n99"), (Step.WORSE, "n00")]
+
+
+def test_a_priority_that_rises_is_worse_and_one_that_falls_is_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The same failing link whose job's slowdown grew past the policy's 20%: medium to urgent is worse (its
+    update pages), and urgent back to medium updates nothing."""
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+
+    def run(priority: Priority, at: datetime) -> list[Step]:
+        done = decide([part("n1", priority=priority)], book.active(), at=at, policy=POLICY, fleet_nodes=100,
+                      ticket_of=no_ticket)
+        book.save([d.alert for d in done.decisions], done.failing, at)
+        return [d.step for d in done.decisions]
+
+    assert run(Priority.MEDIUM, T0) == [Step.NEW]
+    assert run(Priority.URGENT, T0 + timedelta(minutes=40)) == [Step.WORSE]
+    assert run(Priority.MEDIUM, T0 + timedelta(minutes=80)) == []
+    assert part("n1", priority=Priority.URGENT).rank > part("n1", priority=Priority.HIGH).rank > \
+        part("n1", priority=Priority.LOW).rank
