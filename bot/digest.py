@@ -45,6 +45,7 @@ class Digest:
     incomplete: list[str] = field(default_factory=list)
     watch_quiet: str = NOTHING_CLIMBING  # what the empty watch list says
     not_watched: list[str] = field(default_factory=list)  # the nodes the watch list could not judge, and why
+    unwatched: dict[str, str] = field(default_factory=dict)  # every one of them -> why (`not_watched` lists a few)
     watch_judged: bool = True  # whether the watch list judged the fleet's nodes (false: "cannot judge yet")
 
     @property
@@ -85,7 +86,8 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
                   maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []),
                   watch_quiet=watched.quiet() if watched else NOTHING_CLIMBING,
                   not_watched=[] if watched is None or watched.complete or not watched.asked  # the quiet line says it
-                  else watched.not_judged_together(), watch_judged=watched is None or watched.complete)
+                  else watched.not_judged_together(), watch_judged=watched is None or watched.complete,
+                  unwatched={} if watched is None or watched.complete or not watched.asked else dict(watched.unjudged))
 
 
 def digest_from(swept: SweepResult, watch: WatchAnswer, *, tracker: Tracker, maintenance: list[Maintenance],

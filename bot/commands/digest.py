@@ -34,6 +34,7 @@ def cmd_digest(args: argparse.Namespace) -> int:
                           "verifying": [asdict(t) for t in digest.verifying],
                           "maintenance": [{**asdict(w), "note": w.note} for w in digest.maintenance],
                           "incomplete": digest.incomplete, "not_watched": digest.not_watched,
+                          "not_watched_nodes": digest.unwatched,
                           "complete": digest.complete}, indent=2,
                          default=str))
     else:

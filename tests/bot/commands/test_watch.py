@@ -130,3 +130,18 @@ def test_slack_says_what_the_cli_says_of_a_history_too_short_to_judge(tmp_path: 
     assert fleet.startswith(":eyes: *Watch: 1 link(s) of the fleet climbing") and "`node-7` GPU 3 NVLink 7" in fleet
     assert fleet.endswith(f":warning: *Incomplete*\n• {missed_9}")
     assert code == 3 and node == f":eyes: *Watch of `node-9`*: {alone.strip()}\n:warning: *Incomplete*\n• {missed_9}"
+
+
+def test_the_digests_json_names_every_node_the_watch_list_could_not_judge(tmp_path: Path, cli: Cli) -> None:
+    """Its text line names five and counts the rest; a machine reading the JSON gets every node and why."""
+    csv = tmp_path / "new.csv"
+    links(*[link_series(steady(20.0, 13), node=f"node-{i}", gpu=0, link=0) for i in range(9)]).to_csv(csv,
+                                                                                                     index=False)
+    store = tmp_path / "s"
+    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
+    code, out, err = cli("digest", "--store", str(store), "--json")
+    got = json.loads(out)
+    assert code == 3 and "INCOMPLETE" in err
+    assert "and 4 more not judged" in got["not_watched"][0]
+    assert sorted(got["not_watched_nodes"]) == [f"node-{i}" for i in range(9)]
+    assert all(why.startswith("too few readings for a trend") for why in got["not_watched_nodes"].values())
