@@ -149,7 +149,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                 gpu = hardware_of(ticket.identity)
                 if tracker is not None and gpu is not None:  # the GPU's earlier tickets in the store's tracker
                     ticket = escalate(ticket, part_history(tracker, gpu, node_id=diagnosis.node_id,
-                                                           slug=ticket.candidate_id), platform=diagnosis.platform)
+                                                           slug=ticket.candidate_id), diagnosis, graph=graph)
                 if tracker is not None:
                     slug = ticket.candidate_id
                     ticket = with_narrower(ticket, tracker, diagnosis, slug)

@@ -141,14 +141,15 @@ class Drafting:
                               f"*{esc(known.id)}*{esc(covering(known, slug, component))} (filed by "
                               f"{mention(known.filed_by)}). I added this analysis to its evidence.")
             assert s.drafter is not None
+            graph = s.source.graph(diagnosis)
             try:
-                ticket = s.drafter.draft(diagnosis, component=component, graph=s.source.graph(diagnosis))
+                ticket = s.drafter.draft(diagnosis, component=component, graph=graph)
             except FabricbotError as exc:
                 raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
             gpu = hardware_of(ticket.identity)
             if gpu is not None:  # the GPU's earlier tickets, on any node; a repeat offender's escalates
                 ticket = escalate(ticket, part_history(s.tracker, gpu, node_id=diagnosis.node_id, slug=slug),
-                                  platform=diagnosis.platform)
+                                  diagnosis, graph=graph)
             ticket = with_narrower(ticket, s.tracker, diagnosis, slug)
         except Refused as why:
             self.slot.release()

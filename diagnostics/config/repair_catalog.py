@@ -165,6 +165,16 @@ class Status(_Model):
     warning: str
 
 
+class Escalation(_Model):
+    """A repeat offender's repairs: the part that carries the GPU replaced first, then the checks after it (its
+    earlier tickets' reset, reseat and swap test are not repeated). The plan's captures and isolation stay."""
+
+    repair: list[StepRef]
+    rack_repair: list[StepRef]  # a rack's compute tray: its replacement drains the rack
+    rack_isolate: str  # the rack's drain, added where the plan's isolation drains less
+    action: Text
+
+
 class Catalog(_Model):
     status: Status
     platform: dict[str, PlatformEntry]
@@ -175,6 +185,7 @@ class Catalog(_Model):
     step: dict[str, StepEntry]
     reset: dict[ResetScope, StepEntry]
     not_applicable: NotApplicable
+    escalation: Escalation
     contradiction: Contradiction
     warning: Warnings
     source: str = CATALOG_FILE.name
@@ -223,7 +234,8 @@ def _texts(value: Any, where: str) -> list[tuple[str, str]]:
 def _check_templates(cat: Catalog) -> None:
     scopes: dict[str, Any] = {"fault": cat.fault, "rack_fault": cat.rack_fault, "capture": cat.capture,
                               "step": cat.step, "reset": cat.reset,
-                              "not_applicable": cat.not_applicable, "contradiction": cat.contradiction,
+                              "not_applicable": cat.not_applicable, "escalation": cat.escalation,
+                              "contradiction": cat.contradiction,
                               "warning": cat.warning, "unknown": cat.unknown.fault,
                               **{f"platform.{n}": p.fault for n, p in cat.platform.items()}}
     for scope, value in scopes.items():
@@ -251,6 +263,11 @@ def _check_refs(cat: Catalog) -> None:
             for ref in getattr(entry, name) or []:
                 if isinstance(ref, str) and ref != RESET_MARK and ref not in cat.step:
                     raise ConfigError(f"{cat.source}: {where}.{name} names {ref!r}, which is not a [step] entry")
+    esc = cat.escalation
+    for name, refs in (("repair", esc.repair), ("rack_repair", esc.rack_repair), ("rack_isolate", [esc.rack_isolate])):
+        for ref in refs:
+            if isinstance(ref, str) and (ref == RESET_MARK or ref not in cat.step):
+                raise ConfigError(f"{cat.source}: escalation.{name} names {ref!r}, which is not a [step] entry")
     for sid, step in cat.step.items():
         if step.if_node_stops is not None and step.if_node_stops not in cat.step:
             raise ConfigError(f"{cat.source}: step.{sid}.if_node_stops names {step.if_node_stops!r}, which is not a "

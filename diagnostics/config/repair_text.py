@@ -15,6 +15,7 @@ PLACEHOLDERS = frozenset({
     "node", "node_id", "gpu", "peer", "gpu_dst", "link", "switch", "switch_port", "lanes", "switch_path", "input_peer",
     "part", "part_id", "next_part", "next_part_id", "board", "platform", "reset_command", "reset_gpus", "reset_what",
     "reset_note", "fm_note", "why", "fabric_read", "fabric_done", "swap_note",
+    "sxm_note",  # an SXM module replaced: the server vendor's field service does it
     "rack", "unit", "tray", "switch_tray", "cartridge", "hosts", "hosts_csv", "switch_host",  # a rack's units
     "rack_stops", "rack_hosts_csv", "jobs", "nmx", "recovery",  # what a rack-wide step stops; NMX-C; Xid 154
     "bus",  # a GPU named by its PCI address alone

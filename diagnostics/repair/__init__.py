@@ -13,7 +13,7 @@ from .actions import (
     status_action,
 )
 from .plan import repair_plan
-from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, Reset
+from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, RepeatOffender, Reset
 
 __all__ = [
     "DEFAULT_FAULT",
@@ -21,6 +21,7 @@ __all__ = [
     "PlanFacts",
     "PlanStep",
     "RepairPlan",
+    "RepeatOffender",
     "Reset",
     "fault_of",
     "finding_fault",

@@ -29,7 +29,7 @@ from ..enums import FaultKind, PortSource, ResetScope
 from ..errors import ConfigError
 from ..topology import NodeGraph, PortInfo, gpu_index
 from ..topology.templates import template
-from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, Reset
+from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, RepeatOffender, Reset
 
 # What a node must have, when its platform is unknown, for the fault kind to be possible at all.
 _IMPLIED: dict[FaultKind, frozenset[str]] = {
@@ -150,6 +150,8 @@ class _Builder:
         if self.plat is not None and self.plat.sxm:
             self.values["swap_note"] = ("moving an SXM module between baseboard sockets is their procedure, with their "
                                         "tools, torque and thermal interface, not a site step")
+            self.values["sxm_note"] = ("fitting an SXM module is their procedure, with their tools, torque and thermal "
+                                       "interface, not a site step")
         self.values.update(_FABRIC_READS[self.plat is None or self.plat.fabric_info])
         self.values["node"] = f"node {self.values['node_id']}" if "node_id" in self.values else "the node"
         self.port_source = facts.port_source
@@ -239,6 +241,27 @@ class _Builder:
             self._warn(self.cat.warning.assumed_rack_map)
         if self.fault is FaultKind.CARTRIDGE and self.rack.cartridges_assumed:
             self._warn(self.cat.warning.assumed_cartridge)
+
+    def escalate(self, part: Part | None, nxt: Part | None, carrier: Part | None) -> tuple[Part | None, Part | None]:
+        """A repeat offender's parts: the part that carries the GPU first, the plan's own part after it."""
+        if carrier is None or (part is not None and part.id == carrier.id):
+            return part, nxt
+        self.sources.append(f"{carrier.id}: {carrier.source}")
+        if self.plat is not None:
+            self.values.update(part=carrier.fru, part_id=carrier.id)
+            for key in ("next_part", "next_part_id"):
+                self.values.pop(key, None)
+            if part is not None:
+                self.values.update(next_part=part.fru, next_part_id=part.id)
+        return carrier, part
+
+    def escalated_isolation(self, refs: Sequence[StepRef]) -> list[StepRef]:
+        """A rack's isolation drains the rack before a compute tray is replaced, where it drained less."""
+        if self.plat is None or not self.plat.rack:
+            return list(refs)
+        drains = [r.drains if isinstance(r, StepEntry) else self.cat.step[r].drains if r in self.cat.step else None
+                  for r in refs]
+        return list(refs) if "rack" in drains else [*refs, self.cat.escalation.rack_isolate]
 
     # -- the plan's parts ----------------------------------------------------------------------------------------
     def parts(self) -> tuple[Part | None, Part | None, str | None]:
@@ -362,8 +385,10 @@ class _Builder:
 
 
 def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts | Mapping[str, Any] | None = None,
-                *, catalog: Catalog | None = None) -> RepairPlan:
-    """The catalog's plan for `fault` on `platform` (None: unknown), filled with the localization's facts."""
+                *, catalog: Catalog | None = None, repeat_offender: RepeatOffender | None = None) -> RepairPlan:
+    """The catalog's plan for `fault` on `platform` (None: unknown), filled with the localization's facts. A repeat
+    offender's (`repeat_offender`) keeps the captures and the isolation and replaces the part that carries the GPU
+    first ([escalation]): no reset, reseat or swap test of the earlier tickets again."""
     fault = FaultKind(fault)
     facts = facts if isinstance(facts, PlanFacts) else PlanFacts.model_validate(dict(facts or {}))
     b = _Builder(catalog or load_catalog(), platform, fault, facts)
@@ -372,17 +397,28 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
     b.check_peer()
     b.check_port()
     part, nxt, note = b.parts()  # in the catalog's order: an end that saw the errors is evidence, not a reorder
+    isolate = b.over.isolate or b.base.isolate
+    if repeat_offender is not None:
+        part, nxt = b.escalate(part, nxt, repeat_offender.carrier)
+        isolate = b.escalated_isolation(isolate)
     reset = b.reset()
     if facts.recovery:
         b._warn(b.cat.warning.recovery_said)
     captures = b.captures()
-    repair = b.steps(b.over.repair or b.base.repair, b.reset_step(reset))
-    node_stops = reset.stops == "node" or any(s.stops == "node" for s in repair)
-    isolation = b.isolation(b.over.isolate or b.base.isolate, node_stops)
+    if repeat_offender is None:
+        repair = b.steps(b.over.repair or b.base.repair, b.reset_step(reset))
+        node_stops = reset.stops == "node" or any(s.stops == "node" for s in repair)
+        action = b.action(b.chosen_action())
+    else:  # the earlier tickets' reset, reseat and swap test are not repeated: the replacement leads
+        esc = b.cat.escalation
+        repair = b.steps(esc.rack_repair if b.plat is not None and b.plat.rack else esc.repair)
+        node_stops = any(s.stops in ("node", "rack") for s in repair)
+        action = b.action(esc.action)
+    isolation = b.isolation(isolate, node_stops)
     return RepairPlan(platform=platform, fault=fault, applies=True, part=part, next_part=nxt, part_note=note,
-                      captures=captures, isolation=isolation, reset=reset, repair=repair,
-                      action=b.action(b.chosen_action()), warnings=b.warnings,
-                      sources=list(dict.fromkeys(b.sources)))
+                      captures=captures, isolation=isolation, reset=reset, repair=repair, action=action,
+                      warnings=b.warnings, sources=list(dict.fromkeys(b.sources)),
+                      escalation=repeat_offender.why if repeat_offender is not None else None)
 
 
 def _not_applicable(b: _Builder) -> RepairPlan:

@@ -58,6 +58,14 @@ class Reset(_Model):
     stops: Stops | None = None
 
 
+class RepeatOffender(_Model):
+    """A GPU on its `replace_at_ticket`th ticket: its plan replaces the part that carries it (None: the platform's
+    catalog names none) before anything else, and says why."""
+
+    why: str
+    carrier: Part | None = None
+
+
 class RepairPlan(_Model):
     """Everything a ticket and the Diagnosis' action say about repairing one fault, in the order a person acts."""
 
@@ -74,6 +82,9 @@ class RepairPlan(_Model):
     action: str
     warnings: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
+    escalation: str | None = Field(default=None, description="A repeat offender's plan: why it replaces the part "
+                                                             "carrying the GPU, with no reset, reseat or swap test "
+                                                             "first.")
 
     @property
     def stops_node(self) -> bool:

@@ -7,8 +7,9 @@ from .candidates import Candidate, candidates_for
 from .catalog import Part, RepairPlan, plan_for
 from .claude import ClaudeDrafter, drafter_from_env
 from .drafter import Drafter
+from .escalation import escalate
 from .evidence import evidence_lines, link_crossed, link_measures
-from .history import Hardware, PartHistory, PastTicket, escalate, ordinal
+from .history import Hardware, PartHistory, PastTicket, ordinal
 from .hypotheses import Inspection, inspection_markdown, rules_inspection
 from .identity import hardware_of
 from .model_run import ENV_KEY, ModelCheck, RunLimits, check_model, model_name

@@ -9,14 +9,15 @@ from __future__ import annotations
 from ..config.parts import Part, parts
 from ..enums import ComponentKind, Severity
 from ..model import ComponentFacts, Diagnosis
-from ..repair import Capture, PlanFacts, PlanStep, RepairPlan, Reset, place_facts, repair_plan
+from ..repair import Capture, PlanFacts, PlanStep, RepairPlan, RepeatOffender, Reset, place_facts, repair_plan
 from .candidates import Candidate
 
-__all__ = ["Capture", "Part", "PlanStep", "RepairPlan", "Reset", "parts", "plan_for"]
+__all__ = ["Capture", "Part", "PlanStep", "RepairPlan", "RepeatOffender", "Reset", "parts", "plan_for"]
 
 
-def plan_for(diagnosis: Diagnosis, candidate: Candidate) -> RepairPlan:
-    """The plan for this candidate's fault on the diagnosis's platform, filled with the candidate's facts."""
+def plan_for(diagnosis: Diagnosis, candidate: Candidate, repeat_offender: RepeatOffender | None = None) -> RepairPlan:
+    """The plan for this candidate's fault on the diagnosis's platform, filled with the candidate's facts; a repeat
+    offender's replaces the part that carries its GPU first."""
     own = set(candidate.findings)
     down = candidate.kind is ComponentKind.NVLINK and any(
         f.severity is Severity.DOWN for f in diagnosis.findings if f.component in own)
@@ -24,4 +25,4 @@ def plan_for(diagnosis: Diagnosis, candidate: Candidate) -> RepairPlan:
                       bus=candidate.ref.bus,
                       **candidate.model_dump(include=set(ComponentFacts.model_fields)),
                       **place_facts(diagnosis.rack, diagnosis.job_id))
-    return repair_plan(diagnosis.platform, candidate.fault, facts)
+    return repair_plan(diagnosis.platform, candidate.fault, facts, repeat_offender=repeat_offender)

@@ -171,6 +171,30 @@ def refused_instructions(text: str, catalog: Sequence[str] = ()) -> list[str]:
     return problems
 
 
+# A repeat offender's plan replaces the part: a reseat, a swap test or a GPU reset told again is the repair its
+# earlier tickets tried. Words that recall those repairs ("the earlier reseat did not hold") tell no one to repeat it.
+_REPEATED = re.compile(r"\bre-?seat\w*|\bswap(?:ped|ping|s)?[- ]test\w*"
+                       r"|\bswap(?:ped|ping|s)?\b[^.;:]{0,40}?\b(?:module|card|tray|socket|slot)s?\b"
+                       r"|\breset\w*\s+(?:GPU|the GPU|its GPU)\b", re.IGNORECASE)
+_RECALLED = re.compile(r"\b(?:earlier|previous|prior|past|already)\b|\b(?:did\s+not|didn'?t|never)\s+h[oe]ld\b",
+                       re.IGNORECASE)
+
+
+def repeated_repairs(text: str, why: str, catalog: Sequence[str] = ()) -> list[str]:
+    """Where `text` tells someone to reseat, swap-test or reset a repeat offender's GPU again, sentence by sentence
+    (`why`: the escalation): a sentence that says not to, recalls the earlier repairs, or is the catalog's own is
+    not such an instruction."""
+    theirs = {_normal(s) for t in catalog for s in sentences(t)}
+    for sentence in sentences(text):
+        m = _REPEATED.search(sentence)
+        if m is None or _normal(sentence) in theirs or _NEGATED.search(sentence[:m.start()]) \
+                or _RECALLED.search(sentence):
+            continue
+        return [f"tells someone to {m.group(0).lower()} again, but this is a repeat offender's plan ({why}): the "
+                "part is replaced first; the reset, reseat and swap test of its earlier tickets are not repeated"]
+    return []
+
+
 def sentences(text: str) -> list[str]:
     """The text's sentences (and clauses after `;` or `:`), where a refusal and its negation are judged."""
     return _SENTENCE.split(text)

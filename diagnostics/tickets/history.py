@@ -4,22 +4,18 @@ or its PCIe), the repairs reported, the failures that came back after one, and t
 The tracker keeps the tickets; it hands their records here as `PastTicket`s. A GPU on its `replace_at_ticket`th
 ticket (verification.toml, the third by default) is a repeat offender: the new ticket says so, names what came
 before, and escalates to replacing the part that carries the GPU (its module, card or tray), not another reseat
-of the link. A GPU moved to another node keeps its history; a GPU replaced in the same slot starts a new one.
+of the link (`escalation.escalate`). A GPU moved to another node keeps its history; a GPU replaced in the same slot
+starts a new one.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from itertools import pairwise
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import format as fmt
-from ..config.parts import Part, parts
-
-if TYPE_CHECKING:
-    from .ticket import RepairTicket
 
 
 class Hardware(BaseModel):
@@ -108,25 +104,3 @@ class PartHistory(BaseModel):
                        + (" (" + ", ".join(f"{_days(s)} after {t.id}'s repair" for t, s in back) + ")" if back
                           else ""))
         return out
-
-
-def carrier_of(platform: str | None) -> Part | None:
-    """The catalog's part that carries the GPU on `platform` (its module, card or compute tray)."""
-    return next((p for p in parts() if p.carries_gpu and p.platform == platform), None)
-
-
-def escalate(ticket: RepairTicket, history: PartHistory | None, *, platform: str | None) -> RepairTicket:
-    """The ticket with its GPU's history; on a repeat offender's, the escalation: the part that carries the GPU
-    (its module, card or tray, from the parts catalog) replaced first, and the summary saying why."""
-    if history is None:
-        return ticket
-    update: dict[str, object] = {"history": history}
-    if history.repeat_offender:
-        carrier = carrier_of(platform)
-        why = (f"{ordinal(history.ordinal).capitalize()} ticket on {history.hardware} "
-               f"({', '.join(t.id for t in history.tickets)} before it): replace the "
-               f"{carrier.fru if carrier else 'GPU (its module, card or tray)'}, not another repair of the link.")
-        update |= {"escalation": why, "summary": f"{why} {ticket.summary}"}
-        if carrier is not None and (ticket.replacement_part is None or ticket.replacement_part.id != carrier.id):
-            update |= {"replacement_part": carrier, "next_part": ticket.replacement_part}
-    return ticket.model_copy(update=update)

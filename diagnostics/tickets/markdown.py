@@ -63,7 +63,10 @@ def _reset(t: RepairTicket) -> str:
         return ("none from a host: a switch tray reboots from NVOS, with the rack drained" if t.reset.stops == "rack"
                 else "none from a host: the repair's steps name the compute trays to reset or reboot")
     text = _RESET[t.reset.scope].format(gpus=", ".join(map(str, t.reset.gpus)))
-    return text + (f" (`{t.reset.command}`)" if t.reset.command else "")
+    text += f" (`{t.reset.command}`)" if t.reset.command else ""
+    if t.escalation and t.reset.command and all(s.command != t.reset.command for s in t.repair_steps):
+        text += "; not a step of this repeat offender's ticket: its part is replaced"
+    return text
 
 
 def ticket_markdown(t: RepairTicket) -> str:

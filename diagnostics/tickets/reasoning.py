@@ -18,7 +18,16 @@ from ..enums import ComponentKind, LinkEnd, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
 from .catalog import RepairPlan
-from .commands import Command, command_problems, negated, plan_commands, plan_texts, sentences, step_commands
+from .commands import (
+    Command,
+    command_problems,
+    negated,
+    plan_commands,
+    plan_texts,
+    repeated_repairs,
+    sentences,
+    step_commands,
+)
 
 _LIST = r"(\d+(?:\s*(?:,|and|or|&|/)\s*\d+)*)"  # after a plural: 'GPUs 5 and 7', 'ports 10, 16'
 _GPU = re.compile(rf"\bGPUs\s*#?\s*{_LIST}|\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
@@ -146,8 +155,11 @@ _EXCLUDES = re.compile(r"\bexclud\w*\s+(?:only\s+)?(?:the\s+)?(?:GPU|affected GP
 
 def plan_problems(text: str, plan: RepairPlan, allowed: list[Command], scope: str | None = None) -> list[str]:
     """A command the plan (or the part of it `scope` names) does not hold, an instruction never given (a write, a
-    link disabled, no drain), or one GPU excluded where the plan stops the whole node."""
+    link disabled, no drain), one GPU excluded where the plan stops the whole node, or, in a repeat offender's plan,
+    the reseat, swap test or reset its earlier tickets tried told again."""
     problems = command_problems(text, allowed, scope or f"this {plan.fault.value} plan", plan_texts(plan))
+    if plan.escalation is not None:
+        problems += repeated_repairs(text, plan.escalation, plan_texts(plan))
     if plan.stops_node and any(_EXCLUDES.search(s) and not negated(s) for s in sentences(text)):
         problems.append(f"offers excluding one GPU, but this {plan.fault.value} plan stops every GPU of the node "
                         "(a reboot, a power-off or a diagnostic on all GPUs): the only isolation is the node's drain")

@@ -122,14 +122,14 @@ def test_the_third_ticket_on_a_gpu_moved_between_nodes_escalates_to_replacing_it
     assert [t.id for t in history.tickets] == [first, second] and history.repeat_offender
     assert history.tickets[0].outcome == "closed, the repair held"
     assert history.tickets[1].outcome == "repair did not hold: reopened"
-    escalated = escalate(ticket, history, platform=diagnosis.platform)
+    escalated = escalate(ticket, history, diagnosis)
     assert escalated.replacement_part is not None and escalated.replacement_part.id == "h100-nvl-card"
     assert escalated.next_part == ticket.replacement_part  # what the plan named first comes after
     text = escalated.to_markdown()
     assert f"3rd ticket on GPU serial {SERIAL} ({first}, {second} before it): replace the H100 NVL card" in text
     assert "## The GPU's history" in text and f"{first} (" in text and "repairs: 2; failed again after" in text
-    assert escalate(ticket, history.model_copy(update={"tickets": history.tickets[:1]}),
-                    platform=diagnosis.platform).escalation is None  # the second ticket: history, no escalation
+    on_second = history.model_copy(update={"tickets": history.tickets[:1]})
+    assert escalate(ticket, on_second, diagnosis).escalation is None  # the second ticket: history, no escalation
     filed = tracker.file(node_id=NODE, component=ticket.component, slug="gpu2", title="t", body="", priority="high",
                          actor="UBOB", evidence=[], hardware=gpu)
     assert filed.repeat_offender == f"3rd ticket on GPU serial {SERIAL}" and filed.ticket.escalated
