@@ -127,8 +127,9 @@ def earlier_shift(rt: Runtime, fleet: TableNodeSource, life: dict[str, Any]) -> 
                            title=f"{node}: {finding.component}", body=f"# {node}: {finding.component}",
                            priority="high", actor="UDAVE", evidence=[], parts=[t["component"]])
         repaired = datetime.fromisoformat(t["repaired_at"])
-        night.report_repair(filed.ticket.id, actor="UDAVE", at=repaired.isoformat(timespec="seconds"),
-                            note="reseated the NVLink cable")
+        at = repaired.isoformat(timespec="seconds")  # reported when done, on that day's clock
+        SqliteTracker(rt.tracker.db, clock=_fixed(at)).report_repair(filed.ticket.id, actor="UDAVE", at=at,
+                                                                      note="reseated the NVLink cable")
         subject = f"{node} / {finding.component}"
         rt.audit.record("filing", actor="fabricbot", subject=subject, at=when, detail={
             "ticket": filed.ticket.id, "created": True, "approved_by": "UDAVE", "shift": "night"})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from diagnostics import InputError
 from diagnostics.config import load_verification
+from diagnostics.service import known
 from diagnostics.store import DB_NAME, open_store
 from diagnostics.tickets import Hardware
 
@@ -24,7 +25,7 @@ from ..nodes import StoreNodeSource
 from ..options import parse_time
 from ..storage import open_db
 from ..workflow.history import part_history
-from ..workflow.tracker import SqliteTracker, Ticket
+from ..workflow.tracker import RepairTimeError, SqliteTracker, Ticket
 from ..workflow.verification import reported_diagnostics, source_check, verify_repairs
 
 
@@ -41,6 +42,11 @@ def _line(t: Ticket) -> str:
     return f"{t.id}  {t.status:<9} {t.priority:<7} {t.node_id} / {t.component}{flags}{repaired}"
 
 
+def _named(tracker: SqliteTracker, ticket_id: str) -> str:
+    """The ticket `ticket_id` names, or UnknownName with the close matches."""
+    return known("ticket", ticket_id, [t.id for t in tracker.tickets()], field="ticket")
+
+
 def cmd_tickets(args: argparse.Namespace) -> int:
     folder = _folder(args)
     db = open_db(folder)
@@ -54,9 +60,8 @@ def cmd_tickets(args: argparse.Namespace) -> int:
             print("\n".join(map(_line, tickets)) if tickets else "no tickets")
         return 0
     if action == "show":
-        ticket = tracker.get(args.ticket)
-        if ticket is None:
-            raise InputError("no such ticket", field="ticket", value=args.ticket)
+        ticket = tracker.get(_named(tracker, args.ticket))
+        assert ticket is not None
         print(_line(ticket))
         for h in tracker.history(ticket.id):
             print(f"  {h['at']}  {h['status']:<15} {h['actor']}: {h['note']}")
@@ -76,9 +81,9 @@ def cmd_tickets(args: argparse.Namespace) -> int:
         if args.diag_at and not args.diag:
             raise InputError("--diag-at needs --diag pass|fail", field="--diag-at", value=args.diag_at)
         try:
-            ticket = tracker.report_repair(args.ticket, actor=args.by, at=at, note=args.note or "")
-        except KeyError:
-            raise InputError("no such ticket", field="ticket", value=args.ticket) from None
+            ticket = tracker.report_repair(_named(tracker, args.ticket), actor=args.by, at=at, note=args.note or "")
+        except RepairTimeError as exc:
+            raise InputError(str(exc), field="--at", value=args.at) from None
         except ValueError as exc:
             raise InputError(str(exc), field="ticket", value=args.ticket) from None
         audit.record("repair", actor=args.by, subject=f"{ticket.node_id} / {ticket.component}", detail={
@@ -88,6 +93,7 @@ def cmd_tickets(args: argparse.Namespace) -> int:
         print(f"{ticket.id} is verifying: its part is watched for {soak:g} h of readings from {ticket.repaired_at} "
               "(`fabricbot tickets verify` checks it)")
         return 0
+    named = [_named(tracker, t) for t in args.ticket or ()]
     source = StoreNodeSource(open_store(folder, create=False).root)  # a folder that is no store is said here
 
     def record(kind: str, *, actor: str, subject: str = "", **detail: object) -> int:
@@ -95,14 +101,19 @@ def cmd_tickets(args: argparse.Namespace) -> int:
 
     results = verify_repairs(tracker=tracker, check=source_check(source, reported_diagnostics(audit.entries("repair"))),
                              record=record,
-                             ticket_ids=set(args.ticket) if args.ticket else None)
+                             ticket_ids=set(named) if named else None)
     if args.json:
         print(json.dumps([{"ticket": r.ticket.id, "status": r.ticket.status, **r.check.model_dump(mode="json")}
                           for r in results], indent=2))
     else:
         for r in results:
             print(f"{r.ticket.id} {r.ticket.status}: {r.check.summary}")
-        if not results:
+        judged = {r.ticket.id for r in results}
+        for ticket_id in dict.fromkeys(named):
+            if ticket_id not in judged:
+                ticket = tracker.get(ticket_id)
+                print(f"{ticket_id} is {ticket.status if ticket else 'gone'}, not verifying: nothing to judge")
+        if not results and not named:
             print("no ticket is verifying")
     return 0
 

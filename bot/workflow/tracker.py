@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import sqlite_utils
@@ -105,7 +105,8 @@ class Tracker(Protocol):
     def history(self, ticket_id: str) -> list[dict[str, Any]]: ...
 
     def report_repair(self, ticket_id: str, *, actor: str, at: str | None = None, note: str = "") -> Ticket:
-        """The repair is done: the ticket waits in `verifying` while the part is watched."""
+        """The repair is done: the ticket waits in `verifying` while the part is watched. RepairTimeError when `at` is
+        before the ticket was filed or ahead of the clock."""
         ...
 
     def close(self, ticket_id: str, *, actor: str, evidence: list[str]) -> Ticket:
@@ -136,6 +137,29 @@ def _other_gpu(ticket: Ticket, hardware: Hardware) -> bool:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+CLOCK_SKEW = timedelta(minutes=5)  # a repair time typed on another machine may run this far ahead of the clock
+
+
+class RepairTimeError(ValueError):
+    """A repair dated before its ticket was filed, or ahead of the clock: it would never be verified."""
+
+
+def _stamp(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _check_repair_time(ticket: Ticket, when: str, now: str) -> None:
+    try:
+        repaired = _stamp(when)
+    except ValueError:
+        raise RepairTimeError(f"the repair time {when!r} is no ISO time") from None
+    if repaired < _stamp(ticket.filed_at):
+        raise RepairTimeError(f"the repair time is before {ticket.id} was filed ({ticket.filed_at})")
+    if repaired > _stamp(now) + CLOCK_SKEW:
+        raise RepairTimeError(f"the repair time is ahead of the clock ({now}): a repair is reported once done")
 
 
 class SqliteTracker:
@@ -296,8 +320,10 @@ class SqliteTracker:
 
     def report_repair(self, ticket_id: str, *, actor: str, at: str | None = None, note: str = "") -> Ticket:
         with self._lock, self.db.atomic():
-            self._ticket(ticket_id, status=(TicketState.OPEN, TicketState.IN_PROGRESS))
-            when = at or self.clock()
+            ticket = self._ticket(ticket_id, status=(TicketState.OPEN, TicketState.IN_PROGRESS))
+            now = self.clock()
+            when = at or now
+            _check_repair_time(ticket, when, now)
             self.db[TICKETS].update(ticket_id, {  # type: ignore[union-attr]
                 "status": TicketState.VERIFYING, "repaired_at": when, "repaired_by": actor})
             self._history(ticket_id, "repair_reported", actor, note or "repair reported")

@@ -75,8 +75,10 @@ def local_bot(settings: Settings | None = None, *, usergroups: dict[str, list[st
               answerer: Any = None, clock: Any = None) -> Iterator[LocalSlack]:
     db = open_db(None)
     slack = MockSlack(users=dict(USERS), usergroups=usergroups or {})
+    # the tracker on the bot's clock, as in a live bot: a ticket is filed and repaired on the same clock
+    tracker = SqliteTracker(db, clock=lambda: clock().isoformat(timespec="seconds")) if clock else SqliteTracker(db)
     with LocalSlack(settings=settings or Settings(), source=source or SnapshotNodeSource.from_files([SEEDS]),
-                    drafter=drafter or RulesDrafter(), tracker=SqliteTracker(db), audit=AuditLog(db),
+                    drafter=drafter or RulesDrafter(), tracker=tracker, audit=AuditLog(db),
                     renderer=renderer or png_renderer, slack=slack,
                     answerer=answerer, **({"clock": clock} if clock else {})) as local:
         yield local

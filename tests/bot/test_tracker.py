@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from bot.storage import open_db
-from bot.workflow.tracker import SqliteTracker
+from bot.workflow.tracker import RepairTimeError, SqliteTracker
 
 
 @pytest.fixture
@@ -113,3 +113,15 @@ def test_a_wider_part_is_not_swallowed_by_a_narrower_open_ticket(tracker: Sqlite
     gpu = _gpu(tracker)
     assert gpu != link.id and len(tracker.tickets()) == 2
     assert tracker.open_ticket("hpc-gpu-node-12", "gpu2-nvlink1").id == link.id  # its own ticket comes first
+
+
+def test_a_repair_is_dated_between_the_filing_and_the_clock() -> None:
+    now = "2026-03-01T12:00:00+00:00"
+    tracker = SqliteTracker(open_db(None), clock=lambda: now)
+    ticket = _file(tracker).ticket.id
+    with pytest.raises(RepairTimeError, match=r"ahead of the clock \(2026-03-01T12:00:00\+00:00\)"):
+        tracker.report_repair(ticket, actor="UTECH", at="2030-01-01T00:00:00+00:00")
+    with pytest.raises(RepairTimeError, match=f"before {ticket} was filed"):
+        tracker.report_repair(ticket, actor="UTECH", at="2026-03-01T11:59:00+00:00")
+    assert tracker.get(ticket).status == "open"  # type: ignore[union-attr]
+    assert tracker.report_repair(ticket, actor="UTECH", at="2026-03-01T12:04:00Z").status == "verifying"  # skew

@@ -25,7 +25,9 @@ def _ingest(store: Path, frame: pd.DataFrame, name: str) -> None:
 
 
 def _file(store: Path, gpu: int) -> str:
-    result = SqliteTracker(open_db(store)).file(
+    """A ticket filed an hour before T0, the readings' time (a repair is never dated before its filing)."""
+    filed = (T0 - pd.Timedelta(hours=1)).isoformat()
+    result = SqliteTracker(open_db(store), clock=lambda: filed).file(
         node_id="n1", component=f"GPU {gpu} NVLink 1", slug=f"gpu{gpu}-nvlink1", title="t", body="b",
         priority="urgent", actor="UALICE", evidence=["replays 9,000/h"])
     return result.ticket.id
@@ -108,3 +110,35 @@ def test_the_store_may_follow_the_action_as_every_other_command_takes_it(tmp_pat
         assert code == 0, (argv, err)
     assert "GPU serial 1652221012345: 0 tickets" in cli("tickets", "history", "1652221012345", "--store",
                                                        str(store))[1]
+
+
+def test_a_repair_dated_ahead_of_the_clock_or_before_the_filing_is_refused(tmp_path: Path, cli: Cli) -> None:
+    """A repair dated years ahead would wait in verifying forever; one before the filing repaired nothing filed."""
+    store = tmp_path / "store"
+    _ingest(store, links(link_series(steady(9000.0, 13), gpu=2, link=1)), "before")
+    ticket = _file(store, 2)
+    code, _, err = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "bob",
+                       "--at", "2030-01-01T00:00:00Z")
+    assert code == 2 and "'--at'" in err and "2030-01-01T00:00:00Z" in err and "ahead of the clock" in err
+    code, _, err = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "bob",
+                       "--at", "2026-02-01T00:00:00Z")
+    assert code == 2 and "'--at'" in err and "2026-02-01T00:00:00Z" in err
+    assert f"before {ticket} was filed (2026-02-28T23:00:00+00:00)" in err
+    assert "Traceback" not in err
+    code, out, _ = cli("tickets", "--store", str(store), "list")
+    assert code == 0 and " open " in out and "verifying" not in out  # nothing was half-reported
+    assert cli("tickets", "--store", str(store), "repaired", ticket, "--by", "bob", "--at", "2026-03-01T00:00Z")[0] == 0
+
+
+def test_verifying_an_unknown_ticket_names_it_with_the_close_matches(tmp_path: Path, cli: Cli) -> None:
+    store = tmp_path / "store"
+    _ingest(store, links(link_series(steady(9000.0, 13), gpu=2, link=1)), "before")
+    ticket = _file(store, 2)
+    code, out, err = cli("tickets", "--store", str(store), "verify", "FAB-9999")
+    assert code == 2 and "no ticket 'FAB-9999'" in err and "no ticket is verifying" not in out
+    code, _, err = cli("tickets", "--store", str(store), "verify", "FAB-001")
+    assert code == 2 and f"did you mean {ticket}" in err
+    code, _, err = cli("tickets", "--store", str(store), "show", "FAB-9999")
+    assert code == 2 and "no ticket 'FAB-9999'" in err
+    code, out, _ = cli("tickets", "--store", str(store), "verify", ticket)  # known, but open: nothing to judge
+    assert code == 0 and f"{ticket} is open, not verifying" in out
