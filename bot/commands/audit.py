@@ -8,19 +8,30 @@ import os
 from pathlib import Path
 
 from diagnostics import InputError
+from diagnostics.service import close_matches
 from diagnostics.store import DB_NAME
 
-from ..audit import AuditLog
+from ..audit import KINDS, AuditLog
 from ..storage import open_db
 
 
+def _kind(kind: str | None) -> str | None:
+    """`--kind` when the trail has such entries, else InputError naming the kinds there are."""
+    if kind is None or kind in KINDS:
+        return kind
+    near = close_matches(kind, KINDS, n=1)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    raise InputError(f"no such audit kind (the kinds: {', '.join(KINDS)}){hint}", field="--kind", value=kind)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
+    kind = _kind(args.kind)
     store = Path(args.store or os.environ.get("FABRICBOT_STORE") or ".store")
     if not (store / DB_NAME).exists():
         raise InputError("no fabricbot database here (run the bot or `fabricbot ingest` first)", source=str(store))
     audit = AuditLog(open_db(store))
     text = audit.to_markdown() if args.markdown else "".join(
-        json.dumps(e, sort_keys=True) + "\n" for e in audit.entries(args.kind))
+        json.dumps(e, sort_keys=True) + "\n" for e in audit.entries(kind))
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
