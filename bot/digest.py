@@ -16,6 +16,7 @@ from diagnostics.analysis import Watch, part_priority
 from diagnostics.service import Request, Source, WatchAnswer, sweep, watched
 from diagnostics.store import Maintenance
 
+from .options import time_of_day
 from .workflow.states import TicketState
 from .workflow.tracker import Ticket, Tracker
 
@@ -138,8 +139,9 @@ def digest_lines(d: Digest) -> list[str]:
 
 def next_run(now: datetime, at_hhmm: str) -> datetime:
     """The next time of day `HH:MM` (UTC) after `now`: when the scheduled digest posts."""
-    hours, _, minutes = at_hhmm.partition(":")
-    if not (hours.isdigit() and minutes.isdigit() and int(hours) < 24 and int(minutes) < 60):
-        raise InputError("a digest time is HH:MM (UTC)", field="FABRICBOT_DIGEST_AT", value=at_hhmm)
-    today = now.astimezone(UTC).replace(hour=int(hours), minute=int(minutes), second=0, microsecond=0)
+    try:
+        hours, minutes = time_of_day(at_hhmm)
+    except ValueError:
+        raise InputError("a digest time is HH:MM (UTC)", field="FABRICBOT_DIGEST_AT", value=at_hhmm) from None
+    today = now.astimezone(UTC).replace(hour=hours, minute=minutes, second=0, microsecond=0)
     return today if today > now else today + timedelta(days=1)

@@ -22,6 +22,14 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match[2].lower()]: float(match[1])})
 
 
+def time_of_day(text: str) -> tuple[int, int]:
+    """`08:30` -> (8, 30), a UTC time of day; ValueError otherwise."""
+    hours, _, minutes = text.strip().partition(":")
+    if not (hours.isdigit() and minutes.isdigit() and int(hours) < 24 and int(minutes) < 60):
+        raise ValueError(f"not a time of day like 08:30: {text!r}")
+    return int(hours), int(minutes)
+
+
 def window_type(text: str) -> timedelta:
     """`parse_duration` as an argparse type."""
     try:

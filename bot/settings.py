@@ -16,7 +16,7 @@ from diagnostics import format as fmt
 from diagnostics.prometheus import redacted_url
 from diagnostics.service import process_count
 
-from .options import parse_duration
+from .options import parse_duration, time_of_day
 
 DEFAULT_STORE = ".store"
 DEFAULT_DRAFTS_PER_MINUTE = 5
@@ -55,6 +55,17 @@ def _period(env: Mapping[str, str], name: str, default_s: float) -> float:
         return parse_duration(text).total_seconds()
     except ValueError:
         raise ConfigError(f"{name}: expected a duration like 5m, 90s or 1h (got {text!r})") from None
+
+
+def _time_of_day(env: Mapping[str, str], name: str) -> str | None:
+    text = env.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        time_of_day(text)
+    except ValueError:
+        raise ConfigError(f"{name}: expected a time of day HH:MM, UTC, such as 08:00 (got {text!r})") from None
+    return text
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:
@@ -120,7 +131,7 @@ class Settings:
             analysis_processes=_count(env, ANALYSIS_PROCESSES_ENV, default_analysis_processes()),
             two_person_filing=_flag(env, "FABRICBOT_TWO_PERSON_FILING"),
             prometheus_url=env.get("FABRICBOT_PROMETHEUS_URL") or None,
-            digest_at=env.get("FABRICBOT_DIGEST_AT") or None,
+            digest_at=_time_of_day(env, "FABRICBOT_DIGEST_AT"),
             digest_channel=env.get("FABRICBOT_DIGEST_CHANNEL") or None,
             alert_channel=env.get("FABRICBOT_ALERT_CHANNEL") or None,
             alert_every_s=_period(env, "FABRICBOT_ALERT_EVERY", DEFAULT_ALERT_EVERY_S),

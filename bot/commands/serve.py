@@ -11,6 +11,7 @@ from pathlib import Path
 
 import uvicorn
 
+from diagnostics.config import load_alerts, load_verification, load_watch
 from diagnostics.tickets import check_model
 
 from ..alertmanager import Enricher, route
@@ -40,10 +41,19 @@ def _alerts(settings: Settings, app: FabricApp) -> AlertLoop | None:
                      oncall=settings.oncall_usergroup).start()
 
 
+def check_policies() -> None:
+    """The alert, watch and verification policies read once before anything starts: a file their variable names
+    that is missing or wrong is said at start-up, not at the first alert pass, `/fabric watch` or filing."""
+    load_alerts()
+    load_watch()
+    load_verification()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
+    settings = Settings.from_env()  # a setting that cannot be used is said here, before anything starts
     if args.store:
         settings = replace(settings, store=Path(args.store))
+    check_policies()
     check_slack(settings)  # one line and exit 2 when a setting is missing or Slack refuses a token
     for note in settings.startup_notes():
         print(f"fabricbot: {note}", file=sys.stderr)

@@ -34,12 +34,17 @@ def load_policy(model: type[M], default: Path, env: str, what: str, path: Path |
     values = read_toml(default, what)
     named = os.environ.get(env)
     user = path or (Path(named) if named else None)
+    said = f"{env}: " if path is None and named else ""  # a file the variable names: the variable is said
     if user is not None:
-        values |= read_toml(user, what)
+        try:
+            values |= read_toml(user, what)
+        except ConfigError as exc:
+            raise ConfigError(f"{said}{exc}") from None
     values |= {k: v for k, v in overrides.items() if v is not None}
     try:
         return model.model_validate(values)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(map(str, err["loc"]))
-        raise ConfigError(f"{(user or default).name}: {field}: {err['msg']} (got {err.get('input')!r})") from None
+        raise ConfigError(f"{said}{(user or default).name}: {field}: {err['msg']} "
+                          f"(got {err.get('input')!r})") from None

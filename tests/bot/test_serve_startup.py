@@ -115,3 +115,25 @@ def test_a_start_slack_accepts_logs_no_warning(mode: str, slack: MockSlack, tmp_
     assert len(served) == 1
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text  # Bolt's "`token` unused"
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("variable", "value", "said"), [
+    ("FABRICBOT_DIGEST_AT", "25:00", "FABRICBOT_DIGEST_AT: expected a time of day HH:MM"),
+    ("FABRICBOT_ALERTS", "/nonexist.toml", "FABRICBOT_ALERTS: /nonexist.toml: alert policy not found"),
+    ("FABRICBOT_WATCH", "/nonexist.toml", "FABRICBOT_WATCH: /nonexist.toml: watch policy not found"),
+    ("FABRICBOT_VERIFICATION", "/nonexist.toml",
+     "FABRICBOT_VERIFICATION: /nonexist.toml: verification policy not found"),
+])
+def test_a_setting_that_cannot_be_used_is_said_before_anything_starts(
+        variable: str, value: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Not after the start-up notes and a server, nor at the first filing or `/fabric watch`: one line, exit 2."""
+    _env(monkeypatch, tmp_path, FABRICBOT_DIGEST_CHANNEL="COPS", FABRICBOT_ALERT_CHANNEL="CALERTS",
+         **{variable: value})
+    started = []
+    monkeypatch.setattr(serve, "build_runtime", lambda *a, **k: started.append(1))  # nothing may get this far
+    assert main(["serve", "--port", "0", "--seconds", "0"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"fabricbot: {said}") and value in lines[0]
+    err = lines[0]
+    assert not started and "posted to" not in err and "Traceback" not in err
