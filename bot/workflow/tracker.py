@@ -225,9 +225,9 @@ class SqliteTracker:
         rows = list(self.db[TICKETS].rows_where("id = ?", [ticket_id]))
         return Ticket.from_row(rows[0]) if rows else None
 
-    def _history(self, ticket_id: str, status: str, actor: str, note: str) -> None:
+    def _history(self, ticket_id: str, status: str, actor: str, note: str, at: str | None = None) -> None:
         self.db[HISTORY].insert(  # type: ignore[union-attr]
-            {"ticket_id": ticket_id, "at": self.clock(), "status": status, "actor": actor, "note": note})
+            {"ticket_id": ticket_id, "at": at or self.clock(), "status": status, "actor": actor, "note": note})
 
     def tickets_on(self, hardware: Hardware) -> list[Ticket]:
         with self._lock:
@@ -326,7 +326,7 @@ class SqliteTracker:
             _check_repair_time(ticket, when, now)
             self.db[TICKETS].update(ticket_id, {  # type: ignore[union-attr]
                 "status": TicketState.VERIFYING, "repaired_at": when, "repaired_by": actor})
-            self._history(ticket_id, "repair_reported", actor, note or "repair reported")
+            self._history(ticket_id, "repair_reported", actor, note or "repair reported", at=now)
             self._history(ticket_id, TicketState.VERIFYING, "fabricbot", f"watching the part's counters from {when}")
             return self._ticket(ticket_id, status=(TicketState.VERIFYING,))
 

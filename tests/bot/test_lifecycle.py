@@ -215,11 +215,11 @@ def test_verify_of_many_repairs_lists_some_and_counts_the_rest(local: LocalSlack
     source = local.app.services.source
     node = "hpc-gpu-node-12"
     links = source.diagnose(node).findings[:40]
-    now = local.app.services.clock().isoformat(timespec="seconds")
     for f in links:  # forty links of one node, each repaired just now: nothing read since, each still verifying
         filed = local.tracker.file(node_id=node, component=f.component, slug=f.ref.slug,  # type: ignore[attr-defined]
                                    title=f"{node}: {f.component}", body=f"# {node}: {f.component}", priority="high",
                                    actor="UDAVE", evidence=[], parts=[f.ref.slug])
+        now = local.app.services.clock().isoformat(timespec="seconds")
         local.tracker.report_repair(filed.ticket.id, actor="UDAVE", at=now)  # type: ignore[attr-defined]
     said = _say(local, "verify", user="UBOB")
     lines = said.text.splitlines()
