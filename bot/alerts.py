@@ -4,7 +4,9 @@ told what changed, without anyone asking.
 A part newly failing gets one message (the node's summary, its pictures in the thread, its Draft ticket button;
 an urgent one mentions the on-call group); that message is updated, never reposted, when the part gets worse, a
 ticket is filed for it, or it stays clean for the soak. Many parts at once are one incident message naming what
-they share, and their own alerts wait until a person acknowledges it. The decisions are `diagnostics`'; the
+they share, and their own alerts wait until a person acknowledges it. A pass that could not judge every node (a node
+silent, its readings unreadable) says so once, in a message updated while that lasts; a silent node's alerts stay
+open, marked as not reporting, never recovered. The decisions are `diagnostics`'; the
 memory is the store's SQLite (`AlertBook`), so a restart neither repeats nor forgets an alert.
 """
 
@@ -25,6 +27,7 @@ from diagnostics import Diagnosis, FabricbotError
 from diagnostics import format as fmt
 from diagnostics.analysis import Decision, FailingPart, Pass, Step
 from diagnostics.config import AlertPolicy, load_alerts
+from diagnostics.offenders import SweepResult
 from diagnostics.store import Alert, StormRecord
 
 from . import blocks, fitting
@@ -37,7 +40,8 @@ ACK_ACTION = "storm_ack"
 SHOWN_NODES = 40
 
 _SAID = {Step.NEW: ":rotating_light: *New failing part*", Step.WORSE: ":small_red_triangle: *Worse*",
-         Step.TICKETED: ":ticket: *Ticket filed*", Step.RECOVERED: ":white_check_mark: *Recovered*"}
+         Step.TICKETED: ":ticket: *Ticket filed*", Step.RECOVERED: ":white_check_mark: *Recovered*",
+         Step.SILENT: ":grey_question: *Not reporting*", Step.REPORTING: ":arrows_counterclockwise: *Reporting again*"}
 
 
 def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, oncall: str | None) -> str:
@@ -45,12 +49,18 @@ def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, on
     ping = f"<!subteam^{oncall}> " if oncall and part is not None and part.urgent and step in (Step.NEW, Step.WORSE) \
         else ""
     said = f"{ping}{_SAID[step]}: {where}"
-    if part is not None and step in (Step.NEW, Step.WORSE):
+    if part is not None and step in (Step.NEW, Step.WORSE, Step.REPORTING):
         said += f" ({part.severity.value}, {part.priority.value}): {esc(part.why)}"
     if alert.ticket:
         said += f"\nTicket *{esc(alert.ticket)}* is filed for it."
     if step is Step.RECOVERED:
         said += " — clean for the soak; this alert is closed (a new failure alerts again)."
+    if step is Step.SILENT or (alert.silent_since is not None and step is Step.TICKETED):
+        since = alert.silent_since or at
+        said += (f" — its node has sent no reading since the pass of {since:%Y-%m-%d %H:%M} UTC. Silence is not "
+                 "health: this alert stays open until the node reports again and the part is clean for the soak.")
+    if step is Step.REPORTING and part is None:
+        said += " — its node reports again and the part is clean; this alert closes once it stays clean for the soak."
     return said + f"\n_{at:%Y-%m-%d %H:%M} UTC_"
 
 
@@ -117,6 +127,7 @@ class AlertLoop:
             if grown is not None:
                 self._update_storm(grown)
         self.book.save([d.alert for d in decisions], done.failing, at)
+        self._say_blind(swept, at)
         for d in decisions:
             if d.step not in (Step.HELD, Step.KNOWN):
                 shown = d.part.seen_on if d.part is not None and d.part.seen_on else d.alert.node_id
@@ -143,6 +154,41 @@ class AlertLoop:
             log.warning("the watch's first message was not posted: %s", exc.response.get("error"))
             return
         self.book.watch_posted(channel=self.channel, ts=str(posted["ts"]))
+
+    def _say_blind(self, swept: SweepResult, at: datetime) -> None:
+        """An incomplete fleet view said once: one message when it begins, updated (never reposted) when what is
+        missing changes and when every node reports again."""
+        blind = self.book.blind()
+        if swept.complete and blind is None:
+            return
+        try:
+            if swept.complete:
+                assert blind is not None
+                self.book.end_blind(blind.id, at=at)
+                if blind.ts and blind.channel:
+                    text = complete_again_message(blind.said, blind.since, at)
+                    self.client.chat_update(channel=blind.channel, ts=blind.ts, text=text,
+                                            blocks=[fitting.section(text).to_dict()])
+                self.services.record("watch", actor="fabricbot", subject="the fleet view", decision="complete again")
+                return
+            key = blind_key(swept)
+            text = incomplete_message(swept, blind.since if blind is not None else at, self.every_s)
+            if blind is None:
+                blind = self.book.begin_blind(at=at, key=key, said=text)
+                if blind is None:
+                    return  # another bot's pass said it
+                posted = self.client.chat_postMessage(channel=self.channel, text=text,
+                                                      blocks=[fitting.section(text).to_dict()])
+                self.book.blind_said(blind.id, channel=self.channel, ts=str(posted["ts"]))
+                self.services.record("watch", actor="fabricbot", subject="the fleet view", decision="incomplete",
+                                     silent=len(swept.silent), reasons=len(swept.incomplete_reasons))
+            elif key != blind.key:
+                self.book.blind_said(blind.id, key=key, said=text)
+                if blind.ts and blind.channel:
+                    self.client.chat_update(channel=blind.channel, ts=blind.ts, text=text,
+                                            blocks=[fitting.section(text).to_dict()])
+        except SlackApiError as exc:
+            log.warning("the incomplete fleet view was not said: %s", exc.response.get("error"))
 
     def _ticket(self, node: str, slug: str) -> str | None:
         ticket = self.services.tracker.open_ticket(node, slug)
@@ -227,6 +273,30 @@ def watch_began_message(known: list[FailingPart], nodes: int, every_s: float) ->
             f"{len(by_node)} node(s) were already failing when the watch began: standing faults, not paged one by "
             f"one and not taken for one storm. Each alerts again only if it gets worse; `/fabric NODE` shows it with "
             f"its Draft ticket button. Parts failing from now on alert one by one.\n{shown}{more}")
+
+
+def blind_key(swept: SweepResult) -> str:
+    """What an incomplete view misses, as far as a change of it is news: the silent nodes and how many other
+    reasons (their wording names the pass's time, which changes every pass)."""
+    return ",".join(sorted(swept.silent)) + f"|{len(swept.incomplete_reasons)}"
+
+
+def incomplete_message(swept: SweepResult, since: datetime, every_s: float) -> str:
+    """The one message of an incomplete stretch: what the passes could not judge, and that it is no all-clear."""
+    reasons = "\n".join(f"• {esc(r)}" for r in swept.incomplete_reasons) or "• the view is incomplete"
+    silent = (f" Alerts on the {len(swept.silent)} silent node(s) stay open, marked as not reporting, and none "
+              "recovers while its node is silent." if swept.silent else "")
+    said = (f":warning: *Fleet view incomplete* since {since:%Y-%m-%d %H:%M} UTC: the watch (every "
+            f"{fmt.period(every_s)}) cannot judge every node, so a quiet channel is not an all-clear.{silent} This "
+            f"message is updated when that changes, not repeated each pass.\n{reasons}")
+    return fitting.clip(said, fitting.MAX_TEXT)
+
+
+def complete_again_message(said: str, since: datetime, at: datetime) -> str:
+    """The stretch's message once every node reports again."""
+    return fitting.clip(f":white_check_mark: *Fleet view complete again* at {at:%Y-%m-%d %H:%M} UTC: every node "
+                        f"reports. It was incomplete from {since:%Y-%m-%d %H:%M} UTC; it said:\n>"
+                        + said.replace("\n", "\n>"), fitting.MAX_TEXT)
 
 
 def _with_storm(alert: Alert, storm: int) -> Alert:

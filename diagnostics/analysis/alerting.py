@@ -4,14 +4,15 @@ were ticketed or stayed clean for the soak, and whether the new ones together ar
 Pure decisions over the fleet's diagnoses and the alerts already open; the store keeps the alerts
 (`diagnostics.store.alerts`) and the bot posts what is decided here. A part is a localization (`GPU 2 NVLink 5`,
 `NVSwitch 1`): what a ticket names. A node in planned work never alerts; a part with an open ticket is the
-ticket's business, not a new alert.
+ticket's business, not a new alert. A node with no reading in the pass's window is not clean: its alerts stay
+open, marked as not reporting, and never recover while it is silent.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -133,6 +134,8 @@ class Step(StrEnum):
     TICKETED = "ticketed"
     RECOVERED = "recovered"
     HELD = "held"
+    SILENT = "not reporting"  # its node has no reading in the window: not clean, so the alert stays open
+    REPORTING = "reporting again"  # its node reports again: the soak counts from here
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,7 @@ def find_storm(new: list[FailingPart], *, fleet_nodes: int, policy: AlertPolicy,
 @dataclass
 class Pass:
     """One pass's decisions, the storm it found (its held alerts are in `decisions` as HELD), and the alerts whose
-    part is still failing (their `failing_at` moves on)."""
+    part is still failing or whose node is not reporting, not known clean (their `failing_at` moves on)."""
 
     at: datetime
     decisions: list[Decision] = field(default_factory=list)
@@ -203,7 +206,8 @@ class Pass:
 
 def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *, at: datetime,
            policy: AlertPolicy, ticket_of: Callable[[str, str], str | None], fleet_nodes: int,
-           racks: Mapping[str, str] | None = None, open_storm: int | None = None, baseline: bool = False) -> Pass:
+           racks: Mapping[str, str] | None = None, open_storm: int | None = None, baseline: bool = False,
+           silent: Collection[str] = ()) -> Pass:
     """The pass's decisions given the parts failing now and the alerts not yet recovered (keyed by node and part).
 
     `baseline`: the watch's first pass, whose failing parts are standing faults: each is KNOWN (remembered, not
@@ -212,7 +216,11 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     while a storm waits for a person (`open_storm`), every new part joins it, held. A held part whose storm was
     acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one that got a
     ticket says so; one clean for the soak is recovered.
+    `silent`: the nodes with no reading in the window. Silence is not health: an alert of a silent node is marked as
+    not reporting (once) and is never recovered while it lasts; when the node reports again the mark is lifted and the
+    soak counts from its return.
     """
+    quiet_nodes = set(silent)
     out = Pass(at)
     now = {p.key: p for p in parts}
     fresh = [p for p in parts if p.key not in alerts and ticket_of(p.node_id, p.slug) is None]
@@ -227,12 +235,23 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
         out.decisions.append(Decision(step, alert, p))
     for key, alert in sorted(alerts.items()):
         part = now.get(key)
-        if part is not None:
+        quiet = part is None and alert.node_id in quiet_nodes
+        if part is not None or quiet:  # failing, or not known clean: the soak has not begun
             out.failing.append(key)
             alert = replace(alert, failing_at=at)
+        if alert.status is AlertStatus.HELD and alert.storm is not None and alert.storm == open_storm:
+            continue  # still waiting for the incident's acknowledgement
+        if quiet:
+            if alert.silent_since is None:
+                out.decisions.append(Decision(Step.SILENT, replace(alert, silent_since=at), None))
+            elif alert.status is AlertStatus.OPEN:
+                ticket = ticket_of(alert.node_id, alert.slug)
+                if ticket is not None and alert.ticket != ticket:
+                    out.decisions.append(Decision(Step.TICKETED, replace(alert, ticket=ticket), None))
+            continue  # never recovered while its node is silent
+        back = alert.silent_since is not None
+        alert = replace(alert, silent_since=None)
         if alert.status is AlertStatus.HELD:
-            if alert.storm is not None and alert.storm == open_storm:
-                continue  # still waiting for the incident's acknowledgement
             if part is not None:
                 out.decisions.append(Decision(Step.NEW, replace(alert, status=AlertStatus.OPEN, rank=part.rank), part))
             else:
@@ -240,6 +259,10 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
             continue
         if part is not None and part.rank > alert.rank:
             out.decisions.append(Decision(Step.WORSE, replace(alert, rank=part.rank), part))
+            continue
+        if back:
+            out.decisions.append(Decision(Step.REPORTING, alert if part is not None else replace(alert, failing_at=at),
+                                          part))
             continue
         ticket = ticket_of(alert.node_id, alert.slug)
         if ticket is not None and alert.ticket != ticket:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from .. import format as fmt
@@ -75,8 +75,16 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     if not ends and held and answered.analysis.end is not None:  # events alone, none with a time (dmesg's seconds
         ends = [answered.analysis.end]  # since boot): judged as read at the engine's end, as a node's answer is
     if not ends:
-        return SweepResult(at=request.end or datetime.now().astimezone(), window_hours=hours, source=source.name,
-                           complete=False, incomplete_reasons=["the source holds no link samples and no events"]), []
+        at = request.end or datetime.now().astimezone()
+        held_nodes = source.nodes()
+        if request.end is None or not held_nodes:
+            return SweepResult(at=at, window_hours=hours, source=source.name, complete=False,
+                               incomplete_reasons=["the source holds no link samples and no events"]), []
+        span = history_needed(request.length, request.thresholds)  # none of its nodes reports in the span
+        return SweepResult(at=at, window_hours=hours, source=source.name, complete=False, silent=held_nodes,
+                           incomplete_reasons=[
+                               f"all {len(held_nodes)} node(s) of the {source.name} have no reading in the "
+                               f"{fmt.hours(span.total_seconds() / 3600)} before {fmt.when(at)}"]), []
     engine = answered.analysis.timings.get("total_s", 0.0)
     result = fleet_result(answered.diagnoses, window_hours=hours, at=max(ends), source=source.name)
     result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
@@ -237,12 +245,28 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
                policy: AlertPolicy | None = None, baseline: bool = False) -> tuple[SweepResult, Pass]:
     """One pass of the watch loop: the fleet swept as `sweep` does (planned work held), its failing parts, and what
     the alert channel is told given the alerts still open (new, worse, ticketed, recovered, or held in a storm;
-    on the watch's first pass, `baseline`, known)."""
+    on the watch's first pass, `baseline`, known). The pass judges the window ending at the source's newest reading,
+    or at `at` when even that reading is older than the span the rules need: a fleet that stopped reporting is
+    silent, not judged on its last hour. An alert of a node with no reading in the window stays open (`decide`)."""
+    if request.end is None:
+        newest = source.newest()
+        if newest is not None and newest <= at - history_needed(request.length, request.thresholds):
+            request = replace(request, end=at)
     swept, windows = _swept(source, request)
     racks = {n: d.rack.rack_id for n, d in swept.diagnoses.items() if d.rack is not None}
     racks.update({r: r for r in racks.values()})  # a rack's own part alerts under the rack
     facts = version_facts(w.tables for w in windows)  # the driver, VBIOS, Fabric Manager a storm may share
     done = decide(failing_parts(swept.diagnoses.values(), facts), alerts, at=at, policy=policy or load_alerts(),
                   ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,
-                  open_storm=open_storm, baseline=baseline)
+                  open_storm=open_storm, baseline=baseline, silent=_no_links(source, swept, windows))
     return swept, done
+
+
+def _no_links(source: Source, swept: SweepResult, windows: list[Window]) -> set[str]:
+    """The nodes the pass holds no link reading of: the sweep's silent ones, and those only a held event (a fatal
+    Xid stands until a reset is seen) keeps among the offenders. A part of theirs no longer failing is not clean."""
+    if not windows:
+        return set(swept.silent)
+    reporting = {str(n) for w in windows if (links := w.tables.get("link_samples")) is not None and len(links)
+                 for n in links["node_id"].dropna().unique()}
+    return set(swept.silent) | (set(swept.diagnoses) - reporting)

@@ -1,7 +1,7 @@
 """The local telemetry store: Parquet samples by node and day, a SQLite database beside them, windowed reads."""
 
 from .alertmanager import AlertmanagerBook, AlertMessage
-from .alerts import Alert, AlertBook, AlertStatus, StormRecord
+from .alerts import Alert, AlertBook, AlertStatus, BlindRecord, StormRecord
 from .compaction import Compacted
 from .database import BUSY_TIMEOUT_S, StoreDatabase, connect, lock_of, transaction
 from .load import load_inputs
@@ -19,6 +19,7 @@ __all__ = [
     "AlertStatus",
     "AlertmanagerBook",
     "At",
+    "BlindRecord",
     "Compacted",
     "FileOutcome",
     "IngestReport",

@@ -17,6 +17,7 @@ from .database import lock_of, transaction
 ALERTS = "alerts"
 STORMS = "alert_storms"
 WATCH = "alert_watch"  # when the watch began on this store, and what it found already failing
+BLIND = "alert_blind"  # each stretch of passes whose fleet view was incomplete, and its one message
 
 
 class AlertStatus(StrEnum):
@@ -35,17 +36,31 @@ class Alert:
     status: AlertStatus
     rank: int
     opened_at: datetime
-    failing_at: datetime  # the last pass it was failing in
+    failing_at: datetime  # the last pass it was failing in, or its node silent (not known clean)
     ticket: str | None = None
     storm: int | None = None
     channel: str | None = None
     ts: str | None = None  # the message, once posted
+    silent_since: datetime | None = None  # the pass its node was first found silent (no reading), while it lasts
 
     @property
     def key(self) -> tuple[str, str]:
         return self.node_id, self.slug
 
 
+
+
+@dataclass(frozen=True)
+class BlindRecord:
+    """A stretch of passes whose fleet view was incomplete (nodes silent or unreadable): said once, its message
+    updated when what is missing changes and when the view is whole again."""
+
+    id: int
+    since: datetime
+    key: str  # what was missing, as last said: a change updates the message
+    said: str
+    channel: str | None = None
+    ts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,13 +80,15 @@ class StormRecord:
 def _row(alert: Alert) -> dict[str, Any]:
     row = asdict(alert)
     row.update(status=alert.status.value, opened_at=alert.opened_at.isoformat(),
-               failing_at=alert.failing_at.isoformat())
+               failing_at=alert.failing_at.isoformat(),
+               silent_since=alert.silent_since.isoformat() if alert.silent_since else None)
     return row
 
 
 def _alert(row: dict[str, Any]) -> Alert:
     return Alert(**{**row, "status": AlertStatus(row["status"]), "opened_at": datetime.fromisoformat(row["opened_at"]),
-                    "failing_at": datetime.fromisoformat(row["failing_at"])})
+                    "failing_at": datetime.fromisoformat(row["failing_at"]),
+                    "silent_since": datetime.fromisoformat(row["silent_since"]) if row.get("silent_since") else None})
 
 
 class AlertBook:
@@ -82,12 +99,17 @@ class AlertBook:
         with transaction(db):
             db[ALERTS].create({"node_id": str, "slug": str, "component": str, "status": str,  # type: ignore[union-attr]
                                "rank": int, "opened_at": str, "failing_at": str, "ticket": str, "storm": int,
-                               "channel": str, "ts": str}, pk=("node_id", "slug"), if_not_exists=True)
+                               "channel": str, "ts": str, "silent_since": str}, pk=("node_id", "slug"),
+                              if_not_exists=True)
+            if "silent_since" not in db[ALERTS].columns_dict:  # a store from before the column
+                db[ALERTS].add_column("silent_since", str)  # type: ignore[union-attr]
             db[STORMS].create({"id": int, "opened_at": str, "factor": str, "nodes": str,  # type: ignore[union-attr]
                                "reason": str, "held": int, "acknowledged_by": str, "acknowledged_at": str,
                                "channel": str, "ts": str}, pk="id", if_not_exists=True)
             db[WATCH].create({"id": int, "started_at": str, "known": int, "channel": str,  # type: ignore[union-attr]
                               "ts": str}, pk="id", if_not_exists=True)
+            db[BLIND].create({"id": int, "since": str, "key": str, "said": str, "ended_at": str,  # type: ignore[union-attr]
+                              "channel": str, "ts": str}, pk="id", if_not_exists=True)
 
     def watch_began(self) -> datetime | None:
         """When the watch's first pass ran on this store; None before it has."""
@@ -184,3 +206,32 @@ class AlertBook:
             self.db[STORMS].update(storm_id, {"acknowledged_by": by,  # type: ignore[union-attr]
                                               "acknowledged_at": at.isoformat()})
         return self.storm(storm_id)
+
+    def blind(self) -> BlindRecord | None:
+        """The incomplete stretch not yet ended, if any."""
+        with lock_of(self.db):
+            rows = list(self.db[BLIND].rows_where("ended_at is null", order_by="id desc", limit=1))
+        if not rows:
+            return None
+        r = rows[0]
+        return BlindRecord(id=int(r["id"]), since=datetime.fromisoformat(r["since"]), key=r["key"] or "",
+                           said=r["said"] or "", channel=r["channel"], ts=r["ts"])
+
+    def begin_blind(self, *, at: datetime, key: str, said: str) -> BlindRecord | None:
+        """An incomplete stretch begun; None when another bot's already was."""
+        with transaction(self.db):
+            if list(self.db[BLIND].rows_where("ended_at is null", limit=1)):
+                return None
+            self.db[BLIND].insert({"since": at.isoformat(), "key": key, "said": said})  # type: ignore[union-attr]
+        return self.blind()
+
+    def blind_said(self, blind_id: int, *, key: str | None = None, said: str | None = None,
+                   channel: str | None = None, ts: str | None = None) -> None:
+        """What the stretch's message says now, or where it was posted."""
+        changed = {k: v for k, v in (("key", key), ("said", said), ("channel", channel), ("ts", ts)) if v is not None}
+        with transaction(self.db):
+            self.db[BLIND].update(blind_id, changed)  # type: ignore[union-attr]
+
+    def end_blind(self, blind_id: int, *, at: datetime) -> None:
+        with transaction(self.db):
+            self.db[BLIND].update(blind_id, {"ended_at": at.isoformat()})  # type: ignore[union-attr]

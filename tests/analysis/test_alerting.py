@@ -125,3 +125,36 @@ def test_a_priority_that_rises_is_worse_and_one_that_falls_is_not(tmp_path) -> N
     assert run(Priority.MEDIUM, T0 + timedelta(minutes=80)) == []
     assert part("n1", priority=Priority.URGENT).rank > part("n1", priority=Priority.HIGH).rank > \
         part("n1", priority=Priority.LOW).rank
+
+
+def test_a_silent_node_is_not_clean_its_alerts_stay_open_marked_not_reporting(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A node that stops reporting is never taken for recovered: its alert is marked not reporting once, stays open
+    past the soak, and when the node reports again clean the soak counts from its return."""
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+
+    def run(parts: list[FailingPart], at: datetime, silent: tuple[str, ...] = ()) -> list[Step]:
+        done = decide(parts, book.active(), at=at, policy=POLICY, fleet_nodes=10, ticket_of=no_ticket, silent=silent)
+        book.save([d.alert for d in done.decisions], done.failing, at)
+        return [d.step for d in done.decisions]
+
+    assert run([part("n1")], T0) == [Step.NEW]
+    gone = T0 + timedelta(minutes=5)
+    assert run([], gone, silent=("n1",)) == [Step.SILENT]
+    assert book.get("n1", "gpu2-nvlink5").silent_since == gone  # type: ignore[union-attr]
+    assert run([], gone + POLICY.soak * 3, silent=("n1",)) == []  # said once; never recovered while silent
+    assert book.get("n1", "gpu2-nvlink5").status is AlertStatus.OPEN  # type: ignore[union-attr]
+    back = gone + POLICY.soak * 3 + timedelta(minutes=5)
+    assert run([], back) == [Step.REPORTING]
+    assert book.get("n1", "gpu2-nvlink5").silent_since is None  # type: ignore[union-attr]
+    assert run([], back + POLICY.soak - timedelta(minutes=5)) == []  # clean since its return, not yet for the soak
+    assert run([], back + POLICY.soak) == [Step.RECOVERED]
+
+
+def test_a_held_alert_of_a_silent_node_is_not_recovered() -> None:
+    held = part("n1")
+    alert = decide([held], {}, at=T0, policy=POLICY, fleet_nodes=10, ticket_of=no_ticket,
+                   open_storm=3).decisions[0].alert
+    later = T0 + POLICY.soak * 2
+    done = decide([], {alert.key: alert}, at=later, policy=POLICY, fleet_nodes=10, ticket_of=no_ticket,
+                  silent=("n1",))
+    assert [(d.step, d.alert.status) for d in done.decisions] == [(Step.SILENT, AlertStatus.HELD)]

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from bot.alerts import ACK_ACTION, AlertLoop
-from bot.demo import bundled
+from bot.demo import Replay, bundled
 from bot.nodes import TableNodeSource
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
+from bot.transport.mock_slack import Message
 from diagnostics.analysis.alerting import Step
 from diagnostics.config import load_alerts
 from diagnostics.service import TableSource
@@ -21,6 +22,7 @@ from diagnostics.service import TableSource
 from .helpers import LONG_WAIT, buttons, local_bot, posted
 
 ALERTS = "CALERTS"
+INCOMPLETE = "*Fleet view incomplete*"
 # these tests read each part's own alert from the first pass on: the first pass alerts (the default summarizes)
 NO_STORM = load_alerts(storm_min_nodes=10_000, signature_min_nodes=10_000, first_pass="alert")
 
@@ -62,12 +64,18 @@ def _loop(local: LocalSlack, pictures: bool = False, **kw: Any) -> AlertLoop:
     return AlertLoop(local.app.services, local.app.client, channel=ALERTS, every_s=300, oncall="SONCALL", **kw)
 
 
+def _alerted(local: LocalSlack) -> list[Message]:
+    """The alert channel's messages of alerts, storms and the watch's start (the bundled fleet's view is incomplete,
+    one node holding one reading: that is said apart, once)."""
+    return [m for m in posted(local.slack) if m.channel == ALERTS and INCOMPLETE not in m.text]
+
+
 def test_each_new_failing_part_gets_one_message_with_its_button_and_pictures(local: LocalSlack) -> None:
     CLOCK.at("12:00")
     first = _loop(local, pictures=True, policy=NO_STORM).run_once()
     new = [d for d in first.decisions if d.step is Step.NEW]
     assert new and first.storm is None
-    top = [m for m in posted(local.slack) if m.channel == ALERTS]
+    top = _alerted(local)
     assert len(top) == len({d.alert.key for d in new})
     node12 = next(m for m in top if "hpc-gpu-node-12" in m.text)
     assert node12.text.startswith("<!subteam^SONCALL> :rotating_light: *New failing part*")  # urgent: paged
@@ -76,7 +84,7 @@ def test_each_new_failing_part_gets_one_message_with_its_button_and_pictures(loc
     # the next pass, and a restarted bot's first pass, post nothing again
     CLOCK.at("12:05")
     assert _loop(local, pictures=True, policy=NO_STORM).run_once().decisions == []
-    assert len([m for m in posted(local.slack) if m.channel == ALERTS]) == len(top)
+    assert len(_alerted(local)) == len(top)
     alerts = list(local.audit.entries("alert"))
     assert len(alerts) == len(top) and {e["detail"]["step"] for e in alerts} == {"new"}
 
@@ -102,7 +110,7 @@ def test_many_at_once_is_one_incident_until_acknowledged(local: LocalSlack) -> N
     CLOCK.at("12:00")
     first = _loop(local, policy=storm_policy).run_once()
     assert first.storm is not None and first.count(Step.NEW) == 0 and first.count(Step.HELD) > 1
-    (incident,) = [m for m in posted(local.slack) if m.channel == ALERTS]
+    (incident,) = _alerted(local)
     assert "*Incident:" in incident.text and "per-node alert(s) are held" in incident.text
     (ack,) = [b for b in buttons(incident) if b["action_id"] == ACK_ACTION]
     (storm,) = list(local.audit.entries("storm"))
@@ -123,15 +131,15 @@ def test_the_first_pass_says_what_was_already_failing_once_and_pages_none_of_it(
     first = _loop(local).run_once()  # the data file's policy: first_pass = "summary"
     known = [d for d in first.decisions if d.step is Step.KNOWN]
     assert len({d.alert.node_id for d in known}) > 5 and first.storm is None and first.count(Step.NEW) == 0
-    (said,) = [m for m in posted(local.slack) if m.channel == ALERTS]
+    (said,) = _alerted(local)
     assert f"{len(known)} part(s) on {len({d.alert.node_id for d in known})} node(s) were already failing" in said.text
     assert "`hpc-gpu-node-12`" in said.text and not buttons(said) and "<!subteam" not in said.text
-    (began,) = list(local.audit.entries("watch"))
+    (began,) = [e for e in local.audit.entries("watch") if e["detail"]["decision"] == "watch began"]
     assert began["detail"]["known"] == len(known)
     assert set(local.app.services.alerts.active()) == {d.alert.key for d in known}  # type: ignore[union-attr]
     CLOCK.at("12:05")
     assert _loop(local).run_once().decisions == []  # the next pass, or a restarted bot's: nothing new, nothing said
-    assert len([m for m in posted(local.slack) if m.channel == ALERTS]) == 1
+    assert len(_alerted(local)) == 1
 
 
 def test_the_loop_is_off_without_a_channel_and_its_period_is_a_duration() -> None:
@@ -146,3 +154,36 @@ def test_the_loop_is_off_without_a_channel_and_its_period_is_a_duration() -> Non
     with pytest.raises(ConfigError, match="FABRICBOT_ALERT_EVERY"):
         Settings.from_env({"FABRICBOT_ALERT_EVERY": "soon"})
     assert datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=on.alert_every_s)
+
+
+def test_a_fleet_gone_silent_is_said_once_and_its_alerts_stay_open_not_reporting(fleet: TableNodeSource) -> None:
+    """A pass long after the last reading: the incomplete view is one message, updated (never reposted) while it
+    lasts; every open alert is marked not reporting and none recovers, however long the silence."""
+    tables = fleet.source
+    assert isinstance(tables, TableSource)
+    replay = Replay(tables.tables, tables.platforms())
+    end = datetime(2026, 9, 17, 8, 0, tzinfo=UTC)
+    replay.until = end
+    with local_bot(Settings(), source=replay, clock=lambda: replay.until or end) as bot:
+        loop = _loop(bot, policy=NO_STORM)
+        first = loop.run_once()
+        opened = {d.alert.key for d in first.decisions if d.step is Step.NEW}
+        (notice,) = [m for m in posted(bot.slack) if m.channel == ALERTS and INCOMPLETE in m.text]
+        assert "hpc-gpu-node-18" in notice.text and "not an all-clear" in notice.text
+        replay.until = end + timedelta(days=3)  # no reading for three days: longer than the soak
+        gone = loop.run_once()
+        silent = {d.alert.key for d in gone.decisions if d.step is Step.SILENT}
+        assert ("hpc-gpu-node-12", "gpu2-nvlink1") in silent
+        assert opened <= silent | set(gone.failing)  # the rest (undated Xids alone) still read as failing
+        assert not [d for d in gone.decisions if d.step is Step.RECOVERED]
+        said = bot.slack.find(notice.ts)
+        assert said is not None and said.edits == 1 and "silent node(s) stay open" in said.text
+        node12 = next(m for m in posted(bot.slack) if m.channel == ALERTS and "hpc-gpu-node-12" in m.text)
+        shown = bot.slack.find(node12.ts)
+        assert shown is not None and "*Not reporting*" in shown.text and "Silence is not health" in shown.text
+        replay.until = end + timedelta(days=3, minutes=5)
+        assert loop.run_once().decisions == []
+        assert [m.ts for m in posted(bot.slack) if m.channel == ALERTS and INCOMPLETE in m.text] == [notice.ts]
+        assert (bot.slack.find(notice.ts) or notice).edits == 1  # nothing changed: not said again
+        active = bot.app.services.alerts.active()  # type: ignore[union-attr]
+        assert opened <= set(active) and all(active[k].silent_since is not None for k in silent)
