@@ -60,8 +60,10 @@ class FailingPart:
 
 
 def signatures_of(d: Diagnosis, facts: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """What a node's failure may share with others': each Xid code, each switch its failing links land on, an
-    exporter gap (its series stopped), and the inventory's facts (`driver=550.90.07`, `rack=r07`)."""
+    """What a node's failure may share with others': each Xid code, each switch its failing links land on (the chip
+    itself: `NVSwitch 2 on node-05` is no other node's NVSwitch 2; a rack's switch tray chip is named with its rack,
+    shared by the rack's trays), an exporter gap (its series stopped), and the inventory's facts (`driver=550.90.07`,
+    `rack=r07`)."""
     found: set[str] = set()
     for f in d.findings:
         if f.severity not in _RANK:
@@ -73,8 +75,9 @@ def signatures_of(d: Diagnosis, facts: Mapping[str, str] | None = None) -> tuple
                 found |= {f"{c.counter} {code}" for code in codes if code}
             if c.rule == MISSING_RULE:
                 found.add("exporter gap")
-        if f.switch:
-            found.add(f"switch {f.switch}")
+        if f.switch:  # one chip: a node's own NVSwitch is its node's, a rack's switch tray chip its rack's
+            found.add(f"switch {f.switch} of {d.rack.rack_id}" if d.rack is not None else
+                      f"switch {f.switch} on {d.node_id}")
     if d.rack is not None:
         found.add(f"rack {d.rack.rack_id}")
     found |= {f"{k} {v}" for k, v in (facts or {}).items() if v}

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from diagnostics.analysis.alerting import FailingPart, Step, decide, find_storm
+from diagnostics.analysis.alerting import FailingPart, Step, decide, find_storm, signatures_of
+from diagnostics.components import ComponentRef
 from diagnostics.config import load_alerts
-from diagnostics.enums import Priority, Severity
+from diagnostics.enums import LinkType, Priority, Severity
+from diagnostics.model import Diagnosis, Finding, RackPlace
 from diagnostics.store import AlertBook, AlertStatus, connect
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
@@ -158,3 +160,25 @@ def test_a_held_alert_of_a_silent_node_is_not_recovered() -> None:
     done = decide([], {alert.key: alert}, at=later, policy=POLICY, fleet_nodes=10, ticket_of=no_ticket,
                   silent=("n1",))
     assert [(d.step, d.alert.status) for d in done.decisions] == [(Step.SILENT, AlertStatus.HELD)]
+
+
+def _switch_fault(node: str, switch: str, rack: str | None = None) -> Diagnosis:
+    link = Finding(ref=ComponentRef.nvlink(2, 5, switch=switch, port=9), link_type=LinkType.NVLINK, link_id="l",
+                   severity=Severity.FAILING, switch=switch)
+    return Diagnosis(node_id=node, window_hours=1, fault_detected=True, isolated_component=link.component,
+                     degradation_pct=None, repair_action="", ticket_priority=Priority.MEDIUM, findings=[link],
+                     rack=RackPlace(rack_id=rack, platform="gb200-nvl72") if rack else None)
+
+
+def test_a_switch_is_a_common_factor_only_when_it_is_the_same_chip() -> None:
+    """Each HGX node's NVSwitch 2 is its own chip: three nodes failing on theirs share no switch. A rack's switch tray
+    chip is one chip for all its trays, and not another rack's chip of the same name."""
+    nodes = [signatures_of(_switch_fault(f"n{i}", "NVSwitch 2")) for i in range(POLICY.storm_min_nodes)]
+    assert not set(nodes[0]) & set(nodes[1]) and nodes[0] == ("switch NVSwitch 2 on n0",)
+    hgx = [part(f"n{i}", signatures=s) for i, s in enumerate(nodes)]
+    storm = find_storm(hgx, fleet_nodes=len(hgx), policy=POLICY)  # a storm by its share: no switch in common
+    assert storm is not None and storm.factor.startswith("no one signature")
+    trays = [signatures_of(_switch_fault(f"r1-c{i}", "Switch tray 1 chip 2", rack="rack-01")) for i in range(2)]
+    other = signatures_of(_switch_fault("r2-c1", "Switch tray 1 chip 2", rack="rack-02"))
+    assert "switch Switch tray 1 chip 2 of rack-01" in set(trays[0]) & set(trays[1])
+    assert "switch Switch tray 1 chip 2 of rack-01" not in other
