@@ -23,11 +23,10 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement
 
-from diagnostics import Diagnosis, FabricbotError
+from diagnostics import Diagnosis, FabricbotError, SweepResult
 from diagnostics import format as fmt
 from diagnostics.analysis import Decision, FailingPart, Pass, Step
 from diagnostics.config import AlertPolicy, load_alerts
-from diagnostics.offenders import SweepResult
 from diagnostics.store import Alert, StormRecord
 
 from . import blocks, fitting

@@ -8,8 +8,7 @@ import math
 from pathlib import Path
 
 from diagnostics import InputError
-from diagnostics.prometheus import labels_only, rules_yaml
-from diagnostics.prometheus.rules import window_text
+from diagnostics.prometheus import labels_only, rules_yaml, window_text
 
 from ..options import add_threshold_options, hours_type, parse_duration, thresholds_from
 

@@ -3,7 +3,7 @@
 from ..offenders import Offender, SweepResult
 from .client import PrometheusClient, PrometheusError
 from .config import ENV_URL, PrometheusConfig, load_config, redacted_url
-from .rules import labels_only, recording_name, rules_yaml
+from .rules import labels_only, recording_name, rules_yaml, window_text
 from .source import read_node
 from .sweep import analyze_node, fleet_queries, sweep, sweep_url
 
@@ -24,4 +24,5 @@ __all__ = [
     "rules_yaml",
     "sweep",
     "sweep_url",
+    "window_text",
 ]
