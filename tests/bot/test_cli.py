@@ -39,8 +39,11 @@ def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action
                  "**Resolved** (Alertmanager): FabricbotNvlinkReplay on `hpc-gpu-node-12` (firing since "
                  "2026-09-17 07:05 UTC)"):
         assert step in text, step
-    later = text.split("## 17. An alert arrives on its own", 1)[1].split("## 19.", 1)[0]  # this small fleet's:
-    assert "**New failing part**" in later or "**Worse**" in later  # the bundled fleet's node 13 arrives at 07:35
+    later = text.split("## 17. An alert arrives on its own", 1)[1].split("## 19.", 1)[0]  # this small fleet's
+    # readings end before the loop's last passes (the bundled fleet's node 13 arrives at 07:35): its nodes falling
+    # silent are said once, never taken as calm, and no priority falling is called worse
+    assert "The watch loop's pass with the readings up to 07:35 UTC" in later
+    assert "**Fleet view incomplete**" in later and "**Worse**" not in later and "Recovered" not in later
     assert len(result.tickets) == 1 and result.tickets[0].startswith("FAB-0001 hpc-gpu-node-12")
     names = [p.name for p in result.images]
     assert names[:10] == [  # each node's topology, then its job's correlation picture
@@ -50,7 +53,7 @@ def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action
         f"09-{planned}.png", f"10-{planned}-correlation.png"]
     # each arriving alert's topology in its thread, then the node Alertmanager named, with its job's picture
     assert names[-2:] == [f"{len(names) - 1:02d}-hpc-gpu-node-12.png", f"{len(names):02d}-hpc-gpu-node-12-"
-                          "correlation.png"] and len(names) > 12
+                          "correlation.png"] and len(names) >= 12
     assert "`/fabric fleet`" in text and "![fleet heat map](demo/07-fleet.png)" in text
     assert all(f"(demo/{p.name})" in text and p.read_bytes().startswith(b"\x89PNG") for p in result.images)
     log = result.action_log.read_text()
