@@ -79,11 +79,13 @@ def _lines(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.
     return intercept, slope, r2
 
 
-def _watches_for(p: Prepared, rule: Rule, policy: WatchPolicy, end_ns: int) -> tuple[list[Watch], np.ndarray]:
-    """The rule's watches, and per link whether it held enough buckets for a line at all."""
+def _watches_for(p: Prepared, rule: Rule, policy: WatchPolicy,
+                 end_ns: int) -> tuple[list[Watch], np.ndarray, np.ndarray]:
+    """The rule's watches, per link whether it held enough buckets for a line at all, and whether its line is
+    already over the rule's limit (no climb to watch: it fails now)."""
     series = _series(p, rule.counter)
     if series is None or rule.above <= 0:
-        return [], np.zeros(p.nseg, dtype=np.bool_)
+        return [], np.zeros(p.nseg, dtype=np.bool_), np.zeros(p.nseg, dtype=np.bool_)
     values, level = series
     bucket_ns = int(policy.bucket_hours * NS_PER_HOUR)
     nb = max(1, int(np.ceil(policy.lookback.total_seconds() * 1e9 / bucket_ns)))
@@ -111,6 +113,7 @@ def _watches_for(p: Prepared, rule: Rule, policy: WatchPolicy, end_ns: int) -> t
     with np.errstate(divide="ignore", invalid="ignore"):
         left = np.where(slope > 0, (target - intercept) / slope, np.inf)
     lined = applies & (seen.sum(axis=1) >= policy.min_buckets)
+    over = lined & (intercept >= target)
     hit = lined & (slope > 0) & (r2 >= policy.min_fit) & (intercept < target) & (left <= policy.horizon_hours)
     if not level:
         hit &= now >= policy.min_share * rule.above
@@ -127,7 +130,7 @@ def _watches_for(p: Prepared, rule: Rule, policy: WatchPolicy, end_ns: int) -> t
                          unit=rule.unit, now=float(now[link]), above=rule.above, hours_left=hours_left,
                          projected_at=utc_datetime(end_ns + int(hours_left * NS_PER_HOUR)), fit=float(r2[link]),
                          buckets=int(seen[link].sum())))
-    return out, lined
+    return out, lined, over
 
 
 def _int(value: object) -> int | None:
@@ -136,10 +139,11 @@ def _int(value: object) -> int | None:
 
 def watch_list(tables: Mapping[str, pd.DataFrame], *, end: datetime | None = None,
                policy: WatchPolicy | None = None, thresholds: Thresholds | None = None,
-               judged: set[str] | None = None) -> list[Watch]:
+               judged: set[str] | None = None, over: set[str] | None = None) -> list[Watch]:
     """Every link trending toward a watched failing rule, soonest first (one watch per link: its soonest rule).
     `judged` is given each node with a link that held enough readings for a line: of the others, an empty list
-    says nothing (too little history to see a climb, not a fleet that is not climbing)."""
+    says nothing (too little history to see a climb, not a fleet that is not climbing). `over` is given each node
+    with a link whose line is already over a watched rule: no climb, a failure now."""
     policy = policy or load_watch()
     thresholds = thresholds or load_thresholds()
     samples = tables.get("link_samples")
@@ -152,18 +156,22 @@ def watch_list(tables: Mapping[str, pd.DataFrame], *, end: datetime | None = Non
     rules = {r.name: r for r in thresholds.rules}
     found: dict[tuple[str, str], Watch] = {}
     lined = np.zeros(p.nseg, dtype=np.bool_)
+    above = np.zeros(p.nseg, dtype=np.bool_)
     for name in policy.rules:
         rule = rules.get(name)
         if rule is None:
             continue
-        watches, enough = _watches_for(p, rule, policy, end_ns)
+        watches, enough, failing = _watches_for(p, rule, policy, end_ns)
         lined |= enough
+        above |= failing
         for watch in watches:
             key = (watch.node_id, watch.ref.slug)
             if key not in found or watch.hours_left < found[key].hours_left:
                 found[key] = watch
     if judged is not None and lined.any():
         judged.update(str(n) for n in p.heads()["node_id"][lined].unique())
+    if over is not None and above.any():
+        over.update(str(n) for n in p.heads()["node_id"][above].unique())
     return sorted(found.values(), key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
 
 

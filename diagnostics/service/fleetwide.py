@@ -137,12 +137,12 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
 
 def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime | None = None,
           policy: WatchPolicy | None = None, thresholds: Thresholds | None = None, chunk: int = 64,
-          unjudged: dict[str, str] | None = None) -> list[Watch]:
+          unjudged: dict[str, str] | None = None, over: set[str] | None = None) -> list[Watch]:
     """The links climbing toward a failing threshold over the policy's lookback (of `nodes`, default all), read
     `chunk` nodes at a time so memory follows the chunk, not the fleet (a 72 h lookback holds three days of every
     link). `unjudged` is given each node left out of the list, and why: its stored readings could not be read, or
     they are too few to fit a line (none in the lookback, one per link, less than the policy's buckets): an empty
-    list over those says nothing of them."""
+    list over those says nothing of them. `over` is given each node with a link already over a watched rule."""
     policy = policy or load_watch()
     held = source.nodes()
     names = held if not nodes else [known("node", n, held, where=source.name) for n in nodes]
@@ -158,7 +158,7 @@ def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime
     for i in range(0, len(names), chunk):
         got = source.read(nodes=names[i:i + chunk], end=end, span=policy.lookback)
         judged: set[str] = set()
-        found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds, judged=judged)
+        found += watch_list(got.tables, end=end, policy=policy, thresholds=thresholds, judged=judged, over=over)
         if unjudged is not None:
             unjudged.update(got.unreadable)
             unjudged.update((n, few) for n in names[i:i + chunk] if n not in judged and n not in got.unreadable)
@@ -175,6 +175,7 @@ class WatchAnswer:
     where: str  # the source's name
     policy: WatchPolicy
     unjudged: dict[str, str] = field(default_factory=dict)  # node -> why it is left out of the list
+    over: set[str] = field(default_factory=set)  # nodes with a link already over a watched rule: failing, not climbing
 
     @property
     def complete(self) -> bool:
@@ -188,9 +189,13 @@ class WatchAnswer:
         if not judged:
             return (f"cannot judge yet: no node holds enough readings for a trend (last "
                     f"{fmt.hours(self.policy.lookback_hours)})")
+        failing = sorted(self.over)
+        already = (f"; already over a failing threshold, not climbing: {', '.join(failing[:10])}"
+                   + (f" and {len(failing) - 10} more" if len(failing) > 10 else "")
+                   + " (`fabricbot analyze` diagnoses each)") if failing else ""
         return (f"nothing climbing toward a failing threshold within {fmt.hours(self.policy.horizon_hours)} (last "
                 f"{fmt.hours(self.policy.lookback_hours)} of readings)" + (f" among the {judged} node(s) judged"
-                                                                           if self.unjudged else ""))
+                                                                           if self.unjudged else "") + already)
 
     def not_judged(self) -> list[str]:
         """Why the list is not the fleet's, a line per node left out (or the empty source)."""
@@ -214,8 +219,9 @@ def watched(source: Source, *, nodes: Collection[str] | None = None, end: dateti
     """`watch`'s list with the nodes it could not judge: the answer the CLI, `/fabric watch` and the digest show."""
     policy = policy or load_watch()
     unjudged: dict[str, str] = {}
-    watches = watch(source, nodes=nodes, end=end, policy=policy, thresholds=thresholds, unjudged=unjudged)
-    return WatchAnswer(watches, len(nodes) if nodes else len(source.nodes()), source.name, policy, unjudged)
+    over: set[str] = set()
+    watches = watch(source, nodes=nodes, end=end, policy=policy, thresholds=thresholds, unjudged=unjudged, over=over)
+    return WatchAnswer(watches, len(nodes) if nodes else len(source.nodes()), source.name, policy, unjudged, over)
 
 
 def verify_repair(source: Source, *, node: str, parts: Collection[str], repaired_at: datetime,

@@ -145,3 +145,18 @@ def test_the_digests_json_names_every_node_the_watch_list_could_not_judge(tmp_pa
     assert "and 4 more not judged" in got["not_watched"][0]
     assert sorted(got["not_watched_nodes"]) == [f"node-{i}" for i in range(9)]
     assert all(why.startswith("too few readings for a trend") for why in got["not_watched_nodes"].values())
+
+
+def test_a_node_already_over_a_threshold_is_said_failing_not_quiet(tmp_path: Path, cli: Cli) -> None:
+    """A link at 6,000 replays an hour for three days is no climb to watch, but "nothing climbing" alone read as
+    calm: the answer says the node is already over a failing threshold."""
+    csv = tmp_path / "over.csv"
+    links(link_series(steady(6000.0, N), node="node-5", gpu=1, link=2),
+          link_series(steady(20.0, N), node="node-6", gpu=0, link=0)).to_csv(csv, index=False)
+    store = tmp_path / "store"
+    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
+    code, out, _ = cli("watch", "--store", str(store), "--node", "node-5")
+    assert code == 0 and out.startswith("nothing climbing toward a failing threshold within 168 h"), out
+    assert "already over a failing threshold, not climbing: node-5" in out, out
+    code, out, _ = cli("watch", "--store", str(store), "--node", "node-6")
+    assert "already over" not in out, out
