@@ -13,6 +13,7 @@ import pandas as pd
 from ..components import ComponentRef
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind
+from .events import indexed
 from .rates import ns
 
 _PROCESS = re.compile(r"pid=(?P<pid>\d+),\s*name=(?P<name>[^,\s]+)")
@@ -33,15 +34,14 @@ def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
             & events["node_id"].notna().to_numpy(bool))
     if not mine.any():
         return {}
-    rows = events[mine]
+    rows = indexed(events[mine], buses or {}, "pci_bus_id")  # a GPU a line names by address alone
     out: dict[str, list[str]] = {}
     for node, group in rows.groupby(rows["node_id"].astype("string"), sort=True):
         said: dict[int, dict[str, int]] = {}  # code -> GPU name -> events
         processes: dict[str, None] = {}
         for gpu, bus, code, text in zip(_column(group, "gpu"), _column(group, "pci_bus_id"), group["code"].tolist(),
                                         _column(group, "text"), strict=True):
-            index = int(gpu) if gpu is not None else _index(buses, str(node), bus)
-            name = ComponentRef.of_gpu(index, bus=None if bus is None else str(bus)).name
+            name = ComponentRef.of_gpu(None if gpu is None else int(gpu), bus=None if bus is None else str(bus)).name
             per_gpu = said.setdefault(int(code), {})
             per_gpu[name] = per_gpu.get(name, 0) + 1
             found = _PROCESS.search(str(text or ""))
@@ -55,10 +55,6 @@ def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
                           "healthy (NVIDIA's device plugin does not mark a GPU unhealthy for these codes): debug the "
                           "job, not the fabric"]
     return out
-
-
-def _index(buses: Mapping[str, Mapping[str, int]] | None, node: str, bus: object | None) -> int | None:
-    return None if bus is None else (buses or {}).get(node, {}).get(str(bus).lower())
 
 
 def _column(group: pd.DataFrame, name: str) -> list[Any]:

@@ -70,7 +70,7 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
     judged = events["kind"].isin(JUDGED).to_numpy(bool, na_value=False)  # most nodes log only their fabric state
     if not judged.any():
         return {}
-    events = merge_sources(_indexed(_indexed(events[judged], buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
+    events = merge_sources(indexed(indexed(events[judged], buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
     node = events["node_id"].astype("string")
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
@@ -150,7 +150,7 @@ def _uncleared(events: pd.DataFrame, restarts: Mapping[str, Mapping[int | None, 
     return events[keep]
 
 
-def _indexed(events: pd.DataFrame, index: Mapping[str, Mapping[str, int]], column: str) -> pd.DataFrame:
+def indexed(events: pd.DataFrame, index: Mapping[str, Mapping[str, int]], column: str) -> pd.DataFrame:
     """Events with the GPU index filled from their PCI address (or UUID) where their node's GPU table knows it."""
     if not index or column not in events or not events["gpu"].isna().any():
         return events
