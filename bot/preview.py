@@ -39,8 +39,10 @@ def preview(markdown: str, limit: int = PREVIEW_CHARS) -> Preview:
             parts.append(part)
             room -= len(part) + 2
         elif rank[i] < len(FIRST) and room > 2:  # a step list is shown as far as it fits, never skipped
-            lines = part.splitlines()
-            kept = next((n for n in range(len(lines), 0, -1) if len("\n".join(lines[:n])) + 2 <= room), 0)
+            lines, kept, used = part.splitlines(), 0, 1  # the two separating newlines, less the last line's
+            while kept < len(lines) and used + len(lines[kept]) + 1 <= room:
+                used += len(lines[kept]) + 1
+                kept += 1
             if kept > 2:  # its heading, the blank line and at least one step
                 parts.append("\n".join(lines[:kept]))
                 room -= len(parts[-1]) + 2
