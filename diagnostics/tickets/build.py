@@ -228,7 +228,8 @@ def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> 
             f"Priority {prio.value}. A person reviews this ticket before anyone acts.")
 
 
-def _steps(steps: Sequence[PlanStep]) -> list[Step]:
+def ticket_steps(steps: Sequence[PlanStep]) -> list[Step]:
+    """A plan's steps as a ticket numbers them."""
     return [Step(order=i + 1, text=s.text, command=s.command) for i, s in enumerate(steps)]
 
 
@@ -238,7 +239,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
              repair_wording: Sequence[str] | None = None, notes: Sequence[str] = (),
              choice: Choice | None = None) -> RepairTicket:
     plan = plan_for(diagnosis, candidate)
-    isolate, repair = _steps(plan.isolation), _steps(plan.repair)
+    isolate, repair = ticket_steps(plan.isolation), ticket_steps(plan.repair)
     if repair_wording is not None and len(repair_wording) == len(repair):
         repair = [s.model_copy(update={"text": w}) for s, w in zip(repair, repair_wording, strict=True)]
     prio = ticket_priority(diagnosis, candidate)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from ..config.parts import Part, parts
 from ..model import Diagnosis
 from ..topology import NodeGraph
-from .build import select
-from .catalog import PlanStep, RepeatOffender, plan_for
+from .build import select, ticket_steps
+from .catalog import RepeatOffender, plan_for
 from .history import PartHistory, ordinal
-from .ticket import RepairTicket, Step
+from .ticket import RepairTicket
 
 
 def carrier_of(platform: str | None) -> Part | None:
@@ -33,10 +33,6 @@ def repeat_offender(history: PartHistory, platform: str | None) -> RepeatOffende
     return RepeatOffender(why=why, carrier=carrier)
 
 
-def _steps(steps: list[PlanStep]) -> list[Step]:
-    return [Step(order=i + 1, text=s.text, command=s.command) for i, s in enumerate(steps)]
-
-
 def escalate(ticket: RepairTicket, history: PartHistory | None, diagnosis: Diagnosis, *,
              graph: NodeGraph | None = None) -> RepairTicket:
     """The ticket with its GPU's history; on a repeat offender's, the escalation: the summary saying why first, the
@@ -52,5 +48,5 @@ def escalate(ticket: RepairTicket, history: PartHistory | None, diagnosis: Diagn
         update |= {"escalation": offender.why, "summary": f"{offender.why} {ticket.summary}"}
         if plan.applies:
             update |= {"replacement_part": plan.part, "next_part": plan.next_part, "capture_first": plan.captures,
-                       "isolation_steps": _steps(plan.isolation), "repair_steps": _steps(plan.repair)}
+                       "isolation_steps": ticket_steps(plan.isolation), "repair_steps": ticket_steps(plan.repair)}
     return ticket.model_copy(update=update)
