@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from diagnostics import Diagnosis, InputError, Priority, SweepResult, Thresholds
+from diagnostics import Diagnosis, InputError, SweepResult, Thresholds, priority_rank
 from diagnostics import format as fmt
 from diagnostics.analysis import Watch, part_priority
 from diagnostics.service import Request, Source, WatchAnswer, sweep, watched
@@ -80,8 +80,7 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
             prio = part_priority(d, loc.links, headline=loc == d.localization)  # the part's ticket's priority
             new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, prio.value,
                                    loc.evidence[0] if loc.evidence else d.repair_action))
-    urgency = list(Priority)[::-1]  # urgent first
-    new.sort(key=lambda o: (urgency.index(Priority(o.priority)), o.node_id, o.slug))
+    new.sort(key=lambda o: (-priority_rank(o.priority), o.node_id, o.slug))  # urgent first
     return Digest(at=at, new=new, ticketed=ticketed, watches=watched.watches if watched else [],
                   verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
                   maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []),

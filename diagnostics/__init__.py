@@ -25,7 +25,17 @@ from .analysis import (
 )
 from .components import ComponentRef
 from .config.thresholds import Rule, Thresholds, load_thresholds
-from .enums import ComponentKind, EventKind, FaultKind, LinkState, LinkType, PortSource, Priority, Severity
+from .enums import (
+    ComponentKind,
+    EventKind,
+    FaultKind,
+    LinkState,
+    LinkType,
+    PortSource,
+    Priority,
+    Severity,
+    priority_rank,
+)
 from .errors import ConfigError, FabricbotError, InputError
 from .links import inert_links
 from .model import Crossing, Diagnosis, Finding, Localization
@@ -85,6 +95,7 @@ __all__ = [
     "normal_name",
     "offenders_of",
     "outside_ascii",
+    "priority_rank",
     "redact",
     "redact_values",
     "resolve_name",

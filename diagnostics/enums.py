@@ -50,6 +50,11 @@ class Priority(StrEnum):
     URGENT = "urgent"
 
 
+def priority_rank(priority: Priority | str) -> int:
+    """Low 0 .. urgent 3: the one order every comparison of priorities uses."""
+    return list(Priority).index(Priority(priority))
+
+
 class PortSource(StrEnum):
     """Where a switch port number came from: read from the hardware, or taken from a platform template."""
 

@@ -20,15 +20,14 @@ from enum import StrEnum
 import pandas as pd
 
 from ..config.alerts import AlertPolicy
-from ..config.thresholds import MISSING_RULE
-from ..enums import Priority, Severity
+from ..config.thresholds import MISSING_RULE, Thresholds, load_thresholds
+from ..enums import Priority, Severity, priority_rank
 from ..model import Diagnosis
 from ..store.alerts import Alert, AlertStatus
 from .rules import part_priority
 
 _XID = re.compile(r"\b[XS]?XID ([\d, ]+) on", re.IGNORECASE)
 _RANK = {Severity.WARNING: 1, Severity.FAILING: 2, Severity.DOWN: 3}
-_URGENCY = {p: i for i, p in enumerate(Priority)}  # low 0 .. urgent 3, as the enum lists them
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ class FailingPart:
     @property
     def rank(self) -> int:
         """Worse is higher: severity first, then the ticket's priority."""
-        return _RANK.get(self.severity, 0) * 10 + _URGENCY[self.priority]
+        return _RANK.get(self.severity, 0) * 10 + priority_rank(self.priority)
 
     @property
     def urgent(self) -> bool:
@@ -109,11 +108,12 @@ def version_facts(windows: Iterable[Mapping[str, pd.DataFrame]]) -> dict[str, di
     return out
 
 
-def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[str, str]] | None = None
-                  ) -> list[FailingPart]:
+def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[str, str]] | None = None,
+                  thresholds: Thresholds | None = None) -> list[FailingPart]:
     """Every part failing in the fleet's diagnoses (a failing or down localization), planned work left out, each
     once under its ticket's owner (a rack's switch tray that nine trays see is one part of the rack), as the worst
-    of the diagnoses that show it."""
+    of the diagnoses that show it. `thresholds`: the priority policy the diagnoses were judged by."""
+    thresholds = thresholds or load_thresholds()
     out: dict[tuple[str, str], FailingPart] = {}
     for d in diagnoses:
         if d.maintenance or not d.fault_detected:
@@ -122,7 +122,7 @@ def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[st
         for loc in d.localizations:
             if loc.severity not in (Severity.FAILING, Severity.DOWN):
                 continue
-            prio = part_priority(d, loc.links, headline=loc == d.localization)  # the part's ticket's priority
+            prio = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
             part = FailingPart(d.owner_of(loc.ref.slug), loc.ref.slug, loc.ref.name, loc.severity, prio,
                                loc.evidence[0] if loc.evidence else d.repair_action, signatures, d.node_id)
             if part.key not in out or part.rank > out[part.key].rank:

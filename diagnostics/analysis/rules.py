@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .. import format as fmt
 from ..config.thresholds import GPU_LOST_RULES, LINK_DOWN_RULE, Thresholds, load_thresholds
-from ..enums import LinkState, Priority, Severity, severity_rank
+from ..enums import LinkState, Priority, Severity, priority_rank, severity_rank
 from ..model import Crossing, Diagnosis, Finding
 
 
@@ -145,5 +145,4 @@ def part_priority(diagnosis: Diagnosis, links: Collection[str], *, headline: boo
     if not own or (headline and (explains or not any(f.explains_slowdown for f in diagnosis.findings))):
         return diagnosis.ticket_priority
     mine = priority(own, diagnosis.degradation_pct if explains else None, thresholds or load_thresholds())
-    urgency = list(Priority)
-    return min(mine, diagnosis.ticket_priority, key=urgency.index)
+    return min(mine, diagnosis.ticket_priority, key=priority_rank)

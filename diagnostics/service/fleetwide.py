@@ -262,7 +262,8 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
     racks = {n: d.rack.rack_id for n, d in swept.diagnoses.items() if d.rack is not None}
     racks.update({r: r for r in racks.values()})  # a rack's own part alerts under the rack
     facts = version_facts(w.tables for w in windows)  # the driver, VBIOS, Fabric Manager a storm may share
-    done = decide(failing_parts(swept.diagnoses.values(), facts), alerts, at=at, policy=policy or load_alerts(),
+    parts = failing_parts(swept.diagnoses.values(), facts, request.thresholds)
+    done = decide(parts, alerts, at=at, policy=policy or load_alerts(),
                   ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,
                   open_storm=open_storm, baseline=baseline, silent=_no_links(source, swept, windows))
     return swept, done
