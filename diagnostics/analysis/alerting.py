@@ -264,8 +264,7 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
             out.decisions.append(Decision(Step.WORSE, replace(alert, rank=part.rank), part))
             continue
         if back:
-            out.decisions.append(Decision(Step.REPORTING, alert if part is not None else replace(alert, failing_at=at),
-                                          part))
+            out.decisions.append(Decision(Step.REPORTING, replace(alert, failing_at=at), part))  # the soak restarts
             continue
         ticket = ticket_of(alert.node_id, alert.slug)
         if ticket is not None and alert.ticket != ticket:
