@@ -23,9 +23,11 @@ from typing import Any, Protocol
 
 import sqlite_utils
 
+from diagnostics import InputError
 from diagnostics.store import transaction
 from diagnostics.tickets import Hardware, ordinal
 
+from ..options import parse_time
 from ..storage import db_lock
 from .states import OPEN_STATES, TicketState
 
@@ -147,14 +149,13 @@ class RepairTimeError(ValueError):
 
 
 def _stamp(text: str) -> datetime:
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return parse_time(text, field="at")
 
 
 def _check_repair_time(ticket: Ticket, when: str, now: str) -> None:
     try:
         repaired = _stamp(when)
-    except ValueError:
+    except InputError:
         raise RepairTimeError(f"the repair time {when!r} is no ISO time") from None
     if repaired < _stamp(ticket.filed_at):
         raise RepairTimeError(f"the repair time is before {ticket.id} was filed ({ticket.filed_at})")
