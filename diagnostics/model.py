@@ -34,6 +34,8 @@ class Crossing(BaseModel):
     message: str
     codes: dict[int, float] = Field(default_factory=dict, description="An event rule's codes (Xid or SXid), with how "
                                                                          "many of each it counted.")
+    fatal: bool = Field(default=False, description="An event rule's: some event it counted is fatal (as the Xid or "
+                                                   "SXid catalog decodes it), which stops its link until a restart.")
 
 
 class Finding(BaseModel):

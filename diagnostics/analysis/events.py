@@ -262,6 +262,7 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
     crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
                         unit=rule.unit, severity=rule.severity, codes=_per_code(group),
+                        fatal=bool(_fatal(group, rule.counter).any()),
                         message=f"{occurrences:g} {label} {listed} on {who} ({rule.name})")]
     severity, ratio = summarize(crossed)
     catalog = load_xid_catalog() if rule.counter == EventKind.XID.value else load_sxid_catalog()

@@ -112,10 +112,11 @@ def priority(findings: Iterable[Finding], degradation_pct: float | None, thresho
     findings = list(findings)
     severities = {f.severity for f in findings}
     failing = bool(severities & {Severity.FAILING, Severity.DOWN})
-    stopping = {r.name for r in thresholds.rules if r.fatal}  # a fatal event stops its link until a restart
+    # a fatal event (a rule counting only fatal ones, or a fatal Xid among a rule's) stops its link until a restart
+    stopping = {r.name for r in thresholds.rules if r.fatal}
     holds = {
         "failing": failing,
-        "down": Severity.DOWN in severities or any(c.rule in stopping for f in findings for c in f.crossed),
+        "down": Severity.DOWN in severities or any(c.fatal or c.rule in stopping for f in findings for c in f.crossed),
         "gpu_lost": any(c.rule in GPU_LOST_RULES for f in findings for c in f.crossed),
         "warning": not failing and Severity.WARNING in severities,
         "none": not failing and Severity.WARNING not in severities,

@@ -140,14 +140,15 @@ def one_gpu(sim: RackSim) -> None:
     for lk in links:
         factors.append(sim.factor())
         sim.fail_link(tray, gpu, lk, on, factors[-1], down=lk in down)
-    if rng.random() < 0.5:
+    fatal = bool(rng.random() < 0.5)  # a Link Fatal Xid 149: it stops the link until the GPU is reset
+    if fatal:
         node = sim.trays[tray]
         node.events.append({"timestamp": sim.times[min(on + 2, len(sim.times) - 1)], "kind": "xid", "gpu": gpu,
                             "code": 149, "severity": "fatal",
                             "text": f"NVRM: Xid (PCI:0008:{gpu + 1:02x}:00): 149, NETIR_LINK_EVT Fatal error"})
     sim.fault("one_gpu", ComponentRef.of_gpu(gpu).in_tray(str(tray)), FaultKind.GPU_NVLINKS, on, sim.slows(on),
               ratio=None if down else max(factors), severity=Severity.DOWN if down else Severity.FAILING, tray=tray,
-              gpu=gpu, links=links)
+              gpu=gpu, links=links, fatal=fatal)
 
 
 def _burst_at(sim: RackSim) -> int:
@@ -193,7 +194,8 @@ def fanout_root(sim: RackSim) -> None:
     slows = _slows_at(sim, at)
     end = g.end(tray, gpu, link)
     sim.fault("fanout_root", ComponentRef.nvlink(gpu, link).in_tray(str(tray)), FaultKind.NVLINK, at, slows,
-              ratio=None, tray=tray, gpu=gpu, link=link, switch_tray=end.switch_tray, chip=end.chip, port=end.port)
+              ratio=None, tray=tray, gpu=gpu, link=link, switch_tray=end.switch_tray, chip=end.chip, port=end.port,
+              fatal=True)
 
 
 def fanout_unresolved(sim: RackSim) -> None:
@@ -212,7 +214,7 @@ def fanout_unresolved(sim: RackSim) -> None:
              link=int(rng.integers(_links(sim))) if code == 149 else None)
     slows = _slows_at(sim, at)
     sim.fault("fanout_unresolved", ComponentRef.nvlink_domain(), FaultKind.FANOUT, at, slows, ratio=None,
-              gpus=len(hit))
+              gpus=len(hit), fatal=True)
 
 
 def _slows_at(sim: RackSim, at: int) -> bool:

@@ -118,11 +118,12 @@ def gpu_wide_fault(sim: NodeSim) -> None:
     factors = [sim.factor() for _ in sim.nv_indices(gpu)]
     for i, factor in zip(sim.nv_indices(gpu), factors, strict=True):
         sim.drive("replay", i, on, factor * limit("nvlink_replay"))
-    if sim.rng.random() < 0.5:
+    fatal = bool(sim.rng.random() < 0.5)  # an Xid 74 (fatal: it stops the link until the GPU is reset)
+    if fatal:
         sim.events.append({"timestamp": sim.times[-3], "kind": "xid", "gpu": gpu, "code": 74,
                            "text": f"NVRM: Xid (PCI:0000:{gpu + 0x18:02x}:00): 74, NVLink error"})
     sim.fault("gpu_wide_fault", "gpu", on, sim.slows(on), fault=FaultKind.GPU_NVLINKS, ratio=max(factors), gpu=gpu,
-              rule="nvlink_replay", least_ratio=round(min(factors), 3))
+              rule="nvlink_replay", least_ratio=round(min(factors), 3), fatal=fatal)
 
 
 def pcie_riser_replays(sim: NodeSim, name: str = "pcie_riser_replays", gpu: int | None = None, *,

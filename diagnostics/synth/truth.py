@@ -52,11 +52,11 @@ def headline(faults: list[dict[str, Any]], explained: bool) -> str | None:
 
 def priority(node: dict[str, Any], job: dict[str, Any] | None, *, end: pd.Timestamp,
              window: timedelta = WINDOW) -> Priority:
-    """The thresholds file's priority policy over the node's true facts: failing, down, warnings, the slowdown its
-    fault explains."""
+    """The thresholds file's priority policy over the node's true facts: failing, down (a link seen down, or a
+    fatal event that stops one until a restart), warnings, the slowdown its fault explains."""
     faults = node["faults"]
     failing = bool(faults)
-    down = any(f["severity"] == Severity.DOWN.value for f in faults)
+    down = any(f["severity"] == Severity.DOWN.value or f.get("fatal", False) for f in faults)
     warned = any(pd.Timestamp(w["from"]) <= end and pd.Timestamp(w["to"]) > end - window
                  for w in node.get("warnings", []))
     explained = job["slowdown_pct"] if verdict(node, job) == EXPLAINS and job else None

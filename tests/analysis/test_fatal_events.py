@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from diagnostics import Priority, Severity
 from diagnostics.analysis.node import analyze_tables
@@ -14,6 +15,7 @@ from diagnostics.analysis.rows import node_pieces
 from diagnostics.model import Diagnosis
 from diagnostics.service import Request, StoreSource, diagnose, files_source
 from diagnostics.store import open_store
+from diagnostics.tickets import RulesDrafter
 from diagnostics.times import ns
 from tests.analysis.helpers import T0, events, link_series, links, steady, steps
 from tests.conftest import FIXTURES
@@ -150,3 +152,41 @@ def test_a_real_fatal_sxid_stops_its_link_and_is_high_through_file_and_store(tmp
         assert got.fault_detected and got.ticket_priority is Priority.HIGH, (got.ticket_priority, got.findings)
         assert any(c.rule == "sxid_fatal" for f in got.findings for c in f.crossed)
         assert not [f for f in got.findings if f.severity is Severity.DOWN]  # no link was seen down: the event says it
+
+
+XID_LINES = {  # GB200 kernel lines as the driver writes them: the subcode word and the stated severity
+    "149 fatal": "149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (0x021425c6 0x00000000)",
+    "145 fatal": "145, RLW_TX Fatal XC0 i0 Link 13 (0x0409a0c2 0x00000008)",
+    "145 undecoded": "145, NVLink: RLW Error on link 13",  # no subcode: the code's own severity, failing
+}
+
+
+def _xid_doors(tmp_path: Path, line: str) -> list[tuple[str, Priority]]:
+    """The priority a kernel log holding one Xid line gets through each door: the file's diagnosis and its drafted
+    ticket, and the store's (the log ingested) and its ticket."""
+    path = tmp_path / "kern.log"
+    path.write_text(f"2026-03-01T10:00:00+00:00 gb200-n01 kernel: NVRM: Xid (PCI:0009:01:00): {line}\n")
+    files, node, _ = files_source([path])
+    open_store(tmp_path / "store").ingest([path])
+    request = Request(node=node)
+    got = []
+    for door, source in (("file", files), ("store", StoreSource(tmp_path / "store"))):
+        d = diagnose(source, request).diagnosis
+        assert d.fault_detected and any(c.rule == "xid_nvlink" for f in d.findings for c in f.crossed), door
+        assert not [f for f in d.findings if f.severity is Severity.DOWN]  # no link was seen down: the Xid says it
+        got += [(door, d.ticket_priority), (f"{door} ticket", RulesDrafter().draft(d).priority)]
+    return got
+
+
+@pytest.mark.parametrize("case", ["149 fatal", "145 fatal"])
+def test_a_fatal_nvlink_xid_stops_its_link_and_is_high_through_file_store_and_ticket(tmp_path: Path,
+                                                                                     case: str) -> None:
+    """A fatal NVLink5 Xid (Link Fatal, RESET_GPU in NVIDIA's decode) stops its link until the GPU is reset, as a
+    fatal SXid stops a switch link: a stopped link's priority, not a failing one's, with no slowdown known."""
+    got = _xid_doors(tmp_path, XID_LINES[case])
+    assert all(p is Priority.HIGH for _, p in got), got
+
+
+def test_an_nvlink_xid_not_decoded_fatal_keeps_a_failing_links_priority(tmp_path: Path) -> None:
+    got = _xid_doors(tmp_path, XID_LINES["145 undecoded"])
+    assert all(p is Priority.MEDIUM for _, p in got), got

@@ -255,7 +255,7 @@ def test_node_without_link_telemetry_is_unknown_not_healthy() -> None:
     d = diagnose({"events": evts}, window=timedelta(hours=1))
     assert any("unknown, not healthy" in w for w in d.warnings)
     assert any(c.rule == "xid_nvlink" for f in d.findings for c in f.crossed)
-    assert d.ticket_priority is Priority.MEDIUM
+    assert d.ticket_priority is Priority.HIGH  # a fatal Xid stops its link until a reset, whatever else is unknown
     assert all_finite(d)
 
 
