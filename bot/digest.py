@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from diagnostics import Diagnosis, InputError, SweepResult, Thresholds, priority_rank
+from diagnostics import Diagnosis, InputError, SweepResult, Thresholds, load_thresholds, priority_rank
 from diagnostics import format as fmt
 from diagnostics.analysis import Watch, part_priority
 from diagnostics.service import Request, Source, WatchAnswer, sweep, watched
@@ -60,9 +60,13 @@ class Digest:
 
 
 def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, maintenance: list[Maintenance],
-             watched: WatchAnswer | None = None, incomplete: list[str] | None = None) -> Digest:
+             watched: WatchAnswer | None = None, incomplete: list[str] | None = None,
+             thresholds: Thresholds | None = None) -> Digest:
     """The digest from the fleet's diagnoses as of `at`, the watch list (`watched`, the service's answer with the
-    nodes it could not judge; none, an empty list), the tracker and the maintenance windows open at `at`."""
+    nodes it could not judge; none, an empty list), the tracker and the maintenance windows open at `at`.
+    `thresholds`: the policy the diagnoses were judged by, which ranks each part as its ticket would (default: the
+    thresholds file in force)."""
+    thresholds = thresholds or load_thresholds()  # read once, not once per part
     new: list[NewOffender] = []
     ticketed = 0
     seen: set[tuple[str, str]] = set()
@@ -77,7 +81,7 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
             if tracker.open_ticket(owner, loc.ref.slug, wider=d.wider_owner(loc.ref.slug)) is not None:
                 ticketed += 1
                 continue
-            prio = part_priority(d, loc.links, headline=loc == d.localization)  # the part's ticket's priority
+            prio = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
             new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, prio.value,
                                    loc.evidence[0] if loc.evidence else d.repair_action))
     new.sort(key=lambda o: (-priority_rank(o.priority), o.node_id, o.slug))  # urgent first
@@ -91,12 +95,13 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
 
 
 def digest_from(swept: SweepResult, watch: WatchAnswer, *, tracker: Tracker, maintenance: list[Maintenance],
-                at: datetime | None = None) -> Digest:
+                thresholds: Thresholds, at: datetime | None = None) -> Digest:
     """The digest from the service's sweep (the offending nodes' diagnoses, and why its view is incomplete: nodes
     whose parts cannot be read, nodes of one reading per link) and watch answer, as of `at` (default: the sweep's):
-    what `fabricbot digest`, `/fabric digest` and the scheduled post all say."""
+    what `fabricbot digest`, `/fabric digest` and the scheduled post all say. `thresholds`: the policy the sweep
+    was judged by."""
     return assemble(at=at or swept.at, diagnoses=swept.diagnoses.values(), tracker=tracker, watched=watch,
-                    maintenance=maintenance, incomplete=swept.incomplete_reasons)
+                    maintenance=maintenance, incomplete=swept.incomplete_reasons, thresholds=thresholds)
 
 
 def build_digest(source: Source, tracker: Tracker, *, thresholds: Thresholds,
@@ -105,7 +110,7 @@ def build_digest(source: Source, tracker: Tracker, *, thresholds: Thresholds,
     swept = sweep(source, Request(end=at, thresholds=thresholds))
     end = at or swept.at
     return digest_from(swept, watched(source, end=end, thresholds=thresholds), tracker=tracker,
-                       maintenance=source.maintenance().windows(), at=end)
+                       maintenance=source.maintenance().windows(), thresholds=thresholds, at=end)
 
 
 def _more(items: list[object]) -> list[str]:

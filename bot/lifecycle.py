@@ -122,7 +122,7 @@ def digest_of(services: Services) -> Digest:
     the same incomplete lines (nodes whose parts cannot be read, nodes of one reading per link)."""
     source = services.source
     return digest_from(source.sweep(), source.watch(None), tracker=services.tracker,
-                       maintenance=source.maintenance().windows())
+                       maintenance=source.maintenance().windows(), thresholds=source.thresholds)
 
 
 def digest_text(services: Services) -> str:

@@ -125,6 +125,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 
     drafter: Drafter = RulesDrafter() if args.rules else drafter_from_env(on_model_call=record)
     diagnoses = _diagnoses(args.target, args)  # an input error is said first, and alone
+    policy = thresholds_from(args)  # what the diagnoses were judged by: each ticket's priority
     audit = _audit(folder)  # only now: a node asked of a folder that holds no store leaves none behind
     tracker = SqliteTracker(audit.db) if audit is not None else None
     if drafter.name == "rules" and not args.rules:
@@ -145,7 +146,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
             else:
                 if tracker is not None and _already_open(label, tracker, diagnosis, graph, args.link):
                     continue
-                ticket = drafter.draft(diagnosis, component=args.link, graph=graph, inventory=inventory)
+                ticket = drafter.draft(diagnosis, component=args.link, graph=graph, inventory=inventory,
+                                       thresholds=policy)
                 gpu = hardware_of(ticket.identity)
                 if tracker is not None and gpu is not None:  # the GPU's earlier tickets in the store's tracker
                     ticket = escalate(ticket, part_history(tracker, gpu, node_id=diagnosis.node_id,

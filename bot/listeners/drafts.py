@@ -143,7 +143,8 @@ class Drafting:
             assert s.drafter is not None
             graph = s.source.graph(diagnosis)
             try:
-                ticket = s.drafter.draft(diagnosis, component=component, graph=graph)
+                ticket = s.drafter.draft(diagnosis, component=component, graph=graph,
+                                         thresholds=s.source.thresholds)  # the policy it was judged by
             except FabricbotError as exc:
                 raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
             gpu = hardware_of(ticket.identity)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from ..analysis.rules import part_priority
 from ..components import ComponentRef, tray_chip
 from ..config.repair_catalog import load_catalog
+from ..config.thresholds import Thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Priority, severity_rank
 from ..errors import InputError
 from ..model import Crossing, Diagnosis, Finding
@@ -106,10 +107,11 @@ def _switched(platform: str | None) -> bool | None:
     return entry.has("nvswitch") if entry is not None else None
 
 
-def ticket_priority(diagnosis: Diagnosis, candidate: Candidate) -> Priority:
+def ticket_priority(diagnosis: Diagnosis, candidate: Candidate, thresholds: Thresholds | None = None) -> Priority:
     """The analysis's priority for the component it isolated, or for one whose links explain the job's slowdown;
-    for another, the policy over that one's links alone, without a slowdown they do not explain."""
-    return part_priority(diagnosis, candidate.findings, headline=candidate.isolated)
+    for another, the policy over that one's links alone, without a slowdown they do not explain. `thresholds`: the
+    policy the diagnosis was judged by (default: the thresholds file in force)."""
+    return part_priority(diagnosis, candidate.findings, headline=candidate.isolated, thresholds=thresholds)
 
 
 def slowdown_charged_to(diagnosis: Diagnosis) -> str | None:
@@ -237,12 +239,13 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
              inventory: Inventory | None = None, drafted_by: str, summary: str | None = None,
              reasoning: str | None = None, hypotheses: list[Hypothesis] | None = None, disagreement: str | None = None,
              repair_wording: Sequence[str] | None = None, notes: Sequence[str] = (),
-             choice: Choice | None = None) -> RepairTicket:
+             choice: Choice | None = None, thresholds: Thresholds | None = None) -> RepairTicket:
+    """The ticket for `candidate`; `thresholds`: the policy the diagnosis was judged by, which sets its priority."""
     plan = plan_for(diagnosis, candidate)
     isolate, repair = ticket_steps(plan.isolation), ticket_steps(plan.repair)
     if repair_wording is not None and len(repair_wording) == len(repair):
         repair = [s.model_copy(update={"text": w}) for s, w in zip(repair, repair_wording, strict=True)]
-    prio = ticket_priority(diagnosis, candidate)
+    prio = ticket_priority(diagnosis, candidate, thresholds)
     switched = _switched(plan.platform)
     port = (candidate.switch, candidate.switch_port, candidate.port_source,
             candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None)

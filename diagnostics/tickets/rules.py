@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..config.thresholds import Thresholds
 from ..model import Diagnosis
 from ..topology import Inventory, NodeGraph
 from .build import assemble, select
@@ -17,6 +18,7 @@ class RulesDrafter:
         self.notes = notes
 
     def draft(self, diagnosis: Diagnosis, *, component: str | None = None, graph: NodeGraph | None = None,
-              inventory: Inventory | None = None) -> RepairTicket:
+              inventory: Inventory | None = None, thresholds: Thresholds | None = None) -> RepairTicket:
         chosen, candidates = select(diagnosis, component, graph)
-        return assemble(diagnosis, chosen, candidates, inventory=inventory, drafted_by=self.name, notes=self.notes)
+        return assemble(diagnosis, chosen, candidates, inventory=inventory, drafted_by=self.name, notes=self.notes,
+                        thresholds=thresholds)

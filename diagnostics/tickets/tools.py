@@ -11,6 +11,7 @@ from typing import Any
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
+from ..config.thresholds import Thresholds
 from ..model import Diagnosis, Finding
 from ..topology import NodeGraph
 from . import pages
@@ -27,6 +28,7 @@ class DraftDeps(CallLog):
     candidates: list[Candidate]
     target: Candidate | None
     graph: NodeGraph | None
+    thresholds: Thresholds | None = None  # the policy the diagnosis was judged by: what sets each part's priority
     tools_used: list[str] = field(default_factory=list)
 
     def candidate(self, candidate_id: str) -> Candidate:

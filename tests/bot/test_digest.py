@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from bot.cli import main
 from bot.commands.output import INCOMPLETE
 from bot.digest import Digest, build_digest, digest_lines, next_run
+from bot.lifecycle import digest_of
 from bot.mrkdwn import esc
 from bot.nodes import StoreNodeSource
+from bot.services import Services
 from bot.storage import open_db
 from bot.workflow.tracker import SqliteTracker
 from diagnostics import InputError, load_thresholds
@@ -163,3 +167,64 @@ def test_slack_says_the_incomplete_lines_the_cli_says(tmp_path: Path, capsys: py
     with local_bot(source=StoreNodeSource(store)) as local:
         said = slash(local, "digest")
     assert said == "\n".join([f"*{esc(lines[0])}*", *(esc(line) for line in lines[1:])])
+
+
+DOWN_IS_MEDIUM = """
+# the default policy, but a down link alone is medium, not high
+[[priority]]
+level = "urgent"
+when = "failing"
+min_degradation_pct = 20.0
+
+[[priority]]
+level = "urgent"
+when = "gpu_lost"
+
+[[priority]]
+level = "high"
+when = "failing"
+min_degradation_pct = 5.0
+
+[[priority]]
+level = "medium"
+when = "down"
+
+[[priority]]
+level = "medium"
+when = "failing"
+
+[[priority]]
+level = "medium"
+when = "warning"
+
+[[priority]]
+level = "low"
+when = "none"
+"""
+
+
+def test_a_digest_under_a_user_policy_ranks_each_part_by_that_policy(
+        store_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """hpc-gpu-node-17's down GPU 7 NVLink 9 is high by the default policy; under a policy that puts a down link
+    at medium, `fabricbot digest --thresholds` and the digest of a bot run with it (`/fabric digest`, the scheduled
+    post) list it at medium, as its ticket would be filed, while the part its job's slowdown is charged to keeps the
+    node's urgent; the part's ticket drafted under the policy has the priority the digest listed."""
+    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(DOWN_IS_MEDIUM)
+    default = {(o.node_id, o.slug): o.priority for o in _digest(store_dir).new}
+    assert default[("hpc-gpu-node-17", "gpu7-nvlink9")] == "high"
+    capsys.readouterr()
+    main(["digest", "--store", str(store_dir), "--thresholds", str(policy), "--json"])
+    new = {(o["node_id"], o["slug"]): o["priority"] for o in json.loads(capsys.readouterr().out)["new"]}
+    assert new[("hpc-gpu-node-17", "gpu7-nvlink9")] == "medium"
+    assert new[("hpc-gpu-node-17", "gpu6-pcie")] == "urgent"
+    bot = SimpleNamespace(source=StoreNodeSource(store_dir, thresholds=load_thresholds(policy)),
+                          tracker=SqliteTracker(open_db(store_dir)))
+    posted = {(o.node_id, o.slug): o.priority for o in digest_of(cast(Services, bot)).new}
+    assert posted == new
+    for slug in ("gpu7-nvlink9", "gpu6-pcie"):  # the ticket drafted under the policy says what the digest said
+        assert main(["ticket", "hpc-gpu-node-17", "--store", str(store_dir), "--link", slug, "--rules", "--json",
+                     "--thresholds", str(policy)]) == 0
+        assert json.loads(capsys.readouterr().out)["priority"] == new[("hpc-gpu-node-17", slug)]
