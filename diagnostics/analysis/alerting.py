@@ -221,7 +221,8 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     ticket says so; one clean for the soak is recovered.
     `silent`: the nodes with no reading in the window. Silence is not health: an alert of a silent node is marked as
     not reporting (once) and is never recovered while it lasts; when the node reports again the mark is lifted and the
-    soak counts from its return.
+    soak counts from its return, a held alert's too (it opens: the channel was told of it); a held alert whose node
+    never went silent and whose part is clean when its storm is acknowledged recovers then, never having alerted.
     """
     quiet_nodes = set(silent)
     out = Pass(at)
@@ -257,6 +258,9 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
         if alert.status is AlertStatus.HELD:
             if part is not None:
                 out.decisions.append(Decision(Step.NEW, replace(alert, status=AlertStatus.OPEN, rank=part.rank), part))
+            elif back:  # the channel was told it stays open until clean for the soak: it soaks as an open one does
+                out.decisions.append(Decision(Step.REPORTING, replace(alert, status=AlertStatus.OPEN, failing_at=at),
+                                              None))
             else:
                 out.decisions.append(Decision(Step.RECOVERED, replace(alert, status=AlertStatus.RECOVERED), None))
             continue

@@ -162,6 +162,27 @@ def test_a_held_alert_of_a_silent_node_is_not_recovered() -> None:
     assert [(d.step, d.alert.status) for d in done.decisions] == [(Step.SILENT, AlertStatus.HELD)]
 
 
+def test_a_held_alert_whose_node_reports_again_clean_soaks_from_its_return(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A held part whose storm was acknowledged and whose node then fell silent was said to the channel as not
+    reporting: when the node reports again with the part clean it is not recovered at once, but opens and counts
+    its soak from the return, as an open alert does."""
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+
+    def run(at: datetime, silent: tuple[str, ...] = (), storm: int | None = None) -> list[tuple[Step, AlertStatus]]:
+        done = decide([part("n1")] if at == T0 else [], book.active(), at=at, policy=POLICY, fleet_nodes=10,
+                      ticket_of=no_ticket, silent=silent, open_storm=storm)
+        book.save([d.alert for d in done.decisions], done.failing, at)
+        return [(d.step, d.alert.status) for d in done.decisions]
+
+    assert run(T0, storm=3) == [(Step.HELD, AlertStatus.HELD)]
+    gone = T0 + timedelta(minutes=5)  # the storm acknowledged, the node silent
+    assert run(gone, silent=("n1",)) == [(Step.SILENT, AlertStatus.HELD)]
+    back = gone + POLICY.soak * 2
+    assert run(back) == [(Step.REPORTING, AlertStatus.OPEN)]
+    assert run(back + POLICY.soak - timedelta(minutes=5)) == []  # clean since its return, not yet for the soak
+    assert run(back + POLICY.soak) == [(Step.RECOVERED, AlertStatus.RECOVERED)]
+
+
 def _switch_fault(node: str, switch: str, rack: str | None = None) -> Diagnosis:
     link = Finding(ref=ComponentRef.nvlink(2, 5, switch=switch, port=9), link_type=LinkType.NVLINK, link_id="l",
                    severity=Severity.FAILING, switch=switch)
