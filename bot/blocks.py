@@ -444,6 +444,12 @@ def decided_blocks(previous: list[dict[str, Any]], outcome: str,
     return out
 
 
+def closed_blocks(previous: list[dict[str, Any]], note: str) -> list[dict[str, Any]]:
+    """A filed ticket's message once the ticket is closed: its "Report repair" button gone (a closed ticket takes
+    no repair report) and `note` in its place."""
+    return [*(b for b in previous if b.get("block_id") != REPAIR_ACTION), section(note).to_dict()]
+
+
 def help_blocks() -> list[Block]:
     text = "\n".join([
         "*fabricbot* diagnoses NVLink, NVSwitch and PCIe faults and drafts repair tickets for review.",

@@ -7,9 +7,11 @@ reads the node source (the store, or the run's own data) and the tracker; none t
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from slack_sdk import WebClient
 
@@ -18,17 +20,20 @@ from diagnostics import format as fmt
 from diagnostics.analysis import RepairVerdict
 from diagnostics.config import load_verification
 
-from . import fitting
+from . import blocks, fitting
 from .digest import Digest, digest_from, digest_lines
 from .mrkdwn import esc
 from .nodes import UnknownName, close_matches
 from .options import parse_duration
+from .replies import SLACK_FAILURES
 from .services import Services
 from .storage import db_lock
 from .workflow.states import TicketState
+from .workflow.tracker import Ticket
 from .workflow.verification import reported_diagnostics, source_check, verify_repairs
 
 SHOWN = 15
+log = logging.getLogger("fabricbot")
 
 
 def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> str:
@@ -89,14 +94,18 @@ def watch_text(services: Services, node: str | None) -> str:
     return "\n".join(lines)
 
 
-def verify_text(services: Services) -> str:
-    """Every verifying ticket checked now; each close or reopen is in the tracker and the audit trail."""
+def verify_text(services: Services, client: WebClient | None = None) -> str:
+    """Every verifying ticket checked now; each close or reopen is in the tracker and the audit trail, and each
+    closed ticket's messages lose their "Report repair" button (through `client`)."""
     with db_lock(services.audit.db):  # the post-repair diagnostics reported (`fabricbot tickets repaired --diag`)
         reported = reported_diagnostics(list(services.audit.entries("repair")))
     results = verify_repairs(tracker=services.tracker, record=services.record,
                              check=source_check(services.source, reported))
     if not results:
         return "No ticket is waiting for its repair to be verified."
+    for r in results:
+        if client is not None and r.check.verdict is RepairVerdict.HELD:
+            retire_repair_button(services, client, r.ticket)
     icon = {RepairVerdict.HELD: ":white_check_mark:", RepairVerdict.FAILED: ":rotating_light:",
             RepairVerdict.HOLDING: ":hourglass_flowing_sand:"}
     said = {RepairVerdict.HELD: "closed", RepairVerdict.FAILED: "reopened, escalated to replacement",
@@ -148,6 +157,24 @@ def report_repair(services: Services, *, ticket_id: str, user: str) -> str:
     return (f":wrench: *{esc(ticket.id)}* is verifying: {esc(ticket.component)} on `{esc(ticket.node_id)}` is "
             f"watched for {soak:g} h of readings from {_when(ticket.repaired_at)}; `/fabric verify` closes it when "
             "the soak holds, or reopens it, escalated, when the errors come back.")
+
+
+def retire_repair_button(services: Services, client: WebClient, ticket: Ticket) -> None:
+    """A closed ticket's messages, read back as they stand, updated without their "Report repair" button: pressing
+    it could only be refused. A message that cannot be read or updated keeps it (the press is refused, saying
+    why), logged, not raised: the close stands either way."""
+    note = f":white_check_mark: *{esc(ticket.id)}* is closed: its repair was verified."
+    for channel, ts in services.state.ticket_messages(ticket.id):
+        try:
+            found = client.conversations_replies(channel=channel, ts=ts)
+            message: dict[str, Any] = next((m for m in found.get("messages") or [] if m.get("ts") == ts), {})
+            shown = list(message.get("blocks") or [])
+            if not any(b.get("block_id") == blocks.REPAIR_ACTION for b in shown):
+                continue  # gone, or already without the button
+            client.chat_update(channel=channel, ts=ts, text=str(message.get("text") or note),
+                               blocks=blocks.closed_blocks(shown, note))
+        except SLACK_FAILURES as exc:
+            log.warning("could not take the repair button off %s's message %s: %s", ticket.id, ts, exc)
 
 
 def post_text(client: WebClient, channel: str, text: str, *, thread_ts: str | None = None) -> str:

@@ -93,6 +93,14 @@ class BotState:
         with self.lock:
             self.db[DRAFTS].update(draft_id, fields)  # type: ignore[union-attr]
 
+    def ticket_messages(self, ticket_id: str) -> list[tuple[str, str]]:
+        """(channel, ts) of every message that filed a draft as the ticket, or added its evidence to it: the
+        messages that carry its "Report repair" button."""
+        with self.lock:
+            rows = list(self.db[DRAFTS].rows_where("ticket_id = ? and status = ? and message_ts != ''",
+                                                   [ticket_id, DraftState.FILED], order_by="id"))
+        return [(str(r["channel"]), str(r["message_ts"])) for r in rows]
+
     def claim_draft(self, draft_id: int, status: str) -> Draft | None:
         """Move a pending draft to `status` atomically; None when someone else already decided it."""
         with self.lock, self.db.atomic():

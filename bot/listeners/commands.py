@@ -111,7 +111,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
         if request.verb in LIFECYCLE:
             if _changes_state(request) and not _may_change(services, client, reply):
                 return
-            post_text(client, reply.channel, LIFECYCLE[request.verb](services, request, reply.user))
+            post_text(client, reply.channel, LIFECYCLE[request.verb](services, request, reply.user, client))
             return
         if request.verb == "fleet":
             post_fleet(client, services, channel=reply.channel)
@@ -162,11 +162,11 @@ def _maintenance(services: Services, request: Request, user: str) -> str:
     return set_maintenance(services, user=user, args=request.args) if request.args else maintenance_list(services)
 
 
-LIFECYCLE: dict[str, Callable[[Services, Request, str], str]] = {  # verbs whose answer is one message
-    "maintenance": _maintenance,
-    "watch": lambda services, request, _: watch_text(services, request.target or None),
-    "verify": lambda services, _, __: verify_text(services),
-    "digest": lambda services, _, __: digest_text(services),
+LIFECYCLE: dict[str, Callable[[Services, Request, str, WebClient], str]] = {  # verbs whose answer is one message
+    "maintenance": lambda services, request, user, _: _maintenance(services, request, user),
+    "watch": lambda services, request, _, __: watch_text(services, request.target or None),
+    "verify": lambda services, _, __, client: verify_text(services, client),  # closed tickets' buttons go
+    "digest": lambda services, _, __, ___: digest_text(services),
 }
 
 

@@ -11,10 +11,11 @@ from slack_sdk import WebClient
 from diagnostics import FabricbotError
 
 from .. import blocks
-from ..lifecycle import post_text, report_repair
+from ..lifecycle import post_text, report_repair, retire_repair_button
 from ..mrkdwn import esc
 from ..replies import SLACK_FAILURES
 from ..services import Services
+from ..workflow.states import TicketState
 from .clicks import Click, click, queued
 from .filing import CannotCheck, FilingRights
 
@@ -29,6 +30,12 @@ def reported(services: Services, rights: FilingRights, client: WebClient, at: Cl
     if not allowed:
         services.record("denied", actor=at.user, subject=f"ticket {ticket_id}", reason="not allowed to report a repair")
         at.reply.tell("Reporting a repair is limited to the on-call channels and groups, as filing is.")
+        return
+    closed = services.tracker.get(ticket_id)
+    if closed is not None and closed.status == TicketState.CLOSED:  # closed where the message was not updated
+        retire_repair_button(services, client, closed)
+        at.reply.tell(f"*{esc(ticket_id)}* is closed: its repair was verified, so there is no repair to report. "
+                      "A new failure of the part files a new ticket.")
         return
     try:
         text = report_repair(services, ticket_id=ticket_id, user=at.user)

@@ -4,7 +4,7 @@ digest."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from bot.nodes import TableNodeSource
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
+from diagnostics.analysis import RepairCheck, RepairVerdict
 from diagnostics.service import TableSource
 
 from .helpers import LONG_WAIT, OPS, buttons, local_bot, posted, private, summary_for
@@ -163,6 +164,53 @@ def test_report_repair_moves_the_ticket_to_verifying_and_verify_judges_every_rep
     said = _say(local, "verify", user="UBOB")
     assert "FAB-0005" in said.text and "reopened" in said.text and "`dcgmi diag -r 2` failed" in said.text
     assert {t.id: t.status for t in local.tracker.tickets()}["FAB-0005"] == "open"  # type: ignore[attr-defined]
+
+
+def _report(local: LocalSlack, filed: Message) -> None:
+    """The filed ticket's "Report repair" pressed: it is verifying."""
+    (repair,) = buttons(filed)
+    thread = filed.thread_ts or filed.ts
+    replies = len(posted(local.slack, thread=thread))
+    local.injector.action(repair, user="UALICE", channel=OPS, message_ts=filed.ts, thread_ts=filed.thread_ts)
+    assert local.slack.wait_for(lambda s: len(posted(s, thread=thread)) > replies)
+
+
+def test_a_ticket_verify_closes_loses_its_report_repair_button(local: LocalSlack,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`/fabric verify` closes a ticket whose repair held: the message that filed it is updated in place, its
+    "Report repair" button gone (pressing it could only be refused) and the close said, the rest kept."""
+    filed = _file(local)
+    _report(local, filed)
+    assert local.app is not None
+
+    def held(*, node_id: str, parts: list[str], repaired_at: datetime, **_: Any) -> RepairCheck:
+        return RepairCheck(node_id=node_id, parts=parts, repaired_at=repaired_at, checked_to=repaired_at,
+                           soak_hours=24, windows=24, covered=24, verdict=RepairVerdict.HELD)
+
+    monkeypatch.setattr(local.app.services.source, "repair_check", held)  # its readings since said clean
+    edits = local.slack.find(filed.ts).edits  # type: ignore[union-attr]
+    said = _say(local, "verify", user="UBOB")
+    assert "closed" in said.text
+    after = local.slack.find(filed.ts)
+    assert after is not None and after.edits == edits + 1
+    assert buttons(after) == [] and "is closed: its repair was verified" in after.shown_blocks
+    assert "Filed as" in after.text and all(b in after.blocks for b in filed.blocks if b["type"] != "actions")
+    _say(local, "verify", user="UBOB")  # nothing more to close: the message is left alone
+    assert local.slack.find(filed.ts).edits == edits + 1  # type: ignore[union-attr]
+
+
+def test_a_ticket_closed_from_the_command_line_loses_its_button_when_pressed(local: LocalSlack) -> None:
+    """A ticket closed where no Slack client was at hand (`fabricbot tickets verify`) keeps its button until it is
+    pressed: the press is refused, saying the ticket is closed, and the message loses the button."""
+    filed = _file(local)
+    _report(local, filed)
+    (ticket,) = [t for t in local.tracker.tickets() if t.status == "verifying"]  # type: ignore[attr-defined]
+    local.tracker.close(ticket.id, actor="fabricbot", evidence=["the repair held"])  # type: ignore[attr-defined]
+    (repair,) = buttons(filed)
+    local.injector.action(repair, user="UALICE", channel=OPS, message_ts=filed.ts, thread_ts=filed.thread_ts)
+    assert local.slack.wait_for(lambda s: any("is closed" in m.text for m in private(s, "UALICE")))
+    assert local.slack.wait_for(lambda s: buttons(s.find(filed.ts) or filed) == [])
+    assert "is closed: its repair was verified" in (local.slack.find(filed.ts) or filed).shown_blocks
 
 
 def test_the_daily_digest_posts_at_its_time_of_day(local: LocalSlack) -> None:
