@@ -7,6 +7,8 @@ from typing import Any
 
 from diagnostics.analysis import part_priority
 from diagnostics.components import ComponentRef
+from diagnostics.config import load_thresholds
+from diagnostics.config.thresholds import PriorityRow
 from diagnostics.enums import Priority, Severity
 from diagnostics.model import Crossing, Diagnosis
 from diagnostics.tickets import ClaudeDrafter, RulesDrafter, candidates_for
@@ -116,3 +118,20 @@ def test_the_summary_quotes_the_crossing_furthest_over_its_limit_severity_first(
     # a link's own ticket quotes its own worst
     assert RulesDrafter().draft(gpu, component="gpu2-nvlink1").summary.startswith(
         f"{EXPLAINS} on hpc-gpu-node-12: replays 1,226/h > 1,000/h (nvlink_replay);")
+
+
+def test_a_ticket_takes_its_priority_from_the_policy_the_diagnosis_was_judged_by() -> None:
+    """Under a policy that puts any failing link at high, the second part's ticket is high, not the default's
+    medium, from either drafter: the Claude drafter's words are held to the same policy."""
+    default = load_thresholds()
+    policy = default.model_copy(update={"priority": [PriorityRow(level=Priority.HIGH, when="failing"),
+                                                     *default.priority]})
+    d = _second_part()
+    assert RulesDrafter().draft(d, component="gpu5-nvlink0").priority is Priority.MEDIUM
+    assert RulesDrafter().draft(d, component="gpu5-nvlink0", thresholds=policy).priority is Priority.HIGH
+    high = good_answer("gpu5-nvlink0") | {
+        "summary": "GPU 5 -> GPU 6 NVLink 0 replays 1,393/h; high priority.",
+        "why": "GPU 5 -> GPU 6 NVLink 0 is failing.", "alternatives": [], "hypotheses": []}
+    ticket = ClaudeDrafter(model=scripted(lambda m, i: high), retries=1).draft(d, component="gpu5-nvlink0",
+                                                                               thresholds=policy)
+    assert ticket.drafted_by == "scripted-claude" and ticket.priority is Priority.HIGH
