@@ -40,7 +40,7 @@ def test_an_ignore_subcode_orders_no_part_no_reset_and_no_swap(case: str) -> Non
     """One Xid 147 line on an HGX B200 ordered a B200 module, a reboot and a swap test: every TREX subcode is
     IGNORE in NVIDIA's decode table, as NVLPW_CTRL (148) and NETIR_BER_EVENT (149, non-fatal) are."""
     rules, d = _diagnose(LINES[case])
-    assert "xid_nvlink" not in rules
+    assert "xid_nvlink" not in rules and "xid_nvlink_warning" not in rules  # IGNORE: not even a warning
     assert not d.fault_detected and d.localization is None  # type: ignore[attr-defined]
 
 
@@ -53,8 +53,12 @@ def test_a_fatal_subcode_fails_its_gpu(case: str) -> None:
 
 
 def test_a_non_fatal_rlw_subcode_asks_for_the_recovery_action_not_a_repair() -> None:
-    rules, _ = _diagnose(LINES["145 non-fatal"])
-    assert "xid_nvlink" not in rules
+    """It warns, naming its code, rather than being read and dropped (the rule's doc said it warns; it said
+    nothing)."""
+    rules, d = _diagnose(LINES["145 non-fatal"])
+    assert "xid_nvlink" not in rules and rules == ["xid_nvlink_warning"]
+    assert not d.fault_detected and d.localization is None  # type: ignore[attr-defined]
+    assert any("Xid 145" in c.message for f in d.findings for c in f.crossed)  # type: ignore[attr-defined]
     assert load_xid_catalog().entry(145).decoded("RLW_RXPIPE", "non-fatal") == (CodeSeverity.WARNING,
                                                                               "XID_154_EVAL")
 
