@@ -162,7 +162,8 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
     key = loc.ref.slug
     if key in out:  # the analysis's name and evidence for it
         known = out[key]
-        out[key] = known.model_copy(update={"component": loc.component, "evidence": [*loc.evidence, *known.evidence],
+        evidence = list(dict.fromkeys([*loc.evidence, *known.evidence]))  # the localization quotes its findings
+        out[key] = known.model_copy(update={"component": loc.component, "evidence": evidence,
                                             "findings": sorted({*known.findings, *loc.links}), "fault": fault_of(loc),
                                             **_rack_facts(loc)})
     else:

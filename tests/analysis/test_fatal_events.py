@@ -190,3 +190,15 @@ def test_a_fatal_nvlink_xid_stops_its_link_and_is_high_through_file_store_and_ti
 def test_an_nvlink_xid_not_decoded_fatal_keeps_a_failing_links_priority(tmp_path: Path) -> None:
     got = _xid_doors(tmp_path, XID_LINES["145 undecoded"])
     assert all(p is Priority.MEDIUM for _, p in got), got
+
+
+def test_a_ticket_for_an_xid_names_each_piece_of_its_evidence_once(tmp_path: Path) -> None:
+    """The localization's evidence repeats its finding's: the hypothesis joined both, so every fact came twice."""
+    path = tmp_path / "kern.log"
+    line = XID_LINES["149 fatal"]
+    path.write_text(f"2026-03-01T10:00:00+00:00 gb200-n01 kernel: NVRM: Xid (PCI:0009:01:00): {line}\n")
+    files, node, _ = files_source([path])
+    ticket = RulesDrafter().draft(diagnose(files, Request(node=node)).diagnosis)
+    (chosen,) = [h for h in ticket.hypotheses if h.agrees_with_analysis]
+    assert any("Xid 149" in e for e in chosen.evidence)
+    assert len(chosen.evidence) == len(set(chosen.evidence)), chosen.evidence
