@@ -253,7 +253,7 @@ def summary_fields(d: Diagnosis) -> list[str]:
         f"*Degradation*\n{degradation}",
         f"*Priority*\n{d.ticket_priority.value}",
         f"*Correlation*\n{correlation}",
-        f"*Window*\n{esc(fmt.window(d.window_hours, d.window_end).removeprefix('window '))}",
+        f"*Window*\n{esc(d.window_said().removeprefix('window '))}",
     ]
 
 
@@ -336,7 +336,7 @@ def _fleet(diagnoses: Sequence[Diagnosis], limit: int) -> list[Block]:
         more = [f"…and {len(rows) - limit} more"] if len(rows) > limit else []
         blocks.extend(sections("\n".join(lines + more)))
     ended = next((d for d in diagnoses if d.window_end is not None), None)
-    window = f"{esc(fmt.window(ended.window_hours, ended.window_end))}; " if ended is not None else ""
+    window = f"{esc(ended.window_said())}; " if ended is not None else ""
     names = "".join(f"{esc(n)}; " for n in fleet_name_notes(d.node_id for d in diagnoses)[:3])
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip(
         f"{window}{healthy} healthy nodes; {names}`/fabric &lt;node&gt;` diagnoses one and offers the tickets",

@@ -112,11 +112,13 @@ def period(seconds: float) -> str:
     return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
 
 
-def window(span_hours: float, end: datetime | None) -> str:
-    """'window 1 h to 2026-03-01 08:00 UTC'; a window with no clock time (a snapshot's) says so."""
+def window(span_hours: float, end: datetime | None, *, asked: float | None = None) -> str:
+    """'window 1 h to 2026-03-01 08:00 UTC'; a window with no clock time (a snapshot's) says so; `asked`: a longer
+    window was asked than the readings cover, said beside the span they do."""
     text = f"window {hours(span_hours)}"
+    said = "" if asked is None else f" (the readings' span; {hours(asked)} asked)"
     if end is None:
-        return text
+        return text + said
     if clockless(end):
         return f"{text} (a snapshot: no clock time)"
-    return f"{text} to {when(end)}"
+    return f"{text} to {when(end)}{said}"

@@ -14,6 +14,7 @@ from pydantic import (
     model_validator,
 )
 
+from . import format as fmt
 from .components import ComponentRef
 from .enums import ComponentKind, FaultKind, LinkEnd, LinkState, LinkType, PortSource, Priority, Severity
 from .format import Unit
@@ -237,7 +238,11 @@ class Diagnosis(BaseModel):
     platform_guess: str | None = Field(
         default=None, description="How the platform was told where no one named it (the GPU model, the node's own "
                                   "topology): the parts and steps rest on that guess.")
-    window_hours: float
+    window_hours: float = Field(
+        description="The span the rates are per hour over: the window asked, or the shorter span the readings cover "
+                    "where they begin inside it (`window_asked_hours` then says the window asked).")
+    window_asked_hours: float | None = Field(
+        default=None, description="The window asked, where the node's readings cover less of it (`window_hours`).")
     window_end: datetime | None = Field(
         default=None, description="The end of the window the rates were computed over (UTC); None for a snapshot.")
     fault_detected: bool
@@ -288,6 +293,10 @@ class Diagnosis(BaseModel):
         if odd:
             object.__setattr__(self, "warnings", [*odd, *self.warnings])  # frozen: set once, as it is built
         return self
+
+    def window_said(self) -> str:
+        """The window as every door says it: the span the rates are over, and the window asked where longer."""
+        return fmt.window(self.window_hours, self.window_end, asked=self.window_asked_hours)
 
     @property
     def failing(self) -> list[Finding]:

@@ -112,7 +112,10 @@ class SweepResult(BaseModel):
     """
 
     at: datetime
-    window_hours: float
+    window_hours: float = Field(description="The span the rates are per hour over: the window asked, or the longest "
+                                            "span any node's readings cover where every node's begin inside it.")
+    window_asked_hours: float | None = Field(
+        default=None, description="The window asked, where no node's readings reach its start (`window_hours`).")
     source: str = "prometheus"
     offenders: list[Offender] = Field(default_factory=list)
     diagnoses: dict[str, Diagnosis] = Field(default_factory=dict)
@@ -146,5 +149,7 @@ class SweepResult(BaseModel):
             return (f"fleet view INCOMPLETE ({found}; this is not an all-clear): "
                     + "; ".join(self.incomplete_reasons))
         if not self.offenders:
-            return f"all links within thresholds over the last {self.window_hours:g} h"
+            asked = "" if self.window_asked_hours is None else \
+                f" (the readings' span; {self.window_asked_hours:g} h asked)"
+            return f"all links within thresholds over the last {self.window_hours:g} h{asked}"
         return f"{len(self.offenders)} offending link(s) on {len(self.nodes)} node(s)"

@@ -36,7 +36,7 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
     d = diagnosis
     print(f"{headline_name(d.node_id)}  priority={d.ticket_priority.value}  "
           f"fault={'yes' if d.fault_detected else 'no'}  "
-          f"degradation={fmt.percent(d.degradation_pct)}  {fmt.window(d.window_hours, d.window_end)}", file=out)
+          f"degradation={fmt.percent(d.degradation_pct)}  {d.window_said()}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)
     if d.ticket_owner != d.node_id:
         switch_host = d.rack is not None and d.node_id in d.rack.switch.values()  # its part may well be on it

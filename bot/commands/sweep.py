@@ -45,7 +45,8 @@ def _table(result: SweepResult, out: TextIO) -> None:
     for warning in result.warnings:
         print(f"  warning: {warning}", file=out)
     if result.source == "store":
-        print(f"  the store, {fmt.window(result.window_hours, result.at)}: read {result.timings.fetch_s:.2f} s, "
+        window = fmt.window(result.window_hours, result.at, asked=result.window_asked_hours)
+        print(f"  the store, {window}: read {result.timings.fetch_s:.2f} s, "
               f"analysis {result.timings.analyze_s:.2f} s", file=out)
         return
     if result.recorded:

@@ -100,7 +100,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              thresholds: Thresholds, warnings: list[str], rates_known: bool = True,
              has_links: bool = True, job_gpus: int | None = None, prescored: bool = False,
              rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False,
-             lists_every_link: bool = False, platform_guess: str | None = None) -> Diagnosis:
+             lists_every_link: bool = False, platform_guess: str | None = None,
+             window_asked_hours: float | None = None) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts)."""
@@ -139,8 +140,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     headline = (loc.component if loc else top.component if top else "None") if failing else "None"
     return Diagnosis(
         node_id=node_id, platform=platform, platform_guess=platform_guess, window_hours=window_hours,
-        window_end=window_end, fault_detected=failing, isolated_component=headline, degradation_pct=degradation,
-        repair_action=action,
+        window_asked_hours=window_asked_hours, window_end=window_end, fault_detected=failing,
+        isolated_component=headline, degradation_pct=degradation, repair_action=action,
         ticket_priority=priority(findings, blamed, thresholds), findings=findings, thresholds=thresholds.table(),
         warnings=warnings, localization=loc, localizations=locs,
         step_time_ms=job.step_time_ms if job else None,

@@ -51,6 +51,7 @@ from .restarts import last_restarts
 from .rows import node_pieces, numbered_by_bus, per_link_rows, unplaced_buses
 from .rules import summarize
 from .share import traffic_notes
+from .span import covered_spans
 from .steps import JobSteps
 
 PIECE_ROWS = 4_000_000
@@ -197,6 +198,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         workers=workers) if len(links) else (pd.DataFrame(), 0, 0))
     result.timings["metrics_s"] = time.perf_counter() - started
     view = node_view(metrics, end_ns, thresholds)
+    covered = covered_spans(metrics, start_ns=start_ns, asked_hours=window.total_seconds() / 3600)
     found: dict[str, list[Finding]] = {}
     sticky: dict[str, list[str]] = {}  # each node's lane statuses no reading dates: what to read to date them
     policy = default_ends()
@@ -305,6 +307,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if undated.get(node):
             notes.append(f"{undated[node]} reading(s) of {node} carry no time: taken as read at "
                          f"{fmt.when(window_end)} (give the time with --at, or a `date` line before the paste)")
+        span = covered.get(node)
+        if span is not None:
+            notes.append(span.note())
         if node not in view.gpus_seen and node not in reporting_links:
             unplaced = unplaced_buses(links, node)
             notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced
@@ -323,7 +328,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         per_gpu = None if graph is not None else {g: len(s) for g, s in view.nvlinks_seen.get(node, {}).items()}
         locs = with_recovery(localize_all(mine, graph, per_gpu), {node: recoveries.get(node, {})}) if failing else []
         result.diagnoses[node] = assemble(
-            node, platform=graph_of.platform(node), window_hours=window.total_seconds() / 3600,
+            node, platform=graph_of.platform(node),
+            window_hours=span.hours if span else window.total_seconds() / 3600,
+            window_asked_hours=span.asked_hours if span else None,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2,
             has_links=node in view.gpus_seen or node in reporting_links,

@@ -83,7 +83,7 @@ def titles(diagnosis: Diagnosis, evidence: StepEvidence) -> tuple[str, str]:
         title = diagnosis.verdict or f"job {evidence.job_id}"
     parts = [diagnosis.node_id, f"step time {fmt.percent(diagnosis.degradation_pct)}"]
     if diagnosis.window_end is not None:
-        parts.append(fmt.window(diagnosis.window_hours, diagnosis.window_end))
+        parts.append(diagnosis.window_said())
     if top is not None and evidence.explained:
         parts.append(f"errors start {_at(top.onset)}, slowdown {_at(diagnosis.slowdown_onset)}")
     elif evidence.links:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import format as units
 from ..config.platforms import all_platforms
 from ..errors import ConfigError, InputError
 from ..ingest import nccl_xml, topo_matrix
@@ -39,7 +38,7 @@ class Drawable:
         if d is not None and wants_rack_view(d):
             return render_rack(d, fmt=fmt), []
         if window is None and d is not None and d.window_end is not None:
-            window = units.window(d.window_hours, d.window_end)  # the window the diagnosis shows
+            window = d.window_said()  # the window the diagnosis shows
         return render_with_warnings(self.graph, d, fmt=fmt, window=window)
 
 

@@ -45,6 +45,7 @@ def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at:
     result = SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source=source,
                          swept=sorted(diagnoses), warnings=fleet_name_notes(diagnoses),
                          platforms={n: d.platform for n, d in sorted(diagnoses.items()) if d.platform})
+    _say_covered(result, diagnoses)
     for node, diagnosis in sorted(diagnoses.items()):
         found = offenders_of(diagnosis)
         result.offenders.extend(found)
@@ -52,6 +53,21 @@ def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at:
             result.diagnoses[node] = diagnosis
             result.confirmed[node] = found
     return result
+
+
+def _say_covered(result: SweepResult, diagnoses: Mapping[str, Diagnosis]) -> None:
+    """Nodes whose readings cover less than the window asked, said once (each node's diagnosis says its own span);
+    where no node's readings reach the window's start, the sweep's window is the longest span they cover."""
+    short = {n: d.window_hours for n, d in sorted(diagnoses.items()) if d.window_asked_hours is not None}
+    if not short:
+        return
+    asked = fmt.hours(result.window_hours)
+    result.warnings.append(f"{len(short)} node(s)' readings cover less than the {asked} window asked, their rates "
+                           "per hour over the span they cover: " + "; ".join(
+                               f"{n} {fmt.hours(h)}" for n, h in list(short.items())[:10])
+                           + (" ..." if len(short) > 10 else ""))
+    if all(n in short for n, d in diagnoses.items() if d.window_end is not None):
+        result.window_asked_hours, result.window_hours = result.window_hours, max(short.values())
 
 
 def sweep(source: Source, request: Request, *, read_back: bool = True) -> SweepResult:

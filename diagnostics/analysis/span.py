@@ -1,0 +1,53 @@
+"""How much of the window a node's readings cover: a window asked longer than the readings rates them over the
+span they cover (rates divide by the time actually covered, `rates`), so the answer says that span, not the one
+asked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import format as fmt
+from ..times import ns, utc_datetime
+from .rates import NS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class Covered:
+    """The span one node's rates are over, where its readings begin inside the window asked."""
+
+    node_id: str
+    first_ns: int  # its earliest reading a rate starts from
+    last_ns: int  # its newest reading a rate ends at
+    asked_hours: float
+
+    @property
+    def hours(self) -> float:
+        return (self.last_ns - self.first_ns) / NS_PER_HOUR
+
+    def note(self) -> str:
+        """The one line that says why the window shown is not the one asked."""
+        return (f"a {fmt.hours(self.asked_hours)} window was asked, but the readings of {self.node_id} cover only "
+                f"{fmt.hours(self.hours)} ({fmt.when(utc_datetime(self.first_ns))} to "
+                f"{fmt.when(utc_datetime(self.last_ns))}): its rates are per hour over those {fmt.hours(self.hours)}")
+
+
+def covered_spans(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -> dict[str, Covered]:
+    """Per node whose every rated link's readings begin after the window's start (none at or before it gives a
+    rate its starting point): the span its rates cover. Nodes whose readings reach the start are left out."""
+    if not len(metrics) or not {"node_id", "readings", "first", "last"} <= set(metrics.columns):
+        return {}
+    rated = metrics["readings"].to_numpy() >= 2
+    if not rated.any():
+        return {}
+    rows = pd.DataFrame({"node": metrics["node_id"].astype("string").to_numpy()[rated],
+                         "first": ns(metrics["first"])[rated], "last": ns(metrics["last"])[rated]})
+    spans = rows.groupby("node", sort=True).agg(first=("first", "min"), last=("last", "max"))
+    out = {}
+    for node, first, last in zip(spans.index, spans["first"].to_numpy(np.int64), spans["last"].to_numpy(np.int64),
+                                 strict=True):
+        if start_ns < first < last:
+            out[str(node)] = Covered(str(node), int(first), int(last), asked_hours)
+    return out
