@@ -6,11 +6,19 @@ import argparse
 from dataclasses import replace
 
 from diagnostics import InputError, Thresholds
-from diagnostics.service import Answer, Request, Source, StoreSource, diagnose, files_source, tables_source
+from diagnostics.service import (
+    FILES_MORE,
+    Answer,
+    Request,
+    Source,
+    StoreSource,
+    diagnose,
+    files_source,
+    shown_said,
+    tables_source,
+)
 
 from ..options import parse_time
-
-READ_WARNINGS_SHOWN = 10  # of what reading the files said, ahead of the diagnosis's own warnings
 
 
 def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[str]]:
@@ -41,8 +49,5 @@ def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Answer
     if not warnings:
         return answer
     diagnosis = answer.diagnosis
-    shown = warnings[:READ_WARNINGS_SHOWN]
-    if len(warnings) > len(shown):  # counted, never dropped unsaid: ingest without --store lists each
-        shown.append(f"... and {len(warnings) - len(shown)} more from reading the files (`fabricbot ingest FILE` "
-                     "lists every one)")
+    shown = shown_said(warnings, FILES_MORE)  # as the store's answer shows what its files said at ingest
     return replace(answer, diagnosis=diagnosis.model_copy(update={"warnings": [*shown, *diagnosis.warnings]}))

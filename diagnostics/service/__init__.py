@@ -5,6 +5,7 @@ of them) and one request in, one answer out, so one question gets one answer whi
 """
 
 from .diagnose import (
+    FILES_MORE,
     Answer,
     Fleet,
     diagnose,
@@ -15,6 +16,7 @@ from .diagnose import (
     named,
     node_span,
     planned,
+    shown_said,
     viewed,
 )
 from .fleetwide import WatchAnswer, alert_pass, fleet_result, sweep, verify_repair, watch, watched
@@ -29,6 +31,7 @@ from .workers import DiagnosisWorkers
 __all__ = [
     "CORRELATION_SPAN",
     "DEFAULT_WINDOW",
+    "FILES_MORE",
     "PROCESSES_ENV",
     "Answer",
     "Asked",
@@ -58,6 +61,7 @@ __all__ = [
     "node_span",
     "planned",
     "process_count",
+    "shown_said",
     "sweep",
     "tables_source",
     "verify_repair",

@@ -295,11 +295,26 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
         said.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
                     f"--at): {UNTIMED_ADVICE}")
     first = [unreadable_note(node, got.unreadable[node])] if node in got.unreadable else []
+    first += shown_said(got.said.get(node, []), STORED_MORE)  # what reading its files said, as a file's answer
     if said or first:  # unreadable readings first: they are why its health is unknown
         diagnosis = diagnosis.model_copy(update={"warnings": [*first, *diagnosis.warnings, *said]})
     if got.end is not None:
         diagnosis = planned(diagnosis, got.maintenance.get(node, []), start=got.end - length, end=got.end)
     return diagnosis
+
+
+READ_WARNINGS_SHOWN = 10  # of what reading the files said, ahead of the diagnosis's own warnings
+FILES_MORE = "from reading the files (`fabricbot ingest FILE` lists every one)"
+STORED_MORE = "said when its files were ingested (`fabricbot ingest` listed every one)"
+
+
+def shown_said(said: list[str], more: str) -> list[str]:
+    """What reading a node's files said, as every door shows it: the first few, the rest counted, never dropped
+    unsaid (`more` says where each is listed)."""
+    shown = said[:READ_WARNINGS_SHOWN]
+    if len(said) > len(shown):
+        shown.append(f"... and {len(said) - len(shown)} more {more}")
+    return shown
 
 
 def unreadable_note(node: str, why: str) -> str:

@@ -40,6 +40,7 @@ class Window:
     listed: set[str] = field(default_factory=set)  # nodes whose readings list only some links (snapshots)
     cut: set[str] = field(default_factory=set)  # nodes whose input stops short: what it does not reach is unknown
     unreadable: dict[str, str] = field(default_factory=dict)  # node -> why its stored readings could not be read
+    said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its stored files said
 
 
 def marked_nodes(records: pd.DataFrame | None, reading: str) -> set[str]:

@@ -115,7 +115,8 @@ class StoreSource:
         return Window(tables=got.tables, end=got.end, platforms=got.platforms, racks=got.racks, newest=got.newest,
                       undated=got.undated, maintenance=got.maintenance, history=history,
                       listed=marked_nodes(got.tables.get("nodes"), LISTED),
-                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=window_unreadable)
+                      cut=marked_nodes(got.tables.get("nodes"), CUT_SHORT), unreadable=window_unreadable,
+                      said=got.said)
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
                 unreadable: dict[str, str] | None = None) -> pd.DataFrame:

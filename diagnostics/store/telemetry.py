@@ -41,6 +41,8 @@ from .compaction import Compacted, compact
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, read_parts, write_part
+from .said import keep as keep_said
+from .said import said_of
 from .selection import Selection, read_selected
 from .sources import (
     At,
@@ -154,6 +156,7 @@ class TelemetryStore:
                 return
             if outcome.result is not None:
                 self._write(outcome.result, outcome.sha256)
+                keep_said(self._db, outcome.sha256, outcome.result)  # said again by every analysis of the store
                 if not cut_nodes(outcome.result):
                     self._read_whole(outcome.result)
             if outcome.nodes is not None:
@@ -371,9 +374,10 @@ class TelemetryStore:
         for window in self.maintenance.windows():
             if names is None or window.node_id in names:
                 planned.setdefault(window.node_id, []).append(window)
+        said = said_of(self._db, names, start_ns, end_ns) if names != [] else {}
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
-                           undated, planned)
+                           undated, planned, said)
 
     def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
                      columns: Collection[str] | None = None,

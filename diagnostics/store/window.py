@@ -23,6 +23,7 @@ class StoreWindow:
     newest: dict[str, datetime]  # each asked node's newest link reading in the store (at any time)
     undated: dict[str, int] = field(default_factory=dict)  # per asked node, link readings without a time
     maintenance: dict[str, list[Maintenance]] = field(default_factory=dict)  # per asked node, its planned work
+    said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its files said at ingest
 
     @property
     def platforms(self) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """The file door (`fabricbot analyze FILE`) and the store door (`fabricbot ingest FILE --store S` then `analyze
---store S`) answer one question alike: the window its rates are over."""
+--store S`) answer one question alike: what reading the file said, and the window its rates are over."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES
 
 REAL = FIXTURES / "real"
+AT = "2026-05-13T11:00:00Z"  # when undated readings were taken, said to the store at ingest
 NODE = "n1"
 
 
@@ -29,6 +30,33 @@ def _answer(cli: Cli, *argv: str) -> dict[str, Any]:
 def _stored(cli: Cli, path: Path, store: Path, *at: str) -> None:
     code, _, err = cli("ingest", str(path), "--store", str(store), "--node", NODE, *at)
     assert code == 0, err
+
+
+def _read_said(answer: dict[str, Any], path: Path) -> list[str]:
+    """The warnings a reader gave of the file (each names it), as the answer says them."""
+    return [w for w in answer["warnings"] if w.startswith(f"{path}:")]
+
+
+@pytest.mark.parametrize("name", ["nvlink_e_v100_short_form_2.txt", "kernel_xid79_sxid20034_gpud_1.txt",
+                                  "smi_q_one_gpu_h100_1.txt", "topo_m_hgx_h100_1.txt",
+                                  "nccl_allgather_bf16_h100_1.txt"])
+def test_what_reading_a_file_said_is_said_through_both_doors(cli: Cli, tmp_path: Path, name: str) -> None:
+    path = REAL / name
+    direct = _answer(cli, "analyze", str(path), "--node", NODE)
+    said = _read_said(direct, path)
+    assert said, "the file door says what its reader warned of"
+    for at in ([], ["--at", AT]):  # kept without a time, and dated at ingest
+        store = tmp_path / f"store{len(at)}"
+        _stored(cli, path, store, *at)
+        assert _read_said(_answer(cli, "analyze", "--store", str(store), "--node", NODE), path) == said
+
+
+def test_a_file_ingested_twice_says_its_warnings_once(cli: Cli, tmp_path: Path) -> None:
+    path = REAL / "nvlink_e_v100_short_form_2.txt"
+    for at in (AT, "2026-05-13T11:30:00Z"):  # the same output read again later: another reading
+        _stored(cli, path, tmp_path / "store", "--at", at)
+    said = _read_said(_answer(cli, "analyze", "--store", str(tmp_path / "store"), "--node", NODE), path)
+    assert said == _read_said(_answer(cli, "analyze", str(path), "--node", NODE), path)
 
 
 def _dates(path: Path) -> list[datetime]:
