@@ -116,7 +116,7 @@ def window(span_hours: float, end: datetime | None, *, asked: float | None = Non
     """'window 1 h to 2026-03-01 08:00 UTC'; a window with no clock time (a snapshot's) says so; `asked`: a longer
     window was asked than the readings cover, said beside the span they do."""
     text = f"window {hours(span_hours)}"
-    said = "" if asked is None else f" (the readings' span; {hours(asked)} asked)"
+    said = "" if asked is None else f" (the readings' span of a {hours(asked)} window)"
     if end is None:
         return text + said
     if clockless(end):

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import format as fmt
 from .components import ComponentRef, switch_label, switch_name
 from .config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE
 from .enums import ComponentKind, EventKind, LinkType, Severity
@@ -150,6 +151,6 @@ class SweepResult(BaseModel):
                     + "; ".join(self.incomplete_reasons))
         if not self.offenders:
             asked = "" if self.window_asked_hours is None else \
-                f" (the readings' span; {self.window_asked_hours:g} h asked)"
-            return f"all links within thresholds over the last {self.window_hours:g} h{asked}"
+                f" (the readings' span of a {fmt.hours(self.window_asked_hours)} window)"
+            return f"all links within thresholds over the last {fmt.hours(self.window_hours)}{asked}"
         return f"{len(self.offenders)} offending link(s) on {len(self.nodes)} node(s)"

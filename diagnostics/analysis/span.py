@@ -29,9 +29,9 @@ class Covered:
 
     def note(self) -> str:
         """The one line that says why the window shown is not the one asked."""
-        return (f"a {fmt.hours(self.asked_hours)} window was asked, but the readings of {self.node_id} cover only "
-                f"{fmt.hours(self.hours)} ({fmt.when(utc_datetime(self.first_ns))} to "
-                f"{fmt.when(utc_datetime(self.last_ns))}): its rates are per hour over those {fmt.hours(self.hours)}")
+        return (f"the readings of {self.node_id} cover {fmt.hours(self.hours)} of the {fmt.hours(self.asked_hours)} "
+                f"window ({fmt.when(utc_datetime(self.first_ns))} to {fmt.when(utc_datetime(self.last_ns))}): its "
+                f"rates are per hour over those {fmt.hours(self.hours)}")
 
 
 def covered_spans(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -> dict[str, Covered]:

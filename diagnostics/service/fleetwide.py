@@ -62,7 +62,7 @@ def _say_covered(result: SweepResult, diagnoses: Mapping[str, Diagnosis]) -> Non
     if not short:
         return
     asked = fmt.hours(result.window_hours)
-    result.warnings.append(f"{len(short)} node(s)' readings cover less than the {asked} window asked, their rates "
+    result.warnings.append(f"{len(short)} node(s)' readings cover less than the {asked} window, their rates "
                            "per hour over the span they cover: " + "; ".join(
                                f"{n} {fmt.hours(h)}" for n, h in list(short.items())[:10])
                            + (" ..." if len(short) > 10 else ""))
