@@ -9,7 +9,6 @@ once, for all its nodes. One node's Diagnosis (`node.analyze_tables`) is this en
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,10 +27,10 @@ from ..config.thresholds import (
     Thresholds,
     load_thresholds,
 )
-from ..enums import LinkType, PortSource, Severity
+from ..enums import LinkType, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
-from ..topology import NodeGraph, PortInfo
+from ..topology import NodeGraph
 from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
 from .applications import application_notes
 from .boards import Boards, expected_links, gpu_count
@@ -44,6 +43,7 @@ from .findings import finding_of
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
+from .placed import placed
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rack_stopper, tray_view
 from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
@@ -53,6 +53,7 @@ from .rules import summarize
 from .share import traffic_notes
 from .span import covered_spans
 from .steps import JobSteps
+from .undated import events_end, taken_at_end
 
 PIECE_ROWS = 4_000_000
 
@@ -111,29 +112,6 @@ def _metrics(links: pd.DataFrame, t: np.ndarray, keep: np.ndarray | None, *, sin
     return metrics, sum(n for _, n, _ in done), sum(r for _, _, r in done)
 
 
-def _placed(f: Finding, graph: NodeGraph | None) -> Finding:
-    """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link."""
-    if graph is None or f.gpu is None or f.link is None or f.link_type is LinkType.NVSWITCH:
-        return f
-    ports = _PORTS.get(id(graph))
-    if ports is None:  # a platform's template serves every node of it, request after request
-        ports = _PORTS[id(graph)] = {}
-        weakref.finalize(graph, _PORTS.pop, id(graph), None)
-    key = (f.gpu, f.link, f.link_type.value)
-    port = ports.get(key)
-    if port is None:
-        port = ports[key] = graph.port_of(f.gpu, f.link, f.link_type.value)
-    if port.source is PortSource.UNKNOWN and port.switch_port is None:
-        return f
-    return f.model_copy(update={"ref": port.ref, "switch": port.switch or f.switch, "switch_port": port.switch_port,
-                                "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
-
-
-# the ports found on each graph the engine judges on (by its id), kept as long as the graph: graphs are only read
-# once built
-_PORTS: dict[int, dict[tuple[int, int, str], PortInfo]] = {}
-
-
 def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, EndView]]) -> pd.DataFrame:
     """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: two levels their rules judge, the
     lanes a dated status names (an earlier reading read it clear) and those only an undated one names."""
@@ -186,8 +164,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     graph_of = Boards(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"), slots)
     links, by_bus = numbered_by_bus(links, graph_of.buses)
     t = ns(links["timestamp"]) if len(links) else np.zeros(0, dtype=np.int64)
-    events, t, undated = _dated(events, t, links, end)
-    end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else _events_end(events)
+    events, t, undated = taken_at_end(events, t, links, end)
+    end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else events_end(events)
     start_ns = end_ns - int(window.total_seconds() * 1e9)
     since_ns = end_ns - int(history_needed(window, thresholds).total_seconds() * 1e9)
     window_end = utc_datetime(end_ns)
@@ -242,7 +220,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
-        mine = nvlink_ends([_placed(f, graph) for f in found.get(node, [])], policy)
+        mine = nvlink_ends([placed(f, graph) for f in found.get(node, [])], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
         mine += judged.get(node, [])
@@ -411,37 +389,3 @@ def _max_samples(metrics: pd.DataFrame) -> dict[str, int]:
         return {}
     most = metrics.groupby(metrics["node_id"].astype("string"), observed=True)["readings"].max()
     return {str(k): int(v) for k, v in most.items()}
-
-
-def _events_end(events: pd.DataFrame) -> int:
-    if events.empty:
-        return int(pd.Timestamp.now(tz="UTC").value)
-    newest = pd.to_datetime(events["timestamp"], utc=True, format="mixed").max()
-    return int(pd.Timestamp.now(tz="UTC").value if pd.isna(newest) else newest.value)
-
-
-NO_TIME = np.iinfo(np.int64).min
-
-
-def _dated(events: pd.DataFrame, t: np.ndarray, links: pd.DataFrame,
-           end: datetime | None) -> tuple[pd.DataFrame, np.ndarray, dict[str, int]]:
-    """Readings and events without a time (a paste with no `date` line) taken as read at the window's end (or the
-    newest time the input has): a lone reading still says a link is down. -> events, times, per node how many."""
-    undated: dict[str, int] = {}
-    missing = t == NO_TIME
-    stated = [int(t[~missing].max())] if (~missing).any() else []
-    ev_t = ns(events["timestamp"]) if len(events) else np.zeros(0, dtype=np.int64)
-    ev_missing = ev_t == NO_TIME
-    stated += [int(ev_t[~ev_missing].max())] if (~ev_missing).any() else []
-    if not missing.any() and not ev_missing.any():
-        return events, t, undated
-    stamp = utc_ns(end) if end is not None else max(stated) if stated else int(pd.Timestamp.now(tz="UTC").value)
-    if missing.any():
-        t = np.where(missing, stamp, t)
-        for node, count in links.loc[missing, "node_id"].astype("string").value_counts().items():
-            undated[str(node)] = int(count)
-    if ev_missing.any():
-        events = events.assign(timestamp=events["timestamp"].where(~ev_missing, pd.Timestamp(stamp, tz="UTC")))
-        for node, count in events.loc[ev_missing, "node_id"].astype("string").value_counts().items():
-            undated[str(node)] = undated.get(str(node), 0) + int(count)
-    return events, t, undated

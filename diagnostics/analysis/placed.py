@@ -1,0 +1,33 @@
+"""A flagged link placed on its switch port: the switch, port and identity the node's topology graph gives it, each
+graph's ports looked up once (a platform's template graph serves every node of it, request after request)."""
+
+from __future__ import annotations
+
+import weakref
+
+from ..enums import LinkType, PortSource
+from ..model import Finding
+from ..topology import NodeGraph, PortInfo
+
+
+def placed(f: Finding, graph: NodeGraph | None) -> Finding:
+    """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link."""
+    if graph is None or f.gpu is None or f.link is None or f.link_type is LinkType.NVSWITCH:
+        return f
+    ports = _PORTS.get(id(graph))
+    if ports is None:  # a platform's template serves every node of it, request after request
+        ports = _PORTS[id(graph)] = {}
+        weakref.finalize(graph, _PORTS.pop, id(graph), None)
+    key = (f.gpu, f.link, f.link_type.value)
+    port = ports.get(key)
+    if port is None:
+        port = ports[key] = graph.port_of(f.gpu, f.link, f.link_type.value)
+    if port.source is PortSource.UNKNOWN and port.switch_port is None:
+        return f
+    return f.model_copy(update={"ref": port.ref, "switch": port.switch or f.switch, "switch_port": port.switch_port,
+                                "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
+
+
+# the ports found on each graph the engine judges on (by its id), kept as long as the graph: graphs are only read
+# once built
+_PORTS: dict[int, dict[tuple[int, int, str], PortInfo]] = {}
