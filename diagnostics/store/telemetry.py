@@ -29,7 +29,6 @@ from sqlite_utils.db import Table
 from ..errors import InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
-from ..ingest.snapshot import CUT_SHORT
 from ..ingest.summary import nodes as summary_nodes
 from ..model import RackSlot
 from ..progress import Progress, advance
@@ -41,6 +40,7 @@ from .compaction import Compacted, compact
 from .database import connect, transaction
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, read_parts, write_part
+from .records import note_nodes, read_whole, write_gpus, write_nodes, write_rows
 from .said import keep as keep_said
 from .said import said_of
 from .selection import Selection, read_selected
@@ -49,7 +49,6 @@ from .sources import (
     FileOutcome,
     IngestReport,
     cut_nodes,
-    link_nodes,
     placed_on_a_node,
     read_sources,
     untimed_warning,
@@ -158,9 +157,9 @@ class TelemetryStore:
                 self._write(outcome.result, outcome.sha256)
                 keep_said(self._db, outcome.sha256, outcome.result)  # said again by every analysis of the store
                 if not cut_nodes(outcome.result):
-                    self._read_whole(outcome.result)
+                    read_whole(self._db, outcome.result)
             if outcome.nodes is not None:
-                self._write_nodes(outcome.nodes)
+                write_nodes(self._db, outcome.nodes)
             outcome.status = "ingested"
             self._table("ingests").insert({"sha256": outcome.sha256, "file": outcome.name,
                                            "format": outcome.format, "ingested_at": datetime.now(UTC).isoformat(),
@@ -180,63 +179,10 @@ class TelemetryStore:
     def _write(self, result: IngestResult, sha: str) -> None:
         self._write_parts(result["link_samples"], LINK_SAMPLES, "node_id", sha, _PARTED["link_samples"][1])
         self._write_parts(result["step_samples"], STEP_SAMPLES, "job_id", sha, _PARTED["step_samples"][1])
-        self._write_rows("events", result["events"])
-        self._write_rows("topology", result["topology"])
-        said: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # rows by the columns they give
-        for row in _records(result["gpus"]):
-            given = {k: v for k, v in row.items() if v is not None or k in ("node_id", "gpu")}
-            if given["gpu"] is None:
-                self._write_unindexed(given)
-                continue
-            said.setdefault(tuple(sorted(given)), []).append(given)
-        for rows in said.values():  # a file replaces only what it says of a GPU: an inventory's serial stays when a
-            # scrape that names none comes after
-            self._table("gpus").upsert_all(rows, pk=("node_id", "gpu"), alter=True)
-        self._note_nodes(summary_nodes(result))
-
-    def _write_unindexed(self, given: dict[str, Any]) -> None:
-        """A GPU its input names by bus id alone (`nvidia-smi -q -i N` prints no index), kept by its node and bus
-        as the file's own answer keeps it; what the file says replaces what an earlier one said of that bus."""
-        bus = given.get("pci_bus_id")
-        if bus is None:
-            return  # neither index nor bus: nothing places it, nor finds it again
-        table = self._table("gpus")
-        if table.exists():
-            table.add_missing_columns([given])
-            old = list(self._db.query("select * from gpus where node_id = ? and gpu is null and pci_bus_id = ?",
-                                      [given["node_id"], bus]))
-            if old:
-                self._db.execute("delete from gpus where node_id = ? and gpu is null and pci_bus_id = ?",
-                                 [given["node_id"], bus])
-                given = {**{k: v for k, v in old[0].items() if v is not None}, **given}
-        table.insert(given, pk=("node_id", "gpu"), alter=True)
-
-    def _read_whole(self, result: IngestResult) -> None:
-        """A whole input's nodes no longer have their newest readings from one cut short (`sources.cut_short`)."""
-        names = link_nodes(result)
-        if names and "reading" in self._table("nodes").columns_dict:
-            marks = ", ".join("?" * len(names))
-            self._db.execute(f"update nodes set reading = null where reading = ? and node_id in ({marks})",
-                             [CUT_SHORT, *names])
-
-    def _write_nodes(self, records: pd.DataFrame) -> None:
-        """An inventory's node records: a platform, serial or rack it gives replaces the stored one. A scheduler
-        state comes with its reason (none, if the file gives none) and since when: the file's time, else the first
-        ingest that saw it; a new state reopens a hold someone ended (store/maintenance.py)."""
-        self._note_nodes(records["node_id"].astype(str).tolist())
-        now = datetime.now(UTC).isoformat()
-        for row in records.to_dict("records"):
-            given: dict[str, str | None] = {str(k): v for k, v in row.items()
-                                            if k != "node_id" and isinstance(v, str) and v}
-            if "state" in given:
-                stored = self._table("nodes").get(str(row["node_id"]))
-                same = (stored.get("state"), stored.get("state_reason")) == (given["state"],
-                                                                            given.get("state_reason"))
-                given.setdefault("state_reason", None)
-                if not same:
-                    given.update(state_seen=now, hold_ended_at=None, hold_ended_by=None)
-            if given:
-                self._table("nodes").update(str(row["node_id"]), given, alter=True)
+        write_rows(self._db, "events", result["events"])
+        write_rows(self._db, "topology", result["topology"])
+        write_gpus(self._db, result["gpus"])
+        note_nodes(self._db, summary_nodes(result))
 
     def _write_parts(self, frame: pd.DataFrame, schema: TableSchema, key: str, sha: str,
                      order: tuple[str, ...]) -> None:
@@ -255,19 +201,6 @@ class TelemetryStore:
             self._touched.setdefault(table, set()).add(str(value))
             if table == "step_samples":
                 self._catalog.add_job_nodes(str(value), job_nodes(part), info.t_min, info.t_max)
-
-    def _write_rows(self, table: str, frame: pd.DataFrame) -> None:
-        if len(frame):
-            self._table(table).insert_all(_records(frame), alter=True)
-            self._table(table).create_index(["node_id"], if_not_exists=True)
-
-    def _note_nodes(self, names: Iterable[str]) -> None:
-        now = datetime.now(UTC).isoformat()
-        for name in names:
-            first = now
-            if self._table("nodes").count_where("node_id = ?", [name]):
-                first = self._table("nodes").get(name)["first_seen"]
-            self._table("nodes").upsert({"node_id": name, "first_seen": first, "last_seen": now}, pk="node_id")
 
     # ---- reading ----
     def nodes(self) -> list[str]:
@@ -460,14 +393,6 @@ class TelemetryStore:
                                   params)
         frame: pd.DataFrame = conform(pd.DataFrame(cursor.fetchall(), columns=[d[0] for d in cursor.description]))
         return frame
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    out = frame.copy()
-    if "timestamp" in out:
-        out["timestamp"] = out["timestamp"].map(lambda t: None if pd.isna(t) else t.isoformat())
-    rows = out.astype(object).where(out.notna(), None).to_dict("records")
-    return [{str(k): v for k, v in row.items()} for row in rows]
 
 
 def open_store(root: Path | str, *, create: bool = True) -> TelemetryStore:

@@ -109,7 +109,7 @@ def test_nodes_named_only_by_step_samples_are_known(tmp_path: Path) -> None:
 def test_the_newest_event_is_found_in_the_database_as_its_times_order_it(tmp_path: Path) -> None:
     """An events-only store's end: the newest event's exact time, a fraction of a second or a nanosecond included,
     an undated event never the newest, read without loading the events."""
-    from diagnostics.store.telemetry import _records
+    from diagnostics.store.records import records as _records
     from diagnostics.tables import EVENTS
 
     store = TelemetryStore(tmp_path / "store")
