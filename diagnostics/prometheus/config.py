@@ -56,6 +56,7 @@ class Limits(BaseModel):
     retries: int = Field(default=3, ge=0)
     backoff_seconds: float = Field(default=0.5, ge=0)
     concurrency: int = Field(default=4, ge=1)
+    young_nodes_per_query: int = Field(default=16, ge=1)
 
 
 class PrometheusConfig(BaseModel):

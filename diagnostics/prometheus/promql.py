@@ -1,7 +1,8 @@
 """PromQL generated from the thresholds file and the dcgm metric table, so no threshold or metric name is written twice.
 
 Each detection rule becomes one query per link type it applies to: the per-hour increase of its counter, per node,
-GPU, NVSwitch and link, compared with the rule's `above`; a rule on a gauge (PCIe lanes or generations lost, a
+GPU, NVSwitch and link, compared with the rule's `above` (the nodes with a series that began inside the window are
+rated again over the span each series covers: see `young`); a rule on a gauge (PCIe lanes or generations lost, a
 bit-error ratio) compares the link's last reading in the window instead (see `gauges`). Missing series become three
 more queries: links whose series vanished inside the window, GPUs reporting fewer links than their platform has,
 and nodes with fewer GPUs reporting than their platform has (a GPU that fell off the bus hours before the sweep has
@@ -11,6 +12,7 @@ and the last-Xid gauge (see `xid_queries`).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -22,7 +24,8 @@ from ..enums import LinkType, Severity
 from ..format import Unit
 from ..ingest.dcgm_map import DcgmMap, Field
 from ..metrics import BUSY_SETTING, GAUGES, SUMS
-from .config import PrometheusConfig
+from ..values import limits
+from .config import Limits, PrometheusConfig
 from .gauges import is_gauge_rule, literal
 
 PRESENCE_COLUMN = "replay"  # the NVLink counter whose series say that a link is reporting
@@ -53,6 +56,12 @@ def duration(hours: float) -> str:
     return f"{round(hours * 3600)}s"
 
 
+def start_step(window_hours: float, bounds: Limits) -> int:
+    """The resolution, in whole seconds, at which a series' first sample in the window is looked for: the node
+    read's finest step, coarser only where the window would take more points per series than a read may."""
+    return max(math.ceil(bounds.min_step_seconds), math.ceil(window_hours * 3600 / bounds.max_points_per_series))
+
+
 def _names(dmap: DcgmMap, column: str, link_type: LinkType,
            counter: bool) -> tuple[list[str], list[re.Pattern[str]]]:
     exact = [n for n, f in dmap.exact.items() if _is(f, column, link_type, counter)]
@@ -78,6 +87,33 @@ class QueryBuilder:
     def by(self, *roles: str) -> str:
         labels = self.config.labels
         return ", ".join(getattr(labels, r) for r in roles)
+
+    def per_hour(self, window_hours: float) -> Wrap:
+        """Wraps a counter selector in its rate per hour over the span each of its series covers in the window: the
+        young-series pass's form (`young`), some 20 times the cost of the increase alone.
+
+        Prometheus' `increase()` extrapolates a series' increase toward the window's edges only where its first or
+        last sample lies within about one sampling interval of them; a series that began inside the window (a node
+        that joined, a restarted exporter, a GPU reset that re-created it) is extended by half an interval at most.
+        Divided by the whole window it shows the fraction of its rate that the window it covers is. The local
+        engine (analysis.rates) divides the increase by the time from the first reading it uses to the last. So the
+        increase is divided by the time from the series' first sample in the window (its first `timestamp()` seen
+        by a subquery at `start_step`, exact where the scrape interval is no finer) to the evaluation time, up to
+        the window: a series older than the window has a sample at or before its start and is divided by the whole
+        window, as before; one that began inside it exceeds the local rate by half a sampling interval over its span
+        at most. (`rate()` is the same extrapolated increase over the whole range.) A series with one sample has no
+        increase and so no rate, and one whose span is under the shortest a rate is taken over (limits.toml
+        [rate]) has none either, as locally.
+        """
+        window_s = round(window_hours * 3600)
+        step = start_step(window_hours, self.config.limits)
+        shortest = limits().rate_min_interval_s
+
+        def wrap(selector: str) -> str:
+            first = f"min_over_time(timestamp({selector})[{window_s + step}s:{step}s])"
+            span = f"(clamp_max(time() - {first}, {window_s}) >= {shortest:g})"
+            return f"(increase({selector}[{duration(window_hours)}]) / {span} * 3600)"
+        return wrap
 
     def selector(self, names: str, *extra: str) -> str:
         """`{__name__=~"A|B", ...}`: every spelling of one counter, with the site's extra matchers."""
@@ -162,11 +198,14 @@ def not_pushable(rule: Rule) -> str | None:
 
 
 def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float,
-                 recorded: Mapping[tuple[str, LinkType], str] | None = None) -> list[SweepQuery]:
+                 recorded: Mapping[tuple[str, LinkType], str] | None = None, *,
+                 exact: bool = False) -> list[SweepQuery]:
     """One query per (rule, link type): links whose per-hour increase is above the rule's threshold.
 
     `recorded` names, per (counter, link type), a series the server's recording rules keep with that rate (see
     `rules`): the query then compares it instead of computing the increase of every spelling of the counter.
+    `exact` rates each series over the span it covers instead (`QueryBuilder.per_hour`), recorded rates unread:
+    the form the sweep takes again for the nodes with a series younger than the window.
     A rule with `persist = [k, m]` counts, with a subquery, the windows that exceeded among the last m; the
     server aligns those windows to multiples of the window length (local.persist_ends mirrors it).
     """
@@ -178,12 +217,14 @@ def rule_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: fl
         for link_type in LinkType:
             if not rule.applies_to(link_type.value):
                 continue
-            name = (recorded or {}).get((rule.counter, link_type))
-            vector = builder.counter_vector(rule.counter, link_type, lambda s: f"increase({s}[{rng}])")
+            name = None if exact else (recorded or {}).get((rule.counter, link_type))
+            wrap = builder.per_hour(window_hours) if exact else (lambda s: f"increase({s}[{rng}])")
+            vector = builder.counter_vector(rule.counter, link_type, wrap)
             compare = comparison(rule, builder, link_type, rng)
             if vector is None or compare is None:
                 continue
-            promql = f"{name} {compare}" if name else f"({vector}) / {window_hours:g} {compare}"
+            per_hour = f"({vector})" if exact else f"({vector}) / {window_hours:g}"
+            promql = f"{name} {compare}" if name else f"{per_hour} {compare}"
             persist = getattr(rule, "persist", None)
             if persist:
                 k, m = int(persist[0]), int(persist[1])

@@ -7,6 +7,11 @@ generates) with each rule's threshold. A rule with `persist = [k, m]` alerts whe
 k consecutive windows: `for:` is (k - 1) windows, a continuous stretch where the history analysis counts any k of
 the last m (so the alert is the stricter of the two).
 
+A recorded rate is the counter's `increase()` over the window divided by the window, cheap enough for a server to
+evaluate every minute: a series that began inside the window is rated at the share of its rate that its span is of
+the window, so an alert may miss it for up to a window. The sweep corrects it: it searches once for such series
+and rates their nodes again over the span each series covers (`young`), never reading the recorded rate for them.
+
 The file is YAML (Prometheus' rule-file format); each scalar is written as a JSON string, which is also a YAML
 double-quoted scalar, so no PromQL character needs its own escaping.
 """
@@ -192,6 +197,8 @@ def rules_yaml(thresholds: Thresholds, *, window_hours: float = 1.0, interval: s
     alerting = alertings(thresholds, builder, window_hours, recorded) if alerts else []
     lines = [f"# Written by `fabricbot rules` from {thresholds.source}; window {window_text(window_hours)}.",
              "# Recording rules: each counter's per-link rate per hour, read by `fabricbot sweep` when present.",
+             "# A rate is the increase over the window per window-hour: a series younger than the window (a node",
+             "# that joined, re-created series) is rated low here; the sweep rates those nodes again itself.",
              "# Alerting rules after them, in the same group: each judges the rate recorded at the same evaluation.",
              "groups:",
              f"  - name: {_q(GROUP)}", f"    interval: {_q(interval)}", "    rules:"]

@@ -43,6 +43,7 @@ from .promql import (
 )
 from .rules import recorded_pattern, recordings
 from .source import read_node
+from .young import exact_queries, node_batches, young_nodes, young_query, young_span_hours
 
 
 def fleet_queries(client: PrometheusClient, thresholds: Thresholds, window_hours: float,
@@ -116,32 +117,49 @@ def recorded_rates(client: PrometheusClient, thresholds: Thresholds, at: datetim
 
 def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetime, window_hours: float,
                    result: SweepResult, dmap: DcgmMap | None = None) -> None:
-    """Evaluate every generated query at `at`; failures become reasons the view is incomplete."""
+    """Evaluate every generated query at `at`, then rate the nodes with a series younger than the window again over
+    the span each series covers (`young`); failures become reasons the view is incomplete."""
     dmap = dmap or load_map()
     recorded = recorded_rates(client, thresholds, at, window_hours, dmap)
     held = recorded if isinstance(recorded, dict) else {}
     result.recorded = sorted(held.values())
     queries = fleet_queries(client, thresholds, window_hours, dmap, held)
-    result.queries = len(queries)
-    result.not_pushed_down = unpushed_rules(thresholds, QueryBuilder(client.config, dmap))
+    builder = QueryBuilder(client.config, dmap)
+    search = young_query(builder, young_span_hours(thresholds, window_hours))
+    result.queries = len(queries) + (search is not None)
+    result.not_pushed_down = unpushed_rules(thresholds, builder)
 
-    def evaluate(query: SweepQuery) -> Answer | PrometheusError:
-        try:
-            return client.instant(query.promql, at)
-        except PrometheusError as exc:
-            return exc
+    def evaluate(promql: str) -> Answer | PrometheusError:
+        return _instant(client, promql, at)
 
     answers: list[Answer | PrometheusError] = [] if isinstance(recorded, dict) else [recorded]
     if not answers:
-        answers = [evaluate(q) for q in queries[:1]]
+        answers = [evaluate(q.promql) for q in queries[:1]]
+    searched: Answer | PrometheusError | None = None
     if answers and isinstance(answers[0], PrometheusUnavailable):  # no point sending the rest to a dead server
         answers += [PrometheusError(f"not sent: the server did not answer the first query ({answers[0]})")
                     for _ in queries[1:]]
+        searched = None if search is None else PrometheusError(f"not sent: the server did not answer the first "
+                                                                f"query ({answers[0]})")
     else:
         with ThreadPoolExecutor(max_workers=client.config.limits.concurrency) as pool:
-            answers.extend(pool.map(evaluate, queries[1:]))
+            found = None if search is None else pool.submit(evaluate, search)
+            answers.extend(pool.map(evaluate, [q.promql for q in queries[1:]]))
+            searched = None if found is None else found.result()
+    _collect(client, queries, answers, result)
+    if searched is not None:
+        _rate_young(client, thresholds, at, window_hours, builder, searched, result)
+    result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",
+                                         o.link or -1, o.rule, o.xid or -1))
+
+
+def _collect(client: PrometheusClient, queries: list[SweepQuery], answers: list[Answer | PrometheusError],
+             result: SweepResult, note: str = "") -> list[SweepQuery]:
+    """Each answer's offenders into the result, each failure or warning a reason it is incomplete; the queries
+    that answered."""
+    answered = []
     for query, answer in zip(queries, answers, strict=True):
-        what = f"rule {query.rule} ({query.link_type.value})"
+        what = f"rule {query.rule} ({query.link_type.value}){note}"
         if isinstance(answer, PrometheusError):
             result.complete = False
             result.incomplete_reasons.append(f"{what} not evaluated: {answer}")
@@ -150,8 +168,42 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
             result.complete = False
             result.incomplete_reasons.append(f"{what}: partial data: {warning}")
         result.offenders.extend(_offender(client, query, row) for row in answer.rows)
-    result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",
-                                         o.link or -1, o.rule, o.xid or -1))
+        answered.append(query)
+    return answered
+
+
+def _rate_young(client: PrometheusClient, thresholds: Thresholds, at: datetime, window_hours: float,
+                builder: QueryBuilder, searched: Answer | PrometheusError, result: SweepResult) -> None:
+    """The rate queries again, in the exact form, for the nodes the young-series search names, a batch of nodes at
+    a time: each answer replaces the first pass's offenders of its rule on its nodes. A query that fails leaves
+    them (a lower bound: a series' increase over the whole window is at most its rate over its span)."""
+    what = "the search for series begun inside the window"
+    if isinstance(searched, PrometheusError):
+        result.complete = False
+        result.incomplete_reasons.append(f"{what} not evaluated (such a series is rated low): {searched}")
+        return
+    for warning in searched.warnings:
+        result.complete = False
+        result.incomplete_reasons.append(f"{what}: partial data: {warning}")
+    result.young = young_nodes(searched, client.config.labels.node)
+    limits = client.config.limits
+    for nodes, persist_only in node_batches(result.young, at, window_hours, limits.young_nodes_per_query):
+        queries = exact_queries(thresholds, builder, window_hours, nodes, persist_only)
+        with ThreadPoolExecutor(max_workers=limits.concurrency) as pool:
+            answers = list(pool.map(lambda q: _instant(client, q.promql, at), queries))
+        result.queries += len(queries)
+        first = result.offenders
+        result.offenders = []
+        rated = {(q.rule, q.link_type) for q in _collect(client, queries, answers, result,
+                                                         f" on {len(nodes)} node(s) with young series")}
+        result.offenders[:0] = [o for o in first if o.node_id not in nodes or (o.rule, o.link_type) not in rated]
+
+
+def _instant(client: PrometheusClient, promql: str, at: datetime) -> Answer | PrometheusError:
+    try:
+        return client.instant(promql, at)
+    except PrometheusError as exc:
+        return exc
 
 
 def sweep(client: PrometheusClient, thresholds: Thresholds, *, at: datetime | None = None,

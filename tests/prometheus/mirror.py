@@ -1,4 +1,5 @@
-"""A local mirror of the PromQL push-down: Prometheus' `increase()` and the generated queries' rules, on link_samples.
+"""A local mirror of the PromQL push-down: Prometheus' `increase()`, the span a series covers, and the generated
+queries' rules, on link_samples.
 
 The oracle the generated queries are tested against: mirroring the server's extrapolation (rather than a plain
 last-minus-first) lets the two agree link for link at any instant, even for a rate close to its threshold. The
@@ -20,6 +21,7 @@ from diagnostics.enums import LinkType, Severity
 from diagnostics.ingest.dcgm_map import load_map
 from diagnostics.metrics import GAUGES, SUMS
 from diagnostics.offenders import Offender
+from diagnostics.prometheus.config import Limits
 from diagnostics.prometheus.gauges import gauge_values, is_gauge_rule, last_readings
 from diagnostics.prometheus.promql import (
     BELOW_EXPECTED_RULE,
@@ -29,7 +31,9 @@ from diagnostics.prometheus.promql import (
     not_pushable,
     platform_counts,
     platform_model,
+    start_step,
 )
+from diagnostics.values import limits
 
 KEYS = ["node_id", "link_type", "gpu", "nvswitch", "link"]
 LOOKBACK = timedelta(minutes=5)
@@ -61,24 +65,6 @@ def _extrapolate(t0: np.ndarray, t1: np.ndarray, v0: np.ndarray, v1: np.ndarray,
         return np.where(n >= 2, result * (interval / sampled), np.nan)
 
 
-def window_increases(inside: pd.DataFrame, column: str, start: float, end: float) -> pd.Series:
-    """`increase(column[window])` for every link series in `inside`, indexed by KEYS."""
-    rows = inside[inside[column].notna()].sort_values([*KEYS, "timestamp"])
-    if rows.empty:
-        return pd.Series(dtype=float)
-    keys = [rows[k].astype("object").where(rows[k].notna(), None) for k in KEYS]
-    t = rows["timestamp"].astype("int64") / 1e9
-    v = rows[column].astype(float)
-    groups = v.groupby(keys, dropna=False, sort=False)
-    prev = groups.shift()
-    resets = v.where(v < prev, np.nan).notna() * prev.fillna(0.0)
-    agg = pd.DataFrame({"t": t, "v": v, "r": resets}).groupby(keys, dropna=False, sort=False)
-    first, last, n = agg.first(), agg.last(), agg.size()
-    value = _extrapolate(first["t"].to_numpy(), last["t"].to_numpy(), first["v"].to_numpy(),
-                         last["v"].to_numpy(), agg["r"].sum().to_numpy(), n.to_numpy(), start, end)
-    return pd.Series(value, index=first.index).dropna()
-
-
 def persist_ends(at: datetime, window_hours: float, m: int) -> list[float]:
     """The instants a `[m windows : window]` subquery evaluates at: multiples of the window, newest first."""
     step_ms = round(window_hours * 3600 * 1000)
@@ -86,17 +72,56 @@ def persist_ends(at: datetime, window_hours: float, m: int) -> list[float]:
     return [(last - j * step_ms) / 1000 for j in range(m)]
 
 
+def first_seen(t: np.ndarray, end: float, window_s: float, step: int) -> float | None:
+    """A series' first sample time (seconds, sorted `t`) as `min_over_time(timestamp(s)[window + step : step])` sees
+    it at `end`: the steps are multiples of `step` (Prometheus 2.x aligns a subquery's), each seeing the newest
+    sample within the lookback, so a series older than the window gives a sample at or before the window's start."""
+    step_ms = step * 1000
+    first = -(-(round(end * 1000) - round((window_s + step) * 1000)) // step_ms) * step_ms / 1000
+    last = (round(end * 1000) // step_ms) * step_ms / 1000
+    near = t[(t >= first - LOOKBACK.total_seconds()) & (t <= first)]
+    later = t[(t > first) & (t <= last)]
+    return float(near[-1]) if len(near) else float(later[0]) if len(later) else None
+
+
+def window_rate(t: np.ndarray, v: np.ndarray, start: float, end: float, step: int) -> float | None:
+    """`QueryBuilder.per_hour` on one series (seconds `t`, sorted): `increase()` over the window divided by the
+    time from its first sample to `end`, at most the window; None without a rate (one sample, too short a span)."""
+    inside = (t >= start) & (t <= end)
+    increase = extrapolated_increase(t[inside], v[inside], start, end)
+    since = first_seen(t, end, end - start, step)
+    if increase is None or since is None:
+        return None
+    span = min(end - since, end - start)
+    return None if span < limits().rate_min_interval_s else increase / span * 3600
+
+
+def window_rates(samples: pd.DataFrame, column: str, start: float, end: float, step: int) -> pd.Series:
+    """`window_rate` of `column` for every link series in `samples`, indexed by KEYS."""
+    rows = samples[samples[column].notna()
+                   & (samples["timestamp"] >= pd.Timestamp(start - (end - start), unit="s", tz="UTC"))
+                   & (samples["timestamp"] <= pd.Timestamp(end, unit="s", tz="UTC"))].sort_values([*KEYS, "timestamp"])
+    if rows.empty:
+        return pd.Series(dtype=float)
+    keys = [rows[k].astype("object").where(rows[k].notna(), None) for k in KEYS]
+    t = (rows["timestamp"].astype("int64") / 1e9).to_numpy()
+    v = rows[column].astype(float).to_numpy()
+    groups = pd.Series(np.arange(len(rows)), index=rows.index).groupby(keys, dropna=False, sort=False)
+    rates = {key: window_rate(t[at.to_numpy()], v[at.to_numpy()], start, end, step) for key, at in groups}
+    return pd.Series({k: r for k, r in rates.items() if r is not None}, dtype=float)
+
+
 def _rates(samples: pd.DataFrame, counters: list[str], start: float, end: float, hours: float) -> pd.DataFrame:
-    """Per link, each counter's `increase()` over [start, end] per hour (`crc` sums its columns)."""
-    inside = samples[(samples["timestamp"] >= pd.Timestamp(start, unit="s", tz="UTC"))
-                     & (samples["timestamp"] <= pd.Timestamp(end, unit="s", tz="UTC"))]
+    """Per link, each counter's rate per hour over [start, end] as the push-down computes it (`crc` sums its
+    columns' rates)."""
+    step = start_step(hours, Limits())
     rates: dict[str, pd.Series] = {}
     for counter in counters:
-        parts = [window_increases(inside, c, start, end) for c in SUMS.get(counter, (counter,))
-                 if c in inside]
+        parts = [window_rates(samples, c, start, end, step) for c in SUMS.get(counter, (counter,))
+                 if c in samples]
         parts = [p for p in parts if len(p)]
         if parts:
-            rates[counter] = pd.concat(parts, axis=1).sum(axis=1, min_count=1) / hours
+            rates[counter] = pd.concat(parts, axis=1).sum(axis=1, min_count=1)
     return pd.DataFrame(rates)
 
 

@@ -75,6 +75,11 @@ tests:
         values: '0+30x240'
       - series: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L4{{Hostname="node-7", gpu="2"}}'
         values: '0+10x240'
+      # GPU 3 NVLink 6 of a node that joined at 80 min: 50 a minute (3000 per hour) over the 10 min it covers, recorded
+      # as its increase over the hour (500): a series younger than the window is rated low here (the sweep rates
+      # such a node again over its series' span), so no alert yet
+      - series: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L6{{Hostname="node-8", gpu="3"}}'
+        values: '_x80 0+50x10'
       # one recovery every 20 minutes on GPU 5 NVLink 1: the rate stays above 0 from the first on
       - series: 'DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L1{{Hostname="node-7", gpu="5"}}'
         values: '{recovery_values}'
@@ -86,6 +91,8 @@ tests:
             value: 1800
           - labels: 'fabricbot_link:replay_nvlink:rate1h{{Hostname="node-7", gpu="2", nvlink="4", nvswitch=""}}'
             value: 600
+          - labels: 'fabricbot_link:replay_nvlink:rate1h{{Hostname="node-8", gpu="3", nvlink="6", nvswitch=""}}'
+            value: 500
     alert_rule_test:
       - eval_time: 90m
         alertname: FabricbotNvlinkReplay
