@@ -49,6 +49,11 @@ def _table(result: SweepResult, out: TextIO) -> None:
         print(f"  the store, {window}: read {result.timings.fetch_s:.2f} s, "
               f"analysis {result.timings.analyze_s:.2f} s", file=out)
         return
+    if result.young:
+        names = sorted(result.young)
+        more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+        print(f"  rated {len(names)} node(s) again over the span their series cover (series begun inside the "
+              f"window): {', '.join(names[:10])}{more}", file=out)
     if result.recorded:
         print(f"  read {len(result.recorded)} recorded rate(s) of `fabricbot rules`: {', '.join(result.recorded)}",
               file=out)
