@@ -127,9 +127,10 @@ class SweepResult(BaseModel):
     not_pushed_down: list[str] = Field(default_factory=list)  # rules only the local analysis evaluates
     recorded: list[str] = Field(default_factory=list, description="Recorded per-link rates the server held and the "
                                                                   "sweep read instead of computing them.")
-    young: dict[str, datetime] = Field(default_factory=dict, description="Nodes with a series that began inside "
-                                       "the span the rate queries look back over, each with its latest series' first "
-                                       "sample (to within the search's step): rated again over each series' span.")
+    young: dict[str, float] = Field(default_factory=dict, description="Nodes with a series that began inside the "
+                                    "span the rate queries look back over, each with the lookback in hours its "
+                                    "youngest began within (the window, else the span): rated again over each "
+                                    "series' span.")
     swept: list[str] = Field(default_factory=list, description="Every node the view covers, offending or not "
                                                                "(empty where the source lists only offenders).")
     silent: list[str] = Field(default_factory=list, description="Nodes with no reading in the span: not healthy.")

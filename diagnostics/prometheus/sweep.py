@@ -125,7 +125,7 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
     result.recorded = sorted(held.values())
     queries = fleet_queries(client, thresholds, window_hours, dmap, held)
     builder = QueryBuilder(client.config, dmap)
-    search = young_query(builder, young_span_hours(thresholds, window_hours))
+    search = young_query(builder, window_hours, young_span_hours(thresholds, window_hours))
     result.queries = len(queries) + (search is not None)
     result.not_pushed_down = unpushed_rules(thresholds, builder)
 
@@ -187,7 +187,7 @@ def _rate_young(client: PrometheusClient, thresholds: Thresholds, at: datetime, 
         result.incomplete_reasons.append(f"{what}: partial data: {warning}")
     result.young = young_nodes(searched, client.config.labels.node)
     limits = client.config.limits
-    for nodes, persist_only in node_batches(result.young, at, window_hours, limits.young_nodes_per_query):
+    for nodes, persist_only in node_batches(result.young, window_hours, limits.young_nodes_per_query):
         queries = exact_queries(thresholds, builder, window_hours, nodes, persist_only)
         with ThreadPoolExecutor(max_workers=limits.concurrency) as pool:
             answers = list(pool.map(lambda q: _instant(client, q.promql, at), queries))

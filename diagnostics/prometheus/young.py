@@ -6,23 +6,20 @@ series were re-created, a GPU reset) is rated at the share of its rate that its 
 series' first sample (`QueryBuilder.per_hour`) costs a rate query some 20 times the increase alone, so the sweep
 asks once, on the presence counter only (every link and GPU reports it), which nodes have a series younger than
 the span the rate queries look back over, and rates those nodes again in the exact form (`exact_queries`), a
-batch of nodes per query.
+batch of nodes per query. The search itself only asks whether a series has a sample before the span, never when
+its first one was: a first-sample subquery over the whole fleet would cost it some 0.05 s a node.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 from ..config.thresholds import Thresholds
 from ..enums import LinkType
 from .client import Answer
-from .promql import PRESENCE_COLUMN, QueryBuilder, SweepQuery, _quote, rule_queries
+from .promql import LOOKBACK, PRESENCE_COLUMN, QueryBuilder, SweepQuery, _quote, rule_queries
 
-# the search's step: Prometheus' default lookback (promql.LOOKBACK), so that every step sees the newest sample of a
-# series scraped more often than that, and a series older than the span has one at or before the span's start
-SEARCH_STEP_S = 300
 LINK_TYPE_LABEL = "fabricbot_link_type"  # keeps a GPU's PCIe series apart from its NVLink total (same labels)
 
 
@@ -32,42 +29,43 @@ def young_span_hours(thresholds: Thresholds, window_hours: float) -> float:
     return window_hours * max([1, *windows])
 
 
-def young_query(builder: QueryBuilder, span_hours: float) -> str | None:
-    """Per node, the latest first sample of its presence series that began within the last `span_hours`; no row for
-    a node whose series all began before. None when no presence counter is mapped.
+def young_query(builder: QueryBuilder, window_hours: float, span_hours: float) -> str | None:
+    """Per node with a presence series that began within the last `span_hours`, the shortest lookback (seconds)
+    it began within: the window, or else the span. No row for a node whose series all began before. None when no
+    presence counter is mapped.
 
-    A series' first sample is the oldest that a subquery at `SEARCH_STEP_S` sees (at most a step after the true
-    one: only the exact pass needs that precisely); a series younger than the subquery's last step is seen at the
-    evaluation itself.
+    A series that began inside a lookback has a sample in it and none in the `LOOKBACK` before its start: two plain
+    range selections, where finding its first sample would take a subquery at a fine step (some 20 times the cost).
+    An old series with a scrape gap longer than `LOOKBACK` at the start looks young too, and is only rated again
+    exactly; one whose only sample is the last is young as well (no rate: a single sample has no increase).
+    `unless` matches on every label, so a series re-created with new labels (a restarted exporter's pod) is young
+    even where its link had an older series.
     """
-    span, step = round(span_hours * 3600), SEARCH_STEP_S
-    group = ", ".join(builder.group)
-    parts = []
-    for link_type in LinkType:
-        first = builder.column_vector(
-            PRESENCE_COLUMN, link_type, lambda s: f"min_over_time(timestamp({s})[{span + step}s:{step}s])")
-        now = builder.column_vector(PRESENCE_COLUMN, link_type, lambda s: f"timestamp({s})")
-        if first is not None and now is not None:
-            parts.append(f'label_replace(({first} or on ({group}) {now}), "{LINK_TYPE_LABEL}", '
-                         f'"{link_type.value}", "", "")')
-    if not parts:
-        return None
-    return f"max by ({builder.by('node')}) (({' or '.join(parts)}) > time() - {span})"
+    found = []
+    for lookback in sorted({round(window_hours * 3600), round(span_hours * 3600)}):
+        def began(selector: str, seconds: int = lookback) -> str:
+            return (f"(last_over_time({selector}[{seconds}s]) unless "
+                    f"last_over_time({selector}[{LOOKBACK}] offset {seconds}s))")
+        parts = [f'label_replace({vector}, "{LINK_TYPE_LABEL}", "{link_type.value}", "", "")'
+                 for link_type in LinkType
+                 if (vector := builder.column_vector(PRESENCE_COLUMN, link_type, began)) is not None]
+        if not parts:
+            return None
+        found.append(f"count by ({builder.by('node')}) ({' or '.join(parts)}) * 0 + {lookback}")
+    return " or ".join(found)  # `or`: a node young within the window keeps that row, not the span's
 
 
-def young_nodes(answer: Answer, node_label: str) -> dict[str, datetime]:
-    """The young-series search's answer: each node and its latest series' first sample."""
-    return {str(row["metric"].get(node_label) or "unknown"):
-            datetime.fromtimestamp(float(row["value"][1]), UTC) for row in answer.rows}
+def young_nodes(answer: Answer, node_label: str) -> dict[str, float]:
+    """The young-series search's answer: each node and the lookback, in hours, its youngest series began within."""
+    return {str(row["metric"].get(node_label) or "unknown"): float(row["value"][1]) / 3600 for row in answer.rows}
 
 
-def node_batches(young: dict[str, datetime], at: datetime, window_hours: float,
-                 size: int) -> Iterator[tuple[list[str], bool]]:
+def node_batches(young: dict[str, float], window_hours: float, size: int) -> Iterator[tuple[list[str], bool]]:
     """The young nodes in batches of at most `size`, each with whether only the persistent rules need them again
     (their young series began before the window, inside the span a persistent rule looks back over)."""
-    start = at.timestamp() - window_hours * 3600
     for persist_only in (False, True):
-        nodes = sorted(n for n, t in young.items() if (t.timestamp() <= start) == persist_only)
+        nodes = sorted(n for n, hours in young.items()
+                       if (round(hours * 3600) > round(window_hours * 3600)) == persist_only)
         for i in range(0, len(nodes), size):
             yield nodes[i:i + size], persist_only
 

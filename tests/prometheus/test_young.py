@@ -4,7 +4,7 @@ answer replacing those nodes' first-pass offenders of its rule, and a batch that
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from urllib.parse import parse_qs
 
 import httpx
@@ -36,8 +36,8 @@ class Server:
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         query = parse_qs(request.content.decode())["query"][0]
-        if "min_over_time(timestamp(" in query and "increase(" not in query:  # the search
-            return _answer([_row(n, (AT - timedelta(minutes=10)).timestamp()) for n in YOUNG])
+        if "unless last_over_time(" in query and "increase(" not in query:  # the search: young within the window
+            return _answer([_row(n, 3600) for n in YOUNG])
         if "NVLINK_REPLAY_ERROR_COUNT" not in query or not query.endswith("> 1000") or "increase(" not in query:
             return _answer([])
         matcher = re.search(r'Hostname=~"((?:[^"\\]|\\.)*)"', query)
