@@ -52,8 +52,10 @@ def _table(result: SweepResult, out: TextIO) -> None:
     if result.young:
         names = sorted(result.young)
         more = f" and {len(names) - 10} more" if len(names) > 10 else ""
-        print(f"  rated {len(names)} node(s) again over the span their series cover (series begun inside the "
-              f"window): {', '.join(names[:10])}{more}", file=out)
+        early = sum(hours > result.window_hours for hours in result.young.values())
+        where = "the window" if not early else f"the window, or {early} before it, for the persistent rules only"
+        print(f"  rated {len(names)} node(s) again over the span their series cover (series begun inside "
+              f"{where}): {', '.join(names[:10])}{more}", file=out)
     if result.recorded:
         print(f"  read {len(result.recorded)} recorded rate(s) of `fabricbot rules`: {', '.join(result.recorded)}",
               file=out)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from bot.cli import main
+from bot.commands.sweep import _table
 from diagnostics import analyze_fleet, load_thresholds
+from diagnostics.prometheus import SweepResult
 from diagnostics.service import Request, StoreSource, files_source, sweep
 from diagnostics.store.telemetry import open_store
 from diagnostics.synth.fleet import load
@@ -146,3 +149,15 @@ def test_png_writes_the_fleet_heat_map(store_dir: Path, tmp_path: Path, capsys: 
     nodes = len(open_store(store_dir, create=False).nodes())
     assert f"wrote {out}" in captured.err and f"the heat map of {nodes} node(s)" in captured.err
     assert Image.open(out).format == "PNG"
+
+
+def test_the_table_says_which_young_nodes_were_rated_again_for_the_persistent_rules_only() -> None:
+    """A node whose series began before the window, inside a persistent rule's span, is asked again for those rules
+    only: the line must not say its series began inside the window."""
+    result = SweepResult(at=datetime(2026, 3, 2, tzinfo=UTC), window_hours=1.0,
+                         young={"joined": 1.0, "early": 4.0, "reset": 4.0})
+    out = io.StringIO()
+    _table(result, out)
+    line = next(t for t in out.getvalue().splitlines() if "rated 3 node(s) again" in t)
+    assert "or 2 before it, for the persistent rules only" in line
+    assert "early, joined, reset" in line
