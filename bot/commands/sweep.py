@@ -52,10 +52,13 @@ def _table(result: SweepResult, out: TextIO) -> None:
     if result.young:
         names = sorted(result.young)
         more = f" and {len(names) - 10} more" if len(names) > 10 else ""
-        early = sum(hours > result.window_hours for hours in result.young.values())
-        where = "the window" if not early else f"the window, or {early} before it, for the persistent rules only"
-        print(f"  rated {len(names)} node(s) again over the span their series cover (series begun inside "
-              f"{where}): {', '.join(names[:10])}{more}", file=out)
+        early = [hours for hours in result.young.values() if hours > result.window_hours]
+        said = [f"{len(names) - len(early)} with series begun inside the window"] if len(early) < len(names) else []
+        if early:
+            said.append(f"{len(early)} with series begun before it, inside the {fmt.hours(max(early))} the "
+                        "persistent rules read: for those rules only")
+        print(f"  rated {len(names)} node(s) again over the span their series cover ({'; '.join(said)}): "
+              f"{', '.join(names[:10])}{more}", file=out)
     if result.recorded:
         print(f"  read {len(result.recorded)} recorded rate(s) of `fabricbot rules`: {', '.join(result.recorded)}",
               file=out)

@@ -159,5 +159,6 @@ def test_the_table_says_which_young_nodes_were_rated_again_for_the_persistent_ru
     out = io.StringIO()
     _table(result, out)
     line = next(t for t in out.getvalue().splitlines() if "rated 3 node(s) again" in t)
-    assert "or 2 before it, for the persistent rules only" in line
+    assert "1 with series begun inside the window; 2 with series begun before it, inside the 4 h the persistent " \
+           "rules read: for those rules only" in line, line
     assert "early, joined, reset" in line
