@@ -57,6 +57,7 @@ class Limits(BaseModel):
     backoff_seconds: float = Field(default=0.5, ge=0)
     concurrency: int = Field(default=4, ge=1)
     young_nodes_per_query: int = Field(default=16, ge=1)
+    max_young_nodes: int = Field(default=128, ge=0)
 
 
 class PrometheusConfig(BaseModel):

@@ -185,8 +185,18 @@ def _rate_young(client: PrometheusClient, thresholds: Thresholds, at: datetime, 
     for warning in searched.warnings:
         result.complete = False
         result.incomplete_reasons.append(f"{what}: partial data: {warning}")
-    result.young = young_nodes(searched, client.config.labels.node)
     limits = client.config.limits
+    young = young_nodes(searched, client.config.labels.node)
+    # those young within the window first: every rule, not the persistent ones alone, rates them low
+    order = sorted(young, key=lambda n: (young[n], n))
+    result.young = {n: young[n] for n in order[:limits.max_young_nodes]}
+    left = order[limits.max_young_nodes:]
+    if left:  # a fleet-wide exporter rollout re-creates every series: not every sweep after it pays for all of them
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"{len(left)} more node(s) with series begun inside the window are rated over the whole window, low "
+            f"(limits.max_young_nodes = {limits.max_young_nodes}): {', '.join(left[:10])}"
+            + (" ..." if len(left) > 10 else ""))
     for nodes, persist_only in node_batches(result.young, window_hours, limits.young_nodes_per_query):
         queries = exact_queries(thresholds, builder, window_hours, nodes, persist_only)
         with ThreadPoolExecutor(max_workers=limits.concurrency) as pool:

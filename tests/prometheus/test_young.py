@@ -64,3 +64,19 @@ def test_the_young_nodes_are_rated_again_in_batches_and_a_failed_batch_keeps_its
     assert rates == {"gpu-a.1": 9000, "gpu-b.1": 9000, "gpu-c.1": 1500, OLD: 1500}
     assert not result.complete
     assert [r for r in result.incomplete_reasons if "nvlink_replay" in r and "1 node(s) with young series" in r]
+
+
+def test_young_nodes_past_the_limit_are_named_and_the_view_is_incomplete() -> None:
+    """After an exporter rollout every series is young: the sweep rates at most `max_young_nodes` of them again, the
+    others keep the first pass's (low) rates and are named, and the view is not called complete."""
+    config = load_config("http://prom.test:9090", env={})
+    config = config.model_copy(update={"limits": Limits(young_nodes_per_query=2, max_young_nodes=2, retries=0)})
+    server = Server()
+    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(server)))
+    result = sweep(client, load_thresholds(), at=AT, analyze=False)
+    assert sorted(result.young) == ["gpu-a.1", "gpu-b.1"] and server.batches == [["gpu-a.1", "gpu-b.1"]]
+    rates = {o.node_id: o.rate_per_hour for o in result.offenders if o.rule == "nvlink_replay"}
+    assert rates == {"gpu-a.1": 9000, "gpu-b.1": 9000, "gpu-c.1": 1500, OLD: 1500}
+    assert not result.complete
+    assert [r for r in result.incomplete_reasons if r.startswith("1 more node(s)") and "gpu-c.1" in r], \
+        result.incomplete_reasons
