@@ -29,26 +29,41 @@ JUDGED = (EventKind.XID.value, EventKind.SXID.value)  # the kinds the event rule
 
 
 def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per event: an Xid the kernel log and DCGM both report (within ten minutes) counts once."""
+    """One row per event: an Xid the kernel log and DCGM both report (within ten minutes) counts once, the copy that
+    says more (its stated severity and subcode) kept. Lines of other GPUs (another bus where no index names them) or
+    that state another severity or subcode are other events, whatever files they come from."""
     if len(events) < 2 or "source" not in events.columns:
         return events
     t = ns(events["timestamp"])
     origin = events["source"].astype("string").fillna("").str.rsplit(":", n=1).str[0]
-    key = pd.DataFrame({"node": events["node_id"].astype("string").fillna(""),
-                        "gpu": events["gpu"].astype("Float64").fillna(-1),
+    gpu = events["gpu"].astype("Float64")
+    bus = events["pci_bus_id"].astype("string").str.lower() if "pci_bus_id" in events.columns \
+        else pd.Series(pd.NA, index=events.index, dtype="string")
+    key = pd.DataFrame({"node": events["node_id"].astype("string").fillna(""), "gpu": gpu.fillna(-1),
+                        "bus": bus.where(gpu.isna(), "").fillna(""),  # a line naming its GPU by bus alone
                         "kind": events["kind"].astype("string").fillna(""),
                         "code": events["code"].astype("Float64").fillna(-1)}).groupby(
-        ["node", "gpu", "kind", "code"], sort=False).ngroup().to_numpy()
-    order = np.lexsort((t, key))
+        ["node", "gpu", "bus", "kind", "code"], sort=False).ngroup().to_numpy()
+    said = {c: (events[c].astype("string").str.lower().fillna("").to_numpy(object) if c in events.columns
+                else np.full(len(events), "", dtype=object)) for c in ("severity", "subcode")}
+    stated = (said["severity"] != "") | (said["subcode"] != "")
+    order = np.lexsort((~stated, t, key))  # within a key and time, a copy that states more first
     key, t, where = key[order], t[order], origin.to_numpy(object)[order]
     same = np.r_[False, key[1:] == key[:-1]]
     close = np.r_[False, np.diff(t) <= MERGE_NS]
     other = np.r_[False, where[1:] != where[:-1]]
-    duplicate = same & close & other
+    agree = np.ones(len(order), dtype=bool)
+    for values in said.values():  # one copy silent, or both saying the same
+        v = values[order]
+        agree[1:] &= (v[1:] == "") | (v[:-1] == "") | (v[1:] == v[:-1])
+    duplicate = same & close & other & agree
     if not duplicate.any():
         return events
     keep = np.ones(len(events), dtype=bool)
-    keep[order[duplicate]] = False
+    dropped = order[duplicate]
+    kept = order[np.flatnonzero(duplicate) - 1]  # the copy each duplicate merges into
+    swap = stated[dropped] & ~stated[kept]  # the later copy says more: it is the one kept
+    keep[np.where(swap, kept, dropped)] = False
     return events[keep]
 
 

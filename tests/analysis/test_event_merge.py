@@ -1,0 +1,77 @@
+"""An Xid the kernel log and DCGM both report counts once; lines of other GPUs, or that state another severity, are
+other events, whichever files they come from (a node's logs ingested one file at a time lost a fatal Xid to a
+non-fatal one of another GPU logged 20 s before it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from diagnostics.analysis.events import merge_sources
+from diagnostics.tables import EVENTS
+
+T = pd.Timestamp("2026-03-01T10:00:00Z")
+
+
+def _events(*rows: dict[str, object]) -> pd.DataFrame:
+    base = {"node_id": "gb1", "kind": "xid", "code": 145}
+    return EVENTS.conform(pd.DataFrame([{**base, **r} for r in rows]))
+
+
+def test_lines_of_two_buses_from_two_files_are_two_events() -> None:
+    got = merge_sources(_events(
+        {"timestamp": T, "pci_bus_id": "0018:03:00.0", "severity": "fatal", "subcode": "RLW_RXPIPE", "source": "a:1"},
+        {"timestamp": T - pd.Timedelta(seconds=20), "pci_bus_id": "0018:01:00.0", "severity": "non-fatal",
+         "subcode": "RLW_RXPIPE", "source": "b:1"}))
+    assert sorted(got["pci_bus_id"]) == ["0018:01:00.0", "0018:03:00.0"]
+
+
+def test_a_fatal_and_a_non_fatal_line_of_one_gpu_are_two_events() -> None:
+    got = merge_sources(_events(
+        {"timestamp": T, "gpu": 2, "severity": "fatal", "subcode": "RLW_TX", "source": "a:1"},
+        {"timestamp": T + pd.Timedelta(minutes=1), "gpu": 2, "severity": "non-fatal", "subcode": "RLW_RXPIPE",
+         "source": "b:7"}))
+    assert sorted(got["severity"]) == ["fatal", "non-fatal"]
+
+
+def test_the_kernel_line_is_kept_over_dcgms_count_of_the_same_xid() -> None:
+    """DCGM's counter says only the code; the kernel line says whether it is fatal: the one kept, whichever came
+    first."""
+    for dcgm_first in (True, False):
+        shift = pd.Timedelta(seconds=-30 if dcgm_first else 30)
+        got = merge_sources(_events(
+            {"timestamp": T + shift, "gpu": 2, "count": 1, "source": "dcgm.prom:3"},
+            {"timestamp": T, "gpu": 2, "severity": "fatal", "subcode": "RLW_TX", "source": "kern.log:9"}))
+        assert len(got) == 1 and got["severity"].tolist() == ["fatal"], (dcgm_first, got)
+
+
+def test_one_gpus_xid_in_two_sources_still_counts_once() -> None:
+    got = merge_sources(_events(
+        {"timestamp": T, "gpu": 2, "count": 1, "source": "dcgm.prom:3"},
+        {"timestamp": T + pd.Timedelta(minutes=2), "gpu": 2, "source": "kern.log:9"}))
+    assert len(got) == 1
+
+
+def test_a_fatal_xid_in_one_file_is_not_lost_to_another_files_line_of_another_gpu(tmp_path: Path) -> None:
+    from diagnostics import Priority
+    from diagnostics.service import Request, StoreSource, diagnose, files_source
+    from diagnostics.store import open_store
+
+    lines = {"x4.log": "[Sat Dec  5 11:59:30 2026] NVRM: Xid (PCI:0018:03:00): 145, RLW_RXPIPE Fatal XC0 i0 Link 13 "
+                       "(0x0409a0c2 0x00000008)",
+             "x5.log": "[Sat Dec  5 11:59:10 2026] NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 "
+                       "Link 13 (0x0409a0c2 0x00000008)"}
+    paths = []
+    for name, line in lines.items():
+        paths.append(tmp_path / name)
+        paths[-1].write_text(line + "\n")
+    files, _, _ = files_source(paths, node="gb1")
+    store = open_store(tmp_path / "store")
+    for path in paths:  # one file at a time, as a node's logs are collected
+        store.ingest([path], node_id="gb1")
+    for door, source in (("files", files), ("store", StoreSource(tmp_path / "store"))):
+        d = diagnose(source, Request(node="gb1")).diagnosis
+        assert d.fault_detected and d.ticket_priority is Priority.HIGH, (door, d.ticket_priority)
+        rules = sorted(c.rule for f in d.findings for c in f.crossed)
+        assert rules == ["xid_nvlink", "xid_nvlink_warning"], (door, rules)
