@@ -65,11 +65,11 @@ class StoreSource:
         return None
 
     def window_end(self) -> datetime | None:
-        """Where a window of the whole store ends when none is asked: its newest link reading, else its newest step
-        sample, else its newest event (a store of kernel logs); None when it holds none."""
+        """Where a window of the whole store ends when none is asked: its newest link reading or event, whichever is
+        later, else its newest step sample; None when it holds none."""
         with self.store() as store:
             end_ns = store.end_ns(None)
-            return _newest_event(store) if end_ns is None else _within(end_ns)
+            return None if end_ns is None else _within(end_ns)
 
     def together(self, *, end: datetime | None, span: timedelta) -> list[set[str]]:
         """The nodes judged together: each job's with steps in (end - span, end] (end None: the newest reading), and
@@ -128,11 +128,6 @@ class StoreSource:
                 return store.link_history(nodes, start=start, end=end, unreadable=unreadable, workers=self.threads)
             return store.link_history(nodes, start=start, end=end, columns=links.columns, select=links.rows,
                                       unreadable=unreadable, workers=self.threads)
-
-
-def _newest_event(store: TelemetryStore) -> datetime | None:
-    newest = store.newest_event()
-    return None if newest is None else _within(newest)
 
 
 def _within(moment_ns: int) -> datetime:

@@ -232,11 +232,12 @@ class TelemetryStore:
         return list(self._catalog.jobs_on(None, start_ns, end_ns).values())
 
     def end_ns(self, end: datetime | None) -> int | None:
-        """A window's end: the one asked, else the newest link reading (else the newest step sample)."""
+        """A window's end: the one asked, else the newest link reading or event, whichever is later (a kernel log
+        ingested after the last scrape is judged, not left after the window), else the newest step sample."""
         if end is not None:
             return utc_ns(end)
-        newest = self._catalog.newest("link_samples")
-        return newest if newest is not None else self._catalog.newest("step_samples")
+        newest = [t for t in (self._catalog.newest("link_samples"), self.newest_event()) if t is not None]
+        return max(newest) if newest else self._catalog.newest("step_samples")
 
     def newest_event(self) -> int | None:
         """The newest event's time (ns), found in the database: times are written as UTC ISO texts, which sort as
