@@ -191,12 +191,18 @@ def _rate_young(client: PrometheusClient, thresholds: Thresholds, at: datetime, 
     order = sorted(young, key=lambda n: (young[n], n))
     result.young = {n: young[n] for n in order[:limits.max_young_nodes]}
     left = order[limits.max_young_nodes:]
-    if left:  # a fleet-wide exporter rollout re-creates every series: not every sweep after it pays for all of them
+    inside = [n for n in left if young[n] <= window_hours]
+    if inside:  # a fleet-wide exporter rollout re-creates every series: not every sweep after it pays for all of them
         result.complete = False
         result.incomplete_reasons.append(
-            f"{len(left)} more node(s) with series begun inside the window are rated over the whole window, low "
-            f"(limits.max_young_nodes = {limits.max_young_nodes}): {', '.join(left[:10])}"
-            + (" ..." if len(left) > 10 else ""))
+            f"{len(inside)} more node(s) with series begun inside the window are rated over the whole window, low "
+            f"(limits.max_young_nodes = {limits.max_young_nodes}): {', '.join(inside[:10])}"
+            + (" ..." if len(inside) > 10 else ""))
+    if len(left) > len(inside):  # a server holding less history than the persistent rules look back over
+        result.warnings.append(
+            f"{len(left) - len(inside)} more node(s) with series begun before the window, inside the span the "
+            f"persistent rules read, keep the first pass's rates for those rules (low in the window their series "
+            f"began in; limits.max_young_nodes = {limits.max_young_nodes})")
     for nodes, persist_only in node_batches(result.young, window_hours, limits.young_nodes_per_query):
         queries = exact_queries(thresholds, builder, window_hours, nodes, persist_only)
         with ThreadPoolExecutor(max_workers=limits.concurrency) as pool:

@@ -80,3 +80,24 @@ def test_young_nodes_past_the_limit_are_named_and_the_view_is_incomplete() -> No
     assert not result.complete
     assert [r for r in result.incomplete_reasons if r.startswith("1 more node(s)") and "gpu-c.1" in r], \
         result.incomplete_reasons
+
+
+class EarlyServer(Server):
+    """The young nodes' series began before the window, inside the persistent rules' span (a server holding less
+    history than they look back over)."""
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        query = parse_qs(request.content.decode())["query"][0]
+        if "unless last_over_time(" in query and "increase(" not in query:
+            return _answer([_row(n, 4 * 3600) for n in YOUNG])
+        return super().__call__(request)
+
+
+def test_nodes_young_for_the_persistent_rules_only_past_the_limit_are_said_not_incomplete() -> None:
+    config = load_config("http://prom.test:9090", env={})
+    config = config.model_copy(update={"limits": Limits(young_nodes_per_query=2, max_young_nodes=2, retries=0)})
+    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(EarlyServer())))
+    result = sweep(client, load_thresholds(), at=AT, analyze=False)
+    assert sorted(result.young) == ["gpu-a.1", "gpu-b.1"]
+    assert result.complete, result.incomplete_reasons
+    assert [w for w in result.warnings if w.startswith("1 more node(s) with series begun before the window")]
