@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -57,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = _command_in(argv)
     parser = build_parser(command) if command else build_parser("analyze")
     args = parser.parse_args(argv)
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a pipe (`2>&1 | less`): each line out before a later stderr line
+        sys.stdout.reconfigure(line_buffering=True)
     try:
         code: int = args.func(args)
         return code

@@ -29,3 +29,4 @@ def test_a_kernel_log_newer_than_the_last_reading_is_judged_by_the_node_and_the_
     assert fleet.diagnoses["gb1"].ticket_priority is Priority.HIGH
     assert [o for o in fleet.offenders if o.node_id == "gb1" and o.rule == "xid_nvlink"]
     assert any("v1" in r for r in fleet.incomplete_reasons)  # months without a reading: said, not judged healthy
+

@@ -1,0 +1,30 @@
+"""What the CLI prints to a pipe: the answer's lines in order before a closing line on stderr."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from diagnostics.store import open_store
+from tests.conftest import FIXTURES
+from tests.service.test_store_end import XID
+
+
+def test_a_piped_answer_keeps_its_lines_before_the_incomplete_line(tmp_path: Path) -> None:
+    """`fabricbot digest ... 2>&1 | less`: stdout to a pipe is block-buffered, so the INCOMPLETE line written to stderr
+    came first, or cut a line of the answer in two; the answer's lines now go out as they are printed."""
+    log = tmp_path / "kern.log"
+    log.write_text(XID)
+    store = open_store(tmp_path / "store")
+    store.ingest([FIXTURES / "real" / "nvlink_e_v100_short_form_dated_2.txt"], node_id="v1")
+    store.ingest([log])
+    root = Path(__file__).resolve().parents[2]
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "digest", "--store", str(tmp_path / "store")], cwd=root,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 3 and len(lines) > 2, done.stdout
+    assert lines[-1].startswith("fabricbot: digest INCOMPLETE"), lines
+    assert not [line for line in lines[:-1] if "INCOMPLETE (" in line], lines
