@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from diagnostics.store import open_store
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 from tests.service.test_store_end import XID
 
 
@@ -20,9 +20,8 @@ def test_a_piped_answer_keeps_its_lines_before_the_incomplete_line(tmp_path: Pat
     store = open_store(tmp_path / "store")
     store.ingest([FIXTURES / "real" / "nvlink_e_v100_short_form_dated_2.txt"], node_id="v1")
     store.ingest([log])
-    root = Path(__file__).resolve().parents[2]
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "digest", "--store", str(tmp_path / "store")], cwd=root,
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "digest", "--store", str(tmp_path / "store")], cwd=ROOT,
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     lines = done.stdout.splitlines()
     assert done.returncode == 3 and len(lines) > 2, done.stdout
