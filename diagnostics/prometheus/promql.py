@@ -100,10 +100,10 @@ class QueryBuilder:
         increase is divided by the time from the series' first sample in the window (its first `timestamp()` seen
         by a subquery at `start_step`, exact where the scrape interval is no finer) to the evaluation time, up to
         the window: a series older than the window has a sample at or before its start and is divided by the whole
-        window, as before; one that began inside it exceeds the local rate by half a sampling interval over its span
-        at most. (`rate()` is the same extrapolated increase over the whole range.) A series with one sample has no
-        increase and so no rate, and one whose span is under the shortest a rate is taken over (limits.toml
-        [rate]) has none either, as locally.
+        window, as before; one that began inside it is divided by that time and the half sampling interval
+        `increase()` extended it by, so that its rate is the local engine's. (`rate()` is the same extrapolated
+        increase over the whole range.) A series with one sample has no increase and so no rate, and one whose
+        span is under the shortest a rate is taken over (limits.toml [rate]) has none either, as locally.
         """
         window_s = round(window_hours * 3600)
         step = start_step(window_hours, self.config.limits)
@@ -111,7 +111,11 @@ class QueryBuilder:
 
         def wrap(selector: str) -> str:
             first = f"min_over_time(timestamp({selector})[{window_s + step}s:{step}s])"
-            span = f"(clamp_max(time() - {first}, {window_s}) >= {shortest:g})"
+            samples = f"count_over_time({selector}[{duration(window_hours)}])"
+            # the half sampling interval increase() extends a young series by, the interval taken as the series'
+            # time over its samples' gaps: the increase over that span is then the readings' own, as locally
+            covered = f"(time() - {first}) * (2 * {samples} - 1) / (2 * {samples} - 2)"
+            span = f"(clamp_max({covered}, {window_s}) >= {shortest:g})"
             return f"(increase({selector}[{duration(window_hours)}]) / {span} * 3600)"
         return wrap
 

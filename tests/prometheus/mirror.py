@@ -92,7 +92,8 @@ def window_rate(t: np.ndarray, v: np.ndarray, start: float, end: float, step: in
     since = first_seen(t, end, end - start, step)
     if increase is None or since is None:
         return None
-    span = min(end - since, end - start)
+    samples = int(inside.sum())
+    span = min((end - since) * (2 * samples - 1) / (2 * samples - 2), end - start)
     return None if span < limits().rate_min_interval_s else increase / span * 3600
 
 
