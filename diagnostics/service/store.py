@@ -65,10 +65,12 @@ class StoreSource:
         return None
 
     def window_end(self) -> datetime | None:
-        """Where a window of the whole store ends when none is asked: its newest link reading or event, whichever is
-        later, else its newest step sample; None when it holds none."""
+        """Where a window of the whole store ends when none is asked: its newest link reading, else its newest step
+        sample, else its newest event (a store of kernel logs); None when it holds none."""
         with self.store() as store:
             end_ns = store.end_ns(None)
+            if end_ns is None:
+                end_ns = store.newest_event()
             return None if end_ns is None else _within(end_ns)
 
     def together(self, *, end: datetime | None, span: timedelta) -> list[set[str]]:

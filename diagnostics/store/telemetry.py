@@ -231,25 +231,37 @@ class TelemetryStore:
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
         return list(self._catalog.jobs_on(None, start_ns, end_ns).values())
 
-    def end_ns(self, end: datetime | None) -> int | None:
-        """A window's end: the one asked, else the newest link reading or event, whichever is later (a kernel log
-        ingested after the last scrape is judged, not left after the window), else the newest step sample."""
+    def end_ns(self, end: datetime | None, nodes: Collection[str] | None = None) -> int | None:
+        """A window's end: the one asked, else the newest link reading (else the newest step sample). Asked of nodes
+        that hold no link reading beside others that do (a host whose kernel log alone was ingested): their own
+        newest event, as `analyze FILE` ends their window, not the others' readings, which may be older than it.
+        A fleet's window keeps the readings' end: a log whose times are off (`dmesg -T` is local time, read as UTC)
+        must not move every node's window."""
         if end is not None:
             return utc_ns(end)
-        newest = [t for t in (self._catalog.newest("link_samples"), self.newest_event()) if t is not None]
-        return max(newest) if newest else self._catalog.newest("step_samples")
+        newest = self._catalog.newest("link_samples")
+        if nodes is not None and newest is not None and self._catalog.newest("link_samples", sorted(nodes)) is None:
+            own = self.newest_event(nodes)
+            if own is not None:
+                return own
+        return newest if newest is not None else self._catalog.newest("step_samples")
 
-    def newest_event(self) -> int | None:
-        """The newest event's time (ns), found in the database: times are written as UTC ISO texts, which sort as
-        the times do, so the text's maximum is found there and only the events in the second below it are read
-        (their exact times decide). None when no event has a time."""
+    def newest_event(self, nodes: Collection[str] | None = None) -> int | None:
+        """The newest event's time (ns) (of those nodes), found in the database: times are written as UTC ISO texts,
+        which sort as the times do, so the text's maximum is found there and only the events in the second below it
+        are read (their exact times decide). None when no event has a time."""
         if not self._table(EVENTS.name).exists():
             return None
-        top = self._db.execute(f"SELECT MAX(timestamp) FROM [{EVENTS.name}]").fetchone()
+        where, args = "", []
+        if nodes is not None:
+            names = sorted({str(n) for n in nodes})
+            where, args = f" WHERE node_id IN ({', '.join('?' * len(names))})", names
+        top = self._db.execute(f"SELECT MAX(timestamp) FROM [{EVENTS.name}]{where}", args).fetchone()
         if top is None or top[0] is None:
             return None
         bound = (pd.Timestamp(top[0]) - pd.Timedelta(seconds=1)).isoformat()
-        near = self._db.execute(f"SELECT timestamp FROM [{EVENTS.name}] WHERE timestamp >= ?", [bound]).fetchall()
+        near = self._db.execute(f"SELECT timestamp FROM [{EVENTS.name}]{where}{' AND' if where else ' WHERE'} "
+                                "timestamp >= ?", [*args, bound]).fetchall()
         return max(utc_ns(pd.Timestamp(t)) for (t,) in near)
 
     def newest(self, nodes: Collection[str] | None = None) -> datetime | None:
@@ -277,7 +289,7 @@ class TelemetryStore:
         link samples may start up to a row group before the span (for a reader that bounds its own rows). `workers`: the
         threads its files are decoded on."""
         names = None if nodes is None else sorted({str(n) for n in nodes})
-        end_ns = self.end_ns(end)
+        end_ns = self.end_ns(end, names)
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
         if peers and names:
             shared = self._catalog.jobs_on(names, start_ns, end_ns).values()

@@ -1,6 +1,7 @@
-"""A store's window ends at its newest reading or event, whichever is later: a kernel log ingested after the last
-scrape (here a node that only logs, beside a node whose readings stopped months before) was left after the window by
-every door, its fatal Xid never judged."""
+"""A host whose kernel log alone was ingested, beside nodes whose readings end months earlier: its window ends at its
+own newest event, as `analyze FILE` ends it (it ended at the others' last reading, its fatal Xid never judged: "low,
+fault=no"). A fleet's window keeps the readings' end: one log whose times are off (`dmesg -T` is local time, read as
+UTC) must not move every node's window, nor call the fleet silent."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ XID = ("2026-12-05T11:59:30+00:00 gb1 kernel: NVRM: Xid (PCI:0018:03:00): 149, N
        "Link 01 (0x021425c6 0x00000000)\n")
 
 
-def test_a_kernel_log_newer_than_the_last_reading_is_judged_by_the_node_and_the_sweep(tmp_path: Path) -> None:
+def test_a_host_with_only_a_kernel_log_is_judged_at_its_own_newest_event(tmp_path: Path) -> None:
     log = tmp_path / "kern.log"
     log.write_text(XID)
     store = open_store(tmp_path / "store")
@@ -26,7 +27,6 @@ def test_a_kernel_log_newer_than_the_last_reading_is_judged_by_the_node_and_the_
     assert node.fault_detected and node.ticket_priority is Priority.HIGH, node.warnings
     assert node.window_end is not None and node.window_end.isoformat().startswith("2026-12-05T11:59:30")
     fleet = sweep(source, Request())
-    assert fleet.diagnoses["gb1"].ticket_priority is Priority.HIGH
-    assert [o for o in fleet.offenders if o.node_id == "gb1" and o.rule == "xid_nvlink"]
-    assert any("v1" in r for r in fleet.incomplete_reasons)  # months without a reading: said, not judged healthy
-
+    assert fleet.at.isoformat().startswith("2026-05-13T11:30"), fleet.at  # the readings' end: v1 is not silent
+    assert not [r for r in fleet.incomplete_reasons if "v1" in r], fleet.incomplete_reasons
+    assert diagnose(source, Request(node="v1")).diagnosis.window_end == fleet.diagnoses["v1"].window_end
