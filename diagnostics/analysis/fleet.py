@@ -51,7 +51,7 @@ from .restarts import last_restarts
 from .rows import node_pieces, numbered_by_bus, per_link_rows, unplaced_buses
 from .rules import summarize
 from .share import traffic_notes
-from .span import covered_spans
+from .span import covered_spans, reach_notes
 from .steps import JobSteps
 from .undated import events_end, taken_at_end
 
@@ -177,6 +177,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     result.timings["metrics_s"] = time.perf_counter() - started
     view = node_view(metrics, end_ns, thresholds)
     covered = covered_spans(metrics, start_ns=start_ns, asked_hours=window.total_seconds() / 3600)
+    reach = reach_notes(metrics, start_ns=start_ns, asked_hours=window.total_seconds() / 3600)
     found: dict[str, list[Finding]] = {}
     sticky: dict[str, list[str]] = {}  # each node's lane statuses no reading dates: what to read to date them
     policy = default_ends()
@@ -288,6 +289,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         span = covered.get(node)
         if span is not None:
             notes.append(span.note())
+        if node in reach:
+            notes.append(reach[node])
         if node not in view.gpus_seen and node not in reporting_links:
             unplaced = unplaced_buses(links, node)
             notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced

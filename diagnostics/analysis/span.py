@@ -34,9 +34,24 @@ class Covered:
                 f"rates are per hour over those {fmt.hours(self.hours)}")
 
 
-def covered_spans(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -> dict[str, Covered]:
-    """Per node whose every rated link's readings begin after the window's start (none at or before it gives a
-    rate its starting point): the span its rates cover. Nodes whose readings reach the start are left out."""
+def reach_notes(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -> dict[str, str]:
+    """Per node whose rates reach back well before the window (its readings further apart than the window: a rate
+    starts from the reading before it), what they are over: `--window 15m` over readings 30 minutes apart rated
+    them over the 30 minutes, said as a quarter hour."""
+    spans = _spans(metrics)
+    window_ns = asked_hours * NS_PER_HOUR
+    out = {}
+    for node, (first, last) in spans.items():
+        if first < start_ns - window_ns / 2 and last - first > 1.5 * window_ns:
+            hours = fmt.hours((last - first) / NS_PER_HOUR)
+            out[node] = (f"the readings of {node} are further apart than the {fmt.hours(asked_hours)} window: its "
+                         f"rates are per hour over the {hours} from the reading before it "
+                         f"({fmt.when(utc_datetime(first))} to {fmt.when(utc_datetime(last))})")
+    return out
+
+
+def _spans(metrics: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per node, the first and last reading its rated links' rates use."""
     if not len(metrics) or not {"node_id", "readings", "first", "last"} <= set(metrics.columns):
         return {}
     rated = metrics["readings"].to_numpy() >= 2
@@ -45,9 +60,12 @@ def covered_spans(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -
     rows = pd.DataFrame({"node": metrics["node_id"].astype("string").to_numpy()[rated],
                          "first": ns(metrics["first"])[rated], "last": ns(metrics["last"])[rated]})
     spans = rows.groupby("node", sort=True).agg(first=("first", "min"), last=("last", "max"))
-    out = {}
-    for node, first, last in zip(spans.index, spans["first"].to_numpy(np.int64), spans["last"].to_numpy(np.int64),
-                                 strict=True):
-        if start_ns < first < last:
-            out[str(node)] = Covered(str(node), int(first), int(last), asked_hours)
-    return out
+    return {str(n): (int(f), int(la)) for n, f, la in zip(spans.index, spans["first"].to_numpy(np.int64),
+                                                          spans["last"].to_numpy(np.int64), strict=True)}
+
+
+def covered_spans(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -> dict[str, Covered]:
+    """Per node whose every rated link's readings begin after the window's start (none at or before it gives a
+    rate its starting point): the span its rates cover. Nodes whose readings reach the start are left out."""
+    return {node: Covered(node, first, last, asked_hours) for node, (first, last) in _spans(metrics).items()
+            if start_ns < first < last}

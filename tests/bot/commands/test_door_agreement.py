@@ -94,3 +94,16 @@ def test_a_window_the_readings_reach_is_said_as_asked(cli: Cli) -> None:
     assert answer["window_hours"] == pytest.approx(0.25)
     assert answer["window_asked_hours"] is None
     assert not [w for w in answer["warnings"] if " window (" in w and "cover" in w]
+
+
+def test_a_window_shorter_than_the_readings_gap_says_the_span_the_rates_are_over(cli: Cli, tmp_path: Path) -> None:
+    """Readings 30 minutes apart under `--window 15m`: the rate starts from the reading before the window, so it is
+    over the 30 minutes, not the quarter hour the header names; every door says so, once."""
+    path = REAL / "nvlink_e_v100_short_form_dated_2.txt"
+    store = tmp_path / "store"
+    _stored(cli, path, store)
+    for window, said in (("15m", 1), ("30m", 0)):
+        for argv in (["analyze", str(path), "--node", NODE], ["analyze", "--store", str(store), "--node", NODE]):
+            answer = _answer(cli, *argv, "--window", window)
+            notes = [w for w in answer["warnings"] if "further apart than the" in w and "over the 0.5 h" in w]
+            assert len(notes) == said, (argv, window, answer["warnings"])
