@@ -47,24 +47,27 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
     said = {c: (events[c].astype("string").str.lower().fillna("").to_numpy(object) if c in events.columns
                 else np.full(len(events), "", dtype=object)) for c in ("severity", "subcode")}
     stated = (said["severity"] != "") | (said["subcode"] != "")
-    order = np.lexsort((~stated, t, key))  # within a key and time, a copy that states more first
-    key, t, where = key[order], t[order], origin.to_numpy(object)[order]
-    same = np.r_[False, key[1:] == key[:-1]]
-    close = np.r_[False, np.diff(t) <= MERGE_NS]
-    other = np.r_[False, where[1:] != where[:-1]]
-    agree = np.ones(len(order), dtype=bool)
-    for values in said.values():  # one copy silent, or both saying the same
-        v = values[order]
-        agree[1:] &= (v[1:] == "") | (v[:-1] == "") | (v[1:] == v[:-1])
-    duplicate = same & close & other & agree
-    if not duplicate.any():
-        return events
+    order = np.lexsort((t, key))
+    where = origin.to_numpy(object)
     keep = np.ones(len(events), dtype=bool)
-    dropped = order[duplicate]
-    kept = order[np.flatnonzero(duplicate) - 1]  # the copy each duplicate merges into
-    swap = stated[dropped] & ~stated[kept]  # the later copy says more: it is the one kept
-    keep[np.where(swap, kept, dropped)] = False
-    return events[keep]
+    cluster: list[int] = []  # the rows taken as one event so far: one per source, close in time, agreeing
+
+    def close(rows: list[int]) -> None:
+        if len(rows) > 1:  # the copy that says most is kept: the first that states its severity or subcode
+            best = next((r for r in rows if stated[r]), rows[0])
+            keep[[r for r in rows if r != best]] = False
+
+    for i in order.tolist():
+        last = cluster[-1] if cluster else None
+        joins = last is not None and key[i] == key[last] and t[i] - t[last] <= MERGE_NS \
+            and where[i] not in {where[r] for r in cluster} \
+            and all(v[i] == "" or all(v[r] in ("", v[i]) for r in cluster) for v in said.values())
+        if not joins:
+            close(cluster)
+            cluster = []
+        cluster.append(i)
+    close(cluster)
+    return events if keep.all() else events[keep]
 
 
 def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds: Thresholds,

@@ -53,6 +53,25 @@ def test_one_gpus_xid_in_two_sources_still_counts_once() -> None:
     assert len(got) == 1
 
 
+
+def test_one_xid_in_two_logs_and_dcgm_counts_once() -> None:
+    """kern.log and syslog hold the same fatal line, DCGM counts it between them: one event, the stated line."""
+    got = merge_sources(_events(
+        {"timestamp": T, "gpu": 2, "severity": "fatal", "subcode": "RLW_TX", "source": "kern.log:9"},
+        {"timestamp": T + pd.Timedelta(seconds=20), "gpu": 2, "count": 1, "source": "dcgm.prom:3"},
+        {"timestamp": T + pd.Timedelta(seconds=40), "gpu": 2, "severity": "fatal", "subcode": "RLW_TX",
+         "source": "syslog:12"}))
+    assert len(got) == 1 and got["severity"].tolist() == ["fatal"], got
+
+
+def test_two_xids_of_one_log_stay_two_beside_dcgms_count() -> None:
+    """Two lines of one log are two events, whatever another source counted between them."""
+    got = merge_sources(_events(
+        {"timestamp": T, "gpu": 2, "source": "kern.log:9"},
+        {"timestamp": T + pd.Timedelta(seconds=30), "gpu": 2, "count": 1, "source": "dcgm.prom:3"},
+        {"timestamp": T + pd.Timedelta(seconds=60), "gpu": 2, "source": "kern.log:10"}))
+    assert sorted(got["source"].astype(str)) == ["kern.log:10", "kern.log:9"], got
+
 def test_a_fatal_xid_in_one_file_is_not_lost_to_another_files_line_of_another_gpu(tmp_path: Path) -> None:
     from diagnostics import Priority
     from diagnostics.service import Request, StoreSource, diagnose, files_source
