@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 import pandas as pd
 
@@ -159,17 +159,22 @@ def _collect(client: PrometheusClient, queries: list[SweepQuery], answers: list[
     that answered."""
     answered = []
     for query, answer in zip(queries, answers, strict=True):
-        what = f"rule {query.rule} ({query.link_type.value}){note}"
-        if isinstance(answer, PrometheusError):
-            result.complete = False
-            result.incomplete_reasons.append(f"{what} not evaluated: {answer}")
-            continue
-        for warning in answer.warnings:
-            result.complete = False
-            result.incomplete_reasons.append(f"{what}: partial data: {warning}")
-        result.offenders.extend(_offender(client, query, row) for row in answer.rows)
-        answered.append(query)
+        if _usable(answer, f"rule {query.rule} ({query.link_type.value}){note}", result):
+            result.offenders.extend(_offender(client, query, row) for row in answer.rows)
+            answered.append(query)
     return answered
+
+
+def _usable(answer: Answer | PrometheusError, what: str, result: SweepResult, why: str = "") -> TypeGuard[Answer]:
+    """Whether an answer can be read; a failure, or its partial data, said as a reason the view is incomplete."""
+    if isinstance(answer, PrometheusError):
+        result.complete = False
+        result.incomplete_reasons.append(f"{what} not evaluated{why}: {answer}")
+        return False
+    for warning in answer.warnings:
+        result.complete = False
+        result.incomplete_reasons.append(f"{what}: partial data: {warning}")
+    return True
 
 
 def _rate_young(client: PrometheusClient, thresholds: Thresholds, at: datetime, window_hours: float,
@@ -177,14 +182,9 @@ def _rate_young(client: PrometheusClient, thresholds: Thresholds, at: datetime, 
     """The rate queries again, in the exact form, for the nodes the young-series search names, a batch of nodes at
     a time: each answer replaces the first pass's offenders of its rule on its nodes. A query that fails leaves
     them (a lower bound: a series' increase over the whole window is at most its rate over its span)."""
-    what = "the search for series begun inside the window"
-    if isinstance(searched, PrometheusError):
-        result.complete = False
-        result.incomplete_reasons.append(f"{what} not evaluated (such a series is rated low): {searched}")
+    if not _usable(searched, "the search for series begun inside the window", result,
+                   " (such a series is rated low)"):
         return
-    for warning in searched.warnings:
-        result.complete = False
-        result.incomplete_reasons.append(f"{what}: partial data: {warning}")
     limits = client.config.limits
     young = young_nodes(searched, client.config.labels.node)
     # those young within the window first: every rule, not the persistent ones alone, rates them low
