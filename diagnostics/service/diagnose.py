@@ -291,6 +291,11 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
         why = "as asked" if asked_end else "the source's newest reading"
         said.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at "
                     f"{got.end:%Y-%m-%d %H:%M} UTC ({why})")
+    if node in got.later and got.end is not None:
+        why = "as asked" if asked_end else ("the other nodes' newest reading: `fabricbot analyze --store ... --node "
+                                            f"{node}` judges them at their own time")
+        said.append(f"{node} has no link reading, and events up to {got.later[node]:%Y-%m-%d %H:%M} UTC, after the "
+                    f"window's end at {got.end:%Y-%m-%d %H:%M} UTC ({why})")
     if got.undated.get(node):
         said.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
                     f"--at): {UNTIMED_ADVICE}")

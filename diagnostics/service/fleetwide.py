@@ -107,6 +107,12 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     result.timings.analyze_s = engine
     _say_held(result)
     _say_unjudged(result, answered, source, request)
+    later = {n: t for got in answered.windows for n, t in got.later.items()}
+    if later:  # a host whose kernel log alone was ingested, newer than the readings: judged at its own time alone
+        result.warnings.append(
+            f"{len(later)} node(s) with no link reading have events after the window's end, not judged here: "
+            + "; ".join(f"{n} (to {fmt.when(t)})" for n, t in sorted(later.items())[:10])
+            + (" ..." if len(later) > 10 else "") + "; `fabricbot analyze --store ... --node NODE` judges them")
     return result, answered.windows
 
 

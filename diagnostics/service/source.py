@@ -41,6 +41,7 @@ class Window:
     cut: set[str] = field(default_factory=set)  # nodes whose input stops short: what it does not reach is unknown
     unreadable: dict[str, str] = field(default_factory=dict)  # node -> why its stored readings could not be read
     said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its stored files said
+    later: dict[str, datetime] = field(default_factory=dict)  # nodes with only events, newer than the end: the newest
 
 
 def marked_nodes(records: pd.DataFrame | None, reading: str) -> set[str]:

@@ -321,9 +321,27 @@ class TelemetryStore:
             if names is None or window.node_id in names:
                 planned.setdefault(window.node_id, []).append(window)
         said = said_of(self._db, names, start_ns, end_ns) if names != [] else {}
+        later = self._events_after(names, end_ns, set(newest)) if names != [] and end_ns is not None else {}
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
-                           undated, planned, said)
+                           undated, planned, said, later)
+
+    def _events_after(self, names: list[str] | None, end_ns: int, reading: Collection[str]) -> dict[str, datetime]:
+        """The nodes with no link reading (not in `reading`) whose events run past the window's end (a host whose
+        kernel log alone was ingested, newer than the others' readings): each with its newest event."""
+        if not self._table(EVENTS.name).exists():
+            return {}
+        bound = (pd.Timestamp(end_ns, tz="UTC") - pd.Timedelta(seconds=1)).isoformat()  # exact below, as _events
+        where, args = "timestamp >= ?", [bound]
+        if names is not None:
+            where += f" AND node_id IN ({', '.join('?' * len(names))})"
+            args += names
+        out: dict[str, datetime] = {}
+        for node, stamp in self._db.execute(f"SELECT node_id, timestamp FROM [{EVENTS.name}] WHERE {where}", args):
+            t = utc_ns(pd.Timestamp(stamp))
+            if node is not None and str(node) not in reading and t > end_ns:
+                out[str(node)] = max(out.get(str(node), utc_datetime(t)), utc_datetime(t))
+        return out
 
     def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
                      columns: Collection[str] | None = None,

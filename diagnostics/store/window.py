@@ -24,6 +24,7 @@ class StoreWindow:
     undated: dict[str, int] = field(default_factory=dict)  # per asked node, link readings without a time
     maintenance: dict[str, list[Maintenance]] = field(default_factory=dict)  # per asked node, its planned work
     said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its files said at ingest
+    later: dict[str, datetime] = field(default_factory=dict)  # nodes with only events, newer than the end: the newest
 
     @property
     def platforms(self) -> dict[str, str]:

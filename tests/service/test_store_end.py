@@ -30,3 +30,7 @@ def test_a_host_with_only_a_kernel_log_is_judged_at_its_own_newest_event(tmp_pat
     assert fleet.at.isoformat().startswith("2026-05-13T11:30"), fleet.at  # the readings' end: v1 is not silent
     assert not [r for r in fleet.incomplete_reasons if "v1" in r], fleet.incomplete_reasons
     assert diagnose(source, Request(node="v1")).diagnosis.window_end == fleet.diagnoses["v1"].window_end
+    # the fleet's answer for the host does not judge its later events, and says so, and where they are judged
+    said = [w for w in fleet.warnings if "events after the window's end" in w]
+    assert len(said) == 1 and "gb1 (to 2026-12-05 11:59 UTC)" in said[0], fleet.warnings
+    assert not [w for w in node.warnings if "after the window's end" in w]
