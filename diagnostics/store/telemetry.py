@@ -38,6 +38,7 @@ from .catalog import Catalog
 from .columns import frame_of
 from .compaction import Compacted, compact
 from .database import connect, transaction
+from .event_times import events_after, newest_event
 from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, read_parts, write_part
 from .records import note_nodes, read_whole, write_gpus, write_nodes, write_rows
@@ -247,22 +248,8 @@ class TelemetryStore:
         return newest if newest is not None else self._catalog.newest("step_samples")
 
     def newest_event(self, nodes: Collection[str] | None = None) -> int | None:
-        """The newest event's time (ns) (of those nodes), found in the database: times are written as UTC ISO texts,
-        which sort as the times do, so the text's maximum is found there and only the events in the second below it
-        are read (their exact times decide). None when no event has a time."""
-        if not self._table(EVENTS.name).exists():
-            return None
-        where, args = "", []
-        if nodes is not None:
-            names = sorted({str(n) for n in nodes})
-            where, args = f" WHERE node_id IN ({', '.join('?' * len(names))})", names
-        top = self._db.execute(f"SELECT MAX(timestamp) FROM [{EVENTS.name}]{where}", args).fetchone()
-        if top is None or top[0] is None:
-            return None
-        bound = (pd.Timestamp(top[0]) - pd.Timedelta(seconds=1)).isoformat()
-        near = self._db.execute(f"SELECT timestamp FROM [{EVENTS.name}]{where}{' AND' if where else ' WHERE'} "
-                                "timestamp >= ?", [*args, bound]).fetchall()
-        return max(utc_ns(pd.Timestamp(t)) for (t,) in near)
+        """The newest event's time (ns) (of those nodes), from the database; None when no event has a time."""
+        return newest_event(self._db, nodes)
 
     def newest(self, nodes: Collection[str] | None = None) -> datetime | None:
         """The newest link reading the store holds (of those nodes), from the catalog: no file is opened."""
@@ -321,27 +308,10 @@ class TelemetryStore:
             if names is None or window.node_id in names:
                 planned.setdefault(window.node_id, []).append(window)
         said = said_of(self._db, names, start_ns, end_ns) if names != [] else {}
-        later = self._events_after(names, end_ns, set(newest)) if names != [] and end_ns is not None else {}
+        later = events_after(self._db, names, end_ns, set(newest)) if names != [] and end_ns is not None else {}
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
                            undated, planned, said, later)
-
-    def _events_after(self, names: list[str] | None, end_ns: int, reading: Collection[str]) -> dict[str, datetime]:
-        """The nodes with no link reading (not in `reading`) whose events run past the window's end (a host whose
-        kernel log alone was ingested, newer than the others' readings): each with its newest event."""
-        if not self._table(EVENTS.name).exists():
-            return {}
-        bound = (pd.Timestamp(end_ns, tz="UTC") - pd.Timedelta(seconds=1)).isoformat()  # exact below, as _events
-        where, args = "timestamp >= ?", [bound]
-        if names is not None:
-            where += f" AND node_id IN ({', '.join('?' * len(names))})"
-            args += names
-        out: dict[str, datetime] = {}
-        for node, stamp in self._db.execute(f"SELECT node_id, timestamp FROM [{EVENTS.name}] WHERE {where}", args):
-            t = utc_ns(pd.Timestamp(stamp))
-            if node is not None and str(node) not in reading and t > end_ns:
-                out[str(node)] = max(out.get(str(node), utc_datetime(t)), utc_datetime(t))
-        return out
 
     def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
                      columns: Collection[str] | None = None,

@@ -1,0 +1,54 @@
+"""When the store's events happened, asked of its database: times are written as UTC ISO texts, which sort as the
+times do, so SQLite finds the candidates by text and only the events in the second below a bound are read to decide
+exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+
+import pandas as pd
+import sqlite_utils
+
+from ..tables import EVENTS
+from ..times import utc_datetime, utc_ns
+
+
+def _nodes(nodes: Collection[str] | None) -> tuple[str, list[str]]:
+    """A `node_id IN (...)` condition for those nodes (none: every node), and its arguments."""
+    if nodes is None:
+        return "", []
+    names = sorted({str(n) for n in nodes})
+    return f"node_id IN ({', '.join('?' * len(names))})", names
+
+
+def newest_event(db: sqlite_utils.Database, nodes: Collection[str] | None = None) -> int | None:
+    """The newest event's time (ns) (of those nodes); None when no event has a time."""
+    if not db.table(EVENTS.name).exists():
+        return None
+    which, args = _nodes(nodes)
+    where = f" WHERE {which}" if which else ""
+    top = db.execute(f"SELECT MAX(timestamp) FROM [{EVENTS.name}]{where}", args).fetchone()
+    if top is None or top[0] is None:
+        return None
+    bound = (pd.Timestamp(top[0]) - pd.Timedelta(seconds=1)).isoformat()
+    near = db.execute(f"SELECT timestamp FROM [{EVENTS.name}]{where}{' AND' if where else ' WHERE'} timestamp >= ?",
+                      [*args, bound]).fetchall()
+    return max(utc_ns(pd.Timestamp(t)) for (t,) in near)
+
+
+def events_after(db: sqlite_utils.Database, nodes: Collection[str] | None, end_ns: int,
+                 reading: Collection[str]) -> dict[str, datetime]:
+    """The nodes with no link reading (not in `reading`) whose events run past a window's end (a host whose kernel
+    log alone was ingested, newer than the others' readings): each with its newest event."""
+    if not db.table(EVENTS.name).exists():
+        return {}
+    which, args = _nodes(nodes)
+    bound = (pd.Timestamp(end_ns, tz="UTC") - pd.Timedelta(seconds=1)).isoformat()
+    where = " AND ".join(["timestamp >= ?", *([which] if which else [])])
+    out: dict[str, datetime] = {}
+    for node, stamp in db.execute(f"SELECT node_id, timestamp FROM [{EVENTS.name}] WHERE {where}", [bound, *args]):
+        t = utc_ns(pd.Timestamp(stamp))
+        if node is not None and str(node) not in reading and t > end_ns:
+            out[str(node)] = max(out.get(str(node), utc_datetime(t)), utc_datetime(t))
+    return out
