@@ -173,9 +173,9 @@ class QueryBuilder:
         return f"sum by ({', '.join(self.group)}) ({' or '.join(tagged)})"
 
 
-def _quote(text: str) -> str:
-    """A regular expression inside a PromQL double-quoted string."""
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+def quoted(text: str) -> str:
+    """Text (a label value, a regular expression) inside a PromQL double-quoted string."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _spellings(names: list[str]) -> str:
@@ -400,8 +400,8 @@ def platform_model(model: str, models: Iterable[str]) -> str | None:
 def _model_matchers(label: str, model: str, models: Iterable[str], excluded: str) -> tuple[str, ...]:
     """Matchers for the series whose model label `platform_model` maps to `model`, less the excluded models."""
     wider = sorted(m for m in models if model in m and m != model)
-    skip = (f'{label}!~".*({"|".join(_quote(re.escape(m)) for m in wider)}).*"',) if wider else ()
-    return f'{label}=~".*{_quote(re.escape(model))}.*"', *skip, f'{label}!~"{excluded}"'
+    skip = (f'{label}!~".*({"|".join(quoted(re.escape(m)) for m in wider)}).*"',) if wider else ()
+    return f'{label}=~".*{quoted(re.escape(model))}.*"', *skip, f'{label}!~"{excluded}"'
 
 
 def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
@@ -428,7 +428,7 @@ def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQue
             continue
         with_model = f"{node_gpu}, {model}"
         clauses.append(f"(count by ({with_model}) (group by ({node_gpu_link}, {model}) "
-                       f"(label_replace({present}, \"{model}\", \"{_quote(gpu_model)}\", \"\", \"\"))) < {links})")
+                       f"(label_replace({present}, \"{model}\", \"{quoted(gpu_model)}\", \"\", \"\"))) < {links})")
     if clauses:
         out.append(SweepQuery(BELOW_EXPECTED_RULE, LinkType.NVLINK, Severity.DOWN, " or ".join(clauses),
                               expected=expected))
@@ -454,7 +454,7 @@ def gpu_missing_queries(builder: QueryBuilder) -> list[SweepQuery]:
         sel = builder.selector(names, f'{cfg.labels.gpu}!=""', *_model_matchers(model, gpu_model, expected,
                                                                                    cfg.exclude_models))
         clauses.append(f'(count by ({node}, {model}) (label_replace(group by ({node_gpu}) ({sel}), '
-                       f'"{model}", "{_quote(gpu_model)}", "", "")) < {gpus})')
+                       f'"{model}", "{quoted(gpu_model)}", "", "")) < {gpus})')
     if not clauses:
         return []
     return [SweepQuery(GPU_MISSING_RULE, LinkType.PCIE, Severity.DOWN, " or ".join(clauses), expected=expected,

@@ -18,10 +18,7 @@ from ..ingest.dcgm_map import DcgmMap, load_map
 from ..tables import STEP_SAMPLES
 from .client import PrometheusClient, PrometheusError
 from .config import redacted_url
-
-
-def _quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+from .promql import quoted
 
 
 def all_names(dmap: DcgmMap) -> str:
@@ -33,7 +30,7 @@ def all_names(dmap: DcgmMap) -> str:
 
 def node_selector(client: PrometheusClient, node: str, dmap: DcgmMap, gpus: list[int] | None = None) -> str:
     cfg = client.config
-    matchers = [f'__name__=~"{all_names(dmap)}"', f'{cfg.labels.node}="{_quote(node)}"']
+    matchers = [f'__name__=~"{all_names(dmap)}"', f'{cfg.labels.node}="{quoted(node)}"']
     if gpus:
         matchers.append(f'{cfg.labels.gpu}=~"{"|".join(str(g) for g in sorted(set(gpus)))}"')
     if cfg.matchers.strip():
@@ -45,7 +42,7 @@ def _exposition(series: list[dict[str, Any]]) -> Iterator[str]:
     for item in series:
         labels = dict(item["metric"])
         name = labels.pop("__name__", "")
-        body = ",".join(f'{k}="{_quote(v)}"' for k, v in sorted(labels.items()))
+        body = ",".join(f'{k}="{quoted(v)}"' for k, v in sorted(labels.items()))
         for ts, value in item.get("values", []):
             yield f"{name}{{{body}}} {value} {round(float(ts) * 1000)}"
 
@@ -54,7 +51,7 @@ def read_step_times(client: PrometheusClient, node: str, start: datetime, end: d
                     step_s: float) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """The configured step-time gauge (milliseconds) for the node's jobs, as step_samples rows; server warnings."""
     cfg = client.config
-    matchers = [f'{cfg.labels.node}="{_quote(node)}"', *([cfg.matchers.strip()] if cfg.matchers.strip() else [])]
+    matchers = [f'{cfg.labels.node}="{quoted(node)}"', *([cfg.matchers.strip()] if cfg.matchers.strip() else [])]
     answer = client.ranged(f"{cfg.step_time_metric}{{{', '.join(matchers)}}}", start, end, step_s)
     series = answer.rows
     rows = [{"timestamp": pd.Timestamp(float(ts), unit="s", tz="UTC"),

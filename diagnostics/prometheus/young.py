@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from ..config.thresholds import Thresholds
 from ..enums import LinkType
 from .client import Answer
-from .promql import LOOKBACK, PRESENCE_COLUMN, QueryBuilder, SweepQuery, _quote, rule_queries
+from .promql import LOOKBACK, PRESENCE_COLUMN, QueryBuilder, SweepQuery, quoted, rule_queries
 
 LINK_TYPE_LABEL = "fabricbot_link_type"  # keeps a GPU's PCIe series apart from its NVLink total (same labels)
 
@@ -74,7 +74,7 @@ def exact_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: f
                   persist_only: bool) -> list[SweepQuery]:
     """The rate queries restricted to `nodes` (a matcher on the node label), each series rated over its span."""
     config = builder.config
-    names = "|".join(_quote(re.escape(n)) for n in nodes)
+    names = "|".join(quoted(re.escape(n)) for n in nodes)
     matchers = ", ".join(m for m in (config.matchers.strip(), f'{config.labels.node}=~"{names}"') if m)
     narrowed = QueryBuilder(config.model_copy(update={"matchers": matchers}), builder.dmap, builder.max_links)
     queries = rule_queries(thresholds, narrowed, window_hours, exact=True)
