@@ -51,7 +51,7 @@ from .restarts import last_restarts
 from .rows import node_pieces, numbered_by_bus, per_link_rows, unplaced_buses
 from .rules import summarize
 from .share import traffic_notes
-from .span import covered_spans, reach_notes
+from .span import covered_spans, rate_spans, reach_notes
 from .steps import JobSteps
 from .undated import events_end, taken_at_end
 
@@ -176,8 +176,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         workers=workers) if len(links) else (pd.DataFrame(), 0, 0))
     result.timings["metrics_s"] = time.perf_counter() - started
     view = node_view(metrics, end_ns, thresholds)
-    covered = covered_spans(metrics, start_ns=start_ns, asked_hours=window.total_seconds() / 3600)
-    reach = reach_notes(metrics, start_ns=start_ns, asked_hours=window.total_seconds() / 3600)
+    spans = rate_spans(metrics)  # what each node's rates are over: a window's readings may cover less, or reach back
+    covered = covered_spans(spans, start_ns=start_ns, asked_hours=window.total_seconds() / 3600)
+    reach = reach_notes(spans, start_ns=start_ns, asked_hours=window.total_seconds() / 3600)
     found: dict[str, list[Finding]] = {}
     sticky: dict[str, list[str]] = {}  # each node's lane statuses no reading dates: what to read to date them
     policy = default_ends()

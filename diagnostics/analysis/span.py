@@ -34,11 +34,10 @@ class Covered:
                 f"rates are per hour over those {fmt.hours(self.hours)}")
 
 
-def reach_notes(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -> dict[str, str]:
+def reach_notes(spans: dict[str, tuple[int, int]], *, start_ns: int, asked_hours: float) -> dict[str, str]:
     """Per node whose rates reach back well before the window (its readings further apart than the window: a rate
     starts from the reading before it), what they are over: `--window 15m` over readings 30 minutes apart rated
-    them over the 30 minutes, said as a quarter hour."""
-    spans = _spans(metrics)
+    them over the 30 minutes, said as a quarter hour. `spans`: `rate_spans`."""
     window_ns = asked_hours * NS_PER_HOUR
     out = {}
     for node, (first, last) in spans.items():
@@ -50,8 +49,8 @@ def reach_notes(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -> 
     return out
 
 
-def _spans(metrics: pd.DataFrame) -> dict[str, tuple[int, int]]:
-    """Per node, the first and last reading its rated links' rates use."""
+def rate_spans(metrics: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per node, the first and last reading its rated links' rates use (ns)."""
     if not len(metrics) or not {"node_id", "readings", "first", "last"} <= set(metrics.columns):
         return {}
     rated = metrics["readings"].to_numpy() >= 2
@@ -64,8 +63,8 @@ def _spans(metrics: pd.DataFrame) -> dict[str, tuple[int, int]]:
                                                           spans["last"].to_numpy(np.int64), strict=True)}
 
 
-def covered_spans(metrics: pd.DataFrame, *, start_ns: int, asked_hours: float) -> dict[str, Covered]:
+def covered_spans(spans: dict[str, tuple[int, int]], *, start_ns: int, asked_hours: float) -> dict[str, Covered]:
     """Per node whose every rated link's readings begin after the window's start (none at or before it gives a
     rate its starting point): the span its rates cover. Nodes whose readings reach the start are left out."""
-    return {node: Covered(node, first, last, asked_hours) for node, (first, last) in _spans(metrics).items()
+    return {node: Covered(node, first, last, asked_hours) for node, (first, last) in spans.items()
             if start_ns < first < last}
