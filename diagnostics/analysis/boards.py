@@ -10,8 +10,10 @@ import pandas as pd
 from ..config.platforms import all_platforms, platform_for_model
 from ..enums import LinkType
 from ..errors import ConfigError
+from ..model import Finding
 from ..topology import NodeGraph, graph_from_topology
 from ..topology.templates import template
+from .described import described_short
 from .diagnosis import PLATFORM_UNKNOWN
 
 
@@ -88,6 +90,12 @@ class Boards:
             self.notes[node].append(f"platform {graph.platform} {self.guessed[node]}; name it with --platform or a "
                                     "nodes.csv")
         return graph
+
+    def short_links(self, node: str, live: Mapping[int, Collection[int]]) -> tuple[list[Finding], list[str]]:
+        """The NVLinks the node's own topology shows missing against the platform its graph follows (`live`: the
+        NVLinks its readings report, per GPU), when its graph was drawn from that topology."""
+        graph = self.described.get(node)
+        return described_short(self.topology[node], graph, live) if graph is not None else ([], [])
 
     def platform(self, node: str) -> str | None:
         if node in self.platforms:

@@ -226,6 +226,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if node in by_bus:
             warnings[node].append(by_bus[node])
         mine += judged.get(node, [])
+        short, said = graph_of.short_links(node, view.nvlinks_live.get(node, {}))
+        mine, warnings[node] = [*mine, *short], [*warnings[node], *said]
         stopped = view.silent.get(node, {})
         if stopped:  # a GPU whose every series stopped is one finding, not one per link
             mine = [f for f in mine if f.gpu not in stopped or not _stale(f)]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..components import ComponentRef
-from ..config.thresholds import OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE
+from ..config.thresholds import BELOW_EXPECTED_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
 from ..topology import NodeGraph
@@ -181,7 +181,11 @@ def _switch_fatal(f: Finding, behind: list[Finding]) -> Localization:
 
 
 def _aggregate(f: Finding) -> Localization:
-    """A GPU-wide NVLink total over threshold: the GPU's links, which one unread."""
+    """A GPU-wide NVLink total over threshold: the GPU's links, which one unread. Fewer NVLinks than the platform has,
+    counted by the node's own topology, is an NVLink down whose index the topology does not give."""
+    if BELOW_EXPECTED_RULE in _rules(f):
+        return Localization(ref=f.ref, fault=FaultKind.NVLINK_AGGREGATE, gpu=f.gpu, confidence=0.6, **_grade([f]),
+                            evidence=[*(c.message for c in f.crossed), *f.evidence])
     return Localization(
         ref=ComponentRef.nvlink(f.gpu, None), fault=FaultKind.NVLINK_AGGREGATE, gpu=f.gpu, confidence=0.6,
         **_grade([f]),
