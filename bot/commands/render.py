@@ -118,7 +118,12 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
                          "`fabricbot ingest FILE --format NAME --node NODE --store DIR`, then render NODE from the "
                          "store)", source=str(target)) from None
     if bare:
-        return topology_drawable(target, platform=args.platform, node_id=args.node)
+        drawable = topology_drawable(target, platform=args.platform, node_id=args.node)
+        # a description can itself show a fault (a GPU with fewer NVLinks than its platform): drawn as analyze says it
+        source, node, warnings = files_source([target], node=args.node or drawable.graph.node_id or target.stem)
+        answer = diagnose(source, Request(node=node, platform=args.platform))
+        return drawable_of(answer.diagnosis, answer.graph, warnings=warnings) if answer.diagnosis.fault_detected \
+            else drawable
     source, node, warnings = files_source([target], node=args.node)
     answer = diagnose(source, Request(node=node, platform=args.platform))
     return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)

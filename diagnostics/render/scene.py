@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import format as fmt
 from ..analysis.absence import gpu_gone
-from ..config.thresholds import OFF_BUS_RULE
+from ..config.thresholds import BELOW_EXPECTED_RULE, OFF_BUS_RULE
 from ..enums import LinkType, Severity, severity_rank
 from ..model import Diagnosis, Finding
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node
@@ -83,8 +83,20 @@ class Scene:
     marks: list[Mark] = field(default_factory=list)
 
 
+def links_up(finding: Finding) -> str | None:
+    """'11 of 12 up' for a GPU or GPU pair counted short of its platform's NVLinks (which link is down unknown)."""
+    short = next((c for c in finding.crossed if c.rule == BELOW_EXPECTED_RULE and c.above is not None), None)
+    if finding.link is not None or short is None or short.rate_per_hour is None:
+        return None
+    return f"{short.rate_per_hour:.0f} of {short.above:.0f} up"
+
+
 def rate_label(finding: Finding) -> str:
-    """The figure that made the link degraded, e.g. '8.9k replays/h', 'x8 of x16'; 'down' for a link that is down."""
+    """The figure that made the link degraded, e.g. '8.9k replays/h', 'x8 of x16'; 'down' for a link that is down
+    ('1 of 2 up' for a GPU pair some of whose links, which unknown, are down)."""
+    up = links_up(finding)
+    if up is not None:
+        return f"NVLinks: {up}"
     if finding.link_state.value in ("down", "inactive") or finding.severity is Severity.DOWN:
         return "down"
     rated = [c for c in finding.crossed if c.rate_per_hour is not None]
@@ -183,9 +195,13 @@ def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, 
             a, b = sorted((u, peer))
             scene.bundles.append(Bundle(a, b, "nvlink", 1))
         return u, peer, _gid(u, "nvlink", finding.link)
+    if finding.link is None and peer is not None and graph.graph.has_edge(u, peer):  # a GPU pair, index unknown
+        return u, peer, f"{_gid(u, 'nvlink')}-to-gpu{finding.peer_gpu}"
     if finding.link is None and graph.has_link(gpu, None):  # a total over the GPU's links: mark the GPU
         if finding.severity is not Severity.OK:
-            scene.marks.append(Mark(u, finding.severity, f"all NVLinks: {rate_label(finding)}"))
+            up = links_up(finding)
+            scene.marks.append(Mark(u, finding.severity, f"NVLinks: {up}" if up else
+                                    f"all NVLinks: {rate_label(finding)}"))
         return None
     scene.warnings.append(f"finding {finding.component}: {port.note or 'the graph has no such link'}; not drawn")
     return None

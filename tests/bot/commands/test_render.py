@@ -10,6 +10,8 @@ import pytest
 from PIL import Image
 
 from diagnostics.render.colours import HEALTHY, NOT_READ
+from diagnostics.render.scene import build_scene
+from diagnostics.service import Request, diagnose, files_source
 from diagnostics.store.telemetry import open_store
 from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES, snapshot_dict
@@ -172,3 +174,23 @@ def test_the_links_a_cut_paste_does_not_reach_are_drawn_not_read(tmp_path: Path,
     assert {k for k, c in nvlinks.items() if c == NOT_READ} == set(nvlinks) - read
     assert {f"{k}-unread" for k in read} <= set(nvlinks)
     assert "not read in the input" in svg
+
+
+def test_a_topology_short_of_its_nvlinks_is_drawn_as_analyze_flags_it(tmp_path: Path, cli: Cli) -> None:
+    """A DGX A100 `topo -m` with GPU 3 at NV11: analyze finds a link of GPU 3 down, and render, which drew the file
+    bare ("topology only (no findings)"), marks GPU 3 with how many of its links are up and outlines it."""
+    have = {g: 11 if g == 3 else 12 for g in range(8)}
+    topo = tmp_path / "topo.txt"
+    topo.write_text("\t" + "\t".join(f"GPU{i}" for i in range(8)) + "\tCPU Affinity\n" + "".join(
+        f"GPU{i}\t" + "\t".join(" X " if i == j else f"NV{min(have[i], have[j])}" for j in range(8)) + "\t0-7\n"
+        for i in range(8)), encoding="utf-8")
+    code, out, err = cli("analyze", str(topo), "--node", "a100-7", "--json")
+    assert code == 0 and json.loads(out)["fault_detected"] is True, err
+    code, _, err = cli("render", str(topo), "--node", "a100-7", "-o", str(tmp_path / "a.svg"))
+    assert code == 0, err
+    svg = (tmp_path / "a.svg").read_text(encoding="utf-8")
+    assert 'id="mark-node-gpu3"' in svg and 'id="suspect"' in svg
+    source, node, _ = files_source([topo], node="a100-7")
+    answer = diagnose(source, Request(node=node))
+    (mark,) = build_scene(answer.graph, answer.diagnosis).marks
+    assert (mark.node, mark.label) == ("GPU 3", "NVLinks: 11 of 12 up")
