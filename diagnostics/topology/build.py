@@ -36,8 +36,23 @@ def _signature(graph: NodeGraph) -> tuple[dict[tuple[int, int], int], dict[int, 
     return pairs, spread
 
 
+def _short(facts: Facts, graph: NodeGraph, spread: dict[int, tuple[int, ...]]) -> dict[int, int]:
+    """On a switched template, the described GPUs short of their NVLinks (GPU -> the most `topo -m` shows it with),
+    when fewer than half are: a pair through the switches shows the fewer of its GPUs' links, so one GPU with a link
+    down lowers all its pairs, and two such GPUs would leave no template fitting the board they are faults of."""
+    if not any(spread.values()):
+        return {}
+    most: dict[int, int] = {}
+    for (a, b), seen in facts.pair_nvlinks().items():
+        for g in (a, b):
+            most[g] = max(most.get(g, 0), seen)
+    short = {g: n for g, n in most.items() if g in spread and 0 < n < sum(spread[g])}
+    return short if 2 * len(short) < len(most) else {}
+
+
 def _score(facts: Facts, graph: NodeGraph) -> tuple[float, list[str]]:
     pairs, spread = _signature(graph)
+    short = _short(facts, graph, spread)
     checks = 0
     agree = 0
     notes = []
@@ -48,7 +63,8 @@ def _score(facts: Facts, graph: NodeGraph) -> tuple[float, list[str]]:
         checks += 1
         if seen == want:
             agree += 1
-        else:
+        else:  # a pair lowered by its short GPU fits the board that GPU is a fault of
+            agree += int(bool({a, b} & set(short)) and seen == min(short.get(a, want), short.get(b, want)))
             notes.append(f"GPU {a} - GPU {b}: {seen} NVLinks where {graph.platform} has {want}")
     for g, seen_spread in sorted(facts.switch_spread().items()):
         if g in spread:

@@ -77,3 +77,9 @@ def test_readings_that_count_every_link_of_a_gpu_outweigh_a_stored_description(t
     graph = platform_graph("dgx-a100-8gpu")
     assert [f.gpu for f in described_short(rows, graph)[0]] == [3]
     assert described_short(rows, graph, {3: set(range(12))}) == ([], [])
+
+
+def test_two_gpus_short_are_two_links_down(tmp_path: Path) -> None:
+    got = answer(tmp_path, switched(8, 12, {3: 11, 6: 10}))
+    assert got.platform == "dgx-a100-8gpu" and got.fault_detected
+    assert sorted(f.gpu for f in got.findings if f.severity is Severity.DOWN) == [3, 6]

@@ -51,6 +51,28 @@ def test_a_missing_link_is_told_not_hidden() -> None:
     assert any("GPU 0 - GPU 3: 17 NVLinks where hgx-h100-8gpu has 18" in w for w in graph.warnings)
 
 
+def short_gpus(gpus: int, count: int, short: dict[int, int]) -> pd.DataFrame:
+    """A switched board's rows whose GPUs in `short` have fewer NVLinks: each of their pairs shows the fewer."""
+    rows = nv_matrix(gpus, count)
+    for g, n in short.items():
+        mine = ((rows["a"] == f"GPU{g}") | (rows["b"] == f"GPU{g}")) & (rows["relation"] == "NV")
+        rows.loc[mine, "nvlinks"] = rows.loc[mine, "nvlinks"].clip(upper=n)
+    return rows
+
+
+def test_a_board_with_two_gpus_short_of_a_link_still_fits_its_platform() -> None:
+    """13 of 28 pairs of a DGX A100 with GPUs 3 and 6 at NV11 show fewer than its template: no template fitted, the
+    platform was unknown and the two links down were never judged. A board whose every GPU is short fits none."""
+    graph = graph_from_topology(short_gpus(8, 12, {3: 11, 6: 11}))
+    assert graph.platform == "dgx-a100-8gpu"
+    assert any("GPU 3 - GPU 6: 11 NVLinks where dgx-a100-8gpu has 12" in w for w in graph.warnings)
+    cut = short_gpus(8, 12, {3: 11})
+    cut = cut[~cut["a"].isin([f"GPU{g}" for g in (5, 6, 7)])]  # a paste cut after GPU 4's row
+    assert graph_from_topology(cut).platform == "dgx-a100-8gpu"
+    assert graph_from_topology(short_gpus(8, 18, dict.fromkeys(range(8), 13))).platform is None
+    assert graph_from_topology(short_gpus(8, 18, dict.fromkeys(range(4), 17))).platform is None
+
+
 def test_platform_hint_wins() -> None:
     graph = graph_from_topology(nv_matrix(8, 18), platform="hgx-h200-8gpu")
     assert graph.platform == "hgx-h200-8gpu"
