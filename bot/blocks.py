@@ -40,7 +40,6 @@ from diagnostics import (
     Offender,
     Severity,
     SweepResult,
-    fleet_name_notes,
     headline_name,
 )
 from diagnostics import format as fmt
@@ -321,26 +320,35 @@ def _fewer(limit: int) -> Iterator[int]:
     yield 1
 
 
-def fleet_blocks(diagnoses: Sequence[Diagnosis], limit: int = 15) -> list[Block]:
-    """The worst links across the fleet, worst first."""
-    return fit(_fleet(diagnoses, n) for n in _fewer(limit))
+def fleet_blocks(result: SweepResult, limit: int = 15) -> list[Block]:
+    """The worst links across the fleet, worst first, from the sweep `fabricbot sweep --store` makes of the same
+    source: a node it could not judge (one reading per link, a part that cannot be read, no reading in the span)
+    makes the view incomplete, said as the sweep says it, and is never counted healthy."""
+    return fit(_fleet(result, n) for n in _fewer(limit))
 
 
-def _fleet(diagnoses: Sequence[Diagnosis], limit: int) -> list[Block]:
-    rows = [(d, f) for d in diagnoses for _, f in degraded(d)]
+def _fleet(result: SweepResult, limit: int) -> list[Block]:
+    rows = [(d, f) for _, d in sorted(result.diagnoses.items()) for _, f in degraded(d)]
     rows.sort(key=lambda p: (p[1].severity is not Severity.DOWN, -(p[1].worst_ratio or 0.0)))
-    healthy = sum(1 for d in diagnoses if not degraded(d))
-    blocks: list[Block] = [HeaderBlock(text=f"Fleet: {len(rows)} degraded links on {len(diagnoses)} nodes")]
+    listed = {d.node_id for d, _ in rows}
+    clear = sum(1 for n in result.swept if n not in listed)
+    title = f"Fleet: {len(rows)} degraded links on {len(result.swept)} nodes" if result.complete else \
+        f"Fleet view INCOMPLETE: {len(rows)} degraded links found so far"
+    blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
+    if not result.complete:
+        reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])
+        blocks.append(section(clip("*This is not an all-clear.* Some nodes' links were not judged, so links may be "
+                                   "failing that this list does not show:\n" + reasons, MAX_TEXT)))
     if rows:
         lines = [f"{n}. `{esc(d.node_id)}` {finding_line(f)[2:]}" for n, (d, f) in enumerate(rows[:limit], 1)]
         more = [f"…and {len(rows) - limit} more"] if len(rows) > limit else []
         blocks.extend(sections("\n".join(lines + more)))
-    ended = next((d for d in diagnoses if d.window_end is not None), None)
-    window = f"{esc(ended.window_said())}; " if ended is not None else ""
-    names = "".join(f"{esc(n)}; " for n in fleet_name_notes(d.node_id for d in diagnoses)[:3])
+    window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \
+        if result.swept else ""
+    count = f"{clear} healthy nodes" if result.complete else f"{clear} nodes with no degraded link found"
+    notes = "".join(f"{esc(n)}; " for n in result.warnings[:3])
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip(
-        f"{window}{healthy} healthy nodes; {names}`/fabric &lt;node&gt;` diagnoses one and offers the tickets",
-        MAX_TEXT))]))
+        f"{window}{count}; {notes}`/fabric &lt;node&gt;` diagnoses one and offers the tickets", MAX_TEXT))]))
     return blocks
 
 

@@ -14,7 +14,6 @@ from slack_sdk import WebClient
 from diagnostics import Diagnosis, FabricbotError
 from diagnostics.prometheus import SweepResult, sweep_url
 from diagnostics.render import render_correlation, render_fleet
-from diagnostics.service import fleet_result
 
 from . import blocks, fitting
 from .mrkdwn import esc
@@ -92,16 +91,14 @@ def post_heat_map(client: WebClient, services: Services, result: SweepResult, ch
 def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
     """The fleet: swept on the Prometheus server when one is configured, else ranked from the local store."""
     url = services.settings.prometheus_url
-    if url is None:
-        diagnoses = services.source.fleet()
-        services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(diagnoses))
-        posted = client.chat_postMessage(channel=channel, text="Fleet summary", blocks=blocks.fleet_blocks(diagnoses))
-        if services.renderer is not None:  # the heat map, only when the bot draws pictures
-            ended = next((d.window_end for d in diagnoses if d.window_end is not None), None)
-            hours = diagnoses[0].window_hours if diagnoses else 1.0
-            services.work.later(post_heat_map, client, services,
-                                fleet_result({d.node_id: d for d in diagnoses}, window_hours=hours, at=ended),
-                                channel, str(posted["ts"]))
+    if url is None:  # swept as `fabricbot sweep --store` sweeps it: the nodes it could not judge are said
+        result = services.source.sweep()
+        services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(result.swept),
+                        complete=result.complete, incomplete_reasons=result.incomplete_reasons[:10])
+        posted = client.chat_postMessage(channel=channel, text=esc(fitting.clip(
+            "Fleet summary" if result.complete else result.headline(), fitting.MAX_TEXT)),
+            blocks=blocks.fleet_blocks(result))
+        services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))
         return
     thresholds = services.source.thresholds
     try:

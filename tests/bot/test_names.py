@@ -66,7 +66,7 @@ def test_the_slash_command_says_the_name_is_not_what_it_looks_like(fleet_file: P
 
 
 def test_the_fleet_view_names_the_look_alike(fleet_file: Path) -> None:
-    blocks = json.dumps([b.to_dict() for b in fleet_blocks(SnapshotNodeSource.from_files([fleet_file]).fleet())],
+    blocks = json.dumps([b.to_dict() for b in fleet_blocks(SnapshotNodeSource.from_files([fleet_file]).sweep())],
                         ensure_ascii=False)
     assert _says_lookalike(blocks)
 
