@@ -126,6 +126,7 @@ class Replier:
                         error_code(exc))
 
     def slack_failed(self, exc: BaseException, doing: str) -> None:
-        """Tell the person why Slack refused `doing`, and log it once."""
+        """Tell the person what did not finish (`doing`: a picture under a summary already posted is not the
+        summary) and why Slack refused it, and log it once."""
         log.warning("fabricbot: Slack refused %s for %s in %s: %s", doing, self.user, self.channel, error_code(exc))
-        self.tell(explain(exc))
+        self.tell(f"{doing[:1].upper()}{doing[1:]} did not finish. {explain(exc)}")

@@ -29,7 +29,7 @@ def test_a_picture_upload_slack_does_not_answer_in_time_is_said() -> None:
         local.slack.faults.queue("files.getUploadURLExternal", Failure.stall(CLIENT_TIMEOUT_S + 2.0), 1)
         summary = summary_for(local, NODE)
         (said,) = _told(local)
-        assert said.startswith("Slack did not answer in time (`timeout`)")
+        assert "node picture" in said and "Slack did not answer in time (`timeout`)" in said
         assert summary.blocks and not any(m.files for m in local.slack.messages)  # the summary stands, no picture
 
 
@@ -39,10 +39,21 @@ def test_a_preview_whose_connection_drops_is_said_and_replaces_drafting() -> Non
         local.slack.faults.queue("chat.update", Failure.dropped(), 1)
         local.injector.action(buttons(summary)[0], user="UALICE", channel=OPS, message_ts=summary.ts)
         (said,) = _told(local)
-        assert said.startswith("I could not reach Slack (`network_error`")
+        assert said.startswith("Posting a ticket draft did not finish. I could not reach Slack (`network_error`")
         assert local.slack.wait_for(lambda s: all(m.edits for m in posted(s, thread=summary.ts)))
         (left,) = posted(local.slack, thread=summary.ts)
         assert "Drafting" not in left.text and "could not be shown (`network_error`)" in left.text
         assert "click Draft ticket again" in left.text and not buttons(left)
         (draft,) = local.audit.db["bot_drafts"].rows
         assert draft["status"] == DraftState.UNPOSTED  # never shown, so never to be filed
+
+
+def test_a_refused_picture_upload_says_it_was_the_picture_under_a_posted_summary() -> None:
+    """The summary is posted before its picture: a refusal of the upload alone says the picture is what is missing,
+    not as if the whole answer had failed."""
+    with local_bot() as local:
+        local.slack.faults.rate_limit("files.getUploadURLExternal", times=3, retry_after=0)  # past both retries
+        summary = summary_for(local, NODE)
+        (said,) = _told(local)
+        assert buttons(summary) and not any(m.files for m in local.slack.messages)
+        assert "node picture" in said and "rate-limiting" in said
