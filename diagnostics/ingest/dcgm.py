@@ -38,7 +38,7 @@ from ..values import Refused, limits
 from ..values import index as checked_index
 from .base import IngestResult, IngestWarning, Source
 from .dcgm_checks import checks
-from .dcgm_frame import build_events, build_gpus, build_link_samples, empty
+from .dcgm_frame import UNNAMED, build_events, build_gpus, build_link_samples, empty, unnamed
 from .dcgm_lines import NAT_MS, Batch, line_batches, split
 from .dcgm_map import DcgmMap, load_map
 from .stamps import UNIT_NAMES, Unit, epoch_note
@@ -284,7 +284,7 @@ class DcgmParser:
                 except Refused as why:
                     raise SeriesError(f"gpu/nvlink label is not an index ({gpu_text!r}, {link_text!r}: {why})"
                                       ) from None
-                node = self.node_id or mapping.label(labels, "node") or "unknown"
+                node = self.node_id or mapping.label(labels, "node") or UNNAMED
                 found = _Labels(labels, node, gpu, mapping.label(labels, "nvswitch"), link)
             except SeriesError as exc:
                 found = _Labels({}, "", None, None, None, str(exc))
@@ -392,14 +392,17 @@ class DcgmParser:
 
     def result(self) -> IngestResult:
         warnings = [*self.warnings, *checks(self.parts, self.entities, self.files)]
-        if self.node_id is None and any(e[0] == "unknown" for e in self.entities):
+        if self.node_id is None and any(e[0] == UNNAMED for e in self.entities):
             warnings.append(IngestWarning(self.files[0] if self.files else "<input>", None,
-                                          "no Hostname label on some series: node 'unknown' (give --node)"))
+                                          "no Hostname label on some series: they are the node asked about, as an "
+                                          "nvidia-smi paste's readings are (give --node NODE)"))
         events, xid_warnings = build_events(self.xids, self.files, self.xid_last)
         tables = {name: empty(name) for name in TABLES}
         tables["link_samples"] = build_link_samples(self)  # already in the schema's columns and dtypes
         tables["events"] = EVENTS.conform(events) if len(events) else tables["events"]
         tables["gpus"] = build_gpus(self.gpus)
+        if self.node_id is None:  # a series no label names a host of names no node: the node the person asks about
+            tables = {name: unnamed(frame) for name, frame in tables.items()}
         return IngestResult(tables, [*warnings, *xid_warnings])
 
 

@@ -82,6 +82,19 @@ def empty(table: str) -> pd.DataFrame:
 
 
 _UNKNOWN = pd.CategoricalDtype(pd.Index(["unknown"]))  # the peer of every dcgm row (dtypes are immutable)
+UNNAMED = "unknown"  # the node of a series no label names a host of, while the scrape is read
+
+
+def unnamed(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with the rows of a series that named no host left without a node (NA), as an `nvidia-smi` paste's
+    are: `analyze FILE --node`, the store's `ingest --node` and a paste in a node's thread name them alike. A node
+    literally called `unknown` stood for every host-less scrape read, so two hosts' scrapes were one node."""
+    if "node_id" not in frame.columns or not len(frame):
+        return frame
+    ids = frame["node_id"]
+    if isinstance(ids.dtype, pd.CategoricalDtype):
+        return frame.assign(node_id=ids.cat.remove_categories([UNNAMED])) if UNNAMED in ids.cat.categories else frame
+    return frame.assign(node_id=ids.mask(ids.astype("string") == UNNAMED))
 
 
 def build_link_samples(parser: DcgmParser) -> pd.DataFrame:

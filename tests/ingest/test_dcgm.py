@@ -191,8 +191,8 @@ def test_full_scrape_has_18_links_per_gpu() -> None:
 def test_node_override_and_missing_hostname_warning() -> None:
     plain = text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0"} 1')
     assert READER.read(plain, node_id="n9")["link_samples"]["node_id"].item() == "n9"
-    result = READER.read(plain)
-    assert result["link_samples"]["node_id"].item() == "unknown"
+    result = READER.read(plain)  # no host label: the node asked about, as an nvidia-smi paste's rows are
+    assert result["link_samples"]["node_id"].isna().all() and result["gpus"]["node_id"].isna().all()
     assert any("--node" in w.message for w in result.warnings)
 
 

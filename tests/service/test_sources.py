@@ -186,3 +186,33 @@ def test_an_input_of_many_nodes_asked_of_without_one_counts_those_it_does_not_li
         files_source([Source.from_text(text, name="nccl.txt")])
     said = str(refused.value)
     assert "its steps run on 12 nodes (host-00, " in said and "host-09 and 2 more): give --node NODE" in said
+
+
+def _scrape(labels: str) -> str:
+    """Two dcgm-exporter scrapes ten minutes apart, one link's replays climbing far past the failing rate."""
+    return "".join(f'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L3{{gpu="2",{labels}}} {replays} {ms}\n'
+                   f'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L3{{gpu="2",{labels}}} 0 {ms}\n'
+                   for replays, ms in ((100, 1_780_000_000_000), (9_100, 1_780_000_600_000)))
+
+
+def test_a_scrape_with_no_host_label_is_the_node_asked_about_by_every_door(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """dcgm-exporter run with --no-hostname labels no series with a host: `analyze FILE` said "give --node" and then
+    refused the node given ("no node 'n1' in the files (1 known: unknown)"), while `ingest --node` stored it as n1
+    and `ingest` alone stored it under a node called `unknown`, where every host-less scrape landed."""
+    bare, named = tmp_path / "bare.prom", tmp_path / "named.prom"
+    bare.write_text(_scrape('UUID="GPU-1a2b"'))
+    named.write_text(_scrape('UUID="GPU-1a2b",Hostname="n1"'))
+    answers = []
+    for argv in (["analyze", str(named), "--json"], ["analyze", str(bare), "--node", "n1", "--json"],
+                 ["analyze", "--store", str(tmp_path / "store"), "--node", "n1", "--json"]):
+        if "--store" in argv:
+            assert main(["ingest", str(bare), "--store", str(tmp_path / "store"), "--node", "n1"]) == 0
+        capsys.readouterr()
+        assert main(argv) == 0
+        d = json.loads(capsys.readouterr().out)
+        answers.append({k: d[k] for k in ("node_id", "fault_detected", "isolated_component", "ticket_priority",
+                                          "repair_action")})
+    assert answers[0] == answers[1] == answers[2] and answers[0]["fault_detected"]
+    assert main(["ingest", str(bare), "--store", str(tmp_path / "other")]) != 0  # no node to keep it under
+    assert "--node" in capsys.readouterr().err
