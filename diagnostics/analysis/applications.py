@@ -1,6 +1,8 @@
-"""Xids an application causes (an exception in its kernels, a page fault): the GPU is still healthy after them, so
-they are said as the job's and never judged as the fabric's. Which codes they are is the Xid catalog's
-`application` flag (data/xid.toml, from NVIDIA's device plugin)."""
+"""Xids that are not the fabric's, said so that a log holding them is not answered as if it held nothing: those an
+application causes (an exception in its kernels, a page fault), after which the GPU is still healthy, said as the
+job's (the Xid catalog's `application` flag, data/xid.toml, from NVIDIA's device plugin); and the GPU's own faults
+the catalog marks fatal or failing with no interconnect (an uncontained memory error, a GSP error), said with the
+catalog's action for them. Neither is judged as the fabric's."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from typing import Any
 import pandas as pd
 
 from ..components import ComponentRef
-from ..config.catalogs import load_xid_catalog
-from ..enums import EventKind
+from ..config.catalogs import CodeCatalog, load_xid_catalog
+from ..enums import CodeSeverity, EventKind
 from .events import indexed
 from .rates import ns
 
@@ -21,11 +23,46 @@ _PROCESS = re.compile(r"pid=(?P<pid>\d+),\s*name=(?P<name>[^,\s]+)")
 
 def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
                       buses: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[str]]:
-    """Each node's application Xids in (start, end], said in one note: which codes on which GPUs, the processes
-    the lines name, and that they are the job's to debug. `buses` (node -> PCI address -> GPU index) names a GPU
-    a line gives only by its address."""
+    """Each node's Xids that are not the fabric's in (start, end]: its application Xids in one note (which codes on
+    which GPUs, the processes the lines name, and that they are the job's to debug), then its GPU faults in another
+    (the catalog's action for each). `buses` (node -> PCI address -> GPU index) names a GPU a line gives only by its
+    address."""
     catalog = load_xid_catalog()
-    codes = sorted(c for c, e in catalog.entries.items() if e.application)
+    faults = {c for c, e in catalog.entries.items() if not e.application and e.interconnect is None
+              and e.severity in (CodeSeverity.FATAL, CodeSeverity.FAILING)}
+    out: dict[str, list[str]] = {}
+    for node, said in _said(events, start_ns, end_ns, buses or {}, catalog).items():
+        apps = [(c, p, by) for c, p, by in said if catalog.entry(c).application]
+        gpu = [(c, p, by) for c, p, by in said if c in faults]
+        if apps:
+            out.setdefault(node, []).append(
+                f"{_parts(apps)}: errors an application causes, after which the GPU is still healthy (NVIDIA's "
+                "device plugin does not mark a GPU unhealthy for these codes): debug the job, not the fabric")
+        if gpu:
+            actions = "; ".join(f"Xid {c}: {_action(catalog, c)}" for c, _, _ in gpu)
+            out.setdefault(node, []).append(f"{_parts(gpu)}: an error of the GPU itself, not of its links, so no "
+                                            f"link is judged on it; NVIDIA's Xid catalog: {actions}")
+    return out
+
+
+def _parts(said: list[tuple[int, str, list[str]]]) -> str:
+    """The codes' parts, then the processes their lines name."""
+    processes = list(dict.fromkeys(p for _, _, by in said for p in by))
+    return "; ".join(part for _, part, _ in said) + (f", from {', '.join(processes)}" if processes else "")
+
+
+def _action(catalog: CodeCatalog, code: int) -> str:
+    entry = catalog.entry(code)
+    bucket = f" ({entry.immediate_action})" if entry.immediate_action else ""
+    return f"{entry.action or 'no action given'}{bucket}"
+
+
+def _said(events: pd.DataFrame, start_ns: int, end_ns: int, buses: Mapping[str, Mapping[str, int]],
+          catalog: CodeCatalog) -> dict[str, list[tuple[int, str, list[str]]]]:
+    """Per node, the window's Xids of the codes said here, by code: the code, its part ("Xid 13 (...) on GPU 3
+    (2 events)") and the processes its lines name."""
+    codes = sorted(c for c, e in catalog.entries.items() if e.application or (
+        e.interconnect is None and e.severity in (CodeSeverity.FATAL, CodeSeverity.FAILING)))
     if events.empty or not codes or not {"kind", "code", "node_id", "timestamp"} <= set(events.columns):
         return {}
     t = ns(events["timestamp"])
@@ -34,26 +71,23 @@ def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
             & events["node_id"].notna().to_numpy(bool))
     if not mine.any():
         return {}
-    rows = indexed(events[mine], buses or {}, "pci_bus_id")  # a GPU a line names by address alone
-    out: dict[str, list[str]] = {}
+    rows = indexed(events[mine], buses, "pci_bus_id")  # a GPU a line names by address alone
+    out: dict[str, list[tuple[int, str, list[str]]]] = {}
     for node, group in rows.groupby(rows["node_id"].astype("string"), sort=True):
         said: dict[int, dict[str, int]] = {}  # code -> GPU name -> events
-        processes: dict[str, None] = {}
+        processes: dict[int, dict[str, None]] = {}  # code -> the processes its lines name
         for gpu, bus, code, text in zip(_column(group, "gpu"), _column(group, "pci_bus_id"), group["code"].tolist(),
                                         _column(group, "text"), strict=True):
             name = ComponentRef.of_gpu(None if gpu is None else int(gpu), bus=None if bus is None else str(bus)).name
             per_gpu = said.setdefault(int(code), {})
             per_gpu[name] = per_gpu.get(name, 0) + 1
             found = _PROCESS.search(str(text or ""))
+            by = processes.setdefault(int(code), {})
             if found:
-                processes[f"{found['name']} (pid {found['pid']})"] = None
-        parts = [f"Xid {code} ({catalog.entry(code).meaning}) on "
-                 + ", ".join(f"{gpu}{_times(n)}" for gpu, n in sorted(gpus.items()))
-                 for code, gpus in sorted(said.items())]
-        by = f", from {', '.join(processes)}" if processes else ""
-        out[str(node)] = [f"{'; '.join(parts)}{by}: errors an application causes, after which the GPU is still "
-                          "healthy (NVIDIA's device plugin does not mark a GPU unhealthy for these codes): debug the "
-                          "job, not the fabric"]
+                by[f"{found['name']} (pid {found['pid']})"] = None
+        out[str(node)] = [(code, f"Xid {code} ({catalog.entry(code).meaning}) on "
+                           + ", ".join(f"{gpu}{_times(n)}" for gpu, n in sorted(gpus.items())), list(processes[code]))
+                          for code, gpus in sorted(said.items())]
     return out
 
 

@@ -1,5 +1,6 @@
 """Xids an application causes (13, 31, 43, 68, 109): said as the job's to debug, with the GPUs and processes the
-lines name, never judged as the fabric's; alike through the file and the store they were ingested into."""
+lines name, never judged as the fabric's; alike through the file and the store they were ingested into. A GPU's own
+fatal Xids (an uncontained memory error, a GSP error) are said with the Xid catalog's action, not judged either."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def test_only_the_windows_application_xids_are_said(tmp_path: Path) -> None:
                            "pt_main_thread (pid 1158578):"), note
 
 
-@pytest.mark.parametrize(("code", "said"), [(31, True), (43, True), (74, False), (79, False), (45, False)])
+@pytest.mark.parametrize(("code", "said"), [(31, True), (43, True), (95, True), (74, False), (79, False),
+                                            (45, False), (94, False)])
 def test_a_gpu_the_node_table_knows_by_bus_is_named_by_index(code: int, said: bool) -> None:
     at = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     rows = events([{"timestamp": at, "kind": "xid", "code": code, "pci_bus_id": "0000:1B:00.0",
@@ -75,3 +77,25 @@ def test_a_gpu_the_node_table_knows_by_bus_is_named_by_index(code: int, said: bo
         return
     [note] = notes["n1"]
     assert note.startswith(f"Xid {code} (") and " on GPU 3, from train.py (pid 42): " in note, note
+
+
+def test_a_gpus_own_fatal_xid_is_said_with_the_catalogs_action_alike_through_file_and_store(tmp_path: Path) -> None:
+    """An uncontained memory error (95) and a GSP error (120) are the GPU's, not its links': the answer was "low,
+    collect link counters" with not a word of them, as if the log held nothing."""
+    log = tmp_path / "kern.log"
+    log.write_text("2024-08-31T08:40:10+0000 h100-a kernel: NVRM: Xid (PCI:0000:3b:00): 95, pid=4242, name=python3, "
+                   "Uncontained: FBHUB. RST: Yes, D-RST: No\n"
+                   "2024-08-31T08:41:00+0000 h100-a kernel: NVRM: Xid (PCI:0000:3b:00): 120, GSP task exception: "
+                   "load access page fault (cause:0xd) @ pc:0x13636b2, partition:2#0, task:3, gfid: 0\n"
+                   "2024-08-31T08:42:00+0000 h100-a kernel: NVRM: Xid (PCI:0000:3b:00): 45, pid=4242, name=python3, "
+                   "Ch 00000008 caused by previous Xid 95\n")
+    files, stored = _doors(log, tmp_path, timedelta(hours=1))
+    said = [[w for w in d.warnings if "the GPU itself" in w] for d in (files, stored)]
+    assert said[0] == said[1]
+    [note] = said[0]
+    catalog = load_xid_catalog()
+    assert note.startswith("Xid 95 (Uncontained memory error) on the GPU at PCI 0000:3b:00.0; Xid 120 (GSP Error) "
+                           "on the GPU at PCI 0000:3b:00.0, from python3 (pid 4242): "), note
+    assert catalog.entry(95).action in note and catalog.entry(120).action in note and "Xid 45" not in note
+    for d in (files, stored):  # not the fabric's: no link is judged on it
+        assert not d.fault_detected and not d.findings and not _notes(d)
