@@ -1,9 +1,10 @@
 """Kernel log lines: NVRM Xid, NVSwitch SXid and PCIe AER messages, as events.
 
 Accepts the line prefixes of dmesg (`[12345.678]`, `dmesg -T`), syslog (`Nov 29 16:00:01 host kernel:`) and
-journalctl (`-o short-iso`). Only a prefix with a date and year gives a time: dmesg's seconds since boot and
-syslog's yearless dates leave the timestamp empty (said once), rather than guess. A `caused by previous Xid N`
-tail fills `caused_by`; an NVLink Xid or an SXid that names a link fills `link`.
+journalctl (`-o short-iso`; `-o short-full` and `-o short-unix` in `journal`). Only a prefix with a date and year
+gives a time: dmesg's seconds since boot and syslog's yearless dates leave the timestamp empty (said once), rather
+than guess. A `caused by previous Xid N` tail fills `caused_by`; an NVLink Xid or an SXid that names a link fills
+`link`.
 
 An SXid is printed as several lines with the same switch and code: the first says `Fatal`/`Non-fatal` and the
 link (`24007, Fatal, Link 12 sourcetrack timeout error (First)`), the next `Severity S Engine instance I ...`
@@ -27,6 +28,8 @@ import pandas as pd
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
+from .journal import PREFIXES as JOURNAL
+from .journal import journal_prefix
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .textlines import Collector, classify, normalize_bus_id, one_edit, parse_time, skip_shell
 
@@ -343,6 +346,9 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
             ts = stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")
             if stamp.tzinfo is None:
                 out.once("iso", number, "log times state no zone; read as UTC")
+    elif journal := journal_prefix(body, out, number):  # journalctl -o short-full, -o short-unix
+        (match, ts), host = journal, journal[0]["host"]
+        body = body[match.end():]
     elif match := _SYSLOG.match(body):
         host, body = match["host"], body[match.end():]
         out.once("syslog", number, "syslog dates carry no year; these events have no timestamp")
@@ -364,7 +370,7 @@ def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Times
     return body, ts, host
 
 
-_PREFIXES = (_ISO, _DMESG_X, _TALOS, _SYSLOG, _DMESG_T)
+_PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T)
 _OPENS = re.compile(r"NVRM: |nvidia-nvswitch\d*: SXid \(|" + _DEVICE + r"(?:AER: |PCIe Bus Error:)")
 
 

@@ -63,6 +63,31 @@ def test_dmesg_iso_and_journal_precise_prefixes() -> None:
     assert set(events["node_id"]) == {"node-9"}
 
 
+_OFF_BUS = "NVRM: Xid (PCI:0000:b9:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+
+
+@pytest.mark.parametrize(("prefix", "at"), [
+    ("Tue 2024-03-12 10:00:00 UTC gpu-3 kernel: ", "2024-03-12 10:00:00"),  # journalctl -o short-full
+    ("Tue 2024-03-12 10:00:00.250000 UTC gpu-3 kernel: ", "2024-03-12 10:00:00.25"),  # with --utc -o short-full
+    ("Tue 2024-03-12 11:00:00 CET gpu-3 kernel: ", "2024-03-12 10:00:00"),  # printed in the host's zone
+    ("Tue 2024-07-16 12:00:00 Europe/Berlin gpu-3 kernel: ", "2024-07-16 10:00:00"),  # summer time
+    ("1710237600.123456 gpu-3 kernel: ", "2024-03-12 10:00:00.123456"),  # journalctl -o short-unix
+])
+def test_journal_short_full_and_unix_prefixes_give_the_time_and_host(prefix: str, at: str) -> None:
+    """They were a prefix 'none of the forms this reader knows': an Xid of 2024 was judged as read now."""
+    result = read_text(prefix + _OFF_BUS + "\n")
+    [event] = result["events"].to_dict("records")
+    assert event["code"] == 79 and event["timestamp"] == pd.Timestamp(at, tz="UTC")
+    assert event["node_id"] == "gpu-3" and not result.warnings, result.warnings
+
+
+def test_a_short_full_zone_no_lookup_knows_is_read_as_utc_and_said() -> None:
+    result = read_text("Tue 2024-07-16 12:00:00 CEST gpu-3 kernel: " + _OFF_BUS + "\n")
+    assert result["events"]["timestamp"].iloc[0] == pd.Timestamp("2024-07-16 12:00:00", tz="UTC")
+    [warning] = result.warnings
+    assert warning.message.startswith("the zone 'CEST' is no time zone this reader can look up")
+
+
 def test_real_sxid_lines_are_one_event_each_with_severity_switch_and_link() -> None:
     result = read(REAL / "sxid_22013_h100_1.txt")
     events = result["events"]
