@@ -45,6 +45,8 @@ _LINKS = re.compile(r"^\s*Links (?P<links>\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-
 _NO_ERRORS = re.compile(r"^No errors$", re.IGNORECASE)
 _SPEED = re.compile(r"^(?P<speed>\d+(?:\.\d+)?) GB/s$")
 _LANE = re.compile(r"^Lane (?P<lane>\d+):?\s*(?P<rest>.*)$")
+# `nvidia-smi nvlink -c`: what each link supports (`Link 0, P2P is supported: true`), no counter and no state
+_CAPABILITY = re.compile(r"^\s*Link \d+, [^:]*\bsupported: (?:true|false)\s*$", re.IGNORECASE)
 _REMOTE = re.compile(r"^Remote Device (?P<dev>\S+?):? Link (?P<port>\d+)$")
 _COUNTER = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 /()-]*?):\s*(?P<value>\S*)$")
 _BARE_VALUE = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|nan|inf\w*)(?:e[-+]?\d+)?$", re.IGNORECASE)
@@ -105,6 +107,7 @@ class NvlinkReader:
         unreachable = False  # a GPU nvidia-smi names as one it could not reach
         last_gpu: int | None = None  # the index of the last GPU header
         first_header: Line | None = None
+        capabilities = False  # a line of `nvlink -c` was met
         for line in classify(source, out):
             if skip_shell(line, out):
                 continue
@@ -154,6 +157,7 @@ class NvlinkReader:
                 continue
             match = _LINK.match(line.text)
             if not match:
+                capabilities = capabilities or bool(_CAPABILITY.match(line.text))
                 out.unread(line)
                 continue
             found, rest = out.checked("index", line.number, match["link"], "link", f"GPU {gpu} link"), match["rest"]
@@ -206,7 +210,7 @@ class NvlinkReader:
         rows.finish()
         if first_header is not None and not out.rows.get("link_samples") and not out.rows.get("events") \
                 and not all_down and not remotes and not unreachable:
-            _headers_alone(out, first_header, len(seen_gpus))
+            _headers_alone(out, first_header, len(seen_gpus), capabilities)
             return out.result()
         if rows.rows and not unreachable:
             _narrowed(out, sorted({g for g, _ in seen_gpus}), model)
@@ -215,16 +219,20 @@ class NvlinkReader:
         return out.result()
 
 
-def _headers_alone(out: Collector, first: Line, gpus: int) -> None:
+def _headers_alone(out: Collector, first: Line, gpus: int, capabilities: bool) -> None:
     """An output of GPU headers and no line of a link under any: nothing is read (its GPUs are not kept either:
-    the input is not what it was meant to be), and the warning says what it is."""
+    the input is not what it was meant to be), and the warning says what it is: `nvlink -c` (what each link
+    supports) whole, not a cut output."""
     out.rows.pop("gpus", None)
     count = f"{gpus} GPU header lines" if gpus > 1 else "a GPU header line"
     out.flush()  # said first: the lines around the header that no reader takes are said after it
-    said = (f"the input holds {count} ({first.text.strip()[:60]!r}) and no link lines: an nvidia-smi nvlink output "
-            "cut before its links (or `nvidia-smi -L`, which lists GPUs and no links); nothing is read: paste "
+    what = ("and its links' capabilities alone: `nvidia-smi nvlink -c` output, which says what each link supports "
+            "and holds no error counter or link state" if capabilities else
+            "and no link lines: an nvidia-smi nvlink output cut before its links (or `nvidia-smi -L`, which lists "
+            "GPUs and no links)")
+    said = (f"the input holds {count} ({first.text.strip()[:60]!r}) {what}; nothing is read: paste "
             "`nvidia-smi nvlink -e` (or -s, -R) whole")
-    out.warnings.insert(0, IngestWarning(out.source.name, first.number, said, cut=True))
+    out.warnings.insert(0, IngestWarning(out.source.name, first.number, said, cut=not capabilities))
 
 
 def _unreachable(out: Collector, line: Line, lost: re.Match[str], gpu: int) -> None:

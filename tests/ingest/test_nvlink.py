@@ -243,6 +243,20 @@ def test_gpu_headers_with_no_link_line_are_said_as_an_output_cut_before_its_link
     assert any(f"holds {count}" in str(w) for w in report.warnings) and not StoreSource(tmp_path / "store").nodes()
 
 
+def test_nvlink_c_output_is_said_as_the_links_capabilities_not_as_an_output_cut_before_its_links() -> None:
+    """`nvidia-smi nvlink -c` prints a header and what each link supports: it was said to be an output cut before
+    its links (or `nvidia-smi -L`), sending the person to look for the rest of an output that was whole."""
+    result = read_text("GPU 0: NVIDIA H800 (UUID: GPU-34bf77d1-c686-6821-79a8-32d326c5039c)\n"
+                       + "".join(f"         Link {n}, {what}: {value}\n" for n in (0, 1) for what, value in (
+                           ("P2P is supported", "true"), ("Access to system memory supported", "true"),
+                           ("P2P atomics supported", "true"), ("System memory atomics supported", "true"),
+                           ("SLI is supported", "true"), ("Link is supported", "false"))))
+    assert result.empty
+    said = result.warnings[0]
+    assert "`nvidia-smi nvlink -c` output" in said.message and "nvidia-smi nvlink -e" in said.message
+    assert "cut" not in said.message and not said.cut, said
+
+
 def test_a_header_whose_gpu_nvidia_smi_names_as_all_links_down_is_not_a_cut() -> None:
     result = read(B200)
     assert len(result["link_samples"]) and not [w for w in result.warnings if "no link lines" in w.message]
