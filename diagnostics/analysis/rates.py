@@ -203,13 +203,43 @@ def prepare_rows(frame: pd.DataFrame, t_all: np.ndarray, rows: np.ndarray | None
     key, t = key[order], t[order]
     same = (key[1:] == key[:-1]) & (t[1:] == t[:-1])
     if same.any():
+        frame = _coalesced(frame, order if rows is None else rows[order], same)
         keep = np.ones(len(key), dtype=bool)
-        keep[:-1] = ~same  # of equal (link, time) rows keep the last
+        keep[:-1] = ~same  # of equal (link, time) rows keep the last, holding each column the group reads
         order, key, t = order[keep], key[keep], t[keep]
     rows = order if rows is None else rows[order]
     starts = np.ones(len(key), dtype=bool)
     starts[1:] = key[1:] != key[:-1]
     return Prepared(frame, rows, t, starts)  # positional access only: the index is left as it came
+
+
+def _coalesced(frame: pd.DataFrame, positions: np.ndarray, same: np.ndarray) -> pd.DataFrame:
+    """The table with the last of each group of rows reading one link at one time (`same[i]`: ordered rows i and
+    i + 1 are one such reading) holding, in each column it leaves empty, the newest value another row of its group
+    gives: two sources of one instant (a table stating the link's state, a scrape of its counters stating none)
+    are one reading, whichever was read last. Only the columns that change are copied; the caller's table is kept."""
+    member = np.zeros(len(positions), dtype=bool)
+    member[:-1] |= same
+    member[1:] |= same
+    group = np.cumsum(np.concatenate(([True], ~same)))[member]
+    rows = positions[member]
+    last = np.flatnonzero(np.append(group[1:] != group[:-1], True))  # each group's kept row, among `rows`
+    kept = rows[last]
+    changed: dict[str, pd.Series] = {}
+    for name in frame.columns:
+        column = frame[name]
+        empty = column.iloc[kept].isna().to_numpy()
+        if not empty.any():
+            continue
+        filled = column.iloc[rows].groupby(group, sort=False).last()  # the newest value of each group (NA skipped)
+        values = filled.to_numpy()[empty]
+        present = pd.notna(values)
+        if not present.any():
+            continue
+        patched = column.copy()
+        patched.iloc[kept[empty][present]] = values[present]
+        changed[str(name)] = patched.array  # by position: the index may repeat
+    return frame.assign(**changed) if changed else frame
 
 
 def _link_order(key: np.ndarray, t: np.ndarray) -> np.ndarray:

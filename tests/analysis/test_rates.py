@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from diagnostics.analysis.metrics import last_state
 from diagnostics.analysis.rates import _any_value, bucketed_increase, prepare, windowed_increase
 from tests.analysis.helpers import T0, link_series, links, steady
 
@@ -188,3 +189,19 @@ def test_a_recovery_storm_fails_within_one_window_in_every_profile(profile: str 
     bad = [f for f in d.findings if f.gpu == 2]
     assert bad and bad[0].severity.value == "failing"
     assert any(c.rule == "recovery_rate" for c in bad[0].crossed) or profile == "dcgm"
+
+
+@pytest.mark.parametrize("state_first", [True, False])
+def test_two_sources_reading_a_link_at_one_time_are_one_reading_whichever_comes_last(state_first: bool) -> None:
+    """A table that states the link inactive and a scrape of the same instants that states no state (dcgm-exporter
+    has no link-state field): each column is the reading's that holds it, in whichever order the two were read."""
+    values = steady(600.0)
+    stated = link_series(values, link_state="inactive")
+    scraped = link_series(values).assign(link_state=None, source="dcgm")
+    frame = links(*((stated, scraped) if state_first else (scraped, stated)))
+    p = prepare(frame)
+    assert len(p.t) == len(values)  # one reading per instant
+    state = last_state(p, int(p.t.max()))
+    assert list(state["link_state"]) == ["inactive"]
+    row = one(windowed_increase(frame, window=HOUR, prepared=p))
+    assert row["replay_per_hour"] == pytest.approx(600.0)
