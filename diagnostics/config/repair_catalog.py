@@ -71,6 +71,8 @@ class FaultEntry(_Model):
     repair: list[StepRef]
     action: Text
     down_action: Text | None = None
+    # a link down counts no errors: the steps that name it read the link states, not the error counters
+    down_repair: list[StepRef] | None = None
 
 
 class FaultOverride(_Model):
@@ -88,6 +90,7 @@ class FaultOverride(_Model):
     repair: list[StepRef] | None = None
     action: Text | None = None
     down_action: Text | None = None
+    down_repair: list[StepRef] | None = None
 
 
 class PlatformEntry(_Model):
@@ -259,7 +262,7 @@ def _check_refs(cat: Catalog) -> None:
         for cid in entry.capture or []:
             if cid not in cat.capture:
                 raise ConfigError(f"{cat.source}: {where}.capture names {cid!r}, which is not a [capture] entry")
-        for name in ("isolate", "repair"):
+        for name in ("isolate", "repair", "down_repair"):
             for ref in getattr(entry, name) or []:
                 if isinstance(ref, str) and ref != RESET_MARK and ref not in cat.step:
                     raise ConfigError(f"{cat.source}: {where}.{name} names {ref!r}, which is not a [step] entry")

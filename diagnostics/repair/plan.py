@@ -369,6 +369,14 @@ class _Builder:
             self.sources.append(f"{text[:60]}: {entry.source}")
         return PlanStep(text=text, command=self.fill(entry.command), stops=entry.stops, drains=entry.drains)
 
+    def chosen_repair(self) -> list[StepRef]:
+        """The repairs in order; a link that is down is named by its state, not by counters it does not count."""
+        if self.facts.link_down:
+            down = self.over.down_repair or self.base.down_repair
+            if down is not None:
+                return down
+        return self.over.repair or self.base.repair
+
     def chosen_action(self) -> Text:
         if self.facts.link_down:
             down = self.over.down_action or self.base.down_action
@@ -406,7 +414,7 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
         b._warn(b.cat.warning.recovery_said)
     captures = b.captures()
     if repeat_offender is None:
-        repair = b.steps(b.over.repair or b.base.repair, b.reset_step(reset))
+        repair = b.steps(b.chosen_repair(), b.reset_step(reset))
         node_stops = reset.stops == "node" or any(s.stops == "node" for s in repair)
         action = b.action(b.chosen_action())
     else:  # the earlier tickets' reset, reseat and swap test are not repeated: the replacement leads

@@ -26,7 +26,10 @@ def _cell(value: object) -> str:
 def _link(t: RepairTicket) -> str:
     """The link as the input names it; an NVLink fault whose input names no link says so (not the counter's id)."""
     if t.link is None and t.fault in (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE):
-        return "unknown: the input names none (read `nvidia-smi nvlink -e` to find it)"
+        # the plan's own read names it: the link states for a link down (it counts no errors), else the counters
+        read = next((s.command for s in t.repair_steps if (s.command or "").startswith("nvidia-smi nvlink -")),
+                    "nvidia-smi nvlink -e")
+        return f"unknown: the input names none (read `{read}` to find it)"
     if t.link is not None and not any(c.isdigit() for c in t.link_id or ""):
         return str(t.link)  # an event's counter id (an Xid's) names no link: the line's link number does
     return _cell(t.link_id or "-")
