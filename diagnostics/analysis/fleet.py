@@ -296,7 +296,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             notes.append(reach[node])
         if node not in view.gpus_seen and node not in reporting_links:
             unplaced = unplaced_buses(links, node)
-            notes.insert(0, f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced
+            shown = [f.component for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
+            notes.insert(0, f"{node}'s description shows a fault ({', '.join(shown)}); its link counters were not "
+                            "read, so its other links' health is unknown, not healthy" if shown and not unplaced
+                         else f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced
                          else f"{node}'s link readings are of GPUs named by bus id alone ({', '.join(unplaced)}), "
                               "placed on no GPU index: its fabric health is unknown, not healthy")
         elif samples.get(node, 2) < 2:
