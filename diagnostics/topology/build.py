@@ -56,6 +56,7 @@ def _score(facts: Facts, graph: NodeGraph) -> tuple[float, list[str]]:
     checks = 0
     agree = 0
     notes = []
+    lowered: dict[int, int] = {}  # a short GPU whose pairs it lowers: one note for the GPU, not one per pair
     for (a, b), seen in sorted(facts.pair_nvlinks().items()):
         want = pairs.get((a, b))
         if want is None:
@@ -63,9 +64,16 @@ def _score(facts: Facts, graph: NodeGraph) -> tuple[float, list[str]]:
         checks += 1
         if seen == want:
             agree += 1
-        else:  # a pair lowered by its short GPU fits the board that GPU is a fault of
-            agree += int(bool({a, b} & set(short)) and seen == min(short.get(a, want), short.get(b, want)))
+        elif {a, b} & set(short) and seen == min(short.get(a, want), short.get(b, want)):
+            agree += 1  # a pair lowered by its short GPU fits the board that GPU is a fault of
+            for g in {a, b} & set(short):
+                if short[g] == seen:
+                    lowered[g] = want
+        else:
             notes.append(f"GPU {a} - GPU {b}: {seen} NVLinks where {graph.platform} has {want}")
+    notes[:0] = [f"GPU {g}: {short[g]} NVLinks where {graph.platform} has {want}: a pair through the switches shows "
+                 "the fewer of its two GPUs' links, so each of its pairs reads short, not a fault of each pair"
+                 for g, want in sorted(lowered.items())]
     for g, seen_spread in sorted(facts.switch_spread().items()):
         if g in spread:
             checks += 1

@@ -83,3 +83,19 @@ def test_two_gpus_short_are_two_links_down(tmp_path: Path) -> None:
     got = answer(tmp_path, switched(8, 12, {3: 11, 6: 10}))
     assert got.platform == "dgx-a100-8gpu" and got.fault_detected
     assert sorted(f.gpu for f in got.findings if f.severity is Severity.DOWN) == [3, 6]
+
+
+def test_a_link_down_from_the_description_is_named_by_its_state_and_said_once(tmp_path: Path) -> None:
+    """A link that is down counts no errors: the ticket's first step reads the link states, not DCGM totals; the
+    answer says the description shows the fault rather than that nothing is known; one short GPU is one warning."""
+    from diagnostics.tickets import RulesDrafter
+
+    got = answer(tmp_path, switched(8, 12, {3: 11}))
+    ticket = RulesDrafter().draft(got)
+    first = ticket.repair_steps[0]
+    assert first.command == "nvidia-smi nvlink -s -i 3" and "DCGM" not in first.text
+    assert "`nvidia-smi nvlink -s -i 3`" in ticket.to_markdown().split("| link |")[1].split("\n")[0]
+    assert not any("fabric health is unknown" in w for w in got.warnings)
+    assert any("shows a fault (GPU 3 NVLinks)" in w and "not read" in w for w in got.warnings)
+    about_3 = [w for w in got.warnings if "GPU 3" in w and "NVLinks where" in w]
+    assert len(about_3) == 1 and "GPU 0 - GPU 3" not in about_3[0]
