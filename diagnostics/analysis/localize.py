@@ -17,10 +17,15 @@ from ..config.thresholds import BELOW_EXPECTED_RULE, OFF_BUS_RULE, SOFTWARE_RULE
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
 from ..topology import NodeGraph
+from ..topology.graph import NVSWITCH
 from .absence import gpu_gone
 
 GPU_WIDE_SHARE = 0.5
 GPU_WIDE_MIN_LINKS = 3
+# a switch whose failing links come from more than this share of the node's GPUs is their common end, before any
+# GPU is: a GPU's own fault shows on its links alone, and the other GPUs' links on the same switch stay clean
+SHARED_SWITCH_SHARE = 0.5
+ALL_SWITCHES = "all NVSwitches (shared by every GPU)"
 DOWNTRAIN_RULES = {"pcie_width", "pcie_gen_under_load"}
 
 
@@ -113,6 +118,8 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
     for f in findings:
         if f.link_type is LinkType.NVLINK and f.gpu is not None and f.link is not None:
             seen[f.gpu] += 1
+    shared, nvlinks = _shared_switches(nvlinks, graph, set(graph.gpus) if graph is not None else set(seen))
+    out.extend(shared)
     by_gpu: dict[int, list[Finding]] = defaultdict(list)
     for f in nvlinks:
         if f.gpu is not None:
@@ -146,6 +153,39 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
     covered = {loc.gpu for loc in out if loc.gpu is not None}
     out.extend(_xid_link(f) for f in findings if _bad(f) and XID_NVLINK_RULE in _rules(f) and f.gpu not in covered)
     return sorted(out, key=lambda loc: -loc.confidence)
+
+
+def _shared_switches(nvlinks: list[Finding], graph: NodeGraph | None,
+                     gpus: set[int]) -> tuple[list[Localization], list[Finding]]:
+    """The switches most of the node's GPUs fail on, and the links they leave to weigh GPU by GPU. When every switch
+    is such a one, no GPU and no one switch explains it: what all links share does (the baseboard that carries the
+    switches, or the node's driver, firmware, Fabric Manager or power), and it is one suspect, not a GPU each."""
+    where: dict[str, list[Finding]] = defaultdict(list)
+    for f in nvlinks:
+        switch = _port(graph, f).get("switch") or f.switch
+        if switch and f.gpu is not None:
+            where[str(switch)].append(f)
+    hit = {sw: sorted({f.gpu for f in links if f.gpu is not None}) for sw, links in where.items()}
+    wide = sorted(sw for sw, on in hit.items() if len(on) >= 2 and len(on) > SHARED_SWITCH_SHARE * max(len(gpus), 1))
+    if not wide:
+        return [], nvlinks
+    taken = [f for sw in wide for f in where[sw]]
+    rest = [f for f in nvlinks if f not in taken]
+    every = graph.switches(NVSWITCH) if graph is not None else []
+    if len(every) >= 2 and set(every) <= set(wide):
+        many = sorted({g for sw in wide for g in hit[sw]})
+        return [Localization(
+            ref=ComponentRef.nvswitch(ALL_SWITCHES), fault=FaultKind.NVSWITCH, confidence=0.6, **_grade(taken),
+            evidence=[f"{len(taken)} failing NVLinks of GPUs {', '.join(map(str, many))}, on all {len(every)} "
+                      "NVSwitches alike: no one GPU or switch explains it; what every link shares does: the "
+                      "baseboard that carries the NVSwitches, or the node's driver, firmware, Fabric Manager or power",
+                      "reboot the drained node and read the Fabric Manager and kernel logs, the driver and firmware "
+                      "versions first: replacing the baseboard stops every GPU of the node"])], rest
+    return [Localization(
+        ref=ComponentRef.nvswitch(sw), fault=FaultKind.NVSWITCH, switch=sw,
+        confidence=round(min(0.95, 0.6 + 0.1 * len(hit[sw])), 2), **_grade(where[sw]),
+        evidence=[f"failing links of GPUs {', '.join(map(str, hit[sw]))} all land on {sw}, most of the node's GPUs: "
+                  "the switch (its baseboard) is the common end, not each GPU"]) for sw in wide], rest
 
 
 def _xid_link(f: Finding) -> Localization:
