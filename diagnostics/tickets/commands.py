@@ -2,7 +2,7 @@
 
 A command is its tool, its subcommand where the tool has them, and its options: `nvidia-smi nvlink -e -i 2` is
 (nvidia-smi, nvlink, {-e, -i}). A text may name a command only where the plan holds one of the same tool and
-subcommand with every option the text gives (values aside: GPU and link numbers are held to the facts elsewhere), so
+subcommand with every option the text gives (values aside: the GPUs an `-i` names are held to the facts in `reasoning`), so
 `nvidia-smi nvlink -r` (which zeroes the counters) is not the plan's `nvidia-smi nvlink -e`. A tool the plan never
 names (`setpci`, `rmmod`, `nv set`) is refused outright. Some instructions are refused whatever the plan holds,
 sentence by sentence: a write into the hardware or the kernel's files, a link or port disabled or taken offline, a
@@ -96,6 +96,7 @@ class Command:
     sub: str
     options: frozenset[str]
     written: str = field(default="", compare=False)  # as the text has it, for saying which
+    gpus: frozenset[int] = field(default=frozenset(), compare=False)  # the GPU indices `-i` names, held to the facts
 
     def __str__(self) -> str:
         return self.written or " ".join(filter(None, (self.tool, self.sub, *sorted(self.options))))
@@ -112,8 +113,25 @@ def commands_in(text: str) -> list[Command]:
         sub = next((w.lower() for w in words if w.lower() in subs), "")
         options = frozenset(_LONG.get(o.group(0), o.group(0)) for w in words if (o := _OPTION.match(w.split("=")[0])))
         said = m.group(1) if not sub and not options else " ".join([m.group(1), *words])  # prose after a bare tool
-        found.append(Command(tool, sub, options, said))
+        found.append(Command(tool, sub, options, said, _indices(words) if tool in _INDEXED else frozenset()))
     return found
+
+
+_INDEXED = frozenset({"nvidia-smi", "dcgmi"})  # tools whose `-i` names GPUs by index
+
+
+def _indices(words: Sequence[str]) -> frozenset[int]:
+    """The GPU indices a command's `-i` (`--id`) names: `-i 2`, `-i 0,1`, `--id=3`; a PCI bus id is no index."""
+    values = [v for i, w in enumerate(words) for v in
+              ([words[i + 1]] if w in ("-i", "--id") and i + 1 < len(words) else
+               [w.split("=", 1)[1]] if w.startswith(("-i=", "--id=")) else [])]
+    return frozenset(int(n) for v in values for n in v.split(",") if n.strip().isdigit())
+
+
+def gpus_run_on(text: str) -> set[int]:
+    """Every GPU index the commands in `text` are run on (their `-i`): a reset of GPU 3 is about GPU 3, whatever
+    the prose around it says."""
+    return {g for c in commands_in(text) for g in c.gpus}
 
 
 def plan_texts(plan: RepairPlan) -> list[str]:

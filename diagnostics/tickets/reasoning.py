@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
-from ..config.parts import parts
+from ..config.parts import UNKNOWN_PLATFORM, parts
+from ..config.platforms import all_platforms
 from ..enums import ComponentKind, LinkEnd, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
@@ -21,6 +22,7 @@ from .catalog import RepairPlan
 from .commands import (
     Command,
     command_problems,
+    gpus_run_on,
     negated,
     plan_commands,
     plan_texts,
@@ -79,7 +81,9 @@ class DraftReasoning(BaseModel):
 
 
 def _numbers(pattern: re.Pattern[str], text: str) -> set[int]:
-    return {int(n) for m in pattern.finditer(text) for n in re.findall(r"\d+", next(g for g in m.groups() if g))}
+    """The numbers `text` names of one kind; a GPU's also as a command's `-i` names it (`nvidia-smi -r -i 3`)."""
+    named = {int(n) for m in pattern.finditer(text) for n in re.findall(r"\d+", next(g for g in m.groups() if g))}
+    return named | gpus_run_on(text) if pattern is _GPU else named
 
 
 def _from(texts: Iterable[str | None], pattern: re.Pattern[str]) -> set[int]:
@@ -97,6 +101,13 @@ def _facts(c: Candidate) -> dict[str, set[int]]:
     ports = _from([c.component, *c.findings], _PORT) | ({c.switch_port} if c.switch_port is not None else set())
     return {"GPU": gpus, "NVLink": links, "NVSwitch": _from([c.switch, c.component], _SWITCH), "port": ports,
             "lane": set(c.lanes), **{name: _from(texts, p) for name, p in _RACK_PATTERNS.items()}}
+
+
+def _with_plan(facts: dict[str, set[int]], plan: RepairPlan) -> dict[str, set[int]]:
+    """A candidate's facts and what its own repair plan names: the GPUs a pre-Ampere reset takes with it, the compute
+    trays a rack's repair drains; the plan's words are the catalog's, never a contradiction."""
+    said = plan_texts(plan)
+    return {name: facts.get(name, set()) | _from(said, pattern) for name, pattern in _PATTERNS.items()}
 
 
 ALL_PARTS = "*"
@@ -142,12 +153,50 @@ def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: 
     return problems
 
 
-def end_problems(text: str, end: LinkEnd | None, owner: str) -> list[str]:
+def _says(term: str, text: str) -> bool:
+    """Whether `text` names `term` as words of its own (`H100`, not the `h100` inside a part id)."""
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def _products() -> list[str]:
+    """The GPU products the platform files name (`H100`, `GB200`): a part is its board's."""
+    models = (str(d.get("gpu_model", "")).split() for d in all_platforms().values())
+    return sorted({m[0] for m in models if m and any(ch.isdigit() for ch in m[0])})
+
+
+def part_name_problems(text: str, plan: RepairPlan) -> list[str]:
+    """Each part `text` names by its name (`H200 SXM5 module`, `PCIe riser assembly`) or by its board's GPU product
+    (`H200` on an H100 board) that is not this plan's part: a part id is caught by `contradictions`, but a
+    technician orders by these words. The plan's own words never contradict it."""
+    own = [p for p in (plan.part, plan.next_part) if p is not None]
+    words = " ".join([*(f"{p.fru} {p.description}" for p in own), *plan_texts(plan)])
+    held = ", ".join(p.id for p in own) or "none"
+    problems: list[str] = []
+    for p in parts():
+        if p.platform == UNKNOWN_PLATFORM or any(p.id == o.id for o in own) or not _says(p.fru, text) \
+                or _says(p.fru, words) or any(p.fru in q for q in problems):
+            continue
+        problems.append(f"names the {p.fru} ({p.id}, a part of {p.platform}), but the catalog parts for this "
+                        f"component are {held}")
+    board = [m for m in _products() if _says(m, words)]
+    if board:
+        problems += [f"names {m}, but this component's board is the {' / '.join(board)}'s (its parts: {held})"
+                     for m in _products() if m not in board and _says(m, text)]
+    return problems
+
+
+def end_problems(text: str, end: LinkEnd | None, owner: str, catalog: Sequence[str] = ()) -> list[str]:
     """Each end of the link `text` says the errors reach that the analysis did not name (an end is named only where
-    both ends' counters say it)."""
-    named = {_END_OF[m.group(1).lower()] for m in _END.finditer(text)}
+    both ends' counters say it); a sentence the catalog holds ("a clean switch end points at the GPU end") is its
+    own condition, not a claim."""
+    theirs = {_plain(s) for t in catalog for s in sentences(t)}
+    named = {_END_OF[m.group(1).lower()] for s in sentences(text) if _plain(s) not in theirs for m in _END.finditer(s)}
     held = f"the {end.value} end" if end is not None else "no end (the counters of both ends do not name one)"
     return [f"names the {e.value} end, but {owner} has {held}" for e in sorted(named) if e is not end]
+
+
+def _plain(sentence: str) -> str:
+    return " ".join(sentence.lower().split()).strip(" .;:")
 
 
 _EXCLUDES = re.compile(r"\bexclud\w*\s+(?:only\s+)?(?:the\s+)?(?:GPU|affected GPU)\b", re.IGNORECASE)
@@ -200,13 +249,15 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
     part_ids = {p.id for p in (plan.part, plan.next_part) if p is not None}
     allowed = plan_commands(plan)
     problems += hypothesis_problems(out.hypotheses, diagnosis, candidates, prio)
-    own = _facts(chosen)
+    own = _with_plan(_facts(chosen), plan)
     for label, text, may, scope in [("summary", out.summary, allowed, None), *(
             (f"repair step {i + 1}", s, step_commands(plan.repair[i], plan) if i < len(plan.repair) else [],
              f"catalog step {i + 1}") for i, s in enumerate(out.repair_steps))]:
         problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part_ids)]
-        problems += [f"{label} {p}" for p in end_problems(text, chosen.end, f"candidate {chosen.id}")]
+        problems += [f"{label} {p}" for p in end_problems(text, chosen.end, f"candidate {chosen.id}",
+                                                          plan_texts(plan))]
         problems += [f"{label} {p}" for p in plan_problems(text, plan, may, scope)]
+        problems += [f"{label} {p}" for p in part_name_problems(text, plan)]
     problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
     for label, text in [("why", out.why), *((f"alternative {a.candidate_id!r}", a.why) for a in out.alternatives),
                         *((f"hypothesis {i + 1}", e) for i, h in enumerate(out.hypotheses) for e in h.evidence)]:
