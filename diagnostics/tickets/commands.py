@@ -2,12 +2,12 @@
 
 A command is its tool, its subcommand where the tool has them, and its options: `nvidia-smi nvlink -e -i 2` is
 (nvidia-smi, nvlink, {-e, -i}). A text may name a command only where the plan holds one of the same tool and
-subcommand with every option the text gives (values aside: the GPUs an `-i` names are held to the facts in `reasoning`), so
-`nvidia-smi nvlink -r` (which zeroes the counters) is not the plan's `nvidia-smi nvlink -e`. A tool the plan never
-names (`setpci`, `rmmod`, `nv set`) is refused outright. Some instructions are refused whatever the plan holds,
-sentence by sentence: a write into the hardware or the kernel's files, a link or port disabled or taken offline, a
-repair without the drain, the counters cleared, the node put back in service. A sentence that says not to do it
-before the words that match advises the opposite; a sentence the catalog itself holds is the catalog's.
+subcommand with every option the text gives (values aside: the GPUs an `-i` names are held to the facts in
+`reasoning`), so `nvidia-smi nvlink -r` (which zeroes the counters) is not the plan's `nvidia-smi nvlink -e`. A tool
+the plan never names (`setpci`, `rmmod`, `nv set`) is refused outright. Some instructions are refused whatever the
+plan holds, sentence by sentence: a write into the hardware or the kernel's files, a link or port disabled or taken
+offline, a repair without the drain, the counters cleared, the node put back in service. A sentence that says not to
+do it before the words that match advises the opposite; a sentence the catalog itself holds is the catalog's.
 """
 
 from __future__ import annotations
