@@ -8,7 +8,7 @@ from ..model import GpuId
 from ..topology import Inventory
 from ..topology.inventory import FOUND_BY
 from .history import Hardware
-from .ticket import UNKNOWN, Identity
+from .ticket import NO_FABRIC_MANAGER, UNKNOWN, Identity
 
 # Ticket field -> (inventory record, inventory field).
 _FIELDS: dict[str, tuple[str, str]] = {
@@ -22,9 +22,6 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "vbios_version": ("node", "vbios_version"),
     "fabric_manager_version": ("node", "fabric_manager_version"),
 }
-
-
-NO_FABRIC_MANAGER = "none: a rack's hosts run no Fabric Manager (NMX-Controller manages the NVLink domain)"
 
 
 def gpu_at(inventory: Inventory | None, node_id: str, gpu: int | None, bus: str | None) -> int | None:

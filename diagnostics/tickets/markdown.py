@@ -62,7 +62,7 @@ _RESET = {ResetScope.GPU: "this GPU alone", ResetScope.NVLINK_PEERS: "GPUs {gpus
 
 
 def _reset(t: RepairTicket) -> str:
-    if t.reset.scope is ResetScope.NODE and t.identity.rack:  # a rack's unit: no one host's reboot resets it
+    if t.reset.scope is ResetScope.NODE and t.identity.on_rack:  # a rack's unit: no one host's reboot resets it
         return ("none from a host: a switch tray reboots from NVOS, with the rack drained" if t.reset.stops == "rack"
                 else "none from a host: the repair's steps name the compute trays to reset or reboot")
     text = _RESET[t.reset.scope].format(gpus=", ".join(map(str, t.reset.gpus)))

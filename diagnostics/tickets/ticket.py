@@ -12,6 +12,7 @@ from .history import PartHistory
 from .markdown import ticket_markdown
 
 UNKNOWN = "unknown"
+NO_FABRIC_MANAGER = "none: a rack's hosts run no Fabric Manager (NMX-Controller manages the NVLink domain)"
 
 
 class Step(BaseModel):
@@ -37,6 +38,12 @@ class Identity(BaseModel):
     vbios_version: str = UNKNOWN
     fabric_manager_version: str = UNKNOWN
     where: dict[str, str] = Field(default_factory=dict, description="For each unknown field, where to read it.")
+
+    @property
+    def on_rack(self) -> bool:
+        """Whether the ticket is a rack's or a rack host's, which runs no Fabric Manager; a node's rack location from
+        an inventory is not that."""
+        return self.fabric_manager_version == NO_FABRIC_MANAGER
 
 
 class Evidence(BaseModel):

@@ -199,6 +199,19 @@ def test_a_gpu_off_the_bus_gets_a_machine_restart_and_its_pcie_evidence_first() 
     assert t.replacement_part is not None and t.replacement_part.id == "pcie-riser-retimer"  # riser and slot first
 
 
+@pytest.mark.parametrize("inventory", [None, {"rack_location": "R12-U20"}], ids=["bare", "inventory-rack"])
+def test_a_nodes_reboot_is_its_reset_row_with_no_rack_words(inventory: dict[str, str] | None) -> None:
+    """A GPU off the bus on an HGX node is restarted with the node: its reset row says so, and names no compute
+    tray or host-less reset (a rack's words), whether or not an inventory gives the node a rack location."""
+    loc = Localization(ref=ComponentRef.of_gpu(5), fault=FaultKind.GPU_OFF_BUS, gpu=5, confidence=0.9)
+    d = seed_diagnosis(platform="hgx-h100-8gpu").model_copy(update={"localization": loc, "localizations": [loc]})
+    inv = Inventory.model_validate({"nodes": {d.node_id: inventory}}) if inventory else None
+    t = RulesDrafter().draft(d, inventory=inv)
+    assert t.reset.scope is ResetScope.NODE
+    row = next(line for line in t.to_markdown().splitlines() if line.startswith("| reset |"))
+    assert "reboot or restart the node" in row and "tray" not in row and "from a host" not in row
+
+
 def test_a_v100_ticket_resets_every_nvlink_peer_together() -> None:
     t = RulesDrafter().draft(seed_diagnosis(platform="dgx1-v100-8gpu", fabric_errors=[
         {"gpu_src": 2, "gpu_dst": 3, "link_id": "nvlink-4", "crc_errors": 45120, "replay_count": 8900}]))
