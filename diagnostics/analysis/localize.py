@@ -152,7 +152,20 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
     out.extend(_links(rest, graph))
     covered = {loc.gpu for loc in out if loc.gpu is not None}
     out.extend(_xid_link(f) for f in findings if _bad(f) and XID_NVLINK_RULE in _rules(f) and f.gpu not in covered)
-    return sorted(out, key=lambda loc: -loc.confidence)
+    return sorted(out, key=_standing(findings))
+
+
+def _standing(findings: list[Finding]) -> Any:
+    """Most certain first; between suspects as certain, one a fatal event stopped (a Link Fatal Xid 149 beside an
+    Xid 145 that names no subcode) or whose link is down, then the worse severity: the isolated part is the one whose
+    ticket is the most urgent, not the first by PCI address."""
+    by_name = {f.component: f for f in findings}
+
+    def key(loc: Localization) -> tuple[float, bool, int]:
+        mine = [by_name[name] for name in loc.links if name in by_name]
+        stopped = any(f.severity is Severity.DOWN or any(c.fatal for c in f.crossed) for f in mine)
+        return -loc.confidence, not stopped, -severity_rank(loc.severity)
+    return key
 
 
 def _shared_switches(nvlinks: list[Finding], graph: NodeGraph | None,

@@ -1,0 +1,37 @@
+"""Which of several suspects as certain is isolated: the one whose ticket is the most urgent, never the first by PCI
+address (a Link Fatal Xid 149 on one GPU beside an Xid 145 that names no subcode on another)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from diagnostics.analysis import analyze_tables
+from diagnostics.model import Diagnosis
+from diagnostics.tickets import RulesDrafter
+from tests.analysis.helpers import T0, node_links
+from tests.ingest.helpers import read_text
+
+# as a real kernel log has them (NVIDIA/open-gpu-kernel-modules issue 1150): the Xid 45 that ends each job names
+# the NVLink Xid before it, and no subcode
+LINES = ["NVRM: Xid (PCI:0000:1b:00): 45, pid=1818987, name=python3, Ch 00000003 caused by previous Xid 145",
+         "NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149"]
+
+
+def _diagnose(gpus: tuple[int, int]) -> Diagnosis:
+    events = read_text("".join(f"[  100.00000{i}] {line}\n" for i, line in enumerate(LINES)))["events"]
+    events["timestamp"] = T0 + pd.Timedelta(minutes=30)
+    events["node_id"] = "b200-07"
+    events["gpu"] = [gpus[0] if bus.startswith("0000:1b") else gpus[1] for bus in events["pci_bus_id"]]
+    return analyze_tables({"link_samples": node_links(node="b200-07", switches=(9, 9)), "events": events},
+                          node_id="b200-07", platform="hgx-b200-8gpu")
+
+
+def test_the_gpu_a_fatal_xid_stopped_is_isolated_before_one_an_xid_145_only_failed() -> None:
+    for gpus in [(1, 5), (5, 1)]:  # whichever comes first by index or address
+        d = _diagnose(gpus)
+        assert d.localization is not None and d.localization.gpu == gpus[1], d.localizations
+        default = RulesDrafter().draft(d)
+        assert default.gpu_index == gpus[1]
+        # the default ticket is that part's, with its own priority: as drafted by name
+        assert default.priority == RulesDrafter().draft(d, component=default.candidate_id).priority
+        assert RulesDrafter().draft(d, component=f"gpu{gpus[0]}").priority != default.priority
