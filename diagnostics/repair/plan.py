@@ -68,8 +68,10 @@ def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str
     hosts, jobs = facts.rack_hosts, facts.jobs
     trays = (f"all {len(hosts)} compute trays of rack {rack} ({hosts[0]} to {hosts[-1]})" if len(hosts) > 1 else
              f"every compute tray of rack {rack}")
-    if spec is not None and spec.racks_per_domain > 1:
-        trays += f" and of the other rack{'s' if spec.racks_per_domain > 2 else ''} of its NVLink domain"
+    if spec is not None and spec.racks_per_domain > 1:  # the inventory pairs no racks: say how to find the other
+        others = "the other racks" if spec.racks_per_domain > 2 else "the other rack"
+        trays += (f" and of {others} of its NVLink domain, whose compute trays are drained with them (those whose GPUs "
+                  "read this rack's ClusterUUID in `nvidia-smi -q -d FABRIC`: one NVLink domain, one cluster UUID)")
     said = (f"job {jobs[0]}" if len(jobs) == 1 else f"jobs {', '.join(jobs)}" if jobs else "every job on them")
     out = {"rack_stops": f"{trays}, and {said}"}
     if hosts:

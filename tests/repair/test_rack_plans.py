@@ -113,3 +113,20 @@ def test_a_compute_trays_replacement_waits_for_the_whole_rack_drained(platform: 
     if replaced:
         drained = [s for s in plan.isolation if s.drains == "rack"]
         assert drained and facts.rack_hosts[0] in drained[0].text, [s.text for s in plan.isolation]
+
+
+DOMAIN_PLATFORMS = [p for p in RACK_PLATFORMS if (rack_of(p) or rack_spec(p)).racks_per_domain > 1]
+
+
+@pytest.mark.parametrize(("platform", "fault"), [(p, f) for p in DOMAIN_PLATFORMS for f in FaultKind],
+                         ids=[f"{p}-{f.value}" for p in DOMAIN_PLATFORMS for f in FaultKind])
+def test_a_domain_of_two_racks_drains_the_other_rack_too(platform: str, fault: FaultKind) -> None:
+    """An NVL36x2 switch tray carries the links of both racks of its domain: the drain before it is rebooted,
+    reseated or replaced drains the other rack's compute trays as well, and says how to find them (the inventory
+    pairs no racks), not only that they stop."""
+    plan = repair_plan(platform, fault, _facts(platform))
+    if not plan.applies or not plan.stops_rack:
+        return
+    drained = next(s for s in plan.isolation if s.drains == "rack")
+    assert re.search(r"other rack of its NVLink domain, whose compute trays are drained", drained.text), drained.text
+    assert "ClusterUUID" in drained.text and "nvidia-smi -q -d FABRIC" in drained.text
