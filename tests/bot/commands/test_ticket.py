@@ -276,7 +276,8 @@ def test_format_snapshot_reads_a_snapshot_or_says_why_the_file_is_none(cli: Cli)
 def test_a_gpu_a_log_names_by_its_pci_address_alone_has_that_address_in_its_identity(cli: Cli) -> None:
     """Real Xid 145/149 lines name each GPU by its PCI address and no index: the ticket for the GPU at 0000:97:00.0
     says that address in its physical identity, not `unknown` with where to read it."""
-    code, out, err = cli("ticket", str(FIXTURES / "real" / "xid_145_149_log_1.txt"), "--node", "n1", "--json")
+    code, out, err = cli("ticket", str(FIXTURES / "real" / "xid_145_149_log_1.txt"), "--node", "n1", "--json",
+                         "--link", "gpu-0000-97-00-0")
     assert code == 0, err
     ticket = json.loads(out)
     assert ticket["component"] == "the GPU at PCI 0000:97:00.0" and ticket["gpu_index"] is None
