@@ -25,7 +25,7 @@ from .candidates import candidates_for
 from .catalog import plan_for
 from .commands import command_problems, commands_in, plan_commands, plan_texts
 from .model_run import ENV_KEY, ClaudeRun, RunLimits
-from .reasoning import node_text_problems
+from .reasoning import node_text_problems, part_name_problems
 
 MAX_QUESTION = 500
 ANSWER_LIMITS = RunLimits(requests=3, total_tokens=12_000, deadline_s=20.0, request_timeout_s=15.0, max_tokens=400,
@@ -79,13 +79,15 @@ def facts(diagnosis: Diagnosis) -> dict[str, object]:
 
 def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
     """What an answer names that the diagnosis does not hold: a GPU, link, switch, port, tray, chip or priority of
-    none of its findings, or a command none of its parts' repair plans holds (or one fabricbot never advises)."""
+    none of its findings, a part (by name or its board's GPU) or a command none of its parts' repair plans holds
+    (or one fabricbot never advises)."""
     found = candidates_for(diagnosis)
     plans = [plan_for(diagnosis, c) for c in found]
     allowed = [c for p in plans for c in plan_commands(p)] + commands_in(diagnosis.repair_action or "")
     catalog = [t for p in plans for t in plan_texts(p)]
     return [*node_text_problems(text, diagnosis, found, diagnosis.ticket_priority),
-            *command_problems(text, allowed, "any repair plan of this node", catalog)]
+            *command_problems(text, allowed, "any repair plan of this node", catalog),
+            *part_name_problems(text, plans)]
 
 
 @dataclass(frozen=True)

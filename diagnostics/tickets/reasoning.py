@@ -164,12 +164,12 @@ def _products() -> list[str]:
     return sorted({m[0] for m in models if m and any(ch.isdigit() for ch in m[0])})
 
 
-def part_name_problems(text: str, plan: RepairPlan) -> list[str]:
+def part_name_problems(text: str, plans: Sequence[RepairPlan]) -> list[str]:
     """Each part `text` names by its name (`H200 SXM5 module`, `PCIe riser assembly`) or by its board's GPU product
-    (`H200` on an H100 board) that is not this plan's part: a part id is caught by `contradictions`, but a
-    technician orders by these words. The plan's own words never contradict it."""
-    own = [p for p in (plan.part, plan.next_part) if p is not None]
-    words = " ".join([*(f"{p.fru} {p.description}" for p in own), *plan_texts(plan)])
+    (`H200` on an H100 board) that is none of these plans' parts: a part id is caught by `contradictions`, but a
+    technician orders by these words. The plans' own words never contradict them."""
+    own = [p for plan in plans for p in (plan.part, plan.next_part) if p is not None]
+    words = " ".join([*(f"{p.fru} {p.description}" for p in own), *(t for plan in plans for t in plan_texts(plan))])
     held = ", ".join(p.id for p in own) or "none"
     problems: list[str] = []
     for p in parts():
@@ -257,7 +257,7 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
         problems += [f"{label} {p}" for p in end_problems(text, chosen.end, f"candidate {chosen.id}",
                                                           plan_texts(plan))]
         problems += [f"{label} {p}" for p in plan_problems(text, plan, may, scope)]
-        problems += [f"{label} {p}" for p in part_name_problems(text, plan)]
+        problems += [f"{label} {p}" for p in part_name_problems(text, [plan])]
     problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
     for label, text in [("why", out.why), *((f"alternative {a.candidate_id!r}", a.why) for a in out.alternatives),
                         *((f"hypothesis {i + 1}", e) for i, h in enumerate(out.hypotheses) for e in h.evidence)]:

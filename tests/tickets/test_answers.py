@@ -59,3 +59,16 @@ def test_an_answer_is_held_to_the_facts_as_a_tickets_words_are() -> None:
             "`nvidia-smi nvlink -e -i 2`, then reseat the bridge.")
     model, _ = answering_model(fine)
     assert ClaudeAnswerer(model=model, retries=1).answer(NODE12, "why?").text == fine
+
+
+def test_an_answer_naming_a_part_the_board_lacks_is_sent_back() -> None:
+    """On an H100 NVL pair the NVLink runs through the bridge: an answer ordering an HGX board's SXM module, or a
+    part of another GPU, is another board's part, named by the words a technician orders by."""
+    nvl = seed_diagnosis(platform="h100-nvl-8gpu")
+    for wrong in ["GPU 2 -> GPU 3 NVLink 1 is failing: replace GPU 2's H100 SXM5 module.",
+                  "GPU 2 -> GPU 3 NVLink 1 is failing: order an H200 NVLink bridge."]:
+        model, _ = answering_model(wrong)
+        assert ClaudeAnswerer(model=model, retries=1).answer(nvl, "why?").by == "rules", wrong
+    fine = "GPU 2 -> GPU 3 NVLink 1 is failing: reseat the NVLink bridge, then replace the H100 NVL card it follows."
+    model, _ = answering_model(fine)
+    assert ClaudeAnswerer(model=model, retries=1).answer(nvl, "why?").text == fine
