@@ -139,13 +139,14 @@ def digest_text(services: Services) -> str:
     return "\n".join([f"*{esc(lines[0])}*", *(esc(line) for line in lines[1:])])
 
 
-def report_repair(services: Services, *, ticket_id: str, user: str) -> str:
-    """The repair is done: the ticket waits in verifying while its part is watched."""
+def report_repair(services: Services, *, ticket_id: str, user: str) -> tuple[str, bool]:
+    """The repair is done: the ticket waits in verifying while its part is watched. What to say, and whether the
+    press changed anything (a ticket already verifying is left as it is: only the person who pressed is told)."""
     ticket = services.tracker.get(ticket_id)
     if ticket is None:
         raise InputError("no such ticket", field="ticket", value=ticket_id)
     if ticket.status == TicketState.VERIFYING:
-        return f"*{esc(ticket.id)}* is already verifying (repair reported {_when(ticket.repaired_at)})."
+        return f"*{esc(ticket.id)}* is already verifying (repair reported {_when(ticket.repaired_at)}).", False
     at = services.clock().isoformat(timespec="seconds")
     try:
         ticket = services.tracker.report_repair(ticket_id, actor=user, at=at, note="reported from Slack")
@@ -156,7 +157,7 @@ def report_repair(services: Services, *, ticket_id: str, user: str) -> str:
     soak = load_verification().soak_hours
     return (f":wrench: *{esc(ticket.id)}* is verifying: {esc(ticket.component)} on `{esc(ticket.node_id)}` is "
             f"watched for {soak:g} h of readings from {_when(ticket.repaired_at)}; `/fabric verify` closes it when "
-            "the soak holds, or reopens it, escalated, when the errors come back.")
+            "the soak holds, or reopens it, escalated, when the errors come back."), True
 
 
 def retire_repair_button(services: Services, client: WebClient, ticket: Ticket) -> None:

@@ -1,5 +1,6 @@
 """A filed ticket's "Report repair" button: the repair is done, so the ticket waits in verifying while the bot
-watches its part. Only those who may file may report a repair; the reply goes in the ticket's thread."""
+watches its part. Only those who may file may report a repair; the reply goes in the ticket's thread, and a repeat
+press's only to the person who pressed it."""
 
 from __future__ import annotations
 
@@ -38,9 +39,12 @@ def reported(services: Services, rights: FilingRights, client: WebClient, at: Cl
                       "A new failure of the part files a new ticket.")
         return
     try:
-        text = report_repair(services, ticket_id=ticket_id, user=at.user)
+        text, changed = report_repair(services, ticket_id=ticket_id, user=at.user)
     except FabricbotError as exc:
         at.reply.tell(f"I could not report that repair: {esc(exc)}")
+        return
+    if not changed:  # a repeat press: the thread already says it, so only the presser hears it again, by the
+        at.reply.tell(text)  # click's response URL (ephemeral; https://api.slack.com/interactivity/handling)
         return
     try:
         post_text(client, at.channel, text, thread_ts=at.thread)

@@ -175,6 +175,21 @@ def _report(local: LocalSlack, filed: Message) -> None:
     assert local.slack.wait_for(lambda s: len(posted(s, thread=thread)) > replies)
 
 
+def test_a_second_report_repair_press_answers_only_the_person(local: LocalSlack) -> None:
+    """A repeat press of "Report repair" changes nothing, so its answer goes to the person who pressed it alone, as
+    every other repeat press's does; the thread keeps the one public "is verifying"."""
+    filed = _file(local)
+    _report(local, filed)
+    thread = filed.thread_ts or filed.ts
+    public = len(posted(local.slack, thread=thread))
+    (repair,) = buttons(filed)
+    local.injector.action(repair, user="UBOB", channel=OPS, message_ts=filed.ts, thread_ts=filed.thread_ts)
+    assert local.slack.wait_for(lambda s: any("already verifying" in m.text for m in private(s, "UBOB"))
+                                or len(posted(s, thread=thread)) > public, timeout=LONG_WAIT)
+    assert len(posted(local.slack, thread=thread)) == public
+    assert any("already verifying" in m.text for m in private(local.slack, "UBOB"))
+
+
 def test_a_ticket_verify_closes_loses_its_report_repair_button(local: LocalSlack,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """`/fabric verify` closes a ticket whose repair held: the message that filed it is updated in place, its
