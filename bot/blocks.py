@@ -321,31 +321,64 @@ def _fewer(limit: int) -> Iterator[int]:
 
 
 def fleet_blocks(result: SweepResult, limit: int = 15) -> list[Block]:
-    """The worst links across the fleet, worst first, from the sweep `fabricbot sweep --store` makes of the same
-    source: a node it could not judge (one reading per link, a part that cannot be read, no reading in the span)
-    makes the view incomplete, said as the sweep says it, and is never counted healthy."""
-    return fit(_fleet(result, n) for n in _fewer(limit))
+    """The offending nodes, most urgent first (`SweepResult.ranked`: the order `fabricbot sweep --store` lists them
+    in), each with its verdict, how many degraded links it has and its worst few; a list cut short says how many
+    nodes it leaves out. From the sweep `fabricbot sweep --store` makes of the same source: a node it could not judge
+    (one reading per link, a part that cannot be read, no reading in the span) makes the view incomplete, said as
+    the sweep says it, and is never counted healthy."""
+    layouts = [(limit, FLEET_LINKS), *((n, 1) for n in _fewer(limit))]
+    return fit(_fleet(result, n, links) for n, links in layouts)
 
 
-def _fleet(result: SweepResult, limit: int) -> list[Block]:
-    rows = [(d, f) for _, d in sorted(result.diagnoses.items()) for _, f in degraded(d)]
-    rows.sort(key=lambda p: (p[1].severity is not Severity.DOWN, -(p[1].worst_ratio or 0.0)))
-    listed = {d.node_id for d, _ in rows}
-    clear = sum(1 for n in result.swept if n not in listed)
-    title = f"Fleet: {len(rows)} degraded links on {len(result.swept)} nodes" if result.complete else \
-        f"Fleet view INCOMPLETE: {len(rows)} degraded links found so far"
+FLEET_LINKS = 3  # a node's worst links the fleet view lists under it; the others are counted
+
+
+def _node_lines(result: SweepResult, rank: int, node: str, links: int) -> tuple[list[str], int]:
+    """One node of the fleet view: its rank, name, verdict and count, then its worst `links` links; and the count."""
+    d = result.diagnoses.get(node)
+    found = [finding_line(f)[2:] for _, f in degraded(d)] if d is not None else \
+        [esc(offender_line(o)) for o in result.offenders if o.node_id == node]  # a node not read back
+    verdict = ""
+    if d is not None:
+        owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d.ticket_owner != node else ""
+        verdict = f" — {esc(d.isolated_component)}{owner}, {d.ticket_priority.value} priority" if d.fault_detected \
+            else f" — {d.ticket_priority.value} priority, no part isolated"
+    lines = [f"*{rank}. `{esc(node)}`*{verdict} · {_links(len(found))}",
+             *(f"      • {line}" for line in found[:links])]
+    if len(found) > links:
+        lines.append(f"      …and {_links(len(found) - links, 'more ')} of this node")
+    return lines, len(found)
+
+
+def _links(n: int, more: str = "") -> str:
+    return f"{n} {more}degraded link{'' if n == 1 else 's'}"
+
+
+def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
+    ranked = result.ranked()
+    listed = [_node_lines(result, i, node, links) for i, node in enumerate(ranked, 1)]
+    total = sum(n for _, n in listed)
+    held = {n for n, d in result.diagnoses.items() if d.maintenance}
+    clear = sum(1 for n in result.swept if n not in ranked and n not in held)
+    title = f"Fleet: {_links(total)} on {len(ranked)} of {len(result.swept)} nodes" if result.complete else \
+        f"Fleet view INCOMPLETE: {_links(total)} on {len(ranked)} nodes found so far"
     blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
     if not result.complete:
         reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])
         blocks.append(section(clip("*This is not an all-clear.* Some nodes' links were not judged, so links may be "
                                    "failing that this list does not show:\n" + reasons, MAX_TEXT)))
-    if rows:
-        lines = [f"{n}. `{esc(d.node_id)}` {finding_line(f)[2:]}" for n, (d, f) in enumerate(rows[:limit], 1)]
-        more = [f"…and {len(rows) - limit} more"] if len(rows) > limit else []
-        blocks.extend(sections("\n".join(lines + more)))
+    if listed:
+        lines = [line for shown, _ in listed[:limit] for line in shown]
+        if len(listed) > limit:
+            rest = sum(n for _, n in listed[limit:])
+            lines.append(f"…and {len(listed) - limit} more nodes ({_links(rest)}), less urgent: "
+                         "`fabricbot sweep --store DIR` lists every one, in this order")
+        blocks.extend(sections("\n".join(lines)))
     window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \
         if result.swept else ""
     count = f"{clear} healthy nodes" if result.complete else f"{clear} nodes with no degraded link found"
+    if held:
+        count += f", {len(held)} in maintenance"
     notes = "".join(f"{esc(n)}; " for n in result.warnings[:3])
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip(
         f"{window}{count}; {notes}`/fabric &lt;node&gt;` diagnoses one and offers the tickets", MAX_TEXT))]))
@@ -380,7 +413,7 @@ def _sweep(result: SweepResult, limit: int) -> list[Block]:
                               "failing that this list does not show:\n" + reasons
                               + (f"\n…and {unshown} more reasons" if unshown > 0 else "")))
     lines: list[str] = []
-    for node in result.nodes:
+    for node in result.ranked():  # most urgent first, as `fabricbot sweep` and `/fabric fleet` from a store list them
         mine = [o for o in result.offenders if o.node_id == node]
         d = result.diagnoses.get(node)
         owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d and d.ticket_owner != node else ""

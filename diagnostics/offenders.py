@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import format as fmt
 from .components import ComponentRef, switch_label, switch_name
 from .config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE
-from .enums import ComponentKind, EventKind, LinkType, Severity
+from .enums import ComponentKind, EventKind, LinkType, Severity, priority_rank, severity_rank
 from .format import Unit
 from .model import Diagnosis, Finding
 
@@ -146,6 +146,21 @@ class SweepResult(BaseModel):
     @property
     def nodes(self) -> list[str]:
         return sorted({o.node_id for o in self.offenders})
+
+    def ranked(self) -> list[str]:
+        """The offending nodes, most urgent first, the order every door lists them in (`fabricbot sweep`, `/fabric
+        fleet`): by the priority of the node's diagnosis (a node not read back comes after those that were), then
+        its worst offender's severity, then by name. Grouped by node, a node with a hundred links down is one
+        entry, not a list that hides the urgent nodes behind it."""
+        worst: dict[str, int] = {}
+        for o in self.offenders:
+            worst[o.node_id] = max(worst.get(o.node_id, -1), severity_rank(o.severity))
+
+        def urgency(node: str) -> tuple[int, int, str]:
+            d = self.diagnoses.get(node)
+            return -(priority_rank(d.ticket_priority) if d is not None else -1), -worst[node], node
+
+        return sorted(worst, key=urgency)
 
     def headline(self) -> str:
         """One line for a person: never 'healthy' unless every query answered in full."""

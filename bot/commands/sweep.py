@@ -22,16 +22,20 @@ from .output import INCOMPLETE, print_json
 
 
 def _table(result: SweepResult, out: TextIO) -> None:
+    """The offenders grouped by node, most urgent node first (`SweepResult.ranked`, as `/fabric fleet` lists them),
+    then each offending node's diagnosis in the same order."""
     print(result.headline(), file=out)
     wide = max([22, *(len(o.component) for o in result.offenders)])  # a GPU named by its PCI address is longer
-    for o in result.offenders:
+    ranked = result.ranked()
+    order = {node: i for i, node in enumerate(ranked)}
+    for o in sorted(result.offenders, key=lambda o: order[o.node_id]):  # stable: each node's own order kept
         rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}" if o.unit is fmt.Unit.PER_HOUR else \
             f"{o.rate_per_hour:g} {o.unit}"
         sign = "<" if o.rule in COUNT_RULES else ">"
         limit = "" if o.above is None else f"{sign} {o.above:g}"
         print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "
               f"{o.detail}".rstrip(), file=out)
-    for node, found in result.confirmed.items():
+    for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"
         print(f"  {node}: {what} {len(found)} finding(s)", file=out)
         diagnosis = result.diagnoses.get(node)

@@ -4,13 +4,17 @@ not judged (one reading per link, a stored part that cannot be read) makes the v
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from bot.blocks import degraded
 from bot.cli import main
 from bot.commands.output import INCOMPLETE
 from bot.nodes import StoreNodeSource
+from diagnostics import priority_rank
+from diagnostics.enums import severity_rank
 from diagnostics.store import open_store
 from tests.analysis.helpers import link_series, links, steady
 from tests.bot.helpers import LONG_WAIT, OPS, local_bot, posted
@@ -64,3 +68,47 @@ def test_a_fleet_judged_whole_is_not_called_incomplete(tmp_path: Path) -> None:
     assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
     said = _fleet(store)
     assert "INCOMPLETE" not in said and "2 healthy nodes" in said
+
+
+FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
+
+
+@pytest.fixture(scope="module")
+def fleet_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled fleet's readings, events, step times and inventory in a store: a node with every NVLink down
+    (its Fabric Manager stopped, high priority) sorts among urgent nodes by name."""
+    store = tmp_path_factory.mktemp("fleet") / "store"
+    files = [FLEET / n for n in ("link_samples.parquet", "events.parquet", "step_samples.parquet", "nodes.csv")]
+    assert all(f.status == "ingested" for f in open_store(store).ingest(files).files)
+    return store
+
+
+def test_the_fleet_lists_nodes_most_urgent_first_in_the_sweep_s_order(
+        fleet_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One node's hundred links down must not hide the urgent nodes: `/fabric fleet` lists nodes, each once, by
+    priority then severity, with its count of degraded links, and says how many nodes a cut list leaves out;
+    `fabricbot sweep --store` lists the same nodes in the same order."""
+    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
+    result = StoreNodeSource(fleet_store).sweep()
+    offending = result.nodes
+    urgency = {n: (priority_rank(result.diagnoses[n].ticket_priority),
+                   max(severity_rank(o.severity) for o in result.offenders if o.node_id == n)) for n in offending}
+    links = {n: len(degraded(result.diagnoses[n])) for n in offending}
+    assert max(links.values()) > 15 and len(offending) > 15  # a node with more links than the list had lines
+
+    said = _fleet(fleet_store)
+    listed = re.findall(r"\*\d+\. `([^`]+)`\*", said)
+    assert len(listed) == len(set(listed)) and 0 < len(listed) < len(offending)
+    assert [urgency[n] for n in listed] == sorted((urgency[n] for n in listed), reverse=True)
+    most = max(urgency.values())[0]
+    assert {n for n in offending if urgency[n][0] == most} <= set(listed)  # every most urgent node is shown
+    for n in listed:
+        assert re.search(rf"`{re.escape(n)}`\*[^\n]* · {links[n]} degraded links?", said), n
+    assert f"…and {len(offending) - len(listed)} more nodes" in said
+
+    capsys.readouterr()
+    main(["sweep", "--store", str(fleet_store)])
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:] if line.startswith("  hpc-")]
+    cli = list(dict.fromkeys(n for n in rows if not n.endswith(":")))
+    assert sorted(cli) == offending and cli[:len(listed)] == listed
+    assert [urgency[n] for n in cli] == sorted((urgency[n] for n in cli), reverse=True)
