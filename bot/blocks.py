@@ -359,7 +359,8 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     listed = [_node_lines(result, i, node, links) for i, node in enumerate(ranked, 1)]
     total = sum(n for _, n in listed)
     held = {n for n, d in result.diagnoses.items() if d.maintenance}
-    clear = sum(1 for n in result.swept if n not in ranked and n not in held)
+    unjudged = [n for n in result.unjudged if n not in ranked]
+    clear = sum(1 for n in result.swept if n not in ranked and n not in held and n not in unjudged)
     title = f"Fleet: {_links(total)} on {len(ranked)} of {len(result.swept)} nodes" if result.complete else \
         f"Fleet view INCOMPLETE: {_links(total)} on {len(ranked)} nodes found so far"
     blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
@@ -377,6 +378,8 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \
         if result.swept else ""
     count = f"{clear} healthy nodes" if result.complete else f"{clear} nodes with no degraded link found"
+    if unjudged:
+        count += f", {len(unjudged)} not judged"
     if held:
         count += f", {len(held)} in maintenance"
     notes = "".join(f"{esc(n)}; " for n in result.warnings[:3])

@@ -134,6 +134,9 @@ class SweepResult(BaseModel):
     swept: list[str] = Field(default_factory=list, description="Every node the view covers, offending or not "
                                                                "(empty where the source lists only offenders).")
     silent: list[str] = Field(default_factory=list, description="Nodes with no reading in the span: not healthy.")
+    unjudged: list[str] = Field(default_factory=list, description="Nodes read but whose links were not judged (one "
+                                "reading per link: totals, no rates; stored readings that could not be read): "
+                                "not healthy either.")
     platforms: dict[str, str] = Field(default_factory=dict, description="Each swept node's platform, where known: "
                                                                        "how many GPUs it has to draw.")
     queries: int = 0

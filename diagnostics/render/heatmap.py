@@ -4,7 +4,8 @@ outlined, from a sweep's result (the engine's offenders and the offending nodes'
 The columns are the GPUs of the nodes' platforms (a GB200 compute tray's 4, an HGX board's 8; a node of no known
 platform is taken to have the default 8); a GPU a node's platform does not have is left blank, never healthy. A last
 column holds what belongs to no one GPU (an NVSwitch port, the node's GPU count); a node with no reading in the span
-is dark, never healthy. Up to 64 nodes are one panel with every name; a larger fleet is folded into
+is dark, and a node whose links were not judged (one reading per link: totals, no rates) pale blue, never
+healthy. Up to 64 nodes are one panel with every name; a larger fleet is folded into
 panels of up to 128 rows, side by side, named every few rows.
 """
 
@@ -37,14 +38,17 @@ from .colours import INK, MUTED, SEVERITY_COLOURS, SUSPECT
 WIDTH_PX = 1200
 HEALTHY_CELL = "#e9ecef"
 SILENT_CELL = "#343a40"
+UNJUDGED_CELL = "#74c0fc"  # read, but not judged: neither the grey of within thresholds nor a severity
 NO_GPU_CELL = "#ffffff"  # as the background: nothing is there
 SILENT = -1  # a cell's code for a node with no reading
 NO_GPU = -2  # ... for a GPU the node's platform does not have
+UNJUDGED = -3  # ... for a node whose links were not judged (a flagged cell of it keeps its severity)
 LEVELS = (Severity.OK, Severity.WARNING, Severity.FAILING, Severity.DOWN)  # a cell's code is its index here
 NAMED_ROWS = 64  # up to this many nodes: one panel, every node named
 PANEL_ROWS = 128
 MARGIN = {"left": 150, "right": 170, "top": 92, "bottom": 44, "gap": 46}  # px
 FOLDED_LEFT = 44  # a folded fleet names each panel's first node above it, and rows by their offset
+MIN_HEIGHT_PX = 300  # room for the legend's every entry below the title, however few nodes the grid has
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class FleetGrid:
 
     nodes: list[str]
     gpus: int
-    cells: np.ndarray  # int8 [nodes, gpus + 1]: index into LEVELS, or SILENT, or NO_GPU
+    cells: np.ndarray  # int8 [nodes, gpus + 1]: index into LEVELS, or SILENT, NO_GPU or UNJUDGED
     suspects: list[tuple[int, int]]  # (row, column) of each suspected part
     at: datetime
     window_hours: float
@@ -61,18 +65,19 @@ class FleetGrid:
     offenders_only: bool = False  # the source named only the offending nodes (a Prometheus sweep)
 
     def severity(self, node: str, column: int) -> Severity | None:
-        """A cell's worst severity; None for a node with no reading, or a GPU its platform does not have."""
+        """A cell's worst severity; None for a node with no reading or not judged, or a GPU its platform does not
+        have."""
         code = int(self.cells[self.nodes.index(node), column])
         return None if code < 0 else LEVELS[code]
 
 
 def fleet_grid(result: SweepResult) -> FleetGrid:
-    """Every node of the sweep (those it swept, offending or silent), each GPU's worst offender, the parts the
-    offending nodes' diagnoses suspect, in their severity (not for a node in planned work: it is not paged). As many
-    GPU columns as the nodes' platforms have (the default 8 for a node of no known platform, more where an offender
-    names a higher GPU); a GPU its node's platform lacks is NO_GPU."""
+    """Every node of the sweep (those it swept, offending, silent or not judged), each GPU's worst offender, the
+    parts the offending nodes' diagnoses suspect, in their severity (not for a node in planned work: it is not
+    paged). As many GPU columns as the nodes' platforms have (the default 8 for a node of no known platform, more
+    where an offender names a higher GPU); a GPU its node's platform lacks is NO_GPU."""
     offenders = result.offenders
-    nodes = sorted(set(result.swept) | set(result.silent) | {o.node_id for o in offenders})
+    nodes = sorted(set(result.swept) | set(result.silent) | set(result.unjudged) | {o.node_id for o in offenders})
     platforms = {**{n: d.platform for n, d in result.diagnoses.items() if d.platform}, **result.platforms}
     counts = {n: gpu_count(platforms.get(n)) for n in nodes}
     seen = [o.gpu + 1 for o in offenders if o.gpu is not None]
@@ -81,6 +86,8 @@ def fleet_grid(result: SweepResult) -> FleetGrid:
     cells = np.zeros((len(nodes), gpus + 1), dtype=np.int8)
     for node in result.silent:
         cells[row[node]] = SILENT
+    for node in result.unjudged:  # a cell its offenders flag keeps their severity (max below)
+        cells[row[node]] = UNJUDGED
     for node, count in counts.items():
         if count is not None:
             cells[row[node], count:gpus] = NO_GPU
@@ -129,13 +136,13 @@ def layout_of(grid: FleetGrid) -> Layout:
     left = MARGIN["left"] if panels == 1 else FOLDED_LEFT
     room = WIDTH_PX - left - MARGIN["right"] - (panels - 1) * MARGIN["gap"]
     cell_w = min(room / panels / columns, 56.0)
-    height = round(MARGIN["top"] + rows * cell_h + MARGIN["bottom"])
+    height = max(round(MARGIN["top"] + rows * cell_h + MARGIN["bottom"]), MIN_HEIGHT_PX)
     return Layout(height, rows, columns, panels, cell_w, cell_h)
 
 
 def _palette() -> np.ndarray:
-    """RGB per code: LEVELS in order, then NO_GPU (index -2) and SILENT (index -1)."""
-    colours = [HEALTHY_CELL, *(SEVERITY_COLOURS[s] for s in LEVELS[1:]), NO_GPU_CELL, SILENT_CELL]
+    """RGB per code: LEVELS in order, then UNJUDGED (index -3), NO_GPU (index -2) and SILENT (index -1)."""
+    colours = [HEALTHY_CELL, *(SEVERITY_COLOURS[s] for s in LEVELS[1:]), UNJUDGED_CELL, NO_GPU_CELL, SILENT_CELL]
     return (np.array([to_rgb(c) for c in colours]) * 255).astype(np.uint8)
 
 
@@ -143,11 +150,12 @@ def _title(grid: FleetGrid) -> tuple[str, str]:
     bad = int((grid.cells > 0).any(axis=1).sum())
     dark = grid.cells == SILENT
     silent = int(((dark | (grid.cells == NO_GPU)).all(axis=1) & dark.any(axis=1)).sum()) if grid.cells.size else 0
+    unjudged = int((grid.cells == UNJUDGED).any(axis=1).sum()) if grid.cells.size else 0
     if grid.offenders_only:
         title = f"Fleet: {bad} node(s) with offending links (the others are not listed by the source)"
     else:
         title = f"Fleet: {len(grid.nodes)} nodes, {bad} with offending links" + (
-            f", {silent} silent" if silent else "")
+            f", {silent} silent" if silent else "") + (f", {unjudged} not judged" if unjudged else "")
     if not grid.complete:
         title += "  (INCOMPLETE: not an all-clear)"
     sub = f"{fmt.window(grid.window_hours, grid.at)}  ·  worst finding per GPU  ·  suspected parts outlined"
@@ -198,6 +206,8 @@ def render_fleet(result: SweepResult) -> bytes:
     handles = [Patch(facecolor=HEALTHY_CELL, label="within thresholds"),
                *(Patch(facecolor=SEVERITY_COLOURS[s], label=s.value) for s in LEVELS[1:]),
                Patch(facecolor=SILENT_CELL, label="no reading"),
+               *([Patch(facecolor=UNJUDGED_CELL, label="not judged")]
+                 if (grid.cells == UNJUDGED).any() else []),
                *([Patch(facecolor=NO_GPU_CELL, edgecolor="#ced4da", label="no such GPU")]
                  if (grid.cells == NO_GPU).any() else []),
                Patch(facecolor="none", edgecolor=SUSPECT, linewidth=2.0, label="suspected part")]

@@ -143,6 +143,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
              if n not in result.diagnoses and n not in unreadable]  # events only: not silent
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
                   and d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION))
+    result.unjudged = sorted({*lone, *(n for n in unreadable if n not in reporting)})
     if lone:
         result.complete = False
         result.incomplete_reasons.append(

@@ -56,6 +56,7 @@ def test_a_fleet_with_unjudged_nodes_is_said_incomplete_as_the_sweep_says(
     assert "INCOMPLETE" in said and "not an all-clear" in said
     assert "node-1" in said  # the node read once is named, not counted healthy
     assert "3 healthy nodes" not in said and "2 healthy nodes" not in said
+    assert "3 nodes with no degraded link found" not in said and f"{2 if cut else 1} not judged" in said
     if part is not None:
         assert "node-3" in said and str(part) in said
 

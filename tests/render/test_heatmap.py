@@ -166,3 +166,30 @@ def test_a_mixed_fleet_blanks_the_gpus_a_smaller_platform_lacks() -> None:
     assert [grid.severity("gb-1", g) for g in range(4, 8)] == [None] * 4
     assert int(grid.cells[grid.nodes.index("gb-1"), 4]) == NO_GPU and int(grid.cells[0, 0]) == SILENT
     assert grid.severity("odd-1", 7) is Severity.OK and grid.severity("hgx-1", 6) is Severity.WARNING
+
+
+def test_a_node_whose_links_were_not_judged_is_drawn_apart_not_within_thresholds() -> None:
+    """A node read once per link (totals, no rates) is not judged: the sweep says so, and the map draws it in a
+    colour of its own, named in the legend, never the grey of a node within thresholds, nor a silent node's."""
+    from diagnostics.service import Request, TableSource
+    from diagnostics.service import sweep as sweep_source
+    from tests.analysis.helpers import link_series, links, steady
+
+    tables = {"link_samples": links(link_series(steady(20.0, 1), node="node-1"),
+                                    link_series(steady(20.0, 3), node="node-2"))}
+    result = sweep_source(TableSource(tables), Request())
+    assert not result.complete and not result.offenders  # nothing flagged, and the view is not an all-clear
+    grid, img = fleet_grid(result), picture(result)
+    lay = layout_of(grid)
+    judged = [colour_at(img, lay.cell_centre(grid.nodes.index("node-2"), g)) for g in range(grid.gpus)]
+    assert all(is_colour(img, lay.cell_centre(grid.nodes.index("node-2"), g), HEALTHY_CELL)
+               for g in range(grid.gpus)), judged
+    cells = [lay.cell_centre(grid.nodes.index("node-1"), g) for g in range(grid.gpus + 1)]
+    assert all(grid.severity("node-1", g) is None for g in range(grid.gpus + 1))  # no verdict on any of its GPUs
+    shown = colour_at(img, cells[0])
+    assert all((colour_at(img, c) == shown).all() for c in cells)
+    for other in (HEALTHY_CELL, SILENT_CELL, NO_GPU_CELL, *SEVERITY_COLOURS.values()):
+        assert np.abs(shown - rgb(other)).max() > 40, other
+    right = round(lay.panel_left(0) + lay.columns * lay.cell_w) + 4  # the legend, right of the grid
+    legend = img[:, right:]
+    assert (np.abs(legend - shown).max(axis=2) <= 12).any()  # its colour has a legend entry
