@@ -198,11 +198,13 @@ class NvlinkReader:
                 if not counter["value"]:
                     out.warn(line.number, f"GPU {gpu} link {link}: {counter['label']} has no value; "
                                           "the output is cut off here")
+                    rows.unread((gpu, uuid, link, lane), column)
                     continue
                 value = out.checked("counter", line.number, counter["value"], "nvlink", f"GPU {gpu} link {link} "
                                     f"{counter['label']}")
-                if value is None:
-                    continue  # N/A (the driver does not report this counter), or refused and said
+                if value is None:  # N/A (the driver does not report this counter), or refused and said
+                    rows.unread((gpu, uuid, link, lane), column)
+                    continue
                 rows.count(line, (gpu, uuid, link, lane), column, value)
             else:
                 out.unread(line)

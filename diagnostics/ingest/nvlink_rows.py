@@ -10,7 +10,8 @@ Replay/Recovery/CRC Errors: 0`) lists each link's non-zero counters on its own l
 `Links` line, which names the counters the form covers (`No errors`: the classic -e set). A link stated on its own
 in such a block reads 0 for each of those counters it leaves out: the form prints none that is 0 (the same
 author's raw output lists every counter, 0 included). Nothing there is cut off. A block without a `Links` line is
-the full form, which states every counter of each link: one that lacks some was cut off, and is said.
+the full form, which states every counter of each link: one that lacks some was cut off, and is said (a
+counter line whose value is not read, N/A or refused, is there: not a cut).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class LinkRows:
         self._header = 0
         self._listed: dict[Key, tuple[dict[str, Any], int]] = {}  # links stated one by one: (row, last line)
         self._named: set[str] = set()  # the counters this block's `Links` lines name: the short form
+        self._unread: dict[Key, set[str]] = {}  # counters a line of this block states with no value read
         self._cut: list[tuple[int, str]] = []
 
     def start(self, header: int) -> None:
@@ -72,6 +74,11 @@ class LinkRows:
         if where[3] is None:
             self._listed[(where[0], where[2], None)] = (row, line.number)
 
+    def unread(self, where: Where, column: str) -> None:
+        """A counter a `Link N:` line states with no value read (refused and said, N/A, empty): its line is there,
+        so the output is not cut before it and `close` does not say so."""
+        self._unread.setdefault((where[0], where[2], where[3]), set()).add(column)
+
     def summary(self, line: Line, gpu: int, uuid: str | None, links: list[int], columns: tuple[str, ...],
                 value: float) -> None:
         """A `Links` line: each link it names holds `value` in each of these counters."""
@@ -82,17 +89,18 @@ class LinkRows:
     def close(self) -> None:
         """The end of a block: its links stated one by one read 0 where the short form leaves a counter out; in the
         full form, a link missing some of the -e counters is noted as cut off (said by `finish`)."""
-        for row, number in self._listed.values():
+        for key, (row, number) in self._listed.items():
             if self._named:
                 for column in self._named:
                     row.setdefault(column, 0.0)
                 continue
-            missing = [c for c in self.complete if c not in row]
+            missing = [c for c in self.complete if c not in row and c not in self._unread.get(key, ())]
             if missing and len(missing) < len(self.complete):
                 self._cut.append((number, f"GPU {row['gpu']} link {row['link']}: no {', '.join(missing)} after this "
                                           "line; the output looks cut off here"))
         self._listed.clear()
         self._named.clear()
+        self._unread.clear()
 
     def finish(self) -> None:
         """The last block ends; the cuts are said, and every warning put in line order."""

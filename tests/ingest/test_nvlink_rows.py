@@ -135,3 +135,14 @@ def test_a_cut_reading_is_said_even_when_a_later_one_is_whole() -> None:
     assert _readings(result, 1, 1) == [("16:00", [2, 0, None], 6), ("16:21", [2, 0, 0], 13)]
     assert warning_lines(result) == [7]
     assert "GPU 1 link 1: no crc_flit after this line" in result.warnings[0].message
+
+
+@pytest.mark.parametrize(("value", "said"), [("-3", "never negative"), ("1x2", "not a number"), ("N/A", None)])
+def test_a_counter_line_not_read_is_no_cut(value: str, said: str | None) -> None:
+    """Link 1's CRC line is there with a value not read (refused and said, or N/A): the output is not cut before
+    it, so only the value is said, never 'cut off'."""
+    result = read_text(FULL.format(replay=4) + f"         Link 1: CRC Errors: {value}\n", fmt="nvlink")
+    assert _readings(result, 1, 1) == [(None, [2, 0, None], 5)]
+    assert not any("cut off" in w.message for w in result.warnings)
+    assert [w.line for w in result.warnings] == ([7] if said else [])
+    assert said is None or said in result.warnings[0].message
