@@ -222,13 +222,15 @@ class DcgmParser:
             problems.append((int(line[row]), described[code[row]][1]))
         used = (kind >= _KIND["link"]) & ~after_eof
         bad = used & batch.bad_value
-        problems += [(int(line[i]), f"not a number: {batch.raw[i].as_py()[:40]!r}") for i in np.flatnonzero(bad)]
+        problems += [(int(line[i]), f"{self._named(batch.series[code[i]])}: not a number: "
+                                    f"{batch.raw[i].as_py()[:40]!r}") for i in np.flatnonzero(bad)]
         value = batch.value
         sentinel = used & ~bad & np.isin(value, list(self.mapping.sentinels))
         state.sentinels += int(sentinel.sum())
         good = used & ~bad & ~sentinel
         unheld = good & _unheld(value, tops[code], wholes[code])
-        problems += [(int(line[i]), f"{batch.raw[i].as_py().split(' ')[0]!r} is not a value this field can hold "
+        problems += [(int(line[i]), f"{self._named(batch.series[code[i]])}: {batch.raw[i].as_py().split(' ')[0]!r} "
+                                    "is not a value this field can hold "
                                     f"({'a whole number ' if wholes[code[i]] else ''}from 0 to {tops[code[i]]:g})")
                      for i in np.flatnonzero(unheld)]
         good &= ~unheld
@@ -263,6 +265,14 @@ class DcgmParser:
         self._names[series[2]] = name
         kind = _GAUGE_KINDS.get(name)
         return (limits().gauge[kind] if kind else np.inf), name in _WHOLE_GAUGES
+
+    def _named(self, text: str) -> str:
+        """A series as a message names it: its metric and the labels that place it (`DcgmMap.placing`)."""
+        name, brace, body = text.partition("{")
+        try:
+            return f"{name}{{{self.mapping.placing(parse_labels(body[:-1]))}}}" if brace else text[:80]
+        except SeriesError:
+            return text[:80]
 
     def _column(self, column: str) -> int:
         return self.columns.setdefault(column, len(self.columns))

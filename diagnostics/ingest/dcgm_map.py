@@ -104,6 +104,13 @@ class DcgmMap:
                 self._spelled_memo[len(known)] = (*self._spelled_memo.get(len(known), ()), known)
         return self._spelled_memo
 
+    def placing(self, labels: dict[str, str]) -> str:
+        """The labels that say which component a series is (host, GPU, switch, link, Xid), as the series writes
+        them: a message names a refused sample by them, so it can be found in a scrape of many GPUs; the UUID,
+        model and device name only lengthen it."""
+        keep = {alias for role in ("node", "gpu", "nvswitch", "nvlink", "xid") for alias in self.labels.get(role, ())}
+        return ",".join(f'{k}="{v}"' for k, v in labels.items() if k in keep)
+
     def label(self, labels: dict[str, str], key: str) -> str | None:
         for alias in self.labels.get(key, ()):
             value = labels.get(alias)

@@ -57,6 +57,21 @@ def test_a_dcgm_counter_no_counter_holds_is_refused(value: str) -> None:
     assert said(result, 1, f"'{value}' is not a value this field can hold")
 
 
+@pytest.mark.parametrize(("value", "why"), [("12x 1780000000000", "not a number"),
+                                            ("-3 1780000000000", "is not a value this field can hold")])
+def test_a_refused_dcgm_value_names_its_metric_and_the_labels_that_place_it(value: str, why: str) -> None:
+    """Of a scrape's many GPUs and links, the refused sample is named by its metric, host, GPU and link (the labels
+    that place it), not the UUID, model and device that only lengthen it."""
+    series = ('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{gpu="{gpu}",'
+              'UUID="GPU-02348a17-a825-300c-0336-48e33d0dadb2",device="nvidia{gpu}",nvlink="3",'
+              'modelName="NVIDIA A100-SXM4-40GB",Hostname="axa"}}')
+    text = f"{series.format(gpu=0)} 4 1780000000000\n{series.format(gpu=1)} {value}\n"
+    result = read_scrapes([(Source.from_text(text, name="s.prom"), None)])
+    assert result["link_samples"]["gpu"].tolist() == [0]
+    assert said(result, 2, 'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{gpu="1",nvlink="3",Hostname="axa"}: ', why)
+    assert not any("UUID" in w.message or "modelName" in w.message for w in result.warnings)
+
+
 def test_the_dcgm_blank_sentinel_and_the_saturated_counter_keep_their_meaning() -> None:
     text = ('DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0{gpu="0",Hostname="n1"} 9223372036854775794 1767225600000\n'
             'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L1{gpu="0",Hostname="n1"} 65535 1767225600000\n')
