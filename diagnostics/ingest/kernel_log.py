@@ -1,18 +1,14 @@
 """Kernel log lines: NVRM Xid, NVSwitch SXid and PCIe AER messages, as events.
 
-Accepts the line prefixes of dmesg (`[12345.678]`, `dmesg -T`), syslog (`Nov 29 16:00:01 host kernel:`) and
-journalctl (`-o short-iso`; `-o short-full` and `-o short-unix` in `journal`). Only a prefix with a date and year
-gives a time: dmesg's seconds since boot and syslog's yearless dates leave the timestamp empty (said once), rather
-than guess. A `caused by previous Xid N` tail fills `caused_by`; an NVLink Xid or an SXid that names a link fills
-`link`.
+Each line's log prefix (dmesg, syslog, journalctl, ...: its time and host) is read in `log_prefix`. A `caused by
+previous Xid N` tail fills `caused_by`; an NVLink Xid or an SXid that names a link fills `link`.
 
 An SXid is printed as several lines with the same switch and code: the first says `Fatal`/`Non-fatal` and the
 link (`24007, Fatal, Link 12 sourcetrack timeout error (First)`), the next `Severity S Engine instance I ...`
 (S = 1 fatal, 0 non-fatal: NVSWITCH_ERROR_SEVERITY_TYPE) and one or two `Data {...}` lines. They are one event,
 whatever other lines come between; a continuation whose first line is not in the input (cut off above)
-is still one event, and a warning says so. `dmesg -x --time-format iso` (`kern  :err   : 2025-...`) and
-`talosctl dmesg` (`10.0.0.1: kern: err: [2026-...]: ...`) prefixes give a time too. The driver's identity and
-off-the-bus lines are read in `kernel_gpu`. A prefix's host is the node of the line's events (given no --node): a
+is still one event, and a warning says so. The driver's identity and off-the-bus lines are read in
+`kernel_gpu`. A prefix's host is the node of the line's events (given no --node): a
 log of several hosts (a log server's syslog, `pdsh -w gpu[01-64] dmesg -T`, whose `host: ` leads each line) puts each
 event on its own host, each host's driver lines its own.
 """
@@ -28,27 +24,12 @@ import pandas as pd
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
-from .journal import PREFIXES as JOURNAL
-from .journal import journal_prefix
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
-from .textlines import Collector, classify, normalize_bus_id, one_edit, parse_time, skip_shell
+from .log_prefix import prefixed, strip_prefix
+from .textlines import Collector, classify, normalize_bus_id, one_edit, skip_shell
 
-# journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
-# a host name in any script (`nœud-07`, `узел-3`, decomposed accents): whatever the prefix holds before `kernel:`
-_HOST = r"(?:(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[]))?"
-_ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+" + _HOST)
-_SYSLOG = re.compile(r"^\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+" + _HOST)
-_DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
-_STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-_DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
-_TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
-_UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
-# pdsh and clush put `host: ` before each line a host printed (`pdsh -w gpu[01-64] dmesg -T`)
-_FANOUT = re.compile(r"^(?P<host>[^\s:\[\]]+):\s+(?=\[|kernel[:\[]|NVRM:)")
-_KERNEL = re.compile(r"^kernel:\s*")
 _WORD_NUMBER = re.compile(r"\b(?P<word>[A-Za-z]{3,5})\s+\d")
 _BAD_LINK = re.compile(r"\blink\W*\S*\d\S*|\blink\s+[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
-_HEAD = re.compile(r"^(.*?)(?:\bkernel[:\[]|NVRM:|nvidia-nvswitch|pcieport |nvidia \d)")  # what a prefix would be
 
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*(?P<rest>.*)$")
 _SXID = re.compile(r"(?P<dev>nvidia-nvswitch(?P<index>\d*)): SXid \((?:PCI:)?(?P<bus>[^)]*)\): (?P<code>\d+),\s*"
@@ -85,7 +66,7 @@ class KernelLogReader:
         prints one (see `paste`)."""
         if "NVRM:" not in text and "SXid" not in text and "AER:" not in text and "PCIe Bus Error" not in text:
             return False
-        body = _prefixed(text.strip())
+        body = prefixed(text.strip())
         return body is not None and bool(_OPENS.match(body))
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
@@ -110,7 +91,7 @@ class KernelLogReader:
                     _damaged_banner(out, line.number, line.text)
                 skipped.add(line.number)
                 continue
-            body, ts, host = _strip_prefix(line.text, out, line.number)
+            body, ts, host = strip_prefix(line.text, out, line.number)
             if node_id is None and host and host != hosts.at:  # a log of several hosts (a log server's, syslog's)
                 driver, open_sxids = hosts.enter(host, out)
                 last = None  # another host's event is never continued by this one's lines
@@ -328,67 +309,7 @@ def _severity(stated: str) -> str:
     return "fatal" if word in ("fatal", "1") else "non-fatal"
 
 
-def _strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Timestamp | None, str | None]:
-    """The message without its log prefix, the time the prefix states (if it has a year) and the host."""
-    ts: pd.Timestamp | None = None
-    host: str | None = None
-    body = text.strip()
-    fanned = _FANOUT.match(body)
-    if fanned and fanned["host"] not in ("NVRM", "kernel", "kern"):
-        body, ts, host = _strip_prefix(body[fanned.end():], out, number)
-        return body, ts, host or fanned["host"]
-    if (match := _ISO.match(body)) or (match := _DMESG_X.match(body)) or (match := _TALOS.match(body)):
-        stamp = parse_time(match["ts"].replace(",", "."))
-        host, body = match.groupdict().get("host"), body[match.end():]
-        if stamp is None:
-            out.warn(number, f"the time {match['ts']!r} is no time (a digit changed?); the event has none")
-        else:
-            ts = stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")
-            if stamp.tzinfo is None:
-                out.once("iso", number, "log times state no zone; read as UTC")
-    elif journal := journal_prefix(body, out, number):  # journalctl -o short-full, -o short-unix
-        (match, ts), host = journal, journal[0]["host"]
-        body = body[match.end():]
-    elif match := _SYSLOG.match(body):
-        host, body = match["host"], body[match.end():]
-        out.once("syslog", number, "syslog dates carry no year; these events have no timestamp")
-    elif match := _DMESG_T.match(body):
-        stamp = parse_time(match["ts"])
-        body = body[match.end():]
-        if stamp is None:
-            out.warn(number, f"the time {match['ts']!r} is no time (a digit changed?); the event has none")
-        else:
-            ts = stamp.tz_localize("UTC")
-            out.once("dmesg-T", number, "dmesg -T prints local time without a zone; read as UTC")
-    elif (head := _HEAD.match(body)) and any(c.isdigit() for c in head[1]) and not _UPTIME.match(body):
-        out.warn(number, f"{head[1].strip()[:40]!r} is a log prefix none of the forms this reader knows (its time "
-                         "damaged?); the event has no time")
-    body = _KERNEL.sub("", body)
-    if match := _UPTIME.match(body):
-        body = body[match.end():]
-        out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
-    return body, ts, host
-
-
-_PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T)
 _OPENS = re.compile(r"NVRM: |nvidia-nvswitch\d*: SXid \(|" + _DEVICE + r"(?:AER: |PCIe Bus Error:)")
-
-
-def _prefixed(body: str) -> str | None:
-    """The message after the log prefix a line starts with, or None where it starts with none this reader knows."""
-    fanned = _FANOUT.match(body)
-    if fanned and fanned["host"] not in ("NVRM", "kernel", "kern"):
-        body = body[fanned.end():]
-    prefixed = False
-    for form in _PREFIXES:
-        if match := form.match(body):
-            body, prefixed = body[match.end():], True
-            break
-    if match := _KERNEL.match(body):
-        body, prefixed = body[match.end():], True
-    if match := _UPTIME.match(body):
-        body, prefixed = body[match.end():], True
-    return body if prefixed else None
 
 
 def _damaged_banner(out: Collector, number: int, text: str) -> None:

@@ -1,0 +1,98 @@
+"""A kernel log line's prefix: the time and host each log form puts before the kernel's message.
+
+The forms: dmesg (`[12345.678]`, `dmesg -T`, `dmesg -x --time-format iso`), syslog (`Nov 29 16:00:01 host
+kernel:`), journalctl (`-o short-iso`; `-o short-full` and `-o short-unix` in `journal`), `talosctl dmesg`
+(`10.0.0.1: kern: err: [2026-...]: ...`), and pdsh/clush fan-out (`host: ` before each line). Only a prefix with a
+date and year gives a time: dmesg's seconds since boot and syslog's yearless dates leave the timestamp empty (said
+once), rather than guess.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from .journal import PREFIXES as JOURNAL
+from .journal import journal_prefix
+from .textlines import Collector, parse_time
+
+# journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
+# a host name in any script (`nœud-07`, `узел-3`, decomposed accents): whatever the prefix holds before `kernel:`
+_HOST = r"(?:(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[]))?"
+_ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+" + _HOST)
+_SYSLOG = re.compile(r"^\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+" + _HOST)
+_DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
+_STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+_DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
+_TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
+_UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
+# pdsh and clush put `host: ` before each line a host printed (`pdsh -w gpu[01-64] dmesg -T`)
+_FANOUT = re.compile(r"^(?P<host>[^\s:\[\]]+):\s+(?=\[|kernel[:\[]|NVRM:)")
+_KERNEL = re.compile(r"^kernel:\s*")
+_HEAD = re.compile(r"^(.*?)(?:\bkernel[:\[]|NVRM:|nvidia-nvswitch|pcieport |nvidia \d)")  # what a prefix would be
+
+
+def strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Timestamp | None, str | None]:
+    """The message without its log prefix, the time the prefix states (if it has a year) and the host."""
+    ts: pd.Timestamp | None = None
+    host: str | None = None
+    body = text.strip()
+    fanned = _FANOUT.match(body)
+    if fanned and fanned["host"] not in ("NVRM", "kernel", "kern"):
+        body, ts, host = strip_prefix(body[fanned.end():], out, number)
+        return body, ts, host or fanned["host"]
+    if (match := _ISO.match(body)) or (match := _DMESG_X.match(body)) or (match := _TALOS.match(body)):
+        stamp = parse_time(match["ts"].replace(",", "."))
+        host, body = match.groupdict().get("host"), body[match.end():]
+        if stamp is None:
+            out.warn(number, f"the time {match['ts']!r} is no time (a digit changed?); the event has none")
+        else:
+            ts = stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")
+            if stamp.tzinfo is None:
+                out.once("iso", number, "log times state no zone; read as UTC")
+    elif journal := journal_prefix(body, out, number):  # journalctl -o short-full, -o short-unix
+        (match, ts), host = journal, journal[0]["host"]
+        body = body[match.end():]
+    elif match := _SYSLOG.match(body):
+        host, body = match["host"], body[match.end():]
+        out.once("syslog", number, "syslog dates carry no year; these events have no timestamp")
+    elif match := _DMESG_T.match(body):
+        stamp = parse_time(match["ts"])
+        body = body[match.end():]
+        if stamp is None:
+            out.warn(number, f"the time {match['ts']!r} is no time (a digit changed?); the event has none")
+        else:
+            ts = stamp.tz_localize("UTC")
+            out.once("dmesg-T", number, "dmesg -T prints local time without a zone; read as UTC")
+    elif (head := _HEAD.match(body)) and any(c.isdigit() for c in head[1]) and not _UPTIME.match(body):
+        out.warn(number, f"{head[1].strip()[:40]!r} is a log prefix none of the forms this reader knows (its time "
+                         "damaged?); the event has no time")
+    body = _KERNEL.sub("", body)
+    if match := _UPTIME.match(body):
+        body = body[match.end():]
+        out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
+    return body, ts, host
+
+
+
+_PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T)
+
+
+def prefixed(body: str) -> str | None:
+    """The message after the log prefix a line starts with, or None where it starts with none this reader knows."""
+    fanned = _FANOUT.match(body)
+    if fanned and fanned["host"] not in ("NVRM", "kernel", "kern"):
+        body = body[fanned.end():]
+    prefixed = False
+    for form in _PREFIXES:
+        if match := form.match(body):
+            body, prefixed = body[match.end():], True
+            break
+    if match := _KERNEL.match(body):
+        body, prefixed = body[match.end():], True
+    if match := _UPTIME.match(body):
+        body, prefixed = body[match.end():], True
+    return body if prefixed else None
+
+
