@@ -1,12 +1,23 @@
 """journalctl's prefixes that state a date and year other than ISO's: `-o short-full` (`Tue 2024-03-12 10:00:00 UTC
 host kernel:`, systemd.time(7)'s display form: weekday, date, time and the zone it was printed in) and `-o short-unix`
 (`1710237600.123456 host kernel:`, seconds since the epoch). Both give an event its time, where a yearless syslog
-date cannot."""
+date cannot.
+
+The default form, `-o short` (and `short-precise`), prints syslog's yearless date (`Mar 12 10:00:01`). Its header
+(`-- Logs begin at Tue 2024-03-12 09:58:11 UTC, end at Wed 2024-03-13 10:10:02 UTC. --`, or `-- Journal begins
+at ..., ends at ... --` in newer systemd; `-f` prints the beginning only; `-q` none) states the first and last
+entry's times in the display form, in the zone the entries are printed in (`--utc`: UTC): each yearless date under
+it is read in the year that puts it within that span (`JournalSpan`), so a log crossing New Year is dated right.
+A journal kept for more than a year leaves a date more than one year to fit: the latest for the first line (`-k`
+shows the current boot, which reaches the journal's end), then the one nearest the line before (the entries go
+forward in time, or back with `-r`).
+"""
 
 from __future__ import annotations
 
 import re
 import zoneinfo
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -35,17 +46,79 @@ def journal_prefix(body: str, out: Collector, number: int) -> tuple[re.Match[str
     if stamp is None:
         out.warn(number, f"the time {match['ts']!r} is no time (a digit changed?); the event has none")
         return match, None
-    zone = match["zone"]
+    return match, to_utc(stamp, match["zone"], out, number)
+
+
+def to_utc(stamp: pd.Timestamp, zone: str, out: Collector, number: int) -> pd.Timestamp:
+    """A time journalctl printed in `zone` (UTC, an offset, an abbreviation or an IANA name), in UTC."""
     if zone in ("UTC", "GMT") or zone[0] in "+-":
         offset = pd.Timedelta(0) if zone[0] not in "+-" else (
             (1 if zone[0] == "+" else -1) * pd.Timedelta(hours=int(zone[1:3]), minutes=int(zone[-2:])))
-        return match, (stamp - offset).tz_localize("UTC")
+        return (stamp - offset).tz_localize("UTC")
     try:
         local = stamp.tz_localize(zoneinfo.ZoneInfo(zone), ambiguous="NaT", nonexistent="NaT")
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):  # a summer abbreviation (CEST, PDT) names no zone
         local = pd.NaT
     if isinstance(local, pd.Timestamp):
-        return match, local.tz_convert("UTC")
+        return local.tz_convert("UTC")
     out.once("journal-zone", number, f"the zone {zone!r} is no time zone this reader can look up (or the hour is "
                                      "one its clock change skips or repeats); its times are read as UTC")
-    return match, stamp.tz_localize("UTC")
+    return stamp.tz_localize("UTC")
+
+
+# the header above the entries (see the module's docstring); pdsh's `host: ` may lead it
+_SPAN = re.compile(r"^(?:(?P<host>[^\s:\[\]]+):\s+)?-- (?:Logs begin at|Journal begins at) (?P<begin>[^,]+?)"
+                   r"(?:, ends? at (?P<end>.+?))?\.? --\s*$")
+_DISPLAY = re.compile(r"^(?:[A-Z][a-z]{2} )?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d+)? "
+                      r"(?P<zone>UTC|GMT|[A-Z]{2,5}|[A-Z][A-Za-z_]+/[A-Za-z_/+-]+|[+-]\d{2}:?\d{2})$")
+_SYSLOG_DATE = re.compile(r"^(?P<month>[A-Za-z]{3})\s+(?P<day>\d{1,2})\s+(?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d+)?)$")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_SLACK = pd.Timedelta(days=1)  # an entry a little outside the span (a clock set back) still takes its year
+
+
+@dataclass
+class JournalSpan:
+    """What a journalctl header states: the first and last entry's times (`end` None under `-f`), in its zone."""
+
+    begin: pd.Timestamp  # without a zone: as printed, in `zone`
+    end: pd.Timestamp | None
+    zone: str
+    line: int
+    host: str | None = None  # the `host: ` that leads it (pdsh): the header of that host's lines only
+    last: pd.Timestamp | None = None  # the date read last under it
+
+    @classmethod
+    def read(cls, text: str, number: int) -> JournalSpan | None:
+        """The header a line is, or None."""
+        if not (found := _SPAN.match(text.strip())) or not (begin := _DISPLAY.match(found["begin"].strip())):
+            return None
+        end = _DISPLAY.match(found["end"].strip()) if found["end"] else None
+        first, last = parse_time(begin["ts"]), parse_time(end["ts"]) if end else None
+        if first is None or (found["end"] and last is None):
+            return None
+        return cls(first, last, begin["zone"], number, found["host"])
+
+    def date(self, text: str, out: Collector, number: int) -> pd.Timestamp | None:
+        """A yearless syslog date (`Mar 12 10:00:01`) under this header, in UTC; None (said) where none fits."""
+        found = _SYSLOG_DATE.match(text)
+        month = found["month"].lower() if found else ""
+        top = self.end if self.end is not None else self.begin + pd.DateOffset(years=1)
+        fits: list[pd.Timestamp] = []
+        if found and month in _MONTHS:
+            for year in range(self.begin.year - 1, top.year + 2):
+                at = parse_time(f"{year:04d}-{_MONTHS.index(month) + 1:02d}-{int(found['day']):02d} {found['clock']}")
+                if at is not None and self.begin - _SLACK <= at <= top + _SLACK:
+                    fits.append(at)
+        until = f" to {self.end:%Y-%m-%d %H:%M:%S}" if self.end is not None else " on"
+        span = f"the journalctl header at line {self.line} ({self.begin:%Y-%m-%d %H:%M:%S}{until} {self.zone})"
+        if not fits:
+            out.warn(number, f"the date {text!r} lies in no year within the journal {span} spans; the event has no "
+                             "time")
+            return None
+        last = self.last
+        chosen = self.last = max(fits) if last is None else min(fits, key=lambda at: abs(at - last))
+        several = top - self.begin > pd.Timedelta(days=365)
+        out.once(f"journal-year {self.line}", number, f"syslog dates carry no year: read in the year {span} gives"
+                 + (" (its journal spans more than a year: the latest year that fits the first date, then the one "
+                    "nearest the date before)" if several else ""))
+        return to_utc(chosen, self.zone, out, number)

@@ -24,6 +24,7 @@ import pandas as pd
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
+from .journal import JournalSpan
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .log_prefix import prefixed, strip_prefix
 from .textlines import Collector, classify, normalize_bus_id, one_edit, skip_shell
@@ -78,12 +79,16 @@ class KernelLogReader:
         hosts = _Hosts(driver, open_sxids)
         skipped = _Skipped()
         clocks = _Clocks()  # when each event's line was logged, for the driver banner after it
+        spans: dict[str | None, JournalSpan] = {}  # journalctl's header, per the fan-out host that leads it
         for line in classify(source, out):
             if line.kind != "text":
                 skip_shell(line, out)
                 continue
             if driver.message is not None and not driver.continues(line.text):
                 skipped.extend(driver.interrupted())
+            if " begin" in line.text and (span := JournalSpan.read(line.text, line.number)):
+                spans[span.host] = span  # journalctl's header: the year of the syslog dates under it
+                continue
             if not _maybe_event(line.text, last):
                 # a cheap guard first: a banner with one byte changed still holds `UNIX` here, or else its `NVRM:`
                 # took it to the driver's reader, which says it
@@ -91,7 +96,7 @@ class KernelLogReader:
                     _damaged_banner(out, line.number, line.text)
                 skipped.add(line.number)
                 continue
-            body, ts, host = strip_prefix(line.text, out, line.number)
+            body, ts, host = strip_prefix(line.text, out, line.number, spans)
             if node_id is None and host and host != hosts.at:  # a log of several hosts (a log server's, syslog's)
                 driver, open_sxids = hosts.enter(host, out)
                 last = None  # another host's event is never continued by this one's lines
@@ -150,7 +155,8 @@ class KernelLogReader:
 
 
 _BOOT = "Linux version "  # the kernel's first line at boot
-_UPTIME_ANY = re.compile(r"\[\s*(\d+\.\d+)\]")  # dmesg's seconds since boot, after any host prefix
+# dmesg's seconds since boot, after any host prefix (journalctl -o short-delta adds `<` the time since the last `>`)
+_UPTIME_ANY = re.compile(r"\[\s*(\d+\.\d+)(?:\s*<\s*[\d.]+>)?\]")
 
 
 @dataclass

@@ -4,7 +4,9 @@ The forms: dmesg (`[12345.678]`, `dmesg -T`, `dmesg -x --time-format iso`), sysl
 kernel:`), journalctl (`-o short-iso`; `-o short-full` and `-o short-unix` in `journal`), `talosctl dmesg`
 (`10.0.0.1: kern: err: [2026-...]: ...`), and pdsh/clush fan-out (`host: ` before each line). Only a prefix with a
 date and year gives a time: dmesg's seconds since boot and syslog's yearless dates leave the timestamp empty (said
-once), rather than guess.
+once), rather than guess, except under a journalctl header, which gives the year (`journal.JournalSpan`).
+journalctl's `-o short-monotonic` (`[ 1234.567890] host kernel:`) and `-o short-delta` (`[ 1234.567890 <
+0.000123>] host kernel:`) put the host after dmesg's seconds since boot: the host is read, the time is none.
 """
 
 from __future__ import annotations
@@ -14,33 +16,40 @@ import re
 import pandas as pd
 
 from .journal import PREFIXES as JOURNAL
-from .journal import journal_prefix
+from .journal import JournalSpan, journal_prefix
 from .textlines import Collector, parse_time
 
 # journalctl/syslog put the host before `kernel:`; `dmesg --time-format iso` has no host.
 # a host name in any script (`nœud-07`, `узел-3`, decomposed accents): whatever the prefix holds before `kernel:`
 _HOST = r"(?:(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[]))?"
 _ISO = re.compile(r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s+" + _HOST)
-_SYSLOG = re.compile(r"^\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+" + _HOST)
+_SYSLOG = re.compile(r"^(?P<date>\w{3}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?)\s+" + _HOST)
 _DMESG_T = re.compile(r"^\[(?P<ts>\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4})\]\s*")
 _STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _DMESG_X = re.compile(r"^kern\s*:\s*\w+\s*:\s*(?P<ts>" + _STAMP + r")\s+")  # dmesg -x --time-format iso
 _TALOS = re.compile(r"^(?P<host>[\w.:-]+): kern:\s*\w+:\s*\[(?P<ts>" + _STAMP + r")\]:\s*")
 _UPTIME = re.compile(r"^\[\s*\d+\.\d+\]\s*")
-# pdsh and clush put `host: ` before each line a host printed (`pdsh -w gpu[01-64] dmesg -T`)
-_FANOUT = re.compile(r"^(?P<host>[^\s:\[\]]+):\s+(?=\[|kernel[:\[]|NVRM:)")
+# journalctl -o short-monotonic, -o short-delta (`<` the time since the entry before `>`): the host before `kernel:`
+_MONOTONIC = re.compile(r"^\[\s*\d+\.\d+(?:\s*<\s*[\d.]+>)?\]\s+(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[])")
+# pdsh and clush put `host: ` before each line a host printed (`pdsh -w gpu[01-64] dmesg -T`, `... journalctl -k`)
+_FANOUT = re.compile(r"^(?P<host>[^\s:\[\]]+):\s+(?=\[|kernel[:\[]|NVRM:|[A-Z][a-z]{2}\s+\d{1,2}\s+\d{2}:\d{2}|"
+                     r"(?:[A-Z][a-z]{2} )?\d{4}-\d{2}-\d{2}[T ])")
 _KERNEL = re.compile(r"^kernel:\s*")
 _HEAD = re.compile(r"^(.*?)(?:\bkernel[:\[]|NVRM:|nvidia-nvswitch|pcieport |nvidia \d)")  # what a prefix would be
 
 
-def strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Timestamp | None, str | None]:
-    """The message without its log prefix, the time the prefix states (if it has a year) and the host."""
+def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None, JournalSpan] | None = None,
+                 ) -> tuple[str, pd.Timestamp | None, str | None]:
+    """The message without its log prefix, the time the prefix states (if it has a year, or a journalctl header
+    above gives it one: `spans`, per the fan-out host that leads it, None for none) and the host."""
     ts: pd.Timestamp | None = None
     host: str | None = None
     body = text.strip()
     fanned = _FANOUT.match(body)
+    spans = spans or {}
     if fanned and fanned["host"] not in ("NVRM", "kernel", "kern"):
-        body, ts, host = strip_prefix(body[fanned.end():], out, number)
+        own = spans.get(fanned["host"])
+        body, ts, host = strip_prefix(body[fanned.end():], out, number, {None: own} if own else spans)
         return body, ts, host or fanned["host"]
     if (match := _ISO.match(body)) or (match := _DMESG_X.match(body)) or (match := _TALOS.match(body)):
         stamp = parse_time(match["ts"].replace(",", "."))
@@ -56,7 +65,10 @@ def strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Timest
         body = body[match.end():]
     elif match := _SYSLOG.match(body):
         host, body = match["host"], body[match.end():]
-        out.once("syslog", number, "syslog dates carry no year; these events have no timestamp")
+        if (span := spans.get(None)) is not None:
+            ts = span.date(match["date"], out, number)
+        else:
+            out.once("syslog", number, "syslog dates carry no year; these events have no timestamp")
     elif match := _DMESG_T.match(body):
         stamp = parse_time(match["ts"])
         body = body[match.end():]
@@ -65,6 +77,10 @@ def strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Timest
         else:
             ts = stamp.tz_localize("UTC")
             out.once("dmesg-T", number, "dmesg -T prints local time without a zone; read as UTC")
+    elif match := _MONOTONIC.match(body):
+        host, body = match["host"], body[match.end():]
+        out.once("monotonic", number, "journalctl -o short-monotonic times are seconds since boot; these events have "
+                                      "no timestamp")
     elif (head := _HEAD.match(body)) and any(c.isdigit() for c in head[1]) and not _UPTIME.match(body):
         out.warn(number, f"{head[1].strip()[:40]!r} is a log prefix none of the forms this reader knows (its time "
                          "damaged?); the event has no time")
@@ -73,7 +89,6 @@ def strip_prefix(text: str, out: Collector, number: int) -> tuple[str, pd.Timest
         body = body[match.end():]
         out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
     return body, ts, host
-
 
 
 _PREFIXES = (_ISO, _DMESG_X, _TALOS, *JOURNAL, _SYSLOG, _DMESG_T)
@@ -85,7 +100,7 @@ def prefixed(body: str) -> str | None:
     if fanned and fanned["host"] not in ("NVRM", "kernel", "kern"):
         body = body[fanned.end():]
     prefixed = False
-    for form in _PREFIXES:
+    for form in (*_PREFIXES, _MONOTONIC):
         if match := form.match(body):
             body, prefixed = body[match.end():], True
             break
