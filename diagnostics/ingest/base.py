@@ -61,6 +61,11 @@ class IngestResult:
     # the input covers only some of its node's GPUs (an nvidia-smi output narrowed with -i, or excerpted): what it
     # leaves out is not missing, as with an input cut short (`IngestWarning.cut`)
     partial: bool = False
+    # per table, the rows whose time a capture banner gave (`textlines.Collector.take_banner`): a time the command
+    # gives (`--at`) replaces it, as it fills the rows that state none
+    captured: dict[str, list[int]] = field(default_factory=dict)
+    # the nodes only a capture banner names: a node the command asks about (`analyze --node`) is theirs
+    banner_nodes: set[str] = field(default_factory=set)
 
     def __getitem__(self, table: str) -> pd.DataFrame:
         return self.tables[table]
@@ -89,8 +94,13 @@ class IngestResult:
             frames = [r.tables[name] for r in results if len(r.tables[name])]
             if frames:
                 out.tables[name] = schema.conform(pd.concat(frames, ignore_index=True))
+            start = 0
+            for r in results:  # the rows a banner timed, at their places in the concatenated table
+                out.captured.setdefault(name, []).extend(start + i for i in r.captured.get(name, []))
+                start += len(r.tables[name])
         out.warnings = [w for r in results for w in r.warnings]
         out.partial = any(r.partial for r in results)
+        out.banner_nodes = {n for r in results for n in r.banner_nodes}
         records = [r.nodes for r in results if r.nodes is not None and len(r.nodes)]
         out.nodes = pd.concat(records, ignore_index=True).drop_duplicates("node_id", keep="last") if records else None
         return out

@@ -50,14 +50,25 @@ class PasteReader:
         others = _others()
         results = []
         parts, stopped = plan(lines, others, limits().paste_max_outputs)
+        banner: Line | None = None  # a capture banner (`Collector.take_banner`): the node and time of the parts after
         for part in parts:
-            body = [line for line in part.lines if line.kind not in ("blank", "fence", "provenance")]
+            body = [line for line in part.lines if line.kind not in ("blank", "fence", "provenance", "heading")]
+            banners = [line for line in body if line.kind == "banner"]
             if part.reader is None:
-                _warn_unread(notes, body)
+                for line in banners:
+                    notes.take_banner(line)  # said here; the outputs after it are its node's, at its time
+                _warn_unread(notes, [line for line in body if line.kind != "banner"])
+                banner = banners[-1] if banners else banner
                 continue
             first, text = _span(part.lines)
             own = Source.from_text(text, name=source.name, first_line=first)
-            results.append(others[part.reader].read(own, node_id=node_id or part.host))
+            host = part.host if part.host != (banners[0].host if banners else None) else None  # its own: read
+            result = others[part.reader].read(own, node_id=node_id or host or (banner.host if banner else None))
+            if banner is not None and not banners:
+                _timed(result, banner)
+                result.banner_nodes |= {banner.host} if banner.host and not node_id and not host else set()
+            banner = banners[-1] if banners else banner
+            results.append(result)
         if stopped is not None:
             notes.warn(stopped, f"this paste holds more than {limits().paste_max_outputs} outputs (the limits' "
                                 f"[paste] max_outputs): lines {stopped}-{lines[-1].number} not read; give them as "
@@ -66,6 +77,19 @@ class PasteReader:
         combined = IngestResult.combine(results)
         combined.warnings.sort(key=lambda w: w.line or 0)
         return combined
+
+
+def _timed(result: IngestResult, banner: Line) -> None:
+    """The readings of an output after a capture banner that state no time of their own take the banner's (marked
+    as such: `IngestResult.captured`)."""
+    found = stated_time(banner.text.split("|")[-1].strip(" =\t"))
+    if found is None:
+        return
+    for name in ("link_samples", "step_samples", "events"):
+        frame = result.tables[name]
+        if len(frame) and (unset := frame["timestamp"].isna()).any():
+            result.captured.setdefault(name, []).extend(int(i) for i in unset.to_numpy().nonzero()[0])
+            frame["timestamp"] = frame["timestamp"].fillna(found[0])
 
 
 def _lines(texts: Iterable[str]) -> list[Line]:

@@ -44,6 +44,11 @@ _DATE_TIME = re.compile(
     r"^\s*(?:Timestamp\s*:\s*)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(\w{3})\s+(\d{1,2})\s+(\d{2}:\d{2}:\d{2})"
     r"(?:\s+(UTC|GMT))?\s+(\d{4})\s*$"
 )
+# srt-slurm's hwinfo capture opens with `===== node01 | before | 2026-08-13T07:53:30Z =====`: the node it ran on, the
+# phase of the job (before or after the run) and when
+_BANNER = re.compile(r"^\s*={3,}\s+(?P<host>[^\s|=]+)\s*\|\s*(?P<phase>[^|=]*?)\s*\|\s*(?P<ts>\S+)\s+={3,}\s*$")
+# the capture's section headings (`# ---------- NVLink ----------`): skipped as a fence is
+_HEADING = re.compile(r"^\s*#\s*-{3,}\s*\w[^-]*?\s*-{3,}\s*$")
 _BUS_ID = re.compile(r"(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?")
 
 
@@ -53,7 +58,8 @@ class Line(NamedTuple):
 
     number: int
     text: str
-    kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision", "repeat"
+    kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision", "repeat", "banner",
+    # "heading"
     command: str | None = None
     host: str | None = None  # from a `user@host` prompt
     cut: bool = False  # the input ends inside this line: `text` is only up to its last space or tab (see `Tail`)
@@ -94,10 +100,14 @@ def classify_line(number: int, text: str) -> Line:
     first = stripped[0]  # cheap guards before each pattern: large logs go through here line by line
     if first == "#" and _PROVENANCE.match(text):
         return Line(number, text, "provenance")
+    if first == "#" and _HEADING.match(text):
+        return Line(number, text, "heading")
     if first == "#" and (root := _ROOT_PROMPT.match(text)):
         return Line(number, text, "command", text[root.end():].strip())
     if first in "`~" and _FENCE.match(text):
         return Line(number, text, "fence")
+    if first == "=" and (banner := _BANNER.match(text)):
+        return Line(number, text, "banner", host=banner["host"])
     if first in "[.…-" and _ELISION.match(text):
         return Line(number, text, "elision")
     if (first in "$(" or "@" in stripped) and (prompt := _PROMPT.match(text)):
@@ -170,6 +180,9 @@ class Collector:
     warnings: list[IngestWarning] = field(default_factory=list)
     timestamp: pd.Timestamp | None = None
     partial: bool = False  # `IngestResult.partial`
+    banner: tuple[str | None, pd.Timestamp | None] | None = None  # a capture banner's node and time (`take_banner`)
+    _captured: dict[str, list[int]] = field(default_factory=dict)  # `IngestResult.captured`
+    _banner_nodes: set[str] = field(default_factory=set)  # `IngestResult.banner_nodes`
     _unread: list[Line] = field(default_factory=list)  # the first and the last of a run: memory stays bounded
     _said: set[str] = field(default_factory=set)
 
@@ -179,10 +192,13 @@ class Collector:
     def add(self, table: str, number: int, **values: Any) -> dict[str, Any]:
         self.flush()
         row: dict[str, Any] = {"node_id": self.node_id, "source": self.where(number)}
+        rows = self.rows.setdefault(table, [])
         if table in ("link_samples", "step_samples", "events"):
             row["timestamp"] = self.timestamp
+            if self.banner is not None and self.timestamp is not None and self.timestamp is self.banner[1]:
+                self._captured.setdefault(table, []).append(len(rows))
         row.update(values)
-        self.rows.setdefault(table, []).append(row)
+        rows.append(row)
         return row
 
     def warn(self, number: int | None, message: str, *, cut: bool = False) -> None:
@@ -247,6 +263,27 @@ class Collector:
             self.warn(line.number, "the time states no zone; read as UTC")
         return True
 
+    def take_banner(self, line: Line) -> None:
+        """A capture banner (srt-slurm's hwinfo): its node is the readings' node, unless the command gives one (or a
+        prompt named one before), and its time their time until a `date` line states another; `--at` wins over it
+        (`IngestResult.captured`). Said, so the node and time are not taken silently."""
+        found = _BANNER.match(line.text)
+        assert found is not None  # a line classified as a banner
+        stamp = stated_time(found["ts"])
+        ours = self.node_id is None or (self.banner is not None and self.node_id == self.banner[0])
+        self.banner = (found["host"] if ours else None, stamp[0] if stamp else None)
+        if ours:
+            self.node_id = found["host"]
+            self._banner_nodes.add(found["host"])
+        if stamp:
+            self.timestamp = stamp[0]
+        took = [f"node {found['host']!r}" if ours else "", f"time {stamp[0]:%Y-%m-%d %H:%M:%S} UTC" if stamp else ""]
+        said = " and ".join(t for t in took if t) or "nothing"
+        self.warn(line.number, f"a capture banner ({found['phase'] or 'no phase'}): its readings are taken as its "
+                               f"{said}" + ("" if ours else f" (node {self.node_id!r} is kept, not the banner's "
+                                                            f"{found['host']!r})")
+                  + ("" if stamp else f"; {found['ts'][:30]!r} is no time") + "; --node and --at give others")
+
     def take_host(self, line: Line) -> None:
         if self.node_id is None and line.host:
             self.node_id = line.host
@@ -262,15 +299,19 @@ class Collector:
             frames[table] = frame
         result = IngestResult.of(self.warnings, **frames)
         result.partial = self.partial
+        result.captured, result.banner_nodes = self._captured, self._banner_nodes
         return result
 
 
 def skip_shell(line: Line, out: Collector) -> bool:
     """Handle the lines every text reader treats alike; True when the line needs nothing more."""
-    if line.kind in ("blank", "provenance", "fence", "continuation"):
+    if line.kind in ("blank", "provenance", "fence", "continuation", "heading"):
         return True
     if line.kind == "command":
         out.take_host(line)
+        return True
+    if line.kind == "banner":
+        out.take_banner(line)
         return True
     if line.kind == "repeat":  # no output these readers take prints one line twice in a row: a copy's doubling
         out.warn(line.number, "this line repeats the line before it exactly; read once")

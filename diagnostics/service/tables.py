@@ -228,6 +228,9 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
     paths = list(paths)
     loaded = load_tables(paths, fmt=fmt)
     named = named_nodes(loaded.tables)
+    if node is not None and len(named) == 1 and node not in named and set(named) <= loaded.banner_nodes:
+        named = []  # a capture banner's node alone: the node asked about wins over it (the banner's warning says so)
+        loaded.tables = {name: _renamed(frame, loaded.banner_nodes) for name, frame in loaded.tables.items()}
     stepped = [] if named else step_nodes(loaded.tables)  # an nccl-tests log names its ranks' hosts alone
     where = ", ".join(p.name if isinstance(p, Source) else str(p) for p in paths[:3])
     chosen = node or (named[0] if len(named) == 1 else stepped[0] if len(stepped) == 1 else None)
@@ -242,6 +245,15 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
     if node is None and chosen not in source.nodes() and len(source.nodes()) == 1:
         chosen = source.nodes()[0]  # an NMX-T tray's place in its rack, renamed once placed
     return source, chosen, [*loaded.warnings, *source.warnings]
+
+
+def _renamed(frame: pd.DataFrame, banner: frozenset[str]) -> pd.DataFrame:
+    """Rows a capture banner named, as naming no node (`unnamed_as` gives them the node asked about)."""
+    if "node_id" not in frame.columns or not frame["node_id"].isin(list(banner)).any():
+        return frame
+    ids = frame["node_id"].astype("string").where(~frame["node_id"].isin(list(banner)))
+    return frame.assign(node_id=ids.astype(frame["node_id"].dtype) if str(frame["node_id"].dtype) != "category"
+                        else pd.Categorical(ids))
 
 
 def tables_source(paths: Iterable[str | Path | Source], *, fmt: str | None = None) -> tuple[TableSource, list[str]]:

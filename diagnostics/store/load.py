@@ -21,6 +21,7 @@ class Loaded:
 
     tables: dict[str, pd.DataFrame]
     warnings: list[str]
+    banner_nodes: frozenset[str] = frozenset()  # `IngestResult.banner_nodes`, of every input
 
     @property
     def inventory(self) -> dict[str, str]:
@@ -57,7 +58,7 @@ def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = N
     if not any(name in tables for name in TABLES):
         raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
                          source=", ".join(o.name for o in outcomes[:3]) or "inputs")
-    return Loaded(tables, warnings)
+    return Loaded(tables, warnings, frozenset(n for r in results for n in r.banner_nodes))
 
 
 def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> tuple[

@@ -130,6 +130,8 @@ def _fill_time(result: IngestResult, at: datetime | None) -> None:
         return
     for name in ("link_samples", "step_samples", "events"):
         frame = result.tables[name]
+        if captured := result.captured.get(name):  # a capture banner's time: the command's wins over it
+            frame.loc[frame.index[captured], "timestamp"] = pd.NaT
         if len(frame) and frame["timestamp"].isna().any():
             frame["timestamp"] = frame["timestamp"].fillna(pd.Timestamp(at).tz_convert(UTC))
 

@@ -106,7 +106,7 @@ def test_gb300_tab_indented_counters_from_a_job_capture() -> None:
     assert links_per_gpu(links) == {0: [0]}
     assert links[["replay", "recovery", "crc_flit"]].iloc[0].tolist() == [0, 0, 0]
     assert result["gpus"]["model"].tolist() == ["NVIDIA GB300"] and result["gpus"]["uuid"].isna().all()
-    assert warning_lines(result) == [3, 14]  # the capture's banner and the `ls` error after the output
+    assert warning_lines(result) == [3, 14]  # the capture's banner (said: see test_textlines) and the `ls` error
 
 
 def test_remote_ends_become_topology_rows() -> None:

@@ -17,7 +17,7 @@ from bot.console.topology import analysis_of
 from bot.nodes import StoreNodeSource
 from bot.state import BotState
 from diagnostics.ingest.dcgm import parse_labels
-from diagnostics.service import Request, Source, StoreSource, TableSource, diagnose, tables_source
+from diagnostics.service import Request, Source, StoreSource, TableSource, diagnose, files_source, tables_source
 from diagnostics.store import open_store
 from diagnostics.store.load import load_tables
 from tests.bot.helpers import local_bot, summary_for
@@ -216,3 +216,14 @@ def test_a_scrape_with_no_host_label_is_the_node_asked_about_by_every_door(
     assert answers[0] == answers[1] == answers[2] and answers[0]["fault_detected"]
     assert main(["ingest", str(bare), "--store", str(tmp_path / "other")]) != 0  # no node to keep it under
     assert "--node" in capsys.readouterr().err
+
+
+def test_a_node_asked_about_wins_over_a_capture_banner_s_node() -> None:
+    """srt-slurm's capture names node01 in its banner: read as node01's, unless another node is asked about (as
+    `analyze FILE --node n1` asks), which the readings are then; the banner's time stays theirs."""
+    capture = FIXTURES / "real" / "nvlink_e_gb300_hwinfo_1.txt"
+    for asked, node in ((None, "node01"), ("n1", "n1")):
+        source, chosen, _ = files_source([capture], node=asked)
+        assert chosen == node and source.nodes() == [node]
+        diagnosis = diagnose(source, Request(node=chosen)).diagnosis
+        assert diagnosis.node_id == node and pd.Timestamp(diagnosis.window_end) == pd.Timestamp("2026-08-13 07:53:30Z")
