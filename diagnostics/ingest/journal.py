@@ -112,8 +112,8 @@ class JournalSpan:
         until = f" to {self.end:%Y-%m-%d %H:%M:%S}" if self.end is not None else " on"
         span = f"the journalctl header at line {self.line} ({self.begin:%Y-%m-%d %H:%M:%S}{until} {self.zone})"
         if not fits:
-            out.warn(number, f"the date {text!r} lies in no year within the journal {span} spans; the event has no "
-                             "time")
+            out.once(f"journal-outside {self.line}", number, f"the date {text!r} lies in no year within the journal "
+                                                             f"{span} spans; the event has no time (said once)")
             return None
         last = self.last
         chosen = self.last = max(fits) if last is None else min(fits, key=lambda at: abs(at - last))
