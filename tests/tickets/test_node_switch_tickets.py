@@ -1,0 +1,56 @@
+"""A node's NVSwitch tickets, as an engineer reads them: the reset row of a node's switch (not a rack's), the steps
+of a switch already named, the plan of every switch failing at once, and the reset of a link that is down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diagnostics.service import Request, diagnose, files_source
+from diagnostics.tickets import RulesDrafter
+from diagnostics.tickets.markdown import ticket_markdown
+from diagnostics.topology import platform_graph
+
+NODE = "gpu-node-21"
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+
+
+def _readings(folder: Path, platform: str, model: str, failing: dict[int, set[str] | None]) -> list[Path]:
+    """Two `nvidia-smi nvlink -e` readings an hour apart; the links of `failing`'s GPUs (those landing on the named
+    peers, where given) replay 9,000 times in the hour."""
+    graph = platform_graph(platform)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, (at, count) in enumerate((("2026-12-04T10:00:00Z", 100), ("2026-12-04T11:00:00Z", 9100))):
+        lines = [at]
+        for gpu in graph.gpus:
+            lines.append(f"GPU {gpu}: {model} (UUID: GPU-abcdefab-cdef-abdc-abcd-abababab{gpu:04d})")
+            for port in sorted((p for p in graph.links_of(gpu) if p.link_type == "nvlink"), key=lambda p: p.link):
+                peers = failing.get(gpu, set())
+                bad = gpu in failing and (peers is None or port.peer in peers)
+                lines += [f"         Link {port.link}: Replay Errors: {count if bad else 0}",
+                          f"         Link {port.link}: Recovery Errors: 0", f"         Link {port.link}: CRC Errors: 0"]
+            lines.append("")
+        path = folder / f"nvlink-{i}.txt"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _ticket(paths: list[Path], platform: str | None) -> str:
+    source, _, _ = files_source(paths, node=NODE)
+    d = diagnose(source, Request(node=NODE, platform=platform)).diagnosis
+    return ticket_markdown(RulesDrafter().draft(d))
+
+
+def _row(text: str, name: str) -> str:
+    (row,) = [line for line in text.splitlines() if line.startswith(f"| {name} |")]
+    return row
+
+
+def test_a_node_switchs_reset_row_says_the_node_reboots_not_a_racks_compute_trays(tmp_path: Path) -> None:
+    """An HGX H100's NVSwitch 1 failing for three GPUs: its ticket's reset row named compute trays (a rack's)."""
+    paths = _readings(tmp_path, "hgx-h100-8gpu", "NVIDIA H100 80GB HBM3", {g: {"NVSwitch 1"} for g in (0, 3, 6)})
+    text = _ticket(paths, "hgx-h100-8gpu")
+    assert "# Repair ticket: NVSwitch 1 on" in text
+    row = _row(text, "reset")
+    assert "compute tray" not in row and "from a host" not in row and "node" in row, row
