@@ -54,3 +54,11 @@ def test_a_node_switchs_reset_row_says_the_node_reboots_not_a_racks_compute_tray
     assert "# Repair ticket: NVSwitch 1 on" in text
     row = _row(text, "reset")
     assert "compute tray" not in row and "from a host" not in row and "node" in row, row
+
+
+def test_a_switch_already_named_is_not_asked_whether_the_links_land_on_one_switch(tmp_path: Path) -> None:
+    paths = _readings(tmp_path, "hgx-h100-8gpu", "NVIDIA H100 80GB HBM3", {g: {"NVSwitch 1"} for g in (0, 3, 6)})
+    text = _ticket(paths, "hgx-h100-8gpu")
+    steps = text.split("## Repair, in order")[1].split("##")[0]
+    assert "if the failing links of several GPUs all land on" not in steps, steps
+    assert "GPUs 0, 3, 6" in steps or "GPU 0, 3 and 6" in steps or "NVSwitch 1" in steps
