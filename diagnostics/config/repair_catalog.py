@@ -60,6 +60,13 @@ class StepEntry(_Model):
 StepRef = str | StepEntry  # an id in [step], the reset mark, or a step written out
 
 
+class ResetEntry(StepEntry):
+    """A scope's reset step; `down_text` is its wording for a link that is down: the link counts no errors, so
+    whether it came back is read from its state, not from its counters."""
+
+    down_text: Text | None = None
+
+
 class FaultEntry(_Model):
     """The default plan of one fault kind."""
 
@@ -186,7 +193,7 @@ class Catalog(_Model):
     rack_fault: dict[FaultKind, FaultEntry] = Field(default_factory=dict)  # a rack's plans, where they differ
     capture: dict[str, CaptureEntry]
     step: dict[str, StepEntry]
-    reset: dict[ResetScope, StepEntry]
+    reset: dict[ResetScope, ResetEntry]
     not_applicable: NotApplicable
     escalation: Escalation
     contradiction: Contradiction

@@ -322,7 +322,8 @@ class _Builder:
         if self.recovery_reboot:
             text = self.fill(self.cat.warning.recovery_reboot)
             return PlanStep(text=text, stops=reset.stops) if text else None
-        text = self.fill(self.over.reset_text) or self.fill(self.base.reset_text) or self.fill(entry.text)
+        down = self.fill(entry.down_text) if self.facts.link_down else None
+        text = self.fill(self.over.reset_text) or self.fill(self.base.reset_text) or down or self.fill(entry.text)
         return PlanStep(text=text, command=reset.command, stops=reset.stops) if text else None
 
     def isolation(self, refs: Sequence[StepRef], node_stops: bool) -> list[PlanStep]:

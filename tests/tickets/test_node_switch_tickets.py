@@ -62,3 +62,11 @@ def test_a_switch_already_named_is_not_asked_whether_the_links_land_on_one_switc
     steps = text.split("## Repair, in order")[1].split("##")[0]
     assert "if the failing links of several GPUs all land on" not in steps, steps
     assert "GPUs 0, 3, 6" in steps or "GPU 0, 3 and 6" in steps or "NVSwitch 1" in steps
+
+
+def test_a_down_links_reset_reads_its_state_again_not_its_counters(tmp_path: Path) -> None:
+    """A link that is down counts nothing: after the reset, `nvidia-smi nvlink -s` says whether it came back up."""
+    text = _ticket([REAL / "nvlink_s_v100_inactive_1.txt"], "dgx1-v100-8gpu")
+    steps = text.split("## Repair, in order")[1].split("##")[0]
+    (reset,) = [s for s in steps.splitlines() if "nvidia-smi -r" in s]
+    assert "nvidia-smi nvlink -s" in reset and "counters" not in reset, reset
