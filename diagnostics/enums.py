@@ -91,6 +91,8 @@ class FaultKind(StrEnum):
     NVLINK_AGGREGATE = "nvlink-aggregate"  # a GPU's NVLink totals over all its links (Blackwell): which link is unread
     GPU_NVLINKS = "gpu-nvlinks"  # most of one GPU's NVLinks: the GPU (its module)
     NVSWITCH = "nvswitch"  # failing links of several GPUs landing on one switch
+    NVSWITCH_SHARED = "nvswitch-shared"  # every switch failing for most GPUs alike: what all links share (board,
+    # driver, Fabric Manager, firmware, power), not one switch
     NVSWITCH_FATAL = "nvswitch-fatal"  # a fatal SXid on a switch link
     GPU_OFF_BUS = "gpu-off-bus"  # Xid 79: the GPU fell off the bus
     PCIE_REPLAYS = "pcie-replays"  # a GPU's PCIe link replaying

@@ -188,12 +188,13 @@ def _shared_switches(nvlinks: list[Finding], graph: NodeGraph | None,
     if len(every) >= 2 and set(every) <= set(wide):
         many = sorted({g for sw in wide for g in hit[sw]})
         return [Localization(
-            ref=ComponentRef.nvswitch(ALL_SWITCHES), fault=FaultKind.NVSWITCH, confidence=0.6, **_grade(taken),
+            ref=ComponentRef.nvswitch(ALL_SWITCHES), fault=FaultKind.NVSWITCH_SHARED, confidence=0.6, **_grade(taken),
             evidence=[f"{len(taken)} failing NVLinks of GPUs {', '.join(map(str, many))}, on all {len(every)} "
                       "NVSwitches alike: no one GPU or switch explains it; what every link shares does: the "
                       "baseboard that carries the NVSwitches, or the node's driver, firmware, Fabric Manager or power",
-                      "reboot the drained node and read the Fabric Manager and kernel logs, the driver and firmware "
-                      "versions first: replacing the baseboard stops every GPU of the node"])], rest
+                      "compare the driver, Fabric Manager and NVSwitch firmware versions and read the Fabric Manager "
+                      "log and the BMC's event log first, then power-cycle the drained node: replacing the baseboard "
+                      "stops every GPU of the node"])], rest
     return [Localization(
         ref=ComponentRef.nvswitch(sw), fault=FaultKind.NVSWITCH, switch=sw,
         confidence=round(min(0.95, 0.6 + 0.1 * len(hit[sw])), 2), **_grade(where[sw]),

@@ -36,6 +36,7 @@ _IMPLIED: dict[FaultKind, frozenset[str]] = {
     FaultKind.NVLINK: frozenset({"nvlink"}), FaultKind.NVLINK_AGGREGATE: frozenset({"nvlink"}),
     FaultKind.GPU_NVLINKS: frozenset({"nvlink"}),
     FaultKind.NVSWITCH: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
+    FaultKind.NVSWITCH_SHARED: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
     FaultKind.NVSWITCH_FATAL: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
     FaultKind.FABRIC_MANAGER: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
 }

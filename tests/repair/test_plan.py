@@ -19,7 +19,7 @@ from diagnostics.topology import platform_graph
 PLATFORMS: list[str | None] = [*sorted(all_platforms()), None]
 # A rack's host names its rack's parts, and its fabric is NMX's (on a switch tray), not a Fabric Manager of its own.
 RACK_OF: dict[str, str] = {n: str(d["rack"]) for n, d in all_platforms().items() if d.get("rack")}
-NVSWITCH_FAULTS = (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL)
+NVSWITCH_FAULTS = (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL, FaultKind.NVSWITCH_SHARED)
 XID_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE, FaultKind.GPU_NVLINKS, FaultKind.NVSWITCH,
               FaultKind.NVSWITCH_FATAL, FaultKind.GPU_OFF_BUS, FaultKind.FABRIC_MANAGER)
 # A step that switches a link or port off, or takes it out of the fabric: fabricbot never says to do that.
@@ -30,6 +30,8 @@ TOUCHES = re.compile(r"nvidia-smi\s+(-r\b|--gpu-reset)|reboot|systemctl restart|
 
 def _facts(platform: str | None, fault: FaultKind) -> PlanFacts:
     """What the analysis would localize: the link's true far end on the platform, where it has one."""
+    if fault is FaultKind.NVSWITCH_SHARED:  # every switch at once: no one switch is named
+        return PlanFacts(node_id="gpu-node-7", unit="all NVSwitches (shared by every GPU)")
     if fault in NVSWITCH_FAULTS:
         return PlanFacts(node_id="gpu-node-7", switch="NVSwitch 1")
     if fault is FaultKind.FABRIC_MANAGER:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from diagnostics.enums import ComponentKind, FaultKind
 from diagnostics.service import Request, diagnose, files_source
 from diagnostics.tickets import RulesDrafter
 from diagnostics.tickets.markdown import ticket_markdown
@@ -70,3 +71,28 @@ def test_a_down_links_reset_reads_its_state_again_not_its_counters(tmp_path: Pat
     steps = text.split("## Repair, in order")[1].split("##")[0]
     (reset,) = [s for s in steps.splitlines() if "nvidia-smi -r" in s]
     assert "nvidia-smi nvlink -s" in reset and "counters" not in reset, reset
+
+
+def test_every_switch_failing_alike_has_its_own_plan_versions_and_logs_before_a_cold_power_cycle(
+        tmp_path: Path) -> None:
+    """All 8 GPUs of an HGX H100 failing on every link: versions and logs first, a cold power cycle of the drained
+    node, and the baseboard only if the errors return; not the one-switch plan."""
+    paths = _readings(tmp_path, "hgx-h100-8gpu", "NVIDIA H100 80GB HBM3", dict.fromkeys(range(8)))
+    source, _, _ = files_source(paths, node=NODE)
+    d = diagnose(source, Request(node=NODE, platform="hgx-h100-8gpu")).diagnosis
+    assert d.localization is not None and d.localization.kind is ComponentKind.NVSWITCH
+    ticket = RulesDrafter().draft(d)
+    assert ticket.fault is FaultKind.NVSWITCH_SHARED
+    text = ticket_markdown(ticket)
+    steps = [s.text for s in ticket.repair_steps]
+    said = " ".join(steps).lower()
+    versions = next(i for i, s in enumerate(steps) if "fabric manager" in s.lower() and "firmware" in s.lower())
+    cycle = next(i for i, s in enumerate(steps) if "cold" in s.lower() and "power" in s.lower())
+    board = next(i for i, s in enumerate(steps) if "hgx-h100-baseboard" in s)
+    assert versions < cycle < board, steps
+    assert "sel" in said or "bmc" in said
+    assert "one nvswitch" not in said and "switch is soldered" not in said
+    assert "drain" in " ".join(s.text for s in ticket.isolation_steps).lower()
+    assert "| replacement part |" in text and "hgx-h100-baseboard" in _row(text, "replacement part")
+    assert "cold power cycle" in _row(text, "reset")
+    assert "switch port" not in text.split("## Physical identity")[0]  # no one switch, so no one port
