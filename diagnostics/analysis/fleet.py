@@ -313,7 +313,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         graph = graph_of(node, describe=full or bool(failing))
         result.graphs[node] = graph
         per_gpu = None if graph is not None else {g: len(s) for g, s in view.nvlinks_seen.get(node, {}).items()}
-        locs = with_recovery(localize_all(mine, graph, per_gpu), {node: recoveries.get(node, {})}) if failing else []
+        locs = with_recovery(localize_all(mine, graph, per_gpu, thresholds),
+                             {node: recoveries.get(node, {})}) if failing else []
         result.diagnoses[node] = assemble(
             node, platform=graph_of.platform(node),
             window_hours=span.hours if span else window.total_seconds() / 3600,

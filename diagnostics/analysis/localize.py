@@ -13,18 +13,23 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..components import ComponentRef
-from ..config.thresholds import BELOW_EXPECTED_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE
+from ..config.thresholds import (
+    BELOW_EXPECTED_RULE,
+    OFF_BUS_RULE,
+    SOFTWARE_RULE,
+    SXID_FATAL_RULE,
+    XID_NVLINK_RULE,
+    Thresholds,
+    load_thresholds,
+)
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
 from ..topology import NodeGraph
 from ..topology.graph import NVSWITCH
 from .absence import gpu_gone
 
-GPU_WIDE_SHARE = 0.5
-GPU_WIDE_MIN_LINKS = 3
-# a switch whose failing links come from more than this share of the node's GPUs is their common end, before any
-# GPU is: a GPU's own fault shows on its links alone, and the other GPUs' links on the same switch stay clean
-SHARED_SWITCH_SHARE = 0.5
+# How many failing links make a GPU or the switches their common end: thresholds.toml's [settings] (gpu_wide_*,
+# shared_switch_share), where each value's reason is written.
 ALL_SWITCHES = "all NVSwitches (shared by every GPU)"
 DOWNTRAIN_RULES = {"pcie_width", "pcie_gen_under_load"}
 
@@ -69,9 +74,12 @@ def _grade(links: list[Finding]) -> dict[str, Any]:
 
 
 def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
-                 links_per_gpu: Mapping[int, int] | None = None) -> list[Localization]:
-    """Every suspected component behind the failing findings, most certain first."""
+                 links_per_gpu: Mapping[int, int] | None = None,
+                 thresholds: Thresholds | None = None) -> list[Localization]:
+    """Every suspected component behind the failing findings, most certain first; `thresholds`' settings say how
+    many failing links make a GPU or the switches their common end (default: the thresholds file in force)."""
     findings = list(findings)
+    setting = (thresholds or load_thresholds()).setting
     software = [f for f in findings if SOFTWARE_RULE in _rules(f) and _bad(f)]
     if software:
         return [Localization(ref=ComponentRef.fabric_software(), fault=FaultKind.FABRIC_MANAGER, confidence=0.8,
@@ -118,7 +126,8 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
     for f in findings:
         if f.link_type is LinkType.NVLINK and f.gpu is not None and f.link is not None:
             seen[f.gpu] += 1
-    shared, nvlinks = _shared_switches(nvlinks, graph, set(graph.gpus) if graph is not None else set(seen))
+    shared, nvlinks = _shared_switches(nvlinks, graph, set(graph.gpus) if graph is not None else set(seen),
+                                       setting("shared_switch_share"))
     out.extend(shared)
     by_gpu: dict[int, list[Finding]] = defaultdict(list)
     for f in nvlinks:
@@ -127,13 +136,19 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
     wide: list[int] = []
     for gpu, links in sorted(by_gpu.items()):
         expected = (links_per_gpu or {}).get(gpu) or _expected(graph, gpu, seen[gpu])
-        if len(links) >= GPU_WIDE_MIN_LINKS and len(links) >= GPU_WIDE_SHARE * max(expected, 1):
+        down = [f for f in links if f.severity is Severity.DOWN]
+        ends = sorted({str(end) for f in down if (end := _port(graph, f).get("peer") or f.peer)})
+        many = len(links) >= max(setting("gpu_wide_min_links"), setting("gpu_wide_share") * max(expected, 1))
+        if many or len(ends) >= setting("gpu_wide_min_down_links"):
             wide.append(gpu)
+            why = (f"{len(links)} of GPU {gpu}'s {expected} NVLinks fail: the common end is the GPU (its module), not "
+                   "the switches or peers" if many else
+                   f"{len(down)} of GPU {gpu}'s {expected} NVLinks are down, to {', '.join(ends)}: a link goes down as "
+                   f"a whole, and these share nothing but GPU {gpu} (its module or its socket)")
             out.append(Localization(
                 ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_NVLINKS, gpu=gpu,
                 confidence=round(min(0.95, 0.5 + 0.5 * len(links) / max(expected, 1)), 2), **_grade(links),
-                evidence=[f"{len(links)} of GPU {gpu}'s {expected} NVLinks fail: the common end is the GPU "
-                          "(its module), not the switches or peers"]))
+                evidence=[why]))
     rest = [f for f in nvlinks if f.gpu not in wide and f.peer_gpu not in wide]
     by_switch: dict[str, list[Finding]] = defaultdict(list)
     for f in rest:
@@ -168,8 +183,8 @@ def _standing(findings: list[Finding]) -> Any:
     return key
 
 
-def _shared_switches(nvlinks: list[Finding], graph: NodeGraph | None,
-                     gpus: set[int]) -> tuple[list[Localization], list[Finding]]:
+def _shared_switches(nvlinks: list[Finding], graph: NodeGraph | None, gpus: set[int],
+                     share: float) -> tuple[list[Localization], list[Finding]]:
     """The switches most of the node's GPUs fail on, and the links they leave to weigh GPU by GPU. When every switch
     is such a one, no GPU and no one switch explains it: what all links share does (the baseboard that carries the
     switches, or the node's driver, firmware, Fabric Manager or power), and it is one suspect, not a GPU each."""
@@ -179,7 +194,7 @@ def _shared_switches(nvlinks: list[Finding], graph: NodeGraph | None,
         if switch and f.gpu is not None:
             where[str(switch)].append(f)
     hit = {sw: sorted({f.gpu for f in links if f.gpu is not None}) for sw, links in where.items()}
-    wide = sorted(sw for sw, on in hit.items() if len(on) >= 2 and len(on) > SHARED_SWITCH_SHARE * max(len(gpus), 1))
+    wide = sorted(sw for sw, on in hit.items() if len(on) >= 2 and len(on) > share * max(len(gpus), 1))
     if not wide:
         return [], nvlinks
     taken = [f for sw in wide for f in where[sw]]

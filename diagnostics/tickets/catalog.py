@@ -7,7 +7,7 @@ user's files in); the plan's part, captures and steps are the facts a drafter's 
 from __future__ import annotations
 
 from ..config.parts import Part, parts
-from ..enums import ComponentKind, Severity
+from ..enums import ComponentKind, FaultKind, Severity
 from ..model import ComponentFacts, Diagnosis
 from ..repair import Capture, PlanFacts, PlanStep, RepairPlan, RepeatOffender, Reset, place_facts, repair_plan
 from .candidates import Candidate
@@ -19,8 +19,10 @@ def plan_for(diagnosis: Diagnosis, candidate: Candidate, repeat_offender: Repeat
     """The plan for this candidate's fault on the diagnosis's platform, filled with the candidate's facts; a repeat
     offender's replaces the part that carries its GPU first."""
     own = set(candidate.findings)
-    down = candidate.kind is ComponentKind.NVLINK and any(
-        f.severity is Severity.DOWN for f in diagnosis.findings if f.component in own)
+    states = [f.severity is Severity.DOWN for f in diagnosis.findings if f.component in own]
+    # a link down, or a GPU whose failing links are all down: whether they came back is their state, not a count
+    down = (candidate.kind is ComponentKind.NVLINK and any(states)) or (
+        candidate.fault is FaultKind.GPU_NVLINKS and bool(states) and all(states))
     facts = PlanFacts(node_id=diagnosis.owner_of(candidate.id), link_down=down, unit=candidate.component,
                       bus=candidate.ref.bus,
                       **candidate.model_dump(include=set(ComponentFacts.model_fields)),

@@ -124,3 +124,33 @@ def test_switches_most_gpus_fail_on_are_the_suspects_before_the_gpus() -> None:
     assert one.component == "NVSwitch 1"
     gpus = localize_all(_failing("hgx-h100-8gpu", [2, 5]), graph)
     assert sorted(loc.gpu for loc in gpus if loc.kind is ComponentKind.GPU) == [2, 5] and len(gpus) == 2
+
+
+def test_two_links_down_to_different_peers_make_the_gpu_the_suspect() -> None:
+    """A DGX-1's GPU 3 with its NVLinks to GPU 2 and GPU 7 down (a real `nvlink -s`): they share GPU 3 alone, so the
+    GPU is the suspect, not the link to GPU 2 with the link to GPU 7 beside it; two links down to one peer stay
+    a pair."""
+    graph = platform_graph("dgx1-v100-8gpu")
+    peer = {p.link: p.peer for p in graph.links_of(3) if p.link_type == "nvlink"}
+
+    def down(link: int) -> Finding:
+        return bad(3, link, peer[link]).model_copy(update={"severity": Severity.DOWN})
+
+    (loc,) = localize_all([down(3), down(5)], graph)
+    assert loc.kind is ComponentKind.GPU and loc.gpu == 3, loc.component
+    assert all(str(p) in " ".join(loc.evidence) for p in (peer[3], peer[5]))
+    same = [k for k in peer if peer[k] == peer[3]]
+    assert len(same) == 2  # the hybrid cube mesh doubles some pairs
+    assert all(loc.kind is ComponentKind.NVLINK for loc in localize_all([down(k) for k in same], graph))
+
+
+def test_the_gpu_wide_counts_are_the_thresholds_files() -> None:
+    """A user who raises gpu_wide_min_down_links in the thresholds file keeps two down links as links."""
+    from diagnostics.config.thresholds import load_thresholds
+
+    graph = platform_graph("dgx1-v100-8gpu")
+    peer = {p.link: p.peer for p in graph.links_of(3) if p.link_type == "nvlink"}
+    findings = [bad(3, k, peer[k]).model_copy(update={"severity": Severity.DOWN}) for k in (3, 5)]
+    strict = load_thresholds()
+    strict = strict.model_copy(update={"settings": {**strict.settings, "gpu_wide_min_down_links": 3.0}})
+    assert all(loc.kind is ComponentKind.NVLINK for loc in localize_all(findings, graph, thresholds=strict))
