@@ -95,7 +95,8 @@ def _totals(d: Diagnosis, out: TextIO) -> None:
 
 
 def _said(answer: Answer) -> int:
-    """The exit code of a stored answer: incomplete (3) when readings it needs could not be read, said on stderr."""
+    """The exit code of a history's answer: incomplete (3) when readings it needs could not be read, or none of the
+    node's is in the span a sweep reads, said on stderr."""
     for line in answer.incomplete:
         print(f"fabricbot: answer INCOMPLETE (its health is unknown, not healthy): {line}", file=sys.stderr)
     return INCOMPLETE if answer.incomplete else 0
@@ -187,8 +188,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots or counter histories",
                              description="Exit status: 0 answered, 1 a case of a snapshot file could not be read "
                                          "(the others are answered), 2 a usage or input error, 3 incomplete: stored "
-                                         "readings the answer needs could not be read (a damaged part), so the "
-                                         "node's health is unknown, as `sweep` calls its view incomplete.")
+                                         "readings the answer needs could not be read (a damaged part), or the "
+                                         "node's readings are all outside the span a sweep reads before the "
+                                         "window's end, so its health is unknown, as `sweep` calls its view "
+                                         "incomplete.")
     analyze.add_argument("inputs", nargs="*", metavar="FILE",
                          help="snapshot JSON (one object, a list, or seed cases), or telemetry in any ingestable "
                               "format (files, folders; '-' reads stdin and detects its format as a file's)")

@@ -28,6 +28,7 @@ from .request import Asked, Request
 from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split, threads_each
 from .source import Source, Window, known
 from .tables import SnapshotSource
+from .unheard import before_readings, unheard
 
 NO_RACKS = "give a nodes.csv with node_id, platform, rack, tray: its racks are the ones known"
 
@@ -42,12 +43,14 @@ class Answer:
     analysis: FleetAnalysis
     window: Window
     job: JobExplanation | None = None
+    unheard: list[str] = field(default_factory=list)  # the node asked holds link readings, none in the window
 
     @property
     def incomplete(self) -> list[str]:
         """What the answer could not read, a line per node whose stored readings could not be (its health, or whether
-        its links slow the job, is unknown): every door calls such an answer incomplete, as a sweep over it is."""
-        return [unreadable_note(n, why) for n, why in sorted(self.window.unreadable.items())]
+        its links slow the job, is unknown), and the node asked when none of its readings is in the span a sweep
+        reads: every door calls such an answer incomplete, as a sweep over it is."""
+        return [*(unreadable_note(n, why) for n, why in sorted(self.window.unreadable.items())), *self.unheard]
 
 
 @dataclass
@@ -102,7 +105,8 @@ def diagnose(source: Source, request: Request) -> Answer:
     ids, alone = gpu_identities(rows, node)
     if ids or alone:  # who its GPUs are: a ticket's part history follows the serial, not the index
         diagnosis = diagnosis.model_copy(update={"gpu_ids": ids, "bus_gpu_ids": alone})
-    return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None)
+    diagnosis, silent = _heard(diagnosis, got, history_needed(length, thresholds))
+    return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None, silent)
 
 
 def diagnose_snapshot(snapshot: Snapshot, thresholds: Thresholds | None = None) -> Diagnosis:
@@ -175,7 +179,8 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     result.diagnoses = {h: viewed(d, got, length, got.warnings, asked_end=_asked(request))
                           for h, d in result.diagnoses.items()}
     if host is not None:
-        return Answer(result.diagnoses[host], result.graphs.get(host), result, got)
+        diagnosis, silent = _heard(result.diagnoses[host], got, history_needed(length, request.thresholds))
+        return Answer(diagnosis, result.graphs.get(host), result, got, unheard=silent)
     rack = result.racks[request.rack]
     return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *got.warnings]}), None, result, got)
 
@@ -269,6 +274,16 @@ def _length(source: Source, node: str, request: Request) -> tuple[timedelta, lis
     return fixed, []
 
 
+def _heard(diagnosis: Diagnosis, got: Window, span: timedelta) -> tuple[Diagnosis, list[str]]:
+    """The asked node's diagnosis with its window's end (where the source holds its readings, none in the window,
+    as a node with readings in it says it), and why it is incomplete when the `span` a sweep reads holds none."""
+    node = diagnosis.node_id
+    if diagnosis.window_end is None and got.end is not None and node in got.newest:
+        diagnosis = diagnosis.model_copy(update={"window_end": got.end})
+    silent = unheard(node, got, span)
+    return diagnosis, [silent] if silent else []
+
+
 def _platforms(got: Window, node: str | None, platform: str | None) -> dict[str, str]:
     """The source's platforms, with the one a person named for the asked node over its own."""
     return {**got.platforms, **({node: platform} if node and platform else {})}
@@ -286,6 +301,7 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
     (no window can place them), planned work overlapping the window."""
     node = diagnosis.node_id
     said = list(notes or [])
+    diagnosis = before_readings(diagnosis, got, why="as asked" if asked_end else "the source's newest reading")
     newest = got.newest.get(node)
     if got.end is not None and newest is not None and newest <= got.end - length:
         why = "as asked" if asked_end else "the source's newest reading"

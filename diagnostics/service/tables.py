@@ -108,6 +108,7 @@ class TableSource(Unstored):
         since = min(start_ns, end_ns - int(steps.total_seconds() * 1e9)) if steps is not None else start_ns
         tables = self._frames(names, wanted, start_ns, end_ns, since)
         newest = {n: t for n in names if (t := self.newest([n])) is not None}
+        oldest = {n: utc_datetime(int(t[t != NO_TIME].min())) for n in newest for t in [self._links[n][1]]}
         maintenance: dict[str, list[Maintenance]] = {}
         if self._log is not None:
             for window in self._log.windows():
@@ -115,7 +116,7 @@ class TableSource(Unstored):
                     maintenance.setdefault(window.node_id, []).append(window)
         return Window(tables=tables, end=utc_datetime(end_ns), platforms=self.platforms(), racks=self.racks(),
                       newest=newest, maintenance=maintenance, history=self.history, listed=set(self._listed),
-                      cut=set(self._cut))
+                      cut=set(self._cut), oldest=oldest)
 
     def history(self, nodes: list[str], start: datetime, end: datetime, *, links: LinkChoice | None = None,
                 unreadable: dict[str, str] | None = None) -> pd.DataFrame:

@@ -134,6 +134,12 @@ class Catalog:
         sql = f"SELECT key, max(t_max) FROM {CATALOG} WHERE tbl = ?{_keys_in(keys)} GROUP BY key"
         return {str(k): int(v) for k, v in self.db.execute(sql, [table, *(keys or [])]).fetchall() if v is not None}
 
+    def oldest_by_key(self, table: str, keys: Collection[str] | None) -> dict[str, int]:
+        """Per key (every key when None), its oldest time: where its readings start (a window ending before it holds
+        none of them)."""
+        sql = f"SELECT key, min(t_min) FROM {CATALOG} WHERE tbl = ?{_keys_in(keys)} GROUP BY key"
+        return {str(k): int(v) for k, v in self.db.execute(sql, [table, *(keys or [])]).fetchall() if v is not None}
+
     def undated_rows(self, table: str, keys: Collection[str] | None) -> dict[str, int]:
         """Per key (every key when None), the rows of its parts that hold no time at all (a paste ingested without
         --at)."""

@@ -298,6 +298,7 @@ class TelemetryStore:
                                           keep=STEP_SAMPLES.columns, workers=workers)
                 step_frame = STEP_SAMPLES.conform(step_rows)
         newest = self._catalog.newest_by_key("link_samples", names) if names != [] else {}
+        oldest = self._catalog.oldest_by_key("link_samples", names) if names != [] else {}
         tables = {"link_samples": links, "step_samples": step_frame, "events": self._events(names, end_ns),
                   "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
                   "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),
@@ -311,7 +312,7 @@ class TelemetryStore:
         later = events_after(self._db, names, end_ns, set(newest)) if names != [] and end_ns is not None else {}
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
-                           undated, planned, said, later)
+                           undated, planned, said, later, {k: utc_datetime(v) for k, v in oldest.items()})
 
     def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
                      columns: Collection[str] | None = None,

@@ -25,6 +25,7 @@ class StoreWindow:
     maintenance: dict[str, list[Maintenance]] = field(default_factory=dict)  # per asked node, its planned work
     said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its files said at ingest
     later: dict[str, datetime] = field(default_factory=dict)  # nodes with only events, newer than the end: the newest
+    oldest: dict[str, datetime] = field(default_factory=dict)  # each asked node's oldest link reading in the store
 
     @property
     def platforms(self) -> dict[str, str]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from diagnostics import format as fmt
@@ -107,3 +108,33 @@ def test_a_window_shorter_than_the_readings_gap_says_the_span_the_rates_are_over
             answer = _answer(cli, *argv, "--window", window)
             notes = [w for w in answer["warnings"] if "further apart than the" in w and "over the 0.5 h" in w]
             assert len(notes) == said, (argv, window, answer["warnings"])
+
+
+@pytest.mark.parametrize("days", [-30, 365], ids=["before-its-readings", "after-its-readings"])
+def test_a_window_holding_none_of_a_nodes_readings_says_where_they_run_and_exits_as_the_sweep(
+        cli: Cli, bundled_store: Path, days: int) -> None:
+    """An end a month before a node's first reading (or a year after its last): the store door and the file door
+    say where its readings run, not that its counters were never collected, name the window's end in the header,
+    and exit as `sweep --at` and `digest --at` over that end do: incomplete."""
+    links = pd.read_parquet(FIXTURES / "fleet" / "link_samples.parquet", columns=["node_id", "timestamp"])
+    node = "hpc-gpu-node-12"
+    times = links.loc[links["node_id"] == node, "timestamp"]
+    first, last = times.min().to_pydatetime(), times.max().to_pydatetime()
+    end = (first if days < 0 else last) + timedelta(days=days)
+    at = end.isoformat()
+    store = str(bundled_store)
+    swept = cli("sweep", "--store", store, "--at", at)[0]
+    assert swept == 3 and cli("digest", "--store", store, "--at", at)[0] == swept
+    for argv in (["analyze", "--store", store, "--node", node], ["analyze", str(FIXTURES / "fleet"), "--node", node]):
+        code, out, err = cli(*argv, "--end", at)
+        assert code == swept, (argv, out, err)
+        assert f"to {fmt.when(end)}" in out.splitlines()[0], out
+        assert "INCOMPLETE" in err and f"{node} has no link reading in the" in err and fmt.when(first) in err, err
+        code, out, _ = cli(*argv, "--end", at, "--json")
+        answer = json.loads(out)
+        assert code == swept and datetime.fromisoformat(answer["window_end"]) == end
+        if days < 0:
+            assert answer["warnings"][0].startswith(f"{node} has link readings from {fmt.when(first)} to "
+                                                    f"{fmt.when(last)}, none before the window's end"), answer
+            assert not [w for w in answer["warnings"] if w.startswith("no link telemetry")]
+            assert fmt.when(first) in answer["repair_action"] and "Collect" not in answer["repair_action"]
