@@ -242,10 +242,11 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
                 else f"names no node's link telemetry; its steps run on {len(stepped)} nodes ({listed})" if stepped
                 else "names no node")
         raise InputError(f"the input {said}: give --node NODE", source=where, field="--node")
+    named_as = chosen  # what the files' rows call it: their warnings are its (another node's file's are not)
     source = TableSource(unnamed_as(loaded.tables, chosen), name="files")
     if node is None and chosen not in source.nodes() and len(source.nodes()) == 1:
         chosen = source.nodes()[0]  # an NMX-T tray's place in its rack, renamed once placed
-    return source, chosen, [*loaded.warnings, *source.warnings]
+    return source, chosen, [*loaded.said_of(named_as), *source.warnings]
 
 
 def _renamed(frame: pd.DataFrame, banner: frozenset[str]) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import InputError
-from ..ingest.base import Source
+from ..ingest.base import IngestResult, Source
 from ..tables import TABLES
 from .sources import read_sources
 
@@ -22,6 +22,19 @@ class Loaded:
     tables: dict[str, pd.DataFrame]
     warnings: list[str]
     banner_nodes: frozenset[str] = frozenset()  # `IngestResult.banner_nodes`, of every input
+    # per warning, the nodes the rows of the file it is about name; None: a file that gave no node, or rows of none
+    # (a paste: the node asked about), so it is every node's
+    about: list[frozenset[str] | None] | None = None
+    named: frozenset[str] = frozenset()  # every node the files' rows name
+
+    def said_of(self, node: str) -> list[str]:
+        """What reading the files said that is the node's: its own files' warnings, and those of files that name no
+        node; another node's file's are that node's (all of them when no file names this one: a tray renamed as its
+        host)."""
+        about = self.about or [None] * len(self.warnings)
+        if node not in self.named:
+            return list(self.warnings)
+        return [w for w, a in zip(self.warnings, about, strict=True) if a is None or node in a]
 
     @property
     def inventory(self) -> dict[str, str]:
@@ -42,7 +55,13 @@ def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = N
     outcomes = read_sources(paths, node_id=node_id, fmt=fmt)
     results = [o.result for o in outcomes if o.result is not None]
     warnings = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
-    warnings += [str(w) for r in results for w in r.warnings]
+    about: list[frozenset[str] | None] = [None] * len(warnings)
+    named: set[str] = set()
+    for r in results:
+        nodes = _named(r)
+        warnings += [str(w) for w in r.warnings]
+        about += [nodes] * len(r.warnings)
+        named |= nodes or set()
     tables: dict[str, pd.DataFrame] = {}
     for name, schema in TABLES.items():
         frames = [r[name] for r in results if name in r.tables and not r[name].empty]
@@ -58,7 +77,22 @@ def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = N
     if not any(name in tables for name in TABLES):
         raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
                          source=", ".join(o.name for o in outcomes[:3]) or "inputs")
-    return Loaded(tables, warnings, frozenset(n for r in results for n in r.banner_nodes))
+    return Loaded(tables, warnings, frozenset(n for r in results for n in r.banner_nodes), about, frozenset(named))
+
+
+def _named(result: IngestResult) -> frozenset[str] | None:
+    """The nodes a file's rows name (a job's steps, each of its hosts); None when it has a row that names none (it
+    becomes the node asked about) or no row at all."""
+    names: set[str] = set()
+    for name, frame in result.tables.items():
+        column = "node_ids" if name == "step_samples" else "node_id"
+        if not len(frame) or column not in frame.columns:
+            continue
+        values = frame[column].astype("string")
+        if values.isna().any() or (values.str.strip() == "").any():
+            return None
+        names.update(n.strip() for v in values.unique() for n in str(v).split(",") if n.strip())
+    return frozenset(names) or None
 
 
 def load_inputs(paths: Iterable[str | Path], *, node_id: str | None = None) -> tuple[

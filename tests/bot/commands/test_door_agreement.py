@@ -138,3 +138,25 @@ def test_a_window_holding_none_of_a_nodes_readings_says_where_they_run_and_exits
                                                     f"{fmt.when(last)}, none before the window's end"), answer
             assert not [w for w in answer["warnings"] if w.startswith("no link telemetry")]
             assert fmt.when(first) in answer["repair_action"] and "Collect" not in answer["repair_action"]
+
+
+def test_a_files_warning_is_said_on_the_answer_of_the_node_its_rows_are_of(cli: Cli, tmp_path: Path) -> None:
+    """Two nodes' scrapes, the second cut after its tenth line: its 'cut off' warning is on its own node's answer,
+    not on the other's, through the file door and the store door alike; a file that gave no node is said on both."""
+    cut = tmp_path / "gb200_cut.txt"
+    cut.write_text("".join((REAL / "dcgm_metrics_gb200_1.txt").read_text().splitlines(keepends=True)[:10]))
+    whole = REAL / "dcgm_metrics_a100_1.txt"
+    junk = tmp_path / "notes.txt"
+    junk.write_text("hello\nworld\n")
+    alone = _answer(cli, "analyze", str(cut))
+    own, other = alone["node_id"], _answer(cli, "analyze", str(whole))["node_id"]
+    said = _read_said(alone, cut)
+    assert said and own != other
+    store = tmp_path / "store"
+    assert cli("ingest", str(whole), str(cut), "--store", str(store), "--at", AT)[0] == 0
+    for door in ([str(whole), str(cut), str(junk)], ["--store", str(store)]):
+        mine = _answer(cli, "analyze", *door, "--node", own)
+        theirs = _answer(cli, "analyze", *door, "--node", other)
+        assert _read_said(mine, cut) == said and _read_said(theirs, cut) == [], (door, theirs["warnings"])
+        if str(junk) in door:
+            assert _read_said(mine, junk) and _read_said(theirs, junk) == _read_said(mine, junk)
