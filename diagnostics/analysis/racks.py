@@ -199,8 +199,7 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
     silent = [h for h in rack.hosts() if h not in found or any("no link telemetry" in w for w in
                                                                host_warnings.get(h, []))]
     if silent:
-        notes.append(f"no link telemetry from {', '.join(silent[:8])}" + (" ..." if len(silent) > 8 else "")
-                     + ": their links are not judged")
+        notes.append(silent_note(silent))
     kept = [p.finding for p in placed] + (fan.echoes if fan is not None else []) + whole
     if job is not None:
         job = job.model_copy(update={"verdict": _named_verdict(job, placed)})
@@ -216,6 +215,14 @@ def diagnose_rack(rack: Rack, found: Mapping[str, list[Finding]], job: JobExplan
         diagnosis = diagnosis.model_copy(update={"verdict": f"job {job.job_id} is {fmt.percent(job.degradation_pct)} "
                                                             f"slower from the Xid burst on: {headline(fan)}; {cause}"})
     return diagnosis, placed
+
+
+SILENT_FROM = "no link telemetry from "
+
+
+def silent_note(hosts: list[str]) -> str:
+    """The rack's note of its hosts with no link reading in the window: their links are not judged."""
+    return f"{SILENT_FROM}{', '.join(hosts[:8])}" + (" ..." if len(hosts) > 8 else "") + ": their links are not judged"
 
 
 def _named_verdict(job: JobExplanation, placed: list[Placed]) -> str:

@@ -28,7 +28,7 @@ from .request import Asked, Request
 from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split, threads_each
 from .source import Source, Window, known
 from .tables import SnapshotSource
-from .unheard import before_readings, unheard
+from .unheard import before_readings, rack_before_readings, unheard, unheard_hosts
 
 NO_RACKS = "give a nodes.csv with node_id, platform, rack, tray: its racks are the ones known"
 
@@ -181,8 +181,10 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     if host is not None:
         diagnosis, silent = _heard(result.diagnoses[host], got, history_needed(length, request.thresholds))
         return Answer(diagnosis, result.graphs.get(host), result, got, unheard=silent)
-    rack = result.racks[request.rack]
-    return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *got.warnings]}), None, result, got)
+    rack = rack_before_readings(result.racks[request.rack], hosts, result.diagnoses, got,
+                                why="as asked" if _asked(request) else "the source's newest reading")
+    return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *got.warnings]}), None, result, got,
+                  unheard=unheard_hosts(request.rack, hosts, got, history_needed(length, request.thresholds)))
 
 
 def fleet(source: Source, request: Request, *, processes: int | None = None,

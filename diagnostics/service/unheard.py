@@ -4,11 +4,13 @@ calls its view incomplete for the same node."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 import numpy as np
 
 from .. import format as fmt
+from ..analysis.racks import SILENT_FROM, silent_note
 from ..model import Diagnosis
 from ..times import ns, utc_ns
 from .source import Window
@@ -60,6 +62,44 @@ def unheard(node: str, got: Window, span: timedelta) -> str | None:
         f"it has {_span(got.oldest.get(node, newest), newest)}"
     return f"{node} has no link reading in the {fmt.hours(span.total_seconds() / 3600)} before {fmt.when(got.end)}: " \
         + where
+
+
+def rack_before_readings(rack: Diagnosis, hosts: list[str], said: Mapping[str, Diagnosis], got: Window, *,
+                         why: str) -> Diagnosis:
+    """A rack's diagnosis of a window that ends before some hosts' first link reading: said as that, with where
+    their readings run, as each tray's answer says it (`said`: the hosts' diagnoses as their doors give them), not
+    as hosts whose counters were never collected; the hosts with no reading at all stay said as that."""
+    late = [h for h in hosts if starts_after_end(h, got)]
+    if not late or got.end is None:
+        return rack
+    first = min(got.oldest[h] for h in late)
+    last = max(got.newest.get(h, got.oldest[h]) for h in late)
+    who = late[0] if len(late) == 1 else \
+        f"{len(late)} of the rack's {len(hosts)} hosts ({', '.join(late[:8])}{' ...' if len(late) > 8 else ''})"
+    note = (f"{who} {'has' if len(late) == 1 else 'have'} {_span(first, last)}, none before the window's end at "
+            f"{fmt.when(got.end)} ({why}): {'its' if len(late) == 1 else 'their'} fabric health then is unknown, "
+            "not healthy")
+    blind = [h for h in hosts if h not in late and (h not in said or any(
+        w.startswith("no link telemetry") for w in said[h].warnings))]
+    kept = [w for w in rack.warnings if not w.startswith(SILENT_FROM)]
+    update: dict[str, object] = {"warnings": [note, *kept, *([silent_note(blind)] if blind else [])]}
+    if not rack.fault_detected and not rack.findings and len(late) + len(blind) == len(hosts):
+        update["repair_action"] = (f"Ask for a window that holds its hosts' readings: an end at or after "
+                                   f"{fmt.when(first)} (`--end`), or none for their newest")
+    return rack.model_copy(update=update)
+
+
+def unheard_hosts(rack: str, hosts: list[str], got: Window, span: timedelta) -> list[str]:
+    """Why a rack's answer is incomplete: hosts the source holds link readings of, none in the `span` before the
+    window's end, as `unheard` says it of one (one line for them all)."""
+    lines = {h: line for h in hosts if (line := unheard(h, got, span)) is not None}
+    if len(lines) <= 1 or got.end is None:
+        return list(lines.values())
+    first = min(got.oldest.get(h, got.newest[h]) for h in lines)
+    last = max(got.newest[h] for h in lines)
+    names = ", ".join(list(lines)[:10]) + (" ..." if len(lines) > 10 else "")
+    return [f"{len(lines)} of rack {rack}'s hosts have no link reading in the {fmt.hours(span.total_seconds() / 3600)}"
+            f" before {fmt.when(got.end)}: {names}: they have {_span(first, last)}"]
 
 
 def _span(first: datetime, last: datetime) -> str:

@@ -3,16 +3,19 @@ analyzed as one, a tray answered as its rack sees it, and the commands around th
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from PIL import Image
 
 from bot.cli import main
 from bot.listeners.commands import Request, parse
 from bot.nodes import StoreNodeSource
+from diagnostics import format as fmt
 from diagnostics.enums import ComponentKind
 from diagnostics.errors import InputError
 from diagnostics.service import Request as Question
@@ -104,3 +107,26 @@ def test_a_rack_units_ticket_says_no_hosts_reboot_resets_it(stored: tuple[Path, 
     (row,) = [line for line in text.splitlines() if line.startswith("| reset |")]
     assert row == "| reset | none from a host: a switch tray reboots from NVOS, with the rack drained |", row
     assert "Once the switch trays are back up:" in text
+
+
+def test_a_rack_window_holding_none_of_its_readings_says_where_they_run_as_its_trays_do(
+        switch_tray_rack: tuple[Path, Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    """An end a month before the rack's first reading: the rack door says where its hosts' readings run and what
+    window holds them, not that their counters were never collected, and exits incomplete as a tray's door does."""
+    files, root, _ = switch_tray_rack
+    times = pd.read_parquet(files / "link_samples.parquet", columns=["timestamp"])["timestamp"]
+    first, last = times.min().to_pydatetime(), times.max().to_pydatetime()
+    end = (first - timedelta(days=30)).isoformat()
+    asked = ["analyze", "--store", str(root), "--end", end]
+    tray = main([*asked, "--node", "rack-01-c01"])
+    capsys.readouterr()
+    assert tray == 3
+    assert main([*asked, "--rack", "rack-01"]) == tray
+    err = capsys.readouterr().err
+    assert "INCOMPLETE" in err and "rack-01-c01" in err and fmt.when(first) in err, err
+    assert main([*asked, "--rack", "rack-01", "--json"]) == tray
+    answer = json.loads(capsys.readouterr().out)
+    assert f"have link readings from {fmt.when(first)} to {fmt.when(last)}, none before the window's end" in \
+        answer["warnings"][0], answer["warnings"]
+    assert not [w for w in answer["warnings"] if w.startswith("no link telemetry")], answer["warnings"]
+    assert fmt.when(first) in answer["repair_action"] and "Collect" not in answer["repair_action"]
