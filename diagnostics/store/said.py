@@ -55,6 +55,22 @@ def keep(db: sqlite_utils.Database, sha256: str, result: IngestResult) -> None:
         db.table(TABLE).insert_all(rows, pk=("sha256", "node_id", "seq"), replace=True, alter=True)
 
 
+def keep_refused(db: sqlite_utils.Database, refused: list[str], stored: list[IngestResult]) -> None:
+    """What an ingest said of the files it refused (`refused`, each 'file: why'), kept for every node the files it
+    stored with them name, over their readings' span: analyzing those files says a refused one on each of their
+    nodes' answers (it may have held that node's readings), so the store's answers over them say it too."""
+    spans: dict[str, tuple[int | None, int | None]] = {}
+    for result in stored:
+        for node, (lo, hi) in _spans(result).items():
+            was_lo, was_hi = spans.get(node, (lo, hi))
+            spans[node] = (min((t for t in (lo, was_lo) if t is not None), default=None),
+                           max((t for t in (hi, was_hi) if t is not None), default=None))
+    rows: list[dict[str, Any]] = [{"sha256": f"refused:{said}", "node_id": node, "first_ns": lo, "last_ns": hi,
+                                   "seq": 0, "said": said} for node, (lo, hi) in spans.items() for said in refused]
+    if rows:
+        db.table(TABLE).insert_all(rows, pk=("sha256", "node_id", "seq"), replace=True, alter=True)
+
+
 def said_of(db: sqlite_utils.Database, nodes: Collection[str] | None, start_ns: int | None,
             end_ns: int | None) -> dict[str, list[str]]:
     """Per node, what reading its files said when they were ingested, in the order they were: the files whose

@@ -43,7 +43,7 @@ from .maintenance import Maintenance, MaintenanceLog
 from .parts import PART_TABLES, ScanStats, read_parts, write_part
 from .records import note_nodes, read_whole, write_gpus, write_nodes, write_rows
 from .said import keep as keep_said
-from .said import said_of
+from .said import keep_refused, said_of
 from .selection import Selection, read_selected
 from .sources import (
     At,
@@ -118,7 +118,9 @@ class TelemetryStore:
             if outcome.status == "read":
                 self._keep(outcome)
             advance(progress)
+        refused = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
         with transaction(self._db):
+            keep_refused(self._db, refused, [o.result for o in outcomes if o.status == "ingested" and o.result])
             self._table("xid_last").upsert_all(
                 [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2],
                   "code": -1 if k[3] is None else k[3], "value": v} for k, v in xid_last.items()],

@@ -160,3 +160,27 @@ def test_a_files_warning_is_said_on_the_answer_of_the_node_its_rows_are_of(cli: 
         assert _read_said(mine, cut) == said and _read_said(theirs, cut) == [], (door, theirs["warnings"])
         if str(junk) in door:
             assert _read_said(mine, junk) and _read_said(theirs, junk) == _read_said(mine, junk)
+
+
+def test_a_file_refused_at_ingest_is_said_on_the_answers_of_the_nodes_stored_with_it(cli: Cli,
+                                                                                      tmp_path: Path) -> None:
+    """A folder's notes beside two nodes' scrapes: the file door says the refused file on each node's answer (it may
+    have held that node's readings); the store they were ingested into says it on the same answers, as asked of
+    the files, and not on a node stored by another ingest."""
+    folder = tmp_path / "scrapes"
+    folder.mkdir()
+    for name in ("dcgm_metrics_a100_1.txt", "dcgm_metrics_gb200_1.txt"):
+        (folder / name).write_text((REAL / name).read_text())
+    junk = folder / "notes.txt"
+    junk.write_text("hello\nworld\n")
+    store = tmp_path / "store"
+    code, _, err = cli("ingest", str(folder), "--store", str(store), "--at", AT)
+    assert code != 0 and str(junk) in err, err
+    nodes = {_answer(cli, "analyze", str(folder / n))["node_id"] for n in ("dcgm_metrics_a100_1.txt",
+                                                                          "dcgm_metrics_gb200_1.txt")}
+    assert len(nodes) == 2
+    for node in sorted(nodes):
+        said = _read_said(_answer(cli, "analyze", str(folder), "--node", node), junk)
+        assert said and _read_said(_answer(cli, "analyze", "--store", str(store), "--node", node), junk) == said
+    _stored(cli, REAL / "nvlink_e_v100_short_form_2.txt", store, "--at", AT)
+    assert _read_said(_answer(cli, "analyze", "--store", str(store), "--node", NODE), junk) == []
