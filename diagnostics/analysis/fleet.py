@@ -40,6 +40,7 @@ from .ends import EndView, nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
 from .findings import finding_of
+from .fold import lanes_on_links
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
@@ -222,7 +223,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
-        mine = nvlink_ends([placed(f, graph) for f in found.get(node, [])], policy)
+        mine = nvlink_ends([placed(f, graph) for f in lanes_on_links(found.get(node, []))], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
         mine += judged.get(node, [])

@@ -1,0 +1,61 @@
+"""One part, one finding, where two sources judged it apart: a node's count of degraded links and the fleet view
+count it once, the sweep lists each rule it broke once, and what each source said is kept as its evidence.
+
+A link's per-lane counters (`nvidia-smi nvlink -ec` counts each lane's CRC errors) are rated as series of their own,
+but they are the link's, not more links."""
+
+from __future__ import annotations
+
+from ..config.thresholds import LINK_DOWN_RULE, MISSING_RULE
+from ..enums import LinkType, Severity, severity_rank
+from ..model import Finding
+from .rules import summarize
+
+
+def lanes_on_links(findings: list[Finding]) -> list[Finding]:
+    """The findings with each NVLink or NVSwitch port's lane findings folded into its own (or, where only its lanes
+    were read, into the worst lane's), in the order given. A PCIe link's lanes are named by `ends` instead."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.link_type is not LinkType.PCIE:
+            groups.setdefault((f.link_type.value, f.ref.slug), []).append(i)
+    folded: dict[int, Finding] = {}
+    dropped: set[int] = set()
+    for members in groups.values():
+        lanes = [i for i in members if findings[i].lanes]
+        if not lanes or len(members) < 2:
+            continue
+        whole = [i for i in members if not findings[i].lanes]
+        base = whole[0] if whole else max(lanes, key=lambda i: _rank(findings[i]))
+        folded[base] = _fold(findings[base], [findings[i] for i in lanes if i != base], bool(whole))
+        dropped.update(i for i in lanes if i != base)
+    return [folded.get(i, f) for i, f in enumerate(findings) if i not in dropped]
+
+
+def _rank(f: Finding) -> tuple[int, float]:
+    return severity_rank(f.severity), f.worst_ratio or 0.0
+
+
+def _fold(link: Finding, lanes: list[Finding], whole: bool) -> Finding:
+    """The link with its lanes: each lane over a rule named and said; a rule only a lane crossed (the link's own
+    series lacks that counter) is the link's too, so a lane never makes its link look healthier. A lane series that
+    stopped or a lane state says nothing of the link while the link's own series is read (`whole`)."""
+    crossed = list(link.crossed) if whole else \
+        [c.model_copy(update={"message": f"lane {', '.join(map(str, link.lanes))}: {c.message}"}) for c in link.crossed]
+    rules = {c.rule for c in crossed}
+    named = set(link.lanes) if link.crossed else set()
+    evidence = list(link.evidence)
+    for lane in sorted(lanes, key=lambda f: f.lanes):
+        if lane.severity is Severity.OK:
+            continue
+        which = ", ".join(map(str, lane.lanes))
+        named.update(lane.lanes)
+        evidence.append(f"lane {which}, by its own counter: " + "; ".join(c.message for c in lane.crossed))
+        for c in lane.crossed:
+            if c.rule in rules or (whole and c.rule in (MISSING_RULE, LINK_DOWN_RULE)):
+                continue
+            rules.add(c.rule)
+            crossed.append(c.model_copy(update={"message": f"lane {which}: {c.message}"}))
+    severity, ratio = summarize(crossed)
+    return link.model_copy(update={"lanes": sorted(named), "crossed": crossed, "evidence": evidence,
+                                   "severity": severity, "worst_ratio": ratio})

@@ -1,0 +1,62 @@
+"""A link's per-lane counters (`nvidia-smi nvlink -ec`) are that link's: one link is one finding, its failing lanes
+named on it and what each lane counted kept as its evidence, never a second row of the same link."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from diagnostics.analysis import analyze_tables
+from diagnostics.enums import Severity
+from diagnostics.model import Finding
+from diagnostics.offenders import offenders_of
+from tests.analysis.helpers import link_series, links, node_links, steady
+
+PLATFORM = "hgx-h100-8gpu"
+
+
+def _crc_on(frame: pd.DataFrame, gpu: int, link: int, per_hour: float) -> pd.DataFrame:
+    """The node's links with CRC data counts, `per_hour` on one link and none on the rest."""
+    frame = frame.copy()
+    mine = ((frame["gpu"] == gpu) & (frame["link"] == link)).to_numpy(bool)
+    frame["crc_data"] = 0.0
+    frame.loc[mine, "crc_data"] = steady(per_hour)
+    return frame
+
+
+def _degraded(tables: dict[str, pd.DataFrame]) -> list[Finding]:
+    d = analyze_tables(tables, node_id="n1", platform=PLATFORM)
+    return [f for f in d.findings if f.severity is not Severity.OK]
+
+
+def test_a_lane_counted_on_its_own_is_its_link_not_a_second_link() -> None:
+    frame = _crc_on(node_links(), 6, 3, 30_000.0)
+    lane = link_series({"crc_data": steady(29_990.0)}, gpu=6, link=3, peer="NVSwitch 0", lane=2)
+    d = analyze_tables({"link_samples": links(frame, lane)}, node_id="n1", platform=PLATFORM)
+    bad = [f for f in d.findings if f.severity is not Severity.OK]
+    assert len(bad) == 1 and bad[0].gpu == 6 and bad[0].link == 3
+    assert bad[0].lanes == [2]
+    assert bad[0].rates_per_hour["crc_data"] == 30_000.0  # the link's own count, not its lane's
+    assert any(e.startswith("lane 2") and "CRC data errors" in e for e in bad[0].evidence)
+    offenders = offenders_of(d)
+    assert len({o.key for o in offenders}) == len(offenders)  # each link and rule once, as the push-down lists it
+    assert d.localization is not None and d.localization.lanes == [2]
+
+
+def test_a_lane_over_a_rule_its_link_does_not_carry_still_fails_the_link() -> None:
+    frame = node_links()  # the links count replays only
+    lane = link_series({"crc_data": steady(30_000.0)}, gpu=6, link=3, peer="NVSwitch 0", lane=1)
+    bad = _degraded({"link_samples": links(frame, lane)})
+    assert len(bad) == 1
+    only = bad[0]
+    assert only.lanes == [1] and only.severity is Severity.FAILING
+    assert any(c.rule == "nvlink_crc_data" and c.message.startswith("lane 1") for c in only.crossed)
+
+
+def test_lanes_read_without_their_link_are_one_link_naming_each_lane_in_error() -> None:
+    frame = node_links()
+    frame = frame[~((frame["gpu"] == 6) & (frame["link"] == 3))]
+    lanes = [link_series({"crc_data": steady(rate)}, gpu=6, link=3, peer="NVSwitch 0", lane=n)
+             for n, rate in ((0, 0.0), (1, 20_000.0), (3, 9_000.0))]
+    bad = _degraded({"link_samples": links(frame, *lanes)})
+    mine = [f for f in bad if f.gpu == 6 and f.link == 3]
+    assert len(mine) == 1 and mine[0].lanes == [1, 3]
