@@ -2,13 +2,15 @@
 count it once, the sweep lists each rule it broke once, and what each source said is kept as its evidence.
 
 A link's per-lane counters (`nvidia-smi nvlink -ec` counts each lane's CRC errors) are rated as series of their own,
-but they are the link's, not more links."""
+but they are the link's, not more links. A GPU off the bus is found twice, by its Xid 79 (the events) and by its
+silence (every series stopped): one GPU."""
 
 from __future__ import annotations
 
 from ..config.thresholds import LINK_DOWN_RULE, MISSING_RULE
 from ..enums import LinkType, Severity, severity_rank
 from ..model import Finding
+from .absence import gpu_gone
 from .rules import summarize
 
 
@@ -59,3 +61,30 @@ def _fold(link: Finding, lanes: list[Finding], whole: bool) -> Finding:
     severity, ratio = summarize(crossed)
     return link.model_copy(update={"lanes": sorted(named), "crossed": crossed, "evidence": evidence,
                                    "severity": severity, "worst_ratio": ratio})
+
+
+def one_per_gone_gpu(findings: list[Finding]) -> list[Finding]:
+    """A GPU off the bus is one finding, where its Xid 79 and its silence were found apart: the first of them takes
+    every rule the others crossed (the sweep lists each, as the push-down does), their counts and their evidence,
+    so a node's count of degraded links counts the GPU once."""
+    mine: dict[int, list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.gpu is not None and gpu_gone(f):
+            mine.setdefault(f.gpu, []).append(i)
+    folded: dict[int, Finding] = {}
+    dropped: set[int] = set()
+    for at in mine.values():
+        if len(at) < 2:
+            continue
+        group = [findings[i] for i in at]
+        first = group[0]
+        crossed = [c for f in group for c in f.crossed]
+        counts = {k: v for f in reversed(group) for k, v in f.counts.items()}
+        onsets = [f.onset for f in group if f.onset is not None]
+        severity, ratio = summarize(crossed)
+        folded[at[0]] = first.model_copy(update={
+            "crossed": crossed, "counts": counts, "severity": severity, "worst_ratio": ratio,
+            "onset": min(onsets) if onsets else None,
+            "evidence": list(dict.fromkeys(e for f in group for e in f.evidence))})
+        dropped.update(at[1:])
+    return [folded.get(i, f) for i, f in enumerate(findings) if i not in dropped]

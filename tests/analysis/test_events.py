@@ -9,6 +9,7 @@ import pytest
 from diagnostics import format as fmt
 from diagnostics.analysis import analyze_tables
 from diagnostics.enums import FaultKind, Severity
+from diagnostics.offenders import offenders_of
 from tests.analysis.helpers import T0, events, link_series, links, node_links, steady, steps
 
 
@@ -80,6 +81,18 @@ def test_the_pcie_replays_before_a_gpu_fell_off_the_bus_are_its_evidence_not_a_s
     quiet = analyze_tables(_off_bus(0.0), node_id="n1", platform="hgx-h100-8gpu")
     assert quiet.localizations[0].ref.slug == "gpu3"
     assert "PCIe replay" not in " ".join(quiet.localizations[0].evidence)  # nothing counted: nothing claimed
+
+
+def test_a_gpu_off_the_bus_is_one_finding_its_xid_and_its_silence_both_its_evidence() -> None:
+    d = analyze_tables(_off_bus(4000.0), node_id="n1", platform="hgx-h100-8gpu")
+    gone = [f for f in d.findings if f.gpu == 3 and f.severity is not Severity.OK]
+    assert len(gone) == 1 and gone[0].severity is Severity.DOWN
+    assert {c.rule for c in gone[0].crossed} == {"xid_off_bus", "gpus_missing"}
+    said = " ".join(gone[0].evidence)
+    assert "fallen off the bus" in said and "PCIe replay history before the Xid 79" in said
+    assert len(gone[0].evidence) == len(set(gone[0].evidence))
+    # the sweep still lists each rule it broke, as the push-down does
+    assert sorted(o.rule for o in offenders_of(d) if o.gpu == 3) == ["gpus_missing", "xid_off_bus"]
 
 
 def test_fabric_manager_down_says_jobs_cannot_start_and_names_no_part() -> None:
