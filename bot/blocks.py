@@ -351,7 +351,7 @@ def _node_lines(result: SweepResult, rank: int, node: str, links: int) -> tuple[
 
 
 def _links(n: int, more: str = "") -> str:
-    return f"{n} {more}degraded link{'' if n == 1 else 's'}"
+    return fmt.count(n, f"{more}degraded link")
 
 
 def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
@@ -361,8 +361,8 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     held = {n for n, d in result.diagnoses.items() if d.maintenance}
     unjudged = [n for n in result.unjudged if n not in ranked]
     clear = sum(1 for n in result.swept if n not in ranked and n not in held and n not in unjudged)
-    title = f"Fleet: {_links(total)} on {len(ranked)} of {len(result.swept)} nodes" if result.complete else \
-        f"Fleet view INCOMPLETE: {_links(total)} on {len(ranked)} nodes found so far"
+    title = f"Fleet: {_links(total)} on {len(ranked)} of {fmt.count(len(result.swept), 'node')}" if result.complete \
+        else f"Fleet view INCOMPLETE: {_links(total)} on {fmt.count(len(ranked), 'node')} found so far"
     blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
     if not result.complete:
         reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])
@@ -372,12 +372,13 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
         lines = [line for shown, _ in listed[:limit] for line in shown]
         if len(listed) > limit:
             rest = sum(n for _, n in listed[limit:])
-            lines.append(f"…and {len(listed) - limit} more nodes ({_links(rest)}), less urgent: "
+            lines.append(f"…and {fmt.count(len(listed) - limit, 'more node')} ({_links(rest)}), less urgent: "
                          "`fabricbot sweep --store DIR` lists every one, in this order")
         blocks.extend(sections("\n".join(lines)))
     window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \
         if result.swept else ""
-    count = f"{clear} healthy nodes" if result.complete else f"{clear} nodes with no degraded link found"
+    count = fmt.count(clear, "healthy node") if result.complete else \
+        f"{fmt.count(clear, 'node')} with no degraded link found"
     if unjudged:
         count += f", {len(unjudged)} not judged"
     if held:

@@ -33,6 +33,12 @@ def number(value: float, *, compact: bool = False) -> str:
     return f"{value:.2g}"
 
 
+def count(amount: float, one: str, many: str | None = None, *, compact: bool = False) -> str:
+    """A number of things, the noun singular for exactly one: '1 healthy node', '3 healthy nodes', '1 lane' (the
+    one wording of every count; `many` where adding an s is wrong)."""
+    return f"{number(amount, compact=compact)} {one if amount == 1 else many or one + 's'}"
+
+
 def value(amount: float, unit: Unit | str, *, compact: bool = False) -> str:
     """A value with its unit: '8,900/h', '8 lanes', '1 generation', '1.2e-10', '3 events', '45,120 since reset'."""
     unit = Unit(unit)
@@ -42,10 +48,9 @@ def value(amount: float, unit: Unit | str, *, compact: bool = False) -> str:
         return f"{amount:.1e}"
     if unit is Unit.TOTAL:
         return f"{number(amount, compact=compact)} since reset"
-    count = number(amount, compact=compact)
     singular = {Unit.LANES: "lane", Unit.GENERATIONS: "generation", Unit.EVENTS: "event", Unit.GPUS: "GPU",
                 Unit.LINKS: "link"}[unit]
-    return f"{count} {singular if amount == 1 else unit.value}"
+    return count(amount, singular, unit.value, compact=compact)
 
 
 def metric(name: str, amount: float, *, compact: bool = False, unit: Unit | str | None = None) -> str:

@@ -29,6 +29,12 @@ def test_each_metric_is_shown_in_its_own_unit() -> None:
     assert fmt.metrics({"replay": 8771.0, "crc": 0.0, "width_lost": 8.0}) == "replays 8,771/h, 8 lanes lost"
 
 
+def test_a_count_of_one_is_worded_in_the_singular() -> None:
+    assert fmt.count(1, "healthy node") == "1 healthy node" and fmt.count(3, "healthy node") == "3 healthy nodes"
+    assert fmt.count(0, "node") == "0 nodes" and fmt.count(1, "GPU", "GPUs") == "1 GPU"
+    assert fmt.count(2, "more degraded link") == "2 more degraded links"
+
+
 def test_a_pcie_counter_is_not_an_nvlink_figure() -> None:
     assert not applies("replay_rollovers", "nvlink") and applies("replay_rollovers", "pcie")
     assert not applies("width_lost", "nvlink") and not applies("effective_ber", "pcie")

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from .. import format as fmt
 from ..analysis import JobExplanation, analyze_fleet
 from ..enums import Priority
 from ..errors import InputError
@@ -177,8 +178,7 @@ class EvalReport(BaseModel):
             named = got.tp + got.fn
             where = sum(1 for v in self.scenarios.values() if getattr(v, name).tp + getattr(v, name).fn)
             lines.append(f"{name} localization: F1={_fmt(got.f1)} (precision {_fmt(got.precision)}, recall "
-                         f"{_fmt(got.recall)}; {named} {name}{'' if named == 1 else 's'} to name, in {where} "
-                         f"scenario{'' if where == 1 else 's'})")
+                         f"{_fmt(got.recall)}; {fmt.count(named, name)} to name, in {fmt.count(where, 'scenario')})")
         if self.life is not None:
             lines += self.life.lines()
         if self.storm is not None:

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from bot.blocks import degraded
+from bot.blocks import degraded, fleet_blocks
 from bot.cli import main
 from bot.commands.output import INCOMPLETE
 from bot.nodes import StoreNodeSource
 from diagnostics import priority_rank
-from diagnostics.enums import severity_rank
+from diagnostics.enums import LinkType, Severity, severity_rank
+from diagnostics.offenders import Offender, SweepResult
 from diagnostics.store import open_store
 from tests.analysis.helpers import link_series, links, steady
 from tests.bot.helpers import LONG_WAIT, OPS, local_bot, posted
@@ -113,3 +115,22 @@ def test_the_fleet_lists_nodes_most_urgent_first_in_the_sweep_s_order(
     cli = list(dict.fromkeys(n for n in rows if not n.endswith(":")))
     assert sorted(cli) == offending and cli[:len(listed)] == listed
     assert [urgency[n] for n in cli] == sorted((urgency[n] for n in cli), reverse=True)
+
+
+def _said(result: SweepResult) -> str:
+    return json.dumps([b.to_dict() for b in fleet_blocks(result)])
+
+
+def test_the_fleet_view_words_a_count_of_one_in_the_singular() -> None:
+    at = datetime(2026, 3, 1, 8, tzinfo=UTC)
+    one = Offender(node_id="node-2", link_type=LinkType.NVLINK, gpu=0, link=0, rule="nvlink_replay",
+                   severity=Severity.FAILING, rate_per_hour=5000.0, above=1000.0)
+    said = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2"], offenders=[one]))
+    assert "1 healthy node;" in said and "healthy nodes" not in said
+    assert "1 degraded link on 1 of 2 nodes" in said
+    cut = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2"], offenders=[one],
+                            complete=False, incomplete_reasons=["a part could not be read"]))
+    assert "on 1 node found so far" in cut and "1 node with no degraded link found" in cut
+    many = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-3", "node-2"],
+                             offenders=[one]))
+    assert "2 healthy nodes;" in many
