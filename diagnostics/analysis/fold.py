@@ -7,7 +7,7 @@ silence (every series stopped): one GPU."""
 
 from __future__ import annotations
 
-from ..config.thresholds import LINK_DOWN_RULE, MISSING_RULE
+from ..config.thresholds import GPU_MISSING_RULE, LINK_DOWN_RULE, MISSING_RULE
 from ..enums import LinkType, Severity, severity_rank
 from ..model import Finding
 from .absence import gpu_gone
@@ -64,9 +64,10 @@ def _fold(link: Finding, lanes: list[Finding], whole: bool) -> Finding:
 
 
 def one_per_gone_gpu(findings: list[Finding]) -> list[Finding]:
-    """A GPU off the bus is one finding, where its Xid 79 and its silence were found apart: the first of them takes
-    every rule the others crossed (the sweep lists each, as the push-down does), their counts and their evidence,
-    so a node's count of degraded links counts the GPU once."""
+    """A GPU off the bus is one finding, where its Xid 79 and its silence were found apart: the silence's finding
+    (the GPU itself, as a ticket names it) takes every rule the Xid crossed (the sweep lists each, as the push-down
+    does), its counts, its onset and its evidence, in the place of the first, so a node's count of degraded links
+    counts the GPU once."""
     mine: dict[int, list[int]] = {}
     for i, f in enumerate(findings):
         if f.gpu is not None and gpu_gone(f):
@@ -77,12 +78,12 @@ def one_per_gone_gpu(findings: list[Finding]) -> list[Finding]:
         if len(at) < 2:
             continue
         group = [findings[i] for i in at]
-        first = group[0]
+        base = next((f for f in group if any(c.rule == GPU_MISSING_RULE for c in f.crossed)), group[0])
         crossed = [c for f in group for c in f.crossed]
         counts = {k: v for f in reversed(group) for k, v in f.counts.items()}
         onsets = [f.onset for f in group if f.onset is not None]
         severity, ratio = summarize(crossed)
-        folded[at[0]] = first.model_copy(update={
+        folded[at[0]] = base.model_copy(update={
             "crossed": crossed, "counts": counts, "severity": severity, "worst_ratio": ratio,
             "onset": min(onsets) if onsets else None,
             "evidence": list(dict.fromkeys(e for f in group for e in f.evidence))})
