@@ -43,7 +43,11 @@ class CaptureEntry(_Model):
 
 
 class StepEntry(_Model):
+    """One step; `down_text` is its wording for a link that is down: the link counts no errors, so what the step
+    reads of it is its state (`nvidia-smi nvlink -s`), not its counters."""
+
     text: Text
+    down_text: Text | None = None
     command: Text | None = None
     source: str = "assumed"
     stops: Literal["gpu", "node", "rack"] | None = Field(
@@ -61,10 +65,7 @@ StepRef = str | StepEntry  # an id in [step], the reset mark, or a step written 
 
 
 class ResetEntry(StepEntry):
-    """A scope's reset step; `down_text` is its wording for a link that is down: the link counts no errors, so
-    whether it came back is read from its state, not from its counters."""
-
-    down_text: Text | None = None
+    """A scope's reset step (its `down_text`: whether the down link came back is read from its state)."""
 
 
 class FaultEntry(_Model):

@@ -366,7 +366,8 @@ class _Builder:
         return out
 
     def _step(self, entry: StepEntry) -> PlanStep | None:
-        text = self.fill(entry.text)
+        down = self.fill(entry.down_text) if self.facts.link_down else None
+        text = down or self.fill(entry.text)
         if text is None:
             return None
         if isinstance(entry.text, str) and entry.source != "assumed":

@@ -96,3 +96,12 @@ def test_every_switch_failing_alike_has_its_own_plan_versions_and_logs_before_a_
     assert "| replacement part |" in text and "hgx-h100-baseboard" in _row(text, "replacement part")
     assert "cold power cycle" in _row(text, "reset")
     assert "switch port" not in text.split("## Physical identity")[0]  # no one switch, so no one port
+
+
+def test_the_load_after_a_down_links_reset_checks_the_links_stay_up_not_only_their_counters(tmp_path: Path) -> None:
+    """GPU 3's links 3 and 5 inactive: after the reset, the load test reads whether they stay up (`nvlink -s`);
+    counters alone say nothing of a link that went down again."""
+    text = _ticket([REAL / "nvlink_s_v100_inactive_1.txt"], "dgx1-v100-8gpu")
+    steps = text.split("## Repair, in order")[1].split("##")[0]
+    (diag,) = [s for s in steps.splitlines() if "dcgmi diag" in s]
+    assert "nvidia-smi nvlink -s" in diag and "up" in diag, diag
