@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from .enums import ComponentKind, LinkType
 
 FABRIC_SOFTWARE_NAME = "Fabric Manager / NVIDIA driver"
+MESH_NAME = "the NVLink mesh (every GPU's NVLinks)"  # a node's NVLinks as one: no GPU or switch singled out
 DOMAIN_SOFTWARE_NAME = "NVLink domain fabric software (NMX-Controller, IMEX)"  # a rack's: no host runs Fabric Manager
 _GPU_PEER = re.compile(r"^\s*gpu[\s_-]*(\d+)\s*$", re.IGNORECASE)
 _SWITCH_PEER = re.compile(r"^\s*(?:nv\s*switch|nvsw|sw)[\s_-]*([0-9a-f:.]+)\s*$", re.IGNORECASE)
@@ -128,6 +129,11 @@ class ComponentRef(BaseModel):
         return cls(kind=ComponentKind.NVLINK_DOMAIN)
 
     @classmethod
+    def nvlink_mesh(cls) -> Self:
+        """A node's NVLinks as one (no NVSwitch among them): what every GPU's links share."""
+        return cls(kind=ComponentKind.NVLINK_MESH)
+
+    @classmethod
     def compute_tray(cls, tray: str) -> Self:
         return cls(kind=ComponentKind.COMPUTE_TRAY, tray=str(tray))
 
@@ -178,6 +184,8 @@ class ComponentRef(BaseModel):
             return f"Cable cartridge {self.cartridge}"
         if kind is ComponentKind.NVLINK_DOMAIN:
             return "The rack's NVLink domain"
+        if kind is ComponentKind.NVLINK_MESH:
+            return MESH_NAME
         own = self._own_name()
         return f"Compute tray {self.tray} {own}" if self.tray is not None and kind in IN_TRAY else own
 
@@ -219,6 +227,8 @@ class ComponentRef(BaseModel):
             return f"cartridge{_slugify(str(self.cartridge))}"
         if kind is ComponentKind.NVLINK_DOMAIN:
             return "nvlink-domain"
+        if kind is ComponentKind.NVLINK_MESH:
+            return "nvlink-mesh"
         if kind is ComponentKind.NVSWITCH and self.switch_tray is not None and self.chip is not None:
             base = f"switch-{_tray_slug(self.switch_tray)}-chip{self.chip}"
             return f"{base}-port{self.port}" if self.port is not None else base

@@ -73,6 +73,7 @@ class ComponentKind(StrEnum):
     SWITCH_TRAY = "switch-tray"  # a rack's NVLink switch tray (its switch chips and spine connectors)
     CARTRIDGE = "cartridge"  # a rack's cable cartridge: a block of the copper spine's cables
     NVLINK_DOMAIN = "nvlink-domain"  # a rack's NVLink domain as one: no one part of it is singled out
+    NVLINK_MESH = "nvlink-mesh"  # a node's NVLinks as one, no NVSwitch among them (a DGX-1's mesh on its board)
 
 
 class EventKind(StrEnum):
@@ -93,6 +94,8 @@ class FaultKind(StrEnum):
     NVSWITCH = "nvswitch"  # failing links of several GPUs landing on one switch
     NVSWITCH_SHARED = "nvswitch-shared"  # every switch failing for most GPUs alike: what all links share (board,
     # driver, Fabric Manager, firmware, power), not one switch
+    NVLINK_SHARED = "nvlink-shared"  # most GPUs failing on most of their NVLinks alike, no NVSwitch known among
+    # them: what all links share (the board's mesh, driver, firmware, power), not one GPU
     NVSWITCH_FATAL = "nvswitch-fatal"  # a fatal SXid on a switch link
     GPU_OFF_BUS = "gpu-off-bus"  # Xid 79: the GPU fell off the bus
     PCIE_REPLAYS = "pcie-replays"  # a GPU's PCIe link replaying

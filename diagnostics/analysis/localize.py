@@ -1,7 +1,8 @@
 """Common-cause analysis: which physical part explains the failing links.
 
 Failing links that share an endpoint point to that endpoint: most links of one GPU -> the GPU (its module); links
-of several GPUs landing on one NVSwitch -> that switch (its baseboard); a lone link -> its port pair. Software that
+of several GPUs landing on one NVSwitch -> that switch (its baseboard); most GPUs' links at once -> what they all
+share (every switch, or the NVLink mesh), one suspect; a lone link -> its port pair. Software that
 looks like hardware (Fabric Manager down, all links inactive) names no part; after an Xid 79 the GPU is the suspect;
 a GPU's NVLink total over all its links (Blackwell's counters) points to the GPU's links, not to one of them.
 """
@@ -28,8 +29,8 @@ from ..topology import NodeGraph
 from ..topology.graph import NVSWITCH
 from .absence import gpu_gone
 
-# How many failing links make a GPU or the switches their common end: thresholds.toml's [settings] (gpu_wide_*,
-# shared_switch_share), where each value's reason is written.
+# How many failing links make a GPU, the switches or the NVLink mesh their common end: thresholds.toml's [settings]
+# (gpu_wide_*, shared_switch_share, shared_gpu_share), where each value's reason is written.
 ALL_SWITCHES = "all NVSwitches (shared by every GPU)"
 DOWNTRAIN_RULES = {"pcie_width", "pcie_gen_under_load"}
 
@@ -134,6 +135,7 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
         if f.gpu is not None:
             by_gpu[f.gpu].append(f)
     wide: list[int] = []
+    per_gpu: list[Localization] = []
     for gpu, links in sorted(by_gpu.items()):
         expected = (links_per_gpu or {}).get(gpu) or _expected(graph, gpu, seen[gpu])
         down = [f for f in links if f.severity is Severity.DOWN]
@@ -145,10 +147,13 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
                    "the switches or peers" if many else
                    f"{len(down)} of GPU {gpu}'s {expected} NVLinks are down, to {', '.join(ends)}: a link goes down as "
                    f"a whole, and these share nothing but GPU {gpu} (its module or its socket)")
-            out.append(Localization(
+            per_gpu.append(Localization(
                 ref=ComponentRef.of_gpu(gpu), fault=FaultKind.GPU_NVLINKS, gpu=gpu,
                 confidence=round(min(0.95, 0.5 + 0.5 * len(links) / max(expected, 1)), 2), **_grade(links),
                 evidence=[why]))
+    node_gpus = set(graph.gpus) if graph is not None else set(seen)
+    mesh = _shared_mesh({g: by_gpu[g] for g in wide}, node_gpus, graph, setting("shared_gpu_share"))
+    out.extend([mesh] if mesh is not None else per_gpu)
     rest = [f for f in nvlinks if f.gpu not in wide and f.peer_gpu not in wide]
     by_switch: dict[str, list[Finding]] = defaultdict(list)
     for f in rest:
@@ -215,6 +220,33 @@ def _shared_switches(nvlinks: list[Finding], graph: NodeGraph | None, gpus: set[
         confidence=round(min(0.95, 0.6 + 0.1 * len(hit[sw])), 2), **_grade(where[sw]),
         evidence=[f"failing links of GPUs {', '.join(map(str, hit[sw]))} all land on {sw}, most of the node's GPUs: "
                   "the switch (its baseboard) is the common end, not each GPU"]) for sw in wide], rest
+
+
+def _shared_mesh(wide: dict[int, list[Finding]], gpus: set[int], graph: NodeGraph | None,
+                 share: float) -> Localization | None:
+    """Most of the node's GPUs each failing on most of their NVLinks, with no NVSwitch known among them (direct
+    links, bridges, or no platform): no one GPU explains it, what every link shares does (the board that carries
+    the links, or the node's driver, firmware or power), and it is one suspect, not a GPU each. None otherwise."""
+    if graph is not None and graph.switches(NVSWITCH):
+        return None  # a switched board's shared cause is its switches': _shared_switches weighs it
+    if len(wide) < 2 or len(wide) <= share * max(len(gpus), 1):
+        return None
+    taken = [f for links in wide.values() for f in links]
+    said = (f"{len(taken)} failing NVLinks of GPUs {', '.join(map(str, sorted(wide)))}: {len(wide)} of the node's "
+            f"{len(gpus)} GPUs fail on most of their NVLinks alike, and no one GPU explains it")
+    if graph is None:  # the board is not known: what the links share is likely, but no part can be named
+        evidence = [f"{said}; a shared cause is likely (the node's driver, firmware or power, or the board that "
+                    "carries every link), not each GPU",
+                    "the platform is not known, so no part is named: compare the driver's version and read the "
+                    "kernel log and the BMC's event log first, then power-cycle the drained node, and identify the "
+                    "board (`nvidia-smi -q | grep -i \"product name\"`, `nvidia-smi topo -m`) before any part"]
+    else:
+        evidence = [f"{said}; what every link shares does: the board's NVLink mesh (the traces or bridges between "
+                    "the GPUs), or the node's driver, firmware or power",
+                    "compare the driver and firmware versions and read the kernel log and the BMC's event log first, "
+                    "then power-cycle the drained node: replacing the board stops every GPU of the node"]
+    return Localization(ref=ComponentRef.nvlink_mesh(), fault=FaultKind.NVLINK_SHARED, confidence=0.6,
+                        **_grade(taken), evidence=evidence)
 
 
 def _xid_link(f: Finding) -> Localization:

@@ -164,6 +164,7 @@ class Warnings(_Model):
     no_part_unknown: Text
     no_part_software: Text
     no_part_rack: Text
+    no_part_shared: Text
     assumed_rack_map: Text  # a rack unit found through the rack file's assumed port map
     assumed_cartridge: Text  # ... through its assumed cartridge split
     recovery_said: Text  # the driver's recovery action, said on every plan that has one

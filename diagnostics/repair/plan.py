@@ -34,7 +34,7 @@ from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, RepeatOffender
 # What a node must have, when its platform is unknown, for the fault kind to be possible at all.
 _IMPLIED: dict[FaultKind, frozenset[str]] = {
     FaultKind.NVLINK: frozenset({"nvlink"}), FaultKind.NVLINK_AGGREGATE: frozenset({"nvlink"}),
-    FaultKind.GPU_NVLINKS: frozenset({"nvlink"}),
+    FaultKind.GPU_NVLINKS: frozenset({"nvlink"}), FaultKind.NVLINK_SHARED: frozenset({"nvlink"}),
     FaultKind.NVSWITCH: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
     FaultKind.NVSWITCH_SHARED: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
     FaultKind.NVSWITCH_FATAL: frozenset({"nvlink", "nvswitch", "fabric-info", "fabric-manager"}),
@@ -286,6 +286,7 @@ class _Builder:
             warning = self.cat.warning
             note = self.fill(warning.no_part_software if self.fault is FaultKind.FABRIC_MANAGER
                              else warning.no_part_rack if self.fault in (FaultKind.RACK_INCIDENT, FaultKind.FANOUT)
+                             else warning.no_part_shared if self.fault is FaultKind.NVLINK_SHARED
                              else warning.no_part_unknown)
         return part, nxt, note
 

@@ -61,12 +61,15 @@ _RESET = {ResetScope.GPU: "this GPU alone", ResetScope.NVLINK_PEERS: "GPUs {gpus
           ResetScope.NONE: "none until the input and the platform agree"}
 
 
+_SHARED = (FaultKind.NVSWITCH_SHARED, FaultKind.NVLINK_SHARED)  # what every link shares: no one switch or GPU
+
+
 def _reset(t: RepairTicket) -> str:
     if t.reset.scope is ResetScope.NODE and t.identity.on_rack:  # a rack's unit: no one host's reboot resets it
         return ("none from a host: a switch tray reboots from NVOS, with the rack drained" if t.reset.stops == "rack"
                 else "none from a host: the repair's steps name the compute trays to reset or reboot")
-    if t.reset.scope is ResetScope.NODE and t.fault is FaultKind.NVSWITCH_SHARED:
-        return "none: a cold power cycle of the drained node (every GPU stops)"
+    if t.reset.scope is ResetScope.NODE and t.fault in _SHARED:
+        return "a cold power cycle of the drained node, from its BMC (every GPU stops)"
     text = _RESET[t.reset.scope].format(gpus=", ".join(map(str, t.reset.gpus)))
     text += f" (`{t.reset.command}`)" if t.reset.command else ""
     if t.escalation and t.reset.command and all(s.command != t.reset.command for s in t.repair_steps):
@@ -92,7 +95,7 @@ def ticket_markdown(t: RepairTicket) -> str:
              f"| lanes | {', '.join(map(str, t.lanes)) if t.lanes else 'not reported'} |",
              *([f"| end | {_end(t)} |"] if t.component_kind in (ComponentKind.NVLINK, ComponentKind.PCIE) else []),
              *([f"| switch port | {_port(t)} |"] if t.component_kind is not ComponentKind.FABRIC_SOFTWARE
-               and t.fault is not FaultKind.NVSWITCH_SHARED  # no one switch, so no one port
+               and t.fault not in _SHARED  # no one switch, so no one port
                and (t.switched is not False or t.switch is not None) else []),
              f"| replacement part | {_cell(_part(t.replacement_part, t.part_note))} |",
              *([f"| then | {_cell(_part(t.next_part))} |"] if t.next_part else []),

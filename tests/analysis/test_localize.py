@@ -5,7 +5,7 @@ from __future__ import annotations
 from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.localize import localize, localize_all
 from diagnostics.components import ComponentRef
-from diagnostics.enums import ComponentKind, LinkType, PortSource, Severity
+from diagnostics.enums import ComponentKind, FaultKind, LinkType, PortSource, Severity
 from diagnostics.model import Crossing, Finding
 from diagnostics.topology import platform_graph
 from tests.analysis.helpers import link_series, links, node_links, steady
@@ -154,3 +154,30 @@ def test_the_gpu_wide_counts_are_the_thresholds_files() -> None:
     strict = load_thresholds()
     strict = strict.model_copy(update={"settings": {**strict.settings, "gpu_wide_min_down_links": 3.0}})
     assert all(loc.kind is ComponentKind.NVLINK for loc in localize_all(findings, graph, thresholds=strict))
+
+
+def test_every_gpu_of_a_direct_mesh_failing_alike_is_the_mesh_not_eight_gpus() -> None:
+    """A DGX-1 (direct NVLinks, no NVSwitch) with every link of all 8 GPUs replaying gave GPU 0 and 7 more GPUs:
+    no one GPU explains it, what every link shares does (the board's NVLink mesh, the driver, power): one suspect.
+    One GPU failing on every link stays that GPU."""
+    graph = platform_graph("dgx1-v100-8gpu")
+    findings = _failing("dgx1-v100-8gpu", range(8))
+    locs = localize_all(findings, graph)
+    assert len(locs) == 1, [loc.component for loc in locs]
+    (loc,) = locs
+    assert loc.kind is ComponentKind.NVLINK_MESH and loc.gpu is None and loc.fault is FaultKind.NVLINK_SHARED
+    assert loc.confidence < 0.9 and len(loc.links) == len(findings)
+    assert "driver" in " ".join(loc.evidence) and "NVSwitch" not in " ".join(loc.evidence)
+    one = localize_all(_failing("dgx1-v100-8gpu", [3]), graph)
+    assert [loc.gpu for loc in one if loc.kind is ComponentKind.GPU] == [3]
+
+
+def test_without_a_platform_every_gpu_failing_alike_is_one_shared_cause_naming_no_part() -> None:
+    """The per-GPU path (no graph): every GPU failing on all its links is one shared suspect, said as likely shared,
+    with no part named."""
+    findings = [bad(g, k, "unknown") for g in range(8) for k in range(6)]
+    locs = localize_all(findings, None)
+    assert len(locs) == 1, [loc.component for loc in locs]
+    (loc,) = locs
+    assert loc.kind is ComponentKind.NVLINK_MESH and loc.fault is FaultKind.NVLINK_SHARED
+    assert "likely" in " ".join(loc.evidence) and "baseboard" not in " ".join(loc.evidence).lower()

@@ -32,6 +32,8 @@ def _facts(platform: str | None, fault: FaultKind) -> PlanFacts:
     """What the analysis would localize: the link's true far end on the platform, where it has one."""
     if fault is FaultKind.NVSWITCH_SHARED:  # every switch at once: no one switch is named
         return PlanFacts(node_id="gpu-node-7", unit="all NVSwitches (shared by every GPU)")
+    if fault is FaultKind.NVLINK_SHARED:  # most GPUs' links at once, no switch: no one GPU is named
+        return PlanFacts(node_id="gpu-node-7", unit="the NVLink mesh (every GPU's NVLinks)")
     if fault in NVSWITCH_FAULTS:
         return PlanFacts(node_id="gpu-node-7", switch="NVSwitch 1")
     if fault is FaultKind.FABRIC_MANAGER:
@@ -131,7 +133,8 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
             peers = {int(v.split()[1]) for _, v, _, _ in graph.gpu_edges(2, "nvlink")}
             assert plan.reset.scope is ResetScope.NVLINK_PEERS and {2, *peers} <= set(plan.reset.gpus)
         # the repairs run in the ladder's order, with the swap test and the escalation of a repeat
-        if plan.applies and plan.part is not None and fault not in NVSWITCH_FAULTS:
+        # (what every link shares has no GPU ladder: the versions, logs and a cold power cycle come before the board)
+        if plan.applies and plan.part is not None and fault not in (*NVSWITCH_FAULTS, FaultKind.NVLINK_SHARED):
             texts = [s.text.lower() for s in plan.repair]
             reseat = next((i for i, t in enumerate(texts) if "reseat" in t), None)
             if platform in RACK_OF:  # a rack's trays blind-mate to the spine: reseat the tray, then replace a unit

@@ -105,3 +105,30 @@ def test_the_load_after_a_down_links_reset_checks_the_links_stay_up_not_only_the
     steps = text.split("## Repair, in order")[1].split("##")[0]
     (diag,) = [s for s in steps.splitlines() if "dcgmi diag" in s]
     assert "nvidia-smi nvlink -s" in diag and "up" in diag, diag
+
+
+def test_every_gpu_of_a_dgx1_failing_alike_has_one_plan_versions_and_logs_before_a_cold_power_cycle(
+        tmp_path: Path) -> None:
+    """A DGX-1 (direct NVLinks, no NVSwitch) with every link of all 8 GPUs replaying: one shared suspect, not GPU 0;
+    versions and logs first, a cold power cycle, the baseboard only if the errors return; no switch, port or
+    Fabric Manager step. With the platform unknown, the same plan names no part."""
+    paths = _readings(tmp_path, "dgx1-v100-8gpu", "Tesla V100-SXM2-32GB", dict.fromkeys(range(8)))
+    source, _, _ = files_source(paths, node=NODE)
+    d = diagnose(source, Request(node=NODE, platform="dgx1-v100-8gpu")).diagnosis
+    assert d.localization is not None and d.localization.kind is ComponentKind.NVLINK_MESH
+    assert [s.gpu for s in d.localizations if s.kind is ComponentKind.GPU] == []
+    ticket = RulesDrafter().draft(d)
+    assert ticket.fault is FaultKind.NVLINK_SHARED
+    steps = [s.text for s in ticket.repair_steps]
+    versions = next(i for i, s in enumerate(steps) if "driver" in s.lower() and "version" in s.lower())
+    cycle = next(i for i, s in enumerate(steps) if "cold" in s.lower() and "power" in s.lower())
+    board = next(i for i, s in enumerate(steps) if "dgx1-v100-baseboard" in s)
+    assert versions < cycle < board, steps
+    said = " ".join(steps).lower()
+    assert "fabric manager" not in said and "nvswitch" not in said and "sel" in said
+    text = ticket_markdown(ticket)
+    assert "cold power cycle" in _row(text, "reset")
+    guess = diagnose(files_source(paths, node=NODE)[0], Request(node=NODE, platform=None)).diagnosis
+    if guess.platform is None:  # the model may tell the board; the unknown path is the localizer's test too
+        unknown = RulesDrafter().draft(guess)
+        assert unknown.replacement_part is None and "switch port" not in ticket_markdown(unknown)
