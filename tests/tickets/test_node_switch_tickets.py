@@ -132,3 +132,15 @@ def test_every_gpu_of_a_dgx1_failing_alike_has_one_plan_versions_and_logs_before
     if guess.platform is None:  # the model may tell the board; the unknown path is the localizer's test too
         unknown = RulesDrafter().draft(guess)
         assert unknown.replacement_part is None and "switch port" not in ticket_markdown(unknown)
+
+
+def test_a_dgx_a100s_every_switch_plan_reads_the_links_after_the_load_before_the_board(tmp_path: Path) -> None:
+    """The power cycle clears the counters: whether the errors return is read after the load test, which must say
+    so before the step that replaces the board on that condition."""
+    paths = _readings(tmp_path, "dgx-a100-8gpu", "NVIDIA A100-SXM4-80GB", dict.fromkeys(range(8)))
+    source, _, _ = files_source(paths, node=NODE)
+    ticket = RulesDrafter().draft(diagnose(source, Request(node=NODE, platform="dgx-a100-8gpu")).diagnosis)
+    steps = [s.text for s in ticket.repair_steps]
+    (diag,) = [s for s in steps if "dcgmi diag" in s]
+    assert "nvidia-smi nvlink -e" in diag, diag
+    assert "shutdown" in next(s for s in steps if "cold" in s), steps
