@@ -24,6 +24,7 @@ from .calls import CallLog, ModelCall, recorder
 from .candidates import candidates_for
 from .catalog import plan_for
 from .commands import command_problems, commands_in, plan_commands, plan_texts
+from .isolation import isolation_problems
 from .model_run import ENV_KEY, ClaudeRun, RunLimits
 from .reasoning import node_text_problems, part_name_problems
 
@@ -80,14 +81,16 @@ def facts(diagnosis: Diagnosis) -> dict[str, object]:
 def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
     """What an answer names that the diagnosis does not hold: a GPU, link, switch, port, tray, chip or priority of
     none of its findings, a part (by name or its board's GPU) or a command none of its parts' repair plans holds
-    (or one fabricbot never advises)."""
+    (or one fabricbot never advises), or an isolation narrower than what the isolated part's plan stops."""
     found = candidates_for(diagnosis)
     plans = [plan_for(diagnosis, c) for c in found]
+    isolated = [p for c, p in zip(found, plans, strict=True) if c.isolated] or plans
     allowed = [c for p in plans for c in plan_commands(p)] + commands_in(diagnosis.repair_action or "")
     catalog = [t for p in plans for t in plan_texts(p)]
     return [*node_text_problems(text, diagnosis, found, diagnosis.ticket_priority),
             *command_problems(text, allowed, "any repair plan of this node", catalog),
-            *part_name_problems(text, plans)]
+            *part_name_problems(text, plans),
+            *dict.fromkeys(p for plan in isolated for p in isolation_problems(text, plan))]
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,18 @@ from ..config.platforms import all_platforms
 from ..enums import ComponentKind, LinkEnd, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
-from .catalog import RepairPlan
+from .catalog import PlanStep, RepairPlan
 from .commands import (
     Command,
     command_problems,
     gpus_run_on,
-    negated,
     plan_commands,
     plan_texts,
     repeated_repairs,
     sentences,
     step_commands,
 )
+from .isolation import isolation_problems
 
 _LIST = r"(\d+(?:\s*(?:,|and|or|&|/)\s*\d+)*)"  # after a plural: 'GPUs 5 and 7', 'ports 10, 16'
 _GPU = re.compile(rf"\bGPUs\s*#?\s*{_LIST}|\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
@@ -199,20 +199,15 @@ def _plain(sentence: str) -> str:
     return " ".join(sentence.lower().split()).strip(" .;:")
 
 
-_EXCLUDES = re.compile(r"\bexclud\w*\s+(?:only\s+)?(?:the\s+)?(?:GPU|affected GPU)\b", re.IGNORECASE)
-
-
-def plan_problems(text: str, plan: RepairPlan, allowed: list[Command], scope: str | None = None) -> list[str]:
+def plan_problems(text: str, plan: RepairPlan, allowed: list[Command], scope: str | None = None,
+                  step: PlanStep | None = None) -> list[str]:
     """A command the plan (or the part of it `scope` names) does not hold, an instruction never given (a write, a
-    link disabled, no drain), one GPU excluded where the plan stops the whole node, or, in a repeat offender's plan,
-    the reseat, swap test or reset its earlier tickets tried told again."""
+    link disabled, no drain), an isolation narrower than what the plan (or the catalog `step` the text rewords)
+    stops, or, in a repeat offender's plan, the reseat, swap test or reset its earlier tickets tried told again."""
     problems = command_problems(text, allowed, scope or f"this {plan.fault.value} plan", plan_texts(plan))
     if plan.escalation is not None:
         problems += repeated_repairs(text, plan.escalation, plan_texts(plan))
-    if plan.stops_node and any(_EXCLUDES.search(s) and not negated(s) for s in sentences(text)):
-        problems.append(f"offers excluding one GPU, but this {plan.fault.value} plan stops every GPU of the node "
-                        "(a reboot, a power-off or a diagnostic on all GPUs): the only isolation is the node's drain")
-    return problems
+    return problems + isolation_problems(text, plan, step)
 
 
 def node_text_problems(text: str, diagnosis: Diagnosis, candidates: Sequence[Candidate],
@@ -250,13 +245,14 @@ def check(out: DraftReasoning, diagnosis: Diagnosis, candidates: Sequence[Candid
     allowed = plan_commands(plan)
     problems += hypothesis_problems(out.hypotheses, diagnosis, candidates, prio)
     own = _with_plan(_facts(chosen), plan)
-    for label, text, may, scope in [("summary", out.summary, allowed, None), *(
+    for label, text, may, scope, step in [("summary", out.summary, allowed, None, None), *(
             (f"repair step {i + 1}", s, step_commands(plan.repair[i], plan) if i < len(plan.repair) else [],
-             f"catalog step {i + 1}") for i, s in enumerate(out.repair_steps))]:
+             f"catalog step {i + 1}", plan.repair[i] if i < len(plan.repair) else None)
+            for i, s in enumerate(out.repair_steps))]:
         problems += [f"{label} {p}" for p in contradictions(text, own, f"candidate {chosen.id}", prio, part_ids)]
         problems += [f"{label} {p}" for p in end_problems(text, chosen.end, f"candidate {chosen.id}",
                                                           plan_texts(plan))]
-        problems += [f"{label} {p}" for p in plan_problems(text, plan, may, scope)]
+        problems += [f"{label} {p}" for p in plan_problems(text, plan, may, scope, step)]
         problems += [f"{label} {p}" for p in part_name_problems(text, [plan])]
     problems += [f"why {p}" for p in node_text_problems(out.why, diagnosis, candidates, prio)]
     for label, text in [("why", out.why), *((f"alternative {a.candidate_id!r}", a.why) for a in out.alternatives),
