@@ -27,4 +27,5 @@ def render_png(drawable: Drawable) -> bytes:
 
 
 def ticket_priority(ticket: RepairTicket) -> str:
-    return ticket.priority.value
+    """The priority a draft and its filed ticket carry: 'held' for a ticket held until its input is mended."""
+    return ticket.tracker_priority

@@ -222,12 +222,15 @@ def worst_crossing(own: Sequence[Finding], component: str) -> str:
     return ranked[1][1].message
 
 
-def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority) -> str:
+def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority, held: bool = False) -> str:
+    """The rules' summary: the part, its worst reading, the slowdown charged to it, and its priority (held, with what
+    it becomes, while the input and the platform disagree)."""
+    said = f"Priority held: {prio.value} once the input and the platform agree" if held else f"Priority {prio.value}"
     worst = worst_crossing(_explained(diagnosis, candidate), candidate.component)
     deg, elsewhere = diagnosis.degradation_pct, not_charged(diagnosis, candidate)
     slow = "" if deg is None else f"; {elsewhere}" if elsewhere else f"; step time {deg:+.1f}% against baseline"
     return (f"{candidate.component} on {diagnosis.owner_of(candidate.id)}: {worst}{slow}. "
-            f"Priority {prio.value}. A person reviews this ticket before anyone acts.")
+            f"{said}. A person reviews this ticket before anyone acts.")
 
 
 def ticket_steps(steps: Sequence[PlanStep]) -> list[Step]:
@@ -268,8 +271,9 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan)],
         capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
+        held=None if plan.applies else (plan.part_note or "the input contradicts the platform"),
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis, candidate),
-        summary=summary or rule_summary(diagnosis, candidate, prio), reasoning=reasoning,
+        summary=summary or rule_summary(diagnosis, candidate, prio, held=not plan.applies), reasoning=reasoning,
         hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),
         disagreement=disagreement, choice=choice, drafted_by=drafted_by, fallback_notes=list(notes),
     )

@@ -79,7 +79,7 @@ def _reset(t: RepairTicket) -> str:
 
 def ticket_markdown(t: RepairTicket) -> str:
     lines = [f"# Repair ticket: {_cell(t.component)} on {_cell(t.node_id)}", "",
-             f"**Priority:** {t.priority.value} · **Human review required** · drafted by {t.drafted_by}", "",
+             f"**Priority:** {t.priority_line} · **Human review required** · drafted by {t.drafted_by}", "",
              t.summary, ""]
     if t.escalation:
         lines += ["## Repeat offender", "", f"**{t.escalation}**", ""]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ..enums import ComponentKind, FaultKind, LinkEnd, PortSource, Priority, ResetScope
 from .catalog import Capture, Part, Reset
@@ -137,7 +137,9 @@ class RepairTicket(BaseModel):
     isolation_steps: list[Step] = Field(default_factory=list)
     reset: Reset = Field(default_factory=lambda: Reset(scope=ResetScope.NONE))
     repair_steps: list[Step] = Field(default_factory=list)
-    priority: Priority
+    priority: Priority = Field(description="The analysis's priority for this part (once a held ticket is released).")
+    held: str | None = Field(None, description="Why no one acts on the ticket yet (the input contradicts the "
+                                               "platform): its priority field says held, not the analysis's.")
     evidence: Evidence = Field(default_factory=Evidence)
     estimated_cost: Cost
     summary: str
@@ -154,6 +156,20 @@ class RepairTicket(BaseModel):
     human_review_required: Literal[True] = True
     drafted_by: str
     fallback_notes: list[str] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tracker_priority(self) -> str:
+        """What a tracker's priority field carries: 'held' while the ticket is held (no one drains or touches the
+        node, so no queue should rank it urgent), else the analysis's priority."""
+        return "held" if self.held else self.priority.value
+
+    @property
+    def priority_line(self) -> str:
+        """The priority as the ticket's words say it: a held ticket's with what it becomes once released."""
+        if self.held:
+            return f"held ({self.priority.value} once the input and the platform agree)"
+        return self.priority.value
 
     def to_markdown(self) -> str:
         return ticket_markdown(self)

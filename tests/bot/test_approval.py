@@ -15,7 +15,7 @@ from .helpers import OPS, buttons, local_bot, posted, private, summary_for
 def _draft(local: LocalSlack, summary: Message, user: str = "UALICE") -> Message:
     """Click the summary's draft button; the preview ("Drafting…" replaced) as the clicker saw it."""
     before = len(posted(local.slack, thread=summary.ts))
-    (button,) = buttons(summary)
+    (button,) = [b for b in buttons(summary) if b["type"] == "button"]
     assert local.injector.action(button, user=user, channel=OPS, message_ts=summary.ts).status == 200
     assert local.slack.wait_for(lambda s: len(posted(s, thread=summary.ts)) > before
                                 and posted(s, thread=summary.ts)[before].edits > 0)
@@ -144,3 +144,20 @@ def test_a_recurrence_after_close_files_a_linked_ticket_escalated_to_replacement
         assert "Filed *FAB-0002*" in text and "recurrence of FAB-0001, escalated to replacement" in text
         new = local.tracker.get("FAB-0002")  # type: ignore[attr-defined]
         assert new.linked_to == "FAB-0001" and new.escalated
+
+
+def test_a_held_ticket_is_previewed_and_filed_as_held_not_urgent() -> None:
+    """An NVLink paste said to be from a pcie-8gpu server: its ticket says not to drain until the input and the
+    platform agree, so neither its preview nor its tracker row may rank it urgent."""
+    from bot.nodes import SnapshotNodeSource
+    from diagnostics.snapshots import Snapshot
+    from tests.tickets.helpers import SEED_INPUT
+
+    held = Snapshot.model_validate(SEED_INPUT | {"node_id": "pcie-node-3", "platform": "pcie-8gpu"})
+    with local_bot(source=SnapshotNodeSource([held])) as local:
+        preview = _draft(local, summary_for(local, "pcie-node-3"))
+        assert "*Priority:* held (urgent once the input and the platform agree)" in preview.shown_blocks
+        assert _click(local, preview, "file_ticket", "UBOB") == 200
+        _edited(local, preview)
+        (ticket,) = local.tracker.tickets()  # type: ignore[attr-defined]
+        assert ticket.priority == "held"
