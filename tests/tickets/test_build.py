@@ -135,3 +135,33 @@ def test_a_ticket_takes_its_priority_from_the_policy_the_diagnosis_was_judged_by
     ticket = ClaudeDrafter(model=scripted(lambda m, i: high), retries=1).draft(d, component="gpu5-nvlink0",
                                                                                thresholds=policy)
     assert ticket.drafted_by == "scripted-claude" and ticket.priority is Priority.HIGH
+
+
+def test_the_default_ticket_is_its_own_parts_priority_when_no_link_explains_a_slowdown() -> None:
+    """A node whose link telemetry alone (no kernel log) shows GPU 3 gone and another GPU's link inactive: the two
+    are down alike and the link, seen more surely, heads the node, whose lost GPU makes it urgent. The link's
+    default ticket is a down link's high, as the digest and the alert loop rank it; the lost GPU's is urgent."""
+    import pandas as pd
+
+    from diagnostics.enums import ComponentKind
+    from diagnostics.service import Request, TableSource, diagnose
+    from diagnostics.synth.fleet import build
+
+    tables, truth = build(seed=3, nodes=1, hours=2, scenarios=["xid79_gpu_lost"])
+    ((node, facts),) = truth["nodes"].items()
+    lost = facts["faults"][0]["gpu"]
+    links = tables["link_samples"]
+    other = (lost + 2) % 8
+    late = links["timestamp"] >= links["timestamp"].max() - pd.Timedelta("50min")
+    down = (links["gpu"] == other) & (links["link"] == 2) & (links["link_type"] == "nvlink") & late
+    links["link_state"] = links["link_state"].astype(str).where(~down, "inactive")
+    source = TableSource({k: v for k, v in tables.items() if k != "events"},
+                         platforms={node: facts["platform"]})
+    d = diagnose(source, Request(node=node)).diagnosis
+    assert d.ticket_priority is Priority.URGENT and not any(f.explains_slowdown for f in d.findings)
+    headline = next(c for c in candidates_for(d) if c.isolated)
+    assert headline.kind is ComponentKind.NVLINK and headline.gpu == other
+    ticket = RulesDrafter().draft(d)
+    assert ticket.candidate_id == headline.id and ticket.priority is Priority.HIGH
+    assert ticket.priority is part_priority(d, headline.findings, headline=True)
+    assert RulesDrafter().draft(d, component=f"gpu{lost}").priority is Priority.URGENT
