@@ -20,6 +20,7 @@ from ..topology import Inventory, NodeGraph
 from .candidates import Candidate, candidate_for, candidates_for, on_rack
 from .catalog import PlanStep, RepairPlan, plan_for
 from .identity import gpu_at, identity_for
+from .links import link_named
 from .ticket import Choice, Cost, Evidence, Hypothesis, RepairTicket, Step
 
 HOURS_PER_DAY = 24
@@ -260,7 +261,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
     return RepairTicket(
         node_id=owner, component_kind=candidate.kind, fault=candidate.fault, component=candidate.component,
         candidate_id=candidate.id, gpu_index=gpu_at(inventory, diagnosis.node_id, candidate.gpu, candidate.ref.bus),
-        peer=candidate.peer, link_id=candidate.link_id,
+        peer=candidate.peer, link_id=candidate.link_id, link_named=link_named(diagnosis, candidate),
         link=candidate.link, lanes=list(candidate.lanes), end=candidate.end, switch=port[0], switch_port=port[1],
         port_source=port[2], port_find_with=port[3], switched=switched,
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu, diagnosis.gpu_ids, rack=on_rack(diagnosis),

@@ -25,6 +25,8 @@ def _cell(value: object) -> str:
 
 def _link(t: RepairTicket) -> str:
     """The link as the input names it; an NVLink fault whose input names no link says so (not the counter's id)."""
+    if t.link_named is not None:
+        return _cell(t.link_named)
     if t.link is None and t.fault in (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE):
         # the plan's own read names it: the link states for a link down (it counts no errors), else the counters
         read = next((s.command for s in t.repair_steps if (s.command or "").startswith("nvidia-smi nvlink -")),

@@ -117,6 +117,9 @@ class RepairTicket(BaseModel):
     peer: str | None = None
     link_id: str | None = None
     link: int | None = None
+    link_named: str | None = Field(None, description="What the link row says where the link id is a counter's or a "
+                                                     "kind's (`xid`, `nvswitch`, `gpu`): the link the analysis "
+                                                     "saw, or that none is known and why.")
     lanes: list[int] = Field(default_factory=list)
     end: LinkEnd | None = Field(None, description="The end of the link whose receiver saw the errors, where both "
                                                   "ends were read.")
