@@ -71,4 +71,4 @@ def test_a_real_a100_xid_74_keeps_the_link_its_line_names(platform: str | None, 
     action = d.repair_action or ""
     assert "NVLink 8's counters (`nvidia-smi nvlink -e -i 0000:48:00.0`)" in action, action
     assert "contradicts" not in action and not INTERNAL.search(action), action
-    assert "| link | 8 |" in ticket_markdown(RulesDrafter().draft(d))
+    assert "| link | the GPU at PCI 0000:48:00.0 NVLink 8 |" in ticket_markdown(RulesDrafter().draft(d))
