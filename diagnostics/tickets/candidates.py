@@ -165,7 +165,7 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
         evidence = list(dict.fromkeys([*loc.evidence, *known.evidence]))  # the localization quotes its findings
         out[key] = known.model_copy(update={"component": loc.component, "evidence": evidence,
                                             "findings": sorted({*known.findings, *loc.links}), "fault": fault_of(loc),
-                                            **_rack_facts(loc)})
+                                            **_rack_facts(loc), **_far_gpu(loc, known)})
     else:
         out[key] = Candidate(
             ref=loc.ref, kind=loc.kind, fault=fault_of(loc), component=loc.component, gpu=loc.gpu, peer=loc.peer,
@@ -182,6 +182,15 @@ def _rack_facts(loc: Localization) -> dict[str, Any]:
     driver's recovery action for its GPU."""
     return {"tray": loc.tray, "switch_tray": loc.switch_tray, "cartridge": loc.cartridge, "hosts": list(loc.hosts),
             "switch_host": loc.switch_host, "recovery": loc.recovery, "recovery_scope": loc.recovery_scope}
+
+
+def _far_gpu(loc: Localization, known: Candidate) -> dict[str, Any]:
+    """A rack's failing switch port: the GPU and link at the other end of its link, as the analysis placed them (the
+    port's own finding names none), so its plan resets that GPU by name."""
+    if loc.fault in (FaultKind.SWITCH_PORT, FaultKind.NVSWITCH_FATAL) and loc.tray is not None \
+            and known.gpu is None and loc.gpu is not None:
+        return {"gpu": loc.gpu, "link": loc.link}
+    return {}
 
 
 def _isolated_id(d: Diagnosis, links: list[Candidate], out: dict[str, Candidate]) -> str | None:

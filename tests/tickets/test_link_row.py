@@ -73,3 +73,18 @@ def test_no_node_ticket_shows_a_counter_or_kind_id_as_its_link(scenario: str) ->
             assert value.startswith("none: the GPU fell off the bus")
         if c.fault.value.startswith("pcie"):
             assert value == f"GPU {c.gpu}'s PCIe link"
+
+
+def test_a_rack_switch_port_ticket_resets_the_gpu_at_the_links_other_end_by_name() -> None:
+    """The port's own finding names no GPU; the GPU link the analysis saw on it does: the first repair step resets
+    that GPU, on its compute tray, with the command, as the analysis's action says."""
+    d = _rack("switch_port", 3)
+    ticket = RulesDrafter().draft(d)
+    (gpu_side,) = [f for f in d.findings if f.link is not None and f.ref.kind.value == "nvlink"
+                   and f.component.endswith(f"-> {ticket.component}")]
+    tray, gpu = gpu_side.ref.tray, gpu_side.gpu
+    first = ticket.repair_steps[0]
+    assert f"compute tray {tray} " in first.text and f"reset GPU {gpu} " in first.text, first.text
+    assert first.command == f"nvidia-smi -r -i {gpu}" and ticket.reset.gpus == [gpu]
+    assert "other end" not in first.text
+    assert f"reset GPU {gpu};" in (d.repair_action or "")
