@@ -23,3 +23,18 @@ def test_a_ticket_that_is_not_held_carries_the_analysis_priority() -> None:
     ticket = RulesDrafter().draft(seed_diagnosis())
     assert ticket.held is None and ticket.tracker_priority == ticket.priority.value
     assert f"**Priority:** {ticket.priority.value} ·" in ticket.to_markdown()
+
+
+def test_a_drafted_summary_may_not_give_a_held_ticket_a_level_without_saying_held() -> None:
+    from diagnostics.tickets import ClaudeDrafter
+    from tests.tickets.helpers import good_answer, scripted
+
+    d = seed_diagnosis(platform="pcie-8gpu")
+    level = RulesDrafter().draft(d).priority.value
+    bare = good_answer() | {"summary": f"NVLink 1 between GPU 2 and GPU 3 is failing; priority {level}."}
+    ticket = ClaudeDrafter(model=scripted(lambda m, i: bare), retries=1).draft(d)
+    assert ticket.drafted_by == "rules" and ticket.tracker_priority == "held"
+    said = good_answer() | {"summary": f"NVLink 1 between GPU 2 and GPU 3 is failing; priority {level}, held until "
+                                       "the platform is confirmed."}
+    ticket = ClaudeDrafter(model=scripted(lambda m, i: said), retries=1).draft(d)
+    assert ticket.drafted_by == "scripted-claude" and ticket.tracker_priority == "held"
