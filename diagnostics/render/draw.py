@@ -230,11 +230,12 @@ def _offset(h: Highlight, scene: Scene) -> tuple[float, float, float, float]:
 
 def _draw_highlights(ax: _Board, scene: Scene) -> None:
     """Degraded links (under the nodes); `_labels` draws their labels over the nodes."""
-    if scene.suspect_edge is not None:
-        u, v = scene.suspect_edge
+    edges = [scene.suspect_edge] if scene.suspect_edge is not None else scene.suspect_edges
+    for u, v in edges:
         (x1, y1), (x2, y2) = scene.pos[u], scene.pos[v]
         ax.plot([x1, x2], [y1, y2], color=SUSPECT, alpha=0.28, linewidth=16,
-                solid_capstyle="round", zorder=2, gid="suspect")
+                solid_capstyle="round", zorder=2, gid="suspect" if len(edges) == 1 else f"suspect-{u}-{v}".lower()
+                .replace(" ", ""))
     for h in scene.highlights:
         colour = SEVERITY_COLOURS.get(h.severity, SEVERITY_COLOURS[Severity.WARNING])
         x1, y1, x2, y2 = _offset(h, scene)
@@ -247,6 +248,8 @@ def _over_nodes(ax: _Board, scene: Scene, boxes: tuple[_Box, ...]) -> list[Artis
     """What goes over the node boxes: the degraded links' labels and the suspect's outline."""
     out: list[Artist] = []
     for h in scene.highlights:
+        if not h.label:  # labelled per GPU (scene._gathered)
+            continue
         colour = SEVERITY_COLOURS.get(h.severity, SEVERITY_COLOURS[Severity.WARNING])
         out.append(ax.text(*h.label_at, h.label, fontsize=9, ha="center", va="center", zorder=7,
                            color="#212529", bbox={"boxstyle": "round,pad=0.25", "facecolor": "white",
@@ -257,14 +260,15 @@ def _over_nodes(ax: _Board, scene: Scene, boxes: tuple[_Box, ...]) -> list[Artis
         if mark is not None:
             colour = SEVERITY_COLOURS.get(mark.severity, SEVERITY_COLOURS[Severity.WARNING])
             ring = dataclasses.replace(box, w=box.w + 0.16, h=box.h + 0.16)  # outside a suspect outline
-            out.append(ax.add(_patch(ring, facecolor="none", edgecolor=colour, linewidth=3.0, zorder=6,
-                                     gid=f"mark-{_gid(box.name)}")))
+            if mark.ring:
+                out.append(ax.add(_patch(ring, facecolor="none", edgecolor=colour, linewidth=3.0, zorder=6,
+                                         gid=f"mark-{_gid(box.name)}")))
             out.append(ax.text(box.x, box.y - box.h / 2 - 0.25, mark.label, fontsize=8.5, ha="center", va="center",
                                zorder=7, color="#212529", bbox={"boxstyle": "round,pad=0.2", "facecolor": "white",
                                                                 "edgecolor": colour, "linewidth": 1.2}))
-        if box.name == scene.suspect_node:
-            out.append(ax.add(_patch(box, facecolor="none", edgecolor=SUSPECT, linewidth=4.0, zorder=6,
-                                     gid="suspect")))
+        if box.name == scene.suspect_node or box.name in scene.suspect_nodes:
+            gid = "suspect" if box.name == scene.suspect_node else f"suspect-{_gid(box.name)}"
+            out.append(ax.add(_patch(box, facecolor="none", edgecolor=SUSPECT, linewidth=4.0, zorder=6, gid=gid)))
     return out
 
 
@@ -285,7 +289,7 @@ def _legend(ax: _Board, scene: Scene, judged: bool) -> None:
         rows.append(("not reporting (GPU gone)", NOT_REPORTING, 2.0, SILENT_STYLE, 1.0))
     if any(not b.read for b in scene.bundles):
         rows.append(("not read in the input", NOT_READ, 1.6, NOT_READ_STYLE, 1.0))
-    if scene.suspect_node or scene.suspect_edge:
+    if scene.suspected:
         rows.append(("suspected component", SUSPECT, 8.0, "-", 0.45))
     right, top = WIDTH - 0.08, HEIGHT - 0.08
     left = right - LEGEND_WIDTH

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from .. import format as fmt
 from ..analysis.absence import gpu_gone
 from ..config.thresholds import BELOW_EXPECTED_RULE, OFF_BUS_RULE
-from ..enums import LinkType, Severity, severity_rank
+from ..enums import FaultKind, LinkType, Severity, severity_rank
 from ..model import Diagnosis, Finding
 from ..topology.graph import CPU, GPU, NIC, NVSWITCH, PCIE_SWITCH, NodeGraph, gpu_node
 
@@ -21,6 +21,7 @@ WIDTH, HEIGHT = 12.0, 9.0  # drawing units: one unit is 100 px at the default si
 RING_CENTER = (6.0, 5.75)
 RING_RADII = (4.9, 2.05)
 PCIE_Y, CPU_Y = 2.4, 1.1
+LABEL_LIMIT = 16  # more degraded links than this are labelled per GPU, not per link
 NIC_FIRST, NIC_STEP = 0.68, 0.5  # NIC boxes sit beside their PCIe switch, in its row
 
 _COUNTER_WORDS = {
@@ -63,11 +64,13 @@ class Highlight:
 
 @dataclass
 class Mark:
-    """A finding about a GPU's links as a whole (no link index): the GPU's box is outlined in its colour."""
+    """A finding about a GPU's links as a whole (no link index): the GPU's box is outlined in its colour; or the
+    label of many of its links gathered in one."""
 
     node: str
     severity: Severity
     label: str
+    ring: bool = True  # False: only a label under the box (its links, each drawn in its colour, say the rest)
 
 
 @dataclass
@@ -81,6 +84,13 @@ class Scene:
     suspect_label: str | None = None
     warnings: list[str] = field(default_factory=list)
     marks: list[Mark] = field(default_factory=list)
+    suspect_nodes: list[str] = field(default_factory=list)  # a suspect shared by many parts: each part outlined
+    suspect_edges: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def suspected(self) -> bool:
+        """Whether anything is outlined as the suspect."""
+        return bool(self.suspect_node or self.suspect_edge or self.suspect_nodes or self.suspect_edges)
 
 
 def links_up(finding: Finding) -> str | None:
@@ -214,6 +224,9 @@ def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[
     if not name or name == "None":
         return
     scene.suspect_label = name + (f" ({loc.port_source.value} port)" if loc and loc.switch_port is not None else "")
+    if loc is not None and loc.fault in (FaultKind.NVSWITCH_SHARED, FaultKind.NVLINK_SHARED):
+        _shared_suspect(scene, loc.fault)
+        return
     if loc is not None and loc.kind.value in ("nvswitch", "gpu"):
         node = loc.switch if loc.kind.value == "nvswitch" else (gpu_node(loc.gpu) if loc.gpu is not None else None)
         if node in scene.pos:
@@ -234,6 +247,40 @@ def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[
         scene.suspect_node = name
     else:
         scene.warnings.append(f"suspected component {name!r} is not in the node's graph; not outlined")
+
+
+def _shared_suspect(scene: Scene, fault: FaultKind) -> None:
+    """A suspect that stands for many parts, each outlined: every NVSwitch for what all switches share, every GPU's
+    NVLink bundle for a mesh without switches (under the failing links, which keep their colours)."""
+    if fault is FaultKind.NVSWITCH_SHARED:
+        scene.suspect_nodes = [n for n in scene.pos if scene.kinds.get(n) == NVSWITCH]
+    else:
+        scene.suspect_edges = [(b.u, b.v) for b in scene.bundles if b.link_type == "nvlink" and b.side >= 0
+                               and GPU in (scene.kinds.get(b.u), scene.kinds.get(b.v))]
+    if not scene.suspect_nodes and not scene.suspect_edges:
+        scene.warnings.append(f"suspected component {scene.suspect_label!r}: the node's graph has none of its parts; "
+                              "not outlined")
+
+
+def _gathered(scene: Scene) -> None:
+    """Past LABEL_LIMIT degraded links, one label per GPU (how many of its NVLinks, the worst rate) in place of one
+    per link, which would cover each other and the boxes; every link keeps its colour."""
+    if sum(1 for h in scene.highlights if h.label) <= LABEL_LIMIT:
+        return
+    per_gpu: dict[str, list[Highlight]] = {}
+    for h in scene.highlights:
+        if h.finding is not None and h.finding.gpu is not None and h.finding.link_type is LinkType.NVLINK:
+            per_gpu.setdefault(gpu_node(h.finding.gpu), []).append(h)
+    marked = {m.node for m in scene.marks}
+    for node, found in per_gpu.items():
+        if node in marked or node not in scene.pos:
+            continue
+        worst = max(found, key=lambda h: (severity_rank(h.severity), h.finding.worst_ratio if h.finding else 0))
+        alike = len({h.severity for h in found}) == 1
+        said = f"{fmt.count(len(found), 'NVLink')} {worst.severity.value if alike else 'degraded, worst'}"
+        scene.marks.append(Mark(node, worst.severity, f"{said}: {worst.label.split(': ')[-1]}", ring=False))
+        for h in found:
+            h.label = ""
 
 
 def _gone(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis) -> dict[str, str]:
@@ -287,6 +334,7 @@ def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
         at = (x1 + (x2 - x1) * t, y1 + (y2 - y1) * t)
         scene.highlights.append(Highlight(u, v, finding.severity, label, gid, offset, finding, at))
     _suspect(scene, graph, diagnosis, placed, marked)
+    _gathered(scene)
     _unread(scene, diagnosis, placed)
     return scene
 

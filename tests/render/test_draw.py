@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ from diagnostics.render.draw import (
 )
 from diagnostics.render.scene import HEIGHT, WIDTH, Scene, build_scene, layout
 from diagnostics.render.text import fit
-from diagnostics.service import Request, StoreSource, diagnose, fleet
+from diagnostics.service import Request, StoreSource, diagnose, files_source, fleet
 from diagnostics.snapshots import Snapshot
 from diagnostics.topology import generic_graph, platform_graph
 
@@ -310,3 +311,42 @@ def test_a_topology_alone_calls_its_links_links_not_healthy() -> None:
     judged = render_node(graph, diagnosis([finding(0, 0, Severity.OK, replay=0.0)]), fmt="svg").decode()
     assert "NVLinks (width: count)" in bare and "healthy NVLinks" not in bare
     assert "healthy NVLinks (width: count)" in judged
+
+
+@pytest.mark.parametrize(("platform", "model"), [("hgx-h100-8gpu", "NVIDIA H100 80GB HBM3"),
+                                                  ("dgx1-v100-8gpu", "Tesla V100-SXM2-32GB")])
+def test_a_suspect_shared_by_every_gpu_outlines_what_it_stands_for(tmp_path: Path, platform: str, model: str) -> None:
+    """Every link of all 8 GPUs replaying: the suspect (every NVSwitch, or a DGX-1's NVLink mesh) is not one node of
+    the graph; it was warned of and not drawn. Every NVSwitch is outlined, or every GPU's NVLink bundle; each failing
+    link keeps its colour; the links are labelled per GPU, not one label per link over each other."""
+    from tests.tickets.test_node_switch_tickets import NODE, _readings
+
+    source, _, _ = files_source(_readings(tmp_path, platform, model, dict.fromkeys(range(8))), node=NODE)
+    diag = diagnose(source, Request(node=NODE, platform=platform)).diagnosis
+    graph = platform_graph(platform)
+    png, warnings = render_with_warnings(graph, diag)
+    scene = build_scene(graph, diag)
+    assert not any("not outlined" in w for w in warnings), warnings
+    switches = [n for n, k in scene.kinds.items() if k == "nvswitch"]
+    nvlinks = {frozenset((b.u, b.v)) for b in scene.bundles if b.link_type == "nvlink"}
+    if switches:
+        assert sorted(scene.suspect_nodes) == sorted(switches) and not scene.suspect_edges
+    else:
+        assert {frozenset(e) for e in scene.suspect_edges} == nvlinks and not scene.suspect_nodes
+    img = pixels(png)
+    for name in switches:
+        x, y = scene.pos[name]
+        assert near(img, (x, y + 0.24), SUSPECT, radius=5, tol=30), name
+    failing = [f for f in diag.findings if f.severity is Severity.FAILING]
+    assert len(failing) >= 8 * 6
+    assert len([h for h in scene.highlights if h.severity is Severity.FAILING]) == len(failing)
+    assert {frozenset((h.u, h.v)) for h in scene.highlights} == nvlinks
+    for bundle in nvlinks:
+        u, v = sorted(bundle)
+        mid = midpoint(scene, u, v)
+        if not any(abs(mid[0] - x) < 0.8 and abs(mid[1] - y) < 0.4 for x, y in scene.pos.values()):
+            assert near(img, mid, SEVERITY_COLOURS[Severity.FAILING], radius=6), (u, v)
+    labels = [h.label for h in scene.highlights if h.label] + [m.label for m in scene.marks]
+    assert len(labels) == 8, labels  # one per GPU
+    per_gpu = Counter(f.gpu for f in failing)
+    assert all(m.label.startswith(f"{per_gpu[int(m.node.split()[1])]} NVLinks failing") for m in scene.marks)
