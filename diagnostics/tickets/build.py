@@ -108,6 +108,12 @@ def _switched(platform: str | None) -> bool | None:
     return entry.has("nvswitch") if entry is not None else None
 
 
+def _runs_fabric_manager(platform: str | None) -> bool | None:
+    """Whether the platform runs Fabric Manager, as its repair catalog entry says; None when not known."""
+    entry = load_catalog().platform.get(platform) if platform else None
+    return entry.has("fabric-manager") if entry is not None else None
+
+
 def ticket_priority(diagnosis: Diagnosis, candidate: Candidate, thresholds: Thresholds | None = None) -> Priority:
     """The analysis's priority for the component it isolated, or for one whose links explain the job's slowdown;
     for another, the policy over that one's links alone, without a slowdown they do not explain. `thresholds`: the
@@ -266,7 +272,8 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         port_source=port[2], port_find_with=port[3], switched=switched,
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu, diagnosis.gpu_ids, rack=on_rack(diagnosis),
                               rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None,
-                              bus=candidate.ref.bus, bus_reads=diagnosis.bus_gpu_ids),
+                              bus=candidate.ref.bus, bus_reads=diagnosis.bus_gpu_ids,
+                              fabric_manager=_runs_fabric_manager(plan.platform)),
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note,
         warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan)],

@@ -8,7 +8,7 @@ from ..model import GpuId
 from ..topology import Inventory
 from ..topology.inventory import FOUND_BY
 from .history import Hardware
-from .ticket import NO_FABRIC_MANAGER, UNKNOWN, Identity
+from .ticket import NO_FABRIC_MANAGER, NO_SWITCH_FABRIC_MANAGER, UNKNOWN, Identity
 
 # Ticket field -> (inventory record, inventory field).
 _FIELDS: dict[str, tuple[str, str]] = {
@@ -33,13 +33,15 @@ def gpu_at(inventory: Inventory | None, node_id: str, gpu: int | None, bus: str 
 
 def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None,
                  reads: Mapping[int, GpuId] | None = None, *, rack: bool = False, rack_id: str | None = None,
-                 bus: str | None = None, bus_reads: Mapping[str, GpuId] | None = None) -> Identity:
+                 bus: str | None = None, bus_reads: Mapping[str, GpuId] | None = None,
+                 fabric_manager: bool | None = None) -> Identity:
     """Fill what the inventory knows, then the GPU's serial, UUID, bus address and driver as the node's readings
     named them (`reads`, by index), its PCI address where a log named the GPU by it alone (`bus`: the inventory's GPU
     at that address, and its index's readings, as though named by index; else what the readings say of the GPU at
     that address, `bus_reads`), and the rack the diagnosis places the node in (`rack_id`); every other field reads
     `unknown`, with where to read it in `where`. `rack`: a rack or a rack's host, which runs no Fabric Manager, so no
-    Fabric Manager version is asked for."""
+    Fabric Manager version is asked for; nor where the platform runs none (`fabric_manager` False: its platform
+    entry in the repair catalog names no Fabric Manager, a board without NVSwitch). None: not known, so asked."""
     node = (inventory or Inventory()).node(node_id)
     gpu = gpu_at(inventory, node_id, gpu, bus)
     record = {"node": node, "gpu": node.gpu(gpu, bus) if gpu is not None or bus else None}
@@ -56,8 +58,8 @@ def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None,
     values: dict[str, str] = {}
     where: dict[str, str] = {}
     for name, (kind, field) in _FIELDS.items():
-        if rack and name == "fabric_manager_version":
-            values[name] = NO_FABRIC_MANAGER
+        if name == "fabric_manager_version" and (rack or fabric_manager is False):
+            values[name] = NO_FABRIC_MANAGER if rack else NO_SWITCH_FABRIC_MANAGER
             continue
         source = record[kind]
         raw = getattr(source, field) if source is not None else None

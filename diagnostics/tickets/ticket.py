@@ -13,6 +13,7 @@ from .markdown import ticket_markdown
 
 UNKNOWN = "unknown"
 NO_FABRIC_MANAGER = "none: a rack's hosts run no Fabric Manager (NMX-Controller manages the NVLink domain)"
+NO_SWITCH_FABRIC_MANAGER = "none: the platform has no NVSwitch, so runs no Fabric Manager"
 
 
 class Step(BaseModel):

@@ -144,3 +144,15 @@ def test_a_dgx_a100s_every_switch_plan_reads_the_links_after_the_load_before_the
     (diag,) = [s for s in steps if "dcgmi diag" in s]
     assert "nvidia-smi nvlink -e" in diag, diag
     assert "shutdown" in next(s for s in steps if "cold" in s), steps
+
+
+def test_only_a_platform_that_runs_fabric_manager_asks_for_its_version(tmp_path: Path) -> None:
+    """A DGX-1 (no NVSwitch, no Fabric Manager) ticket asked for `nv-fabricmanager --version` in its identity; the
+    repair catalog's platform entry says which platforms run Fabric Manager. An HGX H100's ticket still asks, and so
+    does one whose platform is not known."""
+    dgx1 = _ticket([REAL / "nvlink_s_v100_inactive_1.txt"], "dgx1-v100-8gpu")
+    row = _row(dgx1, "fabric manager version")
+    assert "unknown" not in row and "none" in row, row
+    assert "nv-fabricmanager" not in dgx1
+    paths = _readings(tmp_path, "hgx-h100-8gpu", "NVIDIA H100 80GB HBM3", {g: {"NVSwitch 1"} for g in (0, 3, 6)})
+    assert "nv-fabricmanager --version" in _row(_ticket(paths, "hgx-h100-8gpu"), "fabric manager version")
