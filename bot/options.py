@@ -55,6 +55,17 @@ def parse_time(text: str, *, field: str) -> datetime:
     return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def add_end_option(parser: argparse.ArgumentParser) -> None:
+    """`--end`, one option for every command that answers a node's window (`analyze`, `ticket`): the same past
+    window asked of each door."""
+    parser.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
+
+
+def end_of(args: argparse.Namespace) -> datetime | None:
+    """The window's end `--end` asks for; None: the newest sample."""
+    return parse_time(args.end, field="--end") if args.end else None
+
+
 def add_threshold_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thresholds", metavar="FILE", help="a thresholds TOML file overriding the defaults")
     parser.add_argument("--profile", help="a named threshold profile from the thresholds file (e.g. dcgm)")

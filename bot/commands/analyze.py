@@ -12,7 +12,7 @@ from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, Case, detect, open_input, read_cases, with_platform
 from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
 
-from ..options import add_threshold_options, parse_time, thresholds_from, window_type
+from ..options import add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from .analyze_history import diagnose_history
 from .output import INCOMPLETE, print_json
 
@@ -115,8 +115,7 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
     if not args.store:
         raise InputError("--rack reads the telemetry store: give --store DIR", field="--rack", value=args.rack)
-    end = parse_time(args.end, field="--end") if args.end else None
-    request = Request(rack=args.rack, window=args.window, end=end, thresholds=thresholds)
+    request = Request(rack=args.rack, window=args.window, end=end_of(args), thresholds=thresholds)
     answer = diagnose(StoreSource(args.store), request)
     diagnosis = answer.diagnosis
     if args.json:
@@ -200,7 +199,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze.add_argument("--rack", help="with --store: the rack (of a rack inventory) to analyze as one")
     analyze.add_argument("--window", type=window_type,
                          help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")
-    analyze.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
+    add_end_option(analyze)
     analyze.add_argument("--platform", type=platform_name,
                          help="the node's platform (else from nodes.csv among the inputs)")
     analyze.add_argument("--job", help="the job whose step time to correlate (default: the node's latest job); "

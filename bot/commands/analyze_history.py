@@ -18,7 +18,7 @@ from diagnostics.service import (
     tables_source,
 )
 
-from ..options import parse_time
+from ..options import end_of
 
 
 def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[str]]:
@@ -42,7 +42,7 @@ def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Answer
     if not args.node and not args.job and args.store:
         raise InputError("--node (or --job) is required with --store", field="--node")
     source, node, warnings = history_source(args)
-    end = parse_time(args.end, field="--end") if args.end else None
+    end = end_of(args)
     request = Request(node=node, job=args.job, window=args.window, end=end, thresholds=thresholds,
                       platform=args.platform)
     answer = diagnose(source, request)

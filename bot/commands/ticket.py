@@ -28,7 +28,7 @@ from diagnostics.tickets import (
 )
 from diagnostics.topology import Inventory, NodeGraph, load_inventory
 
-from ..options import add_threshold_options, thresholds_from, window_type
+from ..options import add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from ..storage import open_db
 from ..workflow.cover import covering, with_narrower
 from ..workflow.history import part_history
@@ -47,7 +47,8 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
               warnings: list[str] | None = None) -> tuple[str, Diagnosis, NodeGraph | None]:
     """The node's answer from the service: its diagnosis (a tray's as its rack sees it) and the graph it was
     judged on (its own topology rows over its platform's template)."""
-    request = Request(node=node, window=args.window, thresholds=thresholds_from(args), platform=args.platform)
+    request = Request(node=node, window=args.window, end=end_of(args), thresholds=thresholds_from(args),
+                      platform=args.platform)
     answer = diagnose(source, request)
     diagnosis = answer.diagnosis
     if warnings:
@@ -184,6 +185,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the node's platform (e.g. hgx-h100-8gpu) when the input does not say")
     p.add_argument("--window", type=window_type,
                    help="rate window, e.g. 1h, 30m, 6h (default: a snapshot's own, else 1h)")
+    add_end_option(p)
     p.add_argument("--inventory", metavar="FILE", help="inventory file (slots, serials, UUIDs, versions)")
     p.add_argument("--inspect", action="store_true",
                    help="rank the hypotheses (link, NVSwitch, GPU, PCIe, software) instead of drafting")

@@ -346,3 +346,26 @@ def test_a_gpu_of_a_kernel_log_has_the_driver_version_its_banner_gives(tmp_path:
     code, out, err = cli("ticket", "k1", "--store", str(store), "--json", "--rules")
     assert code == 0, err
     assert json.loads(out)["identity"] == identity
+
+
+def test_a_ticket_for_a_past_window_is_the_one_analyze_end_answers(tmp_path: Path, cli: Cli) -> None:
+    """Every link of an H100 replaying from 10:00 to 11:00, quiet to 12:00: `analyze --end 11:00` answers the fault,
+    and `ticket --end 11:00` drafts its ticket; without --end both answer the newest hour, healthy."""
+    from tests.tickets.test_node_switch_tickets import NODE, _readings
+
+    first, second = _readings(tmp_path / "in", "hgx-h100-8gpu", "NVIDIA H100 80GB HBM3", dict.fromkeys(range(8)))
+    third = tmp_path / "in" / "nvlink-2.txt"
+    third.write_text(second.read_text().replace("2026-12-04T11:00:00Z", "2026-12-04T12:00:00Z"), encoding="utf-8")
+    store = str(tmp_path / "store")
+    assert cli("ingest", str(first), str(second), str(third), "--store", store, "--node", NODE)[0] == 0
+    end = "2026-12-04T11:00:00Z"
+    asked = ["--store", store, "--platform", "hgx-h100-8gpu"]
+    code, out, err = cli("analyze", "--node", NODE, *asked, "--end", end, "--json")
+    analyzed = json.loads(out)
+    assert analyzed["fault_detected"] and analyzed["window_end"].startswith("2026-12-04T11:00"), err
+    code, out, err = cli("ticket", NODE, *asked, "--end", end, "--json", "--rules")
+    assert code == 0, err
+    ticket = json.loads(out)
+    assert ticket["component"] == analyzed["isolated_component"] and ticket["fault"] == "nvswitch-shared"
+    assert not json.loads(cli("analyze", "--node", NODE, *asked, "--json")[1])["fault_detected"]
+    assert "nothing to repair" in " ".join(cli("ticket", NODE, *asked, "--rules")[1:])
