@@ -115,7 +115,7 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
     if not args.store:
         raise InputError("--rack reads the telemetry store: give --store DIR", field="--rack", value=args.rack)
-    request = Request(rack=args.rack, window=args.window, end=end_of(args), thresholds=thresholds)
+    request = Request(rack=args.rack, job=args.job, window=args.window, end=end_of(args), thresholds=thresholds)
     answer = diagnose(StoreSource(args.store), request)
     diagnosis = answer.diagnosis
     if args.json:
@@ -129,9 +129,24 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     return _said(answer)
 
 
+def _rack_host(args: argparse.Namespace) -> None:
+    """`--rack R --node T`: T answered as its rack sees it (what `--node T` answers of a rack's host, the rack's
+    suspect included), once the store places T in R; a T elsewhere is refused, never answered as R."""
+    if not args.store:
+        raise InputError("--rack reads the telemetry store: give --store DIR", field="--rack", value=args.rack)
+    slot = StoreSource(args.store).racks().get(args.node)
+    if slot is None or slot.rack != args.rack:
+        where = f"is in rack {slot.rack}" if slot is not None else "is in no rack of the store's rack inventory"
+        raise InputError(f"node {args.node!r} {where}, not in rack {args.rack!r}: ask --rack {args.rack} for the rack "
+                         "as one, or --node alone for the node", field="--node", value=args.node)
+    args.rack = None
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
     args.inputs = [open_input(i) if i == STDIN else i for i in args.inputs]  # read once, sniffed like a file
+    if args.rack and args.node:
+        _rack_host(args)
     if args.rack:
         return rack(args, thresholds)
     if args.store or args.node or args.job or (args.format and args.format != "snapshot"):

@@ -130,3 +130,20 @@ def test_a_rack_window_holding_none_of_its_readings_says_where_they_run_as_its_t
         answer["warnings"][0], answer["warnings"]
     assert not [w for w in answer["warnings"] if w.startswith("no link telemetry")], answer["warnings"]
     assert fmt.when(first) in answer["repair_action"] and "Collect" not in answer["repair_action"]
+
+
+def test_a_rack_and_a_node_asked_together_answer_the_racks_host_or_are_refused(
+        stored: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    """`--rack R --node T` answered the rack and dropped the node unsaid: a host of R is answered as `--node T`
+    answers it (as its rack sees it); a node outside R is refused, saying where it is."""
+    root = stored[0]
+    host = _store(root).racks()["rack-01-c03"]
+    assert host.rack == "rack-01"
+    alone = main(["analyze", "--store", str(root), "--node", "rack-01-c03", "--json"])
+    said = capsys.readouterr().out
+    both = main(["analyze", "--store", str(root), "--rack", "rack-01", "--node", "rack-01-c03", "--json"])
+    assert (both, json.loads(capsys.readouterr().out)["node_id"]) == (alone, json.loads(said)["node_id"])
+    assert json.loads(said)["node_id"] == "rack-01-c03"
+    assert main(["analyze", "--store", str(root), "--rack", "rack-02", "--node", "rack-01-c03"]) == 2
+    told = capsys.readouterr()
+    assert "rack-01-c03" in told.err and "is in rack rack-01" in told.err and not told.out
