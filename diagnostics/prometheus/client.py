@@ -48,6 +48,14 @@ class Answer:
     warnings: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class LabelValues:
+    """A label's values and the warnings the server attached to that answer."""
+
+    values: list[str]
+    warnings: tuple[str, ...] = ()
+
+
 def _ts(moment: datetime | float) -> str:
     value = moment.timestamp() if isinstance(moment, datetime) else float(moment)
     return f"{value:.3f}"
@@ -124,7 +132,19 @@ class PrometheusClient:
                 f"for {promql!r}; narrow the selector (selector.matchers) or raise limits.max_series")
         return Answer(result, warnings)
 
-    def _post(self, endpoint: str, params: dict[str, str], promql: str) -> dict[str, Any]:
+    def label_values(self, label: str, match: str, start: datetime | float, end: datetime | float) -> LabelValues:
+        """The values `label` takes on the series `match` selects between `start` and `end` (the server answers from
+        its index, a block of series at a time: a value may come from a series whose samples lie just outside)."""
+        body = self._post(f"label/{label}/values", {"match[]": match, "start": _ts(start), "end": _ts(end)}, match,
+                          method="GET")
+        warnings = tuple(str(w) for w in body.get("warnings") or ())
+        data = body.get("data")
+        if not isinstance(data, list):
+            raise PrometheusError(f"label/{label}/values: unexpected answer shape (no data list) for {match!r}")
+        return LabelValues(sorted(str(v) for v in data), warnings)
+
+    def _post(self, endpoint: str, params: dict[str, str], promql: str, *, method: str = "POST") -> dict[str, Any]:
+        """The API's answer; a query by POST (a long selector fits), the label values by GET (the one it serves)."""
         url = f"{self.config.url}/api/v1/{endpoint}"
         limits = self.config.limits
         delay = limits.backoff_seconds
@@ -137,7 +157,8 @@ class PrometheusClient:
             started = time.perf_counter()
             self._count(requests=1)
             try:
-                response = self._http.post(url, data=params)
+                response = self._http.post(url, data=params) if method == "POST" else \
+                    self._http.get(url, params=params)
             except httpx.TimeoutException:
                 last = f"no answer within {limits.timeout_seconds:g} s"
                 continue

@@ -58,6 +58,7 @@ class Limits(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     young_nodes_per_query: int = Field(default=16, ge=1)
     max_young_nodes: int = Field(default=128, ge=0)
+    known_nodes_hours: float = Field(default=24.0, gt=0)
 
 
 class PrometheusConfig(BaseModel):

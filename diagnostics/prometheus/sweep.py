@@ -28,8 +28,9 @@ from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import Diagnosis
 from ..names import fleet_name_notes
 from ..offenders import Offender, SweepResult, offenders_of
-from .client import Answer, PrometheusClient, PrometheusError, PrometheusUnavailable
+from .client import Answer, LabelValues, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .config import load_config
+from .presence import known_nodes, presence_queries, reporting, say_silent, settled
 from .promql import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
@@ -126,7 +127,9 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
     queries = fleet_queries(client, thresholds, window_hours, dmap, held)
     builder = QueryBuilder(client.config, dmap)
     search = young_query(builder, window_hours, young_span_hours(thresholds, window_hours))
-    result.queries = len(queries) + (search is not None)
+    span = history_needed(timedelta(hours=window_hours), thresholds)
+    presence = presence_queries(builder, span.total_seconds() / 3600)
+    result.queries = len(queries) + (search is not None) + (presence is not None)
     result.not_pushed_down = unpushed_rules(thresholds, builder)
 
     def evaluate(promql: str) -> Answer | PrometheusError:
@@ -136,19 +139,36 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
     if not answers:
         answers = [evaluate(q.promql) for q in queries[:1]]
     searched: Answer | PrometheusError | None = None
+    present: Answer | PrometheusError | None = None
+    known: LabelValues | PrometheusError | None = None
     if answers and isinstance(answers[0], PrometheusUnavailable):  # no point sending the rest to a dead server
-        answers += [PrometheusError(f"not sent: the server did not answer the first query ({answers[0]})")
-                    for _ in queries[1:]]
-        searched = None if search is None else PrometheusError(f"not sent: the server did not answer the first "
-                                                                f"query ({answers[0]})")
+        dead = PrometheusError(f"not sent: the server did not answer the first query ({answers[0]})")
+        answers += [dead for _ in queries[1:]]
+        searched = None if search is None else dead
+        present = None if presence is None else dead
     else:
         with ThreadPoolExecutor(max_workers=client.config.limits.concurrency) as pool:
             found = None if search is None else pool.submit(evaluate, search)
+            counted = None if presence is None else pool.submit(evaluate, presence.count)
+            listed = None if presence is None else pool.submit(known_nodes, client, builder, at - span, at)
             answers.extend(pool.map(evaluate, [q.promql for q in queries[1:]]))
             searched = None if found is None else found.result()
+            present = None if counted is None else counted.result()
+            known = None if listed is None else listed.result()
     _collect(client, queries, answers, result)
     if searched is not None:
         _rate_young(client, thresholds, at, window_hours, builder, searched, result)
+    if presence is not None and present is not None:
+        reported = None
+        if _usable(present, "the count of the nodes reporting in the span", result):
+            reported = settled(present, known)
+            if reported is None:  # fewer (or more) report than the index knows, or it was not read: ask them by name
+                result.queries += 1
+                named = evaluate(presence.names)
+                if _usable(named, "the nodes reporting in the span", result):
+                    reported = reporting(named, client.config.labels.node)
+        say_silent(result, reported, known, span=span, around_hours=client.config.limits.known_nodes_hours,
+                   usable=lambda a: _usable(a, "the list of the nodes the server knows", result))
     result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",
                                          o.link or -1, o.rule, o.xid or -1))
 

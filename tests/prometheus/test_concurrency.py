@@ -13,6 +13,7 @@ import pytest
 
 from diagnostics import load_thresholds
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
+from tests.prometheus.mock_api import serving
 
 AT = datetime(2026, 3, 2, 2, 0, tzinfo=UTC)
 EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
@@ -37,6 +38,7 @@ class InFlight:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
+        self.answer = serving(["n1", "n2"], lambda _r: httpx.Response(200, json=EMPTY))
         self.now = self.peak = self.seen = 0
         self.first_alone: bool | None = None
         self.cond = threading.Condition()
@@ -53,14 +55,16 @@ class InFlight:
             else:
                 self.cond.wait_for(lambda: self.peak >= self.limit, timeout=2)
             self.now -= 1
-        return httpx.Response(200, json=EMPTY)
+        return self.answer(request)
 
 
 def test_queries_overlap_up_to_the_configured_limit(tmp_path: Path) -> None:
     handler = InFlight(limit=3)
     result = sweep(_client(tmp_path, 3, handler), load_thresholds(), at=AT, analyze=False)
     assert result.complete and result.queries > 3
-    assert handler.seen == result.queries + 1  # the rules, and the one question of which rates are recorded
+    # the rules and the count of the nodes reporting, the one question of which rates are recorded and the index's
+    # list of nodes
+    assert handler.seen == result.queries + 2
     assert handler.peak == 3  # overlapping, and bounded by limits.concurrency
     assert handler.first_alone  # the first query probes the server alone before the pool fans out
 
@@ -85,8 +89,9 @@ def _summary(result: SweepResult) -> tuple[object, ...]:
 
 
 def test_the_pool_gives_the_answer_of_one_query_after_another(tmp_path: Path) -> None:
-    one = sweep(_client(tmp_path, 1, _mixed), load_thresholds(), at=AT, analyze=False)
-    many = sweep(_client(tmp_path, 8, _mixed), load_thresholds(), at=AT, analyze=False)
+    mixed = serving([f"n{i}" for i in range(20)], _mixed)
+    one = sweep(_client(tmp_path, 1, mixed), load_thresholds(), at=AT, analyze=False)
+    many = sweep(_client(tmp_path, 8, mixed), load_thresholds(), at=AT, analyze=False)
     assert _summary(one) == _summary(many)
     assert not many.complete and "INCOMPLETE" in many.headline()
     assert len(many.offenders) == 20 and {o.rule for o in many.offenders} == {"nvlink_replay"}

@@ -14,6 +14,7 @@ import pytest
 from diagnostics import load_thresholds
 from diagnostics.errors import ConfigError
 from diagnostics.prometheus import PrometheusClient, PrometheusError, fleet_queries, load_config, read_node, sweep
+from tests.prometheus.mock_api import serving
 
 AT = datetime(2026, 3, 2, 2, 0, tzinfo=UTC)
 EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
@@ -62,7 +63,7 @@ def test_every_query_carries_the_site_matchers(tmp_path: pytest.TempPathFactory)
 
 
 def test_healthy_only_when_every_query_answered() -> None:
-    client, _ = client_for(lambda r: httpx.Response(200, json=EMPTY))
+    client, _ = client_for(serving(["n1", "n2"], lambda r: httpx.Response(200, json=EMPTY)))
     result = sweep(client, load_thresholds(), at=AT)
     assert result.complete and not result.offenders
     assert result.headline().startswith("all links within thresholds")
@@ -93,7 +94,7 @@ def test_transient_503_is_retried_and_then_answers() -> None:
             return httpx.Response(503, text="overloaded")
         return httpx.Response(200, json=EMPTY)
 
-    client, sleeps = client_for(flaky)
+    client, sleeps = client_for(serving(["n1"], flaky))
     result = sweep(client, load_thresholds(), at=AT, analyze=False)
     assert result.complete and result.retries == 1 and sleeps == [0.5]
 
@@ -116,7 +117,7 @@ def test_partial_data_warning_marks_the_view_incomplete_but_keeps_offenders() ->
         return httpx.Response(200, json={"status": "success", "warnings": ["store eu-1 unreachable"],
                                          "data": {"resultType": "vector", "result": rows}})
 
-    client, _ = client_for(partial)
+    client, _ = client_for(serving(["n7"], partial))
     result = sweep(client, load_thresholds(), at=AT, analyze=False)
     assert not result.complete
     assert any("partial data: store eu-1 unreachable" in r for r in result.incomplete_reasons)

@@ -29,6 +29,7 @@ from tests.prometheus.helpers import (
     serve_fleet,
 )
 from tests.prometheus.mirror import failing_links, missing_gpus
+from tests.prometheus.mock_api import serving
 
 AT = datetime(2026, 3, 2, 4, 0, tzinfo=UTC)
 EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
@@ -82,7 +83,8 @@ def test_a_node_short_of_gpus_is_an_offender_and_never_healthy() -> None:
             rows = [{"metric": {"Hostname": "node-b", "modelName": "H100"}, "value": [AT.timestamp(), "7"]}]
         return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": rows}})
 
-    result = sweep(_client(httpx.MockTransport(answer)), load_thresholds(), at=AT, analyze=False)
+    result = sweep(_client(httpx.MockTransport(serving(["node-b"], answer))), load_thresholds(), at=AT,
+                   analyze=False)
     [found] = result.offenders
     assert (found.node_id, found.gpu, found.rule, found.severity.value) == ("node-b", None, "gpus_missing", "down")
     assert (found.rate_per_hour, found.above, found.detail) == (7, 8, "7 of 8 GPUs report")

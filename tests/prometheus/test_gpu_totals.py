@@ -25,6 +25,7 @@ from diagnostics.service import Request, StoreSource, tables_source
 from diagnostics.service import sweep as sweep_source
 from diagnostics.store import open_store
 from tests.prometheus.mirror import extrapolated_increase
+from tests.prometheus.mock_api import serving
 
 AT = datetime(2026, 3, 1, 12, 10, tzinfo=UTC)
 REPLAY, CRC = "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"
@@ -93,7 +94,7 @@ def server(series: list[Series]) -> httpx.MockTransport:
         return httpx.Response(200, json={"status": "success",
                                          "data": {"resultType": "vector", "result": _rate_rule(query, form, series)}})
 
-    return httpx.MockTransport(answer)
+    return httpx.MockTransport(serving({labels["Hostname"] for _, labels, _ in series}, answer))
 
 
 def _rate_rule(query: str, form: dict[str, str], series: list[Series]) -> list[dict[str, object]]:

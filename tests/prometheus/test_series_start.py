@@ -140,17 +140,18 @@ def test_only_the_nodes_with_young_series_are_rated_again(served: Server) -> Non
     def swept(at: datetime, hours: float) -> tuple[SweepResult, int, int]:
         with PrometheusClient(load_config(served.url, env={})) as client:
             result = sweep(client, thresholds, at=at, window_hours=hours, analyze=False)
-            base = len(fleet_queries(client, thresholds, hours)) + 2  # the recorded-rates question and the search
+            # the recorded-rates question, the search, the nodes reporting and the nodes the index knows
+            base = len(fleet_queries(client, thresholds, hours)) + 4
             return result, client.stats.requests, base
 
     # every series began before the span (a persistent rule looks back 4 windows of 15 min): no second pass
     old, requests, base = swept(END - timedelta(minutes=30), 0.25)
     assert old.complete and not old.young
-    assert requests == base and old.queries == base - 1
+    assert requests == base and old.queries == base - 2
     # two series began inside the window: their node's rate queries are asked again, once each
     young, requests, base = swept(END, 1.0)
     assert young.complete and set(young.young) == {NODE}
     assert young.young[NODE] == 1.0  # within the window, not only the span: every rule is asked again
     rated = len(rule_queries(thresholds, QueryBuilder(load_config(served.url, env={}), load_map()), 1.0))
-    assert requests == base + rated and young.queries == base - 1 + rated
+    assert requests == base + rated and young.queries == base - 2 + rated
     assert NEW in _rates(young)

@@ -97,7 +97,10 @@ def test_push_down_transfers_a_fraction_of_the_series(fleet: Fleet, server: Serv
         for node in sorted(fleet.samples["node_id"].unique()):
             read_node(c, str(node), fleet.end - timedelta(hours=1), fleet.end, 60)
         everything = c.stats.bytes_received
-    assert pushed * 15 < everything  # each rule is one small answer; at fleet size the share is far smaller
+    # each rule is one small answer; at fleet size the share is far smaller. Every request costs its answer's
+    # envelope (an empty one is some 90 bytes gzipped) whatever the fleet: at these 4 nodes the two that say which
+    # nodes report and which the index knows (one number, and the names) take the share from 1/15.7 to 1/14.8
+    assert pushed * 14 < everything
 
 
 def test_read_node_gives_the_file_tables(fleet: Fleet, client: PrometheusClient) -> None:

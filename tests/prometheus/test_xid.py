@@ -20,6 +20,7 @@ from diagnostics.service import Request, StoreSource, tables_source
 from diagnostics.service import sweep as sweep_source
 from diagnostics.store import open_store
 from tests.prometheus.helpers import Server, backfill, promtool_missing, start_server
+from tests.prometheus.mock_api import serving
 
 AT = datetime(2026, 3, 2, 2, 0, tzinfo=UTC)
 EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
@@ -72,7 +73,8 @@ def test_offenders_carry_the_rule_and_the_xid_code() -> None:
             rows = [{"metric": {"Hostname": "node-b", "gpu": "1"}, "value": [AT.timestamp(), "74"]}]
         return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": rows}})
 
-    result = sweep(_client(httpx.MockTransport(answer)), load_thresholds(), at=AT, analyze=False)
+    result = sweep(_client(httpx.MockTransport(serving(["node-a", "node-b"], answer))), load_thresholds(), at=AT,
+                   analyze=False)
     found = {(o.node_id, o.component, o.rule, o.severity.value, o.xid) for o in result.offenders}
     assert found == {("node-a", "GPU 3 (Xid 79)", "xid_off_bus", "down", 79),
                      ("node-b", "GPU 1 (Xid 74)", "xid_nvlink", "failing", 74)}

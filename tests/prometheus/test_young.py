@@ -12,6 +12,7 @@ import httpx
 from diagnostics import load_thresholds
 from diagnostics.prometheus import PrometheusClient, load_config, sweep
 from diagnostics.prometheus.config import Limits
+from tests.prometheus.mock_api import serving
 
 AT = datetime(2026, 3, 2, 2, 0, tzinfo=UTC)
 YOUNG = ["gpu-a.1", "gpu-b.1", "gpu-c.1"]  # joined 10 minutes before the sweep
@@ -55,7 +56,7 @@ def test_the_young_nodes_are_rated_again_in_batches_and_a_failed_batch_keeps_its
     config = load_config("http://prom.test:9090", env={})
     config = config.model_copy(update={"limits": Limits(young_nodes_per_query=2, retries=0)})
     server = Server()
-    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(server)))
+    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(serving([*YOUNG, OLD], server))))
     result = sweep(client, load_thresholds(), at=AT, analyze=False)
     assert set(result.young) == set(YOUNG)
     assert sorted(server.batches) == [["gpu-a.1", "gpu-b.1"], ["gpu-c.1"]]  # the node matcher picks only its batch
@@ -72,7 +73,7 @@ def test_young_nodes_past_the_limit_are_named_and_the_view_is_incomplete() -> No
     config = load_config("http://prom.test:9090", env={})
     config = config.model_copy(update={"limits": Limits(young_nodes_per_query=2, max_young_nodes=2, retries=0)})
     server = Server()
-    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(server)))
+    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(serving([*YOUNG, OLD], server))))
     result = sweep(client, load_thresholds(), at=AT, analyze=False)
     assert sorted(result.young) == ["gpu-a.1", "gpu-b.1"] and server.batches == [["gpu-a.1", "gpu-b.1"]]
     rates = {o.node_id: o.rate_per_hour for o in result.offenders if o.rule == "nvlink_replay"}
@@ -96,7 +97,8 @@ class EarlyServer(Server):
 def test_nodes_young_for_the_persistent_rules_only_past_the_limit_are_said_not_incomplete() -> None:
     config = load_config("http://prom.test:9090", env={})
     config = config.model_copy(update={"limits": Limits(young_nodes_per_query=2, max_young_nodes=2, retries=0)})
-    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(EarlyServer())))
+    early = serving([*YOUNG, OLD], EarlyServer())
+    client = PrometheusClient(config, http=httpx.Client(transport=httpx.MockTransport(early)))
     result = sweep(client, load_thresholds(), at=AT, analyze=False)
     assert sorted(result.young) == ["gpu-a.1", "gpu-b.1"]
     assert result.complete, result.incomplete_reasons

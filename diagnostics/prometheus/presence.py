@@ -1,0 +1,114 @@
+"""Which nodes a sweep's span holds link samples of, and which nodes the server knows around it.
+
+The generated queries answer with offenders only: a window that holds no node's samples (an instant before the
+first scrape, an exporter gone fleet-wide) answers every one of them with nothing, which is not an all-clear. So
+the sweep also counts the nodes with a sample of the presence counter in the span its rules read (one query, as
+bounded as theirs, answered with one number), and asks the server's index for the nodes it knows a while around it
+(`limits.known_nodes_hours`, the label values API: no samples read). Where as many nodes report as the index knows,
+every one of them does (the index holds each series with a sample in the span); only otherwise are the reporting
+nodes asked by name, so a healthy fleet's answer does not grow with it. A node known there and silent in the span
+makes the view incomplete, as the store's sweep says of a node it holds with no reading in that span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .. import format as fmt
+from ..enums import LinkType
+from ..offenders import SweepResult
+from .client import Answer, LabelValues, PrometheusClient, PrometheusError
+from .promql import PRESENCE_COLUMN, QueryBuilder, duration
+
+
+@dataclass(frozen=True)
+class PresenceQueries:
+    """The count of the named nodes with a presence sample in the span (one row), and those nodes by name (a row
+    each, asked only where the count does not settle it)."""
+
+    count: str
+    names: str
+
+
+def presence_selector(builder: QueryBuilder, *extra: str) -> str | None:
+    """Every series of the presence counter (each spelling, every link type), with the site's matchers."""
+    names = builder.names(PRESENCE_COLUMN, *LinkType)
+    return builder.selector(names, *extra) if names else None
+
+
+def presence_queries(builder: QueryBuilder, span_hours: float) -> PresenceQueries | None:
+    """The presence queries over the `span_hours` before the evaluation time; None when no presence counter is
+    mapped. Only the node label is kept: the answer is a node's name, never its series."""
+    node = builder.by("node")
+    named, every = presence_selector(builder, f'{node}!=""'), presence_selector(builder)
+    if named is None or every is None:
+        return None
+    span = duration(span_hours)
+    return PresenceQueries(count=f"count(group by ({node}) (last_over_time({named}[{span}])))",
+                           names=f"group by ({node}) (last_over_time({every}[{span}]))")
+
+
+def known_nodes(client: PrometheusClient, builder: QueryBuilder, start: datetime,
+                end: datetime) -> LabelValues | PrometheusError:
+    """The nodes the server's index holds presence series of from `limits.known_nodes_hours` before `start` to as
+    long after `end` (a node's series are known there even where it went quiet), or why it would not say."""
+    selector = presence_selector(builder)
+    if selector is None:
+        return LabelValues([])
+    around = timedelta(hours=client.config.limits.known_nodes_hours)
+    try:
+        return client.label_values(client.config.labels.node, selector, start - around, end + around)
+    except PrometheusError as exc:
+        return exc
+
+
+def counted(answer: Answer) -> int:
+    """The count query's number (no row: no node reports)."""
+    return sum(int(float(row["value"][1])) for row in answer.rows)
+
+
+def settled(count: Answer, known: LabelValues | PrometheusError | None) -> set[str] | None:
+    """The nodes reporting in the span where the count alone says it (as many as the index knows, at least one: the
+    index holds every series with a sample in the span, so they are those); None where they must be asked by name."""
+    number = counted(count)
+    if isinstance(known, LabelValues) and number and number == len(known.values):
+        return set(known.values)
+    return None
+
+
+def reporting(answer: Answer, node_label: str) -> set[str]:
+    """The nodes the names query lists (a series without the node label reports as `unknown`)."""
+    return {str(row["metric"].get(node_label) or "unknown") for row in answer.rows}
+
+
+def say_silent(result: SweepResult, reported: set[str] | None, known: LabelValues | PrometheusError | None, *,
+               span: timedelta, around_hours: float, usable: Callable[[Answer | PrometheusError], bool]) -> None:
+    """The view incomplete where the span holds no node's samples, or none of some nodes the server knows around it
+    (those named, as `silent`); `reported` is the nodes reporting in the span (None: not answered, which `usable`
+    said already)."""
+    if reported is None:
+        return
+    reported = reported | {o.node_id for o in result.offenders}  # an offender's series answered in the window
+    names: list[str] = []
+    if isinstance(known, PrometheusError):
+        result.warnings.append(f"the nodes the server knows around the window were not listed ({known}): a node "
+                               "silent in the whole span is not named")
+    elif known is not None:
+        usable(Answer([], known.warnings))
+        names = sorted(set(known.values) - reported)
+    if reported and not names:
+        return
+    result.complete = False
+    result.silent = names
+    span_said = f"{fmt.hours(span.total_seconds() / 3600)} before {fmt.when(result.at)}"
+    if not names:  # no node reports, and none is known around the span (or the index was not read)
+        result.incomplete_reasons.append(f"no node of the prometheus has a link reading in the {span_said}"
+                                         + ("" if known is None or isinstance(known, PrometheusError) else
+                                            f", and its index knows none in the {fmt.hours(around_hours)} around "
+                                            "it"))
+        return
+    who = f"all {len(names)}" if not reported else f"{len(names)}"
+    listed = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
+    result.incomplete_reasons.append(f"{who} node(s) of the prometheus have no reading in the {span_said}: {listed}")

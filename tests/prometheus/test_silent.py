@@ -1,0 +1,107 @@
+"""Against a real Prometheus: a sweep whose span holds no node's samples, or none of a node the server knows around
+it, is incomplete and names the silent nodes, as the store's sweep is; a node that went quiet is known, and its
+answer says it has no reading in the span."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from urllib.parse import parse_qs
+
+import httpx
+import pytest
+
+from bot.cli import main
+from diagnostics import load_thresholds
+from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
+from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
+_REASON = promtool_missing()
+if _REASON:
+    pytestmark.append(pytest.mark.skip(reason=_REASON))
+
+QUIET = "node-001"  # its series stop 6 h before the fleet's end: more than a 1 h sweep's rules read
+QUIET_FOR = timedelta(hours=6)
+
+
+@pytest.fixture(scope="module")
+def quiet_fleet() -> Fleet:
+    fleet = generate_fleet(nodes=2, hours=8.0, scrape_s=300)
+    samples = fleet.samples
+    gone = (samples["node_id"] == QUIET) & (samples["timestamp"] > fleet.end - QUIET_FOR)
+    fleet.samples = samples[~gone].reset_index(drop=True)
+    return fleet
+
+
+@pytest.fixture(scope="module")
+def quiet_server(quiet_fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = serve_fleet(quiet_fleet, tmp_path_factory.mktemp("quiet"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(quiet_server: Server) -> Iterator[PrometheusClient]:
+    with PrometheusClient(load_config(quiet_server.url, env={})) as c:
+        yield c
+
+
+def test_a_window_before_every_sample_is_incomplete_not_an_all_clear(quiet_fleet: Fleet,
+                                                                     client: PrometheusClient) -> None:
+    result = sweep(client, load_thresholds(), at=quiet_fleet.start - timedelta(days=31), analyze=False)
+    assert not result.offenders
+    assert not result.complete
+    assert "not an all-clear" in result.headline()
+
+
+def test_a_window_after_every_sample_names_the_nodes_known_around_it(quiet_fleet: Fleet,
+                                                                     client: PrometheusClient) -> None:
+    result = sweep(client, load_thresholds(), at=quiet_fleet.end + timedelta(hours=12), analyze=False)
+    assert not result.complete
+    assert result.silent == sorted(quiet_fleet.samples["node_id"].astype(str).unique())
+
+
+def test_a_node_silent_in_the_span_makes_the_view_incomplete(quiet_fleet: Fleet, client: PrometheusClient) -> None:
+    result = sweep(client, load_thresholds(), at=quiet_fleet.end, analyze=False)
+    assert result.silent == [QUIET]
+    assert not result.complete
+    assert any(QUIET in reason for reason in result.incomplete_reasons)
+
+
+def test_the_cli_sweep_exits_incomplete_over_an_empty_window(quiet_fleet: Fleet, quiet_server: Server,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    at = (quiet_fleet.start - timedelta(days=31)).isoformat()
+    code = main(["sweep", "--prometheus", quiet_server.url, "--at", at])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "within thresholds" not in out
+
+
+
+def test_a_fleet_that_all_reports_is_settled_by_one_number(quiet_fleet: Fleet, quiet_server: Server) -> None:
+    """Where every node the index knows reports in the span, the presence answer is their count, one row however
+    many nodes there are; the nodes are asked by name only where some are silent."""
+    answers: list[tuple[str, int]] = []
+
+    def seen(response: httpx.Response) -> None:
+        response.read()
+        if response.request.method == "POST":
+            query = parse_qs(response.request.content.decode())["query"][0]
+            answers.append((query, len(response.json()["data"]["result"])))
+
+    def swept(at: datetime) -> SweepResult:
+        answers.clear()
+        http = httpx.Client(timeout=30, event_hooks={"response": [seen]})
+        with PrometheusClient(load_config(quiet_server.url, env={}), http=http) as client:
+            return sweep(client, load_thresholds(), at=at, analyze=False)
+
+    def by_name() -> list[str]:
+        return [q for q, _ in answers if q.startswith("group by (Hostname) (")]
+
+    both = swept(quiet_fleet.start + timedelta(hours=1))  # before node-001 went quiet
+    assert both.complete and not both.silent, both.incomplete_reasons
+    assert [rows for q, rows in answers if q.startswith("count(group by (Hostname) (")] == [1]
+    assert not by_name()
+    one = swept(quiet_fleet.end)
+    assert one.silent == [QUIET] and len(by_name()) == 1
