@@ -250,7 +250,7 @@ def summary_fields(d: Diagnosis) -> list[str]:
         f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_component)}"
         + (f"\nticket on `{esc(d.ticket_owner)}`" if d.fault_detected and d.ticket_owner != d.node_id else ""),
         f"*Degradation*\n{degradation}",
-        f"*Priority*\n{d.ticket_priority.value}",
+        f"*Priority*\n{d.priority_said()}",
         f"*Correlation*\n{correlation}",
         f"*Window*\n{esc(d.window_said().removeprefix('window '))}",
     ]
@@ -308,8 +308,8 @@ def left_out(d: Diagnosis, drafts: Drafts, shown: Shown) -> str:
 def fallback_text(d: Diagnosis) -> str:
     """The plain text of a summary (notifications and screen readers)."""
     if not d.fault_detected:
-        return f"{headline_name(d.node_id)}: no fabric fault ({d.ticket_priority.value})"
-    return f"{headline_name(d.node_id)}: {d.isolated_component} failing, {d.ticket_priority.value} priority"
+        return f"{headline_name(d.node_id)}: no fabric fault ({d.priority_said()})"
+    return f"{headline_name(d.node_id)}: {d.isolated_component} failing, {d.priority_said()} priority"
 
 
 def _fewer(limit: int) -> Iterator[int]:
@@ -341,8 +341,8 @@ def _node_lines(result: SweepResult, rank: int, node: str, links: int) -> tuple[
     verdict = ""
     if d is not None:
         owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d.ticket_owner != node else ""
-        verdict = f" — {esc(d.isolated_component)}{owner}, {d.ticket_priority.value} priority" if d.fault_detected \
-            else f" — {d.ticket_priority.value} priority, no part isolated"
+        verdict = f" — {esc(d.isolated_component)}{owner}, {d.priority_said()} priority" if d.fault_detected \
+            else f" — {d.priority_said()} priority, no part isolated"
     lines = [f"*{rank}. `{esc(node)}`*{verdict} · {_links(len(found))}",
              *(f"      • {line}" for line in found[:links])]
     if len(found) > links:
@@ -421,7 +421,7 @@ def _sweep(result: SweepResult, limit: int) -> list[Block]:
         mine = [o for o in result.offenders if o.node_id == node]
         d = result.diagnoses.get(node)
         owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d and d.ticket_owner != node else ""
-        verdict = f" — {esc(d.isolated_component)}{owner}, {d.ticket_priority.value} priority" \
+        verdict = f" — {esc(d.isolated_component)}{owner}, {d.priority_said()} priority" \
             if d and d.fault_detected else ""
         lines.append(f"*`{esc(node)}`*{verdict}")
         lines.extend(f"  • {esc(offender_line(o))}" for o in mine)

@@ -117,6 +117,12 @@ def period(seconds: float) -> str:
     return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
 
 
+def priority(level: str, *, held: bool = False) -> str:
+    """A priority as every door says it: a held one (the input contradicts the platform, so no one acts yet) with
+    the level it takes once they agree, never the bare level a queue would rank."""
+    return f"held ({level} once the input and the platform agree)" if held else level
+
+
 def window(span_hours: float, end: datetime | None, *, asked: float | None = None) -> str:
     """'window 1 h to 2026-03-01 08:00 UTC'; a window with no clock time (a snapshot's) says so; `asked`: a longer
     window was asked than the readings cover, said beside the span they do."""

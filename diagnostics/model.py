@@ -250,6 +250,10 @@ class Diagnosis(BaseModel):
     degradation_pct: float | None
     repair_action: str
     ticket_priority: Priority
+    held: str | None = Field(
+        default=None, description="Why no one acts on the node's parts yet: the input contradicts the platform for "
+                                  "every suspect, so their tickets are held and the priority is said held "
+                                  "(`priority_said`) until they agree.")
     findings: list[Finding]
     thresholds: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -293,6 +297,11 @@ class Diagnosis(BaseModel):
         if odd:
             object.__setattr__(self, "warnings", [*odd, *self.warnings])  # frozen: set once, as it is built
         return self
+
+    def priority_said(self) -> str:
+        """The priority as every door says it, as the node's ticket does: held, with the level it takes once
+        released, while the input and the platform disagree."""
+        return fmt.priority(self.ticket_priority.value, held=self.held is not None)
 
     def window_said(self) -> str:
         """The window as every door says it: the span the rates are over, and the window asked where longer."""

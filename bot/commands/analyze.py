@@ -34,7 +34,7 @@ def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[s
 
 def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> None:
     d = diagnosis
-    print(f"{headline_name(d.node_id)}  priority={d.ticket_priority.value}  "
+    print(f"{headline_name(d.node_id)}  priority={d.priority_said()}  "
           f"fault={'yes' if d.fault_detected else 'no'}  "
           f"degradation={fmt.percent(d.degradation_pct)}  {d.window_said()}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)

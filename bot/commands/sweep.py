@@ -42,7 +42,7 @@ def _table(result: SweepResult, out: TextIO) -> None:
         if diagnosis is not None:
             owner = f" (ticket on {diagnosis.ticket_owner})" if diagnosis.ticket_owner != node else ""
             print(f"    diagnosis: {diagnosis.isolated_component}{owner}; priority "
-                  f"{diagnosis.ticket_priority.value}; {diagnosis.repair_action}", file=out)
+                  f"{diagnosis.priority_said()}; {diagnosis.repair_action}", file=out)
     if result.not_pushed_down:
         print(f"  not evaluated on the server (local analysis only): {'; '.join(result.not_pushed_down)}",
               file=out)
@@ -114,7 +114,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         else:
             print(f"{diagnosis.node_id}  platform={diagnosis.platform or 'unknown'}  "
                   f"fault={'yes' if diagnosis.fault_detected else 'no'}  "
-                  f"priority={diagnosis.ticket_priority.value}\n  isolated: {diagnosis.isolated_component}\n"
+                  f"priority={diagnosis.priority_said()}\n  isolated: {diagnosis.isolated_component}\n"
                   f"  action:   {diagnosis.repair_action}")
             for finding in diagnosis.findings:
                 if finding.severity.value != "ok":

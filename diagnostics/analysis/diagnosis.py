@@ -8,7 +8,7 @@ from .. import format as fmt
 from ..config.thresholds import SOFTWARE_RULE, Thresholds
 from ..enums import Severity
 from ..model import Diagnosis, Finding, Localization, RackPlace
-from ..repair import localization_action, repair_action
+from ..repair import localization_action, localization_plan, repair_action
 from ..times import clockless
 from .correlate import JobExplanation, unscored_words
 from .localize import rank
@@ -138,7 +138,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     else:
         action = repair_action("healthy", platform=platform, node_id=node_id)
     headline = (loc.component if loc else top.component if top else "None") if failing else "None"
-    return Diagnosis(
+    return Diagnosis(held=_held(locs, node_id, platform, rack, shown.job_id if shown else None, stated_pairs),
         node_id=node_id, platform=platform, platform_guess=platform_guess, window_hours=window_hours,
         window_asked_hours=window_asked_hours, window_end=window_end, fault_detected=failing,
         isolated_component=headline, degradation_pct=degradation, repair_action=action,
@@ -152,6 +152,19 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
                                                                   rack is not None),
         rack=rack, tray=tray, lists_every_link=lists_every_link,
     )
+
+
+def _held(locs: list[Localization], node_id: str, platform: str | None, rack: RackPlace | None,
+          job_id: str | None, stated_pair: bool) -> str | None:
+    """Why every suspect's ticket is held (the platform cannot have any of their faults: the input contradicts it),
+    the headline's reason; None while one part's plan applies, since that part's priority is real."""
+    if not locs or platform is None:
+        return None
+    plans = [localization_plan(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
+                               stated_pair=stated_pair) for loc in locs]
+    if any(plan.applies for plan in plans):
+        return None
+    return plans[0].part_note or "the input contradicts the platform"
 
 
 def _verdict(job: JobExplanation | None, shown: JobExplanation | None, findings: list[Finding], node_id: str,

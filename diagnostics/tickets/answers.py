@@ -26,7 +26,7 @@ from .catalog import plan_for
 from .commands import command_problems, commands_in, plan_commands, plan_texts
 from .isolation import isolation_problems
 from .model_run import ENV_KEY, ClaudeRun, RunLimits
-from .reasoning import node_text_problems, part_name_problems
+from .reasoning import held_problems, node_text_problems, part_name_problems
 
 MAX_QUESTION = 500
 ANSWER_LIMITS = RunLimits(requests=3, total_tokens=12_000, deadline_s=20.0, request_timeout_s=15.0, max_tokens=400,
@@ -50,7 +50,7 @@ def rules_answer(diagnosis: Diagnosis) -> str:
         if warned:  # nothing fails, but a rule warns: said, with the priority and action it sets
             more = f" (and {len(warned) - 1} more)" if len(warned) > 1 else ""
             return (f"{who}: no failing link on `{d.node_id}`{slow}, but {warned[0].component} warns: "
-                    f"{warned[0].crossed[0].message}{more}. Priority {d.ticket_priority.value}; suggested action: "
+                    f"{warned[0].crossed[0].message}{more}. Priority {d.priority_said()}; suggested action: "
                     f"{d.repair_action}")
         return (f"{who}: no fabric fault on `{d.node_id}`{slow}. "
                 + (d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."))
@@ -63,7 +63,7 @@ def rules_answer(diagnosis: Diagnosis) -> str:
     worst = d.failing[0] if d.failing else None
     if worst is not None and worst.crossed:
         text += f" Evidence: {worst.crossed[0].message}."
-    return text + f" Priority {d.ticket_priority.value}; suggested action: {d.repair_action}"
+    return text + f" Priority {d.priority_said()}; suggested action: {d.repair_action}"
 
 
 def facts(diagnosis: Diagnosis) -> dict[str, object]:
@@ -71,7 +71,7 @@ def facts(diagnosis: Diagnosis) -> dict[str, object]:
     return {
         "node": d.node_id, "platform": d.platform, "job": d.job_id, "fault_detected": d.fault_detected,
         "isolated_component": d.isolated_component, "step_time_change_pct": d.degradation_pct,
-        "priority": d.ticket_priority.value, "repair_action": d.repair_action, "verdict": d.verdict,
+        "priority": d.priority_said(), "repair_action": d.repair_action, "verdict": d.verdict,
         "failing_links": [{"component": f.component, "severity": f.severity.value,
                            "rates_per_hour": {k: round(v, 1) for k, v in f.rates_per_hour.items() if v},
                            "crossed": [c.message for c in f.crossed]} for f in d.failing[:10]],
@@ -81,7 +81,8 @@ def facts(diagnosis: Diagnosis) -> dict[str, object]:
 def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
     """What an answer names that the diagnosis does not hold: a GPU, link, switch, port, tray, chip or priority of
     none of its findings, a part (by name or its board's GPU) or a command none of its parts' repair plans holds
-    (or one fabricbot never advises), or an isolation narrower than what the isolated part's plan stops."""
+    (or one fabricbot never advises), an isolation narrower than what the isolated part's plan stops, or a priority
+    level said bare for a node whose tickets are held."""
     found = candidates_for(diagnosis)
     plans = [plan_for(diagnosis, c) for c in found]
     isolated = [p for c, p in zip(found, plans, strict=True) if c.isolated] or plans
@@ -90,6 +91,7 @@ def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
     return [*node_text_problems(text, diagnosis, found, diagnosis.ticket_priority),
             *command_problems(text, allowed, "any repair plan of this node", catalog),
             *part_name_problems(text, plans),
+            *(p for plan in (isolated[:1] if diagnosis.held else []) for p in held_problems(text, plan)),
             *dict.fromkeys(p for plan in isolated for p in isolation_problems(text, plan))]
 
 

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from .. import format as fmt
 from ..enums import ComponentKind, FaultKind, LinkEnd, PortSource, Priority, ResetScope
 from .catalog import Capture, Part, Reset
 from .history import PartHistory
@@ -171,9 +172,7 @@ class RepairTicket(BaseModel):
     @property
     def priority_line(self) -> str:
         """The priority as the ticket's words say it: a held ticket's with what it becomes once released."""
-        if self.held:
-            return f"held ({self.priority.value} once the input and the platform agree)"
-        return self.priority.value
+        return fmt.priority(self.priority.value, held=bool(self.held))
 
     def to_markdown(self) -> str:
         return ticket_markdown(self)

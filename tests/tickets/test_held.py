@@ -38,3 +38,15 @@ def test_a_drafted_summary_may_not_give_a_held_ticket_a_level_without_saying_hel
                                        "the platform is confirmed."}
     ticket = ClaudeDrafter(model=scripted(lambda m, i: said), retries=1).draft(d)
     assert ticket.drafted_by == "scripted-claude" and ticket.tracker_priority == "held"
+
+
+def test_a_thread_answer_may_not_give_a_held_node_a_level_without_saying_held() -> None:
+    from diagnostics.tickets.answers import answer_problems, facts, rules_answer
+
+    d = seed_diagnosis(platform="pcie-8gpu")
+    level = d.ticket_priority.value
+    assert d.held and facts(d)["priority"] == d.priority_said() != level
+    assert "held" in rules_answer(d)
+    assert any("held" in p for p in answer_problems(f"GPU 2's NVLink 1 is failing; priority {level}.", d))
+    assert not any("held" in p for p in answer_problems(f"GPU 2's NVLink 1 is failing; priority {level} once held "
+                                                        "is lifted.", d))

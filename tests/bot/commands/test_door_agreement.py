@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from diagnostics import Diagnosis
 from diagnostics import format as fmt
 from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES
@@ -184,3 +185,33 @@ def test_a_file_refused_at_ingest_is_said_on_the_answers_of_the_nodes_stored_wit
         assert said and _read_said(_answer(cli, "analyze", "--store", str(store), "--node", node), junk) == said
     _stored(cli, REAL / "nvlink_e_v100_short_form_2.txt", store, "--at", AT)
     assert _read_said(_answer(cli, "analyze", "--store", str(store), "--node", NODE), junk) == []
+
+
+def test_a_held_nodes_priority_is_said_held_by_the_ticket_the_summary_and_analyze(cli: Cli, tmp_path: Path) -> None:
+    """NVLink errors on a platform with no NVLink: the ticket is held until the input and the platform agree, and
+    the node's summary, its notification text and `analyze` say the same priority, not the bare level."""
+    from bot.blocks import diagnosis_blocks, fallback_text
+    from tests.tickets.helpers import SEED_INPUT
+
+    path = tmp_path / "seed.json"
+    path.write_text(json.dumps(SEED_INPUT | {"platform": "pcie-8gpu"}))
+    code, ticket, err = cli("ticket", str(path), "--rules")
+    assert code in (0, 1), err
+    said = re.search(r"\*\*Priority:\*\* (.+?) ·", ticket)
+    assert said and said[1].startswith("held"), ticket[:400]
+    code, out, err = cli("analyze", str(path))
+    assert f"priority={said[1]}  " in out.splitlines()[0], out
+    d = Diagnosis.model_validate(_answer(cli, "analyze", str(path)))
+    assert d.priority_said() == said[1]
+    shown = json.dumps([b.to_dict() for b in diagnosis_blocks(d, 1)])
+    assert said[1] in shown and f"Priority*\\n{d.ticket_priority.value}\"" not in shown
+    assert said[1] in fallback_text(d) and f", {d.ticket_priority.value} priority" not in fallback_text(d)
+
+
+def test_a_node_whose_plan_applies_is_not_held(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "seed.json"
+    from tests.tickets.helpers import SEED_INPUT
+
+    path.write_text(json.dumps(SEED_INPUT | {"platform": "hgx-h100-8gpu"}))
+    d = Diagnosis.model_validate(_answer(cli, "analyze", str(path)))
+    assert d.held is None and d.priority_said() == d.ticket_priority.value
