@@ -76,19 +76,29 @@ def parse(text: str) -> Request:
         if len(words) != 2:
             raise UsageError("usage: `/fabric rack &lt;rack&gt;`")
         return Request("rack", words[1])
-    node = words.popleft()
-    window = None
-    while words:
-        flag = words.popleft()
-        if flag == "--window" and words:
-            value = words.popleft()
-            try:
-                window = parse_duration(value).total_seconds() / 3600
-            except ValueError:
-                raise UsageError(f"`--window` wants a duration like `6h`, `90m` or `2d`, not `{esc(value)}`") from None
+    node, window = None, None
+    while words:  # `--window 6h` or `--window=6h`, before or after the node, as argparse reads the command line's
+        word = words.popleft()
+        flag, eq, value = word.partition("=")
+        if flag == "--window":
+            if not eq and not words:
+                raise UsageError("`--window` wants a duration like `6h`, `90m` or `2d`")
+            window = _window(value if eq else words.popleft())
+        elif word.startswith("--") or node is not None:
+            raise UsageError(f"unexpected `{esc(word)}`; usage: `/fabric &lt;node&gt; [--window 6h]`")
         else:
-            raise UsageError(f"unexpected `{esc(flag)}`; usage: `/fabric &lt;node&gt; [--window 6h]`")
+            node = word
+    if node is None:
+        raise UsageError("which node? usage: `/fabric &lt;node&gt; [--window 6h]`")
     return Request("node", node, window)
+
+
+def _window(value: str) -> float:
+    """A `--window` value in hours, read as the command line reads one (`parse_duration`)."""
+    try:
+        return parse_duration(value).total_seconds() / 3600
+    except ValueError:
+        raise UsageError(f"`--window` wants a duration like `6h`, `90m` or `2d`, not `{esc(value)}`") from None
 
 
 def _unknown_reply(exc: UnknownName, services: Services) -> str:

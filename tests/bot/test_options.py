@@ -32,6 +32,25 @@ def test_the_bot_and_the_command_line_read_a_window_alike() -> None:
     assert parse("node-1 --window 90m").window_hours == 1.5
 
 
+@pytest.mark.parametrize("text", ["node-12 --window=6h", "node-12 --window 6h", "--window=6h node-12",
+                                  "--window 6h node-12"])
+def test_the_bot_takes_an_option_in_every_form_the_command_line_does(text: str) -> None:
+    """`/fabric node-12 --window=6h` was refused while `fabricbot analyze --window=6h` (argparse) takes it."""
+    from bot.cli import build_parser
+
+    options = [word for word in text.split() if word != "node-12"]  # the same option, as typed
+    cli = build_parser().parse_args(["analyze", "--store", "s", "--node", "node-12", *options])
+    request = parse(text)
+    assert (request.verb, request.target) == ("node", "node-12")
+    assert request.window_hours == cli.window.total_seconds() / 3600 == 6.0
+
+
+@pytest.mark.parametrize("text", ["node-12 --window", "node-12 --window=", "node-12 --window=6"])
+def test_a_window_with_no_duration_is_said_to_want_one(text: str) -> None:
+    with pytest.raises(UsageError, match="`--window` wants a duration"):
+        parse(text)
+
+
 def test_times_are_utc() -> None:
     assert parse_time("2026-03-02T12:00:00+02:00", field="--at") == datetime(2026, 3, 2, 10, tzinfo=UTC)
     assert parse_time("2026-03-02T12:00:00Z", field="--at") == datetime(2026, 3, 2, 12, tzinfo=UTC)
