@@ -161,3 +161,29 @@ def test_a_step_list_longer_than_the_preview_is_shown_as_far_as_it_fits_never_sk
     assert "*Isolate*" in shown.text and "1. Drain the node" in shown.text and "1. step 1 " in shown.text
     assert len(shown.text) <= 2_000 and "119. step 119" not in shown.text
     assert shown.left_out == ("the rest of Repair, in order",) and shown.cut
+
+
+def test_a_tickets_tables_are_shown_in_slack_as_lines_a_person_reads() -> None:
+    """mrkdwn has no tables: the preview said a drafted ticket's component and identity tables as raw `|` rows. Each
+    row is a `*field*: value` line there; the ticket's Markdown (the snippet, the tracker) keeps its tables."""
+    from diagnostics.tickets import RulesDrafter
+    from tests.tickets.helpers import seed_diagnosis
+
+    markdown = RulesDrafter().draft(seed_diagnosis()).to_markdown()
+    rows = [line for line in markdown.splitlines() if line.startswith("| ") and "---" not in line
+            and line != "| field | value |"]
+    assert rows, "the ticket has tables"
+    built = blocks.preview_blocks(draft_id=1, node_id="n1", component="c", markdown=markdown, drafted_by="rules",
+                                  requester="UALICE")
+    shown = "\n".join(b.to_dict()["text"]["text"] for b in built if b.to_dict()["type"] == "section")
+    assert not [line for line in shown.splitlines() if line.lstrip().startswith("|")]
+    whole = to_mrkdwn(markdown)  # the preview may leave a section to the snippet; the rows of those it shows
+    for row in rows:
+        field, value = (cell.strip().replace("\\|", "|") for cell in row.strip("| ").split(" | ", 1))
+        assert f"*{field}*: {to_mrkdwn(value)}" in whole.splitlines()
+    assert "| field | value |" in markdown
+
+
+def test_a_table_of_more_columns_names_each_cell_by_its_column() -> None:
+    text = to_mrkdwn("| link | rate | state |\n| --- | ---: | --- |\n| GPU 0 \\| NVLink 1 | 5/h | up |\nafter")
+    assert text.splitlines() == ["*GPU 0 | NVLink 1*: rate: 5/h · state: up", "after"]
