@@ -1,4 +1,5 @@
-"""Block Kit for every message the bot posts, built with slack_sdk.models.blocks within Slack's limits.
+"""Block Kit for the messages the bot posts (the fleet views are in `fleet_blocks`), built with
+slack_sdk.models.blocks within Slack's limits.
 
 Slack's limits, and the fitting of text and layouts to them, are in `fitting`; besides those, a button's value
 is at most 2000 characters, an option's value 150, and action ids are unique. Every text in a mrkdwn
@@ -32,22 +33,17 @@ from slack_sdk.models.blocks import (
 )
 
 from diagnostics import (
-    COUNT_RULES,
     ComponentKind,
     ComponentRef,
     Diagnosis,
     Finding,
-    Offender,
     Severity,
-    SweepResult,
     headline_name,
 )
-from diagnostics import format as fmt
 from diagnostics.tickets import link_crossed, link_measures
 
 from .fitting import (
     MAX_ACTIONS,
-    MAX_BLOCKS,
     MAX_HEADER,
     MAX_LABEL,
     MAX_OPTIONS,
@@ -310,134 +306,6 @@ def fallback_text(d: Diagnosis) -> str:
     if not d.fault_detected:
         return f"{headline_name(d.node_id)}: no fabric fault ({d.priority_said()})"
     return f"{headline_name(d.node_id)}: {d.isolated_component} failing, {d.priority_said()} priority"
-
-
-def _fewer(limit: int) -> Iterator[int]:
-    """A list's lengths to try, longest first: `limit`, half of it, ... 1."""
-    while limit > 1:
-        yield limit
-        limit //= 2
-    yield 1
-
-
-def fleet_blocks(result: SweepResult, limit: int = 15) -> list[Block]:
-    """The offending nodes, most urgent first (`SweepResult.ranked`: the order `fabricbot sweep --store` lists them
-    in), each with its verdict, how many degraded links it has and its worst few; a list cut short says how many
-    nodes it leaves out. From the sweep `fabricbot sweep --store` makes of the same source: a node it could not judge
-    (one reading per link, a part that cannot be read, no reading in the span) makes the view incomplete, said as
-    the sweep says it, and is never counted healthy."""
-    layouts = [(limit, FLEET_LINKS), *((n, 1) for n in _fewer(limit))]
-    return fit(_fleet(result, n, links) for n, links in layouts)
-
-
-FLEET_LINKS = 3  # a node's worst links the fleet view lists under it; the others are counted
-
-
-def _node_lines(result: SweepResult, rank: int, node: str, links: int) -> tuple[list[str], int]:
-    """One node of the fleet view: its rank, name, verdict and count, then its worst `links` links; and the count."""
-    d = result.diagnoses.get(node)
-    found = [finding_line(f)[2:] for _, f in degraded(d)] if d is not None else \
-        [esc(offender_line(o)) for o in result.offenders if o.node_id == node]  # a node not read back
-    verdict = ""
-    if d is not None:
-        owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d.ticket_owner != node else ""
-        verdict = f" — {esc(d.isolated_component)}{owner}, {d.priority_said()} priority" if d.fault_detected \
-            else f" — {d.priority_said()} priority, no part isolated"
-    lines = [f"*{rank}. `{esc(node)}`*{verdict} · {_links(len(found))}",
-             *(f"      • {line}" for line in found[:links])]
-    if len(found) > links:
-        lines.append(f"      …and {_links(len(found) - links, 'more ')} of this node")
-    return lines, len(found)
-
-
-def _links(n: int, more: str = "") -> str:
-    return fmt.count(n, f"{more}degraded link")
-
-
-def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
-    ranked = result.ranked()
-    listed = [_node_lines(result, i, node, links) for i, node in enumerate(ranked, 1)]
-    total = sum(n for _, n in listed)
-    held = {n for n, d in result.diagnoses.items() if d.maintenance}
-    unjudged = [n for n in result.unjudged if n not in ranked]
-    clear = sum(1 for n in result.swept if n not in ranked and n not in held and n not in unjudged)
-    title = f"Fleet: {_links(total)} on {len(ranked)} of {fmt.count(len(result.swept), 'node')}" if result.complete \
-        else f"Fleet view INCOMPLETE: {_links(total)} on {fmt.count(len(ranked), 'node')} found so far"
-    blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
-    if not result.complete:
-        reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])
-        blocks.append(section(clip("*This is not an all-clear.* Some nodes' links were not judged, so links may be "
-                                   "failing that this list does not show:\n" + reasons, MAX_TEXT)))
-    if listed:
-        lines = [line for shown, _ in listed[:limit] for line in shown]
-        if len(listed) > limit:
-            rest = sum(n for _, n in listed[limit:])
-            lines.append(f"…and {fmt.count(len(listed) - limit, 'more node')} ({_links(rest)}), less urgent: "
-                         "`fabricbot sweep --store DIR` lists every one, in this order")
-        blocks.extend(sections("\n".join(lines)))
-    window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \
-        if result.swept else ""
-    count = fmt.count(clear, "healthy node") if result.complete else \
-        f"{fmt.count(clear, 'node')} with no degraded link found"
-    if unjudged:
-        count += f", {len(unjudged)} not judged"
-    if held:
-        count += f", {len(held)} in maintenance"
-    notes = "".join(f"{esc(n)}; " for n in result.warnings[:3])
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip(
-        f"{window}{count}; {notes}`/fabric &lt;node&gt;` diagnoses one and offers the tickets", MAX_TEXT))]))
-    return blocks
-
-
-def offender_line(o: Offender) -> str:
-    """One offending link as the sweep found it: rule, the value against its threshold, and what was said (plain
-    text: escape it for mrkdwn)."""
-    measure = ""
-    if o.rate_per_hour is not None and o.above is not None and o.rule not in COUNT_RULES:
-        measure = f"{fmt.value(o.rate_per_hour, o.unit)} > {fmt.value(o.above, o.unit)}"  # a count is in `detail`
-    said = "; ".join(p for p in (measure, o.detail) if p)
-    return f"{o.component}: {o.rule} ({o.severity.value})" + (f", {said}" if said else "")
-
-
-def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
-    """A Prometheus fleet sweep: offending links per node and GPU; an incomplete view says so, never "healthy"."""
-    return fit(_sweep(result, n) for n in _fewer(limit))
-
-
-def _sweep(result: SweepResult, limit: int) -> list[Block]:
-    if not result.complete:
-        title = f"Fleet view INCOMPLETE: {len(result.offenders)} offending links found so far"
-    else:
-        title = f"Fleet: {len(result.offenders)} offending links on {len(result.nodes)} nodes"
-    blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
-    if not result.complete:
-        reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])
-        unshown = len(result.incomplete_reasons) - 10
-        blocks.append(section("*This is not an all-clear.* Some queries did not answer in full, so links may be "
-                              "failing that this list does not show:\n" + reasons
-                              + (f"\n…and {unshown} more reasons" if unshown > 0 else "")))
-    lines: list[str] = []
-    for node in result.ranked():  # most urgent first, as `fabricbot sweep` and `/fabric fleet` from a store list them
-        mine = [o for o in result.offenders if o.node_id == node]
-        d = result.diagnoses.get(node)
-        owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d and d.ticket_owner != node else ""
-        verdict = f" — {esc(d.isolated_component)}{owner}, {d.priority_said()} priority" \
-            if d and d.fault_detected else ""
-        lines.append(f"*`{esc(node)}`*{verdict}")
-        lines.extend(f"  • {esc(offender_line(o))}" for o in mine)
-    if lines:
-        shown = lines[:limit]
-        more = f"\n…and {len(lines) - len(shown)} more lines" if len(lines) > len(shown) else ""
-        blocks.extend(sections("\n".join(shown) + more)[: MAX_BLOCKS - 4])
-    elif result.complete:
-        blocks.append(section(esc(result.headline())))
-    notes = [f"window {result.window_hours:g} h, {result.queries} PromQL rules evaluated on the server"]
-    if result.not_pushed_down:
-        notes.append("evaluated locally only (on offending nodes): " + esc(", ".join(result.not_pushed_down)))
-    notes.extend(esc(w) for w in result.warnings[:3])
-    notes.append("`/fabric &lt;node&gt;` diagnoses one and offers the tickets")
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=clip("; ".join(notes), MAX_TEXT))]))
-    return blocks
 
 
 def preview_cut(markdown: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:

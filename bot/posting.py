@@ -15,7 +15,7 @@ from diagnostics import Diagnosis, FabricbotError
 from diagnostics.prometheus import SweepResult, sweep_url
 from diagnostics.render import render_correlation, render_fleet
 
-from . import blocks, fitting
+from . import blocks, fitting, fleet_blocks
 from .mrkdwn import esc
 from .replies import SLACK_FAILURES
 from .services import Services
@@ -97,7 +97,7 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
                         complete=result.complete, incomplete_reasons=result.incomplete_reasons[:10])
         posted = client.chat_postMessage(channel=channel, text=esc(fitting.clip(
             "Fleet summary" if result.complete else result.headline(), fitting.MAX_TEXT)),
-            blocks=blocks.fleet_blocks(result))
+            blocks=fleet_blocks.fleet_blocks(result))
         services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))
         return
     thresholds = services.source.thresholds
@@ -113,5 +113,5 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
                     nodes=len(result.nodes), offenders=len(result.offenders),
                     incomplete_reasons=result.incomplete_reasons[:10])
     posted = client.chat_postMessage(channel=channel, text=esc(fitting.clip(result.headline(), fitting.MAX_TEXT)),
-                                     blocks=blocks.sweep_blocks(result))
+                                     blocks=fleet_blocks.sweep_blocks(result))
     services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))

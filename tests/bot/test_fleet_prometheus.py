@@ -71,7 +71,8 @@ def test_without_prometheus_the_fleet_comes_from_the_local_store() -> None:
 def test_an_incomplete_sweep_with_offenders_stays_within_slack_limits() -> None:
     from datetime import UTC, datetime
 
-    from bot.blocks import MAX_BLOCKS, MAX_TEXT, sweep_blocks
+    from bot.fitting import MAX_BLOCKS, MAX_TEXT
+    from bot.fleet_blocks import sweep_blocks
     from diagnostics.enums import LinkType, Severity
     from diagnostics.prometheus import Offender, SweepResult
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.blocks import degraded, fleet_blocks
+from bot.blocks import degraded
 from bot.cli import main
 from bot.commands.output import INCOMPLETE
+from bot.fleet_blocks import fleet_blocks
 from bot.nodes import StoreNodeSource
 from diagnostics import priority_rank
 from diagnostics.enums import LinkType, Severity, severity_rank

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.blocks import fallback_text, fleet_blocks
+from bot.blocks import fallback_text
 from bot.cli import main as cli
+from bot.fleet_blocks import fleet_blocks
 from bot.nodes import SnapshotNodeSource, StoreNodeSource
 from diagnostics import fleet_name_notes, name_notes, normal_name, outside_ascii, resolve_name
 

@@ -16,7 +16,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from bot.blocks import offender_line
+from bot.fleet_blocks import offender_line
 from diagnostics import load_thresholds
 from diagnostics.analysis import analyze_tables
 from diagnostics.ingest.base import Source

@@ -12,7 +12,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from bot.blocks import offender_line
+from bot.fleet_blocks import offender_line
 from diagnostics import load_thresholds
 from diagnostics.config.platforms import ENV_DIRS
 from diagnostics.prometheus import PrometheusClient, SweepResult, fleet_queries, load_config, sweep
