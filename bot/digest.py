@@ -33,6 +33,7 @@ class NewOffender:
     slug: str
     priority: str
     why: str
+    held: bool = False  # its node's tickets are held until the input and the platform agree (`Diagnosis.held`)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
                 continue
             prio = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
             new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, prio.value,
-                                   loc.evidence[0] if loc.evidence else d.repair_action))
+                                   loc.evidence[0] if loc.evidence else d.repair_action, held=d.held is not None))
     new.sort(key=lambda o: (-priority_rank(o.priority), o.node_id, o.slug))  # urgent first
     return Digest(at=at, new=new, ticketed=ticketed, watches=watched.watches if watched else [],
                   verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
@@ -125,7 +126,8 @@ def digest_lines(d: Digest) -> list[str]:
                         "maintenance.", *[f"Incomplete: {r}" for r in d.incomplete]]
     lines.append(f"New failing parts ({len(d.new)}; {d.ticketed} more already ticketed):" if d.new else
                  f"New failing parts: none ({d.ticketed} already ticketed)")
-    lines += [f"  {o.priority:<7} {o.node_id} / {o.component}: {o.why}" for o in d.new[:SHOWN]] + _more(list(d.new))
+    lines += [f"  {fmt.priority(o.priority, held=o.held):<7} {o.node_id} / {o.component}: {o.why}"
+              for o in d.new[:SHOWN]] + _more(list(d.new))
     lines.append(f"Watch ({len(d.watches)}):" if d.watches else f"Watch: {d.watch_quiet}")
     lines += [f"  {w.node_id} {w.summary}" for w in d.watches[:SHOWN]] + _more(list(d.watches))
     lines += [f"  {n}" for n in d.not_watched[:SHOWN]] + _more(list(d.not_watched))

@@ -228,3 +228,16 @@ def test_a_digest_under_a_user_policy_ranks_each_part_by_that_policy(
         assert main(["ticket", "hpc-gpu-node-17", "--store", str(store_dir), "--link", slug, "--rules", "--json",
                      "--thresholds", str(policy)]) == 0
         assert json.loads(capsys.readouterr().out)["priority"] == new[("hpc-gpu-node-17", slug)]
+
+
+def test_a_held_nodes_new_part_is_said_held_as_its_ticket_says() -> None:
+    """A node whose input contradicts its platform (NVLink errors on a pcie-8gpu server) has its ticket held; the
+    digest said its part bare 'urgent', as if someone should act on it now."""
+    from bot.digest import assemble
+    from tests.tickets.helpers import seed_diagnosis
+
+    d = seed_diagnosis(platform="pcie-8gpu")
+    digest = assemble(at=datetime(2026, 3, 2, tzinfo=UTC), diagnoses=[d], tracker=SqliteTracker(open_db(None)),
+                      maintenance=[])
+    line = next(line for line in digest_lines(digest) if d.node_id in line)
+    assert d.held and line.split()[0] == "held" and d.priority_said() in line
