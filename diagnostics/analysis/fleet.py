@@ -40,7 +40,7 @@ from .ends import EndView, nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
 from .findings import finding_of
-from .fold import lanes_on_links, one_per_gone_gpu
+from .fold import lanes_on_links, one_per_gone_gpu, switch_ends_on_links
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
@@ -226,7 +226,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         mine = nvlink_ends([placed(f, graph) for f in lanes_on_links(found.get(node, []))], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
-        mine += judged.get(node, [])
+        mine = switch_ends_on_links([*mine, *judged.get(node, [])])
         short, said = graph_of.short_links(node, view.nvlinks_live.get(node, {}))
         mine, warnings[node] = [*mine, *short], [*warnings[node], *said]
         stopped = view.silent.get(node, {})

@@ -3,12 +3,13 @@ count it once, the sweep lists each rule it broke once, and what each source sai
 
 A link's per-lane counters (`nvidia-smi nvlink -ec` counts each lane's CRC errors) are rated as series of their own,
 but they are the link's, not more links. A GPU off the bus is found twice, by its Xid 79 (the events) and by its
-silence (every series stopped): one GPU."""
+silence (every series stopped): one GPU. An SXid on the NVSwitch port a degraded GPU NVLink lands on is that link's
+switch end: one link."""
 
 from __future__ import annotations
 
 from ..config.thresholds import GPU_MISSING_RULE, LINK_DOWN_RULE, MISSING_RULE
-from ..enums import LinkType, Severity, severity_rank
+from ..enums import ComponentKind, LinkType, Severity, severity_rank
 from ..model import Finding
 from .absence import gpu_gone
 from .rules import summarize
@@ -88,4 +89,34 @@ def one_per_gone_gpu(findings: list[Finding]) -> list[Finding]:
             "onset": min(onsets) if onsets else None,
             "evidence": list(dict.fromkeys(e for f in group for e in f.evidence))})
         dropped.update(at[1:])
+    return [folded.get(i, f) for i, f in enumerate(findings) if i not in dropped]
+
+
+def switch_ends_on_links(findings: list[Finding]) -> list[Finding]:
+    """Each NVSwitch port's event finding (an SXid names the switch and its link, `Link 25`) folded into the degraded
+    GPU NVLink that lands on that port (by the port map), in the link's place: the GPU's end and the switch's end of
+    one link are one degraded link, not two. The link takes every rule the SXid crossed (a fatal SXid still names
+    the port as the part to localize), the worse severity, the SXid's counts and onset, and its evidence. A port no
+    degraded GPU link lands on stays as it is."""
+    ports: dict[tuple[str | None, int | None], int] = {
+        (f.ref.switch, f.ref.port): i for i, f in enumerate(findings)
+        if f.ref.kind is ComponentKind.NVSWITCH and f.ref.port is not None and f.crossed}
+    if not ports:
+        return findings
+    folded: dict[int, Finding] = {}
+    dropped: set[int] = set()
+    for i, f in enumerate(findings):
+        at = ports.get((f.switch, f.switch_port)) if f.link_type is LinkType.NVLINK and f.crossed else None
+        if at is None or at in dropped or f.severity is Severity.OK:
+            continue
+        port = findings[at]
+        crossed = [*port.crossed, *f.crossed]  # the SXid first: it says why the link is down
+        severity, ratio = summarize(crossed)
+        onsets = [o for o in (f.onset, port.onset) if o is not None]
+        folded[i] = f.model_copy(update={
+            "crossed": crossed, "severity": severity, "worst_ratio": ratio, "counts": {**port.counts, **f.counts},
+            "onset": min(onsets) if onsets else None,
+            "evidence": [*port.evidence, *f.evidence, f"{port.ref.name} is this link's switch end (by the "
+                         f"{f.port_source.value} port map): one link, seen from the GPU and from the switch"]})
+        dropped.add(at)
     return [folded.get(i, f) for i, f in enumerate(findings) if i not in dropped]

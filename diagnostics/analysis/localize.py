@@ -107,7 +107,7 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
                                 **_grade(mine), evidence=[why, *dict.fromkeys(e for f in mine for e in f.evidence)]))
     fatal = [f for f in findings if SXID_FATAL_RULE in _rules(f)]
     # a GPU's NVLink landing on the port a fatal SXid stopped is that same link seen from the GPU: not a second part
-    stopped = {(f.ref.switch, f.ref.port) for f in fatal if f.ref.port is not None}
+    stopped = {(_stopped(f).switch, _stopped(f).port) for f in fatal if _stopped(f).port is not None}
     behind: dict[tuple[Any, Any], list[Finding]] = defaultdict(list)
     for f in findings:
         if _bad(f) and f.ref.kind is ComponentKind.NVLINK and f.link is not None and stopped:
@@ -115,7 +115,7 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
             where = (port.get("switch") or f.switch, port.get("switch_port", f.switch_port))
             if where in stopped:
                 behind[where].append(f)
-    out.extend(_switch_fatal(f, behind.get((f.ref.switch, f.ref.port), [])) for f in fatal)
+    out.extend(_switch_fatal(f, behind.get((_stopped(f).switch, _stopped(f).port), [])) for f in fatal)
     folded = [b for links in behind.values() for b in links]
     # links only: an Xid names a GPU and an SXid a switch port, and they are weighed above
     bad = [f for f in findings if _bad(f) and f.gpu not in off_bus and f.peer_gpu not in off_bus and f not in fatal
@@ -270,10 +270,18 @@ def _pcie(f: Finding) -> Localization:
                         evidence=[*evidence, *said, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
 
 
+def _stopped(f: Finding) -> ComponentRef:
+    """The switch port a fatal SXid names: its own finding's, or the port of the GPU link it was folded into (the
+    same link's switch end)."""
+    return f.ref if f.ref.kind is ComponentKind.NVSWITCH else ComponentRef.nvswitch(f.switch, f.switch_port)
+
+
 def _switch_fatal(f: Finding, behind: list[Finding]) -> Localization:
     """A fatal SXid names the switch and the port whose link it stopped; the GPU link on that port is its evidence."""
+    ref = _stopped(f)
     return Localization(
-        ref=f.ref, fault=FaultKind.NVSWITCH_FATAL, switch=f.ref.switch, switch_port=f.ref.port, confidence=0.85,
+        ref=ref, fault=FaultKind.NVSWITCH_FATAL, switch=ref.switch, switch_port=ref.port, confidence=0.85,
+        port_source=PortSource.OBSERVED,  # the SXid line names the switch and its port itself
         **_grade([f]),
         evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
                   "a fatal SXid stops the switch link it names until the node is restarted",

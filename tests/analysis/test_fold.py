@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 
 from diagnostics.analysis import analyze_tables
-from diagnostics.enums import Severity
+from diagnostics.enums import FaultKind, Severity
 from diagnostics.model import Finding
 from diagnostics.offenders import offenders_of
-from tests.analysis.helpers import link_series, links, node_links, steady
+from tests.analysis.helpers import T0, events, link_series, links, node_links, steady
 
 PLATFORM = "hgx-h100-8gpu"
 
@@ -60,3 +60,42 @@ def test_lanes_read_without_their_link_are_one_link_naming_each_lane_in_error() 
     bad = _degraded({"link_samples": links(frame, *lanes)})
     mine = [f for f in bad if f.gpu == 6 and f.link == 3]
     assert len(mine) == 1 and mine[0].lanes == [1, 3]
+
+
+def _sxid_on_the_port_of(gpu: int, link: int) -> tuple[pd.DataFrame, str, int]:
+    """A fatal SXid 24007 on the NVSwitch port GPU `gpu`'s NVLink `link` lands on (by the platform's port map)."""
+    from diagnostics.topology import platform_graph
+
+    port = platform_graph(PLATFORM).port_of(gpu, link, "nvlink")
+    switch = str(port.switch).split()[-1]
+    assert port.switch_port is not None
+    return events([{"timestamp": T0 + pd.Timedelta(minutes=30), "kind": "sxid", "code": 24007, "severity": "fatal",
+                    "nvswitch": switch, "link": port.switch_port,
+                    "text": f"nvidia-nvswitch{switch}: SXid (PCI:0000:a0:00.0): 24007, Fatal, Link "
+                            f"{port.switch_port} sourcetrack timeout error (First)"}]), switch, port.switch_port
+
+
+def test_an_sxid_on_the_port_a_down_gpu_link_lands_on_is_that_link_not_a_second_one() -> None:
+    sxid, switch, port = _sxid_on_the_port_of(4, 3)
+    d = analyze_tables({"link_samples": node_links(state={(4, 3): "inactive"}), "events": sxid}, node_id="n1",
+                       platform=PLATFORM)
+    bad = [f for f in d.findings if f.severity is not Severity.OK]
+    assert [(f.gpu, f.link) for f in bad] == [(4, 3)]  # one degraded link, not its GPU end and its switch end
+    link = bad[0]
+    assert link.severity is Severity.DOWN  # the worse of down (the link) and failing (the SXid)
+    assert {c.rule for c in link.crossed} >= {"link_down", "sxid_fatal"}
+    assert any("24007, Fatal" in e for e in link.evidence)  # the kernel's SXid line is kept as the link's evidence
+    assert link.onset is not None
+    assert [(loc.fault, loc.ref.slug) for loc in d.localizations] == \
+        [(FaultKind.NVSWITCH_FATAL, f"nvswitch-{switch}-port{port}")]  # the fatal SXid still names its port
+    assert d.localizations[0].links == [link.component]
+    assert any(e.startswith("nvidia-nvswitch") for e in d.localizations[0].evidence)
+    offenders = offenders_of(d)
+    assert len({o.key for o in offenders}) == len(offenders) and {o.rule for o in offenders} >= {"sxid_fatal"}
+
+
+def test_an_sxid_on_a_port_whose_gpu_link_is_healthy_stays_the_ports() -> None:
+    sxid, switch, port = _sxid_on_the_port_of(4, 3)
+    d = analyze_tables({"link_samples": node_links(), "events": sxid}, node_id="n1", platform=PLATFORM)
+    bad = [f for f in d.findings if f.severity is not Severity.OK]
+    assert [f.component for f in bad] == [f"NVSwitch {switch} port {port}"]
