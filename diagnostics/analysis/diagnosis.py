@@ -6,7 +6,7 @@ from datetime import datetime
 
 from .. import format as fmt
 from ..config.thresholds import SOFTWARE_RULE, Thresholds
-from ..enums import Severity
+from ..enums import Severity, priority_rank
 from ..model import Diagnosis, Finding, Localization, RackPlace
 from ..repair import localization_action, localization_plan, repair_action
 from ..times import clockless
@@ -115,13 +115,20 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     top = worst(findings)
     failing = top is not None and _bad(top)
     explaining = {f.component for f in findings if f.explains_slowdown}
-    locs = rank(loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
-                                       "action": loc.action or action_for(loc, node_id, platform, rack,
-                                                                          shown.job_id if shown else None,
-                                                                          stated_pairs)})
-                for loc in localizations) if failing else []
-    loc = locs[0] if locs else None
     degradation = job.degradation_pct if job is not None else None
+
+    def urgency(loc: Localization) -> int:
+        """The priority rank of the part's own ticket: the policy over its own links, the slowdown counted where
+        they explain it (as `part_priority` drafts it), so the most urgent part heads the node."""
+        own = [f for f in findings if f.component in set(loc.links)]
+        return priority_rank(priority(own, degradation if loc.explains_slowdown else None, thresholds)) if own else 0
+
+    locs = rank((loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
+                                        "action": loc.action or action_for(loc, node_id, platform, rack,
+                                                                           shown.job_id if shown else None,
+                                                                           stated_pairs)})
+                 for loc in localizations), urgency) if failing else []
+    loc = locs[0] if locs else None
     # the job's slowdown raises this node's priority only when one of its failing links explains it
     blamed = degradation if any(f.explains_slowdown for f in findings) else None
     if loc is not None and loc.action is not None:

@@ -10,7 +10,7 @@ a GPU's NVLink total over all its links (Blackwell's counters) points to the GPU
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..components import ComponentRef
@@ -334,11 +334,14 @@ def _links(findings: list[Finding], graph: NodeGraph | None) -> list[Localizatio
     return out
 
 
-def rank(localizations: Iterable[Localization]) -> list[Localization]:
-    """The headline first: the component that explains the slowdown, else the most severe, else the furthest over
-    its threshold (a down link or a zero threshold counts as furthest); confidence breaks ties."""
+def rank(localizations: Iterable[Localization],
+         urgency: Callable[[Localization], int] | None = None) -> list[Localization]:
+    """The headline first: the most urgent part (`urgency`: its own ticket's priority rank, where the caller knows
+    it), so the node's headline, its action and its default ticket are the part whose ticket is the node's most
+    urgent; among those, the component that explains the slowdown, else the most severe, else the furthest over its
+    threshold (a down link or a zero threshold counts as furthest); confidence breaks ties."""
     return sorted(localizations, key=lambda loc: (
-        not loc.explains_slowdown, -severity_rank(loc.severity),
+        -(urgency(loc) if urgency is not None else 0), not loc.explains_slowdown, -severity_rank(loc.severity),
         -(loc.worst_ratio if loc.worst_ratio is not None else float("inf")), -loc.confidence))
 
 

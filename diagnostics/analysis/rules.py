@@ -137,8 +137,8 @@ def part_priority(diagnosis: Diagnosis, links: Collection[str], *, headline: boo
     """The priority of a ticket for one part of the diagnosis, whose unhealthy links are `links` (their component
     names): the node's for the headline when its links explain the job's slowdown; for any other part, and for the
     headline when no link explains one, the policy over its own links alone, the slowdown counted only where they
-    explain it, never above the node's (planned work keeps every part low): a headline link that is down is high
-    even where another part's lost GPU makes the node urgent. A part none of whose links the diagnosis holds (a
+    explain it, never above the node's (planned work keeps every part low); the headline is the most urgent part
+    (`localize.rank`), so its ticket is the node's most urgent. A part none of whose links the diagnosis holds (a
     rack's part seen from one of its hosts) keeps the node's. `thresholds`: the priority policy (default: the
     thresholds file in force)."""
     names = set(links)

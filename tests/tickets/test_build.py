@@ -137,10 +137,11 @@ def test_a_ticket_takes_its_priority_from_the_policy_the_diagnosis_was_judged_by
     assert ticket.drafted_by == "scripted-claude" and ticket.priority is Priority.HIGH
 
 
-def test_the_default_ticket_is_its_own_parts_priority_when_no_link_explains_a_slowdown() -> None:
+def test_the_most_urgent_part_heads_the_node_and_its_default_ticket() -> None:
     """A node whose link telemetry alone (no kernel log) shows GPU 3 gone and another GPU's link inactive: the two
-    are down alike and the link, seen more surely, heads the node, whose lost GPU makes it urgent. The link's
-    default ticket is a down link's high, as the digest and the alert loop rank it; the lost GPU's is urgent."""
+    are down alike and the link is seen more surely, but the lost GPU is what makes the node urgent. The lost GPU
+    heads the node (its headline, its action, its default ticket at the node's urgent), and the link's own ticket is
+    a down link's high, as the digest and the alert loop rank each part."""
     import pandas as pd
 
     from diagnostics.enums import ComponentKind
@@ -159,9 +160,12 @@ def test_the_default_ticket_is_its_own_parts_priority_when_no_link_explains_a_sl
                          platforms={node: facts["platform"]})
     d = diagnose(source, Request(node=node)).diagnosis
     assert d.ticket_priority is Priority.URGENT and not any(f.explains_slowdown for f in d.findings)
+    assert d.localization is not None and d.localization.gpu == lost and d.isolated_component == f"GPU {lost}"
+    assert d.repair_action == d.localization.action
     headline = next(c for c in candidates_for(d) if c.isolated)
-    assert headline.kind is ComponentKind.NVLINK and headline.gpu == other
+    assert headline.kind is ComponentKind.GPU and headline.gpu == lost
     ticket = RulesDrafter().draft(d)
-    assert ticket.candidate_id == headline.id and ticket.priority is Priority.HIGH
+    assert ticket.candidate_id == headline.id and ticket.priority is d.ticket_priority
     assert ticket.priority is part_priority(d, headline.findings, headline=True)
-    assert RulesDrafter().draft(d, component=f"gpu{lost}").priority is Priority.URGENT
+    link = next(loc for loc in d.localizations if loc.gpu == other)
+    assert part_priority(d, link.links, headline=False) is Priority.HIGH
