@@ -110,9 +110,9 @@ def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
 
 def _sweep(result: SweepResult, limit: int) -> list[Block]:
     if not result.complete:
-        title = f"Fleet view INCOMPLETE: {len(result.offenders)} offending links found so far"
+        title = f"Fleet view INCOMPLETE: {result.found()} found so far"
     else:
-        title = f"Fleet: {len(result.offenders)} offending links on {len(result.nodes)} nodes"
+        title = f"Fleet: {result.found()} on {fmt.count(len(result.nodes), 'node')}"
     blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
     if not result.complete:
         reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])

@@ -42,6 +42,11 @@ class Offender(BaseModel):
         return self.node_id, self.link_type.value, self.gpu, self.nvswitch, self.link, self.rule
 
     @property
+    def link_key(self) -> tuple[str, str, int | None, str | None, int | None]:
+        """The link (or GPU, or node) that broke the rule, whichever rule: a link over two rules is one link."""
+        return self.node_id, self.link_type.value, self.gpu, self.nvswitch, self.link
+
+    @property
     def ref(self) -> ComponentRef | None:
         """What broke the rule: a link, a GPU (an Xid), or None for the node (its GPU count)."""
         if self.xid is not None and (self.gpu is not None or self.bus):
@@ -165,14 +170,23 @@ class SweepResult(BaseModel):
 
         return sorted(worst, key=urgency)
 
+    def found(self, *, inline: bool = False) -> str:
+        """The offending links counted as links ('3 offending links'), each once whatever rules it broke; where some
+        broke more than one rule, how many rule breaches the list holds (one line each), in parentheses, or between
+        commas where the text is `inline` in parentheses already."""
+        links = len({o.link_key for o in self.offenders})
+        breaches = fmt.count(len(self.offenders), "rule breach", "rule breaches")
+        said = "" if len(self.offenders) == links else f", {breaches}," if inline else f" ({breaches})"
+        return f"{fmt.count(links, 'offending link')}{said}"
+
     def headline(self) -> str:
         """One line for a person: never 'healthy' unless every query answered in full."""
         if not self.complete:
-            found = f"{len(self.offenders)} offending link(s) found so far" if self.offenders else "nothing found"
+            found = f"{self.found(inline=True)} found so far" if self.offenders else "nothing found"
             return (f"fleet view INCOMPLETE ({found}; this is not an all-clear): "
                     + "; ".join(self.incomplete_reasons))
         if not self.offenders:
             asked = "" if self.window_asked_hours is None else \
                 f" (the readings' span of a {fmt.hours(self.window_asked_hours)} window)"
             return f"all links within thresholds over the last {fmt.hours(self.window_hours)}{asked}"
-        return f"{len(self.offenders)} offending link(s) on {len(self.nodes)} node(s)"
+        return f"{self.found()} on {fmt.count(len(self.nodes), 'node')}"

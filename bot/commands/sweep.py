@@ -29,15 +29,14 @@ def _table(result: SweepResult, out: TextIO) -> None:
     ranked = result.ranked()
     order = {node: i for i, node in enumerate(ranked)}
     for o in sorted(result.offenders, key=lambda o: order[o.node_id]):  # stable: each node's own order kept
-        rate = "" if o.rate_per_hour is None else f"{o.rate_per_hour:,.1f}" if o.unit is fmt.Unit.PER_HOUR else \
-            f"{o.rate_per_hour:g} {o.unit}"
+        rate = "" if o.rate_per_hour is None else fmt.value(o.rate_per_hour, o.unit)
         sign = "<" if o.rule in COUNT_RULES else ">"
-        limit = "" if o.above is None else f"{sign} {o.above:g}"
-        print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {o.rule:<22} {rate:>10} {limit:<8} "
+        limit = "" if o.above is None else f"{sign} {fmt.value(o.above, o.unit)}"
+        print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {o.rule:<22} {rate:>12} {limit:<12} "
               f"{o.detail}".rstrip(), file=out)
     for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"
-        print(f"  {node}: {what} {len(found)} finding(s)", file=out)
+        print(f"  {node}: {what} {fmt.count(len(found), 'finding')}", file=out)
         diagnosis = result.diagnoses.get(node)
         if diagnosis is not None:
             owner = f" (ticket on {diagnosis.ticket_owner})" if diagnosis.ticket_owner != node else ""
@@ -61,11 +60,11 @@ def _table(result: SweepResult, out: TextIO) -> None:
         if early:
             said.append(f"{len(early)} with series begun before it, inside the {fmt.hours(max(early))} the "
                         "persistent rules read: for those rules only")
-        print(f"  rated {len(names)} node(s) again over the span their series cover ({'; '.join(said)}): "
+        print(f"  rated {fmt.count(len(names), 'node')} again over the span their series cover ({'; '.join(said)}): "
               f"{', '.join(names[:10])}{more}", file=out)
     if result.recorded:
-        print(f"  read {len(result.recorded)} recorded rate(s) of `fabricbot rules`: {', '.join(result.recorded)}",
-              file=out)
+        print(f"  read {fmt.count(len(result.recorded), 'recorded rate')} of `fabricbot rules`: "
+              f"{', '.join(result.recorded)}", file=out)
     print(f"  {result.queries} queries, {result.requests} requests ({result.retries} retries), "
           f"{result.bytes_received:,} bytes; sweep {result.timings.sweep_s:.2f} s, "
           f"read-back {result.timings.fetch_s:.2f} s, analysis {result.timings.analyze_s:.2f} s", file=out)
@@ -80,8 +79,8 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None) -> int:
             Path(png).write_bytes(data)
         except OSError as exc:
             raise InputError(f"cannot write the heat map: {exc.strerror}", source=png) from None
-        print(f"wrote {png} (png, {len(data) / 1024:.0f} KB): the heat map of {len(fleet_grid(result).nodes)} "
-              "node(s)", file=sys.stderr if as_json else sys.stdout)
+        print(f"wrote {png} (png, {len(data) / 1024:.0f} KB): the heat map of "
+              f"{fmt.count(len(fleet_grid(result).nodes), 'node')}", file=sys.stderr if as_json else sys.stdout)
     if as_json:
         print_json(result)
     else:

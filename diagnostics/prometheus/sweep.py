@@ -18,6 +18,7 @@ from typing import Any, TypeGuard
 
 import pandas as pd
 
+from .. import format as fmt
 from ..analysis import analyze_fleet, history_needed
 from ..config.platforms import platform_for_model
 from ..config.thresholds import Thresholds
@@ -71,7 +72,7 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
                               "severity": query.severity}
     if query.xid == "counter":
         return Offender(**common, xid=_int(labels.get(names.xid)), rate_per_hour=value, above=query.above,
-                        detail=f"{value:g} Xid(s) in the window")
+                        detail=f"{fmt.count(value, 'Xid')} in the window")
     if query.xid == "gauge":
         return Offender(**common, xid=int(value), above=query.above,
                         detail=f"last Xid changed to {value:g} inside the window")
@@ -215,14 +216,16 @@ def _rate_young(client: PrometheusClient, thresholds: Thresholds, at: datetime, 
     if inside:  # a fleet-wide exporter rollout re-creates every series: not every sweep after it pays for all of them
         result.complete = False
         result.incomplete_reasons.append(
-            f"{len(inside)} more node(s) with series begun inside the window are rated over the whole window, low "
+            f"{fmt.count(len(inside), 'more node')} with series begun inside the window "
+            f"{'is' if len(inside) == 1 else 'are'} rated over the whole window, low "
             f"(limits.max_young_nodes = {limits.max_young_nodes}): {', '.join(inside[:10])}"
             + (" ..." if len(inside) > 10 else ""))
     if len(left) > len(inside):  # a server holding less history than the persistent rules look back over
         result.warnings.append(
-            f"{len(left) - len(inside)} more node(s) with series begun before the window, inside the span the "
-            f"persistent rules read, keep the first pass's rates for those rules (low in the window their series "
-            f"began in; limits.max_young_nodes = {limits.max_young_nodes})")
+            f"{fmt.count(len(left) - len(inside), 'more node')} with series begun before the window, inside the "
+            f"span the persistent rules read, {'keeps' if len(left) - len(inside) == 1 else 'keep'} the first "
+            f"pass's rates for those rules (low in the window their series began in; limits.max_young_nodes = "
+            f"{limits.max_young_nodes})")
     for nodes, persist_only in node_batches(result.young, window_hours, limits.young_nodes_per_query):
         queries = exact_queries(thresholds, builder, window_hours, nodes, persist_only)
         with ThreadPoolExecutor(max_workers=limits.concurrency) as pool:
@@ -231,7 +234,7 @@ def _rate_young(client: PrometheusClient, thresholds: Thresholds, at: datetime, 
         first = result.offenders
         result.offenders = []
         rated = {(q.rule, q.link_type) for q in _collect(client, queries, answers, result,
-                                                         f" on {len(nodes)} node(s) with young series")}
+                                                         f" on {fmt.count(len(nodes), 'node')} with young series")}
         result.offenders[:0] = [o for o in first if o.node_id not in nodes or (o.rule, o.link_type) not in rated]
 
 

@@ -62,7 +62,8 @@ def _say_covered(result: SweepResult, diagnoses: Mapping[str, Diagnosis]) -> Non
     if not short:
         return
     asked = fmt.hours(result.window_hours)
-    result.warnings.append(f"{len(short)} node(s)' readings cover less than the {asked} window, their rates "
+    nodes = fmt.count(len(short), "node's", "nodes'")
+    result.warnings.append(f"{nodes} readings cover less than the {asked} window, their rates "
                            "per hour over the span they cover: " + "; ".join(
                                f"{n} {fmt.hours(h)}" for n, h in list(short.items())[:10])
                            + (" ..." if len(short) > 10 else ""))
@@ -97,9 +98,10 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
             return SweepResult(at=at, window_hours=hours, source=source.name, complete=False,
                                incomplete_reasons=["the source holds no link samples and no events"]), []
         span = history_needed(request.length, request.thresholds)  # none of its nodes reports in the span
+        every = "the one node" if len(held_nodes) == 1 else f"all {fmt.count(len(held_nodes), 'node')}"
         return SweepResult(at=at, window_hours=hours, source=source.name, complete=False, silent=held_nodes,
                            incomplete_reasons=[
-                               f"all {len(held_nodes)} node(s) of the {source.name} have no reading in the "
+                               f"{every} of the {source.name} {_have(len(held_nodes))} no reading in the "
                                f"{fmt.hours(span.total_seconds() / 3600)} before {fmt.when(at)}"]), []
     engine = answered.analysis.timings.get("total_s", 0.0)
     result = fleet_result(answered.diagnoses, window_hours=hours, at=max(ends), source=source.name)
@@ -110,7 +112,8 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     later = {n: t for got in answered.windows for n, t in got.later.items()}
     if later:  # a host whose kernel log alone was ingested, newer than the readings: judged at its own time alone
         result.warnings.append(
-            f"{len(later)} node(s) with no link reading have events after the window's end, not judged here: "
+            f"{fmt.count(len(later), 'node')} with no link reading {_have(len(later))} events after the window's "
+            "end, not judged here: "
             + "; ".join(f"{n} (to {fmt.when(t)})" for n, t in sorted(later.items())[:10])
             + (" ..." if len(later) > 10 else "") + "; `fabricbot analyze --store ... --node NODE` judges them")
     return result, answered.windows
@@ -123,7 +126,7 @@ def _say_held(result: SweepResult) -> None:
         return
     result.offenders = [o for o in result.offenders if o.node_id not in held]
     result.confirmed = {n: f for n, f in result.confirmed.items() if n not in held}
-    result.warnings.append(f"{len(held)} node(s) in maintenance, their findings not counted as offenders: "
+    result.warnings.append(f"{fmt.count(len(held), 'node')} in maintenance, their findings not counted as offenders: "
                            + "; ".join(f"{n} {result.diagnoses[n].maintenance}" for n in held[:10]))
 
 
@@ -137,7 +140,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
                          "history could not be read, so its slowdown is not scored on their links")):
         if nodes:
             result.complete = False
-            result.incomplete_reasons.append(f"{len(nodes)} node(s) {what}: " + "; ".join(
+            result.incomplete_reasons.append(f"{fmt.count(len(nodes), 'node')} {what}: " + "; ".join(
                 f"{n} ({unreadable[n]})" for n in sorted(nodes)[:3]) + (" ..." if len(nodes) > 3 else ""))
     quiet = [n for n in sorted(set(source.nodes()) - reporting)
              if n not in result.diagnoses and n not in unreadable]  # events only: not silent
@@ -147,14 +150,16 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     if lone:
         result.complete = False
         result.incomplete_reasons.append(
-            f"{len(lone)} node(s) hold one reading per link, or none: totals only, no rates, so their links are not "
+            f"{fmt.count(len(lone), 'node')} {'holds' if len(lone) == 1 else 'hold'} one reading per link, or none: "
+            "totals only, no rates, so their links are not "
             "judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
     result.silent = quiet
     if quiet:
         span = history_needed(request.length, request.thresholds)
         result.complete = False
         result.incomplete_reasons.append(
-            f"{len(quiet)} node(s) of the {source.name} have no reading in the {fmt.hours(span.total_seconds() / 3600)}"
+            f"{fmt.count(len(quiet), 'node')} of the {source.name} {_have(len(quiet))} no reading in the "
+            f"{fmt.hours(span.total_seconds() / 3600)}"
             f" before {fmt.when(result.at)}: " + ", ".join(quiet[:10]) + (" ..." if len(quiet) > 10 else ""))
 
 
@@ -300,3 +305,8 @@ def _no_links(source: Source, swept: SweepResult, windows: list[Window]) -> set[
     reporting = {str(n) for w in windows if (links := w.tables.get("link_samples")) is not None and len(links)
                  for n in links["node_id"].dropna().unique()}
     return set(swept.silent) | (set(swept.diagnoses) - reporting)
+
+
+def _have(n: int) -> str:
+    """The verb after a count of nodes: '1 node has', '2 nodes have'."""
+    return "has" if n == 1 else "have"

@@ -121,7 +121,7 @@ def test_the_cli_prints_the_digest_and_its_json(store_dir: Path, capsys: pytest.
     assert main(["digest", "--store", str(store_dir)]) == INCOMPLETE
     text = capsys.readouterr().out
     assert text.startswith("Fabric digest for ") and "Watch (3):" in text and "hpc-gpu-node-12" in text
-    assert "Incomplete: 1 node(s) hold one reading per link" in text
+    assert "Incomplete: 1 node holds one reading per link" in text
     assert main(["digest", "--store", str(store_dir), "--json"]) == INCOMPLETE
     data = json.loads(capsys.readouterr().out)
     assert len(data["watches"]) == 3 and any(o["node_id"] == "hpc-gpu-node-12" for o in data["new"])

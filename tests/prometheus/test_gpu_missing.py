@@ -161,7 +161,7 @@ def test_the_sweep_flags_the_node_whose_gpu_vanished_hours_ago(lost: Fleet, swep
     assert swept.complete, swept.incomplete_reasons
     assert {(o.node_id, o.rule, o.gpu, o.detail) for o in swept.offenders} == {
         ("node-001", "gpus_missing", None, "7 of 8 GPUs report")}
-    assert "all links within" not in swept.headline() and "1 node(s)" in swept.headline()
+    assert "all links within" not in swept.headline() and "on 1 node" in swept.headline()
     local = failing_links(lost.samples, load_thresholds(), lost.end, 1.0, lost.gpus)
     assert {o.key for o in swept.offenders} == {o.key for o in local}
     # the node's series, read back over the window, confirm it: seven GPUs left, and the platform has eight

@@ -64,7 +64,7 @@ def test_the_young_nodes_are_rated_again_in_batches_and_a_failed_batch_keeps_its
     # the exact answers replace the first pass's; the failed batch keeps it, the old node was never asked again
     assert rates == {"gpu-a.1": 9000, "gpu-b.1": 9000, "gpu-c.1": 1500, OLD: 1500}
     assert not result.complete
-    assert [r for r in result.incomplete_reasons if "nvlink_replay" in r and "1 node(s) with young series" in r]
+    assert [r for r in result.incomplete_reasons if "nvlink_replay" in r and "1 node with young series" in r]
 
 
 def test_young_nodes_past_the_limit_are_named_and_the_view_is_incomplete() -> None:
@@ -79,7 +79,7 @@ def test_young_nodes_past_the_limit_are_named_and_the_view_is_incomplete() -> No
     rates = {o.node_id: o.rate_per_hour for o in result.offenders if o.rule == "nvlink_replay"}
     assert rates == {"gpu-a.1": 9000, "gpu-b.1": 9000, "gpu-c.1": 1500, OLD: 1500}
     assert not result.complete
-    assert [r for r in result.incomplete_reasons if r.startswith("1 more node(s)") and "gpu-c.1" in r], \
+    assert [r for r in result.incomplete_reasons if r.startswith("1 more node with") and "gpu-c.1" in r], \
         result.incomplete_reasons
 
 
@@ -102,4 +102,4 @@ def test_nodes_young_for_the_persistent_rules_only_past_the_limit_are_said_not_i
     result = sweep(client, load_thresholds(), at=AT, analyze=False)
     assert sorted(result.young) == ["gpu-a.1", "gpu-b.1"]
     assert result.complete, result.incomplete_reasons
-    assert [w for w in result.warnings if w.startswith("1 more node(s) with series begun before the window")]
+    assert [w for w in result.warnings if w.startswith("1 more node with series begun before the window")]

@@ -62,7 +62,33 @@ def test_the_table_says_where_it_ran(store_dir: Path, capsys: pytest.CaptureFixt
     capsys.readouterr()
     assert main(["sweep", "--store", str(store_dir)]) == 3
     out = capsys.readouterr().out
-    assert "offending link(s)" in out and "hpc-gpu-node-12" in out and "the store, window 1 h to " in out
+    assert "offending links" in out and "hpc-gpu-node-12" in out and "the store, window 1 h to " in out
+    assert "(s)" not in out  # counts say their noun once, singular for one: '1 node holds', '2 findings'
+
+
+def test_the_headline_counts_links_and_the_table_gives_each_value_its_unit() -> None:
+    """A link down with a fatal SXid on its switch end is one offending link over two rules, listed once per rule;
+    an event count reads '1 event', as every door formats it."""
+    from diagnostics.enums import LinkType, Severity
+    from diagnostics.format import Unit
+    from diagnostics.offenders import Offender
+
+    down = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=6, link=1, rule="link_down", severity=Severity.DOWN,
+                    detail="link is inactive")
+    sxid = down.model_copy(update={"rule": "sxid_fatal", "severity": Severity.FAILING, "rate_per_hour": 1.0,
+                                   "above": 0.0, "unit": Unit.EVENTS})
+    crc = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=7, link=15, rule="crc", severity=Severity.WARNING,
+                   rate_per_hour=719.0, above=100.0)
+    result = SweepResult(at=datetime(2026, 9, 17, 8, tzinfo=UTC), window_hours=1.0, source="store",
+                         offenders=[down, sxid, crc])
+    assert result.headline() == "2 offending links (3 rule breaches) on 1 node"
+    out = io.StringIO()
+    _table(result, out)
+    row = next(line for line in out.getvalue().splitlines() if "sxid_fatal" in line)
+    assert "1 event > 0 events" in row and "1 events" not in row
+    assert "719/h > 100/h" in out.getvalue()
+    result.complete, result.incomplete_reasons = False, ["a part could not be read"]
+    assert result.headline().startswith("fleet view INCOMPLETE (2 offending links, 3 rule breaches, found so far;")
 
 
 def test_a_node_silent_over_the_span_makes_the_view_incomplete(store_dir: Path) -> None:
@@ -147,7 +173,7 @@ def test_png_writes_the_fleet_heat_map(store_dir: Path, tmp_path: Path, capsys: 
     captured = capsys.readouterr()
     json.loads(captured.out)  # the JSON stays whole: what was written is said on stderr
     nodes = len(open_store(store_dir, create=False).nodes())
-    assert f"wrote {out}" in captured.err and f"the heat map of {nodes} node(s)" in captured.err
+    assert f"wrote {out}" in captured.err and f"the heat map of {nodes} nodes" in captured.err
     assert Image.open(out).format == "PNG"
 
 
@@ -158,7 +184,7 @@ def test_the_table_says_which_young_nodes_were_rated_again_for_the_persistent_ru
                          young={"joined": 1.0, "early": 4.0, "reset": 4.0})
     out = io.StringIO()
     _table(result, out)
-    line = next(t for t in out.getvalue().splitlines() if "rated 3 node(s) again" in t)
+    line = next(t for t in out.getvalue().splitlines() if "rated 3 nodes again" in t)
     assert "1 with series begun inside the window; 2 with series begun before it, inside the 4 h the persistent " \
            "rules read: for those rules only" in line, line
     assert "early, joined, reset" in line
