@@ -2,12 +2,13 @@
 told what changed, without anyone asking.
 
 A part newly failing gets one message (the node's summary, its pictures in the thread, its Draft ticket button;
-an urgent one mentions the on-call group); that message is updated, never reposted, when the part gets worse, a
-ticket is filed for it, or it stays clean for the soak. Many parts at once are one incident message naming what
-they share, and their own alerts wait until a person acknowledges it. A pass that could not judge every node (a node
-silent, its readings unreadable) says so once, in a message updated while that lasts; a silent node's alerts stay
-open, marked as not reporting, never recovered. The decisions are `diagnostics`'; the
-memory is the store's SQLite (`AlertBook`), so a restart neither repeats nor forgets an alert.
+an urgent one mentions the on-call group, a held one too, saying its inventory is what needs the person); that
+message is updated, never reposted, when the part gets worse, a ticket is filed for it, or it stays clean for the
+soak. Many parts at once are one incident message naming what they share, and their own alerts wait until a person
+acknowledges it. A pass that could not judge every node (a node silent, its readings unreadable) says so once, in a
+message updated while that lasts; a silent node's alerts stay open, marked as not reporting, never recovered. The
+decisions are `diagnostics`'; the memory is the store's SQLite (`AlertBook`), so a restart neither repeats nor
+forgets an alert.
 """
 
 from __future__ import annotations
@@ -49,7 +50,12 @@ def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, on
         else ""
     said = f"{ping}{_SAID[step]}: {where}"
     if part is not None and step in (Step.NEW, Step.WORSE, Step.REPORTING):
-        said += f" ({part.severity.value}, {part.priority.value}): {esc(part.why)}"
+        said += f" ({part.severity.value}, {esc(part.priority_said())}): {esc(part.why)}"
+    if part is not None and part.held is not None and step in (Step.NEW, Step.WORSE):
+        said += (f"\n:warning: Held: {esc(part.held)}. Do not drain `{esc(alert.node_id)}` or touch its hardware until "
+                 "the input and the platform agree: what needs a person now is the inventory (the node's stated "
+                 "platform, or the readings' source if they are another node's), not the part; the recommended "
+                 "action below says how to confirm the platform.")
     if alert.ticket:
         said += f"\nTicket *{esc(alert.ticket)}* is filed for it."
     if step is Step.RECOVERED:

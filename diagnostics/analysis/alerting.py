@@ -19,6 +19,7 @@ from enum import StrEnum
 
 import pandas as pd
 
+from .. import format as fmt
 from ..config.alerts import AlertPolicy
 from ..config.thresholds import MISSING_RULE, Thresholds, load_thresholds
 from ..enums import Priority, Severity, priority_rank
@@ -43,6 +44,7 @@ class FailingPart:
     why: str
     signatures: tuple[str, ...] = ()
     seen_on: str | None = None  # the node whose diagnosis shows it (a tray's, for its rack's part): what is posted
+    held: str | None = None  # why its node's tickets are held (`Diagnosis.held`): no one drains it yet
 
     @property
     def key(self) -> tuple[str, str]:
@@ -55,7 +57,13 @@ class FailingPart:
 
     @property
     def urgent(self) -> bool:
+        """Its level pages, held or not: a held part's fault may be real, and what it waits on (the inventory)
+        needs a person as soon as the fault would."""
         return self.priority is Priority.URGENT
+
+    def priority_said(self) -> str:
+        """The priority as its node's ticket says it: held, with the level it takes once released."""
+        return fmt.priority(self.priority.value, held=self.held is not None)
 
 
 def signatures_of(d: Diagnosis, facts: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -124,7 +132,7 @@ def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[st
                 continue
             prio = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
             part = FailingPart(d.owner_of(loc.ref.slug), loc.ref.slug, loc.ref.name, loc.severity, prio,
-                               loc.evidence[0] if loc.evidence else d.repair_action, signatures, d.node_id)
+                               loc.evidence[0] if loc.evidence else d.repair_action, signatures, d.node_id, d.held)
             if part.key not in out or part.rank > out[part.key].rank:
                 out[part.key] = part
     return sorted(out.values(), key=lambda p: p.key)

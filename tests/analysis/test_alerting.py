@@ -203,3 +203,20 @@ def test_a_switch_is_a_common_factor_only_when_it_is_the_same_chip() -> None:
     other = signatures_of(_switch_fault("r2-c1", "Switch tray 1 chip 2", rack="rack-02"))
     assert "switch Switch tray 1 chip 2 of rack-01" in set(trays[0]) & set(trays[1])
     assert "switch Switch tray 1 chip 2 of rack-01" not in other
+
+
+def test_a_held_nodes_failing_part_carries_why_and_says_its_priority_as_its_ticket_does() -> None:
+    """NVLink errors stated on a pcie-8gpu server: every part of the node is held, as its tickets are; the same input
+    on its NVLink platform is not."""
+    from diagnostics.analysis.alerting import failing_parts
+    from diagnostics.tickets import RulesDrafter
+    from tests.tickets.helpers import seed_diagnosis
+
+    d = seed_diagnosis(platform="pcie-8gpu")
+    parts = failing_parts([d])
+    assert d.held and parts and all(p.held == d.held for p in parts)
+    ticket = RulesDrafter().draft(d)
+    headline = next(p for p in parts if p.slug == ticket.candidate_id)
+    assert headline.priority_said() == ticket.priority_line != headline.priority.value
+    ok = failing_parts([seed_diagnosis(platform="hgx-h100-8gpu")])
+    assert ok and all(p.held is None and p.priority_said() == p.priority.value for p in ok)

@@ -11,12 +11,15 @@ import pytest
 
 from bot.alerts import ACK_ACTION, AlertLoop
 from bot.demo import Replay, bundled
+from bot.mrkdwn import esc
 from bot.nodes import TableNodeSource
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
+from diagnostics import format as fmt
 from diagnostics.analysis.alerting import Step
 from diagnostics.config import load_alerts
+from diagnostics.enums import Priority
 from diagnostics.service import TableSource
 
 from .helpers import LONG_WAIT, buttons, local_bot, posted
@@ -187,3 +190,27 @@ def test_a_fleet_gone_silent_is_said_once_and_its_alerts_stay_open_not_reporting
         assert (bot.slack.find(notice.ts) or notice).edits == 1  # nothing changed: not said again
         active = bot.app.services.alerts.active()  # type: ignore[union-attr]
         assert opened <= set(active) and all(active[k].silent_since is not None for k in silent)
+
+
+def test_a_held_nodes_new_part_is_said_held_and_its_page_names_the_inventory(fleet: TableNodeSource) -> None:
+    """An NVLink node stated pcie-8gpu (the platform has no NVLink): its tickets are held and say do not drain. Its
+    alert's status line said the bare level '(failing, urgent)' over a summary saying held, and paged on-call to act
+    on the part. It still pages at the level it takes once released (the fault may be real), but says held in the
+    ticket's words and that the inventory is what needs the person now, not the part."""
+    tables = fleet.source
+    assert isinstance(tables, TableSource)
+    node = "hpc-gpu-node-12"
+    CLOCK.at("12:00")
+    with local_bot(Settings(), source=TableNodeSource(tables.tables, tables.platforms() | {node: "pcie-8gpu"}),
+                   clock=CLOCK) as bot:
+        done = _loop(bot, policy=NO_STORM).run_once()
+        (new,) = [d.part for d in done.decisions if d.step is Step.NEW and d.alert.node_id == node]
+        assert new is not None
+        (said,) = [m for m in _alerted(bot) if f"`{node}`" in m.text]
+        fields = [f["text"] for b in said.blocks or [] for f in b.get("fields") or []]
+        (summary,) = [f.split("\n", 1)[1] for f in fields if f.startswith("*Priority*")]
+        assert summary == esc(fmt.priority(new.priority.value, held=True))  # the node's summary: held
+        status = said.text.split("\n_")[0]
+        assert f"({new.severity.value}, {summary})" in status and f", {new.priority.value}):" not in status
+        assert "do not drain" in status.lower() and "inventory" in status
+        assert status.startswith("<!subteam^SONCALL>") is (new.priority is Priority.URGENT)
