@@ -19,7 +19,9 @@ from bot.transport.mock_slack import Message, MockSlack
 from bot.workflow.tracker import SqliteTracker
 from diagnostics import Diagnosis
 from diagnostics.render import Drawable
+from diagnostics.store import open_store
 from diagnostics.tickets import RepairTicket, RulesDrafter
+from tests.analysis.helpers import link_series, links, steady
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT / "fixtures" / "seed_examples.json"
@@ -116,3 +118,19 @@ def slash(local: LocalSlack, text: str, user: str = "UALICE") -> str:
     assert local.injector.command(text, user=user, channel=OPS).status == 200
     assert local.slack.wait_for(lambda s: len(posted(s)) > before, timeout=LONG_WAIT)
     return posted(local.slack)[before].text
+
+
+def lone_and_cut_store(tmp_path: Path, *, cut: bool) -> tuple[Path, Path | None]:
+    """A store a sweep cannot judge whole: node-1 read once (totals only), node-2 read three times and clean, node-3
+    likewise with its part cut when `cut` (the part's path returned)."""
+    csv = tmp_path / "links.csv"
+    links(link_series(steady(20.0, 1), node="node-1", gpu=0, link=0),
+          link_series(steady(20.0, 3), node="node-2", gpu=0, link=0),
+          link_series(steady(20.0, 3), node="node-3", gpu=0, link=0)).to_csv(csv, index=False)
+    store = tmp_path / "store"
+    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
+    if not cut:
+        return store, None
+    part = next(store.glob("link_samples/node=node-3/*/*.parquet"))
+    part.write_bytes(part.read_bytes()[:500])
+    return store, part

@@ -22,8 +22,7 @@ from bot.workflow.tracker import SqliteTracker
 from diagnostics import InputError, load_thresholds
 from diagnostics.service import StoreSource
 from diagnostics.store import open_store
-from tests.analysis.helpers import link_series, links, steady
-from tests.bot.helpers import local_bot, slash
+from tests.bot.helpers import local_bot, lone_and_cut_store, slash
 from tests.shared import copy_store
 
 FLEET = Path(__file__).resolve().parents[2] / "fixtures" / "fleet"
@@ -146,14 +145,7 @@ def test_slack_says_the_incomplete_lines_the_cli_says(tmp_path: Path, capsys: py
     digest` and the signed `/fabric digest` (the scheduled post says the same) say the same digest, its
     "Incomplete" lines naming the part and the lone node, where Slack said none."""
     monkeypatch.delenv("FABRICBOT_STORE", raising=False)
-    csv = tmp_path / "links.csv"
-    links(link_series(steady(20.0, 1), node="node-1", gpu=0, link=0),
-          link_series(steady(20.0, 3), node="node-2", gpu=0, link=0),
-          link_series(steady(20.0, 3), node="node-3", gpu=0, link=0)).to_csv(csv, index=False)
-    store = tmp_path / "store"
-    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
-    part = next(store.glob("link_samples/node=node-3/*/*.parquet"))
-    part.write_bytes(part.read_bytes()[:500])
+    store, part = lone_and_cut_store(tmp_path, cut=True)
     capsys.readouterr()
     assert main(["digest", "--store", str(store)]) == INCOMPLETE  # as `sweep` and `watch` of this store
     lines = capsys.readouterr().out.splitlines()

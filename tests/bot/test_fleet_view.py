@@ -20,23 +20,7 @@ from diagnostics.enums import LinkType, Severity, severity_rank
 from diagnostics.offenders import Offender, SweepResult
 from diagnostics.store import open_store
 from tests.analysis.helpers import link_series, links, steady
-from tests.bot.helpers import LONG_WAIT, OPS, local_bot, posted
-
-
-def _store(tmp_path: Path, *, cut: bool) -> tuple[Path, Path | None]:
-    """node-1 read once (totals only), node-2 read three times and clean, node-3 likewise with its part cut when
-    `cut` (the part's path returned)."""
-    csv = tmp_path / "links.csv"
-    links(link_series(steady(20.0, 1), node="node-1", gpu=0, link=0),
-          link_series(steady(20.0, 3), node="node-2", gpu=0, link=0),
-          link_series(steady(20.0, 3), node="node-3", gpu=0, link=0)).to_csv(csv, index=False)
-    store = tmp_path / "store"
-    assert open_store(store).ingest([csv], fmt="tables").files[0].status == "ingested"
-    if not cut:
-        return store, None
-    part = next(store.glob("link_samples/node=node-3/*/*.parquet"))
-    part.write_bytes(part.read_bytes()[:500])
-    return store, part
+from tests.bot.helpers import LONG_WAIT, OPS, local_bot, lone_and_cut_store, posted
 
 
 def _fleet(store: Path) -> str:
@@ -50,7 +34,7 @@ def _fleet(store: Path) -> str:
 def test_a_fleet_with_unjudged_nodes_is_said_incomplete_as_the_sweep_says(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cut: bool) -> None:
     monkeypatch.delenv("FABRICBOT_STORE", raising=False)
-    store, part = _store(tmp_path, cut=cut)
+    store, part = lone_and_cut_store(tmp_path, cut=cut)
     capsys.readouterr()
     assert main(["sweep", "--store", str(store), "--json"]) == INCOMPLETE
     swept = json.loads(capsys.readouterr().out)
