@@ -43,9 +43,15 @@ def _ticket(tables: dict[str, pd.DataFrame], platform: str | None) -> object:
 
 @pytest.mark.parametrize(("platform", "peer"), [("dgx1-v100-8gpu", "GPU 1"), ("h100-nvl-8gpu", "GPU 3")])
 def test_boards_without_a_switch_get_no_switch_port_row(platform: str, peer: str) -> None:
-    link = next(p for p in platform_graph(platform).links_of(2) if p.link_type == "nvlink")
-    frame = links(link_series(steady(9000.0), gpu=2, link=link.link, peer=link.peer or peer))
+    """Every GPU's NVLinks read, one failing: the ticket for that link names no switch port. (With that link's
+    readings alone, the other GPUs read as missing, and a missing GPU's urgent ticket heads the node.)"""
+    board = platform_graph(platform)
+    link = next(p for p in board.links_of(2) if p.link_type == "nvlink")
+    frame = links(*(link_series(steady(9000.0 if (gpu, p.link) == (2, link.link) else 0.0), gpu=gpu, link=p.link,
+                                peer=p.peer or peer)
+                    for gpu in board.gpus for p in board.links_of(gpu) if p.link_type == "nvlink"))
     t = _ticket({"link_samples": frame}, platform)
+    assert t.component.startswith("GPU 2 -> ")  # type: ignore[attr-defined]
     md = t.to_markdown()  # type: ignore[attr-defined]
     assert "| switch port |" not in md and t.switched is False  # type: ignore[attr-defined]
     assert t.switch is None and t.port_find_with is None  # type: ignore[attr-defined]
