@@ -135,16 +135,17 @@ def priority(findings: Iterable[Finding], degradation_pct: float | None, thresho
 def part_priority(diagnosis: Diagnosis, links: Collection[str], *, headline: bool,
                   thresholds: Thresholds | None = None) -> Priority:
     """The priority of a ticket for one part of the diagnosis, whose unhealthy links are `links` (their component
-    names): the node's for the headline when its links explain the job's slowdown; for any other part, and for the
-    headline when no link explains one, the policy over its own links alone, the slowdown counted only where they
-    explain it, never above the node's (planned work keeps every part low); the headline is the most urgent part
-    (`localize.rank`), so its ticket is the node's most urgent. A part none of whose links the diagnosis holds (a
+    names): the node's for the headline, unless another part's links explain the job's slowdown and its own do not;
+    for any other part, the policy over its own links alone, the slowdown counted only where they explain it, never
+    above the node's (planned work keeps every part low). The headline is the most urgent part (`localize.rank`), so
+    its ticket is the node's: weighed over the part's links alone, a Fabric Manager part (its state beside the
+    links) read lower in the digest than in its ticket. A part none of whose links the diagnosis holds (a
     rack's part seen from one of its hosts) keeps the node's. `thresholds`: the priority policy (default: the
     thresholds file in force)."""
     names = set(links)
     own = [f for f in diagnosis.findings if f.component in names]
     explains = any(f.explains_slowdown for f in own)
-    if not own or (headline and explains):
+    if not own or (headline and (explains or not any(f.explains_slowdown for f in diagnosis.findings))):
         return diagnosis.ticket_priority
     mine = priority(own, diagnosis.degradation_pct if explains else None, thresholds or load_thresholds())
     return min(mine, diagnosis.ticket_priority, key=priority_rank)

@@ -233,3 +233,20 @@ def test_a_held_nodes_new_part_is_said_held_as_its_ticket_says() -> None:
                       maintenance=[])
     line = next(line for line in digest_lines(digest) if d.node_id in line)
     assert d.held and line.split()[0] == "held" and d.priority_said() in line
+
+
+def test_each_nodes_default_ticket_has_the_priority_the_digest_lists_its_part_at(
+        store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The digest lists the part a node's default ticket is for (its headline) at that ticket's priority:
+    hpc-gpu-node-05's Fabric Manager part (its state beside its inactive links) read medium in the digest, weighed
+    over its links alone, and high in its ticket."""
+    listed = {(o.node_id, o.slug): o.priority for o in _digest(store_dir).new}
+    checked = []
+    for node in sorted({n for n, _ in listed}):
+        assert main(["ticket", node, "--store", str(store_dir), "--rules", "--json"]) == 0
+        said = json.loads(capsys.readouterr().out)
+        ticket = said[0] if isinstance(said, list) else said
+        if (node, ticket["candidate_id"]) in listed:
+            checked.append((node, ticket["candidate_id"], ticket["priority"]))
+    assert ("hpc-gpu-node-05", "fabric-software", "high") in checked
+    assert [(n, c, listed[(n, c)]) for n, c, _ in checked] == checked
