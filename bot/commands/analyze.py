@@ -14,7 +14,7 @@ from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, di
 
 from ..options import add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from .analyze_history import diagnose_history
-from .output import INCOMPLETE, print_json
+from .output import print_json, said_incomplete
 
 DEGRADATION_TOLERANCE = 0.1
 
@@ -97,9 +97,7 @@ def _totals(d: Diagnosis, out: TextIO) -> None:
 def _said(answer: Answer) -> int:
     """The exit code of a history's answer: incomplete (3) when readings it needs could not be read, or none of the
     node's is in the span a sweep reads, said on stderr."""
-    for line in answer.incomplete:
-        print(f"fabricbot: answer INCOMPLETE (its health is unknown, not healthy): {line}", file=sys.stderr)
-    return INCOMPLETE if answer.incomplete else 0
+    return said_incomplete(answer.incomplete)
 
 
 def history(args: argparse.Namespace, thresholds: Thresholds) -> int:

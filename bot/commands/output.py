@@ -15,6 +15,14 @@ from pydantic_core import to_json
 INCOMPLETE = 3
 
 
+def said_incomplete(lines: list[str]) -> int:
+    """Why an answer is not the whole one (stored readings it could not read, none of the node's in the span a sweep
+    reads), said on stderr, and its exit status: INCOMPLETE when there is anything to say, else 0."""
+    for line in lines:
+        print(f"fabricbot: answer INCOMPLETE (its health is unknown, not healthy): {line}", file=sys.stderr)
+    return INCOMPLETE if lines else 0
+
+
 def print_json(value: BaseModel | Any) -> None:
     """`value` (a model, or lists and dicts of plain values and models) as indented JSON on stdout, then a newline.
     Non-ASCII text is written as UTF-8, and a float that is not finite as null (RFC 8259 has no NaN)."""

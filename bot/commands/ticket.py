@@ -33,7 +33,7 @@ from ..storage import open_db
 from ..workflow.cover import covering, with_narrower
 from ..workflow.history import part_history
 from ..workflow.tracker import SqliteTracker, Tracker
-from .output import print_json
+from .output import print_json, said_incomplete
 
 ENV_STORE = "FABRICBOT_STORE"
 
@@ -43,20 +43,23 @@ def _store_folder(args: argparse.Namespace) -> str | None:
     return folder
 
 
+Answered = tuple[str, Diagnosis, NodeGraph | None, list[str]]
+
+
 def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
-              warnings: list[str] | None = None) -> tuple[str, Diagnosis, NodeGraph | None]:
-    """The node's answer from the service: its diagnosis (a tray's as its rack sees it) and the graph it was
-    judged on (its own topology rows over its platform's template)."""
+              warnings: list[str] | None = None) -> Answered:
+    """The node's answer from the service: its diagnosis (a tray's as its rack sees it), the graph it was judged on
+    (its own topology rows over its platform's template) and why the answer is not the whole one, if it is not."""
     request = Request(node=node, window=args.window, end=end_of(args), thresholds=thresholds_from(args),
                       platform=args.platform)
     answer = diagnose(source, request)
     diagnosis = answer.diagnosis
     if warnings:
         diagnosis = diagnosis.model_copy(update={"warnings": [*warnings[:10], *diagnosis.warnings]})
-    return label, diagnosis, answer.graph
+    return label, diagnosis, answer.graph, answer.incomplete
 
 
-def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnosis, NodeGraph | None]]:
+def _diagnoses(target: str, args: argparse.Namespace) -> list[Answered]:
     if target != STDIN and not Path(target).exists():
         folder = _store_folder(args)
         if folder is None:
@@ -66,7 +69,7 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
     forced = args.format if args.format != "snapshot" else None
     given = open_input(target) if target == STDIN else target  # read once, sniffed like a file
 
-    def telemetry() -> list[tuple[str, Diagnosis, NodeGraph | None]]:
+    def telemetry() -> list[Answered]:
         # a paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file, read as `ingest`
         # reads it (or as --format says), and the node it names (or --node) asked about
         files, node, warnings = files_source([given], node=args.node, fmt=forced)
@@ -85,7 +88,7 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[tuple[str, Diagnos
         if sniff and detect.telemetry_not_snapshot(given):
             return telemetry()
         raise
-    out: list[tuple[str, Diagnosis, NodeGraph | None]] = []
+    out: list[Answered] = []
     for case in cases:
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
@@ -133,7 +136,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
         print("fabricbot: ANTHROPIC_API_KEY is not set: drafting with the rules drafter (offline default)",
               file=sys.stderr)
     tickets: list[dict[str, Any]] = []
-    for label, diagnosis, graph in diagnoses:
+    unknown: list[str] = []  # why an answer without a ticket is not an all-clear: its health unknown, not healthy
+    for label, diagnosis, graph, incomplete in diagnoses:
         if diagnosis.maintenance and not args.inspect:
             print(f"{label}: {diagnosis.maintenance}: no ticket from planned work "
                   "(`fabricbot maintenance NODE --end --by NAME` when it is over)", file=sys.stderr)
@@ -159,17 +163,26 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                 tickets.append(ticket.model_dump(mode="json"))
                 text = ticket.to_markdown()
         except NoFaultError as exc:
-            print(f"{label}: {exc.reason}", file=sys.stderr)
+            if incomplete:  # not "nothing to repair": the window held too little of the node to say
+                unknown += incomplete
+            else:
+                print(f"{label}: {exc.reason}", file=sys.stderr)
             continue
         if not args.json:
             print(text)
     if args.json:
         print_json(tickets[0] if len(tickets) == 1 else tickets)
+    if unknown:
+        return said_incomplete(unknown)
     return 0 if tickets else 1
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("ticket", help="draft the repair ticket for the isolated component (or one link)")
+    p = sub.add_parser("ticket", help="draft the repair ticket for the isolated component (or one link)",
+                       description="Exit status: 0 a ticket drafted, 1 nothing to repair (or planned work), 2 a "
+                                   "usage or input error, 3 incomplete: the window holds none of the node's "
+                                   "readings (or they could not be read), so its health is unknown, as `analyze` "
+                                   "says it.")
     p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON, a paste of shell output, a telemetry file or "
                                                        "folder (as `analyze` reads it; '-' reads stdin), or a node in "
                                                        "--store")

@@ -369,3 +369,21 @@ def test_a_ticket_for_a_past_window_is_the_one_analyze_end_answers(tmp_path: Pat
     assert ticket["component"] == analyzed["isolated_component"] and ticket["fault"] == "nvswitch-shared"
     assert not json.loads(cli("analyze", "--node", NODE, *asked, "--json")[1])["fault_detected"]
     assert "nothing to repair" in " ".join(cli("ticket", NODE, *asked, "--rules")[1:])
+
+
+def test_a_ticket_for_a_window_before_the_readings_says_its_health_is_unknown_as_analyze_does(
+        tmp_path: Path, cli: Cli) -> None:
+    """An --end before the node's first reading: `analyze` exits 3 saying where its readings run; `ticket` said
+    "nothing to repair" (exit 1), an all-clear over a window that holds none of them."""
+    from tests.tickets.test_node_switch_tickets import NODE, _readings
+
+    first, second = _readings(tmp_path / "in", "hgx-h100-8gpu", "NVIDIA H100 80GB HBM3", dict.fromkeys(range(8)))
+    store = str(tmp_path / "store")
+    assert cli("ingest", str(first), str(second), "--store", store, "--node", NODE)[0] == 0
+    asked = ["--store", store, "--platform", "hgx-h100-8gpu", "--end", "2026-01-01T00:00:00Z"]
+    analyzed = cli("analyze", "--node", NODE, *asked)
+    drafted = cli("ticket", NODE, *asked, "--rules")
+    assert analyzed[0] == drafted[0] == 3
+    said = [line for line in analyzed[2].splitlines() if "INCOMPLETE" in line]
+    assert said and all(line in drafted[2] for line in said)
+    assert "nothing to repair" not in drafted[2]
