@@ -120,7 +120,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     def urgency(loc: Localization) -> int:
         """The priority rank of the part's own ticket: the policy over its own links, the slowdown counted where
         they explain it (as `part_priority` drafts it), so the most urgent part heads the node."""
-        own = [f for f in findings if f.component in set(loc.links)]
+        links = set(loc.links)
+        own = [f for f in findings if f.component in links]
         return priority_rank(priority(own, degradation if loc.explains_slowdown else None, thresholds)) if own else 0
 
     locs = rank((loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
@@ -145,7 +146,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     else:
         action = repair_action("healthy", platform=platform, node_id=node_id)
     headline = (loc.component if loc else top.component if top else "None") if failing else "None"
-    return Diagnosis(held=_held(locs, node_id, platform, rack, shown.job_id if shown else None, stated_pairs),
+    return Diagnosis(
         node_id=node_id, platform=platform, platform_guess=platform_guess, window_hours=window_hours,
         window_asked_hours=window_asked_hours, window_end=window_end, fault_detected=failing,
         isolated_component=headline, degradation_pct=degradation, repair_action=action,
@@ -158,6 +159,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline,
                                                                   rack is not None),
         rack=rack, tray=tray, lists_every_link=lists_every_link,
+        held=_held(locs, node_id, platform, rack, shown.job_id if shown else None, stated_pairs),
     )
 
 
@@ -167,11 +169,14 @@ def _held(locs: list[Localization], node_id: str, platform: str | None, rack: Ra
     the headline's reason; None while one part's plan applies, since that part's priority is real."""
     if not locs or platform is None:
         return None
-    plans = [localization_plan(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
-                               stated_pair=stated_pair) for loc in locs]
-    if any(plan.applies for plan in plans):
-        return None
-    return plans[0].part_note or "the input contradicts the platform"
+    why = None
+    for loc in locs:  # most often the headline's plan applies: the one plan built
+        plan = localization_plan(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
+                                 stated_pair=stated_pair)
+        if plan.applies:
+            return None
+        why = why or plan.part_note or "the input contradicts the platform"
+    return why
 
 
 def _verdict(job: JobExplanation | None, shown: JobExplanation | None, findings: list[Finding], node_id: str,
