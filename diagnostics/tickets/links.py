@@ -15,7 +15,8 @@ from .candidates import Candidate
 _MANY = {FaultKind.NVSWITCH: "an NVSwitch", FaultKind.SWITCH_TRAY: "a switch tray", FaultKind.CARTRIDGE:
          "a cable cartridge", FaultKind.COMPUTE_TRAY: "a compute tray", FaultKind.FANOUT: "the NVLink domain",
          FaultKind.RACK_INCIDENT: "the rack", FaultKind.GPU_NVLINKS: "the GPU's module",
-         FaultKind.FABRIC_MANAGER: "the fabric software"}
+         FaultKind.NVSWITCH_SHARED: "every NVSwitch of the node (what they share)",
+         FaultKind.NVLINK_SHARED: "the node's NVLink mesh (what every GPU's links share)"}
 _PCIE = (FaultKind.PCIE_REPLAYS, FaultKind.PCIE_DOWNTRAIN)
 _SHOWN = 3  # GPU links named in the row; more are counted
 

@@ -96,6 +96,7 @@ def test_every_switch_failing_alike_has_its_own_plan_versions_and_logs_before_a_
     assert "| replacement part |" in text and "hgx-h100-baseboard" in _row(text, "replacement part")
     assert "cold power cycle" in _row(text, "reset")
     assert "switch port" not in text.split("## Physical identity")[0]  # no one switch, so no one port
+    assert "every NVSwitch of the node" in _row(text, "link") and "nvswitch-shared" not in _row(text, "link")
 
 
 def test_the_load_after_a_down_links_reset_checks_the_links_stay_up_not_only_their_counters(tmp_path: Path) -> None:
@@ -119,6 +120,7 @@ def test_every_gpu_of_a_dgx1_failing_alike_has_one_plan_versions_and_logs_before
     assert [s.gpu for s in d.localizations if s.kind is ComponentKind.GPU] == []
     ticket = RulesDrafter().draft(d)
     assert ticket.fault is FaultKind.NVLINK_SHARED
+    assert "NVLink mesh" in _row(ticket_markdown(ticket), "link")  # the part's words, not its fault kind's id
     steps = [s.text for s in ticket.repair_steps]
     versions = next(i for i, s in enumerate(steps) if "driver" in s.lower() and "version" in s.lower())
     cycle = next(i for i, s in enumerate(steps) if "cold" in s.lower() and "power" in s.lower())
