@@ -59,6 +59,8 @@ def keep_refused(db: sqlite_utils.Database, refused: list[str], stored: list[Ing
     """What an ingest said of the files it refused (`refused`, each 'file: why'), kept for every node the files it
     stored with them name, over their readings' span: analyzing those files says a refused one on each of their
     nodes' answers (it may have held that node's readings), so the store's answers over them say it too."""
+    if not refused:  # most ingests: no file's rows to group
+        return
     spans: dict[str, tuple[int | None, int | None]] = {}
     for result in stored:
         for node, (lo, hi) in _spans(result).items():
