@@ -109,6 +109,7 @@ def say_silent(result: SweepResult, reported: set[str] | None, known: LabelValue
                                             f", and its index knows none in the {fmt.hours(around_hours)} around "
                                             "it"))
         return
-    who = f"all {len(names)}" if not reported else f"{len(names)}"
+    who = fmt.count(len(names), "node")
     listed = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
-    result.incomplete_reasons.append(f"{who} node(s) of the prometheus have no reading in the {span_said}: {listed}")
+    result.incomplete_reasons.append(f"{'all ' if not reported else ''}{who} of the prometheus "
+                                     f"{'has' if len(names) == 1 else 'have'} no reading in the {span_said}: {listed}")
