@@ -218,11 +218,6 @@ def sentences(text: str) -> list[str]:
     return _SENTENCE.split(text)
 
 
-def negated(sentence: str) -> bool:
-    """Whether the sentence says not to (`never`, `not`, `n't`): "excluding GPU 2 alone is not enough"."""
-    return _NEGATED.search(sentence) is not None
-
-
 def _normal(sentence: str) -> str:
     return " ".join(sentence.lower().split()).strip(" .;:")
 
