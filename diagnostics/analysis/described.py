@@ -24,8 +24,9 @@ _READ_WITH = "`nvidia-smi nvlink -s -i {gpu}` names the inactive link"
 def described_short(rows: pd.DataFrame, graph: NodeGraph,
                     live: Mapping[int, Collection[int]] | None = None) -> tuple[list[Finding], list[str]]:
     """Findings for the GPUs (switched boards) or GPU pairs (direct NVLinks) the node's own topology shows with fewer
-    NVLinks than `graph`'s platform has, and warnings. A GPU whose link readings (`live`: GPU -> NVLinks reporting)
-    count all its links is not judged on the description: the readings are newer than a stored `topo -m` may be.
+    NVLinks than `graph`'s platform has, and warnings. A GPU with link readings (`live`: GPU -> NVLinks reporting)
+    is judged by them, not on the description: they are newer than a stored `topo -m` may be, and a link they lack
+    is judged missing from them (its own finding, not a second one for the GPU).
     When every GPU is short alike, the platform named may not be the board's: that is said, not judged."""
     if graph.platform is None or rows.empty:
         return [], []
@@ -33,7 +34,7 @@ def described_short(rows: pd.DataFrame, graph: NodeGraph,
     if not facts.gpus:
         return [], []
     found, notes = _switched(facts, graph) if graph.switches(NVSWITCH) else (_direct(facts, graph), [])
-    whole = {g for g, links in (live or {}).items() if len(links) >= graph.expected_links(g)}
+    whole = {g for g, links in (live or {}).items() if links}
     return [f for f in found if f.gpu not in whole and f.peer_gpu not in whole], notes
 
 

@@ -99,3 +99,12 @@ def test_a_link_down_from_the_description_is_named_by_its_state_and_said_once(tm
     assert any("shows a fault (GPU 3 NVLinks)" in w and "not read" in w for w in got.warnings)
     about_3 = [w for w in got.warnings if "GPU 3" in w and "NVLinks where" in w]
     assert len(about_3) == 1 and "GPU 0 - GPU 3" not in about_3[0]
+
+
+def test_a_gpu_whose_readings_lack_a_link_is_judged_by_them_not_twice(tmp_path: Path) -> None:
+    """GPU 3 at NV11 in the description and read on 11 of its 12 NVLinks: the readings judge it (the link they lack
+    is missing from them), and the description adds no second finding for the same down link."""
+    path = tmp_path / "topo.txt"
+    path.write_text(switched(8, 12, {3: 11}), encoding="utf-8")
+    rows = read(Source.from_path(path), node_id="a100-7")["topology"]
+    assert described_short(rows, platform_graph("dgx-a100-8gpu"), {3: set(range(11))}) == ([], [])
