@@ -3,9 +3,9 @@
 No library parser: prometheus_client's text parser is pure Python at several microseconds a line and stops at
 the first bad line, while a day of scrapes is a million lines and a bad line must become a warning naming it.
 Lines are read in batches (pyarrow's CSV reader for large files) and split by pyarrow compute kernels
-(`dcgm_lines`); each distinct series text, and each distinct label set, is parsed once in Python and cached, so
-repeated scrapes cost array operations only. Samples are kept as compact numpy arrays until one pivot builds the
-rows (`dcgm_frame`). Metric and label names are mapped through `data/dcgm.toml` (see `dcgm_map`).
+(`dcgm_lines`); each distinct series text, and each distinct label set, is parsed once in Python and cached
+(`dcgm_series`), so repeated scrapes cost array operations only. Samples are kept as compact numpy arrays until one
+pivot builds the rows (`dcgm_frame`). Metric and label names are mapped through `data/dcgm.toml` (see `dcgm_map`).
 
 Meaning kept:
 - Timestamps: an integer sample timestamp is milliseconds (Prometheus text); one with a fraction, or below 1e11,
@@ -34,23 +34,19 @@ import numpy as np
 
 from ..errors import InputError
 from ..tables import EVENTS, TABLES
-from ..values import Refused, limits
-from ..values import index as checked_index
+from ..values import limits
 from .base import IngestResult, IngestWarning, Source
 from .dcgm_checks import checks
 from .dcgm_frame import UNNAMED, build_events, build_gpus, build_link_samples, empty, unnamed
 from .dcgm_lines import NAT_MS, Batch, line_batches, split
 from .dcgm_map import DcgmMap, load_map
+from .dcgm_series import Described, Series, SeriesMeanings
+from .exposition import SeriesError, parse_labels
 from .stamps import UNIT_NAMES, Unit, epoch_note
 from .textlines import normalize_bus_id
 
 MAX_LINE_WARNINGS = 50  # per file; the rest are counted in one closing warning
 BATCH_LINES = 100_000  # lines parsed together; bounds the memory a file of any size needs while it is read
-_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\\n]|\\.)*)"\s*(?:,|$)')
-_PLAIN = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"')
-_ESCAPE = re.compile(r"\\(.)")
-_UNESCAPE = {"n": "\n", "\\": "\\", '"': '"'}
 # The limit each gauge column is held to (see `values`); generations and widths are whole numbers.
 _GAUGE_KINDS = {"symbol_ber": "ber", "effective_ber": "ber", "tx_bytes_per_s": "bytes_per_s",
                 "rx_bytes_per_s": "bytes_per_s", "gen": "pcie_gen", "max_gen": "pcie_gen", "width": "pcie_width",
@@ -59,47 +55,12 @@ _WHOLE_GAUGES = frozenset({"gen", "max_gen", "width", "max_width"})
 _SNIFF = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE)
 _OPENS = re.compile(r"# (?:HELP|TYPE) DCGM_(?:FI|EXP)_\w+\s|DCGM_(?:FI|EXP)_\w+(?:\{[^{}]*\})?\s+\S")
 
-# A cached series: ("link", entity id, column id, is counter) | ("xid", kind, node, gpu, code, bus id) | ("skip",)
-Series = tuple[Any, ...]
-
-
-class SeriesError(ValueError):
-    """A series text that cannot be read; the message says why."""
 
 
 def _unheld(value: np.ndarray, top: np.ndarray, whole: np.ndarray) -> np.ndarray:
     """Values no field of theirs can hold: NaN, infinite, negative, above its top, a fraction where it counts."""
     with np.errstate(invalid="ignore"):
         return ~np.isfinite(value) | (value < 0) | (value > top) | (whole & (value != np.floor(value)))
-
-
-def parse_labels(body: str) -> dict[str, str]:
-    """`a="1",b="x\\"y"` -> {"a": "1", "b": 'x"y'}; raises SeriesError on anything else."""
-    if "\\" not in body:  # the common case: one findall, checked by rebuilding the text
-        pairs = _PLAIN.findall(body)
-        if ",".join(f'{k}="{v}"' for k, v in pairs) == body.rstrip(","):
-            return dict(pairs)
-    labels: dict[str, str] = {}
-    pos = 0
-    body = body.rstrip()
-    while pos < len(body):
-        match = _LABEL.match(body, pos)
-        if not match or match.end() == pos:
-            raise SeriesError(f"bad label syntax near {body[pos:pos + 30]!r}")
-        value = match[2]
-        labels[match[1]] = _ESCAPE.sub(lambda m: _UNESCAPE.get(m[1], "\\" + m[1]), value) if "\\" in value else value
-        pos = match.end()
-    return labels
-
-
-@dataclass(frozen=True)
-class _Labels:
-    labels: dict[str, str]
-    node: str
-    gpu: int | None
-    switch: str | None
-    link: int | None
-    error: str | None = None
 
 
 @dataclass
@@ -121,12 +82,6 @@ _JOINED = re.compile(r"[A-Za-z_:][\w:]*\{[^{}]*\}\s+\S")
 _TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped", "unknown", "info", "stateset",
                     "gaugehistogram"})
 _KIND = {"error": -1, "skip": 0, "link": 1, "xid": 2}
-# A series text's meaning and the GPU it names, (node, gpu, labels) or None (see DcgmParser._described)
-_Described = tuple[Series, tuple[str, int, dict[str, str]] | None]
-# id(mapping) -> (the mapping, kept alive so its id is not reused; (node_id, series text) -> description)
-_DESCRIBED: dict[int, tuple[DcgmMap, dict[tuple[str | None, str], _Described]]] = {}
-_DESCRIBED_MAX = 200_000  # descriptions kept per mapping (a series is ~1 kB with its labels): a bot reading many
-# nodes' scrapes starts over past this
 
 
 @dataclass
@@ -147,8 +102,11 @@ class DcgmParser:
     warnings: list[IngestWarning] = field(default_factory=list)
     families: dict[str, None] = field(default_factory=dict)  # the metrics its `# TYPE` lines name, in order
     _series: dict[str, Series] = field(default_factory=dict)
-    _bodies: dict[str, _Labels] = field(default_factory=dict)
     _names: dict[int, str] = field(default_factory=dict)  # column id -> name
+    _meanings: SeriesMeanings = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._meanings = SeriesMeanings(self.mapping, self.node_id)
 
     def feed(self, source: Source, at: datetime | None = None) -> int:
         """Read one source, streamed in batches of lines; returns the number of samples it gave."""
@@ -205,7 +163,7 @@ class DcgmParser:
             series = self._series.get(text)
             if series is None:
                 number = base + int(batch.positions[first_at[i]]) + 1 if first_at[i] >= 0 else base + 1
-                series = self._series[text] = self._attach(self._described(text), f"{state.name}:{number}")
+                series = self._series[text] = self._attach(self._meanings.described(text), f"{state.name}:{number}")
             described.append(series)
             kinds[i] = _KIND[series[0]]
             if series[0] == "link":
@@ -277,49 +235,7 @@ class DcgmParser:
     def _column(self, column: str) -> int:
         return self.columns.setdefault(column, len(self.columns))
 
-    def _labels(self, body: str) -> _Labels:
-        """A label set, parsed once: a scrape repeats each GPU's label set for every metric."""
-        found = self._bodies.get(body)
-        if found is None:
-            try:
-                labels = parse_labels(body)
-                mapping = self.mapping
-                if near := mapping.near_label(labels):
-                    raise SeriesError(f"label {near[0][:40]!r} is one letter from {near[1]!r}, a label fabricbot "
-                                      "reads (a damaged name?); not read")
-                gpu_text, link_text = mapping.label(labels, "gpu"), mapping.label(labels, "nvlink")
-                try:
-                    gpu = checked_index(gpu_text, "gpu") if gpu_text is not None else None
-                    link = checked_index(link_text, "link") if link_text is not None else None
-                except Refused as why:
-                    raise SeriesError(f"gpu/nvlink label is not an index ({gpu_text!r}, {link_text!r}: {why})"
-                                      ) from None
-                node = self.node_id or mapping.label(labels, "node") or UNNAMED
-                found = _Labels(labels, node, gpu, mapping.label(labels, "nvswitch"), link)
-            except SeriesError as exc:
-                found = _Labels({}, "", None, None, None, str(exc))
-            self._bodies[body] = found
-        if found.error:
-            raise SeriesError(found.error)
-        return found
-
-    def _described(self, key: str) -> _Described:
-        """What a series text means, independent of this parser's state: shared by every parser with the same
-        mapping and node, so a scrape of a node seen before costs no text parsing."""
-        memo = _DESCRIBED.setdefault(id(self.mapping), (self.mapping, {}))[1]
-        found = memo.get((self.node_id, key))
-        if found is None:
-            if len(memo) >= _DESCRIBED_MAX:
-                memo.clear()
-            gpu_of: list[tuple[str, int, dict[str, str]]] = []
-            try:
-                series = self._describe(key, gpu_of)
-            except SeriesError as exc:
-                series = ("error", str(exc))
-            found = memo[(self.node_id, key)] = (series, gpu_of[0] if gpu_of else None)
-        return found
-
-    def _attach(self, described: _Described, where: str) -> Series:
+    def _attach(self, described: Described, where: str) -> Series:
         """A description bound to this parser: its GPU noted, its entity and column numbered."""
         series, gpu_of = described
         if gpu_of is not None:
@@ -328,58 +244,6 @@ class DcgmParser:
             return series
         entity, column, counter = series[1:]
         return ("link", self.entities.setdefault(entity, len(self.entities)), self._column(column), counter)
-
-    def _describe(self, key: str, gpu_of: list[tuple[str, int, dict[str, str]]]) -> Series:
-        """("link", entity, column name, is counter) | ("xid", ...) | ("skip",); the GPU it names goes to `gpu_of`."""
-        brace = key.find("{")
-        name = key if brace < 0 else key[:brace]
-        if not _NAME.fullmatch(name):
-            raise SeriesError(f"not a metric name: {name[:40]!r}")
-        mapping = self.mapping
-        resolved = mapping.resolve(name)
-        is_xid = name in mapping.xid_counter or name in mapping.xid_gauge or name in mapping.recovery_gauge
-        if brace >= 0 and not key.endswith("}"):
-            close = key.rfind("}")
-            if close > brace and key[close + 1:close + 2].isspace():  # labels closed, then words: no value
-                if resolved is None and not is_xid:
-                    return ("skip",)
-                raise SeriesError(f"{name}: its value is text ({key[close + 1:].strip()[:40]!r} ...), not a "
-                                  "number: dcgm-exporter writes its own error there when DCGM gives the field no "
-                                  "value; not read")
-            raise SeriesError("label set not closed (a cut-off line?)")
-        info = self._labels(key[brace + 1 : -1] if brace >= 0 else "")
-        if resolved is None and not is_xid:
-            if (near := mapping.near_miss(name)) is not None:
-                raise SeriesError(f"{name[:60]}: one letter from {near}, a metric fabricbot reads (a damaged name?); "
-                                  "not read")
-            return ("skip",)
-        node, gpu, switch, link, labels = info.node, info.gpu, info.switch, info.link, info.labels
-        if gpu is None and switch is None:
-            raise SeriesError(f"{name}: no gpu or nvswitch label, so no component to attach it to")
-        if gpu is not None:
-            gpu_of.append((node, gpu, labels))
-        if is_xid:
-            bus = mapping.label(labels, "pci_bus_id")
-            bus = normalize_bus_id(bus) or bus if bus else None
-            if name in mapping.xid_gauge:
-                return ("xid", "gauge", node, gpu, None, bus)
-            if name in mapping.recovery_gauge:
-                return ("xid", "recovery", node, gpu, None, bus)
-            code = mapping.label(labels, "xid")
-            try:
-                return ("xid", "counter", node, gpu, checked_index(code or "", "code"), bus)
-            except Refused:
-                raise SeriesError(f"{name}: needs an integer xid label, an Xid number (got {code!r})") from None
-        assert resolved is not None
-        fld = resolved.field
-        link = resolved.link if resolved.link is not None else link
-        if fld.needs_link and link is None:
-            raise SeriesError(f"{name}: a per-link field without an nvlink label: which link is not known")
-        link_type = "nvswitch" if switch is not None else fld.link_type.value
-        if switch is not None:
-            gpu = None
-        total = link is None and link_type != "pcie"
-        return ("link", (node, gpu, link_type, link, switch, total), fld.column, fld.counter)
 
     def _note_gpu(self, node: str, gpu: int, labels: dict[str, str], where: str) -> None:
         if (uuid := self.mapping.label(labels, "uuid")) is not None:  # one GPU, one UUID: another index is damage

@@ -36,7 +36,7 @@ from ..config.racks import tray_kind
 from ..errors import InputError
 from ..values import Refused, describe
 from .base import IngestResult, IngestWarning, Source, Tail
-from .dcgm import SeriesError, parse_labels
+from .exposition import SeriesError, parse_labels
 from .stamps import UNIT_NAMES, Unit, epoch_note, epoch_time
 
 FAMILIES: dict[str, str] = {

@@ -9,8 +9,9 @@ import pytest
 
 from diagnostics.errors import InputError
 from diagnostics.ingest.base import Source
-from diagnostics.ingest.dcgm import READER, parse_labels, read_scrapes
+from diagnostics.ingest.dcgm import READER, read_scrapes
 from diagnostics.ingest.detect import choose, read
+from diagnostics.ingest.exposition import parse_labels
 from tests.ingest.dcgm_helpers import gpu_labels, scrape
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"

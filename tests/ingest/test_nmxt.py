@@ -10,8 +10,8 @@ import pytest
 
 from diagnostics.errors import InputError
 from diagnostics.ingest.base import Source
-from diagnostics.ingest.dcgm import parse_labels
 from diagnostics.ingest.detect import choose
+from diagnostics.ingest.exposition import parse_labels
 from diagnostics.ingest.nmxt import READER, place_in_racks
 from diagnostics.model import Diagnosis, RackSlot
 from diagnostics.service import Request, StoreSource, diagnose, files_source

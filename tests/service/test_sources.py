@@ -16,7 +16,7 @@ from bot.cli import main
 from bot.console.topology import analysis_of
 from bot.nodes import StoreNodeSource
 from bot.state import BotState
-from diagnostics.ingest.dcgm import parse_labels
+from diagnostics.ingest.exposition import parse_labels
 from diagnostics.service import Request, Source, StoreSource, TableSource, diagnose, files_source, tables_source
 from diagnostics.store import open_store
 from diagnostics.store.load import load_tables
