@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .catalog import PlanStep, RepairPlan
+from .sentences import drafted, said_not
 
 # tool -> its subcommands (a word that changes what the tool does; other words are values)
 _SUBCOMMANDS: dict[str, frozenset[str]] = {
@@ -56,8 +57,6 @@ _SAID = [(re.compile(r"\bpower(?:ed|s|ing)?[- ](?:off|down)\b", re.IGNORECASE),
           (("reboot", ""), ("systemctl", "reboot"), ("ipmitool", "chassis"))),
          (re.compile(r"\bkernel (?:log|lines)|journalctl -k", re.IGNORECASE), (("dmesg", ""), ("journalctl", "")))]
 
-_SENTENCE = re.compile(r"(?<=[.;:!?])\s+|\n")
-_NEGATED = re.compile(r"\b(?:never|not|no one|nobody)\b|n't\b", re.IGNORECASE)
 _OBJECT = r"[^.;,]{0,40}?\b(?:nv)?(?:link|port|interface|lane)s?\b"  # a link or port the verb acts on, nearby
 _WRITES = re.compile(r">\s*/(?:sys|proc|dev)/|\btee\b[^`\n]*/(?:sys|proc|dev)/|\bsetpci\b[^`\n]*=", re.IGNORECASE)
 _DISABLES = re.compile(
@@ -177,14 +176,11 @@ def refused_instructions(text: str, catalog: Sequence[str] = ()) -> list[str]:
     to do it before the words that match ("never reset without draining", "do not skip the drain") advises the
     opposite, and a sentence the catalog itself says (a plan held until the input is mended says not to drain yet)
     is the catalog's."""
-    theirs = {_normal(s) for t in catalog for s in sentences(t)}
     problems: list[str] = []
-    for sentence in sentences(text):
-        if _normal(sentence) in theirs:
-            continue
+    for sentence in drafted(text, catalog):
         for pattern, why in _REFUSED:
             m = pattern.search(sentence)
-            if m and not _NEGATED.search(sentence[:m.start()]) and why not in problems:
+            if m and not said_not(sentence, m.start()) and why not in problems:
                 problems.append(why)
     return problems
 
@@ -202,24 +198,13 @@ def repeated_repairs(text: str, why: str, catalog: Sequence[str] = ()) -> list[s
     """Where `text` tells someone to reseat, swap-test or reset a repeat offender's GPU again, sentence by sentence
     (`why`: the escalation): a sentence that says not to, recalls the earlier repairs, or is the catalog's own is
     not such an instruction."""
-    theirs = {_normal(s) for t in catalog for s in sentences(t)}
-    for sentence in sentences(text):
+    for sentence in drafted(text, catalog):
         m = _REPEATED.search(sentence)
-        if m is None or _normal(sentence) in theirs or _NEGATED.search(sentence[:m.start()]) \
-                or _RECALLED.search(sentence):
+        if m is None or said_not(sentence, m.start()) or _RECALLED.search(sentence):
             continue
         return [f"tells someone to {m.group(0).lower()} again, but this is a repeat offender's plan ({why}): the "
                 "part is replaced first; the reset, reseat and swap test of its earlier tickets are not repeated"]
     return []
-
-
-def sentences(text: str) -> list[str]:
-    """The text's sentences (and clauses after `;` or `:`), where a refusal and its negation are judged."""
-    return _SENTENCE.split(text)
-
-
-def _normal(sentence: str) -> str:
-    return " ".join(sentence.lower().split()).strip(" .;:")
 
 
 def command_problems(text: str, allowed: list[Command], scope: str, catalog: Sequence[str] = ()) -> list[str]:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from .catalog import PlanStep, RepairPlan
-from .commands import sentences
+from .sentences import drafted, said_not
 
 _ISOLATING = r"(?:drain|exclud|isolat|cordon|fenc|quarantin)\w*"
 _ONE_GPU = r"(?:GPUs?\s*#?\s*\d+(?:\s*(?:,|and|or|&)\s*\d+)*|(?:affected|failing|faulty|bad|suspect)\s+GPU\b(?!s))"
@@ -44,7 +44,6 @@ _RACK_DRAINED = re.compile(
     r"\bdrain\w*\s+(?:\w+\s+){0,4}?(?:whole|entire|every|all)\b[^.;:]{0,40}?\b(?:rack|domain)\b"
     r"|\bdrains?\s+(?:the\s+)?(?:whole\s+|entire\s+)?rack\b|\b(?:rack|domain)\b[^.;:]{0,30}?\bdrained\b",
     re.IGNORECASE)
-_NEGATED = re.compile(r"\b(?:never|not|no one|nobody)\b|n't\b", re.IGNORECASE)
 # said after the words: "excluding GPU 2 alone is not enough" rules the narrow isolation out
 _NOT_ENOUGH = re.compile(r"\b(?:is|are|would be|will be)\s+(?:not|never|no)\s+(?:enough|sufficient|isolation|safe)\b"
                          r"|\b(?:isn't|aren't|wouldn't be|won't be)\s+(?:enough|sufficient|safe)\b"
@@ -65,13 +64,12 @@ def _claims(sentence: str) -> set[str]:
 
 
 def _ruled_out(sentence: str, m: re.Match[str]) -> bool:
-    return bool(_NEGATED.search(sentence[:m.start()]) or _NOT_ENOUGH.search(sentence[m.end():]))
+    return said_not(sentence, m.start()) or bool(_NOT_ENOUGH.search(sentence[m.end():]))
 
 
 def narrowed_to(text: str, catalog: Sequence[str] = ()) -> set[str]:
     """The units `text` narrows the isolation to, sentence by sentence; a sentence the catalog holds is its own."""
-    theirs = {_normal(s) for t in catalog for s in sentences(t)}
-    return {u for s in sentences(text) if _normal(s) not in theirs for u in _claims(s)}
+    return {u for s in drafted(text, catalog) for u in _claims(s)}
 
 
 def isolation_problems(text: str, plan: RepairPlan, step: PlanStep | None = None) -> list[str]:
@@ -91,7 +89,3 @@ def isolation_problems(text: str, plan: RepairPlan, step: PlanStep | None = None
                 f"{plan.fault.value} plan stops every GPU of the node (a reboot, a power-off, a reseat or a "
                 "diagnostic on all GPUs): the only isolation is the node's drain"]
     return []
-
-
-def _normal(sentence: str) -> str:
-    return " ".join(sentence.lower().split()).strip(" .;:")

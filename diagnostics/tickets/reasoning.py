@@ -26,10 +26,10 @@ from .commands import (
     plan_commands,
     plan_texts,
     repeated_repairs,
-    sentences,
     step_commands,
 )
 from .isolation import isolation_problems
+from .sentences import drafted, sentences
 
 _LIST = r"(\d+(?:\s*(?:,|and|or|&|/)\s*\d+)*)"  # after a plural: 'GPUs 5 and 7', 'ports 10, 16'
 _GPU = re.compile(rf"\bGPUs\s*#?\s*{_LIST}|\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
@@ -189,14 +189,9 @@ def end_problems(text: str, end: LinkEnd | None, owner: str, catalog: Sequence[s
     """Each end of the link `text` says the errors reach that the analysis did not name (an end is named only where
     both ends' counters say it); a sentence the catalog holds ("a clean switch end points at the GPU end") is its
     own condition, not a claim."""
-    theirs = {_plain(s) for t in catalog for s in sentences(t)}
-    named = {_END_OF[m.group(1).lower()] for s in sentences(text) if _plain(s) not in theirs for m in _END.finditer(s)}
+    named = {_END_OF[m.group(1).lower()] for s in drafted(text, catalog) for m in _END.finditer(s)}
     held = f"the {end.value} end" if end is not None else "no end (the counters of both ends do not name one)"
     return [f"names the {e.value} end, but {owner} has {held}" for e in sorted(named) if e is not end]
-
-
-def _plain(sentence: str) -> str:
-    return " ".join(sentence.lower().split()).strip(" .;:")
 
 
 def plan_problems(text: str, plan: RepairPlan, allowed: list[Command], scope: str | None = None,
