@@ -11,28 +11,7 @@ from collections.abc import Sequence
 
 from diagnostics import FabricbotError
 
-# One module per subcommand (`bot/commands/<name>.py`, defining `register(subparsers)` that sets `func`), with
-# its one-line help. Only the module of the command being run is imported, so `fabricbot analyze` never pays for
-# the Slack, model and plotting libraries.
-COMMANDS: dict[str, str] = {
-    "analyze": "diagnose interconnect snapshots or counter histories",
-    "ingest": "read telemetry files (dcgm-exporter, tables, snapshots, shell outputs)",
-    "compact": "merge a store's days held in many small parts (a store fed scrape by scrape) into one part each",
-    "render": "draw a node's NVLink/NVSwitch/PCIe fabric with its degraded links",
-    "synth": "write a synthetic fleet with labelled faults and ground truth",
-    "eval": "detection and localization precision/recall/F1 on a synthetic fleet",
-    "ticket": "draft the repair ticket for the isolated component (or one link)",
-    "sweep": "find offending links fleet-wide through Prometheus (PromQL push-down)",
-    "rules": "write a Prometheus rules file (recording and alerting rules) from the thresholds",
-    "serve": "run the Slack bot (Socket Mode, HTTP, or the local mock without a token)",
-    "demo": "run a scripted Slack conversation locally; write transcripts/demo.md",
-    "audit": "print the audit trail (JSON lines, or Markdown with --markdown)",
-    "tickets": "list tickets, report a repair, verify repaired parts",
-    "watch": "links trending toward a failing threshold, with the projected time",
-    "maintenance": "planned work on a node: no page and no ticket from it for a while",
-    "digest": "the daily digest: new failing parts, watch list, repairs verifying, maintenance",
-    "console": "run the ops channel and a clickable topology in your browser, on loopback",
-}
+from .commands import SUMMARIES
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -41,7 +20,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="fabricbot", description="Diagnose NVLink, NVSwitch and PCIe faults inside multi-GPU nodes."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, summary in COMMANDS.items():
+    for name, summary in SUMMARIES.items():
         if command is None or name == command:
             importlib.import_module(f"bot.commands.{name}").register(sub)
         else:
@@ -50,7 +29,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
-    return next((a for a in argv if a in COMMANDS), None)
+    return next((a for a in argv if a in SUMMARIES), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from diagnostics.ingest import STDIN, Case, detect, open_input, read_cases, with
 from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
 
 from ..options import add_end_option, add_threshold_options, end_of, thresholds_from, window_type
+from . import SUMMARIES
 from .analyze_history import diagnose_history
 from .output import print_json, said_incomplete
 
@@ -197,7 +198,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    analyze = sub.add_parser("analyze", help="diagnose interconnect snapshots or counter histories",
+    analyze = sub.add_parser("analyze", help=SUMMARIES["analyze"],
                              description="Exit status: 0 answered, 1 a case of a snapshot file could not be read "
                                          "(the others are answered), 2 a usage or input error, 3 incomplete: stored "
                                          "readings the answer needs could not be read (a damaged part), or the "

@@ -13,6 +13,7 @@ from diagnostics.store import DB_NAME
 
 from ..audit import KINDS, AuditLog
 from ..storage import open_db
+from . import SUMMARIES
 
 
 def _kind(kind: str | None) -> str | None:
@@ -40,7 +41,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    audit = sub.add_parser("audit", help="print the audit trail (JSON lines, or Markdown with --markdown)")
+    audit = sub.add_parser("audit", help=SUMMARIES["audit"])
     audit.add_argument("--store", metavar="DIR", help="the store folder (default FABRICBOT_STORE or ./.store)")
     audit.add_argument("--markdown", action="store_true", help="a Markdown table (as in ACTION_LOG.md)")
     audit.add_argument("--kind", help="only entries of this kind (JSON output)")

@@ -18,6 +18,7 @@ import sys
 from diagnostics import InputError
 from diagnostics.store import Compacted, open_store
 
+from . import SUMMARIES
 from .output import INCOMPLETE
 
 
@@ -40,8 +41,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("compact", help="merge a store's days held in many small parts (a store fed scrape by "
-                                       "scrape) into one part each",
+    p = sub.add_parser("compact", help=SUMMARIES["compact"],
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("--store", metavar="DIR", help="the telemetry store (default: FABRICBOT_STORE)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

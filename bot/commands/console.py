@@ -27,6 +27,7 @@ from ..settings import Settings
 from ..transport.local import LocalSlack
 from ..transport.loopback import LoopbackServer
 from ..transport.mock_slack import MockSlack
+from . import SUMMARIES
 
 DEFAULT_PORT = 8765
 CHANNEL, CHANNEL_NAME = "COPS", "ops"
@@ -99,7 +100,7 @@ def cmd_console(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("console", help="the ops channel and a clickable topology in the browser (no Slack needed)")
+    p = sub.add_parser("console", help=SUMMARIES["console"])
     p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--user", default="oncall", help="your name in the channel (default oncall)")

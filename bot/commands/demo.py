@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..demo import bundled, run_demo
+from . import SUMMARIES
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -18,7 +19,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = sub.add_parser("demo", help="run a scripted Slack conversation locally; write transcripts/demo.md")
+    demo = sub.add_parser("demo", help=SUMMARIES["demo"])
     demo.add_argument("--out", default="transcripts", metavar="DIR", help="transcript folder (default transcripts)")
     demo.add_argument("--action-log", default="ACTION_LOG.md", metavar="FILE", help="default ACTION_LOG.md")
     demo.add_argument("--fleet", metavar="DIR", help="a fleet written by `fabricbot synth` (default: seed 0)")

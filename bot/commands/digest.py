@@ -16,6 +16,7 @@ from ..digest import build_digest, digest_lines
 from ..options import add_threshold_options, parse_time, thresholds_from
 from ..storage import open_db
 from ..workflow.tracker import SqliteTracker
+from . import SUMMARIES
 from .output import INCOMPLETE
 
 
@@ -47,8 +48,7 @@ def cmd_digest(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("digest", help="the daily digest: new failing parts, watch list, repairs verifying, "
-                                      "maintenance",
+    p = sub.add_parser("digest", help=SUMMARIES["digest"],
                        description="Exit status: 0 the digest of the whole fleet, 2 a usage or input error, "
                                    "3 incomplete: nodes it could not read or judge (its Incomplete lines say "
                                    "which), as `sweep` and `watch` say of theirs.")

@@ -10,6 +10,7 @@ from pathlib import Path
 from diagnostics.synth import EVAL_STEPS, evaluate
 
 from ..progress import progress_bar
+from . import SUMMARIES
 from .output import print_json
 
 
@@ -52,8 +53,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ev = sub.add_parser("eval", help="score detection, localization, headline, verdict, priority, part fit and "
-                                     "caveats per scenario on a synthetic fleet")
+    ev = sub.add_parser("eval", help=SUMMARIES["eval"])
     ev.add_argument("fleet", metavar="DIR", help="a folder written by `fabricbot synth`")
     ev.add_argument("--json", action="store_true", help="machine-readable output (the same scores, and per node)")
     ev.add_argument("--min-score", type=float, default=None,

@@ -13,6 +13,7 @@ from diagnostics.store import At, IngestReport, expand, open_store, read_sources
 
 from ..options import parse_time
 from ..progress import progress_bar
+from . import SUMMARIES
 from .output import INCOMPLETE
 
 
@@ -72,7 +73,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("ingest", help="read telemetry files (dcgm-exporter, tables, snapshots, ...)")
+    parser = sub.add_parser("ingest", help=SUMMARIES["ingest"])
     parser.add_argument("files", nargs="+", metavar="FILE|DIR",
                         help="files, or folders read recursively (hidden files and ground_truth.json skipped); "
                              "nodes.csv (node_id,platform) and inventory CSV/TOML/JSON files give node platforms")

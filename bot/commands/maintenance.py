@@ -16,6 +16,7 @@ from diagnostics import InputError
 from diagnostics.store import Maintenance, open_store
 
 from ..options import parse_duration, parse_time
+from . import SUMMARIES
 
 
 def _row(w: Maintenance, now: datetime) -> str:
@@ -60,7 +61,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("maintenance", help="planned work on a node: no page and no ticket from it for a while")
+    p = sub.add_parser("maintenance", help=SUMMARIES["maintenance"])
     p.add_argument("node", metavar="NODE", nargs="?", help="the node (none: list every window)")
     p.add_argument("duration", metavar="DURATION", nargs="?", help="how long, from now or --at (2h, 90m, 1d)")
     p.add_argument("reason", metavar="REASON", nargs="?", help="what the work is")

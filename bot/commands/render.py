@@ -23,6 +23,7 @@ from diagnostics.render import (
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, files_source
 
 from ..options import window_type
+from . import SUMMARIES
 
 FORMATS = ("png", "svg")
 
@@ -151,7 +152,7 @@ def _rack(args: argparse.Namespace, store: str | None, fmt: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    render = sub.add_parser("render", help="draw a node's NVLink/NVSwitch/PCIe fabric with its degraded links")
+    render = sub.add_parser("render", help=SUMMARIES["render"])
     render.add_argument("target", metavar="NODE|FILE",
                         help="a snapshot JSON, `nvidia-smi topo -m` output or NCCL topology XML, any telemetry "
                              "`analyze` reads (an `nvidia-smi nvlink -s` paste, a kernel log); or a node id in the "

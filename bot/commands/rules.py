@@ -11,6 +11,7 @@ from diagnostics import InputError
 from diagnostics.prometheus import labels_only, rules_yaml, window_text
 
 from ..options import add_threshold_options, hours_type, parse_duration, thresholds_from
+from . import SUMMARIES
 
 
 def _window(hours: float) -> float:
@@ -56,7 +57,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("rules", help="write a Prometheus rules file (recording and alerting rules) from the thresholds")
+    p = sub.add_parser("rules", help=SUMMARIES["rules"])
     p.add_argument("--out", metavar="FILE", help="where to write the rules (default: standard output)")
     p.add_argument("--window", type=hours_type, default=1.0, metavar="HOURS",
                    help="the rate window the rules record and alert on (default 1h, the sweep's)")

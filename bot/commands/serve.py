@@ -22,6 +22,7 @@ from ..runtime import build_runtime, node_source
 from ..schedule import DigestSchedule
 from ..settings import Settings
 from ..transport.preflight import check_slack
+from . import SUMMARIES
 
 ALERTMANAGER_TOKEN = "FABRICBOT_ALERTMANAGER_TOKEN"
 
@@ -103,7 +104,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = sub.add_parser("serve", help="run the Slack bot (Socket Mode, HTTP, or the local mock without a token)")
+    serve = sub.add_parser("serve", help=SUMMARIES["serve"])
     serve.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on (default 0.0.0.0)")
     serve.add_argument("--port", type=int, default=3000, help="HTTP mode: port (default 3000)")
     serve.add_argument("--store", metavar="DIR", help="the telemetry store (default FABRICBOT_STORE or ./.store)")

@@ -18,6 +18,7 @@ from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
+from . import SUMMARIES
 from .output import INCOMPLETE, print_json
 
 
@@ -129,7 +130,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("sweep", help="find offending links fleet-wide: the local store, or Prometheus (push-down)",
+    p = sub.add_parser("sweep", help=SUMMARIES["sweep"],
                        description="Exit status: 0 all within thresholds, 1 offenders found, "
                                    "3 the fleet view is incomplete, 2 a usage or configuration error.")
     p.add_argument("--store", metavar="DIR", help="sweep the local telemetry store instead of a Prometheus server")

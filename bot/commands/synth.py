@@ -12,6 +12,7 @@ from diagnostics.config import all_racks
 from diagnostics.synth import DEFAULT_NODES, DEFAULT_RACKS, generate, generate_racks, generate_steps
 
 from ..progress import progress_bar
+from . import SUMMARIES
 
 MIN_HOURS = 6.0  # the scenarios' histories (a baseline, the onset, the analysis window) need six hours
 
@@ -79,7 +80,7 @@ def _beside(args: argparse.Namespace) -> str:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    synth = sub.add_parser("synth", help="write a synthetic fleet with labelled faults and ground truth")
+    synth = sub.add_parser("synth", help=SUMMARIES["synth"])
     synth.add_argument("--out", required=True, metavar="DIR", help="folder to write")
     synth.add_argument("--seed", type=int, default=0, help="random seed (same seed, same fleet; default 0)")
     synth.add_argument("--nodes", type=_at_least_one, default=DEFAULT_NODES,

@@ -33,6 +33,7 @@ from ..storage import open_db
 from ..workflow.cover import covering, with_narrower
 from ..workflow.history import part_history
 from ..workflow.tracker import SqliteTracker, Tracker
+from . import SUMMARIES
 from .output import print_json, said_incomplete
 
 ENV_STORE = "FABRICBOT_STORE"
@@ -178,7 +179,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("ticket", help="draft the repair ticket for the isolated component (or one link)",
+    p = sub.add_parser("ticket", help=SUMMARIES["ticket"],
                        description="Exit status: 0 a ticket drafted, 1 nothing to repair (or planned work), 2 a "
                                    "usage or input error, 3 incomplete: the window holds none of the node's "
                                    "readings (or they could not be read), so its health is unknown, as `analyze` "

@@ -27,6 +27,7 @@ from ..storage import open_db
 from ..workflow.history import part_history
 from ..workflow.tracker import RepairTimeError, SqliteTracker, Ticket
 from ..workflow.verification import reported_diagnostics, source_check, verify_repairs
+from . import SUMMARIES
 
 
 def _folder(args: argparse.Namespace) -> Path:
@@ -119,7 +120,7 @@ def cmd_tickets(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("tickets", help="list tickets, report a repair, verify repaired parts")
+    p = sub.add_parser("tickets", help=SUMMARIES["tickets"])
     p.add_argument("--store", metavar="DIR", help="the store folder (default FABRICBOT_STORE or ./.store)")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     listing = actions.add_parser("list", help="every ticket (the default)")

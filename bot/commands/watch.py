@@ -12,6 +12,7 @@ from diagnostics.config import load_watch
 from diagnostics.service import StoreSource, known, watched
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
+from . import SUMMARIES
 from .output import INCOMPLETE
 
 
@@ -39,7 +40,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("watch", help="links trending toward a failing threshold, with the projected time")
+    p = sub.add_parser("watch", help=SUMMARIES["watch"])
     p.add_argument("--store", metavar="DIR", help="telemetry store folder (default $FABRICBOT_STORE)")
     p.add_argument("--node", action="append", default=[], metavar="ID", help="only this node (repeatable)")
     p.add_argument("--at", metavar="TIME", help="judge as of this time (ISO 8601; default the newest reading)")
