@@ -91,7 +91,7 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
                   maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []),
                   watch_quiet=watched.quiet() if watched else NOTHING_CLIMBING,
                   not_watched=[] if watched is None or watched.complete or not watched.asked  # the quiet line says it
-                  else watched.not_judged_together(), watch_judged=watched is None or watched.complete,
+                  else watched.not_judged(), watch_judged=watched is None or watched.complete,
                   unwatched={} if watched is None or watched.complete or not watched.asked else dict(watched.unjudged))
 
 

@@ -87,7 +87,7 @@ def watch_text(services: Services, node: str | None) -> str:
         if len(watches) > SHOWN:
             lines.append(f"… and {len(watches) - SHOWN} more (`fabricbot watch`)")
     if not answer.complete:  # the list is not the fleet's: which nodes it leaves out, and why
-        missed = answer.not_judged_together()
+        missed = answer.not_judged()
         lines += [":warning: *Incomplete*"] + [f"• {esc(line)}" for line in missed[:SHOWN]]
         if len(missed) > SHOWN:
             lines.append(f"… and {len(missed) - SHOWN} more (`fabricbot watch`)")

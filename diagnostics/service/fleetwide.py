@@ -221,20 +221,15 @@ class WatchAnswer:
         already = (f"; already over a failing threshold, not climbing: {', '.join(failing[:10])}"
                    + (f" and {len(failing) - 10} more" if len(failing) > 10 else "")
                    + " (`fabricbot analyze` diagnoses each)") if failing else ""
+        among = f" among the {fmt.count(judged, 'node')} judged" if self.unjudged else ""
         return (f"nothing climbing toward a failing threshold within {fmt.hours(self.policy.horizon_hours)} (last "
-                f"{fmt.hours(self.policy.lookback_hours)} of readings)" + (f" among the {judged} node(s) judged"
-                                                                           if self.unjudged else "") + already)
+                f"{fmt.hours(self.policy.lookback_hours)} of readings){among}{already}")
 
-    def not_judged(self) -> list[str]:
-        """Why the list is not the fleet's, a line per node left out (or the empty source)."""
+    def not_judged(self, shown: int = 5) -> list[str]:
+        """Why the list is not the fleet's (or the empty source): the nodes left out for one reason on one line, the
+        first `shown` named (a fleet too new for a trend is one line, not a line a node)."""
         if not self.asked:
             return [f"the {self.where} holds no readings"]
-        return [f"{node} not judged: {why}" for node, why in sorted(self.unjudged.items())]
-
-    def not_judged_together(self, shown: int = 5) -> list[str]:
-        """`not_judged`, the nodes left out for one reason on one line (a fleet too new for a trend is one line)."""
-        if not self.asked:
-            return self.not_judged()
         by_why: dict[str, list[str]] = {}
         for node, why in sorted(self.unjudged.items()):
             by_why.setdefault(why, []).append(node)
