@@ -20,7 +20,7 @@ from ..components import ComponentRef
 from ..config.thresholds import Rule, Thresholds, load_thresholds
 from ..config.watch import WatchPolicy, load_watch
 from ..format import Unit
-from ..metrics import SUMS
+from ..metrics import SUMS, label
 from ..times import utc_datetime, utc_ns
 from .rates import NS_PER_HOUR, Prepared, prepare
 
@@ -48,7 +48,7 @@ class Watch(BaseModel):
 
     @property
     def summary(self) -> str:
-        return (f"{self.ref.name}: {self.counter} {fmt.value(self.now, self.unit)} and climbing; projected over "
+        return (f"{self.ref.name}: {label(self.counter)} {fmt.value(self.now, self.unit)} and climbing; projected over "
                 f"{fmt.value(self.above, self.unit)} ({self.rule}) in {fmt.hours(self.hours_left)}, about "
                 f"{fmt.when(self.projected_at)} (fit {self.fit:.2f} over {self.buckets} buckets)")
 
