@@ -44,6 +44,16 @@ def _store_folder(args: argparse.Namespace) -> str | None:
     return folder
 
 
+def _target(args: argparse.Namespace, folder: str | None) -> str:
+    """The file to read, or the stored node: `--node` names it as `analyze --store DIR --node NODE` does."""
+    if args.target is not None:
+        return str(args.target)
+    if args.node and folder:
+        return str(args.node)
+    raise InputError("give a FILE to read, or a node of the store (`ticket --store DIR NODE`, or `--node NODE` as "
+                     "`analyze` takes it)", field="FILE|NODE")
+
+
 Answered = tuple[str, Diagnosis, NodeGraph | None, list[str]]
 
 
@@ -129,7 +139,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
             audit.record("model_call", actor="fabricbot ticket", subject=call.model, detail=call.model_dump())
 
     drafter: Drafter = RulesDrafter() if args.rules else drafter_from_env(on_model_call=record)
-    diagnoses = _diagnoses(args.target, args)  # an input error is said first, and alone
+    diagnoses = _diagnoses(_target(args, folder), args)  # an input error is said first, and alone
     policy = thresholds_from(args)  # what the diagnoses were judged by: each ticket's priority
     audit = _audit(folder)  # only now: a node asked of a folder that holds no store leaves none behind
     tracker = SqliteTracker(audit.db) if audit is not None else None
@@ -184,10 +194,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "usage or input error, 3 incomplete: the window holds none of the node's "
                                    "readings (or they could not be read), so its health is unknown, as `analyze` "
                                    "says it.")
-    p.add_argument("target", metavar="FILE|NODE", help="snapshot JSON, a paste of shell output, a telemetry file or "
-                                                       "folder (as `analyze` reads it; '-' reads stdin), or a node in "
-                                                       "--store")
-    p.add_argument("--node", help="the node a paste that names none is from")
+    p.add_argument("target", metavar="FILE|NODE", nargs="?",
+                   help="snapshot JSON, a paste of shell output, a telemetry file or folder (as `analyze` reads it; "
+                        "'-' reads stdin), or a node in --store")
+    p.add_argument("--node", help="the node a paste that names none is from; with --store and no FILE, the stored "
+                                  "node to draft for")
     p.add_argument("--format", help="force a reader for FILE instead of detecting it (as `ingest --format`; "
                                     "`snapshot` reads it as a snapshot)")
     p.add_argument("--link", help="a candidate id, component name or link id (default: the isolated component)")

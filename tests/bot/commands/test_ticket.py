@@ -101,6 +101,12 @@ def test_node_from_the_store(tmp_path: Path, cli: Cli) -> None:
     assert data["replacement_part"] is not None
     code, _, err = cli("ticket", "node-missing", "--store", str(store))
     assert code == 2 and faulty in err
+    # the node named as `analyze --store DIR --node NODE` names it: the same ticket (it was a usage error)
+    asked = cli("ticket", "--store", str(store), "--node", faulty, "--json", "--rules",
+                "--platform", truth["nodes"][faulty]["platform"])
+    assert asked[0] == 0 and json.loads(asked[1]) == data
+    code, _, err = cli("ticket", "--node", faulty)
+    assert code == 2 and "FILE|NODE" in err and "--store" in err
 
 
 def test_a_stored_node_is_judged_with_the_nodes_sharing_its_job(tmp_path: Path) -> None:
