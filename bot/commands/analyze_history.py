@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+from pathlib import Path
 
 from diagnostics import InputError, Thresholds
 from diagnostics.service import (
@@ -39,6 +40,9 @@ def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[s
 
 def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Answer:
     """The service's answer to the node (or job) asked, with what reading the files said first among its warnings."""
+    if args.store and not args.node and not args.job and len(args.inputs) == 1 and isinstance(args.inputs[0], str) \
+            and not Path(args.inputs[0]).exists():  # `analyze --store DIR NODE`, as `ticket` and `render` name it
+        args.node, args.inputs = args.inputs[0], []
     if not args.node and not args.job and args.store:
         raise InputError("--node (or --job) is required with --store", field="--node")
     source, node, warnings = history_source(args)

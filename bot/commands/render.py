@@ -43,6 +43,11 @@ def _format(args: argparse.Namespace) -> str:
 
 def cmd_render(args: argparse.Namespace) -> int:
     store = args.store or os.environ.get("FABRICBOT_STORE")
+    if args.target is None:  # `render --store DIR --node NODE`, as `analyze` names a stored node
+        if not (args.node and store):
+            raise InputError("give a FILE to draw, or a node of the store (`render --store DIR NODE`, or `--node "
+                             "NODE` as `analyze` takes it)", field="NODE|FILE")
+        args.target = args.node
     target = Path(args.target)
     fmt = _format(args)  # before any work: a wrong name fails at once
     if args.rack:
@@ -153,7 +158,7 @@ def _rack(args: argparse.Namespace, store: str | None, fmt: str) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render = sub.add_parser("render", help=SUMMARIES["render"])
-    render.add_argument("target", metavar="NODE|FILE",
+    render.add_argument("target", metavar="NODE|FILE", nargs="?",
                         help="a snapshot JSON, `nvidia-smi topo -m` output or NCCL topology XML, any telemetry "
                              "`analyze` reads (an `nvidia-smi nvlink -s` paste, a kernel log); or a node id in the "
                              "store")
@@ -163,7 +168,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render.add_argument("--platform", type=platform_name,
                         help="draw with this platform's template instead of detecting it")
     render.add_argument("--case", type=int, metavar="N", help="which snapshot of a list to draw (from 1)")
-    render.add_argument("--node", metavar="ID", help="the node a file that names none is (a bare topology, a paste)")
+    render.add_argument("--node", metavar="ID", help="the node a file that names none is (a bare topology, a paste); "
+                                                           "with --store and no FILE, the stored node to draw")
     render.add_argument("--window", metavar="TEXT", help="the time window to name in the title")
     render.add_argument("--correlation", metavar="FILE",
                         help="where to write the job's step time against its links' errors, when the node has a "

@@ -14,6 +14,8 @@ import pytest
 
 from diagnostics import Diagnosis
 from diagnostics import format as fmt
+from diagnostics.store import open_store
+from diagnostics.synth import generate
 from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES
 
@@ -215,3 +217,18 @@ def test_a_node_whose_plan_applies_is_not_held(cli: Cli, tmp_path: Path) -> None
     path.write_text(json.dumps(SEED_INPUT | {"platform": "hgx-h100-8gpu"}))
     d = Diagnosis.model_validate(_answer(cli, "analyze", str(path)))
     assert d.held is None and d.priority_said() == d.ticket_priority.value
+
+
+def test_a_stored_node_is_named_alike_by_every_command_that_reads_one(tmp_path: Path, cli: Cli) -> None:
+    """`analyze --store S --node N` was the one form analyze took, `ticket` and `render` the other (`--store S N`):
+    a user who learned one got a usage error from the others. Each takes both, and both forms answer alike."""
+    truth = json.loads(generate(out=tmp_path / "fleet", seed=0, nodes=2, hours=2, scrapes=0).read_text())
+    node = next(n for n, v in truth["nodes"].items() if v["faults"])
+    store = str(tmp_path / "store")
+    open_store(store).ingest([tmp_path / "fleet" / f"{t}.parquet" for t in ("link_samples", "events",
+                                                                             "step_samples")])
+    for command, *extra in (("analyze", "--json"), ("ticket", "--json", "--rules"),
+                            ("render", "-o", str(tmp_path / "n.png"))):
+        named, positional = (cli(command, "--store", store, *form, *extra) for form in (("--node", node), (node,)))
+        assert named[0] == positional[0] in (0, 1), (command, named[2], positional[2])
+        assert named[1] == positional[1] and node in named[1], command
