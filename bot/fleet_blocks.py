@@ -100,7 +100,7 @@ def offender_line(o: Offender) -> str:
     if o.rate_per_hour is not None and o.above is not None and o.rule not in COUNT_RULES:
         measure = f"{fmt.value(o.rate_per_hour, o.unit)} > {fmt.value(o.above, o.unit)}"  # a count is in `detail`
     said = "; ".join(p for p in (measure, o.detail) if p)
-    return f"{o.component}: {o.rule} ({o.severity.value})" + (f", {said}" if said else "")
+    return f"{o.component}: {', '.join(o.rules)} ({o.severity.value})" + (f", {said}" if said else "")
 
 
 def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import format as fmt
 from .components import ComponentRef, switch_label, switch_name
-from .config.thresholds import BELOW_EXPECTED_RULE, GPU_MISSING_RULE
+from .config.thresholds import BELOW_EXPECTED_RULE, GPU_LOST_RULES, GPU_MISSING_RULE
 from .enums import ComponentKind, EventKind, LinkType, Severity, priority_rank, severity_rank
 from .format import Unit
 from .model import Diagnosis, Finding
@@ -36,6 +36,14 @@ class Offender(BaseModel):
     xid: int | None = None  # the Xid code, for an Xid rule
     bus: str | None = None  # the GPU's PCI address, where the input names it by address and not by index
     unit: Unit = Unit.PER_HOUR  # of rate_per_hour and above: a rate, or a gauge rule's unit (lanes, generations)
+    also: tuple[str, ...] = Field(default=(), description="The other rules the same part broke, said on this row "
+                                  "(`detail` holds what each said): a GPU off the bus, found by its Xid 79 and by "
+                                  "its silence, is one part, as its node's one finding.")
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """Every rule this row stands for: its own first."""
+        return self.rule, *self.also
 
     @property
     def key(self) -> tuple[str, str, int | None, str | None, int | None, str]:
@@ -51,6 +59,8 @@ class Offender(BaseModel):
         """What broke the rule: a link, a GPU (an Xid), or None for the node (its GPU count)."""
         if self.xid is not None and (self.gpu is not None or self.bus):
             return ComponentRef.of_gpu(self.gpu, bus=self.bus)
+        if self.rule == GPU_MISSING_RULE and self.gpu is not None:
+            return ComponentRef.of_gpu(self.gpu)  # a silent GPU is the GPU, not its PCIe link
         if self.gpu is None and self.nvswitch is None:
             return None
         if self.link_type is LinkType.PCIE:
@@ -71,11 +81,16 @@ class Offender(BaseModel):
 
 def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
     """Every rule a node's flagged findings break, as a sweep lists them: one offender per link and rule, and one
-    per GPU for the links it lacks (as the push-down counts them)."""
+    per GPU for the links it lacks (as the push-down counts them). A GPU gone (off the bus, silent) is one row
+    whatever rules it broke: the analysis folds its Xid 79 and its silence into one finding, and a list that named
+    it twice (its Xid, its PCIe link) would read as two parts."""
     out: list[Offender] = []
     short: dict[int, Offender] = {}
     for f in diagnosis.findings:
         if f.severity is Severity.OK:
+            continue
+        if f.ref.kind is ComponentKind.GPU and len(f.crossed) > 1 and any(c.rule in GPU_LOST_RULES for c in f.crossed):
+            out.append(_gone(diagnosis.node_id, f))
             continue
         for c in f.crossed:
             if c.rule == BELOW_EXPECTED_RULE and f.gpu is not None:
@@ -92,6 +107,17 @@ def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
     out.extend(short.values())
     return sorted(out, key=lambda o: (o.node_id, o.link_type.value, o.gpu if o.gpu is not None else -1,
                                       o.nvswitch or "", o.link if o.link is not None else -1, o.rule, o.xid or -1))
+
+
+def _gone(node: str, f: Finding) -> Offender:
+    """A gone GPU's one row: its Xid first (the code says why it went), every other rule in `also`, and what each
+    said, as its finding's line in `fabricbot analyze` says it."""
+    first = next((c for c in f.crossed if c.counter == EventKind.XID.value and c.codes), f.crossed[0])
+    also = tuple(dict.fromkeys(c.rule for c in f.crossed if c.rule != first.rule))
+    detail = "; ".join(dict.fromkeys(c.message for c in f.crossed))
+    row = _offender(node, f, first.rule, f.severity, first.rate_per_hour, first.above, first.unit, detail,
+                    xid=min(first.codes) if first.codes else None)
+    return row.model_copy(update={"also": also})
 
 
 def _offender(node: str, f: Finding, rule: str, severity: Severity, value: float | None, above: float | None,
@@ -172,11 +198,12 @@ class SweepResult(BaseModel):
 
     def found(self, *, inline: bool = False) -> str:
         """The offending links counted as links ('3 offending links'), each once whatever rules it broke; where some
-        broke more than one rule, how many rule breaches the list holds (one line each), in parentheses, or between
-        commas where the text is `inline` in parentheses already."""
+        broke more than one rule, how many rule breaches the list holds (one line each, a gone GPU's all on its one),
+        in parentheses, or between commas where the text is `inline` in parentheses already."""
         links = len({o.link_key for o in self.offenders})
-        breaches = fmt.count(len(self.offenders), "rule breach", "rule breaches")
-        said = "" if len(self.offenders) == links else f", {breaches}," if inline else f" ({breaches})"
+        broken = sum(len(o.rules) for o in self.offenders)  # a gone GPU's one row counts each rule it broke
+        breaches = fmt.count(broken, "rule breach", "rule breaches")
+        said = "" if broken == links else f", {breaches}," if inline else f" ({breaches})"
         return f"{fmt.count(links, 'offending link')}{said}"
 
     def headline(self) -> str:

@@ -27,13 +27,15 @@ def _table(result: SweepResult, out: TextIO) -> None:
     then each offending node's diagnosis in the same order."""
     print(result.headline(), file=out)
     wide = max([22, *(len(o.component) for o in result.offenders)])  # a GPU named by its PCI address is longer
+    rules = max([22, *(len(", ".join(o.rules)) for o in result.offenders)])  # a gone GPU's row names each rule
     ranked = result.ranked()
     order = {node: i for i, node in enumerate(ranked)}
     for o in sorted(result.offenders, key=lambda o: order[o.node_id]):  # stable: each node's own order kept
         rate = "" if o.rate_per_hour is None else fmt.value(o.rate_per_hour, o.unit)
         sign = "<" if o.rule in COUNT_RULES else ">"
         limit = "" if o.above is None else f"{sign} {fmt.value(o.above, o.unit)}"
-        print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {o.rule:<22} {rate:>12} {limit:<12} "
+        broke = ", ".join(o.rules)
+        print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {broke:<{rules}} {rate:>12} {limit:<12} "
               f"{o.detail}".rstrip(), file=out)
     for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"

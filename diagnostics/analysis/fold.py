@@ -66,8 +66,8 @@ def _fold(link: Finding, lanes: list[Finding], whole: bool) -> Finding:
 
 def one_per_gone_gpu(findings: list[Finding]) -> list[Finding]:
     """A GPU off the bus is one finding, where its Xid 79 and its silence were found apart: the silence's finding
-    (the GPU itself, as a ticket names it) takes every rule the Xid crossed (the sweep lists each, as the push-down
-    does), its counts, its onset and its evidence, in the place of the first, so a node's count of degraded links
+    (the GPU itself, as a ticket names it) takes every rule the Xid crossed (the sweep names each on the GPU's one
+    row), its counts, its onset and its evidence, in the place of the first, so a node's count of degraded links
     counts the GPU once."""
     mine: dict[int, list[int]] = {}
     for i, f in enumerate(findings):

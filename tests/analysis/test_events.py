@@ -91,8 +91,9 @@ def test_a_gpu_off_the_bus_is_one_finding_its_xid_and_its_silence_both_its_evide
     said = " ".join(gone[0].evidence)
     assert "fallen off the bus" in said and "PCIe replay history before the Xid 79" in said
     assert len(gone[0].evidence) == len(set(gone[0].evidence))
-    # the sweep still lists each rule it broke, as the push-down does
-    assert sorted(o.rule for o in offenders_of(d) if o.gpu == 3) == ["gpus_missing", "xid_off_bus"]
+    # the sweep lists it once, as the GPU, with each rule it broke
+    (row,) = [o for o in offenders_of(d) if o.gpu == 3]
+    assert sorted(row.rules) == ["gpus_missing", "xid_off_bus"] and row.component.startswith("GPU 3 (Xid")
 
 
 def test_fabric_manager_down_says_jobs_cannot_start_and_names_no_part() -> None:

@@ -188,3 +188,25 @@ def test_the_table_says_which_young_nodes_were_rated_again_for_the_persistent_ru
     assert "1 with series begun inside the window; 2 with series begun before it, inside the 4 h the persistent " \
            "rules read: for those rules only" in line, line
     assert "early, joined, reset" in line
+
+
+def test_a_gpu_off_the_bus_is_one_row_as_its_node_shows_one_finding(store_dir: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Its Xid 79 and its silence are one part (analyze folds them into one finding): the sweep lists it once, with
+    every rule it broke and what each said, named as the GPU and not as its PCIe link."""
+    truth = json.loads((FLEET / "ground_truth.json").read_text())["nodes"]
+    node = next(n for n, v in truth.items() if v["scenario"] == "xid79_gpu_lost")
+    capsys.readouterr()
+    main(["sweep", "--store", str(store_dir), "--json"])
+    swept = json.loads(capsys.readouterr().out)
+    main(["analyze", "--store", str(store_dir), "--node", node, "--json"])
+    (gone,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
+               if f["severity"] != "ok" and any(c["rule"] == "gpus_missing" for c in f["crossed"])]
+    rows = [o for o in swept["offenders"] if o["node_id"] == node and o["gpu"] == gone["gpu"]]
+    assert len(rows) == 1, rows
+    assert sorted([rows[0]["rule"], *rows[0]["also"]]) == sorted(c["rule"] for c in gone["crossed"])
+    assert all(c["message"] in rows[0]["detail"] for c in gone["crossed"])
+    main(["sweep", "--store", str(store_dir)])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"  {node} ")]
+    assert len([line for line in lines if f"GPU {gone['gpu']}" in line]) == 1, lines
+    assert not [line for line in lines if f"GPU {gone['gpu']} PCIe" in line], lines
