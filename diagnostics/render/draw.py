@@ -230,11 +230,12 @@ def _offset(h: Highlight, scene: Scene) -> tuple[float, float, float, float]:
 
 def _draw_highlights(ax: _Board, scene: Scene) -> None:
     """Degraded links (under the nodes); `_labels` draws their labels over the nodes."""
-    edges = [scene.suspect_edge] if scene.suspect_edge is not None else scene.suspect_edges
-    for u, v in edges:
+    edges = [*([scene.suspect_edge] if scene.suspect_edge is not None else []), *scene.suspect_edges]
+    for i, (u, v) in enumerate(edges):  # the headline's edge first; a shared suspect's each named by its ends
         (x1, y1), (x2, y2) = scene.pos[u], scene.pos[v]
+        headline = i == 0 and (scene.suspect_edge is not None or (len(edges) == 1 and scene.suspect_node is None))
         ax.plot([x1, x2], [y1, y2], color=SUSPECT, alpha=0.28, linewidth=16,
-                solid_capstyle="round", zorder=2, gid="suspect" if len(edges) == 1 else f"suspect-{u}-{v}".lower()
+                solid_capstyle="round", zorder=2, gid="suspect" if headline else f"suspect-{u}-{v}".lower()
                 .replace(" ", ""))
     for h in scene.highlights:
         colour = SEVERITY_COLOURS.get(h.severity, SEVERITY_COLOURS[Severity.WARNING])

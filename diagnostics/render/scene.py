@@ -217,15 +217,32 @@ def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, 
     return None
 
 
+SHARED = (FaultKind.NVSWITCH_SHARED, FaultKind.NVLINK_SHARED)  # a suspect that stands for many parts
+
+
 def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[str, tuple[str, str]],
              marked: dict[str, str]) -> None:
+    """The headline suspect outlined, and beside it every part a shared suspect ranked after it stands for (every
+    NVSwitch, the NVLink mesh): a GPU off the bus heads the list, yet the switches every GPU fails on are suspects
+    too, and a picture outlining the GPU alone says they are not."""
+    _headline(scene, graph, diagnosis, placed, marked)
+    head = diagnosis.localization
+    for loc in diagnosis.localizations:
+        if loc.fault in SHARED and (head is None or loc.ref != head.ref):
+            scene.suspect_label = f"{scene.suspect_label}; also {loc.component}" if scene.suspect_label \
+                else loc.component
+            _shared_suspect(scene, loc.fault, loc.component)
+
+
+def _headline(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[str, tuple[str, str]],
+              marked: dict[str, str]) -> None:
     loc = diagnosis.localization
     name = loc.component if loc else diagnosis.isolated_component
     if not name or name == "None":
         return
     scene.suspect_label = name + (f" ({loc.port_source.value} port)" if loc and loc.switch_port is not None else "")
-    if loc is not None and loc.fault in (FaultKind.NVSWITCH_SHARED, FaultKind.NVLINK_SHARED):
-        _shared_suspect(scene, loc.fault)
+    if loc is not None and loc.fault in SHARED:
+        _shared_suspect(scene, loc.fault, name)
         return
     if loc is not None and loc.kind.value in ("nvswitch", "gpu"):
         node = loc.switch if loc.kind.value == "nvswitch" else (gpu_node(loc.gpu) if loc.gpu is not None else None)
@@ -249,17 +266,20 @@ def _suspect(scene: Scene, graph: NodeGraph, diagnosis: Diagnosis, placed: dict[
         scene.warnings.append(f"suspected component {name!r} is not in the node's graph; not outlined")
 
 
-def _shared_suspect(scene: Scene, fault: FaultKind) -> None:
+def _shared_suspect(scene: Scene, fault: FaultKind, name: str) -> None:
     """A suspect that stands for many parts, each outlined: every NVSwitch for what all switches share, every GPU's
     NVLink bundle for a mesh without switches (under the failing links, which keep their colours)."""
     if fault is FaultKind.NVSWITCH_SHARED:
-        scene.suspect_nodes = [n for n in scene.pos if scene.kinds.get(n) == NVSWITCH]
+        nodes = [n for n in scene.pos if scene.kinds.get(n) == NVSWITCH]
+        scene.suspect_nodes.extend(n for n in nodes if n not in scene.suspect_nodes)
+        found = bool(nodes)
     else:
-        scene.suspect_edges = [(b.u, b.v) for b in scene.bundles if b.link_type == "nvlink" and b.side >= 0
-                               and GPU in (scene.kinds.get(b.u), scene.kinds.get(b.v))]
-    if not scene.suspect_nodes and not scene.suspect_edges:
-        scene.warnings.append(f"suspected component {scene.suspect_label!r}: the node's graph has none of its parts; "
-                              "not outlined")
+        edges = [(b.u, b.v) for b in scene.bundles if b.link_type == "nvlink" and b.side >= 0
+                 and GPU in (scene.kinds.get(b.u), scene.kinds.get(b.v))]
+        scene.suspect_edges.extend(e for e in edges if e not in scene.suspect_edges)
+        found = bool(edges)
+    if not found:
+        scene.warnings.append(f"suspected component {name!r}: the node's graph has none of its parts; not outlined")
 
 
 def _gathered(scene: Scene) -> None:

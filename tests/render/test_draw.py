@@ -15,7 +15,7 @@ from diagnostics import diagnose_snapshot
 from diagnostics import format as fmt
 from diagnostics.analysis.absence import missing_gpus
 from diagnostics.components import ComponentRef
-from diagnostics.enums import LinkType, Severity
+from diagnostics.enums import FaultKind, LinkType, Severity
 from diagnostics.model import Diagnosis, Finding, Localization
 from diagnostics.render.colours import NOT_READ, NOT_REPORTING
 from diagnostics.render.draw import (
@@ -350,3 +350,41 @@ def test_a_suspect_shared_by_every_gpu_outlines_what_it_stands_for(tmp_path: Pat
     assert len(labels) == 8, labels  # one per GPU
     per_gpu = Counter(f.gpu for f in failing)
     assert all(m.label.startswith(f"{per_gpu[int(m.node.split()[1])]} NVLinks failing") for m in scene.marks)
+
+
+@pytest.mark.parametrize(("platform", "model"), [("hgx-h100-8gpu", "NVIDIA H100 80GB HBM3"),
+                                                  ("dgx1-v100-8gpu", "Tesla V100-SXM2-32GB")])
+def test_a_shared_suspect_after_the_headline_is_outlined_too(tmp_path: Path, platform: str, model: str) -> None:
+    """GPU 3 off the bus heads the suspects, and every GPU failing alike makes a shared suspect after it (every
+    NVSwitch, or a DGX-1's NVLink mesh): the picture outlined GPU 3 alone, as if the switches were not suspected.
+    Each part the shared suspect stands for is outlined beside the headline's own outline, and the subtitle names
+    both."""
+    from tests.tickets.test_node_switch_tickets import NODE, _readings
+
+    log = tmp_path / "kern.log"
+    log.write_text("[99.0] NVRM: GPU at PCI:0000:91:00: GPU-abcdefab-cdef-abdc-abcd-abababab0003\n"
+                   "[100.0] NVRM: Xid (PCI:0000:91:00): 79, pid=1, name=x, GPU has fallen off the bus.\n",
+                   encoding="utf-8")
+    source, _, _ = files_source([*_readings(tmp_path, platform, model, dict.fromkeys(range(8))), log], node=NODE)
+    diag = diagnose(source, Request(node=NODE, platform=platform)).diagnosis
+    head = diag.localization
+    assert head is not None and head.ref == ComponentRef.of_gpu(3)
+    (shared,) = [loc for loc in diag.localizations if loc.fault in (FaultKind.NVSWITCH_SHARED,
+                                                                    FaultKind.NVLINK_SHARED)]
+    graph = platform_graph(platform)
+    svg, warnings = render_with_warnings(graph, diag, fmt="svg")
+    drawn = set(re.findall(r'id="(suspect[^"]*)"', svg.decode()))
+    assert not any("not outlined" in w for w in warnings), warnings
+    scene = build_scene(graph, diag)
+    switches = [n for n, k in scene.kinds.items() if k == "nvswitch"]
+    if shared.fault is FaultKind.NVSWITCH_SHARED:
+        want = {f"suspect-node-{n.lower().replace(' ', '')}" for n in switches}
+    else:
+        want = {f"suspect-{b.u}-{b.v}".lower().replace(" ", "") for b in scene.bundles
+                if b.link_type == "nvlink" and b.side >= 0}
+    assert len(want) >= 2 and drawn == {"suspect", *want}, drawn
+    assert f"also {shared.component}" in svg.decode()
+    img = pixels(render_node(graph, diag))
+    for name in switches:
+        x, y = scene.pos[name]
+        assert near(img, (x, y + 0.24), SUSPECT, radius=5, tol=30), name
