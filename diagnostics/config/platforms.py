@@ -62,6 +62,18 @@ def gpu_count(name: str) -> int:
     return int(platform_data(name)["gpu_count"])
 
 
+def gpu_names(name: str) -> list[str]:
+    """The names a platform's GPUs go by in a ticket (`gpu_names`: a GB200 tray's are GB200 and B200, its
+    superchip's GPUs), else its GPU model's product word (`H100` of `H100 NVL`); none for a model with no product
+    number (`generic PCIe GPU`)."""
+    data = platform_data(name)
+    named = data.get("gpu_names")
+    if named:
+        return [str(n) for n in named]
+    words = str(data.get("gpu_model", "")).split()
+    return [words[0]] if words and any(ch.isdigit() for ch in words[0]) else []
+
+
 def platform_for_model(model: str | None) -> str | None:
     """The platform a GPU model label names (`NVIDIA H100 80GB HBM3` -> hgx-h100-8gpu), the most specific model
     first (`H100 NVL` before `H100`); None for a model no platform file claims, or for a PCIe card of an SXM model

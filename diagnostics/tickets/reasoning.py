@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from ..config.parts import UNKNOWN_PLATFORM, parts
-from ..config.platforms import all_platforms
+from ..config.platforms import all_platforms, gpu_names
 from ..enums import ComponentKind, LinkEnd, Priority
 from ..model import Diagnosis
 from .candidates import Candidate
@@ -158,10 +158,10 @@ def _says(term: str, text: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text, re.IGNORECASE) is not None
 
 
-def _products() -> list[str]:
-    """The GPU products the platform files name (`H100`, `GB200`): a part is its board's."""
-    models = (str(d.get("gpu_model", "")).split() for d in all_platforms().values())
-    return sorted({m[0] for m in models if m and any(ch.isdigit() for ch in m[0])})
+def _boards() -> list[list[str]]:
+    """Each platform's GPU names, its product first (`H100`; a GB200 tray's `GB200`, then `B200`, its superchip's
+    GPUs): a part is its board's, and a board's GPUs go by any of its names."""
+    return [names for names in (gpu_names(name) for name in all_platforms()) if names]
 
 
 def part_name_problems(text: str, plans: Sequence[RepairPlan]) -> list[str]:
@@ -178,10 +178,12 @@ def part_name_problems(text: str, plans: Sequence[RepairPlan]) -> list[str]:
             continue
         problems.append(f"names the {p.fru} ({p.id}, a part of {p.platform}), but the catalog parts for this "
                         f"component are {held}")
-    board = [m for m in _products() if _says(m, words)]
+    boards = _boards()
+    board = sorted({names[0] for names in boards if _says(names[0], words)})  # the plan's words name its product
     if board:
+        named = {m for names in boards if names[0] in board for m in names}  # its GPUs by any of their names
         problems += [f"names {m}, but this component's board is the {' / '.join(board)}'s (its parts: {held})"
-                     for m in _products() if m not in board and _says(m, text)]
+                     for m in sorted({m for names in boards for m in names}) if m not in named and _says(m, text)]
     return problems
 
 

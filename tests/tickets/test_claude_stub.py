@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
+import pandas as pd
 import pytest
 from pydantic_ai import models
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 
+from diagnostics import Diagnosis
+from diagnostics.analysis import analyze_fleet
+from diagnostics.synth.rack_fleet import build_racks
 from diagnostics.tickets import ClaudeDrafter, ModelCall, RunLimits, drafter_from_env
+from diagnostics.tickets.build import select
 from diagnostics.tickets.model_run import DEFAULT_MODEL, ENV_KEY, ENV_MODEL
 from diagnostics.tickets.tools import TOOLSET
 from tests.tickets.anthropic_stub import (
@@ -24,7 +30,7 @@ from tests.tickets.anthropic_stub import (
     thinking,
     tool_use,
 )
-from tests.tickets.helpers import hgx_node
+from tests.tickets.helpers import hgx_node, seed_diagnosis
 
 pytestmark = pytest.mark.claude_stub
 
@@ -224,3 +230,44 @@ def test_the_declared_minimums_are_the_versions_whose_apis_the_drafter_uses() ->
     locked = dict(re.findall(r"^([a-z0-9-]+)==([\d.]+)", (root / "requirements.lock").read_text(), re.MULTILINE))
     for name in ("pydantic-ai-slim", "anthropic"):
         assert locked[name].startswith(minimums[name]), (name, minimums[name], locked[name])
+
+
+# -- a board's own GPU names, through the default model --------------------------------------------------------
+
+
+def _gb200_rack() -> Diagnosis:
+    tables, truth, slots, platforms = build_racks(seed=4, racks=1, hours=6, scenarios=["one_gpu"])
+    return analyze_fleet(tables, window=timedelta(hours=1), end=pd.Timestamp(truth["end"]), platforms=platforms,
+                         racks=slots).racks["rack-01"]
+
+
+@pytest.mark.parametrize(("board", "gpu", "kept"), [
+    ("gb200", "B200", True),   # a GB200 superchip's GPUs are B200s: the rack's own GPUs by their own name
+    ("gb200", "H200", False),  # another board's GPU
+    ("hgx-h100", "H200", False),
+    ("hgx-h100", "H100", True),
+    ("hgx-h100", "B200", False),
+    ("hgx-b200", "GB200", False),  # a B200 board is no GB200 superchip's
+    ("hgx-b200", "B200", True),
+])
+def test_a_draft_naming_the_boards_own_gpus_is_kept_and_another_boards_is_not(
+        monkeypatch: pytest.MonkeyPatch, board: str, gpu: str, kept: bool) -> None:
+    """A GB200 NVL72 rack's draft that called its GPUs B200 was sent back as naming another board, every retry,
+    and the rules drafted every GB200 ticket: the platform file lists the GPU names a board answers to."""
+    d = _gb200_rack() if board == "gb200" else hgx_node() if board == "hgx-h100" else \
+        seed_diagnosis(platform="hgx-b200-8gpu")
+    target, _ = select(d, None, None)
+    answer = {"candidate_id": target.id, "why": "its NVLinks fail and no other GPU's do",
+              "summary": f"{target.component}'s NVLinks fail: the {gpu} GPU is the suspect."}
+
+    def answers(body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [thinking("one GPU's links"), final_answer(body, answer, 99)]
+
+    with serve([answers]) as s:
+        monkeypatch.setenv(ENV_KEY, "sk-ant-stub")
+        monkeypatch.delenv(ENV_MODEL, raising=False)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", s.base_url)
+        ticket = drafter_from_env().draft(d)
+    assert s.requests[0]["model"] == DEFAULT_MODEL
+    assert (ticket.drafted_by == DEFAULT_MODEL) is kept, ticket.fallback_notes
+    assert (f"the {gpu} GPU" in ticket.to_markdown()) is kept
