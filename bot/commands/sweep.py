@@ -19,7 +19,7 @@ from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 from . import SUMMARIES
-from .output import INCOMPLETE, print_json
+from .output import INCOMPLETE, print_json, said_incomplete
 
 
 def _table(result: SweepResult, out: TextIO) -> None:
@@ -110,7 +110,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.node:
         with PrometheusClient(config) as client:
             request = Request(node=args.node, window=timedelta(hours=args.window), end=at, thresholds=thresholds)
-            diagnosis = diagnose(PrometheusSource(client, at=at), request).diagnosis
+            answer = diagnose(PrometheusSource(client, at=at), request)
+        diagnosis = answer.diagnosis
         if args.json:
             print_json(diagnosis)
         else:
@@ -124,7 +125,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                           f"{'; '.join(c.message for c in finding.crossed)}")
             for warning in diagnosis.warnings:
                 print(f"  warning: {warning}")
-        return 1 if diagnosis.fault_detected else 0
+        # none of its readings in the span a sweep reads: incomplete, as `analyze --store --node` answers it
+        return said_incomplete(answer.incomplete) or (1 if diagnosis.fault_detected else 0)
     with PrometheusClient(config) as client:
         request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
         result = sweep(PrometheusSource(client, at=at), request, read_back=not args.no_analyze)
@@ -134,7 +136,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("sweep", help=SUMMARIES["sweep"],
                        description="Exit status: 0 all within thresholds, 1 offenders found, "
-                                   "3 the fleet view is incomplete, 2 a usage or configuration error.")
+                                   "3 the fleet view is incomplete (with --node: none of the node's readings is in "
+                                   "the span a sweep reads), 2 a usage or configuration error.")
     p.add_argument("--store", metavar="DIR", help="sweep the local telemetry store instead of a Prometheus server")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus base URL (default $FABRICBOT_PROMETHEUS_URL)")
     p.add_argument("--config", metavar="FILE", help="label map and limits (default $FABRICBOT_PROMETHEUS_CONFIG)")

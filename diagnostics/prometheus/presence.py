@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from .. import format as fmt
 from ..enums import LinkType
 from ..offenders import SweepResult
 from .client import Answer, LabelValues, PrometheusClient, PrometheusError
-from .promql import PRESENCE_COLUMN, QueryBuilder, duration
+from .promql import LOOKBACK, PRESENCE_COLUMN, QueryBuilder, duration, quoted
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,34 @@ def known_nodes(client: PrometheusClient, builder: QueryBuilder, start: datetime
         return client.label_values(client.config.labels.node, selector, start - around, end + around)
     except PrometheusError as exc:
         return exc
+
+
+def reading_bounds(client: PrometheusClient, builder: QueryBuilder, node: str, start: datetime, end: datetime,
+                   step_s: float) -> tuple[datetime | None, datetime | None]:
+    """Where a node's link readings run between `start` and `end`, for a node whose read holds none: its oldest and
+    newest presence samples there (None, None where there is none). One range query counts its series a step at a
+    time (a step holds the samples of the lookback before it); the samples of the first and last steps holding any
+    are then read as they are, for their own times (`timestamp()` cannot be taken over a node's series at once:
+    its links' series differ by their names alone)."""
+    selector = presence_selector(builder, f'{builder.by("node")}="{quoted(node)}"')
+    if selector is None or end <= start:
+        return None, None
+    step = max(float(step_s), client.config.limits.min_step_seconds,
+               (end - start).total_seconds() / client.config.limits.max_points_per_series)
+    rows = client.query_range(f"count({selector})", start, end, step)
+    points = [float(t) for row in rows for t, _ in row.get("values", [])]
+    if not points:
+        return None, None
+    first, last = min(points), max(points)
+    # the first step holding a sample has none a step before it: its oldest sample is within that step
+    oldest = _times(client.query(f"{selector}[{duration(step / 3600)}]", first))
+    newest = _times(client.query(f"{selector}[{LOOKBACK}]", last))  # the last step holds it in its lookback
+    return (min(oldest) if oldest else None), (max(newest) if newest else None)
+
+
+def _times(rows: list[dict[str, Any]]) -> list[datetime]:
+    """The times of a range selector's raw samples."""
+    return [datetime.fromtimestamp(float(t), UTC) for row in rows for t, _ in row.get("values", [])]
 
 
 def counted(answer: Answer) -> int:

@@ -21,6 +21,10 @@ from .config import redacted_url
 from .promql import quoted
 
 
+class NoSeries(PrometheusError):
+    """The server holds none of the node's DCGM series in the span read: a silent node, not a healthy one."""
+
+
 def all_names(dmap: DcgmMap) -> str:
     """A regex of every metric name the dcgm table knows (both spellings of counters)."""
     names = [*dmap.exact, *(p.pattern.replace(r"\d{1,2}", "[0-9]{1,2}").replace("\\", "") for p, _ in
@@ -72,7 +76,7 @@ def read_node(client: PrometheusClient, node: str, start: datetime, end: datetim
     series = answer.rows
     name = f"{redacted_url(client.config.url)} {client.config.labels.node}={node}"
     if not series:
-        raise PrometheusError(f"{name}: no DCGM series between {start:%Y-%m-%d %H:%M} and {end:%H:%M} UTC "
+        raise NoSeries(f"{name}: no DCGM series between {start:%Y-%m-%d %H:%M} and {end:%H:%M} UTC "
                               "(a silent node is not a healthy one)")
     text = "\n".join(_exposition(series)) + "\n"
     result = read_scrapes([(Source.from_text(text, name=name), None)], node_id=node)

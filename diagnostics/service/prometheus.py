@@ -10,12 +10,16 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 
 from ..errors import InputError
+from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import RackSlot
-from ..prometheus.client import PrometheusClient
-from ..prometheus.source import all_names, read_node
+from ..prometheus.client import PrometheusClient, PrometheusError
+from ..prometheus.presence import known_nodes, reading_bounds
+from ..prometheus.promql import QueryBuilder
+from ..prometheus.source import NoSeries, read_node
 from ..prometheus.sweep import platform_of
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY
+from .request import CORRELATION_SPAN
 from .source import Unstored, Window
 
 
@@ -32,10 +36,14 @@ class PrometheusSource(Unstored):
         self.dmap = dmap or load_map()
 
     def nodes(self) -> list[str]:
-        """The node label's values among the series the DCGM table names."""
-        label = self.client.config.labels.node
-        rows = self.client.query(f'count by ({label}) ({{__name__=~"{all_names(self.dmap)}"}})', self._now())
-        return sorted({str(r["metric"][label]) for r in rows if label in r.get("metric", {})})
+        """The nodes the server's index holds presence series of about the source's instant (`known_nodes`: the
+        label values API, no samples read), as a sweep knows them: a node that went quiet is still one, and its
+        answer says where its readings run, not that it is unknown."""
+        now = self._now()
+        known = known_nodes(self.client, QueryBuilder(self.client.config, self.dmap), now - CORRELATION_SPAN, now)
+        if isinstance(known, PrometheusError):
+            raise known
+        return known.values
 
     def jobs(self) -> list[str]:
         return []
@@ -51,20 +59,42 @@ class PrometheusSource(Unstored):
 
     def read(self, *, nodes: Collection[str] | None, end: datetime | None, span: timedelta, peers: bool = False,
              steps: timedelta | None = None) -> Window:
+        """The nodes' series over (end - span, end]; a node with none there is silent, not an error (its answer says
+        so), and where its readings run about the window is asked of the server."""
         if nodes is None:
             raise InputError("a fleet is swept on the server (`fabricbot sweep --prometheus URL`), not read back "
                              "whole", source=self.name)
         end = end or self._now()
-        parts = [read_node(self.client, node, end - span, end, self.step_s, self.dmap) for node in sorted(nodes)]
+        parts: dict[str, IngestResult] = {}
+        newest: dict[str, datetime] = {}
+        oldest: dict[str, datetime] = {}
+        for node in sorted(nodes):
+            try:
+                parts[node] = part = read_node(self.client, node, end - span, end, self.step_s, self.dmap)
+            except NoSeries:  # where its readings run, as the store says it of a node it holds
+                first, last = reading_bounds(self.client, QueryBuilder(self.client.config, self.dmap), node,
+                                             *self._known_between(end - max(span, CORRELATION_SPAN), end),
+                                             self.step_s)
+                oldest.update({node: first} if first else {})
+                newest.update({node: last} if last else {})
+                continue
+            links = part.tables.get("link_samples")
+            if links is not None and len(links):
+                newest[node] = links["timestamp"].max().to_pydatetime()
+                oldest[node] = links["timestamp"].min().to_pydatetime()
         tables = {}
         for name, schema in (("link_samples", LINK_SAMPLES), ("step_samples", STEP_SAMPLES), ("events", EVENTS),
                              ("gpus", GPUS), ("topology", TOPOLOGY)):
-            frames = [p.tables[name] for p in parts if name in p.tables and len(p.tables[name])]
+            frames = [p.tables[name] for p in parts.values() if name in p.tables and len(p.tables[name])]
             tables[name] = schema.conform(pd.concat(frames, ignore_index=True)) if frames else schema.empty()
-        platforms = {node: p for node, part in zip(sorted(nodes), parts, strict=True)
-                     if (p := platform_of(part.tables.get("gpus"))) is not None}
-        return Window(tables=tables, end=end, platforms=platforms,
-                      warnings=[str(w) for p in parts for w in p.warnings])
+        platforms = {node: p for node, part in parts.items() if (p := platform_of(part.tables.get("gpus"))) is not None}
+        return Window(tables=tables, end=end, platforms=platforms, newest=newest, oldest=oldest,
+                      warnings=[str(w) for p in parts.values() for w in p.warnings])
+
+    def _known_between(self, start: datetime, end: datetime) -> tuple[datetime, datetime]:
+        """From `limits.known_nodes_hours` before `start` to as long after `end`: where the index knows a node."""
+        around = timedelta(hours=self.client.config.limits.known_nodes_hours)
+        return start - around, end + around
 
     def _now(self) -> datetime:
         return self.at or datetime.now(UTC)

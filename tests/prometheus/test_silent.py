@@ -1,11 +1,13 @@
 """Against a real Prometheus: a sweep whose span holds no node's samples, or none of a node the server knows around
 it, is incomplete and names the silent nodes, as the store's sweep is; a node that went quiet is known, and its
-answer says it has no reading in the span."""
+answer (`sweep --node`) says it has no reading in the span and exits incomplete, as the store's answer does."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from urllib.parse import parse_qs
 
 import httpx
@@ -14,6 +16,7 @@ import pytest
 from bot.cli import main
 from diagnostics import load_thresholds
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
+from diagnostics.store import open_store
 from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
@@ -105,3 +108,46 @@ def test_a_fleet_that_all_reports_is_settled_by_one_number(quiet_fleet: Fleet, q
     assert not by_name()
     one = swept(quiet_fleet.end)
     assert one.silent == [QUIET] and len(by_name()) == 1
+
+
+def _doors(server: Server, store: Path, node: str, end: datetime,
+           capsys: pytest.CaptureFixture[str]) -> list[tuple[int, bool, list[str]]]:
+    """The node asked of the store (`analyze --store --node`) and of the server (`sweep --prometheus --node`) at
+    `end`: each door's exit status, whether it found a fault, and what it said of the node on stderr."""
+    said = []
+    for args in (["analyze", "--store", str(store), "--node", node, "--end", end.isoformat(), "--json"],
+                 ["sweep", "--prometheus", server.url, "--node", node, "--at", end.isoformat(), "--json"]):
+        code = main(args)
+        out, err = capsys.readouterr()
+        said.append((code, bool(json.loads(out)["fault_detected"]),
+                     [line.split(": it has ")[0] for line in err.splitlines() if node in line]))
+    return said
+
+
+@pytest.fixture(scope="module")
+def quiet_store(quiet_server: Server, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same series in a store, ingested from the file the server was backfilled from."""
+    folder = tmp_path_factory.mktemp("quiet-store") / "store"
+    open_store(folder, create=True).ingest([quiet_server.data.parent / "fleet.om"])
+    return folder
+
+
+@pytest.mark.parametrize("before", [timedelta(0), QUIET_FOR + timedelta(hours=3)],
+                         ids=["at-the-end", "before-the-first-reading"])
+def test_a_quiet_node_asked_by_name_is_incomplete_on_both_doors(quiet_fleet: Fleet, quiet_server: Server,
+                                                                quiet_store: Path, before: timedelta,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A node the server knows that stopped reporting before the span a sweep reads (or whose readings start after
+    the window) is answered, not unknown: incomplete, named with where its readings run, as the store answers it."""
+    store, server = _doors(quiet_server, quiet_store, QUIET, quiet_fleet.end - before, capsys)
+    assert store[0] == server[0] == 3
+    assert store[1:] == server[1:]
+    assert server[2] and all("no link reading in the 5 h before" in line for line in server[2])
+
+
+def test_a_reporting_node_asked_by_name_is_complete_on_both_doors(quiet_fleet: Fleet, quiet_server: Server,
+                                                                  quiet_store: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    store, server = _doors(quiet_server, quiet_store, "node-000", quiet_fleet.end, capsys)
+    assert store[0] != 3 and server[0] != 3  # a fault exits 1 from the sweep, 0 (answered) from analyze
+    assert store[1:] == server[1:]
