@@ -57,3 +57,29 @@ def test_no_node_reporting_and_none_known_is_not_an_all_clear() -> None:
     assert not result.complete and not result.silent
     assert any(r.startswith("no node of the prometheus has a link reading") for r in result.incomplete_reasons)
     assert "not an all-clear" in result.headline()
+
+
+def test_the_count_reads_the_pcie_series_and_a_node_without_them_is_asked_by_name() -> None:
+    """The count reads each GPU's PCIe series alone (its cost follows the series it reads); a node exposing NVLink
+    series only leaves it short of the index, so the nodes are asked by name over every series, and it reports."""
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, json={"status": "success", "data": NODES})
+        query = parse_qs(request.content.decode())["query"][0]
+        sent.append(query)
+        at = float(parse_qs(request.content.decode())["time"][0])
+        rows: list[dict[str, object]] = []
+        if query.startswith("count(group by (Hostname) ("):  # gpu-c has no PCIe series
+            pcie_only = "PCIE" in query and "NVLINK" not in query
+            rows = [{"metric": {}, "value": [at, str(len(NODES) - 1 if pcie_only else len(NODES))]}]
+        elif query.startswith("group by (Hostname) ("):
+            rows = [{"metric": {"Hostname": n}, "value": [at, "1"]} for n in NODES]
+        return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": rows}})
+
+    client = PrometheusClient(load_config("http://prom.test:9090", env={}),
+                              http=httpx.Client(transport=httpx.MockTransport(answer)), sleep=lambda _s: None)
+    result = sweep(client, load_thresholds(), at=AT, analyze=False)
+    assert result.complete and not result.silent, result.incomplete_reasons
+    assert len(_by_name(sent)) == 1
