@@ -14,7 +14,7 @@ labelled like a real exporter (`gpu`, `UUID`, `device`, `modelName`, `Hostname`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -167,11 +167,13 @@ def _write(fh: object, strings: pa.Array) -> int:
     return fh.write(data)  # type: ignore[attr-defined, no-any-return]
 
 
-def write_blocks(fleet: BigFleet, folder: Path) -> Iterator[tuple[Path, int, int]]:
-    """Write the fleet as one OpenMetrics file per 2-hour block; yield each file, its bytes and samples when done."""
+def write_blocks(fleet: BigFleet, folder: Path,
+                 kept: Callable[[str], bool] | None = None) -> Iterator[tuple[Path, int, int]]:
+    """Write the fleet as one OpenMetrics file per 2-hour block; yield each file, its bytes and samples when done.
+    `kept` names the families written (default: all), for a benchmark that reads some alone."""
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(fleet.seed)
-    fams = families(fleet)
+    fams = [f for f in families(fleet) if kept is None or kept(f.name)]
     labels = _labels(fleet)
     prefixes = {f.name: pa.array([f"{f.name}{'_total' if f.counter else ''}{lab}" for lab in labels])
                 for f in fams}
