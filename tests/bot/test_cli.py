@@ -98,18 +98,3 @@ def test_a_lone_readings_totals_are_listed_where_no_rate_can_flag_them(capsys: p
         "total:    GPU 0 -> GPU 3 NVLink 3: replays 2,353 since reset"], out
     assert "(12 more links read once: totals only, no rates)" in out
 
-
-def test_each_command_says_the_same_one_line_help_in_the_listing_and_in_its_own_parser() -> None:
-    """`fabricbot --help` lists each command by a summary kept beside its module's parser; the sweep's listing said
-    'through Prometheus' long after it swept the local store too."""
-    import argparse
-
-    from bot.cli import SUMMARIES, build_parser
-
-    def listed(parser: argparse.ArgumentParser) -> dict[str, str | None]:
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        return {choice.dest: choice.help for choice in sub._choices_actions}
-
-    everything = listed(build_parser())  # every command's module registers its own parser
-    for name in SUMMARIES:
-        assert everything[name] == listed(build_parser("audit" if name != "audit" else "demo"))[name], name

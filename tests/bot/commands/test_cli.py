@@ -1,16 +1,17 @@
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
 import pytest
 
-from bot.cli import COMMANDS, build_parser, main
+from bot.cli import SUMMARIES, build_parser, main
 from tests.conftest import FIXTURES
 
 
 def test_every_command_registers_and_has_help() -> None:
-    for name in COMMANDS:
+    for name in SUMMARIES:
         with pytest.raises(SystemExit) as info:
             build_parser(name).parse_args([name, "--help"])
         assert info.value.code == 0
@@ -32,3 +33,15 @@ def test_no_command_prints_usage(capsys: pytest.CaptureFixture[str]) -> None:
         main([])
     assert info.value.code == 2
     assert "COMMAND" in capsys.readouterr().err
+
+
+def test_each_command_says_the_same_one_line_help_in_the_listing_and_in_its_own_parser() -> None:
+    """`fabricbot --help` lists each command by a summary kept beside its module's parser; the sweep's listing said
+    'through Prometheus' long after it swept the local store too."""
+    def listed(parser: argparse.ArgumentParser) -> dict[str, str | None]:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return {choice.dest: choice.help for choice in sub._choices_actions}
+
+    everything = listed(build_parser())  # every command's module registers its own parser
+    for name in SUMMARIES:
+        assert everything[name] == listed(build_parser("audit" if name != "audit" else "demo"))[name], name
