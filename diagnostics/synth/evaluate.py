@@ -3,9 +3,11 @@
 Per node: detection (a fault found or not), localization (the localized parts by slug: precision, recall, F1), the
 headline (the part named first), the verdict on the job (explains / not the fabric / job not slower / no job), the
 priority, whether each part found fits (its fault kind is the truth's, the repair plan names a part of the node's
-platform or none where none applies, the action has no unfilled placeholder) and the caveats the diagnosis must
-state (an unknown platform, a lone reading, jobs that cannot start, the evidence of the headline). A score a
-scenario cannot have (no node with a headline, no part to fit, no caveat) is n/a, not 1.00.
+platform or none where none applies, the action has no unfilled placeholder), whether its plan is safe (no step, the
+reset among them, stops more than the plan's isolation reaches: a reboot after one GPU excluded, a switch tray after a
+few compute trays drained) and the caveats the diagnosis must state (an unknown platform, a lone reading, jobs that
+cannot start, the evidence of the headline). A score a scenario cannot have (no node with a headline, no part to fit,
+no caveat) is n/a, not 1.00.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from ..enums import Priority
 from ..errors import InputError
 from ..model import ComponentFacts, Diagnosis, Localization, RackSlot
 from ..progress import Progress, advance
-from ..repair import fault_of, repair_plan
+from ..repair import RepairPlan, fault_of, repair_plan
+from ..tickets.isolation import unsafe_steps
 from .fleet import load
 from .life import load_life
 from .life_eval import LifeReport, score_life
@@ -34,7 +37,7 @@ from .storm import load_storm, score_storm, storm_line
 from .truth import EXPLAINS, NO_JOB, NOT_SLOWER, NOT_THE_FABRIC
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
-SCORES = ("detection", "localization", "headline", "verdict", "priority", "fit", "caveats")
+SCORES = ("detection", "localization", "headline", "verdict", "priority", "fit", "safety", "caveats")
 BELOW = ("lane", "end")  # below the part: the lanes and the end named, as (part, lane) and (part, end) pairs
 
 
@@ -98,6 +101,7 @@ class ScenarioScores(BaseModel):
     verdict: Tally = Field(default_factory=Tally)
     priority: Tally = Field(default_factory=Tally)
     fit: Tally = Field(default_factory=Tally)
+    safety: Tally = Field(default_factory=Tally)
     caveats: Tally = Field(default_factory=Tally)
     lane: Scores = Field(default_factory=Scores)
     end: Scores = Field(default_factory=Scores)
@@ -161,7 +165,7 @@ class EvalReport(BaseModel):
 
     def render(self) -> str:
         width = max([len(s) for s in self.scenarios] + [8])
-        heads = ["nodes", "detect", "localize", "headline", "verdict", "priority", "fit", "caveats"]
+        heads = ["nodes", "detect", "localize", "headline", "verdict", "priority", "fit", "safe", "caveats"]
         lines = [f"{'scenario':<{width}}  " + "  ".join(f"{h:>8}" for h in heads)]
 
         def line(name: str, s: ScenarioScores) -> str:
@@ -183,7 +187,7 @@ class EvalReport(BaseModel):
             lines += self.life.lines()
         if self.storm is not None:
             lines.append(storm_line(self.storm))
-        shown = {"fit": "faults"}  # what the truth says of a part that did not fit: its fault kind (and part)
+        shown = {"fit": "faults", "safety": "faults"}  # what the truth says of the part: its fault kind
         for n in self.nodes:
             for what in n.wrong:
                 expected = n.expected.get(shown.get(what, what))
@@ -200,14 +204,19 @@ def verdict_of(d: Diagnosis, job: JobExplanation | None) -> str:
     return EXPLAINS if any(f.explains_slowdown for f in d.failing) else NOT_THE_FABRIC
 
 
+def plan_of(loc: Localization, d: Diagnosis) -> RepairPlan:
+    """The repair plan every door gives for a localized part of the diagnosis."""
+    return repair_plan(d.platform, fault_of(loc), loc.model_dump(include=set(ComponentFacts.model_fields))
+                       | {"node_id": d.node_id, "unit": loc.component})
+
+
 def fits(loc: Localization, d: Diagnosis, fault: str | None, platform: str | None) -> tuple[bool, str]:
     """Whether a localized part fits: its fault kind is the truth's; the repair plan for the node's platform names a
     part of that platform, or none where the truth expects none; its action leaves no placeholder unfilled."""
     kind = fault_of(loc)
     if kind.value != fault:
         return False, f"fault kind {kind.value}"
-    plan = repair_plan(d.platform, kind, loc.model_dump(include=set(ComponentFacts.model_fields))
-                       | {"node_id": d.node_id, "unit": loc.component})
+    plan = plan_of(loc, d)
     if not plan.applies:
         return False, f"the plan says {kind.value} does not apply to {d.platform}"
     if platform is None and plan.part is not None:
@@ -252,11 +261,16 @@ def score_node(d: Diagnosis, job: JobExplanation | None,
         check("headline", headline == expect["headline"])
     check("verdict", given["verdict"] == expect["verdict"])
     check("priority", given["priority"] == expect["priority"])
-    given["fit"] = {}
+    given["fit"], given["safety"] = {}, {}
     for slug in sorted(truth & set(found)):
         ok, note = fits(found[slug], d, expect["faults"][slug], expect["parts"][slug])
         given["fit"][slug] = note
         check("fit", ok)
+        plan = plan_of(found[slug], d)
+        if plan.applies:
+            unsafe = unsafe_steps(plan)
+            given["safety"][slug] = unsafe[0] if unsafe else "safe"
+            check("safety", not unsafe)
     for name, pairs in (("lane", sorted([slug, lane] for slug, loc in found.items() for lane in loc.lanes)),
                         ("end", sorted([slug, loc.end.value] for slug, loc in found.items() if loc.end is not None))):
         want = {tuple(p) for p in expect.get(f"{name}s", [])}

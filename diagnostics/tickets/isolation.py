@@ -89,3 +89,29 @@ def isolation_problems(text: str, plan: RepairPlan, step: PlanStep | None = None
                 f"{plan.fault.value} plan stops every GPU of the node (a reboot, a power-off, a reseat or a "
                 "diagnostic on all GPUs): the only isolation is the node's drain"]
     return []
+
+
+_LEVEL = {"gpu": 0, "node": 1, "rack": 2}  # what a step stops, and what an isolation reaches, from narrow to wide
+_DRAINS = re.compile(r"\bdrain", re.IGNORECASE)
+
+
+def isolation_reach(plan: RepairPlan) -> str:
+    """How far the plan's isolation reaches, read as a technician may take it (an offer to exclude one GPU is taken):
+    'rack' (every compute tray drained), 'node' (the node, or the failing compute trays, drained) or 'gpu'."""
+    if any(s.drains == "rack" for s in plan.isolation):
+        return "rack"
+    if any(s.drains == "trays" for s in plan.isolation):
+        return "node"
+    words = " ".join(s.text for s in plan.isolation)
+    return "node" if _DRAINS.search(words) and "gpu" not in narrowed_to(words) else "gpu"
+
+
+def unsafe_steps(plan: RepairPlan) -> list[str]:
+    """Each step of the plan (its reset among them) that stops more than its isolation reaches, and a one-line action
+    that offers a narrower isolation than the plan's steps need: what an engineer checks before anyone acts."""
+    reach = isolation_reach(plan)
+    steps = [("the reset", plan.reset.stops, plan.reset.command or plan.reset.scope.value),
+             *((f"step {i}", s.stops, s.text) for i, s in enumerate(plan.repair, 1))]
+    problems = [f"{where} stops every GPU of the {stops} ({text[:70]}...), but the isolation reaches the {reach}"
+                for where, stops, text in steps if stops is not None and _LEVEL[stops] > _LEVEL[reach]]
+    return problems + [f"the action: {p}" for p in isolation_problems(plan.action, plan)]

@@ -132,6 +132,22 @@ def test_a_part_that_does_not_fit_lowers_the_fit_score(scored: tuple[dict[str, A
     assert s.fit.right == 1 and "placeholder" in given["fit"][loc.ref.slug]
 
 
+def test_a_plan_that_stops_more_than_it_isolates_lowers_the_safety_score(
+        scored: tuple[dict[str, Any], dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog is the user's to edit: an NVLink plan whose isolation excludes one GPU while its steps reseat the
+    module with the node powered off would kill the node's other jobs, and the eval says so, step by step."""
+    d, job, expect = _node(scored, "two_faults")
+    assert score_node(d, job, expect)[0].value("safety") == 1.0  # the shipped plans isolate what they stop
+    mine = tmp_path / "repairs.toml"
+    mine.write_text('[step.exclude-only]\ntext = "Exclude GPU {gpu} from new jobs; the node\'s other GPUs keep '
+                    'running"\n\n[fault.nvlink]\nisolate = ["exclude-only"]\n')
+    monkeypatch.setenv("FABRICBOT_REPAIRS", str(mine))
+    s, given, missed = score_node(d, job, expect)
+    assert s.value("safety") is not None and s.value("safety") < 1.0 and "safety" in missed
+    said = [note for note in given["safety"].values() if note != "safe"]
+    assert said and "stops every GPU of the node" in said[0] and "the isolation reaches the gpu" in said[0]
+
+
 def test_a_missing_caveat_lowers_the_caveat_score(scored: tuple[dict[str, Any], dict[str, Any]]) -> None:
     d, job, expect = _node(scored, "healthy")
     assert score_node(d, job, expect)[0].value("caveats") is None  # nothing to say: n/a
@@ -154,7 +170,7 @@ def test_cli_synth_eval_and_json_agree(tmp_path: Path, capsys: pytest.CaptureFix
     text = capsys.readouterr().out
     assert "false urgent/high: 0" in text and "overall" in text
     assert text.splitlines()[0].split() == ["scenario", "nodes", "detect", "localize", "headline", "verdict",
-                                            "priority", "fit", "caveats"]
+                                            "priority", "fit", "safe", "caveats"]
     assert main(["eval", str(out), "--json", "--min-score", "0.95"]) == 0
     data = json.loads(capsys.readouterr().out)
     summary_lines = ("overall", "false", " ", "reboots", "warning", "repairs", "lane localization", "end localization",

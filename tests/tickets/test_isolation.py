@@ -8,9 +8,9 @@ import pytest
 from diagnostics.config.platforms import all_platforms
 from diagnostics.config.racks import rack_of, rack_spec
 from diagnostics.enums import FaultKind, PortSource
-from diagnostics.repair import PlanFacts, RepairPlan, repair_plan
+from diagnostics.repair import PlanFacts, PlanStep, RepairPlan, repair_plan
 from diagnostics.tickets import ClaudeAnswerer
-from diagnostics.tickets.isolation import isolation_problems
+from diagnostics.tickets.isolation import isolation_problems, isolation_reach, unsafe_steps
 from diagnostics.tickets.reasoning import plan_commands, plan_problems
 from tests.tickets.helpers import seed_diagnosis
 from tests.tickets.test_answers import answering_model
@@ -107,3 +107,28 @@ def test_a_thread_answer_that_drains_one_gpu_before_a_node_wide_step_is_sent_bac
     fine = "GPU 2 -> GPU 3 NVLink 1 is failing: drain the node, then reseat the bridge."
     model, _ = answering_model(fine)
     assert ClaudeAnswerer(model=model, retries=1).answer(node12, "why?").text == fine
+
+
+@pytest.mark.parametrize("fault", list(FaultKind))
+def test_every_shipped_plan_isolates_what_each_of_its_steps_stops(fault: FaultKind) -> None:
+    """What the eval's safety score reads, held for every platform and fault: no step stops more than the isolation
+    reaches."""
+    plans = [repair_plan(p, fault, PlanFacts(node_id="n", gpu=2, link=1)) for p in PLATFORMS]
+    plans += [_rack(p, fault) for p in RACK_PLATFORMS]
+    for plan in plans:
+        if plan.applies:
+            assert not unsafe_steps(plan), (plan.platform, unsafe_steps(plan))
+
+
+def test_a_plan_reaching_less_than_a_step_stops_names_the_step() -> None:
+    switch = _rack(fault=FaultKind.SWITCH_TRAY)
+    assert isolation_reach(switch) == "rack" and not unsafe_steps(switch)
+    trays = switch.model_copy(update={"isolation": [s for s in switch.isolation if s.drains != "rack"]})
+    assert isolation_reach(trays) == "node"
+    assert any("stops every GPU of the rack" in p and "reaches the node" in p for p in unsafe_steps(trays))
+    node = _hgx()
+    assert isolation_reach(node) == "node" and not unsafe_steps(node)
+    offer = PlanStep(text="Drain node-02 from the scheduler, or, if the job can run on fewer GPUs, exclude GPU 2 "
+                          "from new jobs")  # the catalog's own offer, where nothing in the plan stops the node
+    narrowed = node.model_copy(update={"isolation": [offer]})
+    assert isolation_reach(narrowed) == "gpu" and unsafe_steps(narrowed)[0].startswith("the reset stops every GPU")
