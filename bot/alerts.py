@@ -51,11 +51,16 @@ def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, on
     said = f"{ping}{_SAID[step]}: {where}"
     if part is not None and step in (Step.NEW, Step.WORSE, Step.REPORTING):
         said += f" ({part.severity.value}, {esc(part.priority_said())}): {esc(part.why)}"
-    if part is not None and part.held is not None and step in (Step.NEW, Step.WORSE):
+    if part is not None and part.held is not None and part.node_held and step in (Step.NEW, Step.WORSE):
         said += (f"\n:warning: Held: {esc(part.held)}. Do not drain `{esc(alert.node_id)}` or touch its hardware until "
                  "the input and the platform agree: what needs a person now is the inventory (the node's stated "
                  "platform, or the readings' source if they are another node's), not the part; the recommended "
                  "action below says how to confirm the platform.")
+    elif part is not None and part.held is not None and step in (Step.NEW, Step.WORSE):  # another part's stands
+        said += (f"\n:warning: Held: {esc(part.held)}. Do not act on {esc(alert.component)} until the input and the "
+                 "platform agree: what it needs now is the inventory (the node's stated platform, or the readings' "
+                 f"source if they are another node's). The other failing parts of `{esc(alert.node_id)}` are not "
+                 "held: their tickets stand.")
     if alert.ticket:
         said += f"\nTicket *{esc(alert.ticket)}* is filed for it."
     if step is Step.RECOVERED:

@@ -33,7 +33,7 @@ class NewOffender:
     slug: str
     priority: str
     why: str
-    held: bool = False  # its node's tickets are held until the input and the platform agree (`Diagnosis.held`)
+    held: bool = False  # its ticket is held until the input and the platform agree (`Localization.held`)
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
                 continue
             prio = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
             new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, prio.value,
-                                   loc.evidence[0] if loc.evidence else d.repair_action, held=d.held is not None))
+                                   loc.evidence[0] if loc.evidence else d.repair_action, held=loc.held is not None))
     new.sort(key=lambda o: (-priority_rank(o.priority), o.node_id, o.slug))  # urgent first
     return Digest(at=at, new=new, ticketed=ticketed, watches=watched.watches if watched else [],
                   verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],

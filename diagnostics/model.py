@@ -151,6 +151,9 @@ class Localization(ComponentFacts):
     worst_ratio: float | None = Field(default=None, description="The furthest its links are over a threshold.")
     explains_slowdown: bool = False
     action: str | None = Field(default=None, description="What a person does about this component.")
+    held: str | None = Field(
+        default=None, description="Why no one acts on this part yet: its repair plan does not fit the platform (the "
+                                  "input contradicts it), so its ticket is held and its priority said held.")
     evidence: list[str] = Field(default_factory=list)
     downstream: list[ComponentRef] = Field(
         default_factory=list, description="In a rack: the GPUs whose Xids echo this component's fault (not suspects).")
@@ -228,6 +231,12 @@ class GpuId(BaseModel):
     read_from: str = Field(description="The readings that named it: `nvidia-smi -q`, `kernel log`, ...")
 
 
+def every_held(locs: list[Localization]) -> str | None:
+    """Why every suspect's ticket is held (the platform cannot have any of their faults: the input contradicts it),
+    the headline's reason; None while one part's plan applies: the node then waits on a part, not its inventory."""
+    return locs[0].held if locs and all(loc.held for loc in locs) else None
+
+
 class Diagnosis(BaseModel):
     """What the analysis concludes about one node; everything downstream reads this."""
 
@@ -251,9 +260,9 @@ class Diagnosis(BaseModel):
     repair_action: str
     ticket_priority: Priority
     held: str | None = Field(
-        default=None, description="Why no one acts on the node's parts yet: the input contradicts the platform for "
-                                  "every suspect, so their tickets are held and the priority is said held "
-                                  "(`priority_said`) until they agree.")
+        default=None, description="Why no one acts on any of the node's parts yet: the input contradicts the platform "
+                                  "for every suspect (each `Localization.held`), so the node waits on its inventory, "
+                                  "not on a part.")
     findings: list[Finding]
     thresholds: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -299,9 +308,16 @@ class Diagnosis(BaseModel):
         return self
 
     def priority_said(self) -> str:
-        """The priority as every door says it, as the node's ticket does: held, with the level it takes once
-        released, while the input and the platform disagree."""
-        return fmt.priority(self.ticket_priority.value, held=self.held is not None)
+        """The priority as every door says it, as the node's ticket (its headline part's) does: held, with the level
+        it takes once released, while that part's plan and the platform disagree."""
+        return fmt.priority(self.ticket_priority.value, held=self.held_of() is not None)
+
+    def held_of(self, slug: str | None = None) -> str | None:
+        """Why the part `slug` (default: the headline part) is held, as its ticket is; None when its plan applies
+        or no suspect is named so. Held is a part's, not the node's: another part's ticket may stand."""
+        locs = [*([self.localization] if self.localization else []), *self.localizations]
+        loc = locs[0] if slug is None and locs else next((x for x in locs if x.ref.slug == slug), None)
+        return loc.held if loc is not None else None
 
     def window_said(self) -> str:
         """The window as every door says it: the span the rates are over, and the window asked where longer."""

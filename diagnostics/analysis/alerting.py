@@ -44,7 +44,8 @@ class FailingPart:
     why: str
     signatures: tuple[str, ...] = ()
     seen_on: str | None = None  # the node whose diagnosis shows it (a tray's, for its rack's part): what is posted
-    held: str | None = None  # why its node's tickets are held (`Diagnosis.held`): no one drains it yet
+    held: str | None = None  # why its ticket is held (`Localization.held`): no one acts on it yet
+    node_held: bool = False  # every part of its node is held (`Diagnosis.held`): the node waits on its inventory
 
     @property
     def key(self) -> tuple[str, str]:
@@ -62,7 +63,7 @@ class FailingPart:
         return self.priority is Priority.URGENT
 
     def priority_said(self) -> str:
-        """The priority as its node's ticket says it: held, with the level it takes once released."""
+        """The priority as its ticket says it: held, with the level it takes once released."""
         return fmt.priority(self.priority.value, held=self.held is not None)
 
 
@@ -132,7 +133,8 @@ def failing_parts(diagnoses: Iterable[Diagnosis], facts: Mapping[str, Mapping[st
                 continue
             prio = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
             part = FailingPart(d.owner_of(loc.ref.slug), loc.ref.slug, loc.ref.name, loc.severity, prio,
-                               loc.evidence[0] if loc.evidence else d.repair_action, signatures, d.node_id, d.held)
+                               loc.evidence[0] if loc.evidence else d.repair_action, signatures, d.node_id, loc.held,
+                               d.held is not None)
             if part.key not in out or part.rank > out[part.key].rank:
                 out[part.key] = part
     return sorted(out.values(), key=lambda p: p.key)

@@ -7,8 +7,8 @@ from datetime import datetime
 from .. import format as fmt
 from ..config.thresholds import SOFTWARE_RULE, Thresholds
 from ..enums import Severity, priority_rank
-from ..model import Diagnosis, Finding, Localization, RackPlace
-from ..repair import localization_action, localization_plan, repair_action
+from ..model import Diagnosis, Finding, Localization, RackPlace, every_held
+from ..repair import localization_plan, repair_action
 from ..times import clockless
 from .correlate import JobExplanation, unscored_words
 from .localize import rank
@@ -25,14 +25,6 @@ FABRIC_DOWN_RACK = ("the NVLink domain's fabric is not up on {node} (NMX-Control
 
 def _bad(f: Finding) -> bool:
     return f.severity in (Severity.FAILING, Severity.DOWN)
-
-
-def action_for(loc: Localization, node_id: str, platform: str | None, rack: RackPlace | None = None,
-               job_id: str | None = None, stated_pair: bool = False) -> str:
-    """What a person does about one suspected component, from the repair catalog (`stated_pair`: the input is the
-    product's snapshot, which names each link's GPU pair itself)."""
-    return localization_action(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
-                               stated_pair=stated_pair)
 
 
 def _weighed(f: Finding, job: JobExplanation, tolerance_min: float) -> Finding | None:
@@ -124,11 +116,17 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         own = [f for f in findings if f.component in links]
         return priority_rank(priority(own, degradation if loc.explains_slowdown else None, thresholds)) if own else 0
 
-    locs = rank((loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
-                                        "action": loc.action or action_for(loc, node_id, platform, rack,
-                                                                           shown.job_id if shown else None,
-                                                                           stated_pairs)})
-                 for loc in localizations), urgency) if failing else []
+    def planned(loc: Localization) -> Localization:
+        """The part with its action (one it was given, else its plan's) and whether its ticket is held (its plan
+        does not fit a stated platform), from the one plan built for it."""
+        plan = None if loc.action is not None and platform is None else localization_plan(
+            loc, platform=platform, node_id=node_id, rack=rack, job_id=shown.job_id if shown else None,
+            stated_pair=stated_pairs)  # a given action and no platform stated: no plan to build
+        return loc.model_copy(update={"explains_slowdown": bool(explaining & set(loc.links)),
+                                      "action": loc.action or (plan.action if plan else None),
+                                      "held": plan.held if plan is not None and platform is not None else None})
+
+    locs = rank((planned(loc) for loc in localizations), urgency) if failing else []
     loc = locs[0] if locs else None
     # the job's slowdown raises this node's priority only when one of its failing links explains it
     blamed = degradation if any(f.explains_slowdown for f in findings) else None
@@ -159,24 +157,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline,
                                                                   rack is not None),
         rack=rack, tray=tray, lists_every_link=lists_every_link,
-        held=_held(locs, node_id, platform, rack, shown.job_id if shown else None, stated_pairs),
+        held=every_held(locs),
     )
-
-
-def _held(locs: list[Localization], node_id: str, platform: str | None, rack: RackPlace | None,
-          job_id: str | None, stated_pair: bool) -> str | None:
-    """Why every suspect's ticket is held (the platform cannot have any of their faults: the input contradicts it),
-    the headline's reason; None while one part's plan applies, since that part's priority is real."""
-    if not locs or platform is None:
-        return None
-    why = None
-    for loc in locs:  # most often the headline's plan applies: the one plan built
-        plan = localization_plan(loc, platform=platform, node_id=node_id, rack=rack, job_id=job_id,
-                                 stated_pair=stated_pair)
-        if plan.applies:
-            return None
-        why = why or plan.part_note or "the input contradicts the platform"
-    return why
 
 
 def _verdict(job: JobExplanation | None, shown: JobExplanation | None, findings: list[Finding], node_id: str,

@@ -23,7 +23,7 @@ from ..config.platforms import all_platforms
 from ..config.racks import rack_of
 from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
 from ..enums import ComponentKind, FaultKind, Severity, severity_rank
-from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, outside_trays
+from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, every_held, outside_trays
 from ..repair import localization_plan
 from ..times import utc_ns
 from ..topology.rack import RackGraph, rack_graph
@@ -331,6 +331,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
         update["warnings"] = [*tray.warnings, said]
         if tray.fault_detected:
             update.update(localizations=[root], localization=root, isolated_component=root.component,
+                          held=every_held([root]),
                           repair_action=root.action or tray.repair_action,
                           ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
         return tray.model_copy(update=update)
@@ -350,6 +351,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
         own = {f.component for f in tray.findings}  # the rack's own finding: every tray is in the failing domain
         rack_level = [f for f in rack_diagnosis.findings if f.ref.kind in WHOLE and f.component not in own]
         return tray.model_copy(update={**update, "warnings": [*tray.warnings, said], "localizations": whole,
+                                       "held": every_held(whole),
                                        "findings": [*tray.findings, *rack_level], "fault_detected": True,
                                        "localization": whole[0], "isolated_component": whole[0].component,
                                        "repair_action": whole[0].action or tray.repair_action,
@@ -369,7 +371,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
         also = f" and those of compute trays {', '.join(others)}" if others else ""
         notes.append(f"the fault is outside this tray: {outside[0].component} (rack {rack.place.rack_id}) explains "
                      f"its failing links{also}; the rack's view: `/fabric rack {rack.place.rack_id}`")
-    update.update(localizations=locs, localization=top, isolated_component=top.component,
+    update.update(localizations=locs, localization=top, isolated_component=top.component, held=every_held(locs),
                   repair_action=top.action or tray.repair_action, warnings=notes,
                   ticket_priority=rack_diagnosis.ticket_priority, verdict=rack_diagnosis.verdict)
     return tray.model_copy(update=update)

@@ -87,6 +87,12 @@ class RepairPlan(_Model):
                                                              "first.")
 
     @property
+    def held(self) -> str | None:
+        """Why a ticket on this plan is held (no one acts on the part until the input and the platform agree); None
+        while the plan applies. The one reason the part's ticket and every door saying its priority give."""
+        return None if self.applies else (self.part_note or "the input contradicts the platform")
+
+    @property
     def stops_node(self) -> bool:
         """Whether anything in the plan stops every GPU of the node (a reboot, a power-off, a full diagnostic)."""
         return self.reset.stops in ("node", "rack") or any(s.stops in ("node", "rack") for s in self.repair)

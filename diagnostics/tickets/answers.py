@@ -82,7 +82,7 @@ def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
     """What an answer names that the diagnosis does not hold: a GPU, link, switch, port, tray, chip or priority of
     none of its findings, a part (by name or its board's GPU) or a command none of its parts' repair plans holds
     (or one fabricbot never advises), an isolation narrower than what the isolated part's plan stops, or a priority
-    level said bare for a node whose tickets are held."""
+    level said bare for a node whose isolated part's ticket is held."""
     found = candidates_for(diagnosis)
     plans = [plan_for(diagnosis, c) for c in found]
     isolated = [p for c, p in zip(found, plans, strict=True) if c.isolated] or plans
@@ -91,7 +91,7 @@ def answer_problems(text: str, diagnosis: Diagnosis) -> list[str]:
     return [*node_text_problems(text, diagnosis, found, diagnosis.ticket_priority),
             *command_problems(text, allowed, "any repair plan of this node", catalog),
             *part_name_problems(text, plans),
-            *(p for plan in (isolated[:1] if diagnosis.held else []) for p in held_problems(text, plan)),
+            *(p for plan in (isolated[:1] if diagnosis.held_of() else []) for p in held_problems(text, plan)),
             *dict.fromkeys(p for plan in isolated for p in isolation_problems(text, plan))]
 
 

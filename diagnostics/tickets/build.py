@@ -279,7 +279,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan)],
         capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
-        held=None if plan.applies else (plan.part_note or "the input contradicts the platform"),
+        held=plan.held,
         evidence=evidence_for(diagnosis, candidate), estimated_cost=estimate_cost(diagnosis, candidate),
         summary=summary or rule_summary(diagnosis, candidate, prio, held=not plan.applies), reasoning=reasoning,
         hypotheses=hypotheses if hypotheses is not None else rule_hypotheses(candidates),
