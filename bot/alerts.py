@@ -41,7 +41,9 @@ SHOWN_NODES = 40
 
 _SAID = {Step.NEW: ":rotating_light: *New failing part*", Step.WORSE: ":small_red_triangle: *Worse*",
          Step.TICKETED: ":ticket: *Ticket filed*", Step.RECOVERED: ":white_check_mark: *Recovered*",
-         Step.SILENT: ":grey_question: *Not reporting*", Step.REPORTING: ":arrows_counterclockwise: *Reporting again*"}
+         Step.SILENT: ":grey_question: *Not reporting*", Step.REPORTING: ":arrows_counterclockwise: *Reporting again*",
+         Step.RESTATED: ":arrows_counterclockwise: *Priority restated*"}
+_TOLD = (Step.NEW, Step.WORSE, Step.RESTATED)  # the steps that say the part's priority and why it is held
 
 
 def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, oncall: str | None) -> str:
@@ -49,18 +51,20 @@ def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, on
     ping = f"<!subteam^{oncall}> " if oncall and part is not None and part.urgent and step in (Step.NEW, Step.WORSE) \
         else ""
     said = f"{ping}{_SAID[step]}: {where}"
-    if part is not None and step in (Step.NEW, Step.WORSE, Step.REPORTING):
+    if part is not None and step in (*_TOLD, Step.REPORTING):
         said += f" ({part.severity.value}, {esc(part.priority_said())}): {esc(part.why)}"
-    if part is not None and part.held is not None and part.node_held and step in (Step.NEW, Step.WORSE):
+    if part is not None and part.held is not None and part.node_held and step in _TOLD:
         said += (f"\n:warning: Held: {esc(part.held)}. Do not drain `{esc(alert.node_id)}` or touch its hardware until "
                  "the input and the platform agree: what needs a person now is the inventory (the node's stated "
                  "platform, or the readings' source if they are another node's), not the part; the recommended "
                  "action below says how to confirm the platform.")
-    elif part is not None and part.held is not None and step in (Step.NEW, Step.WORSE):  # another part's stands
+    elif part is not None and part.held is not None and step in _TOLD:  # another part's stands
         said += (f"\n:warning: Held: {esc(part.held)}. Do not act on {esc(alert.component)} until the input and the "
                  "platform agree: what it needs now is the inventory (the node's stated platform, or the readings' "
                  f"source if they are another node's). The other failing parts of `{esc(alert.node_id)}` are not "
                  "held: their tickets stand.")
+    if part is not None and part.held is None and step is Step.RESTATED:
+        said += "\nReleased: the input and the platform now agree, so its ticket is no longer held."
     if alert.ticket:
         said += f"\nTicket *{esc(alert.ticket)}* is filed for it."
     if step is Step.RECOVERED:

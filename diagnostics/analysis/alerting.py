@@ -149,6 +149,7 @@ class Step(StrEnum):
     HELD = "held"
     SILENT = "not reporting"  # its node has no reading in the window: not clean, so the alert stays open
     REPORTING = "reporting again"  # its node reports again: the soak counts from here
+    RESTATED = "restated"  # its part's ticket was released (the inventory mended) or held since it was told
 
 
 @dataclass(frozen=True)
@@ -227,8 +228,9 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     paged, no storm) and alerts later only if it gets worse.
     A new part with an open ticket is left alone (the ticket speaks for it). New parts that make a storm are held;
     while a storm waits for a person (`open_storm`), every new part joins it, held. A held part whose storm was
-    acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one that got a
-    ticket says so; one clean for the soak is recovered.
+    acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one whose
+    part's ticket was released (or held) since it was told is restated; one that got a ticket says so; one clean for
+    the soak is recovered.
     `silent`: the nodes with no reading in the window. Silence is not health: an alert of a silent node is marked as
     not reporting (once) and is never recovered while it lasts; when the node reports again the mark is lifted and the
     soak counts from its return, a held alert's too (it opens: the channel was told of it); a held alert whose node
@@ -245,7 +247,8 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     step = Step.KNOWN if baseline else Step.HELD if hold else Step.NEW
     for p in fresh:
         alert = Alert(p.node_id, p.slug, p.component, AlertStatus.HELD if step is Step.HELD else AlertStatus.OPEN,
-                      p.rank, opened_at=at, failing_at=at, storm=open_storm if step is Step.HELD else None)
+                      p.rank, opened_at=at, failing_at=at, storm=open_storm if step is Step.HELD else None,
+                      held=p.held is not None)
         out.decisions.append(Decision(step, alert, p))
     for key, alert in sorted(alerts.items()):
         part = now.get(key)
@@ -267,7 +270,8 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
         alert = replace(alert, silent_since=None)
         if alert.status is AlertStatus.HELD:
             if part is not None:
-                out.decisions.append(Decision(Step.NEW, replace(alert, status=AlertStatus.OPEN, rank=part.rank), part))
+                out.decisions.append(Decision(Step.NEW, replace(alert, status=AlertStatus.OPEN, rank=part.rank,
+                                                                held=part.held is not None), part))
             elif back:  # the channel was told it stays open until clean for the soak: it soaks as an open one does
                 out.decisions.append(Decision(Step.REPORTING, replace(alert, status=AlertStatus.OPEN, failing_at=at),
                                               None))
@@ -275,7 +279,10 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
                 out.decisions.append(Decision(Step.RECOVERED, replace(alert, status=AlertStatus.RECOVERED), None))
             continue
         if part is not None and part.rank > alert.rank:
-            out.decisions.append(Decision(Step.WORSE, replace(alert, rank=part.rank), part))
+            out.decisions.append(Decision(Step.WORSE, replace(alert, rank=part.rank, held=part.held is not None), part))
+            continue
+        if part is not None and (part.held is not None) != alert.held:  # the inventory mended, or contradicted now
+            out.decisions.append(Decision(Step.RESTATED, replace(alert, held=part.held is not None), part))
             continue
         if back:
             out.decisions.append(Decision(Step.REPORTING, replace(alert, failing_at=at), part))  # the soak restarts

@@ -42,6 +42,7 @@ class Alert:
     channel: str | None = None
     ts: str | None = None  # the message, once posted
     silent_since: datetime | None = None  # the pass its node was first found silent (no reading), while it lasts
+    held: bool = False  # its part's ticket was held when last told (the input contradicted the platform)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -88,7 +89,8 @@ def _row(alert: Alert) -> dict[str, Any]:
 def _alert(row: dict[str, Any]) -> Alert:
     return Alert(**{**row, "status": AlertStatus(row["status"]), "opened_at": datetime.fromisoformat(row["opened_at"]),
                     "failing_at": datetime.fromisoformat(row["failing_at"]),
-                    "silent_since": datetime.fromisoformat(row["silent_since"]) if row.get("silent_since") else None})
+                    "silent_since": datetime.fromisoformat(row["silent_since"]) if row.get("silent_since") else None,
+                    "held": bool(row.get("held"))})
 
 
 class AlertBook:
@@ -99,10 +101,11 @@ class AlertBook:
         with transaction(db):
             db[ALERTS].create({"node_id": str, "slug": str, "component": str, "status": str,  # type: ignore[union-attr]
                                "rank": int, "opened_at": str, "failing_at": str, "ticket": str, "storm": int,
-                               "channel": str, "ts": str, "silent_since": str}, pk=("node_id", "slug"),
-                              if_not_exists=True)
-            if "silent_since" not in db[ALERTS].columns_dict:  # a store from before the column
-                db[ALERTS].add_column("silent_since", str)  # type: ignore[union-attr]
+                               "channel": str, "ts": str, "silent_since": str, "held": int},
+                              pk=("node_id", "slug"), if_not_exists=True)
+            for column, kind in (("silent_since", str), ("held", int)):
+                if column not in db[ALERTS].columns_dict:  # a store from before the column
+                    db[ALERTS].add_column(column, kind)  # type: ignore[union-attr]
             db[STORMS].create({"id": int, "opened_at": str, "factor": str, "nodes": str,  # type: ignore[union-attr]
                                "reason": str, "held": int, "acknowledged_by": str, "acknowledged_at": str,
                                "channel": str, "ts": str}, pk="id", if_not_exists=True)

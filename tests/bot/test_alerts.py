@@ -214,3 +214,33 @@ def test_a_held_nodes_new_part_is_said_held_and_its_page_names_the_inventory(fle
         assert f"({new.severity.value}, {summary})" in status and f", {new.priority.value}):" not in status
         assert "do not drain" in status.lower() and "inventory" in status
         assert status.startswith("<!subteam^SONCALL>") is (new.priority is Priority.URGENT)
+
+
+def test_a_held_parts_alert_is_restated_once_its_inventory_is_mended(fleet: TableNodeSource) -> None:
+    """A part alerted held (its node stated pcie-8gpu, its readings NVLink's) whose inventory is then mended: its
+    alert kept saying held, do not drain, pass after pass, until its rank changed. The next pass restates it at its
+    plain level, says it is released, and says it once."""
+    tables = fleet.source
+    assert isinstance(tables, TableSource)
+    node = "hpc-gpu-node-12"
+    CLOCK.at("12:00")
+    with local_bot(Settings(), source=TableNodeSource(tables.tables, tables.platforms() | {node: "pcie-8gpu"}),
+                   clock=CLOCK) as bot:
+        assert bot.app is not None
+        loop = _loop(bot, policy=NO_STORM)
+        (new,) = [d for d in loop.run_once().decisions if d.step is Step.NEW and d.alert.node_id == node]
+        assert new.part is not None and new.part.held is not None
+        bot.app.services.source = TableNodeSource(tables.tables, tables.platforms())  # the inventory mended
+        CLOCK.at("12:05")
+        (again,) = [d for d in loop.run_once().decisions if d.alert.key == new.alert.key]
+        assert again.step is Step.RESTATED and again.part is not None and again.part.held is None
+        assert again.part.rank == new.part.rank, "its rank is the same: only the inventory changed"
+        stored = bot.app.services.alerts.get(*new.alert.key)  # type: ignore[union-attr]
+        assert stored is not None and not stored.held and stored.ts
+        shown = bot.slack.find(stored.ts)
+        assert shown is not None
+        status = shown.text.split("\n_")[0]
+        assert f"({again.part.severity.value}, {again.part.priority.value}):" in status and "Released" in status
+        assert "held (" not in status and "Do not drain" not in status
+        CLOCK.at("12:10")
+        assert [d for d in loop.run_once().decisions if d.alert.key == new.alert.key] == []
