@@ -288,11 +288,15 @@ class _Codes:
         """The values some row holds, sorted, and each row's code among them (-1 for null): a dictionary's values
         no row kept (a row group read whole, its rows outside the window) are no category."""
         codes = self.codes[:rows]
-        held = np.bincount(codes + 1, minlength=len(self.seen) + 1)[1:] > 0  # null (-1) counted first, left out
+        held = np.zeros(len(self.seen) + 1, dtype=bool)  # the last stands for null (code -1), left out
+        held[codes] = True  # a mark per row: half a count's cost over a window's millions of rows
         values = sorted(v for v, code in self.seen.items() if held[code])
-        rank = np.full(len(self.seen) + 1, -1, dtype=np.int32)  # the last stands for null (code -1)
-        rank[[self.seen[v] for v in values]] = np.arange(len(values), dtype=np.int32)
-        return values, rank[codes]
+        at = [self.seen[v] for v in values]
+        if at == list(range(len(self.seen))):  # every value held, first seen in order (a fleet's node names): as is
+            return values, codes.copy()
+        rank = np.full(len(self.seen) + 1, -1, dtype=np.int32)
+        rank[at] = np.arange(len(values), dtype=np.int32)
+        return values, np.take(rank, codes, mode="wrap")  # -1 wraps to the last, null's
 
     def done(self, rows: int) -> pd.Categorical:
         values, codes = self.ranked(rows)
