@@ -3,10 +3,14 @@ address (a Link Fatal Xid 149 on one GPU beside an Xid 145 that names no subcode
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
+import pytest
 
 from diagnostics.analysis import analyze_tables
-from diagnostics.model import Diagnosis
+from diagnostics.model import Diagnosis, Localization
+from diagnostics.repair import RepairPlan
 from diagnostics.tickets import RulesDrafter
 from tests.analysis.helpers import T0, node_links
 from tests.ingest.helpers import read_text
@@ -35,3 +39,21 @@ def test_the_gpu_a_fatal_xid_stopped_is_isolated_before_one_an_xid_145_only_fail
         # the default ticket is that part's, with its own priority: as drafted by name
         assert default.priority == RulesDrafter().draft(d, component=default.candidate_id).priority
         assert RulesDrafter().draft(d, component=f"gpu{gpus[0]}").priority != default.priority
+
+
+def test_each_suspects_repair_plan_is_built_once_for_its_action_and_its_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node's suspects each get one plan: the one that gives its action also says whether its ticket is held."""
+    import diagnostics.analysis.diagnosis as diagnosis
+
+    built: list[str] = []
+    real = diagnosis.localization_plan
+
+    def counted(loc: Localization, **kwargs: Any) -> RepairPlan:
+        built.append(loc.component)
+        return real(loc, **kwargs)
+
+    monkeypatch.setattr(diagnosis, "localization_plan", counted)
+    d = _diagnose((1, 5))
+    assert len(d.localizations) >= 2 and all(loc.action for loc in d.localizations)
+    assert sorted(built) == sorted(loc.component for loc in d.localizations)
+    assert d.held is None  # the headline's plan applies: its ticket is not held
