@@ -1,5 +1,7 @@
 """The sweep's presence questions on a real Prometheus as the fleet grows: the count of the nodes reporting in the
-span, the node list from the server's index, and the reporting nodes by name.
+span, the node list from the server's index, and the reporting nodes by name: on the PCIe series (the sweep's first
+ask), over every series (its only ask before), and one node over every series (what each node the PCIe names leave
+out adds).
 
     python benchmarks/bench_presence.py [--nodes 256 1024] [--hours 6] [--data-dir DIR] [--repeat 5]
 
@@ -77,7 +79,7 @@ def measure(fleet: BigFleet, folder: Path, repeat: int) -> None:
         builder = QueryBuilder(config, load_map())
         span = history_needed(timedelta(hours=1), load_thresholds())
         queries = presence_queries(builder, span.total_seconds() / 3600)
-        assert queries is not None
+        assert queries is not None and queries.every is not None
         node = builder.by("node")
         every = presence_selector(builder, f'{node}!=""')
         at = fleet.end
@@ -85,7 +87,9 @@ def measure(fleet: BigFleet, folder: Path, repeat: int) -> None:
         forms = {
             "count (the sweep's: PCIe)": queries.count,
             "count, every link's series": f"count(group by ({node}) (last_over_time({every}[{hours}])))",
-            "names (some node silent)": queries.names,
+            "names, PCIe (some silent)": queries.names,
+            "names, every series": queries.every(None),
+            "names of 1 node, every": queries.every([fleet.node_ids[-1]]),
             "count, last 5 min": f"count(group by ({node}) ({every}))",
         }
         with PrometheusClient(config) as client:

@@ -12,7 +12,8 @@ makes the view incomplete, as the store's sweep says of a node it holds with no 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,10 +28,12 @@ from .promql import LOOKBACK, PRESENCE_COLUMN, QueryBuilder, duration, quoted
 @dataclass(frozen=True)
 class PresenceQueries:
     """The count of the named nodes with a presence sample in the span (one row), and those nodes by name (a row
-    each, asked only where the count does not settle it)."""
+    each, asked only where the count does not settle it); `every` asks nodes by name over every presence series,
+    where `names` reads the PCIe ones alone (None: it reads every series already)."""
 
     count: str
     names: str
+    every: Callable[[Collection[str] | None], str] | None = None
 
 
 def presence_selector(builder: QueryBuilder, *extra: str) -> str | None:
@@ -43,10 +46,11 @@ def presence_queries(builder: QueryBuilder, span_hours: float) -> PresenceQuerie
     """The presence queries over the `span_hours` before the evaluation time; None when no presence counter is
     mapped. Only the node label is kept: the answer is a node's name, never its series.
 
-    The count reads a GPU's PCIe series alone where they are mapped (8 a node, not its 152 with every NVLink's):
-    the query reads every sample of its series over the span, so its cost follows their number (256 nodes: 3.1 s
-    with every link's, 0.18 s with the PCIe ones). A node counted there reports; one with no PCIe series (or
-    silent) leaves the count short of the index's, and the names are then asked over every presence series."""
+    The count and the names read a GPU's PCIe series alone where they are mapped (8 a node, not its 152 with every
+    NVLink's): a query reads every sample of its series over the span, so its cost follows their number (256 nodes:
+    3.1 s with every link's, 0.18 s with the PCIe ones). A node counted there reports; one with no PCIe series (or
+    silent) leaves the count short of the index's, and only the nodes the PCIe names leave out are then asked by
+    name over every presence series (`every`)."""
     node = builder.by("node")
     every = presence_selector(builder)
     pcie = builder.names(PRESENCE_COLUMN, LinkType.PCIE)
@@ -54,8 +58,16 @@ def presence_queries(builder: QueryBuilder, span_hours: float) -> PresenceQuerie
     if named is None or every is None:
         return None
     span = duration(span_hours)
+
+    def over_every_series(nodes: Collection[str] | None) -> str:
+        """The nodes (all where None) reporting on any presence series, by name."""
+        picked = every if nodes is None else presence_selector(
+            builder, f'{node}=~"{"|".join(quoted(re.escape(n)) for n in sorted(nodes))}"')
+        return f"group by ({node}) (last_over_time({picked}[{span}]))"
+
     return PresenceQueries(count=f"count(group by ({node}) (last_over_time({named}[{span}])))",
-                           names=f"group by ({node}) (last_over_time({every}[{span}]))")
+                           names=f"group by ({node}) (last_over_time({named if pcie else every}[{span}]))",
+                           every=over_every_series if pcie else None)
 
 
 def known_nodes(client: PrometheusClient, builder: QueryBuilder, start: datetime,
@@ -117,6 +129,30 @@ def settled(count: Answer, known: LabelValues | PrometheusError | None) -> set[s
 def reporting(answer: Answer, node_label: str) -> set[str]:
     """The nodes the names query lists (a series without the node label reports as `unknown`)."""
     return {str(row["metric"].get(node_label) or "unknown") for row in answer.rows}
+
+
+def asked_by_name(queries: PresenceQueries, known: LabelValues | PrometheusError | None, answered: set[str],
+                  ask: Callable[[str, str], Answer | None], node_label: str) -> set[str] | None:
+    """The nodes reporting in the span where their count did not settle it: the PCIe names first, then over every
+    presence series only the nodes the index knows that those leave out (`answered`, the offenders' nodes, reported
+    already), or every node where the index was not read and the PCIe names list none. The names over every series
+    cost 3.2 s at 256 nodes; a silent node's or two, a node's series apiece. None: a question went unanswered (`ask`
+    said why)."""
+    first = ask(queries.names, "the nodes reporting in the span")
+    if first is None:
+        return None
+    reported = reporting(first, node_label)
+    if queries.every is None:
+        return reported
+    left: set[str] | None = None
+    if isinstance(known, LabelValues):
+        left = set(known.values) - reported - answered
+        if not left:
+            return reported
+    elif reported:
+        return reported
+    more = ask(queries.every(left), "the nodes reporting in the span on any link")
+    return None if more is None else reported | reporting(more, node_label)
 
 
 def say_silent(result: SweepResult, reported: set[str] | None, known: LabelValues | PrometheusError | None, *,

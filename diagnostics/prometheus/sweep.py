@@ -31,7 +31,7 @@ from ..names import fleet_name_notes
 from ..offenders import Offender, SweepResult, offenders_of
 from .client import Answer, LabelValues, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .config import load_config
-from .presence import known_nodes, presence_queries, reporting, say_silent, settled
+from .presence import asked_by_name, known_nodes, presence_queries, say_silent, settled
 from .promql import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
@@ -164,10 +164,13 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
         if _usable(present, "the count of the nodes reporting in the span", result):
             reported = settled(present, known)
             if reported is None:  # fewer (or more) report than the index knows, or it was not read: ask them by name
-                result.queries += 1
-                named = evaluate(presence.names)
-                if _usable(named, "the nodes reporting in the span", result):
-                    reported = reporting(named, client.config.labels.node)
+
+                def ask(promql: str, what: str) -> Answer | None:
+                    result.queries += 1
+                    answer = evaluate(promql)
+                    return answer if _usable(answer, what, result) else None
+                reported = asked_by_name(presence, known, {o.node_id for o in result.offenders}, ask,
+                                         client.config.labels.node)
         say_silent(result, reported, known, span=span, around_hours=client.config.limits.known_nodes_hours,
                    usable=lambda a: _usable(a, "the list of the nodes the server knows", result))
     result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",

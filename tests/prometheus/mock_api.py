@@ -8,6 +8,7 @@ serves and hands every other request to the test's own handler.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from urllib.parse import parse_qs
 
@@ -33,7 +34,9 @@ def serving(nodes: Iterable[str], answer: Handler, *, node_label: str = "Hostnam
         if query.startswith(f"count(group by ({node_label}) ("):
             return _vector([{"metric": {}, "value": [at, str(len(served))]}] if served else [])
         if query.startswith(f"group by ({node_label}) ("):
-            return _vector([{"metric": {node_label: n}, "value": [at, "1"]} for n in served])
+            asked = re.search(f'{node_label}=~"([^"]*)"', query)  # the nodes asked by name, where some are
+            named = [n for n in served if asked is None or re.fullmatch(asked[1].replace("\\\\", "\\"), n)]
+            return _vector([{"metric": {node_label: n}, "value": [at, "1"]} for n in named])
         return answer(request)
 
     return handler
