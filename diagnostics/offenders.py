@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import format as fmt
 from .components import ComponentRef, switch_label, switch_name
-from .config.thresholds import BELOW_EXPECTED_RULE, GPU_LOST_RULES, GPU_MISSING_RULE
+from .config.thresholds import BELOW_EXPECTED_RULE, GPU_LOST_RULES, GPU_MISSING_RULE, MISSING_RULE
 from .enums import ComponentKind, EventKind, LinkType, Severity, priority_rank, severity_rank
 from .format import Unit
 from .model import Diagnosis, Finding
@@ -128,6 +128,25 @@ def _offender(node: str, f: Finding, rule: str, severity: Severity, value: float
     return Offender(node_id=node, link_type=f.link_type, gpu=ref.gpu, link=link, nvswitch=switch, rule=rule,
                     severity=severity, rate_per_hour=value, above=above, unit=Unit(unit or Unit.PER_HOUR),
                     detail=detail, xid=xid, bus=ref.bus if xid is not None else None)
+
+
+def gone_gpus_folded(pushed: list[Offender], read_back: list[Offender]) -> list[Offender]:
+    """A node's pushed-down rows with each GPU its read-back shows gone (one row naming every rule it broke, as
+    `offenders_of` lists it) in the place of the rows standing for it: its Xid's and its links' silence, and the
+    node's GPU count where the GPUs shown gone make up its shortfall (the server's count says how many GPUs report,
+    not which is missing), so both doors of a sweep list such a GPU as the one part it is."""
+    gone = {o.gpu: o for o in read_back if o.gpu is not None and GPU_MISSING_RULE in o.rules}
+    if not gone:
+        return pushed
+
+    def stands_for_gone(o: Offender) -> bool:
+        if o.gpu is None:
+            return o.rule == GPU_MISSING_RULE and (
+                o.above is None or o.rate_per_hour is None or o.above - o.rate_per_hour <= len(gone))
+        row = gone.get(o.gpu)
+        return row is not None and (o.rule in row.rules or o.rule in (MISSING_RULE, BELOW_EXPECTED_RULE))
+
+    return [*(o for o in pushed if not stands_for_gone(o)), *gone.values()]
 
 
 class Timings(BaseModel):

@@ -28,7 +28,7 @@ from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import Diagnosis
 from ..names import fleet_name_notes
-from ..offenders import Offender, SweepResult, offenders_of
+from ..offenders import Offender, SweepResult, gone_gpus_folded, offenders_of
 from .client import Answer, LabelValues, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .config import load_config
 from .presence import asked_by_name, known_nodes, presence_queries, say_silent, settled
@@ -173,8 +173,12 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
                                          client.config.labels.node)
         say_silent(result, reported, known, span=span, around_hours=client.config.limits.known_nodes_hours,
                    usable=lambda a: _usable(a, "the list of the nodes the server knows", result))
-    result.offenders.sort(key=lambda o: (o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "",
-                                         o.link or -1, o.rule, o.xid or -1))
+    result.offenders.sort(key=_order)
+
+
+def _order(o: Offender) -> tuple[str, str, int, str, int, str, int]:
+    """The sweep's row order: by node, then link type, GPU, switch, link, rule and Xid."""
+    return o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "", o.link or -1, o.rule, o.xid or -1
 
 
 def _collect(client: PrometheusClient, queries: list[SweepQuery], answers: list[Answer | PrometheusError],
@@ -305,7 +309,10 @@ def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: 
             result.timings.fetch_s += time.perf_counter() - t0
         t1 = time.perf_counter()
         diagnosis = _diagnose(tables, node, window, result.at, thresholds, gpus=gpus)
-        result.confirmed[node] = offenders_of(diagnosis)
+        result.confirmed[node] = confirmed = offenders_of(diagnosis)
+        # a GPU the read-back shows gone is one row, as the store's sweep lists it: the server's count names none
+        result.offenders = sorted([*(o for o in result.offenders if o.node_id != node),
+                                   *gone_gpus_folded(mine, confirmed)], key=_order)
         result.diagnoses[node] = diagnosis
         result.warnings.extend(str(w) for w in tables.warnings)
         result.timings.analyze_s += time.perf_counter() - t1

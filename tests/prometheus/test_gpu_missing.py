@@ -157,12 +157,17 @@ def swept(lost: Fleet, lost_server: Server) -> SweepResult:
 
 @pytest.mark.prometheus
 @pytest.mark.timeout(120)
-def test_the_sweep_flags_the_node_whose_gpu_vanished_hours_ago(lost: Fleet, swept: SweepResult) -> None:
+def test_the_sweep_flags_the_node_whose_gpu_vanished_hours_ago(lost: Fleet, lost_server: Server,
+                                                               swept: SweepResult) -> None:
     assert swept.complete, swept.incomplete_reasons
-    assert {(o.node_id, o.rule, o.gpu, o.detail) for o in swept.offenders} == {
-        ("node-001", "gpus_missing", None, "7 of 8 GPUs report")}
+    with PrometheusClient(load_config(lost_server.url, env={})) as client:
+        pushed = sweep(client, load_thresholds(), at=lost.end, window_hours=1.0, analyze=False)
+    assert {(o.node_id, o.rule, o.gpu, o.detail) for o in pushed.offenders} == {
+        ("node-001", "gpus_missing", None, "7 of 8 GPUs report")}  # the server's count names no GPU
     assert "all links within" not in swept.headline() and "on 1 node" in swept.headline()
     local = failing_links(lost.samples, load_thresholds(), lost.end, 1.0, lost.gpus)
-    assert {o.key for o in swept.offenders} == {o.key for o in local}
+    assert {o.key for o in pushed.offenders} == {o.key for o in local}
+    # its read-back names the GPU gone: the node's row is that GPU's, as the store's sweep lists it
+    assert {(o.node_id, o.rule, o.gpu) for o in swept.offenders} == {("node-001", "gpus_missing", LOST)}
     # the node's series, read back over the window, confirm it: seven GPUs left, and the platform has eight
     assert [o.rule for o in swept.confirmed["node-001"]] == ["gpus_missing"]
