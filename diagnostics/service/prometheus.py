@@ -82,6 +82,11 @@ class PrometheusSource(Unstored):
             if links is not None and len(links):
                 newest[node] = links["timestamp"].max().to_pydatetime()
                 oldest[node] = links["timestamp"].min().to_pydatetime()
+                if newest[node] < end - timedelta(seconds=self.step_s):  # quiet before the end: say when exactly
+                    first, last = reading_bounds(self.client, QueryBuilder(self.client.config, self.dmap), node,
+                                                 end - span, end, self.step_s)
+                    newest.update({node: last} if last else {})
+                    oldest.update({node: first} if first else {})
         tables = {}
         for name, schema in (("link_samples", LINK_SAMPLES), ("step_samples", STEP_SAMPLES), ("events", EVENTS),
                              ("gpus", GPUS), ("topology", TOPOLOGY)):

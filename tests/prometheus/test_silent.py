@@ -152,3 +152,19 @@ def test_a_reporting_node_asked_by_name_is_complete_on_both_doors(quiet_fleet: F
     store, server = _doors(quiet_server, quiet_store, "node-000", quiet_fleet.end, capsys)
     assert store[0] != 3 and server[0] != 3  # a fault exits 1 from the sweep, 0 (answered) from analyze
     assert store[1:] == server[1:]
+
+
+def test_a_node_quiet_inside_the_read_span_is_said_quiet_since_its_last_sample_on_both_doors(
+        quiet_fleet: Fleet, quiet_server: Server, quiet_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its series read back hold its last value for the server's lookback after its last sample: the time its
+    readings stop is that sample's, as the store says it, not the lookback's end."""
+    at = quiet_fleet.end - QUIET_FOR + timedelta(hours=2)  # its last sample 2 h before: inside the span read
+    said = []
+    for args in (["analyze", "--store", str(quiet_store), "--node", QUIET, "--end", at.isoformat(), "--json"],
+                 ["sweep", "--prometheus", quiet_server.url, "--node", QUIET, "--at", at.isoformat(), "--json"]):
+        main(args)
+        warnings = json.loads(capsys.readouterr().out)["warnings"]
+        said.append([w for w in warnings if w.startswith(f"no link reading from {QUIET} since")])
+    last = quiet_fleet.samples.loc[quiet_fleet.samples["node_id"] == QUIET, "timestamp"].max()
+    assert said[0] == said[1] == [f"no link reading from {QUIET} since {last:%Y-%m-%d %H:%M} UTC: the window ends "
+                                  f"at {at:%Y-%m-%d %H:%M} UTC (as asked)"]
