@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import format as fmt
 from .components import ComponentRef, switch_label, switch_name
@@ -39,6 +39,10 @@ class Offender(BaseModel):
     also: tuple[str, ...] = Field(default=(), description="The other rules the same part broke, said on this row "
                                   "(`detail` holds what each said): a GPU off the bus, found by its Xid 79 and by "
                                   "its silence, is one part, as its node's one finding.")
+    part: ComponentRef | None = Field(default=None, description="The part as its node's analysis names it (a link's "
+                                      "far end, its switch port, its tray): a row from a node's findings (the store, "
+                                      "files) says the name `fabricbot analyze` says. A server's row knows only its "
+                                      "labels, so its name is built from them by the same `ComponentRef`.")
 
     @property
     def rules(self) -> tuple[str, ...]:
@@ -61,6 +65,8 @@ class Offender(BaseModel):
             return ComponentRef.of_gpu(self.gpu, bus=self.bus)
         if self.rule == GPU_MISSING_RULE and self.gpu is not None:
             return ComponentRef.of_gpu(self.gpu)  # a silent GPU is the GPU, not its PCIe link
+        if self.part is not None:
+            return self.part
         if self.gpu is None and self.nvswitch is None:
             return None
         if self.link_type is LinkType.PCIE:
@@ -70,9 +76,12 @@ class Offender(BaseModel):
             return ComponentRef.nvswitch(switch_name(switch), self.link)
         return ComponentRef.nvlink(self.gpu, self.link)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def component(self) -> str:
-        """As people say it: `GPU 2 NVLink 5`, `GPU 4 PCIe`, `NVSwitch 1 port 17`, `GPU 3 (Xid 79)`, `GPUs`."""
+        """As people say it, and as `fabricbot analyze` names the same part: `GPU 2 -> GPU 3 NVLink 5`, `GPU 2 NVLink 5
+        -> NVSwitch 1 port 17`, `GPU 4 PCIe`, `NVSwitch 1 port 17`, `GPU 3 (Xid 79)`, `GPUs`; a server's row, which
+        knows no far end, `GPU 2 NVLink 5`."""
         ref = self.ref
         if ref is None:
             return "GPUs"  # the node's GPU count
@@ -96,7 +105,8 @@ def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
             if c.rule == BELOW_EXPECTED_RULE and f.gpu is not None:
                 short[f.gpu] = Offender(node_id=diagnosis.node_id, link_type=f.link_type, gpu=f.gpu, rule=c.rule,
                                         severity=c.severity, rate_per_hour=c.rate_per_hour, above=c.above,
-                                        unit=c.unit, detail=f"{c.rate_per_hour:g} links reporting of {c.above:g}")
+                                        unit=c.unit, detail=f"{c.rate_per_hour:g} links reporting of {c.above:g}",
+                                        part=f.ref)
                 continue
             if c.counter == EventKind.XID.value and c.codes:  # one per code, as the server's `xid` label splits it
                 out.extend(_offender(diagnosis.node_id, f, c.rule, c.severity, n, c.above, c.unit, c.message, xid=x)
@@ -127,7 +137,7 @@ def _offender(node: str, f: Finding, rule: str, severity: Severity, value: float
     link = ref.port if ref.kind is ComponentKind.NVSWITCH else ref.link
     return Offender(node_id=node, link_type=f.link_type, gpu=ref.gpu, link=link, nvswitch=switch, rule=rule,
                     severity=severity, rate_per_hour=value, above=above, unit=Unit(unit or Unit.PER_HOUR),
-                    detail=detail, xid=xid, bus=ref.bus if xid is not None else None)
+                    detail=detail, xid=xid, bus=ref.bus if xid is not None else None, part=ref)
 
 
 def gone_gpus_folded(pushed: list[Offender], read_back: list[Offender]) -> list[Offender]:

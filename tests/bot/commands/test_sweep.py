@@ -210,3 +210,25 @@ def test_a_gpu_off_the_bus_is_one_row_as_its_node_shows_one_finding(store_dir: P
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"  {node} ")]
     assert len([line for line in lines if f"GPU {gone['gpu']}" in line]) == 1, lines
     assert not [line for line in lines if f"GPU {gone['gpu']} PCIe" in line], lines
+
+
+def test_the_sweep_names_each_link_as_analyze_names_it(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One component, one name: a link the sweep lists (its JSON and its table) is named as `fabricbot analyze`
+    names it on the same node, its far end included (`GPU 2 -> GPU 3 NVLink 1`, `... -> NVSwitch 1 port 17`)."""
+    truth = json.loads((FLEET / "ground_truth.json").read_text())["nodes"]
+    nodes = [next(n for n, v in truth.items() if v["scenario"] == s) for s in ("replay_storm", "nvswitch_port_fault")]
+    capsys.readouterr()
+    main(["sweep", "--store", str(store_dir), "--json"])
+    swept = json.loads(capsys.readouterr().out)
+    main(["sweep", "--store", str(store_dir)])
+    table = capsys.readouterr().out.splitlines()
+    ends = set()
+    for node in nodes:
+        main(["analyze", "--store", str(store_dir), "--node", node, "--json"])
+        named = {f["component"] for f in json.loads(capsys.readouterr().out)["findings"] if f["severity"] != "ok"}
+        rows = [o for o in swept["offenders"] if o["node_id"] == node and o["link_type"] == "nvlink"]
+        assert rows and {o["component"] for o in rows} == named, (node, rows, named)
+        for o in rows:
+            assert [line for line in table if line.split()[:1] == [node] and f" {o['component']} " in line], o
+        ends.update(name.split(" -> ")[-1].split()[0] for name in named if " -> " in name)
+    assert ends == {"GPU", "NVSwitch"}  # a bridge's far GPU and a switch port: both ends said as analyze says them
