@@ -3,11 +3,14 @@ count it once, the sweep lists each rule it broke once, and what each source sai
 
 A link's per-lane counters (`nvidia-smi nvlink -ec` counts each lane's CRC errors) are rated as series of their own,
 but they are the link's, not more links. A GPU off the bus is found twice, by its Xid 79 (the events) and by its
-silence (every series stopped): one GPU. An SXid on the NVSwitch port a degraded GPU NVLink lands on is that link's
+silence (every series stopped): one GPU; and its peers' NVLinks to it read inactive from their far ends because it is
+gone (the Xid catalog's note on Xid 74: a GPU whose peer failed reports the link down), so they are its evidence, not
+more faults. An SXid on the NVSwitch port a degraded GPU NVLink lands on is that link's
 switch end: one link."""
 
 from __future__ import annotations
 
+from .. import format as fmt
 from ..config.thresholds import GPU_MISSING_RULE, LINK_DOWN_RULE, MISSING_RULE
 from ..enums import ComponentKind, LinkType, Severity, severity_rank
 from ..model import Finding
@@ -90,6 +93,36 @@ def one_per_gone_gpu(findings: list[Finding]) -> list[Finding]:
             "evidence": list(dict.fromkeys(e for f in group for e in f.evidence))})
         dropped.update(at[1:])
     return [folded.get(i, f) for i, f in enumerate(findings) if i not in dropped]
+
+
+def peers_of_gone_gpus(findings: list[Finding]) -> list[Finding]:
+    """Each NVLink that is down only because its far end is a gone GPU (off the bus, silent), read from its peer's
+    end, folded into that GPU's finding as evidence: the peer reads its link inactive because the GPU went, so the
+    node has one part to repair, counted once, and its picture draws the GPU's links as not reporting, not each as a
+    fault of its own. A link that broke any other rule (errors, an Xid of its own) keeps its own finding."""
+    gone = {f.gpu: i for i, f in enumerate(findings)
+            if f.ref.kind is ComponentKind.GPU and f.gpu is not None and gpu_gone(f)}
+    if not gone:
+        return findings
+    peers: dict[int, list[int]] = {}  # the gone GPU's finding -> the links down because it went
+    for i, f in enumerate(findings):
+        far = f.ref.peer_gpu if f.ref.peer_gpu is not None else f.peer_gpu
+        if f.link_type is LinkType.NVLINK and far in gone and f.gpu != far and f.crossed \
+                and all(c.rule == LINK_DOWN_RULE for c in f.crossed):
+            peers.setdefault(gone[far], []).append(i)
+    dropped = {i for members in peers.values() for i in members}
+    out = []
+    for i, f in enumerate(findings):
+        if i in dropped:
+            continue
+        if i in peers:
+            names = ", ".join(findings[j].ref.name for j in peers[i])
+            said = (f"{fmt.count(len(peers[i]), 'NVLink')} to GPU {f.gpu} read inactive at the other end ({names}): "
+                    f"GPU {f.gpu} is gone, so each peer sees its link to it go down (a GPU whose peer failed reports "
+                    f"the link down); one part to repair, GPU {f.gpu}")
+            f = f.model_copy(update={"evidence": [*f.evidence, said]})
+        out.append(f)
+    return out
 
 
 def switch_ends_on_links(findings: list[Finding]) -> list[Finding]:
