@@ -348,10 +348,11 @@ def pushed_codes(rule: Rule) -> list[int]:
 def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
     """GPUs with an Xid of a rule's codes inside the window: one row per GPU and code.
 
-    The counter counts per `xid` label: its increase over the window, or the value of a series that first
-    appeared inside it (the exporter creates the series at the first Xid, and the local reader counts that first
-    reading too). The gauge holds the last Xid forever: a change inside the window whose value now is one of the
-    codes. `above` is compared with the Xids per GPU over the rule's codes (the counter) or the gauge's changes.
+    The counter counts per `xid` label: the Xids it counted over the window (`_xid_count`), or the value of a
+    series that first appeared inside it (the exporter creates the series at the first Xid, and the local reader
+    counts that first reading too); a row's value is events, in the rule's unit, as the store's. The gauge holds
+    the last Xid forever: a change inside the window whose value now is one of the codes. `above` is compared
+    with the Xids per GPU over the rule's codes (the counter) or the gauge's changes.
     """
     labels = builder.config.labels
     rng = duration(window_hours)
@@ -367,12 +368,10 @@ def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: flo
         if builder.dmap.xid_counter:
             sel = builder.selector(_spellings(sorted(builder.dmap.xid_counter)),
                                    f'{labels.xid}=~"{"|".join(map(str, codes))}"')
-            per_code = f"{gpu}, {labels.xid}"
-            new = (f"(last_over_time({sel}[{rng}]) > 0 unless on ({per_code}) "
-                   f"last_over_time({sel}[{LOOKBACK}] offset {rng}))")
-            xids = f"max by ({per_code}) ((increase({sel}[{rng}]) > 0) or {new})"
+            xids = _xid_count(sel, rng, f"{gpu}, {labels.xid}")
             promql = f"{xids} and on ({gpu}) (sum by ({gpu}) ({xids}) > {rule.above:g})"
-            out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="counter"))
+            out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="counter",
+                                  unit=rule.unit))
         if builder.dmap.xid_gauge:
             sel = builder.selector(_spellings(sorted(builder.dmap.xid_gauge)))
             last = f"max by ({gpu}) (last_over_time({sel}[{rng}]))"
@@ -380,6 +379,18 @@ def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: flo
             promql = f"({is_code}) and on ({gpu}) (max by ({gpu}) (changes({sel}[{rng}])) > {rule.above:g})"
             out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="gauge"))
     return out
+
+
+def _xid_count(sel: str, rng: str, per_code: str) -> str:
+    """The Xids each counter series counted over `rng`, as the store counts them (every increase between
+    readings, the first reading before the window included): the last value less the value the window began at,
+    not `increase`'s extrapolation to the window's ends (1.0085 Xids for one); over a reset (the exporter
+    restarted) `increase` rounded to whole events; a series begun inside the window counts its value."""
+    before = f"last_over_time({sel}[{LOOKBACK}] offset {rng})"
+    steady = f"(last_over_time({sel}[{rng}]) - {before}) and on ({per_code}) (resets({sel}[{rng}]) == 0)"
+    counted = f"({steady} or round(increase({sel}[{rng}])))"
+    new = f"(last_over_time({sel}[{rng}]) > 0 unless on ({per_code}) {before})"
+    return f"max by ({per_code}) (({counted} > 0) or {new})"
 
 
 def platform_counts(key: str) -> dict[str, int]:

@@ -72,7 +72,7 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
                               "severity": query.severity}
     if query.xid == "counter":
         return Offender(**common, xid=_int(labels.get(names.xid)), rate_per_hour=value, above=query.above,
-                        detail=f"{fmt.count(value, 'Xid')} in the window")
+                        unit=query.unit, detail=f"{fmt.count(value, 'Xid')} in the window")
     if query.xid == "gauge":
         return Offender(**common, xid=int(value), above=query.above,
                         detail=f"last Xid changed to {value:g} inside the window")

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
+from diagnostics import format as fmt
 from diagnostics import load_thresholds
 from diagnostics.analysis import analyze_tables
 from diagnostics.ingest.base import Source
@@ -166,3 +167,31 @@ def test_every_door_names_the_same_xid_offenders(xid_server: Server, tmp_path: P
             ("node-b", "GPU 1 (Xid 74)", "xid_nvlink", "failing", 74),
             ("node-d", "GPU 5 (Xid 74)", "xid_nvlink", "failing", 74)}
     assert {door: xids(result) for door, result in doors.items()} == {door: want for door in doors}
+
+
+@pytest.mark.prometheus
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("early_s", [0, 30])
+def test_the_server_counts_xids_in_the_window_as_the_store_does(xid_server: Server, tmp_path: Path,
+                                                                early_s: int) -> None:
+    """An Xid is an event count over the window, not a rate: the server's counter rows give the same value, in the
+    same unit, as the store's, also at an instant between scrapes (where `increase` would extrapolate)."""
+    at = END - timedelta(seconds=early_s)
+    thresholds = load_thresholds()
+    scrapes = tmp_path / "xid.om"
+    scrapes.write_text(xid_scrapes(), encoding="utf-8")
+    store = open_store(tmp_path / "store")
+    store.ingest([scrapes])
+    request = Request(end=at, window=timedelta(hours=1), thresholds=thresholds)
+    with PrometheusClient(load_config(xid_server.url, env={})) as client:
+        doors = {"prometheus": sweep(client, thresholds, at=at, window_hours=1.0, analyze=False),
+                 "store": sweep_source(StoreSource(store), request)}
+
+    def values(result: SweepResult) -> dict[tuple[object, ...], tuple[float, str]]:
+        return {(o.node_id, o.gpu, o.rule, o.xid): (o.rate_per_hour, f"{fmt.value(o.rate_per_hour, o.unit)} > "
+                                                                     f"{fmt.value(o.above, o.unit)}")
+                for o in result.offenders if o.rule.startswith("xid") and o.node_id in ("node-a", "node-d")
+                and o.rate_per_hour is not None and o.above is not None}
+
+    served, stored = values(doors["prometheus"]), values(doors["store"])
+    assert served == stored and len(served) == 2
