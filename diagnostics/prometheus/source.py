@@ -18,7 +18,7 @@ from ..ingest.dcgm_map import DcgmMap, load_map
 from ..tables import STEP_SAMPLES
 from .client import PrometheusClient, PrometheusError
 from .config import redacted_url
-from .promql import quoted
+from .promql import LOOKBACK, quoted
 
 
 class NoSeries(PrometheusError):
@@ -40,6 +40,29 @@ def node_selector(client: PrometheusClient, node: str, dmap: DcgmMap, gpus: list
     if cfg.matchers.strip():
         matchers.append(cfg.matchers.strip())
     return "{" + ", ".join(matchers) + "}"
+
+
+def _ended(client: PrometheusClient, series: list[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
+    """The series with those that stopped before the node's last step cut at their last sample: a range read
+    repeats a series' last value for the server's lookback after it (where no staleness marker ends it, as in
+    backfilled blocks), which put a GPU off the bus quiet minutes after its Xid 79, and so not lost by it, where the
+    store says it quiet since its last sample. One instant read of the raw samples per time such series end at."""
+    ends = [float(s["values"][-1][0]) if s.get("values") else None for s in series]
+    newest = max((e for e in ends if e is not None), default=None)
+    stopped = sorted({e for e in ends if e is not None and newest is not None and e < newest})
+    if not stopped:
+        return series
+    last: dict[tuple[tuple[str, str], ...], float] = {}
+    for at in stopped:
+        for row in client.query(f"{selector}[{LOOKBACK}]", at):
+            times = [float(t) for t, _ in row.get("values", [])]
+            if times:
+                last[tuple(sorted(row["metric"].items()))] = max(times)
+    out = []
+    for item, end in zip(series, ends, strict=True):
+        cut = last.get(tuple(sorted(item["metric"].items()))) if end in stopped else None
+        out.append(item if cut is None else {**item, "values": [v for v in item["values"] if float(v[0]) <= cut]})
+    return out
 
 
 def _exposition(series: list[dict[str, Any]]) -> Iterator[str]:
@@ -73,7 +96,7 @@ def read_node(client: PrometheusClient, node: str, start: datetime, end: datetim
     """
     dmap = dmap or load_map()
     answer = client.ranged(node_selector(client, node, dmap, gpus), start, end, step_s)
-    series = answer.rows
+    series = _ended(client, answer.rows, node_selector(client, node, dmap, gpus))
     name = f"{redacted_url(client.config.url)} {client.config.labels.node}={node}"
     if not series:
         raise NoSeries(f"{name}: no DCGM series between {start:%Y-%m-%d %H:%M} and {end:%H:%M} UTC "

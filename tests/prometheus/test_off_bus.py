@@ -1,7 +1,7 @@
-"""A GPU that fell off the bus inside the window, on a real Prometheus and in a store ingested from the same file:
-the server sees its Xid 79, its links' series stop and its node short of a GPU (a count that names no GPU); the
-node's read-back shows which GPU is gone, so the sweep lists it as one row naming every rule it broke, as the
-store's sweep does."""
+"""A GPU that fell off the bus (inside the window, or before it: it stays lost), on a real Prometheus and in a
+store ingested from the same file: the server sees its Xid 79, its links' series stop and its node short of a GPU
+(a count that names no GPU); the node's read-back shows which GPU is gone, so the sweep lists it as one row naming
+every rule it broke, as the store's sweep does."""
 
 from __future__ import annotations
 
@@ -35,15 +35,16 @@ _REASON = promtool_missing()
 if _REASON:
     pytestmark.append(pytest.mark.skip(reason=_REASON))
 
-NODE, LOST, GONE_FOR = "node-001", 5, timedelta(minutes=30)
+NODE, LOST = "node-001", 5
 XID_COUNTER = next(iter(load_map().xid_counter))
 
 
-@pytest.fixture(scope="module")
-def off_bus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Fleet, Path]:
-    """The fleet with GPU 5 of node-001 gone for the last 30 minutes, its Xid 79 counted when it went."""
+@pytest.fixture(scope="module", params=[30, 90], ids=lambda m: f"gone {m} min")
+def off_bus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Fleet, Path]:
+    """The fleet with GPU 5 of node-001 gone for the last 30 minutes, or 90 (its Xid 79 before the 1 h window: a
+    GPU off the bus stays lost, so the Xid still counts), its Xid 79 counted when it went."""
     base = generate_fleet(nodes=2, hours=4.0, scrape_s=300, columns=("replay",))
-    went = pd.Timestamp(base.end) - pd.Timedelta(GONE_FOR)
+    went = pd.Timestamp(base.end) - pd.Timedelta(minutes=request.param)
     samples = base.samples
     gone = (samples["node_id"] == NODE) & (samples["gpu"] == LOST) & (samples["timestamp"] > went)
     fleet = Fleet(LINK_SAMPLES.conform(samples[~gone].reset_index(drop=True)), base.gpus, base.start, base.end)
