@@ -47,9 +47,11 @@ from fleet_data import fleet, fleet_options, rack_fleet, run_phase
 from synth_data import synth_store
 
 from diagnostics.analysis import analyze_fleet, history_needed
-from diagnostics.analysis.rates import increase, ns, prepare_rows
+from diagnostics.analysis.prepared import prepare_rows
+from diagnostics.analysis.rates import increase
 from diagnostics.config.thresholds import load_thresholds
 from diagnostics.model import RackSlot
+from diagnostics.times import ns
 
 WINDOW = timedelta(hours=1)
 COUNTERS = ["crc_flit", "crc_data", "replay", "recovery"]

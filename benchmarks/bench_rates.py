@@ -9,7 +9,8 @@ import time
 from datetime import timedelta
 
 from diagnostics.analysis import analyze_tables
-from diagnostics.analysis.rates import prepare, windowed_increase
+from diagnostics.analysis.prepared import prepare
+from diagnostics.analysis.rates import windowed_increase
 from diagnostics.config.thresholds import load_thresholds
 from diagnostics.synth.fleet import build
 

@@ -20,7 +20,8 @@ from ..config.thresholds import (
 from ..enums import ComponentKind, LinkState, LinkType, Severity
 from ..metrics import COUNTERS, applies
 from ..model import Crossing, Finding
-from .rates import deltas, ns
+from ..times import ns
+from .prepared import deltas
 
 
 @dataclass

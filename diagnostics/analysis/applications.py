@@ -15,8 +15,8 @@ import pandas as pd
 from ..components import ComponentRef
 from ..config.catalogs import CodeCatalog, load_xid_catalog
 from ..enums import CodeSeverity, EventKind
+from ..times import ns
 from .events import indexed
-from .rates import ns
 
 _PROCESS = re.compile(r"pid=(?P<pid>\d+),\s*name=(?P<name>[^,\s]+)")
 

@@ -19,7 +19,7 @@ from ..components import ComponentRef
 from ..config.thresholds import Thresholds
 from ..tables import job_nodes
 from ..times import clockless, ns, utc_datetime, utc_ns
-from .rates import Prepared, run_rows
+from .prepared import Prepared, run_rows
 from .steps import job_steps
 
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",

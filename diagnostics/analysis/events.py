@@ -21,7 +21,7 @@ from ..config.thresholds import (
 )
 from ..enums import CodeSeverity, EventKind, LinkState, LinkType, PortSource, Severity
 from ..model import Crossing, Finding
-from .rates import ns
+from ..times import ns
 from .rules import summarize
 
 MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event

@@ -45,8 +45,8 @@ from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, link_metrics, records
 from .placed import placed
+from .prepared import prepare_rows
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rack_stopper, tray_view
-from .rates import prepare_rows
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
 from .rows import node_pieces, numbered_by_bus, per_link_rows, unplaced_buses

@@ -30,7 +30,7 @@ from .correlate import (
 )
 from .findings import ref_of
 from .metrics import records
-from .rates import KEYS, Prepared, key_codes, link_keys, prepare_rows
+from .prepared import KEYS, Prepared, key_codes, link_keys, prepare_rows
 from .rows import per_link_rows
 from .steps import JobSteps, steps_span
 

@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..config.thresholds import Rule, Thresholds
 from ..metrics import BUSY_SETTING, GAUGES, SUMS, Unit
-from .rates import Prepared, increase, window_sums
+from .prepared import Prepared
+from .rates import increase, window_sums
 
 STATE_COLUMNS = ("peer", "gpu_total", "link_state", "width", "max_width", "gen", "max_gen", "speed_gbps",
                  "tx_bytes_per_s", "rx_bytes_per_s", "symbol_ber", "effective_ber", "saturated")

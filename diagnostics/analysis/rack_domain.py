@@ -23,9 +23,8 @@ from ..components import ComponentRef
 from ..config.thresholds import SOFTWARE_RULE
 from ..enums import ComponentKind, EventKind, FaultKind, LinkType, Severity, severity_rank
 from ..model import Crossing, Finding, Localization
-from ..times import utc_datetime
+from ..times import ns, utc_datetime
 from .rack_localize import Placed
-from .rates import ns
 
 SWITCH_UNITS = (ComponentKind.NVSWITCH, ComponentKind.SWITCH_TRAY, ComponentKind.CARTRIDGE)
 

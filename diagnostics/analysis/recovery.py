@@ -17,8 +17,7 @@ from .. import format as fmt
 from ..config.recovery import RecoveryAction, load_recovery
 from ..enums import EventKind
 from ..model import Localization
-from ..times import utc_datetime
-from .rates import ns
+from ..times import ns, utc_datetime
 
 RECOVERY_XID = 154
 

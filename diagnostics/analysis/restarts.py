@@ -8,7 +8,7 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-from .rates import KEYS, floats_at, key_codes, link_keys
+from .prepared import KEYS, floats_at, key_codes, link_keys
 from .rows import node_pieces, per_link_rows
 
 PIECE_ROWS = 1_000_000  # a piece's arrays stay small enough to be reused, not mapped afresh, from piece to piece

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..enums import LinkEnd, LinkType
 from ..metrics import COUNTERS, GAUGES
-from .rates import key_codes
+from .prepared import key_codes
 
 
 def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:

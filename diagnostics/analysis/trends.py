@@ -22,7 +22,8 @@ from ..config.watch import WatchPolicy, load_watch
 from ..format import Unit
 from ..metrics import SUMS, label
 from ..times import utc_datetime, utc_ns
-from .rates import NS_PER_HOUR, Prepared, prepare
+from .prepared import Prepared, prepare
+from .rates import NS_PER_HOUR
 
 
 class Watch(BaseModel):

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from diagnostics.analysis.metrics import last_state
-from diagnostics.analysis.rates import _any_value, bucketed_increase, prepare, windowed_increase
+from diagnostics.analysis.prepared import _any_value, prepare
+from diagnostics.analysis.rates import bucketed_increase, windowed_increase
 from tests.analysis.helpers import T0, link_series, links, steady
 
 HOUR = timedelta(hours=1)
