@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from diagnostics.analysis import analyze_tables, explain_job
-from diagnostics.analysis.correlate import change_point, job_slowdown
+from diagnostics.analysis.correlate import job_slowdown
+from diagnostics.analysis.stats import change_point
 from diagnostics.config.thresholds import load_thresholds
 from tests.analysis.helpers import T0, link_series, links, steps
 
@@ -176,7 +177,7 @@ def test_a_history_of_the_chosen_links_scores_them_as_the_whole_history_does() -
 def test_ranks_and_bucket_means_are_what_pandas_gives() -> None:
     """The vector forms the scoring uses: each row ranked as `rank(axis=1)` ranks it (ties at their mean rank), and a
     job's step time per bucket as a groupby's mean, each empty bucket taking the one before it."""
-    from diagnostics.analysis.correlate import average_ranks, bucket_means
+    from diagnostics.analysis.stats import average_ranks, bucket_means
 
     rng = np.random.default_rng(5)
     for _ in range(200):
