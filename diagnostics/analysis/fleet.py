@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,27 +34,25 @@ from .applications import application_notes
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation
 from .diagnosis import assemble
-from .ends import EndView, nvlink_ends, pcie_end, pcie_ends, undated_notes
+from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
 from .findings import finding_of
+from .fleet_metrics import PIECE_ROWS, fleet_metrics, lanes_level, max_samples
 from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links
 from .jobs import History, explain_jobs
 from .localize import localize_all
-from .metrics import candidates, link_metrics, records
+from .metrics import candidates, records
 from .placed import placed
-from .prepared import prepare_rows
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rack_stopper, tray_view
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
-from .rows import node_pieces, numbered_by_bus, per_link_rows, unplaced_buses
+from .rows import numbered_by_bus, per_link_rows, unplaced_buses
 from .rules import summarize
 from .share import traffic_notes
 from .span import covered_spans, rate_spans, reach_notes
 from .steps import JobSteps
 from .undated import events_end, taken_at_end
-
-PIECE_ROWS = 4_000_000
 
 
 @dataclass
@@ -81,53 +77,6 @@ def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
     """How far back the rules look: the longest persistence span, plus one window for the starting reading."""
     windows = max([r.persist[1] for r in thresholds.rules if r.persist] + [1])
     return window * (windows + 1)
-
-
-def _metrics(links: pd.DataFrame, t: np.ndarray, keep: np.ndarray | None, *, since_ns: int, end_ns: int,
-             window: timedelta, thresholds: Thresholds, piece_rows: int,
-             workers: int) -> tuple[pd.DataFrame, int, int]:
-    """Every link's metrics over the window from the rows `keep` (`per_link_rows`), the table swept in pieces of a
-    few nodes, `workers` at a time (numpy works outside the GIL; a piece's arrays stay small enough to be reused
-    rather than paged in afresh)."""
-    recent = t > since_ns
-    if keep is not None:
-        mask = np.zeros(len(t), dtype=bool)
-        mask[keep] = True
-        recent &= mask
-
-    def piece(bounds: tuple[int, int]) -> tuple[pd.DataFrame, int, int]:
-        lo, hi = bounds
-        part = links if (lo, hi) == (0, len(links)) else links.iloc[lo:hi]
-        chosen = recent[lo:hi]
-        p = prepare_rows(part, t[lo:hi], None if chosen.all() else np.flatnonzero(chosen))
-        return link_metrics(p, window=window, end_ns=end_ns, thresholds=thresholds), p.nseg, len(p.t)
-
-    bounds = node_pieces(links, piece_rows)
-    if len(bounds) == 1 or workers < 2:
-        done = list(map(piece, bounds))
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(piece, bounds))
-    frames = [m for m, _, _ in done if len(m)]
-    metrics = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else pd.DataFrame()
-    return metrics, sum(n for _, n, _ in done), sum(r for _, _, r in done)
-
-
-def _lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[Any, EndView]]) -> pd.DataFrame:
-    """Each GPU PCIe link's lanes in error, at whichever end a reader saw them: two levels their rules judge, the
-    lanes a dated status names (an earlier reading read it clear) and those only an undated one names."""
-    pcie = np.flatnonzero((metrics["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
-                          & metrics["gpu"].notna().to_numpy())  # one row per GPU: a few of the node's rows
-    rows = metrics.iloc[pcie]
-    keys = [(str(n), int(g)) for n, g in zip(rows["node_id"], rows["gpu"], strict=True)]
-    levels = {}
-    for name, dated in (("lanes_in_error", True), ("lanes_in_error_undated", False)):
-        counts = {key: max([len(v.lanes) for v in views.values() if v.dated is dated] or [0])
-                  for key, views in ends.items()}
-        level = np.full(len(metrics), np.nan)
-        level[pcie] = [counts.get(key, np.nan) for key in keys]
-        levels[name] = level
-    return metrics.assign(**levels)
 
 
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
@@ -172,7 +121,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     window_end = utc_datetime(end_ns)
     result = FleetAnalysis(end=window_end if end_ns else None, window=window)
     keep = per_link_rows(links) if len(links) else None  # the rows the rates read, and the restarts
-    metrics, result.links, result.rows_used = (_metrics(
+    metrics, result.links, result.rows_used = (fleet_metrics(
         links, t, keep, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds, piece_rows=piece_rows,
         workers=workers) if len(links) else (pd.DataFrame(), 0, 0))
     result.timings["metrics_s"] = time.perf_counter() - started
@@ -185,7 +134,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     policy = default_ends()
     ends = pcie_ends(links, t, since_ns, end_ns, policy)
     if ends and len(metrics):
-        metrics = _lanes_level(metrics, ends)
+        metrics = lanes_level(metrics, ends)
     if len(metrics):
         shares = traffic_notes(metrics, thresholds)
         flagged = candidates(metrics, thresholds) | view.stale
@@ -212,7 +161,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     analyzed = sorted(set(view.gpus_seen) | set(found) | _names(event_nodes) | reporting_links)
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
-    samples = _max_samples(metrics)
+    samples = max_samples(metrics)
     early = _names(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
     restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
     fabric = fabric_states(events)
@@ -394,10 +343,3 @@ def _names(nodes: pd.DataFrame | np.ndarray) -> set[str]:
             return set()
         nodes = nodes["node_id"].astype("string").to_numpy(object)
     return {str(n) for n in set(nodes.tolist()) if not pd.isna(n)}
-
-
-def _max_samples(metrics: pd.DataFrame) -> dict[str, int]:
-    if metrics.empty:
-        return {}
-    most = metrics.groupby(metrics["node_id"].astype("string"), observed=True)["readings"].max()
-    return {str(k): int(v) for k, v in most.items()}
