@@ -12,7 +12,7 @@ from typing import Any
 
 from ..components import is_switch
 from ..config.parts import Part, part_by_id
-from ..config.racks import RackSpec, rack_of, rack_spec
+from ..config.racks import RackSpec
 from ..config.repair_catalog import (
     RESET_MARK,
     Catalog,
@@ -30,6 +30,7 @@ from ..errors import ConfigError
 from ..topology import NodeGraph, PortInfo, gpu_index
 from ..topology.templates import template
 from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, RepeatOffender, Reset
+from .plan_values import plan_values, platform_rack
 
 # What a node must have, when its platform is unknown, for the fault kind to be possible at all.
 _IMPLIED: dict[FaultKind, frozenset[str]] = {
@@ -44,46 +45,6 @@ _LINK_FAULTS = (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE)
 # A rack's units whose links are found through the rack file's wiring (which GPU link lands on which chip and port)
 _ON_RACK_MAP = (FaultKind.NVSWITCH, FaultKind.NVSWITCH_FATAL, FaultKind.SWITCH_PORT, FaultKind.SWITCH_TRAY,
                 FaultKind.CARTRIDGE, FaultKind.COMPUTE_TRAY)
-# How a plan reads the fabric: the GPUs' fabric state where the driver reports it (Hopper and newer), else Fabric
-# Manager's log and the links' state (Ampere: nvmlDeviceGetGpuFabricInfo is for Hopper and newer).
-_FABRIC_READS = {
-    True: {"fabric_read": "nvidia-smi -q -d FABRIC",
-           "fabric_done": "`nvidia-smi -q -d FABRIC` to read State Completed on every GPU"},
-    False: {"fabric_read": "nvidia-smi nvlink -s",
-            "fabric_done": "the Fabric Manager log to say every NVSwitch is configured and `nvidia-smi nvlink -s` to "
-                           "show every link up (this driver reports no GPU fabric state: that is Hopper and newer)"},
-}
-
-
-def _rack_spec(platform: str | None) -> RackSpec | None:
-    """The rack file of a rack platform or of a rack's host."""
-    try:
-        return rack_of(platform) or (rack_spec(platform) if platform else None)
-    except ConfigError:
-        return None
-
-
-def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str, str]:
-    """What a step on a shared unit stops, said in full: every compute tray of the rack (and of the other rack of
-    its NVLink domain), the jobs on them; and where NMX-Controller runs, when the inventory says."""
-    hosts, jobs = facts.rack_hosts, facts.jobs
-    trays = (f"all {len(hosts)} compute trays of rack {rack} ({hosts[0]} to {hosts[-1]})" if len(hosts) > 1 else
-             f"every compute tray of rack {rack}")
-    if spec is not None and spec.racks_per_domain > 1:  # the inventory pairs no racks: say how to find the other
-        others = "the other racks" if spec.racks_per_domain > 2 else "the other rack"
-        trays += (f" and of {others} of its NVLink domain, whose compute trays are drained with them (those whose GPUs "
-                  "read this rack's ClusterUUID in `nvidia-smi -q -d FABRIC`: one NVLink domain, one cluster UUID)")
-    said = (f"job {jobs[0]}" if len(jobs) == 1 else f"jobs {', '.join(jobs)}" if jobs else "every job on them")
-    out = {"rack_stops": f"{trays}, and {said}"}
-    if hosts:
-        out["rack_hosts_csv"] = ",".join(hosts)
-    if facts.jobs:
-        out["jobs"] = ", ".join(jobs)
-    if facts.nmx:
-        out["nmx"] = facts.nmx
-    return out
-
-
 def _graph(platform: str) -> NodeGraph | None:
     """A platform's template graph (plans only read it); None for a platform no file names."""
     try:
@@ -129,34 +90,9 @@ class _Builder:
         self.over = overrides.get(fault, FaultOverride())
         rack = cat.rack_fault.get(fault) if self.plat is not None and self.plat.rack else None
         self.base = rack or cat.fault[fault]
-        self.values = known({
-            "node_id": facts.node_id, "gpu": facts.gpu, "peer": facts.peer, "link": facts.link,
-            "switch": facts.switch, "switch_port": facts.switch_port, "lanes": facts.lanes,
-            "platform": platform, "board": self.plat.board if self.plat else cat.unknown.board,
-            "reset_note": self.plat.reset_note if self.plat else cat.unknown.reset_note,
-            "fm_note": self.plat.fm_note if self.plat else None,
-            "tray": facts.tray, "switch_tray": facts.switch_tray, "cartridge": facts.cartridge,
-            "hosts": ", ".join(facts.hosts) or None, "hosts_csv": ",".join(facts.hosts) or None,
-            "switch_host": facts.switch_host, "unit": facts.unit,
-            "bus": facts.bus if facts.gpu is None else None,
-        })
-        if fault is FaultKind.NVLINK and facts.link is None and (facts.gpu is not None or facts.bus):
-            self.values["find_link"] = f"nvidia-smi nvlink -e -i {self.values.get('gpu') or facts.bus}"
-        self.rack: RackSpec | None = _rack_spec(platform) if self.plat is not None and self.plat.rack else None
-        if self.plat is not None and self.plat.rack:
-            self.values["rack"] = facts.rack_id or self.values.get("node_id", "the rack")
-            self.values.update(_rack_values(self.rack, self.values["rack"], facts))
-        self.values.setdefault("rack_stops", "every compute tray of the rack, and every job on them")
-        if facts.recovery:
-            self.values["recovery"] = facts.recovery
+        self.rack: RackSpec | None = platform_rack(platform) if self.plat is not None and self.plat.rack else None
+        self.values = plan_values(cat, platform, self.plat, self.rack, fault, facts)
         self.recovery_reboot = False  # the driver's recovery action made the reset a reboot
-        if self.plat is not None and self.plat.sxm:
-            self.values["swap_note"] = ("moving an SXM module between baseboard sockets is their procedure, with their "
-                                        "tools, torque and thermal interface, not a site step")
-            self.values["sxm_note"] = ("fitting an SXM module is their procedure, with their tools, torque and thermal "
-                                       "interface, not a site step")
-        self.values.update(_FABRIC_READS[self.plat is None or self.plat.fabric_info])
-        self.values["node"] = f"node {self.values['node_id']}" if "node_id" in self.values else "the node"
         self.port_source = facts.port_source
         self.contradiction: str | None = None
         if self.plat is not None:

@@ -1,0 +1,85 @@
+"""The values a repair plan's texts are filled with: the localization's facts, the platform's board and notes,
+what a step on a rack's shared unit stops, and how the platform's fabric is read (the GPUs' fabric state on Hopper
+and newer, else Fabric Manager's log and the links' state)."""
+
+from __future__ import annotations
+
+from ..config.racks import RackSpec, rack_of, rack_spec
+from ..config.repair_catalog import Catalog, PlatformEntry
+from ..config.repair_text import known
+from ..enums import FaultKind
+from ..errors import ConfigError
+from .plan_model import PlanFacts
+
+# How a plan reads the fabric: the GPUs' fabric state where the driver reports it (Hopper and newer), else Fabric
+# Manager's log and the links' state (Ampere: nvmlDeviceGetGpuFabricInfo is for Hopper and newer).
+_FABRIC_READS = {
+    True: {"fabric_read": "nvidia-smi -q -d FABRIC",
+           "fabric_done": "`nvidia-smi -q -d FABRIC` to read State Completed on every GPU"},
+    False: {"fabric_read": "nvidia-smi nvlink -s",
+            "fabric_done": "the Fabric Manager log to say every NVSwitch is configured and `nvidia-smi nvlink -s` to "
+                           "show every link up (this driver reports no GPU fabric state: that is Hopper and newer)"},
+}
+
+
+
+def platform_rack(platform: str | None) -> RackSpec | None:
+    """The rack file of a rack platform or of a rack's host."""
+    try:
+        return rack_of(platform) or (rack_spec(platform) if platform else None)
+    except ConfigError:
+        return None
+
+
+def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str, str]:
+    """What a step on a shared unit stops, said in full: every compute tray of the rack (and of the other rack of
+    its NVLink domain), the jobs on them; and where NMX-Controller runs, when the inventory says."""
+    hosts, jobs = facts.rack_hosts, facts.jobs
+    trays = (f"all {len(hosts)} compute trays of rack {rack} ({hosts[0]} to {hosts[-1]})" if len(hosts) > 1 else
+             f"every compute tray of rack {rack}")
+    if spec is not None and spec.racks_per_domain > 1:  # the inventory pairs no racks: say how to find the other
+        others = "the other racks" if spec.racks_per_domain > 2 else "the other rack"
+        trays += (f" and of {others} of its NVLink domain, whose compute trays are drained with them (those whose GPUs "
+                  "read this rack's ClusterUUID in `nvidia-smi -q -d FABRIC`: one NVLink domain, one cluster UUID)")
+    said = (f"job {jobs[0]}" if len(jobs) == 1 else f"jobs {', '.join(jobs)}" if jobs else "every job on them")
+    out = {"rack_stops": f"{trays}, and {said}"}
+    if hosts:
+        out["rack_hosts_csv"] = ",".join(hosts)
+    if facts.jobs:
+        out["jobs"] = ", ".join(jobs)
+    if facts.nmx:
+        out["nmx"] = facts.nmx
+    return out
+
+
+def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, rack: RackSpec | None,
+                fault: FaultKind, facts: PlanFacts) -> dict[str, str]:
+    """Every value a plan's texts may name, from the localization's facts and the platform's entry; a fact not
+    known is left out, so a text that needs it is rephrased or dropped (repair_text.fill)."""
+    values = known({
+        "node_id": facts.node_id, "gpu": facts.gpu, "peer": facts.peer, "link": facts.link,
+        "switch": facts.switch, "switch_port": facts.switch_port, "lanes": facts.lanes,
+        "platform": platform, "board": plat.board if plat else cat.unknown.board,
+        "reset_note": plat.reset_note if plat else cat.unknown.reset_note,
+        "fm_note": plat.fm_note if plat else None,
+        "tray": facts.tray, "switch_tray": facts.switch_tray, "cartridge": facts.cartridge,
+        "hosts": ", ".join(facts.hosts) or None, "hosts_csv": ",".join(facts.hosts) or None,
+        "switch_host": facts.switch_host, "unit": facts.unit,
+        "bus": facts.bus if facts.gpu is None else None,
+    })
+    if fault is FaultKind.NVLINK and facts.link is None and (facts.gpu is not None or facts.bus):
+        values["find_link"] = f"nvidia-smi nvlink -e -i {values.get('gpu') or facts.bus}"
+    if plat is not None and plat.rack:
+        values["rack"] = facts.rack_id or values.get("node_id", "the rack")
+        values.update(_rack_values(rack, values["rack"], facts))
+    values.setdefault("rack_stops", "every compute tray of the rack, and every job on them")
+    if facts.recovery:
+        values["recovery"] = facts.recovery
+    if plat is not None and plat.sxm:
+        values["swap_note"] = ("moving an SXM module between baseboard sockets is their procedure, with their "
+                               "tools, torque and thermal interface, not a site step")
+        values["sxm_note"] = ("fitting an SXM module is their procedure, with their tools, torque and thermal "
+                              "interface, not a site step")
+    values.update(_FABRIC_READS[plat is None or plat.fabric_info])
+    values["node"] = f"node {values['node_id']}" if "node_id" in values else "the node"
+    return values
