@@ -18,7 +18,6 @@ from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -27,12 +26,11 @@ import sqlite_utils
 from sqlite_utils.db import Table
 
 from ..errors import InputError
-from ..ingest.base import IngestResult, IngestWarning, Source
+from ..ingest.base import IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
-from ..ingest.summary import nodes as summary_nodes
 from ..model import RackSlot
 from ..progress import Progress, advance
-from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema, job_nodes
+from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY
 from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
 from .columns import frame_of
@@ -40,8 +38,8 @@ from .compaction import Compacted, compact
 from .database import connect, transaction
 from .event_times import events_after, newest_event
 from .maintenance import Maintenance, MaintenanceLog
-from .parts import PART_TABLES, ScanStats, read_parts, write_part
-from .records import note_nodes, read_whole, write_gpus, write_nodes, write_rows
+from .parts import ScanStats, read_parts
+from .records import read_whole, write_nodes
 from .said import keep as keep_said
 from .said import keep_refused, said_of
 from .selection import Selection, read_selected
@@ -55,25 +53,14 @@ from .sources import (
     untimed_warning,
 )
 from .window import StoreWindow, rack_slots
+from .writing import LINK_ORDER, PARTED, keep_xid_state, write_result, xid_state
 
 DB_NAME = "fabricbot.db"
-LINK_KEYS = ("node_id", "gpu", "link_type", "link", "lane")
+LINK_KEYS = ("node_id", *LINK_ORDER)
 ALWAYS = ("timestamp", *LINK_KEYS, "peer")  # link columns a window keeps even when no reading fills them
 # A reading's provenance ("file:line"): no analysis reads it, and with a value of its own on every row it costs
 # more to read than the counters do. A window leaves it out; link_samples() keeps it.
 PROVENANCE = ("source",)
-_PARTED = {"link_samples": (LINK_SAMPLES, LINK_KEYS[1:]), "step_samples": (STEP_SAMPLES, ())}  # a part's rows' order
-
-
-def _part(value: object) -> str:
-    return quote(str(value), safe="") or "_"
-
-
-def _day(ts: pd.Series) -> pd.Series:
-    """The UTC day of each time as YYYY-MM-DD, `none` for NaT (formatted once per distinct day)."""
-    days = ts.dt.floor("D")
-    names = {d: ("none" if pd.isna(d) else d.strftime("%Y-%m-%d")) for d in days.unique()}
-    return days.map(names).astype("string").fillna("none")
 
 
 class TelemetryStore:
@@ -110,7 +97,7 @@ class TelemetryStore:
         """Read the files (folders recursively) and keep what they hold; an inventory file gives node records.
         `progress` is advanced by one per file read and one per file stored (or passed over)."""
         seen = {str(v) for r in self._table("ingests").rows for v in (r["sha256"], r.get("content")) if v}
-        xid_last = self._xid_state()
+        xid_last = xid_state(self._db)
         outcomes = read_sources(sources, fmt=fmt, node_id=node_id, at=at, seen=seen, xid_last=xid_last,
                                 progress=progress)
         # inventories first, wherever their names sort: an NMX-T scrape's trays are placed on the hosts they name
@@ -121,10 +108,7 @@ class TelemetryStore:
         refused = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
         with transaction(self._db):
             keep_refused(self._db, refused, [o.result for o in outcomes if o.status == "ingested" and o.result])
-            self._table("xid_last").upsert_all(
-                [{"kind": k[0], "node_id": k[1], "gpu": -1 if k[2] is None else k[2],
-                  "code": -1 if k[3] is None else k[3], "value": v} for k, v in xid_last.items()],
-                pk=("kind", "node_id", "gpu", "code"))
+            keep_xid_state(self._db, xid_last)
         report = IngestReport.of(outcomes)
         report.node_warnings += [w for o in outcomes if (w := untimed_warning(o)) is not None]
         touched, self._touched = self._touched, {}
@@ -140,7 +124,7 @@ class TelemetryStore:
         """Each day of the table's keys (default every key) held in more than `least` parts merged into one, the
         parts it retired `grace_s` ago deleted (compaction.py): a store fed scrape by scrape reads as fast as one
         ingested at once."""
-        schema, order = _PARTED[table]
+        schema, order = PARTED[table]
         return compact(self._db, self._catalog, schema, order, keys=keys, least=least, grace_s=grace_s)
 
     def _keep(self, outcome: FileOutcome) -> None:
@@ -157,7 +141,7 @@ class TelemetryStore:
                 outcome.status = "duplicate"  # the same bytes stored by another ingest meanwhile
                 return
             if outcome.result is not None:
-                self._write(outcome.result, outcome.sha256)
+                write_result(self._db, self._catalog, self.root, outcome.result, outcome.sha256, self._touched)
                 keep_said(self._db, outcome.sha256, outcome.result)  # said again by every analysis of the store
                 if not cut_nodes(outcome.result):
                     read_whole(self._db, outcome.result)
@@ -168,42 +152,6 @@ class TelemetryStore:
                                            "format": outcome.format, "ingested_at": datetime.now(UTC).isoformat(),
                                            "rows": pd.Series(outcome.rows).to_json(), "content": outcome.content},
                                           replace=True, alter=True)
-
-    def _xid_state(self) -> dict[tuple[Any, ...], float]:
-        """The dcgm Xid series' last values from earlier ingests, so a change in the next scrape is an event."""
-        table = self._table("xid_last")
-        if not table.exists():
-            return {}
-        def unset(v: int) -> int | None:  # NULL is never equal to NULL in a key, so -1 stands for "none"
-            return None if v == -1 else v
-
-        return {(r["kind"], r["node_id"], unset(r["gpu"]), unset(r["code"])): float(r["value"]) for r in table.rows}
-
-    def _write(self, result: IngestResult, sha: str) -> None:
-        self._write_parts(result["link_samples"], LINK_SAMPLES, "node_id", sha, _PARTED["link_samples"][1])
-        self._write_parts(result["step_samples"], STEP_SAMPLES, "job_id", sha, _PARTED["step_samples"][1])
-        write_rows(self._db, "events", result["events"])
-        write_rows(self._db, "topology", result["topology"])
-        write_gpus(self._db, result["gpus"])
-        note_nodes(self._db, summary_nodes(result))
-
-    def _write_parts(self, frame: pd.DataFrame, schema: TableSchema, key: str, sha: str,
-                     order: tuple[str, ...]) -> None:
-        if not len(frame):
-            return
-        table, label = schema.name, PART_TABLES[schema.name]
-        frame = schema.conform(frame)
-        keys = frame[key].astype("string").fillna("unknown")
-        for (value, day), part in frame.groupby([keys, _day(frame["timestamp"])], sort=False, observed=True):
-            folder = self.root / table / f"{label}={_part(value)}" / f"day={day}"
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{sha[:20]}.parquet"
-            info = write_part(path, part.reset_index(drop=True), schema, order,
-                              directory=LINK_IDENTITY if table == "link_samples" else ())
-            self._catalog.add(table, str(value), str(day), path, info)
-            self._touched.setdefault(table, set()).add(str(value))
-            if table == "step_samples":
-                self._catalog.add_job_nodes(str(value), job_nodes(part), info.t_min, info.t_max)
 
     # ---- reading ----
     def nodes(self) -> list[str]:
