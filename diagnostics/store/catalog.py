@@ -129,16 +129,13 @@ class Catalog:
         value = self.db.execute(f"SELECT max(t_max) FROM {CATALOG} WHERE {where}", args).fetchone()[0]
         return None if value is None else int(value)
 
-    def newest_by_key(self, table: str, keys: Collection[str] | None) -> dict[str, int]:
-        """Per key (every key when None), its newest time."""
-        sql = f"SELECT key, max(t_max) FROM {CATALOG} WHERE tbl = ?{_keys_in(keys)} GROUP BY key"
-        return {str(k): int(v) for k, v in self.db.execute(sql, [table, *(keys or [])]).fetchall() if v is not None}
-
-    def oldest_by_key(self, table: str, keys: Collection[str] | None) -> dict[str, int]:
-        """Per key (every key when None), its oldest time: where its readings start (a window ending before it holds
-        none of them)."""
-        sql = f"SELECT key, min(t_min) FROM {CATALOG} WHERE tbl = ?{_keys_in(keys)} GROUP BY key"
-        return {str(k): int(v) for k, v in self.db.execute(sql, [table, *(keys or [])]).fetchall() if v is not None}
+    def reach_by_key(self, table: str, keys: Collection[str] | None) -> tuple[dict[str, int], dict[str, int]]:
+        """Per key (every key when None), its newest time and its oldest (where its readings start: a window ending
+        before it holds none of them), in one query."""
+        sql = f"SELECT key, max(t_max), min(t_min) FROM {CATALOG} WHERE tbl = ?{_keys_in(keys)} GROUP BY key"
+        rows = self.db.execute(sql, [table, *(keys or [])]).fetchall()
+        return ({str(k): int(hi) for k, hi, _ in rows if hi is not None},
+                {str(k): int(lo) for k, _, lo in rows if lo is not None})
 
     def undated_rows(self, table: str, keys: Collection[str] | None) -> dict[str, int]:
         """Per key (every key when None), the rows of its parts that hold no time at all (a paste ingested without

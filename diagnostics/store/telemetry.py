@@ -247,8 +247,7 @@ class TelemetryStore:
                 step_rows, _ = read_parts(step_parts, STEP_SAMPLES, since, end_ns, order=(),
                                           keep=STEP_SAMPLES.columns, workers=workers)
                 step_frame = STEP_SAMPLES.conform(step_rows)
-        newest = self._catalog.newest_by_key("link_samples", names) if names != [] else {}
-        oldest = self._catalog.oldest_by_key("link_samples", names) if names != [] else {}
+        newest, oldest = self._catalog.reach_by_key("link_samples", names) if names != [] else ({}, {})
         tables = {"link_samples": links, "step_samples": step_frame, "events": self._events(names, end_ns),
                   "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
                   "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),

@@ -131,6 +131,21 @@ def test_the_newest_reading_comes_from_the_catalog_without_opening_a_file(store:
     assert got.end == store.newest() and got.tables["link_samples"]["timestamp"].max() == pd.Timestamp(got.end)
 
 
+def test_a_window_asks_the_catalog_once_for_each_nodes_newest_and_oldest_reading(store: TelemetryStore) -> None:
+    """Where each node's readings end and start (what a window says of a node quiet in it, or read before them)
+    comes from one catalog query per read, not one for each bound."""
+    asked: list[str] = []
+    store.db.conn.set_trace_callback(asked.append)
+    try:
+        got = store.read_window(end=None, span=timedelta(hours=1), nodes=["n0", "n2"])
+    finally:
+        store.db.conn.set_trace_callback(None)
+    per_node = [q for q in asked if "GROUP BY key" in q and ("max(t_max)" in q or "min(t_min)" in q)]
+    assert len(per_node) == 1
+    assert set(got.newest) == set(got.oldest) == {"n0", "n2"}
+    assert all(got.oldest[n] == START and got.newest[n] == store.newest([n]) for n in ("n0", "n2"))
+
+
 def test_a_window_holds_only_the_columns_its_readings_fill(store: TelemetryStore) -> None:
     links = store.window(end=None, span=timedelta(hours=1))["link_samples"]
     assert {"replay", "crc_flit", "timestamp", "node_id", "gpu", "link"} <= set(links.columns)
