@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from diagnostics import Diagnosis, InputError, Thresholds, headline_name
+from diagnostics import Diagnosis, InputError, Localization, Thresholds, headline_name
 from diagnostics import format as fmt
+from diagnostics.analysis import part_priority
 from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, Case, detect, open_input, read_cases, with_platform
 from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
@@ -33,7 +34,15 @@ def expectation_report(diagnosis: Diagnosis, expected: dict[str, Any]) -> dict[s
     return report
 
 
-def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> None:
+def _part_said(d: Diagnosis, loc: Localization, thresholds: Thresholds | None) -> str:
+    """A suspect's priority as its own ticket says it: held where that part's plan does not fit the platform, even
+    when another part heads the node (whose line says the headline's)."""
+    level = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
+    return fmt.priority(level.value, held=loc.held is not None)
+
+
+def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
+           thresholds: Thresholds | None = None) -> None:
     d = diagnosis
     print(f"{headline_name(d.node_id)}  priority={d.priority_said()}  "
           f"fault={'yes' if d.fault_detected else 'no'}  "
@@ -68,7 +77,7 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False) -> 
         if d.localization is not None:
             for loc in d.localizations:
                 print(f"  suspect:  {loc.component} ({loc.fault or loc.kind.value}, {loc.severity.value}, "
-                      f"confidence {loc.confidence:.2f})", file=out)
+                      f"confidence {loc.confidence:.2f}), priority {_part_said(d, loc, thresholds)}", file=out)
                 if loc.action:
                     print(f"            action: {loc.action}", file=out)
                 for line in loc.evidence:
@@ -106,7 +115,7 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
     if args.json:
         print_json(answer.diagnosis)
     else:
-        _table(answer.diagnosis, sys.stdout, only_flagged=True)
+        _table(answer.diagnosis, sys.stdout, only_flagged=True, thresholds=thresholds)
     return _said(answer)
 
 
@@ -120,11 +129,12 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     if args.json:
         print_json(diagnosis)
     else:
-        _table(diagnosis, sys.stdout, only_flagged=True)
+        _table(diagnosis, sys.stdout, only_flagged=True, thresholds=thresholds)
         for loc in diagnosis.localizations[:4]:
             kind = loc.fault.value if loc.fault else "fault"
             why = loc.evidence[0] if loc.evidence else ""
-            print(f"  {loc.component} ({kind}, confidence {loc.confidence:.2f}): {why}")
+            print(f"  {loc.component} ({kind}, confidence {loc.confidence:.2f}), priority "
+                  f"{_part_said(diagnosis, loc, thresholds)}: {why}")
     return _said(answer)
 
 

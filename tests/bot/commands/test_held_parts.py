@@ -129,3 +129,22 @@ def test_every_door_says_each_parts_priority_as_its_ticket_does(cli: Cli, tmp_pa
         assert "Do not drain" not in status, "the node's other part stands: only the held part waits"
     assert d.localization is not None and facts(d)["priority"] == _ticket_said(tickets[d.localization.ref.slug])
 
+
+
+@pytest.mark.parametrize("replays", PCIE_REPLAYS.values(), ids=PCIE_REPLAYS.keys())
+def test_analyze_lists_each_suspect_with_its_own_tickets_priority(cli: Cli, tmp_path: Path, replays: int) -> None:
+    """A node's history lists its suspects one a line, each with the priority its ticket says: the held part held
+    whether or not it heads the node, the other part at its plain level."""
+    path = _mixed(tmp_path, replays)
+    d = _diagnosis(cli, path)
+    tickets = _tickets(cli, path, d)
+    store = tmp_path / "store"
+    code, _, err = cli("ingest", str(path), "--store", str(store))
+    assert code == 0, err
+    code, out, err = cli("analyze", "--store", str(store), "--node", d.node_id)
+    assert code in (0, 3), err
+    for loc in d.localizations:
+        (line,) = [line for line in out.splitlines() if line.startswith(f"  suspect:  {loc.component} (")]
+        said = _ticket_said(tickets[loc.ref.slug])
+        assert line.endswith(f"), priority {said}"), line
+        assert said.startswith("held") is bool(tickets[loc.ref.slug]["held"])
