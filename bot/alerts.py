@@ -282,11 +282,12 @@ def watch_began_message(known: list[FailingPart], nodes: int, every_s: float) ->
     for part in known:
         by_node.setdefault(part.node_id, []).append(part.component)
     shown = "\n".join(f"• `{esc(n)}`: {esc(', '.join(c))}" for n, c in sorted(by_node.items())[:SHOWN_NODES])
-    more = f"\n… and {len(by_node) - SHOWN_NODES} more node(s)" if len(by_node) > SHOWN_NODES else ""
-    return (f":eyes: *Watching {nodes} node(s) every {fmt.period(every_s)}.* {len(known)} part(s) on "
-            f"{len(by_node)} node(s) were already failing when the watch began: standing faults, not paged one by "
-            f"one and not taken for one storm. Each alerts again only if it gets worse; `/fabric NODE` shows it with "
-            f"its Draft ticket button. Parts failing from now on alert one by one.\n{shown}{more}")
+    more = f"\n… and {fmt.count(len(by_node) - SHOWN_NODES, 'more node')}" if len(by_node) > SHOWN_NODES else ""
+    return (f":eyes: *Watching {fmt.count(nodes, 'node')} every {fmt.period(every_s)}.* "
+            f"{fmt.count(len(known), 'part')} on {fmt.count(len(by_node), 'node')} "
+            f"{'was' if len(known) == 1 else 'were'} already failing when the watch began: standing faults, not "
+            "paged one by one and not taken for one storm. Each alerts again only if it gets worse; `/fabric NODE` "
+            f"shows it with its Draft ticket button. Parts failing from now on alert one by one.\n{shown}{more}")
 
 
 def blind_key(swept: SweepResult) -> str:
@@ -298,8 +299,8 @@ def blind_key(swept: SweepResult) -> str:
 def incomplete_message(swept: SweepResult, since: datetime, every_s: float) -> str:
     """The one message of an incomplete stretch: what the passes could not judge, and that it is no all-clear."""
     reasons = "\n".join(f"• {esc(r)}" for r in swept.incomplete_reasons) or "• the view is incomplete"
-    silent = (f" Alerts on the {len(swept.silent)} silent node(s) stay open, marked as not reporting, and none "
-              "recovers while its node is silent." if swept.silent else "")
+    silent = (f" Alerts on the {fmt.count(len(swept.silent), 'silent node')} stay open, marked as not reporting, and "
+              "none recovers while its node is silent." if swept.silent else "")
     said = (f":warning: *Fleet view incomplete* since {since:%Y-%m-%d %H:%M} UTC: the watch (every "
             f"{fmt.period(every_s)}) cannot judge every node, so a quiet channel is not an all-clear.{silent} This "
             f"message is updated when that changes, not repeated each pass.\n{reasons}")
@@ -325,7 +326,8 @@ def storm_message(storm: StormRecord, oncall: str | None) -> tuple[str, list[dic
     head = (f"{ping}:thunder_cloud_and_rain: *Incident: {len(storm.nodes)} nodes newly failing at once*\n"
             f"Common factor: *{esc(storm.factor)}* ({esc(storm.reason)}).\n"
             "A storm is usually one cause (a driver rollout, an exporter change, a switch), not many hardware "
-            f"faults: {storm.held} per-node alert(s) are held until someone acknowledges this.")
+            f"faults: {fmt.count(storm.held, 'per-node alert')} {'is' if storm.held == 1 else 'are'} held until "
+            "someone acknowledges this.")
     if storm.acknowledged_by:
         head += (f"\n:white_check_mark: Acknowledged by <@{esc(storm.acknowledged_by)}>: the parts still failing "
                  "alert one by one from the next pass.")

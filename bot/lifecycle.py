@@ -82,7 +82,7 @@ def watch_text(services: Services, node: str | None) -> str:
     if not watches:
         lines = [f":eyes: *Watch of {where}*: {esc(answer.quiet())}"]
     else:
-        lines = [f":eyes: *Watch: {len(watches)} link(s) of {where} climbing toward a failing threshold*"]
+        lines = [f":eyes: *Watch: {fmt.count(len(watches), 'link')} of {where} climbing toward a failing threshold*"]
         lines += [f"• `{esc(w.node_id)}` {esc(w.summary)}" for w in watches[:SHOWN]]
         if len(watches) > SHOWN:
             lines.append(f"… and {len(watches) - SHOWN} more (`fabricbot watch`)")

@@ -72,7 +72,7 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
         said = ("within thresholds" if not once else "read once: totals only, no rates" if once == left else
                 f"{left - once} within thresholds, {once} read once: totals only, no rates")
         if d.findings:
-            print(f"  ({left} more links{':' if 0 < once < left else ''} {said})", file=out)
+            print(f"  ({fmt.count(left, 'more link')}{':' if 0 < once < left else ''} {said})", file=out)
         _totals(d, out)
         if d.localization is not None:
             for loc in d.localizations:
@@ -100,8 +100,8 @@ def _totals(d: Diagnosis, out: TextIO) -> None:
         pinned = next((e for e in f.evidence if "pinned at" in e), None)
         print(f"  total:    {f.component}: {fmt.totals(f.counts)}" + (f" ({pinned})" if pinned else ""), file=out)
     if len(counted) > TOTALS_SHOWN:
-        print(f"  total:    ... and {len(counted) - TOTALS_SHOWN} more links that counted errors (--json lists them)",
-              file=out)
+        print(f"  total:    ... and {fmt.count(len(counted) - TOTALS_SHOWN, 'more link')} that counted errors (--json "
+              "lists them)", file=out)
 
 
 def _said(answer: Answer) -> int:

@@ -16,6 +16,7 @@ import os
 import sys
 
 from diagnostics import InputError
+from diagnostics import format as fmt
 from diagnostics.store import Compacted, open_store
 
 from . import SUMMARIES
@@ -33,8 +34,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"days": done.days, "parts": done.parts, "deleted": done.deleted, "failed": done.failed}))
     else:
-        print(f"{done.days} day(s) held in {done.parts} parts merged into one part each; {done.deleted} replaced "
-              "part(s) deleted")
+        print(f"{fmt.count(done.days, 'day')} held in {fmt.count(done.parts, 'part')} merged into one part each; "
+              f"{fmt.count(done.deleted, 'replaced part')} deleted")
     for day, why in sorted(done.failed.items()):
         print(f"fabricbot: {day} not merged (its parts are read as they are): {why}", file=sys.stderr)
     return INCOMPLETE if done.failed else 0

@@ -13,6 +13,7 @@ import os
 from datetime import UTC, datetime
 
 from diagnostics import InputError
+from diagnostics import format as fmt
 from diagnostics.store import Maintenance, open_store
 
 from ..options import parse_duration, parse_time
@@ -44,7 +45,7 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
         raise InputError("say who sets it: --by NAME (it is shown on every answer for the node)")
     if args.end:
         ended = log.end(args.node, at=now, by=args.by)
-        print(f"{args.node}: ended {len(ended)} maintenance window(s)" if ended
+        print(f"{args.node}: ended {fmt.count(len(ended), 'maintenance window')}" if ended
               else f"{args.node} is not in maintenance")
         return 0
     if args.duration is None:

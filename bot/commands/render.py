@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from diagnostics import InputError
+from diagnostics import format as fmt
 from diagnostics.config import load_thresholds, platform_name
 from diagnostics.ingest import detect
 from diagnostics.render import (
@@ -49,15 +50,15 @@ def cmd_render(args: argparse.Namespace) -> int:
                              "NODE` as `analyze` takes it)", field="NODE|FILE")
         args.target = args.node
     target = Path(args.target)
-    fmt = _format(args)  # before any work: a wrong name fails at once
+    kind = _format(args)  # before any work: a wrong name fails at once
     if args.rack:
-        return _rack(args, store, fmt)
+        return _rack(args, store, kind)
     drawable = drawable_for(args, store)
     if drawable.graph.node_id is None:
         drawable.graph.node_id = args.node or target.stem
-    data, notes = drawable.picture(fmt, window=args.window)
+    data, notes = drawable.picture(kind, window=args.window)
     node = drawable.diagnosis.node_id if drawable.diagnosis else drawable.graph.node_id
-    output = Path(args.output or f"{node}.{fmt}")
+    output = Path(args.output or f"{node}.{kind}")
     try:
         output.write_bytes(data)
     except OSError as exc:
@@ -71,7 +72,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     diagnosis = drawable.diagnosis
     owner = f"; its suspect is ticketed on {diagnosis.ticket_owner}" \
         if diagnosis is not None and diagnosis.fault_detected and diagnosis.ticket_owner != node else ""
-    print(f"wrote {output} ({fmt}, {len(data) / 1024:.0f} KB): {node}, {platform}, "
+    print(f"wrote {output} ({kind}, {len(data) / 1024:.0f} KB): {node}, {platform}, "
           f"{len(drawable.graph.gpus)} GPUs{owner}")
     if diagnosis is not None and diagnosis.evidence is not None and not args.no_correlation:
         beside = Path(args.correlation or output.with_name(f"{output.stem}-correlation.png"))
@@ -81,7 +82,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise InputError(f"cannot write the correlation picture: {exc.strerror}", source=str(beside)) from None
         print(f"wrote {beside} (png, {len(picture) / 1024:.0f} KB): job {diagnosis.evidence.job_id}'s step time "
-              f"against {len(diagnosis.evidence.links)} link(s)")
+              f"against {fmt.count(len(diagnosis.evidence.links), 'link')}")
     return 0
 
 
@@ -135,22 +136,22 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
     return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
 
 
-def _rack(args: argparse.Namespace, store: str | None, fmt: str) -> int:
+def _rack(args: argparse.Namespace, store: str | None, kind: str) -> int:
     """The rack view: compute trays by switch chips, from the store's rack inventory and telemetry."""
     if not store:
         raise InputError("--rack draws from the telemetry store: give --store DIR (or FABRICBOT_STORE)",
                          field="--rack", value=args.target)
     request = Request(rack=args.target, window=window_type("1h"), thresholds=load_thresholds())
     diagnosis = diagnose(StoreSource(store), request).diagnosis
-    data = render_rack(diagnosis, fmt=fmt)
-    output = Path(args.output or f"{args.target}.{fmt}")
+    data = render_rack(diagnosis, fmt=kind)
+    output = Path(args.output or f"{args.target}.{kind}")
     try:
         output.write_bytes(data)
     except OSError as exc:
         raise InputError(f"cannot write the picture: {exc.strerror}", source=str(output)) from None
     for note in diagnosis.warnings:
         print(f"warning: {note}", file=sys.stderr)
-    print(f"wrote {output} ({fmt}, {len(data) / 1024:.0f} KB): rack {args.target}, "
+    print(f"wrote {output} ({kind}, {len(data) / 1024:.0f} KB): rack {args.target}, "
           f"{diagnosis.rack.platform if diagnosis.rack else diagnosis.platform}; suspected: "
           f"{diagnosis.localization.component if diagnosis.localization else 'none'}")
     return 0

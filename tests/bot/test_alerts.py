@@ -114,7 +114,7 @@ def test_many_at_once_is_one_incident_until_acknowledged(local: LocalSlack) -> N
     first = _loop(local, policy=storm_policy).run_once()
     assert first.storm is not None and first.count(Step.NEW) == 0 and first.count(Step.HELD) > 1
     (incident,) = _alerted(local)
-    assert "*Incident:" in incident.text and "per-node alert(s) are held" in incident.text
+    assert "*Incident:" in incident.text and f"{first.count(Step.HELD)} per-node alerts are held" in incident.text
     (ack,) = [b for b in buttons(incident) if b["action_id"] == ACK_ACTION]
     (storm,) = list(local.audit.entries("storm"))
     assert storm["detail"]["held"] == first.count(Step.HELD)
@@ -135,7 +135,7 @@ def test_the_first_pass_says_what_was_already_failing_once_and_pages_none_of_it(
     known = [d for d in first.decisions if d.step is Step.KNOWN]
     assert len({d.alert.node_id for d in known}) > 5 and first.storm is None and first.count(Step.NEW) == 0
     (said,) = _alerted(local)
-    assert f"{len(known)} part(s) on {len({d.alert.node_id for d in known})} node(s) were already failing" in said.text
+    assert f"{len(known)} parts on {len({d.alert.node_id for d in known})} nodes were already failing" in said.text
     assert "`hpc-gpu-node-12`" in said.text and not buttons(said) and "<!subteam" not in said.text
     (began,) = [e for e in local.audit.entries("watch") if e["detail"]["decision"] == "watch began"]
     assert began["detail"]["known"] == len(known)
@@ -180,7 +180,7 @@ def test_a_fleet_gone_silent_is_said_once_and_its_alerts_stay_open_not_reporting
         assert opened <= silent | set(gone.failing)  # the rest (undated Xids alone) still read as failing
         assert not [d for d in gone.decisions if d.step is Step.RECOVERED]
         said = bot.slack.find(notice.ts)
-        assert said is not None and said.edits == 1 and "silent node(s) stay open" in said.text
+        assert said is not None and said.edits == 1 and "silent nodes stay open" in said.text
         node12 = next(m for m in posted(bot.slack) if m.channel == ALERTS and "hpc-gpu-node-12" in m.text)
         shown = bot.slack.find(node12.ts)
         assert shown is not None and "*Not reporting*" in shown.text and "Silence is not health" in shown.text
@@ -244,3 +244,26 @@ def test_a_held_parts_alert_is_restated_once_its_inventory_is_mended(fleet: Tabl
         assert "held (" not in status and "Do not drain" not in status
         CLOCK.at("12:10")
         assert [d for d in loop.run_once().decisions if d.alert.key == new.alert.key] == []
+
+
+@pytest.mark.parametrize("many", [1, 3])
+def test_the_loops_messages_count_in_words_that_agree(many: int) -> None:
+    """The watch's first message, the incomplete view's and a storm's say their counts singular for one, plural for
+    more, the verb agreeing: '1 part on 1 node was', '3 parts on 3 nodes were'."""
+    from bot.alerts import incomplete_message, storm_message, watch_began_message
+    from diagnostics import Severity, SweepResult
+    from diagnostics.analysis import FailingPart
+    from diagnostics.store import StormRecord
+
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    nodes = [f"node-{i}" for i in range(many)]
+    known = [FailingPart(n, "gpu2-nvlink1", "GPU 2 NVLink 1", Severity.FAILING, Priority.HIGH, "replays")
+             for n in nodes]
+    began = watch_began_message(known, many, 300)
+    assert f"*Watching {fmt.count(many, 'node')} every 5 min.*" in began
+    assert f"{fmt.count(many, 'part')} on {fmt.count(many, 'node')} {'was' if many == 1 else 'were'} already" in began
+    swept = SweepResult(at=at, window_hours=1, complete=False, silent=nodes)
+    assert f"Alerts on the {fmt.count(many, 'silent node')} stay open" in incomplete_message(swept, at, 300)
+    storm = StormRecord(1, at, "driver=550.90.07", nodes, "a rollout", held=many)
+    text, _ = storm_message(storm, None)
+    assert f"{fmt.count(many, 'per-node alert')} {'is' if many == 1 else 'are'} held until" in text

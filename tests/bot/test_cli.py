@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from bot.cli import main
 from bot.demo import run_demo
 from bot.nodes import TableNodeSource
 from bot.storage import open_db
+from diagnostics import format as fmt
 from diagnostics.synth.fleet import build
 
 from .helpers import png_renderer
@@ -32,7 +34,12 @@ def test_the_demo_writes_the_conversation_the_pictures_one_ticket_and_the_action
                  "still verifying", "`/fabric digest`", "Waiting for verification (1)"):
         assert step in text, step
     # the alert channel: the first pass said once, a storm collapsed and acknowledged, Alertmanager answered
-    for step in ("were already failing when the watch began", "@fabric-oncall :thunder_cloud_and_rain: "
+    began = re.search(r"(\d+) parts? on (\d+) nodes? (?:was|were) already failing when the watch began", text)
+    assert began is not None, "the first pass says what was already failing"
+    parts, nodes = int(began[1]), int(began[2])
+    assert began[0].startswith(f"{fmt.count(parts, 'part')} on {fmt.count(nodes, 'node')} "
+                               f"{'was' if parts == 1 else 'were'} "), began[0]  # each count agrees with its word
+    for step in ("@fabric-oncall :thunder_cloud_and_rain: "
                  "**Incident: 40 nodes newly failing at once**", "Common factor: **driver 550.90.07, xid 74**",
                  "clicks `[Acknowledge incident]`", "Acknowledged by @alice",
                  "**Alertmanager: FabricbotNvlinkReplay on hpc-gpu-node-12**",

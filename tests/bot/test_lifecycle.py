@@ -94,7 +94,7 @@ def test_a_bad_maintenance_request_is_told_what_is_wrong(local: LocalSlack) -> N
 def test_the_watch_lists_the_slow_failures_coming(local: LocalSlack, fleet: tuple[TableNodeSource, Any]) -> None:
     said = _say(local, "watch")
     slow = sorted(n for n, v in fleet[1].items() if v["scenario"] == "slow_degradation")
-    assert "3 link(s) of the fleet climbing" in said.text and all(n in said.text for n in slow)
+    assert "3 links of the fleet climbing" in said.text and all(n in said.text for n in slow)
     quiet = _say(local, "watch hpc-gpu-node-03")
     # its readings span less than the lookback's buckets: not judged, which an empty list had passed off as calm
     assert "*Watch of `hpc-gpu-node-03`*: cannot judge yet" in quiet.text and "nothing climbing" not in quiet.text

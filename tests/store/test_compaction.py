@@ -107,7 +107,7 @@ def test_the_compact_command_merges_an_older_stores_crowded_days(tmp_path: Path,
     before = store.window(end=None, span=timedelta(hours=3), nodes=None)["link_samples"]
     capsys.readouterr()
     assert main(["compact", "--store", str(tmp_path / "store")]) == 0
-    assert capsys.readouterr().out.startswith(f"2 day(s) held in {2 * len(files)} parts merged")
+    assert capsys.readouterr().out.startswith(f"2 days held in {2 * len(files)} parts merged")
     assert len(_parts(store, "n0")) == 1
     pd.testing.assert_frame_equal(store.window(end=None, span=timedelta(hours=3), nodes=None)["link_samples"], before)
     assert main(["compact", "--store", str(tmp_path / "store"), "--json"]) == 0
@@ -186,5 +186,5 @@ def test_a_day_with_a_part_deleted_by_hand_is_said_and_left_as_it_is(tmp_path: P
     capsys.readouterr()
     assert main(["compact", "--store", str(tmp_path / "store")]) == 3
     out, err = capsys.readouterr()
-    assert out.startswith("1 day(s)") and "n0 2026-03-01 not merged" in err and gone.name in err
+    assert out.startswith("1 day held in ") and "n0 2026-03-01 not merged" in err and gone.name in err
     assert len(_parts(store, "n1")) == 1 and len(_parts(store, "n0")) == 26

@@ -143,6 +143,8 @@ def test_analyze_lists_each_suspect_with_its_own_tickets_priority(cli: Cli, tmp_
     assert code == 0, err
     code, out, err = cli("analyze", "--store", str(store), "--node", d.node_id)
     assert code in (0, 3), err
+    within = sum(f.severity.value == "ok" for f in d.findings)
+    assert f"  ({fmt.count(within, 'more link')} within thresholds)" in out.splitlines(), out
     for loc in d.localizations:
         (line,) = [line for line in out.splitlines() if line.startswith(f"  suspect:  {loc.component} (")]
         said = _ticket_said(tickets[loc.ref.slug])

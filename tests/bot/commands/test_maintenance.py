@@ -52,7 +52,7 @@ def test_a_window_over_the_analysis_keeps_the_findings_and_stops_the_page_and_th
     assert out.strip() == "node-12 is not in maintenance"  # its 3 h were over by then
     code, out, _ = cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store),
                        "--at", (END - pd.Timedelta(minutes=10)).isoformat())
-    assert out.strip() == "node-12: ended 1 maintenance window(s)"
+    assert out.strip() == "node-12: ended 1 maintenance window"
     code, out, _ = cli("analyze", "--store", str(store), "--node", "node-12", "--json")
     assert "ended inside this window" in json.loads(out)["maintenance"]  # the last hour still saw it
 
@@ -115,7 +115,7 @@ def test_an_inventory_that_says_maintenance_holds_the_node_from_then_until_it_sa
     assert out.split()[:2] == ["node-12", "now"]
     code, out, _ = cli("maintenance", "node-12", "--end", "--by", "alice", "--store", str(store),
                        "--at", (END + pd.Timedelta(minutes=1)).isoformat())
-    assert out.strip() == "node-12: ended 1 maintenance window(s)"
+    assert out.strip() == "node-12: ended 1 maintenance window"
     code, out, _ = cli("maintenance", "--store", str(store), "--at", (END + pd.Timedelta(hours=1)).isoformat())
     assert out.split()[:2] == ["node-12", "over"]
 

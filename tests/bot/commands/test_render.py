@@ -114,7 +114,7 @@ def test_a_stored_node_with_a_job_gets_its_correlation_picture_beside_the_topolo
     code, stdout, _ = cli("render", "hpc-gpu-node-12", "--store", str(store), "-o", str(out))
     assert code == 0
     beside = tmp_path / "n12-correlation.png"
-    assert f"wrote {beside}" in stdout and "job 4411's step time against 1 link(s)" in stdout
+    assert f"wrote {beside}" in stdout and "job 4411's step time against 1 link" in stdout
     assert Image.open(beside).size == (1200, 560) and beside.stat().st_size < 150 * 1024
     code, stdout, _ = cli("render", "hpc-gpu-node-12", "--store", str(store), "-o", str(tmp_path / "t.png"),
                           "--no-correlation")

@@ -125,7 +125,7 @@ def test_slack_says_what_the_cli_says_of_a_history_too_short_to_judge(tmp_path: 
     code, alone, _ = cli("watch", "--store", str(store), "--node", "node-9")
     with local_bot(source=StoreNodeSource(store)) as local:
         fleet, node = slash(local, "watch"), slash(local, "watch node-9")
-    assert fleet.startswith(":eyes: *Watch: 1 link(s) of the fleet climbing") and "`node-7` GPU 3 NVLink 7" in fleet
+    assert fleet.startswith(":eyes: *Watch: 1 link of the fleet climbing") and "`node-7` GPU 3 NVLink 7" in fleet
     assert fleet.endswith(f":warning: *Incomplete*\n• {missed_9}")
     assert code == 3 and node == f":eyes: *Watch of `node-9`*: {alone.strip()}\n:warning: *Incomplete*\n• {missed_9}"
 
