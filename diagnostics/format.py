@@ -36,7 +36,12 @@ def number(value: float, *, compact: bool = False) -> str:
 def count(amount: float, one: str, many: str | None = None, *, compact: bool = False) -> str:
     """A number of things, the noun singular for exactly one: '1 healthy node', '3 healthy nodes', '1 lane' (the
     one wording of every count; `many` where adding an s is wrong)."""
-    return f"{number(amount, compact=compact)} {one if amount == 1 else many or one + 's'}"
+    return f"{number(amount, compact=compact)} {noun(amount, one, many)}"
+
+
+def noun(amount: float, one: str, many: str | None = None) -> str:
+    """The noun of a count without its number, where the things are listed instead: 'lane 6', 'lanes 0, 3'."""
+    return one if amount == 1 else many or one + "s"
 
 
 def value(amount: float, unit: Unit | str, *, compact: bool = False) -> str:

@@ -33,6 +33,7 @@ def test_a_count_of_one_is_worded_in_the_singular() -> None:
     assert fmt.count(1, "healthy node") == "1 healthy node" and fmt.count(3, "healthy node") == "3 healthy nodes"
     assert fmt.count(0, "node") == "0 nodes" and fmt.count(1, "GPU", "GPUs") == "1 GPU"
     assert fmt.count(2, "more degraded link") == "2 more degraded links"
+    assert fmt.noun(1, "lane") == "lane" and fmt.noun(2, "lane") == "lanes" and fmt.noun(2, "GPU", "GPUs") == "GPUs"
 
 
 def test_a_pcie_counter_is_not_an_nvlink_figure() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import format as fmt
 from .base import IngestWarning
 
 SAID = 5  # lines named in one warning
@@ -74,7 +75,7 @@ def _few(name: str, group: np.ndarray, line: np.ndarray, what: str, names: dict[
         if count < FEW * usual:
             lines = np.sort(line[group == key])[:SAID]
             label = names[int(key)] if names is not None else "this time"
-            out.append(IngestWarning(name, int(lines[0]), f"{label} has {int(count)} sample(s) (lines "
+            out.append(IngestWarning(name, int(lines[0]), f"{label} has {fmt.count(int(count), 'sample')} (lines "
                                                           f"{', '.join(str(int(n)) for n in lines)}) where {what} of "
                                                           f"this scrape with most has {usual:g}: a label or "
                                                           "timestamp damaged?"))

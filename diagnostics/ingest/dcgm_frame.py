@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import format as fmt
 from ..config.recovery import load_recovery
 from ..enums import EventKind
 from ..tables import GPUS, LINK_SAMPLES, TABLES, TableSchema
@@ -168,7 +169,8 @@ def build_events(xids: list[tuple[Any, ...]], files: list[str],
             if increase > 0:
                 first = " since the exporter started" if prev is None else ""
                 event = {"code": code, "count": int(increase),
-                         "text": f"Xid {code} counted {int(increase)} time(s){first} (DCGM_EXP_XID_ERRORS_COUNT)"}
+                         "text": f"Xid {code} counted {fmt.count(int(increase), 'time')}{first} "
+                                 "(DCGM_EXP_XID_ERRORS_COUNT)"}
         elif kind == "recovery":  # a state, not a history: a pending action now, and each change
             if (prev is None and value) or (prev is not None and value != prev):
                 action = load_recovery().of(int(value))

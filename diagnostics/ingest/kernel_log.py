@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import format as fmt
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
@@ -147,8 +148,10 @@ class KernelLogReader:
         for each in hosts.drivers:
             skipped.extend(each.interrupted())
         if skipped.count:
-            out.warn(skipped.first, f"{skipped.count} line(s) hold no Xid, SXid, AER or off-the-bus message and were "
-                                    f"skipped (lines {skipped.first}..{skipped.last})")
+            one = skipped.count == 1
+            out.warn(skipped.first, f"{fmt.count(skipped.count, 'line')} {'holds' if one else 'hold'} no Xid, SXid, "
+                                    f"AER or off-the-bus message and {'was' if one else 'were'} skipped (lines "
+                                    f"{skipped.first}..{skipped.last})")
         out.timestamp = None
         out.node_id = hosts.first or out.node_id  # what names no host (lines before any) is the first host's
         return out.result()

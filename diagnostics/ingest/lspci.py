@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import format as fmt
 from ..enums import LinkEnd, LinkState, LinkType
 from .base import IngestResult, Source
 from .textlines import Collector, Line, classify, normalize_bus_id, one_edit, skip_shell
@@ -181,7 +182,8 @@ class LspciReader:
                 if device[1] is not None:
                     lanes[device[0]] = _lane_rows(out, rows, device, line.number, match["lanes"])
                 elif match["lanes"]:
-                    out.warn(line.number, f"{device[0]} reports lane(s) {match['lanes']} in error, but it is no "
+                    said = f"{fmt.noun(len(match['lanes'].split()), 'lane')} {match['lanes']}"
+                    out.warn(line.number, f"{device[0]} reports {said} in error, but it is no "
                                           "NVIDIA GPU, NVSwitch, PCIe switch or NIC: its link is not followed")
             elif (match := _BUS.match(line.text)) and device is not None:
                 below[(device[0].split(":")[0], int(match["secondary"], 16))] = device[0]

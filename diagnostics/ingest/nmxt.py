@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import format as fmt
 from .. import values
 from ..components import chip_name
 from ..config.racks import tray_kind
@@ -204,9 +205,10 @@ def placed_links(links: pd.DataFrame, racks: Mapping[str, Any],
     said = None
     if missing:
         shown = ", ".join(hosts[m] for m in missing[:4]) + (" ..." if len(missing) > 4 else "")
-        said = (f"the rack inventory names no host for {len(missing)} tray(s) of the scrape, kept under their place "
-                f"({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node named it) "
-                "before the NMX-T scrape to read them as their hosts")
+        them, their = ("it", "its") if len(missing) == 1 else ("them", "their")
+        said = (f"the rack inventory names no host for {fmt.count(len(missing), 'tray')} of the scrape, kept under "
+                f"{their} place ({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node "
+                f"named it) before the NMX-T scrape to read {them} as {their} {fmt.noun(len(missing), 'host')}")
     renamed = names.where(~placed, names.map(hosts))
     return links.assign(node_id=renamed.astype("category")), said
 

@@ -166,6 +166,9 @@ def test_xid_counter_increases_and_gauge_changes_are_events() -> None:
     events = result["events"]
     assert list(zip(events["code"], events["count"].fillna(0), strict=True)) == [(79, 1), (79, 2), (79, 0)]
     assert set(events["gpu"]) == {5} and set(events["pci_bus_id"]) == {"0000:9a:00.0"}
+    counted = [t for t in events["text"] if "counted" in t]  # each increase said in a count that agrees with it
+    assert counted == ["Xid 79 counted 1 time since the exporter started (DCGM_EXP_XID_ERRORS_COUNT)",
+                       "Xid 79 counted 2 times (DCGM_EXP_XID_ERRORS_COUNT)"]
     assert any("Xid 74" in w.message for w in result.warnings)  # the gauge's first value is not an event
 
 

@@ -45,7 +45,7 @@ def test_the_multi_line_message_with_dmesg_indentation_is_one_event() -> None:
     assert event["text"] == ("The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen "
                              "off the bus and is not responding to commands.")
     skipped = [w for w in result.warnings if "skipped" in w.message]
-    assert [w.line for w in skipped] == [4] and "1 line(s)" in skipped[0].message  # the probe line, no more
+    assert [w.line for w in skipped] == [4] and "1 line holds no Xid" in skipped[0].message  # the probe line, no more
 
 
 def test_the_multi_line_message_without_pci_id_or_indentation() -> None:
@@ -71,7 +71,7 @@ def test_a_message_that_is_not_off_the_bus_or_names_no_bus_makes_no_event() -> N
                        "NVRM: installed in this system is not supported by the\nNVRM: NVIDIA 535 driver release.\n"
                        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n")
     assert result["events"]["pci_bus_id"].tolist() == ["0000:3b:00.0"]
-    assert any("3 line(s)" in w.message and w.line == 1 for w in result.warnings)
+    assert any("3 lines hold no Xid" in w.message and w.line == 1 for w in result.warnings)
 
 
 def test_an_xid_79_line_and_its_message_are_one_event_in_either_order() -> None:

@@ -43,7 +43,7 @@ def test_unrelated_kernel_lines_are_counted_once() -> None:
            "kernel: eth0: link up\n"
     result = read_text(text)
     assert result["events"]["code"].tolist() == [79]
-    assert warning_lines(result) == [1] and "2 line(s)" in result.warnings[0].message
+    assert warning_lines(result) == [1] and "2 lines hold no Xid" in result.warnings[0].message
 
 
 def test_another_format_and_empty() -> None:

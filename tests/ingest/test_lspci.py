@@ -151,7 +151,11 @@ def test_real_gpu_lane_error_and_status_bits_as_printed() -> None:
     amd = read_text(text, fmt="lspci")
     assert amd["link_samples"].empty  # an AMD display device is not a link fabricbot follows, and it says so
     assert [w.message for w in amd.warnings] == [
-        "0000:0a:00.0 reports lane(s) 6 in error, but it is no NVIDIA GPU, NVSwitch, PCIe switch or NIC: its link is "
+        "0000:0a:00.0 reports lane 6 in error, but it is no NVIDIA GPU, NVSwitch, PCIe switch or NIC: its link is "
+        "not followed"]
+    two = read_text(text.replace("LaneErr at lane: 6", "LaneErr at lane: 6 7"), fmt="lspci")  # a list, worded so
+    assert [w.message for w in two.warnings] == [
+        "0000:0a:00.0 reports lanes 6 7 in error, but it is no NVIDIA GPU, NVSwitch, PCIe switch or NIC: its link is "
         "not followed"]
     # the same lines under an NVIDIA device header (the only line changed): the lane and the bits are read as printed
     nvidia = text.replace("VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Cape Verde GL "

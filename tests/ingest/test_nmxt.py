@@ -80,7 +80,7 @@ def test_the_trays_are_placed_on_the_inventorys_hosts_and_an_unplaced_tray_keeps
     place_in_racks(again, racks, platforms)
     assert set(again["link_samples"]["node_id"].astype(str)) == {"rack-08-compute-tray18", "rack-08-switch-tray6"}
     said = str(again.warnings[-1])
-    assert "names no host for 2 tray(s)" in said and "nodes.csv" in said
+    assert "names no host for 2 trays of the scrape" in said and "nodes.csv" in said
 
 
 def test_a_scrape_without_a_rack_or_chassis_is_refused(tmp_path: Path) -> None:

@@ -351,8 +351,8 @@ def test_dcgm_a_damaged_name_or_label_is_said(old: str, new: str, said: str) -> 
 def test_dcgm_a_gpu_or_time_few_samples_name_is_said() -> None:
     text = (FIXTURES / "fleet" / "dcgm" / "hpc-gpu-node-01.prom").read_text()
     for old, new, said in (('gpu="0",Hostname="hpc-gpu-node-01"} 16', 'gpu="0",Hostname="hpc-gpu-nnde-01"} 16',
-                            "hpc-gpu-nnde-01 GPU 0 has 1 sample(s)"),
-                           ("} 16 1789631700000", "} 16 0.5", "this time has 1 sample(s)")):
+                            "hpc-gpu-nnde-01 GPU 0 has 1 sample (lines"),
+                           ("} 16 1789631700000", "} 16 0.5", "this time has 1 sample (lines")):
         result = read_text(text.replace(old, new, 1), name="scrape.prom")
         assert any(said in w.message for w in result.warnings), result.warnings
 
