@@ -219,7 +219,8 @@ def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[in
         how = (f"GPU {gpu} stopped reporting after {fmt.when(pd.Timestamp(stopped[gpu], tz='UTC'))}"
                if gpu in stopped else f"GPU {gpu} reports no telemetry")
         live = len(reporting - gone)
-        count = f": {live} of {gpu_count} GPUs report" if gpu_count else f" while {live} other GPU(s) report"
+        count = (f": {live} of {gpu_count} GPUs report" if gpu_count
+                 else f" while {fmt.count(live, 'other GPU')} {'reports' if live == 1 else 'report'}")
         out.append(Finding(
             ref=ComponentRef.of_gpu(gpu), link_type=LinkType.PCIE, link_id="gpu", gpu=gpu,
             link_state=LinkState.UNKNOWN, severity=Severity.DOWN,

@@ -10,7 +10,7 @@ Lanes are each end's own (a port numbers its own lanes)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -121,14 +121,19 @@ def undated_notes(views: Mapping[LinkEnd, EndView], gpu: int) -> list[str]:
             continue
         at = v.port or "ADDR"
         notes.append(
-            f"GPU {gpu} PCIe: {_name(end, gpu, views)} names lane(s) {', '.join(map(str, v.lanes))} in its lane error "
-            "status, and no earlier reading in the span read it clear: the status is sticky (RW1C, PCIe r4.0 sec. "
-            "7.7.3.3), so the lane may have erred long ago (a warning, not a failure). To date it, read `lspci -vvv` "
-            "again after the status is cleared: the next power cycle clears it, or, with the node drained, a person "
-            f"writes back the value read (`setpci -s {at} ECAP_SECPCI+8.L` reads it; writing it back clears those "
-            "bits, a write to the device's configuration space that fabricbot never makes): a lane named again has "
-            "erred since")
+            f"GPU {gpu} PCIe: {_name(end, gpu, views)} names {_lanes(v.lanes)} in its lane error status, and no "
+            "earlier reading in the span read it clear: the status is sticky (RW1C, PCIe r4.0 sec. 7.7.3.3), so "
+            f"the {fmt.noun(len(v.lanes), 'lane')} may have erred long ago (a warning, not a failure). To date it, "
+            "read `lspci -vvv` again after the status is cleared: the next power cycle clears it, or, with the node "
+            f"drained, a person writes back the value read (`setpci -s {at} ECAP_SECPCI+8.L` reads it; writing it "
+            "back clears those bits, a write to the device's configuration space that fabricbot never makes): a lane "
+            "named again has erred since")
     return notes
+
+
+def _lanes(lanes: Sequence[int]) -> str:
+    """Lanes as a status names them: 'lane 6', 'lanes 0, 3'."""
+    return f"{fmt.noun(len(lanes), 'lane')} {', '.join(map(str, lanes))}"
 
 
 def pcie_end(views: Mapping[LinkEnd, EndView], gpu: int) -> tuple[LinkEnd | None, list[int], list[str]]:
@@ -140,7 +145,7 @@ def pcie_end(views: Mapping[LinkEnd, EndView], gpu: int) -> tuple[LinkEnd | None
         v = views[e]
         when = "set since a reading that read it clear" if v.dated else "undated: set at some time since it was " \
             "last cleared"
-        what = [f"lane(s) {', '.join(map(str, v.lanes))} in error (lane error status, {when})"] if v.lanes else []
+        what = [f"{_lanes(v.lanes)} in error (lane error status, {when})"] if v.lanes else []
         what += [_said(v.received)] if v.received else []
         evidence.append(f"{_name(e, gpu, views)} received errors: {'; '.join(what)}")
     if len(views) < 2:

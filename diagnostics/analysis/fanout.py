@@ -240,7 +240,7 @@ def weigh(burst: list[Hit], placed: list[Placed], history: Mapping[tuple[str, in
         if (h.tray, h.gpu) in far and len(far) <= rules.fanout_history_max:
             add(h, 1, "the switch port at its link's far end counts errors of its own")
     weighed = [f"weighed: the first fatal event, a code no other GPU logs, each link's recovery and error history "
-               f"before the burst ({len(seen)} GPU(s) had one), the far-end switch ports"]
+               f"before the burst ({fmt.count(len(seen), 'GPU')} had one), the far-end switch ports"]
     if not score:
         return None, [], weighed
     ranked = sorted(score.items(), key=lambda kv: -kv[1])

@@ -238,7 +238,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         mine = found.get(node, [])
         notes = [*graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, [])]
         if undated.get(node):
-            notes.append(f"{undated[node]} reading(s) of {node} carry no time: taken as read at "
+            carry = "carries" if undated[node] == 1 else "carry"
+            notes.append(f"{fmt.count(undated[node], 'reading')} of {node} {carry} no time: taken as read at "
                          f"{fmt.when(window_end)} (give the time with --at, or a `date` line before the paste)")
         span = covered.get(node)
         if span is not None:

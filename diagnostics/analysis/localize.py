@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .. import format as fmt
 from ..components import ComponentRef
 from ..config.thresholds import (
     BELOW_EXPECTED_RULE,
@@ -319,10 +320,10 @@ def _links(findings: list[Finding], graph: NodeGraph | None) -> list[Localizatio
         evidence = [c.message for c in top.crossed]
         others = [f for f in findings if f.gpu == top.gpu and f not in group]
         evidence.append(f"only this link of GPU {top.gpu} fails" if not others
-                        else f"GPU {top.gpu} has {len(others)} other failing link(s) on other paths")
+                        else f"GPU {top.gpu} has {fmt.count(len(others), 'other failing link')} on other paths")
         lanes = sorted({lane for f in group for lane in f.lanes})
         if lanes:
-            evidence.append(f"per-lane counters point to lane(s) {', '.join(map(str, lanes))}")
+            evidence.append(f"per-lane counters point to {fmt.noun(len(lanes), 'lane')} {', '.join(map(str, lanes))}")
         ends = {f.end for f in group if f.end is not None}
         evidence += [e for f in group for e in f.evidence if e.startswith(END_EVIDENCE)]
         out.append(Localization(

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .. import format as fmt
 from ..components import ComponentRef
 from ..config.racks import Localize
 from ..config.thresholds import GPU_MISSING_RULE, OFF_BUS_RULE, SOFTWARE_RULE, SXID_FATAL_RULE
@@ -141,7 +142,7 @@ def _candidates(paths: list[_Path], rack: RackGraph, rules: Localize) -> list[_U
             ports = sorted({int(v) for p in own if (v := p.where("port")) is not None})
             elsewhere = sum(1 for p in paths if (p.key[0], p.key[1]) in on_chip and p not in own)
             clean = ("those GPUs' links to the other chips do not fail" if not elsewhere
-                     else f"those GPUs fail {elsewhere} link(s) on other chips too, weighed apart")
+                     else f"those GPUs fail {fmt.count(elsewhere, 'link')} on other chips too, weighed apart")
             out.append(_Unit(ComponentRef.switch_chip(st, chip), FaultKind.NVSWITCH, spec.gpus, 1, own,
                              f"failing links of {len(on_chip)} GPUs in compute trays {_listed(_trays(own))} all land "
                              f"on Switch tray {st} chip {chip}" + (f" (ports {_listed(ports)})" if ports else "")
@@ -153,7 +154,8 @@ def _candidates(paths: list[_Path], rack: RackGraph, rules: Localize) -> list[_U
                 and len(own) >= rules.tray_min_links:
             others = sum(1 for p in paths if p.key[0] != tray and (p.where("switch_tray"), p.where("chip")) in chips)
             clean = ("no other tray's links to those chips fail" if not others
-                     else f"{others} link(s) of other trays fail on those chips too")
+                     else f"{fmt.count(others, 'link')} of other trays {'fails' if others == 1 else 'fail'} on those "
+                     "chips too")
             out.append(_Unit(ComponentRef.compute_tray(tray), FaultKind.COMPUTE_TRAY,
                              spec.gpus_per_tray * spec.nvlinks_per_gpu, 2, own,
                              f"failing links of GPUs {_listed(sorted(in_tray))} of Compute tray {tray} run to "

@@ -78,6 +78,7 @@ def test_a_sticky_lane_status_fails_only_when_a_clear_reading_dates_it(readings:
         assert "lanes in error (undated status)" in f.crossed[0].message
         assert not d.fault_detected and d.localization is None
         assert len(advice) == 1 and "sticky (RW1C, PCIe r4.0 sec. 7.7.3.3)" in advice[0]
+        assert "names lane 6 in its lane error status" in advice[0] and "so the lane may have erred" in advice[0]
         assert "`setpci -s 0000:19:00.0 ECAP_SECPCI+8.L`" in advice[0] and "lspci -vvv` again" in advice[0]
         # the write that clears it is a person's, on a drained node, never a command to paste on one in service
         assert "with the node drained" in advice[0] and "=VALUE" not in advice[0]
@@ -208,3 +209,9 @@ def test_a_gpu_table_numbers_the_lspci_rows_and_a_gpu_it_lacks_is_said() -> None
     assert (f.gpu, f.lanes) == (5, [6])
     assert any(w.startswith("0000:1b:00.0: a GPU the node's GPU table does not list") for w in d.warnings)
     assert not any("PCI bus order" in w for w in d.warnings)
+
+
+@pytest.mark.parametrize(("status", "said"), [("6", "lane 6 in error"), ("6 7", "lanes 6, 7 in error")])
+def test_the_receiving_end_names_its_lanes_in_words_that_agree(status: str, said: str) -> None:
+    f = _pcie(_diagnose(PASTE.replace("LaneErrStat: LaneErr at lane: 6", f"LaneErrStat: LaneErr at lane: {status}", 1)))
+    assert any(e.startswith(f"GPU 0's port received errors: {said} (lane error status") for e in f.evidence), f.evidence

@@ -51,6 +51,15 @@ def test_a_gpu_whose_series_all_stop_is_one_finding_not_one_per_link() -> None:
     assert d.localization is not None and d.localization.component == "GPU 3"
 
 
+@pytest.mark.parametrize(("gpus", "said"), [(2, "while 1 other GPU reports"), (3, "while 2 other GPUs report")])
+def test_a_stopped_gpu_of_an_unknown_platform_counts_the_others_in_words_that_agree(gpus: int, said: str) -> None:
+    frame = node_links(gpus=gpus, per_gpu=2)
+    late = (frame["gpu"] == 1) & (frame["timestamp"] > T0 + pd.Timedelta(minutes=30))
+    d = analyze_tables({"link_samples": frame[~late].reset_index(drop=True)}, node_id="n1")  # no GPU count known
+    (gone,) = [c for f in d.findings if f.gpu == 1 for c in f.crossed if c.rule == "gpus_missing"]
+    assert gone.message.startswith("GPU 1 stopped reporting after ") and gone.message.endswith(said), gone.message
+
+
 def test_one_reading_is_not_called_within_threshold() -> None:
     frame = node_links()
     first = frame[frame["timestamp"] == frame["timestamp"].min()].reset_index(drop=True)

@@ -90,6 +90,7 @@ def test_the_field_case_gives_one_suspect_the_root_link_urgent_with_the_downstre
     said = " ".join(loc.evidence)
     assert "63 GPUs logged Xid 145 within" in said and "Compute tray 7 GPU 2's Xid 149 on NVLink 14" in said
     assert "first fatal event" in said and "successful recoveries before the burst" in said
+    assert "history before the burst (1 GPU had one)" in said  # the root link alone recovered before it
     assert len(loc.downstream) == 63 and all(r.kind is ComponentKind.GPU for r in loc.downstream)
     assert "assumed port map" in said and "nvidia-smi nvlink -R -i 2" in said  # the far end is assumed, said so
     assert d.verdict is not None and "the root is Compute tray 7 GPU 2 NVLink 14" in d.verdict
@@ -119,6 +120,7 @@ def test_a_burst_nothing_singles_out_is_one_finding_with_what_to_capture(rootles
     loc = d.localizations[0]
     assert loc.fault is FaultKind.FANOUT and loc.ref.kind is ComponentKind.NVLINK_DOMAIN
     assert "root not identifiable" in " ".join(loc.evidence)
+    assert "history before the burst (0 GPUs had one)" in " ".join(loc.evidence)  # no link recovered before it
     assert "63 GPUs of the rack logged Xid 149" in loc.evidence[0]
     assert "kernel Xid log" in d.repair_action and "before any reset" in d.repair_action
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from diagnostics import format as fmt
 from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.localize import localize, localize_all
 from diagnostics.components import ComponentRef
@@ -61,6 +62,21 @@ def test_per_lane_counters_pinpoint_the_lane() -> None:
                   link_series(steady(1.0), link=1))
     d = analyze_tables({"link_samples": frame}, node_id="n1")
     assert d.localization is not None and d.localization.lanes == [2]
+    assert "per-lane counters point to lane 2" in d.localization.evidence
+
+
+def test_the_evidence_counts_in_words_that_agree_with_the_number() -> None:
+    """A GPU's other failing links and the lanes its counters name read right for one and for more."""
+    graph = platform_graph("hgx-h100-8gpu")
+    switch_of = {p.link: p.peer for p in graph.links_of(2) if p.link_type == "nvlink"}
+    for others in (1, 2):
+        locs = localize_all([bad(2, k, switch_of[k]) for k in range(others + 1)], graph)
+        said = fmt.count(others, "other failing link")
+        assert locs and all(f"GPU 2 has {said} on other paths" in loc.evidence for loc in locs), locs
+    frame = links(link_series(steady(4000.0), lane=2), link_series(steady(4000.0), lane=3),
+                  link_series(steady(1.0), lane=0), link_series(steady(1.0), link=1))
+    d = analyze_tables({"link_samples": frame}, node_id="n1")
+    assert d.localization is not None and "per-lane counters point to lanes 2, 3" in d.localization.evidence
 
 
 def test_gpu_wide_fault_end_to_end() -> None:

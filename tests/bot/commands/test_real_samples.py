@@ -99,6 +99,18 @@ def test_an_undated_paste_still_shows_its_down_links(cli: Cli) -> None:
     assert any("carry no time: taken as read at" in w for w in d["warnings"])
 
 
+@pytest.mark.parametrize(("links", "said"), [(1, "1 reading of v carries no time"),
+                                            (2, "2 readings of v carry no time")])
+def test_an_undated_pastes_readings_are_counted_in_words_that_agree(cli: Cli, tmp_path: Path, links: int,
+                                                                     said: str) -> None:
+    paste = tmp_path / "paste.txt"
+    head = (REAL / "nvlink_e_v100_short_form_1.txt").read_text().splitlines()[2]  # GPU 0's header line
+    paste.write_text("\n".join([head, *(f"         Link {k}: Replay Errors: 2353" for k in range(links))]) + "\n")
+    code, out, err = cli("analyze", str(paste), "--node", "v", "--json")
+    assert code == 0, err
+    assert any(w.startswith(f"{said}: taken as read at") for w in json.loads(out)["warnings"]), out
+
+
 def test_an_unknown_job_is_an_error_and_a_window_reads_as_a_duration(tmp_path: Path, cli: Cli) -> None:
     fleet = REAL.parent / "fleet"
     code, _, err = cli("analyze", str(fleet), "--node", "hpc-gpu-node-12", "--job", "999999")
