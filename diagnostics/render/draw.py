@@ -32,6 +32,7 @@ from matplotlib.patches import FancyBboxPatch
 from matplotlib.text import Text
 from matplotlib.transforms import Affine2D, ScaledTranslation
 
+from .. import format as fmt
 from ..enums import Severity
 from ..errors import InputError
 from ..model import Diagnosis
@@ -319,7 +320,7 @@ def _title(graph: NodeGraph, diagnosis: Diagnosis | None, window: str | None) ->
     if diagnosis is not None:
         failing = len(diagnosis.failing)
         warned = sum(1 for f in diagnosis.findings if f.severity is Severity.WARNING)
-        sub = f"{failing} failing/down, {warned} warning link(s)"
+        sub = f"{failing} failing/down, {fmt.count(warned, 'warning link')}"
     elif not window:
         sub = "topology only (no findings)"
     return "  ·  ".join(parts), sub

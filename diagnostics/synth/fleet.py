@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import format as fmt
 from ..config.platforms import all_platforms
 from ..errors import InputError
 from ..ingest.dcgm_map import load_map
@@ -166,7 +167,8 @@ def build(*, seed: int = 0, nodes: int = DEFAULT_NODES, hours: float = 8.0, inte
     `progress` is advanced by one per node simulated."""
     unknown = sorted(set(scenarios or ()) - set(SCENARIOS))
     if unknown:
-        raise InputError(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
+        raise InputError(f"unknown {fmt.noun(len(unknown), 'scenario')} {', '.join(unknown)}; known: "
+                         f"{', '.join(SCENARIOS)}")
     rng = np.random.default_rng(seed)
     times = pd.date_range(START + pd.Timedelta(days=int(rng.integers(0, 300))), periods=int(hours * 60 / interval_min)
                           + 1, freq=f"{interval_min}min")

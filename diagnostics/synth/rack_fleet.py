@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import format as fmt
 from ..config.racks import rack_spec
 from ..errors import InputError
 from ..model import RackSlot
@@ -80,7 +81,8 @@ def build_racks(*, seed: int = 0, racks: int = DEFAULT_RACKS, hours: float = 8.0
     """A rack fleet's tables, ground truth, inventory (host -> rack and tray) and platforms, in memory."""
     unknown = sorted(set(scenarios or ()) - set(RACK_SCENARIOS))
     if unknown:
-        raise InputError(f"unknown rack scenario(s) {', '.join(unknown)}; known: {', '.join(RACK_SCENARIOS)}")
+        raise InputError(f"unknown rack {fmt.noun(len(unknown), 'scenario')} {', '.join(unknown)}; known: "
+                         f"{', '.join(RACK_SCENARIOS)}")
     spec = rack_spec(platform)
     rng = np.random.default_rng(seed)
     times = pd.date_range(START + pd.Timedelta(days=int(rng.integers(0, 300))),

@@ -28,6 +28,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
+from .. import format as fmt
 from ..redaction import redact
 from .calls import CallLog, ModelCall
 
@@ -164,7 +165,7 @@ class ClaudeRun:
             return f"the Anthropic API answered {status}: {str(exc)[:150]}"
         if isinstance(exc, UnexpectedModelBehavior) and (bad := _BAD_TOOL.match(str(exc))):
             return (f"the model kept calling {bad[1]} with arguments it does not take "
-                    f"(sent back {bad[2]} time(s), the run's retry limit)")
+                    f"(sent back {fmt.count(int(bad[2]), 'time')}, the run's retry limit)")
         if isinstance(exc, ModelConnectionError):
             return f"the connection to the Anthropic API failed or was cut mid-answer: {exc}"
         return str(exc)

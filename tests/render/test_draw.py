@@ -388,3 +388,13 @@ def test_a_shared_suspect_after_the_headline_is_outlined_too(tmp_path: Path, pla
     for name in switches:
         x, y = scene.pos[name]
         assert near(img, (x, y + 0.24), SUSPECT, radius=5, tol=30), name
+
+
+@pytest.mark.parametrize(("warned", "said"), [(1, "1 failing/down, 1 warning link"),
+                                              (2, "1 failing/down, 2 warning links")])
+def test_the_subtitle_counts_the_links_in_words_that_agree(warned: int, said: str) -> None:
+    from diagnostics.render.draw import _title
+
+    diag = diagnosis([finding(2, 1, Severity.FAILING),
+                      *(finding(5, 10 + k, Severity.WARNING, replay=120.0) for k in range(warned))])
+    assert _title(platform_graph("hgx-h100-8gpu"), diag, None)[1] == said

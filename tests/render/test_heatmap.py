@@ -193,3 +193,13 @@ def test_a_node_whose_links_were_not_judged_is_drawn_apart_not_within_thresholds
     right = round(lay.panel_left(0) + lay.columns * lay.cell_w) + 4  # the legend, right of the grid
     legend = img[:, right:]
     assert (np.abs(legend - shown).max(axis=2) <= 12).any()  # its colour has a legend entry
+
+
+@pytest.mark.parametrize(("nodes", "said"), [(1, "Fleet: 1 node with offending links"),
+                                             (2, "Fleet: 2 nodes with offending links")])
+def test_an_offenders_only_title_counts_its_nodes_in_words_that_agree(nodes: int, said: str) -> None:
+    from diagnostics.render.heatmap import _title
+
+    bad = [offender(f"n{k}", 0, Severity.FAILING) for k in range(nodes)]
+    title = _title(fleet_grid(sweep([], bad, {})))[0]  # a source that names only the offending nodes
+    assert title.startswith(f"{said} (the others are not listed by the source)"), title

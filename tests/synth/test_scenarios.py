@@ -264,3 +264,17 @@ def test_same_seed_same_fleet_in_another_process() -> None:
     digests = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed},
                               capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
     assert len(digests) == 1 and digests != {""}
+
+
+@pytest.mark.parametrize(("asked", "said"), [(["nope"], "unknown scenario nope;"),
+                                             (["nope", "other"], "unknown scenarios nope, other;")])
+def test_unknown_scenarios_are_named_in_words_that_agree(asked: list[str], said: str) -> None:
+    from diagnostics.errors import InputError
+    from diagnostics.synth.fleet import build
+    from diagnostics.synth.rack_fleet import build_racks
+
+    with pytest.raises(InputError) as fleet:
+        build(nodes=1, scenarios=asked)
+    with pytest.raises(InputError) as racks:
+        build_racks(racks=1, scenarios=asked)
+    assert str(fleet.value).startswith(said) and str(racks.value).startswith(said.replace("unknown ", "unknown rack "))
