@@ -345,14 +345,16 @@ def pushed_codes(rule: Rule) -> list[int]:
                    if rule.decoded is None or catalog.entry(int(c)).decoded()[0] in rule.decoded})
 
 
-def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float) -> list[SweepQuery]:
+def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: float,
+                span_hours: float | None = None) -> list[SweepQuery]:
     """GPUs with an Xid of a rule's codes inside the window: one row per GPU and code.
 
     The counter counts per `xid` label: the Xids it counted over the window (`_xid_count`), or the value of a
     series that first appeared inside it (the exporter creates the series at the first Xid, and the local reader
     counts that first reading too); a row's value is events, in the rule's unit, as the store's. The gauge holds
     the last Xid forever: a change inside the window whose value now is one of the codes. `above` is compared
-    with the Xids per GPU over the rule's codes (the counter) or the gauge's changes.
+    with the Xids per GPU over the rule's codes (the counter) or the gauge's changes. The off-bus rule also
+    counts over `span_hours` (the span the rules read) on the GPUs not reporting now (`_off_bus_span`).
     """
     labels = builder.config.labels
     rng = duration(window_hours)
@@ -365,20 +367,55 @@ def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: flo
         if not codes:
             continue
         link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK  # as the local analysis
+        span = duration(span_hours) if span_hours and span_hours > window_hours and rule.name == OFF_BUS_RULE \
+            else None
         if builder.dmap.xid_counter:
             sel = builder.selector(_spellings(sorted(builder.dmap.xid_counter)),
                                    f'{labels.xid}=~"{"|".join(map(str, codes))}"')
-            xids = _xid_count(sel, rng, f"{gpu}, {labels.xid}")
+            per_code = f"{gpu}, {labels.xid}"
+            xids = _xid_count(sel, rng, per_code)
+            if span:
+                xids = _either(builder, per_code, xids, _off_bus_span(builder, _xid_count(sel, span, per_code)))
             promql = f"{xids} and on ({gpu}) (sum by ({gpu}) ({xids}) > {rule.above:g})"
             out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="counter",
                                   unit=rule.unit))
         if builder.dmap.xid_gauge:
             sel = builder.selector(_spellings(sorted(builder.dmap.xid_gauge)))
-            last = f"max by ({gpu}) (last_over_time({sel}[{rng}]))"
-            is_code = " or ".join(f"{last} == {c}" for c in codes)
-            promql = f"({is_code}) and on ({gpu}) (max by ({gpu}) (changes({sel}[{rng}])) > {rule.above:g})"
+            ranges = [rng, *((span,) if span else ())]
+            promql = " or ".join(_gauge_changes(builder, sel, r, codes, rule.above, silent=r != rng) for r in ranges)
             out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="gauge"))
     return out
+
+
+def _gauge_changes(builder: QueryBuilder, sel: str, rng: str, codes: list[int], above: float, *,
+                   silent: bool) -> str:
+    """The GPUs whose last-Xid gauge changed over `rng` and reads one of the codes now (`silent`: on the GPUs
+    not reporting now alone)."""
+    gpu = builder.by("node", "gpu")
+    last = f"max by ({gpu}) (last_over_time({sel}[{rng}]))"
+    is_code = " or ".join(f"{last} == {c}" for c in codes)
+    changed = f"max by ({gpu}) (changes({sel}[{rng}])) > {above:g}"
+    return f"(({is_code}) and on ({gpu}) ({_off_bus_span(builder, changed) if silent else changed}))"
+
+
+def _either(builder: QueryBuilder, per_code: str, first: str, second: str) -> str:
+    """Per code, the larger of two counts: both count the Xids up to now, from different times."""
+    term = builder.config.labels.xid + "_fabricbot_term"
+    return (f'max by ({per_code}) (label_replace({first}, "{term}", "window", "", "") '
+            f'or label_replace({second}, "{term}", "span", "", ""))')
+
+
+def _off_bus_span(builder: QueryBuilder, counted: str) -> str:
+    """`counted` on the GPUs not reporting now, of nodes that do: the store keeps an Xid 79 from before the window
+    while its GPU stays silent, over the span it reads. One instant read of the presence series (a sample each)."""
+    cfg = builder.config
+    node, gpu = builder.by("node"), builder.by("node", "gpu")
+    names = builder.names(PRESENCE_COLUMN, LinkType.PCIE, LinkType.NVLINK)
+    if not names:
+        return counted
+    reporting = builder.selector(names, f'{cfg.labels.gpu}!=""')
+    now = f"group by ({gpu}) ({reporting})"
+    return f"(({counted}) unless on ({gpu}) {now}) and on ({node}) group by ({node}) ({now})"
 
 
 def _xid_count(sel: str, rng: str, per_code: str) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 from .. import format as fmt
 from ..analysis import analyze_fleet, history_needed
 from ..config.platforms import platform_for_model
-from ..config.thresholds import Thresholds
+from ..config.thresholds import OFF_BUS_RULE, Thresholds
 from ..enums import LinkType
 from ..format import Unit
 from ..ingest.base import IngestResult
@@ -54,9 +54,10 @@ def fleet_queries(client: PrometheusClient, thresholds: Thresholds, window_hours
     """Every query a sweep evaluates, generated from the thresholds and the dcgm table (`recorded`: the rates the
     server's recording rules keep, read instead of computed)."""
     builder = QueryBuilder(client.config, dmap or load_map())
+    span = history_needed(timedelta(hours=window_hours), thresholds).total_seconds() / 3600
     return [*rule_queries(thresholds, builder, window_hours, recorded),
             *gauge_queries(thresholds, builder, window_hours),
-            *xid_queries(thresholds, builder, window_hours), *missing_queries(builder, window_hours)]
+            *xid_queries(thresholds, builder, window_hours, span), *missing_queries(builder, window_hours)]
 
 
 def _int(value: Any) -> int | None:
@@ -72,7 +73,8 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
                               "severity": query.severity}
     if query.xid == "counter":
         return Offender(**common, xid=_int(labels.get(names.xid)), rate_per_hour=value, above=query.above,
-                        unit=query.unit, detail=f"{fmt.count(value, 'Xid')} in the window")
+                        unit=query.unit, detail=f"{fmt.count(value, 'Xid')} in the window"
+                        + (", or since its GPU fell silent" if query.rule == OFF_BUS_RULE else ""))
     if query.xid == "gauge":
         return Offender(**common, xid=int(value), above=query.above,
                         detail=f"last Xid changed to {value:g} inside the window")

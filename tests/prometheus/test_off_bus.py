@@ -104,3 +104,24 @@ def test_the_nodes_gpu_count_stays_where_the_gpus_shown_gone_do_not_make_up_its_
     gone = row("xid_off_bus", LOST, xid=79, also=("gpus_missing",))
     assert gone_gpus_folded(pushed, [gone]) == [count, gone]
     assert gone_gpus_folded([pushed[0], count.model_copy(update={"rate_per_hour": 7.0})], [gone]) == [gone]
+
+
+def test_the_servers_xid_79_row_without_read_back_is_the_stores(off_bus: tuple[Fleet, Path], off_bus_server: Server,
+                                                                 tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Unread (`--no-analyze`), the server keeps a silent GPU's Xid 79 over the span the rules read, as the store
+    keeps it while the GPU stays off the bus: gone 90 minutes, its Xid came before the 1 h window."""
+    fleet, om = off_bus
+    store = tmp_path / "store"
+    open_store(store, create=True).ingest([om])
+    at = fleet.end.isoformat()
+
+    def xid_rows(args: list[str]) -> set[tuple[object, ...]]:
+        main([*args, "--at", at, "--json"])
+        swept = json.loads(capsys.readouterr().out)
+        return {(o["node_id"], o["gpu"], o["xid"], o["rule"], o["rate_per_hour"], o["unit"])
+                for o in swept["offenders"] if o["rule"] == "xid_off_bus"}
+
+    stored = xid_rows(["sweep", "--store", str(store)])
+    assert stored == {(NODE, LOST, 79, "xid_off_bus", 1.0, "events")}
+    assert xid_rows(["sweep", "--prometheus", off_bus_server.url, "--no-analyze"]) == stored
