@@ -383,19 +383,23 @@ def xid_queries(thresholds: Thresholds, builder: QueryBuilder, window_hours: flo
             sel = builder.selector(_spellings(sorted(builder.dmap.xid_gauge)))
             ranges = [rng, *((span,) if span else ())]
             promql = " or ".join(_gauge_changes(builder, sel, r, codes, rule.above, silent=r != rng) for r in ranges)
-            out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="gauge"))
+            out.append(SweepQuery(rule.name, link_type, rule.severity, promql, above=rule.above, xid="gauge",
+                                  unit=rule.unit))
     return out
 
 
 def _gauge_changes(builder: QueryBuilder, sel: str, rng: str, codes: list[int], above: float, *,
                    silent: bool) -> str:
     """The GPUs whose last-Xid gauge changed over `rng` and reads one of the codes now (`silent`: on the GPUs
-    not reporting now alone)."""
+    not reporting now alone): the code in the `xid` label, the value the changes (each one event, as the dcgm
+    reader reads them)."""
     gpu = builder.by("node", "gpu")
     last = f"max by ({gpu}) (last_over_time({sel}[{rng}]))"
-    is_code = " or ".join(f"{last} == {c}" for c in codes)
     changed = f"max by ({gpu}) (changes({sel}[{rng}])) > {above:g}"
-    return f"(({is_code}) and on ({gpu}) ({_off_bus_span(builder, changed) if silent else changed}))"
+    changed = _off_bus_span(builder, changed) if silent else changed
+    xid = builder.config.labels.xid
+    return " or ".join(f'label_replace(({changed}) and on ({gpu}) ({last} == {c}), "{xid}", "{c}", "", "")'
+                       for c in codes)
 
 
 def _either(builder: QueryBuilder, per_code: str, first: str, second: str) -> str:

@@ -76,8 +76,11 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
                         unit=query.unit, detail=f"{fmt.count(value, 'Xid')} in the window"
                         + (", or since its GPU fell silent" if query.rule == OFF_BUS_RULE else ""))
     if query.xid == "gauge":
-        return Offender(**common, xid=int(value), above=query.above,
-                        detail=f"last Xid changed to {value:g} inside the window")
+        code = _int(labels.get(names.xid))
+        # one change is one event into the code it reads now; of several, some may have been into other codes
+        return Offender(**common, xid=code, above=query.above, rate_per_hour=1.0 if value == 1 else None,
+                        unit=query.unit, detail=f"last Xid changed to {code} inside the window"
+                        + ("" if value == 1 else f" ({value:g} changes)"))
     if query.rule == BELOW_EXPECTED_RULE:
         model = labels.get(names.model, "")
         want = next((n for m, n in (query.expected or {}).items() if m in model), None)

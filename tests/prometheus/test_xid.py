@@ -71,7 +71,7 @@ def test_offenders_carry_the_rule_and_the_xid_code() -> None:
         if COUNTER in query and "79" in query:
             rows = [{"metric": {"Hostname": "node-a", "gpu": "3", "xid": "79"}, "value": [AT.timestamp(), "1"]}]
         elif GAUGE in query and "== 74" in query:
-            rows = [{"metric": {"Hostname": "node-b", "gpu": "1"}, "value": [AT.timestamp(), "74"]}]
+            rows = [{"metric": {"Hostname": "node-b", "gpu": "1", "xid": "74"}, "value": [AT.timestamp(), "1"]}]
         return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": rows}})
 
     result = sweep(_client(httpx.MockTransport(serving(["node-a", "node-b"], answer))), load_thresholds(), at=AT,
@@ -195,3 +195,24 @@ def test_the_server_counts_xids_in_the_window_as_the_store_does(xid_server: Serv
 
     served, stored = values(doors["prometheus"]), values(doors["store"])
     assert served == stored and len(served) == 2
+
+
+@pytest.mark.prometheus
+@pytest.mark.timeout(120)
+def test_a_last_xid_gauge_row_counts_its_change_as_the_store_does(xid_server: Server, tmp_path: Path) -> None:
+    """The gauge turned 74 once inside the window: one event on the server's row as in the store's, not blank."""
+    thresholds = load_thresholds()
+    scrapes = tmp_path / "xid.om"
+    scrapes.write_text(xid_scrapes(), encoding="utf-8")
+    store = open_store(tmp_path / "store")
+    store.ingest([scrapes])
+    request = Request(end=END, window=timedelta(hours=1), thresholds=thresholds)
+    with PrometheusClient(load_config(xid_server.url, env={})) as client:
+        doors = {"prometheus": sweep(client, thresholds, at=END, window_hours=1.0, analyze=False),
+                 "store": sweep_source(StoreSource(store), request)}
+
+    def said(result: SweepResult) -> set[tuple[object, ...]]:
+        return {(o.gpu, o.xid, o.rule, fmt.value(o.rate_per_hour, o.unit)) for o in result.offenders
+                if o.node_id == "node-b" and o.rate_per_hour is not None}
+
+    assert said(doors["prometheus"]) == said(doors["store"]) == {(1, 74, "xid_nvlink", "1 event")}
