@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 _QUOTE = re.compile(r"^ {0,3}> ?")  # one level of Markdown / Slack quoting
 _FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})")
-_FENCE_TAG = re.compile(r"^[\w+.#-]{0,20}\s*$")  # ```bash, ```txt, ``` alone: a fence line, not content
+# ```bash, ```txt, ``` alone: a fence line, not content; a language is lower-case, so Slack's ```Fabric (the first
+# line of `nvidia-smi -q`'s section, on the fence's line as Slack sends a code block) is the output's
+_FENCE_TAG = re.compile(r"^(?:[a-z][\w+.#-]{0,19})?\s*$")
 _TRAILING_FENCE = re.compile(r"\s*`{3,}\s*$")
 _ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
 _PROVENANCE = re.compile(r"^\s*#\s*(?:source|note)\s*:", re.IGNORECASE)  # a sample's own first lines
@@ -47,13 +49,13 @@ class Wrapping:
             line = _unescaped(line)
         if self.quoted:
             line = _QUOTE.sub("", line, count=1) if line.lstrip(" ").startswith(">") else line
+        if self.fences and ("```" in line or "~~~" in line):  # before the indent: Slack's ```    Fabric is indented
+            line = _unfenced(line)
         if self.indent:
             if line.startswith(self.indent):
                 line = line[len(self.indent):]
             elif not line.strip():
                 line = ""
-        if self.fences and ("```" in line or "~~~" in line):
-            line = _unfenced(line)
         return line
 
 
@@ -102,7 +104,9 @@ def detect(head: str) -> Wrapping:
         filled = [_QUOTE.sub("", line, count=1) for line in filled]
         filled = [line for line in filled if line.strip() and not _PROVENANCE.match(line)]
     fences = any(_FENCE.match(line) for line in filled)
-    indent = _common_indent(line for line in filled if not _FENCE.match(line)) if filled else ""
+    # a fence line's own output (Slack's ```    Fabric) is indented as the others are; a bare fence or ```bash is not
+    indent = _common_indent(unfenced for line in filled
+                            if (unfenced := _unfenced(line) if _FENCE.match(line) else line).strip()) if filled else ""
     return Wrapping(unescape=escaped, quoted=quoted, indent=indent, fences=fences)
 
 

@@ -72,6 +72,22 @@ def test_every_real_file_reads_the_same_fenced_quoted_or_indented(path: Path, fe
     _assert_same(plain, _read(_prefixed(fenced, "  ", blank_too=False), path.name))
 
 
+def _glued_fences(text: str) -> str:
+    """The output in a code block as Slack's API gives it: the opening fence on the first output line, the closing
+    one on the last (vercel/chat #842); every line keeps its number."""
+    lines = text.split("\n")
+    filled = [i for i, line in enumerate(lines) if line.strip() and not line.startswith(("# source:", "# note:"))]
+    lines[filled[0]] = "```" + lines[filled[0]]
+    lines[filled[-1]] += "```"
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
+def test_every_real_file_reads_the_same_with_slacks_fences_on_its_first_and_last_lines(path: Path) -> None:
+    text = path.read_text()
+    _assert_same(_read(text, path.name), _read(_glued_fences(text), path.name))
+
+
 def test_detection_picks_the_plain_files_reader() -> None:
     for path in REAL_FILES:
         text = path.read_text()
