@@ -48,9 +48,15 @@ class NotRead(ValueError):
     """A paste or file the bot will not read (past a bound, or refused by Slack); the message says why."""
 
 
-def _strip_fences(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if not ln.strip().startswith("```")]
-    return "\n".join(lines)
+def _bare_fence(line: str) -> bool:
+    return bool(line.strip()) and not line.strip().strip("`")
+
+
+def _output_lines(text: str) -> int:
+    """The lines of a message that hold output, not a bare code fence. The fences themselves stay in the text: the
+    readers take them off as they do a file's (`Source`), with the output Slack writes on a fence's own line
+    (```first line ... last line```, vercel/chat #842) kept."""
+    return sum(1 for line in text.splitlines() if line.strip() and not _bare_fence(line))
 
 
 def _url(f: dict[str, Any]) -> str:
@@ -67,8 +73,8 @@ def _sign_in_page(response: httpx.Response, f: dict[str, Any]) -> bool:
 def holds_output(text: str) -> bool:
     """Whether a message's text is a paste some reader recognizes: its head sniffed as the readers will, nothing
     read (well under 0.1 s for a 64 KB head)."""
-    body = _strip_fences(text)
-    if len(body.splitlines()) < MIN_LINES:
+    body = text.strip()
+    if _output_lines(body) < MIN_LINES:
         return False
     try:
         detect.choose(Source.from_text(body))
@@ -86,7 +92,7 @@ def _size(n: int) -> str:
 
 
 def _lines_ok(text: str, what: str) -> str:
-    lines = text.count("\n") + 1
+    lines = text.count("\n") + 1 - sum(map(_bare_fence, text.split("\n")))
     if lines > MAX_LINES:
         raise NotRead(f"{what} is {lines:,} lines; I read at most {MAX_LINES:,}. Paste one command's output at a "
                      "time (one node's `nvidia-smi nvlink -e` is under 1,000 lines).")
@@ -225,8 +231,8 @@ class PasteReader:
     def _sources(self, client: WebClient, event: dict[str, Any], text: str) -> list[tuple[Source, bool]]:
         """The message's text and its text files, each with whether it was shared as a file."""
         out = []
-        body = _strip_fences(text)
-        if len(body.splitlines()) >= MIN_LINES:
+        body = text.strip()
+        if _output_lines(body) >= MIN_LINES:
             out.append((Source.from_text(_lines_ok(body, "That paste"), name=f"slack message {event.get('ts')}"),
                         False))
         for f in event.get("files") or []:

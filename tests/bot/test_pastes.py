@@ -3,6 +3,8 @@ answered as the file door answers it."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import bot.pastes as pastes
@@ -186,3 +188,24 @@ def test_a_paste_of_link_states_only_asks_for_the_counters_and_is_not_kept_for_r
     assert "holds link states and speeds only, no error counters" in reply and "0 of 18 links up" in reply, reply
     assert "GPU 2 NVLinks 0, 1, 2" in reply and "inactive" in reply and "paste `nvidia-smi nvlink -e`" in reply
     assert "lifetime totals" not in reply and "show no errors" not in reply and kept == 0
+
+
+def _as_slack_sends(text: str, *, glued: bool) -> str:
+    """A paste in a Slack code block, as the message event carries it: Slack writes the code right after the opening
+    fence and the closing fence right after the code ("```first line\\n...last line```", vercel/chat #842), unless the
+    person typed the fences on lines of their own."""
+    return f"```{text}```" if glued else f"```\n{text}\n```"
+
+
+@pytest.mark.parametrize("name", ["nvlink_s_v100_inactive_1.txt", "topo_m_hgx_h100_1.txt"])
+def test_a_code_block_pasted_as_slack_sends_it_keeps_its_first_and_last_lines(name: str) -> None:
+    """The lines glued to the fences are output too: a `topo -m` whose header row went with the fence was not read at
+    all, an `nvlink -s` whose last link went with it was told one inactive link fewer."""
+    replies = []
+    for glued in (False, True):
+        with local_bot() as local:
+            root = summary_for(local, "hpc-gpu-node-12")
+            local.injector.message(_as_slack_sends(_real(name), glued=glued), user="UALICE", channel=OPS,
+                                   thread_ts=root.ts)
+            replies.append(re.sub(r"(slack message [\d.]+):\d+:", r"\1:N:", _reply(local, root.ts)))
+    assert replies[1] == replies[0], replies  # a warning's line number counts the fence lines of the first
