@@ -52,13 +52,20 @@ def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, ch
         client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=png,
                                filename=f"{diagnosis.node_id}.png", title=f"{diagnosis.node_id} topology",
                                alt_txt=fitting.alt_text(blocks.fallback_text(diagnosis)),
-                               initial_comment=f"Topology of {esc(diagnosis.node_id)}: " + (
-                                   "degraded links in colour" if blocks.degraded(diagnosis) else "all links healthy"))
+                               initial_comment=f"Topology of {esc(diagnosis.node_id)}: {picture_note(diagnosis)}")
         post_correlation(client, diagnosis, channel, thread_ts)
     except SLACK_FAILURES as exc:
         if failed is None:
             raise
         failed(exc, "uploading the node picture")
+
+
+def picture_note(diagnosis: Diagnosis) -> str:
+    """What the node picture shows, in a few words: a node with no link read is drawn with every link "not read in
+    the input", and its summary calls its health unknown, so it is never "all links healthy"."""
+    if blocks.degraded(diagnosis):
+        return "degraded links in colour"
+    return "all links healthy" if diagnosis.findings else "no link reading, so no link is coloured: health unknown"
 
 
 def post_correlation(client: WebClient, diagnosis: Diagnosis, channel: str, thread_ts: str,

@@ -126,3 +126,21 @@ def test_a_repair_on_a_node_the_store_never_read_is_still_verifying_and_says_why
     check = StoreNodeSource(tmp_path / "store").repair_check(node_id="gpu-node-9", parts=["gpu0-nvlink1"],
                                                              repaired_at=START.to_pydatetime())
     assert check.verdict.value == "holding" and check.evidence == ["the store holds no readings of gpu-node-9"]
+
+
+def test_a_node_the_store_never_read_is_not_called_healthy_under_its_picture(tmp_path: Path) -> None:
+    """A node of the inventory with no link reading: its summary says its health is unknown, and the comment on its
+    picture (every link drawn as not read) says so too, not "all links healthy"."""
+    store_dir = tmp_path / "store"
+    write_hours(tmp_path / "links.csv", "gpu-node-7", 0, 1, per_reading=0.0)
+    (tmp_path / "nodes.csv").write_text("node_id,platform\ngpu-node-7,hgx-h100-8gpu\ngpu-node-9,hgx-h100-8gpu\n")
+    TelemetryStore(store_dir).ingest([tmp_path / "links.csv", tmp_path / "nodes.csv"])
+    with local_bot(source=StoreNodeSource(store_dir)) as local:
+        comments = {}
+        for node in ("gpu-node-7", "gpu-node-9"):
+            summary = summary_for(local, node)
+            assert local.slack.wait_for(lambda s, ts=summary.ts: any(m.files for m in s.thread("COPS", ts)))
+            comments[node] = next(m.text for m in local.slack.thread("COPS", summary.ts) if m.files)
+        assert "fabric health is unknown" in text_of(summary)
+    assert comments["gpu-node-7"].endswith("all links healthy")  # read, and clean
+    assert "healthy" not in comments["gpu-node-9"] and "no link reading" in comments["gpu-node-9"], comments
