@@ -119,3 +119,15 @@ def test_the_fleet_view_words_a_count_of_one_in_the_singular() -> None:
     many = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-3", "node-2"],
                              offenders=[one]))
     assert "2 healthy nodes;" in many
+
+
+def test_a_node_with_no_reading_in_the_span_is_counted_not_judged_not_among_the_clear() -> None:
+    """The sweep's silent nodes (none of their readings in the span it reads) are "not healthy": the view counts
+    them with the nodes not judged, as it does a node read once, never among those with no degraded link found."""
+    at = datetime(2026, 3, 1, 8, tzinfo=UTC)
+    one = Offender(node_id="node-2", link_type=LinkType.NVLINK, gpu=0, link=0, rule="nvlink_replay",
+                   severity=Severity.FAILING, rate_per_hour=5000.0, above=1000.0)
+    said = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2", "node-3", "node-4"],
+                             offenders=[one], silent=["node-3"], unjudged=["node-4"], complete=False,
+                             incomplete_reasons=["1 node has no reading in the span: node-3"]))
+    assert "1 node with no degraded link found, 2 not judged" in said, said
