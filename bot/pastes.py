@@ -11,6 +11,7 @@ thread and `MAX_STORED` in all.
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -48,6 +49,17 @@ class NotRead(ValueError):
     """A paste or file the bot will not read (past a bound, or refused by Slack); the message says why."""
 
 
+# Slack makes a link of what looks like an address in a message's text: `gpu-a.example.com` arrives as
+# `<http://gpu-a.example.com|gpu-a.example.com>` (hubot-slack #181), a typed URL as `<https://...>`.
+_SLACK_LINK = re.compile(r"<((?:https?|mailto):[^|<>\s]+)(?:\|([^<>]*))?>")
+
+
+def _unlinked(text: str) -> str:
+    """A message's text with Slack's links back as the person typed them (the label, else the address): a host
+    name in a kernel log or a scrape's `Hostname` label is that host, not an address in angle brackets."""
+    return _SLACK_LINK.sub(lambda m: m[2] if m[2] else m[1], text)
+
+
 def _bare_fence(line: str) -> bool:
     return bool(line.strip()) and not line.strip().strip("`")
 
@@ -73,7 +85,7 @@ def _sign_in_page(response: httpx.Response, f: dict[str, Any]) -> bool:
 def holds_output(text: str) -> bool:
     """Whether a message's text is a paste some reader recognizes: its head sniffed as the readers will, nothing
     read (well under 0.1 s for a 64 KB head)."""
-    body = text.strip()
+    body = _unlinked(text).strip()
     if _output_lines(body) < MIN_LINES:
         return False
     try:
@@ -231,7 +243,7 @@ class PasteReader:
     def _sources(self, client: WebClient, event: dict[str, Any], text: str) -> list[tuple[Source, bool]]:
         """The message's text and its text files, each with whether it was shared as a file."""
         out = []
-        body = text.strip()
+        body = _unlinked(text).strip()
         if _output_lines(body) >= MIN_LINES:
             out.append((Source.from_text(_lines_ok(body, "That paste"), name=f"slack message {event.get('ts')}"),
                         False))

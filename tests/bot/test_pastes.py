@@ -209,3 +209,23 @@ def test_a_code_block_pasted_as_slack_sends_it_keeps_its_first_and_last_lines(na
                                    thread_ts=root.ts)
             replies.append(re.sub(r"(slack message [\d.]+):\d+:", r"\1:N:", _reply(local, root.ts)))
     assert replies[1] == replies[0], replies  # a warning's line number counts the fence lines of the first
+
+
+def _autolinked(text: str, host: str) -> str:
+    """A message's text as Slack's API gives it: a host name that looks like a domain is made a link,
+    `<http://host|host>` (hubot-slack #181), and `<`, `>`, `&` typed by the person are escaped."""
+    return esc(text).replace(host, f"<http://{host}|{host}>")
+
+
+def test_a_host_name_slack_made_a_link_is_read_as_the_host() -> None:
+    host = "gpu-a.cluster.example.com"
+    log = "\n".join(f"2026-03-01T11:3{i}:00+00:00 {host} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', "
+                    "name=<unknown>, GPU has fallen off the bus." for i in range(2))
+    replies = []
+    for text in (esc(log), _autolinked(log, host)):
+        with local_bot() as local:
+            root = summary_for(local, "hpc-gpu-node-12")
+            local.injector.message(text, user="UALICE", channel=OPS, thread_ts=root.ts)
+            replies.append(_reply(local, root.ts))
+    assert host in replies[0] and "http" not in replies[0], replies
+    assert replies[1] == replies[0], replies
