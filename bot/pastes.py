@@ -50,14 +50,19 @@ class NotRead(ValueError):
 
 
 # Slack makes a link of what looks like an address in a message's text: `gpu-a.example.com` arrives as
-# `<http://gpu-a.example.com|gpu-a.example.com>` (hubot-slack #181), a typed URL as `<https://...>`.
+# `<http://gpu-a.example.com|gpu-a.example.com>` (hubot-slack #181), a typed URL as `<https://...>`; a mention as
+# `<@U123>`, a channel as `<#C123|ops>`, `@here` as `<!here>`.
 _SLACK_LINK = re.compile(r"<((?:https?|mailto):[^|<>\s]+)(?:\|([^<>]*))?>")
+_SLACK_NAME = re.compile(r"<([@#!])([^|<>\s]+)(?:\|([^<>]*))?>")
 
 
 def _unlinked(text: str) -> str:
-    """A message's text with Slack's links back as the person typed them (the label, else the address): a host
-    name in a kernel log or a scrape's `Hostname` label is that host, not an address in angle brackets."""
-    return _SLACK_LINK.sub(lambda m: m[2] if m[2] else m[1], text)
+    """A message's text with Slack's links and mentions back as the person typed them (the label, else the address
+    or the id): a host name in a kernel log or a scrape's `Hostname` label is that host, not an address in angle
+    brackets, and a mention above the output leaves no `<` or `>` that would keep the readers from decoding the
+    `&lt;` and `&gt;` Slack escaped in it (`Link 3: &lt;inactive&gt;`)."""
+    text = _SLACK_LINK.sub(lambda m: m[2] if m[2] else m[1], text)
+    return _SLACK_NAME.sub(lambda m: m[3] or f"{'@' if m[1] == '!' else m[1]}{m[2]}", text)
 
 
 def _bare_fence(line: str) -> bool:

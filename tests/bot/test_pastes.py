@@ -229,3 +229,14 @@ def test_a_host_name_slack_made_a_link_is_read_as_the_host() -> None:
             replies.append(_reply(local, root.ts))
     assert host in replies[0] and "http" not in replies[0], replies
     assert replies[1] == replies[0], replies
+
+
+def test_a_paste_that_mentions_someone_keeps_what_slack_escaped_in_it() -> None:
+    """`@bob the links:` above an `nvlink -s` arrives as `<@UBOB> the links:` over `Link 3: &lt;inactive&gt;`: the
+    mention's brackets are no reason to read the escaped `<inactive>` as text, and lose the links down."""
+    body = "\n".join(line for line in _real("nvlink_s_v100_inactive_1.txt").splitlines())
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message("<@UBOB> the links:\n" + esc(body), user="UALICE", channel=OPS, thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+    assert "NVLinks 3, 5: inactive" in reply and "4 of 6 links up" in reply, reply
