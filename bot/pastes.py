@@ -293,8 +293,9 @@ class PasteReader:
         return True
 
     def _thread_node(self, channel: str, thread: str) -> str | None:
-        """The node whose summary the thread hangs from, if the bot posted one there."""
-        analysis_id = self.services.posted.analysis_of(channel, thread, wait_s=0)
+        """The node whose summary the thread hangs from, if the bot posted one there (waiting while a summary's post
+        in the channel is under way: on Slack a moment before the bot notes which analysis it shows)."""
+        analysis_id = self.services.posted.analysis_of(channel, thread)
         diagnosis = self.services.state.analysis(analysis_id) if analysis_id is not None else None
         return diagnosis.node_id if diagnosis is not None else None
 

@@ -4,6 +4,7 @@ answered as the file door answers it."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -240,3 +241,23 @@ def test_a_paste_that_mentions_someone_keeps_what_slack_escaped_in_it() -> None:
         local.injector.message("<@UBOB> the links:\n" + esc(body), user="UALICE", channel=OPS, thread_ts=root.ts)
         reply = _reply(local, root.ts)
     assert "NVLinks 3, 5: inactive" in reply and "4 of 6 links up" in reply, reply
+
+
+def test_a_paste_right_after_its_summary_is_posted_is_of_the_summarys_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary is on Slack a moment before the bot has noted which analysis it shows: a paste in its thread in
+    that moment was judged as an unnamed node's, not hpc-gpu-node-12's (a person is rarely that quick; a script is)."""
+    from bot.posted import PostedAnalyses
+
+    noted = PostedAnalyses.remember
+
+    def slow(self: PostedAnalyses, channel: str, ts: str, analysis_id: int) -> None:
+        time.sleep(0.5)
+        noted(self, channel, ts, analysis_id)
+
+    monkeypatch.setattr(PostedAnalyses, "remember", slow)
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_real("nvlink_s_v100_inactive_1.txt"), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+    assert "hpc-gpu-node-12" in reply and pastes.PASTED_NODE not in reply, reply
