@@ -54,7 +54,8 @@ def rules_answer(diagnosis: Diagnosis) -> str:
                     f"{d.repair_action}")
         return (f"{who}: no fabric fault on `{d.node_id}`{slow}. "
                 + (d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."))
-    text = f"{who}: `{d.node_id}` has a failing {d.isolated_component}"
+    part = d.isolated_component  # 'the GPU at PCI ...' or 'a GPU of the node': its article goes, 'failing' is one
+    text = f"{who}: `{d.node_id}` has a failing {part.removeprefix('the ').removeprefix('a ')}"
     if d.degradation_pct is not None:
         text += f" and the step time is {d.degradation_pct:+.1f}% against its baseline"
     text += "."

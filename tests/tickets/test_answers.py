@@ -72,3 +72,9 @@ def test_an_answer_naming_a_part_the_board_lacks_is_sent_back() -> None:
     fine = "GPU 2 -> GPU 3 NVLink 1 is failing: reseat the NVLink bridge, then replace the H100 NVL card it follows."
     model, _ = answering_model(fine)
     assert ClaudeAnswerer(model=model, retries=1).answer(nvl, "why?").text == fine
+
+
+def test_a_gpu_known_by_its_pci_address_alone_is_said_as_a_failing_gpu() -> None:
+    """A kernel log names a GPU by its PCI address: the answer read 'has a failing the GPU at PCI 0000:18:00.0'."""
+    d = seed_diagnosis().model_copy(update={"isolated_component": "the GPU at PCI 0000:18:00.0"})
+    assert "has a failing GPU at PCI 0000:18:00.0" in rules_answer(d)
