@@ -62,10 +62,12 @@ def post_picture(client: WebClient, services: Services, diagnosis: Diagnosis, ch
 
 def picture_note(diagnosis: Diagnosis) -> str:
     """What the node picture shows, in a few words: a node with no link read is drawn with every link "not read in
-    the input", and its summary calls its health unknown, so it is never "all links healthy"."""
+    the input", and its summary calls its health unknown; one with some links read has the others drawn as not
+    read, so what is healthy is every link read, never "all links"."""
     if blocks.degraded(diagnosis):
         return "degraded links in colour"
-    return "all links healthy" if diagnosis.findings else "no link reading, so no link is coloured: health unknown"
+    return "every link read is healthy" if diagnosis.findings else \
+        "no link reading, so no link is coloured: health unknown"
 
 
 def post_correlation(client: WebClient, diagnosis: Diagnosis, channel: str, thread_ts: str,
