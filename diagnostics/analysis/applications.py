@@ -2,7 +2,9 @@
 application causes (an exception in its kernels, a page fault), after which the GPU is still healthy, said as the
 job's (the Xid catalog's `application` flag, data/xid.toml, from NVIDIA's device plugin); and the GPU's own faults
 the catalog marks fatal or failing with no interconnect (an uncontained memory error, a GSP error), said with the
-catalog's action for them. Neither is judged as the fabric's."""
+catalog's action for them. Neither is judged as the fabric's. The non-fatal SXids NVIDIA says to ignore (the SXid
+catalog's `info` codes, data/sxid.toml) are said too, with NVIDIA's action, so that a log of them is not answered as
+if it held nothing: the `sxid` rule does not count them."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..components import ComponentRef
-from ..config.catalogs import CodeCatalog, load_xid_catalog
+from ..components import ComponentRef, switch_name
+from ..config.catalogs import CodeCatalog, load_sxid_catalog, load_xid_catalog
 from ..enums import CodeSeverity, EventKind
 from ..times import ns
 from .events import indexed
@@ -42,6 +44,38 @@ def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
             actions = "; ".join(f"Xid {c}: {_action(catalog, c)}" for c, _, _ in gpu)
             out.setdefault(node, []).append(f"{_parts(gpu)}: an error of the GPU itself, not of its links, so no "
                                             f"link is judged on it; NVIDIA's Xid catalog: {actions}")
+    for node, notes in _ignored_sxids(events, start_ns, end_ns).items():
+        out.setdefault(node, []).extend(notes)
+    return out
+
+
+def _ignored_sxids(events: pd.DataFrame, start_ns: int, end_ns: int) -> dict[str, list[str]]:
+    """Per node, one note per SXid code in (start, end] that the SXid catalog marks info (NVIDIA: IGNORE) on a line
+    not stated fatal: where it was seen and NVIDIA's action."""
+    catalog = load_sxid_catalog()
+    codes = sorted(c for c, e in catalog.entries.items() if e.severity is CodeSeverity.INFO)
+    if events.empty or not codes or not {"kind", "code", "node_id", "timestamp"} <= set(events.columns):
+        return {}
+    t = ns(events["timestamp"])
+    stated = events["severity"].astype("string").str.lower() if "severity" in events \
+        else pd.Series(pd.NA, index=events.index, dtype="string")
+    mine = ((events["kind"].astype("string") == EventKind.SXID.value).fillna(False).to_numpy(bool)
+            & events["code"].isin(codes).fillna(False).to_numpy(bool) & (t > start_ns) & (t <= end_ns)
+            & events["node_id"].notna().to_numpy(bool) & (stated != "fatal").fillna(True).to_numpy(bool))
+    out: dict[str, list[str]] = {}
+    rows = events[mine]
+    for (node, code), group in rows.groupby([rows["node_id"].astype("string"), rows["code"].astype(int)], sort=True):
+        ports: dict[str, list[int]] = {}  # switch -> the ports its lines name
+        for switch, port in zip(_column(group, "nvswitch"), _column(group, "link"), strict=True):
+            named = ports.setdefault(switch_name(switch) if switch is not None else "an NVSwitch", [])
+            if port is not None and int(port) not in named:
+                named.append(int(port))
+        where = ", ".join(f"{sw} port{'s' if len(p) > 1 else ''} {', '.join(map(str, sorted(p)))}" if p else sw
+                          for sw, p in sorted(ports.items()))
+        entry = catalog.entry(int(group["code"].iloc[0]))
+        out.setdefault(str(node), []).append(
+            f"SXid {code} ({entry.name}) on {where}{_times(len(group))}: NVIDIA says to ignore it "
+            f"({entry.action}), so it is not judged")
     return out
 
 

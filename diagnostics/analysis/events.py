@@ -114,8 +114,9 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
         rows = rows[~rows.index.duplicated(keep="first")] if len(rows) else rows
         if rule.codes:
             rows = _with_code(rows, rule.codes)
-        if rule.decoded is not None and rule.counter == EventKind.XID.value:
-            rows = rows[np.isin(decoded(rows), [s.value for s in rule.decoded])]
+        if rule.decoded is not None:
+            judged_as = decoded(rows) if rule.counter == EventKind.XID.value else catalogued(rows)
+            rows = rows[np.isin(judged_as, [s.value for s in rule.decoded])]
         if rule.fatal is not None:
             rows = rows[_fatal(rows, rule.counter) == rule.fatal]
         switch_side = rule.counter == EventKind.SXID.value
@@ -244,6 +245,14 @@ def decoded(rows: pd.DataFrame) -> np.ndarray:
            else CodeSeverity.WARNING.value
            for c, u, s in zip(rows["code"].astype("Float64").tolist(), _units(rows), stated.tolist(), strict=True)]
     return np.array(out, dtype=object)
+
+
+def catalogued(rows: pd.DataFrame) -> np.ndarray:
+    """Each SXid event's severity as the SXid catalog gives its code (an IGNORE code is `info`; a code it does not
+    hold warns): the kernel line states only fatal or not, so a non-fatal line is judged by its code."""
+    catalog = load_sxid_catalog()
+    return np.array([catalog.entry(int(c)).severity.value if c is not pd.NA and c == c else CodeSeverity.WARNING.value
+                     for c in rows["code"].astype("Float64").tolist()], dtype=object)
 
 
 def _fatal(rows: pd.DataFrame, kind: str) -> np.ndarray:

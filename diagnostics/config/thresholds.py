@@ -39,7 +39,8 @@ class Rule(BaseModel):
 
     `persist = [k, m]` makes a rate rule fire only when k of the last m windows exceed; `codes` lists the
     Xid/SXid numbers an event rule counts, `fatal` whether it counts only the fatal (or the non-fatal) ones,
-    `decoded` the catalog severities (after its subcode decode) an Xid rule counts: IGNORE subcodes are `info`.
+    `decoded` the catalog severities an Xid rule (after its subcode decode) or an SXid rule (by its code) counts:
+    IGNORE codes and subcodes are `info`.
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
