@@ -108,7 +108,7 @@ class NvlinkReader:
         last_gpu: int | None = None  # the index of the last GPU header
         first_header: Line | None = None
         capabilities = False  # a line of `nvlink -c` was met
-        for line in classify(source, out):
+        for line in classify(source, out, _shows_end):
             if skip_shell(line, out):
                 continue
             if lost := _NO_HANDLE.match(line.text):
@@ -257,6 +257,14 @@ def _narrowed(out: Collector, listed: list[int], model: str) -> None:
     count = int(platform_data(platform)["gpu_count"]) if platform else None
     prefix = listed == list(range(len(listed)))
     out.partial = not (prefix and (len(listed) >= count - 1 if count else len(listed) > 1))
+
+
+def _shows_end(text: str) -> bool:
+    """A link's state line ends in what only a whole line ends in (`<inactive>`'s `>`, a speed's `GB/s`): read as it
+    stands when it is the last line of a file saved without a final newline (an editor's default), where a cut
+    would be read only up to its last space. A counter's value last may be cut (45 of 45120) and stays unread."""
+    link = _LINK.match(text)
+    return bool(link and (link["rest"] == "<inactive>" or _SPEED.match(link["rest"])))
 
 
 def _known_rest(rest: str) -> bool:

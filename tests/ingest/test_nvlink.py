@@ -260,3 +260,21 @@ def test_nvlink_c_output_is_said_as_the_links_capabilities_not_as_an_output_cut_
 def test_a_header_whose_gpu_nvidia_smi_names_as_all_links_down_is_not_a_cut() -> None:
     result = read(B200)
     assert len(result["link_samples"]) and not [w for w in result.warnings if "no link lines" in w.message]
+
+
+@pytest.mark.parametrize(("last", "state", "speed"), [("<inactive>", "inactive", None), ("25 GB/s", "up", 25.0)])
+def test_a_link_state_line_last_without_a_newline_is_whole_and_read(last: str, state: str, speed: float | None,
+                                                                     tmp_path: Path) -> None:
+    """A file saved without a final newline (an editor's default, the gpud A100 output) whose last line is a link's
+    state: `<inactive>` and `GB/s` end only a whole line, so the link is read, not dropped as cut (a down link
+    lost there was answered low, nothing found). A counter's value last stays unread: 45 may be 45120 cut."""
+    path = tmp_path / "s.txt"
+    path.write_text("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5269b708-678a-b1a8-60f0-c90406537486)\n"
+                    f"         Link 0: 25 GB/s\n         Link 1: {last}", encoding="utf-8")
+    result = read(path)
+    row = result["link_samples"].set_index("link").loc[1]
+    assert row["link_state"] == state and (pd.isna(row["speed_gbps"]) if speed is None else row["speed_gbps"] == speed)
+    assert not [w for w in result.warnings if w.cut], result.warnings
+    path.write_text("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5269b708-678a-b1a8-60f0-c90406537486)\n"
+                    "         Link 0: CRC Errors: 0\n         Link 1: CRC Errors: 45", encoding="utf-8")
+    assert any(w.cut and "'45'" in w.message for w in read(path).warnings)
