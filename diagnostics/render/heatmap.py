@@ -154,7 +154,7 @@ def _title(grid: FleetGrid) -> tuple[str, str]:
     if grid.offenders_only:
         title = f"Fleet: {fmt.count(bad, 'node')} with offending links (the others are not listed by the source)"
     else:
-        title = f"Fleet: {len(grid.nodes)} nodes, {bad} with offending links" + (
+        title = f"Fleet: {fmt.count(len(grid.nodes), 'node')}, {bad} with offending links" + (
             f", {silent} silent" if silent else "") + (f", {unjudged} not judged" if unjudged else "")
     if not grid.complete:
         title += "  (INCOMPLETE: not an all-clear)"

@@ -203,3 +203,14 @@ def test_an_offenders_only_title_counts_its_nodes_in_words_that_agree(nodes: int
     bad = [offender(f"n{k}", 0, Severity.FAILING) for k in range(nodes)]
     title = _title(fleet_grid(sweep([], bad, {})))[0]  # a source that names only the offending nodes
     assert title.startswith(f"{said} (the others are not listed by the source)"), title
+
+
+@pytest.mark.parametrize(("nodes", "said"), [(1, "Fleet: 1 node, 1 with offending links"),
+                                             (2, "Fleet: 2 nodes, 1 with offending links")])
+def test_a_fleet_title_counts_its_nodes_in_words_that_agree(nodes: int, said: str) -> None:
+    """A source that lists every node: a fleet of one read 'Fleet: 1 nodes'."""
+    from diagnostics.render.heatmap import _title
+
+    names = [f"n{k}" for k in range(nodes)]
+    title = _title(fleet_grid(sweep(names, [offender("n0", 0, Severity.FAILING)], {})))[0]
+    assert title.startswith(said), title
