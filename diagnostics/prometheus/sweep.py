@@ -71,16 +71,17 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
     common: dict[str, Any] = {"node_id": node, "link_type": query.link_type, "gpu": _int(labels.get(names.gpu)),
                               "nvswitch": labels.get(names.nvswitch) or None, "rule": query.rule,
                               "severity": query.severity}
+    # the off-bus rule's queries also read the span before the window on a GPU silent now (`xid_queries`)
+    silent = ", or since its GPU fell silent" if query.rule == OFF_BUS_RULE else ""
     if query.xid == "counter":
         return Offender(**common, xid=_int(labels.get(names.xid)), rate_per_hour=value, above=query.above,
-                        unit=query.unit, detail=f"{fmt.count(value, 'Xid')} in the window"
-                        + (", or since its GPU fell silent" if query.rule == OFF_BUS_RULE else ""))
+                        unit=query.unit, detail=f"{fmt.count(value, 'Xid')} in the window{silent}")
     if query.xid == "gauge":
         code = _int(labels.get(names.xid))
         # one change is one event into the code it reads now; of several, some may have been into other codes
         return Offender(**common, xid=code, above=query.above, rate_per_hour=1.0 if value == 1 else None,
                         unit=query.unit, detail=f"last Xid changed to {code} inside the window"
-                        + ("" if value == 1 else f" ({value:g} changes)"))
+                        + ("" if value == 1 else f" ({value:g} changes)") + silent)
     if query.rule == BELOW_EXPECTED_RULE:
         model = labels.get(names.model, "")
         want = next((n for m, n in (query.expected or {}).items() if m in model), None)

@@ -216,3 +216,17 @@ def test_a_last_xid_gauge_row_counts_its_change_as_the_store_does(xid_server: Se
                 if o.node_id == "node-b" and o.rate_per_hour is not None}
 
     assert said(doors["prometheus"]) == said(doors["store"]) == {(1, 74, "xid_nvlink", "1 event")}
+
+
+def test_an_off_bus_row_of_the_last_xid_gauge_says_the_span_it_was_read_over() -> None:
+    """The off-bus rule's gauge query also reads the span before the window on a silent GPU, as its counter query
+    does: a row found there said its change came 'inside the window' where the counter's row says 'or since its GPU
+    fell silent'."""
+    from diagnostics.prometheus.sweep import _offender
+
+    client = _client(httpx.MockTransport(lambda request: httpx.Response(500)))
+    queries = [q for q in fleet_queries(client, load_thresholds(), 1.0) if q.rule == "xid_off_bus"]
+    row = {"metric": {"Hostname": "node-a", "gpu": "3", "xid": "79"}, "value": [AT.timestamp(), "1"]}
+    said = {q.xid: _offender(client, q, row).detail for q in queries}
+    assert set(said) == {"counter", "gauge"}
+    assert all(d.endswith("or since its GPU fell silent") for d in said.values()), said
