@@ -25,9 +25,9 @@ from .. import format as fmt
 from ..analysis import JobExplanation, analyze_fleet
 from ..enums import Priority
 from ..errors import InputError
-from ..model import ComponentFacts, Diagnosis, Localization, RackSlot
+from ..model import Diagnosis, Localization, RackSlot
 from ..progress import Progress, advance
-from ..repair import RepairPlan, fault_of, repair_plan
+from ..repair import RepairPlan, fault_of, localization_plan
 from ..tickets.isolation import unsafe_steps
 from .fleet import load
 from .life import load_life
@@ -205,9 +205,8 @@ def verdict_of(d: Diagnosis, job: JobExplanation | None) -> str:
 
 
 def plan_of(loc: Localization, d: Diagnosis) -> RepairPlan:
-    """The repair plan every door gives for a localized part of the diagnosis."""
-    return repair_plan(d.platform, fault_of(loc), loc.model_dump(include=set(ComponentFacts.model_fields))
-                       | {"node_id": d.node_id, "unit": loc.component})
+    """The repair plan the diagnosis gave the localized part its action by: its node's, rack's and job's facts."""
+    return localization_plan(loc, platform=d.platform, node_id=d.node_id, rack=d.rack, job_id=d.job_id)
 
 
 def fits(loc: Localization, d: Diagnosis, fault: str | None, platform: str | None) -> tuple[bool, str]:
