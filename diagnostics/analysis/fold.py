@@ -10,6 +10,8 @@ switch end: one link."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .. import format as fmt
 from ..config.thresholds import GPU_MISSING_RULE, LINK_DOWN_RULE, MISSING_RULE
 from ..enums import ComponentKind, LinkType, Severity, severity_rank
@@ -35,7 +37,27 @@ def lanes_on_links(findings: list[Finding]) -> list[Finding]:
         base = whole[0] if whole else max(lanes, key=lambda i: _rank(findings[i]))
         folded[base] = _fold(findings[base], [findings[i] for i in lanes if i != base], bool(whole))
         dropped.update(i for i in lanes if i != base)
+    return _kept(findings, folded, dropped)
+
+
+def _kept(findings: list[Finding], folded: dict[int, Finding], dropped: set[int]) -> list[Finding]:
+    """The findings in the order given, each folded one in its place and those folded into it left out: every fold
+    keeps the order the analysis made."""
     return [folded.get(i, f) for i, f in enumerate(findings) if i not in dropped]
+
+
+def _merged(base: Finding, parts: Sequence[Finding], *said: str) -> Finding:
+    """`base` (one of `parts`) as the one finding of all `parts`: every rule each crossed in their order, the worst
+    severity, the earliest onset, each one's evidence once (then `said`), and its own counts with any counter only
+    the others counted (from the first that did), so the part kept says all that its sources said."""
+    crossed = [c for f in parts for c in f.crossed]
+    severity, ratio = summarize(crossed)
+    counts = {k: v for f in reversed([base, *parts]) for k, v in f.counts.items()}
+    onsets = [f.onset for f in parts if f.onset is not None]
+    return base.model_copy(update={
+        "crossed": crossed, "counts": counts, "severity": severity, "worst_ratio": ratio,
+        "onset": min(onsets) if onsets else None,
+        "evidence": list(dict.fromkeys([*(e for f in parts for e in f.evidence), *said]))})
 
 
 def _rank(f: Finding) -> tuple[int, float]:
@@ -83,16 +105,9 @@ def one_per_gone_gpu(findings: list[Finding]) -> list[Finding]:
             continue
         group = [findings[i] for i in at]
         base = next((f for f in group if any(c.rule == GPU_MISSING_RULE for c in f.crossed)), group[0])
-        crossed = [c for f in group for c in f.crossed]
-        counts = {k: v for f in reversed(group) for k, v in f.counts.items()}
-        onsets = [f.onset for f in group if f.onset is not None]
-        severity, ratio = summarize(crossed)
-        folded[at[0]] = base.model_copy(update={
-            "crossed": crossed, "counts": counts, "severity": severity, "worst_ratio": ratio,
-            "onset": min(onsets) if onsets else None,
-            "evidence": list(dict.fromkeys(e for f in group for e in f.evidence))})
+        folded[at[0]] = _merged(base, group)
         dropped.update(at[1:])
-    return [folded.get(i, f) for i, f in enumerate(findings) if i not in dropped]
+    return _kept(findings, folded, dropped)
 
 
 def peers_of_gone_gpus(findings: list[Finding]) -> list[Finding]:
@@ -143,13 +158,8 @@ def switch_ends_on_links(findings: list[Finding]) -> list[Finding]:
         if at is None or at in dropped or f.severity is Severity.OK:
             continue
         port = findings[at]
-        crossed = [*port.crossed, *f.crossed]  # the SXid first: it says why the link is down
-        severity, ratio = summarize(crossed)
-        onsets = [o for o in (f.onset, port.onset) if o is not None]
-        folded[i] = f.model_copy(update={
-            "crossed": crossed, "severity": severity, "worst_ratio": ratio, "counts": {**port.counts, **f.counts},
-            "onset": min(onsets) if onsets else None,
-            "evidence": [*port.evidence, *f.evidence, f"{port.ref.name} is this link's switch end (by the "
-                         f"{f.port_source.value} port map): one link, seen from the GPU and from the switch"]})
+        folded[i] = _merged(f, [port, f],  # the SXid first: it says why the link is down
+                            f"{port.ref.name} is this link's switch end (by the {f.port_source.value} port map): "
+                            "one link, seen from the GPU and from the switch")
         dropped.add(at)
-    return [folded.get(i, f) for i, f in enumerate(findings) if i not in dropped]
+    return _kept(findings, folded, dropped)
