@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..analysis.rules import part_priority
 from ..components import ComponentRef, tray_chip
-from ..config.repair_catalog import load_catalog
+from ..config.repair_catalog import Need, load_catalog
 from ..config.thresholds import Thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Priority, severity_rank
 from ..errors import InputError
@@ -102,16 +102,11 @@ def _explained(diagnosis: Diagnosis, candidate: Candidate) -> list[Finding]:
     return [f for f in diagnosis.findings if f.component in names]
 
 
-def _switched(platform: str | None) -> bool | None:
-    """Whether the platform's NVLinks land on NVSwitches (a rack's on its switch trays); None when not known."""
+def _platform_has(platform: str | None, feature: Need) -> bool | None:
+    """Whether the platform has `feature`, as its repair catalog entry says (`nvswitch`: its NVLinks land on
+    NVSwitches, a rack's on its switch trays; `fabric-manager`: it runs Fabric Manager); None when not known."""
     entry = load_catalog().platform.get(platform) if platform else None
-    return entry.has("nvswitch") if entry is not None else None
-
-
-def _runs_fabric_manager(platform: str | None) -> bool | None:
-    """Whether the platform runs Fabric Manager, as its repair catalog entry says; None when not known."""
-    entry = load_catalog().platform.get(platform) if platform else None
-    return entry.has("fabric-manager") if entry is not None else None
+    return entry.has(feature) if entry is not None else None
 
 
 def ticket_priority(diagnosis: Diagnosis, candidate: Candidate, thresholds: Thresholds | None = None) -> Priority:
@@ -256,7 +251,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
     if repair_wording is not None and len(repair_wording) == len(repair):
         repair = [s.model_copy(update={"text": w}) for s, w in zip(repair, repair_wording, strict=True)]
     prio = ticket_priority(diagnosis, candidate, thresholds)
-    switched = _switched(plan.platform)
+    switched = _platform_has(plan.platform, "nvswitch")
     port = (candidate.switch, candidate.switch_port, candidate.port_source,
             candidate.find_with if candidate.kind is not ComponentKind.FABRIC_SOFTWARE else None)
     nvlink = candidate.kind in (ComponentKind.NVLINK, ComponentKind.GPU) \
@@ -273,7 +268,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu, diagnosis.gpu_ids, rack=on_rack(diagnosis),
                               rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None,
                               bus=candidate.ref.bus, bus_reads=diagnosis.bus_gpu_ids,
-                              fabric_manager=_runs_fabric_manager(plan.platform)),
+                              fabric_manager=_platform_has(plan.platform, "fabric-manager")),
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note,
         warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan)],
