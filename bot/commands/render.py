@@ -10,7 +10,7 @@ from pathlib import Path
 from diagnostics import InputError
 from diagnostics import format as fmt
 from diagnostics.config import load_thresholds, platform_name
-from diagnostics.ingest import detect
+from diagnostics.ingest import Source, detect
 from diagnostics.render import (
     Drawable,
     describes_topology,
@@ -124,10 +124,12 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
                          "telemetry a reader recognizes (render's --format is the picture's: to force a reader, "
                          "`fabricbot ingest FILE --format NAME --node NODE --store DIR`, then render NODE from the "
                          "store)", source=str(target)) from None
-    if bare:
-        drawable = topology_drawable(target, platform=args.platform, node_id=args.node)
+    if bare:  # read once: the bare drawing and the diagnosis that may show a fault read the same text
+        held = Source.from_path(target).in_memory()
+        drawable = topology_drawable(held, platform=args.platform, node_id=args.node)
         # a description can itself show a fault (a GPU with fewer NVLinks than its platform): drawn as analyze says it
-        source, node, warnings = files_source([target], node=args.node or drawable.graph.node_id or target.stem)
+        source, node, warnings = files_source([held.in_memory()],
+                                              node=args.node or drawable.graph.node_id or target.stem)
         answer = diagnose(source, Request(node=node, platform=args.platform))
         return drawable_of(answer.diagnosis, answer.graph, warnings=warnings) if answer.diagnosis.fault_detected \
             else drawable

@@ -222,6 +222,20 @@ class Source:
             return None
         return Tail(number, text if self.wrapping.none else self.wrapping.unwrap(text))
 
+    def in_memory(self) -> Source:
+        """The input read whole into memory, named and ended as before, undecodable bytes as U+FFFD as every reader
+        reads them: what several readers of one file read, so it is read from disk once and all read the same text.
+        Each reader takes its own (`in_memory` of a text is a fresh copy): choosing a reader may rewrap its input."""
+        if self.text is None:
+            try:
+                with self._raw_text() as fh:
+                    text = fh.read()
+            except OSError as exc:
+                raise InputError(f"cannot read: {exc.strerror}", source=self.name) from None
+        else:
+            text = self.text
+        return Source(self.name, None, text, self.whole_end, self.first_line)
+
     def _raw_text(self) -> TextIO:
         """The whole input as text, BOM removed, undecodable bytes as U+FFFD, every newline as `\\n`."""
         if self.text is not None:

@@ -123,14 +123,17 @@ def describes_topology(path: str | Path) -> bool:
     return choose(Source.from_path(path)).name in TOPOLOGY_READERS
 
 
-def topology_drawable(path: str | Path, *, platform: str | None = None, node_id: str | None = None) -> Drawable:
-    """A topology description (`nvidia-smi topo -m`, NCCL XML) drawn bare: no diagnosis."""
-    result = read(Source.from_path(path), node_id=node_id)
+def topology_drawable(path: str | Path | Source, *, platform: str | None = None,
+                      node_id: str | None = None) -> Drawable:
+    """A topology description (`nvidia-smi topo -m`, NCCL XML; a file, or its text already read) drawn bare: no
+    diagnosis."""
+    source = path if isinstance(path, Source) else Source.from_path(path)
+    result = read(source, node_id=node_id)
     warnings = [str(w) for w in result.warnings]
     topology = result["topology"]
     if topology.empty:
         raise InputError("holds no topology to draw (give a snapshot JSON, `nvidia-smi topo -m` output or an "
-                         "NCCL topology XML)", source=str(path))
+                         "NCCL topology XML)", source=source.name)
     hint = platform if platform in all_platforms() else None
     if platform and hint is None:
         warnings.append(f"unknown platform {platform!r}: detecting the platform from the description instead")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
 
+from diagnostics.ingest import Source
 from diagnostics.render.colours import HEALTHY, NOT_READ
 from diagnostics.render.scene import build_scene
 from diagnostics.service import Request, diagnose, files_source
@@ -70,6 +72,32 @@ def test_4_or_16_gpus_draw_generic_and_exit_0(gpus: int, tmp_path: Path,
     code, stdout, err = cli("render", str(topo), "-o", str(tmp_path / "g.png"))
     assert code == 0 and f"generic graph, {gpus} GPUs" in stdout
     assert f"no platform template fits {gpus} GPUs" in err
+
+
+def test_a_topology_file_is_read_once_beyond_its_sniffs(tmp_path: Path, cli: Cli,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bare drawing and the diagnosis that may show a fault read one text: every opening of the file but the
+    one whole read is a look at its head (is it a snapshot, a topology description), so both see the same bytes."""
+    topo = tmp_path / "topo.txt"
+    topo.write_text(matrix(8))
+    opened, sniffed = [], []
+    path_open, head = Path.open, Source.head
+
+    def counting_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == topo:
+            opened.append(args)
+        return path_open(self, *args, **kwargs)
+
+    def counting_head(self: Source, *args: Any, **kwargs: Any) -> bytes:
+        if self.path == topo:
+            sniffed.append(args)
+        return head(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    monkeypatch.setattr(Source, "head", counting_head)
+    code, _, err = cli("render", str(topo), "--node", "n1", "-o", str(tmp_path / "t.svg"))
+    assert code == 0, err
+    assert len(opened) - len(sniffed) == 1
 
 
 def test_unknown_platform_flag_is_a_warning(tmp_path: Path, cli: Cli) -> None:
