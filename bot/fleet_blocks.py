@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from slack_sdk.models.blocks import Block, ContextBlock, HeaderBlock, MarkdownTextObject
 
-from diagnostics import COUNT_RULES, Offender, SweepResult
+from diagnostics import COUNT_RULES, NOT_ALL_CLEAR, Offender, SweepResult
 from diagnostics import format as fmt
 
 from .blocks import degraded, finding_line
@@ -42,16 +42,21 @@ def _node_lines(result: SweepResult, rank: int, node: str, links: int) -> tuple[
     d = result.diagnoses.get(node)
     found = [finding_line(f)[2:] for _, f in degraded(d)] if d is not None else \
         [esc(offender_line(o)) for o in result.offenders if o.node_id == node]  # a node not read back
-    verdict = ""
-    if d is not None:
-        owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d.ticket_owner != node else ""
-        verdict = f" — {esc(d.isolated_component)}{owner}, {d.priority_said()} priority" if d.fault_detected \
-            else f" — {d.priority_said()} priority, no part isolated"
-    lines = [f"*{rank}. `{esc(node)}`*{verdict} · {_links(len(found))}",
+    lines = [f"*{rank}. `{esc(node)}`*{_verdict(result, node)} · {_links(len(found))}",
              *(f"      • {line}" for line in found[:links])]
     if len(found) > links:
         lines.append(f"      …and {_links(len(found) - links, 'more ')} of this node")
     return lines, len(found)
+
+
+def _verdict(result: SweepResult, node: str) -> str:
+    said = result.verdict(node)
+    return f" — {esc(said)}" if said else ""
+
+
+def _not_all_clear(result: SweepResult) -> Block:
+    why, reasons = result.not_all_clear()
+    return section(clip(f"*{NOT_ALL_CLEAR}* {esc(why)}\n" + "\n".join(f"• {esc(r)}" for r in reasons), MAX_TEXT))
 
 
 def _links(n: int, more: str = "") -> str:
@@ -70,9 +75,7 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
         else f"Fleet view INCOMPLETE: {_links(total)} on {fmt.count(len(ranked), 'node')} found so far"
     blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
     if not result.complete:
-        reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])
-        blocks.append(section(clip("*This is not an all-clear.* Some nodes' links were not judged, so links may be "
-                                   "failing that this list does not show:\n" + reasons, MAX_TEXT)))
+        blocks.append(_not_all_clear(result))
     if listed:
         lines = [line for shown, _ in listed[:limit] for line in shown]
         if len(listed) > limit:
@@ -116,19 +119,11 @@ def _sweep(result: SweepResult, limit: int) -> list[Block]:
         title = f"Fleet: {result.found()} on {fmt.count(len(result.nodes), 'node')}"
     blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
     if not result.complete:
-        reasons = "\n".join(f"• {esc(r)}" for r in result.incomplete_reasons[:10])
-        unshown = len(result.incomplete_reasons) - 10
-        blocks.append(section("*This is not an all-clear.* Some queries did not answer in full, so links may be "
-                              "failing that this list does not show:\n" + reasons
-                              + (f"\n…and {unshown} more reasons" if unshown > 0 else "")))
+        blocks.append(_not_all_clear(result))
     lines: list[str] = []
     for node in result.ranked():  # most urgent first, as `fabricbot sweep` and `/fabric fleet` from a store list them
         mine = [o for o in result.offenders if o.node_id == node]
-        d = result.diagnoses.get(node)
-        owner = f" (ticket on `{esc(d.ticket_owner)}`)" if d and d.ticket_owner != node else ""
-        verdict = f" — {esc(d.isolated_component)}{owner}, {d.priority_said()} priority" \
-            if d and d.fault_detected else ""
-        lines.append(f"*`{esc(node)}`*{verdict}")
+        lines.append(f"*`{esc(node)}`*{_verdict(result, node)}")
         lines.extend(f"  • {esc(offender_line(o))}" for o in mine)
     if lines:
         shown = lines[:limit]

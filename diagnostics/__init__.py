@@ -40,7 +40,7 @@ from .errors import ConfigError, FabricbotError, InputError
 from .links import inert_links
 from .model import Crossing, Diagnosis, Finding, Localization
 from .names import fleet_name_notes, headline_name, name_notes, normal_name, outside_ascii, resolve_name
-from .offenders import COUNT_RULES, Offender, SweepResult, offenders_of
+from .offenders import COUNT_RULES, NOT_ALL_CLEAR, Offender, SweepResult, offenders_of
 from .redaction import RedactingFilter, redact, redact_values
 from .service import Request, diagnose, diagnose_snapshot
 from .snapshots import LinkReading, Snapshot
@@ -51,6 +51,7 @@ __all__ = [
     "EVENTS",
     "GPUS",
     "LINK_SAMPLES",
+    "NOT_ALL_CLEAR",
     "STEP_SAMPLES",
     "TABLES",
     "TOPOLOGY",

@@ -15,6 +15,7 @@ from .format import Unit
 from .model import Diagnosis, Finding
 
 COUNT_RULES = (BELOW_EXPECTED_RULE, GPU_MISSING_RULE)  # the value is a count against the platform's, not a rate
+NOT_ALL_CLEAR = "This is not an all-clear."  # what an incomplete fleet view says first (`SweepResult.not_all_clear`)
 
 
 class Offender(BaseModel):
@@ -224,6 +225,27 @@ class SweepResult(BaseModel):
             return -(priority_rank(d.ticket_priority) if d is not None else -1), -worst[node], node
 
         return sorted(worst, key=urgency)
+
+    def verdict(self, node: str) -> str | None:
+        """The node's verdict as every fleet door says it beside the node (plain text): the part its diagnosis
+        isolated, the node its ticket is filed on where another (a rack's tray), and its priority; or its priority
+        with no part isolated. None for a node not read back: its offenders are all there is."""
+        d = self.diagnoses.get(node)
+        if d is None:
+            return None
+        if not d.fault_detected:
+            return f"{d.priority_said()} priority, no part isolated"
+        owner = f" (ticket on {d.ticket_owner})" if d.ticket_owner != node else ""
+        return f"{d.isolated_component}{owner}, {d.priority_said()} priority"
+
+    def not_all_clear(self, shown: int = 10) -> tuple[str, list[str]]:
+        """Why an incomplete view is no all-clear, after `NOT_ALL_CLEAR` (plain text): what was not judged (a store's
+        nodes, a Prometheus server's queries), and the first `shown` reasons, then how many more."""
+        what = "Some queries did not answer in full" if self.source == "prometheus" else \
+            "Some nodes' links were not judged"
+        more = len(self.incomplete_reasons) - shown
+        return (f"{what}, so links may be failing that this list does not show:",
+                [*self.incomplete_reasons[:shown], *([f"…and {more} more reasons"] if more > 0 else [])])
 
     def found(self, *, inline: bool = False) -> str:
         """The offending links counted as links ('3 offending links'), each once whatever rules it broke; where some

@@ -40,11 +40,9 @@ def _table(result: SweepResult, out: TextIO) -> None:
     for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"
         print(f"  {node}: {what} {fmt.count(len(found), 'finding')}", file=out)
-        diagnosis = result.diagnoses.get(node)
-        if diagnosis is not None:
-            owner = f" (ticket on {diagnosis.ticket_owner})" if diagnosis.ticket_owner != node else ""
-            print(f"    diagnosis: {diagnosis.isolated_component}{owner}; priority "
-                  f"{diagnosis.priority_said()}; {diagnosis.repair_action}", file=out)
+        diagnosis, verdict = result.diagnoses.get(node), result.verdict(node)
+        if diagnosis is not None and verdict is not None:
+            print(f"    diagnosis: {verdict}; {diagnosis.repair_action}", file=out)
     if result.not_pushed_down:
         print(f"  not evaluated on the server (local analysis only): {'; '.join(result.not_pushed_down)}",
               file=out)

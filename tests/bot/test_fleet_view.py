@@ -3,6 +3,7 @@ not judged (one reading per link, a stored part that cannot be read) makes the v
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from datetime import UTC, datetime
@@ -13,14 +14,17 @@ import pytest
 from bot.blocks import degraded
 from bot.cli import main
 from bot.commands.output import INCOMPLETE
-from bot.fleet_blocks import fleet_blocks
+from bot.commands.sweep import _table as sweep_table
+from bot.fleet_blocks import fleet_blocks, sweep_blocks
 from bot.nodes import StoreNodeSource
-from diagnostics import priority_rank
+from bot.transport.blockkit import shown
+from diagnostics import NOT_ALL_CLEAR, Snapshot, diagnose_snapshot, priority_rank
 from diagnostics.enums import LinkType, Severity, severity_rank
 from diagnostics.offenders import Offender, SweepResult
 from diagnostics.store import open_store
 from tests.analysis.helpers import link_series, links, steady
 from tests.bot.helpers import LONG_WAIT, OPS, local_bot, lone_and_cut_store, posted
+from tests.conftest import link, snapshot_dict
 
 
 def _fleet(store: Path) -> str:
@@ -131,3 +135,28 @@ def test_a_node_with_no_reading_in_the_span_is_counted_not_judged_not_among_the_
                              offenders=[one], silent=["node-3"], unjudged=["node-4"], complete=False,
                              incomplete_reasons=["1 node has no reading in the span: node-3"]))
     assert "1 node with no degraded link found, 2 not judged" in said, said
+
+
+def test_every_fleet_door_says_a_node_s_verdict_and_why_it_is_no_all_clear_alike() -> None:
+    """The store's fleet view, the Prometheus one and the sweep's text give each node one verdict (the part isolated
+    and its priority, or its priority with none isolated), and the two views one caveat, its reasons counted past
+    the tenth."""
+    faulty = diagnose_snapshot(Snapshot.model_validate(snapshot_dict(
+        node_id="node-1", fabric_errors=[link(crc_errors=45120, replay_count=8900)])))
+    calm = diagnose_snapshot(Snapshot.model_validate(snapshot_dict(node_id="node-2")))
+    offenders = [Offender(node_id=n, link_type=LinkType.NVLINK, gpu=0, link=0, rule="nvlink_replay",
+                          severity=Severity.FAILING, rate_per_hour=5000.0, above=1000.0) for n in ("node-1", "node-2")]
+    for source, blocks in (("store", fleet_blocks), ("prometheus", sweep_blocks)):
+        result = SweepResult(at=datetime(2026, 3, 1, 8, tzinfo=UTC), window_hours=1.0, source=source,
+                             offenders=offenders, diagnoses={"node-1": faulty, "node-2": calm},
+                             confirmed={o.node_id: [o] for o in offenders}, complete=False,
+                             incomplete_reasons=[f"node-{i + 3} was read once" for i in range(12)])
+        said = shown(json.dumps([b.to_dict() for b in blocks(result)], ensure_ascii=False))
+        table = io.StringIO()
+        sweep_table(result, table)
+        verdicts = [result.verdict(n) for n in ("node-1", "node-2")]
+        assert faulty.isolated_component in str(verdicts[0]) and "no part isolated" in str(verdicts[1])
+        for verdict in verdicts:
+            assert f"— {verdict}" in said and f"diagnosis: {verdict};" in table.getvalue(), source
+        why, reasons = result.not_all_clear()
+        assert NOT_ALL_CLEAR in said and why in said and reasons[-1] == "…and 2 more reasons" and reasons[-1] in said
