@@ -3,7 +3,7 @@ offending nodes' diagnoses, whether the view is complete, and what it cost."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -246,6 +246,19 @@ class SweepResult(BaseModel):
         more = len(self.incomplete_reasons) - shown
         return (f"{what}, so links may be failing that this list does not show:",
                 [*self.incomplete_reasons[:shown], *([f"…and {more} more reasons"] if more > 0 else [])])
+
+    def no_reading(self, nodes: list[str], span: timedelta, *, every: bool = False) -> None:
+        """The view incomplete for `nodes`, silent in the `span` before it (`every`: no node reports in it), named
+        (the first ten) in the one wording each source's sweep says them in: a silent node is never healthy."""
+        self.complete = False
+        self.silent = list(nodes)
+        one = len(nodes) == 1
+        who = ("the one node" if one else f"all {fmt.count(len(nodes), 'node')}") if every \
+            else fmt.count(len(nodes), "node")
+        listed = ", ".join(nodes[:10]) + (" ..." if len(nodes) > 10 else "")
+        self.incomplete_reasons.append(f"{who} of the {self.source} {'has' if one else 'have'} no reading in the "
+                                       f"{fmt.hours(span.total_seconds() / 3600)} before {fmt.when(self.at)}: "
+                                       f"{listed}")
 
     def found(self, *, inline: bool = False) -> str:
         """The offending links counted as links ('3 offending links'), each once whatever rules it broke; where some

@@ -172,16 +172,11 @@ def say_silent(result: SweepResult, reported: set[str] | None, known: LabelValue
         names = sorted(set(known.values) - reported)
     if reported and not names:
         return
-    result.complete = False
-    result.silent = names
-    span_said = f"{fmt.hours(span.total_seconds() / 3600)} before {fmt.when(result.at)}"
-    if not names:  # no node reports, and none is known around the span (or the index was not read)
-        result.incomplete_reasons.append(f"no node of the prometheus has a link reading in the {span_said}"
-                                         + ("" if known is None or isinstance(known, PrometheusError) else
-                                            f", and its index knows none in the {fmt.hours(around_hours)} around "
-                                            "it"))
+    if names:
+        result.no_reading(names, span, every=not reported)
         return
-    who = fmt.count(len(names), "node")
-    listed = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
-    result.incomplete_reasons.append(f"{'all ' if not reported else ''}{who} of the prometheus "
-                                     f"{'has' if len(names) == 1 else 'have'} no reading in the {span_said}: {listed}")
+    result.complete = False  # no node reports, and none is known around the span (or the index was not read)
+    span_said = f"{fmt.hours(span.total_seconds() / 3600)} before {fmt.when(result.at)}"
+    result.incomplete_reasons.append(f"no node of the {result.source} has a link reading in the {span_said}"
+                                     + ("" if known is None or isinstance(known, PrometheusError) else
+                                        f", and its index knows none in the {fmt.hours(around_hours)} around it"))

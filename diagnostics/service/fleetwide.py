@@ -97,12 +97,9 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
         if request.end is None or not held_nodes:
             return SweepResult(at=at, window_hours=hours, source=source.name, complete=False,
                                incomplete_reasons=["the source holds no link samples and no events"]), []
-        span = history_needed(request.length, request.thresholds)  # none of its nodes reports in the span
-        every = "the one node" if len(held_nodes) == 1 else f"all {fmt.count(len(held_nodes), 'node')}"
-        return SweepResult(at=at, window_hours=hours, source=source.name, complete=False, silent=held_nodes,
-                           incomplete_reasons=[
-                               f"{every} of the {source.name} {_have(len(held_nodes))} no reading in the "
-                               f"{fmt.hours(span.total_seconds() / 3600)} before {fmt.when(at)}"]), []
+        silent = SweepResult(at=at, window_hours=hours, source=source.name)
+        silent.no_reading(held_nodes, history_needed(request.length, request.thresholds), every=True)
+        return silent, []  # none of its nodes reports in the span
     engine = answered.analysis.timings.get("total_s", 0.0)
     result = fleet_result(answered.diagnoses, window_hours=hours, at=max(ends), source=source.name)
     result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
@@ -155,12 +152,8 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
             "judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
     result.silent = quiet
     if quiet:
-        span = history_needed(request.length, request.thresholds)
-        result.complete = False
-        result.incomplete_reasons.append(
-            f"{fmt.count(len(quiet), 'node')} of the {source.name} {_have(len(quiet))} no reading in the "
-            f"{fmt.hours(span.total_seconds() / 3600)}"
-            f" before {fmt.when(result.at)}: " + ", ".join(quiet[:10]) + (" ..." if len(quiet) > 10 else ""))
+        result.no_reading(quiet, history_needed(request.length, request.thresholds),
+                          every=set(quiet) == set(source.nodes()))
 
 
 def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime | None = None,
