@@ -27,7 +27,6 @@ from diagnostics.service import (
     alert_pass,
     close_matches,
     diagnose,
-    fleet,
     graph_of,
     sweep,
     verify_repair,
@@ -111,11 +110,6 @@ class NodeSource:
     def _diagnosis(self, request: Request) -> Diagnosis:
         workers = self._workers
         return workers.diagnosis(request) if workers is not None else diagnose(self.source, request).diagnosis
-
-    def fleet(self) -> list[Diagnosis]:
-        """Every node, by one engine pass: each job's step-time correlation computed once for all its nodes."""
-        answered = fleet(self.source, self.request())
-        return [answered.diagnoses[n] for n in self.source.nodes() if n in answered.diagnoses]
 
     def sweep(self) -> SweepResult:
         """The fleet swept as `fabricbot sweep` does: the offending nodes' diagnoses, planned work held."""

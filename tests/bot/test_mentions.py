@@ -124,7 +124,7 @@ def test_the_fleet_view_explains_each_job_once_and_matches_node_by_node(fleet: T
         return real(steps, job_id, **kwargs)
 
     monkeypatch.setattr(engine, "job_slowdown", counted)
-    together = fleet.fleet()
+    together = fleet.sweep().diagnoses  # `/fabric fleet`: every node by one engine pass, offending ones kept
     steps = fleet.source.tables["step_samples"]
     assert sorted(calls) == sorted(set(calls)) and len(calls) == len({j for n in fleet.node_ids()
                                                                       for j in jobs_on(steps, n)[:1]})
@@ -134,8 +134,8 @@ def test_the_fleet_view_explains_each_job_once_and_matches_node_by_node(fleet: T
         return d.model_copy(update={"findings": [f for f in d.findings if f.severity is not Severity.OK],
                                     "evidence": None, "lists_every_link": None}).model_dump()
 
-    one_by_one = [fleet.diagnose(n) for n in fleet.node_ids()]
-    assert [flagged(d) for d in together] == [flagged(d) for d in one_by_one]
+    one_by_one = {n: fleet.diagnose(n) for n in together}
+    assert together and {n: flagged(d) for n, d in together.items()} == {n: flagged(d) for n, d in one_by_one.items()}
 
 
 def test_a_mention_gets_the_model_answer_in_its_thread() -> None:

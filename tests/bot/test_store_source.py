@@ -10,6 +10,7 @@ import pytest
 from bot.nodes import StoreNodeSource, UnknownName
 from bot.runtime import node_source
 from bot.settings import Settings
+from diagnostics.service import fleet as fleet_pass
 from diagnostics.store.telemetry import TelemetryStore
 
 from .helpers import local_bot, summary_for
@@ -67,7 +68,7 @@ def test_store_source_lists_explains_and_sweeps_from_the_store(tmp_path: Path) -
     store.ingest([tmp_path / "a.csv", tmp_path / "b.csv", steps])
     source = StoreNodeSource(tmp_path / "store")
     assert source.node_ids() == ["gpu-node-1", "gpu-node-2"] and source.job_ids() == ["j1"]
-    fleet = {d.node_id: d for d in source.fleet()}
+    fleet = fleet_pass(source.source, source.request()).diagnoses
     assert fleet["gpu-node-1"].fault_detected and not fleet["gpu-node-2"].fault_detected
     assert all(d.window_end == START + pd.Timedelta(hours=3) for d in fleet.values())
     assert all(any(w.startswith("platform unknown") for w in d.warnings) for d in fleet.values())  # none given
@@ -94,7 +95,7 @@ def test_the_fleet_judges_a_slowed_job_on_its_day_of_history(tmp_path: Path) -> 
     (tmp_path / "nodes.csv").write_text("node_id,platform\ngpu-node-1,hgx-h100-8gpu\ngpu-node-2,hgx-h100-8gpu\n")
     store.ingest([tmp_path / n for n in ("calm.csv", "storm.csv", "peer.csv", "steps.csv", "nodes.csv")])
     source = StoreNodeSource(tmp_path / "store")
-    swept = {d.node_id: d for d in source.fleet()}["gpu-node-1"]
+    swept = fleet_pass(source.source, source.request()).diagnoses["gpu-node-1"]
     alone = source.diagnose("gpu-node-1")
     assert swept.degradation_pct == alone.degradation_pct and swept.degradation_pct is not None
     assert swept.degradation_pct > 20
