@@ -62,7 +62,14 @@ def _unlinked(text: str) -> str:
     brackets, and a mention above the output leaves no `<` or `>` that would keep the readers from decoding the
     `&lt;` and `&gt;` Slack escaped in it (`Link 3: &lt;inactive&gt;`)."""
     text = _SLACK_LINK.sub(lambda m: m[2] if m[2] else m[1], text)
-    return _SLACK_NAME.sub(lambda m: m[3] or f"{'@' if m[1] == '!' else m[1]}{m[2]}", text)
+    return _SLACK_NAME.sub(_typed, text)
+
+
+def _typed(m: re.Match[str]) -> str:
+    """A mention as typed: `@bob`, `#ops`, `@here` (a user group's label carries its `@` already)."""
+    sigil = "@" if m[1] == "!" else m[1]
+    said = m[3] or m[2]
+    return said if said.startswith(sigil) else sigil + said
 
 
 def _bare_fence(line: str) -> bool:

@@ -261,3 +261,10 @@ def test_a_paste_right_after_its_summary_is_posted_is_of_the_summarys_node(monke
                                thread_ts=root.ts)
         reply = _reply(local, root.ts)
     assert "hpc-gpu-node-12" in reply and pastes.PASTED_NODE not in reply, reply
+
+
+def test_slack_mentions_come_back_as_the_person_typed_them() -> None:
+    """A channel, a person, `@here` and a user group read as typed (`#ops`, `@bob`): the label alone dropped the
+    `#` and the `@`."""
+    assert pastes._unlinked("<#C123|ops> <@U1|bob> <@U2> <!here> <!subteam^S1|@oncall> <http://a.example|a.example>"
+                            ) == "#ops @bob @U2 @here @oncall a.example"
