@@ -68,8 +68,9 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     listed = [_node_lines(result, i, node, links) for i, node in enumerate(ranked, 1)]
     total = sum(n for _, n in listed)
     held = {n for n, d in result.diagnoses.items() if d.maintenance}
-    # read once, or not read in the span (the sweep's silent nodes, "not healthy"): neither is among the clear
-    unjudged = [n for n in dict.fromkeys([*result.unjudged, *result.silent]) if n not in ranked]
+    # read once, or not read in the span (the sweep's silent nodes, "not healthy"): neither is among the clear; a
+    # node in maintenance is counted there, its planned work what explains its silence
+    unjudged = [n for n in dict.fromkeys([*result.unjudged, *result.silent]) if n not in ranked and n not in held]
     clear = sum(1 for n in result.swept if n not in ranked and n not in held and n not in unjudged)
     title = f"Fleet: {_links(total)} on {len(ranked)} of {fmt.count(len(result.swept), 'node')}" if result.complete \
         else f"Fleet view INCOMPLETE: {_links(total)} on {fmt.count(len(ranked), 'node')} found so far"

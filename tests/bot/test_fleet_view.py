@@ -160,3 +160,14 @@ def test_every_fleet_door_says_a_node_s_verdict_and_why_it_is_no_all_clear_alike
             assert f"— {verdict}" in said and f"diagnosis: {verdict};" in table.getvalue(), source
         why, reasons = result.not_all_clear()
         assert NOT_ALL_CLEAR in said and why in said and reasons[-1] == "…and 2 more reasons" and reasons[-1] in said
+
+
+def test_a_silent_node_in_maintenance_is_counted_once_as_in_maintenance() -> None:
+    """Planned work explains a node's silence: it was counted both among the nodes not judged and in maintenance."""
+    at = datetime(2026, 3, 1, 8, tzinfo=UTC)
+    planned = diagnose_snapshot(Snapshot.model_validate(snapshot_dict(node_id="node-3"))).model_copy(
+        update={"maintenance": "in maintenance until 2026-03-01 10:00 UTC: replace GPU 1"})
+    said = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2", "node-3"],
+                             silent=["node-3"], diagnoses={"node-3": planned}, complete=False,
+                             incomplete_reasons=["1 node has no reading in the span: node-3"]))
+    assert "2 nodes with no degraded link found, 1 in maintenance;" in said, said
