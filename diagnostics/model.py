@@ -307,6 +307,15 @@ class Diagnosis(BaseModel):
             object.__setattr__(self, "warnings", [*odd, *self.warnings])  # frozen: set once, as it is built
         return self
 
+    def health_unknown(self) -> bool:
+        """One node's view with no link read in its window (never collected, or silent since before it) and no fault
+        found otherwise: its answer is "unknown", never "no fabric fault", since nothing was read to clear it."""
+        return self.lists_every_link and not self.findings and not self.fault_detected
+
+    def fault_said(self) -> str:
+        """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read."""
+        return "yes" if self.fault_detected else "unknown" if self.health_unknown() else "no"
+
     def priority_said(self) -> str:
         """The priority as every door says it, as the node's ticket (its headline part's) does: held, with the level
         it takes once released, while that part's plan and the platform disagree."""

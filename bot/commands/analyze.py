@@ -45,7 +45,7 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
            thresholds: Thresholds | None = None) -> None:
     d = diagnosis
     print(f"{headline_name(d.node_id)}  priority={d.priority_said()}  "
-          f"fault={'yes' if d.fault_detected else 'no'}  "
+          f"fault={d.fault_said()}  "
           f"degradation={fmt.percent(d.degradation_pct)}  {d.window_said()}", file=out)
     print(f"  isolated: {d.isolated_component}", file=out)
     if d.ticket_owner != d.node_id:

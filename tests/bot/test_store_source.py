@@ -147,3 +147,37 @@ def test_a_node_the_store_never_read_is_not_called_healthy_under_its_picture(tmp
     # are drawn as not read)
     assert comments["gpu-node-7"].endswith("every link read is healthy")
     assert "healthy" not in comments["gpu-node-9"] and "no link reading" in comments["gpu-node-9"], comments
+
+
+def test_a_node_silent_in_the_window_is_not_headlined_as_free_of_faults(tmp_path: Path) -> None:
+    """A node whose link readings stopped while the others' go on has no link read in the window: its summary's
+    header, its notification text and its "Fault detected" field said "no fabric fault" while its own warning and
+    picture said its health was unknown. Every line of it now says unknown; a node read and clean still says no
+    fault."""
+    store_dir = tmp_path / "store"
+    write_hours(tmp_path / "quiet.csv", "gpu-node-9", 0, 2, per_reading=0.0)
+    write_hours(tmp_path / "on.csv", "gpu-node-7", 0, 8, per_reading=0.0)
+    TelemetryStore(store_dir).ingest([tmp_path / "quiet.csv", tmp_path / "on.csv"])
+    with local_bot(source=StoreNodeSource(store_dir)) as local:
+        silent, read = summary_for(local, "gpu-node-9"), summary_for(local, "gpu-node-7")
+    assert "fabric health is unknown" in text_of(silent)
+    for said in (silent.text, text_of(silent)):
+        assert "no fabric fault" not in said and "health unknown" in said, said
+    assert "*Fault detected*\\nno" not in text_of(silent)
+    assert "no fabric fault" in read.text and "health unknown" not in read.text
+
+
+def test_analyze_says_a_silent_node_s_fault_is_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`analyze` heads a node with no link read in the window `fault=unknown`, as the bot's summary does, not
+    `fault=no`."""
+    from bot.cli import main
+
+    store_dir = tmp_path / "store"
+    write_hours(tmp_path / "quiet.csv", "gpu-node-9", 0, 2, per_reading=0.0)
+    write_hours(tmp_path / "on.csv", "gpu-node-7", 0, 8, per_reading=0.0)
+    TelemetryStore(store_dir).ingest([tmp_path / "quiet.csv", tmp_path / "on.csv"])
+    main(["analyze", "--store", str(store_dir), "--node", "gpu-node-9"])
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "fault=unknown" in head and "fault=no" not in head, head
+    main(["analyze", "--store", str(store_dir), "--node", "gpu-node-7"])
+    assert "fault=no" in capsys.readouterr().out.splitlines()[0]
