@@ -139,7 +139,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     repaired.add_argument("--at", help="when (ISO 8601; default now)")
     repaired.add_argument("--note", help="what was done (e.g. 'reseated NVSwitch tray')")
     repaired.add_argument("--diag", choices=("pass", "fail"),
-                          help="the result of `dcgmi diag -r 2` run after the repair: a pass proves the part as "
+                          help="the result of `dcgmi diag -r 3` run after the repair: a pass proves the part as "
                                "traffic does (a drained idle node proves nothing); a fail reopens the ticket")
     repaired.add_argument("--diag-at", help="when the diagnostic ran (ISO 8601; default the repair's time)")
     verify = actions.add_parser("verify", help="judge each verifying ticket's part on the readings since its repair")

@@ -3,7 +3,7 @@
 Only what the store holds from the repair on is read, so the errors that opened the ticket can never count against
 the repair; a window in which the part has no reading proves nothing either way and is not counted as clean. Nor
 does an idle part: the soak holds only with traffic on the part (a job stepping on the node, or its links carrying
-load) or a post-repair diagnostic (`dcgmi diag -r 2`) that passed; one that failed reopens the ticket. The part is
+load) or a post-repair diagnostic (`dcgmi diag -r 3`) that passed; one that failed reopens the ticket. The part is
 followed by its GPU's UUID: after a swap test the module that was at GPU 2 may be GPU 5, and its errors there are
 the module's, so they reopen its ticket too.
 """
@@ -33,14 +33,19 @@ class RepairVerdict(StrEnum):
     FAILED = "failed"  # the errors came back: reopen, escalated to replacement
 
 
+# The diagnostic a ticket's repair steps run on the drained node (repairs.toml's `diag` step): its result is the one
+# a technician reports, so the verification names the same level.
+DIAGNOSTIC = "dcgmi diag -r 3"
+
+
 class Diagnostic(BaseModel):
-    """A post-repair diagnostic's result, as the technician reports it (`dcgmi diag -r 2`)."""
+    """A post-repair diagnostic's result, as the technician reports it (`DIAGNOSTIC`)."""
 
     model_config = ConfigDict(frozen=True)
 
     at: datetime
     passed: bool
-    command: str = "dcgmi diag -r 2"
+    command: str = DIAGNOSTIC
 
 
 class RepairCheck(BaseModel):
@@ -195,7 +200,7 @@ def check_repair(tables: Mapping[str, pd.DataFrame], *, node_id: str, parts: Col
                         f"(at least {policy.min_coverage:.0%} needed)")
     elif covered_enough and not held:
         notes.insert(0, "no traffic on the part in the soak and no post-repair diagnostic: an idle part proves "
-                        "nothing (run `dcgmi diag -r 2` on the drained node and report its result, or return it to "
+                        "nothing (run `dcgmi diag -r 3` on the drained node and report its result, or return it to "
                         "service)")
     elif windows == 0:
         notes.insert(0, f"no full {fmt.hours(policy.window_hours)} window of readings since the repair")

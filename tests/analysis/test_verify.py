@@ -7,9 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from diagnostics.analysis.verify import RepairVerdict, check_repair
+from diagnostics.analysis.verify import Diagnostic, RepairVerdict, check_repair
 from diagnostics.config.verification import load_verification
+from diagnostics.enums import FaultKind
 from diagnostics.errors import ConfigError
+from diagnostics.repair import PlanFacts, repair_plan
 from diagnostics.service import StoreSource, verify_repair
 from diagnostics.store import open_store
 
@@ -100,7 +102,7 @@ def test_a_drained_idle_node_does_not_pass_the_soak() -> None:
                         repaired_at=T0.to_pydatetime(), now=(T0 + pd.Timedelta(hours=6)).to_pydatetime(),
                         policy=SOAK)
     assert idle.verdict is RepairVerdict.HOLDING and (idle.covered, idle.loaded) == (6, 0)
-    assert "no traffic on the part" in idle.evidence[0] and "dcgmi diag -r 2" in idle.evidence[0]
+    assert "no traffic on the part" in idle.evidence[0] and "dcgmi diag -r 3" in idle.evidence[0]
     busy = check_repair({"link_samples": _node(steady(0.0, SAMPLES)), "step_samples": _job()}, node_id="n1",
                         parts={PART}, repaired_at=T0.to_pydatetime(),
                         now=(T0 + pd.Timedelta(hours=6)).to_pydatetime(), policy=SOAK)
@@ -129,7 +131,7 @@ def test_a_post_repair_diagnostic_proves_the_part_as_traffic_does() -> None:
               now=(T0 + pd.Timedelta(hours=6)).to_pydatetime(), policy=SOAK)
     passed = check_repair(frame, diagnostic=Diagnostic(at=(T0 + pd.Timedelta(minutes=20)).to_pydatetime(),
                                                        passed=True), **kw)  # type: ignore[arg-type]
-    assert passed.verdict is RepairVerdict.HELD and any("dcgmi diag -r 2` passed" in e for e in passed.evidence)
+    assert passed.verdict is RepairVerdict.HELD and any("dcgmi diag -r 3` passed" in e for e in passed.evidence)
     failed = check_repair(frame, diagnostic=Diagnostic(at=(T0 + pd.Timedelta(minutes=20)).to_pydatetime(),
                                                        passed=False), **kw)  # type: ignore[arg-type]
     assert failed.verdict is RepairVerdict.FAILED and "failed" in failed.evidence[0]
@@ -168,3 +170,10 @@ def test_the_stored_check_follows_the_uuid_it_read_before_the_repair(tmp_path: P
     assert store.ingest([csv], fmt="tables").files[0].status == "ingested"
     check = verify_repair(StoreSource(store), node="n1", parts={PART}, repaired_at=T0.to_pydatetime(), policy=SOAK)
     assert check.verdict is RepairVerdict.FAILED and "followed the module" in check.evidence[0]
+
+
+def test_the_diagnostic_a_repair_is_verified_by_is_the_one_its_ticket_runs() -> None:
+    """A ticket's steps run `dcgmi diag -r 3` on the drained node; the verification asked for the result of `-r 2`, a
+    run no step had told anyone to make."""
+    plan = repair_plan("hgx-h100-8gpu", FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, link=1))
+    assert Diagnostic(at=T0.to_pydatetime(), passed=True).command in [s.command for s in plan.repair]

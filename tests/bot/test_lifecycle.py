@@ -162,7 +162,7 @@ def test_report_repair_moves_the_ticket_to_verifying_and_verify_judges_every_rep
     local.audit.record("repair", actor="UTECH", subject=f"{waiting.node_id} / {waiting.component}", detail={
         "ticket": waiting.id, "repaired_at": waiting.repaired_at, "diag": "fail", "diag_at": waiting.repaired_at})
     said = _say(local, "verify", user="UBOB")
-    assert "FAB-0005" in said.text and "reopened" in said.text and "`dcgmi diag -r 2` failed" in said.text
+    assert "FAB-0005" in said.text and "reopened" in said.text and "`dcgmi diag -r 3` failed" in said.text
     assert {t.id: t.status for t in local.tracker.tickets()}["FAB-0005"] == "open"  # type: ignore[attr-defined]
 
 

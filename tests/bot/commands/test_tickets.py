@@ -44,7 +44,7 @@ def _two_tickets(store: Path) -> tuple[str, str]:
 def test_a_repair_that_holds_closes_and_one_that_does_not_reopens_escalated(tmp_path: Path, cli: Cli) -> None:
     store = tmp_path / "store"
     held, failed = _two_tickets(store)
-    for ticket in (held, failed):  # the node stays drained: a passing `dcgmi diag -r 2` is what proves the part
+    for ticket in (held, failed):  # the node stays drained: a passing `dcgmi diag -r 3` is what proves the part
         code, out, _ = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH",
                            "--at", "2026-03-01T00:00Z", "--note", "reseated the tray", "--diag", "pass",
                            "--diag-at", "2026-03-01T00:30Z")
@@ -80,7 +80,7 @@ def test_a_drained_idle_node_stays_verifying_and_a_failed_diagnostic_reopens(tmp
                          link_series(steady(0.0, SOAK_SAMPLES), gpu=5, link=1)), "after")
     code, out, _ = cli("tickets", "--store", str(store), "verify")
     assert code == 0 and f"{idle} verifying" in out and "no traffic on the part" in out
-    assert f"{failed} open: the repair did not hold: `dcgmi diag -r 2` failed" in out
+    assert f"{failed} open: the repair did not hold: `dcgmi diag -r 3` failed" in out
     code, _, err = cli("tickets", "--store", str(store), "repaired", idle, "--by", "UTECH", "--diag-at", "2026-03-01")
     assert code != 0 and "--diag-at needs --diag" in err
 
