@@ -89,6 +89,10 @@ def cmd_console(args: argparse.Namespace) -> int:
                 host = f"[{server.host}]" if ":" in server.host else server.host
                 print(f"fabricbot console: http://{host}:{server.port}/  (Ctrl-C stops it)", flush=True)
                 print(f"fabricbot: nodes: {', '.join(source.node_ids()[:8])}", file=sys.stderr)
+                if not args.db:  # filed here, a ticket is not the store's: `fabricbot tickets` would not list it
+                    print("fabricbot: tickets, drafts and the audit trail are kept in a temporary folder, removed on "
+                          "exit: give --db DIR (the store's folder, for `fabricbot tickets` to list them) to keep "
+                          "them", file=sys.stderr)
                 try:
                     serve_until(args.seconds)
                 finally:
