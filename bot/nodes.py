@@ -35,12 +35,13 @@ from diagnostics.service import (
 from diagnostics.store import Alert, MaintenanceLog
 from diagnostics.topology import NodeGraph
 
+from .mrkdwn import esc
 from .work import InFlight
 
 DEFAULT_WINDOW_HOURS = 1.0
 
 __all__ = ["DEFAULT_WINDOW_HOURS", "NodeSource", "SnapshotNodeSource", "StoreNodeSource", "TableNodeSource",
-           "UnknownName", "close_matches"]
+           "UnknownName", "close_matches", "unknown_reply"]
 
 
 class NodeSource:
@@ -184,3 +185,16 @@ class StoreNodeSource(NodeSource):
                  window_hours: float = DEFAULT_WINDOW_HOURS) -> None:
         super().__init__(StoreSource(root, create=True), thresholds=thresholds, window_hours=window_hours)
         self.root = Path(root)
+
+
+def unknown_reply(exc: UnknownName, source: NodeSource) -> str:
+    """What a person is told of a name the source does not hold, the same through every door (`/fabric`, a
+    mention): its close matches, else a few names the source does hold."""
+    if exc.matches:
+        names = ", ".join(f"`{esc(m)}`" for m in exc.matches)
+        return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Did you mean {names}?"
+    listing = {"node": source.node_ids, "rack": source.rack_ids}
+    known = listing.get(exc.kind, source.job_ids)()
+    sample = ", ".join(f"`{esc(k)}`" for k in known[:5]) or "none yet"
+    note = f" ({esc(exc.note)})" if exc.note and not known else ""
+    return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Known {exc.kind}s: {sample}{note}."

@@ -21,7 +21,7 @@ from diagnostics import FabricbotError
 from .. import blocks
 from ..lifecycle import digest_text, maintenance_list, post_text, set_maintenance, verify_text, watch_text
 from ..mrkdwn import esc
-from ..nodes import UnknownName
+from ..nodes import UnknownName, unknown_reply
 from ..options import parse_duration
 from ..posting import post_diagnosis, post_fleet
 from ..replies import SLACK_FAILURES, Replier
@@ -101,17 +101,6 @@ def _window(value: str) -> float:
         raise UsageError(f"`--window` wants a duration like `6h`, `90m` or `2d`, not `{esc(value)}`") from None
 
 
-def _unknown_reply(exc: UnknownName, services: Services) -> str:
-    if exc.matches:
-        names = ", ".join(f"`{esc(m)}`" for m in exc.matches)
-        return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Did you mean {names}?"
-    listing = {"node": services.source.node_ids, "rack": services.source.rack_ids}
-    known = listing.get(exc.kind, services.source.job_ids)()
-    sample = ", ".join(f"`{esc(k)}`" for k in known[:5]) or "none yet"
-    note = f" ({esc(exc.note)})" if exc.note and not known else ""
-    return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Known {exc.kind}s: {sample}{note}."
-
-
 def answer(services: Services, request: Request, command: dict[str, Any], client: WebClient,
            reply: Replier) -> None:
     """The work behind one command, on the work queue: analyse, post, and say what went wrong if anything did."""
@@ -142,7 +131,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
                         job=request.target if request.verb == "job" else None)
         post_diagnosis(client, services, diagnosis, channel=reply.channel, title=title, failed=reply.slack_failed)
     except UnknownName as exc:
-        reply.tell(_unknown_reply(exc, services))
+        reply.tell(unknown_reply(exc, services.source))
     except FabricbotError as exc:
         reply.tell(f"I could not analyse that: {esc(exc)}")
     except SLACK_FAILURES as exc:

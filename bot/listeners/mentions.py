@@ -19,7 +19,7 @@ from slack_sdk import WebClient
 from diagnostics import FabricbotError
 
 from ..mrkdwn import esc
-from ..nodes import UnknownName, close_matches
+from ..nodes import UnknownName, close_matches, unknown_reply
 from ..pastes import PasteReader
 from ..posting import post_diagnosis
 from ..replies import SLACK_FAILURES, Replier
@@ -49,6 +49,18 @@ def _post(client: WebClient, event: dict[str, Any], text: str) -> None:
     client.chat_postMessage(channel=event["channel"], thread_ts=_thread(event), text=text)
 
 
+def _node_named(text: str, nodes: list[str]) -> str | None:
+    """The node a mention asks about: one the source holds readings of, else a word shaped like a host name (a
+    hyphen and a digit, or close to a node's name), asked of the source as `/fabric` asks it, so a node it does
+    not know, or knows with no reading, gets the answer `/fabric` gives."""
+    words = _WORD.findall(text)
+    held = [w for w in words if w in nodes]
+    if held:
+        return held[0]
+    hosts = [w for w in words if "-" in w and (any(c.isdigit() for c in w) or close_matches(w, nodes, n=1))]
+    return hosts[0] if hosts else None
+
+
 def answer_mention(services: Services, pastes: PasteReader, client: WebClient, event: dict[str, Any]) -> None:
     """The work behind one mention: a paste, a job, a node, or how to ask; a post Slack refuses is explained to
     who asked."""
@@ -72,20 +84,18 @@ def _answer(services: Services, pastes: PasteReader, client: WebClient, event: d
                             fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
             _post(client, event, esc(services.answer(diagnosis, text)))
             return
-        nodes = services.source.node_ids()
-        named = [w for w in _WORD.findall(text) if w in nodes]
+        named = _node_named(text, services.source.node_ids())
         if named:
-            diagnosis = services.source.diagnose(named[0])
+            diagnosis = services.source.diagnose(named)
             services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
                             fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
             _post(client, event, esc(services.answer(diagnosis, text)))
             post_diagnosis(client, services, diagnosis, channel=channel, thread_ts=_thread(event),
                            failed=_replier(client, event).slack_failed)
             return
-        near = [m for w in _WORD.findall(text) if "-" in w for m in close_matches(w, nodes, n=1)]
-        _post(client, event, HOW + (f" Did you mean `{esc(near[0])}`?" if near else ""))
+        _post(client, event, HOW)
     except UnknownName as exc:
-        _post(client, event, esc(exc))
+        _post(client, event, unknown_reply(exc, services.source))
     except FabricbotError as exc:
         _post(client, event, f"I could not analyse that: {esc(exc)}")
 

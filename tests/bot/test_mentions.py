@@ -70,7 +70,22 @@ def test_a_mention_naming_a_node_answers_and_offers_the_tickets(fleet: TableNode
         assert any(b["type"] == "actions" for b in summary.blocks)
         other = local.injector.mention("and hpc-gpu-nod-3?", user="UBOB", channel=OPS)
         assert local.slack.wait_for(lambda s: posted(s, thread=other.ts))
-        assert "Did you mean `hpc-gpu-node-03`?" in posted(local.slack, thread=other.ts)[0].text
+        assert "Did you mean `hpc-gpu-node-03`" in posted(local.slack, thread=other.ts)[0].text
+
+
+@pytest.mark.parametrize(("asked", "command"), [("what is wrong with hpc-gpu-node-99?", "hpc-gpu-node-99"),
+                                                ("why is job 9999 slow?", "job 9999")])
+def test_a_mention_of_a_name_the_source_does_not_hold_answers_as_the_slash_command(
+        fleet: TableNodeSource, asked: str, command: str) -> None:
+    """A node or job the source does not hold: the mention says what `/fabric` says, not the generic help."""
+    with local_bot(source=fleet) as local:
+        question = local.injector.mention(asked, user="UBOB", channel=OPS)
+        assert local.slack.wait_for(lambda s: posted(s, thread=question.ts))
+        mentioned = posted(local.slack, thread=question.ts)[0].text
+        local.injector.command(command, user="UALICE", channel=OPS)
+        assert local.slack.wait_for(lambda s: s.calls_to("response_url"))
+        assert mentioned == local.slack.calls_to("response_url")[0].params["text"]
+        assert "Ask me about" not in mentioned and command.split()[-1] in mentioned
 
 
 def _paste_reply(local: LocalSlack, thread: str, counts: tuple[int, int, int], at: str, nth: int) -> str:
