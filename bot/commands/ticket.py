@@ -30,7 +30,7 @@ from diagnostics.topology import Inventory, NodeGraph, load_inventory
 
 from ..options import add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from ..storage import open_db
-from ..workflow.cover import covering, with_narrower
+from ..workflow.cover import covering, standing, with_narrower
 from ..workflow.history import part_history
 from ..workflow.tracker import SqliteTracker, Tracker
 from . import SUMMARIES
@@ -123,7 +123,7 @@ def _already_open(label: str, tracker: Tracker, diagnosis: Diagnosis, graph: Nod
     known = tracker.open_ticket(diagnosis.owner_of(part.id), part.id, wider=diagnosis.wider_owner(part.id))
     if known is None:
         return False
-    print(f"{label}: a ticket for {part.component} on {known.node_id} is already open: {known.id}"
+    print(f"{label}: a ticket for {part.component} on {known.node_id} {standing(known)}: {known.id}"
           f"{covering(known, part.id, part.component)} (filed by {known.filed_by}); no second ticket drafted",
           file=sys.stderr)
     return True

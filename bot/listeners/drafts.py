@@ -30,7 +30,7 @@ from ..posting import post_correlation
 from ..replies import CONTENT_CODES, SLACK_FAILURES, error_code
 from ..services import Services
 from ..work import BUSY, Busy
-from ..workflow.cover import covering, with_narrower
+from ..workflow.cover import covering, standing, with_narrower
 from ..workflow.history import part_history
 from ..workflow.states import DraftState
 from .clicks import Click, click
@@ -137,7 +137,7 @@ class Drafting:
                 known = s.tracker.add_evidence(existing.id, evidence_lines(diagnosis, component, when,
                                                                            self.target.analysis_id), actor=at.user)
                 s.record("draft", actor=at.user, subject=subject, outcome="points to open ticket", ticket=known.id)
-                raise Refused(f"A ticket for {esc(component)} on `{esc(known.node_id)}` is already open: "
+                raise Refused(f"A ticket for {esc(component)} on `{esc(known.node_id)}` {standing(known, mention)}: "
                               f"*{esc(known.id)}*{esc(covering(known, slug, component))} (filed by "
                               f"{mention(known.filed_by)}). I added this analysis to its evidence.")
             assert s.drafter is not None

@@ -24,7 +24,8 @@ from ..replies import SLACK_FAILURES, error_code, explain
 from ..services import Services
 from ..state import Draft
 from ..workflow import filing as filing_
-from ..workflow.cover import covering
+from ..workflow.cover import covering, standing
+from ..workflow.states import TicketState
 from .clicks import Click, click, queued
 
 USERGROUP_TTL_S = 60.0
@@ -124,7 +125,9 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
         if not result.created:
             draft = decision.draft
             covers = esc(covering(ticket, draft.slug or draft.component, draft.component))
-            outcome = (f":link: Already open as *{esc(ticket.id)}*{covers} (filed by {mention(ticket.filed_by)}); "
+            stands = (f"Already open as *{esc(ticket.id)}*{covers}" if ticket.status != TicketState.VERIFYING else
+                      f"*{esc(ticket.id)}*{covers} {standing(ticket, mention)}")
+            outcome = (f":link: {stands} (filed by {mention(ticket.filed_by)}); "
                        f"{mention(at.user)}'s approval added this evidence to it.")
         elif result.repeat_offender:
             outcome = (f":rotating_light: Filed *{esc(ticket.id)}* (approved by {mention(at.user)}): the "

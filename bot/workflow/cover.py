@@ -8,9 +8,14 @@ is a new decision, drafted as its own ticket, which names the narrower open ones
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
 from diagnostics import Diagnosis
+from diagnostics import format as fmt
 from diagnostics.tickets import RepairTicket
 
+from .states import TicketState
 from .tracker import Ticket, Tracker
 
 
@@ -18,6 +23,16 @@ def covering(ticket: Ticket, slug: str, component: str) -> str:
     """How `ticket` stands for the part asked (`slug`, named `component`): nothing to add when it is the part's own,
     else ' covers <its part>, which includes <component>'."""
     return "" if ticket.slug == slug else f" covers {ticket.component}, which includes {component}"
+
+
+def standing(ticket: Ticket, who: Callable[[str], str] = str) -> str:
+    """How a ticket that stands for a part is: already open, or verifying its repair, since when and by whom: a
+    part repaired and soaking waits for its readings, not for hands (`fabricbot tickets` lists it so)."""
+    if ticket.status != TicketState.VERIFYING:
+        return "is already open"
+    since = fmt.when(datetime.fromisoformat(ticket.repaired_at)) if ticket.repaired_at else "an unknown time"
+    by = f" by {who(ticket.repaired_by)}" if ticket.repaired_by else ""
+    return f"is verifying its repair (repaired {since}{by})"
 
 
 def narrower_note(tickets: list[Ticket]) -> str | None:

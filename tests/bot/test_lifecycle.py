@@ -16,6 +16,7 @@ from bot.nodes import TableNodeSource
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
+from diagnostics import format as fmt
 from diagnostics.analysis import RepairCheck, RepairVerdict
 from diagnostics.service import TableSource
 
@@ -188,6 +189,22 @@ def test_a_second_report_repair_press_answers_only_the_person(local: LocalSlack)
                                 or len(posted(s, thread=thread)) > public, timeout=LONG_WAIT)
     assert len(posted(local.slack, thread=thread)) == public
     assert any("already verifying" in m.text for m in private(local.slack, "UBOB"))
+
+
+def test_a_draft_click_on_a_part_whose_ticket_is_verifying_says_so(local: LocalSlack) -> None:
+    """The part's ticket was repaired and waits for its soak: a Draft press says the ticket is verifying its
+    repair, and since when, as `fabricbot tickets` lists it, not that it is open."""
+    filed = _file(local)
+    _report(local, filed)
+    (ticket,) = [t for t in local.tracker.tickets() if t.status == "verifying"]  # type: ignore[attr-defined]
+    summary = summary_for(local, "hpc-gpu-node-12")
+    (draft,) = buttons(summary)
+    local.injector.action(draft, user="UBOB", channel=OPS, message_ts=summary.ts)
+    assert local.slack.wait_for(lambda s: any(ticket.id in m.text for m in posted(s, thread=summary.ts)),
+                                timeout=LONG_WAIT)
+    said = next(m.text for m in posted(local.slack, thread=summary.ts) if ticket.id in m.text)
+    assert "is verifying its repair" in said and "already open" not in said
+    assert fmt.when(datetime.fromisoformat(str(ticket.repaired_at))) in said
 
 
 def test_a_ticket_verify_closes_loses_its_report_repair_button(local: LocalSlack,
