@@ -50,6 +50,7 @@ from .fitting import (
     MAX_TEXT,
     clip,
     fit,
+    label,
     section,
     sections,
 )
@@ -123,8 +124,12 @@ def finding_line(f: Finding) -> str:
 
 
 def _button(text: str, action_id: str, value: str, primary: bool) -> ButtonElement:
-    return ButtonElement(text=clip(f"Draft ticket: {text}", MAX_LABEL), action_id=action_id, value=value,
-                         style="primary" if primary else None)
+    """'Draft ticket: <part>', or 'Draft: <part>' with its words shortened when that is past Slack's label limit:
+    the part's numbers are never cut."""
+    said = f"Draft ticket: {text}"
+    if len(said) > MAX_LABEL:
+        said = "Draft: " + label(text, MAX_LABEL - len("Draft: "))
+    return ButtonElement(text=said, action_id=action_id, value=value, style="primary" if primary else None)
 
 
 @dataclass(frozen=True)
@@ -164,8 +169,8 @@ def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
 
 
 def _menu(action_id: str, placeholder: str, options: Sequence[tuple[str, str]]) -> StaticSelectElement:
-    return StaticSelectElement(placeholder=PlainTextObject(text=clip(placeholder, MAX_LABEL)), action_id=action_id,
-                               options=[Option(value=v, text=clip(label, MAX_LABEL)) for label, v in options])
+    return StaticSelectElement(placeholder=PlainTextObject(text=label(placeholder)), action_id=action_id,
+                               options=[Option(value=v, text=label(said)) for said, v in options])
 
 
 @dataclass(frozen=True)
@@ -224,9 +229,9 @@ def draft_elements(diagnosis: Diagnosis, analysis_id: int, shown: Shown = Shown(
     total = len(others) + sum(len(item.links) for item in others)
     for n, chunk in enumerate(_chunks(kept, MAX_OPTIONS)):
         first = n * MAX_OPTIONS + 1
-        label = f"…or draft another ({total} more)" if len(kept) == total <= MAX_OPTIONS else \
+        heading = f"…or draft another ({total} more)" if len(kept) == total <= MAX_OPTIONS else \
             f"…or draft another ({first}-{first + len(chunk) - 1} of {total} more)"
-        elements.append(_menu(f"{DRAFT_LINK_ACTION}:more{n}", label, chunk))
+        elements.append(_menu(f"{DRAFT_LINK_ACTION}:more{n}", heading, chunk))
     parts_left = len(others) - len(listed_others)
     return Drafts(elements, parts_left, links_left + total - len(kept) - parts_left)
 

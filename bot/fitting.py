@@ -9,7 +9,9 @@ budget is posted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from functools import partial
 
 from slack_sdk.models.blocks import Block, MarkdownTextObject, SectionBlock
 
@@ -29,6 +31,33 @@ MESSAGE_BUDGET = 10_000
 
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_WORD = re.compile(r"[A-Za-z]+\.?")  # a word, or one already cut to its first letters and a dot
+
+
+def _short(keep: int, word: re.Match[str]) -> str:
+    """A word cut to its first `keep` letters and a dot, when that is shorter."""
+    return word[0] if len(word[0].rstrip(".")) <= keep + 1 else word[0][:keep] + "."
+
+
+def label(text: str, limit: int = MAX_LABEL) -> str:
+    """A button's or option's plain_text within `limit`: its words shortened, never its identifiers, since a clipped
+    label can cut a number ('port 6…' of port 63) and a person would click the wrong part. A word holding a digit
+    (GPU 3, port 63, a PCI address) stays whole; the words around them are cut longest first, to four letters and a
+    dot, then one, the word naming a number (the 'port' of 'port 63') last. Clipped only when its identifiers alone
+    are longer."""
+    if len(text) <= limit:
+        return text
+    words = text.split(" ")
+    names = {i for i in range(len(words) - 1) if any(c.isdigit() for c in words[i + 1])}
+    for keep, spare in ((4, False), (1, False), (1, True)):
+        cuttable = [i for i, w in enumerate(words) if not any(c.isdigit() for c in w) and (spare or i not in names)]
+        for i in sorted(cuttable, key=lambda i: -len(words[i])):
+            words[i] = _WORD.sub(partial(_short, keep), words[i])
+            if len(" ".join(words)) <= limit:
+                return " ".join(words)
+    return clip(" ".join(words), limit)
 
 
 def alt_text(text: str) -> str:

@@ -187,3 +187,32 @@ def test_a_tickets_tables_are_shown_in_slack_as_lines_a_person_reads() -> None:
 def test_a_table_of_more_columns_names_each_cell_by_its_column() -> None:
     text = to_mrkdwn("| link | rate | state |\n| --- | ---: | --- |\n| GPU 0 \\| NVLink 1 | 5/h | up |\nafter")
     assert text.splitlines() == ["*GPU 0 | NVLink 1*: rate: 5/h · state: up", "after"]
+
+
+def _numbers(said: str) -> list[str]:
+    """The words of a label or a part's name that hold a digit: its GPU, link, tray, chip and port numbers."""
+    return [w.strip("()") for w in said.split() if any(c.isdigit() for c in w)]
+
+
+def test_a_label_past_slacks_limit_keeps_every_number_of_its_part_whole() -> None:
+    """A rack link's name with 'Draft ticket: ' before it, or its part's name after it, is past the 75 characters
+    Slack takes: its words are shortened, never its numbers (a port 63 clipped to 'port 6…' is another port)."""
+    def link(tray: int, gpu: int, nvlink: int, port: int) -> Finding:
+        ref = ComponentRef.nvlink(gpu, nvlink, port=port).in_tray(str(tray), switch_tray="9", chip=2)
+        return Finding(ref=ref, link_type=LinkType.NVLINK, link_id=f"nvlink-{nvlink}", link=nvlink, gpu=gpu,
+                       severity=Severity.FAILING, worst_ratio=10.0 + port, rates_per_hour={"replay": 5000.0})
+
+    alone = [link(12 + t, t % 4, 17, 60 + t) for t in range(8)]  # each its own button, then a menu
+    chip = [link(12 + t, 1, 13, 40 + t) for t in range(3)]
+    loc = Localization(ref=ComponentRef.switch_chip("9", 2), confidence=0.9, links=[f.component for f in chip])
+    d = _diagnosis([*alone, *chip], loc)
+    assert all(len(f"Draft ticket: {f.component}") > fitting.MAX_LABEL for f in alone)
+    parts = [_numbers(f.component) for f in d.findings] + [_numbers(loc.component)]
+    wholes = parts + [p + _numbers(loc.component) for p in parts]  # an option: a link, then the part it is of
+    for shown in (blocks.Shown(), blocks.Shown(buttons=0)):
+        elements = [e.to_dict() for e in blocks.draft_elements(d, analysis_id=3, shown=shown).elements]
+        labels = [e["text"]["text"] for e in elements if e["type"] == "button"]
+        labels += [o["text"]["text"] for e in elements for o in e.get("options", [])]
+        assert len(labels) >= len(d.findings)  # every link is offered
+        for said in labels:
+            assert len(said) <= fitting.MAX_LABEL and _numbers(said) in wholes, said

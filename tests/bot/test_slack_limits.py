@@ -150,7 +150,7 @@ def test_a_rack_failing_on_every_switch_tray_fits_its_summary_worst_links_first(
     assert len(menus) == 4 and 0 < shown < 100 and all(len(m["options"]) == shown for m in menus)
     assert menus[0]["placeholder"]["text"] == f"…or one of its worst {shown} of {links[0]} links"
     worst = [f.component for _, f in blocks.degraded(d) if f.component in set(parts[0].links)][:shown]
-    assert [o["text"]["text"] for o in menus[0]["options"]] == [fitting.clip(c, fitting.MAX_LABEL) for c in worst]
+    assert [o["text"]["text"] for o in menus[0]["options"]] == [fitting.label(c) for c in worst]
     said = built[-1]["elements"][0]["text"]
     assert f"{sum(links) - 4 * shown} more are in none" in said
     assert "`fabricbot analyze --store DIR --rack rack-01` lists every one" in said
