@@ -67,12 +67,8 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
         cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
         print("  " + "  ".join(cells) + "  " + row[-1], file=out)
     if only_flagged:
-        left = len(d.findings) - len(shown)
-        once = sum(1 for f in d.findings if f.severity.value == "ok" and any("one reading" in e for e in f.evidence))
-        said = ("within thresholds" if not once else "read once: totals only, no rates" if once == left else
-                f"{left - once} within thresholds, {once} read once: totals only, no rates")
         if d.findings:
-            print(f"  ({fmt.count(left, 'more link')}{':' if 0 < once < left else ''} {said})", file=out)
+            print(f"  ({_rest(d, len(d.findings) - len(shown))})", file=out)
         _totals(d, out)
         if d.localization is not None:
             for loc in d.localizations:
@@ -86,6 +82,19 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
         print(f"  verdict:  {d.verdict}", file=out)
     for w in d.warnings:
         print(f"  warning: {w}", file=out)
+
+
+def _rest(d: Diagnosis, left: int) -> str:
+    """The `left` links within thresholds a flagged table leaves out, said as what was read of them: a lone reading
+    of counters holds totals, no rates; one of `nvlink -s` holds link states, no counter at all."""
+    lone = [f for f in d.findings if f.severity.value == "ok" and any("one reading" in e for e in f.evidence)]
+    kinds = [(left - len(lone), "within thresholds"),
+             (sum(1 for f in lone if f.counts), "read once: totals only, no rates"),
+             (sum(1 for f in lone if not f.counts), "read once: link states only, no error counters")]
+    said = [(n, what) for n, what in kinds if n]
+    if len(said) == 1:
+        return f"{fmt.count(left, 'more link')} {said[0][1]}"
+    return f"{fmt.count(left, 'more link')}: " + ", ".join(f"{n} {what}" for n, what in said)
 
 
 TOTALS_SHOWN = 10

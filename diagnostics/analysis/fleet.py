@@ -254,6 +254,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                          else f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced
                          else f"{node}'s link readings are of GPUs named by bus id alone ({', '.join(unplaced)}), "
                               "placed on no GPU index: its fabric health is unknown, not healthy")
+        elif samples.get(node, 2) < 2 and not any(f.counts for f in mine):  # `nvlink -s`: no counter at all
+            notes.append("one reading per link, of link states only: no error counter was read, so no total and no "
+                         "rate (`nvidia-smi nvlink -e`, read twice a few minutes apart, gives rates)")
         elif samples.get(node, 2) < 2:
             notes.append("one reading per link: totals since reset only; a rate needs a second reading")
         job = result.jobs.get(chosen[node]) if node in chosen else None

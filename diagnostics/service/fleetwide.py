@@ -146,10 +146,12 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     result.unjudged = sorted({*lone, *(n for n in unreadable if n not in reporting)})
     if lone:
         result.complete = False
+        kinds = {answered.diagnoses[n].repair_action for n in lone}  # `nvlink -s` reads states, no counter
+        read = ("link states only, no error counters" if kinds == {STATES_ONLY_ACTION} else
+                "totals or link states only, no rates" if STATES_ONLY_ACTION in kinds else "totals only, no rates")
         result.incomplete_reasons.append(
             f"{fmt.count(len(lone), 'node')} {'holds' if len(lone) == 1 else 'hold'} one reading per link, or none: "
-            "totals only, no rates, so their links are not "
-            "judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
+            f"{read}, so their links are not judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),

@@ -202,6 +202,28 @@ def test_the_links_left_out_say_how_many_were_read_once(tmp_path: Path, cli: Cli
     assert "(3 more links: 2 within thresholds, 1 read once: totals only, no rates)" in out
 
 
+def test_an_nvlink_s_reading_is_said_as_link_states_through_every_door(tmp_path: Path, cli: Cli) -> None:
+    """`nvidia-smi nvlink -s` holds link states and speeds, no counter: `analyze FILE`, `analyze --store`, `sweep`
+    and the Slack summary of `/fabric` say its links were read once for their states, never that totals were
+    read."""
+    states = FIXTURES / "real" / "nvlink_s_a100_all_up_gpud_1.txt"
+    code, out, err = cli("analyze", str(states), "--node", "n1")
+    assert code == 0, err
+    rest = next(line for line in out.splitlines() if "more links" in line)
+    assert "read once: link states only" in rest and "totals" not in rest
+    assert "link states only" in out and "totals since reset" not in out
+    store = tmp_path / "store"
+    assert cli("ingest", str(states), "--store", str(store), "--node", "n1", "--at", "2026-12-05T18:00:00Z")[0] == 0
+    code, out, _ = cli("analyze", "--store", str(store), "--node", "n1")
+    assert "read once: link states only" in out and "totals" not in out
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    said = " ".join(json.loads(out)["incomplete_reasons"])
+    assert "n1" in said and "link states only" in said and "totals" not in said
+    with local_bot(source=StoreNodeSource(store)) as local:
+        shown = str(summary_for(local, "n1").blocks)
+    assert "link states only" in shown and "totals" not in shown
+
+
 def test_a_slowed_jobs_unreadable_history_is_not_scored_through_every_door(tmp_path: Path, cli: Cli) -> None:
     """A slowed job whose node's earlier day in the store was cut: `analyze --store --node`, `sweep --store` and the
     Slack summary of `/fabric n1` give the one verdict, that n1's links were not scored (unknown), never that they
