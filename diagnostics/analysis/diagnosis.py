@@ -93,10 +93,11 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              has_links: bool = True, job_gpus: int | None = None, prescored: bool = False,
              rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False,
              lists_every_link: bool = False, platform_guess: str | None = None,
-             window_asked_hours: float | None = None) -> Diagnosis:
+             window_asked_hours: float | None = None, counted: bool | None = None) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
-    rack's, scored on each of its hosts)."""
+    rack's, scored on each of its hosts). `counted`: whether an error counter was read on any of its links (None:
+    as its findings say; a fleet's findings hold only its flagged links)."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
     shown = job  # a job that stopped is named, but neither slowed nor explained by this node's links
@@ -140,7 +141,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     elif not has_links:  # nothing read is not "within threshold"
         action = NO_LINKS_ACTION
     elif not rates_known:  # a lone reading: of counters (totals), or of states and speeds alone (`nvlink -s`)
-        action = LONE_READING_ACTION if any(f.counts for f in findings) else STATES_ONLY_ACTION
+        read = any(f.counts for f in findings) if counted is None else counted
+        action = LONE_READING_ACTION if read else STATES_ONLY_ACTION
     else:
         action = repair_action("healthy", platform=platform, node_id=node_id)
     headline = (loc.component if loc else top.component if top else "None") if failing else "None"

@@ -38,7 +38,7 @@ from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
 from .findings import finding_of
-from .fleet_metrics import PIECE_ROWS, fleet_metrics, lanes_level, max_samples
+from .fleet_metrics import PIECE_ROWS, counted_nodes, fleet_metrics, lanes_level, max_samples
 from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links
 from .jobs import History, explain_jobs
 from .localize import localize_all
@@ -162,6 +162,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
     samples = max_samples(metrics)
+    counted = counted_nodes(metrics)
     early = _names(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
     restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
     fabric = fabric_states(events)
@@ -254,7 +255,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                          else f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced
                          else f"{node}'s link readings are of GPUs named by bus id alone ({', '.join(unplaced)}), "
                               "placed on no GPU index: its fabric health is unknown, not healthy")
-        elif samples.get(node, 2) < 2 and not any(f.counts for f in mine):  # `nvlink -s`: no counter at all
+        elif samples.get(node, 2) < 2 and node not in counted:  # `nvlink -s`: no counter at all
             notes.append("one reading per link, of link states only: no error counter was read, so no total and no "
                          "rate (`nvidia-smi nvlink -e`, read twice a few minutes apart, gives rates)")
         elif samples.get(node, 2) < 2:
@@ -275,7 +276,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             window_hours=span.hours if span else window.total_seconds() / 3600,
             window_asked_hours=span.asked_hours if span else None,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
-            thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2,
+            thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2, counted=node in counted,
             has_links=node in view.gpus_seen or node in reporting_links,
             job_gpus=_job_gpus(job, graph_of), stated_pairs=node in listed, lists_every_link=full,
             platform_guess=graph_of.guess(node))

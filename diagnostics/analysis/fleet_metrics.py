@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..config.thresholds import Thresholds
 from ..enums import LinkType
+from ..metrics import COUNTERS
 from .ends import EndView
 from .metrics import link_metrics
 from .prepared import prepare_rows
@@ -67,6 +68,16 @@ def lanes_level(metrics: pd.DataFrame, ends: Mapping[tuple[str, int], Mapping[An
         level[pcie] = [counts.get(key, np.nan) for key in keys]
         levels[name] = level
     return metrics.assign(**levels)
+
+
+def counted_nodes(metrics: pd.DataFrame) -> set[str]:
+    """The nodes with an error counter read on some link (a total, zero included): a lone reading of them holds
+    totals; one of `nvidia-smi nvlink -s` holds link states and speeds, no counter at all."""
+    columns = [c for c in (f"{m}_total" for m in COUNTERS) if c in metrics.columns]
+    if metrics.empty or not columns:
+        return set()
+    read = metrics[columns].notna().any(axis=1).to_numpy()
+    return {str(n) for n in metrics["node_id"].astype("string")[read].unique()}
 
 
 def max_samples(metrics: pd.DataFrame) -> dict[str, int]:

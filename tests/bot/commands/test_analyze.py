@@ -219,6 +219,13 @@ def test_an_nvlink_s_reading_is_said_as_link_states_through_every_door(tmp_path:
     code, out, _ = cli("sweep", "--store", str(store), "--json")
     said = " ".join(json.loads(out)["incomplete_reasons"])
     assert "n1" in said and "link states only" in said and "totals" not in said
+    # a lone reading of counters beside it (`nvlink -e`) is still totals, in the fleet's view too, where a node's
+    # findings hold only its flagged links
+    counters = FIXTURES / "real" / "nvlink_e_h100_1.txt"
+    assert cli("ingest", str(counters), "--store", str(store), "--node", "n2", "--at", "2026-12-05T18:00:00Z")[0] == 0
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    assert "n1, n2" in (said := " ".join(json.loads(out)["incomplete_reasons"]))
+    assert "totals or link states only, no rates" in said
     with local_bot(source=StoreNodeSource(store)) as local:
         shown = str(summary_for(local, "n1").blocks)
     assert "link states only" in shown and "totals" not in shown
