@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from diagnostics.analysis.events import merge_sources
+from diagnostics.analysis.event_merge import merge_sources
 from diagnostics.tables import EVENTS
 
 T = pd.Timestamp("2026-03-01T10:00:00Z")
