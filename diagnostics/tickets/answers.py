@@ -52,6 +52,9 @@ def rules_answer(diagnosis: Diagnosis) -> str:
             return (f"{who}: no failing link on `{d.node_id}`{slow}, but {warned[0].component} warns: "
                     f"{warned[0].crossed[0].message}{more}. Priority {d.priority_said()}; suggested action: "
                     f"{d.repair_action}")
+        if d.health_unknown():  # nothing read to clear it: never "within thresholds"
+            return (f"{who}: no link reading of `{d.node_id}` in the window{slow}, so its fabric health is unknown, "
+                    f"not healthy. Suggested action: {d.repair_action}")
         return (f"{who}: no fabric fault on `{d.node_id}`{slow}. "
                 + (d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."))
     part = d.isolated_component  # 'the GPU at PCI ...' or 'a GPU of the node': its article goes, 'failing' is one

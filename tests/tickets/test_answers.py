@@ -78,3 +78,14 @@ def test_a_gpu_known_by_its_pci_address_alone_is_said_as_a_failing_gpu() -> None
     """A kernel log names a GPU by its PCI address: the answer read 'has a failing the GPU at PCI 0000:18:00.0'."""
     d = seed_diagnosis().model_copy(update={"isolated_component": "the GPU at PCI 0000:18:00.0"})
     assert "has a failing GPU at PCI 0000:18:00.0" in rules_answer(d)
+
+
+def test_a_node_with_no_link_read_is_not_answered_as_within_thresholds() -> None:
+    """A node of the inventory never read: the answer said 'no fabric fault ... the interconnect counters are within
+    thresholds', counters no one had read."""
+    seed = seed_diagnosis()
+    unread = seed.model_copy(update={"findings": [], "fault_detected": False, "lists_every_link": True,
+                                     "localization": None, "localizations": [], "verdict": None})
+    assert unread.health_unknown()
+    said = rules_answer(unread)
+    assert "fabric health is unknown" in said and "within thresholds" not in said and "no fabric fault" not in said
