@@ -72,7 +72,8 @@ def test_queries_overlap_up_to_the_configured_limit(tmp_path: Path) -> None:
 def _mixed(request: httpx.Request) -> httpx.Response:
     """Offenders for the NVLink replay rule, a refusal for the PCIe rule, partial data for the CRC rule."""
     query = parse_qs(request.content.decode())["query"][0]
-    if "PCIE_REPLAY" in query and "increase(" in query:  # the rule's query, not the GPU count's
+    # the rule's query, not the GPU count's, nor the off-bus Xid term's (which asks which GPUs report PCIe series)
+    if "PCIE_REPLAY" in query and "increase(" in query and "xid" not in query.lower():
         return httpx.Response(422, json={"status": "error", "errorType": "execution", "error": "boom"})
     rows: list[dict[str, object]] = []
     if "NVLINK_REPLAY" in query and "> 1000" in query and "count_over_time" not in query and "unless" not in query:
