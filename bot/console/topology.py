@@ -31,9 +31,9 @@ class Target:
         return {"message_ts": self.message_ts, "action_id": self.action_id, "option": self.option}
 
 
-def draft_targets(message: Message) -> dict[int, Target]:
-    """Finding index -> the element of the summary that drafts it (a button, or an option of the select)."""
-    found: dict[int, Target] = {}
+def _draft_picks(message: Message) -> list[tuple[blocks.DraftTarget, Target]]:
+    """Each thing a summary drafts, with the element (a button, or an option of a select) that drafts it."""
+    picks: list[tuple[blocks.DraftTarget, Target]] = []
     for block in message.blocks:
         if block.get("type") != "actions":
             continue
@@ -45,10 +45,30 @@ def draft_targets(message: Message) -> dict[int, Target]:
             if "value" in element:
                 values.append((str(element["value"]), ""))
             for value, option in values:
-                target = blocks.DraftTarget.parse(value)
-                if target.finding is not None:
-                    found.setdefault(target.finding, Target(message.ts, message.thread_ts, action_id,
-                                                            option or None))
+                try:
+                    target = blocks.DraftTarget.parse(value)
+                except ValueError:
+                    continue
+                picks.append((target, Target(message.ts, message.thread_ts, action_id, option or None)))
+    return picks
+
+
+def draft_targets(message: Message) -> dict[int, Target]:
+    """Finding index -> the element of the summary that drafts it (a button, or an option of the select)."""
+    found: dict[int, Target] = {}
+    for target, element in _draft_picks(message):
+        if target.finding is not None:
+            found.setdefault(target.finding, element)
+    return found
+
+
+def suspect_targets(message: Message) -> dict[int | None, Target]:
+    """Suspect (its index in Diagnosis.localizations; None: the headline) -> the element that drafts it, for a
+    suspect the summary drafts as a component rather than as one of its findings."""
+    found: dict[int | None, Target] = {}
+    for target, element in _draft_picks(message):
+        if target.finding is None:
+            found.setdefault(target.localization, element)
     return found
 
 
@@ -111,9 +131,45 @@ def rack_units(diagnosis: Diagnosis) -> dict[str, int]:
     return units
 
 
+def part_json(component: str, kind: str, severity: str, evidence: list[str], finding: int | None,
+              target: Target | None) -> dict[str, Any]:
+    return {"component": component, "kind": kind, "severity": severity, "evidence": evidence, "finding": finding,
+            "action": target.json() if target is not None else None}
+
+
+def suspect_parts(diagnosis: Diagnosis, drawn: set[int], summary: Message | None) -> list[dict[str, Any]]:
+    """What the node's fault names that no drawn link carries: each suspect (a GPU off the bus, an NVSwitch, Fabric
+    Manager), then each failing finding of no suspect, with the summary's element that drafts it. Without them a
+    node whose fault is not on a link showed nothing to click beside an urgent summary."""
+    findings = draft_targets(summary) if summary is not None else {}
+    suspects = suspect_targets(summary) if summary is not None else {}
+    seen = {diagnosis.findings[i].ref.slug for i in drawn}
+    failing = {f.ref.slug: i for i, f in enumerate(diagnosis.findings) if f.severity is not Severity.OK}
+    out: list[dict[str, Any]] = []
+    locs = diagnosis.localizations or ([diagnosis.localization] if diagnosis.localization else [])
+    for n, loc in enumerate(locs):
+        if loc.ref.slug in seen:
+            continue
+        seen.add(loc.ref.slug)
+        own = failing.get(loc.ref.slug)
+        target = suspects.get(n if diagnosis.localizations else None)
+        if target is None and own is not None:  # drafted as its own finding (a GPU's Xid beside the GPU)
+            target = findings.get(own)
+        out.append(part_json(loc.component, loc.kind.value, loc.severity.value, list(loc.evidence), own, target))
+    for slug, index in failing.items():
+        if slug in seen or index in drawn:
+            continue
+        seen.add(slug)
+        f = diagnosis.findings[index]
+        out.append(part_json(f.component, f.ref.kind.value, f.severity.value, list(f.evidence), index,
+                             findings.get(index)))
+    return out
+
+
 def topology_view(drawable: Drawable, analysis_id: int, summary: Message | None) -> dict[str, Any]:
     """The SVG (the same picture as the PNG, on the same graph) and, per degraded link drawn, its details and its
-    draft action; for a rack, the rack view with its units clickable."""
+    draft action; for a rack, the rack view with its units clickable; and the suspects no drawn link carries, each
+    with its draft action."""
     diagnosis = drawable.diagnosis
     assert diagnosis is not None
     targets = draft_targets(summary) if summary is not None else {}
@@ -127,7 +183,9 @@ def topology_view(drawable: Drawable, analysis_id: int, summary: Message | None)
                 continue
             index = diagnosis.findings.index(h.finding)
             links.append(link_json(diagnosis, index, h.gid, targets.get(index)))
-    return {"node": diagnosis.node_id, "analysis": analysis_id, "svg": svg, "links": links,
+    parts = suspect_parts(diagnosis, {link["finding"] for link in links}, summary)
+    return {"node": diagnosis.node_id, "analysis": analysis_id, "svg": svg, "links": links, "parts": parts,
+            "fault": diagnosis.fault_detected,
             "summary_ts": summary.ts if summary else None,
             "thread_ts": (summary.thread_ts or summary.ts) if summary else None,
             "suspect": diagnosis.localization.component if diagnosis.localization else None}

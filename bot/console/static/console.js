@@ -267,9 +267,11 @@ async function openTopology(fileId) {
   state.topology = view;
   state.asked = null;
   $("topo-title").textContent = `${view.node} · topology`;
+  const parts = view.parts || [];
   $("topo-sub").textContent = view.links.length
     ? "Hover a coloured link for its rates; click it to draft its ticket."
-    : "No degraded links on this node.";
+    : parts.length ? "The fault is not on a link: draft the suspect's ticket below."
+    : view.fault ? "The fault names no part drawn here: see the summary." : "No degraded links on this node.";
   const host = $("svg-host");
   host.innerHTML = view.svg.slice(view.svg.indexOf("<svg"));
   const svg = host.querySelector("svg");
@@ -307,6 +309,17 @@ async function openTopology(fileId) {
     row.addEventListener("mousemove", (ev) => showTip(link, ev));
     row.addEventListener("mouseleave", () => { $("tip").hidden = true; });
     row.addEventListener("click", () => draftLink(link));
+    list.appendChild(row);
+  }
+  if (parts.length) list.appendChild(Object.assign(document.createElement("div"), { className: "topo-h", textContent: "Suspects not on a link" }));
+  for (const part of parts) { // a GPU off the bus, an NVSwitch, Fabric Manager: the summary's draft for it
+    const row = document.createElement("button");
+    row.type = "button";
+    row.className = `topo-link sev-${part.severity}`;
+    row.title = part.evidence.join("\n");
+    row.innerHTML = `<span class="chip">${BlockKit.escapeHtml(part.severity)}</span> ` +
+      `<span class="comp">${BlockKit.escapeHtml(part.component)}</span><span class="rates">${BlockKit.escapeHtml(part.kind)}</span>`;
+    row.addEventListener("click", () => draftLink(part));
     list.appendChild(row);
   }
   flash("");

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
 from bot.blocks import DRAFT_LINK_ACTION, diagnosis_blocks
+from bot.cli import main
 from bot.console.topology import analysis_of, draft_targets, topology_view
 from bot.console.web import Console
-from bot.nodes import SnapshotNodeSource
+from bot.nodes import SnapshotNodeSource, StoreNodeSource
 from bot.transport.mock_slack import BOT_USER, Message
 from diagnostics import Diagnosis
 from diagnostics.components import ComponentRef
@@ -17,7 +19,8 @@ from diagnostics.enums import Severity
 from diagnostics.model import Localization
 from diagnostics.render import drawable_of
 
-from ..helpers import SEEDS
+from ..helpers import SEEDS, posted
+from .helpers import console, summary
 
 
 def _posted(diagnosis: Diagnosis, analysis_id: int) -> Message:
@@ -78,3 +81,47 @@ def test_every_clickable_link_is_drawn_inside_the_svg_picture() -> None:
         assert all(0 <= x <= width for x in xs) and all(0 <= y <= height for y in ys), path.get("d")
         assert link["action"] == {"message_ts": "1800000000.000007", "action_id": f"draft:{link['finding']}",
                                   "option": None}
+
+
+def test_a_suspect_on_no_drawn_link_is_listed_with_the_summarys_draft_for_it() -> None:
+    """An NVSwitch that explains links is a suspect of its own: the view lists it beside its drawn links, with the
+    element that drafts the switch (not one of its links)."""
+    d = _node12()
+    first = next(i for i, f in enumerate(d.findings) if f.severity is not Severity.OK)
+    loc = Localization(ref=ComponentRef.nvswitch("NVSwitch 1"), switch="NVSwitch 1", confidence=0.8,
+                       links=[d.findings[first].component])
+    shared = d.model_copy(update={"localization": loc, "localizations": [loc]})
+    message = _posted(shared, 5)
+    view = topology_view(drawable_of(shared, None), 5, message)
+    assert [p["component"] for p in view["parts"]] == ["NVSwitch 1"]
+    action = view["parts"][0]["action"]
+    element = next(e for b in message.blocks if b["type"] == "actions" for e in b["elements"]
+                   if e["action_id"] == action["action_id"])
+    assert analysis_of(message) == 5 and '"l":0' in element["value"] and action["option"] is None
+    assert {link["finding"] for link in view["links"]} == {first}
+
+
+def test_a_gpu_off_the_bus_is_listed_with_its_draft_where_no_link_is_degraded(tmp_path: Path) -> None:
+    """A node whose only fault is a GPU off the bus (Xid 79): no link is drawn as degraded, yet the view lists the
+    GPU with the summary's draft button for it, and clicking it drafts that GPU's ticket. Before, the view held no
+    link and nothing to click beside an urgent summary."""
+    log = tmp_path / "kern.log"
+    log.write_text("Nov 20 03:15:01 n1 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, "
+                   "GPU has fallen off the bus.\n", encoding="utf-8")
+    store = tmp_path / "store"
+    assert main(["ingest", str(log), "--store", str(store), "--node", "n1", "--at", "2026-11-20T03:20:00Z"]) == 0
+    with console(source=StoreNodeSource(store)) as c:
+        posted_summary = summary(c, "n1")
+        assert c.slack.wait_for(lambda s: any(m.files and m.thread_ts == posted_summary.ts for m in list(s.messages)),
+                                timeout=60)
+        picture = next(f for m in list(c.slack.messages) if m.thread_ts == posted_summary.ts for f in m.files)
+        view = c.topology(picture)
+        shown = c.state.analysis(view["analysis"])
+        assert shown is not None and shown.fault_detected and shown.localization is not None
+        assert view["links"] == [] and view["fault"]
+        (part,) = view["parts"]
+        assert part["component"] == shown.localization.component and part["kind"] == "gpu"
+        assert part["action"]["message_ts"] == posted_summary.ts
+        assert c.act(**part["action"])["status"] == 200
+        assert c.slack.wait_for(lambda s: any(part["component"] in m.text and m.edits
+                                              for m in posted(s, thread=posted_summary.ts)), timeout=60)
