@@ -128,7 +128,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
                         fault=diagnosis.fault_detected,
                         component=diagnosis.isolated_component if diagnosis.fault_detected else None,
                         priority=diagnosis.ticket_priority.value, degradation_pct=diagnosis.degradation_pct,
-                        job=request.target if request.verb == "job" else None)
+                        job=diagnosis.job_id or (request.target if request.verb == "job" else None))
         post_diagnosis(client, services, diagnosis, channel=reply.channel, title=title, failed=reply.slack_failed)
     except UnknownName as exc:
         reply.tell(unknown_reply(exc, services.source))

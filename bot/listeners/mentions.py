@@ -87,7 +87,7 @@ def _answer(services: Services, pastes: PasteReader, client: WebClient, event: d
         named = _node_named(text, services.source.node_ids())
         if named:
             diagnosis = services.source.diagnose(named)
-            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
+            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=diagnosis.job_id,
                             fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
             _post(client, event, esc(services.answer(diagnosis, text)))
             post_diagnosis(client, services, diagnosis, channel=channel, thread_ts=_thread(event),

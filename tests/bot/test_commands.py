@@ -167,3 +167,15 @@ def test_a_full_queue_is_said_in_the_acknowledgement() -> None:
         assert all("try again in a minute" in b for b in bodies[2:])
         source.gate.set()
         assert local.slack.wait_for(lambda s: len(posted(s)) == 2, timeout=LONG_WAIT)
+
+
+def test_the_audit_trail_records_the_job_a_node_diagnosis_names() -> None:
+    """`/fabric NODE` whose diagnosis names its job: the trail's analysis entry carries that job, as `/fabric job`
+    does (it said `job: null`)."""
+    with local_bot() as local:
+        summary_for(local, "hpc-gpu-node-12")
+        shown = BotState(local.audit.db).analysis(DraftTarget.parse(buttons(posted(local.slack)[-1])[0]["value"])
+                                                  .analysis_id)
+        assert shown is not None and shown.job_id
+        (entry,) = [e for e in local.audit.entries("analysis") if e["subject"] == "hpc-gpu-node-12"]
+        assert entry["detail"]["job"] == shown.job_id

@@ -170,3 +170,12 @@ def test_two_pastes_seconds_apart_are_told_they_are_too_close_for_a_rate() -> No
         second = _paste_reply(local, root.ts, (9001, 2, 45003), "2026-03-02T10:00:05+00:00", 2)
         assert "could not compute rates" in second and "5 s apart" in second and "at least 60 s" in second
         assert "no fabric fault" not in second
+
+
+def test_a_mention_naming_a_node_records_the_job_its_diagnosis_names(fleet: TableNodeSource) -> None:
+    with local_bot(source=fleet) as local:
+        question = local.injector.mention("what is wrong with hpc-gpu-node-12?", user="UBOB", channel=OPS)
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=question.ts)) >= 2)
+        named = fleet.diagnose("hpc-gpu-node-12").job_id
+        (entry,) = [e for e in local.audit.entries("analysis") if e["subject"] == "hpc-gpu-node-12"]
+        assert named is not None and entry["detail"]["job"] == named
