@@ -158,3 +158,21 @@ def test_only_a_platform_that_runs_fabric_manager_asks_for_its_version(tmp_path:
     assert "nv-fabricmanager" not in dgx1
     paths = _readings(tmp_path, "hgx-h100-8gpu", "NVIDIA H100 80GB HBM3", {g: {"NVSwitch 1"} for g in (0, 3, 6)})
     assert "nv-fabricmanager --version" in _row(_ticket(paths, "hgx-h100-8gpu"), "fabric manager version")
+
+
+def test_a_fatal_sxids_ticket_quotes_nvidia_with_the_reset_its_plan_takes() -> None:
+    """A real fatal SXid 24007: the catalog text the ticket quotes as NVIDIA's named the GPU behind the port and a
+    guest VM restart while the ticket's reset step restarts the node; the quote now names the node restart, with
+    its source, as the step does."""
+    source, node, _ = files_source([REAL / "sxid_24007_xid_a100_1.txt"])
+    d = diagnose(source, Request(node=node)).diagnosis
+    assert d.localization is not None and d.localization.fault is FaultKind.NVSWITCH_FATAL
+    text = ticket_markdown(RulesDrafter().draft(d))
+    steps = [line for line in text.splitlines() if line.lower().startswith("1. restart the node")]
+    assert steps, text
+    quoted = [line.split("NVIDIA: ", 1)[1] for line in text.splitlines()
+              if "SXid 24007 (" in line and "NVIDIA: " in line]
+    assert quoted, text
+    for said in quoted:
+        first = said.split(";")[0]  # what to do, before any narrower reset it sets aside
+        assert "restart the node" in first and "Fabric Manager guide" in first, said
