@@ -192,17 +192,25 @@ def test_a_fleet_gone_silent_is_said_once_and_its_alerts_stay_open_not_reporting
         assert opened <= set(active) and all(active[k].silent_since is not None for k in silent)
 
 
+def _tables(fleet: TableNodeSource) -> TableSource:
+    tables = fleet.source
+    assert isinstance(tables, TableSource)
+    return tables
+
+
+def _stated(tables: TableSource, node: str | None = None, platform: str | None = None) -> TableNodeSource:
+    """The fleet's tables with `node`'s platform stated as `platform` in its inventory (none: as the fleet says)."""
+    return TableNodeSource(tables.tables, tables.platforms() | ({node: platform} if node and platform else {}))
+
+
 def test_a_held_nodes_new_part_is_said_held_and_its_page_names_the_inventory(fleet: TableNodeSource) -> None:
     """An NVLink node stated pcie-8gpu (the platform has no NVLink): its tickets are held and say do not drain. Its
     alert's status line said the bare level '(failing, urgent)' over a summary saying held, and paged on-call to act
     on the part. It still pages at the level it takes once released (the fault may be real), but says held in the
     ticket's words and that the inventory is what needs the person now, not the part."""
-    tables = fleet.source
-    assert isinstance(tables, TableSource)
-    node = "hpc-gpu-node-12"
+    tables, node = _tables(fleet), "hpc-gpu-node-12"
     CLOCK.at("12:00")
-    with local_bot(Settings(), source=TableNodeSource(tables.tables, tables.platforms() | {node: "pcie-8gpu"}),
-                   clock=CLOCK) as bot:
+    with local_bot(Settings(), source=_stated(tables, node, "pcie-8gpu"), clock=CLOCK) as bot:
         done = _loop(bot, policy=NO_STORM).run_once()
         (new,) = [d.part for d in done.decisions if d.step is Step.NEW and d.alert.node_id == node]
         assert new is not None
@@ -220,17 +228,14 @@ def test_a_held_parts_alert_is_restated_once_its_inventory_is_mended(fleet: Tabl
     """A part alerted held (its node stated pcie-8gpu, its readings NVLink's) whose inventory is then mended: its
     alert kept saying held, do not drain, pass after pass, until its rank changed. The next pass restates it at its
     plain level, says it is released, and says it once."""
-    tables = fleet.source
-    assert isinstance(tables, TableSource)
-    node = "hpc-gpu-node-12"
+    tables, node = _tables(fleet), "hpc-gpu-node-12"
     CLOCK.at("12:00")
-    with local_bot(Settings(), source=TableNodeSource(tables.tables, tables.platforms() | {node: "pcie-8gpu"}),
-                   clock=CLOCK) as bot:
+    with local_bot(Settings(), source=_stated(tables, node, "pcie-8gpu"), clock=CLOCK) as bot:
         assert bot.app is not None
         loop = _loop(bot, policy=NO_STORM)
         (new,) = [d for d in loop.run_once().decisions if d.step is Step.NEW and d.alert.node_id == node]
         assert new.part is not None and new.part.held is not None
-        bot.app.services.source = TableNodeSource(tables.tables, tables.platforms())  # the inventory mended
+        bot.app.services.source = _stated(tables)  # the inventory mended
         CLOCK.at("12:05")
         (again,) = [d for d in loop.run_once().decisions if d.alert.key == new.alert.key]
         assert again.step is Step.RESTATED and again.part is not None and again.part.held is None

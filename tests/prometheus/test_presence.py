@@ -4,6 +4,7 @@ the server's index knows; otherwise they are asked by name and the silent ones a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from urllib.parse import parse_qs
 
@@ -30,9 +31,14 @@ def _swept(known: list[str], reports: list[str]) -> tuple[SweepResult, list[str]
         sent.append(parse_qs(request.content.decode())["query"][0])
         return span(request)
 
+    return _swept_by(answer), sent
+
+
+def _swept_by(answer: Callable[[httpx.Request], httpx.Response]) -> SweepResult:
+    """A sweep, unread, of a server that answers as `answer` does."""
     client = PrometheusClient(load_config("http://prom.test:9090", env={}),
                               http=httpx.Client(transport=httpx.MockTransport(answer)), sleep=lambda _s: None)
-    return sweep(client, load_thresholds(), at=AT, analyze=False), sent
+    return sweep(client, load_thresholds(), at=AT, analyze=False)
 
 
 def _by_name(sent: list[str]) -> list[str]:
@@ -85,9 +91,7 @@ def test_the_count_reads_the_pcie_series_and_a_node_without_them_is_asked_by_nam
             rows = [{"metric": {"Hostname": n}, "value": [at, "1"]} for n in nodes]
         return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": rows}})
 
-    client = PrometheusClient(load_config("http://prom.test:9090", env={}),
-                              http=httpx.Client(transport=httpx.MockTransport(answer)), sleep=lambda _s: None)
-    result = sweep(client, load_thresholds(), at=AT, analyze=False)
+    result = _swept_by(answer)
     assert result.complete and not result.silent, result.incomplete_reasons
     pcie_names, every = (q.replace("\\", "") for q in _by_name(sent))
     assert "NVLINK" not in pcie_names
@@ -113,9 +117,7 @@ def test_every_node_is_asked_over_every_series_where_the_index_was_not_read_and_
             rows = [{"metric": {"Hostname": n}, "value": [at, "1"]} for n in NODES]
         return httpx.Response(200, json={"status": "success", "data": {"resultType": "vector", "result": rows}})
 
-    client = PrometheusClient(load_config("http://prom.test:9090", env={}),
-                              http=httpx.Client(transport=httpx.MockTransport(answer)), sleep=lambda _s: None)
-    result = sweep(client, load_thresholds(), at=AT, analyze=False)
+    result = _swept_by(answer)
     assert not result.silent
     assert not any(r.startswith("no node of the prometheus") for r in result.incomplete_reasons)
     assert len(_by_name(sent)) == 2 and "Hostname=~" not in _by_name(sent)[1]

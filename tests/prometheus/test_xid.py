@@ -169,6 +169,20 @@ def test_every_door_names_the_same_xid_offenders(xid_server: Server, tmp_path: P
     assert {door: xids(result) for door, result in doors.items()} == {door: want for door in doors}
 
 
+def _both_doors(server: Server, tmp_path: Path, at: datetime) -> dict[str, SweepResult]:
+    """The same scrapes swept, unread, by the server they were backfilled into and by a store they are ingested
+    into, at `at` over a one-hour window."""
+    thresholds = load_thresholds()
+    scrapes = tmp_path / "xid.om"
+    scrapes.write_text(xid_scrapes(), encoding="utf-8")
+    store = open_store(tmp_path / "store")
+    store.ingest([scrapes])
+    request = Request(end=at, window=timedelta(hours=1), thresholds=thresholds)
+    with PrometheusClient(load_config(server.url, env={})) as client:
+        return {"prometheus": sweep(client, thresholds, at=at, window_hours=1.0, analyze=False),
+                "store": sweep_source(StoreSource(store), request)}
+
+
 @pytest.mark.prometheus
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("early_s", [0, 30])
@@ -176,16 +190,7 @@ def test_the_server_counts_xids_in_the_window_as_the_store_does(xid_server: Serv
                                                                 early_s: int) -> None:
     """An Xid is an event count over the window, not a rate: the server's counter rows give the same value, in the
     same unit, as the store's, also at an instant between scrapes (where `increase` would extrapolate)."""
-    at = END - timedelta(seconds=early_s)
-    thresholds = load_thresholds()
-    scrapes = tmp_path / "xid.om"
-    scrapes.write_text(xid_scrapes(), encoding="utf-8")
-    store = open_store(tmp_path / "store")
-    store.ingest([scrapes])
-    request = Request(end=at, window=timedelta(hours=1), thresholds=thresholds)
-    with PrometheusClient(load_config(xid_server.url, env={})) as client:
-        doors = {"prometheus": sweep(client, thresholds, at=at, window_hours=1.0, analyze=False),
-                 "store": sweep_source(StoreSource(store), request)}
+    doors = _both_doors(xid_server, tmp_path, END - timedelta(seconds=early_s))
 
     def values(result: SweepResult) -> dict[tuple[object, ...], tuple[float, str]]:
         return {(o.node_id, o.gpu, o.rule, o.xid): (o.rate_per_hour, f"{fmt.value(o.rate_per_hour, o.unit)} > "
@@ -201,15 +206,7 @@ def test_the_server_counts_xids_in_the_window_as_the_store_does(xid_server: Serv
 @pytest.mark.timeout(120)
 def test_a_last_xid_gauge_row_counts_its_change_as_the_store_does(xid_server: Server, tmp_path: Path) -> None:
     """The gauge turned 74 once inside the window: one event on the server's row as in the store's, not blank."""
-    thresholds = load_thresholds()
-    scrapes = tmp_path / "xid.om"
-    scrapes.write_text(xid_scrapes(), encoding="utf-8")
-    store = open_store(tmp_path / "store")
-    store.ingest([scrapes])
-    request = Request(end=END, window=timedelta(hours=1), thresholds=thresholds)
-    with PrometheusClient(load_config(xid_server.url, env={})) as client:
-        doors = {"prometheus": sweep(client, thresholds, at=END, window_hours=1.0, analyze=False),
-                 "store": sweep_source(StoreSource(store), request)}
+    doors = _both_doors(xid_server, tmp_path, END)
 
     def said(result: SweepResult) -> set[tuple[object, ...]]:
         return {(o.gpu, o.xid, o.rule, fmt.value(o.rate_per_hour, o.unit)) for o in result.offenders
