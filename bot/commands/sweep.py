@@ -114,7 +114,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print_json(diagnosis)
         else:
             print(f"{diagnosis.node_id}  platform={diagnosis.platform or 'unknown'}  "
-                  f"fault={'yes' if diagnosis.fault_detected else 'no'}  "
+                  f"fault={diagnosis.fault_said()}  "
                   f"priority={diagnosis.priority_said()}\n  isolated: {diagnosis.isolated_component}\n"
                   f"  action:   {diagnosis.repair_action}")
             for finding in diagnosis.findings:

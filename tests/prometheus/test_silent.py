@@ -168,3 +168,16 @@ def test_a_node_quiet_inside_the_read_span_is_said_quiet_since_its_last_sample_o
     last = quiet_fleet.samples.loc[quiet_fleet.samples["node_id"] == QUIET, "timestamp"].max()
     assert said[0] == said[1] == [f"no link reading from {QUIET} since {last:%Y-%m-%d %H:%M} UTC: the window ends "
                                   f"at {at:%Y-%m-%d %H:%M} UTC (as asked)"]
+
+
+def test_a_quiet_node_is_headed_fault_unknown_on_both_doors(quiet_fleet: Fleet, quiet_server: Server,
+                                                           quiet_store: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A node with no link read in its window is 'fault=unknown' in the server's table as in the store's: nothing
+    read clears it, so neither door heads it 'fault=no'."""
+    heads = []
+    for args in (["analyze", "--store", str(quiet_store), "--node", QUIET, "--end", quiet_fleet.end.isoformat()],
+                 ["sweep", "--prometheus", quiet_server.url, "--node", QUIET, "--at", quiet_fleet.end.isoformat()]):
+        main(args)
+        heads.append(capsys.readouterr().out.splitlines()[0])
+    assert all("fault=unknown" in head for head in heads), heads
