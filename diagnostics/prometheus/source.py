@@ -95,8 +95,9 @@ def read_node(client: PrometheusClient, node: str, start: datetime, end: datetim
     `gpus` narrows the read to those GPUs' series (the offending ones), for a smaller transfer.
     """
     dmap = dmap or load_map()
-    answer = client.ranged(node_selector(client, node, dmap, gpus), start, end, step_s)
-    series = _ended(client, answer.rows, node_selector(client, node, dmap, gpus))
+    selector = node_selector(client, node, dmap, gpus)
+    answer = client.ranged(selector, start, end, step_s)
+    series = _ended(client, answer.rows, selector)
     name = f"{redacted_url(client.config.url)} {client.config.labels.node}={node}"
     if not series:
         raise NoSeries(f"{name}: no DCGM series between {start:%Y-%m-%d %H:%M} and {end:%H:%M} UTC "
