@@ -241,7 +241,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if undated.get(node):
             carry = "carries" if undated[node] == 1 else "carry"
             notes.append(f"{fmt.count(undated[node], 'reading')} of {node} {carry} no time: taken as read at "
-                         f"{fmt.when(window_end)} (give the time with --at, or a `date` line before the paste)")
+                         f"{fmt.when(window_end)} (give the time with --end TIME, or a `date` line before the paste)")
         span = covered.get(node)
         if span is not None:
             notes.append(span.note())
