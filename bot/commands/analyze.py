@@ -67,7 +67,7 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
         cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
         print("  " + "  ".join(cells) + "  " + row[-1], file=out)
     if only_flagged:
-        if d.findings:
+        if len(d.findings) > len(shown):  # every finding flagged (an Xid's GPU): nothing left out to count
             print(f"  ({_rest(d, len(d.findings) - len(shown))})", file=out)
         _totals(d, out)
         if d.localization is not None:

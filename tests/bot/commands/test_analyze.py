@@ -301,3 +301,29 @@ def test_what_reading_the_files_said_past_the_first_ten_is_counted_not_dropped(t
     assert sum("stray line" in w for w in out.splitlines()) == 10
     assert "warning: ... and 2 more from reading the files" in out
     assert said.count("stray line") == 12  # ingest lists what analyze counts
+
+
+def test_a_table_of_flagged_parts_alone_says_no_count_of_links_left_out(tmp_path: Path, cli: Cli) -> None:
+    """A kernel log's Xid flags the GPU it names and no link is left out of the table: no '(0 more links: )' line
+    under it."""
+    log = tmp_path / "kern.log"
+    log.write_text("NVRM: Xid (PCI:0000:dc:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 0x00000000 "
+                   "0x00000000 0x00000000 0x00000000 0x00000000)\n")
+    code, out, err = cli("analyze", str(log), "--node", "n1", "--end", "2026-01-01T00:00:00Z")
+    assert code == 0, err
+    assert "1 Xid 149 on the GPU at PCI 0000:dc:00.0" in out
+    assert "more link" not in out, out
+
+
+def test_the_time_an_undated_paste_is_said_to_need_is_an_option_analyze_takes(tmp_path: Path, cli: Cli) -> None:
+    """The warning on readings with no time names the option that gives them one; given, the readings are taken as
+    read at that time."""
+    paste = tmp_path / "paste.txt"
+    paste.write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-a)\n         Link 0: Replay Errors: 3\n")
+    code, out, err = cli("analyze", str(paste), "--node", "v")
+    assert code == 0, err
+    said = next(line for line in out.splitlines() if "carries no time" in line)
+    option = said.split("give the time with ")[1].split()[0].rstrip(",")
+    code, out, err = cli("analyze", str(paste), "--node", "v", option, "2026-03-01T10:00:00Z")
+    assert code == 0, err
+    assert "taken as read at 2026-03-01 10:00 UTC" in out, out
