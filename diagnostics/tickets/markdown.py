@@ -41,9 +41,12 @@ def _port(t: RepairTicket) -> str:
     if t.switch is None and t.switch_port is None:
         how = f" (find it with `{t.port_find_with}`)" if t.port_find_with else ""
         return f"unknown{how}"
-    port = f" port {t.switch_port}" if t.switch_port is not None else " (port unknown)"
+    switch = t.switch or "unknown switch"
+    if t.switch_port is None:  # the switch alone is named (an SXid line naming no link): its port is found, not had
+        how = f"; find it with `{t.port_find_with}`" if t.port_find_with else ""
+        return f"{switch} (port unknown{how})"
     how = f"; confirm with `{t.port_find_with}`" if t.port_find_with else ""
-    return f"{t.switch or 'unknown switch'}{port} ({t.port_source.value}{how})"
+    return f"{switch} port {t.switch_port} ({t.port_source.value}{how})"
 
 
 def _part(p: Part | None, note: str | None = None) -> str:

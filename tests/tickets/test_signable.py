@@ -109,3 +109,14 @@ def test_parts_keep_the_catalogs_order_whichever_end_received_the_errors() -> No
         plan = repair_plan("hgx-h100-8gpu", FaultKind.PCIE_REPLAYS, PlanFacts(node_id="n", gpu=2, end=end))
         assert plan.part is not None and plan.part.id == "hgx-h100-pcie-path"
         assert plan.next_part is not None and plan.next_part.id == "hgx-h100-sxm5-module"
+
+
+def test_a_switch_named_without_its_port_says_the_port_is_unknown_once() -> None:
+    """An SXid whose first line (the one naming the link) was cut off names its switch alone: the port row says the
+    port is unknown once, not '(port unknown) (unknown)'."""
+    sxid = {"timestamp": T0 + pd.Timedelta(minutes=50), "kind": "sxid", "code": 24007, "nvswitch": "1",
+            "severity": "fatal", "text": "nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Data {0x10000000}"}
+    t = _ticket({"link_samples": node_links(), "events": events([sxid])}, "hgx-h100-8gpu")
+    row = next(line for line in t.to_markdown().splitlines()  # type: ignore[attr-defined]
+               if line.startswith("| switch port |"))
+    assert "NVSwitch 1" in row and row.count("unknown") == 1, row
