@@ -56,7 +56,7 @@ def parse_time(text: str, *, field: str) -> datetime:
 
 
 def add_end_option(parser: argparse.ArgumentParser) -> None:
-    """`--end`, one option for every command that answers a node's window (`analyze`, `ticket`): the same past
+    """`--end`, one option for every command that answers a node's window (`analyze`, `ticket`, `render`): the same past
     window asked of each door."""
     parser.add_argument("--end", help="the window's end (ISO time, UTC if no zone); default: the newest sample")
 

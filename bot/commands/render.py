@@ -23,7 +23,7 @@ from diagnostics.render import (
 )
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, files_source
 
-from ..options import window_type
+from ..options import add_end_option, end_of, window_type
 from . import SUMMARIES
 
 FORMATS = ("png", "svg")
@@ -95,7 +95,7 @@ def drawable_for(args: argparse.Namespace, store: str | None) -> Drawable:
     if not store:
         raise InputError("no such file, and no --store (or FABRICBOT_STORE) to look the node up in",
                          source=args.target)
-    answer = diagnose(StoreSource(store), Request(node=args.target, platform=args.platform))
+    answer = diagnose(StoreSource(store), Request(node=args.target, platform=args.platform, end=end_of(args)))
     return drawable_of(answer.diagnosis, answer.graph,
                        missing=f"the store holds no topology for {args.target} (ingest its `nvidia-smi topo -m` "
                                "or NCCL topology XML)")
@@ -130,11 +130,11 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
         # a description can itself show a fault (a GPU with fewer NVLinks than its platform): drawn as analyze says it
         source, node, warnings = files_source([held.in_memory()],
                                               node=args.node or drawable.graph.node_id or target.stem)
-        answer = diagnose(source, Request(node=node, platform=args.platform))
+        answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args)))
         return drawable_of(answer.diagnosis, answer.graph, warnings=warnings) if answer.diagnosis.fault_detected \
             else drawable
     source, node, warnings = files_source([target], node=args.node)
-    answer = diagnose(source, Request(node=node, platform=args.platform))
+    answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args)))
     return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
 
 
@@ -174,6 +174,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render.add_argument("--node", metavar="ID", help="the node a file that names none is (a bare topology, a paste); "
                                                            "with --store and no FILE, the stored node to draw")
     render.add_argument("--window", metavar="TEXT", help="the time window to name in the title")
+    add_end_option(render)
     render.add_argument("--correlation", metavar="FILE",
                         help="where to write the job's step time against its links' errors, when the node has a "
                              "job history (default: beside -o, NAME-correlation.png)")

@@ -226,3 +226,17 @@ def test_a_topology_short_of_its_nvlinks_is_drawn_as_analyze_flags_it(tmp_path: 
     answer = diagnose(source, Request(node=node))
     (mark,) = build_scene(answer.graph, answer.diagnosis).marks
     assert (mark.node, mark.label) == ("GPU 3", "NVLinks: 11 of 12 up")
+
+
+def test_an_undated_paste_is_drawn_at_the_time_its_warning_says_to_give(tmp_path: Path, cli: Cli) -> None:
+    """A paste with no time is taken as read at the window's end; the option its warning names sets it at the
+    picture's door as at analyze's, so both draw and judge the same window."""
+    paste = REAL / "nvlink_s_v100_inactive_1.txt"
+    code, _, err = cli("render", str(paste), "--node", "pn", "-o", str(tmp_path / "a.png"))
+    assert code == 0, err
+    said = next(line for line in err.splitlines() if "carry no time" in line)
+    option = said.split("give the time with ")[1].split()[0].rstrip(",")
+    code, _, err = cli("render", str(paste), "--node", "pn", option, "2026-03-01T10:00:00Z", "-o",
+                       str(tmp_path / "b.png"))
+    assert code == 0, err
+    assert "taken as read at 2026-03-01 10:00 UTC" in err, err
