@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import format as fmt
-from ..enums import ComponentKind, FaultKind, LinkEnd, ResetScope
+from ..enums import ComponentKind, FaultKind, LinkEnd, PortSource, ResetScope
 from ..links import inert_links
 from .catalog import Part
 
@@ -42,10 +42,10 @@ def _port(t: RepairTicket) -> str:
         how = f" (find it with `{t.port_find_with}`)" if t.port_find_with else ""
         return f"unknown{how}"
     switch = t.switch or "unknown switch"
-    if t.switch_port is None:  # the switch alone is named (an SXid line naming no link): its port is found, not had
-        how = f"; find it with `{t.port_find_with}`" if t.port_find_with else ""
-        return f"{switch} (port unknown{how})"
     how = f"; confirm with `{t.port_find_with}`" if t.port_find_with else ""
+    if t.switch_port is None:  # the switch alone is named (an SXid line naming no link, a template's chip)
+        source = "" if t.port_source is PortSource.UNKNOWN else f"; {t.port_source.value}"
+        return f"{switch} (port unknown{source}{how})"
     return f"{switch} port {t.switch_port} ({t.port_source.value}{how})"
 
 
