@@ -64,7 +64,9 @@ def rules_answer(diagnosis: Diagnosis) -> str:
     text += "."
     if d.verdict:
         text += f" {d.verdict}"
-    worst = d.failing[0] if d.failing else None
+    explained = set(d.localization.links) if d.localization else set()
+    # the isolated part's own row first: an Xid 149's GPU, not the first by address of the GPUs its Xid 145s hit
+    worst = next((f for f in d.failing if f.component in explained), d.failing[0] if d.failing else None)
     if worst is not None and worst.crossed:
         text += f" Evidence: {worst.crossed[0].message}."
     return text + f" Priority {d.priority_said()}; suggested action: {d.repair_action}"

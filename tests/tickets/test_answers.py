@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from diagnostics.ingest import Source
+from diagnostics.service import Request, diagnose, files_source
 from diagnostics.tickets import ClaudeAnswerer, ModelCall, rules_answer
+from tests.conftest import FIXTURES
 from tests.tickets.helpers import seed_diagnosis
 
 NODE12 = seed_diagnosis()
@@ -89,3 +94,15 @@ def test_a_node_with_no_link_read_is_not_answered_as_within_thresholds() -> None
     assert unread.health_unknown()
     said = rules_answer(unread)
     assert "fabric health is unknown" in said and "within thresholds" not in said and "no fabric fault" not in said
+
+
+def test_the_evidence_quoted_is_the_isolated_parts_own() -> None:
+    """A kernel log of one Xid 149 and the Xid 145 it set off on three other GPUs isolates the Xid 149's GPU: the
+    answer quoted the Xid 145 of another GPU as its evidence (the first failing row by address)."""
+    log = (FIXTURES / "real" / "xid_145_149_log_1.txt").read_text()
+    source, node, _ = files_source([Source.from_text(log)], node="g")
+    d = diagnose(source, Request(node=node, end=datetime(2026, 5, 18, tzinfo=UTC))).diagnosis
+    assert d.isolated_component == "the GPU at PCI 0000:dc:00.0"
+    said = rules_answer(d)
+    evidence = said.split("Evidence: ")[1].split(". Priority")[0]
+    assert "Xid 149 on the GPU at PCI 0000:dc:00.0" in evidence, said
