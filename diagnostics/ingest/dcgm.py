@@ -181,7 +181,7 @@ class DcgmParser:
         used = (kind >= _KIND["link"]) & ~after_eof
         bad = used & batch.bad_value
         problems += [(int(line[i]), f"{self._named(batch.series[code[i]])}: not a number: "
-                                    f"{batch.raw[i].as_py()[:40]!r}") for i in np.flatnonzero(bad)]
+                                    f"{(batch.raw[i].as_py().split() or [''])[0][:40]!r}") for i in np.flatnonzero(bad)]
         value = batch.value
         sentinel = used & ~bad & np.isin(value, list(self.mapping.sentinels))
         state.sentinels += int(sentinel.sum())

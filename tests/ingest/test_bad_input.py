@@ -254,3 +254,12 @@ def test_a_cut_nmxt_sample_is_not_read_and_said(tmp_path: Path) -> None:
     result = read_file(tmp_path, text, "n.prom")
     assert result["link_samples"]["link"].tolist() == [10]
     assert said(result, 2, "ends inside this line")
+
+
+@pytest.mark.parametrize("tail", [" 1780000000000", "", " "])
+def test_a_dcgm_value_that_is_not_a_number_is_quoted_alone(tail: str) -> None:
+    """The refusal quotes the value the line gives, not the value with the sample's timestamp or the space after
+    it ('12x 1780000000000', 'abc ')."""
+    text = f'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{gpu="1",Hostname="axa"}} 12x{tail}\n'
+    result = read_scrapes([(Source.from_text(text, name="s.prom"), None)])
+    assert said(result, 1, "not a number: '12x'")
