@@ -51,13 +51,14 @@ class Offender(BaseModel):
         return self.rule, *self.also
 
     @property
-    def key(self) -> tuple[str, str, int | None, str | None, int | None, str]:
-        return self.node_id, self.link_type.value, self.gpu, self.nvswitch, self.link, self.rule
+    def key(self) -> tuple[str, str, int | None, str | None, str | None, int | None, str]:
+        return *self.link_key, self.rule
 
     @property
-    def link_key(self) -> tuple[str, str, int | None, str | None, int | None]:
-        """The link (or GPU, or node) that broke the rule, whichever rule: a link over two rules is one link."""
-        return self.node_id, self.link_type.value, self.gpu, self.nvswitch, self.link
+    def link_key(self) -> tuple[str, str, int | None, str | None, str | None, int | None]:
+        """The link (or GPU, or node) that broke the rule, whichever rule: a link over two rules is one link; GPUs a
+        kernel log names by PCI address alone (no index) are one each."""
+        return self.node_id, self.link_type.value, self.gpu, self.bus, self.nvswitch, self.link
 
     @property
     def ref(self) -> ComponentRef | None:

@@ -18,6 +18,7 @@ from diagnostics.service import Request, StoreSource, files_source, sweep
 from diagnostics.store.telemetry import open_store
 from diagnostics.synth.fleet import load
 from diagnostics.synth.life import load_life
+from tests.bot.commands.conftest import Cli
 from tests.shared import copy_store
 
 FLEET = Path(__file__).resolve().parents[3] / "fixtures" / "fleet"
@@ -232,3 +233,14 @@ def test_the_sweep_names_each_link_as_analyze_names_it(store_dir: Path, capsys: 
             assert [line for line in table if line.split()[:1] == [node] and f" {o['component']} " in line], o
         ends.update(name.split(" -> ")[-1].split()[0] for name in named if " -> " in name)
     assert ends == {"GPU", "NVSwitch"}  # a bridge's far GPU and a switch port: both ends said as analyze says them
+
+
+def test_gpus_a_kernel_log_names_by_bus_alone_are_counted_one_each(tmp_path: Path, cli: Cli) -> None:
+    """A kernel log names its GPUs by PCI address: one Xid 149 and three Xid 145, on four GPUs, swept as '1
+    offending link (4 rule breaches)', the four read as one since none has an index."""
+    store = str(tmp_path / "store")
+    log = FLEET.parent / "real" / "xid_145_149_log_1.txt"
+    assert cli("ingest", str(log), "--store", store, "--node", "gx", "--at", "2026-05-18T10:00:00Z")[0] == 0
+    code, out, err = cli("sweep", "--store", store)
+    assert code == 1, err  # offenders found
+    assert out.splitlines()[0] == "4 offending links on 1 node", out
