@@ -19,7 +19,7 @@ from slack_sdk import WebClient
 from diagnostics import FabricbotError
 
 from ..mrkdwn import esc
-from ..nodes import UnknownName, close_matches, unknown_reply
+from ..nodes import NodeSource, UnknownName, close_matches, unknown_reply
 from ..pastes import PasteReader
 from ..posting import post_diagnosis
 from ..replies import SLACK_FAILURES, Replier
@@ -49,16 +49,28 @@ def _post(client: WebClient, event: dict[str, Any], text: str) -> None:
     client.chat_postMessage(channel=event["channel"], thread_ts=_thread(event), text=text)
 
 
-def _node_named(text: str, nodes: list[str]) -> str | None:
-    """The node a mention asks about: one the source holds readings of, else a word shaped like a host name (a
-    hyphen and a digit, or close to a node's name), asked of the source as `/fabric` asks it, so a node it does
-    not know, or knows with no reading, gets the answer `/fabric` gives."""
-    words = _WORD.findall(text)
-    held = [w for w in words if w in nodes]
+def _named(words: list[str], names: list[str]) -> str | None:
+    """The first word the source knows, else the first shaped like a name (a digit or a hyphen in it) and close to
+    one it knows: that one is asked of the source as `/fabric` asks it, so the reply offers the close matches."""
+    held = [w for w in words if w in names]
     if held:
         return held[0]
-    hosts = [w for w in words if "-" in w and (any(c.isdigit() for c in w) or close_matches(w, nodes, n=1))]
-    return hosts[0] if hosts else None
+    near = [w for w in words if any(c.isdigit() or c == "-" for c in w) and close_matches(w, names, n=1)]
+    return near[0] if near else None
+
+
+def _node_named(text: str, source: NodeSource) -> str | None:
+    """The node (or rack) a mention asks about; a word no node's name is near (`x-1`, `GB200-NVL72`) names none."""
+    words = _WORD.findall(text)
+    return _named(words, source.node_ids()) or _named(words, source.rack_ids())
+
+
+def _job_named(text: str, source: NodeSource) -> str | None:
+    """The job a mention asks about: the word after "job" when the source knows it, it is close to a job the source
+    knows, or it holds a digit as job ids do (`job 9999` is asked, so the reply says the source has no such job);
+    in "is the x-1 job slow?" no job is named."""
+    asked = [m[1] for m in _JOB.finditer(text)]
+    return _named(asked, source.job_ids()) or next((a for a in asked if any(c.isdigit() for c in a)), None)
 
 
 def answer_mention(services: Services, pastes: PasteReader, client: WebClient, event: dict[str, Any]) -> None:
@@ -77,14 +89,14 @@ def _answer(services: Services, pastes: PasteReader, client: WebClient, event: d
     try:
         if pastes.handle(client, event, text):
             return
-        job = _JOB.search(text)
+        job = _job_named(text, services.source)
         if job:
-            diagnosis = services.source.explain_job(job[1])
-            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=job[1],
+            diagnosis = services.source.explain_job(job)
+            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=job,
                             fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
             _post(client, event, esc(services.answer(diagnosis, text)))
             return
-        named = _node_named(text, services.source.node_ids())
+        named = _node_named(text, services.source)
         if named:
             diagnosis = services.source.diagnose(named)
             services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=diagnosis.job_id,

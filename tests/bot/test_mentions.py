@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
-from bot.nodes import TableNodeSource
+from bot.listeners.mentions import HOW
+from bot.nodes import NodeSource, TableNodeSource
 from bot.transport.local import LocalSlack
 from diagnostics import Diagnosis, Severity
 from diagnostics.analysis.steps import jobs_on
+from diagnostics.service import TableSource
 from diagnostics.synth.fleet import build
+from diagnostics.synth.rack_fleet import build_racks
 from diagnostics.tickets import ClaudeAnswerer
 from tests.tickets.test_answers import answering_model
 
@@ -179,3 +183,26 @@ def test_a_mention_naming_a_node_records_the_job_its_diagnosis_names(fleet: Tabl
         named = fleet.diagnose("hpc-gpu-node-12").job_id
         (entry,) = [e for e in local.audit.entries("analysis") if e["subject"] == "hpc-gpu-node-12"]
         assert named is not None and entry["detail"]["job"] == named
+
+
+@pytest.mark.parametrize("asked", ["is the x-1 job slow?", "see GB200-NVL72", "what is wrong with node 4?"])
+def test_a_mention_naming_no_node_is_told_how_to_ask(fleet: TableNodeSource, asked: str) -> None:
+    """A word with a hyphen and a digit that no node's name is near names no node: the mention gets the help."""
+    with local_bot(source=fleet) as local:
+        question = local.injector.mention(asked, user="UBOB", channel=OPS)
+        assert local.slack.wait_for(lambda s: posted(s, thread=question.ts))
+        assert posted(local.slack, thread=question.ts)[0].text == HOW
+
+
+def test_a_mention_naming_a_rack_is_answered_for_the_rack_as_the_slash_command_answers() -> None:
+    """A rack's name is known to the source though no host's name is near it (`pod7` over `rack-01-c01`...), so a
+    mention of it is answered for the rack, as `/fabric pod7` is."""
+    tables, _, slots, platforms = build_racks(seed=4, racks=1, hours=1, scenarios=["switch_tray"])
+    racks = {host: replace(slot, rack="pod7") for host, slot in slots.items()}
+    with local_bot(source=NodeSource(TableSource(tables, platforms=platforms, racks=racks))) as local:
+        question = local.injector.mention("what is wrong with pod7?", user="UBOB", channel=OPS)
+        assert local.slack.wait_for(lambda s: posted(s, thread=question.ts))
+        local.injector.command("pod7", user="UALICE", channel=OPS)
+        assert local.slack.wait_for(lambda s: len(list(local.audit.entries("analysis"))) >= 2)
+        mentioned, commanded = list(local.audit.entries("analysis"))[:2]
+        assert mentioned["subject"] == commanded["subject"] == "pod7"
