@@ -82,3 +82,10 @@ class Services:
         """One audit entry, under the database lock (listeners run on several threads)."""
         with db_lock(self.audit.db):
             return self.audit.record(kind, actor=actor, subject=subject, detail=detail, at=self.clock())
+
+    def record_analysis(self, diagnosis: Diagnosis, *, job: str | None = None) -> int:
+        """A node's (or job's) analysis as every door records it; a node with no fault has no component to name."""
+        return self.record("analysis", actor="fabricbot", subject=diagnosis.node_id, fault=diagnosis.fault_detected,
+                           component=diagnosis.isolated_component if diagnosis.fault_detected else None,
+                           priority=diagnosis.ticket_priority.value, degradation_pct=diagnosis.degradation_pct,
+                           job=diagnosis.job_id or job)

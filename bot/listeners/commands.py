@@ -124,11 +124,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
         else:
             diagnosis = services.source.diagnose(request.target, window_hours=request.window_hours)
             title = None
-        services.record("analysis", actor="fabricbot", subject=diagnosis.node_id,
-                        fault=diagnosis.fault_detected,
-                        component=diagnosis.isolated_component if diagnosis.fault_detected else None,
-                        priority=diagnosis.ticket_priority.value, degradation_pct=diagnosis.degradation_pct,
-                        job=diagnosis.job_id or (request.target if request.verb == "job" else None))
+        services.record_analysis(diagnosis, job=request.target if request.verb == "job" else None)
         post_diagnosis(client, services, diagnosis, channel=reply.channel, title=title, failed=reply.slack_failed)
     except UnknownName as exc:
         reply.tell(unknown_reply(exc, services.source))

@@ -92,15 +92,13 @@ def _answer(services: Services, pastes: PasteReader, client: WebClient, event: d
         job = _job_named(text, services.source)
         if job:
             diagnosis = services.source.explain_job(job)
-            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=job,
-                            fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
+            services.record_analysis(diagnosis, job=job)
             _post(client, event, esc(services.answer(diagnosis, text)))
             return
         named = _node_named(text, services.source)
         if named:
             diagnosis = services.source.diagnose(named)
-            services.record("analysis", actor="fabricbot", subject=diagnosis.node_id, job=diagnosis.job_id,
-                            fault=diagnosis.fault_detected, component=diagnosis.isolated_component)
+            services.record_analysis(diagnosis)
             _post(client, event, esc(services.answer(diagnosis, text)))
             post_diagnosis(client, services, diagnosis, channel=channel, thread_ts=_thread(event),
                            failed=_replier(client, event).slack_failed)

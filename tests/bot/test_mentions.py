@@ -206,3 +206,18 @@ def test_a_mention_naming_a_rack_is_answered_for_the_rack_as_the_slash_command_a
         assert local.slack.wait_for(lambda s: len(list(local.audit.entries("analysis"))) >= 2)
         mentioned, commanded = list(local.audit.entries("analysis"))[:2]
         assert mentioned["subject"] == commanded["subject"] == "pod7"
+
+
+def test_a_mention_of_a_healthy_node_records_no_component_as_the_slash_command_records(
+        fleet: TableNodeSource) -> None:
+    """A node with no fault has no isolated component: its analysis record names none, through either door."""
+    healthy = "hpc-gpu-node-03"
+    assert not fleet.diagnose(healthy).fault_detected
+    with local_bot(source=fleet) as local:
+        question = local.injector.mention(f"what is wrong with {healthy}?", user="UBOB", channel=OPS)
+        assert local.slack.wait_for(lambda s: posted(s, thread=question.ts))
+        local.injector.command(healthy, user="UALICE", channel=OPS)
+        assert local.slack.wait_for(lambda s: len(list(local.audit.entries("analysis"))) >= 2)
+        mentioned, commanded = list(local.audit.entries("analysis"))[:2]
+        assert mentioned["detail"]["component"] is None
+        assert mentioned["detail"] == commanded["detail"] and mentioned["subject"] == commanded["subject"] == healthy
