@@ -26,11 +26,24 @@ from ..state import Draft
 from ..workflow import filing as filing_
 from ..workflow.cover import covering, standing
 from ..workflow.states import TicketState
+from ..workflow.tracker import Ticket
 from .clicks import Click, click, queued
 
 USERGROUP_TTL_S = 60.0
 # Errors that say the bot cannot read the groups at all (not that a person is outside them).
 _CANNOT_LOOK = ("missing_scope", "invalid_auth", "not_authed", "token_revoked", "account_inactive", "ratelimited")
+
+
+def joined(ticket: Ticket, slug: str, component: str, *, approver: str) -> str:
+    """What an approval is told when the part (`slug`, named `component`) already has `ticket`: the ticket, who filed
+    it, how it stands and what wider part it covers, each said in a sentence, and that the evidence joined it."""
+    covers = esc(covering(ticket, slug, component))
+    added = f"{mention(approver)}'s approval added this evidence to it."
+    filed = f"filed by {mention(ticket.filed_by)}"
+    if ticket.status != TicketState.VERIFYING:
+        return f":link: Already open as *{esc(ticket.id)}*{covers} ({filed}); {added}"
+    wider = f"; it{covers}" if covers else ""
+    return f":link: *{esc(ticket.id)}* ({filed}) {standing(ticket, mention)}{wider}. {added}"
 
 
 class CannotCheck(Exception):
@@ -124,11 +137,7 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
         ticket = result.ticket
         if not result.created:
             draft = decision.draft
-            covers = esc(covering(ticket, draft.slug or draft.component, draft.component))
-            stands = (f"Already open as *{esc(ticket.id)}*{covers}" if ticket.status != TicketState.VERIFYING else
-                      f"*{esc(ticket.id)}*{covers} {standing(ticket, mention)}")
-            outcome = (f":link: {stands} (filed by {mention(ticket.filed_by)}); "
-                       f"{mention(at.user)}'s approval added this evidence to it.")
+            outcome = joined(ticket, draft.slug or draft.component, draft.component, approver=at.user)
         elif result.repeat_offender:
             outcome = (f":rotating_light: Filed *{esc(ticket.id)}* (approved by {mention(at.user)}): the "
                        f"{esc(result.repeat_offender)}, a repeat offender, escalated to replacing the GPU.")

@@ -17,10 +17,12 @@ import pytest
 from bot.cli import main
 from bot.console.web import Console
 from bot.digest import assemble
+from bot.listeners.filing import joined
 from bot.mrkdwn import esc
 from bot.nodes import SnapshotNodeSource, StoreNodeSource
 from bot.storage import open_db
-from bot.workflow.tracker import SqliteTracker
+from bot.workflow.tracker import SqliteTracker, Ticket
+from diagnostics import format as fmt
 from diagnostics.model import Diagnosis
 from diagnostics.service import Fleet, Request, StoreSource, fleet
 from tests.conftest import link, snapshot_dict
@@ -229,3 +231,17 @@ def test_a_link_is_asked_by_the_name_its_driver_gives_it(bundled_store: Path, tm
         assert main(["ticket", "hpc-gpu-node-08", "--store", str(store), "--link", name, "--json",
                      "--rules"]) == 0
         assert json.loads(capsys.readouterr().out)["component"] == "GPU 6 NVLink 3 -> NVSwitch 0 port 27"
+
+
+def test_an_approval_joining_a_verifying_ticket_of_a_wider_part_is_told_in_sentences() -> None:
+    """The switch chip's ticket, repaired and soaking, covers the port a draft was approved for: the reply says the
+    ticket is verifying its repair, then what it covers, not a clause running into the verb."""
+    port = "GPU 4 NVLink 17 -> NVSwitch 3 port 19"
+    chip = Ticket(id="FAB-0007", node_id="rack-01", component="NVSwitch 3", slug="nvswitch3", title="NVSwitch 3",
+                  status="verifying", priority="high", filed_by="UALICE", filed_at="2026-09-17T07:00:00+00:00",
+                  body="", parts=("nvswitch3", "gpu4-nvlink17"), repaired_at="2026-09-17T08:00:00+00:00",
+                  repaired_by="UTECH")
+    since = fmt.when(datetime(2026, 9, 17, 8, tzinfo=UTC))
+    assert joined(chip, "gpu4-nvlink17", port, approver="UBOB") == (
+        f":link: *FAB-0007* (filed by <@UALICE>) is verifying its repair (repaired {since} by <@UTECH>); it covers "
+        f"NVSwitch 3, which includes {esc(port)}. <@UBOB>'s approval added this evidence to it.")

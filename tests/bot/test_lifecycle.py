@@ -306,3 +306,39 @@ def test_verify_of_many_repairs_lists_some_and_counts_the_rest(local: LocalSlack
     assert lines[0] == "*Repairs verified*" and len(lines) == 17
     assert lines[-1] == f"… and {len(links) - 15} more ({len(links) - 15} still verifying; `fabricbot tickets list` " \
                         "shows each)"
+
+
+def _previews(local: LocalSlack, summary: Message, count: int) -> list[Message]:
+    """The summary's draft previews once `count` of them are posted (each with its File button)."""
+    def ready(s: Any) -> list[Message]:
+        return [m for m in posted(s, thread=summary.ts) if any(b["action_id"] == "file_ticket" for b in buttons(m))]
+    assert local.slack.wait_for(lambda s: len(ready(s)) >= count, timeout=LONG_WAIT)
+    return ready(local.slack)
+
+
+def _approve(local: LocalSlack, preview: Message, user: str = "UBOB") -> Message:
+    (file_button,) = [b for b in buttons(preview) if b["action_id"] == "file_ticket"]
+    local.injector.action(file_button, user=user, channel=OPS, message_ts=preview.ts, thread_ts=preview.thread_ts)
+    assert local.slack.wait_for(lambda s: ":link:" in (s.find(preview.ts) or preview).text
+                                or "Filed as" in (s.find(preview.ts) or preview).text, timeout=LONG_WAIT)
+    found = local.slack.find(preview.ts)
+    assert found is not None
+    return found
+
+
+def test_approving_a_draft_whose_part_s_ticket_is_verifying_is_told_so_in_sentences(local: LocalSlack) -> None:
+    """Two drafts of one part: the first filed and its repair reported, the second approved joins that ticket; the
+    reply says whose ticket it is, that it is verifying its repair and since when, and where the evidence went."""
+    summary = summary_for(local, "hpc-gpu-node-12")
+    (draft,) = buttons(summary)
+    local.injector.action(draft, user="UALICE", channel=OPS, message_ts=summary.ts)
+    _previews(local, summary, 1)
+    local.injector.action(draft, user="UBOB", channel=OPS, message_ts=summary.ts)
+    first, second = _previews(local, summary, 2)[:2]
+    filed = _approve(local, first)
+    _report(local, filed)
+    (ticket,) = [t for t in local.tracker.tickets() if t.status == "verifying"]  # type: ignore[attr-defined]
+    joined = _approve(local, second, user="UALICE")
+    since = fmt.when(datetime.fromisoformat(str(ticket.repaired_at)))
+    assert joined.text == (f":link: *{ticket.id}* (filed by <@UBOB>) is verifying its repair (repaired {since} by "
+                           f"<@UALICE>). <@UALICE>'s approval added this evidence to it.")
