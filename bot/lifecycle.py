@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from slack_sdk import WebClient
@@ -29,7 +28,7 @@ from .replies import SLACK_FAILURES
 from .services import Services
 from .storage import db_lock
 from .workflow.states import TicketState
-from .workflow.tracker import Ticket
+from .workflow.tracker import Ticket, ticket_time
 from .workflow.verification import reported_diagnostics, source_check, verify_repairs
 
 SHOWN = 15
@@ -122,10 +121,6 @@ def verify_text(services: Services, client: WebClient | None = None) -> str:
     return "\n".join(lines)
 
 
-def _when(iso: str | None) -> str:
-    return fmt.when(datetime.fromisoformat(iso)) if iso else "an unknown time"
-
-
 def digest_of(services: Services) -> Digest:
     """The digest from the service's sweep and watch list, as `fabricbot digest` builds it: the same new parts and
     the same incomplete lines (nodes whose parts cannot be read, nodes of one reading per link)."""
@@ -146,7 +141,7 @@ def report_repair(services: Services, *, ticket_id: str, user: str) -> tuple[str
     if ticket is None:
         raise InputError("no such ticket", field="ticket", value=ticket_id)
     if ticket.status == TicketState.VERIFYING:
-        return f"*{esc(ticket.id)}* is already verifying (repair reported {_when(ticket.repaired_at)}).", False
+        return f"*{esc(ticket.id)}* is already verifying (repair reported {ticket_time(ticket.repaired_at)}).", False
     at = services.clock().isoformat(timespec="seconds")
     try:
         ticket = services.tracker.report_repair(ticket_id, actor=user, at=at, note="reported from Slack")
@@ -156,8 +151,8 @@ def report_repair(services: Services, *, ticket_id: str, user: str) -> tuple[str
                     repaired_at=ticket.repaired_at)
     soak = load_verification().soak_hours
     return (f":wrench: *{esc(ticket.id)}* is verifying: {esc(ticket.component)} on `{esc(ticket.node_id)}` is "
-            f"watched for {soak:g} h of readings from {_when(ticket.repaired_at)}; `/fabric verify` closes it when "
-            "the soak holds, or reopens it, escalated, when the errors come back."), True
+            f"watched for {soak:g} h of readings from {ticket_time(ticket.repaired_at)}; `/fabric verify` closes it "
+            "when the soak holds, or reopens it, escalated, when the errors come back."), True
 
 
 def retire_repair_button(services: Services, client: WebClient, ticket: Ticket) -> None:

@@ -25,7 +25,7 @@ from ..nodes import StoreNodeSource
 from ..options import parse_time
 from ..storage import open_db
 from ..workflow.history import part_history
-from ..workflow.tracker import RepairTimeError, SqliteTracker, Ticket
+from ..workflow.tracker import RepairTimeError, SqliteTracker, Ticket, ticket_time
 from ..workflow.verification import reported_diagnostics, source_check, verify_repairs
 from . import SUMMARIES
 
@@ -39,7 +39,7 @@ def _folder(args: argparse.Namespace) -> Path:
 
 def _line(t: Ticket) -> str:
     flags = " escalated" if t.escalated else ""
-    repaired = f", repaired {t.repaired_at} by {t.repaired_by}" if t.repaired_at else ""
+    repaired = f", repaired {ticket_time(t.repaired_at)} by {t.repaired_by}" if t.repaired_at else ""
     return f"{t.id}  {t.status:<9} {t.priority:<7} {t.node_id} / {t.component}{flags}{repaired}"
 
 
@@ -91,8 +91,8 @@ def cmd_tickets(args: argparse.Namespace) -> int:
             "ticket": ticket.id, "repaired_at": ticket.repaired_at, "note": args.note,
             **({"diag": args.diag, "diag_at": diag_at or ticket.repaired_at} if args.diag else {})})
         soak = load_verification().soak_hours
-        print(f"{ticket.id} is verifying: its part is watched for {soak:g} h of readings from {ticket.repaired_at} "
-              "(`fabricbot tickets verify` checks it)")
+        print(f"{ticket.id} is verifying: its part is watched for {soak:g} h of readings from "
+              f"{ticket_time(ticket.repaired_at)} (`fabricbot tickets verify` checks it)")
         return 0
     named = [_named(tracker, t) for t in args.ticket or ()]
     source = StoreNodeSource(open_store(folder, create=False).root)  # a folder that is no store is said here

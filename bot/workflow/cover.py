@@ -9,14 +9,12 @@ is a new decision, drafted as its own ticket, which names the narrower open ones
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 
 from diagnostics import Diagnosis
-from diagnostics import format as fmt
 from diagnostics.tickets import RepairTicket
 
 from .states import TicketState
-from .tracker import Ticket, Tracker
+from .tracker import Ticket, Tracker, ticket_time
 
 
 def covering(ticket: Ticket, slug: str, component: str) -> str:
@@ -30,7 +28,7 @@ def standing(ticket: Ticket, who: Callable[[str], str] = str) -> str:
     part repaired and soaking waits for its readings, not for hands (`fabricbot tickets` lists it so)."""
     if ticket.status != TicketState.VERIFYING:
         return "is already open"
-    since = fmt.when(datetime.fromisoformat(ticket.repaired_at)) if ticket.repaired_at else "an unknown time"
+    since = ticket_time(ticket.repaired_at)
     by = f" by {who(ticket.repaired_by)}" if ticket.repaired_by else ""
     return f"is verifying its repair (repaired {since}{by})"
 

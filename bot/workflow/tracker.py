@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import sqlite_utils
 
 from diagnostics import InputError
+from diagnostics import format as fmt
 from diagnostics.store import transaction
 from diagnostics.tickets import Hardware, ordinal
 
@@ -33,6 +34,11 @@ from .states import OPEN_STATES, TicketState
 
 TICKETS = "tickets"
 HISTORY = "ticket_history"
+
+
+def ticket_time(iso: str | None) -> str:
+    """A time a ticket keeps (ISO 8601) as every reply says times; one never kept is said as unknown."""
+    return fmt.when(datetime.fromisoformat(iso)) if iso else "an unknown time"
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
 from bot.storage import open_db
 from bot.workflow.tracker import SqliteTracker
+from diagnostics import format as fmt
 from diagnostics.store import open_store
 from diagnostics.tables import COUNTERS
 from tests.analysis.helpers import T0, link_series, links, steady
@@ -142,3 +144,18 @@ def test_verifying_an_unknown_ticket_names_it_with_the_close_matches(tmp_path: P
     assert code == 2 and "no ticket 'FAB-9999'" in err
     code, out, _ = cli("tickets", "--store", str(store), "verify", ticket)  # known, but open: nothing to judge
     assert code == 0 and f"{ticket} is open, not verifying" in out
+
+
+def test_a_verifying_ticket_s_repair_time_is_said_as_every_other_time(tmp_path: Path, cli: Cli) -> None:
+    """The repair's time in `repaired`'s answer, `list` and `show` reads as the bot's replies write times."""
+    store = tmp_path / "store"
+    _ingest(store, links(link_series(steady(9000.0, 13), gpu=2, link=1)), "before")
+    ticket = _file(store, 2)
+    said = fmt.when(datetime(2026, 3, 1, tzinfo=UTC))
+    code, out, _ = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "UTECH",
+                       "--at", "2026-03-01T00:00Z")
+    assert code == 0 and f"readings from {said} " in out
+    for action in (("list",), ("show", ticket)):
+        code, out, _ = cli("tickets", "--store", str(store), *action)
+        assert code == 0
+        assert out.splitlines()[0].endswith(f"verifying urgent  n1 / GPU 2 NVLink 1, repaired {said} by UTECH")
