@@ -184,7 +184,7 @@ EVENTS = TableSchema(
         "source": "category",
         "link": "Int16",  # the link (Xid 74) or NVSwitch port (SXid) the line names
         "severity": "string",  # "fatal" / "non-fatal" as the line states it (SXid, NVLink5 Xids); else NA
-        "nvswitch": "string",  # the NVSwitch an SXid names (index N of nvidia-nvswitchN); its bus id is pci_bus_id
+        "nvswitch": "string",  # the NVSwitch an SXid names (N of nvidia-nvswitchN, else its bus id); bus: pci_bus_id
         "gpu_uuid": "string",  # GPU-... the driver's identity line gave for this bus earlier in the same log
         "gpu_serial": "string",  # the board serial the driver's next line gave for that GPU
         "subcode": "string",  # an NVLink5 Xid's unit and error as the line names them (`NETIR_LINK_EVT`)
@@ -193,8 +193,8 @@ EVENTS = TableSchema(
     doc={
         "severity": "what the kernel line itself says (`Fatal`, `Non-fatal`, `Severity 1`); how the analysis treats "
         "a code is the Xid/SXid catalog's `severity`, not this",
-        "nvswitch": "the switch index as the driver names the device (`nvidia-nvswitch3` -> \"3\"); NA when the "
-        "prefix gives none",
+        "nvswitch": "the switch index as the driver names the device (`nvidia-nvswitch3` -> \"3\"); Fabric Manager's "
+        "log, which names no index, gives the switch's PCI bus id; NA when the line gives neither",
         "gpu_uuid": "the UUID of the GPU on this bus as the driver's `NVRM: GPU at PCI:<bus>: GPU-<uuid>` line "
         "states it earlier in the same log; NA when no such line precedes the event",
         "gpu_serial": "the GPU's board serial as the driver's `NVRM: GPU Board Serial Number: ...` line, printed "

@@ -234,7 +234,7 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     first = pd.Timestamp(int(stamps.min()), tz="UTC") if len(stamps) else None
     listed = ", ".join(map(str, codes))
     if switch_side:
-        switch, port = key.split(":")
+        switch, port = key.rsplit(":", 1)  # a switch a log names by its bus id holds colons
         ref = ComponentRef.nvswitch(switch_name(switch) if switch != "?" else None,
                                     int(port) if port != "-1" else None)
         gpu, link_type = None, LinkType.NVSWITCH

@@ -22,6 +22,7 @@ _READER_MODULES: tuple[str, ...] = (
     "imex",
     "lspci",
     "kernel_log",
+    "fabric_manager",
     "nccl_tests",
     "steplog",
     "paste",

@@ -1,0 +1,40 @@
+"""Fabric Manager's log reaches the same answer through every door: `analyze FILE`, `ingest` then `analyze --store`,
+and `ticket` of either: the NVSwitch and port its fatal error names, and the repair the SXid's handling gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.bot.commands.conftest import Cli
+from tests.conftest import FIXTURES
+
+LOG = FIXTURES / "real" / "fabricmanager_sxid20034_gpud_1.txt"
+NODE, PLATFORM = "n1", "hgx-h100-8gpu"
+SWITCH = "NVSwitch 0000:86:00.0 port 33"  # the bus id and port the log's fatal line names
+
+
+def _json(cli: Cli, *argv: str) -> dict[str, Any]:
+    code, out, err = cli(*argv, "--platform", PLATFORM, "--json")
+    assert code == 0, err
+    answer: dict[str, Any] = json.loads(out)
+    return answer
+
+
+def test_the_switch_and_port_the_log_names_are_the_answer_through_each_door(cli: Cli, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    code, out, err = cli("ingest", str(LOG), "--store", str(store), "--node", NODE)
+    assert code == 0 and "stored as fabric_manager: 2 events" in out, err
+    file_door = _json(cli, "analyze", str(LOG), "--node", NODE)
+    store_door = _json(cli, "analyze", "--store", str(store), "--node", NODE)
+    for answer in (file_door, store_door):
+        assert answer["isolated_component"] == SWITCH and answer["fault_detected"]
+    assert store_door["repair_action"] == file_door["repair_action"]
+    assert "fatal SXid" in file_door["repair_action"] and "HGX H100 baseboard" in file_door["repair_action"]
+    tickets = [_json(cli, "ticket", str(LOG), "--node", NODE),
+               _json(cli, "ticket", NODE, "--store", str(store))]
+    for ticket in tickets:
+        assert ticket["component"] == SWITCH and ticket["switch_port"] == 33
+        assert ticket["replacement_part"]["id"] == "hgx-h100-baseboard"
+    assert tickets[0]["repair_steps"] == tickets[1]["repair_steps"]

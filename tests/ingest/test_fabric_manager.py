@@ -1,0 +1,74 @@
+"""Fabric Manager's log (the file and its journal): its NVSwitch errors are the SXid events a kernel SXid line gives,
+its other lines are skipped without a word, and an error line it cannot read is said with its line and text."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from diagnostics.enums import EventKind
+from diagnostics.ingest import detect
+from diagnostics.ingest.base import Source
+
+from .helpers import REAL, read, read_text
+
+ROW = ["kind", "code", "pci_bus_id", "link", "severity"]
+
+
+def _rows(events: pd.DataFrame) -> list[tuple[object, ...]]:
+    return [tuple(None if pd.isna(v) else v for v in row) for row in events[ROW].itertuples(index=False)]
+
+
+def test_the_real_log_gives_one_sxid_event_and_skips_its_multicast_lines_quietly() -> None:
+    path = REAL / "fabricmanager_sxid12028_gpud_1.txt"
+    assert detect.choose(Source.from_path(path)).name == "fabric_manager"
+    result = read(path)
+    events = result.tables["events"]
+    assert _rows(events) == [("sxid", 12028, "0000:86:00.0", 61, "non-fatal")]
+    assert list(events["nvswitch"]) == ["0000:86:00.0"]  # the log names the switch by its bus id
+    assert "physical id 3" in events["text"].iloc[0]
+    assert events["timestamp"].iloc[0] == pd.Timestamp("2025-02-27 15:10:02", tz="UTC")
+    assert events["source"].iloc[0].endswith(":101")
+    assert [w.message for w in result.warnings] == ["Fabric Manager's log times state no zone; read as UTC"]
+
+
+def test_an_fm_error_is_the_event_the_kernel_sxid_line_of_the_same_fault_gives() -> None:
+    fm = read_text("[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on fid 0 on "
+                   "NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61\n")
+    kernel = read_text("2025-02-27T15:10:02Z host kernel: nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 12028, "
+                       "Non-fatal, Link 61 egress non-posted PRIV error\n")
+    assert _rows(fm.tables["events"]) == _rows(kernel.tables["events"])
+    assert list(fm.tables["events"]["timestamp"]) == list(kernel.tables["events"]["timestamp"])
+
+
+def test_fatal_and_non_fatal_are_read_and_an_unread_error_is_said_with_its_line() -> None:
+    result = read(REAL / "fabricmanager_sxid20034_gpud_1.txt")
+    assert _rows(result.tables["events"]) == [("sxid", 20034, "0000:86:00.0", 33, "fatal"),
+                                              ("sxid", 12028, "0000:86:00.0", 61, "non-fatal")]
+    unread = [(w.line, w.message) for w in result.warnings if "does not read" in w.message]
+    assert len(unread) == 1 and unread[0][0] == 5 and "failed to find the GPU handle" in unread[0][1]
+
+
+def test_a_damaged_nvswitch_error_is_said_with_its_line_and_text() -> None:
+    result = read_text("[Jul 23 2024 07:53:54] [INFO] [tid 841] fabric manager started\n"
+                       "[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected NVSwitch fatal error 20034 on fid 0 on "
+                       "NVSwitch pci bus\n"
+                       "[Jul 23 2024 07:53:56] [ERROR] [tid 841] detected NVSwitch fatal error 20034 on fid 0 on "
+                       "NVSwitch pci bus id 00000000:zz:00.0 physical id 3 port 33\n", fmt="fabric_manager")
+    said = {w.line: w.message for w in result.warnings}
+    assert "cannot be read" in said[2] and "pci bus" in said[2]
+    assert "is no PCI bus id" in said[3]
+    assert _rows(result.tables["events"]) == [("sxid", 20034, None, 33, "fatal")]  # kept without its switch
+
+
+def test_the_journal_form_names_the_node_and_a_header_gives_the_year() -> None:
+    text = ("-- Logs begin at Mon 2024-07-22 10:00:00 UTC, end at Wed 2024-07-24 10:00:00 UTC. --\n"
+            "Jul 23 07:50:01 dgx-07 nv-fabricmanager[6313]: Connected to 1 node.\n"
+            "Jul 23 07:53:55 dgx-07 nv-fabricmanager[6313]: detected NVSwitch fatal error 20034 on fid 0 on "
+            "NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 33\n"
+            "Jul 23 07:54:00 dgx-07 nv-fabricmanager[6313]: request to query NVSwitch device information failed\n")
+    result = read_text(text)
+    events = result.tables["events"]
+    assert _rows(events) == [(EventKind.SXID.value, 20034, "0000:86:00.0", 33, "fatal")]
+    assert list(events["node_id"].astype(str)) == ["dgx-07"]
+    assert events["timestamp"].iloc[0] == pd.Timestamp("2024-07-23 07:53:55", tz="UTC")
+    assert [w.line for w in result.warnings if "does not read" in w.message] == [4]
