@@ -11,10 +11,10 @@ physical id and fabric id stay in the event's text.
 
 Sources: the message's wording and the file's prefix are gpud's (leptonai/gpud, components/accelerator/nvidia/
 fabric-manager: testdata/fabricmanager.log and log_matcher.go, which reads the number as an SXid); the journal
-form (`nv-fabricmanager[pid]:`) is as OpenNebula issue 7385 quotes a DGX's journal. Assumed, not verified: that
-the number is the code the kernel's SXid line gives for the same fault (the SXid catalog judges it), that the file's
-times are the host's local time (read as UTC, said), and that a journal line carries the same message without the
-`[LEVEL] [tid N]` fields (they are read where present).
+form (`host nv-fabricmanager[pid]: message`) is as OpenNebula/one issue 7385 and NVIDIA/gpu-operator issue 610 quote
+hosts' journals. Assumed, not verified: that the number is the code the kernel's SXid line gives for the same fault
+(the SXid catalog judges it), that the file's times are the host's local time (read as UTC, said), and that a
+journal line carries the same message without the `[LEVEL] [tid N]` fields (they are read where present).
 
 Startup, configuration and multicast lines are skipped without a word, and so are the unprefixed lines of a
 multi-line message (`Message payload details: ...`). A line that names an NVSwitch error but cannot be read, and an
