@@ -27,6 +27,7 @@ import pandas as pd
 from diagnostics.errors import InputError
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
+from diagnostics.ingest.nvlink import _shows_end as nvlink_line_ends
 from diagnostics.tables import AER_COUNTERS, COUNTERS
 
 from . import silent
@@ -239,6 +240,12 @@ def _json_object(line: bytes) -> bool:
         return False
 
 
+def _shows_end(line: bytes, reader: str | None) -> bool:
+    """A last line that shows its own end is whole without a newline: a JSON object, or an `nvlink -s` link line
+    ending in a speed or `<inactive>`, which the nvlink reader reads as it stands."""
+    return _json_object(line) or (reader == "nvlink" and nvlink_line_ends(line.decode("utf-8", "replace")))
+
+
 def check_prefix(whole: Outcome, cut: Outcome, data: bytes, problems: Problems) -> None:
     """A cut input gives no number the whole gives otherwise at that line, and warns where it is cut."""
     if cut.result is None or whole.result is None:
@@ -250,7 +257,7 @@ def check_prefix(whole: Outcome, cut: Outcome, data: bytes, problems: Problems) 
             problems.add("cut value kept", f"{key[0]}.{key[2]} at line {key[1]}: {sorted(values - known)} "
                                            f"where the whole input has {sorted(known)}")
     tail = data.rsplit(b"\n", 1)[-1]
-    if tail.strip() and not data.endswith((b"\n", b"\r")) and not _json_object(tail):
+    if tail.strip() and not data.endswith((b"\n", b"\r")) and not _shows_end(tail, cut.reader):
         last = data.count(b"\n") + 1
         if not any(w.line == last for w in cut.result.warnings):
             problems.add("cut line not told", f"the input ends inside line {last} ({tail[-40:]!r}); no warning "
