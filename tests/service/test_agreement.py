@@ -8,7 +8,6 @@ analysis it posted, and the console's feed of it).
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from bot.cli import main
+from bot.cli import build_parser, main
 from bot.commands.render import drawable_for
 from bot.console.feed import channel_feed
 from bot.console.topology import analysis_of
@@ -144,8 +143,8 @@ def _ticket(run: Run, *target: str) -> dict[str, Any] | None:
 
 
 def _drawn(case: Case, store: Path | None) -> dict[str, Any]:
-    args = argparse.Namespace(target=str(case.files[0]) if store is None else case.node, platform=None, case=None,
-                              node=None)
+    target = str(case.files[0]) if store is None else case.node
+    args = build_parser().parse_args(["render", target, *(["--store", str(store)] if store else [])])  # as typed
     drawable = drawable_for(args, None if store is None else str(store))
     assert drawable.diagnosis is not None
     return _facts(drawable.diagnosis)
