@@ -101,6 +101,13 @@ class BotState:
                                                    [ticket_id, DraftState.FILED], order_by="id"))
         return [(str(r["channel"]), str(r["message_ts"])) for r in rows]
 
+    def decided_drafts(self, channel: str) -> list[Draft]:
+        """The drafts filed or discarded in `channel`, each with the message its preview is."""
+        with self.lock:
+            rows = list(self.db[DRAFTS].rows_where("channel = ? and status in (?, ?) and message_ts != ''",
+                                                   [channel, DraftState.FILED, DraftState.DISCARDED], order_by="id"))
+        return [Draft(**{**r, "requested_by": r.get("requested_by") or ""}) for r in rows]
+
     def claim_draft(self, draft_id: int, status: str) -> Draft | None:
         """Move a pending draft to `status` atomically; None when someone else already decided it."""
         with self.lock, self.db.atomic():

@@ -6,8 +6,9 @@ ephemeral replies appear only for the person they were meant for, as in Slack.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from ..transport.mock_slack import BOT_USER, Message, MockSlack
 
@@ -21,6 +22,14 @@ class Echo:
     user: str
     blocks: list[dict[str, Any]] = field(default_factory=list)
     thread_ts: str | None = None
+
+
+class Decision(TypedDict):
+    """What a draft preview came to: `filed` as a new ticket, `joined` the open ticket for its part, or
+    `discarded` (no ticket)."""
+
+    outcome: Literal["filed", "joined", "discarded"]
+    ticket: str | None
 
 
 def version(slack: MockSlack, echoes: int = 0) -> int:
@@ -51,11 +60,13 @@ def echo_json(echo: Echo, name: str) -> dict[str, Any]:
             "files": [], "ephemeral": True, "edited": False}
 
 
-def channel_feed(slack: MockSlack, channel: str, viewer: str, echoes: list[Echo]) -> dict[str, Any]:
-    """Top-level messages in order, each with its thread replies; what `viewer` may see, nothing else."""
+def channel_feed(slack: MockSlack, channel: str, viewer: str, echoes: list[Echo],
+                 decisions: Mapping[str, Decision] | None = None) -> dict[str, Any]:
+    """Top-level messages in order, each with its thread replies; what `viewer` may see, nothing else. A draft
+    preview that was decided carries its `decision`."""
     seen = [m for m in list(slack.messages)  # a copy: listeners post while the page reads
             if m.channel == channel and (m.ephemeral_to is None or m.ephemeral_to == viewer)]
-    items = [message_json(slack, m) for m in seen]
+    items = [{**message_json(slack, m), "decision": (decisions or {}).get(m.ts)} for m in seen]
     name = slack.users.get(viewer, viewer)
     items.extend(echo_json(e, name) for e in echoes)
     items.sort(key=lambda m: m["ts"])

@@ -26,7 +26,8 @@ from ..state import BotState
 from ..transport.injector import Sent
 from ..transport.local import LocalSlack
 from ..transport.mock_slack import BOT_USER, Message
-from .feed import Echo, channel_feed, version
+from ..workflow.states import DraftState
+from .feed import Decision, Echo, channel_feed, version
 from .topology import analysis_of, latest_analysis, summary_for_file, topology_view
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -65,9 +66,18 @@ class Console:
     def feed(self) -> dict[str, Any]:
         with self._lock:
             echoes = list(self.echoes)
-        out = channel_feed(self.slack, self.channel, self.user, echoes)
+        out = channel_feed(self.slack, self.channel, self.user, echoes, self.decisions())
         out["version"] = self.version()
         return out
+
+    def decisions(self) -> dict[str, Decision]:
+        """What each decided draft preview in the channel came to, by its message: the page reads the ticket from
+        here, not from the wording of the bot's reply."""
+        joined = {e["detail"].get("draft") for e in self.local.audit.entries("filing")
+                  if e["detail"].get("created") is False}
+        return {d.message_ts: Decision(outcome="discarded" if d.status == DraftState.DISCARDED
+                                       else "joined" if d.id in joined else "filed", ticket=d.ticket_id)
+                for d in self.state.decided_drafts(self.channel)}
 
     def wait(self, after: int, timeout: float = LONG_POLL_S) -> None:
         """Return once something changed since `after` (or after `timeout`)."""

@@ -25,7 +25,6 @@ from ..services import Services
 from ..state import Draft
 from ..workflow import filing as filing_
 from ..workflow.cover import covering, standing
-from ..workflow.states import TicketState
 from ..workflow.tracker import Ticket
 from .clicks import Click, click, queued
 
@@ -40,8 +39,6 @@ def joined(ticket: Ticket, slug: str, component: str, *, approver: str) -> str:
     covers = esc(covering(ticket, slug, component))
     added = f"{mention(approver)}'s approval added this evidence to it."
     filed = f"filed by {mention(ticket.filed_by)}"
-    if ticket.status != TicketState.VERIFYING:
-        return f":link: Already open as *{esc(ticket.id)}*{covers} ({filed}); {added}"
     wider = f"; it{covers}" if covers else ""
     return f":link: *{esc(ticket.id)}* ({filed}) {standing(ticket, mention)}{wider}. {added}"
 

@@ -65,7 +65,8 @@ def decide(*, state: BotState, tracker: Tracker, record: Record, draft_id: int, 
                               wider=wider(draft) if wider else None)
         state.update_draft(draft_id, ticket_id=result.ticket.id)
         record("filing", actor="fabricbot", subject=subject, ticket=result.ticket.id, created=result.created,
-               approved_by=actor, recurrence_of=result.recurrence_of, repeat_offender=result.repeat_offender)
+               approved_by=actor, draft=draft_id, recurrence_of=result.recurrence_of,
+               repeat_offender=result.repeat_offender)
         return Decision(draft, result)
 
 

@@ -77,7 +77,7 @@ def test_concurrent_double_clicks_file_exactly_one_ticket() -> None:
         assert len(local.tracker.tickets()) == 1  # type: ignore[attr-defined]
         texts = sorted(m.text for m in (local.slack.find(first.ts), local.slack.find(second.ts)) if m)
         assert any("Filed as *FAB-0001*" in t for t in texts)
-        assert any("Already open as *FAB-0001*" in t for t in texts)
+        assert any("*FAB-0001* (filed by <@U" in t and ") is already open." in t for t in texts)
         assert all("already" in m.text for m in private(local.slack))
 
 

@@ -90,7 +90,8 @@ def test_a_port_of_a_ticketed_switch_chip_is_already_open_from_its_switch_tray_h
         assert any(f", {host.node_id}: {port}" in e for e in known.evidence)  # the click's analysis joined it
         filing = next(b for b in buttons(early) if b["action_id"] == "file_ticket")
         assert c.act(early.ts, filing["action_id"])["status"] == 200
-        joined = f"Already open as *{filed.id}* covers {chip_name}, which includes {port}"
+        joined = (f"*{filed.id}* (filed by <@{filed.filed_by}>) is already open; it covers {chip_name}, which "
+                  f"includes {port}.")
         assert c.slack.wait_for(lambda s: joined in (s.find(early.ts) or early).text), (c.slack.find(early.ts) or
                                                                                         early).text
         assert len(c.local.tracker.tickets()) == 1
@@ -131,7 +132,8 @@ def test_a_compute_tray_link_the_ticketed_chip_explains_is_the_chips_ticket_from
         assert any(f", {host.node_id}: {link.component}" in e for e in c.local.tracker.get(filed.id).evidence)
         filing = next(b for b in buttons(early) if b["action_id"] == "file_ticket")
         assert c.act(early.ts, filing["action_id"])["status"] == 200
-        assert c.slack.wait_for(lambda s: f"Already open as *{filed.id}*" in (s.find(early.ts) or early).text)
+        assert c.slack.wait_for(lambda s: f"*{filed.id}* (filed by <@{filed.filed_by}>) is already open; it covers"
+                                in (s.find(early.ts) or early).text)
         assert len(c.local.tracker.tickets()) == 1
     other = tmp_path / "cli"
     shutil.copytree(switch_chip_rack[1], other)
@@ -245,3 +247,17 @@ def test_an_approval_joining_a_verifying_ticket_of_a_wider_part_is_told_in_sente
     assert joined(chip, "gpu4-nvlink17", port, approver="UBOB") == (
         f":link: *FAB-0007* (filed by <@UALICE>) is verifying its repair (repaired {since} by <@UTECH>); it covers "
         f"NVSwitch 3, which includes {esc(port)}. <@UBOB>'s approval added this evidence to it.")
+
+
+def test_an_approval_joining_an_open_ticket_of_a_wider_part_is_told_in_sentences() -> None:
+    """The switch chip's open ticket covers the port a draft was approved for: the reply says the ticket is already
+    open, then what it covers, not 'Already open as FAB-7 covers ...' with a clause where the verb should be."""
+    port = "GPU 4 NVLink 17 -> NVSwitch 3 port 19"
+    chip = Ticket(id="FAB-0007", node_id="rack-01", component="NVSwitch 3", slug="nvswitch3", title="NVSwitch 3",
+                  status="open", priority="high", filed_by="UALICE", filed_at="2026-09-17T07:00:00+00:00",
+                  body="", parts=("nvswitch3", "gpu4-nvlink17"))
+    assert joined(chip, "gpu4-nvlink17", port, approver="UBOB") == (
+        f":link: *FAB-0007* (filed by <@UALICE>) is already open; it covers NVSwitch 3, which includes {esc(port)}. "
+        "<@UBOB>'s approval added this evidence to it.")
+    assert joined(chip, "nvswitch3", "NVSwitch 3", approver="UBOB") == (
+        ":link: *FAB-0007* (filed by <@UALICE>) is already open. <@UBOB>'s approval added this evidence to it.")

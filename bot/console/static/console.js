@@ -139,8 +139,11 @@ function showOutcome() {
   const root = state.feed.messages.find((m) => m.ts === state.topology.thread_ts);
   const newer = ((root && root.replies) || []).filter((r) => r.ts > state.asked.after && r.bot);
   for (const r of newer.reverse()) {
-    const m = /(Filed as|Already open as) \*(\S+?)\*/.exec(r.text) || (/Discarded/.test(r.text) ? ["", "Discarded"] : null);
-    if (m) { flash(m[2] ? `${state.asked.component}: ${m[1].toLowerCase()} ${m[2]}.` : `${state.asked.component}: draft discarded.`); return; }
+    const d = r.decision; // what the server says the draft came to, whatever the reply's wording
+    if (!d) continue;
+    const said = d.outcome === "discarded" ? "draft discarded" : `${d.outcome === "joined" ? "already open as" : "filed as"} ${d.ticket}`;
+    flash(`${state.asked.component}: ${said}.`);
+    return;
   }
 }
 

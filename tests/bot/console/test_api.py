@@ -82,9 +82,45 @@ def test_clicking_a_degraded_link_drafts_its_ticket_and_filing_shows_the_ticket_
         ticket = filed(wait_feed(c, filed))
         tickets = list(c.local.tracker.db["tickets"].rows)  # type: ignore[attr-defined]
         assert [(t["id"], t["component"], t["filed_by"]) for t in tickets] == [(ticket, link["component"], ME)]
+        # the page reads the ticket from the feed's decision, not from the reply's words
+        done = next(r for m in c.feed()["messages"] for r in m["replies"] if r["ts"] == draft["ts"])
+        assert done["decision"] == {"outcome": "filed", "ticket": ticket}
+        assert all(r.get("decision") is None for m in c.feed()["messages"] for r in m["replies"]
+                   if r["ts"] != draft["ts"])
         # the decided preview has no buttons left, so a second click has nothing to send
         again = client.post("/api/action", json=decision)
         assert again.status_code == 400 and "no element" in again.json()["error"]
+
+
+def test_approving_a_second_preview_of_a_filed_part_gives_the_page_the_open_ticket() -> None:
+    """Two previews of one link, both approved: the first files the ticket, the second joins it; the feed says
+    which, with the ticket's id, however the reply words it; a discarded preview names no ticket."""
+    with console() as c:
+        client = TestClient(console_app(c))
+        client.post("/api/send", json={"text": f"/fabric {NODE}"})
+        summary = _diagnosed(wait_feed(c, _diagnosed))
+        assert summary is not None
+        file_id = next(f["id"] for r in summary["replies"] for f in r["files"])
+        view = client.get(f"/api/topology/{file_id}").json()
+        first_link, second_link = view["links"][0], view["links"][-1]
+
+        def previews(feed: dict[str, Any]) -> list[dict[str, Any]]:
+            thread = next(m for m in feed["messages"] if m["ts"] == summary["ts"])["replies"]
+            return [r for r in thread if any(e["action_id"] == "file_ticket" for e in elements(r))]
+
+        for link, count in ((first_link, 1), (first_link, 2), (second_link, 3)):
+            client.post("/api/action", json=link["action"])
+            wait_feed(c, lambda f, n=count: len(previews(f)) >= n)
+        one, two, other = previews(c.feed())[:3]
+        for preview, action in ((one, "file_ticket"), (two, "file_ticket"), (other, "discard_draft")):
+            client.post("/api/action", json={"message_ts": preview["ts"], "action_id": action})
+            wait_feed(c, lambda f, ts=preview["ts"]: any(r["ts"] == ts and r["decision"]
+                                                         for m in f["messages"] for r in m["replies"]))
+        decided = {r["ts"]: r["decision"] for m in c.feed()["messages"] for r in m["replies"]}
+        (ticket,) = c.local.tracker.tickets()  # type: ignore[attr-defined]
+        assert decided[one["ts"]] == {"outcome": "filed", "ticket": ticket.id}
+        assert decided[two["ts"]] == {"outcome": "joined", "ticket": ticket.id}
+        assert decided[other["ts"]] == {"outcome": "discarded", "ticket": None}
 
 
 def test_bad_input_gets_a_clear_answer_not_a_request() -> None:
