@@ -55,6 +55,9 @@ def parse_time(text: str, *, field: str) -> datetime:
     return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+END_OPTION = "--end TIME"  # as the warning on readings with no time names it
+
+
 def add_end_option(parser: argparse.ArgumentParser) -> None:
     """`--end`, one option for every command that answers a node's window (`analyze`, `ticket`, `render`): the same past
     window asked of each door."""

@@ -13,7 +13,7 @@ from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, Case, detect, open_input, read_cases, with_platform
 from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
 
-from ..options import add_end_option, add_threshold_options, end_of, thresholds_from, window_type
+from ..options import END_OPTION, add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from . import SUMMARIES
 from .analyze_history import diagnose_history
 from .output import print_json, said_incomplete
@@ -132,7 +132,8 @@ def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:
     """A rack from the store: all its trays' findings, localized over the rack, as one diagnosis."""
     if not args.store:
         raise InputError("--rack reads the telemetry store: give --store DIR", field="--rack", value=args.rack)
-    request = Request(rack=args.rack, job=args.job, window=args.window, end=end_of(args), thresholds=thresholds)
+    request = Request(rack=args.rack, job=args.job, window=args.window, end=end_of(args), thresholds=thresholds,
+                      end_option=END_OPTION)
     answer = diagnose(StoreSource(args.store), request)
     diagnosis = answer.diagnosis
     if args.json:

@@ -19,7 +19,7 @@ from diagnostics.service import (
     tables_source,
 )
 
-from ..options import end_of
+from ..options import END_OPTION, end_of
 
 
 def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[str]]:
@@ -48,7 +48,7 @@ def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Answer
     source, node, warnings = history_source(args)
     end = end_of(args)
     request = Request(node=node, job=args.job, window=args.window, end=end, thresholds=thresholds,
-                      platform=args.platform)
+                      platform=args.platform, end_option=END_OPTION)
     answer = diagnose(source, request)
     if not warnings:
         return answer

@@ -23,7 +23,7 @@ from diagnostics.render import (
 )
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, files_source
 
-from ..options import add_end_option, end_of, window_type
+from ..options import END_OPTION, add_end_option, end_of, window_type
 from . import SUMMARIES
 
 FORMATS = ("png", "svg")
@@ -95,7 +95,8 @@ def drawable_for(args: argparse.Namespace, store: str | None) -> Drawable:
     if not store:
         raise InputError("no such file, and no --store (or FABRICBOT_STORE) to look the node up in",
                          source=args.target)
-    answer = diagnose(StoreSource(store), Request(node=args.target, platform=args.platform, end=end_of(args)))
+    answer = diagnose(StoreSource(store), Request(node=args.target, platform=args.platform, end=end_of(args),
+                                                  end_option=END_OPTION))
     return drawable_of(answer.diagnosis, answer.graph,
                        missing=f"the store holds no topology for {args.target} (ingest its `nvidia-smi topo -m` "
                                "or NCCL topology XML)")
@@ -130,11 +131,13 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
         # a description can itself show a fault (a GPU with fewer NVLinks than its platform): drawn as analyze says it
         source, node, warnings = files_source([held.in_memory()],
                                               node=args.node or drawable.graph.node_id or target.stem)
-        answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args)))
+        answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args),
+                                          end_option=END_OPTION))
         return drawable_of(answer.diagnosis, answer.graph, warnings=warnings) if answer.diagnosis.fault_detected \
             else drawable
     source, node, warnings = files_source([target], node=args.node)
-    answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args)))
+    answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args),
+                                      end_option=END_OPTION))
     return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
 
 

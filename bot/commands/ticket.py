@@ -28,7 +28,7 @@ from diagnostics.tickets import (
 )
 from diagnostics.topology import Inventory, NodeGraph, load_inventory
 
-from ..options import add_end_option, add_threshold_options, end_of, thresholds_from, window_type
+from ..options import END_OPTION, add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from ..storage import open_db
 from ..workflow.cover import covering, standing, with_narrower
 from ..workflow.history import part_history
@@ -62,7 +62,7 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
     """The node's answer from the service: its diagnosis (a tray's as its rack sees it), the graph it was judged on
     (its own topology rows over its platform's template) and why the answer is not the whole one, if it is not."""
     request = Request(node=node, window=args.window, end=end_of(args), thresholds=thresholds_from(args),
-                      platform=args.platform)
+                      platform=args.platform, end_option=END_OPTION)
     answer = diagnose(source, request)
     diagnosis = answer.diagnosis
     if warnings:

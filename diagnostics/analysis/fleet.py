@@ -87,7 +87,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                   expected_gpus: Mapping[str, Collection[int]] | None = None,
                   racks: Mapping[str, RackSlot] | None = None, listed: Collection[str] = (), cut: Collection[str] = (),
                   unreadable: Mapping[str, str] | None = None, piece_rows: int = PIECE_ROWS,
-                  workers: int = 2) -> FleetAnalysis:
+                  workers: int = 2, end_option: str | None = None) -> FleetAnalysis:
     """Every node's Diagnosis for the window ending at `end` (default: the newest sample), and each job's.
 
     `nodes` names the nodes whose diagnoses are wanted (default: every node the tables hold; other nodes' rows are
@@ -100,6 +100,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     `listed` names nodes whose readings list only the links a person chose (a snapshot): a link or GPU they leave
     out is not missing; nor is one an input cut short does not reach (`cut`). `unreadable` names the nodes whose
     stored readings could not be read (node -> why): a slowed job's links on them are not scored, and said so.
+    `end_option`: the caller's option that gives readings with no time their time, named in the warning on them
+    beside a `date` line (None: the caller has none).
     """
     started = time.perf_counter()
     thresholds = thresholds or load_thresholds()
@@ -240,8 +242,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         notes = [*graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, [])]
         if undated.get(node):
             carry = "carries" if undated[node] == 1 else "carry"
+            how = f"{end_option}, or a `date` line" if end_option else "a `date` line"
             notes.append(f"{fmt.count(undated[node], 'reading')} of {node} {carry} no time: taken as read at "
-                         f"{fmt.when(window_end)} (give the time with --end TIME, or a `date` line before the paste)")
+                         f"{fmt.when(window_end)} (give the time with {how} before the paste)")
         span = covered.get(node)
         if span is not None:
             notes.append(span.note())

@@ -99,7 +99,8 @@ def diagnose(source: Source, request: Request) -> Answer:
     result = analyze_fleet(rows, window=length, end=got.end, thresholds=thresholds,
                            platforms=_platforms(got, node, request.platform), nodes=[node], full=True,
                            jobs={node: job} if job else None, history=got.history,
-                           expected_gpus=got.expected_gpus, listed=got.listed, cut=got.cut, unreadable=got.unreadable)
+                           expected_gpus=got.expected_gpus, listed=got.listed, cut=got.cut, unreadable=got.unreadable,
+                           end_option=request.end_option)
     seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request))
     diagnosis = named(seen, names, request.node)
     ids, alone = gpu_identities(rows, node)
@@ -144,7 +145,8 @@ def explain_job(source: Source, request: Request) -> Answer:
                            platforms=_platforms(got, None, None), nodes=hosts, full=True,
                            jobs=dict.fromkeys(nodes, job), history=got.history, expected_gpus=got.expected_gpus,
                            racks={h: slots[h] for h in hosts if h in slots} or None, listed=got.listed, cut=got.cut,
-                           unreadable=got.unreadable)
+                           unreadable=got.unreadable,
+                           end_option=request.end_option)
     explanation = result.jobs.get(job)
     blamed = [s.node_id for s in explanation.links if s.explains_slowdown] if explanation else []
     node = blamed[0] if blamed else (explanation.nodes if explanation and explanation.nodes else nodes)[0]
@@ -172,7 +174,8 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
                            platforms=_platforms(got, host, request.platform), nodes=hosts, full=host is not None,
                            jobs={host: job} if host and job else None, history=got.history,
                            racks={h: slots[h] for h in hosts}, listed=got.listed, cut=got.cut,
-                           unreadable=got.unreadable)
+                           unreadable=got.unreadable,
+                           end_option=request.end_option)
     if request.rack not in result.racks:
         raise InputError(f"rack {request.rack!r} names no host of a rack platform (gb200-nvl72-compute-tray, ...): "
                          "give its hosts' platforms in the inventory", source=source.name)
@@ -223,7 +226,8 @@ def _pass(source: Source, request: Request, length: timedelta, group: list[str],
                       span=history_needed(length, request.thresholds), steps=request.history)
     result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
                            platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
-                           listed=got.listed, cut=got.cut, unreadable=got.unreadable, workers=threads)
+                           listed=got.listed, cut=got.cut, unreadable=got.unreadable, workers=threads,
+                           end_option=request.end_option)
     viewed_ = {n: viewed(result.diagnoses[n], got, length, asked_end=_asked(request)) for n in group
                if n in result.diagnoses}
     links = got.tables.get("link_samples")

@@ -24,7 +24,9 @@ class Asked(StrEnum):
 class Request:
     """What every door asks. `node` with `job` is the node judged against that job; `rack` stands alone; none of the
     three is the fleet. `window` None is the source's own (a snapshot's), else an hour. `end` None is the source's
-    newest reading. `platform` names the asked node's platform over what the source says (`--platform`)."""
+    newest reading. `platform` names the asked node's platform over what the source says (`--platform`).
+    `end_option` is how the door lets the person give readings with no time their time (`--end TIME`), named in
+    the warning on them; None where the door has no option (a paste answered in a chat thread)."""
 
     node: str | None = None
     job: str | None = None
@@ -34,6 +36,7 @@ class Request:
     thresholds: Thresholds = field(default_factory=load_thresholds)
     platform: str | None = None
     history: timedelta = CORRELATION_SPAN
+    end_option: str | None = None
 
     def __post_init__(self) -> None:
         if self.rack is not None and (self.node is not None or self.job is not None):

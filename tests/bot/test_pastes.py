@@ -268,3 +268,13 @@ def test_slack_mentions_come_back_as_the_person_typed_them() -> None:
     `#` and the `@`."""
     assert pastes._unlinked("<#C123|ops> <@U1|bob> <@U2> <!here> <!subteam^S1|@oncall> <http://a.example|a.example>"
                             ) == "#ops @bob @U2 @here @oncall a.example"
+
+
+def test_readings_with_no_time_in_a_thread_are_told_to_take_a_date_line_not_an_option() -> None:
+    """Slack has no `--end`: a paste answered in a thread says how a person there gives its readings their time (a
+    `date` line before the paste), where `fabricbot analyze` on the same output names its option too."""
+    text = _real("nvlink_s_v100_inactive_1.txt")
+    said = pastes.whole_answer([Source.from_text(text, name="slack message")], "pn")
+    undated = next(line for line in said.splitlines() if "carry no time" in line)
+    assert undated.endswith("(give the time with a `date` line before the paste)_"), undated
+    assert "--end" not in said
