@@ -65,7 +65,7 @@ def cmd_tickets(args: argparse.Namespace) -> int:
         assert ticket is not None
         print(_line(ticket))
         for h in tracker.history(ticket.id):
-            print(f"  {h['at']}  {h['status']:<15} {h['actor']}: {h['note']}")
+            print(f"  {ticket_time(h['at'])}  {h['status']:<15} {h['actor']}: {h['note']}")
         return 0
     if action == "history":
         key = args.gpu.strip()

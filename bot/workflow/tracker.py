@@ -164,9 +164,10 @@ def _check_repair_time(ticket: Ticket, when: str, now: str) -> None:
     except InputError:
         raise RepairTimeError(f"the repair time {when!r} is no ISO time") from None
     if repaired < _stamp(ticket.filed_at):
-        raise RepairTimeError(f"the repair time is before {ticket.id} was filed ({ticket.filed_at})")
+        raise RepairTimeError(f"the repair time is before {ticket.id} was filed ({ticket_time(ticket.filed_at)})")
     if repaired > _stamp(now) + CLOCK_SKEW:
-        raise RepairTimeError(f"the repair time is ahead of the clock ({now}): a repair is reported once done")
+        raise RepairTimeError(f"the repair time is ahead of the clock ({ticket_time(now)}): a repair is reported "
+                              "once done")
 
 
 class SqliteTracker:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
 from bot.storage import open_db
 from bot.workflow.tracker import RepairTimeError, SqliteTracker
+from diagnostics import format as fmt
 
 
 @pytest.fixture
@@ -119,9 +121,11 @@ def test_a_repair_is_dated_between_the_filing_and_the_clock() -> None:
     now = "2026-03-01T12:00:00+00:00"
     tracker = SqliteTracker(open_db(None), clock=lambda: now)
     ticket = _file(tracker).ticket.id
-    with pytest.raises(RepairTimeError, match=r"ahead of the clock \(2026-03-01T12:00:00\+00:00\)"):
+    clock = fmt.when(datetime(2026, 3, 1, 12, tzinfo=UTC))
+    with pytest.raises(RepairTimeError, match=rf"ahead of the clock \({clock}\)"):
         tracker.report_repair(ticket, actor="UTECH", at="2030-01-01T00:00:00+00:00")
-    with pytest.raises(RepairTimeError, match=f"before {ticket} was filed"):
+    filed = fmt.when(datetime.fromisoformat(tracker.get(ticket).filed_at))  # type: ignore[union-attr]
+    with pytest.raises(RepairTimeError, match=rf"before {ticket} was filed \({filed}\)"):
         tracker.report_repair(ticket, actor="UTECH", at="2026-03-01T11:59:00+00:00")
     assert tracker.get(ticket).status == "open"  # type: ignore[union-attr]
     assert tracker.report_repair(ticket, actor="UTECH", at="2026-03-01T12:04:00Z").status == "verifying"  # skew

@@ -64,7 +64,11 @@ def test_a_repair_that_holds_closes_and_one_that_does_not_reopens_escalated(tmp_
 
     code, out, _ = cli("tickets", "--store", str(store), "show", failed)
     assert "escalated" in out.splitlines()[0]
-    assert [line.split()[1] for line in out.splitlines()[1:]] == ["open", "repair_reported", "verifying", "open"]
+    kept = SqliteTracker(open_db(store)).history(failed)
+    said = [fmt.when(datetime.fromisoformat(h["at"])) for h in kept]  # as the bot's replies say times, not ISO
+    assert [line.split("UTC", 1)[0] + "UTC" for line in out.splitlines()[1:]] == [f"  {w}" for w in said]
+    assert [line.split("UTC", 1)[1].split()[0] for line in out.splitlines()[1:]] == [
+        "open", "repair_reported", "verifying", "open"]
     code, out, _ = cli("tickets", "--store", str(store), "list", "--status", "closed")
     assert out.split()[0] == held and failed not in out
     kinds = [line for line in cli("audit", "--store", str(store))[1].splitlines()]
@@ -125,7 +129,7 @@ def test_a_repair_dated_ahead_of_the_clock_or_before_the_filing_is_refused(tmp_p
     code, _, err = cli("tickets", "--store", str(store), "repaired", ticket, "--by", "bob",
                        "--at", "2026-02-01T00:00:00Z")
     assert code == 2 and "'--at'" in err and "2026-02-01T00:00:00Z" in err
-    assert f"before {ticket} was filed (2026-02-28T23:00:00+00:00)" in err
+    assert f"before {ticket} was filed ({fmt.when(datetime(2026, 2, 28, 23, tzinfo=UTC))})" in err
     assert "Traceback" not in err
     code, out, _ = cli("tickets", "--store", str(store), "list")
     assert code == 0 and " open " in out and "verifying" not in out  # nothing was half-reported
