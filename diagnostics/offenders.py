@@ -78,6 +78,18 @@ class Offender(BaseModel):
             return ComponentRef.nvswitch(switch_name(switch), self.link)
         return ComponentRef.nvlink(self.gpu, self.link)
 
+    @property
+    def counted_as(self) -> str:
+        """What the row is, as a sweep's headline counts it: a link (a switch port's too), a GPU, an NVSwitch, or a
+        part (a node's GPU count, anything else)."""
+        ref = self.ref
+        if ref is None:
+            return "part"
+        if ref.kind in (ComponentKind.NVLINK, ComponentKind.PCIE) or (ref.kind is ComponentKind.NVSWITCH
+                                                                     and ref.port is not None):
+            return "link"
+        return {ComponentKind.GPU: "GPU", ComponentKind.NVSWITCH: "NVSwitch"}.get(ref.kind, "part")
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def component(self) -> str:
@@ -262,14 +274,18 @@ class SweepResult(BaseModel):
                                        f"{listed}")
 
     def found(self, *, inline: bool = False) -> str:
-        """The offending links counted as links ('3 offending links'), each once whatever rules it broke; where some
-        broke more than one rule, how many rule breaches the list holds (one line each, a gone GPU's all on its one),
-        in parentheses, or between commas where the text is `inline` in parentheses already."""
-        links = len({o.link_key for o in self.offenders})
+        """The offenders counted each once whatever rules it broke, as what they are ('3 offending links', '1
+        offending GPU'; 'parts' where they are of more than one kind); where some broke more than one rule, how many
+        rule breaches the list holds (one line each, a gone GPU's all on its one), in parentheses, or between commas
+        where the text is `inline` in parentheses already."""
+        kinds = {o.link_key: o.counted_as for o in self.offenders}
+        named = set(kinds.values())
+        kind = named.pop() if len(named) == 1 else "part" if named else "link"  # none found: no link offends
         broken = sum(len(o.rules) for o in self.offenders)  # a gone GPU's one row counts each rule it broke
         breaches = fmt.count(broken, "rule breach", "rule breaches")
-        said = "" if broken == links else f", {breaches}," if inline else f" ({breaches})"
-        return f"{fmt.count(links, 'offending link')}{said}"
+        said = "" if broken == len(kinds) else f", {breaches}," if inline else f" ({breaches})"
+        many = "offending NVSwitches" if kind == "NVSwitch" else None
+        return f"{fmt.count(len(kinds), f'offending {kind}', many)}{said}"
 
     def headline(self) -> str:
         """One line for a person: never 'healthy' unless every query answered in full."""

@@ -94,7 +94,7 @@ def test_every_door_shows_one_part(tmp_path: Path) -> None:
     files, _, _ = files_source([tmp_path])
     end = tables["link_samples"]["timestamp"].max().to_pydatetime()
     swept = sweep(files, Request(end=end, window=timedelta(hours=1), thresholds=load_thresholds()))
-    assert swept.found().startswith("1 offending link"), swept.found()
+    assert swept.found().startswith("1 offending GPU"), swept.found()
     d = swept.diagnoses["n1"]
     assert [f.component for f in d.findings if f.severity is not Severity.OK] == [f"GPU {LOST}"]
     digest = assemble(at=end, diagnoses=[d], tracker=SqliteTracker(open_db(None)), maintenance=[])

@@ -63,7 +63,7 @@ def test_the_table_says_where_it_ran(store_dir: Path, capsys: pytest.CaptureFixt
     capsys.readouterr()
     assert main(["sweep", "--store", str(store_dir)]) == 3
     out = capsys.readouterr().out
-    assert "offending links" in out and "hpc-gpu-node-12" in out and "the store, window 1 h to " in out
+    assert "offending parts" in out and "hpc-gpu-node-12" in out and "the store, window 1 h to " in out
     assert "(s)" not in out  # counts say their noun once, singular for one: '1 node holds', '2 findings'
 
 
@@ -237,10 +237,11 @@ def test_the_sweep_names_each_link_as_analyze_names_it(store_dir: Path, capsys: 
 
 def test_gpus_a_kernel_log_names_by_bus_alone_are_counted_one_each(tmp_path: Path, cli: Cli) -> None:
     """A kernel log names its GPUs by PCI address: one Xid 149 and three Xid 145, on four GPUs, swept as '1
-    offending link (4 rule breaches)', the four read as one since none has an index."""
+    offending link (4 rule breaches)', the four read as one since none has an index; and each is a GPU, not a
+    link."""
     store = str(tmp_path / "store")
     log = FLEET.parent / "real" / "xid_145_149_log_1.txt"
     assert cli("ingest", str(log), "--store", store, "--node", "gx", "--at", "2026-05-18T10:00:00Z")[0] == 0
     code, out, err = cli("sweep", "--store", store)
     assert code == 1, err  # offenders found
-    assert out.splitlines()[0] == "4 offending links on 1 node", out
+    assert out.splitlines()[0] == "4 offending GPUs on 1 node", out

@@ -1,0 +1,41 @@
+"""A sweep's headline counts what its rows are: links, GPUs (an Xid, a GPU gone), switch chips, or parts when they
+are of more than one kind; never 'links' for a GPU."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from diagnostics.enums import LinkType, Severity
+from diagnostics.offenders import Offender, SweepResult
+
+AT = datetime(2026, 9, 17, 8, tzinfo=UTC)
+CRC = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=7, link=15, rule="crc", severity=Severity.WARNING,
+               rate_per_hour=719.0, above=100.0)
+XID = Offender(node_id="n1", link_type=LinkType.NVLINK, bus="0000:18:00.0", xid=79, rule="xid_off_bus",
+               severity=Severity.DOWN)
+CHIP = Offender(node_id="n2", link_type=LinkType.NVSWITCH, nvswitch="nvswitch3", rule="sxid_fatal",
+                severity=Severity.FAILING)
+
+
+def _headline(*rows: Offender, complete: bool = True) -> str:
+    result = SweepResult(at=AT, window_hours=1.0, source="store", offenders=list(rows))
+    if not complete:
+        result.complete, result.incomplete_reasons = False, ["a part could not be read"]
+    return result.headline()
+
+
+def test_rows_of_one_kind_are_counted_as_that_kind() -> None:
+    assert _headline(CRC) == "1 offending link on 1 node"
+    assert _headline(XID, XID.model_copy(update={"bus": "0000:19:00.0", "xid": 145, "rule": "xid_145"})) == \
+        "2 offending GPUs on 1 node"
+    assert _headline(CHIP) == "1 offending NVSwitch on 1 node"
+
+
+def test_rows_of_several_kinds_are_counted_as_parts_whatever_door_says_them() -> None:
+    assert _headline(CRC, XID, CHIP) == "3 offending parts on 2 nodes"
+    assert _headline(CRC, XID, complete=False).startswith("fleet view INCOMPLETE (2 offending parts found so far;")
+
+
+def test_an_incomplete_view_with_nothing_found_yet_counts_no_links() -> None:
+    result = SweepResult(at=AT, window_hours=1.0, source="prometheus", offenders=[])
+    assert result.found() == "0 offending links"
