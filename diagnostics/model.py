@@ -296,6 +296,9 @@ class Diagnosis(BaseModel):
     lists_every_link: bool = Field(
         default=False, description="Its findings name every link read, healthy ones too (one node's view), so a link "
                                    "none names was not read; a fleet sweep's name the flagged links only.")
+    links_read: bool = Field(
+        default=True, description="Whether a link reading of the node is in its window: without one, its findings "
+                                  "are events alone (an SXid that warns), which judge no link.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:
@@ -309,8 +312,9 @@ class Diagnosis(BaseModel):
 
     def health_unknown(self) -> bool:
         """One node's view with no link read in its window (never collected, or silent since before it) and no fault
-        found otherwise: its answer is "unknown", never "no fabric fault", since nothing was read to clear it."""
-        return self.lists_every_link and not self.findings and not self.fault_detected
+        found otherwise: its answer is "unknown", never "no fabric fault", since nothing was read to clear it. An
+        event that warns (a non-fatal SXid) judges no link: it leaves the health unknown too."""
+        return self.lists_every_link and not self.fault_detected and not (self.findings and self.links_read)
 
     def fault_said(self) -> str:
         """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read."""

@@ -47,14 +47,15 @@ def rules_answer(diagnosis: Diagnosis) -> str:
     if not d.fault_detected:
         slow = f" (step time {d.degradation_pct:+.1f}%)" if d.degradation_pct is not None else ""
         warned = [f for f in d.findings if f.severity is Severity.WARNING and f.crossed]
+        unread = (f"{who}: no link reading of `{d.node_id}` in the window{slow}, so its fabric health is unknown, "
+                  "not healthy")
         if warned:  # nothing fails, but a rule warns: said, with the priority and action it sets
             more = f" (and {len(warned) - 1} more)" if len(warned) > 1 else ""
-            return (f"{who}: no failing link on `{d.node_id}`{slow}, but {warned[0].component} warns: "
-                    f"{warned[0].crossed[0].message}{more}. Priority {d.priority_said()}; suggested action: "
-                    f"{d.repair_action}")
+            head = f"{unread}; " if d.health_unknown() else f"{who}: no failing link on `{d.node_id}`{slow}, but "
+            return (f"{head}{warned[0].component} warns: {warned[0].crossed[0].message}{more}. Priority "
+                    f"{d.priority_said()}; suggested action: {d.repair_action}")
         if d.health_unknown():  # nothing read to clear it: never "within thresholds"
-            return (f"{who}: no link reading of `{d.node_id}` in the window{slow}, so its fabric health is unknown, "
-                    f"not healthy. Suggested action: {d.repair_action}")
+            return f"{unread}. Suggested action: {d.repair_action}"
         return (f"{who}: no fabric fault on `{d.node_id}`{slow}. "
                 + (d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."))
     part = d.isolated_component  # 'the GPU at PCI ...' or 'a GPU of the node': its article goes, 'failing' is one

@@ -1,0 +1,73 @@
+"""What every door says of a node it cannot judge: one whose only input is events (no link reading) says its fabric
+health is unknown, not "no fabric fault"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bot.cli import main
+from bot.nodes import StoreNodeSource
+from diagnostics.store.telemetry import TelemetryStore
+from diagnostics.tickets.answers import rules_answer
+
+from .helpers import local_bot, summary_for
+from .test_store_source import START, text_of, write_hours
+
+NODES_CSV = "node_id,platform\ngpu-node-7,hgx-h100-8gpu\ngpu-node-9,hgx-h100-8gpu\n"
+
+
+def _store(tmp_path: Path, *, quiet_replays: float, events: list[dict[str, object]] | None = None) -> Path:
+    """gpu-node-7 read for 8 hours; gpu-node-9 read for its first 2 (`quiet_replays` a reading on GPU 0 NVLink 1),
+    or, given `events`, never read: those events are all it has."""
+    store_dir = tmp_path / "store"
+    files = [tmp_path / "on.csv", tmp_path / "nodes.csv"]
+    write_hours(files[0], "gpu-node-7", 0, 8, per_reading=0.0)
+    files[1].write_text(NODES_CSV)
+    if events is None:
+        write_hours(tmp_path / "quiet.csv", "gpu-node-9", 0, 2, per_reading=quiet_replays)
+        files.append(tmp_path / "quiet.csv")
+    else:
+        (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        files.append(tmp_path / "events.jsonl")
+    TelemetryStore(store_dir).ingest(files)
+    return store_dir
+
+
+def _doors(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, str, str]:
+    """What `analyze --store --node gpu-node-9`, `sweep --store` and `/fabric gpu-node-9` say."""
+    main(["analyze", "--store", str(store_dir), "--node", "gpu-node-9"])
+    analyzed = capsys.readouterr()
+    main(["sweep", "--store", str(store_dir)])
+    swept = capsys.readouterr()
+    with local_bot(source=StoreNodeSource(store_dir)) as local:
+        summary = summary_for(local, "gpu-node-9")
+    return analyzed.out + analyzed.err, swept.out + swept.err, summary.text + text_of(summary)
+
+
+def _sxid(code: int, port: int) -> dict[str, object]:
+    return {"timestamp": (START + pd.Timedelta(hours=7, minutes=30)).isoformat(), "node_id": "gpu-node-9",
+            "kind": "sxid", "code": code, "severity": "non-fatal", "nvswitch": "3", "link": port}
+
+
+@pytest.mark.parametrize("codes", [[22013], [22013, 20001]], ids=["ignorable", "ignorable-and-warning"])
+def test_a_node_of_events_alone_is_of_unknown_health_at_every_door(tmp_path: Path, codes: list[int],
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """gpu-node-9 has SXids and no link reading: an SXid that warns (20001) judges no link, yet `analyze` headed it
+    `fault=no`, /fabric "no fabric fault" and the answer "no failing link", while its own warning said its health
+    was unknown. An SXid NVIDIA says to ignore (22013) leaves it unknown too."""
+    store_dir = _store(tmp_path, quiet_replays=0.0, events=[_sxid(c, 40 + i) for i, c in enumerate(codes)])
+    analyzed, _, slack = _doors(store_dir, capsys)
+    head = analyzed.splitlines()[0]
+    assert "fault=unknown" in head, head
+    assert "fabric health unknown" in slack and "no fabric fault" not in slack, slack
+    d = StoreNodeSource(store_dir).diagnose("gpu-node-9")
+    assert d.health_unknown() and not d.fault_detected
+    said = rules_answer(d)
+    assert "fabric health is unknown" in said, said
+    assert "within thresholds" not in said and "no failing link" not in said and "no fabric fault" not in said
+    if 20001 in codes:  # what warns is still said
+        assert "SXid 20001" in said, said
