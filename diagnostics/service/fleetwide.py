@@ -33,7 +33,7 @@ from ..names import fleet_name_notes
 from ..offenders import SweepResult, offenders_of
 from ..prometheus.sweep import sweep as pushed_down
 from ..store.alerts import Alert
-from .diagnose import Fleet, fleet
+from .diagnose import Fleet, fleet, last_fault
 from .prometheus import PrometheusSource
 from .request import Request
 from .source import Source, Window, known
@@ -156,6 +156,20 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),
                           every=set(quiet) == set(source.nodes()))
+        _say_last(result, source, request, quiet)
+
+
+SILENT_READ_BACK = 10  # silent nodes whose last readings a sweep judges: as many as its reason names
+
+
+def _say_last(result: SweepResult, source: Source, request: Request, quiet: list[str]) -> None:
+    """The silent nodes (the first the reason names) whose last link readings showed a fault, each as its own answer
+    says it (`last_fault`): one gone silent on a failing link is more urgent than one gone silent healthy."""
+    for node in quiet[:SILENT_READ_BACK]:
+        newest = source.newest([node])
+        last = last_fault(source, request, node, newest)
+        if last:
+            result.incomplete_reasons.append(f"no link reading from {node} since {fmt.when(newest)}: {last}")
 
 
 def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime | None = None,

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import format as fmt
 from ..analysis.racks import SILENT_FROM, silent_note
+from ..analysis.rules import worst
 from ..model import Diagnosis
 from ..times import ns, utc_ns
 from .source import Window
@@ -42,10 +43,24 @@ def before_readings(diagnosis: Diagnosis, got: Window, *, why: str) -> Diagnosis
     return diagnosis.model_copy(update=update)
 
 
-def unheard(node: str, got: Window, span: timedelta) -> str | None:
+def last_showed(then: Diagnosis) -> str | None:
+    """What a silent node's last readings showed, where they showed a fault (`then`: its diagnosis of the window
+    ending at its newest link reading): a node gone silent on a failing link or a fatal Xid is more urgent than one
+    gone silent healthy. None when they showed none."""
+    top = worst(then.failing)
+    if not then.fault_detected or top is None:
+        return None
+    why = f": {top.crossed[0].message}" if top.crossed else ""
+    many = len(then.failing)
+    said = f"{top.component} failing{why}" if many == 1 else \
+        f"{fmt.count(many, 'failing finding')}, the worst {top.component}{why}"
+    return f"its last readings ({then.window_said()}) showed {said}"
+
+
+def unheard(node: str, got: Window, span: timedelta, last: str | None = None) -> str | None:
     """Why the node's answer is incomplete: the source holds its link readings, none in the `span` before the window's
-    end (the span a sweep reads, whose view calls such a node silent); None when one is there, none is held, or they
-    could not be read (said as that)."""
+    end (the span a sweep reads, whose view calls such a node silent), with what its `last` readings showed (a
+    fault, `last_showed`); None when one is there, none is held, or they could not be read (said as that)."""
     newest = got.newest.get(node)
     if newest is None or got.end is None or node in got.unreadable:
         return None
@@ -61,7 +76,7 @@ def unheard(node: str, got: Window, span: timedelta) -> str | None:
     where = f"its readings start at {fmt.when(first)}" if first is not None else \
         f"it has {_span(got.oldest.get(node, newest), newest)}"
     return f"{node} has no link reading in the {fmt.hours(span.total_seconds() / 3600)} before {fmt.when(got.end)}: " \
-        + where
+        + where + (f"; {last}" if last else "")
 
 
 def rack_before_readings(rack: Diagnosis, hosts: list[str], said: Mapping[str, Diagnosis], got: Window, *,

@@ -1,5 +1,5 @@
-"""What every door says of a node it cannot judge: one whose only input is events (no link reading) says its fabric
-health is unknown, not "no fabric fault"."""
+"""What every door says of a node it cannot judge: one gone silent says what its last readings showed, and one whose
+only input is events (no link reading) says its fabric health is unknown, not "no fabric fault"."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from bot.cli import main
+from bot.mrkdwn import esc
 from bot.nodes import StoreNodeSource
 from diagnostics.store.telemetry import TelemetryStore
 from diagnostics.tickets.answers import rules_answer
@@ -46,6 +47,24 @@ def _doors(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, st
     with local_bot(source=StoreNodeSource(store_dir)) as local:
         summary = summary_for(local, "gpu-node-9")
     return analyzed.out + analyzed.err, swept.out + swept.err, summary.text + text_of(summary)
+
+
+def test_a_node_silent_after_a_failing_link_says_so_at_every_door(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """gpu-node-9's last hour of readings showed GPU 0 NVLink 1 over the replay rule, then it stopped reporting:
+    every door said only that it was silent since 02:00, as of a node gone silent healthy."""
+    analyzed, swept, slack = _doors(_store(tmp_path, quiet_replays=200.0), capsys)
+    last = next(line for line in swept.splitlines() if "its last readings" in line).split("its last readings")[1]
+    assert "GPU 0 NVLink 1" in last and "nvlink_replay" in last and "2026-03-01 02:00 UTC" in last, last
+    assert "no link reading from gpu-node-9 since 2026-03-01 02:00 UTC" in swept
+    # the node's answer says it on its silence warning, and on why the answer is incomplete
+    assert analyzed.count(f"its last readings{last}") == 2, analyzed
+    assert esc(f"its last readings{last}") in slack, slack  # as Slack's mrkdwn writes it
+
+
+def test_a_node_silent_and_healthy_says_no_last_fault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for said in _doors(_store(tmp_path, quiet_replays=0.0), capsys):
+        assert "gpu-node-9" in said and "its last readings" not in said, said
 
 
 def _sxid(code: int, port: int) -> dict[str, object]:

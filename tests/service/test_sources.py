@@ -168,7 +168,9 @@ def test_a_window_asked_to_end_after_the_readings_says_it_ends_as_asked(bundled_
         warnings = diagnose(source, Request(node="hpc-gpu-node-12", end=end)).diagnosis.warnings
         said.append([w for w in warnings if w.startswith("no link reading from hpc-gpu-node-12 since")])
     assert said[0] == said[1] and len(said[0]) == 1
-    assert said[0][0].endswith("the window ends at 2027-09-17 00:00 UTC (as asked)"), said[0]
+    ends, last = said[0][0].split("; ")  # and what its last readings showed: a failing link
+    assert ends.endswith("the window ends at 2027-09-17 00:00 UTC (as asked)"), said[0]
+    assert last.startswith("its last readings (window 1 h to 2026-09-17 08:00 UTC) showed"), said[0]
 
 
 def test_an_input_of_many_nodes_asked_of_without_one_counts_those_it_does_not_list() -> None:
