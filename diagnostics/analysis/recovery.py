@@ -64,7 +64,8 @@ def recovery_actions(events: pd.DataFrame | None, start_ns: int, end_ns: int,
         if str(row["kind"]) == EventKind.RECOVERY_ACTION.value:
             action, read = table.of(int(row["code"])), "DCGM_FI_DEV_GPU_RECOVERY_ACTION"
         else:
-            found = table.from_line(str(row.get("text") or ""))
+            text = row.get("text")  # an event ingested as a table row may carry no line (NA)
+            found = table.from_line(text if isinstance(text, str) else "")
             if found is None:
                 continue
             action, read = found, f"Xid {RECOVERY_XID}"

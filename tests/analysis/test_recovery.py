@@ -68,6 +68,14 @@ def test_a_later_none_clears_the_action_and_another_gpu_is_not_reached() -> None
     assert any("GPU 6" in w for w in d.warnings)  # said, whatever else is found
 
 
+def test_an_xid_154_with_no_line_is_judged_without_its_action() -> None:
+    """An events table's Xid 154 row with no text (a JSONL event of code alone): the analysis stopped on reading its
+    missing line ("boolean value of NA is ambiguous"); it has no action to read, so the node is judged without one."""
+    row = {k: v for k, v in _xid154(2, "").items() if k != "text"}
+    d, _ = _node(row)
+    assert d.localization is not None and d.localization.gpu == 2 and d.localization.recovery is None
+
+
 def test_dcgm_exporters_recovery_action_is_read_as_an_event(tmp_path: object) -> None:
     """Two scrapes of a GB200 tray in dcgm-exporter's labels (dcgm-exporter issue 581's layout): GPU 1 reads 0,
     then 2; GPU 0 reads 0 both times (no event)."""
