@@ -75,8 +75,8 @@ def rules_answer(diagnosis: Diagnosis) -> str:
 
 def facts(diagnosis: Diagnosis) -> dict[str, object]:
     d = diagnosis
-    return {
-        "node": d.node_id, "platform": d.platform, "job": d.job_id, "fault_detected": d.fault_detected,
+    return {  # a fault "unknown" where no link was read: never a "no" the model may call healthy
+        "node": d.node_id, "platform": d.platform, "job": d.job_id, "fault_detected": d.fault_said(),
         "isolated_component": d.isolated_component, "step_time_change_pct": d.degradation_pct,
         "priority": d.priority_said(), "repair_action": d.repair_action, "verdict": d.verdict,
         "failing_links": [{"component": f.component, "severity": f.severity.value,

@@ -94,6 +94,9 @@ def test_a_node_with_no_link_read_is_not_answered_as_within_thresholds() -> None
     assert unread.health_unknown()
     said = rules_answer(unread)
     assert "fabric health is unknown" in said and "within thresholds" not in said and "no fabric fault" not in said
+    model, prompts = answering_model("Its fabric health is unknown: no link was read.")
+    ClaudeAnswerer(model=model, retries=1).answer(unread, "is it healthy?")
+    assert '"fault_detected": "unknown"' in prompts[0], prompts[0]  # the model is told unknown, not no
 
 
 def test_the_evidence_quoted_is_the_isolated_parts_own() -> None:
