@@ -189,6 +189,7 @@ EVENTS = TableSchema(
         "gpu_serial": "string",  # the board serial the driver's next line gave for that GPU
         "subcode": "string",  # an NVLink5 Xid's unit and error as the line names them (`NETIR_LINK_EVT`)
         "driver_version": "string",  # the driver's, as its banner gave it earlier in the same log
+        "since_start": "boolean",  # a counter's first reading: its count stands for every occurrence until then
     },
     doc={
         "severity": "what the kernel line itself says (`Fatal`, `Non-fatal`, `Severity 1`); how the analysis treats "
@@ -203,6 +204,9 @@ EVENTS = TableSchema(
         "(`NETIR_LINK_EVT`, `RLW_RXPIPE`) that the Xid catalog's decode table is keyed by; NA for other lines",
         "driver_version": "the driver version its `NVRM: loading NVIDIA UNIX ... Kernel Module ... <version>` line "
         "states earlier in the same log (of the same host); NA when no such line precedes the event",
+        "since_start": "true on a counter's first reading (DCGM_EXP_XID_ERRORS_COUNT's first value): its count stands "
+        "for every occurrence since the exporter started, up to its time, so a kernel line of the same Xid before it "
+        "is one of them, not another; NA on other rows (and in a store written before the column)",
     },
 )
 

@@ -4,7 +4,7 @@ Links and GPUs that stopped or never reported are `absence.py`'s."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -32,22 +32,25 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
                    silent: Mapping[str, Mapping[int, int]] | None = None,
                    buses: Mapping[str, Mapping[str, int]] | None = None,
                    uuids: Mapping[str, Mapping[str, int]] | None = None,
-                   restarts: Mapping[str, Mapping[int | None, int]] | None = None) -> dict[str, list[Finding]]:
+                   restarts: Mapping[str, Mapping[int | None, int]] | None = None,
+                   reporting: Mapping[str, Collection[int]] | None = None) -> dict[str, list[Finding]]:
     """Each node's Xid/SXid rules over the window, the fleet's events judged at once (each node's as if alone:
     every key below holds the node). `silent` (node -> GPU -> when its series stopped) keeps an Xid 79 found: a
-    GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window. A fatal
+    GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window, and so does
+    one of a GPU missing from the whole read (`reporting`: node -> the GPUs with any reading in it, for nodes that
+    report), however long before: it has been silent since. A fatal
     event (a fatal Xid or SXid, a GPU off the bus) before the window still counts until a restart is seen after it:
     `restarts` (node -> GPU -> the last time its counters restarted: a GPU reset, driver reload or reboot; None ->
     the node's) clears it. `buses` and `uuids` (node -> PCI address or UUID -> GPU index, from the node's GPU
     table) name the GPU of a log line that gives only its address (and the driver's identity line its UUID)."""
     silent = {n: s for n, s in (silent or {}).items() if s}
+    reporting = {n: g for n, g in (reporting or {}).items() if g}
     if events.empty or "kind" not in events.columns:
         return {}
     judged = events["kind"].isin(JUDGED).to_numpy(bool, na_value=False)  # most nodes log only their fabric state
     if not judged.any():
         return {}
     events = merge_sources(indexed(indexed(events[judged], buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
-    node = events["node_id"].astype("string")
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
     recent = events[in_window]
@@ -59,12 +62,9 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
         if rule.counter not in JUDGED:
             continue
         rows = recent[(kind == rule.counter).fillna(False).to_numpy(bool)]
-        if rule.name == OFF_BUS_RULE and silent:
-            prior = events[before_window]
-            before = [_off_bus_before(prior[(node[before_window] == n).to_numpy(bool, na_value=False)], gpus)
-                      for n, gpus in sorted(silent.items())]
-            before = [b for b in before if not b.empty]
-            rows = pd.concat([rows, *before]) if before else rows
+        if rule.name == OFF_BUS_RULE and (silent or reporting):
+            before = _off_bus_before(events[before_window], silent, reporting)
+            rows = pd.concat([rows, before]) if len(before) else rows
         persisting = earlier[(earlier["kind"].astype("string") == rule.counter).fillna(False).to_numpy(bool)]
         persisting = persisting[_fatal(persisting, rule.counter)] if len(persisting) else persisting
         if len(persisting) and rule.name != OFF_BUS_RULE:  # an Xid 79 holds while its GPU stays silent (above):
@@ -270,14 +270,21 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
                    evidence=[*meanings, *held, *texts])
 
 
-def _off_bus_before(events: pd.DataFrame, silent: Mapping[int, int]) -> pd.DataFrame:
-    """Xids before the window on GPUs that fell silent then (and stayed so): not those long before it."""
+def _off_bus_before(events: pd.DataFrame, silent: Mapping[str, Mapping[int, int]],
+                    reporting: Mapping[str, Collection[int]]) -> pd.DataFrame:
+    """Xids before the window on GPUs that fell silent then (and stayed so), not those long before it; and, however
+    long before, on GPUs of a reporting node that the read never heard: silent since. Each row is looked up alone
+    (Xids before the window are few), for the fleet at once."""
     xid = events[(events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
-                 & events["gpu"].isin(list(silent)).to_numpy(bool, na_value=False)]
+                 & events["gpu"].notna().to_numpy(bool)]
     if xid.empty:
         return xid
-    stopped = xid["gpu"].astype("Int64").map(silent).astype("Int64").to_numpy(np.int64, na_value=0)
-    return xid[ns(xid["timestamp"]) >= stopped]
+    never = np.iinfo(np.int64).min
+    after = [silent[n][g] if g in silent.get(n, {}) else never if n in reporting and g not in reporting[n] else None
+             for n, g in zip(xid["node_id"].astype("string").fillna("").tolist(), xid["gpu"].astype(int).tolist(),
+                             strict=True)]
+    kept = [a is not None and t >= a for a, t in zip(after, ns(xid["timestamp"]).tolist(), strict=True)]
+    return xid[np.asarray(kept, dtype=bool)]
 
 
 def fabric_states(events: pd.DataFrame) -> dict[str, str]:

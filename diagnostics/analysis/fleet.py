@@ -169,7 +169,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
     fabric = fabric_states(events)
     judged = event_findings(events, start_ns, end_ns, thresholds, view.silent, graph_of.buses, graph_of.uuids,
-                            restarts)
+                            restarts, view.gpus_seen)
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
     applications = application_notes(events, start_ns, end_ns, graph_of.buses)
     off_bus = silent_pcie_rows(links, t, view.silent, end_ns)

@@ -171,6 +171,8 @@ def build_events(xids: list[tuple[Any, ...]], files: list[str],
                 event = {"code": code, "count": int(increase),
                          "text": f"Xid {code} counted {fmt.count(int(increase), 'time')}{first} "
                                  "(DCGM_EXP_XID_ERRORS_COUNT)"}
+                if prev is None:  # every Xid until now: the merge takes a kernel line before it as one of them
+                    event["since_start"] = True
         elif kind == "recovery":  # a state, not a history: a pending action now, and each change
             if (prev is None and value) or (prev is not None and value != prev):
                 action = load_recovery().of(int(value))

@@ -26,8 +26,11 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def write_rows(db: sqlite_utils.Database, table: str, frame: pd.DataFrame) -> None:
+    """The rows, a column the table lacks added (a store written before it). A true-or-false column no row fills
+    is left to rows that fill it: added empty it would be text, and a later `1` in it read back as `'1'`."""
     if len(frame):
-        db.table(table).insert_all(records(frame), alter=True)
+        unfilled = [c for c in frame.columns if str(frame[c].dtype) == "boolean" and not frame[c].notna().any()]
+        db.table(table).insert_all(records(frame.drop(columns=unfilled)), alter=True)
         db.table(table).create_index(["node_id"], if_not_exists=True)
 
 

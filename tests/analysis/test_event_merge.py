@@ -94,3 +94,54 @@ def test_a_fatal_xid_in_one_file_is_not_lost_to_another_files_line_of_another_gp
         assert d.fault_detected and d.ticket_priority is Priority.HIGH, (door, d.ticket_priority)
         rules = sorted(c.rule for f in d.findings for c in f.crossed)
         assert rules == ["xid_nvlink", "xid_nvlink_warning"], (door, rules)
+
+
+def test_a_counters_first_reading_covers_the_kernel_line_before_it() -> None:
+    """The counter's first reading counts every Xid since the exporter started: a line two hours before it is one
+    of them, not another; the line, which says more, is kept."""
+    for line_at in (T, T + pd.Timedelta(hours=2, minutes=5)):  # or minutes after it: the two clocks may differ
+        got = merge_sources(_events(
+            {"timestamp": line_at, "gpu": 1, "code": 79, "source": "kern.log:4"},
+            {"timestamp": T + pd.Timedelta(hours=2), "gpu": 1, "code": 79, "count": 1, "since_start": True,
+             "source": "dcgm.prom:872"}))
+        assert got["source"].astype(str).tolist() == ["kern.log:4"], (line_at, got)
+
+
+def test_a_first_reading_of_two_beside_one_line_still_counts_two() -> None:
+    """The line is one of the two the counter read: the other stays, counted by the reading."""
+    got = merge_sources(_events(
+        {"timestamp": T, "gpu": 1, "code": 79, "source": "kern.log:4"},
+        {"timestamp": T + pd.Timedelta(hours=2), "gpu": 1, "code": 79, "count": 2, "since_start": True,
+         "source": "dcgm.prom:872"}))
+    assert got["count"].astype("Float64").fillna(1).sum() == 2, got
+    assert "kern.log:4" in got["source"].astype(str).tolist()
+
+
+def test_a_first_reading_covers_no_more_lines_than_it_counted() -> None:
+    """Three lines before a first reading of one: the reading stands for one of them, the other two are more."""
+    got = merge_sources(_events(
+        *({"timestamp": T + pd.Timedelta(minutes=m), "gpu": 1, "code": 79, "source": f"kern.log:{m}"}
+          for m in (0, 1, 2)),
+        {"timestamp": T + pd.Timedelta(hours=2), "gpu": 1, "code": 79, "count": 1, "since_start": True,
+         "source": "dcgm.prom:872"}))
+    assert got["count"].astype("Float64").fillna(1).sum() == 3, got
+
+
+def test_a_later_increase_is_no_first_reading() -> None:
+    """An increase between two readings counts Xids after the earlier one: a line two hours before it is another
+    event (and a store written before the mark, whose events lack it, is read as before)."""
+    for mark in ({"since_start": False}, {}):
+        got = merge_sources(_events(
+            {"timestamp": T, "gpu": 1, "code": 79, "source": "kern.log:4"},
+            {"timestamp": T + pd.Timedelta(hours=2), "gpu": 1, "code": 79, "count": 1, "source": "dcgm.prom:9",
+             **mark}).drop(columns=[] if mark else ["since_start"]))
+        assert len(got) == 2, (mark, got)
+
+
+def test_a_first_reading_of_another_gpu_or_code_covers_nothing() -> None:
+    for other in ({"gpu": 2}, {"code": 48}):
+        got = merge_sources(_events(
+            {"timestamp": T, "gpu": 1, "code": 79, "source": "kern.log:4"},
+            {"timestamp": T + pd.Timedelta(hours=2), "gpu": 1, "code": 79, "count": 1, "since_start": True,
+             "source": "dcgm.prom:872", **other}))
+        assert len(got) == 2, (other, got)

@@ -105,6 +105,23 @@ def test_a_gpu_off_the_bus_is_one_finding_its_xid_and_its_silence_both_its_evide
     assert sorted(row.rules) == ["gpus_missing", "xid_off_bus"] and row.component.startswith("GPU 3 (Xid")
 
 
+@pytest.mark.parametrize("hours_before", [1, 30])
+def test_an_xid_79_of_a_gpu_the_read_never_hears_counts_however_long_before_it(hours_before: int) -> None:
+    """GPU 3 logged an Xid 79 before the readings begin and reports none of them: it has been off the bus since, so
+    the Xid is its evidence. A GPU that reports again after its Xid 79 came back: its Xid is history."""
+    xid = events([{"timestamp": T0 - pd.Timedelta(hours=hours_before), "gpu": 3, "kind": "xid", "code": 79,
+                   "text": "NVRM: Xid (PCI:0000:1b:00): 79, GPU has fallen off the bus.", "source": "kern.log:4"}])
+    every = node_links()
+    gone = analyze_tables({"link_samples": every[every["gpu"] != 3].reset_index(drop=True), "events": xid},
+                          node_id="n1", platform="hgx-h100-8gpu")
+    (found,) = [f for f in gone.findings if f.gpu == 3 and f.severity is not Severity.OK]
+    assert {c.rule for c in found.crossed} == {"xid_off_bus", "gpus_missing"}
+    assert "fallen off the bus" in " ".join(found.evidence)
+    assert [(loc.ref.slug, loc.fault) for loc in gone.localizations] == [("gpu3", FaultKind.GPU_OFF_BUS)]
+    back = analyze_tables({"link_samples": every, "events": xid}, node_id="n1", platform="hgx-h100-8gpu")
+    assert not [c for f in back.findings for c in f.crossed if c.rule == "xid_off_bus"]
+
+
 def test_fabric_manager_down_says_jobs_cannot_start_and_names_no_part() -> None:
     down = node_links(n=N, state={(g, k): "inactive" for g in range(8) for k in range(18)})
     fm = events([{"timestamp": T0, "kind": "fabric_state", "text": "Fabric State: In Progress"}])

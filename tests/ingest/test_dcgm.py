@@ -172,6 +172,20 @@ def test_xid_counter_increases_and_gauge_changes_are_events() -> None:
     assert any("Xid 74" in w.message for w in result.warnings)  # the gauge's first value is not an event
 
 
+def test_an_xid_counters_first_reading_is_marked_as_counting_since_the_exporter_started() -> None:
+    """Its count covers every Xid until then (a kernel line long before it among them); a later increase only
+    those since the reading before, in scrape files read one by one too."""
+    labels = 'gpu="1",Hostname="h",xid="79"'
+    first = f"DCGM_EXP_XID_ERRORS_COUNT{{{labels}}} 1 1700000000000"
+    later = f"DCGM_EXP_XID_ERRORS_COUNT{{{labels}}} 3 1700000060000"
+    together = READER.read(text(first, later))["events"]
+    last: dict[tuple[object, ...], float] = {}
+    apart = pd.concat([READER.read(text(t), xid_last=last)["events"] for t in (first, later)], ignore_index=True)
+    for events in (together, apart):
+        assert events["count"].tolist() == [1, 2]
+        assert events["since_start"].fillna(False).tolist() == [True, False]
+
+
 def test_xid_gauge_change_across_two_scrape_files() -> None:
     first = text('DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="h"} 0')
     second = text('DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="h"} 79')
