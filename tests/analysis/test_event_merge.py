@@ -145,3 +145,35 @@ def test_a_first_reading_of_another_gpu_or_code_covers_nothing() -> None:
             {"timestamp": T + pd.Timedelta(hours=2), "gpu": 1, "code": 79, "count": 1, "since_start": True,
              "source": "dcgm.prom:872", **other}))
         assert len(got) == 2, (other, got)
+
+
+def test_an_increase_of_two_beside_one_line_is_that_line_counting_two() -> None:
+    """DCGM counted two Xid 74 within minutes, the kernel logged one of them: two events, said by the line, which
+    states its severity, whichever came first."""
+    for shift in (pd.Timedelta(minutes=-3), pd.Timedelta(minutes=3)):
+        got = merge_sources(_events(
+            {"timestamp": T, "gpu": 2, "code": 74, "severity": "fatal", "text": "NVLink error", "source": "kern.log:9"},
+            {"timestamp": T + shift, "gpu": 2, "code": 74, "count": 2, "source": "dcgm.prom:3"}))
+        assert got["source"].astype(str).tolist() == ["kern.log:9"], (shift, got)
+        assert got["count"].tolist() == [2] and got["severity"].tolist() == ["fatal"], (shift, got)
+        assert got["text"].tolist() == ["NVLink error"]
+
+
+def test_an_increase_takes_as_many_lines_as_it_counted() -> None:
+    """Two lines of one log and DCGM's increase of two between them: the two events the lines are; an increase of
+    one between them is one of them."""
+    for increase in (2, 1):
+        got = merge_sources(_events(
+            {"timestamp": T, "gpu": 2, "code": 74, "source": "kern.log:9"},
+            {"timestamp": T + pd.Timedelta(seconds=30), "gpu": 2, "code": 74, "count": increase,
+             "source": "dcgm.prom:3"},
+            {"timestamp": T + pd.Timedelta(seconds=60), "gpu": 2, "code": 74, "source": "kern.log:10"}))
+        assert sorted(got["source"].astype(str)) == ["kern.log:10", "kern.log:9"], (increase, got)
+        assert got["count"].astype("Float64").fillna(1).sum() == 2, (increase, got)
+
+
+def test_copies_of_one_increase_count_what_the_source_that_counted_most_says() -> None:
+    got = merge_sources(_events(
+        {"timestamp": T, "gpu": 2, "code": 74, "count": 1, "source": "a.prom:3"},
+        {"timestamp": T + pd.Timedelta(seconds=30), "gpu": 2, "code": 74, "count": 2, "source": "b.prom:3"}))
+    assert got["count"].tolist() == [2], got

@@ -32,6 +32,12 @@ def test_one_xid_seen_by_the_kernel_log_and_by_dcgm_counts_once() -> None:
     assert _xid79_count([_xid79(50, "kern.log:812"), _xid79(51, "scrape-0851.prom:40", count=1)]) == 1
 
 
+def test_a_counter_increase_beside_fewer_lines_counts_its_size() -> None:
+    """DCGM counted two where the kernel logged one: two, however the sources fall in time."""
+    for minute in (48, 52):
+        assert _xid79_count([_xid79(50, "kern.log:812"), _xid79(minute, "scrape-0851.prom:40", count=2)]) == 2
+
+
 def test_two_lines_of_one_log_are_two_events_and_a_counter_increase_counts_its_size() -> None:
     assert _xid79_count([_xid79(40, "kern.log:800"), _xid79(50, "kern.log:812")]) == 2
     assert _xid79_count([_xid79(50, "scrape-0850.prom:40", count=3)]) == 3
