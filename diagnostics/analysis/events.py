@@ -50,7 +50,8 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
     judged = events["kind"].isin(JUDGED).to_numpy(bool, na_value=False)  # most nodes log only their fabric state
     if not judged.any():
         return {}
-    events = merge_sources(indexed(indexed(events[judged], buses or {}, "pci_bus_id"), uuids or {}, "gpu_uuid"))
+    events = merge_sources(switches_named(indexed(indexed(events[judged], buses or {}, "pci_bus_id"), uuids or {},
+                                                  "gpu_uuid")))
     t = ns(events["timestamp"])
     in_window = (t > start_ns) & (t <= end_ns)
     recent = events[in_window]
@@ -142,6 +143,29 @@ def indexed(events: pd.DataFrame, index: Mapping[str, Mapping[str, int]], column
     if not known.notna().any():
         return events
     return events.assign(gpu=events["gpu"].astype("Int16").fillna(known))
+
+
+def switches_named(events: pd.DataFrame) -> pd.DataFrame:
+    """Events with an NVSwitch named by its PCI address alone (Fabric Manager's log names a switch so) renamed as
+    the driver names it where another event of its node gives both (a kernel SXid line: `nvidia-nvswitch3: SXid
+    (PCI:0000:86:00.0)`): one switch is one component, whichever log said it."""
+    if "nvswitch" not in events or "pci_bus_id" not in events or events.empty:
+        return events
+    switch = events["nvswitch"].astype("string")
+    bus = events["pci_bus_id"].astype("string").str.lower()
+    by_bus = (switch.str.lower() == bus).to_numpy(bool, na_value=False)
+    if not by_bus.any():
+        return events
+    node = events["node_id"].astype("string")
+    named = switch.notna().to_numpy(bool) & bus.notna().to_numpy(bool) & ~by_bus
+    index = {(n, b): name for n, b, name in zip(node[named], bus[named], switch[named], strict=True)}
+    renamed = [index.get((n, b)) for n, b in zip(node[by_bus], bus[by_bus], strict=True)]
+    if not any(renamed):
+        return events
+    names = switch.copy()
+    names[by_bus] = pd.array([new or old for new, old in zip(renamed, switch[by_bus], strict=True)], dtype="string")
+    categorical = isinstance(events["nvswitch"].dtype, pd.CategoricalDtype)
+    return events.assign(nvswitch=names.astype("category") if categorical else names)
 
 
 def _with_code(rows: pd.DataFrame, codes: list[int]) -> pd.DataFrame:

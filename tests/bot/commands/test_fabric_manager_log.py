@@ -38,3 +38,23 @@ def test_the_switch_and_port_the_log_names_are_the_answer_through_each_door(cli:
         assert ticket["component"] == SWITCH and ticket["switch_port"] == 33
         assert ticket["replacement_part"]["id"] == "hgx-h100-baseboard"
     assert tickets[0]["repair_steps"] == tickets[1]["repair_steps"]
+
+
+def test_one_switch_said_by_fabric_manager_and_the_kernel_is_one_component(cli: Cli, tmp_path: Path) -> None:
+    """Fabric Manager names the switch by its bus id; the kernel's SXid line of the same fault names it `nvidia-
+    nvswitch3` beside the same bus id: the answer is one switch, by the driver's name, its fault counted once."""
+    fm = tmp_path / "fabricmanager.log"
+    fm.write_text("[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected NVSwitch fatal error 20034 on fid 0 on NVSwitch "
+                  "pci bus id 00000000:86:00.0 physical id 3 port 33\n", encoding="utf-8")
+    kernel = tmp_path / "kern.log"
+    kernel.write_text("Tue Jul 23 07:54:00 UTC 2024\nJul 23 07:53:55 n1 kernel: [6781753.400584] nvidia-nvswitch3: "
+                      "SXid (PCI:0000:86:00.0): 20034, Fatal, Link 33 LTSSM Fault Up\n", encoding="utf-8")
+    store = tmp_path / "store"
+    for path in (fm, kernel):
+        code, _, err = cli("ingest", str(path), "--store", str(store), "--node", NODE)
+        assert code == 0, err
+    answer = _json(cli, "analyze", "--store", str(store), "--node", NODE)
+    assert answer["isolated_component"] == "NVSwitch 3 port 33"
+    switches = [f for f in answer["findings"] if f["component"].startswith("NVSwitch")]
+    assert [f["component"] for f in switches] == ["NVSwitch 3 port 33"]
+    assert "1 SXid 20034" in " ".join(c["message"] for c in switches[0]["crossed"])
