@@ -184,6 +184,8 @@ class DcgmParser:
                                     f"{(batch.raw[i].as_py().split() or [''])[0][:40]!r}") for i in np.flatnonzero(bad)]
         value = batch.value
         sentinel = used & ~bad & np.isin(value, list(self.mapping.sentinels))
+        for at in np.flatnonzero(sentinel & (value > 2.0**53)):  # a float there is many numbers: DCGM's own text only
+            sentinel[at] = batch.raw[at].as_py().split(" ")[0] in self.mapping.sentinel_texts
         state.sentinels += int(sentinel.sum())
         good = used & ~bad & ~sentinel
         unheld = good & _unheld(value, tops[code], wholes[code])

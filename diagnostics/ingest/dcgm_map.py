@@ -48,6 +48,7 @@ class DcgmMap:
     patterns: tuple[tuple[re.Pattern[str], Field], ...]
     labels: dict[str, tuple[str, ...]]
     sentinels: frozenset[float]
+    sentinel_texts: frozenset[str]  # the int64 ones as printed: past 2^53 a float holds their neighbours too
     saturation: float
     xid_counter: frozenset[str]
     xid_gauge: frozenset[str]
@@ -167,6 +168,7 @@ def _load(path: Path) -> DcgmMap:
         patterns=tuple(patterns),
         labels=labels,
         sentinels=frozenset(float(v) for v in data.get("sentinels", {}).get("values", [])),
+        sentinel_texts=frozenset(str(v) for v in data.get("sentinels", {}).get("values", []) if isinstance(v, int)),
         saturation=float(data.get("saturation", {}).get("value", SATURATED_16BIT)),
         xid_counter=frozenset(xid.get("counter", [])),
         xid_gauge=frozenset(xid.get("last_value_gauge", [])),

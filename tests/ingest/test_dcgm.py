@@ -116,6 +116,15 @@ def test_sentinel_is_no_value_and_saturation_is_flagged() -> None:
     assert any("sentinel" in w.message for w in result.warnings)
 
 
+def test_a_number_a_float_cannot_tell_from_a_sentinel_is_no_sentinel() -> None:
+    """2^63 is the same float as DCGM's int64 blanks: it had been read as "not supported", its row lost unsaid."""
+    result = READER.read(text('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0{gpu="0",Hostname="h"} 9223372036854775808',
+                              'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L1{gpu="0",Hostname="h"} 9223372036854775795'))
+    rows = result["link_samples"]
+    assert rows["link"].tolist() == [0] and rows["crc_flit"].item() > 9e18  # link 1's blank is no value
+    assert [w.message.split(" held")[0] for w in result.warnings if "sentinel" in w.message] == ["1 samples"]
+
+
 def test_truncated_lines_warn_with_line_and_keep_the_rest() -> None:
     result = READER.read(text(
         'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="h"} 1',
