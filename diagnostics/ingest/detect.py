@@ -18,6 +18,7 @@ _READER_MODULES: tuple[str, ...] = (
     "topo_matrix",
     "nccl_xml",
     "nvlink",
+    "dcgmi_nvlink",
     "smi_query",
     "imex",
     "lspci",

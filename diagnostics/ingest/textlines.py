@@ -28,9 +28,10 @@ _PROMPT = re.compile(
     rf"^\s*(?:\([^)]*\)\s*)?(?:(?P<host1>{_NAME}@(?P<h1>{_NAME}))(?::[^\s$#]*)?\s?[$#]|\[{_NAME}@(?P<h2>{_NAME})[^\]]*\][$#]|\$)"
     r"\s+(?P<cmd>\S.*)$"
 )
-# A command line pasted without its prompt (or after a root shell's bare `# `): only the tools whose output
-# fabricbot reads, and launchers.
-_TOOLS = r"(?:sudo\s+)?(?:\S*/)?(?:nvidia-smi|lspci|dmesg|journalctl|mpirun|srun|torchrun|\w+_perf(?:_mpi)?)(?:\s|$)"
+# A command line pasted without its prompt (or after a root shell's bare `# `, or a page's `> `): only the tools whose
+# output fabricbot reads, and launchers.
+_TOOLS = (r"(?:sudo\s+)?(?:\S*/)?(?:nvidia-smi|dcgmi|lspci|dmesg|journalctl|mpirun|srun|torchrun|\w+_perf(?:_mpi)?)"
+          r"(?:\s|$)")
 _BARE_COMMAND = re.compile(r"^\s*" + _TOOLS)
 # A prompt a shell theme decorates (`user@host:~ ➜ $ nvidia-smi -q`, `user@host ~ ❯ nvidia-smi`): taken as one only
 # before a command of the tools above, so a text line with an `@` in it stays text.
@@ -38,7 +39,7 @@ _THEMED_PROMPT = re.compile(
     rf"^\s*(?:\([^)]*\)\s*)?{_NAME}@(?P<h>{_NAME})(?::\S*)?(?:\s+\S{{1,3}}){{0,3}}?\s*[$#%>❯➜»]\s+(?P<cmd>(?="
     + _TOOLS + ").*)$"
 )
-_ROOT_PROMPT = re.compile(r"^\s*#\s+(?=" + _TOOLS + ")")
+_ROOT_PROMPT = re.compile(r"^\s*[#>]\s+(?=" + _TOOLS + ")")
 _ISO_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*$")
 _DATE_TIME = re.compile(
     r"^\s*(?:Timestamp\s*:\s*)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(\w{3})\s+(\d{1,2})\s+(\d{2}:\d{2}:\d{2})"
@@ -102,7 +103,7 @@ def classify_line(number: int, text: str) -> Line:
         return Line(number, text, "provenance")
     if first == "#" and _HEADING.match(text):
         return Line(number, text, "heading")
-    if first == "#" and (root := _ROOT_PROMPT.match(text)):
+    if first in "#>" and (root := _ROOT_PROMPT.match(text)):
         return Line(number, text, "command", text[root.end():].strip())
     if first in "`~" and _FENCE.match(text):
         return Line(number, text, "fence")

@@ -171,8 +171,8 @@ _SHORT_FORM = re.compile(r"\bLinks [\d\s,-]+:\s*(?:No errors\b|[A-Za-z /]*Errors
 
 def _counted_links(frame: pd.DataFrame, text: str) -> np.ndarray:
     """Rows whose link index their line does not spell: NVML's `all links are inActive` line (they count that GPU's
-    links, as the paste's other GPUs list them or as its model has), and a `Links 0-2, 4-5:` line's (a link
-    between the ends of one of its ranges)."""
+    links, as the paste's other GPUs list them or as its model has), a `Links 0-2, 4-5:` line's (a link
+    between the ends of one of its ranges), and a `dcgmi nvlink -s` line's (one state a link, link 0 first)."""
     lines = text.split("\n")  # as the readers number lines: a vertical tab or form feed splits none
 
     def counted(source: Any, link: float) -> bool:
@@ -180,6 +180,9 @@ def _counted_links(frame: pd.DataFrame, text: str) -> np.ndarray:
         if n is None or not 0 < n <= len(lines):
             return False
         if "all links are inactive" in lines[n - 1].lower():
+            return True
+        states = lines[n - 1].split()
+        if sum(state in ("U", "D", "X", "_") for state in states) * 2 >= len(states) > link:
             return True
         ranges = _LINKS.search(lines[n - 1])
         return ranges is not None and any(
