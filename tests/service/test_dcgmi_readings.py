@@ -1,0 +1,59 @@
+"""`dcgmi nvlink -s` and `-e -g N` pasted together, through each door: `analyze FILE`, `ingest` then `analyze
+--store`, and `ticket` from each: one answer, naming the GPU and link the paste shows down and the counts it shows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+from tests.conftest import FIXTURES
+
+PASTE = FIXTURES / "samples" / "dcgmi_nvlink_down_replay_h100.txt"  # GPU 3 link 5 down; GPU 3 link 2: 48,213 replays
+REAL = FIXTURES / "real" / "dcgmi_nvlink_s_all_down_1.txt"
+AT = "2026-11-30T12:00:00Z"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return dict(json.loads(out))
+
+
+@pytest.mark.parametrize("platform", [[], ["--platform", "hgx-h100-8gpu"]])
+def test_each_door_names_the_down_link_and_the_replays_of_the_paste(platform: list[str], tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(tmp_path / "store")
+    direct = _run(capsys, "analyze", str(PASTE), "--node", "n1", "--end", AT, *platform, "--json")
+    _run(capsys, "ingest", str(PASTE), "--store", store, "--node", "n1", "--at", AT, "--json")
+    stored = _run(capsys, "analyze", "--store", store, "--node", "n1", *platform, "--json")
+    tickets = [_run(capsys, "ticket", str(PASTE), "--node", "n1", "--end", AT, *platform, "--json", "--rules"),
+               _run(capsys, "ticket", "n1", "--store", store, *platform, "--json", "--rules")]
+    for answer in (direct, stored):
+        assert answer["fault_detected"] and answer["isolated_component"].startswith("GPU 3 NVLink 5")
+        down = next(f for f in answer["findings"] if (f["gpu"], f["link"]) == (3, 5))
+        assert down["link_state"] == "down" and down["severity"] == "down"
+        replays = next(f for f in answer["findings"] if (f["gpu"], f["link"]) == (3, 2))
+        assert (replays["counts"]["replay"], replays["counts"]["recovery"]) == (48213, 3)
+    assert {k: v for k, v in direct.items() if k != "warnings"} == {k: v for k, v in stored.items() if k != "warnings"}
+    for ticket in tickets:
+        assert ticket["gpu_index"] == 3 and ticket["priority"] == direct["ticket_priority"]
+    assert tickets[0]["replacement_part"] == tickets[1]["replacement_part"]
+
+
+def test_the_real_all_down_status_gives_one_answer_through_each_door(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """DCGM issue 198: both GPUs' 18 links down at once: one cause above the links, through the file and the store."""
+    store = str(tmp_path / "store")
+    direct = _run(capsys, "analyze", str(REAL), "--node", "n1", "--end", AT, "--json")
+    _run(capsys, "ingest", str(REAL), "--store", store, "--node", "n1", "--at", AT, "--json")
+    stored = _run(capsys, "analyze", "--store", store, "--node", "n1", "--json")
+    assert direct["fault_detected"] and direct["isolated_component"] == stored["isolated_component"]
+    assert {(f["gpu"], f["link"]) for f in direct["findings"] if f["link_state"] == "down"} == {
+        (gpu, link) for gpu in (0, 1) for link in range(18)}
+    assert {k: v for k, v in direct.items() if k != "warnings"} == {k: v for k, v in stored.items() if k != "warnings"}
