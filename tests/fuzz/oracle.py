@@ -52,6 +52,9 @@ GAUGES: dict[str, dict[str, tuple[float, ...]]] = {
                      "busbw_gbps": (1.0,)},
 }
 DERIVED = {"link_samples": ("gen", "max_gen"), "events": ("count",)}  # finite, non-negative, whole
+# what a row takes from another line (a kernel event's driver version from the driver's banner, which claims the
+# events logged shortly before it): changed with that line, as it may be, not by the row's own
+FROM_OTHER_LINES = {"events": ("driver_version",)}
 MAX_GEN = 7  # PCIe generations a speed maps to (lspci states GT/s, not the generation)
 
 class Hang(Exception):
@@ -336,7 +339,8 @@ def check_silent(original: Outcome, damaged: Outcome, data: bytes, mutant: bytes
     lines = silent.line_map(data, mutant)
     short = _SHORT_FORM.search(mutant.decode("utf-8", "replace")) is not None
     zeros = {"link_samples": frozenset(COUNTERS)} if short else {}
-    for kind, text in silent.compare(original.result, damaged.result, lines, mutation, _numeric(), DERIVED, zeros):
+    free = {t: (*DERIVED.get(t, ()), *FROM_OTHER_LINES.get(t, ())) for t in {*DERIVED, *FROM_OTHER_LINES}}
+    for kind, text in silent.compare(original.result, damaged.result, lines, mutation, _numeric(), free, zeros):
         problems.add(kind, f"{mutation.kind}: {text}"[:400])
 
 
