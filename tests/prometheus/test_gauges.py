@@ -149,12 +149,12 @@ def test_written_scrapes_carry_the_pcie_gauges_back() -> None:
 
 # ---- against a real Prometheus ----------------------------------------------------------------------------------
 Written = tuple[dict[str, pd.DataFrame], dict[str, str], Path]
-PLANTED = {
-    ("hpc-gpu-node-01", "pcie", 4, None, None, "pcie_width"),  # the scenario's downtrain, under load
-    ("hpc-gpu-node-02", "pcie", 6, None, None, "pcie_width"),  # a downtrain at idle is still lanes lost
-    ("hpc-gpu-node-03", "pcie", 3, None, None, "pcie_gen_under_load"),
-    ("hpc-gpu-node-04", "nvlink", 1, None, None, "effective_ber"),  # Blackwell: a GPU's total over its NVLinks
-    ("hpc-gpu-node-04", "nvlink", 5, None, None, "symbol_ber"),
+PLANTED = {  # Offender.key: node, link type, GPU, bus, NVSwitch, link, rule
+    ("hpc-gpu-node-01", "pcie", 4, None, None, None, "pcie_width"),  # the scenario's downtrain, under load
+    ("hpc-gpu-node-02", "pcie", 6, None, None, None, "pcie_width"),  # a downtrain at idle is still lanes lost
+    ("hpc-gpu-node-03", "pcie", 3, None, None, None, "pcie_gen_under_load"),
+    ("hpc-gpu-node-04", "nvlink", 1, None, None, None, "effective_ber"),  # Blackwell: a GPU's total over its NVLinks
+    ("hpc-gpu-node-04", "nvlink", 5, None, None, None, "symbol_ber"),
 }
 
 
