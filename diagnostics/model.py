@@ -293,6 +293,8 @@ class Diagnosis(BaseModel):
     bus_gpu_ids: dict[str, GpuId] = Field(
         default_factory=dict, description="The GPUs its readings name by PCI address alone (a kernel log's), with no "
                                           "index to place them, by address.")
+    switch_buses: dict[str, str] = Field(
+        default_factory=dict, description="The PCI address of each NVSwitch its events name beside one, by name.")
     lists_every_link: bool = Field(
         default=False, description="Its findings name every link read, healthy ones too (one node's view), so a link "
                                    "none names was not read; a fleet sweep's name the flagged links only.")

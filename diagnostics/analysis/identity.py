@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 
 import pandas as pd
 
+from ..components import switch_name
 from ..enums import EventKind
 from ..model import GpuId
 
@@ -89,3 +90,18 @@ def gpu_identities(tables: Mapping[str, pd.DataFrame], node: str) -> tuple[dict[
         elif where not in by_bus:  # a bus an index took later in the scan is that GPU's
             alone[where] = gpu
     return dict(sorted(placed.items())), dict(sorted(alone.items()))
+
+
+def switch_buses(tables: Mapping[str, pd.DataFrame], node: str) -> dict[str, str]:
+    """Each NVSwitch of the node an event names beside its PCI address (a kernel SXid line: `nvidia-nvswitch3: SXid
+    (PCI:0000:86:00.0)`; Fabric Manager's log names it by the address alone), by name ("NVSwitch 3"): the address a
+    ticket gives for the switch. The newest line's address wins."""
+    events = tables.get("events")
+    if events is None or not len(events) or not {"node_id", "nvswitch", "pci_bus_id"} <= set(events.columns):
+        return {}
+    mine = events[(events["node_id"] == node).to_numpy(bool, na_value=False)
+                  & events["nvswitch"].notna().to_numpy(bool) & events["pci_bus_id"].notna().to_numpy(bool)]
+    if "timestamp" in mine.columns:
+        mine = mine.sort_values("timestamp", kind="stable", na_position="first")
+    return {switch_name(s): str(b) for s, b in zip(mine["nvswitch"].tolist(), mine["pci_bus_id"].tolist(),
+                                                   strict=True)}

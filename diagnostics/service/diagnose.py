@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from .. import format as fmt
 from ..analysis import FleetAnalysis, JobExplanation, analyze_fleet, history_needed, node_tables
 from ..analysis.boards import Boards
-from ..analysis.identity import gpu_identities
+from ..analysis.identity import gpu_identities, switch_buses
 from ..config.thresholds import Thresholds
 from ..enums import Priority
 from ..errors import InputError
@@ -107,6 +107,8 @@ def diagnose(source: Source, request: Request) -> Answer:
     ids, alone = gpu_identities(rows, node)
     if ids or alone:  # who its GPUs are: a ticket's part history follows the serial, not the index
         diagnosis = diagnosis.model_copy(update={"gpu_ids": ids, "bus_gpu_ids": alone})
+    if buses := switch_buses(rows, node):
+        diagnosis = diagnosis.model_copy(update={"switch_buses": buses})
     diagnosis, silent = _heard(diagnosis, got, history_needed(length, thresholds), last)
     return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None, silent)
 

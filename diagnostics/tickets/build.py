@@ -268,6 +268,8 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
         identity=identity_for(inventory, diagnosis.node_id, candidate.gpu, diagnosis.gpu_ids, rack=on_rack(diagnosis),
                               rack_id=diagnosis.rack.rack_id if diagnosis.rack is not None else None,
                               bus=candidate.ref.bus, bus_reads=diagnosis.bus_gpu_ids,
+                              switch_bus=diagnosis.switch_buses.get(candidate.ref.switch or "")
+                              if candidate.kind is ComponentKind.NVSWITCH else None,
                               fabric_manager=_platform_has(plan.platform, "fabric-manager")),
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note,

@@ -34,14 +34,15 @@ def gpu_at(inventory: Inventory | None, node_id: str, gpu: int | None, bus: str 
 def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None,
                  reads: Mapping[int, GpuId] | None = None, *, rack: bool = False, rack_id: str | None = None,
                  bus: str | None = None, bus_reads: Mapping[str, GpuId] | None = None,
-                 fabric_manager: bool | None = None) -> Identity:
+                 fabric_manager: bool | None = None, switch_bus: str | None = None) -> Identity:
     """Fill what the inventory knows, then the GPU's serial, UUID, bus address and driver as the node's readings
     named them (`reads`, by index), its PCI address where a log named the GPU by it alone (`bus`: the inventory's GPU
     at that address, and its index's readings, as though named by index; else what the readings say of the GPU at
     that address, `bus_reads`), and the rack the diagnosis places the node in (`rack_id`); every other field reads
     `unknown`, with where to read it in `where`. `rack`: a rack or a rack's host, which runs no Fabric Manager, so no
     Fabric Manager version is asked for; nor where the platform runs none (`fabric_manager` False: its platform
-    entry in the repair catalog names no Fabric Manager, a board without NVSwitch). None: not known, so asked."""
+    entry in the repair catalog names no Fabric Manager, a board without NVSwitch). None: not known, so asked.
+    `switch_bus`: an NVSwitch's PCI address as its log lines give it, for a switch's ticket."""
     node = (inventory or Inventory()).node(node_id)
     gpu = gpu_at(inventory, node_id, gpu, bus)
     record = {"node": node, "gpu": node.gpu(gpu, bus) if gpu is not None or bus else None}
@@ -51,8 +52,8 @@ def identity_for(inventory: Inventory | None, node_id: str, gpu: int | None,
     drivers = {r.driver_version for r in [*(reads or {}).values(), *(bus_reads or {}).values()] if r.driver_version}
     if not seen.get("driver_version") and len(drivers) == 1:  # the node's one driver, for a part of no GPU's (a
         seen["driver_version"] = drivers.pop()  # switch, the fabric software) or a GPU read without it
-    if bus:
-        seen["pci_bus_id"] = bus
+    if bus or switch_bus:
+        seen["pci_bus_id"] = bus or switch_bus
     if rack_id:
         seen["rack_location"] = rack_id
     values: dict[str, str] = {}

@@ -58,3 +58,25 @@ def test_one_switch_said_by_fabric_manager_and_the_kernel_is_one_component(cli: 
     switches = [f for f in answer["findings"] if f["component"].startswith("NVSwitch")]
     assert [f["component"] for f in switches] == ["NVSwitch 3 port 33"]
     assert "1 SXid 20034" in " ".join(c["message"] for c in switches[0]["crossed"])
+
+
+KERNEL_SXID = ("Tue Jul 23 07:54:00 UTC 2024\nJul 23 07:53:55 n1 kernel: [6781753.400584] nvidia-nvswitch3: SXid "
+               "(PCI:0000:86:00.0): 20034, Fatal, Link 33 LTSSM Fault Up\n")
+
+
+def test_a_switch_tickets_physical_identity_gives_the_bus_id_its_log_names(cli: Cli, tmp_path: Path) -> None:
+    """The switch Fabric Manager's log names by its bus id, and the one a kernel SXid line names beside its bus id:
+    the ticket's physical identity gives that bus id, not `unknown`, whether asked of the file or the store."""
+    kernel = tmp_path / "kern.log"
+    kernel.write_text(KERNEL_SXID, encoding="utf-8")
+    for log, switch in ((LOG, "NVSwitch 0000:86:00.0"), (kernel, "NVSwitch 3")):
+        store = tmp_path / f"store-{log.stem}"
+        code, _, err = cli("ingest", str(log), "--store", str(store), "--node", NODE)
+        assert code == 0, err
+        for target in ((str(log), "--node", NODE), (NODE, "--store", str(store))):
+            ticket = _json(cli, "ticket", *target, "--rules")
+            assert ticket["component"] == f"{switch} port 33"
+            assert ticket["identity"]["pci_bus_id"] == "0000:86:00.0", (log.name, target)
+            code, out, err = cli("ticket", *target, "--rules", "--platform", PLATFORM)
+            assert code == 0, err
+            assert "| pci bus id | 0000:86:00.0 |" in out
