@@ -17,7 +17,10 @@ from .times import clockless
 
 
 def number(value: float, *, compact: bool = False) -> str:
-    """8900 -> '8,900' ('8.9k' compact), 0.25 -> '0.25', 2.0 -> '2'; never '8,900.0'."""
+    """8900 -> '8,900' ('8.9k' compact), 0.25 -> '0.25', 2.0 -> '2'; never '8,900.0'. An int is printed exactly
+    (2^63 - 1 is no float)."""
+    if isinstance(value, int) and not compact:
+        return f"{value:,}"
     if not math.isfinite(value):
         return "inf" if value > 0 else "-inf" if value < 0 else "n/a"
     if compact:

@@ -19,6 +19,10 @@ def test_numbers_never_show_a_trailing_zero(value: float, plain: str, compact: s
     assert (fmt.number(value), fmt.number(value, compact=True)) == (plain, compact)
 
 
+def test_an_int_past_a_floats_precision_is_printed_exactly() -> None:
+    assert fmt.number(2**63 - 1) == "9,223,372,036,854,775,807"  # as a float: ...808
+
+
 def test_each_metric_is_shown_in_its_own_unit() -> None:
     assert fmt.metric("replay", 8900.0) == "replays 8,900/h"
     assert fmt.metric("width_lost", 8.0) == "8 lanes lost"

@@ -28,10 +28,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
 
+from .. import format as fmt
 from ..errors import InputError
 from ..tables import EVENTS, TABLES
 from ..values import limits
@@ -61,6 +63,15 @@ def _unheld(value: np.ndarray, top: np.ndarray, whole: np.ndarray) -> np.ndarray
     """Values no field of theirs can hold: NaN, infinite, negative, above its top, a fraction where it counts."""
     with np.errstate(invalid="ignore"):
         return ~np.isfinite(value) | (value < 0) | (value > top) | (whole & (value != np.floor(value)))
+
+
+def _past(text: str, top: int | float) -> bool:
+    """Whether a sample's text is above its field's top, compared exactly: past 2^53 a float rounds a count to its
+    neighbours (2^63 reads as 2^63 - 1, the top of DCGM's int64)."""
+    try:
+        return Decimal(text) > Decimal(top)
+    except InvalidOperation:
+        return False
 
 
 @dataclass
@@ -154,6 +165,7 @@ class DcgmParser:
         cols = np.zeros(len(batch.series), dtype=np.int8)
         counters = np.zeros(len(batch.series), dtype=bool)
         tops = np.full(len(batch.series), np.inf)  # the largest value each series' field can hold
+        exact: list[int | float] = [np.inf] * len(batch.series)  # the same, an int where a float cannot hold it
         wholes = np.zeros(len(batch.series), dtype=bool)  # counters, generations, widths, Xid codes
         described: list[Series] = []
         first_at = np.full(len(batch.series), -1, dtype=np.int64)  # each series' first sample in the batch
@@ -169,7 +181,8 @@ class DcgmParser:
             if series[0] == "link":
                 ents[i], cols[i], counters[i] = series[1], series[2], series[3]
             if series[0] in ("link", "xid"):
-                tops[i], wholes[i] = self._bounds(series)
+                exact[i], wholes[i] = self._bounds(series)
+                tops[i] = exact[i]
         code = batch.series_code
         kind, line = kinds[code], base + batch.positions.astype(np.int64) + 1
         if len(line):
@@ -189,9 +202,12 @@ class DcgmParser:
         state.sentinels += int(sentinel.sum())
         good = used & ~bad & ~sentinel
         unheld = good & _unheld(value, tops[code], wholes[code])
+        for at in np.flatnonzero(good & ~unheld & (value >= 2.0**53)):  # a float there is many numbers: the text's
+            unheld[at] = _past(batch.raw[at].as_py().split(" ")[0], exact[code[at]])
         problems += [(int(line[i]), f"{self._named(batch.series[code[i]])}: {batch.raw[i].as_py().split(' ')[0]!r} "
                                     "is not a value this field can hold "
-                                    f"({'a whole number ' if wholes[code[i]] else ''}from 0 to {tops[code[i]]:g})")
+                                    f"({'a whole number ' if wholes[code[i]] else ''}from 0 to "
+                                    f"{fmt.number(exact[code[i]])})")
                      for i in np.flatnonzero(unheld)]
         good &= ~unheld
         for row in np.flatnonzero(good & (kind == _KIND["xid"])):
@@ -214,13 +230,13 @@ class DcgmParser:
             if state.bad <= MAX_LINE_WARNINGS:
                 self.warnings.append(IngestWarning(state.name, number, message))
 
-    def _bounds(self, series: Series) -> tuple[float, bool]:
-        """(largest value, whole numbers only) of a series' field: `values`' limits for its column."""
+    def _bounds(self, series: Series) -> tuple[int | float, bool]:
+        """(largest value, whole numbers only) of a series' field: `values`' limits for its column, a counter's as an
+        int (2^63 - 1 is no float: it rounds to 2^63)."""
         if series[0] == "xid":
-            return (float(limits().counter_max("dcgm")), True) if series[1] == "counter" else (
-                float(limits().index["code"]), True)
+            return (limits().counter_max("dcgm"), True) if series[1] == "counter" else (limits().index["code"], True)
         if series[3]:
-            return float(limits().counter_max("dcgm")), True
+            return limits().counter_max("dcgm"), True
         name = self._names.get(series[2]) or next(c for c, i in self.columns.items() if i == series[2])
         self._names[series[2]] = name
         kind = _GAUGE_KINDS.get(name)

@@ -117,12 +117,24 @@ def test_sentinel_is_no_value_and_saturation_is_flagged() -> None:
 
 
 def test_a_number_a_float_cannot_tell_from_a_sentinel_is_no_sentinel() -> None:
-    """2^63 is the same float as DCGM's int64 blanks: it had been read as "not supported", its row lost unsaid."""
-    result = READER.read(text('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0{gpu="0",Hostname="h"} 9223372036854775808',
+    """2^63 - 1 is the same float as DCGM's int64 blanks: it had been read as "not supported", its row lost
+    unsaid."""
+    result = READER.read(text('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0{gpu="0",Hostname="h"} 9223372036854775807',
                               'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L1{gpu="0",Hostname="h"} 9223372036854775795'))
     rows = result["link_samples"]
     assert rows["link"].tolist() == [0] and rows["crc_flit"].item() > 9e18  # link 1's blank is no value
     assert [w.message.split(" held")[0] for w in result.warnings if "sentinel" in w.message] == ["1 samples"]
+
+
+@pytest.mark.parametrize("sample", ["9223372036854775808", "9.223372036854775808e18", "18446744073709551615"])
+def test_a_count_past_the_fields_63_bits_is_refused_though_a_float_rounds_it_to_the_top(sample: str) -> None:
+    """DCGM's int64 counter holds at most 2^63 - 1; 2^63 is the same float, so a float compare held it as a count."""
+    result = READER.read(text(f'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0{{gpu="0",Hostname="h"}} {sample}',
+                              'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L1{gpu="0",Hostname="h"} 9223372036854775807'))
+    assert result["link_samples"]["link"].tolist() == [1]
+    refused = [w for w in result.warnings if "is not a value this field can hold" in w.message]
+    assert [w.line for w in refused] == [1] and sample in refused[0].message
+    assert "from 0 to 9,223,372,036,854,775,807" in refused[0].message
 
 
 def test_truncated_lines_warn_with_line_and_keep_the_rest() -> None:
