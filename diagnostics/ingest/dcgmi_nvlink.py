@@ -5,7 +5,9 @@ link states of every GPU and NVSwitch.
 The strings are DCGM's own (github.com/NVIDIA/DCGM): dcgmi/Nvlink.cpp (`DisplayNvLinkErrorCountsForGpu`,
 `DisplayNvLinkLinkStatus`, the counter names of `NvlinkDetail::GetErrorCountType`), dcgmi/DcgmiOutput.cpp (the
 table, and the JSON's "header" list and "body" -> section -> "children" -> counter -> "value") and
-dcgmi/CommandOutputController.cpp (`HelperDisplayValue`: what a blank value prints, `Not Specified`, `Not Supported`).
+dcgmi/CommandOutputController.cpp (`HelperDisplayValue`: what a blank value prints, `Not Specified`, `Not Supported`,
+`Insf. Permission`: the last is DCGM_*_NOT_PERMISSIONED of dcgmlib/dcgm_structs.h, a value the host engine's
+credentials may not fetch, said once an input).
 
 `-e`: under the `NVLINK Error Counts` and `GPU N` headers, a `Link N` row per link and a `-> name | value` row per
 counter, mapped to columns through dcgmi_nvlink.toml, so a counter has one name whichever tool printed it. A
@@ -46,6 +48,9 @@ TOTALS = "Error Detail"  # a Blackwell GPU's one section: its totals over all li
 RATIOS = frozenset({"symbol_ber", "effective_ber"})
 # what `HelperDisplayValue` prints for a DCGM blank value: the tool has none here
 BLANK = frozenset({"not specified", "not found", "not supported", "insf. permission", "unknown", "n/a"})
+# DCGM_INT64_NOT_PERMISSIONED (dcgmlib/dcgm_structs.h): "fetching the value is not allowed with our current
+# credentials"; `HelperDisplayValue` prints it `Insf. Permission`
+NOT_PERMITTED = "insf. permission"
 STATES = {"U": LinkState.UP, "D": LinkState.DOWN, "X": LinkState.INACTIVE}
 
 _BORDER = re.compile(r"^\s*\+[-=+]+\+\s*$")
@@ -199,8 +204,12 @@ class _Reading:
         what = f"GPU {gpu} {'total' if totals else f'link {section}'} {name}"
         if not raw:
             self.out.warn(line.number, f"{what} has no value; the output is cut off here", cut=True)
-        elif raw.lower() in BLANK:
-            pass  # DCGM has no value for it
+        elif raw.lower() in BLANK:  # DCGM has no value for it
+            if raw.lower() == NOT_PERMITTED:
+                self.out.once(NOT_PERMITTED, line.number, f"{what} reads {raw!r}: DCGM's host engine was not "
+                                                          "permitted to read the NVLink counters, so those that read "
+                                                          "so have no value; run DCGM with the permissions to read "
+                                                          "them")
         elif (value := self.out.checked("gauge", line.number, raw, "ber", what) if column in RATIOS
               else self.out.checked("counter", line.number, raw, "dcgm", what)) is not None:
             if totals:

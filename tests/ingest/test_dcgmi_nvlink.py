@@ -197,6 +197,18 @@ def test_a_json_output_cut_off_is_said_and_the_one_before_it_kept() -> None:
     assert len(result.warnings) == 1 and result.warnings[0].cut and "does not parse" in result.warnings[0].message
 
 
+def test_a_value_dcgm_was_not_permitted_to_read_is_said_once_naming_its_line() -> None:
+    """`Insf. Permission` is what dcgmi prints for DCGM's NOT_PERMISSIONED blank: the host engine's credentials may
+    not read the counter. No value, and one warning for the file at its first line, not silence."""
+    text = _errors(2, {0: _four(flit="Insf. Permission", data="Insf. Permission"), 1: _four(replay="Insf. Permission")})
+    result = read_text(text)
+    rows = result["link_samples"].set_index("link")
+    assert pd.isna(rows.loc[0, "crc_flit"]) and pd.isna(rows.loc[1, "replay"]) and rows.loc[1, "crc_flit"] == 0
+    said = [w for w in result.warnings if "Insf. Permission" in w.message]
+    assert [w.line for w in said] == [6] and len(result.warnings) == 1
+    assert "GPU 2 link 0 CRC FLIT Error" in said[0].message and "permission" in said[0].message.split("'")[-1]
+
+
 @pytest.mark.parametrize("text", ["Key: Up=U, Down=D, Disabled=X, Not Supported=_\n",
                                   "    gpuId 0:\n        U U U D\n"])
 def test_a_status_without_its_title_is_still_claimed(text: str) -> None:
