@@ -102,6 +102,8 @@ def _cases(tmp: Path, racks: tuple[Path, str]) -> list[Case]:
         Case("committed fleet, healthy node", committed, "hpc-gpu-node-03"),
         Case("committed fleet, off-the-bus GPU", committed, "hpc-gpu-node-01"),
         Case("NVL72 rack, a compute tray", [racks[0]], racks[1]),
+        Case("Fabric Manager log", [real / "fabricmanager_sxid20034_gpud_1.txt"], "n1"),
+        Case("dcgmi nvlink -s paste", [real / "dcgmi_nvlink_s_all_down_1.txt"], "n1", dated_by=[AT]),
     ]
 
 
@@ -139,7 +141,8 @@ def _ticket(run: Run, *target: str) -> dict[str, Any] | None:
     assert code == 0, err
     data = json.loads(out)
     part = data["replacement_part"]
-    return {"priority": data["priority"], "gpu": data["gpu_index"], "part": part["id"] if part else None}
+    return {"priority": data["priority"], "gpu": data["gpu_index"], "part": part["id"] if part else None,
+            "component": data["component"], "identity": data["identity"]}
 
 
 def _drawn(case: Case, store: Path | None) -> dict[str, Any]:
@@ -166,7 +169,8 @@ def _posted(store: Path, node: str) -> tuple[dict[str, Any], str]:
 
 CASES = ("seed, failing", "seed, healthy", "seed on a platform", "normalized CSV tables", "nvidia-smi nvlink -e paste",
          "kernel log", "committed fleet, failing node", "committed fleet, healthy node",
-         "committed fleet, off-the-bus GPU", "NVL72 rack, a compute tray")
+         "committed fleet, off-the-bus GPU", "NVL72 rack, a compute tray", "Fabric Manager log",
+         "dcgmi nvlink -s paste")
 
 
 @pytest.mark.parametrize("asked", CASES)
@@ -202,9 +206,11 @@ def test_each_input_through_each_door_gives_one_answer(asked: str, tmp_path: Pat
         said = first["isolated_component"] if first["fault_detected"] else "no fabric fault"
         if said not in shown:
             disagreements.append(f"{case.name}: the console's feed does not show {said!r}")
-        direct = _ticket(run, str(case.files[0])) if case.snapshot else None
+        end = ["--end", case.dated_by[0]] if case.dated_by else []
+        direct = _ticket(run, str(case.files[0])) if case.snapshot else _ticket(
+            run, str(case.files[0]), "--node", case.node, *end) if len(case.files) == 1 else None
         stored = _ticket(run, case.node, "--store", str(store))
-        if case.snapshot and direct != stored:
+        if len(case.files) == 1 and direct != stored:  # `ticket` reads one file
             disagreements.append(f"{case.name}: the ticket from the file {direct} and from the store {stored}")
         if stored is not None and stored["priority"] != first["ticket_priority"]:
             disagreements.append(f"{case.name}: the ticket's priority {stored['priority']} is not the diagnosis' "
