@@ -175,6 +175,7 @@ class Warnings(_Model):
 class Status(_Model):
     healthy: str
     warning: str
+    silent: str  # a node gone silent on a fault: {node}, {since}, {repair} (the fault's own action)
 
 
 class Escalation(_Model):

@@ -10,6 +10,7 @@ from .actions import (
     localization_plan,
     place_facts,
     repair_action,
+    silent_action,
     status_action,
 )
 from .plan import repair_plan
@@ -30,5 +31,6 @@ __all__ = [
     "place_facts",
     "repair_action",
     "repair_plan",
+    "silent_action",
     "status_action",
 ]

@@ -39,6 +39,13 @@ def status_action(status: str, path: Path | None = None) -> str:
     return text
 
 
+def silent_action(node_id: str, since: str, repair: str, path: Path | None = None) -> str:
+    """The action of a node gone silent (its newest link reading at `since`) on a fault whose action is `repair`:
+    why it stopped reporting is found first, by checks that only read, since its state now is not known."""
+    text: str = load_catalog(path).status.silent
+    return text.format(node=node_id, since=since, repair=repair)
+
+
 def fault_of(loc: Localization) -> FaultKind:
     """The localization's fault kind; one from its component kind when the analysis did not set it."""
     return loc.fault or DEFAULT_FAULT[loc.kind]

@@ -28,7 +28,7 @@ from .request import Asked, Request
 from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split, threads_each
 from .source import Source, Window, known
 from .tables import SnapshotSource
-from .unheard import before_readings, last_showed, rack_before_readings, unheard, unheard_hosts
+from .unheard import before_readings, gone_silent, last_showed, rack_before_readings, unheard, unheard_hosts
 
 NO_RACKS = "give a nodes.csv with node_id, platform, rack, tray: its racks are the ones known"
 
@@ -101,15 +101,15 @@ def diagnose(source: Source, request: Request) -> Answer:
                            jobs={node: job} if job else None, history=got.history,
                            expected_gpus=got.expected_gpus, listed=got.listed, cut=got.cut, unreadable=got.unreadable,
                            end_option=request.end_option)
-    last = last_fault(source, request, node, got.newest.get(node)) if silent_since(got, node, length) else None
-    seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request), last=last)
+    then = last_window(source, request, node, got.newest.get(node)) if silent_since(got, node, length) else None
+    seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request), then=then)
     diagnosis = named(seen, names, request.node)
     ids, alone = gpu_identities(rows, node)
     if ids or alone:  # who its GPUs are: a ticket's part history follows the serial, not the index
         diagnosis = diagnosis.model_copy(update={"gpu_ids": ids, "bus_gpu_ids": alone})
     if buses := switch_buses(rows, node):
         diagnosis = diagnosis.model_copy(update={"switch_buses": buses})
-    diagnosis, silent = _heard(diagnosis, got, history_needed(length, thresholds), last)
+    diagnosis, silent = _heard(diagnosis, got, history_needed(length, thresholds), then)
     return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None, silent)
 
 
@@ -182,12 +182,12 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     if request.rack not in result.racks:
         raise InputError(f"rack {request.rack!r} names no host of a rack platform (gb200-nvl72-compute-tray, ...): "
                          "give its hosts' platforms in the inventory", source=source.name)
-    last = last_fault(source, request, host, got.newest.get(host)) \
+    then = last_window(source, request, host, got.newest.get(host)) \
         if host is not None and silent_since(got, host, length) else None
     result.diagnoses = {h: viewed(d, got, length, got.warnings, asked_end=_asked(request),
-                                  last=last if h == host else None) for h, d in result.diagnoses.items()}
+                                  then=then if h == host else None) for h, d in result.diagnoses.items()}
     if host is not None:
-        diagnosis, silent = _heard(result.diagnoses[host], got, history_needed(length, request.thresholds), last)
+        diagnosis, silent = _heard(result.diagnoses[host], got, history_needed(length, request.thresholds), then)
         return Answer(diagnosis, result.graphs.get(host), result, got, unheard=silent)
     rack = rack_before_readings(result.racks[request.rack], hosts, result.diagnoses, got,
                                 why="as asked" if _asked(request) else "the source's newest reading")
@@ -285,14 +285,15 @@ def _length(source: Source, node: str, request: Request) -> tuple[timedelta, lis
     return fixed, []
 
 
-def _heard(diagnosis: Diagnosis, got: Window, span: timedelta, last: str | None) -> tuple[Diagnosis, list[str]]:
+def _heard(diagnosis: Diagnosis, got: Window, span: timedelta,
+           then: Diagnosis | None) -> tuple[Diagnosis, list[str]]:
     """The asked node's diagnosis with its window's end (where the source holds its readings, none in the window,
     as a node with readings in it says it), and why it is incomplete when the `span` a sweep reads holds none, with
-    what its `last` readings showed."""
+    what its last readings (`then`) showed."""
     node = diagnosis.node_id
     if diagnosis.window_end is None and got.end is not None and node in got.newest:
         diagnosis = diagnosis.model_copy(update={"window_end": got.end})
-    silent = unheard(node, got, span, last)
+    silent = unheard(node, got, span, last_showed(then) if then is not None else None)
     return diagnosis, [silent] if silent else []
 
 
@@ -302,15 +303,14 @@ def silent_since(got: Window, node: str, length: timedelta) -> bool:
     return got.end is not None and newest is not None and newest <= got.end - length
 
 
-def last_fault(source: Source, request: Request, node: str, newest: datetime | None) -> str | None:
-    """What a silent node's last link readings showed, where they showed a fault (`last_showed`): they are one window
-    of the request's length ending at its `newest` link reading, judged as its answer to a question ending then
-    would judge them. None where it has no reading, or they showed no fault."""
+def last_window(source: Source, request: Request, node: str, newest: datetime | None) -> Diagnosis | None:
+    """A silent node's last link readings as its answer to a question ending then would judge them: one window of
+    the request's length ending at its `newest` link reading (what they showed: `last_showed`; how they rank and act
+    on the node: `gone_silent`). None where it has no reading."""
     if newest is None:
         return None
-    then = diagnose(source, Request(node=node, window=request.window, end=newest, thresholds=request.thresholds,
-                                    platform=request.platform, history=request.history))
-    return last_showed(then.diagnosis)
+    return diagnose(source, Request(node=node, window=request.window, end=newest, thresholds=request.thresholds,
+                                    platform=request.platform, history=request.history)).diagnosis
 
 
 def _platforms(got: Window, node: str | None, platform: str | None) -> dict[str, str]:
@@ -324,16 +324,18 @@ def _asked(request: Request) -> bool:
 
 
 def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str] | None = None, *,
-           asked_end: bool = False, last: str | None = None) -> Diagnosis:
+           asked_end: bool = False, then: Diagnosis | None = None) -> Diagnosis:
     """A diagnosis with what its source's window could not show said in its warnings: a node silent since before
-    the window (which ends where the person asked, else at the source's newest reading), with what its `last`
-    readings showed (`last_fault`), readings without a time (no window can place them), planned work overlapping
-    the window."""
+    the window (which ends where the person asked, else at the source's newest reading), with what its last
+    readings (`then`, `last_window`) showed and the priority and action they give it (`gone_silent`), readings
+    without a time (no window can place them), planned work overlapping the window."""
     node = diagnosis.node_id
     said = list(notes or [])
     diagnosis = before_readings(diagnosis, got, why="as asked" if asked_end else "the source's newest reading")
     newest = got.newest.get(node)
-    if got.end is not None and newest is not None and newest <= got.end - length:
+    silent = silent_since(got, node, length)
+    last = last_showed(then) if then is not None and silent else None
+    if got.end is not None and newest is not None and silent:
         why = "as asked" if asked_end else "the source's newest reading"
         said.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at "
                     f"{got.end:%Y-%m-%d %H:%M} UTC ({why})" + (f"; {last}" if last else ""))
@@ -351,6 +353,8 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
         diagnosis = diagnosis.model_copy(update={"warnings": [*first, *diagnosis.warnings, *said]})
     if got.end is not None:
         diagnosis = planned(diagnosis, got.maintenance.get(node, []), start=got.end - length, end=got.end)
+    if silent and newest is not None:
+        diagnosis = gone_silent(diagnosis, then, newest)
     return diagnosis
 
 

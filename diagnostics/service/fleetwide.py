@@ -28,15 +28,17 @@ from ..config.alerts import AlertPolicy, load_alerts
 from ..config.thresholds import Thresholds
 from ..config.verification import VerificationPolicy, load_verification
 from ..config.watch import WatchPolicy, load_watch
+from ..enums import priority_rank
 from ..model import Diagnosis
 from ..names import fleet_name_notes
 from ..offenders import SweepResult, offenders_of
 from ..prometheus.sweep import sweep as pushed_down
 from ..store.alerts import Alert
-from .diagnose import Fleet, fleet, last_fault
+from .diagnose import Fleet, fleet, last_window
 from .prometheus import PrometheusSource
 from .request import Request
 from .source import Source, Window, known
+from .unheard import gone_silent, last_showed
 
 
 def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at: datetime | None = None,
@@ -156,20 +158,30 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),
                           every=set(quiet) == set(source.nodes()))
-        _say_last(result, source, request, quiet)
+        _say_last(result, source, request, quiet, answered.diagnoses)
 
 
 SILENT_READ_BACK = 10  # silent nodes whose last readings a sweep judges: as many as its reason names
 
 
-def _say_last(result: SweepResult, source: Source, request: Request, quiet: list[str]) -> None:
-    """The silent nodes (the first the reason names) whose last link readings showed a fault, each as its own answer
-    says it (`last_fault`): one gone silent on a failing link is more urgent than one gone silent healthy."""
+def _say_last(result: SweepResult, source: Source, request: Request, quiet: list[str],
+              diagnoses: Mapping[str, Diagnosis]) -> None:
+    """The silent nodes (the first the reason names) whose last link readings showed a fault, each with what they
+    showed and the priority its own answer gives it (`gone_silent`), the most urgent first and ahead of the other
+    reasons: one gone silent on a failing link is more urgent than one gone silent healthy, or than a node not
+    judged."""
+    said: list[tuple[int, str, str]] = []
     for node in quiet[:SILENT_READ_BACK]:
         newest = source.newest([node])
-        last = last_fault(source, request, node, newest)
-        if last:
-            result.incomplete_reasons.append(f"no link reading from {node} since {fmt.when(newest)}: {last}")
+        then = last_window(source, request, node, newest)
+        last = last_showed(then) if then is not None else None
+        if newest is None or then is None or last is None or node not in diagnoses:
+            continue
+        seen = gone_silent(diagnoses[node], then, newest)
+        said.append((-priority_rank(seen.ticket_priority), node, (
+            f"no link reading from {node} since {fmt.when(newest)}: {last}; {seen.priority_said()} priority: find "
+            f"why it stopped reporting, then repair that fault (`fabricbot analyze --store ... --node {node}`)")))
+    result.incomplete_reasons[:0] = [line for _, _, line in sorted(said)]
 
 
 def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime | None = None,

@@ -12,7 +12,9 @@ import numpy as np
 from .. import format as fmt
 from ..analysis.racks import SILENT_FROM, silent_note
 from ..analysis.rules import worst
+from ..enums import priority_rank
 from ..model import Diagnosis
+from ..repair import silent_action
 from ..times import ns, utc_ns
 from .source import Window
 
@@ -55,6 +57,21 @@ def last_showed(then: Diagnosis) -> str | None:
     said = f"{top.component} failing{why}" if many == 1 else \
         f"{fmt.count(many, 'failing finding')}, the worst {top.component}{why}"
     return f"its last readings ({then.window_said()}) showed {said}"
+
+
+def gone_silent(diagnosis: Diagnosis, then: Diagnosis | None, since: datetime) -> Diagnosis:
+    """The priority and action of a node gone silent (no link reading in its window, its newest at `since`), the one
+    rule every door's answer of it takes: where its last readings (`then`, the window ending at `since`) showed a
+    failing link or a fatal Xid, it is at least as urgent as that fault (its GPUs may have fallen off the bus, the job
+    on it stalled), and its action first finds why it stopped reporting, by checks that only read, then repairs the
+    fault (its window's own, where one is found in it, else the last readings'). A node gone silent healthy keeps
+    its own; planned work keeps it low (nothing pages)."""
+    if then is None or not then.fault_detected or diagnosis.maintenance:
+        return diagnosis
+    level = max(diagnosis.ticket_priority, then.ticket_priority, key=priority_rank)
+    repair = diagnosis.repair_action if diagnosis.fault_detected else then.repair_action
+    return diagnosis.model_copy(update={"ticket_priority": level,
+                                        "repair_action": silent_action(diagnosis.node_id, fmt.when(since), repair)})
 
 
 def unheard(node: str, got: Window, span: timedelta, last: str | None = None) -> str | None:

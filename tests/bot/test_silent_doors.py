@@ -12,6 +12,7 @@ import pytest
 from bot.cli import main
 from bot.mrkdwn import esc
 from bot.nodes import StoreNodeSource
+from diagnostics.analysis.diagnosis import NO_LINKS_ACTION
 from diagnostics.store.telemetry import TelemetryStore
 from diagnostics.tickets.answers import rules_answer
 
@@ -54,12 +55,42 @@ def test_a_node_silent_after_a_failing_link_says_so_at_every_door(tmp_path: Path
     """gpu-node-9's last hour of readings showed GPU 0 NVLink 1 over the replay rule, then it stopped reporting:
     every door said only that it was silent since 02:00, as of a node gone silent healthy."""
     analyzed, swept, slack = _doors(_store(tmp_path, quiet_replays=200.0), capsys)
-    last = next(line for line in swept.splitlines() if "its last readings" in line).split("its last readings")[1]
+    said = next(line for line in swept.splitlines() if "its last readings" in line).split("its last readings")[1]
+    last = said.split(" priority: ")[0].rsplit("; ", 1)[0]  # what they showed, before the priority it gives
     assert "GPU 0 NVLink 1" in last and "nvlink_replay" in last and "2026-03-01 02:00 UTC" in last, last
     assert "no link reading from gpu-node-9 since 2026-03-01 02:00 UTC" in swept
     # the node's answer says it on its silence warning, and on why the answer is incomplete
     assert analyzed.count(f"its last readings{last}") == 2, analyzed
     assert esc(f"its last readings{last}") in slack, slack  # as Slack's mrkdwn writes it
+
+
+def _head(said: str) -> tuple[str, str]:
+    """The priority and action an `analyze` answer gives."""
+    lines = said.splitlines()
+    priority = lines[0].split("priority=")[1].split()[0]
+    return priority, next(line for line in lines if line.lstrip().startswith("action:")).split("action:", 1)[1].strip()
+
+
+def test_a_node_silent_after_a_failing_link_ranks_and_acts_on_it_at_every_door(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """gpu-node-9 went silent on GPU 0 NVLink 1 failing: every door ranked it low, with 'collect its link counters',
+    as a node never measured. It is as urgent as its last fault, and its action finds why it stopped reporting
+    (read only) before that fault's repair."""
+    store_dir = _store(tmp_path, quiet_replays=200.0)
+    analyzed, swept, slack = _doors(store_dir, capsys)
+    main(["analyze", "--store", str(store_dir), "--node", "gpu-node-9", "--end", "2026-03-01T02:00:00Z"])
+    then_priority, then_action = _head(capsys.readouterr().out)
+    priority, action = _head(analyzed)
+    assert then_priority != "low" and priority == then_priority, analyzed
+    first, repair = action.split(then_action)[0], action.split(then_action)[-1]
+    assert then_action in action and repair == "", action  # the fault's own repair last, whole
+    assert "stopped reporting" in first and "nvidia-smi -L" in first and "reset GPU" not in first, action
+    assert NO_LINKS_ACTION not in analyzed
+    line = next(r for r in swept.splitlines()[0].split("; no link reading") if "its last readings" in r)
+    assert f"{then_priority} priority" in line and "stopped reporting" in line, swept
+    assert "all-clear): no link reading from gpu-node-9" in swept, swept  # the most urgent reason first
+    assert f"*Priority*\\n{then_priority}" in slack, slack
+    assert esc(then_action) in slack and NO_LINKS_ACTION not in slack, slack
 
 
 def test_a_node_silent_and_healthy_says_no_last_fault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
