@@ -28,7 +28,16 @@ from .request import Asked, Request
 from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split, threads_each
 from .source import Source, Window, known
 from .tables import SnapshotSource
-from .unheard import before_readings, gone_silent, last_showed, rack_before_readings, unheard, unheard_hosts
+from .unheard import (
+    before_readings,
+    gone_silent,
+    hosts_showed,
+    last_faults,
+    last_showed,
+    rack_before_readings,
+    unheard,
+    unheard_hosts,
+)
 
 NO_RACKS = "give a nodes.csv with node_id, platform, rack, tray: its racks are the ones known"
 
@@ -191,8 +200,10 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
         return Answer(diagnosis, result.graphs.get(host), result, got, unheard=silent)
     rack = rack_before_readings(result.racks[request.rack], hosts, result.diagnoses, got,
                                 why="as asked" if _asked(request) else "the source's newest reading")
-    return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *got.warnings]}), None, result, got,
-                  unheard=unheard_hosts(request.rack, hosts, got, history_needed(length, request.thresholds)))
+    span = history_needed(length, request.thresholds)
+    lasts = last_faults(hosts, got, span, lambda h: last_window(source, request, h, got.newest.get(h)))
+    return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *hosts_showed(lasts), *got.warnings]}), None,
+                  result, got, unheard=unheard_hosts(request.rack, hosts, got, span, lasts))
 
 
 def fleet(source: Source, request: Request, *, processes: int | None = None,

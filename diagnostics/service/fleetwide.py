@@ -38,7 +38,7 @@ from .diagnose import Fleet, fleet, last_window
 from .prometheus import PrometheusSource
 from .request import Request
 from .source import Source, Window, known
-from .unheard import gone_silent, last_showed
+from .unheard import SILENT_READ_BACK, gone_silent, last_showed
 
 
 def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at: datetime | None = None,
@@ -159,9 +159,6 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),
                           every=set(quiet) == set(source.nodes()))
         _say_last(result, source, request, quiet, answered.diagnoses)
-
-
-SILENT_READ_BACK = 10  # silent nodes whose last readings a sweep judges: as many as its reason names
 
 
 def _say_last(result: SweepResult, source: Source, request: Request, quiet: list[str],

@@ -4,7 +4,7 @@ calls its view incomplete for the same node."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -45,10 +45,10 @@ def before_readings(diagnosis: Diagnosis, got: Window, *, why: str) -> Diagnosis
     return diagnosis.model_copy(update=update)
 
 
-def last_showed(then: Diagnosis) -> str | None:
+def last_showed(then: Diagnosis, whose: str = "its") -> str | None:
     """What a silent node's last readings showed, where they showed a fault (`then`: its diagnosis of the window
-    ending at its newest link reading): a node gone silent on a failing link or a fatal Xid is more urgent than one
-    gone silent healthy. None when they showed none."""
+    ending at its newest link reading), said as `whose` they are (a rack's answer names its host): a node gone silent
+    on a failing link or a fatal Xid is more urgent than one gone silent healthy. None when they showed none."""
     top = worst(then.failing)
     if not then.fault_detected or top is None:
         return None
@@ -56,7 +56,7 @@ def last_showed(then: Diagnosis) -> str | None:
     many = len(then.failing)
     said = f"{top.component} failing{why}" if many == 1 else \
         f"{fmt.count(many, 'failing finding')}, the worst {top.component}{why}"
-    return f"its last readings ({then.window_said()}) showed {said}"
+    return f"{whose} last readings ({then.window_said()}) showed {said}"
 
 
 def gone_silent(diagnosis: Diagnosis, then: Diagnosis | None, since: datetime) -> Diagnosis:
@@ -121,17 +121,42 @@ def rack_before_readings(rack: Diagnosis, hosts: list[str], said: Mapping[str, D
     return rack.model_copy(update=update)
 
 
-def unheard_hosts(rack: str, hosts: list[str], got: Window, span: timedelta) -> list[str]:
+SILENT_READ_BACK = 10  # silent nodes whose last readings an answer judges: as many as it names
+
+
+def last_faults(hosts: list[str], got: Window, span: timedelta,
+                last_of: Callable[[str], Diagnosis | None]) -> dict[str, Diagnosis]:
+    """The hosts with no link reading in the `span` before the window's end (the first `SILENT_READ_BACK`) whose last
+    readings showed a fault (`last_of` a host: its window ending at its newest link reading), the most urgent
+    first."""
+    silent = [h for h in hosts if unheard(h, got, span) is not None][:SILENT_READ_BACK]
+    lasts = {h: then for h in silent if (then := last_of(h)) is not None and then.fault_detected}
+    return {h: lasts[h] for h in sorted(lasts, key=lambda h: (-priority_rank(lasts[h].ticket_priority), h))}
+
+
+def hosts_showed(lasts: Mapping[str, Diagnosis]) -> list[str]:
+    """What each silent host's last readings showed (`last_faults`), named as a rack's answer names it."""
+    return [said for h, then in lasts.items() if (said := last_showed(then, f"{h}'s"))]
+
+
+def unheard_hosts(rack: str, hosts: list[str], got: Window, span: timedelta,
+                  lasts: Mapping[str, Diagnosis] | None = None) -> list[str]:
     """Why a rack's answer is incomplete: hosts the source holds link readings of, none in the `span` before the
-    window's end, as `unheard` says it of one (one line for them all)."""
-    lines = {h: line for h in hosts if (line := unheard(h, got, span)) is not None}
-    if len(lines) <= 1 or got.end is None:
-        return list(lines.values())
-    first = min(got.oldest.get(h, got.newest[h]) for h in lines)
-    last = max(got.newest[h] for h in lines)
-    names = ", ".join(list(lines)[:10]) + (" ..." if len(lines) > 10 else "")
-    return [f"{len(lines)} of rack {rack}'s hosts have no link reading in the {fmt.hours(span.total_seconds() / 3600)}"
-            f" before {fmt.when(got.end)}: {names}: they have {_span(first, last)}"]
+    window's end, as `unheard` says it of one (one line for them all), with what the `lasts` of them showed
+    (`last_faults`), as each host's own answer says it."""
+    lasts = lasts or {}
+    silent = [h for h in hosts if unheard(h, got, span) is not None]
+    if len(silent) == 1:
+        then = lasts.get(silent[0])
+        return [line for line in [unheard(silent[0], got, span, last_showed(then) if then else None)] if line]
+    if not silent or got.end is None:
+        return []
+    first = min(got.oldest.get(h, got.newest[h]) for h in silent)
+    last = max(got.newest[h] for h in silent)
+    names = ", ".join(silent[:SILENT_READ_BACK]) + (" ..." if len(silent) > SILENT_READ_BACK else "")
+    showed = "".join(f"; {said}" for said in hosts_showed(lasts))
+    return [f"{len(silent)} of rack {rack}'s hosts have no link reading in the {fmt.hours(span.total_seconds() / 3600)}"
+            f" before {fmt.when(got.end)}: {names}: they have {_span(first, last)}{showed}"]
 
 
 def _span(first: datetime, last: datetime) -> str:

@@ -13,7 +13,7 @@ from diagnostics.analysis.fleet import history_needed
 from diagnostics.prometheus import SweepResult
 from diagnostics.prometheus.client import LabelValues
 from diagnostics.prometheus.presence import say_silent
-from diagnostics.service import Request, StoreSource, sweep
+from diagnostics.service import Request, StoreSource, diagnose, sweep
 from diagnostics.store import open_store
 from tests.analysis.helpers import T0, link_series, links, steady
 
@@ -50,3 +50,35 @@ def test_silent_nodes_are_said_alike_by_every_sweep(tmp_path: Path) -> None:
         said = [r for r in result.incomplete_reasons if "no reading" in r]
         assert said == _as_prometheus_says(result, reported, span).incomplete_reasons, said
         assert all(n in said[0] for n in result.silent)
+
+
+def _tray(path: Path, node: str, hours: int, replays: float) -> None:
+    """A GB200 compute tray's 4 x 18 NVLinks read every 5 minutes for `hours`; GPU 0 NVLink 1 gains `replays` a
+    reading."""
+    rows = [{"timestamp": (T0 + pd.Timedelta(minutes=5 * i)).isoformat(), "node_id": node, "gpu": gpu,
+             "link_type": "nvlink", "link": link, "replay": i * replays if (gpu, link) == (0, 1) else 0.0}
+            for i in range(hours * 12 + 1) for gpu in range(4) for link in range(18)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_a_racks_silent_hosts_say_what_their_last_readings_showed(tmp_path: Path) -> None:
+    """Trays 2 and 3 of rack r1 stopped reporting after 2 hours, tray 2 on GPU 0 NVLink 1 failing: the rack's answer
+    named them silent, but not tray 2's fault, which the tray's own answer says."""
+    trays = {"r1-c01": (8, 0.0), "r1-c02": (2, 200.0), "r1-c03": (2, 0.0)}
+    for node, (hours, replays) in trays.items():
+        _tray(tmp_path / f"{node}.csv", node, hours, replays)
+    (tmp_path / "nodes.csv").write_text("node_id,platform,rack,tray\n" + "".join(
+        f"{n},gb200-nvl72-compute-tray,r1,{i + 1}\n" for i, n in enumerate(trays)))
+    store = tmp_path / "store"
+    open_store(store).ingest([*(tmp_path / f"{n}.csv" for n in trays), tmp_path / "nodes.csv"])
+    source = StoreSource(store)
+    tray = diagnose(source, Request(node="r1-c02")).incomplete
+    shown = tray[0].split("its last readings")[1]
+    assert "GPU 0 NVLink 1" in shown, tray
+    answer = diagnose(source, Request(rack="r1"))
+    rack = answer.incomplete
+    assert len(rack) == 1 and "r1-c02, r1-c03" in rack[0], rack
+    assert rack[0].endswith(f"r1-c02's last readings{shown}"), rack  # as the tray's answer says it
+    assert "r1-c03's last readings" not in rack[0], rack  # gone silent healthy: nothing to say
+    # the rack's diagnosis (what /fabric RACK shows) says it too
+    assert f"r1-c02's last readings{shown}" in answer.diagnosis.warnings, answer.diagnosis.warnings
