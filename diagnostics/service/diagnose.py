@@ -23,6 +23,7 @@ from ..names import name_notes
 from ..snapshots import Snapshot
 from ..store.maintenance import Maintenance
 from ..store.sources import UNTIMED_ADVICE
+from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
 from .request import Asked, Request
 from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split, threads_each
@@ -110,7 +111,8 @@ def diagnose(source: Source, request: Request) -> Answer:
                            jobs={node: job} if job else None, history=got.history,
                            expected_gpus=got.expected_gpus, listed=got.listed, cut=got.cut, unreadable=got.unreadable,
                            end_option=request.end_option)
-    then = last_window(source, request, node, got.newest.get(node)) if silent_since(got, node, length) else None
+    then = last_window(source, request, node, got.newest.get(node), _before(got, length)) \
+        if silent_since(got, node, length) else None
     seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request), then=then)
     diagnosis = named(seen, names, request.node)
     ids, alone = gpu_identities(rows, node)
@@ -191,7 +193,7 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     if request.rack not in result.racks:
         raise InputError(f"rack {request.rack!r} names no host of a rack platform (gb200-nvl72-compute-tray, ...): "
                          "give its hosts' platforms in the inventory", source=source.name)
-    then = last_window(source, request, host, got.newest.get(host)) \
+    then = last_window(source, request, host, got.newest.get(host), _before(got, length)) \
         if host is not None and silent_since(got, host, length) else None
     result.diagnoses = {h: viewed(d, got, length, got.warnings, asked_end=_asked(request),
                                   then=then if h == host else None) for h, d in result.diagnoses.items()}
@@ -201,7 +203,8 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     rack = rack_before_readings(result.racks[request.rack], hosts, result.diagnoses, got,
                                 why="as asked" if _asked(request) else "the source's newest reading")
     span = history_needed(length, request.thresholds)
-    lasts = last_faults(hosts, got, span, lambda h: last_window(source, request, h, got.newest.get(h)))
+    lasts = last_faults(hosts, got, span,
+                        lambda h: last_window(source, request, h, got.newest.get(h), _before(got, length)))
     return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *hosts_showed(lasts), *got.warnings]}), None,
                   result, got, unheard=unheard_hosts(request.rack, hosts, got, span, lasts))
 
@@ -314,14 +317,40 @@ def silent_since(got: Window, node: str, length: timedelta) -> bool:
     return got.end is not None and newest is not None and newest <= got.end - length
 
 
-def last_window(source: Source, request: Request, node: str, newest: datetime | None) -> Diagnosis | None:
-    """A silent node's last link readings as its answer to a question ending then would judge them: one window of
-    the request's length ending at its `newest` link reading (what they showed: `last_showed`; how they rank and act
-    on the node: `gone_silent`). None where it has no reading."""
+def last_window(source: Source, request: Request, node: str, newest: datetime | None,
+                before: datetime | None) -> Diagnosis | None:
+    """A silent node's last readings as its answer to a question ending then would judge them (what they showed:
+    `last_showed`; how they rank and act on the node: `gone_silent`): one window of the request's length ending at
+    its `newest` link reading, drawn on to its newest event where that comes later (up to `before`, where the window
+    its answer reads begins and judges those after): a kernel log goes on being read after the exporter stops, and an
+    Xid logged then is the most important thing to say. Drawn on, the window still begins a window's length before
+    the newest link reading, so it holds those readings (their rates over the span they cover) and every event
+    since. None where the node has no reading."""
     if newest is None:
         return None
-    return diagnose(source, Request(node=node, window=request.window, end=newest, thresholds=request.thresholds,
-                                    platform=request.platform, history=request.history)).diagnosis
+    end = _last_event(source, node, newest, before) or newest
+    window = request.window if end == newest else request.length + (end - newest)
+    return diagnose(source, Request(node=node, window=window, end=end,
+                                    thresholds=request.thresholds, platform=request.platform,
+                                    history=request.history)).diagnosis
+
+
+def _last_event(source: Source, node: str, newest: datetime, before: datetime | None) -> datetime | None:
+    """The node's newest event after its `newest` link reading, up to `before`; None where it has none."""
+    if before is None or before <= newest:
+        return None
+    events = source.read(nodes=[node], end=before, span=before - newest).tables.get("events")
+    if events is None or not len(events) or not {"node_id", "timestamp"} <= set(events.columns):
+        return None
+    mine = (events["node_id"].astype("string") == node).to_numpy(bool, na_value=False)
+    t = ns(events["timestamp"][mine])
+    t = t[(t > utc_ns(newest)) & (t <= utc_ns(before))]
+    return utc_datetime(t.max()) if len(t) else None
+
+
+def _before(got: Window, length: timedelta) -> datetime | None:
+    """Where the window an answer reads (of `length`) begins: what happened after it is that answer's."""
+    return got.end - length if got.end is not None else None
 
 
 def _platforms(got: Window, node: str | None, platform: str | None) -> dict[str, str]:

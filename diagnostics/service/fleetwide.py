@@ -170,7 +170,7 @@ def _say_last(result: SweepResult, source: Source, request: Request, quiet: list
     said: list[tuple[int, str, str]] = []
     for node in quiet[:SILENT_READ_BACK]:
         newest = source.newest([node])
-        then = last_window(source, request, node, newest)
+        then = last_window(source, request, node, newest, result.at - request.length)
         last = last_showed(then) if then is not None else None
         if newest is None or then is None or last is None or node not in diagnoses:
             continue

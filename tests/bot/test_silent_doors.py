@@ -22,17 +22,18 @@ from .test_store_source import START, text_of, write_hours
 NODES_CSV = "node_id,platform\ngpu-node-7,hgx-h100-8gpu\ngpu-node-9,hgx-h100-8gpu\n"
 
 
-def _store(tmp_path: Path, *, quiet_replays: float, events: list[dict[str, object]] | None = None) -> Path:
+def _store(tmp_path: Path, *, quiet_replays: float, events: list[dict[str, object]] | None = None,
+           quiet_hours: int = 0) -> Path:
     """gpu-node-7 read for 8 hours; gpu-node-9 read for its first 2 (`quiet_replays` a reading on GPU 0 NVLink 1),
-    or, given `events`, never read: those events are all it has."""
+    or, given `events`, its first `quiet_hours` (never read, for none: those events are all it has)."""
     store_dir = tmp_path / "store"
     files = [tmp_path / "on.csv", tmp_path / "nodes.csv"]
     write_hours(files[0], "gpu-node-7", 0, 8, per_reading=0.0)
     files[1].write_text(NODES_CSV)
-    if events is None:
-        write_hours(tmp_path / "quiet.csv", "gpu-node-9", 0, 2, per_reading=quiet_replays)
+    if events is None or quiet_hours:
+        write_hours(tmp_path / "quiet.csv", "gpu-node-9", 0, quiet_hours or 2, per_reading=quiet_replays)
         files.append(tmp_path / "quiet.csv")
-    else:
+    if events is not None:
         (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
         files.append(tmp_path / "events.jsonl")
     TelemetryStore(store_dir).ingest(files)
@@ -96,6 +97,22 @@ def test_a_node_silent_after_a_failing_link_ranks_and_acts_on_it_at_every_door(
 def test_a_node_silent_and_healthy_says_no_last_fault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for said in _doors(_store(tmp_path, quiet_replays=0.0), capsys):
         assert "gpu-node-9" in said and "its last readings" not in said, said
+
+
+def test_a_node_silent_says_the_xid_logged_after_its_last_link_reading(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """gpu-node-9's links were healthy to 02:00, when its exporter stopped; its kernel log went on, with an Xid 74 on
+    GPU 0 at 02:30. What its last readings showed was judged on the window ending at 02:00, which holds no Xid, so
+    it said nothing of it: the window is drawn on to its newest event where that comes after its newest link
+    reading."""
+    xid = {"timestamp": (START + pd.Timedelta(hours=2, minutes=30)).isoformat(), "node_id": "gpu-node-9",
+           "kind": "xid", "code": 74, "gpu": 0}
+    store_dir = _store(tmp_path, quiet_replays=0.0, events=[xid], quiet_hours=2)
+    analyzed, _, slack = _doors(store_dir, capsys)
+    for said in (analyzed, slack):
+        last = said.split("its last readings")[1] if "its last readings" in said else ""
+        # drawn on from a window before the last link reading to the Xid: it holds both
+        assert "(window 1.5 h to 2026-03-01 02:30 UTC)" in last and "Xid 74" in last, said
 
 
 def _sxid(code: int, port: int) -> dict[str, object]:
