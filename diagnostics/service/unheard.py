@@ -61,15 +61,17 @@ def last_showed(then: Diagnosis, whose: str = "its") -> str | None:
 
 def gone_silent(diagnosis: Diagnosis, then: Diagnosis | None, since: datetime) -> Diagnosis:
     """The priority and action of a node gone silent (no link reading in its window, its newest at `since`), the one
-    rule every door's answer of it takes: where its last readings (`then`, the window ending at `since`) showed a
-    failing link or a fatal Xid, it is at least as urgent as that fault (its GPUs may have fallen off the bus, the job
-    on it stalled), and its action first finds why it stopped reporting, by checks that only read, then repairs the
-    fault (its window's own, where one is found in it, else the last readings'). A node gone silent healthy keeps
-    its own; planned work keeps it low (nothing pages)."""
-    if then is None or not then.fault_detected or diagnosis.maintenance:
+    rule every door's answer of it takes: where its last readings (`then`, `last_window`) showed a failing link or a
+    fatal Xid, or its window holds a fault (a fatal Xid stands until a reset is seen), it is at least as urgent as
+    that fault (its GPUs may have fallen off the bus, the job on it stalled), and its action first finds why it
+    stopped reporting, by checks that only read, then repairs the fault (its window's own, where one is found in it,
+    else the last readings'). A node gone silent healthy keeps its own; planned work keeps it low (nothing pages).
+    A sweep, which judges no last readings, takes it for a node whose window holds the fault."""
+    faults = [d for d in (diagnosis, then) if d is not None and d.fault_detected]
+    if not faults or diagnosis.maintenance:
         return diagnosis
-    level = max(diagnosis.ticket_priority, then.ticket_priority, key=priority_rank)
-    repair = diagnosis.repair_action if diagnosis.fault_detected else then.repair_action
+    level = max((d.ticket_priority for d in [diagnosis, *faults]), key=priority_rank)
+    repair = faults[0].repair_action
     return diagnosis.model_copy(update={"ticket_priority": level,
                                         "repair_action": silent_action(diagnosis.node_id, fmt.when(since), repair)})
 

@@ -115,6 +115,20 @@ def test_a_node_silent_says_the_xid_logged_after_its_last_link_reading(tmp_path:
         assert "(window 1.5 h to 2026-03-01 02:30 UTC)" in last and "Xid 74" in last, said
 
 
+def test_a_silent_node_whose_window_holds_a_fatal_xid_is_acted_on_alike_at_every_door(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fatal Xid stands in the windows after it: gpu-node-9, silent since 02:00 with an Xid 74 at 02:30, is failing
+    in its answer's window too. `analyze` and /fabric found why it stopped reporting first; the sweep gave the Xid's
+    repair alone."""
+    xid = {"timestamp": (START + pd.Timedelta(hours=2, minutes=30)).isoformat(), "node_id": "gpu-node-9",
+           "kind": "xid", "code": 74, "gpu": 0}
+    analyzed, swept, slack = _doors(_store(tmp_path, quiet_replays=0.0, events=[xid], quiet_hours=2), capsys)
+    priority, action = _head(analyzed)
+    assert action.startswith("Find why gpu-node-9 stopped reporting"), action
+    assert f"{priority} priority; {action}" in swept, swept
+    assert esc(action) in slack, slack
+
+
 def _sxid(code: int, port: int) -> dict[str, object]:
     return {"timestamp": (START + pd.Timedelta(hours=7, minutes=30)).isoformat(), "node_id": "gpu-node-9",
             "kind": "sxid", "code": code, "severity": "non-fatal", "nvswitch": "3", "link": port}
