@@ -4,6 +4,7 @@ only input is events (no link reading) says its fabric health is unknown, not "n
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -92,6 +93,17 @@ def test_a_node_silent_after_a_failing_link_ranks_and_acts_on_it_at_every_door(
     assert "all-clear): no link reading from gpu-node-9" in swept, swept  # the most urgent reason first
     assert f"*Priority*\\n{then_priority}" in slack, slack
     assert esc(then_action) in slack and NO_LINKS_ACTION not in slack, slack
+
+
+def test_a_node_silent_on_a_fault_under_planned_work_stays_low(tmp_path: Path) -> None:
+    """Planned work over its window holds a node gone silent on a failing link low, as any node in maintenance:
+    nothing pages (its exporter may be stopped for that work)."""
+    store_dir = _store(tmp_path, quiet_replays=200.0)
+    TelemetryStore(store_dir).maintenance.set("gpu-node-9", start=START + pd.Timedelta(hours=7),
+                                              span=timedelta(hours=2), reason="reseat GPU 0", set_by="UBOB")
+    held = StoreNodeSource(store_dir).diagnose("gpu-node-9")
+    assert held.maintenance is not None and held.ticket_priority.value == "low", held
+    assert any("its last readings" in w for w in held.warnings), held.warnings  # still said
 
 
 def test_a_node_silent_and_healthy_says_no_last_fault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
