@@ -264,7 +264,7 @@ class SweepResult(BaseModel):
         """The view incomplete for `nodes`, silent in the `span` before it (`every`: no node reports in it), named
         (the first ten) in the one wording each source's sweep says them in: a silent node is never healthy."""
         self.complete = False
-        self.silent = list(nodes)
+        self.silent = sorted({*self.silent, *nodes})
         one = len(nodes) == 1
         who = ("the one node" if one else f"all {fmt.count(len(nodes), 'node')}") if every \
             else fmt.count(len(nodes), "node")
@@ -272,6 +272,19 @@ class SweepResult(BaseModel):
         self.incomplete_reasons.append(f"{who} of the {self.source} {'has' if one else 'have'} no reading in the "
                                        f"{fmt.hours(span.total_seconds() / 3600)} before {fmt.when(self.at)}: "
                                        f"{listed}")
+
+    def stopped_reporting(self, nodes: list[str], window: timedelta) -> None:
+        """The view incomplete for `nodes`, whose every series stopped inside the window: an exporter or a node gone
+        away is not each of its links down, nor healthy on the readings it sent before."""
+        if not nodes:
+            return
+        self.complete = False
+        self.silent = sorted({*self.silent, *nodes})
+        listed = ", ".join(nodes[:10]) + (" ..." if len(nodes) > 10 else "")
+        self.incomplete_reasons.append(
+            f"{fmt.count(len(nodes), 'node')} stopped reporting inside the "
+            f"{fmt.hours(window.total_seconds() / 3600)} before {fmt.when(self.at)} (no reading since, every series "
+            f"at once: the exporter or the node, not each link): {listed}")
 
     def found(self, *, inline: bool = False) -> str:
         """The offenders counted each once whatever rules it broke, as what they are ('3 offending links', '1

@@ -42,6 +42,15 @@ def presence_selector(builder: QueryBuilder, *extra: str) -> str | None:
     return builder.selector(names, *extra) if names else None
 
 
+def reporting_now(builder: QueryBuilder, nodes: Collection[str]) -> str | None:
+    """Which of `nodes` report now (a presence sample within the server's lookback), by name: asked of the nodes
+    with a link whose series stopped inside the window, as a node whose every series stopped (its exporter or the
+    node gone away) leaves each of its links."""
+    node = builder.by("node")
+    picked = presence_selector(builder, f'{node}=~"{"|".join(quoted(re.escape(n)) for n in sorted(nodes))}"')
+    return None if picked is None else f"group by ({node}) ({picked})"
+
+
 def presence_queries(builder: QueryBuilder, span_hours: float) -> PresenceQueries | None:
     """The presence queries over the `span_hours` before the evaluation time; None when no presence counter is
     mapped. Only the node label is kept: the answer is a node's name, never its series.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeGuard
@@ -31,10 +31,11 @@ from ..names import fleet_name_notes
 from ..offenders import Offender, SweepResult, gone_gpus_folded, offenders_of
 from .client import Answer, LabelValues, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .config import load_config
-from .presence import asked_by_name, known_nodes, presence_queries, say_silent, settled
+from .presence import asked_by_name, known_nodes, presence_queries, reporting, reporting_now, say_silent, settled
 from .promql import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
+    MISSING_RULE,
     QueryBuilder,
     SweepQuery,
     gauge_queries,
@@ -163,6 +164,7 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
             present = None if counted is None else counted.result()
             known = None if listed is None else listed.result()
     _collect(client, queries, answers, result)
+    _say_stopped(builder, evaluate, result)
     if searched is not None:
         _rate_young(client, thresholds, at, window_hours, builder, searched, result)
     if presence is not None and present is not None:
@@ -180,6 +182,23 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
         say_silent(result, reported, known, span=span, around_hours=client.config.limits.known_nodes_hours,
                    usable=lambda a: _usable(a, "the list of the nodes the server knows", result))
     result.offenders.sort(key=_order)
+
+
+def _say_stopped(builder: QueryBuilder, evaluate: Callable[[str], Answer | PrometheusError],
+                 result: SweepResult) -> None:
+    """A node whose every series stopped inside the window stopped reporting, its view incomplete: not each of its
+    links down (the local engine's stopped series are those of a node that kept reporting), nor healthy."""
+    vanished = {o.node_id for o in result.offenders if o.rule == MISSING_RULE}
+    promql = reporting_now(builder, vanished) if vanished else None
+    if promql is None:
+        return
+    result.queries += 1
+    answer = evaluate(promql)
+    if not _usable(answer, "the nodes reporting now, of those with a link that stopped", result):
+        return
+    gone = vanished - reporting(answer, builder.config.labels.node)
+    result.offenders = [o for o in result.offenders if not (o.node_id in gone and o.rule == MISSING_RULE)]
+    result.stopped_reporting(sorted(gone), timedelta(hours=result.window_hours))
 
 
 def _order(o: Offender) -> tuple[str, str, int, str, int, str, int]:
