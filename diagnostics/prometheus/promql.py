@@ -483,7 +483,7 @@ def missing_queries(builder: QueryBuilder, window_hours: float) -> list[SweepQue
                        f"(label_replace({present}, \"{model}\", \"{quoted(gpu_model)}\", \"\", \"\"))) < {links})")
     if clauses:
         out.append(SweepQuery(BELOW_EXPECTED_RULE, LinkType.NVLINK, Severity.DOWN, " or ".join(clauses),
-                              expected=expected))
+                              expected=expected, unit=Unit.LINKS))
     return [*out, *gpu_missing_queries(builder)]
 
 

@@ -86,7 +86,7 @@ def _offender(client: PrometheusClient, query: SweepQuery, row: dict[str, Any]) 
     if query.rule == BELOW_EXPECTED_RULE:
         model = labels.get(names.model, "")
         want = next((n for m, n in (query.expected or {}).items() if m in model), None)
-        return Offender(**common, rate_per_hour=value, above=want,
+        return Offender(**common, rate_per_hour=value, above=want, unit=query.unit,
                         detail=f"{value:g} links reporting" + (f" of {want}" if want else ""))
     if query.rule == GPU_MISSING_RULE:
         want = (query.expected or {}).get(labels.get(names.model, ""))

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from diagnostics import load_thresholds
+from diagnostics.format import Unit
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
 from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet
 
@@ -23,7 +24,7 @@ STOPPED_FOR = timedelta(minutes=20)
 
 @pytest.fixture(scope="module")
 def fleet() -> Fleet:
-    fleet = generate_fleet(nodes=2, hours=2.0)
+    fleet = generate_fleet(nodes=4, hours=2.0)
     samples = fleet.samples
     gone = (samples["node_id"] == STOPPED) & (samples["timestamp"] > fleet.end - STOPPED_FOR)
     fleet.samples = samples[~gone].reset_index(drop=True)
@@ -51,3 +52,8 @@ def test_a_node_that_stopped_reporting_is_said_not_each_link_down(swept: SweepRe
 
 def test_the_other_nodes_faults_are_still_found(swept: SweepResult) -> None:
     assert ("node-001", 2, 5) in {(o.node_id, o.gpu, o.link) for o in swept.offenders}
+
+
+def test_a_gpu_short_of_links_counts_links_not_a_rate(swept: SweepResult) -> None:
+    short = [o for o in swept.offenders if o.rule == "links_below_expected"]
+    assert {(o.node_id, o.gpu, o.unit) for o in short} == {("node-003", 3, Unit.LINKS), ("node-003", 6, Unit.LINKS)}
