@@ -36,6 +36,7 @@ from .unheard import (
     last_faults,
     last_showed,
     rack_before_readings,
+    stopped_inside,
     unheard,
     unheard_hosts,
 )
@@ -71,6 +72,7 @@ class Fleet:
     windows: list[Window]
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     reporting: set[str] = field(default_factory=set)  # the nodes with link readings in the windows read
+    stopped: dict[str, datetime] = field(default_factory=dict)  # nodes whose every series stopped inside the window
 
     @property
     def racks(self) -> dict[str, Diagnosis]:
@@ -113,7 +115,9 @@ def diagnose(source: Source, request: Request) -> Answer:
                            end_option=request.end_option)
     then = last_window(source, request, node, got.newest.get(node), _before(got, length)) \
         if silent_since(got, node, length) else None
-    seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request), then=then)
+    stopped = stopped_inside(got, [node], length, thresholds.setting("stale_after_intervals")).get(node)
+    seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request), then=then,
+                  stopped=stopped)
     diagnosis = named(seen, names, request.node)
     ids, alone = gpu_identities(rows, node)
     if ids or alone:  # who its GPUs are: a ticket's part history follows the serial, not the index
@@ -121,6 +125,8 @@ def diagnose(source: Source, request: Request) -> Answer:
     if buses := switch_buses(rows, node):
         diagnosis = diagnosis.model_copy(update={"switch_buses": buses})
     diagnosis, silent = _heard(diagnosis, got, history_needed(length, thresholds), then)
+    if stopped is not None:  # its health since is unknown, as a sweep over the window says of it
+        silent.append(stopped_line(node, stopped, got))
     return Answer(diagnosis, result.graphs.get(node), result, got, result.jobs.get(job) if job else None, silent)
 
 
@@ -247,11 +253,12 @@ def _pass(source: Source, request: Request, length: timedelta, group: list[str],
                            platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
                            listed=got.listed, cut=got.cut, unreadable=got.unreadable, workers=threads,
                            end_option=request.end_option)
-    viewed_ = {n: viewed(result.diagnoses[n], got, length, asked_end=_asked(request)) for n in group
-               if n in result.diagnoses}
+    stopped = stopped_inside(got, group, length, request.thresholds.setting("stale_after_intervals"))
+    viewed_ = {n: viewed(result.diagnoses[n], got, length, asked_end=_asked(request), stopped=stopped.get(n))
+               for n in group if n in result.diagnoses}
     links = got.tables.get("link_samples")
     reporting = {str(n) for n in links["node_id"].dropna().unique()} if links is not None and len(links) else set()
-    return Fleet(result, [got], viewed_, reporting)
+    return Fleet(result, [got], viewed_, reporting, stopped)
 
 
 def _shard(source: Source, request: Request, group: list[str], end: datetime | None, threads: int) -> Fleet:
@@ -284,6 +291,7 @@ def _merged(done: list[Fleet], *, at_once: bool) -> Fleet:
         out.windows.extend(other.windows)
         out.diagnoses.update(other.diagnoses)
         out.reporting |= other.reporting
+        out.stopped.update(other.stopped)
     return out
 
 
@@ -363,11 +371,19 @@ def _asked(request: Request) -> bool:
     return request.end is not None
 
 
+def stopped_line(node: str, stopped: datetime, got: Window) -> str:
+    """What a node whose every series stopped inside the window (`stopped_inside`) is said with."""
+    return (f"no link reading from {node} since {stopped:%Y-%m-%d %H:%M} UTC, inside the window to "
+            f"{got.end:%Y-%m-%d %H:%M} UTC: every series stopped at once (the exporter or the node went away), so its "
+            "links are not judged since")
+
+
 def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str] | None = None, *,
-           asked_end: bool = False, then: Diagnosis | None = None) -> Diagnosis:
+           asked_end: bool = False, then: Diagnosis | None = None, stopped: datetime | None = None) -> Diagnosis:
     """A diagnosis with what its source's window could not show said in its warnings: a node silent since before
     the window (which ends where the person asked, else at the source's newest reading), with what its last
-    readings (`then`, `last_window`) showed and the priority and action they give it (`gone_silent`), readings
+    readings (`then`, `last_window`) showed and the priority and action they give it (`gone_silent`), or one whose
+    every series stopped inside it (`stopped`, `stopped_inside`), readings
     without a time (no window can place them), planned work overlapping the window."""
     node = diagnosis.node_id
     said = list(notes or [])
@@ -379,6 +395,8 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
         why = "as asked" if asked_end else "the source's newest reading"
         said.append(f"no link reading from {node} since {newest:%Y-%m-%d %H:%M} UTC: the window ends at "
                     f"{got.end:%Y-%m-%d %H:%M} UTC ({why})" + (f"; {last}" if last else ""))
+    elif stopped is not None:
+        said.append(stopped_line(node, stopped, got))
     if node in got.later and got.end is not None:
         why = "as asked" if asked_end else ("the other nodes' newest reading: `fabricbot analyze --store ... --node "
                                             f"{node}` judges them at their own time")

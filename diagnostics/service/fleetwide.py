@@ -108,6 +108,7 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     result.timings.analyze_s = engine
     _say_held(result)
     _say_unjudged(result, answered, source, request)
+    result.stopped_reporting(sorted(n for n in answered.stopped if n not in result.silent), request.length)
     later = {n: t for got in answered.windows for n, t in got.later.items()}
     if later:  # a host whose kernel log alone was ingested, newer than the readings: judged at its own time alone
         result.warnings.append(

@@ -166,3 +166,26 @@ def _span(first: datetime, last: datetime) -> str:
     if first == last:
         return f"link readings at {fmt.when(first)} alone"
     return f"link readings from {fmt.when(first)} to {fmt.when(last)}"
+
+
+def stopped_inside(got: Window, nodes: list[str], length: timedelta, stale_intervals: float) -> dict[str, datetime]:
+    """The nodes whose every series stopped inside the window (of `length`), with their newest link reading: more
+    than `stale_intervals` of the node's sampling interval before the window's end. The engine counts a link whose
+    series stopped while its node kept reporting; a node whose exporter (or itself) went away is neither each link
+    down nor healthy since, and its answer says when it went quiet. A node silent since before the window is
+    `unheard`'s."""
+    links = got.tables.get("link_samples")
+    if got.end is None or links is None or not len(links) or "node_id" not in links.columns:
+        return {}
+    start = got.end - length
+    late = {n: t for n in nodes if (t := got.newest.get(n)) is not None and start < t < got.end}
+    if not late:
+        return {}
+    mine = links.loc[links["node_id"].astype("string").isin(list(late)).to_numpy(bool, na_value=False),
+                     ["node_id", "timestamp"]]
+    times = mine.assign(node_id=mine["node_id"].astype("string"), t=ns(mine["timestamp"]))
+    times = times.loc[times["t"] != NO_TIME, ["node_id", "t"]].drop_duplicates().sort_values(["node_id", "t"])
+    interval = times.groupby("node_id")["t"].diff().groupby(times["node_id"]).median()
+    end_ns = utc_ns(got.end)
+    return {n: t for n, t in late.items()
+            if n in interval.index and interval[n] > 0 and end_ns - utc_ns(t) > interval[n] * stale_intervals}

@@ -3,14 +3,18 @@ away) is one node that stopped reporting, its view incomplete: neither each of i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
+from bot.cli import main
 from diagnostics import load_thresholds
 from diagnostics.format import Unit
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
+from diagnostics.store import open_store
 from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
@@ -57,3 +61,31 @@ def test_the_other_nodes_faults_are_still_found(swept: SweepResult) -> None:
 def test_a_gpu_short_of_links_counts_links_not_a_rate(swept: SweepResult) -> None:
     short = [o for o in swept.offenders if o.rule == "links_below_expected"]
     assert {(o.node_id, o.gpu, o.unit) for o in short} == {("node-003", 3, Unit.LINKS), ("node-003", 6, Unit.LINKS)}
+
+
+@pytest.fixture(scope="module")
+def store(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same series in a store, ingested from the file the server was backfilled from."""
+    folder = tmp_path_factory.mktemp("stopped-store") / "store"
+    open_store(folder).ingest([server.data.parent / "fleet.om"])
+    return folder
+
+
+def test_the_stores_sweep_says_the_node_stopped_as_the_servers_does(fleet: Fleet, store: Path, swept: SweepResult,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sweep", "--store", str(store), "--at", fleet.end.isoformat(), "--no-analyze", "--json"])
+    stored = json.loads(capsys.readouterr().out)
+    assert code == 3
+    assert stored["silent"] == swept.silent == [STOPPED]
+    assert [r for r in stored["incomplete_reasons"] if STOPPED in r and "stopped reporting" in r]
+
+
+def test_the_node_asked_by_name_is_said_stopped_on_both_doors(fleet: Fleet, server: Server, store: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    last = fleet.samples.loc[fleet.samples["node_id"] == STOPPED, "timestamp"].max()
+    for args in (["analyze", "--store", str(store), "--node", STOPPED, "--end", fleet.end.isoformat(), "--json"],
+                 ["sweep", "--prometheus", server.url, "--node", STOPPED, "--at", fleet.end.isoformat(), "--json"]):
+        code = main(args)
+        warnings = json.loads(capsys.readouterr().out)["warnings"]
+        assert code == 3, args
+        assert [w for w in warnings if w.startswith(f"no link reading from {STOPPED} since {last:%Y-%m-%d %H:%M} UTC")]

@@ -82,3 +82,20 @@ def test_a_racks_silent_hosts_say_what_their_last_readings_showed(tmp_path: Path
     assert "r1-c03's last readings" not in rack[0], rack  # gone silent healthy: nothing to say
     # the rack's diagnosis (what /fabric RACK shows) says it too
     assert f"r1-c02's last readings{shown}" in answer.diagnosis.warnings, answer.diagnosis.warnings
+
+
+def test_a_node_whose_series_all_stop_inside_the_window_stopped_reporting(tmp_path: Path) -> None:
+    """node-2's readings stop 30 minutes before the window's end (every link at once): not healthy, not each link
+    down, but a node that stopped reporting; its answer says since when and is incomplete."""
+    csv = tmp_path / "links.csv"
+    links(link_series(steady(20.0, 289), node="node-1"), link_series(steady(20.0, 283), node="node-2")).to_csv(
+        csv, index=False)
+    store = tmp_path / "store"
+    open_store(store).ingest([csv], fmt="tables")
+    source = StoreSource(store)
+    result = sweep(source, Request(thresholds=load_thresholds()))
+    assert result.silent == ["node-2"] and not result.complete
+    assert [r for r in result.incomplete_reasons if "stopped reporting" in r and "node-2" in r]
+    assert not [o for o in result.offenders if o.node_id == "node-2"]
+    answer = diagnose(source, Request(node="node-2", thresholds=load_thresholds()))
+    assert answer.incomplete and "every series stopped" in answer.incomplete[0]
