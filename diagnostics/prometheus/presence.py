@@ -93,6 +93,25 @@ def known_nodes(client: PrometheusClient, builder: QueryBuilder, start: datetime
         return exc
 
 
+def node_label_used(client: PrometheusClient, builder: QueryBuilder, start: datetime, end: datetime) -> str | None:
+    """Asked where the server knows no node by the configured node label: the first of dcgm-exporter's node labels
+    (dcgm.toml's, then Prometheus's own `instance`) that its presence series do carry, or None. Swept by a label no
+    series carries, every node would be one, `unknown`, its links all merged."""
+    selector = presence_selector(builder)
+    if selector is None:
+        return None
+    around = timedelta(hours=client.config.limits.known_nodes_hours)
+    for label in (*builder.dmap.labels.get("node", ()), "instance"):
+        if label == client.config.labels.node:
+            continue
+        try:
+            if client.label_values(label, selector, start - around, end + around).values:
+                return label
+        except PrometheusError:
+            return None
+    return None
+
+
 def reading_bounds(client: PrometheusClient, builder: QueryBuilder, node: str, start: datetime, end: datetime,
                    step_s: float) -> tuple[datetime | None, datetime | None]:
     """Where a node's link readings run between `start` and `end`, for a node whose read holds none: its oldest and
