@@ -183,10 +183,12 @@ class PrometheusClient:
     def _decode(self, response: httpx.Response, endpoint: str, promql: str) -> dict[str, Any]:
         try:
             body: dict[str, Any] = response.json()
-        except ValueError:
-            raise PrometheusError(
-                f"{endpoint}: HTTP {response.status_code}, not a Prometheus API answer "
-                f"(content-type {response.headers.get('content-type', '?')})") from None
+        except ValueError:  # no API at this address: every query would meet the same, so none is sent after it
+            raise PrometheusUnavailable(
+                f"Prometheus at {redacted_url(self.config.url)}: {endpoint}: HTTP {response.status_code}, not a "
+                f"Prometheus API answer (content-type {response.headers.get('content-type', '?')}): is the URL's path "
+                "right? A server run with --web.route-prefix serves its API under that prefix, and one without it at "
+                "the root") from None
         if response.status_code >= 400 or body.get("status") != "success":
             kind = body.get("errorType", f"HTTP {response.status_code}")
             error = str(body.get("error", "no error text"))

@@ -1,9 +1,11 @@
-"""Against a real Prometheus: series whose node label is not the one configured (dcgm-exporter deployments write
-`hostname`, or none but Prometheus's `instance`) are refused with the label to set, never swept as one node named
-`unknown` (every node's links merged into it)."""
+"""Against a real Prometheus, what users get wrong: series whose node label is not the one configured (dcgm-exporter
+deployments write `hostname`, or none but Prometheus's `instance`) are refused with the label to set, never swept as
+one node named `unknown` (every node's links merged into it); a URL whose path is not the server's API (a route
+prefix missing or added) is said once, naming it, not once per rule."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
@@ -62,3 +64,13 @@ def test_the_label_configured_sweeps_each_node(fleet: Fleet, server: Server, tmp
     out = capsys.readouterr().out
     assert code == 1
     assert "node-001" in out and "unknown" not in out
+
+
+def test_a_url_with_a_wrong_path_is_said_once_naming_it(fleet: Fleet, server: Server,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"{server.url}/prometheus"
+    code = main(["sweep", "--prometheus", url, "--at", fleet.end.isoformat(), "--no-analyze", "--json"])
+    said = json.loads(capsys.readouterr().out)
+    assert code == 3
+    assert said["requests"] == 1
+    assert url in said["incomplete_reasons"][0] and "path" in said["incomplete_reasons"][0]
