@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from .. import format as fmt
 from ..config.thresholds import Thresholds, load_thresholds
 from ..errors import InputError
 
@@ -42,7 +43,8 @@ class Request:
         if self.rack is not None and (self.node is not None or self.job is not None):
             raise InputError("ask about a rack, or a node and its job, not both", field="--rack", value=self.rack)
         if self.window is not None and self.window <= timedelta(0):
-            raise InputError("the window must be longer than zero", field="--window", value=str(self.window))
+            raise InputError("the window must be longer than zero", field="--window",
+                             value=fmt.hours(self.window.total_seconds() / 3600))
 
     @property
     def asked(self) -> Asked:
