@@ -20,8 +20,10 @@ from typing import Any
 
 from .. import format as fmt
 from ..enums import LinkType
+from ..errors import ConfigError
 from ..offenders import SweepResult
 from .client import Answer, LabelValues, PrometheusClient, PrometheusError
+from .config import redacted_url
 from .promql import LOOKBACK, PRESENCE_COLUMN, QueryBuilder, duration, quoted
 
 
@@ -91,6 +93,15 @@ def known_nodes(client: PrometheusClient, builder: QueryBuilder, start: datetime
         return client.label_values(client.config.labels.node, selector, start - around, end + around)
     except PrometheusError as exc:
         return exc
+
+
+def check_node_label(client: PrometheusClient, builder: QueryBuilder, start: datetime, end: datetime) -> None:
+    """Refuse a read by a node label the series do not carry where they carry another (`node_label_used`)."""
+    other = node_label_used(client, builder, start, end)
+    if other is not None:
+        raise ConfigError(f"no dcgm-exporter series at {redacted_url(client.config.url)} carries the node label "
+                          f"'{client.config.labels.node}' (labels.node); they carry '{other}': set [labels] node = "
+                          f'"{other}" in the file FABRICBOT_PROMETHEUS_CONFIG or --config names')
 
 
 def node_label_used(client: PrometheusClient, builder: QueryBuilder, start: datetime, end: datetime) -> str | None:

@@ -23,7 +23,6 @@ from ..analysis import analyze_fleet, history_needed
 from ..config.platforms import platform_for_model
 from ..config.thresholds import OFF_BUS_RULE, Thresholds
 from ..enums import LinkType
-from ..errors import ConfigError
 from ..format import Unit
 from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
@@ -31,11 +30,11 @@ from ..model import Diagnosis
 from ..names import fleet_name_notes
 from ..offenders import Offender, SweepResult, gone_gpus_folded, offenders_of
 from .client import Answer, LabelValues, PrometheusClient, PrometheusError, PrometheusUnavailable
-from .config import load_config, redacted_url
+from .config import load_config
 from .presence import (
     asked_by_name,
+    check_node_label,
     known_nodes,
-    node_label_used,
     presence_queries,
     reporting,
     reporting_now,
@@ -174,7 +173,7 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
             present = None if counted is None else counted.result()
             known = None if listed is None else listed.result()
     if isinstance(known, LabelValues) and not known.values:
-        _check_node_label(client, builder, at - span, at)
+        check_node_label(client, builder, at - span, at)
     _collect(client, queries, answers, result)
     _say_stopped(builder, evaluate, result)
     if searched is not None:
@@ -194,16 +193,6 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
         say_silent(result, reported, known, span=span, around_hours=client.config.limits.known_nodes_hours,
                    usable=lambda a: _usable(a, "the list of the nodes the server knows", result))
     result.offenders.sort(key=_order)
-
-
-def _check_node_label(client: PrometheusClient, builder: QueryBuilder, start: datetime, end: datetime) -> None:
-    """Refuse a sweep by a node label the series do not carry where they carry another: every node would read as
-    one, `unknown`."""
-    other = node_label_used(client, builder, start, end)
-    if other is not None:
-        raise ConfigError(f"no dcgm-exporter series at {redacted_url(client.config.url)} carries the node label "
-                          f"'{client.config.labels.node}' (labels.node); they carry '{other}': set [labels] node = "
-                          f'"{other}" in the file FABRICBOT_PROMETHEUS_CONFIG or --config names')
 
 
 def _say_stopped(builder: QueryBuilder, evaluate: Callable[[str], Answer | PrometheusError],

@@ -14,7 +14,7 @@ from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import RackSlot
 from ..prometheus.client import PrometheusClient, PrometheusError
-from ..prometheus.presence import known_nodes, reading_bounds
+from ..prometheus.presence import check_node_label, known_nodes, reading_bounds
 from ..prometheus.promql import QueryBuilder
 from ..prometheus.source import NoSeries, read_node
 from ..prometheus.sweep import platform_of
@@ -43,6 +43,8 @@ class PrometheusSource(Unstored):
         known = known_nodes(self.client, QueryBuilder(self.client.config, self.dmap), now - CORRELATION_SPAN, now)
         if isinstance(known, PrometheusError):
             raise known
+        if not known.values:
+            check_node_label(self.client, QueryBuilder(self.client.config, self.dmap), now - CORRELATION_SPAN, now)
         return known.values
 
     def jobs(self) -> list[str]:

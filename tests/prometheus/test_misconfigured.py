@@ -74,3 +74,11 @@ def test_a_url_with_a_wrong_path_is_said_once_naming_it(fleet: Fleet, server: Se
     assert code == 3
     assert said["requests"] == 1
     assert url in said["incomplete_reasons"][0] and "path" in said["incomplete_reasons"][0]
+
+
+def test_a_node_asked_by_a_label_the_series_lack_is_told_the_label(fleet: Fleet, server: Server,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sweep", "--prometheus", server.url, "--node", "node-001", "--at", fleet.end.isoformat()])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "'hostname'" in err and "labels.node" in err
