@@ -30,6 +30,7 @@ from ..enums import LinkType
 from ..ingest.dcgm_map import DcgmMap, load_map
 from .config import ENV_FILE, PrometheusConfig, load_config
 from .gauges import is_gauge_rule, literal
+from .presence import presence_selector
 from .promql import (
     QueryBuilder,
     SweepQuery,
@@ -169,6 +170,10 @@ def alertings(thresholds: Thresholds, builder: QueryBuilder, window_hours: float
     for (name, link_type), queries in grouped.items():
         several = sum(1 for (n, _) in grouped if n == name) > 1
         expr = " or ".join(f"({q.promql})" for q in queries) if len(queries) > 1 else queries[0].promql
+        every = presence_selector(builder)
+        if name == MISSING_RULE and every is not None:  # a link stopped while its node kept reporting (the sweep's)
+            node = builder.by("node")
+            expr = f"({expr}) and on ({node}) group by ({node}) ({every})"
         out.append(Alerting(alert_name(name, link_type if several else None), expr, name,
                             queries[0].severity.value, link_type, None, _other_summary(builder, queries[0]),
                             docs.get(name, f"fabricbot's {name} check")))

@@ -171,3 +171,42 @@ def test_the_sweep_reads_the_recorded_rates_and_finds_the_same_links(
     other = sweep(PrometheusClient(load_config(recorded_server.url, env={})), thresholds, at=fleet.end,
                   window_hours=0.5, analyze=False)
     assert not other.recorded
+
+
+STOPPED_TEST = """
+rule_files: [{rules}]
+evaluation_interval: 10m
+tests:
+  - interval: 1m
+    input_series:
+      # node-7 keeps reporting on GPU 2 NVLink 3 while NVLink 4's series stops at 60 min: a link down
+      - series: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L3{{Hostname="node-7", gpu="2"}}'
+        values: '0+0x120'
+      - series: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L4{{Hostname="node-7", gpu="2"}}'
+        values: '0+0x60'
+      # every series of node-9 stops at 60 min: its exporter or the node went away, not its links
+      - series: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L3{{Hostname="node-9", gpu="0"}}'
+        values: '0+0x60'
+      - series: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L4{{Hostname="node-9", gpu="0"}}'
+        values: '0+0x60'
+    alert_rule_test:
+      - eval_time: 80m
+        alertname: FabricbotLinkMissing
+        exp_alerts:
+          - exp_labels: {{Hostname: node-7, gpu: "2", nvlink: "4", severity: down,
+                         fabricbot_rule: link_missing, link_type: nvlink}}
+            exp_annotations:
+              summary: "node-7 GPU 2 NVLink 4: its series stopped inside the window"
+              description: "fabricbot's link_missing check"
+"""
+
+
+@needs_promtool
+def test_a_node_whose_every_series_stopped_pages_no_link_as_missing(tmp_path: Path) -> None:
+    """As the sweep says it: a stopped exporter is a silent node (the `up` series' to page on), not each link down."""
+    rules = tmp_path / "fabricbot.rules.yml"
+    rules.write_text(rules_yaml(load_thresholds()), encoding="utf-8")
+    test = tmp_path / "fabricbot.test.yml"
+    test.write_text(STOPPED_TEST.format(rules=rules.name), encoding="utf-8")
+    done = _promtool("test", "rules", str(test))
+    assert done.returncode == 0, done.stdout + done.stderr
