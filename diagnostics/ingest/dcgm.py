@@ -18,7 +18,8 @@ Meaning kept:
 - A counter at 65535 is kept and the row flagged `saturated` (a lower bound).
 - Xids: every increase of `DCGM_EXP_XID_ERRORS_COUNT{xid}` is an event (count = the increase; the first reading
   counts since the exporter started); `DCGM_FI_DEV_XID_ERRORS` holds the last Xid forever, so only a change between
-  readings is an event; a single nonzero reading is reported as a warning, not an event.
+  readings is an event; a single nonzero reading is reported as a warning, not an event. A change in the scrape
+  where the counter counts the same Xid is that Xid, counted there once.
 """
 
 from __future__ import annotations

@@ -157,6 +157,7 @@ def build_events(xids: list[tuple[Any, ...]], files: list[str],
     if any(x[0] == NAT_MS for x in xids):
         order = list(range(len(xids)))  # no times to order by: keep the reading order
     last = {} if last is None else last
+    changed: set[int] = set()  # the rows of a last-Xid gauge's change
     for i in order:
         ts, kind, node, gpu, code, bus, value, file_no, line = xids[i]
         where = f"{files[file_no]}:{line}"
@@ -186,10 +187,16 @@ def build_events(xids: list[tuple[Any, ...]], files: list[str],
                     "DCGM_FI_DEV_XID_ERRORS is not an event (a change between readings is)")))
         elif value != prev and value:
             event = {"code": int(value), "text": f"DCGM_FI_DEV_XID_ERRORS changed from {int(prev)} to {int(value)}"}
+            changed.add(len(rows))
         if event is not None:
             ts_value = pd.NaT if ts == NAT_MS else pd.Timestamp(ts, unit="ms", tz="UTC")
             rows.append({"timestamp": ts_value, "node_id": node, "gpu": gpu, "pci_bus_id": bus, "kind": "xid",
                          "source": where, **event})  # an event's own kind (a recovery action) over "xid"
+    # the last-Xid gauge changing in the scrape where the counter counts that Xid is the same Xid, counted there
+    counted = {(r["timestamp"], r["node_id"], r["gpu"], r["code"]) for i, r in enumerate(rows)
+               if "count" in r and i not in changed and not pd.isna(r["timestamp"])}
+    rows = [r for i, r in enumerate(rows)
+            if i not in changed or (r["timestamp"], r["node_id"], r["gpu"], r["code"]) not in counted]
     return pd.DataFrame(rows), warnings
 
 

@@ -185,7 +185,8 @@ def test_xid_counter_increases_and_gauge_changes_are_events() -> None:
         f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} 79 1700000120000",
     ))
     events = result["events"]
-    assert list(zip(events["code"], events["count"].fillna(0), strict=True)) == [(79, 1), (79, 2), (79, 0)]
+    # the gauge's change to 79 comes in the scrape whose counter counts those Xids: counted there, not once more
+    assert list(zip(events["code"], events["count"].fillna(0), strict=True)) == [(79, 1), (79, 2)]
     assert set(events["gpu"]) == {5} and set(events["pci_bus_id"]) == {"0000:9a:00.0"}
     counted = [t for t in events["text"] if "counted" in t]  # each increase said in a count that agrees with it
     assert counted == ["Xid 79 counted 1 time since the exporter started (DCGM_EXP_XID_ERRORS_COUNT)",
@@ -366,3 +367,17 @@ def test_a_value_the_exporter_could_not_convert_is_said_as_such_not_as_a_cut_lin
     assert list(result["link_samples"]["gpu"]) == [1] and list(result["link_samples"]["crc_flit"]) == [3]
     (warned,) = [w.message for w in result.warnings]
     assert "its value is text ('ERROR - FAILED TO CONVERT TO'" in warned and "cut-off" not in warned
+
+
+def test_an_xid_both_counted_and_read_as_the_last_xid_in_one_scrape_is_one_event() -> None:
+    """dcgm-exporter reports one Xid in two series: the counter's new series (or its increase) and the last-Xid
+    gauge's change, in the same scrape; one Xid, as the Prometheus sweep counts it, not two."""
+    labels = 'gpu="1",Hostname="h"'
+    result = READER.read(text(
+        f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} 0 1700000000000",
+        f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} 79 1700000060000",
+        f'DCGM_EXP_XID_ERRORS_COUNT{{{labels},xid="79"}} 1 1700000060000',
+    ))
+    events = result["events"]
+    assert list(zip(events["code"], events["count"], strict=True)) == [(79, 1)]
+    assert "DCGM_EXP_XID_ERRORS_COUNT" in events["text"].item()
