@@ -8,6 +8,7 @@ import fcntl
 import os
 import pickle
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -49,5 +50,16 @@ def computed_once(tmp_path_factory: pytest.TempPathFactory, name: str, compute: 
 
 
 def copy_store(store: Path, to: Path) -> Path:
-    """A store copied to write in (its database's WAL included)."""
-    return Path(shutil.copytree(store, to))
+    """A store copied to write in: its parts as files, its database through SQLite's backup (what its WAL holds
+    included), since another worker reading the shared store makes and removes the WAL file as it opens and closes
+    it, which a file copy can catch half-way."""
+    from diagnostics.store import DB_NAME
+
+    shutil.copytree(store, to, ignore=shutil.ignore_patterns(DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"))
+    source, copy = sqlite3.connect(store / DB_NAME), sqlite3.connect(to / DB_NAME)
+    try:
+        source.backup(copy)
+    finally:
+        source.close()
+        copy.close()
+    return to

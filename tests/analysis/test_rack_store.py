@@ -23,6 +23,7 @@ from diagnostics.service import StoreSource, diagnose
 from diagnostics.store import TelemetryStore, open_store
 from diagnostics.tickets import RulesDrafter
 from diagnostics.tickets.markdown import ticket_markdown
+from tests.shared import copy_store
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +86,7 @@ def test_the_commands_analyze_and_draw_the_rack(stored: tuple[Path, dict[str, An
 
 def test_a_rack_host_in_maintenance_is_shown_not_paged(stored: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     """Planned work holds for a tray answered through its rack, as for any stored node."""
-    import shutil
-
-    root = Path(shutil.copytree(stored[0], tmp_path / "store"))
+    root = copy_store(stored[0], tmp_path / "store")
     d = diagnose(StoreSource(root), Question(rack="rack-01", window=timedelta(hours=1))).diagnosis
     assert d.localization is not None and d.window_end is not None
     host = d.localization.hosts[0]

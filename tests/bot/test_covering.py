@@ -7,7 +7,6 @@ is a ticket of its own that names it."""
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -119,7 +118,7 @@ def test_a_compute_tray_link_the_ticketed_chip_explains_is_the_chips_ticket_from
     link = next(f for f in host.failing if f.ref.slug in parts and " -> " in f.component)
     assert host.owner_of(link.ref.slug) == host.node_id and host.wider_owner(link.ref.slug) == "rack-01"
     store = tmp_path / "store"
-    shutil.copytree(switch_chip_rack[1], store)
+    copy_store(switch_chip_rack[1], store)
     with console(source=StoreNodeSource(store)) as c:
         early = _preview(click_draft(c, summary(c, host.node_id), link.component))  # drafted while nothing was open
         _approve(c, _preview(click_draft(c, summary(c, "rack rack-01"), chip_name)), 1)
@@ -136,7 +135,7 @@ def test_a_compute_tray_link_the_ticketed_chip_explains_is_the_chips_ticket_from
                                 in (s.find(early.ts) or early).text)
         assert len(c.local.tracker.tickets()) == 1
     other = tmp_path / "cli"
-    shutil.copytree(switch_chip_rack[1], other)
+    copy_store(switch_chip_rack[1], other)
     tracker = SqliteTracker(open_db(other))
     chip_ticket = _file(tracker, rack, chip_name)
     capsys.readouterr()
@@ -158,7 +157,7 @@ def test_the_ticket_command_says_the_chips_ticket_covers_its_port(
         capsys: pytest.CaptureFixture[str]) -> None:
     rack, host, chip_name, port = chip
     store = tmp_path / "store"
-    shutil.copytree(switch_chip_rack[1], store)
+    copy_store(switch_chip_rack[1], store)
     tracker = SqliteTracker(open_db(store))
     chip_ticket = _file(tracker, rack, chip_name)
     capsys.readouterr()
