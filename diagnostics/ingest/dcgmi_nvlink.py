@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -98,13 +99,7 @@ class DcgmiNvlinkReader:
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "dcgmi nvlink", node_id)
         reading = _Reading(out, LinkRows(out, tuple(dict.fromkeys(counter_names()[0].values()))))
-        lines = list(classify(source, out))  # a paste: small
-        if any(line.kind == "text" and line.text.lstrip().startswith("{") for line in lines):
-            _json_outputs(reading, lines)
-        else:
-            for line in lines:
-                if not skip_shell(line, out):
-                    reading.line(line)
+        _outputs(reading, list(classify(source, out)))  # a paste: small
         reading.finish()
         return out.result()
 
@@ -289,8 +284,9 @@ class _Reading:
         self.out.partial = bool(gpus) and not self.stated and gpus != list(range(max(len(gpus), 2)))
 
 
-def _json_outputs(reading: _Reading, lines: list[Line]) -> None:
-    """`dcgmi nvlink -e -j` outputs, one JSON document each, pasted one after another."""
+def _outputs(reading: _Reading, lines: list[Line]) -> None:
+    """The paste's lines: tables and states line by line, a `dcgmi nvlink -e -j` output (a line opening with `{`) as
+    one JSON document, so a `date` line, a `-s` output or a table beside the documents is read as it is alone."""
     out = reading.out
     text = "\n".join(line.text for line in lines)
     starts = [0]
@@ -298,25 +294,26 @@ def _json_outputs(reading: _Reading, lines: list[Line]) -> None:
         starts.append(starts[-1] + len(line.text) + 1)
 
     def at(pos: int) -> Line:
-        low, high = 0, len(starts) - 1
-        while low < high:
-            mid = (low + high + 1) // 2
-            low, high = (mid, high) if starts[mid] <= pos else (low, mid - 1)
-        return lines[low]
+        return lines[bisect_right(starts, pos) - 1]
 
-    for line in lines:  # the shell around the documents: its prompt names the node
-        if line.kind == "command":
-            out.take_host(line)
     decoder = json.JSONDecoder()
-    pos = 0
-    while (start := text.find("{", pos)) >= 0:
-        try:
-            document, pos = decoder.raw_decode(text, start)
-        except ValueError as exc:
-            out.warn(at(start).number, f"a dcgmi nvlink -j output that does not parse ({str(exc)[:80]}): cut off or "
-                                       "damaged; not read", cut=True)
-            return
-        _json_document(reading, document, text, start, at)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.kind == "text" and line.text.lstrip().startswith("{"):
+            start = starts[i] + line.text.index("{")
+            try:
+                document, end = decoder.raw_decode(text, start)
+            except ValueError as exc:
+                out.warn(line.number, f"a dcgmi nvlink -j output that does not parse ({str(exc)[:80]}): cut off or "
+                                      "damaged; not read", cut=True)
+                return
+            _json_document(reading, document, text, start, at)
+            i = bisect_right(starts, end - 1)  # the line after the one the document ends on
+            continue
+        if not skip_shell(line, out):
+            reading.line(line)
+        i += 1
 
 
 def _json_document(reading: _Reading, document: object, text: str, start: int, at: Callable[[int], Line]) -> None:

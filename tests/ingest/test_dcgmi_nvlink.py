@@ -209,6 +209,25 @@ def test_a_value_dcgm_was_not_permitted_to_read_is_said_once_naming_its_line() -
     assert "GPU 2 link 0 CRC FLIT Error" in said[0].message and "permission" in said[0].message.split("'")[-1]
 
 
+def test_a_paste_of_the_status_then_a_json_output_reads_both() -> None:
+    """`dcgmi nvlink -s` (every link down) pasted above `dcgmi nvlink -g 0 -e -j`: the states were dropped without a
+    word once one line opened a JSON document, and the node read healthy."""
+    states = _status({0: "D" * 8, 1: "U" * 8})
+    json_paste = (REAL / "dcgmi_nvlink_e_json_h800_1.txt").read_text(encoding="utf-8")
+    result = read_text("$ dcgmi nvlink -s\n" + states + "\n" + json_paste)
+    links = result["link_samples"].set_index(["gpu", "link"])
+    assert links.loc[(0, 3), "link_state"] == "down" and links.loc[(1, 3), "link_state"] == "up"
+    assert links.loc[(0, 3), "replay"] == 0  # the JSON's counters on the same row
+    assert result.warnings == []
+
+
+def test_a_date_line_above_a_json_output_times_it() -> None:
+    json_paste = (REAL / "dcgmi_nvlink_e_json_h800_1.txt").read_text(encoding="utf-8")
+    result = read_text("$ date\nTue Mar  3 10:00:00 UTC 2026\n" + json_paste)
+    stamps = set(result["link_samples"]["timestamp"])
+    assert stamps == {pd.Timestamp("2026-03-03 10:00:00", tz="UTC")}, stamps
+
+
 @pytest.mark.parametrize("text", ["Key: Up=U, Down=D, Disabled=X, Not Supported=_\n",
                                   "    gpuId 0:\n        U U U D\n"])
 def test_a_status_without_its_title_is_still_claimed(text: str) -> None:
