@@ -136,10 +136,10 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     elif failing and top is not None:  # failing, and no part to name: say what to read, never "routine"
         action = (f"Investigate {top.component} on {node_id}: {top.crossed[0].message if top.crossed else 'failing'}"
                   "; no component is localized, so no part is named")
+    elif not has_links:  # nothing read is not "within threshold"; an event that warns judges no link either
+        action = NO_LINKS_ACTION
     elif top is not None and top.severity is Severity.WARNING:
         action = repair_action("warning", platform=platform, node_id=node_id)
-    elif not has_links:  # nothing read is not "within threshold"
-        action = NO_LINKS_ACTION
     elif not rates_known:  # a lone reading: of counters (totals), or of states and speeds alone (`nvlink -s`)
         read = any(f.counts for f in findings) if counted is None else counted
         action = LONE_READING_ACTION if read else STATES_ONLY_ACTION

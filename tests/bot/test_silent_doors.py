@@ -164,3 +164,11 @@ def test_a_node_of_events_alone_is_of_unknown_health_at_every_door(tmp_path: Pat
     assert "within thresholds" not in said and "no failing link" not in said and "no fabric fault" not in said
     if 20001 in codes:  # what warns is still said
         assert "SXid 20001" in said, said
+
+
+def test_a_node_of_warning_events_alone_is_told_to_collect_its_counters(tmp_path: Path) -> None:
+    """An SXid that warns on a node with no link reading: its action said 'read the counters again within the hour',
+    of counters never read, where a node with nothing read is told to collect them."""
+    d = StoreNodeSource(_store(tmp_path, quiet_replays=0.0, events=[_sxid(20001, 40)])).diagnose("gpu-node-9")
+    assert d.findings and d.health_unknown()
+    assert d.repair_action == NO_LINKS_ACTION, d.repair_action
