@@ -151,6 +151,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         result.complete = False
         kinds = {answered.diagnoses[n].repair_action for n in lone}  # `nvlink -s` reads states, no counter
         read = ("link states only, no error counters" if kinds == {STATES_ONLY_ACTION} else
+                "no link reading" if kinds == {NO_LINKS_ACTION} else  # events alone (an SXid that warns)
                 "totals or link states only, no rates" if STATES_ONLY_ACTION in kinds else "totals only, no rates")
         result.incomplete_reasons.append(
             f"{fmt.count(len(lone), 'node')} {'holds' if len(lone) == 1 else 'hold'} one reading per link, or none: "

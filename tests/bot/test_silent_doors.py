@@ -172,3 +172,13 @@ def test_a_node_of_warning_events_alone_is_told_to_collect_its_counters(tmp_path
     d = StoreNodeSource(_store(tmp_path, quiet_replays=0.0, events=[_sxid(20001, 40)])).diagnose("gpu-node-9")
     assert d.findings and d.health_unknown()
     assert d.repair_action == NO_LINKS_ACTION, d.repair_action
+
+
+def test_a_sweep_says_a_node_of_events_alone_has_no_link_reading(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The sweep called the node of an SXid that warns one that 'holds one reading per link, or none: totals only,
+    no rates', of a node with no total read."""
+    store_dir = _store(tmp_path, quiet_replays=0.0, events=[_sxid(20001, 40)])
+    assert main(["sweep", "--store", str(store_dir)]) == 3
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "no link reading, so their links are not judged: gpu-node-9" in head and "totals" not in head, head
