@@ -17,7 +17,8 @@ hosts' journals. Assumed, not verified: that the number is the code the kernel's
 journal line carries the same message without the `[LEVEL] [tid N]` fields (they are read where present).
 
 Startup, configuration and multicast lines are skipped without a word, and so are the unprefixed lines of a
-multi-line message (`Message payload details: ...`). A line that names an NVSwitch error but cannot be read, and an
+multi-line message (`Message payload details: ...`). An NVSwitch error cut off before its port is the switch's, as
+a kernel SXid line cut before its link is, and said. A line that names an NVSwitch error but cannot be read, and an
 ERROR or FATAL line this reader does not read, are each said with their line number and text.
 """
 
@@ -38,7 +39,8 @@ _JOURNAL = re.compile(r"^(?:(?P<host>[^\s\[\]:]+)\s+)?nv-fabricmanager\[\d+\]:\s
 _LEVEL = re.compile(r"^\[(?P<level>[A-Z]+)\]\s*(?:\[tid \d+\]\s*)?")  # where a journal line keeps them
 _ERROR = re.compile(r"detected\s+NVSwitch\s+(?P<sev>fatal|non-fatal)\s+error", re.IGNORECASE)
 _FIELDS = re.compile(r"detected NVSwitch (?P<sev>fatal|non-fatal) error (?P<code>\S+) on fid (?P<fid>\S+) on NVSwitch "
-                     r"pci bus id (?P<bus>\S+) physical id (?P<phys>\S+) port (?P<port>\S+?)\.?\s*$")
+                     r"pci bus id (?P<bus>\S+)(?P<rest>.*)$")
+_PORT = re.compile(r"^ physical id \S+ port (?P<port>\S+?)\.?\s*$")
 _FAILING = ("ERROR", "FATAL", "CRITICAL")
 _ERROR_WORDS = re.compile(r"\b(?:error|failed|failure)\b", re.IGNORECASE)  # a journal line states no level
 _SAID = 10  # unread error lines said one by one; the rest in one warning
@@ -120,7 +122,11 @@ def _nvswitch_error(out: Collector, number: int, message: str) -> None:
     if bus is None:
         out.warn(number, f"SXid {code}: {found['bus'][:40]!r} is no PCI bus id; the event is kept without the "
                          "switch it names")
-    port = out.checked("index", number, found["port"], "link", f"SXid {code} port")
+    port_of = _PORT.match(found["rest"])
+    if port_of is None:  # cut off before its port, as a kernel SXid line before its link: the switch's fault
+        out.warn(number, f"SXid {code}: the line names no port after its bus id (cut off?): "
+                         f"{found['rest'].strip()[:60]!r}; read as the switch's, its port unknown", cut=True)
+    port = out.checked("index", number, port_of["port"], "link", f"SXid {code} port") if port_of else None
     start = _ERROR.search(message)
     out.add("events", number, pci_bus_id=bus, kind=EventKind.SXID.value, code=code, link=port,
             text=message[start.start() if start else 0:].strip(), severity=found["sev"].lower(), nvswitch=bus)

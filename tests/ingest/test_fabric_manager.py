@@ -72,3 +72,13 @@ def test_the_journal_form_names_the_node_and_a_header_gives_the_year() -> None:
     assert list(events["node_id"].astype(str)) == ["dgx-07"]
     assert events["timestamp"].iloc[0] == pd.Timestamp("2024-07-23 07:53:55", tz="UTC")
     assert [w.line for w in result.warnings if "does not read" in w.message] == [4]
+
+
+def test_an_nvswitch_error_cut_before_its_port_is_kept_on_its_switch() -> None:
+    """A fatal error whose line lost its port number was skipped whole, so the node read no fault, where the kernel's
+    SXid line cut before its link is kept on its switch: the fault stands, its port unknown, and the line is said."""
+    result = read_text("[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected NVSwitch fatal error 20034 on fid 0 on "
+                       "NVSwitch pci bus id 00000000:86:00.0 physical id 3 port\n", fmt="fabric_manager")
+    assert _rows(result.tables["events"]) == [("sxid", 20034, "0000:86:00.0", None, "fatal")]
+    cut = [w for w in result.warnings if w.cut]
+    assert [w.line for w in cut] == [1] and "port" in cut[0].message, result.warnings
