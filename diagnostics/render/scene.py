@@ -83,6 +83,7 @@ class Scene:
     suspect_edge: tuple[str, str] | None = None
     suspect_label: str | None = None
     warnings: list[str] = field(default_factory=list)
+    undrawn: dict[str, list[str]] = field(default_factory=dict)  # why -> the findings left off the picture for it
     marks: list[Mark] = field(default_factory=list)
     suspect_nodes: list[str] = field(default_factory=list)  # a suspect shared by many parts: each part outlined
     suspect_edges: list[tuple[str, str]] = field(default_factory=list)
@@ -182,8 +183,8 @@ def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, 
     """The edge a finding belongs on (u, v, gid), adding a stated edge where the graph has no layout for it."""
     gpu = finding.gpu
     if gpu is None or gpu_node(gpu) not in graph.graph:
-        where = f"GPU {gpu}" if gpu is not None else "no GPU"
-        scene.warnings.append(f"finding {finding.component}: {where} is not in the node's graph; not drawn")
+        why = f"GPU {gpu} is not in the node's graph" if gpu is not None else "no GPU named to draw on"
+        scene.undrawn.setdefault(why, []).append(finding.component)
         return None
     u = gpu_node(gpu)
     if finding.link_type is LinkType.PCIE:
@@ -213,8 +214,23 @@ def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, 
             scene.marks.append(Mark(u, finding.severity, f"NVLinks: {up}" if up else
                                     f"all NVLinks: {rate_label(finding)}"))
         return None
-    scene.warnings.append(f"finding {finding.component}: {port.note or 'the graph has no such link'}; not drawn")
+    scene.undrawn.setdefault(port.note or "the graph has no such link", []).append(finding.component)
     return None
+
+
+SAID_UNDRAWN = 5  # findings named in the one line that counts those left off the picture for one reason
+
+
+def _say_undrawn(scene: Scene) -> None:
+    """One warning for each reason findings were left off the picture: a board of unknown ports leaves every link
+    off, and a line each buried the rest of what was said."""
+    for why, names in scene.undrawn.items():
+        if len(names) == 1:
+            scene.warnings.append(f"finding {names[0]}: {why}; not drawn")
+            continue
+        more = f" and {fmt.number(len(names) - SAID_UNDRAWN)} more" if len(names) > SAID_UNDRAWN else ""
+        scene.warnings.append(f"{fmt.count(len(names), 'finding')} not drawn ({why}): "
+                              f"{', '.join(names[:SAID_UNDRAWN])}{more}")
 
 
 SHARED = (FaultKind.NVSWITCH_SHARED, FaultKind.NVLINK_SHARED)  # a suspect that stands for many parts
@@ -353,6 +369,7 @@ def build_scene(graph: NodeGraph, diagnosis: Diagnosis | None = None) -> Scene:
         t = 0.3 + 0.08 * (len(scene.highlights) % 3)  # near the GPU end: clear of the midpoint and the switches
         at = (x1 + (x2 - x1) * t, y1 + (y2 - y1) * t)
         scene.highlights.append(Highlight(u, v, finding.severity, label, gid, offset, finding, at))
+    _say_undrawn(scene)
     _suspect(scene, graph, diagnosis, placed, marked)
     _gathered(scene)
     _unread(scene, diagnosis, placed)

@@ -240,3 +240,15 @@ def test_an_undated_paste_is_drawn_at_the_time_its_warning_says_to_give(tmp_path
                        str(tmp_path / "b.png"))
     assert code == 0, err
     assert "taken as read at 2026-03-01 10:00 UTC" in err, err
+
+
+def test_links_a_board_of_unknown_ports_cannot_place_are_said_once(tmp_path: Path, cli: Cli) -> None:
+    """`dcgmi nvlink -s` names no GPU model, so no platform: each of its 36 down links printed its own 'not drawn'
+    line under the picture; the links left undrawn for one reason are one line that counts them."""
+    code, _, err = cli("render", str(REAL / "dcgmi_nvlink_s_all_down_1.txt"), "--node", "n1",
+                       "-o", str(tmp_path / "n1.png"))
+    assert code == 0, err
+    undrawn = [line for line in err.splitlines() if "not drawn" in line]
+    links = [line for line in undrawn if "NVLink" in line]
+    assert len(links) == 1 and "36 findings" in links[0] and "GPU 0 NVLink 0" in links[0], undrawn
+    assert "finding Fabric Manager / NVIDIA driver: no GPU named to draw on; not drawn" in err, undrawn
