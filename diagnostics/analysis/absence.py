@@ -114,7 +114,9 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
         for (node,), count, gpus in zip([nodes[i] for i in dead], links[dead].tolist(), gpus_of[dead].tolist(),
                                         strict=True):
             if str(names[node]) not in view.restarted:
-                view.all_inactive[str(names[node])] = f"all {count} NVLinks on all {gpus} GPUs are inactive at once"
+                every = "both" if gpus == 2 else f"all {fmt.number(gpus)}"
+                view.all_inactive[str(names[node])] = (f"all {fmt.number(count)} NVLinks on {every} GPUs are inactive "
+                                                       "at once")
     return view
 
 

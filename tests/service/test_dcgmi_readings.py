@@ -57,3 +57,10 @@ def test_the_real_all_down_status_gives_one_answer_through_each_door(tmp_path: P
     assert {(f["gpu"], f["link"]) for f in direct["findings"] if f["link_state"] == "down"} == {
         (gpu, link) for gpu in (0, 1) for link in range(18)}
     assert {k: v for k, v in direct.items() if k != "warnings"} == {k: v for k, v in stored.items() if k != "warnings"}
+
+
+def test_two_gpus_all_down_are_said_as_both(capsys: pytest.CaptureFixture[str]) -> None:
+    """The evidence read 'all 36 NVLinks on all 2 GPUs are inactive at once'."""
+    direct = _run(capsys, "analyze", str(REAL), "--node", "n1", "--end", AT, "--json")
+    said = [c["message"] for f in direct["findings"] for c in f["crossed"] if "at once" in c["message"]]
+    assert said == ["all 36 NVLinks on both GPUs are inactive at once"], said
