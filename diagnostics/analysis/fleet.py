@@ -240,10 +240,12 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     for node in wanted:
         mine = found.get(node, [])
         notes = [*graph_of.warnings(node), *warnings.get(node, []), *sticky.get(node, [])]
-        if undated.get(node):
-            carry = "carries" if undated[node] == 1 else "carry"
+        if node in undated:
+            readings, logged = undated[node]
+            carry = "carries" if readings + logged == 1 else "carry"
             how = f"{end_option}, or a `date` line" if end_option else "a `date` line"
-            notes.append(f"{fmt.count(undated[node], 'reading')} of {node} {carry} no time: taken as read at "
+            what = " and ".join(fmt.count(n, noun) for n, noun in ((readings, "reading"), (logged, "event")) if n)
+            notes.append(f"{what} of {node} {carry} no time: taken as read at "
                          f"{fmt.when(window_end)} (give the time with {how} before the paste)")
         span = covered.get(node)
         if span is not None:

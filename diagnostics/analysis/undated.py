@@ -22,10 +22,11 @@ NO_TIME = np.iinfo(np.int64).min
 
 
 def taken_at_end(events: pd.DataFrame, t: np.ndarray, links: pd.DataFrame,
-           end: datetime | None) -> tuple[pd.DataFrame, np.ndarray, dict[str, int]]:
+           end: datetime | None) -> tuple[pd.DataFrame, np.ndarray, dict[str, tuple[int, int]]]:
     """Readings and events without a time (a paste with no `date` line) taken as read at the window's end (or the
-    newest time the input has): a lone reading still says a link is down. -> events, times, per node how many."""
-    undated: dict[str, int] = {}
+    newest time the input has): a lone reading still says a link is down. -> events, times, per node how many
+    readings and how many events."""
+    undated: dict[str, tuple[int, int]] = {}
     missing = t == NO_TIME
     stated = [int(t[~missing].max())] if (~missing).any() else []
     ev_t = ns(events["timestamp"]) if len(events) else np.zeros(0, dtype=np.int64)
@@ -37,9 +38,9 @@ def taken_at_end(events: pd.DataFrame, t: np.ndarray, links: pd.DataFrame,
     if missing.any():
         t = np.where(missing, stamp, t)
         for node, count in links.loc[missing, "node_id"].astype("string").value_counts().items():
-            undated[str(node)] = int(count)
+            undated[str(node)] = (int(count), 0)
     if ev_missing.any():
         events = events.assign(timestamp=events["timestamp"].where(~ev_missing, pd.Timestamp(stamp, tz="UTC")))
         for node, count in events.loc[ev_missing, "node_id"].astype("string").value_counts().items():
-            undated[str(node)] = undated.get(str(node), 0) + int(count)
+            undated[str(node)] = (undated.get(str(node), (0, 0))[0], int(count))
     return events, t, undated

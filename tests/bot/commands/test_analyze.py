@@ -327,3 +327,20 @@ def test_the_time_an_undated_paste_is_said_to_need_is_an_option_analyze_takes(tm
     code, out, err = cli("analyze", str(paste), "--node", "v", option, "2026-03-01T10:00:00Z")
     assert code == 0, err
     assert "taken as read at 2026-03-01 10:00 UTC" in out, out
+
+
+def test_undated_events_are_counted_as_events_not_readings(tmp_path: Path, cli: Cli) -> None:
+    """A kernel log with no year and no `date` line, beside an undated `nvlink -e` paste: its Xid was counted among
+    the 'readings' that carry no time, and a log alone said '1 reading', of no reading at all."""
+    xid = ("Jul 23 07:53:55 n1 kernel: NVRM: Xid (PCI:0000:dc:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 "
+           "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n")
+    log = tmp_path / "kern.log"
+    log.write_text(xid)
+    code, out, err = cli("analyze", str(log), "--node", "n1")
+    assert code == 0, err
+    assert "1 event of n1 carries no time" in out, out
+    both = tmp_path / "both.txt"
+    both.write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-a)\n         Link 0: Replay Errors: 3\n\n" + xid)
+    code, out, err = cli("analyze", str(both), "--node", "n1")
+    assert code == 0, err
+    assert "1 reading and 1 event of n1 carry no time" in out, out
