@@ -79,6 +79,9 @@ def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
     return window * (windows + 1)
 
 
+LOG_DATES = "a log printed with its dates: `journalctl -o short-iso`, `dmesg --time-format iso`"
+
+
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
                   end: datetime | None = None, thresholds: Thresholds | None = None,
                   platforms: Mapping[str, str] | None = None, graphs: Mapping[str, NodeGraph] | None = None,
@@ -243,10 +246,12 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if node in undated:
             readings, logged = undated[node]
             carry = "carries" if readings + logged == 1 else "carry"
-            how = f"{end_option}, or a `date` line" if end_option else "a `date` line"
             what = " and ".join(fmt.count(n, noun) for n, noun in ((readings, "reading"), (logged, "event")) if n)
+            ways = [end_option] if end_option else []
+            ways += ["a `date` line before the paste"] if readings else []
+            ways += [LOG_DATES] if logged else []  # a log's reader takes no `date` line: its lines carry its times
             notes.append(f"{what} of {node} {carry} no time: taken as read at "
-                         f"{fmt.when(window_end)} (give the time with {how} before the paste)")
+                         f"{fmt.when(window_end)} (give the time with {', or '.join(ways)})")
         span = covered.get(node)
         if span is not None:
             notes.append(span.note())

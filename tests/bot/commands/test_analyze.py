@@ -339,6 +339,8 @@ def test_undated_events_are_counted_as_events_not_readings(tmp_path: Path, cli: 
     code, out, err = cli("analyze", str(log), "--node", "n1")
     assert code == 0, err
     assert "1 event of n1 carries no time" in out, out
+    said = next(line for line in out.splitlines() if "carries no time" in line)
+    assert "`date` line" not in said and "--time-format iso" in said, said  # a kernel log reads no `date` line
     both = tmp_path / "both.txt"
     both.write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-a)\n         Link 0: Replay Errors: 3\n\n" + xid)
     code, out, err = cli("analyze", str(both), "--node", "n1")
