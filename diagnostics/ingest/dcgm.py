@@ -133,10 +133,11 @@ class DcgmParser:
         if source.tail is not None:
             warn(source.tail.warning(state.name, "the sample"))
         if state.bad > MAX_LINE_WARNINGS:
-            warn(IngestWarning(state.name, None, f"{state.bad - MAX_LINE_WARNINGS} more unreadable lines"))
+            warn(IngestWarning(state.name, None,
+                               f"{fmt.count(state.bad - MAX_LINE_WARNINGS, 'more unreadable line')}"))
         if state.sentinels:
-            warn(IngestWarning(state.name, None, f"{state.sentinels} samples held DCGM's blank sentinel "
-                                                 "(field not supported): read as no value"))
+            warn(IngestWarning(state.name, None, f"{fmt.count(state.sentinels, 'sample')} held DCGM's blank "
+                                                 "sentinel (field not supported): read as no value"))
         if state.units - {"s", "ms"}:  # the exposition format's milliseconds, or OpenMetrics' seconds, go unsaid
             warn(IngestWarning(state.name, None, epoch_note("timestamps", [u for u in UNIT_NAMES if u in state.units])))
         if state.header is not None and state.header[1] > state.last_sample:

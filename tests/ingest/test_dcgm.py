@@ -123,7 +123,7 @@ def test_a_number_a_float_cannot_tell_from_a_sentinel_is_no_sentinel() -> None:
                               'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L1{gpu="0",Hostname="h"} 9223372036854775795'))
     rows = result["link_samples"]
     assert rows["link"].tolist() == [0] and rows["crc_flit"].item() > 9e18  # link 1's blank is no value
-    assert [w.message.split(" held")[0] for w in result.warnings if "sentinel" in w.message] == ["1 samples"]
+    assert [w.message.split(" held")[0] for w in result.warnings if "sentinel" in w.message] == ["1 sample"]
 
 
 @pytest.mark.parametrize("sample", ["9223372036854775808", "9.223372036854775808e18", "18446744073709551615"])
@@ -381,3 +381,9 @@ def test_an_xid_both_counted_and_read_as_the_last_xid_in_one_scrape_is_one_event
     events = result["events"]
     assert list(zip(events["code"], events["count"], strict=True)) == [(79, 1)]
     assert "DCGM_EXP_XID_ERRORS_COUNT" in events["text"].item()
+
+
+def test_the_one_unreadable_line_past_those_said_is_counted_as_one() -> None:
+    bad = [f'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu="0",Hostname="h"}} x{i}' for i in range(51)]
+    result = READER.read(text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="h"} 1', *bad))
+    assert result.warnings[-1].message == "1 more unreadable line", [w.message for w in result.warnings[-2:]]
