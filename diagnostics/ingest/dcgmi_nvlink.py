@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from .. import format as fmt
 from ..config.datafiles import DATA_DIR, read_toml
 from ..enums import LinkState, LinkType
 from ..errors import ConfigError
@@ -276,8 +277,8 @@ class _Reading:
             most = max((n for _, _, n in lines), default=0)
             for line, what, n in lines:
                 if n < most:
-                    self.out.warn(line.number, f"{what}: {n} link states where the others have {most}; the output "
-                                               "looks cut off here", cut=True)
+                    self.out.warn(line.number, f"{what}: {fmt.count(n, 'link state')} where the others have {most}; "
+                                               "the output looks cut off here", cut=True)
         self.rows.finish()
         gpus = sorted(self.counted | self.stated)
         # `-s` lists every GPU DCGM sees; `-e` one: only GPUs 0 to n-1 read are taken as the whole node

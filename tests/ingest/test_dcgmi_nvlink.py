@@ -239,3 +239,9 @@ def test_counter_rows_cut_from_their_headers_are_claimed_and_another_dcgmi_table
     assert detect.choose(Source.from_text(rows)).name == "dcgmi_nvlink"
     health = "| -> 0                      | Failure                                       |\n" * 2
     assert READER.sniff(health) == 0.0  # `dcgmi health -c`: its rows name no NVLink counter
+
+
+def test_a_gpu_cut_to_one_link_state_is_said_in_the_singular() -> None:
+    result = read_text(_status({0: "UUUUUU", 1: "U"}))
+    said = [w.message for w in result.warnings if "where the others" in w.message]
+    assert said == ["GPU 1: 1 link state where the others have 6; the output looks cut off here"], said
