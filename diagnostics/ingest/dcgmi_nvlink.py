@@ -303,14 +303,19 @@ def _outputs(reading: _Reading, lines: list[Line]) -> None:
         line = lines[i]
         if line.kind == "text" and line.text.lstrip().startswith("{"):
             start = starts[i] + line.text.index("{")
-            try:
-                document, end = decoder.raw_decode(text, start)
-            except ValueError as exc:
-                out.warn(line.number, f"a dcgmi nvlink -j output that does not parse ({str(exc)[:80]}): cut off or "
-                                      "damaged; not read", cut=True)
-                return
-            _json_document(reading, document, text, start, at)
-            i = bisect_right(starts, end - 1)  # the line after the one the document ends on
+            while True:  # documents pasted with no newline between them (`}{`) follow on the same line
+                try:
+                    document, end = decoder.raw_decode(text, start)
+                except ValueError as exc:
+                    out.warn(at(start).number, f"a dcgmi nvlink -j output that does not parse ({str(exc)[:80]}): cut "
+                                               "off or damaged; not read", cut=True)
+                    return
+                _json_document(reading, document, text, start, at)
+                i = bisect_right(starts, end - 1)  # the line after the one the document ends on
+                rest = text[end:starts[i] - 1] if i < len(lines) else text[end:]
+                if not rest.lstrip().startswith("{"):
+                    break
+                start = end + len(rest) - len(rest.lstrip())
             continue
         if not skip_shell(line, out):
             reading.line(line)

@@ -245,3 +245,10 @@ def test_a_gpu_cut_to_one_link_state_is_said_in_the_singular() -> None:
     result = read_text(_status({0: "UUUUUU", 1: "U"}))
     said = [w.message for w in result.warnings if "where the others" in w.message]
     assert said == ["GPU 1: 1 link state where the others have 6; the output looks cut off here"], said
+
+
+def test_json_outputs_pasted_with_no_newline_between_are_both_read() -> None:
+    whole = (REAL / "dcgmi_nvlink_e_json_h800_1.txt").read_text(encoding="utf-8").rstrip("\n")
+    result = read_text(whole + whole.split("\n", 2)[2].replace('"GPU 0"', '"GPU 1"') + "\n")
+    assert links_per_gpu(result["link_samples"]) == {0: list(range(8)), 1: list(range(8))}
+    assert result.warnings == []
