@@ -152,9 +152,9 @@ def _title(grid: FleetGrid) -> tuple[str, str]:
     silent = int(((dark | (grid.cells == NO_GPU)).all(axis=1) & dark.any(axis=1)).sum()) if grid.cells.size else 0
     unjudged = int((grid.cells == UNJUDGED).any(axis=1).sum()) if grid.cells.size else 0
     if grid.offenders_only:
-        title = f"Fleet: {fmt.count(bad, 'node')} with offending links (the others are not listed by the source)"
+        title = f"Fleet: {fmt.count(bad, 'node')} with offenders (the others are not listed by the source)"
     else:
-        title = f"Fleet: {fmt.count(len(grid.nodes), 'node')}, {bad} with offending links" + (
+        title = f"Fleet: {fmt.count(len(grid.nodes), 'node')}, {bad} with offenders" + (
             f", {silent} silent" if silent else "") + (f", {unjudged} not judged" if unjudged else "")
     if not grid.complete:
         title += "  (INCOMPLETE: not an all-clear)"

@@ -195,8 +195,8 @@ def test_a_node_whose_links_were_not_judged_is_drawn_apart_not_within_thresholds
     assert (np.abs(legend - shown).max(axis=2) <= 12).any()  # its colour has a legend entry
 
 
-@pytest.mark.parametrize(("nodes", "said"), [(1, "Fleet: 1 node with offending links"),
-                                             (2, "Fleet: 2 nodes with offending links")])
+@pytest.mark.parametrize(("nodes", "said"), [(1, "Fleet: 1 node with offenders"),
+                                             (2, "Fleet: 2 nodes with offenders")])
 def test_an_offenders_only_title_counts_its_nodes_in_words_that_agree(nodes: int, said: str) -> None:
     from diagnostics.render.heatmap import _title
 
@@ -205,8 +205,8 @@ def test_an_offenders_only_title_counts_its_nodes_in_words_that_agree(nodes: int
     assert title.startswith(f"{said} (the others are not listed by the source)"), title
 
 
-@pytest.mark.parametrize(("nodes", "said"), [(1, "Fleet: 1 node, 1 with offending links"),
-                                             (2, "Fleet: 2 nodes, 1 with offending links")])
+@pytest.mark.parametrize(("nodes", "said"), [(1, "Fleet: 1 node, 1 with offenders"),
+                                             (2, "Fleet: 2 nodes, 1 with offenders")])
 def test_a_fleet_title_counts_its_nodes_in_words_that_agree(nodes: int, said: str) -> None:
     """A source that lists every node: a fleet of one read 'Fleet: 1 nodes'."""
     from diagnostics.render.heatmap import _title
