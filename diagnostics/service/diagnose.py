@@ -383,8 +383,8 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
     """A diagnosis with what its source's window could not show said in its warnings: a node silent since before
     the window (which ends where the person asked, else at the source's newest reading), with what its last
     readings (`then`, `last_window`) showed and the priority and action they give it (`gone_silent`), or one whose
-    every series stopped inside it (`stopped`, `stopped_inside`), readings
-    without a time (no window can place them), planned work overlapping the window."""
+    every series stopped inside it (`stopped`, `stopped_inside`), readings without a time (no window can place
+    them), planned work overlapping the window."""
     node = diagnosis.node_id
     said = list(notes or [])
     diagnosis = before_readings(diagnosis, got, why="as asked" if asked_end else "the source's newest reading")
