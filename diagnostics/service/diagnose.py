@@ -8,8 +8,11 @@ always answered through its rack), a job with its nodes, the fleet with everythi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+
+import pandas as pd
 
 from .. import format as fmt
 from ..analysis import FleetAnalysis, JobExplanation, analyze_fleet, history_needed, node_tables
@@ -118,12 +121,7 @@ def diagnose(source: Source, request: Request) -> Answer:
     stopped = stopped_inside(got, [node], length, thresholds.setting("stale_after_intervals")).get(node)
     seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request), then=then,
                   stopped=stopped)
-    diagnosis = named(seen, names, request.node)
-    ids, alone = gpu_identities(rows, node)
-    if ids or alone:  # who its GPUs are: a ticket's part history follows the serial, not the index
-        diagnosis = diagnosis.model_copy(update={"gpu_ids": ids, "bus_gpu_ids": alone})
-    if buses := switch_buses(rows, node):
-        diagnosis = diagnosis.model_copy(update={"switch_buses": buses})
+    diagnosis = identified(named(seen, names, request.node), rows, node)
     diagnosis, silent = _heard(diagnosis, got, history_needed(length, thresholds), then)
     if stopped is not None:  # its health since is unknown, as a sweep over the window says of it
         silent.append(stopped_line(node, stopped, got))
@@ -204,7 +202,8 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     result.diagnoses = {h: viewed(d, got, length, got.warnings, asked_end=_asked(request),
                                   then=then if h == host else None) for h, d in result.diagnoses.items()}
     if host is not None:
-        diagnosis, silent = _heard(result.diagnoses[host], got, history_needed(length, request.thresholds), then)
+        diagnosis, silent = _heard(identified(result.diagnoses[host], got.tables, host), got,
+                                   history_needed(length, request.thresholds), then)
         return Answer(diagnosis, result.graphs.get(host), result, got, unheard=silent)
     rack = rack_before_readings(result.racks[request.rack], hosts, result.diagnoses, got,
                                 why="as asked" if _asked(request) else "the source's newest reading")
@@ -317,6 +316,16 @@ def _heard(diagnosis: Diagnosis, got: Window, span: timedelta,
         diagnosis = diagnosis.model_copy(update={"window_end": got.end})
     silent = unheard(node, got, span, last_showed(then) if then is not None else None)
     return diagnosis, [silent] if silent else []
+
+
+def identified(diagnosis: Diagnosis, tables: Mapping[str, pd.DataFrame], node: str) -> Diagnosis:
+    """The node's diagnosis with who its parts are, as its readings name them: its GPUs' serials, UUIDs and bus
+    addresses (a ticket's part history follows the serial, not the index) and its NVSwitches' bus addresses."""
+    ids, alone = gpu_identities(tables, node)
+    update: dict[str, object] = {"gpu_ids": ids, "bus_gpu_ids": alone} if ids or alone else {}
+    if buses := switch_buses(tables, node):
+        update["switch_buses"] = buses
+    return diagnosis.model_copy(update=update) if update else diagnosis
 
 
 def silent_since(got: Window, node: str, length: timedelta) -> bool:
