@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -114,6 +114,15 @@ def generate_fleet(nodes: int = 4, hours: float = 2.0, scrape_s: int = 60, seed:
 
 
 _HOST = re.compile(r'Hostname="([^"]*)"')
+
+
+def silenced(fleet: Fleet, node: str, quiet_for: timedelta) -> Fleet:
+    """The fleet with every series of `node` stopped `quiet_for` before its end (its exporter or the node went
+    away)."""
+    samples = fleet.samples
+    gone = (samples["node_id"] == node) & (samples["timestamp"] > fleet.end - quiet_for)
+    fleet.samples = samples[~gone].reset_index(drop=True)
+    return fleet
 
 
 def openmetrics_lines(fleet: Fleet) -> Iterator[str]:

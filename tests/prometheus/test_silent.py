@@ -17,7 +17,7 @@ from bot.cli import main
 from diagnostics import load_thresholds
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
 from diagnostics.store import open_store
-from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet
+from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet, silenced
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 _REASON = promtool_missing()
@@ -30,11 +30,7 @@ QUIET_FOR = timedelta(hours=6)
 
 @pytest.fixture(scope="module")
 def quiet_fleet() -> Fleet:
-    fleet = generate_fleet(nodes=2, hours=8.0, scrape_s=300)
-    samples = fleet.samples
-    gone = (samples["node_id"] == QUIET) & (samples["timestamp"] > fleet.end - QUIET_FOR)
-    fleet.samples = samples[~gone].reset_index(drop=True)
-    return fleet
+    return silenced(generate_fleet(nodes=2, hours=8.0, scrape_s=300), QUIET, QUIET_FOR)
 
 
 @pytest.fixture(scope="module")

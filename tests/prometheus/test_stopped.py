@@ -15,7 +15,7 @@ from diagnostics import load_thresholds
 from diagnostics.format import Unit
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
 from diagnostics.store import open_store
-from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet
+from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet, silenced
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 _REASON = promtool_missing()
@@ -28,11 +28,7 @@ STOPPED_FOR = timedelta(minutes=20)
 
 @pytest.fixture(scope="module")
 def fleet() -> Fleet:
-    fleet = generate_fleet(nodes=4, hours=2.0)
-    samples = fleet.samples
-    gone = (samples["node_id"] == STOPPED) & (samples["timestamp"] > fleet.end - STOPPED_FOR)
-    fleet.samples = samples[~gone].reset_index(drop=True)
-    return fleet
+    return silenced(generate_fleet(nodes=4, hours=2.0), STOPPED, STOPPED_FOR)
 
 
 @pytest.fixture(scope="module")
