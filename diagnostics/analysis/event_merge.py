@@ -1,5 +1,5 @@
-"""One Xid reported by two sources counts once: the kernel log's line and DCGM's count of it, or two logs' copies
-of one line. A DCGM counter's first reading stands for every Xid since the exporter started, so a kernel line of
+"""One Xid reported by two sources counts once: the kernel log's line and DCGM's count of it, two logs' copies of
+one line, or the kernel's and Fabric Manager's line of one SXid (in one journal too). A DCGM counter's first reading stands for every Xid since the exporter started, so a kernel line of
 the same Xid before it, however long before, is one of those, not another."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from ..times import ns
 
 MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event
 _NAT = np.iinfo(np.int64).min
+FM_MESSAGE = "detected NVSwitch"  # how Fabric Manager's NVSwitch error reads (an event's text: ingest/fm_lines.py)
 
 
 def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
@@ -25,6 +26,9 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
         return events
     t = ns(events["timestamp"])
     where = events["source"].astype("string").fillna("").str.rsplit(":", n=1).str[0].to_numpy(object)
+    if "text" in events.columns:  # Fabric Manager reports apart from the kernel, though the journal holds both
+        manager = events["text"].astype("string").str.startswith(FM_MESSAGE).to_numpy(bool, na_value=False)
+        where = np.where(manager, where + " (Fabric Manager)", where)
     gpu = events["gpu"].astype("Float64")
     bus = events["pci_bus_id"].astype("string").str.lower() if "pci_bus_id" in events.columns \
         else pd.Series(pd.NA, index=events.index, dtype="string")

@@ -8,7 +8,8 @@ link (`24007, Fatal, Link 12 sourcetrack timeout error (First)`), the next `Seve
 (S = 1 fatal, 0 non-fatal: NVSWITCH_ERROR_SEVERITY_TYPE) and one or two `Data {...}` lines. They are one event,
 whatever other lines come between; a continuation whose first line is not in the input (cut off above)
 is still one event, and a warning says so. The driver's identity and off-the-bus lines are read in
-`kernel_gpu`. A prefix's host is the node of the line's events (given no --node): a
+`kernel_gpu`. Fabric Manager's lines in the system's journal (`journalctl` without `-u`) are read as its own log's
+are (`fm_lines`). A prefix's host is the node of the line's events (given no --node): a
 log of several hosts (a log server's syslog, `pdsh -w gpu[01-64] dmesg -T`, whose `host: ` leads each line) puts each
 event on its own host, each host's driver lines its own.
 """
@@ -25,6 +26,7 @@ from .. import format as fmt
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
+from .fm_lines import JOURNAL, FabricManagerLines, leveled
 from .journal import JournalSpan
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .log_prefix import prefixed, strip_prefix
@@ -81,6 +83,7 @@ class KernelLogReader:
         skipped = _Skipped()
         clocks = _Clocks()  # when each event's line was logged, for the driver banner after it
         spans: dict[str | None, JournalSpan] = {}  # journalctl's header, per the fan-out host that leads it
+        manager = FabricManagerLines(out)
         for line in classify(source, out):
             if line.kind != "text":
                 skip_shell(line, out)
@@ -98,11 +101,16 @@ class KernelLogReader:
                 skipped.add(line.number)
                 continue
             body, ts, host = strip_prefix(line.text, out, line.number, spans)
+            managers = JOURNAL.match(body) if _FM in body else None  # the system's journal holds Fabric Manager's too
+            host = host or (managers["host"] if managers else None)
             if node_id is None and host and host != hosts.at:  # a log of several hosts (a log server's, syslog's)
                 driver, open_sxids = hosts.enter(host, out)
                 last = None  # another host's event is never continued by this one's lines
             out.timestamp = ts
             clocks.line(out, driver, ts, line.text)
+            if managers:
+                manager.message(line.number, *leveled(managers["msg"]))
+                continue
             if driver.message is not None:
                 last = driver.read(line.number, body, last)[1] or last
                 continue
@@ -145,6 +153,7 @@ class KernelLogReader:
                 _damaged_banner(out, line.number, body)
                 skipped.add(line.number)
         clocks.line(out, None, None, "")
+        manager.done()
         for each in hosts.drivers:
             skipped.extend(each.interrupted())
         if skipped.count:
@@ -158,6 +167,7 @@ class KernelLogReader:
 
 
 _BOOT = "Linux version "  # the kernel's first line at boot
+_FM = "nv-fabricmanager["  # Fabric Manager's journal lines (`fm_lines`)
 # dmesg's seconds since boot, after any host prefix (journalctl -o short-delta adds `<` the time since the last `>`)
 _UPTIME_ANY = re.compile(r"\[\s*(\d+\.\d+)(?:\s*<\s*[\d.]+>)?\]")
 
@@ -330,7 +340,7 @@ def _damaged_banner(out: Collector, number: int, text: str) -> None:
 
 def _maybe_event(text: str, last: dict[str, Any] | None) -> bool:
     """Whether a line may hold an event: most lines of a kernel log do not, and are passed over cheaply."""
-    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _BOOT in text \
+    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _BOOT in text or _FM in text \
         or _maybe_aer_detail(text, last)
 
 

@@ -177,3 +177,20 @@ def test_copies_of_one_increase_count_what_the_source_that_counted_most_says() -
         {"timestamp": T, "gpu": 2, "code": 74, "count": 1, "source": "a.prom:3"},
         {"timestamp": T + pd.Timedelta(seconds=30), "gpu": 2, "code": 74, "count": 2, "source": "b.prom:3"}))
     assert got["count"].tolist() == [2], got
+
+
+def test_the_kernels_and_fabric_managers_line_of_one_sxid_in_one_journal_count_once() -> None:
+    """Two reporters of one fault, though one file holds both: as when the two logs are ingested apart."""
+    from diagnostics.ingest.base import Source
+    from diagnostics.ingest.kernel_log import READER
+
+    journal = ("2025-02-27T15:10:02+0000 host kernel: nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 12028, Non-fatal, "
+               "Link 61 egress non-posted PRIV error\n"
+               "2025-02-27T15:10:02+0000 host nv-fabricmanager[6313]: detected NVSwitch non-fatal error 12028 on fid 0 "
+               "on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61\n")
+    events = READER.read(Source.from_text(journal, "journal.txt")).tables["events"]
+    assert len(events) == 2
+    assert len(merge_sources(events)) == 1
+    manager = journal.splitlines(keepends=True)[1]
+    twice = READER.read(Source.from_text(manager + manager.replace(":02+", ":09+"), "journal.txt")).tables["events"]
+    assert len(merge_sources(twice)) == 2  # Fabric Manager's line twice: the fault twice

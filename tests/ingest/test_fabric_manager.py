@@ -82,3 +82,24 @@ def test_an_nvswitch_error_cut_before_its_port_is_kept_on_its_switch() -> None:
     assert _rows(result.tables["events"]) == [("sxid", 20034, "0000:86:00.0", None, "fatal")]
     cut = [w for w in result.warnings if w.cut]
     assert [w.line for w in cut] == [1] and "port" in cut[0].message, result.warnings
+
+
+KERNEL_XID79 = ("2025-02-27T15:10:03+0000 host kernel: NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', "
+                "name=<unknown>, GPU has fallen off the bus.\n")
+FM_FATAL = ("2025-02-27T15:10:02+0000 host nv-fabricmanager[6313]: detected NVSwitch fatal error 20034 on fid 0 on "
+            "NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61\n")
+
+
+def test_the_systems_journal_gives_both_fabric_managers_and_the_kernels_events() -> None:
+    """`journalctl` without `-u` interleaves both: the kernel's reader skipped Fabric Manager's fatal switch error as
+    a line holding no Xid, and Fabric Manager's reader, where its lines filled the part detection reads, skipped the
+    kernel's Xid 79 without a word."""
+    kernel_first = read_text(KERNEL_XID79.replace("15:10:03", "15:09:03") + FM_FATAL, name="journal.txt")
+    started = ("2025-02-27T15:00:00+0000 host nv-fabricmanager[6313]: [INFO] [tid 6313] Fabric Manager running, "
+               "multicast group allocation proceeding for the partition\n") * 800  # past what detection reads
+    manager_first = read_text(started + FM_FATAL + KERNEL_XID79, name="journal.txt")
+    for result in (kernel_first, manager_first):
+        events = result.tables["events"].sort_values("code")
+        assert _rows(events) == [("xid", 79, "0000:91:00.0", None, None), ("sxid", 20034, "0000:86:00.0", 61, "fatal")]
+        assert list(events["node_id"].astype(str)) == ["host", "host"]
+        assert not [w for w in result.warnings if "skipped" in w.message]

@@ -1,0 +1,76 @@
+"""Fabric Manager's messages, line by line, wherever they are read: in its own log (`fabric_manager`) or among the
+kernel's in the system's journal (`kernel_log`), where `journalctl` without `-u` interleaves both. Its NVSwitch
+errors become SXid events; its other error lines are said. The formats and their sources are in `fabric_manager`."""
+
+from __future__ import annotations
+
+import re
+
+from .. import format as fmt
+from ..enums import EventKind
+from .textlines import Collector, normalize_bus_id
+
+JOURNAL = re.compile(r"^(?:(?P<host>[^\s\[\]:]+)\s+)?nv-fabricmanager\[\d+\]:\s*(?P<msg>.*)$")
+_LEVEL = re.compile(r"^\[(?P<level>[A-Z]+)\]\s*(?:\[tid \d+\]\s*)?")  # where a journal line keeps them
+ERROR = re.compile(r"detected\s+NVSwitch\s+(?P<sev>fatal|non-fatal)\s+error", re.IGNORECASE)
+_FIELDS = re.compile(r"detected NVSwitch (?P<sev>fatal|non-fatal) error (?P<code>\S+) on fid (?P<fid>\S+) on NVSwitch "
+                     r"pci bus id (?P<bus>\S+)(?P<rest>.*)$")
+_PORT = re.compile(r"^ physical id \S+ port (?P<port>\S+?)\.?\s*$")
+_FAILING = ("ERROR", "FATAL", "CRITICAL")
+_ERROR_WORDS = re.compile(r"\b(?:error|failed|failure)\b", re.IGNORECASE)  # a journal line states no level
+_SAID = 10  # unread error lines said one by one; the rest in one warning
+
+
+def leveled(message: str) -> tuple[str | None, str]:
+    """A journal message's level where it keeps one (`[ERROR] [tid N] ...`), and the message after it."""
+    level = _LEVEL.match(message)
+    return (level["level"], message[level.end():]) if level else (None, message)
+
+
+class FabricManagerLines:
+    """Fabric Manager's messages as they come, in its own log or among the kernel's in the system's journal (where
+    `journalctl` without `-u` shows both): its NVSwitch errors as SXid events, its other error lines said."""
+
+    def __init__(self, out: Collector) -> None:
+        self.out = out
+        self.unread_lines: list[int] = []
+
+    def message(self, number: int, level: str | None, message: str) -> None:
+        if ERROR.search(message):
+            _nvswitch_error(self.out, number, message)
+        elif level in _FAILING or (level is None and _ERROR_WORDS.search(message)):
+            self.unread(number, message)
+
+    def unread(self, number: int, text: str) -> None:
+        """An error line this reader does not read: said with its text (the first few), counted (the rest)."""
+        self.unread_lines.append(number)
+        if len(self.unread_lines) <= _SAID:
+            self.out.warn(number, f"a Fabric Manager error this reader does not read: {text.strip()[:120]!r}")
+
+    def done(self) -> None:
+        if len(self.unread_lines) > _SAID:
+            more = self.unread_lines[_SAID:]
+            self.out.warn(more[0], f"{fmt.count(len(more), 'more error line')} of Fabric Manager not read (lines "
+                                   f"{more[0]}..{more[-1]})")
+
+
+def _nvswitch_error(out: Collector, number: int, message: str) -> None:
+    """`detected NVSwitch [non-]fatal error N on fid F on NVSwitch pci bus id B physical id P port Q`: an SXid event."""
+    found = _FIELDS.search(message)
+    code = out.checked("index", number, found["code"], "code", "SXid") if found else None
+    if found is None or code is None:
+        out.warn(number, f"a Fabric Manager NVSwitch error that cannot be read (cut off, or a word damaged?): "
+                         f"{message.strip()[:120]!r}; it is skipped")
+        return
+    bus = normalize_bus_id(found["bus"])
+    if bus is None:
+        out.warn(number, f"SXid {code}: {found['bus'][:40]!r} is no PCI bus id; the event is kept without the "
+                         "switch it names")
+    port_of = _PORT.match(found["rest"])
+    if port_of is None:  # cut off before its port, as a kernel SXid line before its link: the switch's fault
+        out.warn(number, f"SXid {code}: the line names no port after its bus id (cut off?): "
+                         f"{found['rest'].strip()[:60]!r}; read as the switch's, its port unknown", cut=True)
+    port = out.checked("index", number, port_of["port"], "link", f"SXid {code} port") if port_of else None
+    start = ERROR.search(message)
+    out.add("events", number, pci_bus_id=bus, kind=EventKind.SXID.value, code=code, link=port,
+            text=message[start.start() if start else 0:].strip(), severity=found["sev"].lower(), nvswitch=bus)
