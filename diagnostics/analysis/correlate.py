@@ -8,6 +8,7 @@ own error onset lies to the slowdown onset.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..config.thresholds import Thresholds
 from ..tables import job_nodes
 from ..times import clockless, ns, utc_datetime, utc_ns
 from .prepared import Prepared, run_rows
-from .stats import MIN_SEGMENT, bucket_means, change_point, spearman_rows
+from .stats import MIN_SEGMENT, bucket_means_each, change_point, spearman_rows
 from .steps import job_steps
 
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
@@ -143,19 +144,43 @@ def _stated_baseline(steps: pd.DataFrame) -> np.ndarray | None:
     return marked if marked.any() else None
 
 
+BUCKET = timedelta(minutes=5)  # a job's step time and its links' errors are compared per bucket of this
+
+
+@dataclass(frozen=True)
+class StepBuckets:
+    """A job's step time per bucket: the first bucket's start, and the mean step time in each."""
+
+    t0: pd.Timestamp
+    means: np.ndarray
+
+
+def step_buckets(jobs: list[pd.DataFrame], bucket: timedelta = BUCKET) -> list[StepBuckets]:
+    """Each job's (its steps as `job_steps` cleans them, at least one) step time per bucket, from a bucket before its
+    first step to its last: one grouped mean for every job scored."""
+    width = int(bucket.total_seconds() * 1e9)
+    t0s = [steps["timestamp"].iloc[0].floor(bucket) - bucket for steps in jobs]
+    series = [(ns(steps["timestamp"]), steps["step_time_ms"].to_numpy(np.float64, na_value=np.nan), utc_ns(t0),
+               int((steps["timestamp"].iloc[-1] - t0) / bucket) + 1) for steps, t0 in zip(jobs, t0s, strict=True)]
+    means = bucket_means_each(series, width=width)
+    return [StepBuckets(t0, m) for t0, m in zip(t0s, means, strict=True)]
+
+
 def score_links(job: JobExplanation, steps: pd.DataFrame, p: Prepared, segments: np.ndarray,
                 refs: list[tuple[str, ComponentRef]], thresholds: Thresholds,
-                bucket: timedelta = timedelta(minutes=5), cleaned: bool = False,
-                unscored: list[UnscoredLink] | None = None) -> JobExplanation:
+                bucket: timedelta = BUCKET, cleaned: bool = False,
+                unscored: list[UnscoredLink] | None = None, buckets: StepBuckets | None = None) -> JobExplanation:
     """`job` with the given links scored against its step time, best first, and its verdict (which names the
     `unscored` links as not scored, never as not tracking it).
 
     `segments` are the links' indices in the prepared history `p`; `refs` their node and identity, in the same order.
+    `buckets`: the job's step time per bucket as `step_buckets` gives it (default: worked out here).
     """
     rows = steps if cleaned else job_steps(steps, job.job_id)
     scores: list[LinkScore] = []
     if len(segments) and not rows.empty:
-        scores = _runner_ups(_score(p, segments, refs, rows, job, thresholds, bucket))
+        given = buckets if buckets is not None else step_buckets([rows], bucket)[0]
+        scores = _runner_ups(_score(p, segments, refs, given, job, thresholds, bucket))
     out = job.model_copy(update={"links": sorted(scores, key=lambda s: s.score, reverse=True),
                                  "unscored": list(unscored or [])})
     out.verdict = verdict(out)
@@ -195,8 +220,19 @@ def _signals(p: Prepared, segments: np.ndarray, t0: pd.Timestamp, n: int, bucket
         hit = ok & (d != 0)
         np.add.at(errors, (owner[hit], b[hit]), d[hit])
     _ratios(p, idx, owner, b, ok, errors)
-    bad = np.zeros(len(idx), dtype=bool)
-    at = p.positions(idx)
+    flagged = p.cached("impaired", lambda: _impaired(p))[idx] & ok
+    if flagged.any():
+        flags = np.zeros(errors.shape)
+        flags[owner[flagged], b[flagged]] = 1.0
+        errors = errors + flags * 1e9
+    return errors
+
+
+def _impaired(p: Prepared) -> np.ndarray:
+    """Per row of the history, whether its link is down or has lost lanes: read once for every job scored on it,
+    not once per job."""
+    bad = np.zeros(len(p.t), dtype=bool)
+    at = p.positions(np.arange(len(p.t)))
     source = p.source
     if "link_state" in source.columns:
         state = source["link_state"].array.take(at)
@@ -205,12 +241,7 @@ def _signals(p: Prepared, segments: np.ndarray, t0: pd.Timestamp, n: int, bucket
         width_now = source["width"].array.take(at).to_numpy(np.float64, na_value=np.nan)
         width_max = source["max_width"].array.take(at).to_numpy(np.float64, na_value=np.nan)
         bad |= np.nan_to_num(width_now < width_max, nan=0).astype(bool)
-    flagged = bad & ok
-    if flagged.any():
-        flags = np.zeros(errors.shape)
-        flags[owner[flagged], b[flagged]] = 1.0
-        errors = errors + flags * 1e9
-    return errors
+    return bad
 
 
 def _ratios(p: Prepared, idx: np.ndarray, owner: np.ndarray, b: np.ndarray, ok: np.ndarray,
@@ -257,13 +288,11 @@ def _sparse(series: np.ndarray, first: int) -> tuple[int, float]:
     return int(min(MAX_SUM_BUCKETS, np.ceil(SPARSE_COUNTS / rate))), min(1.0 / rate, float(MAX_SUM_BUCKETS))
 
 
-def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef]], steps: pd.DataFrame,
+def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef]], steps: StepBuckets,
            job: JobExplanation, thresholds: Thresholds, bucket: timedelta) -> list[LinkScore]:
-    t0 = steps["timestamp"].iloc[0].floor(bucket) - bucket
-    n = int((steps["timestamp"].iloc[-1] - t0) / bucket) + 1
+    t0, step_series = steps.t0, steps.means
+    n = len(step_series)
     errors = _signals(p, segments, t0, n, bucket)
-    step_series = bucket_means(ns(steps["timestamp"]), steps["step_time_ms"].to_numpy(np.float64, na_value=np.nan),
-                               t0=utc_ns(t0), width=int(bucket.total_seconds() * 1e9), n=n)
     tol = thresholds.setting("onset_tolerance_min")
     min_score = thresholds.setting("explains_min_score")
     lags = min(MAX_LAG_BUCKETS, max(n - 4, 0))

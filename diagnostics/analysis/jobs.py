@@ -25,6 +25,7 @@ from .correlate import (
     UnscoredLink,
     job_slowdown,
     score_links,
+    step_buckets,
     stopped,
     verdict,
 )
@@ -118,13 +119,15 @@ def explain_jobs(chosen: Mapping[str, str], steps: JobSteps, found: Mapping[str,
     p = link_history(needed, start, end_ns, links, t, history,
                      LinkChoice.of([link for refs in wanted.values() for link in refs]), unreadable=left)
     index = segment_index(p)
+    scored = [j for j in wanted if len(steps.of(j))]
+    buckets = dict(zip(scored, step_buckets([steps.of(j) for j in scored]), strict=True))
     for job_id, refs in wanted.items():
         present = [(n, r) for n, r in refs if (n, r.slug) in index]
         segments = np.array([index[(n, r.slug)] for n, r in present], dtype=np.int64)
         unscored = [*out[job_id].unscored, *(UnscoredLink(node_id=n, ref=r, why=left[n]) for n, r in refs
                                              if n in left and n not in unread)]
         out[job_id] = score_links(slowed[job_id], steps.of(job_id), p, segments, present, thresholds, cleaned=True,
-                                  unscored=unscored)
+                                  unscored=unscored, buckets=buckets.get(job_id))
     return out
 
 

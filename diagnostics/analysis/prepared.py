@@ -76,16 +76,16 @@ class Prepared:
     @property
     def frame(self) -> pd.DataFrame:
         """The ordered rows as a table (built on first use; array work reads `source` at `rows` instead)."""
-        return self._cached("frame", lambda: self.source if self.rows is None else self.source.iloc[self.rows])
+        return self.cached("frame", lambda: self.source if self.rows is None else self.source.iloc[self.rows])
 
     @property
     def segment_starts(self) -> np.ndarray:
-        return self._cached("heads_idx", lambda: np.flatnonzero(self.starts))
+        return self.cached("heads_idx", lambda: np.flatnonzero(self.starts))
 
     @property
     def seg(self) -> np.ndarray:
         """The link number (0..links-1) of each row."""
-        return self._cached("seg", lambda: np.cumsum(self.starts) - 1)
+        return self.cached("seg", lambda: np.cumsum(self.starts) - 1)
 
     @property
     def nseg(self) -> int:
@@ -93,7 +93,7 @@ class Prepared:
 
     @property
     def counters(self) -> list[str]:
-        return self._cached("counters", lambda: [c for c in COUNTERS if c in self.source.columns
+        return self.cached("counters", lambda: [c for c in COUNTERS if c in self.source.columns
                                                  and _any_value(self.column(c), self.rows)])
 
     def positions(self, idx: np.ndarray) -> np.ndarray:
@@ -107,18 +107,18 @@ class Prepared:
 
     def heads(self) -> pd.DataFrame:
         """One row per link: its key columns."""
-        return self._cached("heads", lambda: self.take([k for k in KEYS if k in self.source.columns],
+        return self.cached("heads", lambda: self.take([k for k in KEYS if k in self.source.columns],
                                                        self.segment_starts))
 
     def column(self, column: str) -> np.ndarray:
         """A numeric column of `source` as float64 (NA -> NaN), in source order."""
-        return self._cached(f"c:{column}", lambda: self.source[column].to_numpy(np.float64, na_value=np.nan))
+        return self.cached(f"c:{column}", lambda: self.source[column].to_numpy(np.float64, na_value=np.nan))
 
     def values(self, column: str) -> np.ndarray:
-        return self._cached(f"v:{column}", lambda: self.column(column)[self.positions(np.arange(len(self.t)))])
+        return self.cached(f"v:{column}", lambda: self.column(column)[self.positions(np.arange(len(self.t)))])
 
     def delta(self, counter: str) -> tuple[np.ndarray, np.ndarray]:
-        return self._cached(f"d:{counter}", lambda: deltas(self.values(counter), self.starts))
+        return self.cached(f"d:{counter}", lambda: deltas(self.values(counter), self.starts))
 
     def first_after(self, when_ns: int) -> np.ndarray:
         """Per link, the index of its first row later than `when_ns` (one past its last row when none)."""
@@ -127,14 +127,15 @@ class Prepared:
                 return np.zeros(0, dtype=np.int64)
             upto = np.add.reduceat(self.t <= when_ns, self.segment_starts, dtype=np.int64)
             return self.segment_starts + upto
-        return self._cached(f"after:{when_ns}", make)
+        return self.cached(f"after:{when_ns}", make)
 
     def last_upto(self, end_ns: int) -> np.ndarray:
         """Per link, the index of its newest row at or before `end_ns` (-1 when none)."""
         hi = self.first_after(end_ns)
         return np.where(hi > self.segment_starts, hi - 1, -1)
 
-    def _cached(self, name: str, make: Any) -> Any:
+    def cached(self, name: str, make: Any) -> Any:
+        """A value derived from these rows, made on first use (the rows never change, so it never goes stale)."""
         if name not in self._cache:
             self._cache[name] = make()
         return self._cache[name]

@@ -3,6 +3,8 @@ change point), Spearman rank correlation of many series with one, and a series' 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -59,8 +61,49 @@ def bucket_means(t: np.ndarray, values: np.ndarray, *, t0: int, width: int, n: i
     """The mean of `values` in each of `n` buckets of `width` ns after `t0` (a time on a bucket's end belongs to it;
     a time NaT in none), a bucket without a value taking the one before it (the first ones the first value): a job's
     step time per bucket of its links' errors."""
-    # pandas' grouped mean over every row, to the last bit (its compensated sum rounds by what else it is given):
-    # bucket means that tie or not decide the ranks; grouped on arrays, not on the steps' times as a frame
-    bucket = np.where(t == np.iinfo(np.int64).min, np.nan, (t - t0 - 1) // width)
-    means = pd.Series(values).groupby(bucket).mean().reindex(range(n))
-    return means.ffill().bfill().to_numpy(np.float64)
+    return bucket_means_each([(t, values, t0, n)], width=width)[0]
+
+
+def bucket_means_each(series: Sequence[tuple[np.ndarray, np.ndarray, int, int]], *, width: int) -> list[np.ndarray]:
+    """`bucket_means` of several series (times, values, t0, n) at once (a fleet scores a few hundred jobs): those in
+    time order with every value and time read inside their buckets in one grouped mean, the rest one at a time."""
+    # pandas' grouped mean, to the last bit: bucket means that tie or not decide the ranks. It sums a group in one
+    # pass when the groups come in order and no value is NaN (each group on its own, whatever is grouped beside it),
+    # else with a compensated sum that rounds by what else it is given: only series that take the first are joined
+    buckets = [(t - t0 - 1) // width for t, _, t0, _ in series]
+    joined = [i for i, ((t, values, _, n), b) in enumerate(zip(series, buckets, strict=True))
+              if len(t) and b[0] >= 0 and b[-1] < n and (np.diff(b) >= 0).all() and not np.isnan(values).any()]
+    out: list[np.ndarray] = [np.zeros(0)] * len(series)
+    if joined:
+        sizes = np.array([series[i][3] for i in joined], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        means = pd.Series(np.concatenate([series[i][1] for i in joined])).groupby(
+            np.concatenate([buckets[i] + offset for i, offset in zip(joined, offsets.tolist(), strict=True)])).mean()
+        for i, filled in zip(joined, _filled(means, sizes), strict=True):
+            out[i] = filled
+    for i in sorted(set(range(len(series))) - set(joined)):
+        t, values, _, n = series[i]
+        key = np.where(t == np.iinfo(np.int64).min, np.nan, buckets[i])  # a time NaT in no bucket
+        out[i] = _filled(pd.Series(values).groupby(key).mean(), np.array([n], dtype=np.int64))[0]
+    return out
+
+
+def _filled(means: pd.Series, sizes: np.ndarray) -> list[np.ndarray]:
+    """Bucket means (by bucket number, the series laid end to end) as series of `sizes` buckets, a bucket without a
+    value taking the one before it, the first ones the first value, each within its own series (pandas' reindex,
+    ffill, bfill on each)."""
+    total = int(sizes.sum())
+    out = np.full(total, np.nan)
+    keys = means.index.to_numpy(np.float64)
+    inside = (keys >= 0) & (keys < total)
+    out[keys[inside].astype(np.int64)] = means.to_numpy(np.float64)[inside]
+    ends = np.cumsum(sizes)
+    if total:
+        at = np.arange(total)
+        start, end = np.repeat(ends - sizes, sizes), np.repeat(ends, sizes)
+        have = ~np.isnan(out)
+        before = np.maximum.accumulate(np.where(have, at, -1))
+        after = np.minimum.accumulate(np.where(have, at, total)[::-1])[::-1]
+        source = np.where(before >= start, before, after[start])
+        out = np.where(source < end, out[np.minimum(source, total - 1)], np.nan)
+    return np.split(out, ends[:-1].tolist())

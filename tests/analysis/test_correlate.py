@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from diagnostics.analysis import analyze_tables, explain_job
 from diagnostics.analysis.correlate import job_slowdown
@@ -195,3 +196,30 @@ def test_ranks_and_bucket_means_are_what_pandas_gives() -> None:
     assert bucket_means(np.array([1, 2, 3, 4]), np.array([0.1, 0.2, 0.3, 0.2]), t0=0, width=3, n=2)[0] < 0.2
     with_nan = np.array([[1.0, np.nan, 1.0, 0.0]])
     assert np.array_equal(average_ranks(with_nan), pd.DataFrame(with_nan).rank(axis=1).to_numpy(), equal_nan=True)
+
+
+def test_a_down_link_is_read_once_for_every_job_scored_on_a_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link down from the slowdown on tracks it (a large step while down), for each job scored on one history;
+    which rows are down is read from the history once, not once per job."""
+    import diagnostics.analysis.correlate as correlate
+    from diagnostics.analysis.jobs import link_history, segment_index
+    from diagnostics.components import ComponentRef
+    from diagnostics.times import ns
+
+    down = link_series(counter({0: 3.0}), link=1, step_min=5,
+                       link_state=["up"] * ONSET + ["down"] * (N - ONSET))
+    table = links(down, link_series(counter({0: 3.0}), link=2, step_min=5))
+    t = ns(table["timestamp"])
+    p = link_history(["n1"], int(t.min()), int(t.max()), table, t, None)
+    refs = [("n1", ComponentRef.nvlink(0, 1)), ("n1", ComponentRef.nvlink(0, 2))]
+    segments = np.array([segment_index(p)[(n, r.slug)] for n, r in refs])
+    reads = []
+    impaired = correlate._impaired
+    monkeypatch.setattr(correlate, "_impaired", lambda p: reads.append(p) or impaired(p))
+    thresholds = load_thresholds()
+    for seed in (1, 2):
+        rows = slow_steps(seed=seed)
+        job = job_slowdown(rows, "j1", thresholds=thresholds)
+        scored = correlate.score_links(job, rows, p, segments, refs, thresholds)
+        assert [(s.ref.link, s.explains_slowdown) for s in scored.links] == [(1, True), (2, False)]
+    assert len(reads) == 1

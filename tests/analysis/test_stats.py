@@ -1,0 +1,42 @@
+"""The correlation's statistics on arrays: several jobs' step time per bucket worked out at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from diagnostics.analysis.stats import bucket_means, bucket_means_each
+
+NAT = np.iinfo(np.int64).min
+
+
+def test_bucket_means_of_several_series_at_once_are_each_series_own() -> None:
+    """Many jobs' step time per bucket at once is, to the last bit, what pandas' grouped mean (then reindex, ffill,
+    bfill) gives each job alone: a bucket's mean never reads another job's rows, nor does a bucket without a value
+    take one from the series before it; a series with no value stays empty, a time outside its buckets counts in
+    none; series with a NaN value, a time NaT or out of order among them."""
+    rng = np.random.default_rng(11)
+    width = 300
+    joined = alone = 0
+    for _ in range(60):
+        series = []
+        for _ in range(int(rng.integers(1, 8))):
+            n = int(rng.integers(1, 25))
+            t0 = int(rng.integers(0, width))
+            odd = rng.random() < 0.4  # times outside the buckets, values NaN, times NaT
+            low, high = (t0 - 2 * width, t0 + (n + 2) * width) if odd else (t0 + 1, t0 + n * width + 1)
+            t = np.sort(rng.integers(low, high, int(rng.integers(0, 40))))
+            values = rng.normal(100, 5, len(t))
+            if odd:
+                values[rng.random(len(t)) < 0.2] = np.nan
+                t[: len(t) // 4] = NAT
+            if rng.random() < 0.1:
+                t = t[::-1].copy()
+            series.append((t, values, t0, n))
+        for (t, values, t0, n), got in zip(series, bucket_means_each(series, width=width), strict=True):
+            key = np.where(t == NAT, np.nan, (t - t0 - 1) // width)
+            expected = pd.Series(values).groupby(key).mean().reindex(range(n)).ffill().bfill().to_numpy()
+            assert np.array_equal(got, expected, equal_nan=True)
+            assert np.array_equal(got, bucket_means(t, values, t0=t0, width=width, n=n), equal_nan=True)
+            joined, alone = joined + (not np.isnan(values).any()), alone + bool(np.isnan(values).any())
+    assert joined > 50 and alone > 20  # both kinds were met
