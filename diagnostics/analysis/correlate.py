@@ -21,7 +21,7 @@ from ..config.thresholds import Thresholds
 from ..tables import job_nodes
 from ..times import clockless, ns, utc_datetime, utc_ns
 from .prepared import Prepared, run_rows
-from .stats import MIN_SEGMENT, bucket_means_each, change_point, spearman_rows
+from .stats import MIN_SEGMENT, bucket_means_each, change_point, spearman_lags
 from .steps import job_steps
 
 ERROR_COUNTERS = ("replay", "crc_flit", "crc_data", "recovery", "replay_rollovers", "effective_errors",
@@ -305,7 +305,7 @@ def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef
             width, slack[j] = _sparse(series, int(first[0]))
             if width > 1:  # a trailing sum: a few counts an hour rank as the rate they are
                 ranked[j] = np.convolve(series, np.ones(width))[:n]
-    rhos = np.stack([spearman_rows(ranked[:, : n - k], step_series[k:]) for k in range(lags + 1)], axis=1)
+    rhos = spearman_lags(ranked, step_series, lags)
     out: list[LinkScore] = []
     for j, (node, ref) in enumerate(refs):
         lag = int(np.argmax(rhos[j]))

@@ -27,8 +27,29 @@ def spearman_rows(series: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Spearman rank correlation of each row of `series` with `target` (0 where either is constant)."""
     if series.shape[1] < 4:
         return np.zeros(len(series))
-    ra = average_ranks(series)
-    rb = average_ranks(target[None, :])[0]
+    return _rho(average_ranks(series), average_ranks(target[None, :])[0])
+
+
+def spearman_lags(series: np.ndarray, target: np.ndarray, lags: int) -> np.ndarray:
+    """`spearman_rows` of `series` leading `target` by 0..`lags` columns: [rows, lags + 1]. Every lag's rows are
+    ranked in one call, each cut short by its lag padded with +inf past its end (ranking after every value, they
+    leave the others' ranks as they were); a series with a value not finite is ranked a lag at a time."""
+    m, n = series.shape
+    if n < 4:
+        return np.zeros((m, lags + 1))
+    if not (np.isfinite(series).all() and np.isfinite(target).all()):
+        return np.stack([spearman_rows(series[:, : n - k], target[k:]) for k in range(lags + 1)], axis=1)
+    padded = np.full((lags + 1, m + 1, n), np.inf)
+    for k in range(lags + 1):
+        padded[k, :m, : n - k] = series[:, : n - k]
+        padded[k, m, : n - k] = target[k:]
+    ranks = average_ranks(padded.reshape(-1, n)).reshape(padded.shape)
+    return np.stack([_rho(ranks[k, :m, : n - k].copy(), ranks[k, m, : n - k]) if n - k >= 4 else np.zeros(m)
+                     for k in range(lags + 1)], axis=1)
+
+
+def _rho(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each row of ranks `ra` with the ranks `rb` (0 where either is constant)."""
     ra -= ra.mean(axis=1, keepdims=True)
     rb = rb - rb.mean()
     denom = np.sqrt((ra ** 2).sum(axis=1) * (rb ** 2).sum())

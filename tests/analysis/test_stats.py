@@ -40,3 +40,20 @@ def test_bucket_means_of_several_series_at_once_are_each_series_own() -> None:
             assert np.array_equal(got, bucket_means(t, values, t0=t0, width=width, n=n), equal_nan=True)
             joined, alone = joined + (not np.isnan(values).any()), alone + bool(np.isnan(values).any())
     assert joined > 50 and alone > 20  # both kinds were met
+
+
+def test_rank_correlation_at_every_lag_at_once_is_each_lag_on_its_own() -> None:
+    """Ranking every lag's cut rows in one call (padded past their ends) gives, to the last bit, what ranking each
+    lag on its own gives: ties (counts of zero), rows too short to rank at a lag, and a value not finite among them."""
+    from diagnostics.analysis.stats import spearman_lags, spearman_rows
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        m, n = int(rng.integers(1, 6)), int(rng.integers(1, 40))
+        series = rng.poisson(1.0, (m, n)).astype(float) if rng.random() < 0.5 else rng.normal(size=(m, n))
+        target = np.round(rng.normal(100, 5, n), int(rng.integers(0, 2)))
+        if rng.random() < 0.1:
+            series[0, int(rng.integers(0, n))] = np.nan
+        lags = min(3, max(n - 4, 0))
+        expected = np.stack([spearman_rows(series[:, : n - k], target[k:]) for k in range(lags + 1)], axis=1)
+        assert np.array_equal(spearman_lags(series, target, lags), expected)
