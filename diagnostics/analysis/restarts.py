@@ -62,17 +62,11 @@ def _restarts(links: pd.DataFrame, t: np.ndarray, asked: set[str], end_ns: int,
     if order is not None:
         mine, node, gpu_i, series, at = mine[order], node[order], gpu_i[order], series[order], at[order]
     gpu = gpu_i
-    drops: list[np.ndarray] = []
-    for c in (c for c in ("replay", "crc_flit", "crc_data", "recovery", "symbol_errors") if c in links.columns):
-        v = floats_at(links[c], mine)
-        ok = np.flatnonzero(~np.isnan(v))  # each counter's readings in order, its gaps skipped
-        if len(ok) < 2:
-            continue
-        s, w = series[ok], v[ok]
-        drops.append(ok[np.flatnonzero((s[1:] == s[:-1]) & (w[1:] < w[:-1])) + 1])
-    if not drops:
+    drops = [_drops(series, floats_at(links[c], mine))
+             for c in ("replay", "crc_flit", "crc_data", "recovery", "symbol_errors") if c in links.columns]
+    at_drop = np.concatenate(drops) if drops else np.zeros(0, dtype=np.int64)
+    if not len(at_drop):
         return {}
-    at_drop = np.concatenate(drops)
     width = int(gpu.max()) + 1
     pairs, which = np.unique(node[at_drop] * width + gpu[at_drop], return_inverse=True)
     latest = np.full(len(pairs), np.iinfo(np.int64).min)
@@ -88,6 +82,23 @@ def _restarts(links: pd.DataFrame, t: np.ndarray, asked: set[str], end_ns: int,
         if set(restarted) >= gpus[n]:
             restarted[None] = min(v for key, v in restarted.items() if key is not None)
     return {str(names[n]): restarted for n, restarted in by_code.items()}
+
+
+def _drops(series: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The rows whose reading lies below the series' reading before it, its gaps (NaN) skipped: a reading against
+    the one just before it, and only a reading after a gap against the last one before the gap (most rows are
+    compared in place, not gathered first without their gaps)."""
+    read = ~np.isnan(values)
+    fell = np.flatnonzero(values[1:] < values[:-1]) + 1  # NaN on either side compares False
+    before = fell - 1
+    after_gap = np.flatnonzero(read[1:] & ~read[:-1]) + 1
+    if len(after_gap):
+        seen = np.flatnonzero(read)
+        last = np.searchsorted(seen, after_gap) - 1  # the newest reading before the gap, if any
+        after_gap, last = after_gap[last >= 0], seen[last[last >= 0]]
+        lower = values[after_gap] < values[last]
+        fell, before = np.concatenate([fell, after_gap[lower]]), np.concatenate([before, last[lower]])
+    return fell[series[fell] == series[before]]
 
 
 def _series_order(series: np.ndarray, t: np.ndarray) -> np.ndarray | None:
