@@ -141,6 +141,9 @@ class Prepared:
         return self._cache[name]
 
 
+ANY_CHUNK = 1 << 16  # rows gathered at a time while looking for a counter's reading
+
+
 def _any_value(column: np.ndarray, rows: np.ndarray | None) -> bool:
     """Whether the column holds a reading at any of the rows (a few of the newest rows are looked at first)."""
     recent = column[-4096:] if rows is None else column[rows[-4096:]]
@@ -150,7 +153,12 @@ def _any_value(column: np.ndarray, rows: np.ndarray | None) -> bool:
         return False
     if rows is None or len(rows) == len(column):  # every row (reordered): no need to gather them
         return not np.isnan(np.fmax.reduce(column))  # fmax skips NaN: NaN only when every value is NaN
-    return not np.isnan(column[rows]).all()
+    if np.isnan(np.fmax.reduce(column)):  # no reading on any row: none to look for among these
+        return False
+    for stop in range(len(rows), 0, -ANY_CHUNK):  # newest first, a chunk at a time: a sparse counter is found early
+        if not np.isnan(column[rows[max(stop - ANY_CHUNK, 0):stop]]).all():
+            return True
+    return False
 
 
 def prepare(samples: pd.DataFrame) -> Prepared:
@@ -260,12 +268,11 @@ def deltas(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarr
     d[0] = 0.0
     np.subtract(values[1:], values[:-1], out=d[1:])
     reset = d < 0
-    d[reset] = values[reset]
-    reset &= ~starts
+    np.copyto(d, values, where=reset)
+    reset[starts] = False
     d[starts] = 0.0
-    bad = ~np.isfinite(d)  # one pass; nan_to_num alone makes three
-    if bad.any():
-        d[bad] = np.nan_to_num(d[bad], nan=0.0)
+    if not np.isfinite(d).all():  # one pass; nan_to_num makes several, done in place only when it must
+        np.nan_to_num(d, copy=False, nan=0.0)
     return d, reset
 
 

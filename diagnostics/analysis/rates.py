@@ -92,7 +92,7 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
         values = col[at]
         d, reset = deltas(values, run_first)
         inc = np.bincount(owner, weights=d, minlength=nseg)
-        resets_total = np.maximum(resets_total, np.bincount(owner, weights=reset, minlength=nseg).astype(np.int64))
+        resets_total = np.maximum(resets_total, np.bincount(owner[reset], minlength=nseg))  # a few rows, not all
         missing = np.isnan(values)
         if missing.any():  # a link read without this counter (another platform's field) has no rate, not zero
             unread = (np.bincount(owner[~missing], minlength=nseg) == 0) & (hi > lo)

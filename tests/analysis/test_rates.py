@@ -133,6 +133,22 @@ def test_a_counter_is_collected_when_only_an_old_row_holds_a_reading() -> None:
     assert not _any_value(np.full(10, np.nan), None) and not _any_value(np.zeros(0), None)
 
 
+def test_a_counter_read_on_few_rows_is_found_among_the_rows_in_use_chunk_by_chunk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Looked for a chunk of rows at a time (the newest first): a reading in the oldest chunk is found, one only
+    outside the rows in use is not, and a column with no reading at all is not looked through."""
+    import diagnostics.analysis.prepared as prepared
+
+    monkeypatch.setattr(prepared, "ANY_CHUNK", 100)
+    column = np.full(10_000, np.nan)
+    column[7] = 1.0
+    column[9_000] = 2.0
+    rows = np.flatnonzero(np.arange(10_000) != 9_000)[:-1]  # all but the one reading the newest rows hold, and one
+    assert _any_value(column, rows)
+    assert not _any_value(column, rows[rows > 7])
+    assert not _any_value(np.full(10_000, np.nan), rows)
+
+
 @pytest.mark.parametrize(("apart", "rated"), [(pd.Timedelta(microseconds=3), False), (pd.Timedelta(seconds=59), False),
                                               (pd.Timedelta(seconds=60), True)])
 def test_readings_closer_than_the_minimum_interval_give_counts_but_no_rate(apart: pd.Timedelta, rated: bool) -> None:
