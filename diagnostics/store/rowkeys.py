@@ -13,6 +13,8 @@ import pyarrow.compute as pc
 
 from .columns import dictionary_codes, integers
 
+_STAMP = pa.timestamp("ns", tz="UTC")
+
 
 def row_order(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
     """The order of rows by the key columns (by value, NA first) then time (None: already so): each key's rows
@@ -22,12 +24,14 @@ def row_order(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
     sorted runs) usually leaves every link in time order; a full sort only when not."""
     if table.num_rows < 2:
         return None
-    names = [k for k in keys if k in table.column_names]
+    held = set(table.schema.names)  # built anew at each ask of a table's names
+    names = [k for k in keys if k in held]
     key = np.zeros(table.num_rows, dtype=np.int64)
     for name in names:
         codes, bits = _rank_codes(name, table.column(name))
         key = (key << bits) | codes
-    t = table.column("timestamp").cast(pa.timestamp("ns", tz="UTC")).to_numpy().view(np.int64)  # NaT: the least
+    t = table.column("timestamp")
+    t = (t if t.type == _STAMP else t.cast(_STAMP)).to_numpy().view(np.int64)  # NaT: the least
     if ((key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (t[1:] > t[:-1]))).all():
         return None  # as written: nothing to reorder
     order = np.argsort(key, kind="stable")
