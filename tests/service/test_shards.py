@@ -3,6 +3,7 @@ jobs and racks, and what travels back is what the answers need."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -187,6 +188,29 @@ def _dies(code: int) -> None:
 def test_a_worker_that_dies_is_said_in_one_line_with_what_to_do() -> None:
     with pytest.raises(FabricbotError, match=f"ended without an answer.*{PROCESSES_ENV}=1 judges the fleet"):
         in_processes(_dies, [(9,), (9,)])
+
+
+class _Arrival:
+    """A worker's answer that, unpickled where it arrives, is whether the collector was on there then."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return gc.isenabled, ()
+
+
+def _answer() -> _Arrival:
+    return _Arrival()
+
+
+def test_answers_arrive_with_the_collector_off_and_it_is_left_as_it_was() -> None:
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert in_processes(_answer, [(), ()]) == [False, False]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        in_processes(_answer, [(), ()])
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
 
 
 def test_a_killed_sweep_leaves_no_worker_behind() -> None:
