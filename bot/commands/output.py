@@ -25,9 +25,18 @@ def said_incomplete(lines: list[str]) -> int:
 
 def print_json(value: BaseModel | Any) -> None:
     """`value` (a model, or lists and dicts of plain values and models) as indented JSON on stdout, then a newline.
-    Non-ASCII text is written as UTF-8, and a float that is not finite as null (RFC 8259 has no NaN)."""
+    Non-ASCII text is written as UTF-8, and a float that is not finite as null (RFC 8259 has no NaN). The bytes go
+    to stdout's own buffer as they are made: a sweep's 34 MB is not decoded into text to be encoded back."""
     if isinstance(value, BaseModel):
-        text = value.model_dump_json(indent=2)
+        data = value.__pydantic_serializer__.to_json(value, indent=2)
     else:
-        text = to_json(value, indent=2, inf_nan_mode="null").decode()
-    sys.stdout.write(text + "\n")
+        data = to_json(value, indent=2, inf_nan_mode="null")
+    out = sys.stdout
+    raw = getattr(out, "buffer", None)
+    if raw is None:  # a text stream alone (a caller's StringIO)
+        out.write(data.decode() + "\n")
+        return
+    out.flush()  # what was printed before comes first
+    raw.write(data)
+    raw.write(b"\n")
+    raw.flush()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from bot.commands.output import print_json
+from diagnostics import Crossing, Severity
 from diagnostics.store import open_store
 from tests.conftest import FIXTURES, ROOT
 from tests.service.test_store_end import XID
@@ -27,3 +32,21 @@ def test_a_piped_answer_keeps_its_lines_before_the_incomplete_line(tmp_path: Pat
     assert done.returncode == 3 and len(lines) > 2, done.stdout
     assert lines[-1].startswith("fabricbot: digest INCOMPLETE"), lines
     assert not [line for line in lines[:-1] if "INCOMPLETE (" in line], lines
+
+
+def test_json_goes_out_as_utf_8_after_what_was_printed_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JSON is written to stdout's bytes as made, in UTF-8 whatever the text layer's encoding, after the lines printed
+    before it; a text stream with no bytes under it gets the same text."""
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="ascii", line_buffering=True)
+    monkeypatch.setattr(sys, "stdout", out)
+    print("before")
+    print_json(Crossing(rule="crc_rate", counter="crc_errors", severity=Severity.FAILING, message="nœud"))
+    print_json({"node": "nœud", "rate": float("nan")})
+    said = raw.getvalue().decode()
+    assert said.startswith("before\n{\n  ") and '"message": "nœud"' in said, said
+    assert said.endswith('{\n  "node": "nœud",\n  "rate": null\n}\n'), said
+    text = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", text)
+    print_json({"node": "nœud"})
+    assert text.getvalue() == '{\n  "node": "nœud"\n}\n'
