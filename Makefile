@@ -6,11 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test soak fuzz console lint typecheck bench bench-synth lock clean
 
+# The project's modules are compiled once, as pip compiles every package it installs: where the environment keeps
+# Python from writing bytecode as it imports (PYTHONDONTWRITEBYTECODE), every command would compile them again
+# (0.2 s of each start, measured on `sweep --help`). A module edited since is compiled afresh on import, as ever.
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m compileall -q bot diagnostics
 	@touch $(STAMP)
 
 demo: $(STAMP)
