@@ -3,7 +3,7 @@ topology rows describe; a platform the GPU model label names; the GPUs' PCI addr
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
 
 import pandas as pd
 
@@ -29,6 +29,7 @@ class Boards:
         self.guessed: dict[str, str] = {}  # a node whose platform no one named -> what it was told from
         self.topology = by_node(topology)
         self.described: dict[str, NodeGraph] = {}
+        self.drawn: dict[Hashable, NodeGraph] = {}  # a description's rows (less the node) and platform -> its graph
         self.buses: dict[str, dict[str, int]] = {}  # node -> PCI address -> GPU index, from its GPU table
         self.uuids: dict[str, dict[str, int]] = {}  # node -> GPU UUID -> GPU index, from its GPU table
         for node, rows in by_node(gpus).items():
@@ -76,7 +77,27 @@ class Boards:
         return None
 
     def _describe(self, node: str, platform: str | None) -> NodeGraph:
+        """The graph the node's own rows describe. Nodes of one build describe themselves alike, row for row: the
+        graph is drawn once per description and platform, and each node gets a copy of its own."""
         rows = self.topology[node]
+        key: Hashable = (platform, _content(rows))
+        try:
+            hash(key)
+        except TypeError:  # a value that cannot be compared as a key (a list): drawn for this node alone
+            key = node
+        if key not in self.drawn:
+            self.drawn[key] = self._draw(rows, node, platform)
+        graph = self.drawn[key].copy()
+        graph.node_id = node
+        self.notes.setdefault(node, []).extend(graph.warnings)
+        if platform is None and graph.platform is not None:  # told from the links the rows count, never named
+            self.guessed[node] = "fitted to the node's own topology (its `topo -m`, NCCL XML or `nvlink -R` rows)"
+            self.notes[node].append(f"platform {graph.platform} {self.guessed[node]}; name it with --platform or a "
+                                    "nodes.csv")
+        return graph
+
+    @staticmethod
+    def _draw(rows: pd.DataFrame, node: str, platform: str | None) -> NodeGraph:
         try:
             graph = graph_from_topology(rows, node_id=node, platform=platform if platform in all_platforms()
                                         else None)
@@ -84,11 +105,6 @@ class Boards:
             graph = graph_from_topology(rows, node_id=node)
             graph.warnings.append(f"platform {platform!r} does not fit the node's own topology: judged on what "
                                   "the topology describes")
-        self.notes.setdefault(node, []).extend(graph.warnings)
-        if platform is None and graph.platform is not None:  # told from the links the rows count, never named
-            self.guessed[node] = "fitted to the node's own topology (its `topo -m`, NCCL XML or `nvlink -R` rows)"
-            self.notes[node].append(f"platform {graph.platform} {self.guessed[node]}; name it with --platform or a "
-                                    "nodes.csv")
         return graph
 
     def short_links(self, node: str, live: Mapping[int, Collection[int]]) -> tuple[list[Finding], list[str]]:
@@ -124,6 +140,14 @@ def by_node(frame: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
     if frame is None or frame.empty or "node_id" not in frame.columns:
         return {}
     return {str(n): g for n, g in frame.groupby(frame["node_id"].astype("string"), observed=True)}
+
+
+def _content(rows: pd.DataFrame) -> Hashable:
+    """A node's description as it reads apart from whose it is: its columns, their types and every row's values, in
+    order (compared value by value, never by a digest)."""
+    columns = [c for c in rows.columns if c != "node_id"]
+    return (tuple(columns), tuple(str(rows[c].dtype) for c in columns),
+            tuple(zip(*(rows[c].tolist() for c in columns), strict=True)))
 
 
 def expected_links(graph: NodeGraph, gpus: Collection[int]) -> dict[int, int]:
