@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from functools import cache
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -40,27 +41,44 @@ def _present(value: object) -> bool:
     return value is not None and value is not pd.NA and not (isinstance(value, float) and np.isnan(value))
 
 
+class _Rate(NamedTuple):
+    """A rate's metric and the columns of a metrics row that hold it."""
+
+    name: str
+    per_hour: str
+    increase: str
+    total: str
+
+
+@cache
+def _metrics_on(link_type: str) -> tuple[tuple[_Rate, ...], tuple[str, ...]]:
+    """The rates (with their columns) and the levels a link type has, in the metric table's order: asked once per
+    link type, not once per metric of every finding (the table is code, so the answer never changes)."""
+    rates = tuple(_Rate(c, f"{c}_per_hour", f"{c}_increase", f"{c}_total") for c in RATES if applies(c, link_type))
+    return rates, tuple(c for c in LEVELS if applies(c, link_type))
+
+
 def metrics_of(row: Mapping[str, Any], link_type: str) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
     """A link row's rates per hour, its levels (lanes, generations, bit-error ratios) and its counts in the window,
     without NaN and without metrics its link type does not have."""
     rates: dict[str, float] = {}
     counts: dict[str, float] = {}
-    for c in RATES:
-        if not applies(c, link_type):
-            continue
-        rate = _num(row.get(f"{c}_per_hour"))
+    on, levels_on = _metrics_on(link_type)
+    get = row.get
+    for c in on:
+        rate = _num(get(c.per_hour))
         if rate is not None:
-            rates[c] = round(rate, 3)
-        inc = _num(row.get(f"{c}_increase"))
+            rates[c.name] = round(rate, 3)
+        inc = _num(get(c.increase))
         if inc is not None:
-            counts[c] = inc
+            counts[c.name] = inc
     if "crc" not in counts and ("crc_flit" in counts or "crc_data" in counts):
         counts["crc"] = counts.get("crc_flit", 0.0) + counts.get("crc_data", 0.0)
     levels: dict[str, float] = {}
-    for c in LEVELS:
-        level = _num(row.get(c))
-        if level is not None and applies(c, link_type):
-            levels[c] = level
+    for name in levels_on:
+        level = _num(get(name))
+        if level is not None:
+            levels[name] = level
     return rates, levels, counts
 
 
@@ -79,7 +97,7 @@ def ref_of(row: Mapping[str, Any]) -> ComponentRef:
 
 def totals_of(row: Mapping[str, Any], link_type: str) -> dict[str, float]:
     """A link row's lifetime totals (the last cumulative reading) of the counters its link type has."""
-    totals = {c: _num(row.get(f"{c}_total")) for c in RATES if applies(c, link_type)}
+    totals = {c.name: _num(row.get(c.total)) for c in _metrics_on(link_type)[0]}
     return {c: v for c, v in totals.items() if v is not None}
 
 
@@ -140,13 +158,12 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         lanes=[] if lane is None else [lane], width=width if link_type == LinkType.PCIE else None,
         max_width=max_width if link_type == LinkType.PCIE else None, evidence=evidence,
     )
-    if severity is not Severity.OK:
-        return Finding(**fields)
-    # a healthy link: nothing to validate; a copy of a constructed one with every field given is cheapest
-    return _HEALTHY.model_copy(update=fields)
+    # every field is built above from typed values (the ref and crossings validated as they were made, enums,
+    # floats, ints, strings): nothing to validate; a copy of a constructed finding with every field given is cheapest
+    return _BLANK.model_copy(update=fields)
 
 
-_HEALTHY = Finding.model_construct(ref=ComponentRef.nvlink(None, None), link_type=LinkType.NVLINK, link_id="",
+_BLANK = Finding.model_construct(ref=ComponentRef.nvlink(None, None), link_type=LinkType.NVLINK, link_id="",
                                    link=None, gpu=None, peer_gpu=None, peer="unknown", link_state=LinkState.UP,
                                    counts={}, rates_per_hour={}, levels={}, crossed=[], severity=Severity.OK,
                                    worst_ratio=None, switch=None, lanes=[], width=None, max_width=None,

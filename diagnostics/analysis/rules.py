@@ -34,9 +34,10 @@ def crossings(link_type: str, rates_per_hour: Mapping[str, float], thresholds: T
     """
     facts = facts or LinkFacts()
     found: list[Crossing] = []
-    for rule in thresholds.rules:
-        values = facts.totals if rule.unit is fmt.Unit.TOTAL else rates_per_hour
-        if not rule.applies_to(link_type) or rule.counter not in values:
+    totals, total = facts.totals, fmt.Unit.TOTAL
+    for rule in thresholds.rules:  # most rules judge a counter the link has no value of: asked first, it is cheapest
+        values = totals if rule.unit is total else rates_per_hour
+        if rule.counter not in values or not rule.applies_to(link_type):
             continue
         if rule.before_nvlink5 and (facts.nvlink_generation or 0) >= 5:
             continue

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from diagnostics import format as fmt
-from diagnostics.analysis import analyze_tables
+from diagnostics.analysis import analyze_tables, findings
+from diagnostics.config.thresholds import LINK_DOWN_RULE, load_thresholds
+from diagnostics.enums import Severity
+from diagnostics.metrics import LEVELS, RATES
 from diagnostics.model import Finding
 from tests.analysis.helpers import link_series, links
 
@@ -44,3 +48,29 @@ def test_a_pinned_counter_no_rule_judges_is_said_in_the_evidence() -> None:
 def test_no_word_of_it_where_nothing_is_pinned() -> None:
     found = _finding(link_series({"replay": [0, 0], "crc_flit": [8814, 65535]}, step_min=30), pinned_last=False)
     assert not any("pinned" in text for text in [*found.evidence, *(c.message for c in found.crossed)])
+
+
+def test_a_failing_link_s_finding_is_built_from_its_row_without_asking_the_metric_table_per_metric(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fleet makes thousands of findings: which metrics a link type has is asked once per link type, and the
+    finding the engine builds from typed values is not validated a second time. Its answer is the one it was."""
+    row = {"node_id": "n1", "link_type": "nvlink", "gpu": 2, "link": 5, "peer": "NVSwitch 1", "samples": 3,
+           "covered_h": 1.0, "replay_per_hour": 9.0, "replay_increase": 9.0, "replay_total": 256.0,
+           "crc_flit_per_hour": 600.0, "crc_flit_increase": 600.0, "crc_flit_total": 4000.0,
+           "crc_per_hour": 600.0, "crc_total": 4000.0, "replay_rollovers_per_hour": 7.0, "link_state": "down"}
+    asked: list[str] = []
+    applies = findings.applies
+    monkeypatch.setattr(findings, "applies", lambda name, link_type: asked.append(name) or applies(name, link_type))
+
+    def validated(self: Finding, **data: object) -> None:
+        raise AssertionError("a finding the engine built was validated again")
+
+    monkeypatch.setattr(Finding, "__init__", validated)
+    made = [findings.finding_of(row, load_thresholds()) for _ in range(50)]
+    assert len(asked) <= len(RATES) + len(LEVELS)
+    found = made[-1]
+    assert found.severity is Severity.DOWN and found.component == "GPU 2 NVLink 5 -> NVSwitch 1"
+    assert [c.rule for c in found.crossed] == [LINK_DOWN_RULE, "crc"]
+    assert found.rates_per_hour == {"replay": 9.0, "crc_flit": 600.0, "crc": 600.0}  # no PCIe rollovers on NVLink
+    assert found.counts == {"replay": 9.0, "crc_flit": 600.0, "crc": 600.0}
+    assert Finding.model_validate(found.model_dump()) == found
