@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -84,15 +84,26 @@ def metrics_of(row: Mapping[str, Any], link_type: str) -> tuple[dict[str, float]
 
 def ref_of(row: Mapping[str, Any]) -> ComponentRef:
     """A link's identity from its row: a GPU's total over all its links has no link index."""
-    link_type = str(row["link_type"])
-    gpu, link = _int(row.get("gpu")), _int(row.get("link"))
-    if _present(row.get("gpu_total")) and bool(row.get("gpu_total")) and link_type != LinkType.PCIE:
-        return ComponentRef.nvlink(gpu, None)
+    total = _present(row.get("gpu_total")) and bool(row.get("gpu_total"))
     peer = str(row["peer"]) if _present(row.get("peer")) else ""
-    if link_type == LinkType.NVSWITCH and _present(row.get("nvswitch")):
-        switch = str(row["nvswitch"])
+    switch = str(row["nvswitch"]) if _present(row.get("nvswitch")) else None
+    return _ref(str(row["link_type"]), _int(row.get("gpu")), _int(row.get("link")), total, peer, switch)
+
+
+@lru_cache(maxsize=1 << 14)
+def _ref(link_type: str, gpu: int | None, link: int | None, total: bool, peer: str,
+         switch: str | None) -> ComponentRef:
+    """`ref_of` from the row's identity columns alone: the same columns always give the same (immutable) ref, and a
+    fleet's thousands of flagged links have a few hundred identities, each parsed and validated once."""
+    if total and link_type != LinkType.PCIE:
+        return ComponentRef.nvlink(gpu, None)
+    if link_type == LinkType.NVSWITCH and switch is not None:
         return ComponentRef.nvswitch(switch_name(switch), link)
     return ComponentRef.of_link(link_type, gpu, link, peer)
+
+
+# a peer's name from its column's text: a pure function of it, asked once per distinct text
+_peer = lru_cache(maxsize=1 << 12)(peer_name)
 
 
 def totals_of(row: Mapping[str, Any], link_type: str) -> dict[str, float]:
@@ -149,7 +160,7 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         evidence.append(fmt.lanes_lost(width, max_width))
     lane = _int(row.get("lane"))
     raw = str(row["peer"]) if _present(row.get("peer")) else ""
-    peer = peer_name(raw) or raw or ("CPU root port" if link_type == "pcie" else "unknown")
+    peer = _peer(raw) or raw or ("CPU root port" if link_type == "pcie" else "unknown")
     fields: dict[str, Any] = dict(
         ref=ref, link_type=LinkType(link_type),
         link_id=f"{link_type}-{ref.link}" if ref.link is not None else link_type, link=ref.link, gpu=ref.gpu,

@@ -74,3 +74,16 @@ def test_a_failing_link_s_finding_is_built_from_its_row_without_asking_the_metri
     assert found.rates_per_hour == {"replay": 9.0, "crc_flit": 600.0, "crc": 600.0}  # no PCIe rollovers on NVLink
     assert found.counts == {"replay": 9.0, "crc_flit": 600.0, "crc": 600.0}
     assert Finding.model_validate(found.model_dump()) == found
+
+
+def test_links_of_one_identity_share_one_ref_and_a_different_column_gives_its_own() -> None:
+    """A ref is read from the row's identity columns alone, once per identity: two nodes' GPU 2 NVLink 5 to NVSwitch
+    1 are one (immutable) ref; another peer, link type or a GPU-wide total is another."""
+    row = {"node_id": "n1", "link_type": "nvlink", "gpu": 2.0, "link": 5.0, "peer": "nvswitch-1"}
+    same = findings.ref_of({**row, "node_id": "n2", "gpu": 2, "link": 5})
+    assert findings.ref_of(row) is same and same.name == "GPU 2 NVLink 5 -> NVSwitch 1"
+    assert findings.ref_of({**row, "peer": "GPU3"}).name == "GPU 2 -> GPU 3 NVLink 5"
+    assert findings.ref_of({**row, "gpu_total": True}).name == "GPU 2 NVLinks"
+    assert findings.ref_of({**row, "link_type": "pcie", "gpu_total": True}).name == "GPU 2 PCIe"
+    assert findings.ref_of({**row, "link_type": "nvswitch", "nvswitch": "3"}).name == "NVSwitch 3 port 5"
+    assert findings.ref_of({**row, "gpu_total": pd.NA}) is same
