@@ -29,6 +29,7 @@ from ..model import Finding, Localization
 from ..topology import NodeGraph
 from ..topology.graph import NVSWITCH
 from .absence import gpu_gone
+from .placed import port_at
 
 # How many failing links make a GPU, the switches or the NVLink mesh their common end: thresholds.toml's [settings]
 # (gpu_wide_*, shared_switch_share, shared_gpu_share), where each value's reason is written.
@@ -61,7 +62,7 @@ def _port(graph: NodeGraph | None, f: Finding) -> dict[str, Any]:
     if graph is None or f.gpu is None or f.link is None:
         return {}
     try:
-        port = graph.port_of(f.gpu, f.link, f.link_type.value)
+        port = port_at(graph, f.gpu, f.link, f.link_type.value)
     except Exception:
         return {}
     return {"ref": port.ref, "switch": port.switch, "switch_port": port.switch_port,

@@ -14,18 +14,24 @@ def placed(f: Finding, graph: NodeGraph | None) -> Finding:
     """A flagged link with its switch, port and identity from the topology graph, where the graph knows the link."""
     if graph is None or f.gpu is None or f.link is None or f.link_type is LinkType.NVSWITCH:
         return f
-    ports = _PORTS.get(id(graph))
-    if ports is None:  # a platform's template serves every node of it, request after request
-        ports = _PORTS[id(graph)] = {}
-        weakref.finalize(graph, _PORTS.pop, id(graph), None)
-    key = (f.gpu, f.link, f.link_type.value)
-    port = ports.get(key)
-    if port is None:
-        port = ports[key] = graph.port_of(f.gpu, f.link, f.link_type.value)
+    port = port_at(graph, f.gpu, f.link, f.link_type.value)
     if port.source is PortSource.UNKNOWN and port.switch_port is None:
         return f
     return f.model_copy(update={"ref": port.ref, "switch": port.switch or f.switch, "switch_port": port.switch_port,
                                 "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
+
+
+def port_at(graph: NodeGraph, gpu: int, link: int, link_type: str) -> PortInfo:
+    """`graph.port_of`, looked up once per graph and link: placing a link and localizing it ask the same port."""
+    ports = _PORTS.get(id(graph))
+    if ports is None:  # a platform's template serves every node of it, request after request
+        ports = _PORTS[id(graph)] = {}
+        weakref.finalize(graph, _PORTS.pop, id(graph), None)
+    key = (gpu, link, link_type)
+    port = ports.get(key)
+    if port is None:
+        port = ports[key] = graph.port_of(gpu, link, link_type)
+    return port
 
 
 # the ports found on each graph the engine judges on (by its id), kept as long as the graph: graphs are only read

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from diagnostics import format as fmt
 from diagnostics.analysis import analyze_tables
 from diagnostics.analysis.localize import localize, localize_all
+from diagnostics.analysis.placed import placed
 from diagnostics.components import ComponentRef
 from diagnostics.enums import ComponentKind, FaultKind, LinkType, PortSource, Severity
 from diagnostics.model import Crossing, Finding
-from diagnostics.topology import platform_graph
+from diagnostics.topology import NodeGraph, PortInfo, platform_graph
 from tests.analysis.helpers import link_series, links, node_links, steady
 
 
@@ -197,3 +200,22 @@ def test_without_a_platform_every_gpu_failing_alike_is_one_shared_cause_naming_n
     (loc,) = locs
     assert loc.kind is ComponentKind.NVLINK_MESH and loc.fault is FaultKind.NVLINK_SHARED
     assert "likely" in " ".join(loc.evidence) and "baseboard" not in " ".join(loc.evidence).lower()
+
+
+def test_a_link_placed_then_localized_asks_its_graph_for_its_port_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Placing a flagged link on its switch port and weighing it among the node's suspects ask the same port of the
+    same graph: it is looked up once, and the suspect is the one the graph gives."""
+    graph = platform_graph("hgx-h100-8gpu").copy()  # a graph of its own: no port of it looked up before
+    asked: list[tuple[int, int | None]] = []
+    port_of = NodeGraph.port_of
+
+    def counted(self: NodeGraph, gpu: int, link: int | None, link_type: str = "nvlink") -> PortInfo:
+        asked.append((gpu, link))
+        return port_of(self, gpu, link, link_type)
+
+    monkeypatch.setattr(NodeGraph, "port_of", counted)
+    findings = [placed(bad(2, 1, "NVSwitch 0"), graph), placed(bad(5, 7, "NVSwitch 1"), graph)]
+    locs = localize_all(findings, graph)
+    assert sorted(asked) == [(2, 1), (5, 7)]
+    assert sorted(loc.component for loc in locs) == ["GPU 2 NVLink 1 -> NVSwitch 0 port 9",
+                                                     "GPU 5 NVLink 7 -> NVSwitch 1 port 28"]
