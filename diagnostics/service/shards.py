@@ -129,7 +129,7 @@ def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) ->
     collecting = gc.isenabled()
     gc.freeze()
     try:
-        with ProcessPoolExecutor(max_workers=len(calls), mp_context=start_context(), initializer=end_with,
+        with ProcessPoolExecutor(max_workers=len(calls), mp_context=start_context(), initializer=started,
                                  initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(work, *call) for call in calls]
             gc.unfreeze()  # the workers are forked (a fork starts them all at the first call)
@@ -145,6 +145,14 @@ def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) ->
         gc.unfreeze()
         if collecting:
             gc.enable()
+
+
+def started(main: int) -> None:
+    """In a worker, first: it ends with the process that asked for it (`end_with`), and runs without the cycle
+    collector. A worker makes one call and ends, which frees its cycles anyway; the collector's passes over the
+    millions of objects a shard's analysis holds were 5% of its time (0.3 s of a 1,024-node sweep shard's 6.5 s)."""
+    end_with(main)
+    gc.disable()
 
 
 def end_with(main: int) -> None:

@@ -201,6 +201,11 @@ def _answer() -> _Arrival:
     return _Arrival()
 
 
+def test_a_worker_makes_its_call_without_the_cycle_collector() -> None:
+    assert in_processes(gc.isenabled, [(), ()]) == [False, False]
+    assert gc.isenabled()  # this process's is its own
+
+
 def test_answers_arrive_with_the_collector_off_and_it_is_left_as_it_was() -> None:
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert in_processes(_answer, [(), ()]) == [False, False]
