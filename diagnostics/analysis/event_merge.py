@@ -1,6 +1,7 @@
 """One Xid reported by two sources counts once: the kernel log's line and DCGM's count of it, two logs' copies of
-one line, or the kernel's and Fabric Manager's line of one SXid (in one journal too). A DCGM counter's first reading stands for every Xid since the exporter started, so a kernel line of
-the same Xid before it, however long before, is one of those, not another."""
+one line, or the kernel's and Fabric Manager's line of one SXid (in one journal too). A DCGM counter's first reading
+stands for every Xid since the exporter started, so a kernel line of the same Xid before it, however long before, is
+one of those, not another."""
 
 from __future__ import annotations
 
