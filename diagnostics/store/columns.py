@@ -303,14 +303,6 @@ class _Codes:
         return pd.Categorical.from_codes(codes, categories=pd.Index(values, dtype="str"))
 
 
-def dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
-    """A dictionary column's values (sorted) and each row's code among them (-1 for null): each chunk's dictionary
-    looked up once, never value by value."""
-    codes = _Codes(len(column))
-    codes.put(0, column, None)
-    return codes.ranked(len(column))
-
-
 class _Pieces:
     """Any other type (texts): each table's values kept in Arrow, converted once at the end."""
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import dictionary_codes, integers
+from .columns import integers
 
 _STAMP = pa.timestamp("ns", tz="UTC")
 
@@ -24,8 +24,8 @@ def row_order(table: pa.Table, keys: Iterable[str]) -> np.ndarray | None:
     sorted runs) usually leaves every link in time order; a full sort only when not."""
     if table.num_rows < 2:
         return None
-    held = set(table.schema.names)  # built anew at each ask of a table's names
-    names = [k for k in keys if k in held]
+    schema = table.schema
+    names = [k for k in keys if schema.get_field_index(k) >= 0]  # a table's names are a list built at each ask
     key = np.zeros(table.num_rows, dtype=np.int64)
     for name in names:
         codes, bits = _rank_codes(name, table.column(name))
@@ -102,11 +102,32 @@ def _rank_codes(name: str, column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
     A dictionary column is ranked through its (small) dictionaries, never value by value."""
     bits = _BITS.get(name, 20)
     if pa.types.is_dictionary(column.type):
-        values, codes = dictionary_codes(column)
-        return codes.astype(np.int64) + 1, max(bits, (len(values) + 1).bit_length())
+        codes, count = _dictionary_ranks(column)
+        return codes, max(bits, (count + 1).bit_length())
     if pa.types.is_string(column.type):
         uniques = pc.unique(column).drop_null()
         ordered = pc.take(uniques, pc.array_sort_indices(uniques))
         found = pc.fill_null(pc.add(pc.index_in(column, value_set=ordered), 1), 0)
         return np.asarray(found.to_numpy(), dtype=np.int64), max(bits, (len(ordered) + 1).bit_length())
-    return integers(column, -1) + 1, bits
+    if column.null_count == len(column):  # a lane column of NVLink rows: nothing to read
+        return np.zeros(len(column), dtype=np.int64), bits
+    known = column if not column.null_count else pc.fill_null(column, -1)
+    return np.asarray(known.to_numpy(), dtype=np.int64) + 1, bits
+
+
+def _dictionary_ranks(column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
+    """Per row, the rank of its value among its column's dictionaries' values (sorted), NA as 0; and how many
+    values. A value no row holds takes a rank that none uses: the rows' order is the same as among the held alone,
+    and each chunk's few values are ranked once, with no pass over the rows to find which are held."""
+    chunks = [c for c in column.chunks if len(c)]
+    dictionaries = [c.dictionary.to_pylist() for c in chunks]
+    rank = {v: i for i, v in enumerate(sorted({v for d in dictionaries for v in d if v is not None}), 1)}
+    ranks, at = np.zeros(len(column), dtype=np.int64), 0
+    for chunk, names in zip(chunks, dictionaries, strict=True):
+        lookup = np.array([*(rank.get(v, 0) for v in names), 0], dtype=np.int64)  # the last: NA's
+        indices = chunk.indices
+        # every index is in range, NA's made the last: "clip" checks none, some times faster than indexing
+        np.take(lookup, integers(pa.chunked_array([indices]), len(names)) if chunk.null_count else
+                indices.to_numpy(), out=ranks[at:at + len(chunk)], mode="clip")
+        at += len(chunk)
+    return ranks, len(rank)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from diagnostics.store.rowkeys import distinct_rows
+from diagnostics.store.rowkeys import distinct_rows, row_order
 
 
 def test_distinct_rows_tell_values_apart_across_dictionaries_nulls_and_wide_integers() -> None:
@@ -38,3 +39,24 @@ def test_distinct_rows_are_the_same_whether_equal_rows_come_in_runs_or_apart() -
     assert [rows[i] for i in first] == [("a", 0), ("b", 0), ("a", 1), ("c", 1)]
     assert first.tolist() == [0, 3, 7, 8]
     assert [rows[first[c]] for c in combination] == rows
+
+
+def test_rows_are_ordered_by_value_across_dictionaries_of_their_own_with_values_no_row_holds() -> None:
+    """Each chunk's dictionary in an order of its own, one holding a value no row keeps, NA among the values and
+    among the integers: rows come by each key's value (NA first), then time, as Python sorts the same rows."""
+    kinds = [["pcie", "nvlink", None, "nvlink"], ["nvlink", "pcie", "pcie"]]
+    unused = pa.DictionaryArray.from_arrays(pa.array([2, 0, None, 0], pa.int32()), pa.array(["pcie", "c2c", "nvlink"]))
+    links = [[3, None, 1, 0], [2, 0, None]]
+    times = [[5, 4, 3, 2], [1, 7, 6]]
+    chunks = [unused, pa.array(kinds[1]).dictionary_encode()]
+    table = pa.table({"link_type": pa.chunked_array(chunks),
+                      "link": pa.chunked_array([pa.array(x, pa.int16()) for x in links]),
+                      "timestamp": pa.chunked_array([pa.array(x, pa.timestamp("ns", tz="UTC")) for x in times])})
+    rows = list(zip(["nvlink", "pcie", None, "pcie", *kinds[1]], [*links[0], *links[1]], [*times[0], *times[1]],
+                    strict=True))
+    order = row_order(table, ["gpu", "link_type", "link"])
+    assert order is not None
+    expected = sorted(range(len(rows)), key=lambda i: (rows[i][0] is not None, rows[i][0] or "",
+                                                       rows[i][1] is not None, rows[i][1] or 0, rows[i][2]))
+    assert order.tolist() == expected
+    assert row_order(table.take(pa.array(np.array(expected))), ["link_type", "link"]) is None
