@@ -285,22 +285,37 @@ class _Codes:
         self.codes[at:at + count] = -1
 
     def ranked(self, rows: int) -> tuple[list[str], np.ndarray]:
-        """The values some row holds, sorted, and each row's code among them (-1 for null): a dictionary's values
-        no row kept (a row group read whole, its rows outside the window) are no category."""
+        """The values some row holds, sorted, and each row's code among them (-1 for null), in the integers pandas
+        keeps a category's codes in (it would convert them otherwise): a dictionary's values no row kept (a row
+        group read whole, its rows outside the window) are no category."""
         codes = self.codes[:rows]
         held = np.zeros(len(self.seen) + 1, dtype=bool)  # the last stands for null (code -1), left out
-        held[codes] = True  # a mark per row: half a count's cost over a window's millions of rows
+        held[codes[::_SAMPLED]] = True  # every value a window holds fills many rows: some rows usually find them all
+        if not held[:-1].all():
+            held[codes] = True  # a mark per row: half a count's cost over a window's millions of rows
         values = sorted(v for v, code in self.seen.items() if held[code])
         at = [self.seen[v] for v in values]
+        kind = _code_type(len(values))
         if at == list(range(len(self.seen))):  # every value held, first seen in order (a fleet's node names): as is
-            return values, codes.copy()
-        rank = np.full(len(self.seen) + 1, -1, dtype=np.int32)
-        rank[at] = np.arange(len(values), dtype=np.int32)
+            return values, codes.astype(kind)
+        rank = np.full(len(self.seen) + 1, -1, dtype=kind)
+        rank[at] = np.arange(len(values), dtype=kind)
         return values, np.take(rank, codes, mode="wrap")  # -1 wraps to the last, null's
 
     def done(self, rows: int) -> pd.Categorical:
         values, codes = self.ranked(rows)
         return pd.Categorical.from_codes(codes, categories=pd.Index(values, dtype="str"))
+
+
+_SAMPLED = 64  # rows apart, the rows whose values are looked for first
+
+
+def _code_type(count: int) -> np.dtype[Any]:
+    """The integers pandas keeps the codes of a category of `count` values in."""
+    for kind in (np.int8, np.int16, np.int32):
+        if count < np.iinfo(kind).max:
+            return np.dtype(kind)
+    return np.dtype(np.int64)
 
 
 class _Pieces:

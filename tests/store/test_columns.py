@@ -163,3 +163,16 @@ def test_a_category_is_its_values_sorted_whether_they_came_in_order_or_not() -> 
     first = frame_of(pa.table({"node_id": pa.array(["a", "b", "b"]).dictionary_encode()}))
     assert list(first["node_id"].cat.categories) == ["a", "b"] and first["node_id"].cat.codes.tolist() == [0, 1, 1]
 
+
+def test_a_value_held_by_a_single_row_among_many_is_a_category_and_one_no_row_holds_is_not() -> None:
+    """Which values rows hold is first looked for in some of the rows: a value only rows between them hold is found
+    all the same, and a dictionary's value that no row kept is still left out."""
+    rows = ["a"] * 300 + ["c"] + ["a"] * 300
+    column = pa.DictionaryArray.from_arrays(pa.array([0 if r == "a" else 2 for r in rows], pa.int32()),
+                                            pa.array(["a", "b", "c"]))
+    for order in (None, np.arange(len(rows))[::-1]):
+        category = frame_of(pa.table({"node_id": column}), order)["node_id"]
+        assert list(category.cat.categories) == ["a", "c"]
+        assert category.tolist() == (rows if order is None else rows[::-1])
+    dropped = frame_of(pa.table({"node_id": column}), np.arange(300))["node_id"]
+    assert list(dropped.cat.categories) == ["a"] and set(dropped.tolist()) == {"a"}
