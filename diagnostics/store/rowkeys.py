@@ -72,19 +72,21 @@ def distinct_rows(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, np
 
 def value_codes(column: pa.ChunkedArray) -> np.ndarray:
     """Per row, a small code of its value, equal for equal values, 0 for NA (in no order): a dictionary column's
-    index into its chunks' dictionaries unified, an integer's offset from the smallest (its order of first sight
+    rank among its chunks' dictionaries' values, an integer's offset from the smallest (its order of first sight
     where the range is too wide to pack)."""
+    if column.null_count == len(column):  # a PCIe link's NVSwitch, an NVLink's lane: nothing to read
+        return np.zeros(len(column), dtype=np.int64)
     if pa.types.is_dictionary(column.type):
-        chunks = [c for c in column.chunks if len(c)]
-        if not chunks:
-            return np.zeros(len(column), dtype=np.int64)
-        unified = pa.chunked_array(chunks, type=column.type).unify_dictionaries()
-        indices = pa.chunked_array([c.indices for c in unified.chunks], type=column.type.index_type)
-        return np.asarray(pc.fill_null(indices, -1).to_numpy(), dtype=np.int64) + 1
+        return _dictionary_ranks(column)[0]
     if not (pa.types.is_integer(column.type) or pa.types.is_boolean(column.type)):
         return _rank_codes("", column)[0]
+    if not column.null_count:  # as numpy reads them: Arrow's calls cost more than a key's rows
+        values = np.asarray(column.to_numpy(), dtype=np.int64)
+        low, high = int(values.min()), int(values.max())
+        if high - low < 1 << 40:
+            return values - (low - 1)
     none = np.iinfo(np.int64).min
-    values = np.asarray(pc.fill_null(column.cast(pa.int64()), none).to_numpy(), dtype=np.int64)
+    values = integers(column, none)
     known = values != none
     if not known.any():
         return np.zeros(len(values), dtype=np.int64)
@@ -127,7 +129,7 @@ def _dictionary_ranks(column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
         lookup = np.array([*(rank.get(v, 0) for v in names), 0], dtype=np.int64)  # the last: NA's
         indices = chunk.indices
         # every index is in range, NA's made the last: "clip" checks none, some times faster than indexing
-        np.take(lookup, integers(pa.chunked_array([indices]), len(names)) if chunk.null_count else
-                indices.to_numpy(), out=ranks[at:at + len(chunk)], mode="clip")
+        np.take(lookup, (pc.fill_null(indices, len(names)) if chunk.null_count else indices).to_numpy(),
+                out=ranks[at:at + len(chunk)], mode="clip")
         at += len(chunk)
     return ranks, len(rank)

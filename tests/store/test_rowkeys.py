@@ -60,3 +60,17 @@ def test_rows_are_ordered_by_value_across_dictionaries_of_their_own_with_values_
                                                        rows[i][1] is not None, rows[i][1] or 0, rows[i][2]))
     assert order.tolist() == expected
     assert row_order(table.take(pa.array(np.array(expected))), ["link_type", "link"]) is None
+
+
+def test_distinct_rows_read_columns_with_no_value_nulls_here_and_there_and_none_at_all_alike() -> None:
+    """A column of nulls only (a PCIe link's NVSwitch, its dictionaries empty), one with some nulls, one with none
+    and a boolean: each distinct combination found once, as Python tells the rows apart."""
+    empty = pa.DictionaryArray.from_arrays(pa.array([None, None, None], pa.int32()), pa.array([], pa.string()))
+    table = pa.table({"nvswitch": pa.chunked_array([empty, empty.slice(0, 2)]),
+                      "link": pa.chunked_array([pa.array([1, None, 1], pa.int16()), pa.array([None, 1], pa.int16())]),
+                      "gpu": pa.chunked_array([pa.array([3, 3, 3], pa.int16()), pa.array([3, 4], pa.int16())]),
+                      "gpu_total": pa.chunked_array([pa.array([True, False, True]), pa.array([False, True])])})
+    first, combination = distinct_rows(table, ["nvswitch", "link", "gpu", "gpu_total"])
+    rows = list(zip(*(table.column(n).to_pylist() for n in table.column_names), strict=True))
+    assert [rows[i] for i in first] == list(dict.fromkeys(rows))
+    assert [rows[first[c]] for c in combination] == rows
