@@ -104,6 +104,7 @@ def _cases(tmp: Path, racks: tuple[Path, str]) -> list[Case]:
         Case("NVL72 rack, a compute tray", [racks[0]], racks[1]),
         Case("Fabric Manager log", [real / "fabricmanager_sxid20034_gpud_1.txt"], "n1"),
         Case("dcgmi nvlink -s paste", [real / "dcgmi_nvlink_s_all_down_1.txt"], "n1", dated_by=[AT]),
+        Case("system journal, kernel and Fabric Manager", [FIXTURES / "samples" / "journal_fm_kernel.log"], "n1"),
     ]
 
 
@@ -170,7 +171,7 @@ def _posted(store: Path, node: str) -> tuple[dict[str, Any], str]:
 CASES = ("seed, failing", "seed, healthy", "seed on a platform", "normalized CSV tables", "nvidia-smi nvlink -e paste",
          "kernel log", "committed fleet, failing node", "committed fleet, healthy node",
          "committed fleet, off-the-bus GPU", "NVL72 rack, a compute tray", "Fabric Manager log",
-         "dcgmi nvlink -s paste")
+         "dcgmi nvlink -s paste", "system journal, kernel and Fabric Manager")
 
 
 @pytest.mark.parametrize("asked", CASES)
