@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..enums import EventKind
 from ..times import ns
 
 MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event
@@ -17,12 +18,12 @@ FM_MESSAGE = "detected NVSwitch"  # how Fabric Manager's NVSwitch error reads (a
 
 def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
     """One row per event: an Xid the kernel log and DCGM both report (within ten minutes) counts once, the copy that
-    says more (its stated severity and subcode) kept. Lines of other GPUs (another bus where no index names them) or
-    that state another severity or subcode are other events, whatever files they come from. A counter's increase
-    takes as many lines of its Xid near it as it counted as the Xids it counted, and a first reading
-    (`since_start`) those up to its time: the lines are kept, the increase left out, and what it counted beyond them
-    said by the nearest line (an increase of two beside one line: that line, counting two), or by a first reading
-    itself, whose other Xids may be any time before it."""
+    says more (its stated severity and subcode) kept. Lines of other GPUs (another bus where no index names them),
+    that state another severity or subcode, or SXids of other ports are other events, whatever files they come
+    from. A counter's increase takes as many lines of its Xid near it as it counted as the Xids it counted, and a
+    first reading (`since_start`) those up to its time: the lines are kept, the increase left out, and what it
+    counted beyond them said by the nearest line (an increase of two beside one line: that line, counting two), or
+    by a first reading itself, whose other Xids may be any time before it."""
     if len(events) < 2 or "source" not in events.columns:
         return events
     t = ns(events["timestamp"])
@@ -33,11 +34,16 @@ def merge_sources(events: pd.DataFrame) -> pd.DataFrame:
     gpu = events["gpu"].astype("Float64")
     bus = events["pci_bus_id"].astype("string").str.lower() if "pci_bus_id" in events.columns \
         else pd.Series(pd.NA, index=events.index, dtype="string")
+    kind = events["kind"].astype("string").fillna("")
+    # an SXid's port is part of it (the kernel's and Fabric Manager's lines both name it; a burst names several);
+    # an Xid's link is not: DCGM's count of an Xid names none
+    port = events["link"].astype("Float64").where(kind == EventKind.SXID.value) if "link" in events.columns \
+        else pd.Series(pd.NA, index=events.index, dtype="Float64")
     key = pd.DataFrame({"node": events["node_id"].astype("string").fillna(""), "gpu": gpu.fillna(-1),
                         "bus": bus.where(gpu.isna(), "").fillna(""),  # a line naming its GPU by bus alone
-                        "kind": events["kind"].astype("string").fillna(""),
-                        "code": events["code"].astype("Float64").fillna(-1)}).groupby(
-        ["node", "gpu", "bus", "kind", "code"], sort=False).ngroup().to_numpy()
+                        "kind": kind, "code": events["code"].astype("Float64").fillna(-1),
+                        "port": port.fillna(-1)}).groupby(
+        ["node", "gpu", "bus", "kind", "code", "port"], sort=False).ngroup().to_numpy()
     said = {c: (events[c].astype("string").str.lower().fillna("").to_numpy(object) if c in events.columns
                 else np.full(len(events), "", dtype=object)) for c in ("severity", "subcode")}
     stated = (said["severity"] != "") | (said["subcode"] != "")

@@ -194,3 +194,17 @@ def test_the_kernels_and_fabric_managers_line_of_one_sxid_in_one_journal_count_o
     manager = journal.splitlines(keepends=True)[1]
     twice = READER.read(Source.from_text(manager + manager.replace(":02+", ":09+"), "journal.txt")).tables["events"]
     assert len(merge_sources(twice)) == 2  # Fabric Manager's line twice: the fault twice
+
+
+def test_an_sxid_burst_on_several_ports_counts_once_a_port_from_both_reporters() -> None:
+    """The kernel prints a burst first, Fabric Manager a second later: each port's two lines are one event, never one
+    port's kernel line with another port's Fabric Manager line (a port counted twice, another lost)."""
+    kernel = [{"timestamp": T, "kind": "sxid", "code": 20034, "link": p, "pci_bus_id": "0000:86:00.0",
+               "nvswitch": "3", "severity": "fatal", "text": f"Fatal, Link {p} LTSSM Fault Up", "source": f"j:{i}"}
+              for i, p in enumerate((33, 34, 35), start=1)]
+    manager = [{"timestamp": T + pd.Timedelta(seconds=1), "kind": "sxid", "code": 20034, "link": p,
+                "pci_bus_id": "0000:86:00.0", "nvswitch": "3", "severity": "fatal", "source": f"j:{i}",
+                "text": f"detected NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 "
+                        f"physical id 3 port {p}"} for i, p in enumerate((33, 34, 35), start=4)]
+    got = merge_sources(_events(*kernel, *manager))
+    assert sorted(got["link"].astype(int)) == [33, 34, 35]
