@@ -20,21 +20,21 @@ Startup, configuration and multicast lines are skipped without a word, and so ar
 multi-line message (`Message payload details: ...`). An NVSwitch error cut off before its port is the switch's, as
 a kernel SXid line cut before its link is, and said. A line that names an NVSwitch error but cannot be read, and an
 ERROR or FATAL line this reader does not read, are each said with their line number and text.
+
+A file that also holds the kernel's driver lines (the system's journal, `journalctl` without `-u`, or the two logs
+pasted together) is read by the kernel log's reader from its first line as soon as one is met, even under
+`--format fabric_manager`: that reader reads this one's lines of either form too (`fm_lines`), so neither log's
+events are lost.
 """
 
 from __future__ import annotations
 
-import re
-
 from .base import IngestResult, Source
-from .fm_lines import ERROR, JOURNAL, FabricManagerLines, leveled
+from .fm_lines import ERROR, FILE, JOURNAL, FabricManagerLines, file_form, leveled
 from .journal import JournalSpan
 from .kernel_log import READER as KERNEL
 from .log_prefix import strip_prefix
-from .textlines import Collector, classify, parse_time, skip_shell
-
-_FILE = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} \d{1,2} \d{4} \d{1,2}:\d{2}:\d{2})\]\s*\[(?P<level>[A-Z]+)\]\s*"
-                   r"\[tid \d+\]\s*(?P<msg>.*)$")
+from .textlines import Collector, classify, skip_shell
 
 
 class FabricManagerReader:
@@ -42,7 +42,7 @@ class FabricManagerReader:
 
     def sniff(self, head: str) -> float:
         lines = head.splitlines()[:200]
-        if any(_FILE.match(line.strip()) for line in lines):
+        if any(FILE.match(line.strip()) for line in lines):
             return 0.9
         return 0.85 if "nv-fabricmanager[" in head else 0.0
 
@@ -74,14 +74,8 @@ class FabricManagerReader:
 def _message(out: Collector, number: int, text: str, spans: dict[str | None, JournalSpan],
              node_id: str | None) -> tuple[str | None, str] | None:
     """(the line's level where it states one, its message), its time in `out`; None for a line of neither form."""
-    if found := _FILE.match(text):
-        stamp = parse_time(found["ts"])
-        if stamp is None:
-            out.warn(number, f"the time {found['ts']!r} is no time (a digit changed?); the event has none")
-        else:
-            out.once("fm-zone", number, "Fabric Manager's log times state no zone; read as UTC")
-        out.timestamp = stamp.tz_localize("UTC") if stamp is not None else None
-        return found["level"], found["msg"]
+    if (found := file_form(out, number, text)) is not None:
+        return found
     if "nv-fabricmanager[" not in text:
         return None
     body, ts, host = strip_prefix(text, out, number, spans)

@@ -8,8 +8,10 @@ import re
 
 from .. import format as fmt
 from ..enums import EventKind
-from .textlines import Collector, normalize_bus_id
+from .textlines import Collector, normalize_bus_id, parse_time
 
+FILE = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} \d{1,2} \d{4} \d{1,2}:\d{2}:\d{2})\]\s*\[(?P<level>[A-Z]+)\]\s*"
+                  r"\[tid \d+\]\s*(?P<msg>.*)$")
 JOURNAL = re.compile(r"^(?:(?P<host>[^\s\[\]:]+)\s+)?nv-fabricmanager\[\d+\]:\s*(?P<msg>.*)$")
 _LEVEL = re.compile(r"^\[(?P<level>[A-Z]+)\]\s*(?:\[tid \d+\]\s*)?")  # where a journal line keeps them
 ERROR = re.compile(r"detected\s+NVSwitch\s+(?P<sev>fatal|non-fatal)\s+error", re.IGNORECASE)
@@ -19,6 +21,21 @@ _PORT = re.compile(r"^ physical id \S+ port (?P<port>\S+?)\.?\s*$")
 _FAILING = ("ERROR", "FATAL", "CRITICAL")
 _ERROR_WORDS = re.compile(r"\b(?:error|failed|failure)\b", re.IGNORECASE)  # a journal line states no level
 _SAID = 10  # unread error lines said one by one; the rest in one warning
+
+
+def file_form(out: Collector, number: int, text: str) -> tuple[str | None, str] | None:
+    """A line of Fabric Manager's own file (`[Feb 27 2025 15:10:02] [ERROR] [tid 12727] ...`): its level and message,
+    its time in `out`; None for another line."""
+    found = FILE.match(text)
+    if found is None:
+        return None
+    stamp = parse_time(found["ts"])
+    if stamp is None:
+        out.warn(number, f"the time {found['ts']!r} is no time (a digit changed?); the event has none")
+    else:
+        out.once("fm-zone", number, "Fabric Manager's log times state no zone; read as UTC")
+    out.timestamp = stamp.tz_localize("UTC") if stamp is not None else None
+    return found["level"], found["msg"]
 
 
 def leveled(message: str) -> tuple[str | None, str]:

@@ -26,7 +26,7 @@ from .. import format as fmt
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
-from .fm_lines import JOURNAL, FabricManagerLines, leveled
+from .fm_lines import JOURNAL, FabricManagerLines, file_form, leveled
 from .journal import JournalSpan
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .log_prefix import prefixed, strip_prefix
@@ -93,6 +93,9 @@ class KernelLogReader:
             if " begin" in line.text and (span := JournalSpan.read(line.text, line.number)):
                 spans[span.host] = span  # journalctl's header: the year of the syslog dates under it
                 continue
+            if "[tid " in line.text and (said := file_form(out, line.number, line.text.strip())) is not None:
+                manager.message(line.number, *said)  # Fabric Manager's own file, pasted with the kernel's lines
+                continue
             if not _maybe_event(line.text, last):
                 # a cheap guard first: a banner with one byte changed still holds `UNIX` here, or else its `NVRM:`
                 # took it to the driver's reader, which says it
@@ -102,7 +105,8 @@ class KernelLogReader:
                 continue
             body, ts, host = strip_prefix(line.text, out, line.number, spans)
             managers = JOURNAL.match(body) if _FM in body else None  # the system's journal holds Fabric Manager's too
-            host = host or (managers["host"] if managers else None)
+            if managers and not host:  # a prefix of its own form (`host nv-fabricmanager[pid]:`) names the host
+                host = managers["host"]
             if node_id is None and host and host != hosts.at:  # a log of several hosts (a log server's, syslog's)
                 driver, open_sxids = hosts.enter(host, out)
                 last = None  # another host's event is never continued by this one's lines

@@ -103,3 +103,18 @@ def test_the_systems_journal_gives_both_fabric_managers_and_the_kernels_events()
         assert _rows(events) == [("xid", 79, "0000:91:00.0", None, None), ("sxid", 20034, "0000:86:00.0", 61, "fatal")]
         assert list(events["node_id"].astype(str)) == ["host", "host"]
         assert not [w for w in result.warnings if "skipped" in w.message]
+
+
+def test_fabric_managers_own_file_with_a_kernel_line_far_below_keeps_its_errors() -> None:
+    """Handed to the kernel log's reader at the kernel's line, the file's own `[date] [ERROR] [tid N]` lines were
+    skipped as holding no Xid: both fatal switch errors were lost."""
+    info = "[Jul 23 2024 07:50:01] [INFO] [tid 841] Fabric Manager starting, multicast group allocation pending\n"
+    errors = "".join(f"[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected NVSwitch fatal error 20034 on fid 0 on "
+                     f"NVSwitch pci bus id 00000000:86:00.0 physical id 3 port {p}\n" for p in (33, 34))
+    kernel = ("2024-07-23T07:54:00+0000 n1 kernel: nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, "
+              "Link 40 LTSSM Fault Up\n")
+    result = read_text(errors + info * 800 + kernel, name="fabricmanager.log")
+    assert _rows(result.tables["events"].sort_values(["pci_bus_id", "link"])) == [
+        ("sxid", 20034, "0000:06:00.0", 40, "fatal"), ("sxid", 20034, "0000:86:00.0", 33, "fatal"),
+        ("sxid", 20034, "0000:86:00.0", 34, "fatal")]
+    assert not [w for w in result.warnings if "hold no Xid" in w.message]
