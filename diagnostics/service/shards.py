@@ -121,19 +121,25 @@ def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) ->
     """`work(*call)` for each call, each in a worker process of its own, the results in the calls' order. A worker
     ends with the process that started it (a `kill` of a sweep leaves none behind).
 
-    The collector is kept off the answers as they arrive: unpickling a shard's thousands of models otherwise runs
-    collections over everything this process holds, two thirds of the unpickling's time (a 1,024-node sweep's
-    answers: 0.30 s -> 0.10 s; with the collections that follow, this process's work after them 0.72 s -> 0.63 s).
-    What this process holds when it forks is frozen for the fork: a forked worker's collections then leave the
-    modules it inherited alone (nor copy their pages); this process thaws its own after."""
+    Where the workers are forked from this process (a command, with no other thread), the collector is kept off the
+    answers as they arrive: unpickling a shard's thousands of models otherwise runs collections over everything this
+    process holds, two thirds of the unpickling's time (a 1,024-node sweep's answers: 0.30 s -> 0.10 s; with the
+    collections that follow, this process's work after them 0.72 s -> 0.63 s). What it holds when it forks is frozen
+    for the fork: a forked worker's collections then leave the modules it inherited alone (nor copy their pages); it
+    thaws its own after. A process with other threads (the bot) starts its workers from a fork server and leaves
+    its collector as it is: its other threads keep collecting, and nothing of theirs is frozen."""
+    context = start_context()
+    quiet = context.get_start_method() == "fork"
     collecting = gc.isenabled()
-    gc.freeze()
+    if quiet:
+        gc.freeze()
     try:
-        with ProcessPoolExecutor(max_workers=len(calls), mp_context=start_context(), initializer=started,
+        with ProcessPoolExecutor(max_workers=len(calls), mp_context=context, initializer=started,
                                  initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(work, *call) for call in calls]
-            gc.unfreeze()  # the workers are forked (a fork starts them all at the first call)
-            gc.disable()
+            if quiet:
+                gc.unfreeze()  # the workers are forked (a fork starts them all at the first call)
+                gc.disable()
             return [f.result() for f in futures]
     except BrokenProcessPool as exc:  # a worker killed (out of memory, a signal), or one that could not start
         raise FabricbotError(
@@ -142,9 +148,10 @@ def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) ->
             f"its top level under `if __name__ == '__main__':`); {PROCESSES_ENV}=1 judges the fleet in this "
             "process") from None
     finally:
-        gc.unfreeze()
-        if collecting:
-            gc.enable()
+        if quiet:
+            gc.unfreeze()
+            if collecting:
+                gc.enable()
 
 
 def started(main: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -216,6 +217,14 @@ def test_answers_arrive_with_the_collector_off_and_it_is_left_as_it_was() -> Non
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
+
+
+def test_a_process_that_starts_workers_otherwise_keeps_its_collector_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bot, whose other threads run on, starts its workers from a fork server: neither its collector nor what
+    it holds is touched."""
+    monkeypatch.setattr(shards, "start_context", lambda: multiprocessing.get_context("spawn"))
+    assert in_processes(_answer, [(), ()]) == [True, True]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_a_killed_sweep_leaves_no_worker_behind() -> None:
