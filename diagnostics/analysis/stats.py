@@ -23,6 +23,9 @@ def change_point(values: np.ndarray, min_size: int = MIN_SEGMENT) -> int | None:
     return int(k[np.argmin(left + right)])
 
 
+JOINED_MOST = 4_000_000  # values (32 MB) ranked at once across lags; ranking makes several arrays that size
+
+
 def spearman_rows(series: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Spearman rank correlation of each row of `series` with `target` (0 where either is constant)."""
     if series.shape[1] < 4:
@@ -33,11 +36,12 @@ def spearman_rows(series: np.ndarray, target: np.ndarray) -> np.ndarray:
 def spearman_lags(series: np.ndarray, target: np.ndarray, lags: int) -> np.ndarray:
     """`spearman_rows` of `series` leading `target` by 0..`lags` columns: [rows, lags + 1]. Every lag's rows are
     ranked in one call, each cut short by its lag padded with +inf past its end (ranking after every value, they
-    leave the others' ranks as they were); a series with a value not finite is ranked a lag at a time."""
+    leave the others' ranks as they were); a series with a value not finite, or lags too many to hold at once, is
+    ranked a lag at a time."""
     m, n = series.shape
     if n < 4:
         return np.zeros((m, lags + 1))
-    if not (np.isfinite(series).all() and np.isfinite(target).all()):
+    if (lags + 1) * (m + 1) * n > JOINED_MOST or not (np.isfinite(series).all() and np.isfinite(target).all()):
         return np.stack([spearman_rows(series[:, : n - k], target[k:]) for k in range(lags + 1)], axis=1)
     padded = np.full((lags + 1, m + 1, n), np.inf)
     for k in range(lags + 1):

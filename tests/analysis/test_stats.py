@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from diagnostics.analysis.stats import bucket_means, bucket_means_each
 
@@ -57,3 +58,19 @@ def test_rank_correlation_at_every_lag_at_once_is_each_lag_on_its_own() -> None:
         lags = min(3, max(n - 4, 0))
         expected = np.stack([spearman_rows(series[:, : n - k], target[k:]) for k in range(lags + 1)], axis=1)
         assert np.array_equal(spearman_lags(series, target, lags), expected)
+
+
+def test_lags_too_many_to_rank_at_once_are_ranked_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A week-long job's thousands of links would need several GB ranked across lags at once: past a bound each lag
+    is ranked alone, to the same answer."""
+    from diagnostics.analysis import stats
+
+    rng = np.random.default_rng(3)
+    series, target = rng.poisson(1.0, (6, 30)).astype(float), rng.normal(100, 5, 30)
+    joined = stats.spearman_lags(series, target, 3)
+    ranked: list[int] = []
+    real = stats.average_ranks
+    monkeypatch.setattr(stats, "average_ranks", lambda rows: ranked.append(len(rows)) or real(rows))
+    monkeypatch.setattr(stats, "JOINED_MOST", 100)
+    assert np.array_equal(stats.spearman_lags(series, target, 3), joined)
+    assert max(ranked) <= 6  # no call ranked more than one lag's rows
