@@ -207,7 +207,9 @@ def test_a_worker_makes_its_call_without_the_cycle_collector() -> None:
     assert gc.isenabled()  # this process's is its own
 
 
-def test_answers_arrive_with_the_collector_off_and_it_is_left_as_it_was() -> None:
+def test_answers_arrive_with_the_collector_off_and_it_is_left_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command (no other thread) forks its workers: its collector is off while their answers arrive."""
+    monkeypatch.setattr(shards, "start_context", lambda: multiprocessing.get_context("fork"))
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert in_processes(_answer, [(), ()]) == [False, False]
     assert gc.isenabled() and gc.get_freeze_count() == 0
