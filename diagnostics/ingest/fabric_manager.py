@@ -44,7 +44,11 @@ class FabricManagerReader:
         lines = head.splitlines()[:200]
         if any(FILE.match(line.strip()) for line in lines):
             return 0.9
-        return 0.85 if "nv-fabricmanager[" in head else 0.0
+        if "nv-fabricmanager[" in head:
+            return 0.85
+        # a kernel driver line: read too (`read` hands the file over), so a paste of this log with the kernel's
+        # lines right after it is one output, never cut in two; the kernel log's reader claims its own log first
+        return 0.5 if any(KERNEL.opens(line.strip()) for line in lines) else 0.0
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "Fabric Manager log", node_id)
