@@ -113,8 +113,7 @@ def _rank_codes(name: str, column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
         return np.asarray(found.to_numpy(), dtype=np.int64), max(bits, (len(ordered) + 1).bit_length())
     if column.null_count == len(column):  # a lane column of NVLink rows: nothing to read
         return np.zeros(len(column), dtype=np.int64), bits
-    known = column if not column.null_count else pc.fill_null(column, -1)
-    return np.asarray(known.to_numpy(), dtype=np.int64) + 1, bits
+    return integers(column, -1) + 1, bits
 
 
 def _dictionary_ranks(column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
