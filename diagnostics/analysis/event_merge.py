@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 
 from ..enums import EventKind
+from ..ingest.fm_lines import MESSAGE as FM_MESSAGE
 from ..times import ns
 
 MERGE_NS = 600 * 10**9  # one event seen by two sources (kernel log and DCGM) within this long is one event
 _NAT = np.iinfo(np.int64).min
-FM_MESSAGE = "detected NVSwitch"  # how Fabric Manager's NVSwitch error reads (an event's text: ingest/fm_lines.py)
 
 
 def merge_sources(events: pd.DataFrame) -> pd.DataFrame:

@@ -30,7 +30,7 @@ events are lost.
 from __future__ import annotations
 
 from .base import IngestResult, Source
-from .fm_lines import ERROR, FILE, JOURNAL, FabricManagerLines, file_form, leveled
+from .fm_lines import ERROR, FILE, JOURNAL, MARK, FabricManagerLines, file_form, leveled
 from .journal import JournalSpan
 from .kernel_log import READER as KERNEL
 from .log_prefix import strip_prefix
@@ -44,7 +44,7 @@ class FabricManagerReader:
         lines = head.splitlines()[:200]
         if any(FILE.match(line.strip()) for line in lines):
             return 0.9
-        if "nv-fabricmanager[" in head:
+        if MARK in head:
             return 0.85
         # a kernel driver line: read too (`read` hands the file over), so a paste of this log with the kernel's
         # lines right after it is one output, never cut in two; the kernel log's reader claims its own log first
@@ -80,7 +80,7 @@ def _message(out: Collector, number: int, text: str, spans: dict[str | None, Jou
     """(the line's level where it states one, its message), its time in `out`; None for a line of neither form."""
     if (found := file_form(out, number, text)) is not None:
         return found
-    if "nv-fabricmanager[" not in text:
+    if MARK not in text:
         return None
     body, ts, host = strip_prefix(text, out, number, spans)
     journal = JOURNAL.match(body)

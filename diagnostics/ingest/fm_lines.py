@@ -10,6 +10,8 @@ from .. import format as fmt
 from ..enums import EventKind
 from .textlines import Collector, normalize_bus_id, parse_time
 
+MARK = "nv-fabricmanager["  # what names Fabric Manager's lines in the system's journal
+MESSAGE = "detected NVSwitch"  # how its NVSwitch error reads: an SXid event's text starts so (`_nvswitch_error`)
 FILE = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} \d{1,2} \d{4} \d{1,2}:\d{2}:\d{2})\]\s*\[(?P<level>[A-Z]+)\]\s*"
                   r"\[tid \d+\]\s*(?P<msg>.*)$")
 JOURNAL = re.compile(r"^(?:(?P<host>[^\s\[\]:]+)\s+)?nv-fabricmanager\[\d+\]:\s*(?P<msg>.*)$")

@@ -26,7 +26,7 @@ from .. import format as fmt
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from .base import IngestResult, Source
-from .fm_lines import JOURNAL, FabricManagerLines, file_form, leveled
+from .fm_lines import JOURNAL, MARK, FabricManagerLines, file_form, leveled
 from .journal import JournalSpan
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .log_prefix import prefixed, strip_prefix
@@ -104,7 +104,7 @@ class KernelLogReader:
                 skipped.add(line.number)
                 continue
             body, ts, host = strip_prefix(line.text, out, line.number, spans)
-            managers = JOURNAL.match(body) if _FM in body else None  # the system's journal holds Fabric Manager's too
+            managers = JOURNAL.match(body) if MARK in body else None  # the system's journal holds Fabric Manager's too
             if managers and not host:  # a prefix of its own form (`host nv-fabricmanager[pid]:`) names the host
                 host = managers["host"]
             if node_id is None and host and host != hosts.at:  # a log of several hosts (a log server's, syslog's)
@@ -171,7 +171,6 @@ class KernelLogReader:
 
 
 _BOOT = "Linux version "  # the kernel's first line at boot
-_FM = "nv-fabricmanager["  # Fabric Manager's journal lines (`fm_lines`)
 # dmesg's seconds since boot, after any host prefix (journalctl -o short-delta adds `<` the time since the last `>`)
 _UPTIME_ANY = re.compile(r"\[\s*(\d+\.\d+)(?:\s*<\s*[\d.]+>)?\]")
 
@@ -344,7 +343,7 @@ def _damaged_banner(out: Collector, number: int, text: str) -> None:
 
 def _maybe_event(text: str, last: dict[str, Any] | None) -> bool:
     """Whether a line may hold an event: most lines of a kernel log do not, and are passed over cheaply."""
-    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _BOOT in text or _FM in text \
+    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _BOOT in text or MARK in text \
         or _maybe_aer_detail(text, last)
 
 
