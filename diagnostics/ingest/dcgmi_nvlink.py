@@ -17,8 +17,11 @@ one, as with `nvidia-smi nvlink -e`. Outputs of several GPUs pasted one after an
 
 `-s`: under `gpuId N:`, one character a link, link 0 first: U up, D down, X disabled, _ not supported (skipped).
 DCGM writes D where NVML reports the link not active, which `nvidia-smi nvlink -s` prints `<inactive>`: a down
-link. It writes X for such a link while a GPU is in MIG mode (dcgmlib/src/DcgmTopology.cpp), and its own health
-check skips X (modules/health/DcgmHealthWatch.cpp): read as inactive, as nvidia-smi shows the same link, and said.
+link. It writes X instead for every such link while any GPU of the node is in MIG mode, since NVML reports a MIG
+GPU's links down (dcgmlib/src/DcgmCacheManager.cpp, "Bug 200682374": a workaround so that health checks do not
+fail), and its own health check skips X (modules/health/DcgmHealthWatch.cpp). So X is a link of a node in MIG
+mode, not a fault DCGM saw: read with an unknown state (listed, not judged) and said, with how to tell a MIG GPU's
+link from a down one.
 Under `physicalId N:`, an NVSwitch's ports: U up and D down (NSCQ's error or unknown state) are read; X is a port
 switched off, or one the switch does not have (DCGM marks every port disabled until the switch reports it:
 modules/nvswitch/DcgmNvSwitchManagerBase.cpp), no fault: skipped as `_` is.
@@ -53,7 +56,7 @@ BLANK = frozenset({"not specified", "not found", "not supported", "insf. permiss
 # DCGM_INT64_NOT_PERMISSIONED (dcgmlib/dcgm_structs.h): "fetching the value is not allowed with our current
 # credentials"; `HelperDisplayValue` prints it `Insf. Permission`
 NOT_PERMITTED = "insf. permission"
-STATES = {"U": LinkState.UP, "D": LinkState.DOWN, "X": LinkState.INACTIVE}
+STATES = {"U": LinkState.UP, "D": LinkState.DOWN, "X": LinkState.UNKNOWN}
 
 _BORDER = re.compile(r"^\s*\+[-=+]+\+\s*$")
 _CELLS = re.compile(r"^\s*\|(?P<cells>.*)\|\s*$")
@@ -250,9 +253,11 @@ class _Reading:
                              nvswitch=str(ident), peer="unknown", link_state=state)
                 continue
             if token == "X":
-                self.out.once("disabled", line.number, "dcgmi shows X (disabled) for a GPU link NVML reports down "
-                                                       "while a GPU is in MIG mode; read as inactive, as nvidia-smi "
-                                                       "nvlink -s shows the same link: expected only where MIG is on")
+                self.out.once("disabled", line.number, "dcgmi shows X (disabled) for a GPU link: DCGM writes X for "
+                                                       "a link NVML reports down while a GPU of the node is in MIG "
+                                                       "mode, and its health check skips it; not judged: where "
+                                                       "`nvidia-smi -q` shows the GPU's MIG mode disabled, the link "
+                                                       "is down")
             self.rows.row(line, (ident, None, link, None), ("link_state",))["link_state"] = state
 
     def _close_link(self) -> None:

@@ -160,11 +160,12 @@ def test_a_blackwell_gpus_totals_are_one_row_with_no_link() -> None:
 
 
 def test_status_states_switches_and_the_disabled_note() -> None:
-    """D down and X (a GPU link NVML reports down in MIG mode) inactive; on an NVSwitch only U and D are ports."""
+    """D down; X (a link NVML reports down while a GPU is in MIG mode) listed with no state, not judged; on an
+    NVSwitch only U and D are ports."""
     result = read_text(_status({0: "UUXX__", 1: "UDUU__"}, {8: "UUDX__XX"}))
     links = result["link_samples"]
     gpus = links[links["link_type"] == "nvlink"].set_index(["gpu", "link"])["link_state"].to_dict()
-    assert gpus == {(0, 0): "up", (0, 1): "up", (0, 2): "inactive", (0, 3): "inactive", (1, 0): "up",
+    assert gpus == {(0, 0): "up", (0, 1): "up", (0, 2): "unknown", (0, 3): "unknown", (1, 0): "up",
                     (1, 1): "down", (1, 2): "up", (1, 3): "up"}
     ports = links[links["link_type"] == "nvswitch"]
     assert ports.set_index("link")["link_state"].to_dict() == {0: "up", 1: "up", 2: "down"}

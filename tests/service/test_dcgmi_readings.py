@@ -64,3 +64,22 @@ def test_two_gpus_all_down_are_said_as_both(capsys: pytest.CaptureFixture[str]) 
     direct = _run(capsys, "analyze", str(REAL), "--node", "n1", "--end", AT, "--json")
     said = [c["message"] for f in direct["findings"] for c in f["crossed"] if "at once" in c["message"]]
     assert said == ["all 36 NVLinks on both GPUs are inactive at once"], said
+
+
+def test_a_node_in_mig_mode_is_not_a_fault_through_either_door(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The same status from a node with a GPU in MIG mode: DCGM writes X for every link NVML reports down (NVML
+    reports a MIG GPU's links down) and its health check skips them; so does this one, and says why."""
+    paste = tmp_path / "mig.txt"
+    states = REAL.read_text(encoding="utf-8").splitlines(keepends=True)
+    paste.write_text("".join(line.replace("D", "X") if set(line.split()) == {"D"} else line for line in states),
+                     encoding="utf-8")
+    store = str(tmp_path / "store")
+    direct = _run(capsys, "analyze", str(paste), "--node", "n1", "--end", AT, "--json")
+    _run(capsys, "ingest", str(paste), "--store", store, "--node", "n1", "--at", AT, "--json")
+    stored = _run(capsys, "analyze", "--store", store, "--node", "n1", "--json")
+    for answer in (direct, stored):
+        assert not answer["fault_detected"] and answer["ticket_priority"] == "low"
+        assert not [f for f in answer["findings"] if f["severity"] != "ok"]
+        assert any("MIG mode" in w for w in answer["warnings"])
+    assert {k: v for k, v in direct.items() if k != "warnings"} == {k: v for k, v in stored.items() if k != "warnings"}
