@@ -136,15 +136,18 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
                       + f" land on {switch} (ports {source.value})"],
         )
     down_gpus = sorted({f.gpu for f in bad if f.severity is Severity.DOWN and f.gpu is not None})
-    wide = len(down_gpus) >= 3
     domain = on_rack(diagnosis)
     fabric = ComponentRef.fabric_software(domain=domain)
+    # the analysis's own finding on the fabric software (every NVLink inactive, even on a two-GPU node; the fabric
+    # state) says more than a count of GPUs with a link down
+    said = any(f.ref.slug == fabric.slug for f in bad)
+    wide = said or len(down_gpus) >= 3
     out[fabric.slug] = Candidate(
         ref=fabric, kind=ComponentKind.FABRIC_SOFTWARE, fault=FaultKind.FABRIC_MANAGER, component=fabric.name,
         findings=[f.component for f in bad] if wide else [], score=0.8 if wide else 0.05,
-        evidence=[f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"] if wide
-        else ["link errors are confined to specific links: a software fault would take links down "
-              + ("domain-wide" if domain else "node-wide")],
+        evidence=[] if said else [f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"]
+        if wide else ["link errors are confined to specific links: a software fault would take links down "
+                      + ("domain-wide" if domain else "node-wide")],
     )
     chosen = _isolated_id(diagnosis, links, out)
     if chosen is not None:

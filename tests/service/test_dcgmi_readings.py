@@ -66,6 +66,18 @@ def test_two_gpus_all_down_are_said_as_both(capsys: pytest.CaptureFixture[str]) 
     assert said == ["all 36 NVLinks on both GPUs are inactive at once"], said
 
 
+def test_the_two_gpu_all_down_ticket_says_why_the_fabric_software_and_how_to_rule_out_mig(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Its ticket's first hypothesis once also read 'link errors are confined to specific links: a software fault
+    would take links down node-wide' (three GPUs with a link down made a fault wide; this node has two)."""
+    ticket = _run(capsys, "ticket", str(REAL), "--node", "n1", "--end", AT, "--json", "--rules")
+    first = ticket["hypotheses"][0]
+    assert first["kind"] == "fabric-software" and first["agrees_with_analysis"]
+    assert first["evidence"][0] == "all 36 NVLinks on both GPUs are inactive at once"
+    assert not any("confined" in e for h in ticket["hypotheses"] for e in h["evidence"])
+    assert "mig.mode.current" in ticket["repair_steps"][0]["command"]
+
+
 def test_a_node_in_mig_mode_is_not_a_fault_through_either_door(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """The same status from a node with a GPU in MIG mode: DCGM writes X for every link NVML reports down (NVML
