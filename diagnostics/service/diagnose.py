@@ -25,7 +25,6 @@ from ..model import Diagnosis
 from ..names import name_notes
 from ..snapshots import Snapshot
 from ..store.maintenance import Maintenance
-from ..store.sources import UNTIMED_ADVICE
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
 from .request import Asked, Request
@@ -42,6 +41,8 @@ from .unheard import (
     stopped_inside,
     unheard,
     unheard_hosts,
+    untimed_note,
+    untimed_only,
 )
 
 NO_RACKS = "give a nodes.csv with node_id, platform, rack, tray: its racks are the ones known"
@@ -397,6 +398,7 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
     node = diagnosis.node_id
     said = list(notes or [])
     diagnosis = before_readings(diagnosis, got, why="as asked" if asked_end else "the source's newest reading")
+    diagnosis = untimed_only(diagnosis, got)
     newest = got.newest.get(node)
     silent = silent_since(got, node, length)
     last = last_showed(then) if then is not None and silent else None
@@ -411,9 +413,8 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
                                             f"{node}` judges them at their own time")
         said.append(f"{node} has no link reading, and events up to {got.later[node]:%Y-%m-%d %H:%M} UTC, after the "
                     f"window's end at {got.end:%Y-%m-%d %H:%M} UTC ({why})")
-    if got.undated.get(node):
-        said.append(f"{got.undated[node]} link readings of {node} in the store have no time (ingested without "
-                    f"--at): {UNTIMED_ADVICE}")
+    if got.undated.get(node) and newest is not None:  # with none dated, `untimed_only` says it first
+        said.append(untimed_note(node, got.undated[node]))
     first = [unreadable_note(node, got.unreadable[node])] if node in got.unreadable else []
     first += shown_said(got.said.get(node, []), STORED_MORE)  # what reading its files said, as a file's answer
     if said or first:  # unreadable readings first: they are why its health is unknown

@@ -38,7 +38,7 @@ from .diagnose import Fleet, fleet, last_window
 from .prometheus import PrometheusSource
 from .request import Request
 from .source import Source, Window, known
-from .unheard import SILENT_READ_BACK, gone_silent, last_showed
+from .unheard import SILENT_READ_BACK, gone_silent, last_showed, untimed_note
 
 
 def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at: datetime | None = None,
@@ -97,8 +97,12 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
         at = request.end or datetime.now().astimezone()
         held_nodes = source.nodes()
         if request.end is None or not held_nodes:
+            undated = {n: c for got in answered.windows for n, c in got.undated.items() if c}
+            notes = [untimed_note(n, c) for n, c in sorted(undated.items())[:10]]
+            why = "; ".join(notes) + (f" ({fmt.count(len(undated) - 10, 'more node')} alike)" if len(undated) > 10
+                                      else "") if notes else "the source holds no link samples and no events"
             return SweepResult(at=at, window_hours=hours, source=source.name, complete=False,
-                               incomplete_reasons=["the source holds no link samples and no events"]), []
+                               incomplete_reasons=[why]), []
         silent = SweepResult(at=at, window_hours=hours, source=source.name)
         silent.no_reading(held_nodes, history_needed(request.length, request.thresholds), every=True)
         return silent, []  # none of its nodes reports in the span

@@ -15,6 +15,7 @@ from ..analysis.rules import worst
 from ..enums import priority_rank
 from ..model import Diagnosis
 from ..repair import silent_action
+from ..store.sources import UNTIMED_ADVICE
 from ..times import ns, utc_ns
 from .source import Window
 
@@ -76,11 +77,37 @@ def gone_silent(diagnosis: Diagnosis, then: Diagnosis | None, since: datetime) -
                                         "repair_action": silent_action(diagnosis.node_id, fmt.when(since), repair)})
 
 
+def untimed_note(node: str, held: int) -> str:
+    """A node's stored link readings that have no time (ingested without `--at`): no window holds them."""
+    return (f"{fmt.count(held, 'link reading')} of {node} in the store {'has' if held == 1 else 'have'} no time "
+            f"(ingested without --at), so its fabric health is unknown: {UNTIMED_ADVICE}")
+
+
+def untimed_only(diagnosis: Diagnosis, got: Window) -> Diagnosis:
+    """A diagnosis of a node whose stored link readings all lack a time: said as that, with ingesting them again
+    with one as what to do, not as a node whose counters were never collected."""
+    node = diagnosis.node_id
+    held = got.undated.get(node)
+    if not held or node in got.newest:
+        return diagnosis
+    blind = f"no link telemetry for {node}:"
+    kept = [w for w in diagnosis.warnings if not w.startswith(blind)]
+    update: dict[str, object] = {"warnings": [untimed_note(node, held), *kept]}
+    if not diagnosis.fault_detected and not diagnosis.findings:
+        update["repair_action"] = (f"Ingest {node}'s readings again with the time they were taken "
+                                   f"(`fabricbot ingest FILE --store DIR --node {node} --at TIME`, or `--at mtime` "
+                                   "for the file's modification time), then ask again")
+    return diagnosis.model_copy(update=update)
+
+
 def unheard(node: str, got: Window, span: timedelta, last: str | None = None) -> str | None:
     """Why the node's answer is incomplete: the source holds its link readings, none in the `span` before the window's
     end (the span a sweep reads, whose view calls such a node silent), with what its `last` readings showed (a
-    fault, `last_showed`); None when one is there, none is held, or they could not be read (said as that)."""
+    fault, `last_showed`), or none with a time at all; None when one is there, none is held, or they could not be
+    read (said as that)."""
     newest = got.newest.get(node)
+    if newest is None and got.undated.get(node) and node not in got.unreadable:
+        return untimed_note(node, got.undated[node])  # held, but no window can place any of them
     if newest is None or got.end is None or node in got.unreadable:
         return None
     end_ns = utc_ns(got.end)

@@ -167,8 +167,18 @@ def test_a_paste_that_states_no_time_is_said_at_ingest_not_first_at_the_analysis
     paste = REAL / "nvlink_s_v100_inactive_1.txt"
     code, _, err = cli("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "s"))
     assert code == 0 and "6 link readings state no time" in err and "--at mtime" in err
-    _, out, err = cli("analyze", "--store", str(tmp_path / "s"), "--node", "n1")
-    assert "6 link readings of n1 in the store have no time" in out + err and "--at mtime" in out + err
+    store = str(tmp_path / "s")
+    said = "6 link readings of n1 in the store have no time"
+    # every door: the node's health is unknown (exit 3, as a window holding none of its readings), never "nothing
+    # to repair" or a store said to hold nothing; what to do is to ingest them again with a time
+    code, out, err = cli("analyze", "--store", store, "--node", "n1")
+    assert code == 3 and said in out and said in err and "--at mtime" in out
+    assert "action:   Ingest n1's readings again with the time they were taken" in out
+    assert "no link telemetry" not in out
+    code, out, err = cli("ticket", "n1", "--store", store, "--rules")
+    assert code == 3 and said in err and "nothing to repair" not in out + err
+    code, out, err = cli("sweep", "--store", store)
+    assert code == 3 and said in out and "holds no link samples" not in out + err
     code, _, err = cli("ingest", str(paste), "--node", "n1", "--store", str(tmp_path / "t"), "--at", "mtime")
     assert code == 0 and "state no time" not in err
 
