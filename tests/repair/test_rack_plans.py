@@ -130,3 +130,16 @@ def test_a_domain_of_two_racks_drains_the_other_rack_too(platform: str, fault: F
     drained = next(s for s in plan.isolation if s.drains == "rack")
     assert re.search(r"other rack of its NVLink domain, whose compute trays are drained", drained.text), drained.text
     assert "ClusterUUID" in drained.text and "nvidia-smi -q -d FABRIC" in drained.text
+
+
+@pytest.mark.parametrize(("platform", "fault"), CASES, ids=[f"{p}-{f.value}" for p, f in CASES])
+def test_a_step_that_speaks_of_a_reseat_follows_one(platform: str, fault: FaultKind) -> None:
+    """A switch tray's chip is rebooted, never reseated ('there is nothing to reseat'): its plan's last step once read
+    'if the same fault returns within days of a reseat, skip the reseat'."""
+    plan = repair_plan(platform, fault, _facts(platform))
+    texts = [s.text for s in plan.repair]
+    for at, text in enumerate(texts):
+        if re.search(r"\bof a reseat\b|\bskip the reseat\b", text):
+            assert any(re.search(r"\breseat\b", t) and "nothing to reseat" not in t for t in texts[:at]), texts
+        if re.search(r"\bof a reboot\b|\bskip the reboot\b", text):
+            assert any(re.search(r"\breboot\b", t) for t in texts[:at]), texts
