@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -140,12 +141,13 @@ def unreadable(source: Source, exc: InputError) -> str:
 WARNINGS_SHOWN = 5
 
 
-def whole_answer(sources: list[Source], node: str | None) -> str:
-    """A paste that says more than one reading's totals, answered as `fabricbot analyze FILE --node NODE` answers
-    it: the same diagnosis, and its warnings. `node`: the one node the paste names (None: it names several)."""
+def whole_answer(sources: list[Source], node: str | None, platforms: Mapping[str, str] | None = None) -> str:
+    """A paste that says more than one reading's totals, answered as `fabricbot analyze FILE --node NODE
+    [--platform P]` answers it: the same diagnosis, and its warnings. `node`: the one node the paste names (None: it
+    names several); `platforms`: the nodes' platforms the bot knows (the thread's node's)."""
     try:
         source, node, read = files_source(sources, node=node)
-        diagnosis = diagnose(source, Request(node=node)).diagnosis
+        diagnosis = diagnose(source, Request(node=node, platform=(platforms or {}).get(node))).diagnosis
     except FabricbotError as exc:
         if isinstance(exc, InputError) and exc.field == "--node":
             return (f"I read that, but {esc(exc.reason.removesuffix(': give --node NODE'))}: paste one node's output "
@@ -299,12 +301,15 @@ class PasteReader:
         client.chat_postMessage(channel=channel, thread_ts=thread, text=reply)
         return True
 
-    def _thread_node(self, channel: str, thread: str) -> str | None:
+    def _thread_node(self, channel: str, thread: str) -> tuple[str | None, dict[str, str]]:
         """The node whose summary the thread hangs from, if the bot posted one there (waiting while a summary's post
-        in the channel is under way: on Slack a moment before the bot notes which analysis it shows)."""
+        in the channel is under way: on Slack a moment before the bot notes which analysis it shows), and its
+        platform as that summary judged it (none when it knew none)."""
         analysis_id = self.services.posted.analysis_of(channel, thread)
         diagnosis = self.services.state.analysis(analysis_id) if analysis_id is not None else None
-        return diagnosis.node_id if diagnosis is not None else None
+        if diagnosis is None:
+            return None, {}
+        return diagnosis.node_id, {diagnosis.node_id: diagnosis.platform} if diagnosis.platform else {}
 
     def _store(self, channel: str, thread: str, ts: str, reading: Reading) -> dict[str, Any] | None:
         """Keep `reading` as the thread's latest (one per thread, `MAX_STORED` in all); returns the one before."""
@@ -323,12 +328,13 @@ class PasteReader:
 
     def _answer(self, result: IngestResult, sources: list[Source], channel: str, thread: str, ts: str) -> str:
         notes = "".join(f"\n_warning: {esc(w)}_" for w in result.warnings[:5])
-        unnamed = self._thread_node(channel, thread) or PASTED_NODE  # a paste in a node's thread is of that node
-        reading = Reading.of(result["link_samples"], _message_time(ts), unnamed=unnamed)
+        thread_node, platforms = self._thread_node(channel, thread)
+        unnamed = thread_node or PASTED_NODE  # a paste in a node's thread is of that node, on its platform
+        reading = Reading.of(result, _message_time(ts), unnamed=unnamed, platforms=platforms)
         if judged_whole(result.tables):  # events, or readings at two times: what `analyze FILE` says of it
             if reading is not None:
                 self._store(channel, thread, ts, reading)
-            return whole_answer(sources, pasted_node(result.tables, unnamed))
+            return whole_answer(sources, pasted_node(result.tables, unnamed), platforms)
         if reading is None:
             rows = ", ".join(f"{n} {name}" for name, n in result.rows.items() if n)
             return f"I read that ({rows}) but it holds no link counters, so there is nothing to rate.{notes}"

@@ -46,16 +46,20 @@ def node_tables(tables: Mapping[str, pd.DataFrame], node_id: str,
 def analyze_tables(tables: Mapping[str, pd.DataFrame], *, node_id: str, window: timedelta = timedelta(hours=1),
                    end: datetime | None = None, thresholds: Thresholds | None = None, graph: NodeGraph | None = None,
                    platform: str | None = None, job_id: str | None = None,
-                   platforms: Mapping[str, str] | None = None, history: History | None = None) -> Diagnosis:
+                   platforms: Mapping[str, str] | None = None, history: History | None = None,
+                   cut: bool = False) -> Diagnosis:
     """Rates, rules, missing links, events, correlation with the node's job and localization, for one node.
 
     `platforms` names the other nodes' platforms (the job's peers); `graph` a graph of this node's (observed ports).
+    `cut`: the node's readings come from an input that stops short or covers some GPUs only, so a link or GPU they
+    do not reach is not missing.
     """
     rows, job = node_tables(tables, node_id, job_id)
     known = {**(platforms or {}), **({node_id: platform} if platform else {})}
     result = analyze_fleet(rows, window=window, end=end, thresholds=thresholds, platforms=known,
                            graphs={node_id: graph} if graph is not None else None, nodes=[node_id], full=True,
-                           jobs={node_id: job} if job else None, history=history)
+                           jobs={node_id: job} if job else None, history=history,
+                           cut=[node_id] if cut else ())
     return result.diagnoses[node_id]
 
 

@@ -2,21 +2,24 @@
 
 A single reading of cumulative counters is a total since reset, never a rate: `Reading.totals` diagnoses it as
 such; with two readings of the same node, `rates_between` computes rates over the time between them. Rows without
-a time of their own are stamped with the time the reading was posted. A reading keeps at most `max_rows` rows, so
-what the bot stores per paste is bounded. A paste that holds more than one reading's counters (events, a link read
-twice) is judged whole, as a file is (`judged_whole`).
+a time of their own are stamped with the time the reading was posted. The engine gets what `analyze FILE` gives it
+of the same output: the paste's own tables beside its link rows (its GPUs, whose model tells the board) and the
+node's platform where the one who asks knows it. A reading keeps at most `max_rows` link rows, and only they are
+stored, so what the bot stores per paste is bounded. A paste that holds more than one reading's counters (events,
+a link read twice) is judged whole, as a file is (`judged_whole`).
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import pandas as pd
 
 from ..errors import InputError
+from ..ingest.base import IngestResult
 from ..model import Diagnosis
 from ..tables import LINK_IDENTITY, LINK_SAMPLES, TABLES
 from ..values import limits
@@ -47,24 +50,54 @@ def pasted_node(tables: Mapping[str, pd.DataFrame], unnamed: str = PASTED_NODE) 
     return unnamed if not named else named.pop() if len(named) == 1 else None
 
 
-def _tables(links: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {**{name: schema.empty() for name, schema in TABLES.items()}, "link_samples": LINK_SAMPLES.conform(links)}
+BESIDE = ("events", "gpus", "topology")  # a paste's tables the engine reads beside its link rows
+
+
+def _tables(links: pd.DataFrame, *beside: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    tables = {name: schema.empty() for name, schema in TABLES.items()}
+    for name in BESIDE:
+        frames = [b[name] for b in beside if name in b and len(b[name])]
+        if frames:
+            tables[name] = TABLES[name].conform(pd.concat(frames, ignore_index=True))
+    return {**tables, "link_samples": LINK_SAMPLES.conform(links)}
+
+
+def _named(frame: pd.DataFrame, node: str) -> pd.DataFrame:
+    """A paste's rows that name no node, as `node`'s (an `nvidia-smi` output names none)."""
+    if "node_id" not in frame.columns or not frame["node_id"].isna().any():
+        return frame
+    return frame.assign(node_id=frame["node_id"].astype(object).fillna(node))
+
+
+def _platform(records: pd.DataFrame | None, node: str) -> str | None:
+    """The platform the paste itself names for its node (a snapshot's), if any."""
+    if records is None or "platform" not in records.columns:
+        return None
+    named = records[records["node_id"].astype("string") == node]["platform"].dropna()
+    return str(named.iloc[-1]) if len(named) else None
 
 
 @dataclass(frozen=True)
 class Reading:
-    """One pasted reading's link counters, every row stamped and named for one node."""
+    """One pasted reading's link counters, every row stamped and named for one node, with what else the paste
+    holds of the node (`beside`: its GPUs, events and topology) and the node's platform (None: the engine tells it
+    from the GPUs' model, as `analyze FILE` does)."""
 
     node_id: str
     links: pd.DataFrame
     clipped: int = 0  # rows left out beyond `max_rows`
     stamped: bool = False  # its rows carry no time of their own: they are stamped with the time it was posted
+    platform: str | None = None
+    beside: Mapping[str, pd.DataFrame] = field(default_factory=dict, compare=False)
+    cut: bool = False  # the paste stops short or covers some GPUs only: what it does not reach is not missing
 
     @classmethod
-    def of(cls, links: pd.DataFrame, posted_at: datetime, *, max_rows: int = MAX_ROWS,
-           unnamed: str = PASTED_NODE) -> Reading | None:
-        """The reading in `links` (link_samples rows), or None when it holds no link counters; rows that name no
-        node are `unnamed`'s."""
+    def of(cls, result: IngestResult, posted_at: datetime, *, max_rows: int = MAX_ROWS,
+           unnamed: str = PASTED_NODE, platforms: Mapping[str, str] | None = None) -> Reading | None:
+        """The reading in a paste's tables, or None when it holds no link counters; rows that name no node are
+        `unnamed`'s. `platforms`: the nodes' platforms as the one who asks knows them; a node not in them is on
+        the platform the paste names, else the one its GPUs' model tells."""
+        links = result["link_samples"]
         if links.empty:
             return None
         clipped = max(0, len(links) - max_rows)
@@ -74,23 +107,29 @@ class Reading:
         named = links["node_id"].dropna()
         node = str(named.iloc[0]) if len(named) else unnamed
         links["node_id"] = links["node_id"].astype(object).fillna(node)
-        return cls(node, LINK_SAMPLES.conform(links), clipped, stamped)
+        beside = {name: _named(result[name], node) for name in BESIDE if name in result.tables and len(result[name])}
+        platform = (platforms or {}).get(node) or _platform(result.nodes, node)
+        return cls(node, LINK_SAMPLES.conform(links), clipped, stamped, platform, beside, result.stops_short)
 
     def to_json(self) -> str:
         return str(self.links.to_json(orient="split", date_format="iso"))
 
     @classmethod
     def from_json(cls, node_id: str, text: str, *, stamped: bool = False) -> Reading:
+        """A stored reading: its link rows alone (the reading it is rated with gives the rest: its platform, its GPUs,
+        whether it stops short)."""
         return cls(node_id, LINK_SAMPLES.conform(pd.read_json(io.StringIO(text), orient="split")), stamped=stamped)
 
     def totals(self) -> Diagnosis:
         """The reading diagnosed as lifetime totals (its findings' `counts`)."""
-        return analyze_tables(_tables(self.links), node_id=self.node_id)
+        return analyze_tables(_tables(self.links, self.beside), node_id=self.node_id, platform=self.platform,
+                              cut=self.cut)
 
 
 def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
-    """The diagnosis of the rates between two readings of `later`'s node, and the minutes between them. Never between
-    a reading with times of its own and one stamped when it was posted: their clocks differ."""
+    """The diagnosis of the rates between two readings of `later`'s node, and the minutes between them, on the
+    platform either names (`later`'s first) with what both pastes hold beside their links. Never between a reading
+    with times of its own and one stamped when it was posted: their clocks differ."""
     if earlier.stamped != later.stamped:
         dated = "the earlier" if later.stamped else "this"
         raise InputError(f"{dated} reading carries its own time (a `date` line, a scrape's timestamps) and the other "
@@ -104,5 +143,6 @@ def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
         raise InputError(f"the two readings are {seconds:g} s apart; a rate needs readings at least {shortest:g} s "
                          "apart ([rate] min_interval_s in limits.toml): paste it again in a few minutes",
                          field="readings", value=f"{seconds:g} s")
-    diagnosis = analyze_tables(_tables(both), node_id=later.node_id)
+    diagnosis = analyze_tables(_tables(both, earlier.beside, later.beside), node_id=later.node_id,
+                               platform=later.platform or earlier.platform, cut=earlier.cut or later.cut)
     return diagnosis, float(seconds / 60)

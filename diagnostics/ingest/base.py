@@ -71,6 +71,12 @@ class IngestResult:
         return self.tables[table]
 
     @property
+    def stops_short(self) -> bool:
+        """Whether the input stops short or covers some GPUs only (a reader said so): the links and GPUs it does not
+        reach are not missing."""
+        return self.partial or any(w.cut for w in self.warnings)
+
+    @property
     def rows(self) -> dict[str, int]:
         return {name: len(df) for name, df in self.tables.items()}
 

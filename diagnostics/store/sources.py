@@ -218,7 +218,7 @@ def link_nodes(result: IngestResult) -> list[str]:
 def cut_nodes(result: IngestResult | None) -> list[str | None]:
     """The nodes whose link readings come from an input that stops short or covers some GPUs only (a reader said
     so), none otherwise; None for readings the input names no node of (a paste: the node asked about, once known)."""
-    if result is None or not (result.partial or any(w.cut for w in result.warnings)):
+    if result is None or not result.stops_short:
         return []
     links = result["link_samples"]
     unnamed = "node_id" not in links.columns or bool(links["node_id"].isna().any())

@@ -1,0 +1,78 @@
+"""A pasted reading is judged as `analyze FILE` judges the same output: on the board its GPUs' model names (or the
+platform the one who asks knows), with the peer of each link and the part to act on."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from diagnostics.analysis import Reading, rates_between
+from diagnostics.ingest import Source, detect
+from diagnostics.model import Diagnosis
+from diagnostics.service import Request, diagnose, files_source
+from diagnostics.tickets import rules_answer
+from tests.conftest import FIXTURES
+
+NODE = "n1"
+POSTED = datetime(2026, 5, 13, 12, 0, tzinfo=UTC)
+
+
+def _text(name: str) -> str:
+    return (FIXTURES / "real" / name).read_text(encoding="utf-8")
+
+
+def _reading(text: str, platforms: dict[str, str] | None = None) -> Reading:
+    reading = Reading.of(detect.read(Source.from_text(text, name="paste")), POSTED, unnamed=NODE, platforms=platforms)
+    assert reading is not None
+    return reading
+
+
+def _file_door(text: str, platform: str | None = None) -> Diagnosis:
+    """What `fabricbot analyze FILE --node n1 [--platform P]` judges of the same output."""
+    source, node, _ = files_source([Source.from_text(text, name="paste")], node=NODE)
+    return diagnose(source, Request(node=node, platform=platform)).diagnosis
+
+
+def _said(d: Diagnosis) -> tuple[object, ...]:
+    """What a person acts on: the part isolated, the priority, the action, each suspect's part and the links."""
+    suspects = [(s.component, s.fault, s.action) for s in d.localizations]
+    links = sorted((f.component, f.severity.value) for f in d.findings if f.severity.value != "ok" or any(
+        f.counts.values()))
+    return rules_answer(d), d.isolated_component, d.ticket_priority, d.repair_action, suspects, links
+
+
+@pytest.mark.parametrize("platform", [None, "dgx1-v100-8gpu"])
+@pytest.mark.parametrize("name", ["nvlink_s_v100_inactive_1.txt", "nvlink_e_v100_short_form_1.txt"])
+def test_a_readings_totals_are_judged_as_the_file_door_judges_the_paste(name: str, platform: str | None) -> None:
+    """Link rows alone left the engine no board: `nvlink -s` of a V100 with two links inactive was "Platform
+    unknown ... identify the board", and each link lost its peer ("GPU 2 NVLink 0")."""
+    text = _text(name)
+    totals = _reading(text, {NODE: platform} if platform else None).totals()
+    assert _said(totals) == _said(_file_door(text, platform))
+    assert "Platform unknown" not in rules_answer(totals)
+    assert all(" -> GPU " in f.component for f in totals.findings), [f.component for f in totals.findings]
+
+
+def test_the_platform_known_for_the_node_is_the_one_judged_on() -> None:
+    """The platform the one who asks knows wins over the GPUs' model, as `--platform` does in the file door; a
+    paste of another node is not given it."""
+    text = _text("nvlink_s_v100_inactive_1.txt")
+    known = _reading(text, {NODE: "dgx-a100-8gpu"}).totals()
+    assert known.platform == "dgx-a100-8gpu" and known.platform_guess is None
+    assert _said(known) == _said(_file_door(text, "dgx-a100-8gpu"))
+    other = _reading(text, {"n2": "dgx-a100-8gpu"}).totals()
+    assert other.platform == "dgx1-v100-8gpu" and other.platform_guess is not None
+
+
+def test_the_rates_between_two_pasted_readings_are_judged_as_the_file_of_both_is() -> None:
+    """Two dated `nvlink -e` readings pasted one at a time are rated as `analyze FILE` rates the file holding both:
+    the same links, with their peers, the same priority and part."""
+    text = _text("nvlink_e_v100_short_form_dated_2.txt")
+    lines = text.splitlines()
+    cut = next(i for i, line in enumerate(lines) if i > 3 and line.startswith("Wed May"))
+    earlier, later = _reading("\n".join(lines[:cut])), _reading("\n".join(lines[cut:]))
+    diagnosis, minutes = rates_between(earlier, later)
+    assert minutes == 30
+    assert _said(diagnosis) == _said(_file_door(text))
+    assert any(f.component == "GPU 2 -> GPU 0 NVLink 0" and f.severity.value != "ok" for f in diagnosis.findings)

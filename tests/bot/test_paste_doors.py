@@ -1,0 +1,103 @@
+"""A paste in a node's thread and `fabricbot analyze FILE --node NODE` on the same output give one answer: the part
+isolated, the priority and action, each link with its peer, a pinned counter's lower bound."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.demo import bundled
+from bot.mrkdwn import esc
+from bot.nodes import TableNodeSource
+from bot.transport.blockkit import shown
+from bot.transport.local import LocalSlack
+from diagnostics.ingest import Source
+from diagnostics.service import Request, TableSource, diagnose, files_source
+from diagnostics.tickets import rules_answer
+from tests.conftest import FIXTURES
+
+from .helpers import OPS, local_bot, posted, summary_for
+from .test_pastes import _real
+
+NODE = "hpc-gpu-node-27"  # a DGX-1 V100 node of the bundled fleet
+
+
+@pytest.fixture(scope="module")
+def fleet() -> TableNodeSource:
+    return bundled(FIXTURES / "fleet")[0]
+
+
+@pytest.fixture
+def local(fleet: TableNodeSource) -> Iterator[LocalSlack]:
+    tables = fleet.source
+    assert isinstance(tables, TableSource)
+    with local_bot(source=TableNodeSource(tables.tables, tables.platforms())) as bot:
+        yield bot
+
+
+def _thread(local: LocalSlack, *names: str) -> list[str]:
+    """Each output pasted in turn in the node's summary thread, and the bot's replies."""
+    root = summary_for(local, NODE)
+    for n, name in enumerate(names, 1):
+        local.injector.message(_real(name), user="UALICE", channel=OPS, thread_ts=root.ts)
+        assert local.slack.wait_for(lambda s, n=n: len(posted(s, thread=root.ts)) >= n)  # type: ignore[misc]
+    return [m.shown for m in posted(local.slack, thread=root.ts)]
+
+
+def _file_door(name: str, platform: str | None = None) -> str:
+    """The answer `fabricbot analyze FILE --node NODE [--platform P]` gives of the same output, as Slack shows it."""
+    source, node, _ = files_source([Source.from_text(_real(name), name=name)], node=NODE)
+    return shown(esc(rules_answer(diagnose(source, Request(node=node, platform=platform)).diagnosis)))
+
+
+def test_the_fleet_knows_the_node_as_a_dgx1(fleet: TableNodeSource) -> None:
+    assert fleet.source.platforms()[NODE] == "dgx1-v100-8gpu"
+
+
+@pytest.mark.parametrize("platform", [None, "dgx1-v100-8gpu"])
+def test_links_inactive_on_one_gpu_isolate_it_on_its_board_through_both_doors(local: LocalSlack,
+                                                                              platform: str | None) -> None:
+    """The thread judged link rows alone: "failing GPU 3 NVLink 3 ... Platform unknown ... identify the board",
+    where the file door isolates GPU 3, resets GPUs 0-7 together and reseats its V100 module."""
+    (reply,) = _thread(local, "nvlink_s_v100_inactive_1.txt")
+    expected = _file_door("nvlink_s_v100_inactive_1.txt", platform)
+    assert reply.splitlines()[0] == expected, (reply, expected)
+    assert "has a failing GPU 3." in expected and "reseat GPU 3's V100 SXM2 module" in expected, expected
+    assert "Platform unknown" not in reply
+
+
+def _cli_totals(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The `total:` lines `fabricbot analyze FILE --node NODE` prints of the output."""
+    path = tmp_path / name
+    path.write_text(_real(name), encoding="utf-8")
+    assert main(["analyze", str(path), "--node", NODE]) == 0
+    out = capsys.readouterr().out
+    return [line.split("total:", 1)[1].strip() for line in out.splitlines() if line.startswith("  total:")]
+
+
+def test_a_lone_readings_links_name_their_peers_as_the_file_door_does(local: LocalSlack, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Totals said "GPU 2 NVLink 0" where the file door says "GPU 2 -> GPU 0 NVLink 0"."""
+    (reply,) = _thread(local, "nvlink_e_v100_short_form_1.txt")
+    said = [line.removeprefix("• ").split(":", 1)[0] for line in reply.splitlines() if line.startswith("• ")]
+    cli = [line.split(":", 1)[0] for line in _cli_totals("nvlink_e_v100_short_form_1.txt", tmp_path, capsys)]
+    assert said == cli and "GPU 2 -> GPU 0 NVLink 0" in said, (reply, cli)
+
+
+def test_two_dated_readings_pasted_one_at_a_time_are_rated_as_the_file_of_both(local: LocalSlack) -> None:
+    """The rates between two pastes are judged on the node's board, as `analyze FILE` judges the file holding both
+    readings: GPU 2 -> GPU 0 NVLink 0 warns, and no GPU the pastes leave out is said to be off the bus."""
+    whole = (FIXTURES / "real" / "nvlink_e_v100_short_form_dated_2.txt").read_text(encoding="utf-8")
+    body = [line for line in whole.splitlines() if not line.startswith("# ")]
+    cut = next(i for i, line in enumerate(body) if i and line.startswith("Wed May"))
+    root = summary_for(local, NODE)
+    for n, part in enumerate((body[:cut], body[cut:]), 1):
+        local.injector.message("\n".join(part), user="UALICE", channel=OPS, thread_ts=root.ts)
+        assert local.slack.wait_for(lambda s, n=n: len(posted(s, thread=root.ts)) >= n)  # type: ignore[misc]
+    rates = posted(local.slack, thread=root.ts)[1].shown
+    expected = _file_door("nvlink_e_v100_short_form_dated_2.txt")
+    assert rates.splitlines()[0] == f"Rates over the 30 minutes between your two readings: {expected}", rates
+    assert "GPU 2 -> GPU 0 NVLink 0 warns" in rates, rates
