@@ -104,7 +104,7 @@ def test_a_pasted_lifetime_reading_gets_totals_then_rates_from_a_second_paste() 
         root = summary_for(local, "hpc-gpu-node-12")
         first = _paste_reply(local, root.ts, (9000, 2, 45000), "2026-03-02T10:00:00+00:00", 1)
         assert "lifetime totals" in first and "not rates" in first
-        assert ("GPU 2 NVLink 1: replays 9,000, recoveries 2, CRC errors 45,000 since reset\n"
+        assert ("GPU 2 NVLink 1 -> NVSwitch 0 port 9: replays 9,000, recoveries 2, CRC errors 45,000 since reset\n"
                 "7 of 8 links show no errors") in first
         assert "again in a few minutes" in first
         # ten minutes later (a rate needs readings at least a minute apart: `[rate] min_interval_s`)
@@ -127,7 +127,7 @@ def test_a_snippet_file_is_downloaded_with_the_bot_token_and_read() -> None:
         local.injector.snippet(body, "nvlink-e.txt", user="UALICE", channel=OPS, thread_ts=root.ts)
         assert local.slack.wait_for(lambda s: posted(s, thread=root.ts))
         reply = posted(local.slack, thread=root.ts)[0].shown
-        assert "GPU 2 NVLink 1: replays 500, CRC errors 2,500 since reset" in reply
+        assert "GPU 2 NVLink 1 -> NVSwitch 0 port 9: replays 500, CRC errors 2,500 since reset" in reply
         assert local.slack.calls_to("url_private")  # fetched from Slack, authorized by the bot token
 
 
