@@ -164,8 +164,8 @@ DOWN_STATES = (LinkState.DOWN, LinkState.INACTIVE)
 
 
 def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
-    """Per-link totals of one reading: the links down or inactive (per GPU), the links with errors, most first,
-    then how many are clean."""
+    """Per-link totals of one reading: the links down or inactive (per GPU), the links with errors, most first (a
+    pinned counter's lower bound said as every door says it), then how many are clean."""
     down: dict[tuple[int | None, str], list[int]] = {}
     for f in diagnosis.findings:
         if f.link_state in DOWN_STATES:
@@ -174,7 +174,7 @@ def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
                    key=lambda f: -sum(f.counts.values()))
     lines = [f"• GPU {gpu} NVLink{'s' if len(links) > 1 else ''} {', '.join(map(str, sorted(links)))}: {state}"
              for (gpu, state), links in down.items()]
-    lines += [f"• {esc(f.component)}: {fmt.totals(f.counts)}" for f in dirty[:limit]]
+    lines += [f"• {esc(f.component)}: {esc(fmt.totals_noted(f.counts, f.evidence))}" for f in dirty[:limit]]
     if len(dirty) > limit:
         lines.append(f"…and {len(dirty) - limit} more links with errors")
     clean = len(diagnosis.findings) - len(dirty) - sum(len(links) for links in down.values())

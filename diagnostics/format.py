@@ -83,13 +83,23 @@ def totals(values: Mapping[str, float]) -> str:
     return (", ".join(shown) + " since reset") if shown else "no errors since reset"
 
 
+PINNED = " pinned at "
+
+
 def pinned(names: Sequence[str], at: float) -> str:
     """Counters read at the most they hold: they count no further, so their totals and the rates from them are
     lower bounds (the one wording of it, which every answer and ticket shows)."""
     said = " and ".join(label(n) for n in names) or "a counter"
-    return (f"{said} pinned at {number(at)}, {'their' if len(names) > 1 else 'its'} maximum: "
+    return (f"{said}{PINNED}{number(at)}, {'their' if len(names) > 1 else 'its'} maximum: "
             f"{'they count' if len(names) > 1 else 'it counts'} no further, so the count since reset and any rate "
             "from it are lower bounds")
+
+
+def totals_noted(values: Mapping[str, float], evidence: Sequence[str]) -> str:
+    """A lone reading's totals (`totals`) with a pinned counter's lower bound (`pinned`, found in the link's
+    evidence) said beside them: the one line of them every door shows."""
+    note = next((e for e in evidence if PINNED in e), None)
+    return totals(values) + (f" ({note})" if note else "")
 
 
 def lanes_lost(width: int, max_width: int) -> str:

@@ -83,3 +83,11 @@ def test_a_rule_in_another_unit_than_its_metric_is_refused(tmp_path: Path) -> No
                     'unit = "/h"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match="width_lost is judged in 'lanes', not '/h'"):
         load_thresholds(path)
+
+
+def test_a_lone_readings_totals_say_a_pinned_counters_lower_bound_beside_them() -> None:
+    """The note `pinned` writes is found among a link's evidence and said after its totals; other evidence is not."""
+    note = fmt.pinned(["crc_flit"], 65535)
+    counts = {"replay": 148.0, "crc_flit": 65535.0}
+    assert fmt.totals_noted(counts, ["one reading: lifetime totals only", note]) == f"{fmt.totals(counts)} ({note})"
+    assert fmt.totals_noted(counts, ["one reading: lifetime totals only"]) == fmt.totals(counts)

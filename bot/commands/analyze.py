@@ -106,8 +106,7 @@ def _totals(d: Diagnosis, out: TextIO) -> None:
     counted = sorted((f for f in d.findings if f.severity.value == "ok" and f.counts and any(f.counts.values())
                       and any("one reading" in e for e in f.evidence)), key=lambda f: -sum(f.counts.values()))
     for f in counted[:TOTALS_SHOWN]:
-        pinned = next((e for e in f.evidence if "pinned at" in e), None)
-        print(f"  total:    {f.component}: {fmt.totals(f.counts)}" + (f" ({pinned})" if pinned else ""), file=out)
+        print(f"  total:    {f.component}: {fmt.totals_noted(f.counts, f.evidence)}", file=out)
     if len(counted) > TOTALS_SHOWN:
         print(f"  total:    ... and {fmt.count(len(counted) - TOTALS_SHOWN, 'more link')} that counted errors (--json "
               "lists them)", file=out)

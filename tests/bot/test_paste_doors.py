@@ -78,13 +78,16 @@ def _cli_totals(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     return [line.split("total:", 1)[1].strip() for line in out.splitlines() if line.startswith("  total:")]
 
 
-def test_a_lone_readings_links_name_their_peers_as_the_file_door_does(local: LocalSlack, tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """Totals said "GPU 2 NVLink 0" where the file door says "GPU 2 -> GPU 0 NVLink 0"."""
+def test_a_lone_readings_totals_are_the_lines_the_file_door_prints(local: LocalSlack, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Totals said "GPU 2 NVLink 0: replays 148, CRC errors 65,535 since reset", where the file door names the peer
+    ("GPU 2 -> GPU 0 NVLink 0") and says the CRC counter is pinned at 65,535 (its count a lower bound)."""
     (reply,) = _thread(local, "nvlink_e_v100_short_form_1.txt")
-    said = [line.removeprefix("• ").split(":", 1)[0] for line in reply.splitlines() if line.startswith("• ")]
-    cli = [line.split(":", 1)[0] for line in _cli_totals("nvlink_e_v100_short_form_1.txt", tmp_path, capsys)]
-    assert said == cli and "GPU 2 -> GPU 0 NVLink 0" in said, (reply, cli)
+    said = [line.removeprefix("• ") for line in reply.splitlines() if line.startswith("• ")]
+    cli = _cli_totals("nvlink_e_v100_short_form_1.txt", tmp_path, capsys)
+    assert said == cli, (reply, cli)
+    assert said[0].startswith("GPU 2 -> GPU 0 NVLink 0: replays 148, CRC errors 65,535 since reset (CRC flit errors "
+                              "pinned at 65,535") and "lower bounds" in said[0], said
 
 
 def test_two_dated_readings_pasted_one_at_a_time_are_rated_as_the_file_of_both(local: LocalSlack) -> None:
