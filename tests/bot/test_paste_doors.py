@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import bot.pastes as pastes
 from bot.cli import main
 from bot.demo import bundled
 from bot.mrkdwn import esc
@@ -104,3 +105,14 @@ def test_two_dated_readings_pasted_one_at_a_time_are_rated_as_the_file_of_both(l
     expected = _file_door("nvlink_e_v100_short_form_dated_2.txt")
     assert rates.splitlines()[0] == f"Rates over the 30 minutes between your two readings: {expected}", rates
     assert "GPU 2 -> GPU 0 NVLink 0 warns" in rates, rates
+
+
+def test_a_paste_judged_whole_is_judged_on_the_platform_the_bot_knows_for_the_node() -> None:
+    """A paste of two readings is answered as `analyze FILE --node NODE --platform P` answers it, P the thread's
+    node's platform; a node the bot knows no platform of is judged as the paste's GPUs' model tells."""
+    name = "nvlink_e_v100_short_form_dated_2.txt"
+    paste = [Source.from_text(_real(name), name="slack message")]
+    known = shown(pastes.whole_answer(paste, NODE, {NODE: "dgx-a100-8gpu"})).splitlines()[0]
+    assert known == _file_door(name, "dgx-a100-8gpu") and "NVSwitch" in known, known
+    guessed = shown(pastes.whole_answer(paste, NODE, {"another-node": "dgx-a100-8gpu"})).splitlines()[0]
+    assert guessed == _file_door(name) and "GPU 2 -> GPU 0 NVLink 0" in guessed, guessed
