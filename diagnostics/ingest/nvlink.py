@@ -11,6 +11,9 @@ reason is said. An output that lists some GPUs only, and names none it could not
 excerpted: the GPUs it leaves out are not judged missing (`IngestResult.partial`; the analysis says why). A
 driver that never enumerated a GPU numbers the rest from 0, so all GPUs but one, from GPU 0, are still judged.
 
+A GPU header cut off (the input ends inside it, or it lacks the `(UUID: ...)` the headers above close) still counts
+its GPU, but names no model unless its UUID clause opens after it: `Tesla V1` of `Tesla V100` would name a board.
+
 Several of them pasted together are merged into one row per GPU, link, lane and reading (`nvlink_rows`, which
 also reads the short form of `-e` with its `Links 0-2, 4-5: ...` lines). A single `-e` reading is a
 lifetime total since the counters were last reset: the rows carry no time unless the input states one (a
@@ -23,7 +26,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..config.datafiles import DATA_DIR, read_toml
 from ..config.platforms import platform_data, platform_for_model
@@ -56,6 +59,8 @@ _FULL_UUID = re.compile(r"^(?:GPU|MIG)-(?:GPU-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]
 _NO_HANDLE = re.compile(r"^\s*Unable to determine the device handle for GPU\s*(?P<bus>[0-9a-fA-F]+:[0-9a-fA-F:.]+):\s*"
                         r"(?P<reason>.*?)\s*$")
 _GPU_LIKE = re.compile(r"^\s*GPU \S+: ")  # the start of a GPU header
+_CUT_GPU = re.compile(r"^\s*GPU (?P<gpu>\d+):\s*$")  # a header cut right after its index: `GPU 2: ` of `GPU 2: T`
+_OPEN_UUID = re.compile(r"^(?P<model>.+?)\s+\([^)]*$")  # a model, whole, then a `(UUID: ...` that never closes
 _SWITCH_SENTINEL = re.compile(r"^f{4,8}:ff:ff", re.IGNORECASE)
 # NVML's spelling is `inActive`; health checks match it in lower case, and pastes drop the space after `NVML:`
 _ALL_INACTIVE = re.compile(r"^\s*NVML:\s*Unable to retrieve NVLink information as all links are inactive\.?\s*$",
@@ -104,6 +109,8 @@ class NvlinkReader:
         gpu: int | None = None
         uuid: str | None = None
         model = ""
+        board_model = ""  # the last model a GPU header states whole
+        uuid_form = False  # a GPU header above closes its `(UUID: ...)`: one that does not is cut off
         unreachable = False  # a GPU nvidia-smi names as one it could not reach
         last_gpu: int | None = None  # the index of the last GPU header
         first_header: Line | None = None
@@ -117,22 +124,28 @@ class NvlinkReader:
                 rows.close()
                 gpu = None
                 continue
-            if header := _GPU.match(line.text):
+            if header := _header(line, uuid_form):
                 first_header = first_header or line
-                gpu, uuid = out.checked("index", line.number, header["gpu"], "gpu", "GPU index"), _uuid(header["uuid"])
+                gpu, uuid = out.checked("index", line.number, header.gpu, "gpu", "GPU index"), _uuid(header.uuid)
                 rows.start(line.number)
                 if gpu is None:  # refused: its lines belong to no GPU and are reported as not read
                     continue
                 last_gpu = gpu
-                model = header["name"].strip()
-                _check_uuid(out, line, header, uuid, uuids.setdefault(gpu, (uuid, line.number)))
+                named = _model(out, line, header, gpu, uuid_form)
+                model = named or ""
+                board_model = named or board_model
+                uuid_form = uuid_form or header.uuid is not None
+                if named == header.name:  # a header cut off is said by `_model`
+                    _check_uuid(out, line, header, uuid, uuids.setdefault(gpu, (uuid, line.number)))
                 if uuid is not None and (other := gpus_of.setdefault(uuid, (gpu, line.number)))[0] != gpu:
                     out.warn(line.number, f"{uuid} is GPU {gpu} here and GPU {other[0]} at line {other[1]}: one of "
                                           "the two indexes is damaged")
                 block.clear()
                 if (gpu, uuid) not in seen_gpus:
+                    cut_again = named != header.name and any(g == gpu for g, _ in seen_gpus)  # nothing new
                     seen_gpus.add((gpu, uuid))
-                    out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=model)
+                    if not cut_again:
+                        out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=named)
                 continue
             if _GPU_LIKE.match(line.text):  # a header whose index is damaged: its lines are no GPU's
                 out.warn(line.number, f"{line.text.strip()[:40]!r} is no GPU header as nvidia-smi prints one; the "
@@ -215,7 +228,7 @@ class NvlinkReader:
             _headers_alone(out, first_header, len(seen_gpus), capabilities)
             return out.result()
         if rows.rows and not unreachable:
-            _narrowed(out, sorted({g for g, _ in seen_gpus}), model)
+            _narrowed(out, sorted({g for g, _ in seen_gpus}), board_model)
         for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
             row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
         return out.result()
@@ -336,26 +349,62 @@ def _link_list(out: Collector, number: int, what: str, text: str) -> list[int] |
     return links
 
 
+class _Header(NamedTuple):
+    gpu: str  # the index as written
+    name: str  # the model, and a UUID clause that is not as nvidia-smi prints it
+    uuid: str | None  # the `(UUID: ...)` clause's content, where it closes
+
+
+def _header(line: Line, uuid_form: bool) -> _Header | None:
+    """A GPU header; a line cut off (see `_model`) is one from its index on."""
+    if header := _GPU.match(line.text):
+        return _Header(header["gpu"], header["name"].strip(), header["uuid"])
+    cut = _CUT_GPU.match(line.text) if line.cut or uuid_form else None
+    return _Header(cut["gpu"], "", None) if cut else None
+
+
+def _model(out: Collector, line: Line, header: _Header, gpu: int, uuid_form: bool) -> str | None:
+    """The GPU's model as its header states it. A header cut off (the input ends inside it, or its `(UUID: ...)`
+    never closes, or it ends in no `)` where the headers above close theirs) keeps only a model its clause's `(`
+    follows: a cut one (`Tesla V1` of `Tesla V100`) would name a board it is not. Said, as a cut line is."""
+    name = header.name
+    opened = _OPEN_UUID.match(name)
+    if header.uuid is not None or not (opened or line.cut or (uuid_form and not name.endswith(")"))):
+        return name  # whole: a clause not as nvidia-smi prints it that closes is damage (`_check_uuid`)
+    if line.cut and out.warnings and out.warnings[-1].line == line.number and out.warnings[-1].cut:
+        out.warnings.pop()  # the input's own cut warning, said here with what it leaves unread
+    why = ("the input ends inside this line, with no newline after it" if line.cut else
+           "its (UUID: ...) never closes" if opened else "it has no (UUID: ...) where the GPU headers above close one")
+    shown = line.text.strip()[:60]
+    if opened:
+        out.warn(line.number, f"GPU {gpu}'s header ({shown!r}) is cut off inside its UUID: {why}; read with its "
+                              f"model, {opened['model']!r}, and no UUID", cut=True)
+        return opened["model"]
+    out.warn(line.number, f"GPU {gpu}'s header ({shown!r}) is cut off: {why}; its model may be cut too and is not "
+                          f"read (GPU {gpu} is counted)", cut=True)
+    return None
+
+
 def _uuid(raw: str | None) -> str | None:
     """A UUID as the driver writes it; None for an author's elision (`...`, `GPU-xxx`)."""
     return raw.strip() if raw and _UUID.match(raw.strip()) else None
 
 
-def _check_uuid(out: Collector, line: Line, header: re.Match[str], uuid: str | None,
+def _check_uuid(out: Collector, line: Line, header: _Header, uuid: str | None,
                 first: tuple[str | None, int]) -> None:
     """A GPU header's UUID clause that is not as the driver writes it (and not an author's elision), or another
     UUID than the same GPU's header above, is said: its rows would carry no UUID, or the wrong one."""
-    raw = header["uuid"]
+    raw = header.uuid
     # an author's shortening (`GPU-xxx`, `GPU-0`, `...`) is no damage: a damaged UUID keeps its dashes
     elided = raw is not None and (raw.count("-") < 3 or any(mark in raw for mark in ("xxx", "...", "…")))
     if raw is None and re.search(r"\(\s*\w{4}:|\w{4}:\s*\w{3}-|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-",
-                                 header["name"]):  # a damaged `(UUID: `, or a UUID's digits in a model name
-        out.warn(line.number, f"{header['name'][-60:]!r}: a UUID clause not as nvidia-smi prints it (UUID: ...); "
+                                 header.name):  # a damaged `(UUID: `, or a UUID's digits in a model name
+        out.warn(line.number, f"{header.name[-60:]!r}: a UUID clause not as nvidia-smi prints it (UUID: ...); "
                               "read without a UUID")
     elif raw is not None and not elided and (uuid is None or not _FULL_UUID.match(uuid)):
         out.warn(line.number, f"{raw[:50]!r} is no GPU UUID as the driver writes it; read without one")
     elif uuid is not None and first[0] is not None and uuid != first[0]:
-        out.warn(line.number, f"GPU {header['gpu']} is {uuid} here and {first[0]} at line {first[1]}: one of the "
+        out.warn(line.number, f"GPU {header.gpu} is {uuid} here and {first[0]} at line {first[1]}: one of the "
                               "two is damaged")
 
 

@@ -278,3 +278,54 @@ def test_a_link_state_line_last_without_a_newline_is_whole_and_read(last: str, s
     path.write_text("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5269b708-678a-b1a8-60f0-c90406537486)\n"
                     "         Link 0: CRC Errors: 0\n         Link 1: CRC Errors: 45", encoding="utf-8")
     assert any(w.cut and "'45'" in w.message for w in read(path).warnings)
+
+
+V100_DATED = REAL / "nvlink_e_v100_short_form_dated_2.txt"
+
+
+def test_the_real_output_cut_at_half_names_no_model_from_its_cut_gpu_header(tmp_path: Path) -> None:
+    """Cut at half, the real V100 output ends `GPU 2: Tesla V1`: its `Tesla` was read as GPU 2's model (and shown
+    as one the platform was taken from). GPU 2 is counted, its model not read, and the cut said."""
+    text = V100_DATED.read_text(encoding="utf-8")
+    path = tmp_path / "half.txt"
+    path.write_text(text[: len(text) // 2], encoding="utf-8")
+    assert path.read_text(encoding="utf-8").endswith("GPU 2: Tesla V1")
+    result = read(path)
+    gpus = result["gpus"].set_index("gpu")
+    assert sorted(gpus.index) == [0, 2] and pd.isna(gpus.loc[2, "model"])
+    last = text[: len(text) // 2].count("\n") + 1
+    said = [w for w in result.warnings if w.line == last]
+    assert len(said) == 1 and said[0].cut and "GPU 2's header" in said[0].message, said
+    assert "model may be cut too and is not read" in said[0].message
+
+
+@pytest.mark.parametrize("whole_end", [False, True])
+def test_a_gpu_header_cut_anywhere_names_its_whole_model_or_none(whole_end: bool) -> None:
+    """Every cut inside a UUID-form header line, as a file cut there (no final newline) and as a paste that ends
+    there: the GPU's model is the whole model (where `(UUID:` follows it) or none, never a part of it, and the cut
+    is said (a cut warning at that line)."""
+    text = V100_DATED.read_text(encoding="utf-8")
+    start = text.index("GPU 2:")
+    end = text.index(")", start)
+    whole = "Tesla V100-SXM2-32GB-LS"
+    # a file's cut last line is read up to its last space (`Tail`): its index stands once the space after it is in
+    for cut in range(start + len("GPU 2:" if whole_end else "GPU 2: "), end):
+        result = READER.read(Source.from_text(text[:cut], "cut.txt", whole_end=whole_end))
+        models = result.tables["gpus"].set_index("gpu")["model"]
+        assert models.loc[0] == whole and (pd.isna(models.loc[2]) or models.loc[2] == whole), (cut, models)
+        line = text[:cut].count("\n") + 1
+        assert [w for w in result.warnings if w.line == line and w.cut], (cut, result.warnings)
+        assert not [w for w in result.warnings if "not as nvidia-smi prints it" in w.message], result.warnings
+
+
+def test_a_header_without_the_uuid_the_headers_above_close_is_cut_and_one_in_a_paste_without_uuids_is_whole() -> None:
+    """A paste that ends `GPU 1: NVIDIA H1` (Slack trims the newline, so the end does not show the cut): the
+    header above closes its UUID, so this one is cut. Headers that carry no UUID at all keep their models."""
+    cut = read_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-5269b708-678a-b1a8-60f0-c90406537486)\n"
+                    "         Link 0: 26.562 GB/s\nGPU 1: NVIDIA H1")
+    models = cut["gpus"].set_index("gpu")["model"]
+    assert models.loc[0] == "NVIDIA H100 80GB HBM3" and pd.isna(models.loc[1])
+    assert [w.line for w in cut.warnings if w.cut and "GPU 1's header" in w.message] == [3], cut.warnings
+    plain = read_text("GPU 0: NVIDIA H100 80GB HBM3\n         Link 0: 26.562 GB/s\n"
+                      "GPU 1: NVIDIA H100 80GB HBM3\n         Link 0: 26.562 GB/s")
+    assert set(plain["gpus"]["model"]) == {"NVIDIA H100 80GB HBM3"} and not [w for w in plain.warnings if w.cut]
