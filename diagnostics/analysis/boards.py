@@ -51,8 +51,11 @@ class Boards:
             if len(found) == 1:
                 self.platforms[node] = str(found.pop())
                 self.guessed[node] = f"taken from the GPU model {', '.join(repr(m) for m in models)}"
+                wiring = "" if node in self.topology else (  # no row of its own: every peer is the template's
+                    ": the GPU or NVSwitch port each NVLink is shown joining is that platform's wiring, assumed, not "
+                    "read from the node (`nvidia-smi nvlink -R` reads it)")
                 self.notes[node] = [f"platform {self.platforms[node]} {self.guessed[node]}; name it with --platform "
-                                    "or a nodes.csv"]
+                                    f"or a nodes.csv{wiring}"]
 
     def __call__(self, node: str, *, describe: bool = False) -> NodeGraph | None:
         """The graph the node is judged on: given; else what its own topology rows describe (observed ports over

@@ -273,7 +273,7 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
                               fabric_manager=_platform_has(plan.platform, "fabric-manager")),
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note,
-        warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan)],
+        warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan, candidate)],
         capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
         held=plan.held,
@@ -297,11 +297,16 @@ def _software_blamed(diagnosis: Diagnosis, candidate: Candidate) -> list[str]:
             "up; touch no part for it before then"]
 
 
-def _guessed(diagnosis: Diagnosis, plan: RepairPlan) -> list[str]:
-    """A platform no one named, said where the part and the steps rest on it."""
+def _guessed(diagnosis: Diagnosis, plan: RepairPlan, candidate: Candidate) -> list[str]:
+    """A platform no one named, said where the part and the steps rest on it, and the peer GPU the component names
+    where that platform's wiring gave it (an assumed switch port is said by the plan)."""
     if diagnosis.platform_guess is None or plan.platform is None:
         return []
+    peer = candidate.ref.peer_gpu if candidate.port_source is PortSource.ASSUMED else None
+    wiring, read = ("", "") if peer is None else (
+        f", and so does GPU {peer} as its link's peer: that platform's wiring, assumed, not read from the node",
+        f", `nvidia-smi nvlink -R -i {candidate.gpu}`")
     return [f"the platform, {plan.platform}, was {diagnosis.platform_guess}, not named: the part and the steps rest "
-            "on it; confirm the board (`nvidia-smi -q` Product Name, `nvidia-smi topo -m`) before a part is ordered, "
-            "or name it with --platform or a nodes.csv"]
+            f"on it{wiring}; confirm the board (`nvidia-smi -q` Product Name, `nvidia-smi topo -m`{read}) before a "
+            "part is ordered, or name it with --platform or a nodes.csv"]
 

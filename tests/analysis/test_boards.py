@@ -43,3 +43,18 @@ def test_nodes_that_describe_themselves_alike_are_drawn_once_and_each_keeps_its_
     assert sorted(a.graph.edges(keys=True)) == sorted(b.graph.edges(keys=True))
     assert graph_of.warnings("b") == graph_of.warnings("a") and graph_of.guess("b") == graph_of.guess("a")
     assert graph_of("b") is b  # a node asked again keeps the graph it was judged on
+
+
+def test_a_platform_taken_from_the_gpu_model_says_its_peers_are_its_wiring_unless_the_node_describes_itself() -> None:
+    """The real V100 output is from a 4-GPU carrier board (GPU 0 link 3 joins GPU 2 link 0), read as a DGX-1 from
+    its model: the peers shown are the DGX-1's wiring, and its note said only where the platform came from. A node
+    whose own topology rows draw its graph keeps the note without that sentence; a named platform has none."""
+    gpus = read(REAL / "nvlink_e_v100_short_form_1.txt", node_id="v")["gpus"]
+    wiring = "each NVLink is shown joining is that platform's wiring, assumed, not read from the node"
+    guessed = Boards({}, {}, gpus, None)
+    assert guessed.platform("v") == "dgx1-v100-8gpu"
+    assert any(wiring in w and "nvidia-smi nvlink -R" in w for w in guessed.warnings("v")), guessed.warnings("v")
+    own = Boards({}, {}, gpus, described("topo_m_dgx1_v100_1.txt", "v"))
+    assert any("taken from the GPU model" in w for w in own.warnings("v"))
+    assert not [w for w in own.warnings("v") if wiring in w]
+    assert not Boards({"v": "dgx1-v100-8gpu"}, {}, gpus, None).warnings("v")

@@ -36,3 +36,23 @@ def test_a_platform_fitted_to_the_nodes_own_topology_is_said_too() -> None:
     assert any(w.startswith("platform hgx-h100-8gpu fitted to the node's own topology") for w in got.warnings)
     named = diagnose(source, Request(node="t", platform="hgx-h100-8gpu")).diagnosis
     assert named.platform_guess is None
+
+
+def test_a_peer_gpu_from_a_guessed_platforms_wiring_is_said_assumed_by_the_ticket_and_the_answer() -> None:
+    """The real V100 board read as a DGX-1 from its model: GPU 2 NVLink 0's peer, GPU 0, is the DGX-1's wiring. The
+    ticket, the text and JSON answers say it is assumed; with the platform named, none of them says so."""
+    real = Path(__file__).parents[2] / "fixtures" / "real" / "nvlink_e_v100_short_form_dated_2.txt"
+    source, _, _ = files_source([real], node="v")
+    wiring = "that platform's wiring, assumed, not read from the node"
+    for platform in (None, "dgx1-v100-8gpu"):
+        got = diagnose(source, Request(node="v", platform=platform)).diagnosis
+        flagged = [f for f in got.findings if f.severity.value != "ok"]
+        assert [(f.gpu, f.ref.peer_gpu, f.link) for f in flagged] == [(2, 0, 0)], flagged
+        ticket = RulesDrafter().draft(got, component=flagged[0].component)
+        said = [w for w in ticket.warnings if wiring in w]
+        answer = [w for w in got.model_dump(mode="json")["warnings"] if wiring in w]
+        if platform is None:
+            assert len(said) == 1 and "GPU 0 as its link's peer" in said[0] and "nvlink -R -i 2" in said[0], said
+            assert len(answer) == 1, got.warnings
+        else:
+            assert not said and not answer, (ticket.warnings, got.warnings)
