@@ -17,8 +17,9 @@ def placed(f: Finding, graph: NodeGraph | None) -> Finding:
     port = port_at(graph, f.gpu, f.link, f.link_type.value)
     if port.source is PortSource.UNKNOWN and port.switch_port is None:
         return f
+    peer = f.peer_gpu if port.ref.peer_gpu is None else port.ref.peer_gpu  # GPU 0 is a peer
     return f.model_copy(update={"ref": port.ref, "switch": port.switch or f.switch, "switch_port": port.switch_port,
-                                "port_source": port.source, "peer_gpu": port.ref.peer_gpu or f.peer_gpu})
+                                "port_source": port.source, "peer_gpu": peer})
 
 
 def port_at(graph: NodeGraph, gpu: int, link: int, link_type: str) -> PortInfo:

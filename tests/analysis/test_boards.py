@@ -58,3 +58,15 @@ def test_a_platform_taken_from_the_gpu_model_says_its_peers_are_its_wiring_unles
     assert any("taken from the GPU model" in w for w in own.warnings("v"))
     assert not [w for w in own.warnings("v") if wiring in w]
     assert not Boards({"v": "dgx1-v100-8gpu"}, {}, gpus, None).warnings("v")
+
+
+def test_a_link_to_gpu_0_keeps_its_peer_when_placed_on_the_board() -> None:
+    """DGX-1 V100: GPU 2's NVLink 0 joins GPU 0; placing it on the board's wiring read the peer as `peer or ...`, so
+    GPU 0 (falsy) was lost: the finding named 'GPU 2 -> GPU 0' with no peer GPU, and no pair could form with it."""
+    from diagnostics.analysis import analyze_tables
+
+    tables = read(REAL / "nvlink_e_v100_short_form_1.txt").tables
+    tables["link_samples"] = tables["link_samples"].assign(node_id="n1")
+    d = analyze_tables(tables, node_id="n1", platform="dgx1-v100-8gpu")
+    peers = {(f.gpu, f.link): f.peer_gpu for f in d.findings}
+    assert peers[(2, 0)] == 0 and peers[(0, 0)] == 1
