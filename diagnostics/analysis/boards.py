@@ -52,8 +52,8 @@ class Boards:
                 self.platforms[node] = str(found.pop())
                 self.guessed[node] = f"taken from the GPU model {', '.join(repr(m) for m in models)}"
                 wiring = "" if node in self.topology else (  # no row of its own: every peer is the template's
-                    ": the GPU or NVSwitch port each NVLink is shown joining is that platform's wiring, assumed, not "
-                    "read from the node (`nvidia-smi nvlink -R` reads it)")
+                    ": the GPU or NVSwitch port each NVLink is shown joining is that platform's wiring, assumed until "
+                    "the node's own is read (`nvidia-smi nvlink -R`)")
                 self.notes[node] = [f"platform {self.platforms[node]} {self.guessed[node]}; name it with --platform "
                                     f"or a nodes.csv{wiring}"]
 

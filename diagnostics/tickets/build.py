@@ -304,7 +304,7 @@ def _guessed(diagnosis: Diagnosis, plan: RepairPlan, candidate: Candidate) -> li
         return []
     peer = candidate.ref.peer_gpu if candidate.port_source is PortSource.ASSUMED else None
     wiring, read = ("", "") if peer is None else (
-        f", and so does GPU {peer} as its link's peer: that platform's wiring, assumed, not read from the node",
+        f", and so does GPU {peer} as its link's peer: that platform's wiring, assumed until the node's own is read",
         f", `nvidia-smi nvlink -R -i {candidate.gpu}`")
     return [f"the platform, {plan.platform}, was {diagnosis.platform_guess}, not named: the part and the steps rest "
             f"on it{wiring}; confirm the board (`nvidia-smi -q` Product Name, `nvidia-smi topo -m`{read}) before a "

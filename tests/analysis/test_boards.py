@@ -50,7 +50,7 @@ def test_a_platform_taken_from_the_gpu_model_says_its_peers_are_its_wiring_unles
     its model: the peers shown are the DGX-1's wiring, and its note said only where the platform came from. A node
     whose own topology rows draw its graph keeps the note without that sentence; a named platform has none."""
     gpus = read(REAL / "nvlink_e_v100_short_form_1.txt", node_id="v")["gpus"]
-    wiring = "each NVLink is shown joining is that platform's wiring, assumed, not read from the node"
+    wiring = "each NVLink is shown joining is that platform's wiring, assumed until the node's own is read"
     guessed = Boards({}, {}, gpus, None)
     assert guessed.platform("v") == "dgx1-v100-8gpu"
     assert any(wiring in w and "nvidia-smi nvlink -R" in w for w in guessed.warnings("v")), guessed.warnings("v")

@@ -43,7 +43,7 @@ def test_a_peer_gpu_from_a_guessed_platforms_wiring_is_said_assumed_by_the_ticke
     ticket, the text and JSON answers say it is assumed; with the platform named, none of them says so."""
     real = Path(__file__).parents[2] / "fixtures" / "real" / "nvlink_e_v100_short_form_dated_2.txt"
     source, _, _ = files_source([real], node="v")
-    wiring = "that platform's wiring, assumed, not read from the node"
+    wiring = "that platform's wiring, assumed until the node's own is read"
     for platform in (None, "dgx1-v100-8gpu"):
         got = diagnose(source, Request(node="v", platform=platform)).diagnosis
         flagged = [f for f in got.findings if f.severity.value != "ok"]
