@@ -247,7 +247,8 @@ def summary_fields(d: Diagnosis) -> list[str]:
         degradation += f" (job {esc(d.job_id)})"
     correlation = esc(d.verdict) if d.verdict else "no job logs its step time on this node: nothing to correlate"
     return [
-        f"*Fault detected*\n{d.fault_said()}" + (" (no link read)" if d.health_unknown() else ""),
+        f"*Fault detected*\n{d.fault_said()}" + (" (no link read)" if d.health_unknown() else
+                                                  " (one reading: no rate yet)" if d.unrated() else ""),
         f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_component)}"
         + (f"\nticket on `{esc(d.ticket_owner)}`" if d.fault_detected and d.ticket_owner != d.node_id else ""),
         f"*Degradation*\n{degradation}",
@@ -265,8 +266,8 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
 
 
 def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None, lead: str | None) -> list[Block]:
-    status = "fault detected" if d.fault_detected else "fabric health unknown" if d.health_unknown() else \
-        "no fabric fault"
+    status = "fault detected" if d.fault_detected else "fabric health unknown" if d.health_unknown() or d.unrated() \
+        else "no fabric fault"
     blocks: list[Block] = [section(lead)] if lead else []
     blocks.append(HeaderBlock(text=clip(title or f"{headline_name(d.node_id)}: {status}", MAX_HEADER)))
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))
@@ -311,6 +312,8 @@ def fallback_text(d: Diagnosis) -> str:
     """The plain text of a summary (notifications and screen readers)."""
     if d.health_unknown():  # nothing read: not an all-clear
         return f"{headline_name(d.node_id)}: fabric health unknown, no link read ({d.priority_said()})"
+    if d.unrated():  # one reading: no rate, so nothing judged by the rules of rate
+        return f"{headline_name(d.node_id)}: fabric health unknown, one reading, no rate yet ({d.priority_said()})"
     if not d.fault_detected:
         return f"{headline_name(d.node_id)}: no fabric fault ({d.priority_said()})"
     return f"{headline_name(d.node_id)}: {d.isolated_component} failing, {d.priority_said()} priority"

@@ -301,6 +301,10 @@ class Diagnosis(BaseModel):
     links_read: bool = Field(
         default=True, description="Whether a link reading of the node is in its window: without one, its findings "
                                   "are events alone (an SXid that warns), which judge no link.")
+    rates_known: bool = Field(
+        default=True, description="Whether its links' error rates are known: one reading per link (totals since "
+                                  "reset, or link states alone) gives none, so a fault of rate is neither found nor "
+                                  "ruled out.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:
@@ -318,9 +322,15 @@ class Diagnosis(BaseModel):
         event that warns (a non-fatal SXid) judges no link: it leaves the health unknown too."""
         return self.lists_every_link and not self.fault_detected and not (self.findings and self.links_read)
 
+    def unrated(self) -> bool:
+        """One node's view of one reading per link and no fault found in it: its error rates, what the rules judge,
+        are unknown, so it is no all-clear (a lone `nvidia-smi nvlink -e` of thousands of replays since reset)."""
+        return self.lists_every_link and not self.fault_detected and not self.rates_known and self.links_read
+
     def fault_said(self) -> str:
-        """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read."""
-        return "yes" if self.fault_detected else "unknown" if self.health_unknown() else "no"
+        """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read or no rate
+        is known."""
+        return "yes" if self.fault_detected else "unknown" if self.health_unknown() or self.unrated() else "no"
 
     def priority_said(self) -> str:
         """The priority as every door says it, as the node's ticket (its headline part's) does: held, with the level

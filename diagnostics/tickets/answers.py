@@ -56,6 +56,9 @@ def rules_answer(diagnosis: Diagnosis) -> str:
                     f"{d.priority_said()}; suggested action: {d.repair_action}")
         if d.health_unknown():  # nothing read to clear it: never "within thresholds"
             return f"{unread}. Suggested action: {d.repair_action}"
+        if d.unrated():  # totals, or states, with no rate: the rules of rate judged nothing
+            return (f"{who}: one reading of `{d.node_id}`'s links{slow}, so no error rate is known and its fabric "
+                    f"health is unknown, not healthy. Suggested action: {d.repair_action}")
         return (f"{who}: no fabric fault on `{d.node_id}`{slow}. "
                 + (d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."))
     part = d.isolated_component  # 'the GPU at PCI ...' or 'a GPU of the node': its article goes, 'failing' is one
