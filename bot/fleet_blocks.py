@@ -10,6 +10,7 @@ from slack_sdk.models.blocks import Block, ContextBlock, HeaderBlock, MarkdownTe
 
 from diagnostics import COUNT_RULES, NOT_ALL_CLEAR, Offender, SweepResult
 from diagnostics import format as fmt
+from diagnostics.offenders import LINKS_SHOWN
 
 from .blocks import degraded, finding_line
 from .fitting import MAX_BLOCKS, MAX_HEADER, MAX_TEXT, clip, fit, section, sections
@@ -30,11 +31,10 @@ def fleet_blocks(result: SweepResult, limit: int = 15) -> list[Block]:
     nodes it leaves out. From the sweep `fabricbot sweep --store` makes of the same source: a node it could not judge
     (one reading per link, a part that cannot be read, no reading in the span) makes the view incomplete, said as
     the sweep says it, and is never counted healthy."""
-    layouts = [(limit, FLEET_LINKS), *((n, 1) for n in _fewer(limit))]
+    layouts = [(limit, LINKS_SHOWN), *((n, 1) for n in _fewer(limit))]
     return fit(_fleet(result, n, links) for n, links in layouts)
 
 
-FLEET_LINKS = 3  # a node's worst links the fleet view lists under it; the others are counted
 
 
 def _node_lines(result: SweepResult, rank: int, node: str, links: int) -> tuple[list[str], int]:

@@ -16,6 +16,7 @@ from .model import Diagnosis, Finding
 
 COUNT_RULES = (BELOW_EXPECTED_RULE, GPU_MISSING_RULE)  # the value is a count against the platform's, not a rate
 NOT_ALL_CLEAR = "This is not an all-clear."  # what an incomplete fleet view says first (`SweepResult.not_all_clear`)
+LINKS_SHOWN = 3  # a node's worst offending parts a fleet list shows (`/fabric fleet`, `sweep`); the rest counted
 
 
 class Offender(BaseModel):
@@ -100,6 +101,16 @@ class Offender(BaseModel):
         if ref is None:
             return "GPUs"  # the node's GPU count
         return f"{ref.name} (Xid {self.xid})" if self.xid is not None else ref.name
+
+
+def worst_first(found: list[Offender]) -> list[Offender]:
+    """One node's offenders, the worst first: a link down before one over a threshold, then by how far over it."""
+    def ratio(o: Offender) -> float:
+        if o.rate_per_hour is None or not o.above:
+            return 0.0
+        return o.rate_per_hour / o.above
+
+    return sorted(found, key=lambda o: (-severity_rank(o.severity), -ratio(o)))
 
 
 def offenders_of(diagnosis: Diagnosis) -> list[Offender]:

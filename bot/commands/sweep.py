@@ -14,6 +14,7 @@ from typing import TextIO
 
 from diagnostics import COUNT_RULES, ConfigError, InputError
 from diagnostics import format as fmt
+from diagnostics.offenders import LINKS_SHOWN, Offender, worst_first
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 
@@ -22,21 +23,41 @@ from . import SUMMARIES
 from .output import INCOMPLETE, print_json, said_incomplete
 
 
-def _table(result: SweepResult, out: TextIO) -> None:
+def _worst(found: list[Offender]) -> list[Offender]:
+    """A node's rows of its `LINKS_SHOWN` worst offending links (each with every rule it broke), in its own order."""
+    keys = list(dict.fromkeys(o.link_key for o in worst_first(found)))[:LINKS_SHOWN]
+    return [o for o in found if o.link_key in keys]
+
+
+def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
     """The offenders grouped by node, most urgent node first (`SweepResult.ranked`, as `/fabric fleet` lists them),
-    then each offending node's diagnosis in the same order."""
+    each node's worst `LINKS_SHOWN` and how many more (`every`: all of them), then each offending node's diagnosis in
+    the same order. A node with a hundred links down is one entry, as in `/fabric fleet`, not a page of rows."""
     print(result.headline(), file=out)
-    wide = max([22, *(len(o.component) for o in result.offenders)])  # a GPU named by its PCI address is longer
-    rules = max([22, *(len(", ".join(o.rules)) for o in result.offenders)])  # a gone GPU's row names each rule
     ranked = result.ranked()
     order = {node: i for i, node in enumerate(ranked)}
+    by_node: dict[str, list[Offender]] = {}
     for o in sorted(result.offenders, key=lambda o: order[o.node_id]):  # stable: each node's own order kept
-        rate = "" if o.rate_per_hour is None else fmt.value(o.rate_per_hour, o.unit)
-        sign = "<" if o.rule in COUNT_RULES else ">"
-        limit = "" if o.above is None else f"{sign} {fmt.value(o.above, o.unit)}"
-        broke = ", ".join(o.rules)
-        print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {broke:<{rules}} {rate:>12} {limit:<12} "
-              f"{o.detail}".rstrip(), file=out)
+        by_node.setdefault(o.node_id, []).append(o)
+    shown = {node: found if every else _worst(found) for node, found in by_node.items()}
+    rows = [o for found in shown.values() for o in found]
+    wide = max([22, *(len(o.component) for o in rows)])  # a GPU named by its PCI address is longer
+    rules = max([22, *(len(", ".join(o.rules)) for o in rows)])  # a gone GPU's row names each rule
+    for node, found in shown.items():
+        for o in found:
+            rate = "" if o.rate_per_hour is None else fmt.value(o.rate_per_hour, o.unit)
+            sign = "<" if o.rule in COUNT_RULES else ">"
+            limit = "" if o.above is None else f"{sign} {fmt.value(o.above, o.unit)}"
+            broke = ", ".join(o.rules)
+            print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {broke:<{rules}} {rate:>12} "
+                  f"{limit:<12} {o.detail}".rstrip(), file=out)
+        left = {o.link_key: o.counted_as for o in by_node[node] if o not in found}
+        if left:
+            kinds = set(left.values())
+            kind = kinds.pop() if len(kinds) == 1 else "part"
+            print(f"  {node:<16} ...and {fmt.count(len(left), f'more offending {kind}')} (--all lists every one)",
+                  file=out)
+
     for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"
         print(f"  {node}: {what} {fmt.count(len(found), 'finding')}", file=out)
@@ -71,7 +92,7 @@ def _table(result: SweepResult, out: TextIO) -> None:
           f"read-back {result.timings.fetch_s:.2f} s, analysis {result.timings.analyze_s:.2f} s", file=out)
 
 
-def _report(result: SweepResult, as_json: bool, png: str | None = None) -> int:
+def _report(result: SweepResult, as_json: bool, png: str | None = None, every: bool = False) -> int:
     if png:
         from diagnostics.render import fleet_grid, render_fleet  # the picture stack only when a picture is asked for
 
@@ -85,7 +106,7 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None) -> int:
     if as_json:
         print_json(result)
     else:
-        _table(result, sys.stdout)
+        _table(result, sys.stdout, every)
     if not result.complete:
         print(f"fabricbot: {result.headline()}", file=sys.stderr)
         return INCOMPLETE
@@ -100,7 +121,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise InputError("--node reads one node from Prometheus; for a stored node run "
                              "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
         request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
-        return _report(sweep(StoreSource(args.store), request), args.json, args.png)
+        return _report(sweep(StoreSource(args.store), request), args.json, args.png, args.all)
     if not (args.prometheus or os.environ.get(ENV_URL)):
         raise ConfigError(f"nothing to sweep: give --store DIR (the local telemetry store) or --prometheus URL "
                           f"(or set {ENV_URL})")
@@ -128,7 +149,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with PrometheusClient(config) as client:
         request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
         result = sweep(PrometheusSource(client, at=at), request, read_back=not args.no_analyze)
-    return _report(result, args.json, args.png)
+    return _report(result, args.json, args.png, args.all)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -144,7 +165,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--at", metavar="TIME", help="evaluate at this UTC instant (default now)")
     p.add_argument("--node", help="read and diagnose this one node's series instead of sweeping the fleet")
     p.add_argument("--no-analyze", action="store_true", help="list offenders only; skip reading their nodes back")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--all", action="store_true",
+                   help=f"list every offending part of each node (default: its worst {LINKS_SHOWN} and how many more)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (every offending part)")
     p.add_argument("--png", metavar="FILE", help="also write the fleet heat map (nodes x GPUs) as a PNG")
     add_threshold_options(p)
     p.set_defaults(func=cmd_sweep)

@@ -13,6 +13,7 @@ import pytest
 from bot.cli import main
 from bot.commands.sweep import _table
 from diagnostics import analyze_fleet, load_thresholds
+from diagnostics.offenders import LINKS_SHOWN
 from diagnostics.prometheus import SweepResult
 from diagnostics.service import Request, StoreSource, files_source, sweep
 from diagnostics.store.telemetry import open_store
@@ -245,3 +246,29 @@ def test_gpus_a_kernel_log_names_by_bus_alone_are_counted_one_each(tmp_path: Pat
     code, out, err = cli("sweep", "--store", store)
     assert code == 1, err  # offenders found
     assert out.splitlines()[0] == "4 offending GPUs on 1 node", out
+
+
+def test_a_node_shows_its_worst_links_and_counts_the_rest_unless_all_are_asked(
+        store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As `/fabric fleet` lists a node: its worst three links, then how many more; `--all` (and `--json`) every one.
+    A node with a hundred links down was a hundred rows, the next node's urgent link far below them."""
+    capsys.readouterr()
+    main(["sweep", "--store", str(store_dir), "--json"])
+    swept = json.loads(capsys.readouterr().out)
+    main(["sweep", "--store", str(store_dir)])
+    table = capsys.readouterr().out.splitlines()
+    main(["sweep", "--store", str(store_dir), "--all"])
+    every = capsys.readouterr().out.splitlines()
+    parts: dict[str, set[str]] = {}
+    for o in swept["offenders"]:
+        parts.setdefault(o["node_id"], set()).add(o["component"])
+    many = [node for node, named in parts.items() if len(named) > LINKS_SHOWN]
+    assert many, "the bundled fleet has a node with more offending links than a list shows"
+    for node, named in parts.items():
+        rows = [line for line in table if line.split()[:1] == [node] and "...and" not in line]
+        shown = {c for c in named if any(f" {c} " in line for line in rows)}
+        assert len(shown) == min(len(named), LINKS_SHOWN), (node, shown)
+        more = [line for line in table if line.split()[:2] == [node, "...and"]]
+        left = len(named) - LINKS_SHOWN
+        assert len(more) == (left > 0) and all(f"...and {left} more offending " in line for line in more), more
+        assert all(any(line.split()[:1] == [node] and f" {c} " in line for line in every) for c in named)
