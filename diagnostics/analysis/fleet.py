@@ -39,7 +39,7 @@ from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
 from .findings import finding_of
 from .fleet_metrics import PIECE_ROWS, counted_nodes, fleet_metrics, lanes_level, max_samples
-from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links
+from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links, sxids_of_gone_gpus
 from .jobs import History, explain_jobs
 from .localize import localize_all
 from .metrics import candidates, records
@@ -210,7 +210,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if before is not None:
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
                         if f.gpu == gpu and gpu_gone(f) else f for f in mine]
-        mine = peers_of_gone_gpus(one_per_gone_gpu(mine))
+        mine = sxids_of_gone_gpus(peers_of_gone_gpus(one_per_gone_gpu(mine)))
         software = software_finding(fabric.get(node), view.all_inactive.get(node),
                                     domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:

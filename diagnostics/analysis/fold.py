@@ -5,15 +5,17 @@ A link's per-lane counters (`nvidia-smi nvlink -ec` counts each lane's CRC error
 but they are the link's, not more links. A GPU off the bus is found twice, by its Xid 79 (the events) and by its
 silence (every series stopped): one GPU; and its peers' NVLinks to it read inactive from their far ends because it is
 gone (the Xid catalog's note on Xid 74: a GPU whose peer failed reports the link down), so they are its evidence, not
-more faults. An SXid on the NVSwitch port a degraded GPU NVLink lands on is that link's
-switch end: one link."""
+more faults; so are the fatal SXids its switch ends report as its links go down with it. An SXid on the NVSwitch
+port a degraded GPU NVLink lands on is that link's switch end: one link."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
 from .. import format as fmt
-from ..config.thresholds import GPU_MISSING_RULE, LINK_DOWN_RULE, MISSING_RULE
+from ..config import load_sxid_catalog
+from ..config.thresholds import GPU_MISSING_RULE, LINK_DOWN_RULE, MISSING_RULE, OFF_BUS_RULE, SXID_FATAL_RULE
 from ..enums import ComponentKind, LinkType, Severity, severity_rank
 from ..model import Finding
 from .absence import gpu_gone
@@ -138,6 +140,47 @@ def peers_of_gone_gpus(findings: list[Finding]) -> list[Finding]:
             f = f.model_copy(update={"evidence": [*f.evidence, said]})
         out.append(f)
     return out
+
+
+FELL_WITH = timedelta(minutes=1)  # after a GPU's Xid 79: its links' switch ends report them down within seconds
+RESET_GPU = "RESET_GPU"  # the SXid catalog's resolution of a fault whose cure is the GPU on the link
+
+
+def sxids_of_gone_gpus(findings: list[Finding]) -> list[Finding]:
+    """Each NVSwitch port's fatal SXid that NVIDIA resolves by resetting the GPU on its link (the catalog's
+    RESET_GPU: 20034 LTSSM Fault Up), reported within `FELL_WITH` after a GPU of the node fell off the bus (its Xid
+    79), folded into that GPU's finding as evidence: its NVLinks went down with it and their switch ends saw them go
+    (the two "often happen together", as gpud documents them); one part to repair, the GPU, whose restart resets
+    what the SXid asks. With two GPUs off the bus in that minute none is folded: only a port map tells whose link
+    a port is. An SXid of another cure, or long after, keeps its own finding."""
+    off = [(i, f.onset) for i, f in enumerate(findings)
+           if f.onset is not None and any(c.rule == OFF_BUS_RULE for c in f.crossed)]
+    if not off:
+        return findings
+    catalog = load_sxid_catalog()
+    ends: dict[int, list[int]] = {}  # the gone GPU's finding -> the switch ends that saw its links go
+    for i, f in enumerate(findings):
+        codes = {code for c in f.crossed for code in c.codes}
+        if f.ref.kind is not ComponentKind.NVSWITCH or f.onset is None or not codes \
+                or any(c.rule != SXID_FATAL_RULE for c in f.crossed) \
+                or any(catalog.entry(code).immediate_action != RESET_GPU for code in codes):
+            continue
+        near = [g for g, t in off if t is not None and timedelta(0) <= f.onset - t <= FELL_WITH]
+        if len(near) == 1:
+            ends.setdefault(near[0], []).append(i)
+    if not ends:
+        return findings
+    folded: dict[int, Finding] = {}
+    for gpu, members in ends.items():
+        reported = sorted({code for i in members for c in findings[i].crossed for code in c.codes})
+        names = ", ".join(findings[i].ref.name for i in members)
+        said = (f"SXid {', '.join(map(str, reported))} on {names}, reported with its Xid 79 (within "
+                f"{fmt.period(FELL_WITH.total_seconds())} after it, or in the same log where the log gives no time): "
+                f"NVIDIA resolves {'it' if len(reported) == 1 else 'them'} by resetting the GPU on the link, so the "
+                "switch ends saw this GPU's NVLinks go down with it; one part to repair, this GPU")
+        base = findings[gpu]
+        folded[gpu] = base.model_copy(update={"evidence": [*base.evidence, said]})
+    return _kept(findings, folded, {i for members in ends.values() for i in members})
 
 
 def switch_ends_on_links(findings: list[Finding]) -> list[Finding]:

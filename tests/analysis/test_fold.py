@@ -99,3 +99,35 @@ def test_an_sxid_on_a_port_whose_gpu_link_is_healthy_stays_the_ports() -> None:
     d = analyze_tables({"link_samples": node_links(), "events": sxid}, node_id="n1", platform=PLATFORM)
     bad = [f for f in d.findings if f.severity is not Severity.OK]
     assert [f.component for f in bad] == [f"NVSwitch {switch} port {port}"]
+
+
+def _xid79_then(*sxids: tuple[float, int, int], gone: tuple[str, ...] = ("0000:91:00.0",)) -> list[Finding]:
+    """A node whose GPUs at `gone` fell off the bus (Xid 79) at T0 + 30 min, then an SXid of each (seconds after it,
+    code, switch port) on NVSwitch 0: its findings that are not OK."""
+    at = T0 + pd.Timedelta(minutes=30)
+    rows = [{"timestamp": at, "kind": "xid", "code": 79, "pci_bus_id": bus,
+             "text": f"NVRM: Xid (PCI:{bus[5:]}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}
+            for bus in gone]
+    rows += [{"timestamp": at + pd.Timedelta(seconds=s), "kind": "sxid", "code": code, "severity": "fatal",
+              "nvswitch": "0", "link": port, "text": f"nvidia-nvswitch0: SXid (PCI:0000:05:00.0): {code}, Fatal, "
+                                                     f"Link {port}"} for s, code, port in sxids]
+    d = analyze_tables({"link_samples": node_links(), "events": events(rows)}, node_id="n1")
+    return [f for f in d.findings if f.severity is not Severity.OK]
+
+
+def test_the_switch_ends_of_a_gpu_off_the_bus_are_its_evidence_not_parts_of_their_own() -> None:
+    """gpud's Xid 79 with SXid 20034 (LTSSM Fault Up) on the switch ports its links land on, seconds later: NVIDIA
+    resolves 20034 by resetting the GPU on the link, so the GPU is the one part; the ports are said as its evidence."""
+    (gpu,) = _xid79_then((12.0, 20034, 62), (12.5, 20034, 63))
+    assert gpu.ref.kind.value == "gpu" and any(c.rule == "xid_off_bus" for c in gpu.crossed)
+    assert any(e.startswith("SXid 20034 on NVSwitch 0 port 62, NVSwitch 0 port 63, reported with its Xid 79")
+               for e in gpu.evidence)
+
+
+def test_a_switch_fault_of_another_cure_or_later_or_beside_two_gone_gpus_keeps_its_own_finding() -> None:
+    late = _xid79_then((600.0, 20034, 62))  # ten minutes after: no longer the GPU's links going down with it
+    assert len(late) == 2 and any(f.ref.kind.value == "nvswitch" for f in late)
+    other = _xid79_then((12.0, 10003, 62))  # RESET_FABRIC: a switch fault of its own
+    assert len(other) == 2 and any(f.ref.kind.value == "nvswitch" for f in other)
+    two = _xid79_then((12.0, 20034, 62), gone=("0000:91:00.0", "0000:a1:00.0"))  # whose link: only a port map says
+    assert sum(f.ref.kind.value == "nvswitch" for f in two) == 1
