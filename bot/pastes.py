@@ -183,10 +183,13 @@ def totals_text(diagnosis: Diagnosis, limit: int = 12) -> str:
 
 
 def states_text(diagnosis: Diagnosis) -> str:
-    """Link states of one reading without counters: the links down or inactive (per GPU), and how many are up."""
+    """Link states of one reading without counters: the links down or inactive (per GPU), how many are up, and how
+    many have a state no one can judge (`dcgmi nvlink -s`'s X on a node in MIG mode)."""
     lines = totals_text(diagnosis).splitlines()[:-1]  # its down links; no counter says a link is clean
-    down = sum(1 for f in diagnosis.findings if f.link_state in DOWN_STATES)
-    return "\n".join([*lines, f"{len(diagnosis.findings) - down} of {len(diagnosis.findings)} links up"])
+    unknown = sum(1 for f in diagnosis.findings if f.link_state is LinkState.UNKNOWN)
+    up = sum(1 for f in diagnosis.findings if f.link_state not in DOWN_STATES) - unknown
+    said = f"{up} of {len(diagnosis.findings)} links up"
+    return "\n".join([*lines, said + (f", {unknown} of unknown state (not judged)" if unknown else "")])
 
 
 class PasteReader:
@@ -304,12 +307,14 @@ class PasteReader:
     def _thread_node(self, channel: str, thread: str) -> tuple[str | None, dict[str, str]]:
         """The node whose summary the thread hangs from, if the bot posted one there (waiting while a summary's post
         in the channel is under way: on Slack a moment before the bot notes which analysis it shows), and its
-        platform as that summary judged it (none when it knew none)."""
+        platform where that summary was told it (none where it knew none, or guessed it from a GPU model: the
+        paste's own GPUs are then what tells it)."""
         analysis_id = self.services.posted.analysis_of(channel, thread)
         diagnosis = self.services.state.analysis(analysis_id) if analysis_id is not None else None
         if diagnosis is None:
             return None, {}
-        return diagnosis.node_id, {diagnosis.node_id: diagnosis.platform} if diagnosis.platform else {}
+        told = diagnosis.platform if diagnosis.platform_guess is None else None  # a guess: the paste's to make again
+        return diagnosis.node_id, {diagnosis.node_id: told} if told else {}
 
     def _store(self, channel: str, thread: str, ts: str, reading: Reading) -> dict[str, Any] | None:
         """Keep `reading` as the thread's latest (one per thread, `MAX_STORED` in all); returns the one before."""

@@ -66,6 +66,8 @@ def picture_note(diagnosis: Diagnosis) -> str:
     read, so what is healthy is every link read, never "all links"."""
     if blocks.degraded(diagnosis):
         return "degraded links in colour"
+    if diagnosis.unrated():  # one reading: no link is down, but no rate judged the others
+        return "no link down in one reading, with no error rate yet: health unknown"
     return "every link read is healthy" if diagnosis.findings else \
         "no link reading, so no link is coloured: health unknown"
 

@@ -103,11 +103,18 @@ class Offender(BaseModel):
         return f"{ref.name} (Xid {self.xid})" if self.xid is not None else ref.name
 
 
+def offending(count: int, kind: str) -> str:
+    """'3 offending links', '1 offending GPU', '2 offending NVSwitches': a count of offenders of one kind."""
+    return fmt.count(count, f"offending {kind}", "offending NVSwitches" if kind == "NVSwitch" else None)
+
+
 def worst_first(found: list[Offender]) -> list[Offender]:
     """One node's offenders, the worst first: a link down before one over a threshold, then by how far over it."""
     def ratio(o: Offender) -> float:
         if o.rate_per_hour is None or not o.above:
             return 0.0
+        if o.rule in COUNT_RULES:  # a count short of the platform's (links, GPUs): the fewer, the worse
+            return o.above / o.rate_per_hour if o.rate_per_hour > 0 else float("inf")
         return o.rate_per_hour / o.above
 
     return sorted(found, key=lambda o: (-severity_rank(o.severity), -ratio(o)))
@@ -308,8 +315,7 @@ class SweepResult(BaseModel):
         broken = sum(len(o.rules) for o in self.offenders)  # a gone GPU's one row counts each rule it broke
         breaches = fmt.count(broken, "rule breach", "rule breaches")
         said = "" if broken == len(kinds) else f", {breaches}," if inline else f" ({breaches})"
-        many = "offending NVSwitches" if kind == "NVSwitch" else None
-        return f"{fmt.count(len(kinds), f'offending {kind}', many)}{said}"
+        return f"{offending(len(kinds), kind)}{said}"
 
     def headline(self) -> str:
         """One line for a person: never 'healthy' unless every query answered in full."""

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from diagnostics import COUNT_RULES, ConfigError, InputError
 from diagnostics import format as fmt
-from diagnostics.offenders import LINKS_SHOWN, Offender, worst_first
+from diagnostics.offenders import LINKS_SHOWN, Offender, offending, worst_first
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 
@@ -55,8 +55,8 @@ def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
         if left:
             kinds = set(left.values())
             kind = kinds.pop() if len(kinds) == 1 else "part"
-            print(f"  {node:<16} ...and {fmt.count(len(left), f'more offending {kind}')} (--all lists every one)",
-                  file=out)
+            print(f"  {node:<16} ...and {offending(len(left), kind).replace('offending', 'more offending', 1)} "
+                  "(--all lists every one)", file=out)
 
     for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"

@@ -176,6 +176,9 @@ def cmd_ticket(args: argparse.Namespace) -> int:
         except NoFaultError as exc:
             if incomplete:  # not "nothing to repair": the window held too little of the node to say
                 unknown += incomplete
+            elif diagnosis.unrated():  # one reading per link: no rate, so the rules of rate judged nothing
+                unknown.append(f"{label}: one reading per link, so no error rate is known: "
+                               f"{diagnosis.repair_action}")
             else:
                 print(f"{label}: {exc.reason}", file=sys.stderr)
             continue

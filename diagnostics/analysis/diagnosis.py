@@ -158,7 +158,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         job_gpus=job_gpus if shown and shown.nodes else None,
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline,
                                                                   rack is not None),
-        rack=rack, tray=tray, lists_every_link=lists_every_link, links_read=has_links, rates_known=rates_known,
+        rack=rack, tray=tray, lists_every_link=lists_every_link, links_read=has_links,
+        rates_known=rates_known and has_links,
         held=every_held(locs),
     )
 

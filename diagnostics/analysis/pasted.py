@@ -128,8 +128,9 @@ class Reading:
 
 def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
     """The diagnosis of the rates between two readings of `later`'s node, and the minutes between them, on the
-    platform either names (`later`'s first) with what both pastes hold beside their links. Never between a reading
-    with times of its own and one stamped when it was posted: their clocks differ."""
+    platform either names (`later`'s first) with what either paste holds beside its links (a reading kept from an
+    earlier message keeps its link rows alone, so it is `later`'s GPUs, platform and cut that count). Never between a
+    reading with times of its own and one stamped when it was posted: their clocks differ."""
     if earlier.stamped != later.stamped:
         dated = "the earlier" if later.stamped else "this"
         raise InputError(f"{dated} reading carries its own time (a `date` line, a scrape's timestamps) and the other "

@@ -414,7 +414,7 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
         said.append(f"{node} has no link reading, and events up to {got.later[node]:%Y-%m-%d %H:%M} UTC, after the "
                     f"window's end at {got.end:%Y-%m-%d %H:%M} UTC ({why})")
     if got.undated.get(node) and newest is not None:  # with none dated, `untimed_only` says it first
-        said.append(untimed_note(node, got.undated[node]))
+        said.append(untimed_note(node, got.undated[node], alone=False))
     first = [unreadable_note(node, got.unreadable[node])] if node in got.unreadable else []
     first += shown_said(got.said.get(node, []), STORED_MORE)  # what reading its files said, as a file's answer
     if said or first:  # unreadable readings first: they are why its health is unknown

@@ -34,6 +34,7 @@ from ..names import fleet_name_notes
 from ..offenders import SweepResult, offenders_of
 from ..prometheus.sweep import sweep as pushed_down
 from ..store.alerts import Alert
+from ..store.sources import UNTIMED_ADVICE
 from .diagnose import Fleet, fleet, last_window
 from .prometheus import PrometheusSource
 from .request import Request
@@ -160,6 +161,18 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         result.incomplete_reasons.append(
             f"{fmt.count(len(lone), 'node')} {'holds' if len(lone) == 1 else 'hold'} one reading per link, or none: "
             f"{read}, so their links are not judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
+    undated = {n: c for got in answered.windows for n, c in got.undated.items() if c}
+    dated = {n for got in answered.windows for n in got.newest}
+    untimed = [n for n in quiet if n in undated and n not in dated]  # held, but no window can place any of them
+    if untimed:
+        quiet = [n for n in quiet if n not in untimed]
+        result.complete = False
+        result.unjudged = sorted({*result.unjudged, *untimed})
+        result.incomplete_reasons.append(
+            f"{fmt.count(len(untimed), 'node')} {'holds' if len(untimed) == 1 else 'hold'} only link readings with "
+            f"no time (ingested without --at), so {'its' if len(untimed) == 1 else 'their'} links are not judged: "
+            f"{UNTIMED_ADVICE}: "
+            + ", ".join(untimed[:10]) + (" ..." if len(untimed) > 10 else ""))
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),

@@ -77,10 +77,12 @@ def gone_silent(diagnosis: Diagnosis, then: Diagnosis | None, since: datetime) -
                                         "repair_action": silent_action(diagnosis.node_id, fmt.when(since), repair)})
 
 
-def untimed_note(node: str, held: int) -> str:
-    """A node's stored link readings that have no time (ingested without `--at`): no window holds them."""
+def untimed_note(node: str, held: int, *, alone: bool = True) -> str:
+    """A node's stored link readings that have no time (ingested without `--at`): no window holds them; `alone`:
+    they are all it holds, so its health is unknown."""
+    unknown = ", so its fabric health is unknown" if alone else ""
     return (f"{fmt.count(held, 'link reading')} of {node} in the store {'has' if held == 1 else 'have'} no time "
-            f"(ingested without --at), so its fabric health is unknown: {UNTIMED_ADVICE}")
+            f"(ingested without --at){unknown}: {UNTIMED_ADVICE}")
 
 
 def untimed_only(diagnosis: Diagnosis, got: Window) -> Diagnosis:

@@ -243,6 +243,20 @@ def test_a_paste_that_mentions_someone_keeps_what_slack_escaped_in_it() -> None:
     assert "NVLinks 3, 5: inactive" in reply and "4 of 6 links up" in reply, reply
 
 
+def test_a_mig_nodes_dcgmi_states_in_a_thread_are_not_counted_up() -> None:
+    """`dcgmi nvlink -s` of a node in MIG mode: X links, whose state no one can judge (DCGM marks them disabled and
+    its health check skips them); the thread once counted them among the links up."""
+    status = "\n".join(["+----------------------+", "|  NvLink Link Status  |", "+----------------------+", "GPUs:",
+                        "    gpuId 0:", "        " + " ".join("X" * 18), "    gpuId 1:",
+                        "        " + " ".join("U" * 17 + "X"), "NvSwitches:", "    No NvSwitches found.", "",
+                        "Key: Up=U, Down=D, Disabled=X, Not Supported=_"]) + "\n"
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(status, user="UALICE", channel=OPS, thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+    assert "17 of 36 links up, 19 of unknown state (not judged)" in reply, reply
+
+
 def test_a_paste_right_after_its_summary_is_posted_is_of_the_summarys_node(monkeypatch: pytest.MonkeyPatch) -> None:
     """The summary is on Slack a moment before the bot has noted which analysis it shows: a paste in its thread in
     that moment was judged as an unnamed node's, not hpc-gpu-node-12's (a person is rarely that quick; a script is)."""

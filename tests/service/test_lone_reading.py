@@ -10,6 +10,7 @@ import pytest
 
 from bot.blocks import diagnosis_blocks, fallback_text
 from bot.cli import main
+from bot.posting import picture_note
 from diagnostics import Diagnosis
 from diagnostics.ingest import Source
 from diagnostics.service import Request, diagnose, files_source
@@ -31,6 +32,7 @@ def test_a_lone_reading_of_totals_is_unknown_through_every_door(capsys: pytest.C
     assert "fabric health unknown, one reading, no rate yet" in fallback_text(d)
     header = diagnosis_blocks(d, 1)[0].to_dict()
     assert "fabric health unknown" in json.dumps(header) and "no fabric fault" not in json.dumps(header)
+    assert "health unknown" in picture_note(d) and "healthy" not in picture_note(d)
     said = rules_answer(d)
     assert "no error rate is known" in said and "within thresholds" not in said and "no fabric fault" not in said
     assert main(["analyze", str(LONE), "--node", "n1"]) == 0
@@ -38,6 +40,9 @@ def test_a_lone_reading_of_totals_is_unknown_through_every_door(capsys: pytest.C
     assert main(["analyze", str(LONE), "--node", "n1", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["rates_known"] is False and answer["fault_detected"] is False
+    assert main(["ticket", str(LONE), "--node", "n1", "--rules"]) == 3  # unknown, never "nothing to repair"
+    err = capsys.readouterr().err
+    assert "no error rate is known" in err and "nothing to repair" not in err
 
 
 def test_two_readings_give_rates_and_a_verdict() -> None:

@@ -272,3 +272,16 @@ def test_a_node_shows_its_worst_links_and_counts_the_rest_unless_all_are_asked(
         left = len(named) - LINKS_SHOWN
         assert len(more) == (left > 0) and all(f"...and {left} more offending " in line for line in more), more
         assert all(any(line.split()[:1] == [node] and f" {c} " in line for line in every) for c in named)
+
+
+def test_the_worst_offenders_put_the_fewest_links_reporting_first_and_say_switches_as_the_headline_does() -> None:
+    from diagnostics.config.thresholds import BELOW_EXPECTED_RULE
+    from diagnostics.enums import LinkType, Severity
+    from diagnostics.offenders import Offender, offending, worst_first
+
+    def short(gpu: int, reporting: float) -> Offender:
+        return Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=gpu, rule=BELOW_EXPECTED_RULE,
+                        severity=Severity.FAILING, rate_per_hour=reporting, above=18.0)
+
+    assert [o.gpu for o in worst_first([short(0, 16.0), short(1, 2.0), short(2, 9.0)])] == [1, 2, 0]
+    assert offending(2, "NVSwitch") == "2 offending NVSwitches" and offending(1, "link") == "1 offending link"
