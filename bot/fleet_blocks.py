@@ -8,9 +8,8 @@ from collections.abc import Iterator
 
 from slack_sdk.models.blocks import Block, ContextBlock, HeaderBlock, MarkdownTextObject
 
-from diagnostics import COUNT_RULES, NOT_ALL_CLEAR, Offender, SweepResult
+from diagnostics import COUNT_RULES, LINKS_SHOWN, NOT_ALL_CLEAR, Offender, SweepResult
 from diagnostics import format as fmt
-from diagnostics.offenders import LINKS_SHOWN
 
 from .blocks import degraded, finding_line
 from .fitting import MAX_BLOCKS, MAX_HEADER, MAX_TEXT, clip, fit, section, sections

@@ -40,7 +40,16 @@ from .errors import ConfigError, FabricbotError, InputError
 from .links import inert_links
 from .model import Crossing, Diagnosis, Finding, Localization
 from .names import fleet_name_notes, headline_name, name_notes, normal_name, outside_ascii, resolve_name
-from .offenders import COUNT_RULES, NOT_ALL_CLEAR, Offender, SweepResult, offenders_of
+from .offenders import (
+    COUNT_RULES,
+    LINKS_SHOWN,
+    NOT_ALL_CLEAR,
+    Offender,
+    SweepResult,
+    offenders_of,
+    offending,
+    worst_first,
+)
 from .redaction import RedactingFilter, redact, redact_values
 from .service import Request, diagnose, diagnose_snapshot
 from .snapshots import LinkReading, Snapshot
@@ -50,6 +59,7 @@ __all__ = [
     "COUNT_RULES",
     "EVENTS",
     "GPUS",
+    "LINKS_SHOWN",
     "LINK_SAMPLES",
     "NOT_ALL_CLEAR",
     "STEP_SAMPLES",
@@ -95,9 +105,11 @@ __all__ = [
     "name_notes",
     "normal_name",
     "offenders_of",
+    "offending",
     "outside_ascii",
     "priority_rank",
     "redact",
     "redact_values",
     "resolve_name",
+    "worst_first",
 ]

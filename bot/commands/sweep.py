@@ -12,9 +12,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from diagnostics import COUNT_RULES, ConfigError, InputError
+from diagnostics import COUNT_RULES, LINKS_SHOWN, ConfigError, InputError, Offender, offending, worst_first
 from diagnostics import format as fmt
-from diagnostics.offenders import LINKS_SHOWN, Offender, offending, worst_first
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
-from diagnostics import Diagnosis, InputError
+from diagnostics import Diagnosis, InputError, Severity
 from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, detect, input_text, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
@@ -176,7 +176,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
         except NoFaultError as exc:
             if incomplete:  # not "nothing to repair": the window held too little of the node to say
                 unknown += incomplete
-            elif diagnosis.unrated():  # one reading per link: no rate, so the rules of rate judged nothing
+            elif diagnosis.unrated() and all(f.severity is Severity.OK for f in diagnosis.findings):
+                # one reading with nothing flagged in it: no rate judged it, so not "nothing to repair"
                 unknown.append(f"{label}: one reading per link, so no error rate is known: "
                                f"{diagnosis.repair_action}")
             else:
@@ -195,8 +196,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ticket", help=SUMMARIES["ticket"],
                        description="Exit status: 0 a ticket drafted, 1 nothing to repair (or planned work), 2 a "
                                    "usage or input error, 3 incomplete: the window holds none of the node's "
-                                   "readings (or they could not be read), so its health is unknown, as `analyze` "
-                                   "says it.")
+                                   "readings (or they could not be read, or it holds one reading per link, with no "
+                                   "rate), so its health is unknown, as `analyze` says it.")
     p.add_argument("target", metavar="FILE|NODE", nargs="?",
                    help="snapshot JSON, a paste of shell output, a telemetry file or folder (as `analyze` reads it; "
                         "'-' reads stdin), or a node in --store")

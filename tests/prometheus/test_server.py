@@ -135,10 +135,10 @@ def test_cli_sweep_json(fleet: Fleet, server: Server, capsys: pytest.CaptureFixt
 def test_cli_sweep_text_with_a_stricter_threshold(fleet: Fleet, server: Server,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sweep", "--prometheus", server.url, "--at", fleet.end.isoformat(), "--set", "nvlink_replay=2",
-                 "--no-analyze"])
+                 "--no-analyze", "--all"])
     text = capsys.readouterr().out
     assert code == 1
-    assert text.count("nvlink_replay") > 100  # the healthy links' ~3/h now cross as well
+    assert text.count("nvlink_replay") > 100  # the healthy links' ~3/h now cross as well, each listed with --all
 
 
 def test_cli_server_down_is_incomplete_not_healthy(fleet: Fleet, capsys: pytest.CaptureFixture[str],

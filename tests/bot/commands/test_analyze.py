@@ -75,7 +75,8 @@ def test_piped_telemetry_is_read_as_the_same_file_is(sample: str, node: str | No
     assert piped_code == code and {k: json.loads(piped)[k] for k in FACTS} == {k: whole[k] for k in FACTS}
     _piped(monkeypatch, path.read_bytes())
     code, out, _ = cli("ticket", "-", *extra)
-    assert code in (0, 1) and (whole["isolated_component"] in out or not whole["fault_detected"])
+    assert code in (0, 1) or (code == 3 and not whole["rates_known"])  # one reading per link: health unknown
+    assert whole["isolated_component"] in out or not whole["fault_detected"]
     if node:
         _piped(monkeypatch, path.read_bytes())
         code, _, err = cli("analyze", "-")

@@ -207,7 +207,7 @@ def test_the_format_its_error_suggests_is_an_option_ticket_takes(tmp_path: Path,
     whole = tmp_path / "links.txt"
     whole.write_text("\n".join(lines[:6]) + "\n")  # the header and three links
     code, _, err = cli("ticket", str(whole), "--format", "nvlink", "--node", "n1")
-    assert code == 1 and "n1: no unhealthy link: nothing to repair" in err  # read, judged healthy: no ticket
+    assert code == 3 and "n1: one reading per link" in err  # read: three links up, but no error rate: unknown
     code, _, err = cli("ticket", str(whole), "--format", "nvlink-x", "--node", "n1")
     assert code == 2 and "unknown format 'nvlink-x'" in err
 
@@ -253,7 +253,7 @@ def test_a_folder_is_read_as_analyze_reads_it(tmp_path: Path, cli: Cli) -> None:
     code, out, err = cli("analyze", str(folder), "--json")
     assert code == 0 and json.loads(out)["node_id"] == "axa", err
     code, out, err = cli("ticket", str(folder))
-    assert code == 1 and "axa: no unhealthy link: nothing to repair" in out + err, err  # as for the file
+    assert code == 3 and "axa: one reading per link" in out + err, err  # one scrape: no rate, as for the file
 
 
 def test_a_node_asked_of_a_folder_with_no_store_says_so_and_leaves_no_store_behind(tmp_path: Path, cli: Cli) -> None:
