@@ -103,9 +103,11 @@ class Offender(BaseModel):
         return f"{ref.name} (Xid {self.xid})" if self.xid is not None else ref.name
 
 
-def offending(count: int, kind: str) -> str:
-    """'3 offending links', '1 offending GPU', '2 offending NVSwitches': a count of offenders of one kind."""
-    return fmt.count(count, f"offending {kind}", "offending NVSwitches" if kind == "NVSwitch" else None)
+def offending(count: int, kind: str, *, more: bool = False) -> str:
+    """'3 offending links', '1 offending GPU', '2 offending NVSwitches' ('2 more offending links'): a count of
+    offenders of one kind."""
+    said = "more offending" if more else "offending"
+    return fmt.count(count, f"{said} {kind}", f"{said} NVSwitches" if kind == "NVSwitch" else None)
 
 
 def worst_first(found: list[Offender]) -> list[Offender]:

@@ -54,8 +54,7 @@ def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
         if left:
             kinds = set(left.values())
             kind = kinds.pop() if len(kinds) == 1 else "part"
-            print(f"  {node:<16} ...and {offending(len(left), kind).replace('offending', 'more offending', 1)} "
-                  "(--all lists every one)", file=out)
+            print(f"  {node:<16} ...and {offending(len(left), kind, more=True)} (--all lists every one)", file=out)
 
     for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"

@@ -98,10 +98,11 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
         at = request.end or datetime.now().astimezone()
         held_nodes = source.nodes()
         if request.end is None or not held_nodes:
-            undated = {n: c for got in answered.windows for n, c in got.undated.items() if c}
-            notes = [untimed_note(n, c) for n, c in sorted(undated.items())[:10]]
-            why = "; ".join(notes) + (f" ({fmt.count(len(undated) - 10, 'more node')} alike)" if len(undated) > 10
-                                      else "") if notes else "the source holds no link samples and no events"
+            undated = _undated(answered)
+            why = "the source holds no link samples and no events"
+            if undated:  # it holds some, none with a time
+                why = "; ".join(untimed_note(n, c) for n, c in sorted(undated.items())[:10]) + (
+                    f" ({fmt.count(len(undated) - 10, 'more node')} alike)" if len(undated) > 10 else "")
             return SweepResult(at=at, window_hours=hours, source=source.name, complete=False,
                                incomplete_reasons=[why]), []
         silent = SweepResult(at=at, window_hours=hours, source=source.name)
@@ -122,6 +123,11 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
             + "; ".join(f"{n} (to {fmt.when(t)})" for n, t in sorted(later.items())[:10])
             + (" ..." if len(later) > 10 else "") + "; `fabricbot analyze --store ... --node NODE` judges them")
     return result, answered.windows
+
+
+def _undated(answered: Fleet) -> dict[str, int]:
+    """Per node, its stored link readings with no time (ingested without `--at`), which no window can place."""
+    return {n: c for got in answered.windows for n, c in got.undated.items() if c}
 
 
 def _say_held(result: SweepResult) -> None:
@@ -161,7 +167,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         result.incomplete_reasons.append(
             f"{fmt.count(len(lone), 'node')} {'holds' if len(lone) == 1 else 'hold'} one reading per link, or none: "
             f"{read}, so their links are not judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
-    undated = {n: c for got in answered.windows for n, c in got.undated.items() if c}
+    undated = _undated(answered)
     dated = {n for got in answered.windows for n in got.newest}
     untimed = [n for n in quiet if n in undated and n not in dated]  # held, but no window can place any of them
     if untimed:

@@ -37,13 +37,18 @@ def before_readings(diagnosis: Diagnosis, got: Window, *, why: str) -> Diagnosis
         return diagnosis
     note = (f"{node} has {_span(first, got.newest.get(node, first))}, none before the window's end at "
             f"{fmt.when(got.end)} ({why}): its fabric health then is unknown, not healthy")
-    blind = f"no link telemetry for {node}:"
-    kept = [w for w in diagnosis.warnings if not w.startswith(blind)]
-    update: dict[str, object] = {"warnings": [note, *kept]}
+    update: dict[str, object] = {"warnings": [note, *_not_blind(diagnosis)]}
     if not diagnosis.fault_detected and not diagnosis.findings:
         update["repair_action"] = (f"Ask for a window that holds its readings: an end at or after {fmt.when(first)} "
                                    "(`--end`), or none for its newest")
     return diagnosis.model_copy(update=update)
+
+
+def _not_blind(diagnosis: Diagnosis) -> list[str]:
+    """Its warnings less the one that calls its counters never collected (a window that says why it holds none of
+    them says so instead)."""
+    blind = f"no link telemetry for {diagnosis.node_id}:"
+    return [w for w in diagnosis.warnings if not w.startswith(blind)]
 
 
 def last_showed(then: Diagnosis, whose: str = "its") -> str | None:
@@ -92,9 +97,7 @@ def untimed_only(diagnosis: Diagnosis, got: Window) -> Diagnosis:
     held = got.undated.get(node)
     if not held or node in got.newest:
         return diagnosis
-    blind = f"no link telemetry for {node}:"
-    kept = [w for w in diagnosis.warnings if not w.startswith(blind)]
-    update: dict[str, object] = {"warnings": [untimed_note(node, held), *kept]}
+    update: dict[str, object] = {"warnings": [untimed_note(node, held), *_not_blind(diagnosis)]}
     if not diagnosis.fault_detected and not diagnosis.findings:
         update["repair_action"] = (f"Ingest {node}'s readings again with the time they were taken "
                                    f"(`fabricbot ingest FILE --store DIR --node {node} --at TIME`, or `--at mtime` "
