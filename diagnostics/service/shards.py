@@ -131,7 +131,8 @@ def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) ->
     context = start_context()
     quiet = context.get_start_method() == "fork"
     collecting = gc.isenabled()
-    if quiet:
+    if quiet:  # off before the first call: an answer can arrive (and be unpickled) while the rest are submitted
+        gc.disable()
         gc.freeze()
     try:
         with ProcessPoolExecutor(max_workers=len(calls), mp_context=context, initializer=started,
@@ -139,7 +140,6 @@ def in_processes(work: Callable[..., T], calls: Sequence[tuple[object, ...]]) ->
             futures = [pool.submit(work, *call) for call in calls]
             if quiet:
                 gc.unfreeze()  # the workers are forked (a fork starts them all at the first call)
-                gc.disable()
             return [f.result() for f in futures]
     except BrokenProcessPool as exc:  # a worker killed (out of memory, a signal), or one that could not start
         raise FabricbotError(
