@@ -70,13 +70,14 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
     return label, diagnosis, answer.graph, answer.incomplete
 
 
-def _diagnoses(target: str, args: argparse.Namespace) -> list[Answered]:
+def _diagnoses(target: str, args: argparse.Namespace) -> tuple[list[Answered], int]:
+    """The answers to draft from, and how many cases of a snapshot file could not be read (each said)."""
     if target != STDIN and not Path(target).exists():
         folder = _store_folder(args)
         if folder is None:
             raise InputError("no such file; to read a node by name give --store DIR (or set FABRICBOT_STORE)",
                              source=target)
-        return [_answered(target, StoreSource(folder), target, args)]
+        return [_answered(target, StoreSource(folder), target, args)], 0
     forced = args.format if args.format != "snapshot" else None
     given = open_input(target) if target == STDIN else target  # read once, sniffed like a file
 
@@ -89,24 +90,27 @@ def _diagnoses(target: str, args: argparse.Namespace) -> list[Answered]:
     sniff = args.format is None  # `--format snapshot` reads a snapshot or says why it is none
     read = None if forced else detect.snapshot_text(given) if sniff else input_text(given)
     if read is None:
-        return telemetry()
+        return telemetry(), 0
     text, source = read
     if sniff and not text.lstrip().startswith(("{", "[")):
-        return telemetry()
+        return telemetry(), 0
     try:
         cases = read_cases(text, source)
     except InputError:
         if sniff and detect.telemetry_not_snapshot(given):
-            return telemetry()
+            return telemetry(), 0
         raise
     out: list[Answered] = []
+    unread = 0
     for case in cases:
         for err in case.errors:
             print(f"error: {err}", file=sys.stderr)
-        if case.snapshot is not None:
-            snapshot = with_platform(case.snapshot, args.platform)
-            out.append(_answered(case.label, SnapshotSource([snapshot], label=source), snapshot.node_id, args))
-    return out
+        if case.snapshot is None:
+            unread += 1
+            continue
+        snapshot = with_platform(case.snapshot, args.platform)
+        out.append(_answered(case.label, SnapshotSource([snapshot], label=source), snapshot.node_id, args))
+    return out, unread
 
 
 def _audit(folder: str | None) -> AuditLog | None:
@@ -139,7 +143,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
             audit.record("model_call", actor="fabricbot ticket", subject=call.model, detail=call.model_dump())
 
     drafter: Drafter = RulesDrafter() if args.rules else drafter_from_env(on_model_call=record)
-    diagnoses = _diagnoses(_target(args, folder), args)  # an input error is said first, and alone
+    diagnoses, unread = _diagnoses(_target(args, folder), args)  # an input error is said first, and alone
     policy = thresholds_from(args)  # what the diagnoses were judged by: each ticket's priority
     audit = _audit(folder)  # only now: a node asked of a folder that holds no store leaves none behind
     tracker = SqliteTracker(audit.db) if audit is not None else None
@@ -187,6 +191,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
             print(text)
     if args.json:
         print_json(tickets[0] if len(tickets) == 1 else tickets)
+    if unread:  # an input error, though the file's other cases were drafted: not "nothing to repair"
+        return 2
     if unknown:
         return said_incomplete(unknown)
     return 0 if tickets else 1
@@ -195,7 +201,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ticket", help=SUMMARIES["ticket"],
                        description="Exit status: 0 a ticket drafted, 1 nothing to repair (or planned work), 2 a "
-                                   "usage or input error, 3 incomplete: the window holds none of the node's "
+                                   "usage or input error (a case of a snapshot file that could not be read, the "
+                                   "others drafted), 3 incomplete: the window holds none of the node's "
                                    "readings (or they could not be read, or it holds one reading per link, with no "
                                    "rate), so its health is unknown, as `analyze` says it.")
     p.add_argument("target", metavar="FILE|NODE", nargs="?",

@@ -49,6 +49,20 @@ def test_json_has_the_ticket_fields(tmp_path: Path, cli: Cli) -> None:
     assert "ANTHROPIC_API_KEY is not set" in data["fallback_notes"][0]
 
 
+def test_a_snapshot_case_that_cannot_be_read_is_an_input_error_not_nothing_to_repair(tmp_path: Path,
+                                                                                      cli: Cli) -> None:
+    """Exit 1 tells a cron job "nothing to repair": a file with an unknown platform is an input error (2), as
+    `ticket --help` says, alone or beside a case that is drafted."""
+    bad = SEED_INPUT | {"platform": "hgx-h100"}
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(bad))
+    code, out, err = cli("ticket", str(path))
+    assert code == 2 and out == "" and "hgx-h100" in err
+    path.write_text(json.dumps([bad, SEED_INPUT]))
+    code, out, err = cli("ticket", str(path))
+    assert code == 2 and out.startswith("# Repair ticket: GPU 2 -> GPU 3 NVLink 1") and "hgx-h100" in err
+
+
 def test_link_option_and_unknown_link(tmp_path: Path, cli: Cli) -> None:
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(SEED_INPUT))
