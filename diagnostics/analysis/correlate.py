@@ -320,9 +320,14 @@ def _score(p: Prepared, segments: np.ndarray, refs: list[tuple[str, ComponentRef
             unseen = slack[j] * bucket.total_seconds() / 60  # sparse counts: the onset may precede the first one
             near = max(0.0, gap_min - unseen) if early > 0 else gap_min
             align = float(np.exp(-near / tol))
-            evidence.append(f"errors start {fmt.when(onset)}, slowdown {fmt.when(job.onset)} "
-                            f"({gap_min:.0f} min apart" + (f"; about {unseen:.0f} min between counts)" if unseen
-                                                           else ")"))
+            between = f"; about {unseen:.0f} min between counts" if unseen else ""
+            if clockless(onset):  # a snapshot's times tell the gap, not the hour
+                side = "with" if round(gap_min) == 0 else "before" if early < 0 else "after"
+                apart = "" if side == "with" else f"{gap_min:.0f} min "
+                evidence.append(f"errors start {apart}{side} the slowdown{between}")
+            else:
+                evidence.append(f"errors start {fmt.when(onset)}, slowdown {fmt.when(job.onset)} "
+                                f"({gap_min:.0f} min apart{between})")
         elif onset is not None and first[0] == 0:
             evidence.append("errors already present when the job's history begins")
         score = round(float(np.clip(0.5 * max(rho, 0.0) + 0.5 * align, 0.0, 1.0)), 3)

@@ -223,3 +223,13 @@ def test_a_down_link_is_read_once_for_every_job_scored_on_a_history(monkeypatch:
         scored = correlate.score_links(job, rows, p, segments, refs, thresholds)
         assert [(s.ref.link, s.explains_slowdown) for s in scored.links] == [(1, True), (2, False)]
     assert len(reads) == 1
+
+
+def test_a_snapshot_without_clock_times_tells_the_gap_not_the_hour() -> None:
+    """A snapshot's times are placeholders: its evidence says how far the errors lead the slowdown, never "errors
+    start no clock time"."""
+    from tests.tickets.helpers import seed_diagnosis
+
+    evidence = [e for f in seed_diagnosis().findings for e in f.evidence]
+    assert "errors start 5 min before the slowdown" in evidence
+    assert not any("no clock time" in e for e in evidence)
