@@ -8,7 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 
+from diagnostics import InputError
+from diagnostics.ingest import STDIN, open_input
 from diagnostics.store import At, IngestReport, expand, open_store, read_sources
 
 from ..options import parse_time
@@ -20,6 +23,8 @@ from .output import INCOMPLETE
 def _parse_at(value: str | None) -> At:
     if value is None or value == "mtime":
         return value  # type: ignore[return-value]
+    if value == "now":  # a reading piped in as it is taken
+        return datetime.now(UTC)
     return parse_time(value, field="--at")
 
 
@@ -45,7 +50,14 @@ def _print_text(report: IngestReport, stored: bool) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     at = _parse_at(args.at)
+    if at == "mtime" and STDIN in args.files:
+        raise InputError("stdin has no modification time: give --at now (or a time) for a reading piped in",
+                         field="--at", value="mtime")
+    args.files = [open_input(f) if f == STDIN else f for f in args.files]  # a pipe from cron: read once
     files = len(expand(args.files))
+    if not files:  # folders that hold no file: said before a store is made for nothing
+        raise InputError("no file to read in the folder" + ("s" if len(args.files) > 1 else ""),
+                         source=", ".join(map(str, args.files[:3])))
     steps = files * 2 if args.store else files  # each file read, then (into a store) kept
     with progress_bar(steps, "ingest", unit="step", quiet=args.json or files < 2) as progress:
         if args.store:
@@ -75,13 +87,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("ingest", help=SUMMARIES["ingest"])
     parser.add_argument("files", nargs="+", metavar="FILE|DIR",
-                        help="files, or folders read recursively (hidden files and ground_truth.json skipped); "
-                             "nodes.csv (node_id,platform) and inventory CSV/TOML/JSON files give node platforms")
+                        help="files, or folders read recursively (hidden files and ground_truth.json skipped; "
+                             "'-' reads stdin); nodes.csv (node_id,platform) and inventory CSV/TOML/JSON files give "
+                             "node platforms")
     parser.add_argument("--store", metavar="DIR", help="keep the samples in this store (Parquet + SQLite)")
     parser.add_argument("--format", help="force a reader instead of detecting it ('inventory' for a nodes file)")
     parser.add_argument("--node", help="the node id for every sample (overrides labels such as Hostname)")
-    parser.add_argument("--at", metavar="TIME|mtime",
+    parser.add_argument("--at", metavar="TIME|mtime|now",
                         help="time for readings without their own (a scrape saved without timestamps); "
-                             "'mtime' uses each file's modification time")
+                             "'mtime' uses each file's modification time, 'now' the time of the command")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=cmd_ingest)

@@ -73,12 +73,15 @@ def read_node_file(source: Source, *, node_id: str | None = None) -> pd.DataFram
             raise InputError("a nodes file needs a node_id column (node_id,platform)", source=source.name,
                              value=",".join(header[:8]))
         at = names.index("node_id")
+        lines: dict[str, int] = {}  # node -> the line of its last row, the one read
         for row in rows:
             if any(v.strip() for v in row) and (len(row) <= at or not row[at].strip()):
                 raise InputError("this row names no node: its node_id is empty", source=source.name,
                                  line=rows.line_num, value=",".join(row)[:80])
+            if len(row) > at:
+                lines[row[at].strip()] = rows.line_num
         return _records(path, _column_csv(path, "platform"), node_id,
-                        {c: _column_csv(path, c) for c in ("state", "state_reason", "state_since")})
+                        {c: _column_csv(path, c) for c in ("state", "state_reason", "state_since")}, lines)
     try:
         data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError):
@@ -106,7 +109,7 @@ def _column_csv(path: Path, column: str) -> dict[str, Any]:
 
 
 def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
-             scheduler: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
+             scheduler: dict[str, dict[str, Any]] | None = None, lines: dict[str, int] | None = None) -> pd.DataFrame:
     """One row per node: its platform (checked against the known platforms), serial, rack and scheduler state
     (with its reason and time, where the file gives them)."""
     scheduler = scheduler or {}
@@ -127,8 +130,8 @@ def _records(path: Path, platforms: dict[str, Any], node_id: str | None,
         node = inventory.node(name)
         platform = platform_name(str(platforms[name])) if platforms.get(name) else None
         if platform is not None and platform not in known:
-            raise InputError(f"unknown platform {platform!r} for node {name} (known: {', '.join(sorted(known))})",
-                             source=str(path), value=str(platform))
+            raise InputError(f"unknown platform for node {name} (known: {', '.join(sorted(known))})",
+                             source=str(path), line=(lines or {}).get(name), field="platform", value=str(platform))
         rows.append({"node_id": name, "platform": platform, "node_serial": node.node_serial,
                      "rack_location": node.rack_location, "tray": node.tray, "role": node.role,
                      **{c: said(c, name) for c in ("state", "state_reason", "state_since")},

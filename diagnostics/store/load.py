@@ -53,6 +53,9 @@ def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = N
     if missing:
         raise InputError("file or folder not found", source=missing[0])
     outcomes = read_sources(paths, node_id=node_id, fmt=fmt)
+    if not outcomes:  # folders that hold no file
+        raise InputError("no file to read in the folder" + ("s" if len(paths) > 1 else ""),
+                         source=", ".join(str(p) for p in paths[:3]))
     results = [o.result for o in outcomes if o.result is not None]
     warnings = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
     about: list[frozenset[str] | None] = [None] * len(warnings)
@@ -76,7 +79,7 @@ def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = N
         tables["nodes"] = merged.groupby("node_id", sort=False, dropna=False).last().reset_index()
     if not any(name in tables for name in TABLES):
         raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
-                         source=", ".join(o.name for o in outcomes[:3]) or "inputs")
+                         source=", ".join(o.name for o in outcomes[:3]))
     return Loaded(tables, warnings, frozenset(n for r in results for n in r.banner_nodes), about, frozenset(named))
 
 

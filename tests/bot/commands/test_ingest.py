@@ -224,3 +224,67 @@ def test_the_same_output_read_again_later_is_a_second_reading(cli: Cli, tmp_path
     assert code == 0 and diagnosis["fault_detected"] is False
     assert "Read the counters again" not in diagnosis["repair_action"]
     assert not any("one reading" in w for w in diagnosis["warnings"])
+
+
+def test_an_empty_folder_is_named_by_every_door_and_leaves_no_store(tmp_path: Path, cli: Cli) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv in (("analyze", str(empty), "--node", "n1"), ("ticket", str(empty), "--node", "n1"),
+                 ("ingest", str(empty), "--store", str(tmp_path / "s"))):
+        code, _, err = cli(*argv)
+        assert (code, err.strip()) == (2, f"fabricbot: {empty}: no file to read in the folder"), argv
+    assert not (tmp_path / "s").exists()
+
+
+def test_ingest_reads_stdin_as_analyze_does(tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nvidia-smi nvlink -e | fabricbot ingest - --store S --node N --at now`, as a cron line would have it."""
+    import io
+    import sys
+
+    text = (REAL / "nvlink_e_v100_short_form_dated_2.txt").read_bytes()
+    store = tmp_path / "s"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
+    code, out, _ = cli("ingest", "-", "--node", "n1", "--store", str(store))
+    assert code == 0 and out.startswith("<stdin>: stored as nvlink: 24 link_samples")
+    code, piped, _ = cli("analyze", "--store", str(store), "--node", "n1", "--json")
+    code2, read, _ = cli("analyze", str(REAL / "nvlink_e_v100_short_form_dated_2.txt"), "--node", "n1", "--json")
+    assert (code, code2) == (0, 0)
+    assert json.loads(piped)["findings"] == json.loads(read)["findings"]
+
+
+def test_a_file_given_as_the_store_is_said_to_be_one(tmp_path: Path, cli: Cli) -> None:
+    scrape = REAL / "nvlink_e_h100_1.txt"
+    for argv in (("analyze", "--store", str(scrape), "--node", "n1"), ("ingest", str(scrape), "--store", str(scrape))):
+        code, _, err = cli(*argv)
+        assert code == 2 and f"{scrape}: a file, not a store's folder" in err
+        assert f"fabricbot analyze {scrape}" in err and "File exists" not in err
+
+
+def test_an_unknown_platform_in_a_nodes_file_names_its_line_and_value_once(tmp_path: Path, cli: Cli) -> None:
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("node_id,platform\ngpu-a,hgx-h100-8gpu\ngpu-b,hgx-h100\n")
+    code, _, err = cli("ingest", str(nodes))
+    assert code == 1
+    assert "line 3, field 'platform': unknown platform for node gpu-b" in err
+    assert err.count("'hgx-h100'") == err.count("(got 'hgx-h100')") >= 1
+
+
+@pytest.mark.parametrize("at", ["now", "mtime"])
+def test_a_reading_piped_in_takes_the_time_of_the_command(tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch,
+                                                           at: str) -> None:
+    """`--at now` times a piped reading that states no time; `--at mtime` has no file to ask, and says so."""
+    import io
+    import sys
+
+    from freezegun import freeze_time
+
+    text = (REAL / "nvlink_e_h100_1.txt").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
+    with freeze_time("2026-11-03T10:00:00Z"):
+        code, _, err = cli("ingest", "-", "--node", "n1", "--at", at, "--store", str(tmp_path / "s"))
+    if at == "mtime":
+        assert code == 2 and "stdin has no modification time" in err and not (tmp_path / "s").exists()
+        return
+    assert code == 0
+    times = open_store(tmp_path / "s").link_samples("n1")["timestamp"].unique()
+    assert [str(t) for t in times] == ["2026-11-03 10:00:00+00:00"]
