@@ -16,12 +16,12 @@ forward in time, or back with `-r`).
 from __future__ import annotations
 
 import re
-import zoneinfo
 from dataclasses import dataclass
 
 import pandas as pd
 
-from .textlines import Collector, parse_time
+from .textlines import MONTHS, Collector, parse_time
+from .zones import in_utc
 
 _HOST = r"(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[])"
 # the zone is always printed (UTC, an abbreviation, an IANA name): a zone-less date's next word is the host
@@ -50,19 +50,12 @@ def journal_prefix(body: str, out: Collector, number: int) -> tuple[re.Match[str
 
 
 def to_utc(stamp: pd.Timestamp, zone: str, out: Collector, number: int) -> pd.Timestamp:
-    """A time journalctl printed in `zone` (UTC, an offset, an abbreviation or an IANA name), in UTC."""
-    if zone in ("UTC", "GMT") or zone[0] in "+-":
-        offset = pd.Timedelta(0) if zone[0] not in "+-" else (
-            (1 if zone[0] == "+" else -1) * pd.Timedelta(hours=int(zone[1:3]), minutes=int(zone[-2:])))
-        return (stamp - offset).tz_localize("UTC")
-    try:
-        local = stamp.tz_localize(zoneinfo.ZoneInfo(zone), ambiguous="NaT", nonexistent="NaT")
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):  # a summer abbreviation (CEST, PDT) names no zone
-        local = pd.NaT
-    if isinstance(local, pd.Timestamp):
-        return local.tz_convert("UTC")
-    out.once("journal-zone", number, f"the zone {zone!r} is no time zone this reader can look up (or the hour is "
-                                     "one its clock change skips or repeats); its times are read as UTC")
+    """A time journalctl printed in `zone` (UTC, an offset, an abbreviation or an IANA name), in UTC; read as UTC
+    where the zone cannot be (`zones.in_utc`: an unknown or ambiguous one), and said once."""
+    found = in_utc(stamp, zone)
+    if isinstance(found, pd.Timestamp):
+        return found
+    out.once("journal-zone", number, f"the zone {zone!r} {found}; its times are read as UTC")
     return stamp.tz_localize("UTC")
 
 
@@ -72,7 +65,6 @@ _SPAN = re.compile(r"^(?:(?P<host>[^\s:\[\]]+):\s+)?-- (?:Logs begin at|Journal 
 _DISPLAY = re.compile(r"^(?:[A-Z][a-z]{2} )?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d+)? "
                       r"(?P<zone>UTC|GMT|[A-Z]{2,5}|[A-Z][A-Za-z_]+/[A-Za-z_/+-]+|[+-]\d{2}:?\d{2})$")
 _SYSLOG_DATE = re.compile(r"^(?P<month>[A-Za-z]{3})\s+(?P<day>\d{1,2})\s+(?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d+)?)$")
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _SLACK = pd.Timedelta(days=1)  # an entry a little outside the span (a clock set back) still takes its year
 
 
@@ -104,9 +96,9 @@ class JournalSpan:
         month = found["month"].lower() if found else ""
         top = self.end if self.end is not None else self.begin + pd.DateOffset(years=1)
         fits: list[pd.Timestamp] = []
-        if found and month in _MONTHS:
+        if found and month in MONTHS:
             for year in range(self.begin.year - 1, top.year + 2):
-                at = parse_time(f"{year:04d}-{_MONTHS.index(month) + 1:02d}-{int(found['day']):02d} {found['clock']}")
+                at = parse_time(f"{year:04d}-{MONTHS.index(month) + 1:02d}-{int(found['day']):02d} {found['clock']}")
                 if at is not None and self.begin - _SLACK <= at <= top + _SLACK:
                     fits.append(at)
         until = f" to {self.end:%Y-%m-%d %H:%M:%S}" if self.end is not None else " on"

@@ -18,6 +18,7 @@ from .. import values
 from ..tables import TABLES
 from ..values import Refused, describe, no_value
 from .base import IngestResult, IngestWarning, Source
+from .zones import in_utc
 
 _PROVENANCE = re.compile(r"^\s*#\s*(?:source|note)\s*:", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
@@ -41,10 +42,24 @@ _THEMED_PROMPT = re.compile(
 )
 _ROOT_PROMPT = re.compile(r"^\s*[#>]\s+(?=" + _TOOLS + ")")
 _ISO_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*$")
+# `date` as glibc's locales print it (their `date_fmt`, which coreutils' `date` prints, and `d_t_fmt`, which it
+# printed before): C and POSIX `Wed May 13 11:00:00 UTC 2026` (the GNU coreutils manual, date invocation), en_US
+# `Wed May 13 11:00:00 AM UTC 2026` (`%a %b %e %r %Z %Y`; `%a %d %b %Y %r %Z` before), en_GB and most others
+# `Wed 13 May 11:00:00 UTC 2026` and `Wed 13 May 2026 11:00:00 UTC` (`%a %e %b %H:%M:%S %Z %Y`, `%a %d %b %Y %T %Z`),
+# `date -R` `Wed, 13 May 2026 11:00:00 +0200`; nvidia-smi's Timestamp, `Wed May 13 11:00:00 2026`, names no zone.
+# The zone is an abbreviation or, for a zone that has none, an offset (`+03`): `zones`.
 _DATE_TIME = re.compile(
-    r"^\s*(?:Timestamp\s*:\s*)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(\w{3})\s+(\d{1,2})\s+(\d{2}:\d{2}:\d{2})"
-    r"(?:\s+(UTC|GMT))?\s+(\d{4})\s*$"
+    r"^\s*(?:Timestamp\s*:\s*)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),?\s+"
+    r"(?:(?P<month>[A-Za-z]{3})\s+(?P<day>\d{1,2})|(?P<day2>\d{1,2})\s+(?P<month2>[A-Za-z]{3}))"
+    r"(?:\s+(?P<year>\d{4}))?,?\s+(?P<clock>\d{1,2}:\d{2}:\d{2})(?:\s*(?P<half>[AaPp][Mm]))?"
+    r"(?:\s+(?P<zone>[A-Za-z]{2,6}|[+-]\d{2}(?::?\d{2})?))?(?:\s+(?P<year2>\d{4}))?\s*$"
 )
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# what a line that looks like a date and time alone is made of (`looks_dated`): a clock, numbers, short words in any
+# script (another locale's names: `Mi 13. Mai 11:00:00 CEST 2026`), an offset; or ISO 8601's date and a time
+_DATE_WORD = re.compile(r"(?P<clock>\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)|(?P<year>(?:19|20)\d{2})[.,]?|\d{1,2}[.,]?"
+                        r"|(?P<name>[^\W\d_]{1,12}[.,]?)|[+-]\d{2}(?::?\d{2})?")
+_ISO_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}\S*(?:\s+\S+)?\s*$")
 # srt-slurm's hwinfo capture opens with `===== node01 | before | 2026-08-13T07:53:30Z =====`: the node it ran on, the
 # phase of the job (before or after the run) and when
 _BANNER = re.compile(r"^\s*={3,}\s+(?P<host>[^\s|=]+)\s*\|\s*(?P<phase>[^|=]*?)\s*\|\s*(?P<ts>\S+)\s+={3,}\s*$")
@@ -144,21 +159,57 @@ def near(text: str) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(text[:i]) + "." + re.escape(text[i + 1:]) for i in range(len(text))))
 
 
-def stated_time(text: str) -> tuple[pd.Timestamp, bool] | None:
-    """A line that is only a time (`date` output, ISO 8601, an nvidia-smi Timestamp): (UTC time, zone stated)."""
+class Stated(NamedTuple):
+    """A time a line states, in UTC."""
+
+    at: pd.Timestamp
+    zoned: bool  # the line states a zone
+    refused: str | None = None  # why the zone it states is not taken (the time is read as UTC): `zones.in_utc`
+
+
+def stated_time(text: str) -> Stated | None:
+    """A line that is only a time (`date` output, ISO 8601, an nvidia-smi Timestamp)."""
     iso = _ISO_TIME.match(text)
     if iso:
         ts = parse_time(iso[1])
         if ts is None:
             return None
         zoned = ts.tzinfo is not None
-        return (ts.tz_convert("UTC") if zoned else ts.tz_localize("UTC")), zoned
+        return Stated(ts.tz_convert("UTC") if zoned else ts.tz_localize("UTC"), zoned)
     date = _DATE_TIME.match(text)
-    if date:
-        month, day, clock, zone, year = date.groups()
-        found = parse_time(f"{day} {month} {year} {clock}")
-        return (found.tz_localize("UTC"), zone is not None) if found is not None else None
-    return None
+    if not date or (date["year"] is None) == (date["year2"] is None):
+        return None
+    month, clock, half = (date["month"] or date["month2"]).lower(), date["clock"], date["half"]
+    if month not in MONTHS:
+        return None
+    hour, rest = clock.split(":", 1)
+    if half:  # 12 AM is midnight, 12 PM noon
+        if not 1 <= int(hour) <= 12:
+            return None
+        clock = f"{int(hour) % 12 + (12 if half.lower() == 'pm' else 0):02d}:{rest}"
+    found = parse_time(f"{date['year'] or date['year2']}-{MONTHS.index(month) + 1:02d}-"
+                       f"{int(date['day'] or date['day2']):02d} {clock}")
+    if found is None:
+        return None
+    if date["zone"] is None:
+        return Stated(found.tz_localize("UTC"), False)
+    at = in_utc(found, date["zone"])
+    if isinstance(at, str):
+        return Stated(found.tz_localize("UTC"), True, f"the zone {date['zone']!r} {at}")
+    return Stated(at, True)
+
+
+def looks_dated(text: str) -> bool:
+    """A line that is a date and time alone, in a form `stated_time` does not read (another language's names, a
+    time or zone that is none): a few words, one clock and a year (or ISO 8601's date and a time)."""
+    if _ISO_LIKE.match(text):
+        return True
+    words = [_DATE_WORD.fullmatch(word) for word in text.split()]
+    if not 3 <= len(words) <= 7 or not all(words):
+        return False
+    found = [w for w in words if w is not None]
+    return (sum(w["clock"] is not None for w in found) == 1 and any(w["year"] for w in found)
+            and sum(w["name"] is not None for w in found) <= 4)
 
 
 def parse_time(text: str) -> pd.Timestamp | None:
@@ -182,6 +233,7 @@ class Collector:
     timestamp: pd.Timestamp | None = None
     partial: bool = False  # `IngestResult.partial`
     banner: tuple[str | None, pd.Timestamp | None] | None = None  # a capture banner's node and time (`take_banner`)
+    unread_times: list[int] = field(default_factory=list)  # lines that look like a `date` line and are not read
     _captured: dict[str, list[int]] = field(default_factory=dict)  # `IngestResult.captured`
     _banner_nodes: set[str] = field(default_factory=set)  # `IngestResult.banner_nodes`
     _unread: list[Line] = field(default_factory=list)  # the first and the last of a run: memory stays bounded
@@ -255,12 +307,21 @@ class Collector:
         self._unread.clear()
 
     def take_time(self, line: Line) -> bool:
-        """Use a line that states a time as the time of the readings after it."""
+        """Use a line that states a time as the time of the readings after it. One that looks like a `date` line but
+        is not read is said, and the readings after it keep the time before it (`unread_times`)."""
         found = stated_time(line.text)
         if not found:
-            return False
-        self.timestamp, zoned = found
-        if not zoned:
+            if not looks_dated(line.text):
+                return False
+            self.unread_times.append(line.number)
+            self.warn(line.number, f"{line.text.strip()[:60]!r} looks like a `date` line but is in no form this "
+                                   "reader knows (`date` as the C, en_US or en_GB locale prints it, or ISO 8601): "
+                                   "not read, so the readings after it keep the time before it")
+            return True
+        self.timestamp = found.at
+        if found.refused:
+            self.warn(line.number, f"{line.text.strip()[:60]!r}: {found.refused}; read as UTC (`date -u` prints UTC)")
+        elif not found.zoned:
             self.warn(line.number, "the time states no zone; read as UTC")
         return True
 

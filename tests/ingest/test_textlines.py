@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pandas as pd
+import pytest
 
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.nvlink import READER
+from diagnostics.ingest.textlines import Collector, Line, looks_dated, stated_time
 from diagnostics.store import read_sources
 from tests.ingest.helpers import REAL, read, read_text
 
@@ -69,3 +71,50 @@ def test_in_a_paste_of_several_outputs_the_banner_is_each_ones_node_and_time() -
         "node01"}
     assert result["link_samples"]["timestamp"].tolist() == [pd.Timestamp("2026-08-13 09:53:30", tz="UTC")]
     assert [w.line for w in result.warnings if "capture banner (after)" in w.message] == [1]
+
+
+@pytest.mark.parametrize(("line", "utc"), [
+    ("Wed May 13 11:00:00 UTC 2026", "2026-05-13 11:00"),  # the C locale: `%a %b %e %H:%M:%S %Z %Y`
+    ("Wed May  3 11:00:00 UTC 2026", "2026-05-03 11:00"),  # `%e`: a day padded with a space
+    ("Wed May 13 11:00:00 AM UTC 2026", "2026-05-13 11:00"),  # en_US: `%a %b %e %r %Z %Y`
+    ("Wed May 13 12:30:00 AM UTC 2026", "2026-05-13 00:30"),  # 12 AM is midnight
+    ("Wed 13 May 2026 01:30:00 PM UTC", "2026-05-13 13:30"),  # en_US before 2019: `%a %d %b %Y %r %Z`
+    ("Wed 13 May 2026 11:00:00 UTC", "2026-05-13 11:00"),  # en_GB's `%a %d %b %Y %T %Z`
+    ("Wed 13 May 11:00:00 UTC 2026", "2026-05-13 11:00"),  # en_GB's `%a %e %b %H:%M:%S %Z %Y`
+    ("Wed May 13 11:00:00 CEST 2026", "2026-05-13 09:00"),
+    ("Wed May 13 11:00:00 PDT 2026", "2026-05-13 18:00"),
+    ("Wed May 13 11:00:00 +03 2026", "2026-05-13 08:00"),  # a zone with no abbreviation
+    ("Wed, 13 May 2026 11:00:00 +0200", "2026-05-13 09:00"),  # `date -R`
+])
+def test_date_lines_in_each_locale_form_state_their_utc_time(line: str, utc: str) -> None:
+    found = stated_time(line)
+    assert found is not None and found.zoned and found.refused is None
+    assert found.at == pd.Timestamp(utc, tz="UTC")
+
+
+@pytest.mark.parametrize(("line", "value"), [
+    ("Wed May 13 11:00:00 IST 2026", "the zone 'IST' stands for several zones"),
+    ("Wed May 13 11:00:00 XYZT 2026", "the zone 'XYZT' is no time zone"),
+])
+def test_a_date_line_whose_zone_is_not_known_is_read_as_utc_and_said_at_its_line(line: str, value: str) -> None:
+    out = Collector(Source.from_text("", "paste.txt"), "nvidia-smi nvlink")
+    assert out.take_time(Line(7, line, "text"))
+    assert out.timestamp == pd.Timestamp("2026-05-13 11:00", tz="UTC")
+    [warning] = out.warnings
+    assert warning.line == 7 and warning.message.startswith(f"{line!r}: {value}")
+
+
+@pytest.mark.parametrize("line", ["Mi 13. Mai 11:00:00 CEST 2026", "mer. 13 mai 2026 11:00:00 CEST",
+                                  "2026-05-13T25:00:00Z", "Wed May 13 25:00:00 UTC 2026"])
+def test_a_line_that_looks_like_a_date_but_is_not_read_is_said_not_taken(line: str) -> None:
+    out = Collector(Source.from_text("", "paste.txt"), "nvidia-smi nvlink")
+    assert stated_time(line) is None and out.take_time(Line(4, line, "text"))
+    assert out.timestamp is None and out.unread_times == [4]
+    [warning] = out.warnings
+    assert warning.line == 4 and line[:20] in warning.message and "looks like a `date` line" in warning.message
+
+
+@pytest.mark.parametrize("line", ["Link 0: CRC Errors: 2805", "step 100 loss 2 time 11:00:00 2026 x y",
+                                  "GPU 0: Tesla V100-SXM2-32GB-LS (UUID: GPU-0)"])
+def test_other_lines_are_not_taken_for_dates(line: str) -> None:
+    assert not looks_dated(line)
