@@ -102,7 +102,9 @@ class NvlinkReader:
         unknown_labels: set[str] = set()
         remotes: dict[tuple[int, int], str] = {}
         seen_gpus: set[tuple[int, str | None]] = set()
-        uuids: dict[int, tuple[str | None, int]] = {}  # GPU index -> the UUID its first header states, and where
+        # (node, GPU index) -> the UUID its first header states, and where: a file of several nodes' captures holds
+        # one GPU 0 per node
+        uuids: dict[tuple[str | None, int], tuple[str | None, int]] = {}
         gpus_of: dict[str, tuple[int, int]] = {}  # UUID -> the GPU index its first header states, and where
         block: dict[tuple[Any, ...], int] = {}  # what this GPU header's lines have stated -> the line
         all_down: list[tuple[Line, int, str | None, str, Any]] = []  # (NVML's line, GPU, UUID, model, its time)
@@ -136,7 +138,7 @@ class NvlinkReader:
                 board_model = named or board_model
                 uuid_form = uuid_form or header.uuid is not None
                 if named == header.name:  # a header cut off is said by `_model`
-                    _check_uuid(out, line, header, uuid, uuids.setdefault(gpu, (uuid, line.number)))
+                    _check_uuid(out, line, header, uuid, uuids.setdefault((out.node_id, gpu), (uuid, line.number)))
                 if uuid is not None and (other := gpus_of.setdefault(uuid, (gpu, line.number)))[0] != gpu:
                     out.warn(line.number, f"{uuid} is GPU {gpu} here and GPU {other[0]} at line {other[1]}: one of "
                                           "the two indexes is damaged")

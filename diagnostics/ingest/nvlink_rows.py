@@ -56,7 +56,7 @@ class LinkRows:
         counts = not STATE.issuperset(fills)
         current = self.rows.get(key)
         if (current is None or any(column in current for column in fills)
-                or current["timestamp"] != self.out.timestamp
+                or current["timestamp"] != self.out.timestamp or current["node_id"] != self.out.node_id
                 or (counts and self._counted.get(key, self._header) != self._header)):
             current = self.rows[key] = self.out.add(
                 "link_samples", line.number, gpu=gpu, gpu_uuid=uuid, link_type=LinkType.NVLINK.value, link=link,
@@ -120,13 +120,13 @@ def _fill(row: dict[str, Any], columns: tuple[str, ...], value: float) -> None:
 
 
 def _same_time(out: Collector) -> None:
-    """Says readings of the same links that state one time (no `date` line before each): the analysis keeps the last
-    of each link at a time, so the earlier ones give no rate and are not judged. What is safe to say of them, how
-    the counters changed from one reading to the next in the order pasted, is said with them."""
+    """Says readings of the same links (of one node) that state one time (no `date` line before each): the analysis
+    keeps the last of each link at a time, so the earlier ones give no rate and are not judged. What is safe to say
+    of them, how the counters changed from one reading to the next in the order pasted, is said with them."""
     runs: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in out.rows.get("link_samples", []):
         if any(column in row for column in COUNTERS):
-            runs.setdefault((row["timestamp"], row["gpu"], row["link"], row["lane"]), []).append(row)
+            runs.setdefault((row["node_id"], row["timestamp"], row["gpu"], row["link"], row["lane"]), []).append(row)
     repeated = [rows for rows in runs.values() if len(rows) > 1]
     if not repeated:
         return
@@ -151,7 +151,17 @@ def _same_time(out: Collector) -> None:
                         "since the counters were reset, and the earlier totals are not judged"
                         + (f". In the order pasted (over a time not known): {'; '.join(said)}" if said
                            else "; no counter changed between them")
-                        + ". For rates, put a `date` line before each reading (`date; nvidia-smi nvlink -e`)")
+                        + _how_to_date(out.unread_times))
+
+
+def _how_to_date(unread: list[int]) -> str:
+    """What gives readings a time: a `date` line before each, or, where `date` lines are there but not read, one in
+    a form that is."""
+    if not unread:
+        return ". For rates, put a `date` line before each reading (`date; nvidia-smi nvlink -e`)"
+    return (f". The `date` {fmt.noun(len(unread), 'line')} above them ({fmt.noun(len(unread), 'line')} "
+            f"{', '.join(map(str, unread))}) {'is' if len(unread) == 1 else 'are'} not read (said there): `date -u` "
+            "prints one that is")
 
 
 def _line(row: dict[str, Any]) -> int:

@@ -329,3 +329,53 @@ def test_a_header_without_the_uuid_the_headers_above_close_is_cut_and_one_in_a_p
     plain = read_text("GPU 0: NVIDIA H100 80GB HBM3\n         Link 0: 26.562 GB/s\n"
                       "GPU 1: NVIDIA H100 80GB HBM3\n         Link 0: 26.562 GB/s")
     assert set(plain["gpus"]["model"]) == {"NVIDIA H100 80GB HBM3"} and not [w for w in plain.warnings if w.cut]
+
+
+_DATED = (REAL / "nvlink_e_v100_short_form_dated_2.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("zone", "hour"), [("CEST", 9), ("PDT", 18), ("AM UTC", 11)])
+def test_date_lines_in_another_zone_or_locale_give_the_readings_their_times(zone: str, hour: int) -> None:
+    """They were lines not read: the two readings shared no time, and the warning asked for the `date` lines."""
+    result = read_text(_DATED.replace("UTC 2026", f"{zone} 2026"))
+    times = sorted(set(result["link_samples"]["timestamp"]))
+    assert times == [pd.Timestamp(f"2026-05-13 {hour:02d}:00", tz="UTC"), pd.Timestamp(f"2026-05-13 {hour:02d}:30",
+                                                                                       tz="UTC")]
+    assert not any("date" in w.message for w in result.warnings), result.warnings
+
+
+def test_date_lines_not_read_are_named_instead_of_asking_for_them() -> None:
+    result = read_text(_DATED.replace("Wed May 13", "Mi 13. Mai").replace("UTC 2026", "CEST 2026"))
+    said = [w for w in result.warnings if "readings of the same links" in w.message]
+    assert [w.line for w in result.warnings if "looks like a `date` line" in w.message] == [3, 11]
+    assert len(said) == 1 and "(lines 3, 11) are not read" in said[0].message
+    assert "put a `date` line" not in said[0].message
+
+
+def _capture(node: str, uuids: tuple[str, str]) -> str:
+    """A node's before and after readings under srt-slurm hwinfo banners, from the dated board test."""
+    body = _DATED.split("\n", 2)[2]
+    before, after = body.split("Wed May 13 11:30:00 UTC 2026\n")
+    before = before.replace("Wed May 13 11:00:00 UTC 2026\n", "")
+    text = (f"===== {node} | before | 2026-05-13T11:00:00Z =====\n{before}"
+            f"===== {node} | after | 2026-05-13T11:30:00Z =====\n{after}")
+    return text.replace("GPU-bd0738fc", uuids[0]).replace("GPU-926a4a2e", uuids[1])
+
+
+def test_two_nodes_in_one_file_are_each_checked_against_their_own_readings() -> None:
+    """Node02's GPU 0 was compared with node01's (another UUID: 'one of the two is damaged') and its first reading
+    taken as a second reading of node01's links at the same time."""
+    text = _capture("node01", ("GPU-bd0738fc", "GPU-926a4a2e")) + _capture("node02", ("GPU-aaaa38fc", "GPU-bbbb4a2e"))
+    result = read_text(text)
+    assert not [w for w in result.warnings if "damaged" in w.message or "readings of the same links" in w.message]
+    links = result["link_samples"]
+    assert links.groupby("node_id", observed=True)["timestamp"].nunique().to_dict() == {"node01": 2, "node02": 2}
+
+
+def test_another_uuid_for_a_gpu_of_the_same_node_is_still_said() -> None:
+    text = _capture("node01", ("GPU-bd0738fc", "GPU-926a4a2e"))
+    after = text.index("| after |")
+    text = text[:after] + text[after:].replace("GPU-bd0738fc", "GPU-aaaa38fc")
+    header = next(n for n, line in enumerate(text.splitlines(), start=1) if "GPU-aaaa38fc" in line)
+    result = read_text(text)
+    assert [w.line for w in result.warnings if "one of the two is damaged" in w.message] == [header]
