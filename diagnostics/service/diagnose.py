@@ -8,7 +8,7 @@ always answered through its rack), a job with its nodes, the fleet with everythi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -177,9 +177,15 @@ def explain_job(source: Source, request: Request) -> Answer:
     return Answer(diagnosis, result.graphs.get(node), result, got, explanation)
 
 
-def _rack(source: Source, request: Request, *, host: str | None = None, job: str | None = None) -> Answer:
+_Judged = tuple[Window, FleetAnalysis]  # a rack's window and its engine pass
+_Pass = tuple[timedelta | None, datetime | None, timedelta]  # a pass's window, end and history, under one policy
+
+
+def _rack(source: Source, request: Request, *, host: str | None = None, job: str | None = None,
+          judged: dict[_Pass, _Judged] | None = None) -> Answer:
     """A rack's diagnosis over every host the inventory puts in it, each host's as its rack sees it; `host` names
-    the tray asked about (the answer is its view, with the rack's verdict)."""
+    the tray asked about (the answer is its view, with the rack's verdict). `judged`: the rack's passes already made
+    for its hosts' questions under one policy, by window (its hosts' views of one window are one pass)."""
     assert request.rack is not None
     slots = source.racks()
     named = known("rack", request.rack, sorted({s.rack for s in slots.values()}), where=source.name, field="--rack",
@@ -187,14 +193,21 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     request = replace(request, rack=named)
     hosts = sorted(h for h, s in slots.items() if s.rack == named)
     length = request.length
-    got = source.read(nodes=hosts, end=request.end, span=node_span(length, request.thresholds, request.history),
-                      steps=request.history)
-    result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
-                           platforms=_platforms(got, host, request.platform), nodes=hosts, full=host is not None,
-                           jobs={host: job} if host and job else None, history=got.history,
-                           racks={h: slots[h] for h in hosts}, listed=got.listed, cut=got.cut,
-                           unreadable=got.unreadable,
-                           end_option=request.end_option)
+    shared = judged is not None and host is not None and not job and request.platform is None
+    key = (request.window, request.end, request.history)
+    if shared and judged is not None and key in judged:
+        got, result = judged[key]
+    else:
+        got = source.read(nodes=hosts, end=request.end, span=node_span(length, request.thresholds, request.history),
+                          steps=request.history)
+        result = analyze_fleet(got.tables, window=length, end=got.end, thresholds=request.thresholds,
+                               platforms=_platforms(got, host, request.platform), nodes=hosts, full=host is not None,
+                               jobs={host: job} if host and job else None, history=got.history,
+                               racks={h: slots[h] for h in hosts}, listed=got.listed, cut=got.cut,
+                               unreadable=got.unreadable,
+                               end_option=request.end_option)
+        if shared and judged is not None:
+            judged[key] = got, result
     if request.rack not in result.racks:
         raise InputError(f"rack {request.rack!r} names no host of a rack platform (gb200-nvl72-compute-tray, ...): "
                          "give its hosts' platforms in the inventory", source=source.name)
@@ -209,8 +222,14 @@ def _rack(source: Source, request: Request, *, host: str | None = None, job: str
     rack = rack_before_readings(result.racks[request.rack], hosts, result.diagnoses, got,
                                 why="as asked" if _asked(request) else "the source's newest reading")
     span = history_needed(length, request.thresholds)
+    passes: dict[_Pass, _Judged] = {}  # silent hosts whose last readings end together are judged in one pass
+
+    def ask(asked: Request) -> Answer:
+        assert asked.node is not None
+        return _rack(source, replace(asked, node=None, rack=named), host=asked.node, judged=passes)
+
     lasts = last_faults(hosts, got, span,
-                        lambda h: last_window(source, request, h, got.newest.get(h), _before(got, length)))
+                        lambda h: last_window(source, request, h, got.newest.get(h), _before(got, length), ask=ask))
     return Answer(rack.model_copy(update={"warnings": [*rack.warnings, *hosts_showed(lasts), *got.warnings]}), None,
                   result, got, unheard=unheard_hosts(request.rack, hosts, got, span, lasts))
 
@@ -336,7 +355,7 @@ def silent_since(got: Window, node: str, length: timedelta) -> bool:
 
 
 def last_window(source: Source, request: Request, node: str, newest: datetime | None,
-                before: datetime | None) -> Diagnosis | None:
+                before: datetime | None, *, ask: Callable[[Request], Answer] | None = None) -> Diagnosis | None:
     """A silent node's last readings as its answer to a question ending then would judge them (what they showed:
     `last_showed`; how they rank and act on the node: `gone_silent`): one window of the request's length ending at
     its `newest` link reading, drawn on to its newest event where that comes later (up to `before`, where the window
@@ -348,9 +367,9 @@ def last_window(source: Source, request: Request, node: str, newest: datetime | 
         return None
     end = _last_event(source, node, newest, before) or newest
     window = request.window if end == newest else request.length + (end - newest)
-    return diagnose(source, Request(node=node, window=window, end=end,
-                                    thresholds=request.thresholds, platform=request.platform,
-                                    history=request.history)).diagnosis
+    asked = Request(node=node, window=window, end=end, thresholds=request.thresholds, platform=request.platform,
+                    history=request.history)
+    return (ask(asked) if ask is not None else diagnose(source, asked)).diagnosis
 
 
 def _last_event(source: Source, node: str, newest: datetime, before: datetime | None) -> datetime | None:

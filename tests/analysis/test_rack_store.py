@@ -131,6 +131,25 @@ def test_a_rack_window_holding_none_of_its_readings_says_where_they_run_as_its_t
     assert fmt.when(first) in answer["repair_action"] and "Collect" not in answer["repair_action"]
 
 
+def test_a_racks_silent_hosts_whose_readings_end_together_are_judged_in_one_pass(
+        stored: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each silent host's last readings are its tray's view of the rack: hosts whose readings end at one time are
+    one engine pass over the rack, not one pass per host (each some 2 s for an NVL72's 18 compute trays)."""
+    import importlib
+
+    service = importlib.import_module("diagnostics.service.diagnose")
+    root = stored[0]
+    newest = max(_store(root).newest([h]) or pd.Timestamp(0) for h in _store(root).racks())
+    passes: list[int] = []
+    engine = service.analyze_fleet
+    monkeypatch.setattr(service, "analyze_fleet", lambda *a, **k: passes.append(1) or engine(*a, **k))
+    late = Question(rack="rack-01", window=timedelta(hours=1), end=newest + timedelta(hours=7))
+    d = diagnose(StoreSource(root), late).diagnosis
+    assert len(passes) == 2, passes  # the window asked, and the hosts' last one
+    showed = [w for w in d.warnings if "'s last readings (window 1 h to " in w]
+    assert len(showed) >= 2 and all("Switch tray 1" in w for w in showed), d.warnings
+
+
 def test_a_rack_and_a_node_asked_together_answer_the_racks_host_or_are_refused(
         stored: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]) -> None:
     """`--rack R --node T` answered the rack and dropped the node unsaid: a host of R is answered as `--node T`
