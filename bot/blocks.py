@@ -40,6 +40,7 @@ from diagnostics import (
     Severity,
     headline_name,
 )
+from diagnostics.analysis import urgent_first
 from diagnostics.tickets import link_crossed, link_measures
 
 from .fitting import (
@@ -112,9 +113,9 @@ class DraftTarget:
 
 
 def degraded(diagnosis: Diagnosis) -> list[tuple[int, Finding]]:
-    """The links worth a ticket, worst first, with their index in the diagnosis."""
-    found = [(i, f) for i, f in enumerate(diagnosis.findings) if f.severity is not Severity.OK]
-    return sorted(found, key=lambda p: (p[1].severity is not Severity.DOWN, -(p[1].worst_ratio or 0.0), p[0]))
+    """The links worth a ticket, most urgent first (`urgent_first`: the order the fleet doors list a node's parts
+    in), with their index in the diagnosis."""
+    return urgent_first(diagnosis)
 
 
 def finding_line(f: Finding) -> str:

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from diagnostics import Diagnosis, InputError, SweepResult, Thresholds, load_thresholds, priority_rank
+from diagnostics import Diagnosis, InputError, Localization, SweepResult, Thresholds, load_thresholds, priority_rank
 from diagnostics import format as fmt
-from diagnostics.analysis import Watch, part_priority
+from diagnostics.analysis import Watch, part_priority, places
 from diagnostics.service import Request, Source, WatchAnswer, sweep, watched
 from diagnostics.store import Maintenance
 
@@ -74,7 +74,12 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
     for d in sorted(diagnoses, key=lambda d: d.node_id):
         if d.maintenance or not d.fault_detected:
             continue
-        for loc in d.localizations:
+        place = places(d, thresholds)  # a node's parts in the order every fleet door lists them
+
+        def first(loc: Localization, place: dict[str, int] = place) -> int:
+            return min((place[n] for n in loc.links if n in place), default=len(place))
+
+        for loc in sorted(d.localizations, key=first):
             owner = d.owner_of(loc.ref.slug)  # a rack's part is listed once, under the rack
             if (owner, loc.ref.slug) in seen:
                 continue
@@ -85,7 +90,7 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
             prio = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
             new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, prio.value,
                                    loc.evidence[0] if loc.evidence else d.repair_action, held=loc.held is not None))
-    new.sort(key=lambda o: (-priority_rank(o.priority), o.node_id, o.slug))  # urgent first
+    new.sort(key=lambda o: (-priority_rank(o.priority), o.node_id))  # urgent first; a node's in its parts' order
     return Digest(at=at, new=new, ticketed=ticketed, watches=watched.watches if watched else [],
                   verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
                   maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []),

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 from slack_sdk.models.blocks import Block, ContextBlock, HeaderBlock, MarkdownTextObject
 
-from diagnostics import COUNT_RULES, LINKS_SHOWN, NOT_ALL_CLEAR, Offender, SweepResult
+from diagnostics import COUNT_RULES, LINKS_SHOWN, NOT_ALL_CLEAR, Offender, SweepResult, counted_as, offending_parts
 from diagnostics import format as fmt
 
-from .blocks import degraded, finding_line
+from .blocks import finding_line
 from .fitting import MAX_BLOCKS, MAX_HEADER, MAX_TEXT, clip, fit, section, sections
 from .mrkdwn import esc
 
@@ -26,26 +26,30 @@ def _fewer(limit: int) -> Iterator[int]:
 
 def fleet_blocks(result: SweepResult, limit: int = 15) -> list[Block]:
     """The offending nodes, most urgent first (`SweepResult.ranked`: the order `fabricbot sweep --store` lists them
-    in), each with its verdict, how many degraded links it has and its worst few; a list cut short says how many
-    nodes it leaves out. From the sweep `fabricbot sweep --store` makes of the same source: a node it could not judge
-    (one reading per link, a part that cannot be read, no reading in the span) makes the view incomplete, said as
-    the sweep says it, and is never counted healthy."""
+    in), each with its verdict, how many offending parts it has (named as the sweep names them) and its most urgent
+    few, in the sweep's order; a list cut short says how many nodes it leaves out. From the sweep `fabricbot sweep
+    --store` makes of the same source: a node it could not judge (one reading per link, a part that cannot be read,
+    no reading in the span) makes the view incomplete, said as the sweep says it, and is never counted healthy."""
     layouts = [(limit, LINKS_SHOWN), *((n, 1) for n in _fewer(limit))]
     return fit(_fleet(result, n, links) for n, links in layouts)
 
 
 
 
-def _node_lines(result: SweepResult, rank: int, node: str, links: int) -> tuple[list[str], int]:
-    """One node of the fleet view: its rank, name, verdict and count, then its worst `links` links; and the count."""
-    d = result.diagnoses.get(node)
-    found = [finding_line(f)[2:] for _, f in degraded(d)] if d is not None else \
-        [esc(offender_line(o)) for o in result.offenders if o.node_id == node]  # a node not read back
-    lines = [f"*{rank}. `{esc(node)}`*{_verdict(result, node)} · {_links(len(found))}",
+def _node_lines(result: SweepResult, rank: int, node: str, links: int) -> tuple[list[str], list[str]]:
+    """One node of the fleet view: its rank, name, verdict and count, then its `links` most urgent parts, in the
+    order `fabricbot sweep` lists them; and what each of its parts is (`counted_as`)."""
+    if node in result.diagnoses:
+        parts = result.findings_of(node)
+        found, kinds = [finding_line(f)[2:] for f in parts], [counted_as(f.ref) for f in parts]
+    else:  # a node not read back: its rows are all there is
+        rows = [o for o in result.offenders if o.node_id == node]
+        found, kinds = [esc(offender_line(o)) for o in rows], [o.counted_as for o in rows]
+    lines = [f"*{rank}. `{esc(node)}`*{_verdict(result, node)} · {offending_parts(kinds)}",
              *(f"      • {line}" for line in found[:links])]
     if len(found) > links:
-        lines.append(f"      …and {_links(len(found) - links, 'more ')} of this node")
-    return lines, len(found)
+        lines.append(f"      …and {offending_parts(kinds[links:], more=True)} of this node")
+    return lines, kinds
 
 
 def _verdict(result: SweepResult, node: str) -> str:
@@ -58,29 +62,26 @@ def _not_all_clear(result: SweepResult) -> Block:
     return section(clip(f"*{NOT_ALL_CLEAR}* {esc(why)}\n" + "\n".join(f"• {esc(r)}" for r in reasons), MAX_TEXT))
 
 
-def _links(n: int, more: str = "") -> str:
-    return fmt.count(n, f"{more}degraded link")
-
-
 def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     ranked = result.ranked()
     listed = [_node_lines(result, i, node, links) for i, node in enumerate(ranked, 1)]
-    total = sum(n for _, n in listed)
+    kinds = [kind for _, mine in listed for kind in mine]
     held = {n for n, d in result.diagnoses.items() if d.maintenance}
     # read once, or not read in the span (the sweep's silent nodes, "not healthy"): neither is among the clear; a
     # node in maintenance is counted there, its planned work what explains its silence
     unjudged = [n for n in dict.fromkeys([*result.unjudged, *result.silent]) if n not in ranked and n not in held]
     clear = sum(1 for n in result.swept if n not in ranked and n not in held and n not in unjudged)
-    title = f"Fleet: {_links(total)} on {len(ranked)} of {fmt.count(len(result.swept), 'node')}" if result.complete \
-        else f"Fleet view INCOMPLETE: {_links(total)} on {fmt.count(len(ranked), 'node')} found so far"
+    title = f"Fleet: {offending_parts(kinds)} on {len(ranked)} of {fmt.count(len(result.swept), 'node')}" \
+        if result.complete else \
+        f"Fleet view INCOMPLETE: {offending_parts(kinds)} on {fmt.count(len(ranked), 'node')} found so far"
     blocks: list[Block] = [HeaderBlock(text=clip(title, MAX_HEADER))]
     if not result.complete:
         blocks.append(_not_all_clear(result))
     if listed:
         lines = [line for shown, _ in listed[:limit] for line in shown]
         if len(listed) > limit:
-            rest = sum(n for _, n in listed[limit:])
-            lines.append(f"…and {fmt.count(len(listed) - limit, 'more node')} ({_links(rest)}), less urgent: "
+            rest = [kind for _, mine in listed[limit:] for kind in mine]
+            lines.append(f"…and {fmt.count(len(listed) - limit, 'more node')} ({offending_parts(rest)}), less urgent: "
                          "`fabricbot sweep --store DIR` lists every one, in this order")
         blocks.extend(sections("\n".join(lines)))
     window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \

@@ -46,8 +46,10 @@ from .offenders import (
     NOT_ALL_CLEAR,
     Offender,
     SweepResult,
+    counted_as,
     offenders_of,
     offending,
+    offending_parts,
     worst_first,
 )
 from .redaction import RedactingFilter, redact, redact_values
@@ -94,6 +96,7 @@ __all__ = [
     "Thresholds",
     "analyze_fleet",
     "analyze_tables",
+    "counted_as",
     "diagnose",
     "diagnose_snapshot",
     "explain_job",
@@ -106,6 +109,7 @@ __all__ = [
     "normal_name",
     "offenders_of",
     "offending",
+    "offending_parts",
     "outside_ascii",
     "priority_rank",
     "redact",

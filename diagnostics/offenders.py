@@ -3,6 +3,7 @@ offending nodes' diagnoses, whether the view is complete, and what it cost."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -81,15 +82,8 @@ class Offender(BaseModel):
 
     @property
     def counted_as(self) -> str:
-        """What the row is, as a sweep's headline counts it: a link (a switch port's too), a GPU, an NVSwitch, or a
-        part (a node's GPU count, anything else)."""
-        ref = self.ref
-        if ref is None:
-            return "part"
-        if ref.kind in (ComponentKind.NVLINK, ComponentKind.PCIE) or (ref.kind is ComponentKind.NVSWITCH
-                                                                     and ref.port is not None):
-            return "link"
-        return {ComponentKind.GPU: "GPU", ComponentKind.NVSWITCH: "NVSwitch"}.get(ref.kind, "part")
+        """What the row is, as a sweep's headline counts it (`counted_as`)."""
+        return counted_as(self.ref)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -103,6 +97,25 @@ class Offender(BaseModel):
         return f"{ref.name} (Xid {self.xid})" if self.xid is not None else ref.name
 
 
+def counted_as(ref: ComponentRef | None) -> str:
+    """What an offending part is, as every fleet door counts it: a link (a switch port's too), a GPU, an NVSwitch,
+    or a part (a node's GPU count, anything else)."""
+    if ref is None:
+        return "part"
+    if ref.kind in (ComponentKind.NVLINK, ComponentKind.PCIE) or (ref.kind is ComponentKind.NVSWITCH
+                                                                 and ref.port is not None):
+        return "link"
+    return {ComponentKind.GPU: "GPU", ComponentKind.NVSWITCH: "NVSwitch"}.get(ref.kind, "part")
+
+
+def offending_parts(kinds: Collection[str], *, more: bool = False) -> str:
+    """'4 offending GPUs', '2 more offending links', '3 offending parts' (of more than one kind): a count of
+    offending parts, one `counted_as` kind each."""
+    named = set(kinds)
+    kind = named.pop() if len(named) == 1 else "part" if named else "link"  # none found: no link offends
+    return offending(len(kinds), kind, more=more)
+
+
 def offending(count: int, kind: str, *, more: bool = False) -> str:
     """'3 offending links', '1 offending GPU', '2 offending NVSwitches' ('2 more offending links'): a count of
     offenders of one kind."""
@@ -110,8 +123,12 @@ def offending(count: int, kind: str, *, more: bool = False) -> str:
     return fmt.count(count, f"{said} {kind}", f"{said} NVSwitches" if kind == "NVSwitch" else None)
 
 
-def worst_first(found: list[Offender]) -> list[Offender]:
-    """One node's offenders, the worst first: a link down before one over a threshold, then by how far over it."""
+def worst_first(found: list[Offender], places: Mapping[str, int] | None = None) -> list[Offender]:
+    """One node's offenders, most urgent first: by their part's place in its diagnosis's order (`places`, from
+    `analysis.places`: the order every door lists a node's parts in), a row its diagnosis does not name after those
+    it does; then a link down before one over a threshold, then by how far over it; then the order given."""
+    places = places or {}
+
     def ratio(o: Offender) -> float:
         if o.rate_per_hour is None or not o.above:
             return 0.0
@@ -119,7 +136,11 @@ def worst_first(found: list[Offender]) -> list[Offender]:
             return o.above / o.rate_per_hour if o.rate_per_hour > 0 else float("inf")
         return o.rate_per_hour / o.above
 
-    return sorted(found, key=lambda o: (-severity_rank(o.severity), -ratio(o)))
+    def place(o: Offender) -> int:
+        ref = o.part or o.ref
+        return places.get(ref.name, len(places)) if ref is not None else len(places)
+
+    return sorted(found, key=lambda o: (place(o), -severity_rank(o.severity), -ratio(o)))
 
 
 def offenders_of(diagnosis: Diagnosis) -> list[Offender]:
@@ -259,6 +280,20 @@ class SweepResult(BaseModel):
 
         return sorted(worst, key=urgency)
 
+    def findings_of(self, node: str) -> list[Finding]:
+        """A read-back node's unhealthy findings in the order the sweep lists its rows (most urgent first,
+        `worst_first`), so every fleet door names its parts in one order; a finding no row names after them."""
+        d = self.diagnoses.get(node)
+        if d is None:
+            return []
+        place: dict[str, int] = {}
+        for o in self.offenders:
+            ref = o.part or o.ref
+            if o.node_id == node and ref is not None:
+                place.setdefault(ref.name, len(place))
+        return sorted((f for f in d.findings if f.severity is not Severity.OK),
+                      key=lambda f: place.get(f.component, len(place)))
+
     def verdict(self, node: str) -> str | None:
         """The node's verdict as every fleet door says it beside the node (plain text): the part its diagnosis
         isolated, the node its ticket is filed on where another (a rack's tray), and its priority; or its priority
@@ -312,12 +347,10 @@ class SweepResult(BaseModel):
         rule breaches the list holds (one line each, a gone GPU's all on its one), in parentheses, or between commas
         where the text is `inline` in parentheses already."""
         kinds = {o.link_key: o.counted_as for o in self.offenders}
-        named = set(kinds.values())
-        kind = named.pop() if len(named) == 1 else "part" if named else "link"  # none found: no link offends
         broken = sum(len(o.rules) for o in self.offenders)  # a gone GPU's one row counts each rule it broke
         breaches = fmt.count(broken, "rule breach", "rule breaches")
         said = "" if broken == len(kinds) else f", {breaches}," if inline else f" ({breaches})"
-        return f"{offending(len(kinds), kind)}{said}"
+        return f"{offending_parts(list(kinds.values()))}{said}"
 
     def headline(self) -> str:
         """One line for a person: never 'healthy' unless every query answered in full."""

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from diagnostics import COUNT_RULES, LINKS_SHOWN, ConfigError, InputError, Offender, offending, worst_first
+from diagnostics import COUNT_RULES, LINKS_SHOWN, ConfigError, InputError, Offender, offending_parts
 from diagnostics import format as fmt
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
@@ -23,8 +23,9 @@ from .output import INCOMPLETE, print_json, said_incomplete
 
 
 def _worst(found: list[Offender]) -> list[Offender]:
-    """A node's rows of its `LINKS_SHOWN` worst offending links (each with every rule it broke), in its own order."""
-    keys = list(dict.fromkeys(o.link_key for o in worst_first(found)))[:LINKS_SHOWN]
+    """A node's rows of its `LINKS_SHOWN` most urgent offending parts (each with every rule it broke), in the
+    sweep's order: most urgent first (`worst_first`), as `/fabric fleet` and the digest list them."""
+    keys = list(dict.fromkeys(o.link_key for o in found))[:LINKS_SHOWN]
     return [o for o in found if o.link_key in keys]
 
 
@@ -52,9 +53,8 @@ def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
                   f"{limit:<12} {o.detail}".rstrip(), file=out)
         left = {o.link_key: o.counted_as for o in by_node[node] if o not in found}
         if left:
-            kinds = set(left.values())
-            kind = kinds.pop() if len(kinds) == 1 else "part"
-            print(f"  {node:<16} ...and {offending(len(left), kind, more=True)} (--all lists every one)", file=out)
+            more = offending_parts(list(left.values()), more=True)
+            print(f"  {node:<16} ...and {more} (--all lists every one)", file=out)
 
     for node, found in sorted(result.confirmed.items(), key=lambda p: (order.get(p[0], len(order)), p[0])):
         what = "its window in the store shows" if result.source == "store" else "its read-back series confirm"

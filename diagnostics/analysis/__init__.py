@@ -16,6 +16,7 @@ from .rates import counters_in
 from .rules import part_priority
 from .steps import jobs_on
 from .trends import Watch, watch_list
+from .urgency import places, urgent_first
 from .verify import Diagnostic, RepairCheck, RepairVerdict, check_repair, uuids
 
 __all__ = [
@@ -49,7 +50,9 @@ __all__ = [
     "node_tables",
     "part_priority",
     "pasted_node",
+    "places",
     "rates_between",
+    "urgent_first",
     "uuids",
     "watch_list",
 ]

@@ -108,16 +108,21 @@ def worst(findings: Iterable[Finding]) -> Finding | None:
                                           f.worst_ratio if f.worst_ratio is not None else float("inf")))
 
 
+def stops(f: Finding, thresholds: Thresholds) -> bool:
+    """Whether a fatal event is among the link's: a rule counting only fatal ones, or a fatal Xid among a rule's. It
+    stops the link until a restart."""
+    stopping = {r.name for r in thresholds.rules if r.fatal}
+    return any(c.fatal or c.rule in stopping for c in f.crossed)
+
+
 def priority(findings: Iterable[Finding], degradation_pct: float | None, thresholds: Thresholds) -> Priority:
     """The first row of the priority table whose conditions hold."""
     findings = list(findings)
     severities = {f.severity for f in findings}
     failing = bool(severities & {Severity.FAILING, Severity.DOWN})
-    # a fatal event (a rule counting only fatal ones, or a fatal Xid among a rule's) stops its link until a restart
-    stopping = {r.name for r in thresholds.rules if r.fatal}
     holds = {
         "failing": failing,
-        "down": Severity.DOWN in severities or any(c.fatal or c.rule in stopping for f in findings for c in f.crossed),
+        "down": Severity.DOWN in severities or any(stops(f, thresholds) for f in findings),
         "gpu_lost": any(c.rule in GPU_LOST_RULES for f in findings for c in f.crossed),
         "warning": not failing and Severity.WARNING in severities,
         "none": not failing and Severity.WARNING not in severities,

@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 import pandas as pd
 
 from .. import format as fmt
-from ..analysis import analyze_fleet, history_needed
+from ..analysis import analyze_fleet, history_needed, places
 from ..config.platforms import platform_for_model
 from ..config.thresholds import OFF_BUS_RULE, Thresholds
 from ..enums import LinkType
@@ -28,7 +28,7 @@ from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import Diagnosis
 from ..names import fleet_name_notes
-from ..offenders import Offender, SweepResult, gone_gpus_folded, offenders_of
+from ..offenders import Offender, SweepResult, gone_gpus_folded, offenders_of, worst_first
 from .client import Answer, LabelValues, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .config import load_config
 from .presence import (
@@ -192,7 +192,7 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
                                          client.config.labels.node)
         say_silent(result, reported, known, span=span, around_hours=client.config.limits.known_nodes_hours,
                    usable=lambda a: _usable(a, "the list of the nodes the server knows", result))
-    result.offenders.sort(key=_order)
+    result.offenders = _ranked(result.offenders)
 
 
 def _say_stopped(builder: QueryBuilder, evaluate: Callable[[str], Answer | PrometheusError],
@@ -213,8 +213,14 @@ def _say_stopped(builder: QueryBuilder, evaluate: Callable[[str], Answer | Prome
 
 
 def _order(o: Offender) -> tuple[str, str, int, str, int, str, int]:
-    """The sweep's row order: by node, then link type, GPU, switch, link, rule and Xid."""
+    """The rows' order where nothing ranks them: by node, then link type, GPU, switch, link, rule and Xid."""
     return o.node_id, o.link_type.value, o.gpu or -1, o.nvswitch or "", o.link or -1, o.rule, o.xid or -1
+
+
+def _ranked(rows: list[Offender], places: Mapping[str, int] | None = None) -> list[Offender]:
+    """The rows by node, each node's most urgent first (`worst_first`; `places`: a read-back node's parts in its
+    diagnosis's order), as the store's sweep lists them."""
+    return sorted(worst_first(sorted(rows, key=_order), places), key=lambda o: o.node_id)
 
 
 def _collect(client: PrometheusClient, queries: list[SweepQuery], answers: list[Answer | PrometheusError],
@@ -347,8 +353,9 @@ def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: 
         diagnosis = _diagnose(tables, node, window, result.at, thresholds, gpus=gpus)
         result.confirmed[node] = confirmed = offenders_of(diagnosis)
         # a GPU the read-back shows gone is one row, as the store's sweep lists it: the server's count names none
-        result.offenders = sorted([*(o for o in result.offenders if o.node_id != node),
-                                   *gone_gpus_folded(mine, confirmed)], key=_order)
+        ranked = _ranked(gone_gpus_folded(mine, confirmed), places(diagnosis, thresholds))
+        result.offenders = sorted([*(o for o in result.offenders if o.node_id != node), *ranked],
+                                  key=lambda o: o.node_id)
         result.diagnoses[node] = diagnosis
         result.warnings.extend(str(w) for w in tables.warnings)
         result.timings.analyze_s += time.perf_counter() - t1

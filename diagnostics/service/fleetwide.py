@@ -19,6 +19,7 @@ from ..analysis import (
     decide,
     failing_parts,
     history_needed,
+    places,
     uuids,
     watch_list,
 )
@@ -31,7 +32,7 @@ from ..config.watch import WatchPolicy, load_watch
 from ..enums import priority_rank
 from ..model import Diagnosis
 from ..names import fleet_name_notes
-from ..offenders import SweepResult, offenders_of
+from ..offenders import SweepResult, offenders_of, worst_first
 from ..prometheus.sweep import sweep as pushed_down
 from ..store.alerts import Alert
 from ..store.sources import UNTIMED_ADVICE
@@ -43,14 +44,18 @@ from .unheard import SILENT_READ_BACK, gone_silent, last_showed, untimed_note
 
 
 def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at: datetime | None = None,
-                 source: str = "store") -> SweepResult:
-    """Every node's diagnosis as a sweep result: every offending link, its node's diagnosis, every node swept."""
+                 source: str = "store", thresholds: Thresholds | None = None) -> SweepResult:
+    """Every node's diagnosis as a sweep result: every offending link, its node's diagnosis, every node swept. Each
+    node's offenders are listed most urgent first (`analysis.urgent_first`, by `thresholds`' priority policy: the
+    one the diagnoses were judged by), the order every door keeps."""
     result = SweepResult(at=at or datetime.now().astimezone(), window_hours=window_hours, source=source,
                          swept=sorted(diagnoses), warnings=fleet_name_notes(diagnoses),
                          platforms={n: d.platform for n, d in sorted(diagnoses.items()) if d.platform})
     _say_covered(result, diagnoses)
     for node, diagnosis in sorted(diagnoses.items()):
         found = offenders_of(diagnosis)
+        if found:
+            found = worst_first(found, places(diagnosis, thresholds))
         result.offenders.extend(found)
         if found:
             result.diagnoses[node] = diagnosis
@@ -109,7 +114,8 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
         silent.no_reading(held_nodes, history_needed(request.length, request.thresholds), every=True)
         return silent, []  # none of its nodes reports in the span
     engine = answered.analysis.timings.get("total_s", 0.0)
-    result = fleet_result(answered.diagnoses, window_hours=hours, at=max(ends), source=source.name)
+    result = fleet_result(answered.diagnoses, window_hours=hours, at=max(ends), source=source.name,
+                          thresholds=request.thresholds)
     result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
     result.timings.analyze_s = engine
     _say_held(result)

@@ -139,7 +139,7 @@ def test_fleet_ranks_the_degraded_links() -> None:
         local.injector.command("fleet", user="UALICE", channel=OPS)
         assert local.slack.wait_for(lambda s: posted(s))
         text = json.dumps(posted(local.slack)[0].blocks)
-        assert "1 degraded link on 1 of 2 nodes" in text and "hpc-gpu-node-12" in text
+        assert "1 offending link on 1 of 2 nodes" in text and "hpc-gpu-node-12" in text
 
 
 def test_arguments_are_capped_and_read_in_one_pass() -> None:

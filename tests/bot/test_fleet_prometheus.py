@@ -64,7 +64,7 @@ def test_fleet_with_a_bad_prometheus_setting_is_a_message_not_a_traceback(tmp_pa
 
 def test_without_prometheus_the_fleet_comes_from_the_local_store() -> None:
     text, audit = _fleet_message(Settings())
-    assert "1 degraded link on 1 of 2 nodes" in text and "hpc-gpu-node-12" in text
+    assert "1 offending link on 1 of 2 nodes" in text and "hpc-gpu-node-12" in text
     assert audit == [{"source": "store", "nodes": 2, "complete": True, "incomplete_reasons": []}]
 
 

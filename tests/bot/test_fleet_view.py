@@ -20,7 +20,7 @@ from bot.nodes import StoreNodeSource
 from bot.transport.blockkit import shown
 from diagnostics import NOT_ALL_CLEAR, Snapshot, diagnose_snapshot, priority_rank
 from diagnostics.enums import LinkType, Severity, severity_rank
-from diagnostics.offenders import Offender, SweepResult
+from diagnostics.offenders import LINKS_SHOWN, Offender, SweepResult
 from diagnostics.store import open_store
 from tests.analysis.helpers import link_series, links, steady
 from tests.bot.helpers import LONG_WAIT, OPS, local_bot, lone_and_cut_store, posted
@@ -95,7 +95,7 @@ def test_the_fleet_lists_nodes_most_urgent_first_in_the_sweep_s_order(
     most = max(urgency.values())[0]
     assert {n for n in offending if urgency[n][0] == most} <= set(listed)  # every most urgent node is shown
     for n in listed:
-        assert re.search(rf"`{re.escape(n)}`\*[^\n]* · {links[n]} degraded links?", said), n
+        assert re.search(rf"`{re.escape(n)}`\*[^\n]* · {links[n]} offending (links?|GPUs?|parts?)\b", said), n
     assert f"…and {len(offending) - len(listed)} more nodes" in said
 
     capsys.readouterr()
@@ -116,7 +116,7 @@ def test_the_fleet_view_words_a_count_of_one_in_the_singular() -> None:
                    severity=Severity.FAILING, rate_per_hour=5000.0, above=1000.0)
     said = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2"], offenders=[one]))
     assert "1 healthy node;" in said and "healthy nodes" not in said
-    assert "1 degraded link on 1 of 2 nodes" in said
+    assert "1 offending link on 1 of 2 nodes" in said
     cut = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2"], offenders=[one],
                             complete=False, incomplete_reasons=["a part could not be read"]))
     assert "on 1 node found so far" in cut and "1 node with no degraded link found" in cut
@@ -171,3 +171,55 @@ def test_a_silent_node_in_maintenance_is_counted_once_as_in_maintenance() -> Non
                              silent=["node-3"], diagnoses={"node-3": planned}, complete=False,
                              incomplete_reasons=["1 node has no reading in the span: node-3"]))
     assert "2 nodes with no degraded link found, 1 in maintenance;" in said, said
+
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+BUS = re.compile(r"the GPU at PCI ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])")
+
+
+def test_every_fleet_door_lists_a_node_s_parts_in_one_order_the_fatal_one_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel log of one fatal Xid 149 and three Xid 145 on four GPUs, all four "failing" with no ratio: ranked
+    by severity alone they fell into bus order, so `sweep` cut the fatal GPU (the one the node is isolated on) into
+    "...and 1 more", and `/fabric fleet` cut another. The sweep (text and JSON), `/fabric fleet` and the digest
+    list the same parts in the same order, the fatal one first."""
+    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(REAL / "xid_145_149_log_1.txt"), "--store", store, "--node", "n1"]) == 0
+    capsys.readouterr()
+    main(["analyze", "--store", store, "--node", "n1", "--json"])
+    diagnosis = json.loads(capsys.readouterr().out)
+    fatal = [f["ref"]["bus"] for f in diagnosis["findings"] if any(c["fatal"] for c in f["crossed"])]
+    assert len(fatal) == 1 and diagnosis["localization"]["ref"]["bus"] == fatal[0]
+
+    main(["sweep", "--store", store, "--json"])
+    order = [o["bus"] for o in json.loads(capsys.readouterr().out)["offenders"]]
+    assert len(order) == 4 and order[0] == fatal[0] and sorted(order) != order  # the fatal GPU, not bus order
+    main(["sweep", "--store", store])
+    table = capsys.readouterr().out
+    assert [m for line in table.splitlines() if line.startswith("  n1 ") for m in BUS.findall(line)[:1]] \
+        == order[:LINKS_SHOWN]
+    said = _fleet(Path(store))
+    listed = [BUS.findall(line)[0] for line in said.split("\\n") if line.lstrip().startswith("•")]
+    assert listed == order[:LINKS_SHOWN]
+    main(["digest", "--store", store])
+    digest = [BUS.findall(line)[0] for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith(
+        ("urgent", "high", "medium", "low")) and " n1 / " in line]
+    assert digest == order
+
+
+def test_the_fleet_view_names_a_node_s_parts_as_the_sweep_does(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """GPUs a kernel log names by their Xids are GPUs, not "degraded links": `/fabric fleet` counts them with the
+    noun `fabricbot sweep` uses, in its title, beside the node and in what a cut list leaves out."""
+    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(REAL / "xid_145_149_log_1.txt"), "--store", store, "--node", "n1"]) == 0
+    capsys.readouterr()
+    main(["sweep", "--store", store])
+    table = capsys.readouterr().out.splitlines()
+    counted = table[0].split(" on ")[0]  # "4 offending GPUs"
+    more = next(line for line in table if "...and" in line).split("...and ")[1].split(" (")[0]
+    said = _fleet(Path(store))
+    assert f"Fleet: {counted} on 1 of 1 node" in said and f"· {counted}" in said
+    assert f"…and {more} of this node" in said and "degraded link" not in said.split("window")[0]
