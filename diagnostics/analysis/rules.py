@@ -139,7 +139,7 @@ def priority(findings: Iterable[Finding], degradation_pct: float | None, thresho
 
 
 def part_priority(diagnosis: Diagnosis, links: Collection[str], *, headline: bool,
-                  thresholds: Thresholds | None = None) -> Priority:
+                  thresholds: Thresholds | None = None, own: list[Finding] | None = None) -> Priority:
     """The priority of a ticket for one part of the diagnosis, whose unhealthy links are `links` (their component
     names): the node's for the headline, unless another part's links explain the job's slowdown and its own do not;
     for any other part, the policy over its own links alone, the slowdown counted only where they explain it, never
@@ -147,9 +147,10 @@ def part_priority(diagnosis: Diagnosis, links: Collection[str], *, headline: boo
     its ticket is the node's: weighed over the part's links alone, a Fabric Manager part (its state beside the
     links) read lower in the digest than in its ticket. A part none of whose links the diagnosis holds (a
     rack's part seen from one of its hosts) keeps the node's. `thresholds`: the priority policy (default: the
-    thresholds file in force)."""
-    names = set(links)
-    own = [f for f in diagnosis.findings if f.component in names]
+    thresholds file in force). `own`: the diagnosis's findings of those links, where the caller has them."""
+    if own is None:
+        names = set(links)
+        own = [f for f in diagnosis.findings if f.component in names]
     explains = any(f.explains_slowdown for f in own)
     if not own or (headline and (explains or not any(f.explains_slowdown for f in diagnosis.findings))):
         return diagnosis.ticket_priority

@@ -16,20 +16,30 @@ def urgent_first(diagnosis: Diagnosis, thresholds: Thresholds | None = None) -> 
     on, then severity, then how far over its threshold (a rule any event breaks, or a link down, as far as can be),
     then the diagnosis's own order. `thresholds`: the priority policy the diagnosis was judged by (default: the
     thresholds file in force)."""
-    policy = thresholds or load_thresholds()
     found = [(i, f) for i, f in enumerate(diagnosis.findings) if f.severity is not Severity.OK]
     if not found:
         return []
+    policy = thresholds or load_thresholds()
     headline = set(diagnosis.localization.links) if diagnosis.localization is not None else set()
     parts = _parts(diagnosis, policy)
+    named: dict[str, list[Finding]] = {}  # each name's findings, its name built once (a sweep ranks thousands)
+    for f in diagnosis.findings:
+        named.setdefault(f.component, []).append(f)
+    alone: dict[str, Priority] = {}
+
+    def part_of(name: str) -> int:
+        mine = [p for links, p in parts if name in links]
+        if not mine:  # a link no suspect names: its own part
+            if name not in alone:
+                alone[name] = part_priority(diagnosis, [name], headline=False, thresholds=policy, own=named[name])
+            mine = [alone[name]]
+        return max(priority_rank(p) for p in mine)
 
     def key(pair: tuple[int, Finding]) -> tuple[int, bool, bool, int, float, int]:
         i, f = pair
-        mine = [p for links, p in parts if f.component in links] or \
-            [part_priority(diagnosis, [f.component], headline=False, thresholds=policy)]  # a link no suspect names
+        name = f.component
         ratio = f.worst_ratio if f.worst_ratio is not None else float("inf")
-        return (-max(priority_rank(p) for p in mine), not stops(f, policy), f.component not in headline,
-                -severity_rank(f.severity), -ratio, i)
+        return (-part_of(name), not stops(f, policy), name not in headline, -severity_rank(f.severity), -ratio, i)
 
     return sorted(found, key=key)
 
