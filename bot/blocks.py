@@ -38,7 +38,9 @@ from diagnostics import (
     Diagnosis,
     Finding,
     Severity,
+    counted_as,
     headline_name,
+    offending_parts,
 )
 from diagnostics.analysis import urgent_first
 from diagnostics.tickets import link_crossed, link_measures
@@ -277,8 +279,10 @@ def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None,
     if bad:
         lines = [finding_line(f) for _, f in bad]
         listed = lines[:shown.lines]
-        more = f"\n…and {len(lines) - len(listed)} more links" if len(lines) > len(listed) else ""
-        blocks.append(section("*Degraded links*\n" + "\n".join(listed) + more))
+        kinds = [counted_as(f.ref) for _, f in bad]  # named as the fleet doors count them
+        more = f"\n…and {offending_parts(kinds[len(listed):], more=True)}" if len(lines) > len(listed) else ""
+        heading = "Degraded links" if set(kinds) == {"link"} else "Degraded parts"
+        blocks.append(section(f"*{heading}*\n" + "\n".join(listed) + more))
     notes = [esc(w) for w in d.warnings]
     if d.localization is not None:
         notes.append(f"localization confidence {d.localization.confidence:.0%}")

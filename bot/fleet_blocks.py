@@ -87,7 +87,7 @@ def _fleet(result: SweepResult, limit: int, links: int) -> list[Block]:
     window = f"{esc(fmt.window(result.window_hours, result.at, asked=result.window_asked_hours))}; " \
         if result.swept else ""
     count = fmt.count(clear, "healthy node") if result.complete else \
-        f"{fmt.count(clear, 'node')} with no degraded link found"
+        f"{fmt.count(clear, 'node')} with no offending part found"
     if unjudged:
         count += f", {len(unjudged)} not judged"
     if held:

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from ..analysis.urgency import urgent_first
 from ..enums import Severity
 from ..model import Diagnosis, Finding
 from ..topology import NodeGraph
@@ -56,14 +57,10 @@ def _counts(findings: Iterable[Finding]) -> dict[str, int]:
     return dict(Counter(f.link_type.value for f in findings))
 
 
-def _worst_first(f: Finding) -> tuple[bool, float, str]:
-    """Down links first, then by how far over its threshold a link runs."""
-    return f.link_state.value == "up", -(f.worst_ratio or 0.0), f.ref.slug
-
-
 def unhealthy_page(d: Diagnosis, graph: NodeGraph | None, page: int) -> dict[str, Any]:
-    """The node's summary and one page of its unhealthy links, worst first; healthy links only counted."""
-    bad = sorted((f for f in d.findings if f.severity is not Severity.OK), key=_worst_first)
+    """The node's summary and one page of its unhealthy links, most urgent first (`urgent_first`: the order every
+    door lists a node's parts in); healthy links only counted."""
+    bad = [f for _, f in urgent_first(d)]
     pages = max(1, -(-len(bad) // PAGE))
     shown = bad[page * PAGE:(page + 1) * PAGE]
     return {"node": d.node_id, "platform": d.platform, "slowdown_pct": d.degradation_pct,

@@ -72,6 +72,23 @@ def test_many_separate_degraded_links_get_a_handful_of_buttons_and_a_menu_of_the
     assert all(e["action_id"].startswith(blocks.DRAFT_LINK_ACTION + ":") for e in elements[-2:])
 
 
+def test_the_summary_names_the_parts_it_leaves_out_as_the_fleet_doors_count_them() -> None:
+    links = [_finding(g, link, ratio=float(g * 18 + link + 1)) for g in range(2) for link in range(18)]
+    gpus = [Finding(ref=ComponentRef.of_gpu(g), link_type=LinkType.NVLINK, link_id=f"gpu{g}", gpu=g,
+                    severity=Severity.FAILING) for g in range(24)]
+
+    def listed(findings: list[Finding]) -> str:
+        built = [b.to_dict() for b in blocks.diagnosis_blocks(_diagnosis(findings), analysis_id=1)]
+        return next(b["text"]["text"] for b in built if b["type"] == "section" and "text" in b
+                    and b["text"]["text"].startswith("*Degraded"))
+
+    said = listed(links)
+    assert said.startswith("*Degraded links*") and said.endswith(f"…and {len(links) - blocks.LINES_SHOWN} more "
+                                                                 "offending links"), said
+    said = listed(gpus)
+    assert said.startswith("*Degraded parts*") and said.endswith("…and 4 more offending GPUs"), said
+
+
 def test_a_long_ticket_previews_its_start_and_says_where_the_rest_is() -> None:
     md = "# Title\n\n**Priority:** urgent\n" + "\n".join(f"- step {i} " + "x" * 80 for i in range(80))
     built = _limits_hold(blocks.preview_blocks(draft_id=3, node_id="n1", component="c", markdown=md,

@@ -21,7 +21,9 @@ from bot.transport.blockkit import shown
 from diagnostics import NOT_ALL_CLEAR, Snapshot, diagnose_snapshot, priority_rank
 from diagnostics.enums import LinkType, Severity, severity_rank
 from diagnostics.offenders import LINKS_SHOWN, Offender, SweepResult
+from diagnostics.service import Request, StoreSource, diagnose
 from diagnostics.store import open_store
+from diagnostics.tickets.pages import unhealthy_page
 from tests.analysis.helpers import link_series, links, steady
 from tests.bot.helpers import LONG_WAIT, OPS, local_bot, lone_and_cut_store, posted
 from tests.conftest import link, snapshot_dict
@@ -47,7 +49,7 @@ def test_a_fleet_with_unjudged_nodes_is_said_incomplete_as_the_sweep_says(
     assert "INCOMPLETE" in said and "not an all-clear" in said
     assert "node-1" in said  # the node read once is named, not counted healthy
     assert "3 healthy nodes" not in said and "2 healthy nodes" not in said
-    assert "3 nodes with no degraded link found" not in said and f"{2 if cut else 1} not judged" in said
+    assert "3 nodes with no offending part found" not in said and f"{2 if cut else 1} not judged" in said
     if part is not None:
         assert "node-3" in said and str(part) in said
 
@@ -119,7 +121,7 @@ def test_the_fleet_view_words_a_count_of_one_in_the_singular() -> None:
     assert "1 offending link on 1 of 2 nodes" in said
     cut = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2"], offenders=[one],
                             complete=False, incomplete_reasons=["a part could not be read"]))
-    assert "on 1 node found so far" in cut and "1 node with no degraded link found" in cut
+    assert "on 1 node found so far" in cut and "1 node with no offending part found" in cut
     many = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-3", "node-2"],
                              offenders=[one]))
     assert "2 healthy nodes;" in many
@@ -127,14 +129,14 @@ def test_the_fleet_view_words_a_count_of_one_in_the_singular() -> None:
 
 def test_a_node_with_no_reading_in_the_span_is_counted_not_judged_not_among_the_clear() -> None:
     """The sweep's silent nodes (none of their readings in the span it reads) are "not healthy": the view counts
-    them with the nodes not judged, as it does a node read once, never among those with no degraded link found."""
+    them with the nodes not judged, as it does a node read once, never among those with no offending part found."""
     at = datetime(2026, 3, 1, 8, tzinfo=UTC)
     one = Offender(node_id="node-2", link_type=LinkType.NVLINK, gpu=0, link=0, rule="nvlink_replay",
                    severity=Severity.FAILING, rate_per_hour=5000.0, above=1000.0)
     said = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2", "node-3", "node-4"],
                              offenders=[one], silent=["node-3"], unjudged=["node-4"], complete=False,
                              incomplete_reasons=["1 node has no reading in the span: node-3"]))
-    assert "1 node with no degraded link found, 2 not judged" in said, said
+    assert "1 node with no offending part found, 2 not judged" in said, said
 
 
 def test_every_fleet_door_says_a_node_s_verdict_and_why_it_is_no_all_clear_alike() -> None:
@@ -170,7 +172,7 @@ def test_a_silent_node_in_maintenance_is_counted_once_as_in_maintenance() -> Non
     said = _said(SweepResult(at=at, window_hours=1.0, source="store", swept=["node-1", "node-2", "node-3"],
                              silent=["node-3"], diagnoses={"node-3": planned}, complete=False,
                              incomplete_reasons=["1 node has no reading in the span: node-3"]))
-    assert "2 nodes with no degraded link found, 1 in maintenance;" in said, said
+    assert "2 nodes with no offending part found, 1 in maintenance;" in said, said
 
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
@@ -206,6 +208,9 @@ def test_every_fleet_door_lists_a_node_s_parts_in_one_order_the_fatal_one_first(
     digest = [BUS.findall(line)[0] for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith(
         ("urgent", "high", "medium", "low")) and " n1 / " in line]
     assert digest == order
+    d = diagnose(StoreSource(Path(store)), Request(node="n1")).diagnosis  # the node's own doors keep it too
+    assert [f.ref.bus for _, f in degraded(d)] == order
+    assert [BUS.findall(line)[0] for line in unhealthy_page(d, None, 0)["links"]] == order  # the model's first page
 
 
 def test_the_fleet_view_names_a_node_s_parts_as_the_sweep_does(tmp_path: Path, capsys: pytest.CaptureFixture[str],
