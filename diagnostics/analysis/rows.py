@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..enums import LinkEnd, LinkType
 from ..metrics import COUNTERS, GAUGES
+from ..tables import rows_of
 from .prepared import key_codes
 
 
@@ -128,7 +129,7 @@ def unplaced_buses(links: pd.DataFrame, node: str) -> list[str]:
     and neither an inventory nor the GPUs' bus order placed it): read, but on no GPU of the board."""
     if not len(links) or "pci_bus_id" not in links.columns:
         return []
-    mine = (links["node_id"].astype("string") == node).to_numpy(bool, na_value=False) \
+    mine = rows_of(links["node_id"], node) \
         & links["gpu"].isna().to_numpy() & links["pci_bus_id"].notna().to_numpy() \
         & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
     return sorted({str(b) for b in links["pci_bus_id"][mine]})

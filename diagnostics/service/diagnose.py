@@ -25,6 +25,7 @@ from ..model import Diagnosis
 from ..names import name_notes
 from ..snapshots import Snapshot
 from ..store.maintenance import Maintenance
+from ..tables import rows_of
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
 from .request import Asked, Request
@@ -379,7 +380,7 @@ def _last_event(source: Source, node: str, newest: datetime, before: datetime | 
     events = source.read(nodes=[node], end=before, span=before - newest).tables.get("events")
     if events is None or not len(events) or not {"node_id", "timestamp"} <= set(events.columns):
         return None
-    mine = (events["node_id"].astype("string") == node).to_numpy(bool, na_value=False)
+    mine = rows_of(events["node_id"], node)
     t = ns(events["timestamp"][mine])
     t = t[(t > utc_ns(newest)) & (t <= utc_ns(before))]
     return utc_datetime(t.max()) if len(t) else None

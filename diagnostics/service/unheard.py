@@ -16,6 +16,7 @@ from ..enums import priority_rank
 from ..model import Diagnosis
 from ..repair import silent_action
 from ..store.sources import UNTIMED_ADVICE
+from ..tables import rows_of
 from ..times import ns, utc_ns
 from .source import Window
 
@@ -119,7 +120,7 @@ def unheard(node: str, got: Window, span: timedelta, last: str | None = None) ->
     start_ns = end_ns - int(span.total_seconds() * 1e9)
     links = got.tables.get("link_samples")
     if links is not None and len(links) and "node_id" in links.columns:
-        mine = (links["node_id"].astype("string") == node).to_numpy(bool, na_value=False)
+        mine = rows_of(links["node_id"], node)
         t = ns(links["timestamp"][mine])
         if ((t == NO_TIME) | ((t > start_ns) & (t <= end_ns))).any():
             return None
