@@ -160,7 +160,10 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
     if loc.kind in (ComponentKind.NVLINK, ComponentKind.PCIE):
         match = _from_localization(loc, links)
         if match is not None:
-            out[match.id] = out[match.id].model_copy(update={"fault": fault_of(loc), **_rack_facts(loc)})
+            update: dict[str, Any] = {"fault": fault_of(loc), **_rack_facts(loc)}
+            if out[match.id].peer in (None, "unknown") and loc.peer:  # the far end the analysis placed from the
+                update["peer"] = loc.peer  # wiring: the ticket's steps name the ends the analysis's action names
+            out[match.id] = out[match.id].model_copy(update=update)
             return match.id
     key = loc.ref.slug
     if key in out:  # the analysis's name and evidence for it
