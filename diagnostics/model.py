@@ -107,6 +107,8 @@ class ComponentFacts(BaseModel):
                                                            "(Xid 154, DCGM_FI_DEV_GPU_RECOVERY_ACTION) and where.")
     recovery_scope: Literal["none", "drain", "gpu", "node"] | None = Field(
         default=None, description="What that action takes: a plan's reset is never narrower (data/recovery.toml).")
+    fatal: bool | None = Field(default=None, description="A fault known by an NVLink Xid alone: whether the Xid "
+                                                         "catalog's decode makes it fatal (None: not an Xid's fault).")
 
 
 @dataclass(frozen=True)

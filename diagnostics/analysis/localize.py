@@ -26,6 +26,7 @@ from ..config.thresholds import (
 )
 from ..enums import ComponentKind, FaultKind, LinkType, PortSource, Severity, severity_rank
 from ..model import Finding, Localization
+from ..repair import xid_fatal
 from ..topology import NodeGraph
 from ..topology.graph import NVSWITCH
 from .absence import gpu_gone
@@ -258,7 +259,7 @@ def _xid_link(f: Finding) -> Localization:
     ref = ComponentRef.nvlink(f.gpu, link) if f.gpu is not None else f.ref
     fault = FaultKind.NVLINK
     read = f"`nvidia-smi nvlink -e -i {f.gpu}`" if f.gpu is not None else "`nvidia-smi nvlink -e`"
-    return Localization(ref=ref, fault=fault, gpu=f.gpu, link=link, confidence=0.6, **_grade([f]),
+    return Localization(ref=ref, fault=fault, gpu=f.gpu, link=link, confidence=0.6, fatal=xid_fatal(f), **_grade([f]),
                         evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
                                   f"the driver reported an NVLink error on this GPU; {read} reads which link"])
 

@@ -81,6 +81,11 @@ class FaultEntry(_Model):
     down_action: Text | None = None
     # a link down counts no errors: the steps that name it read the link states, not the error counters
     down_repair: list[StepRef] | None = None
+    # an NVLink Xid the catalog's decode does not make fatal: its own action, and no reset unless the decode or the
+    # driver's Xid 154 asks for one (the steps carry the reset's condition, so no reset step is added)
+    nonfatal_action: Text | None = None
+    nonfatal_isolate: list[StepRef] | None = None
+    nonfatal_repair: list[StepRef] | None = None
 
 
 class FaultOverride(_Model):
@@ -99,6 +104,9 @@ class FaultOverride(_Model):
     action: Text | None = None
     down_action: Text | None = None
     down_repair: list[StepRef] | None = None
+    nonfatal_action: Text | None = None
+    nonfatal_isolate: list[StepRef] | None = None
+    nonfatal_repair: list[StepRef] | None = None
 
 
 class PlatformEntry(_Model):
@@ -272,7 +280,7 @@ def _check_refs(cat: Catalog) -> None:
         for cid in entry.capture or []:
             if cid not in cat.capture:
                 raise ConfigError(f"{cat.source}: {where}.capture names {cid!r}, which is not a [capture] entry")
-        for name in ("isolate", "repair", "down_repair"):
+        for name in ("isolate", "repair", "down_repair", "nonfatal_isolate", "nonfatal_repair"):
             for ref in getattr(entry, name) or []:
                 if isinstance(ref, str) and ref != RESET_MARK and ref not in cat.step:
                     raise ConfigError(f"{cat.source}: {where}.{name} names {ref!r}, which is not a [step] entry")

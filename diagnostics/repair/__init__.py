@@ -12,6 +12,7 @@ from .actions import (
     repair_action,
     silent_action,
     status_action,
+    xid_fatal,
 )
 from .plan import repair_plan
 from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, RepeatOffender, Reset
@@ -33,4 +34,5 @@ __all__ = [
     "repair_plan",
     "silent_action",
     "status_action",
+    "xid_fatal",
 ]

@@ -91,6 +91,15 @@ def finding_fault(finding: Finding) -> FaultKind:
     return FaultKind.NVLINK_AGGREGATE
 
 
+def xid_fatal(finding: Finding) -> bool | None:
+    """Whether an NVLink Xid that is all the finding knows is fatal as the Xid catalog decodes it (an Xid 145 whose
+    line names no status is not); None where the finding rests on anything else."""
+    rules = {c.rule for c in finding.crossed}
+    if rules != {XID_NVLINK_RULE}:
+        return None
+    return any(c.fatal for c in finding.crossed)
+
+
 def repair_action(component: str, *, platform: str | None = None, path: Path | None = None,
                   fault: FaultKind | str | None = None, **fields: Any) -> str:
     """The action for a component class (the older call), or for `fault` when given.

@@ -311,8 +311,16 @@ class _Builder:
             self.sources.append(f"{text[:60]}: {entry.source}")
         return PlanStep(text=text, command=self.fill(entry.command), stops=entry.stops, drains=entry.drains)
 
+    @property
+    def nonfatal(self) -> bool:
+        """An NVLink Xid the catalog's decode does not make fatal, where the catalog words one apart."""
+        return self.facts.fatal is False and (self.over.nonfatal_repair or self.base.nonfatal_repair) is not None
+
     def chosen_repair(self) -> list[StepRef]:
-        """The repairs in order; a link that is down is named by its state, not by counters it does not count."""
+        """The repairs in order; a link that is down is named by its state, not by counters it does not count; a
+        non-fatal Xid's are the catalog's for it."""
+        if self.nonfatal:
+            return self.over.nonfatal_repair or self.base.nonfatal_repair or []
         if self.facts.link_down:
             down = self.over.down_repair or self.base.down_repair
             if down is not None:
@@ -320,6 +328,8 @@ class _Builder:
         return self.over.repair or self.base.repair
 
     def chosen_action(self) -> Text:
+        if self.nonfatal:
+            return self.over.nonfatal_action or self.base.nonfatal_action or self.base.action
         if self.facts.link_down:
             down = self.over.down_action or self.base.down_action
             if down is not None:
@@ -348,6 +358,8 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
     b.check_port()
     part, nxt, note = b.parts()  # in the catalog's order: an end that saw the errors is evidence, not a reorder
     isolate = b.over.isolate or b.base.isolate
+    if b.nonfatal:  # nothing is stopped until the decode or the driver's Xid 154 asks for a reset
+        isolate = b.over.nonfatal_isolate or b.base.nonfatal_isolate or isolate
     if repeat_offender is not None:
         part, nxt = b.escalate(part, nxt, repeat_offender.carrier)
         isolate = b.escalated_isolation(isolate)
@@ -356,7 +368,7 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
         b._warn(b.cat.warning.recovery_said)
     captures = b.captures()
     if repeat_offender is None:
-        repair = b.steps(b.chosen_repair(), b.reset_step(reset))
+        repair = b.steps(b.chosen_repair(), None if b.nonfatal else b.reset_step(reset))
         node_stops = reset.stops == "node" or any(s.stops == "node" for s in repair)
         action = b.action(b.chosen_action())
     else:  # the earlier tickets' reset, reseat and swap test are not repeated: the replacement leads

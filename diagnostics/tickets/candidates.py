@@ -16,7 +16,7 @@ from ..components import ComponentRef
 from ..config.racks import rack_of
 from ..enums import ComponentKind, FaultKind, LinkEnd, LinkType, PortSource, Severity
 from ..model import Diagnosis, Finding, Localization
-from ..repair import fault_of, finding_fault
+from ..repair import fault_of, finding_fault, xid_fatal
 from ..topology import NodeGraph
 from .facts import port_for, resolve_graph
 
@@ -49,6 +49,7 @@ class Candidate(BaseModel):
     switch_host: str | None = None
     recovery: str | None = None  # the driver's recovery action for its GPU, and what it takes
     recovery_scope: str | None = None
+    fatal: bool | None = None  # a fault known by an NVLink Xid alone: whether its decode is fatal
     findings: list[str] = Field(default_factory=list, description="The unhealthy links this component explains.")
     score: float = Field(ge=0.0, le=1.0, description="Share of the unhealthy links explained, discounted by "
                                                      "how specific the component is.")
@@ -78,7 +79,7 @@ def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: in
         ref=f.ref, kind=f.ref.kind, fault=finding_fault(f), component=f.component, gpu=f.gpu,
         peer=f.peer if f.peer != "unknown" else port.peer, link=f.link, link_id=f.link_id, link_type=f.link_type,
         lanes=list(f.lanes), end=f.end, switch=port.switch, switch_port=port.switch_port, port_source=port.source,
-        find_with=port.find_with, fru=port.fru, findings=[f.component], score=round(1.0 / total, 3),
+        find_with=port.find_with, fru=port.fru, fatal=xid_fatal(f), findings=[f.component], score=round(1.0 / total, 3),
         evidence=evidence,
     )
 
@@ -177,7 +178,7 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
             ref=loc.ref, kind=loc.kind, fault=fault_of(loc), component=loc.component, gpu=loc.gpu, peer=loc.peer,
             link=loc.link, lanes=list(loc.lanes), end=loc.end, switch=loc.switch,
             switch_port=loc.switch_port,
-            port_source=loc.port_source, **_rack_facts(loc),
+            port_source=loc.port_source, fatal=loc.fatal, **_rack_facts(loc),
             findings=list(loc.links), score=loc.confidence, evidence=list(loc.evidence),
         )
     return key

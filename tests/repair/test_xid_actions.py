@@ -54,8 +54,9 @@ def test_no_drafted_action_for_a_catalogued_xid_names_a_placeholder(code: int, p
 
 
 def test_the_real_xid_145_149_log_resets_each_gpu_by_its_pci_address() -> None:
-    """Four GPUs, named by PCI address, each with an NVLink5 Xid: each is reset by that address, as NVIDIA's Xid
-    catalog asks of a fatal NVLink5 error (RESET_GPU), and its links are read one by one to name the link."""
+    """Four GPUs, named by PCI address, each with an NVLink5 Xid: each is reset by that address (as NVIDIA's Xid
+    catalog asks of a fatal NVLink5 error, RESET_GPU; an Xid 145 not logged fatal only where its decode or Xid 154
+    asks), and its links are read one by one to name the link."""
     source, node, _ = files_source([FIXTURES / "real" / "xid_145_149_log_1.txt"], node="n1")
     diagnosis = diagnose(source, Request(node=node)).diagnosis
     actions = {loc.component: loc.action or "" for loc in diagnosis.localizations}
