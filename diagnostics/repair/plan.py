@@ -313,16 +313,22 @@ class _Builder:
             self.sources.append(f"{text[:60]}: {entry.source}")
         return PlanStep(text=text, command=self.fill(entry.command), stops=entry.stops, drains=entry.drains)
 
+    def nonfatal_entry(self, name: str) -> Any:
+        """A non-fatal Xid's list: the platform's, else the fault's (a rack's, else the board's: the Xid catalog's
+        decode is the same on both)."""
+        return getattr(self.over, name) or getattr(self.base, name) or getattr(self.cat.fault[self.fault], name)
+
     @property
     def nonfatal(self) -> bool:
         """An NVLink Xid the catalog's decode does not make fatal, where the catalog words one apart."""
-        return self.facts.fatal is False and (self.over.nonfatal_repair or self.base.nonfatal_repair) is not None
+        return self.facts.fatal is False and self.nonfatal_entry("nonfatal_repair") is not None
 
     def chosen_repair(self) -> list[StepRef]:
         """The repairs in order; a link that is down is named by its state, not by counters it does not count; a
         non-fatal Xid's are the catalog's for it."""
         if self.nonfatal:
-            return self.over.nonfatal_repair or self.base.nonfatal_repair or []
+            repair: list[StepRef] = self.nonfatal_entry("nonfatal_repair")
+            return repair
         if self.facts.link_down:
             down = self.over.down_repair or self.base.down_repair
             if down is not None:
@@ -331,7 +337,8 @@ class _Builder:
 
     def chosen_action(self) -> Text:
         if self.nonfatal:
-            return self.over.nonfatal_action or self.base.nonfatal_action or self.base.action
+            action: Text = self.nonfatal_entry("nonfatal_action") or self.base.action
+            return action
         if self.facts.link_down:
             down = self.over.down_action or self.base.down_action
             if down is not None:
@@ -361,7 +368,7 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
     part, nxt, note = b.parts()  # in the catalog's order: an end that saw the errors is evidence, not a reorder
     isolate = b.over.isolate or b.base.isolate
     if b.nonfatal:  # nothing is stopped until the decode or the driver's Xid 154 asks for a reset
-        isolate = b.over.nonfatal_isolate or b.base.nonfatal_isolate or isolate
+        isolate = b.nonfatal_entry("nonfatal_isolate") or isolate
     if repeat_offender is not None:
         part, nxt = b.escalate(part, nxt, repeat_offender.carrier)
         isolate = b.escalated_isolation(isolate)

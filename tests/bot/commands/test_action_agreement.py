@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from diagnostics.config.catalogs import load_sxid_catalog
 from diagnostics.topology import gpu_index, platform_graph
 from tests.bot.commands.conftest import Cli
@@ -78,8 +80,11 @@ def _suspect_action(text: str, component: str) -> str:
     return lines[at + 1].split("action:", 1)[1].strip()
 
 
-def test_an_xid_145_not_logged_fatal_gets_the_catalogs_decode_not_a_fatal_xids_reset(cli: Cli) -> None:
-    argv = (str(FIXTURES / "real" / "xid_145_149_log_1.txt"), "--node", NODE)
+@pytest.mark.parametrize("platform", [None, "gb200-nvl72-compute-tray"])  # no board named, and a GB200 tray's host
+def test_an_xid_145_not_logged_fatal_gets_the_catalogs_decode_not_a_fatal_xids_reset(cli: Cli,
+                                                                                     platform: str | None) -> None:
+    argv = (str(FIXTURES / "real" / "xid_145_149_log_1.txt"), "--node", NODE,
+            *(["--platform", platform] if platform else []))
     text, answer = _analyze(cli, *argv)
     nonfatal, fatal = _xid_gpus(answer, fatal=False), _xid_gpus(answer, fatal=True)
     assert nonfatal and fatal
