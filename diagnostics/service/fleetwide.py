@@ -201,9 +201,11 @@ def _say_last(result: SweepResult, source: Source, request: Request, quiet: list
     said: list[tuple[int, str, str]] = []
     for node in quiet[:SILENT_READ_BACK]:
         newest = source.newest([node])
+        if newest is None or node not in diagnoses:  # nothing to judge, or no answer to weigh it against
+            continue
         then = last_window(source, request, node, newest, result.at - request.length)
         last = last_showed(then) if then is not None else None
-        if newest is None or then is None or last is None or node not in diagnoses:
+        if then is None or last is None:
             continue
         seen = gone_silent(diagnoses[node], then, newest)
         said.append((-priority_rank(seen.ticket_priority), node, (
