@@ -15,7 +15,6 @@ from typing import Any
 
 from .. import format as fmt
 from ..components import ComponentRef
-from ..config.catalogs import load_sxid_catalog
 from ..config.thresholds import (
     BELOW_EXPECTED_RULE,
     OFF_BUS_RULE,
@@ -119,7 +118,7 @@ def localize_all(findings: Iterable[Finding], graph: NodeGraph | None = None,
             where = (port.get("switch") or f.switch, port.get("switch_port", f.switch_port))
             if where in stopped:
                 behind[where].append(f)
-    out.extend(_switch_fatal(f, behind.get((_stopped(f).switch, _stopped(f).port), []), graph) for f in fatal)
+    out.extend(_switch_fatal(f, behind.get((_stopped(f).switch, _stopped(f).port), [])) for f in fatal)
     folded = [b for links in behind.values() for b in links]
     # links only: an Xid names a GPU and an SXid a switch port, and they are weighed above
     bad = [f for f in findings if _bad(f) and f.gpu not in off_bus and f.peer_gpu not in off_bus and f not in fatal
@@ -280,40 +279,15 @@ def _stopped(f: Finding) -> ComponentRef:
     return f.ref if f.ref.kind is ComponentKind.NVSWITCH else ComponentRef.nvswitch(f.switch, f.switch_port)
 
 
-def _resets_gpu(f: Finding) -> bool:
-    """Every SXid the finding counts is one NVIDIA resolves by resetting the GPU on its link (RESET_GPU)."""
-    codes = {int(code) for c in f.crossed for code in c.codes}
-    sxids = load_sxid_catalog()
-    return bool(codes) and all(sxids.entry(code).immediate_action == "RESET_GPU" for code in codes)
-
-
-def _gpu_on_port(graph: NodeGraph | None, switch: str | None, port: int | None) -> tuple[int, int | None] | None:
-    """The GPU link the platform's wiring lands on a switch port: (GPU, link); None where no GPU link does."""
-    if graph is None or switch is None or port is None:
-        return None
-    ends = [(p.gpu, p.link) for gpu in graph.gpus for p in graph.links_of(gpu)
-            if p.switch == switch and p.switch_port == port]
-    return ends[0] if len(ends) == 1 else None
-
-
-def _switch_fatal(f: Finding, behind: list[Finding], graph: NodeGraph | None) -> Localization:
-    """A fatal SXid names the switch and the port whose link it stopped; the GPU link on that port is its evidence.
-    Where NVIDIA resolves the code by resetting the GPU on that link and the wiring names that GPU, the suspect
-    carries it, so the plan resets that GPU rather than the node."""
+def _switch_fatal(f: Finding, behind: list[Finding]) -> Localization:
+    """A fatal SXid names the switch and the port whose link it stopped; the GPU link on that port is its evidence."""
     ref = _stopped(f)
-    seen = {(b.gpu, b.link) for b in behind if b.gpu is not None}
-    end = seen.pop() if len(seen) == 1 else _gpu_on_port(graph, ref.switch, ref.port) if not seen else None
-    gpu, link = end if end is not None and _resets_gpu(f) else (None, None)
-    placed = [] if gpu is None else [
-        f"NVIDIA resolves this SXid by resetting the GPU on that link (RESET_GPU): GPU {gpu} NVLink {link} lands on "
-        f"{ref.switch} port {ref.port} ({'as its own reading says' if behind else 'by the platform wiring'})"]
     return Localization(
         ref=ref, fault=FaultKind.NVSWITCH_FATAL, switch=ref.switch, switch_port=ref.port, confidence=0.85,
         port_source=PortSource.OBSERVED,  # the SXid line names the switch and its port itself
-        gpu=gpu, link=link, **_grade([f]),
+        **_grade([f]),
         evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
-                  "a fatal SXid stops the switch link it names until the node is restarted" if gpu is None else
-                  "a fatal SXid stops the switch link it names until the GPU on it is reset", *placed,
+                  "a fatal SXid stops the switch link it names until the node is restarted",
                   *(f"{b.component} lands on that port and is {b.severity.value}: the same link, seen from the GPU"
                     for b in behind)])
 

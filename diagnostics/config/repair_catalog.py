@@ -72,9 +72,6 @@ class FaultEntry(_Model):
     """The default plan of one fault kind."""
 
     reset: ResetScope
-    # the reset where the suspect names the GPU the fault's resolution resets (a fatal SXid NVIDIA resolves with
-    # RESET_GPU, on a switch port the wiring lands a GPU link on); `reset` where it names none
-    gpu_known_reset: ResetScope | None = None
     reset_text: Text | None = None
     reset_stops: Literal["gpu", "node", "rack"] | None = None  # what the reset takes, where not the scope's own
     capture: list[str]

@@ -228,8 +228,6 @@ class _Builder:
 
     def reset(self) -> Reset:
         scope = self.base.reset
-        if self.base.gpu_known_reset is not None and self.facts.gpu is not None:
-            scope = self.base.gpu_known_reset
         gpus: list[int] = []
         command = None
         gpu, bus = self.facts.gpu, self.values.get("bus")  # a GPU named by its PCI address: nvidia-smi -i takes it

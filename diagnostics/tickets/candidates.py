@@ -192,10 +192,10 @@ def _rack_facts(loc: Localization) -> dict[str, Any]:
 
 
 def _far_gpu(loc: Localization, known: Candidate) -> dict[str, Any]:
-    """A failing switch port (a rack's, or a node's whose fatal SXid resets the GPU on its link): the GPU and link at
-    the other end of its link, as the analysis placed them (the port's own finding names none), so its plan resets
-    that GPU by name."""
-    if loc.fault in (FaultKind.SWITCH_PORT, FaultKind.NVSWITCH_FATAL) and known.gpu is None and loc.gpu is not None:
+    """A rack's failing switch port: the GPU and link at the other end of its link, as the analysis placed them (the
+    port's own finding names none), so its plan resets that GPU by name."""
+    if loc.fault in (FaultKind.SWITCH_PORT, FaultKind.NVSWITCH_FATAL) and loc.tray is not None \
+            and known.gpu is None and loc.gpu is not None:
         return {"gpu": loc.gpu, "link": loc.link}
     return {}
 

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from diagnostics.config.catalogs import load_sxid_catalog
-from diagnostics.topology import gpu_index, platform_graph
 from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES
 
@@ -102,51 +100,3 @@ def test_an_xid_145_not_logged_fatal_gets_the_catalogs_decode_not_a_fatal_xids_r
         assert not any(s.startswith("Drain ") for s in steps), steps
     for component in fatal:  # a fatal one is still reset, for the catalog's reason
         assert "resets the GPU for a fatal NVLink Xid" in _suspect(answer, component)["action"]
-
-
-PLATFORM = "hgx-h100-8gpu"
-
-
-def _sxid_log(tmp_path: Path, switch: int, port: int) -> Path:
-    """A lone SXid 20034 (LTSSM Fault Up, which NVIDIA resolves by resetting the GPU on that link)."""
-    path = tmp_path / f"sxid{switch}_{port}.log"
-    path.write_text(f"2026-05-13T11:00:13,404587+00:00 gpu-b kernel: nvidia-nvswitch{switch}: SXid "
-                    f"(PCI:0000:05:00.0): 20034, Fatal, Link {port} LTSSM Fault Up\n")
-    return path
-
-
-def _plan_says(cli: Cli, path: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    argv = (str(path), "--node", "gpu-b", "--platform", PLATFORM)
-    text, answer = _analyze(cli, *argv)
-    action = _action(text)
-    assert action == answer["repair_action"] == answer["localization"]["action"]
-    return action, answer, _ticket(cli, *argv)
-
-
-def test_an_sxid_resolved_by_a_gpu_reset_resets_the_gpu_its_port_is_wired_to_in_the_action_and_the_ticket(
-        cli: Cli, tmp_path: Path) -> None:
-    assert load_sxid_catalog().entry(20034).immediate_action == "RESET_GPU"
-    graph = platform_graph(PLATFORM)
-    end = graph.port_of(2, 1)
-    assert end.switch is not None and end.switch_port is not None
-    action, answer, ticket = _plan_says(cli, _sxid_log(tmp_path, gpu_index(end.switch) or 0, end.switch_port))
-    assert answer["localization"]["gpu"] == 2
-    command = "nvidia-smi -r -i 2"
-    assert f"reset GPU 2 (`{command}`" in action and "restart the node (" not in action
-    assert ticket["reset"]["command"] == command and ticket["reset"]["scope"] == "gpu"
-    reset = next(s for s in ticket["repair_steps"] if s["command"] == command)
-    assert "RESET_GPU" in reset["text"] and "nvidia-fabricmanager running" in reset["text"]
-    assert "nvidia-smi nvlink -R -i 2" in reset["text"]  # the wiring is confirmed before the reset
-    assert any(s["text"].startswith("Drain node gpu-b") for s in ticket["isolation_steps"])
-
-
-def test_an_sxid_on_a_port_no_gpu_link_is_wired_to_restarts_the_node_in_the_action_and_the_ticket(
-        cli: Cli, tmp_path: Path) -> None:
-    graph = platform_graph(PLATFORM)
-    taken = {p.switch_port for gpu in graph.gpus for p in graph.links_of(gpu) if p.switch == "NVSwitch 0"}
-    port = max(taken) + 1
-    action, answer, ticket = _plan_says(cli, _sxid_log(tmp_path, 0, port))
-    assert answer["localization"]["gpu"] is None
-    assert "restart the node (a fatal SXid needs every GPU and NVSwitch reset)" in action
-    assert ticket["reset"]["scope"] == "node" and "nvidia-smi -r" not in json.dumps(ticket)
-    assert ticket["repair_steps"][0]["text"].startswith("Restart the node")
