@@ -100,3 +100,20 @@ def test_an_xid_145_not_logged_fatal_gets_the_catalogs_decode_not_a_fatal_xids_r
         assert not any(s.startswith("Drain ") for s in steps), steps
     for component in fatal:  # a fatal one is still reset, for the catalog's reason
         assert "resets the GPU for a fatal NVLink Xid" in _suspect(answer, component)["action"]
+
+
+@pytest.mark.parametrize("platform", [None, "gb200-nvl72-compute-tray"])
+def test_a_step_that_resets_a_gpu_named_by_address_says_reset_and_names_the_part(
+        cli: Cli, tmp_path: Path, platform: str | None) -> None:
+    """A GPU a log names by its PCI address alone has no `nvidia-smi nvlink -e -i N` to read its links with: its
+    step still says the reset its command makes (not "reboot it" beside `nvidia-smi -r`), and a tray's hardware
+    step names the tray."""
+    log = tmp_path / "kern.log"
+    log.write_text("2026-05-13T11:00:00+0000 tray1 kernel: NVRM: Xid (PCI:0008:01:00): 145, Link 04 "
+                   "(0x00000000 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n")
+    ticket = _ticket(cli, str(log), "--rules", *(["--platform", platform] if platform else []))
+    resets = [s for s in ticket["repair_steps"] if "nvidia-smi -r" in (s.get("command") or "")]
+    assert resets and all("reset the GPU at PCI 0008:01:00.0 (`nvidia-smi -r -i 0008:01:00.0`)" in s["text"]
+                          and "reboot it" not in s["text"] for s in resets), resets
+    if platform:
+        assert "open a hardware ticket for the GB200 compute tray" in ticket["repair_steps"][-1]["text"]
