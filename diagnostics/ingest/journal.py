@@ -21,12 +21,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .textlines import MONTHS, Collector, parse_time
-from .zones import in_utc
+from .zones import PRINTED, in_utc
 
 _HOST = r"(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[])"
 # the zone is always printed (UTC, an abbreviation, an IANA name): a zone-less date's next word is the host
 _FULL = re.compile(r"^(?:[A-Z][a-z]{2} )?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?) "
-                   r"(?P<zone>UTC|GMT|[A-Z]{2,5}|[A-Z][A-Za-z_]+/[A-Za-z_/+-]+|[+-]\d{2}:?\d{2})\s+" + _HOST)
+                   rf"(?P<zone>{PRINTED})\s+" + _HOST)
 _UNIX = re.compile(r"^(?P<epoch>\d{9,11}(?:\.\d{1,9})?)\s+" + _HOST)
 PREFIXES = (_FULL, _UNIX)
 
@@ -63,7 +63,7 @@ def to_utc(stamp: pd.Timestamp, zone: str, out: Collector, number: int) -> pd.Ti
 _SPAN = re.compile(r"^(?:(?P<host>[^\s:\[\]]+):\s+)?-- (?:Logs begin at|Journal begins at) (?P<begin>[^,]+?)"
                    r"(?:, ends? at (?P<end>.+?))?\.? --\s*$")
 _DISPLAY = re.compile(r"^(?:[A-Z][a-z]{2} )?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d+)? "
-                      r"(?P<zone>UTC|GMT|[A-Z]{2,5}|[A-Z][A-Za-z_]+/[A-Za-z_/+-]+|[+-]\d{2}:?\d{2})$")
+                      rf"(?P<zone>{PRINTED})$")
 _SYSLOG_DATE = re.compile(r"^(?P<month>[A-Za-z]{3})\s+(?P<day>\d{1,2})\s+(?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d+)?)$")
 _SLACK = pd.Timedelta(days=1)  # an entry a little outside the span (a clock set back) still takes its year
 

@@ -16,6 +16,9 @@ import pandas as pd
 from ..config.datafiles import DATA_DIR, read_toml
 
 ZONES_FILE = DATA_DIR / "zones.toml"
+# a zone as printed, for a reader's pattern: an abbreviation (`UTC`, `CEST`, `ChST`), an IANA name or an offset
+# (`+03`, `+0530`, `-07:00`)
+PRINTED = r"[A-Z][A-Za-z]{1,5}|[A-Z][A-Za-z_]+/[A-Za-z_/+-]+|[+-]\d{2}(?::?\d{2})?"
 _OFFSET = re.compile(r"^(?P<sign>[+-])(?P<hours>\d{2})(?::?(?P<minutes>\d{2}))?$")
 _LATEST = pd.Timedelta(hours=14)  # the farthest a zone's offset lies from UTC (Kiribati, +14:00)
 
@@ -36,11 +39,6 @@ def offset(text: str) -> pd.Timedelta | None:
         return None
     size = pd.Timedelta(hours=int(found["hours"]), minutes=int(found["minutes"] or 0))
     return None if size > _LATEST else size if found["sign"] == "+" else -size
-
-
-def is_zone_like(word: str) -> bool:
-    """`word` could be a zone as printed: an abbreviation, an offset or an IANA name."""
-    return bool(re.fullmatch(r"[A-Za-z]{2,6}|[+-]\d{2}(?::?\d{2})?|[A-Z][A-Za-z_]+/[A-Za-z_/+-]+", word))
 
 
 def in_utc(stamp: pd.Timestamp, zone: str) -> pd.Timestamp | str:

@@ -271,7 +271,8 @@ def placed_on_a_node(outcome: FileOutcome) -> str | None:
 
 
 # What to do about readings kept without a time: said at ingest and by every analysis of the store.
-UNTIMED_ADVICE = "no window can place them; ingest the file again with --at TIME or --at mtime"
+UNTIMED_ADVICE = ("no window can place them; ingest the file again with --at TIME or --at mtime (a reading piped "
+                  "in: --at now as it is taken)")
 
 
 def untimed_warning(outcome: FileOutcome) -> IngestWarning | None:

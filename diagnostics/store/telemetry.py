@@ -350,8 +350,8 @@ def open_store(root: Path | str, *, create: bool = True) -> TelemetryStore:
     """A store at `root`; an InputError, not a traceback, when the folder cannot be used. `create=False` (a command
     that only reads) says so when there is no store there, rather than making an empty one at a mistyped path."""
     if Path(root).is_file():  # a telemetry file given as the store: it is read without one
-        raise InputError(f"a file, not a store's folder: read it with `fabricbot analyze {root}`, or keep it in a "
-                         f"store with `fabricbot ingest {root} --store DIR`", source=str(root))
+        raise InputError("a file, not a store's folder: --store names the folder a store keeps its readings in "
+                         f"(a file is read alone with `fabricbot analyze {root}`)", source=str(root))
     if not create and not (Path(root) / DB_NAME).exists():
         raise InputError(f"no telemetry store here (no {DB_NAME}): ingest into it first with "
                          f"`fabricbot ingest FILE --store {root}`", source=str(root))

@@ -72,6 +72,9 @@ _OFF_BUS = "NVRM: Xid (PCI:0000:b9:00): 79, pid=1234, name=python, GPU has falle
     ("Tue 2024-03-12 11:00:00 CET gpu-3 kernel: ", "2024-03-12 10:00:00"),  # printed in the host's zone
     ("Tue 2024-07-16 12:00:00 Europe/Berlin gpu-3 kernel: ", "2024-07-16 10:00:00"),  # summer time
     ("1710237600.123456 gpu-3 kernel: ", "2024-03-12 10:00:00.123456"),  # journalctl -o short-unix
+    ("Wed 2026-05-13 11:00:00 +03 gpu-3 kernel: ", "2026-05-13 08:00:00"),  # a zone with no abbreviation
+    ("Wed 2026-05-13 11:00:00 -0530 gpu-3 kernel: ", "2026-05-13 16:30:00"),
+    ("Wed 2026-05-13 20:00:00 ChST gpu-3 kernel: ", "2026-05-13 10:00:00"),  # Guam: the table's mixed-case name
 ])
 def test_journal_short_full_and_unix_prefixes_give_the_time_and_host(prefix: str, at: str) -> None:
     """They were a prefix 'none of the forms this reader knows': an Xid of 2024 was judged as read now."""
