@@ -50,7 +50,9 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
     print(f"  isolated: {d.isolated_component}", file=out)
     if d.ticket_owner != d.node_id:
         switch_host = d.rack is not None and d.node_id in d.rack.switch.values()  # its part may well be on it
-        why = ("a part outside every compute tray is the rack's" if switch_host
+        why = (f"the part is in {d.ticket_owner}'s tray: its host's ticket"
+               if d.rack is not None and d.node_id == d.rack.rack_id else
+               "a part outside every compute tray is the rack's" if switch_host
                else f"the part is outside {d.node_id}'s tray")
         print(f"  ticket:   {d.ticket_owner} ({why})", file=out)
     print(f"  action:   {d.repair_action}", file=out)

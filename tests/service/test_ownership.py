@@ -281,3 +281,18 @@ def test_a_compute_tray_link_is_one_part_from_the_rack_and_from_its_host(
     assert (filed.node_id, filed.slug) == (host_id, link.ref.slug)
     assert any(f"is already open: *{filed.id}*" in m.text for m in told), [m.text for m in told]
     assert held == 1
+
+
+def test_a_rack_asked_whose_part_is_in_a_tray_says_the_trays_host_owns_it(
+        tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    """The rack's answer said "the part is outside rack-01's tray" of a compute tray's part: it is inside that tray,
+    whose host's ticket it is."""
+    from tests.conftest import _one_rack
+
+    _, store, _ = _one_rack(tmp_path_factory, "compute_tray", seed=3)
+    _, out = _run(capsys, "analyze", "--store", str(store), "--rack", "rack-01", "--json")
+    owner = json.loads(out)["ticket_owner"]
+    assert owner.startswith("rack-01-c"), owner
+    _, out = _run(capsys, "analyze", "--store", str(store), "--rack", "rack-01")
+    assert f"ticket:   {owner} (the part is in {owner}'s tray: its host's ticket)" in out, out
+    assert "outside" not in out.split("action:", 1)[0]
