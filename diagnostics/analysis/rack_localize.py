@@ -85,10 +85,11 @@ def _hosts(paths: Iterable[_Path]) -> list[str]:
 
 
 def _trays(paths: Iterable[_Path]) -> list[str]:
-    return sorted({path.key[0] for path in paths}, key=_order)
+    return sorted({path.key[0] for path in paths}, key=tray_order)
 
 
-def _order(label: str) -> tuple[int, str]:
+def tray_order(label: str) -> tuple[int, str]:
+    """A tray label's place: slots by number (2 before 10), trays named by host after them."""
     return (int(label), "") if label.isdigit() else (10**6, label)
 
 
@@ -258,7 +259,7 @@ def localize_rack(placed: list[Placed], rack: RackGraph, rules: Localize | None 
     bad = [p for p in placed if _bad(p.finding)]
     software = [p for p in bad if SOFTWARE_RULE in _rules(p.finding)]
     if software:
-        trays = sorted({p.tray or p.host for p in software}, key=_order)
+        trays = sorted({p.tray or p.host for p in software}, key=tray_order)
         return [Localization(ref=ComponentRef.fabric_software(domain=True), fault=FaultKind.FABRIC_MANAGER,
                              confidence=0.8,
                              hosts=sorted({p.host for p in software}), **_grade(software),  # type: ignore[arg-type]
@@ -266,7 +267,7 @@ def localize_rack(placed: list[Placed], rack: RackGraph, rules: Localize | None 
                                        *dict.fromkeys(e for p in software for e in p.finding.evidence)])]
     out: list[Localization] = []
     off_bus = {(p.tray, p.gpu) for p in bad if _rules(p.finding) & {OFF_BUS_RULE, GPU_MISSING_RULE}}
-    for tray, gpu in sorted(off_bus, key=lambda t: (_order(str(t[0])), t[1] or 0)):
+    for tray, gpu in sorted(off_bus, key=lambda t: (tray_order(str(t[0])), t[1] or 0)):
         mine = [p for p in bad if (p.tray, p.gpu) == (tray, gpu) and _rules(p.finding) & {OFF_BUS_RULE,
                                                                                             GPU_MISSING_RULE}]
         ref = mine[0].finding.ref

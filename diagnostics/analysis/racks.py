@@ -32,7 +32,7 @@ from .diagnosis import assemble, scored
 from .fanout import FanOut, fan_out, fan_tolerance_ns, headline
 from .localize import rank
 from .rack_domain import domain_software, imex_notes, rack_incident, tray_onsets
-from .rack_localize import Placed, localize_rack
+from .rack_localize import Placed, localize_rack, tray_order
 from .rack_names import named_as_rack, place_findings
 from .recovery import Recovery, recovery_notes, with_recovery
 
@@ -367,7 +367,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
     notes = list(tray.warnings)
     outside = [loc for loc in locs if outside_trays(loc.ref, loc.fault)]
     if outside and not switch_host:
-        others = sorted({t for loc in outside for t in _trays_of(rack, loc)} - {label})
+        others = sorted({t for loc in outside for t in _trays_of(rack, loc)} - {label}, key=tray_order)
         also = f" and those of compute trays {', '.join(others)}" if others else ""
         notes.append(f"the fault is outside this tray: {outside[0].component} (rack {rack.place.rack_id}) explains "
                      f"its failing links{also}; the rack's view: `/fabric rack {rack.place.rack_id}`")

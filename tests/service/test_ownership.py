@@ -296,3 +296,14 @@ def test_a_rack_asked_whose_part_is_in_a_tray_says_the_trays_host_owns_it(
     _, out = _run(capsys, "analyze", "--store", str(store), "--rack", "rack-01")
     assert f"ticket:   {owner} (the part is in {owner}'s tray: its host's ticket)" in out, out
     assert "outside" not in out.split("action:", 1)[0]
+
+
+def test_a_trays_answer_lists_the_other_trays_by_slot(seen: tuple[Path, list[str]],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Compute trays 2, 6, 10, not 10, 2, 6: the other trays a switch tray's fault reaches, in slot order."""
+    store, trays = seen
+    _, out = _run(capsys, "analyze", "--store", str(store), "--node", trays[0], "--json")
+    [said] = [w for w in json.loads(out)["warnings"] if "and those of compute trays" in w]
+    listed = [int(t) for t in said.split("and those of compute trays ", 1)[1].split(";", 1)[0].split(", ")]
+    assert listed == sorted(listed) and len(listed) == len(trays) - 1, said
+    assert max(listed) >= 10 > min(listed), said  # both one- and two-digit slots: text order would differ
