@@ -29,6 +29,8 @@ from ..transport.loopback import LoopbackServer
 from ..transport.mock_slack import MockSlack
 from . import SUMMARIES
 
+NODES_SHOWN = 8  # nodes named when the console starts; the rest counted
+
 DEFAULT_PORT = 8765
 CHANNEL, CHANNEL_NAME = "COPS", "ops"
 
@@ -88,7 +90,9 @@ def cmd_console(args: argparse.Namespace) -> int:
             with _server(console_app(console), args.host, args.port) as server:
                 host = f"[{server.host}]" if ":" in server.host else server.host
                 print(f"fabricbot console: http://{host}:{server.port}/  (Ctrl-C stops it)", flush=True)
-                print(f"fabricbot: nodes: {', '.join(source.node_ids()[:8])}", file=sys.stderr)
+                names = source.node_ids()
+                more = f" and {len(names) - NODES_SHOWN} more" if len(names) > NODES_SHOWN else ""
+                print(f"fabricbot: nodes: {', '.join(names[:NODES_SHOWN])}{more}", file=sys.stderr)
                 if not args.db:  # filed here, a ticket is not the store's: `fabricbot tickets` would not list it
                     print("fabricbot: tickets, drafts and the audit trail are kept in a temporary folder, removed on "
                           "exit: give --db DIR (the store's folder, for `fabricbot tickets` to list them) to keep "

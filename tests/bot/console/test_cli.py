@@ -33,6 +33,16 @@ def test_console_serves_the_page_on_loopback_and_prints_its_url(capsys: pytest.C
     assert info["name"] == "dana" and info["nodes"] == ["hpc-gpu-node-03", "hpc-gpu-node-12"]
     # a ticket filed here is not the store's unless --db says where: said at start, not found missing later
     assert "temporary folder, removed on exit: give --db DIR" in str(seen["err"])
+    assert "fabricbot: nodes: hpc-gpu-node-03, hpc-gpu-node-12\n" in str(seen["err"])
+
+
+def test_the_nodes_named_at_start_count_those_left_out(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    monkeypatch.setattr(console_cmd, "NODES_SHOWN", 1)
+    monkeypatch.setattr(console_cmd, "serve_until", lambda seconds: seen.append(capsys.readouterr().err))
+    assert main(["console", "--port", "0", "--snapshots", str(SEEDS)]) == 0
+    assert "fabricbot: nodes: hpc-gpu-node-03 and 1 more\n" in seen[0]
 
 
 def test_a_taken_port_is_reported_with_the_way_out(capsys: pytest.CaptureFixture[str]) -> None:
