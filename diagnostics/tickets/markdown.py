@@ -126,13 +126,17 @@ def ticket_markdown(t: RepairTicket) -> str:
                      else f"- degradation {e.degradation_pct:+.1f}%")
     lines += [f"- {c}" for c in e.thresholds_crossed]
     for comp, rates in e.rates_per_hour.items():
-        lines.append(f"- {comp}: " + fmt.metrics(rates, skip_zero=False))
+        said = fmt.metrics(rates, skip_zero=False)
+        crossed = [c for c in e.thresholds_crossed if c.startswith(f"{comp}: ")]
+        if crossed and all(any(part in c for c in crossed) for part in said.split(", ")):
+            continue  # every rate of it is in its crossed lines above
+        lines.append(f"- {comp}: {said}")
     if e.correlation_score is not None:
         lines.append(f"- correlation with step time: {e.correlation_score:.2f}")
     if e.localization:
         conf = f" (confidence {e.localization_confidence:.2f})" if e.localization_confidence is not None else ""
         lines.append(f"- analysis localized: {e.localization}{conf}")
-    lines += [f"- {n}" for n in e.notes]
+    lines += [f"- {n}" for n in e.notes if n not in e.thresholds_crossed]  # a total's crossed line said once
     c = t.estimated_cost
     lines += ["", "## Estimated cost", ""]
     if c.not_charged is not None:
