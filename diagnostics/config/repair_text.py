@@ -17,6 +17,7 @@ PLACEHOLDERS = frozenset({
     "reset_note", "fm_note", "why", "fabric_read", "fabric_done", "swap_note",
     "sxm_note",  # an SXM module replaced: the server vendor's field service does it
     "rack", "unit", "tray", "switch_tray", "cartridge", "hosts", "hosts_csv", "switch_host",  # a rack's units
+    "compute_trays",  # "compute tray H" or "compute trays H1, H2": the hosts, named with their count
     "rack_stops", "rack_hosts_csv", "jobs", "nmx", "recovery",  # what a rack-wide step stops; NMX-C; Xid 154
     "bus",  # a GPU named by its PCI address alone
     "find_link",  # the read that names an NVLink the input does not (an Xid without a link number)

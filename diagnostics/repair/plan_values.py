@@ -64,6 +64,8 @@ def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, 
         "fm_note": plat.fm_note if plat else None,
         "tray": facts.tray, "switch_tray": facts.switch_tray, "cartridge": facts.cartridge,
         "hosts": ", ".join(facts.hosts) or None, "hosts_csv": ",".join(facts.hosts) or None,
+        "compute_trays": (f"compute tray{'s' if len(facts.hosts) > 1 else ''} {', '.join(facts.hosts)}"
+                          if facts.hosts else None),
         "switch_host": facts.switch_host, "unit": facts.unit,
         "bus": facts.bus if facts.gpu is None else None,
     })

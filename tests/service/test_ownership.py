@@ -296,6 +296,9 @@ def test_a_rack_asked_whose_part_is_in_a_tray_says_the_trays_host_owns_it(
     _, out = _run(capsys, "analyze", "--store", str(store), "--rack", "rack-01")
     assert f"ticket:   {owner} (the part is in {owner}'s tray: its host's ticket)" in out, out
     assert "outside" not in out.split("action:", 1)[0]
+    _, out = _run(capsys, "ticket", "rack-01", "--store", str(store), "--rules", "--json")
+    first = json.loads(out)["isolation_steps"][0]["text"]
+    assert first.startswith(f"Drain compute tray {owner} from the scheduler with the job running there"), first
 
 
 def test_a_trays_answer_lists_the_other_trays_by_slot(seen: tuple[Path, list[str]],
