@@ -86,9 +86,9 @@ def _message(out: Collector, number: int, text: str, spans: dict[str | None, Jou
     journal = JOURNAL.match(body)
     if journal is None:
         return None
+    if node_id is None and (named := host or journal["host"]):  # a journal of several hosts: each line its host's
+        out.enter(named)
     out.timestamp = ts
-    if node_id is None and out.node_id is None and (host or journal["host"]):
-        out.node_id = host or journal["host"]
     return leveled(journal["msg"])
 
 

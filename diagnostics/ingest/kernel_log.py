@@ -87,6 +87,9 @@ class KernelLogReader:
         for line in classify(source, out):
             if line.kind != "text":
                 skip_shell(line, out)
+                if out.node_id is not None and out.node_id != hosts.at and node_id is None:  # a prompt of a host
+                    driver, open_sxids = hosts.enter(out.node_id, out)
+                    last = None
                 continue
             if driver.message is not None and not driver.continues(line.text):
                 skipped.extend(driver.interrupted())
@@ -226,7 +229,8 @@ class _Hosts:
         if self.first is None:
             self.first = host
             self._state[host] = self._state.pop(None)  # what came before any host is the first host's
-        self.at = out.node_id = host
+        out.enter(host)
+        self.at = host
         return self._state.setdefault(host, (DriverLines(out), {}))
 
 

@@ -137,9 +137,10 @@ class LspciReader:
                 path = _AER_PATH.search(line.command or "")
                 bus = normalize_bus_id(path["bus"]) if path else None
                 aer.command = (bus, path["file"]) if path and bus else None
-            stamp = out.timestamp
+            stamp, node = out.timestamp, out.node_id
             if skip_shell(line, out):
-                if out.timestamp is not stamp and rows:  # a stated time: the listing after it is another reading
+                # a stated time, or a prompt of another host: the listing after it is another reading
+                if (out.timestamp is not stamp or out.node_id != node) and rows:
                     _check_status(out, device, cap, last)
                     _ends(out, rows, lanes, below, headers)
                     rows, lanes, below, headers, block = {}, {}, {}, {}, {}

@@ -100,14 +100,14 @@ class NvlinkReader:
         out = Collector(source, "nvidia-smi nvlink", node_id)
         rows = LinkRows(out, complete)
         unknown_labels: set[str] = set()
-        remotes: dict[tuple[int, int], str] = {}
-        seen_gpus: set[tuple[int, str | None]] = set()
+        remotes: dict[tuple[str | None, int, int], str] = {}  # (node, GPU, link) -> the far end `-R` names
+        seen_gpus: set[tuple[str | None, int, str | None]] = set()  # (node, GPU, UUID)
         # (node, GPU index) -> the UUID its first header states, and where: a file of several nodes' captures holds
         # one GPU 0 per node
         uuids: dict[tuple[str | None, int], tuple[str | None, int]] = {}
         gpus_of: dict[str, tuple[int, int]] = {}  # UUID -> the GPU index its first header states, and where
         block: dict[tuple[Any, ...], int] = {}  # what this GPU header's lines have stated -> the line
-        all_down: list[tuple[Line, int, str | None, str, Any]] = []  # (NVML's line, GPU, UUID, model, its time)
+        all_down: list[AllDown] = []
         gpu: int | None = None
         uuid: str | None = None
         model = ""
@@ -143,9 +143,9 @@ class NvlinkReader:
                     out.warn(line.number, f"{uuid} is GPU {gpu} here and GPU {other[0]} at line {other[1]}: one of "
                                           "the two indexes is damaged")
                 block.clear()
-                if (gpu, uuid) not in seen_gpus:
-                    cut_again = named != header.name and any(g == gpu for g, _ in seen_gpus)  # nothing new
-                    seen_gpus.add((gpu, uuid))
+                if (out.node_id, gpu, uuid) not in seen_gpus:  # nothing new:
+                    cut_again = named != header.name and any(n == out.node_id and g == gpu for n, g, _ in seen_gpus)
+                    seen_gpus.add((out.node_id, gpu, uuid))
                     if not cut_again:
                         out.add("gpus", line.number, gpu=gpu, uuid=uuid, model=named)
                 continue
@@ -159,7 +159,7 @@ class NvlinkReader:
                 out.unread(line)
                 continue
             if _ALL_INACTIVE.match(line.text):
-                all_down.append((line, gpu, uuid, model, out.timestamp))
+                all_down.append(AllDown(line, gpu, uuid, model, out.timestamp, out.node_id))
                 continue
             if several := _LINKS.match(line.text):
                 if (listed := _summary(out, line, gpu, several, unknown_labels)) is None:
@@ -183,7 +183,7 @@ class NvlinkReader:
                 if _again(out, block, (link, None, "remote"), line, gpu):
                     gpu = None
                     continue
-                remotes[(gpu, link)] = _remote(out, line, gpu, link, remote)
+                remotes[(out.node_id, gpu, link)] = _remote(out, line, gpu, link, remote)
                 continue
             lane: int | None = None
             if lane_match := _LANE.match(rest):
@@ -230,9 +230,9 @@ class NvlinkReader:
             _headers_alone(out, first_header, len(seen_gpus), capabilities)
             return out.result()
         if rows.rows and not unreachable:
-            _narrowed(out, sorted({g for g, _ in seen_gpus}), board_model)
+            _narrowed(out, sorted({g for _, g, _ in seen_gpus}), board_model)
         for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
-            row["peer"] = remotes.get((row["gpu"], row["link"]), row["peer"])
+            row["peer"] = remotes.get((row["node_id"], row["gpu"], row["link"]), row["peer"])
         return out.result()
 
 
@@ -432,15 +432,27 @@ def _remote(out: Collector, line: Line, gpu: int, link: int, remote: re.Match[st
     return far if far == "NVSwitch" else f"PCI {far}"
 
 
-def _all_inactive(out: Collector, rows: LinkRows, all_down: list[tuple[Line, int, str | None, str, Any]]) -> None:
+class AllDown(NamedTuple):
+    """A GPU NVML reports as all links inactive: its line, and what the lines above it stated."""
+
+    line: Line
+    gpu: int
+    uuid: str | None
+    model: str
+    at: Any  # the time stated above it
+    node: str | None
+
+
+def _all_inactive(out: Collector, rows: LinkRows, all_down: list[AllDown]) -> None:
     """Each NVLink of a GPU NVML reports as all inactive, one row each, at the time stated above NVML's line; how
     many: see the module's docstring."""
     listed: dict[int, set[int]] = {}
     for g, link, _ in rows.rows:
         listed.setdefault(g, set()).add(link)
     seen = max((max(links) + 1 for links in listed.values()), default=0)
-    for line, gpu, uuid, model, stated in all_down:
-        out.timestamp = stated
+    now = out.node_id
+    for line, gpu, uuid, model, stated, node in all_down:
+        out.timestamp, out.node_id = stated, node
         platform = platform_for_model(model)
         count = seen or (int(platform_data(platform)["nvlinks_per_gpu"]) if platform else 0)
         if not count:
@@ -450,6 +462,7 @@ def _all_inactive(out: Collector, rows: LinkRows, all_down: list[tuple[Line, int
             continue
         for link in range(count):
             rows.row(line, (gpu, uuid, link, None), ("link_state",))["link_state"] = LinkState.INACTIVE.value
+    out.node_id = now
 
 
 READER = NvlinkReader()

@@ -71,7 +71,8 @@ class SmiQueryReader:
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "nvidia-smi -q", node_id)
-        log = _Log(out)
+        logs = {out.node_id: _Log(out)}  # each node's output: a paste of sessions on several nodes holds one each
+        log = logs[out.node_id]
         for line in classify(source, out):
             if line.kind == "text" and line.text.strip().startswith("Timestamp"):
                 log.whole = True
@@ -87,13 +88,27 @@ class SmiQueryReader:
             if line.kind == "command" and (shown := _DISPLAY.search(line.command or "")):
                 log.displays.append(shown[1])
             if skip_shell(line, out):
+                log = _log_of(logs, out)
                 continue
             log.take(line)
-        log.finish()
-        if log.whole and log.gpus and not any(what[0] in ("PCI", "Fabric") for g in log.gpus.values()
-                                              for what in g.seen):
-            out.warnings.insert(0, IngestWarning(source.name, None, _without_sections(log)))
+        now = out.node_id, out.timestamp
+        times = {node: out.time_of(node) for node in logs}  # the time each node's `Timestamp` stated last
+        for node, each in logs.items():
+            out.node_id, out.timestamp = node, times[node]
+            each.finish()
+        out.node_id, out.timestamp = now
+        bare = [each for each in logs.values() if each.whole and each.gpus
+                and not any(what[0] in ("PCI", "Fabric") for g in each.gpus.values() for what in g.seen)]
+        if bare:
+            out.warnings.insert(0, IngestWarning(source.name, None, _without_sections(bare[0])))
         return out.result()
+
+
+def _log_of(logs: dict[str | None, _Log], out: Collector) -> _Log:
+    """The output of the node the lines are now of; what came before any node was named is the first node's."""
+    if out.node_id not in logs and list(logs) == [None]:
+        logs[out.node_id] = logs.pop(None)
+    return logs.setdefault(out.node_id, _Log(out))
 
 
 def _without_sections(log: _Log) -> str:

@@ -235,9 +235,15 @@ class Collector:
     banner: tuple[str | None, pd.Timestamp | None] | None = None  # a capture banner's node and time (`take_banner`)
     unread_times: list[int] = field(default_factory=list)  # lines that look like a `date` line and are not read
     _captured: dict[str, list[int]] = field(default_factory=dict)  # `IngestResult.captured`
+    _given: bool = False  # the command gives the node (`--node`): every reading is its, whatever the input names
+    _first: str | None = None  # the first node the input names: the lines before it are that node's
+    _times: dict[str | None, pd.Timestamp | None] = field(default_factory=dict)  # a node left -> its stated time
     _banner_nodes: set[str] = field(default_factory=set)  # `IngestResult.banner_nodes`
     _unread: list[Line] = field(default_factory=list)  # the first and the last of a run: memory stays bounded
     _said: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._given = self.node_id is not None
 
     def where(self, number: int) -> str:
         return f"{self.source.name}:{number}"
@@ -335,7 +341,7 @@ class Collector:
         ours = self.node_id is None or (self.banner is not None and self.node_id == self.banner[0])
         self.banner = (found["host"] if ours else None, stamp[0] if stamp else None)
         if ours:
-            self.node_id = found["host"]
+            self.enter(found["host"])
             self._banner_nodes.add(found["host"])
         if stamp:
             self.timestamp = stamp[0]
@@ -347,8 +353,27 @@ class Collector:
                   + ("" if stamp else f"; {found['ts'][:30]!r} is no time") + "; --node and --at give others")
 
     def take_host(self, line: Line) -> None:
-        if self.node_id is None and line.host:
-            self.node_id = line.host
+        """A prompt that names a host (`root@nodeB:~#`) starts that host's readings: a paste of shell sessions on
+        several nodes is each node's. One that names none (`$ `, `# `) keeps the node; a node the command gives
+        holds every reading."""
+        if line.host and not self._given:
+            self.enter(line.host)
+
+    def enter(self, node: str) -> None:
+        """The readings from here are `node`'s, at the time its own lines stated last (another node's `date` line
+        is not its time); the first node named also holds the lines before it."""
+        if node == self.node_id:
+            return
+        if self.node_id is None:
+            self._first = self._first or node
+        else:
+            self._times[self.node_id] = self.timestamp
+            self.timestamp = self._times.get(node)
+        self.node_id = node
+
+    def time_of(self, node: str | None) -> pd.Timestamp | None:
+        """The time `node`'s own lines stated last."""
+        return self.timestamp if node == self.node_id else self._times.get(node)
 
     def result(self) -> IngestResult:
         self.flush()
@@ -356,8 +381,8 @@ class Collector:
         for table, rows in self.rows.items():
             # Every schema column present (empty ones as NaN) so conform only casts, whatever a row lacked.
             frame = pd.DataFrame(rows).reindex(columns=list(TABLES[table].columns))
-            if self.node_id is not None and "node_id" in frame:
-                frame["node_id"] = frame["node_id"].fillna(self.node_id)
+            if (node := self._first or self.node_id) is not None and "node_id" in frame:
+                frame["node_id"] = frame["node_id"].fillna(node)
             frames[table] = frame
         result = IngestResult.of(self.warnings, **frames)
         result.partial = self.partial

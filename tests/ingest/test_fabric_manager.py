@@ -118,3 +118,12 @@ def test_fabric_managers_own_file_with_a_kernel_line_far_below_keeps_its_errors(
         ("sxid", 20034, "0000:06:00.0", 40, "fatal"), ("sxid", 20034, "0000:86:00.0", 33, "fatal"),
         ("sxid", 20034, "0000:86:00.0", 34, "fatal")]
     assert not [w for w in result.warnings if "hold no Xid" in w.message]
+
+
+def test_a_journal_of_two_hosts_gives_each_line_to_its_host() -> None:
+    """pdsh or a log server's journal: a fault logged on dgx-08 is dgx-08's, not the first host's."""
+    text = ("dgx-07: Jul 23 07:50:01 dgx-07 nv-fabricmanager[6313]: Connected to 1 node.\n"
+            "dgx-08: Jul 23 07:53:55 dgx-08 nv-fabricmanager[6313]: detected NVSwitch fatal error 20034 on fid 0 on "
+            "NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 33\n")
+    events = read_text(text).tables["events"]
+    assert list(events["node_id"].astype(str)) == ["dgx-08"]

@@ -268,3 +268,15 @@ def test_pdsh_output_names_each_line_s_host() -> None:
     assert events["code"].tolist() == [74, 79, 45] and events["link"].iloc[0] == 8
     assert events["timestamp"].iloc[0] == pd.Timestamp("2026-04-23T10:01:02Z") and pd.isna(events["timestamp"].iloc[1])
     assert not any("prefix none of the forms" in w.message for w in result.warnings)
+
+
+def test_prompts_of_two_hosts_give_each_host_its_events() -> None:
+    text = ("root@gpu-node-01:~# dmesg | grep Xid\n"
+            "[ 1843.308145] NVRM: Xid (PCI:0000:4e:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+            "root@gpu-node-02:~# dmesg | grep Xid\n"
+            "[  943.000000] NVRM: Xid (PCI:0000:4e:00): 45, pid=1, name=python, channel 1\n"
+            "$ dmesg | grep Xid\n"
+            "[  944.000000] NVRM: Xid (PCI:0000:4e:00): 45, pid=1, name=python, channel 2\n")
+    events = read_text(text, name="dmesg.txt")["events"]
+    assert list(zip(events["node_id"].astype(str), events["code"], strict=True)) == [
+        ("gpu-node-01", 79), ("gpu-node-02", 45), ("gpu-node-02", 45)]

@@ -214,3 +214,12 @@ def test_a_gpu_and_the_port_above_its_bus_in_two_domains_is_said(old: str, new: 
     assert warning_lines(result) == [line] and f"{gpu} is in PCI domain {gpu[:4]}, and the bridge above bus 1b" in \
         result.warnings[0].message
     assert result["link_samples"].query(f"pci_bus_id == '{gpu}'")["end"].isna().all()  # not joined to the port
+
+
+def test_prompts_of_two_hosts_give_each_host_its_own_devices() -> None:
+    listing = (SAMPLES / "lspci_vvv_h100.txt").read_text()
+    result = read_text(f"root@nodeA:~# lspci -vvv\n{listing}\nroot@nodeB:~# lspci -vvv\n{listing}\n")
+    links = result["link_samples"]
+    narrow = links[links["pci_bus_id"] == "0000:1b:00.0"]
+    assert narrow["node_id"].astype(str).tolist() == ["nodeA", "nodeB"]
+    assert set(narrow["link_state"]) == {"degraded"}

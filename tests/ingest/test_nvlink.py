@@ -379,3 +379,85 @@ def test_another_uuid_for_a_gpu_of_the_same_node_is_still_said() -> None:
     header = next(n for n, line in enumerate(text.splitlines(), start=1) if "GPU-aaaa38fc" in line)
     result = read_text(text)
     assert [w.line for w in result.warnings if "one of the two is damaged" in w.message] == [header]
+
+
+def _session(host: str, date: str, uuid: str, replays: int) -> str:
+    return (f"root@{host}:~# date\n{date}\nroot@{host}:~# nvidia-smi nvlink -e\n"
+            f"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-{uuid}-434f-4a42-28e0-d699cb37f301)\n"
+            f"         Link 0: Replay Errors: {replays}\n         Link 0: Recovery Errors: 0\n"
+            "         Link 0: CRC Errors: 0\n")
+
+
+# shell sessions on two nodes, told apart by their prompts, pasted interleaved: nodeA's link 0 replays 0 -> 9000
+TWO_NODES = (_session("nodeA", "Wed May 13 11:00:00 AM EDT 2026", "aaaaaaaa", 0)
+             + _session("nodeB", "Wed 13 May 16:00:00 BST 2026", "bbbbbbbb", 7)
+             + _session("nodeA", "Wed May 13 12:00:00 PM EDT 2026", "aaaaaaaa", 9000)
+             + _session("nodeB", "Wed 13 May 17:00:00 BST 2026", "bbbbbbbb", 7))
+
+
+def test_prompts_of_two_hosts_file_each_session_s_readings_under_its_host() -> None:
+    result = read_text(TWO_NODES)
+    links = result["link_samples"]
+    read_of = {node: [(str(t), r) for t, r in zip(rows["timestamp"], rows["replay"], strict=True)]
+               for node, rows in links.groupby(links["node_id"].astype(str))}
+    assert read_of == {"nodeA": [("2026-05-13 15:00:00+00:00", 0.0), ("2026-05-13 16:00:00+00:00", 9000.0)],
+                       "nodeB": [("2026-05-13 15:00:00+00:00", 7.0), ("2026-05-13 16:00:00+00:00", 7.0)]}
+    assert set(links["gpu_uuid"][links["node_id"] == "nodeB"]) == {"GPU-bbbbbbbb-434f-4a42-28e0-d699cb37f301"}
+    assert not any("damaged" in w.message or "share one time" in w.message for w in result.warnings)
+    gpus = result["gpus"]
+    assert sorted(zip(gpus["node_id"].astype(str), gpus["uuid"], strict=True))[1][0] == "nodeB"
+
+
+def test_a_host_s_readings_keep_the_time_its_own_date_line_stated() -> None:
+    """nodeB's output with no `date` of its own is not given the time nodeA's `date` stated."""
+    text = (_session("nodeA", "Wed May 13 11:00:00 UTC 2026", "aaaaaaaa", 0)
+            + _session("nodeB", "", "bbbbbbbb", 7).replace("root@nodeB:~# date\n\n", ""))
+    links = read_text(text)["link_samples"]
+    timed = links.set_index(links["node_id"].astype(str))["timestamp"]
+    assert timed["nodeA"] == pd.Timestamp("2026-05-13T11:00:00Z") and pd.isna(timed["nodeB"])
+
+
+def test_the_lines_before_the_first_prompt_are_the_first_host_s_and_a_bare_prompt_keeps_the_host() -> None:
+    text = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaaaaaa-434f-4a42-28e0-d699cb37f301)\n"
+            "         Link 0: Replay Errors: 1\n"
+            "root@nodeA:~# nvidia-smi nvlink -e -i 1\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaaaaab-434f-4a42-"
+            "28e0-d699cb37f301)\n         Link 0: Replay Errors: 2\n"
+            "$ nvidia-smi nvlink -e -i 2\nGPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaaaaac-434f-4a42-28e0-"
+            "d699cb37f301)\n         Link 0: Replay Errors: 3\n"
+            "root@nodeB:~# nvidia-smi nvlink -e -i 0\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-bbbbbbbb-434f-4a42-"
+            "28e0-d699cb37f301)\n         Link 0: Replay Errors: 4\n")
+    links = read_text(text)["link_samples"]
+    assert list(zip(links["node_id"].astype(str), links["replay"], strict=True)) == [
+        ("nodeA", 1.0), ("nodeA", 2.0), ("nodeA", 3.0), ("nodeB", 4.0)]
+
+
+def test_a_node_given_holds_every_session_whatever_its_prompt_names() -> None:
+    result = READER.read(Source.from_text(TWO_NODES, name="paste.txt"), node_id="asked")
+    assert set(result["link_samples"]["node_id"].astype(str)) == {"asked"}
+
+
+def test_prompts_of_one_host_and_its_capture_banner_are_that_host_s() -> None:
+    text = ("===== node01 | before | 2026-05-13T11:00:00Z =====\n"
+            + _session("node01", "Wed May 13 11:00:00 UTC 2026", "aaaaaaaa", 0).split("\n", 2)[2]
+            + "===== node01 | after | 2026-05-13T12:00:00Z =====\n"
+            + _session("node01", "Wed May 13 12:00:00 UTC 2026", "aaaaaaaa", 9000).split("\n", 2)[2])
+    links = read_text(text)["link_samples"]
+    assert set(links["node_id"].astype(str)) == {"node01"}
+    assert links["replay"].tolist() == [0.0, 9000.0]
+    assert links["timestamp"].tolist() == [pd.Timestamp("2026-05-13T11:00:00Z"), pd.Timestamp("2026-05-13T12:00:00Z")]
+
+
+def test_nvlink_r_far_ends_and_all_inactive_gpus_stay_with_their_host() -> None:
+    text = ("root@nodeA:~# nvidia-smi nvlink -R\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaaaaaa-434f-4a42-28e0-"
+            "d699cb37f301)\n         Link 0: Remote Device NVSWITCH: Link 5\n"
+            "root@nodeB:~# nvidia-smi nvlink -s\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-bbbbbbbb-434f-4a42-28e0-"
+            "d699cb37f301)\n         Link 0: 26.562 GB/s\n"
+            "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-bbbbbbbc-434f-4a42-28e0-d699cb37f301)\n"
+            "         NVML: Unable to retrieve NVLink information as all links are inActive\n"
+            "root@nodeA:~# nvidia-smi nvlink -s\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaaaaaa-434f-4a42-28e0-"
+            "d699cb37f301)\n         Link 0: 26.562 GB/s\n")
+    links = read_text(text)["link_samples"]
+    by = {(str(n), g): (p, s) for n, g, p, s in zip(links["node_id"], links["gpu"], links["peer"],
+                                                     links["link_state"], strict=True)}
+    assert by[("nodeB", 1)][1] == "inactive" and ("nodeA", 1) not in by
+    assert by[("nodeB", 0)][0] == "unknown" and by[("nodeA", 0)][0] != "unknown"

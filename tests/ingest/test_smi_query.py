@@ -166,3 +166,17 @@ def test_a_display_named_by_no_command_is_told_by_the_sections_it_holds() -> Non
     result = read_text("\n".join(line for line in text.splitlines() if "nvidia-smi" not in line) + "\n")
     (said,) = [w.message for w in result.warnings if "no PCI" in w.message]
     assert "the `-d` display it was run with (its sections: ECC Errors, ECC Mode)" in said
+
+
+def test_prompts_of_two_hosts_give_each_host_its_own_gpus_at_its_own_time() -> None:
+    """The same bus id on two nodes is two GPUs, not one GPU's section twice; each is read at its node's time."""
+    whole = (SAMPLES / "nvidia_smi_q_fabric_h100.txt").read_text()
+    other = whole.replace("03:20:00", "04:20:00").replace("Replays Since Reset               : 3",
+                                                          "Replays Since Reset               : 40")
+    result = read_text(f"root@nodeA:~# nvidia-smi -q\n{whole}\nroot@nodeB:~# nvidia-smi -q\n{other}\n")
+    links = result["link_samples"]
+    first = links[links["pci_bus_id"] == "0000:19:00.0"]
+    assert list(zip(first["node_id"].astype(str), first["replay"], first["timestamp"].astype(str), strict=True)) == [
+        ("nodeA", 3.0, "2026-11-20 03:20:00+00:00"), ("nodeB", 40.0, "2026-11-20 04:20:00+00:00")]
+    assert not any("section again" in w.message for w in result.warnings)
+    assert sorted(result["gpus"]["node_id"].astype(str)) == ["nodeA", "nodeA", "nodeB", "nodeB"]

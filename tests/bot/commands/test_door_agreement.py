@@ -18,6 +18,7 @@ from diagnostics.store import open_store
 from diagnostics.synth import generate
 from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES
+from tests.ingest.test_nvlink import TWO_NODES
 
 REAL = FIXTURES / "real"
 AT = "2026-05-13T11:00:00Z"  # when undated readings were taken, said to the store at ingest
@@ -234,3 +235,23 @@ def test_a_stored_node_is_named_alike_by_every_command_that_reads_one(tmp_path: 
         named, positional = (cli(command, "--store", store, *form, *extra) for form in (("--node", node), (node,)))
         assert named[0] == positional[0] in (0, 1), (command, named[2], positional[2])
         assert named[1] == positional[1] and node in named[1], command
+
+
+def test_a_paste_of_two_hosts_sessions_answers_each_host_through_both_doors(cli: Cli, tmp_path: Path) -> None:
+    """Shell sessions on two nodes told apart by their prompts: nodeA's link replays 9,000 in an hour and fails,
+    nodeB's holds still; read as one node, nodeB's readings hid nodeA's fault."""
+    path = tmp_path / "two-nodes.txt"
+    path.write_text(TWO_NODES)
+    store = tmp_path / "store"
+    code, _, err = cli("ingest", str(path), "--store", str(store))
+    assert code == 0, err
+    for door in (["analyze", str(path)], ["analyze", "--store", str(store)]):
+        failing = _answer(cli, *door, "--node", "nodeA")
+        assert failing["fault_detected"] is True
+        assert [(f["component"], f["rates_per_hour"]["replay"], f["severity"]) for f in failing["findings"]] == [
+            ("GPU 0 NVLink 0 -> NVSwitch 0 port 0", 9000.0, "failing")]
+        healthy = _answer(cli, *door, "--node", "nodeB")
+        assert healthy["fault_detected"] is False and healthy["links_read"]
+        assert not any("damaged" in w for w in failing["warnings"] + healthy["warnings"])
+    code, out, _ = cli("analyze", str(path), "--node", "nodeA")
+    assert code == 0 and "fault=yes" in out and "9,000" in out
