@@ -67,8 +67,8 @@ def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
               file=out)
     for warning in result.warnings:
         print(f"  warning: {warning}", file=out)
+    window = fmt.window(result.window_hours, result.at, asked=result.window_asked_hours)
     if result.source == "store":
-        window = fmt.window(result.window_hours, result.at, asked=result.window_asked_hours)
         print(f"  the store, {window}: read {result.timings.fetch_s:.2f} s, "
               f"analysis {result.timings.analyze_s:.2f} s", file=out)
         return
@@ -85,8 +85,8 @@ def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
     if result.recorded:
         print(f"  read {fmt.count(len(result.recorded), 'recorded rate')} of `fabricbot rules`: "
               f"{', '.join(result.recorded)}", file=out)
-    print(f"  {result.queries} queries, {result.requests} requests ({result.retries} retries), "
-          f"{result.bytes_received:,} bytes; sweep {result.timings.sweep_s:.2f} s, "
+    print(f"  the server, {window}: {result.queries} queries, {result.requests} requests "
+          f"({result.retries} retries), {result.bytes_received:,} bytes; sweep {result.timings.sweep_s:.2f} s, "
           f"read-back {result.timings.fetch_s:.2f} s, analysis {result.timings.analyze_s:.2f} s", file=out)
 
 
@@ -134,7 +134,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         else:
             print(f"{diagnosis.node_id}  platform={diagnosis.platform or 'unknown'}  "
                   f"fault={diagnosis.fault_said()}  "
-                  f"priority={diagnosis.priority_said()}\n  isolated: {diagnosis.isolated_component}\n"
+                  f"priority={diagnosis.priority_said()}  {diagnosis.window_said()}\n"
+                  f"  isolated: {diagnosis.isolated_component}\n"
                   f"  action:   {diagnosis.repair_action}")
             for finding in diagnosis.findings:
                 if finding.severity.value != "ok":

@@ -17,7 +17,7 @@ from ..ingest.dcgm import read_scrapes
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..tables import STEP_SAMPLES
 from .client import PrometheusClient, PrometheusError
-from .config import redacted_url
+from .config import ENV_FILE, PrometheusConfig, redacted_url
 from .promql import LOOKBACK, quoted
 
 
@@ -72,6 +72,17 @@ def _exposition(series: list[dict[str, Any]]) -> Iterator[str]:
         body = ",".join(f'{k}="{quoted(v)}"' for k, v in sorted(labels.items()))
         for ts, value in item.get("values", []):
             yield f"{name}{{{body}}} {value} {round(float(ts) * 1000)}"
+
+
+def step_time_unread(config: PrometheusConfig) -> str | None:
+    """Why no job's slowdown is weighed in this server's answers (None where a step-time metric is set): the local
+    store reads the step samples ingested beside the links, a server only the gauge its settings name, so without
+    one a node's priority is its links' alone and may rate lower than the store's answer for the same fleet."""
+    if config.step_time_metric:
+        return None
+    return ("the jobs' step time was not read (no step-time metric is set for this server), so each priority is "
+            "the links' alone, no job's slowdown weighed; set `[step_time] metric` in the Prometheus settings "
+            f"(--config or ${ENV_FILE}) to the jobs' step-time gauge to weigh it")
 
 
 def read_step_times(client: PrometheusClient, node: str, start: datetime, end: datetime,

@@ -54,7 +54,7 @@ from .promql import (
     xid_queries,
 )
 from .rules import recorded_pattern, recordings
-from .source import read_node
+from .source import read_node, step_time_unread
 from .young import exact_queries, node_batches, young_nodes, young_query, young_span_hours
 
 
@@ -311,6 +311,7 @@ def sweep(client: PrometheusClient, thresholds: Thresholds, *, at: datetime | No
     result.timings.sweep_s = time.perf_counter() - started
     if analyze:
         analyze_offenders(client, thresholds, result, step_s, dmap)
+        result.warnings.extend(n for n in [step_time_unread(client.config)] if n)  # what the priorities weigh
     result.warnings.extend(fleet_name_notes(o.node_id for o in result.offenders))
     stats = client.stats
     result.requests, result.retries = stats.requests, stats.retries
@@ -386,5 +387,5 @@ def analyze_node(client: PrometheusClient, node: str, thresholds: Thresholds, *,
     window = timedelta(hours=window_hours)
     tables = read_node(client, node, at - history_needed(window, thresholds), at, step_s)
     diagnosis = _diagnose(tables, node, window, at, thresholds)
-    extra = [str(w) for w in tables.warnings]
+    extra = [str(w) for w in tables.warnings] + [n for n in [step_time_unread(client.config)] if n]
     return diagnosis.model_copy(update={"warnings": [*diagnosis.warnings, *extra]}) if extra else diagnosis

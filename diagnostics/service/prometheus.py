@@ -16,7 +16,7 @@ from ..model import RackSlot
 from ..prometheus.client import PrometheusClient, PrometheusError
 from ..prometheus.presence import check_node_label, known_nodes, reading_bounds
 from ..prometheus.promql import QueryBuilder
-from ..prometheus.source import NoSeries, read_node
+from ..prometheus.source import NoSeries, read_node, step_time_unread
 from ..prometheus.sweep import platform_of
 from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY
 from .request import CORRELATION_SPAN
@@ -95,8 +95,9 @@ class PrometheusSource(Unstored):
             frames = [p.tables[name] for p in parts.values() if name in p.tables and len(p.tables[name])]
             tables[name] = schema.conform(pd.concat(frames, ignore_index=True)) if frames else schema.empty()
         platforms = {node: p for node, part in parts.items() if (p := platform_of(part.tables.get("gpus"))) is not None}
+        unread = step_time_unread(self.client.config)  # what its priorities weigh, said with every answer
         return Window(tables=tables, end=end, platforms=platforms, newest=newest, oldest=oldest,
-                      warnings=[str(w) for p in parts.values() for w in p.warnings])
+                      warnings=[str(w) for p in parts.values() for w in p.warnings] + ([unread] if unread else []))
 
     def _known_between(self, start: datetime, end: datetime) -> tuple[datetime, datetime]:
         """From `limits.known_nodes_hours` before `start` to as long after `end`: where the index knows a node."""
