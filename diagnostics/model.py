@@ -403,7 +403,12 @@ class Diagnosis(BaseModel):
             return loc.ref, loc.fault
         found = next((f for f in self.findings if (f.ref.slug == slug if slug is not None
                                                    else f.component == self.isolated_component)), None)
-        return (found.ref, None) if found is not None else (None, None)
+        if found is not None:
+            return found.ref, None
+        # a GPU whose links fail (a ticket's candidate, no finding of its own): in a rack, its compute tray's
+        gpus = (ComponentRef.of_gpu(f.ref.gpu).in_tray(f.ref.tray) for f in self.findings
+                if f.ref.gpu is not None and f.ref.tray is not None)
+        return next((ref for ref in gpus if ref.slug == slug), None), None
 
     def seed_view(self) -> dict[str, Any]:
         """The five keys of the seed examples' expected output."""

@@ -9,6 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from .. import format as fmt
 from ..analysis.rules import part_priority
 from ..components import ComponentRef, tray_chip
 from ..config.repair_catalog import Need, load_catalog
@@ -48,8 +49,16 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     link = _DRIVER_LINK.match(wanted)  # "GPU 3 NVLink 16", as the driver names it, without where it lands
     slug = _link_slug(diagnosis, int(link["gpu"]), int(link["link"])) if link else None
     for c in found:
-        if c.id in (wanted, slug) or c.component.lower() in said:
+        if c.id in (wanted, slug, _own_tray_slug(diagnosis, wanted)) or c.component.lower() in said:
             return c, found
+    trays = _in_any_tray(found, wanted)
+    if len(trays) == 1:
+        return trays[0], found
+    if trays:  # a rack's `gpu0` is a GPU 0 of each tray: the ticket is one tray's, never theirs together
+        choices = ", ".join(f"{c.id} ({c.hosts[0]})" if c.hosts else c.id for c in trays)
+        bare = trays[0].ref.model_copy(update={"tray": None}).name
+        raise InputError(f"{bare} of {fmt.count(len(trays), 'compute tray')} has unhealthy links: name one of "
+                         f"{choices}", source=diagnosis.node_id, field="--link", value=component)
     for loc in [*diagnosis.localizations, *([diagnosis.localization] if diagnosis.localization else [])]:
         named = candidate_for(loc, found) if loc.component.lower() in said else None
         if named is not None:
@@ -68,6 +77,27 @@ def _link_slug(diagnosis: Diagnosis, gpu: int, link: int) -> str:
     place, tray = diagnosis.rack, diagnosis.tray
     return ref.in_tray(tray).slug if place is not None and tray is not None and place.host_of(tray) == \
         diagnosis.node_id else ref.slug
+
+
+def _own_tray_slug(diagnosis: Diagnosis, wanted: str) -> str | None:
+    """A compute tray host's part by the slug its driver's numbering gives (`gpu0`), as its rack slugs it
+    (`tray8-gpu0`)."""
+    place, tray = diagnosis.rack, diagnosis.tray
+    if place is None or tray is None or place.host_of(tray) != diagnosis.node_id:
+        return None
+    return f"{ComponentRef.compute_tray(tray).slug}-{wanted}"
+
+
+def _in_any_tray(found: Sequence[Candidate], wanted: str) -> list[Candidate]:
+    """The candidates inside a compute tray that `wanted` names without the tray (`gpu0`, `GPU 0`)."""
+    out = []
+    for c in found:
+        if c.ref.tray is None:
+            continue
+        bare = c.ref.model_copy(update={"tray": None})
+        if wanted in (bare.slug, bare.name.lower()):
+            out.append(c)
+    return out
 
 
 def _as_its_rack_says(diagnosis: Diagnosis, wanted: str) -> list[str]:

@@ -91,7 +91,8 @@ def _unhealthy(d: Diagnosis) -> list[Finding]:
 
 def _from_localization(loc: Localization, links: list[Candidate]) -> Candidate | None:
     for c in links:
-        if loc.kind is c.kind and loc.gpu == c.gpu and (loc.link is None or loc.link == c.link):
+        if loc.kind is c.kind and loc.gpu == c.gpu and loc.ref.tray == c.ref.tray \
+                and (loc.link is None or loc.link == c.link):
             return c
     return None
 
@@ -106,21 +107,21 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     links = [_link_candidate(f, diagnosis, graph, n) for f in bad]
     out: dict[str, Candidate] = {c.id: c for c in links}
 
-    by_gpu: dict[int, list[Candidate]] = defaultdict(list)
+    # a GPU is one module: in a rack, one compute tray's GPU (GPU 0 of two trays is two modules, two hosts)
+    by_gpu: dict[tuple[str, int], list[Candidate]] = defaultdict(list)
     by_switch: dict[str, list[Candidate]] = defaultdict(list)
     for c in links:
         if c.gpu is not None and c.kind is ComponentKind.NVLINK:
-            by_gpu[c.gpu].append(c)
+            by_gpu[(c.ref.tray or "", c.gpu)].append(c)
         if c.switch is not None and c.kind is not ComponentKind.PCIE and c.switch.startswith("NVSwitch"):
             by_switch[c.switch].append(c)
-    for gpu, own in sorted(by_gpu.items()):
-        share = len(own) / n
-        ref = ComponentRef.of_gpu(gpu)
-        out[ref.slug] = Candidate(
-            ref=ref, kind=ComponentKind.GPU, fault=FaultKind.GPU_NVLINKS, component=ref.name, gpu=gpu,
-            findings=[c.component for c in own], score=round(share * (0.9 if len(own) > 1 else 0.5), 3),
-            evidence=[f"{len(own)} of {n} unhealthy links start at GPU {gpu}"],
-        )
+    for (tray, gpu), own in sorted(by_gpu.items(), key=lambda kv: (_tray_order(kv[0][0]), kv[0][1])):
+        group = _gpu_candidate(diagnosis, tray, gpu, own, n)
+        known = out.get(group.id) if tray else None  # a rack GPU's own finding (an Xid on it) is the same module
+        out[group.id] = group if known is None else known.model_copy(update={
+            "tray": group.tray, "hosts": group.hosts, "score": max(known.score, group.score),
+            "findings": list(dict.fromkeys([*known.findings, *group.findings])),
+            "evidence": [*known.evidence, *group.evidence]})
     for switch, own in sorted(by_switch.items()):
         gpus = sorted({c.gpu for c in own if c.gpu is not None})
         sources = {c.port_source for c in own}
@@ -154,6 +155,29 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     if chosen is not None:
         out[chosen] = out[chosen].model_copy(update={"isolated": True})
     return sorted(out.values(), key=lambda c: (not c.isolated, -c.score, c.id))
+
+
+def _tray_order(tray: str) -> tuple[bool, int, str]:
+    """Trays by slot number, trays known only by host last; off a rack the one empty tray."""
+    return (not tray.isdigit(), int(tray) if tray.isdigit() else 0, tray)
+
+
+def _gpu_ref(tray: str, gpu: int) -> ComponentRef:
+    ref = ComponentRef.of_gpu(gpu)
+    return ref.in_tray(tray) if tray else ref
+
+
+def _gpu_candidate(d: Diagnosis, tray: str, gpu: int, own: list[Candidate], n: int) -> Candidate:
+    """The GPU module all of `own`'s links start at; in a rack, its compute tray and the host that drains and resets
+    it, so its plan acts on that tray alone."""
+    ref = _gpu_ref(tray, gpu)
+    host = d.rack.host_of(tray) if d.rack is not None and tray else None
+    return Candidate(
+        ref=ref, kind=ComponentKind.GPU, fault=FaultKind.GPU_NVLINKS, component=ref.name, gpu=gpu,
+        tray=tray or None, hosts=[host] if host else [],
+        findings=[c.component for c in own], score=round(len(own) / n * (0.9 if len(own) > 1 else 0.5), 3),
+        evidence=[f"{len(own)} of {n} unhealthy links start at {ref.name}"],
+    )
 
 
 def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]) -> str:
@@ -220,6 +244,7 @@ def candidate_for(localization: Localization, candidates: list[Candidate]) -> Ca
             (c.kind is ComponentKind.NVSWITCH and c.switch == localization.switch)
             or (c.kind is ComponentKind.FABRIC_SOFTWARE)
             or (c.kind is not ComponentKind.NVSWITCH and c.gpu == localization.gpu
+                and c.ref.tray == localization.ref.tray
                 and (localization.link is None or c.link == localization.link))):
             return c
     return None

@@ -1,0 +1,97 @@
+"""`fabricbot ticket` on a rack whose switch tray fails: a GPU is one compute tray's (GPU 0 of two trays is two
+candidates, each drained and reset on its own host), and a part is one ticket whichever door drafts it (the rack,
+the failing switch tray's host, a compute tray whose links run to it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+from diagnostics.enums import ComponentKind
+from diagnostics.service import Request, StoreSource, diagnose
+from diagnostics.tickets import candidates_for
+
+Rack = tuple[Path, Path, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def store(switch_tray_rack: Rack, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the rack's store: a ticket records into the store it reads."""
+    copy = tmp_path_factory.mktemp("rack-tickets") / "store"
+    shutil.copytree(switch_tray_rack[1], copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def fault(switch_tray_rack: Rack) -> dict[str, Any]:
+    fault: dict[str, Any] = switch_tray_rack[2]["racks"]["rack-01"]["faults"][0]
+    return fault
+
+
+@pytest.fixture(scope="module")
+def shared_gpu(fault: dict[str, Any]) -> tuple[int, list[int]]:
+    """A GPU index whose failing links start in two compute trays or more, and those trays."""
+    trays: dict[int, set[int]] = defaultdict(set)
+    for tray, gpu, *_ in fault["links"]:
+        trays[gpu].add(tray)
+    gpu, where = max(trays.items(), key=lambda kv: (len(kv[1]), -kv[0]))
+    assert len(where) >= 2
+    return gpu, sorted(where)
+
+
+def _ticket(capsys: pytest.CaptureFixture[str], store: Path, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["ticket", *argv, "--store", str(store), "--rules"])
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+def test_a_rack_gpu_candidate_is_one_trays_gpu_on_its_host(store: Path, shared_gpu: tuple[int, list[int]]) -> None:
+    answer = diagnose(StoreSource(store), Request(rack="rack-01"))
+    place = answer.diagnosis.rack
+    assert place is not None
+    gpus = [c for c in candidates_for(answer.diagnosis, answer.graph) if c.kind is ComponentKind.GPU]
+    gpu, trays = shared_gpu
+    assert {c.tray for c in gpus if c.gpu == gpu} == {str(t) for t in trays}
+    for c in gpus:
+        assert c.tray is not None and c.hosts == [place.host_of(c.tray)]
+        assert all(name.startswith(f"Compute tray {c.tray} GPU {c.gpu} ") for name in c.findings)
+        assert c.component == f"Compute tray {c.tray} GPU {c.gpu}"
+        assert answer.diagnosis.owner_of(c.id) == place.host_of(c.tray)
+
+
+def test_a_gpu_index_alone_on_a_rack_is_refused_with_each_trays_gpu(
+        store: Path, shared_gpu: tuple[int, list[int]], capsys: pytest.CaptureFixture[str]) -> None:
+    gpu, trays = shared_gpu
+    for asked in (f"gpu{gpu}", f"GPU {gpu}"):
+        code, out, err = _ticket(capsys, store, "rack-01", "--link", asked)
+        assert code == 2 and out == ""
+        for tray in trays:
+            assert f"tray{tray}-gpu{gpu} (rack-01-c{tray:02d})" in err
+
+
+def test_a_rack_gpu_ticket_drains_and_resets_its_own_tray_from_every_door(
+        store: Path, shared_gpu: tuple[int, list[int]], capsys: pytest.CaptureFixture[str]) -> None:
+    gpu, trays = shared_gpu
+    tray = trays[0]
+    host = f"rack-01-c{tray:02d}"
+    doors = [("rack-01", f"tray{tray}-gpu{gpu}"), (host, f"gpu{gpu}"), (host, f"GPU {gpu}")]
+    texts = {_ticket(capsys, store, node, "--link", link)[1] for node, link in doors}
+    jsons = {_ticket(capsys, store, node, "--link", link, "--json")[1] for node, link in doors}
+    assert len(texts) == 1 and len(jsons) == 1
+    (text,), ticket = texts, json.loads(jsons.pop())
+    assert text.startswith(f"# Repair ticket: Compute tray {tray} GPU {gpu} on {host}\n")
+    assert ticket["node_id"] == host
+    drain = ticket["isolation_steps"][0]["text"]
+    assert f"nodename={host} " in drain and "whose links fail" not in drain
+    reset = next(s["text"] for s in ticket["repair_steps"] if "nvidia-smi -r" in (s.get("command") or ""))
+    assert f"compute tray {tray} ({host})" in reset
+    for other in trays[1:]:
+        assert f"rack-01-c{other:02d}" not in drain + reset
+
