@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from diagnostics.tickets import (
     ModelCall,
     NoFaultError,
     RulesDrafter,
+    candidates_for,
     drafter_from_env,
     escalate,
     hardware_of,
@@ -54,7 +57,9 @@ def _target(args: argparse.Namespace, folder: str | None) -> str:
                      "`analyze` takes it)", field="FILE|NODE")
 
 
-Answered = tuple[str, Diagnosis, NodeGraph | None, list[str]]
+Judged = tuple[Diagnosis, NodeGraph | None]
+Asker = Callable[[str], Judged]  # the same source and window asked about another node (a part's owner)
+Answered = tuple[str, Diagnosis, NodeGraph | None, list[str], Asker]
 
 
 def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
@@ -63,11 +68,33 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
     (its own topology rows over its platform's template) and why the answer is not the whole one, if it is not."""
     request = Request(node=node, window=args.window, end=end_of(args), thresholds=thresholds_from(args),
                       platform=args.platform, end_option=END_OPTION)
-    answer = diagnose(source, request)
-    diagnosis = answer.diagnosis
-    if warnings:
-        diagnosis = diagnosis.model_copy(update={"warnings": [*warnings[:10], *diagnosis.warnings]})
-    return label, diagnosis, answer.graph, answer.incomplete
+
+    def judged(asked: Request) -> tuple[Judged, list[str]]:
+        answer = diagnose(source, asked)
+        diagnosis = answer.diagnosis
+        if warnings:
+            diagnosis = diagnosis.model_copy(update={"warnings": [*warnings[:10], *diagnosis.warnings]})
+        return (diagnosis, answer.graph), answer.incomplete
+
+    (diagnosis, graph), incomplete = judged(request)
+    return label, diagnosis, graph, incomplete, lambda owner: judged(replace(request, node=owner, platform=None))[0]
+
+
+def _owners_view(diagnosis: Diagnosis, graph: NodeGraph | None, link: str | None,
+                 ask: Asker) -> tuple[Diagnosis, NodeGraph | None, str | None]:
+    """The diagnosis a part's ticket is drafted from: its owner's (a rack's part outside every tray is the rack's,
+    a part inside one is its host's), so the part is one ticket, with the same links, evidence, cost and
+    hypotheses, whichever of them it is asked from; the part as the owner's candidates name it."""
+    part, _ = select(diagnosis, link, graph)
+    owner = diagnosis.owner_of(part.id)
+    if owner == diagnosis.node_id:
+        return diagnosis, graph, link
+    theirs, their_graph = ask(owner)
+    found = candidates_for(theirs, their_graph)
+    if not any(c.id == part.id for c in found):  # the owner does not see it so: drafted as asked
+        return diagnosis, graph, link
+    isolated = next((c.id for c in found if c.isolated), None)
+    return theirs, their_graph, None if link is None and isolated == part.id and theirs.fault_detected else part.id
 
 
 def _diagnoses(target: str, args: argparse.Namespace) -> tuple[list[Answered], int]:
@@ -152,7 +179,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
               file=sys.stderr)
     tickets: list[dict[str, Any]] = []
     unknown: list[str] = []  # why an answer without a ticket is not an all-clear: its health unknown, not healthy
-    for label, diagnosis, graph, incomplete in diagnoses:
+    for label, diagnosis, graph, incomplete, ask in diagnoses:
         if diagnosis.maintenance and not args.inspect:
             print(f"{label}: {diagnosis.maintenance}: no ticket from planned work "
                   "(`fabricbot maintenance NODE --end --by NAME` when it is over)", file=sys.stderr)
@@ -164,9 +191,10 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                 tickets.append(inspection.model_dump(mode="json"))
                 text = inspection_markdown(inspection)
             else:
-                if tracker is not None and _already_open(label, tracker, diagnosis, graph, args.link):
+                diagnosis, graph, link = _owners_view(diagnosis, graph, args.link, ask)
+                if tracker is not None and _already_open(label, tracker, diagnosis, graph, link):
                     continue
-                ticket = drafter.draft(diagnosis, component=args.link, graph=graph, inventory=inventory,
+                ticket = drafter.draft(diagnosis, component=link, graph=graph, inventory=inventory,
                                        thresholds=policy)
                 gpu = hardware_of(ticket.identity)
                 if tracker is not None and gpu is not None:  # the GPU's earlier tickets in the store's tracker

@@ -95,3 +95,19 @@ def test_a_rack_gpu_ticket_drains_and_resets_its_own_tray_from_every_door(
     for other in trays[1:]:
         assert f"rack-01-c{other:02d}" not in drain + reset
 
+
+def test_a_switch_tray_is_one_ticket_from_the_rack_its_host_and_each_tray_it_fails(
+        store: Path, fault: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    trays = sorted({link[0] for link in fault["links"]})
+    switch_host = f"rack-01-s{int(fault['switch_tray']):02d}"
+    doors = ["rack-01", switch_host, *(f"rack-01-c{t:02d}" for t in trays)]
+    texts = {door: _ticket(capsys, store, door)[1] for door in doors}
+    jsons = {door: _ticket(capsys, store, door, "--json")[1] for door in doors}
+    for door in doors[1:]:
+        assert texts[door] == texts["rack-01"], door
+        assert jsons[door] == jsons["rack-01"], door
+    ticket = json.loads(jsons["rack-01"])
+    assert ticket["node_id"] == "rack-01" and ticket["component"] == f"Switch tray {fault['switch_tray']}"
+    evidence = json.dumps(ticket["evidence"])
+    for tray, gpu, *_ in fault["links"]:  # every failing link, not the door's own share of them
+        assert f"Compute tray {tray} GPU {gpu} NVLink" in evidence
