@@ -33,7 +33,7 @@ import pandas as pd
 from .. import format as fmt
 from .. import values
 from ..components import chip_name
-from ..config.racks import tray_kind
+from ..config.racks import all_racks, tray_kind
 from ..errors import InputError
 from ..values import Refused, describe
 from .base import IngestResult, IngestWarning, Source, Tail
@@ -71,6 +71,24 @@ def _place(labels: dict[str, str], rack: str) -> dict[str, Any] | None:
     return None
 
 
+def _beyond(labels: dict[str, str]) -> str | None:
+    """What a GPU port's labels place outside every rack file's domain (a compute tray past its trays, a link past
+    a GPU's NVLinks), which would otherwise become a tray or link of its own; None when all is within."""
+    if not _GPU_PORT.match(labels.get("port_label", "")):
+        return None
+    racks = all_racks().values()
+    trays = max((r.compute_trays * r.racks_per_domain for r in racks), default=None)
+    links = max((r.nvlinks_per_gpu for r in racks), default=None)
+    tray, link = labels.get("tray_index", ""), _GPU_PORT.match(labels["port_label"])
+    if trays is not None and tray.isdigit() and int(tray) >= trays:
+        return (f"tray_index = {tray!r} is past the last compute tray of an NVLink domain ({fmt.count(trays, 'tray')}, "
+                f"counted from 0)")
+    if links is not None and link and int(link[1]) >= links:
+        return (f"port_label = {labels['port_label']!r} is past a GPU's last NVLink ({fmt.count(links, 'link')}, "
+                f"counted from 0)")
+    return None
+
+
 def rack_named(node: str) -> tuple[str, str | None]:
     """The rack a `--node` names, and the tray's place (`nmx:<rack>:compute:18`) where it is the name of one
     (`<rack>-compute-tray18`, as a tray no inventory places is kept) rather than a rack's."""
@@ -105,6 +123,7 @@ def _time(stamp: str | None, when: datetime, units: set[Unit]) -> pd.Timestamp:
 
 class NmxtReader:
     name = "nmxt"
+    rack_node = True  # the scrape names no host: --node is its rack wherever it is given (`analyze FILE` too)
 
     def sniff(self, head: str) -> float:
         return 0.9 if _SNIFF.search(head) else 0.0
@@ -144,6 +163,9 @@ class NmxtReader:
             if rack is None:
                 raise InputError("an NMX-T scrape names no rack: give the rack it is of (--node RACK)",
                                  source=source.name, line=number)
+            if beyond := _beyond(labels):
+                warnings.append(IngestWarning(source.name, number, f"{family}: {beyond}; not read"))
+                continue
             try:
                 keys = _place(labels, rack)
             except Refused as why:

@@ -16,7 +16,7 @@ import pandas as pd
 from ..analysis.jobs import LinkChoice
 from ..errors import InputError
 from ..ingest.base import Source
-from ..ingest.nmxt import placed_links
+from ..ingest.nmxt import placed_links, rack_named
 from ..ingest.snapshot import CUT_SHORT, LISTED, read_cases, snapshot_record, snapshot_tables
 from ..model import RackSlot
 from ..snapshots import Snapshot
@@ -227,7 +227,7 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
     asked about (`node`, else the one node the input names) and what reading them said. Rows whose input names no
     node (an `nvidia-smi` paste) are that node's."""
     paths = list(paths)
-    loaded = load_tables(paths, fmt=fmt)
+    loaded = load_tables(paths, fmt=fmt, asked=node)  # an NMX-T scrape's rack is the --node given, as ingest reads it
     named = named_nodes(loaded.tables)
     if node is not None and len(named) == 1 and node not in named and set(named) <= loaded.banner_nodes:
         named = []  # a capture banner's node alone: the node asked about wins over it (the banner's warning says so)
@@ -244,8 +244,11 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
         raise InputError(f"the input {said}: give --node NODE", source=where, field="--node")
     named_as = chosen  # what the files' rows call it: their warnings are its (another node's file's are not)
     source = TableSource(unnamed_as(loaded.tables, chosen), name="files")
-    if node is None and chosen not in source.nodes() and len(source.nodes()) == 1:
-        chosen = source.nodes()[0]  # an NMX-T tray's place in its rack, renamed once placed
+    if chosen not in source.nodes() and len(source.nodes()) == 1:  # an NMX-T tray's place, renamed once placed
+        only = source.nodes()[0]
+        slot = source.racks().get(only)
+        if node is None or node in (rack_named(only)[0], slot.rack if slot else None):  # --node its rack
+            chosen = only
     return source, chosen, [*loaded.said_of(named_as), *source.warnings]
 
 

@@ -45,14 +45,15 @@ class Loaded:
         return {str(n): str(p) for n, p in zip(nodes["node_id"], nodes["platform"], strict=True) if isinstance(p, str)}
 
 
-def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = None, fmt: str | None = None) -> Loaded:
+def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = None, fmt: str | None = None,
+                asked: str | None = None) -> Loaded:
     """Every table the inputs (files, folders, text already read: stdin) hold, concatenated, and the inventories'
-    node records; `fmt` forces a reader for every file."""
+    node records; `fmt` forces a reader for every file; `asked`: the node asked about (`read_sources`)."""
     paths = list(paths)
     missing = [str(p) for p in paths if not isinstance(p, Source) and not Path(p).exists()]
     if missing:
         raise InputError("file or folder not found", source=missing[0])
-    outcomes = read_sources(paths, node_id=node_id, fmt=fmt)
+    outcomes = read_sources(paths, node_id=node_id, fmt=fmt, asked=asked)
     if not outcomes:  # folders that hold no file
         raise InputError("no file to read in the folder" + ("s" if len(paths) > 1 else ""),
                          source=", ".join(str(p) for p in paths[:3]))

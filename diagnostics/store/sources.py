@@ -137,9 +137,11 @@ def _fill_time(result: IngestResult, at: datetime | None) -> None:
 
 
 def _read_one(src: Source, fmt: str | None, node_id: str | None, when: datetime | None,
-              xid_last: dict[tuple[Any, ...], float]) -> tuple[str, IngestResult | None, pd.DataFrame | None]:
+              xid_last: dict[tuple[Any, ...], float], asked: str | None = None
+              ) -> tuple[str, IngestResult | None, pd.DataFrame | None]:
     """(format, telemetry, node records) of one source; an inventory file gives node records and its GPUs' serials
-    and UUIDs only."""
+    and UUIDs only. `asked`: the node `analyze` asks about, which a reader whose input names no host and whose --node
+    names its rack (NMX-T) reads as it would the --node of `ingest`."""
     if fmt is None or fmt == "inventory":
         nodes = read_node_file(src, node_id=node_id)
         if nodes is not None:
@@ -151,13 +153,15 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, when: datetime 
     reader = choose(src, fmt)
     options: dict[str, Any] = {"at": when, "xid_last": xid_last}
     accepted = inspect.signature(reader.read).parameters
+    if node_id is None and getattr(reader, "rack_node", False):  # its --node names the rack, never a host label's
+        node_id = asked
     result = read_with(reader, src, node_id=node_id, **{k: v for k, v in options.items() if k in accepted})
     _fill_time(result, when)
     return reader.name, result, result.nodes
 
 
 def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = None, node_id: str | None = None,
-                 at: At = None, seen: set[str] | None = None,
+                 at: At = None, seen: set[str] | None = None, asked: str | None = None,
                  xid_last: dict[tuple[Any, ...], float] | None = None,
                  progress: Progress | None = None) -> list[FileOutcome]:
     """Read each source (folders expanded) with its reader; a source whose key (`file_hash`) is in `seen`, or whose
@@ -173,7 +177,7 @@ def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = No
     xid_last = {} if xid_last is None else xid_last
     outcomes: list[FileOutcome] = []
     for item in expand(sources):
-        outcomes.append(_read_item(item, fmt, node_id, at, seen, xid_last))
+        outcomes.append(_read_item(item, fmt, node_id, at, seen, xid_last, asked))
         advance(progress)
     return outcomes
 
@@ -186,7 +190,7 @@ def _refusal(exc: FabricbotError) -> str:
 
 
 def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, at: At, seen: set[str] | None,
-               xid_last: dict[tuple[Any, ...], float]) -> FileOutcome:
+               xid_last: dict[tuple[Any, ...], float], asked: str | None = None) -> FileOutcome:
     src = item if isinstance(item, Source) else Source.from_path(item)
     try:
         when = _when(src, at)
@@ -194,7 +198,7 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
         # given no node or time, the bytes stored before under any are what is stored again
         if seen is not None and (sha in seen or (content in seen and node_id is None and when is None)):
             return FileOutcome(src.name, sha, "duplicate", content=content)
-        name, result, nodes = _read_one(src, fmt, node_id, when, xid_last)
+        name, result, nodes = _read_one(src, fmt, node_id, when, xid_last, asked)
     except FileNotFoundError:
         return FileOutcome(src.name, None, "error", error="file not found")
     except IsADirectoryError:

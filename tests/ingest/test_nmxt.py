@@ -157,3 +157,49 @@ def test_ingest_node_naming_a_host_places_the_scrape_in_the_hosts_rack(tmp_path:
     assert StoreSource(tmp_path / "store").nodes() == ["r7-c18"]
     d = diagnose(StoreSource(tmp_path / "store"), Request(node="r7-c18")).diagnosis
     assert d.findings
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from bot.cli import main
+
+    capsys.readouterr()
+    code = main(argv)
+    said = capsys.readouterr()
+    return code, said.out, said.err
+
+
+def test_analyze_file_takes_node_as_the_scrape_s_rack_as_ingest_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`analyze FILE --node rack-01` refused the rack ingest --node accepts ("no node 'rack-01' in the files"): the
+    scrape's one tray is answered, named as the store names it after `ingest --node rack-01`."""
+    code, out, err = _cli(["analyze", str(REAL), "--node", "rack-01"], capsys)
+    assert code == 0, err
+    assert out.startswith("rack-01-compute-tray18 ")
+    store = str(tmp_path / "store")
+    assert _cli(["ingest", str(REAL), "--store", store, "--node", "rack-01"], capsys)[0] == 0
+    code, stored, err = _cli(["analyze", "--store", store, "--node", "rack-01-compute-tray18"], capsys)
+    assert code == 0, err
+    assert stored.splitlines()[0] == out.splitlines()[0]
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ('tray_index="17"', 'tray_index="40"', "tray_index = '40' is past the last compute tray of an NVLink domain "
+                                           "(18 trays"),
+    ('port_label="GPUP10"', 'port_label="GPUP30"', "port_label = 'GPUP30' is past a GPU's last NVLink (18 links"),
+])
+def test_a_gpu_port_past_the_domain_s_trays_or_links_is_refused_by_line_field_and_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, said: str) -> None:
+    """tray_index 40 was stored as a new host `rack-01-compute-tray41`, GPUP30 as GPU 2 link 30 of a GPU with 18
+    NVLinks: each is now a warning on its line, and nothing is stored of it."""
+    path = tmp_path / "scrape.txt"
+    path.write_text(REAL.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    result = READER.read(Source.from_path(path), node_id="rack-01")
+    assert not len(result["link_samples"])
+    assert [(w.line, said in w.message) for w in result.warnings] == [(3, True)]
+    inventory = tmp_path / "nodes.csv"
+    inventory.write_text("node_id,platform,rack,tray\nr1-c18,gb200-nvl72-compute-tray,rack-01,18\n", encoding="utf-8")
+    store = str(tmp_path / "store")
+    assert _cli(["ingest", str(inventory), "--store", store], capsys)[0] == 0
+    _, out, err = _cli(["ingest", str(path), "--store", store, "--node", "rack-01"], capsys)
+    assert f"{path.name}:3: lid: {said}" in out + err and "tray41" not in out + err
+    assert _cli(["analyze", str(path), "--node", "rack-01"], capsys)[0] != 0  # nothing left to answer of
