@@ -316,6 +316,9 @@ def _data_row(out: Collector, line: Line, text: str, table: _Table | None) -> li
         row = out.add("step_samples", line.number, **common, in_place=where == "in-place",
                       **{column: v for (_, column, _), v in zip(_FIGURES, values, strict=True)})
         rows.append(row)
+    if not rows and line.cut:  # the cut took the row's figures: the whole row is dropped, not its last part alone
+        out.retell(line.number, f"the input ends inside this row, before its figures ({text.strip()[:60]!r}): the "
+                                "row is not read")
     return rows
 
 

@@ -269,6 +269,15 @@ class Collector:
         self.flush()
         self.warnings.append(warning)
 
+    def retell(self, number: int, message: str) -> None:
+        """The cut-line warning of this line (`note`) said again as the reader knows it now: what of it is lost."""
+        self.flush()
+        for i, warning in enumerate(self.warnings):
+            if warning.line == number and warning.cut:
+                self.warnings[i] = IngestWarning(self.source.name, number, message, cut=True)
+                return
+        self.warnings.append(IngestWarning(self.source.name, number, message, cut=True))
+
     def value(self, number: int, raw: str | float, check: Callable[[str | float], Any], what: str) -> Any:
         """`check(raw)` (a function of `values`), or None: nothing for a tool's N/A, a warning naming the line
         and the value for anything the check refuses."""

@@ -295,3 +295,18 @@ def test_an_output_cut_before_its_results_says_so_where_it_read_nothing() -> Non
     assert said == ["the run's header (1 host) is read, but the output ends before any row of its results table or "
                     "its `# Avg bus bandwidth` line (cut off?): no bandwidth is read"]
     assert not [w for w in read(REAL / "nccl_allreduce_1.txt").warnings if "results table" in w.message]
+
+
+def test_a_row_cut_before_its_figures_is_said_to_be_dropped_whole(tmp_path: Path) -> None:
+    """A row cut inside its type cell ('bfloa') was said to lose 'its last part' only, while the whole row was
+    dropped: the warning now says the row is not read."""
+    head = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+            "busbw #wrong\n")
+    whole = ("    16777216       4194304  bfloat16    none      -1    108.8  154.20   77.10      0    98.19  170.86   "
+             "85.43      0\n")
+    path = tmp_path / "cut.txt"
+    path.write_text(head + whole + "    83886080      20971520  bfloa", encoding="utf-8")
+    result = READER.read(Source.from_path(path))
+    assert sorted(result["step_samples"]["size_bytes"]) == [16777216, 16777216]
+    said = [w.message for w in result.warnings if w.line == 3]
+    assert len(said) == 1 and said[0].endswith("the row is not read") and "last part" not in said[0]
