@@ -53,7 +53,7 @@ from .sources import (
     untimed_warning,
 )
 from .window import StoreWindow, rack_slots
-from .writing import LINK_ORDER, PARTED, keep_xid_state, write_result, xid_state
+from .writing import LINK_ORDER, NO_JOB, PARTED, keep_xid_state, write_result, xid_state
 
 DB_NAME = "fabricbot.db"
 LINK_KEYS = ("node_id", *LINK_ORDER)
@@ -170,7 +170,7 @@ class TelemetryStore:
         return rack_slots(self._sql_table("nodes", None, lambda f: f))
 
     def jobs(self) -> list[str]:
-        return self._catalog.keys("step_samples")
+        return [k for k in self._catalog.keys("step_samples") if k != NO_JOB]  # rows with no job are no job
 
     def job_nodes(self, job_id: str) -> list[str]:
         """The nodes a job's step samples name."""
@@ -180,7 +180,7 @@ class TelemetryStore:
         """The nodes of each job with step samples in (end - span, end] (end None: the newest link reading)."""
         end_ns = self.end_ns(end)
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
-        return list(self._catalog.jobs_on(None, start_ns, end_ns).values())
+        return [n for j, n in self._catalog.jobs_on(None, start_ns, end_ns).items() if j != NO_JOB]
 
     def end_ns(self, end: datetime | None, nodes: Collection[str] | None = None) -> int | None:
         """A window's end: the one asked, else the newest link reading (else the newest step sample). Asked of nodes
@@ -229,7 +229,7 @@ class TelemetryStore:
         end_ns = self.end_ns(end, names)
         start_ns = None if end_ns is None else end_ns - int(span.total_seconds() * 1e9)
         if peers and names:
-            shared = self._catalog.jobs_on(names, start_ns, end_ns).values()
+            shared = [n for j, n in self._catalog.jobs_on(names, start_ns, end_ns).items() if j != NO_JOB]
             names = sorted(set(names).union(*shared))
         stats = ScanStats()
         links = LINK_SAMPLES.empty()[list(ALWAYS)]

@@ -22,6 +22,9 @@ LINK_ORDER = ("gpu", "link_type", "link", "lane")  # a link's rows together with
 PARTED = {"link_samples": (LINK_SAMPLES, LINK_ORDER), "step_samples": (STEP_SAMPLES, ())}  # a part's rows' order
 
 
+NO_JOB = ""  # the catalog key of step samples that name no job: no job id is empty, so none is taken for one
+
+
 def _part(value: object) -> str:
     return quote(str(value), safe="") or "_"
 
@@ -73,7 +76,7 @@ def _write_parts(catalog: Catalog, root: Path, frame: pd.DataFrame, schema: Tabl
         return
     table, label = schema.name, PART_TABLES[schema.name]
     frame = schema.conform(frame)
-    keys = frame[key].astype("string").fillna("unknown")
+    keys = frame[key].astype("string").fillna(NO_JOB if key == "job_id" else "unknown")
     for (value, day), part in frame.groupby([keys, _day(frame["timestamp"])], sort=False, observed=True):
         folder = root / table / f"{label}={_part(value)}" / f"day={day}"
         folder.mkdir(parents=True, exist_ok=True)

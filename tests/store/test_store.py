@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from diagnostics.store.telemetry import TelemetryStore
 from tests.ingest.dcgm_helpers import gpu_labels
@@ -122,3 +123,20 @@ def test_the_newest_event_is_found_in_the_database_as_its_times_order_it(tmp_pat
     store.db["events"].insert_all(_records(frame))
     assert store.newest_event() == int((base + pd.Timedelta("1s") + pd.Timedelta(1, "ns")).value)
     assert store.newest_event() == int(store.events()["timestamp"].max().value)
+
+
+def test_step_samples_that_name_no_job_are_no_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An nccl-tests log names no job: its rows were stored under a job called `unknown`, which `--job X` then
+    offered ("1 known: unknown") and `--job unknown` answered. They stay the host's steps, and are no job."""
+    from bot.cli import main
+
+    log = tmp_path / "nccl.txt"
+    log.write_text("# Using devices\n#  Rank  0 Group  0 Pid   1728 on hostA device  0 [0000:0f:00] NVIDIA A100\n"
+                   "# Avg bus bandwidth    : 232.1 \n", encoding="utf-8")
+    store = TelemetryStore(tmp_path / "store")
+    store.ingest([log])
+    assert store.jobs() == [] and len(store.step_samples(node_id="hostA")) == 1
+    for job in ("X", "unknown"):
+        assert main(["analyze", "--store", str(tmp_path / "store"), "--job", job]) != 0
+        err = capsys.readouterr().err
+        assert f"no job {job!r}" in err and "unknown" not in err.replace(f"'{job}'", "")
