@@ -24,7 +24,7 @@ driver's NVSwitch k-1.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -195,6 +195,21 @@ class NmxtReader:
         return IngestResult.of(warnings, link_samples=frame) if len(frame) else IngestResult(warnings=warnings)
 
 
+def _kinds(places: Iterable[str]) -> str:
+    """What the scrape says of its trays' platform: their places and GPUs, never the kind of rack; the platforms of
+    the NMX rack files that have trays at those places, for the nodes.csv's platform column."""
+    slots = [(kind, int(slot)) for p in places for _, kind, slot in [p[len(PREFIX):].rsplit(":", 2)]]
+    fits = []
+    for rack in all_racks().values():
+        last = {"compute": rack.compute_trays * rack.racks_per_domain, "switch": rack.switch_trays}
+        if rack.fabric == "nmx" and all(slot <= last.get(kind, 0) for kind, slot in slots):
+            fits += sorted({getattr(rack, f"{kind}_platform") for kind, _ in slots})
+    if not fits:
+        return ""
+    return (f"; the scrape names its trays' places and GPUs, not the kind of rack (the platform is one of "
+            f"{', '.join(sorted(fits))})")
+
+
 def place_in_racks(result: IngestResult, racks: Mapping[str, Any], platforms: Mapping[str, str]) -> None:
     """`placed_links` on an NMX-T result (in place), its warning among the result's."""
     links, said = placed_links(result.tables["link_samples"], racks, platforms)
@@ -230,7 +245,8 @@ def placed_links(links: pd.DataFrame, racks: Mapping[str, Any],
         them, their = ("it", "its") if len(missing) == 1 else ("them", "their")
         said = (f"the rack inventory names no host for {fmt.count(len(missing), 'tray')} of the scrape, kept under "
                 f"{their} place ({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node "
-                f"named it) before the NMX-T scrape to read {them} as {their} {fmt.noun(len(missing), 'host')}")
+                f"named it) before the NMX-T scrape to read {them} as {their} {fmt.noun(len(missing), 'host')}"
+                f"{_kinds(str(n) for n in missing)}")
     renamed = names.where(~placed, names.map(hosts))
     return links.assign(node_id=renamed.astype("category")), said
 

@@ -203,3 +203,16 @@ def test_a_gpu_port_past_the_domain_s_trays_or_links_is_refused_by_line_field_an
     _, out, err = _cli(["ingest", str(path), "--store", store, "--node", "rack-01"], capsys)
     assert f"{path.name}:3: lid: {said}" in out + err and "tray41" not in out + err
     assert _cli(["analyze", str(path), "--node", "rack-01"], capsys)[0] != 0  # nothing left to answer of
+
+
+def test_an_unplaced_tray_s_warning_says_what_the_scrape_tells_of_its_platform(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real scrape only said "platform unknown" of its tray: it gives the tray's place and GPU, not the kind of
+    rack, so the warning names the rack files' platforms that have such a tray (18: NVL72, or an NVL36x2 domain),
+    and naming one of them settles the platform."""
+    code, out, _ = _cli(["analyze", str(REAL), "--node", "rack-01"], capsys)
+    said = next(line for line in out.splitlines() if "names no host" in line)
+    assert code == 0 and "not the kind of rack" in said
+    assert "gb200-nvl72-compute-tray" in said and "gb200-nvl36x2-compute-tray" in said
+    code, out, _ = _cli(["analyze", str(REAL), "--node", "rack-01", "--platform", "gb200-nvl72-compute-tray"], capsys)
+    assert code == 0 and "platform unknown" not in out
