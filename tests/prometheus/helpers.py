@@ -234,3 +234,27 @@ def newest(tables: Mapping[str, pd.DataFrame]) -> datetime:
     """The newest link sample's time: the instant a sweep of the written fleet is evaluated at."""
     stamp: datetime = tables["link_samples"]["timestamp"].max().to_pydatetime()
     return stamp
+
+
+Written = tuple[dict[str, pd.DataFrame], dict[str, str], Path]  # a synthetic fleet's tables, platforms, folder
+
+
+def written_fleet(folder: Path, *, seed: int, scenarios: list[str], hours: float) -> Written:
+    """A `fabricbot synth` fleet of one node per scenario, written under `folder/fleet` and read back."""
+    from diagnostics.synth import fleet as synth
+
+    synth.generate(out=folder / "fleet", seed=seed, nodes=len(scenarios), hours=hours, scenarios=scenarios)
+    tables, inventory = synth.load(folder / "fleet")
+    return tables, inventory, folder
+
+
+def serve_written(written: Written) -> Iterator[Server]:
+    """A server holding the fleet's link samples as dcgm-exporter labels them (its GPU model per node); stopped
+    after."""
+    from diagnostics.config import all_platforms
+
+    tables, inventory, folder = written
+    models = {n: f"NVIDIA {all_platforms()[p]['gpu_model']}" for n, p in inventory.items()}
+    server = serve_samples(tables["link_samples"], folder, models)
+    yield server
+    server.stop()

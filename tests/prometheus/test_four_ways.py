@@ -7,46 +7,34 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from diagnostics import Diagnosis, Severity, analyze_fleet, load_thresholds
 from diagnostics.analysis import analyze_tables
-from diagnostics.config import all_platforms
 from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
 from diagnostics.service import Request, StoreSource
 from diagnostics.service import sweep as sweep_source
 from diagnostics.store import open_store
-from diagnostics.synth import fleet as synth
-from tests.prometheus.helpers import Server, newest, promtool_missing, serve_samples
+from tests.prometheus.helpers import Server, Written, newest, promtool_missing, serve_written, written_fleet
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 _REASON = promtool_missing()
 if _REASON:
     pytestmark.append(pytest.mark.skip(reason=_REASON))
 
-SEED, NODES, HOURS = 6113, 7, 6.0
+SEED, HOURS = 6113, 6.0
 SCENARIOS = ["xid79_gpu_lost", "replay_storm", "pcie_riser_replays", "nvswitch_port_fault", "gpu_wide_fault",
              "healthy", "flapping_link"]
-Written = tuple[dict[str, pd.DataFrame], dict[str, str], Path]
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
-    folder = tmp_path_factory.mktemp("synth")
-    synth.generate(out=folder / "fleet", seed=SEED, nodes=NODES, hours=HOURS, scenarios=SCENARIOS)
-    tables, inventory = synth.load(folder / "fleet")
-    return tables, inventory, folder
+    return written_fleet(tmp_path_factory.mktemp("synth"), seed=SEED, scenarios=SCENARIOS, hours=HOURS)
 
 
 @pytest.fixture(scope="module")
 def served(written: Written) -> Iterator[Server]:
-    tables, inventory, folder = written
-    models = {n: f"NVIDIA {all_platforms()[p]['gpu_model']}" for n, p in inventory.items()}  # as the exporter labels
-    server = serve_samples(tables["link_samples"], folder, models)
-    yield server
-    server.stop()
-
+    yield from serve_written(written)
 
 
 @pytest.fixture(scope="module")

@@ -7,18 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 from bot.cli import main
-from diagnostics.config import all_platforms
 from diagnostics.store import open_store
-from diagnostics.synth import fleet as synth
 from diagnostics.synth.scenarios import SCENARIOS
-from tests.prometheus.helpers import Server, newest, promtool_missing, serve_samples
+from tests.prometheus.helpers import Server, Written, newest, promtool_missing, serve_written, written_fleet
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 _REASON = promtool_missing()
@@ -31,26 +27,19 @@ SEED, HOURS = 0, 6.0
 MIX = ["replay_storm", "benign_crc_burst", "healthy", "pcie_riser_replays", "healthy", "flapping_link",
        "sku_12_of_18", "nvswitch_port_fault"]
 UNREAD = "the jobs' step time was not read"
-Written = tuple[dict[str, pd.DataFrame], dict[str, str], Path]
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
     assert set(MIX) <= set(SCENARIOS)
-    folder = tmp_path_factory.mktemp("synth")
-    synth.generate(out=folder / "fleet", seed=SEED, nodes=len(MIX), hours=HOURS, scenarios=MIX)
-    tables, inventory = synth.load(folder / "fleet")
-    open_store(folder / "store").ingest([folder / "fleet"])
-    return tables, inventory, folder
+    fleet = written_fleet(tmp_path_factory.mktemp("synth"), seed=SEED, scenarios=MIX, hours=HOURS)
+    open_store(fleet[2] / "store").ingest([fleet[2] / "fleet"])
+    return fleet
 
 
 @pytest.fixture(scope="module")
 def served(written: Written) -> Iterator[Server]:
-    tables, inventory, folder = written
-    models = {n: f"NVIDIA {all_platforms()[p]['gpu_model']}" for n, p in inventory.items()}  # as the exporter labels
-    server = serve_samples(tables["link_samples"], folder, models)
-    yield server
-    server.stop()
+    yield from serve_written(written)
 
 
 @pytest.fixture(autouse=True)
