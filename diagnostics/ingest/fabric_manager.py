@@ -86,10 +86,20 @@ def _message(out: Collector, number: int, text: str, spans: dict[str | None, Jou
     journal = JOURNAL.match(body)
     if journal is None:
         return None
-    if node_id is None and (named := host or journal["host"]):  # a journal of several hosts: each line its host's
+    named = host or journal["host"]  # a journal of several hosts: each line its host's, the node's own full name
+    if node_id is None and named and (host or not _same_machine(out.node_id, named)):  # keeping the prompt's
         out.enter(named)
     out.timestamp = ts
     return leveled(journal["msg"])
+
+
+def _same_machine(node: str | None, logged: str) -> bool:
+    """Whether the host a journal line names is the node a prompt named: itself, its full name (`dgx-07` and
+    `dgx-07.cluster.local`), or the name a machine logs itself by (`localhost`)."""
+    if node is None:
+        return False
+    short = logged.split(".", 1)[0]
+    return logged == node or short == node.split(".", 1)[0] or short == "localhost"
 
 
 READER = FabricManagerReader()

@@ -62,6 +62,9 @@ _DATE_WORD = re.compile(r"(?P<clock>\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)|(?P<ye
 _ISO_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}\S*(?:\s+\S+)?\s*$")
 # srt-slurm's hwinfo capture opens with `===== node01 | before | 2026-08-13T07:53:30Z =====`: the node it ran on, the
 # phase of the job (before or after the run) and when
+# A command that opens a shell in a container on the same machine: the prompts after it name the container, not a node
+_INTO_CONTAINER = re.compile(r"^\s*(?:sudo\s+)?(?:(?:docker|podman|nerdctl)\s+(?:container\s+)?(?:exec|run|attach)|"
+                             r"enroot\s+(?:start|exec)|(?:singularity|apptainer)\s+(?:shell|exec|run))\b")
 _BANNER = re.compile(r"^\s*={3,}\s+(?P<host>[^\s|=]+)\s*\|\s*(?P<phase>[^|=]*?)\s*\|\s*(?P<ts>\S+)\s+={3,}\s*$")
 # the capture's section headings (`# ---------- NVLink ----------`): skipped as a fence is
 _HEADING = re.compile(r"^\s*#\s*-{3,}\s*\w[^-]*?\s*-{3,}\s*$")
@@ -237,7 +240,10 @@ class Collector:
     _captured: dict[str, list[int]] = field(default_factory=dict)  # `IngestResult.captured`
     _given: bool = False  # the command gives the node (`--node`): every reading is its, whatever the input names
     _first: str | None = None  # the first node the input names: the lines before it are that node's
-    _times: dict[str | None, pd.Timestamp | None] = field(default_factory=dict)  # a node left -> its stated time
+    _times: dict[str | None, pd.Timestamp | None] = field(default_factory=dict)  # a node left -> the time it stated
+    _carried: pd.Timestamp | None = None  # the time the current node took on entering (not one it stated)
+    _inside: dict[str, str] = field(default_factory=dict)  # a container's host name -> the node it runs on
+    _entering: bool = False  # the last prompt's command opens a shell in a container (`docker exec -it ... bash`)
     _banner_nodes: set[str] = field(default_factory=set)  # `IngestResult.banner_nodes`
     _unread: list[Line] = field(default_factory=list)  # the first and the last of a run: memory stays bounded
     _said: set[str] = field(default_factory=set)
@@ -364,25 +370,33 @@ class Collector:
     def take_host(self, line: Line) -> None:
         """A prompt that names a host (`root@nodeB:~#`) starts that host's readings: a paste of shell sessions on
         several nodes is each node's. One that names none (`$ `, `# `) keeps the node; a node the command gives
-        holds every reading."""
+        holds every reading; a container's shell opened from a node's prompt (its host name the container's id)
+        is that node's."""
         if line.host and not self._given:
-            self.enter(line.host)
+            host = self._inside.get(line.host, line.host)
+            if self._entering and self.node_id is not None and host != self.node_id:
+                self._inside[line.host] = host = self.node_id
+            self.enter(host)
+        self._entering = bool(_INTO_CONTAINER.match(line.command or ""))
 
     def enter(self, node: str) -> None:
-        """The readings from here are `node`'s, at the time its own lines stated last (another node's `date` line
-        is not its time); the first node named also holds the lines before it."""
+        """The readings from here are `node`'s, at the time its own lines stated last, or the time stated last
+        where it stated none (a `date` typed at a login host before `ssh node01` is when node01 was read); the
+        first node named also holds the lines before it."""
         if node == self.node_id:
             return
         if self.node_id is None:
             self._first = self._first or node
         else:
-            self._times[self.node_id] = self.timestamp
-            self.timestamp = self._times.get(node)
+            if self.timestamp is not self._carried:  # a time the node's own lines stated
+                self._times[self.node_id] = self.timestamp
+            self.timestamp = self._times.get(node, self.timestamp)
+        self._carried = self.timestamp
         self.node_id = node
 
     def time_of(self, node: str | None) -> pd.Timestamp | None:
-        """The time `node`'s own lines stated last."""
-        return self.timestamp if node == self.node_id else self._times.get(node)
+        """The time `node`'s readings take: the one its own lines stated last, else the one stated before it."""
+        return self.timestamp if node == self.node_id else self._times.get(node, self.timestamp)
 
     def result(self) -> IngestResult:
         self.flush()

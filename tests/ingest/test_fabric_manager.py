@@ -127,3 +127,14 @@ def test_a_journal_of_two_hosts_gives_each_line_to_its_host() -> None:
             "NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 33\n")
     events = read_text(text).tables["events"]
     assert list(events["node_id"].astype(str)) == ["dgx-08"]
+
+
+def test_a_journal_naming_its_host_by_its_full_name_is_the_prompts_node() -> None:
+    """`root@dgx-07:~# journalctl -u nvidia-fabricmanager`: lines logged by dgx-07.cluster.local (or localhost)
+    are dgx-07's, so its fatal SXid meets the node's other pastes; a host of another name is its own."""
+    head = "root@dgx-07:~# journalctl -u nvidia-fabricmanager --no-pager\n"
+    fatal = ("nv-fabricmanager[6313]: detected NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id "
+             "00000000:07:00.0 physical id 0 port 61\n")
+    for logged, node in (("dgx-07.cluster.local", "dgx-07"), ("localhost", "dgx-07"), ("dgx-08", "dgx-08")):
+        events = read_text(f"{head}Jul 23 07:53:55 {logged} {fatal}").tables["events"]
+        assert list(events["node_id"].astype(str)) == [node], logged

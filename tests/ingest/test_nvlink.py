@@ -408,13 +408,28 @@ def test_prompts_of_two_hosts_file_each_session_s_readings_under_its_host() -> N
     assert sorted(zip(gpus["node_id"].astype(str), gpus["uuid"], strict=True))[1][0] == "nodeB"
 
 
-def test_a_host_s_readings_keep_the_time_its_own_date_line_stated() -> None:
-    """nodeB's output with no `date` of its own is not given the time nodeA's `date` stated."""
+def test_a_host_s_readings_keep_the_time_its_own_date_line_stated_else_the_one_stated_before() -> None:
+    """nodeB's output with no `date` of its own takes the time stated last (a `date` typed at a login host before
+    `ssh nodeB` is when nodeB was read); back on nodeA, its readings take nodeA's own time, not one nodeB stated."""
     text = (_session("nodeA", "Wed May 13 11:00:00 UTC 2026", "aaaaaaaa", 0)
-            + _session("nodeB", "", "bbbbbbbb", 7).replace("root@nodeB:~# date\n\n", ""))
+            + _session("nodeB", "", "bbbbbbbb", 7).replace("root@nodeB:~# date\n\n", "")
+            + _session("nodeC", "Wed May 13 11:05:00 UTC 2026", "cccccccc", 1)
+            + _session("nodeA", "", "aaaaaaaa", 5).replace("root@nodeA:~# date\n\n", ""))
     links = read_text(text)["link_samples"]
-    timed = links.set_index(links["node_id"].astype(str))["timestamp"]
-    assert timed["nodeA"] == pd.Timestamp("2026-05-13T11:00:00Z") and pd.isna(timed["nodeB"])
+    timed = list(zip(links["node_id"].astype(str), links["timestamp"], strict=True))
+    eleven, later = pd.Timestamp("2026-05-13T11:00:00Z"), pd.Timestamp("2026-05-13T11:05:00Z")
+    assert timed == [("nodeA", eleven), ("nodeB", eleven), ("nodeC", later), ("nodeA", eleven)], timed
+
+
+def test_a_containers_shell_opened_on_a_node_is_that_node_s() -> None:
+    """`docker exec -it train bash` on node01: the prompts after it name the container's id, not a node; its
+    readings and its `date` are node01's."""
+    text = _session("node01", "Wed May 13 11:00:00 UTC 2026", "aaaaaaaa", 0).replace(
+        "root@node01:~# nvidia-smi", "root@node01:~# docker exec -it train bash\nroot@3f2a1b9c8d7e:/w# nvidia-smi")
+    text += _session("3f2a1b9c8d7e", "Wed May 13 12:00:00 UTC 2026", "aaaaaaaa", 9000)
+    links = read_text(text)["link_samples"]
+    assert set(links["node_id"].astype(str)) == {"node01"}
+    assert links["timestamp"].tolist() == [pd.Timestamp("2026-05-13T11:00:00Z"), pd.Timestamp("2026-05-13T12:00Z")]
 
 
 def test_the_lines_before_the_first_prompt_are_the_first_host_s_and_a_bare_prompt_keeps_the_host() -> None:
