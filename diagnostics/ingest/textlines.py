@@ -65,6 +65,9 @@ _ISO_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}\S*(?:\s+\S+)?\s*
 # A command that opens a shell in a container on the same machine: the prompts after it name the container, not a node
 _INTO_CONTAINER = re.compile(r"^\s*(?:sudo\s+)?(?:(?:docker|podman|nerdctl)\s+(?:container\s+)?(?:exec|run|attach)|"
                              r"enroot\s+(?:start|exec)|(?:singularity|apptainer)\s+(?:shell|exec|run))\b")
+# `ssh node01 nvidia-smi nvlink -e` typed at a login host: the output is node01's (options with an argument allowed)
+_REMOTE = re.compile(r"^\s*ssh\s+(?:-[46AaCfGgKkMNnqsTtVvXxYy]+\s+|-[bcDEeFIiJLlmOoPpQRSWw]\s*\S+\s+)*"
+                     r"(?:[^\s@]+@)?(?P<host>[A-Za-z0-9][\w.-]*)\s+\S")
 _BANNER = re.compile(r"^\s*={3,}\s+(?P<host>[^\s|=]+)\s*\|\s*(?P<phase>[^|=]*?)\s*\|\s*(?P<ts>\S+)\s+={3,}\s*$")
 # the capture's section headings (`# ---------- NVLink ----------`): skipped as a fence is
 _HEADING = re.compile(r"^\s*#\s*-{3,}\s*\w[^-]*?\s*-{3,}\s*$")
@@ -378,6 +381,8 @@ class Collector:
                 self._inside[line.host] = host = self.node_id
             self.enter(host)
         self._entering = bool(_INTO_CONTAINER.match(line.command or ""))
+        if not self._given and (remote := _REMOTE.match(line.command or "")):  # its output is the remote host's
+            self.enter(remote["host"])
 
     def enter(self, node: str) -> None:
         """The readings from here are `node`'s, at the time its own lines stated last, or the time stated last

@@ -476,3 +476,18 @@ def test_nvlink_r_far_ends_and_all_inactive_gpus_stay_with_their_host() -> None:
                                                      links["link_state"], strict=True)}
     assert by[("nodeB", 1)][1] == "inactive" and ("nodeA", 1) not in by
     assert by[("nodeB", 0)][0] == "unknown" and by[("nodeA", 0)][0] != "unknown"
+
+
+def test_a_command_run_over_ssh_from_a_login_host_is_the_remote_hosts() -> None:
+    """`ssh node01 nvidia-smi nvlink -e` typed at login01 prints node01's links, as `ssh -p 2222 root@node02 ...`
+    prints node02's; the login host's `date` times them."""
+    def run(host: str, replays: int) -> str:
+        return (f"user@login01:~$ {host} nvidia-smi nvlink -e\n"
+                f"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-{'a' if 'node01' in host else 'b'}aaaaaaa-434f-4a42-28e0-"
+                f"d699cb37f301)\n         Link 0: Replay Errors: {replays}\n")
+    text = ("user@login01:~$ date -u\nWed May 13 11:00:00 UTC 2026\n" + run("ssh node01", 0)
+            + run("ssh -p 2222 root@node02", 7) + "user@login01:~$ date -u\nWed May 13 12:00:00 UTC 2026\n"
+            + run("ssh node01", 9000) + run("ssh -p 2222 root@node02", 7))
+    links = read_text(text)["link_samples"]
+    assert list(zip(links["node_id"].astype(str), links["replay"], links["timestamp"].dt.hour, strict=True)) == [
+        ("node01", 0.0, 11), ("node02", 7.0, 11), ("node01", 9000.0, 12), ("node02", 7.0, 12)]
