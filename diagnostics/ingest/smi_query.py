@@ -85,10 +85,10 @@ class SmiQueryReader:
                 log.whole = True
                 log.logs += 1
                 continue
-            if line.kind == "command" and (shown := _DISPLAY.search(line.command or "")):
-                log.displays.append(shown[1])
-            if skip_shell(line, out):
+            if skip_shell(line, out):  # a prompt may name another host: its display is that host's output's
                 log = _log_of(logs, out)
+                if line.kind == "command" and (shown := _DISPLAY.search(line.command or "")):
+                    log.displays.append(shown[1])
                 continue
             log.take(line)
         now = out.node_id, out.timestamp
@@ -99,8 +99,10 @@ class SmiQueryReader:
         out.node_id, out.timestamp = now
         bare = [each for each in logs.values() if each.whole and each.gpus
                 and not any(what[0] in ("PCI", "Fabric") for g in each.gpus.values() for what in g.seen)]
-        if bare:
-            out.warnings.insert(0, IngestWarning(source.name, None, _without_sections(bare[0])))
+        for each in reversed(bare):  # each host's output, named where the paste holds several
+            said = _without_sections(each)
+            node = next((n for n, log in logs.items() if log is each), None)
+            out.warnings.insert(0, IngestWarning(source.name, None, f"{node}: {said}" if len(bare) > 1 else said))
         return out.result()
 
 

@@ -180,3 +180,16 @@ def test_prompts_of_two_hosts_give_each_host_its_own_gpus_at_its_own_time() -> N
         ("nodeA", 3.0, "2026-11-20 03:20:00+00:00"), ("nodeB", 40.0, "2026-11-20 04:20:00+00:00")]
     assert not any("section again" in w.message for w in result.warnings)
     assert sorted(result["gpus"]["node_id"].astype(str)) == ["nodeA", "nodeA", "nodeB", "nodeB"]
+
+
+def test_each_hosts_display_is_named_under_that_host() -> None:
+    """`nvidia-smi -q -d ECC` on nodeA, then `-d TEMPERATURE` at nodeB's prompt: each output's display is its own
+    host's, not both nodeA's."""
+    def output(host: str, display: str, section: str) -> str:
+        return (f"root@{host}:~# nvidia-smi -q -d {display}\n==============NVSMI LOG==============\n"
+                "Timestamp : Wed May 13 11:00:00 2026\nDriver Version : 535.1\nAttached GPUs : 1\n"
+                f"GPU 00000000:07:00.0\n    Product Name : NVIDIA H100 80GB HBM3\n    {section}\n")
+    result = read_text(output("nodeA", "ECC", "ECC Mode") + output("nodeB", "TEMPERATURE", "Temperature"))
+    said = [w.message for w in result.warnings if "the display it was run with" in w.message]
+    assert [s.split(":", 1)[0] for s in said] == ["nodeA", "nodeB"], said
+    assert "`-d ECC`," in said[0] and "`-d TEMPERATURE`," in said[1], said
