@@ -97,11 +97,10 @@ class SmiQueryReader:
             out.node_id, out.timestamp = node, times[node]
             each.finish()
         out.node_id, out.timestamp = now
-        bare = [each for each in logs.values() if each.whole and each.gpus
+        bare = [(node, each) for node, each in logs.items() if each.whole and each.gpus
                 and not any(what[0] in ("PCI", "Fabric") for g in each.gpus.values() for what in g.seen)]
-        for each in reversed(bare):  # each host's output, named where the paste holds several
+        for node, each in reversed(bare):  # each host's output, named where the paste holds several
             said = _without_sections(each)
-            node = next((n for n, log in logs.items() if log is each), None)
             out.warnings.insert(0, IngestWarning(source.name, None, f"{node}: {said}" if len(bare) > 1 else said))
         return out.result()
 

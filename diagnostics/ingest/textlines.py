@@ -18,7 +18,7 @@ from .. import values
 from ..tables import TABLES
 from ..values import Refused, describe, no_value
 from .base import IngestResult, IngestWarning, Source
-from .zones import in_utc
+from .zones import PRINTED, in_utc
 
 _PROVENANCE = re.compile(r"^\s*#\s*(?:source|note)\s*:", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
@@ -47,12 +47,12 @@ _ISO_TIME = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?
 # `Wed May 13 11:00:00 AM UTC 2026` (`%a %b %e %r %Z %Y`; `%a %d %b %Y %r %Z` before), en_GB and most others
 # `Wed 13 May 11:00:00 UTC 2026` and `Wed 13 May 2026 11:00:00 UTC` (`%a %e %b %H:%M:%S %Z %Y`, `%a %d %b %Y %T %Z`),
 # `date -R` `Wed, 13 May 2026 11:00:00 +0200`; nvidia-smi's Timestamp, `Wed May 13 11:00:00 2026`, names no zone.
-# The zone is an abbreviation or, for a zone that has none, an offset (`+03`): `zones`.
+# The zone is an abbreviation or, for a zone that has none, an offset (`+03`): `zones.PRINTED`, as journalctl's.
 _DATE_TIME = re.compile(
     r"^\s*(?:Timestamp\s*:\s*)?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),?\s+"
     r"(?:(?P<month>[A-Za-z]{3})\s+(?P<day>\d{1,2})|(?P<day2>\d{1,2})\s+(?P<month2>[A-Za-z]{3}))"
     r"(?:\s+(?P<year>\d{4}))?,?\s+(?P<clock>\d{1,2}:\d{2}:\d{2})(?:\s*(?P<half>[AaPp][Mm]))?"
-    r"(?:\s+(?P<zone>[A-Za-z]{2,6}|[+-]\d{2}(?::?\d{2})?))?(?:\s+(?P<year2>\d{4}))?\s*$"
+    rf"(?:\s+(?P<zone>{PRINTED}))?(?:\s+(?P<year2>\d{{4}}))?\s*$"
 )
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 # what a line that looks like a date and time alone is made of (`looks_dated`): a clock, numbers, short words in any
@@ -60,14 +60,14 @@ MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", 
 _DATE_WORD = re.compile(r"(?P<clock>\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)|(?P<year>(?:19|20)\d{2})[.,]?|\d{1,2}[.,]?"
                         r"|(?P<name>[^\W\d_]{1,12}[.,]?)|[+-]\d{2}(?::?\d{2})?")
 _ISO_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}\S*(?:\s+\S+)?\s*$")
-# srt-slurm's hwinfo capture opens with `===== node01 | before | 2026-08-13T07:53:30Z =====`: the node it ran on, the
-# phase of the job (before or after the run) and when
 # A command that opens a shell in a container on the same machine: the prompts after it name the container, not a node
 _INTO_CONTAINER = re.compile(r"^\s*(?:sudo\s+)?(?:(?:docker|podman|nerdctl)\s+(?:container\s+)?(?:exec|run|attach)|"
                              r"enroot\s+(?:start|exec)|(?:singularity|apptainer)\s+(?:shell|exec|run))\b")
 # `ssh node01 nvidia-smi nvlink -e` typed at a login host: the output is node01's (options with an argument allowed)
 _REMOTE = re.compile(r"^\s*ssh\s+(?:-[46AaCfGgKkMNnqsTtVvXxYy]+\s+|-[bcDEeFIiJLlmOoPpQRSWw]\s*\S+\s+)*"
                      r"(?:[^\s@]+@)?(?P<host>[A-Za-z0-9][\w.-]*)\s+\S")
+# srt-slurm's hwinfo capture opens with `===== node01 | before | 2026-08-13T07:53:30Z =====`: the node it ran on, the
+# phase of the job (before or after the run) and when
 _BANNER = re.compile(r"^\s*={3,}\s+(?P<host>[^\s|=]+)\s*\|\s*(?P<phase>[^|=]*?)\s*\|\s*(?P<ts>\S+)\s+={3,}\s*$")
 # the capture's section headings (`# ---------- NVLink ----------`): skipped as a fence is
 _HEADING = re.compile(r"^\s*#\s*-{3,}\s*\w[^-]*?\s*-{3,}\s*$")

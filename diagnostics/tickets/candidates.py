@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..analysis.rack_localize import tray_order
 from ..components import ComponentRef
 from ..config.racks import rack_of
 from ..enums import ComponentKind, FaultKind, LinkEnd, LinkType, PortSource, Severity
@@ -115,7 +116,7 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
             by_gpu[(c.ref.tray or "", c.gpu)].append(c)
         if c.switch is not None and c.kind is not ComponentKind.PCIE and c.switch.startswith("NVSwitch"):
             by_switch[c.switch].append(c)
-    for (tray, gpu), own in sorted(by_gpu.items(), key=lambda kv: (_tray_order(kv[0][0]), kv[0][1])):
+    for (tray, gpu), own in sorted(by_gpu.items(), key=lambda kv: (tray_order(kv[0][0]), kv[0][1])):
         group = _gpu_candidate(diagnosis, tray, gpu, own, n)
         known = out.get(group.id) if tray else None  # a rack GPU's own finding (an Xid on it) is the same module
         out[group.id] = group if known is None else known.model_copy(update={
@@ -155,11 +156,6 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     if chosen is not None:
         out[chosen] = out[chosen].model_copy(update={"isolated": True})
     return sorted(out.values(), key=lambda c: (not c.isolated, -c.score, c.id))
-
-
-def _tray_order(tray: str) -> tuple[bool, int, str]:
-    """Trays by slot number, trays known only by host last; off a rack the one empty tray."""
-    return (not tray.isdigit(), int(tray) if tray.isdigit() else 0, tray)
 
 
 def _gpu_ref(tray: str, gpu: int) -> ComponentRef:
