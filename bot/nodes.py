@@ -5,6 +5,7 @@ says what the CLI says."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from diagnostics.service import (
     watched,
 )
 from diagnostics.store import Alert, MaintenanceLog
+from diagnostics.tickets import Judged
 from diagnostics.topology import NodeGraph
 
 from .mrkdwn import esc
@@ -138,6 +140,13 @@ class NodeSource:
         graph = graph_of(self.source, diagnosis.node_id, platform=diagnosis.platform) \
             if diagnosis.node_id in self.source.nodes() else None
         return drawable_of(diagnosis, graph)
+
+    def judged_like(self, node_id: str, like: Diagnosis) -> Judged:
+        """Another node (a part's owner: a switch tray's rack) judged over the window `like` was: its diagnosis and
+        the graph it was judged on, as `fabricbot ticket` asks the owner."""
+        hours = like.window_asked_hours or like.window_hours if like.window_end is not None else None
+        answer = diagnose(self.source, replace(self.request(node=node_id, window_hours=hours), end=like.window_end))
+        return answer.diagnosis, answer.graph
 
     def graph(self, diagnosis: Diagnosis) -> NodeGraph:
         """The graph a draft checks its facts against: the one its picture is drawn on."""

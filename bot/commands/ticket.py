@@ -18,14 +18,15 @@ from diagnostics.service import Request, SnapshotSource, Source, StoreSource, di
 from diagnostics.tickets import (
     ClaudeDrafter,
     Drafter,
+    Judged,
     ModelCall,
     NoFaultError,
     RulesDrafter,
-    candidates_for,
     drafter_from_env,
     escalate,
     hardware_of,
     inspection_markdown,
+    owners_view,
     rules_inspection,
     select,
 )
@@ -57,7 +58,6 @@ def _target(args: argparse.Namespace, folder: str | None) -> str:
                      "`analyze` takes it)", field="FILE|NODE")
 
 
-Judged = tuple[Diagnosis, NodeGraph | None]
 Asker = Callable[[str], Judged]  # the same source and window asked about another node (a part's owner)
 Answered = tuple[str, Diagnosis, NodeGraph | None, list[str], Asker]
 
@@ -78,23 +78,6 @@ def _answered(label: str, source: Source, node: str, args: argparse.Namespace,
 
     (diagnosis, graph), incomplete = judged(request)
     return label, diagnosis, graph, incomplete, lambda owner: judged(replace(request, node=owner, platform=None))[0]
-
-
-def _owners_view(diagnosis: Diagnosis, graph: NodeGraph | None, link: str | None,
-                 ask: Asker) -> tuple[Diagnosis, NodeGraph | None, str | None]:
-    """The diagnosis a part's ticket is drafted from: its owner's (a rack's part outside every tray is the rack's,
-    a part inside one is its host's), so the part is one ticket, with the same links, evidence, cost and
-    hypotheses, whichever of them it is asked from; the part as the owner's candidates name it."""
-    part, _ = select(diagnosis, link, graph)
-    owner = diagnosis.owner_of(part.id)
-    if owner == diagnosis.node_id:
-        return diagnosis, graph, link
-    theirs, their_graph = ask(owner)
-    found = candidates_for(theirs, their_graph)
-    if not any(c.id == part.id for c in found):  # the owner does not see it so: drafted as asked
-        return diagnosis, graph, link
-    isolated = next((c.id for c in found if c.isolated), None)
-    return theirs, their_graph, None if link is None and isolated == part.id and theirs.fault_detected else part.id
 
 
 def _diagnoses(target: str, args: argparse.Namespace) -> tuple[list[Answered], int]:
@@ -191,7 +174,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                 tickets.append(inspection.model_dump(mode="json"))
                 text = inspection_markdown(inspection)
             else:
-                diagnosis, graph, link = _owners_view(diagnosis, graph, args.link, ask)
+                diagnosis, graph, link = owners_view(diagnosis, graph, args.link, ask)
                 if tracker is not None and _already_open(label, tracker, diagnosis, graph, link):
                     continue
                 ticket = drafter.draft(diagnosis, component=link, graph=graph, inventory=inventory,

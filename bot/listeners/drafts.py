@@ -21,7 +21,7 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
 from diagnostics import Diagnosis, FabricbotError
-from diagnostics.tickets import escalate, evidence_lines, hardware_of
+from diagnostics.tickets import escalate, evidence_lines, hardware_of, owners_view
 
 from .. import blocks, replies
 from ..drafting import ticket_priority
@@ -141,17 +141,18 @@ class Drafting:
                               f"*{esc(known.id)}*{esc(covering(known, slug, component))} (filed by "
                               f"{mention(known.filed_by)}). I added this analysis to its evidence.")
             assert s.drafter is not None
-            graph = s.source.graph(diagnosis)
-            try:
-                ticket = s.drafter.draft(diagnosis, component=component, graph=graph,
+            try:  # drafted from the part's owner's view, as `fabricbot ticket` drafts it: one ticket from any door
+                theirs, graph, named = owners_view(diagnosis, s.source.graph(diagnosis), component,
+                                                   lambda node: s.source.judged_like(node, diagnosis))
+                ticket = s.drafter.draft(theirs, component=named, graph=graph,
                                          thresholds=s.source.thresholds)  # the policy it was judged by
             except FabricbotError as exc:
                 raise Refused(f"I could not draft that ticket: {esc(exc)}") from None
             gpu = hardware_of(ticket.identity)
             if gpu is not None:  # the GPU's earlier tickets, on any node; a repeat offender's escalates
-                ticket = escalate(ticket, part_history(s.tracker, gpu, node_id=diagnosis.node_id, slug=slug),
-                                  diagnosis, graph=graph)
-            ticket = with_narrower(ticket, s.tracker, diagnosis, slug)
+                ticket = escalate(ticket, part_history(s.tracker, gpu, node_id=theirs.node_id, slug=slug),
+                                  theirs, graph=graph)
+            ticket = with_narrower(ticket, s.tracker, theirs, slug)
         except Refused as why:
             self.slot.release()
             client.chat_update(channel=at.channel, ts=placeholder, text=str(why), blocks=[])

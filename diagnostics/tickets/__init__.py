@@ -1,7 +1,7 @@
 """Repair tickets and answers: facts from the diagnosis, words from the rules or Claude (pydantic-ai)."""
 
 from .answers import Answer, Answerer, ClaudeAnswerer, RulesAnswerer, answerer_from_env, rules_answer
-from .build import NoFaultError, select
+from .build import Judged, NoFaultError, owners_view, select
 from .calls import ModelCall
 from .candidates import Candidate, candidates_for
 from .catalog import Part, RepairPlan, plan_for
@@ -30,6 +30,7 @@ __all__ = [
     "Hypothesis",
     "Identity",
     "Inspection",
+    "Judged",
     "ModelCall",
     "ModelCheck",
     "NoFaultError",
@@ -54,6 +55,7 @@ __all__ = [
     "link_measures",
     "model_name",
     "ordinal",
+    "owners_view",
     "plan_for",
     "rules_answer",
     "rules_inspection",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .. import format as fmt
 from ..analysis.rules import part_priority
@@ -69,6 +69,28 @@ def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None)
     names = ", ".join(c.id for c in found)
     raise InputError(f"no such component among this node's candidates ({names})", source=diagnosis.node_id,
                      field="--link", value=component)
+
+
+Judged = tuple[Diagnosis, NodeGraph | None]  # a node's diagnosis and the graph it was judged on
+
+
+def owners_view(diagnosis: Diagnosis, graph: NodeGraph | None, component: str | None,
+                ask: Callable[[str], Judged]) -> tuple[Diagnosis, NodeGraph | None, str | None]:
+    """The diagnosis a part's ticket is drafted from: its owner's (a rack's part outside every tray is the rack's,
+    a part inside one is its host's), so the part is one ticket, with the same links, evidence, cost and
+    hypotheses, whichever door and node it is asked from; the part as the owner's candidates name it (None: the
+    owner's isolated part). `ask` judges another node (the owner) over the same window."""
+    part, _ = select(diagnosis, component, graph)
+    owner = diagnosis.owner_of(part.id)
+    if owner == diagnosis.node_id:
+        return diagnosis, graph, component
+    theirs, their_graph = ask(owner)
+    found = candidates_for(theirs, their_graph)
+    if not any(c.id == part.id for c in found):  # the owner does not see it so: drafted as asked
+        return diagnosis, graph, component
+    isolated = next((c.id for c in found if c.isolated), None)
+    return theirs, their_graph, None if component is None and isolated == part.id and theirs.fault_detected \
+        else part.id
 
 
 def _link_slug(diagnosis: Diagnosis, gpu: int, link: int) -> str:
