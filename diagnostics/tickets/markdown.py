@@ -77,6 +77,8 @@ def _reset(t: RepairTicket) -> str:
         return "a cold power cycle of the drained node, from its BMC (every GPU stops)"
     text = _RESET[t.reset.scope].format(gpus=", ".join(map(str, t.reset.gpus)))
     text += f" (`{t.reset.command}`)" if t.reset.command else ""
+    if t.reset.scope is ResetScope.GPU and t.switched is None:  # the board unknown: so is whether it resets alone
+        text += " on an Ampere or later board; a pre-Ampere GPU only with every GPU its NVLinks join"
     if t.escalation and t.reset.command and all(s.command != t.reset.command for s in t.repair_steps):
         text += "; not a step of this repeat offender's ticket: its part is replaced"
     return text

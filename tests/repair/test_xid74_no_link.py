@@ -72,3 +72,19 @@ def test_a_real_a100_xid_74_keeps_the_link_its_line_names(platform: str | None, 
     assert "NVLink 8's counters (`nvidia-smi nvlink -e -i 0000:48:00.0`)" in action, action
     assert "contradicts" not in action and not INTERNAL.search(action), action
     assert "| link | the GPU at PCI 0000:48:00.0 NVLink 8 |" in ticket_markdown(RulesDrafter().draft(d))
+
+
+@pytest.mark.parametrize("platform", ["dgx-a100-8gpu", None])
+def test_a_gpu_reset_alone_on_an_unknown_board_says_a_pre_ampere_gpu_needs_its_nvlink_peers(
+        platform: str | None) -> None:
+    """Whether a GPU resets alone depends on the board (nvidia-smi: a pre-Ampere GPU joined by NVLink only with its
+    peers): an unknown board's reset step and its ticket's reset row say so; a known Ampere board's need not."""
+    path = FIXTURES / "real" / "xid74_link_a100_vllm_1.txt"
+    files, node, _ = files_source([path])
+    ticket = RulesDrafter().draft(diagnose(files, Request(node=node, platform=platform)).diagnosis)
+    [reset] = [s.text for s in ticket.repair_steps if s.command == "nvidia-smi -r -i 0000:48:00.0"]
+    [row] = [line for line in ticket_markdown(ticket).splitlines() if line.startswith("| reset |")]
+    unknown = platform is None
+    assert ("pre-Ampere board" in reset) is unknown, reset
+    assert ("a pre-Ampere GPU only with every GPU its NVLinks join" in row) is unknown, row
+    assert "alone" in reset and "alone" in row
