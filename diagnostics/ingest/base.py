@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..tables import TABLES
+from . import fanout as fanned
 from .wrapping import Wrapping
 from .wrapping import detect as detect_wrapping
 
@@ -197,16 +198,28 @@ class Source:
     def rewrap(self, wrapping: Wrapping | None) -> None:
         """Read the input as wrapped so from now on (None: as its head shows, `wrapping`): the one change a Source
         takes, made while its reader is chosen and before any line is read."""
+        self.__dict__.pop("fanout", None)  # judged through the wrapping
         if wrapping is None:
             self.__dict__.pop("wrapping", None)
         else:
             self.__dict__["wrapping"] = wrapping  # the cached property's slot
 
     def head_text(self, size: int = HEAD_BYTES) -> str:
-        """The head as the tool printed it, line for line: what a reader's sniff looks at."""
+        """The head as the tool printed it, line for line: what a reader's sniff looks at (a parallel shell's output
+        each host's lines together, without their prefixes or headers: `fanout`)."""
         text = self.head(size).decode("utf-8", "replace")
         wrapping = self.wrapping
-        return text if wrapping.none else "\n".join(wrapping.unwrap(line) for line in text.split("\n"))
+        text = text if wrapping.none else "\n".join(wrapping.unwrap(line) for line in text.split("\n"))
+        if (form := self.fanout) is None:
+            return text
+        return "\n".join(line for _, line, host in fanned.regroup(enumerate(text.split("\n")), form) if host is None)
+
+    @cached_property
+    def fanout(self) -> str | None:
+        """The form of parallel shell output (pdsh's `host: ` prefixes, dshbak's blocks) the head is in, if any."""
+        text = self.head().decode("utf-8", "replace")
+        wrapping = self.wrapping
+        return fanned.detect([line if wrapping.none else wrapping.unwrap(line) for line in text.split("\n")])
 
     @cached_property
     def tail(self) -> Tail | None:

@@ -84,7 +84,7 @@ class KernelLogReader:
         clocks = _Clocks()  # when each event's line was logged, for the driver banner after it
         spans: dict[str | None, JournalSpan] = {}  # journalctl's header, per the fan-out host that leads it
         manager = FabricManagerLines(out)
-        for line in classify(source, out):
+        for line in classify(source, out, hosts=False):  # each line names its host (`log_prefix`)
             if line.kind != "text":
                 skip_shell(line, out)
                 if out.node_id is not None and out.node_id != hosts.at and node_id is None:  # a prompt of a host

@@ -8,7 +8,7 @@ same noise silently and warns about the same gaps.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -17,6 +17,7 @@ import pandas as pd
 from .. import values
 from ..tables import TABLES
 from ..values import Refused, describe, no_value
+from . import fanout
 from .base import IngestResult, IngestWarning, Source
 from .zones import PRINTED, in_utc
 
@@ -81,18 +82,21 @@ class Line(NamedTuple):
     number: int
     text: str
     kind: str  # "text", "blank", "provenance", "fence", "command", "continuation", "elision", "repeat", "banner",
-    # "heading"
+    # "heading", "host" (a parallel shell's host whose lines follow: `fanout`)
     command: str | None = None
     host: str | None = None  # from a `user@host` prompt
     cut: bool = False  # the input ends inside this line: `text` is only up to its last space or tab (see `Tail`)
 
 
-def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | None = None) -> Iterator[Line]:
+def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | None = None, *,
+             hosts: bool = True) -> Iterator[Line]:
     """Stream the lines of a source, each tagged with its kind (a command's `\\` continuations included; a text
     line the same as the text line before it, blank lines aside, is a `repeat`).
 
     A cut last line (see `Tail`) is read only up to its last space or tab, and `out` warns of the rest, unless
-    `shows_end` says it is whole (see `Source.read_lines`)."""
+    `shows_end` says it is whole (see `Source.read_lines`). A parallel shell's output (pdsh, dshbak: `fanout`)
+    comes each host's lines together, after a `host` line naming it, unless `hosts` is False (a reader that takes
+    each line's host itself)."""
     continuing = False
     previous = ""
     cut: list[int] = []
@@ -101,7 +105,16 @@ def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | 
         cut.append(warning.line or 0)
         out.note(warning)
 
-    for number, text in source.read_lines(note, shows_end):
+    lines: Iterable[tuple[int, str, str | None]] = ((n, t, None) for n, t in source.read_lines(note, shows_end))
+    if hosts and source.fanout is not None:
+        lines = fanout.regroup(((n, t) for n, t, _ in lines), source.fanout,
+                               lambda text: classify_line(0, text).kind in ("command", "banner", "fence")
+                               and not _BARE_COMMAND.match(text))  # a prompt: the shell's, not the hosts' output
+    for number, text, host in lines:
+        if host is not None:
+            continuing, previous = False, ""
+            yield Line(number, text, "host", host=host, cut=number in cut)
+            continue
         if continuing:
             continuing = text.rstrip().endswith("\\")
             yield Line(number, text, "continuation", text.strip(), cut=number in cut)
@@ -371,10 +384,10 @@ class Collector:
                   + ("" if stamp else f"; {found['ts'][:30]!r} is no time") + "; --node and --at give others")
 
     def take_host(self, line: Line) -> None:
-        """A prompt that names a host (`root@nodeB:~#`) starts that host's readings: a paste of shell sessions on
-        several nodes is each node's. One that names none (`$ `, `# `) keeps the node; a node the command gives
-        holds every reading; a container's shell opened from a node's prompt (its host name the container's id)
-        is that node's."""
+        """A prompt that names a host (`root@nodeB:~#`), or a parallel shell's host (`fanout`), starts that host's
+        readings: a paste of shell sessions on several nodes is each node's. One that names none (`$ `, `# `)
+        keeps the node; a node the command gives holds every reading; a container's shell opened from a node's
+        prompt (its host name the container's id) is that node's."""
         if line.host and not self._given:
             host = self._inside.get(line.host, line.host)
             if self._entering and self.node_id is not None and host != self.node_id:
@@ -412,7 +425,8 @@ class Collector:
             if (node := self._first or self.node_id) is not None and "node_id" in frame:
                 frame["node_id"] = frame["node_id"].fillna(node)
             frames[table] = frame
-        result = IngestResult.of(self.warnings, **frames)
+        # a dshbak block read once a host says the same of the same line each time: said once
+        result = IngestResult.of(dict.fromkeys(self.warnings), **frames)
         result.partial = self.partial
         result.captured, result.banner_nodes = self._captured, self._banner_nodes
         return result
@@ -422,7 +436,7 @@ def skip_shell(line: Line, out: Collector) -> bool:
     """Handle the lines every text reader treats alike; True when the line needs nothing more."""
     if line.kind in ("blank", "provenance", "fence", "continuation", "heading"):
         return True
-    if line.kind == "command":
+    if line.kind in ("command", "host"):
         out.take_host(line)
         return True
     if line.kind == "banner":

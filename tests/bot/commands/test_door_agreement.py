@@ -255,3 +255,19 @@ def test_a_paste_of_two_hosts_sessions_answers_each_host_through_both_doors(cli:
         assert not any("damaged" in w for w in failing["warnings"] + healthy["warnings"])
     code, out, _ = cli("analyze", str(path), "--node", "nodeA")
     assert code == 0 and "fault=yes" in out and "9,000" in out
+
+
+def test_a_pdsh_paste_of_two_hosts_answers_each_host_alike_through_both_doors(cli: Cli, tmp_path: Path) -> None:
+    lines = [line for line in (REAL / "nvlink_e_h100_1.txt").read_text().splitlines() if line[:1] not in "#$"]
+    uuid = "GPU-abcdefab-cdef-abdc-abcd-abababababab"
+    path = tmp_path / "pdsh.txt"  # `pdsh -w node[01-02] nvidia-smi nvlink -e`: the hosts' lines interleaved
+    path.write_text("".join(f"{host}: {line.replace(uuid, uuid[:-2] + host[-2:])}\n"
+                            for line in lines for host in ("node01", "node02")))
+    code, _, err = cli("ingest", str(path), "--store", str(tmp_path / "store"), "--at", AT)
+    assert code == 0, err
+    for host in ("node01", "node02"):
+        direct = _answer(cli, "analyze", str(path), "--node", host)
+        stored = _answer(cli, "analyze", "--store", str(tmp_path / "store"), "--node", host)
+        assert direct["node_id"] == stored["node_id"] == host
+        assert direct["fault_detected"] == stored["fault_detected"]
+        assert _read_said(direct, path) == _read_said(stored, path) and _read_said(direct, path)
