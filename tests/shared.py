@@ -11,7 +11,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -63,3 +63,15 @@ def copy_store(store: Path, to: Path) -> Path:
         source.close()
         copy.close()
     return to
+
+
+def answered_exit(answer: str | dict[str, Any]) -> int:
+    """The exit status `analyze` (and `sweep --node`) gives a node's answer, from its JSON or its table: 3,
+    incomplete, where its health is unknown (no link judged, no fault found), else 0, so a script reading the status
+    never takes an unknown for healthy."""
+    from diagnostics.model import Diagnosis
+
+    if isinstance(answer, str) and not answer.lstrip().startswith("{"):
+        return 3 if " fault=unknown " in answer.splitlines()[0] else 0
+    d = Diagnosis.model_validate_json(answer) if isinstance(answer, str) else Diagnosis.model_validate(answer)
+    return 3 if d.fault_said() == "unknown" else 0

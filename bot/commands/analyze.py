@@ -115,8 +115,8 @@ def _totals(d: Diagnosis, out: TextIO) -> None:
 
 
 def _said(answer: Answer) -> int:
-    """The exit code of a history's answer: incomplete (3) when readings it needs could not be read, or none of the
-    node's is in the span a sweep reads, said on stderr."""
+    """The exit code of a history's answer: incomplete (3) when readings it needs could not be read, none of the
+    node's is in the span a sweep reads, or none of its links was judged and no fault found, said on stderr."""
     return said_incomplete(answer.incomplete)
 
 
@@ -222,10 +222,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     analyze = sub.add_parser("analyze", help=SUMMARIES["analyze"],
                              description="Exit status: 0 answered, 1 a case of a snapshot file could not be read "
                                          "(the others are answered), 2 a usage or input error, 3 incomplete: stored "
-                                         "readings the answer needs could not be read (a damaged part), or the "
+                                         "readings the answer needs could not be read (a damaged part), the "
                                          "node's readings are all outside the span a sweep reads before the "
-                                         "window's end, so its health is unknown, as `sweep` calls its view "
-                                         "incomplete.")
+                                         "window's end, or no link of the node was judged (one reading per link, "
+                                         "or none) and no fault found, so its health is unknown, as `sweep` calls "
+                                         "its view incomplete and `ticket` its answer.")
     analyze.add_argument("inputs", nargs="*", metavar="FILE",
                          help="snapshot JSON (one object, a list, or seed cases), or telemetry in any ingestable "
                               "format (files, folders; '-' reads stdin and detects its format as a file's)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.audit import AuditLog
-from diagnostics import Diagnosis, InputError, Severity
+from diagnostics import Diagnosis, InputError
 from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, detect, input_text, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
@@ -189,12 +189,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                 tickets.append(ticket.model_dump(mode="json"))
                 text = ticket.to_markdown()
         except NoFaultError as exc:
-            if incomplete:  # not "nothing to repair": the window held too little of the node to say
+            if incomplete:  # not "nothing to repair": the window held too little of the node to judge its links
                 unknown += incomplete
-            elif diagnosis.unrated() and all(f.severity is Severity.OK for f in diagnosis.findings):
-                # one reading with nothing flagged in it: no rate judged it, so not "nothing to repair"
-                unknown.append(f"{label}: one reading per link, so no error rate is known: "
-                               f"{diagnosis.repair_action}")
             else:
                 print(f"{label}: {exc.reason}", file=sys.stderr)
             continue

@@ -42,6 +42,7 @@ from .unheard import (
     stopped_inside,
     unheard,
     unheard_hosts,
+    unjudged,
     untimed_note,
     untimed_only,
 )
@@ -65,8 +66,12 @@ class Answer:
     def incomplete(self) -> list[str]:
         """What the answer could not read, a line per node whose stored readings could not be (its health, or whether
         its links slow the job, is unknown), and the node asked when none of its readings is in the span a sweep
-        reads: every door calls such an answer incomplete, as a sweep over it is."""
-        return [*(unreadable_note(n, why) for n, why in sorted(self.window.unreadable.items())), *self.unheard]
+        reads, or the node's links were not judged (one reading per link, or none read) and no fault was found: every
+        door calls such an answer incomplete, as a sweep over it is."""
+        lines = [*(unreadable_note(n, why) for n, why in sorted(self.window.unreadable.items())), *self.unheard]
+        if not lines and (why := unjudged(self.diagnosis)) is not None:  # held, read, and still nothing judged
+            lines.append(why)
+        return lines
 
 
 @dataclass

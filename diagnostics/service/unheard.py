@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from .. import format as fmt
+from ..analysis.diagnosis import STATES_ONLY_ACTION
 from ..analysis.racks import SILENT_FROM, silent_note
 from ..analysis.rules import worst
 from ..enums import priority_rank
@@ -104,6 +105,19 @@ def untimed_only(diagnosis: Diagnosis, got: Window) -> Diagnosis:
                                    f"(`fabricbot ingest FILE --store DIR --node {node} --at TIME`, or `--at mtime` "
                                    "for the file's modification time), then ask again")
     return diagnosis.model_copy(update=update)
+
+
+def unjudged(diagnosis: Diagnosis) -> str | None:
+    """Why a node's answer judged none of its links, where it found no fault either: one reading per link (no rate is
+    known) or no link read at all (events that only warn, a Fabric Manager state); None when its links were judged.
+    Every door calls such an answer incomplete, as a sweep calls such a node unjudged: its health is unknown."""
+    if diagnosis.unrated():
+        read = "link states only, no error counter" if diagnosis.repair_action == STATES_ONLY_ACTION else \
+            "one reading per link"
+        return f"{diagnosis.node_id}: {read}, so no error rate is known: {diagnosis.repair_action}"
+    if diagnosis.health_unknown():
+        return f"{diagnosis.node_id}: no link reading, so its fabric health is unknown: {diagnosis.repair_action}"
+    return None
 
 
 def unheard(node: str, got: Window, span: timedelta, last: str | None = None) -> str | None:

@@ -19,6 +19,7 @@ from diagnostics.ingest import Source
 from diagnostics.service import Request, TableSource, diagnose, files_source
 from diagnostics.tickets import rules_answer
 from tests.conftest import FIXTURES
+from tests.shared import answered_exit
 
 from .helpers import OPS, local_bot, posted, summary_for
 from .test_pastes import _real
@@ -74,8 +75,9 @@ def _cli_totals(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     """The `total:` lines `fabricbot analyze FILE --node NODE` prints of the output."""
     path = tmp_path / name
     path.write_text(_real(name), encoding="utf-8")
-    assert main(["analyze", str(path), "--node", NODE]) == 0
+    code = main(["analyze", str(path), "--node", NODE])
     out = capsys.readouterr().out
+    assert code == answered_exit(out)
     return [line.split("total:", 1)[1].strip() for line in out.splitlines() if line.startswith("  total:")]
 
 

@@ -17,6 +17,7 @@ from diagnostics.model import Diagnosis, RackSlot
 from diagnostics.service import Request, StoreSource, diagnose, files_source
 from diagnostics.store import open_store
 from diagnostics.topology.rack import rack_graph
+from tests.shared import answered_exit
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "nmxt_lid_gb200_1.txt"
 
@@ -173,12 +174,12 @@ def test_analyze_file_takes_node_as_the_scrape_s_rack_as_ingest_does(
     """`analyze FILE --node rack-01` refused the rack ingest --node accepts ("no node 'rack-01' in the files"): the
     scrape's one tray is answered, named as the store names it after `ingest --node rack-01`."""
     code, out, err = _cli(["analyze", str(REAL), "--node", "rack-01"], capsys)
-    assert code == 0, err
+    assert code == answered_exit(out), err
     assert out.startswith("rack-01-compute-tray18 ")
     store = str(tmp_path / "store")
     assert _cli(["ingest", str(REAL), "--store", store, "--node", "rack-01"], capsys)[0] == 0
     code, stored, err = _cli(["analyze", "--store", store, "--node", "rack-01-compute-tray18"], capsys)
-    assert code == 0, err
+    assert code == answered_exit(stored), err
     assert stored.splitlines()[0] == out.splitlines()[0]
 
 
@@ -212,7 +213,7 @@ def test_an_unplaced_tray_s_warning_says_what_the_scrape_tells_of_its_platform(
     and naming one of them settles the platform."""
     code, out, _ = _cli(["analyze", str(REAL), "--node", "rack-01"], capsys)
     said = next(line for line in out.splitlines() if "names no host" in line)
-    assert code == 0 and "not the kind of rack" in said
+    assert code == answered_exit(out) and "not the kind of rack" in said
     assert "gb200-nvl72-compute-tray" in said and "gb200-nvl36x2-compute-tray" in said
     code, out, _ = _cli(["analyze", str(REAL), "--node", "rack-01", "--platform", "gb200-nvl72-compute-tray"], capsys)
-    assert code == 0 and "platform unknown" not in out
+    assert code == answered_exit(out) and "platform unknown" not in out

@@ -22,6 +22,7 @@ from diagnostics.store import open_store
 from diagnostics.store.load import load_tables
 from tests.bot.helpers import local_bot, summary_for
 from tests.conftest import FIXTURES
+from tests.shared import answered_exit
 
 service = importlib.import_module("diagnostics.service.diagnose")  # the module (the package's `diagnose` is a function)
 NMXT = FIXTURES / "real" / "nmxt_lid_gb200_1.txt"
@@ -89,8 +90,9 @@ def test_the_files_and_the_store_answer_an_nmxt_tray_alike(tmp_path: Path,
 def test_a_lone_nmxt_scrape_is_answered_as_the_tray_it_places(capsys: pytest.CaptureFixture[str]) -> None:
     """`fabricbot analyze nmxt.prom` with no --node and no inventory: the one node is the tray kept under its place
     in the rack, the name every later answer uses (it asked for the scrape's raw `nmx:` name and found none)."""
-    assert main(["analyze", str(NMXT), "--json"]) == 0
+    code = main(["analyze", str(NMXT), "--json"])
     d = json.loads(capsys.readouterr().out)
+    assert code == answered_exit(d)
     assert d["node_id"] == f"{RACK}-compute-tray18" and d["findings"]
 
 
