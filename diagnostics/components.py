@@ -21,6 +21,8 @@ from .enums import ComponentKind, LinkType
 
 FABRIC_SOFTWARE_NAME = "Fabric Manager / NVIDIA driver"
 MESH_NAME = "the NVLink mesh (every GPU's NVLinks)"  # a node's NVLinks as one: no GPU or switch singled out
+# a node's GPU-to-GPU paths as one collective measures them: NVLink, or PCIe or shared memory where P2P falls back
+GPU_FABRIC_NAME = "the GPU-to-GPU fabric"
 DOMAIN_SOFTWARE_NAME = "NVLink domain fabric software (NMX-Controller, IMEX)"  # a rack's: no host runs Fabric Manager
 _GPU_PEER = re.compile(r"^\s*gpu[\s_-]*(\d+)\s*$", re.IGNORECASE)
 _SWITCH_PEER = re.compile(r"^\s*(?:nv\s*switch|nvsw|sw)[\s_-]*([0-9a-f:.]+)\s*$", re.IGNORECASE)
@@ -134,6 +136,11 @@ class ComponentRef(BaseModel):
         return cls(kind=ComponentKind.NVLINK_MESH)
 
     @classmethod
+    def gpu_fabric(cls) -> Self:
+        """A node's GPU-to-GPU paths as one: what a collective's bandwidth measures, naming no link."""
+        return cls(kind=ComponentKind.GPU_FABRIC)
+
+    @classmethod
     def compute_tray(cls, tray: str) -> Self:
         return cls(kind=ComponentKind.COMPUTE_TRAY, tray=str(tray))
 
@@ -186,6 +193,8 @@ class ComponentRef(BaseModel):
             return "The rack's NVLink domain"
         if kind is ComponentKind.NVLINK_MESH:
             return MESH_NAME
+        if kind is ComponentKind.GPU_FABRIC:
+            return GPU_FABRIC_NAME
         own = self._own_name()
         return f"Compute tray {self.tray} {own}" if self.tray is not None and kind in IN_TRAY else own
 
@@ -229,6 +238,8 @@ class ComponentRef(BaseModel):
             return "nvlink-domain"
         if kind is ComponentKind.NVLINK_MESH:
             return "nvlink-mesh"
+        if kind is ComponentKind.GPU_FABRIC:
+            return "gpu-fabric"
         if kind is ComponentKind.NVSWITCH and self.switch_tray is not None and self.chip is not None:
             base = f"switch-{_tray_slug(self.switch_tray)}-chip{self.chip}"
             return f"{base}-port{self.port}" if self.port is not None else base

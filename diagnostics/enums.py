@@ -74,6 +74,7 @@ class ComponentKind(StrEnum):
     CARTRIDGE = "cartridge"  # a rack's cable cartridge: a block of the copper spine's cables
     NVLINK_DOMAIN = "nvlink-domain"  # a rack's NVLink domain as one: no one part of it is singled out
     NVLINK_MESH = "nvlink-mesh"  # a node's NVLinks as one, no NVSwitch among them (a DGX-1's mesh on its board)
+    GPU_FABRIC = "gpu-fabric"  # a node's GPU-to-GPU paths as one, as a collective measures them: no link named
 
 
 class EventKind(StrEnum):

@@ -56,6 +56,8 @@ def value(amount: float, unit: Unit | str, *, compact: bool = False) -> str:
         return f"{amount:.1e}"
     if unit is Unit.TOTAL:
         return f"{number(amount, compact=compact)} since reset"
+    if unit is Unit.BANDWIDTH:
+        return f"{number(amount, compact=compact)} GB/s"
     singular = {Unit.LANES: "lane", Unit.GENERATIONS: "generation", Unit.EVENTS: "event", Unit.GPUS: "GPU",
                 Unit.LINKS: "link"}[unit]
     return count(amount, singular, unit.value, compact=compact)

@@ -26,6 +26,7 @@ class Unit(StrEnum):
     LINKS = "links"
     TOTAL = "since reset"
     STATE = ""  # a link state or the fabric's: no quantity
+    BANDWIDTH = "GB/s"  # a collective's bus bandwidth (nccl-tests busbw)
 
 
 BUSY_SETTING = "pcie_busy_bytes_per_s"  # the thresholds' setting a level with `busy` counts only above

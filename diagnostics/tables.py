@@ -5,7 +5,7 @@ Defined once here: ingest readers conform their output to these schemas, analysi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -253,6 +253,31 @@ def job_nodes(steps: pd.DataFrame) -> list[str]:
     for value in steps["node_ids"].dropna().astype(str):
         names.update(n.strip() for n in value.split(",") if n.strip())
     return sorted(names)
+
+
+def run_rows(steps: pd.DataFrame, nodes: Collection[str] | None, start_ns: int | None,
+             end_ns: int | None) -> pd.DataFrame:
+    """The step samples of benchmark runs (nccl-tests rows: a bus bandwidth, no job) naming any of those nodes
+    (None: any node): a window keeps them as it keeps a job's, undated ones always (a run's output states no time)."""
+    if steps.empty or "busbw_gbps" not in steps.columns:
+        return steps.iloc[0:0]
+    keep = steps["busbw_gbps"].notna().to_numpy(bool, copy=True)
+    if "job_id" in steps.columns:
+        keep &= steps["job_id"].isna().to_numpy(bool)
+    if nodes is not None and keep.any():
+        wanted = set(nodes)
+        keep &= np.array([bool(wanted & {n.strip() for n in str(v).split(",")})
+                          for v in steps["node_ids"].astype("string").fillna("")], dtype=bool)
+    if keep.any() and (start_ns is not None or end_ns is not None):
+        stamps = pd.to_datetime(steps["timestamp"], utc=True).to_numpy("datetime64[ns]")
+        t, undated = stamps.view(np.int64), np.isnat(stamps)
+        inside = np.ones(len(t), dtype=bool)
+        if start_ns is not None:
+            inside &= t > start_ns
+        if end_ns is not None:
+            inside &= t <= end_ns
+        keep &= undated | inside
+    return steps[keep]
 
 
 def nodes_named(tables: Mapping[str, pd.DataFrame]) -> list[str]:

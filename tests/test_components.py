@@ -19,6 +19,7 @@ from diagnostics import ComponentKind, ComponentRef
     (ComponentRef.nvswitch("NVSwitch 2"), "NVSwitch 2", "nvswitch-2"),
     (ComponentRef.nvswitch("NVSwitch 2", 17), "NVSwitch 2 port 17", "nvswitch-2-port17"),
     (ComponentRef.fabric_software(), "Fabric Manager / NVIDIA driver", "fabric-software"),
+    (ComponentRef.gpu_fabric(), "the GPU-to-GPU fabric", "gpu-fabric"),
 ])
 def test_each_component_has_one_name_and_one_slug(ref: ComponentRef, name: str, slug: str) -> None:
     assert (ref.name, ref.slug, str(ref)) == (name, slug, name)

@@ -30,6 +30,7 @@ def test_each_metric_is_shown_in_its_own_unit() -> None:
     assert fmt.metric("gen_lost_under_load", 1.0) == "1 generation lost under load"
     assert fmt.metric("effective_ber", 3e-12) == "effective BER 3.0e-12"
     assert fmt.value(2.0, "events") == "2 events" and fmt.value(7.0, "GPUs") == "7 GPUs"
+    assert fmt.value(232.04, "GB/s") == "232 GB/s" and fmt.value(23.2, "GB/s") == "23.2 GB/s"
     assert fmt.metrics({"replay": 8771.0, "crc": 0.0, "width_lost": 8.0}) == "replays 8,771/h, 8 lanes lost"
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnostics.tables import rows_of
+from diagnostics.tables import STEP_SAMPLES, rows_of, run_rows
 
 VALUES = ["n1", None, "n2", "n1", "n10"]
 
@@ -22,3 +22,15 @@ def test_rows_of_a_value_are_the_same_whatever_the_columns_type(dtype: str) -> N
 def test_a_categorical_of_numbers_is_compared_as_text() -> None:
     column = pd.Series([1, 2, 1], dtype="category")
     assert rows_of(column, "1").tolist() == [True, False, True]
+
+
+def test_a_windows_benchmark_runs_are_its_nodes_undated_ones_and_those_inside_it() -> None:
+    t0 = pd.Timestamp("2026-03-01T00:00:00Z")
+    steps = STEP_SAMPLES.conform(pd.DataFrame({
+        "timestamp": [pd.NaT, t0, t0 + pd.Timedelta(hours=2), pd.NaT, pd.NaT],
+        "job_id": [None, None, None, None, "j1"], "node_ids": ["n1", "n1", "n1", "n2,n3", "n1"],
+        "busbw_gbps": [232.0, 230.0, 231.0, 469.0, None], "step_time_ms": [None, None, None, None, 5.0]}))
+    start, end = int(t0.value) - 1, int(t0.value) + 3_600_000_000_000
+    assert run_rows(steps, ["n1"], start, end)["busbw_gbps"].tolist() == [232.0, 230.0]  # the job's row is no run
+    assert run_rows(steps, ["n3"], None, None)["busbw_gbps"].tolist() == [469.0]
+    assert run_rows(steps, None, None, None)["busbw_gbps"].tolist() == [232.0, 230.0, 231.0, 469.0]

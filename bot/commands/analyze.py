@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from diagnostics import Diagnosis, InputError, Localization, Thresholds, headline_name
+from diagnostics import ComponentKind, Diagnosis, InputError, Localization, Thresholds, headline_name
 from diagnostics import format as fmt
 from diagnostics.analysis import part_priority
 from diagnostics.config import platform_name
@@ -64,13 +64,14 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
         rows.append((f.component, f.link_state.value, *cells, f.severity.value,
                      "; ".join(c.message for c in f.crossed) or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows if d.findings else []:  # no link read: the warnings say so, not an empty table
+    for row in rows if len(rows) > 1 else []:  # nothing to list: the warnings say so, not an empty table
         head, *rest = row[:-1]
         cells = [head.ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(rest, widths[1:], strict=True)]
         print("  " + "  ".join(cells) + "  " + row[-1], file=out)
     if only_flagged:
-        if len(d.findings) > len(shown):  # every finding flagged (an Xid's GPU): nothing left out to count
-            print(f"  ({_rest(d, len(d.findings) - len(shown))})", file=out)
+        links = [f for f in d.findings if f.ref.kind is not ComponentKind.GPU_FABRIC]  # a collective's: no link
+        if len(links) > len([f for f in shown if f in links]):  # every link flagged (an Xid's GPU): none to count
+            print(f"  ({_rest(d, len(links) - len([f for f in shown if f in links]))})", file=out)
         _totals(d, out)
         if d.localization is not None:
             for loc in d.localizations:

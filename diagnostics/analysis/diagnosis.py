@@ -10,6 +10,7 @@ from ..enums import Severity, priority_rank
 from ..model import Diagnosis, Finding, Localization, RackPlace, every_held
 from ..repair import localization_plan, repair_action
 from ..times import clockless
+from .bandwidth import BUSBW_ACTION, degraded
 from .correlate import JobExplanation, unscored_words
 from .localize import rank
 from .rules import priority, worst
@@ -136,6 +137,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     elif failing and top is not None:  # failing, and no part to name: say what to read, never "routine"
         action = (f"Investigate {top.component} on {node_id}: {top.crossed[0].message if top.crossed else 'failing'}"
                   "; no component is localized, so no part is named")
+    elif degraded(findings) is not None:  # a measured all_reduce below its platform's figure: what to read there
+        action = BUSBW_ACTION.format(node=node_id)
     elif not has_links:  # nothing read is not "within threshold"; an event that warns judges no link either
         action = NO_LINKS_ACTION
     elif top is not None and top.severity is Severity.WARNING:

@@ -31,6 +31,7 @@ from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
 from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
 from .applications import application_notes
+from .bandwidth import measured_bandwidth
 from .boards import Boards, expected_links, gpu_count
 from .correlate import JobExplanation
 from .diagnosis import assemble
@@ -176,6 +177,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     recoveries = fleet_recoveries(events, start_ns, end_ns, graph_of.buses.get)
     applications = application_notes(events, start_ns, end_ns, graph_of.buses)
     off_bus = silent_pcie_rows(links, t, view.silent, end_ns)
+    measured = measured_bandwidth(steps, graph_of.platform, thresholds)  # nccl-tests all_reduce runs
     for node in sorted(set(analyzed) | set(wanted)):
         graph = graph_of(node, describe=full or bool(found.get(node)))
         mine = nvlink_ends([placed(f, graph) for f in lanes_on_links(found.get(node, []))], policy)
@@ -215,6 +217,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                                     domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
             mine.insert(0, software)
+        mine.extend(measured.findings.get(node, []))
+        warnings[node].extend(measured.notes.get(node, []))
         if node in view.restarted:  # a reboot's links down are the reboot: said, not judged
             warnings[node].append(view.restarted[node])
             mine = [j for f in mine if (j := _restart_judged(f)) is not None]

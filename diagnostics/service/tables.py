@@ -23,7 +23,7 @@ from ..snapshots import Snapshot
 from ..store.load import load_tables
 from ..store.maintenance import Maintenance, MaintenanceLog
 from ..store.window import rack_slots
-from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, job_nodes, nodes_named
+from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, job_nodes, nodes_named, run_rows
 from ..times import ns, utc_datetime, utc_ns
 from .source import Unstored, Window, marked_nodes
 
@@ -159,6 +159,8 @@ class TableSource(Unstored):
             if end_ns is not None:
                 keep &= self._step_t <= end_ns
             step_rows = self._steps[keep]
+            runs = run_rows(self._steps, names, lo if lo != NO_TIME else None, end_ns)  # nccl-tests runs: no job
+            step_rows = pd.concat([step_rows, runs]) if len(runs) else step_rows
         out = {"link_samples": pd.concat(links, ignore_index=True) if links else LINK_SAMPLES.empty(),
                "step_samples": step_rows}
         for name, schema_empty in (("events", EVENTS.empty), ("gpus", GPUS.empty), ("topology", TOPOLOGY.empty),

@@ -30,7 +30,7 @@ from ..ingest.base import IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
 from ..model import RackSlot
 from ..progress import Progress, advance
-from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY
+from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, run_rows
 from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
 from .columns import frame_of
@@ -197,6 +197,14 @@ class TelemetryStore:
                 return own
         return newest if newest is not None else self._catalog.newest("step_samples")
 
+    def _runs(self, names: list[str] | None, start_ns: int | None, end_ns: int | None, workers: int) -> pd.DataFrame:
+        """The step samples of benchmark runs on those nodes (nccl-tests rows: stored under no job)."""
+        parts = self._catalog.parts("step_samples", [NO_JOB])
+        if not parts:
+            return STEP_SAMPLES.empty()
+        rows, _ = read_parts(parts, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns, workers=workers)
+        return run_rows(STEP_SAMPLES.conform(rows), names, start_ns, end_ns)
+
     def newest_event(self, nodes: Collection[str] | None = None) -> int | None:
         """The newest event's time (ns) (of those nodes), from the database; None when no event has a time."""
         return newest_event(self._db, nodes)
@@ -247,6 +255,9 @@ class TelemetryStore:
                 step_rows, _ = read_parts(step_parts, STEP_SAMPLES, since, end_ns, order=(),
                                           keep=STEP_SAMPLES.columns, workers=workers)
                 step_frame = STEP_SAMPLES.conform(step_rows)
+        runs = self._runs(names, start_ns, end_ns, workers) if names != [] else STEP_SAMPLES.empty()
+        if len(runs):  # nccl-tests runs (no job): the window's nodes' own, undated ones always
+            step_frame = STEP_SAMPLES.conform(pd.concat([step_frame, runs], ignore_index=True))
         newest, oldest = self._catalog.reach_by_key("link_samples", names) if names != [] else ({}, {})
         tables = {"link_samples": links, "step_samples": step_frame, "events": self._events(names, end_ns),
                   "gpus": self._sql_table(GPUS.name, names, GPUS.conform),
