@@ -204,15 +204,17 @@ class Source:
         else:
             self.__dict__["wrapping"] = wrapping  # the cached property's slot
 
-    def head_text(self, size: int = HEAD_BYTES) -> str:
+    def head_text(self, size: int = HEAD_BYTES, *, hosts: bool = True) -> str:
         """The head as the tool printed it, line for line: what a reader's sniff looks at (a parallel shell's output
-        each host's lines together, without their prefixes or headers: `fanout`)."""
+        each host's lines together, without their prefixes or headers, a dshbak block once however many hosts it
+        names: `fanout`; as printed where `hosts` is False, for a reader that reads the lines as they are)."""
         text = self.head(size).decode("utf-8", "replace")
         wrapping = self.wrapping
         text = text if wrapping.none else "\n".join(wrapping.unwrap(line) for line in text.split("\n"))
-        if (form := self.fanout) is None:
+        if (form := self.fanout) is None or not hosts:
             return text
-        return "\n".join(line for _, line, host in fanned.regroup(enumerate(text.split("\n")), form) if host is None)
+        return "\n".join(line for _, line, host in fanned.regroup(enumerate(text.split("\n")), form, once=True)
+                         if host is None)
 
     @cached_property
     def fanout(self) -> str | None:

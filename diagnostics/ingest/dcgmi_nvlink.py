@@ -88,6 +88,7 @@ def _key(name: str) -> str:
 
 class DcgmiNvlinkReader:
     name = "dcgmi_nvlink"
+    reads_hosts = True  # through textlines.classify: a parallel shell's output each host's (`fanout`)
 
     def sniff(self, head: str) -> float:
         if f'"{COUNTS_TITLE}"' in head and '"body"' in head:

@@ -58,6 +58,16 @@ def _looks_binary(head: bytes) -> bool:
     return False
 
 
+def _scores(source: Source, available: dict[str, Reader]) -> list[tuple[float, str]]:
+    """Each reader's sniff of the head without the paste's indentation, quote markers or fences, best first; a
+    parallel shell's prefixes and headers taken off only for the readers that read them (`reads_hosts`): another
+    reads the lines as printed, so it sniffs them so."""
+    text = source.head_text()
+    raw = source.head_text(hosts=False) if source.fanout is not None else text
+    return sorted(((r.sniff(text if getattr(r, "reads_hosts", False) else raw), name)
+                   for name, r in available.items()), reverse=True)
+
+
 def choose(source: Source, fmt: str | None = None) -> Reader:
     available = readers()
     if fmt:
@@ -71,13 +81,12 @@ def choose(source: Source, fmt: str | None = None) -> Reader:
         return available["tables"]
     if _looks_binary(head):
         raise InputError(not_utf8(head), source=source.name)
-    text = source.head_text()  # without the paste's indentation, quote markers or fences
-    scored = sorted(((r.sniff(text), name) for name, r in available.items()), reverse=True)
+    scored = _scores(source, available)
     unread = not scored or scored[0][0] <= 0
     lost = first_line_unindented(head.decode("utf-8", "replace")) if unread or scored[0][1] in _FLAT else None
     if lost is not None:  # the first line lost the indentation of the rest: read the rest without it
         source.rewrap(lost)
-        again = sorted(((r.sniff(source.head_text()), name) for name, r in available.items()), reverse=True)
+        again = _scores(source, available)
         if again and again[0][0] > 0 and (unread or again[0][1] == scored[0][1]):
             scored = again
         else:

@@ -39,6 +39,7 @@ from .textlines import Collector, classify, skip_shell
 
 class FabricManagerReader:
     name = "fabric_manager"
+    reads_hosts = True  # through textlines.classify: a parallel shell's output each host's (`fanout`)
 
     def sniff(self, head: str) -> float:
         lines = head.splitlines()[:200]

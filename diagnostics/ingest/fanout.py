@@ -11,13 +11,13 @@ header naming the hosts whose output it is (identical outputs merged: `node[01-0
 
 Decided here, for every text reader that asks (`textlines.classify`):
 - `host: ` prefixes are taken only when most non-blank lines of the input's head carry one, and only where the name
-  holds a digit (nodes are numbered: node01, gpu-a07, 10.0.0.1) and is no word a log or a tool puts before a colon
-  (`kernel:`, `NVRM:`, `nvidia-nvswitch3:`, `GPU0:`): a kernel log or a `step: 10` line is no host's.
+  is `hostlike`, as a dshbak header's hosts must be: a kernel log or a `step: 10` line is no host's.
 - Interleaved prefixed lines are regrouped per host, hosts in the order they first appear, each host's lines in
   their own order; an unprefixed line among them (its prefix lost in the copy, pdsh's own `pdsh@login: ...` message)
-  stays with the host of the line before it. A command line (a prompt) ends a run: what follows is read in order.
+  stays with the host of the line before it. A command line (a prompt, or a tool's command pasted bare) or an
+  unprefixed line after an unprefixed blank line ends a run: what follows (the local node's output) is read in order.
 - A dshbak/clush -b header's host range is expanded (`node[01-03,07]`, `rack[1-2]-n[1-2]`, `a01,b02`, clush's
-  count `(2)` after it) and each host gets the block's lines: one reading per host.
+  count `(2)` after it) and each host gets the block's lines: one reading per host, up to `MAX_COPIED` lines copied.
 - Each host's lines open with a `host` line (`textlines.Line`), which the readers take as a prompt naming that host
   (`Collector.take_host`): a node the command gives (`--node`) holds every reading, as with prompts.
 Assumed, not seen in a real paste of these tools' output: clush's `host: ` form is pdsh's; dshbak's header
@@ -30,23 +30,36 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
+from .. import format as fmt
+
 PREFIX = "prefix"  # pdsh / clush: `host: line`
 BLOCKS = "blocks"  # dshbak -c / clush -b: a header per block
 
 _PREFIXED = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*):(?: (?P<rest>.*))?$")
 # words a log line or a tool's output puts before a colon, which are no host
-_NOT_HOST = re.compile(r"(?i)^(?:kernel|kern|nvrm|nvidia[\w.-]*|s?xid\d*|pcieport|mlx\d[\w.-]*|ib\d+|eth\d+|en[ops]\w*"
-                       r"|gpu\d*|link\d*|lane\d*|rank\d+|nvswitch\d*|port\d*|cpu\d*|node|\d+)$")
+# (as printed: `GPU0:` is a kernel word, `gpu01:` a host, as clusters name them)
+_NOT_HOST = re.compile(r"^(?:kernel|kern|nvidia-(?:nvswitch|modeset|uvm|drm)\d*|[sS]?[xX]id\d*|pcieport|mlx\d_\d+"
+                       r"|ib\d+|eth\d+|en[ops]\d\w*|rank\d+|lane\d+|port\d+|nvswitch\d*|\d+|[A-Z]+\d*)$")
 _DASHES = re.compile(r"^\s*-{3,}\s*$")
 _HEADER_HOSTS = re.compile(r"^\s*(?P<hosts>[A-Za-z0-9][\w.\-\[\],]*)(?:\s+\(\d+\))?\s*$")
 _RANGE = re.compile(r"^(?P<head>[^\[\]]*)\[(?P<ranges>[^\[\]]+)\](?P<rest>.*)$")
 MAX_HOSTS = 10_000  # a header naming more is no header a paste holds (a damaged range)
+# the most lines a paste's headers give their hosts beyond each block's first host (copies of the block): a short block
+# under a long range (`gpu[0001-9999]`) is read for the hosts this allows, and the others are said to be left unread
+MAX_COPIED = 20_000
+
+
+def hostlike(name: str) -> bool:
+    """Whether a name can be a host's, the one rule for pdsh's prefixes and dshbak's headers: nodes are numbered
+    (node01, gpu-a07, 10.0.0.1), and no word a log or a tool puts before a colon is one (`kernel:`, `NVRM:`,
+    `nvidia-nvswitch3:`, `GPU0:`), nor a heading framed as a header is (`Summary`)."""
+    return any(c.isdigit() for c in name) and not _NOT_HOST.match(name)
 
 
 def host_of(text: str) -> tuple[str, str] | None:
     """(host, the line it printed) of a `host: line`, or None where the line carries no host's prefix."""
     found = _PREFIXED.match(text)
-    if not found or _NOT_HOST.match(found["host"]) or not any(c.isdigit() for c in found["host"]):
+    if not found or not hostlike(found["host"]):
         return None
     return found["host"], found["rest"] or ""
 
@@ -95,7 +108,8 @@ def _header(lines: list[tuple[int, str]], i: int) -> list[str] | None:
     if i + 2 >= len(lines) or not _DASHES.match(lines[i][1]) or not _DASHES.match(lines[i + 2][1]):
         return None
     found = _HEADER_HOSTS.match(lines[i + 1][1])
-    return expand(found["hosts"]) if found else None
+    hosts = expand(found["hosts"]) if found else None
+    return hosts if hosts and all(map(hostlike, hosts)) else None
 
 
 def detect(texts: list[str]) -> str | None:
@@ -108,28 +122,38 @@ def detect(texts: list[str]) -> str | None:
     return PREFIX if filled and prefixed * 2 > len(filled) else None
 
 
-def regroup(numbered: Iterable[tuple[int, str]], form: str,
-            ends_run: Callable[[str], bool] = lambda text: False) -> Iterator[tuple[int, str, str | None]]:
+def regroup(numbered: Iterable[tuple[int, str]], form: str, ends_run: Callable[[str], bool] = lambda text: False,
+            *, once: bool = False, warn: Callable[[int, str], None] = lambda number, message: None
+            ) -> Iterator[tuple[int, str, str | None]]:
     """(number, text, host) of each line in reading order; a line with a host is no output line but the start of
-    that host's lines (its text the header or prefix it comes from). `ends_run(text)`: a line (a prompt) after
-    which the lines are read in order again."""
+    that host's lines (its text the header or prefix it comes from; host "": the hosts' lines end, the local
+    node's follow). `ends_run(text)`: a line (a prompt) after
+    which the lines are read in order again. `once`: a dshbak block only for its first host (what a sniff looks at:
+    each block once, however many hosts it names); `warn(line, message)` says the hosts left unread (`MAX_COPIED`)."""
     lines = list(numbered)  # only a parallel shell's output, a paste, is held whole
-    yield from (_blocks if form == BLOCKS else _prefixed)(lines, ends_run)
+    if form == BLOCKS:
+        yield from _blocks(lines, ends_run, MAX_COPIED if not once else -1, warn)
+    else:
+        yield from _prefixed(lines, ends_run)
 
 
 def _prefixed(lines: list[tuple[int, str]], ends_run: Callable[[str], bool]
               ) -> Iterator[tuple[int, str, str | None]]:
     run: dict[str, list[tuple[int, str]]] = {}
     last: str | None = None
+    gap = False  # the line before was blank and carried no prefix: pdsh prints a host's blank line as `host: `
     for number, text in lines:
         found = host_of(text)
         if found is not None:
-            last = found[0]
+            last, gap = found[0], False
             run.setdefault(last, []).append((number, found[1]))
-        elif last is not None and not ends_run(text):
+        elif last is not None and not ends_run(text) and not (gap and text.strip()):
             run[last].append((number, text))
-        else:
-            yield from _flush(run)
+            gap = not text.strip()
+        else:  # a prompt, or unprefixed lines after a blank line: another output, read in order
+            if last is not None:
+                yield from _flush(run)
+                yield number, "", ""  # the local node's lines, which no line names
             last = None
             yield number, text, None
     yield from _flush(run)
@@ -142,8 +166,9 @@ def _flush(run: dict[str, list[tuple[int, str]]]) -> Iterator[tuple[int, str, st
     run.clear()
 
 
-def _blocks(lines: list[tuple[int, str]], ends_run: Callable[[str], bool]
-            ) -> Iterator[tuple[int, str, str | None]]:
+def _blocks(lines: list[tuple[int, str]], ends_run: Callable[[str], bool], budget: int,
+            warn: Callable[[int, str], None]) -> Iterator[tuple[int, str, str | None]]:
+    """`budget`: the most lines copied for the hosts after each block's first (below 0: no copy)."""
     i = 0
     while i < len(lines):
         hosts = _header(lines, i)
@@ -157,6 +182,14 @@ def _blocks(lines: list[tuple[int, str]], ends_run: Callable[[str], bool]
         while i < len(lines) and _header(lines, i) is None and not ends_run(lines[i][1]):
             block.append(lines[i])
             i += 1
-        for host in hosts:
+        for k, host in enumerate(hosts):
+            if k and len(block) > budget:
+                if budget >= 0:
+                    warn(number, f"a header naming {fmt.count(len(hosts), 'host')}: its block is read for the first "
+                                 f"{fmt.count(k, 'host')}; {host} to {hosts[-1]} ({fmt.count(len(hosts) - k, 'host')})"
+                                 f" are left unread (at most {fmt.number(MAX_COPIED)} lines of a paste are copied to "
+                                 "hosts that share a block)")
+                break
+            budget -= len(block) if k else 0
             yield number, named, host
             yield from ((n, text, None) for n, text in block)

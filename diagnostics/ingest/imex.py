@@ -43,6 +43,7 @@ def _host(who: str) -> tuple[str, str | None]:
 
 class ImexReader:
     name = "imex"
+    reads_hosts = True  # through textlines.classify: a parallel shell's output each host's (`fanout`)
 
     def sniff(self, head: str) -> float:
         nodes = sum(1 for line in head.splitlines()[:400] if _NODE.match(line))

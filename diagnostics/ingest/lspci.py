@@ -115,6 +115,7 @@ def _near_kind(cls: str, desc: str) -> tuple[str, str, str] | None:
 
 class LspciReader:
     name = "lspci"
+    reads_hosts = True  # through textlines.classify: a parallel shell's output each host's (`fanout`)
 
     def sniff(self, head: str) -> float:
         if "LnkSta:" in head or "aer_dev_" in head or "TOTAL_ERR_COR" in head:

@@ -67,6 +67,7 @@ class _Table:
 
 class NcclTestsReader:
     name = "nccl_tests"
+    reads_hosts = True  # through textlines.classify: a parallel shell's output each host's (`fanout`)
 
     def sniff(self, head: str) -> float:
         if "# Avg bus bandwidth" in head or re.search(r"^#.*\balgbw\b.*\bbusbw\b", head, re.MULTILINE):

@@ -81,6 +81,7 @@ def counter_labels(path: Path = COUNTERS_FILE) -> tuple[dict[str, str], tuple[st
 
 class NvlinkReader:
     name = "nvlink"
+    reads_hosts = True  # through textlines.classify: a parallel shell's output each host's (`fanout`)
 
     def sniff(self, head: str) -> float:
         links = gpus = whole = 0

@@ -59,6 +59,7 @@ _NO_SERIAL = ("N/A", "[N/A]", "Not Supported", "[Not Supported]")  # a board tha
 
 class SmiQueryReader:
     name = "smi_query"
+    reads_hosts = True  # through textlines.classify: a parallel shell's output each host's (`fanout`)
 
     def sniff(self, head: str) -> float:
         if "Replays Since Reset" in head or "Replay Number Rollovers" in head:

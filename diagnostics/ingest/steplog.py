@@ -44,6 +44,7 @@ class Pattern:
 
 class StepLogReader:
     name = "steplog"
+    reads_hosts = True  # through textlines.classify: a parallel shell's output each host's (`fanout`)
 
     def __init__(self, fields: dict[str, list[str]], patterns: list[Pattern]) -> None:
         self.fields = fields

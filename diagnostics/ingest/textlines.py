@@ -75,6 +75,9 @@ _HEADING = re.compile(r"^\s*#\s*-{3,}\s*\w[^-]*?\s*-{3,}\s*$")
 _BUS_ID = re.compile(r"(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?")
 
 
+UNNAMED = ""  # the node of the lines after a parallel shell's output: the local one, which no line names
+
+
 class Line(NamedTuple):
     """One input line and what kind of shell text it is (a tuple: made for every line of a large log, it costs a
     fifth of a frozen dataclass)."""
@@ -95,8 +98,8 @@ def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | 
 
     A cut last line (see `Tail`) is read only up to its last space or tab, and `out` warns of the rest, unless
     `shows_end` says it is whole (see `Source.read_lines`). A parallel shell's output (pdsh, dshbak: `fanout`)
-    comes each host's lines together, after a `host` line naming it, unless `hosts` is False (a reader that takes
-    each line's host itself)."""
+    comes each host's lines together, after a `host` line naming it (one naming none where the local node's lines
+    follow), unless `hosts` is False (a reader that takes each line's host itself)."""
     continuing = False
     previous = ""
     cut: list[int] = []
@@ -107,9 +110,10 @@ def classify(source: Source, out: Collector, shows_end: Callable[[str], bool] | 
 
     lines: Iterable[tuple[int, str, str | None]] = ((n, t, None) for n, t in source.read_lines(note, shows_end))
     if hosts and source.fanout is not None:
-        lines = fanout.regroup(((n, t) for n, t, _ in lines), source.fanout,
+        blocks = source.fanout == fanout.BLOCKS  # whose block may hold its command pasted bare (`dcgmi nvlink -s`)
+        lines = fanout.regroup(((n, t) for n, t, _ in lines), source.fanout,  # a prompt: no host's output
                                lambda text: classify_line(0, text).kind in ("command", "banner", "fence")
-                               and not _BARE_COMMAND.match(text))  # a prompt: the shell's, not the hosts' output
+                               and not (blocks and _BARE_COMMAND.match(text)), warn=out.warn)
     for number, text, host in lines:
         if host is not None:
             continuing, previous = False, ""
@@ -388,6 +392,8 @@ class Collector:
         readings: a paste of shell sessions on several nodes is each node's. One that names none (`$ `, `# `)
         keeps the node; a node the command gives holds every reading; a container's shell opened from a node's
         prompt (its host name the container's id) is that node's."""
+        if line.kind == "host" and not line.host and not self._given:
+            self.enter(UNNAMED)  # a parallel shell's output ended: the local node's follows
         if line.host and not self._given:
             host = self._inside.get(line.host, line.host)
             if self._entering and self.node_id is not None and host != self.node_id:
@@ -424,6 +430,7 @@ class Collector:
             frame = pd.DataFrame(rows).reindex(columns=list(TABLES[table].columns))
             if (node := self._first or self.node_id) is not None and "node_id" in frame:
                 frame["node_id"] = frame["node_id"].fillna(node)
+                frame["node_id"] = frame["node_id"].mask(frame["node_id"] == UNNAMED)
             frames[table] = frame
         # a dshbak block read once a host says the same of the same line each time: said once
         result = IngestResult.of(dict.fromkeys(self.warnings), **frames)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from diagnostics.ingest import fanout
+from diagnostics.errors import InputError
+from diagnostics.ingest import detect, fanout
 from diagnostics.ingest.base import Source
 from tests.ingest.helpers import REAL, read_text
 
@@ -122,3 +123,53 @@ def test_a_real_dshbak_c_output_gives_each_block_to_each_host_of_its_range() -> 
         f"ncn-s00{i}" for i in (1, 2, 3)]
     assert hosts["ncn-w005"][0].startswith("kernel-default-5.14") and len(hosts["ncn-w005"]) == 6
     assert hosts["ncn-s002"][1] == "package qlgc-fastlinq-kmp-default is not installed"
+
+
+def test_a_block_under_a_long_range_is_sniffed_once_and_copied_within_a_bound(monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    block = _output("nvlink_e_h100_1.txt")
+    text = "----------------\ngpu[0001-9999]\n----------------\n" + "\n".join(block) + "\n"
+    assert Source.from_text(text).head_text() == "\n".join(block) + "\n"  # each block once, not once a host
+    monkeypatch.setattr(fanout, "MAX_COPIED", 3 * len(block))
+    result = read_text(text)
+    assert sorted(set(result["link_samples"]["node_id"])) == ["gpu0001", "gpu0002", "gpu0003", "gpu0004"]
+    said = [w for w in result.warnings if w.line == 2 and "gpu0005 to gpu9999" in w.message]
+    assert len(said) == 1 and "9,995 hosts" in said[0].message
+
+
+def test_the_local_nodes_output_after_a_pdsh_output_is_no_hosts() -> None:
+    lines = _output("nvlink_e_h100_1.txt")[:4]
+    pdsh = [f"{host}: {_own(line, host)}" for host in HOSTS for line in lines]
+    local = [_own(line, "login99") for line in lines]
+    for between in (["", "nvidia-smi nvlink -e"], [""]):
+        result = read_text("\n".join(pdsh + between + local) + "\n")
+        links = result["link_samples"]
+        assert links["node_id"].iloc[:2].tolist() == list(HOSTS) and pd.isna(links["node_id"].iloc[2]), between
+        assert len(links) == 3, between
+        assert not [w for w in result.warnings if "damaged" in w.message]
+
+
+def test_hosts_named_gpu_are_hosts_and_kernel_words_are_not() -> None:
+    lines = _output("nvlink_e_h100_1.txt")
+    hosts = ("gpu01", "gpu02", "gpu03")
+    text = "\n".join(f"{host}: {_own(line, host)}".rstrip() for host in hosts for line in lines) + "\n"
+    assert Source.from_text(text).fanout == fanout.PREFIX
+    assert sorted(set(read_text(text)["link_samples"]["node_id"])) == list(hosts)
+    block = "----------------\ngpu[01-02]\n----------------\n" + "\n".join(lines) + "\n"
+    assert sorted(set(read_text(block)["link_samples"]["node_id"])) == ["gpu01", "gpu02"]
+    assert fanout.host_of("GPU0: Xid 79") is None and fanout.host_of("GPU 0: NVIDIA H100") is None
+    assert fanout.host_of("nvidia-nvswitch3: SXid 20034") is None
+
+
+def test_a_framed_word_is_no_host() -> None:
+    text = "----------\nSummary\n----------\n" + "\n".join(_output("nvlink_e_h100_1.txt")) + "\n"
+    assert Source.from_text(text).fanout is None
+    assert read_text(text)["link_samples"]["node_id"].isna().all()
+
+
+def test_a_reader_that_reads_lines_as_printed_sniffs_them_as_printed() -> None:
+    topo = [line for line in (REAL / "topo_m_hgx_h100_1.txt").read_text().splitlines() if not line.startswith("#")]
+    text = "\n".join(f"node01: {line}" for line in topo) + "\n"
+    assert Source.from_text(text).fanout == fanout.PREFIX
+    with pytest.raises(InputError, match="unrecognized format"):
+        detect.choose(Source.from_text(text))
