@@ -25,6 +25,7 @@ import pandas as pd
 from .. import format as fmt
 from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
+from . import fanout
 from .base import IngestResult, Source
 from .fm_lines import JOURNAL, MARK, FabricManagerLines, file_form, leveled
 from .journal import JournalSpan
@@ -84,7 +85,8 @@ class KernelLogReader:
         clocks = _Clocks()  # when each event's line was logged, for the driver banner after it
         spans: dict[str | None, JournalSpan] = {}  # journalctl's header, per the fan-out host that leads it
         manager = FabricManagerLines(out)
-        for line in classify(source, out, hosts=False):  # each line names its host (`log_prefix`)
+        # each pdsh line names its host (`log_prefix`); a dshbak block is each host's of its header's range
+        for line in classify(source, out, hosts=source.fanout == fanout.BLOCKS):
             if line.kind != "text":
                 skip_shell(line, out)
                 if out.node_id is not None and out.node_id != hosts.at and node_id is None:  # a prompt of a host

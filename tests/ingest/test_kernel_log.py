@@ -280,3 +280,11 @@ def test_prompts_of_two_hosts_give_each_host_its_events() -> None:
     events = read_text(text, name="dmesg.txt")["events"]
     assert list(zip(events["node_id"].astype(str), events["code"], strict=True)) == [
         ("gpu-node-01", 79), ("gpu-node-02", 45), ("gpu-node-02", 45)]
+
+
+def test_a_dshbak_block_of_a_range_is_each_hosts_log() -> None:
+    """`pdsh -w node[01-02] 'dmesg | grep Xid' | dshbak -c`: the hosts whose lines were the same share a block."""
+    text = ("----------------\nnode[01-02]\n----------------\n[ 1843.308145] NVRM: Xid (PCI:0000:4e:00): 79, pid=1, "
+            "name=python, GPU has fallen off the bus.\n")
+    events = read_text(text)["events"]
+    assert sorted(zip(events["node_id"], events["code"], strict=True)) == [("node01", 79), ("node02", 79)]
