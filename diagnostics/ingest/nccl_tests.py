@@ -9,13 +9,15 @@ where a tab stands between cells, its width unknown), else from the right (a pas
 that fits none of these is said, never dropped silently.
 `# Avg bus bandwidth` gives one row with no size. The collective comes from the `*_perf` command line, the
 `# Collective test starting/concluded:` lines or a script's `==== x_perf ====` banner; the hosts from the `Rank`
-lines.
+lines. Several runs pasted in one input are told apart (a `# nThread` line, or `Rank` lines after results, starts
+one): each row carries its own run's hosts, GPU count (nccl-tests prints one `Rank` line per GPU; none read:
+nThread x nGpus) and device name, and the values it found wrong (`#wrong`, `# Out of bounds values`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .base import IngestResult, Source
@@ -26,6 +28,9 @@ _NAMED = re.compile(r"^#\s*Collective test (?P<when>starting|concluded):\s*(?P<c
                     r"^=+\s*(?P<banner>[a-z_]+?)_perf\s*=+$")
 _RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
 _RANK_LIKE = re.compile(r"^#\s*Rank\s+\S+\s.*\bon\s")  # a rank line _RANK does not read: a damaged one
+_PARAMS = re.compile(r"^#\s*nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)\b")
+_RANK_DEVICE = re.compile(r"\bdevice\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+)$")
+_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<count>\d+)\b")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<value>\S+)")
 _AVG_NEAR = near("Avg bus bandwidth")  # the line with a flipped byte: said, not passed over as a comment
 _KNOWN = re.compile(r"^(?:NCCL\s+version|#|\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+INFO\s)")  # NCCL's INFO lines between
@@ -60,6 +65,34 @@ _DEFAULT_LAYOUTS = tuple(
 
 
 @dataclass
+class _Run:
+    """One run's header: where it starts, its hosts, GPUs and device names, and its out-of-bounds count."""
+
+    start: str
+    per_rank: int | None = None  # nThread x nGpus: a process's GPUs
+    hosts: list[str] = field(default_factory=list)
+    ranks: int = 0
+    names: list[str] = field(default_factory=list)
+    out_of_bounds: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    results: bool = False
+
+    def took(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        self.results = True
+
+    def close(self, node_id: str | None) -> None:
+        """Each of the run's rows names the run's hosts, GPUs and device; its last row the out-of-bounds count."""
+        gpus = self.ranks or self.per_rank
+        for row in self.rows:
+            row.update(node_ids=",".join(self.hosts) or node_id, run=self.start, gpus=gpus,
+                       gpu_name="; ".join(self.names) or None)
+        if self.out_of_bounds and self.rows:  # the run's total: on its average row, else on its last
+            last = next((r for r in self.rows if "size_bytes" not in r), self.rows[-1])
+            last["wrong_values"] = max(last.get("wrong_values") or 0, self.out_of_bounds)
+
+
+@dataclass
 class _Table:
     columns: list[_Column]
     in_place_first: bool = False  # the line above the header says which group comes first
@@ -81,7 +114,7 @@ class NcclTestsReader:
         collective: str | None = None
         named: list[str] = []
         unnamed: list[dict[str, Any]] = []  # rows read before any line names their collective
-        hosts: list[str] = []
+        runs: list[_Run] = []
         table: _Table | None = None
         in_place_first = False
         last: int | None = None
@@ -101,9 +134,18 @@ class NcclTestsReader:
                         row["collective"] = collective
                     unnamed.clear()
                     collective = None
+            elif params := _PARAMS.match(stripped):
+                run = _Run(out.where(line.number), int(params["threads"]) * int(params["gpus"]))
+                runs.append(run)
             elif rank := _RANK.match(stripped):
-                if rank["host"] not in hosts:
-                    hosts.append(rank["host"])
+                run = _current(runs, out, line.number, fresh=True)
+                run.ranks += 1
+                if rank["host"] not in run.hosts:
+                    run.hosts.append(rank["host"])
+                if (device := _RANK_DEVICE.search(stripped)) and device["name"].strip() not in run.names:
+                    run.names.append(device["name"].strip())
+            elif bounds := _BOUNDS.match(stripped):
+                _current(runs, out, line.number).out_of_bounds += int(bounds["count"])
             elif _RANK_LIKE.match(stripped):
                 out.warn(line.number, f"{stripped[:60]!r} is not a `# Rank N Pid P on HOST device D` line as "
                                       "nccl-tests prints one (a damaged line?); its host is not read")
@@ -112,6 +154,7 @@ class NcclTestsReader:
                 value = out.checked("gauge", line.number, avg["value"], "bandwidth_gbps", "Avg bus bandwidth")
                 if value is not None:
                     row = out.add("step_samples", line.number, collective=collective, busbw_gbps=value)
+                    _current(runs, out, line.number).took(row)
                     if collective is None:
                         unnamed.append(row)
             elif stripped.startswith("#") and _AVG_NEAR.search(stripped):
@@ -130,6 +173,7 @@ class NcclTestsReader:
             elif stripped[:1].isdigit():
                 results = True
                 for row in _data_row(out, line, text, table):
+                    _current(runs, out, line.number).took(row)
                     row["collective"] = collective
                     if collective is None:
                         unnamed.append(row)
@@ -141,14 +185,22 @@ class NcclTestsReader:
         elif any("size_bytes" in row for row in unnamed):
             out.warn(None, "no `*_perf` command line or `Collective test` line names the collective of "
                            f"{len(unnamed)} rows; they carry none")
+        hosts = len({h for run in runs for h in run.hosts})
         if not results and (hosts or named or collective or table is not None):
-            out.warn(last, f"the run's header ({len(hosts)} host{'s' if len(hosts) != 1 else ''}) is read, but the "
+            out.warn(last, f"the run's header ({hosts} host{'s' if hosts != 1 else ''}) is read, but the "
                            "output ends before any row of its results table or its `# Avg bus bandwidth` line (cut "
                            "off?): no bandwidth is read")
-        frame_hosts = ",".join(hosts) or node_id
-        for row in out.rows.get("step_samples", []):
-            row["node_ids"] = frame_hosts
+        for run in runs:
+            run.close(node_id)
         return out.result()
+
+
+def _current(runs: list[_Run], out: Collector, number: int, *, fresh: bool = False) -> _Run:
+    """The run a line belongs to: the last one begun, or a new one where none has (or, `fresh`: where the last one
+    already has results: a `Rank` line after a table begins the next run's header)."""
+    if not runs or (fresh and runs[-1].results):
+        runs.append(_Run(out.where(number)))
+    return runs[-1]
 
 
 def _named(found: str, named: list[str]) -> str:
@@ -315,12 +367,22 @@ def _data_row(out: Collector, line: Line, text: str, table: _Table | None) -> li
         if None in values:
             continue  # N/A (this collective has no such figures), or refused and said
         row = out.add("step_samples", line.number, **common, in_place=where == "in-place",
+                      wrong_values=_wrong(out, line.number, columns, cells, starts[g], where),
                       **{column: v for (_, column, _), v in zip(_FIGURES, values, strict=True)})
         rows.append(row)
     if not rows and line.cut:  # the cut took the row's figures: the whole row is dropped, not its last part alone
         out.retell(line.number, f"the input ends inside this row, before its figures ({text.strip()[:60]!r}): the "
                                 "row is not read")
     return rows
+
+
+def _wrong(out: Collector, number: int, columns: list[_Column], cells: dict[int, str], start: int,
+           where: str) -> int | None:
+    """A group's #wrong cell: the elements the run's check found wrong (None: not checked, `N/A` with -c 0)."""
+    cell = next((cells.get(i) for i in range(start, len(columns)) if columns[i].name == "#wrong"), None)
+    if cell is None or not cell.isdigit():
+        return None
+    return out.checked("index", number, cell, "size_bytes", f"#wrong ({where})")
 
 
 def _figures(columns: list[_Column], cells: dict[int, str], start: int, stop: int) -> dict[str, str | None]:

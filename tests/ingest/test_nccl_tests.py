@@ -194,7 +194,8 @@ def test_a_cut_row_with_tabs_reads_as_the_aligned_cut_row(tabs: str, tmp_path: P
     aligned, again = read(tmp_path / "aligned.txt")["step_samples"], read(tmp_path / "tabbed.txt")["step_samples"]
     last = aligned[aligned["size_bytes"] == 33554432].set_index("in_place")["collective_time_us"]
     assert last.to_dict() == {False: 183.0, True: 156.1}
-    assert again.drop(columns="source").equals(aligned.drop(columns="source"))
+    where = ["source", "run"]  # the file and line each names: two files here
+    assert again.drop(columns=where).equals(aligned.drop(columns=where))
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -310,3 +311,18 @@ def test_a_row_cut_before_its_figures_is_said_to_be_dropped_whole(tmp_path: Path
     assert sorted(result["step_samples"]["size_bytes"]) == [16777216, 16777216]
     said = [w.message for w in result.warnings if w.line == 3]
     assert len(said) == 1 and said[0].endswith("the row is not read") and "last part" not in said[0]
+
+
+def test_each_run_names_its_own_hosts_gpus_device_and_wrong_values() -> None:
+    """Two one-host runs pasted together stay two runs; a run's GPUs are its Rank lines; #wrong and the
+    out-of-bounds total are read."""
+    first = "\n".join(line for line in (REAL / "nccl_allreduce_3.txt").read_text().splitlines()
+                      if "on bm-h100-02 device" not in line)
+    second = first.replace("bm-h100-01", "bm-h100-02").replace("# Out of bounds values : 0 OK",
+                                                               "# Out of bounds values : 7 FAILED")
+    steps = read_text(first + "\n" + second)["step_samples"]
+    runs = steps.groupby("run", sort=False)
+    assert runs["node_ids"].unique().map(list).tolist() == [["bm-h100-01"], ["bm-h100-02"]]
+    assert runs["gpus"].max().tolist() == [8, 8]
+    assert set(steps["gpu_name"]) == {"NVIDIA H100 80GB HBM3"}
+    assert runs["wrong_values"].max().tolist() == [0, 7]
