@@ -36,6 +36,8 @@ class ExpectedBusbw(BaseModel):
 class BusbwPolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    judged_from_bytes: int = Field(gt=0)  # a run that stopped below this message size is not judged
+    judged_from_source: str = Field(min_length=1)
     platform: list[ExpectedBusbw]
 
     def of(self, platform: str | None) -> ExpectedBusbw | None:

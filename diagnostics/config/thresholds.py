@@ -27,6 +27,7 @@ MISSING_RULE = "link_missing"  # a link's series stopped inside the window (a de
 BELOW_EXPECTED_RULE = "links_below_expected"  # a GPU reports fewer links than its platform has
 GPU_MISSING_RULE = "gpus_missing"  # a node reports fewer GPUs than its platform has
 SOFTWARE_RULE = "fabric_software"  # Fabric Manager or the driver: the fabric state, all links inactive at once
+WRONG_VALUES_RULE = "nccl_wrong_values"  # an nccl-tests run whose check found wrong values: data corrupted
 BUSBW_RULE = "busbw_degraded"  # a one-host all_reduce below its platform's bus bandwidth (busbw_degraded_fraction)
 OFF_BUS_RULE = "xid_off_bus"  # the thresholds file's Xid 79 row: the GPU fell off the bus
 GPU_LOST_RULES = (OFF_BUS_RULE, GPU_MISSING_RULE)  # a GPU gone: every job on it has stopped

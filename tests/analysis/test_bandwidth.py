@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from diagnostics import ComponentKind, Diagnosis, Finding
@@ -62,10 +64,90 @@ def test_a_tenth_of_the_figure_is_degraded() -> None:
     assert d.repair_action == BUSBW_ACTION.format(node=HOST)
 
 
-def test_the_average_is_judged_where_no_size_row_was_read() -> None:
+def test_the_average_alone_is_not_judged() -> None:
     text = "\n".join(line for line in tenth(A100).splitlines() if not line.startswith(" 10737418240"))
-    [f] = fabric(diagnosed(text, platform="dgx-a100-8gpu"))
-    assert f.severity is Severity.WARNING and "23.2 GB/s (the run's average)" in f.crossed[0].message
+    d = diagnosed(text, platform="dgx-a100-8gpu")
+    assert fabric(d) == []
+    [said] = [w for w in d.warnings if "all_reduce bus bandwidth" in w]
+    assert "23.2 GB/s (the run's average)" in said and "not judged" in said
+
+
+H100 = (REAL / "nccl_allreduce_3.txt").read_text()
+H100_HOST = "bm-h100-01"
+
+
+def one_host(text: str = H100) -> str:
+    """The real two-host H100 run as its first host's alone (its second host's Rank lines dropped)."""
+    return "\n".join(line for line in text.splitlines() if "on bm-h100-02 device" not in line)
+
+
+def stopped_at(text: str, size: int) -> str:
+    """The run cut after its `size` row, as `-e size` stops it."""
+    return "\n".join(line for line in text.splitlines()
+                     if not line[:13].strip().isdigit() or int(line[:13]) <= size)
+
+
+def h100_said(text: str, platform: str = "hgx-h100-8gpu") -> tuple[list[Finding], str]:
+    d = diagnosed(text, node=H100_HOST, platform=platform)
+    return fabric(d), " ".join(w for w in d.warnings if "all_reduce bus bandwidth" in w)
+
+
+def test_a_healthy_one_host_h100_run_is_judged_at_its_largest_size() -> None:
+    [f], said = h100_said(one_host())
+    assert f.severity is Severity.OK and "469 GB/s at 16 GiB messages, 98% of the 480 GB/s" in said
+
+
+def test_a_run_that_stopped_at_a_small_size_is_not_judged() -> None:
+    found, said = h100_said(stopped_at(one_host(), 1 << 20))
+    assert found == [] and "at 1 MiB messages" in said and "not judged" in said and "-e 8G" in said
+    [f], _ = h100_said(stopped_at(one_host(), default_busbw().judged_from_bytes))
+    assert f.severity is Severity.OK  # from the size the file names on, judged
+
+
+def test_wrong_values_fail_the_fabric_whatever_the_bandwidth() -> None:
+    clean, wrong = "469.21      0    68668  250.19  469.10      0", "469.21      5    68668  250.19  469.10      5"
+    text = one_host().replace(clean, wrong)
+    text = text.replace("# Out of bounds values : 0 OK", "# Out of bounds values : 10 FAILED")
+    [f], said = h100_said(text)
+    assert f.severity is Severity.FAILING and "delivers" not in said
+    assert "found 10 wrong values" in f.crossed[0].message
+
+
+def test_a_run_on_fewer_gpus_than_the_board_is_not_judged() -> None:
+    text = "\n".join(line for line in one_host().splitlines() if not re.search(r"Rank  [2-7] ", line))
+    found, said = h100_said(text)
+    assert found == [] and "used 2 GPUs of the node's 8" in said
+
+
+def test_a_run_on_another_gpu_than_the_platforms_is_not_judged() -> None:
+    d = diagnosed(A100, platform="hgx-h100-8gpu")
+    assert fabric(d) == []
+    assert any("NVIDIA A100-SXM4-40GB, not the H100 of hgx-h100-8gpu" in w for w in d.warnings)
+
+
+def test_two_one_host_runs_in_one_file_are_two_runs() -> None:
+    first = one_host()
+    second = first.replace("bm-h100-01", "bm-h100-02")
+    for host in ("bm-h100-01", "bm-h100-02"):
+        d = diagnosed(first + "\n" + second, node=host, platform="hgx-h100-8gpu")
+        [f] = fabric(d)
+        assert f.severity is Severity.OK and not any("2 hosts" in w for w in d.warnings)
+
+
+def test_the_newest_run_of_a_host_is_judged() -> None:
+    good = one_host()
+    bad = good.replace("469.21", " 46.92").replace("469.10", " 46.91")  # the later run, a tenth
+    [f], _ = h100_said(good + "\n" + bad)
+    assert f.severity is Severity.WARNING and "46.9 GB/s" in f.crossed[0].message
+    [f], _ = h100_said(bad + "\n" + good)
+    assert f.severity is Severity.OK
+
+
+def test_a_racks_multi_tray_run_does_not_cross_the_network() -> None:
+    text = H100.replace("NVIDIA H100 80GB HBM3", "NVIDIA GB200")
+    d = diagnosed(text, node=H100_HOST, platform="gb200-nvl72-compute-tray")
+    [said] = [w for w in d.warnings if "all_reduce bus bandwidth" in w]
+    assert "the rack's NVLink domain" in said and "network" not in said
 
 
 def test_unknown_platform_says_the_figure_without_a_verdict() -> None:
