@@ -8,7 +8,16 @@ from collections.abc import Iterator
 
 from slack_sdk.models.blocks import Block, ContextBlock, HeaderBlock, MarkdownTextObject
 
-from diagnostics import COUNT_RULES, LINKS_SHOWN, NOT_ALL_CLEAR, Offender, SweepResult, counted_as, offending_parts
+from diagnostics import (
+    BELOW_RULES,
+    COUNT_RULES,
+    LINKS_SHOWN,
+    NOT_ALL_CLEAR,
+    Offender,
+    SweepResult,
+    counted_as,
+    offending_parts,
+)
 from diagnostics import format as fmt
 
 from .blocks import finding_line
@@ -103,7 +112,8 @@ def offender_line(o: Offender) -> str:
     text: escape it for mrkdwn)."""
     measure = ""
     if o.rate_per_hour is not None and o.above is not None and o.rule not in COUNT_RULES:
-        measure = f"{fmt.value(o.rate_per_hour, o.unit)} > {fmt.value(o.above, o.unit)}"  # a count is in `detail`
+        sign = "<" if o.rule in BELOW_RULES else ">"  # a count is in `detail`; a bus bandwidth offends below
+        measure = f"{fmt.value(o.rate_per_hour, o.unit)} {sign} {fmt.value(o.above, o.unit)}"
     said = "; ".join(p for p in (measure, o.detail) if p)
     return f"{o.component}: {', '.join(o.rules)} ({o.severity.value})" + (f", {said}" if said else "")
 

@@ -41,6 +41,7 @@ from .links import inert_links
 from .model import Crossing, Diagnosis, Finding, Localization
 from .names import fleet_name_notes, headline_name, name_notes, normal_name, outside_ascii, resolve_name
 from .offenders import (
+    BELOW_RULES,
     COUNT_RULES,
     LINKS_SHOWN,
     NOT_ALL_CLEAR,
@@ -58,6 +59,7 @@ from .snapshots import LinkReading, Snapshot
 from .tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TABLES, TOPOLOGY, TableSchema
 
 __all__ = [
+    "BELOW_RULES",
     "COUNT_RULES",
     "EVENTS",
     "GPUS",

@@ -10,12 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import format as fmt
 from .components import ComponentRef, switch_label, switch_name
-from .config.thresholds import BELOW_EXPECTED_RULE, GPU_LOST_RULES, GPU_MISSING_RULE, MISSING_RULE
+from .config.thresholds import BELOW_EXPECTED_RULE, BUSBW_RULE, GPU_LOST_RULES, GPU_MISSING_RULE, MISSING_RULE
 from .enums import ComponentKind, EventKind, LinkType, Severity, priority_rank, severity_rank
 from .format import Unit
 from .model import Diagnosis, Finding
 
 COUNT_RULES = (BELOW_EXPECTED_RULE, GPU_MISSING_RULE)  # the value is a count against the platform's, not a rate
+BELOW_RULES = (*COUNT_RULES, BUSBW_RULE)  # the value offends below its limit (a bus bandwidth too), not above it
 NOT_ALL_CLEAR = "This is not an all-clear."  # what an incomplete fleet view says first (`SweepResult.not_all_clear`)
 LINKS_SHOWN = 3  # a node's worst offending parts a fleet list shows (`/fabric fleet`, `sweep`); the rest counted
 
@@ -132,7 +133,7 @@ def worst_first(found: list[Offender], places: Mapping[str, int] | None = None) 
     def ratio(o: Offender) -> float:
         if o.rate_per_hour is None or not o.above:
             return 0.0
-        if o.rule in COUNT_RULES:  # a count short of the platform's (links, GPUs): the fewer, the worse
+        if o.rule in BELOW_RULES:  # short of the platform's (links, GPUs, bus bandwidth): the fewer, the worse
             return o.above / o.rate_per_hour if o.rate_per_hour > 0 else float("inf")
         return o.rate_per_hour / o.above
 

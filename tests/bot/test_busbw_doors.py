@@ -9,6 +9,11 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from bot.fleet_blocks import offender_line
+from diagnostics import offenders_of
+from diagnostics.analysis import analyze_tables
+from diagnostics.ingest.base import Source
+from diagnostics.ingest.nccl_tests import READER
 from tests.analysis.test_bandwidth import tenth
 from tests.ingest.helpers import REAL
 
@@ -32,3 +37,12 @@ def test_the_file_and_the_store_give_the_same_verdict(tmp_path: Path, capsys: py
     assert [c["message"] for f in from_file for c in f["crossed"]] == \
         [c["message"] for f in from_store for c in f["crossed"]]
     assert "10% of the 232 GB/s expected of dgx-a100-8gpu" in from_file[0]["crossed"][0]["message"]
+
+
+def test_a_bus_bandwidth_offends_below_its_limit_in_the_fleet_views() -> None:
+    steps = READER.read(Source("nccl.txt", text=tenth((REAL / "nccl_allreduce_1.txt").read_text()))).tables
+    diagnosis = analyze_tables(steps, node_id="a4bae1424041", platform="dgx-a100-8gpu")
+    [offender] = offenders_of(diagnosis)
+    line = offender_line(offender)
+    assert "23.2 GB/s < 162 GB/s" in line and ">" not in line.split(";")[0]
+    assert "10% of the 232 GB/s expected" in line and "below 70% of it" in line
