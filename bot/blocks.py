@@ -150,7 +150,7 @@ def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
     each degraded link no component explains. A finding of the suspect itself (a GPU's Xid beside the GPU) is the
     suspect's draft, not one more; while the fabric software is the suspect, the links down with it are its, not
     each a part to draft."""
-    links = degraded(diagnosis)
+    links = [(i, f) for i, f in degraded(diagnosis) if f.ref.kind is not ComponentKind.GPU_FABRIC]  # names no part
     index = {f.component: i for i, f in links}
     rank = {i: r for r, (i, _) in enumerate(links)}
     out: list[_Draftable] = []
@@ -158,6 +158,8 @@ def _draftables(diagnosis: Diagnosis, analysis_id: int) -> list[_Draftable]:
     if diagnosis.software_suspect() is not None:
         covered.update(i for i, f in links if f.severity is Severity.DOWN and f.ref.kind is ComponentKind.NVLINK)
     for n, loc in enumerate(diagnosis.localizations or ([diagnosis.localization] if diagnosis.localization else [])):
+        if loc.ref.kind is ComponentKind.GPU_FABRIC:
+            continue
         own = sorted(((index[name], name) for name in loc.links if name in index), key=lambda p: rank[p[0]])
         covered.update(i for i, _ in own)
         covered.update(i for i, f in links if f.ref.slug == loc.ref.slug)

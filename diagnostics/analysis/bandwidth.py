@@ -31,6 +31,12 @@ BUSBW_ACTION = ("Check the GPU-to-GPU paths of {node}: `nvidia-smi nvlink -s` (a
                 "`nvidia-smi topo -m` (GPU pairs on PIX, PXB, NODE or SYS rather than NV#: peer-to-peer over PCIe or "
                 "shared memory), then read its link counters (`nvidia-smi nvlink -e`, twice a few minutes apart)")
 
+# A bus bandwidth names no part: no replacement is drafted for it, only what finds the link
+BUSBW_NO_PART = ("the GPU-to-GPU fabric's bus bandwidth names no part, so no repair ticket is drafted for it: find the "
+                 "link first (`nvidia-smi nvlink -s` for a link down or slow, `nvidia-smi topo -m` for GPU pairs off "
+                 "NVLink, `nvidia-smi nvlink -e` twice a few minutes apart for a link's errors, and the CUDA samples' "
+                 "p2pBandwidthLatencyTest for the slow GPU pair), then draft the part that link names")
+
 
 @dataclass(frozen=True)
 class Run:

@@ -10,11 +10,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from .. import format as fmt
+from ..analysis.bandwidth import BUSBW_NO_PART
 from ..analysis.rules import part_priority
 from ..components import ComponentRef, tray_chip
 from ..config.repair_catalog import Need, load_catalog
 from ..config.thresholds import Thresholds
-from ..enums import ComponentKind, FaultKind, PortSource, Priority, severity_rank
+from ..enums import ComponentKind, FaultKind, PortSource, Priority, Severity, severity_rank
 from ..errors import InputError
 from ..model import Crossing, Diagnosis, Finding
 from ..topology import Inventory, NodeGraph
@@ -35,9 +36,14 @@ class NoFaultError(InputError):
 
 def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None) -> tuple[Candidate, list[Candidate]]:
     """The candidate a ticket is about: the isolated one, or the one `component` names (id, name or link id)."""
+    fabric = [f for f in diagnosis.findings if f.ref.kind is ComponentKind.GPU_FABRIC and f.severity is not Severity.OK]
+    wanted = (component or "").strip().lower()
+    if fabric and wanted in (fabric[0].ref.slug, fabric[0].component.lower()):
+        raise NoFaultError(BUSBW_NO_PART, source=diagnosis.node_id)
     found = candidates_for(diagnosis, graph)
     if not found:
-        raise NoFaultError(f"no unhealthy link: nothing to repair{_rack_ticket(diagnosis)}", source=diagnosis.node_id)
+        refused = BUSBW_NO_PART if fabric else f"no unhealthy link: nothing to repair{_rack_ticket(diagnosis)}"
+        raise NoFaultError(refused, source=diagnosis.node_id)
     if component is None:
         if not diagnosis.fault_detected:
             raise NoFaultError("no fault detected (warnings only): name a link to draft a ticket for it anyway"

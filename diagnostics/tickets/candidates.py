@@ -86,8 +86,10 @@ def _link_candidate(f: Finding, d: Diagnosis, graph: NodeGraph | None, total: in
 
 
 def _unhealthy(d: Diagnosis) -> list[Finding]:
-    failing = d.failing
-    return failing or [f for f in d.findings if f.severity is Severity.WARNING]
+    """The findings a part could explain: a collective's bus bandwidth names no part (`BUSBW_NO_PART`)."""
+    failing = [f for f in d.failing if f.ref.kind is not ComponentKind.GPU_FABRIC]
+    return failing or [f for f in d.findings if f.severity is Severity.WARNING
+                       and f.ref.kind is not ComponentKind.GPU_FABRIC]
 
 
 def _from_localization(loc: Localization, links: list[Candidate]) -> Candidate | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bot.blocks import diagnosis_blocks
 from bot.cli import main
 from bot.fleet_blocks import offender_line
 from diagnostics import offenders_of
@@ -46,3 +47,15 @@ def test_a_bus_bandwidth_offends_below_its_limit_in_the_fleet_views() -> None:
     line = offender_line(offender)
     assert "23.2 GB/s < 162 GB/s" in line and ">" not in line.split(";")[0]
     assert "10% of the 232 GB/s expected" in line and "below 70% of it" in line
+
+
+def test_a_degraded_bus_bandwidth_drafts_no_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "nccl.txt"
+    run.write_text(tenth((REAL / "nccl_allreduce_1.txt").read_text()))
+    capsys.readouterr()
+    assert main(["ticket", str(run), "--platform", "dgx-a100-8gpu", "--link", "gpu-fabric"]) != 0
+    said = capsys.readouterr()
+    assert "names no part" in said.err and "p2pBandwidthLatencyTest" in said.err and "replace" not in said.out.lower()
+    diagnosis = analyze_tables(READER.read(Source("nccl.txt", text=run.read_text())).tables, node_id="a4bae1424041",
+                               platform="dgx-a100-8gpu")
+    assert not any("Draft" in str(b.to_dict()) for b in diagnosis_blocks(diagnosis, 1))
