@@ -270,8 +270,9 @@ def run_rows(steps: pd.DataFrame, nodes: Collection[str] | None, start_ns: int |
         keep &= steps["job_id"].isna().to_numpy(bool)
     if nodes is not None and keep.any():
         wanted = set(nodes)
-        keep &= np.array([bool(wanted & {n.strip() for n in str(v).split(",")})
-                          for v in steps["node_ids"].astype("string").fillna("")], dtype=bool)
+        codes, lists = pd.factorize(steps["node_ids"].astype("string").fillna(""))  # each host list judged once
+        named = np.array([bool(wanted & {n.strip() for n in str(v).split(",")}) for v in lists], dtype=bool)
+        keep &= named[codes]
     if keep.any() and (start_ns is not None or end_ns is not None):
         stamps = pd.to_datetime(steps["timestamp"], utc=True).to_numpy("datetime64[ns]")
         t, undated = stamps.view(np.int64), np.isnat(stamps)

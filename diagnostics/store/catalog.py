@@ -22,6 +22,7 @@ from .parts import PART_TABLES, PartInfo
 
 CATALOG = "parquet_files"
 JOB_NODES = "job_nodes"
+PART_NODES = "part_nodes"  # the nodes a no-job step part names (nccl-tests runs): a node's runs read alone
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class Catalog:
         if not db.table(CATALOG).exists():
             self._create()
             self._catalog_existing()
+        elif not db.table(PART_NODES).exists():  # a store from before: its parts name no node, so each is read
+            self._create_part_nodes()
 
     def _create(self) -> None:
         self.db.table(CATALOG).create({"path": str, "tbl": str, "key": str, "day": str, "t_min": int, "t_max": int,
@@ -66,6 +69,11 @@ class Catalog:
         self.db.table(JOB_NODES).create({"job_id": str, "node_id": str, "t_min": int, "t_max": int},
                                   pk=("job_id", "node_id"), if_not_exists=True)
         self.db.table(JOB_NODES).create_index(["node_id"], if_not_exists=True)
+        self._create_part_nodes()
+
+    def _create_part_nodes(self) -> None:
+        self.db.table(PART_NODES).create({"path": str, "node_id": str}, pk=("path", "node_id"), if_not_exists=True)
+        self.db.table(PART_NODES).create_index(["node_id"], if_not_exists=True)
 
     def add(self, table: str, key: str, day: str, path: Path, info: PartInfo) -> None:
         self.db.table(CATALOG).upsert({"path": path.relative_to(self.root).as_posix(), "tbl": table, "key": key,
@@ -80,6 +88,27 @@ class Catalog:
                 "t_min = min(coalesce(t_min, excluded.t_min), coalesce(excluded.t_min, t_min)), "
                 "t_max = max(coalesce(t_max, excluded.t_max), coalesce(excluded.t_max, t_max))",
                 [job_id, node, t_min, t_max])
+
+    def add_part_nodes(self, path: Path, node_ids: Collection[str]) -> None:
+        name = path.relative_to(self.root).as_posix()
+        for node in node_ids:
+            self.db.execute(f"INSERT OR IGNORE INTO {PART_NODES} (path, node_id) VALUES (?, ?)", [name, node])
+
+    def parts_naming(self, table: str, key: str, nodes: Collection[str] | None, start_ns: int | None,
+                     end_ns: int | None) -> list[Part]:
+        """Parts of `table` under `key` that may hold those nodes' rows (any node's when None) in (start, end], an
+        undated part whatever the window: a part naming no node (written before parts named theirs) is read."""
+        where, args = ["tbl = ?", "key = ?"], list[object]([table, key])
+        if nodes is not None:
+            where.append(f"(path IN (SELECT path FROM {PART_NODES} WHERE node_id IN {_in(nodes)}) "
+                         f"OR path NOT IN (SELECT path FROM {PART_NODES}))")
+            args += list(nodes)
+        dated: list[str] = []
+        _overlapping(dated, args, start_ns, end_ns)
+        if dated:
+            where.append(f"(t_min IS NULL OR ({' AND '.join(dated)}))")
+        sql = f"SELECT path, key, columns, groups FROM {CATALOG} WHERE {' AND '.join(where)} ORDER BY t_min, path"
+        return [self._part(*row) for row in self.db.execute(sql, args).fetchall()]
 
     def parts(self, table: str, keys: Collection[str] | None = None, start_ns: int | None = None,
               end_ns: int | None = None) -> list[Part]:
@@ -119,6 +148,10 @@ class Catalog:
             return False
         self.db.execute(f"DELETE FROM {CATALOG} WHERE tbl = ? AND path IN {_in(names)}", [table, *names])
         self.add(table, key, day, path, info)
+        merged = path.relative_to(self.root).as_posix()  # the merged part names the nodes its parts named
+        self.db.execute(f"INSERT OR IGNORE INTO {PART_NODES} (path, node_id) SELECT ?, node_id FROM {PART_NODES} "
+                        f"WHERE path IN {_in(names)}", [merged, *names])
+        self.db.execute(f"DELETE FROM {PART_NODES} WHERE path IN {_in(names)}", names)
         return True
 
     def newest(self, table: str, keys: Collection[str] | None = None) -> int | None:

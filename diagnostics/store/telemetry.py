@@ -199,7 +199,7 @@ class TelemetryStore:
 
     def _runs(self, names: list[str] | None, start_ns: int | None, end_ns: int | None, workers: int) -> pd.DataFrame:
         """The step samples of benchmark runs on those nodes (nccl-tests rows: stored under no job)."""
-        parts = self._catalog.parts("step_samples", [NO_JOB])
+        parts = self._catalog.parts_naming("step_samples", NO_JOB, names, start_ns, end_ns)
         if not parts:
             return STEP_SAMPLES.empty()
         rows, _ = read_parts(parts, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns, workers=workers)

@@ -87,3 +87,5 @@ def _write_parts(catalog: Catalog, root: Path, frame: pd.DataFrame, schema: Tabl
         touched.setdefault(table, set()).add(str(value))
         if table == "step_samples":
             catalog.add_job_nodes(str(value), job_nodes(part), info.t_min, info.t_max)
+            if value == NO_JOB:  # benchmark runs: a node's are read without the others'
+                catalog.add_part_nodes(path, job_nodes(part))

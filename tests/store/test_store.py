@@ -140,3 +140,24 @@ def test_step_samples_that_name_no_job_are_no_job(tmp_path: Path, capsys: pytest
         assert main(["analyze", "--store", str(tmp_path / "store"), "--job", job]) != 0
         err = capsys.readouterr().err
         assert f"no job {job!r}" in err and "unknown" not in err.replace(f"'{job}'", "")
+
+
+def test_a_nodes_window_reads_only_the_run_parts_that_name_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Benchmark runs (no job) are read by the nodes their parts name, merged parts too: a node with no run reads
+    none of them, and a store from before parts named theirs reads every one."""
+    from diagnostics.store import compaction
+    from diagnostics.store.writing import NO_JOB
+
+    monkeypatch.setattr(compaction, "COMPACT_PARTS", 3)
+    store = TelemetryStore(tmp_path / "store")
+    for i, host in enumerate(["hostA", "hostB", "hostA", "hostB"]):
+        log = tmp_path / f"nccl-{i}.txt"
+        log.write_text(f"#  Rank  0 Group  0 Pid   1728 on {host} device  0 [0000:0f:00] NVIDIA A100\n"
+                       f"# Avg bus bandwidth    : {230 + i} \n", encoding="utf-8")
+        store.ingest([log])
+    catalog = store._catalog
+    read = {node: catalog.parts_naming("step_samples", NO_JOB, [node], None, 2**62) for node in ("hostA", "hostB")}
+    assert len(read["hostA"]) == 1 and read["hostA"] == read["hostB"]  # the four merged into one: both named
+    assert catalog.parts_naming("step_samples", NO_JOB, ["hostC"], None, 2**62) == []
+    store._db.execute("DELETE FROM part_nodes")  # as a store from before left it
+    assert len(catalog.parts_naming("step_samples", NO_JOB, ["hostC"], None, 2**62)) == 1
