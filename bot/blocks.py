@@ -270,9 +270,19 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
     return fit(_summary(d, analysis_id, shown, title=title, lead=lead) for shown in SUMMARY_LAYOUTS)
 
 
+def _measured_only(d: Diagnosis) -> str | None:
+    """A node whose one verdict is its bus bandwidth, no link read: the run's verdict, and that the links are
+    unread (not "health unknown" above the run's degraded fabric)."""
+    fabric = next((f for f in d.findings if f.ref.kind is ComponentKind.GPU_FABRIC), None)
+    if fabric is None or not d.health_unknown():
+        return None
+    said = "as expected" if fabric.severity is Severity.OK else "below its platform's"
+    return f"bus bandwidth {said}, links unread"
+
+
 def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None, lead: str | None) -> list[Block]:
-    status = "fault detected" if d.fault_detected else "fabric health unknown" if d.health_unknown() or d.unrated() \
-        else "no fabric fault"
+    status = "fault detected" if d.fault_detected else _measured_only(d) or "fabric health unknown" \
+        if d.health_unknown() or d.unrated() else "no fabric fault"
     blocks: list[Block] = [section(lead)] if lead else []
     blocks.append(HeaderBlock(text=clip(title or f"{headline_name(d.node_id)}: {status}", MAX_HEADER)))
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))

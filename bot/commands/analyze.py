@@ -61,7 +61,8 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
     for f in shown:
         r = f.rates_per_hour
         cells = [fmt.number(r[k]) if k in r else "-" for k in ("replay", "crc", "recovery")]
-        rows.append((f.component, f.link_state.value, *cells, f.severity.value,
+        state = "-" if f.ref.kind is ComponentKind.GPU_FABRIC else f.link_state.value  # a collective reads no state
+        rows.append((f.component, state, *cells, f.severity.value,
                      "; ".join(c.message for c in f.crossed) or "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows if len(rows) > 1 else []:  # nothing to list: the warnings say so, not an empty table
@@ -85,6 +86,9 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
         print(f"  verdict:  {d.verdict}", file=out)
     for w in d.warnings:
         print(f"  warning: {w}", file=out)
+    for f in d.findings:  # a bus bandwidth as expected: a note, not a warning
+        if f.ref.kind is ComponentKind.GPU_FABRIC and f.severity.value == "ok":
+            print(f"  note: {'; '.join(f.evidence)}", file=out)
 
 
 def _rest(d: Diagnosis, left: int) -> str:

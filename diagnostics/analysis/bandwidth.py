@@ -147,10 +147,7 @@ def measured_bandwidth(steps: pd.DataFrame | None, platform_of: Callable[[str], 
         assert platform is not None
         expected = policy.of(platform)
         assert expected is not None
-        finding = judged(run, platform, expected, fraction)
-        out.findings.setdefault(host, []).append(finding)
-        if finding.severity is Severity.OK:  # said where every door shows it: a healthy finding is not listed
-            out.notes.setdefault(host, []).extend(finding.evidence)
+        out.findings.setdefault(host, []).append(judged(run, platform, expected, fraction))
     return out
 
 
@@ -219,7 +216,7 @@ def judged(run: Run, platform: str, expected: ExpectedBusbw, fraction: float) ->
             f"{' (an assumed figure)' if expected.assumed else ''}")
     if run.busbw_gbps >= limit:
         return Finding(ref=ComponentRef.gpu_fabric(), link_type=LinkType.NVLINK, link_id="gpu-fabric",
-                       severity=Severity.OK, evidence=[f"{said}: the fabric delivers its bandwidth"])
+                       severity=Severity.OK, evidence=[f"{said}: as expected of a healthy fabric"])
     message = (f"{said}, below {fraction:.0%} of it: an NVLink down or degraded, or peer-to-peer falling back to "
                "PCIe or shared memory (`nvidia-smi nvlink -s`, `nvidia-smi topo -m`)")
     crossing = Crossing(rule=BUSBW_RULE, counter="busbw", rate_per_hour=run.busbw_gbps, above=limit,

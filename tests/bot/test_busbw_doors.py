@@ -59,3 +59,24 @@ def test_a_degraded_bus_bandwidth_drafts_no_part(tmp_path: Path, capsys: pytest.
     diagnosis = analyze_tables(READER.read(Source("nccl.txt", text=run.read_text())).tables, node_id="a4bae1424041",
                                platform="dgx-a100-8gpu")
     assert not any("Draft" in str(b.to_dict()) for b in diagnosis_blocks(diagnosis, 1))
+
+
+def test_a_run_alone_says_its_verdict_and_that_the_links_are_unread(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    text = (REAL / "nccl_allreduce_1.txt").read_text()
+    for run, verdict in ((text, "as expected"), (tenth(text), "below its platform's")):
+        diagnosis = analyze_tables(READER.read(Source("nccl.txt", text=run)).tables, node_id="a4bae1424041",
+                                   platform="dgx-a100-8gpu")
+        header = diagnosis_blocks(diagnosis, 1)[0].to_dict()["text"]["text"]
+        assert header.endswith(f"bus bandwidth {verdict}, links unread") and "unknown" not in header
+    path = tmp_path / "nccl.txt"
+    path.write_text(text)
+    capsys.readouterr()
+    assert main(["analyze", str(path), "--platform", "dgx-a100-8gpu"]) == 0
+    out = capsys.readouterr().out
+    [note] = [line for line in out.splitlines() if "232 GB/s at 10 GiB" in line]
+    assert note.strip().startswith("note:") and "as expected of a healthy fabric" in note
+    path.write_text(tenth(text))
+    assert main(["analyze", str(path), "--platform", "dgx-a100-8gpu"]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("the GPU-to-GPU")]
+    assert row.split()[4] == "-"  # its state: a collective reads none
