@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
 from diagnostics import ComponentKind, Diagnosis, Finding
@@ -173,3 +174,13 @@ def test_a_run_over_two_hosts_judges_no_nvlink() -> None:
         [said] = [w for w in d.warnings if "all_reduce bus bandwidth" in w]
         assert "469 GB/s at 16 GiB messages over 2 hosts (bm-h100-01, bm-h100-02)" in said
         assert "crosses the network" in said
+
+
+def test_a_dated_run_is_newer_than_an_undated_one() -> None:
+    """An undated run states no time, so any window holds it: a dated run of the host is judged before it."""
+    good, bad = one_host(), one_host().replace("469.21", " 46.92").replace("469.10", " 46.91")
+    steps = READER.read(Source("nccl.txt", text=good + "\n" + bad)).tables["step_samples"]
+    first = steps["run"] == steps["run"].iloc[0]
+    steps.loc[first, "timestamp"] = pd.Timestamp("2026-09-01T00:00:00Z")  # the healthy run, read first, dated
+    [f] = fabric(analyze_tables({"step_samples": steps}, node_id=H100_HOST, platform="hgx-h100-8gpu"))
+    assert f.severity is Severity.OK
