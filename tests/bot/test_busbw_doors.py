@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.blocks import diagnosis_blocks
+from bot.blocks import diagnosis_blocks, finding_line
 from bot.cli import main
 from bot.fleet_blocks import offender_line
 from diagnostics import offenders_of
@@ -80,3 +80,11 @@ def test_a_run_alone_says_its_verdict_and_that_the_links_are_unread(tmp_path: Pa
     assert main(["analyze", str(path), "--platform", "dgx-a100-8gpu"]) == 0
     [row] = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("the GPU-to-GPU")]
     assert row.split()[4] == "-"  # its state: a collective reads none
+
+
+def test_the_fabrics_slack_line_names_its_figure_not_a_link_state() -> None:
+    text = tenth((REAL / "nccl_allreduce_1.txt").read_text())
+    diagnosis = analyze_tables(READER.read(Source("nccl.txt", text=text)).tables, node_id="a4bae1424041",
+                               platform="dgx-a100-8gpu")
+    [line] = [finding_line(f) for f in diagnosis.findings]
+    assert "busbw 23.2 GB/s" in line and "state" not in line.split("—")[0]
