@@ -272,14 +272,21 @@ def _over(c: Crossing) -> float:
 
 
 def worst_crossing(own: Sequence[Finding], component: str) -> str:
-    """The message of the crossing furthest over its threshold among `own`: severity first, then its ratio to its
-    limit; among equals, the part's own link's first, then the first listed."""
+    """The message of the crossing that says most of the part among `own`, as the analysis heads its suspect: the
+    part's own failing one first (a Fabric Manager's "all 96 NVLinks inactive at once" before one of those links'
+    "link is inactive"), then a failing event (a fatal SXid before the port's "inactive" it caused), then severity
+    and the ratio to its limit; among equals, the part's own link's first, then the first listed."""
     crossed = [(f, c) for f in own for c in f.crossed]
     if not crossed:
         return "unhealthy link"
-    ranked = max(enumerate(crossed), key=lambda ic: (severity_rank(ic[1][1].severity), _over(ic[1][1]),
-                                                     ic[1][0].component == component, -ic[0]))
-    return ranked[1][1].message
+    failing = severity_rank(Severity.FAILING)
+
+    def key(ic: tuple[int, tuple[Finding, Crossing]]) -> tuple[bool, bool, int, float, bool, int]:
+        i, (f, c) = ic
+        mine, rank = f.component == component, severity_rank(c.severity)
+        return mine and rank >= failing, bool(c.codes) and rank >= failing, rank, _over(c), mine, -i
+
+    return max(enumerate(crossed), key=key)[1][1].message
 
 
 def rule_summary(diagnosis: Diagnosis, candidate: Candidate, prio: Priority, held: bool = False) -> str:

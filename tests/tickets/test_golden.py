@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from diagnostics.analysis import analyze_tables
+from diagnostics.enums import Severity
 from diagnostics.model import Diagnosis
 from diagnostics.synth.fleet import DEFAULT_NODES, build
 from diagnostics.synth.scenarios import SCENARIOS
@@ -92,3 +93,24 @@ def test_rule_tickets_match_the_golden_file(fleet: list[tuple[str, dict[str, Any
         GOLDEN.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         pytest.skip("golden file rewritten; compare on the next run")
     assert got == json.loads(GOLDEN.read_text(encoding="utf-8"))
+
+
+def test_a_tickets_summary_quotes_the_cause_the_analysis_heads_its_suspect_with(
+        fleet: list[tuple[str, dict[str, Any], Diagnosis]]) -> None:
+    """The summary's reading is the one `analyze` heads the suspect with: a failing event (a fatal SXid, an Xid 79)
+    before the link state it left ("link is inactive"), and the suspect's own failing reading (a Fabric Manager's
+    "all 96 NVLinks inactive at once") before one of its links'."""
+    checked = set()
+    for _, node, d in fleet:
+        for t in _tickets(d):
+            own = [f for f in d.findings if f.component in set(next(
+                c.findings for c in candidates_for(d) if c.id == t.candidate_id))]
+            failing = [c.message for f in own for c in f.crossed
+                       if c.severity in (Severity.FAILING, Severity.DOWN)]
+            mine = [c.message for f in own if f.component == t.component for c in f.crossed if c.message in failing]
+            events = [c.message for f in own for c in f.crossed if c.codes and c.message in failing]
+            wanted = mine or events
+            if wanted:
+                checked.add(node["scenario"])
+                assert any(f": {m}" in t.summary for m in wanted), (node["scenario"], t.summary, wanted)
+    assert len(checked) >= 3, checked
