@@ -39,7 +39,8 @@ _PREFIXED = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*):(?: (?P<rest>.*))?$")
 # words a log line or a tool's output puts before a colon, which are no host
 # (as printed: `GPU0:` is a kernel word, `gpu01:` a host, as clusters name them)
 _NOT_HOST = re.compile(r"^(?:kernel|kern|nvidia-(?:nvswitch|modeset|uvm|drm)\d*|[sS]?[xX]id\d*|pcieport|mlx\d_\d+"
-                       r"|ib\d+|eth\d+|en[ops]\d\w*|rank\d+|lane\d+|port\d+|nvswitch\d*|\d+|[A-Z]+\d*)$")
+                       r"|ib\d+|eth\d+|en[ops]\d\w*|rank\d+|lane\d+|port\d+|nvswitch\d*|\d+|[A-Z]+\d*"
+                       r"|\d{4}-\d{2}-\d{2}(?:[T_]\S*)?|\d{1,2}[-:.]\d{2}(?:[-:.]\d{2})?)$")  # a framed date, a clock
 _DASHES = re.compile(r"^\s*-{3,}\s*$")
 _HEADER_HOSTS = re.compile(r"^\s*(?P<hosts>[A-Za-z0-9][\w.\-\[\],]*)(?:\s+\(\d+\))?\s*$")
 _RANGE = re.compile(r"^(?P<head>[^\[\]]*)\[(?P<ranges>[^\[\]]+)\](?P<rest>.*)$")
@@ -52,7 +53,7 @@ MAX_COPIED = 20_000
 def hostlike(name: str) -> bool:
     """Whether a name can be a host's, the one rule for pdsh's prefixes and dshbak's headers: nodes are numbered
     (node01, gpu-a07, 10.0.0.1), and no word a log or a tool puts before a colon is one (`kernel:`, `NVRM:`,
-    `nvidia-nvswitch3:`, `GPU0:`), nor a heading framed as a header is (`Summary`)."""
+    `nvidia-nvswitch3:`, `GPU0:`), nor a heading or a date framed as a header is (`Summary`, `2026-05-13`)."""
     return any(c.isdigit() for c in name) and not _NOT_HOST.match(name)
 
 

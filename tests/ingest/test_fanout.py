@@ -161,8 +161,12 @@ def test_hosts_named_gpu_are_hosts_and_kernel_words_are_not() -> None:
     assert fanout.host_of("nvidia-nvswitch3: SXid 20034") is None
 
 
-def test_a_framed_word_is_no_host() -> None:
-    text = "----------\nSummary\n----------\n" + "\n".join(_output("nvlink_e_h100_1.txt")) + "\n"
+@pytest.mark.parametrize("frame", ["Summary", "2026-05-13", "2026-05-13T10:00:00Z", "10:00"])
+def test_a_framed_word_or_date_is_no_host(frame: str) -> None:
+    """A heading or the date a capture frames between two readings is no dshbak header: the readings stay one
+    node's, two of them, so a rate is known."""
+    reading = "\n".join(_output("nvlink_e_h100_1.txt"))
+    text = f"----------\n{frame}\n----------\n{reading}\n----------\n{frame}\n----------\n{reading}\n"
     assert Source.from_text(text).fanout is None
     assert read_text(text)["link_samples"]["node_id"].isna().all()
 
