@@ -19,7 +19,7 @@ Decided here, for every text reader that asks (`textlines.classify`):
 - A dshbak/clush -b header's host range is expanded (`node[01-03,07]`, `rack[1-2]-n[1-2]`, `a01,b02`, clush's
   count `(2)` after it) and each host gets the block's lines: one reading per host, up to `MAX_COPIED` lines copied.
 - Each host's lines open with a `host` line (`textlines.Line`), which the readers take as a prompt naming that host
-  (`Collector.take_host`): a node the command gives (`--node`) holds its own host's, as with prompts.
+  (`Collector.take_host`): a node the command gives (`--node`) holds every reading, as with prompts.
 Assumed, not seen in a real paste of these tools' output: clush's `host: ` form is pdsh's; dshbak's header
 lines are 16 dashes (any run of three or more is taken); a blank line pdsh prints keeps its `host: ` (trailing
 space or not).

@@ -14,9 +14,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from .. import format as fmt
 from .. import values
-from ..errors import InputError
 from ..tables import TABLES
 from ..values import Refused, describe, no_value
 from . import fanout
@@ -260,9 +258,7 @@ class Collector:
     banner: tuple[str | None, pd.Timestamp | None] | None = None  # a capture banner's node and time (`take_banner`)
     unread_times: list[int] = field(default_factory=list)  # lines that look like a `date` line and are not read
     _captured: dict[str, list[int]] = field(default_factory=dict)  # `IngestResult.captured`
-    _given: bool = False  # the command gives the node (`--node`): see `take_host`
-    _named: dict[str, None] = field(default_factory=dict)  # the hosts prompts and a parallel shell name, in order
-    _asked: str | None = None  # the node the command gives
+    _given: bool = False  # the command gives the node (`--node`): every reading is its, whatever the input names
     _first: str | None = None  # the first node the input names: the lines before it are that node's
     _times: dict[str | None, pd.Timestamp | None] = field(default_factory=dict)  # a node left -> the time it stated
     _carried: pd.Timestamp | None = None  # the time the current node took on entering (not one it stated)
@@ -274,22 +270,6 @@ class Collector:
 
     def __post_init__(self) -> None:
         self._given = self.node_id is not None
-        self._asked = self.node_id
-
-    def _settle_asked(self) -> None:
-        """The node the command gives (`--node`) holds every reading of an input that names one host or none; of a
-        paste of several hosts' sessions (prompts, pdsh) it holds its own, and one that is none of them is refused:
-        another host's readings filed under it would be that host's GPUs said to be its."""
-        named, asked = list(self._named), self._asked
-        if len(named) < 2:
-            for rows in self.rows.values():
-                for row in rows:
-                    row["node_id"] = asked
-        elif asked not in named:
-            raise InputError(f"the input holds {fmt.count(len(named), 'host')}' readings ({', '.join(named[:8])}"
-                             + (", ..." if len(named) > 8 else "") + f") and --node {asked} is none of them: give "
-                             "one of them, or leave --node out to read each host's as its own",
-                             source=self.source.name, field="--node")
 
     def where(self, number: int) -> str:
         return f"{self.source.name}:{number}"
@@ -410,16 +390,14 @@ class Collector:
     def take_host(self, line: Line) -> None:
         """A prompt that names a host (`root@nodeB:~#`), or a parallel shell's host (`fanout`), starts that host's
         readings: a paste of shell sessions on several nodes is each node's. One that names none (`$ `, `# `)
-        keeps the node; a container's shell opened from a node's prompt (its host name the container's id) is that
-        node's. A node the command gives holds every reading where the input names one host or none, and its own
-        where it names several (`result`)."""
-        if line.kind == "host" and not line.host:  # a parallel shell's output ended: the local node's follows
-            self.enter(self._asked or UNNAMED)
-        if line.host:
+        keeps the node; a node the command gives holds every reading; a container's shell opened from a node's
+        prompt (its host name the container's id) is that node's."""
+        if line.kind == "host" and not line.host and not self._given:
+            self.enter(UNNAMED)  # a parallel shell's output ended: the local node's follows
+        if line.host and not self._given:
             host = self._inside.get(line.host, line.host)
             if self._entering and self.node_id is not None and host != self.node_id:
                 self._inside[line.host] = host = self.node_id
-            self._named[host] = None
             self.enter(host)
         self._entering = bool(_INTO_CONTAINER.match(line.command or ""))
         if not self._given and (remote := _REMOTE.match(line.command or "")):  # its output is the remote host's
@@ -446,8 +424,6 @@ class Collector:
 
     def result(self) -> IngestResult:
         self.flush()
-        if self._given:
-            self._settle_asked()
         frames = {}
         for table, rows in self.rows.items():
             # Every schema column present (empty ones as NaN) so conform only casts, whatever a row lacked.

@@ -177,13 +177,3 @@ def test_a_reader_that_reads_lines_as_printed_sniffs_them_as_printed() -> None:
     assert Source.from_text(text).fanout == fanout.PREFIX
     with pytest.raises(InputError, match="unrecognized format"):
         detect.choose(Source.from_text(text))
-
-
-def test_a_node_given_holds_its_own_hosts_lines_and_one_no_host_is_refused() -> None:
-    lines = _output("nvlink_e_h100_1.txt")
-    text = "\n".join(f"{host}: {_own(line, host)}".rstrip() for host in HOSTS for line in lines) + "\n"
-    result = detect.read(Source.from_text(text), node_id="node02")
-    assert _per_host(result["gpus"]) == {"node01": 1, "node02": 1}
-    assert not [w for w in result.warnings if "damaged" in w.message]
-    with pytest.raises(InputError, match="node01, node02"):
-        detect.read(Source.from_text(text), node_id="gpu7")

@@ -446,17 +446,8 @@ def test_the_lines_before_the_first_prompt_are_the_first_host_s_and_a_bare_promp
         ("nodeA", 1.0), ("nodeA", 2.0), ("nodeA", 3.0), ("nodeB", 4.0)]
 
 
-def test_a_node_given_among_the_prompts_hosts_holds_its_own_sessions_and_one_none_of_them_is_refused() -> None:
-    result = READER.read(Source.from_text(TWO_NODES, name="paste.txt"), node_id="nodeA")
-    assert result["link_samples"]["node_id"].astype(str).value_counts().to_dict() == {"nodeA": 2, "nodeB": 2}
-    assert not [w for w in result.warnings if "damaged" in w.message]
-    with pytest.raises(InputError, match="2 hosts' readings \\(nodeA, nodeB\\) and --node asked is none of them"):
-        READER.read(Source.from_text(TWO_NODES, name="paste.txt"), node_id="asked")
-
-
-def test_a_node_given_holds_the_session_of_the_one_host_a_prompt_names() -> None:
-    one = _session("nodeA", "Wed May 13 11:00:00 AM EDT 2026", "aaaaaaaa", 0)
-    result = READER.read(Source.from_text(one, name="paste.txt"), node_id="asked")
+def test_a_node_given_holds_every_session_whatever_its_prompt_names() -> None:
+    result = READER.read(Source.from_text(TWO_NODES, name="paste.txt"), node_id="asked")
     assert set(result["link_samples"]["node_id"].astype(str)) == {"asked"}
 
 
