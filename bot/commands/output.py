@@ -13,6 +13,9 @@ from pydantic_core import to_json
 # not read or judge (sweep, watch, digest), files refused (ingest). One number, so a script tells "nothing wrong" from
 # "not all seen" the same way whichever command it ran.
 INCOMPLETE = 3
+# The exit status of `ticket` on a fault that names no part (a collective's results corrupted): nothing drafted, but
+# not "nothing to repair", so a script never takes it for a healthy node.
+NO_PART = 4
 
 
 def said_incomplete(lines: list[str]) -> int:

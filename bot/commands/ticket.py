@@ -21,6 +21,7 @@ from diagnostics.tickets import (
     Judged,
     ModelCall,
     NoFaultError,
+    NoPartError,
     RulesDrafter,
     drafter_from_env,
     escalate,
@@ -38,7 +39,7 @@ from ..workflow.cover import covering, standing, with_narrower
 from ..workflow.history import part_history
 from ..workflow.tracker import SqliteTracker, Tracker
 from . import SUMMARIES
-from .output import print_json, said_incomplete
+from .output import NO_PART, print_json, said_incomplete
 
 ENV_STORE = "FABRICBOT_STORE"
 
@@ -162,6 +163,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
               file=sys.stderr)
     tickets: list[dict[str, Any]] = []
     unknown: list[str] = []  # why an answer without a ticket is not an all-clear: its health unknown, not healthy
+    no_part = False  # a fault found that names no part: not "nothing to repair"
     for label, diagnosis, graph, incomplete, ask in diagnoses:
         if diagnosis.maintenance and not args.inspect:
             print(f"{label}: {diagnosis.maintenance}: no ticket from planned work "
@@ -188,6 +190,11 @@ def cmd_ticket(args: argparse.Namespace) -> int:
                     ticket = with_narrower(ticket, tracker, diagnosis, slug)
                 tickets.append(ticket.model_dump(mode="json"))
                 text = ticket.to_markdown()
+        except NoPartError as exc:  # said even where the node's links are unread: the fabric was asked of, or failing
+            print(f"{label}: {exc.reason}", file=sys.stderr)
+            unknown += incomplete
+            no_part = no_part or exc.failing
+            continue
         except NoFaultError as exc:
             if incomplete:  # not "nothing to repair": the window held too little of the node to judge its links
                 unknown += incomplete
@@ -202,7 +209,7 @@ def cmd_ticket(args: argparse.Namespace) -> int:
         return 2
     if unknown:
         return said_incomplete(unknown)
-    return 0 if tickets else 1
+    return 0 if tickets else NO_PART if no_part else 1
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -211,7 +218,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "usage or input error (a case of a snapshot file that could not be read, the "
                                    "others drafted), 3 incomplete: the window holds none of the node's "
                                    "readings (or they could not be read, or it holds one reading per link, with no "
-                                   "rate), so its health is unknown, as `analyze` says it.")
+                                   "rate), so its health is unknown, as `analyze` says it; 4 a fault that names no "
+                                   "part (a collective's results corrupted): what finds the link is said instead.")
     p.add_argument("target", metavar="FILE|NODE", nargs="?",
                    help="snapshot JSON, a paste of shell output, a telemetry file or folder (as `analyze` reads it; "
                         "'-' reads stdin), or a node in --store")

@@ -36,6 +36,11 @@ BUSBW_NO_PART = ("the GPU-to-GPU fabric's bus bandwidth names no part, so no rep
                  "link first (`nvidia-smi nvlink -s` for a link down or slow, `nvidia-smi topo -m` for GPU pairs off "
                  "NVLink, `nvidia-smi nvlink -e` twice a few minutes apart for a link's errors, and the CUDA samples' "
                  "p2pBandwidthLatencyTest for the slow GPU pair), then draft the part that link names")
+# Wrong values in a collective's results name no part either: what finds the link whose data came out corrupted
+WRONG_NO_PART = ("the GPU-to-GPU fabric's results came out corrupted (wrong values in a collective), which names no "
+                 "part, so no repair ticket is drafted for it: find the link first (`nvidia-smi nvlink -e` twice a few "
+                 "minutes apart for a link's errors, the node's Xids, `nvidia-smi nvlink -s` for a link down), then "
+                 "draft the part that link names")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Repair tickets and answers: facts from the diagnosis, words from the rules or Claude (pydantic-ai)."""
 
 from .answers import Answer, Answerer, ClaudeAnswerer, RulesAnswerer, answerer_from_env, rules_answer
-from .build import Judged, NoFaultError, owners_view, select
+from .build import Judged, NoFaultError, NoPartError, owners_view, select
 from .calls import ModelCall
 from .candidates import Candidate, candidates_for
 from .catalog import Part, RepairPlan, plan_for
@@ -34,6 +34,7 @@ __all__ = [
     "ModelCall",
     "ModelCheck",
     "NoFaultError",
+    "NoPartError",
     "Part",
     "PartHistory",
     "PastTicket",

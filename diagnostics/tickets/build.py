@@ -10,11 +10,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from .. import format as fmt
-from ..analysis.bandwidth import BUSBW_NO_PART
+from ..analysis.bandwidth import BUSBW_NO_PART, WRONG_NO_PART
 from ..analysis.rules import part_priority
 from ..components import ComponentRef, tray_chip
 from ..config.repair_catalog import Need, load_catalog
-from ..config.thresholds import Thresholds
+from ..config.thresholds import WRONG_VALUES_RULE, Thresholds
 from ..enums import ComponentKind, FaultKind, PortSource, Priority, Severity, severity_rank
 from ..errors import InputError
 from ..model import Crossing, Diagnosis, Finding
@@ -34,16 +34,27 @@ class NoFaultError(InputError):
     """The diagnosis holds nothing to repair."""
 
 
+class NoPartError(NoFaultError):
+    """The finding asked of (or the only one found) is the GPU-to-GPU fabric's: a collective names no part. `failing`:
+    a fault (its results corrupted), which a script must not take for nothing to repair."""
+
+    def __init__(self, fabric: Finding, *, source: str) -> None:
+        self.failing = fabric.severity is Severity.FAILING
+        wrong = any(c.rule == WRONG_VALUES_RULE for c in fabric.crossed)
+        super().__init__(WRONG_NO_PART if wrong else BUSBW_NO_PART, source=source)
+
+
 def select(diagnosis: Diagnosis, component: str | None, graph: NodeGraph | None) -> tuple[Candidate, list[Candidate]]:
     """The candidate a ticket is about: the isolated one, or the one `component` names (id, name or link id)."""
     fabric = [f for f in diagnosis.findings if f.ref.kind is ComponentKind.GPU_FABRIC and f.severity is not Severity.OK]
     wanted = (component or "").strip().lower()
     if fabric and wanted in (fabric[0].ref.slug, fabric[0].component.lower()):
-        raise NoFaultError(BUSBW_NO_PART, source=diagnosis.node_id)
+        raise NoPartError(max(fabric, key=lambda f: severity_rank(f.severity)), source=diagnosis.node_id)
     found = candidates_for(diagnosis, graph)
     if not found:
-        refused = BUSBW_NO_PART if fabric else f"no unhealthy link: nothing to repair{_rack_ticket(diagnosis)}"
-        raise NoFaultError(refused, source=diagnosis.node_id)
+        if fabric:
+            raise NoPartError(max(fabric, key=lambda f: severity_rank(f.severity)), source=diagnosis.node_id)
+        raise NoFaultError(f"no unhealthy link: nothing to repair{_rack_ticket(diagnosis)}", source=diagnosis.node_id)
     if component is None:
         if not diagnosis.fault_detected:
             raise NoFaultError("no fault detected (warnings only): name a link to draft a ticket for it anyway"

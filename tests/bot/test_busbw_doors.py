@@ -10,19 +10,23 @@ import pytest
 
 from bot.blocks import diagnosis_blocks, finding_line
 from bot.cli import main
+from bot.commands.output import NO_PART
 from bot.fleet_blocks import offender_line
 from diagnostics import offenders_of
 from diagnostics.analysis import analyze_tables
 from diagnostics.ingest.base import Source
 from diagnostics.ingest.nccl_tests import READER
-from tests.analysis.test_bandwidth import tenth
+from tests.analysis.test_bandwidth import H100, one_host, tenth
 from tests.ingest.helpers import REAL
+from tests.shared import answered_exit
 
 
 def fabric(capsys: pytest.CaptureFixture[str], args: list[str]) -> list[dict[str, Any]]:
     capsys.readouterr()
-    assert main(args) == 0
-    diagnosis = json.loads(capsys.readouterr().out)
+    code = main(args)
+    out = capsys.readouterr().out
+    assert code == answered_exit(out) == 3  # the busbw alone: the node's links unread, its health unknown
+    diagnosis = json.loads(out)
     return [f for f in diagnosis["findings"] if f["ref"]["kind"] == "gpu-fabric"]
 
 
@@ -53,8 +57,8 @@ def test_a_degraded_bus_bandwidth_drafts_no_part(tmp_path: Path, capsys: pytest.
     run = tmp_path / "nccl.txt"
     run.write_text(tenth((REAL / "nccl_allreduce_1.txt").read_text()))
     capsys.readouterr()
-    assert main(["ticket", str(run), "--platform", "dgx-a100-8gpu", "--link", "gpu-fabric"]) != 0
-    said = capsys.readouterr()
+    assert main(["ticket", str(run), "--platform", "dgx-a100-8gpu", "--link", "gpu-fabric"]) == 3
+    said = capsys.readouterr()  # the fabric named: its refusal, then why the node's health is unknown
     assert "names no part" in said.err and "p2pBandwidthLatencyTest" in said.err and "replace" not in said.out.lower()
     diagnosis = analyze_tables(READER.read(Source("nccl.txt", text=run.read_text())).tables, node_id="a4bae1424041",
                                platform="dgx-a100-8gpu")
@@ -72,13 +76,16 @@ def test_a_run_alone_says_its_verdict_and_that_the_links_are_unread(tmp_path: Pa
     path = tmp_path / "nccl.txt"
     path.write_text(text)
     capsys.readouterr()
-    assert main(["analyze", str(path), "--platform", "dgx-a100-8gpu"]) == 0
+    code = main(["analyze", str(path), "--platform", "dgx-a100-8gpu"])
     out = capsys.readouterr().out
+    assert code == answered_exit(out) == 3  # a healthy figure reads no link: the node's health is unknown
     [note] = [line for line in out.splitlines() if "232 GB/s at 10 GiB" in line]
     assert note.strip().startswith("note:") and "as expected of a healthy fabric" in note
     path.write_text(tenth(text))
-    assert main(["analyze", str(path), "--platform", "dgx-a100-8gpu"]) == 0
-    [row] = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("the GPU-to-GPU")]
+    code = main(["analyze", str(path), "--platform", "dgx-a100-8gpu"])
+    out = capsys.readouterr().out
+    assert code == answered_exit(out) == 3  # merely warned: still unknown
+    [row] = [line for line in out.splitlines() if line.strip().startswith("the GPU-to-GPU")]
     assert row.split()[4] == "-"  # its state: a collective reads none
 
 
@@ -88,3 +95,18 @@ def test_the_fabrics_slack_line_names_its_figure_not_a_link_state() -> None:
                                platform="dgx-a100-8gpu")
     [line] = [finding_line(f) for f in diagnosis.findings]
     assert "busbw 23.2 GB/s" in line and "state" not in line.split("—")[0]
+
+
+def test_a_run_with_wrong_values_is_a_fault_that_names_no_part(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    clean, wrong = "469.21      0    68668  250.19  469.10      0", "469.21      5    68668  250.19  469.10      5"
+    run = tmp_path / "nccl.txt"
+    run.write_text(one_host(H100).replace(clean, wrong))
+    capsys.readouterr()
+    code = main(["analyze", str(run), "--platform", "hgx-h100-8gpu"])
+    out = capsys.readouterr().out
+    assert code == answered_exit(out) == 0 and " fault=yes " in out.splitlines()[0]
+    assert main(["ticket", str(run), "--platform", "hgx-h100-8gpu", "--rules"]) == NO_PART
+    said = capsys.readouterr()
+    assert "wrong values" in said.err and "corrupted" in said.err and said.out == ""
+    assert "nothing to repair" not in said.err and "slow GPU pair" not in said.err
