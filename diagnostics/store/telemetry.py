@@ -249,7 +249,7 @@ class TelemetryStore:
             since = start_ns
             if steps is not None and start_ns is not None:
                 since = min(start_ns, end_ns - int(steps.total_seconds() * 1e9))
-            jobs = self._catalog.jobs_on(names, since, end_ns)
+            jobs = {j for j in self._catalog.jobs_on(names, since, end_ns) if j != NO_JOB}  # runs: `_runs`, once
             if jobs:
                 step_parts = self._catalog.parts("step_samples", sorted(jobs), since, end_ns)
                 step_rows, _ = read_parts(step_parts, STEP_SAMPLES, since, end_ns, order=(),

@@ -21,11 +21,12 @@ from tests.ingest.helpers import REAL
 from tests.shared import answered_exit
 
 
-def fabric(capsys: pytest.CaptureFixture[str], args: list[str]) -> list[dict[str, Any]]:
+def fabric(capsys: pytest.CaptureFixture[str], args: list[str], code: int = 3) -> list[dict[str, Any]]:
+    """The answer's fabric findings, where it exits `code` (3 by default: a busbw alone leaves the links unread)."""
     capsys.readouterr()
-    code = main(args)
+    got = main(args)
     out = capsys.readouterr().out
-    assert code == answered_exit(out) == 3  # the busbw alone: the node's links unread, its health unknown
+    assert got == answered_exit(out) == code
     diagnosis = json.loads(out)
     return [f for f in diagnosis["findings"] if f["ref"]["kind"] == "gpu-fabric"]
 
@@ -110,3 +111,16 @@ def test_a_run_with_wrong_values_is_a_fault_that_names_no_part(tmp_path: Path,
     said = capsys.readouterr()
     assert "wrong values" in said.err and "corrupted" in said.err and said.out == ""
     assert "nothing to repair" not in said.err and "slow GPU pair" not in said.err
+
+
+def test_the_store_reads_a_run_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dated run's rows come through the store once: no job's rows are read as the node's runs, not as a job's
+    too."""
+    clean, wrong = "469.21      0    68668  250.19  469.10      0", "469.21      5    68668  250.19  469.10      0"
+    run = tmp_path / "nccl.txt"
+    run.write_text(one_host(H100).replace(clean, wrong))
+    store = str(tmp_path / "store")
+    assert main(["ingest", str(run), "--store", store, "--node", "bm-h100-01", "--at", "2026-03-02T10:00:00Z"]) == 0
+    found = fabric(capsys, ["analyze", "--store", store, "--node", "bm-h100-01", "--platform", "hgx-h100-8gpu",
+                            "--json"], code=0)
+    assert "found 5 wrong values" in found[0]["crossed"][0]["message"]
