@@ -166,7 +166,9 @@ STEP_SAMPLES = TableSchema(
         "source": "category",
         "in_place": "boolean",  # nccl-tests: in-place or out-of-place figures; NA for the run's average row
         "baseline": "boolean",  # the input states this step time as the job's baseline (a snapshot's first row)
-        "run": "string",  # nccl-tests: where the run's output starts (file:line): a row's run among several
+        "run": "string",  # nccl-tests: where the run's output starts (file:line; in a store, @ the file's hash too)
+        "ingested": "Int64",  # nccl-tests in a store: the ingest that took the run in (1, 2, ...): of runs of one
+        # time, the later ingested is the newer
         "gpus": "Int16",  # nccl-tests: the GPUs the run used on its hosts (one `# Rank` line each)
         "gpu_name": "string",  # nccl-tests: the device name its `# Rank` lines give ("NVIDIA H100 80GB HBM3")
         "wrong_values": "Int64",  # nccl-tests: #wrong (a size's), or the run's `# Out of bounds values` total

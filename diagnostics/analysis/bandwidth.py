@@ -55,15 +55,17 @@ class Run:
     wrong: int = 0  # values its check found wrong (#wrong, `# Out of bounds values`)
     time_ns: int | None = None  # its newest row's time; None: undated
     order: int = 0  # where it was read: a later run of the same time (or undated) is the newer
+    ingested: int = 0  # the store's ingest that took it in (0: read from a file): ranks above where it was read
 
     def said(self) -> str:
         at = f"at {_size(self.size_bytes)} messages" if self.size_bytes is not None else "(the run's average)"
         return f"all_reduce bus bandwidth {fmt.value(self.busbw_gbps, Unit.BANDWIDTH)} {at}"
 
-    def newer(self) -> tuple[bool, int, int]:
+    def newer(self) -> tuple[bool, int, int, int]:
         """How runs of a host rank: a dated run above every undated one (an undated run states no time, so any
-        window holds it), then by time, then the later read."""
-        return self.time_ns is not None, self.time_ns or 0, self.order
+        window holds it), then by time, then the later ingested, then the later read (a store reads its parts in
+        no ingest order)."""
+        return self.time_ns is not None, self.time_ns or 0, self.ingested, self.order
 
 
 @dataclass
@@ -93,7 +95,7 @@ def all_reduce_runs(steps: pd.DataFrame | None) -> list[Run]:
         else None,
         "t": pd.to_datetime(rows["timestamp"], utc=True).to_numpy("datetime64[ns]").view(np.int64)
         if "timestamp" in rows.columns else np.iinfo(np.int64).min,
-        "order": np.arange(len(rows))})
+        "order": np.arange(len(rows)), "ingested": _numbers(rows, "ingested")})
     frame.loc[frame["t"] == np.iinfo(np.int64).min, "t"] = np.nan  # NaT
     sized = frame["size"].notna()  # a size row's #wrong is its own; the average row's the run's total
     frame["wrong_sized"], frame["wrong_total"] = frame["wrong"].where(sized), frame["wrong"].where(~sized)
@@ -102,7 +104,8 @@ def all_reduce_runs(steps: pd.DataFrame | None) -> list[Run]:
     run = frame.groupby("key", sort=False).agg(hosts=("hosts", "first"), average=("busbw", "max"),
                                                size=("size", "max"), gpus=("gpus", "max"),
                                                wrong_sized=("wrong_sized", "sum"), wrong_total=("wrong_total", "max"),
-                                               name=("name", "first"), t=("t", "max"), order=("order", "max"))
+                                               name=("name", "first"), t=("t", "max"), order=("order", "max"),
+                                               ingested=("ingested", "max"))
     out = []
     for key, r in run.iterrows():
         named = tuple(h.strip() for h in str(r["hosts"]).split(",") if h.strip())
@@ -113,7 +116,8 @@ def all_reduce_runs(steps: pd.DataFrame | None) -> list[Run]:
         out.append(Run(named, float(at_largest[key] if has_size else r["average"]), size,
                        None if np.isnan(r["gpus"]) else int(r["gpus"]), r["name"] or None,
                        int(np.nanmax([r["wrong_sized"], r["wrong_total"], 0.0])),
-                       None if np.isnan(r["t"]) else int(r["t"]), int(r["order"])))
+                       None if np.isnan(r["t"]) else int(r["t"]), int(r["order"]),
+                       0 if np.isnan(r["ingested"]) else int(r["ingested"])))
     return out
 
 

@@ -141,7 +141,8 @@ class TelemetryStore:
                 outcome.status = "duplicate"  # the same bytes stored by another ingest meanwhile
                 return
             if outcome.result is not None:
-                write_result(self._db, self._catalog, self.root, outcome.result, outcome.sha256, self._touched)
+                write_result(self._db, self._catalog, self.root, outcome.result, outcome.sha256, self._touched,
+                             self._table("ingests").count + 1)
                 keep_said(self._db, outcome.sha256, outcome.result)  # said again by every analysis of the store
                 if not cut_nodes(outcome.result):
                     read_whole(self._db, outcome.result)
@@ -198,11 +199,18 @@ class TelemetryStore:
         return newest if newest is not None else self._catalog.newest("step_samples")
 
     def _runs(self, names: list[str] | None, start_ns: int | None, end_ns: int | None, workers: int) -> pd.DataFrame:
-        """The step samples of benchmark runs on those nodes (nccl-tests rows: stored under no job)."""
+        """The step samples of benchmark runs on those nodes (nccl-tests rows: stored under no job); a part written
+        before rows named their run is read alone, its rows one run, so a host's runs of several ingests stay apart."""
         parts = self._catalog.parts_naming("step_samples", NO_JOB, names, start_ns, end_ns)
         if not parts:
             return STEP_SAMPLES.empty()
-        rows, _ = read_parts(parts, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns, workers=workers)
+        keyed = [p for p in parts if "run" in p.columns]
+        frames = [read_parts(keyed, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns,
+                             workers=workers)[0]] if keyed else []
+        for part in (p for p in parts if "run" not in p.columns):
+            rows, _ = read_parts([part], STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns, workers=1)
+            frames.append(rows.assign(run=f"part {part.path.stem}"))
+        rows = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         return run_rows(STEP_SAMPLES.conform(rows), names, start_ns, end_ns)
 
     def newest_event(self, nodes: Collection[str] | None = None) -> int | None:

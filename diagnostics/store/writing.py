@@ -56,17 +56,28 @@ def keep_xid_state(db: sqlite_utils.Database, xid_last: dict[tuple[Any, ...], fl
 
 
 def write_result(db: sqlite_utils.Database, catalog: Catalog, root: Path, result: IngestResult, sha: str,
-                 touched: dict[str, set[str]]) -> None:
+                 touched: dict[str, set[str]], ingest: int) -> None:
     """One file's tables written (in the caller's transaction): its samples as parts under `root`, catalogued and
-    their keys noted in `touched` (compacted after the ingest), its other rows in the database."""
+    their keys noted in `touched` (compacted after the ingest), its other rows in the database. `ingest`: the
+    store's count of ingests with this one, which orders its benchmark runs after those stored before."""
     _write_parts(catalog, root, result["link_samples"], LINK_SAMPLES, "node_id", sha, PARTED["link_samples"][1],
                  touched)
-    _write_parts(catalog, root, result["step_samples"], STEP_SAMPLES, "job_id", sha, PARTED["step_samples"][1],
-                 touched)
+    _write_parts(catalog, root, _runs_of(result["step_samples"], sha, ingest), STEP_SAMPLES, "job_id", sha,
+                 PARTED["step_samples"][1], touched)
     write_rows(db, "events", result["events"])
     write_rows(db, "topology", result["topology"])
     write_gpus(db, result["gpus"])
     note_nodes(db, summary_nodes(result))
+
+
+def _runs_of(steps: pd.DataFrame, sha: str, ingest: int) -> pd.DataFrame:
+    """Step samples whose benchmark runs are this ingest's own: a run's file and line (every paste's is `<stdin>:N`)
+    with the file's hash, so two ingests' runs are never one, and the ingest that took them in."""
+    if "run" not in steps.columns or not steps["run"].notna().any():
+        return steps
+    named = steps["run"].notna()
+    return steps.assign(run=steps["run"].astype("string") + f"@{sha[:16]}",  # no run (NA) stays none
+                        ingested=pd.array([ingest if n else None for n in named], dtype="Int64"))
 
 
 def _write_parts(catalog: Catalog, root: Path, frame: pd.DataFrame, schema: TableSchema, key: str, sha: str,

@@ -161,3 +161,42 @@ def test_a_nodes_window_reads_only_the_run_parts_that_name_it(tmp_path: Path, mo
     assert catalog.parts_naming("step_samples", NO_JOB, ["hostC"], None, 2**62) == []
     store._db.execute("DELETE FROM part_nodes")  # as a store from before left it
     assert len(catalog.parts_naming("step_samples", NO_JOB, ["hostC"], None, 2**62)) == 1
+
+
+def test_each_ingest_of_a_run_is_its_own_and_the_later_is_judged(tmp_path: Path) -> None:
+    """Two pastes of one node's run hold it at the same line (`<stdin>:N`): each ingest's run is its own, not
+    merged into one, and of two undated runs the later ingested is judged, whichever figure is better."""
+    from diagnostics.analysis.bandwidth import all_reduce_runs, newest_runs
+    from diagnostics.ingest.base import Source
+    from tests.analysis.test_bandwidth import A100, HOST, tenth
+
+    for first, then, busbw in ((A100, tenth(A100), 23.2), (tenth(A100), A100, 232.04)):
+        store = TelemetryStore(tmp_path / f"store-{busbw}")
+        for text in (first, then):
+            store.ingest([Source.from_text(text, name="<stdin>")])
+        runs = all_reduce_runs(store.read_window(end=None, span=pd.Timedelta(hours=1), nodes=[HOST])
+                               .tables["step_samples"])
+        assert len(runs) == 2 and newest_runs(runs)[HOST].busbw_gbps == busbw
+
+
+def test_a_store_from_before_runs_were_keyed_reads_each_part_as_its_own_run(tmp_path: Path) -> None:
+    """Parts written before rows named their run: each part's rows are one run, not all of a host's runs one."""
+    import pyarrow.parquet as pq
+
+    from diagnostics.analysis.bandwidth import all_reduce_runs
+    from diagnostics.ingest.base import Source
+    from tests.analysis.test_bandwidth import A100, HOST, tenth
+
+    store = TelemetryStore(tmp_path / "store")
+    for i, text in enumerate((A100, tenth(A100))):
+        store.ingest([Source.from_text(text, name=f"nccl-{i}.txt")])
+    parts = store._db.execute("SELECT path, columns FROM parquet_files WHERE tbl = 'step_samples'").fetchall()
+    for path, columns in parts:
+        table = pq.read_table(tmp_path / "store" / path)
+        pq.write_table(table.drop_columns([c for c in ("run", "ingested") if c in table.column_names]),
+                       tmp_path / "store" / path)
+        kept = ",".join(c for c in columns.split(",") if c not in ("run", "ingested"))
+        store._db.execute("UPDATE parquet_files SET columns = ? WHERE path = ?", [kept, path])
+    store._db.conn.commit()
+    runs = all_reduce_runs(store.read_window(end=None, span=pd.Timedelta(hours=1), nodes=[HOST]).tables["step_samples"])
+    assert sorted(r.busbw_gbps for r in runs) == [23.2, 232.04]
