@@ -24,12 +24,13 @@ from ..analysis import (
     watch_list,
 )
 from ..analysis.alerting import version_facts
+from ..analysis.bandwidth import all_reduce_runs
 from ..analysis.diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION, STATES_ONLY_ACTION
 from ..config.alerts import AlertPolicy, load_alerts
 from ..config.thresholds import Thresholds
 from ..config.verification import VerificationPolicy, load_verification
 from ..config.watch import WatchPolicy, load_watch
-from ..enums import priority_rank
+from ..enums import ComponentKind, priority_rank
 from ..model import Diagnosis
 from ..names import fleet_name_notes
 from ..offenders import SweepResult, offenders_of, worst_first
@@ -136,6 +137,15 @@ def _undated(answered: Fleet) -> dict[str, int]:
     return {n: c for got in answered.windows for n, c in got.undated.items() if c}
 
 
+def _ran(answered: Fleet) -> set[str]:
+    """The nodes a benchmark run in the span read (its bus bandwidth, judged or not): read, though no link was, so
+    not silent, as `analyze` answers such a node with its run."""
+    hosts = {h for got in answered.windows for run in all_reduce_runs(got.tables.get("step_samples"))
+             for h in run.hosts}
+    return hosts | {n for n, d in answered.diagnoses.items()
+                    if any(f.ref.kind is ComponentKind.GPU_FABRIC for f in d.findings)}
+
+
 def _say_held(result: SweepResult) -> None:
     """Planned work does not page: shown as a warning, left out of the offenders."""
     held = sorted(n for n, d in result.diagnoses.items() if d.maintenance)
@@ -159,15 +169,20 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
             result.complete = False
             result.incomplete_reasons.append(f"{fmt.count(len(nodes), 'node')} {what}: " + "; ".join(
                 f"{n} ({unreadable[n]})" for n in sorted(nodes)[:3]) + (" ..." if len(nodes) > 3 else ""))
+    ran = _ran(answered)
     quiet = [n for n in sorted(set(source.nodes()) - reporting)
-             if n not in result.diagnoses and n not in unreadable]  # events only: not silent
+             if n not in result.diagnoses and n not in unreadable and n not in ran]  # events or a run only: not silent
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
-                  and d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION))
+                  and (d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION)
+                       or (n in ran and n not in reporting and d.health_unknown())))
     result.unjudged = sorted({*lone, *(n for n in unreadable if n not in reporting)})
     if lone:
         result.complete = False
-        kinds = {answered.diagnoses[n].repair_action for n in lone}  # `nvlink -s` reads states, no counter
-        read = ("link states only, no error counters" if kinds == {STATES_ONLY_ACTION} else
+        kinds = {NO_LINKS_ACTION if n in ran and n not in reporting else answered.diagnoses[n].repair_action
+                 for n in lone}  # `nvlink -s` reads states, no counter
+        runs_only = all(n in ran and n not in reporting for n in lone)  # a benchmark's figure, no link read
+        read = ("a benchmark run's bus bandwidth only, no link reading" if runs_only else
+                "link states only, no error counters" if kinds == {STATES_ONLY_ACTION} else
                 "no link reading" if kinds == {NO_LINKS_ACTION} else  # events alone (an SXid that warns)
                 "totals or link states only, no rates" if STATES_ONLY_ACTION in kinds else "totals only, no rates")
         result.incomplete_reasons.append(

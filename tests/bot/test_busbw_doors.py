@@ -124,3 +124,20 @@ def test_the_store_reads_a_run_once(tmp_path: Path, capsys: pytest.CaptureFixtur
     found = fabric(capsys, ["analyze", "--store", store, "--node", "bm-h100-01", "--platform", "hgx-h100-8gpu",
                             "--json"], code=0)
     assert "found 5 wrong values" in found[0]["crossed"][0]["message"]
+
+
+def test_a_sweep_calls_a_node_with_a_run_alone_unjudged_not_silent(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A dated run is a reading of its node in the span: a sweep calls it not judged (its links unread), as
+    `analyze` calls its answer incomplete, not a node with no reading in the span."""
+    run = tmp_path / "nccl.txt"
+    store = str(tmp_path / "store")
+    for i, text in enumerate(((REAL / "nccl_allreduce_1.txt").read_text(), tenth((REAL / "nccl_allreduce_1.txt")
+                                                                                 .read_text()))):
+        run.write_text(text)
+        assert main(["ingest", str(run), "--store", store, "--at", f"2026-03-0{i + 2}T10:00:00Z"]) == 0
+        capsys.readouterr()
+        assert main(["sweep", "--store", store, "--json"]) == 3  # no platform: the run is said, not judged
+        swept = json.loads(capsys.readouterr().out)
+        assert swept["silent"] == [] and swept["unjudged"] == ["a4bae1424041"]
+        assert "bus bandwidth only, no link reading" in swept["incomplete_reasons"][0]
