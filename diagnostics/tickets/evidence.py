@@ -6,6 +6,7 @@ A later analysis adds its own lines (they name it and its time); a repeated clic
 from __future__ import annotations
 
 from .. import format as fmt
+from ..config.thresholds import WRONG_VALUES_RULE
 from ..enums import ComponentKind
 from ..model import Diagnosis, Finding
 
@@ -14,9 +15,11 @@ SHOWN_RATES = ("crc", "replay", "recovery", "effective_errors", "recovery_failed
 
 def link_measures(f: Finding) -> str:
     """A link's rates and levels worth showing, or its state when it has none."""
-    if f.ref.kind is ComponentKind.GPU_FABRIC:  # a collective's figure: no link, so no link state
-        return "; ".join(fmt.metric(c.counter, c.rate_per_hour, unit=c.unit) for c in f.crossed
-                         if c.rate_per_hour is not None) or f"{f.severity.value} (measured by a collective)"
+    if f.ref.kind is ComponentKind.GPU_FABRIC:  # a collective's figure or its wrong values: no link, so no state
+        said = [fmt.metric(c.counter, c.rate_per_hour, unit=c.unit) if c.rate_per_hour is not None else
+                "wrong values in its results (#wrong): data corrupted" for c in f.crossed
+                if c.rate_per_hour is not None or c.rule == WRONG_VALUES_RULE]
+        return "; ".join(said) or f"{f.severity.value} (measured by a collective)"
     shown = fmt.metrics({**{k: v for k, v in f.rates_per_hour.items() if k in SHOWN_RATES}, **f.levels})
     return shown or f"state {f.link_state.value}"
 

@@ -141,3 +141,13 @@ def test_a_sweep_calls_a_node_with_a_run_alone_unjudged_not_silent(tmp_path: Pat
         swept = json.loads(capsys.readouterr().out)
         assert swept["silent"] == [] and swept["unjudged"] == ["a4bae1424041"]
         assert "bus bandwidth only, no link reading" in swept["incomplete_reasons"][0]
+
+
+def test_the_fabrics_slack_line_says_its_wrong_values() -> None:
+    clean, wrong = "469.21      0    68668  250.19  469.10      0", "469.21      5    68668  250.19  469.10      0"
+    text = one_host(H100).replace(clean, wrong)
+    diagnosis = analyze_tables(READER.read(Source("nccl.txt", text=text)).tables, node_id="bm-h100-01",
+                               platform="hgx-h100-8gpu")
+    [line] = [finding_line(f) for f in diagnosis.findings]
+    measures = line.split("—")[0]
+    assert "wrong values in its results" in measures and "measured by a collective" not in line
