@@ -148,9 +148,12 @@ class Catalog:
             return False
         self.db.execute(f"DELETE FROM {CATALOG} WHERE tbl = ? AND path IN {_in(names)}", [table, *names])
         self.add(table, key, day, path, info)
-        merged = path.relative_to(self.root).as_posix()  # the merged part names the nodes its parts named
-        self.db.execute(f"INSERT OR IGNORE INTO {PART_NODES} (path, node_id) SELECT ?, node_id FROM {PART_NODES} "
-                        f"WHERE path IN {_in(names)}", [merged, *names])
+        merged = path.relative_to(self.root).as_posix()  # the merged part names the nodes its parts named, where
+        named = self.db.execute(f"SELECT count(DISTINCT path) FROM {PART_NODES} WHERE path IN {_in(names)}",
+                                names).fetchone()[0]  # each named its own: one that named none is read by every node
+        if named == len(names):
+            self.db.execute(f"INSERT OR IGNORE INTO {PART_NODES} (path, node_id) SELECT ?, node_id FROM {PART_NODES} "
+                            f"WHERE path IN {_in(names)}", [merged, *names])
         self.db.execute(f"DELETE FROM {PART_NODES} WHERE path IN {_in(names)}", names)
         return True
 

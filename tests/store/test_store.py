@@ -161,6 +161,12 @@ def test_a_nodes_window_reads_only_the_run_parts_that_name_it(tmp_path: Path, mo
     assert catalog.parts_naming("step_samples", NO_JOB, ["hostC"], None, 2**62) == []
     store._db.execute("DELETE FROM part_nodes")  # as a store from before left it
     assert len(catalog.parts_naming("step_samples", NO_JOB, ["hostC"], None, 2**62)) == 1
+    for i, host in enumerate(["hostC", "hostD", "hostC"]):  # new parts merged with the old one: still read by all
+        log = tmp_path / f"nccl-new-{i}.txt"
+        log.write_text(f"#  Rank  0 Group  0 Pid   1728 on {host} device  0 [0000:0f:00] NVIDIA A100\n"
+                       f"# Avg bus bandwidth    : {240 + i} \n", encoding="utf-8")
+        store.ingest([log])
+    assert len(catalog.parts_naming("step_samples", NO_JOB, ["hostA"], None, 2**62)) == 1  # hostA's old rows in it
 
 
 def test_each_ingest_of_a_run_is_its_own_and_the_later_is_judged(tmp_path: Path) -> None:
