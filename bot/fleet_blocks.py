@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from slack_sdk.models.blocks import Block, ContextBlock, HeaderBlock, MarkdownTextObject
 
 from diagnostics import (
-    BELOW_RULES,
     COUNT_RULES,
     LINKS_SHOWN,
     NOT_ALL_CLEAR,
@@ -112,8 +111,7 @@ def offender_line(o: Offender) -> str:
     text: escape it for mrkdwn)."""
     measure = ""
     if o.rate_per_hour is not None and o.above is not None and o.rule not in COUNT_RULES:
-        sign = "<" if o.rule in BELOW_RULES else ">"  # a count is in `detail`; a bus bandwidth offends below
-        measure = f"{fmt.value(o.rate_per_hour, o.unit)} {sign} {fmt.value(o.above, o.unit)}"
+        measure = f"{fmt.value(o.rate_per_hour, o.unit)} {o.against()}"  # a count is in `detail`
     said = "; ".join(p for p in (measure, o.detail) if p)
     return f"{o.component}: {', '.join(o.rules)} ({o.severity.value})" + (f", {said}" if said else "")
 

@@ -53,6 +53,13 @@ class Offender(BaseModel):
         """Every rule this row stands for: its own first."""
         return self.rule, *self.also
 
+    def against(self) -> str:
+        """Its limit as every door says the value is judged against it: `> 1,000/h`, or `< 336 GB/s` where the value
+        offends below it (a count short of the platform's, a bus bandwidth); empty without a limit."""
+        if self.above is None:
+            return ""
+        return f"{'<' if self.rule in BELOW_RULES else '>'} {fmt.value(self.above, self.unit)}"
+
     @property
     def key(self) -> tuple[str, str, int | None, str | None, str | None, int | None, str]:
         return *self.link_key, self.rule

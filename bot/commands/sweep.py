@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from diagnostics import BELOW_RULES, LINKS_SHOWN, ConfigError, InputError, Offender, offending_parts
+from diagnostics import LINKS_SHOWN, ConfigError, InputError, Offender, offending_parts
 from diagnostics import format as fmt
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
@@ -46,8 +46,7 @@ def _table(result: SweepResult, out: TextIO, every: bool = False) -> None:
     for node, found in shown.items():
         for o in found:
             rate = "" if o.rate_per_hour is None else fmt.value(o.rate_per_hour, o.unit)
-            sign = "<" if o.rule in BELOW_RULES else ">"
-            limit = "" if o.above is None else f"{sign} {fmt.value(o.above, o.unit)}"
+            limit = o.against()
             broke = ", ".join(o.rules)
             print(f"  {o.node_id:<16} {o.component:<{wide}} {o.severity.value:<8} {broke:<{rules}} {rate:>12} "
                   f"{limit:<12} {o.detail}".rstrip(), file=out)
