@@ -31,6 +31,11 @@ BUSBW_ACTION = ("Check the GPU-to-GPU paths of {node}: `nvidia-smi nvlink -s` (a
                 "`nvidia-smi topo -m` (GPU pairs on PIX, PXB, NODE or SYS rather than NV#: peer-to-peer over PCIe or "
                 "shared memory), then read its link counters (`nvidia-smi nvlink -e`, twice a few minutes apart)")
 
+# A collective whose results came out wrong: the node runs no job until the link is found (a failing finding's action)
+WRONG_ACTION = ("Drain {node}: a collective's results over its GPU-to-GPU fabric came out wrong (data corrupted), "
+                "which names no part; find the link: `nvidia-smi nvlink -e` twice a few minutes apart (a link's "
+                "errors), the node's kernel log (NVLink Xids), `nvidia-smi nvlink -s` (a link down), then ticket the "
+                "part that link names")
 # A bus bandwidth names no part: no replacement is drafted for it, only what finds the link
 BUSBW_NO_PART = ("the GPU-to-GPU fabric's bus bandwidth names no part, so no repair ticket is drafted for it: find the "
                  "link first (`nvidia-smi nvlink -s` for a link down or slow, `nvidia-smi topo -m` for GPU pairs off "
@@ -239,6 +244,11 @@ def judged(run: Run, platform: str, expected: ExpectedBusbw, fraction: float) ->
 def degraded(findings: list[Finding]) -> Finding | None:
     """The node's degraded all_reduce finding, if any."""
     return next((f for f in findings if any(c.rule == BUSBW_RULE for c in f.crossed)), None)
+
+
+def corrupted(findings: list[Finding]) -> Finding | None:
+    """The node's all_reduce finding whose results came out wrong, if any."""
+    return next((f for f in findings if any(c.rule == WRONG_VALUES_RULE for c in f.crossed)), None)
 
 
 def _size(size: int) -> str:

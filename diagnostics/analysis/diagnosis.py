@@ -10,7 +10,7 @@ from ..enums import Severity, priority_rank
 from ..model import Diagnosis, Finding, Localization, RackPlace, every_held
 from ..repair import localization_plan, repair_action
 from ..times import clockless
-from .bandwidth import BUSBW_ACTION, degraded
+from .bandwidth import BUSBW_ACTION, WRONG_ACTION, corrupted, degraded
 from .correlate import JobExplanation, unscored_words
 from .localize import rank
 from .rules import priority, worst
@@ -134,6 +134,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     blamed = degradation if any(f.explains_slowdown for f in findings) else None
     if loc is not None and loc.action is not None:
         action = loc.action
+    elif failing and corrupted(findings) is not None:  # a collective's wrong values: find the link, run nothing
+        action = WRONG_ACTION.format(node=node_id)
     elif failing and top is not None:  # failing, and no part to name: say what to read, never "routine"
         action = (f"Investigate {top.component} on {node_id}: {top.crossed[0].message if top.crossed else 'failing'}"
                   "; no component is localized, so no part is named")

@@ -114,6 +114,9 @@ def test_wrong_values_fail_the_fabric_whatever_the_bandwidth() -> None:
     [f], said = h100_said(text)
     assert f.severity is Severity.FAILING and "as expected" not in said
     assert "found 10 wrong values" in f.crossed[0].message
+    action = diagnosed(text, node=H100_HOST, platform="hgx-h100-8gpu").repair_action
+    assert action.startswith(f"Drain {H100_HOST}: a collective's results") and "nvlink -e" in action, action
+    assert "no component is localized" not in action  # the node's action says what finds the link, not "investigate"
 
 
 def test_a_run_on_fewer_gpus_than_the_board_is_not_judged() -> None:
