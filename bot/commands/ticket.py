@@ -218,7 +218,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                    "usage or input error (a case of a snapshot file that could not be read, the "
                                    "others drafted), 3 incomplete: the window holds none of the node's "
                                    "readings (or they could not be read, or it holds one reading per link, with no "
-                                   "rate), so its health is unknown, as `analyze` says it; 4 a fault that names no "
+                                   "rate, or no link reading at all) and no fault, so its health is unknown, as "
+                                   "`analyze` says it; 4 a fault that names no "
                                    "part (a collective's results corrupted): what finds the link is said instead.")
     p.add_argument("target", metavar="FILE|NODE", nargs="?",
                    help="snapshot JSON, a paste of shell output, a telemetry file or folder (as `analyze` reads it; "
