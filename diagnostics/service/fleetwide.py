@@ -137,6 +137,21 @@ def _undated(answered: Fleet) -> dict[str, int]:
     return {n: c for got in answered.windows for n, c in got.undated.items() if c}
 
 
+def _untimed_events(answered: Fleet, nodes: list[str]) -> list[str]:
+    """Of `nodes`, those whose events the windows hold all lack a time (a log printed without dates, `dmesg`'s seconds
+    since boot, ingested without `--at`): no window places them, so they judge nothing."""
+    wanted, timed, held = set(nodes), set[str](), set[str]()
+    for got in answered.windows:
+        events = got.tables.get("events")
+        if events is None or not len(events) or "node_id" not in events.columns:
+            continue
+        names = events["node_id"].astype("string").fillna("").to_numpy(object)
+        dated = events["timestamp"].notna().to_numpy(bool)
+        held.update(n for n in names if n in wanted)
+        timed.update(n for n, d in zip(names, dated, strict=True) if d and n in wanted)
+    return sorted(held - timed)
+
+
 def _ran(answered: Fleet) -> set[str]:
     """The nodes a benchmark run in the span read (its bus bandwidth, judged or not): read, though no link was, so
     not silent, as `analyze` answers such a node with its run."""
@@ -200,6 +215,15 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
             f"no time (ingested without --at), so {'its' if len(untimed) == 1 else 'their'} links are not judged: "
             f"{UNTIMED_ADVICE}: "
             + ", ".join(untimed[:10]) + (" ..." if len(untimed) > 10 else ""))
+    logs = _untimed_events(answered, quiet)
+    if logs:
+        quiet = [n for n in quiet if n not in logs]
+        result.complete = False
+        result.unjudged = sorted({*result.unjudged, *logs})
+        result.incomplete_reasons.append(
+            f"{fmt.count(len(logs), 'node')} {'holds' if len(logs) == 1 else 'hold'} only events with no time (a log "
+            f"printed without dates, ingested without --at), so {'its' if len(logs) == 1 else 'their'} events judge "
+            f"nothing: {UNTIMED_ADVICE}: " + ", ".join(logs[:10]) + (" ..." if len(logs) > 10 else ""))
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),

@@ -285,3 +285,20 @@ def test_the_worst_offenders_put_the_fewest_links_reporting_first_and_say_switch
 
     assert [o.gpu for o in worst_first([short(0, 16.0), short(1, 2.0), short(2, 9.0)])] == [1, 2, 0]
     assert offending(2, "NVSwitch") == "2 offending NVSwitches" and offending(1, "link") == "1 offending link"
+
+
+def test_a_node_holding_only_undated_events_is_said_so_not_silent(tmp_path: Path, cli: Cli) -> None:
+    """A `dmesg` log (seconds since boot) ingested without --at, beside a dated one: no window places its events, so
+    the sweep says the node holds only events with no time and how to give them one, not that it has no reading in
+    the span (it has readings: undated ones), and it is not judged, as `analyze` calls its answer incomplete."""
+    real = FLEET.parent / "real"
+    store = str(tmp_path / "store")
+    assert cli("ingest", str(real / "xid74_link_a100_vllm_1.txt"), "--store", store)[0] == 0
+    assert cli("ingest", str(real / "sxid_22013_h100_1.txt"), "--store", store, "--node", "dmesg-node")[0] == 0
+    code, out, err = cli("sweep", "--store", store, "--json")
+    result = json.loads(out)
+    assert code == 3 and "dmesg-node" in err and "dmesg-node" in result["unjudged"]
+    assert "dmesg-node" not in result.get("silent", [])
+    [said] = [r for r in result["incomplete_reasons"] if "dmesg-node" in r]
+    assert said.startswith("1 node holds only events with no time") and "--at TIME" in said, said
+    assert cli("analyze", "--store", store, "--node", "dmesg-node")[0] == 3
