@@ -140,6 +140,8 @@ def _undated(answered: Fleet) -> dict[str, int]:
 def _untimed_events(answered: Fleet, nodes: list[str]) -> list[str]:
     """Of `nodes`, those whose events the windows hold all lack a time (a log printed without dates, `dmesg`'s seconds
     since boot, ingested without `--at`): no window places them, so they judge nothing."""
+    if not nodes:
+        return []
     wanted, timed, held = set(nodes), set[str](), set[str]()
     for got in answered.windows:
         events = got.tables.get("events")
