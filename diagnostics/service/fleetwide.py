@@ -137,6 +137,18 @@ def _undated(answered: Fleet) -> dict[str, int]:
     return {n: c for got in answered.windows for n, c in got.undated.items() if c}
 
 
+def _untimed(result: SweepResult, nodes: list[str], held: str, judged: str) -> None:
+    """Nodes holding only `held` (readings or events no window can place): not judged, said with how to date them."""
+    if not nodes:
+        return
+    one = len(nodes) == 1
+    result.complete = False
+    result.unjudged = sorted({*result.unjudged, *nodes})
+    result.incomplete_reasons.append(
+        f"{fmt.count(len(nodes), 'node')} {'holds' if one else 'hold'} only {held}, so {'its' if one else 'their'} "
+        f"{judged}: {UNTIMED_ADVICE}: " + ", ".join(nodes[:10]) + (" ..." if len(nodes) > 10 else ""))
+
+
 def _untimed_events(answered: Fleet, nodes: list[str]) -> list[str]:
     """Of `nodes`, those whose events the windows hold all lack a time (a log printed without dates, `dmesg`'s seconds
     since boot, ingested without `--at`): no window places them, so they judge nothing."""
@@ -208,24 +220,11 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     undated = _undated(answered)
     dated = {n for got in answered.windows for n in got.newest}
     untimed = [n for n in quiet if n in undated and n not in dated]  # held, but no window can place any of them
-    if untimed:
-        quiet = [n for n in quiet if n not in untimed]
-        result.complete = False
-        result.unjudged = sorted({*result.unjudged, *untimed})
-        result.incomplete_reasons.append(
-            f"{fmt.count(len(untimed), 'node')} {'holds' if len(untimed) == 1 else 'hold'} only link readings with "
-            f"no time (ingested without --at), so {'its' if len(untimed) == 1 else 'their'} links are not judged: "
-            f"{UNTIMED_ADVICE}: "
-            + ", ".join(untimed[:10]) + (" ..." if len(untimed) > 10 else ""))
-    logs = _untimed_events(answered, quiet)
-    if logs:
-        quiet = [n for n in quiet if n not in logs]
-        result.complete = False
-        result.unjudged = sorted({*result.unjudged, *logs})
-        result.incomplete_reasons.append(
-            f"{fmt.count(len(logs), 'node')} {'holds' if len(logs) == 1 else 'hold'} only events with no time (a log "
-            f"printed without dates, ingested without --at), so {'its' if len(logs) == 1 else 'their'} events judge "
-            f"nothing: {UNTIMED_ADVICE}: " + ", ".join(logs[:10]) + (" ..." if len(logs) > 10 else ""))
+    _untimed(result, untimed, "link readings with no time (ingested without --at)", "links are not judged")
+    logs = _untimed_events(answered, [n for n in quiet if n not in untimed])
+    _untimed(result, logs, "events with no time (a log printed without dates, ingested without --at)",
+             "events judge nothing")
+    quiet = [n for n in quiet if n not in untimed and n not in logs]
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),
