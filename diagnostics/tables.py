@@ -261,6 +261,15 @@ def job_nodes(steps: pd.DataFrame) -> list[str]:
     return sorted(names)
 
 
+def naming(node_ids: pd.Series, nodes: Collection[str]) -> np.ndarray:
+    """Per step sample, whether its comma-separated `node_ids` name any of `nodes`: each distinct list split once,
+    not once per sample."""
+    wanted = set(nodes)
+    codes, lists = pd.factorize(node_ids.astype("string").fillna(""))
+    named = np.array([bool(wanted & {n.strip() for n in str(v).split(",")}) for v in lists], dtype=bool)
+    return named[codes] if len(codes) else np.zeros(0, dtype=bool)
+
+
 def run_rows(steps: pd.DataFrame, nodes: Collection[str] | None, start_ns: int | None,
              end_ns: int | None) -> pd.DataFrame:
     """The step samples of benchmark runs (nccl-tests rows: a bus bandwidth, no job) naming any of those nodes
@@ -271,10 +280,7 @@ def run_rows(steps: pd.DataFrame, nodes: Collection[str] | None, start_ns: int |
     if "job_id" in steps.columns:
         keep &= steps["job_id"].isna().to_numpy(bool)
     if nodes is not None and keep.any():
-        wanted = set(nodes)
-        codes, lists = pd.factorize(steps["node_ids"].astype("string").fillna(""))  # each host list judged once
-        named = np.array([bool(wanted & {n.strip() for n in str(v).split(",")}) for v in lists], dtype=bool)
-        keep &= named[codes]
+        keep &= naming(steps["node_ids"], nodes)
     if keep.any() and (start_ns is not None or end_ns is not None):
         stamps = pd.to_datetime(steps["timestamp"], utc=True).to_numpy("datetime64[ns]")
         t, undated = stamps.view(np.int64), np.isnat(stamps)

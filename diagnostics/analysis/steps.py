@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..tables import naming
+
 
 def job_steps(step_samples: pd.DataFrame | None, job_id: str) -> pd.DataFrame:
     """One job's step samples with a step time and a time, in time order, one per time (the last wins)."""
@@ -19,10 +21,7 @@ def jobs_on(step_samples: pd.DataFrame | None, node_id: str) -> list[str]:
     """Jobs whose step samples name this node, most recent first."""
     if step_samples is None or step_samples.empty:
         return []
-    # each distinct node list is split once, not once per step sample
-    codes, lists = pd.factorize(step_samples["node_ids"].astype("string").fillna(""))
-    named = np.array([node_id in {n.strip() for n in str(names).split(",")} for names in lists], dtype=bool)
-    hit = step_samples[named[codes]]
+    hit = step_samples[naming(step_samples["node_ids"], [node_id])]
     if hit.empty:
         return []
     last = hit.groupby(hit["job_id"].astype("string"), observed=True)["timestamp"].max()

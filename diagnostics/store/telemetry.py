@@ -30,7 +30,7 @@ from ..ingest.base import IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
 from ..model import RackSlot
 from ..progress import Progress, advance
-from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, run_rows
+from ..tables import EVENTS, GPUS, LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, naming, run_rows
 from ..times import utc_datetime, utc_ns
 from .catalog import Catalog
 from .columns import frame_of
@@ -336,8 +336,7 @@ class TelemetryStore:
         rows, _ = read_parts(parts, STEP_SAMPLES, None, None, order=(), keep=STEP_SAMPLES.columns)
         frame = STEP_SAMPLES.conform(rows)
         if node_id is not None and len(frame):
-            named = [node_id in {n.strip() for n in str(v).split(",")} for v in frame["node_ids"].fillna("")]
-            frame = frame[np.asarray(named, dtype=bool)].reset_index(drop=True)
+            frame = frame[naming(frame["node_ids"], [node_id])].reset_index(drop=True)
         return frame
 
     def events(self, node_id: str | None = None) -> pd.DataFrame:
