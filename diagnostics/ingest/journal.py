@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .textlines import MONTHS, Collector, parse_time
+from .textlines import MONTHS, Collector, parse_time, printed_date
 from .zones import PRINTED, in_utc
 
 _HOST = r"(?P<host>[^\s\[\]:]+)\s+(?=kernel[:\[])"
@@ -78,6 +78,7 @@ class JournalSpan:
     line: int
     host: str | None = None  # the `host: ` that leads it (pdsh): the header of that host's lines only
     last: pd.Timestamp | None = None  # the date read last under it
+    printed: bool = False  # a `date` line stated it (the year up to it), not a journalctl header
 
     @classmethod
     def read(cls, text: str, number: int) -> JournalSpan | None:
@@ -90,6 +91,25 @@ class JournalSpan:
             return None
         return cls(first, last, begin["zone"], number, found["host"])
 
+    @classmethod
+    def dated(cls, text: str, number: int) -> JournalSpan | None:
+        """A `date` line above a syslog log (`date; grep kernel /var/log/syslog`): its yearless dates lie in the year
+        up to it, in the zone it printed (the system's, as syslog's); None where the line is no `date`."""
+        printed = printed_date(text)
+        if printed is None:
+            return None
+        at, zone = printed
+        return cls(at - pd.DateOffset(years=1), at, zone or "UTC", number, printed=True)
+
+    @property
+    def said(self) -> str:
+        """Which year a yearless date is read in, as a note says it."""
+        if self.printed:
+            return f"the year up to the `date` at line {self.line} ({self.end:%Y-%m-%d %H:%M:%S} {self.zone})"
+        until = f" to {self.end:%Y-%m-%d %H:%M:%S}" if self.end is not None else " on"
+        return (f"the year the journalctl header at line {self.line} ({self.begin:%Y-%m-%d %H:%M:%S}{until} "
+                f"{self.zone}) gives")
+
     def date(self, text: str, out: Collector, number: int) -> pd.Timestamp | None:
         """A yearless syslog date (`Mar 12 10:00:01`) under this header, in UTC; None (said) where none fits."""
         found = _SYSLOG_DATE.match(text)
@@ -101,16 +121,14 @@ class JournalSpan:
                 at = parse_time(f"{year:04d}-{MONTHS.index(month) + 1:02d}-{int(found['day']):02d} {found['clock']}")
                 if at is not None and self.begin - _SLACK <= at <= top + _SLACK:
                     fits.append(at)
-        until = f" to {self.end:%Y-%m-%d %H:%M:%S}" if self.end is not None else " on"
-        span = f"the journalctl header at line {self.line} ({self.begin:%Y-%m-%d %H:%M:%S}{until} {self.zone})"
         if not fits:
-            out.once(f"journal-outside {self.line}", number, f"the date {text!r} lies in no year within the journal "
-                                                             f"{span} spans; the event has no time (said once)")
+            out.once(f"journal-outside {self.line}", number, f"the date {text!r} lies in no year that fits: "
+                     f"{self.said}; the event has no time (said once)")
             return None
         last = self.last
         chosen = self.last = max(fits) if last is None else min(fits, key=lambda at: abs(at - last))
-        several = top - self.begin > pd.Timedelta(days=365)
-        out.once(f"journal-year {self.line}", number, f"syslog dates carry no year: read in the year {span} gives"
+        several = not self.printed and top - self.begin > pd.Timedelta(days=365)
+        out.once(f"journal-year {self.line}", number, f"syslog dates carry no year: read in {self.said}"
                  + (" (its journal spans more than a year: the latest year that fits the first date, then the one "
                     "nearest the date before)" if several else ""))
         return to_utc(chosen, self.zone, out, number)

@@ -31,7 +31,7 @@ from .fm_lines import JOURNAL, MARK, FabricManagerLines, file_form, leveled
 from .journal import JournalSpan
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .log_prefix import prefixed, strip_prefix
-from .textlines import Collector, classify, normalize_bus_id, one_edit, skip_shell
+from .textlines import WEEKDAYS, Collector, classify, normalize_bus_id, one_edit, skip_shell
 
 _WORD_NUMBER = re.compile(r"\b(?P<word>[A-Za-z]{3,5})\s+\d")
 _BAD_LINK = re.compile(r"\blink\W*\S*\d\S*|\blink\s+[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
@@ -97,6 +97,9 @@ class KernelLogReader:
                 skipped.extend(driver.interrupted())
             if " begin" in line.text and (span := JournalSpan.read(line.text, line.number)):
                 spans[span.host] = span  # journalctl's header: the year of the syslog dates under it
+                continue
+            if line.text.lstrip()[:3] in WEEKDAYS and (span := JournalSpan.dated(line.text, line.number)):
+                spans[None] = span  # a `date` printed with the log: the year of the syslog dates under it
                 continue
             if "[tid " in line.text and (said := file_form(out, line.number, line.text.strip())) is not None:
                 manager.message(line.number, *said)  # Fabric Manager's own file, pasted with the kernel's lines

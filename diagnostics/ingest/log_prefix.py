@@ -87,7 +87,8 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
     body = _KERNEL.sub("", body)
     if match := _UPTIME.match(body):
         body = body[match.end():]
-        out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
+        if ts is None:  # under a dated prefix (syslog's), the seconds since boot are only kept beside its time
+            out.once("uptime", number, "dmesg times are seconds since boot; these events have no timestamp")
     return body, ts, host
 
 

@@ -55,6 +55,7 @@ _DATE_TIME = re.compile(
     r"(?:\s+(?P<year>\d{4}))?,?\s+(?P<clock>\d{1,2}:\d{2}:\d{2})(?:\s*(?P<half>[AaPp][Mm]))?"
     rf"(?:\s+(?P<zone>{PRINTED}))?(?:\s+(?P<year2>\d{{4}}))?\s*$"
 )
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # how a `date` line starts (`_DATE_TIME`)
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 # what a line that looks like a date and time alone is made of (`looks_dated`): a clock, numbers, short words in any
 # script (another locale's names: `Mi 13. Mai 11:00:00 CEST 2026`), an offset; or ISO 8601's date and a time
@@ -199,6 +200,21 @@ def stated_time(text: str) -> Stated | None:
             return None
         zoned = ts.tzinfo is not None
         return Stated(ts.tz_convert("UTC") if zoned else ts.tz_localize("UTC"), zoned)
+    printed = printed_date(text)
+    if printed is None:
+        return None
+    found, zone = printed
+    if zone is None:
+        return Stated(found.tz_localize("UTC"), False)
+    at = in_utc(found, zone)
+    if isinstance(at, str):
+        return Stated(found.tz_localize("UTC"), True, f"the zone {zone!r} {at}")
+    return Stated(at, True)
+
+
+def printed_date(text: str) -> tuple[pd.Timestamp, str | None] | None:
+    """A line that is only a `date` (`Tue Jul 23 07:54:00 UTC 2024`): its time as printed, no zone applied, and the
+    zone it names (None: none)."""
     date = _DATE_TIME.match(text)
     if not date or (date["year"] is None) == (date["year2"] is None):
         return None
@@ -212,14 +228,7 @@ def stated_time(text: str) -> Stated | None:
         clock = f"{int(hour) % 12 + (12 if half.lower() == 'pm' else 0):02d}:{rest}"
     found = parse_time(f"{date['year'] or date['year2']}-{MONTHS.index(month) + 1:02d}-"
                        f"{int(date['day'] or date['day2']):02d} {clock}")
-    if found is None:
-        return None
-    if date["zone"] is None:
-        return Stated(found.tz_localize("UTC"), False)
-    at = in_utc(found, date["zone"])
-    if isinstance(at, str):
-        return Stated(found.tz_localize("UTC"), True, f"the zone {date['zone']!r} {at}")
-    return Stated(at, True)
+    return None if found is None else (found, date["zone"])
 
 
 def looks_dated(text: str) -> bool:

@@ -52,9 +52,26 @@ def test_a_date_outside_the_span_and_the_follow_header() -> None:
     header = "-- Logs begin at Tue 2024-03-12 09:58:11 UTC, end at Wed 2024-03-13 10:10:02 UTC. --"
     result = read_text(_log(header, "Jun  1 10:00:00"))
     assert _times(result) == [None]
-    assert any("'Jun  1 10:00:00' lies in no year within the journal" in w.message for w in result.warnings)
+    assert any("'Jun  1 10:00:00' lies in no year that fits: the year the journalctl header at line 1" in w.message
+               for w in result.warnings)
     assert _times(read_text(_log("-- Logs begin at Tue 2024-03-12 09:58:11 UTC. --", "Jan 20 10:00:00"))) == [
         "2025-01-20 10:00:00"]
+
+
+def test_a_date_printed_with_the_log_gives_its_yearless_dates_the_year_up_to_it() -> None:
+    """`date; grep kernel /var/log/syslog`: syslog's dates lie in the year up to the `date` (across New Year, a
+    December line is the year before), in the zone it printed; the seconds since boot after `kernel:` are no time
+    of their own to warn of. A date after the `date` by more than a day lies in the year before."""
+    result = read_text(_log("Tue Jan  2 07:54:00 UTC 2024", "Dec 31 23:59:58", "Jan  1 00:00:03", "Mar  5 10:00:00")
+                       .replace("kernel: ", "kernel: [6781753.400584] "))
+    assert _times(result) == ["2023-12-31 23:59:58", "2024-01-01 00:00:03", "2023-03-05 10:00:00"]
+    said = [w.message for w in result.warnings]
+    assert any("read in the year up to the `date` at line 1 (2024-01-02 07:54:00 UTC)" in m for m in said), said
+    assert not [m for m in said if "seconds since boot" in m], said
+    shifted = read_text(_log("Tue Jan  2 07:54:00 +0200 2024", "Jan  1 00:00:03"))
+    assert _times(shifted) == ["2023-12-31 22:00:03"]
+    assert _times(read_text(_log("Tue Jan  2 07:54:00 UTC 2024", "Jan  5 00:00:00"))) == ["2023-01-05 00:00:00"]
+    assert _times(read_text(_log("", "Jan  1 00:00:03"))) == [None]  # no `date`: syslog's dates carry no year
 
 
 def test_each_fanned_out_host_has_its_own_header() -> None:
