@@ -43,6 +43,8 @@ from .unheard import (
     unheard,
     unheard_hosts,
     unjudged,
+    untimed_alone,
+    untimed_held,
     untimed_note,
     untimed_only,
 )
@@ -438,8 +440,8 @@ def viewed(diagnosis: Diagnosis, got: Window, length: timedelta, notes: list[str
                                             f"{node}` judges them at their own time")
         said.append(f"{node} has no link reading, and events up to {got.later[node]:%Y-%m-%d %H:%M} UTC, after the "
                     f"window's end at {got.end:%Y-%m-%d %H:%M} UTC ({why})")
-    if got.undated.get(node) and newest is not None:  # with none dated, `untimed_only` says it first
-        said.append(untimed_note(node, got.undated[node], alone=False))
+    if any(untimed_held(node, got)) and not untimed_alone(node, got):  # else `untimed_only` says it first
+        said.append(untimed_note(node, *untimed_held(node, got), alone=False))
     first = [unreadable_note(node, got.unreadable[node])] if node in got.unreadable else []
     first += shown_said(got.said.get(node, []), STORED_MORE)  # what reading its files said, as a file's answer
     if said or first:  # unreadable readings first: they are why its health is unknown

@@ -41,7 +41,7 @@ from .diagnose import Fleet, fleet, last_window
 from .prometheus import PrometheusSource
 from .request import Request
 from .source import Source, Window, known
-from .unheard import SILENT_READ_BACK, gone_silent, last_showed, untimed_note
+from .unheard import SILENT_READ_BACK, gone_silent, last_showed, untimed_held, untimed_note
 
 
 def fleet_result(diagnoses: Mapping[str, Diagnosis], *, window_hours: float, at: datetime | None = None,
@@ -98,8 +98,8 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     answered = fleet(source, request)
     ends = [w.end for w in answered.windows if w.end is not None]
     held = any(len(w.tables.get("events", ())) for w in answered.windows)
-    if not ends and held and answered.analysis.end is not None:  # events alone, none with a time (dmesg's seconds
-        ends = [answered.analysis.end]  # since boot): judged as read at the engine's end, as a node's answer is
+    if not ends and held and answered.analysis.end is not None:  # dated events alone (a kernel log): judged at the
+        ends = [answered.analysis.end]  # newest, as a node's answer is
     if not ends:
         at = request.end or datetime.now().astimezone()
         held_nodes = source.nodes()
@@ -107,7 +107,7 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
             undated = _undated(answered)
             why = "the source holds no link samples and no events"
             if undated:  # it holds some, none with a time
-                why = "; ".join(untimed_note(n, c) for n, c in sorted(undated.items())[:10]) + (
+                why = "; ".join(untimed_note(n, *c) for n, c in sorted(undated.items())[:10]) + (
                     f" ({fmt.count(len(undated) - 10, 'more node')} alike)" if len(undated) > 10 else "")
             return SweepResult(at=at, window_hours=hours, source=source.name, complete=False,
                                incomplete_reasons=[why]), []
@@ -132,9 +132,16 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     return result, answered.windows
 
 
-def _undated(answered: Fleet) -> dict[str, int]:
-    """Per node, its stored link readings with no time (ingested without `--at`), which no window can place."""
-    return {n: c for got in answered.windows for n, c in got.undated.items() if c}
+def _undated(answered: Fleet) -> dict[str, tuple[int, int]]:
+    """Per node, its stored link readings and events with no time (ingested without `--at`), which no window can
+    place."""
+    out: dict[str, tuple[int, int]] = {}
+    for got in answered.windows:
+        for node in {*got.undated, *got.undated_events}:
+            held = untimed_held(node, got)
+            if any(held):
+                out[node] = held
+    return out
 
 
 def _untimed(result: SweepResult, nodes: list[str], held: str, judged: str) -> None:
@@ -149,21 +156,16 @@ def _untimed(result: SweepResult, nodes: list[str], held: str, judged: str) -> N
         f"{judged}: {UNTIMED_ADVICE}: " + ", ".join(nodes[:10]) + (" ..." if len(nodes) > 10 else ""))
 
 
-def _untimed_events(answered: Fleet, nodes: list[str]) -> list[str]:
-    """Of `nodes`, those whose events the windows hold all lack a time (a log printed without dates, `dmesg`'s seconds
-    since boot, ingested without `--at`): no window places them, so they judge nothing."""
-    if not nodes:
-        return []
-    wanted, timed, held = set(nodes), set[str](), set[str]()
-    for got in answered.windows:
-        events = got.tables.get("events")
-        if events is None or not len(events) or "node_id" not in events.columns:
-            continue
-        names = events["node_id"].astype("string").fillna("").to_numpy(object)
-        dated = events["timestamp"].notna().to_numpy(bool)
-        held.update(n for n in names if n in wanted)
-        timed.update(n for n, d in zip(names, dated, strict=True) if d and n in wanted)
-    return sorted(held - timed)
+def _say_untimed_events(result: SweepResult, undated: Mapping[str, tuple[int, int]], judged: Collection[str]) -> None:
+    """Judged nodes that also hold events with no time: those events judge nothing in any window, said so (a week-old
+    fatal Xid would otherwise page anew at every window's end)."""
+    nodes = sorted(n for n in judged if undated.get(n, (0, 0))[1])
+    if nodes:
+        result.warnings.append(
+            f"{fmt.count(len(nodes), 'node')} also {'holds' if len(nodes) == 1 else 'hold'} events with no time (a "
+            f"log printed without dates, ingested without --at), not judged: {UNTIMED_ADVICE}: "
+            + ", ".join(f"{n} ({fmt.count(undated[n][1], 'event')})" for n in nodes[:10])
+            + (" ..." if len(nodes) > 10 else ""))
 
 
 def _ran(answered: Fleet) -> set[str]:
@@ -219,12 +221,14 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
             f"{read}, so their links are not judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
     undated = _undated(answered)
     dated = {n for got in answered.windows for n in got.newest}
-    untimed = [n for n in quiet if n in undated and n not in dated]  # held, but no window can place any of them
+    placed = [n for n in quiet if n in undated and n not in dated]  # held, but no window can place any of them
+    untimed = [n for n in placed if undated[n][0]]
+    logs = [n for n in placed if not undated[n][0]]
     _untimed(result, untimed, "link readings with no time (ingested without --at)", "links are not judged")
-    logs = _untimed_events(answered, [n for n in quiet if n not in untimed])
     _untimed(result, logs, "events with no time (a log printed without dates, ingested without --at)",
              "events judge nothing")
-    quiet = [n for n in quiet if n not in untimed and n not in logs]
+    _say_untimed_events(result, undated, [n for n in source.nodes() if n not in placed])
+    quiet = [n for n in quiet if n not in placed]
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),

@@ -43,6 +43,7 @@ class Window:
     said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its stored files said
     later: dict[str, datetime] = field(default_factory=dict)  # nodes with only events, newer than the end: the newest
     oldest: dict[str, datetime] = field(default_factory=dict)  # each asked node's oldest link reading, at any time
+    undated_events: dict[str, int] = field(default_factory=dict)  # per asked node, stored events no window places
 
 
 def marked_nodes(records: pd.DataFrame | None, reading: str) -> set[str]:

@@ -84,26 +84,42 @@ def gone_silent(diagnosis: Diagnosis, then: Diagnosis | None, since: datetime) -
                                         "repair_action": silent_action(diagnosis.node_id, fmt.when(since), repair)})
 
 
-def untimed_note(node: str, held: int, *, alone: bool = True) -> str:
-    """A node's stored link readings that have no time (ingested without `--at`): no window holds them; `alone`:
-    they are all it holds, so its health is unknown."""
+def untimed_note(node: str, held: int, events: int = 0, *, alone: bool = True) -> str:
+    """A node's stored link readings (`held`) and `events` that have no time (ingested without `--at`): no window
+    holds them; `alone`: they are all it holds, so its health is unknown."""
     unknown = ", so its fabric health is unknown" if alone else ""
-    return (f"{fmt.count(held, 'link reading')} of {node} in the store {'has' if held == 1 else 'have'} no time "
-            f"(ingested without --at){unknown}: {UNTIMED_ADVICE}")
+    what = [fmt.count(n, word) for n, word in ((held, "link reading"), (events, "event")) if n]
+    return (f"{' and '.join(what)} of {node} in the store {'has' if held + events == 1 else 'have'} no time "
+            f"({'a log printed without dates, ' if events else ''}ingested without --at){unknown}: {UNTIMED_ADVICE}")
+
+
+def untimed_held(node: str, got: Window) -> tuple[int, int]:
+    """The node's stored link readings and events with no time, which no window places."""
+    return got.undated.get(node, 0), got.undated_events.get(node, 0)
+
+
+def untimed_alone(node: str, got: Window) -> bool:
+    """Whether all the node holds is without a time: no dated link reading, and no event in or after the window."""
+    if not any(untimed_held(node, got)) or node in got.newest or node in got.later:
+        return False
+    events = got.tables.get("events")
+    return events is None or not len(events) or "node_id" not in events.columns or \
+        not rows_of(events["node_id"], node).any()
 
 
 def untimed_only(diagnosis: Diagnosis, got: Window) -> Diagnosis:
-    """A diagnosis of a node whose stored link readings all lack a time: said as that, with ingesting them again
-    with one as what to do, not as a node whose counters were never collected."""
+    """A diagnosis of a node whose stored link readings and events all lack a time: said as that, with ingesting
+    them again with one as what to do, not as a node whose counters were never collected."""
     node = diagnosis.node_id
-    held = got.undated.get(node)
-    if not held or node in got.newest:
+    if not untimed_alone(node, got):
         return diagnosis
-    update: dict[str, object] = {"warnings": [untimed_note(node, held), *_not_blind(diagnosis)]}
+    update: dict[str, object] = {"warnings": [untimed_note(node, *untimed_held(node, got)),
+                                              *_not_blind(diagnosis)]}
     if not diagnosis.fault_detected and not diagnosis.findings:
-        update["repair_action"] = (f"Ingest {node}'s readings again with the time they were taken "
-                                   f"(`fabricbot ingest FILE --store DIR --node {node} --at TIME`, or `--at mtime` "
-                                   "for the file's modification time), then ask again")
+        readings, _ = untimed_held(node, got)
+        what = "readings again with the time they were taken" if readings else "log again with the time it was printed"
+        update["repair_action"] = (f"Ingest {node}'s {what} (`fabricbot ingest FILE --store DIR --node {node} --at "
+                                   "TIME`, or `--at mtime` for the file's modification time), then ask again")
     return diagnosis.model_copy(update=update)
 
 
@@ -126,8 +142,8 @@ def unheard(node: str, got: Window, span: timedelta, last: str | None = None) ->
     fault, `last_showed`), or none with a time at all; None when one is there, none is held, or they could not be
     read (said as that)."""
     newest = got.newest.get(node)
-    if newest is None and got.undated.get(node) and node not in got.unreadable:
-        return untimed_note(node, got.undated[node])  # held, but no window can place any of them
+    if untimed_alone(node, got) and node not in got.unreadable:
+        return untimed_note(node, *untimed_held(node, got))  # held, but no window can place any of them
     if newest is None or got.end is None or node in got.unreadable:
         return None
     end_ns = utc_ns(got.end)

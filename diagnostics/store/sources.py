@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from .. import format as fmt
 from ..errors import FabricbotError, InputError
 from ..ingest.base import IngestResult, IngestWarning, Source
 from ..ingest.detect import choose, read_with, readers
@@ -207,6 +208,8 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
         return FileOutcome(src.name, None, "error", error=_refusal(exc))
     if seen is not None:
         seen.update((sha, content))
+    if result is not None:
+        placed_by_input(src.name, result)
     rows = result.rows if result is not None else {"nodes": len(nodes) if nodes is not None else 0}
     cut = cut_nodes(result)
     return FileOutcome(src.name, sha, "read", name, rows, result=result,
@@ -279,13 +282,37 @@ UNTIMED_ADVICE = ("no window can place them; ingest the file again with --at TIM
                   "in: --at now as it is taken)")
 
 
+def placed_by_input(name: str, result: IngestResult) -> None:
+    """An input's events with no time (`dmesg`'s seconds since boot pasted after a dated `nvidia-smi` output) taken
+    as printed at the newest time the same input states, as `analyze FILE` takes them, and said; where it states
+    none they are kept without one, which no window places (`untimed_warning`)."""
+    events = result["events"]
+    if "timestamp" not in events.columns or not len(events):
+        return
+    missing = events["timestamp"].isna().to_numpy(bool)
+    if not missing.any():
+        return
+    stated = [frame["timestamp"].max() for frame in (result["link_samples"], events)
+              if "timestamp" in frame.columns and frame["timestamp"].notna().any()]
+    if not stated:
+        return
+    newest = max(pd.Timestamp(t) for t in stated)
+    result.tables["events"] = events.assign(timestamp=events["timestamp"].where(~missing, newest))
+    result.warnings.append(IngestWarning(name, None, f"{fmt.count(int(missing.sum()), 'event')} state no time: "
+                                         f"taken as printed at the input's newest time, {fmt.when(newest)}, as "
+                                         "`analyze FILE` takes them (--at gives another)"))
+
+
 def untimed_warning(outcome: FileOutcome) -> IngestWarning | None:
-    """Said at ingest, not first at the analysis: a paste that states no time is kept, but no window places it."""
+    """Said at ingest, not first at the analysis: a paste that states no time (a reading, or a log printed without
+    dates such as `dmesg`'s seconds since boot) is kept, but no window places it."""
     if outcome.status != "ingested" or outcome.result is None:
         return None
-    links = outcome.result["link_samples"]
-    untimed = int(links["timestamp"].isna().sum()) if "timestamp" in links.columns else 0
-    if not untimed:
+    counts = {what: int(frame["timestamp"].isna().sum()) if "timestamp" in frame.columns else 0
+              for what, frame in (("link reading", outcome.result["link_samples"]),
+                                  ("event", outcome.result["events"]))}
+    held = [fmt.count(n, what) for what, n in counts.items() if n]
+    if not held:
         return None
-    return IngestWarning(outcome.name, None, f"{untimed} link readings state no time: the store keeps them, but "
-                         f"`analyze --store` will not judge them; {UNTIMED_ADVICE}")
+    return IngestWarning(outcome.name, None, f"{' and '.join(held)} state no time: the store keeps them, but "
+                         f"`analyze --store` and `sweep` will not judge them; {UNTIMED_ADVICE}")

@@ -272,6 +272,7 @@ class TelemetryStore:
                   "topology": self._sql_table(TOPOLOGY.name, names, TOPOLOGY.conform),
                   "nodes": self._sql_table("nodes", names, lambda f: f)}
         undated = self._catalog.undated_rows("link_samples", names) if names != [] else {}
+        undated_events = self._undated_events(names) if names != [] else {}
         planned: dict[str, list[Maintenance]] = {}
         for window in self.maintenance.windows():
             if names is None or window.node_id in names:
@@ -280,7 +281,8 @@ class TelemetryStore:
         later = events_after(self._db, names, end_ns, set(newest)) if names != [] and end_ns is not None else {}
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},
-                           undated, planned, said, later, {k: utc_datetime(v) for k, v in oldest.items()})
+                           undated, planned, said, later, {k: utc_datetime(v) for k, v in oldest.items()},
+                           undated_events)
 
     def link_history(self, nodes: Collection[str], *, start: datetime, end: datetime,
                      columns: Collection[str] | None = None,
@@ -312,15 +314,28 @@ class TelemetryStore:
         return got
 
     def _events(self, names: list[str] | None, end_ns: int | None) -> pd.DataFrame:
-        extra, args = None, []
+        """The events a window places: those with a time, up to its end. One with none (a log printed without dates,
+        ingested without --at) would be judged anew at every window's end, a week-old fatal Xid paging as new, so no
+        window holds it (`_undated_events` counts them)."""
+        extra, args = "timestamp IS NOT NULL", list[object]()
         if end_ns is not None:  # ISO times compare as text: a second's slack here, the exact bound below
             bound = (pd.Timestamp(end_ns, tz="UTC") + pd.Timedelta(seconds=1)).isoformat()
-            extra, args = "(timestamp IS NULL OR timestamp <= ?)", [bound]
+            extra, args = "timestamp IS NOT NULL AND timestamp <= ?", [bound]
         events = self._sql_table(EVENTS.name, names, EVENTS.conform, extra, args)
         if end_ns is not None and len(events):
             late = (events["timestamp"] > pd.Timestamp(end_ns, tz="UTC")).to_numpy(bool, na_value=False)
             events = events[~late].reset_index(drop=True)
         return events
+
+    def _undated_events(self, names: list[str] | None) -> dict[str, int]:
+        """Per node (those named, else every one), its stored events with no time, which no window places."""
+        if not self._table(EVENTS.name).exists():
+            return {}
+        where, args = "timestamp IS NULL", list[object](names or [])
+        if names is not None:
+            where += f" AND node_id IN ({','.join('?' * len(names))})"
+        rows = self._db.execute(f"SELECT node_id, count(*) FROM [{EVENTS.name}] WHERE {where} GROUP BY node_id", args)
+        return {str(n): int(c) for n, c in rows.fetchall() if n is not None and c}
 
     def link_samples(self, node_id: str | None = None, start: datetime | None = None,
                      end: datetime | None = None) -> pd.DataFrame:

@@ -26,6 +26,7 @@ class StoreWindow:
     said: dict[str, list[str]] = field(default_factory=dict)  # per node, what reading its files said at ingest
     later: dict[str, datetime] = field(default_factory=dict)  # nodes with only events, newer than the end: the newest
     oldest: dict[str, datetime] = field(default_factory=dict)  # each asked node's oldest link reading in the store
+    undated_events: dict[str, int] = field(default_factory=dict)  # per asked node, events without a time
 
     @property
     def platforms(self) -> dict[str, str]:

@@ -117,6 +117,30 @@ def _doors(path: Path, tmp: Path) -> tuple[Diagnosis, Diagnosis]:
     return diagnose(files, request).diagnosis, diagnose(StoreSource(tmp / "store"), request).diagnosis
 
 
+def test_a_pastes_undated_events_take_its_newest_time_in_the_store_as_in_the_file(tmp_path: Path) -> None:
+    """A `date`d nvlink output with a dmesg (seconds since boot) after it: ingest stores the log's events at the
+    paste's newest time and says so, as `analyze FILE` takes them; the same log alone states no time, and is kept
+    without one (no window places it)."""
+    nvlink, kernel = _body("nvlink_e_v100_short_form_dated_2.txt"), _body("kernel_xid79_sxid20034_gpud_1.txt")
+    paste, alone = tmp_path / "paste.txt", tmp_path / "alone.txt"
+    paste.write_text("\n".join([*nvlink, "$ dmesg", *kernel]) + "\n")
+    alone.write_text("\n".join(kernel) + "\n")
+    newest = read(paste)["link_samples"]["timestamp"].max()
+    for path, placed in ((paste, True), (alone, False)):
+        store = open_store(tmp_path / f"store-{path.stem}")
+        report = store.ingest([path], node_id="n1")
+        said = [w.message for w in report.warnings]
+        times = pd.to_datetime(store.events("n1")["timestamp"], utc=True, format="ISO8601")
+        assert len(times) == 6
+        if placed:
+            assert (times == newest).all(), times
+            assert any(m.startswith("6 events state no time: taken as printed at the input's newest time") for m in
+                       said), said
+        else:
+            assert times.isna().all()
+            assert any(m.startswith("6 events state no time: the store keeps them") for m in said), said
+
+
 def test_a_kernel_log_pasted_right_after_an_nvlink_output_is_read_as_one(tmp_path: Path) -> None:
     """No blank line and no prompt between them: the kernel log's prefixed NVRM line starts its own output, so the
     GPU that fell off the bus is the answer, as it is with a `$ dmesg` line between them."""

@@ -115,21 +115,31 @@ def test_an_empty_store_is_not_an_all_clear(tmp_path: Path) -> None:
     assert not result.complete and result.incomplete_reasons == ["the source holds no link samples and no events"]
 
 
-def test_a_store_of_undated_kernel_log_events_is_swept_as_its_node_is_analyzed(
+def test_a_store_of_undated_kernel_log_events_is_judged_by_no_window_until_given_a_time(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """dmesg's seconds since boot give no time: the node's answer takes its events as read at the window's end, and
-    so does the sweep (it said the store held no events, and swept nothing)."""
-    store = tmp_path / "kernel"
+    """dmesg's seconds since boot give no time: a store cannot place such events in any window (taken at each
+    window's end, a week-old fatal Xid would page anew at every sweep), so the sweep and the node's answer both call
+    it unjudged, say why and how to date them; ingested with --at, both judge them alike."""
     log = FLEET.parent / "real" / "kernel_xid79_sxid20034_gpud_1.txt"
-    assert main(["ingest", str(log), "--store", str(store), "--node", "n1"]) == 0
-    capsys.readouterr()
-    assert main(["sweep", "--store", str(store), "--json"]) == 1
-    swept = json.loads(capsys.readouterr().out)
-    assert main(["analyze", "--store", str(store), "--node", "n1", "--json"]) != 2
-    node = json.loads(capsys.readouterr().out)
-    assert swept["swept"] == ["n1"] and swept["diagnoses"]["n1"]["ticket_priority"] == node["ticket_priority"]
-    assert node["ticket_priority"] == "urgent"
-    assert {o["rule"] for o in swept["offenders"]} == {c["rule"] for f in node["findings"] for c in f["crossed"]}
+    for store, at in ((tmp_path / "undated", ()), (tmp_path / "dated", ("--at", "2026-03-01T12:00:00Z"))):
+        assert main(["ingest", str(log), "--store", str(store), "--node", "n1", *at]) == 0
+        said = capsys.readouterr().err
+        assert ("6 events state no time" in said) == (not at), said
+        swept_code = main(["sweep", "--store", str(store), "--json"])
+        swept = json.loads(capsys.readouterr().out)
+        node_code = main(["analyze", "--store", str(store), "--node", "n1", "--json"])
+        node = json.loads(capsys.readouterr().out)
+        if at:
+            assert (swept_code, node_code) == (1, 0)  # offenders found; a node answered
+            assert swept["swept"] == ["n1"] and swept["diagnoses"]["n1"]["ticket_priority"] == "urgent"
+            assert node["ticket_priority"] == "urgent"
+            assert {o["rule"] for o in swept["offenders"]} == {c["rule"] for f in node["findings"]
+                                                               for c in f["crossed"]}
+        else:
+            assert swept_code == node_code == 3 and not swept["offenders"] and not node["findings"]
+            [why] = swept["incomplete_reasons"]
+            assert why.startswith("6 events of n1 in the store have no time") and "--at TIME" in why, why
+            assert why in node["warnings"] and "--at TIME" in node["repair_action"]
 
 
 def test_a_mistyped_store_is_an_error_not_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

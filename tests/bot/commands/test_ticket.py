@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from diagnostics.tickets import ClaudeDrafter, ModelCall
 from tests.bot.commands.conftest import Cli
 from tests.conftest import FIXTURES
 from tests.tickets.helpers import SEED_INPUT
+
+LOGGED = datetime(2026, 3, 1, 12, tzinfo=UTC)  # when a log printed without dates was taken, as `ingest --at` says
 
 FIELDS = {"node_id", "component_kind", "gpu_index", "peer", "link_id", "lanes", "switch", "switch_port",
           "port_source", "port_find_with", "identity", "replacement_part", "isolation_steps", "repair_steps",
@@ -345,7 +348,7 @@ def test_a_gpu_a_kernel_log_names_by_address_alone_has_the_uuid_and_serial_its_l
     code, out, _ = cli("analyze", str(log), "--node", "k1", "--json")
     assert json.loads(out)["bus_gpu_ids"]["0000:91:00.0"]["uuid"] == identity["gpu_uuid"]
     store = tmp_path / "store"
-    open_store(store).ingest([log], node_id="k1")
+    open_store(store).ingest([log], node_id="k1", at=LOGGED)  # dmesg's seconds since boot: a store needs the time
     code, out, err = cli("ticket", "k1", "--store", str(store), "--json", "--rules")
     assert code == 0, err
     assert json.loads(out)["identity"] == identity
@@ -362,7 +365,7 @@ def test_a_gpu_of_a_kernel_log_has_the_driver_version_its_banner_gives(tmp_path:
     assert identity["pci_bus_id"] == "0000:b3:00.0" and identity["driver_version"] == "570.158.01"
     assert "driver_version" not in identity["where"]
     store = tmp_path / "store"
-    open_store(store).ingest([log], node_id="k1")
+    open_store(store).ingest([log], node_id="k1", at=LOGGED)  # dmesg's seconds since boot: a store needs the time
     code, out, err = cli("ticket", "k1", "--store", str(store), "--json", "--rules")
     assert code == 0, err
     assert json.loads(out)["identity"] == identity
