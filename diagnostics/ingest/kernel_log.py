@@ -48,6 +48,7 @@ _CAUSED = re.compile(r"caused by previous Xid (?P<n>\d[\w.,+-]*?)[.,]?(?=[\s(:;]
 _XID_SHAPE = re.compile(r"(?:NVRM: |nvswitch\d*: )(?P<word>\S{3,4}) \((?:PCI:)?[0-9a-fA-F:.]+\): \d")
 # `link 5(0x0...`, `Link 01 (...)`: the whole token, so `Link 1,000,000` or `link 1E+308` is refused, never read as 1
 _LINK = re.compile(r"\blink\s*(?P<n>[-+]?\d[\w.,+-]*?)[.,]?(?=[\s(:;]|$)", re.IGNORECASE)
+_NO_LINK = "-1"  # an NVLink Xid's `Link -1`: the driver names no single link (the GPU's, not one link's)
 _AER_KIND = EventKind.AER.value
 _DEVICE = r"(?:[\w-]+\s+)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+"
 _AER_RECEIVED = re.compile(_DEVICE + r"AER: (?P<msg>.*?error received: (?P<src>\S+))\s*$")
@@ -269,6 +270,8 @@ def _xid(out: Collector, number: int, xid: re.Match[str], code: int, text: str, 
     link = _LINK.search(xid["rest"]) if nvlink else None
     if nvlink and link is None:
         _no_link_number(out, number, xid["rest"], f"Xid {code}")
+    if link is not None and link["n"] == _NO_LINK:  # the error names no single link: read so, not a damaged index
+        link = None
     stated = _XID_SEVERITY.match(xid["rest"])
     _check_bus(out, number, xid["bus"], bus, f"Xid {code}")
     if driver.uuids and bus and bus not in driver.uuids:  # the log names its GPUs: this bus is none of them

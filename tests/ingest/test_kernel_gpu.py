@@ -7,7 +7,7 @@ import pandas as pd
 
 from diagnostics.analysis.events import _fatal
 from diagnostics.ingest.kernel_gpu import OFF_BUS_CODE
-from tests.ingest.helpers import read_text, warning_lines
+from tests.ingest.helpers import REAL, read, read_text, warning_lines
 
 UUID = "GPU-5fc0bcec-c2e1-38dc-8994-2a9f9f3b709e"
 
@@ -144,3 +144,19 @@ def test_nvlink5_xid_fields_whatever_the_spacing() -> None:
     assert events["subcode"].tolist()[:3] == ["NETIR_LINK_EVT", "NETIR_LINK_EVT", "RLW_RXPIPE"]
     assert pd.isna(events["subcode"].iloc[3])
     assert events["link"].tolist()[:3] == [1, 15, 13] and set(events["pci_bus_id"][:2]) == {"0009:01:00.0"}
+
+
+def test_an_nvlink_xids_link_minus_one_names_no_link_without_a_warning() -> None:
+    """The driver prints `Link -1` when an NVLink Xid names no single link: it was warned as a damaged index ("an
+    index is never negative"), though the answer already reads it as the Xid naming none."""
+    result = read(REAL / "kernel_xid14x_link_minus_one_gpud_1.txt")
+    events = result.tables["events"]
+    assert events["code"].tolist() == [149, 149, 145, 144, 94]
+    assert pd.isna(events["link"].iloc[0]) and events["link"].tolist()[1:4] == [0, 13, 0]
+    assert not [w for w in result.warnings if "negative" in w.message], result.warnings
+
+
+def test_another_negative_link_of_an_xid_is_still_said() -> None:
+    result = read_text("NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal XC0 i0 Link -2 (0x000fe406 0x00000000)\n")
+    assert pd.isna(result["events"]["link"].iloc[0])
+    assert warning_lines(result) == [1] and "never negative" in result.warnings[0].message
