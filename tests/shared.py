@@ -75,3 +75,7 @@ def answered_exit(answer: str | dict[str, Any]) -> int:
         return 3 if " fault=unknown " in answer.splitlines()[0] else 0
     d = Diagnosis.model_validate_json(answer) if isinstance(answer, str) else Diagnosis.model_validate(answer)
     return 3 if d.fault_said() == "unknown" else 0
+
+# real logs in fixtures/real/ that hold no reading, only a message that is said (Fabric Manager exiting at start)
+SAID_ONLY_SAMPLES = frozenset({"fabricmanager_nothing_to_do_gpuop610_1.txt",
+                               "fabricmanager_start_script_nothing_to_do_cubestudio_1.txt"})

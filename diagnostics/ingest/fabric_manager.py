@@ -12,14 +12,18 @@ physical id and fabric id stay in the event's text.
 Sources: the message's wording and the file's prefix are gpud's (leptonai/gpud, components/accelerator/nvidia/
 fabric-manager: testdata/fabricmanager.log and log_matcher.go, which reads the number as an SXid); the journal
 form (`host nv-fabricmanager[pid]: message`) is as OpenNebula/one issue 7385 and NVIDIA/gpu-operator issue 610 quote
-hosts' journals. Assumed, not verified: that the number is the code the kernel's SXid line gives for the same fault
+hosts' journals; newer packages run the daemon through a start script whose lines carry its messages
+(`host nvidia-fabricmanager-start.sh[pid]: message`, data-infra/cube-studio issue 29). A message whose cause is known
+(`NV_WARN_NOTHING_TO_DO`: no NVSwitch to manage) is said with its meaning and what to check (data/fm_messages.toml).
+Assumed, not verified: that the number is the code the kernel's SXid line gives for the same fault
 (the SXid catalog judges it), that the file's times are the host's local time (read as UTC, said), and that a
 journal line carries the same message without the `[LEVEL] [tid N]` fields (they are read where present).
 
 Startup, configuration and multicast lines are skipped without a word, and so are the unprefixed lines of a
 multi-line message (`Message payload details: ...`). An NVSwitch error cut off before its port is the switch's, as
 a kernel SXid line cut before its link is, and said. A line that names an NVSwitch error but cannot be read, and an
-ERROR or FATAL line this reader does not read, are each said with their line number and text.
+ERROR or FATAL line this reader does not read, are each said with their line number and text; so are the first
+lines of a file none of whose lines is Fabric Manager's (read under `--format fabric_manager`).
 
 A file that also holds the kernel's driver lines (the system's journal, `journalctl` without `-u`, or the two logs
 pasted together) is read by the kernel log's reader from its first line as soon as one is met, even under
@@ -29,12 +33,15 @@ events are lost.
 
 from __future__ import annotations
 
+from .. import format as fmt
 from .base import IngestResult, Source
-from .fm_lines import ERROR, FILE, JOURNAL, MARK, FabricManagerLines, file_form, leveled
+from .fm_lines import ERROR, FILE, JOURNAL, FabricManagerLines, file_form, leveled, names_manager
 from .journal import JournalSpan
 from .kernel_log import READER as KERNEL
 from .log_prefix import strip_prefix
 from .textlines import Collector, classify, skip_shell
+
+_SAID_NONE = 3  # lines said one by one when no line is Fabric Manager's
 
 
 class FabricManagerReader:
@@ -45,7 +52,7 @@ class FabricManagerReader:
         lines = head.splitlines()[:200]
         if any(FILE.match(line.strip()) for line in lines):
             return 0.9
-        if MARK in head:
+        if names_manager(head):
             return 0.85
         # a kernel driver line: read too (`read` hands the file over), so a paste of this log with the kernel's
         # lines right after it is one output, never cut in two; the kernel log's reader claims its own log first
@@ -55,6 +62,7 @@ class FabricManagerReader:
         out = Collector(source, "Fabric Manager log", node_id)
         spans: dict[str | None, JournalSpan] = {}  # journalctl's header: the year of the syslog dates under it
         lines = FabricManagerLines(out)
+        passed: list[tuple[int, str]] | None = []  # lines of neither form, until one is of either (`_none_read`)
         for line in classify(source, out):
             if line.kind != "text":
                 skip_shell(line, out)
@@ -69,11 +77,27 @@ class FabricManagerReader:
             if found is None:
                 if ERROR.search(text) or "[ERROR]" in text or "[FATAL]" in text:  # an error line that lost its prefix
                     lines.unread(line.number, text)
+                elif passed is not None and text:
+                    passed.append((line.number, text))
                 continue  # a multi-line message's next line, or text around the log
+            passed = None
             lines.message(line.number, *found)
+        if passed:
+            _none_read(out, passed)
         lines.done()
         out.timestamp = None
         return out.result()
+
+
+def _none_read(out: Collector, passed: list[tuple[int, str]]) -> None:
+    """No line was Fabric Manager's (a log of another tool read under `--format fabric_manager`, or a prefix this
+    reader does not know): the first lines are said with their text, so the answer is not a bare "nothing read"."""
+    for number, text in passed[:_SAID_NONE]:
+        out.warn(number, f"not a Fabric Manager line (neither its log's `[date] [LEVEL] [tid N] ...` nor a journal's "
+                         f"`nv-fabricmanager[pid]: ...` or `nvidia-fabricmanager-start.sh[pid]: ...`): {text[:80]!r}")
+    if len(passed) > _SAID_NONE:
+        out.warn(passed[_SAID_NONE][0], f"{fmt.count(len(passed) - _SAID_NONE, 'more line')} not read as Fabric "
+                                        "Manager's either")
 
 
 def _message(out: Collector, number: int, text: str, spans: dict[str | None, JournalSpan],
@@ -81,7 +105,7 @@ def _message(out: Collector, number: int, text: str, spans: dict[str | None, Jou
     """(the line's level where it states one, its message), its time in `out`; None for a line of neither form."""
     if (found := file_form(out, number, text)) is not None:
         return found
-    if MARK not in text:
+    if not names_manager(text):
         return None
     body, ts, host = strip_prefix(text, out, number, spans)
     journal = JOURNAL.match(body)

@@ -5,16 +5,24 @@ errors become SXid events; its other error lines are said. The formats and their
 from __future__ import annotations
 
 import re
+from functools import cache
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import format as fmt
+from ..config.datafiles import DATA_DIR, read_toml
 from ..enums import EventKind
+from ..errors import ConfigError
 from .textlines import Collector, normalize_bus_id, parse_time
 
-MARK = "nv-fabricmanager["  # what names Fabric Manager's lines in the system's journal
+# what names Fabric Manager's lines in the system's journal: the daemon's own, or (newer packages) the start script
+# that runs it, `nvidia-fabricmanager-start.sh[pid]:`, whose lines carry the daemon's messages
+MARKS = ("nv-fabricmanager[", "nvidia-fabricmanager-start.sh[")
 MESSAGE = "detected NVSwitch"  # how its NVSwitch error reads: an SXid event's text starts so (`_nvswitch_error`)
 FILE = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} \d{1,2} \d{4} \d{1,2}:\d{2}:\d{2})\]\s*\[(?P<level>[A-Z]+)\]\s*"
                   r"\[tid \d+\]\s*(?P<msg>.*)$")
-JOURNAL = re.compile(r"^(?:(?P<host>[^\s\[\]:]+)\s+)?nv-fabricmanager\[\d+\]:\s*(?P<msg>.*)$")
+JOURNAL = re.compile(r"^(?:(?P<host>[^\s\[\]:]+)\s+)?(?:nv-fabricmanager|nvidia-fabricmanager-start\.sh)\[\d+\]:\s*"
+                     r"(?P<msg>.*)$")
 _LEVEL = re.compile(r"^\[(?P<level>[A-Z]+)\]\s*(?:\[tid \d+\]\s*)?")  # where a journal line keeps them
 ERROR = re.compile(r"detected\s+NVSwitch\s+(?P<sev>fatal|non-fatal)\s+error", re.IGNORECASE)
 _FIELDS = re.compile(r"detected NVSwitch (?P<sev>fatal|non-fatal) error (?P<code>\S+) on fid (?P<fid>\S+) on NVSwitch "
@@ -23,6 +31,40 @@ _PORT = re.compile(r"^ physical id \S+ port (?P<port>\S+?)\.?\s*$")
 _FAILING = ("ERROR", "FATAL", "CRITICAL")
 _ERROR_WORDS = re.compile(r"\b(?:error|failed|failure)\b", re.IGNORECASE)  # a journal line states no level
 _SAID = 10  # unread error lines said one by one; the rest in one warning
+MESSAGES_FILE = DATA_DIR / "fm_messages.toml"
+
+
+class KnownMessage(BaseModel):
+    """A Fabric Manager message whose cause is known (data/fm_messages.toml): said with its meaning and what to
+    check, where it would otherwise be an error line this reader does not read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token: str = Field(min_length=1)  # the word the message holds (`NV_WARN_NOTHING_TO_DO`)
+    meaning: str = Field(min_length=1)
+    check: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    assumed: bool = False
+    note: str = ""
+
+
+@cache
+def known_messages() -> tuple[KnownMessage, ...]:
+    data = read_toml(MESSAGES_FILE, "Fabric Manager message file")
+    try:
+        return tuple(KnownMessage.model_validate(entry) for entry in data.get("message", []))
+    except ValidationError as exc:
+        raise ConfigError(f"{MESSAGES_FILE.name}: {exc.errors()[0]['msg']}") from None
+
+
+def known(message: str) -> KnownMessage | None:
+    """The known message a line holds, if any."""
+    return next((entry for entry in known_messages() if entry.token in message), None)
+
+
+def names_manager(text: str) -> bool:
+    """Whether a journal line may be Fabric Manager's (`MARKS`)."""
+    return any(mark in text for mark in MARKS)
 
 
 def file_form(out: Collector, number: int, text: str) -> tuple[str | None, str] | None:
@@ -57,6 +99,8 @@ class FabricManagerLines:
     def message(self, number: int, level: str | None, message: str) -> None:
         if ERROR.search(message):
             _nvswitch_error(self.out, number, message)
+        elif (entry := known(message)) is not None:
+            self.out.warn(number, f"Fabric Manager's {entry.token}: {entry.meaning}. Check {entry.check}")
         elif level in _FAILING or (level is None and _ERROR_WORDS.search(message)):
             self.unread(number, message)
 

@@ -27,7 +27,7 @@ from ..config.catalogs import load_xid_catalog
 from ..enums import EventKind, LinkType
 from . import fanout
 from .base import IngestResult, Source
-from .fm_lines import JOURNAL, MARK, FabricManagerLines, file_form, leveled
+from .fm_lines import JOURNAL, FabricManagerLines, file_form, leveled, names_manager
 from .journal import JournalSpan
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .log_prefix import prefixed, strip_prefix
@@ -113,7 +113,8 @@ class KernelLogReader:
                 skipped.add(line.number)
                 continue
             body, ts, host = strip_prefix(line.text, out, line.number, spans)
-            managers = JOURNAL.match(body) if MARK in body else None  # the system's journal holds Fabric Manager's too
+            # the system's journal holds Fabric Manager's lines too
+            managers = JOURNAL.match(body) if names_manager(body) else None
             if managers and not host:  # a prefix of its own form (`host nv-fabricmanager[pid]:`) names the host
                 host = managers["host"]
             if node_id is None and host and host != hosts.at:  # a log of several hosts (a log server's, syslog's)
@@ -355,8 +356,8 @@ def _damaged_banner(out: Collector, number: int, text: str) -> None:
 
 def _maybe_event(text: str, last: dict[str, Any] | None) -> bool:
     """Whether a line may hold an event: most lines of a kernel log do not, and are passed over cheaply."""
-    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _BOOT in text or MARK in text \
-        or _maybe_aer_detail(text, last)
+    return "Xid" in text or "AER" in text or "NVRM" in text or "nvswitch" in text or _BOOT in text \
+        or names_manager(text) or _maybe_aer_detail(text, last)
 
 
 def _maybe_aer_detail(body: str, last: dict[str, Any] | None) -> bool:

@@ -3,10 +3,13 @@ its other lines are skipped without a word, and an error line it cannot read is 
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
+from diagnostics.config.datafiles import read_toml
 from diagnostics.enums import EventKind
-from diagnostics.ingest import detect
+from diagnostics.ingest import detect, fm_lines
 from diagnostics.ingest.base import Source
 
 from .helpers import REAL, read, read_text
@@ -138,3 +141,39 @@ def test_a_journal_naming_its_host_by_its_full_name_is_the_prompts_node() -> Non
     for logged, node in (("dgx-07.cluster.local", "dgx-07"), ("localhost", "dgx-07"), ("dgx-08", "dgx-08")):
         events = read_text(f"{head}Jul 23 07:53:55 {logged} {fatal}").tables["events"]
         assert list(events["node_id"].astype(str)) == [node], logged
+
+
+def test_the_start_scripts_journal_lines_are_fabric_managers() -> None:
+    """Newer packages start the daemon through `nvidia-fabricmanager-start.sh`, whose journal lines carry its
+    messages: read under `nv-fabricmanager[pid]:` only, a forced format read nothing and named no line."""
+    path = REAL / "fabricmanager_start_script_nothing_to_do_cubestudio_1.txt"
+    assert detect.choose(Source.from_path(path)).name == "fabric_manager"
+    said = {w.line: w.message for w in read(path, fmt="fabric_manager").warnings}
+    assert "NV_WARN_NOTHING_TO_DO" in said[3] and "no NVSwitch" in said[3]
+    assert "does not read" in said[4] and "Exit code: 1" in said[4]  # the script's own failure line
+
+
+def test_a_forced_read_of_no_fabric_manager_line_names_the_first_lines() -> None:
+    text = "".join(f"Sep 18 03:19:0{i} host other-daemon[12]: line {i}\n" for i in range(5))
+    result = read_text(text, fmt="fabric_manager")
+    assert result.tables["events"].empty
+    assert [w.line for w in result.warnings] == [1, 2, 3, 4]
+    assert "not a Fabric Manager line" in result.warnings[0].message and "line 0" in result.warnings[0].message
+    assert "2 more lines" in result.warnings[3].message
+
+
+def test_nothing_to_do_is_explained_with_what_to_check() -> None:
+    """`NV_WARN_NOTHING_TO_DO` was said as an error this reader does not read: it is what Fabric Manager prints when
+    it finds no NVSwitch to manage (data/fm_messages.toml), which a board without NVSwitches gives as well."""
+    result = read(REAL / "fabricmanager_nothing_to_do_gpuop610_1.txt", fmt="fabric_manager")
+    said = [w.message for w in result.warnings if "NV_WARN_NOTHING_TO_DO" in w.message]
+    assert len(said) == 1 and "does not read" not in said[0]
+    assert "no NVSwitch to manage" in said[0] and "lspci" in said[0] and "NVLSM" in said[0]
+
+
+def test_each_known_message_names_its_sources() -> None:
+    data = read_toml(fm_lines.MESSAGES_FILE, "Fabric Manager message file")
+    for entry in fm_lines.known_messages():
+        tags = re.findall(r"\[(\w+)\]", entry.source)
+        assert tags and set(tags) <= set(data["sources"]), entry.token
+        assert not entry.assumed or entry.note, entry.token  # an assumed entry says what is assumed
