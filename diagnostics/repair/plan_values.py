@@ -4,7 +4,7 @@ and newer, else Fabric Manager's log and the links' state)."""
 
 from __future__ import annotations
 
-from ..config.racks import RackSpec, rack_of, rack_spec
+from ..config.racks import RackSpec, rack_of, rack_spec, tray_kind
 from ..config.repair_catalog import Catalog, PlatformEntry
 from ..config.repair_text import known
 from ..enums import FaultKind
@@ -32,11 +32,12 @@ def platform_rack(platform: str | None) -> RackSpec | None:
 
 
 def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str, str]:
-    """What a step on a shared unit stops, said in full: every compute tray of the rack (and of the other rack of
-    its NVLink domain), the jobs on them; and where NMX-Controller runs, when the inventory says."""
+    """What a step on a shared unit stops, said in full: every compute tray of the rack (`rack`: `rack R1`, or `the
+    rack` where none names it) and of the other rack of its NVLink domain, the jobs on them; and where NMX-Controller
+    runs, when the inventory says."""
     hosts, jobs = facts.rack_hosts, facts.jobs
-    trays = (f"all {len(hosts)} compute trays of rack {rack} ({hosts[0]} to {hosts[-1]})" if len(hosts) > 1 else
-             f"every compute tray of rack {rack}")
+    trays = (f"all {len(hosts)} compute trays of {rack} ({hosts[0]} to {hosts[-1]})" if len(hosts) > 1 else
+             f"every compute tray of {rack}")
     if spec is not None and spec.racks_per_domain > 1:  # the inventory pairs no racks: say how to find the other
         others = "the other racks" if spec.racks_per_domain > 2 else "the other rack"
         trays += (f" and of {others} of its NVLink domain, whose compute trays are drained with them (those whose GPUs "
@@ -72,8 +73,11 @@ def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, 
     if fault is FaultKind.NVLINK and facts.link is None and (facts.gpu is not None or facts.bus):
         values["find_link"] = f"nvidia-smi nvlink -e -i {values.get('gpu') or facts.bus}"
     if plat is not None and plat.rack:
-        values["rack"] = facts.rack_id or values.get("node_id", "the rack")
-        values.update(_rack_values(rack, values["rack"], facts))
+        # a rack's own answer is named by it; a tray's rack only by the inventory (a tray's name is no rack's)
+        named = facts.rack_id or (None if tray_kind(platform) else values.get("node_id"))
+        if named:
+            values["rack"] = named
+        values.update(_rack_values(rack, f"rack {named}" if named else "the rack", facts))
     values.setdefault("rack_stops", "every compute tray of the rack, and every job on them")
     if facts.recovery:
         values["recovery"] = facts.recovery

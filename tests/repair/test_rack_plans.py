@@ -143,3 +143,20 @@ def test_a_step_that_speaks_of_a_reseat_follows_one(platform: str, fault: FaultK
             assert any(re.search(r"\breseat\b", t) and "nothing to reseat" not in t for t in texts[:at]), texts
         if re.search(r"\bof a reboot\b|\bskip the reboot\b", text):
             assert any(re.search(r"\breboot\b", t) for t in texts[:at]), texts
+
+
+@pytest.mark.parametrize("platform", sorted(n for n, d in all_platforms().items() if d.get("tray_kind")))
+def test_a_trays_plan_names_its_rack_only_as_the_inventory_does(platform: str) -> None:
+    """A tray's name is no rack's: with no rack inventory its plan says "the rack", never "rack <the tray>", in each
+    step; with one, the rack's name; the rack's own plan is named by it."""
+    for fault in FaultKind:
+        unnamed = repair_plan(platform, fault, PlanFacts(node_id="gb1", gpu=2, link=5))
+        named = repair_plan(platform, fault, PlanFacts(node_id="gb1", rack_id="rack-07", gpu=2, link=5))
+        unnamed_text = " ".join(s.text for s in _steps(unnamed))
+        assert "rack gb1" not in unnamed_text, (fault, unnamed_text)
+        if "of rack rack-07" in " ".join(s.text for s in _steps(named)):
+            assert "of the rack" in unnamed_text, (fault, unnamed_text)
+    rack = str(all_platforms()[platform]["rack"])
+    whole = repair_plan(rack, FaultKind.SWITCH_TRAY,
+                        PlanFacts(node_id="rack-07", switch_tray="3", unit="Switch tray 3"))
+    assert "rack rack-07" in " ".join(s.text for s in _steps(whole))
