@@ -4,7 +4,8 @@ job's (the Xid catalog's `application` flag, data/xid.toml, from NVIDIA's device
 the catalog marks fatal or failing with no interconnect (an uncontained memory error, a GSP error), said with the
 catalog's action for them. Neither is judged as the fabric's. The non-fatal SXids NVIDIA says to ignore (the SXid
 catalog's `info` codes, data/sxid.toml) are said too, with NVIDIA's action, so that a log of them is not answered as
-if it held nothing: the `sxid` rule does not count them."""
+if it held nothing: the `sxid` rule does not count them. So is every other Xid no rule counts (an NVLink Xid whose
+decode is IGNORE, a contained memory error): what the catalog made of it, so that each Xid read is said."""
 
 from __future__ import annotations
 
@@ -16,19 +17,21 @@ import pandas as pd
 
 from ..components import ComponentRef, switch_name
 from ..config.catalogs import CodeCatalog, load_sxid_catalog, load_xid_catalog
+from ..config.thresholds import Thresholds
 from ..enums import CodeSeverity, EventKind
 from ..times import ns
-from .events import indexed
+from .events import decoded, indexed, judged_xids, units
 
 _PROCESS = re.compile(r"pid=(?P<pid>\d+),\s*name=(?P<name>[^,\s]+)")
 
 
 def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
-                      buses: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, list[str]]:
+                      buses: Mapping[str, Mapping[str, int]] | None = None,
+                      thresholds: Thresholds | None = None) -> dict[str, list[str]]:
     """Each node's Xids that are not the fabric's in (start, end]: its application Xids in one note (which codes on
     which GPUs, the processes the lines name, and that they are the job's to debug), then its GPU faults in another
     (the catalog's action for each). `buses` (node -> PCI address -> GPU index) names a GPU a line gives only by its
-    address."""
+    address. With `thresholds`, the Xids no rule of theirs counts are said too, one note per code and decode."""
     catalog = load_xid_catalog()
     faults = {c for c, e in catalog.entries.items() if not e.application and e.interconnect is None
               and e.severity in (CodeSeverity.FATAL, CodeSeverity.FAILING)}
@@ -46,7 +49,66 @@ def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
                                             f"link is judged on it; NVIDIA's Xid catalog: {actions}")
     for node, notes in _ignored_sxids(events, start_ns, end_ns).items():
         out.setdefault(node, []).extend(notes)
+    if thresholds is not None:
+        for node, notes in _unjudged_xids(events, start_ns, end_ns, buses or {}, thresholds, catalog).items():
+            out.setdefault(node, []).extend(notes)
     return out
+
+
+def _unjudged_xids(events: pd.DataFrame, start_ns: int, end_ns: int, buses: Mapping[str, Mapping[str, int]],
+                   thresholds: Thresholds, catalog: CodeCatalog) -> dict[str, list[str]]:
+    """Per node, one note per Xid code and decode in (start, end] that no rule counts and no note above says: the
+    GPUs it was on and what the catalog made of it (NVIDIA says to ignore it; not a fabric fault; or no rule here
+    judges it), with NVIDIA's action."""
+    if events.empty or not {"kind", "code", "node_id", "timestamp"} <= set(events.columns):
+        return {}
+    said = {c for c, e in catalog.entries.items() if e.application or (
+        e.interconnect is None and e.severity in (CodeSeverity.FATAL, CodeSeverity.FAILING))}
+    t = ns(events["timestamp"])
+    mine = ((events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
+            & events["code"].notna().to_numpy(bool) & ~events["code"].isin(sorted(said)).fillna(False).to_numpy(bool)
+            & (t > start_ns) & (t <= end_ns) & events["node_id"].notna().to_numpy(bool))
+    if not mine.any():
+        return {}
+    rows = indexed(events[mine], buses, "pci_bus_id")
+    rows = rows[~judged_xids(rows, thresholds)]
+    if rows.empty:
+        return {}
+    stated = rows["severity"].astype("string").str.lower() if "severity" in rows \
+        else pd.Series(pd.NA, index=rows.index, dtype="string")
+    out: dict[str, list[str]] = {}
+    heard: dict[tuple[str, int, str, str], dict[str, int]] = {}  # (node, code, subcode, judged) -> GPU -> events
+    for node, code, unit, line, judged, gpu, bus in zip(
+            rows["node_id"].astype("string").tolist(), rows["code"].astype(int).tolist(), units(rows),
+            stated.tolist(), decoded(rows).tolist(), _column(rows, "gpu"), _column(rows, "pci_bus_id"), strict=True):
+        words = " ".join(w for w in (unit, None if pd.isna(line) else str(line)) if w)
+        name = ComponentRef.of_gpu(None if gpu is None else int(gpu), bus=None if bus is None else str(bus)).name
+        per_gpu = heard.setdefault((str(node), code, words, str(judged)), {})
+        per_gpu[name] = per_gpu.get(name, 0) + 1
+    for (node, code, words, _judged), gpus in sorted(heard.items()):
+        entry = catalog.entry(code)
+        where = ", ".join(f"{gpu}{_times(n)}" for gpu, n in sorted(gpus.items()))
+        what = f"Xid {code} ({entry.name}{', ' + words if words else ''}) on {where}"
+        severity, bucket = entry.decoded(*_decode_key(words))
+        action = f"{entry.action} ({bucket})" if entry.action else bucket or "no action given"
+        if severity is CodeSeverity.INFO and entry.decode:
+            said_as = f"NVIDIA's XID 144-150 Decode gives {bucket or 'IGNORE'} for it, so it is not judged"
+        elif severity is CodeSeverity.INFO:
+            said_as = f"NVIDIA's Xid catalog: {action}, so it is not judged"
+        elif entry.interconnect is None:
+            said_as = f"{entry.meaning}, not a fabric fault, so no link is judged on it; NVIDIA's Xid catalog: {action}"
+        else:
+            said_as = f"read, but no rule here judges this code; NVIDIA's Xid catalog: {action}"
+        out.setdefault(node, []).append(f"{what}: {said_as}")
+    return out
+
+
+def _decode_key(words: str) -> tuple[str | None, str | None]:
+    """The subcode word and stated severity back from a note's words (`SAW_MVB non-fatal`)."""
+    parts = words.split()
+    stated = parts[-1] if parts and parts[-1] in ("fatal", "non-fatal") else None
+    unit = parts[0] if parts and parts[0] not in ("fatal", "non-fatal") else None
+    return unit, stated
 
 
 def _ignored_sxids(events: pd.DataFrame, start_ns: int, end_ns: int) -> dict[str, list[str]]:

@@ -88,6 +88,27 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
     return out
 
 
+def judged_xids(rows: pd.DataFrame, thresholds: Thresholds) -> np.ndarray:
+    """Whether an Xid rule counts each Xid event: its code is the rule's and its decode (by subcode and status,
+    where the catalog decodes the code) one the rule counts. The others are said, not judged (`applications`)."""
+    out = np.zeros(len(rows), dtype=bool)
+    if rows.empty:
+        return out
+    codes = rows["code"].astype("Float64")
+    judged_as = decoded(rows)
+    fatal = judged_as == CodeSeverity.FATAL.value
+    for rule in thresholds.rules:
+        if rule.counter != EventKind.XID.value:
+            continue
+        mine = codes.isin(rule.codes).fillna(False).to_numpy(bool) if rule.codes else np.ones(len(rows), bool)
+        if rule.decoded is not None:
+            mine &= np.isin(judged_as, [s.value for s in rule.decoded])
+        if rule.fatal is not None:
+            mine &= fatal == rule.fatal
+        out |= mine
+    return out
+
+
 def _counts(group: pd.DataFrame) -> pd.Series:
     """How many events each row stands for: a DCGM counter's increase, else one."""
     return group["count"].astype("Float64").fillna(1) if "count" in group \
@@ -207,7 +228,7 @@ def _where(rows: pd.DataFrame, switch_side: bool) -> pd.Series:
 _UNIT = re.compile(r"^\s*(?P<unit>[A-Z][A-Z0-9_]+)\s+(?:Fatal|Non-?fatal)\b", re.IGNORECASE)
 
 
-def _units(rows: pd.DataFrame) -> list[str | None]:
+def units(rows: pd.DataFrame) -> list[str | None]:
     """The subcode word each Xid line gives (`NETIR_LINK_EVT Fatal XC0 ...`): the reader's `subcode` where it fills
     one, else the line's first word before its stated severity."""
     if "subcode" in rows:
@@ -225,7 +246,7 @@ def decoded(rows: pd.DataFrame) -> np.ndarray:
         else pd.Series(pd.NA, index=rows.index, dtype="string")
     out = [catalog.entry(int(c)).decoded(u, None if pd.isna(s) else str(s))[0].value if c == c and c is not pd.NA
            else CodeSeverity.WARNING.value
-           for c, u, s in zip(rows["code"].astype("Float64").tolist(), _units(rows), stated.tolist(), strict=True)]
+           for c, u, s in zip(rows["code"].astype("Float64").tolist(), units(rows), stated.tolist(), strict=True)]
     return np.array(out, dtype=object)
 
 

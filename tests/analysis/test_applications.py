@@ -99,3 +99,24 @@ def test_a_gpus_own_fatal_xid_is_said_with_the_catalogs_action_alike_through_fil
     assert catalog.entry(95).action in note and catalog.entry(120).action in note and "Xid 45" not in note
     for d in (files, stored):  # not the fabric's: no link is judged on it
         assert not d.fault_detected and not d.findings and not _notes(d)
+
+
+def test_each_xid_no_rule_counts_is_said_with_its_decode_alike_through_file_and_store(tmp_path: Path) -> None:
+    """A non-fatal Xid 144 (SAW_MVB: NVIDIA's decode says IGNORE) and a contained memory error (94) were read and
+    stored but never said: the answer named only the Xid 149 and 145 findings, as if the other two lines were not
+    there."""
+    log = FIXTURES / "real" / "kernel_xid14x_gpud_1.txt"
+    files, node, _ = files_source([log], node="gb1")
+    open_store(tmp_path / "store").ingest([log], node_id="gb1")
+    request = Request(node=node, end=None, window=timedelta(hours=1))
+    answers = [diagnose(files, request).diagnosis, diagnose(StoreSource(tmp_path / "store"), request).diagnosis]
+    said = [[w for w in d.warnings if w.startswith("Xid ")] for d in answers]
+    assert said[0] == said[1]
+    [saw, contained] = sorted(said[0])
+    assert saw.startswith("Xid 144 (NVLINK_SAW_ERROR, SAW_MVB non-fatal) on the GPU at PCI 0000:01:00.0: ") and \
+        "IGNORE" in saw and "not judged" in saw, saw
+    assert contained.startswith("Xid 94 (ROBUST_CHANNEL_CONTAINED_ERROR) on the GPU at PCI 0000:9b:00.0: ") and \
+        "not a fabric fault" in contained and load_xid_catalog().entry(94).action in contained, contained
+    for d in answers:  # the judged ones are findings, not said again
+        judged = {c for f in d.findings for x in f.crossed for c in x.codes}
+        assert judged == {145, 149} and not any(w.startswith(("Xid 145", "Xid 149")) for w in d.warnings)
