@@ -37,6 +37,9 @@ class Crossing(BaseModel):
                                                                          "many of each it counted.")
     fatal: bool = Field(default=False, description="An event rule's: some event it counted is fatal (as the Xid or "
                                                    "SXid catalog decodes it), which stops its link until a restart.")
+    investigate: str | None = Field(default=None, description="An Xid rule's: what NVIDIA's XID 144-150 Decode asks "
+                                                              "to investigate beyond its action, in words (the "
+                                                              "link's other end, for one).")
 
 
 class Finding(BaseModel):
@@ -109,6 +112,8 @@ class ComponentFacts(BaseModel):
         default=None, description="What that action takes: a plan's reset is never narrower (data/recovery.toml).")
     fatal: bool | None = Field(default=None, description="A fault known by an NVLink Xid alone: whether the Xid "
                                                          "catalog's decode makes it fatal (None: not an Xid's fault).")
+    investigate: str | None = Field(default=None, description="What NVIDIA's decode of that Xid asks to investigate "
+                                                              "beyond the reset, in words: the plan's action says it.")
 
 
 @dataclass(frozen=True)

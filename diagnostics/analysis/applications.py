@@ -20,7 +20,7 @@ from ..config.catalogs import CodeCatalog, load_sxid_catalog, load_xid_catalog
 from ..config.thresholds import Thresholds
 from ..enums import CodeSeverity, EventKind
 from ..times import ns
-from .events import decoded, indexed, judged_xids, units
+from .events import decode_rows, indexed, judged_xids, units
 
 _PROCESS = re.compile(r"pid=(?P<pid>\d+),\s*name=(?P<name>[^,\s]+)")
 
@@ -74,26 +74,26 @@ def _unjudged_xids(events: pd.DataFrame, start_ns: int, end_ns: int, buses: Mapp
     rows = rows[~judged_xids(rows, thresholds)]
     if rows.empty:
         return {}
-    stated = rows["severity"].astype("string").str.lower() if "severity" in rows \
-        else pd.Series(pd.NA, index=rows.index, dtype="string")
     out: dict[str, list[str]] = {}
-    heard: dict[tuple[str, int, str, str], dict[str, int]] = {}  # (node, code, subcode, judged) -> GPU -> events
-    for node, code, unit, line, judged, gpu, bus in zip(
+    heard: dict[tuple[str, int, str, str, str], dict[str, int]] = {}  # (node, code, words, severity, bucket) -> GPUs
+    for node, code, unit, line, (severity, row), gpu, bus in zip(
             rows["node_id"].astype("string").tolist(), rows["code"].astype(int).tolist(), units(rows),
-            stated.tolist(), decoded(rows).tolist(), _column(rows, "gpu"), _column(rows, "pci_bus_id"), strict=True):
-        words = " ".join(w for w in (unit, None if pd.isna(line) else str(line)) if w)
+            _column(rows, "severity"), decode_rows(rows), _column(rows, "gpu"), _column(rows, "pci_bus_id"),
+            strict=True):
+        stated = str(line).lower() if line is not None else None
+        words = " ".join(w for w in (unit, stated) if w)
+        bucket = row.action if row is not None else catalog.entry(code).decoded(unit, stated)[1]
         name = ComponentRef.of_gpu(None if gpu is None else int(gpu), bus=None if bus is None else str(bus)).name
-        per_gpu = heard.setdefault((str(node), code, words, str(judged)), {})
+        per_gpu = heard.setdefault((str(node), code, words, severity.value, bucket), {})
         per_gpu[name] = per_gpu.get(name, 0) + 1
-    for (node, code, words, _judged), gpus in sorted(heard.items()):
+    for (node, code, words, severity, bucket), gpus in sorted(heard.items()):
         entry = catalog.entry(code)
         where = ", ".join(f"{gpu}{_times(n)}" for gpu, n in sorted(gpus.items()))
         what = f"Xid {code} ({entry.name}{', ' + words if words else ''}) on {where}"
-        severity, bucket = entry.decoded(*_decode_key(words))
         action = f"{entry.action} ({bucket})" if entry.action else bucket or "no action given"
-        if severity is CodeSeverity.INFO and entry.decode:
+        if severity == CodeSeverity.INFO.value and entry.decode:
             said_as = f"NVIDIA's XID 144-150 Decode gives {bucket or 'IGNORE'} for it, so it is not judged"
-        elif severity is CodeSeverity.INFO:
+        elif severity == CodeSeverity.INFO.value:
             said_as = f"NVIDIA's Xid catalog: {action}, so it is not judged"
         elif entry.interconnect is None:
             said_as = f"{entry.meaning}, not a fabric fault, so no link is judged on it; NVIDIA's Xid catalog: {action}"
@@ -101,14 +101,6 @@ def _unjudged_xids(events: pd.DataFrame, start_ns: int, end_ns: int, buses: Mapp
             said_as = f"read, but no rule here judges this code; NVIDIA's Xid catalog: {action}"
         out.setdefault(node, []).append(f"{what}: {said_as}")
     return out
-
-
-def _decode_key(words: str) -> tuple[str | None, str | None]:
-    """The subcode word and stated severity back from a note's words (`SAW_MVB non-fatal`)."""
-    parts = words.split()
-    stated = parts[-1] if parts and parts[-1] in ("fatal", "non-fatal") else None
-    unit = parts[0] if parts and parts[0] not in ("fatal", "non-fatal") else None
-    return unit, stated
 
 
 def _ignored_sxids(events: pd.DataFrame, start_ns: int, end_ns: int) -> dict[str, list[str]]:

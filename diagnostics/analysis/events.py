@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..components import ComponentRef, switch_name
-from ..config.catalogs import load_sxid_catalog, load_xid_catalog
+from ..config.catalogs import Decode, load_sxid_catalog, load_xid_catalog
 from ..config.thresholds import (
     OFF_BUS_RULE,
     SOFTWARE_RULE,
@@ -238,16 +238,37 @@ def units(rows: pd.DataFrame) -> list[str | None]:
     return [m["unit"] if (m := _UNIT.match(t)) else None for t in texts.tolist()]
 
 
-def decoded(rows: pd.DataFrame) -> np.ndarray:
-    """Each Xid event's severity as the catalog decodes it: by the line's subcode and stated severity where the
-    catalog decodes its code (144-150), else by its code."""
+_WORDS = re.compile(r"\(\s*0x(?P<intr>[0-9a-f]{1,8})\s+0x(?P<status>[0-9a-f]{1,8})\b", re.IGNORECASE)
+
+
+def words(rows: pd.DataFrame) -> list[tuple[int | None, int | None]]:
+    """The first two hex words of each Xid line (`NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 0x00000000 ...)`):
+    the intrInfo and error status NVIDIA's XID 144-150 Decode table keys on; None where the line gives none."""
+    texts = rows["text"].astype("string").fillna("") if "text" in rows else pd.Series("", index=rows.index)
+    return [(int(m["intr"], 16), int(m["status"], 16)) if (m := _WORDS.search(t)) else (None, None)
+            for t in texts.tolist()]
+
+
+def decode_rows(rows: pd.DataFrame) -> list[tuple[CodeSeverity, Decode | None]]:
+    """Each Xid event's severity as the catalog decodes it (by the line's subcode word, stated severity, intrInfo
+    and error status where the catalog decodes its code, 144-150; else by its code), with the decode row."""
     catalog = load_xid_catalog()
     stated = rows["severity"].astype("string").str.lower() if "severity" in rows \
         else pd.Series(pd.NA, index=rows.index, dtype="string")
-    out = [catalog.entry(int(c)).decoded(u, None if pd.isna(s) else str(s))[0].value if c == c and c is not pd.NA
-           else CodeSeverity.WARNING.value
-           for c, u, s in zip(rows["code"].astype("Float64").tolist(), units(rows), stated.tolist(), strict=True)]
-    return np.array(out, dtype=object)
+    out: list[tuple[CodeSeverity, Decode | None]] = []
+    for c, u, s, (intr, status) in zip(rows["code"].astype("Float64").tolist(), units(rows), stated.tolist(),
+                                       words(rows), strict=True):
+        if c is pd.NA or c != c:
+            out.append((CodeSeverity.WARNING, None))
+            continue
+        entry, said = catalog.entry(int(c)), None if pd.isna(s) else str(s)
+        out.append((entry.decoded(u, said, intr, status)[0], entry.row(u, said, intr, status)))
+    return out
+
+
+def decoded(rows: pd.DataFrame) -> np.ndarray:
+    """Each Xid event's severity as the catalog decodes it (`decode_rows`), as its value."""
+    return np.array([severity.value for severity, _ in decode_rows(rows)], dtype=object)
 
 
 def catalogued(rows: pd.DataFrame) -> np.ndarray:
@@ -290,9 +311,10 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
         link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK
     who = ref.name
     label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
+    asked = _investigate(group) if rule.counter == EventKind.XID.value else None
     crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
                         unit=rule.unit, severity=rule.severity, codes=_per_code(group),
-                        fatal=bool(_fatal(group, rule.counter).any()),
+                        fatal=bool(_fatal(group, rule.counter).any()), investigate=asked,
                         message=f"{occurrences:g} {label} {listed} on {who} ({rule.name})")]
     severity, ratio = summarize(crossed)
     catalog = load_xid_catalog() if rule.counter == EventKind.XID.value else load_sxid_catalog()
@@ -308,11 +330,34 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     held = [f"fatal at {fmt.when(first)}, before this window: it holds until a GPU reset, driver reload or reboot is "
             "seen (none in the readings since)"] if persists and first is not None else []
     texts = [str(x) for x in _present(group["text"]) if x is not None][:3]
+    told = _decode_said(group) if rule.counter == EventKind.XID.value else []
     return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=link,
                    link_state=LinkState.UNKNOWN, onset=first.floor("us").to_pydatetime() if first is not None else None,
                    switch=ref.switch, switch_port=ref.port, port_source=source,
                    severity=severity, worst_ratio=ratio, crossed=crossed, counts={rule.counter: occurrences},
-                   evidence=[*meanings, *held, *texts])
+                   evidence=[*told, *meanings, *held, *texts])
+
+
+def _decode_said(group: pd.DataFrame) -> list[str]:
+    """What NVIDIA's XID 144-150 Decode makes of each line whose words a row keys on (its intrInfo or error
+    status): the words, the resolution bucket and, where the row has one, the investigatory action in words."""
+    out: list[str] = []
+    for code, (intr, status), (_, row) in zip(group["code"].astype(int).tolist(), words(group), decode_rows(group),
+                                              strict=True):
+        if row is None or not (row.intr_info or row.error_status is not None):
+            continue
+        said = " ".join(f"0x{w:08x}" for w in (intr, status) if w is not None)
+        then = f", then {row.investigate}: {row.says}" if row.investigate else ""
+        line = f"NVIDIA's XID 144-150 Decode of Xid {code} ({said}): {row.action}{then}"
+        if line not in out:
+            out.append(line)
+    return out
+
+
+def _investigate(group: pd.DataFrame) -> str | None:
+    """What NVIDIA's decode of the group's Xids asks to investigate beyond the reset, in words (the first row that
+    says); None where no row does."""
+    return next((row.says for _, row in decode_rows(group) if row is not None and row.says), None)
 
 
 def _off_bus_before(events: pd.DataFrame, silent: Mapping[str, Mapping[int, int]],

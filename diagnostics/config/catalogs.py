@@ -31,19 +31,32 @@ _TAG = re.compile(r"\[(\w+)\]")  # `[FM] D.5 ...`: a source named in the file's 
 class Decode(BaseModel):
     """One row of a code's subcode decode (NVIDIA's "XID 144-150 Decode" table): the events it matches and how the
     analysis treats them. A row names the subcode the kernel line gives (its first word, `NETIR_LINK_EVT`), the
-    severity the line states, or neither (every event of the code)."""
+    severity the line states, the line's first word (intrInfo) as the table's bit pattern, its second (the error
+    status), or none of these (every event of the code). A row that names a word matches only a line that gives it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     unit: str = ""  # the line's subcode word; "" matches any
     stated: Literal["fatal", "non-fatal"] | None = None  # the severity the line states; None matches any
+    intr_info: str = Field(default="", pattern=r"^[01-]{0,32}$")  # the table's binary pattern, bit 0 last; "-" any
+    error_status: int | None = Field(default=None, ge=0)  # the table's Error Status (hex)
     action: str = Field(min_length=1)  # the decode table's resolution bucket (RESET_GPU, IGNORE, ...)
+    investigate: str = ""  # the table's investigatory bucket where a row depends on it (INVESTIGATE_PEER_DEVICE)
+    says: str = ""  # what that investigatory bucket asks, in plain words: said with the finding and its action
     severity: CodeSeverity
     source: str = Field(min_length=1)
 
-    def matches(self, unit: str | None, stated: str | None) -> bool:
+    def matches(self, unit: str | None, stated: str | None, intr: int | None = None,
+                status: int | None = None) -> bool:
         return (not self.unit or (unit or "").upper() == self.unit.upper()) and \
-            (self.stated is None or self.stated == stated)
+            (self.stated is None or self.stated == stated) and \
+            (not self.intr_info or (intr is not None and _bits(self.intr_info, intr))) and \
+            (self.error_status is None or status == self.error_status)
+
+
+def _bits(pattern: str, word: int) -> bool:
+    """Whether a word's low bits are the pattern's (bit 0 last, "-" any)."""
+    return all(c == "-" or int(c) == (word >> i) & 1 for i, c in enumerate(reversed(pattern)))
 
 
 class CodeEntry(BaseModel):
@@ -66,12 +79,19 @@ class CodeEntry(BaseModel):
     known: bool = True  # False only for the stand-in of a code no catalog has
     decode: list[Decode] = Field(default_factory=list)  # by subcode, where the catalog decodes the code
 
-    def decoded(self, unit: str | None = None, stated: str | None = None) -> tuple[CodeSeverity, str]:
-        """How the analysis treats one event of this code: its decode row's severity and action, else what the
-        line states (`fatal`), else the code's own severity."""
-        for row in self.decode:
-            if row.matches(unit, stated):
-                return row.severity, row.action
+    def row(self, unit: str | None = None, stated: str | None = None, intr: int | None = None,
+            status: int | None = None) -> Decode | None:
+        """The first decode row that matches one event of this code, if any."""
+        return next((r for r in self.decode if r.matches(unit, stated, intr, status)), None)
+
+    def decoded(self, unit: str | None = None, stated: str | None = None, intr: int | None = None,
+                status: int | None = None) -> tuple[CodeSeverity, str]:
+        """How the analysis treats one event of this code: its decode row's severity and action (by the line's
+        subcode word, stated severity, intrInfo and error status), else what the line states (`fatal`), else the
+        code's own severity."""
+        row = self.row(unit, stated, intr, status)
+        if row is not None:
+            return row.severity, row.action
         if stated == "fatal":
             return CodeSeverity.FATAL, self.immediate_action
         if stated == "non-fatal" and self.severity is CodeSeverity.FATAL:

@@ -348,6 +348,8 @@ class _Builder:
                                              "Drain {node} and follow the repair ticket's steps"]) or ""
         first = self.fill(self.cat.warning.recovery_action) if self.recovery_reboot else None
         line = f"{first}; then: {line[0].lower()}{line[1:]}" if first else line
+        if self.facts.investigate:  # NVIDIA's decode of the Xid names what to look at beyond the reset
+            line = f"{line}; NVIDIA's Xid decode: {self.facts.investigate}"
         return f"{self.contradiction}; {line}" if self.contradiction else line
 
 

@@ -1,0 +1,56 @@
+"""NVIDIA's XID 144-150 Decode by the line's own words (its intrInfo and error status): a Xid 149 whose subcode the
+table sends to the link's other end (gpud PR 1174's line, 0x025001c6: INVESTIGATE_PEER_DEVICE) is said so in the
+finding, the action and the ticket; a status the table ignores (SAW_MVB 0x8, RLW_RXPIPE 0x8) is not judged."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from diagnostics.config.catalogs import load_xid_catalog
+from diagnostics.enums import CodeSeverity
+from diagnostics.service import Request, StoreSource, diagnose, files_source
+from diagnostics.store import open_store
+from diagnostics.tickets.rules import RulesDrafter
+from tests.conftest import FIXTURES
+
+GB = FIXTURES / "real" / "kernel_xid14x_gpud_1.txt"  # Xid 149 (two), 145, 144, 94 as gpud's tests quote them
+
+
+def test_the_decode_rows_key_on_the_lines_words_and_fall_back_without_them() -> None:
+    catalog = load_xid_catalog()
+    peer = catalog.entry(149).row("NETIR_LINK_EVT", "fatal", 0x025001C6, 0)
+    assert peer is not None and (peer.action, peer.investigate, peer.severity) == \
+        ("RESET_GPU", "INVESTIGATE_PEER_DEVICE", CodeSeverity.FATAL)
+    for intr in (0x000FE406, None):  # NETIR_INT (subcode 0), or a line that gives no words: today's fatal row
+        row = catalog.entry(149).row("NETIR_LINK_EVT", "fatal", intr, 0)
+        assert row is not None and row.action == "RESET_GPU" and not row.investigate
+    assert catalog.entry(144).decoded("SAW_MVB", "non-fatal", 0x1, 0x8) == (CodeSeverity.INFO, "IGNORE")
+    status = catalog.entry(144).row("SAW_MVB", "fatal", 0x1, 0x2)
+    assert status is not None and status.error_status == 0x2 and status.severity is CodeSeverity.FATAL
+    said = catalog.entry(144).row("SAW_MVB", "fatal", 0x1, 0x1)  # the table's non-fatal status on a line stated
+    assert said is not None and said.error_status is None and said.severity is CodeSeverity.FATAL  # fatal: the line
+    assert catalog.entry(145).decoded("RLW_RXPIPE", "non-fatal", 0x0409A0C2, 0x8) == (CodeSeverity.INFO, "IGNORE")
+    assert catalog.entry(145).decoded("RLW_RXPIPE", "non-fatal")[0] is CodeSeverity.WARNING  # no words: as before
+
+
+def test_a_peer_subcode_sends_the_action_and_the_ticket_to_the_links_other_end_alike_through_file_and_store(
+        tmp_path: Path) -> None:
+    """The answer blamed the GPU at 0000:00:00.0 and said reset it, with nothing of the decode's INVESTIGATE_PEER_
+    DEVICE: the table's Link Fatal row for subcode 37 says the other end of the link is the source."""
+    files, node, _ = files_source([GB], node="gb1")
+    open_store(tmp_path / "store").ingest([GB], node_id="gb1")
+    request = Request(node=node, end=None, window=timedelta(hours=1))
+    answers = [diagnose(files, request).diagnosis, diagnose(StoreSource(tmp_path / "store"), request).diagnosis]
+    says = load_xid_catalog().entry(149).row("NETIR_LINK_EVT", "fatal", 0x025001C6, 0)
+    assert says is not None and says.says
+    for d in answers:
+        assert {c for f in d.findings for x in f.crossed for c in x.codes} == {149}  # 145 0x8 and 144 0x8: IGNORE
+        by_bus = {loc.ref.bus: loc for loc in d.localizations}
+        peer, other = by_bus["0000:00:00.0"], by_bus["0019:01:00.0"]
+        assert peer.action is not None and says.says in peer.action and "reset" in peer.action
+        assert other.action is not None and says.says not in other.action  # NETIR_INT: the GPU's own reset alone
+        assert says.says in d.repair_action
+        ticket = RulesDrafter().draft(d, component=peer.component).to_markdown()
+        assert "INVESTIGATE_PEER_DEVICE" in ticket and says.says in ticket
+    assert answers[0].repair_action == answers[1].repair_action
