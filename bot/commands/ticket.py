@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.audit import AuditLog
 from diagnostics import Diagnosis, InputError
+from diagnostics.analysis import events_said
 from diagnostics.config import platform_name
 from diagnostics.ingest import STDIN, detect, input_text, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
@@ -196,6 +197,8 @@ def cmd_ticket(args: argparse.Namespace) -> int:
             no_part = no_part or exc.failing
             continue
         except NoFaultError as exc:
+            for note in events_said(diagnosis.warnings):  # what it read and did not judge: said, as `analyze` says it
+                print(f"{label}: {note}", file=sys.stderr)
             if incomplete:  # not "nothing to repair": the window held too little of the node to judge its links
                 unknown += incomplete
             else:

@@ -7,6 +7,7 @@ windows and asks it.
 
 from ..tables import job_nodes
 from .alerting import Decision, FailingPart, Pass, Step, Storm, decide, failing_parts, find_storm
+from .applications import events_said
 from .correlate import JobExplanation, LinkScore
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
@@ -40,6 +41,7 @@ __all__ = [
     "check_repair",
     "counters_in",
     "decide",
+    "events_said",
     "explain_job",
     "failing_parts",
     "find_storm",

@@ -22,6 +22,15 @@ from ..enums import CodeSeverity, EventKind
 from ..times import ns
 from .events import decode_rows, indexed, judged_xids, units
 
+_SAID = ("Xid ", "SXid ")  # every note here starts by naming its code: how a ticket finds them among the warnings
+
+
+def events_said(warnings: list[str]) -> list[str]:
+    """The notes of this module among a diagnosis's warnings: each Xid or SXid read and not judged, as the analysis
+    said it, for a ticket (or a ticket's refusal) to say alike."""
+    return [w for w in warnings if w.startswith(_SAID)]
+
+
 _PROCESS = re.compile(r"pid=(?P<pid>\d+),\s*name=(?P<name>[^,\s]+)")
 
 

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from .. import format as fmt
+from ..analysis.applications import events_said
 from ..analysis.bandwidth import BUSBW_NO_PART, WRONG_NO_PART
 from ..analysis.rules import part_priority
 from ..components import ComponentRef, tray_chip
@@ -349,7 +350,8 @@ def assemble(diagnosis: Diagnosis, candidate: Candidate, candidates: Sequence[Ca
                               fabric_manager=_platform_has(plan.platform, "fabric-manager")),
         replacement_part=plan.part,
         next_part=plan.next_part, part_note=plan.part_note,
-        warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan, candidate)],
+        warnings=[*_software_blamed(diagnosis, candidate), *plan.warnings, *_guessed(diagnosis, plan, candidate),
+                  *events_said(diagnosis.warnings)],
         capture_first=plan.captures,
         isolation_steps=isolate, reset=plan.reset, repair_steps=repair, priority=prio,
         held=plan.held,

@@ -410,3 +410,18 @@ def test_a_ticket_for_a_window_before_the_readings_says_its_health_is_unknown_as
     said = [line for line in analyzed[2].splitlines() if "INCOMPLETE" in line]
     assert said and all(line in drafted[2] for line in said)
     assert "nothing to repair" not in drafted[2]
+
+
+def test_the_xids_read_and_not_judged_are_said_by_the_ticket_as_analyze_says_them(tmp_path: Path, cli: Cli) -> None:
+    """A contained memory error (94) and a non-fatal Xid 144 beside a fatal Xid 149: `analyze` said them, the
+    ticket's warnings did not; and a log of the Xid 144 alone drafted nothing and said nothing of it."""
+    log = FIXTURES / "real" / "kernel_xid14x_gpud_1.txt"
+    code, out, _ = cli("analyze", "--node", "gb1", str(log))
+    analyzed = [line.removeprefix("  warning: ") for line in out.splitlines() if line.startswith("  warning: Xid ")]
+    assert len(analyzed) == 3 and code == 0, out  # 94, 144 and 145 (an error status NVIDIA's decode ignores)
+    code, out, _ = cli("ticket", "--node", "gb1", str(log))
+    assert code == 0 and all(f"- {note}" in out for note in analyzed), out
+    alone = tmp_path / "kern.log"
+    alone.write_text(log.read_text().splitlines()[5] + "\n")  # the Xid 144 line
+    code, _, err = cli("ticket", "--node", "gb1", str(alone))
+    assert code == 3 and f"gb1: {analyzed[1]}" in err, err
