@@ -36,6 +36,7 @@ _AVG_NEAR = near("Avg bus bandwidth")  # the line with a flipped byte: said, not
 _KNOWN = re.compile(r"^(?:NCCL\s+version|#|\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+INFO\s)")  # NCCL's INFO lines between
 _TAGGED = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")  # mpirun --tag-output
 _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})")  # `timestamp` cells: `%Y-%m-%d %H:%M:%S`
+_MAGNITUDE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")  # a finite number as printed
 _NAMES = {"bytes": "size", "N": "count", "op": "redop", "cputime": "time", "res": "#wrong", "error": "#wrong"}
 _FIGURES = (("time", "collective_time_us", "collective_time_us"), ("algbw", "algbw_gbps", "bandwidth_gbps"),
             ("busbw", "busbw_gbps", "bandwidth_gbps"))
@@ -380,7 +381,11 @@ def _wrong(out: Collector, number: int, columns: list[_Column], cells: dict[int,
            where: str) -> int | None:
     """A group's #wrong cell: the elements the run's check found wrong (None: not checked, `N/A` with -c 0)."""
     cell = next((cells.get(i) for i in range(start, len(columns)) if columns[i].name == "#wrong"), None)
-    if cell is None or not cell.isdigit():
+    if cell is None or cell.upper() == "N/A":
+        return None
+    if not cell.isdigit():  # an old layout's `error` is the largest error (`4e-07`), no count; a damaged cell is said
+        if not _MAGNITUDE.match(cell):
+            out.warn(number, f"#wrong ({where}) = {cell!r}: neither a count of wrong values nor an error; not read")
         return None
     return out.checked("index", number, cell, "size_bytes", f"#wrong ({where})")
 

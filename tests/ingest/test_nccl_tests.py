@@ -326,3 +326,19 @@ def test_each_run_names_its_own_hosts_gpus_device_and_wrong_values() -> None:
     assert runs["gpus"].max().tolist() == [8, 8]
     assert set(steps["gpu_name"]) == {"NVIDIA H100 80GB HBM3"}
     assert runs["wrong_values"].max().tolist() == [0, 7]
+
+
+def test_a_wrong_count_that_is_no_number_is_said_not_read_as_unchecked() -> None:
+    """`#wrong` is a count (N/A: not checked, -c 0); an old layout's `error` is the largest error (`4e-07`), no count
+    either; a damaged cell (`inf`, a word) is said with its line, never taken silently for a run not checked."""
+    header = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+              "busbw #wrong\n")
+    row = "     2097152    262144   float    none   -1    191.3   10.96    5.48   {}    194.1   10.80    5.40    N/A\n"
+    for cell, said in (("0", False), ("N/A", False), ("inf", True), ("lots", True)):
+        result = read_text(header + row.format(cell), fmt="nccl_tests")
+        warned = [w.message for w in result.warnings if "#wrong (out-of-place)" in w.message]
+        assert warned == ([f"#wrong (out-of-place) = {cell!r}: neither a count of wrong values nor an error; not "
+                           "read"] if said else []), (cell, result.warnings)
+        first = result["step_samples"]["wrong_values"].iloc[0]
+        assert first == 0 if cell == "0" else pd.isna(first), (cell, first)
+    assert not [w for w in read_text(OLD_LAYOUT).warnings if "#wrong" in w.message]
