@@ -39,6 +39,7 @@ from .mutate import Mutation
 LOSSES = ("row lost", "row doubled", "value lost")
 WRONG = ("value changed", "value appeared")
 _LINE = re.compile(r":(\d+)$")
+_RUN_LINE = re.compile(r":(\d+)(?=@|$)")  # `path:line@sha16`, an nccl-tests run's key
 _DIGITS = re.compile(r"\d+")
 # a device's name: a PCI bus id or a GPU UUID
 _BUS_ID = re.compile(r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]|GPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]+)+")
@@ -158,6 +159,11 @@ def _rows(frame: pd.DataFrame, lines: dict[int, int] | None, touched: set[int]) 
         return columns, []
     sources = frame["source"].astype(object).tolist() if "source" in frame else [None] * len(frame)
     values = frame[columns].to_numpy(dtype=object, na_value=None)
+    if lines is not None and "run" in columns:  # a benchmark run's key names its header's line: mapped as a source
+        at = columns.index("run")
+        for row in values:
+            if isinstance(row[at], str):
+                row[at] = _RUN_LINE.sub(lambda m: f":{lines.get(int(m[1]), m[1])}", row[at])
     out = []
     for source, row in zip(sources, values, strict=True):
         match = _LINE.search(source) if isinstance(source, str) else None
