@@ -10,7 +10,7 @@ decode is IGNORE, a contained memory error): what the catalog made of it, so tha
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -36,15 +36,17 @@ _PROCESS = re.compile(r"pid=(?P<pid>\d+),\s*name=(?P<name>[^,\s]+)")
 
 def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
                       buses: Mapping[str, Mapping[str, int]] | None = None,
-                      thresholds: Thresholds | None = None) -> dict[str, list[str]]:
+                      thresholds: Thresholds | None = None,
+                      generation: Callable[[str], int | None] | None = None) -> dict[str, list[str]]:
     """Each node's Xids that are not the fabric's in (start, end]: its application Xids in one note (which codes on
     which GPUs, the processes the lines name, and that they are the job's to debug), then its GPU faults in another
     (the catalog's action for each). `buses` (node -> PCI address -> GPU index) names a GPU a line gives only by its
-    address. With `thresholds`, the Xids no rule of theirs counts are said too, one note per code and decode."""
+    address. With `thresholds`, the Xids no rule of theirs counts are said too, one note per code and decode. With
+    `generation` (node -> its platform's NVLink generation), an Xid only another generation logs is said first."""
     catalog = load_xid_catalog()
+    out = _foreign_xids(events, start_ns, end_ns, generation, catalog) if generation is not None else {}
     faults = {c for c, e in catalog.entries.items() if not e.application and e.interconnect is None
               and e.severity in (CodeSeverity.FATAL, CodeSeverity.FAILING)}
-    out: dict[str, list[str]] = {}
     for node, said in _said(events, start_ns, end_ns, buses or {}, catalog).items():
         apps = [(c, p, by) for c, p, by in said if catalog.entry(c).application]
         gpu = [(c, p, by) for c, p, by in said if c in faults]
@@ -61,6 +63,34 @@ def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
     if thresholds is not None:
         for node, notes in _unjudged_xids(events, start_ns, end_ns, buses or {}, thresholds, catalog).items():
             out.setdefault(node, []).extend(notes)
+    return out
+
+
+def _foreign_xids(events: pd.DataFrame, start_ns: int, end_ns: int, generation: Callable[[str], int | None],
+                  catalog: CodeCatalog) -> dict[str, list[str]]:
+    """Per node, its Xids in (start, end] that only GPUs of a later NVLink generation log (144-150: NVLink5's),
+    where its platform's generation is known: the platform named may be wrong, or the log another node's."""
+    if events.empty or not {"kind", "code", "node_id", "timestamp"} <= set(events.columns):
+        return {}
+    only = {c: e.nvlink_generation for c, e in catalog.entries.items() if e.nvlink_generation is not None}
+    t = ns(events["timestamp"])
+    mine = ((events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
+            & events["code"].isin(sorted(only)).fillna(False).to_numpy(bool) & (t > start_ns) & (t <= end_ns)
+            & events["node_id"].notna().to_numpy(bool))
+    heard: dict[str, set[int]] = {}
+    for node, code in zip(events["node_id"][mine].astype(str), events["code"][mine].astype(int), strict=True):
+        heard.setdefault(node, set()).add(code)
+    out: dict[str, list[str]] = {}
+    for node, codes in sorted(heard.items()):
+        own = generation(node)
+        foreign = sorted(c for c in codes if own is not None and own < only[c])
+        if not foreign:
+            continue
+        gens = sorted({only[c] for c in foreign})
+        out[node] = [f"Xid {', '.join(str(c) for c in foreign)} {'is' if len(foreign) == 1 else 'are'} logged by "
+                     f"NVLink {' or '.join(str(g) for g in gens)} GPUs (Blackwell and later), and {node}'s platform "
+                     f"has NVLink {own}: "
+                     "is the platform right, or the log another node's? Judged as read"]
     return out
 
 

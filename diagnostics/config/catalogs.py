@@ -73,6 +73,7 @@ class CodeEntry(BaseModel):
     investigatory_action: str = ""
     interconnect: LinkType | None = None  # the code is about an NVLink, PCIe or NVSwitch link
     application: bool = False  # an application's error, the GPU still healthy after it: the job's, not the fabric's
+    nvlink_generation: int | None = Field(default=None, ge=1)  # only GPUs of this NVLink generation log it
     source: str = Field(min_length=1)  # URL (or document) and section
     assumed: bool = False  # not verified against the source: `note` says what is assumed
     note: str = ""

@@ -107,8 +107,8 @@ def test_each_xid_no_rule_counts_is_said_with_its_decode_alike_through_file_and_
     there."""
     log = FIXTURES / "real" / "kernel_xid14x_gpud_1.txt"
     files, node, _ = files_source([log], node="gb1")
-    open_store(tmp_path / "store").ingest([log], node_id="gb1")
-    request = Request(node=node, end=None, window=timedelta(hours=1))
+    open_store(tmp_path / "store").ingest([log], node_id="gb1", at=END)  # no time: the store is told when
+    request = Request(node=node, end=END, window=timedelta(hours=1))
     answers = [diagnose(files, request).diagnosis, diagnose(StoreSource(tmp_path / "store"), request).diagnosis]
     said = [[w for w in d.warnings if w.startswith("Xid ")] for d in answers]
     assert said[0] == said[1]
@@ -121,3 +121,24 @@ def test_each_xid_no_rule_counts_is_said_with_its_decode_alike_through_file_and_
     for d in answers:  # the judged ones are findings, not said again
         judged = {c for f in d.findings for x in f.crossed for c in x.codes}
         assert judged == {149} and not any(w.startswith("Xid 149") for w in d.warnings)
+
+
+def test_an_nvlink5_xid_on_an_older_platform_is_said_alike_through_the_file_and_the_store(tmp_path: Path) -> None:
+    """Xid 144-150 are NVLink5's (Blackwell reports them in place of Xid 74): met on a node named a DGX-1 V100 the
+    answer asks whether the platform is right, or the log another node's, and judges the lines as read; on a GB200
+    compute tray, or with no platform named, nothing is said of it."""
+    log = FIXTURES / "real" / "kernel_xid14x_gpud_1.txt"  # no time: the store is told when it was taken
+    open_store(tmp_path / "store").ingest([log], node_id="n1", at=END)
+    files, node, _ = files_source([log], node="n1")
+    said: dict[str | None, list[str]] = {}
+    for platform in ("dgx1-v100-8gpu", "gb200-nvl72-compute-tray", None):
+        request = Request(node=node, end=END, platform=platform)
+        answers = [diagnose(files, request).diagnosis, diagnose(StoreSource(tmp_path / "store"), request).diagnosis]
+        notes = [[w for w in d.warnings if "GPUs (Blackwell and later)" in w] for d in answers]
+        assert notes[0] == notes[1], platform
+        assert answers[0].ticket_priority == answers[1].ticket_priority
+        said[platform] = notes[0]
+    assert said["dgx1-v100-8gpu"] == ["Xid 144, 145, 149 are logged by NVLink 5 GPUs (Blackwell and later), and n1's "
+                                      "platform has NVLink 2: is the platform right, or the log another node's? "
+                                      "Judged as read"]
+    assert said["gb200-nvl72-compute-tray"] == said[None] == []
