@@ -73,6 +73,9 @@ class Answer:
         lines = [*(unreadable_note(n, why) for n, why in sorted(self.window.unreadable.items())), *self.unheard]
         if not lines and (why := unjudged(self.diagnosis)) is not None:  # held, read, and still nothing judged
             lines.append(why)
+        node = self.diagnosis.node_id
+        if not lines and not self.diagnosis.fault_detected and self.window.undated_events.get(node):
+            lines.append(untimed_note(node, 0, self.window.undated_events[node], alone=False))  # a fatal Xid, maybe
         return lines
 
 

@@ -157,11 +157,13 @@ def _untimed(result: SweepResult, nodes: list[str], held: str, judged: str) -> N
 
 
 def _say_untimed_events(result: SweepResult, undated: Mapping[str, tuple[int, int]], judged: Collection[str]) -> None:
-    """Judged nodes that also hold events with no time: those events judge nothing in any window, said so (a week-old
-    fatal Xid would otherwise page anew at every window's end)."""
+    """Judged nodes that also hold events with no time: those events judge nothing in any window (a week-old fatal
+    Xid would otherwise page anew at every window's end), and one may be a fault now (a GPU fallen off the bus), so
+    the view is no all-clear, as each such node's own answer is incomplete where it found no fault."""
     nodes = sorted(n for n in judged if undated.get(n, (0, 0))[1])
     if nodes:
-        result.warnings.append(
+        result.complete = False
+        result.incomplete_reasons.append(
             f"{fmt.count(len(nodes), 'node')} also {'holds' if len(nodes) == 1 else 'hold'} events with no time (a "
             f"log printed without dates, ingested without --at), not judged: {UNTIMED_ADVICE}: "
             + ", ".join(f"{n} ({fmt.count(undated[n][1], 'event')})" for n in nodes[:10])

@@ -298,9 +298,11 @@ def placed_by_input(name: str, result: IngestResult) -> None:
         return
     newest = max(pd.Timestamp(t) for t in stated)
     result.tables["events"] = events.assign(timestamp=events["timestamp"].where(~missing, newest))
-    result.warnings.append(IngestWarning(name, None, f"{fmt.count(int(missing.sum()), 'event')} state no time: "
-                                         f"taken as printed at the input's newest time, {fmt.when(newest)}, as "
-                                         "`analyze FILE` takes them (--at gives another)"))
+    one = int(missing.sum()) == 1
+    result.warnings.append(IngestWarning(name, None, f"{fmt.count(int(missing.sum()), 'event')} "
+                                         f"{'states' if one else 'state'} no time: taken as printed at the input's "
+                                         f"newest time, {fmt.when(newest)}, as `analyze FILE` takes "
+                                         f"{'it' if one else 'them'} (--at gives another)"))
 
 
 def untimed_warning(outcome: FileOutcome) -> IngestWarning | None:
@@ -314,5 +316,7 @@ def untimed_warning(outcome: FileOutcome) -> IngestWarning | None:
     held = [fmt.count(n, what) for what, n in counts.items() if n]
     if not held:
         return None
-    return IngestWarning(outcome.name, None, f"{' and '.join(held)} state no time: the store keeps them, but "
-                         f"`analyze --store` and `sweep` will not judge them; {UNTIMED_ADVICE}")
+    one = sum(counts.values()) == 1
+    return IngestWarning(outcome.name, None, f"{' and '.join(held)} {'states' if one else 'state'} no time: the "
+                         f"store keeps {'it' if one else 'them'}, but `analyze --store` and `sweep` will not judge "
+                         f"{'it' if one else 'them'}; {UNTIMED_ADVICE}")

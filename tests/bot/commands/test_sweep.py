@@ -312,3 +312,23 @@ def test_a_node_holding_only_undated_events_is_said_so_not_silent(tmp_path: Path
     [said] = [r for r in result["incomplete_reasons"] if "dmesg-node" in r]
     assert said.startswith("1 node holds only events with no time") and "--at TIME" in said, said
     assert cli("analyze", "--store", store, "--node", "dmesg-node")[0] == 3
+
+
+def test_a_judged_node_holding_undated_events_is_no_all_clear_through_any_door(tmp_path: Path, cli: Cli) -> None:
+    """Dated nvlink readings judged healthy, and a dmesg of an Xid 79 (a GPU fallen off the bus) ingested apart
+    without --at: no window places the Xid, but it may be now, so `analyze`, `ticket` and `sweep` each call their
+    answer incomplete (exit 3) and say the events and how to date them, where they answered healthy."""
+    real = FLEET.parent / "real"
+    store = str(tmp_path / "store")
+    assert cli("ingest", str(real / "nvlink_e_v100_short_form_dated_2.txt"), "--store", store, "--node", "n1")[0] == 0
+    code, _, err = cli("ingest", str(real / "kernel_xid79_sxid20034_gpud_1.txt"), "--store", store, "--node", "n1")
+    assert code == 0 and "6 events state no time: the store keeps them" in err, err
+    said = "6 events of n1 in the store have no time (a log printed without dates, ingested without --at)"
+    for asked in (("analyze", "--store", store, "--node", "n1"), ("ticket", "n1", "--store", store, "--rules")):
+        code, _, err = cli(*asked)
+        assert code == 3 and said in err, (asked, code, err)
+    code, out, err = cli("sweep", "--store", store, "--json")
+    result = json.loads(out)
+    assert code == 3 and not result["complete"] and result["swept"] == ["n1"]
+    assert [r for r in result["incomplete_reasons"] if r.startswith("1 node also holds events with no time") and
+            "n1 (6 events)" in r], result["incomplete_reasons"]
