@@ -4,7 +4,7 @@ finding, the action and the ticket; a status the table ignores (SAW_MVB 0x8, RLW
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from diagnostics.config.catalogs import load_xid_catalog
@@ -15,6 +15,7 @@ from diagnostics.tickets.rules import RulesDrafter
 from tests.conftest import FIXTURES
 
 GB = FIXTURES / "real" / "kernel_xid14x_gpud_1.txt"  # Xid 149 (two), 145, 144, 94 as gpud's tests quote them
+LOGGED = datetime(2026, 3, 1, 12, tzinfo=UTC)  # when the log (printed without dates) was taken
 
 
 def test_the_decode_rows_key_on_the_lines_words_and_fall_back_without_them() -> None:
@@ -39,8 +40,8 @@ def test_a_peer_subcode_sends_the_action_and_the_ticket_to_the_links_other_end_a
     """The answer blamed the GPU at 0000:00:00.0 and said reset it, with nothing of the decode's INVESTIGATE_PEER_
     DEVICE: the table's Link Fatal row for subcode 37 says the other end of the link is the source."""
     files, node, _ = files_source([GB], node="gb1")
-    open_store(tmp_path / "store").ingest([GB], node_id="gb1")
-    request = Request(node=node, end=None, window=timedelta(hours=1))
+    open_store(tmp_path / "store").ingest([GB], node_id="gb1", at=LOGGED)  # no time: the store is told when
+    request = Request(node=node, end=LOGGED, window=timedelta(hours=1))
     answers = [diagnose(files, request).diagnosis, diagnose(StoreSource(tmp_path / "store"), request).diagnosis]
     says = load_xid_catalog().entry(149).row("NETIR_LINK_EVT", "fatal", 0x025001C6, 0)
     assert says is not None and says.says
