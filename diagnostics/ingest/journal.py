@@ -65,6 +65,7 @@ _SPAN = re.compile(r"^(?:(?P<host>[^\s:\[\]]+):\s+)?-- (?:Logs begin at|Journal 
 _DISPLAY = re.compile(r"^(?:[A-Z][a-z]{2} )?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.\d+)? "
                       rf"(?P<zone>{PRINTED})$")
 _SYSLOG_DATE = re.compile(r"^(?P<month>[A-Za-z]{3})\s+(?P<day>\d{1,2})\s+(?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d+)?)$")
+_FANNED = re.compile(r"^\s*(?P<host>[^\s:\[\]]+):\s+(?=\S)")  # pdsh's `host: ` before a line
 _SLACK = pd.Timedelta(days=1)  # an entry a little outside the span (a clock set back) still takes its year
 
 
@@ -93,13 +94,16 @@ class JournalSpan:
 
     @classmethod
     def dated(cls, text: str, number: int) -> JournalSpan | None:
-        """A `date` line above a syslog log (`date; grep kernel /var/log/syslog`): its yearless dates lie in the year
-        up to it, in the zone it printed (the system's, as syslog's); None where the line is no `date`."""
-        printed = printed_date(text)
+        """A `date` line above a syslog log (`date; grep kernel /var/log/syslog`, pdsh's `host: ` before it): its
+        yearless dates lie in the year up to it, in the zone it printed (the system's, as syslog's); None where the
+        line is no `date`."""
+        host = _FANNED.match(text)
+        printed = printed_date(text[host.end():] if host else text)
         if printed is None:
             return None
         at, zone = printed
-        return cls(at - pd.DateOffset(years=1), at, zone or "UTC", number, printed=True)
+        return cls(at - pd.DateOffset(years=1), at, zone or "UTC", number, host["host"] if host else None,
+                   printed=True)
 
     @property
     def said(self) -> str:

@@ -31,7 +31,10 @@ from .fm_lines import JOURNAL, FabricManagerLines, file_form, leveled, names_man
 from .journal import JournalSpan
 from .kernel_gpu import BANNER_DAMAGED, OFF_BUS_CODE, DriverLines, damaged_banner
 from .log_prefix import prefixed, strip_prefix
-from .textlines import WEEKDAYS, Collector, classify, normalize_bus_id, one_edit, skip_shell
+from .textlines import Collector, classify, normalize_bus_id, one_edit, skip_shell
+
+# a line that may be a `date` alone (a weekday first, or ISO's year), pdsh's `host: ` before it: cheap, before parsing
+_MAYBE_DATE = re.compile(r"^\s*(?:[^\s:\[\]]+:\s+)?(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\b|\d{4}-\d{2}-\d{2}[T ]\d)")
 
 _WORD_NUMBER = re.compile(r"\b(?P<word>[A-Za-z]{3,5})\s+\d")
 _BAD_LINK = re.compile(r"\blink\W*\S*\d\S*|\blink\s+[-+]?(?:nan|inf(?:inity)?)\b", re.IGNORECASE)
@@ -99,8 +102,8 @@ class KernelLogReader:
             if " begin" in line.text and (span := JournalSpan.read(line.text, line.number)):
                 spans[span.host] = span  # journalctl's header: the year of the syslog dates under it
                 continue
-            if line.text.lstrip()[:3] in WEEKDAYS and (span := JournalSpan.dated(line.text, line.number)):
-                spans[None] = span  # a `date` printed with the log: the year of the syslog dates under it
+            if _MAYBE_DATE.match(line.text) and (span := JournalSpan.dated(line.text, line.number)):
+                spans[span.host] = span  # a `date` printed with the log: the year of the syslog dates under it
                 continue
             if "[tid " in line.text and (said := file_form(out, line.number, line.text.strip())) is not None:
                 manager.message(line.number, *said)  # Fabric Manager's own file, pasted with the kernel's lines

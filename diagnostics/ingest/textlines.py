@@ -55,7 +55,6 @@ _DATE_TIME = re.compile(
     r"(?:\s+(?P<year>\d{4}))?,?\s+(?P<clock>\d{1,2}:\d{2}:\d{2})(?:\s*(?P<half>[AaPp][Mm]))?"
     rf"(?:\s+(?P<zone>{PRINTED}))?(?:\s+(?P<year2>\d{{4}}))?\s*$"
 )
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")  # how a `date` line starts (`_DATE_TIME`)
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 # what a line that looks like a date and time alone is made of (`looks_dated`): a clock, numbers, short words in any
 # script (another locale's names: `Mi 13. Mai 11:00:00 CEST 2026`), an offset; or ISO 8601's date and a time
@@ -213,8 +212,15 @@ def stated_time(text: str) -> Stated | None:
 
 
 def printed_date(text: str) -> tuple[pd.Timestamp, str | None] | None:
-    """A line that is only a `date` (`Tue Jul 23 07:54:00 UTC 2024`): its time as printed, no zone applied, and the
-    zone it names (None: none)."""
+    """A line that is only a `date` (`Tue Jul 23 07:54:00 UTC 2024`, or ISO 8601 as `date -Is` prints it): its time
+    as printed, no zone applied, and the zone it names (an abbreviation or an offset; None: none)."""
+    if iso := _ISO_TIME.match(text):
+        ts = parse_time(iso[1])
+        if ts is None:
+            return None
+        if ts.tzinfo is None:
+            return ts, None
+        return ts.tz_localize(None), "UTC" if iso[1].endswith("Z") else ts.strftime("%z")
     date = _DATE_TIME.match(text)
     if not date or (date["year"] is None) == (date["year2"] is None):
         return None

@@ -72,6 +72,12 @@ def test_a_date_printed_with_the_log_gives_its_yearless_dates_the_year_up_to_it(
     assert _times(shifted) == ["2023-12-31 22:00:03"]
     assert _times(read_text(_log("Tue Jan  2 07:54:00 UTC 2024", "Jan  5 00:00:00"))) == ["2023-01-05 00:00:00"]
     assert _times(read_text(_log("", "Jan  1 00:00:03"))) == [None]  # no `date`: syslog's dates carry no year
+    assert _times(read_text(_log("2024-01-02T07:54:00+01:00", "Jan  1 00:00:03"))) == ["2023-12-31 23:00:03"]  # -Is
+    fanned = read_text("\n".join(  # pdsh: each host's `date` dates its own lines
+        [f"gpu07: {line}" for line in _log("Tue Jan  2 07:54:00 UTC 2024", "Dec 31 23:59:58", host="gpu07")
+         .splitlines()] + [f"gpu08: {line}" for line in _log("Tue Jul  2 07:54:00 UTC 2024", "Jul  1 00:00:03",
+                                                              host="gpu08").splitlines()]) + "\n")
+    assert _times(fanned) == ["2023-12-31 23:59:58", "2024-07-01 00:00:03"]
 
 
 def test_each_fanned_out_host_has_its_own_header() -> None:
