@@ -28,6 +28,8 @@ from tests.analysis.helpers import link_series, links, steady
 from tests.bot.helpers import LONG_WAIT, OPS, local_bot, lone_and_cut_store, posted
 from tests.conftest import link, snapshot_dict
 
+LOGGED = "2026-01-14T09:00:00Z"  # when a log printed without dates was taken: a store places none without one
+
 
 def _fleet(store: Path) -> str:
     with local_bot(source=StoreNodeSource(store)) as local:
@@ -187,7 +189,7 @@ def test_every_fleet_door_lists_a_node_s_parts_in_one_order_the_fatal_one_first(
     list the same parts in the same order, the fatal one first."""
     monkeypatch.delenv("FABRICBOT_STORE", raising=False)
     store = str(tmp_path / "store")
-    assert main(["ingest", str(REAL / "xid_145_149_log_1.txt"), "--store", store, "--node", "n1"]) == 0
+    assert main(["ingest", str(REAL / "xid_145_149_log_1.txt"), "--store", store, "--node", "n1", "--at", LOGGED]) == 0
     capsys.readouterr()
     main(["analyze", "--store", store, "--node", "n1", "--json"])
     diagnosis = json.loads(capsys.readouterr().out)
@@ -219,7 +221,7 @@ def test_the_fleet_view_names_a_node_s_parts_as_the_sweep_does(tmp_path: Path, c
     noun `fabricbot sweep` uses, in its title, beside the node and in what a cut list leaves out."""
     monkeypatch.delenv("FABRICBOT_STORE", raising=False)
     store = str(tmp_path / "store")
-    assert main(["ingest", str(REAL / "xid_145_149_log_1.txt"), "--store", store, "--node", "n1"]) == 0
+    assert main(["ingest", str(REAL / "xid_145_149_log_1.txt"), "--store", store, "--node", "n1", "--at", LOGGED]) == 0
     capsys.readouterr()
     main(["sweep", "--store", store])
     table = capsys.readouterr().out.splitlines()
