@@ -211,6 +211,27 @@ def gpu_gone(finding: Finding) -> bool:
     return any(c.rule in (OFF_BUS_RULE, GPU_MISSING_RULE) for c in finding.crossed)
 
 
+def unfitted_note(platform: str | None, count: int, reporting: set[int]) -> str:
+    """What a PCIe server's GPUs never read are said as: not judged missing (its count is what such a server may
+    hold, not what this one holds), with the read that tells a card gone from a slot never fitted."""
+    never = sorted(set(range(count)) - reporting)
+    return (f"{platform} holds up to {count} GPUs and the readings name {fmt.count(len(reporting), 'GPU')} "
+            f"({_indices(sorted(reporting))}): {fmt.noun(len(never), 'GPU')} {_indices(never)} never reported, not "
+            "judged missing (a PCIe server holds the cards fitted to it); if one should be there, `nvidia-smi -L` and "
+            "`lspci -d 10de:` tell a card gone from a slot never fitted")
+
+
+def _indices(gpus: list[int]) -> str:
+    """GPU indices with each run of three or more as a range: `0, 1`, `2-7`."""
+    runs: list[list[int]] = []
+    for gpu in gpus:
+        if runs and gpu == runs[-1][-1] + 1:
+            runs[-1].append(gpu)
+        else:
+            runs.append([gpu])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
 def missing_gpus(reporting: set[int], gpu_count: int | None, stopped: Mapping[int, int]) -> list[Finding]:
     """GPUs that report nothing: those whose every series stopped inside the span (`stopped`: GPU -> its last
     reading), and, when the platform's GPU count is known, those that never reported. Never healthy: a GPU off the

@@ -168,3 +168,10 @@ def gpu_count(platform: str | None) -> int | None:
         return None
     data = all_platforms().get(platform)
     return int(data["gpu_count"]) if data and "gpu_count" in data else None
+
+
+def count_fixed(platform: str | None) -> bool:
+    """Whether the platform's GPU count is the board's own (an HGX's eight), so a GPU never read is one gone, or only
+    what such a server may hold (a PCIe server's cards: `gpu_count_fixed = false`)."""
+    data = all_platforms().get(platform or "")
+    return bool(data.get("gpu_count_fixed", True)) if data else True

@@ -29,10 +29,18 @@ from ..enums import LinkType, Severity
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
-from .absence import gpu_gone, missing_gpus, missing_links, node_view, replays_before_silence, silent_pcie_rows
+from .absence import (
+    gpu_gone,
+    missing_gpus,
+    missing_links,
+    node_view,
+    replays_before_silence,
+    silent_pcie_rows,
+    unfitted_note,
+)
 from .applications import application_notes
 from .bandwidth import measured_bandwidth
-from .boards import Boards, expected_links, gpu_count
+from .boards import Boards, count_fixed, expected_links, gpu_count
 from .correlate import JobExplanation
 from .diagnosis import assemble
 from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
@@ -205,6 +213,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             count = gpu_count(graph_of.platform(node)) if samples.get(node, 0) >= 2 else None
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
+            if count and not count_fixed(graph_of.platform(node)) and set(range(count)) - reporting:
+                warnings[node].append(unfitted_note(graph_of.platform(node), count, reporting))
+                count = None  # a PCIe server's cards: those never read may never have been fitted
             mine += missing_gpus(reporting, count, view.last_heard.get(node, {}))
         for gpu in sorted(stopped):  # a GPU off the bus: what its PCIe link counted before it fell silent
             before = replays_before_silence(links, t, off_bus.get((node, gpu), np.zeros(0, np.int64)), gpu,

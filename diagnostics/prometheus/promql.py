@@ -435,9 +435,12 @@ def _xid_count(sel: str, rng: str, per_code: str) -> str:
 
 
 def platform_counts(key: str) -> dict[str, int]:
-    """Per platform GPU model, the platform's `key` (`nvlinks_per_gpu`, `gpu_count`), where it is positive."""
+    """Per platform GPU model, the platform's `key` (`nvlinks_per_gpu`, `gpu_count`), where it is positive (a GPU
+    count only where it is the board's own, not what a PCIe server may hold: `gpu_count_fixed`)."""
     found: dict[str, int] = {}
     for platform in sorted(all_platforms().values(), key=lambda p: str(p["name"])):
+        if key == "gpu_count" and not platform.get("gpu_count_fixed", True):
+            continue
         value, model = int(platform.get(key, 0)), str(platform.get("gpu_model", ""))
         if value > 0 and model and model not in found:
             found[model] = value

@@ -7,8 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from diagnostics.analysis import boards
+from diagnostics.analysis import analyze_tables, boards
 from diagnostics.analysis.boards import Boards
+from diagnostics.config.thresholds import GPU_MISSING_RULE
 from diagnostics.ingest.detect import read
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
@@ -70,3 +71,25 @@ def test_a_link_to_gpu_0_keeps_its_peer_when_placed_on_the_board() -> None:
     d = analyze_tables(tables, node_id="n1", platform="dgx1-v100-8gpu")
     peers = {(f.gpu, f.link): f.peer_gpu for f in d.findings}
     assert peers[(2, 0)] == 0 and peers[(0, 0)] == 1
+
+
+def test_a_pcie_servers_gpus_never_read_are_said_not_paged_where_a_boards_are_gone() -> None:
+    """`pcie-8gpu` holds up to eight cards: a two-card A30 box named so was paged urgent for six GPUs "off the bus"
+    that were never fitted. GPUs no reading ever named are said (with the reads that tell a card gone from a slot
+    never fitted), its own fault stays the answer; a GPU that stopped reporting is still judged; an HGX board's
+    eight are its own, so a GPU never read there is one gone."""
+    from tests.analysis.helpers import link_series, links, steady
+
+    def pcie(gpus: range, stop: int | None = None) -> pd.DataFrame:
+        return links(*(link_series(steady(5400.0 if g == 1 else 0.0), gpu=g, link=None, link_type="pcie",
+                                   peer=None)[: stop if g == 0 and stop else None] for g in gpus))
+
+    d = analyze_tables({"link_samples": pcie(range(2))}, node_id="n1", platform="pcie-8gpu")
+    assert not [f for f in d.findings if any(c.rule == GPU_MISSING_RULE for c in f.crossed)]
+    assert d.localization is not None and d.localization.component == "GPU 1 PCIe" and d.ticket_priority != "urgent"
+    assert any(w.startswith("pcie-8gpu holds up to 8 GPUs and the readings name 2 GPUs (0, 1): GPUs 2-7 never "
+                            "reported, not judged missing") for w in d.warnings), d.warnings
+    stopped = analyze_tables({"link_samples": pcie(range(2), stop=4)}, node_id="n1", platform="pcie-8gpu")
+    assert [f.gpu for f in stopped.findings if any(c.rule == GPU_MISSING_RULE for c in f.crossed)] == [0]
+    board = analyze_tables({"link_samples": pcie(range(7))}, node_id="n1", platform="hgx-h100-8gpu")
+    assert [f.gpu for f in board.findings if any(c.rule == GPU_MISSING_RULE for c in f.crossed)] == [7]
