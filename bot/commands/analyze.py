@@ -190,8 +190,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         if text.lstrip()[:1] in ("{", "["):
             raise
         raise InputError(f"neither a snapshot (JSON: {exc.reason}) nor telemetry a reader recognizes (a cut paste "
-                         "may hold too little to tell): force a reader with --format NAME and the node with --node "
-                         "NODE", source=source) from None
+                         "may hold too little to tell): force a reader with --format "
+                         f"{'|'.join(sorted(detect.readers()))} and the node with --node NODE", source=source) from None
     is_list = text.lstrip().startswith("[")
     results: list[dict[str, Any]] = []
     failed = 0

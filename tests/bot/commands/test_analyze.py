@@ -164,12 +164,13 @@ def test_a_stored_node_is_analysed_on_its_stored_platform_unless_one_is_given(
 def test_a_paste_cut_before_its_first_link_says_what_was_tried_and_how_to_force_a_reader(tmp_path: Path,
                                                                                          cli: Cli) -> None:
     """A real `nvidia-smi nvlink -s` output cut inside its first GPU line is neither JSON nor recognizable: the error
-    says both, and the `--format` and `--node` it names are options `analyze` takes."""
+    says both, and the `--format` (with the readers it takes) and `--node` it names are options `analyze` takes."""
     lines = (FIXTURES / "real" / "nvlink_s_a100_1.txt").read_text().splitlines()
     cut = tmp_path / "cut.txt"
     cut.write_text(next(line for line in lines if line.startswith("GPU 0"))[:40])
     code, _, err = cli("analyze", str(cut))
-    assert code == 2 and "neither a snapshot" in err and "--format NAME" in err and str(cut) in err
+    assert code == 2 and "neither a snapshot" in err and str(cut) in err
+    assert "--format dcgm|dcgmi_nvlink|" in err and "|nvlink|" in err  # the names it takes, as ingest's error says
     whole = tmp_path / "links.txt"
     whole.write_text("\n".join(lines[:6]) + "\n")  # the header and three links
     code, out, err = cli("analyze", str(whole), "--format", "nvlink", "--node", "n1", "--json")
