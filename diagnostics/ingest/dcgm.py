@@ -96,6 +96,8 @@ _TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped", "unkn
 _KIND = {"error": -1, "skip": 0, "link": 1, "xid": 2}
 
 
+MIG_INSTANCE = "GPU_I_ID"  # dcgm-exporter's label of a MIG GPU instance (GPU_I_PROFILE names its profile)
+
 @dataclass
 class DcgmParser:
     """Accumulates samples from one or more sources (each a scrape or a run of timestamped scrapes)."""
@@ -111,6 +113,7 @@ class DcgmParser:
     xid_last: dict[tuple[Any, ...], float] = field(default_factory=dict)  # carried between reads (see build_events)
     gpus: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     uuid_owner: dict[Any, tuple[str, int, str]] = field(default_factory=dict)  # a UUID -> the GPU it first named
+    mig: set[tuple[str, int]] = field(default_factory=set)  # GPUs whose series name a MIG instance (GPU_I_ID)
     warnings: list[IngestWarning] = field(default_factory=list)
     families: dict[str, None] = field(default_factory=dict)  # the metrics its `# TYPE` lines name, in order
     _series: dict[str, Series] = field(default_factory=dict)
@@ -266,6 +269,8 @@ class DcgmParser:
         return ("link", self.entities.setdefault(entity, len(self.entities)), self._column(column), counter)
 
     def _note_gpu(self, node: str, gpu: int, labels: dict[str, str], where: str) -> None:
+        if MIG_INSTANCE in labels:  # dcgm-exporter writes a MIG GPU's device fields once per instance
+            self.mig.add((node, gpu))
         if (uuid := self.mapping.label(labels, "uuid")) is not None:  # one GPU, one UUID: another index is damage
             owner = self.uuid_owner.setdefault(uuid, (node, gpu, where))
             if owner[:2] != (node, gpu) and (uuid, node, gpu) not in self.uuid_owner:
@@ -285,7 +290,7 @@ class DcgmParser:
             info["pci_bus_id"] = normalize_bus_id(info["pci_bus_id"]) or info["pci_bus_id"]
 
     def result(self) -> IngestResult:
-        warnings = [*self.warnings, *checks(self.parts, self.entities, self.files)]
+        warnings = [*self.warnings, *checks(self.parts, self.entities, self.files, self.mig)]
         if self.node_id is None and any(e[0] == UNNAMED for e in self.entities):
             warnings.append(IngestWarning(self.files[0] if self.files else "<input>", None,
                                           "no Hostname label on some series: they are the node asked about, as an "

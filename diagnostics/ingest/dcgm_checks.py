@@ -22,16 +22,22 @@ FEW = 0.25  # a GPU or a time with under this share of the usual count of sample
 
 
 def checks(parts: list[tuple[np.ndarray, ...]], entities: dict[tuple[Any, ...], int],
-           files: list[str]) -> list[IngestWarning]:
-    """The warnings for samples (time, entity, column, value, line, file) of `files`."""
+           files: list[str], mig: set[tuple[str, int]] | None = None) -> list[IngestWarning]:
+    """The warnings for samples (time, entity, column, value, line, file) of `files`; `mig`: the GPUs whose series
+    name MIG instances, whose device fields come once per instance (said once, not as samples written twice)."""
     if not parts:
         return []
-    ts, ent, col, _, line, file = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+    ts, ent, col, val, line, file = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+    split = np.array([(e[0], e[1]) in (mig or ()) for e in entities], dtype=bool)  # per entity: a MIG GPU's
     out: list[IngestWarning] = []
     for f in np.unique(file):
         mine = file == f
         name = files[int(f)]
-        out += _repeated(name, ts[mine], ent[mine], col[mine], line[mine])
+        migs = mine & split[ent]
+        if migs.any():
+            out.append(_instances(name, int(line[migs].min()), entities, ent[migs]))
+            migs &= ~_differing(ts, ent, col, val, migs)  # instances that disagree are samples written twice, said
+        out += _repeated(name, ts[mine & ~migs], ent[mine & ~migs], col[mine & ~migs], line[mine & ~migs])
         gpu_of = np.array([hash((e[0], e[1])) if e[1] is not None else 0 for e in entities], dtype=np.int64)
         out += _few(name, gpu_of[ent[mine]], line[mine], "the GPU", _gpu_names(entities, ent[mine]))
         if len(np.unique(ts[mine])) > 1:
@@ -52,6 +58,29 @@ def _repeated(name: str, ts: np.ndarray, ent: np.ndarray, col: np.ndarray, line:
     return [IngestWarning(name, int(second[0]), f"a series sampled twice at one time: {named}{more}; the later "
                                                 "sample is kept (a line written twice, or two scrapes in one file "
                                                 "without timestamps?)")]
+
+
+def _differing(ts: np.ndarray, ent: np.ndarray, col: np.ndarray, val: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Of `rows`, those whose series and time hold more than one value."""
+    at = np.flatnonzero(rows)
+    order = at[np.lexsort((val[at], ts[at], col[at], ent[at]))]
+    key = np.stack([ent[order], col[order], ts[order]], axis=1)
+    same = (key[1:] == key[:-1]).all(axis=1)
+    other = same & (val[order][1:] != val[order][:-1])
+    group = np.concatenate([[0], np.cumsum(~same)])  # one number per series and time
+    bad = np.zeros(len(ts), dtype=bool)
+    bad[order[np.isin(group, group[1:][other])]] = True
+    return bad
+
+
+def _instances(name: str, first: int, entities: dict[tuple[Any, ...], int], ent: np.ndarray) -> IngestWarning:
+    """MIG GPUs said once: dcgm-exporter writes a GPU's device fields (its NVLink and PCIe counters) once per MIG
+    instance, the same count in each, so one of each time is read."""
+    gpus = sorted({f"{e[0]} GPU {e[1]}" for e in (list(entities)[i] for i in np.unique(ent))})
+    shown = ", ".join(gpus[:SAID]) + (f" and {len(gpus) - SAID} more" if len(gpus) > SAID else "")
+    return IngestWarning(name, first, f"{shown} {'is' if len(gpus) == 1 else 'are'} split into MIG instances "
+                                      "(GPU_I_ID labels): a device's counters come once per instance, the same count "
+                                      "in each; one per time is read")
 
 
 def _gpu_names(entities: dict[tuple[Any, ...], int], ent: np.ndarray) -> dict[int, str]:

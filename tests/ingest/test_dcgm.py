@@ -387,3 +387,19 @@ def test_the_one_unreadable_line_past_those_said_is_counted_as_one() -> None:
     bad = [f'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu="0",Hostname="h"}} x{i}' for i in range(51)]
     result = READER.read(text('DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0",Hostname="h"} 1', *bad))
     assert result.warnings[-1].message == "1 more unreadable line", [w.message for w in result.warnings[-2:]]
+
+
+def test_a_mig_gpus_counters_once_per_instance_are_read_once_and_said_so() -> None:
+    """dcgm-exporter writes a MIG GPU's device fields once per GPU instance (GPU_I_ID), the same count in each: read
+    once per GPU and time, said as MIG instances, not as "a series sampled twice" (a line written twice); instances
+    that disagree are said as that."""
+    path = Path(__file__).parents[2] / "fixtures" / "real" / "dcgm_mig_a30_pcie_replay_1.txt"
+    result = read(path)
+    assert len(result["link_samples"]) == 2 and sorted(result["link_samples"]["gpu"].tolist()) == [0, 1]
+    said = [w.message for w in result.warnings]
+    assert [m for m in said if "split into MIG instances (GPU_I_ID labels)" in m] and \
+        not [m for m in said if "sampled twice" in m], said
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[5] = lines[5].rsplit(" ", 1)[0] + " 900"  # one instance of GPU 0 disagrees
+    damaged = READER.read(Source.from_text("\n".join(lines) + "\n", name="damaged.txt"))
+    assert [w for w in damaged.warnings if "sampled twice at one time" in w.message], damaged.warnings
