@@ -18,6 +18,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from .. import format as fmt
 from ..errors import InputError
 from ..ingest.base import IngestResult
 from ..model import Diagnosis
@@ -126,6 +127,25 @@ class Reading:
                               cut=self.cut)
 
 
+def _another_machine(earlier: Reading, later: Reading) -> str | None:
+    """Why two readings are not of one machine, or None: a GPU index whose UUID differs between them, or two host
+    names with no UUID in common to show they are one host spelled two ways (`dgx01`, `dgx01.cluster`)."""
+    def uuids(reading: Reading) -> dict[int, str]:
+        links = reading.links
+        if "gpu_uuid" not in links.columns or "gpu" not in links.columns:
+            return {}
+        known = links.dropna(subset=["gpu_uuid", "gpu"])
+        return {int(g): str(u) for g, u in zip(known["gpu"], known["gpu_uuid"], strict=True)}
+
+    before, after = uuids(earlier), uuids(later)
+    for gpu in sorted(set(before) & set(after)):
+        if before[gpu] != after[gpu]:
+            return f"GPU {gpu} is {before[gpu]} in the earlier reading and {after[gpu]} in this one"
+    if earlier.node_id != later.node_id and not set(before.values()) & set(after.values()):
+        return f"the earlier reading is of {earlier.node_id} and this one of {later.node_id}"
+    return None
+
+
 def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
     """The diagnosis of the rates between two readings of `later`'s node, and the minutes between them, on the
     platform either names (`later`'s first) with what either paste holds beside its links (a reading kept from an
@@ -137,13 +157,18 @@ def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
                          "only the time it was posted here; their clocks differ, so no rate between them is true: "
                          "paste both with a `date` line before them, or both without",
                          field="readings", value="one dated, one undated")
+    other = _another_machine(earlier, later)
+    if other is not None:
+        raise InputError(f"{other}: counters of two machines (or a GPU replaced between them) give no rate: paste "
+                         "a second reading of the same machine", field="readings", value="two machines")
     both = pd.concat([earlier.links, later.links], ignore_index=True)
     seconds = (both["timestamp"].max() - both["timestamp"].min()).total_seconds()
     shortest = limits().rate_min_interval_s
     if not seconds >= shortest:  # NaN (an undated reading) included
-        raise InputError(f"the two readings are {seconds:g} s apart; a rate needs readings at least {shortest:g} s "
-                         "apart ([rate] min_interval_s in limits.toml): paste it again in a few minutes",
-                         field="readings", value=f"{seconds:g} s")
+        apart = "no time" if pd.isna(seconds) else f"{fmt.number(seconds)} s"
+        raise InputError(f"the two readings are {apart} apart; a rate needs readings at least "
+                         f"{fmt.number(shortest)} s apart ([rate] min_interval_s in limits.toml): paste it again in a "
+                         "few minutes", field="readings", value=apart)
     diagnosis = analyze_tables(_tables(both, earlier.beside, later.beside), node_id=later.node_id,
                                platform=later.platform or earlier.platform, cut=earlier.cut or later.cut)
     return diagnosis, float(seconds / 60)

@@ -76,3 +76,26 @@ def test_the_rates_between_two_pasted_readings_are_judged_as_the_file_of_both_is
     assert minutes == 30
     assert _said(diagnosis) == _said(_file_door(text))
     assert any(f.component == "GPU 2 -> GPU 0 NVLink 0" and f.severity.value != "ok" for f in diagnosis.findings)
+
+
+def test_two_machines_readings_give_no_rate() -> None:
+    """Two `nvlink -e` pastes in one thread, the second of another machine (its GPUs' UUIDs differ): the bot rated one
+    machine's counters against the other's and told a healthy node to drain. A GPU whose UUID differs, or two host
+    names with no GPU in common, give no rate, said; the same host spelled two ways with its GPUs' UUIDs does."""
+    from diagnostics.errors import InputError
+
+    lines = _text("nvlink_e_v100_short_form_dated_2.txt").splitlines()
+    cut = next(i for i, line in enumerate(lines) if i > 3 and line.startswith("Wed May"))
+    earlier, later = _reading("\n".join(lines[:cut])), "\n".join(lines[cut:])
+    other = later.replace("GPU-926a4a2e-2909-4d8a-fb23-6d90ed5bcb14", "GPU-00000000-1111-2222-3333-444444444444")
+    with pytest.raises(InputError, match="GPU 2 is GPU-926a4a2e-2909-4d8a-fb23-6d90ed5bcb14 in the earlier reading "
+                                         "and GPU-00000000-1111-2222-3333-444444444444 in this one: counters of two "
+                                         "machines"):
+        rates_between(earlier, _reading(other))
+    renamed = Reading.of(detect.read(Source.from_text(later, name="paste")), POSTED, unnamed="n1.cluster")
+    assert renamed is not None and rates_between(earlier, renamed)[1] == 30  # one host, its UUIDs the same
+    bare = "\n".join(line.split(" (UUID")[0] if "(UUID" in line else line for line in lines[cut:])
+    host = Reading.of(detect.read(Source.from_text(bare, name="paste")), POSTED, unnamed="n2")
+    assert host is not None
+    with pytest.raises(InputError, match="the earlier reading is of n1 and this one of n2"):
+        rates_between(earlier, host)
