@@ -339,6 +339,11 @@ class Diagnosis(BaseModel):
         is known."""
         return "yes" if self.fault_detected else "unknown" if self.health_unknown() or self.unrated() else "no"
 
+    def isolated_said(self) -> str:
+        """The part isolated as every door shows it to a person: its name, or "none" where the contract's field holds
+        the string "None" (which reads as a part named None)."""
+        return "none" if self.isolated_component == "None" else self.isolated_component
+
     def priority_said(self) -> str:
         """The priority as every door says it, as the node's ticket (its headline part's) does: held, with the level
         it takes once released, while that part's plan and the platform disagree."""

@@ -134,7 +134,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"{diagnosis.node_id}  platform={diagnosis.platform or 'unknown'}  "
                   f"fault={diagnosis.fault_said()}  "
                   f"priority={diagnosis.priority_said()}  {diagnosis.window_said()}\n"
-                  f"  isolated: {diagnosis.isolated_component}\n"
+                  f"  isolated: {diagnosis.isolated_said()}\n"
                   f"  action:   {diagnosis.repair_action}")
             for finding in diagnosis.findings:
                 if finding.severity.value != "ok":

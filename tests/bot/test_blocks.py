@@ -233,3 +233,19 @@ def test_a_label_past_slacks_limit_keeps_every_number_of_its_part_whole() -> Non
         assert len(labels) >= len(d.findings)  # every link is offered
         for said in labels:
             assert len(said) <= fitting.MAX_LABEL and _numbers(said) in wholes, said
+
+
+def test_a_node_with_no_part_isolated_shows_none_not_the_contracts_string() -> None:
+    """The JSON contract's `isolated_component` holds the string "None" where no part is isolated; shown as is, it
+    read "Isolated component: None" in Slack and "isolated: None" in the CLI, a part named None to a tired reader."""
+    import io
+
+    from bot.commands.analyze import _table
+
+    healthy = _diagnosis([]).model_copy(update={"fault_detected": False, "isolated_component": "None"})
+    assert json.loads(healthy.model_dump_json())["isolated_component"] == "None"  # the contract is kept
+    assert blocks.summary_fields(healthy)[1] == "*Isolated component*\nnone"
+    out = io.StringIO()
+    _table(healthy, out)
+    assert "  isolated: none\n" in out.getvalue()
+    assert blocks.summary_fields(_diagnosis([]))[1].startswith("*Isolated component*\nNVSwitch 2")
