@@ -24,7 +24,7 @@ from diagnostics import Diagnosis, FabricbotError, InputError, LinkState
 from diagnostics import format as fmt
 from diagnostics.analysis import PASTED_NODE, Reading, judged_whole, pasted_node, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
-from diagnostics.service import Request, diagnose, files_source
+from diagnostics.service import Request, UnknownName, diagnose, files_source
 from diagnostics.store import transaction
 from diagnostics.tickets import rules_answer
 
@@ -146,8 +146,14 @@ def whole_answer(sources: list[Source], node: str | None, platforms: Mapping[str
     [--platform P]` answers it: the same diagnosis, and its warnings. `node`: the one node the paste names (None: it
     names several); `platforms`: the nodes' platforms the bot knows (the thread's node's)."""
     try:
-        source, node, read = files_source(sources, node=node)
-        diagnosis = diagnose(source, Request(node=node, platform=(platforms or {}).get(node))).diagnosis
+        try:
+            source, node, read = files_source(sources, node=node)
+            diagnosis = diagnose(source, Request(node=node, platform=(platforms or {}).get(node))).diagnosis
+        except UnknownName as exc:  # the thread's node, where the paste names its own (a run's `# Rank` host)
+            if exc.kind != "node" or node is None:
+                raise
+            source, node, read = files_source(sources, node=None)
+            diagnosis = diagnose(source, Request(node=node)).diagnosis
     except FabricbotError as exc:
         if isinstance(exc, InputError) and exc.field == "--node":
             return (f"I read that, but {esc(exc.reason.removesuffix(': give --node NODE'))}: paste one node's output "
@@ -340,9 +346,10 @@ class PasteReader:
             if reading is not None:
                 self._store(channel, thread, ts, reading)
             return whole_answer(sources, pasted_node(result.tables, unnamed), platforms)
-        if reading is None:
-            rows = ", ".join(f"{n} {name}" for name, n in result.rows.items() if n)
-            return f"I read that ({rows}) but it holds no link counters, so there is nothing to rate.{notes}"
+        if reading is None:  # a benchmark run, a topology, a manager's log: answered as `analyze FILE` answers it
+            if any(result.rows.values()):
+                return whole_answer(sources, pasted_node(result.tables, unnamed), platforms)
+            return f"I read that, but it holds no link counters, events or benchmark runs to judge.{notes}"
         if reading.clipped:
             notes += f"\n_I kept the first {len(reading.links):,} link rows and left out {reading.clipped:,}._"
         node = esc(reading.node_id)

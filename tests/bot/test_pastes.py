@@ -155,6 +155,32 @@ def test_a_paste_of_events_or_of_two_readings_is_answered_as_analyze_file_answer
     assert said in reply, reply
 
 
+@pytest.mark.parametrize("name", ["nccl_allreduce_1.txt", "nccl_topo_1.txt"])
+def test_a_paste_of_no_link_counter_is_answered_as_analyze_file_answers_it_not_by_its_table_names(name: str) -> None:
+    """An nccl-tests run or an NCCL topology pasted in a node's thread was answered "I read that (3 step_samples)
+    but it holds no link counters": the table's name, and none of what `analyze FILE` says of it (a bus bandwidth's
+    verdict, the board it tells)."""
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_real(name), user="UALICE", channel=OPS, thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+    named = {"nccl_allreduce_1.txt": "a4bae1424041"}.get(name, "hpc-gpu-node-12")  # its `# Rank` lines' host
+    assert reply.splitlines()[0] == _file_door(name, named), reply
+    assert not re.search(r"\b(step_samples|topology|link_samples|events)\)", reply), reply
+
+
+def test_a_paste_that_holds_nothing_to_judge_says_so_and_what_reading_it_said() -> None:
+    """Fabric Manager saying NV_WARN_NOTHING_TO_DO holds no counter, event or run: the reply says so in words (it
+    said "I read that ()") and keeps what reading it said (what the message means)."""
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message(_real("fabricmanager_nothing_to_do_gpuop610_1.txt"), user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+    assert reply.startswith("I read that, but it holds no link counters, events or benchmark runs to judge."), reply
+    assert "()" not in reply and "NV_WARN_NOTHING_TO_DO" in reply, reply
+
+
 def test_a_paste_of_two_nodes_asks_for_one_at_a_time() -> None:
     two = "\n".join(f"2026-03-01T11:30:00+00:00 {host} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, "
                     "GPU has fallen off the bus." for host in ("gpu-a", "gpu-b"))
