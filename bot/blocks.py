@@ -257,7 +257,7 @@ def summary_fields(d: Diagnosis) -> list[str]:
         f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_said())}"
         + (f"\nticket on `{esc(d.ticket_owner)}`" if d.fault_detected and d.ticket_owner != d.node_id else ""),
         f"*Degradation*\n{degradation}",
-        f"*Priority*\n{d.priority_said()}",
+        f"*Priority*\n{d.priority_said()}" + (f"\n{esc(stopped)}" if (stopped := d.stopped_said()) else ""),
         f"*Correlation*\n{correlation}",
         f"*Window*\n{esc(d.window_said().removeprefix('window '))}",
     ]
@@ -282,7 +282,8 @@ def _measured_only(d: Diagnosis) -> str | None:
 
 def _summary(d: Diagnosis, analysis_id: int, shown: Shown, *, title: str | None, lead: str | None) -> list[Block]:
     status = "fault detected" if d.fault_detected else _measured_only(d) or "fabric health unknown" \
-        if d.health_unknown() or d.unrated() else "no fabric fault"
+        if d.health_unknown() or d.unrated() else "no fault of its own, drained with its rack" if d.stopped_by \
+        else "no fabric fault"
     blocks: list[Block] = [section(lead)] if lead else []
     blocks.append(HeaderBlock(text=clip(title or f"{headline_name(d.node_id)}: {status}", MAX_HEADER)))
     blocks.append(SectionBlock(fields=[MarkdownTextObject(text=clip(t, 2000)) for t in summary_fields(d)]))

@@ -125,6 +125,15 @@ class RackSlot:
     role: str | None = None  # what else the host runs for its rack: "nmx-controller" where NMX-Controller runs
 
 
+class StoppedBy(BaseModel):
+    """A rack's part whose repair stops a tray whose own links read clean: the tray is drained with the rack's plan."""
+
+    model_config = ConfigDict(frozen=True)
+
+    component: str
+    priority: Priority = Field(description="The rack's ticket's priority: the tray is drained at its pace.")
+
+
 class RackPlace(BaseModel):
     """A rack whose hosts are diagnosed together: its platform and which host is in which tray."""
 
@@ -295,6 +304,9 @@ class Diagnosis(BaseModel):
     rack: RackPlace | None = Field(
         default=None, description="The rack this diagnosis is of (node_id is the rack), or the rack of this tray.")
     tray: str | None = Field(default=None, description="For a rack's host: its tray in `rack`.")
+    stopped_by: StoppedBy | None = Field(
+        default=None, description="For a rack's compute tray whose own links read clean: the rack part whose repair "
+                                  "stops its GPUs (its action is the rack's plan).")
     gpu_ids: dict[int, GpuId] = Field(
         default_factory=dict, description="Each GPU's serial and UUID where the node's readings name them, by index.")
     bus_gpu_ids: dict[str, GpuId] = Field(
@@ -338,6 +350,14 @@ class Diagnosis(BaseModel):
         """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read or no rate
         is known."""
         return "yes" if self.fault_detected else "unknown" if self.health_unknown() or self.unrated() else "no"
+
+    def stopped_said(self) -> str | None:
+        """A clean tray's stop with its rack's repair, as every door says it; None where none stops it."""
+        if self.stopped_by is None:
+            return None
+        rack = self.rack.rack_id if self.rack is not None else "its rack"
+        return (f"drained with rack {rack}'s repair of {self.stopped_by.component} (its ticket: "
+                f"{fmt.priority(self.stopped_by.priority.value)} priority)")
 
     def isolated_said(self) -> str:
         """The part isolated as every door shows it to a person: its name, or "none" where the contract's field holds

@@ -48,6 +48,8 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
           f"fault={d.fault_said()}  "
           f"degradation={fmt.percent(d.degradation_pct)}  {d.window_said()}", file=out)
     print(f"  isolated: {d.isolated_said()}", file=out)
+    if (stopped := d.stopped_said()) is not None:
+        print(f"  rack:     {stopped}", file=out)
     if d.ticket_owner != d.node_id:
         switch_host = d.rack is not None and d.node_id in d.rack.switch.values()  # its part may well be on it
         why = (f"the part is in {d.ticket_owner}'s tray: its host's ticket"

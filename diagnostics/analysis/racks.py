@@ -23,7 +23,7 @@ from ..config.platforms import all_platforms
 from ..config.racks import rack_of
 from ..config.thresholds import SOFTWARE_RULE, SXID_FATAL_RULE, XID_NVLINK_RULE, Thresholds
 from ..enums import ComponentKind, FaultKind, Severity, severity_rank
-from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, every_held, outside_trays
+from ..model import Diagnosis, Finding, Localization, RackPlace, RackSlot, StoppedBy, every_held, outside_trays
 from ..repair import localization_plan
 from ..times import utc_ns
 from ..topology.rack import RackGraph, rack_graph
@@ -341,6 +341,7 @@ def tray_view(tray: Diagnosis, rack: Rack, rack_diagnosis: Diagnosis, host: str,
         update["warnings"] = [*tray.warnings, said]
         if not tray.fault_detected:  # the rack's plan is its action; a fault of its own keeps its own
             update["repair_action"] = stops.action or rack_diagnosis.repair_action
+            update["stopped_by"] = StoppedBy(component=stops.component, priority=rack_diagnosis.ticket_priority)
         return tray.model_copy(update=update)
     if not mine:
         return tray.model_copy(update=update)

@@ -247,9 +247,15 @@ def test_a_healthy_compute_tray_answers_with_its_racks_plan(answered: dict[str, 
     assert not tray["fault_detected"] and tray["repair_action"] == rack["repair_action"]
     assert "then the rest of rack rack-01" in tray["repair_action"]
     assert any("its GPUs stop with rack rack-01's repair of Switch tray 1" in w for w in tray["warnings"])
+    stopped = tray["stopped_by"]
+    assert stopped["component"].startswith("Switch tray 1") and stopped["priority"] == rack["ticket_priority"]
+    _, out = _run(capsys, "analyze", *at, "--node", healthy)
+    said = f"rack rack-01's repair of {stopped['component']} (its ticket: {rack['ticket_priority']} priority)"
+    assert f"  rack:     drained with {said}" in out
     with local_bot(source=StoreNodeSource(store)) as local:
         shown = summary_for(local, healthy).shown_blocks
     assert "then the rest of rack rack-01" in shown and "Maintain routine monitoring" not in shown
+    assert f"{healthy}: no fault of its own, drained with its rack" in shown and said in shown  # not "no fault"
 
 
 def test_a_compute_tray_link_is_one_part_from_the_rack_and_from_its_host(
