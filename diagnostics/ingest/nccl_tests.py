@@ -146,7 +146,9 @@ class NcclTestsReader:
                 if (device := _RANK_DEVICE.search(stripped)) and device["name"].strip() not in run.names:
                     run.names.append(device["name"].strip())
             elif bounds := _BOUNDS.match(stripped):
-                _current(runs, out, line.number).out_of_bounds += int(bounds["count"])
+                count = out.checked("index", line.number, bounds["count"], "size_bytes", "Out of bounds values")
+                if count is not None:  # a count past any run's elements is said, not read
+                    _current(runs, out, line.number).out_of_bounds += int(count)
             elif _RANK_LIKE.match(stripped):
                 out.warn(line.number, f"{stripped[:60]!r} is not a `# Rank N Pid P on HOST device D` line as "
                                       "nccl-tests prints one (a damaged line?); its host is not read")

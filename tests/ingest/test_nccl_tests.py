@@ -342,3 +342,12 @@ def test_a_wrong_count_that_is_no_number_is_said_not_read_as_unchecked() -> None
         first = result["step_samples"]["wrong_values"].iloc[0]
         assert first == 0 if cell == "0" else pd.isna(first), (cell, first)
     assert not [w for w in read_text(OLD_LAYOUT).warnings if "#wrong" in w.message]
+
+
+def test_an_out_of_bounds_count_past_any_number_is_said_not_a_traceback() -> None:
+    """`# Out of bounds values : 18446744073709551616` (a digit run past 64 bits) raised OverflowError when the
+    run's rows were written; it is said with its line, and the run's rows are kept."""
+    text = (REAL / "nccl_alltoall_rccl_noheader_1.txt").read_text(encoding="utf-8")
+    result = read_text(text.replace("Out of bounds values : 0 OK", "Out of bounds values : 18446744073709551616 OK"))
+    assert len(result["step_samples"]) == len(read_text(text)["step_samples"])
+    assert [w for w in result.warnings if w.message.startswith("Out of bounds values = '18446744073709551616'")]
