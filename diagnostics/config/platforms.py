@@ -83,5 +83,5 @@ def platform_for_model(model: str | None) -> str | None:
     named = [(str(d.get("gpu_model", "")), n) for n, d in all_platforms().items()
              if d.get("gpu_model") and int(d.get("nvlinks_per_gpu", 0)) > 0]
     hits = [(m, n) for m, n in named if re.search(rf"(?<![A-Za-z0-9]){re.escape(m)}(?![A-Za-z0-9])", model)
-            and ("PCIe" not in model or "PCIe" in m)]  # a whole word: a GB200 is no B200 board
+            and ("pcie" not in model.lower() or "pcie" in m.lower())]  # a whole word: a GB200 is no B200 board
     return max(hits, key=lambda h: (len(h[0]), h[1]))[1] if hits else None

@@ -435,16 +435,19 @@ def _xid_count(sel: str, rng: str, per_code: str) -> str:
 
 
 def platform_counts(key: str) -> dict[str, int]:
-    """Per platform GPU model, the platform's `key` (`nvlinks_per_gpu`, `gpu_count`), where it is positive (a GPU
-    count only where it is the board's own, not what a PCIe server may hold: `gpu_count_fixed`)."""
+    """Per platform GPU model, the platform's `key` (`nvlinks_per_gpu`, `gpu_count`), where it is positive."""
     found: dict[str, int] = {}
     for platform in sorted(all_platforms().values(), key=lambda p: str(p["name"])):
-        if key == "gpu_count" and not platform.get("gpu_count_fixed", True):
-            continue
         value, model = int(platform.get(key, 0)), str(platform.get("gpu_model", ""))
         if value > 0 and model and model not in found:
             found[model] = value
     return found
+
+
+def loose_counts() -> set[str]:
+    """The GPU models whose platform's count is what such a server may hold, not the board's own (PCIe cards:
+    `gpu_count_fixed = false`): a GPU never read there is not one gone."""
+    return {str(p.get("gpu_model", "")) for p in all_platforms().values() if not p.get("gpu_count_fixed", True)}
 
 
 def platform_model(model: str, models: Iterable[str]) -> str | None:
@@ -502,10 +505,11 @@ def gpu_missing_queries(builder: QueryBuilder) -> list[SweepQuery]:
     node, node_gpu, model = builder.by("node"), builder.by("node", "gpu"), cfg.labels.model
     names = builder.names(PRESENCE_COLUMN, LinkType.PCIE, LinkType.NVLINK)
     expected = platform_counts("gpu_count")
+    loose = loose_counts()
     clauses = []
     for gpu_model, gpus in expected.items():
-        if re.fullmatch(cfg.exclude_models, gpu_model):
-            continue  # a platform of excluded cards (PCIe): its GPUs are never held to a count
+        if re.fullmatch(cfg.exclude_models, gpu_model) or gpu_model in loose:
+            continue  # PCIe cards (excluded, or as many as a server was fitted with): never held to a count
         sel = builder.selector(names, f'{cfg.labels.gpu}!=""', *_model_matchers(model, gpu_model, expected,
                                                                                    cfg.exclude_models))
         clauses.append(f'(count by ({node}, {model}) (label_replace(group by ({node_gpu}) ({sel}), '

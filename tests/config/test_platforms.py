@@ -14,6 +14,7 @@ from tests.analysis.helpers import node_links
     ("NVIDIA H100 80GB HBM3", "hgx-h100-8gpu"), ("NVIDIA H100 NVL", "h100-nvl-8gpu"),
     ("NVIDIA A100-SXM4-80GB", "dgx-a100-8gpu"), ("NVIDIA H200", "hgx-h200-8gpu"), ("NVIDIA B200", "hgx-b200-8gpu"),
     ("Tesla V100-SXM2-32GB", "dgx1-v100-8gpu"), ("NVIDIA H100 PCIe", None), ("NVIDIA GeForce RTX 4090", None),
+    ("NVIDIA A100-PCIE-40GB", None), ("Tesla V100-PCIE-16GB", None),  # nvidia-smi spells it PCIE too
     ("NVIDIA GB200", "gb200-nvl72-compute-tray"),  # a GB200 rack's tray, no HGX B200 board (NVL36x2: inventory)
     ("", None),
 ])

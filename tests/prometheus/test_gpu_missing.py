@@ -52,7 +52,8 @@ def test_the_query_counts_each_nodes_reporting_gpus_against_the_platform_files(
     promql = _gpu_missing_query()
     clauses = promql.split(" or ")
     models = {c.split('"modelName", "')[1].split('"')[0] for c in clauses}
-    assert models == {"A100", "V100", "H100 NVL", "B200", "H100", "H200", "GB200"}  # not the generic PCIe platform
+    assert models == {"A100", "V100", "B200", "H100", "H200", "GB200"}  # not PCIe cards: a server holds as many
+    # as were fitted (the generic PCIe platform, H100 NVL's pairs: `gpu_count_fixed = false`)
     gb200 = next(c for c in clauses if '"GB200"' in c)  # a GB200 rack's compute tray holds 4 GPUs
     assert gb200.endswith("< 4)") and 'modelName!~".*(GB200).*"' in next(c for c in clauses if '"B200"' in c)
     h100 = next(c for c in clauses if '"H100"' in c)
@@ -105,11 +106,11 @@ def test_the_local_mirror_counts_gpus_reporting_within_the_lookback() -> None:
     start = AT - timedelta(hours=4)
     rows = _rows("full", range(8), start, 240) + _rows("short", range(7), start, 240)
     rows += _rows("short", range(7, 8), start, 60)  # GPU 7: last reading three hours before the instant
-    rows += _rows("nvl", range(7), start, 240)  # an H100 NVL node, held to its own platform's count
+    rows += _rows("nvl", range(4), start, 240)  # an H100 NVL server of four cards: not counted against eight,
     gpus = pd.DataFrame([{"node_id": n, "gpu": g, "model": "NVIDIA H100 NVL" if n == "nvl" else MODEL}
-                         for n in ("full", "short", "nvl") for g in range(8)])
+                         for n in ("full", "short", "nvl") for g in range(8)])  # nor against the H100 board's
     found = missing_gpus(_samples(rows), AT, gpus, "(?i).*PCIe.*")
-    assert [(o.node_id, o.detail) for o in found] == [("nvl", "7 of 8 GPUs report"), ("short", "7 of 8 GPUs report")]
+    assert [(o.node_id, o.detail) for o in found] == [("short", "7 of 8 GPUs report")]
     # without a model for the GPUs there is no platform to hold them to, on the server as here
     assert missing_gpus(_samples(rows), AT, None, "(?i).*PCIe.*") == []
     assert missing_gpus(_samples(rows), AT, gpus.assign(model="NVIDIA H100 PCIe"), "(?i).*PCIe.*") == []
