@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import pandas as pd
@@ -128,21 +128,35 @@ class Reading:
 
 
 def _another_machine(earlier: Reading, later: Reading) -> str | None:
-    """Why two readings are not of one machine, or None: a GPU index whose UUID differs between them, or two host
-    names with no UUID in common to show they are one host spelled two ways (`dgx01`, `dgx01.cluster`)."""
-    def uuids(reading: Reading) -> dict[int, str]:
+    """Why two readings are not of one machine's GPUs as numbered alike, or None: no GPU UUID in common (two
+    machines), a GPU UUID under another index (a GPU gone from the bus renumbers those after it), or two host names
+    and no UUID to tell whether they are one host spelled two ways (`dgx01`, `dgx01.cluster`)."""
+    def uuids(reading: Reading) -> dict[tuple[str, int], str]:
         links = reading.links
         if "gpu_uuid" not in links.columns or "gpu" not in links.columns:
             return {}
         known = links.dropna(subset=["gpu_uuid", "gpu"])
-        return {int(g): str(u) for g, u in zip(known["gpu"], known["gpu_uuid"], strict=True)}
+        return {(str(n), int(g)): str(u) for n, g, u in zip(known["node_id"], known["gpu"], known["gpu_uuid"],
+                                                           strict=True)}
 
     before, after = uuids(earlier), uuids(later)
-    for gpu in sorted(set(before) & set(after)):
-        if before[gpu] != after[gpu]:
-            return f"GPU {gpu} is {before[gpu]} in the earlier reading and {after[gpu]} in this one"
-    if earlier.node_id != later.node_id and not set(before.values()) & set(after.values()):
-        return f"the earlier reading is of {earlier.node_id} and this one of {later.node_id}"
+    if before and after:
+        common = set(before.values()) & set(after.values())
+        if not common:
+            return "no GPU of the earlier reading is in this one (their UUIDs differ): counters of two machines"
+        where = {u: g for (_, g), u in before.items()}
+        moved = sorted((where[u], g, u) for (_, g), u in after.items() if u in where and where[u] != g)
+        if moved:
+            gone = sorted(set(before.values()) - set(after.values()))
+            why = f"{', '.join(gone)} of the earlier reading {'is' if len(gone) == 1 else 'are'} not in this one and "\
+                if gone else ""
+            first = moved[0]
+            return (f"{why}the GPUs are numbered otherwise ({first[2]} was GPU {first[0]}, is GPU {first[1]}): a GPU "
+                    "gone from the bus renumbers those after it, so no link compares with its own earlier count")
+        return None
+    if earlier.node_id != later.node_id:
+        return (f"the earlier reading is of {earlier.node_id} and this one of {later.node_id}, and no GPU UUID says "
+                "whether they are one machine")
     return None
 
 
@@ -159,13 +173,17 @@ def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
                          field="readings", value="one dated, one undated")
     other = _another_machine(earlier, later)
     if other is not None:
-        raise InputError(f"{other}: counters of two machines (or a GPU replaced between them) give no rate: paste "
-                         "a second reading of the same machine", field="readings", value="two machines")
+        raise InputError(f"{other}: no rate between them is true; paste a second reading of the same machine as "
+                         "the first", field="readings", value="not one machine's GPUs")
+    if earlier.node_id != later.node_id:  # one machine (its GPUs' UUIDs), its host spelled two ways: the later's
+        earlier = replace(earlier, node_id=later.node_id, links=earlier.links.assign(
+            node_id=earlier.links["node_id"].astype(object).where(earlier.links["node_id"] != earlier.node_id,
+                                                                  later.node_id)))
     both = pd.concat([earlier.links, later.links], ignore_index=True)
     seconds = (both["timestamp"].max() - both["timestamp"].min()).total_seconds()
     shortest = limits().rate_min_interval_s
     if not seconds >= shortest:  # NaN (an undated reading) included
-        apart = "no time" if pd.isna(seconds) else f"{fmt.number(seconds)} s"
+        apart = "no time" if pd.isna(seconds) else "under a second" if seconds < 1 else f"{fmt.number(seconds)} s"
         raise InputError(f"the two readings are {apart} apart; a rate needs readings at least "
                          f"{fmt.number(shortest)} s apart ([rate] min_interval_s in limits.toml): paste it again in a "
                          "few minutes", field="readings", value=apart)

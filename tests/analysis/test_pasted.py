@@ -80,22 +80,33 @@ def test_the_rates_between_two_pasted_readings_are_judged_as_the_file_of_both_is
 
 def test_two_machines_readings_give_no_rate() -> None:
     """Two `nvlink -e` pastes in one thread, the second of another machine (its GPUs' UUIDs differ): the bot rated one
-    machine's counters against the other's and told a healthy node to drain. A GPU whose UUID differs, or two host
-    names with no GPU in common, give no rate, said; the same host spelled two ways with its GPUs' UUIDs does."""
+    machine's counters against the other's and told a healthy node to drain. No GPU in common, a GPU under another
+    index (one gone from the bus renumbers those after it: said, with the one gone), or two host names and no UUID
+    give no rate, said; one host spelled two ways, its GPUs' UUIDs the same, is one machine, rated under the later
+    name."""
     from diagnostics.errors import InputError
 
     lines = _text("nvlink_e_v100_short_form_dated_2.txt").splitlines()
     cut = next(i for i, line in enumerate(lines) if i > 3 and line.startswith("Wed May"))
     earlier, later = _reading("\n".join(lines[:cut])), "\n".join(lines[cut:])
-    other = later.replace("GPU-926a4a2e-2909-4d8a-fb23-6d90ed5bcb14", "GPU-00000000-1111-2222-3333-444444444444")
-    with pytest.raises(InputError, match="GPU 2 is GPU-926a4a2e-2909-4d8a-fb23-6d90ed5bcb14 in the earlier reading "
-                                         "and GPU-00000000-1111-2222-3333-444444444444 in this one: counters of two "
-                                         "machines"):
+    first, third = "GPU-bd0738fc-434f-4a42-28e0-d699cb37f301", "GPU-926a4a2e-2909-4d8a-fb23-6d90ed5bcb14"
+    other = later.replace(first, "GPU-00000000-1111-2222-3333-444444444444").replace(
+        third, "GPU-55555555-6666-7777-8888-999999999999")
+    with pytest.raises(InputError, match="no GPU of the earlier reading is in this one"):
         rates_between(earlier, _reading(other))
+    renumbered = later.replace("GPU 2: Tesla", "GPU 1: Tesla").replace(first, "GPU-00000000-1111-2222-3333-4444444444"
+                                                                              "44")
+    with pytest.raises(InputError, match=f"{first} of the earlier reading is not in this one and the GPUs are "
+                                         f"numbered otherwise \\({third} was GPU 2, is GPU 1\\): a GPU gone from the "
+                                         "bus"):
+        rates_between(earlier, _reading(renumbered))
     renamed = Reading.of(detect.read(Source.from_text(later, name="paste")), POSTED, unnamed="n1.cluster")
-    assert renamed is not None and rates_between(earlier, renamed)[1] == 30  # one host, its UUIDs the same
+    assert renamed is not None
+    diagnosis, minutes = rates_between(earlier, renamed)  # one host, its UUIDs the same: rated as the same paste is
+    assert minutes == 30 and diagnosis.node_id == "n1.cluster" and diagnosis.rates_known
+    assert _said(diagnosis)[2:] == _said(rates_between(earlier, _reading(later))[0])[2:]
     bare = "\n".join(line.split(" (UUID")[0] if "(UUID" in line else line for line in lines[cut:])
     host = Reading.of(detect.read(Source.from_text(bare, name="paste")), POSTED, unnamed="n2")
     assert host is not None
-    with pytest.raises(InputError, match="the earlier reading is of n1 and this one of n2"):
+    with pytest.raises(InputError, match="the earlier reading is of n1 and this one of n2, and no GPU UUID says"):
         rates_between(earlier, host)
