@@ -152,8 +152,10 @@ def whole_answer(sources: list[Source], node: str | None, platforms: Mapping[str
         except UnknownName as exc:  # the thread's node, where the paste names its own (a run's `# Rank` host)
             if exc.kind != "node" or node is None:
                 raise
+            thread = node
             source, node, read = files_source(sources, node=None)
             diagnosis = diagnose(source, Request(node=node)).diagnosis
+            read = [f"the paste names {node}, not this thread's node {thread}: answered for {node}", *read]
     except FabricbotError as exc:
         if isinstance(exc, InputError) and exc.field == "--node":
             return (f"I read that, but {esc(exc.reason.removesuffix(': give --node NODE'))}: paste one node's output "

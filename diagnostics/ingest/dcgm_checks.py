@@ -35,8 +35,9 @@ def checks(parts: list[tuple[np.ndarray, ...]], entities: dict[tuple[Any, ...], 
         name = files[int(f)]
         migs = mine & split[ent]
         if migs.any():
-            out.append(_instances(name, int(line[migs].min()), entities, ent[migs]))
-            migs &= ~_differing(ts, ent, col, val, migs)  # instances that disagree are samples written twice, said
+            differ = _differing(ts, ent, col, val, migs)
+            out.append(_instances(name, int(line[migs].min()), entities, ent[migs], bool(differ.any())))
+            migs &= ~differ  # instances that disagree are samples written twice, said
         out += _repeated(name, ts[mine & ~migs], ent[mine & ~migs], col[mine & ~migs], line[mine & ~migs])
         gpu_of = np.array([hash((e[0], e[1])) if e[1] is not None else 0 for e in entities], dtype=np.int64)
         out += _few(name, gpu_of[ent[mine]], line[mine], "the GPU", _gpu_names(entities, ent[mine]))
@@ -73,14 +74,17 @@ def _differing(ts: np.ndarray, ent: np.ndarray, col: np.ndarray, val: np.ndarray
     return bad
 
 
-def _instances(name: str, first: int, entities: dict[tuple[Any, ...], int], ent: np.ndarray) -> IngestWarning:
+def _instances(name: str, first: int, entities: dict[tuple[Any, ...], int], ent: np.ndarray,
+               differ: bool) -> IngestWarning:
     """MIG GPUs said once: dcgm-exporter writes a GPU's device fields (its NVLink and PCIe counters) once per MIG
-    instance, the same count in each, so one of each time is read."""
+    instance, the same count in each, so one of each time is read; where instances disagree, that is said too."""
     gpus = sorted({f"{e[0]} GPU {e[1]}" for e in (list(entities)[i] for i in np.unique(ent))})
     shown = ", ".join(gpus[:SAID]) + (f" and {len(gpus) - SAID} more" if len(gpus) > SAID else "")
+    said = ("; some instances disagree, a damaged line or a mixed scrape (the series sampled twice are named in "
+            "the next warning): the later is kept" if differ else "")
     return IngestWarning(name, first, f"{shown} {'is' if len(gpus) == 1 else 'are'} split into MIG instances "
                                       "(GPU_I_ID labels): a device's counters come once per instance, the same count "
-                                      "in each; one per time is read")
+                                      f"in each; one per time is read{said}")
 
 
 def _gpu_names(entities: dict[tuple[Any, ...], int], ent: np.ndarray) -> dict[int, str]:

@@ -166,6 +166,8 @@ def test_a_paste_of_no_link_counter_is_answered_as_analyze_file_answers_it_not_b
         reply = _reply(local, root.ts)
     named = {"nccl_allreduce_1.txt": "a4bae1424041"}.get(name, "hpc-gpu-node-12")  # its `# Rank` lines' host
     assert reply.splitlines()[0] == _file_door(name, named), reply
+    other = f"the paste names {named}, not this thread's node hpc-gpu-node-12: answered for {named}"
+    assert (other in reply) == (named != "hpc-gpu-node-12"), reply
     assert not re.search(r"\b(step_samples|topology|link_samples|events)\)", reply), reply
 
 

@@ -403,3 +403,4 @@ def test_a_mig_gpus_counters_once_per_instance_are_read_once_and_said_so() -> No
     lines[5] = lines[5].rsplit(" ", 1)[0] + " 900"  # one instance of GPU 0 disagrees
     damaged = READER.read(Source.from_text("\n".join(lines) + "\n", name="damaged.txt"))
     assert [w for w in damaged.warnings if "sampled twice at one time" in w.message], damaged.warnings
+    assert [w for w in damaged.warnings if "MIG instances" in w.message and "some instances disagree" in w.message]
