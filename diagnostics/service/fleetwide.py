@@ -203,7 +203,8 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
             result.incomplete_reasons.append(f"{fmt.count(len(nodes), 'node')} {what}: " + "; ".join(
                 f"{n} ({unreadable[n]})" for n in sorted(nodes)[:3]) + (" ..." if len(nodes) > 3 else ""))
     ran = _ran(answered)
-    quiet = [n for n in sorted(set(source.nodes()) - reporting)
+    held = source.nodes()
+    quiet = [n for n in sorted(set(held) - reporting)
              if n not in result.diagnoses and n not in unreadable and n not in ran]  # events or a run only: not silent
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
                   and (d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION)
@@ -229,12 +230,12 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     _untimed(result, untimed, "link readings with no time (ingested without --at)", "links are not judged")
     _untimed(result, logs, "events with no time (a log printed without dates, ingested without --at)",
              "events judge nothing")
-    _say_untimed_events(result, undated, [n for n in source.nodes() if n not in placed])
+    _say_untimed_events(result, undated, [n for n in held if n not in placed])
     quiet = [n for n in quiet if n not in placed]
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),
-                          every=set(quiet) == set(source.nodes()))
+                          every=set(quiet) == set(held))
         _say_last(result, source, request, quiet, answered.diagnoses)
 
 
