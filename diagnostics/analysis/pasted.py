@@ -15,6 +15,7 @@ import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
 
@@ -127,34 +128,48 @@ class Reading:
                               cut=self.cut)
 
 
+def _hosts(reading: Reading) -> set[str]:
+    return {str(n) for n in reading.links["node_id"].dropna()}
+
+
 def _another_machine(earlier: Reading, later: Reading) -> str | None:
-    """Why two readings are not of one machine's GPUs as numbered alike, or None: no GPU UUID in common (two
-    machines), a GPU UUID under another index (a GPU gone from the bus renumbers those after it), or two host names
-    and no UUID to tell whether they are one host spelled two ways (`dgx01`, `dgx01.cluster`)."""
-    def uuids(reading: Reading) -> dict[tuple[str, int], str]:
+    """Why two readings are not of the same GPUs numbered alike, or None: no GPU UUID in common (two machines), a
+    GPU's UUID under another index (one gone from the bus renumbers those after it), another UUID at an index (a GPU
+    replaced between them), or two host names and no UUID to tell whether they are one host spelled two ways
+    (`dgx01`, `dgx01.cluster`). Each GPU is its host's and index's; where each reading holds one host, its index
+    alone (the host may be spelled two ways)."""
+    one = len(_hosts(earlier)) == 1 and len(_hosts(later)) == 1
+
+    def uuids(reading: Reading) -> dict[Any, str]:
         links = reading.links
         if "gpu_uuid" not in links.columns or "gpu" not in links.columns:
             return {}
         known = links.dropna(subset=["gpu_uuid", "gpu"])
-        return {(str(n), int(g)): str(u) for n, g, u in zip(known["node_id"], known["gpu"], known["gpu_uuid"],
-                                                           strict=True)}
+        return {(int(g) if one else (str(n), int(g))): str(u)
+                for n, g, u in zip(known["node_id"], known["gpu"], known["gpu_uuid"], strict=True)}
+
+    def name(key: Any) -> str:
+        return f"GPU {key}" if one else f"{key[0]} GPU {key[1]}"
 
     before, after = uuids(earlier), uuids(later)
     if before and after:
-        common = set(before.values()) & set(after.values())
-        if not common:
+        if not set(before.values()) & set(after.values()):
             return "no GPU of the earlier reading is in this one (their UUIDs differ): counters of two machines"
-        where = {u: g for (_, g), u in before.items()}
-        moved = sorted((where[u], g, u) for (_, g), u in after.items() if u in where and where[u] != g)
+        where = {u: k for k, u in before.items()}
+        moved = sorted(((where[u], k, u) for k, u in after.items() if u in where and where[u] != k), key=str)
         if moved:
             gone = sorted(set(before.values()) - set(after.values()))
-            why = f"{', '.join(gone)} of the earlier reading {'is' if len(gone) == 1 else 'are'} not in this one and "\
-                if gone else ""
-            first = moved[0]
-            return (f"{why}the GPUs are numbered otherwise ({first[2]} was GPU {first[0]}, is GPU {first[1]}): a GPU "
-                    "gone from the bus renumbers those after it, so no link compares with its own earlier count")
+            why = (f"{', '.join(gone)} of the earlier reading {'is' if len(gone) == 1 else 'are'} not in this one "
+                   "and " if gone else "")
+            was, now, uuid = moved[0]
+            return (f"{why}the GPUs are numbered otherwise ({uuid} was {name(was)}, is {name(now)}): a GPU gone from "
+                    "the bus renumbers those after it, so no link compares with its own earlier count")
+        for key in sorted(set(before) & set(after), key=str):
+            if before[key] != after[key]:
+                return (f"{name(key)} is {before[key]} in the earlier reading and {after[key]} in this one: a GPU "
+                        "replaced between them, whose counters start afresh")
         return None
-    if earlier.node_id != later.node_id:
+    if _hosts(earlier) != _hosts(later):
         return (f"the earlier reading is of {earlier.node_id} and this one of {later.node_id}, and no GPU UUID says "
                 "whether they are one machine")
     return None
@@ -171,14 +186,18 @@ def rates_between(earlier: Reading, later: Reading) -> tuple[Diagnosis, float]:
                          "only the time it was posted here; their clocks differ, so no rate between them is true: "
                          "paste both with a `date` line before them, or both without",
                          field="readings", value="one dated, one undated")
+    several = sorted(_hosts(earlier) | _hosts(later)) if max(len(_hosts(earlier)), len(_hosts(later))) > 1 else []
+    if several:  # a pdsh paste of several hosts: rated as one, only its first host would be judged
+        raise InputError(f"the readings hold several hosts ({', '.join(several[:4])}"
+                         f"{' ...' if len(several) > 4 else ''}): paste one node's output at a time, so each is rated "
+                         "as its own", field="readings", value=f"{len(several)} hosts")
     other = _another_machine(earlier, later)
     if other is not None:
         raise InputError(f"{other}: no rate between them is true; paste a second reading of the same machine as "
                          "the first", field="readings", value="not one machine's GPUs")
-    if earlier.node_id != later.node_id:  # one machine (its GPUs' UUIDs), its host spelled two ways: the later's
-        earlier = replace(earlier, node_id=later.node_id, links=earlier.links.assign(
-            node_id=earlier.links["node_id"].astype(object).where(earlier.links["node_id"] != earlier.node_id,
-                                                                  later.node_id)))
+    if _hosts(earlier) != _hosts(later) and len(_hosts(earlier)) == len(_hosts(later)) == 1:
+        # one machine (its GPUs' UUIDs), its host spelled two ways: named as the later reading names it
+        earlier = replace(earlier, node_id=later.node_id, links=earlier.links.assign(node_id=later.node_id))
     both = pd.concat([earlier.links, later.links], ignore_index=True)
     seconds = (both["timestamp"].max() - both["timestamp"].min()).total_seconds()
     shortest = limits().rate_min_interval_s

@@ -110,3 +110,27 @@ def test_two_machines_readings_give_no_rate() -> None:
     assert host is not None
     with pytest.raises(InputError, match="the earlier reading is of n1 and this one of n2, and no GPU UUID says"):
         rates_between(earlier, host)
+
+
+def test_a_replaced_gpu_or_a_paste_of_several_hosts_gives_no_rate() -> None:
+    """A GPU replaced between two readings (another UUID at its index) was rated against the card it replaced (the
+    new card's count less the old's: a failing link that is none); a pdsh paste of two hosts in the other order was
+    rated as one reading and only its first host judged (a failing host's all-clear). Both are said, no rate."""
+    from diagnostics.errors import InputError
+
+    lines = _text("nvlink_e_v100_short_form_dated_2.txt").splitlines()
+    cut = next(i for i, line in enumerate(lines) if i > 3 and line.startswith("Wed May"))
+    earlier, later = _reading("\n".join(lines[:cut])), "\n".join(lines[cut:])
+    third = "GPU-926a4a2e-2909-4d8a-fb23-6d90ed5bcb14"
+    with pytest.raises(InputError, match=f"GPU 2 is {third} in the earlier reading and GPU-0000000a-0000-0000-0000-"
+                                         "000000000000 in this one: a GPU replaced between them"):
+        rates_between(earlier, _reading(later.replace(third, "GPU-0000000a-0000-0000-0000-000000000000")))
+
+    def fanned(block: list[str], hosts: tuple[str, ...]) -> Reading:
+        reading = Reading.of(detect.read(Source.from_text("\n".join(f"{h}: {line}" for h in hosts for line in block),
+                                                          name="pdsh")), POSTED, unnamed=NODE)
+        assert reading is not None and {str(n) for n in reading.links["node_id"]} == set(hosts)
+        return reading
+
+    with pytest.raises(InputError, match=r"the readings hold several hosts \(dgx01, dgx02\): paste one node's"):
+        rates_between(fanned(lines[:cut], ("dgx01", "dgx02")), fanned(lines[cut:], ("dgx02", "dgx01")))
