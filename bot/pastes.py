@@ -340,10 +340,19 @@ class PasteReader:
         return earlier[0] if earlier else None
 
     def _answer(self, result: IngestResult, sources: list[Source], channel: str, thread: str, ts: str) -> str:
-        notes = "".join(f"\n_warning: {esc(w)}_" for w in result.warnings[:5])
         thread_node, platforms = self._thread_node(channel, thread)
         unnamed = thread_node or PASTED_NODE  # a paste in a node's thread is of that node, on its platform
         reading = Reading.of(result, _message_time(ts), unnamed=unnamed, platforms=platforms)
+        reply = self._reply(result, sources, channel, thread, ts, reading, unnamed, platforms)
+        named = reading.node_id if reading is not None else pasted_node(result.tables, unnamed)
+        if thread_node is not None and named not in (None, thread_node) and "the paste names" not in reply:
+            reply = (f"_The paste names {esc(named)}, not this thread's node {esc(thread_node)}: answered for it._\n"
+                     + reply)
+        return reply
+
+    def _reply(self, result: IngestResult, sources: list[Source], channel: str, thread: str, ts: str,
+               reading: Reading | None, unnamed: str, platforms: dict[str, str]) -> str:
+        notes = "".join(f"\n_warning: {esc(w)}_" for w in result.warnings[:5])
         if judged_whole(result.tables):  # events, or readings at two times: what `analyze FILE` says of it
             if reading is not None:
                 self._store(channel, thread, ts, reading)

@@ -171,6 +171,23 @@ def test_a_paste_of_no_link_counter_is_answered_as_analyze_file_answers_it_not_b
     assert not re.search(r"\b(step_samples|topology|link_samples|events)\)", reply), reply
 
 
+def test_a_paste_naming_another_host_than_its_threads_node_says_so() -> None:
+    """A kernel log of dgx01 pasted in hpc-gpu-node-12's thread was answered "Drain node dgx01" with no word that it
+    is not the thread's node; so were another host's `nvlink -e` totals. The reply says it first."""
+    xid = "\n".join(f"2026-03-01T11:30:0{i}+00:00 dgx01 kernel: NVRM: Xid (PCI:0000:{bus}:00): 79, pid=1, name=x, "
+                    "GPU has fallen off the bus." for i, bus in enumerate(("18", "2a")))
+    totals = "\n".join(f"dgx01: {line}" for line in _real("nvlink_e_v100_short_form_1.txt").splitlines()
+                       if not line.startswith("#"))
+    own = xid.replace(" dgx01 ", " hpc-gpu-node-12 ")  # a paste of the thread's own node: no such word
+    for text, said in ((xid, True), (totals, True), (own, False)):
+        with local_bot() as local:
+            root = summary_for(local, "hpc-gpu-node-12")
+            local.injector.message(text, user="UALICE", channel=OPS, thread_ts=root.ts)
+            reply = _reply(local, root.ts)
+        named = reply.startswith("_The paste names dgx01, not this thread's node hpc-gpu-node-12: answered for it._")
+        assert named == said and ("The paste names" in reply) == said, reply
+
+
 def test_a_paste_that_holds_nothing_to_judge_says_so_and_what_reading_it_said() -> None:
     """Fabric Manager saying NV_WARN_NOTHING_TO_DO holds no counter, event or run: the reply says so in words (it
     said "I read that ()") and keeps what reading it said (what the message means)."""
