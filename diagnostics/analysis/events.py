@@ -311,7 +311,8 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
         link_type = LinkType.PCIE if rule.name == OFF_BUS_RULE else LinkType.NVLINK
     who = ref.name
     label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
-    asked = _investigate(group) if rule.counter == EventKind.XID.value else None
+    rows = decode_rows(group) if rule.counter == EventKind.XID.value else []  # each Xid line's decode, read once
+    asked = next((row.says for _, row in rows if row is not None and row.says), None)
     crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
                         unit=rule.unit, severity=rule.severity, codes=_per_code(group),
                         fatal=bool(_fatal(group, rule.counter).any()), investigate=asked,
@@ -330,7 +331,7 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     held = [f"fatal at {fmt.when(first)}, before this window: it holds until a GPU reset, driver reload or reboot is "
             "seen (none in the readings since)"] if persists and first is not None else []
     texts = [str(x) for x in _present(group["text"]) if x is not None][:3]
-    told = _decode_said(group) if rule.counter == EventKind.XID.value else []
+    told = _decode_said(group, rows) if rows else []
     return Finding(ref=ref, link_type=link_type, link_id=rule.counter, gpu=gpu, link=link,
                    link_state=LinkState.UNKNOWN, onset=first.floor("us").to_pydatetime() if first is not None else None,
                    switch=ref.switch, switch_port=ref.port, port_source=source,
@@ -338,11 +339,11 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
                    evidence=[*told, *meanings, *held, *texts])
 
 
-def _decode_said(group: pd.DataFrame) -> list[str]:
+def _decode_said(group: pd.DataFrame, rows: list[tuple[CodeSeverity, Decode | None]]) -> list[str]:
     """What NVIDIA's XID 144-150 Decode makes of each line whose words a row keys on (its intrInfo or error
     status): the words, the resolution bucket and, where the row has one, the investigatory action in words."""
     out: list[str] = []
-    for code, (intr, status), (_, row) in zip(group["code"].astype(int).tolist(), words(group), decode_rows(group),
+    for code, (intr, status), (_, row) in zip(group["code"].astype(int).tolist(), words(group), rows,
                                               strict=True):
         if row is None or not (row.intr_info or row.error_status is not None):
             continue
@@ -352,12 +353,6 @@ def _decode_said(group: pd.DataFrame) -> list[str]:
         if line not in out:
             out.append(line)
     return out
-
-
-def _investigate(group: pd.DataFrame) -> str | None:
-    """What NVIDIA's decode of the group's Xids asks to investigate beyond the reset, in words (the first row that
-    says); None where no row does."""
-    return next((row.says for _, row in decode_rows(group) if row is not None and row.says), None)
 
 
 def _off_bus_before(events: pd.DataFrame, silent: Mapping[str, Mapping[int, int]],
