@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..components import ComponentRef, switch_name
@@ -66,6 +67,13 @@ def application_notes(events: pd.DataFrame, start_ns: int, end_ns: int,
     return out
 
 
+def _xids_in(events: pd.DataFrame, start_ns: int, end_ns: int) -> np.ndarray:
+    """The Xid events in (start, end] that name their node."""
+    t = ns(events["timestamp"])
+    return ((events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
+            & (t > start_ns) & (t <= end_ns) & events["node_id"].notna().to_numpy(bool))
+
+
 def _foreign_xids(events: pd.DataFrame, start_ns: int, end_ns: int, generation: Callable[[str], int | None],
                   catalog: CodeCatalog) -> dict[str, list[str]]:
     """Per node, its Xids in (start, end] that only GPUs of a later NVLink generation log (144-150: NVLink5's),
@@ -73,10 +81,7 @@ def _foreign_xids(events: pd.DataFrame, start_ns: int, end_ns: int, generation: 
     if events.empty or not {"kind", "code", "node_id", "timestamp"} <= set(events.columns):
         return {}
     only = {c: e.nvlink_generation for c, e in catalog.entries.items() if e.nvlink_generation is not None}
-    t = ns(events["timestamp"])
-    mine = ((events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
-            & events["code"].isin(sorted(only)).fillna(False).to_numpy(bool) & (t > start_ns) & (t <= end_ns)
-            & events["node_id"].notna().to_numpy(bool))
+    mine = _xids_in(events, start_ns, end_ns) & events["code"].isin(sorted(only)).fillna(False).to_numpy(bool)
     heard: dict[str, set[int]] = {}
     for node, code in zip(events["node_id"][mine].astype(str), events["code"][mine].astype(int), strict=True):
         heard.setdefault(node, set()).add(code)
@@ -103,10 +108,8 @@ def _unjudged_xids(events: pd.DataFrame, start_ns: int, end_ns: int, buses: Mapp
         return {}
     said = {c for c, e in catalog.entries.items() if e.application or (
         e.interconnect is None and e.severity in (CodeSeverity.FATAL, CodeSeverity.FAILING))}
-    t = ns(events["timestamp"])
-    mine = ((events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
-            & events["code"].notna().to_numpy(bool) & ~events["code"].isin(sorted(said)).fillna(False).to_numpy(bool)
-            & (t > start_ns) & (t <= end_ns) & events["node_id"].notna().to_numpy(bool))
+    mine = _xids_in(events, start_ns, end_ns) & events["code"].notna().to_numpy(bool) \
+        & ~events["code"].isin(sorted(said)).fillna(False).to_numpy(bool)
     if not mine.any():
         return {}
     rows = indexed(events[mine], buses, "pci_bus_id")
@@ -192,10 +195,7 @@ def _said(events: pd.DataFrame, start_ns: int, end_ns: int, buses: Mapping[str, 
         e.interconnect is None and e.severity in (CodeSeverity.FATAL, CodeSeverity.FAILING)))
     if events.empty or not codes or not {"kind", "code", "node_id", "timestamp"} <= set(events.columns):
         return {}
-    t = ns(events["timestamp"])
-    mine = ((events["kind"].astype("string") == EventKind.XID.value).fillna(False).to_numpy(bool)
-            & events["code"].isin(codes).fillna(False).to_numpy(bool) & (t > start_ns) & (t <= end_ns)
-            & events["node_id"].notna().to_numpy(bool))
+    mine = _xids_in(events, start_ns, end_ns) & events["code"].isin(codes).fillna(False).to_numpy(bool)
     if not mine.any():
         return {}
     rows = indexed(events[mine], buses, "pci_bus_id")  # a GPU a line names by address alone
