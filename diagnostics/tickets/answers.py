@@ -41,39 +41,48 @@ healthy, say so and say the slowdown lies elsewhere."""
 
 
 def rules_answer(diagnosis: Diagnosis) -> str:
-    """A plain answer from the analysis: what, where, how bad, what to do."""
+    """A plain answer from the analysis: what, where, how bad, what to do. A job's answer opens with the job; a
+    node's with what it found, the node named once."""
     d = diagnosis
-    who = f"Job {d.job_id}" if d.job_id else f"`{d.node_id}`"
+
+    def lead(sentence: str) -> str:
+        return f"Job {d.job_id}: {sentence}" if d.job_id else sentence[:1].upper() + sentence[1:]
+
     if not d.fault_detected:
         slow = f" (step time {d.degradation_pct:+.1f}%)" if d.degradation_pct is not None else ""
         warned = [f for f in d.findings if f.severity is Severity.WARNING and f.crossed]
-        unread = (f"{who}: no link reading of `{d.node_id}` in the window{slow}, so its fabric health is unknown, "
+        unread = (f"no link reading of `{d.node_id}` in the window{slow}, so its fabric health is unknown, "
                   "not healthy")
         if warned:  # nothing fails, but a rule warns: said, with the priority and action it sets
             more = f" (and {len(warned) - 1} more)" if len(warned) > 1 else ""
-            head = f"{unread}; " if d.health_unknown() else f"{who}: no failing link on `{d.node_id}`{slow}, but "
-            return (f"{head}{warned[0].component} warns: {warned[0].crossed[0].message}{more}. Priority "
-                    f"{d.priority_said()}; suggested action: {d.repair_action}")
+            head = f"{unread}; " if d.health_unknown() else f"no failing link on `{d.node_id}`{slow}, but "
+            return lead(f"{head}{warned[0].component} warns: {warned[0].crossed[0].message}{more}. Priority "
+                        f"{d.priority_said()}; suggested action: {d.repair_action}")
         if d.health_unknown():  # nothing read to clear it: never "within thresholds"
-            return f"{unread}. Suggested action: {d.repair_action}"
+            return lead(f"{unread}. Suggested action: {d.repair_action}")
         if d.unrated():  # totals, or states, with no rate: the rules of rate judged nothing
-            return (f"{who}: one reading of `{d.node_id}`'s links{slow}, so no error rate is known and its fabric "
-                    f"health is unknown, not healthy. Suggested action: {d.repair_action}")
-        return (f"{who}: no fabric fault on `{d.node_id}`{slow}. "
-                + (d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."))
+            return lead(f"one reading of `{d.node_id}`'s links{slow}, so no error rate is known and its fabric "
+                        f"health is unknown, not healthy. Suggested action: {d.repair_action}")
+        verdict = d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."
+        return lead(f"no fabric fault on `{d.node_id}`{slow}. {_sentence(verdict)}")
     part = d.isolated_component  # 'the GPU at PCI ...' or 'a GPU of the node': its article goes, 'failing' is one
-    text = f"{who}: `{d.node_id}` has a failing {part.removeprefix('the ').removeprefix('a ')}"
+    text = lead(f"`{d.node_id}` has a failing {part.removeprefix('the ').removeprefix('a ')}")
     if d.degradation_pct is not None:
         text += f" and the step time is {d.degradation_pct:+.1f}% against its baseline"
     text += "."
     if d.verdict:
-        text += f" {d.verdict}"
+        text += f" {_sentence(d.verdict)}"
     explained = set(d.localization.links) if d.localization else set()
     # the isolated part's own row first: an Xid 149's GPU, not the first by address of the GPUs its Xid 145s hit
     worst = next((f for f in d.failing if f.component in explained), d.failing[0] if d.failing else None)
     if worst is not None and worst.crossed:
         text += f" Evidence: {worst.crossed[0].message}."
     return text + f" Priority {d.priority_said()}; suggested action: {d.repair_action}"
+
+
+def _sentence(text: str) -> str:
+    """`text` ended as a sentence (a verdict may end on its score's parenthesis)."""
+    return text if text.rstrip().endswith((".", "!", "?")) else text.rstrip() + "."
 
 
 def facts(diagnosis: Diagnosis) -> dict[str, object]:

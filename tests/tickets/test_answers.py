@@ -109,3 +109,17 @@ def test_the_evidence_quoted_is_the_isolated_parts_own() -> None:
     said = rules_answer(d)
     evidence = said.split("Evidence: ")[1].split(". Priority")[0]
     assert "Xid 149 on the GPU at PCI 0000:dc:00.0" in evidence, said
+
+
+def test_a_nodes_answer_names_the_node_once_and_ends_its_verdict() -> None:
+    """A paste's answer read "`n1`: `n1` has a failing ...", and a verdict ending on its score ran into the next
+    sentence ("score 0.84) Evidence: ...")."""
+    job = rules_answer(NODE12)
+    node = rules_answer(NODE12.model_copy(update={"job_id": None}))
+    assert job.startswith(f"Job {NODE12.job_id}: `hpc-gpu-node-12` has a failing GPU 2 -> GPU 3 NVLink 1"), job
+    assert node.startswith("`hpc-gpu-node-12` has a failing GPU 2 -> GPU 3 NVLink 1"), node
+    assert node.count("`hpc-gpu-node-12`") == 1, node
+    assert ") Evidence" not in job and ". Evidence: " in job, job
+    unread = NODE12.model_copy(update={"job_id": None, "findings": [], "fault_detected": False,
+                                       "localization": None, "localizations": [], "verdict": None})
+    assert rules_answer(unread).startswith("No link reading of `hpc-gpu-node-12` in the window"), rules_answer(unread)
