@@ -22,7 +22,7 @@ from slack_sdk import WebClient
 
 from diagnostics import Diagnosis, FabricbotError, InputError, LinkState
 from diagnostics import format as fmt
-from diagnostics.analysis import PASTED_NODE, Reading, judged_whole, pasted_node, rates_between
+from diagnostics.analysis import PASTED_NODE, Reading, judged_whole, pasted_hosts, pasted_node, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
 from diagnostics.service import Request, UnknownName, diagnose, files_source
 from diagnostics.store import transaction
@@ -200,6 +200,15 @@ def states_text(diagnosis: Diagnosis) -> str:
     return "\n".join([*lines, said + (f", {unknown} of unknown state (not judged)" if unknown else "")])
 
 
+def _judged_node(result: IngestResult, reading: Reading | None, unnamed: str) -> str | None:
+    """The node a paste is answered for: its reading's, else the one it names (of several, `unnamed` where it is
+    one of them, else the first), else `unnamed`."""
+    if reading is not None:
+        return reading.node_id
+    hosts = pasted_hosts(result.tables)
+    return pasted_node(result.tables, unnamed) or (hosts[0] if hosts else None)
+
+
 class PasteReader:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -344,8 +353,15 @@ class PasteReader:
         unnamed = thread_node or PASTED_NODE  # a paste in a node's thread is of that node, on its platform
         reading = Reading.of(result, _message_time(ts), unnamed=unnamed, platforms=platforms)
         reply = self._reply(result, sources, channel, thread, ts, reading, unnamed, platforms)
-        named = reading.node_id if reading is not None else pasted_node(result.tables, unnamed)
-        if thread_node is not None and named not in (None, thread_node) and "the paste names" not in reply:
+        named = _judged_node(result, reading, unnamed)
+        hosts = pasted_hosts(result.tables)
+        if named is not None and len(hosts) > 1:
+            others = [h for h in hosts if h != named]
+            listed = ", ".join(esc(h) for h in others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+            why = "this thread's node" if named == thread_node else "the first"
+            reply = (f"_The paste holds {len(hosts)} hosts: I read {esc(named)}'s ({why}), not {listed}'s; paste each "
+                     "host's output in its own thread, or run `fabricbot analyze FILE --node HOST` on it._\n" + reply)
+        elif thread_node is not None and named not in (None, thread_node) and "the paste names" not in reply:
             reply = (f"_The paste names {esc(named)}, not this thread's node {esc(thread_node)}: answered for it._\n"
                      + reply)
         return reply
@@ -356,10 +372,10 @@ class PasteReader:
         if judged_whole(result.tables):  # events, or readings at two times: what `analyze FILE` says of it
             if reading is not None:
                 self._store(channel, thread, ts, reading)
-            return whole_answer(sources, pasted_node(result.tables, unnamed), platforms)
+            return whole_answer(sources, _judged_node(result, reading, unnamed), platforms)
         if reading is None:  # a benchmark run, a topology, a manager's log: answered as `analyze FILE` answers it
             if any(result.rows.values()):
-                return whole_answer(sources, pasted_node(result.tables, unnamed), platforms)
+                return whole_answer(sources, _judged_node(result, reading, unnamed), platforms)
             return f"I read that, but it holds no link counters, events or benchmark runs to judge.{notes}"
         if reading.clipped:
             notes += f"\n_I kept the first {len(reading.links):,} link rows and left out {reading.clipped:,}._"

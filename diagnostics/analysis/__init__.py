@@ -12,7 +12,7 @@ from .correlate import JobExplanation, LinkScore
 from .fleet import FleetAnalysis, analyze_fleet, history_needed
 from .jobs import History
 from .node import analyze_tables, explain_job, node_tables
-from .pasted import PASTED_NODE, Reading, judged_whole, pasted_node, rates_between
+from .pasted import PASTED_NODE, Reading, judged_whole, pasted_hosts, pasted_node, rates_between
 from .rates import counters_in
 from .rules import part_priority
 from .steps import jobs_on
@@ -51,6 +51,7 @@ __all__ = [
     "judged_whole",
     "node_tables",
     "part_priority",
+    "pasted_hosts",
     "pasted_node",
     "places",
     "rates_between",

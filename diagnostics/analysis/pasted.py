@@ -45,11 +45,18 @@ def judged_whole(tables: Mapping[str, pd.DataFrame]) -> bool:
     return bool(len(dated)) and bool(dated.drop_duplicates([*keys, "timestamp"]).duplicated(keys).any())
 
 
+def pasted_hosts(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """The nodes a paste's rows name, in the order they first appear."""
+    return [str(n) for n in dict.fromkeys(n for frame in tables.values() if "node_id" in frame.columns
+                                          for n in frame["node_id"].dropna())]
+
+
 def pasted_node(tables: Mapping[str, pd.DataFrame], unnamed: str = PASTED_NODE) -> str | None:
     """The node a paste is of: the one its rows name, `unnamed` when they name none (an `nvidia-smi` output: the
-    node its thread is about, else `PASTED_NODE`), None when they name several."""
-    named = {str(n) for frame in tables.values() if "node_id" in frame.columns for n in frame["node_id"].dropna()}
-    return unnamed if not named else named.pop() if len(named) == 1 else None
+    node its thread is about, else `PASTED_NODE`) or when it is one of several they name (a pdsh paste in that
+    node's thread), else None when they name several."""
+    named = pasted_hosts(tables)
+    return unnamed if not named or (len(named) > 1 and unnamed in named) else named[0] if len(named) == 1 else None
 
 
 BESIDE = ("events", "gpus", "topology")  # a paste's tables the engine reads beside its link rows
@@ -92,16 +99,25 @@ class Reading:
     platform: str | None = None
     beside: Mapping[str, pd.DataFrame] = field(default_factory=dict, compare=False)
     cut: bool = False  # the paste stops short or covers some GPUs only: what it does not reach is not missing
+    others: tuple[str, ...] = ()  # the other hosts of a paste of several (pdsh), not read into this one
 
     @classmethod
     def of(cls, result: IngestResult, posted_at: datetime, *, max_rows: int = MAX_ROWS,
            unnamed: str = PASTED_NODE, platforms: Mapping[str, str] | None = None) -> Reading | None:
         """The reading in a paste's tables, or None when it holds no link counters; rows that name no node are
-        `unnamed`'s. `platforms`: the nodes' platforms as the one who asks knows them; a node not in them is on
-        the platform the paste names, else the one its GPUs' model tells."""
+        `unnamed`'s. Of a paste of several hosts (pdsh), one host's: `unnamed`'s where it is one of them (the
+        thread's node), else the first; the others are said in `others`. `platforms`: the nodes' platforms as the
+        one who asks knows them; a node not in them is on the platform the paste names, else the one its GPUs'
+        model tells."""
         links = result["link_samples"]
         if links.empty:
             return None
+        hosts = [str(n) for n in dict.fromkeys(links["node_id"].dropna())]
+        others: tuple[str, ...] = ()
+        if len(hosts) > 1:
+            chosen = unnamed if unnamed in hosts else hosts[0]
+            others = tuple(h for h in hosts if h != chosen)
+            links = links[links["node_id"].astype(object).isin([chosen]).to_numpy(bool)]
         clipped = max(0, len(links) - max_rows)
         links = links.iloc[:max_rows].copy()
         stamped = bool(links["timestamp"].isna().any())
@@ -111,7 +127,7 @@ class Reading:
         links["node_id"] = links["node_id"].astype(object).fillna(node)
         beside = {name: _named(result[name], node) for name in BESIDE if name in result.tables and len(result[name])}
         platform = (platforms or {}).get(node) or _platform(result.nodes, node)
-        return cls(node, LINK_SAMPLES.conform(links), clipped, stamped, platform, beside, result.stops_short)
+        return cls(node, LINK_SAMPLES.conform(links), clipped, stamped, platform, beside, result.stops_short, others)
 
     def to_json(self) -> str:
         return str(self.links.to_json(orient="split", date_format="iso"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pandas as pd
 import pytest
 
 from diagnostics.analysis import Reading, rates_between
@@ -126,11 +127,36 @@ def test_a_replaced_gpu_or_a_paste_of_several_hosts_gives_no_rate() -> None:
                                          "000000000000 in this one: a GPU replaced between them"):
         rates_between(earlier, _reading(later.replace(third, "GPU-0000000a-0000-0000-0000-000000000000")))
 
-    def fanned(block: list[str], hosts: tuple[str, ...]) -> Reading:
-        reading = Reading.of(detect.read(Source.from_text("\n".join(f"{h}: {line}" for h in hosts for line in block),
-                                                          name="pdsh")), POSTED, unnamed=NODE)
-        assert reading is not None and {str(n) for n in reading.links["node_id"]} == set(hosts)
-        return reading
+    def both(block: list[str]) -> Reading:  # a reading kept before a paste of several hosts was cut to one
+        links = detect.read(Source.from_text("\n".join(f"{h}: {line}" for h in ("dgx01", "dgx02") for line in block),
+                                             name="pdsh"))["link_samples"]
+        return Reading("dgx01", links.assign(timestamp=links["timestamp"].fillna(pd.Timestamp(POSTED))))
 
     with pytest.raises(InputError, match=r"the readings hold several hosts \(dgx01, dgx02\): paste one node's"):
-        rates_between(fanned(lines[:cut], ("dgx01", "dgx02")), fanned(lines[cut:], ("dgx02", "dgx01")))
+        rates_between(both(lines[:cut]), both(lines[cut:]))
+
+
+def test_a_paste_of_several_hosts_is_read_as_one_host_and_names_the_others() -> None:
+    """A pdsh paste of several hosts was kept whole and judged as its first host alone, its rates refused. It is
+    read as the thread's node where that is one of its hosts, else as its first, and the others are named; two such
+    pastes in either host order rate that one host."""
+    lines = _text("nvlink_e_v100_short_form_dated_2.txt").splitlines()
+    cut = next(i for i, line in enumerate(lines) if i > 3 and line.startswith("Wed May"))
+
+    def fanned(block: list[str], hosts: tuple[str, ...], unnamed: str) -> Reading:
+        text = "\n".join(f"{h}: {line}" for h in hosts for line in block)
+        reading = Reading.of(detect.read(Source.from_text(text, name="pdsh")), POSTED, unnamed=unnamed)
+        assert reading is not None
+        return reading
+
+    first = fanned(lines[:cut], ("dgx01", "dgx02", "dgx03"), unnamed=NODE)
+    assert first.node_id == "dgx01" and first.others == ("dgx02", "dgx03")
+    assert set(first.links["node_id"]) == {"dgx01"}
+    own = fanned(lines[:cut], ("dgx01", "dgx02"), unnamed="dgx02")  # the thread's node among them
+    later = fanned(lines[cut:], ("dgx02", "dgx01"), unnamed="dgx02")
+    assert own.node_id == later.node_id == "dgx02" and own.others == later.others == ("dgx01",)
+    diagnosis, _ = rates_between(own, later)
+    alone, _ = rates_between(_reading("\n".join(lines[:cut])), _reading("\n".join(lines[cut:])))
+    assert diagnosis.node_id == "dgx02" and diagnosis.ticket_priority == alone.ticket_priority
+    assert [(f.component, f.severity) for f in diagnosis.findings] == [(f.component, f.severity)
+                                                                        for f in alone.findings]

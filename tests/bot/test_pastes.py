@@ -200,14 +200,28 @@ def test_a_paste_that_holds_nothing_to_judge_says_so_and_what_reading_it_said() 
     assert "()" not in reply and "NV_WARN_NOTHING_TO_DO" in reply, reply
 
 
-def test_a_paste_of_two_nodes_asks_for_one_at_a_time() -> None:
+def test_a_paste_of_several_hosts_is_answered_for_one_and_names_the_others() -> None:
+    """A kernel log of two hosts was answered "paste one node's output at a time", and a pdsh `nvlink -e` of several
+    hosts was judged as its first host with no word of the others. Both are answered for the thread's node where it
+    is one of the hosts, else the first, as `analyze FILE --node HOST` answers, and the others are named."""
     two = "\n".join(f"2026-03-01T11:30:00+00:00 {host} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, "
                     "GPU has fallen off the bus." for host in ("gpu-a", "gpu-b"))
+    block = [line for line in _real("nvlink_e_v100_short_form_1.txt").splitlines() if not line.startswith("#")]
+    pdsh = "\n".join(f"{h}: {line}" for h in ("dgx01", "hpc-gpu-node-12", "dgx03") for line in block)
     with local_bot() as local:
         root = summary_for(local, "hpc-gpu-node-12")
         local.injector.message(two, user="UALICE", channel=OPS, thread_ts=root.ts)
-        reply = _reply(local, root.ts)
-    assert "names 2 nodes (gpu-a, gpu-b)" in reply and "paste one node's output at a time" in reply, reply
+        xid = _reply(local, root.ts)
+        local.injector.message(pdsh, user="UALICE", channel=OPS, thread_ts=root.ts)
+        totals = _reply(local, root.ts, 2)
+        kept = [r["node_id"] for r in local.audit.db[pastes.PASTES].rows]
+    assert xid.startswith("_The paste holds 2 hosts: I read gpu-a's (the first), not gpu-b's;"), xid
+    source, node, _ = files_source([Source.from_text(two, name="two")], node="gpu-a")
+    assert shown(esc(rules_answer(diagnose(source, Request(node=node)).diagnosis))) in xid, xid
+    assert totals.startswith("_The paste holds 3 hosts: I read hpc-gpu-node-12's (this thread's node), not dgx01, "
+                             "dgx03's;"), totals
+    assert "lifetime totals since the counters were last reset on `hpc-gpu-node-12`" in totals, totals
+    assert kept == ["hpc-gpu-node-12"]
 
 
 def test_readings_on_two_clocks_are_not_rated_and_the_new_ones_totals_are_said() -> None:
