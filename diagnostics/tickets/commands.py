@@ -70,6 +70,20 @@ _NO_DRAIN = re.compile(
     r"|\bdrain\w*\s+(?:it\s+|the\s+node\s+|them\s+)?later\b|\bno\s+drain\b|\bkeep\w*\b[^.;]*\bin service\b"
     r"|\bwhile\s+(?:its\s+|the\s+)?(?:jobs?|workloads?)\s+(?:keep\s+|are\s+|is\s+)?(?:still\s+)?running\b"
     r"|\b(?:safe|done)\s+live\b|\bjobs?\s+can\s+(?:stay|keep|continue)", re.IGNORECASE)
+# a step that stops GPUs, said before the drain it needs ("reset GPU 2, then drain", "run dcgmi diag now, before
+# draining", "drain after the reset"), or on a node still working ("on the running node", "right away" with no drain)
+_STOPS = (r"(?:reset|reboot|restart|re-?seat|power[- ]?(?:cycl|off|down)|swap|replac|remov|dcgmi\s+diag|"
+          r"diag(?:nostic)?s?\b)")
+_ACTS_FIRST = re.compile(
+    rf"\b{_STOPS}\w*\b[^.;]*?\b(?:before|prior\s+to|ahead\s+of|then|afterwards?)\b[^.;]{{0,20}}?\bdrain"
+    rf"|\bdrain\w*\b[^.;]{{0,30}}?\bafter(?:wards)?\b[^.;]{{0,20}}?\b{_STOPS}"
+    rf"|\b{_STOPS}\w*\b[^.;]*?\bdrain\w*\b[^.;]{{0,20}}?\bafterwards?\b"
+    r"|\bon\s+the\s+(?:running|live|busy|loaded)\s+(?:node|host|server|system|machine)\b"
+    r"|\bwhile\s+(?:the\s+node|the\s+host|it)\s+(?:is\s+)?(?:still\s+)?(?:in\s+service|running\s+jobs|serving|busy)\b"
+    r"|\bwith\s+(?:its\s+|the\s+)?(?:jobs?|workloads?)\s+(?:still\s+)?(?:on\s+it|running)\b"
+    r"|\bwithout\s+waiting\s+for\s+(?:the\s+|a\s+)?drain"
+    rf"|^(?![^.;]*\bdrain)[^.;]*?\b{_STOPS}\w*\b[^.;]*?\b(?:right\s+away|immediately|right\s+now|at\s+once)\b",
+    re.IGNORECASE)
 _COUNTERS = re.compile(r"\b(?:clear|reset|zero)\w*\s+(?:the\s+|its\s+|all\s+|their\s+)?(?:nvlink\s+|error\s+|crc\s+|"
                        r"replay\s+|link\s+)*counters?\b", re.IGNORECASE)
 _RESUMES = re.compile(r"state=resume|\buncordon\b|\bresume\b[^.;]{0,20}\bnode\b|\breturn\w*\s+[^.;]{0,20}\bto "
@@ -81,6 +95,8 @@ _REFUSED = [
                 "excluding the GPU, never a link or a port"),
     (_NO_DRAIN, "tells someone to act without draining first; every reset, reboot and repair in the plan follows "
                 "the drain"),
+    (_ACTS_FIRST, "tells someone to reset, reboot, run a diagnostic or touch hardware before the drain (or on a node "
+                  "still running jobs); every reset, reboot and repair in the plan follows the drain"),
     (_COUNTERS, "tells someone to clear the error counters; they are read, never reset (a reset erases the evidence "
                 "and the rates)"),
     (_RESUMES, "tells someone to put the node back in service; that waits for the repair to be verified"),

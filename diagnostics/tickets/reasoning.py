@@ -32,20 +32,36 @@ from .isolation import isolation_problems
 from .sentences import drafted, sentences
 
 _LIST = r"(\d+(?:\s*(?:,|and|or|&|/)\s*\d+)*)"  # after a plural: 'GPUs 5 and 7', 'ports 10, 16'
-_GPU = re.compile(rf"\bGPUs\s*#?\s*{_LIST}|\bGPU\s*#?\s*(\d+)", re.IGNORECASE)
-_LINK = re.compile(rf"\bNVLinks\s+#?\s*{_LIST}|\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)", re.IGNORECASE)
-_SWITCH = re.compile(r"\bNVSwitch\s*#?\s*(\d+)", re.IGNORECASE)
-_PORT = re.compile(rf"\bports\s*#?\s*{_LIST}|\bport\s*#?\s*(\d+)", re.IGNORECASE)
+# a number as a person may spell it after a GPU's name ('GPU six'); GPUs of a node and a tray's go up to 17
+_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen"]
+_SPELLED = "|".join(_WORDS)
+_ID = r"(\d+)(?!\w|-\w)"  # a whole number, not a UUID's or a part number's first group ('GPU-12345678-...')
+_GPU = re.compile(rf"\bGPUs\s*#?\s*{_LIST}|\bGPU\s*[#_-]?\s*{_ID}|\bcuda:{_ID}|\bGPU\b[^.;,()]{{0,12}}?\bindex\s*#?\s*"
+                  rf"{_ID}|\bGPU\s+({_SPELLED})\b", re.IGNORECASE)
+_LINK = re.compile(rf"\bNVLinks\s+#?\s*{_LIST}|\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)|(?<![\w-])link\s+#?\s*{_ID}",
+                   re.IGNORECASE)
+_SWITCH = re.compile(rf"\bNVSwitch\s*[#_-]?\s*{_ID}|(?<!pcie\s)\bswitch\s*#?\s*{_ID}", re.IGNORECASE)
+_PORT = re.compile(rf"\bports\s*#?\s*{_LIST}|\bport\s*(?:[#:_-]|number|no\.?)?\s*{_ID}", re.IGNORECASE)
 _SWITCH_TRAY = re.compile(rf"\bswitch[-\s]trays\s*#?\s*{_LIST}|\bswitch[-\s]tray\s*#?\s*(\d+)", re.IGNORECASE)
 _COMPUTE_TRAY = re.compile(rf"\bcompute[-\s]trays\s*#?\s*{_LIST}|\bcompute[-\s]tray\s*#?\s*(\d+)", re.IGNORECASE)
 _CHIP = re.compile(rf"\bchips\s*#?\s*{_LIST}|\bchip\s*#?\s*(\d+)", re.IGNORECASE)
 _LANE = re.compile(r"\blanes?\s*#?\s*(\d+)(?!\s*(?:of|lanes?)\b)", re.IGNORECASE)  # 'lane 6', not 'lanes 8 of 16'
+# a GPU's own link named together ("GPU 5 NVLink 2", "GPU 5's NVLink 2"): held to the links the facts name, so a
+# draft does not give the failing link to the peer the input named (GPU 2 NVLink 2, its peer GPU 5)
+_GPU_LINK = re.compile(r"\bGPU\s*#?\s*(\d+)(?:['’]s)?\s+NVLink\s*#?\s*(\d+)", re.IGNORECASE)
+PAIRS = "GPU's NVLink"  # the facts' key of the (GPU, link) pairs, each as GPU x 1000 + link
+# an NVIDIA board part number (699-2G520-0200-000): the parts catalog names parts by id and name, never by number
+_PART_NUMBER = re.compile(r"\b\d{3}-[0-9A-Z]{5}-[0-9A-Z]{4}-[0-9A-Z]{3}\b", re.IGNORECASE)
 
 _END = re.compile(r"\b(GPU|NVSwitch|upstream)(?:'s)?\s+end\b", re.IGNORECASE)
 _END_OF = {"gpu": LinkEnd.GPU, "nvswitch": LinkEnd.NVSWITCH, "upstream": LinkEnd.UPSTREAM}
 _LEVELS = "|".join(p.value for p in Priority)
-_PRIORITY = re.compile(rf"\bpriority\b\W{{0,3}}(?:is\s+|of\s+|to\s+|should be\s+)?({_LEVELS})\b|"
-                       rf"\b({_LEVELS})[-\s]priority\b", re.IGNORECASE)
+_PRIORITY = re.compile(rf"\bpriority\b\W{{0,3}}(?:(?:is|of|to|at|as|be|should\s+be|would\s+be|will\s+be|must\s+be|"
+                       rf"could\s+be)\s+)?(?:an?\s+)?({_LEVELS})\b|\b({_LEVELS})[-\s]priority\b", re.IGNORECASE)
+# a priority said in another scale than the ticket's (P1, SEV-2): the ticket's level is said in its own words
+_OTHER_SCALE = re.compile(r"\b(?:as|is|at|an?|priority)\s+(P[0-4]|SEV[-\s]?[0-4])\b|\b(P[0-4]|SEV[-\s]?[0-4])[-\s]+"
+                          r"(?:priority|incident|ticket|issue)\b", re.IGNORECASE)
 
 
 class Alternative(BaseModel):
@@ -81,8 +97,10 @@ class DraftReasoning(BaseModel):
 
 
 def _numbers(pattern: re.Pattern[str], text: str) -> set[int]:
-    """The numbers `text` names of one kind; a GPU's also as a command's `-i` names it (`nvidia-smi -r -i 3`)."""
-    named = {int(n) for m in pattern.finditer(text) for n in re.findall(r"\d+", next(g for g in m.groups() if g))}
+    """The numbers `text` names of one kind (in figures, or a GPU's in words); a GPU's also as a command's `-i`
+    names it (`nvidia-smi -r -i 3`)."""
+    named = {_WORDS.index(n.lower()) if n.lower() in _WORDS else int(n) for m in pattern.finditer(text)
+             for n in re.findall(rf"\d+|{_SPELLED}", next(g for g in m.groups() if g), re.IGNORECASE)}
     return named | gpus_run_on(text) if pattern is _GPU else named
 
 
@@ -94,20 +112,28 @@ def _from(texts: Iterable[str | None], pattern: re.Pattern[str]) -> set[int]:
     return out
 
 
+def _pairs(texts: Iterable[str | None]) -> set[int]:
+    """The (GPU, NVLink) pairs the texts name together, each as GPU x 1000 + link."""
+    return {int(g) * 1000 + int(n) for t in texts if t for g, n in _GPU_LINK.findall(t)}
+
+
 def _facts(c: Candidate) -> dict[str, set[int]]:
     texts = [c.component, c.peer, c.switch, *c.findings]
     gpus = _from(texts, _GPU) | ({c.gpu} if c.gpu is not None else set())
     links = _from([c.component, *c.findings, c.link_id], _LINK) | ({c.link} if c.link is not None else set())
     ports = _from([c.component, *c.findings], _PORT) | ({c.switch_port} if c.switch_port is not None else set())
+    pairs = _pairs([c.component, *c.findings]) | ({c.gpu * 1000 + c.link} if c.gpu is not None and c.link is not None
+                                                  else set())
     return {"GPU": gpus, "NVLink": links, "NVSwitch": _from([c.switch, c.component], _SWITCH), "port": ports,
-            "lane": set(c.lanes), **{name: _from(texts, p) for name, p in _RACK_PATTERNS.items()}}
+            "lane": set(c.lanes), PAIRS: pairs, **{name: _from(texts, p) for name, p in _RACK_PATTERNS.items()}}
 
 
 def _with_plan(facts: dict[str, set[int]], plan: RepairPlan) -> dict[str, set[int]]:
     """A candidate's facts and what its own repair plan names: the GPUs a pre-Ampere reset takes with it, the compute
     trays a rack's repair drains; the plan's words are the catalog's, never a contradiction."""
-    said = plan_texts(plan)
-    return {name: facts.get(name, set()) | _from(said, pattern) for name, pattern in _PATTERNS.items()}
+    said = plan_texts(plan)[1:]  # not its action: a contradiction there names the part the input says it is not
+    return {**{name: facts.get(name, set()) | _from(said, pattern) for name, pattern in _PATTERNS.items()},
+            PAIRS: facts.get(PAIRS, set()) | _pairs(said)}
 
 
 ALL_PARTS = "*"
@@ -116,7 +142,7 @@ _PATTERNS = {"GPU": _GPU, "NVLink": _LINK, "NVSwitch": _SWITCH, "port": _PORT, "
 
 
 def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, set[int]]:
-    out: dict[str, set[int]] = {name: set() for name in _PATTERNS}
+    out: dict[str, set[int]] = {name: set() for name in [*_PATTERNS, PAIRS]}
     for c in candidates:
         for name, values in _facts(c).items():
             out[name] |= values
@@ -126,6 +152,8 @@ def _union(candidates: Iterable[Candidate], diagnosis: Diagnosis) -> dict[str, s
     out["NVSwitch"] |= _from((f.switch for f in diagnosis.findings), _SWITCH)
     out["port"] |= {f.switch_port for f in diagnosis.findings if f.switch_port is not None}
     out["lane"] |= {lane for f in diagnosis.findings for lane in f.lanes}
+    out[PAIRS] |= _pairs(f.component for f in diagnosis.findings) | {
+        f.gpu * 1000 + f.link for f in diagnosis.findings if f.gpu is not None and f.link is not None}
     for name, pattern in _RACK_PATTERNS.items():
         out[name] |= _from((t for f in diagnosis.findings for t in (f.component, f.switch)), pattern)
     return out
@@ -141,10 +169,20 @@ def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: 
         for n in sorted(_numbers(pattern, text) - have):
             held = ", ".join(f"{name} {v}" for v in sorted(have)) or "none"
             problems.append(f"names {name} {n}, but {owner} has {held}")
+    if PAIRS in facts:
+        for pair in sorted(_pairs([text]) - facts[PAIRS]):
+            held = ", ".join(f"GPU {v // 1000} NVLink {v % 1000}" for v in sorted(facts[PAIRS])) or "none"
+            problems.append(f"names GPU {pair // 1000} NVLink {pair % 1000}, but {owner} has {held}")
     for m in _PRIORITY.finditer(text):
         level = (m.group(1) or m.group(2)).lower()
         if level != priority.value:
             problems.append(f"states priority {level}, but the priority is {priority.value} (set by the analysis)")
+    for m in _OTHER_SCALE.finditer(text):
+        problems.append(f"states a priority as {m.group(1) or m.group(2)}, but the priority is {priority.value} "
+                        "(set by the analysis, said in its own words)")
+    for m in _PART_NUMBER.finditer(text):
+        problems.append(f"names part number {m.group(0)}, which the parts catalog does not hold: name the part by "
+                        "the catalog's id or name")
     lowered = text.lower()
     for p in parts() if part_ids != ALL_PARTS else ():
         if p.id not in part_ids and p.id.lower() in lowered:

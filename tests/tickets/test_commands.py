@@ -59,6 +59,17 @@ UNSAFE = [
     "reset GPU 2 and `scontrol update nodename=gpu-node-7 state=resume` to put it back right away",
     "clear the error counters, then read them with `nvidia-smi nvlink -e -i 2`",
     "reset every GPU with `nvidia-smi -r`",
+    # the drain said after what it must come before, or a node still at work
+    "reset GPU 2 (`nvidia-smi -r -i 2`) first, then drain the node",
+    "Run `dcgmi diag -r 3` now, before draining, and watch GPU 2's counters",
+    "reseat GPU 2's module prior to draining the node",
+    "drain the node after the reset of GPU 2",
+    "reset GPU 2 alone, and drain the node afterwards",
+    "reset GPU 2 on the running node",
+    "reset GPU 2 while the node is still in service",
+    "reset GPU 2 with its jobs still running",
+    "reset GPU 2 without waiting for the drain",
+    "reset GPU 2 alone right away (`nvidia-smi -r -i 2`) and read its counters again",
 ]
 # What a careful engineer writes: a safety rule said in the negative, a long option, a narrower read
 CAREFUL = [
@@ -68,6 +79,9 @@ CAREFUL = [
     "Isolate the fault by draining the node, then check GPU 2's NVLink 2 counters again.",
     "Read GPU 2's counters with `nvidia-smi nvlink --errorcounters -i 2` and the kernel log (`dmesg`).",
     "With the node drained, reset only GPU 2 (`nvidia-smi --gpu-reset -i 2`), then read its counters again.",
+    "Read GPU 2's counters (`nvidia-smi nvlink -e -i 2`) before draining: the drain does not clear them.",
+    "Drain the node, then reset GPU 2 alone (`nvidia-smi -r -i 2`) and read its counters again.",
+    "Drain the node right away, then reset GPU 2 (`nvidia-smi -r -i 2`).",
 ]
 
 
@@ -162,3 +176,52 @@ def test_a_racks_trays_and_chips_are_held_to_the_facts() -> None:
     assert _drafted(rack, "Compute trays 3 and 40 see it.").drafted_by == "rules"
     assert _drafted(rack, "Switch tray 1 chip 1 is failing; compute trays 3 and 4 see it on ports 10 and "
                           "16.").drafted_by == "scripted-claude"
+
+
+NAMED_ELSEWISE = [  # a GPU, port, switch, link, part or priority the facts do not hold, spelled as people spell them
+    ("GPU-6 NVLink 2 to NVSwitch 0 port 10 is failing.", "names GPU 6"),
+    ("The GPU at index 6 is failing.", "names GPU 6"),
+    ("Device cuda:6 is failing.", "names GPU 6"),
+    ("GPU six's NVLink 2 is failing.", "names GPU 6"),
+    ("GPU 2 NVLink 2 is failing (NVSwitch 0, port: 12).", "names port 12"),
+    ("GPU 2 NVLink 2 to NVSwitch 0 port-12 is failing.", "names port 12"),
+    ("GPU 2 NVLink 2 lands on NVSwitch 0 at port number 12.", "names port 12"),
+    ("GPU 2 NVLink 2 to switch 3 port 10 is failing.", "names NVSwitch 3"),
+    ("GPU 2 NVLink 2 to NVSwitch-3 port 10 is failing.", "names NVSwitch 3"),
+    ("GPU 2 link 5 to NVSwitch 0 port 10 is failing.", "names NVLink 5"),
+    ("Order NVIDIA part 699-2G520-0200-000.", "names part number 699-2G520-0200-000"),
+    ("The priority would be urgent.", "states priority urgent"),
+    ("Treat it as P1.", "states a priority as P1"),
+]
+
+
+@pytest.mark.parametrize(("text", "said"), NAMED_ELSEWISE)
+def test_a_fact_spelled_another_way_is_still_held_to_the_facts(text: str, said: str) -> None:
+    """A draft named GPU 6 as `GPU-6` or `cuda:6`, port 12 as `port: 12`, an invented part number, a priority as P1,
+    and the check let them through to the filed ticket."""
+    facts = {"GPU": {2}, "NVLink": {2}, "NVSwitch": {0}, "port": {10}}
+    problems = contradictions(text, facts, "candidate c", Priority.HIGH, {"hgx-h100-sxm5-module"})
+    assert any(said in p for p in problems), problems
+    fine = "GPU 2 (GPU-2, cuda:2) NVLink 2 to NVSwitch 0 port 10 (port: 10) is failing; priority high."
+    assert contradictions(fine, facts, "candidate c", Priority.HIGH, {"hgx-h100-sxm5-module"}) == []
+    uuid = "GPU-12345678-9abc-def0-1234-56789abcdef0 is GPU 2; an NVLink5 board."  # a UUID, a generation
+    assert contradictions(uuid, facts, "candidate c", Priority.HIGH, {"hgx-h100-sxm5-module"}) == []
+
+
+def test_a_draft_may_not_give_the_failing_link_to_the_peer_the_input_named() -> None:
+    """The input names GPU 2 NVLink 2's peer GPU 5, which the platform contradicts: the plan's words name GPU 5, so a
+    summary saying "GPU 5 NVLink 2 is failing" passed, though the failing link is GPU 2's."""
+    from diagnostics.tickets import candidates_for
+    from diagnostics.tickets.reasoning import DraftReasoning, check
+
+    d = hgx_node()
+    cands = candidates_for(d)
+    target, _ = select(d, None, None)
+    draft = {"candidate_id": target.id, "why": "GPU 2 NVLink 2 replays over 1,000/h.",
+             "summary": "GPU 5 NVLink 2 to NVSwitch 0 port 10 is failing."}
+    priorities = {c.id: Priority.HIGH for c in cands}
+    plans = {c.id: plan_for(d, c) for c in cands}
+    problems = check(DraftReasoning.model_validate(draft), d, cands, priorities, plans)
+    assert any("names GPU 5 NVLink 2, but candidate" in p and "GPU 2 NVLink 2" in p for p in problems), problems
+    right = draft | {"summary": "GPU 2 NVLink 2 to NVSwitch 0 port 10 is failing (the input named GPU 5 its peer)."}
+    assert check(DraftReasoning.model_validate(right), d, cands, priorities, plans) == []
