@@ -7,11 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel
-from pydantic_ai import RunContext
+from pydantic import BaseModel, ValidationError
+from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.capabilities import Hooks
-from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.output import OutputContext
+from pydantic_ai.tools import ToolDefinition
 
 
 class ModelCall(BaseModel):
@@ -59,6 +61,32 @@ async def record_call(ctx: RunContext[Any], *, request_context: ModelRequestCont
     return response
 
 
+def first_error(error: ValidationError | ModelRetry) -> str:
+    """The first thing wrong with an answer pydantic-ai sends back, in one line: a field and its error."""
+    if isinstance(error, ValidationError) and (errors := error.errors()):
+        where = ".".join(str(part) for part in errors[0]["loc"])
+        return f"{where}: {errors[0]['msg']}" if where else errors[0]["msg"]
+    return " ".join(str(error).split())
+
+
+async def record_unfit_answer(ctx: RunContext[Any], *, output_context: OutputContext, output: Any,
+                              error: ValidationError | ModelRetry) -> Any:
+    """An answer that does not fit the output's schema is sent back: noted as a retry, then passed on."""
+    prose = output_context.tool_call is None and isinstance(error, ValidationError) and \
+        any(e["type"] == "json_invalid" for e in error.errors())
+    ctx.deps.mark_retry("plain text where the draft's form was asked for" if prose else first_error(error))
+    raise error
+
+
+async def record_unfit_tool_call(ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any,
+                                 error: ValidationError | ModelRetry) -> Any:
+    """A tool call whose arguments the tool does not take is sent back: noted as a retry, then passed on."""
+    ctx.deps.mark_retry(f"{call.tool_name}'s arguments: {first_error(error)}")
+    raise error
+
+
 def recorder() -> Hooks[Any]:
-    """The capability that records every model request of a run into its `CallLog` deps."""
-    return Hooks(model_request=record_call)
+    """The capability that records every model request of a run into its `CallLog` deps, and each answer or tool
+    call sent back for not fitting its schema as a retry (the output validators note what contradicts the facts)."""
+    return Hooks(model_request=record_call, output_validate_error=record_unfit_answer,
+                 tool_validate_error=record_unfit_tool_call)

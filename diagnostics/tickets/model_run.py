@@ -19,6 +19,7 @@ from pydantic_ai.exceptions import (
     ContentFilterError,
     ModelConnectionError,
     ModelHTTPError,
+    ModelRetry,
     OutputTokenLimitExceeded,
     RunTimedOut,
     UnexpectedModelBehavior,
@@ -138,12 +139,12 @@ class ClaudeRun:
 
     def _fallback(self, log: CallLog, exc: BaseException) -> str:
         """Note the fallback in the calls and return why, scrubbed and short."""
-        reason = scrub(f"{type(exc).__name__}: {self._why(exc)}")[:300]
+        reason = one_line(scrub(f"{type(exc).__name__}: {self._why(exc, log)}"), MAX_REASON)
         log.calls.append(ModelCall(model=self.name, outcome="fallback", detail=reason))
         self._report(log.calls)
         return reason
 
-    def _why(self, exc: BaseException) -> str:
+    def _why(self, exc: BaseException, log: CallLog) -> str:
         """What stopped the run, in words: which limit it hit, or what the API answered."""
         limits = self.limits
         if isinstance(exc, RunTimedOut):
@@ -154,7 +155,7 @@ class ClaudeRun:
             said = str(exc).split(". Consider")[0]
             return f"the run hit its usage limit ({limits.requests} requests, {limits.total_tokens:,} tokens): {said}"
         if isinstance(exc, ContentFilterError):
-            return f"the model refused to answer (stop reason refusal): {exc}"
+            return "the model refused to answer (stop reason refusal)"
         if isinstance(exc, ModelHTTPError):
             status = exc.status_code
             if status == 429:
@@ -162,16 +163,66 @@ class ClaudeRun:
                 return f"the Anthropic API is rate limiting this key (429{f', retry after {wait}' if wait else ''})"
             if status == 529:
                 return "the Anthropic API is overloaded (529); try again in a few minutes"
-            return f"the Anthropic API answered {status}: {str(exc)[:150]}"
-        if isinstance(exc, UnexpectedModelBehavior) and (bad := _BAD_TOOL.match(str(exc))):
-            return (f"the model kept calling {bad[1]} with arguments it does not take "
-                    f"(sent back {fmt.count(int(bad[2]), 'time')}, the run's retry limit)")
+            return f"the Anthropic API answered {status}: {api_message(exc.body, str(exc))}"
+        if isinstance(exc, UnexpectedModelBehavior):
+            return _sent_back(exc, log) or str(exc)
         if isinstance(exc, ModelConnectionError):
             return f"the connection to the Anthropic API failed or was cut mid-answer: {exc}"
         return str(exc)
 
 
+MAX_REASON = 500  # a fallback note's reason, in characters: the API's own message fits whole
+MAX_API_MESSAGE = 300
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line, cut at `limit` characters with an ellipsis where it was longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "…"
+
+
+def api_message(body: object, fallback: str) -> str:
+    """The API's own words for an error: `error.message` of Anthropic's error body (with its type), else the
+    error as pydantic-ai words it; on one line, bounded."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(message := error.get("message"), str):
+        kind = error.get("type")
+        text = f"{message} ({kind})" if isinstance(kind, str) else message
+    else:
+        text = fallback
+    return one_line(text, MAX_API_MESSAGE)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and the errors it was raised from, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__
+    return chain
+
+
+def _sent_back(exc: UnexpectedModelBehavior, log: CallLog) -> str:
+    """Why answers were sent back until the retry limit stopped the run: a tool that does not exist, a tool's
+    arguments, answers that contradict the analysis, or answers that did not fit the draft's form. '' otherwise."""
+    retried = [c.detail for c in log.calls if c.outcome == "retry" and c.detail]
+    last = f"; the last: {retried[-1]}" if retried else ""
+    if bad := _BAD_TOOL.match(str(exc)):
+        times = f"sent back {fmt.count(int(bad[2]), 'time')}, the run's retry limit"
+        if any(type(c).__name__ == "_UnknownTool" or str(c).startswith("Unknown tool name") for c in _causes(exc)):
+            return f"the model kept calling {bad[1]}, a tool that does not exist ({times})"
+        return f"the model kept calling {bad[1]} with arguments it does not take ({times}{last})"
+    if not (limit := _OUTPUT_RETRIES.match(str(exc))):
+        return ""
+    times = f"sent back {fmt.count(int(limit[1]), 'time')}, the run's retry limit"
+    if any(isinstance(c, ModelRetry) for c in _causes(exc)[1:]):
+        return f"the drafts kept contradicting the analysis ({times}{last})"
+    return f"the answers did not fit the draft's form ({times}{last})"
+
+
 _BAD_TOOL = re.compile(r"Tool '([^']+)' exceeded max retries count of (\d+)")
+_OUTPUT_RETRIES = re.compile(r"Exceeded maximum output retries \((\d+)\)")
 
 
 def _retry_after(exc: ModelHTTPError) -> str:

@@ -204,8 +204,8 @@ def test_invalid_tool_arguments_are_sent_back_then_named() -> None:
     results = [b for m in s.requests[1]["messages"] if isinstance(m["content"], list) for b in m["content"]
                if b.get("type") == "tool_result"]
     assert results and results[0].get("is_error") and "link" in str(results[0]["content"])
-    assert "kept calling link_detail with arguments it does not take (sent back 1 time, the run's retry limit)" \
-        in note, note
+    assert "kept calling link_detail with arguments it does not take (sent back 1 time, the run's retry limit; " \
+           "the last: link_detail's arguments: link: Field required)" in note, note
 
 
 def test_a_cut_response_is_a_connection_failure() -> None:

@@ -10,13 +10,24 @@ from typing import Any
 
 import httpx2
 import pytest
+from pydantic_ai import models
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from bot.runtime import build_runtime
 from bot.settings import Settings
-from diagnostics.tickets import ClaudeAnswerer, ClaudeDrafter, ModelCall, ModelCheck, RunLimits, check_model
-from tests.tickets.helpers import good_answer, scripted, seed_diagnosis
+from diagnostics.tickets import (
+    ClaudeAnswerer,
+    ClaudeDrafter,
+    ModelCall,
+    ModelCheck,
+    RunLimits,
+    check_model,
+    drafter_from_env,
+)
+from diagnostics.tickets.model_run import ENV_KEY, ENV_MODEL
+from tests.tickets.anthropic_stub import Reply, Script, Stub, final_answer, serve, tool_use
+from tests.tickets.helpers import good_answer, hgx_node, scripted, seed_diagnosis
 
 
 def test_a_model_that_never_stops_calling_tools_is_stopped_by_the_request_limit() -> None:
@@ -117,3 +128,79 @@ def test_an_unusable_claude_is_said_once_and_the_rules_draft(tmp_path: Path) -> 
     assert ticket.drafted_by == "rules" and "unusable at start-up" in ticket.fallback_notes[0]
     assert rt.answerer.answer(seed_diagnosis(), "why?").by == "rules"
     assert json.dumps(rt.notes).count("refused") == 1
+
+
+# -- why a run fell back, through production's construction and a local stub of the Messages API ------------------
+
+KEY = "sk-ant-stub-0123456789abcdefghij"
+
+
+def _draft(monkeypatch: pytest.MonkeyPatch, script: list[Script]) -> tuple[str, list[ModelCall], Stub]:
+    """A draft by `drafter_from_env` (a key in the environment, no model named) against the stub: its one note."""
+    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", True)  # loopback only: the stub
+    calls: list[ModelCall] = []
+    with serve(script) as stub:
+        monkeypatch.setenv(ENV_KEY, KEY)
+        monkeypatch.delenv(ENV_MODEL, raising=False)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.base_url)
+        ticket = drafter_from_env(on_model_call=calls.append).draft(hgx_node())
+    assert ticket.drafted_by == "rules" and len(ticket.fallback_notes) == 1, ticket
+    return ticket.fallback_notes[0], calls, stub
+
+
+def _answer(answer: dict[str, Any]) -> Script:
+    return lambda body: [final_answer(body, answer, 9)]
+
+
+def test_drafts_that_keep_contradicting_the_analysis_say_so_and_the_last_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = {"candidate_id": "gpu2", "why": "three links replay", "summary": "The GPU 5 module is failing.",
+             "cites": ["gpu2-nvlink0"]}
+    note, calls, stub = _draft(monkeypatch, [_answer(wrong)])
+    sent_back = json.dumps(stub.requests[1]["messages"][-1])
+    assert "summary names GPU 5" in sent_back  # what the model was told, and what the note says
+    assert "the drafts kept contradicting the analysis (sent back 2 times, the run's retry limit; the last: " \
+           "summary names GPU 5, but candidate gpu2 has GPU 2)" in note, note
+    assert [c.outcome for c in calls] == ["retry", "retry", "retry", "fallback"]
+
+
+@pytest.mark.parametrize(("reply", "last"), [
+    (_answer({"candidate": "gpu2", "why": 3}), "candidate_id: Field required"),
+    (lambda body: [{"type": "text", "text": "I think GPU 2 is bad."}],
+     "plain text where the draft's form was asked for"),
+])
+def test_answers_that_do_not_fit_the_drafts_form_say_so_and_are_retries(
+        monkeypatch: pytest.MonkeyPatch, reply: Script, last: str) -> None:
+    note, calls, stub = _draft(monkeypatch, [reply])
+    assert len(stub.requests) == 3
+    assert f"the answers did not fit the draft's form (sent back 2 times, the run's retry limit; the last: {last})" \
+        in note, note
+    assert "contradicting" not in note
+    assert [(c.outcome, c.detail) for c in calls[:3]] == [("retry", last)] * 3
+
+
+def test_a_tool_that_does_not_exist_is_named_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
+    note, _, _ = _draft(monkeypatch, [lambda body: [tool_use("reset_gpu", {"gpu": 2}, 1)]])
+    assert "kept calling reset_gpu, a tool that does not exist (sent back 2 times" in note, note
+    assert "arguments" not in note
+
+
+LONG = ("thinking.type.disabled is not supported for this model; use thinking.type.between_tools, or name a model "
+        "that can turn thinking off, such as one listed under the models endpoint for this key, and send the request "
+        "again with max_tokens above the thinking budget: " + KEY)
+
+
+@pytest.mark.parametrize(("status", "message"), [(400, LONG), (401, "invalid x-api-key"),
+                                                 (404, "model: claude-sonnet-5-5"), (500, "Internal server error")])
+def test_an_api_error_is_said_in_the_apis_own_words_on_one_line(
+        monkeypatch: pytest.MonkeyPatch, status: int, message: str) -> None:
+    note, _, _ = _draft(monkeypatch, [lambda body: Reply.error(status, message, retry_after_ms="10")])
+    said = message.replace(KEY, "")
+    assert f"the Anthropic API answered {status}: {said}" in note, note
+    assert KEY not in note and "\n" not in note and "body" not in note and "{" not in note
+
+
+def test_a_refusal_says_the_model_refused_on_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    note, _, _ = _draft(monkeypatch, [lambda body: Reply(content=[], stop_reason="refusal")])
+    assert "the model refused to answer (stop reason refusal))" in note, note
+    assert "\n" not in note and "{" not in note and "parts" not in note
