@@ -8,12 +8,15 @@ caller's rules path answers at once, so an answer never waits longer than the de
 
 from __future__ import annotations
 
+import email.utils
 import os
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext, Middleware
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
     ContentFilterError,
@@ -63,6 +66,9 @@ class RunLimits:
     the model refuses `disabled`): the facts are fixed by the analysis and the model only reads and words them, and
     a run must answer within its deadline. A model that thinks anyway (one that cannot turn it off, or `thinking`
     set to a level) gets `thinking_tokens` more room in `max_tokens`, since thinking counts against it.
+
+    The SDK's retry waits as long as the API's `retry-after` asks (a 429's can be a minute); a wait over
+    `retry_wait_s` would leave the retried request too little of its timeout, so that answer is not retried.
     """
 
     requests: int = 8
@@ -73,6 +79,7 @@ class RunLimits:
     max_tokens: int = 2000
     thinking: bool | str = False
     thinking_tokens: int = 6000
+    retry_wait_s: float = 10.0
 
     def usage(self) -> UsageLimits:
         return UsageLimits(request_limit=self.requests, total_tokens_limit=self.total_tokens)
@@ -99,6 +106,39 @@ class RunLimits:
         return self.max_tokens + (self.thinking_tokens if self.thinks(model) else 0)
 
 
+class ShortRetryWaits(Middleware):
+    """The SDK retries an error answer once, waiting what its `retry-after` asks; an answer that asks to wait longer
+    than `longest_s` is marked not to be retried (`x-should-retry: false`, the header the SDK obeys), so the run
+    falls back at once and says why, instead of sleeping into the request's timeout."""
+
+    def __init__(self, longest_s: float) -> None:
+        self.longest_s = longest_s
+
+    async def handle_async(self, request: APIRequest, call_next: AsyncCallNext) -> AsyncAPIResponse[Any]:
+        response = await call_next(request)
+        wait = retry_after_s(response.headers)
+        if response.status_code >= 400 and wait is not None and wait > self.longest_s:
+            response.headers["x-should-retry"] = "false"
+        return response
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The wait an answer asks for, in seconds, read as the SDK reads it: `retry-after-ms`, else `retry-after` in
+    seconds or as a date."""
+    try:
+        return float(headers["retry-after-ms"]) / 1000
+    except (KeyError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_tz(value)
+        return None if when is None else email.utils.mktime_tz(when) - time.time()
+
+
 class ClaudeRun:
     """The base of both Claude callers: which model, the run's limits, the report of each call and the fallback."""
 
@@ -118,9 +158,13 @@ class ClaudeRun:
             return self._model
         if not os.environ.get(ENV_KEY):
             raise MissingKeyError(f"{ENV_KEY} is not set")
+        from anthropic import AsyncAnthropic
         from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers import anthropic as provider
 
-        return AnthropicModel(self.name)
+        client = AsyncAnthropic(http_client=provider.create_async_httpx2_client(),
+                                middleware=[ShortRetryWaits(self.limits.retry_wait_s)])
+        return AnthropicModel(self.name, provider=provider.AnthropicProvider(anthropic_client=client))
 
     def _report(self, calls: list[ModelCall]) -> None:
         if self.on_model_call is not None:

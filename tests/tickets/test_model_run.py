@@ -204,3 +204,15 @@ def test_a_refusal_says_the_model_refused_on_one_line(monkeypatch: pytest.Monkey
     note, _, _ = _draft(monkeypatch, [lambda body: Reply(content=[], stop_reason="refusal")])
     assert "the model refused to answer (stop reason refusal))" in note, note
     assert "\n" not in note and "{" not in note and "parts" not in note
+
+
+def test_a_429_asking_to_wait_past_the_request_timeout_falls_back_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    start = time.monotonic()
+    note, _, stub = _draft(monkeypatch, [lambda body: Reply.error(429, "Rate limited", retry_after="40")])
+    assert time.monotonic() - start < 10 and len(stub.requests) == 1  # no sleep of 40 s into the 30 s timeout
+    assert "rate limiting this key (429, retry after 40 s)" in note, note
+
+
+def test_a_short_wait_is_still_retried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    note, _, stub = _draft(monkeypatch, [lambda body: Reply.error(529, "Overloaded", retry_after="1")])
+    assert len(stub.requests) == 2 and "overloaded (529)" in note, note
