@@ -56,7 +56,9 @@ def test_a_draft_naming_another_boards_part_falls_back_to_the_rules() -> None:
                               "summary": "GPU 2's NVLink 2 is failing: order an H200 SXM5 module."}
     ticket = ClaudeDrafter(model=scripted(lambda m, i: answer), retries=1).draft(node)
     assert ticket.drafted_by == "rules"
-    assert "H200" not in ticket.to_markdown()
+    body, notes = ticket.to_markdown().split("## Notes")
+    assert "H200" not in body  # said only as the reason the draft was refused
+    assert "kept contradicting the analysis" in notes and "names the H200 SXM5 module" in notes, notes
 
 
 def _racks(scenario: str) -> Diagnosis:
