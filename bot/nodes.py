@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from diagnostics import Diagnosis, Snapshot, SweepResult
+from diagnostics import Diagnosis, Snapshot, SweepResult, outside_ascii
 from diagnostics.analysis import Diagnostic, Pass, RepairCheck
 from diagnostics.config import AlertPolicy, Thresholds, VerificationPolicy, load_thresholds, load_watch
 from diagnostics.render import Drawable, drawable_of
@@ -199,11 +199,13 @@ class StoreNodeSource(NodeSource):
 def unknown_reply(exc: UnknownName, source: NodeSource) -> str:
     """What a person is told of a name the source does not hold, the same through every door (`/fabric`, a
     mention): its close matches, else a few names the source does hold."""
+    odd = outside_ascii(exc.name)  # an invisible character pasted with a name reads as the name offered back
+    said = f" ({esc(odd.removeprefix(f'the name `{exc.name}` '))}: retype it)" if odd else ""
     if exc.matches:
         names = ", ".join(f"`{esc(m)}`" for m in exc.matches)
-        return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Did you mean {names}?"
+        return f"I don't know a {exc.kind} called `{esc(exc.name)}`{said}. Did you mean {names}?"
     listing = {"node": source.node_ids, "rack": source.rack_ids}
     known = listing.get(exc.kind, source.job_ids)()
     sample = ", ".join(f"`{esc(k)}`" for k in known[:5]) or "none yet"
     note = f" ({esc(exc.note)})" if exc.note and not known else ""
-    return f"I don't know a {exc.kind} called `{esc(exc.name)}`. Known {exc.kind}s: {sample}{note}."
+    return f"I don't know a {exc.kind} called `{esc(exc.name)}`{said}. Known {exc.kind}s: {sample}{note}."

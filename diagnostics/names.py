@@ -18,8 +18,10 @@ SHOWN = 3  # characters named per name; more are counted
 
 
 def normal_name(name: str) -> str:
-    """The form names are matched in: NFKC, without surrounding space."""
-    return unicodedata.normalize("NFKC", name).strip()
+    """The form names are matched in: NFKC, without surrounding space or the invisible format characters a copy
+    from a web page or a chat carries along (a zero-width space, a joiner, a direction mark: Unicode category Cf)."""
+    plain = "".join(c for c in unicodedata.normalize("NFKC", name) if unicodedata.category(c) != "Cf")
+    return plain.strip()
 
 
 def _char(c: str) -> str:

@@ -179,3 +179,14 @@ def test_the_audit_trail_records_the_job_a_node_diagnosis_names() -> None:
         assert shown is not None and shown.job_id
         (entry,) = [e for e in local.audit.entries("analysis") if e["subject"] == "hpc-gpu-node-12"]
         assert entry["detail"]["job"] == shown.job_id
+
+
+def test_a_name_pasted_with_an_invisible_character_finds_its_node_and_an_unknown_one_says_why() -> None:
+    """`/fabric rack-01-c01` pasted with a zero-width space was answered "I don't know a node called `rack-01-c01`.
+    Did you mean `rack-01-c01`?": the name typed offered back as the fix, with nothing saying why it failed."""
+    with local_bot() as local:
+        local.injector.command("hpc-gpu-node-12\u200b", user="UALICE", channel=OPS)
+        assert local.slack.wait_for(lambda s: any("hpc-gpu-node-12" in m.text for m in posted(s)))
+        told = _told(local, "hpc-gpu-node-99\u200b")
+    assert told.startswith("I don't know a node called `hpc-gpu-node-99\u200b` (holds characters outside ASCII: "
+                           "'\u200b' U+200B ZERO WIDTH SPACE at character 16: retype it)."), told
