@@ -40,6 +40,9 @@ class Crossing(BaseModel):
     investigate: str | None = Field(default=None, description="An Xid rule's: what NVIDIA's XID 144-150 Decode asks "
                                                               "to investigate beyond its action, in words (the "
                                                               "link's other end, for one).")
+    investigate_bucket: str | None = Field(default=None, description="The decode's investigatory bucket behind "
+                                                                     "`investigate` (INVESTIGATE_PEER_DEVICE): keys "
+                                                                     "the repair catalog's step for it.")
 
 
 class Finding(BaseModel):
@@ -114,6 +117,9 @@ class ComponentFacts(BaseModel):
                                                          "catalog's decode makes it fatal (None: not an Xid's fault).")
     investigate: str | None = Field(default=None, description="What NVIDIA's decode of that Xid asks to investigate "
                                                               "beyond the reset, in words: the plan's action says it.")
+    investigate_bucket: str | None = Field(default=None, description="That decode's investigatory bucket "
+                                                                     "(INVESTIGATE_PEER_DEVICE): the plan's repair "
+                                                                     "steps carry the catalog's step for it.")
 
 
 @dataclass(frozen=True)

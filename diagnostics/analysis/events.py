@@ -312,10 +312,11 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
     who = ref.name
     label = "Xid" if rule.counter == EventKind.XID.value else "SXid"
     rows = decode_rows(group) if rule.counter == EventKind.XID.value else []  # each Xid line's decode, read once
-    asked = next((row.says for _, row in rows if row is not None and row.says), None)
+    asked = next((row for _, row in rows if row is not None and row.says), None)
     crossed = [Crossing(rule=rule.name, counter=rule.counter, rate_per_hour=occurrences, above=rule.above,
                         unit=rule.unit, severity=rule.severity, codes=_per_code(group),
-                        fatal=bool(_fatal(group, rule.counter).any()), investigate=asked,
+                        fatal=bool(_fatal(group, rule.counter).any()), investigate=asked.says if asked else None,
+                        investigate_bucket=(asked.investigate or None) if asked else None,
                         message=f"{occurrences:g} {label} {listed} on {who} ({rule.name})")]
     severity, ratio = summarize(crossed)
     catalog = load_xid_catalog() if rule.counter == EventKind.XID.value else load_sxid_catalog()

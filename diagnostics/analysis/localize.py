@@ -259,9 +259,11 @@ def _xid_link(f: Finding) -> Localization:
     ref = ComponentRef.nvlink(f.gpu, link) if f.gpu is not None else f.ref
     fault = FaultKind.NVLINK
     read = f"`nvidia-smi nvlink -e -i {f.gpu}`" if f.gpu is not None else "`nvidia-smi nvlink -e`"
-    asked = next((c.investigate for c in f.crossed if c.investigate), None)  # NVIDIA's decode: e.g. the far end
+    asked = next((c for c in f.crossed if c.investigate), None)  # NVIDIA's decode: e.g. the far end
     return Localization(ref=ref, fault=fault, gpu=f.gpu, link=link, confidence=0.6, fatal=xid_fatal(f), **_grade([f]),
-                        investigate=asked, evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
+                        investigate=asked.investigate if asked else None,
+                        investigate_bucket=asked.investigate_bucket if asked else None,
+                        evidence=[*(c.message for c in f.crossed), *f.evidence[:2],
                                   f"the driver reported an NVLink error on this GPU; {read} reads which link"])
 
 

@@ -302,6 +302,19 @@ class _Builder:
             out.insert(0, reset)
         return out
 
+    def investigated(self, refs: Sequence[StepRef]) -> list[StepRef]:
+        """The repairs with the catalog's step for what NVIDIA's decode asks to investigate (the link's other end)
+        right after the reset and the diagnostic that follows it: before anything of this GPU is reseated or swapped."""
+        bucket = self.facts.investigate_bucket
+        sid = bucket.lower().replace("_", "-") if bucket else None
+        if sid is None or sid not in self.cat.step:
+            return list(refs)
+        out = list(refs)
+        at = out.index(RESET_MARK) + 1 if RESET_MARK in out else 0
+        if at < len(out) and out[at] == "diag":
+            at += 1
+        return [*out[:at], sid, *out[at:]]
+
     def _step(self, entry: StepEntry) -> PlanStep | None:
         down = self.fill(entry.down_text) if self.facts.link_down else None
         text = down or self.fill(entry.text)
@@ -377,7 +390,7 @@ def repair_plan(platform: str | None, fault: FaultKind | str, facts: PlanFacts |
         b._warn(b.cat.warning.recovery_said)
     captures = b.captures()
     if repeat_offender is None:
-        repair = b.steps(b.chosen_repair(), None if b.nonfatal else b.reset_step(reset))
+        repair = b.steps(b.investigated(b.chosen_repair()), None if b.nonfatal else b.reset_step(reset))
         node_stops = reset.stops == "node" or any(s.stops == "node" for s in repair)
         action = b.action(b.chosen_action())
     else:  # the earlier tickets' reset, reseat and swap test are not repeated: the replacement leads

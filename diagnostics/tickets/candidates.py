@@ -51,6 +51,8 @@ class Candidate(BaseModel):
     recovery: str | None = None  # the driver's recovery action for its GPU, and what it takes
     recovery_scope: str | None = None
     fatal: bool | None = None  # a fault known by an NVLink Xid alone: whether its decode is fatal
+    investigate: str | None = None  # what NVIDIA's decode of that Xid asks to investigate, and its bucket
+    investigate_bucket: str | None = None
     findings: list[str] = Field(default_factory=list, description="The unhealthy links this component explains.")
     score: float = Field(ge=0.0, le=1.0, description="Share of the unhealthy links explained, discounted by "
                                                      "how specific the component is.")
@@ -207,10 +209,11 @@ def _ensure(loc: Localization, links: list[Candidate], out: dict[str, Candidate]
 
 
 def _rack_facts(loc: Localization) -> dict[str, Any]:
-    """Where a rack's localized unit sits and which hosts carry its links (none of these off a rack), and the
-    driver's recovery action for its GPU."""
+    """Where a rack's localized unit sits and which hosts carry its links (none of these off a rack), the driver's
+    recovery action for its GPU, and what NVIDIA's decode of its Xid asks to investigate (the plan's steps say it)."""
     return {"tray": loc.tray, "switch_tray": loc.switch_tray, "cartridge": loc.cartridge, "hosts": list(loc.hosts),
-            "switch_host": loc.switch_host, "recovery": loc.recovery, "recovery_scope": loc.recovery_scope}
+            "switch_host": loc.switch_host, "recovery": loc.recovery, "recovery_scope": loc.recovery_scope,
+            "investigate": loc.investigate, "investigate_bucket": loc.investigate_bucket}
 
 
 def _far_gpu(loc: Localization, known: Candidate) -> dict[str, Any]:

@@ -11,6 +11,10 @@ from diagnostics.config.catalogs import load_xid_catalog
 from diagnostics.enums import CodeSeverity
 from diagnostics.service import Request, StoreSource, diagnose, files_source
 from diagnostics.store import open_store
+from diagnostics.tickets.build import select
+from diagnostics.tickets.catalog import plan_for
+from diagnostics.tickets.commands import commands_in, held, plan_commands
+from diagnostics.tickets.isolation import unsafe_steps
 from diagnostics.tickets.rules import RulesDrafter
 from tests.conftest import FIXTURES
 
@@ -55,3 +59,32 @@ def test_a_peer_subcode_sends_the_action_and_the_ticket_to_the_links_other_end_a
         ticket = RulesDrafter().draft(d, component=peer.component).to_markdown()
         assert "INVESTIGATE_PEER_DEVICE" in ticket and says.says in ticket
     assert answers[0].repair_action == answers[1].repair_action
+
+
+def test_a_peer_subcode_puts_the_far_end_in_the_repair_steps_before_any_reseat_or_swap_of_the_gpu(
+        tmp_path: Path) -> None:
+    """The decode's advice reached the one-line action alone: the ticket's repairs went reset, diag, reseat, swap the
+    GPU, replace, so a healthy GPU was swapped for a fault at the link's other end. The catalog's step for
+    INVESTIGATE_PEER_DEVICE comes right after the reset and the diagnostic, through the file and the store alike,
+    and the commands it names are the plan's own."""
+    files, node, _ = files_source([GB], node="gb1")
+    open_store(tmp_path / "store").ingest([GB], node_id="gb1", at=LOGGED)
+    request = Request(node=node, end=LOGGED, window=timedelta(hours=1))
+    for d in (diagnose(files, request).diagnosis, diagnose(StoreSource(tmp_path / "store"), request).diagnosis):
+        chosen, _ = select(d, "the GPU at PCI 0000:00:00.0", None)
+        plan = plan_for(d, chosen)
+        texts = [s.text for s in plan.repair]
+        far = next(i for i, t in enumerate(texts) if "INVESTIGATE_PEER_DEVICE" in t)
+        assert far >= 1 and texts[far - 1].startswith("Run `dcgmi diag") and plan.repair[0].command == \
+            "nvidia-smi -r -i 0000:00:00.0"  # after the reset and the diagnostic that follows it
+        assert all(not t.startswith(("With the node powered off, reseat", "To tell", "Replace"))
+                   for t in texts[:far])  # nothing of this GPU is reseated, swapped or replaced before it
+        assert plan.repair[far].command == "nvidia-smi nvlink -R -i 0000:00:00.0"
+        assert all(held(c, plan_commands(plan)) for c in commands_in(plan.repair[far].text))
+        assert not unsafe_steps(plan)
+        ticket = RulesDrafter().draft(d, component="the GPU at PCI 0000:00:00.0").to_markdown()
+        steps = ticket.split("## Repair, in order", 1)[1].split("##", 1)[0]
+        assert "`nvidia-smi nvlink -R -i 0000:00:00.0` names that end" in steps
+        assert steps.index("INVESTIGATE_PEER_DEVICE") < steps.index("reseat what carries")
+    other = next(c for c in select(d, None, None)[1] if c.ref.bus == "0019:01:00.0")  # NETIR_INT: its own reset
+    assert not any("INVESTIGATE_PEER_DEVICE" in s.text for s in plan_for(d, other).repair)
