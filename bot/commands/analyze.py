@@ -10,7 +10,7 @@ from diagnostics import ComponentKind, Diagnosis, InputError, Localization, Thre
 from diagnostics import format as fmt
 from diagnostics.analysis import part_priority
 from diagnostics.config import platform_name
-from diagnostics.ingest import STDIN, Case, detect, open_input, read_cases, with_platform
+from diagnostics.ingest import STDIN, Case, detect, looks_like_json, open_input, read_cases, with_platform
 from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, diagnose, named
 
 from ..options import END_OPTION, add_end_option, add_threshold_options, end_of, thresholds_from, window_type
@@ -189,9 +189,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     except InputError as exc:
         if detect.telemetry_not_snapshot(args.inputs[0]):
             return history(args, thresholds)  # a kernel log, a CSV: the node it names, as a history
-        if text.lstrip()[:1] in ("{", "["):
+        if looks_like_json(text):
             raise
-        raise InputError(f"neither a snapshot (JSON: {exc.reason}) nor telemetry a reader recognizes (a cut paste "
+        first = text.lstrip()[:1]  # a prompt in brackets: JSON's complaint about its second character says nothing
+        why = f"it starts with `{first}` but is no JSON" if first in ("[", "{") else f"JSON: {exc.reason}"
+        raise InputError(f"neither a snapshot ({why}) nor telemetry a reader recognizes (a cut paste "
                          "may hold too little to tell): force a reader with --format "
                          f"{'|'.join(sorted(detect.readers()))} and the node with --node NODE", source=source) from None
     is_list = text.lstrip().startswith("[")

@@ -14,7 +14,7 @@ from bot.audit import AuditLog
 from diagnostics import Diagnosis, InputError
 from diagnostics.analysis import events_said
 from diagnostics.config import platform_name
-from diagnostics.ingest import STDIN, detect, input_text, open_input, read_cases, with_platform
+from diagnostics.ingest import STDIN, detect, input_text, looks_like_json, open_input, read_cases, with_platform
 from diagnostics.service import Request, SnapshotSource, Source, StoreSource, diagnose, files_source
 from diagnostics.tickets import (
     ClaudeDrafter,
@@ -104,7 +104,7 @@ def _diagnoses(target: str, args: argparse.Namespace) -> tuple[list[Answered], i
     if read is None:
         return telemetry(), 0
     text, source = read
-    if sniff and not text.lstrip().startswith(("{", "[")):
+    if sniff and not looks_like_json(text):
         return telemetry(), 0
     try:
         cases = read_cases(text, source)

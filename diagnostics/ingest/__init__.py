@@ -3,7 +3,7 @@
 from . import detect
 from .alertmanager import NodeAlert, node_alerts
 from .base import STDIN, IngestResult, IngestWarning, Reader, Source, input_text, open_input
-from .snapshot import Case, read_cases, with_platform
+from .snapshot import Case, looks_like_json, read_cases, with_platform
 
 __all__ = [
     "STDIN",
@@ -15,6 +15,7 @@ __all__ = [
     "Source",
     "detect",
     "input_text",
+    "looks_like_json",
     "node_alerts",
     "open_input",
     "read_cases",

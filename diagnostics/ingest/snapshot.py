@@ -7,6 +7,7 @@ snapshot becomes link_samples and step_samples (see `snapshot_tables` for how it
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -50,6 +51,18 @@ def validation_errors(exc: ValidationError, source: str) -> list[InputError]:
             value = None  # the whole object is not a useful value to quote
         errors.append(InputError(message, source=source, field=field_name, value=value))
     return errors
+
+
+# What JSON's first characters are: `[` then a value (an object, a list, a string, a number) or its end, `{` then
+# a key or its end; a shell prompt in brackets (`[root@host ~]#`) or a kernel log's `[   5.123456]` stamp is none.
+_JSON_START = re.compile(r'\s*(?:\[\s*(?:[\[{"\]\-0-9]|\Z)|\{\s*(?:["}]|\Z))')
+_KERNEL_STAMP = re.compile(r"\s*\[\s*\d+\.\d+\]")
+
+
+def looks_like_json(text: str) -> bool:
+    """Whether a text that failed to parse is told JSON's error: only where it plausibly is JSON. Text that starts
+    with `[` or `{` for another reason gets the refusal every other door gives (its format, --format)."""
+    return bool(_JSON_START.match(text)) and not _KERNEL_STAMP.match(text)
 
 
 def parse_json(text: str, source: str) -> Any:

@@ -13,7 +13,7 @@ from ..errors import ConfigError, InputError
 from ..ingest import nccl_xml, topo_matrix
 from ..ingest.base import Source
 from ..ingest.detect import choose, read
-from ..ingest.snapshot import parse_json, read_cases, with_platform
+from ..ingest.snapshot import looks_like_json, parse_json, read_cases, with_platform
 from ..model import Diagnosis
 from ..snapshots import DEFAULT_GPU_COUNT, Snapshot
 from ..topology.build import generic_graph, graph_from_topology
@@ -106,7 +106,7 @@ def _raw_case(text: str, source: str, index: int) -> dict[str, Any]:
 def read_snapshot_text(path: str | Path) -> str | None:
     """The file's text when it holds a snapshot JSON (an object or a list), else None."""
     source = Source.from_path(path)
-    if source.head().lstrip()[:1] not in (b"{", b"["):
+    if not looks_like_json(source.head().decode("utf-8", "replace")):
         return None
     try:
         return Path(path).read_text(encoding="utf-8")

@@ -10,6 +10,7 @@ import pytest
 
 from diagnostics.errors import InputError
 from diagnostics.ingest.detect import read
+from diagnostics.ingest.snapshot import looks_like_json
 from tests.conftest import link, snapshot_dict
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -41,3 +42,14 @@ def test_invalid_snapshot_is_an_error_naming_the_field(tmp_path: Path) -> None:
     path.write_text(json.dumps(snapshot_dict(fabric_errors=[link(replay_count=-1)])))
     with pytest.raises(InputError, match="replay_count"):
         read(path)
+
+
+@pytest.mark.parametrize(("text", "json_like"), [
+    ('[\n  {"node_id": "n"', True), ("[]", True), ("[1, 2", True), ('{ "node_id"', True), ("{}", True), ("[", True),
+    ("[root@gpu01 ~]# nvidia-smi nvlink -e\n", False), ("[user@host dir]$ dcgmi dmon\n", False),
+    ("[    5.123456] NVRM: Xid (PCI:0000:00:00): 79\n", False), ("{node: n}", False), ("GPU 0: H100", False),
+])
+def test_json_is_told_apart_from_text_that_starts_with_a_bracket(text: str, json_like: bool) -> None:
+    """A shell prompt in brackets or a kernel log's stamp starts with `[` as JSON does: JSON's error is said only
+    where the text plausibly is JSON."""
+    assert looks_like_json(text) is json_like

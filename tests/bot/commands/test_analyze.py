@@ -349,3 +349,31 @@ def test_undated_events_are_counted_as_events_not_readings(tmp_path: Path, cli: 
     code, out, err = cli("analyze", str(both), "--node", "n1")
     assert code == 0, err
     assert "1 reading and 1 event of n1 carry no time" in out, out
+
+
+# `dcgmi dmon` after a RHEL prompt, as DCGM issue 265 quotes it (no reader takes dmon's table)
+PROMPTED = ("[root@l20a-new-j88eh3ma-000001 ~]# dcgmi dmon -e 1200,1201,1202,1203\n"
+            "#Entity    NLXMITP                     NLXMITB                     NLRCVP                      NLRCVB\n"
+            "ID\n"
+            "GPU 0      170836581862                36758094563894              77753928404                 0\n")
+
+
+def test_a_paste_after_a_bracketed_prompt_is_refused_as_unrecognized_not_as_broken_json(
+        tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`[root@host ~]# dcgmi dmon ...` starts with `[` as JSON does: `analyze FILE`, `ticket FILE` and `analyze -`
+    answered 'not valid JSON: Expecting value at column 2' where `--node` and `ingest` name the format and --format.
+    Every door now refuses it as text no reader recognizes; a list or object that is broken is still JSON's error."""
+    paste = tmp_path / "dmon.txt"
+    paste.write_text(PROMPTED)
+    said = [cli("analyze", str(paste)), cli("ticket", str(paste)), cli("render", str(paste))]
+    monkeypatch.setattr("sys.stdin", io.StringIO(PROMPTED))
+    said.append(cli("analyze", "-"))
+    for code, _, err in said:
+        assert code == 2 and "not valid JSON" not in err and "--format" in err, err
+    assert "unrecognized format" in said[1][2]
+    broken = tmp_path / "broken.json"
+    for text in ('[\n  {"node_id": "n",', '{"node_id": "n",', "[1, 2"):
+        broken.write_text(text)
+        for door in ("analyze", "ticket"):
+            code, _, err = cli(door, str(broken))
+            assert code == 2 and "not valid JSON" in err, (door, text, err)
