@@ -33,6 +33,9 @@ from .textlines import Collector, Line, classify, normalize_bus_id, one_edit, sk
 _DEVICE = re.compile(
     r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (?P<cls>[^:]+): (?P<desc>.*)$"
 )
+_BLOCK = re.compile(  # a device header with the first line of its block under it, as `lspci -v` prints it
+    r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] (?P<cls>[^:\n]+): (?P<desc>[^\n]*)\n"
+    r"[ \t]+(?:Subsystem|DeviceName|Physical Slot|Control|Flags|Capabilities):", re.M)
 _BROKEN_DEVICE = re.compile(r"^[0-9a-fA-F]{2,8}:\S*\s")  # starts as a device line does, at column 0
 _LNKCAP = re.compile(r"^\s*LnkCap:\s*Port #\d+, Speed (?P<speed>[\d.]+)GT/s, Width x(?P<width>\d+)")
 _LNKSTA = re.compile(r"^\s*LnkSta:\s*Speed (?P<speed>[\d.]+)GT/s[^,]*, Width x(?P<width>\d+)")
@@ -50,6 +53,7 @@ _FIELD_NAMES = ("LnkCap", "LnkSta", "CESta", "LaneErrStat", "Bus")
 _FIELD = re.compile(rf"^\s+(?P<name>{'|'.join(_FIELD_NAMES)}):")
 _FIRST_WORD = re.compile(r"^\s+(?P<word>[^\s:]+)")
 _KEYS_NEAR_FIELDS = frozenset({"LnkCap2", "LnkSta2", "UESta"})  # lspci's own (ls-caps.c), one letter from a field
+_DENIED = "Capabilities: <access denied>"  # lspci -vvv run without root: no capability, no link, is printed
 _CESTA_BITS = ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout")  # what lspci's CESta always lists
 _BIT = re.compile(r"(?P<name>[A-Za-z]+)(?P<set>[+-])")
 _AER_VALUE = re.compile(r"(?:^|:)(?P<name>[A-Za-z_]+)\s+(?P<value>\d+)\s*$")
@@ -120,6 +124,10 @@ class LspciReader:
     def sniff(self, head: str) -> float:
         if "LnkSta:" in head or "aer_dev_" in head or "TOTAL_ERR_COR" in head:
             return 0.9
+        # `lspci -v` or more of a device whose link is followed, cut (or run without root) before its link lines:
+        # read, so that each such device is said to have none, not the whole paste refused as no format
+        if any(device_kind(m["cls"], m["desc"]) for m in _BLOCK.finditer(head)):
+            return 0.6
         return 0.0
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
@@ -142,13 +150,13 @@ class LspciReader:
             if skip_shell(line, out):
                 # a stated time, or a prompt of another host: the listing after it is another reading
                 if (out.timestamp is not stamp or out.node_id != node) and rows:
-                    _check_status(out, device, cap, last)
+                    _check_status(out, device, cap, last, block)
                     _ends(out, rows, lanes, below, headers)
                     rows, lanes, below, headers, block = {}, {}, {}, {}, {}
                     device, cap, aer = None, {}, _AerFiles(out)
                 continue
             if head := _DEVICE.match(line.text):
-                _check_status(out, device, cap, last)
+                _check_status(out, device, cap, last, block)
                 bus = normalize_bus_id(head["bus"]) or head["bus"]
                 kind = device_kind(head["cls"], head["desc"])
                 if kind is None and (damaged := _near_kind(head["cls"], head["desc"])):
@@ -159,7 +167,7 @@ class LspciReader:
                 headers.setdefault(bus, line.number)
                 block = {}
             elif _BROKEN_DEVICE.match(line.text):  # a device line whose bus id is no bus id: its lines are no one's
-                _check_status(out, device, cap, last)
+                _check_status(out, device, cap, last, block)
                 out.warn(line.number, f"{line.text.strip()[:40]!r}: not a device line as lspci prints one (its bus "
                                       "id is not DDDD:BB:DD.F); the lines under it are not read")
                 device, cap, aer.command = None, {}, None
@@ -217,8 +225,10 @@ class LspciReader:
                 out.unread(line)
             if device is not None and (field := _FIELD.match(line.text)):
                 block.setdefault(field["name"], line.number)
+            elif device is not None and _DENIED in line.text:
+                block.setdefault(_DENIED, line.number)
             last = line
-        _check_status(out, device, cap, last)
+        _check_status(out, device, cap, last, block, ends=True)
         _ends(out, rows, lanes, below, headers)
         return out.result()
 
@@ -365,10 +375,19 @@ def _across_domains(out: Collector, rows: dict[str, dict[str, Any]], below: dict
 
 
 def _check_status(out: Collector, device: tuple[str, str | None, int] | None, cap: dict[str, int | None],
-                  last: Line | None) -> None:
-    """A device block that shows LnkCap and ends without LnkSta was cut off."""
-    if device is not None and cap and device[1] is not None and last is not None:
+                  last: Line | None, block: dict[str, int] | None = None, *, ends: bool = False) -> None:
+    """A device block that shows LnkCap and ends without LnkSta was cut off; a followed device whose block (`block`:
+    lines under its header, as `lspci -v` or more prints) ends with neither has no link to read: said with why (the
+    output stops, lspci ran without root), naming the device."""
+    if device is None or device[1] is None or last is None:
+        return
+    if cap:
         out.warn(last.number, f"{device[0]}: LnkCap without LnkSta; the output looks cut off here")
+    elif block is not None and not block.keys() & {"LnkCap", "LnkSta"} and last.number > device[2]:
+        why = ("lspci ran without root (`Capabilities: <access denied>`): `sudo lspci -vvv` prints them"
+               if _DENIED in block else f"the output stops at line {last.number}" if ends
+               else f"its block, lines {device[2]}-{last.number}, has neither")
+        out.warn(last.number, f"no LnkCap/LnkSta for {device[0]} ({why}): its link is not read")
 
 
 READER = LspciReader()

@@ -223,3 +223,38 @@ def test_prompts_of_two_hosts_give_each_host_its_own_devices() -> None:
     narrow = links[links["pci_bus_id"] == "0000:1b:00.0"]
     assert narrow["node_id"].astype(str).tolist() == ["nodeA", "nodeB"]
     assert set(narrow["link_state"]) == {"degraded"}
+
+
+# `lspci -vvv` of an A100 as hwloc issue 653 quotes it: the GPU's block stops inside its Express capability, before
+# LnkCap and LnkSta
+A100_CUT = """da:00.0 3D controller [0302]: NVIDIA Corporation GA100 [A100 SXM4 40GB] [10de:20b0] (rev a1)
+\tSubsystem: NVIDIA Corporation Device [10de:134f]
+\tControl: I/O+ Mem+ BusMaster+ SpecCycle- MemWINV- VGASnoop- ParErr+ Stepping- SERR+ FastB2B- DisINTx+
+\tNUMA node: 5
+\tCapabilities: [78] Express (v2) Endpoint, MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0, Latency L0s unlimited, L1 <64us
+\t\tDevSta:\tCorrErr- NonFatalErr- FatalErr- UnsupReq- AuxPwr- TransPend-
+\t\tLn"""
+
+
+def test_a_gpu_block_cut_before_its_link_lines_is_read_and_says_so_by_device() -> None:
+    """Sniffed as no format at all, and forced with --format lspci only 'no telemetry read': the reader now takes
+    an `lspci -v` block of a GPU with no link lines and says, naming the device, where its output stops."""
+    for fmt in (None, "lspci"):
+        result = read_text(A100_CUT, fmt)
+        assert result["link_samples"].empty
+        assert [(w.line, w.message) for w in result.warnings] == [
+            (8, "no LnkCap/LnkSta for 0000:da:00.0 (the output stops at line 8): its link is not read")]
+    lines = (SAMPLES / "lspci_vvv_h100.txt").read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if line.startswith("0000:1b:00.0"))
+    kept = [line for line in lines[:cut] if not line.strip().startswith(("LnkCap:", "LnkSta:"))] + lines[cut:]
+    result = read_text("\n".join(kept))  # the bridge and the first GPU lost their link lines; the rest are read
+    said = [w.message for w in result.warnings]
+    assert any("no LnkCap/LnkSta for 0000:18:00.0 (its block, lines 3-" in m for m in said)
+    assert any("no LnkCap/LnkSta for 0000:19:00.0 (its block, lines" in m for m in said)
+    assert "0000:1b:00.0" in set(result["link_samples"]["pci_bus_id"])
+    denied = "0000:19:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)\n" \
+             "\tSubsystem: NVIDIA Corporation Device 16c1\n\tCapabilities: <access denied>\n"
+    assert "`sudo lspci -vvv`" in read_text(denied).warnings[0].message
+    plain = "0000:19:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)\n"
+    assert READER.sniff(plain) == 0.0  # `lspci` without -v lists devices only: no block, nothing said of a link
