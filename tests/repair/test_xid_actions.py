@@ -12,6 +12,7 @@ import pytest
 from diagnostics.config.catalogs import load_xid_catalog
 from diagnostics.config.thresholds import load_thresholds
 from diagnostics.enums import FaultKind
+from diagnostics.repair import PlanFacts, repair_plan
 from diagnostics.service import Request, diagnose, files_source
 from diagnostics.tickets.rules import RulesDrafter
 from tests.conftest import FIXTURES
@@ -67,3 +68,14 @@ def test_the_real_xid_145_149_log_resets_each_gpu_by_its_pci_address() -> None:
     ticket = RulesDrafter().draft(diagnosis)  # the GPU its Link Fatal Xid 149 stopped, before the Xid 145s' GPUs
     assert ticket.reset.command == "nvidia-smi -r -i 0000:dc:00.0"
     assert ticket.repair_steps[0].command == "nvidia-smi nvlink -e -i 0000:dc:00.0"
+
+
+@pytest.mark.parametrize("platform", ["hgx-b200-8gpu", "hgx-h100-8gpu"])
+def test_a_gpu_known_by_its_pci_address_on_a_known_board_is_reseated_as_that_boards_module(platform: str) -> None:
+    """A kernel log names a GPU by its PCI address alone: on a named HGX board the ticket still said "reseat what
+    carries the GPU's NVLinks, once the board is known" while its parts named the board's module and baseboard."""
+    plan = repair_plan(platform, FaultKind.NVLINK, PlanFacts(node_id="n1", bus="0000:dc:00.0",
+                                                             unit="the GPU at PCI 0000:dc:00.0"))
+    reseat = next(s.text for s in plan.repair if "reseat" in s.text.lower() and "powered off" in s.text)
+    assert "once the board is known" not in reseat and plan.part is not None, reseat
+    assert reseat.startswith(f"With the node powered off, reseat the GPU at PCI 0000:dc:00.0's {plan.part.fru}"), reseat
