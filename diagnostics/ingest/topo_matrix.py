@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..values import Refused, describe
 from ..values import index as checked_index
 from .base import IngestResult, IngestWarning, Source, Tail
@@ -27,6 +28,10 @@ _OLD_NAMES = {"SOC": "SYS"}  # drivers before 384 said SOC for what is now SYS
 _CPUS = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")  # an affinity or NUMA id: `0-23,96-119`, `2`
 _AFFINITY = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity", "GPU NUMA ID": "gpu_numa_id"}
 _HEADER = re.compile(r"^\s*GPU0(\s|$)")
+# `nvidia-smi topo -p2p r|w|n|a|p`'s legend: a matrix of peer-to-peer support, whose cells say nothing of links
+_P2P_LEGEND = re.compile(r"^\s*(?:OK|CNS|GNS|TNS|NS|DR)\s+=\s+(?:Status Ok|Chipset not supported|GPU not supported|"
+                         r"Topology not supported|Not supported|Disabled by regkey)\b"
+                         r"|^\s*GPU\d+(?:\s+(?:X|U))*(?:\s+(?:OK|CNS|GNS|TNS|NS|DR))(?:\s+(?:X|U|OK|CNS|GNS|TNS|NS|DR))*\s*$")
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z][\w.]*\d)$")
 _CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
 _WHOLE = re.compile(r"^(X|NV\d\d|PIX|PXB|PHB|NODE|SYS|SOC)$")  # no longer value starts with one of these
@@ -305,6 +310,12 @@ class TopoMatrixReader:
         return 0.95 if cells else 0.6
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        for number, line, _ in source.numbered():
+            if _P2P_LEGEND.match(line):
+                raise InputError("this is `nvidia-smi topo -p2p` output (a GPU pair's peer-to-peer support: OK, "
+                                 "CNS, GNS, TNS, NS), not the topology: it says whether P2P reads, writes or NVLink "
+                                 "P2P are supported, not which links join the GPUs; `nvidia-smi topo -m` shows the "
+                                 "links", source=source.name, line=number, value=line.strip())
         chunks, legend, warnings = parse_lines(source.numbered(), source.name)
         if not chunks:
             warnings.append(IngestWarning(source.name, None, "no `nvidia-smi topo -m` matrix found"))

@@ -265,3 +265,20 @@ def test_gb200_nvlink_speeds_eighteen_links_at_53_gbps() -> None:
     assert set(links["speed_gbps"]) == {53.125} and set(links["link_state"]) == {"up"}
     assert set(result["gpus"]["model"]) == {"NVIDIA GB200"}
     assert [w.line for w in result.warnings] == [26]  # the author's `...`
+
+
+# `nvidia-smi topo -p2p r` on two RTX 5090s, as pasted in noonghunna/club-3090 issue 1124
+P2P = (" \tGPU0\tGPU1\t\n GPU0\tX\tGNS\t\n GPU1\tGNS\tX\t\n\nLegend:\n\n  X    = Self\n  OK   = Status Ok\n"
+       "  CNS  = Chipset not supported\n  GNS  = GPU not supported\n  TNS  = Topology not supported\n"
+       "  NS   = Not supported\n  DR   = Disabled by regkey\n  U    = Unknown\n")
+
+
+@pytest.mark.parametrize("cut", [None, 4], ids=["whole", "cut-before-the-legend"])
+def test_a_p2p_support_matrix_is_refused_as_what_it_is_not_read_as_no_nvlinks(cut: int | None) -> None:
+    """`topo -p2p` was read as `topo -m`: each cell an 'unknown path kind', then "no platform template fits 2 GPUs
+    with no NVLinks", a claim about links a P2P support matrix does not make."""
+    from diagnostics.errors import InputError
+
+    text = P2P if cut is None else "\n".join(P2P.splitlines()[:cut]) + "\n"
+    with pytest.raises(InputError, match=r"this is `nvidia-smi topo -p2p` output .* `nvidia-smi topo -m` shows"):
+        read(Source.from_text(text, name="p2p.txt"))
