@@ -203,11 +203,21 @@ def _with_code(rows: pd.DataFrame, codes: list[int]) -> pd.DataFrame:
     seen = {(n, w, int(c)) for n, w, c in zip(direct["node_id"].astype("string"), _who(direct),
                                               direct["code"].astype(int), strict=True)}
     inferred = caused.assign(code=caused["caused_by"], count=pd.array([1] * len(caused), dtype="Int64"),
-                             text="(" + caused["text"].astype("string").fillna("") + ")")
+                             text="(" + caused["text"].astype("string").fillna("") + ")",
+                             told_by=caused["code"].astype("Int64"))
     keep = [(n, w, int(c)) not in seen for n, w, c in zip(caused["node_id"].astype("string"), who,
                                                           inferred["code"].astype(int), strict=True)]
     inferred = inferred[keep].drop_duplicates(subset=["node_id", "gpu", "pci_bus_id", "code"])
     return pd.concat([direct, inferred]) if len(inferred) else direct
+
+
+def _told_by(group: pd.DataFrame) -> str:
+    """Where every event of a finding is known only from later lines naming it (`caused by previous Xid 149`), says
+    so: its own line, with its status, was not read."""
+    if "told_by" not in group or group["told_by"].isna().any():
+        return ""
+    later = ", ".join(f"Xid {c}" for c in sorted({int(c) for c in group["told_by"]}))
+    return f", named by a later {later} (its own line is not in the input)"
 
 
 def _who(rows: pd.DataFrame) -> pd.Series:
@@ -317,7 +327,7 @@ def _event_finding(rule: Rule, key: str, group: pd.DataFrame, occurrences: float
                         unit=rule.unit, severity=rule.severity, codes=_per_code(group),
                         fatal=bool(_fatal(group, rule.counter).any()), investigate=asked.says if asked else None,
                         investigate_bucket=(asked.investigate or None) if asked else None,
-                        message=f"{occurrences:g} {label} {listed} on {who} ({rule.name})")]
+                        message=f"{occurrences:g} {label} {listed} on {who}{_told_by(group)} ({rule.name})")]
     severity, ratio = summarize(crossed)
     catalog = load_xid_catalog() if rule.counter == EventKind.XID.value else load_sxid_catalog()
     meanings = [f"{label} {c} ({catalog.entry(c).name}): {catalog.entry(c).meaning}"

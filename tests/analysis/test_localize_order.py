@@ -3,6 +3,8 @@ address (a Link Fatal Xid 149 on one GPU beside an Xid 145 that names no subcode
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -57,3 +59,24 @@ def test_each_suspects_repair_plan_is_built_once_for_its_action_and_its_hold(mon
     assert len(d.localizations) >= 2 and all(loc.action for loc in d.localizations)
     assert sorted(built) == sorted(loc.component for loc in d.localizations)
     assert d.held is None  # the headline's plan applies: its ticket is not held
+
+
+def test_an_xid_known_only_from_a_later_line_says_so_through_the_file_and_the_store(tmp_path: Path) -> None:
+    """`Xid 45 ... caused by previous Xid 149` was headlined "1 Xid 149 on the GPU", as if its line, with its status,
+    had been read; it was inferred. Both doors say it is."""
+    from diagnostics.ingest import Source
+    from diagnostics.service import Request, StoreSource, diagnose, files_source
+    from diagnostics.store import open_store
+
+    log = tmp_path / "kern.log"
+    log.write_text("".join(f"2026-05-18T10:00:0{i}+00:00 b200-07 kernel: {line}\n" for i, line in enumerate(LINES)))
+    end = datetime(2026, 5, 18, 10, 30, tzinfo=UTC)
+    source, node, _ = files_source([Source.from_path(log)], node="b200-07")
+    by_file = diagnose(source, Request(node=node, end=end)).diagnosis
+    store = open_store(tmp_path / "store")
+    store.ingest([log])
+    by_store = diagnose(StoreSource(tmp_path / "store"), Request(node="b200-07", end=end)).diagnosis
+    for d in (by_file, by_store):
+        said = {f.component: f.crossed[0].message for f in d.findings if f.crossed}
+        assert said["the GPU at PCI 0000:dc:00.0"] == ("1 Xid 149 on the GPU at PCI 0000:dc:00.0, named by a later "
+                                                        "Xid 45 (its own line is not in the input) (xid_nvlink)"), said
