@@ -84,6 +84,9 @@ def parse(text: str) -> Request:
             if not eq and not words:
                 raise UsageError("`--window` wants a duration like `6h`, `90m` or `2d`")
             window = _window(value if eq else words.popleft())
+        elif node is not None and not word.startswith("-"):  # `/fabric node-1 node-2`: one node a command
+            raise UsageError(f"one node a command: `/fabric {esc(node)}`, then `/fabric {esc(word)}` (a whole rack: "
+                             "`/fabric rack &lt;rack&gt;`; every node: `/fabric fleet`)")
         elif word.startswith("--") or node is not None:
             raise UsageError(f"unexpected `{esc(word)}`; usage: `/fabric &lt;node&gt; [--window 6h]`")
         else:

@@ -78,3 +78,12 @@ def test_a_threshold_that_would_judge_every_link_failing_or_none_is_refused(valu
     own.write_text(f'[profile.mine]\nnvlink_replay = "{value}"\n')
     with pytest.raises(ConfigError, match="rule 'nvlink_replay': a threshold is a number of 0 or more"):
         load_thresholds(own, profile="mine")
+
+
+def test_two_nodes_in_one_command_are_told_to_ask_one_at_a_time() -> None:
+    """`/fabric rack-01-c01 rack-01-c02` said "unexpected `rack-01-c02`": nothing told the person to send one command
+    per node, or how to ask about a rack or every node."""
+    with pytest.raises(UsageError, match=r"one node a command: `/fabric rack-01-c01`, then `/fabric rack-01-c02`"):
+        parse("rack-01-c01 rack-01-c02")
+    with pytest.raises(UsageError, match="unexpected `--frobnicate`"):
+        parse("rack-01-c01 --frobnicate")
