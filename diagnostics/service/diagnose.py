@@ -28,6 +28,7 @@ from ..store.maintenance import Maintenance
 from ..tables import rows_of
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
+from .fleet_end import source_end
 from .request import Asked, Request
 from .shards import SHARD_NODES, Shardable, in_processes, process_count, shard_count, split, threads_each
 from .source import Source, Window, known
@@ -88,6 +89,7 @@ class Fleet:
     diagnoses: dict[str, Diagnosis] = field(default_factory=dict)
     reporting: set[str] = field(default_factory=set)  # the nodes with link readings in the windows read
     stopped: dict[str, datetime] = field(default_factory=dict)  # nodes whose every series stopped inside the window
+    ahead: dict[str, timedelta] = field(default_factory=dict)  # nodes whose readings run past the end (`fleet_end`)
 
     @property
     def racks(self) -> dict[str, Diagnosis]:
@@ -257,6 +259,10 @@ def fleet(source: Source, request: Request, *, processes: int | None = None,
     for node in names:
         passes.setdefault(source.window_of(node) or request.length, []).append(node)
     end = request.end
+    ahead: dict[str, timedelta] = {}
+    if end is None:  # where the fleet's readings are, not where one runaway clock is
+        found = source_end(source, window=request.length, thresholds=request.thresholds)
+        end, ahead = found.end, found.ahead
     if len(passes) == 1 and isinstance(source, Shardable):
         end = end or source.window_end()  # once: every shard judges to the same end, whatever lands meanwhile
         count = shard_count(len(names), process_count(processes), shard_nodes)
@@ -264,13 +270,13 @@ def fleet(source: Source, request: Request, *, processes: int | None = None,
         shards = split(names, source.together(end=end, span=span), count) if count > 1 else []
         if len(shards) > 1:
             threads = threads_each(len(shards))
-            return _merged(in_processes(_shard, [(source.threaded(threads), request, group, end, threads)
-                                                 for group in shards]), at_once=True)
+            return replace(_merged(in_processes(_shard, [(source.threaded(threads), request, group, end, threads)
+                                                         for group in shards]), at_once=True), ahead=ahead)
     done = [_pass(source, request, length, group, end=end, whole=len(passes) == 1)
             for length, group in sorted(passes.items())]
     if not done:
         return Fleet(FleetAnalysis(end=None, window=request.length), [Window(tables={}, end=None)])
-    return _merged(done, at_once=False)
+    return replace(_merged(done, at_once=False), ahead=ahead)
 
 
 def _pass(source: Source, request: Request, length: timedelta, group: list[str], *, end: datetime | None,

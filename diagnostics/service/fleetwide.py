@@ -27,7 +27,7 @@ from ..analysis.alerting import version_facts
 from ..analysis.bandwidth import all_reduce_runs
 from ..analysis.diagnosis import LONE_READING_ACTION, NO_LINKS_ACTION, STATES_ONLY_ACTION
 from ..config.alerts import AlertPolicy, load_alerts
-from ..config.thresholds import Thresholds
+from ..config.thresholds import Thresholds, load_thresholds
 from ..config.verification import VerificationPolicy, load_verification
 from ..config.watch import WatchPolicy, load_watch
 from ..enums import ComponentKind, priority_rank
@@ -38,8 +38,9 @@ from ..prometheus.sweep import sweep as pushed_down
 from ..store.alerts import Alert
 from ..store.sources import UNTIMED_ADVICE
 from .diagnose import Fleet, fleet, last_window
+from .fleet_end import FleetEnd, source_end
 from .prometheus import PrometheusSource
-from .request import Request
+from .request import DEFAULT_WINDOW, Request
 from .source import Source, Window, known
 from .unheard import SILENT_READ_BACK, gone_silent, last_showed, untimed_held, untimed_note
 
@@ -121,6 +122,7 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     result.timings.analyze_s = engine
     _say_held(result)
     _say_unjudged(result, answered, source, request)
+    _say_ahead(result, answered)
     result.stopped_reporting(sorted(n for n in answered.stopped if n not in result.silent), request.length)
     later = {n: t for got in answered.windows for n, t in got.later.items()}
     if later:  # a host whose kernel log alone was ingested, newer than the readings: judged at its own time alone
@@ -130,6 +132,17 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
             + "; ".join(f"{n} (to {fmt.when(t)})" for n, t in sorted(later.items())[:10])
             + (" ..." if len(later) > 10 else "") + "; `fabricbot analyze --store ... --node NODE` judges them")
     return result, answered.windows
+
+
+def _say_ahead(result: SweepResult, answered: Fleet) -> None:
+    """Nodes whose readings run past the fleet's end (a clock ahead, a zone read wrong): judged to the fleet's end,
+    not past it, and said, so the view is incomplete rather than silent about them."""
+    note = FleetEnd(result.at, answered.ahead).note()
+    if note is None:
+        return
+    result.complete = False
+    result.unjudged = sorted({*result.unjudged, *(n for n in answered.ahead if n not in answered.reporting)})
+    result.incomplete_reasons.append(note)
 
 
 def _undated(answered: Fleet) -> dict[str, tuple[int, int]]:
@@ -205,7 +218,8 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     ran = _ran(answered)
     held = source.nodes()
     quiet = [n for n in sorted(set(held) - reporting)
-             if n not in result.diagnoses and n not in unreadable and n not in ran]  # events or a run only: not silent
+             if n not in result.diagnoses and n not in unreadable and n not in ran  # events or a run only: not silent
+             and n not in answered.ahead]  # past the fleet's end: said as such (`_say_ahead`)
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
                   and (d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION)
                        or (n in ran and n not in reporting and d.health_unknown())))
@@ -272,6 +286,11 @@ def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime
     policy = policy or load_watch()
     held = source.nodes()
     names = held if not nodes else [known("node", n, held, where=source.name) for n in nodes]
+    ahead: dict[str, datetime] = {}
+    if end is None and not nodes:  # the fleet's: where its readings are, as the sweep's (`fleet_end`)
+        at = source_end(source, window=DEFAULT_WINDOW, thresholds=thresholds or load_thresholds())
+        end = at.end
+        ahead = {n: at.end + d for n, d in at.ahead.items() if at.end is not None}
     end = end or source.newest(names)
     if end is None:
         if unjudged is not None:
@@ -288,6 +307,9 @@ def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime
         if unjudged is not None:
             unjudged.update(got.unreadable)
             unjudged.update((n, few) for n in names[i:i + chunk] if n not in judged and n not in got.unreadable)
+    if unjudged is not None:  # their readings past the end are not read
+        unjudged.update((n, f"its readings run to {fmt.when(t)}, past the fleet's newest at {fmt.when(end)}: its "
+                            "clock, or a zone read wrong") for n, t in ahead.items())
     return sorted(found, key=lambda w: (w.hours_left, w.node_id, w.ref.slug))
 
 
@@ -376,7 +398,8 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
     or at `at` when even that reading is older than the span the rules need: a fleet that stopped reporting is
     silent, not judged on its last hour. An alert of a node with no reading in the window stays open (`decide`)."""
     if request.end is None:
-        newest = source.newest()
+        newest = source_end(source, window=request.length, thresholds=request.thresholds, now=at).end
+        newest = newest or source.newest()
         if newest is not None and newest <= at - history_needed(request.length, request.thresholds):
             request = replace(request, end=at)
     swept, windows = _swept(source, request)

@@ -61,6 +61,11 @@ class StoreSource:
         with self.store() as store:  # from the catalog: no file is opened
             return store.newest(nodes)
 
+    def newest_each(self) -> dict[str, datetime]:
+        """Each node's newest link reading, as the end of a window that holds it (no file is opened)."""
+        with self.store() as store:
+            return {n: _within(t) for n, t in store.newest_each().items()}
+
     def window_of(self, node: str) -> timedelta | None:
         return None
 

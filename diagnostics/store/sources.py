@@ -10,7 +10,7 @@ import hashlib
 import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -320,3 +320,23 @@ def untimed_warning(outcome: FileOutcome) -> IngestWarning | None:
     return IngestWarning(outcome.name, None, f"{' and '.join(held)} {'states' if one else 'state'} no time: the "
                          f"store keeps {'it' if one else 'them'}, but `analyze --store` and `sweep` will not judge "
                          f"{'it' if one else 'them'}; {UNTIMED_ADVICE}")
+
+
+def ahead_warning(outcome: FileOutcome, *, now: datetime, tolerance: timedelta) -> IngestWarning | None:
+    """Said at ingest: link readings dated after the wall clock (beyond `tolerance`) come from a clock ahead, or a
+    zone read as UTC; kept, but a fleet's window does not end at them (`service.fleet_end`), so they are not judged
+    with the fleet's."""
+    if outcome.status != "ingested" or outcome.result is None:
+        return None
+    frame = outcome.result["link_samples"]
+    if "timestamp" not in frame.columns or not len(frame):
+        return None
+    times = pd.to_datetime(frame["timestamp"], utc=True).dropna()
+    late = times[times > pd.Timestamp(now + tolerance)]
+    if not len(late):
+        return None
+    ahead = (late.max() - pd.Timestamp(now)).total_seconds() / 3600
+    return IngestWarning(outcome.name, None, f"{fmt.count(len(late), 'link reading')} dated after this machine's "
+                         f"clock, the newest {fmt.hours(round(ahead, 1))} ahead ({fmt.when(late.max())}): the node's "
+                         "clock runs ahead, or its zone was read wrong; stored, but not judged with the fleet's "
+                         "readings (a sweep's window ends where the fleet's readings are)")

@@ -25,6 +25,7 @@ import pyarrow as pa
 import sqlite_utils
 from sqlite_utils.db import Table
 
+from ..config.thresholds import load_thresholds
 from ..errors import InputError
 from ..ingest.base import IngestWarning, Source
 from ..ingest.nmxt import place_in_racks
@@ -47,6 +48,7 @@ from .sources import (
     At,
     FileOutcome,
     IngestReport,
+    ahead_warning,
     cut_nodes,
     placed_on_a_node,
     read_sources,
@@ -111,6 +113,9 @@ class TelemetryStore:
             keep_xid_state(self._db, xid_last)
         report = IngestReport.of(outcomes)
         report.node_warnings += [w for o in outcomes if (w := untimed_warning(o)) is not None]
+        tolerance = timedelta(minutes=load_thresholds().setting("clock_ahead_min"))
+        report.node_warnings += [w for o in outcomes if (w := ahead_warning(o, now=datetime.now(UTC),
+                                                                           tolerance=tolerance)) is not None]
         touched, self._touched = self._touched, {}
         for table, keys in sorted(touched.items()):  # a node's day grown past a few parts: one part again
             done = self.compact(table, keys=keys)
@@ -221,6 +226,10 @@ class TelemetryStore:
         """The newest link reading the store holds (of those nodes), from the catalog: no file is opened."""
         value = self._catalog.newest("link_samples", None if nodes is None else sorted(set(nodes)))
         return None if value is None else utc_datetime(value)
+
+    def newest_each(self) -> dict[str, int]:
+        """Each node's newest link reading (ns), from the catalog: no file is opened."""
+        return self._catalog.reach_by_key("link_samples", None)[0]
 
     def window(self, *, end: datetime | None, span: timedelta, nodes: Collection[str] | None = None,
                peers: bool = False) -> dict[str, pd.DataFrame]:
