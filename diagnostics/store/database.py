@@ -27,6 +27,8 @@ from typing import Any
 
 import sqlite_utils
 
+from ..errors import InputError
+
 BUSY_TIMEOUT_S = 30.0
 
 _LOCKS: weakref.WeakKeyDictionary[sqlite_utils.Database, threading.RLock] = weakref.WeakKeyDictionary()
@@ -40,8 +42,9 @@ class StoreDatabase(sqlite_utils.Database):
     one stays a savepoint), and a write outside one opens its implicit transaction the same way
     (`isolation_level="IMMEDIATE"`)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path | None = None) -> None:
         self.lock = threading.RLock()
+        self.path = path  # the file, named when it is found damaged
         super().__init__(conn)
 
     @contextmanager
@@ -65,7 +68,22 @@ class StoreDatabase(sqlite_utils.Database):
 
     def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None) -> sqlite3.Cursor:
         with self.lock:
-            return super().execute(sql, parameters)
+            try:
+                return super().execute(sql, parameters)
+            except sqlite3.DatabaseError as exc:
+                raise damaged(self.path, exc) from exc
+
+
+def damaged(path: Path | None, exc: sqlite3.DatabaseError) -> Exception:
+    """A database whose pages are damaged (or that is no database) as what to do about it, naming its file; any
+    other error as it came."""
+    if path is None or exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return exc
+    return InputError(
+        f"the store's database is damaged ({exc}); the readings' Parquet files beside it are intact: move {path.name} "
+        f"and its {path.name}-wal and {path.name}-shm files aside and the next command catalogs those files again, "
+        "but the events, GPUs, topology, node records and planned work it kept are not in them: restore it from a "
+        "backup, or ingest their files again", source=str(path))
 
 
 def connect(path: Path | None) -> StoreDatabase:
@@ -75,11 +93,11 @@ def connect(path: Path | None) -> StoreDatabase:
         return StoreDatabase(conn)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, check_same_thread=False, timeout=BUSY_TIMEOUT_S, isolation_level="IMMEDIATE")
-    db = StoreDatabase(conn)
+    db = StoreDatabase(conn, path)
     with db.ensure_autocommit_on():
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            conn.execute("PRAGMA journal_mode = wal")  # kept in the file: every later connection finds it on
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode = wal")  # kept in the file: every later connection finds it on
         conn.execute("PRAGMA synchronous = NORMAL")  # WAL's advised level: a commit survives a killed process
     return db
 

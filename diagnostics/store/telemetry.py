@@ -161,7 +161,9 @@ class TelemetryStore:
 
     # ---- reading ----
     def nodes(self) -> list[str]:
-        return sorted(str(r["node_id"]) for r in self._table("nodes").rows)
+        """The nodes ingested, and those the catalog's link parts hold: a catalog rebuilt from the files (its
+        database emptied or moved aside) knows its nodes by their parts."""
+        return sorted({*(str(r["node_id"]) for r in self._table("nodes").rows), *self._catalog.keys("link_samples")})
 
     def platforms(self, nodes: Collection[str] | None = None) -> dict[str, str]:
         """Each node's platform as an inventory file gave it (nodes without one are left out)."""
