@@ -14,6 +14,10 @@ from .. import format as fmt
 from ..analysis import history_needed
 from ..config.thresholds import Thresholds
 
+# No zone lies further from UTC (UTC+14): a node further ahead of most nodes, its readings no later than the wall
+# clock, is no zone read wrong; it is the others that stopped (a node renamed: its old name silent).
+ZONE_REACH = timedelta(hours=14)
+
 
 @dataclass(frozen=True)
 class FleetEnd:
@@ -31,7 +35,8 @@ class FleetEnd:
         return (f"{fmt.count(len(shown), 'node')} not judged past the window's end at {fmt.when(self.end)}: "
                 + "; ".join(f"{n}'s readings run {fmt.hours(round(d.total_seconds() / 3600, 1))} ahead of the fleet's"
                             for n, d in shown[:10]) + (" ..." if len(shown) > 10 else "")
-                + ": its clock, or a zone read wrong (`fabricbot analyze --store ... --node NODE` judges it alone)")
+                + ": its clock, or a zone read wrong, or the other nodes stopped reporting (`fabricbot analyze "
+                "--store ... --node NODE` judges it alone)")
 
 
 def clock_tolerance(thresholds: Thresholds) -> timedelta:
@@ -43,10 +48,10 @@ def fleet_end(newest: dict[str, datetime], *, window: timedelta, thresholds: Thr
               now: datetime | None = None) -> FleetEnd:
     """The newest reading of the nodes whose readings are where the fleet's are, from each node's newest (`newest`).
     A node is left past the end when its newest reading is dated after the wall clock (beyond `clock_ahead_min`), or
-    lies at least the span the rules read (`history_needed`: past it every other node reads as silent) after the
-    newest reading most nodes have (the lower median), unless it lies within that span before the wall clock (a
-    live fleet whose most nodes stopped reporting is silent, not ahead). Where every node is ahead of the wall clock,
-    the fleet is where its readings are."""
+    lies at least the span the rules read (`history_needed`: past it every other node reads as silent), and at most
+    `ZONE_REACH`, after the newest reading most nodes have (the lower median), unless it lies within that span
+    before the wall clock (a live fleet whose most nodes stopped reporting is silent, not ahead). Where every node is
+    ahead of the wall clock, the fleet is where its readings are."""
     if not newest:
         return FleetEnd(None)
     now = now or datetime.now(UTC)
@@ -54,7 +59,7 @@ def fleet_end(newest: dict[str, datetime], *, window: timedelta, thresholds: Thr
     present = {n: t for n, t in newest.items() if t <= now + clock_tolerance(thresholds)} or newest
     ordered = sorted(present.values())
     most = ordered[(len(ordered) - 1) // 2]
-    kept = {n: t for n, t in present.items() if t - most < span or t > now - span}
+    kept = {n: t for n, t in present.items() if t - most < span or t - most > ZONE_REACH or t > now - span}
     end = max(kept.values())
     return FleetEnd(end, {n: t - end for n, t in newest.items() if n not in kept})
 

@@ -42,6 +42,12 @@ def test_nodes_close_together_keep_the_newest_end() -> None:
     assert found.end == newest["node-3"] and not found.ahead and found.note() is None
 
 
+def test_a_node_further_ahead_than_any_zone_is_where_the_fleet_is() -> None:
+    newest = _newest(1, 1 + 17)  # node-1 renamed: its old name stopped, the new one reads on
+    found = fleet_end(newest, window=HOUR, thresholds=THRESHOLDS, now=NOW)
+    assert found.end == newest["node-2"] and not found.ahead
+
+
 def test_readings_after_the_wall_clock_never_end_the_window() -> None:
     now = (T0 + pd.Timedelta(hours=2)).to_pydatetime()
     within = now + clock_tolerance(THRESHOLDS) / 2
