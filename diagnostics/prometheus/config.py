@@ -107,6 +107,22 @@ def _flatten(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def load_limits(*, path: str | Path | None = None, env: dict[str, str] | None = None) -> Limits:
+    """The limits alone (defaults, then the user's file, as `load_config` reads them), for a door that asks no server:
+    the store's sweep retires nodes silent past `known_nodes_hours` as the server's does."""
+    env = dict(os.environ) if env is None else env
+    limits = _flatten(_read(DEFAULT_FILE))["limits"]
+    user = path or env.get(ENV_FILE)
+    if user:
+        limits = {**limits, **_flatten(_read(Path(user)))["limits"]}
+    try:
+        return Limits.model_validate(limits)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"{user or DEFAULT_FILE.name}: limits.{'.'.join(str(p) for p in err['loc'])}: "
+                          f"{err['msg']} (got {err.get('input')!r})") from None
+
+
 def load_config(
     url: str | None = None, *, path: str | Path | None = None, env: dict[str, str] | None = None
 ) -> PrometheusConfig:

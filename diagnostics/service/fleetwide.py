@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from .. import format as fmt
 from ..analysis import (
@@ -34,6 +34,7 @@ from ..enums import ComponentKind, priority_rank
 from ..model import Diagnosis
 from ..names import fleet_name_notes
 from ..offenders import SweepResult, offenders_of, worst_first
+from ..prometheus.config import load_limits
 from ..prometheus.sweep import sweep as pushed_down
 from ..store.alerts import Alert
 from ..store.sources import UNTIMED_ADVICE
@@ -245,12 +246,30 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     _untimed(result, logs, "events with no time (a log printed without dates, ingested without --at)",
              "events judge nothing")
     _say_untimed_events(result, undated, [n for n in held if n not in placed])
-    quiet = [n for n in quiet if n not in placed]
+    quiet = _say_retired(result, [n for n in quiet if n not in placed], answered, request)
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),
                           every=set(quiet) == set(held))
         _say_last(result, source, request, quiet, answered.diagnoses)
+
+
+def _say_retired(result: SweepResult, quiet: list[str], answered: Fleet, request: Request) -> list[str]:
+    """The silent nodes less those silent since `limits.known_nodes_hours` before the span the rules read, as the
+    server's sweep knows no node past it (a node renamed or removed): listed once as a warning, with how long each
+    has been silent, not an incomplete view. The rest, returned, stay silent."""
+    newest = {n: t for got in answered.windows for n, t in got.newest.items()}
+    known = load_limits().known_nodes_hours
+    cut = result.at - history_needed(request.length, request.thresholds) - timedelta(hours=known)
+    retired = [n for n in quiet if n in newest and newest[n] < cut]
+    if retired:
+        result.warnings.append(
+            f"{fmt.count(len(retired), 'node')} with no link reading since before {fmt.when(cut)} (limits."
+            f"known_nodes_hours, {fmt.hours(known)}, before the span the rules read), taken as retired (renamed or "
+            "removed), not counted: " + "; ".join(
+                f"{n} (silent {fmt.number(round((result.at - newest[n]).total_seconds() / 86400, 1))} days)"
+                for n in retired[:10]) + (" ..." if len(retired) > 10 else ""))
+    return [n for n in quiet if n not in retired]
 
 
 def _say_last(result: SweepResult, source: Source, request: Request, quiet: list[str],

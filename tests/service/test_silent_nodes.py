@@ -44,7 +44,8 @@ def test_silent_nodes_are_said_alike_by_every_sweep(tmp_path: Path) -> None:
     span = history_needed(Request().length, thresholds)  # what the store's sweep of its default window reads
     end = T0 + pd.Timedelta(hours=24)
     some = sweep(source, Request(end=end.to_pydatetime(), thresholds=thresholds))
-    every = sweep(source, Request(end=(end + pd.Timedelta(hours=12)).to_pydatetime(), thresholds=thresholds))
+    # past node-1's span, but not past the day (`limits.known_nodes_hours`) after which node-2 and node-3 retire
+    every = sweep(source, Request(end=(end + pd.Timedelta(hours=5.5)).to_pydatetime(), thresholds=thresholds))
     assert some.silent == NODES[1:] and every.silent == NODES
     for result, reported in ((some, {"node-1"}), (every, set())):
         said = [r for r in result.incomplete_reasons if "no reading" in r]
