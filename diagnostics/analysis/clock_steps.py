@@ -1,0 +1,71 @@
+"""Readings dated out of time order: a host whose clock stepped back dates a later reading before earlier ones, and
+sorted by its date it reads as a counter restart followed by the same errors counted again. A counter that drops is
+a restart only where the readings around it cannot be put in order: the reading before the drop is one taken later
+when the reading after it lies between its neighbours on every counter (nothing drops from the one before it to the
+one after it, and each counter that drops held counts before, which a restart from zero would not keep)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import format as fmt
+from ..metrics import COUNTERS
+from ..times import ns
+from .prepared import KEYS, floats_at, key_codes, link_keys
+from .restarts import _drops, _series_order
+from .rows import per_link_rows
+
+
+def stepped_back(links: pd.DataFrame) -> tuple[np.ndarray | None, dict[str, list[str]]]:
+    """The rows of readings whose date is earlier than when they were taken (a mask over `links`; None when none),
+    and per node what is said of them: their counts are left out of the rates, never counted twice."""
+    if not len(links) or "node_id" not in links.columns:
+        return None, {}
+    counters = [c for c in COUNTERS if c in links.columns]
+    t_all = ns(links["timestamp"])
+    rows = per_link_rows(links)
+    mine = np.arange(len(links)) if rows is None else rows
+    series = link_keys([key_codes(links[c], mine) if c in links.columns else None for c in KEYS])
+    at = t_all[mine]
+    order = _series_order(series, at)
+    if order is not None:
+        mine, series, at = mine[order], series[order], at[order]
+    values = {c: floats_at(links[c], mine) for c in counters}
+    fell = np.unique(np.concatenate([_drops(series, v) for v in values.values()] or [np.zeros(0, np.int64)]))
+    if not len(fell):
+        return None, {}
+    column = links["node_id"]
+    codes, names = (column.cat.codes.to_numpy(), column.cat.categories) \
+        if isinstance(column.dtype, pd.CategoricalDtype) else pd.factorize(column.astype("string"))
+    node = codes[mine]
+    drop = np.zeros(len(links), dtype=bool)
+    said: dict[str, list[str]] = {}
+    for n, after in sorted({(int(node[r]), int(at[r])) for r in fell.tolist()}):
+        times = np.unique(at[node == n])
+        p = int(np.searchsorted(times, after)) - 1  # the reading just before the drop
+        if p < 1 or p + 1 >= len(times):
+            continue
+        near = [_reading(series, values, node == n, at == times[p + k]) for k in (-1, 0, 1)]
+        before, dated, later = (frame.reindex(near[0].index.union(near[1].index).union(near[2].index))
+                                for frame in near)
+        down = (dated > later).to_numpy()
+        if not down.any() or (later < before).to_numpy().any() or (down & ~(before > 0).to_numpy()).any():
+            continue
+        drop |= (codes == n) & (t_all == times[p])
+        said.setdefault(str(names[n]), []).append(
+            f"the reading dated {fmt.when(_utc(times[p]))} holds counts above the one dated "
+            f"{fmt.when(_utc(times[p + 1]))}: it was taken later than its date says (the host's clock stepped back), "
+            "so it is left out of the rates rather than read as a counter restart")
+    return (drop if drop.any() else None), said
+
+
+def _reading(series: np.ndarray, values: dict[str, np.ndarray], node: np.ndarray, when: np.ndarray) -> pd.DataFrame:
+    """One node's reading at one time: a row per link series, a column per counter."""
+    at = node & when
+    frame = pd.DataFrame({c: v[at] for c, v in values.items()}, index=series[at])
+    return frame[~frame.index.duplicated(keep="last")]
+
+
+def _utc(when_ns: int) -> pd.Timestamp:
+    return pd.Timestamp(when_ns, tz="UTC")
