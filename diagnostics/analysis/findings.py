@@ -17,6 +17,7 @@ from ..enums import ComponentKind, LinkState, LinkType, Severity
 from ..metrics import COUNTERS, LEVELS, RATES, SATURATED_16BIT, SUMS, applies
 from ..model import Crossing, Finding
 from ..values import limits
+from .metrics import records
 from .rules import LinkFacts, crossings, state_crossing, summarize
 
 
@@ -204,3 +205,24 @@ def _congestion(row: Mapping[str, Any], thresholds: Thresholds) -> list[str]:
     if share >= thresholds.setting("congestion_fraction"):
         return [f"traffic at {share:.0%} of the link's capacity with no errors: congestion, not a fault"]
     return []
+
+
+SAID_LINKS = 4  # links a restart note names before it counts the rest
+
+
+def restart_notes(metrics: pd.DataFrame) -> dict[str, str]:
+    """Per node, the links whose counters restarted inside the window, in words: a finding's evidence says it too,
+    but the text answer shows evidence for its suspects alone, and a restart is what makes a rate count from zero."""
+    if "resets" not in metrics.columns or not len(metrics):
+        return {}
+    restarted = metrics[metrics["resets"].to_numpy(np.float64, na_value=0.0) > 0]
+    links: dict[str, list[str]] = {}
+    for row in records(restarted):
+        links.setdefault(str(row["node_id"]), []).append(ref_of(row).name)
+    notes = {}
+    for node, names in links.items():
+        said = ", ".join(names[:SAID_LINKS]) + (f" and {fmt.count(len(names) - SAID_LINKS, 'more link')}"
+                                                if len(names) > SAID_LINKS else "")
+        notes[node] = (f"the counters of {said} restarted from zero inside the window (a reboot, GPU reset or driver "
+                       "reload): the readings after it count from zero, not as a drop")
+    return notes

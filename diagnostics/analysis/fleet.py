@@ -47,7 +47,7 @@ from .diagnosis import assemble
 from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
-from .findings import finding_of
+from .findings import finding_of, restart_notes
 from .fleet_metrics import PIECE_ROWS, counted_nodes, fleet_metrics, lanes_level, max_samples
 from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links, sxids_of_gone_gpus
 from .jobs import History, explain_jobs
@@ -179,6 +179,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     analyzed = sorted(set(view.gpus_seen) | set(found) | _names(event_nodes) | reporting_links)
     wanted = sorted(nodes) if nodes is not None else analyzed
     warnings: dict[str, list[str]] = {n: [] for n in set(analyzed) | set(wanted)}
+    restarted = restart_notes(metrics)
     samples = max_samples(metrics)
     counted = counted_nodes(metrics)
     early = _names(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
@@ -238,6 +239,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if node in view.restarted:  # a reboot's links down are the reboot: said, not judged
             warnings[node].append(view.restarted[node])
             mine = [j for f in mine if (j := _restart_judged(f)) is not None]
+        elif node in restarted:
+            warnings[node].append(restarted[node])
         found[node] = mine
     result.timings["findings_s"] = time.perf_counter() - started - result.timings["metrics_s"]
     rack_set = _racks_wanted(graph_of, racks, nodes, wanted)

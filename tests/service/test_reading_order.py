@@ -79,7 +79,8 @@ def test_a_reading_dated_before_the_one_taken_before_it_is_left_out_not_counted_
 
 def test_a_counter_restart_is_still_a_restart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """1,000 then 2,000 CRC, a driver reload (5), then 40: the reading before the drop lies above both its
-    neighbours, so it is no reading out of order; the counts after the restart count from zero."""
+    neighbours, so it is no reading out of order; the counts after the restart count from zero, and the text answer
+    says the restart (a link that only warns shows no evidence there)."""
     answers = both_doors(tmp_path, capsys, [reading("Sun Mar  8 06:30:00 UTC 2026", 1000, 100),
                                             reading("Sun Mar  8 07:30:00 UTC 2026", 2000, 1100),
                                             reading("Sun Mar  8 08:30:00 UTC 2026", 5, 5),
@@ -87,4 +88,5 @@ def test_a_counter_restart_is_still_a_restart(tmp_path: Path, capsys: pytest.Cap
     for answer, text in answers:
         assert link_rates(answer)["crc"] == pytest.approx((1000 + 5 + 35) / 3)
         assert "clock stepped back" not in text
+        assert "the counters of GPU 3 NVLink 7 restarted from zero inside the window" in text
     assert link_rates(answers[0][0]) == link_rates(answers[1][0])
