@@ -41,6 +41,7 @@ from .absence import (
 from .applications import application_notes
 from .bandwidth import measured_bandwidth
 from .boards import Boards, count_fixed, expected_links, gpu_count
+from .card_swaps import swapped_cards
 from .clock_steps import stepped_back
 from .correlate import JobExplanation
 from .diagnosis import assemble
@@ -128,6 +129,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     slots = {h: int(s.tray) for h, s in (racks or {}).items() if s.tray is not None and str(s.tray).isdigit()}
     graph_of = Boards(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"), slots)
     links, by_bus = numbered_by_bus(links, graph_of.buses)
+    old_cards, swapped = swapped_cards(links)
+    if old_cards is not None:
+        links = links[~old_cards]
     out_of_order, stepped = stepped_back(links)
     if out_of_order is not None:
         links = links[~out_of_order]
@@ -196,7 +200,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         mine = nvlink_ends([placed(f, graph) for f in lanes_on_links(found.get(node, []))], policy)
         if node in by_bus:
             warnings[node].append(by_bus[node])
-        warnings[node].extend(stepped.get(node, []))
+        warnings[node].extend([*swapped.get(node, []), *stepped.get(node, [])])
         mine = switch_ends_on_links([*mine, *judged.get(node, [])])
         short, said = graph_of.short_links(node, view.nvlinks_live.get(node, {}))
         mine, warnings[node] = [*mine, *short], [*warnings[node], *said]

@@ -103,9 +103,9 @@ class NvlinkReader:
         unknown_labels: set[str] = set()
         remotes: dict[tuple[str | None, int, int], str] = {}  # (node, GPU, link) -> the far end `-R` names
         seen_gpus: set[tuple[str | None, int, str | None]] = set()  # (node, GPU, UUID)
-        # (node, GPU index) -> the UUID its first header states, and where: a file of several nodes' captures holds
-        # one GPU 0 per node
-        uuids: dict[tuple[str | None, int], tuple[str | None, int]] = {}
+        # (node, GPU index, time) -> the UUID its first header states, and where: a file of several nodes' captures
+        # holds one GPU 0 per node; a reading of another time may find another card there (replaced: the engine says it)
+        uuids: dict[tuple[str | None, int, Any], tuple[str | None, int]] = {}
         gpus_of: dict[str, tuple[int, int]] = {}  # UUID -> the GPU index its first header states, and where
         block: dict[tuple[Any, ...], int] = {}  # what this GPU header's lines have stated -> the line
         all_down: list[AllDown] = []
@@ -139,7 +139,8 @@ class NvlinkReader:
                 board_model = named or board_model
                 uuid_form = uuid_form or header.uuid is not None
                 if named == header.name:  # a header cut off is said by `_model`
-                    _check_uuid(out, line, header, uuid, uuids.setdefault((out.node_id, gpu), (uuid, line.number)))
+                    _check_uuid(out, line, header, uuid, uuids.setdefault((out.node_id, gpu, out.timestamp),
+                                                                          (uuid, line.number)))
                 if uuid is not None and (other := gpus_of.setdefault(uuid, (gpu, line.number)))[0] != gpu:
                     out.warn(line.number, f"{uuid} is GPU {gpu} here and GPU {other[0]} at line {other[1]}: one of "
                                           "the two indexes is damaged")

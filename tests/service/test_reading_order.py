@@ -90,3 +90,19 @@ def test_a_counter_restart_is_still_a_restart(tmp_path: Path, capsys: pytest.Cap
         assert "clock stepped back" not in text
         assert "the counters of GPU 3 NVLink 7 restarted from zero inside the window" in text
     assert link_rates(answers[0][0]) == link_rates(answers[1][0])
+
+
+def test_a_replaced_gpu_is_rated_from_its_first_reading_not_across_the_swap(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """GPU 3 reads 1,000 CRC errors at 06:30; at 07:30 GPU 3 is another card (another UUID) reading 3,000 of its
+    own: no rate is taken across the two cards (it would read as 2,000/h, a drain), the swap is said, and no header
+    is called damaged."""
+    answers = both_doors(tmp_path, capsys, [reading("Sun Mar  8 06:30:00 UTC 2026", 1000, 100),
+                                            reading("Sun Mar  8 07:30:00 UTC 2026", 3000, 2100, card="9999")])
+    for answer, text in answers:
+        assert "crc" not in link_rates(answer)
+        assert answer["fault_detected"] is False
+        assert ("GPU 3 is another card from 2026-03-08 07:30 UTC (UUID GPU-00000003-aaaa-bbbb-cccc-000000003333 -> "
+                "GPU-00000003-aaaa-bbbb-cccc-000000009999): its counters are rated from then") in text
+        assert "damaged" not in text
+    assert answers[0][0]["warnings"] == answers[1][0]["warnings"]
