@@ -107,7 +107,7 @@ class Catalog:
         _overlapping(dated, args, start_ns, end_ns)
         if dated:
             where.append(f"(t_min IS NULL OR ({' AND '.join(dated)}))")
-        sql = f"SELECT path, key, columns, groups FROM {CATALOG} WHERE {' AND '.join(where)} ORDER BY t_min, path"
+        sql = f"SELECT path, key, columns, groups FROM {CATALOG} WHERE {' AND '.join(where)} ORDER BY t_min, rowid"
         return [self._part(*row) for row in self.db.execute(sql, args).fetchall()]
 
     def parts(self, table: str, keys: Collection[str] | None = None, start_ns: int | None = None,
@@ -119,8 +119,23 @@ class Catalog:
             where.append(f"key IN {_in(keys)}")
             args += list(keys)
         _overlapping(where, args, start_ns, end_ns)
-        sql = f"SELECT path, key, columns, groups FROM {CATALOG} WHERE {' AND '.join(where)} ORDER BY key, t_min, path"
+        sql = f"SELECT path, key, columns, groups FROM {CATALOG} WHERE {' AND '.join(where)} ORDER BY key, t_min, rowid"
         return [self._part(*row) for row in self.db.execute(sql, args).fetchall()]
+
+    def overlapping(self, table: str, keys: Collection[str] | None, start_ns: int | None,
+                    end_ns: int | None) -> set[str]:
+        """The keys (of `keys`, all when None) two of whose parts, from two ingests, hold readings of one span in
+        (start, end]: only there may two rows read one link at one time."""
+        where, args = ["a.tbl = ?"], list[object]([table])
+        if keys is not None:
+            where.append(f"a.key IN {_in(keys)}")
+            args += list(keys)
+        _overlapping(where, args, start_ns, end_ns)
+        where = [w.replace("t_max", "a.t_max").replace("t_min", "a.t_min") for w in where]
+        sql = (f"SELECT DISTINCT a.key FROM {CATALOG} a JOIN {CATALOG} b ON b.tbl = a.tbl AND b.key = a.key "
+               "AND b.rowid > a.rowid AND b.t_min <= a.t_max AND a.t_min <= b.t_max "
+               f"WHERE {' AND '.join(where)}")
+        return {str(key) for (key,) in self.db.execute(sql, args).fetchall()}
 
     def _part(self, path: str, key: str, columns: str | None, groups: str | None) -> Part:
         return Part(self.root / path, str(key), frozenset(columns.split(",")) if columns else frozenset(),
@@ -134,7 +149,7 @@ class Catalog:
         out = []
         for key, day in self.db.execute(sql, [table, *(keys or []), least]).fetchall():
             rows = self.db.execute(f"SELECT path, key, columns, groups FROM {CATALOG} WHERE tbl = ? AND key = ? "
-                                   "AND day = ? ORDER BY t_min, path", [table, key, day]).fetchall()
+                                   "AND day = ? ORDER BY t_min, rowid", [table, key, day]).fetchall()
             out.append((str(key), str(day), [self._part(*row) for row in rows]))
         return out
 

@@ -43,6 +43,7 @@ from .parts import ScanStats, read_parts
 from .records import read_whole, write_nodes
 from .said import keep as keep_said
 from .said import keep_refused, said_of
+from .same_time import same_time_notes
 from .selection import Selection, read_selected
 from .sources import (
     At,
@@ -289,6 +290,10 @@ class TelemetryStore:
             if names is None or window.node_id in names:
                 planned.setdefault(window.node_id, []).append(window)
         said = said_of(self._db, names, start_ns, end_ns) if names != [] else {}
+        if len(links) and end_ns is not None and names != []:
+            twice = self._catalog.overlapping("link_samples", names, start_ns, end_ns)
+            for node, note in same_time_notes(links, twice).items():
+                said.setdefault(node, []).append(note)
         later = events_after(self._db, names, end_ns, set(newest)) if names != [] and end_ns is not None else {}
         return StoreWindow(tables, None if end_ns is None else utc_datetime(end_ns),
                            span, stats, {k: utc_datetime(v) for k, v in newest.items()},

@@ -106,3 +106,21 @@ def test_a_replaced_gpu_is_rated_from_its_first_reading_not_across_the_swap(
                 "GPU-00000003-aaaa-bbbb-cccc-000000009999): its counters are rated from then") in text
         assert "damaged" not in text
     assert answers[0][0]["warnings"] == answers[1][0]["warnings"]
+
+
+@pytest.mark.parametrize("last", ["conflict", "first"])
+def test_two_readings_of_one_time_keep_the_last_taken_in_through_each_door(
+        last: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two readings dated 07:30 (2,000 and 5,000 CRC errors), pasted one after the other or ingested one after the
+    other: the file keeps the last pasted and warns; the store kept whichever its part names sorted last, silently.
+    Both keep the last taken in, whichever order that is, and both say it."""
+    first, conflict = (reading("Sun Mar  8 07:30:00 UTC 2026", 2000, 1100),
+                       reading("Sun Mar  8 07:30:00 UTC 2026", 5000, 3000))
+    pair = [first, conflict] if last == "conflict" else [conflict, first]
+    answers = both_doors(tmp_path, capsys, [reading("Sun Mar  8 06:30:00 UTC 2026", 1000, 100), *pair])
+    crc = 4000 if last == "conflict" else 1000
+    for answer, text in answers:
+        assert link_rates(answer)["crc"] == pytest.approx(crc)
+        assert "2 readings of the same links" in text and "share one time (2026-03-08 07:30 UTC" in text
+        assert "GPU 3 link 7 CRC flit errors" in text
+    assert answers[0][0]["fault_detected"] == answers[1][0]["fault_detected"]
