@@ -41,12 +41,16 @@ def stepped_back(links: pd.DataFrame) -> tuple[np.ndarray | None, dict[str, list
     node = codes[mine]
     drop = np.zeros(len(links), dtype=bool)
     said: dict[str, list[str]] = {}
+    by_node = np.argsort(node, kind="stable")  # each node's rows, found once, not by a pass over all per drop
+    bounds = np.searchsorted(node[by_node], np.arange(len(names) + 1))
     for n, after in sorted({(int(node[r]), int(at[r])) for r in fell.tolist()}):
-        times = np.unique(at[node == n])
+        rows = by_node[bounds[n]:bounds[n + 1]]
+        times = np.unique(at[rows])
         p = int(np.searchsorted(times, after)) - 1  # the reading just before the drop
         if p < 1 or p + 1 >= len(times):
             continue
-        near = [_reading(series, values, node == n, at == times[p + k]) for k in (-1, 0, 1)]
+        near = [_reading(series[rows], {c: v[rows] for c, v in values.items()}, at[rows] == times[p + k])
+                for k in (-1, 0, 1)]
         before, dated, later = (frame.reindex(near[0].index.union(near[1].index).union(near[2].index))
                                 for frame in near)
         down = (dated > later).to_numpy()
@@ -60,9 +64,8 @@ def stepped_back(links: pd.DataFrame) -> tuple[np.ndarray | None, dict[str, list
     return (drop if drop.any() else None), said
 
 
-def _reading(series: np.ndarray, values: dict[str, np.ndarray], node: np.ndarray, when: np.ndarray) -> pd.DataFrame:
-    """One node's reading at one time: a row per link series, a column per counter."""
-    at = node & when
+def _reading(series: np.ndarray, values: dict[str, np.ndarray], at: np.ndarray) -> pd.DataFrame:
+    """One node's reading at one time (its rows `at`): a row per link series, a column per counter."""
     frame = pd.DataFrame({c: v[at] for c, v in values.items()}, index=series[at])
     return frame[~frame.index.duplicated(keep="last")]
 
