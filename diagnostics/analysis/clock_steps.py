@@ -6,6 +6,8 @@ one after it, and each counter that drops held counts before, which a restart fr
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import pandas as pd
 
@@ -17,15 +19,25 @@ from .restarts import _drops, _series_order
 from .rows import per_link_rows
 
 
-def stepped_back(links: pd.DataFrame) -> tuple[np.ndarray | None, dict[str, list[str]]]:
-    """The rows of readings whose date is earlier than when they were taken (a mask over `links`; None when none),
-    and per node what is said of them: their counts are left out of the rates, never counted twice."""
-    if not len(links) or "node_id" not in links.columns:
+def stepped_back(links: pd.DataFrame, nodes: Collection[str], *,
+                 rows: np.ndarray | None = None) -> tuple[np.ndarray | None, dict[str, list[str]]]:
+    """Of `nodes` (those whose counters seem to restart), the rows of readings whose date is earlier than when they
+    were taken (a mask over `links`; None when none), and per node what is said of them: their counts are left out
+    of the rates, never counted twice. `rows`: the rows the rates read (`per_link_rows`; default: computed here)."""
+    if not len(links) or "node_id" not in links.columns or not nodes:
         return None, {}
     counters = [c for c in COUNTERS if c in links.columns]
+    column = links["node_id"]
+    codes, names = (column.cat.codes.to_numpy(), column.cat.categories) \
+        if isinstance(column.dtype, pd.CategoricalDtype) else pd.factorize(column.astype("string"))
+    asked = np.isin(codes, np.flatnonzero([str(n) in set(nodes) for n in names]))
+    rows = per_link_rows(links) if rows is None else rows
+    if rows is not None:
+        asked[np.setdiff1d(np.arange(len(links)), rows, assume_unique=True)] = False
+    mine = np.flatnonzero(asked)
+    if not len(mine):
+        return None, {}
     t_all = ns(links["timestamp"])
-    rows = per_link_rows(links)
-    mine = np.arange(len(links)) if rows is None else rows
     series = link_keys([key_codes(links[c], mine) if c in links.columns else None for c in KEYS])
     at = t_all[mine]
     order = _series_order(series, at)
@@ -35,9 +47,6 @@ def stepped_back(links: pd.DataFrame) -> tuple[np.ndarray | None, dict[str, list
     fell = np.unique(np.concatenate([_drops(series, v) for v in values.values()] or [np.zeros(0, np.int64)]))
     if not len(fell):
         return None, {}
-    column = links["node_id"]
-    codes, names = (column.cat.codes.to_numpy(), column.cat.categories) \
-        if isinstance(column.dtype, pd.CategoricalDtype) else pd.factorize(column.astype("string"))
     node = codes[mine]
     drop = np.zeros(len(links), dtype=bool)
     said: dict[str, list[str]] = {}

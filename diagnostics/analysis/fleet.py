@@ -132,9 +132,6 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     old_cards, swapped = swapped_cards(links)
     if old_cards is not None:
         links = links[~old_cards]
-    out_of_order, stepped = stepped_back(links)
-    if out_of_order is not None:
-        links = links[~out_of_order]
     t = ns(links["timestamp"]) if len(links) else np.zeros(0, dtype=np.int64)
     events, t, undated = taken_at_end(events, t, links, end)
     end_ns = utc_ns(end) if end is not None else int(t.max()) if len(t) else events_end(events)
@@ -146,6 +143,16 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     metrics, result.links, result.rows_used = (fleet_metrics(
         links, t, keep, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds, piece_rows=piece_rows,
         workers=workers) if len(links) else (pd.DataFrame(), 0, 0))
+    # a reading dated before one taken earlier reads as a restart: only nodes whose rates saw one are looked at, and
+    # the rates are read again only where such a reading is left out
+    out_of_order, stepped = stepped_back(links, _restarted(metrics), rows=keep)
+    if out_of_order is not None:
+        links = links[~out_of_order]
+        t = ns(links["timestamp"])
+        keep = per_link_rows(links)
+        metrics, result.links, result.rows_used = fleet_metrics(
+            links, t, keep, since_ns=since_ns, end_ns=end_ns, window=window, thresholds=thresholds,
+            piece_rows=piece_rows, workers=workers)
     result.timings["metrics_s"] = time.perf_counter() - started
     view = node_view(metrics, end_ns, thresholds)
     spans = rate_spans(metrics)  # what each node's rates are over: a window's readings may cover less, or reach back
@@ -376,6 +383,13 @@ def _restart_judged(f: Finding) -> Finding | None:
 
 def _stale(f: Finding) -> bool:
     return any(c.rule == MISSING_RULE for c in f.crossed)
+
+
+def _restarted(metrics: pd.DataFrame) -> set[str]:
+    """The nodes with a link whose counters restarted within the rates' span."""
+    if "resets" not in metrics.columns or not len(metrics):
+        return set()
+    return {str(n) for n in metrics["node_id"][metrics["resets"].to_numpy(np.float64, na_value=0.0) > 0].unique()}
 
 
 def _names(nodes: pd.DataFrame | np.ndarray) -> set[str]:
