@@ -417,11 +417,17 @@ def software_finding(fabric_state: str | None, all_inactive: str | None, *, doma
         if status and status.lower() not in ("success", "n/a"):
             failing.append(f"fabric status is '{status}', not Success")
         health = stated.get("health summary")
-        if health and health.lower() not in ("healthy", "n/a"):
-            warning.append(f"fabric health summary is '{health}'")
         bandwidth = stated.get("health bandwidth")
         if bandwidth and bandwidth.lower() not in ("full", "n/a"):
             warning.append(f"fabric bandwidth is '{bandwidth}', not Full")
+        why = [f"{name} is '{stated[key]}'" for key, name, fine in _HEALTH_FIELDS
+               if stated.get(key) and stated[key].lower() not in fine]
+        warning += [f"fabric health: {w}" for w in why]
+        if health and health.lower() not in ("healthy", "n/a"):
+            said = "" if why or (bandwidth and bandwidth.lower() not in ("full", "n/a")) else (
+                ": none of the Health fields read says why; `nvidia-smi -q -d FABRIC` on the node shows them all "
+                "(Route Recovery in progress, Route Unhealthy, Access Timeout Recovery, Incorrect Configuration)")
+            warning.insert(0, f"fabric health summary is '{health}'{said}")
     if all_inactive:
         failing.append(all_inactive)
     evidence = failing + warning
@@ -432,6 +438,17 @@ def software_finding(fabric_state: str | None, all_inactive: str | None, *, doma
                    severity=severity, evidence=evidence,
                    crossed=[Crossing(rule=SOFTWARE_RULE, counter="fabric_state", severity=severity, unit=fmt.Unit.STATE,
                                      message="; ".join(evidence))])
+
+
+# The Health lines of `nvidia-smi -q`'s Fabric section past Summary and Bandwidth, and the values that say nothing is
+# wrong: NVML's fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*, docs.nvidia.com/deploy/nvml-api "Fabric
+# definitions": route recovery, route unhealthy and access timeout recovery in progress or not, an incorrect
+# configuration such as a wrong SysGUID or chassis serial number or insufficient NVLinks)
+_FINE = ("false", "n/a", "not supported")
+_HEALTH_FIELDS = [("health route recovery in progress", "Route Recovery in progress", _FINE),
+                  ("health route unhealthy", "Route Unhealthy", _FINE),
+                  ("health access timeout recovery", "Access Timeout Recovery", _FINE),
+                  ("health incorrect configuration", "Incorrect Configuration", ("none", "n/a", "not supported"))]
 
 
 def _fabric_fields(text: str) -> dict[str, str]:

@@ -221,6 +221,18 @@ def test_fabric_state_not_complete_is_fabric_software() -> None:
     assert d.localization is not None and d.localization.kind is ComponentKind.FABRIC_SOFTWARE
 
 
+def test_an_unhealthy_fabric_says_which_health_field_says_why() -> None:
+    """`Health Summary: Unhealthy` was said alone, though the Health lines below it name the cause (NVML's fabric
+    health mask): a route unhealthy, a recovery in progress, an incorrect configuration."""
+    text = ("State: Completed; Status: Success; Health Summary: Unhealthy; Health Bandwidth: Full; Health Route "
+            "Recovery in progress: False; Health Route Unhealthy: True; Health Access Timeout Recovery: False; "
+            "Health Incorrect Configuration: None")
+    d = diagnose({"link_samples": node_links(), "events": events([{"timestamp": T0, "kind": "fabric_state",
+                                                                     "text": text}])})
+    fabric = next(f for f in d.findings if f.ref.kind is ComponentKind.FABRIC_SOFTWARE)
+    assert fabric.evidence == ["fabric health summary is 'Unhealthy'", "fabric health: Route Unhealthy is 'True'"]
+
+
 def test_congestion_is_said_not_flagged() -> None:
     frame = links(link_series(steady(0), speed_gbps=26.562, tx_bytes_per_s=25.5e9))
     f = diagnose({"link_samples": frame}).findings[0]

@@ -150,7 +150,7 @@ def test_a_paste_of_events_or_of_two_readings_is_answered_as_analyze_file_answer
     assert "pasted node" not in reply
     assert "nothing to rate" not in reply and "lifetime totals" not in reply
     said = {"kernel_xid79_sxid20034_gpud_1.txt": "Priority urgent",  # a GPU off the bus, fatal SXids
-            "smi_q_fabric_unhealthy_1.txt": "fabric health summary is 'Unhealthy'. Priority medium",
+            "smi_q_fabric_unhealthy_1.txt": "fabric health summary is 'Unhealthy': none of the Health fields read",
             "nvlink_e_v100_short_form_dated_2.txt": "CRC errors 84,526/h > 100/h (crc). Priority medium"}[name]
     assert said in reply, reply
 

@@ -82,7 +82,10 @@ def test_a_fabric_whose_health_is_unhealthy_warns_and_one_still_in_progress_fail
         d = json.loads(out)
         fabric = next(f for f in d["findings"] if f["component"] == "Fabric Manager / NVIDIA driver")
         seen[name] = (fabric["severity"], fabric["evidence"][0], d["fault_detected"])
-    assert seen["smi_q_fabric_unhealthy_1"] == ("warning", "fabric health summary is 'Unhealthy'", False)
+    assert seen["smi_q_fabric_unhealthy_1"] == ("warning", "fabric health summary is 'Unhealthy': none of the Health "
+                                                "fields read says why; `nvidia-smi -q -d FABRIC` on the node shows "
+                                                "them all (Route Recovery in progress, Route Unhealthy, Access "
+                                                "Timeout Recovery, Incorrect Configuration)", False)
     assert seen["smi_q_fabric_in_progress_1"] == ("failing", "fabric state is 'In Progress', not Completed", True)
 
 
