@@ -33,7 +33,11 @@ events are lost.
 
 from __future__ import annotations
 
+import itertools
+import re
+
 from .. import format as fmt
+from ..errors import InputError
 from .base import IngestResult, Source
 from .fm_lines import ERROR, FILE, JOURNAL, FabricManagerLines, file_form, leveled, names_manager
 from .journal import JournalSpan
@@ -42,6 +46,8 @@ from .log_prefix import strip_prefix
 from .textlines import Collector, classify, skip_shell
 
 _SAID_NONE = 3  # lines said one by one when no line is Fabric Manager's
+# the IMEX daemon's own lines: `IMEX Log initializing at: ...`, `[date] [INFO] [tid 77] IMEX version 580.. is running`
+_IMEX = re.compile(r"^\s*IMEX Log initializing at:|\]\s*IMEX version \S+ is running")
 
 
 class FabricManagerReader:
@@ -59,6 +65,12 @@ class FabricManagerReader:
         return 0.5 if any(KERNEL.opens(line.strip()) for line in lines) else 0.0
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+        head = itertools.islice(source.numbered(), 200)
+        imex = next((number for number, line, _ in head if _IMEX.search(line)), None)
+        if imex is not None:  # the IMEX daemon logs in Fabric Manager's form, but none of its messages are hers
+            raise InputError("this is the nvidia-imex daemon's log (in Fabric Manager's line form), which fabricbot "
+                             "does not read; it reads `nvidia-imex-ctl -N -H`, the IMEX domain's state as each node "
+                             "sees it", source=source.name, line=imex)
         out = Collector(source, "Fabric Manager log", node_id)
         spans: dict[str | None, JournalSpan] = {}  # journalctl's header: the year of the syslog dates under it
         lines = FabricManagerLines(out)

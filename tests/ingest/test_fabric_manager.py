@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pandas as pd
+import pytest
 
 from diagnostics.config.datafiles import read_toml
 from diagnostics.enums import EventKind
@@ -177,3 +178,17 @@ def test_each_known_message_names_its_sources() -> None:
         tags = re.findall(r"\[(\w+)\]", entry.source)
         assert tags and set(tags) <= set(data["sources"]), entry.token
         assert not entry.assumed or entry.note, entry.token  # an assumed entry says what is assumed
+
+
+def test_the_imex_daemons_log_is_said_as_what_it_is_not_as_fabric_managers() -> None:
+    """The nvidia-imex daemon logs in Fabric Manager's form: its log was read as hers and answered "Fabric Manager's
+    log times state no zone", naming the wrong daemon (the log as kubernetes-sigs/dra-driver-nvidia-gpu PR 1465
+    quotes it)."""
+    from diagnostics.errors import InputError
+
+    log = ("IMEX Log initializing at: 9/18/2026 06:40:33.561\n"
+           "[Sep 18 2026 06:40:33] [INFO] [tid 77] IMEX version 580.159.04 is running with the following "
+           "configuration options:\n[Sep 18 2026 06:40:33] [INFO] [tid 77] Logging level = 4\n")
+    for text in (log, log.split("\n", 1)[1]):  # with its first line, and without
+        with pytest.raises(InputError, match=r"this is the nvidia-imex daemon's log .* `nvidia-imex-ctl -N -H`"):
+            detect.read(Source.from_text(text, name="imex.log"))
