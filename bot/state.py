@@ -108,6 +108,14 @@ class BotState:
                                                    [channel, DraftState.FILED, DraftState.DISCARDED], order_by="id"))
         return [Draft(**{**r, "requested_by": r.get("requested_by") or ""}) for r in rows]
 
+    def pending_draft(self, analysis_id: int, slug: str, channel: str) -> Draft | None:
+        """The shown draft of this analysis's part in `channel` still waiting to be filed or discarded, if any."""
+        with self.lock:
+            rows = list(self.db[DRAFTS].rows_where(
+                "analysis_id = ? and slug = ? and channel = ? and status = ? and message_ts != ''",
+                [analysis_id, slug, channel, DraftState.PENDING], order_by="id desc", limit=1))
+        return Draft(**{**rows[0], "requested_by": rows[0].get("requested_by") or ""}) if rows else None
+
     def claim_draft(self, draft_id: int, status: str) -> Draft | None:
         """Move a pending draft to `status` atomically; None when someone else already decided it."""
         with self.lock, self.db.atomic():

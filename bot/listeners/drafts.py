@@ -140,6 +140,13 @@ class Drafting:
                 raise Refused(f"A ticket for {esc(component)} on `{esc(known.node_id)}` {standing(known, mention)}: "
                               f"*{esc(known.id)}*{esc(covering(known, slug, component))} (filed by "
                               f"{mention(known.filed_by)}). I added this analysis to its evidence.")
+            waiting = s.state.pending_draft(self.target.analysis_id, slug, at.channel)
+            if waiting is not None:  # a click after its draft was shown: one preview a part, decided once
+                s.record("draft", actor=at.user, subject=subject, outcome="points to waiting draft",
+                         draft=waiting.id)
+                who = mention(waiting.requested_by) if waiting.requested_by else "someone"
+                raise Refused(f"A draft of {esc(component)} from this analysis is already waiting in this thread "
+                              f"(asked for by {who}): file or discard it there.")
             assert s.drafter is not None
             try:  # drafted from the part's owner's view, as `fabricbot ticket` drafts it: one ticket from any door
                 theirs, graph, named = owners_view(diagnosis, s.source.graph(diagnosis), component,

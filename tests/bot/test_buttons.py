@@ -60,6 +60,23 @@ def test_a_repeated_click_while_the_draft_runs_drafts_once() -> None:
         assert [e["kind"] for e in local.audit.entries()].count("draft") == 1
 
 
+def test_a_click_after_its_draft_was_shown_points_to_the_waiting_draft() -> None:
+    """Draft clicked again once the first draft was shown drafted a second preview of the same part, two drafts of
+    one fault waiting side by side; it now points to the one waiting, and a draft filed or discarded frees the part."""
+    with local_bot() as local:
+        summary = summary_for(local, "hpc-gpu-node-12")
+        button = buttons(summary)[0]
+        assert _click(local, summary, button, "UALICE") == 200
+        assert local.slack.wait_for(lambda s: any("Ticket draft" in m.shown_blocks
+                                                  for m in posted(s, thread=summary.ts)), timeout=LONG_WAIT)
+        assert _click(local, summary, button, "UBOB") == 200
+        assert local.slack.wait_for(lambda s: len(posted(s, thread=summary.ts)) == 2, timeout=LONG_WAIT)
+        assert local.slack.wait_for(lambda s: posted(s, thread=summary.ts)[1].edits >= 1, timeout=LONG_WAIT)
+        second = posted(local.slack, thread=summary.ts)[1]
+        assert "is already waiting in this thread (asked for by <@UALICE>): file or discard it there" in second.shown
+        assert "Ticket draft" not in second.shown_blocks and local.audit.db["bot_drafts"].count == 1
+
+
 def test_a_button_value_the_bot_did_not_make_gets_a_reply_and_drafts_nothing() -> None:
     with local_bot() as local:
         summary = summary_for(local, "hpc-gpu-node-12")
