@@ -261,7 +261,7 @@ def fleet(source: Source, request: Request, *, processes: int | None = None,
     end = request.end
     ahead: dict[str, timedelta] = {}
     if end is None:  # where the fleet's readings are, not where one runaway clock is
-        found = source_end(source, window=request.length, thresholds=request.thresholds)
+        found = source_end(source, thresholds=request.thresholds)
         end, ahead = found.end, found.ahead
     if len(passes) == 1 and isinstance(source, Shardable):
         end = end or source.window_end()  # once: every shard judges to the same end, whatever lands meanwhile

@@ -11,12 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from .. import format as fmt
-from ..analysis import history_needed
 from ..config.thresholds import Thresholds
-
-# No zone lies further from UTC (UTC+14): a node further ahead of most nodes, its readings no later than the wall
-# clock, is no zone read wrong; it is the others that stopped (a node renamed: its old name silent).
-ZONE_REACH = timedelta(hours=14)
 
 
 @dataclass(frozen=True)
@@ -35,8 +30,8 @@ class FleetEnd:
         return (f"{fmt.count(len(shown), 'node')} not judged past the window's end at {fmt.when(self.end)}: "
                 + "; ".join(f"{n}'s readings run {fmt.hours(round(d.total_seconds() / 3600, 1))} ahead of the fleet's"
                             for n, d in shown[:10]) + (" ..." if len(shown) > 10 else "")
-                + ": its clock, or a zone read wrong, or the other nodes stopped reporting (`fabricbot analyze "
-                "--store ... --node NODE` judges it alone)")
+                + ", dated after the wall clock: its clock runs ahead, or its zone was read wrong (`fabricbot "
+                "analyze --store ... --node NODE` judges it alone)")
 
 
 def clock_tolerance(thresholds: Thresholds) -> timedelta:
@@ -44,22 +39,16 @@ def clock_tolerance(thresholds: Thresholds) -> timedelta:
     return timedelta(minutes=thresholds.setting("clock_ahead_min"))
 
 
-def fleet_end(newest: dict[str, datetime], *, window: timedelta, thresholds: Thresholds,
-              now: datetime | None = None) -> FleetEnd:
-    """The newest reading of the nodes whose readings are where the fleet's are, from each node's newest (`newest`).
-    A node is left past the end when its newest reading is dated after the wall clock (beyond `clock_ahead_min`), or
-    lies at least the span the rules read (`history_needed`: past it every other node reads as silent), and at most
-    `ZONE_REACH`, after the newest reading most nodes have (the lower median), unless it lies within that span
-    before the wall clock (a live fleet whose most nodes stopped reporting is silent, not ahead). Where every node is
-    ahead of the wall clock, the fleet is where its readings are."""
+def fleet_end(newest: dict[str, datetime], *, thresholds: Thresholds, now: datetime | None = None) -> FleetEnd:
+    """The newest reading of the nodes whose readings are dated no later than the wall clock (beyond
+    `clock_ahead_min`): a node dated after it is left past the end and named. Where every node is dated after the
+    wall clock, the fleet is where its readings are. A node dated ahead of the others but not of the wall clock
+    (old readings read today) is not left out: the store cannot tell its zone read wrong from the others having
+    stopped reporting, and a node that stopped is never to pass as live, so the others read as silent, said."""
     if not newest:
         return FleetEnd(None)
     now = now or datetime.now(UTC)
-    span = history_needed(window, thresholds)
-    present = {n: t for n, t in newest.items() if t <= now + clock_tolerance(thresholds)} or newest
-    ordered = sorted(present.values())
-    most = ordered[(len(ordered) - 1) // 2]
-    kept = {n: t for n, t in present.items() if t - most < span or t - most > ZONE_REACH or t > now - span}
+    kept = {n: t for n, t in newest.items() if t <= now + clock_tolerance(thresholds)} or newest
     end = max(kept.values())
     return FleetEnd(end, {n: t - end for n, t in newest.items() if n not in kept})
 
@@ -71,8 +60,8 @@ class Dated(Protocol):
     def newest_each(self) -> dict[str, datetime]: ...
 
 
-def source_end(source: object, *, window: timedelta, thresholds: Thresholds, now: datetime | None = None) -> FleetEnd:
+def source_end(source: object, *, thresholds: Thresholds, now: datetime | None = None) -> FleetEnd:
     """`fleet_end` of a source that dates its nodes (`Dated`); else no end (the source's read picks its own)."""
     if not isinstance(source, Dated):
         return FleetEnd(None)
-    return fleet_end(source.newest_each(), window=window, thresholds=thresholds, now=now)
+    return fleet_end(source.newest_each(), thresholds=thresholds, now=now)

@@ -41,7 +41,7 @@ from ..store.sources import UNTIMED_ADVICE
 from .diagnose import Fleet, fleet, last_window
 from .fleet_end import FleetEnd, source_end
 from .prometheus import PrometheusSource
-from .request import DEFAULT_WINDOW, Request
+from .request import Request
 from .source import Source, Window, known
 from .unheard import SILENT_READ_BACK, gone_silent, last_showed, untimed_held, untimed_note
 
@@ -246,7 +246,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     _untimed(result, logs, "events with no time (a log printed without dates, ingested without --at)",
              "events judge nothing")
     _say_untimed_events(result, undated, [n for n in held if n not in placed])
-    quiet = _say_retired(result, [n for n in quiet if n not in placed], answered, request)
+    quiet = _say_retired(result, [n for n in quiet if n not in placed], answered, request, source)
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),
@@ -254,14 +254,22 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         _say_last(result, source, request, quiet, answered.diagnoses)
 
 
-def _say_retired(result: SweepResult, quiet: list[str], answered: Fleet, request: Request) -> list[str]:
+def _say_retired(result: SweepResult, quiet: list[str], answered: Fleet, request: Request,
+                 source: Source) -> list[str]:
     """The silent nodes less those silent since `limits.known_nodes_hours` before the span the rules read, as the
-    server's sweep knows no node past it (a node renamed or removed): listed once as a warning, with how long each
-    has been silent, not an incomplete view. The rest, returned, stay silent."""
+    server's sweep knows no node past it (a node renamed or removed), whose last readings showed no fault: listed
+    once as a warning, with how long each has been silent, not an incomplete view. One gone silent on a fault is
+    never retired (silence is not health: its alert stays open, not reporting). The rest, returned, stay silent."""
     newest = {n: t for got in answered.windows for n, t in got.newest.items()}
     known = load_limits().known_nodes_hours
     cut = result.at - history_needed(request.length, request.thresholds) - timedelta(hours=known)
-    retired = [n for n in quiet if n in newest and newest[n] < cut]
+    old = [n for n in quiet if n in newest and newest[n] < cut][:SILENT_READ_BACK]  # beyond: kept silent
+
+    def healthy(node: str) -> bool:
+        then = last_window(source, request, node, newest[node], result.at - request.length)
+        return then is not None and last_showed(then) is None
+
+    retired = [n for n in old if healthy(n)]
     if retired:
         result.warnings.append(
             f"{fmt.count(len(retired), 'node')} with no link reading since before {fmt.when(cut)} (limits."
@@ -307,7 +315,7 @@ def watch(source: Source, *, nodes: Collection[str] | None = None, end: datetime
     names = held if not nodes else [known("node", n, held, where=source.name) for n in nodes]
     ahead: dict[str, datetime] = {}
     if end is None and not nodes:  # the fleet's: where its readings are, as the sweep's (`fleet_end`)
-        at = source_end(source, window=DEFAULT_WINDOW, thresholds=thresholds or load_thresholds())
+        at = source_end(source, thresholds=thresholds or load_thresholds())
         end = at.end
         ahead = {n: at.end + d for n, d in at.ahead.items() if at.end is not None}
     end = end or source.newest(names)
@@ -417,7 +425,7 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
     or at `at` when even that reading is older than the span the rules need: a fleet that stopped reporting is
     silent, not judged on its last hour. An alert of a node with no reading in the window stays open (`decide`)."""
     if request.end is None:
-        newest = source_end(source, window=request.length, thresholds=request.thresholds, now=at).end
+        newest = source_end(source, thresholds=request.thresholds, now=at).end
         newest = newest or source.newest()
         if newest is not None and newest <= at - history_needed(request.length, request.thresholds):
             request = replace(request, end=at)

@@ -72,17 +72,20 @@ _NO_DRAIN = re.compile(
     r"|\b(?:safe|done)\s+live\b|\bjobs?\s+can\s+(?:stay|keep|continue)", re.IGNORECASE)
 # a step that stops GPUs, said before the drain it needs ("reset GPU 2, then drain", "run dcgmi diag now, before
 # draining", "drain after the reset"), or on a node still working ("on the running node", "right away" with no drain)
-_STOPS = (r"(?:reset|reboot|restart|re-?seat|power[- ]?(?:cycl|off|down)|swap|replac|remov|dcgmi\s+diag|"
-          r"diag(?:nostic)?s?\b)")
+_STOPS = (r"(?:reset|reboot|restart|re-?seat|power[- ]?(?:cycl|off|down)|swap(?:s|ped|ping)?\b(?!\s*-?\s*tests?)|"
+          r"replac(?:e|es|ed|ing)\b|remov(?:e|es|ed|ing)\b|dcgmi\s+diag|diag(?:nostic)?s?\b)")
+_AT_ONCE = r"(?:reset|reboot|restart|re-?seat|power[- ]?(?:cycl|off|down)|dcgmi\s+diag|diag(?:nostic)?s?\b)"
 _ACTS_FIRST = re.compile(
     rf"\b{_STOPS}\w*\b[^.;]*?\b(?:before|prior\s+to|ahead\s+of|then|afterwards?)\b[^.;]{{0,20}}?\bdrain"
-    rf"|\bdrain\w*\b[^.;]{{0,30}}?\bafter(?:wards)?\b[^.;]{{0,20}}?\b{_STOPS}"
-    rf"|\b{_STOPS}\w*\b[^.;]*?\bdrain\w*\b[^.;]{{0,20}}?\bafterwards?\b"
+    rf"|\bdrain\w*\b[^.;]{{0,30}}?\bafter(?:wards)?\s+(?:the\s+|its\s+|that\s+|this\s+|an?\s+)?{_STOPS}"
+    rf"|\b{_STOPS}\w*\b[^.;]*?\bdrain\w*\b[^.;]{{0,30}}?\b(?:afterwards?|later|when\s+(?:the\s+|its\s+)?"
+    r"(?:current\s+)?jobs?\s+(?:ends?|finish\w*|completes?|is\s+done))\b"
     r"|\bon\s+the\s+(?:running|live|busy|loaded)\s+(?:node|host|server|system|machine)\b"
     r"|\bwhile\s+(?:the\s+node|the\s+host|it)\s+(?:is\s+)?(?:still\s+)?(?:in\s+service|running\s+jobs|serving|busy)\b"
     r"|\bwith\s+(?:its\s+|the\s+)?(?:jobs?|workloads?)\s+(?:still\s+)?(?:on\s+it|running)\b"
     r"|\bwithout\s+waiting\s+for\s+(?:the\s+|a\s+)?drain"
-    rf"|^(?![^.;]*\bdrain)[^.;]*?\b{_STOPS}\w*\b[^.;]*?\b(?:right\s+away|immediately|right\s+now|at\s+once)\b",
+    rf"|^(?![^.;]*\bdrain)[^.;]*?\b{_AT_ONCE}\w*\b[^.;]*?\b(?:right\s+away|immediately|right\s+now|at\s+once|"
+    r"straight\s+away)\b",
     re.IGNORECASE)
 _COUNTERS = re.compile(r"\b(?:clear|reset|zero)\w*\s+(?:the\s+|its\s+|all\s+|their\s+)?(?:nvlink\s+|error\s+|crc\s+|"
                        r"replay\s+|link\s+)*counters?\b", re.IGNORECASE)

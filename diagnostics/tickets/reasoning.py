@@ -36,11 +36,15 @@ _LIST = r"(\d+(?:\s*(?:,|and|or|&|/)\s*\d+)*)"  # after a plural: 'GPUs 5 and 7'
 _WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
           "thirteen", "fourteen", "fifteen", "sixteen", "seventeen"]
 _SPELLED = "|".join(_WORDS)
-_ID = r"(\d+)(?!\w|-\w)"  # a whole number, not a UUID's or a part number's first group ('GPU-12345678-...')
+# a whole number, not a UUID's, a part number's or a PCI address's first group ('GPU-12345678-...', 'GPU 0000:dc:00.0')
+_ID = r"(\d+)(?!\w|[-:.]\w)"
 _GPU = re.compile(rf"\bGPUs\s*#?\s*{_LIST}|\bGPU\s*[#_-]?\s*{_ID}|\bcuda:{_ID}|\bGPU\b[^.;,()]{{0,12}}?\bindex\s*#?\s*"
-                  rf"{_ID}|\bGPU\s+({_SPELLED})\b", re.IGNORECASE)
-_LINK = re.compile(rf"\bNVLinks\s+#?\s*{_LIST}|\bNVLink\s+#?\s*(\d+)|\bnvlink[-_](\d+)|(?<![\w-])link\s+#?\s*{_ID}",
-                   re.IGNORECASE)
+                  rf"{_ID}|\bGPU\s+({_SPELLED})(?=['’]s\b|\s+(?:NVLinks?|links?|is|was|has|fails?|failed|shows|"
+                  rf"reports|and|or)\b|\s*[.,;:)]|\s*$)", re.IGNORECASE)
+# NVLink's generation is said as a number too ("the NVLink 5 fabric", "NVLink 4 bandwidth"): not a link's
+_GENERATION = r"(?!\s*(?:fabric|generation|gen\b|domain|systems?|network|switch|platform|bandwidth|speeds?|era|\)))"
+_LINK = re.compile(rf"\bNVLinks\s+#?\s*{_LIST}|\bNVLink\s+#?\s*(\d+)\b{_GENERATION}|\bnvlink[-_](\d+)"
+                   rf"|(?<![\w-])link\s+#?\s*{_ID}", re.IGNORECASE)
 _SWITCH = re.compile(rf"\bNVSwitch\s*[#_-]?\s*{_ID}|(?<!pcie\s)\bswitch\s*#?\s*{_ID}", re.IGNORECASE)
 _PORT = re.compile(rf"\bports\s*#?\s*{_LIST}|\bport\s*(?:[#:_-]|number|no\.?)?\s*{_ID}", re.IGNORECASE)
 _SWITCH_TRAY = re.compile(rf"\bswitch[-\s]trays\s*#?\s*{_LIST}|\bswitch[-\s]tray\s*#?\s*(\d+)", re.IGNORECASE)
@@ -58,10 +62,14 @@ _END = re.compile(r"\b(GPU|NVSwitch|upstream)(?:'s)?\s+end\b", re.IGNORECASE)
 _END_OF = {"gpu": LinkEnd.GPU, "nvswitch": LinkEnd.NVSWITCH, "upstream": LinkEnd.UPSTREAM}
 _LEVELS = "|".join(p.value for p in Priority)
 _PRIORITY = re.compile(rf"\bpriority\b\W{{0,3}}(?:(?:is|of|to|at|as|be|should\s+be|would\s+be|will\s+be|must\s+be|"
-                       rf"could\s+be)\s+)?(?:an?\s+)?({_LEVELS})\b|\b({_LEVELS})[-\s]priority\b", re.IGNORECASE)
+                       rf"could\s+be)\s+)?(?:an?\s+)?({_LEVELS})\b|\b({_LEVELS})[-\s]priority\b"
+                       r"(?!\s+(?:jobs?|workloads?|training|tenants?|customers?|queues?|partitions?|users?)\b)",
+                       re.IGNORECASE)
 # a priority said in another scale than the ticket's (P1, SEV-2): the ticket's level is said in its own words
-_OTHER_SCALE = re.compile(r"\b(?:as|is|at|an?|priority)\s+(P[0-4]|SEV[-\s]?[0-4])\b|\b(P[0-4]|SEV[-\s]?[0-4])[-\s]+"
-                          r"(?:priority|incident|ticket|issue)\b", re.IGNORECASE)
+# (never a GPU's performance state: "at P0 under load")
+_OTHER_SCALE = re.compile(r"\b(?:priority|treat(?:ed|s)?\s+(?:it\s+|this\s+)?as|rate[ds]?\s+(?:it\s+)?as|as\s+an?)\s+"
+                          r"(P[0-4]|SEV[-\s]?[0-4])\b|\b(P[0-4]|SEV[-\s]?[0-4])[-\s]+(?:priority|incident|ticket|issue)\b"
+                          r"|\b(SEV[-\s]?[0-4])\b", re.IGNORECASE)
 
 
 class Alternative(BaseModel):
@@ -178,8 +186,9 @@ def contradictions(text: str, facts: dict[str, set[int]], owner: str, priority: 
         if level != priority.value:
             problems.append(f"states priority {level}, but the priority is {priority.value} (set by the analysis)")
     for m in _OTHER_SCALE.finditer(text):
-        problems.append(f"states a priority as {m.group(1) or m.group(2)}, but the priority is {priority.value} "
-                        "(set by the analysis, said in its own words)")
+        said = next(g for g in m.groups() if g)
+        problems.append(f"states a priority as {said}, but the priority is {priority.value} (set by the analysis, "
+                        "said in its own words)")
     for m in _PART_NUMBER.finditer(text):
         problems.append(f"names part number {m.group(0)}, which the parts catalog does not hold: name the part by "
                         "the catalog's id or name")

@@ -39,3 +39,18 @@ def test_the_known_span_is_the_servers_setting(tmp_path: Path, monkeypatch: pyte
     result = sweep(StoreSource(_store(tmp_path)), Request(thresholds=load_thresholds()))
     assert not result.complete and result.silent == ["node-2"]
     assert not [w for w in result.warnings if "taken as retired" in w]
+
+
+def test_a_node_silent_on_a_fault_is_never_retired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Silence is not health: a node whose last readings showed a failing link stays silent and urgent however long
+    it has been silent (its alert stays open, not reporting); only one gone silent healthy is taken as retired."""
+    monkeypatch.delenv(ENV_FILE, raising=False)
+    csv = tmp_path / "links.csv"
+    links(link_series(steady(0.0, 48 * 12 + 1), node="node-1"), link_series(steady(2400.0), node="node-2")).to_csv(
+        csv, index=False)
+    assert open_store(tmp_path / "store").ingest([csv], fmt="tables").files[0].status == "ingested"
+    result = sweep(StoreSource(tmp_path / "store"), Request(thresholds=load_thresholds()))
+    assert result.silent == ["node-2"] and not result.complete
+    assert not [w for w in result.warnings if "taken as retired" in w]
+    assert any("no link reading from node-2" in r and "failing" in r for r in result.incomplete_reasons), \
+        result.incomplete_reasons
