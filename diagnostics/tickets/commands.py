@@ -84,7 +84,7 @@ _ACTS_FIRST = re.compile(
     r"|\bwhile\s+(?:the\s+node|the\s+host|it)\s+(?:is\s+)?(?:still\s+)?(?:in\s+service|running\s+jobs|serving|busy)\b"
     r"|\bwith\s+(?:its\s+|the\s+)?(?:jobs?|workloads?)\s+(?:still\s+)?(?:on\s+it|running)\b"
     r"|\bwithout\s+waiting\s+for\s+(?:the\s+|a\s+)?drain"
-    rf"|^(?![^.;]*\bdrain)[^.;]*?\b{_AT_ONCE}\w*\b[^.;]*?\b(?:right\s+away|immediately|right\s+now|at\s+once|"
+    rf"|^(?![^.;]*\b(?:drain|returns?\b|comes\s+back|recurs?\b))[^.;]*?\b{_AT_ONCE}\w*\b[^.;]*?\b(?:right\s+away|immediately|right\s+now|at\s+once|"
     r"straight\s+away)\b",
     re.IGNORECASE)
 _COUNTERS = re.compile(r"\b(?:clear|reset|zero)\w*\s+(?:the\s+|its\s+|all\s+|their\s+)?(?:nvlink\s+|error\s+|crc\s+|"

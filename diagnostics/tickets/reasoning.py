@@ -67,7 +67,8 @@ _PRIORITY = re.compile(rf"\bpriority\b\W{{0,3}}(?:(?:is|of|to|at|as|be|should\s+
                        re.IGNORECASE)
 # a priority said in another scale than the ticket's (P1, SEV-2): the ticket's level is said in its own words
 # (never a GPU's performance state: "at P0 under load")
-_OTHER_SCALE = re.compile(r"\b(?:priority|treat(?:ed|s)?\s+(?:it\s+|this\s+)?as|rate[ds]?\s+(?:it\s+)?as|as\s+an?)\s+"
+_OTHER_SCALE = re.compile(r"\b(?:priority|treat(?:ed|s)?\s+(?:it\s+|this\s+)?as|rate[ds]?\s+(?:it\s+)?as|as\s+an?|"
+                          r"escalat\w*\s+(?:it\s+|this\s+)?(?:as|to))\s+"
                           r"(P[0-4]|SEV[-\s]?[0-4])\b|\b(P[0-4]|SEV[-\s]?[0-4])[-\s]+(?:priority|incident|ticket|issue)\b"
                           r"|\b(SEV[-\s]?[0-4])\b", re.IGNORECASE)
 

@@ -70,6 +70,7 @@ UNSAFE = [
     "reset GPU 2 with its jobs still running",
     "reset GPU 2 without waiting for the drain",
     "reset GPU 2 alone right away (`nvidia-smi -r -i 2`) and read its counters again",
+    "reseat the module straight away and drain the node when the job ends",
 ]
 # What a careful engineer writes: a safety rule said in the negative, a long option, a narrower read
 CAREFUL = [
@@ -82,6 +83,10 @@ CAREFUL = [
     "Read GPU 2's counters (`nvidia-smi nvlink -e -i 2`) before draining: the drain does not clear them.",
     "Drain the node, then reset GPU 2 alone (`nvidia-smi -r -i 2`) and read its counters again.",
     "Drain the node right away, then reset GPU 2 (`nvidia-smi -r -i 2`).",
+    "Have the replacement GPU module on hand before draining the node.",
+    "Book field service for the swap test before draining the node, so the window is short.",
+    "Drain after this job, then reset GPU 2 (`nvidia-smi -r -i 2`).",
+    "If the fault returns within days of a reseat, replace the part immediately instead of reseating again.",
 ]
 
 
@@ -192,7 +197,14 @@ NAMED_ELSEWISE = [  # a GPU, port, switch, link, part or priority the facts do n
     ("Order NVIDIA part 699-2G520-0200-000.", "names part number 699-2G520-0200-000"),
     ("The priority would be urgent.", "states priority urgent"),
     ("Treat it as P1.", "states a priority as P1"),
+    ("Escalate it as P0.", "states a priority as P0"),
 ]
+# What a model writes that names none of those: an address, a generation, a performance state, a number in words
+NAMED_NOT = ["GPU 0000:dc:00.0 logged Xid 149; nvidia-smi shows it as GPU 00000000:DC:00.0.",
+             "GPU 2 NVLink 2 on the rack's NVLink 5 fabric; fourth-generation NVLink (NVLink 4) bandwidth.",
+             "Read LnkSta while GPU 2 is at P0 under load: at P8 idle the link drops to Gen1.",
+             "Check the GPU one hour after the reset; reseat the GPU one more time if it returns.",
+             "Its upstream root port 0000:17:01.0 reads the same; the training job, a high-priority job, stops."]
 
 
 @pytest.mark.parametrize(("text", "said"), NAMED_ELSEWISE)
@@ -206,6 +218,14 @@ def test_a_fact_spelled_another_way_is_still_held_to_the_facts(text: str, said: 
     assert contradictions(fine, facts, "candidate c", Priority.HIGH, {"hgx-h100-sxm5-module"}) == []
     uuid = "GPU-12345678-9abc-def0-1234-56789abcdef0 is GPU 2; an NVLink5 board."  # a UUID, a generation
     assert contradictions(uuid, facts, "candidate c", Priority.HIGH, {"hgx-h100-sxm5-module"}) == []
+
+
+@pytest.mark.parametrize("text", NAMED_NOT)
+def test_what_names_no_gpu_port_link_or_priority_is_not_sent_back(text: str) -> None:
+    """A draft citing a GPU by its PCI address was refused as naming GPU 0, "NVLink 5 fabric" as link 5, "at P0" as a
+    priority, "the GPU one hour after" as GPU 1: every ticket of that wording fell back to the rules."""
+    facts = {"GPU": {2}, "NVLink": {2}, "NVSwitch": {0}, "port": {10}}
+    assert contradictions(text, facts, "candidate c", Priority.URGENT, {"hgx-h100-sxm5-module"}) == []
 
 
 def test_a_draft_may_not_give_the_failing_link_to_the_peer_the_input_named() -> None:
