@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement
 
 from diagnostics import Diagnosis, FabricbotError, SweepResult
@@ -33,11 +32,13 @@ from diagnostics.store import Alert, StormRecord
 from . import blocks, fitting
 from .mrkdwn import esc
 from .posting import post_picture
+from .replies import SLACK_FAILURES, error_code
 from .services import Services
 
 log = logging.getLogger("fabricbot")
 ACK_ACTION = "storm_ack"
 SHOWN_NODES = 40
+PASS_FAILURES: tuple[type[Exception], ...] = (*SLACK_FAILURES, FabricbotError)  # a pass may meet these: logged
 
 _SAID = {Step.NEW: ":rotating_light: *New failing part*", Step.WORSE: ":small_red_triangle: *Worse*",
          Step.TICKETED: ":ticket: *Ticket filed*", Step.RECOVERED: ":white_check_mark: *Recovered*",
@@ -90,6 +91,7 @@ class AlertLoop:
         self.policy = policy or load_alerts()
         self.book = services.alerts
         self._stop = threading.Event()
+        self._broken = False  # an unexpected failure was said in the channel: said again only after a good pass
         self._thread = threading.Thread(target=self._loop, name="fabricbot-alerts", daemon=True)
 
     def start(self) -> AlertLoop:
@@ -102,12 +104,36 @@ class AlertLoop:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                self.run_once()
-            except (SlackApiError, FabricbotError) as exc:
-                log.warning("the alert pass did not finish: %s", exc)
+            self.pass_safely()
             if self._stop.wait(self.every_s):
                 return
+
+    def pass_safely(self) -> None:
+        """One pass that never ends the loop: a known failure (Slack, the network, the service) is logged and the
+        next pass tries again; an unexpected one is logged with its traceback and said once in the channel."""
+        try:
+            self.run_once()
+        except PASS_FAILURES as exc:
+            log.warning("the alert pass did not finish: %s", exc)
+            return
+        except Exception as exc:  # the watch must outlive any one pass
+            log.exception("the alert pass failed unexpectedly")
+            self._say_broken(exc)
+            return
+        self._broken = False
+
+    def _say_broken(self, exc: Exception) -> None:
+        if self._broken:
+            return
+        text = (f":warning: *The alert pass failed*: {esc(type(exc).__name__)}: {esc(str(exc)[:300])}. The watch "
+                f"goes on and tries again every {fmt.period(self.every_s)}; until a pass succeeds, a quiet channel is "
+                "not an all-clear. The traceback is in the bot's log.")
+        try:
+            self.client.chat_postMessage(channel=self.channel, text=fitting.clip(text, fitting.MAX_TEXT))
+        except SLACK_FAILURES as failed:
+            log.warning("the failed alert pass was not said: %s", error_code(failed))
+            return
+        self._broken = True
 
     # -- one pass ------------------------------------------------------------------------------------------------
     def run_once(self) -> Pass:
@@ -164,8 +190,8 @@ class AlertLoop:
             said = fitting.clip(text, fitting.MAX_TEXT)
             posted = self.client.chat_postMessage(channel=self.channel, text=said,
                                                   blocks=[fitting.section(said).to_dict()])
-        except SlackApiError as exc:
-            log.warning("the watch's first message was not posted: %s", exc.response.get("error"))
+        except SLACK_FAILURES as exc:
+            log.warning("the watch's first message was not posted: %s", error_code(exc))
             return
         self.book.watch_posted(channel=self.channel, ts=str(posted["ts"]))
 
@@ -201,8 +227,8 @@ class AlertLoop:
                 if blind.ts and blind.channel:
                     self.client.chat_update(channel=blind.channel, ts=blind.ts, text=text,
                                             blocks=[fitting.section(text).to_dict()])
-        except SlackApiError as exc:
-            log.warning("the incomplete fleet view was not said: %s", exc.response.get("error"))
+        except SLACK_FAILURES as exc:
+            log.warning("the incomplete fleet view was not said: %s", error_code(exc))
 
     def _ticket(self, node: str, slug: str) -> str | None:
         ticket = self.services.tracker.open_ticket(node, slug)
@@ -221,10 +247,10 @@ class AlertLoop:
                 self._update(alert, text, diagnosis if d.part is not None else None)
             else:
                 return
-        except SlackApiError as exc:
-            log.warning("alert for %s not posted: %s", subject, exc.response.get("error"))
+        except SLACK_FAILURES as exc:
+            log.warning("alert for %s not posted: %s", subject, error_code(exc))
             self.services.record("alert", actor="fabricbot", subject=subject, step=d.step.value,
-                                 error=str(exc.response.get("error")))
+                                 error=error_code(exc))
             return
         self.services.record("alert", actor="fabricbot", subject=subject, step=d.step.value, channel=self.channel,
                              ticket=alert.ticket)
@@ -265,15 +291,18 @@ class AlertLoop:
         text, shown = storm_message(storm, self.oncall)
         try:
             posted = self.client.chat_postMessage(channel=self.channel, text=text, blocks=shown)
-        except SlackApiError as exc:
-            log.warning("storm incident not posted: %s", exc.response.get("error"))
+        except SLACK_FAILURES as exc:
+            log.warning("storm incident not posted: %s", error_code(exc))
             return
         self.book.storm_posted(storm.id, channel=self.channel, ts=str(posted["ts"]))
 
     def _update_storm(self, storm: StormRecord) -> None:
         if storm.ts and storm.channel:
             text, shown = storm_message(storm, self.oncall)
-            self.client.chat_update(channel=storm.channel, ts=storm.ts, text=text, blocks=shown)
+            try:
+                self.client.chat_update(channel=storm.channel, ts=storm.ts, text=text, blocks=shown)
+            except SLACK_FAILURES as exc:  # the next change updates it again, whole
+                log.warning("storm incident not updated: %s", error_code(exc))
 
 
 def watch_began_message(known: list[FailingPart], nodes: int, every_s: float) -> str:
