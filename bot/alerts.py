@@ -159,13 +159,15 @@ class AlertLoop:
                                  nodes=len(done.storm.nodes), parts=done.storm.parts, held=len(held),
                                  reason=done.storm.reason)
             self._post_storm(record)
-        elif waiting is not None and held:
-            self.book.grow_storm(waiting.id, sorted({d.alert.node_id for d in held}), len(held))
-            self.services.record("storm", actor="fabricbot", subject=waiting.factor, storm=waiting.id,
-                                 decision="joined the waiting incident, held", held=len(held))
-            grown = self.book.storm(waiting.id)
-            if grown is not None:
-                self._update_storm(grown)
+        elif waiting is not None:
+            if held:
+                self.book.grow_storm(waiting.id, sorted({d.alert.node_id for d in held}), len(held))
+                self.services.record("storm", actor="fabricbot", subject=waiting.factor, storm=waiting.id,
+                                     decision="joined the waiting incident, held", held=len(held))
+                waiting = self.book.storm(waiting.id) or waiting
+                self._update_storm(waiting)
+            if not waiting.ts:  # its incident's post failed: the held alerts wait for a message people can see
+                self._post_storm(waiting)
         self.book.save([d.alert for d in decisions], done.failing, at)
         self._say_blind(swept, at)
         for d in decisions:
@@ -216,17 +218,18 @@ class AlertLoop:
             if blind is None:
                 blind = self.book.begin_blind(at=at, key=key, said=text)
                 if blind is None:
-                    return  # another bot's pass said it
-                posted = self.client.chat_postMessage(channel=self.channel, text=text,
-                                                      blocks=[fitting.section(text).to_dict()])
-                self.book.blind_said(blind.id, channel=self.channel, ts=str(posted["ts"]))
-                self.services.record("watch", actor="fabricbot", subject="the fleet view", decision="incomplete",
-                                     silent=len(swept.silent), reasons=len(swept.incomplete_reasons))
+                    return  # another bot's pass says it
             elif key != blind.key:
                 self.book.blind_said(blind.id, key=key, said=text)
                 if blind.ts and blind.channel:
                     self.client.chat_update(channel=blind.channel, ts=blind.ts, text=text,
                                             blocks=[fitting.section(text).to_dict()])
+            if not blind.ts:  # begun now, or its post failed before: posted (the stretch is recorded first)
+                posted = self.client.chat_postMessage(channel=self.channel, text=text,
+                                                      blocks=[fitting.section(text).to_dict()])
+                self.book.blind_said(blind.id, channel=self.channel, ts=str(posted["ts"]))
+                self.services.record("watch", actor="fabricbot", subject="the fleet view", decision="incomplete",
+                                     silent=len(swept.silent), reasons=len(swept.incomplete_reasons))
         except SLACK_FAILURES as exc:
             log.warning("the incomplete fleet view was not said: %s", error_code(exc))
 

@@ -226,6 +226,8 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
 
     `baseline`: the watch's first pass, whose failing parts are standing faults: each is KNOWN (remembered, not
     paged, no storm) and alerts later only if it gets worse.
+    An alert the channel was to be told of but was not (`owed`: its post failed, or the bot stopped before it) is
+    told as new while its part fails, until its message is posted.
     A new part with an open ticket is left alone (the ticket speaks for it). New parts that make a storm are held;
     while a storm waits for a person (`open_storm`), every new part joins it, held. A held part whose storm was
     acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one whose
@@ -248,7 +250,7 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     for p in fresh:
         alert = Alert(p.node_id, p.slug, p.component, AlertStatus.HELD if step is Step.HELD else AlertStatus.OPEN,
                       p.rank, opened_at=at, failing_at=at, storm=open_storm if step is Step.HELD else None,
-                      held=p.held is not None)
+                      held=p.held is not None, owed=step is Step.NEW)
         out.decisions.append(Decision(step, alert, p))
     for key, alert in sorted(alerts.items()):
         part = now.get(key)
@@ -271,15 +273,20 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
         if alert.status is AlertStatus.HELD:
             if part is not None:
                 out.decisions.append(Decision(Step.NEW, replace(alert, status=AlertStatus.OPEN, rank=part.rank,
-                                                                held=part.held is not None), part))
+                                                                held=part.held is not None, owed=True), part))
             elif back:  # the channel was told it stays open until clean for the soak: it soaks as an open one does
                 out.decisions.append(Decision(Step.REPORTING, replace(alert, status=AlertStatus.OPEN, failing_at=at),
                                               None))
             else:
                 out.decisions.append(Decision(Step.RECOVERED, replace(alert, status=AlertStatus.RECOVERED), None))
             continue
-        if part is not None and part.rank > alert.rank:
-            out.decisions.append(Decision(Step.WORSE, replace(alert, rank=part.rank, held=part.held is not None), part))
+        if alert.owed and alert.ts is None and part is not None:  # never told (its post failed): told now, once
+            out.decisions.append(Decision(Step.NEW, replace(alert, rank=part.rank, held=part.held is not None,
+                                                            ticket=ticket_of(alert.node_id, alert.slug)), part))
+            continue
+        if part is not None and part.rank > alert.rank:  # a known part with no message yet: this is its first
+            out.decisions.append(Decision(Step.WORSE, replace(alert, rank=part.rank, held=part.held is not None,
+                                                              owed=alert.ts is None), part))
             continue
         if part is not None and (part.held is not None) != alert.held:  # the inventory mended, or contradicted now
             out.decisions.append(Decision(Step.RESTATED, replace(alert, held=part.held is not None), part))

@@ -43,6 +43,7 @@ class Alert:
     ts: str | None = None  # the message, once posted
     silent_since: datetime | None = None  # the pass its node was first found silent (no reading), while it lasts
     held: bool = False  # its part's ticket was held when last told (the input contradicted the platform)
+    owed: bool = False  # the channel is to be told of it and has not been yet (its post failed, or never ran)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -90,7 +91,7 @@ def _alert(row: dict[str, Any]) -> Alert:
     return Alert(**{**row, "status": AlertStatus(row["status"]), "opened_at": datetime.fromisoformat(row["opened_at"]),
                     "failing_at": datetime.fromisoformat(row["failing_at"]),
                     "silent_since": datetime.fromisoformat(row["silent_since"]) if row.get("silent_since") else None,
-                    "held": bool(row.get("held"))})
+                    "held": bool(row.get("held")), "owed": bool(row.get("owed"))})
 
 
 class AlertBook:
@@ -101,9 +102,10 @@ class AlertBook:
         with transaction(db):
             db[ALERTS].create({"node_id": str, "slug": str, "component": str, "status": str,  # type: ignore[union-attr]
                                "rank": int, "opened_at": str, "failing_at": str, "ticket": str, "storm": int,
-                               "channel": str, "ts": str, "silent_since": str, "held": int},
+                               "channel": str, "ts": str, "silent_since": str, "held": int,
+                               "owed": int},
                               pk=("node_id", "slug"), if_not_exists=True)
-            for column, kind in (("silent_since", str), ("held", int)):
+            for column, kind in (("silent_since", str), ("held", int), ("owed", int)):
                 if column not in db[ALERTS].columns_dict:  # a store from before the column
                     db[ALERTS].add_column(column, kind)  # type: ignore[union-attr]
             db[STORMS].create({"id": int, "opened_at": str, "factor": str, "nodes": str,  # type: ignore[union-attr]
@@ -157,8 +159,9 @@ class AlertBook:
                                         [at.isoformat(), node, slug])
 
     def posted(self, node_id: str, slug: str, *, channel: str, ts: str) -> None:
+        """The alert's message posted: it is owed no longer."""
         with transaction(self.db):
-            self.db[ALERTS].update((node_id, slug), {"channel": channel, "ts": ts})  # type: ignore[union-attr]
+            self.db[ALERTS].update((node_id, slug), {"channel": channel, "ts": ts, "owed": 0})  # type: ignore[union-attr]
 
     def open_storm(self, *, at: datetime, factor: str, nodes: list[str], reason: str, held: int) -> StormRecord:
         with transaction(self.db):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from diagnostics.analysis.alerting import FailingPart, Step, decide, find_storm, signatures_of
+from diagnostics.analysis.alerting import Decision, FailingPart, Step, decide, find_storm, signatures_of
 from diagnostics.components import ComponentRef
 from diagnostics.config import load_alerts
 from diagnostics.enums import LinkType, Priority, Severity
@@ -26,6 +26,28 @@ def no_ticket(node: str, slug: str) -> str | None:
     return None
 
 
+def _post_owed(book: AlertBook, decisions: list[Decision]) -> None:
+    """What the loop does after saving: each alert the channel is owed is posted, and its message recorded."""
+    for d in decisions:
+        if d.alert.owed:
+            book.posted(d.alert.node_id, d.alert.slug, channel="CALERTS", ts=f"{d.alert.node_id}.{d.alert.slug}")
+
+
+def test_an_alert_never_posted_is_new_again_while_failing_and_not_once_posted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+
+    def run(parts: list[FailingPart], at: datetime) -> list[Step]:
+        done = decide(parts, book.active(), at=at, policy=POLICY, fleet_nodes=100, ticket_of=no_ticket)
+        book.save([d.alert for d in done.decisions], done.failing, at)
+        return [d.step for d in done.decisions]
+
+    assert run([part("n1")], T0) == [Step.NEW]  # its post failed: the book has it, owed
+    assert run([part("n1", severity=Severity.DOWN)], T0 + timedelta(minutes=5)) == [Step.NEW]  # still never told
+    book.posted("n1", "gpu2-nvlink5", channel="CALERTS", ts="1.1")
+    assert run([part("n1", severity=Severity.DOWN)], T0 + timedelta(minutes=10)) == []
+    assert book.get("n1", "gpu2-nvlink5").owed is False  # type: ignore[union-attr]
+
+
 def test_a_new_part_alerts_once_then_updates_when_worse_ticketed_and_recovered(tmp_path) -> None:  # type: ignore[no-untyped-def]
     book = AlertBook(connect(tmp_path / "fabricbot.db"))
     fleet = 100
@@ -34,6 +56,7 @@ def test_a_new_part_alerts_once_then_updates_when_worse_ticketed_and_recovered(t
         done = decide(parts, book.active(), at=at, policy=POLICY, fleet_nodes=fleet,
                       ticket_of=lambda n, s: ticket)
         book.save([d.alert for d in done.decisions], done.failing, at)
+        _post_owed(book, done.decisions)
         return [d.step for d in done.decisions]
 
     assert run([part("n1")], T0) == [Step.NEW]
@@ -120,6 +143,7 @@ def test_a_priority_that_rises_is_worse_and_one_that_falls_is_not(tmp_path) -> N
         done = decide([part("n1", priority=priority)], book.active(), at=at, policy=POLICY, fleet_nodes=100,
                       ticket_of=no_ticket)
         book.save([d.alert for d in done.decisions], done.failing, at)
+        _post_owed(book, done.decisions)
         return [d.step for d in done.decisions]
 
     assert run(Priority.MEDIUM, T0) == [Step.NEW]

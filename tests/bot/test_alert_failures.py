@@ -100,3 +100,55 @@ def test_the_loop_outlives_an_unexpected_failure_and_says_it_once(local: LocalSl
         loop.stop()
     said = [m.text for m in posted(local.slack) if m.channel == ALERTS and "*The alert pass failed*" in m.text]
     assert len(said) == 1 and "KeyError" in said[0] and "a column the pass did not expect" in said[0]
+
+
+def _unposted(local: LocalSlack) -> list[tuple[str, str]]:
+    assert local.app is not None
+    return [k for k, a in local.app.services.alerts.active().items() if a.ts is None]
+
+
+def test_an_alert_whose_post_failed_is_posted_by_the_next_pass_once(local: LocalSlack, clock: Clock) -> None:
+    local.slack.faults.fail("chat.postMessage", "internal_error", times=2)  # the incomplete view's notice, one alert
+    first = _loop(local).run_once()
+    told = {d.alert.key for d in first.decisions if d.step is Step.NEW}
+    assert len(_new(local)) == len(told) - 1
+    (lost,) = _unposted(local)
+    clock.at("12:05")
+    second = _loop(local).run_once()
+    assert [(d.step, d.alert.key) for d in second.decisions] == [(Step.NEW, lost)]
+    assert len(_new(local)) == len(told) and not _unposted(local)
+    assert len([m for m in posted(local.slack) if "*Fleet view incomplete*" in m.text]) == 1
+    clock.at("12:10")
+    assert _loop(local).run_once().decisions == []  # a restarted bot's pass too: nothing posted twice
+    assert len(_new(local)) == len(told)
+    assert len([m for m in posted(local.slack) if "*Fleet view incomplete*" in m.text]) == 1
+
+
+def test_alerts_saved_but_never_posted_are_posted_by_a_restarted_bot(local: LocalSlack, clock: Clock) -> None:
+    stopped = _loop(local)
+    stopped._tell = lambda *args: None  # type: ignore[method-assign]  # stopped after the book, before the posts
+    first = stopped.run_once()
+    told = {d.alert.key for d in first.decisions if d.step is Step.NEW}
+    assert told and not _new(local) and set(_unposted(local)) == told
+    clock.at("12:05")
+    again = _loop(local).run_once()
+    assert {d.alert.key for d in again.decisions if d.step is Step.NEW} == told
+    assert len(_new(local)) == len(told) and not _unposted(local)
+    clock.at("12:10")
+    assert _loop(local).run_once().decisions == [] and len(_new(local)) == len(told)
+
+
+def test_an_incident_whose_post_failed_is_posted_by_the_next_pass(local: LocalSlack, clock: Clock) -> None:
+    assert local.app is not None
+    storm = load_alerts(storm_share=0.01, storm_min_nodes=2, first_pass="alert")
+    local.slack.faults.fail("chat.postMessage", "internal_error", times=2)  # the incident, the incomplete view
+    first = AlertLoop(local.app.services, local.app.client, channel=ALERTS, every_s=300, policy=storm).run_once()
+    assert first.storm is not None and not [m for m in posted(local.slack) if m.channel == ALERTS]
+    clock.at("12:05")
+    AlertLoop(local.app.services, local.app.client, channel=ALERTS, every_s=300, policy=storm).run_once()
+    (incident,) = [m for m in posted(local.slack) if "*Incident:" in m.text]
+    waiting = local.app.services.alerts.waiting_storm()
+    assert waiting is not None and waiting.ts == incident.ts
+    clock.at("12:10")
+    AlertLoop(local.app.services, local.app.client, channel=ALERTS, every_s=300, policy=storm).run_once()
+    assert len([m for m in posted(local.slack) if "*Incident:" in m.text]) == 1
