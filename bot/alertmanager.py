@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from diagnostics import FabricbotError
 from diagnostics import format as fmt
-from diagnostics.ingest import NodeAlert, node_alerts
+from diagnostics.ingest import NodeAlert, known_node, node_alerts
 from diagnostics.store import AlertmanagerBook, AlertMessage
 
 from . import blocks, fitting
@@ -28,6 +28,7 @@ from .replies import SLACK_FAILURES
 from .services import Services
 
 PATH = "/alertmanager"
+UNKNOWN = "unknown node"  # the part of an alert's message whose node the store does not know
 
 
 def authorized(header: str | None, token: str | None) -> bool:
@@ -52,7 +53,9 @@ class Enricher:
     def receive(self, payload: Any) -> dict[str, Any]:
         alerts, skipped = node_alerts(payload)
         posted = updated = 0
-        for alert in alerts:
+        nodes = self.services.source.node_ids()
+        for given in alerts:
+            alert = known_node(given, nodes) or given
             with self._lock:
                 if alert.resolved:
                     key = self.book.key_of(alert.fingerprint)
@@ -69,10 +72,15 @@ class Enricher:
                     continue
                 if self.book.key_of(alert.fingerprint) is not None:
                     continue  # Alertmanager's repeat of an alert already answered
+                if alert.node_id not in nodes:
+                    skipped.append(f"{alert.name} on {alert.node_id}: no such node here (said in the channel)")
+                    posted += self._unknown(alert)
+                    continue
                 try:
                     diagnosis = self.services.source.diagnose(alert.node_id)
                 except FabricbotError as exc:
                     skipped.append(f"{alert.name} on {alert.node_id}: {exc}")
+                    self._record(alert, "node", f"not diagnosed: {exc}")
                     continue
                 part = diagnosis.localization.ref.slug if diagnosis.localization else "node"
                 at = self.services.clock()
@@ -85,6 +93,21 @@ class Enricher:
                 self.book.firing(alert.fingerprint, node_id=alert.node_id, part=part, alertname=alert.name, at=at)
                 self._record(alert, part, "enriched" if message is None or message.resolved_at else "grouped")
         return {"posted": posted, "updated": updated, "skipped": skipped}
+
+    def _unknown(self, alert: NodeAlert) -> int:
+        """An alert for a node the store does not know: said once per fingerprint (a resolved one updates it), so an
+        exporter's name that matches no node is seen, not dropped."""
+        part = f"{UNKNOWN} {alert.fingerprint}"
+        at = self.services.clock()
+        labels = ", ".join(f"{k}={v}" for k, v in alert.labels) or "none"
+        said = fitting.clip(f":grey_question: *Alertmanager: {esc(alert.name)}* is an alert for a node I do not know: "
+                            f"`{esc(alert.node_id)}` (labels {esc(labels)}). No node of the store has that name or "
+                            f"its first label, so nothing was diagnosed: {esc(alert.summary)}", fitting.MAX_TEXT)
+        answer = self.client.chat_postMessage(channel=self.channel, text=said, blocks=[fitting.section(said).to_dict()])
+        self.book.posted(alert.node_id, part, channel=self.channel, ts=str(answer["ts"]), at=at)
+        self.book.firing(alert.fingerprint, node_id=alert.node_id, part=part, alertname=alert.name, at=at)
+        self._record(alert, part, "node not known")
+        return 1
 
     def _update(self, message: AlertMessage, alert: NodeAlert) -> None:
         """The message's resolved line over the summary it showed (its analysis, as remembered with it)."""

@@ -8,7 +8,9 @@ The format is Alertmanager's documented webhook body (https://prometheus.io/docs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,10 +32,27 @@ class NodeAlert:
     fingerprint: str
     summary: str
     starts_at: datetime | None = None  # when Alertmanager says it began firing
+    labels: tuple[tuple[str, str], ...] = ()  # as Alertmanager sent them: said when the node is not known
 
     @property
     def resolved(self) -> bool:
         return self.status == "resolved"
+
+
+def known_node(alert: NodeAlert, nodes: Iterable[str]) -> NodeAlert | None:
+    """The alert naming a node the store knows: its name as given, else the one node whose first label its name's
+    first label is (`hpc-gpu-node-14.cluster.local` is `hpc-gpu-node-14`); None when no node, or several, match."""
+    known = set(nodes)
+    if alert.node_id in known:
+        return alert
+    try:
+        ipaddress.ip_address(alert.node_id)
+        return None  # an address's first label names nothing
+    except ValueError:
+        pass
+    first = alert.node_id.split(".", 1)[0]
+    matches = [n for n in known if n.split(".", 1)[0] == first]
+    return replace(alert, node_id=matches[0]) if len(matches) == 1 else None
 
 
 def _node(labels: dict[str, str], dmap: DcgmMap) -> str | None:
@@ -82,5 +101,5 @@ def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAle
         found.append(NodeAlert(node, name, str(alert.get("status") or payload.get("status") or "firing"),
                                str(alert.get("fingerprint") or f"{name}:{node}"),
                                str(annotations.get("summary") or annotations.get("description") or name),
-                               _time(alert.get("startsAt"))))
+                               _time(alert.get("startsAt")), tuple(sorted(labels.items()))))
     return found, skipped

@@ -22,7 +22,7 @@ from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import MockSlack
 from bot.workflow.tracker import SqliteTracker
 from diagnostics import Diagnosis, InputError
-from diagnostics.ingest import node_alerts
+from diagnostics.ingest import known_node, node_alerts
 from diagnostics.service import TableSource
 
 from .helpers import local_bot, posted
@@ -164,3 +164,36 @@ def test_a_refused_post_or_update_is_a_502_and_alertmanagers_retry_completes_it(
     assert client.post(PATH, json=resolved, headers=auth).json()["updated"] == 1  # not lost to the refusal
     (message,) = [m for m in posted(local.slack) if m.channel == ALERTS]
     assert message.text.startswith(":white_check_mark: *Resolved*")
+
+
+def test_a_node_named_by_its_fqdn_or_instance_is_the_node_the_store_knows() -> None:
+    found, _ = node_alerts(body(alert(Hostname="hpc-gpu-node-14.cluster.local"), alert(instance="gpu-7.dc:9400"),
+                                alert(instance="10.0.0.5:9400"), alert(Hostname="gpu-9.a")))
+    nodes = ["hpc-gpu-node-14", "gpu-7", "10", "gpu-9.a", "gpu-9.b"]
+    assert [(a.node_id, k.node_id if (k := known_node(a, nodes)) else None) for a in found] == [
+        ("hpc-gpu-node-14.cluster.local", "hpc-gpu-node-14"), ("gpu-7.dc", "gpu-7"),
+        ("10.0.0.5", None),  # an address is not a name
+        ("gpu-9.a", "gpu-9.a")]  # its own name, though another node shares its first label
+    (other,) = node_alerts(body(alert(Hostname="gpu-9.c")))[0]
+    assert known_node(other, nodes) is None  # two nodes match its first label: neither is taken
+
+
+def test_an_alert_for_a_node_not_known_is_said_once_and_resolves(local: LocalSlack) -> None:
+    assert local.app is not None
+    client = TestClient(Starlette(routes=[route(Enricher(local.app.services, local.app.client, ALERTS), TOKEN)]))
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    fqdn = client.post(PATH, json=body(alert(Hostname="hpc-gpu-node-14.cluster.local")), headers=auth).json()
+    assert fqdn["posted"] == 1 and fqdn["skipped"] == []
+    assert "on hpc-gpu-node-14" in str(posted(local.slack)[-1].blocks)  # the store's node, diagnosed
+    firing = body(alert(Hostname="gpu-nosuch-99", gpu="3"))
+    assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 1
+    assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 0  # Alertmanager's repeat
+    (said,) = [m for m in posted(local.slack) if "do not know" in m.text]
+    assert "an alert for a node I do not know: `gpu-nosuch-99` (labels " in said.text and "gpu=3" in said.text
+    (entry,) = [e for e in local.audit.entries("alert") if e["detail"]["step"] == "node not known"]
+    assert entry["subject"].startswith("gpu-nosuch-99") and entry["detail"]["fingerprint"] == "fp-gpu-nosuch-99-3"
+    done = client.post(PATH, json=body(alert("resolved", Hostname="gpu-nosuch-99", gpu="3"), status="resolved"),
+                       headers=auth).json()
+    assert done["updated"] == 1
+    shown = local.slack.find(said.ts)
+    assert shown is not None and shown.text.startswith(":white_check_mark: *Resolved*")
