@@ -134,6 +134,19 @@ def _resolved(alert: NodeAlert, message: AlertMessage) -> str:
                        f"{since}: {esc(alert.summary)}", fitting.MAX_TEXT)
 
 
+def _payload(body: bytes) -> Any:
+    """The body's JSON, read as the UTF-8 Alertmanager sends: other bytes, or nesting too deep to read, refused as
+    such (ValueError), not guessed at."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"the body is not UTF-8 (byte 0x{body[exc.start]:02x} at position {exc.start})") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the body's JSON is nested too deep to read") from None
+
+
 def route(enricher: Enricher, token: str | None) -> Route:
     """The webhook's route: 401 without the bearer token, 400 for a body that is not version 4, else what was done."""
 
@@ -141,7 +154,7 @@ def route(enricher: Enricher, token: str | None) -> Route:
         if not authorized(request.headers.get("authorization"), token):
             return PlainTextResponse("missing or wrong bearer token (FABRICBOT_ALERTMANAGER_TOKEN)", status_code=401)
         try:
-            payload = json.loads(await request.body())
+            payload = _payload(await request.body())
             done = await run_in_threadpool(enricher.receive, payload)
         except (ValueError, FabricbotError) as exc:
             return PlainTextResponse(f"not an Alertmanager webhook body: {exc}", status_code=400)

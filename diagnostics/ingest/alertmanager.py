@@ -76,6 +76,20 @@ def _time(value: object) -> datetime | None:
         return None
 
 
+def _mapping(alert: dict[str, Any], i: int, field: str) -> dict[str, Any]:
+    """An alert's `labels` or `annotations`: an object of names to values, or refused naming what it holds."""
+    value = alert.get(field) or {}
+    if not isinstance(value, dict):
+        raise InputError(f"an alert's {field} are a JSON object of names to values, not a {_json_type(value)}",
+                         field=f"alerts[{i}].{field}", value=str(value)[:80])
+    return value
+
+
+def _json_type(value: object) -> str:
+    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value),
+                                                                                             type(value).__name__)
+
+
 def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAlert], list[str]]:
     """The alerts of a webhook body that name a node, and a note per alert that names none; a body that is not
     version 4 is refused with the field and value."""
@@ -91,13 +105,13 @@ def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAle
     found: list[NodeAlert] = []
     skipped: list[str] = []
     for i, alert in enumerate(alerts):
-        labels = {str(k): str(v) for k, v in (alert.get("labels") or {}).items()} if isinstance(alert, dict) else {}
+        labels = {str(k): str(v) for k, v in _mapping(alert, i, "labels").items()} if isinstance(alert, dict) else {}
         name = labels.get("alertname", f"alert {i + 1}")
         node = _node(labels, dmap)
         if node is None:
             skipped.append(f"{name}: no node label (Hostname, node, instance, ...)")
             continue
-        annotations = alert.get("annotations") or {}
+        annotations = _mapping(alert, i, "annotations")
         found.append(NodeAlert(node, name, str(alert.get("status") or payload.get("status") or "firing"),
                                str(alert.get("fingerprint") or f"{name}:{node}"),
                                str(annotations.get("summary") or annotations.get("description") or name),

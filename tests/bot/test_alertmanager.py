@@ -4,6 +4,7 @@ per node and part; a resolved alert updates the message; the bearer token is req
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,3 +198,22 @@ def test_an_alert_for_a_node_not_known_is_said_once_and_resolves(local: LocalSla
     assert done["updated"] == 1
     shown = local.slack.find(said.ts)
     assert shown is not None and shown.text.startswith(":white_check_mark: *Resolved*")
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    (json.dumps(body({**alert(Hostname="hpc-gpu-node-12"), "labels": ["Hostname"]})).encode(),
+     "field 'alerts[0].labels': an alert's labels are a JSON object of names to values, not a list"),
+    (json.dumps(body({**alert(Hostname="hpc-gpu-node-12"), "labels": "Hostname=x"})).encode(),
+     "field 'alerts[0].labels': an alert's labels are a JSON object of names to values, not a string"),
+    (json.dumps(body(alert(Hostname="hpc-gpu-node-12"), {**alert(Hostname="x"), "annotations": ["x"]})).encode(),
+     "field 'alerts[1].annotations': an alert's annotations are a JSON object of names to values, not a list"),
+    (b"\xff\xfe{", "the body is not UTF-8 (byte 0xff at position 0)"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
+])
+def test_a_malformed_body_is_a_400_naming_what_it_holds(local: LocalSlack, content: bytes, said: str) -> None:
+    assert local.app is not None
+    client = TestClient(Starlette(routes=[route(Enricher(local.app.services, local.app.client, ALERTS), TOKEN)]),
+                        raise_server_exceptions=False)
+    answer = client.post(PATH, content=content, headers={"authorization": f"Bearer {TOKEN}"})
+    assert answer.status_code == 400 and said in answer.text
+    assert not [m for m in posted(local.slack) if m.channel == ALERTS]
