@@ -16,7 +16,7 @@ The scrape names no host: each row's node_id is the tray's place in the rack (`n
 `nmx:<rack>:switch:6`; the rack is the `--node` given to the reader, else the series' chassis id), which the store
 turns into the host the rack inventory puts there (`place_in_racks`), or into a name of its place
 (`<rack>-compute-tray18`) where none does. A `--node` that is such a name (the node `analyze` printed for the
-scrape) gives its rack; one that is a host of the inventory gives the host's rack (`placed_links`). Assumed:
+scrape) gives its rack; one that is a host of the inventory gives the host's rack (`tray_hosts`). Assumed:
 `device_num_on_tray` is the GPU's nvidia-smi index and `tray_index` + 1 its compute tray's slot; chip U<k> is the
 driver's NVSwitch k-1.
 """
@@ -210,26 +210,40 @@ def _kinds(places: Iterable[str]) -> str:
             f"{', '.join(sorted(fits))})")
 
 
-def place_in_racks(result: IngestResult, racks: Mapping[str, Any], platforms: Mapping[str, str]) -> None:
-    """`placed_links` on an NMX-T result (in place), its warning among the result's."""
-    links, said = placed_links(result.tables["link_samples"], racks, platforms)
-    result.tables["link_samples"] = links
+def place_in_racks(result: IngestResult, racks: Mapping[str, Any], platforms: Mapping[str, str],
+                   records: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """`tray_hosts` on an NMX-T result (in place, every table of it), its warning among the result's; the node
+    `records` read with it (a cut input's marks) renamed alike, returned."""
+    hosts, said = tray_hosts(result.tables["link_samples"], racks, platforms)
+    for name, frame in result.tables.items():
+        result.tables[name] = renamed(frame, hosts)
     if said:
         result.warnings.append(IngestWarning("nmxt", None, said))
+    return renamed(records, hosts) if records is not None else None
 
 
-def placed_links(links: pd.DataFrame, racks: Mapping[str, Any],
-                 platforms: Mapping[str, str]) -> tuple[pd.DataFrame, str | None]:
-    """The link samples with an NMX-T scrape's trays named by the hosts the rack inventory puts there (the store
-    at ingest and tables in memory alike). A tray the inventory does not place keeps a name of its own place
-    (`rack-07-compute-tray18`), with a warning saying how to join it to its host. `racks`: host -> RackSlot;
-    `platforms`: host -> platform."""
+def renamed(frame: pd.DataFrame, hosts: Mapping[str, str]) -> pd.DataFrame:
+    """A table with the trays' places in its node_id named as `hosts` names them: one name for one node in every
+    table (the links, their far ends, a cut input's node records)."""
+    if not hosts or not len(frame) or "node_id" not in frame.columns:
+        return frame
+    names = frame["node_id"]
+    out = names.astype(object).map(lambda n: hosts.get(n, n) if isinstance(n, str) else n)
+    return frame.assign(node_id=out.astype("category" if isinstance(names.dtype, pd.CategoricalDtype)
+                                           else names.dtype))
+
+
+def tray_hosts(links: pd.DataFrame, racks: Mapping[str, Any],
+               platforms: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    """Each tray place of an NMX-T scrape's links (`nmx:rack-07:compute:18`) -> the host the rack inventory puts
+    there; a tray the inventory does not place keeps a name of its own place (`rack-07-compute-tray18`), with a
+    warning saying how to join it to its host. `racks`: host -> RackSlot; `platforms`: host -> platform."""
     if not len(links) or "node_id" not in links.columns:
-        return links, None
+        return {}, None
     names = links["node_id"].astype("string")
     placed = names.str.startswith(PREFIX).fillna(False)
     if not placed.any():
-        return links, None
+        return {}, None
     hosts = {f"{PREFIX}{s.rack}:{tray_kind(platforms.get(h))}:{s.tray}": h for h, s in racks.items()
              if s.tray is not None and tray_kind(platforms.get(h))}
     known = {s.rack for s in racks.values()}
@@ -247,8 +261,7 @@ def placed_links(links: pd.DataFrame, racks: Mapping[str, Any],
                 f"{their} place ({shown}): ingest a nodes.csv with node_id, platform, rack, tray (the rack as --node "
                 f"named it) before the NMX-T scrape to read {them} as {their} {fmt.noun(len(missing), 'host')}"
                 f"{_kinds(str(n) for n in missing)}")
-    renamed = names.where(~placed, names.map(hosts))
-    return links.assign(node_id=renamed.astype("category")), said
+    return {n: h for n, h in hosts.items() if n in set(names[placed].dropna())}, said
 
 
 READER = NmxtReader()

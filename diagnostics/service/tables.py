@@ -16,7 +16,7 @@ import pandas as pd
 from ..analysis.jobs import LinkChoice
 from ..errors import InputError
 from ..ingest.base import Source
-from ..ingest.nmxt import placed_links, rack_named
+from ..ingest.nmxt import rack_named, renamed, tray_hosts
 from ..ingest.snapshot import CUT_SHORT, LISTED, read_cases, snapshot_record, snapshot_tables
 from ..model import RackSlot
 from ..snapshots import Snapshot
@@ -52,7 +52,10 @@ class TableSource(Unstored):
         self._racks = {**(rack_slots(records) if records is not None and len(records) else {}), **dict(racks or {})}
         links = tables.get("link_samples")
         links = links if links is not None and len(links) else LINK_SAMPLES.empty()
-        links, placed = placed_links(links, self._racks, self._platforms)  # an NMX-T scrape's trays as their hosts
+        hosts, placed = tray_hosts(links, self._racks, self._platforms)  # an NMX-T scrape's trays as their hosts,
+        links = renamed(links, hosts)  # in every table: a cut scrape's node records name the tray as its links do
+        tables = {name: renamed(frame, hosts) if frame is not None else frame for name, frame in tables.items()}
+        records = tables.get("nodes")
         self.warnings = [placed] if placed else []
         self._links = {n: (f, ns(f["timestamp"])) for n, f in _by_node(links).items()}
         steps = tables.get("step_samples")
@@ -66,7 +69,7 @@ class TableSource(Unstored):
                        for name in ("events", "gpus", "topology", "nodes")}
         self._listed = marked_nodes(records, LISTED)
         self._cut = marked_nodes(records, CUT_SHORT)
-        named = nodes_named({**self.tables, "link_samples": links})  # every node any table names, as a store notes
+        named = nodes_named({**tables, "link_samples": links})  # every node any table names, as a store notes
         self._nodes = sorted(set(named) | set(self._platforms) | set(self._racks))
         self._log = maintenance
 

@@ -137,7 +137,8 @@ class TelemetryStore:
         """One file's telemetry and node records written, with its hash, in one transaction."""
         assert outcome.sha256 is not None
         if outcome.result is not None:
-            place_in_racks(outcome.result, self.racks(), self.platforms())  # an NMX-T scrape's trays as hosts
+            outcome.nodes = place_in_racks(outcome.result, self.racks(), self.platforms(),  # a scrape's trays as
+                                           outcome.nodes)  # hosts, in its node records too
             outcome.error = placed_on_a_node(outcome)
             if outcome.error:
                 outcome.status = "error"

@@ -217,3 +217,19 @@ def test_an_unplaced_tray_s_warning_says_what_the_scrape_tells_of_its_platform(
     assert "gb200-nvl72-compute-tray" in said and "gb200-nvl36x2-compute-tray" in said
     code, out, _ = _cli(["analyze", str(REAL), "--node", "rack-01", "--platform", "gb200-nvl72-compute-tray"], capsys)
     assert code == answered_exit(out) and "platform unknown" not in out
+
+
+def test_a_cut_scrape_names_its_tray_as_the_whole_one_does_in_the_file_and_the_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scrape cut inside its last series named its tray by the reader's place `nmx:<rack>:compute:18` (the node
+    records that mark a cut input were not renamed), where the whole scrape names it `<rack>-compute-tray18`."""
+    whole = REAL.read_text(encoding="utf-8")
+    cut = tmp_path / "cut.txt"
+    cut.write_text(whole + whole.splitlines()[-1][:80], encoding="utf-8")  # a second series, cut, no newline
+    _, out, err = _cli(["analyze", str(cut), "--platform", "gb200-nvl72-compute-tray"], capsys)
+    assert out.startswith(f"{TRAY} ") and "nmx:" not in out + err
+    store = str(tmp_path / "store")
+    assert _cli(["ingest", str(cut), "--store", store], capsys)[0] == 0
+    assert StoreSource(tmp_path / "store").nodes() == [TRAY]
+    _, stored, err = _cli(["analyze", "--store", store, "--node", TRAY], capsys)
+    assert stored.splitlines()[0] == out.splitlines()[0] and "nmx:" not in stored + err
