@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..components import ComponentRef
+from ..components import ComponentRef, chip_name
 from ..config.thresholds import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
@@ -22,6 +22,12 @@ from ..metrics import COUNTERS, applies
 from ..model import Crossing, Finding
 from ..times import ns
 from .prepared import deltas
+
+CHIP_PREFIX = chip_name("", 0).split("  ", 1)[0]  # how a rack's switch chip is named: 'Switch tray 3 chip 2'
+DCGM_ABSENT = "a missing series is never healthy: dcgm-exporter drops the series of a link that is down"
+NMXT_ABSENT = ("a missing series is never healthy: NMX-T lists every port of the NVLink domain it reaches, a down one "
+               "as DOWN, so a port it does not list is one it does not reach at all (the GPU, its tray or the link's "
+               "management path)")
 
 
 @dataclass
@@ -39,6 +45,8 @@ class NodeView:
     # their NVLinks (a GPU total, no link index)
     all_inactive: dict[str, str] = field(default_factory=dict)  # node -> why every NVLink reads inactive
     restarted: dict[str, str] = field(default_factory=dict)  # node -> its reboot or driver reload in the window
+    listed_ports: set[str] = field(default_factory=set)  # nodes whose NVLink rows name a rack's switch chip as their
+    # far end: an NMX-T scrape's (it reads each GPU port's link partner), which lists every port, a down one as DOWN
 
 
 def _floats(series: pd.Series) -> np.ndarray:
@@ -93,6 +101,9 @@ def node_view(metrics: pd.DataFrame, end_ns: int, thresholds: Thresholds) -> Nod
         numbers = link[rows].astype(np.int64)[order].tolist()
         for (node, g), lo, hi in zip(pairs, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             held.setdefault(str(names[node]), {})[int(g)] = set(numbers[lo:hi])
+    if "peer" in metrics.columns:
+        chips = metrics["peer"].astype("string").str.startswith(CHIP_PREFIX).fillna(False).to_numpy(bool) & nv
+        view.listed_ports = {str(names[c]) for c in np.unique(named[chips]).tolist()}
     errors = [c for c in (f"{m}_total" for m in COUNTERS if applies(m, LinkType.NVLINK.value)) if c in metrics]
     if errors:
         counted = np.zeros(n, dtype=bool)
@@ -157,9 +168,12 @@ def _restarts(view: NodeView, metrics: pd.DataFrame, codes: np.ndarray, names: l
 
 
 def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: Mapping[int, set[int]],
-                  expected: Mapping[int, int], warnings: list[str], totals: Collection[int] = ()) -> list[Finding]:
+                  expected: Mapping[int, int], warnings: list[str], totals: Collection[int] = (),
+                  listed_ports: bool = False) -> list[Finding]:
     """A missing series is never healthy: a GPU reporting fewer NVLinks than its platform has is short of each
-    link it lacks (dcgm-exporter drops the series of a link that is down): a link never seen gets a finding of its
+    link it lacks (the evidence says why as the input's reader has it: dcgm-exporter drops the series of a link
+    that is down; NMX-T, `listed_ports`, lists a down port as DOWN, so one it leaves out is one it does not reach
+    at all): a link never seen gets a finding of its
     own, a link whose series stopped keeps its finding and is counted. A GPU with no NVLink series at all is not
     collected, which is said as a warning; one with only its error counters' total over its links (`totals`, a
     pre-Blackwell exporter given the `..._TOTAL` fields alone) is judged on that total, and the warning says that
@@ -201,7 +215,7 @@ def missing_links(findings: list[Finding], seen: Mapping[int, set[int]], live: M
                 ref=ComponentRef.nvlink(gpu, link), link_type=LinkType.NVLINK, link_id=f"nvlink-{link}", link=link,
                 gpu=gpu, link_state=LinkState.UNKNOWN, severity=Severity.DOWN,
                 crossed=[crossing(f"{short}: no series for link {link}")],
-                evidence=["a missing series is never healthy: dcgm-exporter drops the series of a link that is down"]))
+                evidence=[NMXT_ABSENT if listed_ports else DCGM_ABSENT]))
     return out
 
 

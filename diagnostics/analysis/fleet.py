@@ -217,7 +217,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         seen = view.nvlinks_seen.get(node, {})
         if node in cut and node in view.gpus_seen:
             warnings[node].append("its newest readings come from an input that stops short or leaves part out (a "
-                                  "file cut inside a line, an elided `[...]`, an nvidia-smi output of some GPUs): "
+                                  "file cut inside a line, an elided `[...]`, an nvidia-smi output of some GPUs, an "
+                                  "NMX-T scrape of some ports of a tray): "
                                   "links and GPUs it does not reach are not judged missing; read the whole output to "
                                   "judge them")
         if node in view.gpus_seen and node not in listed and node not in cut:
@@ -226,7 +227,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                 live = {g: s for g, s in view.nvlinks_live.get(node, {}).items() if g not in stopped}
                 expected = expected_links(graph, reporting - set(stopped))
                 mine = missing_links(mine, seen, live, expected, warnings[node],
-                                     view.nvlink_totals.get(node, set()))
+                                     view.nvlink_totals.get(node, set()), node in view.listed_ports)
             count = gpu_count(graph_of.platform(node)) if samples.get(node, 0) >= 2 else None
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count

@@ -192,7 +192,24 @@ class NmxtReader:
             warnings.append(IngestWarning(source.name, None, f"--node {node_id} names {kind} tray {slot} of rack "
                                           f"{rack}, which the scrape does not hold: its trays are read as rack "
                                           f"{rack}'s"))
-        return IngestResult.of(warnings, link_samples=frame) if len(frame) else IngestResult(warnings=warnings)
+        if not len(frame):
+            return IngestResult(warnings=warnings)
+        result = IngestResult.of(warnings, link_samples=frame)
+        result.partial = _some_ports(frame)
+        return result
+
+
+def _some_ports(frame: pd.DataFrame) -> bool:
+    """Whether the scrape holds some ports of a compute tray, not every port a rack file gives one (a scrape grepped
+    for one tray, GPU or port): the GPUs and links it does not reach are not missing (`IngestResult.partial`), as
+    with an nvidia-smi output of some GPUs. A whole scrape lists every port of the domain, a down one as DOWN."""
+    shapes = {(r.gpus_per_tray, r.nvlinks_per_gpu) for r in all_racks().values() if r.fabric == "nmx"}
+    gpus = frame[frame["link_type"] == "nvlink"]
+    for _, tray in gpus.groupby(gpus["node_id"].astype("string"), observed=True):
+        held = set(zip(tray["gpu"].astype(int), tray["link"].astype(int), strict=True))
+        if not any(held == {(g, k) for g in range(n) for k in range(links)} for n, links in shapes):
+            return True
+    return False
 
 
 def _kinds(places: Iterable[str]) -> str:

@@ -123,6 +123,22 @@ def test_missing_links_against_the_platform_and_sku_awareness() -> None:
     assert not [f for f in d12.findings if f.severity is not Severity.OK]
 
 
+def test_a_link_with_no_series_says_why_as_the_input_s_reader_has_it() -> None:
+    """An NMX-T scrape (its GPU ports name a rack's switch chip as their far end) lists a down port as DOWN: its
+    missing port's evidence said 'dcgm-exporter drops the series of a link that is down'."""
+    def gb200(peer: str) -> pd.DataFrame:
+        return links(*[link_series(steady(0.0), gpu=g, link=k, peer=peer.format(k=k)) for g in range(4)
+                       for k in range(18) if (g, k) != (1, 5)])
+
+    said = {}
+    for peer in ("Switch tray {k} chip 1", "NVSwitch 0"):
+        d = diagnose({"link_samples": gb200(peer)}, platform="gb200-nvl72-compute-tray")
+        said[peer] = next(f for f in d.findings if (f.gpu, f.link) == (1, 5)).evidence
+    assert any("NMX-T lists every port" in e for e in said["Switch tray {k} chip 1"])
+    assert not any("dcgm-exporter" in e for e in said["Switch tray {k} chip 1"])
+    assert any("dcgm-exporter drops the series" in e for e in said["NVSwitch 0"])
+
+
 def test_counters_not_collected_is_not_healthy() -> None:
     frame = links(*[link_series(steady(0), link_type="pcie", link=None, gpu=g) for g in range(8)])
     d = diagnose({"link_samples": frame}, platform="hgx-h100-8gpu")

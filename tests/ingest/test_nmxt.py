@@ -233,3 +233,53 @@ def test_a_cut_scrape_names_its_tray_as_the_whole_one_does_in_the_file_and_the_s
     assert StoreSource(tmp_path / "store").nodes() == [TRAY]
     _, stored, err = _cli(["analyze", "--store", store, "--node", TRAY], capsys)
     assert stored.splitlines()[0] == out.splitlines()[0] and "nmx:" not in stored + err
+
+
+PORTDOWN = 'port_label="GPUP11", logical_state="DOWN"'
+
+
+def _tray(tmp_path: Path, *, leave_out: tuple[int, int] | None = None, only_gpu: int | None = None) -> Path:
+    """The real series as every port of its tray (4 GPUs of 18 links) read twice a minute apart, GPU 2 link 11 down:
+    less `leave_out` (GPU, link), or `only_gpu`'s ports alone (a scrape grepped for one GPU's)."""
+    line = _real_series()
+    body = line[line.index("{"):line.index("}") + 1]
+    rows = []
+    for stamp, downs in ((1781993894087, 3), (1781993954087, 4)):
+        for gpu in range(4):
+            for link in range(18):
+                if (gpu, link) == leave_out or only_gpu not in (None, gpu):
+                    continue
+                labels = body.replace('device_num_on_tray="2"', f'device_num_on_tray="{gpu}"').replace(
+                    'port_label="GPUP10"', f'port_label="GPUP{link}"')
+                down = (gpu, link) == (2, 11)
+                if down:
+                    labels = labels.replace('logical_state="ACT"', 'logical_state="DOWN"')
+                rows.append(f"Link_Down{labels} {downs if down else 0} {stamp}")
+    path = tmp_path / "tray.prom"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _inventory(tmp_path: Path) -> Path:
+    path = tmp_path / "nodes.csv"
+    path.write_text("node_id,platform,rack,tray\nr7-c18,gb200-nvl72-compute-tray,chassis-1820325172739,18\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_a_scrape_of_some_ports_of_a_tray_judges_the_down_link_not_the_ports_it_leaves_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scrape grepped for one GPU's ports was read as a tray whose other GPUs fell off the bus (urgent, three
+    GPUs 'report no telemetry'): the ports a scrape does not hold are not missing, as with an nvidia-smi output of
+    some GPUs; the whole tray's scrape is not partial."""
+    assert not READER.read(Source.from_path(_tray(tmp_path)), node_id="rack-07").partial
+    part = _tray(tmp_path, only_gpu=2)
+    assert READER.read(Source.from_path(part), node_id="rack-07").partial
+    for d in _doors([_inventory(tmp_path), part], tmp_path, "r7-c18"):
+        assert [(f.gpu, f.link) for f in d.findings if f.severity.value != "ok"] == [(2, 11)]
+        assert d.ticket_priority.value != "urgent" and [s.fault.value for s in d.localizations] == ["nvlink"]
+        assert any("NMX-T scrape of some ports" in w for w in d.warnings)
+    code, ticket, _ = _cli(["ticket", str(part), "--platform", "gb200-nvl72-compute-tray"], capsys)
+    assert code == 0 and ticket.splitlines()[0].startswith("# Repair ticket: GPU 2 NVLink 11 ")
+    assert "off the bus" not in ticket and "**Priority:** urgent" not in ticket
+
