@@ -50,6 +50,9 @@ _SPEED = re.compile(r"^(?P<speed>\d+(?:\.\d+)?) GB/s$")
 _LANE = re.compile(r"^Lane (?P<lane>\d+):?\s*(?P<rest>.*)$")
 # `nvidia-smi nvlink -c`: what each link supports (`Link 0, P2P is supported: true`), no counter and no state
 _CAPABILITY = re.compile(r"^\s*Link \d+, [^:]*\bsupported: (?:true|false)\s*$", re.IGNORECASE)
+# `nvidia-smi nvlink -gt d` / `-gt r`: each link's data or raw throughput (`Link 0: Data Tx: 1390774681 KiB`), no
+# counter of errors and no state
+_THROUGHPUT = re.compile(r"^\s*Link \d+: (?:Data|Raw) [TR]x: \d+ KiB\s*$", re.IGNORECASE)
 _REMOTE = re.compile(r"^Remote Device (?P<dev>\S+?):? Link (?P<port>\d+)$")
 _COUNTER = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 /()-]*?):\s*(?P<value>\S*)$")
 _BARE_VALUE = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|nan|inf\w*)(?:e[-+]?\d+)?$", re.IGNORECASE)
@@ -117,7 +120,7 @@ class NvlinkReader:
         unreachable = False  # a GPU nvidia-smi names as one it could not reach
         last_gpu: int | None = None  # the index of the last GPU header
         first_header: Line | None = None
-        capabilities = False  # a line of `nvlink -c` was met
+        alone: str | None = None  # an output no link reading is in: "capabilities" (`nvlink -c`), "throughput" (-gt)
         for line in classify(source, out, _shows_end):
             if skip_shell(line, out):
                 continue
@@ -172,9 +175,13 @@ class NvlinkReader:
                     continue
                 rows.summary(line, gpu, uuid, links, columns, value)
                 continue
+            if _THROUGHPUT.match(line.text):
+                alone = alone or "throughput"
+                out.unread(line)
+                continue
             match = _LINK.match(line.text)
             if not match:
-                capabilities = capabilities or bool(_CAPABILITY.match(line.text))
+                alone = alone or ("capabilities" if _CAPABILITY.match(line.text) else None)
                 out.unread(line)
                 continue
             found, rest = out.checked("index", line.number, match["link"], "link", f"GPU {gpu} link"), match["rest"]
@@ -229,7 +236,7 @@ class NvlinkReader:
         rows.finish()
         if first_header is not None and not out.rows.get("link_samples") and not out.rows.get("events") \
                 and not all_down and not remotes and not unreachable:
-            _headers_alone(out, first_header, len(seen_gpus), capabilities)
+            _headers_alone(out, first_header, len(seen_gpus), alone)
             return out.result()
         if rows.rows and not unreachable:
             _narrowed(out, sorted({g for _, g, _ in seen_gpus}), board_model)
@@ -238,20 +245,23 @@ class NvlinkReader:
         return out.result()
 
 
-def _headers_alone(out: Collector, first: Line, gpus: int, capabilities: bool) -> None:
-    """An output of GPU headers and no line of a link under any: nothing is read (its GPUs are not kept either:
-    the input is not what it was meant to be), and the warning says what it is: `nvlink -c` (what each link
-    supports) whole, not a cut output."""
+def _headers_alone(out: Collector, first: Line, gpus: int, alone: str | None) -> None:
+    """An output of GPU headers and no link reading under any: nothing is read (its GPUs are not kept either: the
+    input is not what it was meant to be), and the warning says what it is: `nvlink -c` (what each link supports) or
+    `nvlink -gt d`/`-gt r` (each link's throughput) whole, not a cut output."""
     out.rows.pop("gpus", None)
     count = f"{gpus} GPU header lines" if gpus > 1 else "a GPU header line"
     out.flush()  # said first: the lines around the header that no reader takes are said after it
-    what = ("and its links' capabilities alone: `nvidia-smi nvlink -c` output, which says what each link supports "
-            "and holds no error counter or link state" if capabilities else
-            "and no link lines: an nvidia-smi nvlink output cut before its links (or `nvidia-smi -L`, which lists "
-            "GPUs and no links)")
+    what = {
+        "capabilities": "and its links' capabilities alone: `nvidia-smi nvlink -c` output, which says what each link "
+                        "supports and holds no error counter or link state",
+        "throughput": "and its links' throughput alone: `nvidia-smi nvlink -gt d` (or -gt r) output, whose data (or "
+                      "raw) Tx and Rx counters in KiB hold no error counter or link state",
+    }.get(alone or "", "and no link lines: an nvidia-smi nvlink output cut before its links (or `nvidia-smi -L`, "
+                       "which lists GPUs and no links)")
     said = (f"the input holds {count} ({first.text.strip()[:60]!r}) {what}; nothing is read: paste "
             "`nvidia-smi nvlink -e` (or -s, -R) whole")
-    out.warnings.insert(0, IngestWarning(out.source.name, first.number, said, cut=not capabilities))
+    out.warnings.insert(0, IngestWarning(out.source.name, first.number, said, cut=alone is None))
 
 
 def _unreachable(out: Collector, line: Line, lost: re.Match[str], gpu: int) -> None:

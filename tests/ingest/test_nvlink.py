@@ -257,6 +257,30 @@ def test_nvlink_c_output_is_said_as_the_links_capabilities_not_as_an_output_cut_
     assert "cut" not in said.message and not said.cut, said
 
 
+@pytest.mark.parametrize("kind", ["Data", "Raw"])
+def test_nvlink_gt_output_is_said_as_the_links_throughput_not_as_a_cut_output(
+        kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`nvidia-smi nvlink -gt d` (or -gt r) prints each link's Tx and Rx in KiB: it was said to be an output cut
+    before its links whose GPU header lines were missing ('GPU 0 link 0 stated again')."""
+    text = "".join(f"GPU {g}: NVIDIA H800 (UUID: GPU-34bf77d1-c686-6821-79a8-32d326c5039{g})\n"
+                   + "".join(f"         Link {n}: {kind} {way}: {1390774681 + n} KiB\n" for n in range(8)
+                             for way in ("Tx", "Rx")) for g in (0, 1))
+    result = read_text(text)
+    assert result.empty
+    said = result.warnings[0]
+    assert "`nvidia-smi nvlink -gt d` (or -gt r) output" in said.message and "nvidia-smi nvlink -e" in said.message
+    assert not said.cut and not any("stated again" in w.message or "cut" in w.message for w in result.warnings)
+    path = tmp_path / "gt.txt"
+    path.write_text(text, encoding="utf-8")
+    from bot.cli import main
+
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "throughput alone" in err and "stated again" not in err
+    report = open_store(tmp_path / "store").ingest([path], node_id="n1")
+    assert report.result.empty and any("throughput alone" in str(w) for w in report.warnings)
+
+
 def test_a_header_whose_gpu_nvidia_smi_names_as_all_links_down_is_not_a_cut() -> None:
     result = read(B200)
     assert len(result["link_samples"]) and not [w for w in result.warnings if "no link lines" in w.message]
