@@ -32,7 +32,16 @@ _RACK_CHIP = re.compile(r"^\s*switch tray (?P<tray>\S+) chip (?P<chip>\d+)\s*$",
 
 def chip_name(switch_tray: str, chip: int) -> str:
     """A rack's switch chip as people say it: 'Switch tray 3 chip 2'."""
-    return f"Switch tray {switch_tray} chip {chip}"
+    return f"{CHIP_PREFIX} {switch_tray} chip {chip}"
+
+
+CHIP_PREFIX = "Switch tray"  # how every rack switch chip's name begins (`chip_name`)
+
+
+def chip_named(name: object) -> tuple[str, int] | None:
+    """The switch tray and chip a rack's switch chip name (`chip_name`) gives; None for any other name."""
+    found = re.fullmatch(rf"{CHIP_PREFIX} (\S+) chip (\d+)", str(name or ""))
+    return (found[1], int(found[2])) if found else None
 
 
 def switch_name(label: object) -> str:

@@ -227,10 +227,11 @@ TOPOLOGY = TableSchema(
         "nvlinks": "Int16",  # NV# count, or links from a GPU to a switch
         "link": "Int16",  # a GPU's link index when the row is one link (nvlink -R)
         "remote_port": "Int16",  # the switch port or peer link index at the far end, when observed
-        "detail": "string",
+        "detail": "string",  # a remote row's detail starting PORT_REPORT: what the port says of its link (NMX-T)
         "source": "category",
     },
 )
+PORT_REPORT = "the port reports, "  # a remote row's detail that is the port's own word on its link: the link's evidence
 
 GPUS = TableSchema(
     "gpus",

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..components import ComponentRef, chip_name
+from ..components import CHIP_PREFIX, ComponentRef
 from ..config.thresholds import (
     BELOW_EXPECTED_RULE,
     GPU_MISSING_RULE,
@@ -23,7 +23,6 @@ from ..model import Crossing, Finding
 from ..times import ns
 from .prepared import deltas
 
-CHIP_PREFIX = chip_name("", 0).split("  ", 1)[0]  # how a rack's switch chip is named: 'Switch tray 3 chip 2'
 DCGM_ABSENT = "a missing series is never healthy: dcgm-exporter drops the series of a link that is down"
 NMXT_ABSENT = ("a missing series is never healthy: NMX-T lists every port of the NVLink domain it reaches, a down one "
                "as DOWN, so a port it does not list is one it does not reach at all (the GPU, its tray or the link's "

@@ -7,14 +7,23 @@ from collections.abc import Collection, Hashable, Mapping
 
 import pandas as pd
 
+from ..components import CHIP_PREFIX
 from ..config.platforms import all_platforms, platform_for_model
 from ..enums import LinkType
 from ..errors import ConfigError
 from ..model import Finding
 from ..topology import NodeGraph, graph_from_topology
+from ..topology.observed import observe_ports
 from ..topology.templates import template
 from .described import described_short
 from .diagnosis import PLATFORM_UNKNOWN
+
+
+def _rack_ends(rows: pd.DataFrame) -> bool:
+    """Whether a node's topology rows are only its links' far ends on a rack's switch chips (NMX-T's link partners):
+    no description of a board to draw, but the rack's tray ports, observed, once its platform is known."""
+    far = rows["b"].astype("string") if "b" in rows.columns else pd.Series(dtype="string")
+    return bool(len(far)) and bool(far.str.startswith(CHIP_PREFIX).fillna(False).all())
 
 
 class Boards:
@@ -67,7 +76,7 @@ class Boards:
         platform = self.platforms.get(node)
         data = all_platforms().get(platform, {}) if platform else {}
         rack = data.get("rack")
-        if node in self.topology and not rack:
+        if node in self.topology and not rack and not _rack_ends(self.topology[node]):
             if node not in self.described:
                 self.described[node] = self._describe(node, platform)
             return self.described[node]
@@ -76,6 +85,12 @@ class Boards:
             key = f"{platform}@{slot}" if slot is not None else platform
             if key not in self.templates:
                 self.templates[key] = template(platform, str(rack) if slot is not None else None, slot)
+            if rack and node in self.topology:  # a rack host's far ends read (NMX-T's link partner): observed
+                if node not in self.described:
+                    self.described[node] = self.templates[key].copy()
+                    self.described[node].node_id = node
+                    observe_ports(self.described[node], self.topology[node])
+                return self.described[node]
             return self.templates[key]
         return None
 

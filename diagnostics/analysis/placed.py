@@ -18,8 +18,9 @@ def placed(f: Finding, graph: NodeGraph | None) -> Finding:
     if port.source is PortSource.UNKNOWN and port.switch_port is None:
         return f
     peer = f.peer_gpu if port.ref.peer_gpu is None else port.ref.peer_gpu  # GPU 0 is a peer
+    said = [e for e in port.said if e not in f.evidence]  # what the port reports of its link (NMX-T's down_blame)
     return f.model_copy(update={"ref": port.ref, "switch": port.switch or f.switch, "switch_port": port.switch_port,
-                                "port_source": port.source, "peer_gpu": peer})
+                                "port_source": port.source, "peer_gpu": peer, "evidence": [*f.evidence, *said]})
 
 
 def port_at(graph: NodeGraph, gpu: int, link: int, link_type: str) -> PortInfo:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..components import IN_TRAY, ComponentRef, tray_chip
+from ..components import IN_TRAY, ComponentRef, chip_named, tray_chip
 from ..enums import ComponentKind, PortSource
 from ..model import Diagnosis, Finding, LinkSeries, Localization, StepEvidence
 from .rack_localize import Placed
@@ -29,14 +29,17 @@ def place_findings(rack: Rack, host: str, findings: list[Finding]) -> list[Place
             continue
         if ref.kind is ComponentKind.NVLINK and ref.gpu is not None and ref.link is not None \
                 and graph.has(1, ref.gpu, ref.link):
-            switch_tray, chip = graph.chip_of(ref.link)
+            tray_number, chip = graph.chip_of(ref.link)
+            switch_tray = str(tray_number)
             port = graph.port_of(slot, ref.gpu) if slot is not None else None
+            source = PortSource.ASSUMED if port is not None else PortSource.UNKNOWN
+            if f.port_source is PortSource.OBSERVED and (seen := chip_named(f.switch)) is not None:
+                (switch_tray, chip), port, source = seen, f.switch_port, PortSource.OBSERVED  # its far end read
             cartridge = graph.cartridge_of(slot, ref.link) if slot is not None else None
-            new = ref.in_tray(label, switch_tray=str(switch_tray), chip=chip, port=port)
+            new = ref.in_tray(label, switch_tray=switch_tray, chip=chip, port=port)
             lifted = f.model_copy(update={"ref": new, "switch": new.switch, "switch_port": port,
-                                          "port_source": PortSource.ASSUMED if port is not None else
-                                          PortSource.UNKNOWN})
-            out.append(Placed(lifted, host, ref, label, ref.gpu, ref.link, str(switch_tray), chip, port, cartridge))
+                                          "port_source": source})
+            out.append(Placed(lifted, host, ref, label, ref.gpu, ref.link, switch_tray, chip, port, cartridge))
         elif ref.kind in (ComponentKind.GPU, ComponentKind.PCIE, ComponentKind.NVLINK) and ref.gpu is not None:
             out.append(Placed(f.model_copy(update={"ref": ref.in_tray(label)}), host, ref, label, ref.gpu))
         else:

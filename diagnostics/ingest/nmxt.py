@@ -10,7 +10,16 @@ row alone), as NVIDIA's health collector maps them (NVIDIA/ncx-infra-controller-
 crates/health/src/collectors/nmxt.rs, NMXT_METRIC_MAP); `Symbol_BER` -> symbol_ber and `Effective_Errors` ->
 effective_errors, the names public InfiniBand link-analysis scripts give the same port counters (assumed for NMX-T).
 On every series `logical_state` gives the link's state (ACT: up, DOWN: down) and a GPU port's
-`link_partner_description` its switch chip. Other families (cables, timers) are left out.
+`link_partner_description` its switch chip, `link_partner_port_num` the chip's port: a topology row of relation
+remote, as `nvidia-smi nvlink -R` gives one (observed, over the rack file's assumed port). `down_blame` and
+`Status_Message` are what the port says of its link's state, quoted as given in the link's evidence. These label
+names are NVIDIA's health collector's (crates/health/src/collectors/nmxt.rs, NMXT_LABEL_MAP: `Status_Message`,
+`down_blame`, `link_partner_port_num`, `link_partner_description`; `down_blame` one of unknown, local_phy,
+remote_phy) and UFM's low-frequency telemetry fields (`logical_state`: the port's logical link state); their
+meanings beyond that (local_phy: the port's own PHY blamed for the link going down; `Status_Message` the PHY's
+link-down diagnosis, as NVOS's "Link Diagnostic Per Port" codes word it) are assumed. NMX-T collects every port of
+the domain, a down or disabled one too (NMX-T release notes, 0.6.9), so a whole scrape lists a down port as DOWN.
+Other families (cables, timers) are left out.
 
 The scrape names no host: each row's node_id is the tray's place in the rack (`nmx:<rack>:compute:18`,
 `nmx:<rack>:switch:6`; the rack is the `--node` given to the reader, else the series' chassis id), which the store
@@ -35,6 +44,7 @@ from .. import values
 from ..components import chip_name
 from ..config.racks import all_racks, tray_kind
 from ..errors import InputError
+from ..tables import PORT_REPORT
 from ..values import Refused, describe
 from .base import IngestResult, IngestWarning, Source, Tail
 from .exposition import SeriesError, parse_labels
@@ -47,6 +57,8 @@ FAMILIES: dict[str, str] = {
 }
 IDENTITY = frozenset({"lid"})  # a family that only says the port is there
 STATES = {"ACT": "up", "DOWN": "down"}  # NMX-T logical_state -> link_state
+REPORTED = ("down_blame", "Status_Message")  # what a port says of its link's state, said in its evidence as given
+TOPOLOGY_COLUMNS = ["node_id", "a", "b", "relation", "link", "remote_port", "source", "detail"]
 PREFIX = "nmx:"
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}\s+(\S+)(?:\s+([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))?\s*$")
 _GPU_PORT = re.compile(r"^GPUP(\d+)$")
@@ -69,6 +81,20 @@ def _place(labels: dict[str, str], rack: str) -> dict[str, Any] | None:
         return {"node_id": f"{PREFIX}{rack}:switch:{int(switch[1])}", "gpu": None, "link_type": "nvswitch",
                 "link": values.index(labels["Port_Number"], "link"), "nvswitch": str(int(switch[2]) - 1), "peer": None}
     return None
+
+
+def _partner(labels: dict[str, str], keys: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """A GPU port's far end as NMX-T reads it: the switch chip (`link_partner_description`) and its port
+    (`link_partner_port_num`), a topology row of relation remote, as `nvidia-smi nvlink -R` gives one (observed, not
+    the rack file's assumed port); what the port says of itself (`down_blame`, `Status_Message`) in its detail, for
+    the link's evidence. None for a switch's port, or a GPU port whose partner is not named."""
+    port = labels.get("link_partner_port_num", "")
+    if keys["gpu"] is None or keys["peer"] is None or not port.isdigit():
+        return None
+    said = [f"{name} {labels[name]!r}" for name in REPORTED if labels.get(name)]
+    return {"node_id": keys["node_id"], "a": f"GPU{keys['gpu']}", "b": keys["peer"], "relation": "remote",
+            "link": keys["link"], "remote_port": int(port), "source": where,
+            "detail": f"{PORT_REPORT}NMX-T: {', '.join(said)}" if said else None}
 
 
 def _beyond(labels: dict[str, str]) -> str | None:
@@ -131,6 +157,7 @@ class NmxtReader:
     def read(self, source: Source, *, node_id: str | None = None, at: datetime | None = None) -> IngestResult:
         when = at or datetime.now(UTC)
         rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        partners: dict[tuple[Any, ...], tuple[pd.Timestamp, dict[str, Any]]] = {}  # a GPU link -> its far end, newest
         warnings: list[IngestWarning] = []
         units: set[Unit] = set()
         skipped = 0
@@ -180,6 +207,10 @@ class NmxtReader:
                 row[column] = reading
             if labels.get("logical_state") in STATES:
                 row["link_state"] = STATES[labels["logical_state"]]
+            if (far := _partner(labels, keys, f"{source.name}:{number}")) is not None:
+                key = (keys["node_id"], keys["gpu"], keys["link"])
+                if key not in partners or partners[key][0] <= t:
+                    partners[key] = (t, far)
         if units - {"ms", "s"}:  # the exposition format's milliseconds, or OpenMetrics' seconds, go unsaid
             warnings.append(IngestWarning(source.name, None,
                                           epoch_note("timestamps", [u for u in UNIT_NAMES if u in units])))
@@ -194,7 +225,8 @@ class NmxtReader:
                                           f"{rack}'s"))
         if not len(frame):
             return IngestResult(warnings=warnings)
-        result = IngestResult.of(warnings, link_samples=frame)
+        result = IngestResult.of(warnings, link_samples=frame,
+                                 topology=pd.DataFrame([far for _, far in partners.values()], columns=TOPOLOGY_COLUMNS))
         result.partial = _some_ports(frame)
         return result
 

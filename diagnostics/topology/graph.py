@@ -68,6 +68,7 @@ class PortInfo(BaseModel):
     ref: ComponentRef
     expected_gen: int | None = None
     expected_width: int | None = None
+    said: tuple[str, ...] = ()  # what the port reports of its link, where its far end was read (NMX-T's down_blame)
     note: str | None = None
     slot: str | None = None
     gpu_serial: str | None = None
@@ -197,7 +198,7 @@ class NodeGraph:
             find_with=None if source is PortSource.OBSERVED else find_with(gpu, kind),
             fru=fru, fru_next=self._fru(f"{kind}_next", **fields),
             ref=_ref(gpu, link, kind, peer, peer_kind, port),
-            expected_gen=data.get("gen"), expected_width=data.get("width"),
+            expected_gen=data.get("gen"), expected_width=data.get("width"), said=tuple(data.get("said", ())),
             note=None if link is not None or kind == LinkType.PCIE else "the description gives link counts, not ports",
         )
 

@@ -1,4 +1,4 @@
-"""Ports read from the hardware (`nvidia-smi nvlink -R`) replace a template's assumed ones."""
+"""Ports read from the hardware (`nvidia-smi nvlink -R`, NMX-T's link partner) replace a template's assumed ones."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..enums import PortSource
+from ..tables import PORT_REPORT
 from .graph import NVSWITCH, gpu_index, gpu_node, node_name
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ def observe_ports(out: NodeGraph, topology: pd.DataFrame) -> None:
         if target not in g:
             g.add_node(target, kind=NVSWITCH, index=target.rsplit(" ", 1)[-1])
         attrs["port_source"] = PortSource.OBSERVED.value
+        detail = str(_value(row, "detail") or "")
+        attrs["said"] = (detail[len(PORT_REPORT):],) if detail.startswith(PORT_REPORT) else ()
         peer = gpu_index(target)
         if peer is not None:
             attrs.update(ends={gpu: link, peer: int(port) if port is not None else None})

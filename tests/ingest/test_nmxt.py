@@ -239,8 +239,9 @@ PORTDOWN = 'port_label="GPUP11", logical_state="DOWN"'
 
 
 def _tray(tmp_path: Path, *, leave_out: tuple[int, int] | None = None, only_gpu: int | None = None) -> Path:
-    """The real series as every port of its tray (4 GPUs of 18 links) read twice a minute apart, GPU 2 link 11 down:
-    less `leave_out` (GPU, link), or `only_gpu`'s ports alone (a scrape grepped for one GPU's)."""
+    """The real series as every port of its tray (4 GPUs of 18 links) read twice a minute apart, GPU 2 link 11 down
+    (on switch tray 7 chip 1 port 70, blamed on its own PHY): less `leave_out` (GPU, link), or `only_gpu`'s ports
+    alone (a scrape grepped for one GPU's)."""
     line = _real_series()
     body = line[line.index("{"):line.index("}") + 1]
     rows = []
@@ -252,8 +253,12 @@ def _tray(tmp_path: Path, *, leave_out: tuple[int, int] | None = None, only_gpu:
                 labels = body.replace('device_num_on_tray="2"', f'device_num_on_tray="{gpu}"').replace(
                     'port_label="GPUP10"', f'port_label="GPUP{link}"')
                 down = (gpu, link) == (2, 11)
-                if down:
-                    labels = labels.replace('logical_state="ACT"', 'logical_state="DOWN"')
+                if down:  # its far end as NMX-T reads it, and what the port says of its state
+                    labels = labels.replace('logical_state="ACT"', 'logical_state="DOWN"').replace(
+                        "sw06:N5400_LD/U1", "sw07:N5400_LD/U1").replace('link_partner_port_num="71"',
+                                                                        'link_partner_port_num="70"').replace(
+                        'down_blame="Unknown"', 'down_blame="Local_phy"').replace(
+                        'Status_Message="No issue was observed"', 'Status_Message="Link down: high BER"')
                 rows.append(f"Link_Down{labels} {downs if down else 0} {stamp}")
     path = tmp_path / "tray.prom"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
@@ -283,3 +288,17 @@ def test_a_scrape_of_some_ports_of_a_tray_judges_the_down_link_not_the_ports_it_
     assert code == 0 and ticket.splitlines()[0].startswith("# Repair ticket: GPU 2 NVLink 11 ")
     assert "off the bus" not in ticket and "**Priority:** urgent" not in ticket
 
+
+
+def test_the_link_partner_is_the_link_s_observed_switch_port_and_its_down_blame_its_evidence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`link_partner_port_num`, `down_blame` and `Status_Message` were not read: the ticket said 'port unknown;
+    confirm with nvidia-smi nvlink -R' of a port the scrape names, and not what NMX-T blamed the link's fall on."""
+    scrape = _tray(tmp_path, only_gpu=2)
+    for d in _doors([_inventory(tmp_path), scrape], tmp_path, "r7-c18"):
+        down = next(f for f in d.findings if (f.gpu, f.link) == (2, 11))
+        assert (down.switch, down.switch_port, down.port_source.value) == ("Switch tray 7 chip 1", 70, "observed")
+        assert "NMX-T: down_blame 'Local_phy', Status_Message 'Link down: high BER'" in down.evidence
+    code, ticket, _ = _cli(["ticket", str(scrape), "--platform", "gb200-nvl72-compute-tray"], capsys)
+    assert code == 0 and "| switch port | Switch tray 7 chip 1 port 70 (observed) |" in ticket
+    assert "port unknown" not in ticket and "down_blame 'Local_phy'" in ticket
