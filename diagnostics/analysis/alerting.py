@@ -221,7 +221,7 @@ class Pass:
 def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *, at: datetime,
            policy: AlertPolicy, ticket_of: Callable[[str, str], str | None], fleet_nodes: int,
            racks: Mapping[str, str] | None = None, open_storm: int | None = None, baseline: bool = False,
-           silent: Collection[str] = ()) -> Pass:
+           silent: Collection[str] = (), planned: Collection[str] = ()) -> Pass:
     """The pass's decisions given the parts failing now and the alerts not yet recovered (keyed by node and part).
 
     `baseline`: the watch's first pass, whose failing parts are standing faults: each is KNOWN (remembered, not
@@ -233,12 +233,14 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one whose
     part's ticket was released (or held) since it was told is restated; one that got a ticket says so; one clean for
     the soak is recovered.
+    `planned`: the nodes under planned work, whose failing parts the view leaves out: an alert of theirs is not
+    known clean, so it never recovers while the work lasts; its soak counts from the work's end.
     `silent`: the nodes with no reading in the window. Silence is not health: an alert of a silent node is marked as
     not reporting (once) and is never recovered while it lasts; when the node reports again the mark is lifted and the
     soak counts from its return, a held alert's too (it opens: the channel was told of it); a held alert whose node
     never went silent and whose part is clean when its storm is acknowledged recovers then, never having alerted.
     """
-    quiet_nodes = set(silent)
+    quiet_nodes, planned_nodes = set(silent), set(planned)
     out = Pass(at)
     now = {p.key: p for p in parts}
     fresh = [p for p in parts if p.key not in alerts and ticket_of(p.node_id, p.slug) is None]
@@ -255,11 +257,14 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     for key, alert in sorted(alerts.items()):
         part = now.get(key)
         quiet = part is None and alert.node_id in quiet_nodes
-        if part is not None or quiet:  # failing, or not known clean: the soak has not begun
+        hidden = part is None and not quiet and alert.node_id in planned_nodes  # planned work holds its parts back
+        if part is not None or quiet or hidden:  # failing, or not known clean: the soak has not begun
             out.failing.append(key)
             alert = replace(alert, failing_at=at)
         if alert.status is AlertStatus.HELD and alert.storm is not None and alert.storm == open_storm:
             continue  # still waiting for the incident's acknowledgement
+        if hidden:
+            continue  # never recovered while planned work keeps its node's parts out of the view
         if quiet:
             if alert.silent_since is None:
                 out.decisions.append(Decision(Step.SILENT, replace(alert, silent_since=at), None))

@@ -436,7 +436,8 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
     parts = failing_parts(swept.diagnoses.values(), facts, request.thresholds)
     done = decide(parts, alerts, at=at, policy=policy or load_alerts(),
                   ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,
-                  open_storm=open_storm, baseline=baseline, silent=_no_links(source, swept, windows))
+                  open_storm=open_storm, baseline=baseline, silent=_no_links(source, swept, windows),
+                  planned={n for n, d in swept.diagnoses.items() if d.maintenance})
     return swept, done
 
 

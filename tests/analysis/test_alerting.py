@@ -244,3 +244,24 @@ def test_a_held_nodes_failing_part_carries_why_and_says_its_priority_as_its_tick
     assert headline.priority_said() == ticket.priority_line != headline.priority.value
     ok = failing_parts([seed_diagnosis(platform="hgx-h100-8gpu")])
     assert ok and all(p.held is None and p.priority_said() == p.priority.value for p in ok)
+
+
+def test_an_alert_of_a_node_under_planned_work_never_recovers_while_the_work_lasts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Planned work keeps a node's failing parts out of the view, so its open alert read as clean: a window of a day
+    or more posted "Recovered" while the part may still fail. It stays open; the soak counts from the work's end."""
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+
+    def run(parts: list[FailingPart], at: datetime, planned: tuple[str, ...] = ()) -> list[Step]:
+        done = decide(parts, book.active(), at=at, policy=POLICY, fleet_nodes=100, ticket_of=no_ticket,
+                      planned=planned)
+        book.save([d.alert for d in done.decisions], done.failing, at)
+        _post_owed(book, done.decisions)
+        return [d.step for d in done.decisions]
+
+    assert run([part("n1")], T0) == [Step.NEW]
+    ended = T0 + POLICY.soak * 2
+    assert run([], T0 + POLICY.soak + timedelta(hours=1), planned=("n1",)) == []  # held back, not clean
+    assert run([], ended, planned=("n1",)) == []
+    assert book.get("n1", "gpu2-nvlink5").status is AlertStatus.OPEN  # type: ignore[union-attr]
+    assert run([], ended + POLICY.soak - timedelta(minutes=5)) == []  # clean since the work ended: not yet the soak
+    assert run([], ended + POLICY.soak) == [Step.RECOVERED]
