@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,21 +19,9 @@ from diagnostics.config import load_alerts
 from diagnostics.service import TableSource
 
 from .helpers import LONG_WAIT, local_bot, posted
+from .test_alerts import ALERTS, NO_STORM, Clock
 
-ALERTS = "CALERTS"
 NEW = "*New failing part*"
-NO_STORM = load_alerts(storm_min_nodes=10_000, signature_min_nodes=10_000, first_pass="alert")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def at(self, hhmm: str) -> None:
-        self.now = self.now.replace(hour=int(hhmm[:2]), minute=int(hhmm[3:]))
 
 
 @pytest.fixture(scope="module")
