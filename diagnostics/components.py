@@ -64,9 +64,14 @@ def tray_chip(name: str | None) -> int | None:
     return int(named[1]) + 1 if named else None
 
 
+def is_rack_chip(name: str | None) -> bool:
+    """Whether a peer name is a chip of a rack's NVLink switch tray ("Switch tray 3 chip 2")."""
+    return bool(name) and _RACK_CHIP.match(str(name)) is not None
+
+
 def is_switch(name: str | None) -> bool:
     """Whether a peer name is a switch: an NVSwitch of a board, or a chip of a rack's switch tray."""
-    return bool(name) and (str(name).startswith("NVSwitch") or _RACK_CHIP.match(str(name)) is not None)
+    return bool(name) and (str(name).startswith("NVSwitch") or is_rack_chip(name))
 
 
 def peer_name(text: str | None) -> str | None:

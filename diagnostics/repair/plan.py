@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..components import is_switch
+from ..components import is_rack_chip, is_switch
 from ..config.parts import Part, part_by_id
 from ..config.racks import RackSpec
 from ..config.repair_catalog import (
@@ -208,6 +208,8 @@ class _Builder:
         if self.plat is None and self.over.switch_part and (is_switch(self.facts.peer or "")
                                                             or is_switch(self.facts.switch or "")):
             chosen = self.over.switch_part  # a link that lands on an NVSwitch: the baseboard's, never a bridge's
+            if self.over.rack_part and (is_rack_chip(self.facts.peer) or is_rack_chip(self.facts.switch)):
+                chosen = self.over.rack_part  # on a rack's switch tray: a GB200 compute tray's, not a baseboard's
         part = part_by_id(chosen) if chosen else None
         nxt = part_by_id(self.over.next_part) if self.over.next_part else None
         for key, p in (("part", part), ("next_part", nxt)):

@@ -79,3 +79,14 @@ def test_a_gpu_known_by_its_pci_address_on_a_known_board_is_reseated_as_that_boa
     reseat = next(s.text for s in plan.repair if "reseat" in s.text.lower() and "powered off" in s.text)
     assert "once the board is known" not in reseat and plan.part is not None, reseat
     assert reseat.startswith(f"With the node powered off, reseat the GPU at PCI 0000:dc:00.0's {plan.part.fru}"), reseat
+
+
+def test_a_link_on_a_rack_switch_tray_with_no_platform_names_the_compute_tray_not_a_baseboard() -> None:
+    """An NMX-T scrape read without a rack inventory names a link's far end `Switch tray 7 chip 1`: the ticket named
+    an HGX "GPU baseboard carrying the NVSwitch chips", a part no GB200 rack has."""
+    rack = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n1", gpu=2, link=11, peer="Switch tray 7 chip 1",
+                                                         switch="Switch tray 7 chip 1"))
+    board = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n1", gpu=2, link=11, peer="NVSwitch 0",
+                                                          switch="NVSwitch 0"))
+    assert rack.part is not None and rack.part.id == "unknown-rack-compute-tray"
+    assert board.part is not None and board.part.id == "unknown-gpu-baseboard"
