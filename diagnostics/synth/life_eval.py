@@ -160,8 +160,8 @@ def score_alerts(report: LifeReport, tables: Mapping[str, pd.DataFrame], invento
             report.alert_updates += d.step is Step.WORSE
             if d.step is Step.RECOVERED:
                 alerts.pop(d.alert.key, None)
-            else:
-                alerts[d.alert.key] = d.alert
+            else:  # told: its post made, as the loop records once it posts
+                alerts[d.alert.key] = replace(d.alert, owed=False)
         for key in done.failing:
             if key in alerts:
                 alerts[key] = replace(alerts[key], failing_at=at)
