@@ -58,7 +58,8 @@ def test_concurrent_double_clicks_file_exactly_one_ticket() -> None:
     with local_bot() as local:
         summary = summary_for(local, "hpc-gpu-node-12")
         first = _draft(local, summary, "UALICE")
-        second = _draft(local, summary, "UBOB")  # two previews of the same part
+        # two previews of the same part: one a summary waits for, the other from a second `/fabric`
+        second = _draft(local, summary_for(local, "hpc-gpu-node-12", user="UBOB"), "UBOB")
         barrier = threading.Barrier(4)
 
         def click(preview: Message, user: str) -> None:

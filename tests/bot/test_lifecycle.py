@@ -332,9 +332,11 @@ def test_approving_a_draft_whose_part_s_ticket_is_verifying_is_told_so_in_senten
     summary = summary_for(local, "hpc-gpu-node-12")
     (draft,) = buttons(summary)
     local.injector.action(draft, user="UALICE", channel=OPS, message_ts=summary.ts)
-    _previews(local, summary, 1)
-    local.injector.action(draft, user="UBOB", channel=OPS, message_ts=summary.ts)
-    first, second = _previews(local, summary, 2)[:2]
+    (first,) = _previews(local, summary, 1)
+    again = summary_for(local, "hpc-gpu-node-12", user="UBOB")  # a second `/fabric`: its own preview of the part
+    (other,) = buttons(again)
+    local.injector.action(other, user="UBOB", channel=OPS, message_ts=again.ts)
+    (second,) = _previews(local, again, 1)
     filed = _approve(local, first)
     _report(local, filed)
     (ticket,) = [t for t in local.tracker.tickets() if t.status == "verifying"]  # type: ignore[attr-defined]

@@ -93,25 +93,36 @@ def test_clicking_a_degraded_link_drafts_its_ticket_and_filing_shows_the_ticket_
 
 
 def test_approving_a_second_preview_of_a_filed_part_gives_the_page_the_open_ticket() -> None:
-    """Two previews of one link, both approved: the first files the ticket, the second joins it; the feed says
-    which, with the ticket's id, however the reply words it; a discarded preview names no ticket."""
+    """Three previews of one link (from three `/fabric` answers), two approved: the first files the ticket, the
+    second joins it; the feed says which, with the ticket's id, however the reply words it; a discarded preview names
+    no ticket."""
     with console() as c:
         client = TestClient(console_app(c))
-        client.post("/api/send", json={"text": f"/fabric {NODE}"})
-        summary = _diagnosed(wait_feed(c, _diagnosed))
-        assert summary is not None
-        file_id = next(f["id"] for r in summary["replies"] for f in r["files"])
-        view = client.get(f"/api/topology/{file_id}").json()
-        first_link, second_link = view["links"][0], view["links"][-1]
 
-        def previews(feed: dict[str, Any]) -> list[dict[str, Any]]:
+        def diagnosed(count: int) -> dict[str, Any]:
+            client.post("/api/send", json={"text": f"/fabric {NODE}"})
+
+            def nth(feed: dict[str, Any]) -> dict[str, Any] | None:
+                shown = [m for m in feed["messages"] if m["bot"] and not m["ephemeral"] and elements(m)
+                         and any(r["files"] for r in m["replies"])]
+                return shown[count - 1] if len(shown) >= count else None
+            summary = nth(wait_feed(c, nth))
+            assert summary is not None
+            return summary
+
+        def links(summary: dict[str, Any]) -> list[dict[str, Any]]:
+            file_id = next(f["id"] for r in summary["replies"] for f in r["files"])
+            return list(client.get(f"/api/topology/{file_id}").json()["links"])
+
+        def previews(summary: dict[str, Any], feed: dict[str, Any]) -> list[dict[str, Any]]:
             thread = next(m for m in feed["messages"] if m["ts"] == summary["ts"])["replies"]
             return [r for r in thread if any(e["action_id"] == "file_ticket" for e in elements(r))]
 
-        for link, count in ((first_link, 1), (first_link, 2), (second_link, 3)):
+        def drafted(summary: dict[str, Any], link: dict[str, Any], count: int) -> dict[str, Any]:
             client.post("/api/action", json=link["action"])
-            wait_feed(c, lambda f, n=count: len(previews(f)) >= n)
-        one, two, other = previews(c.feed())[:3]
+            return previews(summary, wait_feed(c, lambda f: len(previews(summary, f)) >= count))[count - 1]
+
+        one, two, other = (drafted(summary, links(summary)[0], 1) for summary in (diagnosed(n) for n in (1, 2, 3)))
         for preview, action in ((one, "file_ticket"), (two, "file_ticket"), (other, "discard_draft")):
             client.post("/api/action", json={"message_ts": preview["ts"], "action_id": action})
             wait_feed(c, lambda f, ts=preview["ts"]: any(r["ts"] == ts and r["decision"]
