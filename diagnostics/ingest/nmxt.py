@@ -46,6 +46,7 @@ from ..config.racks import all_racks, tray_kind
 from ..errors import InputError
 from ..tables import PORT_REPORT
 from ..values import Refused, describe
+from ..values import index as checked_index
 from .base import IngestResult, IngestWarning, Source, Tail
 from .exposition import SeriesError, parse_labels
 from .stamps import UNIT_NAMES, Unit, epoch_note, epoch_time
@@ -91,9 +92,10 @@ def _partner(labels: dict[str, str], keys: dict[str, Any], where: str) -> dict[s
     port = labels.get("link_partner_port_num", "")
     if keys["gpu"] is None or keys["peer"] is None or not port.isdigit():
         return None
+    number = checked_index(port, "link")  # a switch port, as Port_Number is: 2^64 or a shifted field is refused
     said = [f"{name} {labels[name]!r}" for name in REPORTED if labels.get(name)]
     return {"node_id": keys["node_id"], "a": f"GPU{keys['gpu']}", "b": keys["peer"], "relation": "remote",
-            "link": keys["link"], "remote_port": int(port), "source": where,
+            "link": keys["link"], "remote_port": number, "source": where,
             "detail": f"{PORT_REPORT}NMX-T: {', '.join(said)}" if said else None}
 
 
@@ -207,7 +209,14 @@ class NmxtReader:
                 row[column] = reading
             if labels.get("logical_state") in STATES:
                 row["link_state"] = STATES[labels["logical_state"]]
-            if (far := _partner(labels, keys, f"{source.name}:{number}")) is not None:
+            try:
+                far = _partner(labels, keys, f"{source.name}:{number}")
+            except Refused as why:
+                warnings.append(IngestWarning(source.name, number, f"{family}: link_partner_port_num "
+                                                                   f"{describe(labels['link_partner_port_num'])} is "
+                                                                   f"no port ({why}); its far end's port not read"))
+                far = None
+            if far is not None:
                 key = (keys["node_id"], keys["gpu"], keys["link"])
                 if key not in partners or partners[key][0] <= t:
                     partners[key] = (t, far)

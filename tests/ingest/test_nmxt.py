@@ -302,3 +302,14 @@ def test_the_link_partner_is_the_link_s_observed_switch_port_and_its_down_blame_
     code, ticket, _ = _cli(["ticket", str(scrape), "--platform", "gb200-nvl72-compute-tray"], capsys)
     assert code == 0 and "| switch port | Switch tray 7 chip 1 port 70 (observed) |" in ticket
     assert "port unknown" not in ticket and "down_blame 'Local_phy'" in ticket
+
+
+def test_a_partner_port_past_any_switch_port_is_said_and_the_link_still_read() -> None:
+    """A `link_partner_port_num` of 2^64 (a damaged scrape) raised OverflowError where it became the far end's port;
+    it is said, and the link it names is read without it."""
+    text = REAL.read_text(encoding="utf-8")
+    port = next(part for part in text.split(",") if "link_partner_port_num" in part)
+    damaged = text.replace(port, port.split("=")[0] + '="18446744073709551616"')
+    result = READER.read(Source.from_text(damaged, name="nmxt.txt"))
+    assert len(result["link_samples"]) and any("link_partner_port_num" in w.message and "is no port" in w.message
+                                               for w in result.warnings), result.warnings
