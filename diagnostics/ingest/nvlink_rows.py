@@ -141,7 +141,7 @@ def _same_time(out: Collector) -> None:
             if None not in (before["gpu_uuid"], after["gpu_uuid"]) and before["gpu_uuid"] != after["gpu_uuid"]:
                 swapped.setdefault(after["gpu"], k + 1)
                 continue
-            changed += [_change(before, after, column, k if count > 2 else None) for column in COUNTERS
+            changed += [counter_change(before, after, column, k if count > 2 else None) for column in COUNTERS
                         if column in before and column in after and before[column] != after[column]]
     said = [*changed[:6], *([f"and {len(changed) - 6} more"] if len(changed) > 6 else []),
             *(f"GPU {gpu} is another GPU (UUID) from reading {k} on: not compared"
@@ -168,7 +168,7 @@ def _line(row: dict[str, Any]) -> int:
     return int(str(row["source"]).rsplit(":", 1)[1])
 
 
-def _change(before: dict[str, Any], after: dict[str, Any], column: str, reading: int | None) -> str:
+def counter_change(before: dict[str, Any], after: dict[str, Any], column: str, reading: int | None) -> str:
     """One counter's change between two readings of a link (`reading`: the first of the two, where there are more)."""
     lane = "" if before["lane"] is None else f" lane {before['lane']}"
     how = "rose" if after[column] > before[column] else "fell (reset between them)"

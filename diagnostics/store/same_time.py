@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from .. import format as fmt
-from ..ingest.nvlink_rows import _change
+from ..ingest.nvlink_rows import counter_change
 from ..metrics import COUNTERS
 
 KEYS = ("gpu", "link_type", "nvswitch", "link", "lane")
@@ -37,7 +37,7 @@ def same_time_notes(links: pd.DataFrame, nodes: Collection[str]) -> dict[str, st
         count, stamps = 0, set[pd.Timestamp]()
         for _, group in rows.groupby(keys[1:], sort=True, dropna=False, observed=True):
             first, last = (_plain(r) for r in group.iloc[[0, -1]].to_dict("records"))
-            said = [_change(first, last, c, None) for c in counters
+            said = [counter_change(first, last, c, None) for c in counters
                     if pd.notna(first[c]) and pd.notna(last[c]) and first[c] != last[c]]
             if said:
                 changed += said
