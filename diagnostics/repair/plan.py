@@ -175,7 +175,8 @@ class _Builder:
         """A rack unit named through the rack file's wiring says the wiring is assumed where it is, and the read
         that confirms it: the port map (`nvidia-smi nvlink -R`, NMX-T's link partner), the cartridge split."""
         assert self.rack is not None
-        on_map = self.fault in _ON_RACK_MAP or (self.fault in _LINK_FAULTS and is_switch(self.values.get("switch")))
+        on_map = self.fault in _ON_RACK_MAP or (self.fault in _LINK_FAULTS and is_switch(self.values.get("switch"))
+                                                and self.port_source is not PortSource.OBSERVED)  # NMX-T's, read
         if on_map and self.rack.map_assumed:
             self._warn(self.cat.warning.assumed_rack_map)
         if self.fault is FaultKind.CARTRIDGE and self.rack.cartridges_assumed:

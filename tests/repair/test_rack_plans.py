@@ -160,3 +160,15 @@ def test_a_trays_plan_names_its_rack_only_as_the_inventory_does(platform: str) -
     whole = repair_plan(rack, FaultKind.SWITCH_TRAY,
                         PlanFacts(node_id="rack-07", switch_tray="3", unit="Switch tray 3"))
     assert "rack rack-07" in " ".join(s.text for s in _steps(whole))
+
+
+def test_a_link_whose_port_nmxt_read_is_not_said_assumed_from_the_rack_map() -> None:
+    """NMX-T's link partner names where a GPU link lands: the ticket still warned the port came from the rack file's
+    assumed map; only a port the map gives is said assumed."""
+    said = {}
+    for source in (PortSource.OBSERVED, PortSource.ASSUMED):
+        plan = repair_plan("gb200-nvl72-compute-tray", FaultKind.NVLINK, PlanFacts(
+            node_id="t18", gpu=2, link=11, peer="Switch tray 7 chip 1", switch="Switch tray 7 chip 1", switch_port=71,
+            port_source=source))
+        said[source] = any("rack file's port map" in w for w in plan.warnings)
+    assert said == {PortSource.OBSERVED: False, PortSource.ASSUMED: True}
