@@ -15,7 +15,7 @@ from .. import format as fmt
 from ..metrics import COUNTERS
 from ..times import ns
 from .prepared import KEYS, floats_at, key_codes, link_keys
-from .restarts import _drops, _series_order
+from .restarts import counter_drops, series_order
 from .rows import per_link_rows
 
 
@@ -40,11 +40,11 @@ def stepped_back(links: pd.DataFrame, nodes: Collection[str], *,
     t_all = ns(links["timestamp"])
     series = link_keys([key_codes(links[c], mine) if c in links.columns else None for c in KEYS])
     at = t_all[mine]
-    order = _series_order(series, at)
+    order = series_order(series, at)
     if order is not None:
         mine, series, at = mine[order], series[order], at[order]
     values = {c: floats_at(links[c], mine) for c in counters}
-    fell = np.unique(np.concatenate([_drops(series, v) for v in values.values()] or [np.zeros(0, np.int64)]))
+    fell = np.unique(np.concatenate([counter_drops(series, v) for v in values.values()] or [np.zeros(0, np.int64)]))
     if not len(fell):
         return None, {}
     node = codes[mine]

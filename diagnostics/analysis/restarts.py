@@ -58,11 +58,11 @@ def _restarts(links: pd.DataFrame, t: np.ndarray, asked: set[str], end_ns: int,
     # one key per link, as the rates key them (a lane a reader counts on its own is a series of its own)
     series = link_keys([key_codes(links[c], mine) if c in links.columns else None for c in KEYS])
     at = t[mine]
-    order = _series_order(series, at)
+    order = series_order(series, at)
     if order is not None:
         mine, node, gpu_i, series, at = mine[order], node[order], gpu_i[order], series[order], at[order]
     gpu = gpu_i
-    drops = [_drops(series, floats_at(links[c], mine))
+    drops = [counter_drops(series, floats_at(links[c], mine))
              for c in ("replay", "crc_flit", "crc_data", "recovery", "symbol_errors") if c in links.columns]
     at_drop = np.concatenate(drops) if drops else np.zeros(0, dtype=np.int64)
     if not len(at_drop):
@@ -84,7 +84,7 @@ def _restarts(links: pd.DataFrame, t: np.ndarray, asked: set[str], end_ns: int,
     return {str(names[n]): restarted for n, restarted in by_code.items()}
 
 
-def _drops(series: np.ndarray, values: np.ndarray) -> np.ndarray:
+def counter_drops(series: np.ndarray, values: np.ndarray) -> np.ndarray:
     """The rows whose reading lies below the series' reading before it, its gaps (NaN) skipped: a reading against
     the one just before it, and only a reading after a gap against the last one before the gap (most rows are
     compared in place, not gathered first without their gaps)."""
@@ -101,7 +101,7 @@ def _drops(series: np.ndarray, values: np.ndarray) -> np.ndarray:
     return fell[series[fell] == series[before]]
 
 
-def _series_order(series: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+def series_order(series: np.ndarray, t: np.ndarray) -> np.ndarray | None:
     """The order of rows by series, then time; None when they already come so, series by series in time order (the
     store's tables), since the order of the runs does not matter to neighbours within a run."""
     if len(series) < 2:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from diagnostics.analysis.restarts import _drops, last_restarts
+from diagnostics.analysis.restarts import counter_drops, last_restarts
 from diagnostics.times import ns
 from tests.analysis.helpers import T0, link_series, links
 
@@ -32,4 +32,4 @@ def test_drops_are_the_consecutive_readings_of_a_series_that_fall() -> None:
         ok = np.flatnonzero(~np.isnan(values))
         s, w = series[ok], values[ok]
         expected = ok[np.flatnonzero((s[1:] == s[:-1]) & (w[1:] < w[:-1])) + 1] if len(ok) >= 2 else ok[:0]
-        assert sorted(_drops(series, values).tolist()) == sorted(expected.tolist())
+        assert sorted(counter_drops(series, values).tolist()) == sorted(expected.tolist())
