@@ -246,27 +246,29 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     _untimed(result, logs, "events with no time (a log printed without dates, ingested without --at)",
              "events judge nothing")
     _say_untimed_events(result, undated, [n for n in held if n not in placed])
-    quiet = _say_retired(result, [n for n in quiet if n not in placed], answered, request, source)
+    read_back: dict[str, Diagnosis | None] = {}  # a silent node's last window, read once for both below
+    quiet = _say_retired(result, [n for n in quiet if n not in placed], answered, request, source, read_back)
     result.silent = quiet
     if quiet:
         result.no_reading(quiet, history_needed(request.length, request.thresholds),
                           every=set(quiet) == set(held))
-        _say_last(result, source, request, quiet, answered.diagnoses)
+        _say_last(result, source, request, quiet, answered.diagnoses, read_back)
 
 
 def _say_retired(result: SweepResult, quiet: list[str], answered: Fleet, request: Request,
-                 source: Source) -> list[str]:
+                 source: Source, read_back: dict[str, Diagnosis | None]) -> list[str]:
     """The silent nodes less those silent since `limits.known_nodes_hours` before the span the rules read, as the
     server's sweep knows no node past it (a node renamed or removed), whose last readings showed no fault: listed
     once as a warning, with how long each has been silent, not an incomplete view. One gone silent on a fault is
-    never retired (silence is not health: its alert stays open, not reporting). The rest, returned, stay silent."""
+    never retired (silence is not health: its alert stays open, not reporting). The rest, returned, stay silent;
+    each last window read is kept in `read_back`."""
     newest = {n: t for got in answered.windows for n, t in got.newest.items()}
     known = load_limits().known_nodes_hours
     cut = result.at - history_needed(request.length, request.thresholds) - timedelta(hours=known)
     old = [n for n in quiet if n in newest and newest[n] < cut][:SILENT_READ_BACK]  # beyond: kept silent
 
     def healthy(node: str) -> bool:
-        then = last_window(source, request, node, newest[node], result.at - request.length)
+        then = read_back[node] = last_window(source, request, node, newest[node], result.at - request.length)
         return then is not None and last_showed(then) is None
 
     retired = [n for n in old if healthy(n)]
@@ -281,17 +283,18 @@ def _say_retired(result: SweepResult, quiet: list[str], answered: Fleet, request
 
 
 def _say_last(result: SweepResult, source: Source, request: Request, quiet: list[str],
-              diagnoses: Mapping[str, Diagnosis]) -> None:
+              diagnoses: Mapping[str, Diagnosis], read_back: Mapping[str, Diagnosis | None]) -> None:
     """The silent nodes (the first the reason names) whose last link readings showed a fault, each with what they
     showed and the priority its own answer gives it (`gone_silent`), the most urgent first and ahead of the other
     reasons: one gone silent on a failing link is more urgent than one gone silent healthy, or than a node not
-    judged."""
+    judged. `read_back`: the last windows already read."""
     said: list[tuple[int, str, str]] = []
     for node in quiet[:SILENT_READ_BACK]:
         newest = source.newest([node])
         if newest is None or node not in diagnoses:  # nothing to judge, or no answer to weigh it against
             continue
-        then = last_window(source, request, node, newest, result.at - request.length)
+        then = read_back[node] if node in read_back else last_window(source, request, node, newest,
+                                                                      result.at - request.length)
         last = last_showed(then) if then is not None else None
         if then is None or last is None:
             continue
