@@ -59,6 +59,7 @@ def build_app(*, settings: Settings, source: NodeSource, drafter: Drafter | None
     services = Services(settings, source, drafter, tracker, audit, renderer, clock, answerer or RulesAnswerer())
     app = FabricApp(
         services,
+        name="fabricbot",  # else Bolt reads the whole call stack (inspect.stack) for its caller's file name
         # Bolt builds its client from the token, as it intends: a client passed in besides SLACK_BOT_TOKEN in the
         # environment makes it warn that the token goes unused. It checks the token (auth.test) at the first
         # request, on the client configured below; `fabricbot serve` has checked it before starting.

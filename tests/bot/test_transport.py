@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+from typing import Any
 
 import httpx
+import pytest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -63,3 +67,32 @@ def test_signed_requests_are_accepted_and_unsigned_or_stale_ones_rejected() -> N
         assert challenge.status == 200 and challenge.json() == {"challenge": "c-123"}
         time.sleep(0.2)
         assert not posted(local.slack)  # none of the rejected requests did any work
+
+
+def test_a_stopped_loopback_server_refuses_connections_and_its_thread_has_ended() -> None:
+    slack = MockSlack()
+    server = LoopbackServer(slack.app).start()
+    slack.base_url = server.url
+    assert WebClient(token=slack.token, base_url=slack.api_url).auth_test()["ok"]
+    server.stop()
+    assert not server.thread.is_alive()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(server.url + "/api/auth.test")
+
+
+def test_a_request_in_flight_when_the_server_stops_still_gets_its_answer() -> None:
+    started, answered = threading.Event(), []
+
+    async def slow(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        started.set()
+        await asyncio.sleep(0.3)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"done"})
+
+    server = LoopbackServer(slow).start()
+    asker = threading.Thread(target=lambda: answered.append(httpx.get(server.url, timeout=10).text))
+    asker.start()
+    assert started.wait(10)
+    server.stop()  # the graceful path: a connection is open
+    asker.join(10)
+    assert answered == ["done"] and not server.thread.is_alive()
