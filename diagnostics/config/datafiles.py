@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import tomllib
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,13 +20,20 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
-    """The file's tables; a ConfigError naming the file and what it should have been otherwise."""
+    """The file's tables; a ConfigError naming the file and what it should have been otherwise. A text is parsed
+    once: the engine loads the default thresholds at each call not given any, and parsing them cost more than many a
+    small node's analysis (the file is still read each time, so an edit is seen at once)."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return copy.deepcopy(_parsed(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         raise ConfigError(f"{path}: {what} not found") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path.name}: not a readable {what}: {exc}") from None
+
+
+@lru_cache(maxsize=64)
+def _parsed(text: str) -> dict[str, Any]:
+    return tomllib.loads(text)
 
 
 def load_policy(model: type[M], default: Path, env: str, what: str, path: Path | None,
