@@ -316,3 +316,14 @@ def rows_of(column: pd.Series, value: str) -> np.ndarray:
         code = column.cat.categories.get_indexer(pd.Index([value]))[0]
         return column.cat.codes.to_numpy() == code if code >= 0 else np.zeros(len(column), bool)
     return (column.astype("string") == value).to_numpy(bool, na_value=False)
+
+
+def as_text(column: pd.Series) -> pd.Series:
+    """The column as pandas strings (NA where missing), as `astype("string")` gives it: a categorical through its
+    few categories of text, where pandas converts row by row (seven times slower on a fleet's column of node ids).
+    Categories of numbers are left to pandas, which writes them as the floats a missing value makes them."""
+    if not isinstance(column.dtype, pd.CategoricalDtype) or not pd.api.types.is_string_dtype(
+            column.cat.categories.dtype):
+        return column.astype("string")
+    texts = column.cat.categories.astype("string").array
+    return pd.Series(texts.take(column.cat.codes.to_numpy(), allow_fill=True), index=column.index, name=column.name)

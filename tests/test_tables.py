@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnostics.tables import STEP_SAMPLES, rows_of, run_rows
+from diagnostics.tables import STEP_SAMPLES, as_text, rows_of, run_rows
 
 VALUES = ["n1", None, "n2", "n1", "n10"]
 
@@ -34,3 +34,14 @@ def test_a_windows_benchmark_runs_are_its_nodes_undated_ones_and_those_inside_it
     assert run_rows(steps, ["n1"], start, end)["busbw_gbps"].tolist() == [232.0, 230.0]  # the job's row is no run
     assert run_rows(steps, ["n3"], None, None)["busbw_gbps"].tolist() == [469.0]
     assert run_rows(steps, None, None, None)["busbw_gbps"].tolist() == [232.0, 230.0, 231.0, 469.0]
+
+
+@pytest.mark.parametrize("column", [
+    pd.Series(pd.Categorical(["node-1", None, "node-2", "node-1"]), name="node_id"),
+    pd.Series(pd.Categorical([3, 1, None, 3]), index=[5, 6, 7, 8]),
+    pd.Series(pd.Categorical([None, None], categories=["unused"])),
+    pd.Series(pd.Categorical([], categories=[])),
+    pd.Series(["a", None, "b"], dtype=object),
+], ids=["names", "numbers, another index", "none filled", "empty", "not categorical"])
+def test_a_column_as_text_is_what_pandas_gives_row_by_row(column: pd.Series) -> None:
+    pd.testing.assert_series_equal(as_text(column), column.astype("string"))

@@ -44,7 +44,7 @@ from .. import values
 from ..components import chip_name
 from ..config.racks import all_racks, tray_kind
 from ..errors import InputError
-from ..tables import PORT_REPORT
+from ..tables import PORT_REPORT, as_text
 from ..values import Refused, describe
 from ..values import index as checked_index
 from .base import IngestResult, IngestWarning, Source, Tail
@@ -298,7 +298,7 @@ def tray_hosts(links: pd.DataFrame, racks: Mapping[str, Any],
     warning saying how to join it to its host. `racks`: host -> RackSlot; `platforms`: host -> platform."""
     if not len(links) or "node_id" not in links.columns:
         return {}, None
-    names = links["node_id"].astype("string")
+    names = as_text(links["node_id"])
     placed = names.str.startswith(PREFIX).fillna(False)
     if not placed.any():
         return {}, None

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ..errors import InputError
-from ..tables import TABLES, TableSchema
+from ..tables import TABLES, TableSchema, as_text
 from ..values import unheld
 from .base import IngestResult, IngestWarning, Source, loads_strict
 from .stamps import epoch_note, read_times
@@ -104,7 +104,7 @@ def _coerce(frame: pd.DataFrame, schema: TableSchema, source: str, lines: list[i
             text = raw.astype("string").str.strip().str.lower()
             parsed = text.map({"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False})
         elif col in ENUMS:
-            parsed = raw.astype("string").str.strip().str.lower()
+            parsed = as_text(raw).str.strip().str.lower()
             parsed = parsed.where(parsed.isin(ENUMS[col]))
         else:
             out[col] = raw

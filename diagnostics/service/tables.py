@@ -23,7 +23,7 @@ from ..snapshots import Snapshot
 from ..store.load import load_tables
 from ..store.maintenance import Maintenance, MaintenanceLog
 from ..store.window import rack_slots
-from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, job_nodes, nodes_named, run_rows
+from ..tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, as_text, job_nodes, nodes_named, run_rows
 from ..times import ns, utc_datetime, utc_ns
 from .source import Unstored, Window, marked_nodes
 
@@ -33,7 +33,7 @@ NO_TIME = np.iinfo(np.int64).min
 def _by_node(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     if frame.empty or "node_id" not in frame.columns:
         return {}
-    return {str(k): g for k, g in frame.groupby(frame["node_id"].astype("string"), observed=True, sort=True)}
+    return {str(k): g for k, g in frame.groupby(as_text(frame["node_id"]), observed=True, sort=True)}
 
 
 class TableSource(Unstored):

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..ingest.base import IngestResult, Source
-from ..tables import TABLES
+from ..tables import TABLES, as_text
 from .sources import read_sources
 
 
@@ -70,7 +70,7 @@ def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = N
     for name, schema in TABLES.items():
         frames = [r[name] for r in results if name in r.tables and not r[name].empty]
         if frames:
-            plain = [f.astype({c: "string" for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)})
+            plain = [f.assign(**{c: as_text(f[c]) for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)})
                      for f in frames] if len(frames) > 1 else frames
             tables[name] = schema.conform(pd.concat(plain, ignore_index=True))
     records = [o.nodes for o in outcomes if o.nodes is not None and len(o.nodes)]
@@ -92,7 +92,7 @@ def _named(result: IngestResult) -> frozenset[str] | None:
         column = "node_ids" if name == "step_samples" else "node_id"
         if not len(frame) or column not in frame.columns:
             continue
-        values = frame[column].astype("string")
+        values = as_text(frame[column])
         if values.isna().any() or (values.str.strip() == "").any():
             return None
         names.update(n.strip() for v in values.unique() for n in str(v).split(",") if n.strip())

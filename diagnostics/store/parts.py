@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
-from ..tables import TableSchema
+from ..tables import TableSchema, as_text
 from .columns import FrameBuilder
 from .directory import KEY as DIRECTORY
 from .directory import checked, encoded, runs
@@ -65,7 +65,7 @@ def to_arrow(frame: pd.DataFrame, schema: TableSchema, columns: Collection[str] 
         series = frame[name]
         kind = target.field(name).type
         if isinstance(series.dtype, pd.CategoricalDtype):
-            values = series.astype("string")
+            values = as_text(series)
             arrays.append(pa.array(values, type=pa.string(), from_pandas=True).dictionary_encode())
         else:
             arrays.append(pa.array(series, from_pandas=True).cast(kind))
@@ -141,7 +141,7 @@ def group_span(t: np.ndarray) -> int:
 def _sort_codes(series: pd.Series) -> np.ndarray:
     """Integer codes that order a key column by value (NA first)."""
     if isinstance(series.dtype, pd.CategoricalDtype):
-        values = series.astype("string")
+        values = as_text(series)
         codes, _ = pd.factorize(values, sort=True)
         return np.asarray(codes)
     return np.asarray(pd.to_numeric(series, errors="coerce").to_numpy(np.float64, na_value=-1.0))

@@ -13,7 +13,7 @@ import sqlite_utils
 
 from ..ingest.base import IngestResult
 from ..ingest.summary import nodes as summary_nodes
-from ..tables import LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TableSchema, job_nodes
+from ..tables import LINK_IDENTITY, LINK_SAMPLES, STEP_SAMPLES, TableSchema, as_text, job_nodes
 from .catalog import Catalog
 from .parts import PART_TABLES, write_part
 from .records import note_nodes, write_gpus, write_rows
@@ -87,7 +87,7 @@ def _write_parts(catalog: Catalog, root: Path, frame: pd.DataFrame, schema: Tabl
         return
     table, label = schema.name, PART_TABLES[schema.name]
     frame = schema.conform(frame)
-    keys = frame[key].astype("string").fillna(NO_JOB if key == "job_id" else "unknown")
+    keys = as_text(frame[key]).fillna(NO_JOB if key == "job_id" else "unknown")
     for (value, day), part in frame.groupby([keys, _day(frame["timestamp"])], sort=False, observed=True):
         folder = root / table / f"{label}={_part(value)}" / f"day={day}"
         folder.mkdir(parents=True, exist_ok=True)
