@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from diagnostics.errors import ConfigError, FabricbotError
-from diagnostics.service import Request, StoreSource, fleet, shards, sweep
+from diagnostics.service import Request, StoreSource, fleet, fleetwide, shards, sweep, watch
 from diagnostics.service.shards import PROCESSES_ENV, in_processes, process_count, shard_count, split
 from diagnostics.store import open_store
 from diagnostics.synth.rack_fleet import generate_racks
@@ -316,3 +316,28 @@ def test_a_long_window_keeps_together_the_jobs_its_read_holds(bundled_store: Pat
     assert spans == [timedelta(hours=30)]  # asked once, by the sharded fleet
     assert {n: d.model_dump() for n, d in sharded.diagnoses.items()} == \
         {n: d.model_dump() for n, d in one.diagnoses.items()}
+
+
+def test_the_watch_in_shards_answers_as_one_pass_does(bundled_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each link's trend is its own: the nodes split across processes give the same watches, the same nodes left
+    out and why, and the same nodes already over a rule."""
+    calls: list[int] = []
+    forked = shards.in_processes
+
+    def spied(work: Any, asked: Any) -> Any:
+        calls.append(len(asked))
+        return forked(work, asked)
+
+    monkeypatch.setattr(fleetwide, "in_processes", spied)
+    monkeypatch.setattr(shards.threading, "active_count", lambda: 1)  # forked, as a command line's are
+    source = StoreSource(bundled_store)
+    answers = []
+    for processes in (1, 2):
+        unjudged: dict[str, str] = {}
+        over: set[str] = set()
+        found = watch(source, unjudged=unjudged, over=over, processes=processes, shard_nodes=1)
+        answers.append(([w.model_dump(mode="json") for w in found], unjudged, over))
+    assert calls == [2]
+    assert answers[1] == answers[0]
+    watches, unjudged, over = answers[0]
+    assert watches and over and 0 < len(unjudged) < len(source.nodes())  # some judged, some left out and why
