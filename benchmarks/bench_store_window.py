@@ -158,9 +158,10 @@ def phase_fleet(args: argparse.Namespace) -> dict[str, object]:
 
 
 def phase_commands(args: argparse.Namespace) -> dict[str, object]:
-    """The two commands a person runs, as processes: one node's `analyze --store --node`, the fleet's
-    `sweep --store` in one process (FABRICBOT_PROCESSES=1) and in shards on every core (the default); start-up and
-    imports included, as a person waits for them. Memory is the peak of the process and its workers together."""
+    """The commands a person runs, as processes: one node's `analyze --store --node`, the fleet's `sweep --store`
+    and `watch --store` in one process (FABRICBOT_PROCESSES=1) and in shards on every core (the default), and the
+    digest; start-up and imports included, as a person waits for them. Memory is the peak of the process and its
+    workers together."""
     store = TelemetryStore(args.store)
     node = store.nodes()[len(store.nodes()) // 2]
     cli = [sys.executable, "-m", "bot.cli"]
@@ -185,9 +186,21 @@ def phase_commands(args: argparse.Namespace) -> dict[str, object]:
     one, _, _ = wall(["analyze", "--store", args.store, "--node", node, "--json"])
     serial, serial_cpu, serial_mb = wall(["sweep", "--store", args.store, "--json"], 1)
     fleet_s, fleet_cpu, fleet_mb = wall(["sweep", "--store", args.store, "--json"])
+    watch_serial, _, _ = wall(["watch", "--store", args.store, "--json"], 1)
+    watch_s, watch_cpu, _ = wall(["watch", "--store", args.store, "--json"])
+    digest_s, digest_cpu, digest_mb = wall(["digest", "--store", args.store, "--json"])
     return {"node_s": round(one, 2), "serial_s": round(serial, 2), "serial_cpu_s": round(serial_cpu, 1),
             "serial_mb": round(serial_mb), "fleet_s": round(fleet_s, 2), "ratio": round(fleet_s / one, 1),
-            "peak_mb": round(fleet_mb), "cpu_s": round(fleet_cpu, 1), "processes": process_count()}
+            "peak_mb": round(fleet_mb), "cpu_s": round(fleet_cpu, 1), "processes": process_count(),
+            "watch_serial_s": round(watch_serial, 2), "watch_s": round(watch_s, 2), "watch_cpu_s": round(watch_cpu, 1),
+            "digest_s": round(digest_s, 2), "digest_cpu_s": round(digest_cpu, 1), "digest_mb": round(digest_mb)}
+
+
+def watch_line(cmd: dict[str, object]) -> str:
+    return (f"    `fabricbot watch --store --json` (the trends over the lookback) in one process "
+            f"{cmd['watch_serial_s']} s, in shards {cmd['watch_s']} s ({cmd['watch_cpu_s']} s CPU); `fabricbot digest "
+            f"--store --json` (the sweep and the watch) {cmd['digest_s']} s ({cmd['digest_cpu_s']} s CPU, peak "
+            f"{cmd['digest_mb']} MB)")
 
 
 def tree_peak_mb(argv: list[str], env: dict[str, str]) -> float:
@@ -280,6 +293,7 @@ def synth(args: argparse.Namespace, nodes: int) -> None:
           f"({cmd['cpu_s']} s CPU, peak {cmd['peak_mb']} MB, the workers' memory included): the fleet costs "
           f"{cmd['ratio']}x one node  "
           f"[budget < 10x, < 5 s, < 3 GB]; load average {load()}")
+    print(watch_line(cmd))
     prof = run("profile", args)
     parts: dict[str, float] = prof["parts"]  # type: ignore[assignment]
     whole = parts.get("the whole command") or 1.0
@@ -330,6 +344,7 @@ def main() -> None:
         print(f"  as commands (process start-up included): `fabricbot analyze --store --node` {cmd['node_s']} s, "
               f"`fabricbot sweep --store` {cmd['fleet_s']} s: the fleet costs {cmd['ratio']}x one node  "
               "[budget < 10x]")
+        print(watch_line(cmd))
     print(f"load average after: {load()}")
 
 
