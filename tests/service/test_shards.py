@@ -318,9 +318,12 @@ def test_a_long_window_keeps_together_the_jobs_its_read_holds(bundled_store: Pat
         {n: d.model_dump() for n, d in one.diagnoses.items()}
 
 
-def test_the_watch_in_shards_answers_as_one_pass_does(bundled_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("start", ["fork", "forkserver"])
+def test_the_watch_in_shards_answers_as_one_pass_does(start: str, bundled_store: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Each link's trend is its own: the nodes split across processes give the same watches, the same nodes left
-    out and why, and the same nodes already over a rule."""
+    out and why, and the same nodes already over a rule; forked from a command line, or from a fork server beside
+    the bot's threads (`/fabric watch`, the scheduled digest)."""
     calls: list[int] = []
     forked = shards.in_processes
 
@@ -328,16 +331,27 @@ def test_the_watch_in_shards_answers_as_one_pass_does(bundled_store: Path, monke
         calls.append(len(asked))
         return forked(work, asked)
 
+    used: list[str] = []
+    chosen = shards.start_context
+
+    def context() -> BaseContext:
+        got = chosen()
+        used.append(got.get_start_method())
+        return got
+
     monkeypatch.setattr(fleetwide, "in_processes", spied)
-    monkeypatch.setattr(shards.threading, "active_count", lambda: 1)  # forked, as a command line's are
+    monkeypatch.setattr(shards, "start_context", context)
+    if start == "fork":
+        monkeypatch.setattr(shards.threading, "active_count", lambda: 1)  # as a command line's workers are
     source = StoreSource(bundled_store)
     answers = []
     for processes in (1, 2):
         unjudged: dict[str, str] = {}
         over: set[str] = set()
-        found = watch(source, unjudged=unjudged, over=over, processes=processes, shard_nodes=1)
+        with _another_thread() if start == "forkserver" and processes > 1 else nullcontext():
+            found = watch(source, unjudged=unjudged, over=over, processes=processes, shard_nodes=1)
         answers.append(([w.model_dump(mode="json") for w in found], unjudged, over))
-    assert calls == [2]
+    assert calls == [2] and used == [start]
     assert answers[1] == answers[0]
     watches, unjudged, over = answers[0]
     assert watches and over and 0 < len(unjudged) < len(source.nodes())  # some judged, some left out and why
