@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -169,6 +169,8 @@ class AlertLoop:
             if not waiting.ts:  # its incident's post failed: the held alerts wait for a message people can see
                 self._post_storm(waiting)
         self.book.save([d.alert for d in decisions], done.failing, at)
+        if not first:
+            self._begin_owed(len(swept.swept))
         self._say_blind(swept, at)
         for d in decisions:
             if d.step not in (Step.HELD, Step.KNOWN):
@@ -185,8 +187,23 @@ class AlertLoop:
             return
         self.services.record("watch", actor="fabricbot", subject="the alert channel", decision="watch began",
                              nodes=nodes, known=len(known), first_pass=self.policy.first_pass)
-        if not known:
+        if known:
+            self._post_began(known, nodes)
+
+    def _begin_owed(self, nodes: int) -> None:
+        """The first pass's message where it was never posted (its post failed, or the bot stopped before it): said
+        by a later pass, once, of the parts taken as known then and still open."""
+        began = self.book.watch_owed()
+        if began is None:
             return
+        known = [a for a in sorted(self.book.active().values(), key=lambda a: a.key)
+                 if a.opened_at == began and a.ts is None and not a.owed and a.storm is None]
+        if known:
+            self._post_began(known, nodes)
+        else:  # each has recovered or been told since: nothing is left to say
+            self.book.watch_posted(channel=self.channel, ts="")
+
+    def _post_began(self, known: Sequence[FailingPart | Alert], nodes: int) -> None:
         text = watch_began_message(known, nodes, self.every_s)
         try:
             said = fitting.clip(text, fitting.MAX_TEXT)
@@ -308,7 +325,7 @@ class AlertLoop:
                 log.warning("storm incident not updated: %s", error_code(exc))
 
 
-def watch_began_message(known: list[FailingPart], nodes: int, every_s: float) -> str:
+def watch_began_message(known: Sequence[FailingPart | Alert], nodes: int, every_s: float) -> str:
     """The first pass's one message: the parts already failing, by node, taken as known rather than paged."""
     by_node: dict[str, list[str]] = {}
     for part in known:

@@ -130,7 +130,15 @@ class AlertBook:
             self.db[WATCH].insert({"started_at": at.isoformat(), "known": known})  # type: ignore[union-attr]
         return True
 
+    def watch_owed(self) -> datetime | None:
+        """When the watch began, where its first message (the parts it found already failing) was never posted: its
+        post failed, or the bot stopped before it."""
+        with lock_of(self.db):
+            rows = list(self.db[WATCH].rows_where("known > 0 and ts is null", order_by="id", limit=1))
+        return datetime.fromisoformat(rows[0]["started_at"]) if rows else None
+
     def watch_posted(self, *, channel: str, ts: str) -> None:
+        """The first message posted (`ts` empty: nothing was left to say of the parts it would have named)."""
         with transaction(self.db):
             self.db.execute(f"update {WATCH} set channel = ?, ts = ?", [channel, ts])
 

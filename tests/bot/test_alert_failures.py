@@ -139,3 +139,29 @@ def test_an_incident_whose_post_failed_is_posted_by_the_next_pass(local: LocalSl
     clock.at("12:10")
     AlertLoop(local.app.services, local.app.client, channel=ALERTS, every_s=300, policy=storm).run_once()
     assert len([m for m in posted(local.slack) if "*Incident:" in m.text]) == 1
+
+
+def test_the_first_pass_message_whose_post_failed_is_posted_by_the_next_pass_once(local: LocalSlack,
+                                                                                    clock: Clock) -> None:
+    """The parts already failing when the watch began are never paged one by one: where the one message naming them
+    was lost, the channel would never hear of them."""
+    summary = load_alerts(storm_min_nodes=10_000, signature_min_nodes=10_000, first_pass="summary")
+    assert local.app is not None
+
+    def began() -> list[str]:
+        return [m.text for m in posted(local.slack) if m.channel == ALERTS and "*Watching " in m.text]
+
+    local.slack.faults.fail("chat.postMessage", "internal_error", times=1)  # the first message, before any other
+    first = AlertLoop(local.app.services, local.app.client, channel=ALERTS, every_s=300, policy=summary).run_once()
+    known = {d.alert.key for d in first.decisions if d.step is Step.KNOWN}
+    assert known and not began()
+    clock.at("12:05")
+    AlertLoop(local.app.services, local.app.client, channel=ALERTS, every_s=300, policy=summary).run_once()
+    (said,) = began()
+    nodes = {node for node, _ in known}
+    assert f"{len(known)} parts on {len(nodes)} nodes were already failing" in said  # the first pass's own count
+    assert "`hpc-gpu-node-12`" in said
+    assert not _new(local)  # said once, as standing faults: none paged one by one
+    clock.at("12:10")
+    AlertLoop(local.app.services, local.app.client, channel=ALERTS, every_s=300, policy=summary).run_once()
+    assert len(began()) == 1
