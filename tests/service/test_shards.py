@@ -141,11 +141,8 @@ def _another_thread() -> Iterator[None]:
         waiting.join()
 
 
-@pytest.mark.parametrize(("which", "start"), [("bundled", "fork"), ("racks", "fork"), ("racks", "forkserver")])
-def test_shards_answer_as_one_pass_does(which: str, start: str, bundled_store: Path, two_racks: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Forked from a process of one thread (a command line); from a fork server beside other threads (the bot)."""
-    root = bundled_store if which == "bundled" else two_racks
+def _start_methods(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """How each fleet's workers are started from here on, as they are asked for."""
     used: list[str] = []
     chosen = shards.start_context
 
@@ -155,6 +152,15 @@ def test_shards_answer_as_one_pass_does(which: str, start: str, bundled_store: P
         return context
 
     monkeypatch.setattr(shards, "start_context", spied)
+    return used
+
+
+@pytest.mark.parametrize(("which", "start"), [("bundled", "fork"), ("racks", "fork"), ("racks", "forkserver")])
+def test_shards_answer_as_one_pass_does(which: str, start: str, bundled_store: Path, two_racks: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forked from a process of one thread (a command line); from a fork server beside other threads (the bot)."""
+    root = bundled_store if which == "bundled" else two_racks
+    used = _start_methods(monkeypatch)
     one = json.loads(_answers(root, 1))
     if start == "fork":  # as a command line is; a library's idle thread here (tqdm's monitor) is not the bot's
         monkeypatch.setattr(shards.threading, "active_count", lambda: 1)
@@ -331,16 +337,8 @@ def test_the_watch_in_shards_answers_as_one_pass_does(start: str, bundled_store:
         calls.append(len(asked))
         return forked(work, asked)
 
-    used: list[str] = []
-    chosen = shards.start_context
-
-    def context() -> BaseContext:
-        got = chosen()
-        used.append(got.get_start_method())
-        return got
-
+    used = _start_methods(monkeypatch)
     monkeypatch.setattr(fleetwide, "in_processes", spied)
-    monkeypatch.setattr(shards, "start_context", context)
     if start == "fork":
         monkeypatch.setattr(shards.threading, "active_count", lambda: 1)  # as a command line's workers are
     source = StoreSource(bundled_store)
