@@ -31,6 +31,15 @@ def platform_rack(platform: str | None) -> RackSpec | None:
         return None
 
 
+def _ports_said(spec: RackSpec | None) -> str:
+    """What the rack file says of where each GPU link lands: a port map it states, one it assumes, or none."""
+    if spec is None:
+        return "no rack file gives its ports"
+    if spec.map_assumed:
+        return "the rack file's ports are assumed"
+    return "to check against the rack file's port map"
+
+
 def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str, str]:
     """What a step on a shared unit stops, said in full: every compute tray of the rack (`rack`: `rack R1`, or `the
     rack` where none names it) and of the other rack of its NVLink domain, the jobs on them; and where NMX-Controller
@@ -43,7 +52,7 @@ def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str
         trays += (f" and of {others} of its NVLink domain, whose compute trays are drained with them (those whose GPUs "
                   "read this rack's ClusterUUID in `nvidia-smi -q -d FABRIC`: one NVLink domain, one cluster UUID)")
     said = (f"job {jobs[0]}" if len(jobs) == 1 else f"jobs {', '.join(jobs)}" if jobs else "every job on them")
-    out = {"rack_stops": f"{trays}, and {said}"}
+    out = {"rack_stops": f"{trays}, and {said}", "rack_ports": _ports_said(spec)}
     if hosts:
         out["rack_hosts_csv"] = ",".join(hosts)
     if facts.jobs:
@@ -79,6 +88,7 @@ def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, 
             values["rack"] = named
         values.update(_rack_values(rack, f"rack {named}" if named else "the rack", facts))
     values.setdefault("rack_stops", "every compute tray of the rack, and every job on them")
+    values.setdefault("rack_ports", _ports_said(None))
     if facts.recovery:
         values["recovery"] = facts.recovery
     if plat is not None and plat.sxm:

@@ -6,9 +6,11 @@ built on the rack file's assumed port map or cartridge split says "assumed" and 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from diagnostics.config import racks
 from diagnostics.config.platforms import all_platforms
 from diagnostics.config.racks import rack_of, rack_spec
 from diagnostics.enums import FaultKind, PortSource, ResetScope
@@ -172,3 +174,22 @@ def test_a_link_whose_port_nmxt_read_is_not_said_assumed_from_the_rack_map() -> 
             port_source=source))
         said[source] = any("rack file's port map" in w for w in plan.warnings)
     assert said == {PortSource.OBSERVED: False, PortSource.ASSUMED: True}
+
+
+def test_the_port_map_read_says_whether_the_rack_files_ports_are_assumed(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nvidia-smi nvlink -R`'s capture said the rack file's ports were assumed whatever the rack file said: a site
+    that writes its own cable map into the file is told the read checks it."""
+    def remote(platform: str) -> str:
+        plan = repair_plan(platform, FaultKind.SWITCH_PORT, _facts(platform))
+        return next(c.why for c in plan.captures if c.command.startswith("nvidia-smi nvlink -R"))
+
+    assert remote("gb200-nvl72").endswith("(the rack file's ports are assumed)")
+    bundled = Path(racks.__file__).parent.parent / "data" / "racks" / "gb200-nvl72.toml"
+    text = bundled.read_text(encoding="utf-8")
+    stated = re.sub(r'(?m)^source = "assumed:[^"]*"$', 'source = "[SITE] the cable map of rack 7, 2026-11"', text)
+    assert stated != text
+    (tmp_path / "gb200-nvl72.toml").write_text(stated, encoding="utf-8")
+    monkeypatch.setenv(racks.ENV_DIRS, str(tmp_path))
+    said = remote("gb200-nvl72")
+    assert said.endswith("(to check against the rack file's port map)") and "assumed" not in said
