@@ -1,6 +1,7 @@
 """Alertmanager in: each webhook alert that names a node is answered in the alert channel with that node's diagnosis
 (the service's, as `/fabric NODE` gives it). Alerts for the same node and part share one message; a resolved alert
-updates it once every alert under it has resolved. The endpoint (`/alertmanager`, HTTP mode) takes only requests
+updates it once every alert under it has resolved. An alert for a node the store does not know, or naming none, is
+said once as such. The endpoint (`/alertmanager`, HTTP mode) takes only requests
 bearing FABRICBOT_ALERTMANAGER_TOKEN."""
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .services import Services
 
 PATH = "/alertmanager"
 UNKNOWN = "unknown node"  # the part of an alert's message whose node the store does not know
+NAMELESS = "no node"  # the part of an alert's message that names no node
 
 
 def authorized(header: str | None, token: str | None) -> bool:
@@ -55,13 +57,13 @@ class Enricher:
         posted = updated = 0
         nodes = self.services.source.node_ids()
         for given in alerts:
-            alert = known_node(given, nodes) or given
+            alert = (known_node(given, nodes) if given.node_id else None) or given
             with self._lock:
                 if alert.resolved:
                     key = self.book.key_of(alert.fingerprint)
                     message = self.book.message(*key) if key is not None else None
                     if message is None:
-                        skipped.append(f"{alert.name} on {alert.node_id}: resolved, but never fired here")
+                        skipped.append(f"{alert.name} on {alert.where}: resolved, but never fired here")
                         continue
                     last = message.firing == (alert.fingerprint,)  # else the message stands for the others
                     if last:
@@ -72,6 +74,9 @@ class Enricher:
                     continue
                 if self.book.key_of(alert.fingerprint) is not None:
                     continue  # Alertmanager's repeat of an alert already answered
+                if not alert.node_id:
+                    posted += self._unknown(alert)
+                    continue
                 if alert.node_id not in nodes:
                     skipped.append(f"{alert.name} on {alert.node_id}: no such node here (said in the channel)")
                     posted += self._unknown(alert)
@@ -95,18 +100,25 @@ class Enricher:
         return {"posted": posted, "updated": updated, "skipped": skipped}
 
     def _unknown(self, alert: NodeAlert) -> int:
-        """An alert for a node the store does not know: said once per fingerprint (a resolved one updates it), so an
-        exporter's name that matches no node is seen, not dropped."""
-        part = f"{UNKNOWN} {alert.fingerprint}"
+        """An alert for a node the store does not know, or naming none: said once per fingerprint (a resolved one
+        updates it), so an exporter's name that matches no node, or a rule that keeps no node label, is seen, not
+        dropped."""
+        part = f"{UNKNOWN if alert.node_id else NAMELESS} {alert.fingerprint}"
         at = self.services.clock()
         labels = ", ".join(f"{k}={v}" for k, v in alert.labels) or "none"
-        said = fitting.clip(f":grey_question: *Alertmanager: {esc(alert.name)}* is an alert for a node I do not know: "
-                            f"`{esc(alert.node_id)}` (labels {esc(labels)}). No node of the store has that name or "
-                            f"its first label, so nothing was diagnosed: {esc(alert.summary)}", fitting.MAX_TEXT)
+        if alert.node_id:
+            why = (f"is an alert for a node I do not know: `{esc(alert.node_id)}` (labels {esc(labels)}). No node of "
+                   "the store has that name or its first label")
+        else:
+            why = (f"names no node (labels {esc(labels)}). I diagnose the node an alert names by its node label "
+                   "(`Hostname`, `node`, ... as `dcgm.toml` maps them) or its `instance`: keep one in the rule's "
+                   "`by` or `sum by`")
+        said = fitting.clip(f":grey_question: *Alertmanager: {esc(alert.name)}* {why}, so nothing was diagnosed: "
+                            f"{esc(alert.summary)}", fitting.MAX_TEXT)
         answer = self.client.chat_postMessage(channel=self.channel, text=said, blocks=[fitting.section(said).to_dict()])
         self.book.posted(alert.node_id, part, channel=self.channel, ts=str(answer["ts"]), at=at)
         self.book.firing(alert.fingerprint, node_id=alert.node_id, part=part, alertname=alert.name, at=at)
-        self._record(alert, part, "node not known")
+        self._record(alert, part, "node not known" if alert.node_id else "no node named")
         return 1
 
     def _update(self, message: AlertMessage, alert: NodeAlert) -> None:
@@ -120,18 +132,19 @@ class Enricher:
                                 blocks=[b.to_dict() for b in shown])
 
     def _record(self, alert: NodeAlert, part: str, step: str) -> None:
-        self.services.record("alert", actor="alertmanager", subject=f"{alert.node_id} / {part}", step=step,
+        self.services.record("alert", actor="alertmanager", subject=f"{alert.where} / {part}", step=step,
                              alertname=alert.name, fingerprint=alert.fingerprint)
 
 
 def _title(alert: NodeAlert) -> str:
-    return fitting.clip(f"Alertmanager: {alert.name} on {alert.node_id}", fitting.MAX_HEADER)
+    return fitting.clip(f"Alertmanager: {alert.name} on {alert.where}", fitting.MAX_HEADER)
 
 
 def _resolved(alert: NodeAlert, message: AlertMessage) -> str:
     since = f" (firing since {fmt.when(alert.starts_at or message.opened_at)})"
-    return fitting.clip(f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} on `{esc(alert.node_id)}`"
-                       f"{since}: {esc(alert.summary)}", fitting.MAX_TEXT)
+    on = f"on `{esc(alert.node_id)}`" if alert.node_id else "(naming no node)"
+    return fitting.clip(f":white_check_mark: *Resolved* (Alertmanager): {esc(alert.name)} {on}{since}: "
+                       f"{esc(alert.summary)}", fitting.MAX_TEXT)
 
 
 def _payload(body: bytes) -> Any:

@@ -24,7 +24,8 @@ VERSION = "4"
 
 @dataclass(frozen=True)
 class NodeAlert:
-    """One Alertmanager alert that names a node: what fired there, and whether it has resolved."""
+    """One Alertmanager alert: the node it names ("" where its labels name none), what fired there, and whether it
+    has resolved."""
 
     node_id: str
     name: str
@@ -37,6 +38,11 @@ class NodeAlert:
     @property
     def resolved(self) -> bool:
         return self.status == "resolved"
+
+    @property
+    def where(self) -> str:
+        """The node, as a message names it."""
+        return self.node_id or "no node"
 
 
 def known_node(alert: NodeAlert, nodes: Iterable[str]) -> NodeAlert | None:
@@ -62,6 +68,10 @@ def _node(labels: dict[str, str], dmap: DcgmMap) -> str | None:
     instance = labels.get("instance", "")
     host = instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance  # host:port; an IPv6 literal stays
     return host.strip("[]") or None
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def _time(value: object) -> datetime | None:
@@ -91,8 +101,9 @@ def _json_type(value: object) -> str:
 
 
 def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAlert], list[str]]:
-    """The alerts of a webhook body that name a node, and a note per alert that names none; a body that is not
-    version 4 is refused with the field and value."""
+    """The alerts of a webhook body, and a note per alert that names no node (kept among the alerts with node ""):
+    an alert its sender meant for a person is said, not dropped; a body that is not version 4 is refused with the
+    field and value."""
     if not isinstance(payload, dict):
         raise InputError("an Alertmanager webhook body is a JSON object", field="body", value=type(payload).__name__)
     if str(payload.get("version")) != VERSION:
@@ -110,10 +121,10 @@ def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAle
         node = _node(labels, dmap)
         if node is None:
             skipped.append(f"{name}: no node label (Hostname, node, instance, ...)")
-            continue
+            node = ""
         annotations = _mapping(alert, i, "annotations")
         found.append(NodeAlert(node, name, str(alert.get("status") or payload.get("status") or "firing"),
-                               str(alert.get("fingerprint") or f"{name}:{node}"),
+                               str(alert.get("fingerprint") or f"{name}:{node or _labels(labels)}"),
                                str(annotations.get("summary") or annotations.get("description") or name),
                                _time(alert.get("startsAt")), tuple(sorted(labels.items()))))
     return found, skipped

@@ -65,7 +65,8 @@ def local(fleet: TableNodeSource) -> Iterator[LocalSlack]:
 def test_nodes_are_named_by_the_dcgm_labels_or_the_instance() -> None:
     found, skipped = node_alerts(body(alert(Hostname="gpu-1", gpu="2"), alert(instance="gpu-2:9400"),
                                       alert(job="dcgm")))
-    assert [a.node_id for a in found] == ["gpu-1", "gpu-2"] and len(skipped) == 1 and "no node label" in skipped[0]
+    assert [a.node_id for a in found] == ["gpu-1", "gpu-2", ""] and len(skipped) == 1
+    assert "no node label" in skipped[0] and found[-1].where == "no node"
     with pytest.raises(InputError, match="version 4"):
         node_alerts({**body(), "version": "3"})
 
@@ -217,3 +218,25 @@ def test_a_malformed_body_is_a_400_naming_what_it_holds(local: LocalSlack, conte
     answer = client.post(PATH, content=content, headers={"authorization": f"Bearer {TOKEN}"})
     assert answer.status_code == 400 and said in answer.text
     assert not [m for m in posted(local.slack) if m.channel == ALERTS]
+
+
+def test_an_alert_naming_no_node_is_said_once_with_how_to_name_one_and_resolves(local: LocalSlack) -> None:
+    """A rule summed over every node (`sum(rate(...)) > 10`) keeps no node label: its alert was answered with a note
+    in the HTTP response alone, which Alertmanager does not show anyone."""
+    assert local.app is not None
+    client = TestClient(Starlette(routes=[route(Enricher(local.app.services, local.app.client, ALERTS), TOKEN)]))
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    firing = body(alert(cluster="dc1"))
+    done = client.post(PATH, json=firing, headers=auth).json()
+    assert done["posted"] == 1 and "no node label" in done["skipped"][0]
+    assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 0  # Alertmanager's repeat
+    (said,) = [m for m in posted(local.slack) if "names no node" in m.text]
+    assert "*Alertmanager: FabricbotNvlinkReplay* names no node (labels " in said.text and "cluster=dc1" in said.text
+    assert "`Hostname`" in said.text and "replays above 1000 per hour" in said.text
+    (entry,) = [e for e in local.audit.entries("alert") if e["detail"]["step"] == "no node named"]
+    assert entry["subject"].startswith("no node / ") and entry["detail"]["fingerprint"] == "fp-dc1"
+    done = client.post(PATH, json=body(alert("resolved", cluster="dc1"), status="resolved"), headers=auth).json()
+    assert done["updated"] == 1
+    shown = local.slack.find(said.ts)
+    assert shown is not None and shown.text.startswith(":white_check_mark: *Resolved* (Alertmanager): "
+                                                       "FabricbotNvlinkReplay (naming no node)")
