@@ -43,11 +43,14 @@ PASS_FAILURES: tuple[type[Exception], ...] = (*SLACK_FAILURES, FabricbotError)  
 _SAID = {Step.NEW: ":rotating_light: *New failing part*", Step.WORSE: ":small_red_triangle: *Worse*",
          Step.TICKETED: ":ticket: *Ticket filed*", Step.RECOVERED: ":white_check_mark: *Recovered*",
          Step.SILENT: ":grey_question: *Not reporting*", Step.REPORTING: ":arrows_counterclockwise: *Reporting again*",
-         Step.RESTATED: ":arrows_counterclockwise: *Priority restated*"}
+         Step.RESTATED: ":arrows_counterclockwise: *Priority restated*", Step.PLANNED: ":construction: *Planned work*",
+         Step.PLANNED_ENDED: ":arrows_counterclockwise: *Planned work ended*"}
 _TOLD = (Step.NEW, Step.WORSE, Step.RESTATED)  # the steps that say the part's priority and why it is held
 
 
-def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, oncall: str | None) -> str:
+def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, oncall: str | None,
+            planned: str | None = None) -> str:
+    """The alert's status line; `planned`: its node's planned work, as its answer says it."""
     where = f"`{esc(alert.node_id)}` {esc(alert.component)}"
     ping = f"<!subteam^{oncall}> " if oncall and part is not None and part.urgent and step in (Step.NEW, Step.WORSE) \
         else ""
@@ -74,6 +77,14 @@ def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, on
         since = alert.silent_since or at
         said += (f" — its node has sent no reading since the pass of {since:%Y-%m-%d %H:%M} UTC. Silence is not "
                  "health: this alert stays open until the node reports again and the part is clean for the soak.")
+    if step is Step.PLANNED:
+        said += (f" — its node is {esc(planned or 'under planned work')}. Planned work does not page, so its parts "
+                 "are out of the view: this alert stays open until the work ends and the part is clean for the soak.")
+    if step is Step.PLANNED_ENDED:
+        said += (f" ({part.severity.value}, {esc(part.priority_said())}): {esc(part.why)} — its node's planned work "
+                 "is over and the part still fails." if part is not None else
+                 " — its node's planned work is over and the part is clean; this alert closes once it stays clean "
+                 "for the soak.")
     if step is Step.REPORTING and part is None:
         said += " — its node reports again and the part is clean; this alert closes once it stays clean for the soak."
     return said + f"\n_{at:%Y-%m-%d %H:%M} UTC_"
@@ -256,7 +267,7 @@ class AlertLoop:
 
     def _tell(self, d: Decision, diagnosis: Diagnosis | None, at: datetime) -> None:
         alert = d.alert
-        text = _status(d.step, alert, d.part, at, self.oncall)
+        text = _status(d.step, alert, d.part, at, self.oncall, diagnosis.maintenance if diagnosis else None)
         subject = f"{alert.node_id} / {alert.component}"
         try:
             if (d.step is Step.NEW or (d.step is Step.WORSE and not alert.ts)) and diagnosis is not None:

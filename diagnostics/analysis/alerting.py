@@ -150,6 +150,8 @@ class Step(StrEnum):
     SILENT = "not reporting"  # its node has no reading in the window: not clean, so the alert stays open
     REPORTING = "reporting again"  # its node reports again: the soak counts from here
     RESTATED = "restated"  # its part's ticket was released (the inventory mended) or held since it was told
+    PLANNED = "planned work"  # its node is under planned work: its parts are out of the view, so the alert waits
+    PLANNED_ENDED = "planned work ended"  # the work is over: the soak counts from its end
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,8 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     part's ticket was released (or held) since it was told is restated; one that got a ticket says so; one clean for
     the soak is recovered.
     `planned`: the nodes under planned work, whose failing parts the view leaves out: an alert of theirs is not
-    known clean, so it never recovers while the work lasts; its soak counts from the work's end.
+    known clean, so it never recovers while the work lasts (the channel is told so, once, and again when the work
+    ends); its soak counts from the work's end.
     `silent`: the nodes with no reading in the window. Silence is not health: an alert of a silent node is marked as
     not reporting (once) and is never recovered while it lasts; when the node reports again the mark is lifted and the
     soak counts from its return, a held alert's too (it opens: the channel was told of it); a held alert whose node
@@ -264,7 +267,14 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
         if alert.status is AlertStatus.HELD and alert.storm is not None and alert.storm == open_storm:
             continue  # still waiting for the incident's acknowledgement
         if hidden:
+            if alert.planned_since is None and alert.status is AlertStatus.OPEN:  # told once that it waits
+                out.decisions.append(Decision(Step.PLANNED, replace(alert, planned_since=at), None))
             continue  # never recovered while planned work keeps its node's parts out of the view
+        if alert.planned_since is not None and alert.node_id not in planned_nodes:
+            alert = replace(alert, planned_since=None)
+            if not quiet:  # the work is over: said once (its soak counts from the last pass of the work)
+                out.decisions.append(Decision(Step.PLANNED_ENDED, alert, part))
+                continue
         if quiet:
             if alert.silent_since is None:
                 out.decisions.append(Decision(Step.SILENT, replace(alert, silent_since=at), None))

@@ -44,6 +44,7 @@ class Alert:
     silent_since: datetime | None = None  # the pass its node was first found silent (no reading), while it lasts
     held: bool = False  # its part's ticket was held when last told (the input contradicted the platform)
     owed: bool = False  # the channel is to be told of it and has not been yet (its post failed, or never ran)
+    planned_since: datetime | None = None  # the pass its node was first found under planned work, while it lasts
 
     @property
     def key(self) -> tuple[str, str]:
@@ -83,7 +84,8 @@ def _row(alert: Alert) -> dict[str, Any]:
     row = asdict(alert)
     row.update(status=alert.status.value, opened_at=alert.opened_at.isoformat(),
                failing_at=alert.failing_at.isoformat(),
-               silent_since=alert.silent_since.isoformat() if alert.silent_since else None)
+               silent_since=alert.silent_since.isoformat() if alert.silent_since else None,
+               planned_since=alert.planned_since.isoformat() if alert.planned_since else None)
     return row
 
 
@@ -91,6 +93,7 @@ def _alert(row: dict[str, Any]) -> Alert:
     return Alert(**{**row, "status": AlertStatus(row["status"]), "opened_at": datetime.fromisoformat(row["opened_at"]),
                     "failing_at": datetime.fromisoformat(row["failing_at"]),
                     "silent_since": datetime.fromisoformat(row["silent_since"]) if row.get("silent_since") else None,
+                    "planned_since": datetime.fromisoformat(row["planned_since"]) if row.get("planned_since") else None,
                     "held": bool(row.get("held")), "owed": bool(row.get("owed"))})
 
 
@@ -103,9 +106,9 @@ class AlertBook:
             db[ALERTS].create({"node_id": str, "slug": str, "component": str, "status": str,  # type: ignore[union-attr]
                                "rank": int, "opened_at": str, "failing_at": str, "ticket": str, "storm": int,
                                "channel": str, "ts": str, "silent_since": str, "held": int,
-                               "owed": int},
+                               "owed": int, "planned_since": str},
                               pk=("node_id", "slug"), if_not_exists=True)
-            for column, kind in (("silent_since", str), ("held", int), ("owed", int)):
+            for column, kind in (("silent_since", str), ("held", int), ("owed", int), ("planned_since", str)):
                 if column not in db[ALERTS].columns_dict:  # a store from before the column
                     db[ALERTS].add_column(column, kind)  # type: ignore[union-attr]
             db[STORMS].create({"id": int, "opened_at": str, "factor": str, "nodes": str,  # type: ignore[union-attr]

@@ -248,7 +248,8 @@ def test_a_held_nodes_failing_part_carries_why_and_says_its_priority_as_its_tick
 
 def test_an_alert_of_a_node_under_planned_work_never_recovers_while_the_work_lasts(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Planned work keeps a node's failing parts out of the view, so its open alert read as clean: a window of a day
-    or more posted "Recovered" while the part may still fail. It stays open; the soak counts from the work's end."""
+    or more posted "Recovered" while the part may still fail. It stays open, and says so once (the channel was told
+    nothing, so an alert that went quiet looked forgotten); the work's end is said once; the soak counts from it."""
     book = AlertBook(connect(tmp_path / "fabricbot.db"))
 
     def run(parts: list[FailingPart], at: datetime, planned: tuple[str, ...] = ()) -> list[Step]:
@@ -260,8 +261,27 @@ def test_an_alert_of_a_node_under_planned_work_never_recovers_while_the_work_las
 
     assert run([part("n1")], T0) == [Step.NEW]
     ended = T0 + POLICY.soak * 2
-    assert run([], T0 + POLICY.soak + timedelta(hours=1), planned=("n1",)) == []  # held back, not clean
-    assert run([], ended, planned=("n1",)) == []
+    assert run([], T0 + POLICY.soak + timedelta(hours=1), planned=("n1",)) == [Step.PLANNED]  # held back, not clean
+    assert run([], ended, planned=("n1",)) == []  # said once
     assert book.get("n1", "gpu2-nvlink5").status is AlertStatus.OPEN  # type: ignore[union-attr]
-    assert run([], ended + POLICY.soak - timedelta(minutes=5)) == []  # clean since the work ended: not yet the soak
+    # clean since the work ended: its end said, not yet the soak
+    assert run([], ended + POLICY.soak - timedelta(minutes=5)) == [Step.PLANNED_ENDED]
+    assert book.get("n1", "gpu2-nvlink5").planned_since is None  # type: ignore[union-attr]
     assert run([], ended + POLICY.soak) == [Step.RECOVERED]
+
+
+def test_a_part_still_failing_when_its_planned_work_ends_is_said_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    book = AlertBook(connect(tmp_path / "fabricbot.db"))
+
+    def run(parts: list[FailingPart], at: datetime, planned: tuple[str, ...] = ()) -> list[tuple[Step, bool]]:
+        done = decide(parts, book.active(), at=at, policy=POLICY, fleet_nodes=100, ticket_of=no_ticket,
+                      planned=planned)
+        book.save([d.alert for d in done.decisions], done.failing, at)
+        _post_owed(book, done.decisions)
+        return [(d.step, d.part is not None) for d in done.decisions]
+
+    assert run([part("n1")], T0) == [(Step.NEW, True)]
+    assert run([], T0 + timedelta(minutes=5), planned=("n1",)) == [(Step.PLANNED, False)]
+    assert run([part("n1")], T0 + timedelta(hours=2)) == [(Step.PLANNED_ENDED, True)]
+    assert run([part("n1")], T0 + timedelta(hours=2, minutes=5)) == []  # failing as told: nothing new
+    assert book.get("n1", "gpu2-nvlink5").status is AlertStatus.OPEN  # type: ignore[union-attr]

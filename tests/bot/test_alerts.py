@@ -272,3 +272,39 @@ def test_the_loops_messages_count_in_words_that_agree(many: int) -> None:
     storm = StormRecord(1, at, "driver=550.90.07", nodes, "a rollout", held=many)
     text, _ = storm_message(storm, None)
     assert f"{fmt.count(many, 'per-node alert')} {'is' if many == 1 else 'are'} held until" in text
+
+
+def test_an_alert_whose_node_goes_under_planned_work_says_it_waits_and_when_the_work_ends(
+        local: LocalSlack) -> None:
+    """Planned work keeps a node's parts out of the view, so its open alert neither pages nor recovers: the channel
+    was told nothing, and an alert gone quiet looked forgotten or mended."""
+    assert local.app is not None
+    services = local.app.services
+    CLOCK.at("12:00")
+    _loop(local, policy=NO_STORM).run_once()
+    node12 = next(m for m in _alerted(local) if "hpc-gpu-node-12" in m.text)
+    newest = services.source.source.newest(["hpc-gpu-node-12"])
+    assert newest is not None
+    log = services.source.maintenance()
+    log.set("hpc-gpu-node-12", start=newest - timedelta(days=1), span=timedelta(days=2), reason="swap GPU 3",
+            set_by="UALICE")
+    CLOCK.at("12:05")
+    done = _loop(local, policy=NO_STORM).run_once()
+    mine = [d for d in done.decisions if d.alert.node_id == "hpc-gpu-node-12"]
+    assert mine and {d.step for d in mine} == {Step.PLANNED}
+    shown = local.slack.find(node12.ts)
+    assert shown is not None and shown.text.startswith(":construction: *Planned work*: `hpc-gpu-node-12`")
+    assert "in maintenance until" in shown.text and "swap GPU 3" in shown.text and "stays open" in shown.text
+    CLOCK.at("12:10")
+    assert not [d for d in _loop(local, policy=NO_STORM).run_once().decisions
+                if d.alert.node_id == "hpc-gpu-node-12"]  # said once
+    log.end("hpc-gpu-node-12", at=newest - timedelta(days=1) + timedelta(minutes=1), by="UALICE")
+    CLOCK.at("12:15")
+    done = _loop(local, policy=NO_STORM).run_once()
+    assert {d.step for d in done.decisions if d.alert.node_id == "hpc-gpu-node-12"} == {Step.PLANNED_ENDED}
+    shown = local.slack.find(node12.ts)
+    assert shown is not None and shown.text.startswith(":arrows_counterclockwise: *Planned work ended*: "
+                                                       "`hpc-gpu-node-12`")
+    assert "planned work is over and the part still fails" in shown.text
+    steps = {e["detail"]["step"] for e in local.audit.entries("alert") if "hpc-gpu-node-12" in e["subject"]}
+    assert {"planned work", "planned work ended"} <= steps
