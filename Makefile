@@ -6,14 +6,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test soak fuzz console lint typecheck bench bench-synth lock clean
 
-# The project's modules are compiled once, as pip compiles every package it installs: where the environment keeps
-# Python from writing bytecode as it imports (PYTHONDONTWRITEBYTECODE), every command would compile them again
-# (0.2 s of each start, measured on `sweep --help`). A module edited since is compiled afresh on import, as ever.
+# Every module is compiled once, here: where the environment keeps Python from writing bytecode as it imports
+# (PYTHONDONTWRITEBYTECODE), every command would compile them again (0.2 s of each start, measured on `sweep
+# --help`). pip compiles what it installs one file after another; compileall on every core does the same work in
+# about a third of the time (the build 31.5 s to 25 s on 2 cores). As with pip, a third-party file that does not
+# compile is passed over. A module edited since is compiled afresh on import, as ever.
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --no-compile --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e .
+	$(BIN)/python -m compileall -qq -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 	$(BIN)/python -m compileall -q bot diagnostics
 	@touch $(STAMP)
 
@@ -25,12 +28,15 @@ console: $(STAMP)
 
 # The suite on one worker per core (pytest-xdist), each test module whole on one worker so its module fixtures are
 # built once (measured faster than spreading single tests: the README's "The test suite"). TEST_WORKERS=0 runs it
-# in this process.
+# in this process. The type check (25 s of one core from a fresh clone) runs beside the suite, its report printed
+# after it: either failing fails the target (`make lint` checks alone, first).
 TEST_WORKERS ?= auto
 test: $(STAMP)
 	$(BIN)/ruff check bot diagnostics tests benchmarks
-	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope
+	@echo "$(BIN)/mypy (beside the suite)"; $(BIN)/mypy > $(VENV)/mypy.out 2>&1 & typing=$$!; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope; suite=$$?; \
+	wait $$typing; typed=$$?; echo "$(BIN)/mypy:"; cat $(VENV)/mypy.out; \
+	[ $$suite -eq 0 ] && [ $$typed -eq 0 ]
 
 # The long variants: the two-writer test at 100 rounds of 50 filings per filer, the rack eval on more seeds.
 soak: $(STAMP)
