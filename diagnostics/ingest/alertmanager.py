@@ -20,6 +20,7 @@ from ..errors import InputError
 from .dcgm_map import DcgmMap, load_map
 
 VERSION = "4"
+STATUSES = ("firing", "resolved")  # an alert's status, as the webhook body's documentation gives it
 
 
 @dataclass(frozen=True)
@@ -116,14 +117,22 @@ def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAle
     found: list[NodeAlert] = []
     skipped: list[str] = []
     for i, alert in enumerate(alerts):
-        labels = {str(k): str(v) for k, v in _mapping(alert, i, "labels").items()} if isinstance(alert, dict) else {}
+        if not isinstance(alert, dict):
+            raise InputError(f"an alert is a JSON object of its status, labels and annotations, not a "
+                             f"{_json_type(alert)}", field=f"alerts[{i}]", value=str(alert)[:80])
+        labels = {str(k): str(v) for k, v in _mapping(alert, i, "labels").items()}
         name = labels.get("alertname", f"alert {i + 1}")
+        status = str(alert.get("status") or payload.get("status") or "firing")
+        if status not in STATUSES:
+            skipped.append(f"{name}: alerts[{i}].status {status!r} is not one Alertmanager sends (firing or "
+                           "resolved): not read")
+            continue
         node = _node(labels, dmap)
         if node is None:
             skipped.append(f"{name}: no node label (Hostname, node, instance, ...)")
             node = ""
         annotations = _mapping(alert, i, "annotations")
-        found.append(NodeAlert(node, name, str(alert.get("status") or payload.get("status") or "firing"),
+        found.append(NodeAlert(node, name, status,
                                str(alert.get("fingerprint") or f"{name}:{node or _labels(labels)}"),
                                str(annotations.get("summary") or annotations.get("description") or name),
                                _time(alert.get("startsAt")), tuple(sorted(labels.items()))))

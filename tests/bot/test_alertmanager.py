@@ -71,6 +71,15 @@ def test_nodes_are_named_by_the_dcgm_labels_or_the_instance() -> None:
         node_alerts({**body(), "version": "3"})
 
 
+def test_an_alert_of_a_status_alertmanager_never_sends_is_noted_not_read_as_firing() -> None:
+    """Prometheus's own `pending` never reaches a webhook: an alert saying it (a hand-written body, another
+    sender) was read as firing and posted."""
+    found, skipped = node_alerts(body(alert("pending", Hostname="gpu-1"), alert("resolved", Hostname="gpu-2")))
+    assert [(a.node_id, a.status) for a in found] == [("gpu-2", "resolved")]
+    assert skipped == ["FabricbotNvlinkReplay: alerts[0].status 'pending' is not one Alertmanager sends (firing or "
+                       "resolved): not read"]
+
+
 def test_the_token_is_required() -> None:
     assert authorized(f"Bearer {TOKEN}", TOKEN) and not authorized("Bearer nope", TOKEN)
     assert not authorized(None, TOKEN) and not authorized(f"Bearer {TOKEN}", None)
@@ -208,6 +217,8 @@ def test_an_alert_for_a_node_not_known_is_said_once_and_resolves(local: LocalSla
      "field 'alerts[0].labels': an alert's labels are a JSON object of names to values, not a string"),
     (json.dumps(body(alert(Hostname="hpc-gpu-node-12"), {**alert(Hostname="x"), "annotations": ["x"]})).encode(),
      "field 'alerts[1].annotations': an alert's annotations are a JSON object of names to values, not a list"),
+    (json.dumps(body(alert(Hostname="hpc-gpu-node-12"), "hpc-gpu-node-13")).encode(),
+     "field 'alerts[1]': an alert is a JSON object of its status, labels and annotations, not a string"),
     (b"\xff\xfe{", "the body is not UTF-8 (byte 0xff at position 0)"),
     (b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
 ])
