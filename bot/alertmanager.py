@@ -75,6 +75,7 @@ class Enricher:
                 if self.book.key_of(alert.fingerprint) is not None:
                     continue  # Alertmanager's repeat of an alert already answered
                 if not alert.node_id:
+                    skipped.append(f"{alert.name}: no node label (Hostname, node, instance, ...): said in the channel")
                     posted += self._unknown(alert)
                     continue
                 if alert.node_id not in nodes:

@@ -102,8 +102,8 @@ def _json_type(value: object) -> str:
 
 
 def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAlert], list[str]]:
-    """The alerts of a webhook body, and a note per alert that names no node (kept among the alerts with node ""):
-    an alert its sender meant for a person is said, not dropped; a body that is not version 4 is refused with the
+    """The alerts of a webhook body (one whose labels name no node with node "": its sender meant it for a person,
+    so it is said, not dropped), and a note per alert not read; a body that is not version 4 is refused with the
     field and value."""
     if not isinstance(payload, dict):
         raise InputError("an Alertmanager webhook body is a JSON object", field="body", value=type(payload).__name__)
@@ -127,10 +127,7 @@ def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAle
             skipped.append(f"{name}: alerts[{i}].status {status!r} is not one Alertmanager sends (firing or "
                            "resolved): not read")
             continue
-        node = _node(labels, dmap)
-        if node is None:
-            skipped.append(f"{name}: no node label (Hostname, node, instance, ...)")
-            node = ""
+        node = _node(labels, dmap) or ""
         annotations = _mapping(alert, i, "annotations")
         found.append(NodeAlert(node, name, status,
                                str(alert.get("fingerprint") or f"{name}:{node or _labels(labels)}"),
