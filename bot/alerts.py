@@ -78,8 +78,9 @@ def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, on
         said += (f" — its node has sent no reading since the pass of {since:%Y-%m-%d %H:%M} UTC. Silence is not "
                  "health: this alert stays open until the node reports again and the part is clean for the soak.")
     if step is Step.PLANNED:
-        said += (f" — its node is {esc(planned or 'under planned work')}. Planned work does not page, so its parts "
-                 "are out of the view: this alert stays open until the work ends and the part is clean for the soak.")
+        said += (f" — its node is {esc(planned or 'under planned work')}. Planned work does not page and keeps its "
+                 "parts out of the view: this alert stays open, and closes once the part is clean for the soak after "
+                 "the work.")
     if step is Step.PLANNED_ENDED:
         said += (f" ({part.severity.value}, {esc(part.priority_said())}): {esc(part.why)} — its node's planned work "
                  "is over and the part still fails." if part is not None else

@@ -161,6 +161,12 @@ class Decision:
     part: FailingPart | None = None  # the pass's reading of the part (None: it was clean)
 
 
+def _news(alert: Alert, part: FailingPart | None) -> bool:
+    """Whether the part's reading is news to the alert's message: worse than told, its hold changed, or never told."""
+    return part is not None and (part.rank > alert.rank or (part.held is not None) != alert.held
+                                 or (alert.owed and alert.ts is None))
+
+
 @dataclass(frozen=True)
 class Storm:
     """Many parts newly failing at once, taken for one cause: what they share and which nodes."""
@@ -235,9 +241,9 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one whose
     part's ticket was released (or held) since it was told is restated; one that got a ticket says so; one clean for
     the soak is recovered.
-    `planned`: the nodes under planned work, whose failing parts the view leaves out: an alert of theirs is not
-    known clean, so it never recovers while the work lasts (the channel is told so, once, and again when the work
-    ends); its soak counts from the work's end.
+    `planned`: the nodes under planned work, whose failing parts the view leaves out (silent or not: a node is often
+    powered off for the work): an alert of theirs is not known clean, so it never recovers while the work lasts (an
+    open one's message says so, once, and again when the work ends); its soak counts from the work's end.
     `silent`: the nodes with no reading in the window. Silence is not health: an alert of a silent node is marked as
     not reporting (once) and is never recovered while it lasts; when the node reports again the mark is lifted and the
     soak counts from its return, a held alert's too (it opens: the channel was told of it); a held alert whose node
@@ -259,8 +265,8 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
         out.decisions.append(Decision(step, alert, p))
     for key, alert in sorted(alerts.items()):
         part = now.get(key)
-        quiet = part is None and alert.node_id in quiet_nodes
-        hidden = part is None and not quiet and alert.node_id in planned_nodes  # planned work holds its parts back
+        hidden = part is None and alert.node_id in planned_nodes  # planned work holds its parts back (a node is often
+        quiet = part is None and not hidden and alert.node_id in quiet_nodes  # powered off for it: planned, not silent)
         if part is not None or quiet or hidden:  # failing, or not known clean: the soak has not begun
             out.failing.append(key)
             alert = replace(alert, failing_at=at)
@@ -270,11 +276,11 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
             if alert.planned_since is None and alert.status is AlertStatus.OPEN:  # told once that it waits
                 out.decisions.append(Decision(Step.PLANNED, replace(alert, planned_since=at), None))
             continue  # never recovered while planned work keeps its node's parts out of the view
-        if alert.planned_since is not None and alert.node_id not in planned_nodes:
-            alert = replace(alert, planned_since=None)
-            if not quiet:  # the work is over: said once (its soak counts from the last pass of the work)
-                out.decisions.append(Decision(Step.PLANNED_ENDED, alert, part))
-                continue
+        if alert.planned_since is not None and alert.node_id not in planned_nodes:  # the work is over
+            alert = replace(alert, planned_since=None, silent_since=alert.silent_since if quiet else None)
+            if not quiet and not _news(alert, part):  # said once; a part worse than told, or never told, says so
+                out.decisions.append(Decision(Step.PLANNED_ENDED, alert, part))  # instead. The soak counts from the
+                continue  # last pass of the work; a node silent when it ends is not reporting (said below)
         if quiet:
             if alert.silent_since is None:
                 out.decisions.append(Decision(Step.SILENT, replace(alert, silent_since=at), None))

@@ -462,11 +462,21 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
     racks.update({r: r for r in racks.values()})  # a rack's own part alerts under the rack
     facts = version_facts(w.tables for w in windows)  # the driver, VBIOS, Fabric Manager a storm may share
     parts = failing_parts(swept.diagnoses.values(), facts, request.thresholds)
+    silent = _no_links(source, swept, windows)
     done = decide(parts, alerts, at=at, policy=policy or load_alerts(),
                   ticket_of=ticket_of, fleet_nodes=len(swept.swept) or len(source.nodes()), racks=racks,
-                  open_storm=open_storm, baseline=baseline, silent=_no_links(source, swept, windows),
-                  planned={n for n, d in swept.diagnoses.items() if d.maintenance})
+                  open_storm=open_storm, baseline=baseline, silent=silent, planned=_planned(source, swept, silent, at))
     return swept, done
+
+
+def _planned(source: Source, swept: SweepResult, silent: Collection[str], at: datetime) -> set[str]:
+    """The nodes under planned work: those whose diagnosis says so, and the silent ones (no diagnosis to say it) with
+    a window covering the pass or the fleet's newest reading: a node is often powered off for its work."""
+    planned = {n for n, d in swept.diagnoses.items() if d.maintenance}
+    if silent:
+        planned |= {w.node_id for w in source.maintenance().windows()
+                    if w.node_id in silent and (w.covers(at) or w.covers(swept.at))}
+    return planned
 
 
 def _no_links(source: Source, swept: SweepResult, windows: list[Window]) -> set[str]:

@@ -270,18 +270,60 @@ def test_an_alert_of_a_node_under_planned_work_never_recovers_while_the_work_las
     assert run([], ended + POLICY.soak) == [Step.RECOVERED]
 
 
-def test_a_part_still_failing_when_its_planned_work_ends_is_said_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def _runner(tmp_path):  # type: ignore[no-untyped-def]
     book = AlertBook(connect(tmp_path / "fabricbot.db"))
 
-    def run(parts: list[FailingPart], at: datetime, planned: tuple[str, ...] = ()) -> list[tuple[Step, bool]]:
+    def run(parts: list[FailingPart], at: datetime, planned: tuple[str, ...] = (),
+            silent: tuple[str, ...] = ()) -> list[tuple[Step, bool]]:
         done = decide(parts, book.active(), at=at, policy=POLICY, fleet_nodes=100, ticket_of=no_ticket,
-                      planned=planned)
+                      planned=planned, silent=silent)
         book.save([d.alert for d in done.decisions], done.failing, at)
         _post_owed(book, done.decisions)
         return [(d.step, d.part is not None) for d in done.decisions]
+
+    return book, run
+
+
+def test_a_part_still_failing_when_its_planned_work_ends_is_said_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    book, run = _runner(tmp_path)
 
     assert run([part("n1")], T0) == [(Step.NEW, True)]
     assert run([], T0 + timedelta(minutes=5), planned=("n1",)) == [(Step.PLANNED, False)]
     assert run([part("n1")], T0 + timedelta(hours=2)) == [(Step.PLANNED_ENDED, True)]
     assert run([part("n1")], T0 + timedelta(hours=2, minutes=5)) == []  # failing as told: nothing new
     assert book.get("n1", "gpu2-nvlink5").status is AlertStatus.OPEN  # type: ignore[union-attr]
+
+
+def test_a_node_powered_off_for_its_planned_work_is_planned_not_silent(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A node is often powered off for its work: its alert said "Not reporting" and lost its planned mark, then
+    said "Planned work" again when it came back under the same work."""
+    book, run = _runner(tmp_path)
+    assert run([part("n1")], T0) == [(Step.NEW, True)]
+    at = T0 + timedelta(minutes=5)
+    assert run([], at, planned=("n1",)) == [(Step.PLANNED, False)]
+    assert run([], at + timedelta(minutes=5), planned=("n1",), silent=("n1",)) == []  # off for the work
+    assert run([], at + timedelta(minutes=10), planned=("n1",)) == []  # back, the work still on: said once
+    ended = at + timedelta(minutes=15)
+    assert run([], ended, silent=("n1",)) == [(Step.SILENT, False)]  # the work over, the node silent: not reporting
+    assert book.get("n1", "gpu2-nvlink5").planned_since is None  # type: ignore[union-attr]
+
+
+def test_a_node_silent_before_its_work_and_back_after_it_says_the_work_ended_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    book, run = _runner(tmp_path)
+    assert run([part("n1")], T0) == [(Step.NEW, True)]
+    assert run([], T0 + timedelta(minutes=5), silent=("n1",)) == [(Step.SILENT, False)]
+    assert run([], T0 + timedelta(minutes=10), planned=("n1",), silent=("n1",)) == [(Step.PLANNED, False)]
+    assert run([], T0 + timedelta(minutes=15)) == [(Step.PLANNED_ENDED, False)]
+    alert = book.get("n1", "gpu2-nvlink5")
+    assert alert is not None and alert.silent_since is None and alert.planned_since is None
+    assert run([], T0 + timedelta(minutes=20)) == []  # not "reporting again" a pass later
+
+
+def test_a_part_worse_when_its_planned_work_ends_pages_as_worse_at_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    book, run = _runner(tmp_path)
+    assert run([part("n1")], T0) == [(Step.NEW, True)]
+    assert run([], T0 + timedelta(minutes=5), planned=("n1",)) == [(Step.PLANNED, False)]
+    worse = part("n1", severity=Severity.DOWN, priority=Priority.URGENT)
+    assert run([worse], T0 + timedelta(minutes=10)) == [(Step.WORSE, True)]
+    assert book.get("n1", "gpu2-nvlink5").planned_since is None  # type: ignore[union-attr]
+    assert run([worse], T0 + timedelta(minutes=15)) == []

@@ -308,3 +308,27 @@ def test_an_alert_whose_node_goes_under_planned_work_says_it_waits_and_when_the_
     assert "planned work is over and the part still fails" in shown.text
     steps = {e["detail"]["step"] for e in local.audit.entries("alert") if "hpc-gpu-node-12" in e["subject"]}
     assert {"planned work", "planned work ended"} <= steps
+
+
+def test_a_node_silent_under_planned_work_is_said_planned_not_not_reporting(fleet: TableNodeSource) -> None:
+    """A node is often powered off for its work: its alert was marked "Not reporting" as a fault's silence is."""
+    tables = fleet.source
+    assert isinstance(tables, TableSource)
+    replay = Replay(tables.tables, tables.platforms())
+    end = datetime(2026, 9, 17, 8, 0, tzinfo=UTC)
+    replay.until = end
+    with local_bot(Settings(), source=replay, clock=lambda: replay.until or end) as bot:
+        assert bot.app is not None
+        loop = _loop(bot, policy=NO_STORM)
+        loop.run_once()
+        bot.app.services.source.maintenance().set("hpc-gpu-node-12", start=end, span=timedelta(days=5),
+                                                  reason="riser swap", set_by="UALICE")
+        replay.until = end + timedelta(days=3)  # no reading since: node 12 under its work, the others silent
+        gone = loop.run_once()
+        steps = {d.alert.key: d.step for d in gone.decisions}
+        assert {s for k, s in steps.items() if k[0] == "hpc-gpu-node-12"} == {Step.PLANNED}
+        assert steps[("hpc-gpu-node-12", "gpu2-nvlink1")] is Step.PLANNED
+        assert Step.SILENT in {s for k, s in steps.items() if k[0] != "hpc-gpu-node-12"}  # the others' silence
+        node12 = next(m for m in posted(bot.slack) if m.channel == ALERTS and "hpc-gpu-node-12" in m.text)
+        shown = bot.slack.find(node12.ts)
+        assert shown is not None and "*Planned work*" in shown.text and "Silence is not health" not in shown.text
