@@ -29,11 +29,12 @@ console: $(STAMP)
 # The suite on one worker per core (pytest-xdist), each test module whole on one worker so its module fixtures are
 # built once (measured faster than spreading single tests: the README's "The test suite"). TEST_WORKERS=0 runs it
 # in this process. The type check (25 s of one core from a fresh clone) runs beside the suite, its report printed
-# after it: either failing fails the target (`make lint` checks alone, first).
+# after it: either failing fails the target (`make lint` checks alone, first); an interrupted suite stops it too.
 TEST_WORKERS ?= auto
 test: $(STAMP)
 	$(BIN)/ruff check bot diagnostics tests benchmarks
 	@echo "$(BIN)/mypy (beside the suite)"; $(BIN)/mypy > $(VENV)/mypy.out 2>&1 & typing=$$!; \
+	trap 'kill $$typing 2>/dev/null' INT TERM; \
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope; suite=$$?; \
 	wait $$typing; typed=$$?; echo "$(BIN)/mypy:"; cat $(VENV)/mypy.out; \
 	[ $$suite -eq 0 ] && [ $$typed -eq 0 ]

@@ -108,14 +108,13 @@ class Enricher:
         at = self.services.clock()
         labels = ", ".join(f"{k}={v}" for k, v in alert.labels) or "none"
         if alert.node_id:
-            why = (f"is an alert for a node I do not know: `{esc(alert.node_id)}` (labels {esc(labels)}). No node of "
-                   "the store has that name or its first label")
+            said = (f"is an alert for a node I do not know: `{esc(alert.node_id)}` (labels {esc(labels)}). No node "
+                    f"of the store has that name or its first label, so nothing was diagnosed: {esc(alert.summary)}")
         else:
-            why = (f"names no node (labels {esc(labels)}). I diagnose the node an alert names by its node label "
-                   "(`Hostname`, `node`, ... as `dcgm.toml` maps them) or its `instance`: keep one in the rule's "
-                   "`by` or `sum by`")
-        said = fitting.clip(f":grey_question: *Alertmanager: {esc(alert.name)}* {why}, so nothing was diagnosed: "
-                            f"{esc(alert.summary)}", fitting.MAX_TEXT)
+            said = (f"names no node (labels {esc(labels)}), so nothing was diagnosed: {esc(alert.summary)}. I diagnose "
+                    "the node an alert names by its node label (`Hostname`, `node`, ... as `dcgm.toml` maps them) or "
+                    "its `instance`: keep one in the rule's aggregation (`sum by (Hostname) (...)`)")
+        said = fitting.clip(f":grey_question: *Alertmanager: {esc(alert.name)}* {said}", fitting.MAX_TEXT)
         answer = self.client.chat_postMessage(channel=self.channel, text=said, blocks=[fitting.section(said).to_dict()])
         self.book.posted(alert.node_id, part, channel=self.channel, ts=str(answer["ts"]), at=at)
         self.book.firing(alert.fingerprint, node_id=alert.node_id, part=part, alertname=alert.name, at=at)

@@ -97,8 +97,8 @@ def _mapping(alert: dict[str, Any], i: int, field: str) -> dict[str, Any]:
 
 
 def _json_type(value: object) -> str:
-    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value),
-                                                                                             type(value).__name__)
+    named = {list: "list", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return named.get(type(value), type(value).__name__)
 
 
 def node_alerts(payload: Any, dmap: DcgmMap | None = None) -> tuple[list[NodeAlert], list[str]]:

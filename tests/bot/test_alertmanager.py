@@ -218,6 +218,8 @@ def test_an_alert_for_a_node_not_known_is_said_once_and_resolves(local: LocalSla
      "field 'alerts[1].annotations': an alert's annotations are a JSON object of names to values, not a list"),
     (json.dumps(body(alert(Hostname="hpc-gpu-node-12"), "hpc-gpu-node-13")).encode(),
      "field 'alerts[1]': an alert is a JSON object of its status, labels and annotations, not a string"),
+    (json.dumps(body(None)).encode(),  # type: ignore[arg-type]
+     "field 'alerts[0]': an alert is a JSON object of its status, labels and annotations, not a null"),
     (b"\xff\xfe{", "the body is not UTF-8 (byte 0xff at position 0)"),
     (b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
 ])
@@ -242,8 +244,10 @@ def test_an_alert_naming_no_node_is_said_once_with_how_to_name_one_and_resolves(
                                                        "instance, ...): said in the channel"]
     assert client.post(PATH, json=firing, headers=auth).json()["posted"] == 0  # Alertmanager's repeat
     (said,) = [m for m in posted(local.slack) if "names no node" in m.text]
-    assert "*Alertmanager: FabricbotNvlinkReplay* names no node (labels " in said.text and "cluster=dc1" in said.text
-    assert "`Hostname`" in said.text and "replays above 1000 per hour" in said.text
+    assert said.text.startswith(":grey_question: *Alertmanager: FabricbotNvlinkReplay* names no node (labels ")
+    assert "cluster=dc1" in said.text
+    assert "), so nothing was diagnosed: replays above 1000 per hour. I diagnose" in said.text
+    assert "`Hostname`" in said.text and "`sum by (Hostname) (...)`" in said.text
     (entry,) = [e for e in local.audit.entries("alert") if e["detail"]["step"] == "no node named"]
     assert entry["subject"].startswith("no node / ") and entry["detail"]["fingerprint"] == "fp-dc1"
     done = client.post(PATH, json=body(alert("resolved", cluster="dc1"), status="resolved"), headers=auth).json()
