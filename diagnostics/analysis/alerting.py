@@ -242,8 +242,9 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     part's ticket was released (or held) since it was told is restated; one that got a ticket says so; one clean for
     the soak is recovered.
     `planned`: the nodes under planned work, whose failing parts the view leaves out (silent or not: a node is often
-    powered off for the work): an alert of theirs is not known clean, so it never recovers while the work lasts (an
-    open one's message says so, once, and again when the work ends); its soak counts from the work's end.
+    powered off for the work): an alert of theirs is not known clean, so it never recovers while the work lasts. An
+    open one's message says so, once, and again when the work ends, and its soak counts from the work's end (a held
+    one, which never alerted, recovers when the work ends clean).
     `silent`: the nodes with no reading in the window. Silence is not health: an alert of a silent node is marked as
     not reporting (once) and is never recovered while it lasts; when the node reports again the mark is lifted and the
     soak counts from its return, a held alert's too (it opens: the channel was told of it); a held alert whose node
