@@ -159,14 +159,20 @@ def test_the_loop_is_off_without_a_channel_and_its_period_is_a_duration() -> Non
     assert datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=on.alert_every_s)
 
 
-def test_a_fleet_gone_silent_is_said_once_and_its_alerts_stay_open_not_reporting(fleet: TableNodeSource) -> None:
-    """A pass long after the last reading: the incomplete view is one message, updated (never reposted) while it
-    lasts; every open alert is marked not reporting and none recovers, however long the silence."""
+def _replay(fleet: TableNodeSource) -> tuple[Replay, datetime]:
+    """The bundled fleet replayed up to its last reading (moved on by setting `until`), and that reading's time."""
     tables = fleet.source
     assert isinstance(tables, TableSource)
     replay = Replay(tables.tables, tables.platforms())
     end = datetime(2026, 9, 17, 8, 0, tzinfo=UTC)
     replay.until = end
+    return replay, end
+
+
+def test_a_fleet_gone_silent_is_said_once_and_its_alerts_stay_open_not_reporting(fleet: TableNodeSource) -> None:
+    """A pass long after the last reading: the incomplete view is one message, updated (never reposted) while it
+    lasts; every open alert is marked not reporting and none recovers, however long the silence."""
+    replay, end = _replay(fleet)
     with local_bot(Settings(), source=replay, clock=lambda: replay.until or end) as bot:
         loop = _loop(bot, policy=NO_STORM)
         first = loop.run_once()
@@ -312,11 +318,7 @@ def test_an_alert_whose_node_goes_under_planned_work_says_it_waits_and_when_the_
 
 def test_a_node_silent_under_planned_work_is_said_planned_not_not_reporting(fleet: TableNodeSource) -> None:
     """A node is often powered off for its work: its alert was marked "Not reporting" as a fault's silence is."""
-    tables = fleet.source
-    assert isinstance(tables, TableSource)
-    replay = Replay(tables.tables, tables.platforms())
-    end = datetime(2026, 9, 17, 8, 0, tzinfo=UTC)
-    replay.until = end
+    replay, end = _replay(fleet)
     with local_bot(Settings(), source=replay, clock=lambda: replay.until or end) as bot:
         assert bot.app is not None
         loop = _loop(bot, policy=NO_STORM)
