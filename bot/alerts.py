@@ -69,8 +69,6 @@ def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, on
                  "held: their tickets stand.")
     if part is not None and part.held is None and step is Step.RESTATED:
         said += "\nReleased: the input and the platform now agree, so its ticket is no longer held."
-    if alert.ticket:
-        said += f"\nTicket *{esc(alert.ticket)}* is filed for it."
     if step is Step.RECOVERED:
         said += " — clean for the soak; this alert is closed (a new failure alerts again)."
     if step is Step.SILENT or (alert.silent_since is not None and step is Step.TICKETED):
@@ -88,6 +86,8 @@ def _status(step: Step, alert: Alert, part: FailingPart | None, at: datetime, on
                  "for the soak.")
     if step is Step.REPORTING and part is None:
         said += " — its node reports again and the part is clean; this alert closes once it stays clean for the soak."
+    if alert.ticket:  # after the step's own clause, which continues the status line
+        said += f"\nTicket *{esc(alert.ticket)}* is filed for it."
     return said + f"\n_{at:%Y-%m-%d %H:%M} UTC_"
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.alerts import ACK_ACTION, AlertLoop
+from bot.alerts import _SAID, ACK_ACTION, AlertLoop, _status
 from bot.demo import Replay, bundled
 from bot.mrkdwn import esc
 from bot.nodes import TableNodeSource
@@ -21,6 +21,7 @@ from diagnostics.analysis.alerting import Step
 from diagnostics.config import load_alerts
 from diagnostics.enums import Priority
 from diagnostics.service import TableSource
+from diagnostics.store import Alert, AlertStatus
 
 from .helpers import LONG_WAIT, buttons, local_bot, posted
 
@@ -334,3 +335,16 @@ def test_a_node_silent_under_planned_work_is_said_planned_not_not_reporting(flee
         node12 = next(m for m in posted(bot.slack) if m.channel == ALERTS and "hpc-gpu-node-12" in m.text)
         shown = bot.slack.find(node12.ts)
         assert shown is not None and "*Planned work*" in shown.text and "Silence is not health" not in shown.text
+
+
+@pytest.mark.parametrize("step", [Step.SILENT, Step.PLANNED, Step.RECOVERED])
+def test_a_ticketed_alerts_status_line_reads_on_before_its_ticket(step: Step) -> None:
+    """The step's clause continues the status line: it came after the ticket's line ("...is filed for it. — its
+    node has sent no reading ...")."""
+    at = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+    alert = Alert("n1", "gpu2-nvlink5", "GPU 2 NVLink 5", AlertStatus.OPEN, 2, opened_at=at, failing_at=at,
+                  ticket="FAB-0007", silent_since=at if step is Step.SILENT else None)
+    said = _status(step, alert, None, at, None, "in maintenance until 2026-03-03 10:00 UTC: riser swap")
+    head, ticket, when = said.split("\n")
+    assert head.startswith(f"{_SAID[step]}: `n1` GPU 2 NVLink 5 — ") and ticket == "Ticket *FAB-0007* is filed for it."
+    assert when == "_2026-03-02 12:00 UTC_"
