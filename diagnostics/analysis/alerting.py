@@ -266,8 +266,9 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
         out.decisions.append(Decision(step, alert, p))
     for key, alert in sorted(alerts.items()):
         part = now.get(key)
-        hidden = part is None and alert.node_id in planned_nodes  # planned work holds its parts back (a node is often
-        quiet = part is None and not hidden and alert.node_id in quiet_nodes  # powered off for it: planned, not silent)
+        # planned work holds its parts back; a node is often powered off for it: planned, not silent
+        hidden = part is None and alert.node_id in planned_nodes
+        quiet = part is None and not hidden and alert.node_id in quiet_nodes
         if part is not None or quiet or hidden:  # failing, or not known clean: the soak has not begun
             out.failing.append(key)
             alert = replace(alert, failing_at=at)
@@ -277,11 +278,13 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
             if alert.planned_since is None and alert.status is AlertStatus.OPEN:  # told once that it waits
                 out.decisions.append(Decision(Step.PLANNED, replace(alert, planned_since=at), None))
             continue  # never recovered while planned work keeps its node's parts out of the view
-        if alert.planned_since is not None and alert.node_id not in planned_nodes:  # the work is over
+        if alert.planned_since is not None and alert.node_id not in planned_nodes:
+            # the work is over: said once, its soak counting from the work's last pass; a part worse than told (or
+            # never told) says that instead, below, and a node silent as the work ends is not reporting
             alert = replace(alert, planned_since=None, silent_since=alert.silent_since if quiet else None)
-            if not quiet and not _news(alert, part):  # said once; a part worse than told, or never told, says so
-                out.decisions.append(Decision(Step.PLANNED_ENDED, alert, part))  # instead. The soak counts from the
-                continue  # last pass of the work; a node silent when it ends is not reporting (said below)
+            if not quiet and not _news(alert, part):
+                out.decisions.append(Decision(Step.PLANNED_ENDED, alert, part))
+                continue
         if quiet:
             if alert.silent_since is None:
                 out.decisions.append(Decision(Step.SILENT, replace(alert, silent_since=at), None))
