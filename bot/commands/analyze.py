@@ -191,6 +191,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             return history(args, thresholds)  # a kernel log, a CSV: the node it names, as a history
         if looks_like_json(text):
             raise
+        if not text.strip():  # as the readers say it of an empty file in a folder, or with --node
+            raise InputError("the input is empty", source=source) from None
         first = text.lstrip()[:1]  # a prompt in brackets: JSON's complaint about its second character says nothing
         why = f"it starts with `{first}` but is no JSON" if first in ("[", "{") else f"JSON: {exc.reason}"
         raise InputError(f"neither a snapshot ({why}) nor telemetry a reader recognizes (a cut paste "

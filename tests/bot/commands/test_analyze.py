@@ -161,6 +161,19 @@ def test_a_stored_node_is_analysed_on_its_stored_platform_unless_one_is_given(
     assert given["platform"] == other
 
 
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_an_empty_file_is_said_empty_whichever_way_it_is_asked(tmp_path: Path, cli: Cli, text: str) -> None:
+    """Alone, an empty file was "neither a snapshot (JSON: ... the file ends inside it (cut off?)) nor telemetry":
+    in a folder, or with --node, it was "the input is empty"."""
+    empty = tmp_path / "empty.txt"
+    empty.write_text(text)
+    said = {args: cli("analyze", *args)[:3:2] for args in ((str(empty),), (str(tmp_path),),
+                                                            (str(empty), "--node", "n1"))}
+    for code, err in said.values():
+        assert code == 2 and f"{empty.name}: the input is empty" in err, said
+    assert "neither a snapshot" not in said[(str(empty),)][1]
+
+
 def test_a_paste_cut_before_its_first_link_says_what_was_tried_and_how_to_force_a_reader(tmp_path: Path,
                                                                                          cli: Cli) -> None:
     """A real `nvidia-smi nvlink -s` output cut inside its first GPU line is neither JSON nor recognizable: the error
