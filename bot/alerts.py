@@ -268,7 +268,8 @@ class AlertLoop:
 
     def _tell(self, d: Decision, diagnosis: Diagnosis | None, at: datetime) -> None:
         alert = d.alert
-        text = _status(d.step, alert, d.part, at, self.oncall, diagnosis.maintenance if diagnosis else None)
+        planned = self._planned(alert.node_id, diagnosis, at) if d.step is Step.PLANNED else None
+        text = _status(d.step, alert, d.part, at, self.oncall, planned)
         subject = f"{alert.node_id} / {alert.component}"
         try:
             if (d.step is Step.NEW or (d.step is Step.WORSE and not alert.ts)) and diagnosis is not None:
@@ -286,6 +287,13 @@ class AlertLoop:
             return
         self.services.record("alert", actor="fabricbot", subject=subject, step=d.step.value, channel=self.channel,
                              ticket=alert.ticket)
+
+    def _planned(self, node: str, diagnosis: Diagnosis | None, at: datetime) -> str | None:
+        """The node's planned work as its answer says it; for a node with none (silent, powered off for the work),
+        its window covering the pass."""
+        if diagnosis is not None:
+            return diagnosis.maintenance
+        return next((w.note for w in self.services.source.maintenance().windows(node) if w.covers(at)), None)
 
     def _blocks(self, diagnosis: Diagnosis, analysis_id: int, text: str) -> list[dict[str, Any]]:
         return [b.to_dict() for b in blocks.diagnosis_blocks(diagnosis, analysis_id, lead=text)]

@@ -335,6 +335,7 @@ def test_a_node_silent_under_planned_work_is_said_planned_not_not_reporting(flee
         node12 = next(m for m in posted(bot.slack) if m.channel == ALERTS and "hpc-gpu-node-12" in m.text)
         shown = bot.slack.find(node12.ts)
         assert shown is not None and "*Planned work*" in shown.text and "Silence is not health" not in shown.text
+        assert "its node is in maintenance until " in shown.text and ": riser swap (set by UALICE)" in shown.text
 
 
 @pytest.mark.parametrize("step", [Step.SILENT, Step.PLANNED, Step.RECOVERED])
