@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -187,7 +187,7 @@ class AlertLoop:
         for d in decisions:
             if d.step not in (Step.HELD, Step.KNOWN):
                 shown = d.part.seen_on if d.part is not None and d.part.seen_on else d.alert.node_id
-                self._tell(d, diagnoses.get(shown), at)
+                self._tell(d, diagnoses.get(shown), at, done.planned)
         done.decisions = decisions
         return done
 
@@ -266,10 +266,9 @@ class AlertLoop:
         ticket = self.services.tracker.open_ticket(node, slug)
         return None if ticket is None else ticket.id
 
-    def _tell(self, d: Decision, diagnosis: Diagnosis | None, at: datetime) -> None:
+    def _tell(self, d: Decision, diagnosis: Diagnosis | None, at: datetime, planned: Mapping[str, str]) -> None:
         alert = d.alert
-        planned = self._planned(alert.node_id, diagnosis, at) if d.step is Step.PLANNED else None
-        text = _status(d.step, alert, d.part, at, self.oncall, planned)
+        text = _status(d.step, alert, d.part, at, self.oncall, planned.get(alert.node_id) or None)
         subject = f"{alert.node_id} / {alert.component}"
         try:
             if (d.step is Step.NEW or (d.step is Step.WORSE and not alert.ts)) and diagnosis is not None:
@@ -287,13 +286,6 @@ class AlertLoop:
             return
         self.services.record("alert", actor="fabricbot", subject=subject, step=d.step.value, channel=self.channel,
                              ticket=alert.ticket)
-
-    def _planned(self, node: str, diagnosis: Diagnosis | None, at: datetime) -> str | None:
-        """The node's planned work as its answer says it; for a node with none (silent, powered off for the work),
-        its window covering the pass."""
-        if diagnosis is not None:
-            return diagnosis.maintenance
-        return next((w.note for w in self.services.source.maintenance().windows(node) if w.covers(at)), None)
 
     def _blocks(self, diagnosis: Diagnosis, analysis_id: int, text: str) -> list[dict[str, Any]]:
         return [b.to_dict() for b in blocks.diagnosis_blocks(diagnosis, analysis_id, lead=text)]

@@ -221,6 +221,7 @@ class Pass:
     decisions: list[Decision] = field(default_factory=list)
     storm: Storm | None = None
     failing: list[tuple[str, str]] = field(default_factory=list)
+    planned: dict[str, str] = field(default_factory=dict)  # the nodes under planned work, each with its window said
 
     def count(self, step: Step) -> int:
         return sum(d.step is step for d in self.decisions)
@@ -229,7 +230,7 @@ class Pass:
 def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *, at: datetime,
            policy: AlertPolicy, ticket_of: Callable[[str, str], str | None], fleet_nodes: int,
            racks: Mapping[str, str] | None = None, open_storm: int | None = None, baseline: bool = False,
-           silent: Collection[str] = (), planned: Collection[str] = ()) -> Pass:
+           silent: Collection[str] = (), planned: Mapping[str, str] | Collection[str] = ()) -> Pass:
     """The pass's decisions given the parts failing now and the alerts not yet recovered (keyed by node and part).
 
     `baseline`: the watch's first pass, whose failing parts are standing faults: each is KNOWN (remembered, not
@@ -241,17 +242,18 @@ def decide(parts: list[FailingPart], alerts: Mapping[tuple[str, str], Alert], *,
     acknowledged alerts on its own if it still fails. An open alert whose part got worse is updated; one whose
     part's ticket was released (or held) since it was told is restated; one that got a ticket says so; one clean for
     the soak is recovered.
-    `planned`: the nodes under planned work, whose failing parts the view leaves out (silent or not: a node is often
-    powered off for the work): an alert of theirs is not known clean, so it never recovers while the work lasts. An
-    open one's message says so, once, and again when the work ends, and its soak counts from the work's end (a held
-    one, which never alerted, recovers when the work ends clean).
+    `planned`: the nodes under planned work (a mapping gives each its window as said, kept in the pass), whose
+    failing parts the view leaves out (silent or not: a node is often powered off for the work): an alert of theirs
+    is not known clean, so it never recovers while the work lasts. An open one's message says so, once, and again
+    when the work ends, and its soak counts from the work's end (a held one, which never alerted, recovers when the
+    work ends clean).
     `silent`: the nodes with no reading in the window. Silence is not health: an alert of a silent node is marked as
     not reporting (once) and is never recovered while it lasts; when the node reports again the mark is lifted and the
     soak counts from its return, a held alert's too (it opens: the channel was told of it); a held alert whose node
     never went silent and whose part is clean when its storm is acknowledged recovers then, never having alerted.
     """
     quiet_nodes, planned_nodes = set(silent), set(planned)
-    out = Pass(at)
+    out = Pass(at, planned=dict(planned) if isinstance(planned, Mapping) else {n: "" for n in planned})
     now = {p.key: p for p in parts}
     fresh = [p for p in parts if p.key not in alerts and ticket_of(p.node_id, p.slug) is None]
     storm = None if open_storm is not None or baseline else find_storm(fresh, fleet_nodes=fleet_nodes,

@@ -469,13 +469,14 @@ def alert_pass(source: Source, request: Request, *, alerts: Mapping[tuple[str, s
     return swept, done
 
 
-def _planned(source: Source, swept: SweepResult, silent: Collection[str], at: datetime) -> set[str]:
-    """The nodes under planned work: those whose diagnosis says so, and the silent ones (no diagnosis to say it) with
-    a window covering the pass or the fleet's newest reading: a node is often powered off for its work."""
-    planned = {n for n, d in swept.diagnoses.items() if d.maintenance}
+def _planned(source: Source, swept: SweepResult, silent: Collection[str], at: datetime) -> dict[str, str]:
+    """The nodes under planned work, each with its window as said: those whose diagnosis says so, and the silent ones
+    (no diagnosis to say it) with a window covering the pass or the fleet's newest reading: a node is often powered
+    off for its work."""
+    planned = {n: d.maintenance for n, d in swept.diagnoses.items() if d.maintenance}
     if silent:
-        planned |= {w.node_id for w in source.maintenance().windows()
-                    if w.node_id in silent and (w.covers(at) or w.covers(swept.at))}
+        planned.update((w.node_id, w.note) for w in source.maintenance().windows()
+                       if w.node_id in silent and w.node_id not in planned and (w.covers(at) or w.covers(swept.at)))
     return planned
 
 
