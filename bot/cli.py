@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import io
+import os
 import sqlite3
 import sys
+import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 from diagnostics import FabricbotError
 
@@ -61,5 +65,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def run() -> NoReturn:
+    """The installed command: `main`, then out of the process without the interpreter's teardown. A fleet's answer
+    leaves every library it imported behind, and the interpreter's last collection and its modules' teardown took
+    0.2 s after the answer was out (a third of a second on a small command's 0.9); the operating system takes the
+    memory back at once. Exit handlers still run and the streams are flushed first. A thread still running (a
+    command should have stopped its own) gets the usual ending, which waits for it."""
+    code = main()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    atexit._run_exitfuncs()  # what a normal exit runs first (logging's flush among them)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a reader gone (`| head`), or a stream closed
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
