@@ -70,9 +70,11 @@ def run() -> NoReturn:
     leaves every library it imported behind, and the interpreter's last collection and its modules' teardown took
     0.2 s after the answer was out (a third of a second on a small command's 0.9); the operating system takes the
     memory back at once. Exit handlers still run and the streams are flushed first. A thread still running (a
-    command should have stopped its own) gets the usual ending, which waits for it."""
+    command should have stopped its own), or a profiler watching (`python -m cProfile -o` writes after the command
+    returns), gets the usual ending."""
     code = main()
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    threads = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if any(t.is_alive() for t in threads) or sys.getprofile() is not None:
         sys.exit(code)
     atexit._run_exitfuncs()  # what a normal exit runs first (logging's flush among them)
     for stream in (sys.stdout, sys.stderr):

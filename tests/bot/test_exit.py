@@ -62,6 +62,17 @@ def test_a_thread_still_running_gets_the_usual_ending(monkeypatch: pytest.Monkey
     assert (left.value.how, left.value.code) == ("usual", 0)
 
 
+def test_a_profiled_command_writes_its_profile(tmp_path: Path) -> None:
+    """`python -m cProfile -o FILE -m bot.cli ...` (as bench_store_window.py runs it): the profiler writes its figures
+    after the command returns, so the command must return."""
+    out = tmp_path / "analyze.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "bot.cli", "analyze",
+                           str(FIXTURES / "fleet"), "--node", "hpc-gpu-node-12", "--json"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size > 0
+
+
 @pytest.mark.parametrize("node", ["hpc-gpu-node-12", "no-such-node"])
 def test_a_piped_answer_is_whole_and_its_code_kept(node: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Through `python -m bot.cli`, as the installed command runs: the answer to a pipe is the one `main` gives in
