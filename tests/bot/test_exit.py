@@ -1,12 +1,11 @@
-"""How the installed command leaves: its answer whole and its code kept, exit handlers run, without the teardown."""
+"""How the installed command leaves: its answer whole and its code kept, its objects kept from the last collection."""
 
 from __future__ import annotations
 
-import atexit
+import gc
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -15,62 +14,17 @@ import bot.cli
 from tests.conftest import FIXTURES, ROOT
 
 
-class _Left(Exception):
-    def __init__(self, how: str, code: object) -> None:
-        super().__init__(how, code)
-        self.how, self.code = how, code
-
-
-def _leaving(monkeypatch: pytest.MonkeyPatch, code: int) -> list[str]:
-    said: list[str] = []
-
-    def quick(value: int) -> None:
-        raise _Left("quick", value)
-
-    def usual(value: object = None) -> None:
-        raise _Left("usual", value)
-
-    monkeypatch.setattr(bot.cli, "main", lambda: code)
-    monkeypatch.setattr(bot.cli.os, "_exit", quick)
-    monkeypatch.setattr(bot.cli.sys, "exit", usual)
-    return said
-
-
-def test_the_command_runs_its_exit_handlers_then_leaves_with_its_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    said = _leaving(monkeypatch, 3)
-    atexit.register(said.append, "handler")
+def test_the_command_leaves_with_its_code_and_its_objects_kept_from_the_last_collection(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bot.cli, "main", lambda: 3)
+    gc.unfreeze()
     try:
-        with pytest.raises(_Left) as left:
+        with pytest.raises(SystemExit) as left:
             bot.cli.run()
+        assert left.value.code == 3
+        assert gc.get_freeze_count() > 0
     finally:
-        atexit.unregister(said.append)
-    assert (left.value.how, left.value.code) == ("quick", 3)
-    assert said == ["handler"]
-
-
-def test_a_thread_still_running_gets_the_usual_ending(monkeypatch: pytest.MonkeyPatch) -> None:
-    _leaving(monkeypatch, 0)
-    stop = threading.Event()
-    worker = threading.Thread(target=stop.wait, daemon=False)
-    worker.start()
-    try:
-        with pytest.raises(_Left) as left:
-            bot.cli.run()
-    finally:
-        stop.set()
-        worker.join()
-    assert (left.value.how, left.value.code) == ("usual", 0)
-
-
-def test_a_profiled_command_writes_its_profile(tmp_path: Path) -> None:
-    """`python -m cProfile -o FILE -m bot.cli ...` (as bench_store_window.py runs it): the profiler writes its figures
-    after the command returns, so the command must return."""
-    out = tmp_path / "analyze.prof"
-    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "bot.cli", "analyze",
-                           str(FIXTURES / "fleet"), "--node", "hpc-gpu-node-12", "--json"], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    assert out.stat().st_size > 0
+        gc.unfreeze()
 
 
 @pytest.mark.parametrize("node", ["hpc-gpu-node-12", "no-such-node"])
