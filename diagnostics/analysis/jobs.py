@@ -54,25 +54,29 @@ class LinkChoice:
 
     def rows(self, frame: pd.DataFrame) -> np.ndarray:
         """Per row of `frame` (its identity columns at least), whether it is a reading of a chosen link: every
-        reading of a link (its keys) any of whose readings is named as a chosen one, so a link's series is whole."""
+        reading of a link (its keys) any of whose readings is named as a chosen one, so a link's series is whole.
+        A link's name is the same on every node: it is made once per identity less the node, and the chosen
+        (node, name) pairs are found among the rows' as numbers."""
         if not len(frame) or not self.wanted:
             return np.zeros(len(frame), dtype=bool)
         link = link_keys([key_codes(frame[c], None) if c in frame.columns else None for c in KEYS])
-        extra = [c for c in LINK_IDENTITY if c not in KEYS and c in frame.columns]
-        names = pd.DataFrame({"link": link, **{c: key_codes(frame[c], None) for c in extra}})
-        firsts = np.flatnonzero(~names.duplicated().to_numpy())  # one row per distinct identity
-        named = records(frame.iloc[firsts][[c for c in LINK_IDENTITY if c in frame.columns]], skip=())
-        slugs: dict[tuple[Any, ...], str] = {}
-        chosen = set()
-        for at, row in zip(firsts.tolist(), named, strict=True):
-            node = str(row.pop("node_id", None))
-            key = tuple(row.items())
-            slug = slugs.get(key)
-            if slug is None:
-                slug = slugs[key] = ref_of(row).slug
-            if (node, slug) in self.wanted:
-                chosen.add(int(link[at]))
-        return np.isin(link, np.fromiter(chosen, dtype=np.int64, count=len(chosen)))
+        rest = [c for c in LINK_IDENTITY if c != "node_id" and c in frame.columns]
+        kind = pd.DataFrame({"link": link_keys([None, *(key_codes(frame[c], None) if c in frame.columns else None
+                                                        for c in KEYS[1:])]),
+                             **{c: key_codes(frame[c], None) for c in rest if c not in KEYS}})
+        identity = kind.groupby(list(kind.columns), sort=False).ngroup().to_numpy()
+        firsts = np.unique(identity, return_index=True)[1]
+        slugs = [ref_of(row).slug for row in records(frame.iloc[firsts][rest], skip=())]
+        slug_codes, names = pd.factorize(np.asarray(slugs, dtype=object))
+        node = frame["node_id"]
+        if isinstance(node.dtype, pd.CategoricalDtype):
+            node_codes, nodes = node.cat.codes.to_numpy(), node.cat.categories
+        else:
+            node_codes, nodes = pd.factorize(node, use_na_sentinel=True)
+        node_at, name_at = {str(n): i for i, n in enumerate(nodes)}, {str(n): i for i, n in enumerate(names)}
+        pairs = [node_at[n] * len(names) + name_at[s] for n, s in self.wanted if n in node_at and s in name_at]
+        named = np.isin(node_codes.astype(np.int64) * len(names) + slug_codes[identity], pairs) & (node_codes >= 0)
+        return np.isin(link, np.unique(link[named]))
 
 
 class History(Protocol):

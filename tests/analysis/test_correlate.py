@@ -233,3 +233,40 @@ def test_a_snapshot_without_clock_times_tells_the_gap_not_the_hour() -> None:
     evidence = [e for f in seed_diagnosis().findings for e in f.evidence]
     assert "errors start 5 min before the slowdown" in evidence
     assert not any("no clock time" in e for e in evidence)
+
+
+def test_a_link_choice_keeps_the_rows_of_the_links_named_on_their_own_nodes() -> None:
+    """`LinkChoice.rows` against the rule said row by row: a row is kept when some reading of its link (node and
+    keys) is named, by its node and its component's name, among the chosen; the same link on another node, a
+    switch port, a GPU's total and nulls in the keys included, node names as a category (as a store reads them)."""
+    from diagnostics.analysis.findings import ref_of
+    from diagnostics.analysis.jobs import LinkChoice
+    from diagnostics.analysis.prepared import KEYS
+    from diagnostics.components import ComponentRef
+    from diagnostics.tables import LINK_IDENTITY
+
+    rng = np.random.default_rng(11)
+    rows = 600
+    frame = pd.DataFrame({
+        "node_id": pd.Categorical(rng.choice(["n1", "n2", "n3"], rows)),
+        "gpu": pd.array(rng.choice([0, 1, 2, None], rows), dtype="Int16"),
+        "link_type": pd.Categorical(rng.choice(["nvlink", "pcie", "nvswitch"], rows, p=[0.7, 0.25, 0.05])),
+        "nvswitch": pd.Categorical(rng.choice(["0", "1", None], rows)),
+        "link": pd.array(rng.choice([0, 1, 2, 3, None], rows), dtype="Int16"),
+        "lane": pd.array([None] * rows, dtype="Int8"),
+        "gpu_total": pd.array(rng.random(rows) < 0.1, dtype="boolean"),
+        "peer": pd.Categorical(rng.choice(["NVSwitch 0", "NVSwitch 1", None], rows)),
+    })
+    wanted = [("n1", ComponentRef.nvlink(0, 1)), ("n2", ComponentRef.nvlink(0, 1)), ("n3", ComponentRef.nvlink(2, 3)),
+              ("n1", ComponentRef.pcie(1)), ("n9", ComponentRef.nvlink(0, 0))]
+    choice = LinkChoice.of(wanted)
+    named = {(n, r.slug) for n, r in wanted}
+    keys = [tuple(None if pd.isna(v) else v for v in row) for row in frame[list(KEYS)].itertuples(index=False)]
+    slugs = [ref_of({c: (None if pd.isna(v) else v) for c, v in zip(LINK_IDENTITY[1:], row, strict=True)}).slug
+             for row in frame[list(LINK_IDENTITY[1:])].itertuples(index=False)]
+    chosen = {k for k, node, slug in zip(keys, frame["node_id"], slugs, strict=True) if (node, slug) in named}
+    expected = np.array([k in chosen for k in keys])
+    assert expected.any() and not expected.all()
+    assert np.array_equal(choice.rows(frame), expected)
+    as_text = frame.assign(node_id=frame["node_id"].astype(str))
+    assert np.array_equal(choice.rows(as_text), expected)
