@@ -38,7 +38,8 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
     every key below holds the node). `silent` (node -> GPU -> when its series stopped) keeps an Xid 79 found: a
     GPU off the bus stays off, so its Xid 79 at or after it fell silent counts even before the window, and so does
     one of a GPU missing from the whole read (`reporting`: node -> the GPUs with any reading in it, for nodes that
-    report), however long before: it has been silent since. A fatal
+    report), however long before: it has been silent since; and one of a node none of whose counters is read (a
+    kernel log alone), which nothing shows came back. A fatal
     event (a fatal Xid or SXid, a GPU off the bus) before the window still counts until a restart is seen after it:
     `restarts` (node -> GPU -> the last time its counters restarted: a GPU reset, driver reload or reboot; None ->
     the node's) clears it. `buses` and `uuids` (node -> PCI address or UUID -> GPU index, from the node's GPU
@@ -68,8 +69,13 @@ def event_findings(events: pd.DataFrame, start_ns: int, end_ns: int, thresholds:
             rows = pd.concat([rows, before]) if len(before) else rows
         persisting = earlier[(earlier["kind"].astype("string") == rule.counter).fillna(False).to_numpy(bool)]
         persisting = persisting[_fatal(persisting, rule.counter)] if len(persisting) else persisting
-        if len(persisting) and rule.name != OFF_BUS_RULE:  # an Xid 79 holds while its GPU stays silent (above):
-            rows = pd.concat([rows, persisting.assign(_persists=True)])  # readings after it: the GPU came back
+        if len(persisting) and rule.name == OFF_BUS_RULE:  # an Xid 79 holds while its GPU stays silent (above):
+            # readings after it say the GPU came back; of a node whose counters are not read at all (its kernel log
+            # alone), nothing does, so its Xid 79 holds as any fatal event does, until a restart is seen
+            heard = persisting["node_id"].astype("string").isin([*reporting, *silent]).fillna(False).to_numpy(bool)
+            persisting = persisting[~heard]
+        if len(persisting):
+            rows = pd.concat([rows, persisting.assign(_persists=True)])
         rows = rows[~rows.index.duplicated(keep="first")] if len(rows) else rows
         if rule.codes:
             rows = _with_code(rows, rule.codes)

@@ -249,23 +249,27 @@ def test_a_fleets_events_judged_at_once_give_each_node_what_it_gets_alone() -> N
             {"timestamp": at(58), "kind": "sxid", "code": 24007, "severity": "fatal", "nvswitch": "2", "link": 7,
              "text": "SXid 24007 Fatal", "source": "kern.log:903"},
             {"timestamp": at(58), "kind": "fabric_state", "text": "Fabric State: Completed", "source": "smi:1"}]
-    fleet = pd.concat([events(rows, node=n) for n in ("n1", "n2", "n3")], ignore_index=True)
+    fleet = pd.concat([events(rows, node=n) for n in ("n1", "n2", "n3", "n4")], ignore_index=True)
     fleet = fleet.astype({"node_id": "category"})
     start, end = int(at(0).value), int(at(60).value)
     silent = {"n1": {6: int(at(-210).value)}, "n3": {6: int(at(-210).value)}}
     buses = {"n2": {"0000:1b:00.0": 3}, "n3": {"0000:1b:00.0": 1}}
     uuids = {"n3": {"gpu-ab12": 4}}
+    heard = {n: set(range(8)) for n in ("n1", "n2", "n3")}  # n4: its kernel log alone, no counter read
     thresholds = load_thresholds()
-    together = event_findings(fleet, start, end, thresholds, silent, buses, uuids)
-    for node in ("n1", "n2", "n3"):
+    together = event_findings(fleet, start, end, thresholds, silent, buses, uuids, reporting=heard)
+    for node in ("n1", "n2", "n3", "n4"):
         alone = event_findings(fleet[fleet["node_id"] == node].reset_index(drop=True), start, end, thresholds,
                                {node: silent[node]} if node in silent else {}, {node: buses.get(node, {})},
-                               {node: uuids.get(node, {})})
+                               {node: uuids.get(node, {})}, reporting={n: g for n, g in heard.items() if n == node})
         assert together[node] == alone[node]
     named = {n: sorted((f.ref.slug, c.rate_per_hour) for f in found for c in f.crossed)
              for n, found in together.items()}
     assert ("gpu5", 1.0) in named["n1"] and ("gpu6", 1.0) in named["n1"]  # two sources, one event; before the window
     assert ("gpu6", 1.0) not in named["n2"]  # n2's GPU 6 did not fall silent: its old Xid 79 is history
+    assert ("gpu6", 1.0) in named["n4"]  # no reading of n4 says its GPU 6 came back: it holds until a restart
+    held = next(f for f in together["n4"] if f.ref.slug == "gpu6")
+    assert any("before this window: it holds until" in e for e in held.evidence), held.evidence
     assert ("gpu3", 1.0) in named["n2"] and ("gpu1", 1.0) in named["n3"]  # each node's own GPU table names the bus
     assert ("gpu4", 1.0) in named["n3"] and ("gpu4", 1.0) not in named["n2"]  # ... and the UUID
     assert ("gpu2", 1.0) in named["n1"]  # the cause two Xid 45 lines name, counted once for the GPU

@@ -346,3 +346,35 @@ def test_the_text_answer_says_the_same_verdict_through_a_file_and_a_store(tmp_pa
         assert main(["analyze", "--store", str(tmp_path / "s"), "--node", case["input"]["node_id"]]) == 0
         from_store += [line for line in capsys.readouterr().out.splitlines() if line.startswith("  verdict:")]
     assert from_file == from_store and len(from_file) >= 1
+
+
+def test_a_gpu_off_the_bus_in_a_kernel_log_alone_holds_at_every_door_after_its_hour(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """n1's journal holds an Xid 79 at 07:54 and no counter of n1 is read. Asked later (the file with a later end; the
+    store, whose fleet ends at another node's reading an hour on): nothing shows the GPU came back, so it holds as the
+    fatal SXid beside it does, at every door. It was dropped once its hour was past (the sweep ranked n1 high, on the
+    SXid alone, while `analyze --store --node n1` said urgent)."""
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    journal, later = FIXTURES / "samples" / "journal_fm_kernel.log", "2024-07-23T09:30:00Z"
+    store = tmp_path / "store"
+    assert run("ingest", str(journal), "--store", str(store))[0] == 0
+    assert run("ingest", str(FIXTURES / "real" / "nvlink_s_v100_inactive_1.txt"), "--node", "d", "--at", later,
+               "--store", str(store))[0] == 0
+    answers = {}
+    for door, argv in {"analyze FILE": ("analyze", str(journal), "--end", later, "--json"),
+                       "analyze --store": ("analyze", "--store", str(store), "--node", "n1", "--end", later,
+                                           "--json")}.items():
+        code, out, err = run(*argv)
+        assert code == answered_exit(out), err
+        answers[door] = _facts(json.loads(out))
+    code, out, err = run("sweep", "--store", str(store), "--json")
+    answers["sweep --store"] = _facts(json.loads(out)["diagnoses"]["n1"])
+    for door, got in answers.items():
+        assert got["isolated_component"] == "the GPU at PCI 0000:91:00.0", (door, got)
+        assert got["ticket_priority"] == "urgent", (door, got)
+    assert "Xid 79" in out and "0000:91:00.0" in out
