@@ -6,7 +6,7 @@ from datetime import datetime
 
 from .. import format as fmt
 from ..config.thresholds import SOFTWARE_RULE, Thresholds
-from ..enums import Severity, priority_rank
+from ..enums import Priority, Severity, priority_rank
 from ..model import Diagnosis, Finding, Localization, RackPlace, every_held
 from ..repair import localization_plan, repair_action
 from ..times import clockless
@@ -111,12 +111,17 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     explaining = {f.component for f in findings if f.explains_slowdown}
     degradation = job.degradation_pct if job is not None else None
 
-    def urgency(loc: Localization) -> int:
-        """The priority rank of the part's own ticket: the policy over its own links, the slowdown counted where
-        they explain it (as `part_priority` drafts it), so the most urgent part heads the node."""
+    def part_level(loc: Localization) -> Priority | None:
+        """The priority of the part's own ticket: the policy over its own links, the slowdown counted where they
+        explain it (as `part_priority` drafts it)."""
         links = set(loc.links)
         own = [f for f in findings if f.component in links]
-        return priority_rank(priority(own, degradation if loc.explains_slowdown else None, thresholds)) if own else 0
+        return priority(own, degradation if loc.explains_slowdown else None, thresholds) if own else None
+
+    def urgency(loc: Localization) -> int:
+        """The part's priority rank, so the most urgent part heads the node."""
+        level = part_level(loc)
+        return priority_rank(level) if level is not None else 0
 
     def planned(loc: Localization) -> Localization:
         """The part with its action (one it was given, else its plan's) and whether its ticket is held (its plan
@@ -130,8 +135,12 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
 
     locs = rank((planned(loc) for loc in localizations), urgency) if failing else []
     loc = locs[0] if locs else None
-    # the job's slowdown raises this node's priority only when one of its failing links explains it
-    blamed = degradation if any(f.explains_slowdown for f in findings) else None
+    # the job's slowdown raises this node's priority only through a failing link that explains it, or a part whose
+    # links explain it, weighed as that part's ticket is: a warning link that explains it beside a failing one that
+    # does not is no failing link explaining it
+    blamed = degradation if any(f.explains_slowdown and _bad(f) for f in findings) else None
+    level = max([priority(findings, blamed, thresholds), *(p for p in map(part_level, locs) if p is not None)],
+                key=priority_rank)
     if loc is not None and loc.action is not None:
         action = loc.action
     elif failing and corrupted(findings) is not None:  # a collective's wrong values: find the link, run nothing
@@ -155,7 +164,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         node_id=node_id, platform=platform, platform_guess=platform_guess, window_hours=window_hours,
         window_asked_hours=window_asked_hours, window_end=window_end, fault_detected=failing,
         isolated_component=headline, degradation_pct=degradation, repair_action=action,
-        ticket_priority=priority(findings, blamed, thresholds), findings=findings, thresholds=thresholds.table(),
+        ticket_priority=level, findings=findings, thresholds=thresholds.table(),
         warnings=warnings, localization=loc, localizations=locs,
         step_time_ms=job.step_time_ms if job else None,
         baseline_step_time_ms=job.baseline_step_time_ms if job else None,

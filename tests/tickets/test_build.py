@@ -9,7 +9,7 @@ from diagnostics.analysis import part_priority
 from diagnostics.components import ComponentRef
 from diagnostics.config import load_thresholds
 from diagnostics.config.thresholds import PriorityRow
-from diagnostics.enums import Priority, Severity
+from diagnostics.enums import Priority, Severity, priority_rank
 from diagnostics.model import Crossing, Diagnosis
 from diagnostics.tickets import ClaudeDrafter, RulesDrafter, candidates_for
 from diagnostics.tickets.build import ticket_priority
@@ -169,3 +169,26 @@ def test_the_most_urgent_part_heads_the_node_and_its_default_ticket() -> None:
     assert ticket.priority is part_priority(d, headline.findings, headline=True)
     link = next(loc for loc in d.localizations if loc.gpu == other)
     assert part_priority(d, link.links, headline=False) is Priority.HIGH
+
+
+def test_a_warning_link_that_explains_the_slowdown_does_not_make_a_down_one_urgent() -> None:
+    """Synthetic seed 7's hpc-gpu-node-07 under tighter replay and CRC rules: GPU 5 NVLink 3 is inactive and its
+    errors do not track job 4404's slowdown; GPU 7 NVLink 15 is only at a warning and does. The node read urgent
+    (the slowdown counted through the warning link, the failing one through the down link), while every ticket of
+    it said high: the node is now its most urgent part's priority, as its ticket is."""
+    from diagnostics.service import Request, TableSource, diagnose
+    from diagnostics.synth.fleet import build
+
+    tables, truth = build(seed=7, nodes=30, hours=8)
+    node = "hpc-gpu-node-07"
+    mine = {k: v[v["node_id"].astype(str) == node] if "node_id" in v.columns else v for k, v in tables.items()}
+    source = TableSource(mine, platforms={node: truth["nodes"][node]["platform"]})
+    strict = load_thresholds().with_overrides({"nvlink_replay": 5000, "crc": 10000})
+    d = diagnose(source, Request(node=node, thresholds=strict)).diagnosis
+    assert d.degradation_pct is not None and d.degradation_pct >= 20
+    assert any(f.explains_slowdown and f.severity is Severity.WARNING for f in d.findings)
+    assert any(f.severity is Severity.DOWN and not f.explains_slowdown for f in d.findings)
+    assert d.ticket_priority is Priority.HIGH
+    assert RulesDrafter().draft(d).priority is d.ticket_priority
+    for c in candidates_for(d):
+        assert priority_rank(ticket_priority(d, c)) <= priority_rank(d.ticket_priority)
