@@ -26,6 +26,7 @@ from ..config.thresholds import (
     load_thresholds,
 )
 from ..enums import LinkType, Severity
+from ..ingest.base import LOG_DATES
 from ..model import Diagnosis, Finding, RackSlot
 from ..times import ns, utc_datetime, utc_ns
 from ..topology import NodeGraph
@@ -90,7 +91,6 @@ def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
     return window * (windows + 1)
 
 
-LOG_DATES = "a log printed with its dates: `journalctl -o short-iso`, `dmesg --time-format iso`"
 
 
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),

@@ -305,6 +305,7 @@ class Source:
 
 
 STDIN = "-"  # the input a person pipes in (`nvidia-smi nvlink -e | fabricbot analyze -`)
+LOG_DATES = "a log printed with its dates: `journalctl -o short-iso`, `dmesg --time-format iso`"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 

@@ -88,8 +88,8 @@ def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None,
     if match := _UPTIME.match(body):
         body = body[match.end():]
         if ts is None:  # under a dated prefix (syslog's), the seconds since boot are only kept beside its time
-            out.once("uptime", number, "dmesg times are seconds since boot, no time of day: these events have none "
-                                       "unless --at gives one")
+            out.once("uptime", number, "dmesg times are seconds since boot, no time of day: these events carry none "
+                                       "of their own")
     return body, ts, host
 
 

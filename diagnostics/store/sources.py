@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..errors import FabricbotError, InputError
-from ..ingest.base import IngestResult, IngestWarning, Source
+from ..ingest.base import LOG_DATES, IngestResult, IngestWarning, Source
 from ..ingest.detect import choose, read_with, readers
 from ..ingest.snapshot import CUT_SHORT, LISTED
 from ..ingest.summary import nodes as summary_nodes
@@ -302,7 +302,8 @@ def placed_by_input(name: str, result: IngestResult) -> None:
     result.warnings.append(IngestWarning(name, None, f"{fmt.count(int(missing.sum()), 'event')} "
                                          f"{'states' if one else 'state'} no time: taken as printed at the input's "
                                          f"newest time, {fmt.when(newest)}, as `analyze FILE` takes "
-                                         f"{'it' if one else 'them'} (--at gives another)"))
+                                         f"{'it' if one else 'them'} (another: `fabricbot ingest --at TIME`, or "
+                                         f"{LOG_DATES})"))
 
 
 def untimed_warning(outcome: FileOutcome) -> IngestWarning | None:

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import argparse
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -390,3 +392,23 @@ def test_a_paste_after_a_bracketed_prompt_is_refused_as_unrecognized_not_as_brok
         for door in ("analyze", "ticket"):
             code, _, err = cli(door, str(broken))
             assert code == 2 and "not valid JSON" in err, (door, text, err)
+
+
+@pytest.mark.parametrize(("sample", "node"), [("samples/kernel_sxid_aer.log", None), ("samples/mixed_paste.md", None),
+                                              ("real/nvlink_e_h100_1.txt", "h100-a"),
+                                              ("samples/journal_fm_kernel.log", None)])
+def test_what_analyze_advises_names_only_options_it_takes(sample: str, node: str | None, cli: Cli) -> None:
+    """Advice on `analyze FILE` names an option of `analyze`, or another command whole (`fabricbot ingest --at
+    TIME`, `dmesg --time-format iso`): it told a person to give the events' time with `--at`, which only `ingest`
+    takes."""
+    from bot.commands import analyze
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    analyze.register(sub)
+    options = set(sub.choices["analyze"]._option_string_actions)  # argparse lists its options nowhere public
+    assert "--end" in options
+    code, out, err = cli("analyze", str(FIXTURES / sample), *(["--node", node] if node else []))
+    assert code != 2, err
+    said = re.sub(r"`(?!--|fabricbot analyze)[^`]*`", "", out + err)  # another command, quoted whole
+    named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", said))
+    assert named <= options, (named - options, said)
