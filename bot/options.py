@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from diagnostics import InputError, Thresholds, load_thresholds
+from diagnostics import format as fmt
+from diagnostics.values import limits
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "min": "minutes", "h": "hours", "d": "days"}
@@ -22,6 +24,26 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match[2].lower()]: float(match[1])})
 
 
+def parse_window(text: str) -> timedelta:
+    """A window: a duration (`6h`, `90m`, `2d`) or a bare number of hours (`1.5`), within the limits file's window
+    (one minute to a leap year); ValueError otherwise, naming the value."""
+    try:
+        hours = float(text)
+    except ValueError:
+        hours = parse_duration(text).total_seconds() / 3600
+    least, most = limits().window_hours
+    if not least <= hours <= most:  # NaN and infinity included
+        raise ValueError(f"not a window: {text!r} (wanted: {window_wanted()})")
+    return timedelta(hours=hours)
+
+
+def window_wanted(quote: str = "") -> str:
+    """What a window option takes, as every refusal of one says it (`quote`: how each example is quoted)."""
+    least, most = limits().window_hours
+    return (f"a duration like {quote}6h{quote}, {quote}90m{quote} or {quote}2d{quote}, or a number of hours, from "
+            f"{fmt.period(least * 3600)} to {fmt.hours(most)}")
+
+
 def time_of_day(text: str) -> tuple[int, int]:
     """`08:30` -> (8, 30), a UTC time of day; ValueError otherwise."""
     hours, _, minutes = text.strip().partition(":")
@@ -31,19 +53,16 @@ def time_of_day(text: str) -> tuple[int, int]:
 
 
 def window_type(text: str) -> timedelta:
-    """`parse_duration` as an argparse type."""
+    """`parse_window` as an argparse type."""
     try:
-        return parse_duration(text)
+        return parse_window(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def hours_type(text: str) -> float:
-    """A window in hours, as a duration (`6h`, `90m`) or a bare number of hours (`1.5`), for argparse."""
-    try:
-        return float(text)
-    except ValueError:
-        return window_type(text).total_seconds() / 3600
+    """`window_type` in hours, for the options that take a number of hours."""
+    return window_type(text).total_seconds() / 3600
 
 
 def parse_time(text: str, *, field: str) -> datetime:

@@ -22,7 +22,7 @@ from .. import blocks
 from ..lifecycle import digest_text, maintenance_list, post_text, set_maintenance, verify_text, watch_text
 from ..mrkdwn import esc
 from ..nodes import UnknownName, unknown_reply
-from ..options import parse_duration
+from ..options import parse_window, window_wanted
 from ..posting import post_diagnosis, post_fleet
 from ..replies import SLACK_FAILURES, Replier
 from ..services import Services
@@ -81,7 +81,7 @@ def parse(text: str) -> Request:
         word = words.popleft()
         flag, eq, value = word.partition("=")
         if flag == "--window":
-            if not eq and not words:
+            if (not eq and not words) or (eq and not value):
                 raise UsageError("`--window` wants a duration like `6h`, `90m` or `2d`")
             window = _window(value if eq else words.popleft())
         elif node is not None and not word.startswith("-"):  # `/fabric node-1 node-2`: one node a command
@@ -97,11 +97,11 @@ def parse(text: str) -> Request:
 
 
 def _window(value: str) -> float:
-    """A `--window` value in hours, read as the command line reads one (`parse_duration`)."""
+    """A `--window` value in hours, read as the command line reads one (`parse_window`)."""
     try:
-        return parse_duration(value).total_seconds() / 3600
+        return parse_window(value).total_seconds() / 3600
     except ValueError:
-        raise UsageError(f"`--window` wants a duration like `6h`, `90m` or `2d`, not `{esc(value)}`") from None
+        raise UsageError(f"`--window` wants {window_wanted('`')}; not `{esc(value)}`") from None
 
 
 def answer(services: Services, request: Request, command: dict[str, Any], client: WebClient,

@@ -16,9 +16,6 @@ from tests.bot.commands.conftest import Cli
     (["--interval", "0.5s"], "--interval", "0.5s"),
     (["--interval", "2h"], "--interval", "2h"),  # longer than the 1 h window
     (["--window", "30m", "--interval", "31m"], "--interval", "31m"),
-    (["--window", "nan"], "--window", "nan"),
-    (["--window", "inf"], "--window", "inf"),
-    (["--window", "0.0001"], "--window", "0.0001"),
 ])
 def test_a_bad_interval_or_window_is_refused_naming_it(cli: Cli, tmp_path: Path, argv: list[str], field: str,
                                                         value: str) -> None:
@@ -27,6 +24,20 @@ def test_a_bad_interval_or_window_is_refused_naming_it(cli: Cli, tmp_path: Path,
     assert code == 2
     assert f"'{field}'" in err and repr(value) in err
     assert "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0.0001"])
+def test_a_bad_window_is_refused_by_the_option_naming_it(value: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """As every command's `--window` refuses it (bot/options.py's `parse_window`)."""
+    from bot.cli import main
+
+    out = tmp_path / "r.yml"
+    with pytest.raises(SystemExit) as left:
+        main(["rules", "--out", str(out), "--window", value])
+    err = capsys.readouterr().err
+    assert left.value.code == 2 and "--window" in err and repr(value) in err and "Traceback" not in err
     assert not out.exists()
 
 
