@@ -25,13 +25,13 @@ def parse_duration(text: str) -> timedelta:
 
 
 def parse_window(text: str) -> timedelta:
-    """A window: a duration (`6h`, `90m`, `2d`) or a bare number of hours (`1.5`), within the limits file's window
-    (one minute to a leap year); ValueError otherwise, naming the value."""
+    """A window: a duration (`6h`, `90m`, `2d`) or a bare number of hours (`1.5`), within the limits file's asked
+    window (one minute to a century); ValueError otherwise, naming the value."""
     try:
         hours = float(text)
     except ValueError:
         hours = parse_duration(text).total_seconds() / 3600
-    least, most = limits().window_hours
+    least, most = limits().asked_hours
     if not least <= hours <= most:  # NaN and infinity included
         raise ValueError(f"not a window: {text!r} (wanted: {window_wanted()})")
     return timedelta(hours=hours)
@@ -39,7 +39,7 @@ def parse_window(text: str) -> timedelta:
 
 def window_wanted(quote: str = "") -> str:
     """What a window option takes, as every refusal of one says it (`quote`: how each example is quoted)."""
-    least, most = limits().window_hours
+    least, most = limits().asked_hours
     return (f"a duration like {quote}6h{quote}, {quote}90m{quote} or {quote}2d{quote}, or a number of hours, from "
             f"{fmt.period(least * 3600)} to {fmt.hours(most)}")
 

@@ -45,6 +45,7 @@ class Limits:
     window_hours: tuple[float, float]
     rate_min_interval_s: float
     paste_max_outputs: int
+    asked_hours: tuple[float, float] = (1 / 60, 876_000.0)  # a window a person asks of histories (--window)
 
     def counter_max(self, kind: str) -> int:
         return (1 << self.counter_bits[kind]) - 1
@@ -58,6 +59,7 @@ def _load(path: Path) -> Limits:
         index = {str(k): int(v) for k, v in data["index"].items()}
         gauge = {str(k): float(v) for k, v in data["gauge"].items()}
         window = (float(data["window"]["min_hours"]), float(data["window"]["max_hours"]))
+        asked = (window[0], float(data["window"].get("max_asked_hours", Limits.asked_hours[1])))
         rate_min = float(data["rate"]["min_interval_s"])
         outputs = int(data["paste"]["max_outputs"])
     except (KeyError, TypeError, ValueError) as exc:
@@ -65,11 +67,13 @@ def _load(path: Path) -> Limits:
                           f"tables: {exc}") from None
     if not all(0 < b <= 64 for b in bits.values()) or not 0 < window[0] < window[1]:
         raise ConfigError(f"{path.name}: counter widths are 1-64 bits and 0 < min_hours < max_hours")
+    if not window[1] <= asked[1] <= 2_000_000:  # hours: a window's nanoseconds fit in 64 bits
+        raise ConfigError(f"{path.name}: [window] max_asked_hours is at least max_hours and at most 2,000,000")
     if not 0 < rate_min < window[1] * 3600:
         raise ConfigError(f"{path.name}: [rate] min_interval_s is above 0 and below the longest window")
     if outputs < 1:
         raise ConfigError(f"{path.name}: [paste] max_outputs is at least 1")
-    return Limits(bits, index, gauge, window, rate_min, outputs)
+    return Limits(bits, index, gauge, window, rate_min, outputs, asked)
 
 
 def limits() -> Limits:

@@ -178,8 +178,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return rack(args, thresholds)
     if args.store or args.node or args.job or (args.format and args.format != "snapshot"):
         return history(args, thresholds)
-    if len(args.inputs) != 1:
-        raise InputError("give one snapshot file, or histories with --node NODE (or --store DIR --node NODE)")
+    if len(args.inputs) != 1:  # several files: histories of the node they name (one, else --node is asked for)
+        return history(args, thresholds)
     read = detect.snapshot_text(args.inputs[0])
     if read is None:
         return history(args, thresholds)  # a Parquet table: the node it names, as a history

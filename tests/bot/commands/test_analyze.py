@@ -412,3 +412,15 @@ def test_what_analyze_advises_names_only_options_it_takes(sample: str, node: str
     said = re.sub(r"`(?!--|fabricbot analyze)[^`]*`", "", out + err)  # another command, quoted whole
     named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", said))
     assert named <= options, (named - options, said)
+
+
+def test_several_files_of_one_node_are_answered_as_that_node(cli: Cli) -> None:
+    """Two files of gpu-node-07 were refused ("give one snapshot file") though each alone is answered as its node:
+    they are now the node's histories, as with `--node`; files of two nodes ask for one, naming both."""
+    log, paste = str(FIXTURES / "samples" / "kernel_sxid_aer.log"), str(FIXTURES / "samples" / "mixed_paste.md")
+    code, out, err = cli("analyze", log, paste, "--json")
+    named_code, named, _ = cli("analyze", log, paste, "--node", "gpu-node-07", "--json")
+    assert code == named_code and json.loads(out)["node_id"] == "gpu-node-07", err
+    assert json.loads(out) == json.loads(named)
+    code, _, err = cli("analyze", log, str(FIXTURES / "samples" / "journal_fm_kernel.log"))
+    assert code == 2 and "gpu-node-07" in err and "n1" in err and "--node" in err
