@@ -169,6 +169,7 @@ class Warnings(_Model):
     unknown_platform: Text
     unlisted_platform: Text
     assumed_port: Text
+    assumed_pcie_port: Text | None = None  # a PCIe switch's port from the template, confirmed with lspci
     unknown_port: Text
     no_part_unknown: Text
     no_part_software: Text

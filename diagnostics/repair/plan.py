@@ -164,10 +164,13 @@ class _Builder:
             self.check_rack_map()
             return
         switch = self.values.get("switch", "")
-        if not is_switch(switch):
+        pcie = str(switch).startswith("PCIe switch")  # the graph's name for one (topology.graph)
+        if not is_switch(switch) and not pcie:
             return
         if "switch_port" in self.values and self.port_source is PortSource.ASSUMED:
-            self._warn(self.cat.warning.assumed_port)
+            said = self.cat.warning.assumed_pcie_port if pcie else self.cat.warning.assumed_port
+            if said is not None:
+                self._warn(said)
         elif "switch_port" not in self.values and self.fault in _LINK_FAULTS:
             self._warn(self.cat.warning.unknown_port)
 

@@ -240,6 +240,18 @@ def test_assumed_and_unknown_ports_are_warnings_never_steps() -> None:
     assert any("port is not known" in w for w in unknown.warnings)
 
 
+def test_an_assumed_pcie_switch_port_is_a_warning_that_says_how_to_read_it() -> None:
+    """A PCIe link's switch port from the template was put in the ticket's table as assumed, but no warning said it,
+    as one does of an NVLink's; `nvidia-smi nvlink -R` does not read a PCIe port, so the warning names what does."""
+    facts = PlanFacts(node_id="n", gpu=0, switch="PCIe switch 0", switch_port=1, port_source=PortSource.ASSUMED)
+    plan = repair_plan("hgx-h100-8gpu", FaultKind.PCIE_REPLAYS, facts)
+    said = [w for w in plan.warnings if "port 1 is assumed" in w]
+    assert said and "nvidia-smi -q -i 0 -d PCI" in said[0] and "lspci -tv" in said[0] and "nvlink" not in said[0]
+    observed = repair_plan("hgx-h100-8gpu", FaultKind.PCIE_REPLAYS, facts.model_copy(
+        update={"port_source": PortSource.OBSERVED}))
+    assert not [w for w in observed.warnings if "assumed" in w]
+
+
 def test_pre_ampere_resets_name_every_nvlink_peer_and_ampere_needs_fabric_manager() -> None:
     v100 = repair_plan("dgx1-v100-8gpu", FaultKind.GPU_NVLINKS, PlanFacts(node_id="n", gpu=5))
     assert v100.reset.command == "nvidia-smi -r -i 0,1,2,3,4,5,6,7"
