@@ -8,9 +8,8 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from diagnostics import InputError, Thresholds, load_thresholds
+from diagnostics import InputError, Thresholds, limits, load_thresholds
 from diagnostics import format as fmt
-from diagnostics.values import limits
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)\s*$", re.IGNORECASE)
 _UNITS = {"s": "seconds", "m": "minutes", "min": "minutes", "h": "hours", "d": "days"}

@@ -57,6 +57,7 @@ from .redaction import RedactingFilter, redact, redact_values
 from .service import Request, diagnose, diagnose_snapshot
 from .snapshots import LinkReading, Snapshot
 from .tables import EVENTS, GPUS, LINK_SAMPLES, STEP_SAMPLES, TABLES, TOPOLOGY, TableSchema
+from .values import limits
 
 __all__ = [
     "BELOW_RULES",
@@ -106,6 +107,7 @@ __all__ = [
     "format",
     "headline_name",
     "inert_links",
+    "limits",
     "load_thresholds",
     "name_notes",
     "normal_name",

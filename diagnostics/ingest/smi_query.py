@@ -255,8 +255,16 @@ class _Log:
                     self.out.warn(gpu.number, f"this GPU's section has no {named} where another GPU's has: the line "
                                               "is missing or damaged")
         indexed = self.whole and self.attached is not None
+        last = max((g.number for g in gpus), default=None)
+        cut = last is not None and (any(w.cut and (w.line or 0) >= last for w in self.out.warnings)
+                                    or (gpus[-1].in_pci and "replay" not in gpus[-1].row))  # stops in its PCI section
         if self.attached is not None and self.attached[0] != len(gpus):
-            if len(gpus) < self.attached[0] and len(gpus) <= max(self.logs, 1):
+            if cut and self.whole and len(gpus) < self.attached[0]:  # stops inside its last section: a whole -q
+                self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output, cut off, "
+                                                f"holds {len(gpus)}: the GPUs after its last section are not read; "
+                                                "those it holds keep their indexes (`nvidia-smi -q` lists the GPUs "
+                                                "in index order)")
+            elif len(gpus) < self.attached[0] and len(gpus) <= max(self.logs, 1):
                 buses = ", ".join(str(g.row["pci_bus_id"]) for g in gpus)
                 self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output holds "
                                                 f"{len(gpus)} GPU section{'s' if len(gpus) > 1 else ''} of its own: "
@@ -268,7 +276,7 @@ class _Log:
                 self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output holds "
                                                 f"{len(gpus)} GPU sections: a section is missing or damaged, so no "
                                                 "GPU is given an index (each keeps its bus id)")
-            indexed = False
+            indexed = indexed and cut and len(gpus) < self.attached[0]
         for index, gpu in enumerate(gpus):
             gpu.emit(self.out, self.last, self.driver, index if indexed else None)
 

@@ -142,6 +142,23 @@ def test_an_output_of_one_gpu_of_several_is_said_as_nvidia_smi_q_i() -> None:
     assert "missing or damaged" not in said
 
 
+@pytest.mark.parametrize("keep", [0.45, 0.6, 0.75])
+def test_a_whole_output_cut_off_keeps_the_indexes_of_the_gpus_it_holds(keep: float, tmp_path: Path) -> None:
+    """`nvidia-smi -q` of two GPUs cut inside the first GPU's section (or the second's) was read as `-q -i N` output:
+    its GPU placed on no index, the node's health unknown. The sections it holds come first in index order, so they
+    keep their indexes, and the cut is said."""
+    whole = (SAMPLES / "nvidia_smi_q_fabric_h100.txt").read_text()
+    cut = tmp_path / "smi_q.txt"  # a file that ends inside a line: cut (a paste may lack its last newline)
+    cut.write_text(whole[:int(len(whole) * keep)])
+    result, full = read(cut), read_text(whole)
+    got = result["link_samples"]
+    assert len(got) and got["gpu"].notna().all()
+    by_bus = dict(zip(full["link_samples"]["pci_bus_id"], full["link_samples"]["gpu"], strict=True))
+    assert all(by_bus[b] == g for b, g in zip(got["pci_bus_id"], got["gpu"], strict=True))
+    assert not [w for w in result.warnings if "-i N" in w.message]
+    assert [w for w in result.warnings if "cut off" in w.message or w.cut]
+
+
 ECC = REAL / "refused" / "smi_q_d_ecc_v100_1.txt"  # two `nvidia-smi -i N -q -d ECC` outputs, a themed prompt between
 
 
