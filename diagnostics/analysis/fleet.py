@@ -91,8 +91,6 @@ def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
     return window * (windows + 1)
 
 
-
-
 def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = timedelta(hours=1),
                   end: datetime | None = None, thresholds: Thresholds | None = None,
                   platforms: Mapping[str, str] | None = None, graphs: Mapping[str, NodeGraph] | None = None,
