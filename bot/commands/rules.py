@@ -4,7 +4,6 @@ rule, so Prometheus (or Thanos, Mimir, VictoriaMetrics) pages on the same limits
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from diagnostics import InputError
@@ -12,15 +11,6 @@ from diagnostics.prometheus import labels_only, rules_yaml, window_text
 
 from ..options import add_threshold_options, hours_type, parse_duration, thresholds_from
 from . import SUMMARIES
-
-
-def _window(hours: float) -> float:
-    """The rate window, refused unless Prometheus can write it: whole seconds, at least one."""
-    if not math.isfinite(hours) or hours <= 0:
-        raise InputError("expected a window longer than zero, such as 1h or 30m", field="--window", value=str(hours))
-    if round(hours * 3600) < 1:
-        raise InputError("the window must be at least 1s", field="--window", value=str(hours))
-    return hours
 
 
 def _interval(text: str, window_hours: float) -> str:
@@ -40,7 +30,7 @@ def _interval(text: str, window_hours: float) -> str:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    window = _window(args.window)
+    window = args.window  # as `hours_type` took it: one minute or more
     interval = _interval(args.interval, window)
     text = rules_yaml(thresholds_from(args), window_hours=window, interval=interval,
                       config=labels_only(args.prometheus_config))
