@@ -282,6 +282,7 @@ class Collector:
     _banner_nodes: set[str] = field(default_factory=set)  # `IngestResult.banner_nodes`
     _unread: list[Line] = field(default_factory=list)  # the first and the last of a run: memory stays bounded
     _said: set[str] = field(default_factory=set)
+    _cut_at: int | None = None  # the line a warning says the input is cut inside: what is left of it is no more said
 
     def __post_init__(self) -> None:
         self._given = self.node_id is not None
@@ -302,13 +303,14 @@ class Collector:
         return row
 
     def warn(self, number: int | None, message: str, *, cut: bool = False) -> None:
-        self.flush()
-        self.warnings.append(IngestWarning(self.source.name, number, message, cut=cut))
+        self.note(IngestWarning(self.source.name, number, message, cut=cut))
 
     def note(self, warning: IngestWarning) -> None:
         """A warning already made (by `Source.read_lines`), in its place among this reader's."""
         self.flush()
         self.warnings.append(warning)
+        if warning.cut:
+            self._cut_at = warning.line
 
     def retell(self, number: int, message: str) -> None:
         """The cut-line warning of this line (`note`) said again as the reader knows it now: what of it is lost."""
@@ -342,7 +344,10 @@ class Collector:
             self.warn(number, message)
 
     def unread(self, line: Line) -> None:
-        """A line this reader cannot use: gathered with its neighbours into one warning."""
+        """A line this reader cannot use: gathered with its neighbours into one warning; the remnant of a line the
+        input is cut inside, said to be cut already, is not said again as a line of another output."""
+        if line.number == self._cut_at:
+            return
         if len(self._unread) < 2:
             self._unread.append(line)
         else:

@@ -263,3 +263,19 @@ def test_a_dcgm_value_that_is_not_a_number_is_quoted_alone(tail: str) -> None:
     text = f'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{gpu="1",Hostname="axa"}} 12x{tail}\n'
     result = read_scrapes([(Source.from_text(text, name="s.prom"), None)])
     assert said(result, 1, "not a number: '12x'")
+
+
+@pytest.mark.parametrize("fixture", ["dcgmi_nvlink_down_replay_h100.txt", "nvidia_smi_q_fabric_h100.txt",
+                                     "lspci_vvv_h100.txt", "kernel_sxid_aer.log"])
+def test_a_line_cut_at_the_end_of_a_file_is_said_once(tmp_path: Path, fixture: str) -> None:
+    """A file cut inside a line says so of that line; what is left of the line was also said to be "not read as"
+    the format's output (a dcgmi table's `| -> ` before a cut `Replay`), as though it were another output's line."""
+    folder = REAL if (REAL / fixture).exists() else SAMPLES
+    text = (folder / fixture).read_text()
+    for share in (0.3, 0.5, 0.7):
+        cut = text[:int(len(text) * share)]
+        if cut.endswith("\n") or " " not in cut.rsplit("\n", 1)[-1].strip():
+            continue  # a cut at a line's end, or in its first word, leaves no remnant to say
+        result = read_file(tmp_path, cut, fixture)
+        (at,) = [w.line for w in result.warnings if w.cut and "ends inside this line" in w.message]
+        assert not [w for w in result.warnings if w.line == at and "not read as" in w.message], result.warnings
