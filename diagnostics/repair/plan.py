@@ -28,6 +28,7 @@ from ..config.repair_text import Text, fill, known
 from ..enums import FaultKind, PortSource, ResetScope
 from ..errors import ConfigError
 from ..topology import NodeGraph, PortInfo, gpu_index
+from ..topology.graph import PCIE_SWITCH
 from ..topology.templates import template
 from .plan_model import Capture, PlanFacts, PlanStep, RepairPlan, RepeatOffender, Reset
 from .plan_values import plan_values, platform_rack
@@ -164,7 +165,8 @@ class _Builder:
             self.check_rack_map()
             return
         switch = self.values.get("switch", "")
-        pcie = str(switch).startswith("PCIe switch")  # the graph's name for one (topology.graph)
+        graph = _graph(self.platform) if self.platform else None  # an assumed port is the template's
+        pcie = graph is not None and switch in graph.switches(PCIE_SWITCH)
         if not is_switch(switch) and not pcie:
             return
         if "switch_port" in self.values and self.port_source is PortSource.ASSUMED:
