@@ -257,7 +257,7 @@ class _Log:
         indexed = self.whole and self.attached is not None
         last = max((g.number for g in gpus), default=None)
         cut = last is not None and (any(w.cut and (w.line or 0) >= last for w in self.out.warnings)
-                                    or (gpus[-1].in_pci and "replay" not in gpus[-1].row))  # stops in its PCI section
+                                    or gpus[-1].stops_short)
         if self.attached is not None and self.attached[0] != len(gpus):
             if cut and self.whole and len(gpus) < self.attached[0]:  # stops inside its last section: a whole -q
                 self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output, cut off, "
@@ -363,6 +363,11 @@ class _Gpu:
         if value is not None:
             self.row[column] = value
 
+    @property
+    def stops_short(self) -> bool:
+        """Its PCI section ends before `Replays Since Reset`: the output is cut inside it."""
+        return self.in_pci and "replay" not in self.row
+
     def emit(self, out: Collector, last: Line | None, driver: str | None, index: int | None) -> None:
         self.index = index
         number = self.row.pop("source_line", self.number)
@@ -370,7 +375,7 @@ class _Gpu:
             out.add("gpus", self.number, gpu=self.index, uuid=self.uuid, serial=self.serial,
                     pci_bus_id=self.row["pci_bus_id"], model=self.model, driver_version=driver)
         if self.in_pci:
-            if "replay" not in self.row and last is not None:
+            if self.stops_short and last is not None:
                 out.warn(last.number, "the PCI section ends before `Replays Since Reset`; the output looks cut off")
             state = LinkState.UP
             if "width" in self.row and "max_width" in self.row and self.row["width"] < self.row["max_width"]:
