@@ -139,8 +139,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
     # links explain it, weighed as that part's ticket is: a warning link that explains it beside a failing one that
     # does not is no failing link explaining it
     blamed = degradation if any(f.explains_slowdown and _bad(f) for f in findings) else None
-    level = max([priority(findings, blamed, thresholds), *(p for p in map(part_level, locs) if p is not None)],
-                key=priority_rank)
+    head = part_level(loc) if loc is not None else None  # ranked first by it: the most urgent part's
+    level = max([priority(findings, blamed, thresholds), *([head] if head is not None else [])], key=priority_rank)
     if loc is not None and loc.action is not None:
         action = loc.action
     elif failing and corrupted(findings) is not None:  # a collective's wrong values: find the link, run nothing
