@@ -134,7 +134,9 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         down = state_crossing(state)
         if down is not None:
             crossed.insert(0, down)
-    if int(row.get("samples", 0) or 0) < 2 and not rates.keys() & set(COUNTERS):
+    # one reading, or one that holds the counters (the other a cut section's, without them): totals, no rate
+    lone = int(row.get("samples", 0) or 0) < 2 or (facts.totals and not counts.keys() & set(COUNTERS))
+    if lone and not rates.keys() & set(COUNTERS):
         counts = dict(facts.totals)
         evidence.append("one reading: lifetime totals only (" + fmt.totals(counts) + "); a rate needs a second "
                         "reading" if counts else "one reading of the link's state: the input carries no error counters")

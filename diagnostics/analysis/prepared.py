@@ -257,23 +257,37 @@ def _link_order(key: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def deltas(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row increase since the link's previous row (0 on a link's first row) and a reset flag.
+    """Per-row increase since the link's previous reading of the counter (0 on a link's first row) and a reset
+    flag (`starts`: a link's first row, as a mask or positions).
 
-    A drop is a reset: the counter restarted at zero, so the increase is the new value. Missing readings
-    (NaN) contribute nothing.
+    A drop is a reset: the counter restarted at zero, so the increase is the new value. A row without the counter
+    (NaN: a field left out of one scrape, a section cut short) adds nothing, and the increase across it is counted
+    at the link's next reading, as a scrape gap's is: 10, -, 30 is an increase of 20, not 0.
     """
     d = np.empty_like(values, dtype=np.float64)
     if len(values) == 0:
         return d, np.zeros(0, dtype=bool)
     d[0] = 0.0
     np.subtract(values[1:], values[:-1], out=d[1:])
+    if np.isnan(d).any():  # one pass; only a series with a missing reading is carried across it
+        values = _carried(values, starts)
+        np.subtract(values[1:], values[:-1], out=d[1:])
     reset = d < 0
     np.copyto(d, values, where=reset)
     reset[starts] = False
     d[starts] = 0.0
-    if not np.isfinite(d).all():  # one pass; nan_to_num makes several, done in place only when it must
+    if not np.isfinite(d).all():  # nan_to_num makes several passes: done in place only when it must
         np.nan_to_num(d, copy=False, nan=0.0)
     return d, reset
+
+
+def _carried(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each missing reading as its link's last reading before it (still missing before the link's first)."""
+    first = np.zeros(len(values), dtype=bool)
+    first[starts] = True
+    at = np.where(~np.isnan(values) | first, np.arange(len(values)), 0)
+    np.maximum.accumulate(at, out=at)
+    return values[at]
 
 
 

@@ -93,15 +93,41 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
         d, reset = deltas(values, run_first)
         inc = np.bincount(owner, weights=d, minlength=nseg)
         resets_total = np.maximum(resets_total, np.bincount(owner[reset], minlength=nseg))  # a few rows, not all
+        per_hour = np.where(rated, inc / safe_h, np.nan)
+        total = np.where(hi > seg0, col[last_at], np.nan)
         missing = np.isnan(values)
-        if missing.any():  # a link read without this counter (another platform's field) has no rate, not zero
-            unread = (np.bincount(owner[~missing], minlength=nseg) == 0) & (hi > lo)
-            inc[unread] = np.nan
+        if missing.any():  # some of a link's readings lack this counter (another platform's field, a cut output)
+            inc, per_hour, total = _own_readings(inc, per_hour, total, values, owner, p.t[idx], hi - lo)
         out[f"{c}_increase"] = inc
-        out[f"{c}_per_hour"] = np.where(rated, inc / safe_h, np.nan)
-        out[f"{c}_total"] = np.where(hi > seg0, col[last_at], np.nan)
+        out[f"{c}_per_hour"] = per_hour
+        out[f"{c}_total"] = total
     out["resets"] = resets_total
     return pd.DataFrame(out)
+
+
+def _own_readings(inc: np.ndarray, per_hour: np.ndarray, total: np.ndarray, values: np.ndarray, owner: np.ndarray,
+                  t: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A counter's increase, rate and total over the readings of a link that hold it (`values`, NaN where one does
+    not): no increase where none does, or one alone (the others hold no value to count from, so no zero is made of
+    them); a rate over the time between its own first and last reading; its total, its last value."""
+    missing = np.isnan(values)
+    held = np.bincount(owner[~missing], minlength=len(inc))
+    inc = np.where(((held == 0) & (rows > 0)) | ((held == 1) & (rows >= 2)), np.nan, inc)
+    mine, at = owner[~missing], t[~missing]
+    if not len(mine):
+        return inc, np.full(len(inc), np.nan), total
+    first = np.flatnonzero(np.r_[True, mine[1:] != mine[:-1]])
+    last = np.r_[first[1:], len(mine)] - 1
+    covered = np.zeros(len(inc))
+    covered[mine[first]] = (at[last] - at[first]) / NS_PER_HOUR
+    rated = covered * 3600 >= limits().rate_min_interval_s
+    ours = np.where(rated, inc / np.where(rated, covered, 1.0), np.nan)
+    total = total.copy()
+    short = np.isnan(total)
+    newest = np.full(len(inc), np.nan)
+    newest[mine[last]] = values[~missing][last]
+    total[short] = newest[short]
+    return inc, np.where(held < rows, ours, per_hour), total
 
 
 def window_sums(p: Prepared, counter: str, *, window: timedelta, end_ns: int, windows: int) -> np.ndarray:

@@ -222,3 +222,37 @@ def test_two_sources_reading_a_link_at_one_time_are_one_reading_whichever_comes_
     assert list(state["link_state"]) == ["inactive"]
     row = one(windowed_increase(frame, window=HOUR, prepared=p))
     assert row["replay_per_hour"] == pytest.approx(600.0)
+
+
+def test_a_reading_without_the_counter_is_bridged_not_counted_as_zero() -> None:
+    # 1,200/h throughout; one scrape lost the field: the increase across it is counted at the next reading
+    values = steady(1200.0)
+    values[6] = math.nan
+    row = one(windowed_increase(links(link_series(values)), window=HOUR))
+    assert row["replay_increase"] == pytest.approx(1200.0)
+    assert row["replay_per_hour"] == pytest.approx(1200.0)
+
+
+def test_a_restart_across_a_reading_without_the_counter_is_still_a_restart() -> None:
+    values = [5000.0, 5100.0, math.nan, 40.0, 140.0]
+    row = one(windowed_increase(links(link_series(values)), window=HOUR))
+    assert row["replay_increase"] == pytest.approx(100.0 + 40.0 + 100.0)
+    assert row["resets"] == 1
+
+
+def test_a_counter_one_reading_holds_is_a_total_not_a_zero_rate() -> None:
+    # the second output was cut before this GPU's replays: 63 is a total, and no rate (not 0/h) is made of it
+    row = one(windowed_increase(links(link_series([63.0, math.nan], link_type="pcie", link=None,
+                                                  step_min=10.0)), window=HOUR))
+    assert row["readings"] == 2
+    assert math.isnan(row["replay_increase"]) and math.isnan(row["replay_per_hour"])
+    assert row["replay_total"] == 63.0
+
+
+def test_a_counter_missing_from_the_newest_readings_is_rated_over_its_own() -> None:
+    # 600/h over the first 30 minutes, then three readings without the field: its rate is over its 30 minutes
+    values = [*steady(600.0, n=7), math.nan, math.nan, math.nan]
+    row = one(windowed_increase(links(link_series(values)), window=HOUR))
+    assert row["replay_increase"] == pytest.approx(300.0)
+    assert row["replay_per_hour"] == pytest.approx(600.0)
+    assert row["replay_total"] == pytest.approx(300.0)
