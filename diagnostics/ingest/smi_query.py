@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pandas as pd
+
 from ..enums import LinkState, LinkType
 from ..metrics import SATURATED_16BIT
 from ..values import gauge, number
@@ -55,6 +57,7 @@ _STRAY = re.compile(r"^(?P<stray>\S) (?P<key>.+)$")  # `g Product Name`: a byte 
 _KEY_NAME = re.compile(r"^[A-Za-z0-9()/.+-]+(?: [A-Za-z0-9()/.+-]+)*$")
 _DISPLAY = re.compile(r"(?:^|\s)(?:-d\s*|--display[=\s])([A-Za-z_,]+)")  # a command's `-d ECC`: what it shows
 _NO_SERIAL = ("N/A", "[N/A]", "Not Supported", "[Not Supported]")  # a board that reports no serial
+INFINITE_LINE = 1 << 62  # past any input's last line
 
 
 class SmiQueryReader:
@@ -72,8 +75,10 @@ class SmiQueryReader:
 
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         out = Collector(source, "nvidia-smi -q", node_id)
-        logs = {out.node_id: _Log(out)}  # each node's output: a paste of sessions on several nodes holds one each
-        log = logs[out.node_id]
+        # each node's outputs: a paste of sessions on several nodes holds one each, and a node read twice (`nvidia-smi
+        # -q`, ten minutes, `nvidia-smi -q` again: the two readings a rate needs) two, one after the other
+        logs = {out.node_id: [_Log(out)]}
+        log = logs[out.node_id][-1]
         for line in classify(source, out):
             if line.kind == "text" and line.text.strip().startswith("Timestamp"):
                 log.whole = True
@@ -83,22 +88,25 @@ class SmiQueryReader:
                                           "the readings have no time")
                 continue
             if "NVSMI LOG" in line.text:
-                log.whole = True
-                log.logs += 1
+                log.banner()
                 continue
             if skip_shell(line, out):  # a prompt may name another host: its display is that host's output's
                 log = _log_of(logs, out)
                 if line.kind == "command" and (shown := _DISPLAY.search(line.command or "")):
                     log.displays.append(shown[1])
                 continue
+            if log.read_again(line):
+                log = log.next_reading(line)
+                logs[out.node_id].append(log)
             log.take(line)
         now = out.node_id, out.timestamp
         times = {node: out.time_of(node) for node in logs}  # the time each node's `Timestamp` stated last
-        for node, each in logs.items():
-            out.node_id, out.timestamp = node, times[node]
-            each.finish()
+        for node, readings in logs.items():
+            for each in readings:
+                out.node_id, out.timestamp = node, each.time if each.until is not None else times[node]
+                each.finish()
         out.node_id, out.timestamp = now
-        bare = [(node, each) for node, each in logs.items() if each.whole and each.gpus
+        bare = [(node, each) for node, readings in logs.items() for each in readings[-1:] if each.whole and each.gpus
                 and not any(what[0] in ("PCI", "Fabric") for g in each.gpus.values() for what in g.seen)]
         for node, each in reversed(bare):  # each host's output, named where the paste holds several
             said = _without_sections(each)
@@ -106,11 +114,12 @@ class SmiQueryReader:
         return out.result()
 
 
-def _log_of(logs: dict[str | None, _Log], out: Collector) -> _Log:
-    """The output of the node the lines are now of; what came before any node was named is the first node's."""
+def _log_of(logs: dict[str | None, list[_Log]], out: Collector) -> _Log:
+    """The output of the node the lines are now of (its latest reading); what came before any node was named is the
+    first node's."""
     if out.node_id not in logs and list(logs) == [None]:
         logs[out.node_id] = logs.pop(None)
-    return logs.setdefault(out.node_id, _Log(out))
+    return logs.setdefault(out.node_id, [_Log(out)])[-1]
 
 
 def _without_sections(log: _Log) -> str:
@@ -142,6 +151,40 @@ class _Log:
         self.skipping: str | None = None  # why the lines up to the next GPU header are not read
         self.last: Line | None = None
         self.displays: list[str] = []  # the `-d` displays of the commands pasted with the output
+        # a banner after GPU sections: the time and header before it, this reading's if the same GPUs follow
+        self.before: tuple[pd.Timestamp | None, tuple[int, int] | None, str | None] | None = None
+        self.time: pd.Timestamp | None = None  # once the next reading began (`until`, its first line): this one's
+        self.until: int | None = None
+
+    def banner(self) -> None:
+        """An `NVSMI LOG` banner: the start of an output. One after GPU sections begins another output: of other
+        GPUs (`-q -i N` run for each, one reading), or of the same GPUs again (`read_again`: a second reading)."""
+        self.whole = True
+        self.logs += 1
+        if self.gpus:
+            self.before = (self.out.timestamp, self.attached, self.driver)
+            self.gpu, self.skipping = None, None
+            self.stack.clear()
+
+    def read_again(self, line: Line) -> bool:
+        """Whether `line` is the header of a GPU this output holds, after a banner and a time later than its own:
+        the output printed again, a second reading of the same GPUs (a time not stated or the same: one GPU's
+        section twice, `header` says)."""
+        if self.before is None or not (header := _GPU.match(line.text.strip())):
+            return False
+        then = self.before[0]
+        return normalize_bus_id(header["bus"]) in self.gpus and then is not None and \
+            self.out.timestamp is not None and self.out.timestamp != then
+
+    def next_reading(self, line: Line) -> _Log:
+        """This output ends before the banner before `line`, at the time it stated; the next reading starts."""
+        assert self.before is not None
+        nxt = _Log(self.out)
+        nxt.whole, nxt.logs, nxt.attached, nxt.driver, nxt.displays = True, 1, self.attached, self.driver, self.displays
+        self.time, self.attached, self.driver = self.before
+        self.logs -= 1
+        self.until = line.number
+        return nxt
 
     def take(self, line: Line) -> None:
         self.last = line
@@ -256,8 +299,8 @@ class _Log:
                                               "is missing or damaged")
         indexed = self.whole and self.attached is not None
         last = max((g.number for g in gpus), default=None)
-        cut = last is not None and (any(w.cut and (w.line or 0) >= last for w in self.out.warnings)
-                                    or gpus[-1].stops_short)
+        cut = last is not None and (any(w.cut and last <= (w.line or 0) < (self.until or INFINITE_LINE)
+                                        for w in self.out.warnings) or gpus[-1].stops_short)
         if self.attached is not None and self.attached[0] != len(gpus):
             if cut and self.whole and len(gpus) < self.attached[0]:  # stops inside its last section: a whole -q
                 self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output, cut off, "
@@ -272,6 +315,14 @@ class _Log:
                                                 f"keep the bus id ({buses}) and are placed on no GPU of the board; "
                                                 "`nvidia-smi --query-gpu=index,pci.bus_id --format=csv` names the "
                                                 "index, or paste `nvidia-smi -q` whole")
+            elif self.logs > 1 and len(gpus) == self.logs * self.attached[0]:
+                self.out.warn(self.attached[1], f"the input holds {self.logs} whole `nvidia-smi -q` outputs of "
+                                                f"{self.attached[0]} GPUs each, on different bus ids: outputs of "
+                                                f"{self.logs} machines, read as one node's? Each machine's readings "
+                                                "are its own node's: read each output as a file of its own with its "
+                                                "--node, or paste each after a prompt naming its host "
+                                                "(`user@node01:~$ nvidia-smi -q`); here no GPU is given an index "
+                                                "(each keeps its bus id)")
             else:
                 self.out.warn(self.attached[1], f"Attached GPUs says {self.attached[0]} and the output holds "
                                                 f"{len(gpus)} GPU sections: a section is missing or damaged, so no "

@@ -13,7 +13,7 @@ from diagnostics.ingest.base import Source
 from diagnostics.ingest.smi_query import READER
 from diagnostics.service import files_source
 from diagnostics.store import open_store
-from tests.ingest.helpers import REAL, SAMPLES, read, read_text, warning_lines
+from tests.ingest.helpers import H100_SMI_Q, REAL, SAMPLES, read, read_text, smi_q_read_twice, warning_lines
 
 
 def test_v100_pci_section() -> None:
@@ -210,3 +210,51 @@ def test_each_hosts_display_is_named_under_that_host() -> None:
     said = [w.message for w in result.warnings if "the display it was run with" in w.message]
     assert [s.split(":", 1)[0] for s in said] == ["nodeA", "nodeB"], said
     assert "`-d ECC`," in said[0] and "`-d TEMPERATURE`," in said[1], said
+
+
+def _pcie(result: object) -> pd.DataFrame:
+    links = result.tables["link_samples"]  # type: ignore[attr-defined]
+    return links[links["link_type"] == "pcie"]
+
+
+def test_the_same_board_read_twice_in_one_paste_is_two_readings() -> None:
+    result = read_text(smi_q_read_twice(), name="twice.txt")
+    pcie = _pcie(result)
+    times = sorted(pcie["timestamp"].unique())
+    assert [str(t) for t in times] == ["2024-06-21 02:03:08+00:00", "2024-06-21 02:13:08+00:00"]
+    for t in times:  # each reading of the whole board keeps every GPU's index
+        assert sorted(pcie.loc[pcie["timestamp"] == t, "gpu"].astype(int)) == list(range(8))
+    gpu0 = pcie[pcie["gpu"] == 0].sort_values("timestamp")["replay"].tolist()
+    assert gpu0 == [120, 5120]
+    assert not [w for w in result.warnings if "again" in w.message]
+
+
+def test_the_same_output_pasted_twice_at_one_time_is_one_reading_said() -> None:
+    body = H100_SMI_Q.read_text()
+    result = read_text(body + body.split("\n", 1)[1], name="twice.txt")
+    assert len(_pcie(result)) == 8
+    assert any("section again" in w.message for w in result.warnings)
+
+
+def test_a_second_reading_cut_short_keeps_the_first_whole_and_says_the_cut() -> None:
+    result = read_text(smi_q_read_twice(cut_in_gpu4=True), name="twice.txt")
+    pcie = _pcie(result)
+    first = pcie[pcie["timestamp"] == pcie["timestamp"].min()]
+    second = pcie[pcie["timestamp"] == pcie["timestamp"].max()]
+    assert sorted(first["gpu"].astype(int)) == list(range(8))
+    assert sorted(second["gpu"].astype(int)) == [0, 1, 2, 3, 4]
+    assert second.loc[second["gpu"] == 4, "replay"].isna().all()  # cut before its replays: no value made
+    said = " ".join(w.message for w in result.warnings)
+    assert "cut off" in said and "Attached GPUs says 8" in said
+
+
+def test_two_boards_outputs_pasted_as_one_node_are_said_to_be_two_machines() -> None:
+    body = H100_SMI_Q.read_text().split("\n", 1)[1]
+    other = body
+    for bus in ("53", "64", "75", "86", "97", "A8", "B9", "CA"):  # another board: its GPUs on other buses
+        other = other.replace(f"00000000:{bus}:00.0", f"00000001:{bus}:00.0")
+    other = other.replace("Fri Jun 21 02:03:08 2024", "Fri Jun 21 02:13:08 2024", 1)
+    result = read_text(body + other, name="two.txt")
+    said = [w.message for w in result.warnings if "GPU sections" in w.message or "whole `nvidia-smi -q`" in w.message]
+    assert len(said) == 1 and "2 whole `nvidia-smi -q` outputs of 8 GPUs each" in said[0]
+    assert _pcie(result)["gpu"].isna().all()  # no GPU is placed on an index of a board it may not be on

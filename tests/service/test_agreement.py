@@ -27,6 +27,7 @@ from diagnostics import Diagnosis
 from diagnostics.synth.rack_fleet import generate_racks
 from tests.bot.helpers import OPS, local_bot, summary_for
 from tests.conftest import FIXTURES
+from tests.ingest.helpers import smi_q_read_twice
 from tests.shared import answered_exit
 
 FACTS = ("fault_detected", "isolated_component", "degradation_pct", "ticket_priority", "verdict", "repair_action",
@@ -107,7 +108,16 @@ def _cases(tmp: Path, racks: tuple[Path, str]) -> list[Case]:
         Case("Fabric Manager log", [real / "fabricmanager_sxid20034_gpud_1.txt"], "n1"),
         Case("dcgmi nvlink -s paste", [real / "dcgmi_nvlink_s_all_down_1.txt"], "n1", dated_by=[AT]),
         Case("system journal, kernel and Fabric Manager", [FIXTURES / "samples" / "journal_fm_kernel.log"], "n1"),
+        Case("nvidia-smi -q read twice in one paste", [_pasted(tmp, "twice.txt", smi_q_read_twice())], "h100-q"),
+        Case("nvidia-smi -q read twice, the second cut",
+             [_pasted(tmp, "twice-cut.txt", smi_q_read_twice(cut_in_gpu4=True))], "h100-q"),
     ]
+
+
+def _pasted(tmp: Path, name: str, text: str) -> Path:
+    path = tmp / name
+    path.write_text(text)
+    return path
 
 
 def _direct(run: Run, case: Case) -> dict[str, Any]:
@@ -175,7 +185,8 @@ def _posted(store: Path, node: str) -> tuple[dict[str, Any], str]:
 CASES = ("seed, failing", "seed, healthy", "seed on a platform", "normalized CSV tables", "nvidia-smi nvlink -e paste",
          "kernel log", "committed fleet, failing node", "committed fleet, healthy node",
          "committed fleet, off-the-bus GPU", "NVL72 rack, a compute tray", "Fabric Manager log",
-         "dcgmi nvlink -s paste", "system journal, kernel and Fabric Manager")
+         "dcgmi nvlink -s paste", "system journal, kernel and Fabric Manager", "nvidia-smi -q read twice in one paste",
+         "nvidia-smi -q read twice, the second cut")
 
 
 @pytest.mark.parametrize("asked", CASES)
@@ -378,3 +389,22 @@ def test_a_gpu_off_the_bus_in_a_kernel_log_alone_holds_at_every_door_after_its_h
         assert got["isolated_component"] == "the GPU at PCI 0000:91:00.0", (door, got)
         assert got["ticket_priority"] == "urgent", (door, got)
     assert "Xid 79" in out and "0000:91:00.0" in out
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_a_board_read_twice_in_one_paste_is_judged_on_its_rate_through_a_file_and_a_store(
+        cut: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`nvidia-smi -q`, ten minutes, `nvidia-smi -q` again, pasted as one: GPU 0's replays are a rate (30,000/h,
+    failing), not a second section dropped; a second reading cut before GPU 4's replays leaves its 63 a total, not
+    a rate of 0/h within thresholds."""
+    paste = _pasted(tmp_path, "twice.txt", smi_q_read_twice(cut_in_gpu4=cut))
+    assert main(["ingest", str(paste), "--node", "h100-q", "--store", str(tmp_path / "s")]) == 0
+    capsys.readouterr()
+    texts = []
+    for argv in (["analyze", str(paste), "--node", "h100-q"], ["analyze", "--store", str(tmp_path / "s"), "--node",
+                                                              "h100-q"]):
+        assert main(argv) == 0
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1]
+    assert "isolated: GPU 0 PCIe" in texts[0] and "replays 30,000/h > 1,000/h (pcie_replay)" in texts[0]
+    assert ("total:    GPU 4 PCIe: replays 63 since reset" in texts[0]) is cut
