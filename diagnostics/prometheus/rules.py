@@ -128,8 +128,8 @@ def _other_summary(builder: QueryBuilder, query: SweepQuery) -> str:
     lab = builder.config.labels
     node, gpu = f"{{{{ $labels.{lab.node} }}}}", f"GPU {{{{ $labels.{lab.gpu} }}}}"
     value = "{{ $value }}"
-    if query.xid:
-        return f"{node} {gpu}: Xid {value} ({query.rule})"
+    if query.xid:  # the code is the series' label (the gauge's query sets it); the value counts the Xids
+        return f"{node} {gpu}: Xid {{{{ $labels.{lab.xid} }}}} ({query.rule}), {value} in the window"
     if query.rule == GPU_MISSING_RULE:
         return f"{node}: {value} GPUs report, fewer than its platform has"
     if query.rule == BELOW_EXPECTED_RULE:

@@ -210,3 +210,50 @@ def test_a_node_whose_every_series_stopped_pages_no_link_as_missing(tmp_path: Pa
     test.write_text(STOPPED_TEST.format(rules=rules.name), encoding="utf-8")
     done = _promtool("test", "rules", str(test))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+XID_TEST = """
+rule_files: [{rules}]
+evaluation_interval: 10m
+tests:
+  - interval: 10m
+    input_series:
+      # three Xid 74s counted on GPU 3 of n1 inside the hour; the last-Xid gauge of n2's GPU 1 turns 79 at 60 min
+      - series: 'DCGM_EXP_XID_ERRORS_COUNT{{Hostname="n1", gpu="3", xid="74"}}'
+        values: '0x7 3x3'
+      - series: 'DCGM_FI_DEV_XID_ERRORS{{Hostname="n2", gpu="1"}}'
+        values: '0x6 79x4'
+      - series: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0{{Hostname="n2", gpu="1"}}'
+        values: '0x10'
+    alert_rule_test:
+      - eval_time: 90m
+        alertname: FabricbotXidNvlink
+        exp_alerts:
+          - exp_labels: {{Hostname: n1, gpu: "3", xid: "74", severity: failing, fabricbot_rule: xid_nvlink,
+                         link_type: nvlink}}
+            exp_annotations:
+              summary: "n1 GPU 3: Xid 74 (xid_nvlink), 3 in the window"
+              description: "{nvlink_doc}"
+      - eval_time: 90m
+        alertname: FabricbotXidOffBus
+        exp_alerts:
+          - exp_labels: {{Hostname: n2, gpu: "1", xid: "79", severity: down, fabricbot_rule: xid_off_bus,
+                         link_type: pcie}}
+            exp_annotations:
+              summary: "n2 GPU 1: Xid 79 (xid_off_bus), 1 in the window"
+              description: "{off_bus_doc}"
+"""
+
+
+@needs_promtool
+def test_an_xid_alert_names_the_xid_its_series_counted_not_how_many(tmp_path: Path) -> None:
+    """The code is the series' `xid` label; the alert's value is how many there were (three Xid 74s once paged as
+    "Xid 3")."""
+    thresholds = load_thresholds()
+    rules = tmp_path / "fabricbot.rules.yml"
+    rules.write_text(rules_yaml(thresholds), encoding="utf-8")
+    test = tmp_path / "fabricbot.test.yml"
+    test.write_text(XID_TEST.format(rules=rules.name, nvlink_doc=thresholds.rule("xid_nvlink").doc,
+                                    off_bus_doc=thresholds.rule("xid_off_bus").doc), encoding="utf-8")
+    done = _promtool("test", "rules", str(test))
+    assert done.returncode == 0, done.stdout + done.stderr
