@@ -81,6 +81,20 @@ def presence_queries(builder: QueryBuilder, span_hours: float) -> PresenceQuerie
                            every=over_every_series if pcie else None)
 
 
+def quiet_in_window(builder: QueryBuilder, span_hours: float, window_hours: float) -> str | None:
+    """The nodes with a presence sample in the span the rules read and none in the window, by name: an exporter
+    that stopped an hour or more ago. Each rule's query reads the window, so none of them says such a node (the
+    store's sweep calls it not judged); None where the span is the window, or no presence counter is mapped. It
+    reads the series the count reads (a GPU's PCIe ones, where mapped)."""
+    node = builder.by("node")
+    pcie = builder.names(PRESENCE_COLUMN, LinkType.PCIE)
+    named = builder.selector(pcie, f'{node}!=""') if pcie else presence_selector(builder, f'{node}!=""')
+    if named is None or span_hours <= window_hours:
+        return None
+    return (f"(group by ({node}) (last_over_time({named}[{duration(span_hours)}]))) unless on ({node}) "
+            f"(group by ({node}) (last_over_time({named}[{duration(window_hours)}])))")
+
+
 def known_nodes(client: PrometheusClient, builder: QueryBuilder, start: datetime,
                 end: datetime) -> LabelValues | PrometheusError:
     """The nodes the server's index holds presence series of from `limits.known_nodes_hours` before `start` to as

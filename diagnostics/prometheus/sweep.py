@@ -3,7 +3,7 @@
 Any query that fails or answers with warnings marks the result incomplete, with the reason; an empty offender list
 is only "healthy" when every query answered in full. The queries run in a bounded pool (`limits.concurrency`):
 the first one alone, so that a server that is down is met by one request and its retries, not by a burst (when
-it gets no answer at all, the rest are not sent and each says so); the rest together. Answers are taken in query
+it gets no answer at all, the rest are not sent, said once); the rest together. Answers are taken in query
 order, so the result does not depend on which came first.
 """
 
@@ -36,6 +36,7 @@ from .presence import (
     check_node_label,
     known_nodes,
     presence_queries,
+    quiet_in_window,
     reporting,
     reporting_now,
     say_silent,
@@ -146,7 +147,8 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
     search = young_query(builder, window_hours, young_span_hours(thresholds, window_hours))
     span = history_needed(timedelta(hours=window_hours), thresholds)
     presence = presence_queries(builder, span.total_seconds() / 3600)
-    result.queries = len(queries) + (search is not None) + (presence is not None)
+    before = quiet_in_window(builder, span.total_seconds() / 3600, window_hours)
+    result.queries = len(queries) + (search is not None) + (presence is not None) + (before is not None)
     result.not_pushed_down = unpushed_rules(thresholds, builder)
 
     def evaluate(promql: str) -> Answer | PrometheusError:
@@ -157,25 +159,35 @@ def find_offenders(client: PrometheusClient, thresholds: Thresholds, at: datetim
         answers = [evaluate(q.promql) for q in queries[:1]]
     searched: Answer | PrometheusError | None = None
     present: Answer | PrometheusError | None = None
+    quiet: Answer | PrometheusError | None = None
     known: LabelValues | PrometheusError | None = None
+    sent = queries
     if answers and isinstance(answers[0], PrometheusUnavailable):  # no point sending the rest to a dead server
-        dead = PrometheusError(f"not sent: the server did not answer the first query ({answers[0]})")
-        answers += [dead for _ in queries[1:]]
-        searched = None if search is None else dead
-        present = None if presence is None else dead
+        sent = queries[:1]
     else:
         with ThreadPoolExecutor(max_workers=client.config.limits.concurrency) as pool:
             found = None if search is None else pool.submit(evaluate, search)
             counted = None if presence is None else pool.submit(evaluate, presence.count)
             listed = None if presence is None else pool.submit(known_nodes, client, builder, at - span, at)
+            stopped = None if before is None else pool.submit(evaluate, before)
             answers.extend(pool.map(evaluate, [q.promql for q in queries[1:]]))
+            quiet = None if stopped is None else stopped.result()
             searched = None if found is None else found.result()
             present = None if counted is None else counted.result()
             known = None if listed is None else listed.result()
     if isinstance(known, LabelValues) and not known.values:
         check_node_label(client, builder, at - span, at)
-    _collect(client, queries, answers, result)
+    _collect(client, sent, answers, result)
+    if len(sent) < len(queries):  # said once: each unsent query repeating the first one's error said nothing more
+        result.incomplete_reasons.append(f"the other {fmt.count(result.queries - len(sent), 'query', 'queries')} "
+                                         "not sent: the server did not answer the first")
+        result.offenders = _ranked(result.offenders)
+        return
     _say_stopped(builder, evaluate, result)
+    if quiet is not None and _usable(quiet, "the nodes quiet since before the window", result):
+        gone = reporting(quiet, client.config.labels.node) - {o.node_id for o in result.offenders}
+        if gone:
+            result.no_reading(sorted(gone), timedelta(hours=window_hours))
     if searched is not None:
         _rate_young(client, thresholds, at, window_hours, builder, searched, result)
     if presence is not None and present is not None:

@@ -179,3 +179,21 @@ def test_a_quiet_node_is_headed_fault_unknown_on_both_doors(quiet_fleet: Fleet, 
         main(args)
         heads.append(capsys.readouterr().out.splitlines()[0])
     assert all("fault=unknown" in head for head in heads), heads
+
+
+@pytest.mark.parametrize("quiet", [timedelta(hours=2), timedelta(minutes=65)])
+def test_a_node_quiet_since_before_the_window_leaves_the_fleet_view_incomplete_on_both_doors(
+        quiet: timedelta, quiet_fleet: Fleet, quiet_server: Server, quiet_store: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Its last sample inside the span the rules read, none in the window: no rule's query sees it, and the
+    server's sweep once called the fleet complete without it (exit 0 over a node whose exporter had stopped)."""
+    last = quiet_fleet.samples.loc[quiet_fleet.samples["node_id"] == QUIET, "timestamp"].max()
+    at = (last + quiet).isoformat()
+    codes, said = [], []
+    for door in (["--store", str(quiet_store)], ["--prometheus", quiet_server.url]):
+        codes.append(main(["sweep", *door, "--at", at, "--json"]))
+        out = json.loads(capsys.readouterr().out)
+        said.append((out["complete"], [r for r in out["incomplete_reasons"] if QUIET in r]))
+    assert codes == [3, 3]
+    assert [complete for complete, _ in said] == [False, False]
+    assert all(len(reasons) == 1 for _, reasons in said), said
