@@ -14,10 +14,12 @@ import pandas as pd
 from diagnostics import Diagnosis, Snapshot, SweepResult, outside_ascii
 from diagnostics.analysis import Diagnostic, Pass, RepairCheck
 from diagnostics.config import AlertPolicy, Thresholds, VerificationPolicy, load_thresholds, load_watch
+from diagnostics.prometheus import PrometheusClient, load_config
 from diagnostics.render import Drawable, drawable_of
 from diagnostics.service import (
     Answer,
     DiagnosisWorkers,
+    PrometheusSource,
     Request,
     SnapshotSource,
     Source,
@@ -117,6 +119,14 @@ class NodeSource:
     def sweep(self) -> SweepResult:
         """The fleet swept as `fabricbot sweep` does: the offending nodes' diagnoses, planned work held."""
         return sweep(self.source, self.request())
+
+    def sweep_server(self, url: str, *, at: datetime) -> SweepResult:
+        """The fleet swept on a Prometheus server as `fabricbot sweep --prometheus` does, with this bot's planned
+        work held (the server knows none)."""
+        with PrometheusClient(load_config(url)) as client:
+            server = PrometheusSource(client, at=at)
+            server.hold(self.maintenance())
+            return sweep(server, replace(self.request(), end=at))
 
     def alert_pass(self, *, alerts: Mapping[tuple[str, str], Alert], at: datetime,
                    ticket_of: Callable[[str, str], str | None], open_storm: int | None,

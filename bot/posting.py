@@ -12,7 +12,7 @@ from collections.abc import Callable
 from slack_sdk import WebClient
 
 from diagnostics import Diagnosis, FabricbotError
-from diagnostics.prometheus import SweepResult, sweep_url
+from diagnostics.prometheus import SweepResult
 from diagnostics.render import render_correlation, render_fleet
 
 from . import blocks, fitting, fleet_blocks
@@ -111,9 +111,8 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
             blocks=fleet_blocks.fleet_blocks(result))
         services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))
         return
-    thresholds = services.source.thresholds
     try:
-        result = sweep_url(thresholds, url, at=services.clock())
+        result = services.source.sweep_server(url, at=services.clock())
     except FabricbotError as exc:  # a bad setting or a refused window: no fleet view at all
         services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=False,
                         error=str(exc))

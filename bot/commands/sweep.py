@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
@@ -16,6 +16,7 @@ from diagnostics import LINKS_SHOWN, ConfigError, InputError, Offender, offendin
 from diagnostics import format as fmt
 from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
+from diagnostics.store import DB_NAME
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 from . import SUMMARIES
@@ -113,6 +114,10 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None, every: b
 def cmd_sweep(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
     at = parse_time(args.at, field="--at") if args.at else None
+    if args.store and args.prometheus:
+        raise InputError("give --store DIR (sweep the local store) or --prometheus URL (sweep the server), not both; a "
+                         f"server's sweep reads its planned work from the store {STORE_ENV} names",
+                         field="--prometheus", value=args.prometheus)
     if args.store:
         if args.node:
             raise InputError("--node reads one node from Prometheus; for a stored node run "
@@ -126,7 +131,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.node:
         with PrometheusClient(config) as client:
             request = Request(node=args.node, window=timedelta(hours=args.window), end=at, thresholds=thresholds)
-            answer = diagnose(PrometheusSource(client, at=at), request)
+            answer = diagnose(_server(client, at), request)
         diagnosis = answer.diagnosis
         if args.json:
             print_json(diagnosis)
@@ -146,8 +151,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return said_incomplete(answer.incomplete) or (1 if diagnosis.fault_detected else 0)
     with PrometheusClient(config) as client:
         request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
-        result = sweep(PrometheusSource(client, at=at), request, read_back=not args.no_analyze)
+        result = sweep(_server(client, at), request, read_back=not args.no_analyze)
     return _report(result, args.json, args.png, args.all)
+
+
+STORE_ENV = "FABRICBOT_STORE"
+
+
+def _server(client: PrometheusClient, at: datetime | None) -> PrometheusSource:
+    """The server as a source, with the planned work `maintenance` keeps in $FABRICBOT_STORE (the store the bot and
+    `fabricbot maintenance` share): the server knows none, and a node under it pages no one through any door."""
+    source = PrometheusSource(client, at=at)
+    store = os.environ.get(STORE_ENV)
+    if store and (Path(store) / DB_NAME).exists():
+        source.hold(StoreSource(store).maintenance())
+    elif store:
+        print(f"fabricbot: {STORE_ENV}={store} holds no store: no planned work is read for this sweep",
+              file=sys.stderr)
+    return source
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

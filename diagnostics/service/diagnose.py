@@ -493,14 +493,21 @@ def named(diagnosis: Diagnosis, names: list[str], asked: str | None = None) -> D
     return diagnosis.model_copy(update={"warnings": [*notes, *(w for w in diagnosis.warnings if w not in notes)]})
 
 
+def planned_note(windows: list[Maintenance], *, start: datetime, end: datetime) -> str | None:
+    """How a node's planned work overlapping the window from `start` to `end` is said (None: none does)."""
+    hits = [w for w in windows if w.start <= end and (w.until is None or w.until > start)]
+    if not hits:
+        return None
+    window = max(hits, key=lambda w: w.until or end + timedelta(days=3650))
+    return window.note if window.covers(end) else f"{window.note}; it ended inside this window"
+
+
 def planned(diagnosis: Diagnosis, windows: list[Maintenance], *, start: datetime, end: datetime) -> Diagnosis:
     """A diagnosis of a node whose planned work overlaps the window: its findings kept and shown, its priority
     low (nothing pages) and `maintenance` set (no ticket is drafted from it)."""
-    hits = [w for w in windows if w.start <= end and (w.until is None or w.until > start)]
-    if not hits:
+    note = planned_note(windows, start=start, end=end)
+    if note is None:
         return diagnosis
-    window = max(hits, key=lambda w: w.until or end + timedelta(days=3650))
-    note = window.note if window.covers(end) else f"{window.note}; it ended inside this window"
     return diagnosis.model_copy(update={
         "maintenance": note, "ticket_priority": Priority.LOW,
         "warnings": [f"{note}: findings are shown, not paged or ticketed", *diagnosis.warnings]})

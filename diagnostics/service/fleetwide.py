@@ -37,8 +37,9 @@ from ..offenders import SweepResult, offenders_of, worst_first
 from ..prometheus.config import load_limits
 from ..prometheus.sweep import sweep as pushed_down
 from ..store.alerts import Alert
+from ..store.maintenance import Maintenance
 from ..store.sources import UNTIMED_ADVICE
-from .diagnose import Fleet, fleet, last_window
+from .diagnose import Fleet, fleet, last_window, planned, planned_note
 from .fleet_end import FleetEnd, source_end
 from .prometheus import PrometheusSource
 from .request import Request
@@ -95,8 +96,10 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
     """`sweep`'s result and the windows it read (none from Prometheus, which reads back offenders only)."""
     hours = request.length.total_seconds() / 3600
     if isinstance(source, PrometheusSource):
-        return pushed_down(source.client, request.thresholds, at=request.end, window_hours=hours,
-                           analyze=read_back, step_s=source.step_s, dmap=source.dmap), []
+        pushed = pushed_down(source.client, request.thresholds, at=request.end, window_hours=hours,
+                             analyze=read_back, step_s=source.step_s, dmap=source.dmap)
+        _say_held(pushed, _planned_on(source, pushed, request.length))
+        return pushed, []
     started = time.perf_counter()
     answered = fleet(source, request)
     ends = [w.end for w in answered.windows if w.end is not None]
@@ -122,7 +125,7 @@ def _swept(source: Source, request: Request, *, read_back: bool = True) -> tuple
                           thresholds=request.thresholds)
     result.timings.fetch_s = max(time.perf_counter() - started - engine, 0.0)
     result.timings.analyze_s = engine
-    _say_held(result)
+    _say_held(result, {n: d.maintenance for n, d in result.diagnoses.items() if d.maintenance})
     _say_unjudged(result, answered, source, request)
     _say_ahead(result, answered)
     result.stopped_reporting(sorted(n for n in answered.stopped if n not in result.silent), request.length)
@@ -194,15 +197,31 @@ def _ran(answered: Fleet) -> set[str]:
                     if any(f.ref.kind is ComponentKind.GPU_FABRIC for f in d.findings)}
 
 
-def _say_held(result: SweepResult) -> None:
-    """Planned work does not page: shown as a warning, left out of the offenders."""
-    held = sorted(n for n, d in result.diagnoses.items() if d.maintenance)
+def _say_held(result: SweepResult, notes: Mapping[str, str]) -> None:
+    """Planned work does not page: the nodes under it (`notes`: each one's, as its answer says it) shown as a
+    warning, left out of the offenders."""
+    held = sorted(notes)
     if not held:
         return
-    result.offenders = [o for o in result.offenders if o.node_id not in held]
-    result.confirmed = {n: f for n, f in result.confirmed.items() if n not in held}
+    result.offenders = [o for o in result.offenders if o.node_id not in notes]
+    result.confirmed = {n: f for n, f in result.confirmed.items() if n not in notes}
     result.warnings.append(f"{fmt.count(len(held), 'node')} in maintenance, their findings not counted as offenders: "
-                           + "; ".join(f"{n} {result.diagnoses[n].maintenance}" for n in held[:10]))
+                           + "; ".join(f"{n} {notes[n]}" for n in held[:10]))
+
+
+def _planned_on(source: Source, result: SweepResult, length: timedelta) -> dict[str, str]:
+    """A pushed-down sweep's nodes under planned work overlapping its window, each said as its answer says it (the
+    server knows no planned work: the source holds it, from the store the bot or `--store` names); their read-back
+    diagnoses say it too."""
+    windows: dict[str, list[Maintenance]] = {}
+    for w in source.maintenance().windows():
+        windows.setdefault(w.node_id, []).append(w)
+    start = result.at - length
+    notes = {n: note for n in {o.node_id for o in result.offenders} | set(result.diagnoses)
+             if (note := planned_note(windows.get(n, []), start=start, end=result.at)) is not None}
+    result.diagnoses = {n: planned(d, windows.get(n, []), start=start, end=result.at)
+                        for n, d in result.diagnoses.items()}
+    return notes
 
 
 def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request: Request) -> None:

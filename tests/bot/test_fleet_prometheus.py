@@ -87,3 +87,28 @@ def test_an_incomplete_sweep_with_offenders_stays_within_slack_limits() -> None:
     assert "INCOMPLETE: 480 offending links found so far" in text and "not an all-clear" in text
     assert "…and 20 more reasons" in text and "more lines" in text
     assert "node-000" in text and "GPU 7 NVLink 3: nvlink_replay (failing), 2,000/h > 1,000/h" in text
+
+
+@pytest.mark.prometheus
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(bool(promtool_missing()), reason=str(promtool_missing()))
+def test_fleet_on_the_server_holds_the_bots_planned_work(fleet: Fleet, server: Server) -> None:
+    """A node the bot has under planned work is no offender of the server's sweep, as of the store's: the server
+    knows no planned work (it once listed the node, and a page followed)."""
+    from datetime import timedelta
+
+    from bot.nodes import SnapshotNodeSource
+    from tests.bot.helpers import SEEDS
+
+    source = SnapshotNodeSource.from_files([SEEDS])
+    source.maintenance().set("node-001", start=fleet.end - timedelta(minutes=30), span=timedelta(hours=2),
+                             reason="swap the GPU 2 riser", set_by="UALICE")
+    clock = lambda: fleet.end  # noqa: E731
+    with local_bot(Settings(prometheus_url=server.url), source=source, clock=clock) as local:
+        assert local.injector.command("fleet", user="UALICE", channel=OPS).status == 200
+        assert local.slack.wait_for(lambda s: posted(s), timeout=LONG_WAIT)
+        message = posted(local.slack)[0]
+    text = message.shown + "\n" + message.shown_blocks
+    assert "GPU 2 NVLink 5" not in text  # node-001's failing link, held
+    assert "node-001 in maintenance until" in text and "swap the GPU 2 riser" in text
+    assert "node-003" in text  # the others still listed
