@@ -1,8 +1,9 @@
 """Alertmanager in: each webhook alert that names a node is answered in the alert channel with that node's diagnosis
 (the service's, as `/fabric NODE` gives it). Alerts for the same node and part share one message; a resolved alert
-updates it once every alert under it has resolved. An alert for a node the store does not know, or naming none, is
-said once as such. The endpoint (`/alertmanager`, HTTP mode) takes only requests
-bearing FABRICBOT_ALERTMANAGER_TOKEN."""
+updates it once every alert under it has resolved. A node under planned work is not posted (the rules Prometheus
+runs know none): its alert is recorded as held, and Alertmanager's repeat once the work is over is posted. An alert
+for a node the store does not know, or naming none, is said once as such. The endpoint (`/alertmanager`, HTTP mode)
+takes only requests bearing FABRICBOT_ALERTMANAGER_TOKEN."""
 
 from __future__ import annotations
 
@@ -89,6 +90,10 @@ class Enricher:
                     self._record(alert, "node", f"not diagnosed: {exc}")
                     continue
                 part = diagnosis.localization.ref.slug if diagnosis.localization else "node"
+                if diagnosis.maintenance:  # planned work pages no one: a repeat once it has ended is posted
+                    skipped.append(f"{alert.name} on {alert.node_id}: {diagnosis.maintenance}: not posted")
+                    self._record(alert, part, "held: planned work")
+                    continue
                 at = self.services.clock()
                 message = self.book.message(alert.node_id, part)
                 if message is None or message.resolved_at is not None:  # none yet, or firing again: a new one

@@ -255,3 +255,26 @@ def test_an_alert_naming_no_node_is_said_once_with_how_to_name_one_and_resolves(
     shown = local.slack.find(said.ts)
     assert shown is not None and shown.text.startswith(":white_check_mark: *Resolved* (Alertmanager): "
                                                        "FabricbotNvlinkReplay (naming no node)")
+
+
+def test_an_alert_for_a_node_under_planned_work_is_held_not_posted(local: LocalSlack) -> None:
+    """Planned work pages no one, as the watch loop holds it: the rules Prometheus runs know none, so the alert
+    arrives; it is recorded as held, and Alertmanager's repeat once the work has ended is posted."""
+    from datetime import timedelta
+
+    assert local.app is not None
+    services = local.app.services
+    end = services.source.diagnose("hpc-gpu-node-12").window_end
+    assert end is not None
+    services.source.maintenance().set("hpc-gpu-node-12", start=end - timedelta(minutes=30), span=timedelta(hours=2),
+                                      reason="swap the GPU 2 riser", set_by="UALICE")
+    client = TestClient(Starlette(routes=[route(Enricher(services, local.app.client, ALERTS), TOKEN)]))
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    sent = client.post(PATH, json=body(alert(Hostname="hpc-gpu-node-12", gpu="2")), headers=auth)
+    assert sent.status_code == 200 and sent.json()["posted"] == 0
+    assert any("in maintenance until" in s and "swap the GPU 2 riser" in s for s in sent.json()["skipped"])
+    assert not [m for m in posted(local.slack) if m.channel == ALERTS]
+    assert [e["detail"]["step"] for e in local.audit.entries("alert")] == ["held: planned work"]
+    services.source.maintenance().db["maintenance"].delete_where()  # the work long over: no window it overlaps
+    again = client.post(PATH, json=body(alert(Hostname="hpc-gpu-node-12", gpu="2")), headers=auth)
+    assert again.json()["posted"] == 1  # Alertmanager's repeat, the work over: paged
