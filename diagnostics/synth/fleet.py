@@ -24,8 +24,10 @@ import pandas as pd
 from .. import format as fmt
 from ..config.platforms import all_platforms
 from ..errors import InputError
+from ..ingest.base import Source
 from ..ingest.dcgm_map import load_map
 from ..ingest.dcgm_write import format_exposition
+from ..ingest.tables import READER as TABLES
 from ..progress import Progress, advance
 from ..tables import EVENTS, LINK_SAMPLES, STEP_SAMPLES, TOPOLOGY, TableSchema
 from .lanes import extra_rows, remote_rows
@@ -301,8 +303,8 @@ def load(folder: Path) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
         parquet, csv = folder / f"{schema.name}.parquet", folder / f"{schema.name}.csv"
         if parquet.exists():
             tables[schema.name] = conform(schema, pd.read_parquet(parquet))
-        elif csv.exists():
-            tables[schema.name] = conform(schema, pd.read_csv(csv))
+        elif csv.exists():  # read as `fabricbot ingest` reads it: a bare read_csv made NVSwitch 2 the float 2.0
+            tables[schema.name] = conform(schema, TABLES.read(Source.from_path(csv)).tables[schema.name])
     inventory: dict[str, str] = {}
     if (folder / "nodes.csv").exists():
         nodes = pd.read_csv(folder / "nodes.csv", dtype=str)

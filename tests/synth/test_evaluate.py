@@ -13,7 +13,7 @@ from bot.cli import main
 from diagnostics.analysis import analyze_fleet
 from diagnostics.enums import FaultKind, Priority
 from diagnostics.synth.evaluate import SCORES, EvalReport, evaluate, score, score_node
-from diagnostics.synth.fleet import build, generate
+from diagnostics.synth.fleet import build, generate, load
 from diagnostics.synth.scenarios import SCENARIOS
 from diagnostics.synth.truth import EXPLAINS, NOT_THE_FABRIC
 
@@ -62,6 +62,21 @@ def test_same_seed_same_fleet_other_seed_other_fleet() -> None:
 def test_a_fresh_seed_meets_every_score(tmp_path: Path) -> None:
     generate(out=tmp_path, seed=101, nodes=8, hours=6, scrapes=0)
     _meets(evaluate(tmp_path))
+
+
+def test_a_fleet_written_as_csv_is_scored_as_the_same_fleet_as_parquet(tmp_path: Path) -> None:
+    """The CSV tables are read as `fabricbot ingest` reads them: a bare read_csv made the events' NVSwitch 2 the
+    float 2.0, and a correct `NVSwitch 2 port 18` scored wrong (`nvswitch-2-0-port18`)."""
+    scenarios = ["fatal_sxid", "nvswitch_end_fault", "pcie_lane_errors", "healthy"]
+    for fmt in ("parquet", "csv"):
+        generate(out=tmp_path / fmt, seed=77, nodes=4, hours=6, scrapes=0, fmt=fmt, scenarios=scenarios)
+    parquet, csv = (load(tmp_path / fmt)[0] for fmt in ("parquet", "csv"))
+    for name, frame in parquet.items():
+        pd.testing.assert_frame_equal(csv[name].drop(columns="source"), frame.drop(columns="source"),
+                                      check_categorical=False, obj=name)
+    reports = [evaluate(tmp_path / fmt) for fmt in ("parquet", "csv")]
+    assert reports[0].overall() == reports[1].overall()
+    _meets(reports[1])
 
 
 # -- the scoring itself: a wrong answer lowers exactly its own score ----------------------------------------------
