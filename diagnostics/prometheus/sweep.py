@@ -220,8 +220,20 @@ def _say_stopped(builder: QueryBuilder, evaluate: Callable[[str], Answer | Prome
     if not _usable(answer, "the nodes reporting now, of those with a link that stopped", result):
         return
     gone = vanished - reporting(answer, builder.config.labels.node)
+    explained = _off_the_bus(result.offenders, gone)
     result.offenders = [o for o in result.offenders if not (o.node_id in gone and o.rule == MISSING_RULE)]
-    result.stopped_reporting(sorted(gone), timedelta(hours=result.window_hours))
+    result.stopped_reporting(sorted(gone - explained), timedelta(hours=result.window_hours))
+
+
+def _off_the_bus(offenders: list[Offender], nodes: set[str]) -> set[str]:
+    """Of `nodes` (every series stopped), those whose every GPU that stopped fell off the bus (an Xid 79 each):
+    their silence is that fault, listed, as the store's sweep says it (`every_gpu_off_the_bus`)."""
+    stopped: dict[str, set[int | None]] = {}
+    fell: dict[str, set[int | None]] = {}
+    for o in offenders:
+        if o.node_id in nodes and o.rule in (MISSING_RULE, OFF_BUS_RULE):
+            (stopped if o.rule == MISSING_RULE else fell).setdefault(o.node_id, set()).add(o.gpu)
+    return {n for n in nodes if n in fell and stopped.get(n, set()) <= fell[n]}
 
 
 def _order(o: Offender) -> tuple[str, str, int, str, int, str, int]:

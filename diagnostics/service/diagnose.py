@@ -132,7 +132,8 @@ def diagnose(source: Source, request: Request) -> Answer:
                            end_option=request.end_option)
     then = last_window(source, request, node, got.newest.get(node), _before(got, length)) \
         if silent_since(got, node, length) else None
-    stopped = stopped_inside(got, [node], length, thresholds.setting("stale_after_intervals")).get(node)
+    stopped = stopped_inside(got, [node], length, thresholds.setting("stale_after_intervals"),
+                             result.diagnoses).get(node)
     seen = viewed(result.diagnoses[node], got, length, [*notes, *got.warnings], asked_end=_asked(request), then=then,
                   stopped=stopped)
     diagnosis = identified(named(seen, names, request.node), rows, node)
@@ -289,7 +290,8 @@ def _pass(source: Source, request: Request, length: timedelta, group: list[str],
                            platforms=got.platforms, nodes=group, history=got.history, racks=got.racks or None,
                            listed=got.listed, cut=got.cut, unreadable=got.unreadable, workers=threads,
                            end_option=request.end_option)
-    stopped = stopped_inside(got, group, length, request.thresholds.setting("stale_after_intervals"))
+    stopped = stopped_inside(got, group, length, request.thresholds.setting("stale_after_intervals"),
+                             result.diagnoses)
     viewed_ = {n: viewed(result.diagnoses[n], got, length, asked_end=_asked(request), stopped=stopped.get(n))
                for n in group if n in result.diagnoses}
     links = got.tables.get("link_samples")

@@ -13,6 +13,7 @@ from .. import format as fmt
 from ..analysis.diagnosis import STATES_ONLY_ACTION
 from ..analysis.racks import SILENT_FROM, silent_note
 from ..analysis.rules import worst
+from ..config.thresholds import OFF_BUS_RULE
 from ..enums import priority_rank
 from ..model import Diagnosis
 from ..repair import silent_action
@@ -231,17 +232,20 @@ def _span(first: datetime, last: datetime) -> str:
     return f"link readings from {fmt.when(first)} to {fmt.when(last)}"
 
 
-def stopped_inside(got: Window, nodes: list[str], length: timedelta, stale_intervals: float) -> dict[str, datetime]:
+def stopped_inside(got: Window, nodes: list[str], length: timedelta, stale_intervals: float,
+                   judged: Mapping[str, Diagnosis]) -> dict[str, datetime]:
     """The nodes whose every series stopped inside the window (of `length`), with their newest link reading: more
     than `stale_intervals` of the node's sampling interval before the window's end. The engine counts a link whose
     series stopped while its node kept reporting; a node whose exporter (or itself) went away is neither each link
-    down nor healthy since, and its answer says when it went quiet. A node silent since before the window is
-    `unheard`'s."""
+    down nor healthy since, and its answer says when it went quiet. A node whose every GPU fell off the bus (its
+    diagnosis in `judged` says so) went quiet for that, which its answer names: not an unexplained silence. A node
+    silent since before the window is `unheard`'s."""
     links = got.tables.get("link_samples")
     if got.end is None or links is None or not len(links) or "node_id" not in links.columns:
         return {}
     start = got.end - length
-    late = {n: t for n in nodes if (t := got.newest.get(n)) is not None and start < t < got.end}
+    late = {n: t for n in nodes if (t := got.newest.get(n)) is not None and start < t < got.end
+            and not (n in judged and every_gpu_off_the_bus(judged[n]))}
     if not late:
         return {}
     # asked of the column as it is (a fleet's node ids are categories: a lookup of codes, where a cast of every row
@@ -253,3 +257,10 @@ def stopped_inside(got: Window, nodes: list[str], length: timedelta, stale_inter
     end_ns = utc_ns(got.end)
     return {n: t for n, t in late.items()
             if n in interval.index and interval[n] > 0 and end_ns - utc_ns(t) > interval[n] * stale_intervals}
+
+
+def every_gpu_off_the_bus(diagnosis: Diagnosis) -> bool:
+    """Whether every GPU the node's findings name fell off the bus (an Xid 79 each): its series stop with them."""
+    gpus = {f.gpu for f in diagnosis.findings if f.gpu is not None}
+    gone = {f.gpu for f in diagnosis.findings if f.gpu is not None and any(c.rule == OFF_BUS_RULE for c in f.crossed)}
+    return bool(gpus) and gone == gpus

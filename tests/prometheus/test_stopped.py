@@ -12,8 +12,10 @@ import pytest
 
 from bot.cli import main
 from diagnostics import load_thresholds
+from diagnostics.enums import LinkType, Severity
 from diagnostics.format import Unit
-from diagnostics.prometheus import PrometheusClient, SweepResult, load_config, sweep
+from diagnostics.prometheus import Offender, PrometheusClient, SweepResult, load_config, sweep
+from diagnostics.prometheus.sweep import _off_the_bus
 from diagnostics.store import open_store
 from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet, silenced
 
@@ -85,3 +87,15 @@ def test_the_node_asked_by_name_is_said_stopped_on_both_doors(fleet: Fleet, serv
         warnings = json.loads(capsys.readouterr().out)["warnings"]
         assert code == 3, args
         assert [w for w in warnings if w.startswith(f"no link reading from {STOPPED} since {last:%Y-%m-%d %H:%M} UTC")]
+
+
+def test_a_node_whose_stopped_gpus_all_fell_off_the_bus_is_that_fault_not_a_silence() -> None:
+    """As the store's sweep says it (`every_gpu_off_the_bus`): a node whose series stopped, each stopped GPU with an
+    Xid 79, is listed for that; one with a GPU stopped and no Xid 79 on it stopped reporting."""
+    def row(node: str, gpu: int, rule: str) -> Offender:
+        return Offender(node_id=node, link_type=LinkType.PCIE, gpu=gpu, rule=rule, severity=Severity.DOWN)
+
+    rows = [row("a", 0, "link_missing"), row("a", 1, "link_missing"), row("a", 0, "xid_off_bus"),
+            row("a", 1, "xid_off_bus"), row("b", 0, "link_missing"), row("b", 1, "link_missing"),
+            row("b", 0, "xid_off_bus"), row("c", 0, "link_missing")]
+    assert _off_the_bus(rows, {"a", "b", "c"}) == {"a"}

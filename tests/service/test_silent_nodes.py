@@ -100,3 +100,28 @@ def test_a_node_whose_series_all_stop_inside_the_window_stopped_reporting(tmp_pa
     assert not [o for o in result.offenders if o.node_id == "node-2"]
     answer = diagnose(source, Request(node="node-2", thresholds=load_thresholds()))
     assert answer.incomplete and "every series stopped" in answer.incomplete[0]
+
+
+def test_a_node_whose_every_gpu_fell_off_the_bus_went_quiet_for_that_not_unexplained(tmp_path: Path) -> None:
+    """node-2's two GPUs each log an Xid 79 as their series stop: its silence is what its answer names (urgent, off
+    the bus), so neither the sweep nor the node's answer calls the view incomplete (a rack's trays whose GPUs all
+    fell off at once once made the fleet's answer exit 3, 'not all seen', over a rack-wide outage)."""
+    csv, log = tmp_path / "links.csv", tmp_path / "kern.log"
+    links(link_series(steady(20.0, 289), node="node-1"),
+          *(link_series(steady(20.0, 283), node="node-2", gpu=g) for g in (0, 1))).to_csv(csv, index=False)
+    stop = T0 + pd.Timedelta(minutes=5 * 282)
+    buses = {0: "0000:18:00.0", 1: "0000:2a:00.0"}
+    log.write_text("".join(f"{(stop + pd.Timedelta(minutes=1)).isoformat()} node-2 kernel: NVRM: Xid (PCI:{bus}): 79, "
+                           f"pid=0, GPU has fallen off the bus.\n" for bus in buses.values()), encoding="utf-8")
+    gpus = tmp_path / "gpus.csv"
+    pd.DataFrame({"node_id": "node-2", "gpu": list(buses), "uuid": [f"GPU-{g}" for g in buses],
+                  "pci_bus_id": list(buses.values())}).to_csv(gpus, index=False)
+    store = tmp_path / "store"
+    for path, fmt in ((csv, "tables"), (gpus, "tables"), (log, None)):
+        assert open_store(store).ingest([path], fmt=fmt).files[0].status == "ingested", path
+    source = StoreSource(store)
+    result = sweep(source, Request(thresholds=load_thresholds()))
+    assert result.complete, result.incomplete_reasons
+    assert {o.rule for o in result.offenders if o.node_id == "node-2"} == {"xid_off_bus"}
+    answer = diagnose(source, Request(node="node-2", thresholds=load_thresholds()))
+    assert not answer.incomplete and answer.diagnosis.fault_detected
