@@ -6,7 +6,7 @@ verified, and the nodes in maintenance. It reads the store and the tracker; it f
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -62,16 +62,19 @@ class Digest:
 
 def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, maintenance: list[Maintenance],
              watched: WatchAnswer | None = None, incomplete: list[str] | None = None,
-             thresholds: Thresholds | None = None) -> Digest:
+             thresholds: Thresholds | None = None, ranked: Sequence[str] = ()) -> Digest:
     """The digest from the fleet's diagnoses as of `at`, the watch list (`watched`, the service's answer with the
     nodes it could not judge; none, an empty list), the tracker and the maintenance windows open at `at`.
     `thresholds`: the policy the diagnoses were judged by, which ranks each part as its ticket would (default: the
-    thresholds file in force)."""
+    thresholds file in force). `ranked`: the nodes in the sweep's order (`SweepResult.ranked`): the new parts of one
+    priority are listed in it, so a GPU off the bus comes before replays as the sweep lists it (default: by name)."""
     thresholds = thresholds or load_thresholds()  # read once, not once per part
+    place_of = {n: i for i, n in enumerate(ranked)}
     new: list[NewOffender] = []
+    rank: dict[int, tuple[int, str]] = {}  # each new part's node's place in the sweep's order
     ticketed = 0
     seen: set[tuple[str, str]] = set()
-    for d in sorted(diagnoses, key=lambda d: d.node_id):
+    for d in sorted(diagnoses, key=lambda d: (place_of.get(d.node_id, len(place_of)), d.node_id)):
         if d.maintenance or not d.fault_detected:
             continue
         place = places(d, thresholds)  # a node's parts in the order every fleet door lists them
@@ -90,7 +93,9 @@ def assemble(*, at: datetime, diagnoses: Iterable[Diagnosis], tracker: Tracker, 
             prio = part_priority(d, loc.links, headline=loc == d.localization, thresholds=thresholds)
             new.append(NewOffender(owner, loc.ref.name, loc.ref.slug, prio.value,
                                    loc.evidence[0] if loc.evidence else d.repair_action, held=loc.held is not None))
-    new.sort(key=lambda o: (-priority_rank(o.priority), o.node_id))  # urgent first; a node's in its parts' order
+            rank[id(new[-1])] = (place_of.get(d.node_id, len(place_of)), d.node_id)
+    # urgent first; within a priority the sweep's order of nodes, a node's in its parts' order
+    new.sort(key=lambda o: (-priority_rank(o.priority), *rank[id(o)]))
     return Digest(at=at, new=new, ticketed=ticketed, watches=watched.watches if watched else [],
                   verifying=[t for t in tracker.tickets() if t.status == TicketState.VERIFYING],
                   maintenance=[w for w in maintenance if w.covers(at)], incomplete=list(incomplete or []),
@@ -107,7 +112,8 @@ def digest_from(swept: SweepResult, watch: WatchAnswer, *, tracker: Tracker, mai
     what `fabricbot digest`, `/fabric digest` and the scheduled post all say. `thresholds`: the policy the sweep
     was judged by."""
     return assemble(at=at or swept.at, diagnoses=swept.diagnoses.values(), tracker=tracker, watched=watch,
-                    maintenance=maintenance, incomplete=swept.incomplete_reasons, thresholds=thresholds)
+                    maintenance=maintenance, incomplete=swept.incomplete_reasons, thresholds=thresholds,
+                    ranked=swept.ranked())
 
 
 def build_digest(source: Source, tracker: Tracker, *, thresholds: Thresholds,

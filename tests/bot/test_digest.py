@@ -20,7 +20,7 @@ from bot.services import Services
 from bot.storage import open_db
 from bot.workflow.tracker import SqliteTracker
 from diagnostics import InputError, load_thresholds
-from diagnostics.service import StoreSource
+from diagnostics.service import Request, StoreSource, sweep
 from diagnostics.store import open_store
 from tests.bot.helpers import local_bot, lone_and_cut_store, slash
 from tests.shared import copy_store
@@ -250,3 +250,18 @@ def test_each_nodes_default_ticket_has_the_priority_the_digest_lists_its_part_at
             checked.append((node, ticket["candidate_id"], ticket["priority"]))
     assert ("hpc-gpu-node-05", "fabric-software", "high") in checked
     assert [(n, c, listed[(n, c)]) for n, c, _ in checked] == checked
+
+
+def test_the_digest_lists_the_nodes_of_a_priority_in_the_order_the_sweep_does(store_dir: Path) -> None:
+    """Within a priority the sweep ranks a GPU off the bus (down) before replays (failing); the digest listed its
+    nodes by name, and a GPU off the bus fell into "... and 21 more" behind nodes of replays."""
+    source = StoreSource(store_dir)
+    swept = sweep(source, Request(thresholds=load_thresholds()))
+    d = _digest(store_dir)
+    nodes = list(dict.fromkeys(o.node_id for o in d.new))
+    ranked = [n for n in swept.ranked() if n in nodes]
+    for priority in ("urgent", "high", "medium", "low"):
+        mine = list(dict.fromkeys(o.node_id for o in d.new if o.priority == priority))
+        assert mine == [n for n in ranked if n in mine], priority
+    urgent = [o for o in d.new if o.priority == "urgent"]
+    assert urgent and urgent[0].node_id == swept.ranked()[0]
