@@ -258,3 +258,19 @@ def test_two_boards_outputs_pasted_as_one_node_are_said_to_be_two_machines() -> 
     said = [w.message for w in result.warnings if "GPU sections" in w.message or "whole `nvidia-smi -q`" in w.message]
     assert len(said) == 1 and "2 whole `nvidia-smi -q` outputs of 8 GPUs each" in said[0]
     assert _pcie(result)["gpu"].isna().all()  # no GPU is placed on an index of a board it may not be on
+
+
+@pytest.mark.parametrize(("last", "cut"), [("    Processes                             : None", False),
+                                           ("        Used                              : 15922 MiB", False),
+                                           ("            Current                       : 16x", False),
+                                           ("    Processes                             : No", True)])
+def test_a_last_line_without_a_newline_is_whole_where_its_value_shows_its_end(last: str, cut: bool,
+                                                                              tmp_path: Path) -> None:
+    """gpud's test outputs end with no final newline (an editor's save): `15922 MiB` or `None` is whole as it
+    stands, so the output is not said cut; a value that may be the start of a longer one (`No` of `None`, 45 of
+    45120) still is."""
+    body = H100_SMI_Q.read_text().split("\n", 1)[1].rsplit("\n", 2)[0]  # the output less its last line
+    path = tmp_path / "saved.txt"
+    path.write_text(f"{body}\n{last}")
+    said = [w for w in read(path).warnings if w.cut]
+    assert bool(said) is cut, said
