@@ -116,8 +116,8 @@ class SmiQueryReader:
 
 # the last word of a value nvidia-smi prints that only a whole value ends in: a unit, N/A, a state, a width's `x`
 # (`No` is left out: a cut `None`)
-_WHOLE_END = re.compile(r"(?:^|\s)(?:[KMGT]iB|[KMG]?B/s|[KMG]?Hz|W|C|%|V|mV|ms|us|N/A|\[N/A\]|None|Enabled|Disabled|Yes|"
-                        r"Active|Supported|\d+x)$")
+_WHOLE_END = re.compile(r"(?:^|\s)(?:[KMGT]iB|[KMG]?B/s|[KMG]?Hz|W|C|%|V|mV|ms|us|N/A|\[N/A\]|None|Enabled|Disabled|"
+                        r"Yes|Active|Supported|\d+x)$")
 
 
 def _shows_end(text: str) -> bool:
