@@ -116,6 +116,7 @@ class DcgmParser:
     mig: set[tuple[str, int]] = field(default_factory=set)  # GPUs whose series name a MIG instance (GPU_I_ID)
     warnings: list[IngestWarning] = field(default_factory=list)
     families: dict[str, None] = field(default_factory=dict)  # the metrics its `# TYPE` lines name, in order
+    sampled: dict[str, None] = field(default_factory=dict)  # the metrics its samples name, in order
     _series: dict[str, Series] = field(default_factory=dict)
     _names: dict[int, str] = field(default_factory=dict)  # column id -> name
     _meanings: SeriesMeanings = field(init=False)
@@ -179,6 +180,7 @@ class DcgmParser:
         for i, text in enumerate(batch.series):
             series = self._series.get(text)
             if series is None:
+                self.sampled.setdefault(text.split("{", 1)[0].strip())
                 number = base + int(batch.positions[first_at[i]]) + 1 if first_at[i] >= 0 else base + 1
                 series = self._series[text] = self._attach(self._meanings.described(text), f"{state.name}:{number}")
             described.append(series)
@@ -324,10 +326,10 @@ def read_scrapes(sources: Iterable[tuple[Source, datetime | None]], *, node_id: 
     result = parser.result()
     if result.empty and parser.files:
         detail = "; ".join(str(w) for w in result.warnings[:3])
-        if not detail and parser.families:  # every line read, none of a metric fabricbot reads
-            names = list(parser.families)
+        if not detail and (parser.sampled or parser.families):  # every line read, none of a metric fabricbot reads
+            names = list(parser.sampled or parser.families)  # the samples' own names: a HELP line may name another
             detail = (f"its metrics ({', '.join(names[:4])}{' ...' if len(names) > 4 else ''}) are none that "
-                      "fabricbot reads: the NVLink, NVSwitch and PCIe error fields (diagnostics/data/dcgm.toml)")
+                      "fabricbot reads: the NVLink, NVSwitch, PCIe and Xid fields diagnostics/data/dcgm.toml maps)")
         raise InputError("no dcgm-exporter samples could be read" + (f" ({detail})" if detail else ""),
                          source=", ".join(parser.files))
     return result

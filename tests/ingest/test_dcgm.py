@@ -404,3 +404,14 @@ def test_a_mig_gpus_counters_once_per_instance_are_read_once_and_said_so() -> No
     damaged = READER.read(Source.from_text("\n".join(lines) + "\n", name="damaged.txt"))
     assert [w for w in damaged.warnings if "sampled twice at one time" in w.message], damaged.warnings
     assert [w for w in damaged.warnings if "MIG instances" in w.message and "some instances disagree" in w.message]
+
+
+def test_a_scrape_of_no_field_it_reads_names_its_samples_metrics_not_its_help_lines() -> None:
+    """dcgm-exporter PR 239's quoted output announces DCGM_EXP_XID_ERRORS_COUNT and samples
+    DCGM_FI_DEV_XID_ERRORS_ACTIVE: the refusal names the metric the samples carry (it named the HELP line's, which
+    fabricbot does read)."""
+    with pytest.raises(InputError) as refused:
+        read_scrapes([(Source.from_path(REAL / "refused" / "dcgm_xid_active_pr239_1.txt"), None)])
+    said = str(refused.value)
+    assert "its metrics (DCGM_FI_DEV_XID_ERRORS_ACTIVE) are none that fabricbot reads" in said
+    assert "DCGM_EXP_XID_ERRORS_COUNT" not in said
