@@ -296,8 +296,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             notes.insert(0, f"{node}'s description shows a fault ({', '.join(shown)}); its link counters were not "
                             "read, so its other links' health is unknown, not healthy" if shown and not unplaced
                          else f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced
-                         else f"{node}'s link readings are of GPUs named by bus id alone ({', '.join(unplaced)}), "
-                              "placed on no GPU index: its fabric health is unknown, not healthy")
+                         else f"{node}'s link readings are of GPUs named by bus id alone ("
+                              + "; ".join(f"{bus}: {fmt.totals(held)}" for bus, held in unplaced.items())
+                              + "), placed on no GPU index: its fabric health is unknown, not healthy")
         elif samples.get(node, 2) < 2 and node not in counted:  # `nvlink -s`: no counter at all
             notes.append("one reading per link, of link states only: no error counter was read, so no total and no "
                          "rate (`nvidia-smi nvlink -e`, read twice a few minutes apart, gives rates)")

@@ -124,13 +124,20 @@ def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
     return list(pairwise(bounds))
 
 
-def unplaced_buses(links: pd.DataFrame, node: str) -> list[str]:
+def unplaced_buses(links: pd.DataFrame, node: str) -> dict[str, dict[str, float]]:
     """The bus ids of a node's PCIe readings that nothing numbered (an `nvidia-smi -q -i N` output prints no index,
-    and neither an inventory nor the GPUs' bus order placed it): read, but on no GPU of the board."""
+    and neither an inventory nor the GPUs' bus order placed it): read, but on no GPU of the board; each with its
+    newest reading's counters (what a person pasted it for, said though no GPU holds it)."""
     if not len(links) or "pci_bus_id" not in links.columns:
-        return []
+        return {}
     mine = rows_of(links["node_id"], node) \
         & links["gpu"].isna().to_numpy() & links["pci_bus_id"].notna().to_numpy() \
         & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
-    return sorted({str(b) for b in links["pci_bus_id"][mine]})
+    rows = links[mine]
+    counters = [c for c in ("replay", "replay_rollovers") if c in rows.columns]
+    out: dict[str, dict[str, float]] = {}
+    for bus, held in rows.groupby(rows["pci_bus_id"].astype(str), sort=True):
+        newest = held.sort_values("timestamp").iloc[-1]
+        out[str(bus)] = {c: float(newest[c]) for c in counters if pd.notna(newest[c])}
+    return out
 

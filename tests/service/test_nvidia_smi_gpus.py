@@ -133,8 +133,8 @@ def test_a_q_output_of_one_gpu_is_stored_by_its_bus_and_said_alike_through_file_
     by_store = diagnose(StoreSource(tmp_path / "store"), Request(node="q-node")).diagnosis
     for got in (by_file, by_store):
         said = [w for w in got.warnings if "bus id alone" in w]
-        assert said == ["q-node's link readings are of GPUs named by bus id alone (0000:18:00.0), placed on no GPU "
-                        "index: its fabric health is unknown, not healthy"]
+        assert said == ["q-node's link readings are of GPUs named by bus id alone (0000:18:00.0: replays 7 since "
+                        "reset), placed on no GPU index: its fabric health is unknown, not healthy"]  # what was read
         assert list(got.bus_gpu_ids) == ["0000:18:00.0"] and got.bus_gpu_ids["0000:18:00.0"].serial == "1654423001593"
 
 
