@@ -158,13 +158,13 @@ def _as_its_rack_says(diagnosis: Diagnosis, wanted: str) -> list[str]:
 
 
 def _rack_ticket(diagnosis: Diagnosis) -> str:
-    """Where a rack host with nothing of its own to repair looks next: a part of its rack outside the tray is the
-    rack's ticket."""
+    """Where a rack host with nothing of its own to repair looks next: its rack, which drafts the ticket of a fault
+    elsewhere in it on that part's owner (another tray's host, or the rack for a part outside every tray)."""
     if diagnosis.rack is None or diagnosis.tray is None:
         return ""
     rack = diagnosis.rack.rack_id
-    return f"; a fault of rack {rack} outside this tray is the rack's ticket (`fabricbot ticket {rack}`, " \
-           f"`/fabric rack {rack}`)"
+    return f"; a fault elsewhere in rack {rack} (another tray's, or outside every tray) is drafted through the rack " \
+           f"(`fabricbot ticket {rack}`, `/fabric rack {rack}`), on the host or rack that owns the part"
 
 
 def _explained(diagnosis: Diagnosis, candidate: Candidate) -> list[Finding]:

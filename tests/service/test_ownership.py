@@ -109,7 +109,7 @@ def test_a_tray_with_no_fault_of_its_own_points_at_the_rack_ticket(switch_tray_r
                    and not d.fault_detected)
     code = main(["ticket", healthy, "--store", str(switch_tray_rack[1]), "--json", "--rules"])
     err = capsys.readouterr().err
-    assert code == 1 and "the rack's ticket (`fabricbot ticket rack-01`" in err
+    assert code == 1 and "drafted through the rack (`fabricbot ticket rack-01`" in err
 
 
 def test_the_digest_and_the_alert_loop_count_the_rack_part_once(seen: tuple[Path, list[str]],
