@@ -4,7 +4,7 @@ is a million samples).
 - A series has one sample per time: a second one (a line written twice, or two values for one series at one
   time) is said, naming both lines; the pivot would keep only one of them unsaid.
 - The exporter writes every field it is given for every GPU, and each scrape's samples share its time: a GPU
-  (node and index) named by under a quarter of the samples the GPU named most has, or such a time, is a label
+  (node and index) named by under a quarter of the samples a time the GPU named most has, or such a time, is a label
   or timestamp damaged on its way here (or the scrape was cut), and is said.
 """
 
@@ -40,7 +40,7 @@ def checks(parts: list[tuple[np.ndarray, ...]], entities: dict[tuple[Any, ...], 
             migs &= ~differ  # instances that disagree are samples written twice, said
         out += _repeated(name, ts[mine & ~migs], ent[mine & ~migs], col[mine & ~migs], line[mine & ~migs])
         gpu_of = np.array([hash((e[0], e[1])) if e[1] is not None else 0 for e in entities], dtype=np.int64)
-        out += _few(name, gpu_of[ent[mine]], line[mine], "the GPU", _gpu_names(entities, ent[mine]))
+        out += _few(name, gpu_of[ent[mine]], line[mine], "the GPU", _gpu_names(entities, ent[mine]), ts[mine])
         if len(np.unique(ts[mine])) > 1:
             out += _few(name, ts[mine], line[mine], "the time", None)
     return out
@@ -93,23 +93,33 @@ def _gpu_names(entities: dict[tuple[Any, ...], int], ent: np.ndarray) -> dict[in
             if listed[e][1] is not None}
 
 
-def _few(name: str, group: np.ndarray, line: np.ndarray, what: str, names: dict[int, str] | None
-         ) -> list[IngestWarning]:
-    """Groups (GPUs, times) with under FEW of the largest group's samples, when there are two or more."""
+def _few(name: str, group: np.ndarray, line: np.ndarray, what: str, names: dict[int, str] | None,
+         ts: np.ndarray | None = None) -> list[IngestWarning]:
+    """Groups (GPUs, times) with under FEW of the largest group's samples, when there are two or more. Given the
+    samples' times (`ts`), a group's samples are weighed per time it is sampled at: a GPU that fell off the bus
+    half-way through a day's scrapes (its series stopped) has each scrape's full count while it reports."""
     keys, counts = np.unique(group, return_counts=True)
     if names is not None:  # switch-side samples name no GPU
         keep = np.isin(keys, list(names))
         keys, counts = keys[keep], counts[keep]
     if len(keys) < 2:
         return []
-    usual = float(counts.max())
+    weight = counts.astype(np.float64)
+    if ts is not None:  # the times each group is sampled at: one sort, as the repeats are found
+        order = np.lexsort((ts, group))
+        g, t = group[order], ts[order]
+        first = np.concatenate([[True], (g[1:] != g[:-1]) | (t[1:] != t[:-1])])
+        held, times = np.unique(g[first], return_counts=True)
+        weight = weight / times[np.searchsorted(held, keys)]
+    usual = float(weight.max())
+    per = " a time" if ts is not None else ""
     out = []
-    for key, count in zip(keys, counts, strict=True):
-        if count < FEW * usual:
+    for key, each in zip(keys, weight, strict=True):
+        if each < FEW * usual:
             lines = np.sort(line[group == key])[:SAID]
             label = names[int(key)] if names is not None else "this time"
-            out.append(IngestWarning(name, int(lines[0]), f"{label} has {fmt.count(int(count), 'sample')} (lines "
-                                                          f"{', '.join(str(int(n)) for n in lines)}) where {what} of "
-                                                          f"this scrape with most has {usual:g}: a label or "
-                                                          "timestamp damaged?"))
+            out.append(IngestWarning(name, int(lines[0]), f"{label} has {fmt.count(round(each), 'sample')}{per} "
+                                                          f"(lines {', '.join(str(int(n)) for n in lines)}) where "
+                                                          f"{what} of this scrape with most has {usual:g}: a label "
+                                                          "or timestamp damaged?"))
     return out

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ingest.dcgm_helpers import scrape
 from tests.ingest.helpers import FIXTURES, REAL, SAMPLES, read_text, warning_lines
 
 
@@ -351,7 +352,7 @@ def test_dcgm_a_damaged_name_or_label_is_said(old: str, new: str, said: str) -> 
 def test_dcgm_a_gpu_or_time_few_samples_name_is_said() -> None:
     text = (FIXTURES / "fleet" / "dcgm" / "hpc-gpu-node-01.prom").read_text()
     for old, new, said in (('gpu="0",Hostname="hpc-gpu-node-01"} 16', 'gpu="0",Hostname="hpc-gpu-nnde-01"} 16',
-                            "hpc-gpu-nnde-01 GPU 0 has 1 sample (lines"),
+                            "hpc-gpu-nnde-01 GPU 0 has 1 sample a time (lines"),
                            ("} 16 1789631700000", "} 16 0.5", "this time has 1 sample (lines")):
         result = read_text(text.replace(old, new, 1), name="scrape.prom")
         assert any(said in w.message for w in result.warnings), result.warnings
@@ -427,3 +428,15 @@ def test_nccl_tests_a_damaged_rank_line_is_said() -> None:
     result = read_text(text.replace(old, "Pid Infinity on", 1))
     assert [w.line for w in result.warnings if "is not a `# Rank N Pid P on HOST device D` line" in w.message] == [
         line]
+
+
+def test_dcgm_a_gpu_that_stops_half_way_through_the_scrapes_is_not_said_damaged() -> None:
+    """A GPU off the bus: its series stop, the others' go on. Each scrape it is in holds its full count, so it is no
+    damaged label (Prometheus's read-back of such a node said it was)."""
+    start = 1_789_631_100_000
+    lines = []
+    for n in range(12):  # 12 scrapes 5 minutes apart; GPU 3 reports in the first two only
+        lines += [line for line in scrape(gpus=4, links=2, ts_ms=start + n * 300_000, value=n)
+                  if n < 2 or 'gpu="3"' not in line]
+    result = read_text("\n".join(lines) + "\n", name="scrapes.prom")
+    assert not [w for w in result.warnings if "damaged?" in w.message], result.warnings
