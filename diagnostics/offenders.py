@@ -222,6 +222,39 @@ def gone_gpus_folded(pushed: list[Offender], read_back: list[Offender]) -> list[
     return [*(o for o in pushed if not stands_for_gone(o)), *gone.values()]
 
 
+def far_ends_folded(pushed: list[Offender], read_back: list[Offender]) -> list[Offender]:
+    """A node's pushed-down rows less each switch port's row that its read-back shows as the far end of a GPU's
+    link: the engine judges the link once, its switch end said on the GPU's row ("the other end ... "), and the
+    store's sweep lists it so; the server, which knows no far end, had listed the port as a part of its own. A port
+    the read-back judges on its own (a row of its own there) stays."""
+    own = {(r.ref.switch, r.ref.port) for r in read_back
+           if r.link_type is LinkType.NVSWITCH and r.ref is not None}
+    ends = {(r.part.switch, r.part.port) for r in read_back if r.link_type is not LinkType.NVSWITCH
+            and r.part is not None and r.part.switch and r.part.port is not None}
+
+    def folded(o: Offender) -> bool:
+        ref = o.ref
+        where = (ref.switch, ref.port) if ref is not None else None
+        return o.link_type is LinkType.NVSWITCH and where in ends and where not in own
+
+    return [o for o in pushed if not folded(o)]
+
+
+def named_as_read_back(pushed: list[Offender], read_back: list[Offender]) -> list[Offender]:
+    """A node's pushed-down rows each with the name its read-back gives the same link and rule (`GPU 7 NVLink 8 ->
+    NVSwitch 4 port 14`: the server's labels know no far end) and, where the server's row says nothing, what the
+    read-back's finding said: the store's sweep names and says them so. The server's values stay."""
+    said = {(r.link_key, r.rule): r for r in read_back}
+
+    def named(o: Offender) -> Offender:
+        r = said.get((o.link_key, o.rule))
+        if r is None or (o.part is not None and o.detail):
+            return o
+        return o.model_copy(update={"part": o.part or r.part, "detail": o.detail or r.detail})
+
+    return [named(o) for o in pushed]
+
+
 class Timings(BaseModel):
     sweep_s: float = 0.0  # the generated queries, evaluated on the server (a store sweep: none)
     fetch_s: float = 0.0  # reading series: the offending nodes' back from the server, or the window from the store

@@ -1,12 +1,13 @@
 """A sweep's headline counts what its rows are: links, GPUs (an Xid, a GPU gone), switch chips, or parts when they
-are of more than one kind; never 'links' for a GPU."""
+are of more than one kind; never 'links' for a GPU. A server's rows are folded and named as their read-back says."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from diagnostics.components import ComponentRef
 from diagnostics.enums import LinkType, Severity
-from diagnostics.offenders import Offender, SweepResult
+from diagnostics.offenders import Offender, SweepResult, far_ends_folded, named_as_read_back
 
 AT = datetime(2026, 9, 17, 8, tzinfo=UTC)
 CRC = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=7, link=15, rule="crc", severity=Severity.WARNING,
@@ -39,3 +40,22 @@ def test_rows_of_several_kinds_are_counted_as_parts_whatever_door_says_them() ->
 def test_an_incomplete_view_with_nothing_found_yet_counts_no_links() -> None:
     result = SweepResult(at=AT, window_hours=1.0, source="prometheus", offenders=[])
     assert result.found() == "0 offending links"
+
+
+def test_a_switch_port_the_read_back_judges_as_a_links_far_end_is_that_links_row() -> None:
+    """The server knows no far end: it listed NVSwitch 4 port 14's replays as a part beside GPU 7 NVLink 8, which
+    the engine judges as one link (its switch end said on the GPU's row) and the store's sweep lists once. A port
+    the read-back judges on its own stays; each row takes the name the read-back gives its link."""
+    end = ComponentRef.nvlink(7, 8, switch="NVSwitch 4", port=14)
+    link = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=7, link=8, rule="nvlink_crc_data",
+                    severity=Severity.FAILING, rate_per_hour=11674.0, above=1000.0)
+    port = Offender(node_id="n1", link_type=LinkType.NVSWITCH, nvswitch="4", link=14, rule="nvswitch_replay",
+                    severity=Severity.FAILING, rate_per_hour=5615.0, above=1000.0)
+    read_back = [link.model_copy(update={"part": end, "detail": "CRC data errors 11,674/h > 1,000/h",
+                                         "rate_per_hour": 11600.0})]
+    assert far_ends_folded([link, port], read_back) == [link]
+    judged = [*read_back, port.model_copy(update={"part": ComponentRef.nvswitch("NVSwitch 4", 14)})]
+    assert far_ends_folded([link, port], judged) == [link, port]
+    (named,) = named_as_read_back([link], read_back)
+    assert named.component == "GPU 7 NVLink 8 -> NVSwitch 4 port 14" and named.rate_per_hour == 11674.0  # the server's
+    assert named.detail == "CRC data errors 11,674/h > 1,000/h"

@@ -28,7 +28,15 @@ from ..ingest.base import IngestResult
 from ..ingest.dcgm_map import DcgmMap, load_map
 from ..model import Diagnosis
 from ..names import fleet_name_notes
-from ..offenders import Offender, SweepResult, gone_gpus_folded, offenders_of, worst_first
+from ..offenders import (
+    Offender,
+    SweepResult,
+    far_ends_folded,
+    gone_gpus_folded,
+    named_as_read_back,
+    offenders_of,
+    worst_first,
+)
 from .client import Answer, LabelValues, PrometheusClient, PrometheusError, PrometheusUnavailable
 from .config import load_config
 from .presence import (
@@ -378,7 +386,10 @@ def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: 
         diagnosis = _diagnose(tables, node, window, result.at, thresholds, gpus=gpus)
         result.confirmed[node] = confirmed = offenders_of(diagnosis)
         # a GPU the read-back shows gone is one row, as the store's sweep lists it: the server's count names none
-        ranked = _ranked(gone_gpus_folded(mine, confirmed), places(diagnosis, thresholds))
+        # and a switch port it judges as a GPU link's far end is that link's, not a part of its own
+        # and each row named as the read-back names the link
+        folded = far_ends_folded(gone_gpus_folded(mine, confirmed), confirmed)
+        ranked = _ranked(named_as_read_back(folded, confirmed), places(diagnosis, thresholds))
         result.offenders = sorted([*(o for o in result.offenders if o.node_id != node), *ranked],
                                   key=lambda o: o.node_id)
         result.diagnoses[node] = diagnosis

@@ -31,7 +31,7 @@ def test_fleet_sweeps_the_prometheus_server_and_names_the_planted_links(fleet: F
     text, audit = _fleet_message(Settings(prometheus_url=server.url), at=fleet)
     assert "Fleet: " in text and "INCOMPLETE" not in text
     for node, link in [("node-001", "GPU 2 NVLink 5"), ("node-002", "GPU 4 PCIe"), ("node-002", "GPU 1 NVLink 3"),
-                       ("node-003", "GPU 6 NVLink 9"), ("node-003", "GPU 3 NVLinks")]:
+                       ("node-003", "GPU 6 NVLink 9"), ("node-003", "GPU 3 NVLink 17")]:
         assert node in text and link in text
     assert "nvlink_replay" in text and "links_below_expected" in text and "17 links reporting of 18" in text
     assert "hpc-gpu-node" not in text  # the local store was not used

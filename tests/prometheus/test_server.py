@@ -62,12 +62,17 @@ def test_agreement_holds_at_a_threshold_between_two_rates(fleet: Fleet, client: 
 def test_sweep_finds_the_planted_faults_and_confirms_them_locally(fleet: Fleet, client: PrometheusClient) -> None:
     result = sweep(client, load_thresholds(), at=fleet.end, window_hours=1.0)
     found = {(o.node_id, o.component, o.rule) for o in result.offenders}
-    assert ("node-001", "GPU 2 NVLink 5", "nvlink_replay") in found
-    assert ("node-001", "GPU 2 NVLink 5", "crc") in found
+    # each read-back node's rows named as its analysis names the links (their switch ends), as the store's sweep
+    assert ("node-001", "GPU 2 NVLink 5 -> NVSwitch 1 port 11", "nvlink_replay") in found
+    assert ("node-001", "GPU 2 NVLink 5 -> NVSwitch 1 port 11", "crc") in found
     assert ("node-002", "GPU 4 PCIe", "pcie_replay") in found
-    assert ("node-002", "GPU 1 NVLink 3", "recovery") in found
-    assert ("node-003", "GPU 6 NVLink 9", "link_missing") in found
-    assert ("node-003", "GPU 3 NVLinks", "links_below_expected") in found
+    assert ("node-002", "GPU 1 NVLink 3 -> NVSwitch 0 port 7", "recovery") in found
+    assert ("node-003", "GPU 6 NVLink 9 -> NVSwitch 2 port 30", "link_missing") in found
+    assert ("node-003", "GPU 3 NVLink 17", "links_below_expected") in found  # the one of its 18 that never reports
+    for node, confirmed in result.confirmed.items():
+        named = {(o.link_key, o.rule): o.component for o in confirmed}
+        assert all(o.component == named[o.link_key, o.rule] for o in result.offenders
+                   if o.node_id == node and (o.link_key, o.rule) in named)
     assert result.complete and result.nodes == ["node-000", "node-001", "node-002", "node-003"]
     short = [o for o in result.offenders if o.rule == "links_below_expected"]
     assert {(o.gpu, o.rate_per_hour, o.above) for o in short} == {(3, 17.0, 18.0), (6, 17.0, 18.0)}
