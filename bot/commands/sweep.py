@@ -14,7 +14,7 @@ from typing import TextIO
 
 from diagnostics import LINKS_SHOWN, ConfigError, InputError, Offender, offending_parts
 from diagnostics import format as fmt
-from diagnostics.prometheus import ENV_URL, PrometheusClient, SweepResult, load_config
+from diagnostics.prometheus import ENV_URL, PrometheusClient, PrometheusError, SweepResult, load_config
 from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose, sweep
 from diagnostics.store import DB_NAME
 
@@ -131,7 +131,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.node:
         with PrometheusClient(config) as client:
             request = Request(node=args.node, window=timedelta(hours=args.window), end=at, thresholds=thresholds)
-            answer = diagnose(_server(client, at), request)
+            try:
+                answer = diagnose(_server(client, at), request)
+            except PrometheusError as exc:  # the server could not answer: the node's health unknown, as the fleet's
+                print(f"fabricbot: {args.node} not read ({exc}): its health is unknown, not healthy", file=sys.stderr)
+                return INCOMPLETE
         diagnosis = answer.diagnosis
         if args.json:
             print_json(diagnosis)
@@ -175,7 +179,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("sweep", help=SUMMARIES["sweep"],
                        description="Exit status: 0 all within thresholds, 1 offenders found, "
                                    "3 the fleet view is incomplete (with --node: none of the node's readings is in "
-                                   "the span a sweep reads), 2 a usage or configuration error.")
+                                   "the span a sweep reads, or the server could not answer), 2 a usage or "
+                                   "configuration error.")
     p.add_argument("--store", metavar="DIR", help="sweep the local telemetry store instead of a Prometheus server")
     p.add_argument("--prometheus", metavar="URL", help="Prometheus base URL (default $FABRICBOT_PROMETHEUS_URL)")
     p.add_argument("--config", metavar="FILE", help="label map and limits (default $FABRICBOT_PROMETHEUS_CONFIG)")

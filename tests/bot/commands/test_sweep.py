@@ -332,3 +332,20 @@ def test_a_judged_node_holding_undated_events_is_no_all_clear_through_any_door(t
     assert code == 3 and not result["complete"] and result["swept"] == ["n1"]
     assert [r for r in result["incomplete_reasons"] if r.startswith("1 node also holds events with no time") and
             "n1 (6 events)" in r], result["incomplete_reasons"]
+
+
+def test_a_server_that_does_not_answer_leaves_the_fleet_and_a_node_unknown_alike(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 3 either way (a node's health unknown, as the fleet's view incomplete): `--node` once exited 2, which
+    the help keeps for a usage or configuration error."""
+    from tests.prometheus.helpers import free_port
+
+    settings = tmp_path / "prometheus.toml"
+    settings.write_text("[limits]\nretries = 0\ntimeout_seconds = 2\n", encoding="utf-8")
+    monkeypatch.setenv("FABRICBOT_PROMETHEUS_CONFIG", str(settings))
+    monkeypatch.delenv("FABRICBOT_STORE", raising=False)
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["sweep", "--prometheus", url]) == 3
+    capsys.readouterr()
+    assert main(["sweep", "--prometheus", url, "--node", "gpu-a"]) == 3
+    assert "gpu-a not read (" in capsys.readouterr().err
