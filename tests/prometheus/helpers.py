@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pandas as pd
+import pytest
 
 from diagnostics.ingest.dcgm_write import format_exposition
 from diagnostics.tables import LINK_SAMPLES
@@ -228,6 +229,13 @@ def serve_fleet(fleet: Fleet, folder: Path, *, extra: tuple[str, ...] = ()) -> S
     write_openmetrics(fleet, om)
     backfill(om, folder / "data")
     return start_server(folder / "data", extra=extra)
+
+
+def serving(fleet: Fleet, factory: pytest.TempPathFactory, name: str) -> Iterator[Server]:
+    """A module's server over the fleet (`yield from` it in a fixture), stopped after the module."""
+    served = serve_fleet(fleet, factory.mktemp(name))
+    yield served
+    served.stop()
 
 
 def newest(tables: Mapping[str, pd.DataFrame]) -> datetime:

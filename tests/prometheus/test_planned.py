@@ -13,7 +13,7 @@ import pytest
 
 from bot.cli import main
 from diagnostics.store import open_store
-from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet
+from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serving
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 _REASON = promtool_missing()
@@ -30,9 +30,7 @@ def fleet() -> Fleet:
 
 @pytest.fixture(scope="module")
 def server(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    served = serve_fleet(fleet, tmp_path_factory.mktemp("planned"))
-    yield served
-    served.stop()
+    yield from serving(fleet, tmp_path_factory, "planned")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from diagnostics.format import Unit
 from diagnostics.prometheus import Offender, PrometheusClient, SweepResult, load_config, sweep
 from diagnostics.prometheus.sweep import _off_the_bus
 from diagnostics.store import open_store
-from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serve_fleet, silenced
+from tests.prometheus.helpers import Fleet, Server, generate_fleet, promtool_missing, serving, silenced
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(180)]
 _REASON = promtool_missing()
@@ -35,9 +35,7 @@ def fleet() -> Fleet:
 
 @pytest.fixture(scope="module")
 def server(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    served = serve_fleet(fleet, tmp_path_factory.mktemp("stopped"))
-    yield served
-    served.stop()
+    yield from serving(fleet, tmp_path_factory, "stopped")
 
 
 @pytest.fixture(scope="module")
