@@ -28,6 +28,7 @@ from diagnostics.errors import InputError
 from diagnostics.ingest import detect
 from diagnostics.ingest.base import IngestResult, Source
 from diagnostics.ingest.nvlink import _shows_end as nvlink_line_ends
+from diagnostics.ingest.smi_query import _shows_end as smi_query_line_ends
 from diagnostics.tables import AER_COUNTERS, COUNTERS
 
 from . import silent
@@ -247,9 +248,12 @@ def _json_object(line: bytes) -> bool:
 
 
 def _shows_end(line: bytes, reader: str | None) -> bool:
-    """A last line that shows its own end is whole without a newline: a JSON object, or an `nvlink -s` link line
-    ending in a speed or `<inactive>`, which the nvlink reader reads as it stands."""
-    return _json_object(line) or (reader == "nvlink" and nvlink_line_ends(line.decode("utf-8", "replace")))
+    """A last line that shows its own end is whole without a newline: a JSON object, an `nvlink -s` link line
+    ending in a speed or `<inactive>`, or an `nvidia-smi -q` value ending in its unit, `N/A` or a state, which their
+    readers read as it stands."""
+    text = line.decode("utf-8", "replace")
+    return _json_object(line) or (reader == "nvlink" and nvlink_line_ends(text)) or (
+        reader == "smi_query" and smi_query_line_ends(text))
 
 
 def check_prefix(whole: Outcome, cut: Outcome, data: bytes, problems: Problems) -> None:
