@@ -22,6 +22,7 @@ PLACEHOLDERS = frozenset({
     "bus",  # a GPU named by its PCI address alone
     "rack_ports",  # where the rack file's port map comes from: assumed, stated, or no rack file
     "find_link",  # the read that names an NVLink the input does not (an Xid without a link number)
+    "nvlinks_reach", "gpu_common_end", "module_reseat",  # how a board's GPU links leave it; how its GPU is reseated
 })
 
 # A value that stands for "not known" in the facts some callers pass.

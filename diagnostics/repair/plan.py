@@ -210,14 +210,17 @@ class _Builder:
 
     # -- the plan's parts ----------------------------------------------------------------------------------------
     def parts(self) -> tuple[Part | None, Part | None, str | None]:
-        chosen = self.over.part
+        chosen, following = self.over.part, self.over.next_part
         if self.plat is None and self.over.switch_part and (is_switch(self.facts.peer or "")
                                                             or is_switch(self.facts.switch or "")):
-            chosen = self.over.switch_part  # a link that lands on an NVSwitch: the baseboard's, never a bridge's
+            # a link that lands on an NVSwitch: an SXM module, then the baseboard, never a bridge (every known
+            # NVSwitch board's order: the module is swapped first, the baseboard only if the errors stay)
+            chosen, following = self.over.next_part or self.over.switch_part, self.over.switch_part
             if self.over.rack_part and (is_rack_chip(self.facts.peer) or is_rack_chip(self.facts.switch)):
-                chosen = self.over.rack_part  # on a rack's switch tray: a GB200 compute tray's, not a baseboard's
+                # on a rack's switch tray: a GB200 compute tray's, not a baseboard's
+                chosen, following = self.over.rack_part, self.over.next_part
         part = part_by_id(chosen) if chosen else None
-        nxt = part_by_id(self.over.next_part) if self.over.next_part else None
+        nxt = part_by_id(following) if following else None
         for key, p in (("part", part), ("next_part", nxt)):
             if p is None:
                 continue

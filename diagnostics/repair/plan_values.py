@@ -4,6 +4,7 @@ and newer, else Fabric Manager's log and the links' state)."""
 
 from __future__ import annotations
 
+from ..components import is_switch
 from ..config.racks import RackSpec, rack_of, rack_spec, tray_kind
 from ..config.repair_catalog import Catalog, PlatformEntry
 from ..config.repair_text import known
@@ -55,10 +56,31 @@ def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str
     out = {"rack_stops": f"{trays}, and {said}", "rack_ports": _ports_said(spec)}
     if hosts:
         out["rack_hosts_csv"] = ",".join(hosts)
+        if spec is not None and spec.racks_per_domain > 1:  # a command of this rack's trays alone drains half
+            whose = "the other racks'" if spec.racks_per_domain > 2 else "the other rack's"
+            out["rack_hosts_csv"] += f",<{whose} compute trays>"  # to fill in: the paste fails until it is
     if facts.jobs:
         out["jobs"] = ", ".join(jobs)
     if facts.nmx:
         out["nmx"] = facts.nmx
+    return out
+
+
+def _board_words(plat: PlatformEntry) -> dict[str, str]:
+    """How a GPU's NVLinks leave it on this board, and how its module or card is reseated: a reseat step says what
+    the board has (a DGX-1's links reach peer GPUs, not NVSwitches; an H100 NVL card is no SXM module)."""
+    reach = {"nvswitch": f"all its NVLinks reach the NVSwitches through the {plat.board}, there is no cable",
+             "direct": f"all its NVLinks reach its peer GPUs through the {plat.board}, there is no cable",
+             "bridge": "its NVLinks reach its pair's other card through the NVLink bridges on top of the two cards"}
+    out = {"nvlinks_reach": reach[plat.nvlink]} if plat.nvlink in reach else {}
+    out["gpu_common_end"] = ("on a bridged pair every NVLink runs to the pair's other card, so this card, its partner "
+                             "and the bridges are the suspects" if plat.nvlink == "bridge" else
+                             "its failing NVLinks have no other end in common, and the GPU is that end")
+    if plat.sxm:
+        out["module_reseat"] = ("an SXM module is reseated as the server vendor's service guide says (its socket's "
+                                "torque sequence and thermal interface), or by its field service")
+    elif plat.nvlink == "bridge":
+        out["module_reseat"] = "take the pair's NVLink bridges off first and refit every one after"
     return out
 
 
@@ -91,11 +113,14 @@ def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, 
     values.setdefault("rack_ports", _ports_said(None))
     if facts.recovery:
         values["recovery"] = facts.recovery
-    if plat is not None and plat.sxm:
+    switched = plat is None and (is_switch(facts.peer or "") or is_switch(facts.switch or ""))  # an SXM board's
+    if (plat is not None and plat.sxm) or switched:
         values["swap_note"] = ("moving an SXM module between baseboard sockets is their procedure, with their "
                                "tools, torque and thermal interface, not a site step")
         values["sxm_note"] = ("fitting an SXM module is their procedure, with their tools, torque and thermal "
                               "interface, not a site step")
+    if plat is not None:
+        values.update(_board_words(plat))
     values.update(_FABRIC_READS[plat is None or plat.fabric_info])
     values["node"] = f"node {values['node_id']}" if "node_id" in values else "the node"
     return values

@@ -144,7 +144,9 @@ def test_every_platform_and_fault_kind_gets_a_plan_an_engineer_would_sign(platfo
                 replace = next(i for i, t in enumerate(texts) if t.startswith("replace"))
                 assert reseat is not None and reseat < replace
                 # the swap test; on an SXM board moving a module between sockets is the vendor's field service's
-                if platform is not None and load_catalog().platform[platform].sxm:
+                # (an unknown board whose link lands on an NVSwitch is one)
+                switched = platform is None and (facts.peer or "").startswith("NVSwitch")
+                if (platform is not None and load_catalog().platform[platform].sxm) or switched:
                     assert any("follow" in t and "socket" in t and "field service" in t for t in texts), texts
                 else:
                     assert any("follow" in t and "slot" in t for t in texts), texts
@@ -216,15 +218,17 @@ def test_the_no_platform_direct_link_keeps_the_products_canonical_action() -> No
 @pytest.mark.parametrize(("peer", "part", "frus"), [
     ("GPU 3", "unknown-nvlink-carrier", ["NVLink bridge", "GPU baseboard"]),
     (None, "unknown-nvlink-carrier", ["NVLink bridge", "GPU baseboard"]),
-    ("NVSwitch 1", "unknown-gpu-baseboard", ["GPU baseboard of that system"])])
+    ("NVSwitch 1", "unknown-gpu", ["GPU card", "SXM GPU module"])])
 def test_an_unknown_boards_nvlink_names_the_part_the_link_implies(peer: str | None, part: str,
                                                                   frus: list[str]) -> None:
-    """A GPU-to-GPU NVLink: the NVLink bridge on PCIe cards or the baseboard on an SXM board; a switch link: the
-    baseboard; with the product name as the read that decides."""
+    """A GPU-to-GPU NVLink: the NVLink bridge on PCIe cards or the baseboard on an SXM board, then the GPU; a switch
+    link: the GPU's module, then the baseboard, as every known NVSwitch board orders them (the costliest part last);
+    with the product name as the read that decides."""
     plan = repair_plan(None, FaultKind.NVLINK, PlanFacts(node_id="n", gpu=2, peer=peer, link=1))
     assert plan.part is not None and plan.part.id == part and [c.fru for c in plan.part.candidates] == frus
     assert plan.part.decided_by == 'nvidia-smi -q | grep -i "product name"' and plan.part_note is None
-    assert plan.next_part is not None and plan.next_part.id == "unknown-gpu"
+    then = "unknown-gpu-baseboard" if peer == "NVSwitch 1" else "unknown-gpu"
+    assert plan.next_part is not None and plan.next_part.id == then
 
 
 def test_assumed_and_unknown_ports_are_warnings_never_steps() -> None:
@@ -401,3 +405,25 @@ def test_a_reseat_is_done_powered_off_and_stops_what_it_powers_off(platform: str
             assert "service guide" in step.text, step.text
     if plan.stops_node:
         assert "exclude GPU" not in plan.isolation[0].text
+
+
+@pytest.mark.parametrize("platform", [p for p in PLATFORMS if p is not None])
+def test_a_reseat_or_swap_names_only_what_the_board_has_and_is_done_powered_off(platform: str) -> None:
+    """A DGX-1's NVLinks reach peer GPUs, not NVSwitches; an H100 NVL card is no SXM module; and every module or
+    card moved by hand is moved with the node powered off (a step written for HGX boards was said on every board)."""
+    entry = load_catalog().platform[platform]
+    if entry.rack:
+        return
+    for fault in (FaultKind.NVLINK, FaultKind.NVLINK_AGGREGATE, FaultKind.GPU_NVLINKS, FaultKind.PCIE_REPLAYS):
+        plan = repair_plan(platform, fault, _facts(platform, fault))
+        if not plan.applies:
+            continue
+        for step in plan.repair:
+            text = step.text
+            if entry.nvlink != "nvswitch":
+                assert "NVSwitch" not in text, (fault, text)
+            if not entry.sxm:
+                assert "SXM" not in text, (fault, text)
+            does = re.search(r"\b(reseat|swap|move)\b", text) and not re.search(r"skip the reseat|field service", text)
+            if does:
+                assert "powered off" in text, (fault, text)

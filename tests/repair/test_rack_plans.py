@@ -56,7 +56,11 @@ def test_no_switch_tray_or_cartridge_is_touched_before_the_rack_is_drained(platf
         assert [s for s in plan.isolation if s.drains == "rack"], [s.text for s in plan.isolation]
         first, last = facts.rack_hosts[0], facts.rack_hosts[-1]
         drained = next(s for s in plan.isolation if s.drains == "rack")
-        assert f"nodename={','.join(facts.rack_hosts)} " in drained.text  # every tray of the rack, by name
+        # every tray of the rack, by name; of an NVLink domain of racks, the others' trays asked for in the command
+        # itself (a paste of this rack's alone would drain half the domain)
+        spans = (rack_of(platform) or rack_spec(platform)).racks_per_domain > 1
+        named = ",".join(facts.rack_hosts) + (",<the other rack's compute trays>" if spans else "")
+        assert f"nodename={named} " in drained.text
         for step in [s for s in plan.repair if s.stops == "rack"]:
             assert first in step.text and last in step.text and "r7-train" in step.text, step.text
         if (rack_of(platform) or rack_spec(platform)).racks_per_domain > 1:
@@ -193,3 +197,21 @@ def test_the_port_map_read_says_whether_the_rack_files_ports_are_assumed(tmp_pat
     monkeypatch.setenv(racks.ENV_DIRS, str(tmp_path))
     said = remote("gb200-nvl72")
     assert said.endswith("(to check against the rack file's port map)") and "assumed" not in said
+
+
+@pytest.mark.parametrize("platform", RACK_PLATFORMS)
+def test_a_switch_tray_is_reseated_powered_off_and_its_replacement_is_followed_by_the_rack_reboot(
+        platform: str) -> None:
+    """NVIDIA's DGX GB200 user guide orders the rack reboot sequence after a switch tray's replacement, as after a
+    compute tray's; a tray is reseated powered off (a switch tray's reseat said only that the rack was drained)."""
+    for fault in (FaultKind.SWITCH_TRAY, FaultKind.SWITCH_PORT, FaultKind.NVSWITCH_FATAL, FaultKind.CARTRIDGE):
+        plan = repair_plan(platform, fault, _facts(platform))
+        if not plan.applies:
+            continue
+        for step in plan.repair:
+            text = step.text.lower()
+            if re.search(r"\breplace the [^;(]*switch tray", text):
+                assert "rack reboot sequence" in text, step.text
+            reseats = re.search(r"\breseat\b", text) and not re.search(r"after the reseat|skip the reseat", text)
+            if reseats and "tray" in text:
+                assert "powered off" in text or "power off" in text, step.text
