@@ -7,12 +7,14 @@ document (https://docs.slack.dev/reference/methods/chat.postMessage and the othe
 
 from __future__ import annotations
 
+import errno
 import logging
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.client import HTTPException
 from typing import Any
-from urllib.error import HTTPError
+from urllib.error import HTTPError, URLError
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -57,6 +59,29 @@ def whole_ticket_not_attached(name: str) -> str:
 # refused, reset, timed out, a name that does not resolve) and a cut response (HTTPException, e.g. IncompleteRead).
 SLACK_FAILURES: tuple[type[Exception], ...] = (SlackApiError, SlackClientError, OSError, HTTPException)
 CONTENT_CODES = frozenset({"msg_too_long", "msg_blocks_too_long", "invalid_blocks"})  # asking again fails alike
+
+
+def from_slack(exc: BaseException) -> bool:
+    """Whether a failure among SLACK_FAILURES came from the way to Slack, not from this machine: an OSError naming
+    a file, or a disk's or the process's own errno (no space, an I/O error, too many open files), is the store's."""
+    if not isinstance(exc, OSError) or isinstance(exc, (ConnectionError, TimeoutError, URLError)):
+        return True
+    return exc.filename is None and exc.errno not in _LOCAL_ERRNOS
+
+
+_LOCAL_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EMFILE, errno.ENFILE, errno.EROFS, errno.EDQUOT,
+                           errno.ENOENT, errno.EACCES, errno.EPERM})
+
+
+def failed_locally(exc: BaseException) -> str:
+    """What is said when the bot's own side failed (its store, its disk, a bug), never blamed on Slack."""
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return ("the store's database is busy: another writer (an ingest, a compaction) held it past the wait; "
+                "try again in a minute")
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"reading or writing the store failed{where}: {exc.strerror or exc}; tell whoever runs the bot"
+    return f"something failed on my side ({type(exc).__name__}: {exc}); tell whoever runs the bot"
 
 
 def error_code(exc: BaseException) -> str:

@@ -7,6 +7,7 @@ acknowledgement. Arguments are capped and read in one pass.
 
 from __future__ import annotations
 
+import logging
 import shlex
 from collections import deque
 from collections.abc import Callable
@@ -24,10 +25,12 @@ from ..mrkdwn import esc
 from ..nodes import UnknownName, unknown_reply
 from ..options import parse_window, window_wanted
 from ..posting import post_diagnosis, post_fleet
-from ..replies import SLACK_FAILURES, Replier
+from ..replies import SLACK_FAILURES, Replier, failed_locally, from_slack
 from ..services import Services
 from ..work import BUSY, Busy
 from .filing import CannotCheck, FilingRights
+
+log = logging.getLogger(__name__)
 
 COMMAND = "/fabric"
 MAX_ARGUMENTS = 300  # characters: a node name, a job id and a window fit many times over
@@ -106,10 +109,12 @@ def _window(value: str) -> float:
 
 def answer(services: Services, request: Request, command: dict[str, Any], client: WebClient,
            reply: Replier) -> None:
-    """The work behind one command, on the work queue: analyse, post, and say what went wrong if anything did."""
-    services.record("command", actor=reply.user, subject=request.target or request.verb,
-                    command=f"{COMMAND} {command.get('text', '')}".strip(), channel=reply.channel)
+    """The work behind one command, on the work queue: analyse, post, and say what went wrong if anything did,
+    whatever it was: a job that fails after the ack is the bot's to report (Bolt's error handler sees only what a
+    listener raises before it returns), else the person who asked is left with "Looking at ..." and nothing."""
     try:
+        services.record("command", actor=reply.user, subject=request.target or request.verb,
+                        command=f"{COMMAND} {command.get('text', '')}".strip(), channel=reply.channel)
         if request.verb in LIFECYCLE:
             if _changes_state(request) and not _may_change(services, client, reply):
                 return
@@ -134,7 +139,22 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
     except FabricbotError as exc:
         reply.tell(f"I could not analyse that: {esc(exc)}")
     except SLACK_FAILURES as exc:
-        reply.slack_failed(exc, "posting the diagnosis")
+        if not from_slack(exc):  # the store's disk, not the way to Slack
+            _failed_here(reply, request, command, exc)
+        else:
+            reply.slack_failed(exc, f"posting {_answer_of(request)}")
+    except Exception as exc:  # the store's database busy past its wait, a bug: the person hears
+        _failed_here(reply, request, command, exc)
+
+
+def _answer_of(request: Request) -> str:
+    return {"fleet": "the fleet view", "job": "the job's answer", "rack": "the rack's diagnosis"}.get(
+        request.verb, "the answer" if request.verb in LIFECYCLE else "the diagnosis")
+
+
+def _failed_here(reply: Replier, request: Request, command: dict[str, Any], exc: BaseException) -> None:
+    log.error("fabricbot: %s %s failed for %s", COMMAND, command.get("text", ""), reply.user, exc_info=exc)
+    reply.tell(f"I could not finish {_answer_of(request)}: {esc(failed_locally(exc))}")
 
 
 def _changes_state(request: Request) -> bool:
