@@ -48,6 +48,9 @@ class Request:
     args: tuple[str, ...] = ()  # maintenance: NODE DURATION [reason...] or NODE end
 
 
+VERBS = frozenset({"help", "fleet", "verify", "digest", "watch", "maintenance", "job", "rack"})
+
+
 def parse(text: str) -> Request:
     if len(text or "") > MAX_ARGUMENTS:
         raise UsageError(f"that is {len(text):,} characters of arguments; `/fabric` takes at most {MAX_ARGUMENTS}")
@@ -55,6 +58,8 @@ def parse(text: str) -> Request:
         words = deque(shlex.split(text or ""))
     except ValueError as exc:
         raise UsageError(f"cannot read the arguments: {esc(exc)}") from None
+    if words and words[0].lower() in VERBS:  # `/fabric Fleet`, `/fabric JOB 4411`: a verb, typed in any case
+        words[0] = words[0].lower()
     if not words or words[0] in ("help", "-h", "--help"):
         return Request("help")
     if words[0] in ("fleet", "verify", "digest"):

@@ -124,7 +124,12 @@ class UnknownName(InputError):
 
 
 def close_matches(name: str, names: Iterable[str], n: int = 3) -> list[str]:
-    return difflib.get_close_matches(name, list(names), n=n, cutoff=0.5)
+    """The names most like `name`, compared without regard to case (host names are case-insensitive, RFC 4343:
+    `HPC-GPU-NODE-12` is most like `hpc-gpu-node-12`), each as the source holds it."""
+    held: dict[str, str] = {}
+    for other in names:
+        held.setdefault(other.casefold(), other)
+    return [held[m] for m in difflib.get_close_matches(name.casefold(), list(held), n=n, cutoff=0.5)]
 
 
 def known(kind: str, name: str, names: list[str], *, where: str | None = None, field: str | None = None,

@@ -344,3 +344,9 @@ def test_approving_a_draft_whose_part_s_ticket_is_verifying_is_told_so_in_senten
     since = fmt.when(datetime.fromisoformat(str(ticket.repaired_at)))
     assert joined.text == (f":link: *{ticket.id}* (filed by <@UBOB>) is verifying its repair (repaired {since} by "
                            f"<@UALICE>). <@UALICE>'s approval added this evidence to it.")
+
+
+def test_a_verb_is_read_in_any_case_as_slack_users_type_it() -> None:
+    assert parse("Fleet") == Request("fleet") and parse("JOB 4411") == Request("job", "4411")
+    assert parse("Watch node-7") == Request("watch", "node-7")
+    assert parse("Node-7") == Request("node", "Node-7")  # a node's name is kept as typed: the source matches it

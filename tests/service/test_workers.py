@@ -114,3 +114,12 @@ def test_an_error_travels_between_processes_whole(error: Exception) -> None:
     assert type(back) is type(error) and str(back) == str(error) and back.args == error.args
     assert vars(back) == vars(error)
 
+
+
+def test_a_name_typed_in_another_case_has_its_node_as_the_first_close_match() -> None:
+    """Host names are case-insensitive (RFC 4343): `HPC-GPU-NODE-12` was offered the first ten nodes, not itself."""
+    from diagnostics.service import close_matches
+
+    names = [f"hpc-gpu-node-{i:02d}" for i in range(1, 41)]
+    assert close_matches("HPC-GPU-NODE-12", names)[0] == "hpc-gpu-node-12"
+    assert close_matches("hpc-gpu-nod-12", names)[0] == "hpc-gpu-node-12"
