@@ -17,7 +17,7 @@ from typing import Any
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from diagnostics import FabricbotError
+from diagnostics import Diagnosis, FabricbotError
 
 from .. import blocks
 from ..lifecycle import digest_text, maintenance_list, post_text, set_maintenance, verify_text, watch_text
@@ -25,7 +25,7 @@ from ..mrkdwn import esc
 from ..nodes import UnknownName, unknown_reply
 from ..options import parse_window, window_wanted
 from ..posting import post_diagnosis, post_fleet
-from ..replies import SLACK_FAILURES, Replier, failed_locally, from_slack
+from ..replies import SLACK_FAILURES, Replier, error_code, failed_locally, from_slack
 from ..services import Services
 from ..work import BUSY, Busy
 from .filing import CannotCheck, FilingRights
@@ -117,6 +117,7 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
     """The work behind one command, on the work queue: analyse, post, and say what went wrong if anything did,
     whatever it was: a job that fails after the ack is the bot's to report (Bolt's error handler sees only what a
     listener raises before it returns), else the person who asked is left with "Looking at ..." and nothing."""
+    diagnosis: Diagnosis | None = None
     try:
         services.record("command", actor=reply.user, subject=request.target or request.verb,
                         command=f"{COMMAND} {command.get('text', '')}".strip(), channel=reply.channel)
@@ -148,8 +149,15 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
             _failed_here(reply, request, command, exc)
         else:
             reply.slack_failed(exc, f"posting {_answer_of(request)}")
+            if diagnosis is not None and error_code(exc) in NOT_HERE:  # the answer, to the person: nothing lost
+                reply.tell(f"Meanwhile, to you alone: {esc(blocks.fallback_text(diagnosis))}. "
+                           f"{esc(diagnosis.repair_action)}")
     except Exception as exc:  # the store's database busy past its wait, a bug: the person hears
         _failed_here(reply, request, command, exc)
+
+
+# Slack refusing the channel itself (the bot not in it, or it gone): the person still has the response URL
+NOT_HERE = frozenset({"not_in_channel", "channel_not_found", "is_archived"})
 
 
 def _answer_of(request: Request) -> str:

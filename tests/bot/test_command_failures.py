@@ -55,3 +55,18 @@ def test_a_failure_on_the_bots_side_is_told_to_the_person_not_blamed_on_slack(fa
         told = _told(local, text)
     assert told.startswith(said), told
     assert "Slack" not in told and "network_error" not in told
+
+
+@pytest.mark.parametrize("refusal", ["outside", "missing"])
+def test_a_channel_slack_refuses_still_gives_the_person_the_answer(refusal: str) -> None:
+    """`not_in_channel` / `channel_not_found`: the person is told why, and gets the answer's headline and action
+    through the response URL they still hold (Slack's message responses), rather than nothing."""
+    with local_bot() as local:
+        getattr(local.slack.faults, refusal).add(OPS)
+        assert local.injector.command(NODE, user="UALICE", channel=OPS).status == 200
+        assert local.slack.wait_for(lambda s: any("to you alone" in m.shown for m in private(s, "UALICE"))), \
+            local.slack.errors()
+        told = [m.shown for m in private(local.slack, "UALICE")]
+    answer = next(t for t in told if "to you alone" in t)
+    assert f"{NODE}: GPU 2 -> GPU 3 NVLink 1 failing, urgent priority. Reseat" in answer  # with its action
+    assert not posted(local.slack)
