@@ -387,7 +387,9 @@ class SweepResult(BaseModel):
         offending GPU'; 'parts' where they are of more than one kind); where some broke more than one rule, how many
         rule breaches the list holds (one line each, a gone GPU's all on its one), in parentheses, or between commas
         where the text is `inline` in parentheses already."""
-        kinds = {o.link_key: o.counted_as for o in self.offenders}
+        # a part is its link (or GPU, or node) and what it is: a GPU's Xid and its NVLinks' totals are two parts, as
+        # the node's findings and the fleet view count them; a link over two rules, or a GPU over two codes, is one
+        kinds = {(*o.link_key, o.counted_as): o.counted_as for o in self.offenders}
         broken = sum(len(o.rules) for o in self.offenders)  # a gone GPU's one row counts each rule it broke
         breaches = fmt.count(broken, "rule breach", "rule breaches")
         said = "" if broken == len(kinds) else f", {breaches}," if inline else f" ({breaches})"

@@ -59,3 +59,13 @@ def test_a_switch_port_the_read_back_judges_as_a_links_far_end_is_that_links_row
     (named,) = named_as_read_back([link], read_back)
     assert named.component == "GPU 7 NVLink 8 -> NVSwitch 4 port 14" and named.rate_per_hour == 11674.0  # the server's
     assert named.detail == "CRC data errors 11,674/h > 1,000/h"
+
+
+def test_a_gpus_xid_and_its_nvlinks_totals_are_two_parts_as_the_fleet_view_counts_them() -> None:
+    """A GB200 tray's GPU 1: its NVLinks' totals over a rule and an Xid 149 share the GPU's key; the sweep counted
+    one part where the node's findings and `/fabric fleet` count two (236 against 237 on a rack store)."""
+    totals = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=1, rule="effective_errors",
+                      severity=Severity.FAILING, rate_per_hour=7.0, above=0.0)
+    xid = Offender(node_id="n1", link_type=LinkType.NVLINK, gpu=1, xid=149, rule="xid_nvlink", severity=Severity.DOWN)
+    assert _headline(totals, xid) == "2 offending parts on 1 node"
+    assert _headline(xid, xid.model_copy(update={"xid": 74})) == "1 offending GPU (2 rule breaches) on 1 node"

@@ -124,7 +124,7 @@ def test_partial_data_warning_marks_the_view_incomplete_but_keeps_offenders() ->
     assert not result.complete
     assert any("partial data: store eu-1 unreachable" in r for r in result.incomplete_reasons)
     assert {(o.node_id, o.gpu, o.link) for o in result.offenders} >= {("n7", 2, 5)}
-    assert f"{len({o.link_key for o in result.offenders})} offending link" in result.headline()
+    assert f"{len({(*o.link_key, o.counted_as) for o in result.offenders})} offending " in result.headline()
     assert "found so far" in result.headline()
 
 
