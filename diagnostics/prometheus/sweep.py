@@ -385,9 +385,8 @@ def analyze_offenders(client: PrometheusClient, thresholds: Thresholds, result: 
         t1 = time.perf_counter()
         diagnosis = _diagnose(tables, node, window, result.at, thresholds, gpus=gpus)
         result.confirmed[node] = confirmed = offenders_of(diagnosis)
-        # a GPU the read-back shows gone is one row, as the store's sweep lists it: the server's count names none
-        # and a switch port it judges as a GPU link's far end is that link's, not a part of its own
-        # and each row named as the read-back names the link
+        # the rows as the store's sweep lists them: a GPU the read-back shows gone one row (the server's count names
+        # none), a switch port it judges as a GPU link's far end that link's, each row named as it names the link
         folded = far_ends_folded(gone_gpus_folded(mine, confirmed), confirmed)
         ranked = _ranked(named_as_read_back(folded, confirmed), places(diagnosis, thresholds))
         result.offenders = sorted([*(o for o in result.offenders if o.node_id != node), *ranked],
