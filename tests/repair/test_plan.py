@@ -229,6 +229,9 @@ def test_an_unknown_boards_nvlink_names_the_part_the_link_implies(peer: str | No
     assert plan.part.decided_by == 'nvidia-smi -q | grep -i "product name"' and plan.part_note is None
     then = "unknown-gpu-baseboard" if peer == "NVSwitch 1" else "unknown-gpu"
     assert plan.next_part is not None and plan.next_part.id == then
+    if peer == "NVSwitch 1":  # an SXM board's link: no bridge to reseat, and its module moved by field service
+        assert not [s.text for s in plan.repair if "bridge on" in s.text]
+        assert any("field service" in s.text and "reseat" in s.text for s in plan.repair)
 
 
 def test_assumed_and_unknown_ports_are_warnings_never_steps() -> None:
