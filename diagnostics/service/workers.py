@@ -100,6 +100,11 @@ class DiagnosisWorkers:
         try:
             self._started()
         except Exception as exc:  # whatever stops a worker, the answers are still made here
+            with self._lock:
+                closing = self._closed  # the bot stopping while they started (its fork server gone): nothing to say
+            if closing:
+                log.debug("fabricbot: analysis workers not started: closed while they started (%s)", exc)
+                return
             log.warning("fabricbot: analysis workers could not start (%s); answering in this process", exc)
 
 
