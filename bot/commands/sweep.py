@@ -21,6 +21,7 @@ from diagnostics.store import DB_NAME
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 from . import SUMMARIES
 from .output import INCOMPLETE, print_json, said_incomplete
+from .ticket import ENV_STORE
 
 
 def _worst(found: list[Offender]) -> list[Offender]:
@@ -116,7 +117,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     at = parse_time(args.at, field="--at") if args.at else None
     if args.store and args.prometheus:
         raise InputError("give --store DIR (sweep the local store) or --prometheus URL (sweep the server), not both; a "
-                         f"server's sweep reads its planned work from the store {STORE_ENV} names",
+                         f"server's sweep reads its planned work from the store {ENV_STORE} names",
                          field="--prometheus", value=args.prometheus)
     if args.store:
         if args.node:
@@ -159,18 +160,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return _report(result, args.json, args.png, args.all)
 
 
-STORE_ENV = "FABRICBOT_STORE"
-
-
 def _server(client: PrometheusClient, at: datetime | None) -> PrometheusSource:
     """The server as a source, with the planned work `maintenance` keeps in $FABRICBOT_STORE (the store the bot and
     `fabricbot maintenance` share): the server knows none, and a node under it pages no one through any door."""
     source = PrometheusSource(client, at=at)
-    store = os.environ.get(STORE_ENV)
+    store = os.environ.get(ENV_STORE)
     if store and (Path(store) / DB_NAME).exists():
         source.hold(StoreSource(store).maintenance())
     elif store:
-        print(f"fabricbot: {STORE_ENV}={store} holds no store: no planned work is read for this sweep",
+        print(f"fabricbot: {ENV_STORE}={store} holds no store: no planned work is read for this sweep",
               file=sys.stderr)
     return source
 
