@@ -269,14 +269,15 @@ def deltas(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarr
         return d, np.zeros(0, dtype=bool)
     d[0] = 0.0
     np.subtract(values[1:], values[:-1], out=d[1:])
-    if np.isnan(d).any():  # one pass; only a series with a missing reading is carried across it
+    gaps = not np.isfinite(d).all()  # one pass, on every series: the rest only where a reading is missing
+    if gaps:
         values = _carried(values, starts)
         np.subtract(values[1:], values[:-1], out=d[1:])
     reset = d < 0
     np.copyto(d, values, where=reset)
     reset[starts] = False
     d[starts] = 0.0
-    if not np.isfinite(d).all():  # nan_to_num makes several passes: done in place only when it must
+    if gaps:  # nan_to_num makes several passes: done in place only when it must
         np.nan_to_num(d, copy=False, nan=0.0)
     return d, reset
 
