@@ -58,7 +58,7 @@ def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str
         out["rack_hosts_csv"] = ",".join(hosts)
         if spec is not None and spec.racks_per_domain > 1:  # a command of this rack's trays alone drains half
             whose = "the other racks'" if spec.racks_per_domain > 2 else "the other rack's"
-            out["rack_hosts_csv"] += f",<{whose} compute trays>"  # to fill in: the paste fails until it is
+            out["rack_hosts_csv"] += f",<{whose} compute trays>"  # to fill in before the command is run
     if facts.jobs:
         out["jobs"] = ", ".join(jobs)
     if facts.nmx:
