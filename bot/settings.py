@@ -17,6 +17,7 @@ from diagnostics.prometheus import redacted_url
 from diagnostics.service import process_count
 
 from .options import parse_duration, time_of_day
+from .storage import ENV_STORE
 
 DEFAULT_STORE = ".store"
 DEFAULT_DRAFTS_PER_MINUTE = 5
@@ -121,7 +122,7 @@ class Settings:
             slack_api_url=env.get("FABRICBOT_SLACK_API_URL") or None,
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             model=env.get("FABRICBOT_MODEL") or None,
-            store=Path(env.get("FABRICBOT_STORE") or DEFAULT_STORE),
+            store=Path(env.get(ENV_STORE) or DEFAULT_STORE),
             filing_channels=_csv(env.get("FABRICBOT_FILING_CHANNELS")),
             filing_usergroups=_csv(env.get("FABRICBOT_FILING_USERGROUPS")),
             drafts_per_minute=_count(env, "FABRICBOT_DRAFTS_PER_MINUTE", DEFAULT_DRAFTS_PER_MINUTE),

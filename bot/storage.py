@@ -10,6 +10,8 @@ import sqlite_utils
 
 from diagnostics.store import DB_NAME, connect, lock_of
 
+ENV_STORE = "FABRICBOT_STORE"  # the store folder a command or the bot reads when none is given
+
 
 def open_db(store: Path | None) -> sqlite_utils.Database:
     """The database under a store folder (created if missing), or an in-memory one for `None`."""

@@ -12,7 +12,7 @@ from diagnostics.service import close_matches
 from diagnostics.store import DB_NAME
 
 from ..audit import KINDS, AuditLog
-from ..storage import open_db
+from ..storage import ENV_STORE, open_db
 from . import SUMMARIES
 
 
@@ -27,7 +27,7 @@ def _kind(kind: str | None) -> str | None:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     kind = _kind(args.kind)
-    store = Path(args.store or os.environ.get("FABRICBOT_STORE") or ".store")
+    store = Path(args.store or os.environ.get(ENV_STORE) or ".store")
     if not (store / DB_NAME).exists():
         raise InputError("no fabricbot database here (run the bot or `fabricbot ingest` first)", source=str(store))
     audit = AuditLog(open_db(store))

@@ -19,12 +19,13 @@ from diagnostics import InputError
 from diagnostics import format as fmt
 from diagnostics.store import Compacted, open_store
 
+from ..storage import ENV_STORE
 from . import SUMMARIES
 from .output import INCOMPLETE
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    folder = args.store or os.environ.get("FABRICBOT_STORE")
+    folder = args.store or os.environ.get(ENV_STORE)
     if not folder:
         raise InputError("give the store to compact: --store DIR (or set FABRICBOT_STORE)")
     store = open_store(folder, create=False)

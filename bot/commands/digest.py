@@ -14,14 +14,14 @@ from diagnostics.service import StoreSource
 
 from ..digest import build_digest, digest_lines
 from ..options import add_threshold_options, parse_time, thresholds_from
-from ..storage import open_db
+from ..storage import ENV_STORE, open_db
 from ..workflow.tracker import SqliteTracker
 from . import SUMMARIES
 from .output import INCOMPLETE
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
-    folder = args.store or os.environ.get("FABRICBOT_STORE")
+    folder = args.store or os.environ.get(ENV_STORE)
     if not folder:
         raise InputError("the digest reads the store and its tickets: give --store DIR (or set FABRICBOT_STORE)")
     source = StoreSource(folder)

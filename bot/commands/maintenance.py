@@ -17,6 +17,7 @@ from diagnostics import format as fmt
 from diagnostics.store import Maintenance, open_store
 
 from ..options import parse_duration, parse_time
+from ..storage import ENV_STORE
 from . import SUMMARIES
 
 
@@ -26,7 +27,7 @@ def _row(w: Maintenance, now: datetime) -> str:
 
 
 def cmd_maintenance(args: argparse.Namespace) -> int:
-    folder = args.store or os.environ.get("FABRICBOT_STORE")
+    folder = args.store or os.environ.get(ENV_STORE)
     if not folder:
         raise InputError("maintenance windows live in the store: give --store DIR (or set FABRICBOT_STORE)")
     store = open_store(folder, create=False)

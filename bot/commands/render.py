@@ -24,6 +24,7 @@ from diagnostics.render import (
 from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, files_source
 
 from ..options import END_OPTION, add_end_option, end_of, window_type
+from ..storage import ENV_STORE
 from . import SUMMARIES
 
 FORMATS = ("png", "svg")
@@ -43,7 +44,7 @@ def _format(args: argparse.Namespace) -> str:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    store = args.store or os.environ.get("FABRICBOT_STORE")
+    store = args.store or os.environ.get(ENV_STORE)
     if args.target is None:  # `render --store DIR --node NODE`, as `analyze` names a stored node
         if not (args.node and store):
             raise InputError("give a FILE to draw, or a node of the store (`render --store DIR NODE`, or `--node "

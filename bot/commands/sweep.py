@@ -19,9 +19,9 @@ from diagnostics.service import PrometheusSource, Request, StoreSource, diagnose
 from diagnostics.store import DB_NAME
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
+from ..storage import ENV_STORE
 from . import SUMMARIES
 from .output import INCOMPLETE, print_json, said_incomplete
-from .ticket import ENV_STORE
 
 
 def _worst(found: list[Offender]) -> list[Offender]:

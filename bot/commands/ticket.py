@@ -35,14 +35,12 @@ from diagnostics.tickets import (
 from diagnostics.topology import Inventory, NodeGraph, load_inventory
 
 from ..options import END_OPTION, add_end_option, add_threshold_options, end_of, thresholds_from, window_type
-from ..storage import open_db
+from ..storage import ENV_STORE, open_db
 from ..workflow.cover import covering, standing, with_narrower
 from ..workflow.history import part_history
 from ..workflow.tracker import SqliteTracker, Tracker
 from . import SUMMARIES
 from .output import NO_PART, print_json, said_incomplete
-
-ENV_STORE = "FABRICBOT_STORE"
 
 
 def _store_folder(args: argparse.Namespace) -> str | None:

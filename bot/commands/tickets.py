@@ -23,7 +23,7 @@ from diagnostics.tickets import Hardware
 from ..audit import AuditLog
 from ..nodes import StoreNodeSource
 from ..options import parse_time
-from ..storage import open_db
+from ..storage import ENV_STORE, open_db
 from ..workflow.history import part_history
 from ..workflow.tracker import RepairTimeError, SqliteTracker, Ticket, ticket_time
 from ..workflow.verification import reported_diagnostics, source_check, verify_repairs
@@ -31,7 +31,7 @@ from . import SUMMARIES
 
 
 def _folder(args: argparse.Namespace) -> Path:
-    store = Path(args.store or os.environ.get("FABRICBOT_STORE") or ".store")
+    store = Path(args.store or os.environ.get(ENV_STORE) or ".store")
     if not (store / DB_NAME).exists():
         raise InputError("no fabricbot database here (run the bot or `fabricbot ingest` first)", source=str(store))
     return store

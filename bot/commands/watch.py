@@ -12,12 +12,13 @@ from diagnostics.config import load_watch
 from diagnostics.service import StoreSource, known, watched
 
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
+from ..storage import ENV_STORE
 from . import SUMMARIES
 from .output import INCOMPLETE
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    folder = args.store or os.environ.get("FABRICBOT_STORE")
+    folder = args.store or os.environ.get(ENV_STORE)
     if not folder:
         raise InputError("the watch list reads the store's history: give --store DIR (or set FABRICBOT_STORE)")
     policy = load_watch(args.policy, horizon_hours=args.horizon, lookback_hours=args.lookback)

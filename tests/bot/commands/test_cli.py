@@ -9,6 +9,8 @@ import pytest
 from bot.cli import SUMMARIES, build_parser, main
 from tests.conftest import FIXTURES
 
+HEAVY = ("slack_bolt", "pydantic_ai", "anthropic", "matplotlib", "uvicorn")  # chat, drafting and picture stacks
+
 
 def test_every_command_registers_and_has_help() -> None:
     for name in SUMMARIES:
@@ -21,9 +23,19 @@ def test_running_a_command_imports_only_its_module() -> None:
     seed = FIXTURES / "seed_examples.json"
     code = (
         f"import sys; from bot.cli import main; main(['analyze', {str(seed)!r}, '--json']); "
-        "heavy = [m for m in ('slack_bolt', 'pydantic_ai', 'matplotlib', 'uvicorn') if m in sys.modules]; "
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]; "
         "sys.stderr.write(','.join(heavy))"
     )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr == ""
+
+
+@pytest.mark.parametrize("command", ["analyze", "ingest", "compact", "sweep", "rules", "audit", "watch", "maintenance"])
+def test_commands_that_neither_draft_nor_draw_load_no_heavy_stack(command: str) -> None:
+    """A fleet's `sweep --json` spent a second of its five importing the drafting stack once its module took a
+    constant from `ticket`'s."""
+    code = (f"import sys; from bot.cli import build_parser; build_parser({command!r}); "
+            f"sys.stderr.write(','.join(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stderr == ""
 
