@@ -1,20 +1,51 @@
-"""Repair tickets and answers: facts from the diagnosis, words from the rules or Claude (pydantic-ai)."""
+"""Repair tickets and answers: facts from the diagnosis, words from the rules or Claude (pydantic-ai).
 
-from .answers import Answer, Answerer, ClaudeAnswerer, RulesAnswerer, answerer_from_env, rules_answer
+The names that draft or answer with Claude load pydantic-ai and the anthropic SDK (about a second) when first asked
+for, so a command that only reads tickets, plans or the rules' drafts does not pay for them."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .build import Judged, NoFaultError, NoPartError, owners_view, select
-from .calls import ModelCall
 from .candidates import Candidate, candidates_for
 from .catalog import Part, RepairPlan, plan_for
-from .claude import ClaudeDrafter, drafter_from_env
 from .drafter import Drafter
 from .escalation import escalate
 from .evidence import evidence_lines, link_crossed, link_measures
 from .history import Hardware, PartHistory, PastTicket, ordinal
 from .hypotheses import Inspection, inspection_markdown, rules_inspection
 from .identity import hardware_of
-from .model_run import ENV_KEY, ModelCheck, RunLimits, check_model, model_name
 from .rules import RulesDrafter
 from .ticket import Cost, Evidence, Hypothesis, Identity, RepairTicket, Step
+
+if TYPE_CHECKING:
+    from .answers import Answer, Answerer, ClaudeAnswerer, RulesAnswerer, answerer_from_env, rules_answer
+    from .calls import ModelCall
+    from .claude import ClaudeDrafter, drafter_from_env
+    from .model_run import ENV_KEY, ModelCheck, RunLimits, check_model, model_name
+
+_MODEL_STACK = {
+    **dict.fromkeys(("Answer", "Answerer", "ClaudeAnswerer", "RulesAnswerer", "answerer_from_env", "rules_answer"),
+                    "answers"),
+    "ModelCall": "calls",
+    **dict.fromkeys(("ClaudeDrafter", "drafter_from_env"), "claude"),
+    **dict.fromkeys(("ENV_KEY", "ModelCheck", "RunLimits", "check_model", "model_name"), "model_run"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODEL_STACK:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_MODEL_STACK[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODEL_STACK})
+
 
 __all__ = [
     "ENV_KEY",
