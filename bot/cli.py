@@ -6,6 +6,7 @@ import argparse
 import gc
 import importlib
 import io
+import re
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -14,6 +15,8 @@ from typing import NoReturn
 from diagnostics import FabricbotError
 
 from .commands import SUMMARIES
+
+_DASHED_VALUE = re.compile(r"^-\d")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -34,8 +37,20 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if a in SUMMARIES), None)
 
 
+def _values_joined(argv: list[str]) -> list[str]:
+    """`--window -1h` as `--window=-1h`: argparse takes a value that starts with a dash and a digit for an option of
+    its own ("expected one argument"), where the option's own check names what is wrong with the value."""
+    out: list[str] = []
+    for token in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _DASHED_VALUE.match(token):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _values_joined(list(sys.argv[1:] if argv is None else argv))
     command = _command_in(argv)
     parser = build_parser(command) if command else build_parser("analyze")
     args = parser.parse_args(argv)

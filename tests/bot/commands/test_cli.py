@@ -57,3 +57,19 @@ def test_each_command_says_the_same_one_line_help_in_the_listing_and_in_its_own_
     everything = listed(build_parser())  # every command's module registers its own parser
     for name in SUMMARIES:
         assert everything[name] == listed(build_parser("audit" if name != "audit" else "demo"))[name], name
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["analyze", str(FIXTURES / "seed_examples.json"), "--window", "-1h"], "not a duration like 6h, 90m or 2d: '-1h'"),
+    (["sweep", "--store", "nowhere", "--at", "-5m"], "expected an ISO time"),
+])
+def test_a_value_that_starts_with_a_dash_gets_the_options_own_refusal(
+        argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse took `-1h` for an option and said only "expected one argument"."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert said in err and "expected one argument" not in err
