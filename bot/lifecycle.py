@@ -55,13 +55,14 @@ def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> st
     except ValueError:
         raise InputError("a duration is like `2h`, `90m` or `1d`", field="duration", value=rest[0]) from None
     reason = " ".join(rest[1:]) or "planned work"
+    newest = services.source.newest(node)
     with db_lock(log.db):
-        window = log.begin(node, now=now, newest=services.source.newest(node), span=span, reason=reason,
-                           set_by=user, source="slack")
+        window = log.begin(node, now=now, newest=newest, span=span, reason=reason, set_by=user, source="slack")
     services.record("maintenance", actor=user, subject=node, action="set", until=window.until.isoformat()
                     if window.until else None, reason=reason)
+    after = window.after_readings(newest)
     return (f":construction: `{esc(node)}` {esc(window.note)}. Its findings are still shown; nothing pages and "
-            "no ticket is drafted from it until then.")
+            "no ticket is drafted from it until then." + (f"\n:warning: {esc(after)}" if after else ""))
 
 
 def maintenance_list(services: Services) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from datetime import UTC, datetime
 
 from diagnostics import InputError
@@ -55,10 +56,13 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
         span = parse_duration(args.duration)
     except ValueError as exc:
         raise InputError(str(exc), field="DURATION", value=args.duration) from None
+    newest = store.newest([args.node])
     window = (log.set(args.node, start=now, span=span, reason=args.reason or "", set_by=args.by) if args.at else
-              log.begin(args.node, now=now, newest=store.newest([args.node]), span=span, reason=args.reason or "",
-                        set_by=args.by))
+              log.begin(args.node, now=now, newest=newest, span=span, reason=args.reason or "", set_by=args.by))
     print(f"{args.node} {window.note}: its findings are shown, not paged or ticketed")
+    after = None if args.at else window.after_readings(newest)  # a time given places the work where it was asked
+    if after:
+        print(f"fabricbot: {args.node}: {after}", file=sys.stderr)
     return 0
 
 

@@ -65,6 +65,16 @@ class Maintenance:
         until = f"until {fmt.when(self.until)}" if self.until else f"({self.source}, no end set)"
         return f"in maintenance {until}: {self.reason or 'planned work'} (set by {self.set_by})"
 
+    def after_readings(self, newest: datetime | None) -> str | None:
+        """Said where work set now starts after the node's newest reading, so it holds none of the readings an answer
+        is judged on (a store of old or replayed readings, older than a window reaches back): the window is not
+        stretched over them, and how to place it is said."""
+        if newest is None or _utc(newest) >= self.start:
+            return None
+        return (f"its newest reading ({fmt.when(newest)}) is before this window, so answers judged on its readings "
+                f"are not held by it: to hold them, place the work there (`fabricbot maintenance {self.node_id} "
+                "DURATION --at TIME`)")
+
 
 def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

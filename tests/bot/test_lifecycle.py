@@ -78,6 +78,22 @@ def test_planned_work_is_shown_and_pages_nobody_until_it_ends(local: LocalSlack)
     assert kinds == [("maintenance", "set"), ("maintenance", "end")]
 
 
+def test_work_set_long_after_the_readings_says_it_holds_none_of_them(fleet: tuple[TableNodeSource, Any]) -> None:
+    """`/fabric maintenance` months after the readings: the window starts at the command, after every reading, and
+    the reply says so and how to place it, as the command line does."""
+    tables = fleet[0].source
+    assert isinstance(tables, TableSource)
+    source = TableNodeSource(tables.tables, tables.platforms())
+    newest = source.newest("hpc-gpu-node-07")
+    assert newest is not None
+    with local_bot(Settings(filing_usergroups=frozenset(GROUP)), usergroups=GROUP, source=source,
+                   clock=StepClock(newest + timedelta(days=60))) as late:
+        said = _say(late, 'maintenance hpc-gpu-node-07 2h "swap the GPU 4 riser"', user="UBOB")
+    assert "in maintenance until" in said.text
+    assert f"its newest reading ({fmt.when(newest)}) is before this window" in said.text
+    assert "fabricbot maintenance hpc-gpu-node-07 DURATION --at TIME" in said.text
+
+
 def test_the_newest_reading_is_the_analysis_window_s_end(fleet: tuple[TableNodeSource, Any]) -> None:
     source = fleet[0]
     assert source.newest("hpc-gpu-node-12") == source.diagnose("hpc-gpu-node-12").window_end is not None

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+from freezegun import freeze_time
 
 from diagnostics.store import open_store
 from tests.analysis.helpers import T0, link_series, links, steady
@@ -67,6 +68,23 @@ def test_bad_requests_name_what_is_wrong(tmp_path: Path, cli: Cli) -> None:
     assert code == 2 and "30 days" in err
     code, _, err = cli("maintenance", "node-12", "2h", "--store", str(store))
     assert code == 2 and "--by" in err
+
+
+def test_work_set_now_on_readings_older_than_a_window_reaches_says_it_holds_none_of_them(tmp_path: Path,
+                                                                                        cli: Cli) -> None:
+    """Set without `--at` months after the readings (an old or replayed store), the window starts now and the
+    answers, judged at the newest reading, were still paged and ticketed without a word why."""
+    store = _store(tmp_path)
+    with freeze_time(END + pd.Timedelta(days=45)):
+        code, out, err = cli("maintenance", "node-12", "2h", "reseat", "--by", "alice", "--store", str(store))
+    assert code == 0 and "in maintenance until 2026-04-15" in out
+    assert "newest reading (2026-03-01 02:00 UTC)" in err and "fabricbot maintenance node-12 DURATION --at TIME" in err
+    code, _, err = cli("maintenance", "node-13", "2h", "reseat", "--by", "alice", "--store", str(store),
+                       "--at", (END - pd.Timedelta(minutes=30)).isoformat())
+    assert code == 0 and err == ""  # placed where it was asked
+    with freeze_time(END + pd.Timedelta(days=2)):  # within a window's reach: stretched back over the readings
+        code, _, err = cli("maintenance", "node-13", "2h", "reseat", "--by", "alice", "--store", str(store))
+    assert code == 0 and err == ""
 
 
 def _inventory(tmp_path: Path, name: str, text: str) -> Path:
