@@ -182,6 +182,31 @@ class Warnings(_Model):
     recovery_action: Text  # the one-line action's first words then
 
 
+BOARD_PLACEHOLDERS = frozenset({"board"})
+BoardKind = Literal["nvswitch", "direct", "bridge", "sxm", "any"]
+
+
+class BoardWords(_Model):
+    """What the steps say of the board itself, each by the board's kind: where a GPU's NVLinks reach, which end its
+    failing links share, how its GPU is reseated, and why moving or fitting an SXM module is no site step."""
+
+    nvlinks_reach: dict[BoardKind, str] = Field(default_factory=dict)
+    gpu_common_end: dict[BoardKind, str] = Field(default_factory=dict)
+    module_reseat: dict[BoardKind, str] = Field(default_factory=dict)
+    swap_note: dict[BoardKind, str] = Field(default_factory=dict)
+    sxm_note: dict[BoardKind, str] = Field(default_factory=dict)
+
+    def said(self, kinds: list[BoardKind]) -> dict[str, str]:
+        """Each value for a board of these kinds (most particular first, "any" last), where one is given."""
+        out = {}
+        for name in type(self).model_fields:
+            words: dict[BoardKind, str] = getattr(self, name)
+            text = next((words[k] for k in [*kinds, "any"] if k in words), None)
+            if text is not None:
+                out[name] = text
+        return out
+
+
 class Status(_Model):
     healthy: str
     warning: str
@@ -202,6 +227,7 @@ class Catalog(_Model):
     status: Status
     platform: dict[str, PlatformEntry]
     unknown: UnknownEntry = Field(default_factory=UnknownEntry)
+    board: BoardWords = Field(default_factory=BoardWords)
     fault: dict[FaultKind, FaultEntry]
     rack_fault: dict[FaultKind, FaultEntry] = Field(default_factory=dict)  # a rack's plans, where they differ
     capture: dict[str, CaptureEntry]
@@ -259,7 +285,7 @@ def _check_templates(cat: Catalog) -> None:
                               "step": cat.step, "reset": cat.reset,
                               "not_applicable": cat.not_applicable, "escalation": cat.escalation,
                               "contradiction": cat.contradiction,
-                              "warning": cat.warning, "unknown": cat.unknown.fault,
+                              "warning": cat.warning, "unknown": cat.unknown.fault, "board": cat.board,
                               **{f"platform.{n}": p.fault for n, p in cat.platform.items()}}
     for scope, value in scopes.items():
         for where, text in _texts(value, scope):
@@ -267,7 +293,10 @@ def _check_templates(cat: Catalog) -> None:
                 names = placeholders(text)
             except ValueError as exc:
                 raise ConfigError(f"{cat.source}: {where}: malformed template {text!r}: {exc}") from None
-            unknown = names - PLACEHOLDERS
+            unknown = names - (BOARD_PLACEHOLDERS if scope == "board" else PLACEHOLDERS)
+            if unknown and scope == "board":  # a value filled into other texts: only the board's name is known
+                raise ConfigError(f"{cat.source}: {where}: a board's words may name only {{board}}, not "
+                                  f"{{{sorted(unknown)[0]}}}, in {text!r}")
             if unknown:
                 raise ConfigError(f"{cat.source}: {where}: unknown placeholder {{{sorted(unknown)[0]}}} in {text!r}; "
                                   f"known: {', '.join(sorted(PLACEHOLDERS))}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..components import is_switch
 from ..config.racks import RackSpec, rack_of, rack_spec, tray_kind
-from ..config.repair_catalog import Catalog, PlatformEntry
+from ..config.repair_catalog import BoardKind, Catalog, PlatformEntry
 from ..config.repair_text import known
 from ..enums import FaultKind
 from ..errors import ConfigError
@@ -66,22 +66,21 @@ def _rack_values(spec: RackSpec | None, rack: str, facts: PlanFacts) -> dict[str
     return out
 
 
-def _board_words(plat: PlatformEntry) -> dict[str, str]:
-    """How a GPU's NVLinks leave it on this board, and how its module or card is reseated: a reseat step says what
-    the board has (a DGX-1's links reach peer GPUs, not NVSwitches; an H100 NVL card is no SXM module)."""
-    reach = {"nvswitch": f"all its NVLinks reach the NVSwitches through the {plat.board}, there is no cable",
-             "direct": f"all its NVLinks reach its peer GPUs through the {plat.board}, there is no cable",
-             "bridge": "its NVLinks reach its pair's other card through the NVLink bridges on top of the two cards"}
-    out = {"nvlinks_reach": reach[plat.nvlink]} if plat.nvlink in reach else {}
-    out["gpu_common_end"] = ("on a bridged pair every NVLink runs to the pair's other card, so this card, its partner "
-                             "and the bridges are the suspects" if plat.nvlink == "bridge" else
-                             "its failing NVLinks have no other end in common, and the GPU is that end")
+def _board_words(cat: Catalog, plat: PlatformEntry | None, switched: bool) -> dict[str, str]:
+    """What the steps say of the board, by its kinds (the catalog's [board]): a reseat step says what the board has
+    (a DGX-1's links reach peer GPUs, not NVSwitches; an H100 NVL card is no SXM module). Of a node of no known
+    platform only this is known: a link that lands on an NVSwitch makes it an SXM baseboard, whose modules are moved
+    and fitted by the vendor (the notes)."""
+    if plat is None:
+        said = cat.board.said(["sxm"]) if switched else {}
+        return {k: v for k, v in said.items() if k in SXM_NOTES}
+    kinds: list[BoardKind] = [plat.nvlink] if plat.nvlink != "none" else []
     if plat.sxm:
-        out["module_reseat"] = ("an SXM module is reseated as the server vendor's service guide says (its socket's "
-                                "torque sequence and thermal interface), or by its field service")
-    elif plat.nvlink == "bridge":
-        out["module_reseat"] = "take the pair's NVLink bridges off first and refit every one after"
-    return out
+        kinds.append("sxm")
+    return {name: text.replace("{board}", plat.board) for name, text in cat.board.said(kinds).items()}
+
+
+SXM_NOTES = ("swap_note", "sxm_note")
 
 
 def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, rack: RackSpec | None,
@@ -113,14 +112,8 @@ def plan_values(cat: Catalog, platform: str | None, plat: PlatformEntry | None, 
     values.setdefault("rack_ports", _ports_said(None))
     if facts.recovery:
         values["recovery"] = facts.recovery
-    switched = plat is None and (is_switch(facts.peer or "") or is_switch(facts.switch or ""))  # an SXM board's
-    if (plat is not None and plat.sxm) or switched:
-        values["swap_note"] = ("moving an SXM module between baseboard sockets is their procedure, with their "
-                               "tools, torque and thermal interface, not a site step")
-        values["sxm_note"] = ("fitting an SXM module is their procedure, with their tools, torque and thermal "
-                              "interface, not a site step")
-    if plat is not None:
-        values.update(_board_words(plat))
+    switched = plat is None and (is_switch(facts.peer or "") or is_switch(facts.switch or ""))
+    values.update(_board_words(cat, plat, switched))
     values.update(_FABRIC_READS[plat is None or plat.fabric_info])
     values["node"] = f"node {values['node_id']}" if "node_id" in values else "the node"
     return values

@@ -296,6 +296,29 @@ def test_a_user_catalog_merges_key_by_key_and_a_bad_one_names_the_file_and_the_e
             load_catalog(_catalog_file(tmp_path, text))
 
 
+def test_what_a_step_says_of_the_board_is_the_catalog_s_to_edit(tmp_path: Any) -> None:
+    """How a GPU's module is reseated and where its NVLinks reach are the catalog's words, by the board's kind: a
+    site's own service guide wording reaches the reseat step, and a word that names another fact is refused."""
+    facts = PlanFacts(node_id="n", gpu=2)  # a GPU's NVLink totals: which link is not read
+    steps = " ".join(s.text for s in repair_plan("hgx-h100-8gpu", FaultKind.NVLINK_AGGREGATE, facts).repair)
+    assert "reach the NVSwitches through the" in steps and "torque sequence" in steps
+    mine = _catalog_file(tmp_path, '[board.module_reseat]\nsxm = "follow service guide SG-42, section 7"\n'
+                                   '[board.nvlinks_reach]\nnvswitch = "the {board} carries its NVLinks"\n')
+    cat = load_catalog(mine)
+    ours = " ".join(s.text for s in repair_plan("hgx-h100-8gpu", FaultKind.NVLINK_AGGREGATE, facts,
+                                                catalog=cat).repair)
+    assert "follow service guide SG-42, section 7" in ours and "torque sequence" not in ours
+    board = cat.platform["hgx-h100-8gpu"].board
+    assert f"the {board} carries its NVLinks" in ours
+    nvl = " ".join(s.text for s in repair_plan("h100-nvl-8gpu", FaultKind.GPU_NVLINKS, facts, catalog=cat).repair)
+    assert "SG-42" not in nvl and "bridges off first" in nvl  # a bridged card is no SXM module
+    with pytest.raises(ConfigError, match=r"board\.module_reseat\.sxm: a board's words may name only \{board\}, "
+                                          r"not \{gpu\}"):
+        load_catalog(_catalog_file(tmp_path, '[board.module_reseat]\nsxm = "reseat GPU {gpu}"\n'))
+    with pytest.raises(ConfigError, match=r"board\.module_reseat"):
+        load_catalog(_catalog_file(tmp_path, '[board.module_reseat]\noam = "an OAM module"\n'))
+
+
 def test_the_catalog_agrees_with_the_platform_files() -> None:
     cat = load_catalog()
     for name, data in all_platforms().items():
