@@ -330,6 +330,9 @@ class Diagnosis(BaseModel):
         default=True, description="Whether its links' error rates are known: one reading per link (totals since "
                                   "reset, or link states alone) gives none, so a fault of rate is neither found nor "
                                   "ruled out.")
+    read_once: int = Field(
+        default=0, description="Its links whose error counters were read once in the window where its others were "
+                               "read more (a cut or partial second reading): totals, no rates, so not judged.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:
@@ -348,9 +351,11 @@ class Diagnosis(BaseModel):
         return self.lists_every_link and not self.fault_detected and not (self.findings and self.links_read)
 
     def unrated(self) -> bool:
-        """One node's view of one reading per link and no fault found in it: its error rates, what the rules judge,
-        are unknown, so it is no all-clear (a lone `nvidia-smi nvlink -e` of thousands of replays since reset)."""
-        return self.lists_every_link and not self.fault_detected and not self.rates_known and self.links_read
+        """One node's view of one reading per link (or of some links, the others read more) and no fault found in it:
+        those error rates, what the rules judge, are unknown, so it is no all-clear (a lone `nvidia-smi nvlink -e` of
+        thousands of replays since reset; a second reading cut before the failing link)."""
+        return (self.lists_every_link and not self.fault_detected and (not self.rates_known or self.read_once > 0)
+                and self.links_read)
 
     def fault_said(self) -> str:
         """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read or no rate

@@ -94,11 +94,12 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              has_links: bool = True, job_gpus: int | None = None, prescored: bool = False,
              rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False,
              lists_every_link: bool = False, platform_guess: str | None = None,
-             window_asked_hours: float | None = None, counted: bool | None = None) -> Diagnosis:
+             window_asked_hours: float | None = None, counted: bool | None = None, read_once: int = 0) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts). `counted`: whether an error counter was read on any of its links (None:
-    as its findings say; a fleet's findings hold only its flagged links)."""
+    as its findings say; a fleet's findings hold only its flagged links). `read_once`: its links whose counters were
+    read once where others were read more (not judged)."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
     shown = job  # a job that stopped is named, but neither slowed nor explained by this node's links
@@ -154,7 +155,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         action = NO_LINKS_ACTION
     elif top is not None and top.severity is Severity.WARNING:
         action = repair_action("warning", platform=platform, node_id=node_id)
-    elif not rates_known:  # a lone reading: of counters (totals), or of states and speeds alone (`nvlink -s`)
+    elif not rates_known or read_once:  # a lone reading: of counters (totals), or of states and speeds alone
         read = any(f.counts for f in findings) if counted is None else counted
         action = LONE_READING_ACTION if read else STATES_ONLY_ACTION
     else:
@@ -173,7 +174,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline,
                                                                   rack is not None),
         rack=rack, tray=tray, lists_every_link=lists_every_link, links_read=has_links,
-        rates_known=rates_known and has_links,
+        rates_known=rates_known and has_links, read_once=read_once,
         held=every_held(locs),
     )
 

@@ -50,7 +50,7 @@ from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
 from .findings import finding_of, restart_notes
-from .fleet_metrics import PIECE_ROWS, counted_nodes, fleet_metrics, lanes_level, max_samples
+from .fleet_metrics import PIECE_ROWS, counted_nodes, fleet_metrics, lanes_level, max_samples, read_once
 from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links, sxids_of_gone_gpus
 from .jobs import History, explain_jobs
 from .localize import localize_all
@@ -191,6 +191,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     restarted = restart_notes(metrics)
     samples = max_samples(metrics)
     counted = counted_nodes(metrics)
+    once = read_once(metrics)
     early = _names(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
     restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
     fabric = fabric_states(events)
@@ -304,6 +305,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                          "rate (`nvidia-smi nvlink -e`, read twice a few minutes apart, gives rates)")
         elif samples.get(node, 2) < 2:
             notes.append("one reading per link: totals since reset only; a rate needs a second reading")
+        elif once.get(node):
+            notes.append(f"{fmt.count(once[node], 'link')} of {node} {'was' if once[node] == 1 else 'were'} read once "
+                         "in the window (a cut or partial second reading): totals since reset only, so "
+                         f"{'it is' if once[node] == 1 else 'they are'} not judged; a rate needs a second reading")
         job = result.jobs.get(chosen[node]) if node in chosen else None
         if job is not None:
             notes.extend(job.warnings)
@@ -321,6 +326,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             window_asked_hours=span.asked_hours if span else None,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2, counted=node in counted,
+            read_once=once.get(node, 0),
             has_links=node in view.gpus_seen or node in reporting_links,
             job_gpus=_job_gpus(job, graph_of), stated_pairs=node in listed, lists_every_link=full,
             platform_guess=graph_of.guess(node))

@@ -80,6 +80,19 @@ def counted_nodes(metrics: pd.DataFrame) -> set[str]:
     return {str(n) for n in metrics["node_id"].astype("string")[read].unique()}
 
 
+def read_once(metrics: pd.DataFrame) -> dict[str, int]:
+    """Per node whose links were read more than once, how many of its links' error counters were read once in the
+    window (a cut second reading, an output of some GPUs): totals, no rates, so those links are not judged."""
+    columns = [c for c in (f"{m}_total" for m in COUNTERS) if c in metrics.columns]
+    if metrics.empty or not columns:
+        return {}
+    node = metrics["node_id"].astype("string")
+    once = (metrics["readings"] < 2).to_numpy() & metrics[columns].notna().any(axis=1).to_numpy()
+    rated = node[(metrics["readings"] >= 2).to_numpy()].unique()
+    counts = node[once & node.isin(rated).to_numpy(bool, na_value=False)].value_counts()
+    return {str(k): int(v) for k, v in counts.items()}
+
+
 def max_samples(metrics: pd.DataFrame) -> dict[str, int]:
     """Each node's most readings on one link in the window: one reading a link gives totals, not rates."""
     if metrics.empty:

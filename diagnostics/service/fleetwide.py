@@ -254,8 +254,11 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
                 "link states only, no error counters" if kinds == {STATES_ONLY_ACTION} else
                 "no link reading" if kinds == {NO_LINKS_ACTION} else  # events alone (an SXid that warns)
                 "totals or link states only, no rates" if STATES_ONLY_ACTION in kinds else "totals only, no rates")
+        some = " (or of some links)" if any(answered.diagnoses[n].read_once for n in lone if n in answered.diagnoses) \
+            else ""  # a cut or partial second reading leaves the links it did not reach with one
         result.incomplete_reasons.append(
-            f"{fmt.count(len(lone), 'node')} {'holds' if len(lone) == 1 else 'hold'} one reading per link, or none: "
+            f"{fmt.count(len(lone), 'node')} {'holds' if len(lone) == 1 else 'hold'} one reading per link{some}, or "
+            "none: "
             f"{read}, so their links are not judged: " + ", ".join(lone[:10]) + (" ..." if len(lone) > 10 else ""))
     undated = _undated(answered)
     dated = {n for got in answered.windows for n in got.newest}
