@@ -31,7 +31,7 @@ from diagnostics.store import Alert, StormRecord
 
 from . import blocks, fitting
 from .mrkdwn import esc
-from .posting import post_picture
+from .posting import post_picture, send_fitted
 from .replies import SLACK_FAILURES, error_code
 from .services import Services
 
@@ -295,8 +295,9 @@ class AlertLoop:
         services = self.services
         analysis_id = services.state.save_analysis(diagnosis, self.clock().isoformat(timespec="seconds"))
         with services.posted.posting(self.channel):
-            posted = self.client.chat_postMessage(channel=self.channel, text=fitting.clip(text, fitting.MAX_TEXT),
-                                                  blocks=self._blocks(diagnosis, analysis_id, text))
+            layouts = blocks.diagnosis_layouts(diagnosis, analysis_id, lead=text)
+            posted = send_fitted(self.client.chat_postMessage, layouts, channel=self.channel,
+                                 text=fitting.clip(text, fitting.MAX_TEXT))
             ts = str(posted["ts"])
             services.posted.remember(self.channel, ts, analysis_id)
         if services.renderer is not None:

@@ -53,6 +53,7 @@ from .fitting import (
     MAX_TEXT,
     clip,
     fit,
+    fitted,
     label,
     section,
     sections,
@@ -267,7 +268,13 @@ def diagnosis_blocks(d: Diagnosis, analysis_id: int, *, title: str | None = None
                      lead: str | None = None) -> list[Block]:
     """The summary message: what is wrong, where, how bad, what to do, and a draft button per finding, under a
     `lead` line when one is given (an alert's status), in the first of `SUMMARY_LAYOUTS` that fits."""
-    return fit(_summary(d, analysis_id, shown, title=title, lead=lead) for shown in SUMMARY_LAYOUTS)
+    return next(diagnosis_layouts(d, analysis_id, title=title, lead=lead))
+
+
+def diagnosis_layouts(d: Diagnosis, analysis_id: int, *, title: str | None = None,
+                      lead: str | None = None) -> Iterator[list[Block]]:
+    """The summary's layouts that fit, most shown first (`fitting.fitted`)."""
+    return fitted(_summary(d, analysis_id, shown, title=title, lead=lead) for shown in SUMMARY_LAYOUTS)
 
 
 def _measured_only(d: Diagnosis) -> str | None:

@@ -4,13 +4,13 @@ a section text, 75 a button or option label, 150 a header, 100 options a select
 (https://docs.slack.dev/reference/block-kit/blocks), 1000 characters a picture's alt text.
 
 Every message's blocks pass through `fit`: a builder offers its layouts, most shown first, and the first within the
-budget is posted.
+budget is posted; `fitted` gives the smaller ones after it too, for a post Slack refuses as too long anyway.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 
 from slack_sdk.models.blocks import Block, MarkdownTextObject, SectionBlock
@@ -113,11 +113,27 @@ def fit(layouts: Iterable[Sequence[Block]], budget: int = MESSAGE_BUDGET) -> lis
     """The first of a message's layouts, offered most shown first, whose blocks (at most `MAX_BLOCKS`) hold no more
     than `budget` characters of text; when none does, the last with its longest mrkdwn texts cut until it does.
     Every message the bot builds passes here, so none is refused as too long (`msg_blocks_too_long`)."""
+    return next(fitted(layouts, budget))
+
+
+def fitted(layouts: Iterable[Sequence[Block]], budget: int = MESSAGE_BUDGET) -> Iterator[list[Block]]:
+    """`fit`'s choice, then each smaller layout after it that shows less: what a post Slack still refuses for its
+    size (a limit it counts otherwise than `blockkit`) is tried again with. Lazy: a post Slack takes builds no
+    more."""
     last: list[Block] = []
+    shown: list[dict[str, object]] | None = None
     for layout in layouts:
         last = list(layout)[:MAX_BLOCKS]
-        if text_length(last) <= budget:
-            return last
+        as_dicts = [b.to_dict() for b in last]
+        if blocks_text_length(as_dicts) <= budget and as_dicts != shown:
+            shown = as_dicts
+            yield last
+    if shown is None:
+        yield _cut_to(last, budget)
+
+
+def _cut_to(last: list[Block], budget: int) -> list[Block]:
+    """A layout with its longest mrkdwn texts cut until it holds no more than `budget` characters of text."""
     as_dicts = [b.to_dict() for b in last]
     over = blocks_text_length(as_dicts) - budget
     texts = [t for b in as_dicts for t in [b.get("text"), *b.get("fields", []), *b.get("elements", [])]

@@ -20,7 +20,7 @@ from diagnostics import (
 from diagnostics import format as fmt
 
 from .blocks import finding_line
-from .fitting import MAX_BLOCKS, MAX_HEADER, MAX_TEXT, clip, fit, section, sections
+from .fitting import MAX_BLOCKS, MAX_HEADER, MAX_TEXT, clip, fitted, section, sections
 from .mrkdwn import esc
 
 
@@ -38,8 +38,13 @@ def fleet_blocks(result: SweepResult, limit: int = 15) -> list[Block]:
     few, in the sweep's order; a list cut short says how many nodes it leaves out. From the sweep `fabricbot sweep
     --store` makes of the same source: a node it could not judge (one reading per link, a part that cannot be read,
     no reading in the span) makes the view incomplete, said as the sweep says it, and is never counted healthy."""
+    return next(fleet_layouts(result, limit))
+
+
+def fleet_layouts(result: SweepResult, limit: int = 15) -> Iterator[list[Block]]:
+    """The fleet view's layouts that fit, most shown first (`fitting.fitted`)."""
     layouts = [(limit, LINKS_SHOWN), *((n, 1) for n in _fewer(limit))]
-    return fit(_fleet(result, n, links) for n, links in layouts)
+    return fitted(_fleet(result, n, links) for n, links in layouts)
 
 
 
@@ -118,7 +123,12 @@ def offender_line(o: Offender) -> str:
 
 def sweep_blocks(result: SweepResult, limit: int = 40) -> list[Block]:
     """A Prometheus fleet sweep: offending links per node and GPU; an incomplete view says so, never "healthy"."""
-    return fit(_sweep(result, n) for n in _fewer(limit))
+    return next(sweep_layouts(result, limit))
+
+
+def sweep_layouts(result: SweepResult, limit: int = 40) -> Iterator[list[Block]]:
+    """The Prometheus sweep's layouts that fit, most shown first (`fitting.fitted`)."""
+    return fitted(_sweep(result, n) for n in _fewer(limit))
 
 
 def _sweep(result: SweepResult, limit: int) -> list[Block]:

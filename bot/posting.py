@@ -7,9 +7,13 @@ can only draft from that analysis, whatever its value says.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import Block
+from slack_sdk.web import SlackResponse
 
 from diagnostics import Diagnosis, FabricbotError
 from diagnostics.prometheus import SweepResult
@@ -17,11 +21,26 @@ from diagnostics.render import render_correlation, render_fleet
 
 from . import blocks, fitting, fleet_blocks
 from .mrkdwn import esc
-from .replies import SLACK_FAILURES
+from .replies import CONTENT_CODES, SLACK_FAILURES, error_code
 from .services import Services
 
 log = logging.getLogger("fabricbot")
 Failed = Callable[[BaseException, str], None]  # tell the person why Slack refused (what was being done)
+
+
+def send_fitted(send: Callable[..., SlackResponse], layouts: Iterator[list[Block]], **message: Any) -> SlackResponse:
+    """`send` (chat.postMessage, chat.update) with the first of a message's layouts; when Slack refuses it for its
+    size or layout (`CONTENT_CODES`: a limit it counts otherwise than the fitter), once more with the next smaller
+    one. A second refusal, or none smaller to try, is raised for the caller to say what was not posted."""
+    try:
+        return send(blocks=next(layouts), **message)
+    except SlackApiError as exc:
+        smaller = next(layouts, None) if error_code(exc) in CONTENT_CODES else None
+        if smaller is None:
+            raise
+        log.warning("fabricbot: Slack refused a message in %s (%s); trying its smaller layout",
+                    message.get("channel"), error_code(exc))
+        return send(blocks=smaller, **message)
 
 
 def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, *, channel: str,
@@ -32,9 +51,8 @@ def post_diagnosis(client: WebClient, services: Services, diagnosis: Diagnosis, 
     load every summary is posted before the pictures; a refused upload goes to `failed`."""
     analysis_id = services.state.save_analysis(diagnosis, services.clock().isoformat(timespec="seconds"))
     with services.posted.posting(channel):
-        posted = client.chat_postMessage(channel=channel, text=esc(blocks.fallback_text(diagnosis)),
-                                         thread_ts=thread_ts,
-                                         blocks=blocks.diagnosis_blocks(diagnosis, analysis_id, title=title))
+        posted = send_fitted(client.chat_postMessage, blocks.diagnosis_layouts(diagnosis, analysis_id, title=title),
+                             channel=channel, text=esc(blocks.fallback_text(diagnosis)), thread_ts=thread_ts)
         ts = str(posted["ts"])
         services.posted.remember(channel, ts, analysis_id)
     if services.renderer is not None:
@@ -106,9 +124,9 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
         result = services.source.sweep()
         services.record("analysis", actor="fabricbot", subject="fleet", source="store", nodes=len(result.swept),
                         complete=result.complete, incomplete_reasons=result.incomplete_reasons[:10])
-        posted = client.chat_postMessage(channel=channel, text=esc(fitting.clip(
-            "Fleet summary" if result.complete else result.headline(), fitting.MAX_TEXT)),
-            blocks=fleet_blocks.fleet_blocks(result))
+        posted = send_fitted(client.chat_postMessage, fleet_blocks.fleet_layouts(result), channel=channel,
+                             text=esc(fitting.clip("Fleet summary" if result.complete else result.headline(),
+                                                   fitting.MAX_TEXT)))
         services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))
         return
     try:
@@ -122,6 +140,6 @@ def post_fleet(client: WebClient, services: Services, *, channel: str) -> None:
     services.record("analysis", actor="fabricbot", subject="fleet", source="prometheus", complete=result.complete,
                     nodes=len(result.nodes), offenders=len(result.offenders),
                     incomplete_reasons=result.incomplete_reasons[:10])
-    posted = client.chat_postMessage(channel=channel, text=esc(fitting.clip(result.headline(), fitting.MAX_TEXT)),
-                                     blocks=fleet_blocks.sweep_blocks(result))
+    posted = send_fitted(client.chat_postMessage, fleet_blocks.sweep_layouts(result), channel=channel,
+                         text=esc(fitting.clip(result.headline(), fitting.MAX_TEXT)))
     services.work.later(post_heat_map, client, services, result, channel, str(posted["ts"]))

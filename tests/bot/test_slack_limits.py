@@ -7,6 +7,7 @@ import copy
 import json
 from collections.abc import Iterator
 from datetime import timedelta
+from itertools import islice
 from typing import Any
 
 import pandas as pd
@@ -169,6 +170,33 @@ def test_a_rack_failing_on_every_switch_tray_is_posted_through_the_app(
         left = sum(len(loc.links) for loc in d.localizations) - sum(len(m["options"]) for m in _menus(summary.blocks))
         assert f"{left} more are in none" in summary.blocks[-1]["elements"][0]["text"]
         assert not any("report this" in m.text for m in private(local.slack, "UALICE"))
+
+
+@pytest.mark.parametrize("code", ["msg_too_long", "msg_blocks_too_long", "invalid_blocks"])
+def test_a_summary_slack_refuses_for_its_size_is_posted_again_in_its_next_smaller_layout(
+        code: str, storm_rack: tuple[NodeSource, Diagnosis]) -> None:
+    source, d = storm_rack
+    first, smaller = [_menus([b.to_dict() for b in built]) for built in islice(blocks.diagnosis_layouts(d, 1), 2)]
+    assert 0 < len(smaller[0]["options"]) < len(first[0]["options"])
+    with local_bot(source=source) as local:
+        local.slack.faults.fail("chat.postMessage", code)
+        assert local.injector.command("rack rack-01", user="UALICE", channel=OPS).status == 200
+        assert local.slack.wait_for(lambda s: posted(s) or private(s, "UALICE"))
+        (summary,) = posted(local.slack)
+        assert [len(m["options"]) for m in _menus(summary.blocks)] == [len(m["options"]) for m in smaller]
+        assert local.slack.errors("chat.postMessage") == [code] and private(local.slack, "UALICE") == []
+
+
+def test_a_summary_slack_refuses_in_its_smaller_layout_too_says_what_was_not_posted(
+        storm_rack: tuple[NodeSource, Diagnosis]) -> None:
+    source, _ = storm_rack
+    with local_bot(source=source) as local:
+        local.slack.faults.fail("chat.postMessage", "msg_too_long", times=3)
+        assert local.injector.command("rack rack-01", user="UALICE", channel=OPS).status == 200
+        assert local.slack.wait_for(lambda s: private(s, "UALICE"))
+        (told,) = [m.shown for m in private(local.slack, "UALICE")]
+        assert told.startswith("Posting the rack's diagnosis did not finish.") and "longer than Slack allows" in told
+        assert local.slack.errors("chat.postMessage") == ["msg_too_long"] * 2 and posted(local.slack) == []
 
 
 def test_whatever_a_summary_holds_its_headline_and_verdict_stay_within_the_budget(
