@@ -6,7 +6,7 @@ verified, and the nodes in maintenance. It reads the store and the tracker; it f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -125,8 +125,9 @@ def build_digest(source: Source, tracker: Tracker, *, thresholds: Thresholds,
                        maintenance=source.maintenance().windows(), thresholds=thresholds, at=end)
 
 
-def _more(items: list[object]) -> list[str]:
-    return [f"... and {len(items) - SHOWN} more"] if len(items) > SHOWN else []
+def more_line(items: Sized, shown: int, where: str) -> list[str]:
+    """The line under a list cut to its first `shown`: how many more, and the command that lists every one."""
+    return [f"… and {len(items) - shown} more (`{where}`)"] if len(items) > shown else []
 
 
 def digest_lines(d: Digest) -> list[str]:
@@ -138,18 +139,20 @@ def digest_lines(d: Digest) -> list[str]:
     lines.append(f"New failing parts ({len(d.new)}; {d.ticketed} more already ticketed):" if d.new else
                  f"New failing parts: none ({d.ticketed} already ticketed)")
     lines += [f"  {fmt.priority(o.priority, held=o.held):<7} {o.node_id} / {o.component}: {o.why}"
-              for o in d.new[:SHOWN]] + _more(list(d.new))
+              for o in d.new[:SHOWN]] + more_line(d.new, SHOWN, "fabricbot digest --json")
     lines.append(f"Watch ({len(d.watches)}):" if d.watches else f"Watch: {d.watch_quiet}")
-    lines += [f"  {w.node_id} {w.summary}" for w in d.watches[:SHOWN]] + _more(list(d.watches))
-    lines += [f"  {n}" for n in d.not_watched[:SHOWN]] + _more(list(d.not_watched))
+    lines += [f"  {w.node_id} {w.summary}" for w in d.watches[:SHOWN]] + more_line(d.watches, SHOWN,
+                                                                                     "fabricbot watch")
+    lines += [f"  {n}" for n in d.not_watched[:SHOWN]] + more_line(d.not_watched, SHOWN, "fabricbot watch")
     lines.append(f"Waiting for verification ({len(d.verifying)}):" if d.verifying else
                  "Waiting for verification: none")
     lines += [f"  {t.id} {t.node_id} / {t.component}, repaired "
               f"{fmt.when(datetime.fromisoformat(t.repaired_at)) if t.repaired_at else '(time unknown)'} "
               f"by {t.repaired_by}"
-              for t in d.verifying[:SHOWN]] + _more(list(d.verifying))
+              for t in d.verifying[:SHOWN]] + more_line(d.verifying, SHOWN, "fabricbot tickets list")
     lines.append(f"In maintenance ({len(d.maintenance)}):" if d.maintenance else "In maintenance: none")
-    lines += [f"  {w.node_id} {w.note}" for w in d.maintenance[:SHOWN]] + _more(list(d.maintenance))
+    lines += [f"  {w.node_id} {w.note}" for w in d.maintenance[:SHOWN]]
+    lines += more_line(d.maintenance, SHOWN, "fabricbot maintenance")
     lines += [f"Incomplete: {r}" for r in d.incomplete]
     return lines
 

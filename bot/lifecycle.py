@@ -20,7 +20,7 @@ from diagnostics.analysis import RepairVerdict
 from diagnostics.config import load_verification
 
 from . import blocks, fitting
-from .digest import Digest, digest_from, digest_lines
+from .digest import Digest, digest_from, digest_lines, more_line
 from .mrkdwn import esc
 from .nodes import UnknownName, close_matches
 from .options import parse_duration
@@ -71,8 +71,8 @@ def maintenance_list(services: Services) -> str:
                (w.until is not None and w.start > now)]
     if not windows:
         return "No node is in maintenance, and none is planned."
-    more = [f"… and {len(windows) - SHOWN} more (`fabricbot maintenance`)"] if len(windows) > SHOWN else []
-    return "\n".join(["*Maintenance*"] + [f"• `{esc(w.node_id)}` {esc(w.note)}" for w in windows[:SHOWN]] + more)
+    return "\n".join(["*Maintenance*"] + [f"• `{esc(w.node_id)}` {esc(w.note)}" for w in windows[:SHOWN]]
+                     + more_line(windows, SHOWN, "fabricbot maintenance"))
 
 
 def watch_text(services: Services, node: str | None) -> str:
@@ -84,13 +84,11 @@ def watch_text(services: Services, node: str | None) -> str:
     else:
         lines = [f":eyes: *Watch: {fmt.count(len(watches), 'link')} of {where} climbing toward a failing threshold*"]
         lines += [f"• `{esc(w.node_id)}` {esc(w.summary)}" for w in watches[:SHOWN]]
-        if len(watches) > SHOWN:
-            lines.append(f"… and {len(watches) - SHOWN} more (`fabricbot watch`)")
+        lines += more_line(watches, SHOWN, "fabricbot watch")
     if not answer.complete:  # the list is not the fleet's: which nodes it leaves out, and why
         missed = answer.not_judged()
         lines += [":warning: *Incomplete*"] + [f"• {esc(line)}" for line in missed[:SHOWN]]
-        if len(missed) > SHOWN:
-            lines.append(f"… and {len(missed) - SHOWN} more (`fabricbot watch`)")
+        lines += more_line(missed, SHOWN, "fabricbot watch")
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from bot.cli import main
 from bot.commands.output import INCOMPLETE
-from bot.digest import Digest, build_digest, digest_lines, next_run
+from bot.digest import SHOWN, Digest, NewOffender, build_digest, digest_lines, next_run
 from bot.lifecycle import digest_of
 from bot.mrkdwn import esc
 from bot.nodes import StoreNodeSource
@@ -21,7 +21,7 @@ from bot.storage import open_db
 from bot.workflow.tracker import SqliteTracker
 from diagnostics import InputError, load_thresholds
 from diagnostics.service import Request, StoreSource, sweep
-from diagnostics.store import open_store
+from diagnostics.store import Maintenance, open_store
 from tests.bot.helpers import local_bot, lone_and_cut_store, slash
 from tests.shared import copy_store
 
@@ -101,6 +101,21 @@ def test_a_node_in_maintenance_is_listed_not_paged(store_dir: Path) -> None:
 def test_a_quiet_digest_says_nothing_is_new() -> None:
     lines = digest_lines(Digest(at=datetime(2026, 3, 1, 8, tzinfo=UTC)))
     assert lines[0] == "Fabric digest for 2026-03-01 08:00 UTC" and lines[1].startswith("Nothing new")
+
+
+def test_a_list_cut_short_names_the_command_that_lists_every_one() -> None:
+    at = datetime(2026, 3, 1, 8, tzinfo=UTC)
+    nodes = [f"node-{n:02d}" for n in range(SHOWN + 3)]
+    d = Digest(at=at, new=[NewOffender(n, "GPU 0 NVLink 1", "gpu0-nvlink1", "high", "replays") for n in nodes],
+               maintenance=[Maintenance(n, at - timedelta(hours=1), at + timedelta(hours=1), "riser", "carol")
+                            for n in nodes],
+               not_watched=[f"{n}: one reading per link" for n in nodes], watch_judged=False)
+    lines = digest_lines(d)
+    for heading, where in (("New failing parts", "fabricbot digest --json"), ("Watch", "fabricbot watch"),
+                           ("In maintenance", "fabricbot maintenance")):
+        at_heading = next(i for i, line in enumerate(lines) if line.startswith(heading))
+        assert f"… and 3 more (`{where}`)" in lines[at_heading:], (heading, lines)
+    assert "... and 3 more" not in lines
 
 
 def test_the_schedule_is_the_next_time_of_day_in_utc() -> None:
