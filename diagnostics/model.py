@@ -408,6 +408,16 @@ class Diagnosis(BaseModel):
                  if loc.ref.slug == slug for link in loc.links}
         return sorted({slug} | {f.ref.slug for f in self.findings if f.component in names})
 
+    def reads_clean(self, parts: list[str]) -> bool:
+        """Whether this view read any of the parts (slugs, as `parts_of` gives them) and found every one it read
+        healthy, none of them suspected: a view that rated nothing (no link read, one reading) tells nothing."""
+        if self.health_unknown() or self.unrated():
+            return False
+        locs = self.localizations or ([self.localization] if self.localization else [])
+        read = [f for f in self.findings if f.ref.slug in parts]
+        return bool(read) and all(f.severity is Severity.OK for f in read) and \
+            not any(loc.ref.slug in parts for loc in locs)
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def ticket_owner(self) -> str:

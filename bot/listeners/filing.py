@@ -9,6 +9,7 @@ message update after a filing tells the person what was filed.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..workflow.cover import covering, standing
 from ..workflow.tracker import Ticket
 from .clicks import Click, click, queued
 
+log = logging.getLogger("fabricbot")
 USERGROUP_TTL_S = 60.0
 # Errors that say the bot cannot read the groups at all (not that a person is outside them).
 _CANNOT_LOOK = ("missing_scope", "invalid_auth", "not_authed", "token_revoked", "account_inactive", "ratelimited")
@@ -41,6 +43,27 @@ def joined(ticket: Ticket, slug: str, component: str, *, approver: str) -> str:
     filed = f"filed by {mention(ticket.filed_by)}"
     wider = f"; it{covers}" if covers else ""
     return f":link: *{esc(ticket.id)}* ({filed}) {standing(ticket, mention)}{wider}. {added}"
+
+
+def overtaken(services: Services, draft: Draft) -> str | None:
+    """A warning for filing a draft whose part the node's readings newer than the draft's analysis show healthy
+    again: the ticket stands on the person's word, never held up, but they should know before anyone is sent. None
+    when no newer readings say so, or they cannot be read."""
+    drafted = services.state.analysis(draft.analysis_id)
+    if drafted is None or drafted.window_end is None:
+        return None
+    hours = drafted.window_asked_hours or drafted.window_hours  # judged as the draft was, on the newest readings
+    try:
+        newest = services.source.diagnose_rack(drafted.node_id) if drafted.rack is not None and \
+            drafted.rack.rack_id == drafted.node_id else services.source.diagnose(drafted.node_id, window_hours=hours)
+    except Exception as exc:  # advisory: the filing already stands, and says so
+        log.warning("fabricbot: could not read %s's newest readings for draft %s: %s", drafted.node_id, draft.id, exc)
+        return None
+    if newest.window_end is None or newest.window_end <= drafted.window_end or \
+            not newest.reads_clean(drafted.parts_of(draft.slug or draft.component)):
+        return None
+    return (f":warning: Readings newer than this draft's ({esc(newest.window_said())}) show {esc(draft.component)} "
+            "no longer failing: check that it still needs the repair before anyone is sent.")
 
 
 class CannotCheck(Exception):
@@ -143,6 +166,9 @@ def decide(services: Services, rights: FilingRights, client: WebClient, at: Clic
                        f"{esc(result.recurrence_of)}, escalated to replacement.")
         else:
             outcome = f":white_check_mark: Filed as *{esc(ticket.id)}*, approved by {mention(at.user)}."
+        warning = overtaken(services, decision.draft)
+        if warning is not None:
+            outcome = f"{outcome}\n{warning}"
     try:
         client.chat_update(channel=at.channel, ts=at.ts, text=outcome,
                            blocks=blocks.decided_blocks(previous, outcome, filed))

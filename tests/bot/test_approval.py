@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import copy
 import threading
+from pathlib import Path
 
+import pytest
+
+from bot.runtime import node_source
 from bot.settings import Settings
 from bot.transport.local import LocalSlack
 from bot.transport.mock_slack import Message
+from diagnostics.store.telemetry import TelemetryStore
 
 from .helpers import OPS, buttons, local_bot, posted, private, summary_for
+from .test_store_source import write_hours
 
 
 def _draft(local: LocalSlack, summary: Message, user: str = "UALICE") -> Message:
@@ -52,6 +58,28 @@ def test_draft_preview_then_file_records_one_ticket_with_its_approver() -> None:
             "hpc-gpu-node-12", "GPU 2 -> GPU 3 NVLink 1", "urgent")
         kinds = [e["kind"] for e in local.audit.entries()]
         assert kinds == ["command", "analysis", "draft", "approval", "filing"]
+
+
+@pytest.mark.parametrize(("later", "warned"), [(0.0, True), (500.0, False)])
+def test_filing_a_part_the_newest_readings_show_healthy_again_warns_and_still_files(
+        tmp_path: Path, later: float, warned: bool) -> None:
+    """GPU 0 NVLink 1 fails over the two hours its draft was made from; an hour of readings ingested before it is
+    filed adds `later` replays a reading: none, and the approval says so; more, and it says nothing of it."""
+    store_dir = tmp_path / "store"
+    last = write_hours(tmp_path / "first.csv", "gpu-node-7", 0, 2, per_reading=200.0)
+    (tmp_path / "nodes.csv").write_text("node_id,platform\ngpu-node-7,hgx-h100-8gpu\n")
+    TelemetryStore(store_dir).ingest([tmp_path / "first.csv", tmp_path / "nodes.csv"])
+    with local_bot(source=node_source(Settings(store=store_dir))) as local:
+        preview = _draft(local, summary_for(local, "gpu-node-7"))
+        write_hours(tmp_path / "later.csv", "gpu-node-7", 2, 1, per_reading=later, base=last)
+        TelemetryStore(store_dir).ingest([tmp_path / "later.csv"])
+        assert _click(local, preview, "file_ticket", "UBOB") == 200
+        filed = _edited(local, preview)
+        assert "Filed as *FAB-0001*, approved by <@UBOB>" in filed.text
+        said = ("Readings newer than this draft's (window 1 h to 2026-03-01 03:00 UTC) show GPU 0 NVLink 1 -> "
+                "NVSwitch 0 port 1 no longer failing")
+        assert (said in filed.shown) is warned and (said in filed.shown_blocks) is warned, filed.shown
+        assert [t.id for t in local.tracker.tickets()] == ["FAB-0001"]  # type: ignore[attr-defined]
 
 
 def test_concurrent_double_clicks_file_exactly_one_ticket() -> None:
