@@ -305,10 +305,11 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                          "rate (`nvidia-smi nvlink -e`, read twice a few minutes apart, gives rates)")
         elif samples.get(node, 2) < 2:
             notes.append("one reading per link: totals since reset only; a rate needs a second reading")
-        elif once.get(node):
+        elif once.get(node) and not any(f.severity in (Severity.FAILING, Severity.DOWN) for f in mine):
             notes.append(f"{fmt.count(once[node], 'link')} of {node} {'was' if once[node] == 1 else 'were'} read once "
-                         "in the window (a cut or partial second reading): totals since reset only, so "
-                         f"{'it is' if once[node] == 1 else 'they are'} not judged; a rate needs a second reading")
+                         "in the window (a cut or partial second reading?): totals since reset only, so "
+                         f"{'it is' if once[node] == 1 else 'they are'} not judged, and finding no fault is no "
+                         "all-clear; a rate needs a second reading")
         job = result.jobs.get(chosen[node]) if node in chosen else None
         if job is not None:
             notes.extend(job.warnings)
