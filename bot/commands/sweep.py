@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
@@ -112,6 +112,19 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None, every: b
     return 1 if result.offenders else 0
 
 
+OLD_READINGS = timedelta(days=1)  # a store whose newest reading is older than this has stopped being fed
+
+
+def _say_old(end: datetime) -> None:
+    """A store sweep judges the window to the store's newest reading, not now: where that is long past (a store no
+    longer fed, a copy of old data), said, so a scheduled sweep does not page on stale readings as current."""
+    age = datetime.now(UTC) - end
+    if age > OLD_READINGS:
+        print(f"fabricbot: the store's newest reading is from {fmt.when(end)}, {age.days} days before now: this sweep "
+              "judges the window to it, not now (is the store still fed?); give --at TIME to judge another",
+              file=sys.stderr)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
     at = parse_time(args.at, field="--at") if args.at else None
@@ -124,7 +137,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise InputError("--node reads one node from Prometheus; for a stored node run "
                              "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
         request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
-        return _report(sweep(StoreSource(args.store), request), args.json, args.png, args.all)
+        result = sweep(StoreSource(args.store), request)
+        if at is None:
+            _say_old(result.at)
+        return _report(result, args.json, args.png, args.all)
     if not (args.prometheus or os.environ.get(ENV_URL)):
         raise ConfigError(f"nothing to sweep: give --store DIR (the local telemetry store) or --prometheus URL "
                           f"(or set {ENV_URL})")
@@ -184,7 +200,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--config", metavar="FILE", help="label map and limits (default $FABRICBOT_PROMETHEUS_CONFIG)")
     p.add_argument("--window", type=hours_type, default=1.0, metavar="WINDOW",
                    help="rate window: 1h, 30m, 6h, or hours as a number (default 1 h)")
-    p.add_argument("--at", metavar="TIME", help="evaluate at this UTC instant (default now)")
+    p.add_argument("--at", metavar="TIME", help="the window's end, a UTC instant (default: the newest reading with "
+                   "--store, now on Prometheus)")
     p.add_argument("--node", help="read and diagnose this one node's series instead of sweeping the fleet")
     p.add_argument("--no-analyze", action="store_true", help="list offenders only; skip reading their nodes back")
     p.add_argument("--all", action="store_true",

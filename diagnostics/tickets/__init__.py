@@ -35,16 +35,12 @@ _MODEL_STACK = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Any:  # no `__dir__` naming them: a tool that walks a module's names would load them
     if name not in _MODEL_STACK:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f".{_MODEL_STACK[name]}", __name__), name)
     globals()[name] = value
     return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODEL_STACK})
 
 
 __all__ = [

@@ -9,11 +9,10 @@ from importlib import import_module
 import diagnostics.tickets as tickets
 
 
-def test_every_exported_name_resolves_and_is_listed() -> None:
+def test_every_exported_name_resolves() -> None:
     for name in tickets.__all__:
         assert getattr(tickets, name) is not None, name
     assert tickets.ClaudeDrafter is import_module("diagnostics.tickets.claude").ClaudeDrafter
-    assert set(tickets.__all__) <= set(dir(tickets))
 
 
 def test_an_unknown_name_is_refused_by_name() -> None:

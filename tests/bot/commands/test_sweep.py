@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from freezegun import freeze_time
 
 from bot.cli import main
 from bot.commands.sweep import _table
 from diagnostics import analyze_fleet, load_thresholds
+from diagnostics import format as fmt
 from diagnostics.offenders import LINKS_SHOWN
 from diagnostics.prometheus import SweepResult
 from diagnostics.service import Request, StoreSource, files_source, sweep
@@ -349,3 +351,20 @@ def test_a_server_that_does_not_answer_leaves_the_fleet_and_a_node_unknown_alike
     capsys.readouterr()
     assert main(["sweep", "--prometheus", url, "--node", "gpu-a"]) == 3
     assert "gpu-a not read (" in capsys.readouterr().err
+
+
+def test_a_store_no_longer_fed_is_said_so_by_a_sweep_of_its_newest_readings(store_dir: Path, cli: Cli) -> None:
+    """A scheduled `sweep --store` judges the window to the newest reading; where that is months old (the feed
+    stopped), it paged on stale readings as current without a word."""
+    newest = StoreSource(store_dir).newest()
+    assert newest is not None
+    cli("sweep", "--store", str(store_dir), "--json")  # once before the clock is frozen: what it builds lazily, built
+    with freeze_time(newest + timedelta(days=30)):
+        err = cli("sweep", "--store", str(store_dir), "--json")[2]
+    assert f"the store's newest reading is from {fmt.when(newest)}, 30 days before now" in err
+    assert "give --at TIME" in err
+    with freeze_time(newest + timedelta(hours=2)):  # a store still fed: its newest reading is now's
+        assert "newest reading is from" not in cli("sweep", "--store", str(store_dir), "--json")[2]
+    with freeze_time(newest + timedelta(days=30)):  # a time asked: the window the person named
+        assert "newest reading is from" not in cli("sweep", "--store", str(store_dir), "--json", "--at",
+                                                   newest.isoformat())[2]
