@@ -9,6 +9,7 @@ from pathlib import Path
 from diagnostics import InputError, Thresholds
 from diagnostics.service import (
     FILES_MORE,
+    UNNAMED_NODE,
     Answer,
     Request,
     Source,
@@ -34,7 +35,7 @@ def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[s
     if args.job and not args.node:
         tables, warnings = tables_source(args.inputs, fmt=args.format)
         return tables, None, warnings
-    source, node, warnings = files_source(args.inputs, node=args.node, fmt=args.format)
+    source, node, warnings = files_source(args.inputs, node=args.node, fmt=args.format, unnamed=UNNAMED_NODE)
     return source, node, warnings
 
 

@@ -21,7 +21,7 @@ from diagnostics.render import (
     snapshot_case,
     topology_drawable,
 )
-from diagnostics.service import Request, SnapshotSource, StoreSource, diagnose, files_source
+from diagnostics.service import UNNAMED_NODE, Request, SnapshotSource, StoreSource, diagnose, files_source
 
 from ..options import END_OPTION, add_end_option, end_of, window_type
 from ..storage import ENV_STORE
@@ -136,7 +136,7 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
                                           end_option=END_OPTION))
         return drawable_of(answer.diagnosis, answer.graph, warnings=warnings) if answer.diagnosis.fault_detected \
             else drawable
-    source, node, warnings = files_source([target], node=args.node)
+    source, node, warnings = files_source([target], node=args.node, unnamed=UNNAMED_NODE)  # as analyze answers it
     answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args),
                                       end_option=END_OPTION))
     return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)

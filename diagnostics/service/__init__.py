@@ -25,7 +25,7 @@ from .request import CORRELATION_SPAN, DEFAULT_WINDOW, Asked, Request
 from .shards import PROCESSES_ENV, process_count
 from .source import Source, UnknownName, Window, close_matches, known, memory_log
 from .store import StoreSource
-from .tables import SnapshotSource, TableSource, files_source, tables_source
+from .tables import UNNAMED_NODE, SnapshotSource, TableSource, files_source, tables_source
 from .workers import DiagnosisWorkers
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_WINDOW",
     "FILES_MORE",
     "PROCESSES_ENV",
+    "UNNAMED_NODE",
     "Answer",
     "Asked",
     "DiagnosisWorkers",

@@ -226,11 +226,15 @@ class SnapshotSource(TableSource):
         return super().read(nodes=nodes, end=end, span=span, peers=peers, steps=steps)
 
 
+UNNAMED_NODE = "unnamed-node"  # the node of a paste that names none, where a door answers it without a name
+
+
 def files_source(paths: Iterable[str | Path | Source], *, node: str | None = None,
-                 fmt: str | None = None) -> tuple[TableSource, str, list[str]]:
+                 fmt: str | None = None, unnamed: str | None = None) -> tuple[TableSource, str, list[str]]:
     """Telemetry files and folders (any format `ingest` reads, inventories included) as tables in memory, the node
     asked about (`node`, else the one node the input names) and what reading them said. Rows whose input names no
-    node (an `nvidia-smi` paste) are that node's."""
+    node (an `nvidia-smi` paste) are that node's. `unnamed`: the name such rows take when nothing names the node (one
+    node's paste, answered and said so), where a door writes nothing under it; else such an input is refused."""
     paths = list(paths)
     loaded = load_tables(paths, fmt=fmt, asked=node)  # an NMX-T scrape's rack is the --node given, as ingest reads it
     named = named_nodes(loaded.tables)
@@ -240,6 +244,11 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
     stepped = [] if named else step_nodes(loaded.tables)  # an nccl-tests log names its ranks' hosts alone
     where = ", ".join(p.name if isinstance(p, Source) else str(p) for p in paths[:3])
     chosen = node or (named[0] if len(named) == 1 else stepped[0] if len(stepped) == 1 else None)
+    said_unnamed = []
+    if chosen is None and unnamed is not None and not named and not stepped and _unnamed_rows(loaded.tables):
+        chosen = unnamed
+        said_unnamed = [f"the input names no node: its readings are answered as {unnamed!r}; give --node NODE to "
+                        "name them (a ticket or a store needs the name)"]
     if chosen is None:
         both = named or stepped
         listed = ", ".join(both[:10]) + (f" and {len(both) - 10} more" if len(both) > 10 else "")
@@ -254,7 +263,13 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
         slot = source.racks().get(only)
         if node is None or node in (rack_named(only)[0], slot.rack if slot else None):  # --node its rack
             chosen = only
-    return source, chosen, [*loaded.said_of(named_as), *source.warnings]
+    return source, chosen, [*said_unnamed, *loaded.said_of(named_as), *source.warnings]
+
+
+def _unnamed_rows(tables: Mapping[str, pd.DataFrame]) -> bool:
+    """Whether some telemetry row names no node (a paste's readings or events, to answer under a name)."""
+    return any("node_id" in frame.columns and bool(frame["node_id"].isna().any())
+               for name, frame in tables.items() if name != "nodes")
 
 
 def _renamed(frame: pd.DataFrame, banner: frozenset[str]) -> pd.DataFrame:

@@ -80,9 +80,16 @@ def test_piped_telemetry_is_read_as_the_same_file_is(sample: str, node: str | No
     code, out, _ = cli("ticket", "-", *extra)
     assert code in (0, 1) or (code == 3 and not whole["rates_known"])  # one reading per link: health unknown
     assert whole["isolated_component"] in out or not whole["fault_detected"]
-    if node:
+    if node:  # a paste that names no node: answered under a name that says so; a ticket needs the name
         _piped(monkeypatch, path.read_bytes())
-        code, _, err = cli("analyze", "-")
+        code, out, _ = cli("analyze", "-", "--json")
+        unnamed = json.loads(out)
+        assert code == answered_exit(out) and unnamed["node_id"] == "unnamed-node"
+        renamed = json.loads(out.replace("unnamed-node", node))
+        assert {k: renamed[k] for k in FACTS} == {k: whole[k] for k in FACTS}
+        assert "the input names no node: its readings are answered as 'unnamed-node'" in unnamed["warnings"][0]
+        _piped(monkeypatch, path.read_bytes())
+        code, _, err = cli("ticket", "-")
         assert code == 2 and "<stdin>" in err and "the input names no node: give --node NODE" in err
 
 

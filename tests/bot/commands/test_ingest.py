@@ -289,3 +289,14 @@ def test_a_reading_piped_in_takes_the_time_of_the_command(tmp_path: Path, cli: C
     assert code == 0
     times = open_store(tmp_path / "s").link_samples("n1")["timestamp"].unique()
     assert [str(t) for t in times] == ["2026-11-03 10:00:00+00:00"]
+
+
+def test_a_refused_paste_counts_no_row_as_stored(tmp_path: Path, cli: Cli) -> None:
+    """A paste that names no node is refused at ingest; its summary said `rows: link_samples=6 ...` as if they were
+    stored."""
+    paste = FIXTURES / "real" / "nvlink_s_v100_inactive_1.txt"
+    code, out, err = cli("ingest", str(paste), "--store", str(tmp_path / "store"))
+    assert code == 1 and "refused" in out and "pass --node NODE" in err
+    assert "rows: link_samples=0," in out and "gpus=0" in out
+    code, out, _ = cli("ingest", str(paste), "--store", str(tmp_path / "store"), "--node", "n1")
+    assert code == 0 and "rows: link_samples=6," in out

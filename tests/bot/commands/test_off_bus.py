@@ -54,10 +54,15 @@ def test_with_the_gpu_table_the_message_names_the_gpu_and_localizes_it(tmp_path:
     assert diagnosis["localization"]["fault"] == "gpu-off-bus" and diagnosis["localization"]["gpu"] == 1
 
 
-def test_a_file_that_is_neither_a_snapshot_nor_names_a_node_asks_for_one(tmp_path: Path, cli: Cli) -> None:
+def test_a_file_that_is_neither_a_snapshot_nor_names_a_node_is_answered_unnamed(tmp_path: Path, cli: Cli) -> None:
+    """A log that names no host is read as the log it is (not refused as bad JSON) and answered under a name that
+    says so; a ticket asks for the node."""
     log = tmp_path / "dmesg.txt"
     log.write_text("[ 1843.308145] NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.\n")
-    code, _, err = cli("analyze", str(log))
+    code, out, err = cli("analyze", str(log))
+    assert code == 0 and out.startswith("unnamed-node  priority=urgent") and "JSON" not in err
+    assert "give --node NODE to name them" in out
+    code, _, err = cli("ticket", str(log))
     assert code == 2 and "--node" in err and "JSON" not in err
     broken = tmp_path / "snap.json"
     broken.write_text('{"node_id": "n1", "fabric_errors": [\n')

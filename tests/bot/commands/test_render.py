@@ -155,7 +155,7 @@ PASTES = sorted([*REAL.glob("nvlink_*.txt"), REAL / "kernel_xid79_sxid20034_gpud
 @pytest.mark.parametrize("sample", PASTES, ids=[p.stem for p in PASTES])
 def test_render_reads_every_paste_analyze_reads(sample: Path, tmp_path: Path, cli: Cli) -> None:
     """`nvidia-smi nvlink -s`/`-e` pastes and a kernel log, as `analyze` reads them: the same node, and each
-    NVLink it flags drawn on the picture; without --node both refuse alike."""
+    NVLink it flags drawn on the picture; without --node both answer it as the node it does not name."""
     code, out, err = cli("analyze", str(sample), "--node", "n1", "--json")
     assert code == answered_exit(out), err
     diagnosis = json.loads(out)
@@ -172,9 +172,10 @@ def test_render_reads_every_paste_analyze_reads(sample: Path, tmp_path: Path, cl
     if "=====" in sample.read_text(encoding="utf-8"):  # a capture banner names the node: both read it as that node's
         assert [code for code, _, _ in alone] == [answered_exit(alone[0][1]), 0]
         assert "node01" in alone[0][1] and "node01" in alone[1][1]
-    else:
-        refused = [(code, err) for code, _, err in alone]
-        assert refused[0] == refused[1] and refused[0][0] == 2 and "give --node NODE" in refused[0][1]
+    else:  # both answer the paste as the node it does not name, and say so
+        assert [code for code, _, _ in alone] == [answered_exit(alone[0][1]), 0]
+        assert alone[0][1].startswith("unnamed-node ") and "unnamed-node, " in alone[1][1]
+        assert "answered as 'unnamed-node'" in alone[0][1] and "answered as 'unnamed-node'" in alone[1][2]
 
 
 def test_a_paste_s_down_links_are_drawn_as_analyze_flags_them(tmp_path: Path, cli: Cli) -> None:
