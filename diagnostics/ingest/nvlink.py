@@ -116,6 +116,7 @@ class NvlinkReader:
         uuid: str | None = None
         model = ""
         board_model = ""  # the last model a GPU header states whole
+        models: dict[str | None, dict[str, list[tuple[int, int]]]] = {}  # node -> model -> (GPU, line) of its headers
         uuid_form = False  # a GPU header above closes its `(UUID: ...)`: one that does not is cut off
         unreachable = False  # a GPU nvidia-smi names as one it could not reach
         last_gpu: int | None = None  # the index of the last GPU header
@@ -140,6 +141,8 @@ class NvlinkReader:
                 named = _model(out, line, header, gpu, uuid_form)
                 model = named or ""
                 board_model = named or board_model
+                if named:
+                    models.setdefault(out.node_id, {}).setdefault(named, []).append((gpu, line.number))
                 uuid_form = uuid_form or header.uuid is not None
                 if named == header.name:  # a header cut off is said by `_model`
                     _check_uuid(out, line, header, uuid, uuids.setdefault((out.node_id, gpu, out.timestamp),
@@ -233,6 +236,7 @@ class NvlinkReader:
             else:
                 out.unread(line)
         _all_inactive(out, rows, all_down)
+        _models_mixed(out, models)
         rows.finish()
         if first_header is not None and not out.rows.get("link_samples") and not out.rows.get("events") \
                 and not all_down and not remotes and not unreachable:
@@ -243,6 +247,21 @@ class NvlinkReader:
         for row in out.rows.get("link_samples", []):  # -R pasted with -e/-s: each link row names its far end
             row["peer"] = remotes.get((row["node_id"], row["gpu"], row["link"]), row["peer"])
         return out.result()
+
+
+def _models_mixed(out: Collector, models: dict[str | None, dict[str, list[tuple[int, int]]]]) -> None:
+    """GPUs of different models in one node's output: two machines' outputs pasted as one (`cat a.txt b.txt`) read
+    as one node, its links judged against one board. Said where the second model starts."""
+    for held in models.values():
+        if len(held) < 2:
+            continue
+        said = "; ".join(f"{'GPUs' if len(at) > 1 else 'GPU'} {', '.join(str(g) for g in sorted({g for g, _ in at}))} "
+                         f"{name}" for name, at in held.items())
+        second = list(held.values())[1][0][1]
+        out.warn(second, f"GPUs of {len(held)} models in one node's output ({said}): outputs of {len(held)} machines, "
+                         "read as one node's? Each machine's readings are its own node's: read each output as a file "
+                         "of its own with its --node, or paste each after a prompt naming its host "
+                         "(`user@node01:~$ nvidia-smi nvlink -s`)")
 
 
 def _headers_alone(out: Collector, first: Line, gpus: int, alone: str | None) -> None:

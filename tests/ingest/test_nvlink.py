@@ -520,3 +520,16 @@ def test_a_command_run_over_ssh_from_a_login_host_is_the_remote_hosts() -> None:
     links = read_text(text)["link_samples"]
     assert list(zip(links["node_id"].astype(str), links["replay"], links["timestamp"].dt.hour, strict=True)) == [
         ("node01", 0.0, 11), ("node02", 7.0, 11), ("node01", 9000.0, 12), ("node02", 7.0, 12)]
+
+
+def test_two_machines_outputs_pasted_as_one_are_said_to_be_two() -> None:
+    """`cat` of an A100 box's `nvlink -s` and a DGX-1's: one node of four GPUs and two models, judged against one
+    board without a word; said where the second model starts. One machine's own output says nothing of it."""
+    a100, v100 = (REAL / "nvlink_s_a100_1.txt").read_text(), (REAL / "nvlink_s_v100_inactive_1.txt").read_text()
+    mixed = read_text(a100 + v100)
+    said = [w for w in mixed.warnings if "models in one node's output" in w.message]
+    assert len(said) == 1 and "GPUs 0, 1, 2 NVIDIA A100-SXM4-80GB; GPU 3 Tesla V100-SXM2-32GB" in said[0].message
+    second = next(line for line in v100.splitlines() if line.startswith("GPU 3"))
+    assert said[0].line == (a100 + v100).splitlines().index(second) + 1
+    for alone in (a100, v100, v100 + v100):
+        assert not [w for w in read_text(alone).warnings if "models in one node's output" in w.message]
