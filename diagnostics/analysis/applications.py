@@ -81,9 +81,11 @@ def _foreign_xids(events: pd.DataFrame, start_ns: int, end_ns: int, generation: 
     if events.empty or not {"kind", "code", "node_id", "timestamp"} <= set(events.columns):
         return {}
     only = {c: e.nvlink_generation for c, e in catalog.entries.items() if e.nvlink_generation is not None}
-    mine = _xids_in(events, start_ns, end_ns) & events["code"].isin(sorted(only)).fillna(False).to_numpy(bool)
+    # a code a later line names as its cause (`Xid 45 ... caused by previous Xid 149`) was logged too
+    logged = events["code"].where(events["code"].isin(sorted(only)), events.get("caused_by"))
+    mine = _xids_in(events, start_ns, end_ns) & logged.isin(sorted(only)).fillna(False).to_numpy(bool)
     heard: dict[str, set[int]] = {}
-    for node, code in zip(events["node_id"][mine].astype(str), events["code"][mine].astype(int), strict=True):
+    for node, code in zip(events["node_id"][mine].astype(str), logged[mine].astype(int), strict=True):
         heard.setdefault(node, set()).add(code)
     out: dict[str, list[str]] = {}
     for node, codes in sorted(heard.items()):

@@ -142,3 +142,15 @@ def test_an_nvlink5_xid_on_an_older_platform_is_said_alike_through_the_file_and_
                                       "platform has NVLink 2: is the platform right, or the log another node's? "
                                       "Judged as read"]
     assert said["gb200-nvl72-compute-tray"] == said[None] == []
+
+
+def test_an_nvlink5_xid_known_only_from_the_xid_45_it_caused_is_asked_of_an_older_platform_too() -> None:
+    """A log cut to its Xid 45 lines (`... caused by previous Xid 149`) holds no Xid 149 line of its own: the
+    findings name the 145s and 149 from those lines, and a platform of NVLink 4 named for it is asked about too."""
+    log = FIXTURES / "real" / "xid_145_149_log_1.txt"
+    files, node, _ = files_source([log], node="n1")
+    for platform, said in (("hgx-h100-8gpu", ["Xid 145, 149 are logged by NVLink 5 GPUs (Blackwell and later), and "
+                                              "n1's platform has NVLink 4: is the platform right, or the log another "
+                                              "node's? Judged as read"]), ("hgx-b200-8gpu", [])):
+        diagnosis = diagnose(files, Request(node=node, end=END, platform=platform)).diagnosis
+        assert [w for w in diagnosis.warnings if "GPUs (Blackwell and later)" in w] == said, platform
