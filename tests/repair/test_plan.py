@@ -453,3 +453,12 @@ def test_a_reseat_or_swap_names_only_what_the_board_has_and_is_done_powered_off(
             does = re.search(r"\b(reseat|swap|move)\b", text) and not re.search(r"skip the reseat|field service", text)
             if does:
                 assert "powered off" in text, (fault, text)
+
+
+def test_a_swap_test_on_a_board_not_known_says_who_moves_an_sxm_module() -> None:
+    """With no platform named, the board may be an SXM baseboard (a DGX-1's GPUs reach their peers directly): the swap
+    step said "swap the GPU" as if every GPU were a card a site pulls."""
+    for fault in (FaultKind.NVLINK, FaultKind.GPU_NVLINKS):
+        plan = repair_plan(None, fault, PlanFacts(node_id="n", gpu=2, link=1, peer="GPU 3"))
+        (swap,) = [s.text for s in plan.repair if "swap GPU 2 with a healthy GPU" in s.text]
+        assert "on an SXM baseboard" in swap and "server vendor's field service" in swap
