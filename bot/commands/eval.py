@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from diagnostics.synth import EVAL_STEPS, evaluate
+from diagnostics.synth import EVAL_STEPS, EXPECTED_FILE, evaluate
 
 from ..progress import progress_bar
 from . import SUMMARIES
@@ -31,9 +31,24 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_samples(args: argparse.Namespace) -> int:
+    """A folder of real outputs with its `expected.toml`: each answered as its source says, or the eval fails."""
+    from diagnostics.synth import evaluate_samples
+
+    report = evaluate_samples(Path(args.fleet))
+    if args.json:
+        print_json(report)
+    else:
+        print(report.render())
+    score = report.score()
+    return 1 if args.min_score is not None and (score is None or score < args.min_score) else 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.drafter == "claude":
         return cmd_eval_drafter(args)
+    if (Path(args.fleet) / EXPECTED_FILE).is_file():
+        return cmd_eval_samples(args)
     with progress_bar(EVAL_STEPS, "eval", quiet=args.json) as progress:
         report = evaluate(Path(args.fleet), progress=progress)
     if args.json:
@@ -54,7 +69,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ev = sub.add_parser("eval", help=SUMMARIES["eval"])
-    ev.add_argument("fleet", metavar="DIR", help="a folder written by `fabricbot synth`")
+    ev.add_argument("fleet", metavar="DIR", help="a folder written by `fabricbot synth`, or of real outputs with an "
+                    f"{EXPECTED_FILE} of what their sources say (fixtures/real)")
     ev.add_argument("--json", action="store_true", help="machine-readable output (the same scores, and per node)")
     ev.add_argument("--min-score", type=float, default=None,
                     help="exit 1 if any scenario's score is below this, a benign node is urgent or high, or "

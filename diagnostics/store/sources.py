@@ -1,7 +1,8 @@
 """Reading input files for an ingest: folders expanded, each file read by its reader or as a node inventory.
 
 Shared by `fabricbot ingest` (with or without a store) and by the history analysis of files, so both take the
-same inputs: files and folders (recursively), skipping hidden files and a synthetic fleet's `ground_truth.json`.
+same inputs: files and folders (recursively), skipping hidden files and the answers `eval` scores against (a
+synthetic fleet's `ground_truth.json`, a folder of real outputs' `expected.toml`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..progress import Progress, advance
 from .inventory import NODE_COLUMNS, inventory_gpus, read_node_file
 
 At = datetime | Literal["mtime"] | None
-SKIP_NAMES = frozenset({"ground_truth.json"})  # a synthetic fleet's answers, not telemetry
+SKIP_NAMES = frozenset({"ground_truth.json", "expected.toml"})  # the answers eval scores against, not telemetry
 
 
 @dataclass
@@ -87,7 +88,7 @@ class IngestReport:
 
 def expand(paths: Iterable[str | Path | Source]) -> list[str | Path | Source]:
     """Files as given; folders replaced by the files under them (sorted, recursively), hidden ones and
-    `ground_truth.json` left out. A path that does not exist stays, so its reader reports it."""
+    `ground_truth.json` and `expected.toml` left out. A path that does not exist stays, so its reader reports it."""
     out: list[str | Path | Source] = []
     for item in paths:
         if isinstance(item, Source) or not Path(item).is_dir():
