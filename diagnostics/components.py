@@ -125,8 +125,9 @@ class ComponentRef(BaseModel):
         return cls(kind=ComponentKind.NVLINK, gpu=gpu, link=link, peer_gpu=peer_gpu, switch=switch, port=port)
 
     @classmethod
-    def pcie(cls, gpu: int | None) -> Self:
-        return cls(kind=ComponentKind.PCIE, gpu=gpu)
+    def pcie(cls, gpu: int | None, *, bus: str | None = None) -> Self:
+        """A GPU's PCIe link; one whose GPU no index places (`nvidia-smi -q -i N`) is named by its bus instead."""
+        return cls(kind=ComponentKind.PCIE, gpu=gpu, bus=bus if gpu is None else None)
 
     @classmethod
     def of_gpu(cls, gpu: int | None, *, bus: str | None = None) -> Self:
@@ -181,10 +182,11 @@ class ComponentRef(BaseModel):
 
     @classmethod
     def of_link(cls, link_type: str, gpu: int | None, link: int | None, peer: str | None = None,
-                port: int | None = None) -> Self:
-        """A link from its table row: type, GPU, link index and the peer column ("GPU 3", "NVSwitch 1", ...)."""
+                port: int | None = None, *, bus: str | None = None) -> Self:
+        """A link from its table row: type, GPU, link index and the peer column ("GPU 3", "NVSwitch 1", ...); a
+        PCIe row's bus names its GPU where no index does."""
         if link_type == LinkType.PCIE:
-            return cls.pcie(gpu)
+            return cls.pcie(gpu, bus=bus)
         named = peer_name(peer)
         switch = named if is_switch(named) else None
         if link_type == LinkType.NVSWITCH or gpu is None:
@@ -217,11 +219,9 @@ class ComponentRef(BaseModel):
         if kind is ComponentKind.FABRIC_SOFTWARE:
             return DOMAIN_SOFTWARE_NAME if self.domain else FABRIC_SOFTWARE_NAME
         if kind is ComponentKind.GPU:
-            if self.gpu is None:
-                return f"the GPU at PCI {self.bus}" if self.bus else "a GPU of the node (index unknown)"
-            return f"GPU {self.gpu}"
+            return self._gpu_name()
         if kind is ComponentKind.PCIE:
-            return f"GPU {self.gpu} PCIe"
+            return f"{self._gpu_name()} PCIe"
         if kind is ComponentKind.NVSWITCH:
             switch = self.switch or "NVSwitch"
             return f"{switch} port {self.port}" if self.port is not None else switch
@@ -237,6 +237,12 @@ class ComponentRef(BaseModel):
             port = f" port {self.port}" if self.port is not None else ""
             return f"GPU {self.gpu} NVLink {self.link} -> {self.switch}{port}"
         return f"GPU {self.gpu} NVLink {self.link}"
+
+    def _gpu_name(self) -> str:
+        """The GPU as people say it: by index, else by the PCI address a log or a lone section names it by."""
+        if self.gpu is None:
+            return f"the GPU at PCI {self.bus}" if self.bus else "a GPU of the node (index unknown)"
+        return f"GPU {self.gpu}"
 
     @property
     def slug(self) -> str:
@@ -265,11 +271,9 @@ class ComponentRef(BaseModel):
         if kind is ComponentKind.FABRIC_SOFTWARE:
             return "fabric-software"
         if kind is ComponentKind.GPU:
-            if self.gpu is None:
-                return f"gpu-{_slugify(self.bus)}" if self.bus else "gpu-unknown"
-            return f"gpu{self.gpu}"
+            return self._gpu_slug()
         if kind is ComponentKind.PCIE:
-            return f"gpu{self.gpu}-pcie"
+            return f"{self._gpu_slug()}-pcie"
         if kind is ComponentKind.NVSWITCH:
             base = _slugify(self.switch or "nvswitch")
             return f"{base}-port{self.port}" if self.port is not None else base
@@ -280,6 +284,11 @@ class ComponentRef(BaseModel):
         if self.switch is not None:
             return f"gpu{self.gpu}-nvlink-to-{_slugify(self.switch)}"
         return f"gpu{self.gpu}-nvlinks"
+
+    def _gpu_slug(self) -> str:
+        if self.gpu is None:
+            return f"gpu-{_slugify(self.bus)}" if self.bus else "gpu-unknown"
+        return f"gpu{self.gpu}"
 
     @property
     def peer_name(self) -> str | None:

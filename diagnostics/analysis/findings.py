@@ -88,19 +88,22 @@ def ref_of(row: Mapping[str, Any]) -> ComponentRef:
     total = _present(row.get("gpu_total")) and bool(row.get("gpu_total"))
     peer = str(row["peer"]) if _present(row.get("peer")) else ""
     switch = str(row["nvswitch"]) if _present(row.get("nvswitch")) else None
-    return _ref(str(row["link_type"]), _int(row.get("gpu")), _int(row.get("link")), total, peer, switch)
+    link_type, gpu = str(row["link_type"]), _int(row.get("gpu"))
+    bus = str(row["pci_bus_id"]) if gpu is None and link_type == LinkType.PCIE and _present(row.get("pci_bus_id")) \
+        else None  # a GPU no index places (`nvidia-smi -q -i N`): its PCIe link named by its bus
+    return _ref(link_type, gpu, _int(row.get("link")), total, peer, switch, bus)
 
 
 @lru_cache(maxsize=1 << 14)
 def _ref(link_type: str, gpu: int | None, link: int | None, total: bool, peer: str,
-         switch: str | None) -> ComponentRef:
+         switch: str | None, bus: str | None = None) -> ComponentRef:
     """`ref_of` from the row's identity columns alone: the same columns always give the same (immutable) ref, and a
     fleet's thousands of flagged links have a few hundred identities, each parsed and validated once."""
     if total and link_type != LinkType.PCIE:
         return ComponentRef.nvlink(gpu, None)
     if link_type == LinkType.NVSWITCH and switch is not None:
         return ComponentRef.nvswitch(switch_name(switch), link)
-    return ComponentRef.of_link(link_type, gpu, link, peer)
+    return ComponentRef.of_link(link_type, gpu, link, peer, bus=bus)
 
 
 # a peer's name from its column's text: a pure function of it, asked once per distinct text

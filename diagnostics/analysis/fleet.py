@@ -59,7 +59,7 @@ from .placed import placed
 from .racks import Rack, diagnose_rack, domain_notes, group_racks, rack_job, rack_stopper, tray_view
 from .recovery import fleet_recoveries, recovery_notes, with_recovery
 from .restarts import last_restarts
-from .rows import numbered_by_bus, per_link_rows, unplaced_buses
+from .rows import by_bus_apart, numbered_by_bus, per_link_rows
 from .rules import summarize
 from .share import traffic_notes
 from .span import covered_spans, rate_spans, reach_notes
@@ -127,6 +127,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     slots = {h: int(s.tray) for h, s in (racks or {}).items() if s.tray is not None and str(s.tray).isdigit()}
     graph_of = Boards(platforms, graphs or {}, tables.get("gpus"), tables.get("topology"), slots)
     links, by_bus = numbered_by_bus(links, graph_of.buses)
+    links = by_bus_apart(links)
     old_cards, swapped = swapped_cards(links)
     if old_cards is not None:
         links = links[~old_cards]
@@ -292,14 +293,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
         if node in reach:
             notes.append(reach[node])
         if node not in view.gpus_seen and node not in reporting_links:
-            unplaced = unplaced_buses(links, node)
             shown = [f.component for f in mine if f.severity in (Severity.FAILING, Severity.DOWN)]
             notes.insert(0, f"{node}'s description shows a fault ({', '.join(shown)}); its link counters were not "
-                            "read, so its other links' health is unknown, not healthy" if shown and not unplaced
-                         else f"no link telemetry for {node}: its fabric health is unknown, not healthy" if not unplaced
-                         else f"{node}'s link readings are of GPUs named by bus id alone ("
-                              + "; ".join(f"{bus}: {fmt.totals(held)}" for bus, held in unplaced.items())
-                              + "), placed on no GPU index: its fabric health is unknown, not healthy")
+                            "read, so its other links' health is unknown, not healthy" if shown
+                         else f"no link telemetry for {node}: its fabric health is unknown, not healthy")
         elif samples.get(node, 2) < 2 and node not in counted:  # `nvlink -s`: no counter at all
             notes.append("one reading per link, of link states only: no error counter was read, so no total and no "
                          "rate (`nvidia-smi nvlink -e`, read twice a few minutes apart, gives rates)")

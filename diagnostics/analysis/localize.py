@@ -271,7 +271,7 @@ def _pcie(f: Finding) -> Localization:
     evidence = [c.message for c in f.crossed] + [e for e in f.evidence if "lanes" in e]
     fault = FaultKind.PCIE_DOWNTRAIN if _rules(f) & DOWNTRAIN_RULES else FaultKind.PCIE_REPLAYS
     said = [e for e in f.evidence if "received" in e or "replayed" in e or "end" in e]
-    return Localization(ref=ComponentRef.pcie(f.gpu), fault=fault, gpu=f.gpu, lanes=f.lanes, end=f.end,
+    return Localization(ref=ComponentRef.pcie(f.gpu, bus=f.ref.bus), fault=fault, gpu=f.gpu, lanes=f.lanes, end=f.end,
                         confidence=0.85 if f.end is not None else 0.8, **_grade([f]),
                         evidence=[*evidence, *said, "one GPU's PCIe link: its riser, cable or retimer, then the slot"])
 

@@ -19,7 +19,8 @@ from .prepared import Prepared
 from .rates import increase, window_sums
 
 STATE_COLUMNS = ("peer", "gpu_total", "link_state", "width", "max_width", "gen", "max_gen", "speed_gbps",
-                 "tx_bytes_per_s", "rx_bytes_per_s", "symbol_ber", "effective_ber", "saturated")
+                 "tx_bytes_per_s", "rx_bytes_per_s", "symbol_ber", "effective_ber", "saturated",
+                 "pci_bus_id")  # a PCIe link's bus: its GPU's name where no index places it
 
 
 def last_state(p: Prepared, end_ns: int) -> pd.DataFrame:

@@ -1,6 +1,7 @@
 """Which link samples the rates read: a GPU's total over its links only where nothing per link carries its counters,
 no lane a reader observed failing (it is named on its link instead), no far end of a GPU's PCIe link (read by
-`ends`), no PCIe device that is no GPU; and the GPU index of PCIe rows read by bus id alone (lspci)."""
+`ends`), no PCIe device that is no GPU; the GPU index of PCIe rows read by bus id alone (lspci), and the GPUs no
+index places (`nvidia-smi -q -i N`) kept apart by their bus."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pandas as pd
 
 from ..enums import LinkEnd, LinkType
 from ..metrics import COUNTERS, GAUGES
-from ..tables import rows_of
 from .prepared import key_codes
 
 
@@ -31,8 +31,34 @@ def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
     if "end" in links.columns:
         drop |= links["end"].notna().to_numpy() & (links["end"] != LinkEnd.GPU.value).to_numpy(bool, na_value=False)
     pcie = (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
-    drop |= pcie & links["gpu"].isna().to_numpy()
+    drop |= pcie & links["gpu"].isna().to_numpy() & ~unplaced_gpus(links)
     return np.flatnonzero(~drop) if drop.any() else None
+
+
+def unplaced_gpus(links: pd.DataFrame) -> np.ndarray:
+    """The PCIe rows of a GPU's own section that no index places (`nvidia-smi -q -i N` prints none, and neither an
+    inventory nor the bus order placed it): judged as the GPU at that bus, as an Xid naming it by its bus is."""
+    if "pci_bus_id" not in links.columns:
+        return np.zeros(len(links), dtype=bool)
+    own = links["device_kind"].isna().to_numpy() if "device_kind" in links.columns else True  # lspci's: not a GPU
+    return own & links["gpu"].isna().to_numpy() & links["pci_bus_id"].notna().to_numpy() \
+        & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
+
+
+def by_bus_apart(links: pd.DataFrame) -> pd.DataFrame:
+    """The unplaced GPUs' PCIe rows (`unplaced_gpus`) with their bus's place among the node's such buses in `link`,
+    which a PCIe link leaves empty: the rates key a link by its index columns, so two GPUs known by their bus alone
+    stay two links (the link's name takes its bus, never this number)."""
+    rows = unplaced_gpus(links)
+    if not rows.any():
+        return links
+    held = links[rows]
+    place = held.groupby(held["node_id"].astype("string"), sort=False)["pci_bus_id"].transform(
+        lambda bus: pd.Series(pd.factorize(bus.str.lower(), sort=True)[0], index=bus.index))
+    link = links["link"].astype("Int16").to_numpy(copy=True) if "link" in links.columns else \
+        pd.array([pd.NA] * len(links), dtype="Int16").to_numpy()
+    link[np.flatnonzero(rows)] = place.to_numpy()
+    return links.assign(link=pd.array(link, dtype="Int16"))
 
 
 def _repeated_totals(links: pd.DataFrame, total: np.ndarray) -> np.ndarray:
@@ -122,22 +148,4 @@ def node_pieces(frame: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
     cuts = np.unique(heads[np.minimum(np.searchsorted(heads, np.arange(rows, len(frame), rows)), len(heads) - 1)])
     bounds = [0, *cuts.tolist(), len(frame)]
     return list(pairwise(bounds))
-
-
-def unplaced_buses(links: pd.DataFrame, node: str) -> dict[str, dict[str, float]]:
-    """The bus ids of a node's PCIe readings that nothing numbered (an `nvidia-smi -q -i N` output prints no index,
-    and neither an inventory nor the GPUs' bus order placed it): read, but on no GPU of the board; each with its
-    newest reading's counters (what a person pasted it for, said though no GPU holds it)."""
-    if not len(links) or "pci_bus_id" not in links.columns:
-        return {}
-    mine = rows_of(links["node_id"], node) \
-        & links["gpu"].isna().to_numpy() & links["pci_bus_id"].notna().to_numpy() \
-        & (links["link_type"] == LinkType.PCIE.value).to_numpy(bool, na_value=False)
-    rows = links[mine]
-    counters = [c for c in ("replay", "replay_rollovers") if c in rows.columns]
-    out: dict[str, dict[str, float]] = {}
-    for bus, held in rows.groupby(rows["pci_bus_id"].astype(str), sort=True):
-        newest = held.sort_values("timestamp").iloc[-1]
-        out[str(bus)] = {c: float(newest[c]) for c in counters if pd.notna(newest[c])}
-    return out
 

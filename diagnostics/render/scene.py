@@ -183,7 +183,9 @@ def _place(scene: Scene, graph: NodeGraph, finding: Finding) -> tuple[str, str, 
     """The edge a finding belongs on (u, v, gid), adding a stated edge where the graph has no layout for it."""
     gpu = finding.gpu
     if gpu is None or gpu_node(gpu) not in graph.graph:
-        why = f"GPU {gpu} is not in the node's graph" if gpu is not None else "no GPU named to draw on"
+        why = f"GPU {gpu} is not in the node's graph" if gpu is not None else \
+            "its GPU is known by its PCI address alone, which no index places on the board" if finding.ref.bus else \
+            "no GPU named to draw on"
         scene.undrawn.setdefault(why, []).append(finding.component)
         return None
     u = gpu_node(gpu)

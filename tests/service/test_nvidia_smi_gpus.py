@@ -122,7 +122,7 @@ ONE_GPU = Path(__file__).parents[2] / "fixtures" / "real" / "smi_q_one_gpu_h100_
 def test_a_q_output_of_one_gpu_is_stored_by_its_bus_and_said_alike_through_file_and_store(tmp_path: Path) -> None:
     """`nvidia-smi -q -i 0` prints one GPU of the eight attached and no index: the store keeps that GPU by its bus
     (its ingest ended in a traceback, the readings written but not listed), and both doors say its readings are
-    placed on no GPU rather than that the node has none."""
+    judged as the GPU at that bus (one reading: totals, no rate) rather than that the node has none."""
     source, _, _ = files_source([ONE_GPU], node="q-node")
     by_file = diagnose(source, Request(node="q-node")).diagnosis
     store = open_store(tmp_path / "store")
@@ -132,9 +132,9 @@ def test_a_q_output_of_one_gpu_is_stored_by_its_bus_and_said_alike_through_file_
     assert rows == [{"gpu": None, "pci_bus_id": "0000:18:00.0", "serial": "1654423001593"}]
     by_store = diagnose(StoreSource(tmp_path / "store"), Request(node="q-node")).diagnosis
     for got in (by_file, by_store):
-        said = [w for w in got.warnings if "bus id alone" in w]
-        assert said == ["q-node's link readings are of GPUs named by bus id alone (0000:18:00.0: replays 7 since "
-                        "reset), placed on no GPU index: its fabric health is unknown, not healthy"]  # what was read
+        [read] = got.findings
+        assert read.component == "the GPU at PCI 0000:18:00.0 PCIe" and read.gpu is None and read.counts["replay"] == 7
+        assert got.fault_said() == "unknown" and got.unrated()  # one reading: no rate judged
         assert list(got.bus_gpu_ids) == ["0000:18:00.0"] and got.bus_gpu_ids["0000:18:00.0"].serial == "1654423001593"
 
 

@@ -53,8 +53,9 @@ def test_each_real_sample_goes_through_the_whole_path(sample: Path, tmp_path: Pa
         code, out, err = cli("render", node, "--store", str(store), "-o", str(picture))
         assert code == 0, err
         assert picture.stat().st_size > 10_000
-        if diagnosis["platform"] is not None:  # a known board: every finding lands on its picture
-            assert "not drawn" not in err, err
+        if diagnosis["platform"] is not None:  # a known board: every finding placed on it lands on its picture
+            unplaced = "PCI address alone"  # a GPU no index places (`nvidia-smi -q -i N`): no box of the board is its
+            assert not [line for line in err.splitlines() if "not drawn" in line and unplaced not in line], err
 
 
 def test_a_cut_log_of_xid_45_lines_still_says_which_nvlink5_xids_came_first(tmp_path: Path,
