@@ -333,6 +333,9 @@ class Diagnosis(BaseModel):
     read_once: int = Field(
         default=0, description="Its links whose error counters were read once in the window where its others were "
                                "read more (a cut or partial second reading): totals, no rates, so not judged.")
+    pinned: int = Field(
+        default=0, description="Its links read twice or more with a counter pinned at its maximum (65,535) that no "
+                               "rule failed on its lower bound: that rate is unknown, so not judged.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:
@@ -353,9 +356,10 @@ class Diagnosis(BaseModel):
     def unrated(self) -> bool:
         """One node's view of one reading per link (or of some links, the others read more) and no fault found in it:
         those error rates, what the rules judge, are unknown, so it is no all-clear (a lone `nvidia-smi nvlink -e` of
-        thousands of replays since reset; a second reading cut before the failing link)."""
-        return (self.lists_every_link and not self.fault_detected and (not self.rates_known or self.read_once > 0)
-                and self.links_read)
+        thousands of replays since reset; a second reading cut before the failing link; a counter pinned at its
+        maximum in both readings, whose 0/h is no rate)."""
+        return (self.lists_every_link and not self.fault_detected
+                and (not self.rates_known or self.read_once > 0 or self.pinned > 0) and self.links_read)
 
     def fault_said(self) -> str:
         """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read or no rate

@@ -95,9 +95,13 @@ def _table(diagnosis: Diagnosis, out: TextIO, *, only_flagged: bool = False,
 
 def _rest(d: Diagnosis, left: int) -> str:
     """The `left` links within thresholds a flagged table leaves out, said as what was read of them: a lone reading
-    of counters holds totals, no rates; one of `nvlink -s` holds link states, no counter at all."""
+    of counters holds totals, no rates; one of `nvlink -s` holds link states, no counter at all; a counter pinned at
+    its maximum, no rate."""
     lone = [f for f in d.findings if f.severity.value == "ok" and any("one reading" in e for e in f.evidence)]
-    kinds = [(left - len(lone), "within thresholds"),
+    pinned = sum(1 for f in d.findings if f.severity.value == "ok" and f not in lone
+                 and any(fmt.PINNED in e for e in f.evidence))  # read twice, its counter stuck: no rate
+    kinds = [(left - len(lone) - pinned, "within thresholds"),
+             (pinned, "with a counter pinned at its maximum: its rate unknown"),
              (sum(1 for f in lone if f.counts), "read once: totals only, no rates"),
              (sum(1 for f in lone if not f.counts), "read once: link states only, no error counters")]
     said = [(n, what) for n, what in kinds if n]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
@@ -152,8 +152,9 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         evidence.append(f"counter reset {int(row['resets'])}x in the window (reboot or driver reload), handled")
     if _num(row.get("gen_lost_idle")):
         evidence.append("PCIe generation below maximum at idle: power saving, not a fault")
-    crossed, said = _pinned(row, facts.totals, crossed)
+    crossed, said, unknown = _pinned(row, facts.totals, crossed)
     evidence.extend(said)
+    rates = {c: r for c, r in rates.items() if c not in unknown}  # pinned and crossing nothing: no rate, not 0/h
     severity, ratio = summarize(crossed)
     ref = ref_of(row)
     if ref.kind is ComponentKind.NVLINK and ref.link is None and ref.gpu is not None:
@@ -188,17 +189,37 @@ _BLANK = Finding.model_construct(ref=ComponentRef.nvlink(None, None), link_type=
 
 
 def _pinned(row: Mapping[str, Any], totals: Mapping[str, float],
-            crossed: list[Crossing]) -> tuple[list[Crossing], list[str]]:
+            crossed: list[Crossing]) -> tuple[list[Crossing], list[str], list[str]]:
     """A link whose last reading holds a counter pinned at its 16-bit maximum (`saturated`): each rule crossed on
-    that counter says its rate is a lower bound, or, where none is, the evidence does (`format.pinned`)."""
+    that counter says its rate is a lower bound, or, where none is, the evidence does (`format.pinned`), and those
+    counters' rates are unknown (the third part): what the counter shows is at least its rate, which may fail."""
     if not (_present(row.get("saturated")) and bool(row.get("saturated"))):
-        return crossed, []
+        return crossed, [], []
     names = [c for c, total in totals.items() if total == SATURATED_16BIT and c not in SUMS]
     said = fmt.pinned(names, SATURATED_16BIT)
     on = [c for c in crossed if not names or set(SUMS.get(c.counter, (c.counter,))) & set(names)]
     if not on:
-        return crossed, [said]
-    return [c.model_copy(update={"message": f"{c.message}; {said}"}) if c in on else c for c in crossed], []
+        return crossed, [said], names
+    return [c.model_copy(update={"message": f"{c.message}; {said}"}) if c in on else c for c in crossed], [], []
+
+
+def pinned_unrated(metrics: pd.DataFrame, thresholds: Thresholds,
+                   generation: Callable[[str], int | None]) -> dict[str, list[str]]:
+    """Per node, its links read twice or more whose last reading holds a pinned counter that no rule's crossing
+    judged on its lower bound: each said as its name and `format.pinned`. Their rates are unknown, so a node with
+    one is no all-clear, as one with a link read once is not (`read_once`); read off every link, as a sweep reads."""
+    if metrics.empty or "saturated" not in metrics.columns:
+        return {}
+    rows = metrics["saturated"].astype("boolean").fillna(False).to_numpy(bool) \
+        & (metrics["readings"].to_numpy(np.float64, na_value=0.0) >= 2)
+    out: dict[str, list[str]] = {}
+    for row in records(metrics[rows]):
+        node = str(row["node_id"])
+        f = finding_of(row, thresholds, nvlink_generation=generation(node))
+        said = next((e for e in f.evidence if fmt.PINNED in e), None)
+        if said is not None:
+            out.setdefault(node, []).append(f"{f.component}: {said}")
+    return out
 
 
 def _congestion(row: Mapping[str, Any], thresholds: Thresholds) -> list[str]:

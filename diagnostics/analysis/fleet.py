@@ -49,7 +49,7 @@ from .diagnosis import assemble
 from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
-from .findings import finding_of, restart_notes
+from .findings import finding_of, pinned_unrated, restart_notes
 from .fleet_metrics import PIECE_ROWS, counted_nodes, fleet_metrics, lanes_level, max_samples, read_once
 from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links, sxids_of_gone_gpus
 from .jobs import History, explain_jobs
@@ -193,6 +193,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     samples = max_samples(metrics)
     counted = counted_nodes(metrics)
     once = read_once(metrics)
+    pinned = pinned_unrated(metrics, thresholds, graph_of.nvlink_generation)
     early = _names(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
     restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
     fabric = fabric_states(events)
@@ -307,6 +308,9 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                          "in the window (a cut or partial second reading?): totals since reset only, so "
                          f"{'it is' if once[node] == 1 else 'they are'} not judged, and finding no fault is no "
                          "all-clear; a rate needs a second reading")
+        for stuck in pinned.get(node, []):
+            notes.append(f"{stuck}; that rate is unknown, so the link is not judged on it and finding no fault is no "
+                         "all-clear")
         job = result.jobs.get(chosen[node]) if node in chosen else None
         if job is not None:
             notes.extend(job.warnings)
@@ -324,7 +328,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             window_asked_hours=span.asked_hours if span else None,
             window_end=window_end if node in analyzed else None, findings=mine, localizations=locs, job=job,
             thresholds=thresholds, warnings=notes, rates_known=samples.get(node, 2) >= 2, counted=node in counted,
-            read_once=once.get(node, 0),
+            read_once=once.get(node, 0), pinned=len(pinned.get(node, [])),
             has_links=node in view.gpus_seen or node in reporting_links,
             job_gpus=_job_gpus(job, graph_of), stated_pairs=node in listed, lists_every_link=full,
             platform_guess=graph_of.guess(node))

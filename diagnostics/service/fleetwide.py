@@ -244,7 +244,14 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
     lone = sorted(n for n, d in answered.diagnoses.items() if n not in quiet and n not in unreadable
                   and (d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION)
                        or (n in ran and n not in reporting and d.health_unknown())))
-    result.unjudged = sorted({*lone, *(n for n in unreadable if n not in reporting)})
+    pinned = sorted(n for n, d in answered.diagnoses.items() if d.pinned and not d.fault_detected and n not in lone)
+    result.unjudged = sorted({*lone, *pinned, *(n for n in unreadable if n not in reporting)})
+    if pinned:  # a counter stuck at its maximum in both readings: its 0/h is no rate
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"{fmt.count(len(pinned), 'node')} {'holds' if len(pinned) == 1 else 'hold'} a link whose counter is "
+            "pinned at its maximum and fails no rule on what it shows: its rate is unknown, so not judged: "
+            + ", ".join(pinned[:10]) + (" ..." if len(pinned) > 10 else ""))
     if lone:
         result.complete = False
         kinds = {NO_LINKS_ACTION if n in ran and n not in reporting else answered.diagnoses[n].repair_action

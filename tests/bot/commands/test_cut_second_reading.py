@@ -31,6 +31,20 @@ def _paste(tmp_path: Path, *, cut: bool) -> Path:
     return path
 
 
+def unjudged_in_store(tmp_path: Path, cli: Cli, paste: Path, field: tuple[str, int], reason: str) -> Path:
+    """The paste ingested as gpu-x: the store's answer incomplete with its `field`'s count, and a sweep's calling the
+    node unjudged for `reason`; the store."""
+    store = tmp_path / "store"
+    assert cli("ingest", str(paste), "--store", str(store), "--node", "gpu-x")[0] == 0
+    code, out, _ = cli("analyze", "--store", str(store), "--node", "gpu-x", "--json")
+    assert code == 3 and json.loads(out)[field[0]] == field[1]
+    code, out, _ = cli("sweep", "--store", str(store), "--json")
+    swept = json.loads(out)
+    assert code == 3 and not swept["complete"] and swept["unjudged"] == ["gpu-x"]
+    assert any(reason in r for r in swept["incomplete_reasons"])
+    return store
+
+
 def test_a_second_reading_cut_before_the_failing_link_is_no_all_clear_at_any_door(tmp_path: Path, cli: Cli) -> None:
     whole = _paste(tmp_path, cut=False)
     code, out, _ = cli("analyze", str(whole), "--node", "gpu-x", "--json")
@@ -45,13 +59,6 @@ def test_a_second_reading_cut_before_the_failing_link_is_no_all_clear_at_any_doo
     code, out, _ = cli("analyze", str(cut), "--node", "gpu-x")
     assert code == 3 and " fault=unknown " in out.splitlines()[0] and "11 read once" in out
 
-    store = tmp_path / "store"
-    assert cli("ingest", str(cut), "--store", str(store), "--node", "gpu-x")[0] == 0
-    code, out, _ = cli("analyze", "--store", str(store), "--node", "gpu-x", "--json")
-    assert code == 3 and json.loads(out)["read_once"] == 11
-    code, out, _ = cli("sweep", "--store", str(store), "--json")
-    swept = json.loads(out)
-    assert code == 3 and not swept["complete"] and swept["unjudged"] == ["gpu-x"]
-    assert any("one reading per link (or of some links)" in r for r in swept["incomplete_reasons"])
+    store = unjudged_in_store(tmp_path, cli, cut, ("read_once", 11), "one reading per link (or of some links)")
     code, _, err = cli("ticket", "gpu-x", "--store", str(store))
     assert code == 3 and "11 links read once" in err
