@@ -205,9 +205,10 @@ def _pinned(row: Mapping[str, Any], totals: Mapping[str, float],
 
 def pinned_unrated(metrics: pd.DataFrame, thresholds: Thresholds,
                    generation: Callable[[str], int | None]) -> dict[str, list[str]]:
-    """Per node, its links read twice or more whose last reading holds a pinned counter that no rule's crossing
-    judged on its lower bound: each said as its name and `format.pinned`. Their rates are unknown, so a node with
-    one is no all-clear, as one with a link read once is not (`read_once`); read off every link, as a sweep reads."""
+    """Per node, its links read twice or more whose last reading holds a pinned counter and that no rule fails on
+    its lower bound: each said as its name and `format.pinned`. Their rates are unknown, and may fail (a lower bound
+    that crosses a warning's 100/h may be past a failing rule's 100/s), so a node with one is no all-clear, as one
+    with a link read once is not (`read_once`); read off every link, as a sweep reads."""
     if metrics.empty or "saturated" not in metrics.columns:
         return {}
     rows = metrics["saturated"].astype("boolean").fillna(False).to_numpy(bool) \
@@ -216,7 +217,10 @@ def pinned_unrated(metrics: pd.DataFrame, thresholds: Thresholds,
     for row in records(metrics[rows]):
         node = str(row["node_id"])
         f = finding_of(row, thresholds, nvlink_generation=generation(node))
-        said = next((e for e in f.evidence if fmt.PINNED in e), None)
+        if f.severity in (Severity.FAILING, Severity.DOWN):
+            continue  # judged failing on the lower bound alone
+        texts = [*f.evidence, *(c.message.rsplit("; ", 1)[-1] for c in f.crossed)]  # a crossing's note ends it
+        said = next((e for e in texts if fmt.PINNED in e), None)
         if said is not None:
             out.setdefault(node, []).append(f"{f.component}: {said}")
     return out

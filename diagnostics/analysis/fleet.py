@@ -309,7 +309,7 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                          f"{'it is' if once[node] == 1 else 'they are'} not judged, and finding no fault is no "
                          "all-clear; a rate needs a second reading")
         for stuck in pinned.get(node, []):
-            notes.append(f"{stuck}; that rate is unknown, so the link is not judged on it and finding no fault is no "
+            notes.append(f"{stuck}; its true rate is not known and may fail a rule, so finding no fault is no "
                          "all-clear")
         job = result.jobs.get(chosen[node]) if node in chosen else None
         if job is not None:

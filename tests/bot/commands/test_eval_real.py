@@ -66,3 +66,13 @@ def test_the_expectations_are_no_telemetry_to_ingest(tmp_path: Path, cli: Cli) -
                      "nvlink_s_v100_inactive_1.txt")
     code, out, err = cli("ingest", str(folder), "--store", str(tmp_path / "store"), "--node", "n1")
     assert code == 0 and "expected.toml" not in out + err
+
+
+def test_every_real_output_is_answered_as_its_source_says(cli: Cli) -> None:
+    """fixtures/real/expected.toml: what each source says of its machine (links inactive, a GPU off the bus, a
+    fabric never registered, a clean board), scored through `fabricbot eval` as a user runs it."""
+    code, out, _ = cli("eval", str(REAL), "--min-score", "1")
+    expected = load_expected(REAL)
+    assert code == 0, out
+    every = len(expected)
+    assert out.splitlines()[0] == f"{REAL}: {every} of {every} real outputs answered as their sources say"
