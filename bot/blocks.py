@@ -254,7 +254,7 @@ def summary_fields(d: Diagnosis) -> list[str]:
     correlation = esc(d.verdict) if d.verdict else "no job logs its step time on this node: nothing to correlate"
     return [
         f"*Fault detected*\n{d.fault_said()}" + (" (no link read)" if d.health_unknown() else
-                                                  " (one reading: no rate yet)" if d.unrated() else ""),
+                                                  f" ({esc(d.unrated_said())}: no rate)" if d.unrated() else ""),
         f"*Isolated component*\n{esc(d.localization.component if d.localization else d.isolated_said())}"
         + (f"\nticket on `{esc(d.ticket_owner)}`" if d.fault_detected and d.ticket_owner != d.node_id else ""),
         f"*Degradation*\n{degradation}",

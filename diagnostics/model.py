@@ -361,6 +361,14 @@ class Diagnosis(BaseModel):
         return (self.lists_every_link and not self.fault_detected
                 and (not self.rates_known or self.read_once > 0 or self.pinned > 0) and self.links_read)
 
+    def unrated_said(self) -> str:
+        """Why an unrated view's error rates are unknown, in the words every door says it with."""
+        if self.pinned:
+            return f"{fmt.count(self.pinned, 'link')} with a counter pinned at its maximum"
+        if self.read_once:
+            return f"{fmt.count(self.read_once, 'link')} read once"
+        return "one reading per link"
+
     def fault_said(self) -> str:
         """Whether a fault was found, as every door says it: yes, no, or unknown when no link was read or no rate
         is known."""

@@ -130,9 +130,7 @@ def unjudged(diagnosis: Diagnosis) -> str | None:
     Every door calls such an answer incomplete, as a sweep calls such a node unjudged: its health is unknown."""
     if diagnosis.unrated():
         read = "link states only, no error counter" if diagnosis.repair_action == STATES_ONLY_ACTION else \
-            f"{fmt.count(diagnosis.pinned, 'link')} with a counter pinned at its maximum" if diagnosis.pinned else \
-            "one reading per link" if not diagnosis.read_once else \
-            f"{fmt.count(diagnosis.read_once, 'link')} read once (a cut or partial second reading)"
+            diagnosis.unrated_said()
         return f"{diagnosis.node_id}: {read}, so no error rate is known: {diagnosis.repair_action}"
     if diagnosis.health_unknown():
         return f"{diagnosis.node_id}: no link reading, so its fabric health is unknown: {diagnosis.repair_action}"

@@ -61,7 +61,7 @@ def rules_answer(diagnosis: Diagnosis) -> str:
         if d.health_unknown():  # nothing read to clear it: never "within thresholds"
             return lead(f"{unread}. Suggested action: {d.repair_action}")
         if d.unrated():  # totals, or states, with no rate: the rules of rate judged nothing
-            return lead(f"one reading of `{d.node_id}`'s links{slow}, so no error rate is known and its fabric "
+            return lead(f"`{d.node_id}`: {d.unrated_said()}{slow}, so no error rate is known and its fabric "
                         f"health is unknown, not healthy. Suggested action: {d.repair_action}")
         verdict = d.verdict or "The interconnect counters are within thresholds; look beyond the fabric."
         return lead(f"no fabric fault on `{d.node_id}`{slow}. {_sentence(verdict)}")
