@@ -99,6 +99,13 @@ class NvlinkReader:
             return 0.2 if whole else 0.0  # whole GPU headers alone: an output cut before its links (said by `read`)
         return 0.9 if gpus else 0.6
 
+    def opens(self, text: str) -> bool:
+        """A GPU header whose `(UUID: ...)` closes (`GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)`): the readers of
+        the other tools' outputs take no such line, so it starts this output inside a paste even right after another
+        output's last line (see `paste`)."""
+        header = _GPU.match(text)
+        return header is not None and header["uuid"] is not None
+
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         complete = counter_labels()[1]
         out = Collector(source, "nvidia-smi nvlink", node_id)

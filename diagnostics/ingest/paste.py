@@ -167,9 +167,9 @@ def _split(section: list[Line], others: dict[str, Reader]) -> list[Part]:
 
 def _blocks(body: list[Line], others: dict[str, Reader]) -> list[list[Line]]:
     """A section's blank-line blocks, each cut again before a line that opens another reader's output (`Opens`: a
-    prefixed NVRM line, a dcgm `# HELP`) where the reader of the block so far does not read that line: an output
-    pasted right after another, with no blank line or prompt between. A cut that the reader of the opening line
-    would not take (its lines are not its format after all) is undone."""
+    prefixed NVRM line, a dcgm `# HELP`, a `topo -m` header, an nvlink GPU header) where the reader of the block so
+    far does not read that line: an output pasted right after another, with no blank line or prompt between. A cut
+    that the reader of the opening line would not take (its lines are not its format after all) is undone."""
     openers = {name: reader for name, reader in others.items() if isinstance(reader, Opens)}
     blocks: list[list[Line]] = [[]]
     opened: dict[int, str] = {}  # a block cut off before its first line -> the reader that line opens

@@ -309,6 +309,11 @@ class TopoMatrixReader:
         cells = sum(1 for line in lines if re.match(r"^GPU\d+\s+(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)\s", line))
         return 0.95 if cells else 0.6
 
+    def opens(self, text: str) -> bool:
+        """The matrix's column header (`GPU0 GPU1 ... CPU Affinity`): no other tool prints one, so it starts this
+        output inside a paste even right after another's last line (see `paste`)."""
+        return bool(_HEADER.match(text)) and _parse_header(text, 0) is not None
+
     def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
         for number, line, _ in source.numbered():
             if _P2P_LEGEND.match(line):

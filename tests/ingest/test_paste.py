@@ -183,3 +183,35 @@ def test_a_line_another_format_prints_inside_an_output_it_does_not_take_stays_in
     assert detect.choose(Source.from_text("\n".join(nvlink))).name == "nvlink"
     assert result.rows["events"] == 0 and result.rows["link_samples"] > 0
     assert [w.message for w in result.warnings if "not read as nvidia-smi nvlink" in w.message]
+
+
+def _bare(name: str) -> list[str]:
+    """A real fixture's output as the tool printed it into a file: no provenance, prompt or blank lines."""
+    return [line for line in _body(name) if line.strip() and not line.startswith("$ ")]
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    (_body("nvlink_s_v100_inactive_1.txt"), _body("topo_m_dgx1_v100_1.txt")),
+    (_bare("nvlink_e_h100_1.txt"), _body("topo_m_hgx_h100_1.txt")),
+    (_body("topo_m_hgx_h100_1.txt"), _bare("nvlink_e_h100_1.txt")),
+], ids=["nvlink -s then topo -m", "nvlink -e then topo -m", "topo -m then nvlink -e"])
+def test_two_outputs_concatenated_with_no_prompt_are_both_read(first: list[str], second: list[str]) -> None:
+    """`cat a.txt b.txt`: a `topo -m` header or an nvlink GPU header right after the other output's last line starts
+    its own output, so neither is lost to the reader of the other."""
+    parts = [read_text("\n".join(lines)).rows for lines in (first, second)]
+    joined = read_text("\n".join([*first, *second]))
+    assert joined.rows == {table: sum(part[table] for part in parts) for table in joined.rows}
+    assert joined.rows["link_samples"] and joined.rows["topology"]
+
+
+def test_an_nvlink_output_concatenated_before_a_topology_is_judged_at_every_door(tmp_path: Path) -> None:
+    """The two inactive links of GPU 3 in the nvlink part are the answer, through the file and through the store."""
+    path = tmp_path / "cat.txt"
+    path.write_text((REAL / "nvlink_s_v100_inactive_1.txt").read_text() + (REAL / "topo_m_dgx1_v100_1.txt").read_text())
+    at = pd.Timestamp("2025-06-02T10:00:00Z").to_pydatetime()
+    files, node, _ = files_source([path], node="n1")
+    open_store(tmp_path / "store").ingest([path], node_id="n1", at=at)
+    request = Request(node=node, end=at)
+    answers = [diagnose(source, request).diagnosis for source in (files, StoreSource(tmp_path / "store"))]
+    assert answers[0].model_dump(exclude={"warnings"}) == answers[1].model_dump(exclude={"warnings"})
+    assert answers[0].fault_detected and answers[0].localizations[0].component == "GPU 3"
