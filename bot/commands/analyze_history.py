@@ -33,9 +33,10 @@ def history_source(args: argparse.Namespace) -> tuple[Source, str | None, list[s
     if not args.inputs:
         raise InputError("give files or folders of telemetry, or --store DIR", field="--node")
     if args.job and not args.node:
-        tables, warnings = tables_source(args.inputs, fmt=args.format)
+        tables, warnings = tables_source(args.inputs, fmt=args.format, until=end_of(args))
         return tables, None, warnings
-    source, node, warnings = files_source(args.inputs, node=args.node, fmt=args.format, unnamed=UNNAMED_NODE)
+    source, node, warnings = files_source(args.inputs, node=args.node, fmt=args.format, until=end_of(args),
+                                          unnamed=UNNAMED_NODE)
     return source, node, warnings
 
 

@@ -130,13 +130,14 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
         held = Source.from_path(target).in_memory()
         drawable = topology_drawable(held, platform=args.platform, node_id=args.node)
         # a description can itself show a fault (a GPU with fewer NVLinks than its platform): drawn as analyze says it
-        source, node, warnings = files_source([held.in_memory()],
+        source, node, warnings = files_source([held.in_memory()], until=end_of(args),
                                               node=args.node or drawable.graph.node_id or target.stem)
         answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args),
                                           end_option=END_OPTION))
         return drawable_of(answer.diagnosis, answer.graph, warnings=warnings) if answer.diagnosis.fault_detected \
             else drawable
-    source, node, warnings = files_source([target], node=args.node, unnamed=UNNAMED_NODE)  # as analyze answers it
+    source, node, warnings = files_source([target], node=args.node, until=end_of(args),
+                                          unnamed=UNNAMED_NODE)  # as analyze answers it
     answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args),
                                       end_option=END_OPTION))
     return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)

@@ -94,7 +94,7 @@ def _diagnoses(target: str, args: argparse.Namespace) -> tuple[list[Answered], i
     def telemetry() -> list[Answered]:
         # a paste of shell output (`lspci -vvv`, `nvidia-smi nvlink -e`, ...) or a telemetry file, read as `ingest`
         # reads it (or as --format says), and the node it names (or --node) asked about
-        files, node, warnings = files_source([given], node=args.node, fmt=forced)
+        files, node, warnings = files_source([given], node=args.node, fmt=forced, until=end_of(args))
         return [_answered(node, files, node, args, warnings)]
 
     sniff = args.format is None  # `--format snapshot` reads a snapshot or says why it is none

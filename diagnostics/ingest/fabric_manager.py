@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from datetime import datetime
 
 from .. import format as fmt
 from ..errors import InputError
@@ -64,7 +65,8 @@ class FabricManagerReader:
         # lines right after it is one output, never cut in two; the kernel log's reader claims its own log first
         return 0.5 if any(KERNEL.opens(line.strip()) for line in lines) else 0.0
 
-    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+    def read(self, source: Source, *, node_id: str | None = None, until: datetime | None = None) -> IngestResult:
+        """`until`: the time the log was taken by at the latest (None: now), as the kernel log's reader reads it."""
         head = itertools.islice(source.numbered(), 200)
         imex = next((number for number, line, _ in head if _IMEX.search(line)), None)
         if imex is not None:  # the IMEX daemon logs in Fabric Manager's form, but none of its messages are hers
@@ -72,7 +74,8 @@ class FabricManagerReader:
                              "does not read; it reads `nvidia-imex-ctl -N -H`, the IMEX domain's state as each node "
                              "sees it", source=source.name, line=imex)
         out = Collector(source, "Fabric Manager log", node_id)
-        spans: dict[str | None, JournalSpan] = {}  # journalctl's header: the year of the syslog dates under it
+        # journalctl's header (else the time the log was taken by): the year of the syslog dates under it
+        spans: dict[str | None, JournalSpan] = {None: JournalSpan.taken_by(until)}
         lines = FabricManagerLines(out)
         passed: list[tuple[int, str]] | None = []  # lines of neither form, until one is of either (`_none_read`)
         for line in classify(source, out):
@@ -84,7 +87,7 @@ class FabricManagerReader:
                 spans[span.host] = span
                 continue
             if KERNEL.opens(text):  # the system's journal, the kernel's lines among Fabric Manager's: the kernel
-                return KERNEL.read(source, node_id=node_id)  # log's reader reads both (it reads this reader's too)
+                return KERNEL.read(source, node_id=node_id, until=until)  # log's reader reads both (and hers)
             found = _message(out, line.number, text, spans, node_id)
             if found is None:
                 if ERROR.search(text) or "[ERROR]" in text or "[FATAL]" in text:  # an error line that lost its prefix

@@ -11,12 +11,17 @@ it is read in the year that puts it within that span (`JournalSpan`), so a log c
 A journal kept for more than a year leaves a date more than one year to fit: the latest for the first line (`-k`
 shows the current boot, which reaches the journal's end), then the one nearest the line before (the entries go
 forward in time, or back with `-r`).
+
+With neither a header nor a `date` line above them, yearless dates are read as log tools read them: in the latest
+year that puts them no later than the time the log was taken by (`JournalSpan.taken_by`: the time the command gives,
+else now), said once with how to give the year.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 import pandas as pd
 
@@ -80,6 +85,8 @@ class JournalSpan:
     host: str | None = None  # the `host: ` that leads it (pdsh): the header of that host's lines only
     last: pd.Timestamp | None = None  # the date read last under it
     printed: bool = False  # a `date` line stated it (the year up to it), not a journalctl header
+    # nothing in the log states it: the year up to the time it was taken by, and whence that time (`taken_by`)
+    assumed: str | None = None
 
     @classmethod
     def read(cls, text: str, number: int) -> JournalSpan | None:
@@ -105,9 +112,23 @@ class JournalSpan:
         return cls(at - pd.DateOffset(years=1), at, zone or "UTC", number, host["host"] if host else None,
                    printed=True)
 
+    @classmethod
+    def taken_by(cls, until: datetime | None) -> JournalSpan:
+        """No header and no `date` above a syslog log: its dates lie in the year up to `until` (UTC; None: now), the
+        time it was taken by at the latest, so that a day-old Xid is a day old, not read as new."""
+        end = pd.Timestamp.now(tz="UTC") if until is None else pd.Timestamp(until)
+        end = end.tz_convert("UTC").tz_localize(None) if end.tzinfo is not None else end
+        # now's clock is not said: the same file read twice says the same
+        whence = "now (no time was given" if until is None else f"{end:%Y-%m-%d %H:%M:%S} UTC (the time given"
+        return cls(end - pd.DateOffset(years=1), end, "UTC", 0, printed=True, assumed=whence)
+
     @property
     def said(self) -> str:
         """Which year a yearless date is read in, as a note says it."""
+        if self.assumed:
+            return (f"the latest year that puts them no later than {self.assumed}, taken as the time the log was "
+                    "taken; the dates read as UTC); to state the year, give the time the log was taken (`ingest --at "
+                    "TIME`, `analyze FILE --end TIME`) or print a `date` line above it (`date; journalctl -k`)")
         if self.printed:
             return f"the year up to the `date` at line {self.line} ({self.end:%Y-%m-%d %H:%M:%S} {self.zone})"
         until = f" to {self.end:%Y-%m-%d %H:%M:%S}" if self.end is not None else " on"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import InitVar, dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -78,7 +79,9 @@ class KernelLogReader:
         body = prefixed(text.strip())
         return body is not None and bool(_OPENS.match(body))
 
-    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+    def read(self, source: Source, *, node_id: str | None = None, until: datetime | None = None) -> IngestResult:
+        """`until`: the time the log was taken by at the latest (None: now), the year of its yearless syslog dates
+        where no journalctl header or `date` line gives it (`journal.JournalSpan.taken_by`)."""
         out = Collector(source, "kernel log", node_id)
         nvlink_xids = load_xid_catalog().interconnect_codes(LinkType.NVLINK)  # the Xids whose `Link N` is read
         last: dict[str, Any] | None = None
@@ -87,7 +90,8 @@ class KernelLogReader:
         hosts = _Hosts(driver, open_sxids)
         skipped = _Skipped()
         clocks = _Clocks()  # when each event's line was logged, for the driver banner after it
-        spans: dict[str | None, JournalSpan] = {}  # journalctl's header, per the fan-out host that leads it
+        # journalctl's header or a `date`, per the fan-out host that leads it: the year of the syslog dates under it
+        spans: dict[str | None, JournalSpan] = {None: JournalSpan.taken_by(until)}
         manager = FabricManagerLines(out)
         # each pdsh line names its host (`log_prefix`); a dshbak block is each host's of its header's range
         for line in classify(source, out, hosts=source.fanout == fanout.BLOCKS):

@@ -3,8 +3,9 @@
 The forms: dmesg (`[12345.678]`, `dmesg -T`, `dmesg -x --time-format iso`), syslog (`Nov 29 16:00:01 host
 kernel:`), journalctl (`-o short-iso`; `-o short-full` and `-o short-unix` in `journal`), `talosctl dmesg`
 (`10.0.0.1: kern: err: [2026-...]: ...`), and pdsh/clush fan-out (`host: ` before each line). Only a prefix with a
-date and year gives a time: dmesg's seconds since boot and syslog's yearless dates leave the timestamp empty (said
-once), rather than guess, except under a journalctl header, which gives the year (`journal.JournalSpan`).
+date and year gives a time: dmesg's seconds since boot leave the timestamp empty (said once), rather than guess.
+syslog's yearless dates take the year a journalctl header or a `date` line above them gives, else the latest that
+puts them no later than the time the log was taken by (`journal.JournalSpan`; said once).
 journalctl's `-o short-monotonic` (`[ 1234.567890] host kernel:`) and `-o short-delta` (`[ 1234.567890 <
 0.000123>] host kernel:`) put the host after dmesg's seconds since boot: the host is read, the time is none.
 """
@@ -40,8 +41,8 @@ _HEAD = re.compile(r"^(.*?)(?:\bkernel[:\[]|NVRM:|nvidia-nvswitch|pcieport |nvid
 
 def strip_prefix(text: str, out: Collector, number: int, spans: dict[str | None, JournalSpan] | None = None,
                  ) -> tuple[str, pd.Timestamp | None, str | None]:
-    """The message without its log prefix, the time the prefix states (if it has a year, or a journalctl header
-    above gives it one: `spans`, per the fan-out host that leads it, None for none) and the host."""
+    """The message without its log prefix, the time the prefix states (if it has a year, or `spans` gives one: a
+    journalctl header or `date` above it, per the fan-out host that leads it, None for none) and the host."""
     ts: pd.Timestamp | None = None
     host: str | None = None
     body = text.strip()

@@ -12,8 +12,10 @@ memory whole (pastes are small); a large file of one format goes straight to its
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from ..values import limits
 from . import detect
@@ -44,7 +46,8 @@ class PasteReader:
         readers = {part.reader for part in plan(lines, _others())[0] if part.reader}
         return MIXED_SCORE if len(readers) >= 2 else 0.0
 
-    def read(self, source: Source, *, node_id: str | None = None) -> IngestResult:
+    def read(self, source: Source, *, node_id: str | None = None, until: datetime | None = None) -> IngestResult:
+        """`until`: the time the paste was taken by, for the readers that date by it (a log's yearless dates)."""
         notes = Collector(source, "paste", node_id)
         lines = _lines(text for _, text in source.read_lines(notes.note))
         others = _others()
@@ -63,7 +66,9 @@ class PasteReader:
             first, text = _span(part.lines)
             own = Source.from_text(text, name=source.name, first_line=first)
             host = part.host if part.host != (banners[0].host if banners else None) else None  # its own: read
-            result = others[part.reader].read(own, node_id=node_id or host or (banner.host if banner else None))
+            reader = others[part.reader]
+            dated = {"until": until} if "until" in inspect.signature(reader.read).parameters else {}
+            result = reader.read(own, node_id=node_id or host or (banner.host if banner else None), **dated)
             if banner is not None and not banners:
                 _timed(result, banner)
                 result.banner_nodes |= {banner.host} if banner.host and not node_id and not host else set()

@@ -230,13 +230,16 @@ UNNAMED_NODE = "unnamed-node"  # the node of a paste that names none, where a do
 
 
 def files_source(paths: Iterable[str | Path | Source], *, node: str | None = None,
-                 fmt: str | None = None, unnamed: str | None = None) -> tuple[TableSource, str, list[str]]:
+                 fmt: str | None = None, until: datetime | None = None,
+                 unnamed: str | None = None) -> tuple[TableSource, str, list[str]]:
     """Telemetry files and folders (any format `ingest` reads, inventories included) as tables in memory, the node
     asked about (`node`, else the one node the input names) and what reading them said. Rows whose input names no
-    node (an `nvidia-smi` paste) are that node's. `unnamed`: the name such rows take when nothing names the node (one
-    node's paste, answered and said so), where a door writes nothing under it; else such an input is refused."""
+    node (an `nvidia-smi` paste) are that node's. `until`: the end asked, the latest the files were taken
+    (`read_sources`). `unnamed`: the name such rows take when nothing names the node (one node's paste, answered and
+    said so), where a door writes nothing under it; else such an input is refused."""
     paths = list(paths)
-    loaded = load_tables(paths, fmt=fmt, asked=node)  # an NMX-T scrape's rack is the --node given, as ingest reads it
+    # an NMX-T scrape's rack is the --node given, as ingest reads it
+    loaded = load_tables(paths, fmt=fmt, asked=node, until=until)
     named = named_nodes(loaded.tables)
     if node is not None and len(named) == 1 and node not in named and set(named) <= loaded.banner_nodes:
         named = []  # a capture banner's node alone: the node asked about wins over it (the banner's warning says so)
@@ -281,10 +284,11 @@ def _renamed(frame: pd.DataFrame, banner: frozenset[str]) -> pd.DataFrame:
                         else pd.Categorical(ids))
 
 
-def tables_source(paths: Iterable[str | Path | Source], *, fmt: str | None = None) -> tuple[TableSource, list[str]]:
+def tables_source(paths: Iterable[str | Path | Source], *, fmt: str | None = None,
+                  until: datetime | None = None) -> tuple[TableSource, list[str]]:
     """Telemetry files and folders as tables in memory, no node chosen (a job is asked of them), and what reading
-    them said."""
-    loaded = load_tables(list(paths), fmt=fmt)
+    them said (`until`: as `files_source`'s)."""
+    loaded = load_tables(list(paths), fmt=fmt, until=until)
     source = TableSource(loaded.tables, name="files")
     return source, [*loaded.warnings, *source.warnings]
 

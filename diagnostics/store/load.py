@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -46,14 +47,15 @@ class Loaded:
 
 
 def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = None, fmt: str | None = None,
-                asked: str | None = None) -> Loaded:
+                asked: str | None = None, until: datetime | None = None) -> Loaded:
     """Every table the inputs (files, folders, text already read: stdin) hold, concatenated, and the inventories'
-    node records; `fmt` forces a reader for every file; `asked`: the node asked about (`read_sources`)."""
+    node records; `fmt` forces a reader for every file; `asked`: the node asked about, `until`: the end asked
+    (`read_sources`)."""
     paths = list(paths)
     missing = [str(p) for p in paths if not isinstance(p, Source) and not Path(p).exists()]
     if missing:
         raise InputError("file or folder not found", source=missing[0])
-    outcomes = read_sources(paths, node_id=node_id, fmt=fmt, asked=asked)
+    outcomes = read_sources(paths, node_id=node_id, fmt=fmt, asked=asked, until=until)
     if not outcomes:  # folders that hold no file
         raise InputError("no file to read in the folder" + ("s" if len(paths) > 1 else ""),
                          source=", ".join(str(p) for p in paths[:3]))

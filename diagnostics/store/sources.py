@@ -139,11 +139,12 @@ def _fill_time(result: IngestResult, at: datetime | None) -> None:
 
 
 def _read_one(src: Source, fmt: str | None, node_id: str | None, when: datetime | None,
-              xid_last: dict[tuple[Any, ...], float], asked: str | None = None
+              xid_last: dict[tuple[Any, ...], float], asked: str | None = None, until: datetime | None = None
               ) -> tuple[str, IngestResult | None, pd.DataFrame | None]:
     """(format, telemetry, node records) of one source; an inventory file gives node records and its GPUs' serials
     and UUIDs only. `asked`: the node `analyze` asks about, which a reader whose input names no host and whose --node
-    names its rack (NMX-T) reads as it would the --node of `ingest`."""
+    names its rack (NMX-T) reads as it would the --node of `ingest`. `until`: the time the input was taken by (`when`
+    where given), which places a log's yearless dates (`read_sources`)."""
     if fmt is None or fmt == "inventory":
         nodes = read_node_file(src, node_id=node_id)
         if nodes is not None:
@@ -153,7 +154,7 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, when: datetime 
         if fmt == "inventory":
             raise InputError("not a node inventory (nodes.csv, or an inventory CSV, TOML or JSON)", source=src.name)
     reader = choose(src, fmt)
-    options: dict[str, Any] = {"at": when, "xid_last": xid_last}
+    options: dict[str, Any] = {"at": when, "xid_last": xid_last, "until": when or until}
     accepted = inspect.signature(reader.read).parameters
     if node_id is None and getattr(reader, "rack_node", False):  # its --node names the rack, never a host label's
         node_id = asked
@@ -165,13 +166,17 @@ def _read_one(src: Source, fmt: str | None, node_id: str | None, when: datetime 
 def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = None, node_id: str | None = None,
                  at: At = None, seen: set[str] | None = None, asked: str | None = None,
                  xid_last: dict[tuple[Any, ...], float] | None = None,
-                 progress: Progress | None = None) -> list[FileOutcome]:
+                 progress: Progress | None = None, until: datetime | None = None) -> list[FileOutcome]:
     """Read each source (folders expanded) with its reader; a source whose key (`file_hash`) is in `seen`, or whose
     bytes are when the command gives them no node or time, is a duplicate.
 
     Readers that keep state between files get it: `xid_last` (the dcgm Xid gauge's last value per GPU), so that
     scrapes given one file each, in time order, show a change of the last Xid as an event. `progress` is advanced
     by one per file read.
+
+    `until`: the time the inputs were taken by at the latest where `at` gives none (the end `analyze FILE` asks
+    about): a log's yearless syslog dates lie in the latest year that keeps them no later, as under ingest's `--at`,
+    so that the file and the store it was ingested into date them alike.
     """
     if fmt is not None and fmt != "inventory" and fmt not in readers():  # said once, before any file is read
         names = ", ".join(sorted([*readers(), "inventory"]))
@@ -179,7 +184,7 @@ def read_sources(sources: Iterable[str | Path | Source], *, fmt: str | None = No
     xid_last = {} if xid_last is None else xid_last
     outcomes: list[FileOutcome] = []
     for item in expand(sources):
-        outcomes.append(_read_item(item, fmt, node_id, at, seen, xid_last, asked))
+        outcomes.append(_read_item(item, fmt, node_id, at, seen, xid_last, asked, until))
         advance(progress)
     return outcomes
 
@@ -192,7 +197,8 @@ def _refusal(exc: FabricbotError) -> str:
 
 
 def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, at: At, seen: set[str] | None,
-               xid_last: dict[tuple[Any, ...], float], asked: str | None = None) -> FileOutcome:
+               xid_last: dict[tuple[Any, ...], float], asked: str | None = None,
+               until: datetime | None = None) -> FileOutcome:
     src = item if isinstance(item, Source) else Source.from_path(item)
     try:
         when = _when(src, at)
@@ -200,7 +206,7 @@ def _read_item(item: str | Path | Source, fmt: str | None, node_id: str | None, 
         # given no node or time, the bytes stored before under any are what is stored again
         if seen is not None and (sha in seen or (content in seen and node_id is None and when is None)):
             return FileOutcome(src.name, sha, "duplicate", content=content)
-        name, result, nodes = _read_one(src, fmt, node_id, when, xid_last, asked)
+        name, result, nodes = _read_one(src, fmt, node_id, when, xid_last, asked, until)
     except FileNotFoundError:
         return FileOutcome(src.name, None, "error", error="file not found")
     except IsADirectoryError:

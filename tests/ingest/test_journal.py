@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from diagnostics.ingest.base import IngestResult
+from diagnostics.ingest.base import IngestResult, Source
+from diagnostics.ingest.kernel_log import READER
 from tests.ingest.helpers import read_text
 
 XID = "NVRM: Xid (PCI:0000:18:00): 74, pid=1234, name=python, NVLink: fatal error detected on link 5(0x0, 0x0, 0x10000)"
@@ -71,7 +72,6 @@ def test_a_date_printed_with_the_log_gives_its_yearless_dates_the_year_up_to_it(
     shifted = read_text(_log("Tue Jan  2 07:54:00 +0200 2024", "Jan  1 00:00:03"))
     assert _times(shifted) == ["2023-12-31 22:00:03"]
     assert _times(read_text(_log("Tue Jan  2 07:54:00 UTC 2024", "Jan  5 00:00:00"))) == ["2023-01-05 00:00:00"]
-    assert _times(read_text(_log("", "Jan  1 00:00:03"))) == [None]  # no `date`: syslog's dates carry no year
     assert _times(read_text(_log("2024-01-02T07:54:00+01:00", "Jan  1 00:00:03"))) == ["2023-12-31 23:00:03"]  # -Is
     fanned = read_text("\n".join(  # pdsh: each host's `date` dates its own lines
         [f"gpu07: {line}" for line in _log("Tue Jan  2 07:54:00 UTC 2024", "Dec 31 23:59:58", host="gpu07")
@@ -93,10 +93,23 @@ def test_each_fanned_out_host_has_its_own_header() -> None:
     assert result["events"]["node_id"].astype(str).tolist() == ["gpu01", "gpu02"]
 
 
-def test_no_header_leaves_syslog_dates_undated() -> None:
-    result = read_text(f"Mar 12 10:00:00 gpu-node-07 kernel: {XID}\n")
-    assert _times(result) == [None]
-    assert result.warnings[0].message == "syslog dates carry no year; these events have no timestamp"
+def test_with_no_header_a_yearless_date_lies_in_the_latest_year_not_after_the_time_the_log_was_taken() -> None:
+    """No header and no `date`: as log tools read syslog, each date takes the latest year that puts it no later
+    than the time given (`until`: ingest's --at, analyze's --end), else now; said once, with how to give it."""
+    on_new_year = pd.Timestamp("2025-01-01T00:30:00Z").to_pydatetime()
+    result = READER.read(Source.from_text(_log("", "Dec 31 23:59:58", "Jan  1 00:00:03")), until=on_new_year)
+    assert _times(result) == ["2024-12-31 23:59:58", "2025-01-01 00:00:03"]
+    said = [w for w in result.warnings if "carry no year" in w.message]
+    assert len(said) == 1 and said[0].line == 2, result.warnings
+    assert "no later than 2025-01-01 00:30:00 UTC (the time given, taken as" in said[0].message
+    assert "`ingest --at TIME`" in said[0].message and "`date` line" in said[0].message
+    day_later = pd.Timestamp("2025-06-02T10:15:00Z").to_pydatetime()
+    assert _times(READER.read(Source.from_text(_log("", "Jun  1 03:02:11")), until=day_later)) == [
+        "2025-06-01 03:02:11"]
+    now = pd.Timestamp.now(tz="UTC")
+    undated = read_text(_log("", "Jan  1 00:00:03"))
+    assert _times(undated) == [f"{now.year}-01-01 00:00:03"]
+    assert any("no later than now (no time was given" in w.message for w in undated.warnings), undated.warnings
 
 
 @pytest.mark.parametrize("stamp", ["[ 1234.567890]", "[ 1234.567890 <    0.000123>]"])

@@ -356,9 +356,10 @@ def test_the_time_an_undated_paste_is_said_to_need_is_an_option_analyze_takes(tm
 
 
 def test_undated_events_are_counted_as_events_not_readings(tmp_path: Path, cli: Cli) -> None:
-    """A kernel log with no year and no `date` line, beside an undated `nvlink -e` paste: its Xid was counted among
+    """A kernel log with no time of day (dmesg's seconds since boot), beside an undated `nvlink -e` paste: its Xid was
+    counted among
     the 'readings' that carry no time, and a log alone said '1 reading', of no reading at all."""
-    xid = ("Jul 23 07:53:55 n1 kernel: NVRM: Xid (PCI:0000:dc:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 "
+    xid = ("[ 1234.567890] NVRM: Xid (PCI:0000:dc:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 "
            "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n")
     log = tmp_path / "kern.log"
     log.write_text(xid)
@@ -372,6 +373,28 @@ def test_undated_events_are_counted_as_events_not_readings(tmp_path: Path, cli: 
     code, out, err = cli("analyze", str(both), "--node", "n1")
     assert code == 0, err
     assert "1 reading and 1 event of n1 carry no time" in out, out
+
+
+def test_a_yearless_journal_is_dated_alike_at_every_door(tmp_path: Path, cli: Cli,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`journalctl -k -q` prints no year: each date is read in the latest year that keeps it no later than the end
+    asked (ingest's --at), so a day-old Xid 79 is a day old, not read as new, and the file, stdin and the store it
+    was ingested into answer alike."""
+    log = tmp_path / "journal.txt"
+    log.write_text("Jun 01 03:02:11 gpu-b12 kernel: NVRM: Xid (PCI:0000:bd:00): 79, pid='<unknown>', name=<unknown>, "
+                   "GPU has fallen off the bus.\n"
+                   "Jun 02 10:14:07 gpu-b12 kernel: NVRM: Xid (PCI:0000:4c:00): 74, pid=20417, name=python, NVLink: "
+                   "fatal error detected on link 11(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n")
+    end = "2025-06-02T10:15:00Z"
+    asked = ("--node", "gpu-b12", "--end", end)
+    code, _, err = cli("ingest", str(log), "--store", str(tmp_path / "store"), "--at", end)
+    assert code == 0 and "no later than 2025-06-02 10:15:00 UTC" in err, err
+    answers = [cli("analyze", str(log), *asked), cli("analyze", "--store", str(tmp_path / "store"), *asked)]
+    monkeypatch.setattr("sys.stdin", io.StringIO(log.read_text()))
+    answers.append(cli("analyze", "-", *asked))
+    heads = {out.split("  warning:")[0] for _, out, _ in answers}
+    assert len(heads) == 1, heads
+    assert "fatal at 2025-06-01 03:02 UTC, before this window" in heads.pop()
 
 
 # `dcgmi dmon` after a RHEL prompt, as DCGM issue 265 quotes it (no reader takes dmon's table)
