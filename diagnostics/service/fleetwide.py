@@ -250,7 +250,7 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
         result.complete = False
         result.incomplete_reasons.append(
             f"{fmt.count(len(pinned), 'node')} {'holds' if len(pinned) == 1 else 'hold'} a link whose counter is "
-            "pinned at its maximum and fails no rule on what it shows: its rate is unknown, so not judged: "
+            "pinned at its maximum, what it shows failing no rule: its true rate is unknown, so not judged: "
             + ", ".join(pinned[:10]) + (" ..." if len(pinned) > 10 else ""))
     if lone:
         result.complete = False
