@@ -270,9 +270,10 @@ def files_source(paths: Iterable[str | Path | Source], *, node: str | None = Non
 
 
 def _unnamed_rows(tables: Mapping[str, pd.DataFrame]) -> bool:
-    """Whether some telemetry row names no node (a paste's readings or events, to answer under a name)."""
-    return any("node_id" in frame.columns and bool(frame["node_id"].isna().any())
-               for name, frame in tables.items() if name != "nodes")
+    """Whether some telemetry row names no node (a paste's readings or events, a one-node run's steps, to answer
+    under a name)."""
+    return any(column in frame.columns and bool(frame[column].isna().any())
+               for name, frame in tables.items() if name != "nodes" for column in ("node_id", "node_ids"))
 
 
 def _renamed(frame: pd.DataFrame, banner: frozenset[str]) -> pd.DataFrame:

@@ -299,12 +299,12 @@ def test_a_node_whose_stored_readings_cannot_be_read_exits_incomplete_as_the_swe
 @pytest.mark.parametrize("log", [FIXTURES / "real" / "nccl_allgather_bf16_h100_1.txt",
                                  FIXTURES / "samples" / "megatron_train.log"], ids=["nccl-tests", "megatron"])
 def test_a_job_log_that_names_no_host_is_the_node_asked_about(log: Path, cli: Cli) -> None:
-    """An nccl-tests run on one node and a training log name no host. Without --node, analyze asked for one; given
-    one, it said the node was not in the files ("among 0 known"): the advice it gave led to a second refusal. Its
-    rows are now the node asked about, as a paste's are: the answer says the node has no link telemetry, so its
+    """An nccl-tests run on one node and a training log name no host. Given a node, analyze said it was not in the
+    files ("among 0 known"): the advice it gave led to a second refusal. Its rows are now the node asked about, as a
+    paste's are (without --node, `unnamed-node`, said so): the answer says the node has no link telemetry, so its
     fabric health is unknown, and what to collect; no empty table of links."""
-    code, _, err = cli("analyze", str(log))
-    assert code == 2 and "give --node NODE" in err
+    code, out, err = cli("analyze", str(log))
+    assert code == 3 and out.startswith("unnamed-node ") and "unnamed-node: no link reading" in err
     code, out, err = cli("analyze", str(log), "--node", "n1")
     assert code == 3 and "n1: no link reading, so its fabric health is unknown" in err, err
     assert "warning: no link telemetry for n1: its fabric health is unknown, not healthy" in out
@@ -455,3 +455,10 @@ def test_several_files_of_one_node_are_answered_as_that_node(cli: Cli) -> None:
     assert json.loads(out) == json.loads(named)
     code, _, err = cli("analyze", log, str(FIXTURES / "samples" / "journal_fm_kernel.log"))
     assert code == 2 and "gpu-node-07" in err and "n1" in err and "--node" in err
+
+
+def test_a_run_over_two_hosts_that_names_no_link_asks_which_to_answer(cli: Cli) -> None:
+    """A one-node run is answered unnamed (above); a run over two hosts names them, and which one is asked about is
+    the person's to say."""
+    code, _, err = cli("analyze", str(FIXTURES / "real" / "nccl_allreduce_3.txt"))
+    assert code == 2 and "its steps run on 2 nodes (bm-h100-01, bm-h100-02): give --node NODE" in err
