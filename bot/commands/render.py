@@ -57,7 +57,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     drawable = drawable_for(args, store)
     if drawable.graph.node_id is None:
         drawable.graph.node_id = args.node or target.stem
-    data, notes = drawable.picture(kind, window=args.window)
+    data, notes = drawable.picture(kind)
     node = drawable.diagnosis.node_id if drawable.diagnosis else drawable.graph.node_id
     output = Path(args.output or f"{node}.{kind}")
     try:
@@ -97,7 +97,7 @@ def drawable_for(args: argparse.Namespace, store: str | None) -> Drawable:
         raise InputError("no such file, and no --store (or FABRICBOT_STORE) to look the node up in",
                          source=args.target)
     answer = diagnose(StoreSource(store), Request(node=args.target, platform=args.platform, end=end_of(args),
-                                                  end_option=END_OPTION))
+                                                  window=args.window, end_option=END_OPTION))
     return drawable_of(answer.diagnosis, answer.graph,
                        missing=f"the store holds no topology for {args.target} (ingest its `nvidia-smi topo -m` "
                                "or NCCL topology XML)")
@@ -132,13 +132,13 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
         # a description can itself show a fault (a GPU with fewer NVLinks than its platform): drawn as analyze says it
         source, node, warnings = files_source([held.in_memory()], until=end_of(args),
                                               node=args.node or drawable.graph.node_id or target.stem)
-        answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args),
+        answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args), window=args.window,
                                           end_option=END_OPTION))
         return drawable_of(answer.diagnosis, answer.graph, warnings=warnings) if answer.diagnosis.fault_detected \
             else drawable
     source, node, warnings = files_source([target], node=args.node, until=end_of(args),
                                           unnamed=UNNAMED_NODE)  # as analyze answers it
-    answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args),
+    answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args), window=args.window,
                                       end_option=END_OPTION))
     return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
 
@@ -178,7 +178,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     render.add_argument("--case", type=int, metavar="N", help="which snapshot of a list to draw (from 1)")
     render.add_argument("--node", metavar="ID", help="the node a file that names none is (a bare topology, a paste); "
                                                            "with --store and no FILE, the stored node to draw")
-    render.add_argument("--window", metavar="TEXT", help="the time window to name in the title")
+    render.add_argument("--window", type=window_type, default=None,
+                        help="the window the node is judged over, as analyze takes it (6h, 90m, 2d; default 1 h); "
+                             "the picture's title names it")
     add_end_option(render)
     render.add_argument("--correlation", metavar="FILE",
                         help="where to write the job's step time against its links' errors, when the node has a "

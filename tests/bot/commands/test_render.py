@@ -254,3 +254,20 @@ def test_links_a_board_of_unknown_ports_cannot_place_are_said_once(tmp_path: Pat
     links = [line for line in undrawn if "NVLink" in line]
     assert len(links) == 1 and "36 findings" in links[0] and "GPU 0 NVLink 0" in links[0], undrawn
     assert "finding Fabric Manager / NVIDIA driver: no GPU named to draw on; not drawn" in err, undrawn
+
+
+def test_the_window_asked_is_the_window_judged_and_a_bad_one_is_refused(tmp_path: Path, cli: Cli,
+                                                                       bundled_store: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`render --window` only named the title: the picture was judged over an hour whatever it said, and `-1h` or
+    `banana` drew a picture titled so. It is analyze's window now, checked as analyze checks it."""
+    node = "hpc-gpu-node-12"
+    wide = tmp_path / "wide.svg"
+    code, _, err = cli("render", node, "--store", str(bundled_store), "--window", "6h", "-o", str(wide))
+    assert code == 0, err
+    code, out, _ = cli("analyze", "--store", str(bundled_store), "--node", node, "--window", "6h", "--json")
+    assert json.loads(out)["window_hours"] == 6.0 and "window 6 h to" in wide.read_text(encoding="utf-8")
+    for bad in ("-1h", "banana"):
+        with pytest.raises(SystemExit) as info:
+            cli("render", node, "--store", str(bundled_store), "--window", bad, "-o", str(wide))
+        assert info.value.code == 2 and f"not a duration like 6h, 90m or 2d: '{bad}'" in capsys.readouterr().err
