@@ -120,8 +120,9 @@ def _say_old(end: datetime) -> None:
     longer fed, a copy of old data), said, so a scheduled sweep does not page on stale readings as current."""
     age = datetime.now(UTC) - end
     if age > OLD_READINGS:
-        print(f"fabricbot: the store's newest reading is from {fmt.when(end)}, {age.days} days before now: this sweep "
-              "judges the window to it, not now (is the store still fed?); give --at TIME to judge another",
+        print(f"fabricbot: the store's newest reading is from {fmt.when(end)}, {fmt.count(age.days, 'day')} before "
+              "now: this sweep judges the window to it, not now (is the store still fed?); give --at TIME to judge "
+              "another",
               file=sys.stderr)
 
 
