@@ -26,6 +26,7 @@ from diagnostics.service import UNNAMED_NODE, Request, SnapshotSource, StoreSour
 from ..options import END_OPTION, add_end_option, end_of, window_type
 from ..storage import ENV_STORE
 from . import SUMMARIES
+from .output import said_incomplete
 
 FORMATS = ("png", "svg")
 
@@ -84,7 +85,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             raise InputError(f"cannot write the correlation picture: {exc.strerror}", source=str(beside)) from None
         print(f"wrote {beside} (png, {len(picture) / 1024:.0f} KB): job {diagnosis.evidence.job_id}'s step time "
               f"against {fmt.count(len(diagnosis.evidence.links), 'link')}")
-    return 0
+    return said_incomplete(drawable.incomplete)  # drawn, but not an all-clear: the status analyze gives it
 
 
 def drawable_for(args: argparse.Namespace, store: str | None) -> Drawable:
@@ -98,7 +99,7 @@ def drawable_for(args: argparse.Namespace, store: str | None) -> Drawable:
                          source=args.target)
     answer = diagnose(StoreSource(store), Request(node=args.target, platform=args.platform, end=end_of(args),
                                                   window=args.window, end_option=END_OPTION))
-    return drawable_of(answer.diagnosis, answer.graph,
+    return drawable_of(answer.diagnosis, answer.graph, incomplete=answer.incomplete,
                        missing=f"the store holds no topology for {args.target} (ingest its `nvidia-smi topo -m` "
                                "or NCCL topology XML)")
 
@@ -116,7 +117,7 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
                 raise
         else:
             answer = diagnose(SnapshotSource([snapshot], label=str(target)), Request(node=snapshot.node_id))
-            return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
+            return drawable_of(answer.diagnosis, answer.graph, warnings=warnings, incomplete=answer.incomplete)
     try:
         bare = describes_topology(target)
     except InputError as exc:
@@ -134,13 +135,14 @@ def _from_file(target: Path, args: argparse.Namespace) -> Drawable:
                                               node=args.node or drawable.graph.node_id or target.stem)
         answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args), window=args.window,
                                           end_option=END_OPTION))
-        return drawable_of(answer.diagnosis, answer.graph, warnings=warnings) if answer.diagnosis.fault_detected \
-            else drawable
+        if not answer.diagnosis.fault_detected:
+            return drawable  # a description drawn bare: no reading to judge, so nothing called incomplete
+        return drawable_of(answer.diagnosis, answer.graph, warnings=warnings, incomplete=answer.incomplete)
     source, node, warnings = files_source([target], node=args.node, until=end_of(args),
                                           unnamed=UNNAMED_NODE)  # as analyze answers it
     answer = diagnose(source, Request(node=node, platform=args.platform, end=end_of(args), window=args.window,
                                       end_option=END_OPTION))
-    return drawable_of(answer.diagnosis, answer.graph, warnings=warnings)
+    return drawable_of(answer.diagnosis, answer.graph, warnings=warnings, incomplete=answer.incomplete)
 
 
 def _rack(args: argparse.Namespace, store: str | None, kind: str) -> int:

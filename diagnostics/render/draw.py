@@ -321,6 +321,9 @@ def _title(graph: NodeGraph, diagnosis: Diagnosis | None, window: str | None) ->
         failing = len(diagnosis.failing)
         warned = sum(1 for f in diagnosis.findings if f.severity is Severity.WARNING)
         sub = f"{failing} failing/down, {fmt.count(warned, 'warning link')}"
+        if diagnosis.health_unknown() or diagnosis.unrated():  # drawn grey, but not cleared: said on the picture
+            sub += ", health unknown (" + ("no link read" if diagnosis.health_unknown() else
+                                            diagnosis.unrated_said()) + ")"
     elif not window:
         sub = "topology only (no findings)"
     return "  ·  ".join(parts), sub

@@ -30,6 +30,7 @@ class Drawable:
     graph: NodeGraph
     diagnosis: Diagnosis | None = None
     warnings: list[str] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)  # why the answer drawn is not the whole one (its door's)
 
     def picture(self, fmt: str = "png", *, window: str | None = None) -> tuple[bytes, list[str]]:
         """The picture and what could not be drawn: the rack view for a rack, or for a tray whose suspect is its
@@ -57,7 +58,7 @@ def graph_for_platform(platform: str | None, *, node_id: str | None = None,
 
 
 def drawable_of(diagnosis: Diagnosis, graph: NodeGraph | None, *, warnings: list[str] | None = None,
-                missing: str | None = None) -> Drawable:
+                missing: str | None = None, incomplete: list[str] | None = None) -> Drawable:
     """A diagnosis drawn on the graph the service judged its node on (its own topology rows over its platform's
     template, as the engine's notes say); without one, on the platform the analysis settled on (its template, or a
     generic graph), `missing` saying why there was none. The one choice of graph for `render`, the bot's pictures,
@@ -68,7 +69,7 @@ def drawable_of(diagnosis: Diagnosis, graph: NodeGraph | None, *, warnings: list
         said += more
         if missing:
             said.append(f"{missing}; drawing " + ("its platform's template" if graph.platform else "a generic graph"))
-    return Drawable(graph, diagnosis, [*said, *diagnosis.warnings])
+    return Drawable(graph, diagnosis, [*said, *diagnosis.warnings], list(incomplete or []))
 
 
 def snapshot_case(text: str, source: str, case: int | None, platform: str | None) -> tuple[Snapshot, list[str]]:

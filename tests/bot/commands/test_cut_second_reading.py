@@ -62,3 +62,14 @@ def test_a_second_reading_cut_before_the_failing_link_is_no_all_clear_at_any_doo
     store = unjudged_in_store(tmp_path, cli, cut, ("read_once", 11), "one reading per link (or of some links)")
     code, _, err = cli("ticket", "gpu-x", "--store", str(store))
     assert code == 3 and "11 links read once" in err
+
+
+def test_render_draws_the_cut_reading_as_not_cleared_and_exits_as_analyze_does(tmp_path: Path, cli: Cli) -> None:
+    """The picture drew every link grey under "0 failing/down" and exited 0 where analyze says INCOMPLETE."""
+    cut = _paste(tmp_path, cut=True)
+    picture = tmp_path / "cut.svg"
+    code, _, err = cli("render", str(cut), "--node", "gpu-x", "-o", str(picture))
+    assert code == 3 and "gpu-x: 11 links read once, so no error rate is known" in err
+    assert "health unknown (11 links read once)" in picture.read_text(encoding="utf-8")
+    code, _, _ = cli("render", str(_paste(tmp_path, cut=False)), "--node", "gpu-x", "-o", str(picture))
+    assert code == 0 and "health unknown" not in picture.read_text(encoding="utf-8")
