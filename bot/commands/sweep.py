@@ -115,15 +115,14 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None, every: b
 OLD_READINGS = timedelta(days=1)  # a store whose newest reading is older than this has stopped being fed
 
 
-def _say_old(end: datetime) -> None:
+def _old_note(end: datetime) -> str | None:
     """A store sweep judges the window to the store's newest reading, not now: where that is long past (a store no
     longer fed, a copy of old data), said, so a scheduled sweep does not page on stale readings as current."""
     age = datetime.now(UTC) - end
-    if age > OLD_READINGS:
-        print(f"fabricbot: the store's newest reading is from {fmt.when(end)}, {fmt.count(age.days, 'day')} before "
-              "now: this sweep judges the window to it, not now (is the store still fed?); give --at TIME to judge "
-              "another",
-              file=sys.stderr)
+    if age <= OLD_READINGS:
+        return None
+    return (f"the store's newest reading is from {fmt.when(end)}, {fmt.count(age.days, 'day')} before now: this sweep "
+            "judges the window to it, not now (is the store still fed?); give --at TIME to judge another")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -139,8 +138,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                              "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
         request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
         result = sweep(StoreSource(args.store), request)
-        if at is None:
-            _say_old(result.at)
+        old = _old_note(result.at) if at is None else None
+        if old is not None:  # among the result's warnings (a script reading --json sees it) and said at once
+            result.warnings.append(old)
+            if args.json:
+                print(f"fabricbot: {old}", file=sys.stderr)
         return _report(result, args.json, args.png, args.all)
     if not (args.prometheus or os.environ.get(ENV_URL)):
         raise ConfigError(f"nothing to sweep: give --store DIR (the local telemetry store) or --prometheus URL "

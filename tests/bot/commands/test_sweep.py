@@ -360,9 +360,13 @@ def test_a_store_no_longer_fed_is_said_so_by_a_sweep_of_its_newest_readings(stor
     assert newest is not None
     cli("sweep", "--store", str(store_dir), "--json")  # once before the clock is frozen: what it builds lazily, built
     with freeze_time(newest + timedelta(days=30)):
-        err = cli("sweep", "--store", str(store_dir), "--json")[2]
-    assert f"the store's newest reading is from {fmt.when(newest)}, 30 days before now" in err
-    assert "give --at TIME" in err
+        _, out, err = cli("sweep", "--store", str(store_dir), "--json")
+        table = cli("sweep", "--store", str(store_dir))[1]
+    said = f"the store's newest reading is from {fmt.when(newest)}, 30 days before now"
+    assert said in err and "give --at TIME" in err
+    # in the result a script reads, as every other warning of the sweep, and in the table's warnings
+    assert [w for w in json.loads(out)["warnings"] if w.startswith(said)], json.loads(out)["warnings"]
+    assert f"  warning: {said}" in table
     with freeze_time(newest + timedelta(hours=2)):  # a store still fed: its newest reading is now's
         assert "newest reading is from" not in cli("sweep", "--store", str(store_dir), "--json")[2]
     with freeze_time(newest + timedelta(days=30)):  # a time asked: the window the person named
