@@ -49,9 +49,22 @@ def _values_joined(argv: list[str]) -> list[str]:
     return out
 
 
+def _dashed_positional(argv: Sequence[str]) -> str | None:
+    """A value after no option that starts with a dash and a digit (`maintenance NODE -2h`): argparse would take it
+    for an option and say only "unrecognized arguments"."""
+    return next((t for i, t in enumerate(argv) if _DASHED_VALUE.match(t) and not (i and argv[i - 1].startswith("-"))),
+                None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = _values_joined(list(sys.argv[1:] if argv is None else argv))
     command = _command_in(argv)
+    dashed = _dashed_positional(argv)
+    if dashed is not None:
+        earlier = "; work that began earlier: --at TIME" if command == "maintenance" else ""
+        print(f"fabricbot: {dashed!r}: a value that starts with a dash reads as an option; durations and windows are "
+              f"longer than zero, like 2h{earlier}", file=sys.stderr)
+        return 2
     parser = build_parser(command) if command else build_parser("analyze")
     args = parser.parse_args(argv)
     if isinstance(sys.stdout, io.TextIOWrapper):  # a pipe (`2>&1 | less`): each line out before a later stderr line

@@ -18,7 +18,10 @@ _UNITS = {"s": "seconds", "m": "minutes", "min": "minutes", "h": "hours", "d": "
 def parse_duration(text: str) -> timedelta:
     """`90m`, `6h`, `2d` -> a positive timedelta; ValueError otherwise."""
     match = _DURATION.match(text)
-    if not match or float(match[1]) <= 0:
+    backwards = match is None and _DURATION.match(text.strip().removeprefix("-")) is not None  # -2h
+    if backwards or (match is not None and float(match[1]) <= 0):
+        raise ValueError(f"a duration is longer than zero, like 6h, 90m or 2d: {text!r}")
+    if not match:
         raise ValueError(f"not a duration like 6h, 90m or 2d: {text!r}")
     return timedelta(**{_UNITS[match[2].lower()]: float(match[1])})
 

@@ -60,7 +60,11 @@ def test_each_command_says_the_same_one_line_help_in_the_listing_and_in_its_own_
 
 
 @pytest.mark.parametrize(("argv", "said"), [
-    (["analyze", str(FIXTURES / "seed_examples.json"), "--window", "-1h"], "not a duration like 6h, 90m or 2d: '-1h'"),
+    (["analyze", str(FIXTURES / "seed_examples.json"), "--window", "-1h"],
+     "a duration is longer than zero, like 6h, 90m or 2d: '-1h'"),
+    (["maintenance", "node-1", "-2h", "swap the riser", "--by", "ann"],
+     "'-2h': a value that starts with a dash reads as an option; durations and windows are longer than zero, like 2h; "
+     "work that began earlier: --at TIME"),
     (["sweep", "--store", "nowhere", "--at", "-5m"], "expected an ISO time"),
 ])
 def test_a_value_that_starts_with_a_dash_gets_the_options_own_refusal(
@@ -72,4 +76,4 @@ def test_a_value_that_starts_with_a_dash_gets_the_options_own_refusal(
         code = int(exc.code or 0)
     assert code == 2
     err = capsys.readouterr().err
-    assert said in err and "expected one argument" not in err
+    assert said in err and "expected one argument" not in err and "unrecognized arguments" not in err
