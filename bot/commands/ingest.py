@@ -6,14 +6,16 @@ others are kept. The exit code: 0 every file read, 3 some refused (the rest kept
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 
 from diagnostics import InputError
 from diagnostics.ingest import STDIN, open_input
-from diagnostics.store import At, IngestReport, expand, open_store, read_sources
+from diagnostics.store import DB_NAME, At, IngestReport, expand, open_store, read_sources
 
 from ..options import parse_time
 from ..progress import progress_bar
@@ -53,6 +55,16 @@ def _print_text(report: IngestReport, stored: bool) -> None:
         print("(not stored: give --store DIR to keep these samples)")
 
 
+def _unmade(folder: Path, made_folder: bool) -> None:
+    """A store this ingest made and kept nothing in, removed: a refused first file left an empty store behind, which
+    later commands took for a store that holds no node."""
+    for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm"):
+        (folder / name).unlink(missing_ok=True)
+    if made_folder:
+        with contextlib.suppress(OSError):  # something else was put there meanwhile: left as it is
+            folder.rmdir()
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     at = _parse_at(args.at)
     if at == "mtime" and STDIN in args.files:
@@ -66,8 +78,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     steps = files * 2 if args.store else files  # each file read, then (into a store) kept
     with progress_bar(steps, "ingest", unit="step", quiet=args.json or files < 2) as progress:
         if args.store:
-            report = open_store(args.store).ingest(args.files, fmt=args.format, node_id=args.node, at=at,
-                                                   progress=progress)
+            folder = Path(args.store)
+            made = not (folder / DB_NAME).exists()
+            made_folder = not folder.exists()
+            store = open_store(folder)
+            report = store.ingest(args.files, fmt=args.format, node_id=args.node, at=at, progress=progress)
+            if made and not report.read_anything:
+                store.db.close()
+                _unmade(folder, made_folder)
         else:
             report = IngestReport.of(read_sources(args.files, fmt=args.format, node_id=args.node, at=at,
                                                   progress=progress))

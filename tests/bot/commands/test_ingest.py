@@ -300,3 +300,25 @@ def test_a_refused_paste_counts_no_row_as_stored(tmp_path: Path, cli: Cli) -> No
     assert "rows: link_samples=0," in out and "gpus=0" in out
     code, out, _ = cli("ingest", str(paste), "--store", str(tmp_path / "store"), "--node", "n1")
     assert code == 0 and "rows: link_samples=6," in out
+
+
+def test_a_first_ingest_that_stores_nothing_leaves_no_store_behind(tmp_path: Path, cli: Cli) -> None:
+    """A refused first file left an empty database behind, which `analyze --store` then took for a store that holds
+    no node, where a mistyped path is told 'no telemetry store here'. A folder the person made stays; a store that
+    already held readings keeps them."""
+    paste = FIXTURES / "real" / "nvlink_s_v100_inactive_1.txt"
+    made = tmp_path / "new"
+    assert cli("ingest", str(paste), "--store", str(made))[0] == 1
+    assert not made.exists()
+    assert "no telemetry store here" in cli("analyze", "--store", str(made), "--node", "n1")[2]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    assert cli("ingest", str(paste), "--store", str(mine))[0] == 1
+    assert mine.is_dir() and not list(mine.iterdir())
+    assert cli("ingest", str(paste), "--store", str(mine), "--node", "n1")[0] == 0
+    unreadable = tmp_path / "notes.txt"
+    unreadable.write_text("rebooted node-1 at noon\n", encoding="utf-8")
+    assert cli("ingest", str(unreadable), "--store", str(mine))[0] == 1  # refused: the store and its readings kept
+    assert (mine / "fabricbot.db").exists()
+    code, out, _ = cli("analyze", "--store", str(mine), "--node", "n1")
+    assert code != 2 and out.startswith("n1"), out
