@@ -25,7 +25,7 @@ from diagnostics import format as fmt
 from diagnostics.analysis import PASTED_NODE, Reading, judged_whole, pasted_hosts, pasted_node, rates_between
 from diagnostics.ingest import IngestResult, Source, detect
 from diagnostics.service import Request, UnknownName, diagnose, files_source
-from diagnostics.store import transaction
+from diagnostics.store import one_machine_each, transaction
 from diagnostics.tickets import rules_answer
 
 from .mrkdwn import esc
@@ -315,7 +315,12 @@ class PasteReader:
             return True
         result = IngestResult.combine(results)
         read = [source for (source, _), got in zip(sources, outcomes, strict=True) if got]
-        reply = self._answer(result, read, channel, thread, event["ts"]) + "".join(f"\n_{r}_" for r in refused)
+        try:  # two machines' outputs (no host named): read as one node, one's link states would hide the other's
+            one_machine_each([(source.name, got) for source, got in zip(read, results, strict=True)])
+            reply = self._answer(result, read, channel, thread, event["ts"])
+        except InputError as exc:
+            reply = f"I read that, but could not judge it as one node's: {esc(exc.reason)}."
+        reply += "".join(f"\n_{r}_" for r in refused)
         self.services.record("analysis", actor=event.get("user", ""), subject=f"paste in {channel}",
                              rows=result.rows, warnings=len(result.warnings))
         client.chat_postMessage(channel=channel, thread_ts=thread, text=reply)

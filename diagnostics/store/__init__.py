@@ -4,7 +4,7 @@ from .alertmanager import AlertmanagerBook, AlertMessage
 from .alerts import Alert, AlertBook, AlertStatus, BlindRecord, StormRecord
 from .compaction import Compacted
 from .database import BUSY_TIMEOUT_S, StoreDatabase, connect, lock_of, transaction
-from .load import load_inputs
+from .load import load_inputs, one_machine_each
 from .maintenance import Maintenance, MaintenanceLog
 from .sources import At, FileOutcome, IngestReport, expand, read_sources
 from .telemetry import DB_NAME, TelemetryStore, open_store
@@ -33,6 +33,7 @@ __all__ = [
     "expand",
     "load_inputs",
     "lock_of",
+    "one_machine_each",
     "open_store",
     "read_sources",
     "transaction",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
 import pandas as pd
 
+from .. import format as fmt
 from ..errors import InputError
 from ..ingest.base import IngestResult, Source
 from ..tables import TABLES, as_text
@@ -59,6 +61,7 @@ def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = N
     if not outcomes:  # folders that hold no file
         raise InputError("no file to read in the folder" + ("s" if len(paths) > 1 else ""),
                          source=", ".join(str(p) for p in paths[:3]))
+    one_machine_each([(o.name, o.result) for o in outcomes])
     results = [o.result for o in outcomes if o.result is not None]
     warnings = [f"{o.name}: {o.error}" for o in outcomes if o.status == "error"]
     about: list[frozenset[str] | None] = [None] * len(warnings)
@@ -84,6 +87,45 @@ def load_tables(paths: Iterable[str | Path | Source], *, node_id: str | None = N
         raise InputError("no telemetry read from the inputs" + (f": {'; '.join(warnings[:3])}" if warnings else ""),
                          source=", ".join(o.name for o in outcomes[:3]))
     return Loaded(tables, warnings, frozenset(n for r in results for n in r.banner_nodes), about, frozenset(named))
+
+
+Place = tuple[str | None, int, int | None]  # (node, GPU index, time in ns): where one GPU is read
+
+
+def one_machine_each(inputs: Sequence[tuple[str, IngestResult | None]]) -> None:
+    """Refuses inputs that put two GPUs (two UUIDs) at one index of one node at one time: two machines' outputs read
+    as one node (two pastes that name no host, given together or concatenated), or one machine's before and after a
+    GPU was replaced with no time to order them. Merged, one output's link states hid the other's (which came last
+    decided whether a down link showed). Within one file, one GPU's two UUIDs are a damaged header, which its reader
+    says; two GPUs' are two machines."""
+    seen: dict[Place, tuple[str, str]] = {}  # the UUID first read at each place, and its file
+    for name, result in inputs:
+        links = result.tables.get("link_samples") if result is not None else None
+        if links is None or not len(links) or not {"gpu_uuid", "gpu", "node_id", "timestamp"} <= set(links.columns):
+            continue
+        known = links.loc[links["gpu_uuid"].notna() & links["gpu"].notna(), ["node_id", "gpu", "timestamp", "gpu_uuid"]]
+        mine: dict[Place, list[str]] = {}
+        for node, gpu, when, uuid in known.drop_duplicates().itertuples(index=False):
+            place = (None if pd.isna(node) else str(node), int(gpu), None if pd.isna(when) else when.value)
+            mine.setdefault(place, []).append(str(uuid))
+        twice = [(place, uuids) for place, uuids in mine.items() if len(uuids) > 1]
+        if len({(node, when) for (node, _, when), _ in twice}) < len(twice):  # two GPUs of one reading
+            place, uuids = twice[0]
+            _refuse(place, (uuids[0], name), (uuids[1], name))
+        for place, uuids in mine.items():
+            first = seen.setdefault(place, (uuids[0], name))
+            if first[0] not in uuids:
+                _refuse(place, first, (uuids[0], name))
+
+
+def _refuse(place: Place, one: tuple[str, str], other: tuple[str, str]) -> NoReturn:
+    node, gpu, when = place
+    at = f"at {fmt.when(pd.Timestamp(when, tz='UTC'))}" if when is not None else "neither dated"
+    where = (f"in {one[1]}" if one[1] == other[1] else f"in {one[1]} and {other[0]} in {other[1]}")
+    said = (f"{one[0]} and {other[0]} {where}" if one[1] == other[1] else f"{one[0]} {where}")
+    raise InputError(f"two GPUs at one place: GPU {gpu}{f' of {node}' if node else ''} is {said}, {at}: two machines' "
+                     "outputs, or one machine's before and after a GPU was replaced with no time to order them; "
+                     "analyze each on its own", source=", ".join(dict.fromkeys([one[1], other[1]])))
 
 
 def _named(result: IngestResult) -> frozenset[str] | None:

@@ -351,3 +351,22 @@ def test_readings_with_no_time_in_a_thread_are_told_to_take_a_date_line_not_an_o
     undated = next(line for line in said.splitlines() if "carry no time" in line)
     assert undated.endswith("(give the time with a `date` line before the paste)_"), undated
     assert "--end" not in said
+
+
+def test_two_machines_outputs_pasted_as_one_are_not_read_as_one_node() -> None:
+    """Two `nvidia-smi nvlink -s` outputs of one GPU model that name no host, in one paste: read as one reading, the
+    second's link states stood over the first's, so the order decided whether a down link showed."""
+    def status(card: str, down: tuple[int, int] | None = None) -> str:
+        lines = []
+        for gpu in range(8):
+            lines.append(f"GPU {gpu}: NVIDIA A100-SXM4-80GB (UUID: GPU-{card * 8}-0000-0000-0000-00000000000{gpu})")
+            lines += [f"\t Link {link}: " + ("<inactive>" if down == (gpu, link) else "25 GB/s") for link in range(12)]
+        return "\n".join(lines) + "\n"
+
+    with local_bot() as local:
+        root = summary_for(local, "hpc-gpu-node-12")
+        local.injector.message("```\n" + status("b", down=(3, 5)) + status("a") + "```", user="UALICE", channel=OPS,
+                               thread_ts=root.ts)
+        reply = _reply(local, root.ts)
+    assert "could not judge it as one node's: two GPUs at one place: GPU 0 is GPU-bbbbbbbb" in reply, reply
+    assert "two machines' outputs" in reply and "links up" not in reply

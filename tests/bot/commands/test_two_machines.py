@@ -1,0 +1,53 @@
+"""Two machines' `nvidia-smi nvlink -s` outputs of one GPU model, neither naming its host nor dated, given as one
+node's: merged, the second file's link states stood over the first's, so the order of the files decided whether a
+down link showed (b then a: "fault=unknown", the inactive link gone)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import Cli
+
+
+def _status(path: Path, card: str, down: tuple[int, int] | None = None) -> Path:
+    lines = []
+    for gpu in range(8):
+        lines.append(f"GPU {gpu}: NVIDIA A100-SXM4-80GB (UUID: GPU-{card * 8}-0000-0000-0000-00000000000{gpu})")
+        lines += [f"\t Link {link}: " + ("<inactive>" if down == (gpu, link) else "25 GB/s") for link in range(12)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("first", ["healthy", "down"])
+def test_two_machines_given_as_one_node_are_refused_in_either_order(tmp_path: Path, cli: Cli, first: str) -> None:
+    healthy = _status(tmp_path / "healthy.txt", "a")
+    down = _status(tmp_path / "down.txt", "b", down=(3, 5))
+    files = [healthy, down] if first == "healthy" else [down, healthy]
+    both = tmp_path / "both.txt"  # `cat a b > both.txt`
+    both.write_text("".join(f.read_text(encoding="utf-8") for f in files), encoding="utf-8")
+    picture = str(tmp_path / "n.png")
+    for door in (["analyze", *map(str, files)], ["analyze", str(both)], ["render", str(both), "-o", picture],
+                 ["ticket", str(both), "--node", "n1"]):
+        code, out, err = cli(*door)
+        assert code == 2 and not out, (door, out)
+        assert ("two GPUs at one place: GPU 0 is GPU-" in err and "neither dated: two machines' outputs, or one "
+                "machine's before and after a GPU was replaced with no time to order them; analyze each on its own"
+                in err), (door, err)
+    code, out, _ = cli("analyze", str(down))  # each on its own is answered
+    assert code == 0 and "fault=yes" in out and "GPU 3 NVLink 5" in out
+    twice = cli("analyze", str(down), str(down))[1]  # the same machine's output twice is one machine's
+    assert twice.splitlines()[:3] == out.splitlines()[:3]
+
+
+def test_one_damaged_header_is_said_and_read_not_refused(tmp_path: Path, cli: Cli) -> None:
+    """One GPU's UUID other in a second reading of the same machine is a damaged header (said by the reader), not
+    two machines."""
+    first = _status(tmp_path / "one.txt", "a").read_text(encoding="utf-8")
+    second = first.replace("GPU-aaaaaaaa-0000-0000-0000-000000000002", "GPU-aaaaaaab-0000-0000-0000-000000000002")
+    paste = tmp_path / "twice.txt"
+    paste.write_text(first + second, encoding="utf-8")
+    code, out, _ = cli("analyze", str(paste))
+    assert code == 3 and "one of the two is damaged" in out
+    assert "GPU 2 is GPU-aaaaaaab-0000-0000-0000-000000000002 here" in out
