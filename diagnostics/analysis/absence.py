@@ -234,6 +234,16 @@ def unfitted_note(platform: str | None, count: int, reporting: set[int]) -> str:
             "`lspci -d 10de:` tell a card gone from a slot never fitted")
 
 
+def smaller_board_note(platform: str | None, guess: str, count: int, reporting: set[int]) -> str:
+    """What GPUs never read on a platform only told from the GPU model are said as, where those read make a whole
+    board the model is also built into (GPUs 0-3 of an H100 SXM5: a 4-GPU board): not judged missing."""
+    never = sorted(set(range(count)) - reporting)
+    return (f"the readings name {fmt.count(len(reporting), 'GPU')} ({_indices(sorted(reporting))}), a whole board of "
+            f"the {len(reporting)} the GPU model is also built into: read as one, so {fmt.noun(len(never), 'GPU')} "
+            f"{_indices(never)} of {platform} ({guess}) {'is' if len(never) == 1 else 'are'} not judged missing; "
+            "name the platform with --platform or a nodes.csv (`nvidia-smi -L` tells a GPU gone from the bus)")
+
+
 def _indices(gpus: list[int]) -> str:
     """GPU indices with each run of three or more as a range: `0, 1`, `2-7`."""
     runs: list[list[int]] = []

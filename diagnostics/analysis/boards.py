@@ -185,6 +185,15 @@ def gpu_count(platform: str | None) -> int | None:
     return int(data["gpu_count"]) if data and "gpu_count" in data else None
 
 
+def model_boards(platform: str | None) -> tuple[int, ...]:
+    """The GPU counts of the boards the platform's GPU model is built into (`model_boards`; default: its own count):
+    a platform told only from the model does not tell which of them a node is."""
+    data = all_platforms().get(platform or "")
+    if not data:
+        return ()
+    return tuple(int(n) for n in data.get("model_boards", [data.get("gpu_count", 0)]))
+
+
 def count_fixed(platform: str | None) -> bool:
     """Whether the platform's GPU count is the board's own (an HGX's eight), so a GPU never read is one gone, or only
     what such a server may hold (a PCIe server's cards: `gpu_count_fixed = false`)."""

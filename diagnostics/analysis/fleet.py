@@ -37,11 +37,12 @@ from .absence import (
     node_view,
     replays_before_silence,
     silent_pcie_rows,
+    smaller_board_note,
     unfitted_note,
 )
 from .applications import application_notes
 from .bandwidth import measured_bandwidth
-from .boards import Boards, count_fixed, expected_links, gpu_count
+from .boards import Boards, count_fixed, expected_links, gpu_count, model_boards
 from .card_swaps import swapped_cards
 from .clock_steps import stepped_back
 from .correlate import JobExplanation
@@ -232,9 +233,14 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             count = gpu_count(graph_of.platform(node)) if samples.get(node, 0) >= 2 else None
             if expected_gpus is not None and node in expected_gpus:
                 reporting, count = reporting | (set(range(count or 0)) - set(expected_gpus[node])), count
+            guess = graph_of.guess(node)
             if count and not count_fixed(graph_of.platform(node)) and set(range(count)) - reporting:
                 warnings[node].append(unfitted_note(graph_of.platform(node), count, reporting))
                 count = None  # a PCIe server's cards: those never read may never have been fitted
+            elif (count and guess is not None and len(reporting) < count
+                  and len(reporting) in model_boards(graph_of.platform(node))):
+                warnings[node].append(smaller_board_note(graph_of.platform(node), guess, count, reporting))
+                count = None  # a 4-GPU board of the model, never named: its GPUs 4-7 were never there
             mine += missing_gpus(reporting, count, view.last_heard.get(node, {}))
         for gpu in sorted(stopped):  # a GPU off the bus: what its PCIe link counted before it fell silent
             before = replays_before_silence(links, t, off_bus.get((node, gpu), np.zeros(0, np.int64)), gpu,

@@ -444,6 +444,16 @@ def platform_counts(key: str) -> dict[str, int]:
     return found
 
 
+def smaller_boards(model: str) -> list[int]:
+    """The GPU counts below its platform's of the boards a GPU model is also built into (`model_boards`: the H100 SXM5
+    on 4-GPU boards too): the server knows only the model label, so a node reporting GPUs 0-3 of it is not short."""
+    platform = next((p for p in sorted(all_platforms().values(), key=lambda p: str(p["name"]))
+                     if str(p.get("gpu_model", "")) == model), None)
+    if platform is None:
+        return []
+    return sorted(int(n) for n in platform.get("model_boards", []) if int(n) < int(platform.get("gpu_count", 0)))
+
+
 def loose_counts() -> set[str]:
     """The GPU models whose platform's count is what such a server may hold, not the board's own (PCIe cards:
     `gpu_count_fixed = false`): a GPU never read there is not one gone."""
@@ -512,8 +522,9 @@ def gpu_missing_queries(builder: QueryBuilder) -> list[SweepQuery]:
             continue  # PCIe cards (excluded, or as many as a server was fitted with): never held to a count
         sel = builder.selector(names, f'{cfg.labels.gpu}!=""', *_model_matchers(model, gpu_model, expected,
                                                                                    cfg.exclude_models))
+        whole = "".join(f" != {n}" for n in smaller_boards(gpu_model))  # a whole smaller board of the model
         clauses.append(f'(count by ({node}, {model}) (label_replace(group by ({node_gpu}) ({sel}), '
-                       f'"{model}", "{quoted(gpu_model)}", "", "")) < {gpus})')
+                       f'"{model}", "{quoted(gpu_model)}", "", "")) < {gpus}{whole})')
     if not clauses:
         return []
     return [SweepQuery(GPU_MISSING_RULE, LinkType.PCIE, Severity.DOWN, " or ".join(clauses), expected=expected,

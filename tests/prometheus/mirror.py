@@ -32,6 +32,7 @@ from diagnostics.prometheus.promql import (
     not_pushable,
     platform_counts,
     platform_model,
+    smaller_boards,
     start_step,
 )
 from diagnostics.values import limits
@@ -255,4 +256,5 @@ def missing_gpus(samples: pd.DataFrame, at: datetime, gpus: pd.DataFrame | None,
     return [Offender(node_id=node, link_type=LinkType.PCIE, rule=GPU_MISSING_RULE, severity=Severity.DOWN,
                      rate_per_hour=float(have), above=float(expected[name]), unit="GPUs",
                      detail=f"{have} of {expected[name]} GPUs report")
-            for (node, name), have in sorted(counts.items()) if have < expected[name] and name not in loose]
+            for (node, name), have in sorted(counts.items())
+            if have < expected[name] and name not in loose and have not in smaller_boards(name)]

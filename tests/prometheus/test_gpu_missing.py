@@ -57,7 +57,9 @@ def test_the_query_counts_each_nodes_reporting_gpus_against_the_platform_files(
     gb200 = next(c for c in clauses if '"GB200"' in c)  # a GB200 rack's compute tray holds 4 GPUs
     assert gb200.endswith("< 4)") and 'modelName!~".*(GB200).*"' in next(c for c in clauses if '"B200"' in c)
     h100 = next(c for c in clauses if '"H100"' in c)
-    assert "count by (Hostname, modelName)" in h100 and "group by (Hostname, gpu)" in h100 and h100.endswith("< 8)")
+    assert "count by (Hostname, modelName)" in h100 and "group by (Hostname, gpu)" in h100
+    assert h100.endswith("< 8 != 4)")  # a node of GPUs 0-3 of the model alone: its 4-GPU board, not 4 gone
+    assert next(c for c in clauses if '"B200"' in c).endswith("< 8)")  # built into 8-GPU boards alone
     # the PCIe counter every GPU exports and the NVLink ones both say a GPU reports; no window, only the lookback
     assert "DCGM_FI_DEV_PCIE_REPLAY_COUNTER(_total)?" in h100 and "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L" in h100
     assert "increase(" not in h100 and "[" not in h100.replace("[0-9]", "")
