@@ -249,7 +249,13 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                 mine = [f.model_copy(update={"evidence": [*f.evidence, before]})
                         if f.gpu == gpu and gpu_gone(f) else f for f in mine]
         mine = sxids_of_gone_gpus(peers_of_gone_gpus(one_per_gone_gpu(mine)))
-        software = software_finding(fabric.get(node), view.all_inactive.get(node),
+        all_inactive = view.all_inactive.get(node)
+        if all_inactive and graph_of.platform(node) is None and len(view.gpus_seen.get(node, ())) == 2:
+            warnings[node].append(f"{all_inactive}: no NVSwitch board holds two GPUs, so these are a bridged pair or "
+                                  "a board of direct links, which run no Fabric Manager: judged as what every link "
+                                  "shares (the bridge or board, the driver, firmware or power)")
+            all_inactive = None
+        software = software_finding(fabric.get(node), all_inactive,
                                     domain=rack_of(graph_of.platform(node)) is not None)
         if software is not None:
             mine.insert(0, software)

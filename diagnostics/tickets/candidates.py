@@ -149,12 +149,15 @@ def candidates_for(diagnosis: Diagnosis, graph: NodeGraph | None = None) -> list
     # state) says more than a count of GPUs with a link down
     said = any(f.ref.slug == fabric.slug for f in bad)
     wide = said or len(down_gpus) >= 3
+    pair = len(down_gpus) == 2 and all(f.severity is Severity.DOWN for f in bad if f.ref.kind is ComponentKind.NVLINK)
     out[fabric.slug] = Candidate(
         ref=fabric, kind=ComponentKind.FABRIC_SOFTWARE, fault=FaultKind.FABRIC_MANAGER, component=fabric.name,
         findings=[f.component for f in bad] if wide else [], score=0.8 if wide else 0.05,
         evidence=[] if said else [f"links down on {len(down_gpus)} GPUs at once ({', '.join(map(str, down_gpus))})"]
-        if wide else ["link errors are confined to specific links: a software fault would take links down "
-                      + ("domain-wide" if domain else "node-wide")],
+        if wide else ["every failing link of both GPUs is down, but no NVSwitch board holds two GPUs: no Fabric "
+                      "Manager runs on a bridged pair or a board of direct links"] if pair
+        else ["link errors are confined to specific links: a software fault would take links down "
+              + ("domain-wide" if domain else "node-wide")],
     )
     chosen = _isolated_id(diagnosis, links, out)
     if chosen is not None:

@@ -254,7 +254,7 @@ def test_links_a_board_of_unknown_ports_cannot_place_are_said_once(tmp_path: Pat
     undrawn = [line for line in err.splitlines() if "not drawn" in line]
     links = [line for line in undrawn if "NVLink" in line]
     assert len(links) == 1 and "36 findings" in links[0] and "GPU 0 NVLink 0" in links[0], undrawn
-    assert "finding Fabric Manager / NVIDIA driver: no GPU named to draw on; not drawn" in err, undrawn
+    assert "finding Fabric Manager" not in err, undrawn  # two GPUs: no NVSwitch board, no Fabric Manager finding
 
 
 def test_the_window_asked_is_the_window_judged_and_a_bad_one_is_refused(tmp_path: Path, cli: Cli,
