@@ -32,12 +32,13 @@ from .correlate import (
 from .findings import ref_of
 from .metrics import records
 from .prepared import KEYS, Prepared, key_codes, link_keys, prepare_rows
-from .rows import per_link_rows
+from .rows import ROW_CHOICE_COLUMNS, per_link_rows
 from .steps import JobSteps, steps_span
 
 LINK_KINDS = (ComponentKind.NVLINK, ComponentKind.PCIE, ComponentKind.NVSWITCH)  # what a job's step time is scored on
 # what a link's history is scored on (`score_links`) and drawn from (`step_evidence`), beside its identity and time
-HISTORY_COLUMNS = ("timestamp", *LINK_IDENTITY, *ERROR_COUNTERS, *ERROR_RATIOS, "link_state", "width", "max_width")
+HISTORY_COLUMNS = ("timestamp", *LINK_IDENTITY, *ERROR_COUNTERS, *ERROR_RATIOS, "link_state", "width", "max_width",
+                   *ROW_CHOICE_COLUMNS)  # and what tells the rows the rates read (`per_link_rows`) from the others
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,13 @@ def link_history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFra
     if history is not None:
         frame = history(nodes, utc_datetime(start_ns), utc_datetime(end_ns), links=choice, unreadable=unreadable)
         times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
-        rows = np.flatnonzero((times >= start_ns) & (times <= end_ns))
-        return prepare_rows(frame, times, _chosen(frame, rows, choice))
+        inside = (times >= start_ns) & (times <= end_ns)
+        keep = per_link_rows(frame) if len(frame) else None  # as the window's rates read them: a GPU's PCIe row, not
+        if keep is not None:  # the port above it nor a lane's (the same link's identity, other counts)
+            allowed = np.zeros(len(times), dtype=bool)
+            allowed[keep] = True
+            inside &= allowed
+        return prepare_rows(frame, times, _chosen(frame, np.flatnonzero(inside), choice))
     mine = links["node_id"].isin(nodes).to_numpy(bool, na_value=False) & (t >= start_ns) & (t <= end_ns)
     keep = per_link_rows(links)
     if keep is not None:

@@ -15,6 +15,9 @@ from ..enums import LinkEnd, LinkType
 from ..metrics import COUNTERS, GAUGES
 from .prepared import key_codes
 
+ROW_CHOICE_COLUMNS = ("lane_error", "end", "pci_bus_id", "device_kind")  # what `per_link_rows` reads beyond a link's
+# identity and counters: a read of some columns (a job's history) keeps them, so it chooses the rows the window does
+
 
 def per_link_rows(links: pd.DataFrame) -> np.ndarray | None:
     """Rows the rates read, or None for all. Dropped: a GPU's total over its links where the GPU's per-link rows

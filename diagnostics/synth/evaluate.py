@@ -28,6 +28,7 @@ from ..errors import InputError
 from ..model import Diagnosis, Localization, RackSlot
 from ..progress import Progress, advance
 from ..repair import RepairPlan, fault_of, localization_plan
+from ..service import TableSource
 from ..tickets.isolation import unsafe_steps
 from .fleet import load
 from .life import load_life
@@ -321,7 +322,10 @@ def score(tables: dict[str, pd.DataFrame], truth: dict[str, Any], inventory: dic
     end = pd.Timestamp(truth["end"])
     report = EvalReport(fleet=name)
     hosts = sorted(set(truth["nodes"]) | {h for h, s in (racks or {}).items() if s.rack in truth.get("racks", {})})
-    fleet = analyze_fleet(tables, window=window, end=end, platforms=inventory, nodes=hosts, racks=racks)
+    # a slowed job's links read through the sources' history, as every door reads them: the tables' own rows once
+    # scored a PCIe lane's job "explains" where every door said "does not track it"
+    fleet = analyze_fleet(tables, window=window, end=end, platforms=inventory, nodes=hosts, racks=racks,
+                          history=TableSource(tables).history)
     advance(progress)
     units = [(n, v, fleet.diagnoses.get(n)) for n, v in sorted(truth["nodes"].items())]
     units += [(r, v, fleet.racks.get(r)) for r, v in sorted(truth.get("racks", {}).items())]
