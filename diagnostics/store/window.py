@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
+from ..config.racks import rack_of
 from ..model import RackSlot
 from .maintenance import Maintenance
 from .parts import ScanStats
@@ -44,13 +45,21 @@ class StoreWindow:
 
 
 def rack_slots(nodes: pd.DataFrame) -> dict[str, RackSlot]:
-    """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column."""
+    """node_id -> (rack, tray) from node records with a `rack_location` (and `tray`) column: the hosts of a rack
+    judged as one (a GB200 rack's trays: a host with a tray slot or on a rack platform). A site's rack label on
+    whole boards (an 8-GPU node's `rack` in its asset inventory) is where they stand, kept as their location for
+    the ticket: judged as a rack, their questions failed, "names no host of a rack platform"."""
     if "rack_location" not in nodes.columns:
         return {}
     none = pd.Series([None] * len(nodes), index=nodes.index)
     trays = nodes["tray"] if "tray" in nodes.columns else none
     roles = nodes["role"] if "role" in nodes.columns else none
-    return {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None,
-                             str(o) if isinstance(o, str) and o else None)
-            for n, r, t, o in zip(nodes["node_id"], nodes["rack_location"], trays, roles, strict=True)
-            if isinstance(r, str) and r}
+    platforms = nodes["platform"] if "platform" in nodes.columns else none
+    slots = {str(n): RackSlot(str(r), str(t) if isinstance(t, str) and t else None,
+                              str(o) if isinstance(o, str) and o else None)
+             for n, r, t, o in zip(nodes["node_id"], nodes["rack_location"], trays, roles, strict=True)
+             if isinstance(r, str) and r}
+    judged = [bool(isinstance(t, str) and t) or rack_of(p if isinstance(p, str) else None) is not None
+              for t, p in zip(trays, platforms, strict=True)]  # a tray slot, or a rack platform
+    racked = {str(r) for r, one in zip(nodes["rack_location"], judged, strict=True) if isinstance(r, str) and r and one}
+    return {n: slot for n, slot in slots.items() if slot.rack in racked}
