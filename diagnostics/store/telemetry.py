@@ -56,7 +56,7 @@ from .sources import (
     untimed_warning,
 )
 from .window import StoreWindow, rack_slots
-from .writing import LINK_ORDER, NO_JOB, PARTED, keep_xid_state, write_result, xid_state
+from .writing import LINK_ORDER, NO_JOB, PARTED, keep_xid_state, unkeyable, write_result, xid_state
 
 DB_NAME = "fabricbot.db"
 LINK_KEYS = ("node_id", *LINK_ORDER)
@@ -139,7 +139,7 @@ class TelemetryStore:
         if outcome.result is not None:
             outcome.nodes = place_in_racks(outcome.result, self.racks(), self.platforms(),  # a scrape's trays as
                                            outcome.nodes)  # hosts, in its node records too
-            outcome.error = placed_on_a_node(outcome)
+            outcome.error = placed_on_a_node(outcome) or unkeyable(outcome.result)
             if outcome.error:
                 outcome.status = "error"
                 return

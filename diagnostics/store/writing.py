@@ -29,6 +29,25 @@ def _part(value: object) -> str:
     return quote(str(value), safe="") or "_"
 
 
+KEY_BYTES = 240  # a key's folder name (`node=` and the key, quoted) within the 255 bytes a file system takes
+
+
+def unkeyable(result: IngestResult) -> str | None:
+    """Why the result's readings cannot be kept, or None: a node or job named too long for the folder a store keeps
+    its readings in (a traceback from the file system before)."""
+    for name, label in PART_TABLES.items():
+        frame = result.tables.get(name)
+        column = f"{label}_id"
+        if frame is None or not len(frame) or column not in frame.columns:
+            continue
+        for key in as_text(frame[column]).dropna().unique():
+            if len(f"{label}={_part(key)}".encode()) > KEY_BYTES:
+                return (f"{label} {str(key)[:40]!r}... is {len(str(key)):,} characters: the store keeps each "
+                        f"{label}'s readings in a folder named after it, which takes at most {KEY_BYTES} bytes "
+                        "written as a file name; give a shorter name" + (" with --node" if label == "node" else ""))
+    return None
+
+
 def _day(ts: pd.Series) -> pd.Series:
     """The UTC day of each time as YYYY-MM-DD, `none` for NaT (formatted once per distinct day)."""
     days = ts.dt.floor("D")

@@ -322,3 +322,17 @@ def test_a_first_ingest_that_stores_nothing_leaves_no_store_behind(tmp_path: Pat
     assert (mine / "fabricbot.db").exists()
     code, out, _ = cli("analyze", "--store", str(mine), "--node", "n1")
     assert code != 2 and out.startswith("n1"), out
+
+
+def test_a_node_name_too_long_for_a_folder_is_refused_by_name_not_a_traceback(tmp_path: Path, cli: Cli) -> None:
+    """`--node` of 300 characters: the file system's 'File name too long' came out as a traceback."""
+    paste = FIXTURES / "real" / "nvlink_s_v100_inactive_1.txt"
+    store = tmp_path / "store"
+    assert cli("ingest", str(paste), "--store", str(store), "--node", "n1")[0] == 0
+    long = "gpu-" + "a" * 300
+    code, out, err = cli("ingest", str(FIXTURES / "real" / "nvlink_s_a100_1.txt"), "--store", str(store),
+                         "--node", long)
+    assert code == 1 and "refused" in out
+    assert (f"node {long[:40]!r}... is 304 characters: the store keeps each node's readings in a folder named after "
+            "it, which takes at most 240 bytes written as a file name; give a shorter name with --node") in err
+    assert cli("analyze", "--store", str(store), "--node", "n1")[0] != 2  # the store as it was
