@@ -97,6 +97,17 @@ def pinned(names: Sequence[str], at: float) -> str:
             "from it are lower bounds")
 
 
+DROPPED = " read lower than the reading before"
+
+
+def dropped(names: Sequence[str]) -> str:
+    """Counters read lower than before while the link's other counters held theirs (the one wording of it): no
+    restart, which zeroes every counter, but a damaged or cut number, so their increase is not known."""
+    said = " and ".join(label(n) for n in names) or "a counter"
+    return (f"{said}{DROPPED} while the link's other counters held theirs: a restart zeroes every counter, so this "
+            f"is a damaged or cut number, and {'their' if len(names) > 1 else 'its'} rate is not known")
+
+
 def totals_noted(values: Mapping[str, float], evidence: Sequence[str]) -> str:
     """A lone reading's totals (`totals`) with a pinned counter's lower bound (`pinned`, found in the link's
     evidence) said beside them: the one line of them every door shows."""

@@ -336,6 +336,10 @@ class Diagnosis(BaseModel):
     pinned: int = Field(
         default=0, description="Its links read twice or more with a counter pinned at its maximum (65,535) that no "
                                "rule failed on its lower bound: that rate is unknown, so not judged.")
+    dropped: int = Field(
+        default=0, description="Its links with a counter read lower than the reading before while their other "
+                               "counters held theirs (no restart, which zeroes every counter: a damaged or cut number) "
+                               "that no rule failed on what they count: that rate is unknown, so not judged.")
 
     @model_validator(mode="after")
     def _odd_names_said(self) -> Self:
@@ -359,12 +363,15 @@ class Diagnosis(BaseModel):
         thousands of replays since reset; a second reading cut before the failing link; a counter pinned at its
         maximum in both readings, whose 0/h is no rate)."""
         return (self.lists_every_link and not self.fault_detected
-                and (not self.rates_known or self.read_once > 0 or self.pinned > 0) and self.links_read)
+                and (not self.rates_known or self.read_once > 0 or self.pinned > 0 or self.dropped > 0)
+                and self.links_read)
 
     def unrated_said(self) -> str:
         """Why an unrated view's error rates are unknown, in the words every door says it with."""
         if self.pinned:
             return f"{fmt.count(self.pinned, 'link')} with a counter pinned at its maximum"
+        if self.dropped:
+            return f"{fmt.count(self.dropped, 'link')} with a counter read lower than before, no restart"
         if self.read_once:
             return f"{fmt.count(self.read_once, 'link')} read once"
         return "one reading per link"

@@ -83,6 +83,9 @@ NO_LINKS_ACTION = ("Collect this node's link counters (dcgm-exporter with its NV
                    "known")
 LONE_READING_ACTION = ("Read the counters again in a few minutes: one reading holds lifetime totals since reset, not "
                        "rates, so the error rate is not known yet")
+DROPPED_ACTION = ("Read the link's counters again, twice a few minutes apart: a count read lower than the reading "
+                  "before while the link's other counters held is a damaged or cut number, not a restart, so its "
+                  "error rate is not known")
 PINNED_ACTION = ("Read the pinned link's counters again after its GPU's next reset or reboot, which starts them from "
                  "zero: a counter pinned at its maximum counts no further, so its error rate is not known")
 STATES_ONLY_ACTION = ("Read the error counters (`nvidia-smi nvlink -e` twice a few minutes apart, or dcgm-exporter "
@@ -97,13 +100,14 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
              rack: RackPlace | None = None, tray: str | None = None, stated_pairs: bool = False,
              lists_every_link: bool = False, platform_guess: str | None = None,
              window_asked_hours: float | None = None, counted: bool | None = None, read_once: int = 0,
-             pinned: int = 0) -> Diagnosis:
+             pinned: int = 0, dropped: int = 0) -> Diagnosis:
     """The node's Diagnosis: every localized component keeps its own action (one it was given, else the repair
     catalog's for `platform`); the headline is ranked first. `prescored`: the findings carry their job scores (a
     rack's, scored on each of its hosts). `counted`: whether an error counter was read on any of its links (None:
     as its findings say; a fleet's findings hold only its flagged links). `read_once`: its links whose counters were
     read once where others were read more (not judged); `pinned`: those with a counter pinned at its maximum that
-    no rule failed on its lower bound (its rate unknown)."""
+    no rule failed on its lower bound (its rate unknown); `dropped`: those with a counter read lower than before while
+    their others held, no rule failing on what they count (a damaged or cut number: its rate unknown)."""
     if job is not None and (not job.nodes or job.degradation_pct is None):
         job = None
     shown = job  # a job that stopped is named, but neither slowed nor explained by this node's links
@@ -159,6 +163,8 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         action = NO_LINKS_ACTION
     elif pinned:  # a rate unknown, which may fail: no "warnings only" nor "healthy"
         action = PINNED_ACTION
+    elif dropped:
+        action = DROPPED_ACTION
     elif top is not None and top.severity is Severity.WARNING:
         action = repair_action("warning", platform=platform, node_id=node_id)
     elif not rates_known or read_once:  # a lone reading: of counters (totals), or of states and speeds alone
@@ -180,7 +186,7 @@ def assemble(node_id: str, *, platform: str | None, window_hours: float, window_
         slowdown_onset=job.onset if job else None, verdict=_verdict(job, shown, findings, node_id, headline,
                                                                   rack is not None),
         rack=rack, tray=tray, lists_every_link=lists_every_link, links_read=has_links,
-        rates_known=rates_known and has_links, read_once=read_once, pinned=pinned,
+        rates_known=rates_known and has_links, read_once=read_once, pinned=pinned, dropped=dropped,
         held=every_held(locs),
     )
 

@@ -154,6 +154,9 @@ def finding_of(row: Mapping[str, Any], thresholds: Thresholds, *, stale: bool = 
         evidence.append("PCIe generation below maximum at idle: power saving, not a fault")
     crossed, said, unknown = _pinned(row, facts.totals, crossed)
     evidence.extend(said)
+    crossed, said, cut = _dropped(row, crossed)
+    evidence.extend(said)
+    unknown = [*unknown, *cut]
     rates = {c: r for c, r in rates.items() if c not in unknown}  # pinned and crossing nothing: no rate, not 0/h
     severity, ratio = summarize(crossed)
     ref = ref_of(row)
@@ -203,15 +206,30 @@ def _pinned(row: Mapping[str, Any], totals: Mapping[str, float],
     return [c.model_copy(update={"message": f"{c.message}; {said}"}) if c in on else c for c in crossed], [], []
 
 
-def pinned_unrated(metrics: pd.DataFrame, thresholds: Thresholds,
-                   generation: Callable[[str], int | None]) -> dict[str, list[str]]:
+def _dropped(row: Mapping[str, Any], crossed: list[Crossing]) -> tuple[list[Crossing], list[str], list[str]]:
+    """A link with a counter read lower than before while its other counters held (`rates.increase`'s
+    `<counter>_dropped`): no restart, so its increase is not known. A rule crossed on it regardless says so; where
+    none is, the evidence does (`format.dropped`) and those counters' rates are unknown (the third part)."""
+    names = [c for c in COUNTERS if _present(row.get(f"{c}_dropped")) and bool(row.get(f"{c}_dropped"))]
+    if not names:
+        return crossed, [], []
+    said = fmt.dropped(names)
+    on = [c for c in crossed if set(SUMS.get(c.counter, (c.counter,))) & set(names)]
+    if not on:
+        return crossed, [said], names
+    return [c.model_copy(update={"message": f"{c.message}; {said}"}) if c in on else c for c in crossed], [], []
+
+
+def pinned_unrated(metrics: pd.DataFrame, thresholds: Thresholds, generation: Callable[[str], int | None], *,
+                   flag: str = "saturated", marker: str = fmt.PINNED) -> dict[str, list[str]]:
     """Per node, its links read twice or more whose last reading holds a pinned counter and that no rule fails on
     its lower bound: each said as its name and `format.pinned`. Their rates are unknown, and may fail (a lower bound
     that crosses a warning's 100/h may be past a failing rule's 100/s), so a node with one is no all-clear, as one
-    with a link read once is not (`read_once`); read off every link, as a sweep reads."""
-    if metrics.empty or "saturated" not in metrics.columns:
+    with a link read once is not (`read_once`); read off every link, as a sweep reads. `flag` and `marker`: another
+    such column and its wording (`dropped`: a counter read lower than before with no restart)."""
+    if metrics.empty or flag not in metrics.columns:
         return {}
-    rows = metrics["saturated"].astype("boolean").fillna(False).to_numpy(bool) \
+    rows = metrics[flag].astype("boolean").fillna(False).to_numpy(bool) \
         & (metrics["readings"].to_numpy(np.float64, na_value=0.0) >= 2)
     out: dict[str, list[str]] = {}
     for row in records(metrics[rows]):
@@ -220,7 +238,7 @@ def pinned_unrated(metrics: pd.DataFrame, thresholds: Thresholds,
         if f.severity in (Severity.FAILING, Severity.DOWN):
             continue  # judged failing on the lower bound alone
         texts = [*f.evidence, *(c.message.rsplit("; ", 1)[-1] for c in f.crossed)]  # a crossing's note ends it
-        said = next((e for e in texts if fmt.PINNED in e), None)
+        said = next((e for e in texts if marker in e), None)
         if said is not None:
             out.setdefault(node, []).append(f"{f.component}: {said}")
     return out

@@ -87,22 +87,57 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     # readings closer than the minimum interval (data/limits.toml [rate]) give counts but no rate
     rated = covered_h * 3600 >= limits().rate_min_interval_s
     safe_h = np.where(rated, covered_h, 1.0)
-    for c in p.counters:
+    def counted(c: str, d: np.ndarray, reset: np.ndarray) -> np.ndarray:
+        """The counter's increase, rate and total per link into `out`; the links it reset on."""
         col = p.column(c)
         values = col[at]
-        d, reset = deltas(values, run_first)
         inc = np.bincount(owner, weights=d, minlength=nseg)
-        resets_total = np.maximum(resets_total, np.bincount(owner[reset], minlength=nseg))  # a few rows, not all
         per_hour = np.where(rated, inc / safe_h, np.nan)
         total = np.where(hi > seg0, col[last_at], np.nan)
-        missing = np.isnan(values)
-        if missing.any():  # some of a link's readings lack this counter (another platform's field, a cut output)
+        if np.isnan(values).any():  # some of a link's readings lack this counter (another platform's field, a cut)
             inc, per_hour, total = _own_readings(inc, per_hour, total, values, owner, p.t[idx], hi - lo)
         out[f"{c}_increase"] = inc
         out[f"{c}_per_hour"] = per_hour
         out[f"{c}_total"] = total
+        return np.bincount(owner[reset], minlength=nseg)  # a few rows, not all
+
+    dropping: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # the counters that drop somewhere: judged together
+    for c in p.counters:
+        d, reset = deltas(p.column(c)[at], run_first)
+        if reset.any():
+            dropping[c] = d, reset
+        else:
+            resets_total = np.maximum(resets_total, counted(c, d, reset))
+    damaged = _damaged(p, at, {c: reset for c, (_, reset) in dropping.items()})
+    dropped = np.zeros(nseg, dtype=bool)
+    for c, (d, reset) in dropping.items():
+        if damaged is not None and (bad := reset & damaged).any():  # a drop no restart explains: no count from it
+            d[bad], reset[bad] = 0.0, False
+            out[f"{c}_dropped"] = np.bincount(owner[bad], minlength=nseg) > 0
+            dropped |= out[f"{c}_dropped"]
+        resets_total = np.maximum(resets_total, counted(c, d, reset))
     out["resets"] = resets_total
+    out["dropped"] = dropped
     return pd.DataFrame(out)
+
+
+def _damaged(p: Prepared, at: np.ndarray, resets: dict[str, np.ndarray]) -> np.ndarray | None:
+    """Of the readings where some counter dropped (`resets`: each counter's), those where another of the link's
+    counters held a count above zero (read at least its reading before): a restart (a reboot, a GPU reset, a driver
+    reload) zeroes every counter of the link, so such a drop is a damaged or cut number (`50` of `500100`), not a
+    restart; None when no counter dropped. Read at the drops alone: a fleet's window has few."""
+    if not resets:
+        return None
+    rows = np.flatnonzero(np.logical_or.reduce(list(resets.values())))  # never a link's first: `deltas` clears those
+    held = np.zeros(len(rows), dtype=bool)
+    for c in p.counters:
+        col = p.column(c)
+        now, before = col[at[rows]], col[at[rows - 1]]
+        with np.errstate(invalid="ignore"):
+            held |= (before > 0) & (now >= before)
+    out = np.zeros(len(at), dtype=bool)
+    out[rows[held]] = True
+    return out if held.any() else None
 
 
 def _own_readings(inc: np.ndarray, per_hour: np.ndarray, total: np.ndarray, values: np.ndarray, owner: np.ndarray,

@@ -245,7 +245,16 @@ def _say_unjudged(result: SweepResult, answered: Fleet, source: Source, request:
                   and (d.repair_action in (LONE_READING_ACTION, STATES_ONLY_ACTION, NO_LINKS_ACTION)
                        or (n in ran and n not in reporting and d.health_unknown())))
     pinned = sorted(n for n, d in answered.diagnoses.items() if d.pinned and not d.fault_detected and n not in lone)
-    result.unjudged = sorted({*lone, *pinned, *(n for n in unreadable if n not in reporting)})
+    dropped = sorted(n for n, d in answered.diagnoses.items()
+                     if d.dropped and not d.fault_detected and n not in lone and n not in pinned)
+    result.unjudged = sorted({*lone, *pinned, *dropped, *(n for n in unreadable if n not in reporting)})
+    if dropped:  # a count read lower with no restart: a damaged or cut number, its increase unknown
+        result.complete = False
+        result.incomplete_reasons.append(
+            f"{fmt.count(len(dropped), 'node')} {'holds' if len(dropped) == 1 else 'hold'} a link with a counter read "
+            "lower than before while its others held (a damaged or cut reading, no restart), what it shows failing "
+            "no rule: its true rate is unknown, so not judged: " + ", ".join(dropped[:10])
+            + (" ..." if len(dropped) > 10 else ""))
     if pinned:  # a counter stuck at its maximum in both readings: its 0/h is no rate
         result.complete = False
         result.incomplete_reasons.append(
