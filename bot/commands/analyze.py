@@ -16,7 +16,7 @@ from diagnostics.service import Answer, Request, SnapshotSource, StoreSource, di
 from ..options import END_OPTION, add_end_option, add_threshold_options, end_of, thresholds_from, window_type
 from . import SUMMARIES
 from .analyze_history import diagnose_history
-from .output import print_json, said_incomplete
+from .output import old_readings, print_json, said_incomplete
 
 DEGRADATION_TOLERANCE = 0.1
 
@@ -140,7 +140,12 @@ def history(args: argparse.Namespace, thresholds: Thresholds) -> int:
         print_json(answer.diagnosis)
     else:
         _table(answer.diagnosis, sys.stdout, only_flagged=True, thresholds=thresholds)
-    return _said(answer)
+    code = _said(answer)
+    what = "the store's" if args.store else "the input's"
+    old = None if args.end else old_readings(answer.diagnosis.window_end, what=what, option="--end")
+    if old is not None:  # a fault of months ago is not paged as today's
+        print(f"fabricbot: {old}", file=sys.stderr)
+    return code
 
 
 def rack(args: argparse.Namespace, thresholds: Thresholds) -> int:

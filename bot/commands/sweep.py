@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
@@ -21,7 +21,7 @@ from diagnostics.store import DB_NAME
 from ..options import add_threshold_options, hours_type, parse_time, thresholds_from
 from ..storage import ENV_STORE
 from . import SUMMARIES
-from .output import INCOMPLETE, print_json, said_incomplete
+from .output import INCOMPLETE, old_readings, print_json, said_incomplete
 
 
 def _worst(found: list[Offender]) -> list[Offender]:
@@ -112,19 +112,6 @@ def _report(result: SweepResult, as_json: bool, png: str | None = None, every: b
     return 1 if result.offenders else 0
 
 
-OLD_READINGS = timedelta(days=1)  # a store whose newest reading is older than this has stopped being fed
-
-
-def _old_note(end: datetime) -> str | None:
-    """A store sweep judges the window to the store's newest reading, not now: where that is long past (a store no
-    longer fed, a copy of old data), said, so a scheduled sweep does not page on stale readings as current."""
-    age = datetime.now(UTC) - end
-    if age <= OLD_READINGS:
-        return None
-    return (f"the store's newest reading is from {fmt.when(end)}, {fmt.count(age.days, 'day')} before now: this sweep "
-            "judges the window to it, not now (is the store still fed?); give --at TIME to judge another")
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     thresholds = thresholds_from(args)
     at = parse_time(args.at, field="--at") if args.at else None
@@ -138,7 +125,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                              "`fabricbot analyze --store DIR --node NODE`", field="--node", value=args.node)
         request = Request(window=timedelta(hours=args.window), end=at, thresholds=thresholds)
         result = sweep(StoreSource(args.store), request)
-        old = _old_note(result.at) if at is None else None
+        old = None if at is not None else old_readings(result.at, what="the store's", option="--at",
+                                                       ask="is the store still fed?")
         if old is not None:  # among the result's warnings (a script reading --json sees it) and said at once
             result.warnings.append(old)
             if args.json:

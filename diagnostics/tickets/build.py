@@ -252,6 +252,7 @@ def evidence_for(diagnosis: Diagnosis, candidate: Candidate) -> Evidence:
     explains = [f.explains_slowdown for f in own if f.explains_slowdown is not None]
     loc = diagnosis.localization
     return Evidence(
+        window=diagnosis.window_said() if diagnosis.window_end is not None else None,
         rates_per_hour=dict(list({f.component: dict(f.rates_per_hour) for f in own
                                   if f.rates_per_hour}.items())[:MAX_EVIDENCE_LINKS]),
         thresholds_crossed=_capped(list(dict.fromkeys(f"{f.component}: {c.message}" for f in own for c in f.crossed))),

@@ -122,6 +122,8 @@ def ticket_markdown(t: RepairTicket) -> str:
     lines += [f"{s.order}. {s.text}" + (f" — `{s.command}`" if s.command else "") for s in t.repair_steps]
     e = t.evidence
     lines += ["", "## Evidence", ""]
+    if e.window:
+        lines.append(f"- judged over the {e.window}")
     if e.degradation_pct is not None:
         lines.append(f"- step time {e.step_time_ms:g} ms against {e.baseline_step_time_ms:g} ms baseline "
                      f"({e.degradation_pct:+.1f}%)" if e.step_time_ms and e.baseline_step_time_ms

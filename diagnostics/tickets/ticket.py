@@ -51,6 +51,8 @@ class Identity(BaseModel):
 class Evidence(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+    window: str | None = Field(default=None, description="The window the analysis judged, its end dated: a ticket "
+                                                         "drafted from old readings says when they were taken.")
     rates_per_hour: dict[str, dict[str, float]] = Field(default_factory=dict, description="Per link, per counter.")
     thresholds_crossed: list[str] = Field(default_factory=list)
     degradation_pct: float | None = None
