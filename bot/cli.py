@@ -6,11 +6,12 @@ import argparse
 import gc
 import importlib
 import io
+import os
 import re
 import sqlite3
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from diagnostics import FabricbotError
 
@@ -69,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if isinstance(sys.stdout, io.TextIOWrapper):  # a pipe (`2>&1 | less`): each line out before a later stderr line
         sys.stdout.reconfigure(line_buffering=True)
+    real = sys.stdout
+    if real is sys.__stdout__:
+        sys.stdout = cast(TextIO, _ReaderMayGo(real))
     try:
         code: int = args.func(args)
         return code
@@ -85,10 +89,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        # the reader went away (e.g. `| head`); nothing left to say
-        sys.stdout = None
-        return 0
+    except BrokenPipeError:  # the reader went away before the command could say it (a write of its own)
+        _silenced()
+        return 1
+    finally:
+        if real is sys.__stdout__:
+            sys.stdout = real
+
+
+class _ReaderMayGo:
+    """stdout, whose reader may go away (`sweep | head -1`): what is left to print is dropped, and the command runs on
+    to its own exit status. It returned 0 when the pipe closed first, so a script with `set -o pipefail` read
+    offenders (1) or an incomplete view (3) as healthy, at random."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, data: Any) -> int:
+        try:
+            return int(self._stream.write(data))
+        except BrokenPipeError:
+            _silenced()
+            return len(data)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _silenced()
+
+    @property
+    def buffer(self) -> Any:
+        return _ReaderMayGo(self._stream.buffer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _silenced() -> None:
+    """stdout's descriptor pointed at /dev/null: later writes and the interpreter's last flush go nowhere."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.__stdout__.fileno())  # type: ignore[union-attr]
+    finally:
+        os.close(null)
 
 
 def run() -> NoReturn:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,19 @@ def test_a_value_that_starts_with_a_dash_gets_the_options_own_refusal(
     assert code == 2
     err = capsys.readouterr().err
     assert said in err and "expected one argument" not in err and "unrecognized arguments" not in err
+
+
+@pytest.mark.parametrize(("argv", "code"), [
+    (["analyze", str(FIXTURES / "real" / "nvlink_e_h100_1.txt")], 3),  # one reading: health unknown
+    (["analyze", str(FIXTURES / "real" / "nvlink_e_h100_1.txt"), "--json"], 3),  # written through stdout's buffer
+])
+def test_a_reader_that_goes_away_leaves_the_exit_status_the_answers(argv: list[str], code: int) -> None:
+    """`fabricbot ... | head -1`: the pipe closed before the answer was written, and the command exited 0, so a script
+    with `set -o pipefail` read an incomplete answer (3) or offenders (1) as healthy, depending on which came first."""
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parents[3])
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == code, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
