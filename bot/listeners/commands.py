@@ -143,7 +143,8 @@ def answer(services: Services, request: Request, command: dict[str, Any], client
     except UnknownName as exc:
         reply.tell(unknown_reply(exc, services.source))
     except FabricbotError as exc:
-        reply.tell(f"I could not analyse that: {esc(exc)}")
+        done = "set that" if request.verb in LIFECYCLE else "analyse that"  # planned work is set, not analysed
+        reply.tell(f"I could not {done}: {esc(exc)}")
     except SLACK_FAILURES as exc:
         if not from_slack(exc):  # the store's disk, not the way to Slack
             _failed_here(reply, request, command, exc)

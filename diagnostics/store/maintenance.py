@@ -92,8 +92,10 @@ class MaintenanceLog:
     def set(self, node_id: str, *, start: datetime, span: timedelta, reason: str, set_by: str,
             source: str = "cli") -> Maintenance:
         if not timedelta(0) < span <= MAX_SPAN:
+            said = f"{span.total_seconds() / 86400:g} days" if span >= timedelta(days=1) else \
+                fmt.period(span.total_seconds())
             raise InputError(f"a maintenance window is more than 0 and at most {MAX_SPAN.days} days",
-                             field="duration", value=str(span))
+                             field="duration", value=said)
         start = _utc(start)
         window = Maintenance(node_id, start, start + span, reason, set_by, source)
         with self.db.atomic():

@@ -106,6 +106,11 @@ def test_a_bad_maintenance_request_is_told_what_is_wrong(local: LocalSlack) -> N
                                 timeout=30)
     said = next(m.text for m in private(local.slack)[before:] if "I don't know a node" in m.text)
     assert "`hpc-gpu-node12`" in said and "Did you mean `hpc-gpu-node-12`" in said
+    before = len(private(local.slack))  # too long: refused with what was asked, as planned work, not an analysis
+    assert local.injector.command('maintenance hpc-gpu-node-12 90d "x"', user="UALICE", channel=OPS).status == 200
+    assert local.slack.wait_for(lambda s: any("at most 30 days" in m.text for m in private(s)[before:]), timeout=30)
+    said = next(m.text for m in private(local.slack)[before:] if "at most 30 days" in m.text)
+    assert said.startswith("I could not set that: ") and "(got '90 days')" in said, said
 
 
 def test_the_watch_lists_the_slow_failures_coming(local: LocalSlack, fleet: tuple[TableNodeSource, Any]) -> None:
