@@ -18,6 +18,17 @@ def _rebuilt(kind: type[FabricbotError], args: tuple[object, ...], state: dict[s
     return error
 
 
+SHOWN_CHARS = 60  # of a value too long to echo whole (a 5,000-character node name pasted by mistake)
+
+
+def shown_value(value: object) -> str:
+    """A value as an error echoes it: its repr, or its first characters and how long it is."""
+    text = str(value)
+    if isinstance(value, str) and len(text) > SHOWN_CHARS + 20:
+        return f"{text[:SHOWN_CHARS]!r}... ({len(text):,} characters)"
+    return repr(value)
+
+
 class InputError(FabricbotError):
     """Bad input: names the file (or case), the line or field, and the offending value."""
 
@@ -47,7 +58,7 @@ class InputError(FabricbotError):
         head = ", ".join(parts)
         text = f"{head}: {self.reason}" if head else self.reason
         if self.value is not None:
-            text += f" (got {self.value!r})"
+            text += f" (got {shown_value(self.value)})"
         return text
 
 

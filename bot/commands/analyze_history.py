@@ -45,6 +45,9 @@ def diagnose_history(args: argparse.Namespace, thresholds: Thresholds) -> Answer
     if args.store and not args.node and not args.job and len(args.inputs) == 1 and isinstance(args.inputs[0], str) \
             and not Path(args.inputs[0]).exists():  # `analyze --store DIR NODE`, as `ticket` and `render` name it
         args.node, args.inputs = args.inputs[0], []
+    for option, given in (("--node", args.node), ("--job", args.job)):
+        if given is not None and not given.strip():  # `--node "$NODE"` with the variable unset
+            raise InputError("an empty name: give the node's (or the job's) name", field=option, value=given)
     if not args.node and not args.job and args.store:
         raise InputError("--node (or --job) is required with --store", field="--node")
     source, node, warnings = history_source(args)

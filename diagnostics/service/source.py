@@ -16,7 +16,7 @@ from typing import Protocol
 import pandas as pd
 
 from ..analysis.jobs import History
-from ..errors import InputError
+from ..errors import InputError, shown_value
 from ..model import RackSlot
 from ..names import resolve_name
 from ..store.database import connect
@@ -120,7 +120,7 @@ class UnknownName(InputError):
         among = f" ({known} known: {shown})" if shown else f" among {known} known"
         hint = f"; did you mean {', '.join(matches)}?" if matches else ""
         said = f"; {note}" if note and not known else ""
-        super().__init__(f"no {kind} {name!r}{place}{among}{hint}{said}", field=field)
+        super().__init__(f"no {kind} {shown_value(name)}{place}{among}{hint}{said}", field=field)
 
 
 def close_matches(name: str, names: Iterable[str], n: int = 3) -> list[str]:

@@ -462,3 +462,13 @@ def test_a_run_over_two_hosts_that_names_no_link_asks_which_to_answer(cli: Cli) 
     the person's to say."""
     code, _, err = cli("analyze", str(FIXTURES / "real" / "nccl_allreduce_3.txt"))
     assert code == 2 and "its steps run on 2 nodes (bm-h100-01, bm-h100-02): give --node NODE" in err
+
+
+def test_an_empty_or_runaway_name_is_refused_as_what_it_is(bundled_store: Path, cli: Cli) -> None:
+    """`--node "$NODE"` with the variable unset read "--node (or --job) is required"; a name pasted 5,000 characters
+    long was echoed whole in the refusal."""
+    for option in ("--node", "--job"):
+        code, _, err = cli("analyze", "--store", str(bundled_store), option, "")
+        assert code == 2 and f"field '{option}': an empty name" in err, err
+    code, _, err = cli("analyze", "--store", str(bundled_store), "--node", "x" * 5000)
+    assert code == 2 and f"no node '{'x' * 60}'... (5,000 characters)" in err and len(err) < 400, err
