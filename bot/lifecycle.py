@@ -57,12 +57,14 @@ def set_maintenance(services: Services, *, user: str, args: Sequence[str]) -> st
     reason = " ".join(rest[1:]) or "planned work"
     newest = services.source.newest(node)
     with db_lock(log.db):
+        before = log.windows(node)
         window = log.begin(node, now=now, newest=newest, span=span, reason=reason, set_by=user, source="slack")
+    beside = window.beside(before)
     services.record("maintenance", actor=user, subject=node, action="set", until=window.until.isoformat()
                     if window.until else None, reason=reason)
     after = window.after_readings(newest)
     return (f":construction: `{esc(node)}` {esc(window.note)}. Its findings are still shown; nothing pages and "
-            "no ticket is drafted from it until then." + (f"\n:warning: {esc(after)}" if after else ""))
+            "no ticket is drafted from it until then." + "".join(f"\n:warning: {esc(w)}" for w in (beside, after) if w))
 
 
 def maintenance_list(services: Services) -> str:

@@ -57,9 +57,13 @@ def cmd_maintenance(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InputError(str(exc), field="DURATION", value=args.duration) from None
     newest = store.newest([args.node])
+    before = log.windows(args.node)
     window = (log.set(args.node, start=now, span=span, reason=args.reason or "", set_by=args.by) if args.at else
               log.begin(args.node, now=now, newest=newest, span=span, reason=args.reason or "", set_by=args.by))
     print(f"{args.node} {window.note}: its findings are shown, not paged or ticketed")
+    beside = window.beside(before)
+    if beside:
+        print(f"fabricbot: {args.node}: {beside}", file=sys.stderr)
     after = None if args.at else window.after_readings(newest)  # a time given places the work where it was asked
     if after:
         print(f"fabricbot: {args.node}: {after}", file=sys.stderr)

@@ -65,6 +65,15 @@ class Maintenance:
         until = f"until {fmt.when(self.until)}" if self.until else f"({self.source}, no end set)"
         return f"in maintenance {until}: {self.reason or 'planned work'} (set by {self.set_by})"
 
+    def beside(self, others: list[Maintenance]) -> str | None:
+        """Said where this window is set while others of its node are open: each stands (the node is in maintenance
+        while any is), and `end` ends every one; None where none is."""
+        open_ = [w for w in others if w != self and w.covers(self.start)]
+        if not open_:
+            return None
+        return (f"already {'; '.join(w.note for w in open_)}: {'both stand' if len(open_) == 1 else 'all stand'}, "
+                "the node in maintenance while any is open; `end` ends every one")
+
     def after_readings(self, newest: datetime | None) -> str | None:
         """Said where work set now starts after the node's newest reading, so it holds none of the readings an answer
         is judged on (a store of old or replayed readings, older than a window reaches back): the window is not

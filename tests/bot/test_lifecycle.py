@@ -99,6 +99,15 @@ def test_the_newest_reading_is_the_analysis_window_s_end(fleet: tuple[TableNodeS
     assert source.newest("hpc-gpu-node-12") == source.diagnose("hpc-gpu-node-12").window_end is not None
 
 
+def test_work_set_over_open_work_is_said_to_stand_beside_it(local: LocalSlack) -> None:
+    """A second `/fabric maintenance` over an open window added another without a word."""
+    first = _say(local, 'maintenance hpc-gpu-node-07 2h "swap the GPU 4 riser"', user="UBOB")
+    assert "already" not in first.text
+    second = _say(local, 'maintenance hpc-gpu-node-07 3h "again"', user="UBOB")
+    assert ":warning: already in maintenance until" in second.text and "swap the GPU 4 riser" in second.text
+    assert "both stand" in second.text and "`end` ends every one" in second.text
+
+
 def test_a_bad_maintenance_request_is_told_what_is_wrong(local: LocalSlack) -> None:
     before = len(private(local.slack))
     assert local.injector.command("maintenance hpc-gpu-node12 2h x", user="UALICE", channel=OPS).status == 200

@@ -183,3 +183,16 @@ def test_a_window_set_now_starts_at_the_newest_reading_as_the_slack_door_does(tm
     with freeze_time((END + pd.Timedelta(days=40)).to_pydatetime()):
         code, out, _ = cli("maintenance", "node-13", "2h", "swap the riser", "--by", "alice", "--store", str(store))
         assert code == 0 and "in maintenance until 2026-04-10 04:00 UTC" in out
+
+
+def test_work_set_over_open_work_says_both_stand(tmp_path: Path, cli: Cli) -> None:
+    """A second window over an open one was added without a word: the node listed twice, each to its own end."""
+    store = str(_store(tmp_path))
+    with freeze_time(END):
+        assert "already" not in cli("maintenance", "node-12", "2h", "swap GPU 4 riser", "--by", "ann",
+                                    "--store", store)[2]
+        code, _, err = cli("maintenance", "node-12", "3h", "again", "--by", "bob", "--store", store)
+        assert code == 0 and "already in maintenance until" in err and "swap GPU 4 riser (set by ann)" in err
+        assert "both stand, the node in maintenance while any is open; `end` ends every one" in err
+        cli("maintenance", "node-12", "--end", "--by", "ann", "--store", store)
+        assert "already" not in cli("maintenance", "node-12", "1h", "after", "--by", "ann", "--store", store)[2]
