@@ -21,7 +21,7 @@ from diagnostics.tickets import check_model
 from ..alerts import AlertLoop
 from ..console.web import Console, console_app
 from ..drafting import render_png
-from ..nodes import NodeSource
+from ..nodes import NodeSource, StoreNodeSource
 from ..runtime import build_runtime, node_source
 from ..settings import Settings
 from ..transport.local import LocalSlack
@@ -97,6 +97,10 @@ def cmd_console(args: argparse.Namespace) -> int:
                     print("fabricbot: tickets, drafts and the audit trail are kept in a temporary folder, removed on "
                           "exit: give --db DIR (the store's folder, for `fabricbot tickets` to list them) to keep "
                           "them", file=sys.stderr)
+                if isinstance(source, StoreNodeSource):  # planned work is the store's, whatever --db says
+                    print(f"fabricbot: planned work set here (/fabric maintenance) is kept in the store, "
+                          f"{settings.store}, where the bot, `fabricbot sweep` and the alert loop read it: it holds "
+                          "that node's pages and tickets there too", file=sys.stderr)
                 try:
                     serve_until(args.seconds)
                 finally:

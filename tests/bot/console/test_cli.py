@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import httpx
 import pytest
@@ -54,3 +55,17 @@ def test_a_taken_port_is_reported_with_the_way_out(capsys: pytest.CaptureFixture
     assert code == 2
     err = capsys.readouterr().err
     assert f"cannot listen on 127.0.0.1:{port}" in err and "--port 0" in err
+
+
+def test_a_console_over_a_store_says_its_planned_work_is_the_stores(bundled_store: Path,
+                                                                    capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A try-out console over the real store set planned work the bot and the sweep read (it holds the node's pages
+    for up to 30 days) while its tickets went to a temporary folder: said at start. Snapshots have no store."""
+    seen: list[str] = []
+    monkeypatch.setattr(console_cmd, "serve_until", lambda seconds: seen.append(capsys.readouterr().err))
+    assert main(["console", "--port", "0", "--store", str(bundled_store)]) == 0
+    assert (f"planned work set here (/fabric maintenance) is kept in the store, {bundled_store}, where the bot, "
+            "`fabricbot sweep` and the alert loop read it") in seen[0]
+    assert main(["console", "--port", "0", "--snapshots", str(SEEDS)]) == 0
+    assert "planned work set here" not in seen[1]
