@@ -337,11 +337,12 @@ def fallback_text(d: Diagnosis) -> str:
     """The plain text of a summary (notifications and screen readers)."""
     if d.health_unknown():  # nothing read: not an all-clear
         return f"{headline_name(d.node_id)}: fabric health unknown, no link read ({d.priority_said()})"
-    if d.unrated():  # one reading: no rate, so nothing judged by the rules of rate
-        return f"{headline_name(d.node_id)}: fabric health unknown, one reading, no rate yet ({d.priority_said()})"
+    if d.unrated():  # one reading (or links read once, a counter pinned): no rate, so nothing judged by them
+        return f"{headline_name(d.node_id)}: fabric health unknown, {d.unrated_said()}, no rate ({d.priority_said()})"
     if not d.fault_detected:
         return f"{headline_name(d.node_id)}: no fabric fault ({d.priority_said()})"
-    return f"{headline_name(d.node_id)}: {d.isolated_component} failing, {d.priority_said()} priority"
+    state = d.localization.severity.value if d.localization is not None else "failing"  # a link down is down
+    return f"{headline_name(d.node_id)}: {d.isolated_component} {state}, {d.priority_said()} priority"
 
 
 def preview_cut(markdown: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:

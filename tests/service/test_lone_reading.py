@@ -29,7 +29,7 @@ def _diagnosis(path: Path) -> Diagnosis:
 def test_a_lone_reading_of_totals_is_unknown_through_every_door(capsys: pytest.CaptureFixture[str]) -> None:
     d = _diagnosis(LONE)
     assert not d.fault_detected and not d.rates_known and d.fault_said() == "unknown"
-    assert "fabric health unknown, one reading, no rate yet" in fallback_text(d)
+    assert "fabric health unknown, one reading per link, no rate" in fallback_text(d)
     header = diagnosis_blocks(d, 1)[0].to_dict()
     assert "fabric health unknown" in json.dumps(header) and "no fabric fault" not in json.dumps(header)
     assert "health unknown" in picture_note(d) and "healthy" not in picture_note(d)
@@ -50,3 +50,11 @@ def test_two_readings_give_rates_and_a_verdict() -> None:
     d = _diagnosis(DATED)
     assert d.rates_known and d.fault_said() in ("yes", "no")
     assert "one reading" not in fallback_text(d)
+
+
+def test_the_plain_text_of_a_down_links_summary_says_down() -> None:
+    """The summary's plain text (notifications, screen readers) said "GPU 4 NVLink 0 ... failing" of a link every
+    other door, its own blocks included, calls down."""
+    d = _diagnosis(FIXTURES / "real" / "nvlink_s_v100_inactive_1.txt")
+    assert d.fault_detected and d.localization is not None and d.localization.severity.value == "down"
+    assert f"{d.isolated_component} down, " in fallback_text(d) and "failing" not in fallback_text(d)

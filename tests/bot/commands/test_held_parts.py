@@ -95,7 +95,7 @@ def test_the_slack_summary_says_the_headline_parts_priority_as_its_ticket(cli: C
     said = _ticket_said(_tickets(cli, path, d)[d.localization.ref.slug])
     fields = [f["text"] for b in diagnosis_blocks(d, 1) for f in b.to_dict().get("fields") or []]
     assert f"*Priority*\n{said}" in fields, fields
-    assert f"{d.localization.component} failing, {said} priority" in fallback_text(d)
+    assert f"{d.localization.component} {d.localization.severity.value}, {said} priority" in fallback_text(d)
 
 
 def test_every_door_says_each_parts_priority_as_its_ticket_does(cli: Cli, tmp_path: Path) -> None:
