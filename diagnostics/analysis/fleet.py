@@ -238,8 +238,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
             if count and not count_fixed(graph_of.platform(node)) and set(range(count)) - reporting:
                 warnings[node].append(unfitted_note(graph_of.platform(node), count, reporting))
                 count = None  # a PCIe server's cards: those never read may never have been fitted
-            elif (count and guess is not None and len(reporting) < count
-                  and len(reporting) in model_boards(graph_of.platform(node))):
+            elif (count and guess is not None and len(reporting) < count and reporting == set(range(len(reporting)))
+                  and len(reporting) in model_boards(graph_of.platform(node))):  # a board numbers its GPUs from 0
                 warnings[node].append(smaller_board_note(graph_of.platform(node), guess, count, reporting))
                 count = None  # a 4-GPU board of the model, never named: its GPUs 4-7 were never there
             mine += missing_gpus(reporting, count, view.last_heard.get(node, {}))

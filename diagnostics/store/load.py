@@ -107,15 +107,27 @@ def one_machine_each(inputs: Sequence[tuple[str, IngestResult | None]]) -> None:
         mine: dict[Place, list[str]] = {}
         for node, gpu, when, uuid in known.drop_duplicates().itertuples(index=False):
             place = (None if pd.isna(node) else str(node), int(gpu), None if pd.isna(when) else when.value)
-            mine.setdefault(place, []).append(str(uuid))
+            if str(uuid).lower() not in (u.lower() for u in mine.get(place, [])):  # hex: one UUID in either case
+                mine.setdefault(place, []).append(str(uuid))
         twice = [(place, uuids) for place, uuids in mine.items() if len(uuids) > 1]
-        if len({(node, when) for (node, _, when), _ in twice}) < len(twice):  # two GPUs of one reading
-            place, uuids = twice[0]
+        far = [(place, uuids) for place, uuids in twice if _apart(*uuids[:2])]  # two cards, not one header damaged
+        if far or len({(node, when) for (node, _, when), _ in twice}) < len(twice):  # or two GPUs of one reading
+            place, uuids = (far or twice)[0]
             _refuse(place, (uuids[0], name), (uuids[1], name))
         for place, uuids in mine.items():
             first = seen.setdefault(place, (uuids[0], name))
-            if first[0] not in uuids:
+            if first[0].lower() not in (u.lower() for u in uuids):
                 _refuse(place, first, (uuids[0], name))
+
+
+DAMAGED_CHARS = 4  # a header damaged in transit changes a few characters of its UUID; two cards' differ throughout
+
+
+def _apart(one: str, other: str) -> bool:
+    """Whether two UUIDs read at one GPU's place are two cards' (they differ in more characters than damage makes),
+    not one card's with a damaged header (which its reader says)."""
+    a, b = one.lower(), other.lower()
+    return len(a) != len(b) or sum(x != y for x, y in zip(a, b, strict=True)) > DAMAGED_CHARS
 
 
 def _refuse(place: Place, one: tuple[str, str], other: tuple[str, str]) -> NoReturn:

@@ -53,3 +53,13 @@ def test_gpus_short_of_every_board_of_the_model_or_of_a_named_one_are_gone(
     scrapes = _scrapes(tmp_path / "node.prom", gpus, model)
     code, out, _ = cli("analyze", str(scrapes), *(["--platform", platform] if platform else []))
     assert code == 0 and "fault=yes" in out and f"GPU {gpus} reports no telemetry: {gpus} of 8 GPUs report" in out
+
+
+def test_four_gpus_that_are_not_a_boards_first_four_are_still_four_gone(tmp_path: Path, cli: Cli) -> None:
+    """A board numbers its GPUs from 0: GPUs 4-7 reporting alone are half a board whose other half is gone."""
+    scrapes = _scrapes(tmp_path / "half.prom", 8)
+    text = scrapes.read_text(encoding="utf-8")
+    scrapes.write_text("\n".join(line for line in text.splitlines() if not any(f'gpu="{g}"' in line for g in range(4)))
+                       + "\n", encoding="utf-8")
+    code, out, _ = cli("analyze", str(scrapes))
+    assert code == 0 and "fault=yes" in out and "GPU 0 reports no telemetry: 4 of 8 GPUs report" in out, out

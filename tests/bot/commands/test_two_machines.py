@@ -51,3 +51,24 @@ def test_one_damaged_header_is_said_and_read_not_refused(tmp_path: Path, cli: Cl
     code, out, _ = cli("analyze", str(paste))
     assert code == 3 and "one of the two is damaged" in out
     assert "GPU 2 is GPU-aaaaaaab-0000-0000-0000-000000000002 here" in out
+
+
+def test_one_gpu_of_each_machine_is_two_cards_not_a_damaged_header(tmp_path: Path, cli: Cli) -> None:
+    """`nvidia-smi nvlink -s -i 3` on two hosts, concatenated: one GPU each, so no two GPUs clashed, and the second's
+    wholly other UUID was read as one header damaged, its up links hiding the first's inactive ones."""
+    first = _status(tmp_path / "a.txt", "a", down=(3, 5)).read_text(encoding="utf-8")
+    second = _status(tmp_path / "b.txt", "b").read_text(encoding="utf-8")
+    gpu3 = [text.split("GPU 3: ")[1].split("GPU 4: ")[0] for text in (first, second)]  # each one's GPU 3 alone
+    paste = tmp_path / "gpu3.txt"
+    paste.write_text("".join(f"GPU 3: {block}" for block in gpu3), encoding="utf-8")
+    code, _, err = cli("analyze", str(paste))
+    assert code == 2 and "two GPUs at one place: GPU 3 is GPU-aaaaaaaa" in err and "GPU-bbbbbbbb" in err, err
+
+
+def test_one_machines_uuids_in_either_case_are_one_machines(tmp_path: Path, cli: Cli) -> None:
+    """A UUID is hex: the same card written in capitals by another tool is the same card."""
+    text = _status(tmp_path / "a.txt", "a").read_text(encoding="utf-8")
+    paste = tmp_path / "twice.txt"
+    paste.write_text(text + text.replace("GPU-aaaaaaaa", "GPU-AAAAAAAA"), encoding="utf-8")
+    code, out, err = cli("analyze", str(paste))
+    assert code in (0, 3) and "two GPUs at one place" not in err and out.startswith("unnamed-node"), err
