@@ -100,12 +100,15 @@ def pinned(names: Sequence[str], at: float) -> str:
 DROPPED = " read lower than the reading before"
 
 
-def dropped(names: Sequence[str]) -> str:
+def dropped(names: Sequence[str], *, at_least: bool = False) -> str:
     """Counters read lower than before while the link's other counters held theirs (the one wording of it): no
-    restart, which zeroes every counter, but a damaged or cut number, so their increase is not known."""
+    restart, which zeroes every counter, but a damaged or cut number, so their increase is not known; `at_least`:
+    said of a rule crossed on what the other readings count, a lower bound."""
     said = " and ".join(label(n) for n in names) or "a counter"
+    whose = "their" if len(names) > 1 else "its"
+    known = "so the rate is at least this" if at_least else f"and {whose} rate is not known"
     return (f"{said}{DROPPED} while the link's other counters held theirs: a restart zeroes every counter, so this "
-            f"is a damaged or cut number, and {'their' if len(names) > 1 else 'its'} rate is not known")
+            f"is a damaged or cut number, {known}")
 
 
 def totals_noted(values: Mapping[str, float], evidence: Sequence[str]) -> str:

@@ -213,10 +213,10 @@ def _dropped(row: Mapping[str, Any], crossed: list[Crossing]) -> tuple[list[Cros
     names = [c for c in COUNTERS if _present(row.get(f"{c}_dropped")) and bool(row.get(f"{c}_dropped"))]
     if not names:
         return crossed, [], []
-    said = fmt.dropped(names)
     on = [c for c in crossed if set(SUMS.get(c.counter, (c.counter,))) & set(names)]
     if not on:
-        return crossed, [said], names
+        return crossed, [fmt.dropped(names)], names
+    said = fmt.dropped(names, at_least=True)
     return [c.model_copy(update={"message": f"{c.message}; {said}"}) if c in on else c for c in crossed], [], []
 
 

@@ -108,7 +108,7 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
             dropping[c] = d, reset
         else:
             resets_total = np.maximum(resets_total, counted(c, d, reset))
-    damaged = _damaged(p, at, {c: reset for c, (_, reset) in dropping.items()})
+    damaged = _damaged(p, at, owner, p.t[idx], {c: reset for c, (_, reset) in dropping.items()})
     dropped = np.zeros(nseg, dtype=bool)
     for c, (d, reset) in dropping.items():
         if damaged is not None and (bad := reset & damaged).any():  # a drop no restart explains: no count from it
@@ -121,11 +121,14 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _damaged(p: Prepared, at: np.ndarray, resets: dict[str, np.ndarray]) -> np.ndarray | None:
+def _damaged(p: Prepared, at: np.ndarray, owner: np.ndarray, t: np.ndarray,
+             resets: dict[str, np.ndarray]) -> np.ndarray | None:
     """Of the readings where some counter dropped (`resets`: each counter's), those where another of the link's
-    counters held a count above zero (read at least its reading before): a restart (a reboot, a GPU reset, a driver
-    reload) zeroes every counter of the link, so such a drop is a damaged or cut number (`50` of `500100`), not a
-    restart; None when no counter dropped. Read at the drops alone: a fleet's window has few."""
+    counters held a count above zero (read at least its reading before) and no other link of the node dropped at
+    that time: a restart (a reboot, a GPU reset, a driver reload) zeroes every counter of the links it restarts, so
+    such a drop is a damaged or cut number (`50` of `500100`), not a restart; where other links dropped with it, a
+    counter that reads its old count again counted as much since (one recovery before and after a reboot). None
+    when no counter dropped so. Read at the drops alone: a fleet's window has few."""
     if not resets:
         return None
     rows = np.flatnonzero(np.logical_or.reduce(list(resets.values())))  # never a link's first: `deltas` clears those
@@ -135,9 +138,17 @@ def _damaged(p: Prepared, at: np.ndarray, resets: dict[str, np.ndarray]) -> np.n
         now, before = col[at[rows]], col[at[rows - 1]]
         with np.errstate(invalid="ignore"):
             held |= (before > 0) & (now >= before)
+    if not held.any():
+        return None
+    node = np.asarray(pd.factorize(p.heads()["node_id"].astype("string"))[0])[owner[rows]]
+    moments = pd.DataFrame({"node": node, "t": t[rows], "link": owner[rows]})
+    links = moments.groupby(["node", "t"])["link"].transform("nunique").to_numpy()  # links dropping then
+    alone = held & (links < 2)
+    if not alone.any():
+        return None
     out = np.zeros(len(at), dtype=bool)
-    out[rows[held]] = True
-    return out if held.any() else None
+    out[rows[alone]] = True
+    return out
 
 
 def _own_readings(inc: np.ndarray, per_hour: np.ndarray, total: np.ndarray, values: np.ndarray, owner: np.ndarray,

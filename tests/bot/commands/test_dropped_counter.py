@@ -62,3 +62,23 @@ def test_a_restart_drops_every_count_and_is_still_one(tmp_path: Path, cli: Cli) 
                              encoding="utf-8")
         code, out, _ = cli("analyze", str(paste), "--node", "h1")
         assert code == 0 and "restarted" in out and "read lower than the reading before" not in out, out
+
+
+def test_a_reboot_that_leaves_one_count_where_it_was_is_still_a_reboot(tmp_path: Path, cli: Cli) -> None:
+    """Every link of the node restarted, and one link's one recovery before it counted one again after: another
+    link dropping at that reading says restart, so that link's lower replays are no damaged number."""
+    def reading(when: str, replays: int, recoveries: int, other: int) -> str:
+        lines = [f"{when}\n$ nvidia-smi nvlink -e\n",
+                 "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdef00-cdef-abdc-abcd-abababababab)\n"]
+        for link in range(18):
+            mine = (replays, recoveries) if link == 3 else (other, 0) if link == 4 else (0, 0)
+            lines.append(f"\t Link {link}: Replay Errors: {mine[0]}\n\t Link {link}: Recovery Errors: {mine[1]}\n"
+                         f"\t Link {link}: CRC Errors: 0\n")
+        return "".join(lines)
+
+    paste = tmp_path / "reboot.txt"
+    paste.write_text(reading("Mon Dec  7 02:00:00 UTC 2026", 120, 1, 40)
+                     + reading("Mon Dec  7 02:10:00 UTC 2026", 120, 1, 40)
+                     + reading("Mon Dec  7 02:20:00 UTC 2026", 2, 1, 0), encoding="utf-8")
+    code, out, _ = cli("analyze", str(paste), "--node", "h1")
+    assert code == 0 and "fault=no" in out and "damaged or cut" not in out, out
