@@ -18,6 +18,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..config.ends import default_ends
+from ..config.platforms import all_platforms
 from ..config.racks import rack_of
 from ..config.thresholds import (
     LINK_DOWN_RULE,
@@ -84,6 +85,23 @@ class FleetAnalysis:
 
     def failing_nodes(self) -> list[str]:
         return sorted(n for n, d in self.diagnoses.items() if d.fault_detected)
+
+
+def _switchless(platform: str | None, guess: str | None, gpus: int) -> str | None:
+    """Why a node whose NVLinks are all inactive has no NVSwitch, so no Fabric Manager to blame, where no one named
+    a platform that has them: two GPUs (no NVSwitch board holds two), four on no known board (a 4-GPU board joins its
+    GPUs directly), or a platform told from the GPU model that has none (an H100 NVL's bridged pairs). None where
+    the node may run one (a platform named, or told to have NVSwitches)."""
+    if platform is not None and guess is None:
+        return None  # named: its repair entry says whether Fabric Manager applies
+    if platform is not None:
+        has = bool(all_platforms().get(platform, {}).get("nvswitch"))
+        return None if has else f"{platform} ({guess}) has no NVSwitch (bridged or directly joined GPUs)"
+    if gpus == 2:
+        return "no NVSwitch board holds two GPUs (a bridged pair, or a board of direct links)"
+    if gpus == 4:
+        return "four GPUs and no platform named: a 4-GPU board joins its GPUs directly, with no NVSwitch"
+    return None
 
 
 def history_needed(window: timedelta, thresholds: Thresholds) -> timedelta:
@@ -251,10 +269,10 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
                         if f.gpu == gpu and gpu_gone(f) else f for f in mine]
         mine = sxids_of_gone_gpus(peers_of_gone_gpus(one_per_gone_gpu(mine)))
         all_inactive = view.all_inactive.get(node)
-        if all_inactive and graph_of.platform(node) is None and len(view.gpus_seen.get(node, ())) == 2:
-            warnings[node].append(f"{all_inactive}: no NVSwitch board holds two GPUs, so these are a bridged pair or "
-                                  "a board of direct links, which run no Fabric Manager: judged as what every link "
-                                  "shares (the bridge or board, the driver, firmware or power)")
+        switchless = _switchless(graph_of.platform(node), graph_of.guess(node), len(view.gpus_seen.get(node, ())))
+        if all_inactive and switchless:
+            warnings[node].append(f"{all_inactive}: {switchless}: no Fabric Manager runs there, so judged as what "
+                                  "every link shares (the bridge or board, the driver, firmware or power)")
             all_inactive = None
         software = software_finding(fabric.get(node), all_inactive,
                                     domain=rack_of(graph_of.platform(node)) is not None)

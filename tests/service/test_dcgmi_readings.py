@@ -64,7 +64,9 @@ def test_two_gpus_all_down_are_said_as_both(capsys: pytest.CaptureFixture[str]) 
     """The evidence read 'all 36 NVLinks on all 2 GPUs are inactive at once'."""
     direct = _run(capsys, "analyze", str(REAL), "--node", "n1", "--end", AT, "--json")
     said = [w for w in direct["warnings"] if "at once" in w]
-    assert len(said) == 1 and said[0].startswith("all 36 NVLinks on both GPUs are inactive at once: "), said
+    assert said == ["all 36 NVLinks on both GPUs are inactive at once: no NVSwitch board holds two GPUs (a bridged "
+                    "pair, or a board of direct links): no Fabric Manager runs there, so judged as what every link "
+                    "shares (the bridge or board, the driver, firmware or power)"], said
 
 
 def test_two_gpus_all_down_are_no_fabric_manager_fault(capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,3 +102,24 @@ def test_a_node_in_mig_mode_is_not_a_fault_through_either_door(tmp_path: Path,
         assert not [f for f in answer["findings"] if f["severity"] != "ok"]
         assert any("MIG mode" in w for w in answer["warnings"])
     assert {k: v for k, v in direct.items() if k != "warnings"} == {k: v for k, v in stored.items() if k != "warnings"}
+
+
+def test_four_gpus_or_a_bridged_model_all_down_are_no_fabric_manager_fault(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The same status of four GPUs, and an H100 NVL pair whose platform only its model tells: "restart Fabric
+    Manager" still, where a 4-GPU board and bridged pairs have no NVSwitch."""
+    four = tmp_path / "four.txt"
+    lines = REAL.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "gpuId 1:" in line)
+    four.write_text("".join([*lines[:at + 2], "    gpuId 2:\n", lines[at + 1], "    gpuId 3:\n", lines[at + 1],
+                             *lines[at + 2:]]), encoding="utf-8")
+    pair = tmp_path / "pair.txt"
+    pair.write_text("".join(f"GPU {g}: NVIDIA H100 NVL (UUID: GPU-c{g}c{g}c{g}c{g}-1111-2222-3333-444444444444)\n"
+                            "NVML: Unable to retrieve NVLink information as all links are inActive\n" for g in (0, 1)),
+                    encoding="utf-8")
+    for path, why in ((four, "a 4-GPU board joins its GPUs directly"),
+                      (pair, "h100-nvl-8gpu (taken from the GPU model")):
+        answer = _run(capsys, "analyze", str(path), "--node", "n1", "--end", AT, "--json")
+        assert answer["fault_detected"] and "Fabric Manager" not in answer["isolated_component"], answer
+        assert "fabricmanager" not in answer["repair_action"].lower() and not answer["held"]
+        assert [w for w in answer["warnings"] if why in w and "no Fabric Manager runs there" in w], answer["warnings"]
