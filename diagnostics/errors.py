@@ -18,13 +18,13 @@ def _rebuilt(kind: type[FabricbotError], args: tuple[object, ...], state: dict[s
     return error
 
 
-SHOWN_CHARS = 60  # of a value too long to echo whole (a 5,000-character node name pasted by mistake)
+SHOWN_CHARS = 120  # of a value too long to echo whole (a 5,000-character node name pasted by mistake)
 
 
 def shown_value(value: object) -> str:
     """A value as an error echoes it: its repr, or its first characters and how long it is."""
     text = str(value)
-    if isinstance(value, str) and len(text) > SHOWN_CHARS + 20:
+    if isinstance(value, str) and len(text) > 2 * SHOWN_CHARS:  # a reader's detail (a field's path) stays whole
         return f"{text[:SHOWN_CHARS]!r}... ({len(text):,} characters)"
     return repr(value)
 

@@ -471,4 +471,4 @@ def test_an_empty_or_runaway_name_is_refused_as_what_it_is(bundled_store: Path, 
         code, _, err = cli("analyze", "--store", str(bundled_store), option, "")
         assert code == 2 and f"field '{option}': an empty name" in err, err
     code, _, err = cli("analyze", "--store", str(bundled_store), "--node", "x" * 5000)
-    assert code == 2 and f"no node '{'x' * 60}'... (5,000 characters)" in err and len(err) < 400, err
+    assert code == 2 and f"no node '{'x' * 120}'... (5,000 characters)" in err and len(err) < 500, err
