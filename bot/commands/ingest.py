@@ -9,7 +9,6 @@ import argparse
 import contextlib
 import json
 import sys
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,11 +37,7 @@ def _print_text(report: IngestReport, stored: bool) -> None:
         state = {"ingested": "stored", "read": "read", "duplicate": "already in the store", "error": "refused"}
         why = f" ({f.error})" if f.status == "error" and f.error else ""
         print(f"{f.name}: {state[f.status]}{why}" + (f" as {f.format}: {rows}" if f.format else ""))
-    kept = Counter[str]()  # a refused file's rows were read, not kept: they are not counted as the input's
-    for f in report.files:
-        if f.status != "error":
-            kept.update(f.rows)
-    print(f"rows: {', '.join(f'{t}={kept[t]}' for t in summary['rows'])}")
+    print(f"rows: {', '.join(f'{t}={n}' for t, n in summary['rows'].items())}")  # a refused file's not counted
     print(f"nodes: {', '.join(summary['nodes']) or '-'}")
     if summary["platforms"]:
         print("platforms: " + ", ".join(f"{n} {p}" for n, p in sorted(summary["platforms"].items())[:10])

@@ -74,7 +74,11 @@ class IngestReport:
         return any(f.status in ("ingested", "read", "duplicate") for f in self.files)
 
     def as_dict(self) -> dict[str, Any]:
-        out = summarize(self.result)
+        """The summary of what was kept (a refused file's rows and nodes were read, not stored: not counted), each
+        file's outcome, and every warning."""
+        kept = [f.result for f in self.files if f.result is not None and f.status != "error"]
+        out = summarize(self.result if len(kept) == len([f for f in self.files if f.result is not None])
+                        else IngestResult.combine(kept))
         out["warnings"] = [w.as_dict() for w in self.warnings]
         out["files"] = [{"file": f.name, "status": f.status, "format": f.format, "rows": f.rows, "error": f.error}
                         for f in self.files]

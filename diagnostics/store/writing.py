@@ -41,10 +41,12 @@ def unkeyable(result: IngestResult) -> str | None:
         if frame is None or not len(frame) or column not in frame.columns:
             continue
         for key in as_text(frame[column]).dropna().unique():
-            if len(f"{label}={_part(key)}".encode()) > KEY_BYTES:
-                return (f"{label} {str(key)[:40]!r}... is {len(str(key)):,} characters: the store keeps each "
-                        f"{label}'s readings in a folder named after it, which takes at most {KEY_BYTES} bytes "
-                        "written as a file name; give a shorter name" + (" with --node" if label == "node" else ""))
+            size = len(f"{label}={_part(key)}".encode())
+            if size > KEY_BYTES:
+                return (f"{label} {str(key)[:40]!r}... ({len(str(key)):,} characters) is too long a name: the store "
+                        f"keeps each {label}'s readings in a folder named after it, here {size:,} bytes as a file "
+                        f"name, where at most {KEY_BYTES} fit; give a shorter name"
+                        + (" with --node" if label == "node" else ""))
     return None
 
 

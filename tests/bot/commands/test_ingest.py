@@ -333,6 +333,14 @@ def test_a_node_name_too_long_for_a_folder_is_refused_by_name_not_a_traceback(tm
     code, out, err = cli("ingest", str(FIXTURES / "real" / "nvlink_s_a100_1.txt"), "--store", str(store),
                          "--node", long)
     assert code == 1 and "refused" in out
-    assert (f"node {long[:40]!r}... is 304 characters: the store keeps each node's readings in a folder named after "
-            "it, which takes at most 240 bytes written as a file name; give a shorter name with --node") in err
+    assert (f"node {long[:40]!r}... (304 characters) is too long a name: the store keeps each node's readings in a "
+            "folder named after it, here 309 bytes as a file name, where at most 240 fit; give a shorter name with "
+            "--node") in err
+    code, out, _ = cli("ingest", str(FIXTURES / "real" / "nvlink_s_a100_1.txt"), "--store", str(store),
+                       "--node", long, "--json")
+    summary = json.loads(out)  # what was kept: a refused file's rows and node are not
+    assert code == 1 and not any(summary["rows"].values()) and summary["nodes"] == [], summary
+    wide = "节点" * 45  # 90 characters, 270 bytes as UTF-8, more quoted
+    err = cli("ingest", str(FIXTURES / "real" / "nvlink_s_a100_1.txt"), "--store", str(store), "--node", wide)[2]
+    assert "(90 characters) is too long a name" in err and "where at most 240 fit" in err, err
     assert cli("analyze", "--store", str(store), "--node", "n1")[0] != 2  # the store as it was
