@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import NoReturn
 
@@ -118,6 +119,27 @@ def one_machine_each(inputs: Sequence[tuple[str, IngestResult | None]]) -> None:
             first = seen.setdefault(place, (uuids[0], name))
             if first[0].lower() not in (u.lower() for u in uuids):
                 _refuse(place, first, (uuids[0], name))
+    _same_cards_over_time(seen)
+
+
+def _same_cards_over_time(seen: dict[Place, tuple[str, str]]) -> None:
+    """Refuses one node's readings at two times of two GPUs or more each with no GPU UUID in common: two machines'
+    outputs, each dated (a `date` line above each), read as every GPU replaced between them, the first one's links
+    gone from the answer. As a paste's second reading of another machine is refused (`pasted.py`)."""
+    cards: dict[str | None, dict[int | None, dict[str, str]]] = {}  # node -> time -> UUID -> its file
+    for (node, _, when), (uuid, name) in seen.items():
+        cards.setdefault(node, {}).setdefault(when, {})[uuid.lower()] = name
+    for node, times in cards.items():  # an undated reading last: it is taken as read at the end
+        ordered = sorted(((t, u) for t, u in times.items() if len(u) >= 2), key=lambda r: (r[0] is None, r[0] or 0))
+        for (before, one), (after, other) in pairwise(ordered):
+            if not one.keys() & other.keys():
+                of = f" of {node}" if node else ""
+                said = [f"at {fmt.when(pd.Timestamp(t, tz='UTC'))}" if t is not None else "with no time"
+                        for t in (before, after)]
+                files = ", ".join(dict.fromkeys([*one.values(), *other.values()]))
+                raise InputError(f"no GPU{of} read {said[0]} is among those read {said[1]} (their UUIDs differ): two "
+                                 "machines' outputs read as one node, not every GPU replaced between them; analyze "
+                                 "each on its own", source=files)
 
 
 DAMAGED_CHARS = 4  # a header damaged in transit changes a few characters of its UUID; two cards' differ throughout

@@ -72,3 +72,20 @@ def test_one_machines_uuids_in_either_case_are_one_machines(tmp_path: Path, cli:
     paste.write_text(text + text.replace("GPU-aaaaaaaa", "GPU-AAAAAAAA"), encoding="utf-8")
     code, out, err = cli("analyze", str(paste))
     assert code in (0, 3) and "two GPUs at one place" not in err and out.startswith("unnamed-node"), err
+
+
+def test_two_machines_dated_apart_are_not_every_gpu_replaced(tmp_path: Path, cli: Cli) -> None:
+    """Each output under its own `date` line, minutes apart: read as every GPU replaced between them ("GPU 3 is
+    another card from 02:55"), the first machine's inactive link gone from the answer."""
+    first = _status(tmp_path / "a.txt", "a", down=(3, 5)).read_text(encoding="utf-8")
+    second = _status(tmp_path / "b.txt", "b").read_text(encoding="utf-8")
+    paste = tmp_path / "dated.txt"
+    paste.write_text(f"Mon Dec  7 02:50:00 UTC 2026\n{first}Mon Dec  7 02:55:00 UTC 2026\n{second}", encoding="utf-8")
+    code, _, err = cli("analyze", str(paste))
+    assert code == 2 and ("no GPU read at 2026-12-07 02:50 UTC is among those read at 2026-12-07 02:55 UTC (their "
+                          "UUIDs differ): two machines' outputs read as one node") in err, err
+    one = tmp_path / "one.txt"  # one machine read twice, one GPU swapped between: a card replaced, as before
+    swapped = first.replace("GPU-aaaaaaaa-0000-0000-0000-000000000002", "GPU-cccccccc-0000-0000-0000-000000000002")
+    one.write_text(f"Mon Dec  7 02:50:00 UTC 2026\n{first}Mon Dec  7 02:55:00 UTC 2026\n{swapped}", encoding="utf-8")
+    code, out, _ = cli("analyze", str(one))
+    assert code == 0 and "GPU 2 is another card from" in out, out
