@@ -220,13 +220,13 @@ def _dropped(row: Mapping[str, Any], crossed: list[Crossing]) -> tuple[list[Cros
     return [c.model_copy(update={"message": f"{c.message}; {said}"}) if c in on else c for c in crossed], [], []
 
 
-def pinned_unrated(metrics: pd.DataFrame, thresholds: Thresholds, generation: Callable[[str], int | None], *,
-                   flag: str = "saturated", marker: str = fmt.PINNED) -> dict[str, list[str]]:
-    """Per node, its links read twice or more whose last reading holds a pinned counter and that no rule fails on
-    its lower bound: each said as its name and `format.pinned`. Their rates are unknown, and may fail (a lower bound
-    that crosses a warning's 100/h may be past a failing rule's 100/s), so a node with one is no all-clear, as one
-    with a link read once is not (`read_once`); read off every link, as a sweep reads. `flag` and `marker`: another
-    such column and its wording (`dropped`: a counter read lower than before with no restart)."""
+def unrated_links(metrics: pd.DataFrame, thresholds: Thresholds, generation: Callable[[str], int | None], *,
+                  flag: str = "saturated", marker: str = fmt.PINNED) -> dict[str, list[str]]:
+    """Per node, its links read twice or more whose last reading holds a pinned counter (or another `flag`) and
+    that no rule fails on its lower bound: each said as its name and `format.pinned`. Their rates are unknown, and
+    may fail (a lower bound that crosses a warning's 100/h may be past a failing rule's 100/s), so a node with one is
+    no all-clear, as one with a link read once is not (`read_once`); read off every link, as a sweep reads. `flag`
+    and `marker`: another such column and its wording (`dropped`: a counter read lower than before, no restart)."""
     if metrics.empty or flag not in metrics.columns:
         return {}
     rows = metrics[flag].astype("boolean").fillna(False).to_numpy(bool) \

@@ -51,7 +51,7 @@ from .diagnosis import assemble
 from .ends import nvlink_ends, pcie_end, pcie_ends, undated_notes
 from .events import event_findings, fabric_states, software_finding
 from .evidence import step_evidence
-from .findings import finding_of, pinned_unrated, restart_notes
+from .findings import finding_of, restart_notes, unrated_links
 from .fleet_metrics import PIECE_ROWS, counted_nodes, fleet_metrics, lanes_level, max_samples, read_once
 from .fold import lanes_on_links, one_per_gone_gpu, peers_of_gone_gpus, switch_ends_on_links, sxids_of_gone_gpus
 from .jobs import History, explain_jobs
@@ -212,8 +212,8 @@ def analyze_fleet(tables: Mapping[str, pd.DataFrame], *, window: timedelta = tim
     samples = max_samples(metrics)
     counted = counted_nodes(metrics)
     once = read_once(metrics)
-    pinned = pinned_unrated(metrics, thresholds, graph_of.nvlink_generation)
-    dropped = pinned_unrated(metrics, thresholds, graph_of.nvlink_generation, flag="dropped", marker=fmt.DROPPED)
+    pinned = unrated_links(metrics, thresholds, graph_of.nvlink_generation)
+    dropped = unrated_links(metrics, thresholds, graph_of.nvlink_generation, flag="dropped", marker=fmt.DROPPED)
     early = _names(event_nodes[ns(events["timestamp"]) <= start_ns]) if len(event_nodes) else set()
     restarts = last_restarts(links, t, early, end_ns, rows=keep)  # a fatal event before the window may still hold
     fabric = fabric_states(events)

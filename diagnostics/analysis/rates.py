@@ -87,6 +87,7 @@ def increase(p: Prepared, *, end_ns: int, span: int) -> pd.DataFrame:
     # readings closer than the minimum interval (data/limits.toml [rate]) give counts but no rate
     rated = covered_h * 3600 >= limits().rate_min_interval_s
     safe_h = np.where(rated, covered_h, 1.0)
+
     def counted(c: str, d: np.ndarray, reset: np.ndarray) -> np.ndarray:
         """The counter's increase, rate and total per link into `out`; the links it reset on."""
         col = p.column(c)
