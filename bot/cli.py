@@ -89,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # the reader went away before the command could say it (a write of its own)
-        _silenced()
+    except BrokenPipeError:  # a write that went round the wrapper (a library's own handle on stdout): the command's
+        _silenced()  # status is lost with it, so 1, never the 0 of a healthy answer
         return 1
     finally:
         if real is sys.__stdout__:
