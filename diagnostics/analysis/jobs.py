@@ -145,20 +145,20 @@ def link_history(nodes: list[str], start_ns: int, end_ns: int, links: pd.DataFra
     if history is not None:
         frame = history(nodes, utc_datetime(start_ns), utc_datetime(end_ns), links=choice, unreadable=unreadable)
         times = ns(frame["timestamp"]) if len(frame) else np.zeros(0, dtype=np.int64)
-        inside = (times >= start_ns) & (times <= end_ns)
-        keep = per_link_rows(frame) if len(frame) else None  # as the window's rates read them: a GPU's PCIe row, not
-        if keep is not None:  # the port above it nor a lane's (the same link's identity, other counts)
-            allowed = np.zeros(len(times), dtype=bool)
-            allowed[keep] = True
-            inside &= allowed
-        return prepare_rows(frame, times, _chosen(frame, np.flatnonzero(inside), choice))
+        return prepare_rows(frame, times, _chosen(frame, _read(frame, (times >= start_ns) & (times <= end_ns)), choice))
     mine = links["node_id"].isin(nodes).to_numpy(bool, na_value=False) & (t >= start_ns) & (t <= end_ns)
-    keep = per_link_rows(links)
+    return prepare_rows(links, t, _chosen(links, _read(links, mine), choice))
+
+
+def _read(frame: pd.DataFrame, wanted: np.ndarray) -> np.ndarray:
+    """Of the `wanted` rows, those the window's rates read (`per_link_rows`): a GPU's PCIe row, not the port above it
+    nor a lane's (the same link's identity, other counts), whether the rows come from the tables or a history."""
+    keep = per_link_rows(frame) if len(frame) else None
     if keep is not None:
-        allowed = np.zeros(len(t), dtype=bool)
+        allowed = np.zeros(len(wanted), dtype=bool)
         allowed[keep] = True
-        mine &= allowed
-    return prepare_rows(links, t, _chosen(links, np.flatnonzero(mine), choice))
+        wanted = wanted & allowed
+    return np.flatnonzero(wanted)
 
 
 def _chosen(frame: pd.DataFrame, rows: np.ndarray, choice: LinkChoice | None) -> np.ndarray:

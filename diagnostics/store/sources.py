@@ -77,8 +77,8 @@ class IngestReport:
         """The summary of what was kept (a refused file's rows and nodes were read, not stored: not counted), each
         file's outcome, and every warning."""
         kept = [f.result for f in self.files if f.result is not None and f.status != "error"]
-        out = summarize(self.result if len(kept) == len([f for f in self.files if f.result is not None])
-                        else IngestResult.combine(kept))
+        refused = any(f.result is not None and f.status == "error" for f in self.files)
+        out = summarize(IngestResult.combine(kept) if refused else self.result)
         out["warnings"] = [w.as_dict() for w in self.warnings]
         out["files"] = [{"file": f.name, "status": f.status, "format": f.format, "rows": f.rows, "error": f.error}
                         for f in self.files]
